@@ -1,0 +1,52 @@
+# logd Makefile. `make run` starts the embedded single-node server;
+# `make test` is what CI runs.
+GO      ?= go
+BIN     := bin
+PKGS    := ./...
+FUZZTIME ?= 3s
+
+.PHONY: all build run test vet lint bench fuzz fuzz-short generate tools clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/logd ./cmd/logd
+	$(GO) build -o $(BIN)/logctl ./cmd/logctl
+
+run: build
+	./$(BIN)/logd
+
+vet:
+	$(GO) vet $(PKGS)
+
+lint: vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+test: lint
+	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	$(MAKE) fuzz-short
+
+# Every fuzz target over its committed corpus plus a few seconds of new inputs.
+fuzz-short:
+	@scripts/fuzz.sh $(FUZZTIME)
+
+fuzz:
+	@scripts/fuzz.sh 60s
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+# Regenerates api/logdv1 from api/logd/v1/logd.proto.
+generate: tools
+	PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc -I api \
+	  --go_out=api --go_opt=module=github.com/logd-dev/logd/api \
+	  --connect-go_out=api --connect-go_opt=module=github.com/logd-dev/logd/api \
+	  logd/v1/logd.proto
+
+tools:
+	@command -v protoc >/dev/null || (apt-get update -qq && apt-get install -y -qq protobuf-compiler)
+	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+	$(GO) install connectrpc.com/connect/cmd/protoc-gen-connect-go@v1.21.1
+
+clean:
+	rm -rf $(BIN)
