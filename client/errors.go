@@ -1,0 +1,284 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"connectrpc.com/connect"
+
+	logdv1 "github.com/logd-dev/logd/api/logdv1"
+)
+
+// Sentinel errors, one per reason a server gives (logdv1.Reason). Every error
+// a call returns for a server-side failure wraps exactly one of them, so
+// callers test with errors.Is; the error's text is the server's message.
+// Errors that carry data are the types below (OutOfRangeError,
+// OverloadedError, NotLeaderError); they match their sentinel with errors.Is
+// too. All of them also unwrap to the underlying *connect.Error, so
+// connect.CodeOf works.
+var (
+	// ErrInvalidArgument: the request was malformed (bad name, bad config, ...).
+	ErrInvalidArgument = errors.New("logd: invalid argument")
+	// ErrUnknownTopic: the topic does not exist.
+	ErrUnknownTopic = errors.New("logd: unknown topic")
+	// ErrTopicExists: CreateTopic of a topic that already exists.
+	ErrTopicExists = errors.New("logd: topic exists")
+	// ErrUnknownPartition: the topic has no such partition.
+	ErrUnknownPartition = errors.New("logd: unknown partition")
+	// ErrOffsetOutOfRange: a fetch offset outside [log start, end]; see
+	// OutOfRangeError for the bounds.
+	ErrOffsetOutOfRange = errors.New("logd: offset out of range")
+	// ErrRecordTooLarge: a record or batch exceeds the topic's limit.
+	ErrRecordTooLarge = errors.New("logd: record too large")
+	// ErrNotLeader: the node could not reach a leader for a write. Nothing
+	// was written; the call is safe to retry. See NotLeaderError.
+	ErrNotLeader = errors.New("logd: not leader")
+	// ErrOverloaded: admission control refused the call before writing
+	// anything; retry after OverloadedError.RetryAfter.
+	ErrOverloaded = errors.New("logd: overloaded")
+	// ErrUnavailable: the node or cluster cannot serve the call now (no
+	// quorum, shutting down, connection failed). A write that failed with it
+	// may or may not have been applied.
+	ErrUnavailable = errors.New("logd: unavailable")
+	// ErrStaleToken: a queue operation carried the token of an older
+	// delivery or of an expired lease.
+	ErrStaleToken = errors.New("logd: stale delivery token")
+	// ErrIdempotencyConflict: an idempotency key was reused with a
+	// different payload inside the topic's window.
+	ErrIdempotencyConflict = errors.New("logd: idempotency conflict")
+	// ErrStorage: the server hit a storage error.
+	ErrStorage = errors.New("logd: storage error")
+)
+
+// OutOfRangeError reports a fetch offset outside the partition's readable
+// range [LogStart, End]. errors.Is(err, ErrOffsetOutOfRange) holds.
+type OutOfRangeError struct {
+	// Offset is the offset that was asked for (-1 when unknown).
+	Offset int64
+	// LogStart is the partition's first readable offset.
+	LogStart int64
+	// End is the partition's end offset (the next offset to be written).
+	End int64
+
+	msg   string
+	cause error
+}
+
+func (e *OutOfRangeError) Error() string {
+	if e.msg != "" {
+		return e.msg
+	}
+	return fmt.Sprintf("offset %d out of range [%d, %d]", e.Offset, e.LogStart, e.End)
+}
+
+// Is makes errors.Is(err, ErrOffsetOutOfRange) true.
+func (e *OutOfRangeError) Is(target error) bool { return target == ErrOffsetOutOfRange }
+
+// Unwrap returns the underlying *connect.Error.
+func (e *OutOfRangeError) Unwrap() error { return e.cause }
+
+// OverloadedError reports that the server refused a call under admission
+// control; nothing was written. errors.Is(err, ErrOverloaded) holds.
+type OverloadedError struct {
+	// RetryAfter is how long the server asks the client to wait (0 if it
+	// gave no hint).
+	RetryAfter time.Duration
+
+	msg   string
+	cause error
+}
+
+func (e *OverloadedError) Error() string {
+	if e.msg != "" {
+		return e.msg
+	}
+	return fmt.Sprintf("overloaded, retry after %v", e.RetryAfter)
+}
+
+// Is makes errors.Is(err, ErrOverloaded) true.
+func (e *OverloadedError) Is(target error) bool { return target == ErrOverloaded }
+
+// Unwrap returns the underlying *connect.Error.
+func (e *OverloadedError) Unwrap() error { return e.cause }
+
+// NotLeaderError reports that the node could not get a write to a leader;
+// nothing was written. errors.Is(err, ErrNotLeader) holds.
+type NotLeaderError struct {
+	// LeaderAddress is the leader's client address when the node knows it.
+	LeaderAddress string
+
+	msg   string
+	cause error
+}
+
+func (e *NotLeaderError) Error() string {
+	if e.msg != "" {
+		return e.msg
+	}
+	if e.LeaderAddress != "" {
+		return "not leader; leader is " + e.LeaderAddress
+	}
+	return "not leader"
+}
+
+// Is makes errors.Is(err, ErrNotLeader) true.
+func (e *NotLeaderError) Is(target error) bool { return target == ErrNotLeader }
+
+// Unwrap returns the underlying *connect.Error.
+func (e *NotLeaderError) Unwrap() error { return e.cause }
+
+// serverError is a failure without data: a sentinel plus the server's text.
+type serverError struct {
+	sentinel error
+	msg      string
+	cause    error
+}
+
+func (e *serverError) Error() string {
+	if e.msg != "" {
+		return e.msg
+	}
+	return e.sentinel.Error()
+}
+
+func (e *serverError) Unwrap() []error { return []error{e.sentinel, e.cause} }
+
+// reasonSentinel maps a server Reason to its sentinel (nil if unknown).
+func reasonSentinel(r logdv1.Reason) error {
+	switch r {
+	case logdv1.Reason_REASON_INVALID_ARGUMENT:
+		return ErrInvalidArgument
+	case logdv1.Reason_REASON_UNKNOWN_TOPIC:
+		return ErrUnknownTopic
+	case logdv1.Reason_REASON_TOPIC_EXISTS:
+		return ErrTopicExists
+	case logdv1.Reason_REASON_UNKNOWN_PARTITION:
+		return ErrUnknownPartition
+	case logdv1.Reason_REASON_OFFSET_OUT_OF_RANGE:
+		return ErrOffsetOutOfRange
+	case logdv1.Reason_REASON_RECORD_TOO_LARGE:
+		return ErrRecordTooLarge
+	case logdv1.Reason_REASON_NOT_LEADER:
+		return ErrNotLeader
+	case logdv1.Reason_REASON_OVERLOADED:
+		return ErrOverloaded
+	case logdv1.Reason_REASON_UNAVAILABLE:
+		return ErrUnavailable
+	case logdv1.Reason_REASON_STALE_TOKEN:
+		return ErrStaleToken
+	case logdv1.Reason_REASON_IDEMPOTENCY_CONFLICT:
+		return ErrIdempotencyConflict
+	case logdv1.Reason_REASON_STORAGE:
+		return ErrStorage
+	}
+	return nil
+}
+
+// codeSentinel maps a status code to a sentinel when the server attached no
+// ErrorInfo (a proxy, an older server, or a connection failure). Only codes
+// that name one reason unambiguously are mapped.
+func codeSentinel(c connect.Code) error {
+	switch c {
+	case connect.CodeUnavailable:
+		return ErrUnavailable
+	case connect.CodeResourceExhausted:
+		return ErrOverloaded
+	case connect.CodeAlreadyExists:
+		return ErrTopicExists
+	}
+	return nil
+}
+
+// errorInfo returns the ErrorInfo detail of a connect error, if any.
+func errorInfo(ce *connect.Error) *logdv1.ErrorInfo {
+	for _, d := range ce.Details() {
+		v, err := d.Value()
+		if err != nil {
+			continue
+		}
+		if info, ok := v.(*logdv1.ErrorInfo); ok {
+			return info
+		}
+	}
+	return nil
+}
+
+// fromRPC turns an error of a generated-client call into the client's error
+// scheme. Context errors and errors without a *connect.Error pass through
+// unchanged (connect keeps context.Canceled/DeadlineExceeded in the chain).
+func fromRPC(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return err
+	}
+	msg := ce.Message()
+	info := errorInfo(ce)
+	var sentinel error
+	if info != nil {
+		sentinel = reasonSentinel(info.GetReason())
+	}
+	if sentinel == nil {
+		sentinel = codeSentinel(ce.Code())
+	}
+	switch sentinel {
+	case nil:
+		return err
+	case ErrOffsetOutOfRange:
+		e := &OutOfRangeError{Offset: -1, msg: msg, cause: ce}
+		if info != nil {
+			e.LogStart, e.End = info.GetLogStartOffset(), info.GetEndOffset()
+		}
+		return e
+	case ErrOverloaded:
+		e := &OverloadedError{msg: msg, cause: ce}
+		if info != nil {
+			e.RetryAfter = time.Duration(info.GetRetryAfterMs()) * time.Millisecond
+		}
+		return e
+	case ErrNotLeader:
+		return &NotLeaderError{LeaderAddress: info.GetLeaderAddress(), msg: msg, cause: ce}
+	}
+	return &serverError{sentinel: sentinel, msg: msg, cause: ce}
+}
+
+// IsRetryable reports whether a call that failed with err may succeed if
+// repeated later: not leader, unavailable (including failed connections),
+// overloaded, and per-attempt deadlines. It says nothing about whether a
+// write is safe to repeat; see Client.Produce for that.
+func IsRetryable(err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, ErrNotLeader), errors.Is(err, ErrUnavailable), errors.Is(err, ErrOverloaded):
+		return true
+	case errors.Is(err, context.DeadlineExceeded):
+		return true
+	}
+	return connect.CodeOf(err) == connect.CodeUnavailable
+}
+
+// notSent reports whether err proves that a request never reached the
+// server (the connection could not be made), so even a write may be
+// repeated without risk of duplication.
+func notSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// writeRetryable reports whether a produce that failed with err is known to
+// have written nothing and may succeed on retry.
+func writeRetryable(err error) bool {
+	return errors.Is(err, ErrNotLeader) || errors.Is(err, ErrOverloaded) || notSent(err)
+}
+
+func asOverloaded(err error) (*OverloadedError, bool) {
+	var oe *OverloadedError
+	ok := errors.As(err, &oe)
+	return oe, ok
+}

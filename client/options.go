@@ -1,0 +1,105 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Defaults applied to zero-valued Options fields.
+const (
+	DefaultTimeout        = 10 * time.Second
+	DefaultMaxAttempts    = 4
+	DefaultInitialBackoff = 50 * time.Millisecond
+	DefaultMaxBackoff     = 2 * time.Second
+)
+
+// Options configure a Client. The zero value is ready to use: every field
+// documents its default.
+type Options struct {
+	// HTTPClient carries the calls. Default: a client of its own with a
+	// pooled HTTP/1.1 transport, closed by Client.Close. A client passed here
+	// is not closed by Client.Close, and its own Timeout (if any) bounds
+	// every call, long polls included.
+	HTTPClient *http.Client
+
+	// Timeout bounds each attempt of a call. A fetch that long-polls gets
+	// its MaxWait on top. Default: DefaultTimeout.
+	Timeout time.Duration
+
+	// Retry controls how calls that fail with a retryable error are repeated.
+	Retry RetryPolicy
+}
+
+// RetryPolicy bounds the retries of a call that failed with a retryable
+// error (see IsRetryable). The delay before attempt n+1 is drawn uniformly
+// from [0, min(MaxBackoff, InitialBackoff*2^(n-1))) ("full jitter"), and is
+// at least the server's retry-after hint when it gave one. Retries stop when
+// the caller's context ends.
+//
+// Which calls are retried: reads and metadata reads (ListTopics,
+// DescribeTopic, Fetch, Status) on every retryable error; writes (Produce,
+// CreateTopic, DeleteTopic) only when the server guarantees nothing was
+// written: not leader, overloaded, or a connection that could not be made.
+type RetryPolicy struct {
+	// MaxAttempts is the number of attempts, the first included; 1 disables
+	// retries. Default: DefaultMaxAttempts.
+	MaxAttempts int
+	// InitialBackoff caps the first delay. Default: DefaultInitialBackoff.
+	InitialBackoff time.Duration
+	// MaxBackoff caps every delay (except a server's retry-after hint).
+	// Default: DefaultMaxBackoff.
+	MaxBackoff time.Duration
+	// OnRetry, if set, is called before each retry's wait, on the calling
+	// goroutine, for logging or metrics. Default: nothing.
+	OnRetry func(RetryEvent)
+}
+
+// Validate reports options that cannot be used. Zero values are valid.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("timeout %v is negative", o.Timeout))
+	}
+	if err := o.Retry.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Validate reports a policy that cannot be used. The zero value is valid.
+func (p RetryPolicy) Validate() error {
+	var errs []error
+	if p.MaxAttempts < 0 {
+		errs = append(errs, fmt.Errorf("retry: max attempts %d is negative", p.MaxAttempts))
+	}
+	if p.InitialBackoff < 0 {
+		errs = append(errs, fmt.Errorf("retry: initial backoff %v is negative", p.InitialBackoff))
+	}
+	if p.MaxBackoff < 0 {
+		errs = append(errs, fmt.Errorf("retry: max backoff %v is negative", p.MaxBackoff))
+	}
+	if p.InitialBackoff > 0 && p.MaxBackoff > 0 && p.MaxBackoff < p.InitialBackoff {
+		errs = append(errs, fmt.Errorf("retry: max backoff %v is below initial backoff %v", p.MaxBackoff, p.InitialBackoff))
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults returns o with zero fields replaced by their defaults.
+// HTTPClient is left alone: New decides who owns it.
+func (o Options) withDefaults() Options {
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Retry.MaxAttempts == 0 {
+		o.Retry.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.Retry.InitialBackoff == 0 {
+		o.Retry.InitialBackoff = DefaultInitialBackoff
+	}
+	if o.Retry.MaxBackoff == 0 {
+		o.Retry.MaxBackoff = max(DefaultMaxBackoff, o.Retry.InitialBackoff)
+	}
+	return o
+}

@@ -1,0 +1,89 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"connectrpc.com/connect"
+
+	logdv1 "github.com/logd-dev/logd/api/logdv1"
+)
+
+// Header is a record header. Keys may repeat.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Record is a record to produce.
+type Record struct {
+	// Key is the record key; nil is a null key, an empty non-nil slice is
+	// an empty key. Records with a key and no Partition go to the partition
+	// murmur2(key) picks, as Kafka clients do.
+	Key []byte
+	// Value is the payload; nil is a null value (a compaction tombstone).
+	Value []byte
+	// Headers are carried as given.
+	Headers []Header
+	// Timestamp is the record's time; the zero Time lets the server stamp
+	// it. Precision is milliseconds.
+	Timestamp time.Time
+	// Partition, if set, chooses the partition explicitly.
+	Partition *int32
+}
+
+// Result is where one produced record was written.
+type Result struct {
+	Partition int32 `json:"partition"`
+	Offset    int64 `json:"offset"`
+}
+
+// Produce appends records to a topic in one call and returns, in record
+// order, where each was written. The server answers once the records are
+// committed by a quorum and applied; a call is all or nothing.
+//
+// Retries: Produce is repeated only after failures where the server
+// guarantees nothing was written: ErrNotLeader (the node found no leader to
+// forward to), ErrOverloaded (admission control), or a connection that
+// could not be made. After ErrUnavailable, a timeout or a broken connection
+// the records may or may not have been written, so Produce returns the
+// error and the caller decides (an idempotency key makes a retry safe).
+func (c *Client) Produce(ctx context.Context, topic string, records []Record) ([]Result, error) {
+	req := &logdv1.ProduceRequest{Topic: topic, Records: make([]*logdv1.Record, len(records))}
+	for i, r := range records {
+		pr := &logdv1.Record{
+			Key:         r.Key,
+			Value:       r.Value,
+			TimestampMs: timeToMs(r.Timestamp),
+			Partition:   r.Partition,
+		}
+		if len(r.Headers) > 0 {
+			pr.Headers = make([]*logdv1.Header, len(r.Headers))
+			for j, h := range r.Headers {
+				pr.Headers[j] = &logdv1.Header{Key: h.Key, Value: h.Value}
+			}
+		}
+		req.Records[i] = pr
+	}
+	var out []Result
+	err := c.do(ctx, "Produce", retryUnwritten, c.opts.Timeout, func(ctx context.Context) error {
+		resp, err := c.rpc.Produce(ctx, connect.NewRequest(req))
+		if err != nil {
+			return fromRPC(err)
+		}
+		rs := resp.Msg.GetResults()
+		if len(rs) != len(records) {
+			return fmt.Errorf("server answered %d results for %d records", len(rs), len(records))
+		}
+		out = make([]Result, len(rs))
+		for i, r := range rs {
+			out[i] = Result{Partition: r.GetPartition(), Offset: r.GetOffset()}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("produce to %q: %w", topic, err)
+	}
+	return out, nil
+}

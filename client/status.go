@@ -1,0 +1,62 @@
+package client
+
+import (
+	"context"
+	"fmt"
+
+	"connectrpc.com/connect"
+
+	logdv1 "github.com/logd-dev/logd/api/logdv1"
+)
+
+// Status describes a node and its view of the Raft cluster.
+type Status struct {
+	NodeID string `json:"node_id"`
+	// State is the node's Raft state ("Leader", "Follower", ...).
+	State         string   `json:"state"`
+	LeaderID      string   `json:"leader_id"`
+	LeaderAddress string   `json:"leader_address"`
+	Term          uint64   `json:"term"`
+	CommitIndex   uint64   `json:"commit_index"`
+	AppliedIndex  uint64   `json:"applied_index"`
+	LastLogIndex  uint64   `json:"last_log_index"`
+	Members       []Member `json:"members"`
+}
+
+// Member is one server of the Raft configuration.
+type Member struct {
+	ID          string `json:"id"`
+	RaftAddress string `json:"raft_address"`
+	// Suffrage is "Voter", "Nonvoter" or "Staging".
+	Suffrage string `json:"suffrage"`
+}
+
+// Status returns the status of the node the client talks to.
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	var out Status
+	err := c.do(ctx, "Status", retryAny, c.opts.Timeout, func(ctx context.Context) error {
+		resp, err := c.rpc.Status(ctx, connect.NewRequest(&logdv1.StatusRequest{}))
+		if err != nil {
+			return fromRPC(err)
+		}
+		m := resp.Msg
+		out = Status{
+			NodeID:        m.GetNodeId(),
+			State:         m.GetState(),
+			LeaderID:      m.GetLeaderId(),
+			LeaderAddress: m.GetLeaderAddress(),
+			Term:          m.GetTerm(),
+			CommitIndex:   m.GetCommitIndex(),
+			AppliedIndex:  m.GetAppliedIndex(),
+			LastLogIndex:  m.GetLastLogIndex(),
+		}
+		for _, mb := range m.GetMembers() {
+			out.Members = append(out.Members, Member{ID: mb.GetId(), RaftAddress: mb.GetRaftAddress(), Suffrage: mb.GetSuffrage()})
+		}
+		return nil
+	})
+	if err != nil {
+		return Status{}, fmt.Errorf("status: %w", err)
+	}
+	return out, nil
+}
