@@ -40,13 +40,30 @@ func TestDecodeHostile(t *testing.T) {
 		{name: "lz4", edit: func(b []byte) []byte { b[posAttributes+1] |= 3; fixCRC(b); return b }, want: ErrUnsupportedCompression},
 		{name: "zstd", edit: func(b []byte) []byte { b[posAttributes+1] |= 4; fixCRC(b); return b }, want: ErrUnsupportedCompression},
 		{name: "gzip garbage", edit: func(b []byte) []byte { b[posAttributes+1] |= 1; fixCRC(b); return b }, want: ErrCorrupt},
-		{name: "record count huge", edit: func(b []byte) []byte { putCount(b, 0x7fffffff); binary.BigEndian.PutUint32(b[posLastOffsetDelta:], 0x7ffffffe); fixCRC(b); return b }, want: ErrCorrupt},
+		{name: "record count huge", edit: func(b []byte) []byte {
+			putCount(b, 0x7fffffff)
+			binary.BigEndian.PutUint32(b[posLastOffsetDelta:], 0x7ffffffe)
+			fixCRC(b)
+			return b
+		}, want: ErrCorrupt},
 		{name: "record count negative", edit: func(b []byte) []byte { putCount(b, -1); fixCRC(b); return b }, want: ErrCorrupt},
 		{name: "record count above offset range", edit: func(b []byte) []byte { putCount(b, 3); fixCRC(b); return b }, want: ErrCorrupt},
 		{name: "record count too low", edit: func(b []byte) []byte { putCount(b, 1); fixCRC(b); return b }, want: ErrCorrupt},
 		{name: "record count zero with records", edit: func(b []byte) []byte { putCount(b, 0); fixCRC(b); return b }, want: ErrCorrupt},
-		{name: "negative last offset delta", edit: func(b []byte) []byte { binary.BigEndian.PutUint32(b[posLastOffsetDelta:], 0xffffffff); fixCRC(b); return b }, want: ErrCorrupt},
-		{name: "last offset delta below records", edit: func(b []byte) []byte { binary.BigEndian.PutUint32(b[posLastOffsetDelta:], 0); putCount(b, 1); b = b[:HeaderSize+16]; fixLength(b); putCount(b, 2); fixCRC(b); return b }, want: ErrCorrupt},
+		{name: "negative last offset delta", edit: func(b []byte) []byte {
+			binary.BigEndian.PutUint32(b[posLastOffsetDelta:], 0xffffffff)
+			fixCRC(b)
+			return b
+		}, want: ErrCorrupt},
+		{name: "last offset delta below records", edit: func(b []byte) []byte {
+			binary.BigEndian.PutUint32(b[posLastOffsetDelta:], 0)
+			putCount(b, 1)
+			b = b[:HeaderSize+16]
+			fixLength(b)
+			putCount(b, 2)
+			fixCRC(b)
+			return b
+		}, want: ErrCorrupt},
 		{name: "trailing garbage in batch", edit: func(b []byte) []byte { b = append(b, 0); fixLength(b); return b }, want: ErrCorrupt},
 		{name: "record cut short", edit: func(b []byte) []byte { b = b[:len(b)-1]; fixLength(b); return b }, want: ErrCorrupt},
 		{name: "record length too long", edit: func(b []byte) []byte { b[HeaderSize] = 0x7e; fixCRC(b); return b }, want: ErrCorrupt},
