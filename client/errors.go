@@ -260,7 +260,11 @@ func IsRetryable(err error) bool {
 	case errors.Is(err, context.DeadlineExceeded):
 		return true
 	}
-	return connect.CodeOf(err) == connect.CodeUnavailable
+	switch connect.CodeOf(err) {
+	case connect.CodeUnavailable, connect.CodeDeadlineExceeded:
+		return true
+	}
+	return false
 }
 
 // notSent reports whether err proves that a request never reached the

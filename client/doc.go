@@ -1,0 +1,45 @@
+// Package client is the Go client of logd, a replicated, partitioned,
+// append-only log.
+//
+// A Client talks to one node over the Connect API. Any node accepts any
+// call: writes are forwarded to the Raft leader and acknowledged only once
+// committed by a quorum and applied; reads are served from the node's
+// applied state, so a follower may lag the leader by a little.
+//
+//	c, err := client.New("127.0.0.1:7070", client.Options{})
+//	...
+//	defer c.Close()
+//	res, err := c.Produce(ctx, "orders", []client.Record{{Key: []byte("42"), Value: []byte("hello")}})
+//
+// # Errors
+//
+// Every failure the server explains wraps one sentinel of errors.go
+// (ErrUnknownTopic, ErrNotLeader, ...), tested with errors.Is; failures with
+// data are the types OutOfRangeError, OverloadedError and NotLeaderError,
+// taken with errors.As. The error text keeps the server's message, and
+// connect.CodeOf still gives the status code. IsRetryable says whether a
+// call may succeed later.
+//
+// # Retries
+//
+// Calls are retried under Options.Retry (capped exponential backoff with
+// full jitter, a bounded number of attempts, the server's retry-after hint
+// honoured). Reads retry on every retryable error. Writes (Produce,
+// CreateTopic, DeleteTopic) retry only when the server guarantees that
+// nothing was written: ErrNotLeader, ErrOverloaded, or a connection that
+// could not be made. After ErrUnavailable or a timeout a write may or may
+// not have happened, and the error goes to the caller.
+//
+// # Reading
+//
+// Fetch reads one batch of a partition and may long-poll. A Consumer reads
+// one partition from a start offset (or OffsetEarliest / OffsetLatest),
+// following the server's next offset. OffsetForTime finds the first offset
+// at or after a time by scanning from the log start (the server has no
+// time index lookup yet).
+//
+// Timestamps have millisecond precision; the zero time.Time means "let the
+// server stamp it". Key and Value distinguish nil (null) from empty.
+//
+// Package clienttest holds an in-memory server for tests.
+package client
