@@ -236,8 +236,8 @@ func TestOffsetForTime(t *testing.T) {
 			{ts: 0, want: 0},
 			{ts: 1, want: 2},
 			{ts: 10, want: 2},
-			{ts: 6, want: 2},    // batch 10 (ts 5) is not first: batch 1 (ts 10) is
-			{ts: 95, want: 22},  // batch 10 (ts 5) is skipped; batch 11 (ts 110) is first
+			{ts: 6, want: 2},   // batch 10 (ts 5) is not first: batch 1 (ts 10) is
+			{ts: 95, want: 22}, // batch 10 (ts 5) is skipped; batch 11 (ts 110) is first
 			{ts: 100, want: 22},
 			{ts: 290, want: 58},
 			{ts: 291, want: 60}, // none: EndOffset
