@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/logd-dev/logd/client"
+)
+
+type benchProduceFlags struct {
+	topic          string
+	partitions     int32
+	recordSize     int
+	recordsPerCall int
+	concurrency    int
+	records        int64
+	duration       time.Duration
+	rate           float64
+	output         string
+	progress       bool
+}
+
+func newBenchProduceCmd(opts *globalOpts) *cobra.Command {
+	var f benchProduceFlags
+	cmd := &cobra.Command{
+		Use:   "produce",
+		Short: "Measure produce throughput and per-call latency",
+		Long: `Produce --records records (or for --duration) of --record-size random bytes
+from --concurrency workers, --records-per-call per call, and report records/s,
+MB/s (10^6 bytes of values) and per-call latency percentiles. The topic is
+created with --partitions if it does not exist.
+
+--rate R offers R records/s on a fixed schedule instead of as fast as
+possible; latency is then measured from each call's scheduled start, so a
+server that falls behind shows it (no coordinated omission). Run once
+without --rate to find the peak, then at half of it.`,
+		Example: `  logctl bench produce --records 1000000
+  logctl bench produce --duration 30s --rate 50000 --output json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(f.output); err != nil {
+				return err
+			}
+			if f.recordSize < 0 || f.recordsPerCall < 1 || f.concurrency < 1 || f.records < 0 || f.duration < 0 || f.rate < 0 || f.partitions < 1 {
+				return errors.New("--record-size must not be negative; --records-per-call, --concurrency and --partitions must be positive; --records, --duration and --rate must not be negative")
+			}
+			if f.duration > 0 && !cmd.Flags().Changed("records") {
+				f.records = 0 // the duration alone bounds the run
+			}
+			if f.records == 0 && f.duration == 0 {
+				return errors.New("give --records or --duration")
+			}
+			c, err := opts.newClient()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			if _, err := c.CreateTopic(cmd.Context(), f.topic, f.partitions, nil); err == nil {
+				opts.logf("created topic %s with %d partitions", f.topic, f.partitions)
+			} else if !errors.Is(err, client.ErrTopicExists) {
+				return err
+			}
+			var total int64
+			if f.records > 0 {
+				total = f.records
+			}
+			prog := newProgress(opts.stderr, f.progress || isTerminal(opts.stderr), total, "records")
+			prog.Start()
+			res, err := benchProduce(cmd.Context(), c, &f, prog)
+			prog.Stop()
+			if err != nil {
+				return err
+			}
+			return printBench(opts.stdout, f.output, res)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.topic, "topic", "logctl-bench", "topic to write (created if missing)")
+	fl.Int32Var(&f.partitions, "partitions", 8, "partitions of the topic if it is created")
+	fl.IntVar(&f.recordSize, "record-size", 128, "value bytes per record")
+	fl.IntVar(&f.recordsPerCall, "records-per-call", 1000, "records per produce call")
+	fl.IntVar(&f.concurrency, "concurrency", 8, "calls in flight")
+	fl.Int64Var(&f.records, "records", 100_000, "records to produce in total")
+	fl.DurationVar(&f.duration, "duration", 0, "run this long (with --records: whichever ends first)")
+	fl.Float64Var(&f.rate, "rate", 0, "offered load in records/s (0: as fast as possible)")
+	fl.BoolVar(&f.progress, "progress", false, "show progress on stderr even when it is not a terminal")
+	addOutputFlag(cmd, &f.output)
+	return cmd
+}
+
+// claim takes up to n records from remaining and returns how many it got.
+func claim(remaining *atomic.Int64, n int64) int64 {
+	for {
+		r := remaining.Load()
+		if r <= 0 {
+			return 0
+		}
+		got := min(r, n)
+		if remaining.CompareAndSwap(r, r-got) {
+			return got
+		}
+	}
+}
+
+func benchProduce(ctx context.Context, c *client.Client, f *benchProduceFlags, prog *progress) (benchResult, error) {
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if f.duration > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, f.duration)
+		defer cancel()
+	}
+	value := make([]byte, f.recordSize)
+	rand.Read(value)
+	recs := make([]client.Record, f.recordsPerCall)
+	for i := range recs {
+		recs[i].Value = value // shared and never written: safe across workers
+	}
+
+	var remaining atomic.Int64
+	remaining.Store(math.MaxInt64)
+	if f.records > 0 {
+		remaining.Store(f.records)
+	}
+	var interval time.Duration
+	if f.rate > 0 {
+		interval = time.Duration(float64(f.recordsPerCall) / f.rate * float64(time.Second))
+	}
+	var (
+		slot     atomic.Int64
+		produced atomic.Int64
+		mu       sync.Mutex
+		lats     []time.Duration
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	start := time.Now()
+	for range f.concurrency {
+		wg.Go(func() {
+			var mine []time.Duration
+			defer func() {
+				mu.Lock()
+				lats = append(lats, mine...)
+				mu.Unlock()
+			}()
+			for runCtx.Err() == nil {
+				n := claim(&remaining, int64(f.recordsPerCall))
+				if n == 0 {
+					return
+				}
+				began := time.Now()
+				if interval > 0 {
+					began = start.Add(time.Duration(slot.Add(1)-1) * interval)
+					if !sleepUntil(runCtx, began) {
+						return
+					}
+				}
+				if _, err := c.Produce(runCtx, f.topic, recs[:n]); err != nil {
+					if runCtx.Err() != nil && ctx.Err() == nil {
+						return // the duration ended mid-call
+					}
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					cancel()
+					return
+				}
+				mine = append(mine, time.Since(began))
+				produced.Add(n)
+				prog.Add(n, n, n*int64(f.recordSize))
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if firstErr != nil {
+		return benchResult{}, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return benchResult{}, fmt.Errorf("interrupted after %d records: %w", produced.Load(), err)
+	}
+	n := produced.Load()
+	return benchResult{Records: n, Bytes: n * int64(f.recordSize), Elapsed: elapsed, Latency: summarize(lats)}, nil
+}
+
+// sleepUntil waits until t; it reports false if ctx ended first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
+}

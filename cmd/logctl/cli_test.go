@@ -1,0 +1,181 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/logd-dev/logd/client/clienttest"
+)
+
+// step is one logctl invocation of a script and what it must print.
+type step struct {
+	args     []string
+	stdin    string
+	wantCode int
+	// stdout must match every pattern (regexp, multi-line mode).
+	stdout []string
+	// stdoutExact, if set, must equal stdout.
+	stdoutExact string
+	// stderr must match every pattern.
+	stderr []string
+}
+
+func args(s string) []string { return strings.Fields(s) }
+
+func TestCLI(t *testing.T) {
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{
+			name: "topic lifecycle",
+			steps: []step{
+				{args: args("topic create orders --partitions 3 --config retention.ms=1000"), stdout: []string{`created topic orders with 3 partitions`}},
+				{args: args("topic create orders --partitions 3"), wantCode: 1, stderr: []string{`^logctl: create topic "orders": .*already exists\n$`}},
+				{args: args("topic create audit"), stdout: []string{`created topic audit with 1 partitions`}},
+				{args: args("topic list"), stdout: []string{`(?m)^NAME\s+PARTITIONS\s+CREATED$`, `(?m)^audit\s+1\s+\d{4}-`, `(?m)^orders\s+3\s+`}},
+				{args: args("topic describe orders"), stdout: []string{`(?m)^Topic:\s+orders$`, `(?m)^Config:\s+retention.ms=1000$`, `(?m)^PARTITION\s+LOG START\s+END OFFSET\s+RECORDS\s+BYTES\s+SEGMENTS$`, `(?m)^2\s+0\s+0\s+0\s+0\s+1$`}},
+				{args: args("topic delete audit"), stdout: []string{`deleted topic audit`}},
+				{args: args("topic delete audit"), wantCode: 1, stderr: []string{`^logctl: delete topic "audit": topic "audit" does not exist\n$`}},
+			},
+		},
+		{
+			name: "topic list json",
+			steps: []step{
+				{args: args("topic list -o json"), stdoutExact: "[]\n"},
+				{args: args("topic create t -p 2")},
+				{args: args("topic list -o json"), stdout: []string{`"name": "t"`, `"partitions": 2`}},
+				{args: args("topic describe t --output json"), stdout: []string{`"partition_state"`, `"end_offset": 0`}},
+			},
+		},
+		{
+			name: "produce from args and consume text",
+			steps: []step{
+				{args: args("topic create t --partitions 2")},
+				{args: args("produce t a b c --partition 1"), stdoutExact: "PARTITION  OFFSET\n1          0\n1          1\n1          2\n"},
+				{args: args("consume t"), stdoutExact: "a\nb\nc\n"},
+				{args: args("consume t --partition 1 --from 1"), stdoutExact: "b\nc\n"},
+				{args: args("consume t --partition 1 --from latest"), stdoutExact: ""},
+				{args: args("consume t --max 2"), stdoutExact: "a\nb\n"},
+				{args: args("consume t --partition 1 --meta"), stdout: []string{`(?m)^1:0\t\d{4}-\S+Z\t-\ta$`}},
+			},
+		},
+		{
+			name: "produce from stdin with key and headers, consume json",
+			steps: []step{
+				{args: args("topic create t --partitions 4")},
+				{args: []string{"produce", "t", "--key", "k1", "--header", "src=test", "-o", "json"}, stdin: "one\r\ntwo\n\nthree", stdout: []string{`"records": 4`, `"results": \[`}},
+				{args: args("consume t -o json"), stdout: []string{
+					`(?m)^\{"topic":"t","partition":\d,"offset":0,"timestamp":"[^"]+","key":"k1","value":"one","headers":\[\{"key":"src","value":"test"\}\]\}$`,
+					`(?m)"offset":2,.*"value":"",`,
+					`(?m)"offset":3,.*"value":"three"`,
+				}},
+			},
+		},
+		{
+			name: "many records print a summary",
+			steps: []step{
+				{args: args("topic create t --partitions 2")},
+				{args: args("produce t --batch 7"), stdin: numbers(50), stdout: []string{`produced 50 records to t`, `(?m)^PARTITION\s+RECORDS\s+FIRST OFFSET\s+LAST OFFSET$`, `(?m)^0\s+25\s+0\s+24$`, `(?m)^1\s+25\s+0\s+24$`}},
+				{args: args("topic describe t"), stdout: []string{`(?m)^0\s+0\s+25\s+25\s+`}},
+			},
+		},
+		{
+			name: "errors exit non-zero with one line",
+			steps: []step{
+				{args: args("consume nope"), wantCode: 1, stderr: []string{`^logctl: describe topic "nope": topic "nope" does not exist\n$`}},
+				{args: args("produce nope x"), wantCode: 1, stderr: []string{`^logctl: produce to "nope": topic "nope" does not exist\n$`}},
+				{args: args("topic describe nope -o json"), wantCode: 1, stderr: []string{`does not exist`}},
+				{args: args("produce"), wantCode: 1, stderr: []string{`requires at least 1 arg`}},
+				{args: args("topic list --output yaml"), wantCode: 1, stderr: []string{`--output "yaml": want text or json`}},
+				{args: args("consume t --from yesterday"), wantCode: 1, stderr: []string{`--from "yesterday"`}},
+				{args: args("topic create t --config nokey"), wantCode: 1, stderr: []string{`--config "nokey": want key=value`}},
+				{args: args("topic create t -p 2")},
+				{args: args("consume t --partition 5"), wantCode: 1, stderr: []string{`has no partition 5`}},
+				{args: args("produce t"), stdin: "", wantCode: 1, stderr: []string{`no records to produce`}},
+			},
+		},
+		{
+			name: "status",
+			steps: []step{
+				{args: args("status"), stdout: []string{`(?m)^Node:\s+node-1$`, `(?m)^State:\s+Leader$`, `(?m)^Leader:\s+node-1 \(127.0.0.1:7070\)$`, `(?m)^MEMBER\s+RAFT ADDRESS\s+SUFFRAGE\s+LEADER$`, `(?m)^node-1\s+127.0.0.1:7071\s+Voter\s+\*$`}},
+				{args: args("status -o json"), stdout: []string{`"node_id": "node-1"`, `"commit_index": 10`, `"suffrage": "Voter"`}},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := clienttest.Start(t)
+			for i, s := range tt.steps {
+				r := runCLI(t, srv, s.stdin, s.args...)
+				where := fmt.Sprintf("step %d: logctl %s", i, strings.Join(s.args, " "))
+				if r.code != s.wantCode {
+					t.Fatalf("%s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", where, r.code, s.wantCode, r.stdout, r.stderr)
+				}
+				if s.stdoutExact != "" || (s.stdout == nil && s.wantCode == 0 && s.stdoutExact == "" && strings.HasPrefix(strings.Join(s.args, " "), "consume")) {
+					if r.stdout != s.stdoutExact {
+						t.Fatalf("%s: stdout\n%q\nwant\n%q", where, r.stdout, s.stdoutExact)
+					}
+				}
+				for _, p := range s.stdout {
+					if !regexp.MustCompile(p).MatchString(r.stdout) {
+						t.Fatalf("%s: stdout does not match %q:\n%s", where, p, r.stdout)
+					}
+				}
+				for _, p := range s.stderr {
+					if !regexp.MustCompile(p).MatchString(r.stderr) {
+						t.Fatalf("%s: stderr does not match %q:\n%s", where, p, r.stderr)
+					}
+				}
+				if s.wantCode != 0 && strings.Count(r.stderr, "\n") != 1 {
+					t.Fatalf("%s: want one error line on stderr, got:\n%s", where, r.stderr)
+				}
+			}
+		})
+	}
+}
+
+func numbers(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "%d\n", i)
+	}
+	return b.String()
+}
+
+func TestConsumeJSONEncodesBinaryAsBase64(t *testing.T) {
+	srv := clienttest.Start(t)
+	mustRun(t, srv, "", "topic", "create", "bin")
+	// Invalid UTF-8 from stdin: one value "\xff\xfe".
+	mustRun(t, srv, "\xff\xfe\n", "produce", "bin", "--key", "")
+	r := mustRun(t, srv, "", "consume", "bin", "-o", "json")
+	var rec struct {
+		Key           *string `json:"key"`
+		KeyEncoding   string  `json:"key_encoding"`
+		Value         string  `json:"value"`
+		ValueEncoding string  `json:"value_encoding"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rec); err != nil {
+		t.Fatalf("unmarshal %q: %v", r.stdout, err)
+	}
+	if rec.Key == nil || *rec.Key != "" || rec.KeyEncoding != "" || rec.Value != "//4=" || rec.ValueEncoding != "base64" {
+		t.Fatalf("record = %+v", rec)
+	}
+}
+
+func TestServerFlagAndEnv(t *testing.T) {
+	srv := clienttest.Start(t)
+	// --server wins over LOGD_SERVER (which runCLI sets to srv).
+	r := runCLI(t, srv, "", "status", "--server", "http://127.0.0.1:1")
+	if r.code != 1 || !strings.Contains(r.stderr, "connection refused") {
+		t.Fatalf("status against a closed port: exit %d, stderr %q", r.code, r.stderr)
+	}
+	mustRun(t, nil, "", "topic", "list", "--server", srv.URL())
+	r = runCLI(t, srv, "", "status", "--server", "bad address")
+	if r.code != 1 || !strings.Contains(r.stderr, "server address") {
+		t.Fatalf("bad --server: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"slices"
+	"time"
+)
+
+// latencySummary is the distribution of per-call latencies of a benchmark.
+type latencySummary struct {
+	Calls int
+	P50   time.Duration
+	P99   time.Duration
+	P999  time.Duration
+	Max   time.Duration
+}
+
+// summarize sorts ds in place and returns its nearest-rank percentiles.
+func summarize(ds []time.Duration) latencySummary {
+	if len(ds) == 0 {
+		return latencySummary{}
+	}
+	slices.Sort(ds)
+	rank := func(q float64) time.Duration {
+		i := int(q*float64(len(ds))+0.999999) - 1 // ceil(q*n)-1
+		return ds[min(max(i, 0), len(ds)-1)]
+	}
+	return latencySummary{Calls: len(ds), P50: rank(0.50), P99: rank(0.99), P999: rank(0.999), Max: ds[len(ds)-1]}
+}
+
+// benchResult is what a benchmark reports.
+type benchResult struct {
+	Records int64
+	Bytes   int64
+	Elapsed time.Duration
+	Latency latencySummary
+}
+
+// benchJSON is the --output json form of a benchResult.
+type benchJSON struct {
+	Records       int64   `json:"records"`
+	Bytes         int64   `json:"bytes"`
+	Seconds       float64 `json:"seconds"`
+	RecordsPerSec float64 `json:"records_per_sec"`
+	MBPerSec      float64 `json:"mb_per_sec"`
+	Calls         int     `json:"calls"`
+	LatencyMs     struct {
+		P50  float64 `json:"p50"`
+		P99  float64 `json:"p99"`
+		P999 float64 `json:"p999"`
+		Max  float64 `json:"max"`
+	} `json:"latency_ms"`
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func (r benchResult) json() benchJSON {
+	secs := max(r.Elapsed.Seconds(), 1e-9)
+	var j benchJSON
+	j.Records, j.Bytes, j.Seconds = r.Records, r.Bytes, r.Elapsed.Seconds()
+	j.RecordsPerSec = float64(r.Records) / secs
+	j.MBPerSec = float64(r.Bytes) / 1e6 / secs
+	j.Calls = r.Latency.Calls
+	j.LatencyMs.P50, j.LatencyMs.P99 = ms(r.Latency.P50), ms(r.Latency.P99)
+	j.LatencyMs.P999, j.LatencyMs.Max = ms(r.Latency.P999), ms(r.Latency.Max)
+	return j
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// progress draws a one-line progress report on stderr, redrawn in place.
+// The caller updates the counters from any goroutine; Start launches the
+// drawing goroutine and Stop joins it and ends the line.
+type progress struct {
+	w        io.Writer
+	interval time.Duration
+	// total is the expected amount of work in the unit of done (0 when
+	// unknown); with it the report shows a bar.
+	total int64
+	// label names the counted things, e.g. "records".
+	label string
+
+	done    atomic.Int64 // work done, in the unit of total
+	records atomic.Int64
+	bytes   atomic.Int64
+
+	start time.Time
+	stop  chan struct{}
+	wg    sync.WaitGroup
+	drawn bool // set and read only by the drawing goroutine, then by Stop after the join
+}
+
+// newProgress returns a progress report on w, or nil when enabled is false;
+// a nil *progress is valid and does nothing.
+func newProgress(w io.Writer, enabled bool, total int64, label string) *progress {
+	if !enabled {
+		return nil
+	}
+	return &progress{w: w, interval: 250 * time.Millisecond, total: total, label: label}
+}
+
+// Add records finished work.
+func (p *progress) Add(done, records, bytes int64) {
+	if p == nil {
+		return
+	}
+	p.done.Add(done)
+	p.records.Add(records)
+	p.bytes.Add(bytes)
+}
+
+// Start begins drawing.
+func (p *progress) Start() {
+	if p == nil {
+		return
+	}
+	p.start = time.Now()
+	p.stop = make(chan struct{})
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t := time.NewTicker(p.interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-t.C:
+				p.draw()
+			}
+		}
+	}()
+}
+
+// Stop ends drawing; if anything was drawn, it draws the final state and
+// ends the line.
+func (p *progress) Stop() {
+	if p == nil {
+		return
+	}
+	close(p.stop)
+	p.wg.Wait()
+	if p.drawn {
+		p.draw()
+		fmt.Fprintln(p.w)
+	}
+}
+
+func (p *progress) draw() {
+	p.drawn = true
+	elapsed := time.Since(p.start)
+	recs, bytes := p.records.Load(), p.bytes.Load()
+	rate := float64(recs) / max(elapsed.Seconds(), 1e-9)
+	var b strings.Builder
+	b.WriteString("\r")
+	if p.total > 0 {
+		frac := min(float64(p.done.Load())/float64(p.total), 1)
+		const width = 30
+		n := int(frac * width)
+		b.WriteString("[" + strings.Repeat("=", n))
+		if n < width {
+			b.WriteString(">" + strings.Repeat(" ", width-n-1))
+		}
+		fmt.Fprintf(&b, "] %3.0f%%  ", frac*100)
+	}
+	fmt.Fprintf(&b, "%d %s  %s  %.0f %s/s  %s ", recs, p.label, formatBytes(bytes), rate, p.label, elapsed.Round(100*time.Millisecond))
+	io.WriteString(p.w, b.String())
+}
+
+// formatBytes prints a byte count with a binary unit.
+func formatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -1,0 +1,17 @@
+package main
+
+import "github.com/spf13/cobra"
+
+func newTopicCmd(opts *globalOpts) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "topic",
+		Short: "Create, list, describe and delete topics",
+	}
+	cmd.AddCommand(
+		newTopicCreateCmd(opts),
+		newTopicListCmd(opts),
+		newTopicDescribeCmd(opts),
+		newTopicDeleteCmd(opts),
+	)
+	return cmd
+}
