@@ -1,0 +1,178 @@
+// Command logd runs a logd server node. With no flags it runs a
+// single-node cluster on 127.0.0.1 with its data in ./data.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/server"
+)
+
+// config is logd's configuration, from flags with LOGD_* environment
+// equivalents (a flag given on the command line wins).
+type config struct {
+	dataDir        string
+	listen         string
+	raftAddr       string
+	raftAdvertise  string
+	nodeID         string
+	logLevel       string
+	logFormat      string
+	fsync          string
+	snapshotEvery  uint64
+	snapshotPeriod time.Duration
+}
+
+func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("logd", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	env := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	fs.StringVar(&c.dataDir, "data-dir", env("LOGD_DATA_DIR", "./data"), "data directory (LOGD_DATA_DIR)")
+	fs.StringVar(&c.listen, "listen", env("LOGD_LISTEN", "127.0.0.1:7070"), "client API, /metrics, /healthz, /readyz address (LOGD_LISTEN)")
+	fs.StringVar(&c.raftAddr, "raft-addr", env("LOGD_RAFT_ADDR", "127.0.0.1:7071"), "Raft listen address (LOGD_RAFT_ADDR)")
+	fs.StringVar(&c.raftAdvertise, "raft-advertise", env("LOGD_RAFT_ADVERTISE", ""), "Raft address peers use; default --raft-addr (LOGD_RAFT_ADVERTISE)")
+	fs.StringVar(&c.nodeID, "node-id", env("LOGD_NODE_ID", "n1"), "Raft node id (LOGD_NODE_ID)")
+	fs.StringVar(&c.logLevel, "log-level", env("LOGD_LOG_LEVEL", "info"), "debug, info, warn or error (LOGD_LOG_LEVEL)")
+	fs.StringVar(&c.logFormat, "log-format", env("LOGD_LOG_FORMAT", "text"), "text or json (LOGD_LOG_FORMAT)")
+	fs.StringVar(&c.fsync, "fsync", env("LOGD_FSYNC", "raft"), "raft: fsync the Raft log before every commit, partition logs at snapshots; always: also fsync partition logs on every append (LOGD_FSYNC)")
+	snapEvery := env("LOGD_SNAPSHOT_THRESHOLD", "8192")
+	snapPeriod := env("LOGD_SNAPSHOT_INTERVAL", "30s")
+	var se string
+	var sp string
+	fs.StringVar(&se, "snapshot-threshold", snapEvery, "Raft entries between snapshots (LOGD_SNAPSHOT_THRESHOLD)")
+	fs.StringVar(&sp, "snapshot-interval", snapPeriod, "how often to check for a snapshot (LOGD_SNAPSHOT_INTERVAL)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if _, err := fmt.Sscan(se, &c.snapshotEvery); err != nil || c.snapshotEvery == 0 {
+		return c, fmt.Errorf("--snapshot-threshold: want a positive integer, got %q", se)
+	}
+	d, err := time.ParseDuration(sp)
+	if err != nil || d <= 0 {
+		return c, fmt.Errorf("--snapshot-interval: want a positive duration, got %q", sp)
+	}
+	c.snapshotPeriod = d
+	switch c.fsync {
+	case "raft", "always":
+	default:
+		return c, fmt.Errorf("--fsync: want raft or always, got %q", c.fsync)
+	}
+	return c, nil
+}
+
+func newLogger(c config, w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch c.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format: want text or json, got %q", c.logFormat)
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "logd:", err)
+		os.Exit(1)
+	}
+}
+
+// run starts the node and serves until ctx ends, then shuts down cleanly.
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	c, err := parseFlags(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	logger, err := newLogger(c, stderr)
+	if err != nil {
+		return err
+	}
+	// Bind the client port first: a port in use fails before Raft starts.
+	ln, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", c.listen, err)
+	}
+	defer ln.Close()
+	node, err := replication.Open(replication.Config{
+		NodeID:            c.nodeID,
+		DataDir:           c.dataDir,
+		RaftBind:          c.raftAddr,
+		RaftAdvertise:     c.raftAdvertise,
+		Bootstrap:         true,
+		SyncPartitions:    c.fsync == "always",
+		SnapshotThreshold: c.snapshotEvery,
+		SnapshotInterval:  c.snapshotPeriod,
+		Logger:            logger,
+	})
+	if err != nil {
+		return fmt.Errorf("open node: %w", err)
+	}
+	srv := server.New(server.Options{Node: node, Logger: logger})
+	// HTTP/1.1 for Connect and JSON clients, cleartext HTTP/2 for gRPC.
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	httpSrv := &http.Server{
+		Handler:           srv.Handler(),
+		Protocols:         &protocols,
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- httpSrv.Serve(ln) }()
+	logger.Info("logd started", "node", c.nodeID, "listen", ln.Addr().String(), "raft", c.raftAddr, "data", c.dataDir, "fsync", c.fsync)
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	case serveErr = <-errc:
+	}
+	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := httpSrv.Shutdown(shutCtx); err != nil {
+		logger.Warn("http shutdown", "err", err)
+	}
+	if serveErr == nil {
+		<-errc
+	}
+	if err := node.Close(); err != nil {
+		return fmt.Errorf("close node: %w", err)
+	}
+	logger.Info("stopped")
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", serveErr)
+	}
+	return nil
+}

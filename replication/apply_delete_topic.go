@@ -1,0 +1,21 @@
+package replication
+
+import "fmt"
+
+func (f *FSM) applyDeleteTopic(index uint64, c DeleteTopic) any {
+	f.mu.Lock()
+	t, ok := f.topics[c.Name]
+	if ok {
+		delete(f.topics, c.Name)
+	}
+	f.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownTopic, c.Name)
+	}
+	// A file left behind is not divergence: the topic is gone from the state
+	// on every replica, and Restore removes directories of deleted topics.
+	if err := t.remove(); err != nil {
+		f.logger.Warn("delete topic files", "topic", c.Name, "index", index, "err", err)
+	}
+	return nil
+}

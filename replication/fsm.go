@@ -1,0 +1,180 @@
+package replication
+
+import (
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/logd-dev/logd/log"
+)
+
+// FSM is the replicated state machine: topic metadata plus the partition
+// logs. Apply, ApplyBatch, Snapshot and Restore are called by Raft on one
+// goroutine; the read methods may be called from any goroutine.
+//
+// Apply is deterministic: it reads time only from the command (stamped by the
+// leader, kept monotonic here), and it is idempotent by Raft index: each
+// partition log stores the Raft index of its last append with its data, and
+// an append at or below that index is skipped on replay.
+type FSM struct {
+	root    string // <data>/topics
+	logOpts log.Options
+	logger  *slog.Logger
+	fatal   func(error)
+
+	mu sync.RWMutex
+	// topics by name; guarded by mu. Mutated only by the Raft goroutine.
+	topics map[string]*Topic
+
+	now     atomic.Int64  // last applied command time, Unix ns (monotonic)
+	applied atomic.Uint64 // last applied Raft index
+	// failed holds the fatal error after an I/O error in Apply; from then on
+	// nothing is applied or acknowledged.
+	failed atomic.Pointer[error]
+}
+
+// newFSM makes an FSM over root. It opens nothing until Restore or the first
+// command.
+func newFSM(root string, logOpts log.Options, logger *slog.Logger, fatal func(error)) *FSM {
+	return &FSM{root: root, logOpts: logOpts, logger: logger, fatal: fatal, topics: map[string]*Topic{}}
+}
+
+// AppendResult is the outcome of an applied Append: the base offset assigned
+// to each batch, in command order.
+type AppendResult struct {
+	BaseOffsets []int64
+}
+
+// Topic returns the named topic, or ErrUnknownTopic.
+func (f *FSM) Topic(name string) (*Topic, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	t, ok := f.topics[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownTopic, name)
+	}
+	return t, nil
+}
+
+// Partition returns one partition of a topic.
+func (f *FSM) Partition(topic string, p int32) (*Partition, error) {
+	t, err := f.Topic(topic)
+	if err != nil {
+		return nil, err
+	}
+	if p < 0 || int(p) >= len(t.Partitions) {
+		return nil, fmt.Errorf("%w: %s has %d partitions, not %d", ErrUnknownPartition, topic, len(t.Partitions), p)
+	}
+	return t.Partitions[p], nil
+}
+
+// Topics returns all topics sorted by name.
+func (f *FSM) Topics() []*Topic {
+	f.mu.RLock()
+	out := make([]*Topic, 0, len(f.topics))
+	for _, t := range f.topics {
+		out = append(out, t)
+	}
+	f.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// AppliedIndex is the last Raft index applied by this FSM.
+func (f *FSM) AppliedIndex() uint64 { return f.applied.Load() }
+
+// Failed returns the fatal error that stopped this FSM, if any.
+func (f *FSM) Failed() error {
+	if p := f.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Apply applies one committed Raft entry.
+func (f *FSM) Apply(l *raft.Log) any {
+	return f.ApplyBatch([]*raft.Log{l})[0]
+}
+
+// ApplyBatch applies committed entries in order. It implements
+// raft.BatchingFSM so a group of entries committed together is applied in one
+// call.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	for i, l := range logs {
+		if err := f.Failed(); err != nil {
+			out[i] = fmt.Errorf("%w: %v", ErrStopped, err)
+			continue
+		}
+		if l.Type != raft.LogCommand {
+			f.applied.Store(l.Index)
+			continue
+		}
+		out[i] = f.applyOne(l.Index, l.Data)
+		f.applied.Store(l.Index)
+	}
+	return out
+}
+
+func (f *FSM) applyOne(index uint64, data []byte) any {
+	env, err := decodeCommand(data)
+	if err != nil {
+		// Guessing would let replicas diverge: stop.
+		return f.stop(fmt.Errorf("apply index %d: %w", index, err))
+	}
+	if env.Time > f.now.Load() {
+		f.now.Store(env.Time)
+	}
+	now := f.now.Load()
+	switch c := env.Body.(type) {
+	case CreateTopic:
+		return f.applyCreateTopic(index, now, c)
+	case DeleteTopic:
+		return f.applyDeleteTopic(index, c)
+	case Append:
+		return f.applyAppend(index, now, c)
+	default:
+		return f.stop(fmt.Errorf("apply index %d: %w: %T", index, ErrUnknownCommand, c))
+	}
+}
+
+// stop records a fatal error and hands it to the node's fatal handler, which
+// by default ends the process: an I/O error inside Apply must never be
+// acknowledged, and a node must not continue with diverged state.
+func (f *FSM) stop(err error) error {
+	f.failed.CompareAndSwap(nil, &err)
+	f.logger.Error("fatal error in apply; node stops", "err", err)
+	if f.fatal != nil {
+		f.fatal(err)
+	}
+	return fmt.Errorf("%w: %v", ErrStopped, err)
+}
+
+// Close closes every partition log.
+func (f *FSM) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var first error
+	for _, t := range f.topics {
+		if err := t.close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	f.topics = map[string]*Topic{}
+	return first
+}
+
+// msDuration converts milliseconds to a Duration, saturating.
+func msDuration(ms int64) time.Duration {
+	if ms > int64(1<<63-1)/int64(time.Millisecond) {
+		return time.Duration(1<<63 - 1)
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+var _ raft.BatchingFSM = (*FSM)(nil)

@@ -1,0 +1,350 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/logd-dev/logd/log"
+)
+
+// Config configures a Node. The zero value of each optional field has the
+// documented default.
+type Config struct {
+	// NodeID is this node's Raft server ID. Required.
+	NodeID string
+	// DataDir holds raft/ (log, stable store, snapshots) and topics/.
+	// Required.
+	DataDir string
+	// RaftBind is the TCP address Raft listens on. Required.
+	RaftBind string
+	// RaftAdvertise is the address peers use to reach this node; default
+	// RaftBind.
+	RaftAdvertise string
+	// Bootstrap makes a node with no existing Raft state bootstrap a
+	// single-node cluster of itself.
+	Bootstrap bool
+	// Log holds partition log options; its Sync field is ignored (see
+	// SyncPartitions).
+	Log log.Options
+	// SyncPartitions also fsyncs partition logs on every append. By default
+	// they are not: the Raft log (fsynced before every commit) is the
+	// write-ahead log, partition data is fsynced before every snapshot, so
+	// the Raft log is never compacted past data that is not durable, and a
+	// torn partition tail is replayed from the Raft log after a crash.
+	SyncPartitions bool
+	// SnapshotInterval and SnapshotThreshold: how often Raft checks, and how
+	// many new entries trigger a snapshot; defaults 30s and 8192.
+	SnapshotInterval  time.Duration
+	SnapshotThreshold uint64
+	// TrailingLogs is how many entries stay after a snapshot; default 10240.
+	TrailingLogs uint64
+	// ApplyTimeout bounds how long a proposal waits to be enqueued; default 5s.
+	ApplyTimeout time.Duration
+	// Logger receives structured logs; default slog.Default().
+	Logger *slog.Logger
+	// RaftLogLevel is hashicorp/raft's own log level; default "warn".
+	RaftLogLevel string
+	// Fatal is called when the state machine hits an error it must not
+	// continue past (an I/O error inside Apply). Default: log and exit the
+	// process with status 70, so nothing more is acknowledged.
+	Fatal func(error)
+	// Now stamps commands on the leader; default time.Now.
+	Now func() time.Time
+}
+
+// Validate checks required fields.
+func (c Config) Validate() error {
+	switch {
+	case c.NodeID == "":
+		return fmt.Errorf("%w: node id is required", ErrInvalidArgument)
+	case c.DataDir == "":
+		return fmt.Errorf("%w: data dir is required", ErrInvalidArgument)
+	case c.RaftBind == "":
+		return fmt.Errorf("%w: raft bind address is required", ErrInvalidArgument)
+	}
+	return nil
+}
+
+func (c *Config) setDefaults() {
+	if c.RaftAdvertise == "" {
+		c.RaftAdvertise = c.RaftBind
+	}
+	if c.SnapshotInterval == 0 {
+		c.SnapshotInterval = 30 * time.Second
+	}
+	if c.SnapshotThreshold == 0 {
+		c.SnapshotThreshold = 8192
+	}
+	if c.TrailingLogs == 0 {
+		c.TrailingLogs = 10240
+	}
+	if c.ApplyTimeout == 0 {
+		c.ApplyTimeout = 5 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.RaftLogLevel == "" {
+		c.RaftLogLevel = "warn"
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Fatal == nil {
+		logger := c.Logger
+		c.Fatal = func(err error) {
+			logger.Error("stopping the node: state machine failure", "err", err)
+			os.Exit(70)
+		}
+	}
+}
+
+// Node is one member of the Raft group: the Raft instance, its stores and
+// the FSM.
+type Node struct {
+	cfg       Config
+	raft      *raft.Raft
+	fsm       *FSM
+	store     *raftboltdb.BoltStore
+	transport *raft.NetworkTransport
+}
+
+// Open starts a node: it opens the stores, restores the latest snapshot,
+// replays the Raft log and, with Bootstrap and no prior state, bootstraps a
+// single-node cluster. Close stops everything Open started.
+func Open(cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.setDefaults()
+	raftDir := filepath.Join(cfg.DataDir, "raft")
+	if err := os.MkdirAll(raftDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create raft dir: %w", err)
+	}
+	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.LevelFromString(cfg.RaftLogLevel), Output: os.Stderr})
+
+	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(raftDir, "raft.db")})
+	if err != nil {
+		return nil, fmt.Errorf("open raft log store: %w", err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, hlog)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("open snapshot store: %w", err)
+	}
+	// Without an advertise address the transport advertises the address
+	// it actually bound (so ":0" works in tests).
+	var adv net.Addr
+	if cfg.RaftAdvertise != cfg.RaftBind {
+		a, err := net.ResolveTCPAddr("tcp", cfg.RaftAdvertise)
+		if err != nil {
+			store.Close()
+			return nil, fmt.Errorf("raft advertise address %q: %w", cfg.RaftAdvertise, err)
+		}
+		adv = a
+	}
+	transport, err := raft.NewTCPTransportWithLogger(cfg.RaftBind, adv, 3, 10*time.Second, hlog)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("raft transport on %s: %w", cfg.RaftBind, err)
+	}
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.NodeID)
+	rc.Logger = hlog
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.TrailingLogs = cfg.TrailingLogs
+	rc.MaxAppendEntries = 1024
+	// Keep the snapshot on disk authoritative at startup: Restore reopens
+	// local logs and checks them against the manifest.
+	rc.NoSnapshotRestoreOnStart = false
+
+	logOpts := cfg.Log
+	logOpts.Sync = log.SyncNone
+	if cfg.SyncPartitions {
+		logOpts.Sync = log.SyncEveryAppend
+	}
+	fsm := newFSM(filepath.Join(cfg.DataDir, "topics"), logOpts, cfg.Logger, cfg.Fatal)
+
+	if cfg.Bootstrap {
+		has, err := raft.HasExistingState(store, store, snaps)
+		if err != nil {
+			transport.Close()
+			store.Close()
+			return nil, fmt.Errorf("check raft state: %w", err)
+		}
+		if !has {
+			conf := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: transport.LocalAddr()}}}
+			if err := raft.BootstrapCluster(rc, store, store, snaps, transport, conf); err != nil {
+				transport.Close()
+				store.Close()
+				return nil, fmt.Errorf("bootstrap: %w", err)
+			}
+			cfg.Logger.Info("bootstrapped a single-node cluster", "node", cfg.NodeID)
+		}
+	}
+	r, err := raft.NewRaft(rc, fsm, store, store, snaps, transport)
+	if err != nil {
+		transport.Close()
+		store.Close()
+		fsm.Close()
+		return nil, fmt.Errorf("start raft: %w", err)
+	}
+	return &Node{cfg: cfg, raft: r, fsm: fsm, store: store, transport: transport}, nil
+}
+
+// FSM returns the node's state machine for reads.
+func (n *Node) FSM() *FSM { return n.fsm }
+
+// Raft exposes the underlying Raft instance for status and membership.
+func (n *Node) Raft() *raft.Raft { return n.raft }
+
+// IsLeader reports whether this node is the Raft leader.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// WaitLeader waits until some node is leader (this one or another) or ctx
+// ends.
+func (n *Node) WaitLeader(ctx context.Context) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if addr, _ := n.raft.LeaderWithID(); addr != "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for a leader: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// propose submits an encoded command and waits until it is committed and
+// applied, returning the FSM's result. If ctx ends first the outcome is
+// unknown: ErrTimeout.
+func (n *Node) propose(ctx context.Context, data []byte) (any, error) {
+	if err := n.fsm.Failed(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStopped, err)
+	}
+	if n.raft.State() != raft.Leader {
+		return nil, ErrNotLeader
+	}
+	timeout := n.cfg.ApplyTimeout
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
+		timeout = time.Until(d)
+	}
+	f := n.raft.Apply(data, timeout)
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return nil, mapRaftError(err)
+		}
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %v", ErrTimeout, ctx.Err())
+	}
+	if err, ok := f.Response().(error); ok {
+		return nil, err
+	}
+	return f.Response(), nil
+}
+
+func mapRaftError(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader):
+		return ErrNotLeader
+	case errors.Is(err, raft.ErrEnqueueTimeout):
+		// Never enqueued: definitely not applied.
+		return fmt.Errorf("%w: %v", ErrNotLeader, err)
+	case errors.Is(err, raft.ErrLeadershipLost):
+		return fmt.Errorf("%w: %v", ErrTimeout, err)
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return ErrShutdown
+	}
+	return err
+}
+
+// CreateTopic proposes a topic creation and returns the created topic.
+func (n *Node) CreateTopic(ctx context.Context, c CreateTopic) (*Topic, error) {
+	if _, err := validateCreateTopic(c); err != nil {
+		return nil, err
+	}
+	if _, err := n.fsm.Topic(c.Name); err == nil {
+		return nil, fmt.Errorf("%w: %q", ErrTopicExists, c.Name)
+	}
+	data, err := encodeJSONCommand(CmdCreateTopic, n.cfg.Now().UnixNano(), c)
+	if err != nil {
+		return nil, err
+	}
+	res, err := n.propose(ctx, data)
+	if err != nil {
+		return nil, err
+	}
+	t, _ := res.(*Topic)
+	return t, nil
+}
+
+// DeleteTopic proposes a topic deletion.
+func (n *Node) DeleteTopic(ctx context.Context, name string) error {
+	if _, err := n.fsm.Topic(name); err != nil {
+		return err
+	}
+	data, err := encodeJSONCommand(CmdDeleteTopic, n.cfg.Now().UnixNano(), DeleteTopic{Name: name})
+	if err != nil {
+		return err
+	}
+	_, err = n.propose(ctx, data)
+	return err
+}
+
+// Append proposes record batches for partitions of one topic and returns
+// each batch's base offset once committed and applied. Batches are
+// validated first, so an invalid one is refused before it reaches Raft.
+func (n *Node) Append(ctx context.Context, a Append) ([]int64, error) {
+	t, err := n.fsm.Topic(a.Topic)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateAppend(t, a); err != nil {
+		return nil, err
+	}
+	res, err := n.propose(ctx, encodeAppend(n.cfg.Now().UnixNano(), a))
+	if err != nil {
+		return nil, err
+	}
+	r, ok := res.(AppendResult)
+	if !ok {
+		return nil, fmt.Errorf("append: unexpected result %T", res)
+	}
+	return r.BaseOffsets, nil
+}
+
+// Snapshot asks Raft for a snapshot now and waits for it.
+func (n *Node) Snapshot() error {
+	if err := n.raft.Snapshot().Error(); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	return nil
+}
+
+// Close shuts Raft down, then closes the stores and the partition logs.
+func (n *Node) Close() error {
+	errs := []error{n.raft.Shutdown().Error()}
+	errs = append(errs, n.transport.Close(), n.store.Close(), n.fsm.Close())
+	return errors.Join(errs...)
+}
+
+var _ io.Closer = (*Node)(nil)

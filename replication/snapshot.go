@@ -1,0 +1,167 @@
+package replication
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/raft"
+)
+
+// manifestVersion is the snapshot format version.
+const manifestVersion = 1
+
+// manifest is the whole snapshot: metadata and, per partition, the segment
+// list and applied index. Segment bytes are not in the snapshot; they are
+// fsynced before the snapshot is taken and stay in the partition logs.
+type manifest struct {
+	Version int             `json:"version"`
+	Index   uint64          `json:"index"`
+	Now     int64           `json:"now"`
+	Topics  []topicManifest `json:"topics"`
+}
+
+type topicManifest struct {
+	Name         string              `json:"name"`
+	Config       map[string]string   `json:"config"`
+	CreatedNanos int64               `json:"created_nanos"`
+	CreateIndex  uint64              `json:"create_index"`
+	Partitions   []partitionManifest `json:"partitions"`
+}
+
+type partitionManifest struct {
+	Start        int64             `json:"start"`
+	End          int64             `json:"end"`
+	AppliedIndex uint64            `json:"applied_index"`
+	Segments     []segmentManifest `json:"segments"`
+}
+
+type segmentManifest struct {
+	Base  int64 `json:"base"`
+	End   int64 `json:"end"`
+	Bytes int64 `json:"bytes"`
+}
+
+// Snapshot syncs every partition log and captures the manifest. It runs on
+// the Raft goroutine, between applies, so the manifest and the synced data
+// agree exactly; Persist then only writes the small manifest.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	if err := f.Failed(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStopped, err)
+	}
+	m := manifest{Version: manifestVersion, Index: f.applied.Load(), Now: f.now.Load()}
+	for _, t := range f.Topics() {
+		tm := topicManifest{Name: t.Name, Config: t.Config, CreatedNanos: t.CreatedNanos, CreateIndex: t.CreateIndex}
+		for _, p := range t.Partitions {
+			if err := p.log.Sync(); err != nil {
+				// The raft log must not be compacted past data we could not
+				// make durable; this is an I/O failure in the state machine.
+				return nil, f.stop(fmt.Errorf("snapshot: sync %s-%d: %w", t.Name, p.Index, err))
+			}
+			pm := partitionManifest{Start: p.log.StartOffset(), End: p.log.EndOffset(), AppliedIndex: p.log.AppliedIndex()}
+			for _, s := range p.log.Segments() {
+				pm.Segments = append(pm.Segments, segmentManifest{Base: s.BaseOffset, End: s.EndOffset, Bytes: s.Bytes})
+			}
+			tm.Partitions = append(tm.Partitions, pm)
+		}
+		m.Topics = append(m.Topics, tm)
+	}
+	return &fsmSnapshot{m: m}, nil
+}
+
+type fsmSnapshot struct{ m manifest }
+
+// Persist writes the manifest to the sink.
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if err := json.NewEncoder(sink).Encode(s.m); err != nil {
+		sink.Cancel()
+		return fmt.Errorf("persist snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+// Release is a no-op: the snapshot holds no resources.
+func (s *fsmSnapshot) Release() {}
+
+// ErrSnapshotAhead means a snapshot names data this node does not hold
+// (fetching segments from a peer is not built yet).
+var ErrSnapshotAhead = errors.New("replication: snapshot is ahead of local partition data")
+
+// Restore replaces the FSM's state with a snapshot's. Local partition data
+// is kept where the snapshot describes it: the logs are reopened and must
+// hold at least what the manifest lists. Directories of topics the snapshot
+// does not know and that were created at or before its index belong to
+// deleted topics and are removed; newer ones are kept for the replay of the
+// Raft log that follows.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	var m manifest
+	if err := json.NewDecoder(rc).Decode(&m); err != nil {
+		return fmt.Errorf("restore: decode manifest: %w", err)
+	}
+	if m.Version != manifestVersion {
+		return fmt.Errorf("restore: %w: manifest version %d", ErrUnknownCommand, m.Version)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("restore: close current state: %w", err)
+	}
+	topics := map[string]*Topic{}
+	keep := map[string]bool{}
+	for _, tm := range m.Topics {
+		t := &Topic{Name: tm.Name, Config: tm.Config, CreatedNanos: tm.CreatedNanos, CreateIndex: tm.CreateIndex}
+		if err := openTopic(f.root, t, int32(len(tm.Partitions)), f.logOpts); err != nil {
+			closeAll(topics)
+			return fmt.Errorf("restore: %w", err)
+		}
+		topics[t.Name] = t
+		keep[topicDirName(t.Name, t.CreateIndex)] = true
+		for i, pm := range tm.Partitions {
+			l := t.Partitions[i].log
+			if l.EndOffset() < pm.End {
+				closeAll(topics)
+				return fmt.Errorf("restore: %w: %s-%d ends at %d, snapshot at index %d has %d",
+					ErrSnapshotAhead, t.Name, i, l.EndOffset(), m.Index, pm.End)
+			}
+		}
+	}
+	if err := f.removeStaleTopicDirs(keep, m.Index); err != nil {
+		closeAll(topics)
+		return err
+	}
+	f.mu.Lock()
+	f.topics = topics
+	f.mu.Unlock()
+	f.now.Store(m.Now)
+	f.applied.Store(m.Index)
+	return nil
+}
+
+func (f *FSM) removeStaleTopicDirs(keep map[string]bool, index uint64) error {
+	entries, err := os.ReadDir(f.root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("restore: list topics: %w", err)
+	}
+	for _, e := range entries {
+		_, created, ok := parseTopicDirName(e.Name())
+		if !ok || keep[e.Name()] || created > index {
+			continue
+		}
+		f.logger.Info("removing files of a deleted topic", "dir", e.Name())
+		if err := os.RemoveAll(filepath.Join(f.root, e.Name())); err != nil {
+			return fmt.Errorf("restore: remove %s: %w", e.Name(), err)
+		}
+	}
+	return nil
+}
+
+func closeAll(topics map[string]*Topic) {
+	for _, t := range topics {
+		t.close()
+	}
+}

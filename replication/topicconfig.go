@@ -1,0 +1,97 @@
+package replication
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+)
+
+// Topic setting names, as in Kafka.
+const (
+	ConfigMaxMessageBytes = "max.message.bytes"
+	ConfigRetentionMs     = "retention.ms"
+	ConfigRetentionBytes  = "retention.bytes"
+	ConfigSegmentBytes    = "segment.bytes"
+	ConfigSegmentMs       = "segment.ms"
+	ConfigCleanupPolicy   = "cleanup.policy"
+)
+
+// configSpec describes one topic setting: its default and how a value is
+// checked. Defaults follow Kafka's.
+type configSpec struct {
+	def   string
+	check func(string) error
+}
+
+func intRange(lo, hi int64) func(string) error {
+	return func(s string) error {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("not an integer")
+		}
+		if v < lo || v > hi {
+			return fmt.Errorf("must be in [%d, %d]", lo, hi)
+		}
+		return nil
+	}
+}
+
+const maxInt64 = int64(^uint64(0) >> 1)
+
+// maxRecordBatchLimit caps max.message.bytes: one produce batch must fit a
+// Raft entry comfortably.
+const maxRecordBatchLimit = 64 << 20
+
+var topicConfigSpecs = map[string]configSpec{
+	ConfigMaxMessageBytes: {def: "1048588", check: intRange(64, maxRecordBatchLimit)},
+	ConfigRetentionMs:     {def: "604800000", check: intRange(-1, maxInt64)},
+	ConfigRetentionBytes:  {def: "-1", check: intRange(-1, maxInt64)},
+	ConfigSegmentBytes:    {def: "1073741824", check: intRange(14, 1<<40)},
+	ConfigSegmentMs:       {def: "604800000", check: intRange(1, maxInt64)},
+	ConfigCleanupPolicy: {def: "delete", check: func(s string) error {
+		switch s {
+		case "delete", "compact", "compact,delete", "delete,compact":
+			return nil
+		}
+		return fmt.Errorf("must be delete, compact or compact,delete")
+	}},
+}
+
+// TopicConfigKeys lists the settable topic configuration keys, sorted.
+func TopicConfigKeys() []string {
+	keys := make([]string, 0, len(topicConfigSpecs))
+	for k := range topicConfigSpecs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// ResolveTopicConfig validates cfg and returns it with every default filled
+// in. Unknown keys and invalid values are ErrInvalidConfig.
+func ResolveTopicConfig(cfg map[string]string) (map[string]string, error) {
+	out := make(map[string]string, len(topicConfigSpecs))
+	for k, spec := range topicConfigSpecs {
+		out[k] = spec.def
+	}
+	for k, v := range cfg {
+		spec, ok := topicConfigSpecs[k]
+		if !ok {
+			return nil, fmt.Errorf("%w: unknown key %q", ErrInvalidConfig, k)
+		}
+		if err := spec.check(v); err != nil {
+			return nil, fmt.Errorf("%w: %s=%q: %v", ErrInvalidConfig, k, v, err)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// configInt reads an integer setting of a resolved config.
+func configInt(cfg map[string]string, key string) int64 {
+	v, err := strconv.ParseInt(cfg[key], 10, 64)
+	if err != nil {
+		v, _ = strconv.ParseInt(topicConfigSpecs[key].def, 10, 64)
+	}
+	return v
+}

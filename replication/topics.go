@@ -1,0 +1,123 @@
+package replication
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/logd-dev/logd/log"
+	"github.com/logd-dev/logd/partition"
+)
+
+// Topic is a topic as applied on this node. Its fields never change after
+// creation; the partitions' logs change underneath.
+type Topic struct {
+	Name         string
+	Config       map[string]string
+	CreatedNanos int64
+	// CreateIndex is the Raft index that created this incarnation of the
+	// topic; it names the directory so a deleted topic's files can never be
+	// mistaken for a later topic of the same name.
+	CreateIndex uint64
+	Partitions  []*Partition
+	dir         string
+}
+
+// MaxBatchBytes is the largest record batch the topic accepts.
+func (t *Topic) MaxBatchBytes() int64 { return configInt(t.Config, ConfigMaxMessageBytes) }
+
+// Partition is one partition's log plus a way to wait for appends.
+type Partition struct {
+	Topic string
+	Index int32
+	log   *log.Log
+
+	mu sync.Mutex
+	// notify is closed (and replaced) after every append; guarded by mu.
+	notify chan struct{}
+}
+
+// Log returns the partition's log, for reads. Writes go through Raft only.
+func (p *Partition) Log() *log.Log { return p.log }
+
+// Changed returns a channel that is closed at the next append (or when the
+// partition is closed), for long polls.
+func (p *Partition) Changed() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.notify
+}
+
+func (p *Partition) signal() {
+	p.mu.Lock()
+	close(p.notify)
+	p.notify = make(chan struct{})
+	p.mu.Unlock()
+}
+
+// topicDirName is "<name>~<createIndex>"; '~' cannot occur in a topic name.
+func topicDirName(name string, createIndex uint64) string {
+	return name + "~" + strconv.FormatUint(createIndex, 10)
+}
+
+// parseTopicDirName is the inverse of topicDirName.
+func parseTopicDirName(s string) (name string, createIndex uint64, ok bool) {
+	i := strings.LastIndexByte(s, '~')
+	if i <= 0 {
+		return "", 0, false
+	}
+	idx, err := strconv.ParseUint(s[i+1:], 10, 64)
+	if err != nil || partition.ValidateTopicName(s[:i]) != nil {
+		return "", 0, false
+	}
+	return s[:i], idx, true
+}
+
+// openTopic opens (creating if needed) every partition log of a topic.
+func openTopic(root string, t *Topic, partitions int32, base log.Options) error {
+	if err := partition.ValidateTopicName(t.Name); err != nil {
+		return err
+	}
+	t.dir = filepath.Join(root, topicDirName(t.Name, t.CreateIndex))
+	opts := base
+	opts.SegmentBytes = configInt(t.Config, ConfigSegmentBytes)
+	opts.MaxBatchBytes = int(configInt(t.Config, ConfigMaxMessageBytes))
+	// segment.ms is applied by age against the command time.
+	opts.SegmentMaxAge = msDuration(configInt(t.Config, ConfigSegmentMs))
+	for p := int32(0); p < partitions; p++ {
+		l, err := log.Open(filepath.Join(t.dir, strconv.Itoa(int(p))), opts)
+		if err != nil {
+			t.close()
+			return fmt.Errorf("open %s-%d: %w", t.Name, p, err)
+		}
+		t.Partitions = append(t.Partitions, &Partition{Topic: t.Name, Index: p, log: l, notify: make(chan struct{})})
+	}
+	return nil
+}
+
+// close closes every partition log and wakes long polls.
+func (t *Topic) close() error {
+	var first error
+	for _, p := range t.Partitions {
+		if err := p.log.Close(); err != nil && first == nil {
+			first = err
+		}
+		p.signal()
+	}
+	return first
+}
+
+// remove closes the topic and deletes its files.
+func (t *Topic) remove() error {
+	t.close()
+	if t.dir == "" {
+		return nil
+	}
+	if err := os.RemoveAll(t.dir); err != nil {
+		return fmt.Errorf("remove topic %s: %w", t.Name, err)
+	}
+	return nil
+}

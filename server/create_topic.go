@@ -1,0 +1,21 @@
+package server
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+
+	"github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/replication"
+)
+
+// CreateTopic creates a topic through Raft.
+func (s *Server) CreateTopic(ctx context.Context, req *connect.Request[logdv1.CreateTopicRequest]) (*connect.Response[logdv1.CreateTopicResponse], error) {
+	m := req.Msg
+	t, err := s.node.CreateTopic(ctx, replication.CreateTopic{Name: m.Name, Partitions: m.Partitions, Config: m.Config})
+	if err != nil {
+		return nil, toConnectError(err)
+	}
+	s.logger.Info("topic created", "topic", m.Name, "partitions", m.Partitions)
+	return connect.NewResponse(&logdv1.CreateTopicResponse{Topic: topicInfo(t)}), nil
+}

@@ -1,0 +1,104 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/batch"
+	"github.com/logd-dev/logd/replication"
+)
+
+// Fetch reads whole batches from the partition's log at the requested
+// offset and returns their records at or above it. With max_wait_ms it
+// waits for the next append when the offset is the end of the log.
+func (s *Server) Fetch(ctx context.Context, req *connect.Request[logdv1.FetchRequest]) (*connect.Response[logdv1.FetchResponse], error) {
+	m := req.Msg
+	switch {
+	case m.Offset < 0:
+		return nil, errInvalid("negative offset %d", m.Offset)
+	case m.MaxBytes < 0, m.MaxRecords < 0, m.MaxWaitMs < 0:
+		return nil, errInvalid("max_bytes, max_records and max_wait_ms must not be negative")
+	}
+	p, err := s.node.FSM().Partition(m.Topic, m.Partition)
+	if err != nil {
+		return nil, toConnectError(err)
+	}
+	maxBytes := int(m.MaxBytes)
+	if maxBytes == 0 {
+		maxBytes = DefaultFetchBytes
+	}
+	maxBytes = min(maxBytes, MaxFetchBytes)
+	wait := time.Duration(min(m.MaxWaitMs, MaxFetchWaitMs)) * time.Millisecond
+	var timer <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timer = t.C
+	}
+	l := p.Log()
+	for {
+		// Take the channel before reading so an append in between wakes us.
+		changed := p.Changed()
+		data, err := l.Read(m.Offset, maxBytes)
+		if err != nil {
+			return nil, toConnectError(err)
+		}
+		if len(data) > 0 || timer == nil {
+			return s.fetchResponse(p, m, data)
+		}
+		select {
+		case <-changed:
+		case <-timer:
+			timer = nil
+		case <-ctx.Done():
+			return nil, toConnectError(ctx.Err())
+		}
+	}
+}
+
+func (s *Server) fetchResponse(p *replication.Partition, m *logdv1.FetchRequest, data []byte) (*connect.Response[logdv1.FetchResponse], error) {
+	l := p.Log()
+	resp := &logdv1.FetchResponse{LogStartOffset: l.StartOffset(), EndOffset: l.EndOffset(), NextOffset: m.Offset}
+	if len(data) == 0 {
+		return connect.NewResponse(resp), nil
+	}
+	recs, err := batch.Records(data, m.Offset, int(m.MaxRecords))
+	if err != nil {
+		return nil, toConnectError(fmt.Errorf("%s-%d at %d: %w", p.Topic, p.Index, m.Offset, errors.Join(errCorruptRead, err)))
+	}
+	resp.Records = make([]*logdv1.FetchedRecord, len(recs))
+	var bytes int
+	for i, r := range recs {
+		fr := &logdv1.FetchedRecord{Offset: r.Offset, TimestampMs: r.Timestamp, Key: r.Key, Value: r.Value}
+		for _, h := range r.Headers {
+			fr.Headers = append(fr.Headers, &logdv1.Header{Key: h.Key, Value: h.Value})
+		}
+		bytes += len(r.Key) + len(r.Value)
+		resp.Records[i] = fr
+	}
+	if len(recs) > 0 {
+		resp.NextOffset = recs[len(recs)-1].Offset + 1
+	} else {
+		// Only records below the offset or control batches: move past them.
+		for rest := data; len(rest) > 0; {
+			info, err := batch.Peek(rest)
+			if err != nil || info.Length > len(rest) {
+				break
+			}
+			resp.NextOffset = max(resp.NextOffset, info.NextOffset())
+			rest = rest[info.Length:]
+		}
+	}
+	s.metrics.records.WithLabelValues("fetch").Add(float64(len(recs)))
+	s.metrics.bytes.WithLabelValues("fetch").Add(float64(bytes))
+	return connect.NewResponse(resp), nil
+}
+
+// errCorruptRead marks a batch that the log served but the codec could not
+// decode: stored data is damaged.
+var errCorruptRead = errors.New("stored batch failed to decode")

@@ -1,0 +1,111 @@
+package server
+
+import (
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"connectrpc.com/connect"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
+	"github.com/logd-dev/logd/replication"
+)
+
+// Limits on requests. A request beyond them is refused whole.
+const (
+	// MaxRequestBytes bounds one encoded request.
+	MaxRequestBytes = 64 << 20
+	// MaxRecordsPerProduce bounds the records of one produce call.
+	MaxRecordsPerProduce = 100_000
+	// DefaultFetchBytes is a fetch's max_bytes when the request leaves it 0.
+	DefaultFetchBytes = 1 << 20
+	// MaxFetchBytes caps a fetch's max_bytes.
+	MaxFetchBytes = 32 << 20
+	// MaxFetchWaitMs caps a fetch's long-poll wait.
+	MaxFetchWaitMs = 60_000
+)
+
+// Options configures a Server.
+type Options struct {
+	// Node is the local Raft node. Required.
+	Node *replication.Node
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Registry receives the server's metrics; default a new registry with
+	// the Go and process collectors.
+	Registry *prometheus.Registry
+}
+
+// Server implements the LogService handlers over a replication.Node.
+type Server struct {
+	node    *replication.Node
+	logger  *slog.Logger
+	reg     *prometheus.Registry
+	metrics *metrics
+
+	mu sync.Mutex
+	// rr holds the round-robin counter of each topic for keyless records;
+	// guarded by mu (the counters themselves are atomic).
+	rr map[string]*atomic.Uint32
+}
+
+// New builds a Server. It starts nothing.
+func New(opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+		opts.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	s := &Server{node: opts.Node, logger: opts.Logger, reg: opts.Registry, rr: map[string]*atomic.Uint32{}}
+	s.metrics = newMetrics(opts.Registry, opts.Node)
+	return s
+}
+
+// Handler returns the HTTP handler for the API, /metrics, /healthz and
+// /readyz.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	path, h := logdv1connect.NewLogServiceHandler(s,
+		connect.WithReadMaxBytes(MaxRequestBytes),
+		connect.WithInterceptors(s.metrics.interceptor()),
+	)
+	mux.Handle(path, h)
+	mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := s.node.FSM().Failed(); err != nil {
+			http.Error(w, "failed: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		st := s.node.Status()
+		if st.LeaderID == "" || s.node.FSM().Failed() != nil {
+			http.Error(w, "not ready: no leader", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+	return mux
+}
+
+// nextRoundRobin returns the next partition counter value for keyless
+// records of a topic.
+func (s *Server) nextRoundRobin(topic string) uint32 {
+	s.mu.Lock()
+	c, ok := s.rr[topic]
+	if !ok {
+		c = new(atomic.Uint32)
+		s.rr[topic] = c
+	}
+	s.mu.Unlock()
+	return c.Add(1) - 1
+}
+
+var _ logdv1connect.LogServiceHandler = (*Server)(nil)
