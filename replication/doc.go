@@ -28,9 +28,9 @@
 //     compacts its log past partition data that is not durable. Restore
 //     reopens the local logs and refuses a snapshot that is ahead of them
 //     (fetching segments from a peer comes with clusters).
-//  5. An I/O error inside Apply stops the node: Config.Fatal (default: exit
-//     70) runs before the result could be acknowledged, and the FSM refuses
-//     every later entry (TestUnknownCommandStops shows the same path).
+//  5. An I/O error inside Apply stops the node: Config.Fatal (by default
+//     the process exits with status 70) runs before the result could be
+//     acknowledged, and the FSM refuses every later entry (TestUnknownCommandStops shows the same path).
 //
 // Partition logs are not fsynced per append by default: the Raft log is the
 // write-ahead log. After a power cut a partition's unsynced tail is cut at
