@@ -78,7 +78,7 @@ func (l *Log) Append(batch []byte, meta AppendMeta) (int64, error) {
 	now := l.timeOf(meta)
 	base := st.end()
 	if l.mustRoll(st, h, applied, now) {
-		if err := l.roll(applied, now); err != nil {
+		if err := l.roll(baseApplied(st.applied(), applied), now); err != nil {
 			return 0, err
 		}
 		st = l.state.Load()
@@ -86,7 +86,7 @@ func (l *Log) Append(batch []byte, meta AppendMeta) (int64, error) {
 	act := st.active
 	if applied-act.seg.meta.baseApplied > math.MaxUint32 {
 		// Only an empty active segment gets here (mustRoll rolls a non-empty one).
-		if err := l.rebaseEmpty(applied, now); err != nil {
+		if err := l.rebaseEmpty(baseApplied(act.seg.meta.baseApplied, applied), now); err != nil {
 			return 0, err
 		}
 		st = l.state.Load()
@@ -180,6 +180,18 @@ func (l *Log) timeOf(meta AppendMeta) time.Time {
 	return meta.Time
 }
 
+// baseApplied is the base applied index for a segment created (or rebased)
+// for a batch with applied index applied, when the log's is prev: prev if
+// the delta fits in uint32, else the least base it fits with. Never applied
+// itself: until the batch is durable, a recovered empty segment must not
+// claim the batch's applied index.
+func baseApplied(prev, applied uint64) uint64 {
+	if applied-prev > math.MaxUint32 {
+		return applied - math.MaxUint32
+	}
+	return prev
+}
+
 // mustRoll reports whether the batch h must go to a new segment.
 func (l *Log) mustRoll(st *state, h header, applied uint64, now time.Time) bool {
 	act := &st.active
@@ -196,7 +208,8 @@ func (l *Log) mustRoll(st *state, h header, applied uint64, now time.Time) bool 
 }
 
 // roll closes the active segment (syncing it) and creates a new one at
-// EndOffset with the given base applied index and creation time.
+// EndOffset with the given base applied index and creation time. The new
+// empty segment's view reports that base as the applied index.
 func (l *Log) roll(applied uint64, now time.Time) error {
 	st := l.state.Load()
 	if old := st.active.seg; old != nil {
@@ -228,7 +241,8 @@ func (l *Log) roll(applied uint64, now time.Time) error {
 }
 
 // rebaseEmpty replaces the .meta of the empty active segment, whose base
-// applied index is too far behind applied for a uint32 delta. This is the
+// applied index is too far behind the next batch's for a uint32 delta, with
+// base applied index applied. This is the
 // one case where a .meta is rewritten; the segment has no batch whose delta
 // it could change.
 func (l *Log) rebaseEmpty(applied uint64, now time.Time) error {
@@ -246,7 +260,7 @@ func (l *Log) rebaseEmpty(applied uint64, now time.Time) error {
 	ns := &segment{dir: seg.dir, meta: m, data: seg.data, offFile: seg.offFile, timFile: seg.timFile}
 	ns.idx.Store(seg.idx.Load())
 	next := *st
-	next.active = segView{seg: ns, end: st.active.end, maxTs: math.MinInt64, applied: applied}
+	next.active = segView{seg: ns, end: st.active.end, maxTs: math.MinInt64, applied: st.active.applied}
 	l.state.Store(&next)
 	return nil
 }

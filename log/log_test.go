@@ -309,7 +309,7 @@ func TestTruncateTo(t *testing.T) {
 		{name: "last batch", end: 18, wantApplied: 108, wantSegs: 5},
 		{name: "segment boundary", end: 16, wantApplied: 107, wantSegs: 4},
 		{name: "mid segment", end: 10, wantApplied: 104, wantSegs: 3},
-		{name: "everything", end: 0, wantApplied: 100, wantSegs: 1},
+		{name: "everything", end: 0, wantApplied: 0, wantSegs: 1}, // the applied index before the first batch
 		{name: "inside a batch", end: 5, wantErr: log.ErrNotBatchBoundary},
 		{name: "above end", end: 21, wantErr: log.ErrOffsetOutOfRange},
 		{name: "negative", end: -1, wantErr: log.ErrOffsetOutOfRange},

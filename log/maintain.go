@@ -55,8 +55,8 @@ func (l *Log) DeleteBefore(offset int64) (int, error) {
 // TruncateTo drops every batch at or above end, which must be the base
 // offset of a batch or EndOffset (else ErrNotBatchBoundary), within
 // [StartOffset, EndOffset] (else *OutOfRangeError). AppliedIndex becomes that
-// of the last remaining batch (the base applied index of the first segment if
-// none remains). If end is the base offset of a segment other than the first,
+// of the last remaining batch (if none remains, the base applied index of the
+// first segment: the applied index before its first batch). If end is the base offset of a segment other than the first,
 // that segment is deleted and the one before it becomes active again. The
 // result is synced before TruncateTo returns.
 func (l *Log) TruncateTo(end int64) error {

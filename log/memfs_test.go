@@ -30,7 +30,35 @@ type memFS struct {
 	failWriteKeep int   // ... after writing this many of its bytes
 	failSync      error // the next Sync fails with this error
 	writes, syncs int   // counters
+
+	// ops counts mutating operations; once it reaches dieAt (if > 0) every
+	// mutating operation fails with EIO, as if the process had died there.
+	ops, dieAt int
 }
+
+// dead counts a mutating operation and reports whether it must fail.
+// Callers hold m.mu.
+func (m *memFS) dead() bool {
+	m.ops++
+	return m.dieAt > 0 && m.ops >= m.dieAt
+}
+
+// DieAt makes the n-th mutating operation from now on, and all later ones,
+// fail with EIO.
+func (m *memFS) DieAt(n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ops, m.dieAt = 0, n
+}
+
+// Ops returns the number of mutating operations since DieAt (or creation).
+func (m *memFS) Ops() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ops
+}
+
+func eio(op, name string) error { return &fs.PathError{Op: op, Path: name, Err: syscall.EIO} }
 
 type memNode struct {
 	data   []byte
@@ -110,6 +138,9 @@ func (m *memFS) OpenFile(name string, flag int, perm fs.FileMode) (log.File, err
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := m.live[name]
+	if flag&(os.O_CREATE|os.O_TRUNC) != 0 && m.dead() {
+		return nil, eio("open", name)
+	}
 	switch {
 	case n == nil && flag&os.O_CREATE == 0:
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
@@ -127,6 +158,9 @@ func (m *memFS) OpenFile(name string, flag int, perm fs.FileMode) (log.File, err
 func (m *memFS) Remove(name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.dead() {
+		return eio("remove", name)
+	}
 	if m.live[name] == nil {
 		return &fs.PathError{Op: "remove", Path: name, Err: fs.ErrNotExist}
 	}
@@ -137,6 +171,9 @@ func (m *memFS) Remove(name string) error {
 func (m *memFS) Rename(oldname, newname string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.dead() {
+		return eio("rename", oldname)
+	}
 	n := m.live[oldname]
 	if n == nil {
 		return &fs.PathError{Op: "rename", Path: oldname, Err: fs.ErrNotExist}
@@ -165,6 +202,9 @@ func (m *memFS) MkdirAll(string, fs.FileMode) error { return nil }
 func (m *memFS) SyncDir(dir string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.dead() {
+		return eio("syncdir", dir)
+	}
 	dir = filepath.Clean(dir)
 	for name := range m.durable {
 		if filepath.Dir(name) == dir {
@@ -232,6 +272,9 @@ func (f *memFile) Write(p []byte) (int, error) {
 		return 0, os.ErrClosed
 	}
 	f.fs.writes++
+	if f.fs.dead() {
+		return 0, eio("write", f.name)
+	}
 	n := len(p)
 	var err error
 	if f.fs.failWrite != nil {
@@ -249,6 +292,9 @@ func (f *memFile) Sync() error {
 		return os.ErrClosed
 	}
 	f.fs.syncs++
+	if f.fs.dead() {
+		return eio("fdatasync", f.name)
+	}
 	if err := f.fs.failSync; err != nil {
 		f.fs.failSync = nil
 		return &fs.PathError{Op: "fdatasync", Path: f.name, Err: err}
@@ -262,6 +308,9 @@ func (f *memFile) Truncate(size int64) error {
 	defer f.fs.mu.Unlock()
 	if f.closed {
 		return os.ErrClosed
+	}
+	if f.fs.dead() {
+		return eio("truncate", f.name)
 	}
 	if size <= int64(len(f.node.data)) {
 		// A fresh array: synced must keep the old bytes.
