@@ -223,14 +223,17 @@ func TestTornTail(t *testing.T) {
 // applied-index delta) are excluded: see the package caveats.
 func TestBitFlip(t *testing.T) {
 	base := newMemFS()
-	opts := log.Options{SegmentBytes: 400, IndexIntervalBytes: 100, FS: base}
+	opts := log.Options{SegmentBytes: 600, IndexIntervalBytes: 100, FS: base}
 	l := mustOpen(t, memDir, opts)
 	var h history
-	if err := workload(l, &h, 8); err != nil {
+	if err := workload(l, &h, 10); err != nil {
 		t.Fatal(err)
 	}
 	l.Close()
 	segs := l.Segments()
+	if len(segs) < 3 || segs[len(segs)-1].EndOffset-segs[len(segs)-1].BaseOffset < 3 {
+		t.Fatalf("want closed segments and >= 3 batches in the active one: %+v", segs)
+	}
 	for si, seg := range segs {
 		name := segFile(memDir, seg.BaseOffset, ".log")
 		data := base.Data(name)
@@ -272,7 +275,6 @@ func TestBitFlip(t *testing.T) {
 						t.Fatalf("segment %d pos %d: served a damaged batch at %d", si, pos, baseOffset(x))
 					}
 					served++
-					off = baseOffset(x) + int64(len(x)) // placeholder, fixed below
 					off = nextOffsetAfter(h.acked, baseOffset(x))
 				}
 			}
