@@ -65,6 +65,7 @@ func (f *FSM) applyAppend(index uint64, now int64, a Append) any {
 			return f.stop(fmt.Errorf("append %s-%d at index %d: %w", a.Topic, b.Partition, index, err))
 		}
 		res.BaseOffsets[i] = base
+		f.bytesSinceSnapshot.Add(int64(len(b.Batch)))
 	}
 	for _, b := range a.Batches {
 		t.Partitions[b.Partition].signal()

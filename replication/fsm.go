@@ -33,6 +33,9 @@ type FSM struct {
 
 	now     atomic.Int64  // last applied command time, Unix ns (monotonic)
 	applied atomic.Uint64 // last applied Raft index
+	// bytesSinceSnapshot counts appended batch bytes since the last
+	// snapshot; it drives Config.SnapshotBytes.
+	bytesSinceSnapshot atomic.Int64
 	// failed holds the fatal error after an I/O error in Apply; from then on
 	// nothing is applied or acknowledged.
 	failed atomic.Pointer[error]

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
 
 	"github.com/logd-dev/logd/log"
 )
@@ -47,7 +48,13 @@ type Config struct {
 	// many new entries trigger a snapshot; defaults 30s and 8192.
 	SnapshotInterval  time.Duration
 	SnapshotThreshold uint64
-	// TrailingLogs is how many entries stay after a snapshot; default 10240.
+	// SnapshotBytes triggers a snapshot once this many bytes of appends
+	// were applied since the last one, so the Raft log (a write-ahead log
+	// of record batches) stays bounded in bytes, not only in entries;
+	// default 128 MiB.
+	SnapshotBytes int64
+	// TrailingLogs is how many entries stay after a snapshot, for followers
+	// that lag a little; default 512.
 	TrailingLogs uint64
 	// ApplyTimeout bounds how long a proposal waits to be enqueued; default 5s.
 	ApplyTimeout time.Duration
@@ -86,8 +93,11 @@ func (c *Config) setDefaults() {
 	if c.SnapshotThreshold == 0 {
 		c.SnapshotThreshold = 8192
 	}
+	if c.SnapshotBytes == 0 {
+		c.SnapshotBytes = 128 << 20
+	}
 	if c.TrailingLogs == 0 {
-		c.TrailingLogs = 10240
+		c.TrailingLogs = 512
 	}
 	if c.ApplyTimeout == 0 {
 		c.ApplyTimeout = 5 * time.Second
@@ -114,6 +124,8 @@ func (c *Config) setDefaults() {
 // the FSM.
 type Node struct {
 	cfg       Config
+	stop      chan struct{}
+	done      chan struct{}
 	raft      *raft.Raft
 	fsm       *FSM
 	store     *raftboltdb.BoltStore
@@ -134,7 +146,13 @@ func Open(cfg Config) (*Node, error) {
 	}
 	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.LevelFromString(cfg.RaftLogLevel), Output: os.Stderr})
 
-	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(raftDir, "raft.db")})
+	store, err := raftboltdb.New(raftboltdb.Options{
+		Path: filepath.Join(raftDir, "raft.db"),
+		// The raft log churns: entries are written once and deleted after
+		// the next snapshot. A hashmap freelist that is rebuilt on open
+		// instead of written on every commit keeps each commit's write small.
+		BoltOptions: &bbolt.Options{Timeout: 5 * time.Second, FreelistType: bbolt.FreelistMapType, NoFreelistSync: true},
+	})
 	if err != nil {
 		return nil, fmt.Errorf("open raft log store: %w", err)
 	}
@@ -202,7 +220,30 @@ func Open(cfg Config) (*Node, error) {
 		fsm.Close()
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
-	return &Node{cfg: cfg, raft: r, fsm: fsm, store: store, transport: transport}, nil
+	n := &Node{cfg: cfg, raft: r, fsm: fsm, store: store, transport: transport, stop: make(chan struct{}), done: make(chan struct{})}
+	go n.snapshotByBytes()
+	return n, nil
+}
+
+// snapshotByBytes asks for a snapshot whenever SnapshotBytes of appends
+// were applied since the last one. It ends when Close closes n.stop.
+func (n *Node) snapshotByBytes() {
+	defer close(n.done)
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		}
+		if n.fsm.bytesSinceSnapshot.Load() < n.cfg.SnapshotBytes {
+			continue
+		}
+		if err := n.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+			n.cfg.Logger.Warn("snapshot by size", "err", err)
+		}
+	}
 }
 
 // FSM returns the node's state machine for reads.
@@ -342,6 +383,8 @@ func (n *Node) Snapshot() error {
 
 // Close shuts Raft down, then closes the stores and the partition logs.
 func (n *Node) Close() error {
+	close(n.stop)
+	<-n.done
 	errs := []error{n.raft.Shutdown().Error()}
 	errs = append(errs, n.transport.Close(), n.store.Close(), n.fsm.Close())
 	return errors.Join(errs...)

@@ -52,6 +52,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	if err := f.Failed(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStopped, err)
 	}
+	f.bytesSinceSnapshot.Store(0)
 	m := manifest{Version: manifestVersion, Index: f.applied.Load(), Now: f.now.Load()}
 	for _, t := range f.Topics() {
 		tm := topicManifest{Name: t.Name, Config: t.Config, CreatedNanos: t.CreatedNanos, CreateIndex: t.CreateIndex}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -73,6 +74,10 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	path, h := logdv1connect.NewLogServiceHandler(s,
 		connect.WithReadMaxBytes(MaxRequestBytes),
+		// Compressed requests are accepted, but responses are not gzipped:
+		// record bytes rarely shrink much and the CPU is better spent
+		// serving. Producers compress batches themselves.
+		connect.WithCompressMinBytes(math.MaxInt32),
 		connect.WithInterceptors(s.metrics.interceptor()),
 	)
 	mux.Handle(path, h)

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -32,6 +33,7 @@ type config struct {
 	logLevel       string
 	logFormat      string
 	fsync          string
+	pprof          bool
 	snapshotEvery  uint64
 	snapshotPeriod time.Duration
 }
@@ -54,6 +56,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&c.logLevel, "log-level", env("LOGD_LOG_LEVEL", "info"), "debug, info, warn or error (LOGD_LOG_LEVEL)")
 	fs.StringVar(&c.logFormat, "log-format", env("LOGD_LOG_FORMAT", "text"), "text or json (LOGD_LOG_FORMAT)")
 	fs.StringVar(&c.fsync, "fsync", env("LOGD_FSYNC", "raft"), "raft: fsync the Raft log before every commit, partition logs at snapshots; always: also fsync partition logs on every append (LOGD_FSYNC)")
+	fs.BoolVar(&c.pprof, "pprof", getenv("LOGD_PPROF") == "true", "serve /debug/pprof/ on the client port (LOGD_PPROF=true)")
 	snapEvery := env("LOGD_SNAPSHOT_THRESHOLD", "8192")
 	snapPeriod := env("LOGD_SNAPSHOT_INTERVAL", "30s")
 	var se string
@@ -144,8 +147,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
+	handler := srv.Handler()
+	if c.pprof {
+		mux := http.NewServeMux()
+		mux.Handle("/", handler)
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		handler = mux
+	}
 	httpSrv := &http.Server{
-		Handler:           srv.Handler(),
+		Handler:           handler,
 		Protocols:         &protocols,
 		ReadHeaderTimeout: 10 * time.Second,
 	}
