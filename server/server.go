@@ -1,8 +1,8 @@
 package server
 
 import (
-	"math"
 	"log/slog"
+	"math"
 	"net/http"
 	"sync"
 	"sync/atomic"
