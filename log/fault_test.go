@@ -309,7 +309,19 @@ func TestIndexDamage(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: Open: %v", what, err)
 		}
-		defer l.Close()
+		defer func() {
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// Every offset-index entry was used and checked, so a damaged
+			// .index was rebuilt, and persisted by Open or Close.
+			for _, seg := range l.Segments() {
+				name := segFile(memDir, seg.BaseOffset, ".index")
+				if !bytes.Equal(fsys.Data(name), base.Data(name)) {
+					t.Fatalf("%s: %s not repaired", what, name)
+				}
+			}
+		}()
 		checkPrefix(t, l, &h, len(h.acked))
 		// Every batch is found from every offset it holds.
 		for _, b := range h.acked {
@@ -443,4 +455,90 @@ func nextOffsetAfter(acked [][]byte, off int64) int64 {
 		}
 	}
 	return off + 1
+}
+
+// TestOpenLeftovers opens directories left in odd states by crashes or
+// damage: leftovers of interrupted rolls and deletions are cleaned up; a
+// missing or bad .meta, or a missing segment, is a *CorruptionError.
+func TestOpenLeftovers(t *testing.T) {
+	tests := []struct {
+		name        string
+		change      func(m *memFS, segs []log.SegmentInfo)
+		wantCorrupt bool
+		wantEnd     int64 // -1: unchanged
+	}{
+		{name: "orphan index and meta files", change: func(m *memFS, segs []log.SegmentInfo) {
+			for _, ext := range []string{".index", ".timeindex", ".meta"} {
+				m.SetData(segFile(memDir, 999, ext), []byte("x"))
+			}
+		}, wantEnd: -1},
+		{name: "temporary file", change: func(m *memFS, segs []log.SegmentInfo) {
+			m.SetData(segFile(memDir, 0, ".index.tmp"), []byte("x"))
+		}, wantEnd: -1},
+		{name: "unrelated file", change: func(m *memFS, segs []log.SegmentInfo) {
+			m.SetData(memDir+"/README", []byte("x"))
+		}, wantEnd: -1},
+		{name: "interrupted roll: empty last segment without meta", change: func(m *memFS, segs []log.SegmentInfo) {
+			end := segs[len(segs)-1].EndOffset
+			m.SetData(segFile(memDir, end, ".log"), nil)
+		}, wantEnd: -1},
+		{name: "missing meta of a closed segment", change: func(m *memFS, segs []log.SegmentInfo) {
+			m.Remove(segFile(memDir, segs[0].BaseOffset, ".meta"))
+		}, wantCorrupt: true},
+		{name: "missing meta of the active segment", change: func(m *memFS, segs []log.SegmentInfo) {
+			m.Remove(segFile(memDir, segs[len(segs)-1].BaseOffset, ".meta"))
+		}, wantCorrupt: true},
+		{name: "bad meta", change: func(m *memFS, segs []log.SegmentInfo) {
+			m.FlipBit(segFile(memDir, segs[1].BaseOffset, ".meta"), 20, 3)
+		}, wantCorrupt: true},
+		{name: "meta of another segment", change: func(m *memFS, segs []log.SegmentInfo) {
+			m.SetData(segFile(memDir, segs[1].BaseOffset, ".meta"), m.Data(segFile(memDir, segs[0].BaseOffset, ".meta")))
+		}, wantCorrupt: true},
+		{name: "missing middle segment", change: func(m *memFS, segs []log.SegmentInfo) {
+			m.Remove(segFile(memDir, segs[1].BaseOffset, ".log"))
+		}, wantCorrupt: true},
+		{name: "closed segment cut short", change: func(m *memFS, segs []log.SegmentInfo) {
+			name := segFile(memDir, segs[0].BaseOffset, ".log")
+			d := m.Data(name)
+			m.SetData(name, d[:len(d)-1])
+		}, wantCorrupt: true},
+		{name: "closed segment with a trailing byte", change: func(m *memFS, segs []log.SegmentInfo) {
+			name := segFile(memDir, segs[0].BaseOffset, ".log")
+			m.SetData(name, append(m.Data(name), 0))
+		}, wantCorrupt: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fsys := newMemFS()
+			opts := log.Options{FS: fsys, IndexIntervalBytes: 100}
+			l := mustOpen(t, memDir, opts)
+			var h history
+			if err := workload(l, &h, 20); err != nil {
+				t.Fatal(err)
+			}
+			segs := l.Segments()
+			l.Close()
+			tt.change(fsys, segs)
+			l, err := log.Open(memDir, opts)
+			if tt.wantCorrupt {
+				if !isCorrupt(err) {
+					t.Fatalf("Open: %v, want a CorruptionError", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			checkPrefix(t, l, &h, len(h.acked))
+			for _, name := range []string{segFile(memDir, 999, ".meta"), segFile(memDir, 0, ".index.tmp")} {
+				if fsys.Data(name) != nil {
+					t.Fatalf("%s not removed", name)
+				}
+			}
+			if _, err := l.Append(makeBatch(batch{}), log.AppendMeta{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
 }

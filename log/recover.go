@@ -91,19 +91,20 @@ func (l *Log) recover() (*state, error) {
 		removed = true
 	}
 
+	// An interrupted roll: an empty last data file without its .meta.
+	if n := len(bases); n > 0 && !files[bases[n-1]][extMeta] {
+		if fi, err := l.fsys.Stat(segPath(l.dir, bases[n-1], extLog)); err == nil && fi.Size() == 0 {
+			if err := removeSegmentFiles(l.fsys, l.dir, bases[n-1]); err != nil {
+				return st, fmt.Errorf("log: %w", err)
+			}
+			removed = true
+			bases = bases[:n-1]
+		}
+	}
+
 	for i, base := range bases {
 		last := i == len(bases)-1
 		if !files[base][extMeta] {
-			if last {
-				if fi, err := l.fsys.Stat(segPath(l.dir, base, extLog)); err == nil && fi.Size() == 0 {
-					// An interrupted creation: nothing was ever appended to it.
-					if err := removeSegmentFiles(l.fsys, l.dir, base); err != nil {
-						return st, fmt.Errorf("log: %w", err)
-					}
-					removed = true
-					break
-				}
-			}
 			return st, &CorruptionError{Segment: base, Position: -1, Err: errors.New("missing .meta file")}
 		}
 		seg, size, err := l.openSegment(base)
