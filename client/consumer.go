@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"iter"
 	"time"
+
+	"connectrpc.com/connect"
+
+	logdv1 "github.com/logd-dev/logd/api/logdv1"
 )
 
 // Special start offsets for ConsumerOptions.Offset, resolved against the
@@ -169,39 +173,20 @@ func (c *Client) partitionInfo(ctx context.Context, topic string, partition int3
 	return PartitionInfo{}, fmt.Errorf("topic %q has no partition %d: %w", topic, partition, ErrUnknownPartition)
 }
 
-// OffsetForTime returns the smallest offset of a partition whose record
+// OffsetForTime returns the first offset of a partition whose record
 // timestamp is at or after t, or the partition's end offset if there is
-// none. The server has no index lookup for this yet, so it scans the
-// partition from its log start: the cost grows with the data before t.
+// none. The server answers from its time index (a batch is found by its
+// largest timestamp, as in Kafka).
 func (c *Client) OffsetForTime(ctx context.Context, topic string, partition int32, t time.Time) (int64, error) {
-	p, err := c.partitionInfo(ctx, topic, partition)
-	if err != nil {
-		return 0, err
-	}
-	pos, end := p.LogStart, p.End
-	for pos < end {
-		resp, err := c.Fetch(ctx, FetchRequest{Topic: topic, Partition: partition, Offset: pos})
+	var out int64
+	ts := t.UnixMilli()
+	err := c.do(ctx, "ListOffsets", retryAny, c.opts.Timeout, func(ctx context.Context) error {
+		resp, err := c.rpc.ListOffsets(ctx, connect.NewRequest(&logdv1.ListOffsetsRequest{Topic: topic, Partition: partition, TimestampMs: &ts}))
 		if err != nil {
-			var oor *OutOfRangeError
-			if errors.As(err, &oor) && pos < oor.LogStart {
-				pos = oor.LogStart // retention moved on during the scan
-				continue
-			}
-			return 0, err
+			return fromRPC(err)
 		}
-		for _, r := range resp.Records {
-			if !r.Timestamp.Before(t) {
-				return r.Offset, nil
-			}
-		}
-		next := resp.Next
-		if n := len(resp.Records); n > 0 {
-			next = max(next, resp.Records[n-1].Offset+1)
-		}
-		if next <= pos {
-			break // no progress: nothing more to read
-		}
-		pos = next
-	}
-	return end, nil
+		out = resp.Msg.Offset
+		return nil
+	})
+	return out, err
 }

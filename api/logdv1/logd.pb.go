@@ -1212,6 +1212,130 @@ func (x *FetchResponse) GetNextOffset() int64 {
 	return 0
 }
 
+type ListOffsetsRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Topic     string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	// When set, the response's offset is the first offset whose batch holds
+	// a record timestamp at or after it (milliseconds since the Unix epoch),
+	// or the end offset if there is none.
+	TimestampMs   *int64 `protobuf:"varint,3,opt,name=timestamp_ms,json=timestampMs,proto3,oneof" json:"timestamp_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListOffsetsRequest) Reset() {
+	*x = ListOffsetsRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOffsetsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOffsetsRequest) ProtoMessage() {}
+
+func (x *ListOffsetsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOffsetsRequest.ProtoReflect.Descriptor instead.
+func (*ListOffsetsRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ListOffsetsRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *ListOffsetsRequest) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *ListOffsetsRequest) GetTimestampMs() int64 {
+	if x != nil && x.TimestampMs != nil {
+		return *x.TimestampMs
+	}
+	return 0
+}
+
+type ListOffsetsResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	LogStartOffset int64                  `protobuf:"varint,1,opt,name=log_start_offset,json=logStartOffset,proto3" json:"log_start_offset,omitempty"`
+	EndOffset      int64                  `protobuf:"varint,2,opt,name=end_offset,json=endOffset,proto3" json:"end_offset,omitempty"`
+	// Set only when the request had timestamp_ms.
+	Offset        int64 `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListOffsetsResponse) Reset() {
+	*x = ListOffsetsResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOffsetsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOffsetsResponse) ProtoMessage() {}
+
+func (x *ListOffsetsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOffsetsResponse.ProtoReflect.Descriptor instead.
+func (*ListOffsetsResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ListOffsetsResponse) GetLogStartOffset() int64 {
+	if x != nil {
+		return x.LogStartOffset
+	}
+	return 0
+}
+
+func (x *ListOffsetsResponse) GetEndOffset() int64 {
+	if x != nil {
+		return x.EndOffset
+	}
+	return 0
+}
+
+func (x *ListOffsetsResponse) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
 type StatusRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1220,7 +1344,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[19]
+	mi := &file_logd_v1_logd_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1232,7 +1356,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[19]
+	mi := &file_logd_v1_logd_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1245,7 +1369,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{19}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{21}
 }
 
 type StatusResponse struct {
@@ -1265,7 +1389,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[20]
+	mi := &file_logd_v1_logd_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1401,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[20]
+	mi := &file_logd_v1_logd_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1414,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{20}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *StatusResponse) GetNodeId() string {
@@ -1367,7 +1491,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_logd_v1_logd_proto_msgTypes[21]
+	mi := &file_logd_v1_logd_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1379,7 +1503,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[21]
+	mi := &file_logd_v1_logd_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1392,7 +1516,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{21}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Member) GetId() string {
@@ -1513,7 +1637,17 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\n" +
 	"end_offset\x18\x03 \x01(\x03R\tendOffset\x12\x1f\n" +
 	"\vnext_offset\x18\x04 \x01(\x03R\n" +
-	"nextOffset\"\x0f\n" +
+	"nextOffset\"\x81\x01\n" +
+	"\x12ListOffsetsRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12&\n" +
+	"\ftimestamp_ms\x18\x03 \x01(\x03H\x00R\vtimestampMs\x88\x01\x01B\x0f\n" +
+	"\r_timestamp_ms\"v\n" +
+	"\x13ListOffsetsResponse\x12(\n" +
+	"\x10log_start_offset\x18\x01 \x01(\x03R\x0elogStartOffset\x12\x1d\n" +
+	"\n" +
+	"end_offset\x18\x02 \x01(\x03R\tendOffset\x12\x16\n" +
+	"\x06offset\x18\x03 \x01(\x03R\x06offset\"\x0f\n" +
 	"\rStatusRequest\"\xb0\x02\n" +
 	"\x0eStatusResponse\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x14\n" +
@@ -1543,7 +1677,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x12REASON_STALE_TOKEN\x10\n" +
 	"\x12\x1f\n" +
 	"\x1bREASON_IDEMPOTENCY_CONFLICT\x10\v\x12\x12\n" +
-	"\x0eREASON_STORAGE\x10\f2\xe8\x03\n" +
+	"\x0eREASON_STORAGE\x10\f2\xb2\x04\n" +
 	"\n" +
 	"LogService\x12H\n" +
 	"\vCreateTopic\x12\x1b.logd.v1.CreateTopicRequest\x1a\x1c.logd.v1.CreateTopicResponse\x12E\n" +
@@ -1552,7 +1686,8 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\rDescribeTopic\x12\x1d.logd.v1.DescribeTopicRequest\x1a\x1e.logd.v1.DescribeTopicResponse\x12H\n" +
 	"\vDeleteTopic\x12\x1b.logd.v1.DeleteTopicRequest\x1a\x1c.logd.v1.DeleteTopicResponse\x12<\n" +
 	"\aProduce\x12\x17.logd.v1.ProduceRequest\x1a\x18.logd.v1.ProduceResponse\x126\n" +
-	"\x05Fetch\x12\x15.logd.v1.FetchRequest\x1a\x16.logd.v1.FetchResponse\x129\n" +
+	"\x05Fetch\x12\x15.logd.v1.FetchRequest\x1a\x16.logd.v1.FetchResponse\x12H\n" +
+	"\vListOffsets\x12\x1b.logd.v1.ListOffsetsRequest\x1a\x1c.logd.v1.ListOffsetsResponse\x129\n" +
 	"\x06Status\x12\x16.logd.v1.StatusRequest\x1a\x17.logd.v1.StatusResponseB,Z*github.com/logd-dev/logd/api/logdv1;logdv1b\x06proto3"
 
 var (
@@ -1568,7 +1703,7 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_logd_v1_logd_proto_goTypes = []any{
 	(Reason)(0),                   // 0: logd.v1.Reason
 	(*ErrorInfo)(nil),             // 1: logd.v1.ErrorInfo
@@ -1590,42 +1725,46 @@ var file_logd_v1_logd_proto_goTypes = []any{
 	(*FetchRequest)(nil),          // 17: logd.v1.FetchRequest
 	(*FetchedRecord)(nil),         // 18: logd.v1.FetchedRecord
 	(*FetchResponse)(nil),         // 19: logd.v1.FetchResponse
-	(*StatusRequest)(nil),         // 20: logd.v1.StatusRequest
-	(*StatusResponse)(nil),        // 21: logd.v1.StatusResponse
-	(*Member)(nil),                // 22: logd.v1.Member
-	nil,                           // 23: logd.v1.CreateTopicRequest.ConfigEntry
-	nil,                           // 24: logd.v1.TopicInfo.ConfigEntry
+	(*ListOffsetsRequest)(nil),    // 20: logd.v1.ListOffsetsRequest
+	(*ListOffsetsResponse)(nil),   // 21: logd.v1.ListOffsetsResponse
+	(*StatusRequest)(nil),         // 22: logd.v1.StatusRequest
+	(*StatusResponse)(nil),        // 23: logd.v1.StatusResponse
+	(*Member)(nil),                // 24: logd.v1.Member
+	nil,                           // 25: logd.v1.CreateTopicRequest.ConfigEntry
+	nil,                           // 26: logd.v1.TopicInfo.ConfigEntry
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
 	0,  // 0: logd.v1.ErrorInfo.reason:type_name -> logd.v1.Reason
-	23, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
+	25, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
 	10, // 2: logd.v1.CreateTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	10, // 3: logd.v1.ListTopicsResponse.topics:type_name -> logd.v1.TopicInfo
 	10, // 4: logd.v1.DescribeTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	11, // 5: logd.v1.DescribeTopicResponse.partitions:type_name -> logd.v1.PartitionInfo
-	24, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
+	26, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
 	12, // 7: logd.v1.Record.headers:type_name -> logd.v1.Header
 	13, // 8: logd.v1.ProduceRequest.records:type_name -> logd.v1.Record
 	15, // 9: logd.v1.ProduceResponse.results:type_name -> logd.v1.RecordResult
 	12, // 10: logd.v1.FetchedRecord.headers:type_name -> logd.v1.Header
 	18, // 11: logd.v1.FetchResponse.records:type_name -> logd.v1.FetchedRecord
-	22, // 12: logd.v1.StatusResponse.members:type_name -> logd.v1.Member
+	24, // 12: logd.v1.StatusResponse.members:type_name -> logd.v1.Member
 	2,  // 13: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
 	4,  // 14: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
 	6,  // 15: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
 	8,  // 16: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
 	14, // 17: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
 	17, // 18: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
-	20, // 19: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
-	3,  // 20: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	5,  // 21: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	7,  // 22: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	9,  // 23: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	16, // 24: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
-	19, // 25: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
-	21, // 26: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
-	20, // [20:27] is the sub-list for method output_type
-	13, // [13:20] is the sub-list for method input_type
+	20, // 19: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
+	22, // 20: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
+	3,  // 21: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	5,  // 22: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	7,  // 23: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	9,  // 24: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	16, // 25: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
+	19, // 26: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
+	21, // 27: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	23, // 28: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
+	21, // [21:29] is the sub-list for method output_type
+	13, // [13:21] is the sub-list for method input_type
 	13, // [13:13] is the sub-list for extension type_name
 	13, // [13:13] is the sub-list for extension extendee
 	0,  // [0:13] is the sub-list for field type_name
@@ -1638,13 +1777,14 @@ func file_logd_v1_logd_proto_init() {
 	}
 	file_logd_v1_logd_proto_msgTypes[12].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[17].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[19].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   24,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

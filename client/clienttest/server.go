@@ -418,3 +418,33 @@ func (f *Fake) Status(ctx context.Context, _ *connect.Request[logdv1.StatusReque
 	defer f.mu.Unlock()
 	return connect.NewResponse(f.status), nil
 }
+
+// ListOffsets implements logdv1connect.LogServiceHandler: the bounds, and
+// for a timestamp the first record at or after it.
+func (f *Fake) ListOffsets(ctx context.Context, req *connect.Request[logdv1.ListOffsetsRequest]) (*connect.Response[logdv1.ListOffsetsResponse], error) {
+	if err := f.enter(ctx, "ListOffsets"); err != nil {
+		return nil, err
+	}
+	m := req.Msg
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.topics[m.GetTopic()]
+	if !ok {
+		return nil, unknownTopic(m.GetTopic())
+	}
+	if m.GetPartition() < 0 || int(m.GetPartition()) >= len(t.partitions) {
+		return nil, reasonError(connect.CodeNotFound, logdv1.Reason_REASON_UNKNOWN_PARTITION, "topic %q has no partition %d", m.GetTopic(), m.GetPartition())
+	}
+	p := t.partitions[m.GetPartition()]
+	resp := &logdv1.ListOffsetsResponse{LogStartOffset: p.logStart, EndOffset: p.end()}
+	if m.TimestampMs != nil {
+		resp.Offset = p.end()
+		for _, r := range p.records {
+			if r.GetTimestampMs() >= m.GetTimestampMs() {
+				resp.Offset = r.GetOffset()
+				break
+			}
+		}
+	}
+	return connect.NewResponse(resp), nil
+}

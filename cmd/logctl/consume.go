@@ -46,8 +46,8 @@ timestamp, key, value and headers, where bytes that are not UTF-8 are base64
 and flagged with key_encoding / value_encoding "base64".
 
 --from accepts earliest, latest, an offset, or an RFC 3339 time; a time
-starts at the first record stamped at or after it, found by scanning the
-partition from its start (the server has no time index lookup yet).`,
+starts at the first record stamped at or after it, found by the server's
+time index.`,
 		Example: `  logctl consume orders --from earliest
   logctl consume orders --partition 2 --from 1200 --max 10 --output json
   logctl consume orders --from 2026-01-02T15:04:05Z --follow --timeout 30s`,

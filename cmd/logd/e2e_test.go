@@ -482,3 +482,31 @@ func reasonOf(ce *connect.Error) logdv1.Reason {
 	}
 	return logdv1.Reason_REASON_UNSPECIFIED
 }
+
+// TestListOffsetsByTime checks the time-index lookup end to end.
+func TestListOffsetsByTime(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p := newProc(t)
+	p.start()
+	if _, err := p.client.CreateTopic(ctx, connect.NewRequest(&logdv1.CreateTopicRequest{Name: "tm", Partitions: 1})); err != nil {
+		t.Fatal(err)
+	}
+	base := int64(1_700_000_000_000)
+	for i := int64(0); i < 5; i++ {
+		req := &logdv1.ProduceRequest{Topic: "tm", Records: []*logdv1.Record{{Value: []byte("x"), TimestampMs: base + i*1000}}}
+		if _, err := p.client.Produce(ctx, connect.NewRequest(req)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ ts, want int64 }{{0, 0}, {base, 0}, {base + 1, 1}, {base + 4000, 4}, {base + 4001, 5}} {
+		ts := tc.ts
+		resp, err := p.client.ListOffsets(ctx, connect.NewRequest(&logdv1.ListOffsetsRequest{Topic: "tm", Partition: 0, TimestampMs: &ts}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Msg.Offset != tc.want || resp.Msg.EndOffset != 5 {
+			t.Errorf("ts %d: offset %d end %d, want %d end 5", tc.ts, resp.Msg.Offset, resp.Msg.EndOffset, tc.want)
+		}
+	}
+}

@@ -49,6 +49,8 @@ const (
 	LogServiceProduceProcedure = "/logd.v1.LogService/Produce"
 	// LogServiceFetchProcedure is the fully-qualified name of the LogService's Fetch RPC.
 	LogServiceFetchProcedure = "/logd.v1.LogService/Fetch"
+	// LogServiceListOffsetsProcedure is the fully-qualified name of the LogService's ListOffsets RPC.
+	LogServiceListOffsetsProcedure = "/logd.v1.LogService/ListOffsets"
 	// LogServiceStatusProcedure is the fully-qualified name of the LogService's Status RPC.
 	LogServiceStatusProcedure = "/logd.v1.LogService/Status"
 )
@@ -69,6 +71,9 @@ type LogServiceClient interface {
 	// Fetch reads records of one partition from an offset, waiting up to
 	// max_wait_ms for data when none is available.
 	Fetch(context.Context, *connect.Request[logdv1.FetchRequest]) (*connect.Response[logdv1.FetchResponse], error)
+	// ListOffsets looks up a partition's offsets: its bounds, and the first
+	// offset whose record timestamp is at or after a time.
+	ListOffsets(context.Context, *connect.Request[logdv1.ListOffsetsRequest]) (*connect.Response[logdv1.ListOffsetsResponse], error)
 	// Status describes the node and its view of the Raft cluster.
 	Status(context.Context, *connect.Request[logdv1.StatusRequest]) (*connect.Response[logdv1.StatusResponse], error)
 }
@@ -120,6 +125,12 @@ func NewLogServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			connect.WithSchema(logServiceMethods.ByName("Fetch")),
 			connect.WithClientOptions(opts...),
 		),
+		listOffsets: connect.NewClient[logdv1.ListOffsetsRequest, logdv1.ListOffsetsResponse](
+			httpClient,
+			baseURL+LogServiceListOffsetsProcedure,
+			connect.WithSchema(logServiceMethods.ByName("ListOffsets")),
+			connect.WithClientOptions(opts...),
+		),
 		status: connect.NewClient[logdv1.StatusRequest, logdv1.StatusResponse](
 			httpClient,
 			baseURL+LogServiceStatusProcedure,
@@ -137,6 +148,7 @@ type logServiceClient struct {
 	deleteTopic   *connect.Client[logdv1.DeleteTopicRequest, logdv1.DeleteTopicResponse]
 	produce       *connect.Client[logdv1.ProduceRequest, logdv1.ProduceResponse]
 	fetch         *connect.Client[logdv1.FetchRequest, logdv1.FetchResponse]
+	listOffsets   *connect.Client[logdv1.ListOffsetsRequest, logdv1.ListOffsetsResponse]
 	status        *connect.Client[logdv1.StatusRequest, logdv1.StatusResponse]
 }
 
@@ -170,6 +182,11 @@ func (c *logServiceClient) Fetch(ctx context.Context, req *connect.Request[logdv
 	return c.fetch.CallUnary(ctx, req)
 }
 
+// ListOffsets calls logd.v1.LogService.ListOffsets.
+func (c *logServiceClient) ListOffsets(ctx context.Context, req *connect.Request[logdv1.ListOffsetsRequest]) (*connect.Response[logdv1.ListOffsetsResponse], error) {
+	return c.listOffsets.CallUnary(ctx, req)
+}
+
 // Status calls logd.v1.LogService.Status.
 func (c *logServiceClient) Status(ctx context.Context, req *connect.Request[logdv1.StatusRequest]) (*connect.Response[logdv1.StatusResponse], error) {
 	return c.status.CallUnary(ctx, req)
@@ -191,6 +208,9 @@ type LogServiceHandler interface {
 	// Fetch reads records of one partition from an offset, waiting up to
 	// max_wait_ms for data when none is available.
 	Fetch(context.Context, *connect.Request[logdv1.FetchRequest]) (*connect.Response[logdv1.FetchResponse], error)
+	// ListOffsets looks up a partition's offsets: its bounds, and the first
+	// offset whose record timestamp is at or after a time.
+	ListOffsets(context.Context, *connect.Request[logdv1.ListOffsetsRequest]) (*connect.Response[logdv1.ListOffsetsResponse], error)
 	// Status describes the node and its view of the Raft cluster.
 	Status(context.Context, *connect.Request[logdv1.StatusRequest]) (*connect.Response[logdv1.StatusResponse], error)
 }
@@ -238,6 +258,12 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 		connect.WithSchema(logServiceMethods.ByName("Fetch")),
 		connect.WithHandlerOptions(opts...),
 	)
+	logServiceListOffsetsHandler := connect.NewUnaryHandler(
+		LogServiceListOffsetsProcedure,
+		svc.ListOffsets,
+		connect.WithSchema(logServiceMethods.ByName("ListOffsets")),
+		connect.WithHandlerOptions(opts...),
+	)
 	logServiceStatusHandler := connect.NewUnaryHandler(
 		LogServiceStatusProcedure,
 		svc.Status,
@@ -258,6 +284,8 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 			logServiceProduceHandler.ServeHTTP(w, r)
 		case LogServiceFetchProcedure:
 			logServiceFetchHandler.ServeHTTP(w, r)
+		case LogServiceListOffsetsProcedure:
+			logServiceListOffsetsHandler.ServeHTTP(w, r)
 		case LogServiceStatusProcedure:
 			logServiceStatusHandler.ServeHTTP(w, r)
 		default:
@@ -291,6 +319,10 @@ func (UnimplementedLogServiceHandler) Produce(context.Context, *connect.Request[
 
 func (UnimplementedLogServiceHandler) Fetch(context.Context, *connect.Request[logdv1.FetchRequest]) (*connect.Response[logdv1.FetchResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.Fetch is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) ListOffsets(context.Context, *connect.Request[logdv1.ListOffsetsRequest]) (*connect.Response[logdv1.ListOffsetsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.ListOffsets is not implemented"))
 }
 
 func (UnimplementedLogServiceHandler) Status(context.Context, *connect.Request[logdv1.StatusRequest]) (*connect.Response[logdv1.StatusResponse], error) {

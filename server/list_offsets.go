@@ -1,0 +1,32 @@
+package server
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+
+	"github.com/logd-dev/logd/api/logdv1"
+)
+
+// ListOffsets returns a partition's bounds and, for a timestamp, the first
+// offset at or after it, from the log's time index.
+func (s *Server) ListOffsets(ctx context.Context, req *connect.Request[logdv1.ListOffsetsRequest]) (*connect.Response[logdv1.ListOffsetsResponse], error) {
+	m := req.Msg
+	p, err := s.node.FSM().Partition(m.Topic, m.Partition)
+	if err != nil {
+		return nil, toConnectError(err)
+	}
+	l := p.Log()
+	resp := &logdv1.ListOffsetsResponse{LogStartOffset: l.StartOffset(), EndOffset: l.EndOffset()}
+	if m.TimestampMs != nil {
+		if *m.TimestampMs < 0 {
+			return nil, errInvalid("negative timestamp %d", *m.TimestampMs)
+		}
+		off, err := l.OffsetForTime(*m.TimestampMs)
+		if err != nil {
+			return nil, toConnectError(err)
+		}
+		resp.Offset = off
+	}
+	return connect.NewResponse(resp), nil
+}
