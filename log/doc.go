@@ -79,7 +79,6 @@
 //
 // # Caveats
 //
-//   - Read returns batches from one segment at a time.
 //   - Segment age is measured from the segment's creation time (the time of
 //     the append or Roll that created it), so that it survives restart.
 //   - Damage to the time index that keeps it plausible (non-decreasing, not

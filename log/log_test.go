@@ -148,6 +148,39 @@ func TestReadMaxBytes(t *testing.T) {
 	}
 }
 
+func TestReadAcrossSegments(t *testing.T) {
+	l := mustOpen(t, t.TempDir(), log.Options{SegmentBytes: 200})
+	for i := range 10 {
+		mustAppend(t, l, makeBatch(batch{records: 2, payload: payload(i, 39)}), log.AppendMeta{}) // 100 bytes, 2 per segment
+	}
+	tests := []struct {
+		offset   int64
+		maxBytes int
+		want     int // batches
+	}{
+		{offset: 0, maxBytes: 1000, want: 10},
+		{offset: 2, maxBytes: 250, want: 2},
+		{offset: 3, maxBytes: 300, want: 3},
+		{offset: 18, maxBytes: 1000, want: 1},
+		{offset: 0, maxBytes: 0, want: 1},
+	}
+	for _, tt := range tests {
+		b, err := l.Read(tt.offset, tt.maxBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bs := splitBatches(t, b)
+		if len(bs) != tt.want {
+			t.Fatalf("Read(%d, %d): %d batches, want %d", tt.offset, tt.maxBytes, len(bs), tt.want)
+		}
+		for i, x := range bs {
+			if want := tt.offset/2*2 + int64(2*i); baseOffset(x) != want {
+				t.Fatalf("Read(%d, %d): batch %d at %d, want %d", tt.offset, tt.maxBytes, i, baseOffset(x), want)
+			}
+		}
+	}
+}
+
 func TestAppendDoesNotRetainOrModifyInput(t *testing.T) {
 	l := mustOpen(t, t.TempDir(), log.Options{})
 	mustAppend(t, l, makeBatch(batch{payload: []byte("x")}), log.AppendMeta{})

@@ -15,14 +15,14 @@ var errIndexMismatch = errors.New("log: index entry does not match the data")
 const locateWindow = 8 << 10
 
 // Read returns whole batches, starting with the one holding offset, up to
-// maxBytes in total but always at least one batch. All batches come from one
-// segment, so a read that reaches the end of a segment returns less; read
-// again from the next offset. The returned slice belongs to the caller.
+// maxBytes in total but always at least one batch, continuing across
+// segments. The returned slice belongs to the caller.
 //
 // An offset below StartOffset or above EndOffset is an *OutOfRangeError; at
 // EndOffset Read returns (nil, nil). Every returned batch has passed its CRC
 // and framing checks; if the first batch fails them Read returns a
-// *CorruptionError, and a later failing batch ends the returned run early.
+// *CorruptionError, and a later failing batch ends the returned run early
+// (the Read that starts at it reports it).
 func (l *Log) Read(offset int64, maxBytes int) ([]byte, error) {
 	l.filesMu.RLock()
 	defer l.filesMu.RUnlock()
@@ -35,11 +35,41 @@ func (l *Log) Read(offset int64, maxBytes int) ([]byte, error) {
 	} else if offset == end {
 		return nil, nil
 	}
-	i := st.find(offset)
+	out, err := l.readSegment(st, st.find(offset), offset, maxBytes, true)
+	// Go on into the next segments while whole batches fit.
+	for i := st.find(offset) + 1; err == nil && i < st.n(); i++ {
+		prev := st.at(i - 1)
+		left := maxBytes - len(out)
+		if left < headerSize || len(out) == 0 || endOf(out) != prev.end {
+			break
+		}
+		more, err2 := l.readSegment(st, i, st.at(i).seg.base(), left, false)
+		if err2 != nil || len(more) == 0 {
+			break // the next Read reports it
+		}
+		out = append(out, more...)
+	}
+	return out, err
+}
+
+// endOf returns the offset after the last of the whole batches in b, or -1.
+func endOf(b []byte) int64 {
+	var next int64 = -1
+	for len(b) >= headerSize {
+		h := parseHeader(b)
+		next = h.nextOffset()
+		b = b[h.size:]
+	}
+	return next
+}
+
+// readSegment reads from segment i of st, rebuilding a damaged index of a
+// closed segment.
+func (l *Log) readSegment(st *state, i int, offset int64, maxBytes int, atLeastOne bool) ([]byte, error) {
 	v := st.at(i)
 	useIndex, rebuilt := true, false
 	for {
-		b, err := readAt(v, offset, maxBytes, useIndex)
+		b, err := readAt(v, offset, maxBytes, atLeastOne, useIndex)
 		if !errors.Is(err, errIndexMismatch) {
 			return b, err
 		}
@@ -56,11 +86,14 @@ func (l *Log) Read(offset int64, maxBytes int) ([]byte, error) {
 }
 
 // readAt reads from one segment view (see Read).
-func readAt(v *segView, offset int64, maxBytes int, useIndex bool) ([]byte, error) {
+func readAt(v *segView, offset int64, maxBytes int, atLeastOne, useIndex bool) ([]byte, error) {
 	base := v.seg.base()
 	pos, h, err := locate(v, offset, useIndex)
 	if err != nil {
 		return nil, err
+	}
+	if !atLeastOne && h.size > int64(maxBytes) {
+		return nil, nil
 	}
 	n := min(max(h.size, int64(maxBytes)), v.size-pos)
 	buf := make([]byte, n)
