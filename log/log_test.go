@@ -610,3 +610,59 @@ func TestConcurrentReaders(t *testing.T) {
 func crc(b []byte) uint32 {
 	return crc32c(b[21:])
 }
+
+// TestSyncPolicy counts data-file syncs under each policy.
+func TestSyncPolicy(t *testing.T) {
+	b := makeBatch(batch{payload: []byte("v")})
+	tests := []struct {
+		policy    log.SyncPolicy
+		step      time.Duration // clock advance per append
+		wantSyncs int           // for 10 appends, before Close
+	}{
+		{policy: log.SyncEveryAppend, wantSyncs: 10},
+		{policy: log.SyncInterval, step: 300 * time.Millisecond, wantSyncs: 2}, // at 1.2s and 2.4s after the last sync
+		{policy: log.SyncNone, step: time.Hour, wantSyncs: 0},
+	}
+	for _, tt := range tests {
+		fsys := newMemFS()
+		clk := newClock()
+		l := mustOpen(t, memDir, log.Options{FS: fsys, Sync: tt.policy, Now: clk.Now, SegmentMaxAge: 1000 * time.Hour})
+		mustAppend(t, l, b, log.AppendMeta{}) // creates the segment (syncs its files)
+		fsys.mu.Lock()
+		fsys.syncs = 0
+		fsys.mu.Unlock()
+		for range 10 {
+			clk.Add(tt.step)
+			mustAppend(t, l, b, log.AppendMeta{})
+		}
+		fsys.mu.Lock()
+		got := fsys.syncs
+		fsys.mu.Unlock()
+		if got != tt.wantSyncs {
+			t.Errorf("policy %d: %d syncs, want %d", tt.policy, got, tt.wantSyncs)
+		}
+		// Close syncs whatever the policy: a power cut after it loses nothing.
+		l.Close()
+		l2 := mustOpen(t, memDir, log.Options{FS: fsys.CrashClone()})
+		if l2.EndOffset() != 11 {
+			t.Errorf("policy %d: %d batches after Close and a power cut", tt.policy, l2.EndOffset())
+		}
+	}
+}
+
+// TestAgeSurvivesRestart: a segment's age counts from its creation, across
+// restarts.
+func TestAgeSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	clk := newClock()
+	opts := log.Options{SegmentMaxAge: time.Hour, Now: clk.Now}
+	l := mustOpen(t, dir, opts)
+	mustAppend(t, l, makeBatch(batch{}), log.AppendMeta{})
+	l.Close()
+	clk.Add(time.Hour)
+	l = mustOpen(t, dir, opts)
+	mustAppend(t, l, makeBatch(batch{}), log.AppendMeta{})
+	if n := len(l.Segments()); n != 2 {
+		t.Fatalf("%d segments, want 2", n)
+	}
+}
