@@ -31,7 +31,9 @@ func testFSM(t *testing.T, dir string) (*FSM, *[]error) {
 	return f, &fatals
 }
 
-func mustBatch(t *testing.T, values ...string) []byte {
+func mustBatch(t *testing.T, values ...string) []byte { return mustBatchB(t, values...) }
+
+func mustBatchB(t testing.TB, values ...string) []byte {
 	t.Helper()
 	recs := make([]batch.Record, len(values))
 	for i, v := range values {
