@@ -6,48 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"os"
 	"path/filepath"
-	"runtime"
-	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/logd-dev/logd/log"
 )
 
-// TestMain fails the package if a test leaves a goroutine of this package
-// running. (go.uber.org/goleak is not in go.mod, and this package may not
-// change go.mod; the check below is the same idea for our own goroutines.)
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		if leaked := leakedGoroutines(); leaked != "" {
-			fmt.Fprintf(os.Stderr, "leaked goroutines:\n%s\n", leaked)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-func leakedGoroutines() string {
-	var leaked string
-	for range 50 {
-		buf := make([]byte, 1<<20)
-		buf = buf[:runtime.Stack(buf, true)]
-		leaked = ""
-		for _, g := range strings.Split(string(buf), "\n\n") {
-			if strings.Contains(g, "logd/log.") && !strings.Contains(g, "leakedGoroutines") {
-				leaked += g + "\n\n"
-			}
-		}
-		if leaked == "" {
-			return ""
-		}
-		runtime.Gosched()
-	}
-	return leaked
-}
+// TestMain fails the package if a test leaves a goroutine running.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
