@@ -43,6 +43,10 @@ type Options struct {
 
 // Server implements the LogService handlers over a replication.Node.
 type Server struct {
+	// Unimplemented answers CodeUnimplemented for RPCs added to the API
+	// before their handler exists, so the API can grow ahead of the server.
+	logdv1connect.UnimplementedLogServiceHandler
+
 	node    *replication.Node
 	logger  *slog.Logger
 	reg     *prometheus.Registry
