@@ -758,9 +758,15 @@ type Record struct {
 	// Milliseconds since the Unix epoch; 0 means "now" at the server.
 	TimestampMs int64 `protobuf:"varint,4,opt,name=timestamp_ms,json=timestampMs,proto3" json:"timestamp_ms,omitempty"`
 	// An explicit partition; otherwise murmur2(key), else round-robin.
-	Partition     *int32 `protobuf:"varint,5,opt,name=partition,proto3,oneof" json:"partition,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Partition *int32 `protobuf:"varint,5,opt,name=partition,proto3,oneof" json:"partition,omitempty"`
+	// An idempotency key, scoped to the topic: within the topic's
+	// idempotency.window.ms a record with the same key and the same payload
+	// (key, value, headers) is not appended again; the original partition and
+	// offset are returned, marked duplicate. The same key with a different
+	// payload is refused (REASON_IDEMPOTENCY_CONFLICT). Empty means none.
+	IdempotencyKey string `protobuf:"bytes,6,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Record) Reset() {
@@ -828,6 +834,13 @@ func (x *Record) GetPartition() int32 {
 	return 0
 }
 
+func (x *Record) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
 type ProduceRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
@@ -882,9 +895,12 @@ func (x *ProduceRequest) GetRecords() []*Record {
 
 // RecordResult answers one produced record, in request order.
 type RecordResult struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Partition     int32                  `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
-	Offset        int64                  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Partition int32                  `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	Offset    int64                  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	// The record's idempotency key was seen within the window with the same
+	// payload: nothing was appended, partition and offset are the original's.
+	Duplicate     bool `protobuf:"varint,3,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -931,6 +947,13 @@ func (x *RecordResult) GetOffset() int64 {
 		return x.Offset
 	}
 	return 0
+}
+
+func (x *RecordResult) GetDuplicate() bool {
+	if x != nil {
+		return x.Duplicate
+	}
+	return false
 }
 
 type ProduceResponse struct {
@@ -1596,23 +1619,25 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\bsegments\x18\x05 \x01(\x05R\bsegments\"0\n" +
 	"\x06Header\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value\"\xcb\x01\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\"\xf4\x01\n" +
 	"\x06Record\x12\x15\n" +
 	"\x03key\x18\x01 \x01(\fH\x00R\x03key\x88\x01\x01\x12\x19\n" +
 	"\x05value\x18\x02 \x01(\fH\x01R\x05value\x88\x01\x01\x12)\n" +
 	"\aheaders\x18\x03 \x03(\v2\x0f.logd.v1.HeaderR\aheaders\x12!\n" +
 	"\ftimestamp_ms\x18\x04 \x01(\x03R\vtimestampMs\x12!\n" +
-	"\tpartition\x18\x05 \x01(\x05H\x02R\tpartition\x88\x01\x01B\x06\n" +
+	"\tpartition\x18\x05 \x01(\x05H\x02R\tpartition\x88\x01\x01\x12'\n" +
+	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKeyB\x06\n" +
 	"\x04_keyB\b\n" +
 	"\x06_valueB\f\n" +
 	"\n" +
 	"_partition\"Q\n" +
 	"\x0eProduceRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12)\n" +
-	"\arecords\x18\x02 \x03(\v2\x0f.logd.v1.RecordR\arecords\"D\n" +
+	"\arecords\x18\x02 \x03(\v2\x0f.logd.v1.RecordR\arecords\"b\n" +
 	"\fRecordResult\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x16\n" +
-	"\x06offset\x18\x02 \x01(\x03R\x06offset\"B\n" +
+	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x1c\n" +
+	"\tduplicate\x18\x03 \x01(\bR\tduplicate\"B\n" +
 	"\x0fProduceResponse\x12/\n" +
 	"\aresults\x18\x01 \x03(\v2\x15.logd.v1.RecordResultR\aresults\"\xb8\x01\n" +
 	"\fFetchRequest\x12\x14\n" +
