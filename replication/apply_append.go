@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -9,7 +10,16 @@ import (
 )
 
 // ErrRecordTooLarge means a batch exceeds the topic's max.message.bytes.
-var ErrRecordTooLarge = fmt.Errorf("replication: record batch larger than the topic allows")
+var ErrRecordTooLarge = errors.New("replication: record batch larger than the topic allows")
+
+// ErrDedupRace means an Append carried an idempotency key that another
+// entry committed first. Nothing was appended; the proposer looks the keys
+// up again (they are now duplicates or conflicts) and proposes the rest.
+var ErrDedupRace = errors.New("replication: idempotency key committed by a concurrent append")
+
+// maxAppendBatchBytes caps one batch in a Raft entry. max.message.bytes is
+// checked per record by the server; a batch may hold many records.
+const maxAppendBatchBytes = maxRecordBatchLimit
 
 // validateAppend checks every batch of an Append against the topic before
 // anything is written, so an Append is applied whole or not at all.
@@ -17,8 +27,8 @@ func validateAppend(t *Topic, a Append) error {
 	if len(a.Batches) == 0 {
 		return fmt.Errorf("%w: append without batches", ErrInvalidArgument)
 	}
-	max := t.MaxBatchBytes()
 	seen := make(map[int32]bool, len(a.Batches))
+	keys := map[string]bool{}
 	for _, b := range a.Batches {
 		if b.Partition < 0 || int(b.Partition) >= len(t.Partitions) {
 			return fmt.Errorf("%w: %s has %d partitions, not %d", ErrUnknownPartition, t.Name, len(t.Partitions), b.Partition)
@@ -29,8 +39,8 @@ func validateAppend(t *Topic, a Append) error {
 			return fmt.Errorf("%w: partition %d twice in one append", ErrInvalidArgument, b.Partition)
 		}
 		seen[b.Partition] = true
-		if int64(len(b.Batch)) > max {
-			return fmt.Errorf("%w: batch of %d bytes for %s-%d, max.message.bytes is %d", ErrRecordTooLarge, len(b.Batch), t.Name, b.Partition, max)
+		if len(b.Batch) > maxAppendBatchBytes {
+			return fmt.Errorf("%w: batch of %d bytes for %s-%d, at most %d", ErrRecordTooLarge, len(b.Batch), t.Name, b.Partition, maxAppendBatchBytes)
 		}
 		info, err := batch.Verify(b.Batch)
 		if err == nil && info.Length != len(b.Batch) {
@@ -38,6 +48,17 @@ func validateAppend(t *Topic, a Append) error {
 		}
 		if err != nil {
 			return fmt.Errorf("%w: %s-%d: %v", ErrInvalidArgument, t.Name, b.Partition, err)
+		}
+		for _, k := range b.Keys {
+			switch {
+			case k.Key == "":
+				return fmt.Errorf("%w: empty idempotency key", ErrInvalidArgument)
+			case k.Index < 0 || k.Index > info.LastOffsetDelta:
+				return fmt.Errorf("%w: idempotency key for record %d of a %d-record batch", ErrInvalidArgument, k.Index, info.LastOffsetDelta+1)
+			case keys[k.Key]:
+				return fmt.Errorf("%w: idempotency key %q twice in one append", ErrInvalidArgument, k.Key)
+			}
+			keys[k.Key] = true
 		}
 	}
 	return nil
@@ -51,21 +72,39 @@ func (f *FSM) applyAppend(index uint64, now int64, a Append) any {
 	if err := validateAppend(t, a); err != nil {
 		return err
 	}
+	// Keys committed since the proposer looked them up make this entry a
+	// no-op; the same check gives the same answer on every replica and on
+	// replay, because the window is replicated state.
+	for _, b := range a.Batches {
+		for _, k := range b.Keys {
+			if _, dup := t.dedup.Lookup(k.Key, now); dup {
+				return fmt.Errorf("%w: %q", ErrDedupRace, k.Key)
+			}
+		}
+	}
 	res := AppendResult{BaseOffsets: make([]int64, len(a.Batches))}
 	meta := log.AppendMeta{AppliedIndex: index, Time: time.Unix(0, now)}
+	window := t.IdempotencyWindow()
 	for i, b := range a.Batches {
 		p := t.Partitions[b.Partition]
-		if index <= p.log.AppliedIndex() {
-			// Replayed after a restart: this partition already holds it.
-			res.BaseOffsets[i] = -1
-			continue
+		base := p.next
+		if index > p.log.AppliedIndex() {
+			got, err := p.log.Append(b.Batch, meta)
+			if err != nil {
+				return f.stop(fmt.Errorf("append %s-%d at index %d: %w", a.Topic, b.Partition, index, err))
+			}
+			if got != base {
+				return f.stop(fmt.Errorf("append %s-%d at index %d: log assigned offset %d, state machine expected %d", a.Topic, b.Partition, index, got, base))
+			}
+			f.bytesSinceSnapshot.Add(int64(len(b.Batch)))
 		}
-		base, err := p.log.Append(b.Batch, meta)
-		if err != nil {
-			return f.stop(fmt.Errorf("append %s-%d at index %d: %w", a.Topic, b.Partition, index, err))
-		}
+		// else: replayed after a restart; the log already holds it.
+		info, _ := batch.Peek(b.Batch) // verified above
+		p.next = base + int64(info.LastOffsetDelta) + 1
 		res.BaseOffsets[i] = base
-		f.bytesSinceSnapshot.Add(int64(len(b.Batch)))
+		for _, k := range b.Keys {
+			t.dedup.Insert(k.Key, partitionDedupEntry(k, b.Partition, base, now+window), now)
+		}
 	}
 	for _, b := range a.Batches {
 		t.Partitions[b.Partition].signal()

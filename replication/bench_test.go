@@ -41,7 +41,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 					i := 0
 					for pb.Next() {
 						i++
-						if _, err := n.Append(ctx, Append{Topic: "b", Batches: []PartitionBatch{{int32(i % 8), payload}}}); err != nil {
+						if _, err := n.Append(ctx, Append{Topic: "b", Batches: []PartitionBatch{{Partition: int32(i % 8), Batch: payload}}}); err != nil {
 							b.Error(err)
 							return
 						}

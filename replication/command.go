@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+
+	"github.com/logd-dev/logd/partition"
 )
 
 // CommandType is the first byte of every Raft log entry the FSM applies.
@@ -50,7 +52,21 @@ type DeleteTopic struct {
 type PartitionBatch struct {
 	Partition int32
 	Batch     []byte
+	// Keys are the idempotency keys of records in the batch, if any.
+	Keys []RecordKey
 }
+
+// RecordKey is a record's idempotency key and payload digest; Index is the
+// record's position in its batch.
+type RecordKey struct {
+	Index  int32
+	Key    string
+	Digest partition.Digest
+}
+
+// appendKeysVersion is the Append payload version that carries idempotency
+// keys after each batch; appends without keys keep version 1.
+const appendKeysVersion = 2
 
 // Append appends record batches to partitions of one topic. Either every
 // batch is appended or none is.
@@ -89,10 +105,18 @@ func encodeJSONCommand(t CommandType, now int64, body any) ([]byte, error) {
 // batches are copied once, into the Raft entry.
 func encodeAppend(now int64, a Append) []byte {
 	n := cmdHeaderSize + binary.MaxVarintLen64*2 + len(a.Topic)
+	keyed := false
 	for _, b := range a.Batches {
 		n += binary.MaxVarintLen64*2 + len(b.Batch)
+		for _, k := range b.Keys {
+			keyed = true
+			n += binary.MaxVarintLen64*2 + len(k.Key) + len(k.Digest)
+		}
 	}
 	dst := encodeHeader(make([]byte, 0, n), CmdAppend, now)
+	if keyed {
+		dst[1] = appendKeysVersion
+	}
 	dst = binary.AppendUvarint(dst, uint64(len(a.Topic)))
 	dst = append(dst, a.Topic...)
 	dst = binary.AppendUvarint(dst, uint64(len(a.Batches)))
@@ -100,6 +124,15 @@ func encodeAppend(now int64, a Append) []byte {
 		dst = binary.AppendUvarint(dst, uint64(uint32(b.Partition)))
 		dst = binary.AppendUvarint(dst, uint64(len(b.Batch)))
 		dst = append(dst, b.Batch...)
+		if keyed {
+			dst = binary.AppendUvarint(dst, uint64(len(b.Keys)))
+			for _, k := range b.Keys {
+				dst = binary.AppendUvarint(dst, uint64(uint32(k.Index)))
+				dst = binary.AppendUvarint(dst, uint64(len(k.Key)))
+				dst = append(dst, k.Key...)
+				dst = append(dst, k.Digest[:]...)
+			}
+		}
 	}
 	return dst
 }
@@ -110,7 +143,7 @@ func decodeCommand(data []byte) (envelope, error) {
 		return envelope{}, fmt.Errorf("%w: %d bytes", ErrBadCommand, len(data))
 	}
 	env := envelope{Type: CommandType(data[0]), Time: int64(binary.BigEndian.Uint64(data[2:10]))}
-	if v := data[1]; v != commandVersion {
+	if v := data[1]; v != commandVersion && !(env.Type == CmdAppend && v == appendKeysVersion) {
 		return env, fmt.Errorf("%w: %s version %d", ErrUnknownCommand, env.Type, v)
 	}
 	p := data[cmdHeaderSize:]
@@ -128,7 +161,7 @@ func decodeCommand(data []byte) (envelope, error) {
 		}
 		env.Body = c
 	case CmdAppend:
-		a, err := decodeAppend(p)
+		a, err := decodeAppend(p, data[1] == appendKeysVersion)
 		if err != nil {
 			return env, err
 		}
@@ -139,7 +172,7 @@ func decodeCommand(data []byte) (envelope, error) {
 	return env, nil
 }
 
-func decodeAppend(p []byte) (Append, error) {
+func decodeAppend(p []byte, keyed bool) (Append, error) {
 	var a Append
 	r := reader{b: p}
 	topic := r.bytes()
@@ -151,7 +184,19 @@ func decodeAppend(p []byte) (Append, error) {
 	for i := uint64(0); i < n && r.err == nil; i++ {
 		part := r.uvarint()
 		b := r.bytes()
-		a.Batches = append(a.Batches, PartitionBatch{Partition: int32(uint32(part)), Batch: b})
+		pb := PartitionBatch{Partition: int32(uint32(part)), Batch: b}
+		if keyed {
+			nk := r.uvarint()
+			if r.err == nil && nk > uint64(len(r.b)) {
+				r.err = fmt.Errorf("key count %d exceeds payload", nk)
+			}
+			for j := uint64(0); j < nk && r.err == nil; j++ {
+				k := RecordKey{Index: int32(uint32(r.uvarint())), Key: string(r.bytes())}
+				copy(k.Digest[:], r.fixed(len(k.Digest)))
+				pb.Keys = append(pb.Keys, k)
+			}
+		}
+		a.Batches = append(a.Batches, pb)
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = fmt.Errorf("%d trailing bytes", len(r.b))
@@ -177,6 +222,19 @@ func (r *reader) uvarint() uint64 {
 		r.err = fmt.Errorf("bad varint")
 		return 0
 	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) fixed(n int) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n > len(r.b) {
+		r.err = fmt.Errorf("need %d bytes, have %d", n, len(r.b))
+		return nil
+	}
+	v := r.b[:n:n]
 	r.b = r.b[n:]
 	return v
 }

@@ -97,13 +97,13 @@ func TestApplyScript(t *testing.T) {
 	f, fatals := testFSM(t, t.TempDir())
 	script := entries(
 		createCmd(t, "orders", 2, now),
-		encodeAppend(now+1, Append{Topic: "orders", Batches: []PartitionBatch{{0, mustBatch(t, "a", "b")}, {1, mustBatch(t, "x")}}}),
-		encodeAppend(now+2, Append{Topic: "orders", Batches: []PartitionBatch{{0, mustBatch(t, "c")}}}),
+		encodeAppend(now+1, Append{Topic: "orders", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "a", "b")}, {Partition: 1, Batch: mustBatch(t, "x")}}}),
+		encodeAppend(now+2, Append{Topic: "orders", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "c")}}}),
 		createCmd(t, "orders", 1, now+3), // exists
-		encodeAppend(now+4, Append{Topic: "nope", Batches: []PartitionBatch{{0, mustBatch(t, "z")}}}),
-		encodeAppend(now+5, Append{Topic: "orders", Batches: []PartitionBatch{{0, mustBatch(t, "y")}, {2, mustBatch(t, "z")}}}), // bad partition: nothing written
-		encodeAppend(now+6, Append{Topic: "orders", Batches: []PartitionBatch{{0, mustBatch(t, "y")}, {0, mustBatch(t, "z")}}}), // twice
-		encodeAppend(now+7, Append{Topic: "orders", Batches: []PartitionBatch{{1, []byte("garbage that is not a batch at all, long enough for a header.......")}}}),
+		encodeAppend(now+4, Append{Topic: "nope", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "z")}}}),
+		encodeAppend(now+5, Append{Topic: "orders", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "y")}, {Partition: 2, Batch: mustBatch(t, "z")}}}), // bad partition: nothing written
+		encodeAppend(now+6, Append{Topic: "orders", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "y")}, {Partition: 0, Batch: mustBatch(t, "z")}}}), // twice
+		encodeAppend(now+7, Append{Topic: "orders", Batches: []PartitionBatch{{Partition: 1, Batch: []byte("garbage that is not a batch at all, long enough for a header.......")}}}),
 	)
 	res := f.ApplyBatch(script)
 	wantErr := []error{nil, nil, nil, ErrTopicExists, ErrUnknownTopic, ErrUnknownPartition, ErrInvalidArgument, ErrInvalidArgument}
@@ -141,11 +141,11 @@ func TestReplayIsIdempotent(t *testing.T) {
 	now := int64(1_700_000_000_000_000_000)
 	script := entries(
 		createCmd(t, "t", 1, now),
-		encodeAppend(now, Append{Topic: "t", Batches: []PartitionBatch{{0, mustBatch(t, "1", "2")}}}),
-		encodeAppend(now, Append{Topic: "t", Batches: []PartitionBatch{{0, mustBatch(t, "3")}}}),
+		encodeAppend(now, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "1", "2")}}}),
+		encodeAppend(now, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "3")}}}),
 		mustJSON(t, CmdDeleteTopic, now, DeleteTopic{Name: "t"}),
 		createCmd(t, "t", 1, now),
-		encodeAppend(now, Append{Topic: "t", Batches: []PartitionBatch{{0, mustBatch(t, "new")}}}),
+		encodeAppend(now, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "new")}}}),
 	)
 	f1, _ := testFSM(t, dir)
 	f1.ApplyBatch(script)
@@ -189,7 +189,7 @@ func TestApplyDeterministic(t *testing.T) {
 		if i%17 == 0 {
 			ts -= int64(time.Second)
 		}
-		cmds = append(cmds, encodeAppend(ts, Append{Topic: "d", Batches: []PartitionBatch{{int32(i % 3), mustBatch(t, fmt.Sprintf("v%03d", i), "padding-padding-padding-padding")}}}))
+		cmds = append(cmds, encodeAppend(ts, Append{Topic: "d", Batches: []PartitionBatch{{Partition: int32(i % 3), Batch: mustBatch(t, fmt.Sprintf("v%03d", i), "padding-padding-padding-padding")}}}))
 	}
 	sums := make([]string, 2)
 	for n := range sums {
@@ -280,7 +280,7 @@ func TestNodeRestart(t *testing.T) {
 		}
 		for i := 0; i < 5; i++ {
 			v := fmt.Sprintf("run%d-%d", run, i)
-			bases, err := n.Append(ctx, Append{Topic: "r", Batches: []PartitionBatch{{0, mustBatch(t, v)}}})
+			bases, err := n.Append(ctx, Append{Topic: "r", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, v)}}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/logd-dev/logd/partition"
 )
 
 // manifestVersion is the snapshot format version.
@@ -30,10 +32,14 @@ type topicManifest struct {
 	CreatedNanos int64               `json:"created_nanos"`
 	CreateIndex  uint64              `json:"create_index"`
 	Partitions   []partitionManifest `json:"partitions"`
+	// Dedup is the topic's idempotency window, oldest key first.
+	Dedup []partition.DedupKey `json:"dedup,omitempty"`
 }
 
 type partitionManifest struct {
-	Start        int64             `json:"start"`
+	Start int64 `json:"start"`
+	// End is the state machine's end offset at the snapshot's index. The
+	// log may hold more while a restart replays entries it already has.
 	End          int64             `json:"end"`
 	AppliedIndex uint64            `json:"applied_index"`
 	Segments     []segmentManifest `json:"segments"`
@@ -55,14 +61,14 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.bytesSinceSnapshot.Store(0)
 	m := manifest{Version: manifestVersion, Index: f.applied.Load(), Now: f.now.Load()}
 	for _, t := range f.Topics() {
-		tm := topicManifest{Name: t.Name, Config: t.Config, CreatedNanos: t.CreatedNanos, CreateIndex: t.CreateIndex}
+		tm := topicManifest{Name: t.Name, Config: t.Config, CreatedNanos: t.CreatedNanos, CreateIndex: t.CreateIndex, Dedup: t.dedup.Keys()}
 		for _, p := range t.Partitions {
 			if err := p.log.Sync(); err != nil {
 				// The raft log must not be compacted past data we could not
 				// make durable; this is an I/O failure in the state machine.
 				return nil, f.stop(fmt.Errorf("snapshot: sync %s-%d: %w", t.Name, p.Index, err))
 			}
-			pm := partitionManifest{Start: p.log.StartOffset(), End: p.log.EndOffset(), AppliedIndex: p.log.AppliedIndex()}
+			pm := partitionManifest{Start: p.log.StartOffset(), End: p.next, AppliedIndex: p.log.AppliedIndex()}
 			for _, s := range p.log.Segments() {
 				pm.Segments = append(pm.Segments, segmentManifest{Base: s.BaseOffset, End: s.EndOffset, Bytes: s.Bytes})
 			}
@@ -119,7 +125,9 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		}
 		topics[t.Name] = t
 		keep[topicDirName(t.Name, t.CreateIndex)] = true
+		t.dedup = partition.RestoreDedupWindow(int(configInt(t.Config, ConfigIdempotencyMaxKeys)), tm.Dedup)
 		for i, pm := range tm.Partitions {
+			t.Partitions[i].next = pm.End
 			l := t.Partitions[i].log
 			if l.EndOffset() < pm.End {
 				closeAll(topics)

@@ -14,6 +14,11 @@ const (
 	ConfigSegmentBytes    = "segment.bytes"
 	ConfigSegmentMs       = "segment.ms"
 	ConfigCleanupPolicy   = "cleanup.policy"
+	// ConfigIdempotencyWindowMs is how long an idempotency key is
+	// remembered; ConfigIdempotencyMaxKeys bounds how many a topic holds
+	// (the oldest is evicted beyond it).
+	ConfigIdempotencyWindowMs = "idempotency.window.ms"
+	ConfigIdempotencyMaxKeys  = "idempotency.max.keys"
 )
 
 // configSpec describes one topic setting: its default and how a value is
@@ -48,6 +53,11 @@ var topicConfigSpecs = map[string]configSpec{
 	ConfigRetentionBytes:  {def: "-1", check: intRange(-1, maxInt64)},
 	ConfigSegmentBytes:    {def: "1073741824", check: intRange(14, 1<<40)},
 	ConfigSegmentMs:       {def: "604800000", check: intRange(1, maxInt64)},
+
+	// Idempotent produce.
+	ConfigIdempotencyWindowMs: {def: "86400000", check: intRange(1, 365*86400000)},
+	ConfigIdempotencyMaxKeys:  {def: "100000", check: intRange(1, 10_000_000)},
+
 	ConfigCleanupPolicy: {def: "delete", check: func(s string) error {
 		switch s {
 		case "delete", "compact", "compact,delete", "delete,compact":

@@ -24,6 +24,17 @@ type Topic struct {
 	CreateIndex uint64
 	Partitions  []*Partition
 	dir         string
+	// dedup holds the topic's idempotency keys (nil until opened).
+	dedup *partition.DedupWindow
+}
+
+// Dedup returns the topic's idempotency window.
+func (t *Topic) Dedup() *partition.DedupWindow { return t.dedup }
+
+// IdempotencyWindow is how long the topic remembers idempotency keys, in
+// nanoseconds.
+func (t *Topic) IdempotencyWindow() int64 {
+	return int64(msDuration(configInt(t.Config, ConfigIdempotencyWindowMs)))
 }
 
 // MaxBatchBytes is the largest record batch the topic accepts.
@@ -34,6 +45,11 @@ type Partition struct {
 	Topic string
 	Index int32
 	log   *log.Log
+	// next is the offset the next append gets, as the FSM sees it: it
+	// advances on every applied append, including appends skipped on
+	// replay because the log already holds them, so a replayed entry
+	// knows its offsets. Only the FSM goroutine touches it.
+	next int64
 
 	mu sync.Mutex
 	// notify is closed (and replaced) after every append; guarded by mu.
@@ -87,6 +103,7 @@ func openTopic(root string, t *Topic, partitions int32, base log.Options) error 
 	opts.MaxBatchBytes = int(configInt(t.Config, ConfigMaxMessageBytes))
 	// segment.ms is applied by age against the command time.
 	opts.SegmentMaxAge = msDuration(configInt(t.Config, ConfigSegmentMs))
+	t.dedup = partition.NewDedupWindow(int(configInt(t.Config, ConfigIdempotencyMaxKeys)))
 	for p := int32(0); p < partitions; p++ {
 		l, err := log.Open(filepath.Join(t.dir, strconv.Itoa(int(p))), opts)
 		if err != nil {
@@ -120,4 +137,8 @@ func (t *Topic) remove() error {
 		return fmt.Errorf("remove topic %s: %w", t.Name, err)
 	}
 	return nil
+}
+
+func partitionDedupEntry(k RecordKey, p int32, base, expires int64) partition.DedupEntry {
+	return partition.DedupEntry{Digest: k.Digest, Partition: p, Offset: base + int64(k.Index), Expires: expires}
 }

@@ -1,0 +1,218 @@
+package partition
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"sync"
+)
+
+// Digest identifies a record's payload for idempotency: the first 16 bytes
+// of SHA-256 over its key, value and headers, with null and empty kept
+// apart.
+type Digest [16]byte
+
+// RecordDigest computes the Digest of a record's payload. Header order
+// matters, as it does on the wire.
+func RecordDigest(key, value []byte, headers func(yield func(k string, v []byte) bool)) Digest {
+	h := sha256.New()
+	var n [9]byte
+	field := func(b []byte, null bool) {
+		if null {
+			n[0] = 0
+			h.Write(n[:1])
+			return
+		}
+		n[0] = 1
+		binary.BigEndian.PutUint64(n[1:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	field(key, key == nil)
+	field(value, value == nil)
+	if headers != nil {
+		headers(func(k string, v []byte) bool {
+			field([]byte(k), false)
+			field(v, v == nil)
+			return true
+		})
+	}
+	var d Digest
+	copy(d[:], h.Sum(nil))
+	return d
+}
+
+// DedupEntry is what a window remembers of one idempotency key: the
+// payload's digest and where the record was appended.
+type DedupEntry struct {
+	Digest    Digest `json:"digest"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	// Expires is when the key leaves the window (Unix nanoseconds of the
+	// command time): the window is [appended, Expires).
+	Expires int64 `json:"expires"`
+}
+
+// DedupKey is one key with its entry, for snapshots.
+type DedupKey struct {
+	Key string `json:"key"`
+	DedupEntry
+}
+
+// DedupWindow holds a topic's idempotency keys for a time window, bounded
+// in number. Time is passed in (the replicated command time), never read
+// from a clock, so every replica holds the same keys.
+//
+// At the bound, inserting a key evicts the oldest one before its window
+// ends: a retry of an evicted key is appended again. Evictions are counted
+// so an operator can see the window is too small for the key rate.
+//
+// The FSM goroutine writes; request handlers may read concurrently.
+type DedupWindow struct {
+	mu sync.RWMutex
+	// Guarded by mu:
+	entries map[string]*dedupItem
+	// order lists keys by insertion (hence expiry) time; items whose seq
+	// no longer matches the map are stale and skipped.
+	order   []dedupOrder
+	head    int
+	seq     uint64
+	maxKeys int
+	evicted uint64
+	expired uint64
+}
+
+type dedupItem struct {
+	DedupEntry
+	seq uint64
+}
+
+type dedupOrder struct {
+	key string
+	seq uint64
+}
+
+// NewDedupWindow returns an empty window holding at most maxKeys keys
+// (at least 1).
+func NewDedupWindow(maxKeys int) *DedupWindow {
+	return &DedupWindow{entries: make(map[string]*dedupItem), maxKeys: max(maxKeys, 1)}
+}
+
+// SetMaxKeys changes the bound; extra keys are evicted at the next Insert.
+func (w *DedupWindow) SetMaxKeys(n int) {
+	w.mu.Lock()
+	w.maxKeys = max(n, 1)
+	w.mu.Unlock()
+}
+
+// Lookup returns the entry for key if it is in the window at time now.
+func (w *DedupWindow) Lookup(key string, now int64) (DedupEntry, bool) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	it, ok := w.entries[key]
+	if !ok || it.Expires <= now {
+		return DedupEntry{}, false
+	}
+	return it.DedupEntry, true
+}
+
+// Insert records key at time now, first dropping expired keys and, at the
+// bound, the oldest keys. A key already present is replaced (the caller
+// only inserts keys Lookup did not find).
+func (w *DedupWindow) Insert(key string, e DedupEntry, now int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.expireLocked(now)
+	for len(w.entries) >= w.maxKeys && w.popOldestLocked() {
+		w.evicted++
+	}
+	w.seq++
+	w.entries[key] = &dedupItem{DedupEntry: e, seq: w.seq}
+	w.order = append(w.order, dedupOrder{key: key, seq: w.seq})
+}
+
+// Expire drops keys whose window ended at or before now.
+func (w *DedupWindow) Expire(now int64) {
+	w.mu.Lock()
+	w.expireLocked(now)
+	w.mu.Unlock()
+}
+
+func (w *DedupWindow) expireLocked(now int64) {
+	for w.head < len(w.order) {
+		o := w.order[w.head]
+		it, ok := w.entries[o.key]
+		if ok && it.seq == o.seq && it.Expires > now {
+			// Insertion order is expiry order while the window length is
+			// unchanged; a key inserted under a longer window may hold
+			// shorter ones behind it until it expires, bounded by maxKeys.
+			return
+		}
+		if ok && it.seq == o.seq {
+			w.expired++
+		}
+		w.popOldestLocked()
+	}
+}
+
+// popOldestLocked removes the oldest live key; false if none.
+func (w *DedupWindow) popOldestLocked() bool {
+	for w.head < len(w.order) {
+		o := w.order[w.head]
+		w.order[w.head] = dedupOrder{}
+		w.head++
+		if it, ok := w.entries[o.key]; ok && it.seq == o.seq {
+			delete(w.entries, o.key)
+			w.compactLocked()
+			return true
+		}
+	}
+	w.compactLocked()
+	return false
+}
+
+// compactLocked reclaims the consumed front of order.
+func (w *DedupWindow) compactLocked() {
+	if w.head > 1024 && w.head*2 > len(w.order) {
+		w.order = append(w.order[:0:0], w.order[w.head:]...)
+		w.head = 0
+	}
+}
+
+// DedupStats are a window's counters.
+type DedupStats struct {
+	Keys    int
+	Evicted uint64
+	Expired uint64
+}
+
+// Stats returns the number of keys held and the eviction and expiry
+// counts since the window was made.
+func (w *DedupWindow) Stats() DedupStats {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return DedupStats{Keys: len(w.entries), Evicted: w.evicted, Expired: w.expired}
+}
+
+// Keys returns the live keys in insertion order, for a snapshot.
+func (w *DedupWindow) Keys() []DedupKey {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	out := make([]DedupKey, 0, len(w.entries))
+	for _, o := range w.order[w.head:] {
+		if it, ok := w.entries[o.key]; ok && it.seq == o.seq {
+			out = append(out, DedupKey{Key: o.key, DedupEntry: it.DedupEntry})
+		}
+	}
+	return out
+}
+
+// RestoreDedupWindow rebuilds a window from Keys' output.
+func RestoreDedupWindow(maxKeys int, keys []DedupKey) *DedupWindow {
+	w := NewDedupWindow(maxKeys)
+	for _, k := range keys {
+		w.seq++
+		w.entries[k.Key] = &dedupItem{DedupEntry: k.DedupEntry, seq: w.seq}
+		w.order = append(w.order, dedupOrder{key: k.Key, seq: w.seq})
+	}
+	return w
+}

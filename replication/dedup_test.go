@@ -1,0 +1,126 @@
+package replication
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/logd-dev/logd/partition"
+)
+
+func keyed(p int32, b []byte, keys ...string) PartitionBatch {
+	pb := PartitionBatch{Partition: p, Batch: b}
+	for i, k := range keys {
+		if k != "" {
+			pb.Keys = append(pb.Keys, RecordKey{Index: int32(i), Key: k, Digest: partition.Digest{byte(i), 1}})
+		}
+	}
+	return pb
+}
+
+// TestAppendIdempotencyKeys: keys are recorded with their offsets; an
+// entry carrying a key committed before it appends nothing; a key is
+// forgotten exactly at the end of its window; replay after a restart and a
+// snapshot restore rebuild the same window.
+func TestAppendIdempotencyKeys(t *testing.T) {
+	dir := t.TempDir()
+	now := int64(1_700_000_000_000_000_000)
+	window := int64(time.Hour)
+	create := mustJSON(t, CmdCreateTopic, now, CreateTopic{Name: "k", Partitions: 2, Config: map[string]string{ConfigIdempotencyWindowMs: "3600000"}})
+	cmds := [][]byte{
+		create,
+		encodeAppend(now, Append{Topic: "k", Batches: []PartitionBatch{keyed(0, mustBatch(t, "a", "b", "c"), "ka", "", "kc")}}),
+		encodeAppend(now+1, Append{Topic: "k", Batches: []PartitionBatch{keyed(1, mustBatch(t, "x"), "kx"), keyed(0, mustBatch(t, "a2"), "ka")}}), // race on ka
+		encodeAppend(now+window-1, Append{Topic: "k", Batches: []PartitionBatch{keyed(1, mustBatch(t, "late"), "kc")}}),                           // kc still held
+		encodeAppend(now+window, Append{Topic: "k", Batches: []PartitionBatch{keyed(1, mustBatch(t, "again"), "ka")}}),                            // ka expired
+	}
+	f, fatals := testFSM(t, dir)
+	res := f.ApplyBatch(entries(cmds...))
+	for i, want := range []error{nil, nil, ErrDedupRace, ErrDedupRace, nil} {
+		err, _ := res[i].(error)
+		if want == nil && err != nil || want != nil && !errors.Is(err, want) {
+			t.Fatalf("entry %d: %v, want %v", i+1, res[i], want)
+		}
+	}
+	if got := readAll(t, f, "k", 0); fmt.Sprint(got) != "[a b c]" {
+		t.Fatalf("partition 0 = %v", got)
+	}
+	if got := readAll(t, f, "k", 1); fmt.Sprint(got) != "[again]" {
+		t.Fatalf("partition 1 = %v (a refused entry appended)", got)
+	}
+	tp, _ := f.Topic("k")
+	wantKeys := fmt.Sprint(tp.Dedup().Keys())
+	// kc (added at now) left the window when entry 5 applied at now+window.
+	if _, ok := tp.Dedup().Lookup("kc", now+window-1); ok {
+		t.Fatal("kc still held after its window ended")
+	}
+	if e, ok := tp.Dedup().Lookup("ka", now+window); !ok || e.Partition != 1 || e.Offset != 0 {
+		t.Fatalf("re-added ka = %+v %v", e, ok)
+	}
+
+	// Snapshot after entry 2, restore into a new FSM over the same files,
+	// replay the rest: same window, same data.
+	f.Close()
+	f2, _ := testFSM(t, dir)
+	f2.ApplyBatch(entries(cmds[:2]...))
+	snap, err := f2.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	f2.Close()
+	f3, _ := testFSM(t, dir)
+	if err := f3.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	rest := entries(cmds...)[2:]
+	res = f3.ApplyBatch(rest)
+	if err, _ := res[0].(error); !errors.Is(err, ErrDedupRace) {
+		t.Fatalf("replayed race entry: %v", res[0])
+	}
+	tp3, _ := f3.Topic("k")
+	if got := fmt.Sprint(tp3.Dedup().Keys()); got != wantKeys {
+		t.Fatalf("window after restore and replay:\n got %s\nwant %s", got, wantKeys)
+	}
+	if got := readAll(t, f3, "k", 1); fmt.Sprint(got) != "[again]" {
+		t.Fatalf("partition 1 after replay = %v", got)
+	}
+	if len(*fatals) != 0 {
+		t.Fatal(*fatals)
+	}
+}
+
+// memSink is an in-memory raft.SnapshotSink.
+type memSink struct{ bytes.Buffer }
+
+func (s *memSink) ID() string    { return "mem" }
+func (s *memSink) Cancel() error { return nil }
+func (s *memSink) Close() error  { return nil }
+
+var _ raft.SnapshotSink = (*memSink)(nil)
+
+func TestAppendKeysCodec(t *testing.T) {
+	a := Append{Topic: "t", Batches: []PartitionBatch{keyed(3, []byte("batch-bytes"), "", "k1"), {Partition: 1, Batch: []byte("b2")}}}
+	env, err := decodeCommand(encodeAppend(42, a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := env.Body.(Append); fmt.Sprint(got) != fmt.Sprint(a) || env.Time != 42 {
+		t.Fatalf("round trip:\n got %+v\nwant %+v", got, a)
+	}
+	// Truncating a keyed command anywhere is an error, never a panic.
+	enc := encodeAppend(42, a)
+	for i := cmdHeaderSize; i < len(enc); i++ {
+		if _, err := decodeCommand(enc[:i]); err == nil {
+			t.Fatalf("truncated at %d decoded", i)
+		}
+	}
+}
