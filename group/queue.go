@@ -41,6 +41,8 @@ type queuePartition struct {
 	// Wake is a lower bound on the time a tracked record next becomes
 	// claimable or pending by the passage of time (0: one may be now).
 	Wake int64 `json:"wake"`
+	// DeadPending counts records marked for the dead-letter topic.
+	DeadPending int `json:"dead_pending,omitempty"`
 	// Acked and DeadLettered count finished records, for describe.
 	Acked        int64 `json:"acked"`
 	DeadLettered int64 `json:"dead_lettered"`
@@ -188,7 +190,7 @@ func (q *Queue) Claim(req ClaimRequest, src RecordSource) (ClaimResult, error) {
 		if req.Now >= p.Wake {
 			wake := int64(math.MaxInt64)
 			for _, r := range p.Tracked {
-				q.settle(r, req.Now)
+				q.settle(p, r, req.Now)
 				switch r.State {
 				case leaseReady:
 					if full() {
@@ -205,11 +207,12 @@ func (q *Queue) Claim(req ClaimRequest, src RecordSource) (ClaimResult, error) {
 						continue
 					}
 					if reason := q.undeliverable(info, req.Now); reason != "" {
-						r.State, r.Reason = leaseDeadPending, reason
+						q.markDead(p, r, reason)
 						continue
 					}
 					res.Deliveries = append(res.Deliveries, q.deliver(part, r, req, lease))
 					bytes += info.Size
+					wake = min(wake, r.Until)
 				case leaseInFlight, leaseDelayed:
 					wake = min(wake, r.Until)
 				}
@@ -236,7 +239,7 @@ func (q *Queue) Claim(req ClaimRequest, src RecordSource) (ClaimResult, error) {
 			p.Tracked = append(p.Tracked, r)
 			p.Live++
 			if reason := q.undeliverable(info, req.Now); reason != "" {
-				r.State, r.Reason = leaseDeadPending, reason
+				q.markDead(p, r, reason)
 				continue
 			}
 			res.Deliveries = append(res.Deliveries, q.deliver(part, r, req, lease))
@@ -252,11 +255,11 @@ func (q *Queue) Claim(req ClaimRequest, src RecordSource) (ClaimResult, error) {
 // settle applies the passage of time to one record: an expired lease makes
 // it ready again, or pending for the dead-letter topic once it used its
 // last delivery; a delayed record whose time has come is ready.
-func (q *Queue) settle(r *leaseRecord, now int64) {
+func (q *Queue) settle(p *queuePartition, r *leaseRecord, now int64) {
 	switch {
 	case r.State == leaseInFlight && now >= r.Until:
 		if int(r.Deliveries) >= q.cfg.MaxDeliveries {
-			r.State, r.Reason = leaseDeadPending, ReasonMaxDeliveries
+			q.markDead(p, r, ReasonMaxDeliveries)
 			if r.LastError == "" {
 				r.LastError = "lease expired"
 			}
@@ -285,7 +288,7 @@ func (q *Queue) deliver(part int32, r *leaseRecord, req ClaimRequest, lease time
 	r.State = leaseInFlight
 	r.Until = req.Now + int64(lease)
 	r.Tag = leaseTag(q.secret, req.Index, part, r.Offset, r.Deliveries)
-	if r.First == 0 {
+	if r.Deliveries == 1 {
 		r.First = req.Now
 	}
 	r.Last = req.Now
@@ -319,33 +322,31 @@ func (q *Queue) finish(p *queuePartition, r *leaseRecord, dead bool) {
 }
 
 // compact drops finished entries once they outnumber the live ones (so the
-// work is amortized and memory stays within about twice the in-flight cap)
-// and moves Start up to the first unfinished offset.
+// work is amortized and memory stays within about twice the in-flight cap),
+// else only a finished prefix, and moves Start up to the first unfinished
+// offset.
 func (q *Queue) compact(p *queuePartition) {
-	if finished := len(p.Tracked) - p.Live; finished > 0 && (finished > p.Live || len(p.Tracked) > 0 && p.Tracked[0].State.finished()) {
-		if finished > p.Live {
-			p.Tracked = slices.DeleteFunc(p.Tracked, func(r *leaseRecord) bool { return r.State.finished() })
-		} else {
-			i := 0
-			for i < len(p.Tracked) && p.Tracked[i].State.finished() {
-				i++
-			}
-			p.Tracked = slices.Delete(p.Tracked, 0, i)
+	if finished := len(p.Tracked) - p.Live; finished > p.Live {
+		p.Tracked = slices.DeleteFunc(p.Tracked, func(r *leaseRecord) bool { return r.State.finished() })
+	} else if finished > 0 {
+		i := 0
+		for i < len(p.Tracked) && p.Tracked[i].State.finished() {
+			i++
 		}
+		p.Tracked = slices.Delete(p.Tracked, 0, i)
 	}
 	if len(p.Tracked) > 0 {
-		// The first entry is unfinished unless only middle ones were
-		// dropped; either way everything below it is finished.
 		p.Start = p.Tracked[0].Offset
-		for _, r := range p.Tracked {
-			if !r.State.finished() {
-				p.Start = r.Offset
-				break
-			}
-		}
 	} else {
 		p.Start = p.Next
+		p.Wake = math.MaxInt64 // nothing left to wake for
 	}
+}
+
+// markDead marks a record for the dead-letter topic.
+func (q *Queue) markDead(p *queuePartition, r *leaseRecord, reason string) {
+	r.State, r.Reason = leaseDeadPending, reason
+	p.DeadPending++
 }
 
 // find returns the tracked record at offset, or nil.
@@ -490,10 +491,10 @@ func (q *Queue) Nack(now int64, nacks []Nack) []TokenResult {
 		r.LastError = n.Error
 		switch {
 		case n.Permanent:
-			r.State, r.Reason = leaseDeadPending, ReasonRejected
+			q.markDead(p, r, ReasonRejected)
 			out[i] = TokenResult{DeadLettered: true}
 		case int(r.Deliveries) >= q.cfg.MaxDeliveries:
-			r.State, r.Reason = leaseDeadPending, ReasonMaxDeliveries
+			q.markDead(p, r, ReasonMaxDeliveries)
 			out[i] = TokenResult{DeadLettered: true}
 		default:
 			d := n.Delay
@@ -556,6 +557,9 @@ type DeadLetter struct {
 func (q *Queue) PendingDeadLetters(limit int) []DeadLetter {
 	var out []DeadLetter
 	for pi, p := range q.parts {
+		if p.DeadPending == 0 {
+			continue
+		}
 		for _, r := range p.Tracked {
 			if r.State != leaseDeadPending {
 				continue
@@ -582,6 +586,7 @@ func (q *Queue) MarkDeadLettered(dls []DeadLetter) {
 		}
 		p := q.parts[d.Partition]
 		if r := p.find(d.Offset); r != nil && r.State == leaseDeadPending {
+			p.DeadPending--
 			q.finish(p, r, true)
 			touched[d.Partition] = true
 		}

@@ -1,0 +1,64 @@
+package group
+
+import (
+	"testing"
+	"time"
+)
+
+func TestBackoffBounds(t *testing.T) {
+	tests := []struct {
+		name      string
+		base, max time.Duration
+		delivery  uint32
+		ceiling   time.Duration
+	}{
+		{name: "first delivery", base: time.Second, max: time.Minute, delivery: 1, ceiling: time.Second},
+		{name: "doubles", base: time.Second, max: time.Minute, delivery: 3, ceiling: 4 * time.Second},
+		{name: "capped", base: time.Second, max: 5 * time.Second, delivery: 4, ceiling: 5 * time.Second},
+		{name: "huge delivery count does not overflow", base: time.Second, max: time.Hour, delivery: 1000, ceiling: time.Hour},
+		{name: "zero base means no delay", base: 0, max: time.Hour, delivery: 2, ceiling: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var lo, hi time.Duration = tt.ceiling, 0
+			for off := int64(0); off < 2000; off++ {
+				d := Backoff(tt.base, tt.max, 42, 3, off, tt.delivery)
+				if d < 0 || d > tt.ceiling {
+					t.Fatalf("offset %d: backoff %v outside [0, %v]", off, d, tt.ceiling)
+				}
+				if again := Backoff(tt.base, tt.max, 42, 3, off, tt.delivery); again != d {
+					t.Fatalf("offset %d: not deterministic: %v then %v", off, d, again)
+				}
+				lo, hi = min(lo, d), max(hi, d)
+			}
+			// Full jitter: 2000 draws cover most of [0, ceiling].
+			if tt.ceiling > 0 && (lo > tt.ceiling/10 || hi < tt.ceiling*9/10) {
+				t.Errorf("draws span [%v, %v], want most of [0, %v]", lo, hi, tt.ceiling)
+			}
+		})
+	}
+}
+
+func TestTokenRoundTrip(t *testing.T) {
+	tok := Token{Partition: 7, Offset: 1 << 40, Delivery: 3, Tag: 0xdeadbeef}
+	got, err := ParseToken(tok.String())
+	if err != nil || got != tok {
+		t.Fatalf("ParseToken(%q) = %v, %v; want %v", tok.String(), got, err, tok)
+	}
+	for _, bad := range []string{"", "1.2.3", "1.2.3.4", "-1.2.3.00000000deadbeef", "1.2.0.00000000deadbeef", "a.2.3.00000000deadbeef", "1.2.3.00000000deadbeefX"} {
+		if _, err := ParseToken(bad); err == nil {
+			t.Errorf("ParseToken(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestTokensDifferPerDelivery(t *testing.T) {
+	secret := []byte("s")
+	a := leaseTag(secret, 10, 0, 5, 1)
+	if b := leaseTag(secret, 11, 0, 5, 2); a == b {
+		t.Fatal("two deliveries share a tag")
+	}
+	if c := leaseTag([]byte("other"), 10, 0, 5, 1); a == c {
+		t.Fatal("tag does not depend on the group secret")
+	}
+}

@@ -1,0 +1,87 @@
+package group
+
+import "math"
+
+// QueuePartitionStats describes one partition of a queue group at a time.
+type QueuePartitionStats struct {
+	Partition int32
+	// Start: every offset below it is finished. Next: offsets at or above
+	// it were never delivered. End: the partition's end offset.
+	Start, Next, End int64
+	// Ready counts records available now (fresh ones included), InFlight
+	// those under a live lease, Delayed those waiting out a backoff,
+	// DeadPending those decided for the dead-letter topic and not yet moved.
+	Ready, InFlight, Delayed, DeadPending int64
+	// Acked and DeadLettered count finished records since the group began.
+	Acked, DeadLettered int64
+	// AtCap: fresh records are waiting but the in-flight cap is reached.
+	AtCap bool
+	// OldestReady is the lowest ready offset (-1 if none); its record's
+	// timestamp gives the oldest ready age.
+	OldestReady int64
+}
+
+// Stats describes every partition at now; ends holds the partitions' end
+// offsets. It only reads: lazy expiry is counted, not applied.
+func (q *Queue) Stats(now int64, ends []int64) []QueuePartitionStats {
+	out := make([]QueuePartitionStats, len(q.parts))
+	for pi, p := range q.parts {
+		s := QueuePartitionStats{Partition: int32(pi), Start: p.Start, Next: p.Next, OldestReady: -1,
+			Acked: p.Acked, DeadLettered: p.DeadLettered}
+		if pi < len(ends) {
+			s.End = ends[pi]
+		}
+		for _, r := range p.Tracked {
+			st := r.State
+			if st == leaseInFlight && now >= r.Until {
+				st = leaseReady
+				if int(r.Deliveries) >= q.cfg.MaxDeliveries {
+					st = leaseDeadPending
+				}
+			}
+			if st == leaseDelayed && now >= r.Until {
+				st = leaseReady
+			}
+			switch st {
+			case leaseReady:
+				s.Ready++
+				if s.OldestReady < 0 {
+					s.OldestReady = r.Offset
+				}
+			case leaseInFlight:
+				s.InFlight++
+			case leaseDelayed:
+				s.Delayed++
+			case leaseDeadPending:
+				s.DeadPending++
+			}
+		}
+		if fresh := s.End - p.Next; fresh > 0 {
+			s.Ready += fresh
+			if s.OldestReady < 0 {
+				s.OldestReady = p.Next
+			}
+			s.AtCap = p.Live >= q.cfg.MaxInFlight
+		}
+		out[pi] = s
+	}
+	return out
+}
+
+// Claimable reports whether a claim at now could deliver or settle
+// anything, and otherwise the earliest time one could without new records
+// (math.MaxInt64 if none). A server waits with it instead of proposing
+// empty claims.
+func (q *Queue) Claimable(now int64, ends []int64) (bool, int64) {
+	wake := int64(math.MaxInt64)
+	for pi, p := range q.parts {
+		if now >= p.Wake || p.DeadPending > 0 {
+			return true, now
+		}
+		if pi < len(ends) && p.Next < ends[pi] && p.Live < q.cfg.MaxInFlight {
+			return true, now
+		}
+		wake = min(wake, p.Wake)
+	}
+	return false, wake
+}
