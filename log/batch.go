@@ -68,6 +68,26 @@ func (h header) check(magic byte) string {
 	return ""
 }
 
+// checkStored is check for a batch read from a segment: in a compacted
+// segment a batch may hold fewer records than offsets, even none (see
+// compact.go), and the applied index may only be checked in order.
+func (h header) checkStored(magic byte, compacted bool) string {
+	if !compacted {
+		return h.check(magic)
+	}
+	switch {
+	case magic != batchMagic:
+		return "magic is not 2"
+	case h.size < headerSize:
+		return "batchLength shorter than the header"
+	case h.lastDelta < 0:
+		return "negative lastOffsetDelta"
+	case h.count < 0 || int64(h.count) > int64(h.lastDelta)+1:
+		return "recordCount not in [0, lastOffsetDelta+1]"
+	}
+	return ""
+}
+
 // batchCRC computes the CRC-32C of a whole batch's checked bytes.
 func batchCRC(b []byte) uint32 { return crc32.Checksum(b[offCRCStart:], castagnoli) }
 

@@ -50,6 +50,7 @@ type Log struct {
 	builder  indexBuilder // index state of the active segment
 	unsynced bool         // the active segment has bytes not yet synced
 	lastSync time.Time    // when the active segment was last synced (SyncInterval)
+	cleanSeq uint64       // numbers prepared compactions (their file names)
 	hdr      [headerSize]byte
 }
 

@@ -96,7 +96,7 @@ func (l *Log) TruncateTo(end int64) error {
 	seg := tv.seg
 	b := newIndexBuilder(l.opts.IndexIntervalBytes)
 	ix := &index{}
-	res, err := walk(newReader(seg.data, pos, scanWindow), seg.base(), 0, seg.base(), math.MaxInt64, &b, ix)
+	res, err := walk(segReader(seg, pos, scanWindow), seg.base(), 0, seg.base(), math.MaxInt64, &b, ix)
 	if err != nil {
 		return fmt.Errorf("log: read segment %d: %w", seg.base(), err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"os"
 )
 
@@ -17,49 +18,86 @@ import (
 //	24 creation time int64 (Unix nanoseconds)
 //	32 CRC-32C of bytes 0..32
 //
+// A segment written by compaction (compact.go) has a version 2 .meta, which
+// inserts two fields before the CRC:
+//
+//	32 flags uint32 (bit 0: compacted)
+//	36 oldest retained tombstone timestamp int64 (ms; MaxInt64 if none)
+//	44 CRC-32C of bytes 0..44
+//
 // It is authoritative (the applied index of every batch is a delta from its
 // base applied index), so a missing or invalid one is a CorruptionError.
 const (
-	metaSize    = 36
-	metaMagic   = "LGDM"
-	metaVersion = 1
+	metaSize      = 36
+	metaSizeV2    = 48
+	metaMagic     = "LGDM"
+	metaVersion   = 1
+	metaVersionV2 = 2
+
+	metaFlagCompacted = 1
 )
 
 type segMeta struct {
 	base        int64
 	baseApplied uint64
 	created     int64
+	// compacted marks a segment written by compaction: its batches may hold
+	// fewer records than offsets (recordCount <= lastOffsetDelta+1).
+	compacted bool
+	// tombstoneTs is the smallest timestamp (ms) of a tombstone compaction
+	// kept in the segment, math.MaxInt64 if none (compacted segments only).
+	tombstoneTs int64
 }
 
 func (m segMeta) encode() []byte {
-	b := make([]byte, metaSize)
-	copy(b, metaMagic)
-	binary.BigEndian.PutUint32(b[4:], metaVersion)
-	binary.BigEndian.PutUint64(b[8:], uint64(m.base))
-	binary.BigEndian.PutUint64(b[16:], m.baseApplied)
-	binary.BigEndian.PutUint64(b[24:], uint64(m.created))
-	binary.BigEndian.PutUint32(b[32:], crc32.Checksum(b[:32], castagnoli))
+	if !m.compacted {
+		b := make([]byte, metaSize)
+		m.put(b, metaVersion)
+		binary.BigEndian.PutUint32(b[32:], crc32.Checksum(b[:32], castagnoli))
+		return b
+	}
+	b := make([]byte, metaSizeV2)
+	m.put(b, metaVersionV2)
+	binary.BigEndian.PutUint32(b[32:], metaFlagCompacted)
+	binary.BigEndian.PutUint64(b[36:], uint64(m.tombstoneTs))
+	binary.BigEndian.PutUint32(b[44:], crc32.Checksum(b[:44], castagnoli))
 	return b
 }
 
+func (m segMeta) put(b []byte, version uint32) {
+	copy(b, metaMagic)
+	binary.BigEndian.PutUint32(b[4:], version)
+	binary.BigEndian.PutUint64(b[8:], uint64(m.base))
+	binary.BigEndian.PutUint64(b[16:], m.baseApplied)
+	binary.BigEndian.PutUint64(b[24:], uint64(m.created))
+}
+
 func decodeMeta(b []byte) (segMeta, error) {
-	if len(b) != metaSize {
-		return segMeta{}, fmt.Errorf("meta file is %d bytes, want %d", len(b), metaSize)
+	if len(b) != metaSize && len(b) != metaSizeV2 {
+		return segMeta{}, fmt.Errorf("meta file is %d bytes, want %d or %d", len(b), metaSize, metaSizeV2)
 	}
 	if string(b[:4]) != metaMagic {
 		return segMeta{}, errors.New("meta file has a bad magic")
 	}
-	if crc32.Checksum(b[:32], castagnoli) != binary.BigEndian.Uint32(b[32:]) {
+	n := len(b) - 4
+	if crc32.Checksum(b[:n], castagnoli) != binary.BigEndian.Uint32(b[n:]) {
 		return segMeta{}, errors.New("meta file fails its CRC")
 	}
-	if v := binary.BigEndian.Uint32(b[4:]); v != metaVersion {
-		return segMeta{}, fmt.Errorf("meta file version %d unknown", v)
+	v := binary.BigEndian.Uint32(b[4:])
+	if !(v == metaVersion && len(b) == metaSize) && !(v == metaVersionV2 && len(b) == metaSizeV2) {
+		return segMeta{}, fmt.Errorf("meta file version %d unknown (or of the wrong size)", v)
 	}
-	return segMeta{
+	m := segMeta{
 		base:        int64(binary.BigEndian.Uint64(b[8:])),
 		baseApplied: binary.BigEndian.Uint64(b[16:]),
 		created:     int64(binary.BigEndian.Uint64(b[24:])),
-	}, nil
+		tombstoneTs: math.MaxInt64,
+	}
+	if v == metaVersionV2 {
+		m.compacted = binary.BigEndian.Uint32(b[32:])&metaFlagCompacted != 0
+		m.tombstoneTs = int64(binary.BigEndian.Uint64(b[36:]))
+	}
+	return m, nil
 }
 
 // writeMeta creates name exclusively, writes m and syncs the file. The caller

@@ -103,7 +103,7 @@ func readAt(v *segView, offset int64, maxBytes int, atLeastOne, useIndex bool) (
 	p, next := int64(0), h.baseOffset
 	for p+headerSize <= n {
 		hh := parseHeader(buf[p:])
-		bad := hh.check(buf[p+offMagic])
+		bad := hh.checkStored(buf[p+offMagic], v.seg.meta.compacted)
 		switch {
 		case bad != "":
 		case hh.baseOffset != next:
@@ -139,7 +139,7 @@ func locate(v *segView, offset int64, useIndex bool) (int64, header, error) {
 			pos, next, fromIndex = p, base+int64(rel), true
 		}
 	}
-	r := newReader(v.seg.data, v.size, locateWindow)
+	r := segReader(v.seg, v.size, locateWindow)
 	for {
 		h, err := batchAt(r, base, pos, next)
 		if err != nil {
@@ -167,7 +167,7 @@ func batchAt(r *reader, base, pos, next int64) (header, error) {
 		return header{}, fmt.Errorf("log: read segment %d: %w", base, err)
 	}
 	h := parseHeader(hb)
-	if bad := h.check(hb[offMagic]); bad != "" {
+	if bad := h.checkStored(hb[offMagic], r.compacted); bad != "" {
 		return header{}, corrupt(base, pos, "%s", bad)
 	}
 	if h.baseOffset != next {
@@ -185,7 +185,7 @@ func rebuildIndex(v *segView, interval int) error {
 	base := v.seg.base()
 	ix := &index{}
 	b := newIndexBuilder(interval)
-	res, err := walk(newReader(v.seg.data, v.size, scanWindow), base, 0, base, math.MaxInt64, &b, ix)
+	res, err := walk(segReader(v.seg, v.size, scanWindow), base, 0, base, math.MaxInt64, &b, ix)
 	if err != nil {
 		return fmt.Errorf("log: read segment %d: %w", base, err)
 	}
@@ -236,7 +236,7 @@ func (l *Log) OffsetForTime(tsMillis int64) (int64, error) {
 // searchTime finds the first batch of v whose maxTimestamp is >= ts.
 func searchTime(v *segView, ts int64, useIndex bool) (int64, bool, error) {
 	base := v.seg.base()
-	r := newReader(v.seg.data, v.size, locateWindow)
+	r := segReader(v.seg, v.size, locateWindow)
 	pos, next := int64(0), base
 	if useIndex {
 		ix := v.seg.idx.Load()

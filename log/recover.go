@@ -53,6 +53,9 @@ func Open(dir string, opts Options) (*Log, error) {
 // segments opened so far, for the caller to close.
 func (l *Log) recover() (*state, error) {
 	st := &state{}
+	if err := l.finishSwap(); err != nil {
+		return st, err
+	}
 	names, err := l.fsys.ReadDir(l.dir)
 	if err != nil {
 		return st, fmt.Errorf("log: open %s: %w", l.dir, err)
@@ -177,7 +180,7 @@ func (l *Log) openSegment(base int64) (*segment, int64, error) {
 // recoverClosed checks a closed segment cheaply (see Open).
 func (l *Log) recoverClosed(seg *segment, size int64) (segView, error) {
 	base := seg.base()
-	r := newReader(seg.data, size, scanWindow)
+	r := segReader(seg, size, scanWindow)
 	b := newIndexBuilder(l.opts.IndexIntervalBytes)
 	ix := loadIndex(readFileIfExists(l.fsys, seg.path(extIndex)), readFileIfExists(l.fsys, seg.path(extTimeIndex)), size)
 	pos, next := int64(0), base
@@ -234,14 +237,14 @@ func headerAt(r *reader, pos int64) (header, bool, error) {
 		return header{}, false, err
 	}
 	h := parseHeader(hb)
-	return h, h.check(hb[offMagic]) == "", nil
+	return h, h.checkStored(hb[offMagic], r.compacted) == "", nil
 }
 
 // recoverActive walks the active segment, rebuilding its index, and cuts a
 // torn tail (see Open).
 func (l *Log) recoverActive(seg *segment, size int64) (segView, error) {
 	base := seg.base()
-	r := newReader(seg.data, size, scanWindow)
+	r := segReader(seg, size, scanWindow)
 	// Verify CRCs from the last on-disk index entry on (bytes before it were
 	// written before the entry was), if the walk finds that entry too.
 	onDisk := loadIndex(readFileIfExists(l.fsys, seg.path(extIndex)), readFileIfExists(l.fsys, seg.path(extTimeIndex)), size)

@@ -12,10 +12,17 @@ type reader struct {
 	window int
 	buf    []byte
 	off    int64 // file position of buf[0]
+	// compacted relaxes the record-count check (see header.checkStored).
+	compacted bool
 }
 
 func newReader(f File, limit int64, window int) *reader {
 	return &reader{f: f, limit: limit, window: window}
+}
+
+// segReader is a reader over a segment's data file.
+func segReader(s *segment, limit int64, window int) *reader {
+	return &reader{f: s.data, limit: limit, window: window, compacted: s.meta.compacted}
 }
 
 // peek returns n bytes at pos; the caller has checked pos+n <= limit. The
@@ -68,7 +75,7 @@ func walk(r *reader, base, pos, next int64, crcFrom int64, b *indexBuilder, ix *
 			return res, err
 		}
 		h := parseHeader(hb)
-		if reason := h.check(hb[offMagic]); reason != "" {
+		if reason := h.checkStored(hb[offMagic], r.compacted); reason != "" {
 			res.stop = reason
 			break
 		}
@@ -124,7 +131,7 @@ func validAt(r *reader, pos, minOffset int64) (bool, error) {
 		return false, nil
 	}
 	h := parseHeader(hb)
-	if h.check(hb[offMagic]) != "" || h.baseOffset < minOffset || pos+h.size > r.limit {
+	if h.checkStored(hb[offMagic], r.compacted) != "" || h.baseOffset < minOffset || pos+h.size > r.limit {
 		return false, nil
 	}
 	bb, err := r.peek(pos, h.size)

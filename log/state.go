@@ -1,6 +1,9 @@
 package log
 
-import "sort"
+import (
+	"math"
+	"sort"
+)
 
 // segView is an immutable snapshot of one segment's extent.
 type segView struct {
@@ -12,13 +15,19 @@ type segView struct {
 }
 
 func (v *segView) info(closed bool) SegmentInfo {
+	ts := int64(math.MaxInt64)
+	if v.seg.meta.compacted {
+		ts = v.seg.meta.tombstoneTs
+	}
 	return SegmentInfo{
-		BaseOffset:   v.seg.base(),
-		EndOffset:    v.end,
-		Bytes:        v.size,
-		MaxTimestamp: v.maxTs,
-		Closed:       closed,
-		AppliedIndex: v.applied,
+		BaseOffset:      v.seg.base(),
+		EndOffset:       v.end,
+		Bytes:           v.size,
+		MaxTimestamp:    v.maxTs,
+		Closed:          closed,
+		AppliedIndex:    v.applied,
+		Compacted:       v.seg.meta.compacted,
+		OldestTombstone: ts,
 	}
 }
 
@@ -82,4 +91,11 @@ type SegmentInfo struct {
 	MaxTimestamp int64  // largest batch maxTimestamp; math.MinInt64 if empty
 	Closed       bool   // false only for the active segment
 	AppliedIndex uint64 // applied index of its last batch (its base applied index if empty)
+	// Compacted reports a segment written by compaction (see Compact).
+	Compacted bool
+	// OldestTombstone is the smallest timestamp (ms) of a tombstone that
+	// compaction kept in the segment, math.MaxInt64 if none (or if the
+	// segment was never compacted): a planner can tell when a new pass
+	// would drop it.
+	OldestTombstone int64
 }
