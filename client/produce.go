@@ -31,12 +31,23 @@ type Record struct {
 	Timestamp time.Time
 	// Partition, if set, chooses the partition explicitly.
 	Partition *int32
+	// IdempotencyKey, if set, makes the append idempotent within the
+	// topic's idempotency.window.ms: sending the same key with the same
+	// key, value and headers again returns the original partition and
+	// offset (Result.Duplicate) and appends nothing; the same key with a
+	// different payload fails with ErrIdempotencyConflict. Use a business
+	// identifier (an order id, a payment id), not a random value per try.
+	IdempotencyKey string
 }
 
 // Result is where one produced record was written.
 type Result struct {
 	Partition int32 `json:"partition"`
 	Offset    int64 `json:"offset"`
+	// Duplicate is true when the record's idempotency key was already in
+	// the window: nothing was appended and Partition and Offset are the
+	// original record's.
+	Duplicate bool `json:"duplicate,omitempty"`
 }
 
 // Produce appends records to a topic in one call and returns, in record
@@ -47,16 +58,23 @@ type Result struct {
 // guarantees nothing was written: ErrNotLeader (the node found no leader to
 // forward to), ErrOverloaded (admission control), or a connection that
 // could not be made. After ErrUnavailable, a timeout or a broken connection
-// the records may or may not have been written, so Produce returns the
-// error and the caller decides (an idempotency key makes a retry safe).
+// the records may or may not have been written: if every record carries an
+// IdempotencyKey, Produce retries those too (the retry returns the original
+// offsets of whatever was written, marked Duplicate); otherwise it returns
+// the error and the caller decides.
 func (c *Client) Produce(ctx context.Context, topic string, records []Record) ([]Result, error) {
+	rc := retryUnwritten
+	if allKeyed(records) {
+		rc = retryAny
+	}
 	req := &logdv1.ProduceRequest{Topic: topic, Records: make([]*logdv1.Record, len(records))}
 	for i, r := range records {
 		pr := &logdv1.Record{
-			Key:         r.Key,
-			Value:       r.Value,
-			TimestampMs: timeToMs(r.Timestamp),
-			Partition:   r.Partition,
+			Key:            r.Key,
+			Value:          r.Value,
+			TimestampMs:    timeToMs(r.Timestamp),
+			Partition:      r.Partition,
+			IdempotencyKey: r.IdempotencyKey,
 		}
 		if len(r.Headers) > 0 {
 			pr.Headers = make([]*logdv1.Header, len(r.Headers))
@@ -67,7 +85,7 @@ func (c *Client) Produce(ctx context.Context, topic string, records []Record) ([
 		req.Records[i] = pr
 	}
 	var out []Result
-	err := c.do(ctx, "Produce", retryUnwritten, c.opts.Timeout, func(ctx context.Context) error {
+	err := c.do(ctx, "Produce", rc, c.opts.Timeout, func(ctx context.Context) error {
 		resp, err := c.rpc.Produce(ctx, connect.NewRequest(req))
 		if err != nil {
 			return fromRPC(err)
@@ -78,7 +96,7 @@ func (c *Client) Produce(ctx context.Context, topic string, records []Record) ([
 		}
 		out = make([]Result, len(rs))
 		for i, r := range rs {
-			out[i] = Result{Partition: r.GetPartition(), Offset: r.GetOffset()}
+			out[i] = Result{Partition: r.GetPartition(), Offset: r.GetOffset(), Duplicate: r.GetDuplicate()}
 		}
 		return nil
 	})
@@ -86,4 +104,15 @@ func (c *Client) Produce(ctx context.Context, topic string, records []Record) ([
 		return nil, fmt.Errorf("produce to %q: %w", topic, err)
 	}
 	return out, nil
+}
+
+// allKeyed reports whether every record carries an idempotency key, which
+// makes retrying an ambiguous failure safe.
+func allKeyed(records []Record) bool {
+	for _, r := range records {
+		if r.IdempotencyKey == "" {
+			return false
+		}
+	}
+	return len(records) > 0
 }

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"crypto/sha256"
+	"errors"
 	"encoding/binary"
 	"sync"
 )
@@ -216,3 +217,10 @@ func RestoreDedupWindow(maxKeys int, keys []DedupKey) *DedupWindow {
 	}
 	return w
 }
+
+// ErrIdempotencyConflict means an idempotency key held in the window was
+// sent again with a different payload. Nothing is appended.
+var ErrIdempotencyConflict = errors.New("idempotency key reused with a different payload")
+
+// MaxIdempotencyKeyBytes bounds an idempotency key.
+const MaxIdempotencyKeyBytes = 1024

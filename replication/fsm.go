@@ -88,6 +88,10 @@ func (f *FSM) Topics() []*Topic {
 	return out
 }
 
+// Now is the time of the last applied command (Unix nanoseconds), the
+// state machine's clock.
+func (f *FSM) Now() int64 { return f.now.Load() }
+
 // AppliedIndex is the last Raft index applied by this FSM.
 func (f *FSM) AppliedIndex() uint64 { return f.applied.Load() }
 

@@ -9,6 +9,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -130,6 +132,9 @@ type Node struct {
 	cfg       Config
 	stop      chan struct{}
 	done      chan struct{}
+	// ready is set once this node's state machine has applied everything
+	// committed before it started serving (see Ready).
+	ready atomic.Bool
 	raft      *raft.Raft
 	fsm       *FSM
 	store     *raftboltdb.BoltStore
@@ -226,21 +231,26 @@ func Open(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
 	n := &Node{cfg: cfg, raft: r, fsm: fsm, store: store, transport: transport, stop: make(chan struct{}), done: make(chan struct{})}
-	go n.snapshotByBytes()
+	go n.housekeeping()
 	return n, nil
 }
 
-// snapshotByBytes asks for a snapshot whenever SnapshotBytes of appends
-// were applied since the last one. It ends when Close closes n.stop.
-func (n *Node) snapshotByBytes() {
+// housekeeping marks the node ready once it has caught up, and asks for a
+// snapshot whenever SnapshotBytes of appends were applied since the last
+// one. It ends when Close closes n.stop.
+func (n *Node) housekeeping() {
 	defer close(n.done)
-	t := time.NewTicker(100 * time.Millisecond)
+	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for {
 		select {
 		case <-n.stop:
 			return
 		case <-t.C:
+		}
+		if !n.ready.Load() && n.caughtUp() {
+			n.ready.Store(true)
+			n.cfg.Logger.Info("state machine caught up; serving", "applied_index", n.fsm.AppliedIndex())
 		}
 		if n.fsm.bytesSinceSnapshot.Load() < n.cfg.SnapshotBytes {
 			continue
@@ -249,6 +259,28 @@ func (n *Node) snapshotByBytes() {
 			n.cfg.Logger.Warn("snapshot by size", "err", err)
 		}
 	}
+}
+
+// Ready reports whether the node has applied every entry committed before
+// it started, so its state can be served: a restarted node replays its
+// Raft log first, and until then it would answer from an old state (a topic
+// created before the restart would look unknown).
+func (n *Node) Ready() bool { return n.ready.Load() }
+
+// caughtUp: a leader has applied its barrier (every earlier entry); a
+// follower has applied its leader's commit index.
+func (n *Node) caughtUp() bool {
+	switch n.raft.State() {
+	case raft.Leader:
+		return n.raft.Barrier(time.Second).Error() == nil
+	case raft.Follower:
+		if addr, _ := n.raft.LeaderWithID(); addr == "" {
+			return false
+		}
+		commit, err := strconv.ParseUint(n.raft.Stats()["commit_index"], 10, 64)
+		return err == nil && commit > 0 && n.fsm.AppliedIndex() >= commit
+	}
+	return false
 }
 
 // FSM returns the node's state machine for reads.

@@ -55,6 +55,8 @@ func toConnectError(err error) error {
 	case errors.Is(err, replication.ErrInvalidArgument), errors.Is(err, replication.ErrInvalidConfig),
 		errors.Is(err, partition.ErrInvalidTopicName), errors.Is(err, log.ErrInvalidBatch):
 		return withInfo(connect.CodeInvalidArgument, reason(logdv1.Reason_REASON_INVALID_ARGUMENT), err)
+	case errors.Is(err, partition.ErrIdempotencyConflict):
+		return withInfo(connect.CodeAlreadyExists, reason(logdv1.Reason_REASON_IDEMPOTENCY_CONFLICT), err)
 	case errors.Is(err, replication.ErrNotLeader):
 		return withInfo(connect.CodeUnavailable, reason(logdv1.Reason_REASON_NOT_LEADER), err)
 	case errors.Is(err, replication.ErrTimeout):

@@ -19,6 +19,9 @@ type metrics struct {
 	records    *prometheus.CounterVec   // produced/fetched records by op
 	bytes      *prometheus.CounterVec   // produced/fetched value+key bytes by op
 	commitTime prometheus.Histogram     // propose -> committed and applied
+
+	dedupDuplicates prometheus.Counter // records answered as duplicates
+	dedupConflicts  prometheus.Counter // calls refused: key reused with another payload
 }
 
 func newMetrics(reg *prometheus.Registry, node *replication.Node) *metrics {
@@ -41,7 +44,13 @@ func newMetrics(reg *prometheus.Registry, node *replication.Node) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
 		}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.records, m.bytes, m.commitTime, &stateCollector{node: node})
+	m.dedupDuplicates = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "logd_idempotency_duplicates_total", Help: "Records answered as duplicates of a key in the idempotency window (nothing appended).",
+	})
+	m.dedupConflicts = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "logd_idempotency_conflicts_total", Help: "Produce calls refused because an idempotency key was reused with a different payload.",
+	})
+	reg.MustRegister(m.requests, m.latency, m.records, m.bytes, m.commitTime, m.dedupDuplicates, m.dedupConflicts, &stateCollector{node: node})
 	return m
 }
 
@@ -70,17 +79,20 @@ func (m *metrics) interceptor() connect.UnaryInterceptorFunc {
 type stateCollector struct{ node *replication.Node }
 
 var (
-	descRaftState  = prometheus.NewDesc("logd_raft_state", "1 for the node's current Raft state.", []string{"state"}, nil)
-	descRaftIndex  = prometheus.NewDesc("logd_raft_index", "Raft indexes: commit, applied, last.", []string{"kind"}, nil)
-	descRaftTerm   = prometheus.NewDesc("logd_raft_term", "Current Raft term.", nil, nil)
-	descPartEnd    = prometheus.NewDesc("logd_partition_end_offset", "Next offset to be assigned.", []string{"topic", "partition"}, nil)
-	descPartStart  = prometheus.NewDesc("logd_partition_log_start_offset", "First offset held.", []string{"topic", "partition"}, nil)
-	descPartBytes  = prometheus.NewDesc("logd_partition_bytes", "Bytes held by the partition's segments.", []string{"topic", "partition"}, nil)
-	descNodeFailed = prometheus.NewDesc("logd_node_failed", "1 if the node stopped after a state-machine I/O error.", nil, nil)
+	descRaftState    = prometheus.NewDesc("logd_raft_state", "1 for the node's current Raft state.", []string{"state"}, nil)
+	descRaftIndex    = prometheus.NewDesc("logd_raft_index", "Raft indexes: commit, applied, last.", []string{"kind"}, nil)
+	descRaftTerm     = prometheus.NewDesc("logd_raft_term", "Current Raft term.", nil, nil)
+	descPartEnd      = prometheus.NewDesc("logd_partition_end_offset", "Next offset to be assigned.", []string{"topic", "partition"}, nil)
+	descPartStart    = prometheus.NewDesc("logd_partition_log_start_offset", "First offset held.", []string{"topic", "partition"}, nil)
+	descPartBytes    = prometheus.NewDesc("logd_partition_bytes", "Bytes held by the partition's segments.", []string{"topic", "partition"}, nil)
+	descDedupKeys    = prometheus.NewDesc("logd_idempotency_keys", "Idempotency keys held in the topic's window.", []string{"topic"}, nil)
+	descDedupEvicted = prometheus.NewDesc("logd_idempotency_keys_evicted_total", "Keys evicted before their window ended because the topic reached idempotency.max.keys.", []string{"topic"}, nil)
+	descDedupExpired = prometheus.NewDesc("logd_idempotency_keys_expired_total", "Keys dropped at the end of their window.", []string{"topic"}, nil)
+	descNodeFailed   = prometheus.NewDesc("logd_node_failed", "1 if the node stopped after a state-machine I/O error.", nil, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRaftState, descRaftIndex, descRaftTerm, descPartEnd, descPartStart, descPartBytes, descNodeFailed} {
+	for _, d := range []*prometheus.Desc{descRaftState, descRaftIndex, descRaftTerm, descPartEnd, descPartStart, descPartBytes, descNodeFailed, descDedupKeys, descDedupEvicted, descDedupExpired} {
 		ch <- d
 	}
 }
@@ -104,6 +116,10 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descNodeFailed, prometheus.GaugeValue, failed)
 	for _, t := range c.node.FSM().Topics() {
+		ds := t.Dedup().Stats()
+		ch <- prometheus.MustNewConstMetric(descDedupKeys, prometheus.GaugeValue, float64(ds.Keys), t.Name)
+		ch <- prometheus.MustNewConstMetric(descDedupEvicted, prometheus.CounterValue, float64(ds.Evicted), t.Name)
+		ch <- prometheus.MustNewConstMetric(descDedupExpired, prometheus.CounterValue, float64(ds.Expired), t.Name)
 		for _, p := range t.Partitions {
 			part := strconv.Itoa(int(p.Index))
 			l := p.Log()

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"connectrpc.com/connect"
@@ -12,15 +14,32 @@ import (
 	"github.com/logd-dev/logd/replication"
 )
 
+// maxDedupRounds bounds how often a produce call re-checks its keys after
+// a concurrent call committed one of them first.
+const maxDedupRounds = 8
+
 // partitionGroup collects the records of one produce call bound for one
 // partition, with their positions in the request.
 type partitionGroup struct {
 	partition int32
 	records   []batch.Record
 	positions []int
+	keys      []replication.RecordKey
 }
 
-// Produce validates every record, routes each to a partition (explicit,
+// produceCall is one Produce request being answered.
+type produceCall struct {
+	topic   *replication.Topic
+	records []*logdv1.Record
+	digests []partition.Digest
+	// sameAs[i] is the position of an earlier record of the call with the
+	// same idempotency key and payload, or -1.
+	sameAs  []int
+	results []*logdv1.RecordResult
+}
+
+// Produce validates every record, answers records whose idempotency key is
+// already in the topic's window, routes the rest to partitions (explicit,
 // else murmur2 of the key, else round-robin), builds one record batch per
 // partition and appends them all in one Raft entry. It answers only after
 // that entry is committed and applied; an invalid record refuses the whole
@@ -40,47 +59,137 @@ func (s *Server) Produce(ctx context.Context, req *connect.Request[logdv1.Produc
 	if err != nil {
 		return nil, toConnectError(err)
 	}
-	groups, err := s.route(t, m.Records)
-	if err != nil {
+	call := &produceCall{topic: t, records: m.Records, results: make([]*logdv1.RecordResult, len(m.Records))}
+	if err := call.digestKeys(); err != nil {
 		return nil, err
 	}
-	app := replication.Append{Topic: m.Topic, Batches: make([]replication.PartitionBatch, len(groups))}
+	for round := 0; ; round++ {
+		err := s.produceRound(ctx, call)
+		if !errors.Is(err, replication.ErrDedupRace) {
+			if err != nil {
+				return nil, err
+			}
+			break
+		}
+		if round+1 == maxDedupRounds {
+			return nil, toConnectError(fmt.Errorf("%w: %d rounds", err, maxDedupRounds))
+		}
+	}
+	for i, j := range call.sameAs {
+		if j >= 0 {
+			orig := call.results[j]
+			call.results[i] = &logdv1.RecordResult{Partition: orig.Partition, Offset: orig.Offset, Duplicate: true}
+		}
+	}
+	return connect.NewResponse(&logdv1.ProduceResponse{Results: call.results}), nil
+}
+
+// digestKeys computes the payload digest of every keyed record and pairs
+// records of the call that repeat a key.
+func (c *produceCall) digestKeys() error {
+	c.digests = make([]partition.Digest, len(c.records))
+	c.sameAs = make([]int, len(c.records))
+	first := map[string]int{}
+	for i, r := range c.records {
+		c.sameAs[i] = -1
+		if r == nil || r.IdempotencyKey == "" {
+			continue
+		}
+		if len(r.IdempotencyKey) > partition.MaxIdempotencyKeyBytes {
+			return errInvalid("record %d: idempotency key of %d bytes; at most %d", i, len(r.IdempotencyKey), partition.MaxIdempotencyKeyBytes)
+		}
+		c.digests[i] = partition.RecordDigest(r.Key, r.Value, func(yield func(string, []byte) bool) {
+			for _, h := range r.Headers {
+				if h != nil && !yield(h.Key, h.Value) {
+					return
+				}
+			}
+		})
+		if j, ok := first[r.IdempotencyKey]; ok {
+			if c.digests[j] != c.digests[i] {
+				return toConnectError(fmt.Errorf("%w: key %q at records %d and %d", partition.ErrIdempotencyConflict, r.IdempotencyKey, j, i))
+			}
+			c.sameAs[i] = j
+			continue
+		}
+		first[r.IdempotencyKey] = i
+	}
+	return nil
+}
+
+// produceRound answers keyed records found in the window and appends the
+// remaining unanswered records. ErrDedupRace means a concurrent call
+// committed one of the keys first: nothing was appended, look again.
+func (s *Server) produceRound(ctx context.Context, c *produceCall) error {
+	dedup := c.topic.Dedup()
+	now := s.node.FSM().Now()
+	var pending []int
+	dups := 0
+	for i, r := range c.records {
+		if c.results[i] != nil || c.sameAs[i] >= 0 {
+			continue
+		}
+		if r != nil && r.IdempotencyKey != "" {
+			if e, ok := dedup.Lookup(r.IdempotencyKey, now); ok {
+				if e.Digest != c.digests[i] {
+					s.metrics.dedupConflicts.Inc()
+					return toConnectError(fmt.Errorf("%w: key %q (record %d) was appended at %s-%d@%d", partition.ErrIdempotencyConflict, r.IdempotencyKey, i, c.topic.Name, e.Partition, e.Offset))
+				}
+				c.results[i] = &logdv1.RecordResult{Partition: e.Partition, Offset: e.Offset, Duplicate: true}
+				dups++
+				continue
+			}
+		}
+		pending = append(pending, i)
+	}
+	s.metrics.dedupDuplicates.Add(float64(dups))
+	if len(pending) == 0 {
+		return nil
+	}
+	groups, err := s.route(c, pending)
+	if err != nil {
+		return err
+	}
+	app := replication.Append{Topic: c.topic.Name, Batches: make([]replication.PartitionBatch, len(groups))}
 	var bytes int
 	for i, g := range groups {
 		b, err := batch.Build(g.records)
 		if err != nil {
-			return nil, errInvalid("build batch for %s-%d: %v", m.Topic, g.partition, err)
+			return errInvalid("build batch for %s-%d: %v", c.topic.Name, g.partition, err)
 		}
 		bytes += len(b)
-		app.Batches[i] = replication.PartitionBatch{Partition: g.partition, Batch: b}
+		app.Batches[i] = replication.PartitionBatch{Partition: g.partition, Batch: b, Keys: g.keys}
 	}
 	start := time.Now()
 	bases, err := s.node.Append(ctx, app)
+	if errors.Is(err, replication.ErrDedupRace) {
+		return err
+	}
 	if err != nil {
-		return nil, toConnectError(err)
+		return toConnectError(err)
 	}
 	s.metrics.commitTime.Observe(time.Since(start).Seconds())
-	s.metrics.records.WithLabelValues("produce").Add(float64(len(m.Records)))
+	s.metrics.records.WithLabelValues("produce").Add(float64(len(pending)))
 	s.metrics.bytes.WithLabelValues("produce").Add(float64(bytes))
-
-	resp := &logdv1.ProduceResponse{Results: make([]*logdv1.RecordResult, len(m.Records))}
 	for i, g := range groups {
 		for j, pos := range g.positions {
-			resp.Results[pos] = &logdv1.RecordResult{Partition: g.partition, Offset: bases[i] + int64(j)}
+			c.results[pos] = &logdv1.RecordResult{Partition: g.partition, Offset: bases[i] + int64(j)}
 		}
 	}
-	return connect.NewResponse(resp), nil
+	return nil
 }
 
-// route validates records and groups them by partition, in order of first
-// appearance.
-func (s *Server) route(t *replication.Topic, recs []*logdv1.Record) ([]*partitionGroup, error) {
+// route validates the records at the given positions and groups them by
+// partition, in order of first appearance.
+func (s *Server) route(c *produceCall, positions []int) ([]*partitionGroup, error) {
+	t := c.topic
 	n := int32(len(t.Partitions))
 	maxBytes := t.MaxBatchBytes()
 	now := time.Now().UnixMilli()
 	byPart := make(map[int32]*partitionGroup)
 	var groups []*partitionGroup
-	for i, r := range recs {
+	for _, i := range positions {
+		r := c.records[i]
 		if r == nil {
 			return nil, errInvalid("record %d is empty", i)
 		}
@@ -118,6 +227,9 @@ func (s *Server) route(t *replication.Topic, recs []*logdv1.Record) ([]*partitio
 			g = &partitionGroup{partition: p}
 			byPart[p] = g
 			groups = append(groups, g)
+		}
+		if r.IdempotencyKey != "" {
+			g.keys = append(g.keys, replication.RecordKey{Index: int32(len(g.records)), Key: r.IdempotencyKey, Digest: c.digests[i]})
 		}
 		g.records = append(g.records, br)
 		g.positions = append(g.positions, i)

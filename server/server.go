@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 	"math"
 	"net/http"
@@ -12,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/replication"
 )
@@ -82,7 +85,7 @@ func (s *Server) Handler() http.Handler {
 		// record bytes rarely shrink much and the CPU is better spent
 		// serving. Producers compress batches themselves.
 		connect.WithCompressMinBytes(math.MaxInt32),
-		connect.WithInterceptors(s.metrics.interceptor()),
+		connect.WithInterceptors(s.metrics.interceptor(), s.readyInterceptor()),
 	)
 	mux.Handle(path, h)
 	mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
@@ -94,14 +97,33 @@ func (s *Server) Handler() http.Handler {
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		st := s.node.Status()
-		if st.LeaderID == "" || s.node.FSM().Failed() != nil {
-			http.Error(w, "not ready: no leader", http.StatusServiceUnavailable)
+		switch {
+		case s.node.FSM().Failed() != nil:
+			http.Error(w, "not ready: node stopped after a state machine failure", http.StatusServiceUnavailable)
+			return
+		case !s.node.Ready():
+			http.Error(w, "not ready: catching up with the Raft log", http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ready\n"))
 	})
 	return mux
+}
+
+// readyInterceptor refuses calls with a retryable UNAVAILABLE until the
+// node has caught up with its Raft log, so a restarted node never answers
+// from an old state. Status is always served.
+func (s *Server) readyInterceptor() connect.UnaryInterceptorFunc {
+	status := logdv1connect.LogServiceStatusProcedure
+	return func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			if req.Spec().Procedure != status && !s.node.Ready() {
+				return nil, withInfo(connect.CodeUnavailable, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_UNAVAILABLE},
+					errors.New("node is catching up with its Raft log; retry shortly"))
+			}
+			return next(ctx, req)
+		}
+	}
 }
 
 // nextRoundRobin returns the next partition counter value for keyless

@@ -30,6 +30,7 @@ type produceFlags struct {
 	file      string
 	output    string
 	progress  bool
+	idemKey   string
 }
 
 func newProduceCmd(opts *globalOpts) *cobra.Command {
@@ -40,10 +41,19 @@ func newProduceCmd(opts *globalOpts) *cobra.Command {
 		Long: `Append records to a topic. Values come from the arguments, else one per
 line from --file or stdin. Each call to the server carries up to --batch
 records. Prints where each record went, or a per-partition summary for more
-than 20 records.`,
+than 20 records.
+
+--idempotency-key K makes the append safe to repeat: a single value gets
+the key K, and with several values (arguments, a file or stdin) the n-th
+value gets "K-n". Within the topic's idempotency.window.ms, producing the
+same values with the same key again appends nothing and reports the
+original offsets as duplicates, so an interrupted import can simply be run
+again.`,
 		Example: `  logctl produce orders '{"id":1}' '{"id":2}' --key customer-42
   seq 100000 | logctl produce numbers --batch 1000
-  logctl produce events --file events.jsonl --header source=import`,
+  logctl produce events --file events.jsonl --header source=import
+  logctl produce payments '{"id":"p-17","amount":10}' --idempotency-key p-17
+  logctl produce orders --file import.jsonl --idempotency-key import-2026-11-29`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(f.output); err != nil {
@@ -90,7 +100,17 @@ than 20 records.`,
 			}
 			prog := newProgress(opts.stderr, f.progress || isTerminal(opts.stderr), total, "records")
 			prog.Start()
-			sum, err := produceAll(cmd.Context(), c, args[0], tmpl, src, f.batch, prog)
+			var keyFor func(n int64) string
+			if f.idemKey != "" {
+				single := len(args) == 2
+				keyFor = func(n int64) string {
+					if single {
+						return f.idemKey
+					}
+					return fmt.Sprintf("%s-%d", f.idemKey, n)
+				}
+			}
+			sum, err := produceAll(cmd.Context(), c, args[0], tmpl, src, f.batch, keyFor, prog)
 			prog.Stop()
 			if err != nil {
 				if sum.records > 0 {
@@ -107,6 +127,7 @@ than 20 records.`,
 	fl.Int32VarP(&f.partition, "partition", "p", -1, "partition (default: by key, else round-robin)")
 	fl.IntVar(&f.batch, "batch", 500, "records per call")
 	fl.StringVarP(&f.file, "file", "f", "", "read values from this file, one per line")
+	fl.StringVar(&f.idemKey, "idempotency-key", "", "idempotency key (several values: KEY-1, KEY-2, ... in input order)")
 	fl.BoolVar(&f.progress, "progress", false, "show progress on stderr even when it is not a terminal")
 	addOutputFlag(cmd, &f.output)
 	return cmd
@@ -191,6 +212,8 @@ type produceSummary struct {
 	records int64
 	results []client.Result // the first produceDetailLimit+1 results
 	parts   map[int32]*partitionSummary
+	// duplicates counts records answered from the idempotency window.
+	duplicates int64
 }
 
 type partitionSummary struct {
@@ -202,6 +225,9 @@ type partitionSummary struct {
 
 func (s *produceSummary) add(res []client.Result) {
 	for _, r := range res {
+		if r.Duplicate {
+			s.duplicates++
+		}
 		if len(s.results) <= produceDetailLimit {
 			s.results = append(s.results, r)
 		}
@@ -218,10 +244,11 @@ func (s *produceSummary) add(res []client.Result) {
 }
 
 // produceAll sends every value of src in calls of up to batch records.
-func produceAll(ctx context.Context, c *client.Client, topic string, tmpl client.Record, src valueSource, batch int, prog *progress) (*produceSummary, error) {
+// keyFor, if not nil, gives the n-th value (from 1) its idempotency key.
+func produceAll(ctx context.Context, c *client.Client, topic string, tmpl client.Record, src valueSource, batch int, keyFor func(n int64) string, prog *progress) (*produceSummary, error) {
 	sum := &produceSummary{parts: make(map[int32]*partitionSummary)}
 	recs := make([]client.Record, 0, batch)
-	var consumed, size int64
+	var consumed, size, seq int64
 	flush := func() error {
 		if len(recs) == 0 {
 			return nil
@@ -245,6 +272,10 @@ func produceAll(ctx context.Context, c *client.Client, topic string, tmpl client
 		}
 		r := tmpl
 		r.Value = v
+		seq++
+		if keyFor != nil {
+			r.IdempotencyKey = keyFor(seq)
+		}
 		recs = append(recs, r)
 		consumed += n
 		size += int64(len(v))
@@ -274,9 +305,10 @@ func (s *produceSummary) print(w io.Writer, output, topic string) error {
 		out := struct {
 			Topic      string             `json:"topic"`
 			Records    int64              `json:"records"`
+			Duplicates int64              `json:"duplicates,omitempty"`
 			Results    []client.Result    `json:"results,omitempty"`
 			Partitions []partitionSummary `json:"partitions"`
-		}{Topic: topic, Records: s.records, Partitions: parts}
+		}{Topic: topic, Records: s.records, Duplicates: s.duplicates, Partitions: parts}
 		if detailed {
 			out.Results = s.results
 		}
@@ -284,13 +316,27 @@ func (s *produceSummary) print(w io.Writer, output, topic string) error {
 	}
 	tw := newTable(w)
 	if detailed {
-		fmt.Fprintln(tw, "PARTITION\tOFFSET")
+		if s.duplicates == 0 {
+			fmt.Fprintln(tw, "PARTITION\tOFFSET")
+			for _, r := range s.results {
+				fmt.Fprintf(tw, "%d\t%d\n", r.Partition, r.Offset)
+			}
+			return tw.Flush()
+		}
+		fmt.Fprintln(tw, "PARTITION\tOFFSET\tDUPLICATE")
 		for _, r := range s.results {
-			fmt.Fprintf(tw, "%d\t%d\n", r.Partition, r.Offset)
+			dup := "no"
+			if r.Duplicate {
+				dup = "yes (already written)"
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%s\n", r.Partition, r.Offset, dup)
 		}
 		return tw.Flush()
 	}
 	fmt.Fprintf(w, "produced %d records to %s\n", s.records, topic)
+	if s.duplicates > 0 {
+		fmt.Fprintf(w, "%d of them were duplicates of records already written (idempotency keys); nothing was appended for those\n", s.duplicates)
+	}
 	fmt.Fprintln(tw, "PARTITION\tRECORDS\tFIRST OFFSET\tLAST OFFSET")
 	for _, p := range parts {
 		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\n", p.Partition, p.Records, p.FirstOffset, p.LastOffset)

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/logd-dev/logd/client"
+)
+
+// killProxy forwards TCP connections to a logd process. Armed, it kills
+// the process the moment the first response bytes come back, so a request
+// is committed and applied but its reply never reaches the client.
+type killProxy struct {
+	ln      net.Listener
+	target  string
+	mu      sync.Mutex
+	armed   bool
+	onFire  func()
+	wg      sync.WaitGroup
+	stopped chan struct{}
+}
+
+func startKillProxy(t *testing.T, target string, onFire func()) *killProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp := &killProxy{ln: ln, target: target, onFire: onFire, stopped: make(chan struct{})}
+	kp.wg.Add(1)
+	go kp.accept()
+	t.Cleanup(func() {
+		close(kp.stopped)
+		ln.Close()
+		kp.wg.Wait()
+	})
+	return kp
+}
+
+func (kp *killProxy) arm() {
+	kp.mu.Lock()
+	kp.armed = true
+	kp.mu.Unlock()
+}
+
+func (kp *killProxy) accept() {
+	defer kp.wg.Done()
+	for {
+		c, err := kp.ln.Accept()
+		if err != nil {
+			return
+		}
+		kp.wg.Add(1)
+		go func() {
+			defer kp.wg.Done()
+			kp.serve(c)
+		}()
+	}
+}
+
+func (kp *killProxy) serve(c net.Conn) {
+	defer c.Close()
+	s, err := net.Dial("tcp", kp.target)
+	if err != nil {
+		return
+	}
+	defer s.Close()
+	go func() {
+		io.Copy(s, c)
+		s.Close()
+	}()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := s.Read(buf)
+		if n > 0 {
+			kp.mu.Lock()
+			fire := kp.armed
+			kp.armed = false
+			kp.mu.Unlock()
+			if fire {
+				kp.onFire() // the reply was written: the append is applied
+				return
+			}
+			if _, werr := c.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+		select {
+		case <-kp.stopped:
+			return
+		default:
+		}
+	}
+}
+
+// TestIdempotentRetryAfterKill kills logd after it applied a keyed append
+// but before the client saw the reply; the client's own retry (with the
+// same key) returns the original offset, marked duplicate, and the topic
+// holds the record once.
+func TestIdempotentRetryAfterKill(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p := newProc(t)
+	p.start()
+	fired := make(chan struct{})
+	kp := startKillProxy(t, p.listen, func() {
+		p.cmd.Process.Kill() // SIGKILL; the test goroutine reaps and restarts it
+		close(fired)
+	})
+	c, err := client.New(kp.ln.Addr().String(), client.Options{
+		Timeout: 5 * time.Second,
+		Retry:   client.RetryPolicy{MaxAttempts: 60, InitialBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.CreateTopic(ctx, "pay", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	first, err := c.Produce(ctx, "pay", []client.Record{{Value: []byte("warm-up"), IdempotencyKey: "w"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp.arm()
+	rec := client.Record{Key: []byte("acct-1"), Value: []byte(`{"credit":10}`), IdempotencyKey: "payment-17"}
+	type outcome struct {
+		res []client.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := c.Produce(ctx, "pay", []client.Record{rec})
+		done <- outcome{res, err}
+	}()
+	select {
+	case <-fired:
+	case o := <-done:
+		t.Fatalf("produce finished before the kill: %+v", o)
+	}
+	p.kill()
+	p.start()
+	o := <-done
+	res, err := o.res, o.err
+	if err != nil {
+		t.Fatalf("produce with retries: %v", err)
+	}
+	if !res[0].Duplicate {
+		t.Fatalf("retry after the kill answered %+v: want the original offset marked duplicate", res[0])
+	}
+	// The record is in the topic exactly once, at the offset the retry
+	// reported.
+	got := p.readAll(ctx, "pay", 2)
+	count := 0
+	for part, recs := range got {
+		for _, r := range recs {
+			if string(r.Value) == `{"credit":10}` {
+				count++
+				if part != res[0].Partition || r.Offset != res[0].Offset {
+					t.Errorf("record at %d/%d, retry reported %d/%d", part, r.Offset, res[0].Partition, res[0].Offset)
+				}
+			}
+		}
+	}
+	if count != 1 {
+		t.Fatalf("record appears %d times, want once", count)
+	}
+	_ = first
+}
+
+// TestIdempotencyConflictAndBatch: the same key with another payload is
+// refused and appends nothing; a batch with some known keys appends only
+// the new records and answers each one; the window survives a restart.
+func TestIdempotencyConflictAndBatch(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p := newProc(t)
+	p.start()
+	c, err := client.New(p.listen, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.CreateTopic(ctx, "orders", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	recs := func(keys ...string) []client.Record {
+		var out []client.Record
+		for _, k := range keys {
+			out = append(out, client.Record{Value: []byte("v-" + k), IdempotencyKey: k})
+		}
+		return out
+	}
+	r1, err := c.Produce(ctx, "orders", recs("a", "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Produce(ctx, "orders", []client.Record{{Value: []byte("other payload"), IdempotencyKey: "a"}})
+	if !errors.Is(err, client.ErrIdempotencyConflict) {
+		t.Fatalf("reused key with another payload: %v, want ErrIdempotencyConflict", err)
+	}
+	p.stop()
+	p.start()
+	r2, err := c.Produce(ctx, "orders", recs("b", "c", "a", "c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []client.Result{
+		{Partition: 0, Offset: r1[1].Offset, Duplicate: true},
+		{Partition: 0, Offset: 2},
+		{Partition: 0, Offset: r1[0].Offset, Duplicate: true},
+		{Partition: 0, Offset: 2, Duplicate: true},
+	}
+	if fmt.Sprint(r2) != fmt.Sprint(want) {
+		t.Fatalf("batch answers %v, want %v", r2, want)
+	}
+	got := render(p.readAll(ctx, "orders", 1))
+	if got != "0: 0=v-a 1=v-b 2=v-c" {
+		t.Fatalf("log = %s", got)
+	}
+}

@@ -1,0 +1,64 @@
+// Package retention decides what a partition may lose: pure planning
+// functions from a segment list, a topic's policy and a time to "delete the
+// closed segments below offset O" and "compact the closed segments below
+// offset O with tombstone horizon H". It reads no clock and does no I/O; the
+// replication layer runs it on the leader and turns its answers into Raft
+// commands, so every replica deletes and rewrites exactly the same bytes.
+//
+// # Deletion (cleanup.policy delete)
+//
+// Only whole closed segments go, oldest first, and only while every older
+// one goes too (the log keeps a contiguous range). A closed segment is
+// deletable when either
+//
+//   - retention.ms >= 0 and now - its largest timestamp > retention.ms
+//     (strictly: a segment exactly retention.ms old stays), or
+//   - retention.bytes >= 0 and the partition (active segment included)
+//     would still hold at least retention.bytes without it, as in Kafka.
+//
+// The active segment is never deleted; a partition that receives no appends
+// keeps its last segment however old (segment.ms rolls on append, as in
+// Kafka). Replay consumer groups are not consulted, as in Kafka: a group
+// whose committed offset falls below the new log start follows its reset
+// policy.
+//
+// # Compaction (cleanup.policy compact)
+//
+// The cleaning point is the end of the longest prefix of closed segments
+// whose records are all at least min.compaction.lag.ms old (now - largest
+// timestamp >= lag). A compaction is planned when a segment below it was
+// never compacted (new data to clean), or when a compacted one holds a
+// tombstone older than the tombstone horizon, now - delete.retention.ms
+// (one that the next pass would drop). Tombstones are timed by their record
+// timestamp. "compact,delete" does both, deletion first. There is no
+// dirty-ratio threshold: a pass rewrites every closed segment below the
+// cleaning point, so the interval of the leader's cleaner bounds the work.
+//
+// # Queue groups: the protected offset
+//
+// Input.ProtectedFrom is the lowest offset that some consumer still needs
+// and that neither deletion nor compaction may remove: nothing at or above it
+// is deleted, and the cleaning point never passes it. The replication FSM
+// supplies it per partition from replicated state; queue groups (records
+// not yet acked or dead-lettered) will set it to their per-partition start
+// offset. Until they exist it is NoProtection (unbounded).
+//
+// # Why the heavy work stays off the FSM goroutine
+//
+// Apply must be deterministic and every replica must do the same work; a
+// compaction done inside Apply would stall the FSM, and with it every
+// produce, for as long as the rewrite takes. So compaction is two-phase
+// (package log: PrepareCompaction, CommitCompaction): the leader's cleaner
+// goroutine prepares the compacted segments beside the live ones (reading
+// only closed segments, while appends go on), then proposes a command that
+// carries the plan (partition, cleaning point, tombstone horizon), the exact
+// source segments and the output checksum. Applying it only swaps the
+// prepared files in (renames and fsyncs). A replica without a prepared
+// result (a follower, or a node replaying after restart) prepares it inside
+// Apply — same inputs, same bytes — and stops if its checksum differs from
+// the leader's (divergence). A command whose sources no longer match the
+// log (already applied before a restart, or a segment deleted meanwhile)
+// changes nothing, which makes it idempotent by content rather than by raft
+// index. Followers prebuilding on a "prepare" hint command is the planned
+// next step for clusters; it changes no format.
+package retention
