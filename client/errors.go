@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"syscall"
 	"time"
 
 	"connectrpc.com/connect"
@@ -259,12 +261,24 @@ func IsRetryable(err error) bool {
 		return true
 	case errors.Is(err, context.DeadlineExceeded):
 		return true
+	case connLost(err):
+		return true
 	}
 	switch connect.CodeOf(err) {
 	case connect.CodeUnavailable, connect.CodeDeadlineExceeded:
 		return true
 	}
 	return false
+}
+
+// connLost reports whether err is a broken connection (reset, closed
+// mid-reply): the server may or may not have acted, and it may be back
+// soon. Connect reports some of these as CodeCanceled even though the
+// caller's context is alive.
+func connLost(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }
 
 // notSent reports whether err proves that a request never reached the
