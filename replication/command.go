@@ -31,6 +31,8 @@ func (t CommandType) String() string {
 		return "delete-topic"
 	case CmdAppend:
 		return "append"
+	case CmdAlterTopic, CmdTrim, CmdCompact:
+		return cleanerCommandName(t)
 	default:
 		return fmt.Sprintf("command(%d)", uint8(t))
 	}
@@ -166,6 +168,12 @@ func decodeCommand(data []byte) (envelope, error) {
 			return env, err
 		}
 		env.Body = a
+	case CmdAlterTopic, CmdTrim, CmdCompact:
+		c, err := decodeCleanerCommand(env.Type, p)
+		if err != nil {
+			return env, err
+		}
+		env.Body = c
 	default:
 		return env, fmt.Errorf("%w: %s", ErrUnknownCommand, env.Type)
 	}

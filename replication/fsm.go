@@ -39,6 +39,8 @@ type FSM struct {
 	// failed holds the fatal error after an I/O error in Apply; from then on
 	// nothing is applied or acknowledged.
 	failed atomic.Pointer[error]
+	// cleaner is the retention and compaction state (cleaner_state.go).
+	cleaner cleanerState
 }
 
 // newFSM makes an FSM over root. It opens nothing until Restore or the first
@@ -145,6 +147,8 @@ func (f *FSM) applyOne(index uint64, data []byte) any {
 		return f.applyDeleteTopic(index, c)
 	case Append:
 		return f.applyAppend(index, now, c)
+	case cleanerCommand:
+		return c.applyCleaner(f, index, now)
 	default:
 		return f.stop(fmt.Errorf("apply index %d: %w: %T", index, ErrUnknownCommand, c))
 	}

@@ -129,12 +129,12 @@ func (c *Config) setDefaults() {
 // Node is one member of the Raft group: the Raft instance, its stores and
 // the FSM.
 type Node struct {
-	cfg       Config
-	stop      chan struct{}
-	done      chan struct{}
+	cfg  Config
+	stop chan struct{}
+	done chan struct{}
 	// ready is set once this node's state machine has applied everything
 	// committed before it started serving (see Ready).
-	ready atomic.Bool
+	ready     atomic.Bool
 	raft      *raft.Raft
 	fsm       *FSM
 	store     *raftboltdb.BoltStore
