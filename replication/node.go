@@ -74,6 +74,9 @@ type Config struct {
 	Fatal func(error)
 	// Now stamps commands on the leader; default time.Now.
 	Now func() time.Time
+	// CleanerInterval is how often the leader plans retention and
+	// compaction (cleaner.go); default DefaultCleanerInterval.
+	CleanerInterval time.Duration
 }
 
 // Validate checks required fields.
@@ -139,6 +142,10 @@ type Node struct {
 	fsm       *FSM
 	store     *raftboltdb.BoltStore
 	transport *raft.NetworkTransport
+
+	// cleanerDone is closed when the cleaner goroutine (cleaner.go) ends.
+	cleanerDone  chan struct{}
+	cleanerStats cleanerStats
 }
 
 // Open starts a node: it opens the stores, restores the latest snapshot,
@@ -232,6 +239,8 @@ func Open(cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, raft: r, fsm: fsm, store: store, transport: transport, stop: make(chan struct{}), done: make(chan struct{})}
 	go n.housekeeping()
+	n.cleanerDone = make(chan struct{})
+	go n.runCleaner()
 	return n, nil
 }
 
@@ -422,6 +431,7 @@ func (n *Node) Snapshot() error {
 func (n *Node) Close() error {
 	close(n.stop)
 	<-n.done
+	<-n.cleanerDone
 	errs := []error{n.raft.Shutdown().Error()}
 	errs = append(errs, n.transport.Close(), n.store.Close(), n.fsm.Close())
 	return errors.Join(errs...)

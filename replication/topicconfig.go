@@ -14,6 +14,11 @@ const (
 	ConfigSegmentBytes    = "segment.bytes"
 	ConfigSegmentMs       = "segment.ms"
 	ConfigCleanupPolicy   = "cleanup.policy"
+	// ConfigDeleteRetentionMs is how long compaction keeps a tombstone
+	// after its timestamp; ConfigMinCompactionLagMs how long a record stays
+	// uncompacted after its timestamp.
+	ConfigDeleteRetentionMs  = "delete.retention.ms"
+	ConfigMinCompactionLagMs = "min.compaction.lag.ms"
 	// ConfigIdempotencyWindowMs is how long an idempotency key is
 	// remembered; ConfigIdempotencyMaxKeys bounds how many a topic holds
 	// (the oldest is evicted beyond it).
@@ -53,6 +58,9 @@ var topicConfigSpecs = map[string]configSpec{
 	ConfigRetentionBytes:  {def: "-1", check: intRange(-1, maxInt64)},
 	ConfigSegmentBytes:    {def: "1073741824", check: intRange(14, 1<<40)},
 	ConfigSegmentMs:       {def: "604800000", check: intRange(1, maxInt64)},
+	// Compaction.
+	ConfigDeleteRetentionMs:  {def: "86400000", check: intRange(0, maxInt64)},
+	ConfigMinCompactionLagMs: {def: "0", check: intRange(0, maxInt64)},
 
 	// Idempotent produce.
 	ConfigIdempotencyWindowMs: {def: "86400000", check: intRange(1, 365*86400000)},

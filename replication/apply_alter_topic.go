@@ -1,0 +1,73 @@
+package replication
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+)
+
+// validateAlterTopic checks an AlterTopic against the topic's current
+// settings and returns the resolved new settings. The server path calls it
+// before proposing and Apply calls it again, so a bad command changes
+// nothing.
+func validateAlterTopic(t *Topic, c AlterTopic) (map[string]string, error) {
+	if len(c.Config) == 0 {
+		return nil, fmt.Errorf("%w: no settings to change", ErrInvalidArgument)
+	}
+	merged := maps.Clone(t.Config)
+	maps.Copy(merged, c.Config)
+	return ResolveTopicConfig(merged)
+}
+
+// applyAlterTopic replaces the topic's settings. Topic values are immutable
+// once published (readers use their Config without locks), so the FSM
+// publishes a copy of the Topic with the new Config; the partitions, and
+// their logs, are shared. A new segment.bytes or segment.ms takes effect at
+// once for the open logs, here in Apply, so every replica rolls at the same
+// batch.
+func (f *FSM) applyAlterTopic(index uint64, c AlterTopic) any {
+	t, err := f.Topic(c.Name)
+	if err != nil {
+		return err
+	}
+	cfg, err := validateAlterTopic(t, c)
+	if err != nil {
+		return err
+	}
+	segBytes := min(configInt(cfg, ConfigSegmentBytes), math.MaxUint32) // the log's limit
+	segAge := msDuration(configInt(cfg, ConfigSegmentMs))
+	for _, p := range t.Partitions {
+		if err := p.log.SetRollPolicy(segBytes, segAge); err != nil {
+			return f.stop(fmt.Errorf("alter topic %s at index %d: %w", c.Name, index, err))
+		}
+	}
+	nt := *t // fields are copied, the partitions shared
+	nt.Config = cfg
+	f.mu.Lock()
+	f.topics[c.Name] = &nt
+	f.mu.Unlock()
+	return &nt
+}
+
+// AlterTopic proposes new settings for a topic and returns the topic as
+// altered.
+func (n *Node) AlterTopic(ctx context.Context, c AlterTopic) (*Topic, error) {
+	t, err := n.fsm.Topic(c.Name)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := validateAlterTopic(t, c); err != nil {
+		return nil, err
+	}
+	data, err := encodeJSONCommand(CmdAlterTopic, n.cfg.Now().UnixNano(), c)
+	if err != nil {
+		return nil, err
+	}
+	res, err := n.propose(ctx, data)
+	if err != nil {
+		return nil, err
+	}
+	nt, _ := res.(*Topic)
+	return nt, nil
+}

@@ -1,0 +1,181 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/logd-dev/logd/log"
+	"github.com/logd-dev/logd/retention"
+)
+
+// DefaultCleanerInterval is how often the leader's cleaner plans retention
+// and compaction when Config.CleanerInterval is zero.
+const DefaultCleanerInterval = 15 * time.Second
+
+// CleanerStats are this node's cleaner measurements (the leader's work:
+// planning and preparing compactions outside the FSM goroutine).
+type CleanerStats struct {
+	Runs             int64         // passes over every partition
+	Prepared         int64         // compactions prepared
+	PreparedBytes    int64         // their input bytes
+	PrepareDuration  time.Duration // total time spent preparing
+	LastPassDuration time.Duration
+}
+
+// cleanerStats guards CleanerStats.
+type cleanerStats struct {
+	mu sync.Mutex
+	s  CleanerStats // guarded by mu
+}
+
+// CleanerStats returns the cleaner's measurements on this node.
+func (n *Node) CleanerStats() CleanerStats {
+	n.cleanerStats.mu.Lock()
+	defer n.cleanerStats.mu.Unlock()
+	return n.cleanerStats.s
+}
+
+// runCleaner runs a cleaner pass every CleanerInterval while this node is
+// the leader. It ends when Close closes n.stop; Close waits for it (a pass
+// in progress finishes its current partition first).
+func (n *Node) runCleaner() {
+	defer close(n.cleanerDone)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-n.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	interval := n.cfg.CleanerInterval
+	if interval <= 0 {
+		interval = DefaultCleanerInterval
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !n.IsLeader() {
+			continue
+		}
+		if err := n.Clean(ctx); err != nil && ctx.Err() == nil {
+			n.cfg.Logger.Warn("cleaner pass", "err", err)
+		}
+	}
+}
+
+// policyOf reads a topic's retention settings.
+func policyOf(cfg map[string]string) retention.Policy {
+	pol := cfg[ConfigCleanupPolicy]
+	return retention.Policy{
+		Delete:             strings.Contains(pol, "delete"),
+		Compact:            strings.Contains(pol, "compact"),
+		RetentionMs:        configInt(cfg, ConfigRetentionMs),
+		RetentionBytes:     configInt(cfg, ConfigRetentionBytes),
+		DeleteRetentionMs:  configInt(cfg, ConfigDeleteRetentionMs),
+		MinCompactionLagMs: configInt(cfg, ConfigMinCompactionLagMs),
+	}
+}
+
+func planSegments(segs []log.SegmentInfo) []retention.Segment {
+	out := make([]retention.Segment, len(segs))
+	for i, s := range segs {
+		out[i] = retention.Segment{
+			Base: s.BaseOffset, End: s.EndOffset, Bytes: s.Bytes, MaxTimestamp: s.MaxTimestamp,
+			Closed: s.Closed, Compacted: s.Compacted, OldestTombstone: s.OldestTombstone,
+		}
+	}
+	return out
+}
+
+// Clean runs one cleaner pass now: for every partition it plans with the
+// leader's clock, proposes a Trim where segments expired, and prepares and
+// proposes a Compact where one is due. Only the leader cleans
+// (ErrNotLeader otherwise).
+func (n *Node) Clean(ctx context.Context) error {
+	if !n.IsLeader() {
+		return ErrNotLeader
+	}
+	start := time.Now()
+	var errs []error
+	for _, t := range n.fsm.Topics() {
+		pol := policyOf(t.Config)
+		for _, p := range t.Partitions {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := n.cleanPartition(ctx, t, p, pol); err != nil {
+				errs = append(errs, fmt.Errorf("%s-%d: %w", t.Name, p.Index, err))
+			}
+		}
+	}
+	n.cleanerStats.mu.Lock()
+	n.cleanerStats.s.Runs++
+	n.cleanerStats.s.LastPassDuration = time.Since(start)
+	n.cleanerStats.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+func (n *Node) cleanPartition(ctx context.Context, t *Topic, p *Partition, pol retention.Policy) error {
+	now := n.cfg.Now()
+	in := retention.Input{
+		Segments:      planSegments(p.log.Segments()),
+		Policy:        pol,
+		NowMs:         now.UnixMilli(),
+		ProtectedFrom: n.fsm.ProtectedFrom(t, p.Index),
+	}
+	if below, ok := retention.Trim(in); ok {
+		data, err := encodeJSONCommand(CmdTrim, now.UnixNano(), Trim{Topic: t.Name, TopicIndex: t.CreateIndex, Partition: p.Index, Below: below})
+		if err != nil {
+			return err
+		}
+		if _, err := n.propose(ctx, data); err != nil {
+			return err
+		}
+		in.Segments = planSegments(p.log.Segments())
+	}
+	below, horizon, ok := retention.Compaction(in)
+	if !ok {
+		return nil
+	}
+	// The expensive part, here on the cleaner goroutine while appends go
+	// on; Apply then only swaps the files in.
+	start := time.Now()
+	cc, err := p.log.PrepareCompaction(log.CompactOptions{Below: below, TombstoneHorizon: horizon, Codec: recordCodec{}})
+	if errors.Is(err, log.ErrCompactionStale) || errors.Is(err, log.ErrClosed) {
+		return nil // the log changed under us; the next pass plans again
+	}
+	if err != nil {
+		return err
+	}
+	n.cleanerStats.mu.Lock()
+	n.cleanerStats.s.Prepared++
+	n.cleanerStats.s.PreparedBytes += cc.Stats().InputBytes
+	n.cleanerStats.s.PrepareDuration += time.Since(start)
+	n.cleanerStats.mu.Unlock()
+	cmd := Compact{Topic: t.Name, TopicIndex: t.CreateIndex, Partition: p.Index, Below: below, Horizon: horizon, Checksum: cc.Checksum()}
+	for _, s := range cc.Sources() {
+		cmd.Sources = append(cmd.Sources, SourceSegment{Base: s.BaseOffset, End: s.EndOffset, Bytes: s.Bytes, Compacted: s.Compacted})
+	}
+	data, err := encodeJSONCommand(CmdCompact, now.UnixNano(), cmd)
+	if err != nil {
+		cc.Discard()
+		return err
+	}
+	k := partKey{t.Name, t.CreateIndex, p.Index}
+	prep := &preparedCompaction{below: below, horizon: horizon, c: cc}
+	n.fsm.cleaner.offer(k, prep)
+	defer n.fsm.cleaner.withdraw(k, prep)
+	_, err = n.propose(ctx, data)
+	return err
+}

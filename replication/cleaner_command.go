@@ -1,0 +1,113 @@
+package replication
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Retention and compaction command types (issue 5; 20-29 are reserved for
+// them).
+const (
+	// CmdAlterTopic changes a topic's settings.
+	CmdAlterTopic CommandType = 20
+	// CmdTrim deletes a partition's closed segments below an offset.
+	CmdTrim CommandType = 21
+	// CmdCompact swaps in the compaction of a partition's closed segments
+	// below an offset.
+	CmdCompact CommandType = 22
+)
+
+// AlterTopic sets topic settings; keys not named keep their value.
+type AlterTopic struct {
+	Name   string            `json:"name"`
+	Config map[string]string `json:"config"`
+}
+
+// Trim deletes the closed segments of one partition whose end offset is <=
+// Below (see log.DeleteBefore). TopicIndex is the CreateIndex of the topic
+// incarnation the leader planned for, so a trim never reaches a later topic
+// of the same name.
+type Trim struct {
+	Topic      string `json:"topic"`
+	TopicIndex uint64 `json:"topic_index"`
+	Partition  int32  `json:"partition"`
+	Below      int64  `json:"below"`
+}
+
+// Compact compacts the closed segments of one partition below Below (see
+// log.PrepareCompaction) with the tombstone horizon Horizon (ms). Sources
+// are the segments the leader compacted and Checksum its output's checksum:
+// a replica whose segments differ skips the command (it was applied before
+// a restart, or a segment was deleted since), and one whose output differs
+// has diverged and stops.
+type Compact struct {
+	Topic      string          `json:"topic"`
+	TopicIndex uint64          `json:"topic_index"`
+	Partition  int32           `json:"partition"`
+	Below      int64           `json:"below"`
+	Horizon    int64           `json:"horizon"`
+	Sources    []SourceSegment `json:"sources"`
+	Checksum   uint32          `json:"checksum"`
+}
+
+// SourceSegment identifies a segment by its extent and state.
+type SourceSegment struct {
+	Base      int64 `json:"base"`
+	End       int64 `json:"end"`
+	Bytes     int64 `json:"bytes"`
+	Compacted bool  `json:"compacted,omitempty"`
+}
+
+// cleanerCommand is a decoded retention command.
+type cleanerCommand interface {
+	applyCleaner(f *FSM, index uint64, now int64) any
+}
+
+func (c AlterTopic) applyCleaner(f *FSM, index uint64, now int64) any {
+	return f.applyAlterTopic(index, c)
+}
+
+func (c Trim) applyCleaner(f *FSM, index uint64, now int64) any { return f.applyTrim(index, now, c) }
+
+func (c Compact) applyCleaner(f *FSM, index uint64, now int64) any {
+	return f.applyCompact(index, now, c)
+}
+
+func cleanerCommandName(t CommandType) string {
+	switch t {
+	case CmdAlterTopic:
+		return "alter-topic"
+	case CmdTrim:
+		return "trim"
+	case CmdCompact:
+		return "compact"
+	}
+	return fmt.Sprintf("command(%d)", uint8(t))
+}
+
+func decodeCleanerCommand(t CommandType, p []byte) (cleanerCommand, error) {
+	var (
+		c   cleanerCommand
+		err error
+	)
+	switch t {
+	case CmdAlterTopic:
+		var v AlterTopic
+		err = json.Unmarshal(p, &v)
+		c = v
+	case CmdTrim:
+		var v Trim
+		err = json.Unmarshal(p, &v)
+		c = v
+	case CmdCompact:
+		var v Compact
+		err = json.Unmarshal(p, &v)
+		c = v
+	default:
+		return nil, fmt.Errorf("%w: %s", ErrUnknownCommand, t)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadCommand, t, err)
+	}
+	return c, nil
+}

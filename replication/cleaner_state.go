@@ -1,0 +1,149 @@
+package replication
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/logd-dev/logd/log"
+	"github.com/logd-dev/logd/retention"
+)
+
+// partKey names one partition of one topic incarnation.
+type partKey struct {
+	topic     string
+	incarnate uint64 // the topic's CreateIndex
+	partition int32
+}
+
+// CleanerRun describes the last retention or compaction command applied to
+// a partition on this node. Everything but Duration comes from the command
+// and the log, so it is the same on every replica; it is kept in memory only
+// (a restart forgets it until the next run).
+type CleanerRun struct {
+	// TimeNanos is the command's (leader-stamped) time.
+	TimeNanos int64
+	// Action is "trim", "compact" or "compact-skipped" (sources changed).
+	Action string
+	// BytesDeleted is how much smaller the partition became.
+	BytesDeleted int64
+	// RecordsRemoved counts records compaction dropped.
+	RecordsRemoved int64
+}
+
+// cleanerState is the FSM's retention bookkeeping. Its zero value is ready.
+type cleanerState struct {
+	mu sync.Mutex
+	// runs holds each partition's last run; guarded by mu.
+	runs map[partKey]CleanerRun
+	// prepared holds compactions the local cleaner prepared and is
+	// proposing, for Apply to commit instead of compacting again; guarded
+	// by mu. Whoever removes an entry owns it (commits or discards it).
+	prepared map[partKey]*preparedCompaction
+
+	// Counters over every applied command (metrics).
+	bytesDeleted     atomic.Int64
+	recordsCompacted atomic.Int64
+	compactions      atomic.Int64
+	trims            atomic.Int64
+}
+
+// preparedCompaction is a compaction prepared by this node's cleaner for a
+// Compact command it is about to propose.
+type preparedCompaction struct {
+	below, horizon int64
+	c              *log.Compaction
+}
+
+func (s *cleanerState) setRun(k partKey, r CleanerRun) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.runs == nil {
+		s.runs = map[partKey]CleanerRun{}
+	}
+	s.runs[k] = r
+}
+
+func (s *cleanerState) run(k partKey) (CleanerRun, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.runs[k]
+	return r, ok
+}
+
+// offer hands a prepared compaction to Apply; it replaces (and discards) an
+// older one for the same partition.
+func (s *cleanerState) offer(k partKey, p *preparedCompaction) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.prepared == nil {
+		s.prepared = map[partKey]*preparedCompaction{}
+	}
+	if old := s.prepared[k]; old != nil {
+		old.c.Discard()
+	}
+	s.prepared[k] = p
+}
+
+// take removes and returns the prepared compaction for k, if any.
+func (s *cleanerState) take(k partKey) *preparedCompaction {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.prepared[k]
+	delete(s.prepared, k)
+	return p
+}
+
+// withdraw discards p if Apply has not taken it.
+func (s *cleanerState) withdraw(k partKey, p *preparedCompaction) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.prepared[k] == p {
+		delete(s.prepared, k)
+		p.c.Discard()
+	}
+}
+
+// discardAll drops every prepared compaction (the logs are closing).
+func (s *cleanerState) discardAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, p := range s.prepared {
+		p.c.Discard()
+		delete(s.prepared, k)
+	}
+}
+
+// LastCleanerRun returns the last retention or compaction run applied to a
+// partition on this node.
+func (f *FSM) LastCleanerRun(topic string, createIndex uint64, partition int32) (CleanerRun, bool) {
+	return f.cleaner.run(partKey{topic, createIndex, partition})
+}
+
+// CleanerCounters are totals over the retention commands this node applied.
+type CleanerCounters struct {
+	BytesDeleted     int64 // by trims and compactions
+	RecordsCompacted int64 // records compaction removed
+	Trims            int64
+	Compactions      int64
+}
+
+// CleanerCounters returns the totals since this node started.
+func (f *FSM) CleanerCounters() CleanerCounters {
+	return CleanerCounters{
+		BytesDeleted:     f.cleaner.bytesDeleted.Load(),
+		RecordsCompacted: f.cleaner.recordsCompacted.Load(),
+		Trims:            f.cleaner.trims.Load(),
+		Compactions:      f.cleaner.compactions.Load(),
+	}
+}
+
+// ProtectedFrom is the lowest offset of a partition that retention and
+// compaction must keep: the hook through which queue groups (issue 6) will
+// protect records they have not finished (acked or dead-lettered). It must
+// be derived from replicated state only, because Apply clamps trims with it.
+// Until queue groups supply it, nothing is protected; replay consumer
+// groups never protect anything (as in Kafka: a group left behind follows
+// its reset policy).
+func (f *FSM) ProtectedFrom(t *Topic, partition int32) int64 {
+	return retention.NoProtection
+}
