@@ -26,6 +26,7 @@ type benchProduceFlags struct {
 	rate           float64
 	output         string
 	progress       bool
+	idemKeys       bool
 }
 
 func newBenchProduceCmd(opts *globalOpts) *cobra.Command {
@@ -91,6 +92,7 @@ without --rate to find the peak, then at half of it.`,
 	fl.Int64Var(&f.records, "records", 100_000, "records to produce in total")
 	fl.DurationVar(&f.duration, "duration", 0, "run this long (with --records: whichever ends first)")
 	fl.Float64Var(&f.rate, "rate", 0, "offered load in records/s (0: as fast as possible)")
+	fl.BoolVar(&f.idemKeys, "idempotency-keys", false, "give every record a unique idempotency key (measures the dedup check)")
 	fl.BoolVar(&f.progress, "progress", false, "show progress on stderr even when it is not a terminal")
 	addOutputFlag(cmd, &f.output)
 	return cmd
@@ -133,6 +135,8 @@ func benchProduce(ctx context.Context, c *client.Client, f *benchProduceFlags, p
 	if f.rate > 0 {
 		interval = time.Duration(float64(f.recordsPerCall) / f.rate * float64(time.Second))
 	}
+	runID := time.Now().UnixNano()
+	var keySeq atomic.Int64
 	var (
 		slot     atomic.Int64
 		produced atomic.Int64
@@ -145,6 +149,11 @@ func benchProduce(ctx context.Context, c *client.Client, f *benchProduceFlags, p
 	for range f.concurrency {
 		wg.Go(func() {
 			var mine []time.Duration
+			batch := recs
+			if f.idemKeys {
+				batch = make([]client.Record, len(recs))
+				copy(batch, recs)
+			}
 			defer func() {
 				mu.Lock()
 				lats = append(lats, mine...)
@@ -162,7 +171,12 @@ func benchProduce(ctx context.Context, c *client.Client, f *benchProduceFlags, p
 						return
 					}
 				}
-				if _, err := c.Produce(runCtx, f.topic, recs[:n]); err != nil {
+				if f.idemKeys {
+					for i := range batch[:n] {
+						batch[i].IdempotencyKey = fmt.Sprintf("bench-%d-%d", runID, keySeq.Add(1))
+					}
+				}
+				if _, err := c.Produce(runCtx, f.topic, batch[:n]); err != nil {
 					if runCtx.Err() != nil && ctx.Err() == nil {
 						return // the duration ended mid-call
 					}
