@@ -2,8 +2,8 @@ package partition
 
 import (
 	"crypto/sha256"
-	"errors"
 	"encoding/binary"
+	"errors"
 	"sync"
 )
 
