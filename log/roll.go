@@ -31,4 +31,3 @@ func (l *Log) RollPolicy() (segmentBytes int64, maxAge time.Duration) {
 	defer l.mu.Unlock()
 	return l.opts.SegmentBytes, l.opts.SegmentMaxAge
 }
-
