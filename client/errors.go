@@ -53,6 +53,20 @@ var (
 	ErrIdempotencyConflict = errors.New("logd: idempotency conflict")
 	// ErrStorage: the server hit a storage error.
 	ErrStorage = errors.New("logd: storage error")
+
+	// Consumer groups (issue 4).
+
+	// ErrStaleGeneration: a group member's commit or fetch named a generation
+	// older than its ownership of the partition (moved, or offsets reset);
+	// refresh the assignment and restart from the committed offset.
+	ErrStaleGeneration = errors.New("logd: stale group generation")
+	// ErrUnknownMember: the member left or missed its session timeout; join
+	// again.
+	ErrUnknownMember = errors.New("logd: unknown group member")
+	// ErrUnknownGroup: the consumer group does not exist.
+	ErrUnknownGroup = errors.New("logd: unknown consumer group")
+	// ErrGroupNotEmpty: the consumer group has live members (delete).
+	ErrGroupNotEmpty = errors.New("logd: consumer group not empty")
 )
 
 // OutOfRangeError reports a fetch offset outside the partition's readable
@@ -175,6 +189,14 @@ func reasonSentinel(r logdv1.Reason) error {
 		return ErrIdempotencyConflict
 	case logdv1.Reason_REASON_STORAGE:
 		return ErrStorage
+	case logdv1.Reason_REASON_STALE_GENERATION:
+		return ErrStaleGeneration
+	case logdv1.Reason_REASON_UNKNOWN_MEMBER:
+		return ErrUnknownMember
+	case logdv1.Reason_REASON_UNKNOWN_GROUP:
+		return ErrUnknownGroup
+	case logdv1.Reason_REASON_GROUP_NOT_EMPTY:
+		return ErrGroupNotEmpty
 	}
 	return nil
 }

@@ -31,6 +31,8 @@ func (t CommandType) String() string {
 		return "delete-topic"
 	case CmdAppend:
 		return "append"
+	case CmdGroupJoin, CmdGroupHeartbeat, CmdGroupLeave, CmdGroupCommit, CmdGroupResetOffsets, CmdGroupAutoReset, CmdGroupDelete:
+		return groupCommandName(t)
 	case CmdAlterTopic, CmdTrim, CmdCompact:
 		return cleanerCommandName(t)
 	default:
@@ -170,6 +172,12 @@ func decodeCommand(data []byte) (envelope, error) {
 		env.Body = a
 	case CmdAlterTopic, CmdTrim, CmdCompact:
 		c, err := decodeCleanerCommand(env.Type, p)
+		if err != nil {
+			return env, err
+		}
+		env.Body = c
+	case CmdGroupJoin, CmdGroupHeartbeat, CmdGroupLeave, CmdGroupCommit, CmdGroupResetOffsets, CmdGroupAutoReset, CmdGroupDelete:
+		c, err := decodeGroupCommand(env.Type, p)
 		if err != nil {
 			return env, err
 		}

@@ -39,6 +39,8 @@ type FSM struct {
 	// failed holds the fatal error after an I/O error in Apply; from then on
 	// nothing is applied or acknowledged.
 	failed atomic.Pointer[error]
+	// groups is the consumer group state (groups.go).
+	groups consumerGroups
 	// cleaner is the retention and compaction state (cleaner_state.go).
 	cleaner cleanerState
 }
@@ -147,6 +149,8 @@ func (f *FSM) applyOne(index uint64, data []byte) any {
 		return f.applyDeleteTopic(index, c)
 	case Append:
 		return f.applyAppend(index, now, c)
+	case groupCommand:
+		return c.applyGroup(f, now)
 	case cleanerCommand:
 		return c.applyCleaner(f, index, now)
 	default:

@@ -24,6 +24,7 @@ type manifest struct {
 	Index   uint64          `json:"index"`
 	Now     int64           `json:"now"`
 	Topics  []topicManifest `json:"topics"`
+	Groups  *groupsManifest `json:"groups,omitempty"`
 }
 
 type topicManifest struct {
@@ -76,6 +77,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		}
 		m.Topics = append(m.Topics, tm)
 	}
+	m.Groups = f.groups.snapshot()
 	return &fsmSnapshot{m: m}, nil
 }
 
@@ -137,6 +139,10 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		}
 	}
 	if err := f.removeStaleTopicDirs(keep, m.Index); err != nil {
+		closeAll(topics)
+		return err
+	}
+	if err := f.groups.restore(m.Groups); err != nil {
 		closeAll(topics)
 		return err
 	}

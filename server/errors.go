@@ -37,6 +37,9 @@ func toConnectError(err error) error {
 	if errors.As(err, &ce) {
 		return err
 	}
+	if ge := groupConnectError(err); ge != nil {
+		return ge
+	}
 	reason := func(r logdv1.Reason) *logdv1.ErrorInfo { return &logdv1.ErrorInfo{Reason: r} }
 	var oor *log.OutOfRangeError
 	switch {

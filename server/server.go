@@ -54,6 +54,8 @@ type Server struct {
 	logger  *slog.Logger
 	reg     *prometheus.Registry
 	metrics *metrics
+	// groupMetrics are the consumer group metrics (group_metrics.go).
+	groupMetrics *groupMetrics
 
 	mu sync.Mutex
 	// rr holds the round-robin counter of each topic for keyless records;
@@ -72,6 +74,7 @@ func New(opts Options) *Server {
 	}
 	s := &Server{node: opts.Node, logger: opts.Logger, reg: opts.Registry, rr: map[string]*atomic.Uint32{}}
 	s.metrics = newMetrics(opts.Registry, opts.Node)
+	s.groupMetrics = newGroupMetrics(opts.Registry, opts.Node)
 	return s
 }
 

@@ -41,6 +41,11 @@ const (
 	Reason_REASON_STALE_TOKEN          Reason = 10
 	Reason_REASON_IDEMPOTENCY_CONFLICT Reason = 11
 	Reason_REASON_STORAGE              Reason = 12
+	// Consumer groups (issue 4).
+	Reason_REASON_STALE_GENERATION Reason = 20
+	Reason_REASON_UNKNOWN_MEMBER   Reason = 21
+	Reason_REASON_UNKNOWN_GROUP    Reason = 22
+	Reason_REASON_GROUP_NOT_EMPTY  Reason = 23
 )
 
 // Enum value maps for Reason.
@@ -59,6 +64,10 @@ var (
 		10: "REASON_STALE_TOKEN",
 		11: "REASON_IDEMPOTENCY_CONFLICT",
 		12: "REASON_STORAGE",
+		20: "REASON_STALE_GENERATION",
+		21: "REASON_UNKNOWN_MEMBER",
+		22: "REASON_UNKNOWN_GROUP",
+		23: "REASON_GROUP_NOT_EMPTY",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":          0,
@@ -74,6 +83,10 @@ var (
 		"REASON_STALE_TOKEN":          10,
 		"REASON_IDEMPOTENCY_CONFLICT": 11,
 		"REASON_STORAGE":              12,
+		"REASON_STALE_GENERATION":     20,
+		"REASON_UNKNOWN_MEMBER":       21,
+		"REASON_UNKNOWN_GROUP":        22,
+		"REASON_GROUP_NOT_EMPTY":      23,
 	}
 )
 
@@ -1563,6 +1576,1776 @@ func (x *Member) GetSuffrage() string {
 	return ""
 }
 
+// GroupTopicPartition names one partition of a topic.
+type GroupTopicPartition struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupTopicPartition) Reset() {
+	*x = GroupTopicPartition{}
+	mi := &file_logd_v1_logd_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupTopicPartition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupTopicPartition) ProtoMessage() {}
+
+func (x *GroupTopicPartition) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupTopicPartition.ProtoReflect.Descriptor instead.
+func (*GroupTopicPartition) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *GroupTopicPartition) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *GroupTopicPartition) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+// GroupOffset is a partition's offset: the next offset to read.
+type GroupOffset struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Offset        int64                  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupOffset) Reset() {
+	*x = GroupOffset{}
+	mi := &file_logd_v1_logd_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupOffset) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupOffset) ProtoMessage() {}
+
+func (x *GroupOffset) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupOffset.ProtoReflect.Descriptor instead.
+func (*GroupOffset) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *GroupOffset) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *GroupOffset) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *GroupOffset) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+type JoinGroupRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Group string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	// Chosen by the client and kept across re-joins, so a member that
+	// re-joins (after a restart of the server, or after being fenced) keeps
+	// its partitions while it is still a member.
+	MemberId string   `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	Topics   []string `protobuf:"bytes,3,rep,name=topics,proto3" json:"topics,omitempty"`
+	// 0 means 10 s; bounds are [100 ms, 30 min].
+	SessionTimeoutMs int32 `protobuf:"varint,4,opt,name=session_timeout_ms,json=sessionTimeoutMs,proto3" json:"session_timeout_ms,omitempty"`
+	// earliest (default), latest or none: where to start without a committed
+	// offset, or when the committed offset fell below the log start.
+	ResetPolicy   string `protobuf:"bytes,5,opt,name=reset_policy,json=resetPolicy,proto3" json:"reset_policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JoinGroupRequest) Reset() {
+	*x = JoinGroupRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JoinGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JoinGroupRequest) ProtoMessage() {}
+
+func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JoinGroupRequest.ProtoReflect.Descriptor instead.
+func (*JoinGroupRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *JoinGroupRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *JoinGroupRequest) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *JoinGroupRequest) GetTopics() []string {
+	if x != nil {
+		return x.Topics
+	}
+	return nil
+}
+
+func (x *JoinGroupRequest) GetSessionTimeoutMs() int32 {
+	if x != nil {
+		return x.SessionTimeoutMs
+	}
+	return 0
+}
+
+func (x *JoinGroupRequest) GetResetPolicy() string {
+	if x != nil {
+		return x.ResetPolicy
+	}
+	return ""
+}
+
+// GroupAssignment is a member's assignment in a generation.
+type GroupAssignment struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Generation int64                  `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	Partitions []*AssignedPartition   `protobuf:"bytes,2,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	// Owned partitions that move to another member: commit them, then name
+	// them as released in the next heartbeat.
+	Revoke        []*GroupTopicPartition `protobuf:"bytes,3,rep,name=revoke,proto3" json:"revoke,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupAssignment) Reset() {
+	*x = GroupAssignment{}
+	mi := &file_logd_v1_logd_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupAssignment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupAssignment) ProtoMessage() {}
+
+func (x *GroupAssignment) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupAssignment.ProtoReflect.Descriptor instead.
+func (*GroupAssignment) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *GroupAssignment) GetGeneration() int64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *GroupAssignment) GetPartitions() []*AssignedPartition {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+func (x *GroupAssignment) GetRevoke() []*GroupTopicPartition {
+	if x != nil {
+		return x.Revoke
+	}
+	return nil
+}
+
+type AssignedPartition struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Topic     string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	// The generation the member got (or was fenced on) this partition; a
+	// member that knew an older generation must restart at the position.
+	SinceGeneration int64 `protobuf:"varint,3,opt,name=since_generation,json=sinceGeneration,proto3" json:"since_generation,omitempty"`
+	// -1 when nothing is committed.
+	CommittedOffset int64 `protobuf:"varint,4,opt,name=committed_offset,json=committedOffset,proto3" json:"committed_offset,omitempty"`
+	// Where to read: the committed offset, else by the reset policy; -1 when
+	// nothing is committed and the policy is none.
+	Position      int64 `protobuf:"varint,5,opt,name=position,proto3" json:"position,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AssignedPartition) Reset() {
+	*x = AssignedPartition{}
+	mi := &file_logd_v1_logd_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AssignedPartition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AssignedPartition) ProtoMessage() {}
+
+func (x *AssignedPartition) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AssignedPartition.ProtoReflect.Descriptor instead.
+func (*AssignedPartition) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *AssignedPartition) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *AssignedPartition) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *AssignedPartition) GetSinceGeneration() int64 {
+	if x != nil {
+		return x.SinceGeneration
+	}
+	return 0
+}
+
+func (x *AssignedPartition) GetCommittedOffset() int64 {
+	if x != nil {
+		return x.CommittedOffset
+	}
+	return 0
+}
+
+func (x *AssignedPartition) GetPosition() int64 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
+type JoinGroupResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Assignment    *GroupAssignment       `protobuf:"bytes,1,opt,name=assignment,proto3" json:"assignment,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JoinGroupResponse) Reset() {
+	*x = JoinGroupResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JoinGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JoinGroupResponse) ProtoMessage() {}
+
+func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JoinGroupResponse.ProtoReflect.Descriptor instead.
+func (*JoinGroupResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *JoinGroupResponse) GetAssignment() *GroupAssignment {
+	if x != nil {
+		return x.Assignment
+	}
+	return nil
+}
+
+type GroupHeartbeatRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	MemberId      string                 `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	Released      []*GroupTopicPartition `protobuf:"bytes,3,rep,name=released,proto3" json:"released,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupHeartbeatRequest) Reset() {
+	*x = GroupHeartbeatRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupHeartbeatRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupHeartbeatRequest) ProtoMessage() {}
+
+func (x *GroupHeartbeatRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupHeartbeatRequest.ProtoReflect.Descriptor instead.
+func (*GroupHeartbeatRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *GroupHeartbeatRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *GroupHeartbeatRequest) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *GroupHeartbeatRequest) GetReleased() []*GroupTopicPartition {
+	if x != nil {
+		return x.Released
+	}
+	return nil
+}
+
+type GroupHeartbeatResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Assignment    *GroupAssignment       `protobuf:"bytes,1,opt,name=assignment,proto3" json:"assignment,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupHeartbeatResponse) Reset() {
+	*x = GroupHeartbeatResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupHeartbeatResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupHeartbeatResponse) ProtoMessage() {}
+
+func (x *GroupHeartbeatResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupHeartbeatResponse.ProtoReflect.Descriptor instead.
+func (*GroupHeartbeatResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *GroupHeartbeatResponse) GetAssignment() *GroupAssignment {
+	if x != nil {
+		return x.Assignment
+	}
+	return nil
+}
+
+type LeaveGroupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	MemberId      string                 `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaveGroupRequest) Reset() {
+	*x = LeaveGroupRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaveGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaveGroupRequest) ProtoMessage() {}
+
+func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaveGroupRequest.ProtoReflect.Descriptor instead.
+func (*LeaveGroupRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *LeaveGroupRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *LeaveGroupRequest) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+type LeaveGroupResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaveGroupResponse) Reset() {
+	*x = LeaveGroupResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaveGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaveGroupResponse) ProtoMessage() {}
+
+func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaveGroupResponse.ProtoReflect.Descriptor instead.
+func (*LeaveGroupResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{33}
+}
+
+type CommitOffsetsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	MemberId      string                 `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	Generation    int64                  `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	Offsets       []*GroupOffset         `protobuf:"bytes,4,rep,name=offsets,proto3" json:"offsets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitOffsetsRequest) Reset() {
+	*x = CommitOffsetsRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitOffsetsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitOffsetsRequest) ProtoMessage() {}
+
+func (x *CommitOffsetsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitOffsetsRequest.ProtoReflect.Descriptor instead.
+func (*CommitOffsetsRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *CommitOffsetsRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *CommitOffsetsRequest) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *CommitOffsetsRequest) GetGeneration() int64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *CommitOffsetsRequest) GetOffsets() []*GroupOffset {
+	if x != nil {
+		return x.Offsets
+	}
+	return nil
+}
+
+type CommitOffsetsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitOffsetsResponse) Reset() {
+	*x = CommitOffsetsResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitOffsetsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitOffsetsResponse) ProtoMessage() {}
+
+func (x *CommitOffsetsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitOffsetsResponse.ProtoReflect.Descriptor instead.
+func (*CommitOffsetsResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{35}
+}
+
+// GroupFetchRequest is a fetch by a group member: refused with
+// REASON_STALE_GENERATION unless the member owns the partition at the
+// generation.
+type GroupFetchRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	MemberId      string                 `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	Generation    int64                  `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	Fetch         *FetchRequest          `protobuf:"bytes,4,opt,name=fetch,proto3" json:"fetch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupFetchRequest) Reset() {
+	*x = GroupFetchRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupFetchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupFetchRequest) ProtoMessage() {}
+
+func (x *GroupFetchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupFetchRequest.ProtoReflect.Descriptor instead.
+func (*GroupFetchRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *GroupFetchRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *GroupFetchRequest) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *GroupFetchRequest) GetGeneration() int64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *GroupFetchRequest) GetFetch() *FetchRequest {
+	if x != nil {
+		return x.Fetch
+	}
+	return nil
+}
+
+type GroupFetchResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Fetch *FetchResponse         `protobuf:"bytes,1,opt,name=fetch,proto3" json:"fetch,omitempty"`
+	// Set when the requested offset was below the log start and the
+	// member's reset policy moved the group's committed offset from
+	// reset_from to reset_to (the records in between are counted as
+	// skipped); fetch then starts at reset_to.
+	AutoReset     bool  `protobuf:"varint,2,opt,name=auto_reset,json=autoReset,proto3" json:"auto_reset,omitempty"`
+	ResetFrom     int64 `protobuf:"varint,3,opt,name=reset_from,json=resetFrom,proto3" json:"reset_from,omitempty"`
+	ResetTo       int64 `protobuf:"varint,4,opt,name=reset_to,json=resetTo,proto3" json:"reset_to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupFetchResponse) Reset() {
+	*x = GroupFetchResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupFetchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupFetchResponse) ProtoMessage() {}
+
+func (x *GroupFetchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupFetchResponse.ProtoReflect.Descriptor instead.
+func (*GroupFetchResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *GroupFetchResponse) GetFetch() *FetchResponse {
+	if x != nil {
+		return x.Fetch
+	}
+	return nil
+}
+
+func (x *GroupFetchResponse) GetAutoReset() bool {
+	if x != nil {
+		return x.AutoReset
+	}
+	return false
+}
+
+func (x *GroupFetchResponse) GetResetFrom() int64 {
+	if x != nil {
+		return x.ResetFrom
+	}
+	return 0
+}
+
+func (x *GroupFetchResponse) GetResetTo() int64 {
+	if x != nil {
+		return x.ResetTo
+	}
+	return 0
+}
+
+type ListGroupsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGroupsRequest) Reset() {
+	*x = ListGroupsRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGroupsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGroupsRequest) ProtoMessage() {}
+
+func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
+func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{38}
+}
+
+type ConsumerGroupSummary struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Group string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	// empty, stable or rebalancing
+	State         string   `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	Members       int32    `protobuf:"varint,3,opt,name=members,proto3" json:"members,omitempty"`
+	Generation    int64    `protobuf:"varint,4,opt,name=generation,proto3" json:"generation,omitempty"`
+	Topics        []string `protobuf:"bytes,5,rep,name=topics,proto3" json:"topics,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConsumerGroupSummary) Reset() {
+	*x = ConsumerGroupSummary{}
+	mi := &file_logd_v1_logd_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConsumerGroupSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConsumerGroupSummary) ProtoMessage() {}
+
+func (x *ConsumerGroupSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConsumerGroupSummary.ProtoReflect.Descriptor instead.
+func (*ConsumerGroupSummary) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *ConsumerGroupSummary) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *ConsumerGroupSummary) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *ConsumerGroupSummary) GetMembers() int32 {
+	if x != nil {
+		return x.Members
+	}
+	return 0
+}
+
+func (x *ConsumerGroupSummary) GetGeneration() int64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *ConsumerGroupSummary) GetTopics() []string {
+	if x != nil {
+		return x.Topics
+	}
+	return nil
+}
+
+type ListGroupsResponse struct {
+	state         protoimpl.MessageState  `protogen:"open.v1"`
+	Groups        []*ConsumerGroupSummary `protobuf:"bytes,1,rep,name=groups,proto3" json:"groups,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGroupsResponse) Reset() {
+	*x = ListGroupsResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGroupsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGroupsResponse) ProtoMessage() {}
+
+func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
+func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *ListGroupsResponse) GetGroups() []*ConsumerGroupSummary {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
+type DescribeGroupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeGroupRequest) Reset() {
+	*x = DescribeGroupRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeGroupRequest) ProtoMessage() {}
+
+func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeGroupRequest.ProtoReflect.Descriptor instead.
+func (*DescribeGroupRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *DescribeGroupRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+type ConsumerGroupMember struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	MemberId         string                 `protobuf:"bytes,1,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	Topics           []string               `protobuf:"bytes,2,rep,name=topics,proto3" json:"topics,omitempty"`
+	Partitions       []*GroupTopicPartition `protobuf:"bytes,3,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	LastSeenMs       int64                  `protobuf:"varint,4,opt,name=last_seen_ms,json=lastSeenMs,proto3" json:"last_seen_ms,omitempty"`
+	SessionTimeoutMs int32                  `protobuf:"varint,5,opt,name=session_timeout_ms,json=sessionTimeoutMs,proto3" json:"session_timeout_ms,omitempty"`
+	ResetPolicy      string                 `protobuf:"bytes,6,opt,name=reset_policy,json=resetPolicy,proto3" json:"reset_policy,omitempty"`
+	JoinedMs         int64                  `protobuf:"varint,7,opt,name=joined_ms,json=joinedMs,proto3" json:"joined_ms,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ConsumerGroupMember) Reset() {
+	*x = ConsumerGroupMember{}
+	mi := &file_logd_v1_logd_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConsumerGroupMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConsumerGroupMember) ProtoMessage() {}
+
+func (x *ConsumerGroupMember) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConsumerGroupMember.ProtoReflect.Descriptor instead.
+func (*ConsumerGroupMember) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ConsumerGroupMember) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *ConsumerGroupMember) GetTopics() []string {
+	if x != nil {
+		return x.Topics
+	}
+	return nil
+}
+
+func (x *ConsumerGroupMember) GetPartitions() []*GroupTopicPartition {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+func (x *ConsumerGroupMember) GetLastSeenMs() int64 {
+	if x != nil {
+		return x.LastSeenMs
+	}
+	return 0
+}
+
+func (x *ConsumerGroupMember) GetSessionTimeoutMs() int32 {
+	if x != nil {
+		return x.SessionTimeoutMs
+	}
+	return 0
+}
+
+func (x *ConsumerGroupMember) GetResetPolicy() string {
+	if x != nil {
+		return x.ResetPolicy
+	}
+	return ""
+}
+
+func (x *ConsumerGroupMember) GetJoinedMs() int64 {
+	if x != nil {
+		return x.JoinedMs
+	}
+	return 0
+}
+
+type ConsumerGroupPartition struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Topic     string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	// -1 when nothing is committed.
+	CommittedOffset int64 `protobuf:"varint,3,opt,name=committed_offset,json=committedOffset,proto3" json:"committed_offset,omitempty"`
+	LogStartOffset  int64 `protobuf:"varint,4,opt,name=log_start_offset,json=logStartOffset,proto3" json:"log_start_offset,omitempty"`
+	EndOffset       int64 `protobuf:"varint,5,opt,name=end_offset,json=endOffset,proto3" json:"end_offset,omitempty"`
+	LagRecords      int64 `protobuf:"varint,6,opt,name=lag_records,json=lagRecords,proto3" json:"lag_records,omitempty"`
+	// Age of the oldest record not yet committed: now minus the timestamp
+	// of the record at the committed offset; 0 without lag.
+	LagSeconds float64 `protobuf:"fixed64,7,opt,name=lag_seconds,json=lagSeconds,proto3" json:"lag_seconds,omitempty"`
+	Owner      string  `protobuf:"bytes,8,opt,name=owner,proto3" json:"owner,omitempty"`
+	// The member the partition moves to once owner releases it.
+	PendingOwner    string `protobuf:"bytes,9,opt,name=pending_owner,json=pendingOwner,proto3" json:"pending_owner,omitempty"`
+	SinceGeneration int64  `protobuf:"varint,10,opt,name=since_generation,json=sinceGeneration,proto3" json:"since_generation,omitempty"`
+	// Records skipped by the reset policy after retention passed the
+	// committed offset, and how many times that happened.
+	SkippedRecords int64 `protobuf:"varint,11,opt,name=skipped_records,json=skippedRecords,proto3" json:"skipped_records,omitempty"`
+	AutoResets     int64 `protobuf:"varint,12,opt,name=auto_resets,json=autoResets,proto3" json:"auto_resets,omitempty"`
+	CommittedMs    int64 `protobuf:"varint,13,opt,name=committed_ms,json=committedMs,proto3" json:"committed_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ConsumerGroupPartition) Reset() {
+	*x = ConsumerGroupPartition{}
+	mi := &file_logd_v1_logd_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConsumerGroupPartition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConsumerGroupPartition) ProtoMessage() {}
+
+func (x *ConsumerGroupPartition) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConsumerGroupPartition.ProtoReflect.Descriptor instead.
+func (*ConsumerGroupPartition) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *ConsumerGroupPartition) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *ConsumerGroupPartition) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *ConsumerGroupPartition) GetCommittedOffset() int64 {
+	if x != nil {
+		return x.CommittedOffset
+	}
+	return 0
+}
+
+func (x *ConsumerGroupPartition) GetLogStartOffset() int64 {
+	if x != nil {
+		return x.LogStartOffset
+	}
+	return 0
+}
+
+func (x *ConsumerGroupPartition) GetEndOffset() int64 {
+	if x != nil {
+		return x.EndOffset
+	}
+	return 0
+}
+
+func (x *ConsumerGroupPartition) GetLagRecords() int64 {
+	if x != nil {
+		return x.LagRecords
+	}
+	return 0
+}
+
+func (x *ConsumerGroupPartition) GetLagSeconds() float64 {
+	if x != nil {
+		return x.LagSeconds
+	}
+	return 0
+}
+
+func (x *ConsumerGroupPartition) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *ConsumerGroupPartition) GetPendingOwner() string {
+	if x != nil {
+		return x.PendingOwner
+	}
+	return ""
+}
+
+func (x *ConsumerGroupPartition) GetSinceGeneration() int64 {
+	if x != nil {
+		return x.SinceGeneration
+	}
+	return 0
+}
+
+func (x *ConsumerGroupPartition) GetSkippedRecords() int64 {
+	if x != nil {
+		return x.SkippedRecords
+	}
+	return 0
+}
+
+func (x *ConsumerGroupPartition) GetAutoResets() int64 {
+	if x != nil {
+		return x.AutoResets
+	}
+	return 0
+}
+
+func (x *ConsumerGroupPartition) GetCommittedMs() int64 {
+	if x != nil {
+		return x.CommittedMs
+	}
+	return 0
+}
+
+type DescribeGroupResponse struct {
+	state         protoimpl.MessageState    `protogen:"open.v1"`
+	Group         string                    `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	State         string                    `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	Generation    int64                     `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	Rebalances    int64                     `protobuf:"varint,4,opt,name=rebalances,proto3" json:"rebalances,omitempty"`
+	OffsetResets  int64                     `protobuf:"varint,5,opt,name=offset_resets,json=offsetResets,proto3" json:"offset_resets,omitempty"`
+	Members       []*ConsumerGroupMember    `protobuf:"bytes,6,rep,name=members,proto3" json:"members,omitempty"`
+	Partitions    []*ConsumerGroupPartition `protobuf:"bytes,7,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeGroupResponse) Reset() {
+	*x = DescribeGroupResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeGroupResponse) ProtoMessage() {}
+
+func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeGroupResponse.ProtoReflect.Descriptor instead.
+func (*DescribeGroupResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *DescribeGroupResponse) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *DescribeGroupResponse) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *DescribeGroupResponse) GetGeneration() int64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *DescribeGroupResponse) GetRebalances() int64 {
+	if x != nil {
+		return x.Rebalances
+	}
+	return 0
+}
+
+func (x *DescribeGroupResponse) GetOffsetResets() int64 {
+	if x != nil {
+		return x.OffsetResets
+	}
+	return 0
+}
+
+func (x *DescribeGroupResponse) GetMembers() []*ConsumerGroupMember {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *DescribeGroupResponse) GetPartitions() []*ConsumerGroupPartition {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+type DeleteGroupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteGroupRequest) Reset() {
+	*x = DeleteGroupRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteGroupRequest) ProtoMessage() {}
+
+func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteGroupRequest.ProtoReflect.Descriptor instead.
+func (*DeleteGroupRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *DeleteGroupRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+type DeleteGroupResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteGroupResponse) Reset() {
+	*x = DeleteGroupResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteGroupResponse) ProtoMessage() {}
+
+func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteGroupResponse.ProtoReflect.Descriptor instead.
+func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{46}
+}
+
+// ResetTopic selects partitions of a topic; none listed means all.
+type ResetTopic struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partitions    []int32                `protobuf:"varint,2,rep,packed,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResetTopic) Reset() {
+	*x = ResetTopic{}
+	mi := &file_logd_v1_logd_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResetTopic) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResetTopic) ProtoMessage() {}
+
+func (x *ResetTopic) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResetTopic.ProtoReflect.Descriptor instead.
+func (*ResetTopic) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *ResetTopic) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *ResetTopic) GetPartitions() []int32 {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+type ResetGroupOffsetsRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Group  string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Topics []*ResetTopic          `protobuf:"bytes,2,rep,name=topics,proto3" json:"topics,omitempty"`
+	// Every topic the group has offsets or members for.
+	AllTopics bool `protobuf:"varint,3,opt,name=all_topics,json=allTopics,proto3" json:"all_topics,omitempty"`
+	// to-earliest, to-latest, to-offset, to-datetime, shift-by, by-duration,
+	// or explicit (offsets, e.g. from a saved plan).
+	Strategy    string         `protobuf:"bytes,4,opt,name=strategy,proto3" json:"strategy,omitempty"`
+	Offset      int64          `protobuf:"varint,5,opt,name=offset,proto3" json:"offset,omitempty"`
+	TimestampMs int64          `protobuf:"varint,6,opt,name=timestamp_ms,json=timestampMs,proto3" json:"timestamp_ms,omitempty"`
+	ShiftBy     int64          `protobuf:"varint,7,opt,name=shift_by,json=shiftBy,proto3" json:"shift_by,omitempty"`
+	DurationMs  int64          `protobuf:"varint,8,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	Offsets     []*GroupOffset `protobuf:"bytes,9,rep,name=offsets,proto3" json:"offsets,omitempty"`
+	// Without execute the plan is computed and nothing changes.
+	Execute       bool `protobuf:"varint,10,opt,name=execute,proto3" json:"execute,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResetGroupOffsetsRequest) Reset() {
+	*x = ResetGroupOffsetsRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResetGroupOffsetsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResetGroupOffsetsRequest) ProtoMessage() {}
+
+func (x *ResetGroupOffsetsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResetGroupOffsetsRequest.ProtoReflect.Descriptor instead.
+func (*ResetGroupOffsetsRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *ResetGroupOffsetsRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *ResetGroupOffsetsRequest) GetTopics() []*ResetTopic {
+	if x != nil {
+		return x.Topics
+	}
+	return nil
+}
+
+func (x *ResetGroupOffsetsRequest) GetAllTopics() bool {
+	if x != nil {
+		return x.AllTopics
+	}
+	return false
+}
+
+func (x *ResetGroupOffsetsRequest) GetStrategy() string {
+	if x != nil {
+		return x.Strategy
+	}
+	return ""
+}
+
+func (x *ResetGroupOffsetsRequest) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *ResetGroupOffsetsRequest) GetTimestampMs() int64 {
+	if x != nil {
+		return x.TimestampMs
+	}
+	return 0
+}
+
+func (x *ResetGroupOffsetsRequest) GetShiftBy() int64 {
+	if x != nil {
+		return x.ShiftBy
+	}
+	return 0
+}
+
+func (x *ResetGroupOffsetsRequest) GetDurationMs() int64 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
+func (x *ResetGroupOffsetsRequest) GetOffsets() []*GroupOffset {
+	if x != nil {
+		return x.Offsets
+	}
+	return nil
+}
+
+func (x *ResetGroupOffsetsRequest) GetExecute() bool {
+	if x != nil {
+		return x.Execute
+	}
+	return false
+}
+
+type ResetPlanEntry struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Topic     string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	// -1 when nothing was committed.
+	CurrentOffset   int64 `protobuf:"varint,3,opt,name=current_offset,json=currentOffset,proto3" json:"current_offset,omitempty"`
+	NewOffset       int64 `protobuf:"varint,4,opt,name=new_offset,json=newOffset,proto3" json:"new_offset,omitempty"`
+	RequestedOffset int64 `protobuf:"varint,5,opt,name=requested_offset,json=requestedOffset,proto3" json:"requested_offset,omitempty"`
+	// The requested offset was outside [log start, end] and was clamped.
+	Clamped       bool  `protobuf:"varint,6,opt,name=clamped,proto3" json:"clamped,omitempty"`
+	LagBefore     int64 `protobuf:"varint,7,opt,name=lag_before,json=lagBefore,proto3" json:"lag_before,omitempty"`
+	LagAfter      int64 `protobuf:"varint,8,opt,name=lag_after,json=lagAfter,proto3" json:"lag_after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResetPlanEntry) Reset() {
+	*x = ResetPlanEntry{}
+	mi := &file_logd_v1_logd_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResetPlanEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResetPlanEntry) ProtoMessage() {}
+
+func (x *ResetPlanEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResetPlanEntry.ProtoReflect.Descriptor instead.
+func (*ResetPlanEntry) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *ResetPlanEntry) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *ResetPlanEntry) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *ResetPlanEntry) GetCurrentOffset() int64 {
+	if x != nil {
+		return x.CurrentOffset
+	}
+	return 0
+}
+
+func (x *ResetPlanEntry) GetNewOffset() int64 {
+	if x != nil {
+		return x.NewOffset
+	}
+	return 0
+}
+
+func (x *ResetPlanEntry) GetRequestedOffset() int64 {
+	if x != nil {
+		return x.RequestedOffset
+	}
+	return 0
+}
+
+func (x *ResetPlanEntry) GetClamped() bool {
+	if x != nil {
+		return x.Clamped
+	}
+	return false
+}
+
+func (x *ResetPlanEntry) GetLagBefore() int64 {
+	if x != nil {
+		return x.LagBefore
+	}
+	return 0
+}
+
+func (x *ResetPlanEntry) GetLagAfter() int64 {
+	if x != nil {
+		return x.LagAfter
+	}
+	return 0
+}
+
+type ResetGroupOffsetsResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Plan     []*ResetPlanEntry      `protobuf:"bytes,1,rep,name=plan,proto3" json:"plan,omitempty"`
+	Executed bool                   `protobuf:"varint,2,opt,name=executed,proto3" json:"executed,omitempty"`
+	// The group's generation after an executed reset.
+	Generation    int64 `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResetGroupOffsetsResponse) Reset() {
+	*x = ResetGroupOffsetsResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResetGroupOffsetsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResetGroupOffsetsResponse) ProtoMessage() {}
+
+func (x *ResetGroupOffsetsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResetGroupOffsetsResponse.ProtoReflect.Descriptor instead.
+func (*ResetGroupOffsetsResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *ResetGroupOffsetsResponse) GetPlan() []*ResetPlanEntry {
+	if x != nil {
+		return x.Plan
+	}
+	return nil
+}
+
+func (x *ResetGroupOffsetsResponse) GetExecuted() bool {
+	if x != nil {
+		return x.Executed
+	}
+	return false
+}
+
+func (x *ResetGroupOffsetsResponse) GetGeneration() int64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
 var File_logd_v1_logd_proto protoreflect.FileDescriptor
 
 const file_logd_v1_logd_proto_rawDesc = "" +
@@ -1687,7 +3470,169 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12\x1a\n" +
-	"\bsuffrage\x18\x03 \x01(\tR\bsuffrage*\xde\x02\n" +
+	"\bsuffrage\x18\x03 \x01(\tR\bsuffrage\"I\n" +
+	"\x13GroupTopicPartition\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\"Y\n" +
+	"\vGroupOffset\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
+	"\x06offset\x18\x03 \x01(\x03R\x06offset\"\xae\x01\n" +
+	"\x10JoinGroupRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
+	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12\x16\n" +
+	"\x06topics\x18\x03 \x03(\tR\x06topics\x12,\n" +
+	"\x12session_timeout_ms\x18\x04 \x01(\x05R\x10sessionTimeoutMs\x12!\n" +
+	"\freset_policy\x18\x05 \x01(\tR\vresetPolicy\"\xa3\x01\n" +
+	"\x0fGroupAssignment\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x01 \x01(\x03R\n" +
+	"generation\x12:\n" +
+	"\n" +
+	"partitions\x18\x02 \x03(\v2\x1a.logd.v1.AssignedPartitionR\n" +
+	"partitions\x124\n" +
+	"\x06revoke\x18\x03 \x03(\v2\x1c.logd.v1.GroupTopicPartitionR\x06revoke\"\xb9\x01\n" +
+	"\x11AssignedPartition\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12)\n" +
+	"\x10since_generation\x18\x03 \x01(\x03R\x0fsinceGeneration\x12)\n" +
+	"\x10committed_offset\x18\x04 \x01(\x03R\x0fcommittedOffset\x12\x1a\n" +
+	"\bposition\x18\x05 \x01(\x03R\bposition\"M\n" +
+	"\x11JoinGroupResponse\x128\n" +
+	"\n" +
+	"assignment\x18\x01 \x01(\v2\x18.logd.v1.GroupAssignmentR\n" +
+	"assignment\"\x84\x01\n" +
+	"\x15GroupHeartbeatRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
+	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x128\n" +
+	"\breleased\x18\x03 \x03(\v2\x1c.logd.v1.GroupTopicPartitionR\breleased\"R\n" +
+	"\x16GroupHeartbeatResponse\x128\n" +
+	"\n" +
+	"assignment\x18\x01 \x01(\v2\x18.logd.v1.GroupAssignmentR\n" +
+	"assignment\"F\n" +
+	"\x11LeaveGroupRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
+	"\tmember_id\x18\x02 \x01(\tR\bmemberId\"\x14\n" +
+	"\x12LeaveGroupResponse\"\x99\x01\n" +
+	"\x14CommitOffsetsRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
+	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x03R\n" +
+	"generation\x12.\n" +
+	"\aoffsets\x18\x04 \x03(\v2\x14.logd.v1.GroupOffsetR\aoffsets\"\x17\n" +
+	"\x15CommitOffsetsResponse\"\x93\x01\n" +
+	"\x11GroupFetchRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
+	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x03R\n" +
+	"generation\x12+\n" +
+	"\x05fetch\x18\x04 \x01(\v2\x15.logd.v1.FetchRequestR\x05fetch\"\x9b\x01\n" +
+	"\x12GroupFetchResponse\x12,\n" +
+	"\x05fetch\x18\x01 \x01(\v2\x16.logd.v1.FetchResponseR\x05fetch\x12\x1d\n" +
+	"\n" +
+	"auto_reset\x18\x02 \x01(\bR\tautoReset\x12\x1d\n" +
+	"\n" +
+	"reset_from\x18\x03 \x01(\x03R\tresetFrom\x12\x19\n" +
+	"\breset_to\x18\x04 \x01(\x03R\aresetTo\"\x13\n" +
+	"\x11ListGroupsRequest\"\x94\x01\n" +
+	"\x14ConsumerGroupSummary\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12\x18\n" +
+	"\amembers\x18\x03 \x01(\x05R\amembers\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x04 \x01(\x03R\n" +
+	"generation\x12\x16\n" +
+	"\x06topics\x18\x05 \x03(\tR\x06topics\"K\n" +
+	"\x12ListGroupsResponse\x125\n" +
+	"\x06groups\x18\x01 \x03(\v2\x1d.logd.v1.ConsumerGroupSummaryR\x06groups\",\n" +
+	"\x14DescribeGroupRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\"\x98\x02\n" +
+	"\x13ConsumerGroupMember\x12\x1b\n" +
+	"\tmember_id\x18\x01 \x01(\tR\bmemberId\x12\x16\n" +
+	"\x06topics\x18\x02 \x03(\tR\x06topics\x12<\n" +
+	"\n" +
+	"partitions\x18\x03 \x03(\v2\x1c.logd.v1.GroupTopicPartitionR\n" +
+	"partitions\x12 \n" +
+	"\flast_seen_ms\x18\x04 \x01(\x03R\n" +
+	"lastSeenMs\x12,\n" +
+	"\x12session_timeout_ms\x18\x05 \x01(\x05R\x10sessionTimeoutMs\x12!\n" +
+	"\freset_policy\x18\x06 \x01(\tR\vresetPolicy\x12\x1b\n" +
+	"\tjoined_ms\x18\a \x01(\x03R\bjoinedMs\"\xd5\x03\n" +
+	"\x16ConsumerGroupPartition\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12)\n" +
+	"\x10committed_offset\x18\x03 \x01(\x03R\x0fcommittedOffset\x12(\n" +
+	"\x10log_start_offset\x18\x04 \x01(\x03R\x0elogStartOffset\x12\x1d\n" +
+	"\n" +
+	"end_offset\x18\x05 \x01(\x03R\tendOffset\x12\x1f\n" +
+	"\vlag_records\x18\x06 \x01(\x03R\n" +
+	"lagRecords\x12\x1f\n" +
+	"\vlag_seconds\x18\a \x01(\x01R\n" +
+	"lagSeconds\x12\x14\n" +
+	"\x05owner\x18\b \x01(\tR\x05owner\x12#\n" +
+	"\rpending_owner\x18\t \x01(\tR\fpendingOwner\x12)\n" +
+	"\x10since_generation\x18\n" +
+	" \x01(\x03R\x0fsinceGeneration\x12'\n" +
+	"\x0fskipped_records\x18\v \x01(\x03R\x0eskippedRecords\x12\x1f\n" +
+	"\vauto_resets\x18\f \x01(\x03R\n" +
+	"autoResets\x12!\n" +
+	"\fcommitted_ms\x18\r \x01(\x03R\vcommittedMs\"\xa1\x02\n" +
+	"\x15DescribeGroupResponse\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x03R\n" +
+	"generation\x12\x1e\n" +
+	"\n" +
+	"rebalances\x18\x04 \x01(\x03R\n" +
+	"rebalances\x12#\n" +
+	"\roffset_resets\x18\x05 \x01(\x03R\foffsetResets\x126\n" +
+	"\amembers\x18\x06 \x03(\v2\x1c.logd.v1.ConsumerGroupMemberR\amembers\x12?\n" +
+	"\n" +
+	"partitions\x18\a \x03(\v2\x1f.logd.v1.ConsumerGroupPartitionR\n" +
+	"partitions\"*\n" +
+	"\x12DeleteGroupRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\"\x15\n" +
+	"\x13DeleteGroupResponse\"B\n" +
+	"\n" +
+	"ResetTopic\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1e\n" +
+	"\n" +
+	"partitions\x18\x02 \x03(\x05R\n" +
+	"partitions\"\xd9\x02\n" +
+	"\x18ResetGroupOffsetsRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12+\n" +
+	"\x06topics\x18\x02 \x03(\v2\x13.logd.v1.ResetTopicR\x06topics\x12\x1d\n" +
+	"\n" +
+	"all_topics\x18\x03 \x01(\bR\tallTopics\x12\x1a\n" +
+	"\bstrategy\x18\x04 \x01(\tR\bstrategy\x12\x16\n" +
+	"\x06offset\x18\x05 \x01(\x03R\x06offset\x12!\n" +
+	"\ftimestamp_ms\x18\x06 \x01(\x03R\vtimestampMs\x12\x19\n" +
+	"\bshift_by\x18\a \x01(\x03R\ashiftBy\x12\x1f\n" +
+	"\vduration_ms\x18\b \x01(\x03R\n" +
+	"durationMs\x12.\n" +
+	"\aoffsets\x18\t \x03(\v2\x14.logd.v1.GroupOffsetR\aoffsets\x12\x18\n" +
+	"\aexecute\x18\n" +
+	" \x01(\bR\aexecute\"\x8b\x02\n" +
+	"\x0eResetPlanEntry\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12%\n" +
+	"\x0ecurrent_offset\x18\x03 \x01(\x03R\rcurrentOffset\x12\x1d\n" +
+	"\n" +
+	"new_offset\x18\x04 \x01(\x03R\tnewOffset\x12)\n" +
+	"\x10requested_offset\x18\x05 \x01(\x03R\x0frequestedOffset\x12\x18\n" +
+	"\aclamped\x18\x06 \x01(\bR\aclamped\x12\x1d\n" +
+	"\n" +
+	"lag_before\x18\a \x01(\x03R\tlagBefore\x12\x1b\n" +
+	"\tlag_after\x18\b \x01(\x03R\blagAfter\"\x84\x01\n" +
+	"\x19ResetGroupOffsetsResponse\x12+\n" +
+	"\x04plan\x18\x01 \x03(\v2\x17.logd.v1.ResetPlanEntryR\x04plan\x12\x1a\n" +
+	"\bexecuted\x18\x02 \x01(\bR\bexecuted\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x03R\n" +
+	"generation*\xcc\x03\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17REASON_INVALID_ARGUMENT\x10\x01\x12\x18\n" +
@@ -1702,7 +3647,11 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x12REASON_STALE_TOKEN\x10\n" +
 	"\x12\x1f\n" +
 	"\x1bREASON_IDEMPOTENCY_CONFLICT\x10\v\x12\x12\n" +
-	"\x0eREASON_STORAGE\x10\f2\xb2\x04\n" +
+	"\x0eREASON_STORAGE\x10\f\x12\x1b\n" +
+	"\x17REASON_STALE_GENERATION\x10\x14\x12\x19\n" +
+	"\x15REASON_UNKNOWN_MEMBER\x10\x15\x12\x18\n" +
+	"\x14REASON_UNKNOWN_GROUP\x10\x16\x12\x1a\n" +
+	"\x16REASON_GROUP_NOT_EMPTY\x10\x172\xe4\t\n" +
 	"\n" +
 	"LogService\x12H\n" +
 	"\vCreateTopic\x12\x1b.logd.v1.CreateTopicRequest\x1a\x1c.logd.v1.CreateTopicResponse\x12E\n" +
@@ -1713,7 +3662,19 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\aProduce\x12\x17.logd.v1.ProduceRequest\x1a\x18.logd.v1.ProduceResponse\x126\n" +
 	"\x05Fetch\x12\x15.logd.v1.FetchRequest\x1a\x16.logd.v1.FetchResponse\x12H\n" +
 	"\vListOffsets\x12\x1b.logd.v1.ListOffsetsRequest\x1a\x1c.logd.v1.ListOffsetsResponse\x129\n" +
-	"\x06Status\x12\x16.logd.v1.StatusRequest\x1a\x17.logd.v1.StatusResponseB,Z*github.com/logd-dev/logd/api/logdv1;logdv1b\x06proto3"
+	"\x06Status\x12\x16.logd.v1.StatusRequest\x1a\x17.logd.v1.StatusResponse\x12B\n" +
+	"\tJoinGroup\x12\x19.logd.v1.JoinGroupRequest\x1a\x1a.logd.v1.JoinGroupResponse\x12Q\n" +
+	"\x0eGroupHeartbeat\x12\x1e.logd.v1.GroupHeartbeatRequest\x1a\x1f.logd.v1.GroupHeartbeatResponse\x12E\n" +
+	"\n" +
+	"LeaveGroup\x12\x1a.logd.v1.LeaveGroupRequest\x1a\x1b.logd.v1.LeaveGroupResponse\x12N\n" +
+	"\rCommitOffsets\x12\x1d.logd.v1.CommitOffsetsRequest\x1a\x1e.logd.v1.CommitOffsetsResponse\x12E\n" +
+	"\n" +
+	"GroupFetch\x12\x1a.logd.v1.GroupFetchRequest\x1a\x1b.logd.v1.GroupFetchResponse\x12E\n" +
+	"\n" +
+	"ListGroups\x12\x1a.logd.v1.ListGroupsRequest\x1a\x1b.logd.v1.ListGroupsResponse\x12N\n" +
+	"\rDescribeGroup\x12\x1d.logd.v1.DescribeGroupRequest\x1a\x1e.logd.v1.DescribeGroupResponse\x12H\n" +
+	"\vDeleteGroup\x12\x1b.logd.v1.DeleteGroupRequest\x1a\x1c.logd.v1.DeleteGroupResponse\x12Z\n" +
+	"\x11ResetGroupOffsets\x12!.logd.v1.ResetGroupOffsetsRequest\x1a\".logd.v1.ResetGroupOffsetsResponseB,Z*github.com/logd-dev/logd/api/logdv1;logdv1b\x06proto3"
 
 var (
 	file_logd_v1_logd_proto_rawDescOnce sync.Once
@@ -1728,71 +3689,131 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_logd_v1_logd_proto_goTypes = []any{
-	(Reason)(0),                   // 0: logd.v1.Reason
-	(*ErrorInfo)(nil),             // 1: logd.v1.ErrorInfo
-	(*CreateTopicRequest)(nil),    // 2: logd.v1.CreateTopicRequest
-	(*CreateTopicResponse)(nil),   // 3: logd.v1.CreateTopicResponse
-	(*ListTopicsRequest)(nil),     // 4: logd.v1.ListTopicsRequest
-	(*ListTopicsResponse)(nil),    // 5: logd.v1.ListTopicsResponse
-	(*DescribeTopicRequest)(nil),  // 6: logd.v1.DescribeTopicRequest
-	(*DescribeTopicResponse)(nil), // 7: logd.v1.DescribeTopicResponse
-	(*DeleteTopicRequest)(nil),    // 8: logd.v1.DeleteTopicRequest
-	(*DeleteTopicResponse)(nil),   // 9: logd.v1.DeleteTopicResponse
-	(*TopicInfo)(nil),             // 10: logd.v1.TopicInfo
-	(*PartitionInfo)(nil),         // 11: logd.v1.PartitionInfo
-	(*Header)(nil),                // 12: logd.v1.Header
-	(*Record)(nil),                // 13: logd.v1.Record
-	(*ProduceRequest)(nil),        // 14: logd.v1.ProduceRequest
-	(*RecordResult)(nil),          // 15: logd.v1.RecordResult
-	(*ProduceResponse)(nil),       // 16: logd.v1.ProduceResponse
-	(*FetchRequest)(nil),          // 17: logd.v1.FetchRequest
-	(*FetchedRecord)(nil),         // 18: logd.v1.FetchedRecord
-	(*FetchResponse)(nil),         // 19: logd.v1.FetchResponse
-	(*ListOffsetsRequest)(nil),    // 20: logd.v1.ListOffsetsRequest
-	(*ListOffsetsResponse)(nil),   // 21: logd.v1.ListOffsetsResponse
-	(*StatusRequest)(nil),         // 22: logd.v1.StatusRequest
-	(*StatusResponse)(nil),        // 23: logd.v1.StatusResponse
-	(*Member)(nil),                // 24: logd.v1.Member
-	nil,                           // 25: logd.v1.CreateTopicRequest.ConfigEntry
-	nil,                           // 26: logd.v1.TopicInfo.ConfigEntry
+	(Reason)(0),                       // 0: logd.v1.Reason
+	(*ErrorInfo)(nil),                 // 1: logd.v1.ErrorInfo
+	(*CreateTopicRequest)(nil),        // 2: logd.v1.CreateTopicRequest
+	(*CreateTopicResponse)(nil),       // 3: logd.v1.CreateTopicResponse
+	(*ListTopicsRequest)(nil),         // 4: logd.v1.ListTopicsRequest
+	(*ListTopicsResponse)(nil),        // 5: logd.v1.ListTopicsResponse
+	(*DescribeTopicRequest)(nil),      // 6: logd.v1.DescribeTopicRequest
+	(*DescribeTopicResponse)(nil),     // 7: logd.v1.DescribeTopicResponse
+	(*DeleteTopicRequest)(nil),        // 8: logd.v1.DeleteTopicRequest
+	(*DeleteTopicResponse)(nil),       // 9: logd.v1.DeleteTopicResponse
+	(*TopicInfo)(nil),                 // 10: logd.v1.TopicInfo
+	(*PartitionInfo)(nil),             // 11: logd.v1.PartitionInfo
+	(*Header)(nil),                    // 12: logd.v1.Header
+	(*Record)(nil),                    // 13: logd.v1.Record
+	(*ProduceRequest)(nil),            // 14: logd.v1.ProduceRequest
+	(*RecordResult)(nil),              // 15: logd.v1.RecordResult
+	(*ProduceResponse)(nil),           // 16: logd.v1.ProduceResponse
+	(*FetchRequest)(nil),              // 17: logd.v1.FetchRequest
+	(*FetchedRecord)(nil),             // 18: logd.v1.FetchedRecord
+	(*FetchResponse)(nil),             // 19: logd.v1.FetchResponse
+	(*ListOffsetsRequest)(nil),        // 20: logd.v1.ListOffsetsRequest
+	(*ListOffsetsResponse)(nil),       // 21: logd.v1.ListOffsetsResponse
+	(*StatusRequest)(nil),             // 22: logd.v1.StatusRequest
+	(*StatusResponse)(nil),            // 23: logd.v1.StatusResponse
+	(*Member)(nil),                    // 24: logd.v1.Member
+	(*GroupTopicPartition)(nil),       // 25: logd.v1.GroupTopicPartition
+	(*GroupOffset)(nil),               // 26: logd.v1.GroupOffset
+	(*JoinGroupRequest)(nil),          // 27: logd.v1.JoinGroupRequest
+	(*GroupAssignment)(nil),           // 28: logd.v1.GroupAssignment
+	(*AssignedPartition)(nil),         // 29: logd.v1.AssignedPartition
+	(*JoinGroupResponse)(nil),         // 30: logd.v1.JoinGroupResponse
+	(*GroupHeartbeatRequest)(nil),     // 31: logd.v1.GroupHeartbeatRequest
+	(*GroupHeartbeatResponse)(nil),    // 32: logd.v1.GroupHeartbeatResponse
+	(*LeaveGroupRequest)(nil),         // 33: logd.v1.LeaveGroupRequest
+	(*LeaveGroupResponse)(nil),        // 34: logd.v1.LeaveGroupResponse
+	(*CommitOffsetsRequest)(nil),      // 35: logd.v1.CommitOffsetsRequest
+	(*CommitOffsetsResponse)(nil),     // 36: logd.v1.CommitOffsetsResponse
+	(*GroupFetchRequest)(nil),         // 37: logd.v1.GroupFetchRequest
+	(*GroupFetchResponse)(nil),        // 38: logd.v1.GroupFetchResponse
+	(*ListGroupsRequest)(nil),         // 39: logd.v1.ListGroupsRequest
+	(*ConsumerGroupSummary)(nil),      // 40: logd.v1.ConsumerGroupSummary
+	(*ListGroupsResponse)(nil),        // 41: logd.v1.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),      // 42: logd.v1.DescribeGroupRequest
+	(*ConsumerGroupMember)(nil),       // 43: logd.v1.ConsumerGroupMember
+	(*ConsumerGroupPartition)(nil),    // 44: logd.v1.ConsumerGroupPartition
+	(*DescribeGroupResponse)(nil),     // 45: logd.v1.DescribeGroupResponse
+	(*DeleteGroupRequest)(nil),        // 46: logd.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),       // 47: logd.v1.DeleteGroupResponse
+	(*ResetTopic)(nil),                // 48: logd.v1.ResetTopic
+	(*ResetGroupOffsetsRequest)(nil),  // 49: logd.v1.ResetGroupOffsetsRequest
+	(*ResetPlanEntry)(nil),            // 50: logd.v1.ResetPlanEntry
+	(*ResetGroupOffsetsResponse)(nil), // 51: logd.v1.ResetGroupOffsetsResponse
+	nil,                               // 52: logd.v1.CreateTopicRequest.ConfigEntry
+	nil,                               // 53: logd.v1.TopicInfo.ConfigEntry
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
 	0,  // 0: logd.v1.ErrorInfo.reason:type_name -> logd.v1.Reason
-	25, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
+	52, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
 	10, // 2: logd.v1.CreateTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	10, // 3: logd.v1.ListTopicsResponse.topics:type_name -> logd.v1.TopicInfo
 	10, // 4: logd.v1.DescribeTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	11, // 5: logd.v1.DescribeTopicResponse.partitions:type_name -> logd.v1.PartitionInfo
-	26, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
+	53, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
 	12, // 7: logd.v1.Record.headers:type_name -> logd.v1.Header
 	13, // 8: logd.v1.ProduceRequest.records:type_name -> logd.v1.Record
 	15, // 9: logd.v1.ProduceResponse.results:type_name -> logd.v1.RecordResult
 	12, // 10: logd.v1.FetchedRecord.headers:type_name -> logd.v1.Header
 	18, // 11: logd.v1.FetchResponse.records:type_name -> logd.v1.FetchedRecord
 	24, // 12: logd.v1.StatusResponse.members:type_name -> logd.v1.Member
-	2,  // 13: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
-	4,  // 14: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
-	6,  // 15: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
-	8,  // 16: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
-	14, // 17: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
-	17, // 18: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
-	20, // 19: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
-	22, // 20: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
-	3,  // 21: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	5,  // 22: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	7,  // 23: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	9,  // 24: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	16, // 25: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
-	19, // 26: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
-	21, // 27: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	23, // 28: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
-	21, // [21:29] is the sub-list for method output_type
-	13, // [13:21] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	29, // 13: logd.v1.GroupAssignment.partitions:type_name -> logd.v1.AssignedPartition
+	25, // 14: logd.v1.GroupAssignment.revoke:type_name -> logd.v1.GroupTopicPartition
+	28, // 15: logd.v1.JoinGroupResponse.assignment:type_name -> logd.v1.GroupAssignment
+	25, // 16: logd.v1.GroupHeartbeatRequest.released:type_name -> logd.v1.GroupTopicPartition
+	28, // 17: logd.v1.GroupHeartbeatResponse.assignment:type_name -> logd.v1.GroupAssignment
+	26, // 18: logd.v1.CommitOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
+	17, // 19: logd.v1.GroupFetchRequest.fetch:type_name -> logd.v1.FetchRequest
+	19, // 20: logd.v1.GroupFetchResponse.fetch:type_name -> logd.v1.FetchResponse
+	40, // 21: logd.v1.ListGroupsResponse.groups:type_name -> logd.v1.ConsumerGroupSummary
+	25, // 22: logd.v1.ConsumerGroupMember.partitions:type_name -> logd.v1.GroupTopicPartition
+	43, // 23: logd.v1.DescribeGroupResponse.members:type_name -> logd.v1.ConsumerGroupMember
+	44, // 24: logd.v1.DescribeGroupResponse.partitions:type_name -> logd.v1.ConsumerGroupPartition
+	48, // 25: logd.v1.ResetGroupOffsetsRequest.topics:type_name -> logd.v1.ResetTopic
+	26, // 26: logd.v1.ResetGroupOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
+	50, // 27: logd.v1.ResetGroupOffsetsResponse.plan:type_name -> logd.v1.ResetPlanEntry
+	2,  // 28: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
+	4,  // 29: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
+	6,  // 30: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
+	8,  // 31: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
+	14, // 32: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
+	17, // 33: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
+	20, // 34: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
+	22, // 35: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
+	27, // 36: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
+	31, // 37: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
+	33, // 38: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
+	35, // 39: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
+	37, // 40: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
+	39, // 41: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
+	42, // 42: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
+	46, // 43: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
+	49, // 44: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
+	3,  // 45: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	5,  // 46: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	7,  // 47: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	9,  // 48: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	16, // 49: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
+	19, // 50: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
+	21, // 51: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	23, // 52: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
+	30, // 53: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
+	32, // 54: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
+	34, // 55: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
+	36, // 56: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	38, // 57: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
+	41, // 58: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	45, // 59: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
+	47, // 60: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
+	51, // 61: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
+	45, // [45:62] is the sub-list for method output_type
+	28, // [28:45] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_logd_v1_logd_proto_init() }
@@ -1809,7 +3830,7 @@ func file_logd_v1_logd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   26,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

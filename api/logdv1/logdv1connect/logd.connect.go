@@ -53,6 +53,28 @@ const (
 	LogServiceListOffsetsProcedure = "/logd.v1.LogService/ListOffsets"
 	// LogServiceStatusProcedure is the fully-qualified name of the LogService's Status RPC.
 	LogServiceStatusProcedure = "/logd.v1.LogService/Status"
+	// LogServiceJoinGroupProcedure is the fully-qualified name of the LogService's JoinGroup RPC.
+	LogServiceJoinGroupProcedure = "/logd.v1.LogService/JoinGroup"
+	// LogServiceGroupHeartbeatProcedure is the fully-qualified name of the LogService's GroupHeartbeat
+	// RPC.
+	LogServiceGroupHeartbeatProcedure = "/logd.v1.LogService/GroupHeartbeat"
+	// LogServiceLeaveGroupProcedure is the fully-qualified name of the LogService's LeaveGroup RPC.
+	LogServiceLeaveGroupProcedure = "/logd.v1.LogService/LeaveGroup"
+	// LogServiceCommitOffsetsProcedure is the fully-qualified name of the LogService's CommitOffsets
+	// RPC.
+	LogServiceCommitOffsetsProcedure = "/logd.v1.LogService/CommitOffsets"
+	// LogServiceGroupFetchProcedure is the fully-qualified name of the LogService's GroupFetch RPC.
+	LogServiceGroupFetchProcedure = "/logd.v1.LogService/GroupFetch"
+	// LogServiceListGroupsProcedure is the fully-qualified name of the LogService's ListGroups RPC.
+	LogServiceListGroupsProcedure = "/logd.v1.LogService/ListGroups"
+	// LogServiceDescribeGroupProcedure is the fully-qualified name of the LogService's DescribeGroup
+	// RPC.
+	LogServiceDescribeGroupProcedure = "/logd.v1.LogService/DescribeGroup"
+	// LogServiceDeleteGroupProcedure is the fully-qualified name of the LogService's DeleteGroup RPC.
+	LogServiceDeleteGroupProcedure = "/logd.v1.LogService/DeleteGroup"
+	// LogServiceResetGroupOffsetsProcedure is the fully-qualified name of the LogService's
+	// ResetGroupOffsets RPC.
+	LogServiceResetGroupOffsetsProcedure = "/logd.v1.LogService/ResetGroupOffsets"
 )
 
 // LogServiceClient is a client for the logd.v1.LogService service.
@@ -76,6 +98,25 @@ type LogServiceClient interface {
 	ListOffsets(context.Context, *connect.Request[logdv1.ListOffsetsRequest]) (*connect.Response[logdv1.ListOffsetsResponse], error)
 	// Status describes the node and its view of the Raft cluster.
 	Status(context.Context, *connect.Request[logdv1.StatusRequest]) (*connect.Response[logdv1.StatusResponse], error)
+	// Consumer groups (issue 4)
+	// JoinGroup adds a member for topics and returns its assignment.
+	JoinGroup(context.Context, *connect.Request[logdv1.JoinGroupRequest]) (*connect.Response[logdv1.JoinGroupResponse], error)
+	// GroupHeartbeat keeps a member alive and returns its assignment.
+	GroupHeartbeat(context.Context, *connect.Request[logdv1.GroupHeartbeatRequest]) (*connect.Response[logdv1.GroupHeartbeatResponse], error)
+	// LeaveGroup removes a member; its partitions move at once.
+	LeaveGroup(context.Context, *connect.Request[logdv1.LeaveGroupRequest]) (*connect.Response[logdv1.LeaveGroupResponse], error)
+	// CommitOffsets commits offsets of partitions the member owns.
+	CommitOffsets(context.Context, *connect.Request[logdv1.CommitOffsetsRequest]) (*connect.Response[logdv1.CommitOffsetsResponse], error)
+	// GroupFetch is Fetch for a member, fenced by generation.
+	GroupFetch(context.Context, *connect.Request[logdv1.GroupFetchRequest]) (*connect.Response[logdv1.GroupFetchResponse], error)
+	// ListGroups lists consumer groups.
+	ListGroups(context.Context, *connect.Request[logdv1.ListGroupsRequest]) (*connect.Response[logdv1.ListGroupsResponse], error)
+	// DescribeGroup shows members, assignment, offsets and lag.
+	DescribeGroup(context.Context, *connect.Request[logdv1.DescribeGroupRequest]) (*connect.Response[logdv1.DescribeGroupResponse], error)
+	// DeleteGroup deletes a group without live members.
+	DeleteGroup(context.Context, *connect.Request[logdv1.DeleteGroupRequest]) (*connect.Response[logdv1.DeleteGroupResponse], error)
+	// ResetGroupOffsets plans (and with execute applies) an offset reset.
+	ResetGroupOffsets(context.Context, *connect.Request[logdv1.ResetGroupOffsetsRequest]) (*connect.Response[logdv1.ResetGroupOffsetsResponse], error)
 }
 
 // NewLogServiceClient constructs a client for the logd.v1.LogService service. By default, it uses
@@ -137,19 +178,82 @@ func NewLogServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			connect.WithSchema(logServiceMethods.ByName("Status")),
 			connect.WithClientOptions(opts...),
 		),
+		joinGroup: connect.NewClient[logdv1.JoinGroupRequest, logdv1.JoinGroupResponse](
+			httpClient,
+			baseURL+LogServiceJoinGroupProcedure,
+			connect.WithSchema(logServiceMethods.ByName("JoinGroup")),
+			connect.WithClientOptions(opts...),
+		),
+		groupHeartbeat: connect.NewClient[logdv1.GroupHeartbeatRequest, logdv1.GroupHeartbeatResponse](
+			httpClient,
+			baseURL+LogServiceGroupHeartbeatProcedure,
+			connect.WithSchema(logServiceMethods.ByName("GroupHeartbeat")),
+			connect.WithClientOptions(opts...),
+		),
+		leaveGroup: connect.NewClient[logdv1.LeaveGroupRequest, logdv1.LeaveGroupResponse](
+			httpClient,
+			baseURL+LogServiceLeaveGroupProcedure,
+			connect.WithSchema(logServiceMethods.ByName("LeaveGroup")),
+			connect.WithClientOptions(opts...),
+		),
+		commitOffsets: connect.NewClient[logdv1.CommitOffsetsRequest, logdv1.CommitOffsetsResponse](
+			httpClient,
+			baseURL+LogServiceCommitOffsetsProcedure,
+			connect.WithSchema(logServiceMethods.ByName("CommitOffsets")),
+			connect.WithClientOptions(opts...),
+		),
+		groupFetch: connect.NewClient[logdv1.GroupFetchRequest, logdv1.GroupFetchResponse](
+			httpClient,
+			baseURL+LogServiceGroupFetchProcedure,
+			connect.WithSchema(logServiceMethods.ByName("GroupFetch")),
+			connect.WithClientOptions(opts...),
+		),
+		listGroups: connect.NewClient[logdv1.ListGroupsRequest, logdv1.ListGroupsResponse](
+			httpClient,
+			baseURL+LogServiceListGroupsProcedure,
+			connect.WithSchema(logServiceMethods.ByName("ListGroups")),
+			connect.WithClientOptions(opts...),
+		),
+		describeGroup: connect.NewClient[logdv1.DescribeGroupRequest, logdv1.DescribeGroupResponse](
+			httpClient,
+			baseURL+LogServiceDescribeGroupProcedure,
+			connect.WithSchema(logServiceMethods.ByName("DescribeGroup")),
+			connect.WithClientOptions(opts...),
+		),
+		deleteGroup: connect.NewClient[logdv1.DeleteGroupRequest, logdv1.DeleteGroupResponse](
+			httpClient,
+			baseURL+LogServiceDeleteGroupProcedure,
+			connect.WithSchema(logServiceMethods.ByName("DeleteGroup")),
+			connect.WithClientOptions(opts...),
+		),
+		resetGroupOffsets: connect.NewClient[logdv1.ResetGroupOffsetsRequest, logdv1.ResetGroupOffsetsResponse](
+			httpClient,
+			baseURL+LogServiceResetGroupOffsetsProcedure,
+			connect.WithSchema(logServiceMethods.ByName("ResetGroupOffsets")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // logServiceClient implements LogServiceClient.
 type logServiceClient struct {
-	createTopic   *connect.Client[logdv1.CreateTopicRequest, logdv1.CreateTopicResponse]
-	listTopics    *connect.Client[logdv1.ListTopicsRequest, logdv1.ListTopicsResponse]
-	describeTopic *connect.Client[logdv1.DescribeTopicRequest, logdv1.DescribeTopicResponse]
-	deleteTopic   *connect.Client[logdv1.DeleteTopicRequest, logdv1.DeleteTopicResponse]
-	produce       *connect.Client[logdv1.ProduceRequest, logdv1.ProduceResponse]
-	fetch         *connect.Client[logdv1.FetchRequest, logdv1.FetchResponse]
-	listOffsets   *connect.Client[logdv1.ListOffsetsRequest, logdv1.ListOffsetsResponse]
-	status        *connect.Client[logdv1.StatusRequest, logdv1.StatusResponse]
+	createTopic       *connect.Client[logdv1.CreateTopicRequest, logdv1.CreateTopicResponse]
+	listTopics        *connect.Client[logdv1.ListTopicsRequest, logdv1.ListTopicsResponse]
+	describeTopic     *connect.Client[logdv1.DescribeTopicRequest, logdv1.DescribeTopicResponse]
+	deleteTopic       *connect.Client[logdv1.DeleteTopicRequest, logdv1.DeleteTopicResponse]
+	produce           *connect.Client[logdv1.ProduceRequest, logdv1.ProduceResponse]
+	fetch             *connect.Client[logdv1.FetchRequest, logdv1.FetchResponse]
+	listOffsets       *connect.Client[logdv1.ListOffsetsRequest, logdv1.ListOffsetsResponse]
+	status            *connect.Client[logdv1.StatusRequest, logdv1.StatusResponse]
+	joinGroup         *connect.Client[logdv1.JoinGroupRequest, logdv1.JoinGroupResponse]
+	groupHeartbeat    *connect.Client[logdv1.GroupHeartbeatRequest, logdv1.GroupHeartbeatResponse]
+	leaveGroup        *connect.Client[logdv1.LeaveGroupRequest, logdv1.LeaveGroupResponse]
+	commitOffsets     *connect.Client[logdv1.CommitOffsetsRequest, logdv1.CommitOffsetsResponse]
+	groupFetch        *connect.Client[logdv1.GroupFetchRequest, logdv1.GroupFetchResponse]
+	listGroups        *connect.Client[logdv1.ListGroupsRequest, logdv1.ListGroupsResponse]
+	describeGroup     *connect.Client[logdv1.DescribeGroupRequest, logdv1.DescribeGroupResponse]
+	deleteGroup       *connect.Client[logdv1.DeleteGroupRequest, logdv1.DeleteGroupResponse]
+	resetGroupOffsets *connect.Client[logdv1.ResetGroupOffsetsRequest, logdv1.ResetGroupOffsetsResponse]
 }
 
 // CreateTopic calls logd.v1.LogService.CreateTopic.
@@ -192,6 +296,51 @@ func (c *logServiceClient) Status(ctx context.Context, req *connect.Request[logd
 	return c.status.CallUnary(ctx, req)
 }
 
+// JoinGroup calls logd.v1.LogService.JoinGroup.
+func (c *logServiceClient) JoinGroup(ctx context.Context, req *connect.Request[logdv1.JoinGroupRequest]) (*connect.Response[logdv1.JoinGroupResponse], error) {
+	return c.joinGroup.CallUnary(ctx, req)
+}
+
+// GroupHeartbeat calls logd.v1.LogService.GroupHeartbeat.
+func (c *logServiceClient) GroupHeartbeat(ctx context.Context, req *connect.Request[logdv1.GroupHeartbeatRequest]) (*connect.Response[logdv1.GroupHeartbeatResponse], error) {
+	return c.groupHeartbeat.CallUnary(ctx, req)
+}
+
+// LeaveGroup calls logd.v1.LogService.LeaveGroup.
+func (c *logServiceClient) LeaveGroup(ctx context.Context, req *connect.Request[logdv1.LeaveGroupRequest]) (*connect.Response[logdv1.LeaveGroupResponse], error) {
+	return c.leaveGroup.CallUnary(ctx, req)
+}
+
+// CommitOffsets calls logd.v1.LogService.CommitOffsets.
+func (c *logServiceClient) CommitOffsets(ctx context.Context, req *connect.Request[logdv1.CommitOffsetsRequest]) (*connect.Response[logdv1.CommitOffsetsResponse], error) {
+	return c.commitOffsets.CallUnary(ctx, req)
+}
+
+// GroupFetch calls logd.v1.LogService.GroupFetch.
+func (c *logServiceClient) GroupFetch(ctx context.Context, req *connect.Request[logdv1.GroupFetchRequest]) (*connect.Response[logdv1.GroupFetchResponse], error) {
+	return c.groupFetch.CallUnary(ctx, req)
+}
+
+// ListGroups calls logd.v1.LogService.ListGroups.
+func (c *logServiceClient) ListGroups(ctx context.Context, req *connect.Request[logdv1.ListGroupsRequest]) (*connect.Response[logdv1.ListGroupsResponse], error) {
+	return c.listGroups.CallUnary(ctx, req)
+}
+
+// DescribeGroup calls logd.v1.LogService.DescribeGroup.
+func (c *logServiceClient) DescribeGroup(ctx context.Context, req *connect.Request[logdv1.DescribeGroupRequest]) (*connect.Response[logdv1.DescribeGroupResponse], error) {
+	return c.describeGroup.CallUnary(ctx, req)
+}
+
+// DeleteGroup calls logd.v1.LogService.DeleteGroup.
+func (c *logServiceClient) DeleteGroup(ctx context.Context, req *connect.Request[logdv1.DeleteGroupRequest]) (*connect.Response[logdv1.DeleteGroupResponse], error) {
+	return c.deleteGroup.CallUnary(ctx, req)
+}
+
+// ResetGroupOffsets calls logd.v1.LogService.ResetGroupOffsets.
+func (c *logServiceClient) ResetGroupOffsets(ctx context.Context, req *connect.Request[logdv1.ResetGroupOffsetsRequest]) (*connect.Response[logdv1.ResetGroupOffsetsResponse], error) {
+	return c.resetGroupOffsets.CallUnary(ctx, req)
+}
+
 // LogServiceHandler is an implementation of the logd.v1.LogService service.
 type LogServiceHandler interface {
 	// CreateTopic creates a topic with a number of partitions.
@@ -213,6 +362,25 @@ type LogServiceHandler interface {
 	ListOffsets(context.Context, *connect.Request[logdv1.ListOffsetsRequest]) (*connect.Response[logdv1.ListOffsetsResponse], error)
 	// Status describes the node and its view of the Raft cluster.
 	Status(context.Context, *connect.Request[logdv1.StatusRequest]) (*connect.Response[logdv1.StatusResponse], error)
+	// Consumer groups (issue 4)
+	// JoinGroup adds a member for topics and returns its assignment.
+	JoinGroup(context.Context, *connect.Request[logdv1.JoinGroupRequest]) (*connect.Response[logdv1.JoinGroupResponse], error)
+	// GroupHeartbeat keeps a member alive and returns its assignment.
+	GroupHeartbeat(context.Context, *connect.Request[logdv1.GroupHeartbeatRequest]) (*connect.Response[logdv1.GroupHeartbeatResponse], error)
+	// LeaveGroup removes a member; its partitions move at once.
+	LeaveGroup(context.Context, *connect.Request[logdv1.LeaveGroupRequest]) (*connect.Response[logdv1.LeaveGroupResponse], error)
+	// CommitOffsets commits offsets of partitions the member owns.
+	CommitOffsets(context.Context, *connect.Request[logdv1.CommitOffsetsRequest]) (*connect.Response[logdv1.CommitOffsetsResponse], error)
+	// GroupFetch is Fetch for a member, fenced by generation.
+	GroupFetch(context.Context, *connect.Request[logdv1.GroupFetchRequest]) (*connect.Response[logdv1.GroupFetchResponse], error)
+	// ListGroups lists consumer groups.
+	ListGroups(context.Context, *connect.Request[logdv1.ListGroupsRequest]) (*connect.Response[logdv1.ListGroupsResponse], error)
+	// DescribeGroup shows members, assignment, offsets and lag.
+	DescribeGroup(context.Context, *connect.Request[logdv1.DescribeGroupRequest]) (*connect.Response[logdv1.DescribeGroupResponse], error)
+	// DeleteGroup deletes a group without live members.
+	DeleteGroup(context.Context, *connect.Request[logdv1.DeleteGroupRequest]) (*connect.Response[logdv1.DeleteGroupResponse], error)
+	// ResetGroupOffsets plans (and with execute applies) an offset reset.
+	ResetGroupOffsets(context.Context, *connect.Request[logdv1.ResetGroupOffsetsRequest]) (*connect.Response[logdv1.ResetGroupOffsetsResponse], error)
 }
 
 // NewLogServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -270,6 +438,60 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 		connect.WithSchema(logServiceMethods.ByName("Status")),
 		connect.WithHandlerOptions(opts...),
 	)
+	logServiceJoinGroupHandler := connect.NewUnaryHandler(
+		LogServiceJoinGroupProcedure,
+		svc.JoinGroup,
+		connect.WithSchema(logServiceMethods.ByName("JoinGroup")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceGroupHeartbeatHandler := connect.NewUnaryHandler(
+		LogServiceGroupHeartbeatProcedure,
+		svc.GroupHeartbeat,
+		connect.WithSchema(logServiceMethods.ByName("GroupHeartbeat")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceLeaveGroupHandler := connect.NewUnaryHandler(
+		LogServiceLeaveGroupProcedure,
+		svc.LeaveGroup,
+		connect.WithSchema(logServiceMethods.ByName("LeaveGroup")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceCommitOffsetsHandler := connect.NewUnaryHandler(
+		LogServiceCommitOffsetsProcedure,
+		svc.CommitOffsets,
+		connect.WithSchema(logServiceMethods.ByName("CommitOffsets")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceGroupFetchHandler := connect.NewUnaryHandler(
+		LogServiceGroupFetchProcedure,
+		svc.GroupFetch,
+		connect.WithSchema(logServiceMethods.ByName("GroupFetch")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceListGroupsHandler := connect.NewUnaryHandler(
+		LogServiceListGroupsProcedure,
+		svc.ListGroups,
+		connect.WithSchema(logServiceMethods.ByName("ListGroups")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceDescribeGroupHandler := connect.NewUnaryHandler(
+		LogServiceDescribeGroupProcedure,
+		svc.DescribeGroup,
+		connect.WithSchema(logServiceMethods.ByName("DescribeGroup")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceDeleteGroupHandler := connect.NewUnaryHandler(
+		LogServiceDeleteGroupProcedure,
+		svc.DeleteGroup,
+		connect.WithSchema(logServiceMethods.ByName("DeleteGroup")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceResetGroupOffsetsHandler := connect.NewUnaryHandler(
+		LogServiceResetGroupOffsetsProcedure,
+		svc.ResetGroupOffsets,
+		connect.WithSchema(logServiceMethods.ByName("ResetGroupOffsets")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/logd.v1.LogService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case LogServiceCreateTopicProcedure:
@@ -288,6 +510,24 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 			logServiceListOffsetsHandler.ServeHTTP(w, r)
 		case LogServiceStatusProcedure:
 			logServiceStatusHandler.ServeHTTP(w, r)
+		case LogServiceJoinGroupProcedure:
+			logServiceJoinGroupHandler.ServeHTTP(w, r)
+		case LogServiceGroupHeartbeatProcedure:
+			logServiceGroupHeartbeatHandler.ServeHTTP(w, r)
+		case LogServiceLeaveGroupProcedure:
+			logServiceLeaveGroupHandler.ServeHTTP(w, r)
+		case LogServiceCommitOffsetsProcedure:
+			logServiceCommitOffsetsHandler.ServeHTTP(w, r)
+		case LogServiceGroupFetchProcedure:
+			logServiceGroupFetchHandler.ServeHTTP(w, r)
+		case LogServiceListGroupsProcedure:
+			logServiceListGroupsHandler.ServeHTTP(w, r)
+		case LogServiceDescribeGroupProcedure:
+			logServiceDescribeGroupHandler.ServeHTTP(w, r)
+		case LogServiceDeleteGroupProcedure:
+			logServiceDeleteGroupHandler.ServeHTTP(w, r)
+		case LogServiceResetGroupOffsetsProcedure:
+			logServiceResetGroupOffsetsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -327,4 +567,40 @@ func (UnimplementedLogServiceHandler) ListOffsets(context.Context, *connect.Requ
 
 func (UnimplementedLogServiceHandler) Status(context.Context, *connect.Request[logdv1.StatusRequest]) (*connect.Response[logdv1.StatusResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.Status is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) JoinGroup(context.Context, *connect.Request[logdv1.JoinGroupRequest]) (*connect.Response[logdv1.JoinGroupResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.JoinGroup is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) GroupHeartbeat(context.Context, *connect.Request[logdv1.GroupHeartbeatRequest]) (*connect.Response[logdv1.GroupHeartbeatResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.GroupHeartbeat is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) LeaveGroup(context.Context, *connect.Request[logdv1.LeaveGroupRequest]) (*connect.Response[logdv1.LeaveGroupResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.LeaveGroup is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) CommitOffsets(context.Context, *connect.Request[logdv1.CommitOffsetsRequest]) (*connect.Response[logdv1.CommitOffsetsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.CommitOffsets is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) GroupFetch(context.Context, *connect.Request[logdv1.GroupFetchRequest]) (*connect.Response[logdv1.GroupFetchResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.GroupFetch is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) ListGroups(context.Context, *connect.Request[logdv1.ListGroupsRequest]) (*connect.Response[logdv1.ListGroupsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.ListGroups is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) DescribeGroup(context.Context, *connect.Request[logdv1.DescribeGroupRequest]) (*connect.Response[logdv1.DescribeGroupResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.DescribeGroup is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) DeleteGroup(context.Context, *connect.Request[logdv1.DeleteGroupRequest]) (*connect.Response[logdv1.DeleteGroupResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.DeleteGroup is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) ResetGroupOffsets(context.Context, *connect.Request[logdv1.ResetGroupOffsetsRequest]) (*connect.Response[logdv1.ResetGroupOffsetsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.ResetGroupOffsets is not implemented"))
 }

@@ -1,0 +1,500 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	logdv1 "github.com/logd-dev/logd/api/logdv1"
+)
+
+// Defaults of GroupConsumerOptions.
+const (
+	DefaultSessionTimeout     = 10 * time.Second
+	DefaultAutoCommitInterval = time.Second
+	DefaultGroupMaxWait       = time.Second
+)
+
+// ErrNoCommittedOffset is returned by Poll for a partition that has no
+// committed offset when the reset policy is "none".
+var ErrNoCommittedOffset = errors.New("logd: no committed offset and reset policy is none")
+
+// GroupConsumerOptions configure a GroupConsumer. Zero values take the
+// documented defaults.
+type GroupConsumerOptions struct {
+	Group  string
+	Topics []string
+	// MemberID identifies this member across re-joins; default a random id
+	// prefixed with the host name.
+	MemberID string
+	// SessionTimeout: the server removes the member (and reassigns its
+	// partitions) when it has not heard from it for this long.
+	// Default DefaultSessionTimeout.
+	SessionTimeout time.Duration
+	// HeartbeatInterval: Poll heartbeats when this much time has passed
+	// since the last one. Default SessionTimeout/3. Poll must be called at
+	// least this often (its long poll is bounded by it).
+	HeartbeatInterval time.Duration
+	// ResetPolicy is earliest (default), latest or none: where to start
+	// without a committed offset, and where to go when retention passed
+	// the committed offset.
+	ResetPolicy string
+	// ManualCommit disables auto-commit: call Commit or CommitOffsets.
+	// With auto-commit, Poll commits the records returned by earlier Polls
+	// (Kafka's semantics: at least once) every AutoCommitInterval, and
+	// before partitions are revoked and on Close.
+	ManualCommit       bool
+	AutoCommitInterval time.Duration // default DefaultAutoCommitInterval
+	// MaxWait bounds each long poll; default DefaultGroupMaxWait.
+	MaxWait time.Duration
+	// MaxBytes and MaxRecords bound each partition's fetch.
+	MaxBytes, MaxRecords int32
+	// OnAssigned is called from Poll with partitions newly assigned.
+	OnAssigned func(ctx context.Context, partitions []TopicPartition)
+	// OnRevoked is called from Poll before partitions are given up, while
+	// they can still be committed (call Commit in it with ManualCommit).
+	// It is also called for partitions already lost (the member was
+	// fenced or expired); commits of those fail with ErrStaleGeneration
+	// or ErrUnknownMember.
+	OnRevoked func(ctx context.Context, partitions []TopicPartition)
+	// Now is the clock that schedules heartbeats and commits; default
+	// time.Now.
+	Now func() time.Time
+}
+
+// Validate reports options that cannot be used.
+func (o GroupConsumerOptions) Validate() error {
+	var errs []error
+	if o.Group == "" {
+		errs = append(errs, errors.New("group consumer: group is empty"))
+	}
+	if len(o.Topics) == 0 {
+		errs = append(errs, errors.New("group consumer: no topics"))
+	}
+	if o.SessionTimeout < 0 || o.HeartbeatInterval < 0 || o.AutoCommitInterval < 0 || o.MaxWait < 0 {
+		errs = append(errs, errors.New("group consumer: durations must not be negative"))
+	}
+	switch o.ResetPolicy {
+	case "", "earliest", "latest", "none":
+	default:
+		errs = append(errs, fmt.Errorf("group consumer: reset policy %q: want earliest, latest or none", o.ResetPolicy))
+	}
+	if o.MaxBytes < 0 || o.MaxRecords < 0 {
+		errs = append(errs, errors.New("group consumer: max bytes and max records must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// GroupConsumer consumes topics as a member of a consumer group: the
+// server assigns it partitions, it reads them from the group's committed
+// offsets and commits its progress. It starts no goroutines of its own:
+// Poll joins, heartbeats, commits and fetches (its partitions in parallel,
+// joined before it returns). It re-joins by itself after being fenced
+// (stale generation), expired (unknown member) or after a leader change.
+// A GroupConsumer is not safe for concurrent use.
+type GroupConsumer struct {
+	c      *Client
+	opts   GroupConsumerOptions
+	member string
+
+	joined     bool
+	generation int64
+	owned      map[TopicPartition]*gcPartition
+	lastBeat   time.Time
+	lastCommit time.Time
+	closed     bool
+}
+
+// gcPartition is the consumer's state of one owned partition.
+type gcPartition struct {
+	since     int64
+	pos       int64 // next offset to fetch (after the records returned)
+	committed int64 // last committed offset known; -1 for none
+}
+
+// NewGroupConsumer returns a group member. It does not contact the server;
+// the first Poll joins.
+func (c *Client) NewGroupConsumer(opts GroupConsumerOptions) (*GroupConsumer, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.SessionTimeout == 0 {
+		opts.SessionTimeout = DefaultSessionTimeout
+	}
+	if opts.HeartbeatInterval == 0 {
+		opts.HeartbeatInterval = opts.SessionTimeout / 3
+	}
+	if opts.AutoCommitInterval == 0 {
+		opts.AutoCommitInterval = DefaultAutoCommitInterval
+	}
+	if opts.MaxWait == 0 {
+		opts.MaxWait = DefaultGroupMaxWait
+	}
+	opts.MaxWait = min(opts.MaxWait, opts.HeartbeatInterval)
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.ResetPolicy == "" {
+		opts.ResetPolicy = "earliest"
+	}
+	member := opts.MemberID
+	if member == "" {
+		var b [6]byte
+		rand.Read(b[:])
+		host, _ := os.Hostname()
+		if host == "" {
+			host = "member"
+		}
+		member = host + "-" + hex.EncodeToString(b[:])
+	}
+	return &GroupConsumer{c: c, opts: opts, member: member, owned: map[TopicPartition]*gcPartition{}}, nil
+}
+
+// MemberID returns the member's id.
+func (gc *GroupConsumer) MemberID() string { return gc.member }
+
+// Generation returns the generation of the member's current assignment.
+func (gc *GroupConsumer) Generation() int64 { return gc.generation }
+
+// Assignment returns the partitions the member owns, sorted.
+func (gc *GroupConsumer) Assignment() []TopicPartition {
+	out := make([]TopicPartition, 0, len(gc.owned))
+	for tp := range gc.owned {
+		out = append(out, tp)
+	}
+	slices.SortFunc(out, cmpTP)
+	return out
+}
+
+func cmpTP(a, b TopicPartition) int {
+	if a.Topic != b.Topic {
+		if a.Topic < b.Topic {
+			return -1
+		}
+		return 1
+	}
+	return int(a.Partition - b.Partition)
+}
+
+// Poll returns the next records of the member's partitions, waiting up to
+// MaxWait when there are none (then it returns an empty slice, not an
+// error). Records of one partition come in offset order. On the way it
+// joins, heartbeats, handles revocations and auto-commits. Fencing and
+// expiry are handled inside (the member re-joins and restarts from the
+// committed offsets); other errors are returned and Poll may be called
+// again.
+func (gc *GroupConsumer) Poll(ctx context.Context) ([]FetchedRecord, error) {
+	if gc.closed {
+		return nil, errors.New("group consumer is closed")
+	}
+	if err := gc.maintain(ctx); err != nil {
+		return nil, err
+	}
+	return gc.fetch(ctx)
+}
+
+// maintain joins, heartbeats and auto-commits as due.
+func (gc *GroupConsumer) maintain(ctx context.Context) error {
+	now := gc.opts.Now()
+	if !gc.joined {
+		if err := gc.join(ctx); err != nil {
+			return err
+		}
+	} else if now.Sub(gc.lastBeat) >= gc.opts.HeartbeatInterval {
+		if err := gc.heartbeat(ctx, nil); err != nil {
+			return err
+		}
+	}
+	if !gc.opts.ManualCommit && now.Sub(gc.lastCommit) >= gc.opts.AutoCommitInterval {
+		if err := gc.commitOwned(ctx, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (gc *GroupConsumer) join(ctx context.Context) error {
+	a, err := gc.c.joinGroup(ctx, &logdv1.JoinGroupRequest{
+		Group: gc.opts.Group, MemberId: gc.member, Topics: gc.opts.Topics,
+		SessionTimeoutMs: int32(gc.opts.SessionTimeout.Milliseconds()), ResetPolicy: gc.opts.ResetPolicy,
+	})
+	if err != nil {
+		return err
+	}
+	gc.joined = true
+	return gc.apply(ctx, a)
+}
+
+// heartbeat sends a heartbeat (releasing partitions) and applies the
+// answer; an unknown member re-joins.
+func (gc *GroupConsumer) heartbeat(ctx context.Context, released []TopicPartition) error {
+	req := &logdv1.GroupHeartbeatRequest{Group: gc.opts.Group, MemberId: gc.member}
+	for _, tp := range released {
+		req.Released = append(req.Released, &logdv1.GroupTopicPartition{Topic: tp.Topic, Partition: tp.Partition})
+	}
+	a, err := gc.c.groupHeartbeat(ctx, req)
+	if errors.Is(err, ErrUnknownMember) {
+		gc.lose(ctx)
+		return gc.join(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	return gc.apply(ctx, a)
+}
+
+// lose drops every partition after the member was expired.
+func (gc *GroupConsumer) lose(ctx context.Context) {
+	gc.joined = false
+	if lost := gc.Assignment(); len(lost) > 0 {
+		if gc.opts.OnRevoked != nil {
+			gc.opts.OnRevoked(ctx, lost)
+		}
+		clear(gc.owned)
+	}
+}
+
+// apply installs an assignment: partitions gone are revoked, new ones
+// start at their position, and ones fenced since our generation restart
+// at the committed position. Partitions to revoke are committed (with
+// auto-commit), dropped and released in a heartbeat.
+func (gc *GroupConsumer) apply(ctx context.Context, a *logdv1.GroupAssignment) error {
+	gc.lastBeat = gc.opts.Now()
+	prevGen := gc.generation
+	gc.generation = a.Generation
+	next := map[TopicPartition]bool{}
+	var added []TopicPartition
+	var noOffset error
+	for _, ap := range a.Partitions {
+		tp := TopicPartition{Topic: ap.Topic, Partition: ap.Partition}
+		next[tp] = true
+		p, had := gc.owned[tp]
+		if had && ap.SinceGeneration <= prevGen {
+			p.since = ap.SinceGeneration
+			p.committed = max(p.committed, ap.CommittedOffset)
+			continue
+		}
+		// New to us, or fenced (moved away and back, or reset): restart
+		// from the group's position.
+		gc.owned[tp] = &gcPartition{since: ap.SinceGeneration, pos: ap.Position, committed: ap.CommittedOffset}
+		if ap.Position < 0 {
+			noOffset = fmt.Errorf("%s/%d in group %q: %w", tp.Topic, tp.Partition, gc.opts.Group, ErrNoCommittedOffset)
+		}
+		if !had {
+			added = append(added, tp)
+		}
+	}
+	var gone []TopicPartition
+	for _, tp := range gc.Assignment() {
+		if !next[tp] {
+			gone = append(gone, tp)
+		}
+	}
+	if len(gone) > 0 {
+		if gc.opts.OnRevoked != nil {
+			gc.opts.OnRevoked(ctx, gone)
+		}
+		for _, tp := range gone {
+			delete(gc.owned, tp)
+		}
+	}
+	if len(added) > 0 && gc.opts.OnAssigned != nil {
+		gc.opts.OnAssigned(ctx, added)
+	}
+	if len(a.Revoke) > 0 {
+		var revoke []TopicPartition
+		for _, r := range a.Revoke {
+			revoke = append(revoke, TopicPartition{Topic: r.Topic, Partition: r.Partition})
+		}
+		if gc.opts.OnRevoked != nil {
+			gc.opts.OnRevoked(ctx, revoke)
+		}
+		if !gc.opts.ManualCommit {
+			if err := gc.commitOwned(ctx, revoke); err != nil {
+				return err
+			}
+		}
+		for _, tp := range revoke {
+			delete(gc.owned, tp)
+		}
+		return gc.heartbeat(ctx, revoke)
+	}
+	return noOffset
+}
+
+// fetch reads every owned partition in parallel; when none has records
+// at once, they long-poll and the first answer with records ends the
+// others' waits.
+func (gc *GroupConsumer) fetch(ctx context.Context) ([]FetchedRecord, error) {
+	parts := gc.Assignment()
+	if len(parts) == 0 {
+		// Nothing assigned: wait (bounded) so callers do not spin.
+		t := time.NewTimer(gc.opts.MaxWait)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		return nil, nil
+	}
+	type result struct {
+		resp *logdv1.GroupFetchResponse
+		err  error
+	}
+	results := make([]result, len(parts))
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i, tp := range parts {
+		p := gc.owned[tp]
+		if p.pos < 0 {
+			continue
+		}
+		req := &logdv1.GroupFetchRequest{Group: gc.opts.Group, MemberId: gc.member, Generation: gc.generation, Fetch: &logdv1.FetchRequest{
+			Topic: tp.Topic, Partition: tp.Partition, Offset: p.pos, MaxBytes: gc.opts.MaxBytes, MaxRecords: gc.opts.MaxRecords,
+			MaxWaitMs: int32(gc.opts.MaxWait.Milliseconds()),
+		}}
+		wg.Go(func() {
+			resp, err := gc.c.groupFetch(fctx, req, gc.opts.MaxWait)
+			results[i] = result{resp, err}
+			if err == nil && len(resp.Fetch.GetRecords()) > 0 {
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	var out []FetchedRecord
+	var firstErr error
+	refresh := false
+	for i, tp := range parts {
+		r := results[i]
+		p := gc.owned[tp]
+		switch {
+		case r.err == nil && r.resp != nil:
+		case errors.Is(r.err, ErrStaleGeneration), errors.Is(r.err, ErrUnknownMember):
+			refresh = true
+			continue
+		case r.err != nil && fctx.Err() != nil && ctx.Err() == nil:
+			continue // cut short because another partition had records
+		case r.err != nil:
+			if firstErr == nil {
+				firstErr = r.err
+			}
+			continue
+		default:
+			continue
+		}
+		if r.resp.AutoReset {
+			p.pos, p.committed = r.resp.ResetTo, r.resp.ResetTo
+		}
+		f := r.resp.Fetch
+		for _, rec := range f.GetRecords() {
+			if rec.Offset < p.pos {
+				continue
+			}
+			fr := FetchedRecord{Topic: tp.Topic, Partition: tp.Partition, Offset: rec.Offset, Timestamp: msToTime(rec.TimestampMs), Key: rec.Key, Value: rec.Value}
+			for _, h := range rec.Headers {
+				fr.Headers = append(fr.Headers, Header{Key: h.GetKey(), Value: h.GetValue()})
+			}
+			out = append(out, fr)
+		}
+		p.pos = max(p.pos, f.GetNextOffset())
+		if n := len(f.GetRecords()); n > 0 {
+			p.pos = max(p.pos, f.Records[n-1].Offset+1)
+		}
+	}
+	if refresh {
+		// Fenced or expired: learn the new assignment now; records of
+		// partitions we still own are returned.
+		if err := gc.heartbeat(ctx, nil); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	if len(out) > 0 {
+		return out, nil
+	}
+	return nil, firstErr
+}
+
+// Commit commits the positions of every owned partition: the offsets after
+// the records Poll returned.
+func (gc *GroupConsumer) Commit(ctx context.Context) error {
+	return gc.commitOwned(ctx, nil)
+}
+
+// CommitOffsets commits explicit offsets (the next offsets to read) of
+// owned partitions.
+func (gc *GroupConsumer) CommitOffsets(ctx context.Context, offsets map[TopicPartition]int64) error {
+	req := &logdv1.CommitOffsetsRequest{Group: gc.opts.Group, MemberId: gc.member, Generation: gc.generation}
+	for tp, off := range offsets {
+		req.Offsets = append(req.Offsets, &logdv1.GroupOffset{Topic: tp.Topic, Partition: tp.Partition, Offset: off})
+	}
+	if len(req.Offsets) == 0 {
+		return nil
+	}
+	slices.SortFunc(req.Offsets, func(a, b *logdv1.GroupOffset) int {
+		return cmpTP(TopicPartition{a.Topic, a.Partition}, TopicPartition{b.Topic, b.Partition})
+	})
+	if err := gc.c.commitOffsets(ctx, req); err != nil {
+		return err
+	}
+	for tp, off := range offsets {
+		if p, ok := gc.owned[tp]; ok {
+			p.committed = max(p.committed, off)
+		}
+	}
+	return nil
+}
+
+// commitOwned commits the positions of owned partitions (only those in
+// only, if given) that moved since their last commit. A fenced commit
+// triggers a heartbeat, so the member learns its new assignment.
+func (gc *GroupConsumer) commitOwned(ctx context.Context, only []TopicPartition) error {
+	gc.lastCommit = gc.opts.Now()
+	offsets := map[TopicPartition]int64{}
+	for tp, p := range gc.owned {
+		if only != nil && !slices.Contains(only, tp) {
+			continue
+		}
+		if p.pos > p.committed && p.pos >= 0 {
+			offsets[tp] = p.pos
+		}
+	}
+	err := gc.CommitOffsets(ctx, offsets)
+	if errors.Is(err, ErrStaleGeneration) || errors.Is(err, ErrUnknownMember) {
+		// Our view is outdated (fenced by a reset or a move, or expired):
+		// the records since the last good commit will be read again by
+		// whoever owns the partitions now.
+		return gc.heartbeat(ctx, nil)
+	}
+	return err
+}
+
+// Close commits (with auto-commit) and leaves the group, so its partitions
+// move to other members at once. It is idempotent.
+func (gc *GroupConsumer) Close(ctx context.Context) error {
+	if gc.closed {
+		return nil
+	}
+	gc.closed = true
+	var errs []error
+	if gc.joined {
+		if !gc.opts.ManualCommit {
+			if err := gc.commitOwned(ctx, nil); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := gc.c.leaveGroup(ctx, gc.opts.Group, gc.member); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	clear(gc.owned)
+	return errors.Join(errs...)
+}

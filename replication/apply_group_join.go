@@ -1,0 +1,18 @@
+package replication
+
+import (
+	"time"
+
+	"github.com/logd-dev/logd/group"
+)
+
+func (c *GroupJoin) applyGroup(f *FSM, now int64) any {
+	return f.mutateGroup(c.Group, true, func(g *group.ConsumerGroup) (any, error) {
+		return g.Join(now, group.JoinRequest{
+			Member:         c.Member,
+			Topics:         c.Topics,
+			SessionTimeout: time.Duration(c.SessionTimeoutMs) * time.Millisecond,
+			Reset:          c.Reset,
+		}, fsmTopics{f})
+	})
+}

@@ -1,0 +1,130 @@
+package replication
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"github.com/logd-dev/logd/group"
+)
+
+// proposeGroup checks a group command against a copy of the applied state
+// at the leader's time (so a refused request never reaches the Raft log),
+// then proposes it stamped with that time and returns Apply's result.
+func (n *Node) proposeGroup(ctx context.Context, t CommandType, c groupCommand) (any, error) {
+	now := max(n.cfg.Now().UnixNano(), n.fsm.now.Load())
+	// The dry run is only an early refusal; it needs a state machine that
+	// has applied the whole log (not so right after a restart or while
+	// other proposals are in flight). Apply checks the same rules anyway.
+	if n.fsm.AppliedIndex() >= n.raft.LastIndex() {
+		if err, ok := n.dryRunGroup(now, c).(error); ok {
+			return nil, err
+		}
+	}
+	data, err := encodeJSONCommand(t, now, c)
+	if err != nil {
+		return nil, err
+	}
+	return n.propose(ctx, data)
+}
+
+// dryRunGroup applies c to copies of the groups it touches and returns the
+// result; the real state is not changed.
+func (n *Node) dryRunGroup(now int64, c groupCommand) any {
+	// Copy only what group commands read: the topic map (its topics are
+	// only read) and the groups involved (deep copies).
+	shadow := &FSM{}
+	n.fsm.mu.RLock()
+	shadow.topics = maps.Clone(n.fsm.topics)
+	n.fsm.mu.RUnlock()
+	shadow.groups.m = map[string]*group.ConsumerGroup{}
+	for _, name := range groupsOf(c) {
+		if g, err := n.fsm.ConsumerGroup(name); err == nil {
+			shadow.groups.m[name] = g
+		}
+	}
+	return c.applyGroup(shadow, now)
+}
+
+func groupsOf(c groupCommand) []string {
+	switch c := c.(type) {
+	case *GroupJoin:
+		return []string{c.Group}
+	case *GroupHeartbeat:
+		return []string{c.Group}
+	case *GroupLeave:
+		return []string{c.Group}
+	case *GroupCommit:
+		return []string{c.Group}
+	case *GroupResetOffsets:
+		return []string{c.Group}
+	case *GroupAutoReset:
+		return []string{c.Group}
+	case *GroupDelete:
+		return []string{c.Group}
+	}
+	return nil
+}
+
+// JoinGroup adds (or updates) a member of a consumer group and returns its
+// assignment.
+func (n *Node) JoinGroup(ctx context.Context, c GroupJoin) (group.Assignment, error) {
+	return n.proposeAssignment(ctx, CmdGroupJoin, &c)
+}
+
+// GroupHeartbeat keeps a member alive, completes moves of the partitions
+// it released and returns its assignment.
+func (n *Node) GroupHeartbeat(ctx context.Context, c GroupHeartbeat) (group.Assignment, error) {
+	return n.proposeAssignment(ctx, CmdGroupHeartbeat, &c)
+}
+
+func (n *Node) proposeAssignment(ctx context.Context, t CommandType, c groupCommand) (group.Assignment, error) {
+	res, err := n.proposeGroup(ctx, t, c)
+	if err != nil {
+		return group.Assignment{}, err
+	}
+	a, ok := res.(group.Assignment)
+	if !ok {
+		return group.Assignment{}, fmt.Errorf("%s: unexpected result %T", t, res)
+	}
+	return a, nil
+}
+
+// LeaveGroup removes a member from a consumer group.
+func (n *Node) LeaveGroup(ctx context.Context, c GroupLeave) error {
+	_, err := n.proposeGroup(ctx, CmdGroupLeave, &c)
+	return err
+}
+
+// CommitGroupOffsets commits offsets for partitions a member owns.
+func (n *Node) CommitGroupOffsets(ctx context.Context, c GroupCommit) error {
+	_, err := n.proposeGroup(ctx, CmdGroupCommit, &c)
+	return err
+}
+
+// ResetGroupOffsets applies an operator's offset reset (offsets already
+// planned and clamped to the log's bounds).
+func (n *Node) ResetGroupOffsets(ctx context.Context, c GroupResetOffsets) error {
+	_, err := n.proposeGroup(ctx, CmdGroupResetOffsets, &c)
+	return err
+}
+
+// AutoResetGroupOffset moves a partition's committed offset forward under
+// the member's reset policy and returns the committed offset.
+func (n *Node) AutoResetGroupOffset(ctx context.Context, c GroupAutoReset) (int64, error) {
+	res, err := n.proposeGroup(ctx, CmdGroupAutoReset, &c)
+	if err != nil {
+		return 0, err
+	}
+	off, ok := res.(int64)
+	if !ok {
+		return 0, fmt.Errorf("auto reset: unexpected result %T", res)
+	}
+	return off, nil
+}
+
+// DeleteGroup deletes a consumer group that has no live members.
+func (n *Node) DeleteGroup(ctx context.Context, name string) error {
+	_, err := n.proposeGroup(ctx, CmdGroupDelete, &GroupDelete{Group: name})
+	return err
+}

@@ -1,0 +1,59 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	"connectrpc.com/connect"
+
+	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/replication"
+)
+
+// GroupFetch is Fetch for a member of a consumer group: it is served only
+// if the member owns the partition at the generation it names. An offset
+// below the log start (retention passed the group's position) follows the
+// member's reset policy: earliest or latest moves the committed offset
+// forward through Raft, counting the skipped records, and the fetch
+// continues there; none is an out-of-range error.
+func (s *Server) GroupFetch(ctx context.Context, req *connect.Request[logdv1.GroupFetchRequest]) (*connect.Response[logdv1.GroupFetchResponse], error) {
+	m := req.Msg
+	if m.Fetch == nil {
+		return nil, errInvalid("group fetch without a fetch")
+	}
+	tp := group.TopicPartition{Topic: m.Fetch.Topic, Partition: m.Fetch.Partition}
+	if err := s.node.FSM().CheckGroupFetch(m.Group, m.MemberId, m.Generation, tp); err != nil {
+		return nil, toConnectError(err)
+	}
+	part, err := s.node.FSM().Partition(tp.Topic, tp.Partition)
+	if err != nil {
+		return nil, toConnectError(err)
+	}
+	out := &logdv1.GroupFetchResponse{}
+	if start := part.Log().StartOffset(); m.Fetch.Offset >= 0 && m.Fetch.Offset < start {
+		policy := s.memberPolicy(m.Group, m.MemberId)
+		to, ok := group.AutoResetTarget(policy, start, part.Log().EndOffset())
+		if !ok {
+			return nil, toConnectError(fmt.Errorf("%w: group %q at %d in %s-%d, log starts at %d",
+				group.ErrNoResetPolicy, m.Group, m.Fetch.Offset, tp.Topic, tp.Partition, start))
+		}
+		committed, err := s.node.AutoResetGroupOffset(ctx, replication.GroupAutoReset{
+			Group: m.Group, Member: m.MemberId, Generation: m.Generation, Partition: tp, From: m.Fetch.Offset, To: to,
+		})
+		if err != nil {
+			return nil, toConnectError(err)
+		}
+		s.logger.Warn("group offset below log start; reset by policy", "group", m.Group, "topic", tp.Topic, "partition", tp.Partition,
+			"from", m.Fetch.Offset, "to", committed, "policy", policy)
+		out.AutoReset, out.ResetFrom, out.ResetTo = true, m.Fetch.Offset, committed
+		f := m.Fetch
+		m.Fetch = &logdv1.FetchRequest{Topic: f.Topic, Partition: f.Partition, Offset: committed, MaxBytes: f.MaxBytes, MaxRecords: f.MaxRecords, MaxWaitMs: f.MaxWaitMs}
+	}
+	resp, err := s.Fetch(ctx, connect.NewRequest(m.Fetch))
+	if err != nil {
+		return nil, err
+	}
+	out.Fetch = resp.Msg
+	return connect.NewResponse(out), nil
+}

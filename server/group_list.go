@@ -1,0 +1,21 @@
+package server
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+
+	logdv1 "github.com/logd-dev/logd/api/logdv1"
+)
+
+// ListGroups lists the consumer groups with their state, as applied on
+// this node.
+func (s *Server) ListGroups(ctx context.Context, req *connect.Request[logdv1.ListGroupsRequest]) (*connect.Response[logdv1.ListGroupsResponse], error) {
+	resp := &logdv1.ListGroupsResponse{}
+	for _, g := range s.node.FSM().ConsumerGroups() {
+		resp.Groups = append(resp.Groups, &logdv1.ConsumerGroupSummary{
+			Group: g.Name, State: string(g.State()), Members: int32(len(g.Members)), Generation: g.Generation, Topics: g.TopicNames(),
+		})
+	}
+	return connect.NewResponse(resp), nil
+}

@@ -1,0 +1,198 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"connectrpc.com/connect"
+
+	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/replication"
+)
+
+// maxResetPartitions bounds the partitions of one reset.
+const maxResetPartitions = 100_000
+
+// ResetGroupOffsets plans an offset reset: for each selected partition the
+// current committed offset, the new one (clamped to the log's bounds, and
+// marked so) and the lag before and after. With execute it applies the
+// plan as one Raft command: atomically, and fencing the group's members on
+// those partitions (their generation is stale), so they restart at the new
+// offsets and no commit of theirs can undo the reset.
+func (s *Server) ResetGroupOffsets(ctx context.Context, req *connect.Request[logdv1.ResetGroupOffsetsRequest]) (*connect.Response[logdv1.ResetGroupOffsetsResponse], error) {
+	m := req.Msg
+	if err := group.ValidateName("group", m.Group); err != nil {
+		return nil, toConnectError(err)
+	}
+	g, err := s.node.FSM().ConsumerGroup(m.Group)
+	if err != nil {
+		g = group.NewConsumerGroup(m.Group)
+	}
+	spec, explicit, err := resetSpec(m)
+	if err != nil {
+		return nil, err
+	}
+	targets, err := s.resetTargets(m, g, explicit)
+	if err != nil {
+		return nil, err
+	}
+	resp := &logdv1.ResetGroupOffsetsResponse{}
+	var offsets []group.OffsetCommit
+	for _, tp := range targets {
+		part, err := s.node.FSM().Partition(tp.Topic, tp.Partition)
+		if err != nil {
+			return nil, toConnectError(err)
+		}
+		l := part.Log()
+		b := group.PartitionBounds{Start: l.StartOffset(), End: l.EndOffset()}
+		ps := spec
+		if explicit != nil {
+			ps = group.ResetSpec{Strategy: group.ToOffset, Offset: explicit[tp]}
+		}
+		if ps.Strategy == group.ToTime {
+			if b.AtTime, err = l.OffsetForTime(ps.Time.UnixMilli()); err != nil {
+				return nil, toConnectError(err)
+			}
+		}
+		current := int64(-1)
+		if t, ok := g.Topics[tp.Topic]; ok && int(tp.Partition) < len(t.Partitions) {
+			current = t.Partitions[tp.Partition].Committed
+		}
+		pr := group.PlanReset(tp, current, b, ps)
+		resp.Plan = append(resp.Plan, &logdv1.ResetPlanEntry{
+			Topic: tp.Topic, Partition: tp.Partition, CurrentOffset: pr.Current, NewOffset: pr.New,
+			RequestedOffset: pr.Requested, Clamped: pr.Clamped, LagBefore: pr.LagBefore, LagAfter: pr.LagAfter,
+		})
+		offsets = append(offsets, group.OffsetCommit{TopicPartition: tp, Offset: pr.New})
+	}
+	if m.Execute {
+		if err := s.node.ResetGroupOffsets(ctx, replication.GroupResetOffsets{Group: m.Group, Offsets: offsets}); err != nil {
+			return nil, toConnectError(err)
+		}
+		resp.Executed = true
+		if g, err := s.node.FSM().ConsumerGroup(m.Group); err == nil {
+			resp.Generation = g.Generation
+		}
+		s.logger.Info("consumer group offsets reset", "group", m.Group, "partitions", len(offsets), "strategy", m.Strategy)
+	}
+	return connect.NewResponse(resp), nil
+}
+
+// resetSpec turns the request's strategy into a spec, or into explicit
+// per-partition offsets.
+func resetSpec(m *logdv1.ResetGroupOffsetsRequest) (group.ResetSpec, map[group.TopicPartition]int64, error) {
+	switch m.Strategy {
+	case "explicit":
+		if len(m.Offsets) == 0 {
+			return group.ResetSpec{}, nil, errInvalid("explicit reset without offsets")
+		}
+		ex := make(map[group.TopicPartition]int64, len(m.Offsets))
+		for _, o := range m.Offsets {
+			if o == nil || o.Offset < 0 {
+				return group.ResetSpec{}, nil, errInvalid("explicit reset: empty entry or negative offset")
+			}
+			ex[group.TopicPartition{Topic: o.Topic, Partition: o.Partition}] = o.Offset
+		}
+		return group.ResetSpec{}, ex, nil
+	case "by-duration":
+		if m.DurationMs < 0 {
+			return group.ResetSpec{}, nil, errInvalid("negative duration %d ms", m.DurationMs)
+		}
+		return group.ResetSpec{Strategy: group.ToTime, Time: time.Now().Add(-time.Duration(m.DurationMs) * time.Millisecond)}, nil, nil
+	}
+	spec := group.ResetSpec{Strategy: group.ResetStrategy(m.Strategy), Offset: m.Offset, Shift: m.ShiftBy}
+	if spec.Strategy == group.ToTime {
+		if m.TimestampMs < 0 {
+			return group.ResetSpec{}, nil, errInvalid("negative timestamp %d", m.TimestampMs)
+		}
+		spec.Time = time.UnixMilli(m.TimestampMs)
+		if m.TimestampMs == 0 {
+			spec.Time = time.Unix(0, 1) // the epoch itself, not "no time"
+		}
+	}
+	if err := spec.Validate(); err != nil {
+		return group.ResetSpec{}, nil, toConnectError(err)
+	}
+	return spec, nil, nil
+}
+
+// resetTargets lists the partitions a reset selects, in order.
+func (s *Server) resetTargets(m *logdv1.ResetGroupOffsetsRequest, g *group.ConsumerGroup, explicit map[group.TopicPartition]int64) ([]group.TopicPartition, error) {
+	var out []group.TopicPartition
+	seen := map[group.TopicPartition]bool{}
+	add := func(tp group.TopicPartition) {
+		if !seen[tp] {
+			seen[tp] = true
+			out = append(out, tp)
+		}
+	}
+	addTopic := func(name string, parts []int32) error {
+		t, err := s.node.FSM().Topic(name)
+		if err != nil {
+			return toConnectError(err)
+		}
+		if len(parts) == 0 {
+			for i := range t.Partitions {
+				add(group.TopicPartition{Topic: name, Partition: int32(i)})
+			}
+			return nil
+		}
+		for _, p := range parts {
+			if p < 0 || int(p) >= len(t.Partitions) {
+				return toConnectError(unknownPartition(t, p))
+			}
+			add(group.TopicPartition{Topic: name, Partition: p})
+		}
+		return nil
+	}
+	switch {
+	case explicit != nil:
+		for _, o := range m.Offsets {
+			if err := addTopic(o.Topic, []int32{o.Partition}); err != nil {
+				return nil, err
+			}
+		}
+	case m.AllTopics:
+		names := map[string]bool{}
+		for _, n := range g.TopicNames() {
+			names[n] = true
+		}
+		for _, mem := range g.Members {
+			for _, n := range mem.Topics {
+				names[n] = true
+			}
+		}
+		if len(names) == 0 {
+			return nil, toConnectError(fmt.Errorf("%w: %q has no topics", group.ErrConsumerGroupNotFound, m.Group))
+		}
+		sorted := slices.Sorted(maps.Keys(names))
+		for _, n := range sorted {
+			if _, err := s.node.FSM().Topic(n); err != nil {
+				continue // deleted since: nothing to reset
+			}
+			if err := addTopic(n, nil); err != nil {
+				return nil, err
+			}
+		}
+	default:
+		if len(m.Topics) == 0 {
+			return nil, errInvalid("reset of group %q: name topics or all topics", m.Group)
+		}
+		for _, t := range m.Topics {
+			if t == nil {
+				return nil, errInvalid("empty topic selection")
+			}
+			if err := addTopic(t.Topic, t.Partitions); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(out) > maxResetPartitions {
+		return nil, errInvalid("%d partitions in one reset; at most %d", len(out), maxResetPartitions)
+	}
+	return out, nil
+}
