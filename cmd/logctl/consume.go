@@ -28,6 +28,7 @@ type consumeFlags struct {
 	timeout   time.Duration
 	output    string
 	meta      bool
+	group     string // consume as a member of this consumer group (group_consume.go)
 }
 
 func newConsumeCmd(opts *globalOpts) *cobra.Command {
@@ -73,6 +74,9 @@ time index.`,
 				return err
 			}
 			defer c.Close()
+			if f.group != "" {
+				return consumeGroup(cmd, opts, c, args[0], &f)
+			}
 			return consume(cmd.Context(), opts, c, args[0], start, &f)
 		},
 	}
@@ -83,6 +87,7 @@ time index.`,
 	fl.Int64VarP(&f.max, "max", "n", 0, "stop after this many records (0: no limit)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop when no record arrives for this long (0: never)")
 	fl.BoolVar(&f.meta, "meta", false, "text output: prefix each value with partition, offset, time and key")
+	fl.StringVar(&f.group, "group", "", "consume as a member of this consumer group, from its committed offsets, committing after each printed batch")
 	addOutputFlag(cmd, &f.output)
 	return cmd
 }

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/logd-dev/logd/client"
+)
+
+func newGroupDescribeCmd(opts *globalOpts) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "describe GROUP",
+		Short: "Show a group's state, members, committed offsets and lag",
+		Long: `Show a consumer group: its state (empty, stable, rebalancing), generation,
+members with their partitions, and per partition the committed offset, the
+log's bounds, the lag in records and in time (age of the oldest record not
+yet committed), the owner, and records skipped by the reset policy after
+retention passed the committed offset.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			c, err := opts.newClient()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			d, err := c.DescribeGroup(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if output == outputJSON {
+				return writeJSON(opts.stdout, d)
+			}
+			return printGroup(opts, d)
+		},
+	}
+	addOutputFlag(cmd, &output)
+	return cmd
+}
+
+func printGroup(opts *globalOpts, d client.GroupDescription) error {
+	tw := newTable(opts.stdout)
+	fmt.Fprintf(tw, "Group:\t%s\n", d.Group)
+	fmt.Fprintf(tw, "State:\t%s\n", d.State)
+	fmt.Fprintf(tw, "Generation:\t%d\n", d.Generation)
+	fmt.Fprintf(tw, "Rebalances:\t%d\n", d.Rebalances)
+	fmt.Fprintf(tw, "Offset resets:\t%d\n", d.OffsetResets)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(opts.stdout)
+	tw = newTable(opts.stdout)
+	fmt.Fprintln(tw, "MEMBER\tTOPICS\tPARTITIONS\tLAST SEEN\tSESSION\tRESET")
+	for _, m := range d.Members {
+		var parts []string
+		for _, p := range m.Partitions {
+			parts = append(parts, fmt.Sprintf("%s:%d", p.Topic, p.Partition))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\n", m.ID, strings.Join(m.Topics, ","), dash(strings.Join(parts, ",")), formatTime(m.LastSeen), m.SessionTimeout, m.ResetPolicy)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(opts.stdout)
+	tw = newTable(opts.stdout)
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tLOG START\tEND OFFSET\tLAG\tLAG TIME\tOWNER\tSKIPPED")
+	for _, p := range d.Partitions {
+		owner := p.Owner
+		if p.PendingOwner != "" {
+			owner += " -> " + p.PendingOwner
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%d\n", p.Topic, p.Partition, offsetOrDash(p.Committed), p.LogStart, p.End, p.LagRecords, p.Lag.Round(time.Millisecond), dash(owner), p.Skipped)
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func offsetOrDash(o int64) string {
+	if o < 0 {
+		return "-"
+	}
+	return fmt.Sprint(o)
+}
