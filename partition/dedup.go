@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"hash"
 	"sync"
 )
 
@@ -15,7 +16,20 @@ type Digest [16]byte
 // RecordDigest computes the Digest of a record's payload. Header order
 // matters, as it does on the wire.
 func RecordDigest(key, value []byte, headers func(yield func(k string, v []byte) bool)) Digest {
-	h := sha256.New()
+	return NewDigester().Digest(key, value, headers)
+}
+
+// Digester computes record digests, reusing its hash state; one goroutine
+// at a time.
+type Digester struct{ h hash.Hash }
+
+// NewDigester returns a Digester.
+func NewDigester() *Digester { return &Digester{h: sha256.New()} }
+
+// Digest is RecordDigest with the Digester's reused state.
+func (dg *Digester) Digest(key, value []byte, headers func(yield func(k string, v []byte) bool)) Digest {
+	h := dg.h
+	h.Reset()
 	var n [9]byte
 	field := func(b []byte, null bool) {
 		if null {
@@ -37,8 +51,9 @@ func RecordDigest(key, value []byte, headers func(yield func(k string, v []byte)
 			return true
 		})
 	}
+	var sum [sha256.Size]byte
 	var d Digest
-	copy(d[:], h.Sum(nil))
+	copy(d[:], h.Sum(sum[:0]))
 	return d
 }
 
@@ -71,11 +86,10 @@ type DedupKey struct {
 type DedupWindow struct {
 	mu sync.RWMutex
 	// Guarded by mu:
-	entries map[string]*dedupItem
-	// order lists keys by insertion (hence expiry) time; items whose seq
-	// no longer matches the map are stale and skipped.
-	order   []dedupOrder
-	head    int
+	entries map[string]dedupItem
+	// order lists keys by insertion (hence expiry) time, as a ring; items
+	// whose seq no longer matches the map are stale and skipped.
+	order   dedupRing
 	seq     uint64
 	maxKeys int
 	evicted uint64
@@ -95,7 +109,7 @@ type dedupOrder struct {
 // NewDedupWindow returns an empty window holding at most maxKeys keys
 // (at least 1).
 func NewDedupWindow(maxKeys int) *DedupWindow {
-	return &DedupWindow{entries: make(map[string]*dedupItem), maxKeys: max(maxKeys, 1)}
+	return &DedupWindow{entries: make(map[string]dedupItem), maxKeys: max(maxKeys, 1)}
 }
 
 // SetMaxKeys changes the bound; extra keys are evicted at the next Insert.
@@ -127,8 +141,8 @@ func (w *DedupWindow) Insert(key string, e DedupEntry, now int64) {
 		w.evicted++
 	}
 	w.seq++
-	w.entries[key] = &dedupItem{DedupEntry: e, seq: w.seq}
-	w.order = append(w.order, dedupOrder{key: key, seq: w.seq})
+	w.entries[key] = dedupItem{DedupEntry: e, seq: w.seq}
+	w.order.push(dedupOrder{key: key, seq: w.seq})
 }
 
 // Expire drops keys whose window ended at or before now.
@@ -139,8 +153,8 @@ func (w *DedupWindow) Expire(now int64) {
 }
 
 func (w *DedupWindow) expireLocked(now int64) {
-	for w.head < len(w.order) {
-		o := w.order[w.head]
+	for w.order.n > 0 {
+		o := w.order.front()
 		it, ok := w.entries[o.key]
 		if ok && it.seq == o.seq && it.Expires > now {
 			// Insertion order is expiry order while the window length is
@@ -157,26 +171,43 @@ func (w *DedupWindow) expireLocked(now int64) {
 
 // popOldestLocked removes the oldest live key; false if none.
 func (w *DedupWindow) popOldestLocked() bool {
-	for w.head < len(w.order) {
-		o := w.order[w.head]
-		w.order[w.head] = dedupOrder{}
-		w.head++
+	for w.order.n > 0 {
+		o := w.order.pop()
 		if it, ok := w.entries[o.key]; ok && it.seq == o.seq {
 			delete(w.entries, o.key)
-			w.compactLocked()
 			return true
 		}
 	}
-	w.compactLocked()
 	return false
 }
 
-// compactLocked reclaims the consumed front of order.
-func (w *DedupWindow) compactLocked() {
-	if w.head > 1024 && w.head*2 > len(w.order) {
-		w.order = append(w.order[:0:0], w.order[w.head:]...)
-		w.head = 0
+// dedupRing is a FIFO of keys that grows by doubling and never shifts.
+type dedupRing struct {
+	buf  []dedupOrder
+	head int
+	n    int
+}
+
+func (r *dedupRing) push(o dedupOrder) {
+	if r.n == len(r.buf) {
+		grown := make([]dedupOrder, max(2*len(r.buf), 64))
+		for i := 0; i < r.n; i++ {
+			grown[i] = r.buf[(r.head+i)%len(r.buf)]
+		}
+		r.buf, r.head = grown, 0
 	}
+	r.buf[(r.head+r.n)%len(r.buf)] = o
+	r.n++
+}
+
+func (r *dedupRing) front() dedupOrder { return r.buf[r.head] }
+
+func (r *dedupRing) pop() dedupOrder {
+	o := r.buf[r.head]
+	r.buf[r.head] = dedupOrder{}
+	r.head = (r.head + 1) % len(r.buf)
+	r.n--
+	return o
 }
 
 // DedupStats are a window's counters.
@@ -199,7 +230,8 @@ func (w *DedupWindow) Keys() []DedupKey {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	out := make([]DedupKey, 0, len(w.entries))
-	for _, o := range w.order[w.head:] {
+	for i := 0; i < w.order.n; i++ {
+		o := w.order.buf[(w.order.head+i)%len(w.order.buf)]
 		if it, ok := w.entries[o.key]; ok && it.seq == o.seq {
 			out = append(out, DedupKey{Key: o.key, DedupEntry: it.DedupEntry})
 		}
@@ -212,8 +244,8 @@ func RestoreDedupWindow(maxKeys int, keys []DedupKey) *DedupWindow {
 	w := NewDedupWindow(maxKeys)
 	for _, k := range keys {
 		w.seq++
-		w.entries[k.Key] = &dedupItem{DedupEntry: k.DedupEntry, seq: w.seq}
-		w.order = append(w.order, dedupOrder{key: k.Key, seq: w.seq})
+		w.entries[k.Key] = dedupItem{DedupEntry: k.DedupEntry, seq: w.seq}
+		w.order.push(dedupOrder{key: k.Key, seq: w.seq})
 	}
 	return w
 }

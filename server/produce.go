@@ -90,6 +90,7 @@ func (c *produceCall) digestKeys() error {
 	c.digests = make([]partition.Digest, len(c.records))
 	c.sameAs = make([]int, len(c.records))
 	first := map[string]int{}
+	var dg *partition.Digester
 	for i, r := range c.records {
 		c.sameAs[i] = -1
 		if r == nil || r.IdempotencyKey == "" {
@@ -98,7 +99,10 @@ func (c *produceCall) digestKeys() error {
 		if len(r.IdempotencyKey) > partition.MaxIdempotencyKeyBytes {
 			return errInvalid("record %d: idempotency key of %d bytes; at most %d", i, len(r.IdempotencyKey), partition.MaxIdempotencyKeyBytes)
 		}
-		c.digests[i] = partition.RecordDigest(r.Key, r.Value, func(yield func(string, []byte) bool) {
+		if dg == nil {
+			dg = partition.NewDigester()
+		}
+		c.digests[i] = dg.Digest(r.Key, r.Value, func(yield func(string, []byte) bool) {
 			for _, h := range r.Headers {
 				if h != nil && !yield(h.Key, h.Value) {
 					return
