@@ -328,9 +328,9 @@ func (gc *GroupConsumer) apply(ctx context.Context, a *logdv1.GroupAssignment) e
 	return noOffset
 }
 
-// fetch reads every owned partition in parallel; when none has records
-// at once, they long-poll and the first answer with records ends the
-// others' waits.
+// fetch reads every owned partition in parallel without waiting; when
+// none has records, it long-polls them all and the first answer with
+// records ends the others' waits.
 func (gc *GroupConsumer) fetch(ctx context.Context) ([]FetchedRecord, error) {
 	parts := gc.Assignment()
 	if len(parts) == 0 {
@@ -344,8 +344,23 @@ func (gc *GroupConsumer) fetch(ctx context.Context) ([]FetchedRecord, error) {
 		}
 		return nil, nil
 	}
+	out, err := gc.fetchRound(ctx, parts, 0)
+	if len(out) > 0 || err != nil || gc.opts.MaxWait <= 0 {
+		return out, err
+	}
+	return gc.fetchRound(ctx, parts, gc.opts.MaxWait)
+}
+
+// fetchRound fetches every partition of parts in parallel, each waiting up
+// to wait for data; with a wait, the first answer with records cancels the
+// other (empty) long polls.
+func (gc *GroupConsumer) fetchRound(ctx context.Context, parts []TopicPartition, wait time.Duration) ([]FetchedRecord, error) {
+	// Each partition's answer is decoded on its own goroutine; only the
+	// positions are updated after all have returned.
 	type result struct {
 		resp *logdv1.GroupFetchResponse
+		recs []FetchedRecord
+		next int64
 		err  error
 	}
 	results := make([]result, len(parts))
@@ -359,18 +374,49 @@ func (gc *GroupConsumer) fetch(ctx context.Context) ([]FetchedRecord, error) {
 		}
 		req := &logdv1.GroupFetchRequest{Group: gc.opts.Group, MemberId: gc.member, Generation: gc.generation, Fetch: &logdv1.FetchRequest{
 			Topic: tp.Topic, Partition: tp.Partition, Offset: p.pos, MaxBytes: gc.opts.MaxBytes, MaxRecords: gc.opts.MaxRecords,
-			MaxWaitMs: int32(gc.opts.MaxWait.Milliseconds()),
+			MaxWaitMs: int32(wait.Milliseconds()),
 		}}
+		pos := p.pos
 		wg.Go(func() {
-			resp, err := gc.c.groupFetch(fctx, req, gc.opts.MaxWait)
-			results[i] = result{resp, err}
-			if err == nil && len(resp.Fetch.GetRecords()) > 0 {
+			resp, err := gc.c.groupFetch(fctx, req, wait)
+			if err != nil {
+				results[i] = result{err: err}
+				return
+			}
+			if resp.AutoReset {
+				pos = resp.ResetTo
+			}
+			f := resp.Fetch
+			recs := make([]FetchedRecord, 0, len(f.GetRecords()))
+			for _, rec := range f.GetRecords() {
+				if rec.Offset < pos {
+					continue
+				}
+				fr := FetchedRecord{Topic: tp.Topic, Partition: tp.Partition, Offset: rec.Offset, Timestamp: msToTime(rec.TimestampMs), Key: rec.Key, Value: rec.Value}
+				if len(rec.Headers) > 0 {
+					fr.Headers = make([]Header, len(rec.Headers))
+					for j, h := range rec.Headers {
+						fr.Headers[j] = Header{Key: h.GetKey(), Value: h.GetValue()}
+					}
+				}
+				recs = append(recs, fr)
+			}
+			next := max(pos, f.GetNextOffset())
+			if n := len(recs); n > 0 {
+				next = max(next, recs[n-1].Offset+1)
+			}
+			results[i] = result{resp: resp, recs: recs, next: next}
+			if wait > 0 && len(recs) > 0 {
 				cancel()
 			}
 		})
 	}
 	wg.Wait()
-	var out []FetchedRecord
+	total := 0
+	for _, r := range results {
+		total += len(r.recs)
+	}
+	out := make([]FetchedRecord, 0, total)
 	var firstErr error
 	refresh := false
 	for i, tp := range parts {
@@ -382,7 +428,7 @@ func (gc *GroupConsumer) fetch(ctx context.Context) ([]FetchedRecord, error) {
 			refresh = true
 			continue
 		case r.err != nil && fctx.Err() != nil && ctx.Err() == nil:
-			continue // cut short because another partition had records
+			continue // an empty long poll cut short by another partition's records
 		case r.err != nil:
 			if firstErr == nil {
 				firstErr = r.err
@@ -394,21 +440,8 @@ func (gc *GroupConsumer) fetch(ctx context.Context) ([]FetchedRecord, error) {
 		if r.resp.AutoReset {
 			p.pos, p.committed = r.resp.ResetTo, r.resp.ResetTo
 		}
-		f := r.resp.Fetch
-		for _, rec := range f.GetRecords() {
-			if rec.Offset < p.pos {
-				continue
-			}
-			fr := FetchedRecord{Topic: tp.Topic, Partition: tp.Partition, Offset: rec.Offset, Timestamp: msToTime(rec.TimestampMs), Key: rec.Key, Value: rec.Value}
-			for _, h := range rec.Headers {
-				fr.Headers = append(fr.Headers, Header{Key: h.GetKey(), Value: h.GetValue()})
-			}
-			out = append(out, fr)
-		}
-		p.pos = max(p.pos, f.GetNextOffset())
-		if n := len(f.GetRecords()); n > 0 {
-			p.pos = max(p.pos, f.Records[n-1].Offset+1)
-		}
+		out = append(out, r.recs...)
+		p.pos = max(p.pos, r.next)
 	}
 	if refresh {
 		// Fenced or expired: learn the new assignment now; records of

@@ -1,0 +1,128 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/server"
+)
+
+const (
+	benchParts   = 4
+	benchRecords = 100_000 // per run, over all partitions
+)
+
+// benchServer runs a single-node server over HTTP with topic "bench"
+// holding benchRecords records of 100 bytes.
+func benchServer(b *testing.B) *client.Client {
+	b.Helper()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	n, err := replication.Open(replication.Config{NodeID: "n1", DataDir: b.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true, Logger: logger, RaftLogLevel: "error"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { n.Close() })
+	for !n.IsLeader() {
+		time.Sleep(time.Millisecond) // no event to wait on for leadership
+	}
+	hs := httptest.NewServer(server.New(server.Options{Node: n, Logger: logger}).Handler())
+	b.Cleanup(hs.Close)
+	c, err := client.New(hs.URL, client.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	// The server refuses calls until its state machine has caught up.
+	for attempt := 0; ; attempt++ {
+		_, err := c.CreateTopic(ctx, "bench", benchParts, nil)
+		if err == nil {
+			break
+		}
+		if attempt > 500 {
+			b.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	value := make([]byte, 100)
+	for i := 0; i < benchRecords; i += 1000 {
+		recs := make([]client.Record, 1000)
+		for j := range recs {
+			p := int32(j % benchParts)
+			recs[j] = client.Record{Value: value, Partition: &p}
+		}
+		if _, err := c.Produce(ctx, "bench", recs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return c
+}
+
+// BenchmarkConsumeGroupVsFetch reads the whole topic once per iteration:
+// "fetch" with one plain Consumer per partition in parallel, "group" with
+// a GroupConsumer (a fresh group each time: join, fenced fetches of every
+// partition in parallel, auto-commit every 100 ms plus a final commit).
+// The metric to compare is records/s.
+func BenchmarkConsumeGroupVsFetch(b *testing.B) {
+	c := benchServer(b)
+	ctx := context.Background()
+	b.Run("fetch", func(b *testing.B) {
+		for b.Loop() {
+			var wg sync.WaitGroup
+			var total atomic.Int64
+			for p := int32(0); p < benchParts; p++ {
+				wg.Go(func() {
+					cs, err := c.NewConsumer(client.ConsumerOptions{Topic: "bench", Partition: p, MaxWait: time.Millisecond})
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					for cs.Position() < benchRecords/benchParts {
+						recs, err := cs.Poll(ctx)
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						total.Add(int64(len(recs)))
+					}
+				})
+			}
+			wg.Wait()
+			if total.Load() != benchRecords {
+				b.Fatalf("read %d records", total.Load())
+			}
+		}
+		b.ReportMetric(float64(benchRecords*b.N)/b.Elapsed().Seconds(), "records/s")
+	})
+	run := 0
+	b.Run("group", func(b *testing.B) {
+		for b.Loop() {
+			run++
+			gc, err := c.NewGroupConsumer(client.GroupConsumerOptions{Group: fmt.Sprintf("g%d", run), Topics: []string{"bench"},
+				AutoCommitInterval: 100 * time.Millisecond, MaxWait: time.Millisecond})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for n := 0; n < benchRecords; {
+				recs, err := gc.Poll(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n += len(recs)
+			}
+			if err := gc.Close(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(benchRecords*b.N)/b.Elapsed().Seconds(), "records/s")
+	})
+}
