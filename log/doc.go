@@ -1,7 +1,9 @@
 // Package log is one partition's storage: a segmented, checksummed,
 // append-only log of Kafka RecordBatch v2 bytes. It imports only the standard
 // library and knows nothing of replication; the replication layer drives it
-// through Append, Roll, Sync, DeleteBefore and TruncateTo.
+// through Append, Roll, Sync, DeleteBefore and TruncateTo, and a replica
+// that is behind installs segments copied from a peer with StageSegment and
+// InstallStaged (install.go).
 //
 // # Format
 //
