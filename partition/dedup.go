@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash"
 	"sync"
 )
@@ -104,6 +105,9 @@ type dedupItem struct {
 type dedupOrder struct {
 	key string
 	seq uint64
+	// expires copies the entry's expiry so expiry checks at the front
+	// need no map lookup.
+	expires int64
 }
 
 // NewDedupWindow returns an empty window holding at most maxKeys keys
@@ -142,7 +146,7 @@ func (w *DedupWindow) Insert(key string, e DedupEntry, now int64) {
 	}
 	w.seq++
 	w.entries[key] = dedupItem{DedupEntry: e, seq: w.seq}
-	w.order.push(dedupOrder{key: key, seq: w.seq})
+	w.order.push(dedupOrder{key: key, seq: w.seq, expires: e.Expires})
 }
 
 // Expire drops keys whose window ended at or before now.
@@ -155,6 +159,9 @@ func (w *DedupWindow) Expire(now int64) {
 func (w *DedupWindow) expireLocked(now int64) {
 	for w.order.n > 0 {
 		o := w.order.front()
+		if o.expires > now {
+			return
+		}
 		it, ok := w.entries[o.key]
 		if ok && it.seq == o.seq && it.Expires > now {
 			// Insertion order is expiry order while the window length is
@@ -245,7 +252,7 @@ func RestoreDedupWindow(maxKeys int, keys []DedupKey) *DedupWindow {
 	for _, k := range keys {
 		w.seq++
 		w.entries[k.Key] = dedupItem{DedupEntry: k.DedupEntry, seq: w.seq}
-		w.order.push(dedupOrder{key: k.Key, seq: w.seq})
+		w.order.push(dedupOrder{key: k.Key, seq: w.seq, expires: k.Expires})
 	}
 	return w
 }
@@ -256,3 +263,77 @@ var ErrIdempotencyConflict = errors.New("idempotency key reused with a different
 
 // MaxIdempotencyKeyBytes bounds an idempotency key.
 const MaxIdempotencyKeyBytes = 1024
+
+// dedupEncodingVersion prefixes EncodeDedupKeys' output.
+const dedupEncodingVersion = 1
+
+// EncodeDedupKeys encodes keys compactly for a snapshot: per key its
+// length and bytes, the digest, then partition, offset and expiry as
+// varints.
+func EncodeDedupKeys(keys []DedupKey) []byte {
+	n := 1 + binary.MaxVarintLen64
+	for _, k := range keys {
+		n += len(k.Key) + len(k.Digest) + 4*binary.MaxVarintLen64
+	}
+	b := make([]byte, 0, n)
+	b = append(b, dedupEncodingVersion)
+	b = binary.AppendUvarint(b, uint64(len(keys)))
+	for _, k := range keys {
+		b = binary.AppendUvarint(b, uint64(len(k.Key)))
+		b = append(b, k.Key...)
+		b = append(b, k.Digest[:]...)
+		b = binary.AppendVarint(b, int64(k.Partition))
+		b = binary.AppendVarint(b, k.Offset)
+		b = binary.AppendVarint(b, k.Expires)
+	}
+	return b
+}
+
+// ErrBadDedupEncoding means EncodeDedupKeys' output was damaged.
+var ErrBadDedupEncoding = errors.New("partition: malformed idempotency window encoding")
+
+// DecodeDedupKeys is the inverse of EncodeDedupKeys.
+func DecodeDedupKeys(b []byte) ([]DedupKey, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	if b[0] != dedupEncodingVersion {
+		return nil, fmt.Errorf("%w: version %d", ErrBadDedupEncoding, b[0])
+	}
+	b = b[1:]
+	count, n := binary.Uvarint(b)
+	if n <= 0 || count > uint64(len(b)) {
+		return nil, fmt.Errorf("%w: key count", ErrBadDedupEncoding)
+	}
+	b = b[n:]
+	keys := make([]DedupKey, 0, count)
+	for i := uint64(0); i < count; i++ {
+		kl, n := binary.Uvarint(b)
+		if n <= 0 || kl > uint64(len(b)-n) {
+			return nil, fmt.Errorf("%w: key %d", ErrBadDedupEncoding, i)
+		}
+		b = b[n:]
+		var k DedupKey
+		k.Key = string(b[:kl])
+		b = b[kl:]
+		if len(b) < len(k.Digest) {
+			return nil, fmt.Errorf("%w: digest %d", ErrBadDedupEncoding, i)
+		}
+		copy(k.Digest[:], b)
+		b = b[len(k.Digest):]
+		vals := [3]int64{}
+		for j := range vals {
+			v, n := binary.Varint(b)
+			if n <= 0 {
+				return nil, fmt.Errorf("%w: entry %d", ErrBadDedupEncoding, i)
+			}
+			vals[j], b = v, b[n:]
+		}
+		k.Partition, k.Offset, k.Expires = int32(vals[0]), vals[1], vals[2]
+		keys = append(keys, k)
+	}
+	if len(b) != 0 {
+		return nil, fmt.Errorf("%w: %d trailing bytes", ErrBadDedupEncoding, len(b))
+	}
+	return keys, nil
+}

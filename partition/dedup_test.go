@@ -42,7 +42,17 @@ func TestDedupWindowBound(t *testing.T) {
 		}
 	}
 	// A snapshot round trip keeps keys, order and entries.
-	r := RestoreDedupWindow(3, win.Keys())
+	enc := EncodeDedupKeys(win.Keys())
+	dec, err := DecodeDedupKeys(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range enc {
+		if _, err := DecodeDedupKeys(enc[:i]); err == nil && i > 0 {
+			t.Fatalf("truncated encoding (%d of %d bytes) decoded", i, len(enc))
+		}
+	}
+	r := RestoreDedupWindow(3, dec)
 	if fmt.Sprint(r.Keys()) != fmt.Sprint(win.Keys()) {
 		t.Fatalf("restored %v, want %v", r.Keys(), win.Keys())
 	}

@@ -28,7 +28,6 @@ func validateAppend(t *Topic, a Append) error {
 		return fmt.Errorf("%w: append without batches", ErrInvalidArgument)
 	}
 	seen := make(map[int32]bool, len(a.Batches))
-	keys := map[string]bool{}
 	for _, b := range a.Batches {
 		if b.Partition < 0 || int(b.Partition) >= len(t.Partitions) {
 			return fmt.Errorf("%w: %s has %d partitions, not %d", ErrUnknownPartition, t.Name, len(t.Partitions), b.Partition)
@@ -49,16 +48,16 @@ func validateAppend(t *Topic, a Append) error {
 		if err != nil {
 			return fmt.Errorf("%w: %s-%d: %v", ErrInvalidArgument, t.Name, b.Partition, err)
 		}
+		// A key repeated within one append is not checked here: the server
+		// answers repeats within a call itself, and were one to arrive, the
+		// later record would simply own the key (deterministically).
 		for _, k := range b.Keys {
 			switch {
 			case k.Key == "":
 				return fmt.Errorf("%w: empty idempotency key", ErrInvalidArgument)
 			case k.Index < 0 || k.Index > info.LastOffsetDelta:
 				return fmt.Errorf("%w: idempotency key for record %d of a %d-record batch", ErrInvalidArgument, k.Index, info.LastOffsetDelta+1)
-			case keys[k.Key]:
-				return fmt.Errorf("%w: idempotency key %q twice in one append", ErrInvalidArgument, k.Key)
 			}
-			keys[k.Key] = true
 		}
 	}
 	return nil

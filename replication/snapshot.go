@@ -33,8 +33,9 @@ type topicManifest struct {
 	CreatedNanos int64               `json:"created_nanos"`
 	CreateIndex  uint64              `json:"create_index"`
 	Partitions   []partitionManifest `json:"partitions"`
-	// Dedup is the topic's idempotency window, oldest key first.
-	Dedup []partition.DedupKey `json:"dedup,omitempty"`
+	// Dedup is the topic's idempotency window, oldest key first, in
+	// partition.EncodeDedupKeys' compact form.
+	Dedup []byte `json:"dedup,omitempty"`
 }
 
 type partitionManifest struct {
@@ -62,7 +63,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.bytesSinceSnapshot.Store(0)
 	m := manifest{Version: manifestVersion, Index: f.applied.Load(), Now: f.now.Load()}
 	for _, t := range f.Topics() {
-		tm := topicManifest{Name: t.Name, Config: t.Config, CreatedNanos: t.CreatedNanos, CreateIndex: t.CreateIndex, Dedup: t.dedup.Keys()}
+		tm := topicManifest{Name: t.Name, Config: t.Config, CreatedNanos: t.CreatedNanos, CreateIndex: t.CreateIndex, Dedup: partition.EncodeDedupKeys(t.dedup.Keys())}
 		for _, p := range t.Partitions {
 			if err := p.log.Sync(); err != nil {
 				// The raft log must not be compacted past data we could not
@@ -127,7 +128,12 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		}
 		topics[t.Name] = t
 		keep[topicDirName(t.Name, t.CreateIndex)] = true
-		t.dedup = partition.RestoreDedupWindow(int(configInt(t.Config, ConfigIdempotencyMaxKeys)), tm.Dedup)
+		keys, err := partition.DecodeDedupKeys(tm.Dedup)
+		if err != nil {
+			closeAll(topics)
+			return fmt.Errorf("restore %s: %w", t.Name, err)
+		}
+		t.dedup = partition.RestoreDedupWindow(int(configInt(t.Config, ConfigIdempotencyMaxKeys)), keys)
 		for i, pm := range tm.Partitions {
 			t.Partitions[i].next = pm.End
 			l := t.Partitions[i].log
