@@ -197,6 +197,10 @@ func reasonSentinel(r logdv1.Reason) error {
 		return ErrUnknownGroup
 	case logdv1.Reason_REASON_GROUP_NOT_EMPTY:
 		return ErrGroupNotEmpty
+	case logdv1.Reason_REASON_UNKNOWN_QUEUE_GROUP:
+		return ErrUnknownQueueGroup
+	case logdv1.Reason_REASON_QUEUE_GROUP_EXISTS:
+		return ErrQueueGroupExists
 	}
 	return nil
 }

@@ -402,7 +402,7 @@ type TokenResult struct {
 // current finds the record a token names and checks that the token is the
 // current delivery with a live lease. Otherwise it returns the result to
 // give (stale or duplicate) and a nil record.
-func (q *Queue) current(t Token, now int64) (*queuePartition, *leaseRecord, TokenResult) {
+func (q *Queue) current(t Token, now int64, ack bool) (*queuePartition, *leaseRecord, TokenResult) {
 	if t.Partition < 0 || int(t.Partition) >= len(q.parts) {
 		return nil, nil, TokenResult{Outcome: TokenStale, Detail: fmt.Sprintf("no partition %d", t.Partition)}
 	}
@@ -414,7 +414,7 @@ func (q *Queue) current(t Token, now int64) (*queuePartition, *leaseRecord, Toke
 		}
 		for _, fd := range p.Recent {
 			if fd.Offset == t.Offset && fd.Tag == t.Tag {
-				return nil, nil, finishedResult(fd.Dead)
+				return nil, nil, finishedResult(fd.Dead, ack)
 			}
 		}
 		return nil, nil, TokenResult{Outcome: TokenStale, Detail: "record already finished by another delivery"}
@@ -426,7 +426,7 @@ func (q *Queue) current(t Token, now int64) (*queuePartition, *leaseRecord, Toke
 		}
 		return nil, nil, TokenResult{Outcome: TokenStale, Detail: "token does not match the record's delivery"}
 	case r.State.finished():
-		return nil, nil, finishedResult(r.State == leaseDead)
+		return nil, nil, finishedResult(r.State == leaseDead, ack)
 	case r.State != leaseInFlight:
 		return nil, nil, TokenResult{Outcome: TokenStale, Detail: fmt.Sprintf("record is %s, not in flight", r.State)}
 	case now >= r.Until:
@@ -435,11 +435,17 @@ func (q *Queue) current(t Token, now int64) (*queuePartition, *leaseRecord, Toke
 	return p, r, TokenResult{}
 }
 
-func finishedResult(dead bool) TokenResult {
-	if dead {
-		return TokenResult{Outcome: TokenDuplicate, Detail: "delivery already finished: dead-lettered", DeadLettered: true}
+// finishedResult answers a token whose delivery is finished: a repeated
+// ack of an acked delivery is a duplicate (acks are safe to retry);
+// anything else is stale, since the delivery is no longer in flight.
+func finishedResult(dead, ack bool) TokenResult {
+	switch {
+	case dead:
+		return TokenResult{Outcome: TokenStale, Detail: "delivery already finished: dead-lettered", DeadLettered: true}
+	case ack:
+		return TokenResult{Outcome: TokenDuplicate, Detail: "delivery already acknowledged"}
 	}
-	return TokenResult{Outcome: TokenDuplicate, Detail: "delivery already acknowledged"}
+	return TokenResult{Outcome: TokenStale, Detail: "delivery already acknowledged"}
 }
 
 // Ack finishes the records of current deliveries. Each token gets its own
@@ -448,7 +454,7 @@ func (q *Queue) Ack(now int64, tokens []Token) []TokenResult {
 	out := make([]TokenResult, len(tokens))
 	touched := make([]bool, len(q.parts))
 	for i, t := range tokens {
-		p, r, res := q.current(t, now)
+		p, r, res := q.current(t, now, true)
 		if r == nil {
 			out[i] = res
 			continue
@@ -483,7 +489,7 @@ func (q *Queue) Nack(now int64, nacks []Nack) []TokenResult {
 			out[i] = TokenResult{Outcome: TokenStale, Detail: fmt.Sprintf("delay %v outside [0, %v]", n.Delay, MaxQueueDelay)}
 			continue
 		}
-		p, r, res := q.current(n.Token, now)
+		p, r, res := q.current(n.Token, now, false)
 		if r == nil {
 			out[i] = res
 			continue
@@ -520,7 +526,7 @@ func (q *Queue) Extend(now int64, tokens []Token, lease time.Duration) ([]TokenR
 	}
 	out := make([]TokenResult, len(tokens))
 	for i, t := range tokens {
-		_, r, res := q.current(t, now)
+		_, r, res := q.current(t, now, false)
 		if r == nil {
 			out[i] = res
 			continue

@@ -12,6 +12,8 @@ func (f *FSM) applyDeleteTopic(index uint64, c DeleteTopic) any {
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownTopic, c.Name)
 	}
+	// Its queue groups go with it (their dead-letter topics stay).
+	f.queues.dropTopic(c.Name)
 	// A file left behind is not divergence: the topic is gone from the state
 	// on every replica, and Restore removes directories of deleted topics.
 	if err := t.remove(); err != nil {

@@ -35,6 +35,8 @@ func (t CommandType) String() string {
 		return groupCommandName(t)
 	case CmdAlterTopic, CmdTrim, CmdCompact:
 		return cleanerCommandName(t)
+	case CmdQueueCreate, CmdQueueAlter, CmdQueueClaim, CmdQueueAck, CmdQueueNack, CmdQueueExtend:
+		return queueCommandName(t)
 	default:
 		return fmt.Sprintf("command(%d)", uint8(t))
 	}
@@ -178,6 +180,12 @@ func decodeCommand(data []byte) (envelope, error) {
 		env.Body = c
 	case CmdGroupJoin, CmdGroupHeartbeat, CmdGroupLeave, CmdGroupCommit, CmdGroupResetOffsets, CmdGroupAutoReset, CmdGroupDelete:
 		c, err := decodeGroupCommand(env.Type, p)
+		if err != nil {
+			return env, err
+		}
+		env.Body = c
+	case CmdQueueCreate, CmdQueueAlter, CmdQueueClaim, CmdQueueAck, CmdQueueNack, CmdQueueExtend:
+		c, err := decodeQueueCommand(env.Type, p)
 		if err != nil {
 			return env, err
 		}

@@ -41,6 +41,8 @@ type FSM struct {
 	failed atomic.Pointer[error]
 	// groups is the consumer group state (groups.go).
 	groups consumerGroups
+	// queues is the queue groups' lease state (queue_state.go).
+	queues queueGroups
 	// cleaner is the retention and compaction state (cleaner_state.go).
 	cleaner cleanerState
 }
@@ -151,6 +153,8 @@ func (f *FSM) applyOne(index uint64, data []byte) any {
 		return f.applyAppend(index, now, c)
 	case groupCommand:
 		return c.applyGroup(f, now)
+	case queueCommand:
+		return c.applyQueue(f, index, now)
 	case cleanerCommand:
 		return c.applyCleaner(f, index, now)
 	default:

@@ -46,6 +46,9 @@ const (
 	Reason_REASON_UNKNOWN_MEMBER   Reason = 21
 	Reason_REASON_UNKNOWN_GROUP    Reason = 22
 	Reason_REASON_GROUP_NOT_EMPTY  Reason = 23
+	// Work queues (issue 6).
+	Reason_REASON_UNKNOWN_QUEUE_GROUP Reason = 40
+	Reason_REASON_QUEUE_GROUP_EXISTS  Reason = 41
 )
 
 // Enum value maps for Reason.
@@ -68,6 +71,8 @@ var (
 		21: "REASON_UNKNOWN_MEMBER",
 		22: "REASON_UNKNOWN_GROUP",
 		23: "REASON_GROUP_NOT_EMPTY",
+		40: "REASON_UNKNOWN_QUEUE_GROUP",
+		41: "REASON_QUEUE_GROUP_EXISTS",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":          0,
@@ -87,6 +92,8 @@ var (
 		"REASON_UNKNOWN_MEMBER":       21,
 		"REASON_UNKNOWN_GROUP":        22,
 		"REASON_GROUP_NOT_EMPTY":      23,
+		"REASON_UNKNOWN_QUEUE_GROUP":  40,
+		"REASON_QUEUE_GROUP_EXISTS":   41,
 	}
 )
 
@@ -3346,6 +3353,1555 @@ func (x *ResetGroupOffsetsResponse) GetGeneration() int64 {
 	return 0
 }
 
+// QueueGroupConfig is a queue group's settings. In a create, an unset
+// field takes its default; in an alter, only set fields change.
+type QueueGroupConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Lease of a claim that names none; default 30000.
+	LeaseMs *int64 `protobuf:"varint,1,opt,name=lease_ms,json=leaseMs,proto3,oneof" json:"lease_ms,omitempty"`
+	// A record failing its max_deliveries-th delivery is dead-lettered;
+	// default 5.
+	MaxDeliveries *int32 `protobuf:"varint,2,opt,name=max_deliveries,json=maxDeliveries,proto3,oneof" json:"max_deliveries,omitempty"`
+	// Backoff after a transient nack: uniform in
+	// [0, min(backoff_max_ms, backoff_base_ms * 2^(n-1))]; defaults 1000 and
+	// 300000.
+	BackoffBaseMs *int64 `protobuf:"varint,3,opt,name=backoff_base_ms,json=backoffBaseMs,proto3,oneof" json:"backoff_base_ms,omitempty"`
+	BackoffMaxMs  *int64 `protobuf:"varint,4,opt,name=backoff_max_ms,json=backoffMaxMs,proto3,oneof" json:"backoff_max_ms,omitempty"`
+	// Per partition, records delivered and not finished; default 1000.
+	MaxInFlight *int32 `protobuf:"varint,5,opt,name=max_in_flight,json=maxInFlight,proto3,oneof" json:"max_in_flight,omitempty"`
+	// Records older than this are dead-lettered (reason "expired"); 0 means
+	// no limit (the default).
+	AgeLimitMs *int64 `protobuf:"varint,6,opt,name=age_limit_ms,json=ageLimitMs,proto3,oneof" json:"age_limit_ms,omitempty"`
+	// Default "<topic>.<group>.dlq", created when missing.
+	DeadLetterTopic *string `protobuf:"bytes,7,opt,name=dead_letter_topic,json=deadLetterTopic,proto3,oneof" json:"dead_letter_topic,omitempty"`
+	// Header holding a record's business deadline (RFC 3339 or Unix ms);
+	// default "deadline", "-" for none.
+	DeadlineHeader *string `protobuf:"bytes,8,opt,name=deadline_header,json=deadlineHeader,proto3,oneof" json:"deadline_header,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *QueueGroupConfig) Reset() {
+	*x = QueueGroupConfig{}
+	mi := &file_logd_v1_logd_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueGroupConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueGroupConfig) ProtoMessage() {}
+
+func (x *QueueGroupConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueGroupConfig.ProtoReflect.Descriptor instead.
+func (*QueueGroupConfig) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *QueueGroupConfig) GetLeaseMs() int64 {
+	if x != nil && x.LeaseMs != nil {
+		return *x.LeaseMs
+	}
+	return 0
+}
+
+func (x *QueueGroupConfig) GetMaxDeliveries() int32 {
+	if x != nil && x.MaxDeliveries != nil {
+		return *x.MaxDeliveries
+	}
+	return 0
+}
+
+func (x *QueueGroupConfig) GetBackoffBaseMs() int64 {
+	if x != nil && x.BackoffBaseMs != nil {
+		return *x.BackoffBaseMs
+	}
+	return 0
+}
+
+func (x *QueueGroupConfig) GetBackoffMaxMs() int64 {
+	if x != nil && x.BackoffMaxMs != nil {
+		return *x.BackoffMaxMs
+	}
+	return 0
+}
+
+func (x *QueueGroupConfig) GetMaxInFlight() int32 {
+	if x != nil && x.MaxInFlight != nil {
+		return *x.MaxInFlight
+	}
+	return 0
+}
+
+func (x *QueueGroupConfig) GetAgeLimitMs() int64 {
+	if x != nil && x.AgeLimitMs != nil {
+		return *x.AgeLimitMs
+	}
+	return 0
+}
+
+func (x *QueueGroupConfig) GetDeadLetterTopic() string {
+	if x != nil && x.DeadLetterTopic != nil {
+		return *x.DeadLetterTopic
+	}
+	return ""
+}
+
+func (x *QueueGroupConfig) GetDeadlineHeader() string {
+	if x != nil && x.DeadlineHeader != nil {
+		return *x.DeadlineHeader
+	}
+	return ""
+}
+
+type CreateQueueGroupRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Topic  string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Group  string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	Config *QueueGroupConfig      `protobuf:"bytes,3,opt,name=config,proto3" json:"config,omitempty"`
+	// Work only records appended from now on (default: every record).
+	FromEnd       bool `protobuf:"varint,4,opt,name=from_end,json=fromEnd,proto3" json:"from_end,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateQueueGroupRequest) Reset() {
+	*x = CreateQueueGroupRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateQueueGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateQueueGroupRequest) ProtoMessage() {}
+
+func (x *CreateQueueGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateQueueGroupRequest.ProtoReflect.Descriptor instead.
+func (*CreateQueueGroupRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *CreateQueueGroupRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *CreateQueueGroupRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *CreateQueueGroupRequest) GetConfig() *QueueGroupConfig {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+func (x *CreateQueueGroupRequest) GetFromEnd() bool {
+	if x != nil {
+		return x.FromEnd
+	}
+	return false
+}
+
+type CreateQueueGroupResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Effective settings, defaults included.
+	Config        *QueueGroupConfig `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateQueueGroupResponse) Reset() {
+	*x = CreateQueueGroupResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateQueueGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateQueueGroupResponse) ProtoMessage() {}
+
+func (x *CreateQueueGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateQueueGroupResponse.ProtoReflect.Descriptor instead.
+func (*CreateQueueGroupResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *CreateQueueGroupResponse) GetConfig() *QueueGroupConfig {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+type AlterQueueGroupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Group         string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	Config        *QueueGroupConfig      `protobuf:"bytes,3,opt,name=config,proto3" json:"config,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlterQueueGroupRequest) Reset() {
+	*x = AlterQueueGroupRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterQueueGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterQueueGroupRequest) ProtoMessage() {}
+
+func (x *AlterQueueGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterQueueGroupRequest.ProtoReflect.Descriptor instead.
+func (*AlterQueueGroupRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *AlterQueueGroupRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *AlterQueueGroupRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *AlterQueueGroupRequest) GetConfig() *QueueGroupConfig {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+type AlterQueueGroupResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Config        *QueueGroupConfig      `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlterQueueGroupResponse) Reset() {
+	*x = AlterQueueGroupResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterQueueGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterQueueGroupResponse) ProtoMessage() {}
+
+func (x *AlterQueueGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterQueueGroupResponse.ProtoReflect.Descriptor instead.
+func (*AlterQueueGroupResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *AlterQueueGroupResponse) GetConfig() *QueueGroupConfig {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+type DescribeQueueGroupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Group         string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeQueueGroupRequest) Reset() {
+	*x = DescribeQueueGroupRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeQueueGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeQueueGroupRequest) ProtoMessage() {}
+
+func (x *DescribeQueueGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeQueueGroupRequest.ProtoReflect.Descriptor instead.
+func (*DescribeQueueGroupRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *DescribeQueueGroupRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *DescribeQueueGroupRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+// QueuePartitionState is one partition of a queue group.
+type QueuePartitionState struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Partition int32                  `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	// Every offset below done_offset is finished (acked or dead-lettered).
+	DoneOffset int64 `protobuf:"varint,2,opt,name=done_offset,json=doneOffset,proto3" json:"done_offset,omitempty"`
+	// Offsets at or above next_offset were never delivered.
+	NextOffset int64 `protobuf:"varint,3,opt,name=next_offset,json=nextOffset,proto3" json:"next_offset,omitempty"`
+	EndOffset  int64 `protobuf:"varint,4,opt,name=end_offset,json=endOffset,proto3" json:"end_offset,omitempty"`
+	Ready      int64 `protobuf:"varint,5,opt,name=ready,proto3" json:"ready,omitempty"`
+	InFlight   int64 `protobuf:"varint,6,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	Delayed    int64 `protobuf:"varint,7,opt,name=delayed,proto3" json:"delayed,omitempty"`
+	// Decided for the dead-letter topic, not yet moved.
+	DeadPending  int64 `protobuf:"varint,8,opt,name=dead_pending,json=deadPending,proto3" json:"dead_pending,omitempty"`
+	Acked        int64 `protobuf:"varint,9,opt,name=acked,proto3" json:"acked,omitempty"`
+	DeadLettered int64 `protobuf:"varint,10,opt,name=dead_lettered,json=deadLettered,proto3" json:"dead_lettered,omitempty"`
+	// Records are waiting but max_in_flight is reached.
+	AtCap bool `protobuf:"varint,11,opt,name=at_cap,json=atCap,proto3" json:"at_cap,omitempty"`
+	// Age of the oldest ready record by its timestamp; 0 when none.
+	OldestReadyAgeMs int64 `protobuf:"varint,12,opt,name=oldest_ready_age_ms,json=oldestReadyAgeMs,proto3" json:"oldest_ready_age_ms,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *QueuePartitionState) Reset() {
+	*x = QueuePartitionState{}
+	mi := &file_logd_v1_logd_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueuePartitionState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueuePartitionState) ProtoMessage() {}
+
+func (x *QueuePartitionState) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueuePartitionState.ProtoReflect.Descriptor instead.
+func (*QueuePartitionState) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *QueuePartitionState) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *QueuePartitionState) GetDoneOffset() int64 {
+	if x != nil {
+		return x.DoneOffset
+	}
+	return 0
+}
+
+func (x *QueuePartitionState) GetNextOffset() int64 {
+	if x != nil {
+		return x.NextOffset
+	}
+	return 0
+}
+
+func (x *QueuePartitionState) GetEndOffset() int64 {
+	if x != nil {
+		return x.EndOffset
+	}
+	return 0
+}
+
+func (x *QueuePartitionState) GetReady() int64 {
+	if x != nil {
+		return x.Ready
+	}
+	return 0
+}
+
+func (x *QueuePartitionState) GetInFlight() int64 {
+	if x != nil {
+		return x.InFlight
+	}
+	return 0
+}
+
+func (x *QueuePartitionState) GetDelayed() int64 {
+	if x != nil {
+		return x.Delayed
+	}
+	return 0
+}
+
+func (x *QueuePartitionState) GetDeadPending() int64 {
+	if x != nil {
+		return x.DeadPending
+	}
+	return 0
+}
+
+func (x *QueuePartitionState) GetAcked() int64 {
+	if x != nil {
+		return x.Acked
+	}
+	return 0
+}
+
+func (x *QueuePartitionState) GetDeadLettered() int64 {
+	if x != nil {
+		return x.DeadLettered
+	}
+	return 0
+}
+
+func (x *QueuePartitionState) GetAtCap() bool {
+	if x != nil {
+		return x.AtCap
+	}
+	return false
+}
+
+func (x *QueuePartitionState) GetOldestReadyAgeMs() int64 {
+	if x != nil {
+		return x.OldestReadyAgeMs
+	}
+	return 0
+}
+
+type DescribeQueueGroupResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Group         string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	Config        *QueueGroupConfig      `protobuf:"bytes,3,opt,name=config,proto3" json:"config,omitempty"`
+	CreatedMs     int64                  `protobuf:"varint,4,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	Partitions    []*QueuePartitionState `protobuf:"bytes,5,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeQueueGroupResponse) Reset() {
+	*x = DescribeQueueGroupResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeQueueGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeQueueGroupResponse) ProtoMessage() {}
+
+func (x *DescribeQueueGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeQueueGroupResponse.ProtoReflect.Descriptor instead.
+func (*DescribeQueueGroupResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *DescribeQueueGroupResponse) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *DescribeQueueGroupResponse) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *DescribeQueueGroupResponse) GetConfig() *QueueGroupConfig {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+func (x *DescribeQueueGroupResponse) GetCreatedMs() int64 {
+	if x != nil {
+		return x.CreatedMs
+	}
+	return 0
+}
+
+func (x *DescribeQueueGroupResponse) GetPartitions() []*QueuePartitionState {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+type ClaimRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Topic string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Group string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	// 1 to 10000; 0 means 1.
+	MaxRecords int32 `protobuf:"varint,3,opt,name=max_records,json=maxRecords,proto3" json:"max_records,omitempty"`
+	// Lease of each delivery; 0 means the group's.
+	LeaseMs int64 `protobuf:"varint,4,opt,name=lease_ms,json=leaseMs,proto3" json:"lease_ms,omitempty"`
+	// Bound on key+value+header bytes; at least one record is returned.
+	// 0 means 4 MiB.
+	MaxBytes int32 `protobuf:"varint,5,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	// How long to wait for a record when none is claimable; 0 returns at
+	// once.
+	MaxWaitMs     int32 `protobuf:"varint,6,opt,name=max_wait_ms,json=maxWaitMs,proto3" json:"max_wait_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClaimRequest) Reset() {
+	*x = ClaimRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClaimRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClaimRequest) ProtoMessage() {}
+
+func (x *ClaimRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClaimRequest.ProtoReflect.Descriptor instead.
+func (*ClaimRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *ClaimRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *ClaimRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *ClaimRequest) GetMaxRecords() int32 {
+	if x != nil {
+		return x.MaxRecords
+	}
+	return 0
+}
+
+func (x *ClaimRequest) GetLeaseMs() int64 {
+	if x != nil {
+		return x.LeaseMs
+	}
+	return 0
+}
+
+func (x *ClaimRequest) GetMaxBytes() int32 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
+}
+
+func (x *ClaimRequest) GetMaxWaitMs() int32 {
+	if x != nil {
+		return x.MaxWaitMs
+	}
+	return 0
+}
+
+// ClaimedRecord is one delivery.
+type ClaimedRecord struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Partition   int32                  `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	Offset      int64                  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	TimestampMs int64                  `protobuf:"varint,3,opt,name=timestamp_ms,json=timestampMs,proto3" json:"timestamp_ms,omitempty"`
+	Key         []byte                 `protobuf:"bytes,4,opt,name=key,proto3,oneof" json:"key,omitempty"`
+	Value       []byte                 `protobuf:"bytes,5,opt,name=value,proto3,oneof" json:"value,omitempty"`
+	Headers     []*Header              `protobuf:"bytes,6,rep,name=headers,proto3" json:"headers,omitempty"`
+	// The token of this delivery, for ack, nack and extend.
+	Token string `protobuf:"bytes,7,opt,name=token,proto3" json:"token,omitempty"`
+	// 1 for the first delivery.
+	DeliveryCount   int32 `protobuf:"varint,8,opt,name=delivery_count,json=deliveryCount,proto3" json:"delivery_count,omitempty"`
+	LeaseDeadlineMs int64 `protobuf:"varint,9,opt,name=lease_deadline_ms,json=leaseDeadlineMs,proto3" json:"lease_deadline_ms,omitempty"`
+	FirstDeliveryMs int64 `protobuf:"varint,10,opt,name=first_delivery_ms,json=firstDeliveryMs,proto3" json:"first_delivery_ms,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ClaimedRecord) Reset() {
+	*x = ClaimedRecord{}
+	mi := &file_logd_v1_logd_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClaimedRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClaimedRecord) ProtoMessage() {}
+
+func (x *ClaimedRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClaimedRecord.ProtoReflect.Descriptor instead.
+func (*ClaimedRecord) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *ClaimedRecord) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *ClaimedRecord) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *ClaimedRecord) GetTimestampMs() int64 {
+	if x != nil {
+		return x.TimestampMs
+	}
+	return 0
+}
+
+func (x *ClaimedRecord) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *ClaimedRecord) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *ClaimedRecord) GetHeaders() []*Header {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+func (x *ClaimedRecord) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *ClaimedRecord) GetDeliveryCount() int32 {
+	if x != nil {
+		return x.DeliveryCount
+	}
+	return 0
+}
+
+func (x *ClaimedRecord) GetLeaseDeadlineMs() int64 {
+	if x != nil {
+		return x.LeaseDeadlineMs
+	}
+	return 0
+}
+
+func (x *ClaimedRecord) GetFirstDeliveryMs() int64 {
+	if x != nil {
+		return x.FirstDeliveryMs
+	}
+	return 0
+}
+
+type ClaimResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Records []*ClaimedRecord       `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	// Partitions whose in-flight cap kept waiting records back.
+	AtCapPartitions []int32 `protobuf:"varint,2,rep,packed,name=at_cap_partitions,json=atCapPartitions,proto3" json:"at_cap_partitions,omitempty"`
+	// Records this claim moved to the dead-letter topic (deadline passed,
+	// age limit, last lease expired).
+	DeadLettered  int32 `protobuf:"varint,3,opt,name=dead_lettered,json=deadLettered,proto3" json:"dead_lettered,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClaimResponse) Reset() {
+	*x = ClaimResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClaimResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClaimResponse) ProtoMessage() {}
+
+func (x *ClaimResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClaimResponse.ProtoReflect.Descriptor instead.
+func (*ClaimResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *ClaimResponse) GetRecords() []*ClaimedRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+func (x *ClaimResponse) GetAtCapPartitions() []int32 {
+	if x != nil {
+		return x.AtCapPartitions
+	}
+	return nil
+}
+
+func (x *ClaimResponse) GetDeadLettered() int32 {
+	if x != nil {
+		return x.DeadLettered
+	}
+	return 0
+}
+
+// TokenResult answers one token of an ack, nack or extend, in request
+// order. A call fails as a whole (REASON_STALE_TOKEN) only when every one
+// of its tokens is stale.
+type TokenResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Token string                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// REASON_UNSPECIFIED: applied (or a duplicate, see duplicate).
+	// REASON_STALE_TOKEN: an older delivery or an expired lease; nothing
+	// changed. REASON_INVALID_ARGUMENT: not a token.
+	Error   Reason `protobuf:"varint,2,opt,name=error,proto3,enum=logd.v1.Reason" json:"error,omitempty"`
+	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	// The delivery was already finished by this token; nothing changed.
+	Duplicate bool `protobuf:"varint,4,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
+	// Nack: the record moved to the dead-letter topic.
+	DeadLettered bool `protobuf:"varint,5,opt,name=dead_lettered,json=deadLettered,proto3" json:"dead_lettered,omitempty"`
+	// Nack (transient): when the record is offered again.
+	AvailableAtMs int64 `protobuf:"varint,6,opt,name=available_at_ms,json=availableAtMs,proto3" json:"available_at_ms,omitempty"`
+	// Extend: the new lease deadline.
+	LeaseDeadlineMs int64 `protobuf:"varint,7,opt,name=lease_deadline_ms,json=leaseDeadlineMs,proto3" json:"lease_deadline_ms,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *TokenResult) Reset() {
+	*x = TokenResult{}
+	mi := &file_logd_v1_logd_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TokenResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TokenResult) ProtoMessage() {}
+
+func (x *TokenResult) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TokenResult.ProtoReflect.Descriptor instead.
+func (*TokenResult) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *TokenResult) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *TokenResult) GetError() Reason {
+	if x != nil {
+		return x.Error
+	}
+	return Reason_REASON_UNSPECIFIED
+}
+
+func (x *TokenResult) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *TokenResult) GetDuplicate() bool {
+	if x != nil {
+		return x.Duplicate
+	}
+	return false
+}
+
+func (x *TokenResult) GetDeadLettered() bool {
+	if x != nil {
+		return x.DeadLettered
+	}
+	return false
+}
+
+func (x *TokenResult) GetAvailableAtMs() int64 {
+	if x != nil {
+		return x.AvailableAtMs
+	}
+	return 0
+}
+
+func (x *TokenResult) GetLeaseDeadlineMs() int64 {
+	if x != nil {
+		return x.LeaseDeadlineMs
+	}
+	return 0
+}
+
+type AckRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Group         string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	Tokens        []string               `protobuf:"bytes,3,rep,name=tokens,proto3" json:"tokens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AckRequest) Reset() {
+	*x = AckRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AckRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AckRequest) ProtoMessage() {}
+
+func (x *AckRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AckRequest.ProtoReflect.Descriptor instead.
+func (*AckRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *AckRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *AckRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *AckRequest) GetTokens() []string {
+	if x != nil {
+		return x.Tokens
+	}
+	return nil
+}
+
+type AckResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Results       []*TokenResult         `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AckResponse) Reset() {
+	*x = AckResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AckResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AckResponse) ProtoMessage() {}
+
+func (x *AckResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AckResponse.ProtoReflect.Descriptor instead.
+func (*AckResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *AckResponse) GetResults() []*TokenResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// QueueNack is one negative acknowledgement.
+type QueueNack struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Token string                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// Dead-letter at once (reason "rejected"); otherwise redeliver after
+	// the backoff, or dead-letter (reason "max_deliveries") after the last
+	// allowed delivery.
+	Permanent bool `protobuf:"varint,2,opt,name=permanent,proto3" json:"permanent,omitempty"`
+	// The failure, kept as the record's last error.
+	Error string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	// Replaces the backoff of a transient nack.
+	DelayMs       *int64 `protobuf:"varint,4,opt,name=delay_ms,json=delayMs,proto3,oneof" json:"delay_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueueNack) Reset() {
+	*x = QueueNack{}
+	mi := &file_logd_v1_logd_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueNack) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueNack) ProtoMessage() {}
+
+func (x *QueueNack) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueNack.ProtoReflect.Descriptor instead.
+func (*QueueNack) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *QueueNack) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *QueueNack) GetPermanent() bool {
+	if x != nil {
+		return x.Permanent
+	}
+	return false
+}
+
+func (x *QueueNack) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *QueueNack) GetDelayMs() int64 {
+	if x != nil && x.DelayMs != nil {
+		return *x.DelayMs
+	}
+	return 0
+}
+
+type NackRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Group         string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	Nacks         []*QueueNack           `protobuf:"bytes,3,rep,name=nacks,proto3" json:"nacks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NackRequest) Reset() {
+	*x = NackRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NackRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NackRequest) ProtoMessage() {}
+
+func (x *NackRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NackRequest.ProtoReflect.Descriptor instead.
+func (*NackRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *NackRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *NackRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *NackRequest) GetNacks() []*QueueNack {
+	if x != nil {
+		return x.Nacks
+	}
+	return nil
+}
+
+type NackResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Results       []*TokenResult         `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NackResponse) Reset() {
+	*x = NackResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NackResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NackResponse) ProtoMessage() {}
+
+func (x *NackResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NackResponse.ProtoReflect.Descriptor instead.
+func (*NackResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *NackResponse) GetResults() []*TokenResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+type ExtendRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Topic  string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Group  string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	Tokens []string               `protobuf:"bytes,3,rep,name=tokens,proto3" json:"tokens,omitempty"`
+	// New lease from now; 0 means the group's.
+	LeaseMs       int64 `protobuf:"varint,4,opt,name=lease_ms,json=leaseMs,proto3" json:"lease_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExtendRequest) Reset() {
+	*x = ExtendRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExtendRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExtendRequest) ProtoMessage() {}
+
+func (x *ExtendRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExtendRequest.ProtoReflect.Descriptor instead.
+func (*ExtendRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *ExtendRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *ExtendRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *ExtendRequest) GetTokens() []string {
+	if x != nil {
+		return x.Tokens
+	}
+	return nil
+}
+
+func (x *ExtendRequest) GetLeaseMs() int64 {
+	if x != nil {
+		return x.LeaseMs
+	}
+	return 0
+}
+
+type ExtendResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Results       []*TokenResult         `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExtendResponse) Reset() {
+	*x = ExtendResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExtendResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExtendResponse) ProtoMessage() {}
+
+func (x *ExtendResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExtendResponse.ProtoReflect.Descriptor instead.
+func (*ExtendResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *ExtendResponse) GetResults() []*TokenResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+type AlterTopicRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Settings to set (Kafka names, e.g. "retention.ms"); unknown keys and
+	// invalid values are refused and nothing changes.
+	Config map[string]string `protobuf:"bytes,2,rep,name=config,proto3" json:"config,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Settings to return to their default; a key may not be both set and
+	// deleted.
+	DeleteConfig  []string `protobuf:"bytes,3,rep,name=delete_config,json=deleteConfig,proto3" json:"delete_config,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlterTopicRequest) Reset() {
+	*x = AlterTopicRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterTopicRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterTopicRequest) ProtoMessage() {}
+
+func (x *AlterTopicRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterTopicRequest.ProtoReflect.Descriptor instead.
+func (*AlterTopicRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *AlterTopicRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AlterTopicRequest) GetConfig() map[string]string {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+func (x *AlterTopicRequest) GetDeleteConfig() []string {
+	if x != nil {
+		return x.DeleteConfig
+	}
+	return nil
+}
+
+type AlterTopicResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The topic with its effective settings after the change.
+	Topic         *TopicInfo `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlterTopicResponse) Reset() {
+	*x = AlterTopicResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterTopicResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterTopicResponse) ProtoMessage() {}
+
+func (x *AlterTopicResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterTopicResponse.ProtoReflect.Descriptor instead.
+func (*AlterTopicResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *AlterTopicResponse) GetTopic() *TopicInfo {
+	if x != nil {
+		return x.Topic
+	}
+	return nil
+}
+
+// CleanerRun is a retention or compaction command applied to a partition.
+type CleanerRun struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The leader's time of the command, milliseconds since the Unix epoch.
+	TimeMs int64 `protobuf:"varint,1,opt,name=time_ms,json=timeMs,proto3" json:"time_ms,omitempty"`
+	// "trim" (closed segments deleted) or "compact".
+	Action string `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
+	// How much smaller the partition became.
+	BytesDeleted int64 `protobuf:"varint,3,opt,name=bytes_deleted,json=bytesDeleted,proto3" json:"bytes_deleted,omitempty"`
+	// Records compaction removed.
+	RecordsRemoved int64 `protobuf:"varint,4,opt,name=records_removed,json=recordsRemoved,proto3" json:"records_removed,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *CleanerRun) Reset() {
+	*x = CleanerRun{}
+	mi := &file_logd_v1_logd_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CleanerRun) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CleanerRun) ProtoMessage() {}
+
+func (x *CleanerRun) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CleanerRun.ProtoReflect.Descriptor instead.
+func (*CleanerRun) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *CleanerRun) GetTimeMs() int64 {
+	if x != nil {
+		return x.TimeMs
+	}
+	return 0
+}
+
+func (x *CleanerRun) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *CleanerRun) GetBytesDeleted() int64 {
+	if x != nil {
+		return x.BytesDeleted
+	}
+	return 0
+}
+
+func (x *CleanerRun) GetRecordsRemoved() int64 {
+	if x != nil {
+		return x.RecordsRemoved
+	}
+	return 0
+}
+
 var File_logd_v1_logd_proto protoreflect.FileDescriptor
 
 const file_logd_v1_logd_proto_rawDesc = "" +
@@ -3632,7 +5188,142 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\bexecuted\x18\x02 \x01(\bR\bexecuted\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x03 \x01(\x03R\n" +
-	"generation*\xcc\x03\n" +
+	"generation\"\xf9\x03\n" +
+	"\x10QueueGroupConfig\x12\x1e\n" +
+	"\blease_ms\x18\x01 \x01(\x03H\x00R\aleaseMs\x88\x01\x01\x12*\n" +
+	"\x0emax_deliveries\x18\x02 \x01(\x05H\x01R\rmaxDeliveries\x88\x01\x01\x12+\n" +
+	"\x0fbackoff_base_ms\x18\x03 \x01(\x03H\x02R\rbackoffBaseMs\x88\x01\x01\x12)\n" +
+	"\x0ebackoff_max_ms\x18\x04 \x01(\x03H\x03R\fbackoffMaxMs\x88\x01\x01\x12'\n" +
+	"\rmax_in_flight\x18\x05 \x01(\x05H\x04R\vmaxInFlight\x88\x01\x01\x12%\n" +
+	"\fage_limit_ms\x18\x06 \x01(\x03H\x05R\n" +
+	"ageLimitMs\x88\x01\x01\x12/\n" +
+	"\x11dead_letter_topic\x18\a \x01(\tH\x06R\x0fdeadLetterTopic\x88\x01\x01\x12,\n" +
+	"\x0fdeadline_header\x18\b \x01(\tH\aR\x0edeadlineHeader\x88\x01\x01B\v\n" +
+	"\t_lease_msB\x11\n" +
+	"\x0f_max_deliveriesB\x12\n" +
+	"\x10_backoff_base_msB\x11\n" +
+	"\x0f_backoff_max_msB\x10\n" +
+	"\x0e_max_in_flightB\x0f\n" +
+	"\r_age_limit_msB\x14\n" +
+	"\x12_dead_letter_topicB\x12\n" +
+	"\x10_deadline_header\"\x93\x01\n" +
+	"\x17CreateQueueGroupRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x121\n" +
+	"\x06config\x18\x03 \x01(\v2\x19.logd.v1.QueueGroupConfigR\x06config\x12\x19\n" +
+	"\bfrom_end\x18\x04 \x01(\bR\afromEnd\"M\n" +
+	"\x18CreateQueueGroupResponse\x121\n" +
+	"\x06config\x18\x01 \x01(\v2\x19.logd.v1.QueueGroupConfigR\x06config\"w\n" +
+	"\x16AlterQueueGroupRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x121\n" +
+	"\x06config\x18\x03 \x01(\v2\x19.logd.v1.QueueGroupConfigR\x06config\"L\n" +
+	"\x17AlterQueueGroupResponse\x121\n" +
+	"\x06config\x18\x01 \x01(\v2\x19.logd.v1.QueueGroupConfigR\x06config\"G\n" +
+	"\x19DescribeQueueGroupRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\"\x85\x03\n" +
+	"\x13QueuePartitionState\x12\x1c\n" +
+	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x1f\n" +
+	"\vdone_offset\x18\x02 \x01(\x03R\n" +
+	"doneOffset\x12\x1f\n" +
+	"\vnext_offset\x18\x03 \x01(\x03R\n" +
+	"nextOffset\x12\x1d\n" +
+	"\n" +
+	"end_offset\x18\x04 \x01(\x03R\tendOffset\x12\x14\n" +
+	"\x05ready\x18\x05 \x01(\x03R\x05ready\x12\x1b\n" +
+	"\tin_flight\x18\x06 \x01(\x03R\binFlight\x12\x18\n" +
+	"\adelayed\x18\a \x01(\x03R\adelayed\x12!\n" +
+	"\fdead_pending\x18\b \x01(\x03R\vdeadPending\x12\x14\n" +
+	"\x05acked\x18\t \x01(\x03R\x05acked\x12#\n" +
+	"\rdead_lettered\x18\n" +
+	" \x01(\x03R\fdeadLettered\x12\x15\n" +
+	"\x06at_cap\x18\v \x01(\bR\x05atCap\x12-\n" +
+	"\x13oldest_ready_age_ms\x18\f \x01(\x03R\x10oldestReadyAgeMs\"\xd8\x01\n" +
+	"\x1aDescribeQueueGroupResponse\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x121\n" +
+	"\x06config\x18\x03 \x01(\v2\x19.logd.v1.QueueGroupConfigR\x06config\x12\x1d\n" +
+	"\n" +
+	"created_ms\x18\x04 \x01(\x03R\tcreatedMs\x12<\n" +
+	"\n" +
+	"partitions\x18\x05 \x03(\v2\x1c.logd.v1.QueuePartitionStateR\n" +
+	"partitions\"\xb3\x01\n" +
+	"\fClaimRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12\x1f\n" +
+	"\vmax_records\x18\x03 \x01(\x05R\n" +
+	"maxRecords\x12\x19\n" +
+	"\blease_ms\x18\x04 \x01(\x03R\aleaseMs\x12\x1b\n" +
+	"\tmax_bytes\x18\x05 \x01(\x05R\bmaxBytes\x12\x1e\n" +
+	"\vmax_wait_ms\x18\x06 \x01(\x05R\tmaxWaitMs\"\xec\x02\n" +
+	"\rClaimedRecord\x12\x1c\n" +
+	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x16\n" +
+	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12!\n" +
+	"\ftimestamp_ms\x18\x03 \x01(\x03R\vtimestampMs\x12\x15\n" +
+	"\x03key\x18\x04 \x01(\fH\x00R\x03key\x88\x01\x01\x12\x19\n" +
+	"\x05value\x18\x05 \x01(\fH\x01R\x05value\x88\x01\x01\x12)\n" +
+	"\aheaders\x18\x06 \x03(\v2\x0f.logd.v1.HeaderR\aheaders\x12\x14\n" +
+	"\x05token\x18\a \x01(\tR\x05token\x12%\n" +
+	"\x0edelivery_count\x18\b \x01(\x05R\rdeliveryCount\x12*\n" +
+	"\x11lease_deadline_ms\x18\t \x01(\x03R\x0fleaseDeadlineMs\x12*\n" +
+	"\x11first_delivery_ms\x18\n" +
+	" \x01(\x03R\x0ffirstDeliveryMsB\x06\n" +
+	"\x04_keyB\b\n" +
+	"\x06_value\"\x92\x01\n" +
+	"\rClaimResponse\x120\n" +
+	"\arecords\x18\x01 \x03(\v2\x16.logd.v1.ClaimedRecordR\arecords\x12*\n" +
+	"\x11at_cap_partitions\x18\x02 \x03(\x05R\x0fatCapPartitions\x12#\n" +
+	"\rdead_lettered\x18\x03 \x01(\x05R\fdeadLettered\"\xfb\x01\n" +
+	"\vTokenResult\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12%\n" +
+	"\x05error\x18\x02 \x01(\x0e2\x0f.logd.v1.ReasonR\x05error\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x12\x1c\n" +
+	"\tduplicate\x18\x04 \x01(\bR\tduplicate\x12#\n" +
+	"\rdead_lettered\x18\x05 \x01(\bR\fdeadLettered\x12&\n" +
+	"\x0favailable_at_ms\x18\x06 \x01(\x03R\ravailableAtMs\x12*\n" +
+	"\x11lease_deadline_ms\x18\a \x01(\x03R\x0fleaseDeadlineMs\"P\n" +
+	"\n" +
+	"AckRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12\x16\n" +
+	"\x06tokens\x18\x03 \x03(\tR\x06tokens\"=\n" +
+	"\vAckResponse\x12.\n" +
+	"\aresults\x18\x01 \x03(\v2\x14.logd.v1.TokenResultR\aresults\"\x82\x01\n" +
+	"\tQueueNack\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12\x1c\n" +
+	"\tpermanent\x18\x02 \x01(\bR\tpermanent\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x1e\n" +
+	"\bdelay_ms\x18\x04 \x01(\x03H\x00R\adelayMs\x88\x01\x01B\v\n" +
+	"\t_delay_ms\"c\n" +
+	"\vNackRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12(\n" +
+	"\x05nacks\x18\x03 \x03(\v2\x12.logd.v1.QueueNackR\x05nacks\">\n" +
+	"\fNackResponse\x12.\n" +
+	"\aresults\x18\x01 \x03(\v2\x14.logd.v1.TokenResultR\aresults\"n\n" +
+	"\rExtendRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12\x16\n" +
+	"\x06tokens\x18\x03 \x03(\tR\x06tokens\x12\x19\n" +
+	"\blease_ms\x18\x04 \x01(\x03R\aleaseMs\"@\n" +
+	"\x0eExtendResponse\x12.\n" +
+	"\aresults\x18\x01 \x03(\v2\x14.logd.v1.TokenResultR\aresults\"\xc7\x01\n" +
+	"\x11AlterTopicRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12>\n" +
+	"\x06config\x18\x02 \x03(\v2&.logd.v1.AlterTopicRequest.ConfigEntryR\x06config\x12#\n" +
+	"\rdelete_config\x18\x03 \x03(\tR\fdeleteConfig\x1a9\n" +
+	"\vConfigEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\">\n" +
+	"\x12AlterTopicResponse\x12(\n" +
+	"\x05topic\x18\x01 \x01(\v2\x12.logd.v1.TopicInfoR\x05topic\"\x8b\x01\n" +
+	"\n" +
+	"CleanerRun\x12\x17\n" +
+	"\atime_ms\x18\x01 \x01(\x03R\x06timeMs\x12\x16\n" +
+	"\x06action\x18\x02 \x01(\tR\x06action\x12#\n" +
+	"\rbytes_deleted\x18\x03 \x01(\x03R\fbytesDeleted\x12'\n" +
+	"\x0frecords_removed\x18\x04 \x01(\x03R\x0erecordsRemoved*\x8b\x04\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17REASON_INVALID_ARGUMENT\x10\x01\x12\x18\n" +
@@ -3651,7 +5342,9 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x17REASON_STALE_GENERATION\x10\x14\x12\x19\n" +
 	"\x15REASON_UNKNOWN_MEMBER\x10\x15\x12\x18\n" +
 	"\x14REASON_UNKNOWN_GROUP\x10\x16\x12\x1a\n" +
-	"\x16REASON_GROUP_NOT_EMPTY\x10\x172\xe4\t\n" +
+	"\x16REASON_GROUP_NOT_EMPTY\x10\x17\x12\x1e\n" +
+	"\x1aREASON_UNKNOWN_QUEUE_GROUP\x10(\x12\x1d\n" +
+	"\x19REASON_QUEUE_GROUP_EXISTS\x10)2\x93\x0e\n" +
 	"\n" +
 	"LogService\x12H\n" +
 	"\vCreateTopic\x12\x1b.logd.v1.CreateTopicRequest\x1a\x1c.logd.v1.CreateTopicResponse\x12E\n" +
@@ -3674,7 +5367,16 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"ListGroups\x12\x1a.logd.v1.ListGroupsRequest\x1a\x1b.logd.v1.ListGroupsResponse\x12N\n" +
 	"\rDescribeGroup\x12\x1d.logd.v1.DescribeGroupRequest\x1a\x1e.logd.v1.DescribeGroupResponse\x12H\n" +
 	"\vDeleteGroup\x12\x1b.logd.v1.DeleteGroupRequest\x1a\x1c.logd.v1.DeleteGroupResponse\x12Z\n" +
-	"\x11ResetGroupOffsets\x12!.logd.v1.ResetGroupOffsetsRequest\x1a\".logd.v1.ResetGroupOffsetsResponseB,Z*github.com/logd-dev/logd/api/logdv1;logdv1b\x06proto3"
+	"\x11ResetGroupOffsets\x12!.logd.v1.ResetGroupOffsetsRequest\x1a\".logd.v1.ResetGroupOffsetsResponse\x12W\n" +
+	"\x10CreateQueueGroup\x12 .logd.v1.CreateQueueGroupRequest\x1a!.logd.v1.CreateQueueGroupResponse\x12T\n" +
+	"\x0fAlterQueueGroup\x12\x1f.logd.v1.AlterQueueGroupRequest\x1a .logd.v1.AlterQueueGroupResponse\x12]\n" +
+	"\x12DescribeQueueGroup\x12\".logd.v1.DescribeQueueGroupRequest\x1a#.logd.v1.DescribeQueueGroupResponse\x126\n" +
+	"\x05Claim\x12\x15.logd.v1.ClaimRequest\x1a\x16.logd.v1.ClaimResponse\x120\n" +
+	"\x03Ack\x12\x13.logd.v1.AckRequest\x1a\x14.logd.v1.AckResponse\x123\n" +
+	"\x04Nack\x12\x14.logd.v1.NackRequest\x1a\x15.logd.v1.NackResponse\x129\n" +
+	"\x06Extend\x12\x16.logd.v1.ExtendRequest\x1a\x17.logd.v1.ExtendResponse\x12E\n" +
+	"\n" +
+	"AlterTopic\x12\x1a.logd.v1.AlterTopicRequest\x1a\x1b.logd.v1.AlterTopicResponseB,Z*github.com/logd-dev/logd/api/logdv1;logdv1b\x06proto3"
 
 var (
 	file_logd_v1_logd_proto_rawDescOnce sync.Once
@@ -3689,71 +5391,94 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
+var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
 var file_logd_v1_logd_proto_goTypes = []any{
-	(Reason)(0),                       // 0: logd.v1.Reason
-	(*ErrorInfo)(nil),                 // 1: logd.v1.ErrorInfo
-	(*CreateTopicRequest)(nil),        // 2: logd.v1.CreateTopicRequest
-	(*CreateTopicResponse)(nil),       // 3: logd.v1.CreateTopicResponse
-	(*ListTopicsRequest)(nil),         // 4: logd.v1.ListTopicsRequest
-	(*ListTopicsResponse)(nil),        // 5: logd.v1.ListTopicsResponse
-	(*DescribeTopicRequest)(nil),      // 6: logd.v1.DescribeTopicRequest
-	(*DescribeTopicResponse)(nil),     // 7: logd.v1.DescribeTopicResponse
-	(*DeleteTopicRequest)(nil),        // 8: logd.v1.DeleteTopicRequest
-	(*DeleteTopicResponse)(nil),       // 9: logd.v1.DeleteTopicResponse
-	(*TopicInfo)(nil),                 // 10: logd.v1.TopicInfo
-	(*PartitionInfo)(nil),             // 11: logd.v1.PartitionInfo
-	(*Header)(nil),                    // 12: logd.v1.Header
-	(*Record)(nil),                    // 13: logd.v1.Record
-	(*ProduceRequest)(nil),            // 14: logd.v1.ProduceRequest
-	(*RecordResult)(nil),              // 15: logd.v1.RecordResult
-	(*ProduceResponse)(nil),           // 16: logd.v1.ProduceResponse
-	(*FetchRequest)(nil),              // 17: logd.v1.FetchRequest
-	(*FetchedRecord)(nil),             // 18: logd.v1.FetchedRecord
-	(*FetchResponse)(nil),             // 19: logd.v1.FetchResponse
-	(*ListOffsetsRequest)(nil),        // 20: logd.v1.ListOffsetsRequest
-	(*ListOffsetsResponse)(nil),       // 21: logd.v1.ListOffsetsResponse
-	(*StatusRequest)(nil),             // 22: logd.v1.StatusRequest
-	(*StatusResponse)(nil),            // 23: logd.v1.StatusResponse
-	(*Member)(nil),                    // 24: logd.v1.Member
-	(*GroupTopicPartition)(nil),       // 25: logd.v1.GroupTopicPartition
-	(*GroupOffset)(nil),               // 26: logd.v1.GroupOffset
-	(*JoinGroupRequest)(nil),          // 27: logd.v1.JoinGroupRequest
-	(*GroupAssignment)(nil),           // 28: logd.v1.GroupAssignment
-	(*AssignedPartition)(nil),         // 29: logd.v1.AssignedPartition
-	(*JoinGroupResponse)(nil),         // 30: logd.v1.JoinGroupResponse
-	(*GroupHeartbeatRequest)(nil),     // 31: logd.v1.GroupHeartbeatRequest
-	(*GroupHeartbeatResponse)(nil),    // 32: logd.v1.GroupHeartbeatResponse
-	(*LeaveGroupRequest)(nil),         // 33: logd.v1.LeaveGroupRequest
-	(*LeaveGroupResponse)(nil),        // 34: logd.v1.LeaveGroupResponse
-	(*CommitOffsetsRequest)(nil),      // 35: logd.v1.CommitOffsetsRequest
-	(*CommitOffsetsResponse)(nil),     // 36: logd.v1.CommitOffsetsResponse
-	(*GroupFetchRequest)(nil),         // 37: logd.v1.GroupFetchRequest
-	(*GroupFetchResponse)(nil),        // 38: logd.v1.GroupFetchResponse
-	(*ListGroupsRequest)(nil),         // 39: logd.v1.ListGroupsRequest
-	(*ConsumerGroupSummary)(nil),      // 40: logd.v1.ConsumerGroupSummary
-	(*ListGroupsResponse)(nil),        // 41: logd.v1.ListGroupsResponse
-	(*DescribeGroupRequest)(nil),      // 42: logd.v1.DescribeGroupRequest
-	(*ConsumerGroupMember)(nil),       // 43: logd.v1.ConsumerGroupMember
-	(*ConsumerGroupPartition)(nil),    // 44: logd.v1.ConsumerGroupPartition
-	(*DescribeGroupResponse)(nil),     // 45: logd.v1.DescribeGroupResponse
-	(*DeleteGroupRequest)(nil),        // 46: logd.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),       // 47: logd.v1.DeleteGroupResponse
-	(*ResetTopic)(nil),                // 48: logd.v1.ResetTopic
-	(*ResetGroupOffsetsRequest)(nil),  // 49: logd.v1.ResetGroupOffsetsRequest
-	(*ResetPlanEntry)(nil),            // 50: logd.v1.ResetPlanEntry
-	(*ResetGroupOffsetsResponse)(nil), // 51: logd.v1.ResetGroupOffsetsResponse
-	nil,                               // 52: logd.v1.CreateTopicRequest.ConfigEntry
-	nil,                               // 53: logd.v1.TopicInfo.ConfigEntry
+	(Reason)(0),                        // 0: logd.v1.Reason
+	(*ErrorInfo)(nil),                  // 1: logd.v1.ErrorInfo
+	(*CreateTopicRequest)(nil),         // 2: logd.v1.CreateTopicRequest
+	(*CreateTopicResponse)(nil),        // 3: logd.v1.CreateTopicResponse
+	(*ListTopicsRequest)(nil),          // 4: logd.v1.ListTopicsRequest
+	(*ListTopicsResponse)(nil),         // 5: logd.v1.ListTopicsResponse
+	(*DescribeTopicRequest)(nil),       // 6: logd.v1.DescribeTopicRequest
+	(*DescribeTopicResponse)(nil),      // 7: logd.v1.DescribeTopicResponse
+	(*DeleteTopicRequest)(nil),         // 8: logd.v1.DeleteTopicRequest
+	(*DeleteTopicResponse)(nil),        // 9: logd.v1.DeleteTopicResponse
+	(*TopicInfo)(nil),                  // 10: logd.v1.TopicInfo
+	(*PartitionInfo)(nil),              // 11: logd.v1.PartitionInfo
+	(*Header)(nil),                     // 12: logd.v1.Header
+	(*Record)(nil),                     // 13: logd.v1.Record
+	(*ProduceRequest)(nil),             // 14: logd.v1.ProduceRequest
+	(*RecordResult)(nil),               // 15: logd.v1.RecordResult
+	(*ProduceResponse)(nil),            // 16: logd.v1.ProduceResponse
+	(*FetchRequest)(nil),               // 17: logd.v1.FetchRequest
+	(*FetchedRecord)(nil),              // 18: logd.v1.FetchedRecord
+	(*FetchResponse)(nil),              // 19: logd.v1.FetchResponse
+	(*ListOffsetsRequest)(nil),         // 20: logd.v1.ListOffsetsRequest
+	(*ListOffsetsResponse)(nil),        // 21: logd.v1.ListOffsetsResponse
+	(*StatusRequest)(nil),              // 22: logd.v1.StatusRequest
+	(*StatusResponse)(nil),             // 23: logd.v1.StatusResponse
+	(*Member)(nil),                     // 24: logd.v1.Member
+	(*GroupTopicPartition)(nil),        // 25: logd.v1.GroupTopicPartition
+	(*GroupOffset)(nil),                // 26: logd.v1.GroupOffset
+	(*JoinGroupRequest)(nil),           // 27: logd.v1.JoinGroupRequest
+	(*GroupAssignment)(nil),            // 28: logd.v1.GroupAssignment
+	(*AssignedPartition)(nil),          // 29: logd.v1.AssignedPartition
+	(*JoinGroupResponse)(nil),          // 30: logd.v1.JoinGroupResponse
+	(*GroupHeartbeatRequest)(nil),      // 31: logd.v1.GroupHeartbeatRequest
+	(*GroupHeartbeatResponse)(nil),     // 32: logd.v1.GroupHeartbeatResponse
+	(*LeaveGroupRequest)(nil),          // 33: logd.v1.LeaveGroupRequest
+	(*LeaveGroupResponse)(nil),         // 34: logd.v1.LeaveGroupResponse
+	(*CommitOffsetsRequest)(nil),       // 35: logd.v1.CommitOffsetsRequest
+	(*CommitOffsetsResponse)(nil),      // 36: logd.v1.CommitOffsetsResponse
+	(*GroupFetchRequest)(nil),          // 37: logd.v1.GroupFetchRequest
+	(*GroupFetchResponse)(nil),         // 38: logd.v1.GroupFetchResponse
+	(*ListGroupsRequest)(nil),          // 39: logd.v1.ListGroupsRequest
+	(*ConsumerGroupSummary)(nil),       // 40: logd.v1.ConsumerGroupSummary
+	(*ListGroupsResponse)(nil),         // 41: logd.v1.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),       // 42: logd.v1.DescribeGroupRequest
+	(*ConsumerGroupMember)(nil),        // 43: logd.v1.ConsumerGroupMember
+	(*ConsumerGroupPartition)(nil),     // 44: logd.v1.ConsumerGroupPartition
+	(*DescribeGroupResponse)(nil),      // 45: logd.v1.DescribeGroupResponse
+	(*DeleteGroupRequest)(nil),         // 46: logd.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),        // 47: logd.v1.DeleteGroupResponse
+	(*ResetTopic)(nil),                 // 48: logd.v1.ResetTopic
+	(*ResetGroupOffsetsRequest)(nil),   // 49: logd.v1.ResetGroupOffsetsRequest
+	(*ResetPlanEntry)(nil),             // 50: logd.v1.ResetPlanEntry
+	(*ResetGroupOffsetsResponse)(nil),  // 51: logd.v1.ResetGroupOffsetsResponse
+	(*QueueGroupConfig)(nil),           // 52: logd.v1.QueueGroupConfig
+	(*CreateQueueGroupRequest)(nil),    // 53: logd.v1.CreateQueueGroupRequest
+	(*CreateQueueGroupResponse)(nil),   // 54: logd.v1.CreateQueueGroupResponse
+	(*AlterQueueGroupRequest)(nil),     // 55: logd.v1.AlterQueueGroupRequest
+	(*AlterQueueGroupResponse)(nil),    // 56: logd.v1.AlterQueueGroupResponse
+	(*DescribeQueueGroupRequest)(nil),  // 57: logd.v1.DescribeQueueGroupRequest
+	(*QueuePartitionState)(nil),        // 58: logd.v1.QueuePartitionState
+	(*DescribeQueueGroupResponse)(nil), // 59: logd.v1.DescribeQueueGroupResponse
+	(*ClaimRequest)(nil),               // 60: logd.v1.ClaimRequest
+	(*ClaimedRecord)(nil),              // 61: logd.v1.ClaimedRecord
+	(*ClaimResponse)(nil),              // 62: logd.v1.ClaimResponse
+	(*TokenResult)(nil),                // 63: logd.v1.TokenResult
+	(*AckRequest)(nil),                 // 64: logd.v1.AckRequest
+	(*AckResponse)(nil),                // 65: logd.v1.AckResponse
+	(*QueueNack)(nil),                  // 66: logd.v1.QueueNack
+	(*NackRequest)(nil),                // 67: logd.v1.NackRequest
+	(*NackResponse)(nil),               // 68: logd.v1.NackResponse
+	(*ExtendRequest)(nil),              // 69: logd.v1.ExtendRequest
+	(*ExtendResponse)(nil),             // 70: logd.v1.ExtendResponse
+	(*AlterTopicRequest)(nil),          // 71: logd.v1.AlterTopicRequest
+	(*AlterTopicResponse)(nil),         // 72: logd.v1.AlterTopicResponse
+	(*CleanerRun)(nil),                 // 73: logd.v1.CleanerRun
+	nil,                                // 74: logd.v1.CreateTopicRequest.ConfigEntry
+	nil,                                // 75: logd.v1.TopicInfo.ConfigEntry
+	nil,                                // 76: logd.v1.AlterTopicRequest.ConfigEntry
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
 	0,  // 0: logd.v1.ErrorInfo.reason:type_name -> logd.v1.Reason
-	52, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
+	74, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
 	10, // 2: logd.v1.CreateTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	10, // 3: logd.v1.ListTopicsResponse.topics:type_name -> logd.v1.TopicInfo
 	10, // 4: logd.v1.DescribeTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	11, // 5: logd.v1.DescribeTopicResponse.partitions:type_name -> logd.v1.PartitionInfo
-	53, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
+	75, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
 	12, // 7: logd.v1.Record.headers:type_name -> logd.v1.Header
 	13, // 8: logd.v1.ProduceRequest.records:type_name -> logd.v1.Record
 	15, // 9: logd.v1.ProduceResponse.results:type_name -> logd.v1.RecordResult
@@ -3775,45 +5500,76 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	48, // 25: logd.v1.ResetGroupOffsetsRequest.topics:type_name -> logd.v1.ResetTopic
 	26, // 26: logd.v1.ResetGroupOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
 	50, // 27: logd.v1.ResetGroupOffsetsResponse.plan:type_name -> logd.v1.ResetPlanEntry
-	2,  // 28: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
-	4,  // 29: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
-	6,  // 30: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
-	8,  // 31: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
-	14, // 32: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
-	17, // 33: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
-	20, // 34: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
-	22, // 35: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
-	27, // 36: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
-	31, // 37: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
-	33, // 38: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
-	35, // 39: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
-	37, // 40: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
-	39, // 41: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
-	42, // 42: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
-	46, // 43: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
-	49, // 44: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
-	3,  // 45: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	5,  // 46: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	7,  // 47: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	9,  // 48: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	16, // 49: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
-	19, // 50: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
-	21, // 51: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	23, // 52: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
-	30, // 53: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
-	32, // 54: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
-	34, // 55: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
-	36, // 56: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
-	38, // 57: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
-	41, // 58: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
-	45, // 59: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
-	47, // 60: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
-	51, // 61: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
-	45, // [45:62] is the sub-list for method output_type
-	28, // [28:45] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	52, // 28: logd.v1.CreateQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
+	52, // 29: logd.v1.CreateQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
+	52, // 30: logd.v1.AlterQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
+	52, // 31: logd.v1.AlterQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
+	52, // 32: logd.v1.DescribeQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
+	58, // 33: logd.v1.DescribeQueueGroupResponse.partitions:type_name -> logd.v1.QueuePartitionState
+	12, // 34: logd.v1.ClaimedRecord.headers:type_name -> logd.v1.Header
+	61, // 35: logd.v1.ClaimResponse.records:type_name -> logd.v1.ClaimedRecord
+	0,  // 36: logd.v1.TokenResult.error:type_name -> logd.v1.Reason
+	63, // 37: logd.v1.AckResponse.results:type_name -> logd.v1.TokenResult
+	66, // 38: logd.v1.NackRequest.nacks:type_name -> logd.v1.QueueNack
+	63, // 39: logd.v1.NackResponse.results:type_name -> logd.v1.TokenResult
+	63, // 40: logd.v1.ExtendResponse.results:type_name -> logd.v1.TokenResult
+	76, // 41: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
+	10, // 42: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
+	2,  // 43: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
+	4,  // 44: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
+	6,  // 45: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
+	8,  // 46: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
+	14, // 47: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
+	17, // 48: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
+	20, // 49: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
+	22, // 50: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
+	27, // 51: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
+	31, // 52: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
+	33, // 53: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
+	35, // 54: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
+	37, // 55: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
+	39, // 56: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
+	42, // 57: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
+	46, // 58: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
+	49, // 59: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
+	53, // 60: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
+	55, // 61: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
+	57, // 62: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
+	60, // 63: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
+	64, // 64: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
+	67, // 65: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
+	69, // 66: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
+	71, // 67: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
+	3,  // 68: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	5,  // 69: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	7,  // 70: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	9,  // 71: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	16, // 72: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
+	19, // 73: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
+	21, // 74: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	23, // 75: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
+	30, // 76: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
+	32, // 77: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
+	34, // 78: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
+	36, // 79: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	38, // 80: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
+	41, // 81: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	45, // 82: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
+	47, // 83: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
+	51, // 84: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
+	54, // 85: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
+	56, // 86: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
+	59, // 87: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
+	62, // 88: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
+	65, // 89: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
+	68, // 90: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
+	70, // 91: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
+	72, // 92: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
+	68, // [68:93] is the sub-list for method output_type
+	43, // [43:68] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_logd_v1_logd_proto_init() }
@@ -3824,13 +5580,16 @@ func file_logd_v1_logd_proto_init() {
 	file_logd_v1_logd_proto_msgTypes[12].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[17].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[19].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[51].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[60].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[65].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   53,
+			NumMessages:   76,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -7,6 +7,6 @@ func newBenchCmd(opts *globalOpts) *cobra.Command {
 		Use:   "bench",
 		Short: "Measure produce and consume throughput and latency",
 	}
-	cmd.AddCommand(newBenchProduceCmd(opts), newBenchConsumeCmd(opts))
+	cmd.AddCommand(newBenchProduceCmd(opts), newBenchConsumeCmd(opts), newBenchQueueCmd(opts))
 	return cmd
 }

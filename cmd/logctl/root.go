@@ -50,6 +50,7 @@ to stderr; commands that print data take --output json for scripts.`,
 		newConsumeCmd(opts),
 		newStatusCmd(opts),
 		newBenchCmd(opts),
+		newQueueCmd(opts),
 		newGroupCmd(opts),
 	)
 	return cmd

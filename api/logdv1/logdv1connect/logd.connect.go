@@ -75,6 +75,25 @@ const (
 	// LogServiceResetGroupOffsetsProcedure is the fully-qualified name of the LogService's
 	// ResetGroupOffsets RPC.
 	LogServiceResetGroupOffsetsProcedure = "/logd.v1.LogService/ResetGroupOffsets"
+	// LogServiceCreateQueueGroupProcedure is the fully-qualified name of the LogService's
+	// CreateQueueGroup RPC.
+	LogServiceCreateQueueGroupProcedure = "/logd.v1.LogService/CreateQueueGroup"
+	// LogServiceAlterQueueGroupProcedure is the fully-qualified name of the LogService's
+	// AlterQueueGroup RPC.
+	LogServiceAlterQueueGroupProcedure = "/logd.v1.LogService/AlterQueueGroup"
+	// LogServiceDescribeQueueGroupProcedure is the fully-qualified name of the LogService's
+	// DescribeQueueGroup RPC.
+	LogServiceDescribeQueueGroupProcedure = "/logd.v1.LogService/DescribeQueueGroup"
+	// LogServiceClaimProcedure is the fully-qualified name of the LogService's Claim RPC.
+	LogServiceClaimProcedure = "/logd.v1.LogService/Claim"
+	// LogServiceAckProcedure is the fully-qualified name of the LogService's Ack RPC.
+	LogServiceAckProcedure = "/logd.v1.LogService/Ack"
+	// LogServiceNackProcedure is the fully-qualified name of the LogService's Nack RPC.
+	LogServiceNackProcedure = "/logd.v1.LogService/Nack"
+	// LogServiceExtendProcedure is the fully-qualified name of the LogService's Extend RPC.
+	LogServiceExtendProcedure = "/logd.v1.LogService/Extend"
+	// LogServiceAlterTopicProcedure is the fully-qualified name of the LogService's AlterTopic RPC.
+	LogServiceAlterTopicProcedure = "/logd.v1.LogService/AlterTopic"
 )
 
 // LogServiceClient is a client for the logd.v1.LogService service.
@@ -117,6 +136,29 @@ type LogServiceClient interface {
 	DeleteGroup(context.Context, *connect.Request[logdv1.DeleteGroupRequest]) (*connect.Response[logdv1.DeleteGroupResponse], error)
 	// ResetGroupOffsets plans (and with execute applies) an offset reset.
 	ResetGroupOffsets(context.Context, *connect.Request[logdv1.ResetGroupOffsetsRequest]) (*connect.Response[logdv1.ResetGroupOffsetsResponse], error)
+	// Work queues (issue 6)
+	// CreateQueueGroup creates a queue group on a topic (and its dead-letter
+	// topic when missing).
+	CreateQueueGroup(context.Context, *connect.Request[logdv1.CreateQueueGroupRequest]) (*connect.Response[logdv1.CreateQueueGroupResponse], error)
+	// AlterQueueGroup changes a queue group's settings.
+	AlterQueueGroup(context.Context, *connect.Request[logdv1.AlterQueueGroupRequest]) (*connect.Response[logdv1.AlterQueueGroupResponse], error)
+	// DescribeQueueGroup shows a queue group's settings and, per partition,
+	// ready, in-flight, delayed, done and dead-lettered records.
+	DescribeQueueGroup(context.Context, *connect.Request[logdv1.DescribeQueueGroupRequest]) (*connect.Response[logdv1.DescribeQueueGroupResponse], error)
+	// Claim leases up to max_records records, each with a delivery token. It
+	// answers after the claim is committed (fsynced) and applied.
+	Claim(context.Context, *connect.Request[logdv1.ClaimRequest]) (*connect.Response[logdv1.ClaimResponse], error)
+	// Ack finishes deliveries. Each token gets its own result.
+	Ack(context.Context, *connect.Request[logdv1.AckRequest]) (*connect.Response[logdv1.AckResponse], error)
+	// Nack fails deliveries, transiently (redelivered after a backoff) or
+	// permanently (dead-lettered).
+	Nack(context.Context, *connect.Request[logdv1.NackRequest]) (*connect.Response[logdv1.NackResponse], error)
+	// Extend moves the lease deadline of deliveries.
+	Extend(context.Context, *connect.Request[logdv1.ExtendRequest]) (*connect.Response[logdv1.ExtendResponse], error)
+	// Retention (issue 5)
+	// AlterTopic changes a topic's settings at runtime and returns the
+	// effective settings. Settings not named keep their value.
+	AlterTopic(context.Context, *connect.Request[logdv1.AlterTopicRequest]) (*connect.Response[logdv1.AlterTopicResponse], error)
 }
 
 // NewLogServiceClient constructs a client for the logd.v1.LogService service. By default, it uses
@@ -232,28 +274,84 @@ func NewLogServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			connect.WithSchema(logServiceMethods.ByName("ResetGroupOffsets")),
 			connect.WithClientOptions(opts...),
 		),
+		createQueueGroup: connect.NewClient[logdv1.CreateQueueGroupRequest, logdv1.CreateQueueGroupResponse](
+			httpClient,
+			baseURL+LogServiceCreateQueueGroupProcedure,
+			connect.WithSchema(logServiceMethods.ByName("CreateQueueGroup")),
+			connect.WithClientOptions(opts...),
+		),
+		alterQueueGroup: connect.NewClient[logdv1.AlterQueueGroupRequest, logdv1.AlterQueueGroupResponse](
+			httpClient,
+			baseURL+LogServiceAlterQueueGroupProcedure,
+			connect.WithSchema(logServiceMethods.ByName("AlterQueueGroup")),
+			connect.WithClientOptions(opts...),
+		),
+		describeQueueGroup: connect.NewClient[logdv1.DescribeQueueGroupRequest, logdv1.DescribeQueueGroupResponse](
+			httpClient,
+			baseURL+LogServiceDescribeQueueGroupProcedure,
+			connect.WithSchema(logServiceMethods.ByName("DescribeQueueGroup")),
+			connect.WithClientOptions(opts...),
+		),
+		claim: connect.NewClient[logdv1.ClaimRequest, logdv1.ClaimResponse](
+			httpClient,
+			baseURL+LogServiceClaimProcedure,
+			connect.WithSchema(logServiceMethods.ByName("Claim")),
+			connect.WithClientOptions(opts...),
+		),
+		ack: connect.NewClient[logdv1.AckRequest, logdv1.AckResponse](
+			httpClient,
+			baseURL+LogServiceAckProcedure,
+			connect.WithSchema(logServiceMethods.ByName("Ack")),
+			connect.WithClientOptions(opts...),
+		),
+		nack: connect.NewClient[logdv1.NackRequest, logdv1.NackResponse](
+			httpClient,
+			baseURL+LogServiceNackProcedure,
+			connect.WithSchema(logServiceMethods.ByName("Nack")),
+			connect.WithClientOptions(opts...),
+		),
+		extend: connect.NewClient[logdv1.ExtendRequest, logdv1.ExtendResponse](
+			httpClient,
+			baseURL+LogServiceExtendProcedure,
+			connect.WithSchema(logServiceMethods.ByName("Extend")),
+			connect.WithClientOptions(opts...),
+		),
+		alterTopic: connect.NewClient[logdv1.AlterTopicRequest, logdv1.AlterTopicResponse](
+			httpClient,
+			baseURL+LogServiceAlterTopicProcedure,
+			connect.WithSchema(logServiceMethods.ByName("AlterTopic")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // logServiceClient implements LogServiceClient.
 type logServiceClient struct {
-	createTopic       *connect.Client[logdv1.CreateTopicRequest, logdv1.CreateTopicResponse]
-	listTopics        *connect.Client[logdv1.ListTopicsRequest, logdv1.ListTopicsResponse]
-	describeTopic     *connect.Client[logdv1.DescribeTopicRequest, logdv1.DescribeTopicResponse]
-	deleteTopic       *connect.Client[logdv1.DeleteTopicRequest, logdv1.DeleteTopicResponse]
-	produce           *connect.Client[logdv1.ProduceRequest, logdv1.ProduceResponse]
-	fetch             *connect.Client[logdv1.FetchRequest, logdv1.FetchResponse]
-	listOffsets       *connect.Client[logdv1.ListOffsetsRequest, logdv1.ListOffsetsResponse]
-	status            *connect.Client[logdv1.StatusRequest, logdv1.StatusResponse]
-	joinGroup         *connect.Client[logdv1.JoinGroupRequest, logdv1.JoinGroupResponse]
-	groupHeartbeat    *connect.Client[logdv1.GroupHeartbeatRequest, logdv1.GroupHeartbeatResponse]
-	leaveGroup        *connect.Client[logdv1.LeaveGroupRequest, logdv1.LeaveGroupResponse]
-	commitOffsets     *connect.Client[logdv1.CommitOffsetsRequest, logdv1.CommitOffsetsResponse]
-	groupFetch        *connect.Client[logdv1.GroupFetchRequest, logdv1.GroupFetchResponse]
-	listGroups        *connect.Client[logdv1.ListGroupsRequest, logdv1.ListGroupsResponse]
-	describeGroup     *connect.Client[logdv1.DescribeGroupRequest, logdv1.DescribeGroupResponse]
-	deleteGroup       *connect.Client[logdv1.DeleteGroupRequest, logdv1.DeleteGroupResponse]
-	resetGroupOffsets *connect.Client[logdv1.ResetGroupOffsetsRequest, logdv1.ResetGroupOffsetsResponse]
+	createTopic        *connect.Client[logdv1.CreateTopicRequest, logdv1.CreateTopicResponse]
+	listTopics         *connect.Client[logdv1.ListTopicsRequest, logdv1.ListTopicsResponse]
+	describeTopic      *connect.Client[logdv1.DescribeTopicRequest, logdv1.DescribeTopicResponse]
+	deleteTopic        *connect.Client[logdv1.DeleteTopicRequest, logdv1.DeleteTopicResponse]
+	produce            *connect.Client[logdv1.ProduceRequest, logdv1.ProduceResponse]
+	fetch              *connect.Client[logdv1.FetchRequest, logdv1.FetchResponse]
+	listOffsets        *connect.Client[logdv1.ListOffsetsRequest, logdv1.ListOffsetsResponse]
+	status             *connect.Client[logdv1.StatusRequest, logdv1.StatusResponse]
+	joinGroup          *connect.Client[logdv1.JoinGroupRequest, logdv1.JoinGroupResponse]
+	groupHeartbeat     *connect.Client[logdv1.GroupHeartbeatRequest, logdv1.GroupHeartbeatResponse]
+	leaveGroup         *connect.Client[logdv1.LeaveGroupRequest, logdv1.LeaveGroupResponse]
+	commitOffsets      *connect.Client[logdv1.CommitOffsetsRequest, logdv1.CommitOffsetsResponse]
+	groupFetch         *connect.Client[logdv1.GroupFetchRequest, logdv1.GroupFetchResponse]
+	listGroups         *connect.Client[logdv1.ListGroupsRequest, logdv1.ListGroupsResponse]
+	describeGroup      *connect.Client[logdv1.DescribeGroupRequest, logdv1.DescribeGroupResponse]
+	deleteGroup        *connect.Client[logdv1.DeleteGroupRequest, logdv1.DeleteGroupResponse]
+	resetGroupOffsets  *connect.Client[logdv1.ResetGroupOffsetsRequest, logdv1.ResetGroupOffsetsResponse]
+	createQueueGroup   *connect.Client[logdv1.CreateQueueGroupRequest, logdv1.CreateQueueGroupResponse]
+	alterQueueGroup    *connect.Client[logdv1.AlterQueueGroupRequest, logdv1.AlterQueueGroupResponse]
+	describeQueueGroup *connect.Client[logdv1.DescribeQueueGroupRequest, logdv1.DescribeQueueGroupResponse]
+	claim              *connect.Client[logdv1.ClaimRequest, logdv1.ClaimResponse]
+	ack                *connect.Client[logdv1.AckRequest, logdv1.AckResponse]
+	nack               *connect.Client[logdv1.NackRequest, logdv1.NackResponse]
+	extend             *connect.Client[logdv1.ExtendRequest, logdv1.ExtendResponse]
+	alterTopic         *connect.Client[logdv1.AlterTopicRequest, logdv1.AlterTopicResponse]
 }
 
 // CreateTopic calls logd.v1.LogService.CreateTopic.
@@ -341,6 +439,46 @@ func (c *logServiceClient) ResetGroupOffsets(ctx context.Context, req *connect.R
 	return c.resetGroupOffsets.CallUnary(ctx, req)
 }
 
+// CreateQueueGroup calls logd.v1.LogService.CreateQueueGroup.
+func (c *logServiceClient) CreateQueueGroup(ctx context.Context, req *connect.Request[logdv1.CreateQueueGroupRequest]) (*connect.Response[logdv1.CreateQueueGroupResponse], error) {
+	return c.createQueueGroup.CallUnary(ctx, req)
+}
+
+// AlterQueueGroup calls logd.v1.LogService.AlterQueueGroup.
+func (c *logServiceClient) AlterQueueGroup(ctx context.Context, req *connect.Request[logdv1.AlterQueueGroupRequest]) (*connect.Response[logdv1.AlterQueueGroupResponse], error) {
+	return c.alterQueueGroup.CallUnary(ctx, req)
+}
+
+// DescribeQueueGroup calls logd.v1.LogService.DescribeQueueGroup.
+func (c *logServiceClient) DescribeQueueGroup(ctx context.Context, req *connect.Request[logdv1.DescribeQueueGroupRequest]) (*connect.Response[logdv1.DescribeQueueGroupResponse], error) {
+	return c.describeQueueGroup.CallUnary(ctx, req)
+}
+
+// Claim calls logd.v1.LogService.Claim.
+func (c *logServiceClient) Claim(ctx context.Context, req *connect.Request[logdv1.ClaimRequest]) (*connect.Response[logdv1.ClaimResponse], error) {
+	return c.claim.CallUnary(ctx, req)
+}
+
+// Ack calls logd.v1.LogService.Ack.
+func (c *logServiceClient) Ack(ctx context.Context, req *connect.Request[logdv1.AckRequest]) (*connect.Response[logdv1.AckResponse], error) {
+	return c.ack.CallUnary(ctx, req)
+}
+
+// Nack calls logd.v1.LogService.Nack.
+func (c *logServiceClient) Nack(ctx context.Context, req *connect.Request[logdv1.NackRequest]) (*connect.Response[logdv1.NackResponse], error) {
+	return c.nack.CallUnary(ctx, req)
+}
+
+// Extend calls logd.v1.LogService.Extend.
+func (c *logServiceClient) Extend(ctx context.Context, req *connect.Request[logdv1.ExtendRequest]) (*connect.Response[logdv1.ExtendResponse], error) {
+	return c.extend.CallUnary(ctx, req)
+}
+
+// AlterTopic calls logd.v1.LogService.AlterTopic.
+func (c *logServiceClient) AlterTopic(ctx context.Context, req *connect.Request[logdv1.AlterTopicRequest]) (*connect.Response[logdv1.AlterTopicResponse], error) {
+	return c.alterTopic.CallUnary(ctx, req)
+}
+
 // LogServiceHandler is an implementation of the logd.v1.LogService service.
 type LogServiceHandler interface {
 	// CreateTopic creates a topic with a number of partitions.
@@ -381,6 +519,29 @@ type LogServiceHandler interface {
 	DeleteGroup(context.Context, *connect.Request[logdv1.DeleteGroupRequest]) (*connect.Response[logdv1.DeleteGroupResponse], error)
 	// ResetGroupOffsets plans (and with execute applies) an offset reset.
 	ResetGroupOffsets(context.Context, *connect.Request[logdv1.ResetGroupOffsetsRequest]) (*connect.Response[logdv1.ResetGroupOffsetsResponse], error)
+	// Work queues (issue 6)
+	// CreateQueueGroup creates a queue group on a topic (and its dead-letter
+	// topic when missing).
+	CreateQueueGroup(context.Context, *connect.Request[logdv1.CreateQueueGroupRequest]) (*connect.Response[logdv1.CreateQueueGroupResponse], error)
+	// AlterQueueGroup changes a queue group's settings.
+	AlterQueueGroup(context.Context, *connect.Request[logdv1.AlterQueueGroupRequest]) (*connect.Response[logdv1.AlterQueueGroupResponse], error)
+	// DescribeQueueGroup shows a queue group's settings and, per partition,
+	// ready, in-flight, delayed, done and dead-lettered records.
+	DescribeQueueGroup(context.Context, *connect.Request[logdv1.DescribeQueueGroupRequest]) (*connect.Response[logdv1.DescribeQueueGroupResponse], error)
+	// Claim leases up to max_records records, each with a delivery token. It
+	// answers after the claim is committed (fsynced) and applied.
+	Claim(context.Context, *connect.Request[logdv1.ClaimRequest]) (*connect.Response[logdv1.ClaimResponse], error)
+	// Ack finishes deliveries. Each token gets its own result.
+	Ack(context.Context, *connect.Request[logdv1.AckRequest]) (*connect.Response[logdv1.AckResponse], error)
+	// Nack fails deliveries, transiently (redelivered after a backoff) or
+	// permanently (dead-lettered).
+	Nack(context.Context, *connect.Request[logdv1.NackRequest]) (*connect.Response[logdv1.NackResponse], error)
+	// Extend moves the lease deadline of deliveries.
+	Extend(context.Context, *connect.Request[logdv1.ExtendRequest]) (*connect.Response[logdv1.ExtendResponse], error)
+	// Retention (issue 5)
+	// AlterTopic changes a topic's settings at runtime and returns the
+	// effective settings. Settings not named keep their value.
+	AlterTopic(context.Context, *connect.Request[logdv1.AlterTopicRequest]) (*connect.Response[logdv1.AlterTopicResponse], error)
 }
 
 // NewLogServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -492,6 +653,54 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 		connect.WithSchema(logServiceMethods.ByName("ResetGroupOffsets")),
 		connect.WithHandlerOptions(opts...),
 	)
+	logServiceCreateQueueGroupHandler := connect.NewUnaryHandler(
+		LogServiceCreateQueueGroupProcedure,
+		svc.CreateQueueGroup,
+		connect.WithSchema(logServiceMethods.ByName("CreateQueueGroup")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceAlterQueueGroupHandler := connect.NewUnaryHandler(
+		LogServiceAlterQueueGroupProcedure,
+		svc.AlterQueueGroup,
+		connect.WithSchema(logServiceMethods.ByName("AlterQueueGroup")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceDescribeQueueGroupHandler := connect.NewUnaryHandler(
+		LogServiceDescribeQueueGroupProcedure,
+		svc.DescribeQueueGroup,
+		connect.WithSchema(logServiceMethods.ByName("DescribeQueueGroup")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceClaimHandler := connect.NewUnaryHandler(
+		LogServiceClaimProcedure,
+		svc.Claim,
+		connect.WithSchema(logServiceMethods.ByName("Claim")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceAckHandler := connect.NewUnaryHandler(
+		LogServiceAckProcedure,
+		svc.Ack,
+		connect.WithSchema(logServiceMethods.ByName("Ack")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceNackHandler := connect.NewUnaryHandler(
+		LogServiceNackProcedure,
+		svc.Nack,
+		connect.WithSchema(logServiceMethods.ByName("Nack")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceExtendHandler := connect.NewUnaryHandler(
+		LogServiceExtendProcedure,
+		svc.Extend,
+		connect.WithSchema(logServiceMethods.ByName("Extend")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceAlterTopicHandler := connect.NewUnaryHandler(
+		LogServiceAlterTopicProcedure,
+		svc.AlterTopic,
+		connect.WithSchema(logServiceMethods.ByName("AlterTopic")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/logd.v1.LogService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case LogServiceCreateTopicProcedure:
@@ -528,6 +737,22 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 			logServiceDeleteGroupHandler.ServeHTTP(w, r)
 		case LogServiceResetGroupOffsetsProcedure:
 			logServiceResetGroupOffsetsHandler.ServeHTTP(w, r)
+		case LogServiceCreateQueueGroupProcedure:
+			logServiceCreateQueueGroupHandler.ServeHTTP(w, r)
+		case LogServiceAlterQueueGroupProcedure:
+			logServiceAlterQueueGroupHandler.ServeHTTP(w, r)
+		case LogServiceDescribeQueueGroupProcedure:
+			logServiceDescribeQueueGroupHandler.ServeHTTP(w, r)
+		case LogServiceClaimProcedure:
+			logServiceClaimHandler.ServeHTTP(w, r)
+		case LogServiceAckProcedure:
+			logServiceAckHandler.ServeHTTP(w, r)
+		case LogServiceNackProcedure:
+			logServiceNackHandler.ServeHTTP(w, r)
+		case LogServiceExtendProcedure:
+			logServiceExtendHandler.ServeHTTP(w, r)
+		case LogServiceAlterTopicProcedure:
+			logServiceAlterTopicHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -603,4 +828,36 @@ func (UnimplementedLogServiceHandler) DeleteGroup(context.Context, *connect.Requ
 
 func (UnimplementedLogServiceHandler) ResetGroupOffsets(context.Context, *connect.Request[logdv1.ResetGroupOffsetsRequest]) (*connect.Response[logdv1.ResetGroupOffsetsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.ResetGroupOffsets is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) CreateQueueGroup(context.Context, *connect.Request[logdv1.CreateQueueGroupRequest]) (*connect.Response[logdv1.CreateQueueGroupResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.CreateQueueGroup is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) AlterQueueGroup(context.Context, *connect.Request[logdv1.AlterQueueGroupRequest]) (*connect.Response[logdv1.AlterQueueGroupResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.AlterQueueGroup is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) DescribeQueueGroup(context.Context, *connect.Request[logdv1.DescribeQueueGroupRequest]) (*connect.Response[logdv1.DescribeQueueGroupResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.DescribeQueueGroup is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) Claim(context.Context, *connect.Request[logdv1.ClaimRequest]) (*connect.Response[logdv1.ClaimResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.Claim is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) Ack(context.Context, *connect.Request[logdv1.AckRequest]) (*connect.Response[logdv1.AckResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.Ack is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) Nack(context.Context, *connect.Request[logdv1.NackRequest]) (*connect.Response[logdv1.NackResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.Nack is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) Extend(context.Context, *connect.Request[logdv1.ExtendRequest]) (*connect.Response[logdv1.ExtendResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.Extend is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) AlterTopic(context.Context, *connect.Request[logdv1.AlterTopicRequest]) (*connect.Response[logdv1.AlterTopicResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.AlterTopic is not implemented"))
 }

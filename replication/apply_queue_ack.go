@@ -1,0 +1,16 @@
+package replication
+
+import "fmt"
+
+func (c *QueueAck) applyQueue(f *FSM, index uint64, now int64) any {
+	f.queues.mu.Lock()
+	defer f.queues.mu.Unlock()
+	q, err := f.queues.getLocked(c.Topic, c.Group)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Topic(c.Topic); err != nil {
+		return fmt.Errorf("ack: %w", err)
+	}
+	return QueueTokensResult{Results: q.Ack(now, c.Tokens)}
+}

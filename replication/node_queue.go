@@ -1,0 +1,161 @@
+package replication
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"time"
+
+	"github.com/logd-dev/logd/group"
+)
+
+// Bounds on one queue call, so a command stays small and its Apply short.
+const (
+	// MaxQueueClaim bounds the records of one claim.
+	MaxQueueClaim = 10_000
+	// MaxQueueTokens bounds the tokens of one ack, nack or extend.
+	MaxQueueTokens = 10_000
+	// MaxQueueErrorBytes bounds a nack's error text.
+	MaxQueueErrorBytes = 4096
+)
+
+func (n *Node) proposeQueue(ctx context.Context, t CommandType, c any) (any, error) {
+	data, err := encodeQueueCommand(t, n.cfg.Now().UnixNano(), c)
+	if err != nil {
+		return nil, err
+	}
+	return n.propose(ctx, data)
+}
+
+// CreateQueueGroup proposes a new queue group and returns its settings
+// with defaults applied. The leader picks the group's secret.
+func (n *Node) CreateQueueGroup(ctx context.Context, c QueueCreate) (group.QueueConfig, error) {
+	t, err := n.fsm.Topic(c.Topic)
+	if err != nil {
+		return group.QueueConfig{}, err
+	}
+	if _, err := validateQueueCreate(t, &c); err != nil {
+		return group.QueueConfig{}, err
+	}
+	c.Secret = make([]byte, 16)
+	if _, err := rand.Read(c.Secret); err != nil {
+		return group.QueueConfig{}, fmt.Errorf("queue group secret: %w", err)
+	}
+	res, err := n.proposeQueue(ctx, CmdQueueCreate, c)
+	if err != nil {
+		return group.QueueConfig{}, err
+	}
+	cfg, _ := res.(group.QueueConfig)
+	return cfg, nil
+}
+
+// AlterQueueGroup applies change to the group's current settings (on this
+// leader's state) and proposes the result.
+func (n *Node) AlterQueueGroup(ctx context.Context, topic, name string, change func(*group.QueueConfig)) (group.QueueConfig, error) {
+	info, err := n.fsm.DescribeQueueGroup(topic, name, n.fsm.Now())
+	if err != nil {
+		return group.QueueConfig{}, err
+	}
+	cfg := info.Config
+	change(&cfg)
+	if err := cfg.WithDefaults(topic, name).Validate(); err != nil {
+		return group.QueueConfig{}, err
+	}
+	res, err := n.proposeQueue(ctx, CmdQueueAlter, QueueAlter{Topic: topic, Group: name, Config: cfg})
+	if err != nil {
+		return group.QueueConfig{}, err
+	}
+	out, _ := res.(group.QueueConfig)
+	return out, nil
+}
+
+// QueueClaim proposes a claim and returns the delivered records once the
+// claim is committed (fsynced by a quorum) and applied.
+func (n *Node) QueueClaim(ctx context.Context, c QueueClaim) (QueueClaimResult, error) {
+	switch {
+	case c.Max < 1 || c.Max > MaxQueueClaim:
+		return QueueClaimResult{}, fmt.Errorf("%w: max records %d outside [1, %d]", group.ErrInvalidQueueRequest, c.Max, MaxQueueClaim)
+	case c.MaxBytes < 0:
+		return QueueClaimResult{}, fmt.Errorf("%w: max bytes %d is negative", group.ErrInvalidQueueRequest, c.MaxBytes)
+	case c.Lease < 0 || c.Lease > group.MaxQueueLease:
+		return QueueClaimResult{}, fmt.Errorf("%w: lease %v outside [0, %v]", group.ErrInvalidQueueRequest, c.Lease, group.MaxQueueLease)
+	}
+	if _, _, err := n.fsm.QueueClaimable(c.Topic, c.Group, 0); err != nil {
+		return QueueClaimResult{}, err
+	}
+	res, err := n.proposeQueue(ctx, CmdQueueClaim, c)
+	if err != nil {
+		return QueueClaimResult{}, err
+	}
+	r, ok := res.(QueueClaimResult)
+	if !ok {
+		return QueueClaimResult{}, fmt.Errorf("claim: unexpected result %T", res)
+	}
+	return r, nil
+}
+
+func (n *Node) checkTokens(topic, name string, count int) error {
+	if count == 0 || count > MaxQueueTokens {
+		return fmt.Errorf("%w: %d tokens; want 1 to %d", group.ErrInvalidQueueRequest, count, MaxQueueTokens)
+	}
+	_, _, err := n.fsm.QueueClaimable(topic, name, 0)
+	return err
+}
+
+func tokensResult(res any) (QueueTokensResult, error) {
+	r, ok := res.(QueueTokensResult)
+	if !ok {
+		return QueueTokensResult{}, fmt.Errorf("unexpected result %T", res)
+	}
+	return r, nil
+}
+
+// QueueAck proposes acknowledgements; each token gets its own result.
+func (n *Node) QueueAck(ctx context.Context, c QueueAck) (QueueTokensResult, error) {
+	if err := n.checkTokens(c.Topic, c.Group, len(c.Tokens)); err != nil {
+		return QueueTokensResult{}, err
+	}
+	res, err := n.proposeQueue(ctx, CmdQueueAck, c)
+	if err != nil {
+		return QueueTokensResult{}, err
+	}
+	return tokensResult(res)
+}
+
+// QueueNack proposes negative acknowledgements.
+func (n *Node) QueueNack(ctx context.Context, c QueueNack) (QueueTokensResult, error) {
+	if err := n.checkTokens(c.Topic, c.Group, len(c.Nacks)); err != nil {
+		return QueueTokensResult{}, err
+	}
+	for i, nk := range c.Nacks {
+		if len(nk.Error) > MaxQueueErrorBytes {
+			c.Nacks[i].Error = nk.Error[:MaxQueueErrorBytes]
+		}
+		if nk.HasDelay && (nk.Delay < 0 || nk.Delay > group.MaxQueueDelay) {
+			return QueueTokensResult{}, fmt.Errorf("%w: delay %v outside [0, %v]", group.ErrInvalidQueueRequest, nk.Delay, group.MaxQueueDelay)
+		}
+	}
+	res, err := n.proposeQueue(ctx, CmdQueueNack, c)
+	if err != nil {
+		return QueueTokensResult{}, err
+	}
+	return tokensResult(res)
+}
+
+// QueueExtend proposes lease extensions.
+func (n *Node) QueueExtend(ctx context.Context, c QueueExtend) (QueueTokensResult, error) {
+	if err := n.checkTokens(c.Topic, c.Group, len(c.Tokens)); err != nil {
+		return QueueTokensResult{}, err
+	}
+	if c.Lease < 0 || c.Lease > group.MaxQueueLease {
+		return QueueTokensResult{}, fmt.Errorf("%w: lease %v outside [0, %v]", group.ErrInvalidQueueRequest, c.Lease, group.MaxQueueLease)
+	}
+	res, err := n.proposeQueue(ctx, CmdQueueExtend, c)
+	if err != nil {
+		return QueueTokensResult{}, err
+	}
+	return tokensResult(res)
+}
+
+// Now returns the node's clock as used to stamp commands.
+func (n *Node) Now() time.Time { return n.cfg.Now() }

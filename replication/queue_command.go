@@ -1,0 +1,248 @@
+package replication
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/logd-dev/logd/group"
+)
+
+// Queue group command types (issue 6; 40-59 are reserved for them).
+const (
+	CmdQueueCreate CommandType = 40
+	CmdQueueAlter  CommandType = 41
+	CmdQueueClaim  CommandType = 42
+	CmdQueueAck    CommandType = 43
+	CmdQueueNack   CommandType = 44
+	CmdQueueExtend CommandType = 45
+)
+
+func isQueueCommand(t CommandType) bool { return t >= CmdQueueCreate && t <= CmdQueueExtend }
+
+func queueCommandName(t CommandType) string {
+	switch t {
+	case CmdQueueCreate:
+		return "queue-create"
+	case CmdQueueAlter:
+		return "queue-alter"
+	case CmdQueueClaim:
+		return "queue-claim"
+	case CmdQueueAck:
+		return "queue-ack"
+	case CmdQueueNack:
+		return "queue-nack"
+	case CmdQueueExtend:
+		return "queue-extend"
+	}
+	return fmt.Sprintf("command(%d)", uint8(t))
+}
+
+// QueueCreate creates a queue group on a topic (and its dead-letter topic
+// when missing). Secret is chosen at random by the leader; it seeds the
+// group's delivery tokens and backoff jitter.
+type QueueCreate struct {
+	Topic  string            `json:"topic"`
+	Group  string            `json:"group"`
+	Config group.QueueConfig `json:"config"`
+	// FromEnd starts the group at each partition's end offset (only new
+	// records); otherwise it works every record from offset 0.
+	FromEnd bool   `json:"from_end,omitempty"`
+	Secret  []byte `json:"secret"`
+}
+
+// QueueAlter replaces a queue group's settings with Config (the leader
+// merges the requested changes into the current settings).
+type QueueAlter struct {
+	Topic  string            `json:"topic"`
+	Group  string            `json:"group"`
+	Config group.QueueConfig `json:"config"`
+}
+
+// QueueClaim claims up to Max records (and MaxBytes) under a lease.
+type QueueClaim struct {
+	Topic    string
+	Group    string
+	Max      int32
+	MaxBytes int32
+	Lease    time.Duration
+}
+
+// QueueAck acknowledges deliveries.
+type QueueAck struct {
+	Topic  string
+	Group  string
+	Tokens []group.Token
+}
+
+// QueueNack fails deliveries, transiently or permanently.
+type QueueNack struct {
+	Topic string
+	Group string
+	Nacks []group.Nack
+}
+
+// QueueExtend extends the leases of deliveries to now+Lease.
+type QueueExtend struct {
+	Topic  string
+	Group  string
+	Lease  time.Duration
+	Tokens []group.Token
+}
+
+// queueCommand is a decoded queue command; applyQueue applies it (each in
+// its own apply_queue_*.go).
+type queueCommand interface {
+	applyQueue(f *FSM, index uint64, now int64) any
+}
+
+// Claims, acks, nacks and extends are the hot path: they use a compact
+// binary payload. Create and alter are rare and use JSON.
+
+func encodeQueueCommand(t CommandType, now int64, c any) ([]byte, error) {
+	switch c := c.(type) {
+	case QueueCreate, QueueAlter:
+		return encodeJSONCommand(t, now, c)
+	case QueueClaim:
+		dst := encodeHeader(make([]byte, 0, 64+len(c.Topic)+len(c.Group)), t, now)
+		dst = queueAppendNames(dst, c.Topic, c.Group)
+		dst = binary.AppendUvarint(dst, uint64(uint32(c.Max)))
+		dst = binary.AppendUvarint(dst, uint64(uint32(c.MaxBytes)))
+		return binary.AppendUvarint(dst, uint64(c.Lease)), nil
+	case QueueAck:
+		dst := encodeHeader(make([]byte, 0, 32+len(c.Topic)+len(c.Group)+len(c.Tokens)*32), t, now)
+		dst = queueAppendNames(dst, c.Topic, c.Group)
+		return queueAppendTokens(dst, c.Tokens), nil
+	case QueueExtend:
+		dst := encodeHeader(make([]byte, 0, 40+len(c.Topic)+len(c.Group)+len(c.Tokens)*32), t, now)
+		dst = queueAppendNames(dst, c.Topic, c.Group)
+		dst = binary.AppendUvarint(dst, uint64(c.Lease))
+		return queueAppendTokens(dst, c.Tokens), nil
+	case QueueNack:
+		dst := encodeHeader(make([]byte, 0, 32+len(c.Topic)+len(c.Group)+len(c.Nacks)*64), t, now)
+		dst = queueAppendNames(dst, c.Topic, c.Group)
+		dst = binary.AppendUvarint(dst, uint64(len(c.Nacks)))
+		for _, n := range c.Nacks {
+			dst = queueAppendToken(dst, n.Token)
+			var flags byte
+			if n.Permanent {
+				flags |= 1
+			}
+			if n.HasDelay {
+				flags |= 2
+			}
+			dst = append(dst, flags)
+			dst = binary.AppendUvarint(dst, uint64(n.Delay))
+			dst = binary.AppendUvarint(dst, uint64(len(n.Error)))
+			dst = append(dst, n.Error...)
+		}
+		return dst, nil
+	}
+	return nil, fmt.Errorf("encode %s: unexpected %T", t, c)
+}
+
+func queueAppendNames(dst []byte, topic, group string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(topic)))
+	dst = append(dst, topic...)
+	dst = binary.AppendUvarint(dst, uint64(len(group)))
+	return append(dst, group...)
+}
+
+func queueAppendToken(dst []byte, t group.Token) []byte {
+	dst = binary.AppendUvarint(dst, uint64(uint32(t.Partition)))
+	dst = binary.AppendUvarint(dst, uint64(t.Offset))
+	dst = binary.AppendUvarint(dst, uint64(t.Delivery))
+	return binary.BigEndian.AppendUint64(dst, t.Tag)
+}
+
+func queueAppendTokens(dst []byte, ts []group.Token) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(ts)))
+	for _, t := range ts {
+		dst = queueAppendToken(dst, t)
+	}
+	return dst
+}
+
+func queueReadToken(r *reader) group.Token {
+	t := group.Token{Partition: int32(uint32(r.uvarint())), Offset: int64(r.uvarint()), Delivery: uint32(r.uvarint())}
+	if b := r.fixed(8); b != nil {
+		t.Tag = binary.BigEndian.Uint64(b)
+	}
+	return t
+}
+
+func queueReadTokens(r *reader) []group.Token {
+	n := r.uvarint()
+	if r.err == nil && n > uint64(len(r.b)) {
+		r.err = fmt.Errorf("token count %d exceeds payload", n)
+	}
+	var out []group.Token
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		out = append(out, queueReadToken(r))
+	}
+	return out
+}
+
+// decodeQueueCommand decodes a queue command's payload.
+func decodeQueueCommand(t CommandType, p []byte) (queueCommand, error) {
+	var c queueCommand
+	r := reader{b: p}
+	switch t {
+	case CmdQueueCreate, CmdQueueAlter:
+		var err error
+		if t == CmdQueueCreate {
+			var v QueueCreate
+			err = json.Unmarshal(p, &v)
+			c = &v
+		} else {
+			var v QueueAlter
+			err = json.Unmarshal(p, &v)
+			c = &v
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrBadCommand, queueCommandName(t), err)
+		}
+		return c, nil
+	case CmdQueueClaim:
+		v := &QueueClaim{Topic: string(r.bytes()), Group: string(r.bytes())}
+		v.Max, v.MaxBytes = int32(uint32(r.uvarint())), int32(uint32(r.uvarint()))
+		v.Lease = time.Duration(r.uvarint())
+		c = v
+	case CmdQueueAck:
+		v := &QueueAck{Topic: string(r.bytes()), Group: string(r.bytes())}
+		v.Tokens = queueReadTokens(&r)
+		c = v
+	case CmdQueueExtend:
+		v := &QueueExtend{Topic: string(r.bytes()), Group: string(r.bytes())}
+		v.Lease = time.Duration(r.uvarint())
+		v.Tokens = queueReadTokens(&r)
+		c = v
+	case CmdQueueNack:
+		v := &QueueNack{Topic: string(r.bytes()), Group: string(r.bytes())}
+		n := r.uvarint()
+		if r.err == nil && n > uint64(len(r.b)) {
+			r.err = fmt.Errorf("nack count %d exceeds payload", n)
+		}
+		for i := uint64(0); i < n && r.err == nil; i++ {
+			nk := group.Nack{Token: queueReadToken(&r)}
+			flags := r.fixed(1)
+			if flags != nil {
+				nk.Permanent, nk.HasDelay = flags[0]&1 != 0, flags[0]&2 != 0
+			}
+			nk.Delay = time.Duration(r.uvarint())
+			nk.Error = string(r.bytes())
+			v.Nacks = append(v.Nacks, nk)
+		}
+		c = v
+	default:
+		return nil, fmt.Errorf("%w: %s", ErrUnknownCommand, queueCommandName(t))
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.err = fmt.Errorf("%d trailing bytes", len(r.b))
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadCommand, queueCommandName(t), r.err)
+	}
+	return c, nil
+}

@@ -1,0 +1,173 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"connectrpc.com/connect"
+
+	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/partition"
+	"github.com/logd-dev/logd/replication"
+)
+
+// Limits of queue calls beyond the replication layer's.
+const (
+	// DefaultClaimBytes is a claim's max_bytes when the request leaves it 0.
+	DefaultClaimBytes = 4 << 20
+	// MaxClaimWaitMs caps a claim's long-poll wait.
+	MaxClaimWaitMs = 60_000
+)
+
+// queueError maps the queue group errors to Connect errors, or returns nil
+// for any other error.
+func queueError(err error) error {
+	info := func(r logdv1.Reason) *logdv1.ErrorInfo { return &logdv1.ErrorInfo{Reason: r} }
+	switch {
+	case errors.Is(err, group.ErrQueueGroupNotFound):
+		return withInfo(connect.CodeNotFound, info(logdv1.Reason_REASON_UNKNOWN_QUEUE_GROUP), err)
+	case errors.Is(err, group.ErrQueueGroupExists):
+		return withInfo(connect.CodeAlreadyExists, info(logdv1.Reason_REASON_QUEUE_GROUP_EXISTS), err)
+	case errors.Is(err, group.ErrInvalidQueueConfig), errors.Is(err, group.ErrInvalidQueueRequest), errors.Is(err, group.ErrBadToken):
+		return withInfo(connect.CodeInvalidArgument, info(logdv1.Reason_REASON_INVALID_ARGUMENT), err)
+	case errors.Is(err, group.ErrStaleToken):
+		return withInfo(connect.CodeFailedPrecondition, info(logdv1.Reason_REASON_STALE_TOKEN), err)
+	}
+	return nil
+}
+
+func validateQueueNames(topic, name string) error {
+	if err := partition.ValidateTopicName(topic); err != nil {
+		return errInvalid("%v", err)
+	}
+	if err := group.ValidateQueueGroupName(name); err != nil {
+		return errInvalid("%v", err)
+	}
+	return nil
+}
+
+func msDur(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+// queueConfigChange applies the set fields of a request's config.
+func queueConfigChange(c *logdv1.QueueGroupConfig, cfg *group.QueueConfig) error {
+	if c == nil {
+		return nil
+	}
+	for _, v := range []*int64{c.LeaseMs, c.BackoffBaseMs, c.BackoffMaxMs, c.AgeLimitMs} {
+		if v != nil && (*v < 0 || *v > int64(group.MaxQueueDelay/time.Millisecond)) {
+			return errInvalid("queue group config: duration %d ms out of range", *v)
+		}
+	}
+	if c.LeaseMs != nil {
+		cfg.Lease = msDur(*c.LeaseMs)
+	}
+	if c.MaxDeliveries != nil {
+		cfg.MaxDeliveries = int(*c.MaxDeliveries)
+	}
+	if c.BackoffBaseMs != nil {
+		cfg.BackoffBase = msDur(*c.BackoffBaseMs)
+	}
+	if c.BackoffMaxMs != nil {
+		cfg.BackoffMax = msDur(*c.BackoffMaxMs)
+	}
+	if c.MaxInFlight != nil {
+		cfg.MaxInFlight = int(*c.MaxInFlight)
+	}
+	if c.AgeLimitMs != nil {
+		cfg.AgeLimit = msDur(*c.AgeLimitMs)
+	}
+	if c.DeadLetterTopic != nil {
+		cfg.DeadLetterTopic = *c.DeadLetterTopic
+	}
+	if c.DeadlineHeader != nil {
+		cfg.DeadlineHeader = *c.DeadlineHeader
+	}
+	return nil
+}
+
+func queueConfigProto(cfg group.QueueConfig) *logdv1.QueueGroupConfig {
+	ms := func(d time.Duration) *int64 { v := d.Milliseconds(); return &v }
+	i32 := func(n int) *int32 { v := int32(n); return &v }
+	str := func(s string) *string { return &s }
+	return &logdv1.QueueGroupConfig{
+		LeaseMs: ms(cfg.Lease), MaxDeliveries: i32(cfg.MaxDeliveries), BackoffBaseMs: ms(cfg.BackoffBase),
+		BackoffMaxMs: ms(cfg.BackoffMax), MaxInFlight: i32(cfg.MaxInFlight), AgeLimitMs: ms(cfg.AgeLimit),
+		DeadLetterTopic: str(cfg.DeadLetterTopic), DeadlineHeader: str(cfg.DeadlineHeader),
+	}
+}
+
+// parsedTokens holds a call's tokens: the well-formed ones to propose, and
+// the result of each malformed one.
+type parsedTokens struct {
+	raw     []string
+	tokens  []group.Token
+	index   []int // position in tokens of raw[i], or -1 if malformed
+	invalid map[int]string
+}
+
+func parseTokens(raw []string) (parsedTokens, error) {
+	if len(raw) == 0 || len(raw) > replication.MaxQueueTokens {
+		return parsedTokens{}, errInvalid("%d tokens; want 1 to %d", len(raw), replication.MaxQueueTokens)
+	}
+	pt := parsedTokens{raw: raw, index: make([]int, len(raw)), invalid: map[int]string{}}
+	for i, s := range raw {
+		t, err := group.ParseToken(s)
+		if err != nil {
+			pt.index[i] = -1
+			pt.invalid[i] = err.Error()
+			continue
+		}
+		pt.index[i] = len(pt.tokens)
+		pt.tokens = append(pt.tokens, t)
+	}
+	return pt, nil
+}
+
+// results turns the applied results into the response's, in request
+// order, and fails the call with STALE_TOKEN when no token was accepted
+// and at least one was stale (a single stale token is then an error a
+// client can act on, like any other refused request).
+func (pt parsedTokens) results(rs []group.TokenResult) ([]*logdv1.TokenResult, error) {
+	out := make([]*logdv1.TokenResult, len(pt.raw))
+	accepted, stale := 0, 0
+	var firstStale string
+	for i, raw := range pt.raw {
+		if pt.index[i] < 0 {
+			out[i] = &logdv1.TokenResult{Token: raw, Error: logdv1.Reason_REASON_INVALID_ARGUMENT, Message: pt.invalid[i]}
+			continue
+		}
+		r := rs[pt.index[i]]
+		tr := &logdv1.TokenResult{Token: raw, Message: r.Detail, DeadLettered: r.DeadLettered,
+			AvailableAtMs: nsToMs(r.AvailableAt), LeaseDeadlineMs: nsToMs(r.LeaseUntil)}
+		switch r.Outcome {
+		case group.TokenStale:
+			tr.Error = logdv1.Reason_REASON_STALE_TOKEN
+			stale++
+			if firstStale == "" {
+				firstStale = fmt.Sprintf("token %s: %s", raw, r.Detail)
+			}
+		case group.TokenDuplicate:
+			tr.Duplicate = true
+			accepted++
+		default:
+			accepted++
+		}
+		out[i] = tr
+	}
+	if accepted == 0 && stale > 0 {
+		return nil, toConnectError(fmt.Errorf("%w: %s", group.ErrStaleToken, firstStale))
+	}
+	if accepted == 0 {
+		return nil, errInvalid("no valid token: %s", pt.invalid[0])
+	}
+	return out, nil
+}
+
+func nsToMs(ns int64) int64 {
+	if ns == 0 {
+		return 0
+	}
+	return ns / int64(time.Millisecond)
+}

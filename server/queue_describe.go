@@ -1,0 +1,37 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"connectrpc.com/connect"
+
+	logdv1 "github.com/logd-dev/logd/api/logdv1"
+)
+
+// DescribeQueueGroup reports a queue group from this node's applied state,
+// counting leases that expired by the node's clock as ready.
+func (s *Server) DescribeQueueGroup(ctx context.Context, req *connect.Request[logdv1.DescribeQueueGroupRequest]) (*connect.Response[logdv1.DescribeQueueGroupResponse], error) {
+	m := req.Msg
+	if err := validateQueueNames(m.Topic, m.Group); err != nil {
+		return nil, err
+	}
+	now := time.Now().UnixNano()
+	info, err := s.node.FSM().DescribeQueueGroup(m.Topic, m.Group, now)
+	if err != nil {
+		return nil, toConnectError(err)
+	}
+	resp := &logdv1.DescribeQueueGroupResponse{Topic: info.Topic, Group: info.Group, Config: queueConfigProto(info.Config), CreatedMs: nsToMs(info.CreatedAt)}
+	for _, p := range info.Partitions {
+		ps := &logdv1.QueuePartitionState{
+			Partition: p.Partition, DoneOffset: p.Start, NextOffset: p.Next, EndOffset: p.End,
+			Ready: p.Ready, InFlight: p.InFlight, Delayed: p.Delayed, DeadPending: p.DeadPending,
+			Acked: p.Acked, DeadLettered: p.DeadLettered, AtCap: p.AtCap,
+		}
+		if p.OldestReadyTimestamp > 0 && now > p.OldestReadyTimestamp {
+			ps.OldestReadyAgeMs = (now - p.OldestReadyTimestamp) / int64(time.Millisecond)
+		}
+		resp.Partitions = append(resp.Partitions, ps)
+	}
+	return connect.NewResponse(resp), nil
+}
