@@ -25,6 +25,8 @@ type manifest struct {
 	Now     int64           `json:"now"`
 	Topics  []topicManifest `json:"topics"`
 	Groups  *groupsManifest `json:"groups,omitempty"`
+	// Queues holds the queue groups' lease state (versioned on its own).
+	Queues *queueManifest `json:"queues,omitempty"`
 }
 
 type topicManifest struct {
@@ -79,6 +81,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		m.Topics = append(m.Topics, tm)
 	}
 	m.Groups = f.groups.snapshot()
+	m.Queues = f.snapshotQueues()
 	return &fsmSnapshot{m: m}, nil
 }
 
@@ -149,6 +152,10 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return err
 	}
 	if err := f.groups.restore(m.Groups); err != nil {
+		closeAll(topics)
+		return err
+	}
+	if err := f.restoreQueues(m.Queues); err != nil {
 		closeAll(topics)
 		return err
 	}
