@@ -121,7 +121,9 @@ func (s *Server) readyInterceptor() connect.UnaryInterceptorFunc {
 	return func(next connect.UnaryFunc) connect.UnaryFunc {
 		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 			if req.Spec().Procedure != status && !s.node.Ready() {
-				return nil, withInfo(connect.CodeUnavailable, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_UNAVAILABLE},
+				// NOT_LEADER: like a follower that cannot forward, this node
+				// wrote nothing, so even a write may be retried at once.
+				return nil, withInfo(connect.CodeUnavailable, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_NOT_LEADER},
 					errors.New("node is catching up with its Raft log; retry shortly"))
 			}
 			return next(ctx, req)
