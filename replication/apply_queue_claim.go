@@ -18,7 +18,7 @@ func (c *QueueClaim) applyQueue(f *FSM, index uint64, now int64) any {
 	if err != nil {
 		return err
 	}
-	src := newQueueSource(t, q.Config().DeadlineHeader)
+	src := newQueueSource(t, q.Config().DeadlineHeader, f.queues.windowsLocked(t))
 	res, err := q.Claim(group.ClaimRequest{
 		Now: now, Index: index, Max: int(c.Max), MaxBytes: int(c.MaxBytes), Lease: c.Lease, Ends: queueEnds(t),
 	}, src)

@@ -48,6 +48,7 @@ func (f *FSM) restoreQueues(m *queueManifest) error {
 	}
 	f.queues.mu.Lock()
 	f.queues.byTopic = qs.byTopic
+	f.queues.windows = nil
 	f.queues.mu.Unlock()
 	return nil
 }

@@ -25,8 +25,17 @@ type queueSource struct {
 	windows        map[int32][]batch.Record
 }
 
-func newQueueSource(t *Topic, deadlineHeader string) *queueSource {
-	return &queueSource{t: t, deadlineHeader: deadlineHeader, windows: map[int32][]batch.Record{}}
+// newQueueSource returns a source over t's logs. windows, if not nil, is a
+// cache of decoded windows kept across commands (queueGroups.windows, for
+// the Raft goroutine only): records below a partition's end never change
+// while a queue group still needs them (retention and compaction leave
+// unfinished queue records alone), so a cached record is the same as a
+// re-read one and determinism does not depend on the cache.
+func newQueueSource(t *Topic, deadlineHeader string, windows map[int32][]batch.Record) *queueSource {
+	if windows == nil {
+		windows = map[int32][]batch.Record{}
+	}
+	return &queueSource{t: t, deadlineHeader: deadlineHeader, windows: windows}
 }
 
 // record returns the record at (p, off), or nil if the offset holds none

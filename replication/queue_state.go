@@ -18,6 +18,22 @@ type queueGroups struct {
 	mu sync.RWMutex
 	// byTopic maps topic -> group name -> state; guarded by mu.
 	byTopic map[string]map[string]*group.Queue
+	// windows caches decoded record windows per topic incarnation and
+	// partition for claims; only the Raft goroutine uses it (under mu).
+	windows map[*Topic]map[int32][]batch.Record
+}
+
+// windowsLocked returns the claim window cache of a topic.
+func (qs *queueGroups) windowsLocked(t *Topic) map[int32][]batch.Record {
+	if qs.windows == nil {
+		qs.windows = map[*Topic]map[int32][]batch.Record{}
+	}
+	w := qs.windows[t]
+	if w == nil {
+		w = map[int32][]batch.Record{}
+		qs.windows[t] = w
+	}
+	return w
 }
 
 func (qs *queueGroups) getLocked(topic, name string) (*group.Queue, error) {
@@ -44,6 +60,11 @@ func (qs *queueGroups) putLocked(q *group.Queue) {
 func (qs *queueGroups) dropTopic(topic string) {
 	qs.mu.Lock()
 	delete(qs.byTopic, topic)
+	for t := range qs.windows {
+		if t.Name == topic {
+			delete(qs.windows, t)
+		}
+	}
 	qs.mu.Unlock()
 }
 
@@ -119,7 +140,7 @@ func (f *FSM) DescribeQueueGroup(topic, name string, now int64) (QueueGroupInfo,
 		return QueueGroupInfo{}, err
 	}
 	info := QueueGroupInfo{Topic: topic, Group: name, Config: q.Config(), CreatedAt: q.CreatedAt()}
-	src := newQueueSource(t, q.Config().DeadlineHeader)
+	src := newQueueSource(t, q.Config().DeadlineHeader, nil)
 	for _, st := range q.Stats(now, queueReadEnds(t)) {
 		pi := QueuePartitionInfo{QueuePartitionStats: st}
 		if st.OldestReady >= 0 {
