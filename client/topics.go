@@ -30,6 +30,30 @@ type PartitionInfo struct {
 	End      int64 `json:"end_offset"`
 	Bytes    int64 `json:"bytes"`
 	Segments int32 `json:"segments"`
+	// CompactedSegments counts segments rewritten by compaction.
+	CompactedSegments int32 `json:"compacted_segments"`
+	// LastCleanerRun is the last retention or compaction run that changed
+	// the partition; nil when none is known.
+	LastCleanerRun *CleanerRun `json:"last_cleaner_run,omitempty"`
+}
+
+// CleanerRun is a retention or compaction run applied to a partition.
+type CleanerRun struct {
+	// Time is the leader's time of the run.
+	Time time.Time `json:"time"`
+	// Action is "trim" (closed segments deleted) or "compact".
+	Action string `json:"action"`
+	// BytesDeleted is how much smaller the partition became.
+	BytesDeleted int64 `json:"bytes_deleted"`
+	// RecordsRemoved counts records compaction removed.
+	RecordsRemoved int64 `json:"records_removed"`
+}
+
+func cleanerRunFromProto(r *logdv1.CleanerRun) *CleanerRun {
+	if r == nil {
+		return nil
+	}
+	return &CleanerRun{Time: msToTime(r.GetTimeMs()), Action: r.GetAction(), BytesDeleted: r.GetBytesDeleted(), RecordsRemoved: r.GetRecordsRemoved()}
 }
 
 // TopicDescription is a topic with the state of each partition.
@@ -106,6 +130,9 @@ func (c *Client) DescribeTopic(ctx context.Context, name string) (TopicDescripti
 				End:       p.GetEndOffset(),
 				Bytes:     p.GetBytes(),
 				Segments:  p.GetSegments(),
+
+				CompactedSegments: p.GetCompactedSegments(),
+				LastCleanerRun:    cleanerRunFromProto(p.GetLastCleanerRun()),
 			})
 		}
 		return nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"math"
 )
 
 // validateAlterTopic checks an AlterTopic against the topic's current
@@ -12,10 +11,20 @@ import (
 // before proposing and Apply calls it again, so a bad command changes
 // nothing.
 func validateAlterTopic(t *Topic, c AlterTopic) (map[string]string, error) {
-	if len(c.Config) == 0 {
+	if len(c.Config) == 0 && len(c.Delete) == 0 {
 		return nil, fmt.Errorf("%w: no settings to change", ErrInvalidArgument)
 	}
 	merged := maps.Clone(t.Config)
+	for _, k := range c.Delete {
+		if _, ok := topicConfigSpecs[k]; !ok {
+			return nil, fmt.Errorf("%w: unknown key %q", ErrInvalidConfig, k)
+		}
+		if _, ok := c.Config[k]; ok {
+			return nil, fmt.Errorf("%w: %q is both set and deleted", ErrInvalidConfig, k)
+		}
+		// Resolving fills the default back in.
+		delete(merged, k)
+	}
 	maps.Copy(merged, c.Config)
 	return ResolveTopicConfig(merged)
 }
@@ -35,7 +44,7 @@ func (f *FSM) applyAlterTopic(index uint64, c AlterTopic) any {
 	if err != nil {
 		return err
 	}
-	segBytes := min(configInt(cfg, ConfigSegmentBytes), math.MaxUint32) // the log's limit
+	segBytes := min(configInt(cfg, ConfigSegmentBytes), maxSegmentBytes)
 	segAge := msDuration(configInt(cfg, ConfigSegmentMs))
 	for _, p := range t.Partitions {
 		if err := p.log.SetRollPolicy(segBytes, segAge); err != nil {

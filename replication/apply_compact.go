@@ -61,7 +61,8 @@ func (f *FSM) applyCompact(index uint64, now int64, c Compact) any {
 	defer discard()
 	if len(c.Sources) == 0 || c.Below > f.ProtectedFrom(t, c.Partition) ||
 		!sameSources(sourcesOf(p.log.Segments(), c.Below), c.Sources) {
-		f.cleaner.setRun(k, CleanerRun{TimeNanos: now, Action: "compact-skipped"})
+		// Not a run: a replay after a restart skips compactions it already
+		// applied, and must not hide the run it restored from a snapshot.
 		return CompactResult{Skipped: true}
 	}
 	opts := log.CompactOptions{Below: c.Below, TombstoneHorizon: c.Horizon, Codec: recordCodec{}}

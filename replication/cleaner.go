@@ -23,6 +23,7 @@ type CleanerStats struct {
 	Prepared         int64         // compactions prepared
 	PreparedBytes    int64         // their input bytes
 	PrepareDuration  time.Duration // total time spent preparing
+	PassDuration     time.Duration // total time of every pass
 	LastPassDuration time.Duration
 }
 
@@ -122,6 +123,7 @@ func (n *Node) Clean(ctx context.Context) error {
 	n.cleanerStats.mu.Lock()
 	n.cleanerStats.s.Runs++
 	n.cleanerStats.s.LastPassDuration = time.Since(start)
+	n.cleanerStats.s.PassDuration += n.cleanerStats.s.LastPassDuration
 	n.cleanerStats.mu.Unlock()
 	return errors.Join(errs...)
 }

@@ -17,10 +17,12 @@ const (
 	CmdCompact CommandType = 22
 )
 
-// AlterTopic sets topic settings; keys not named keep their value.
+// AlterTopic sets topic settings; keys not named keep their value. Keys in
+// Delete return to their default; a key may not be both set and deleted.
 type AlterTopic struct {
 	Name   string            `json:"name"`
 	Config map[string]string `json:"config"`
+	Delete []string          `json:"delete,omitempty"`
 }
 
 // Trim deletes the closed segments of one partition whose end offset is <=

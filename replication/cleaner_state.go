@@ -15,14 +15,15 @@ type partKey struct {
 	partition int32
 }
 
-// CleanerRun describes the last retention or compaction command applied to
-// a partition on this node. Everything but Duration comes from the command
-// and the log, so it is the same on every replica; it is kept in memory only
-// (a restart forgets it until the next run).
+// CleanerRun describes the last retention or compaction command that
+// changed a partition on this node. It comes from the command and the log
+// only, so it is the same on every replica; it is kept in snapshots
+// (cleaner_snapshot.go), and replayed commands that change nothing (a trim
+// already done, a compaction whose sources are gone) do not replace it.
 type CleanerRun struct {
 	// TimeNanos is the command's (leader-stamped) time.
 	TimeNanos int64
-	// Action is "trim", "compact" or "compact-skipped" (sources changed).
+	// Action is "trim" or "compact".
 	Action string
 	// BytesDeleted is how much smaller the partition became.
 	BytesDeleted int64

@@ -52,11 +52,22 @@ const maxInt64 = int64(^uint64(0) >> 1)
 // Raft entry comfortably.
 const maxRecordBatchLimit = 64 << 20
 
+// maxSegmentBytes is the largest segment.bytes: a segment's index holds
+// 32-bit file positions (log.Options.SegmentBytes).
+const maxSegmentBytes = 1<<32 - 1
+
+func segmentBytesRange(s string) error {
+	if err := intRange(14, maxSegmentBytes)(s); err != nil {
+		return fmt.Errorf("%v (a segment is at most 4 GiB-1 bytes: its index holds 32-bit positions)", err)
+	}
+	return nil
+}
+
 var topicConfigSpecs = map[string]configSpec{
 	ConfigMaxMessageBytes: {def: "1048588", check: intRange(64, maxRecordBatchLimit)},
 	ConfigRetentionMs:     {def: "604800000", check: intRange(-1, maxInt64)},
 	ConfigRetentionBytes:  {def: "-1", check: intRange(-1, maxInt64)},
-	ConfigSegmentBytes:    {def: "1073741824", check: intRange(14, 1<<40)},
+	ConfigSegmentBytes:    {def: "1073741824", check: segmentBytesRange},
 	ConfigSegmentMs:       {def: "604800000", check: intRange(1, maxInt64)},
 	// Compaction.
 	ConfigDeleteRetentionMs:  {def: "86400000", check: intRange(0, maxInt64)},

@@ -99,7 +99,9 @@ func openTopic(root string, t *Topic, partitions int32, base log.Options) error 
 	}
 	t.dir = filepath.Join(root, topicDirName(t.Name, t.CreateIndex))
 	opts := base
-	opts.SegmentBytes = configInt(t.Config, ConfigSegmentBytes)
+	// The config check refuses larger values; clamped anyway (as alter
+	// does), because the log refusing them here would stop the node.
+	opts.SegmentBytes = min(configInt(t.Config, ConfigSegmentBytes), maxSegmentBytes)
 	opts.MaxBatchBytes = int(configInt(t.Config, ConfigMaxMessageBytes))
 	// segment.ms is applied by age against the command time.
 	opts.SegmentMaxAge = msDuration(configInt(t.Config, ConfigSegmentMs))

@@ -83,8 +83,13 @@ func (s *Server) fetchResponse(p *replication.Partition, m *logdv1.FetchRequest,
 	}
 	if len(recs) > 0 {
 		resp.NextOffset = recs[len(recs)-1].Offset + 1
-	} else {
-		// Only records below the offset or control batches: move past them.
+	}
+	if m.MaxRecords == 0 || len(recs) < int(m.MaxRecords) {
+		// Every returned batch was read whole: continue after the last one.
+		// Offsets past the last record may be a compaction gap (records
+		// removed at the end of a batch, or whole batches merged into it) or
+		// a control batch; stopping inside them would cost the consumer a
+		// round trip that returns nothing.
 		for rest := data; len(rest) > 0; {
 			info, err := batch.Peek(rest)
 			if err != nil || info.Length > len(rest) {

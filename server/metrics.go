@@ -50,7 +50,8 @@ func newMetrics(reg *prometheus.Registry, node *replication.Node) *metrics {
 	m.dedupConflicts = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "logd_idempotency_conflicts_total", Help: "Produce calls refused because an idempotency key was reused with a different payload.",
 	})
-	reg.MustRegister(m.requests, m.latency, m.records, m.bytes, m.commitTime, m.dedupDuplicates, m.dedupConflicts, &stateCollector{node: node})
+	reg.MustRegister(m.requests, m.latency, m.records, m.bytes, m.commitTime, m.dedupDuplicates, m.dedupConflicts, &stateCollector{node: node},
+		&cleanerCollector{node: node}) // cleaner_metrics.go
 	return m
 }
 

@@ -646,8 +646,12 @@ type PartitionInfo struct {
 	EndOffset      int64                  `protobuf:"varint,3,opt,name=end_offset,json=endOffset,proto3" json:"end_offset,omitempty"`
 	Bytes          int64                  `protobuf:"varint,4,opt,name=bytes,proto3" json:"bytes,omitempty"`
 	Segments       int32                  `protobuf:"varint,5,opt,name=segments,proto3" json:"segments,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Retention (issue 5): segments rewritten by compaction, and the last
+	// cleaner run that changed the partition (unset: none known).
+	CompactedSegments int32       `protobuf:"varint,10,opt,name=compacted_segments,json=compactedSegments,proto3" json:"compacted_segments,omitempty"`
+	LastCleanerRun    *CleanerRun `protobuf:"bytes,11,opt,name=last_cleaner_run,json=lastCleanerRun,proto3" json:"last_cleaner_run,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *PartitionInfo) Reset() {
@@ -713,6 +717,20 @@ func (x *PartitionInfo) GetSegments() int32 {
 		return x.Segments
 	}
 	return 0
+}
+
+func (x *PartitionInfo) GetCompactedSegments() int32 {
+	if x != nil {
+		return x.CompactedSegments
+	}
+	return 0
+}
+
+func (x *PartitionInfo) GetLastCleanerRun() *CleanerRun {
+	if x != nil {
+		return x.LastCleanerRun
+	}
+	return nil
 }
 
 type Header struct {
@@ -1426,6 +1444,10 @@ type StatusResponse struct {
 	AppliedIndex  uint64                 `protobuf:"varint,7,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
 	LastLogIndex  uint64                 `protobuf:"varint,8,opt,name=last_log_index,json=lastLogIndex,proto3" json:"last_log_index,omitempty"`
 	Members       []*Member              `protobuf:"bytes,9,rep,name=members,proto3" json:"members,omitempty"`
+	// This node's advertised client API address (issue 9).
+	ApiAddress string `protobuf:"bytes,10,opt,name=api_address,json=apiAddress,proto3" json:"api_address,omitempty"`
+	// Whether the node has caught up with its Raft log and serves calls.
+	Ready         bool `protobuf:"varint,11,opt,name=ready,proto3" json:"ready,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1523,11 +1545,27 @@ func (x *StatusResponse) GetMembers() []*Member {
 	return nil
 }
 
+func (x *StatusResponse) GetApiAddress() string {
+	if x != nil {
+		return x.ApiAddress
+	}
+	return ""
+}
+
+func (x *StatusResponse) GetReady() bool {
+	if x != nil {
+		return x.Ready
+	}
+	return false
+}
+
 type Member struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	RaftAddress   string                 `protobuf:"bytes,2,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
-	Suffrage      string                 `protobuf:"bytes,3,opt,name=suffrage,proto3" json:"suffrage,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	RaftAddress string                 `protobuf:"bytes,2,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
+	Suffrage    string                 `protobuf:"bytes,3,opt,name=suffrage,proto3" json:"suffrage,omitempty"`
+	// The member's registered client API address, when known (issue 9).
+	ApiAddress    string `protobuf:"bytes,4,opt,name=api_address,json=apiAddress,proto3" json:"api_address,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1579,6 +1617,13 @@ func (x *Member) GetRaftAddress() string {
 func (x *Member) GetSuffrage() string {
 	if x != nil {
 		return x.Suffrage
+	}
+	return ""
+}
+
+func (x *Member) GetApiAddress() string {
+	if x != nil {
+		return x.ApiAddress
 	}
 	return ""
 }
@@ -4902,6 +4947,289 @@ func (x *CleanerRun) GetRecordsRemoved() int64 {
 	return 0
 }
 
+type JoinRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	NodeId string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// The joining node's Raft address, as peers reach it.
+	RaftAddress string `protobuf:"bytes,2,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
+	// The joining node's client API address, as peers and clients reach it.
+	ApiAddress    string `protobuf:"bytes,3,opt,name=api_address,json=apiAddress,proto3" json:"api_address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JoinRequest) Reset() {
+	*x = JoinRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JoinRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JoinRequest) ProtoMessage() {}
+
+func (x *JoinRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
+func (*JoinRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *JoinRequest) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *JoinRequest) GetRaftAddress() string {
+	if x != nil {
+		return x.RaftAddress
+	}
+	return ""
+}
+
+func (x *JoinRequest) GetApiAddress() string {
+	if x != nil {
+		return x.ApiAddress
+	}
+	return ""
+}
+
+type JoinResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	LeaderId      string                 `protobuf:"bytes,1,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JoinResponse) Reset() {
+	*x = JoinResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JoinResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JoinResponse) ProtoMessage() {}
+
+func (x *JoinResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
+func (*JoinResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *JoinResponse) GetLeaderId() string {
+	if x != nil {
+		return x.LeaderId
+	}
+	return ""
+}
+
+type RemoveNodeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveNodeRequest) Reset() {
+	*x = RemoveNodeRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveNodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveNodeRequest) ProtoMessage() {}
+
+func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
+func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *RemoveNodeRequest) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+type RemoveNodeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveNodeResponse) Reset() {
+	*x = RemoveNodeResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveNodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveNodeResponse) ProtoMessage() {}
+
+func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
+func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{76}
+}
+
+type TransferLeadershipRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Empty: the most up-to-date voter.
+	NodeId        string `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransferLeadershipRequest) Reset() {
+	*x = TransferLeadershipRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransferLeadershipRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransferLeadershipRequest) ProtoMessage() {}
+
+func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
+func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *TransferLeadershipRequest) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+type TransferLeadershipResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	LeaderId      string                 `protobuf:"bytes,1,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	LeaderAddress string                 `protobuf:"bytes,2,opt,name=leader_address,json=leaderAddress,proto3" json:"leader_address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransferLeadershipResponse) Reset() {
+	*x = TransferLeadershipResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransferLeadershipResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransferLeadershipResponse) ProtoMessage() {}
+
+func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
+func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{78}
+}
+
+func (x *TransferLeadershipResponse) GetLeaderId() string {
+	if x != nil {
+		return x.LeaderId
+	}
+	return ""
+}
+
+func (x *TransferLeadershipResponse) GetLeaderAddress() string {
+	if x != nil {
+		return x.LeaderAddress
+	}
+	return ""
+}
+
 var File_logd_v1_logd_proto protoreflect.FileDescriptor
 
 const file_logd_v1_logd_proto_rawDesc = "" +
@@ -4948,14 +5276,17 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"created_ms\x18\x04 \x01(\x03R\tcreatedMs\x1a9\n" +
 	"\vConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa8\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x96\x02\n" +
 	"\rPartitionInfo\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12(\n" +
 	"\x10log_start_offset\x18\x02 \x01(\x03R\x0elogStartOffset\x12\x1d\n" +
 	"\n" +
 	"end_offset\x18\x03 \x01(\x03R\tendOffset\x12\x14\n" +
 	"\x05bytes\x18\x04 \x01(\x03R\x05bytes\x12\x1a\n" +
-	"\bsegments\x18\x05 \x01(\x05R\bsegments\"0\n" +
+	"\bsegments\x18\x05 \x01(\x05R\bsegments\x12-\n" +
+	"\x12compacted_segments\x18\n" +
+	" \x01(\x05R\x11compactedSegments\x12=\n" +
+	"\x10last_cleaner_run\x18\v \x01(\v2\x13.logd.v1.CleanerRunR\x0elastCleanerRun\"0\n" +
 	"\x06Header\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\"\xf4\x01\n" +
@@ -5012,7 +5343,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\n" +
 	"end_offset\x18\x02 \x01(\x03R\tendOffset\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\"\x0f\n" +
-	"\rStatusRequest\"\xb0\x02\n" +
+	"\rStatusRequest\"\xe7\x02\n" +
 	"\x0eStatusResponse\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1b\n" +
@@ -5022,11 +5353,17 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\fcommit_index\x18\x06 \x01(\x04R\vcommitIndex\x12#\n" +
 	"\rapplied_index\x18\a \x01(\x04R\fappliedIndex\x12$\n" +
 	"\x0elast_log_index\x18\b \x01(\x04R\flastLogIndex\x12)\n" +
-	"\amembers\x18\t \x03(\v2\x0f.logd.v1.MemberR\amembers\"W\n" +
+	"\amembers\x18\t \x03(\v2\x0f.logd.v1.MemberR\amembers\x12\x1f\n" +
+	"\vapi_address\x18\n" +
+	" \x01(\tR\n" +
+	"apiAddress\x12\x14\n" +
+	"\x05ready\x18\v \x01(\bR\x05ready\"x\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12\x1a\n" +
-	"\bsuffrage\x18\x03 \x01(\tR\bsuffrage\"I\n" +
+	"\bsuffrage\x18\x03 \x01(\tR\bsuffrage\x12\x1f\n" +
+	"\vapi_address\x18\x04 \x01(\tR\n" +
+	"apiAddress\"I\n" +
 	"\x13GroupTopicPartition\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\"Y\n" +
@@ -5323,7 +5660,22 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\atime_ms\x18\x01 \x01(\x03R\x06timeMs\x12\x16\n" +
 	"\x06action\x18\x02 \x01(\tR\x06action\x12#\n" +
 	"\rbytes_deleted\x18\x03 \x01(\x03R\fbytesDeleted\x12'\n" +
-	"\x0frecords_removed\x18\x04 \x01(\x03R\x0erecordsRemoved*\x8b\x04\n" +
+	"\x0frecords_removed\x18\x04 \x01(\x03R\x0erecordsRemoved\"j\n" +
+	"\vJoinRequest\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12!\n" +
+	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12\x1f\n" +
+	"\vapi_address\x18\x03 \x01(\tR\n" +
+	"apiAddress\"+\n" +
+	"\fJoinResponse\x12\x1b\n" +
+	"\tleader_id\x18\x01 \x01(\tR\bleaderId\",\n" +
+	"\x11RemoveNodeRequest\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"\x14\n" +
+	"\x12RemoveNodeResponse\"4\n" +
+	"\x19TransferLeadershipRequest\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"`\n" +
+	"\x1aTransferLeadershipResponse\x12\x1b\n" +
+	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12%\n" +
+	"\x0eleader_address\x18\x02 \x01(\tR\rleaderAddress*\x8b\x04\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17REASON_INVALID_ARGUMENT\x10\x01\x12\x18\n" +
@@ -5344,7 +5696,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x14REASON_UNKNOWN_GROUP\x10\x16\x12\x1a\n" +
 	"\x16REASON_GROUP_NOT_EMPTY\x10\x17\x12\x1e\n" +
 	"\x1aREASON_UNKNOWN_QUEUE_GROUP\x10(\x12\x1d\n" +
-	"\x19REASON_QUEUE_GROUP_EXISTS\x10)2\x93\x0e\n" +
+	"\x19REASON_QUEUE_GROUP_EXISTS\x10)2\xee\x0f\n" +
 	"\n" +
 	"LogService\x12H\n" +
 	"\vCreateTopic\x12\x1b.logd.v1.CreateTopicRequest\x1a\x1c.logd.v1.CreateTopicResponse\x12E\n" +
@@ -5374,7 +5726,11 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x05Claim\x12\x15.logd.v1.ClaimRequest\x1a\x16.logd.v1.ClaimResponse\x120\n" +
 	"\x03Ack\x12\x13.logd.v1.AckRequest\x1a\x14.logd.v1.AckResponse\x123\n" +
 	"\x04Nack\x12\x14.logd.v1.NackRequest\x1a\x15.logd.v1.NackResponse\x129\n" +
-	"\x06Extend\x12\x16.logd.v1.ExtendRequest\x1a\x17.logd.v1.ExtendResponse\x12E\n" +
+	"\x06Extend\x12\x16.logd.v1.ExtendRequest\x1a\x17.logd.v1.ExtendResponse\x123\n" +
+	"\x04Join\x12\x14.logd.v1.JoinRequest\x1a\x15.logd.v1.JoinResponse\x12E\n" +
+	"\n" +
+	"RemoveNode\x12\x1a.logd.v1.RemoveNodeRequest\x1a\x1b.logd.v1.RemoveNodeResponse\x12]\n" +
+	"\x12TransferLeadership\x12\".logd.v1.TransferLeadershipRequest\x1a#.logd.v1.TransferLeadershipResponse\x12E\n" +
 	"\n" +
 	"AlterTopic\x12\x1a.logd.v1.AlterTopicRequest\x1a\x1b.logd.v1.AlterTopicResponseB,Z*github.com/logd-dev/logd/api/logdv1;logdv1b\x06proto3"
 
@@ -5391,7 +5747,7 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
+var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 82)
 var file_logd_v1_logd_proto_goTypes = []any{
 	(Reason)(0),                        // 0: logd.v1.Reason
 	(*ErrorInfo)(nil),                  // 1: logd.v1.ErrorInfo
@@ -5467,109 +5823,122 @@ var file_logd_v1_logd_proto_goTypes = []any{
 	(*AlterTopicRequest)(nil),          // 71: logd.v1.AlterTopicRequest
 	(*AlterTopicResponse)(nil),         // 72: logd.v1.AlterTopicResponse
 	(*CleanerRun)(nil),                 // 73: logd.v1.CleanerRun
-	nil,                                // 74: logd.v1.CreateTopicRequest.ConfigEntry
-	nil,                                // 75: logd.v1.TopicInfo.ConfigEntry
-	nil,                                // 76: logd.v1.AlterTopicRequest.ConfigEntry
+	(*JoinRequest)(nil),                // 74: logd.v1.JoinRequest
+	(*JoinResponse)(nil),               // 75: logd.v1.JoinResponse
+	(*RemoveNodeRequest)(nil),          // 76: logd.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),         // 77: logd.v1.RemoveNodeResponse
+	(*TransferLeadershipRequest)(nil),  // 78: logd.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil), // 79: logd.v1.TransferLeadershipResponse
+	nil,                                // 80: logd.v1.CreateTopicRequest.ConfigEntry
+	nil,                                // 81: logd.v1.TopicInfo.ConfigEntry
+	nil,                                // 82: logd.v1.AlterTopicRequest.ConfigEntry
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
 	0,  // 0: logd.v1.ErrorInfo.reason:type_name -> logd.v1.Reason
-	74, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
+	80, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
 	10, // 2: logd.v1.CreateTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	10, // 3: logd.v1.ListTopicsResponse.topics:type_name -> logd.v1.TopicInfo
 	10, // 4: logd.v1.DescribeTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	11, // 5: logd.v1.DescribeTopicResponse.partitions:type_name -> logd.v1.PartitionInfo
-	75, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
-	12, // 7: logd.v1.Record.headers:type_name -> logd.v1.Header
-	13, // 8: logd.v1.ProduceRequest.records:type_name -> logd.v1.Record
-	15, // 9: logd.v1.ProduceResponse.results:type_name -> logd.v1.RecordResult
-	12, // 10: logd.v1.FetchedRecord.headers:type_name -> logd.v1.Header
-	18, // 11: logd.v1.FetchResponse.records:type_name -> logd.v1.FetchedRecord
-	24, // 12: logd.v1.StatusResponse.members:type_name -> logd.v1.Member
-	29, // 13: logd.v1.GroupAssignment.partitions:type_name -> logd.v1.AssignedPartition
-	25, // 14: logd.v1.GroupAssignment.revoke:type_name -> logd.v1.GroupTopicPartition
-	28, // 15: logd.v1.JoinGroupResponse.assignment:type_name -> logd.v1.GroupAssignment
-	25, // 16: logd.v1.GroupHeartbeatRequest.released:type_name -> logd.v1.GroupTopicPartition
-	28, // 17: logd.v1.GroupHeartbeatResponse.assignment:type_name -> logd.v1.GroupAssignment
-	26, // 18: logd.v1.CommitOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
-	17, // 19: logd.v1.GroupFetchRequest.fetch:type_name -> logd.v1.FetchRequest
-	19, // 20: logd.v1.GroupFetchResponse.fetch:type_name -> logd.v1.FetchResponse
-	40, // 21: logd.v1.ListGroupsResponse.groups:type_name -> logd.v1.ConsumerGroupSummary
-	25, // 22: logd.v1.ConsumerGroupMember.partitions:type_name -> logd.v1.GroupTopicPartition
-	43, // 23: logd.v1.DescribeGroupResponse.members:type_name -> logd.v1.ConsumerGroupMember
-	44, // 24: logd.v1.DescribeGroupResponse.partitions:type_name -> logd.v1.ConsumerGroupPartition
-	48, // 25: logd.v1.ResetGroupOffsetsRequest.topics:type_name -> logd.v1.ResetTopic
-	26, // 26: logd.v1.ResetGroupOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
-	50, // 27: logd.v1.ResetGroupOffsetsResponse.plan:type_name -> logd.v1.ResetPlanEntry
-	52, // 28: logd.v1.CreateQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
-	52, // 29: logd.v1.CreateQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
-	52, // 30: logd.v1.AlterQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
-	52, // 31: logd.v1.AlterQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
-	52, // 32: logd.v1.DescribeQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
-	58, // 33: logd.v1.DescribeQueueGroupResponse.partitions:type_name -> logd.v1.QueuePartitionState
-	12, // 34: logd.v1.ClaimedRecord.headers:type_name -> logd.v1.Header
-	61, // 35: logd.v1.ClaimResponse.records:type_name -> logd.v1.ClaimedRecord
-	0,  // 36: logd.v1.TokenResult.error:type_name -> logd.v1.Reason
-	63, // 37: logd.v1.AckResponse.results:type_name -> logd.v1.TokenResult
-	66, // 38: logd.v1.NackRequest.nacks:type_name -> logd.v1.QueueNack
-	63, // 39: logd.v1.NackResponse.results:type_name -> logd.v1.TokenResult
-	63, // 40: logd.v1.ExtendResponse.results:type_name -> logd.v1.TokenResult
-	76, // 41: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
-	10, // 42: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
-	2,  // 43: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
-	4,  // 44: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
-	6,  // 45: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
-	8,  // 46: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
-	14, // 47: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
-	17, // 48: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
-	20, // 49: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
-	22, // 50: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
-	27, // 51: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
-	31, // 52: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
-	33, // 53: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
-	35, // 54: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
-	37, // 55: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
-	39, // 56: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
-	42, // 57: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
-	46, // 58: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
-	49, // 59: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
-	53, // 60: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
-	55, // 61: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
-	57, // 62: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
-	60, // 63: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
-	64, // 64: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
-	67, // 65: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
-	69, // 66: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
-	71, // 67: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
-	3,  // 68: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	5,  // 69: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	7,  // 70: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	9,  // 71: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	16, // 72: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
-	19, // 73: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
-	21, // 74: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	23, // 75: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
-	30, // 76: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
-	32, // 77: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
-	34, // 78: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
-	36, // 79: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
-	38, // 80: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
-	41, // 81: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
-	45, // 82: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
-	47, // 83: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
-	51, // 84: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
-	54, // 85: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
-	56, // 86: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
-	59, // 87: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
-	62, // 88: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
-	65, // 89: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
-	68, // 90: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
-	70, // 91: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
-	72, // 92: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
-	68, // [68:93] is the sub-list for method output_type
-	43, // [43:68] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	81, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
+	73, // 7: logd.v1.PartitionInfo.last_cleaner_run:type_name -> logd.v1.CleanerRun
+	12, // 8: logd.v1.Record.headers:type_name -> logd.v1.Header
+	13, // 9: logd.v1.ProduceRequest.records:type_name -> logd.v1.Record
+	15, // 10: logd.v1.ProduceResponse.results:type_name -> logd.v1.RecordResult
+	12, // 11: logd.v1.FetchedRecord.headers:type_name -> logd.v1.Header
+	18, // 12: logd.v1.FetchResponse.records:type_name -> logd.v1.FetchedRecord
+	24, // 13: logd.v1.StatusResponse.members:type_name -> logd.v1.Member
+	29, // 14: logd.v1.GroupAssignment.partitions:type_name -> logd.v1.AssignedPartition
+	25, // 15: logd.v1.GroupAssignment.revoke:type_name -> logd.v1.GroupTopicPartition
+	28, // 16: logd.v1.JoinGroupResponse.assignment:type_name -> logd.v1.GroupAssignment
+	25, // 17: logd.v1.GroupHeartbeatRequest.released:type_name -> logd.v1.GroupTopicPartition
+	28, // 18: logd.v1.GroupHeartbeatResponse.assignment:type_name -> logd.v1.GroupAssignment
+	26, // 19: logd.v1.CommitOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
+	17, // 20: logd.v1.GroupFetchRequest.fetch:type_name -> logd.v1.FetchRequest
+	19, // 21: logd.v1.GroupFetchResponse.fetch:type_name -> logd.v1.FetchResponse
+	40, // 22: logd.v1.ListGroupsResponse.groups:type_name -> logd.v1.ConsumerGroupSummary
+	25, // 23: logd.v1.ConsumerGroupMember.partitions:type_name -> logd.v1.GroupTopicPartition
+	43, // 24: logd.v1.DescribeGroupResponse.members:type_name -> logd.v1.ConsumerGroupMember
+	44, // 25: logd.v1.DescribeGroupResponse.partitions:type_name -> logd.v1.ConsumerGroupPartition
+	48, // 26: logd.v1.ResetGroupOffsetsRequest.topics:type_name -> logd.v1.ResetTopic
+	26, // 27: logd.v1.ResetGroupOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
+	50, // 28: logd.v1.ResetGroupOffsetsResponse.plan:type_name -> logd.v1.ResetPlanEntry
+	52, // 29: logd.v1.CreateQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
+	52, // 30: logd.v1.CreateQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
+	52, // 31: logd.v1.AlterQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
+	52, // 32: logd.v1.AlterQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
+	52, // 33: logd.v1.DescribeQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
+	58, // 34: logd.v1.DescribeQueueGroupResponse.partitions:type_name -> logd.v1.QueuePartitionState
+	12, // 35: logd.v1.ClaimedRecord.headers:type_name -> logd.v1.Header
+	61, // 36: logd.v1.ClaimResponse.records:type_name -> logd.v1.ClaimedRecord
+	0,  // 37: logd.v1.TokenResult.error:type_name -> logd.v1.Reason
+	63, // 38: logd.v1.AckResponse.results:type_name -> logd.v1.TokenResult
+	66, // 39: logd.v1.NackRequest.nacks:type_name -> logd.v1.QueueNack
+	63, // 40: logd.v1.NackResponse.results:type_name -> logd.v1.TokenResult
+	63, // 41: logd.v1.ExtendResponse.results:type_name -> logd.v1.TokenResult
+	82, // 42: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
+	10, // 43: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
+	2,  // 44: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
+	4,  // 45: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
+	6,  // 46: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
+	8,  // 47: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
+	14, // 48: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
+	17, // 49: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
+	20, // 50: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
+	22, // 51: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
+	27, // 52: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
+	31, // 53: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
+	33, // 54: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
+	35, // 55: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
+	37, // 56: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
+	39, // 57: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
+	42, // 58: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
+	46, // 59: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
+	49, // 60: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
+	53, // 61: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
+	55, // 62: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
+	57, // 63: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
+	60, // 64: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
+	64, // 65: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
+	67, // 66: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
+	69, // 67: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
+	74, // 68: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
+	76, // 69: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
+	78, // 70: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
+	71, // 71: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
+	3,  // 72: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	5,  // 73: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	7,  // 74: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	9,  // 75: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	16, // 76: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
+	19, // 77: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
+	21, // 78: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	23, // 79: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
+	30, // 80: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
+	32, // 81: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
+	34, // 82: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
+	36, // 83: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	38, // 84: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
+	41, // 85: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	45, // 86: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
+	47, // 87: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
+	51, // 88: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
+	54, // 89: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
+	56, // 90: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
+	59, // 91: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
+	62, // 92: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
+	65, // 93: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
+	68, // 94: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
+	70, // 95: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
+	75, // 96: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
+	77, // 97: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
+	79, // 98: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
+	72, // 99: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
+	72, // [72:100] is the sub-list for method output_type
+	44, // [44:72] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_logd_v1_logd_proto_init() }
@@ -5589,7 +5958,7 @@ func file_logd_v1_logd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   76,
+			NumMessages:   82,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

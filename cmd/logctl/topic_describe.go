@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/logd-dev/logd/client"
 )
 
 func newTopicDescribeCmd(opts *globalOpts) *cobra.Command {
@@ -47,15 +49,29 @@ func newTopicDescribeCmd(opts *globalOpts) *cobra.Command {
 			}
 			fmt.Fprintln(opts.stdout)
 			tw = newTable(opts.stdout)
-			fmt.Fprintln(tw, "PARTITION\tLOG START\tEND OFFSET\tRECORDS\tBYTES\tSEGMENTS")
+			fmt.Fprintln(tw, "PARTITION\tLOG START\tEND OFFSET\tRECORDS\tBYTES\tSEGMENTS\tCOMPACTED\tLAST CLEANER RUN")
 			for _, p := range d.Partitions {
-				fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\n", p.Partition, p.LogStart, p.End, p.End-p.LogStart, p.Bytes, p.Segments)
+				fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", p.Partition, p.LogStart, p.End, p.End-p.LogStart, p.Bytes, p.Segments,
+					p.CompactedSegments, formatCleanerRun(p.LastCleanerRun))
 			}
 			return tw.Flush()
 		},
 	}
 	addOutputFlag(cmd, &output)
 	return cmd
+}
+
+// formatCleanerRun prints a cleaner run for tables, "-" when none is known:
+// "compact 2026-01-02T03:04:05Z -1048576 bytes -2000 records".
+func formatCleanerRun(r *client.CleanerRun) string {
+	if r == nil {
+		return "-"
+	}
+	s := fmt.Sprintf("%s %s -%d bytes", r.Action, formatTime(r.Time), r.BytesDeleted)
+	if r.Action == "compact" {
+		s += fmt.Sprintf(" -%d records", r.RecordsRemoved)
+	}
+	return s
 }
 
 // formatTime prints a time for tables: RFC 3339 in UTC, "-" when unknown.

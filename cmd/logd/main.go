@@ -29,6 +29,8 @@ type config struct {
 	listen         string
 	raftAddr       string
 	raftAdvertise  string
+	advertise      string
+	join           string
 	nodeID         string
 	logLevel       string
 	logFormat      string
@@ -36,6 +38,9 @@ type config struct {
 	pprof          bool
 	snapshotEvery  uint64
 	snapshotPeriod time.Duration
+	// cleanerInterval is how often the leader plans retention and
+	// compaction.
+	cleanerInterval time.Duration
 }
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -53,6 +58,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&c.raftAddr, "raft-addr", env("LOGD_RAFT_ADDR", "127.0.0.1:7071"), "Raft listen address (LOGD_RAFT_ADDR)")
 	fs.StringVar(&c.raftAdvertise, "raft-advertise", env("LOGD_RAFT_ADVERTISE", ""), "Raft address peers use; default --raft-addr (LOGD_RAFT_ADVERTISE)")
 	fs.StringVar(&c.nodeID, "node-id", env("LOGD_NODE_ID", "n1"), "Raft node id (LOGD_NODE_ID)")
+	fs.StringVar(&c.advertise, "advertise", env("LOGD_ADVERTISE", ""), "client API address other nodes and clients use; default the --listen address (LOGD_ADVERTISE)")
+	fs.StringVar(&c.join, "join", env("LOGD_JOIN", ""), "client API address of any cluster member to join; without it a node with no state bootstraps a single-node cluster (LOGD_JOIN)")
 	fs.StringVar(&c.logLevel, "log-level", env("LOGD_LOG_LEVEL", "info"), "debug, info, warn or error (LOGD_LOG_LEVEL)")
 	fs.StringVar(&c.logFormat, "log-format", env("LOGD_LOG_FORMAT", "text"), "text or json (LOGD_LOG_FORMAT)")
 	fs.StringVar(&c.fsync, "fsync", env("LOGD_FSYNC", "raft"), "raft: fsync the Raft log before every commit, partition logs at snapshots; always: also fsync partition logs on every append (LOGD_FSYNC)")
@@ -63,6 +70,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	var sp string
 	fs.StringVar(&se, "snapshot-threshold", snapEvery, "Raft entries between snapshots (LOGD_SNAPSHOT_THRESHOLD)")
 	fs.StringVar(&sp, "snapshot-interval", snapPeriod, "how often to check for a snapshot (LOGD_SNAPSHOT_INTERVAL)")
+	var ci string
+	fs.StringVar(&ci, "cleaner-interval", env("LOGD_CLEANER_INTERVAL", replication.DefaultCleanerInterval.String()),
+		"how often the leader applies retention and compaction (LOGD_CLEANER_INTERVAL)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -77,6 +87,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		return c, fmt.Errorf("--snapshot-interval: want a positive duration, got %q", sp)
 	}
 	c.snapshotPeriod = d
+	if c.cleanerInterval, err = time.ParseDuration(ci); err != nil || c.cleanerInterval <= 0 {
+		return c, fmt.Errorf("--cleaner-interval: want a positive duration, got %q", ci)
+	}
 	switch c.fsync {
 	case "raft", "always":
 	default:
@@ -128,15 +141,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fmt.Errorf("listen on %s: %w", c.listen, err)
 	}
 	defer ln.Close()
+	if c.advertise == "" {
+		c.advertise = ln.Addr().String()
+	}
 	node, err := replication.Open(replication.Config{
 		NodeID:            c.nodeID,
 		DataDir:           c.dataDir,
 		RaftBind:          c.raftAddr,
 		RaftAdvertise:     c.raftAdvertise,
-		Bootstrap:         true,
+		Bootstrap:         c.join == "",
+		APIAdvertise:      c.advertise,
+		SegmentSource:     server.NewSegmentClient(),
 		SyncPartitions:    c.fsync == "always",
 		SnapshotThreshold: c.snapshotEvery,
 		SnapshotInterval:  c.snapshotPeriod,
+		CleanerInterval:   c.cleanerInterval,
 		Logger:            logger,
 	})
 	if err != nil {
@@ -163,7 +182,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- httpSrv.Serve(ln) }()
-	logger.Info("logd started", "node", c.nodeID, "listen", ln.Addr().String(), "raft", c.raftAddr, "data", c.dataDir, "fsync", c.fsync)
+	logger.Info("logd started", "node", c.nodeID, "listen", ln.Addr().String(), "advertise", c.advertise, "raft", c.raftAddr, "data", c.dataDir, "fsync", c.fsync)
+	joinCtx, stopJoin := context.WithCancel(ctx)
+	joinDone := make(chan struct{})
+	go func() {
+		defer close(joinDone)
+		if c.join != "" {
+			joinCluster(joinCtx, logger, c, node)
+		}
+	}()
 
 	var serveErr error
 	select {
@@ -171,6 +198,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		logger.Info("shutting down")
 	case serveErr = <-errc:
 	}
+	stopJoin()
+	<-joinDone
 	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := httpSrv.Shutdown(shutCtx); err != nil {

@@ -92,6 +92,13 @@ const (
 	LogServiceNackProcedure = "/logd.v1.LogService/Nack"
 	// LogServiceExtendProcedure is the fully-qualified name of the LogService's Extend RPC.
 	LogServiceExtendProcedure = "/logd.v1.LogService/Extend"
+	// LogServiceJoinProcedure is the fully-qualified name of the LogService's Join RPC.
+	LogServiceJoinProcedure = "/logd.v1.LogService/Join"
+	// LogServiceRemoveNodeProcedure is the fully-qualified name of the LogService's RemoveNode RPC.
+	LogServiceRemoveNodeProcedure = "/logd.v1.LogService/RemoveNode"
+	// LogServiceTransferLeadershipProcedure is the fully-qualified name of the LogService's
+	// TransferLeadership RPC.
+	LogServiceTransferLeadershipProcedure = "/logd.v1.LogService/TransferLeadership"
 	// LogServiceAlterTopicProcedure is the fully-qualified name of the LogService's AlterTopic RPC.
 	LogServiceAlterTopicProcedure = "/logd.v1.LogService/AlterTopic"
 )
@@ -155,6 +162,16 @@ type LogServiceClient interface {
 	Nack(context.Context, *connect.Request[logdv1.NackRequest]) (*connect.Response[logdv1.NackResponse], error)
 	// Extend moves the lease deadline of deliveries.
 	Extend(context.Context, *connect.Request[logdv1.ExtendRequest]) (*connect.Response[logdv1.ExtendResponse], error)
+	// Cluster (issue 9)
+	// Join adds a node: it is registered, added as a non-voter, and promoted
+	// to voter once it has caught up. Forwarded to the leader; one membership
+	// change at a time.
+	Join(context.Context, *connect.Request[logdv1.JoinRequest]) (*connect.Response[logdv1.JoinResponse], error)
+	// RemoveNode removes a node from the cluster.
+	RemoveNode(context.Context, *connect.Request[logdv1.RemoveNodeRequest]) (*connect.Response[logdv1.RemoveNodeResponse], error)
+	// TransferLeadership hands leadership to a voter (or the most
+	// up-to-date one).
+	TransferLeadership(context.Context, *connect.Request[logdv1.TransferLeadershipRequest]) (*connect.Response[logdv1.TransferLeadershipResponse], error)
 	// Retention (issue 5)
 	// AlterTopic changes a topic's settings at runtime and returns the
 	// effective settings. Settings not named keep their value.
@@ -316,6 +333,24 @@ func NewLogServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			connect.WithSchema(logServiceMethods.ByName("Extend")),
 			connect.WithClientOptions(opts...),
 		),
+		join: connect.NewClient[logdv1.JoinRequest, logdv1.JoinResponse](
+			httpClient,
+			baseURL+LogServiceJoinProcedure,
+			connect.WithSchema(logServiceMethods.ByName("Join")),
+			connect.WithClientOptions(opts...),
+		),
+		removeNode: connect.NewClient[logdv1.RemoveNodeRequest, logdv1.RemoveNodeResponse](
+			httpClient,
+			baseURL+LogServiceRemoveNodeProcedure,
+			connect.WithSchema(logServiceMethods.ByName("RemoveNode")),
+			connect.WithClientOptions(opts...),
+		),
+		transferLeadership: connect.NewClient[logdv1.TransferLeadershipRequest, logdv1.TransferLeadershipResponse](
+			httpClient,
+			baseURL+LogServiceTransferLeadershipProcedure,
+			connect.WithSchema(logServiceMethods.ByName("TransferLeadership")),
+			connect.WithClientOptions(opts...),
+		),
 		alterTopic: connect.NewClient[logdv1.AlterTopicRequest, logdv1.AlterTopicResponse](
 			httpClient,
 			baseURL+LogServiceAlterTopicProcedure,
@@ -351,6 +386,9 @@ type logServiceClient struct {
 	ack                *connect.Client[logdv1.AckRequest, logdv1.AckResponse]
 	nack               *connect.Client[logdv1.NackRequest, logdv1.NackResponse]
 	extend             *connect.Client[logdv1.ExtendRequest, logdv1.ExtendResponse]
+	join               *connect.Client[logdv1.JoinRequest, logdv1.JoinResponse]
+	removeNode         *connect.Client[logdv1.RemoveNodeRequest, logdv1.RemoveNodeResponse]
+	transferLeadership *connect.Client[logdv1.TransferLeadershipRequest, logdv1.TransferLeadershipResponse]
 	alterTopic         *connect.Client[logdv1.AlterTopicRequest, logdv1.AlterTopicResponse]
 }
 
@@ -474,6 +512,21 @@ func (c *logServiceClient) Extend(ctx context.Context, req *connect.Request[logd
 	return c.extend.CallUnary(ctx, req)
 }
 
+// Join calls logd.v1.LogService.Join.
+func (c *logServiceClient) Join(ctx context.Context, req *connect.Request[logdv1.JoinRequest]) (*connect.Response[logdv1.JoinResponse], error) {
+	return c.join.CallUnary(ctx, req)
+}
+
+// RemoveNode calls logd.v1.LogService.RemoveNode.
+func (c *logServiceClient) RemoveNode(ctx context.Context, req *connect.Request[logdv1.RemoveNodeRequest]) (*connect.Response[logdv1.RemoveNodeResponse], error) {
+	return c.removeNode.CallUnary(ctx, req)
+}
+
+// TransferLeadership calls logd.v1.LogService.TransferLeadership.
+func (c *logServiceClient) TransferLeadership(ctx context.Context, req *connect.Request[logdv1.TransferLeadershipRequest]) (*connect.Response[logdv1.TransferLeadershipResponse], error) {
+	return c.transferLeadership.CallUnary(ctx, req)
+}
+
 // AlterTopic calls logd.v1.LogService.AlterTopic.
 func (c *logServiceClient) AlterTopic(ctx context.Context, req *connect.Request[logdv1.AlterTopicRequest]) (*connect.Response[logdv1.AlterTopicResponse], error) {
 	return c.alterTopic.CallUnary(ctx, req)
@@ -538,6 +591,16 @@ type LogServiceHandler interface {
 	Nack(context.Context, *connect.Request[logdv1.NackRequest]) (*connect.Response[logdv1.NackResponse], error)
 	// Extend moves the lease deadline of deliveries.
 	Extend(context.Context, *connect.Request[logdv1.ExtendRequest]) (*connect.Response[logdv1.ExtendResponse], error)
+	// Cluster (issue 9)
+	// Join adds a node: it is registered, added as a non-voter, and promoted
+	// to voter once it has caught up. Forwarded to the leader; one membership
+	// change at a time.
+	Join(context.Context, *connect.Request[logdv1.JoinRequest]) (*connect.Response[logdv1.JoinResponse], error)
+	// RemoveNode removes a node from the cluster.
+	RemoveNode(context.Context, *connect.Request[logdv1.RemoveNodeRequest]) (*connect.Response[logdv1.RemoveNodeResponse], error)
+	// TransferLeadership hands leadership to a voter (or the most
+	// up-to-date one).
+	TransferLeadership(context.Context, *connect.Request[logdv1.TransferLeadershipRequest]) (*connect.Response[logdv1.TransferLeadershipResponse], error)
 	// Retention (issue 5)
 	// AlterTopic changes a topic's settings at runtime and returns the
 	// effective settings. Settings not named keep their value.
@@ -695,6 +758,24 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 		connect.WithSchema(logServiceMethods.ByName("Extend")),
 		connect.WithHandlerOptions(opts...),
 	)
+	logServiceJoinHandler := connect.NewUnaryHandler(
+		LogServiceJoinProcedure,
+		svc.Join,
+		connect.WithSchema(logServiceMethods.ByName("Join")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceRemoveNodeHandler := connect.NewUnaryHandler(
+		LogServiceRemoveNodeProcedure,
+		svc.RemoveNode,
+		connect.WithSchema(logServiceMethods.ByName("RemoveNode")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceTransferLeadershipHandler := connect.NewUnaryHandler(
+		LogServiceTransferLeadershipProcedure,
+		svc.TransferLeadership,
+		connect.WithSchema(logServiceMethods.ByName("TransferLeadership")),
+		connect.WithHandlerOptions(opts...),
+	)
 	logServiceAlterTopicHandler := connect.NewUnaryHandler(
 		LogServiceAlterTopicProcedure,
 		svc.AlterTopic,
@@ -751,6 +832,12 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 			logServiceNackHandler.ServeHTTP(w, r)
 		case LogServiceExtendProcedure:
 			logServiceExtendHandler.ServeHTTP(w, r)
+		case LogServiceJoinProcedure:
+			logServiceJoinHandler.ServeHTTP(w, r)
+		case LogServiceRemoveNodeProcedure:
+			logServiceRemoveNodeHandler.ServeHTTP(w, r)
+		case LogServiceTransferLeadershipProcedure:
+			logServiceTransferLeadershipHandler.ServeHTTP(w, r)
 		case LogServiceAlterTopicProcedure:
 			logServiceAlterTopicHandler.ServeHTTP(w, r)
 		default:
@@ -856,6 +943,18 @@ func (UnimplementedLogServiceHandler) Nack(context.Context, *connect.Request[log
 
 func (UnimplementedLogServiceHandler) Extend(context.Context, *connect.Request[logdv1.ExtendRequest]) (*connect.Response[logdv1.ExtendResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.Extend is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) Join(context.Context, *connect.Request[logdv1.JoinRequest]) (*connect.Response[logdv1.JoinResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.Join is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) RemoveNode(context.Context, *connect.Request[logdv1.RemoveNodeRequest]) (*connect.Response[logdv1.RemoveNodeResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.RemoveNode is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) TransferLeadership(context.Context, *connect.Request[logdv1.TransferLeadershipRequest]) (*connect.Response[logdv1.TransferLeadershipResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.TransferLeadership is not implemented"))
 }
 
 func (UnimplementedLogServiceHandler) AlterTopic(context.Context, *connect.Request[logdv1.AlterTopicRequest]) (*connect.Response[logdv1.AlterTopicResponse], error) {
