@@ -1,0 +1,69 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/logd-dev/logd/client"
+)
+
+// accounts stands in for the handler's own database. In production this is
+// SQLite or Postgres: the job id goes into a processed_jobs table in the
+// same transaction as the balance change (see the README), so the effect
+// and the record of having done it commit together or not at all.
+type accounts struct {
+	mu        sync.Mutex // the "transaction"
+	balance   map[string]int
+	processed map[string]bool
+}
+
+// credit applies a credit once per job id, atomically with recording the id.
+func (a *accounts) credit(jobID, account string, amount int) {
+	a.mu.Lock() // BEGIN
+	defer a.mu.Unlock()
+	if a.processed[jobID] {
+		return // a redelivery of a job whose effect committed: skip, then ack
+	}
+	a.balance[account] += amount // the effect ...
+	a.processed[jobID] = true    // ... and the job id, in one transaction
+} // COMMIT
+
+// ExampleWorker shows the idempotent-handler pattern. Delivery is at least
+// once: a worker killed after its effect but before its ack gets the job
+// redelivered (to itself or another worker) once the lease expires. The
+// handler records the job's id (topic, partition, offset) in the same
+// transaction as the effect, so the redelivery changes nothing and is acked.
+// A negative amount can never succeed: it is marked Permanent, so it goes to
+// the dead-letter topic at once instead of being retried.
+func ExampleWorker() {
+	c, err := client.New("127.0.0.1:7070", client.Options{})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	db := &accounts{balance: map[string]int{}, processed: map[string]bool{}}
+	w, err := c.NewWorker(client.WorkerOptions{Topic: "credits", Group: "billing", Concurrency: 8},
+		func(ctx context.Context, job *client.Job) error {
+			account, amt, ok := strings.Cut(string(job.Value), ":")
+			amount, err := strconv.Atoi(amt)
+			if !ok || err != nil {
+				return client.Permanent(fmt.Errorf("malformed job %q", job.Value))
+			}
+			if amount < 0 {
+				return client.Permanent(errors.New("negative amount"))
+			}
+			jobID := fmt.Sprintf("%s/%d/%d", job.Topic, job.Partition, job.Offset)
+			db.credit(jobID, account, amount)
+			return nil // acked; an error here would be retried with backoff
+		})
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_ = w.Run(ctx) // until ctx ends
+}
