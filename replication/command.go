@@ -37,6 +37,8 @@ func (t CommandType) String() string {
 		return cleanerCommandName(t)
 	case CmdQueueCreate, CmdQueueAlter, CmdQueueClaim, CmdQueueAck, CmdQueueNack, CmdQueueExtend:
 		return queueCommandName(t)
+	case CmdNodeRegister, CmdNodeDeregister:
+		return clusterCommandName(t)
 	default:
 		return fmt.Sprintf("command(%d)", uint8(t))
 	}
@@ -172,20 +174,26 @@ func decodeCommand(data []byte) (envelope, error) {
 			return env, err
 		}
 		env.Body = a
-	case CmdAlterTopic, CmdTrim, CmdCompact:
-		c, err := decodeCleanerCommand(env.Type, p)
-		if err != nil {
-			return env, err
-		}
-		env.Body = c
 	case CmdGroupJoin, CmdGroupHeartbeat, CmdGroupLeave, CmdGroupCommit, CmdGroupResetOffsets, CmdGroupAutoReset, CmdGroupDelete:
 		c, err := decodeGroupCommand(env.Type, p)
 		if err != nil {
 			return env, err
 		}
 		env.Body = c
+	case CmdAlterTopic, CmdTrim, CmdCompact:
+		c, err := decodeCleanerCommand(env.Type, p)
+		if err != nil {
+			return env, err
+		}
+		env.Body = c
 	case CmdQueueCreate, CmdQueueAlter, CmdQueueClaim, CmdQueueAck, CmdQueueNack, CmdQueueExtend:
 		c, err := decodeQueueCommand(env.Type, p)
+		if err != nil {
+			return env, err
+		}
+		env.Body = c
+	case CmdNodeRegister, CmdNodeDeregister:
+		c, err := decodeClusterCommand(env.Type, p)
 		if err != nil {
 			return env, err
 		}

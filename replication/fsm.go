@@ -45,6 +45,10 @@ type FSM struct {
 	queues queueGroups
 	// cleaner is the retention and compaction state (cleaner_state.go).
 	cleaner cleanerState
+	// nodes is the registry of client API addresses (cluster_state.go).
+	nodes nodeRegistry
+	// catchUp fetches missing segments from peers on Restore (install.go).
+	catchUp catchUpConfig
 }
 
 // newFSM makes an FSM over root. It opens nothing until Restore or the first
@@ -157,6 +161,8 @@ func (f *FSM) applyOne(index uint64, data []byte) any {
 		return c.applyQueue(f, index, now)
 	case cleanerCommand:
 		return c.applyCleaner(f, index, now)
+	case clusterCommand:
+		return c.applyCluster(f, index)
 	default:
 		return f.stop(fmt.Errorf("apply index %d: %w: %T", index, ErrUnknownCommand, c))
 	}
@@ -176,6 +182,7 @@ func (f *FSM) stop(err error) error {
 
 // Close closes every partition log.
 func (f *FSM) Close() error {
+	f.cleaner.discardAll() // prepared on logs that are closing
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var first error

@@ -77,6 +77,16 @@ type Config struct {
 	// CleanerInterval is how often the leader plans retention and
 	// compaction (cleaner.go); default DefaultCleanerInterval.
 	CleanerInterval time.Duration
+	// APIAdvertise is the client API address (host:port) other nodes and
+	// clients use to reach this node; the leader registers it in the
+	// replicated node registry (cluster.go). Empty: not registered.
+	APIAdvertise string
+	// SegmentSource fetches segment bytes from peers when a snapshot names
+	// data this node lacks (install.go); nil: such a snapshot is refused.
+	SegmentSource SegmentSource
+	// CatchUpTimeout bounds one snapshot catch-up; default
+	// DefaultCatchUpTimeout.
+	CatchUpTimeout time.Duration
 }
 
 // Validate checks required fields.
@@ -146,6 +156,9 @@ type Node struct {
 	// cleanerDone is closed when the cleaner goroutine (cleaner.go) ends.
 	cleanerDone  chan struct{}
 	cleanerStats cleanerStats
+	// cluster serializes membership changes and self-registration
+	// (cluster.go).
+	cluster clusterState
 }
 
 // Open starts a node: it opens the stores, restores the latest snapshot,
@@ -212,6 +225,7 @@ func Open(cfg Config) (*Node, error) {
 		logOpts.Sync = log.SyncEveryAppend
 	}
 	fsm := newFSM(filepath.Join(cfg.DataDir, "topics"), logOpts, cfg.Logger, cfg.Fatal)
+	fsm.catchUp = catchUpConfig{self: cfg.NodeID, source: cfg.SegmentSource, timeout: cfg.CatchUpTimeout}
 
 	if cfg.Bootstrap {
 		has, err := raft.HasExistingState(store, store, snaps)
@@ -261,6 +275,7 @@ func (n *Node) housekeeping() {
 			n.ready.Store(true)
 			n.cfg.Logger.Info("state machine caught up; serving", "applied_index", n.fsm.AppliedIndex())
 		}
+		n.registerSelf()
 		if n.fsm.bytesSinceSnapshot.Load() < n.cfg.SnapshotBytes {
 			continue
 		}

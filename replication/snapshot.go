@@ -27,6 +27,11 @@ type manifest struct {
 	Groups  *groupsManifest `json:"groups,omitempty"`
 	// Queues holds the queue groups' lease state (versioned on its own).
 	Queues *queueManifest `json:"queues,omitempty"`
+	// Nodes is the registry of client API addresses (cluster_state.go).
+	Nodes *clusterManifest `json:"nodes,omitempty"`
+	// Cleaner holds each partition's last cleaner run (versioned on its
+	// own; cleaner_snapshot.go).
+	Cleaner *cleanerManifest `json:"cleaner,omitempty"`
 }
 
 type topicManifest struct {
@@ -82,6 +87,8 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	}
 	m.Groups = f.groups.snapshot()
 	m.Queues = f.snapshotQueues()
+	m.Nodes = f.nodes.snapshot()
+	m.Cleaner = f.snapshotCleaner()
 	return &fsmSnapshot{m: m}, nil
 }
 
@@ -100,7 +107,7 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 func (s *fsmSnapshot) Release() {}
 
 // ErrSnapshotAhead means a snapshot names data this node does not hold
-// (fetching segments from a peer is not built yet).
+// and catch-up (install.go) did not complete it.
 var ErrSnapshotAhead = errors.New("replication: snapshot is ahead of local partition data")
 
 // Restore replaces the FSM's state with a snapshot's. Local partition data
@@ -121,6 +128,10 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("restore: close current state: %w", err)
 	}
+	// Peers' addresses first: catch-up fetches missing segments from them.
+	if err := f.nodes.restore(m.Nodes); err != nil {
+		return err
+	}
 	topics := map[string]*Topic{}
 	keep := map[string]bool{}
 	for _, tm := range m.Topics {
@@ -131,6 +142,10 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		}
 		topics[t.Name] = t
 		keep[topicDirName(t.Name, t.CreateIndex)] = true
+		if err := f.catchUpTopic(t, tm, m.Index); err != nil {
+			closeAll(topics)
+			return fmt.Errorf("restore: %w", err)
+		}
 		keys, err := partition.DecodeDedupKeys(tm.Dedup)
 		if err != nil {
 			closeAll(topics)
@@ -156,6 +171,10 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return err
 	}
 	if err := f.restoreQueues(m.Queues); err != nil {
+		closeAll(topics)
+		return err
+	}
+	if err := f.restoreCleaner(m.Cleaner); err != nil {
 		closeAll(topics)
 		return err
 	}

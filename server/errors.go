@@ -62,6 +62,8 @@ func toConnectError(err error) error {
 		return withInfo(connect.CodeAlreadyExists, reason(logdv1.Reason_REASON_IDEMPOTENCY_CONFLICT), err)
 	case queueError(err) != nil:
 		return queueError(err)
+	case errors.Is(err, replication.ErrUnknownNode):
+		return withInfo(connect.CodeNotFound, reason(logdv1.Reason_REASON_INVALID_ARGUMENT), err)
 	case errors.Is(err, replication.ErrNotLeader):
 		return withInfo(connect.CodeUnavailable, reason(logdv1.Reason_REASON_NOT_LEADER), err)
 	case errors.Is(err, replication.ErrTimeout):

@@ -56,6 +56,8 @@ type Server struct {
 	metrics *metrics
 	// groupMetrics are the consumer group metrics (group_metrics.go).
 	groupMetrics *groupMetrics
+	// fwd forwards writes to the leader (forward.go).
+	fwd *forwarder
 
 	mu sync.Mutex
 	// rr holds the round-robin counter of each topic for keyless records;
@@ -75,6 +77,7 @@ func New(opts Options) *Server {
 	s := &Server{node: opts.Node, logger: opts.Logger, reg: opts.Registry, rr: map[string]*atomic.Uint32{}}
 	s.metrics = newMetrics(opts.Registry, opts.Node)
 	s.groupMetrics = newGroupMetrics(opts.Registry, opts.Node)
+	s.fwd = newForwarder(s)
 	return s
 }
 
@@ -88,9 +91,11 @@ func (s *Server) Handler() http.Handler {
 		// record bytes rarely shrink much and the CPU is better spent
 		// serving. Producers compress batches themselves.
 		connect.WithCompressMinBytes(math.MaxInt32),
-		connect.WithInterceptors(s.metrics.interceptor(), s.readyInterceptor()),
+		connect.WithInterceptors(s.metrics.interceptor(), s.leaderHintInterceptor(), s.readyInterceptor()),
 	)
-	mux.Handle(path, h)
+	mux.Handle(path, s.fwd.wrap(h))
+	mux.Handle(segmentMetaPath, s.segmentHandler())
+	mux.Handle(segmentDataPath, s.segmentHandler())
 	mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if err := s.node.FSM().Failed(); err != nil {

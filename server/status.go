@@ -14,9 +14,15 @@ func (s *Server) Status(ctx context.Context, req *connect.Request[logdv1.StatusR
 	resp := &logdv1.StatusResponse{
 		NodeId: st.NodeID, State: st.State, LeaderId: st.LeaderID, LeaderAddress: st.LeaderAddr,
 		Term: st.Term, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, LastLogIndex: st.LastLogIndex,
+		ApiAddress: s.node.APIAddress(), Ready: s.node.Ready(),
+	}
+	if addr, _ := s.node.LeaderAPIAddress(); addr != "" {
+		// Clients want the leader's client address, not its Raft one.
+		resp.LeaderAddress = addr
 	}
 	for _, m := range st.Members {
-		resp.Members = append(resp.Members, &logdv1.Member{Id: m.ID, RaftAddress: m.Address, Suffrage: m.Suffrage})
+		api, _ := s.node.FSM().NodeAddress(m.ID)
+		resp.Members = append(resp.Members, &logdv1.Member{Id: m.ID, RaftAddress: m.Address, Suffrage: m.Suffrage, ApiAddress: api})
 	}
 	return connect.NewResponse(resp), nil
 }

@@ -1,0 +1,8 @@
+package replication
+
+// applyNodeDeregister forgets a node's API address; unknown ids are
+// ignored, so re-applying is harmless.
+func (f *FSM) applyNodeDeregister(c NodeDeregister) any {
+	f.nodes.remove(c.ID)
+	return nil
+}

@@ -1,0 +1,19 @@
+package server
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+
+	"github.com/logd-dev/logd/api/logdv1"
+)
+
+// TransferLeadership hands leadership to another voter (on the leader;
+// followers forward it) and answers with the new leader when known.
+func (s *Server) TransferLeadership(ctx context.Context, req *connect.Request[logdv1.TransferLeadershipRequest]) (*connect.Response[logdv1.TransferLeadershipResponse], error) {
+	if err := s.node.TransferLeadership(ctx, req.Msg.NodeId); err != nil {
+		return nil, toConnectError(err)
+	}
+	addr, id := s.node.LeaderAPIAddress()
+	return connect.NewResponse(&logdv1.TransferLeadershipResponse{LeaderId: id, LeaderAddress: addr}), nil
+}

@@ -1,0 +1,84 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/logd-dev/logd/replication"
+)
+
+// SegmentClient fetches segment files from peers over the endpoint in
+// segment_serve.go; it implements replication.SegmentSource.
+type SegmentClient struct {
+	hc *http.Client
+}
+
+// NewSegmentClient returns a SegmentClient. It starts nothing.
+func NewSegmentClient() *SegmentClient {
+	t := &http.Transport{
+		DialContext:           (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
+		ResponseHeaderTimeout: 10 * time.Second,
+	}
+	return &SegmentClient{hc: &http.Client{Transport: t}}
+}
+
+func segmentURL(addr, path string, ref replication.SegmentRef) string {
+	q := url.Values{}
+	q.Set("topic", ref.Topic)
+	q.Set("topic_index", strconv.FormatUint(ref.TopicIndex, 10))
+	q.Set("partition", strconv.Itoa(int(ref.Partition)))
+	q.Set("base", strconv.FormatInt(ref.Base, 10))
+	if path == segmentDataPath {
+		q.Set("bytes", strconv.FormatInt(ref.Bytes, 10))
+	}
+	return "http://" + addr + path + "?" + q.Encode()
+}
+
+func (c *SegmentClient) get(ctx context.Context, addr, path string, ref replication.SegmentRef) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, segmentURL(addr, path, ref), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s from %s: %s", resp.Status, addr, b)
+	}
+	return resp, nil
+}
+
+// SegmentMeta implements replication.SegmentSource.
+func (c *SegmentClient) SegmentMeta(ctx context.Context, addr string, ref replication.SegmentRef) ([]byte, error) {
+	resp, err := c.get(ctx, addr, segmentMetaPath, ref)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	// A .meta file is a few dozen bytes.
+	return io.ReadAll(io.LimitReader(resp.Body, 4096))
+}
+
+// SegmentData implements replication.SegmentSource.
+func (c *SegmentClient) SegmentData(ctx context.Context, addr string, ref replication.SegmentRef) (io.ReadCloser, error) {
+	resp, err := c.get(ctx, addr, segmentDataPath, ref)
+	if err != nil {
+		return nil, err
+	}
+	if resp.ContentLength >= 0 && resp.ContentLength != ref.Bytes {
+		resp.Body.Close()
+		return nil, fmt.Errorf("segment %d from %s: %d bytes, want %d", ref.Base, addr, resp.ContentLength, ref.Bytes)
+	}
+	return resp.Body, nil
+}
+
+var _ replication.SegmentSource = (*SegmentClient)(nil)
