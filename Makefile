@@ -5,7 +5,7 @@ BIN     := bin
 PKGS    := ./...
 FUZZTIME ?= 3s
 
-.PHONY: all build run test vet lint bench fuzz fuzz-short generate tools clean
+.PHONY: all build run test vet lint bench fuzz fuzz-short generate tools clean cluster cluster-stop fault
 
 all: build
 
@@ -15,6 +15,18 @@ build:
 
 run: build
 	./$(BIN)/logd
+
+# A local three-node cluster: API on 7070/7080/7090, Raft on 7071/7081/7091,
+# data in ./data/cluster/nN (scripts/cluster.sh).
+cluster: build
+	@scripts/cluster.sh start
+
+cluster-stop:
+	@scripts/cluster.sh stop
+
+# The long versions of the end-to-end fault tests (cmd/logd/*_e2e_test.go).
+fault:
+	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -timeout 60m -run 'Cluster|Kill|Restart' -v ./cmd/logd/
 
 vet:
 	$(GO) vet $(PKGS)

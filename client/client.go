@@ -21,6 +21,11 @@ type Client struct {
 	// ownHTTP is the HTTP client New created, closed by Close; nil when the
 	// caller supplied one.
 	ownHTTP *http.Client
+	// router sends calls to the current node and follows the cluster
+	// (leader.go).
+	router *router
+	// hc is the routed HTTP client (router as its transport).
+	hc *http.Client
 }
 
 // New returns a client of the node at server, which is "host:port" (plain
@@ -45,7 +50,15 @@ func New(server string, opts Options) (*Client, error) {
 		hc = &http.Client{Transport: t}
 		c.ownHTTP = hc
 	}
-	c.rpc = logdv1connect.NewLogServiceClient(hc, base)
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, fmt.Errorf("server address %q: %w", server, err)
+	}
+	c.router = newRouter(hc.Transport, u.Host)
+	routed := *hc
+	routed.Transport = c.router
+	c.hc = &routed
+	c.rpc = logdv1connect.NewLogServiceClient(c.hc, base)
 	return c, nil
 }
 

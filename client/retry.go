@@ -30,12 +30,14 @@ func (rc retryClass) allows(err error) bool {
 func (c *Client) do(ctx context.Context, method string, rc retryClass, timeout time.Duration, fn func(context.Context) error) error {
 	p := c.opts.Retry
 	for attempt := 1; ; attempt++ {
+		host := c.router.target()
 		actx, cancel := context.WithTimeout(ctx, timeout)
 		err := fn(actx)
 		cancel()
 		if err == nil {
 			return nil
 		}
+		c.router.observe(host, err) // may move to another node (leader.go)
 		if attempt >= p.MaxAttempts || ctx.Err() != nil || !rc.allows(err) {
 			return err
 		}

@@ -21,6 +21,10 @@ type Status struct {
 	AppliedIndex  uint64   `json:"applied_index"`
 	LastLogIndex  uint64   `json:"last_log_index"`
 	Members       []Member `json:"members"`
+	// APIAddress is the node's advertised client address.
+	APIAddress string `json:"api_address,omitempty"`
+	// Ready reports whether the node has caught up and serves calls.
+	Ready bool `json:"ready"`
 }
 
 // Member is one server of the Raft configuration.
@@ -29,6 +33,8 @@ type Member struct {
 	RaftAddress string `json:"raft_address"`
 	// Suffrage is "Voter", "Nonvoter" or "Staging".
 	Suffrage string `json:"suffrage"`
+	// APIAddress is the member's registered client address, if known.
+	APIAddress string `json:"api_address,omitempty"`
 }
 
 // Status returns the status of the node the client talks to.
@@ -49,9 +55,11 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 			CommitIndex:   m.GetCommitIndex(),
 			AppliedIndex:  m.GetAppliedIndex(),
 			LastLogIndex:  m.GetLastLogIndex(),
+			APIAddress:    m.GetApiAddress(),
+			Ready:         m.GetReady(),
 		}
 		for _, mb := range m.GetMembers() {
-			out.Members = append(out.Members, Member{ID: mb.GetId(), RaftAddress: mb.GetRaftAddress(), Suffrage: mb.GetSuffrage()})
+			out.Members = append(out.Members, Member{ID: mb.GetId(), RaftAddress: mb.GetRaftAddress(), Suffrage: mb.GetSuffrage(), APIAddress: mb.GetApiAddress()})
 		}
 		return nil
 	})

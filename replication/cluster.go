@@ -204,3 +204,37 @@ func (n *Node) APIAddress() string { return n.cfg.APIAdvertise }
 
 // NodeID is this node's Raft server id.
 func (n *Node) NodeID() string { return n.cfg.NodeID }
+
+// maxNonCommandGap bounds how many entries appliedThrough inspects.
+const maxNonCommandGap = 64
+
+// appliedThrough reports whether the FSM's state is that of index: it
+// applied index, or every entry after its applied index up to index is a
+// Raft-internal entry (no-op, configuration) that the FSM never sees. Without
+// this a follower whose newest entries are a new leader's no-op would never
+// count as caught up.
+func (n *Node) appliedThrough(index uint64) bool {
+	applied := n.fsm.AppliedIndex()
+	if applied >= index {
+		return true
+	}
+	if index-applied > maxNonCommandGap {
+		return false
+	}
+	var l raft.Log
+	for i := applied + 1; i <= index; i++ {
+		if err := n.store.GetLog(i, &l); err != nil || l.Type == raft.LogCommand {
+			return false
+		}
+	}
+	return true
+}
+
+// effectiveApplied is the index whose state the FSM holds: commit when it
+// has applied every command up to it, else the FSM's applied index.
+func (n *Node) effectiveApplied(commit uint64) uint64 {
+	if commit > 0 && n.appliedThrough(commit) {
+		return max(commit, n.fsm.AppliedIndex())
+	}
+	return n.fsm.AppliedIndex()
+}

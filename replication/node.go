@@ -302,7 +302,7 @@ func (n *Node) caughtUp() bool {
 			return false
 		}
 		commit, err := strconv.ParseUint(n.raft.Stats()["commit_index"], 10, 64)
-		return err == nil && commit > 0 && n.fsm.AppliedIndex() >= commit
+		return err == nil && commit > 0 && n.appliedThrough(commit)
 	}
 	return false
 }

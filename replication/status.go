@@ -38,7 +38,7 @@ func (n *Node) Status() Status {
 		LeaderAddr:   string(addr),
 		Term:         u("term"),
 		CommitIndex:  u("commit_index"),
-		AppliedIndex: n.fsm.AppliedIndex(),
+		AppliedIndex: n.effectiveApplied(u("commit_index")),
 		LastLogIndex: n.raft.LastIndex(),
 	}
 	if f := n.raft.GetConfiguration(); f.Error() == nil {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -14,6 +15,20 @@ func (s *Server) TransferLeadership(ctx context.Context, req *connect.Request[lo
 	if err := s.node.TransferLeadership(ctx, req.Msg.NodeId); err != nil {
 		return nil, toConnectError(err)
 	}
+	// The new leader is known once its first heartbeat arrives.
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	deadline := time.After(3 * time.Second)
 	addr, id := s.node.LeaderAPIAddress()
+	for id == "" {
+		select {
+		case <-ctx.Done():
+		case <-deadline:
+		case <-t.C:
+			addr, id = s.node.LeaderAPIAddress()
+			continue
+		}
+		break
+	}
 	return connect.NewResponse(&logdv1.TransferLeadershipResponse{LeaderId: id, LeaderAddress: addr}), nil
 }

@@ -49,9 +49,10 @@ to stderr; commands that print data take --output json for scripts.`,
 		newProduceCmd(opts),
 		newConsumeCmd(opts),
 		newStatusCmd(opts),
+		newClusterCmd(opts),
 		newBenchCmd(opts),
-		newQueueCmd(opts),
 		newGroupCmd(opts),
+		newQueueCmd(opts),
 	)
 	return cmd
 }

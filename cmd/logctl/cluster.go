@@ -1,0 +1,19 @@
+package main
+
+import "github.com/spf13/cobra"
+
+func newClusterCmd(opts *globalOpts) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "Show the cluster's members, remove a node, move leadership",
+		Long: `Cluster membership. Nodes join with "logd --node-id ID --join ADDR" (the
+address of any member's client API); they start as non-voters and are
+promoted to voters once they have caught up.`,
+	}
+	cmd.AddCommand(
+		newClusterStatusCmd(opts),
+		newClusterRemoveCmd(opts),
+		newClusterTransferCmd(opts),
+	)
+	return cmd
+}

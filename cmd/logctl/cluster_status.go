@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func newClusterStatusCmd(opts *globalOpts) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show every member: role, Raft state, term, commit and applied index, lag",
+		Long: `Asks the node for the cluster configuration, then every member for its own
+status. LAG is how many entries a node's applied index is behind the highest
+commit index reported. A member that does not answer is shown with its error.`,
+		Example: `  logctl cluster status
+  logctl cluster status --output json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			c, err := opts.newClient()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			st, err := c.ClusterStatus(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if output == outputJSON {
+				return writeJSON(opts.stdout, st)
+			}
+			leader := st.LeaderID
+			if leader == "" {
+				leader = "-"
+			}
+			fmt.Fprintf(opts.stdout, "Leader: %s  Term: %d\n\n", leader, st.Term)
+			tw := newTable(opts.stdout)
+			fmt.Fprintln(tw, "NODE\tAPI ADDRESS\tRAFT ADDRESS\tROLE\tSTATE\tTERM\tCOMMIT\tAPPLIED\tLAG\tREADY")
+			for _, n := range st.Nodes {
+				state := n.State
+				if n.Error != "" {
+					state = "unreachable: " + n.Error
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%v\n",
+					n.ID, dash(n.APIAddress), n.RaftAddress, n.Suffrage, state, n.Term, n.CommitIndex, n.AppliedIndex, n.Lag, n.Ready)
+			}
+			return tw.Flush()
+		},
+	}
+	addOutputFlag(cmd, &output)
+	return cmd
+}
