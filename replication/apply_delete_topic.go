@@ -15,8 +15,8 @@ func (f *FSM) applyDeleteTopic(index uint64, c DeleteTopic) any {
 	// Its queue groups go with it (their dead-letter topics stay).
 	f.queues.dropTopic(c.Name)
 	// A file left behind is not divergence: the topic is gone from the state
-	// on every replica, and Restore removes directories of deleted topics.
-	if err := t.remove(); err != nil {
+	// on every replica, and its files are removed after the next snapshot.
+	if err := t.remove(index); err != nil {
 		f.logger.Warn("delete topic files", "topic", c.Name, "index", index, "err", err)
 	}
 	return nil

@@ -327,3 +327,41 @@ func openTestNode(t *testing.T, ctx context.Context, dir string) *Node {
 	}
 	return n
 }
+
+// TestDeleteTopicAfterSnapshot: a topic in the latest snapshot, deleted
+// after it, must not stop the node from restarting (its files are gone, and
+// the Raft log replays the deletion after the restore).
+func TestDeleteTopicAfterSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	n := openTestNode(t, ctx, dir)
+	if _, err := n.CreateTopic(ctx, CreateTopic{Name: "gone", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.CreateTopic(ctx, CreateTopic{Name: "kept", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range []string{"gone", "kept"} {
+		if _, err := n.Append(ctx, Append{Topic: topic, Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "x", "y")}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.DeleteTopic(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n = openTestNode(t, ctx, dir)
+	defer n.Close()
+	if _, err := n.FSM().Topic("gone"); err == nil {
+		t.Fatal("deleted topic is back after restart")
+	}
+	if got := readAll(t, n.FSM(), "kept", 0); fmt.Sprint(got) != "[x y]" {
+		t.Fatalf("kept = %v", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -89,18 +90,28 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	m.Queues = f.snapshotQueues()
 	m.Nodes = f.nodes.snapshot()
 	m.Cleaner = f.snapshotCleaner()
-	return &fsmSnapshot{m: m}, nil
+	return &fsmSnapshot{m: m, root: f.root, logger: f.logger}, nil
 }
 
-type fsmSnapshot struct{ m manifest }
+type fsmSnapshot struct {
+	m      manifest
+	root   string
+	logger *slog.Logger
+}
 
-// Persist writes the manifest to the sink.
+// Persist writes the manifest to the sink. Once it is durable, the files
+// of topics deleted at or before its index are no longer needed by any
+// restore, and are removed.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	if err := json.NewEncoder(sink).Encode(s.m); err != nil {
 		sink.Cancel()
 		return fmt.Errorf("persist snapshot: %w", err)
 	}
-	return sink.Close()
+	if err := sink.Close(); err != nil {
+		return err
+	}
+	purgeDeletedTopicDirs(s.root, s.m.Index, s.logger)
+	return nil
 }
 
 // Release is a no-op: the snapshot holds no resources.
@@ -166,6 +177,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		closeAll(topics)
 		return err
 	}
+	purgeDeletedTopicDirs(f.root, m.Index, f.logger)
 	if err := f.groups.restore(m.Groups); err != nil {
 		closeAll(topics)
 		return err

@@ -2,8 +2,10 @@ package replication
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,6 +100,9 @@ func openTopic(root string, t *Topic, partitions int32, base log.Options) error 
 		return err
 	}
 	t.dir = filepath.Join(root, topicDirName(t.Name, t.CreateIndex))
+	if err := reviveDeletedDir(t.dir); err != nil {
+		return fmt.Errorf("revive files of %s: %w", t.Name, err)
+	}
 	opts := base
 	// The config check refuses larger values; clamped anyway (as alter
 	// does), because the log refusing them here would stop the node.
@@ -129,16 +134,59 @@ func (t *Topic) close() error {
 	return first
 }
 
-// remove closes the topic and deletes its files.
-func (t *Topic) remove() error {
+// remove closes the topic and sets its files aside as deleted at index:
+// the directory is renamed "<dir>.deleted-<index>" and removed only once a
+// snapshot at or past index is persisted. Until then a restore from an
+// older snapshot (which still lists the topic) finds the files again, and
+// the deletion is replayed from the Raft log after it.
+func (t *Topic) remove(index uint64) error {
 	t.close()
 	if t.dir == "" {
 		return nil
 	}
-	if err := os.RemoveAll(t.dir); err != nil {
-		return fmt.Errorf("remove topic %s: %w", t.Name, err)
+	if err := os.Rename(t.dir, t.dir+deletedSuffix+strconv.FormatUint(index, 10)); err != nil {
+		return fmt.Errorf("set aside files of deleted topic %s: %w", t.Name, err)
 	}
 	return nil
+}
+
+// deletedSuffix marks the directory of a deleted topic awaiting removal.
+const deletedSuffix = ".deleted-"
+
+// reviveDeletedDir renames a deleted-topic directory back to dir when dir
+// is missing, for a restore or replay that starts before the deletion.
+func reviveDeletedDir(dir string) error {
+	if _, err := os.Stat(dir); err == nil || !os.IsNotExist(err) {
+		return nil
+	}
+	matches, err := filepath.Glob(dir + deletedSuffix + "*")
+	if err != nil || len(matches) == 0 {
+		return err
+	}
+	sort.Strings(matches)
+	return os.Rename(matches[len(matches)-1], dir)
+}
+
+// purgeDeletedTopicDirs removes directories of topics deleted at or before
+// index: no restore needs them once a snapshot at index is durable.
+func purgeDeletedTopicDirs(root string, index uint64, logger *slog.Logger) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		i := strings.LastIndex(e.Name(), deletedSuffix)
+		if i < 0 {
+			continue
+		}
+		deleted, err := strconv.ParseUint(e.Name()[i+len(deletedSuffix):], 10, 64)
+		if err != nil || deleted > index {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {
+			logger.Warn("remove files of a deleted topic", "dir", e.Name(), "err", err)
+		}
+	}
 }
 
 func partitionDedupEntry(k RecordKey, p int32, base, expires int64) partition.DedupEntry {
