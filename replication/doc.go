@@ -23,9 +23,10 @@
 //     An Append names each partition at most once, so "at or below" is
 //     exact.
 //  4. Snapshots are small: topic metadata and a per-partition manifest
-//     (start, end, applied index, segments). Snapshot runs on the FSM
-//     goroutine and fsyncs every partition log first, so Raft never
-//     compacts its log past partition data that is not durable. Restore
+//     (start, end, applied index, segments). Snapshot captures it on the
+//     FSM goroutine; Persist fsyncs every partition log before writing it
+//     (while applies go on), so Raft never compacts its log past partition
+//     data that is not durable. Restore
 //     reopens the local logs and refuses a snapshot that is ahead of them
 //     (fetching segments from a peer comes with clusters).
 //  5. An I/O error inside Apply stops the node: Config.Fatal (by default

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/partition"
 )
 
@@ -70,14 +71,11 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	}
 	f.bytesSinceSnapshot.Store(0)
 	m := manifest{Version: manifestVersion, Index: f.applied.Load(), Now: f.now.Load()}
+	var syncs []*Partition
 	for _, t := range f.Topics() {
 		tm := topicManifest{Name: t.Name, Config: t.Config, CreatedNanos: t.CreatedNanos, CreateIndex: t.CreateIndex, Dedup: partition.EncodeDedupKeys(t.dedup.Keys())}
 		for _, p := range t.Partitions {
-			if err := p.log.Sync(); err != nil {
-				// The raft log must not be compacted past data we could not
-				// make durable; this is an I/O failure in the state machine.
-				return nil, f.stop(fmt.Errorf("snapshot: sync %s-%d: %w", t.Name, p.Index, err))
-			}
+			syncs = append(syncs, p)
 			pm := partitionManifest{Start: p.log.StartOffset(), End: p.next, AppliedIndex: p.log.AppliedIndex()}
 			for _, s := range p.log.Segments() {
 				pm.Segments = append(pm.Segments, segmentManifest{Base: s.BaseOffset, End: s.EndOffset, Bytes: s.Bytes})
@@ -90,19 +88,35 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	m.Queues = f.snapshotQueues()
 	m.Nodes = f.nodes.snapshot()
 	m.Cleaner = f.snapshotCleaner()
-	return &fsmSnapshot{m: m, root: f.root, logger: f.logger}, nil
+	return &fsmSnapshot{m: m, root: f.root, logger: f.logger, syncs: syncs}, nil
 }
 
 type fsmSnapshot struct {
 	m      manifest
 	root   string
 	logger *slog.Logger
+	// syncs are the partitions to fsync before the manifest is written.
+	syncs []*Partition
 }
 
 // Persist writes the manifest to the sink. Once it is durable, the files
 // of topics deleted at or before its index are no longer needed by any
 // restore, and are removed.
+//
+// First it fsyncs every partition log, here rather than in Snapshot so the
+// FSM goroutine keeps applying while the disk catches up: a Sync holds
+// only its own partition's lock. The manifest's data is all below what
+// the logs hold now, so it is durable when the manifest is. A log closed
+// meanwhile (its topic deleted) was synced by Close. A failed fsync fails
+// the snapshot, so Raft keeps its log, and leaves the log refusing appends,
+// so the next apply stops the node.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	for _, p := range s.syncs {
+		if err := p.log.Sync(); err != nil && !errors.Is(err, log.ErrClosed) {
+			sink.Cancel()
+			return fmt.Errorf("persist snapshot: sync %s-%d: %w", p.Topic, p.Index, err)
+		}
+	}
 	if err := json.NewEncoder(sink).Encode(s.m); err != nil {
 		sink.Cancel()
 		return fmt.Errorf("persist snapshot: %w", err)
