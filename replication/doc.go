@@ -27,8 +27,10 @@
 //     FSM goroutine; Persist fsyncs every partition log before writing it
 //     (while applies go on), so Raft never compacts its log past partition
 //     data that is not durable. Restore
-//     reopens the local logs and refuses a snapshot that is ahead of them
-//     (fetching segments from a peer comes with clusters).
+//     reopens the local logs; where a snapshot is ahead of them (a new or
+//     long-offline follower) it copies the missing segments byte for byte
+//     from a peer in the snapshot's node registry, checking every batch's
+//     CRC, and swaps them in (install.go; TestRestoreFetchesMissingSegments).
 //  5. An I/O error inside Apply stops the node: Config.Fatal (by default
 //     the process exits with status 70) runs before the result could be
 //     acknowledged, and the FSM refuses every later entry (TestUnknownCommandStops shows the same path).
@@ -38,6 +40,14 @@
 // the last whole batch by log recovery, and Raft's replay of entries after
 // the last snapshot re-appends exactly what is missing (by invariant 3).
 // Config.SyncPartitions fsyncs them on every append as well.
+//
+// Membership (cluster.go): a node joins as a non-voter and is promoted to
+// voter once caught up; changes run one at a time on the leader. Each node's
+// client API address is replicated state (commands 60-61, in snapshots), so
+// any node can forward writes to the leader and fetch segments from peers.
+// A node whose disk fails in Apply stops (invariant 5); a node whose data
+// is wiped must rejoin under a new id (its old id's Raft log position is
+// gone, and reusing the id could let it vote for entries it no longer has).
 //
 // Topic directories are named "<name>~<create index>", so the files of a
 // deleted topic are never mistaken for a later topic of the same name.
