@@ -313,10 +313,10 @@ func openTestNode(t *testing.T, ctx context.Context, dir string) *Node {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	for !n.IsLeader() {
+	for !n.IsLeader() || !n.Ready() {
 		if time.Now().After(deadline) {
 			n.Close()
-			t.Fatal("no leader")
+			t.Fatal("no leader, or not caught up")
 		}
 		select {
 		case <-ctx.Done():
