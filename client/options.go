@@ -54,6 +54,14 @@ type RetryPolicy struct {
 	// OnRetry, if set, is called before each retry's wait, on the calling
 	// goroutine, for logging or metrics. Default: nothing.
 	OnRetry func(RetryEvent)
+	// Deadline, if positive, bounds all attempts of a call together (on
+	// top of the context's deadline): each attempt's timeout is clipped to
+	// what remains and no backoff crosses it. Default: the context's only.
+	Deadline time.Duration
+	// Budget limits retries across every call that uses it (policy.go).
+	// Default for a Client: a budget of its own, NewRetryBudget(0, 0, 0,
+	// nil), shared by all its calls; for a standalone Retrier: unlimited.
+	Budget *RetryBudget
 }
 
 // Validate reports options that cannot be used. Zero values are valid.
@@ -80,6 +88,9 @@ func (p RetryPolicy) Validate() error {
 	if p.MaxBackoff < 0 {
 		errs = append(errs, fmt.Errorf("retry: max backoff %v is negative", p.MaxBackoff))
 	}
+	if p.Deadline < 0 {
+		errs = append(errs, fmt.Errorf("retry: deadline %v is negative", p.Deadline))
+	}
 	if p.InitialBackoff > 0 && p.MaxBackoff > 0 && p.MaxBackoff < p.InitialBackoff {
 		errs = append(errs, fmt.Errorf("retry: max backoff %v is below initial backoff %v", p.MaxBackoff, p.InitialBackoff))
 	}
@@ -100,6 +111,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Retry.MaxBackoff == 0 {
 		o.Retry.MaxBackoff = max(DefaultMaxBackoff, o.Retry.InitialBackoff)
+	}
+	if o.Retry.Budget == nil {
+		o.Retry.Budget = NewRetryBudget(0, 0, 0, nil) // one per Client
 	}
 	return o
 }

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
 )
 
@@ -26,54 +25,26 @@ func (rc retryClass) allows(err error) bool {
 }
 
 // do runs fn with a per-attempt timeout and repeats it under the client's
-// RetryPolicy while the failure allows it. It returns the last error.
+// RetryPolicy (a Retrier with the client's shared budget) while the failure
+// allows it: rc keeps writes from being repeated after failures that may
+// have written. Each attempt goes to the router's current node, and its
+// failure may move the router to another (leader.go). It returns the last
+// error.
 func (c *Client) do(ctx context.Context, method string, rc retryClass, timeout time.Duration, fn func(context.Context) error) error {
-	p := c.opts.Retry
-	for attempt := 1; ; attempt++ {
+	r := Retrier{Name: method, Policy: c.opts.Retry, Retryable: rc.allows, AttemptTimeout: timeout}
+	return r.Do(ctx, func(actx context.Context) error {
 		host := c.router.target()
-		actx, cancel := context.WithTimeout(ctx, timeout)
 		err := fn(actx)
-		cancel()
-		if err == nil {
-			return nil
+		if err != nil {
+			c.router.observe(host, err)
 		}
-		c.router.observe(host, err) // may move to another node (leader.go)
-		if attempt >= p.MaxAttempts || ctx.Err() != nil || !rc.allows(err) {
-			return err
-		}
-		delay := backoff(p, attempt, err)
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < delay {
-			return err // waiting would outlive the caller
-		}
-		if p.OnRetry != nil {
-			p.OnRetry(RetryEvent{Method: method, Attempt: attempt, Delay: delay, Err: err})
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-	}
+		return err
+	})
 }
 
-// backoff returns the delay after the given failed attempt (1-based):
-// full jitter over a capped exponential, but at least the server's hint.
-func backoff(p RetryPolicy, attempt int, err error) time.Duration {
-	ceiling := p.MaxBackoff
-	if shift := attempt - 1; shift < 30 {
-		ceiling = min(p.MaxBackoff, p.InitialBackoff<<shift)
-	}
-	var d time.Duration
-	if ceiling > 0 {
-		d = time.Duration(rand.Int64N(int64(ceiling)))
-	}
-	if oe, ok := asOverloaded(err); ok && oe.RetryAfter > d {
-		d = oe.RetryAfter
-	}
-	return d
-}
+// RetryBudget returns the budget shared by the client's calls, to share it
+// with a standalone Retrier or to watch it.
+func (c *Client) RetryBudget() *RetryBudget { return c.opts.Retry.Budget }
 
 // RetryEvent describes a retry about to happen, for RetryPolicy.OnRetry.
 type RetryEvent struct {
