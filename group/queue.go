@@ -24,6 +24,8 @@ type Queue struct {
 	// cursor is the partition a claim starts from; it rotates so that
 	// claims spread over partitions.
 	cursor int
+	// paused: claims deliver nothing (queue_pause.go).
+	paused bool
 }
 
 // queuePartition is one partition's state: every offset below Start is
@@ -49,6 +51,10 @@ type queuePartition struct {
 	// Recent remembers the latest finished deliveries (a ring).
 	Recent    []finishedDelivery `json:"recent,omitempty"`
 	RecentPos int                `json:"recent_pos,omitempty"`
+	// AppendedRecords and AppendedBytes count what was appended since the
+	// group began, for the backlog's byte estimate (queue_health.go).
+	AppendedRecords int64 `json:"appended_records,omitempty"`
+	AppendedBytes   int64 `json:"appended_bytes,omitempty"`
 }
 
 // NewQueue makes the state of a new group. starts holds each partition's
@@ -168,6 +174,9 @@ func (q *Queue) Claim(req ClaimRequest, src RecordSource) (ClaimResult, error) {
 	}
 	if len(req.Ends) != len(q.parts) {
 		return res, fmt.Errorf("%w: %d end offsets for %d partitions", ErrInvalidQueueRequest, len(req.Ends), len(q.parts))
+	}
+	if q.paused {
+		return res, nil
 	}
 	lease := req.Lease
 	if lease <= 0 {

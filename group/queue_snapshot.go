@@ -15,6 +15,7 @@ type QueueSnapshot struct {
 	CreateIndex uint64            `json:"create_index"`
 	CreatedAt   int64             `json:"created_at"`
 	Cursor      int               `json:"cursor"`
+	Paused      bool              `json:"paused,omitempty"`
 	Partitions  []*queuePartition `json:"partitions"`
 }
 
@@ -22,7 +23,7 @@ type QueueSnapshot struct {
 // queue keeps changing.
 func (q *Queue) Snapshot() QueueSnapshot {
 	s := QueueSnapshot{Topic: q.topic, Name: q.name, Config: q.cfg, Secret: slices.Clone(q.secret),
-		CreateIndex: q.createIndex, CreatedAt: q.createdAt, Cursor: q.cursor}
+		CreateIndex: q.createIndex, CreatedAt: q.createdAt, Cursor: q.cursor, Paused: q.paused}
 	for _, p := range q.parts {
 		c := *p
 		c.Tracked = make([]*leaseRecord, len(p.Tracked))
@@ -43,7 +44,7 @@ func RestoreQueue(s QueueSnapshot) (*Queue, error) {
 		return nil, fmt.Errorf("restore queue group %s/%s: %w", s.Topic, s.Name, err)
 	}
 	q := &Queue{topic: s.Topic, name: s.Name, cfg: s.Config, secret: slices.Clone(s.Secret), seed: backoffSeed(s.Secret),
-		createIndex: s.CreateIndex, createdAt: s.CreatedAt, cursor: s.Cursor}
+		createIndex: s.CreateIndex, createdAt: s.CreatedAt, cursor: s.Cursor, paused: s.Paused}
 	for i, p := range s.Partitions {
 		if p == nil {
 			return nil, fmt.Errorf("restore queue group %s/%s: partition %d missing", s.Topic, s.Name, i)

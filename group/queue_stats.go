@@ -74,6 +74,9 @@ func (q *Queue) Stats(now int64, ends []int64) []QueuePartitionStats {
 // empty claims.
 func (q *Queue) Claimable(now int64, ends []int64) (bool, int64) {
 	wake := int64(math.MaxInt64)
+	if q.paused {
+		return false, wake
+	}
 	for pi, p := range q.parts {
 		if now >= p.Wake || p.DeadPending > 0 {
 			return true, now

@@ -71,6 +71,9 @@ func (f *FSM) applyAppend(index uint64, now int64, a Append) any {
 	if err := validateAppend(t, a); err != nil {
 		return err
 	}
+	if err := f.admit(t, a, queueEnds(t)); err != nil {
+		return err
+	}
 	// Keys committed since the proposer looked them up make this entry a
 	// no-op; the same check gives the same answer on every replica and on
 	// replay, because the window is replicated state.
@@ -105,6 +108,7 @@ func (f *FSM) applyAppend(index uint64, now int64, a Append) any {
 			t.dedup.Insert(k.Key, partitionDedupEntry(k, b.Partition, base, now+window), now)
 		}
 	}
+	f.noteAppend(t, a)
 	for _, b := range a.Batches {
 		t.Partitions[b.Partition].signal()
 	}

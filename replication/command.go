@@ -37,6 +37,8 @@ func (t CommandType) String() string {
 		return cleanerCommandName(t)
 	case CmdQueueCreate, CmdQueueAlter, CmdQueueClaim, CmdQueueAck, CmdQueueNack, CmdQueueExtend:
 		return queueCommandName(t)
+	case CmdQueuePause:
+		return "queue-pause"
 	case CmdNodeRegister, CmdNodeDeregister:
 		return clusterCommandName(t)
 	default:
@@ -188,6 +190,12 @@ func decodeCommand(data []byte) (envelope, error) {
 		env.Body = c
 	case CmdQueueCreate, CmdQueueAlter, CmdQueueClaim, CmdQueueAck, CmdQueueNack, CmdQueueExtend:
 		c, err := decodeQueueCommand(env.Type, p)
+		if err != nil {
+			return env, err
+		}
+		env.Body = c
+	case CmdQueuePause:
+		c, err := decodeQueuePause(p)
 		if err != nil {
 			return env, err
 		}

@@ -423,6 +423,10 @@ func (n *Node) Append(ctx context.Context, a Append) ([]int64, error) {
 	if err := validateAppend(t, a); err != nil {
 		return nil, err
 	}
+	// The leader refuses early what Apply would refuse (Apply decides).
+	if err := n.fsm.admit(t, a, queueReadEnds(t)); err != nil {
+		return nil, err
+	}
 	res, err := n.propose(ctx, encodeAppend(n.cfg.Now().UnixNano(), a))
 	if err != nil {
 		return nil, err

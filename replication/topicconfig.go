@@ -24,6 +24,11 @@ const (
 	// (the oldest is evicted beyond it).
 	ConfigIdempotencyWindowMs = "idempotency.window.ms"
 	ConfigIdempotencyMaxKeys  = "idempotency.max.keys"
+	// ConfigQueueMaxBacklogRecords and ConfigQueueMaxBacklogBytes bound each
+	// queue group's unfinished records on the topic (-1: no bound); an
+	// append past a bound is refused as overloaded (apply_queue_admission.go).
+	ConfigQueueMaxBacklogRecords = "queue.max.backlog.records"
+	ConfigQueueMaxBacklogBytes   = "queue.max.backlog.bytes"
 )
 
 // configSpec describes one topic setting: its default and how a value is
@@ -76,6 +81,10 @@ var topicConfigSpecs = map[string]configSpec{
 	// Idempotent produce.
 	ConfigIdempotencyWindowMs: {def: "86400000", check: intRange(1, 365*86400000)},
 	ConfigIdempotencyMaxKeys:  {def: "100000", check: intRange(1, 10_000_000)},
+
+	// Queue admission control.
+	ConfigQueueMaxBacklogRecords: {def: "-1", check: intRange(-1, maxInt64)},
+	ConfigQueueMaxBacklogBytes:   {def: "-1", check: intRange(-1, maxInt64)},
 
 	ConfigCleanupPolicy: {def: "delete", check: func(s string) error {
 		switch s {
