@@ -16,6 +16,7 @@ import (
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
+	keypart "github.com/logd-dev/logd/partition"
 )
 
 // Fake is an in-memory implementation of logdv1connect.LogServiceHandler.
@@ -310,7 +311,7 @@ func (f *Fake) Produce(ctx context.Context, req *connect.Request[logdv1.ProduceR
 			}
 			targets[i] = r.GetPartition()
 		case r.Key != nil:
-			targets[i] = keyPartition(r.GetKey(), n)
+			targets[i] = keypart.ForKey(r.GetKey(), n)
 		default:
 			targets[i] = rr % n
 			rr++
