@@ -163,7 +163,7 @@ func benchConsume(ctx context.Context, c *client.Client, f *benchConsumeFlags, t
 					began := time.Now()
 					resp, err := c.Fetch(runCtx, client.FetchRequest{Topic: f.topic, Partition: t.partition, Offset: pos, MaxRecords: maxRecs, MaxBytes: f.maxBytes})
 					if err != nil {
-						if runCtx.Err() != nil && ctx.Err() == nil {
+						if runEnded(runCtx, err) && ctx.Err() == nil {
 							return // the duration or the record count ended the run
 						}
 						fail(err)

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/spf13/cobra"
 
 	"github.com/logd-dev/logd/client"
@@ -177,7 +178,7 @@ func benchProduce(ctx context.Context, c *client.Client, f *benchProduceFlags, p
 					}
 				}
 				if _, err := c.Produce(runCtx, f.topic, batch[:n]); err != nil {
-					if runCtx.Err() != nil && ctx.Err() == nil {
+					if runEnded(runCtx, err) && ctx.Err() == nil {
 						return // the duration ended mid-call
 					}
 					mu.Lock()
@@ -220,4 +221,16 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 	case <-timer.C:
 		return true
 	}
+}
+
+// runEnded reports whether a call failed because the run's --duration
+// ended. The HTTP transport can see the deadline pass a moment before the
+// context's own timer marks it done, so a deadline error counts too.
+func runEnded(runCtx context.Context, err error) bool {
+	if runCtx.Err() != nil {
+		return true
+	}
+	d, ok := runCtx.Deadline()
+	timedOut := errors.Is(err, context.DeadlineExceeded) || connect.CodeOf(err) == connect.CodeDeadlineExceeded
+	return ok && timedOut && !time.Now().Before(d.Add(-10*time.Millisecond))
 }
