@@ -55,6 +55,10 @@ type queuePartition struct {
 	// group began, for the backlog's byte estimate (queue_health.go).
 	AppendedRecords int64 `json:"appended_records,omitempty"`
 	AppendedBytes   int64 `json:"appended_bytes,omitempty"`
+	// Nacked counts accepted nacks and Expired leases found expired (when
+	// settled), for the health view's rates.
+	Nacked  int64 `json:"nacked,omitempty"`
+	Expired int64 `json:"expired,omitempty"`
 }
 
 // NewQueue makes the state of a new group. starts holds each partition's
@@ -267,6 +271,7 @@ func (q *Queue) Claim(req ClaimRequest, src RecordSource) (ClaimResult, error) {
 func (q *Queue) settle(p *queuePartition, r *leaseRecord, now int64) {
 	switch {
 	case r.State == leaseInFlight && now >= r.Until:
+		p.Expired++
 		if int(r.Deliveries) >= q.cfg.MaxDeliveries {
 			q.markDead(p, r, ReasonMaxDeliveries)
 			if r.LastError == "" {
@@ -504,6 +509,7 @@ func (q *Queue) Nack(now int64, nacks []Nack) []TokenResult {
 			continue
 		}
 		r.LastError = n.Error
+		p.Nacked++
 		switch {
 		case n.Permanent:
 			q.markDead(p, r, ReasonRejected)

@@ -19,6 +19,12 @@ type QueuePartitionStats struct {
 	// OldestReady is the lowest ready offset (-1 if none); its record's
 	// timestamp gives the oldest ready age.
 	OldestReady int64
+	// OldestInFlightSince is the delivery time (Unix ns) of the longest
+	// running live lease, 0 if none.
+	OldestInFlightSince int64
+	// Nacked and Expired count nacks and expired leases since the group
+	// began (expiries are counted when a claim settles them).
+	Nacked, Expired int64
 }
 
 // Stats describes every partition at now; ends holds the partitions' end
@@ -27,7 +33,7 @@ func (q *Queue) Stats(now int64, ends []int64) []QueuePartitionStats {
 	out := make([]QueuePartitionStats, len(q.parts))
 	for pi, p := range q.parts {
 		s := QueuePartitionStats{Partition: int32(pi), Start: p.Start, Next: p.Next, OldestReady: -1,
-			Acked: p.Acked, DeadLettered: p.DeadLettered}
+			Acked: p.Acked, DeadLettered: p.DeadLettered, Nacked: p.Nacked, Expired: p.Expired}
 		if pi < len(ends) {
 			s.End = ends[pi]
 		}
@@ -50,6 +56,9 @@ func (q *Queue) Stats(now int64, ends []int64) []QueuePartitionStats {
 				}
 			case leaseInFlight:
 				s.InFlight++
+				if s.OldestInFlightSince == 0 || r.Last < s.OldestInFlightSince {
+					s.OldestInFlightSince = r.Last
+				}
 			case leaseDelayed:
 				s.Delayed++
 			case leaseDeadPending:

@@ -117,6 +117,8 @@ type QueueGroupInfo struct {
 	Config     group.QueueConfig
 	CreatedAt  int64
 	Partitions []QueuePartitionInfo
+	// Paused: the group delivers nothing (apply_queue_pause.go).
+	Paused bool
 }
 
 // QueuePartitionInfo is one partition's queue state with the timestamp of
@@ -139,7 +141,7 @@ func (f *FSM) DescribeQueueGroup(topic, name string, now int64) (QueueGroupInfo,
 	if err != nil {
 		return QueueGroupInfo{}, err
 	}
-	info := QueueGroupInfo{Topic: topic, Group: name, Config: q.Config(), CreatedAt: q.CreatedAt()}
+	info := QueueGroupInfo{Topic: topic, Group: name, Config: q.Config(), CreatedAt: q.CreatedAt(), Paused: q.Paused()}
 	src := newQueueSource(t, q.Config().DeadlineHeader, nil)
 	for _, st := range q.Stats(now, queueReadEnds(t)) {
 		pi := QueuePartitionInfo{QueuePartitionStats: st}

@@ -42,7 +42,16 @@ func toConnectError(err error) error {
 	}
 	reason := func(r logdv1.Reason) *logdv1.ErrorInfo { return &logdv1.ErrorInfo{Reason: r} }
 	var oor *log.OutOfRangeError
+	var overloaded *replication.OverloadedError
 	switch {
+	case errors.As(err, &overloaded):
+		after := overloaded.RetryAfter
+		if after <= 0 {
+			after = replication.DefaultOverloadRetryAfter
+		}
+		return withInfo(connect.CodeResourceExhausted, &logdv1.ErrorInfo{
+			Reason: logdv1.Reason_REASON_OVERLOADED, RetryAfterMs: after.Milliseconds(),
+		}, err)
 	case errors.As(err, &oor):
 		return withInfo(connect.CodeOutOfRange, &logdv1.ErrorInfo{
 			Reason: logdv1.Reason_REASON_OFFSET_OUT_OF_RANGE, LogStartOffset: oor.Start, EndOffset: oor.End,

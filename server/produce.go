@@ -170,6 +170,7 @@ func (s *Server) produceRound(ctx context.Context, c *produceCall) error {
 		return err
 	}
 	if err != nil {
+		s.queueHealth.refusal(err) // admission control: count it, set retry-after
 		return toConnectError(err)
 	}
 	s.metrics.commitTime.Observe(time.Since(start).Seconds())

@@ -21,17 +21,27 @@ func (s *Server) DescribeQueueGroup(ctx context.Context, req *connect.Request[lo
 	if err != nil {
 		return nil, toConnectError(err)
 	}
-	resp := &logdv1.DescribeQueueGroupResponse{Topic: info.Topic, Group: info.Group, Config: queueConfigProto(info.Config), CreatedMs: nsToMs(info.CreatedAt)}
+	resp := &logdv1.DescribeQueueGroupResponse{Topic: info.Topic, Group: info.Group, Config: queueConfigProto(info.Config), CreatedMs: nsToMs(info.CreatedAt),
+		Paused: info.Paused, AdmissionRefusals: s.queueHealth.refusedCount(info.Topic, info.Group),
+		DeadLetterRecords: deadLetterRecords(s.node.FSM(), info.Config.DeadLetterTopic)}
+	var completion float64
 	for _, p := range info.Partitions {
 		ps := &logdv1.QueuePartitionState{
 			Partition: p.Partition, DoneOffset: p.Start, NextOffset: p.Next, EndOffset: p.End,
 			Ready: p.Ready, InFlight: p.InFlight, Delayed: p.Delayed, DeadPending: p.DeadPending,
 			Acked: p.Acked, DeadLettered: p.DeadLettered, AtCap: p.AtCap,
+			Nacked: p.Nacked, Expired: p.Expired,
 		}
 		if p.OldestReadyTimestamp > 0 && now > p.OldestReadyTimestamp {
 			ps.OldestReadyAgeMs = (now - p.OldestReadyTimestamp) / int64(time.Millisecond)
 		}
+		if p.OldestInFlightSince > 0 && now > p.OldestInFlightSince {
+			ps.OldestInFlightAgeMs = (now - p.OldestInFlightSince) / int64(time.Millisecond)
+		}
+		s.queueHealth.observe(info.Topic, info.Group, ps, time.Unix(0, now))
+		completion += ps.AckedPerSec + ps.DeadLetteredPerSec
 		resp.Partitions = append(resp.Partitions, ps)
 	}
+	s.queueHealth.noteCompletion(info.Topic, completion)
 	return connect.NewResponse(resp), nil
 }

@@ -56,6 +56,8 @@ type Server struct {
 	metrics *metrics
 	// groupMetrics are the consumer group metrics (group_metrics.go).
 	groupMetrics *groupMetrics
+	// queueHealth holds queue health rates and refusals (queue_health.go).
+	queueHealth *queueHealth
 	// fwd forwards writes to the leader (forward.go).
 	fwd *forwarder
 
@@ -77,6 +79,7 @@ func New(opts Options) *Server {
 	s := &Server{node: opts.Node, logger: opts.Logger, reg: opts.Registry, rr: map[string]*atomic.Uint32{}}
 	s.metrics = newMetrics(opts.Registry, opts.Node)
 	s.groupMetrics = newGroupMetrics(opts.Registry, opts.Node)
+	s.queueHealth = newQueueHealth(opts.Registry, opts.Node)
 	s.fwd = newForwarder(s)
 	return s
 }

@@ -3802,8 +3802,18 @@ type QueuePartitionState struct {
 	AtCap bool `protobuf:"varint,11,opt,name=at_cap,json=atCap,proto3" json:"at_cap,omitempty"`
 	// Age of the oldest ready record by its timestamp; 0 when none.
 	OldestReadyAgeMs int64 `protobuf:"varint,12,opt,name=oldest_ready_age_ms,json=oldestReadyAgeMs,proto3" json:"oldest_ready_age_ms,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Backpressure (issue 7): how long the longest live lease has run; nacks
+	// and expired leases since the group began; per-second rates measured by
+	// the answering node between its describes.
+	OldestInFlightAgeMs int64   `protobuf:"varint,13,opt,name=oldest_in_flight_age_ms,json=oldestInFlightAgeMs,proto3" json:"oldest_in_flight_age_ms,omitempty"`
+	Nacked              int64   `protobuf:"varint,14,opt,name=nacked,proto3" json:"nacked,omitempty"`
+	Expired             int64   `protobuf:"varint,15,opt,name=expired,proto3" json:"expired,omitempty"`
+	AckedPerSec         float64 `protobuf:"fixed64,16,opt,name=acked_per_sec,json=ackedPerSec,proto3" json:"acked_per_sec,omitempty"`
+	NackedPerSec        float64 `protobuf:"fixed64,17,opt,name=nacked_per_sec,json=nackedPerSec,proto3" json:"nacked_per_sec,omitempty"`
+	ExpiredPerSec       float64 `protobuf:"fixed64,18,opt,name=expired_per_sec,json=expiredPerSec,proto3" json:"expired_per_sec,omitempty"`
+	DeadLetteredPerSec  float64 `protobuf:"fixed64,19,opt,name=dead_lettered_per_sec,json=deadLetteredPerSec,proto3" json:"dead_lettered_per_sec,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *QueuePartitionState) Reset() {
@@ -3920,15 +3930,70 @@ func (x *QueuePartitionState) GetOldestReadyAgeMs() int64 {
 	return 0
 }
 
+func (x *QueuePartitionState) GetOldestInFlightAgeMs() int64 {
+	if x != nil {
+		return x.OldestInFlightAgeMs
+	}
+	return 0
+}
+
+func (x *QueuePartitionState) GetNacked() int64 {
+	if x != nil {
+		return x.Nacked
+	}
+	return 0
+}
+
+func (x *QueuePartitionState) GetExpired() int64 {
+	if x != nil {
+		return x.Expired
+	}
+	return 0
+}
+
+func (x *QueuePartitionState) GetAckedPerSec() float64 {
+	if x != nil {
+		return x.AckedPerSec
+	}
+	return 0
+}
+
+func (x *QueuePartitionState) GetNackedPerSec() float64 {
+	if x != nil {
+		return x.NackedPerSec
+	}
+	return 0
+}
+
+func (x *QueuePartitionState) GetExpiredPerSec() float64 {
+	if x != nil {
+		return x.ExpiredPerSec
+	}
+	return 0
+}
+
+func (x *QueuePartitionState) GetDeadLetteredPerSec() float64 {
+	if x != nil {
+		return x.DeadLetteredPerSec
+	}
+	return 0
+}
+
 type DescribeQueueGroupResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
-	Group         string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
-	Config        *QueueGroupConfig      `protobuf:"bytes,3,opt,name=config,proto3" json:"config,omitempty"`
-	CreatedMs     int64                  `protobuf:"varint,4,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
-	Partitions    []*QueuePartitionState `protobuf:"bytes,5,rep,name=partitions,proto3" json:"partitions,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Topic      string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Group      string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	Config     *QueueGroupConfig      `protobuf:"bytes,3,opt,name=config,proto3" json:"config,omitempty"`
+	CreatedMs  int64                  `protobuf:"varint,4,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	Partitions []*QueuePartitionState `protobuf:"bytes,5,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	// Backpressure (issue 7): the group delivers nothing while paused;
+	// produces to the topic this node refused as overloaded since it
+	// started; the dead-letter topic's record count (end minus start).
+	Paused            bool  `protobuf:"varint,6,opt,name=paused,proto3" json:"paused,omitempty"`
+	AdmissionRefusals int64 `protobuf:"varint,7,opt,name=admission_refusals,json=admissionRefusals,proto3" json:"admission_refusals,omitempty"`
+	DeadLetterRecords int64 `protobuf:"varint,8,opt,name=dead_letter_records,json=deadLetterRecords,proto3" json:"dead_letter_records,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *DescribeQueueGroupResponse) Reset() {
@@ -3994,6 +4059,27 @@ func (x *DescribeQueueGroupResponse) GetPartitions() []*QueuePartitionState {
 		return x.Partitions
 	}
 	return nil
+}
+
+func (x *DescribeQueueGroupResponse) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *DescribeQueueGroupResponse) GetAdmissionRefusals() int64 {
+	if x != nil {
+		return x.AdmissionRefusals
+	}
+	return 0
+}
+
+func (x *DescribeQueueGroupResponse) GetDeadLetterRecords() int64 {
+	if x != nil {
+		return x.DeadLetterRecords
+	}
+	return 0
 }
 
 type ClaimRequest struct {
@@ -5230,6 +5316,120 @@ func (x *TransferLeadershipResponse) GetLeaderAddress() string {
 	return ""
 }
 
+type PauseQueueGroupRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Topic string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Group string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	// true pauses, false resumes.
+	Paused        bool `protobuf:"varint,3,opt,name=paused,proto3" json:"paused,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseQueueGroupRequest) Reset() {
+	*x = PauseQueueGroupRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[79]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseQueueGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseQueueGroupRequest) ProtoMessage() {}
+
+func (x *PauseQueueGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[79]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseQueueGroupRequest.ProtoReflect.Descriptor instead.
+func (*PauseQueueGroupRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{79}
+}
+
+func (x *PauseQueueGroupRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *PauseQueueGroupRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *PauseQueueGroupRequest) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+type PauseQueueGroupResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Paused bool                   `protobuf:"varint,1,opt,name=paused,proto3" json:"paused,omitempty"`
+	// false when the group already was in that state.
+	Changed       bool `protobuf:"varint,2,opt,name=changed,proto3" json:"changed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseQueueGroupResponse) Reset() {
+	*x = PauseQueueGroupResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseQueueGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseQueueGroupResponse) ProtoMessage() {}
+
+func (x *PauseQueueGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseQueueGroupResponse.ProtoReflect.Descriptor instead.
+func (*PauseQueueGroupResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *PauseQueueGroupResponse) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *PauseQueueGroupResponse) GetChanged() bool {
+	if x != nil {
+		return x.Changed
+	}
+	return false
+}
+
 var File_logd_v1_logd_proto protoreflect.FileDescriptor
 
 const file_logd_v1_logd_proto_rawDesc = "" +
@@ -5559,7 +5759,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x06config\x18\x01 \x01(\v2\x19.logd.v1.QueueGroupConfigR\x06config\"G\n" +
 	"\x19DescribeQueueGroupRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x14\n" +
-	"\x05group\x18\x02 \x01(\tR\x05group\"\x85\x03\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\"\x92\x05\n" +
 	"\x13QueuePartitionState\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x1f\n" +
 	"\vdone_offset\x18\x02 \x01(\x03R\n" +
@@ -5576,7 +5776,14 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\rdead_lettered\x18\n" +
 	" \x01(\x03R\fdeadLettered\x12\x15\n" +
 	"\x06at_cap\x18\v \x01(\bR\x05atCap\x12-\n" +
-	"\x13oldest_ready_age_ms\x18\f \x01(\x03R\x10oldestReadyAgeMs\"\xd8\x01\n" +
+	"\x13oldest_ready_age_ms\x18\f \x01(\x03R\x10oldestReadyAgeMs\x124\n" +
+	"\x17oldest_in_flight_age_ms\x18\r \x01(\x03R\x13oldestInFlightAgeMs\x12\x16\n" +
+	"\x06nacked\x18\x0e \x01(\x03R\x06nacked\x12\x18\n" +
+	"\aexpired\x18\x0f \x01(\x03R\aexpired\x12\"\n" +
+	"\racked_per_sec\x18\x10 \x01(\x01R\vackedPerSec\x12$\n" +
+	"\x0enacked_per_sec\x18\x11 \x01(\x01R\fnackedPerSec\x12&\n" +
+	"\x0fexpired_per_sec\x18\x12 \x01(\x01R\rexpiredPerSec\x121\n" +
+	"\x15dead_lettered_per_sec\x18\x13 \x01(\x01R\x12deadLetteredPerSec\"\xcf\x02\n" +
 	"\x1aDescribeQueueGroupResponse\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\tR\x05group\x121\n" +
@@ -5585,7 +5792,10 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"created_ms\x18\x04 \x01(\x03R\tcreatedMs\x12<\n" +
 	"\n" +
 	"partitions\x18\x05 \x03(\v2\x1c.logd.v1.QueuePartitionStateR\n" +
-	"partitions\"\xb3\x01\n" +
+	"partitions\x12\x16\n" +
+	"\x06paused\x18\x06 \x01(\bR\x06paused\x12-\n" +
+	"\x12admission_refusals\x18\a \x01(\x03R\x11admissionRefusals\x12.\n" +
+	"\x13dead_letter_records\x18\b \x01(\x03R\x11deadLetterRecords\"\xb3\x01\n" +
 	"\fClaimRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\tR\x05group\x12\x1f\n" +
@@ -5675,7 +5885,14 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"`\n" +
 	"\x1aTransferLeadershipResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12%\n" +
-	"\x0eleader_address\x18\x02 \x01(\tR\rleaderAddress*\x8b\x04\n" +
+	"\x0eleader_address\x18\x02 \x01(\tR\rleaderAddress\"\\\n" +
+	"\x16PauseQueueGroupRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12\x16\n" +
+	"\x06paused\x18\x03 \x01(\bR\x06paused\"K\n" +
+	"\x17PauseQueueGroupResponse\x12\x16\n" +
+	"\x06paused\x18\x01 \x01(\bR\x06paused\x12\x18\n" +
+	"\achanged\x18\x02 \x01(\bR\achanged*\x8b\x04\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17REASON_INVALID_ARGUMENT\x10\x01\x12\x18\n" +
@@ -5696,7 +5913,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x14REASON_UNKNOWN_GROUP\x10\x16\x12\x1a\n" +
 	"\x16REASON_GROUP_NOT_EMPTY\x10\x17\x12\x1e\n" +
 	"\x1aREASON_UNKNOWN_QUEUE_GROUP\x10(\x12\x1d\n" +
-	"\x19REASON_QUEUE_GROUP_EXISTS\x10)2\xee\x0f\n" +
+	"\x19REASON_QUEUE_GROUP_EXISTS\x10)2\xc4\x10\n" +
 	"\n" +
 	"LogService\x12H\n" +
 	"\vCreateTopic\x12\x1b.logd.v1.CreateTopicRequest\x1a\x1c.logd.v1.CreateTopicResponse\x12E\n" +
@@ -5732,7 +5949,8 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"RemoveNode\x12\x1a.logd.v1.RemoveNodeRequest\x1a\x1b.logd.v1.RemoveNodeResponse\x12]\n" +
 	"\x12TransferLeadership\x12\".logd.v1.TransferLeadershipRequest\x1a#.logd.v1.TransferLeadershipResponse\x12E\n" +
 	"\n" +
-	"AlterTopic\x12\x1a.logd.v1.AlterTopicRequest\x1a\x1b.logd.v1.AlterTopicResponseB,Z*github.com/logd-dev/logd/api/logdv1;logdv1b\x06proto3"
+	"AlterTopic\x12\x1a.logd.v1.AlterTopicRequest\x1a\x1b.logd.v1.AlterTopicResponse\x12T\n" +
+	"\x0fPauseQueueGroup\x12\x1f.logd.v1.PauseQueueGroupRequest\x1a .logd.v1.PauseQueueGroupResponseB,Z*github.com/logd-dev/logd/api/logdv1;logdv1b\x06proto3"
 
 var (
 	file_logd_v1_logd_proto_rawDescOnce sync.Once
@@ -5747,7 +5965,7 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 82)
+var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 84)
 var file_logd_v1_logd_proto_goTypes = []any{
 	(Reason)(0),                        // 0: logd.v1.Reason
 	(*ErrorInfo)(nil),                  // 1: logd.v1.ErrorInfo
@@ -5829,18 +6047,20 @@ var file_logd_v1_logd_proto_goTypes = []any{
 	(*RemoveNodeResponse)(nil),         // 77: logd.v1.RemoveNodeResponse
 	(*TransferLeadershipRequest)(nil),  // 78: logd.v1.TransferLeadershipRequest
 	(*TransferLeadershipResponse)(nil), // 79: logd.v1.TransferLeadershipResponse
-	nil,                                // 80: logd.v1.CreateTopicRequest.ConfigEntry
-	nil,                                // 81: logd.v1.TopicInfo.ConfigEntry
-	nil,                                // 82: logd.v1.AlterTopicRequest.ConfigEntry
+	(*PauseQueueGroupRequest)(nil),     // 80: logd.v1.PauseQueueGroupRequest
+	(*PauseQueueGroupResponse)(nil),    // 81: logd.v1.PauseQueueGroupResponse
+	nil,                                // 82: logd.v1.CreateTopicRequest.ConfigEntry
+	nil,                                // 83: logd.v1.TopicInfo.ConfigEntry
+	nil,                                // 84: logd.v1.AlterTopicRequest.ConfigEntry
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
 	0,  // 0: logd.v1.ErrorInfo.reason:type_name -> logd.v1.Reason
-	80, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
+	82, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
 	10, // 2: logd.v1.CreateTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	10, // 3: logd.v1.ListTopicsResponse.topics:type_name -> logd.v1.TopicInfo
 	10, // 4: logd.v1.DescribeTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	11, // 5: logd.v1.DescribeTopicResponse.partitions:type_name -> logd.v1.PartitionInfo
-	81, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
+	83, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
 	73, // 7: logd.v1.PartitionInfo.last_cleaner_run:type_name -> logd.v1.CleanerRun
 	12, // 8: logd.v1.Record.headers:type_name -> logd.v1.Header
 	13, // 9: logd.v1.ProduceRequest.records:type_name -> logd.v1.Record
@@ -5876,7 +6096,7 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	66, // 39: logd.v1.NackRequest.nacks:type_name -> logd.v1.QueueNack
 	63, // 40: logd.v1.NackResponse.results:type_name -> logd.v1.TokenResult
 	63, // 41: logd.v1.ExtendResponse.results:type_name -> logd.v1.TokenResult
-	82, // 42: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
+	84, // 42: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
 	10, // 43: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	2,  // 44: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
 	4,  // 45: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
@@ -5906,36 +6126,38 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	76, // 69: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
 	78, // 70: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
 	71, // 71: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
-	3,  // 72: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	5,  // 73: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	7,  // 74: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	9,  // 75: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	16, // 76: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
-	19, // 77: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
-	21, // 78: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	23, // 79: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
-	30, // 80: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
-	32, // 81: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
-	34, // 82: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
-	36, // 83: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
-	38, // 84: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
-	41, // 85: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
-	45, // 86: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
-	47, // 87: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
-	51, // 88: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
-	54, // 89: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
-	56, // 90: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
-	59, // 91: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
-	62, // 92: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
-	65, // 93: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
-	68, // 94: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
-	70, // 95: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
-	75, // 96: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
-	77, // 97: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
-	79, // 98: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
-	72, // 99: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
-	72, // [72:100] is the sub-list for method output_type
-	44, // [44:72] is the sub-list for method input_type
+	80, // 72: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
+	3,  // 73: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	5,  // 74: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	7,  // 75: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	9,  // 76: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	16, // 77: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
+	19, // 78: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
+	21, // 79: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	23, // 80: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
+	30, // 81: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
+	32, // 82: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
+	34, // 83: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
+	36, // 84: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	38, // 85: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
+	41, // 86: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	45, // 87: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
+	47, // 88: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
+	51, // 89: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
+	54, // 90: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
+	56, // 91: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
+	59, // 92: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
+	62, // 93: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
+	65, // 94: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
+	68, // 95: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
+	70, // 96: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
+	75, // 97: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
+	77, // 98: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
+	79, // 99: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
+	72, // 100: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
+	81, // 101: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
+	73, // [73:102] is the sub-list for method output_type
+	44, // [44:73] is the sub-list for method input_type
 	44, // [44:44] is the sub-list for extension type_name
 	44, // [44:44] is the sub-list for extension extendee
 	0,  // [0:44] is the sub-list for field type_name
@@ -5958,7 +6180,7 @@ func file_logd_v1_logd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   82,
+			NumMessages:   84,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

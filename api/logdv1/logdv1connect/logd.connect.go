@@ -101,6 +101,9 @@ const (
 	LogServiceTransferLeadershipProcedure = "/logd.v1.LogService/TransferLeadership"
 	// LogServiceAlterTopicProcedure is the fully-qualified name of the LogService's AlterTopic RPC.
 	LogServiceAlterTopicProcedure = "/logd.v1.LogService/AlterTopic"
+	// LogServicePauseQueueGroupProcedure is the fully-qualified name of the LogService's
+	// PauseQueueGroup RPC.
+	LogServicePauseQueueGroupProcedure = "/logd.v1.LogService/PauseQueueGroup"
 )
 
 // LogServiceClient is a client for the logd.v1.LogService service.
@@ -176,6 +179,10 @@ type LogServiceClient interface {
 	// AlterTopic changes a topic's settings at runtime and returns the
 	// effective settings. Settings not named keep their value.
 	AlterTopic(context.Context, *connect.Request[logdv1.AlterTopicRequest]) (*connect.Response[logdv1.AlterTopicResponse], error)
+	// Backpressure (issue 7)
+	// PauseQueueGroup pauses (no deliveries; leases and counts kept) or
+	// resumes a queue group.
+	PauseQueueGroup(context.Context, *connect.Request[logdv1.PauseQueueGroupRequest]) (*connect.Response[logdv1.PauseQueueGroupResponse], error)
 }
 
 // NewLogServiceClient constructs a client for the logd.v1.LogService service. By default, it uses
@@ -357,6 +364,12 @@ func NewLogServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			connect.WithSchema(logServiceMethods.ByName("AlterTopic")),
 			connect.WithClientOptions(opts...),
 		),
+		pauseQueueGroup: connect.NewClient[logdv1.PauseQueueGroupRequest, logdv1.PauseQueueGroupResponse](
+			httpClient,
+			baseURL+LogServicePauseQueueGroupProcedure,
+			connect.WithSchema(logServiceMethods.ByName("PauseQueueGroup")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -390,6 +403,7 @@ type logServiceClient struct {
 	removeNode         *connect.Client[logdv1.RemoveNodeRequest, logdv1.RemoveNodeResponse]
 	transferLeadership *connect.Client[logdv1.TransferLeadershipRequest, logdv1.TransferLeadershipResponse]
 	alterTopic         *connect.Client[logdv1.AlterTopicRequest, logdv1.AlterTopicResponse]
+	pauseQueueGroup    *connect.Client[logdv1.PauseQueueGroupRequest, logdv1.PauseQueueGroupResponse]
 }
 
 // CreateTopic calls logd.v1.LogService.CreateTopic.
@@ -532,6 +546,11 @@ func (c *logServiceClient) AlterTopic(ctx context.Context, req *connect.Request[
 	return c.alterTopic.CallUnary(ctx, req)
 }
 
+// PauseQueueGroup calls logd.v1.LogService.PauseQueueGroup.
+func (c *logServiceClient) PauseQueueGroup(ctx context.Context, req *connect.Request[logdv1.PauseQueueGroupRequest]) (*connect.Response[logdv1.PauseQueueGroupResponse], error) {
+	return c.pauseQueueGroup.CallUnary(ctx, req)
+}
+
 // LogServiceHandler is an implementation of the logd.v1.LogService service.
 type LogServiceHandler interface {
 	// CreateTopic creates a topic with a number of partitions.
@@ -605,6 +624,10 @@ type LogServiceHandler interface {
 	// AlterTopic changes a topic's settings at runtime and returns the
 	// effective settings. Settings not named keep their value.
 	AlterTopic(context.Context, *connect.Request[logdv1.AlterTopicRequest]) (*connect.Response[logdv1.AlterTopicResponse], error)
+	// Backpressure (issue 7)
+	// PauseQueueGroup pauses (no deliveries; leases and counts kept) or
+	// resumes a queue group.
+	PauseQueueGroup(context.Context, *connect.Request[logdv1.PauseQueueGroupRequest]) (*connect.Response[logdv1.PauseQueueGroupResponse], error)
 }
 
 // NewLogServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -782,6 +805,12 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 		connect.WithSchema(logServiceMethods.ByName("AlterTopic")),
 		connect.WithHandlerOptions(opts...),
 	)
+	logServicePauseQueueGroupHandler := connect.NewUnaryHandler(
+		LogServicePauseQueueGroupProcedure,
+		svc.PauseQueueGroup,
+		connect.WithSchema(logServiceMethods.ByName("PauseQueueGroup")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/logd.v1.LogService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case LogServiceCreateTopicProcedure:
@@ -840,6 +869,8 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 			logServiceTransferLeadershipHandler.ServeHTTP(w, r)
 		case LogServiceAlterTopicProcedure:
 			logServiceAlterTopicHandler.ServeHTTP(w, r)
+		case LogServicePauseQueueGroupProcedure:
+			logServicePauseQueueGroupHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -959,4 +990,8 @@ func (UnimplementedLogServiceHandler) TransferLeadership(context.Context, *conne
 
 func (UnimplementedLogServiceHandler) AlterTopic(context.Context, *connect.Request[logdv1.AlterTopicRequest]) (*connect.Response[logdv1.AlterTopicResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.AlterTopic is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) PauseQueueGroup(context.Context, *connect.Request[logdv1.PauseQueueGroupRequest]) (*connect.Response[logdv1.PauseQueueGroupResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.PauseQueueGroup is not implemented"))
 }

@@ -1,0 +1,208 @@
+package server
+
+import (
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/replication"
+)
+
+// Queue health (issue 7): what a queue group's backlog looks like, for
+// describe, `logctl queue top` and /metrics. Counts and ages come from the
+// replicated state; rates are measured by this node between describes
+// (queueRates), and admission refusals are counted by the node that
+// refused.
+
+// queueHealth owns the per-node parts of queue health.
+type queueHealth struct {
+	refusals *prometheus.CounterVec // by topic and group
+
+	mu sync.Mutex
+	// rates holds each partition's last baseline and rates; guarded by mu.
+	rates map[rateKey]*rateState
+	// refused counts refusals by topic and group, for describe; guarded
+	// by mu.
+	refused map[[2]string]int64
+	// completion remembers each topic's fastest recent completion rate
+	// (records/s) for retry-after hints; guarded by mu.
+	completion map[string]float64
+}
+
+type rateKey struct {
+	topic, group string
+	partition    int32
+}
+
+// rateState is a baseline sample and the rates measured against the one
+// before it.
+type rateState struct {
+	at                          time.Time
+	acked, nacked, expired, dlq int64
+	rates                       [4]float64
+}
+
+// minRateWindow is the shortest interval a rate is measured over; describes
+// closer together reuse the last rates.
+const minRateWindow = time.Second
+
+func newQueueHealth(reg *prometheus.Registry, node *replication.Node) *queueHealth {
+	h := &queueHealth{
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "logd_queue_admission_refusals_total",
+			Help: "Produce calls this node refused as overloaded because a queue group's backlog bound was reached.",
+		}, []string{"topic", "group"}),
+		rates:      map[rateKey]*rateState{},
+		refused:    map[[2]string]int64{},
+		completion: map[string]float64{},
+	}
+	reg.MustRegister(h.refusals, &queueCollector{node: node})
+	return h
+}
+
+// refusal counts a produce refused as overloaded and fills in its
+// retry-after hint: the time the group needs, at its measured completion
+// rate, to make room for the refused records (bounded to [100 ms, 30 s]).
+func (h *queueHealth) refusal(err error) {
+	var oe *replication.OverloadedError
+	if !errors.As(err, &oe) {
+		return
+	}
+	h.refusals.WithLabelValues(oe.Topic, oe.Group).Inc()
+	h.mu.Lock()
+	h.refused[[2]string{oe.Topic, oe.Group}]++
+	rate := h.completion[oe.Topic]
+	h.mu.Unlock()
+	after := replication.DefaultOverloadRetryAfter
+	if rate > 0 && oe.Bound == "records" {
+		need := float64(oe.Backlog + oe.Adding - oe.Limit)
+		after = time.Duration(need / rate * float64(time.Second))
+	}
+	oe.RetryAfter = min(max(after, 100*time.Millisecond), 30*time.Second)
+}
+
+// refusedCount returns the refusals counted for a group.
+func (h *queueHealth) refusedCount(topic, group string) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.refused[[2]string{topic, group}]
+}
+
+// observe measures a partition's rates from its counters at now and sets
+// them on ps.
+func (h *queueHealth) observe(topic, group string, ps *logdv1.QueuePartitionState, now time.Time) {
+	k := rateKey{topic, group, ps.Partition}
+	cur := [4]int64{ps.Acked, ps.Nacked, ps.Expired, ps.DeadLettered}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := h.rates[k]
+	switch {
+	case st == nil:
+		h.rates[k] = &rateState{at: now, acked: cur[0], nacked: cur[1], expired: cur[2], dlq: cur[3]}
+	case now.Sub(st.at) >= minRateWindow:
+		secs := now.Sub(st.at).Seconds()
+		prev := [4]int64{st.acked, st.nacked, st.expired, st.dlq}
+		for i := range cur {
+			st.rates[i] = float64(max(cur[i]-prev[i], 0)) / secs
+		}
+		st.at, st.acked, st.nacked, st.expired, st.dlq = now, cur[0], cur[1], cur[2], cur[3]
+	}
+	if st = h.rates[k]; st != nil {
+		ps.AckedPerSec, ps.NackedPerSec, ps.ExpiredPerSec, ps.DeadLetteredPerSec = st.rates[0], st.rates[1], st.rates[2], st.rates[3]
+	}
+}
+
+// noteCompletion remembers a topic's completion rate (the sum over a
+// group's partitions) for retry-after hints.
+func (h *queueHealth) noteCompletion(topic string, rate float64) {
+	h.mu.Lock()
+	h.completion[topic] = rate
+	h.mu.Unlock()
+}
+
+// queueCollector reports every queue group's state at scrape time.
+type queueCollector struct{ node *replication.Node }
+
+var (
+	queueLabels          = []string{"topic", "group", "partition"}
+	descQueueReady       = prometheus.NewDesc("logd_queue_ready_records", "Records ready for delivery (fresh ones included).", queueLabels, nil)
+	descQueueInFlight    = prometheus.NewDesc("logd_queue_in_flight_records", "Records under a live lease.", queueLabels, nil)
+	descQueueDelayed     = prometheus.NewDesc("logd_queue_delayed_records", "Records waiting out a backoff.", queueLabels, nil)
+	descQueueDeadPending = prometheus.NewDesc("logd_queue_dead_pending_records", "Records decided for the dead-letter topic, not yet moved.", queueLabels, nil)
+	descQueueOldestReady = prometheus.NewDesc("logd_queue_oldest_ready_age_seconds", "Age of the oldest ready record (by its timestamp); 0 when none.", queueLabels, nil)
+	descQueueOldestLease = prometheus.NewDesc("logd_queue_oldest_in_flight_age_seconds", "How long the longest live lease has run; 0 when none.", queueLabels, nil)
+	descQueueAcked       = prometheus.NewDesc("logd_queue_acked_total", "Records acknowledged (completions); rate() gives the completion rate.", queueLabels, nil)
+	descQueueNacked      = prometheus.NewDesc("logd_queue_nacked_total", "Negative acknowledgements accepted.", queueLabels, nil)
+	descQueueExpired     = prometheus.NewDesc("logd_queue_expired_leases_total", "Leases that expired (counted when a claim settles them).", queueLabels, nil)
+	descQueueDeadLetters = prometheus.NewDesc("logd_queue_dead_lettered_total", "Records moved to the dead-letter topic.", queueLabels, nil)
+	descQueuePaused      = prometheus.NewDesc("logd_queue_paused", "1 while the queue group is paused.", []string{"topic", "group"}, nil)
+	descQueueDLQRecords  = prometheus.NewDesc("logd_queue_dead_letter_topic_records", "Records held by the group's dead-letter topic; its growth is the alert signal.", []string{"topic", "group", "dead_letter_topic"}, nil)
+)
+
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descQueueReady, descQueueInFlight, descQueueDelayed, descQueueDeadPending, descQueueOldestReady,
+		descQueueOldestLease, descQueueAcked, descQueueNacked, descQueueExpired, descQueueDeadLetters, descQueuePaused, descQueueDLQRecords} {
+		ch <- d
+	}
+}
+
+func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	now := time.Now().UnixNano()
+	fsm := c.node.FSM()
+	for _, t := range fsm.Topics() {
+		for _, name := range fsm.QueueGroups(t.Name) {
+			info, err := fsm.DescribeQueueGroup(t.Name, name, now)
+			if err != nil {
+				continue // deleted meanwhile
+			}
+			paused := 0.0
+			if info.Paused {
+				paused = 1
+			}
+			ch <- prometheus.MustNewConstMetric(descQueuePaused, prometheus.GaugeValue, paused, t.Name, name)
+			ch <- prometheus.MustNewConstMetric(descQueueDLQRecords, prometheus.GaugeValue, float64(deadLetterRecords(fsm, info.Config.DeadLetterTopic)), t.Name, name, info.Config.DeadLetterTopic)
+			for _, p := range info.Partitions {
+				l := []string{t.Name, name, strconv.Itoa(int(p.Partition))}
+				gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...) }
+				counter := func(d *prometheus.Desc, v int64) {
+					ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), l...)
+				}
+				gauge(descQueueReady, float64(p.Ready))
+				gauge(descQueueInFlight, float64(p.InFlight))
+				gauge(descQueueDelayed, float64(p.Delayed))
+				gauge(descQueueDeadPending, float64(p.DeadPending))
+				gauge(descQueueOldestReady, ageSeconds(now, p.OldestReadyTimestamp))
+				gauge(descQueueOldestLease, ageSeconds(now, p.OldestInFlightSince))
+				counter(descQueueAcked, p.Acked)
+				counter(descQueueNacked, p.Nacked)
+				counter(descQueueExpired, p.Expired)
+				counter(descQueueDeadLetters, p.DeadLettered)
+			}
+		}
+	}
+}
+
+func ageSeconds(now, since int64) float64 {
+	if since <= 0 || now <= since {
+		return 0
+	}
+	return float64(now-since) / 1e9
+}
+
+// deadLetterRecords is the record count of a dead-letter topic (end minus
+// start over its partitions), 0 if it is missing.
+func deadLetterRecords(fsm *replication.FSM, topic string) int64 {
+	t, err := fsm.Topic(topic)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, p := range t.Partitions {
+		n += p.Log().EndOffset() - p.Log().StartOffset()
+	}
+	return n
+}
