@@ -167,7 +167,9 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descQueueDLQRecords, prometheus.GaugeValue, float64(deadLetterRecords(fsm, info.Config.DeadLetterTopic)), t.Name, name, info.Config.DeadLetterTopic)
 			for _, p := range info.Partitions {
 				l := []string{t.Name, name, strconv.Itoa(int(p.Partition))}
-				gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...) }
+				gauge := func(d *prometheus.Desc, v float64) {
+					ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
+				}
 				counter := func(d *prometheus.Desc, v int64) {
 					ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), l...)
 				}
