@@ -5,7 +5,7 @@ BIN     := bin
 PKGS    := ./...
 FUZZTIME ?= 3s
 
-.PHONY: all build run test vet lint bench fuzz fuzz-short generate tools clean cluster cluster-stop fault
+.PHONY: all build run test vet lint bench fuzz fuzz-short generate tools clean cluster cluster-stop fault demo
 
 all: build
 
@@ -15,6 +15,11 @@ build:
 
 run: build
 	./$(BIN)/logd
+
+# The walk-through: starts bin/logd in a temporary directory and runs the
+# stories of cmd/demo with assertions; exits non-zero if one fails.
+demo: build
+	$(GO) run ./cmd/demo --logd $(BIN)/logd
 
 # A local three-node cluster: API on 7070/7080/7090, Raft on 7071/7081/7091,
 # data in ./data/cluster/nN (scripts/cluster.sh).
