@@ -127,6 +127,13 @@ type QueueGroupDescription struct {
 	Config     QueueGroupConfig      `json:"config"`
 	Created    time.Time             `json:"created"`
 	Partitions []QueuePartitionState `json:"partitions"`
+	// Paused: the group delivers nothing (PauseQueueGroup).
+	Paused bool `json:"paused"`
+	// AdmissionRefusals counts produces the answering node refused as
+	// overloaded for this group since it started.
+	AdmissionRefusals int64 `json:"admission_refusals"`
+	// DeadLetterRecords is the record count of the dead-letter topic.
+	DeadLetterRecords int64 `json:"dead_letter_records"`
 }
 
 // QueuePartitionState is one partition of a queue group.
@@ -147,6 +154,7 @@ type QueuePartitionState struct {
 	// AtCap: records are waiting but the in-flight cap is reached.
 	AtCap          bool          `json:"at_cap"`
 	OldestReadyAge time.Duration `json:"oldest_ready_age_ms"`
+	QueueHealth
 }
 
 // DescribeQueueGroup returns a queue group's settings and per-partition
@@ -166,8 +174,10 @@ func (c *Client) DescribeQueueGroup(ctx context.Context, topic, group string) (Q
 				Ready: p.Ready, InFlight: p.InFlight, Delayed: p.Delayed, DeadPending: p.DeadPending,
 				Acked: p.Acked, DeadLettered: p.DeadLettered, AtCap: p.AtCap,
 				OldestReadyAge: time.Duration(p.OldestReadyAgeMs) * time.Millisecond,
+				QueueHealth:    queueHealthFrom(p),
 			})
 		}
+		out.Paused, out.AdmissionRefusals, out.DeadLetterRecords = m.Paused, m.AdmissionRefusals, m.DeadLetterRecords
 		return nil
 	})
 	if err != nil {

@@ -1,0 +1,198 @@
+package client
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Dead-letter records (issue 7). A queue group's dead-letter topic is an
+// ordinary topic; the server adds logd-dlq-* headers to each record (see
+// replication/queue_deadletter.go). These helpers read them back and move
+// records to their origin topic again (redrive).
+
+// Dead-letter and redrive header names.
+const (
+	DLQHeaderReason         = "logd-dlq-reason"
+	DLQHeaderError          = "logd-dlq-error"
+	DLQHeaderOriginTopic    = "logd-dlq-origin-topic"
+	DLQHeaderOriginPart     = "logd-dlq-origin-partition"
+	DLQHeaderOriginOffset   = "logd-dlq-origin-offset"
+	DLQHeaderGroup          = "logd-dlq-group"
+	DLQHeaderDeliveries     = "logd-dlq-deliveries"
+	DLQHeaderFirstDelivery  = "logd-dlq-first-delivery"
+	DLQHeaderLastDelivery   = "logd-dlq-last-delivery"
+	DLQHeaderIdempotencyKey = "logd-dlq-idempotency-key"
+	DLQHeaderTime           = "logd-dlq-time"
+	// RedriveCountHeader on a redriven record says how often it was
+	// redriven; it survives the next dead-lettering (headers are kept), so
+	// the loop guard can count.
+	RedriveCountHeader = "logd-redrive-count"
+	// RedriveKeyHeader keeps the record's original idempotency key.
+	RedriveKeyHeader = "logd-redrive-idempotency-key"
+)
+
+// DeadLetter is one record of a dead-letter topic, decoded.
+type DeadLetter struct {
+	// Where it is in the dead-letter topic.
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	// Reason: rejected, max_deliveries, deadline_exceeded or expired.
+	Reason    string `json:"reason"`
+	LastError string `json:"last_error,omitempty"`
+	// Origin of the record.
+	OriginTopic     string    `json:"origin_topic"`
+	OriginPartition int32     `json:"origin_partition"`
+	OriginOffset    int64     `json:"origin_offset"`
+	Group           string    `json:"group"`
+	Deliveries      int       `json:"deliveries"`
+	FirstDelivery   time.Time `json:"first_delivery,omitzero"`
+	LastDelivery    time.Time `json:"last_delivery,omitzero"`
+	DeadLettered    time.Time `json:"dead_lettered"`
+	IdempotencyKey  string    `json:"idempotency_key,omitempty"`
+	// Redrives is how often the record was redriven before.
+	Redrives int `json:"redrives"`
+	// Key, Value and Headers are the original record's (logd-dlq-*
+	// headers removed).
+	Key     []byte   `json:"key"`
+	Value   []byte   `json:"value"`
+	Headers []Header `json:"headers,omitempty"`
+}
+
+// ParseDeadLetter decodes a record of a dead-letter topic; ok is false for
+// a record without the dead-letter headers.
+func ParseDeadLetter(r FetchedRecord) (DeadLetter, bool) {
+	d := DeadLetter{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, DeadLettered: r.Timestamp}
+	seen := false
+	atoi := func(b []byte) int64 { v, _ := strconv.ParseInt(string(b), 10, 64); return v }
+	tm := func(b []byte) time.Time { t, _ := time.Parse(time.RFC3339Nano, string(b)); return t }
+	for _, h := range r.Headers {
+		if !strings.HasPrefix(h.Key, "logd-dlq-") {
+			if h.Key == RedriveCountHeader {
+				d.Redrives = int(atoi(h.Value))
+			}
+			d.Headers = append(d.Headers, h)
+			continue
+		}
+		switch h.Key {
+		case DLQHeaderReason:
+			d.Reason, seen = string(h.Value), true
+		case DLQHeaderError:
+			d.LastError = string(h.Value)
+		case DLQHeaderOriginTopic:
+			d.OriginTopic = string(h.Value)
+		case DLQHeaderOriginPart:
+			d.OriginPartition = int32(atoi(h.Value))
+		case DLQHeaderOriginOffset:
+			d.OriginOffset = atoi(h.Value)
+		case DLQHeaderGroup:
+			d.Group = string(h.Value)
+		case DLQHeaderDeliveries:
+			d.Deliveries = int(atoi(h.Value))
+		case DLQHeaderFirstDelivery:
+			d.FirstDelivery = tm(h.Value)
+		case DLQHeaderLastDelivery:
+			d.LastDelivery = tm(h.Value)
+		case DLQHeaderIdempotencyKey:
+			d.IdempotencyKey = string(h.Value)
+		case DLQHeaderTime:
+			d.DeadLettered = tm(h.Value)
+		}
+	}
+	return d, seen && d.OriginTopic != ""
+}
+
+// DeadLetterFilter selects dead letters; zero fields select everything.
+type DeadLetterFilter struct {
+	// Reasons: any of these.
+	Reasons []string `json:"reasons,omitempty"`
+	// Since and Until bound the dead-lettering time: [Since, Until).
+	Since time.Time `json:"since,omitzero"`
+	Until time.Time `json:"until,omitzero"`
+	// Key: the record key equals it.
+	Key string `json:"key,omitempty"`
+}
+
+// Match reports whether d passes the filter.
+func (f DeadLetterFilter) Match(d DeadLetter) bool {
+	switch {
+	case len(f.Reasons) > 0 && !slices.Contains(f.Reasons, d.Reason):
+		return false
+	case !f.Since.IsZero() && d.DeadLettered.Before(f.Since):
+		return false
+	case !f.Until.IsZero() && !d.DeadLettered.Before(f.Until):
+		return false
+	case f.Key != "" && string(d.Key) != f.Key:
+		return false
+	}
+	return true
+}
+
+// id names the filter in a redrive position, so a redrive with other
+// filters starts its own position.
+func (f DeadLetterFilter) id() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%q|%d|%d|%q", strings.Join(slices.Sorted(slices.Values(f.Reasons)), ","), f.Since.UnixNano(), f.Until.UnixNano(), f.Key)
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// ListDeadLetters calls fn for every dead letter of topic (a dead-letter
+// topic) that passes the filter, partition by partition in offset order,
+// up to the end offsets when it started. fn returning an error stops the
+// scan with that error.
+func (c *Client) ListDeadLetters(ctx context.Context, topic string, f DeadLetterFilter, fn func(DeadLetter) error) error {
+	desc, err := c.DescribeTopic(ctx, topic)
+	if err != nil {
+		return err
+	}
+	for _, p := range desc.Partitions {
+		err := c.scanDeadLetters(ctx, topic, p.Partition, p.LogStart, p.End, func(d DeadLetter) error {
+			if !f.Match(d) {
+				return nil
+			}
+			return fn(d)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanDeadLetters reads [from, end) of a partition; records without the
+// dead-letter headers are skipped.
+func (c *Client) scanDeadLetters(ctx context.Context, topic string, partition int32, from, end int64, fn func(DeadLetter) error) error {
+	for off := from; off < end; {
+		resp, err := c.Fetch(ctx, FetchRequest{Topic: topic, Partition: partition, Offset: off})
+		var oor *OutOfRangeError
+		if errors.As(err, &oor) && oor.LogStart > off {
+			off = oor.LogStart // retention moved on
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		for _, r := range resp.Records {
+			if r.Offset >= end {
+				return nil
+			}
+			if d, ok := ParseDeadLetter(r); ok {
+				if err := fn(d); err != nil {
+					return err
+				}
+			}
+		}
+		if resp.Next <= off {
+			return nil
+		}
+		off = resp.Next
+	}
+	return nil
+}
