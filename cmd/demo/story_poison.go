@@ -76,11 +76,15 @@ func storyPoison(ctx context.Context, d *demo) error {
 		header(dl.Headers, "logd-dlq-error"), header(dl.Headers, "logd-dlq-origin-topic"),
 		header(dl.Headers, "logd-dlq-origin-partition"), header(dl.Headers, "logd-dlq-origin-offset"))
 
-	// Redrive: the client has no redrive call yet (issue 7 is adding one),
-	// so the dead letter is produced back to its topic by hand.
+	// Redrive: the dead letter goes back to its origin topic and partition
+	// as a new record (same key, value and headers, plus a redrive count).
 	fixed = true
-	d.say("the template is fixed; redriving by hand (client redrive is not built yet): producing the dead letter back to %s", topic)
-	res, err := d.c.Produce(ctx, topic, []client.Record{{Key: dl.Key, Value: dl.Value}})
+	rr, err := d.c.Redrive(ctx, client.RedriveOptions{DeadLetterTopic: dlq})
+	if err != nil {
+		return err
+	}
+	d.check(rr.Redriven == 1, "the template is fixed; Client.Redrive moved %d dead letter back to %s", rr.Redriven, topic)
+	end, err := endOffset(ctx, d.c, topic)
 	if err != nil {
 		return err
 	}
@@ -88,7 +92,7 @@ func storyPoison(ctx context.Context, d *demo) error {
 	if err != nil {
 		return err
 	}
-	d.check(sentSoFar()[3] == "welcome:{{broken", "the redriven job (now offset %d) completed: %v", res[0].Offset, sentSoFar())
+	d.check(sentSoFar()[3] == "welcome:{{broken", "the redriven job (now offset %d) completed: %v", end-1, sentSoFar())
 	return nil
 }
 
