@@ -27,6 +27,9 @@ dead-letters them; extend keeps long jobs leased.`,
 		newQueueAckCmd(opts),
 		newQueueNackCmd(opts),
 		newQueueExtendCmd(opts),
+		newQueuePauseCmd(opts, true),
+		newQueuePauseCmd(opts, false),
+		newQueueTopCmd(opts),
 	)
 	return cmd
 }

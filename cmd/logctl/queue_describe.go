@@ -33,11 +33,16 @@ func newQueueDescribeCmd(opts *globalOpts) *cobra.Command {
 			if err := printQueueConfig(opts.stdout, d.Config); err != nil {
 				return err
 			}
+			state := "running"
+			if d.Paused {
+				state = "PAUSED (no deliveries)"
+			}
+			fmt.Fprintf(opts.stdout, "State: %s; admission refusals: %d; dead-letter topic holds %d records\n", state, d.AdmissionRefusals, d.DeadLetterRecords)
 			fmt.Fprintln(opts.stdout)
 			tw := newTable(opts.stdout)
-			fmt.Fprintln(tw, "PARTITION\tREADY\tIN FLIGHT\tDELAYED\tACKED\tDEAD-LETTERED\tDONE BELOW\tEND\tOLDEST READY\tSTATE")
+			fmt.Fprintln(tw, "PARTITION\tREADY\tIN FLIGHT\tDELAYED\tACKED\tDEAD-LETTERED\tDONE BELOW\tEND\tOLDEST READY\tOLDEST LEASE\tACK/S\tNACKED\tEXPIRED\tSTATE")
 			for _, p := range d.Partitions {
-				state := "ok"
+				state = "ok"
 				if p.AtCap {
 					state = "AT IN-FLIGHT CAP"
 				}
@@ -48,11 +53,20 @@ func newQueueDescribeCmd(opts *globalOpts) *cobra.Command {
 				if p.Ready > 0 {
 					age = p.OldestReadyAge.Round(time.Millisecond).String()
 				}
-				fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", p.Partition, p.Ready, p.InFlight, p.Delayed, p.Acked, p.DeadLettered, p.DoneOffset, p.EndOffset, age, state)
+				fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%.1f\t%d\t%d\t%s\n", p.Partition, p.Ready, p.InFlight, p.Delayed, p.Acked, p.DeadLettered,
+					p.DoneOffset, p.EndOffset, age, durationOrDash(p.OldestInFlightAge), p.AckedPerSec, p.Nacked, p.Expired, state)
 			}
 			return tw.Flush()
 		},
 	}
 	addOutputFlag(cmd, &output)
 	return cmd
+}
+
+// durationOrDash prints a positive duration rounded to milliseconds, else "-".
+func durationOrDash(d time.Duration) string {
+	if d <= 0 {
+		return "-"
+	}
+	return d.Round(time.Millisecond).String()
 }

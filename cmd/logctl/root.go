@@ -53,6 +53,7 @@ to stderr; commands that print data take --output json for scripts.`,
 		newBenchCmd(opts),
 		newGroupCmd(opts),
 		newQueueCmd(opts),
+		newDLQCmd(opts),
 	)
 	return cmd
 }

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/logd-dev/logd/client"
+)
+
+func newDLQListCmd(opts *globalOpts) *cobra.Command {
+	var (
+		output string
+		flags  dlqFlags
+		limit  int
+	)
+	cmd := &cobra.Command{
+		Use:   "list TOPIC GROUP",
+		Short: "List a queue group's dead letters: reason, origin, attempts, last error, age",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			now := time.Now()
+			f, err := flags.filter(now)
+			if err != nil {
+				return err
+			}
+			c, err := opts.newClient()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			dlq, err := flags.deadLetterTopic(cmd, c, args[0], args[1])
+			if err != nil {
+				return err
+			}
+			var out []client.DeadLetter
+			errLimit := fmt.Errorf("limit reached")
+			err = c.ListDeadLetters(cmd.Context(), dlq, f, func(d client.DeadLetter) error {
+				if d.Group != args[1] && flags.topic == "" {
+					return nil // another group sharing the topic
+				}
+				out = append(out, d)
+				if limit > 0 && len(out) >= limit {
+					return errLimit
+				}
+				return nil
+			})
+			if err != nil && err != errLimit {
+				return err
+			}
+			if output == outputJSON {
+				if out == nil {
+					out = []client.DeadLetter{}
+				}
+				return writeJSON(opts.stdout, out)
+			}
+			tw := newTable(opts.stdout)
+			fmt.Fprintln(tw, "DLQ OFFSET\tREASON\tORIGIN\tKEY\tATTEMPTS\tREDRIVES\tAGE\tLAST ERROR")
+			for _, d := range out {
+				fmt.Fprintf(tw, "%d/%d\t%s\t%s/%d@%d\t%s\t%d\t%d\t%s\t%s\n", d.Partition, d.Offset, d.Reason, d.OriginTopic, d.OriginPartition, d.OriginOffset,
+					strconv.Quote(string(d.Key)), d.Deliveries, d.Redrives, age(now.Sub(d.DeadLettered)), d.LastError)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(opts.stderr, "%d dead letters in %s\n", len(out), dlq)
+			return nil
+		},
+	}
+	flags.add(cmd)
+	cmd.Flags().IntVar(&limit, "limit", 0, "list at most this many (0: all)")
+	addOutputFlag(cmd, &output)
+	return cmd
+}
