@@ -620,7 +620,7 @@ func (l *Log) CommitCompaction(c *Compaction) error {
 		seg.idx.Store(o.ix)
 		next.closedBytes += o.size - next.closed[i].size
 		next.closed[i] = segView{seg: seg, size: o.size, end: o.end, maxTs: o.maxTs, applied: o.applied}
-		errs = append(errs, c.sources[i].close())
+		l.retired = append(l.retired, c.sources[i]) // renamed over: ReleaseRetired closes
 	}
 	if err := errors.Join(errs...); err != nil {
 		l.filesMu.Unlock()

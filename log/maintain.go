@@ -11,6 +11,7 @@ import (
 // <= offset, and returns how many it deleted. It never deletes the active
 // segment. StartOffset becomes the base offset of the first remaining
 // segment. It waits for in-flight reads of the deleted segments to finish.
+// The files are unlinked; ReleaseRetired closes them, which frees the space.
 func (l *Log) DeleteBefore(offset int64) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -34,11 +35,8 @@ func (l *Log) DeleteBefore(offset int64) (int, error) {
 	defer l.filesMu.Unlock()
 	l.state.Store(&next)
 	for _, v := range st.closed[:k] {
-		err := v.seg.close()
-		if rerr := removeSegmentFiles(l.fsys, l.dir, v.seg.base()); rerr != nil {
-			err = rerr
-		}
-		if err != nil {
+		l.retired = append(l.retired, v.seg)
+		if err := removeSegmentFiles(l.fsys, l.dir, v.seg.base()); err != nil {
 			// The files may come back at the next Open: the state on disk
 			// no longer matches this Log's.
 			l.err = fmt.Errorf("delete segment %d: %w", v.seg.base(), err)
@@ -157,4 +155,22 @@ func (l *Log) TruncateTo(end int64) error {
 	l.builder = b
 	l.unsynced = false
 	return nil
+}
+
+// ReleaseRetired closes the files of the segments that compactions replaced
+// and DeleteBefore deleted since the last call, which frees their disk space
+// and page cache. That can take long for large segments, so the mutators
+// leave it to this method, which any goroutine may call at any time: it
+// holds up neither Append nor Read (no reader can reach a retired segment).
+// Close releases whatever is left.
+func (l *Log) ReleaseRetired() error {
+	l.mu.Lock()
+	segs := l.retired
+	l.retired = nil
+	l.mu.Unlock()
+	var errs []error
+	for _, seg := range segs {
+		errs = append(errs, seg.close())
+	}
+	return errors.Join(errs...)
 }

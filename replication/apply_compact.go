@@ -3,6 +3,7 @@ package replication
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/logd-dev/logd/log"
 )
@@ -67,8 +68,11 @@ func (f *FSM) applyCompact(index uint64, now int64, c Compact) any {
 	}
 	opts := log.CompactOptions{Below: c.Below, TombstoneHorizon: c.Horizon, Codec: recordCodec{}}
 	before := p.log.Size()
+	// Wall time of the apply, for the log line only (not state).
+	start, preparedHere := time.Now(), false
 	for attempt := 0; ; attempt++ {
 		if prep == nil || prep.below != c.Below || prep.horizon != c.Horizon {
+			preparedHere = true
 			discard()
 			// Not prepared here (a follower, or a replay): the same inputs
 			// give the same bytes, prepared now on the FSM goroutine.
@@ -94,6 +98,7 @@ func (f *FSM) applyCompact(index uint64, now int64, c Compact) any {
 	}
 	st := prep.c.Stats()
 	prep = nil
+	f.cleaner.retire(p.log)
 	res := CompactResult{Stats: st}
 	deleted := before - p.log.Size()
 	removed := st.InputRecords - st.OutputRecords
@@ -101,5 +106,8 @@ func (f *FSM) applyCompact(index uint64, now int64, c Compact) any {
 	f.cleaner.bytesDeleted.Add(deleted)
 	f.cleaner.recordsCompacted.Add(removed)
 	f.cleaner.setRun(k, CleanerRun{TimeNanos: now, Action: "compact", BytesDeleted: deleted, RecordsRemoved: removed})
+	f.logger.Info("compacted", "topic", c.Topic, "partition", c.Partition, "below", c.Below, "segments", st.Segments,
+		"input_bytes", st.InputBytes, "output_bytes", st.OutputBytes, "records_removed", removed,
+		"prepared_in_apply", preparedHere, "apply_duration", time.Since(start))
 	return res
 }

@@ -41,8 +41,10 @@ func (n *Node) CleanerStats() CleanerStats {
 }
 
 // runCleaner runs a cleaner pass every CleanerInterval while this node is
-// the leader. It ends when Close closes n.stop; Close waits for it (a pass
-// in progress finishes its current partition first).
+// the leader, and on every node closes the segment files that applied trims
+// and compactions retired (which frees their space off the apply path). It
+// ends when Close closes n.stop; Close waits for it (a pass in progress
+// finishes its current partition first).
 func (n *Node) runCleaner() {
 	defer close(n.cleanerDone)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -60,10 +62,16 @@ func (n *Node) runCleaner() {
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	release := n.fsm.cleaner.releaseCh()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-release:
+			if err := n.fsm.cleaner.releaseRetired(); err != nil {
+				n.cfg.Logger.Warn("close retired segment files", "err", err)
+			}
+			continue
 		case <-t.C:
 		}
 		if !n.IsLeader() {

@@ -1,11 +1,11 @@
 package replication
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 
 	"github.com/logd-dev/logd/log"
-	"github.com/logd-dev/logd/retention"
 )
 
 // partKey names one partition of one topic incarnation.
@@ -41,6 +41,14 @@ type cleanerState struct {
 	// by mu. Whoever removes an entry owns it (commits or discards it).
 	prepared map[partKey]*preparedCompaction
 
+	// toRelease are logs whose trimmed or compacted-away segments wait
+	// for log.ReleaseRetired, which the cleaner goroutine calls off the
+	// apply path (freeing a large file takes long); guarded by mu.
+	toRelease []*log.Log
+	// release is signalled when toRelease grows (capacity 1); guarded by
+	// mu (made on first use).
+	release chan struct{}
+
 	// Counters over every applied command (metrics).
 	bytesDeleted     atomic.Int64
 	recordsCompacted atomic.Int64
@@ -69,6 +77,45 @@ func (s *cleanerState) run(k partKey) (CleanerRun, bool) {
 	defer s.mu.Unlock()
 	r, ok := s.runs[k]
 	return r, ok
+}
+
+// retire queues l for release after Apply deleted or replaced segments.
+func (s *cleanerState) retire(l *log.Log) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.toRelease = append(s.toRelease, l)
+	select {
+	case s.releaseChLocked() <- struct{}{}:
+	default:
+	}
+}
+
+func (s *cleanerState) releaseChLocked() chan struct{} {
+	if s.release == nil {
+		s.release = make(chan struct{}, 1)
+	}
+	return s.release
+}
+
+// releaseCh is signalled when logs wait for releaseRetired.
+func (s *cleanerState) releaseCh() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.releaseChLocked()
+}
+
+// releaseRetired closes the retired segment files of the queued logs (a
+// log closed meanwhile has released them itself).
+func (s *cleanerState) releaseRetired() error {
+	s.mu.Lock()
+	logs := s.toRelease
+	s.toRelease = nil
+	s.mu.Unlock()
+	var errs []error
+	for _, l := range logs {
+		errs = append(errs, l.ReleaseRetired())
+	}
+	return errors.Join(errs...)
 }
 
 // offer hands a prepared compaction to Apply; it replaces (and discards) an
@@ -139,12 +186,11 @@ func (f *FSM) CleanerCounters() CleanerCounters {
 }
 
 // ProtectedFrom is the lowest offset of a partition that retention and
-// compaction must keep: the hook through which queue groups (issue 6) will
-// protect records they have not finished (acked or dead-lettered). It must
-// be derived from replicated state only, because Apply clamps trims with it.
-// Until queue groups supply it, nothing is protected; replay consumer
-// groups never protect anything (as in Kafka: a group left behind follows
-// its reset policy).
+// compaction must keep: the lowest start offset of the topic's queue
+// groups, below which each has finished (acked or dead-lettered) every
+// record. It is derived from replicated state only, because Apply clamps
+// trims with it. Replay consumer groups never protect anything (as in
+// Kafka: a group left behind follows its reset policy).
 func (f *FSM) ProtectedFrom(t *Topic, partition int32) int64 {
-	return retention.NoProtection
+	return f.queues.protectedFrom(t.Name, partition)
 }

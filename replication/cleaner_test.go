@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -185,7 +187,8 @@ func TestCleanerNode(t *testing.T) {
 	clock := time.UnixMilli(1_700_000_000_000)
 	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
 	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
-	n, err := Open(Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true, Logger: testLogger(),
+	dir := t.TempDir()
+	n, err := Open(Config{NodeID: "n1", DataDir: dir, RaftBind: "127.0.0.1:0", Bootstrap: true, Logger: testLogger(),
 		RaftLogLevel: "error", Fatal: func(err error) { t.Errorf("fatal: %v", err) }, Now: now, CleanerInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -244,6 +247,15 @@ func TestCleanerNode(t *testing.T) {
 	if st := n.CleanerStats(); st.Prepared < 1 || st.Runs != 2 {
 		t.Fatalf("stats %+v", st)
 	}
+	// The cleaner goroutine closes the files the trim and the compactions
+	// unlinked, off the apply path.
+	for tick := time.NewTicker(5 * time.Millisecond); openUnlinked(t, dir) > 0; {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d unlinked segment files still open", openUnlinked(t, dir))
+		case <-tick.C:
+		}
+	}
 	// Alter through the node.
 	if _, err := n.AlterTopic(ctx, AlterTopic{Name: "r", Config: map[string]string{ConfigRetentionMs: "-1"}}); err != nil {
 		t.Fatal(err)
@@ -255,4 +267,22 @@ func TestCleanerNode(t *testing.T) {
 	if tp.Config[ConfigRetentionMs] != "-1" {
 		t.Fatalf("config %v", tp.Config)
 	}
+}
+
+// openUnlinked counts this process's open files under dir that were
+// unlinked (Linux; 0 elsewhere).
+func openUnlinked(t *testing.T, dir string) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
+		if err == nil && strings.HasPrefix(target, dir) && strings.HasSuffix(target, " (deleted)") {
+			n++
+		}
+	}
+	return n
 }
