@@ -190,7 +190,8 @@ func originalKey(d DeadLetter) string {
 	return d.IdempotencyKey
 }
 
-// redriveOne produces one dead letter back to its origin.
+// redriveOne produces one dead letter back to its origin, waiting while
+// the origin refuses it as overloaded.
 func (c *Client) redriveOne(ctx context.Context, d DeadLetter) (duplicate bool, err error) {
 	n := d.Redrives + 1
 	headers := make([]Header, 0, len(d.Headers)+2)
@@ -204,12 +205,24 @@ func (c *Client) redriveOne(ctx context.Context, d DeadLetter) (duplicate bool, 
 		headers = append(headers, Header{Key: RedriveKeyHeader, Value: []byte(orig)})
 	}
 	part := d.OriginPartition
-	rs, err := c.Produce(ctx, d.OriginTopic, []Record{{Key: d.Key, Value: d.Value, Headers: headers, Partition: &part,
-		IdempotencyKey: RedriveIdempotencyKey(d, n)}})
-	if err != nil {
-		return false, err
+	rec := []Record{{Key: d.Key, Value: d.Value, Headers: headers, Partition: &part, IdempotencyKey: RedriveIdempotencyKey(d, n)}}
+	for {
+		rs, err := c.Produce(ctx, d.OriginTopic, rec)
+		var oe *OverloadedError
+		if errors.As(err, &oe) {
+			// The origin's queue is full: redriving must not add to an
+			// overload, so wait as told (beyond the client's retries) and
+			// go on when there is room.
+			if err := sleepUntil(ctx, time.Now().Add(max(oe.RetryAfter, 100*time.Millisecond))); err != nil {
+				return false, err
+			}
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		return len(rs) == 1 && rs[0].Duplicate, nil
 	}
-	return len(rs) == 1 && rs[0].Duplicate, nil
 }
 
 // redrivePositions reads a position group's committed offsets on topic;

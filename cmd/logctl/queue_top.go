@@ -91,7 +91,7 @@ func drawTop(w io.Writer, cur, prev *topSample) error {
 	fmt.Fprintf(w, "queue %s on %s  %s  %s\n", d.Group, d.Topic, state, cur.at.UTC().Format(time.TimeOnly))
 	fmt.Fprintf(w, "admission refusals %d   dead-letter topic %s: %d records\n\n", d.AdmissionRefusals, d.Config.DeadLetterTopic, d.DeadLetterRecords)
 	tw := newTable(w)
-	fmt.Fprintln(tw, "PART\tREADY\tIN FLIGHT\tDELAYED\tDEAD\tOLDEST READY\tOLDEST LEASE\tACK/S\tNACK/S\tEXPIRE/S\tDLQ/S\t")
+	fmt.Fprintln(tw, "PART\tREADY\tIN FLIGHT\tDELAYED\tDEAD\tOLDEST READY\tOLDEST LEASE\tACK/S\tNACK/S\tEXPIRE/S\tDLQ/S")
 	var sum client.QueuePartitionState
 	var rates [4]float64
 	for i, p := range d.Partitions {
@@ -113,10 +113,10 @@ func drawTop(w io.Writer, cur, prev *topSample) error {
 		sum.DeadLettered += p.DeadLettered
 		sum.OldestReadyAge = max(sum.OldestReadyAge, p.OldestReadyAge)
 		sum.OldestInFlightAge = max(sum.OldestInFlightAge, p.OldestInFlightAge)
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%s\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t\n", p.Partition, p.Ready, p.InFlight, p.Delayed, p.DeadLettered,
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%s\t%s\t%.1f\t%.1f\t%.1f\t%.1f\n", p.Partition, p.Ready, p.InFlight, p.Delayed, p.DeadLettered,
 			age(p.OldestReadyAge), age(p.OldestInFlightAge), r[0], r[1], r[2], r[3])
 	}
-	fmt.Fprintf(tw, "all\t%d\t%d\t%d\t%d\t%s\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t\n", sum.Ready, sum.InFlight, sum.Delayed, sum.DeadLettered,
+	fmt.Fprintf(tw, "all\t%d\t%d\t%d\t%d\t%s\t%s\t%.1f\t%.1f\t%.1f\t%.1f\n", sum.Ready, sum.InFlight, sum.Delayed, sum.DeadLettered,
 		age(sum.OldestReadyAge), age(sum.OldestInFlightAge), rates[0], rates[1], rates[2], rates[3])
 	return tw.Flush()
 }
