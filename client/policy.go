@@ -9,8 +9,9 @@ import (
 	"time"
 )
 
-// ErrRetryBudgetExhausted is joined to the last error of a call that could
-// have been retried but was not, because the client's RetryBudget was empty:
+// ErrRetryBudgetExhausted is wrapped, together with the last error, by the
+// error of a call that could have been retried but was not, because the
+// client's RetryBudget was empty:
 // the dependency has been failing for many callers at once, and more
 // retries would only add to its load.
 var ErrRetryBudgetExhausted = errors.New("logd: retry budget exhausted")
@@ -238,7 +239,7 @@ func (r Retrier) Do(ctx context.Context, fn func(ctx context.Context) error) err
 			return err // the wait would outlive the deadline: fail now, not later
 		}
 		if !p.Budget.withdraw() {
-			return errors.Join(err, ErrRetryBudgetExhausted)
+			return fmt.Errorf("%w (%w)", err, ErrRetryBudgetExhausted)
 		}
 		if p.OnRetry != nil {
 			p.OnRetry(RetryEvent{Method: r.Name, Attempt: attempt, Delay: delay, Err: err})
