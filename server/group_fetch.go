@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"connectrpc.com/connect"
@@ -16,7 +17,8 @@ import (
 // below the log start (retention passed the group's position) follows the
 // member's reset policy: earliest or latest moves the committed offset
 // forward through Raft, counting the skipped records, and the fetch
-// continues there; none is an out-of-range error.
+// continues there; none is an out-of-range error. A refused (fenced) fetch
+// is counted in logd_group_fenced_fetches_total.
 func (s *Server) GroupFetch(ctx context.Context, req *connect.Request[logdv1.GroupFetchRequest]) (*connect.Response[logdv1.GroupFetchResponse], error) {
 	m := req.Msg
 	if m.Fetch == nil {
@@ -24,6 +26,9 @@ func (s *Server) GroupFetch(ctx context.Context, req *connect.Request[logdv1.Gro
 	}
 	tp := group.TopicPartition{Topic: m.Fetch.Topic, Partition: m.Fetch.Partition}
 	if err := s.node.FSM().CheckGroupFetch(m.Group, m.MemberId, m.Generation, tp); err != nil {
+		if errors.Is(err, group.ErrStaleGeneration) || errors.Is(err, group.ErrNotAssigned) || errors.Is(err, group.ErrUnknownMember) {
+			s.groupMetrics.fencedFetches.WithLabelValues(m.Group).Inc()
+		}
 		return nil, toConnectError(err)
 	}
 	part, err := s.node.FSM().Partition(tp.Topic, tp.Partition)

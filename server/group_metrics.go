@@ -9,11 +9,12 @@ import (
 	"github.com/logd-dev/logd/replication"
 )
 
-// groupMetrics are the consumer group metrics: fenced commits counted by
-// this node as it refuses them, and the replicated state (committed
+// groupMetrics are the consumer group metrics: fenced commits and fetches
+// counted by this node as it refuses them, and the replicated state (committed
 // offsets, lag, rebalances) read at scrape time by groupCollector.
 type groupMetrics struct {
 	fencedCommits *prometheus.CounterVec // by group
+	fencedFetches *prometheus.CounterVec // by group
 }
 
 func newGroupMetrics(reg *prometheus.Registry, node *replication.Node) *groupMetrics {
@@ -22,14 +23,19 @@ func newGroupMetrics(reg *prometheus.Registry, node *replication.Node) *groupMet
 			Name: "logd_group_fenced_commits_total",
 			Help: "Offset commits refused because the member's generation was stale or it was no longer a member.",
 		}, []string{"group"}),
+		fencedFetches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "logd_group_fenced_fetches_total",
+			Help: "Group fetches refused because the member's generation was stale, it did not own the partition, or it was no longer a member.",
+		}, []string{"group"}),
 	}
-	reg.MustRegister(m.fencedCommits, &groupCollector{node: node})
+	reg.MustRegister(m.fencedCommits, m.fencedFetches, &groupCollector{node: node})
 	return m
 }
 
 // forget drops a deleted group's series.
 func (m *groupMetrics) forget(group string) {
 	m.fencedCommits.DeleteLabelValues(group)
+	m.fencedFetches.DeleteLabelValues(group)
 }
 
 // groupCollector reports each consumer group's state at scrape time.
