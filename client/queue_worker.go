@@ -42,6 +42,10 @@ type WorkerOptions struct {
 	// OnError, if set, receives failures the worker survives (a failed
 	// claim, ack or nack, a lost lease), from any goroutine.
 	OnError func(error)
+	// Clock times lease extensions and the pause after a failed claim;
+	// nil means the wall clock. A fake one lets tests step a long job
+	// through its extensions without waiting for real leases.
+	Clock Clock
 }
 
 // Validate reports options that cannot be used.
@@ -77,6 +81,9 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 	}
 	if o.ShutdownTimeout == 0 {
 		o.ShutdownTimeout = DefaultWorkerShutdownTimeout
+	}
+	if o.Clock == nil {
+		o.Clock = wallClock{}
 	}
 	return o
 }
@@ -162,16 +169,11 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.report(err)
 			// Back off on repeated failures (the client already retried).
 			retry = min(max(2*retry, 50*time.Millisecond), 2*time.Second)
-			t := time.NewTimer(retry)
-			select {
-			case <-ctx.Done():
-			case <-t.C:
-			}
-			t.Stop()
+			_ = o.Clock.Sleep(ctx, retry) // ctx's end is seen by the loop
 			continue
 		}
 		retry = 0
-		claimed := time.Now()
+		claimed := o.Clock.Now()
 		for i := range res.Jobs {
 			job := &res.Jobs[i]
 			jobs.Go(func() {
@@ -196,11 +198,13 @@ func (w *Worker) work(ctx, finishing context.Context, job *Job, claimed time.Tim
 		lease = max(job.LeaseDeadline.Sub(claimed), time.Second)
 	}
 	lost := make(chan struct{})
-	stop := make(chan struct{})
+	// The extender ends when the handler returns (stop) or the job's
+	// context ends.
+	ectx, stop := context.WithCancel(jctx)
 	var ext sync.WaitGroup
-	ext.Go(func() { w.extendLoop(jctx, job, lease, stop, lost, cancel) })
+	ext.Go(func() { w.extendLoop(ectx, job, lease, lost, cancel) })
 	err := w.run(jctx, job)
-	close(stop)
+	stop()
 	ext.Wait()
 	select {
 	case <-lost:
@@ -237,25 +241,22 @@ func (w *Worker) run(ctx context.Context, job *Job) (err error) {
 	return w.h(ctx, job)
 }
 
-// extendLoop extends the job's lease whenever half of it has passed, until
-// stop closes. A stale answer means the lease is lost: it closes lost and
+// extendLoop extends the job's lease whenever half of what is left of it
+// has passed, until ctx ends (the handler returned, or the job's context
+// ended). A stale answer means the lease is lost: it closes lost and
 // cancels the handler's context.
-func (w *Worker) extendLoop(ctx context.Context, job *Job, lease time.Duration, stop <-chan struct{}, lost chan<- struct{}, cancel context.CancelFunc) {
+func (w *Worker) extendLoop(ctx context.Context, job *Job, lease time.Duration, lost chan<- struct{}, cancel context.CancelFunc) {
+	clock := w.opts.Clock
 	deadline := job.LeaseDeadline
 	for {
-		wait := time.Until(deadline) / 2
-		t := time.NewTimer(max(wait, time.Millisecond))
-		select {
-		case <-stop:
-			t.Stop()
+		wait := deadline.Sub(clock.Now()) / 2
+		if clock.Sleep(ctx, max(wait, time.Millisecond)) != nil {
 			return
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
 		}
 		rs, err := w.c.Extend(ctx, job.Topic, job.Group, lease, job.Token)
 		switch {
+		case ctx.Err() != nil:
+			return // the handler returned meanwhile: its ack or nack follows
 		case err == nil && len(rs) == 1:
 			deadline = rs[0].LeaseDeadline
 		case errors.Is(err, ErrStaleToken):
@@ -264,7 +265,7 @@ func (w *Worker) extendLoop(ctx context.Context, job *Job, lease time.Duration, 
 			return
 		case err != nil:
 			w.report(fmt.Errorf("extend job %s/%d@%d: %w", job.Topic, job.Partition, job.Offset, err))
-			if time.Now().After(deadline) {
+			if clock.Now().After(deadline) {
 				close(lost)
 				cancel()
 				return

@@ -36,6 +36,7 @@ type Fake struct {
 	calls      map[string]int
 	intercepts map[string][]func(context.Context) error
 	status     *logdv1.StatusResponse
+	queues     map[string]*queueGroup // by topic and group (queues.go)
 }
 
 type topic struct {
