@@ -64,6 +64,7 @@ type queueEntry struct {
 	availableAt time.Time // when not in flight: offered again then
 	first, last time.Time
 	lastErr     string
+	expiredAt   time.Time // the last lease expired (not nacked)
 }
 
 func (e *queueEntry) inFlight(now time.Time) bool {
@@ -345,7 +346,7 @@ func (f *Fake) expireLocked(q *queueGroup, now time.Time) int {
 			if e.leaseUntil.IsZero() || now.Before(e.leaseUntil) {
 				continue
 			}
-			e.leaseUntil, e.availableAt = time.Time{}, e.leaseUntil
+			e.leaseUntil, e.availableAt, e.expiredAt = time.Time{}, e.leaseUntil, e.leaseUntil
 			qp.nExpd++
 			if e.lastErr == "" {
 				e.lastErr = "lease expired"
@@ -473,7 +474,7 @@ func (f *Fake) claim(m *logdv1.ClaimRequest) (*logdv1.ClaimResponse, <-chan stru
 			if e.deliveries == 1 {
 				e.first = now
 			}
-			e.last, e.leaseUntil = now, now.Add(lease)
+			e.last, e.leaseUntil, e.expiredAt = now, now.Add(lease), time.Time{}
 			inFlight++
 			resp.Records = append(resp.Records, &logdv1.ClaimedRecord{
 				Partition: int32(i), Offset: off, TimestampMs: r.GetTimestampMs(), Key: r.Key, Value: r.Value, Headers: r.GetHeaders(),
@@ -565,7 +566,7 @@ func (f *Fake) tokenOp(topic, group string, tokens []string, op func(q *queueGro
 			accepted++
 			continue
 		case e == nil || e.deliveries != delivery || !e.inFlight(now):
-			tr.Error, tr.Message = logdv1.Reason_REASON_STALE_TOKEN, "not the live delivery of the record"
+			tr.Error, tr.Message = logdv1.Reason_REASON_STALE_TOKEN, staleDetail(qp, off, e, delivery)
 			stale++
 			if firstStale == "" {
 				firstStale = fmt.Sprintf("token %s: %s", tok, tr.Message)
@@ -583,6 +584,22 @@ func (f *Fake) tokenOp(topic, group string, tokens []string, op func(q *queueGro
 	}
 	f.notifyLocked()
 	return out, nil
+}
+
+// staleDetail says why a token is not the live delivery, as the server's
+// messages do.
+func staleDetail(qp *queuePart, off int64, e *queueEntry, delivery int) string {
+	switch {
+	case e == nil && (off < qp.start || qp.done[off]):
+		return "record already finished"
+	case e == nil:
+		return "record was never delivered"
+	case e.deliveries != delivery:
+		return fmt.Sprintf("delivery %d was superseded by delivery %d", delivery, e.deliveries)
+	case !e.expiredAt.IsZero():
+		return "lease expired at " + e.expiredAt.UTC().Format(time.RFC3339Nano)
+	}
+	return "record is not in flight"
 }
 
 // Ack implements logdv1connect.LogServiceHandler.
@@ -620,7 +637,7 @@ func (f *Fake) Nack(ctx context.Context, req *connect.Request[logdv1.NackRequest
 	rs, err := f.tokenOp(m.GetTopic(), m.GetGroup(), tokens, func(q *queueGroup, part int32, off int64, e *queueEntry, tr *logdv1.TokenResult, now time.Time) {
 		n := byToken[tr.Token]
 		q.parts[part].nNack++
-		e.lastErr, e.leaseUntil = n.GetError(), time.Time{}
+		e.lastErr, e.leaseUntil, e.expiredAt = n.GetError(), time.Time{}, time.Time{}
 		switch {
 		case n.GetPermanent():
 			f.deadLetterLocked(q, part, off, e, "rejected", now)

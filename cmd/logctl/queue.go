@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -120,7 +121,7 @@ func printTokenResults(w io.Writer, output string, rs []client.TokenResult) erro
 
 func tokenOutcome(r client.TokenResult) string {
 	switch {
-	case r.Err != nil && strings.Contains(r.Err.Error(), "stale"):
+	case errors.Is(r.Err, client.ErrStaleToken):
 		return "stale"
 	case r.Err != nil:
 		return "refused"

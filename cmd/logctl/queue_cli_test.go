@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/client/clienttest"
+)
+
+// TestQueueCLI runs queue and dlq commands against the in-memory fake. Its
+// tokens are "fk.PARTITION.OFFSET.DELIVERY", so a script can name them.
+func TestQueueCLI(t *testing.T) {
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{
+			name: "claim ack nack extend and dead letters",
+			steps: []step{
+				{args: args("topic create jobs")},
+				{args: args("produce jobs"), stdin: "alice:10\nbob:20\ncarol:-3\n"},
+				{args: args("queue create jobs w --lease 1m --max-deliveries 2 --backoff-base 1s --backoff-max 1m"), stdout: []string{
+					`^created queue group w on jobs\n`, `(?m)^Lease:\s+1m0s$`, `(?m)^Max deliveries:\s+2$`, `(?m)^Dead-letter topic:\s+jobs.w.dlq$`}},
+				{args: args("queue create jobs w"), wantCode: 1, stderr: []string{`already exists`}},
+				{args: args("queue create nope w"), wantCode: 1, stderr: []string{`topic "nope" does not exist`}},
+				{args: args("queue claim jobs w --max 2 -o json"), stdout: []string{
+					`(?m)^\{"topic":"jobs","group":"w","partition":0,"offset":0,.*"value":"alice:10".*"token":"fk.0.0.1","delivery":1,`,
+					`(?m)^\{.*"offset":1,.*"token":"fk.0.1.1","delivery":1,`}},
+				// PARTITION READY IN-FLIGHT DELAYED ACKED DEAD-LETTERED DONE END
+				{args: args("queue describe jobs w"), stdout: []string{`(?m)^0\s+1\s+2\s+0\s+0\s+0\s+0\s+3\s+`, `State: running`}},
+				{args: args("queue extend jobs w fk.0.0.1 --lease 2m"), stdout: []string{`(?m)^TOKEN\s+RESULT\s+DETAIL$`, `(?m)^fk.0.0.1\s+ok\s+lease until \d{4}-`}},
+				{args: args("queue ack jobs w fk.0.0.1"), stdout: []string{`(?m)^fk.0.0.1\s+ok\s*$`}},
+				{args: args("queue ack jobs w fk.0.0.1 -o json"), stdout: []string{`"result": "duplicate"`}},
+				// A transient nack with no delay offers the record again at once.
+				{args: args("queue nack jobs w fk.0.1.1 --delay 0s --reason db-down"), stdout: []string{`(?m)^fk.0.1.1\s+ok\s+available at \d{4}-`}},
+				// The nacked delivery's token is no longer live.
+				{args: args("queue ack jobs w fk.0.1.1"), wantCode: 1, stderr: []string{`^logctl: .*stale`}},
+				{args: args("queue extend jobs w fk.0.1.1"), wantCode: 1, stderr: []string{`stale`}},
+				{args: args("queue claim jobs w --max 5"), stdout: []string{
+					`(?m)^PARTITION\s+OFFSET\s+DELIVERY\s+LEASE UNTIL\s+TOKEN\s+KEY\s+VALUE$`,
+					`(?m)^0\s+1\s+2\s+\S+\s+fk.0.1.2\s+\S*\s+bob:20$`, `(?m)^0\s+2\s+1\s+\S+\s+fk.0.2.1\s+\S*\s+carol:-3$`}},
+				// One stale, one live: printed per token, and the command fails.
+				{args: args("queue extend jobs w fk.0.1.1 fk.0.1.2"), wantCode: 1, stdout: []string{`(?m)^fk.0.1.1\s+stale\s+`, `(?m)^fk.0.1.2\s+ok\s+lease until`}, stderr: []string{`some tokens were refused`}},
+				{args: args("queue nack jobs w fk.0.2.1 --permanent --reason negative-amount"), stdout: []string{`(?m)^fk.0.2.1\s+ok\s+dead-lettered$`}},
+				// The second failed delivery of two allowed dead-letters.
+				{args: args("queue nack jobs w fk.0.1.2 --reason db-down -o json"), stdout: []string{`"dead_lettered": true`}},
+				{args: args("queue ack jobs w not-a-token"), wantCode: 1, stderr: []string{`no valid token`}},
+				{args: args("queue describe jobs w -o json"), stdout: []string{`"acked": 1`, `"dead_lettered": 2`, `"done_offset": 3`, `"dead_letter_records": 2`}},
+				{args: args("dlq list jobs w"), stdout: []string{
+					`(?m)^DLQ OFFSET\s+REASON\s+ORIGIN\s+KEY\s+ATTEMPTS\s+REDRIVES\s+AGE\s+LAST ERROR$`,
+					`(?m)^0/0\s+rejected\s+jobs/0@2\s+""\s+1\s+0\s+\S+\s+negative-amount$`,
+					`(?m)^0/1\s+max_deliveries\s+jobs/0@1\s+""\s+2\s+0\s+\S+\s+db-down$`},
+					stderr: []string{`^2 dead letters in jobs.w.dlq\n$`}},
+				{args: args("dlq list jobs w --reason max_deliveries -o json"), stdout: []string{`"reason": "max_deliveries"`, `"origin_offset": 1`}},
+				{args: args("dlq list jobs w --reason expired -o json"), stdoutExact: "[]\n"},
+				{args: args("queue claim jobs w -o json"), stdoutExact: ""},
+			},
+		},
+		{
+			name: "pause and resume",
+			steps: []step{
+				{args: args("topic create jobs")},
+				{args: args("produce jobs"), stdin: "x\n"},
+				{args: args("queue create jobs w")},
+				{args: args("queue pause jobs w"), stdout: []string{`^Queue group w on jobs paused\n$`}},
+				{args: args("queue pause jobs w"), stdout: []string{`already paused`}},
+				{args: args("queue claim jobs w -o json"), stdoutExact: ""},
+				{args: args("queue describe jobs w"), stdout: []string{`State: PAUSED`}},
+				{args: args("queue resume jobs w -o json"), stdout: []string{`"paused": false`, `"changed": true`}},
+				{args: args("queue resume jobs w -o json"), stdout: []string{`"changed": false`}},
+				{args: args("queue claim jobs w -o json"), stdout: []string{`"token":"fk.0.0.1"`}},
+			},
+		},
+		{
+			name: "unknown group",
+			steps: []step{
+				{args: args("topic create jobs")},
+				{args: args("queue describe jobs nope"), wantCode: 1, stderr: []string{`queue group "nope" on topic "jobs" does not exist`}},
+				{args: args("queue claim jobs nope"), wantCode: 1, stderr: []string{`does not exist`}},
+				{args: args("queue pause jobs nope"), wantCode: 1, stderr: []string{`does not exist`}},
+				{args: args("dlq list jobs nope"), wantCode: 1, stderr: []string{`does not exist`}},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := clienttest.Start(t)
+			for i, s := range tt.steps {
+				r := runCLI(t, srv, s.stdin, s.args...)
+				where := fmt.Sprintf("step %d: logctl %s", i, strings.Join(s.args, " "))
+				if r.code != s.wantCode {
+					t.Fatalf("%s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", where, r.code, s.wantCode, r.stdout, r.stderr)
+				}
+				if s.stdoutExact != "" || (s.stdout == nil && strings.Contains(strings.Join(s.args, " "), "-o json")) {
+					if r.stdout != s.stdoutExact {
+						t.Fatalf("%s: stdout\n%q\nwant\n%q", where, r.stdout, s.stdoutExact)
+					}
+				}
+				for _, p := range s.stdout {
+					if !regexp.MustCompile(p).MatchString(r.stdout) {
+						t.Fatalf("%s: stdout does not match %q:\n%s", where, p, r.stdout)
+					}
+				}
+				for _, p := range s.stderr {
+					if !regexp.MustCompile(p).MatchString(r.stderr) {
+						t.Fatalf("%s: stderr does not match %q:\n%s", where, p, r.stderr)
+					}
+				}
+				if s.wantCode != 0 && strings.Count(r.stderr, "\n") != 1 {
+					t.Fatalf("%s: want one error line on stderr, got:\n%s", where, r.stderr)
+				}
+			}
+		})
+	}
+}
+
+// TestQueueCLIJSON decodes claim's JSON lines and dlq list's JSON array.
+func TestQueueCLIJSON(t *testing.T) {
+	srv := clienttest.Start(t)
+	mustRun(t, srv, "", "topic", "create", "jobs", "--partitions", "2")
+	mustRun(t, srv, "a\nb\nc\nd\n", "produce", "jobs")
+	mustRun(t, srv, "", "queue", "create", "jobs", "w", "--lease", "1m")
+	before := time.Now().Add(-time.Second)
+	r := mustRun(t, srv, "", "queue", "claim", "jobs", "w", "--max", "10", "-o", "json")
+	type claimed struct {
+		Topic, Group, Token string
+		Partition           int32
+		Offset              int64
+		Value               *string
+		Delivery            int
+		LeaseDeadline       time.Time `json:"lease_deadline"`
+		FirstDelivery       time.Time `json:"first_delivery"`
+		ValueEncoding       string    `json:"value_encoding"`
+		Timestamp           time.Time
+	}
+	var jobs []claimed
+	sc := bufio.NewScanner(strings.NewReader(r.stdout))
+	for sc.Scan() {
+		var j claimed
+		if err := json.Unmarshal(sc.Bytes(), &j); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		jobs = append(jobs, j)
+	}
+	if len(jobs) != 4 {
+		t.Fatalf("claimed %d records:\n%s", len(jobs), r.stdout)
+	}
+	seen := map[string]bool{}
+	for _, j := range jobs {
+		if j.Topic != "jobs" || j.Group != "w" || j.Delivery != 1 || j.Value == nil || seen[*j.Value] || j.Token != fmt.Sprintf("fk.%d.%d.1", j.Partition, j.Offset) {
+			t.Errorf("claimed %+v", j)
+		}
+		seen[*j.Value] = true
+		if lease := j.LeaseDeadline.Sub(j.FirstDelivery); j.FirstDelivery.Before(before) || lease < 59*time.Second || lease > 61*time.Second {
+			t.Errorf("lease of %+v: first delivery %v, lease %v", j, j.FirstDelivery, lease)
+		}
+	}
+	// Dead-letter one, with a reason, and read it back.
+	mustRun(t, srv, "", "queue", "nack", "jobs", "w", jobs[0].Token, "--permanent", "--reason", "bad input")
+	r = mustRun(t, srv, "", "dlq", "list", "jobs", "w", "-o", "json")
+	var dead []client.DeadLetter
+	if err := json.Unmarshal([]byte(r.stdout), &dead); err != nil {
+		t.Fatalf("%q: %v", r.stdout, err)
+	}
+	if len(dead) != 1 {
+		t.Fatalf("dead letters: %+v", dead)
+	}
+	d := dead[0]
+	if d.Topic != "jobs.w.dlq" || d.Reason != "rejected" || d.LastError != "bad input" || d.OriginTopic != "jobs" ||
+		d.OriginPartition != jobs[0].Partition || d.OriginOffset != jobs[0].Offset || d.Group != "w" || d.Deliveries != 1 ||
+		string(d.Value) != *jobs[0].Value || d.FirstDelivery.IsZero() || d.DeadLettered.Before(before) {
+		t.Errorf("dead letter %+v", d)
+	}
+}
