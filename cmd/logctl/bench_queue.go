@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +29,11 @@ type benchQueueFlags struct {
 	fillWorkers int
 	output      string
 	progress    bool
+	// endToEnd produces while the workers run and measures each record
+	// from its producer's send time to its ack; rate paces the producers
+	// (records/s, 0: as fast as they go).
+	endToEnd bool
+	rate     float64
 }
 
 func newBenchQueueCmd(opts *globalOpts) *cobra.Command {
@@ -44,9 +51,20 @@ Reported: claim+ack throughput (records acknowledged per second) and the
 latency of each claim→ack cycle (a worker's claim call start to its ack
 call end, i.e. how long a record takes from being handed out to being
 durably done when the handler itself takes no time), with the claim and
-ack call latencies separately.`,
+ack call latencies separately.
+
+--end-to-end instead creates the queue group first and runs the producers
+(--fill-workers calls of --fill-batch records) concurrently with the
+workers, optionally paced by --rate records/s. Each record carries its
+producer's send time (as its timestamp, and in nanoseconds in its first 8
+value bytes), and the produce→ack latency of every record (its ack reply
+minus that time) is reported: queueing, the produce, the claim and the ack,
+every step fsynced. Without --rate the producers outrun the workers and the
+latency is mostly the backlog's age; measure the peak first, then set
+--rate below it.`,
 		Example: `  logctl bench queue --records 500000 --workers 8 --batch 500
-  logctl bench queue --workers 1 --batch 1 --records 20000 --output json`,
+  logctl bench queue --workers 1 --batch 1 --records 20000 --output json
+  logctl bench queue --end-to-end --rate 20000 --records 200000 --batch 100`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(f.output); err != nil {
@@ -54,6 +72,12 @@ ack call latencies separately.`,
 			}
 			if f.records < 1 || f.workers < 1 || f.batch < 1 || f.batch > 10000 || f.recordSize < 0 || f.partitions < 1 || f.fillBatch < 1 || f.fillWorkers < 1 {
 				return errors.New("--records, --workers, --partitions, --fill-batch and --fill-workers must be positive, --batch in [1, 10000], --record-size not negative")
+			}
+			if f.rate < 0 || f.rate > 0 && !f.endToEnd {
+				return errors.New("--rate must not be negative, and paces only --end-to-end producers")
+			}
+			if f.endToEnd && f.recordSize < 8 {
+				return errors.New("--end-to-end needs --record-size of at least 8 (the send time)")
 			}
 			c, err := opts.newClient()
 			if err != nil {
@@ -67,9 +91,11 @@ ack call latencies separately.`,
 			if _, err := c.CreateTopic(ctx, f.topic, f.partitions, nil); err != nil {
 				return err
 			}
-			opts.logf("filling topic %s (%d partitions) with %d records of %d bytes", f.topic, f.partitions, f.records, f.recordSize)
-			if err := benchQueueFill(ctx, c, &f); err != nil {
-				return err
+			if !f.endToEnd {
+				opts.logf("filling topic %s (%d partitions) with %d records of %d bytes", f.topic, f.partitions, f.records, f.recordSize)
+				if err := benchQueueFill(ctx, c, &f, nil); err != nil {
+					return err
+				}
 			}
 			inFlight := max(1000, (f.workers*f.batch+int(f.partitions)-1)/int(f.partitions)*2)
 			if _, err := c.CreateQueueGroup(ctx, f.topic, f.group, client.QueueGroupConfig{Lease: f.lease, MaxInFlight: min(inFlight, 100_000)}, false); err != nil {
@@ -97,11 +123,16 @@ ack call latencies separately.`,
 	fl.IntVar(&f.fillBatch, "fill-batch", 5000, "records per produce call while filling")
 	fl.IntVar(&f.fillWorkers, "fill-workers", 4, "produce calls in flight while filling")
 	fl.BoolVar(&f.progress, "progress", false, "show progress on stderr even when it is not a terminal")
+	fl.BoolVar(&f.endToEnd, "end-to-end", false, "produce while the workers run and measure each record's produce→ack latency")
+	fl.Float64Var(&f.rate, "rate", 0, "with --end-to-end: offered load in records/s (0: as fast as possible)")
 	addOutputFlag(cmd, &f.output)
 	return cmd
 }
 
-func benchQueueFill(ctx context.Context, c *client.Client, f *benchQueueFlags) error {
+// benchQueueFill produces f.records records with --fill-workers calls in
+// flight. With start set (--end-to-end) each call is sent on the --rate
+// schedule from start, and its records carry the send time.
+func benchQueueFill(ctx context.Context, c *client.Client, f *benchQueueFlags, start *time.Time) error {
 	value := make([]byte, f.recordSize)
 	for i := range value {
 		value[i] = byte('a' + i%26)
@@ -120,6 +151,17 @@ func benchQueueFill(ctx context.Context, c *client.Client, f *benchQueueFlags) e
 				recs := make([]client.Record, n)
 				for i := range recs {
 					recs[i] = client.Record{Value: value}
+				}
+				if start != nil {
+					if f.rate > 0 && !sleepUntil(ctx, start.Add(time.Duration(float64(from)/f.rate*float64(time.Second)))) {
+						return
+					}
+					sent := time.Now()
+					v := slices.Clone(value)
+					binary.BigEndian.PutUint64(v, uint64(sent.UnixNano()))
+					for i := range recs {
+						recs[i] = client.Record{Value: v, Timestamp: sent}
+					}
 				}
 				if _, err := c.Produce(ctx, f.topic, recs); err != nil {
 					errs <- err
@@ -141,6 +183,8 @@ type benchQueueResult struct {
 	cycle    latencySummary
 	claimLat latencySummary
 	ackLat   latencySummary
+	// e2e: each record's send time to its ack (--end-to-end).
+	e2e latencySummary
 }
 
 func benchQueue(ctx context.Context, c *client.Client, f *benchQueueFlags, prog *progress) (benchQueueResult, error) {
@@ -150,6 +194,7 @@ func benchQueue(ctx context.Context, c *client.Client, f *benchQueueFlags, prog 
 		acked, bytes, claims atomic.Int64
 		mu                   sync.Mutex
 		cycles, cls, acks    []time.Duration
+		e2es                 []time.Duration
 		firstErr             error
 		wg                   sync.WaitGroup
 	)
@@ -162,12 +207,20 @@ func benchQueue(ctx context.Context, c *client.Client, f *benchQueueFlags, prog 
 		cancel()
 	}
 	start := time.Now()
+	if f.endToEnd {
+		wg.Go(func() {
+			if err := benchQueueFill(runCtx, c, f, &start); err != nil && runCtx.Err() == nil {
+				fail(err)
+			}
+		})
+	}
 	for range f.workers {
 		wg.Go(func() {
-			var myCycles, myClaims, myAcks []time.Duration
+			var myCycles, myClaims, myAcks, myE2E []time.Duration
 			defer func() {
 				mu.Lock()
 				cycles, cls, acks = append(cycles, myCycles...), append(cls, myClaims...), append(acks, myAcks...)
+				e2es = append(e2es, myE2E...)
 				mu.Unlock()
 			}()
 			for runCtx.Err() == nil && acked.Load() < f.records {
@@ -197,6 +250,13 @@ func benchQueue(ctx context.Context, c *client.Client, f *benchQueueFlags, prog 
 					return
 				}
 				done := time.Now()
+				if f.endToEnd {
+					for _, j := range res.Jobs {
+						if len(j.Value) >= 8 {
+							myE2E = append(myE2E, done.Sub(time.Unix(0, int64(binary.BigEndian.Uint64(j.Value)))))
+						}
+					}
+				}
 				myClaims = append(myClaims, claimed.Sub(began))
 				myAcks = append(myAcks, done.Sub(claimed))
 				myCycles = append(myCycles, done.Sub(began))
@@ -218,7 +278,7 @@ func benchQueue(ctx context.Context, c *client.Client, f *benchQueueFlags, prog 
 		return benchQueueResult{}, fmt.Errorf("interrupted after %d records: %w", acked.Load(), err)
 	}
 	return benchQueueResult{records: acked.Load(), bytes: bytes.Load(), claims: claims.Load(), elapsed: elapsed,
-		cycle: summarize(cycles), claimLat: summarize(cls), ackLat: summarize(acks)}, nil
+		cycle: summarize(cycles), claimLat: summarize(cls), ackLat: summarize(acks), e2e: summarize(e2es)}, nil
 }
 
 func printBenchQueue(w io.Writer, output string, f *benchQueueFlags, r benchQueueResult) error {
@@ -227,11 +287,16 @@ func printBenchQueue(w io.Writer, output string, f *benchQueueFlags, r benchQueu
 		return map[string]float64{"p50": ms(s.P50), "p99": ms(s.P99), "p999": ms(s.P999), "max": ms(s.Max)}
 	}
 	if output == outputJSON {
-		return writeJSON(w, map[string]any{
+		out := map[string]any{
 			"records": r.records, "seconds": r.elapsed.Seconds(), "acks_per_sec": float64(r.records) / secs,
 			"mb_per_sec": float64(r.bytes) / 1e6 / secs, "workers": f.workers, "batch": f.batch, "claim_calls": r.claims,
 			"cycle_latency_ms": lat(r.cycle), "claim_latency_ms": lat(r.claimLat), "ack_latency_ms": lat(r.ackLat),
-		})
+			"end_to_end": f.endToEnd,
+		}
+		if f.endToEnd {
+			out["produce_to_ack_latency_ms"], out["rate"] = lat(r.e2e), f.rate
+		}
+		return writeJSON(w, out)
 	}
 	tw := newTable(w)
 	row := func(name string, s latencySummary) {
@@ -243,7 +308,17 @@ func printBenchQueue(w io.Writer, output string, f *benchQueueFlags, r benchQueu
 	fmt.Fprintf(tw, "MB/s\t%.2f\n", float64(r.bytes)/1e6/secs)
 	fmt.Fprintf(tw, "workers x batch\t%d x %d\n", f.workers, f.batch)
 	fmt.Fprintf(tw, "claim calls\t%d\n", r.claims)
+	if f.endToEnd {
+		rate := "unpaced"
+		if f.rate > 0 {
+			rate = fmt.Sprintf("%.0f records/s", f.rate)
+		}
+		fmt.Fprintf(tw, "producers\tconcurrent, %s\n", rate)
+	}
 	fmt.Fprintf(tw, "latency\tp50\tp99\tp999\tmax\n")
+	if f.endToEnd {
+		row("produce→ack", r.e2e)
+	}
 	row("claim→ack cycle", r.cycle)
 	row("claim call", r.claimLat)
 	row("ack call", r.ackLat)

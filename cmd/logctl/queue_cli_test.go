@@ -178,3 +178,32 @@ func TestQueueCLIJSON(t *testing.T) {
 		t.Errorf("dead letter %+v", d)
 	}
 }
+
+// TestBenchQueue runs `bench queue` in both modes against the fake: every
+// record is acked once, and --end-to-end reports produce→ack latencies.
+func TestBenchQueue(t *testing.T) {
+	srv := clienttest.Start(t)
+	for _, extra := range [][]string{nil, {"--end-to-end"}, {"--end-to-end", "--rate", "20000"}} {
+		a := append([]string{"bench", "queue", "--records", "300", "--workers", "3", "--batch", "20", "--fill-batch", "25", "--partitions", "2", "-o", "json"}, extra...)
+		r := mustRun(t, srv, "", a...)
+		var out struct {
+			Records    int64              `json:"records"`
+			EndToEnd   bool               `json:"end_to_end"`
+			ProduceAck map[string]float64 `json:"produce_to_ack_latency_ms"`
+			Cycle      map[string]float64 `json:"cycle_latency_ms"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+			t.Fatalf("%v: %q: %v", extra, r.stdout, err)
+		}
+		if out.Records != 300 || out.EndToEnd != (extra != nil) || out.Cycle["p50"] <= 0 {
+			t.Fatalf("%v: %s", extra, r.stdout)
+		}
+		if e2e := out.ProduceAck; extra != nil && (e2e["p50"] <= 0 || e2e["max"] < e2e["p50"]) {
+			t.Fatalf("%v: produce→ack %v", extra, e2e)
+		}
+	}
+	r := runCLI(t, srv, "", "bench", "queue", "--rate", "10")
+	if r.code != 1 || !strings.Contains(r.stderr, "--end-to-end") {
+		t.Fatalf("--rate without --end-to-end: exit %d, %q", r.code, r.stderr)
+	}
+}
