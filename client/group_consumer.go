@@ -93,11 +93,17 @@ func (o GroupConsumerOptions) Validate() error {
 
 // GroupConsumer consumes topics as a member of a consumer group: the
 // server assigns it partitions, it reads them from the group's committed
-// offsets and commits its progress. It starts no goroutines of its own:
-// Poll joins, heartbeats, commits and fetches (its partitions in parallel,
-// joined before it returns). It re-joins by itself after being fenced
-// (stale generation), expired (unknown member) or after a leader change.
-// A GroupConsumer is not safe for concurrent use.
+// offsets and commits its progress. Poll joins, heartbeats and commits;
+// reads are prefetched: each owned partition has at most one fetch
+// outstanding (a long poll carrying the generation), started by Poll and
+// restarted as soon as Poll takes its answer, so the next batch is on its
+// way while the caller processes this one. Those fetch goroutines belong
+// to the consumer: they end when their partition is revoked or fenced
+// (waited for there) and on Close, which must be called. Poll returns as
+// soon as any partition has records. Commits cover only the records Poll
+// returned, never prefetched ones. It re-joins by itself after being
+// fenced (stale generation), expired (unknown member) or after a leader
+// change. A GroupConsumer is not safe for concurrent use.
 type GroupConsumer struct {
 	c      *Client
 	opts   GroupConsumerOptions
@@ -109,13 +115,31 @@ type GroupConsumer struct {
 	lastBeat   time.Time
 	lastCommit time.Time
 	closed     bool
+
+	// Prefetching (see startFetch): fctx is the fetches' context, ended by
+	// Close; wg tracks their goroutines; finished fetches append to ready
+	// (guarded by mu) and wake Poll through notify.
+	fctx    context.Context
+	fcancel context.CancelFunc
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	ready   []*fetchResult
+	notify  chan struct{}
 }
 
 // gcPartition is the consumer's state of one owned partition.
 type gcPartition struct {
 	since     int64
-	pos       int64 // next offset to fetch (after the records returned)
+	pos       int64 // offset after the records Poll returned: what a commit covers
+	next      int64 // next offset to fetch (at or after pos: prefetched)
 	committed int64 // last committed offset known; -1 for none
+	// inflight is set while a fetch is outstanding; cancel ends it and
+	// done is closed when its goroutine has ended. fetchErr holds the
+	// partition back until the next Poll after a failed fetch.
+	inflight bool
+	fetchErr bool
+	cancel   context.CancelFunc
+	done     chan struct{}
 }
 
 // NewGroupConsumer returns a group member. It does not contact the server;
@@ -153,7 +177,7 @@ func (c *Client) NewGroupConsumer(opts GroupConsumerOptions) (*GroupConsumer, er
 		}
 		member = host + "-" + hex.EncodeToString(b[:])
 	}
-	return &GroupConsumer{c: c, opts: opts, member: member, owned: map[TopicPartition]*gcPartition{}}, nil
+	return &GroupConsumer{c: c, opts: opts, member: member, owned: map[TopicPartition]*gcPartition{}, notify: make(chan struct{}, 1)}, nil
 }
 
 // MemberID returns the member's id.
@@ -256,7 +280,9 @@ func (gc *GroupConsumer) lose(ctx context.Context) {
 		if gc.opts.OnRevoked != nil {
 			gc.opts.OnRevoked(ctx, lost)
 		}
-		clear(gc.owned)
+		for _, tp := range lost {
+			gc.drop(tp)
+		}
 	}
 }
 
@@ -281,8 +307,9 @@ func (gc *GroupConsumer) apply(ctx context.Context, a *logdv1.GroupAssignment) e
 			continue
 		}
 		// New to us, or fenced (moved away and back, or reset): restart
-		// from the group's position.
-		gc.owned[tp] = &gcPartition{since: ap.SinceGeneration, pos: ap.Position, committed: ap.CommittedOffset}
+		// from the group's position; what was prefetched is dropped.
+		gc.drop(tp)
+		gc.owned[tp] = &gcPartition{since: ap.SinceGeneration, pos: ap.Position, next: ap.Position, committed: ap.CommittedOffset}
 		if ap.Position < 0 {
 			noOffset = fmt.Errorf("%s/%d in group %q: %w", tp.Topic, tp.Partition, gc.opts.Group, ErrNoCommittedOffset)
 		}
@@ -301,7 +328,7 @@ func (gc *GroupConsumer) apply(ctx context.Context, a *logdv1.GroupAssignment) e
 			gc.opts.OnRevoked(ctx, gone)
 		}
 		for _, tp := range gone {
-			delete(gc.owned, tp)
+			gc.drop(tp)
 		}
 	}
 	if len(added) > 0 && gc.opts.OnAssigned != nil {
@@ -321,19 +348,126 @@ func (gc *GroupConsumer) apply(ctx context.Context, a *logdv1.GroupAssignment) e
 			}
 		}
 		for _, tp := range revoke {
-			delete(gc.owned, tp)
+			gc.drop(tp)
 		}
 		return gc.heartbeat(ctx, revoke)
 	}
 	return noOffset
 }
 
-// fetch reads every owned partition in parallel without waiting; when
-// none has records, it long-polls them all and the first answer with
-// records ends the others' waits.
+// fetchResult is the answer to one partition's prefetch, decoded on the
+// fetching goroutine.
+type fetchResult struct {
+	tp   TopicPartition
+	p    *gcPartition // the partition state the fetch was started for
+	from int64        // the offset it fetched from
+	resp *logdv1.GroupFetchResponse
+	recs []FetchedRecord
+	next int64
+	err  error
+}
+
+// startFetches starts a prefetch for every owned partition that has a
+// position and none outstanding. Each is a long poll of MaxWait carrying
+// the current generation; it runs on the consumer's context (it outlives
+// the Poll that started it), and its result waits in gc.ready for a Poll.
+func (gc *GroupConsumer) startFetches() {
+	if gc.fctx == nil {
+		gc.fctx, gc.fcancel = context.WithCancel(context.Background())
+	}
+	for tp, p := range gc.owned {
+		if p.inflight || p.fetchErr || p.pos < 0 {
+			continue
+		}
+		gc.startFetch(tp, p)
+	}
+}
+
+// startFetch starts p's fetch from p.next.
+func (gc *GroupConsumer) startFetch(tp TopicPartition, p *gcPartition) {
+	wait := gc.opts.MaxWait
+	req := &logdv1.GroupFetchRequest{Group: gc.opts.Group, MemberId: gc.member, Generation: gc.generation, Fetch: &logdv1.FetchRequest{
+		Topic: tp.Topic, Partition: tp.Partition, Offset: p.next, MaxBytes: gc.opts.MaxBytes, MaxRecords: gc.opts.MaxRecords,
+		// At least 1 ms, so an empty answer means the server waited and
+		// restarting the fetch at once does not spin.
+		MaxWaitMs: int32(max(wait.Milliseconds(), 1)),
+	}}
+	ctx, cancel := context.WithCancel(gc.fctx)
+	done := make(chan struct{})
+	p.inflight, p.cancel, p.done = true, cancel, done
+	from := p.next
+	gc.wg.Go(func() {
+		defer close(done)
+		defer cancel()
+		res := &fetchResult{tp: tp, p: p, from: from}
+		res.resp, res.err = gc.c.groupFetch(ctx, req, wait)
+		if res.err == nil {
+			res.recs, res.next = decodeGroupFetch(tp, from, res.resp)
+		}
+		gc.mu.Lock()
+		gc.ready = append(gc.ready, res)
+		gc.mu.Unlock()
+		select {
+		case gc.notify <- struct{}{}:
+		default: // a wake-up is already pending
+		}
+	})
+}
+
+// decodeGroupFetch turns a group fetch's answer into records at or after
+// from (or the auto-reset target), and the next offset to fetch.
+func decodeGroupFetch(tp TopicPartition, from int64, resp *logdv1.GroupFetchResponse) ([]FetchedRecord, int64) {
+	pos := from
+	if resp.AutoReset {
+		pos = resp.ResetTo
+	}
+	f := resp.Fetch
+	recs := make([]FetchedRecord, 0, len(f.GetRecords()))
+	for _, rec := range f.GetRecords() {
+		if rec.Offset < pos {
+			continue
+		}
+		fr := FetchedRecord{Topic: tp.Topic, Partition: tp.Partition, Offset: rec.Offset, Timestamp: msToTime(rec.TimestampMs), Key: rec.Key, Value: rec.Value}
+		if len(rec.Headers) > 0 {
+			fr.Headers = make([]Header, len(rec.Headers))
+			for j, h := range rec.Headers {
+				fr.Headers[j] = Header{Key: h.GetKey(), Value: h.GetValue()}
+			}
+		}
+		recs = append(recs, fr)
+	}
+	next := max(pos, f.GetNextOffset())
+	if n := len(recs); n > 0 {
+		next = max(next, recs[n-1].Offset+1)
+	}
+	return recs, next
+}
+
+// stopFetch cancels p's outstanding fetch, if any, and waits for its
+// goroutine to end; its result, if already in gc.ready, is discarded by
+// take since p is no longer owned.
+func (gc *GroupConsumer) stopFetch(p *gcPartition) {
+	if p.inflight {
+		p.cancel()
+		<-p.done
+		p.inflight = false
+	}
+}
+
+// drop stops a partition's fetch and forgets it.
+func (gc *GroupConsumer) drop(tp TopicPartition) {
+	if p, ok := gc.owned[tp]; ok {
+		gc.stopFetch(p)
+		delete(gc.owned, tp)
+	}
+}
+
+// fetch returns the records of the prefetches that have answered, waiting
+// up to MaxWait for the first one with records. Each partition's next
+// fetch starts as soon as its answer is taken, so it overlaps with the
+// caller's processing of these records.
 func (gc *GroupConsumer) fetch(ctx context.Context) ([]FetchedRecord, error) {
-	parts := gc.Assignment()
-	if len(parts) == 0 {
+	if len(gc.owned) == 0 {
 		// Nothing assigned: wait (bounded) so callers do not spin.
 		t := time.NewTimer(gc.opts.MaxWait)
 		defer t.Stop()
@@ -344,104 +478,71 @@ func (gc *GroupConsumer) fetch(ctx context.Context) ([]FetchedRecord, error) {
 		}
 		return nil, nil
 	}
-	out, err := gc.fetchRound(ctx, parts, 0)
-	if len(out) > 0 || err != nil || gc.opts.MaxWait <= 0 {
-		return out, err
+	// A partition whose last fetch failed is tried again once per Poll.
+	for _, p := range gc.owned {
+		p.fetchErr = false
 	}
-	return gc.fetchRound(ctx, parts, gc.opts.MaxWait)
+	gc.startFetches()
+	var timeout <-chan time.Time
+	for {
+		out, err := gc.take(ctx)
+		if len(out) > 0 || err != nil {
+			return out, err
+		}
+		if timeout == nil {
+			t := time.NewTimer(gc.opts.MaxWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-timeout:
+			return nil, nil
+		case <-gc.notify:
+		}
+	}
 }
 
-// fetchRound fetches every partition of parts in parallel, each waiting up
-// to wait for data; with a wait, the first answer with records cancels the
-// other (empty) long polls.
-func (gc *GroupConsumer) fetchRound(ctx context.Context, parts []TopicPartition, wait time.Duration) ([]FetchedRecord, error) {
-	// Each partition's answer is decoded on its own goroutine; only the
-	// positions are updated after all have returned.
-	type result struct {
-		resp *logdv1.GroupFetchResponse
-		recs []FetchedRecord
-		next int64
-		err  error
-	}
-	results := make([]result, len(parts))
-	fctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	for i, tp := range parts {
-		p := gc.owned[tp]
-		if p.pos < 0 {
-			continue
-		}
-		req := &logdv1.GroupFetchRequest{Group: gc.opts.Group, MemberId: gc.member, Generation: gc.generation, Fetch: &logdv1.FetchRequest{
-			Topic: tp.Topic, Partition: tp.Partition, Offset: p.pos, MaxBytes: gc.opts.MaxBytes, MaxRecords: gc.opts.MaxRecords,
-			MaxWaitMs: int32(wait.Milliseconds()),
-		}}
-		pos := p.pos
-		wg.Go(func() {
-			resp, err := gc.c.groupFetch(fctx, req, wait)
-			if err != nil {
-				results[i] = result{err: err}
-				return
-			}
-			if resp.AutoReset {
-				pos = resp.ResetTo
-			}
-			f := resp.Fetch
-			recs := make([]FetchedRecord, 0, len(f.GetRecords()))
-			for _, rec := range f.GetRecords() {
-				if rec.Offset < pos {
-					continue
-				}
-				fr := FetchedRecord{Topic: tp.Topic, Partition: tp.Partition, Offset: rec.Offset, Timestamp: msToTime(rec.TimestampMs), Key: rec.Key, Value: rec.Value}
-				if len(rec.Headers) > 0 {
-					fr.Headers = make([]Header, len(rec.Headers))
-					for j, h := range rec.Headers {
-						fr.Headers[j] = Header{Key: h.GetKey(), Value: h.GetValue()}
-					}
-				}
-				recs = append(recs, fr)
-			}
-			next := max(pos, f.GetNextOffset())
-			if n := len(recs); n > 0 {
-				next = max(next, recs[n-1].Offset+1)
-			}
-			results[i] = result{resp: resp, recs: recs, next: next}
-			if wait > 0 && len(recs) > 0 {
-				cancel()
-			}
-		})
-	}
-	wg.Wait()
-	total := 0
-	for _, r := range results {
-		total += len(r.recs)
-	}
-	out := make([]FetchedRecord, 0, total)
+// take applies the answers that arrived: records of partitions still owned
+// as fetched are returned and their positions advanced; fenced answers
+// refresh the assignment (heartbeat); other errors are returned when no
+// partition had records.
+func (gc *GroupConsumer) take(ctx context.Context) ([]FetchedRecord, error) {
+	gc.mu.Lock()
+	ready := gc.ready
+	gc.ready = nil
+	gc.mu.Unlock()
+	var out []FetchedRecord
 	var firstErr error
 	refresh := false
-	for i, tp := range parts {
-		r := results[i]
-		p := gc.owned[tp]
+	for _, r := range ready {
+		p, ok := gc.owned[r.tp]
+		if !ok || p != r.p || !p.inflight || r.from != p.next {
+			continue // revoked, fenced or superseded since it was started
+		}
+		p.inflight = false
 		switch {
-		case r.err == nil && r.resp != nil:
+		case r.err == nil:
 		case errors.Is(r.err, ErrStaleGeneration), errors.Is(r.err, ErrUnknownMember):
 			refresh = true
+			p.fetchErr = true
 			continue
-		case r.err != nil && fctx.Err() != nil && ctx.Err() == nil:
-			continue // an empty long poll cut short by another partition's records
-		case r.err != nil:
+		default:
+			p.fetchErr = true
 			if firstErr == nil {
 				firstErr = r.err
 			}
 			continue
-		default:
-			continue
 		}
 		if r.resp.AutoReset {
-			p.pos, p.committed = r.resp.ResetTo, r.resp.ResetTo
+			p.pos, p.committed = r.resp.ResetTo, max(p.committed, r.resp.ResetTo)
 		}
 		out = append(out, r.recs...)
+		p.next = r.next
+		// Records handed out are what a commit covers.
 		p.pos = max(p.pos, r.next)
+		gc.startFetch(r.tp, p)
 	}
 	if refresh {
 		// Fenced or expired: learn the new assignment now; records of
@@ -449,6 +550,7 @@ func (gc *GroupConsumer) fetchRound(ctx context.Context, parts []TopicPartition,
 		if err := gc.heartbeat(ctx, nil); err != nil && firstErr == nil {
 			firstErr = err
 		}
+		gc.startFetches()
 	}
 	if len(out) > 0 {
 		return out, nil
@@ -528,6 +630,12 @@ func (gc *GroupConsumer) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	clear(gc.owned)
+	for tp := range gc.owned {
+		gc.drop(tp)
+	}
+	if gc.fcancel != nil {
+		gc.fcancel()
+	}
+	gc.wg.Wait()
 	return errors.Join(errs...)
 }
