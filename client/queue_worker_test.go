@@ -196,11 +196,14 @@ func TestWorkerExtendsLongJobs(t *testing.T) {
 	}
 
 	close(release)
+	// The ack call has begun: the extender ended before the ack was
+	// queued, so nothing sleeps on the clock any more.
 	<-acked
-	// The extender ended before the ack was queued.
 	clk.waitSleepers(t, "no sleeper", func(left []time.Duration) bool { return len(left) == 0 })
-	clk.Advance(time.Minute)
+	// Run returns once the ack is answered; however far the clock moves
+	// then, no extend follows.
 	stop()
+	clk.Advance(time.Minute)
 	if n := f.Calls("Extend"); n != 3 {
 		t.Fatalf("extends after the handler returned: %d, want still 3", n)
 	}
