@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"hash/maphash"
 	"sync"
 )
 
@@ -83,39 +84,75 @@ type DedupKey struct {
 // ends: a retry of an evicted key is appended again. Evictions are counted
 // so an operator can see the window is too small for the key rate.
 //
+// Layout: the table is keyed by a 128-bit hash of the key and holds no
+// pointers, and key bytes live in one arena, so the garbage collector never
+// scans the window however many keys it holds. A lookup compares the
+// stored key bytes, so a hash collision can only make two keys share a slot
+// (the later insert wins), never answer for the wrong key; with 128 bits
+// that has probability ~n²/2^129.
+//
 // The FSM goroutine writes; request handlers may read concurrently.
 type DedupWindow struct {
 	mu sync.RWMutex
 	// Guarded by mu:
-	entries map[string]dedupItem
+	seeds   [2]maphash.Seed
+	entries map[dedupHash]dedupSlot
+	// arena holds the key bytes of entries (and of removed ones until the
+	// next rebuild); live counts the bytes still referenced.
+	arena []byte
+	live  int
 	// order lists keys by insertion (hence expiry) time, as a ring; items
-	// whose seq no longer matches the map are stale and skipped.
+	// whose seq no longer matches the table are stale and skipped.
 	order   dedupRing
 	seq     uint64
 	maxKeys int
 	evicted uint64
 	expired uint64
-	// deletes counts map deletions since the map was last rebuilt.
+	// deletes counts table deletions since the table was last rebuilt.
 	deletes int
 }
 
-type dedupItem struct {
+type dedupHash [2]uint64
+
+type dedupSlot struct {
 	DedupEntry
-	seq uint64
+	seq    uint64
+	keyOff uint32
+	keyLen uint32
 }
 
 type dedupOrder struct {
-	key string
-	seq uint64
+	hash dedupHash
+	seq  uint64
 	// expires copies the entry's expiry so expiry checks at the front
-	// need no map lookup.
+	// need no table lookup.
 	expires int64
 }
+
+// maxDedupArena bounds the arena so key offsets fit in 32 bits; a window
+// this large is rebuilt (compacting the arena) before it grows further.
+const maxDedupArena = 1 << 31
 
 // NewDedupWindow returns an empty window holding at most maxKeys keys
 // (at least 1).
 func NewDedupWindow(maxKeys int) *DedupWindow {
-	return &DedupWindow{entries: make(map[string]dedupItem), maxKeys: max(maxKeys, 1)}
+	return &DedupWindow{
+		seeds:   [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+		entries: make(map[dedupHash]dedupSlot),
+		maxKeys: max(maxKeys, 1),
+	}
+}
+
+func (w *DedupWindow) hash(key string) dedupHash {
+	return dedupHash{maphash.String(w.seeds[0], key), maphash.String(w.seeds[1], key)}
+}
+
+func (w *DedupWindow) keyOf(sl dedupSlot) string {
+	return string(w.arena[sl.keyOff : sl.keyOff+sl.keyLen])
+}
+
+func (w *DedupWindow) keyIs(sl dedupSlot, key string) bool {
+	return string(w.arena[sl.keyOff:sl.keyOff+sl.keyLen]) == key // no allocation
 }
 
 // SetMaxKeys changes the bound; extra keys are evicted at the next Insert.
@@ -129,11 +166,11 @@ func (w *DedupWindow) SetMaxKeys(n int) {
 func (w *DedupWindow) Lookup(key string, now int64) (DedupEntry, bool) {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
-	it, ok := w.entries[key]
-	if !ok || it.Expires <= now {
+	sl, ok := w.entries[w.hash(key)]
+	if !ok || sl.Expires <= now || !w.keyIs(sl, key) {
 		return DedupEntry{}, false
 	}
-	return it.DedupEntry, true
+	return sl.DedupEntry, true
 }
 
 // Insert records key at time now, first dropping expired keys and, at the
@@ -146,9 +183,23 @@ func (w *DedupWindow) Insert(key string, e DedupEntry, now int64) {
 	for len(w.entries) >= w.maxKeys && w.popOldestLocked() {
 		w.evicted++
 	}
+	w.insertLocked(key, e)
+}
+
+func (w *DedupWindow) insertLocked(key string, e DedupEntry) {
+	h := w.hash(key)
+	if old, ok := w.entries[h]; ok {
+		w.live -= int(old.keyLen)
+	}
+	if len(w.arena)+len(key) > maxDedupArena {
+		w.rebuildLocked()
+	}
 	w.seq++
-	w.entries[key] = dedupItem{DedupEntry: e, seq: w.seq}
-	w.order.push(dedupOrder{key: key, seq: w.seq, expires: e.Expires})
+	off := len(w.arena)
+	w.arena = append(w.arena, key...)
+	w.live += len(key)
+	w.entries[h] = dedupSlot{DedupEntry: e, seq: w.seq, keyOff: uint32(off), keyLen: uint32(len(key))}
+	w.order.push(dedupOrder{hash: h, seq: w.seq, expires: e.Expires})
 }
 
 // Expire drops keys whose window ended at or before now.
@@ -164,14 +215,14 @@ func (w *DedupWindow) expireLocked(now int64) {
 		if o.expires > now {
 			return
 		}
-		it, ok := w.entries[o.key]
-		if ok && it.seq == o.seq && it.Expires > now {
+		sl, ok := w.entries[o.hash]
+		if ok && sl.seq == o.seq && sl.Expires > now {
 			// Insertion order is expiry order while the window length is
 			// unchanged; a key inserted under a longer window may hold
 			// shorter ones behind it until it expires, bounded by maxKeys.
 			return
 		}
-		if ok && it.seq == o.seq {
+		if ok && sl.seq == o.seq {
 			w.expired++
 		}
 		w.popOldestLocked()
@@ -182,34 +233,37 @@ func (w *DedupWindow) expireLocked(now int64) {
 func (w *DedupWindow) popOldestLocked() bool {
 	for w.order.n > 0 {
 		o := w.order.pop()
-		if it, ok := w.entries[o.key]; ok && it.seq == o.seq {
-			delete(w.entries, o.key)
+		if sl, ok := w.entries[o.hash]; ok && sl.seq == o.seq {
+			delete(w.entries, o.hash)
+			w.live -= int(sl.keyLen)
 			w.deletes++
-			w.rebuildIfChurnedLocked()
+			if w.deletes >= max(2*len(w.entries), 1024) {
+				w.rebuildLocked()
+			}
 			return true
 		}
 	}
 	return false
 }
 
-// rebuildIfChurnedLocked copies the map into a fresh one once it has seen
-// twice as many deletions as it holds keys. A window at its bound deletes a key
-// for every insert; Go's maps keep tombstones for deleted slots, and
-// lookups of absent keys (every new key) then probe ever longer. Measured
-// on the apply path at the bound: ~880 ns per key without rebuilding,
-// ~400 ns with.
-func (w *DedupWindow) rebuildIfChurnedLocked() {
-	if w.deletes < max(len(w.entries)*2, 1024) {
-		return
+// rebuildLocked copies the table into a fresh one and compacts the arena.
+// A window at its bound deletes a key for every insert; Go's maps keep
+// tombstones for deleted slots, and lookups of absent keys (every new key)
+// then probe ever longer: measured on the apply path at the bound, ~880 ns
+// per key without rebuilding, ~400 ns with.
+func (w *DedupWindow) rebuildLocked() {
+	fresh := make(map[dedupHash]dedupSlot, len(w.entries))
+	arena := make([]byte, 0, w.live+w.live/2)
+	for h, sl := range w.entries {
+		off := len(arena)
+		arena = append(arena, w.arena[sl.keyOff:sl.keyOff+sl.keyLen]...)
+		sl.keyOff = uint32(off)
+		fresh[h] = sl
 	}
-	fresh := make(map[string]dedupItem, len(w.entries))
-	for k, v := range w.entries {
-		fresh[k] = v
-	}
-	w.entries, w.deletes = fresh, 0
+	w.entries, w.arena, w.live, w.deletes = fresh, arena, len(arena), 0
 }
 
-// dedupRing is a FIFO of keys that grows by doubling and never shifts.
+// dedupRing is a FIFO that grows by doubling and never shifts.
 type dedupRing struct {
 	buf  []dedupOrder
 	head int
@@ -260,8 +314,8 @@ func (w *DedupWindow) Keys() []DedupKey {
 	out := make([]DedupKey, 0, len(w.entries))
 	for i := 0; i < w.order.n; i++ {
 		o := w.order.buf[(w.order.head+i)%len(w.order.buf)]
-		if it, ok := w.entries[o.key]; ok && it.seq == o.seq {
-			out = append(out, DedupKey{Key: o.key, DedupEntry: it.DedupEntry})
+		if sl, ok := w.entries[o.hash]; ok && sl.seq == o.seq {
+			out = append(out, DedupKey{Key: w.keyOf(sl), DedupEntry: sl.DedupEntry})
 		}
 	}
 	return out
@@ -271,19 +325,10 @@ func (w *DedupWindow) Keys() []DedupKey {
 func RestoreDedupWindow(maxKeys int, keys []DedupKey) *DedupWindow {
 	w := NewDedupWindow(maxKeys)
 	for _, k := range keys {
-		w.seq++
-		w.entries[k.Key] = dedupItem{DedupEntry: k.DedupEntry, seq: w.seq}
-		w.order.push(dedupOrder{key: k.Key, seq: w.seq, expires: k.Expires})
+		w.insertLocked(k.Key, k.DedupEntry)
 	}
 	return w
 }
-
-// ErrIdempotencyConflict means an idempotency key held in the window was
-// sent again with a different payload. Nothing is appended.
-var ErrIdempotencyConflict = errors.New("idempotency key reused with a different payload")
-
-// MaxIdempotencyKeyBytes bounds an idempotency key.
-const MaxIdempotencyKeyBytes = 1024
 
 // dedupEncodingVersion prefixes EncodeDedupKeys' output.
 const dedupEncodingVersion = 1
@@ -358,3 +403,10 @@ func DecodeDedupKeys(b []byte) ([]DedupKey, error) {
 	}
 	return keys, nil
 }
+
+// ErrIdempotencyConflict means an idempotency key held in the window was
+// sent again with a different payload. Nothing is appended.
+var ErrIdempotencyConflict = errors.New("idempotency key reused with a different payload")
+
+// MaxIdempotencyKeyBytes bounds an idempotency key.
+const MaxIdempotencyKeyBytes = 1024
