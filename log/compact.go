@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 )
 
 // Compaction keeps, below a cleaning point, only the newest record of each
@@ -41,12 +42,22 @@ import (
 //     the sources are still the log's first closed segments, then writes the
 //     swap marker "compaction.swap" (temporary file, fsync, rename, fsync
 //     directory: this is the commit point), renames every .cleaned file over
-//     its final name, fsyncs the directory and removes the marker.
+//     its final name and fsyncs the directory. It leaves the marker: the next
+//     commit replaces it (atomically, by rename) and Open removes it.
 //
 // Open finishes an interrupted swap: with a marker, the .cleaned files it
 // names are renamed into place (roll forward); without one, every .cleaned
 // file is removed (roll back). A crash at any point leaves all the old
 // segments or all the new ones, never a mix.
+//
+// Why the marker stays. Commit runs in Apply, where every fsync delays every
+// produce behind it; removing the marker durably cost a remove and a third
+// directory fsync per command. A marker left behind is harmless: its swap's
+// renames are durable (synced before Commit returns), so rolling it forward
+// finds none of its .cleaned files (names carry the prepare's sequence
+// number, unique within a process) and renames nothing, and a later
+// prepare's .cleaned files are still removed as uncommitted. Open removes it
+// (and syncs) before any new prepare, whose sequence numbers restart.
 
 // Record is what compaction needs to know of one record.
 type Record struct {
@@ -82,6 +93,14 @@ type CompactOptions struct {
 	TombstoneHorizon int64
 	// Codec reads and filters records. Required.
 	Codec RecordCodec
+	// IOBytesPerSec bounds the preparation's reads plus writes, in bytes per
+	// second (compact_io.go); 0 is unbounded. It changes only the timing,
+	// never the output.
+	IOBytesPerSec int64
+	// SyncBytes is how much output may be written between two syncs of
+	// the file being written (compact_io.go); 0 is
+	// DefaultCompactSyncBytes, negative syncs only once a file is complete.
+	SyncBytes int64
 }
 
 // CompactionStats describes a prepared compaction.
@@ -104,6 +123,7 @@ var ErrCompactionStale = errors.New("log: prepared compaction is stale")
 // called concurrently with each other.
 type Compaction struct {
 	l       *Log
+	io      *ioBudget // paces prepare's I/O; nil: unbounded
 	seq     uint64
 	sources []*segment // the source segments, oldest first
 	outs    []*cleanedSeg
@@ -191,6 +211,7 @@ func (l *Log) PrepareCompaction(opts CompactOptions) (*Compaction, error) {
 	if len(views) == 0 {
 		return c, nil
 	}
+	c.io = newIOBudget(opts.IOBytesPerSec, l.opts.Now, time.Sleep)
 	err := c.prepare(views, opts)
 	if err != nil {
 		c.removeFiles()
@@ -214,7 +235,7 @@ func (c *Compaction) prepare(views []segView, opts CompactOptions) error {
 	// Pass 1: the newest offset of every key.
 	latest := map[keyHash]int64{}
 	for i := range views {
-		err := c.l.eachBatch(&views[i], func(b []byte, h header) error {
+		err := c.l.eachBatch(&views[i], c.io, func(b []byte, h header) error {
 			return opts.Codec.Records(b, func(r Record) {
 				c.stats.InputRecords++
 				if r.Key != nil {
@@ -256,7 +277,8 @@ func (c *Compaction) prepare(views []segView, opts CompactOptions) error {
 // eachBatch calls fn for every batch of a closed segment, checking framing
 // and CRCs. It reads under filesMu, a chunk at a time, so it never holds up
 // a deletion for long; a segment deleted meanwhile is ErrCompactionStale.
-func (l *Log) eachBatch(v *segView, fn func(b []byte, h header) error) error {
+// Each chunk read is spent from io.
+func (l *Log) eachBatch(v *segView, io *ioBudget, fn func(b []byte, h header) error) error {
 	const chunk = 1 << 20
 	base := v.seg.base()
 	var buf []byte
@@ -273,6 +295,7 @@ func (l *Log) eachBatch(v *segView, fn func(b []byte, h header) error) error {
 			if err := l.readSource(v.seg, buf, pos); err != nil {
 				return err
 			}
+			io.spend(len(buf))
 			bufPos = pos
 		}
 		rel := pos - bufPos
@@ -342,6 +365,10 @@ type segWriter struct {
 	// index delta.
 	gapTs    int64
 	gapEpoch uint32
+	// io paces the writes; syncBytes is how much may be written before a
+	// sync (<= 0: none until the end), unsynced what was written since.
+	io                  *ioBudget
+	syncBytes, unsynced int64
 }
 
 func (c *Compaction) writeSegment(v *segView, opts CompactOptions, keep func(Record) bool, sum func([]byte)) (*cleanedSeg, error) {
@@ -354,8 +381,12 @@ func (c *Compaction) writeSegment(v *segView, opts CompactOptions, keep func(Rec
 	if err != nil {
 		return nil, fmt.Errorf("log: compaction: create segment %d: %w", base, err)
 	}
-	w := &segWriter{f: f, out: out, b: newIndexBuilder(c.l.opts.IndexIntervalBytes), sum: sum, end: base, gapTs: math.MinInt64}
-	err = c.l.eachBatch(v, func(b []byte, h header) error {
+	syncBytes := opts.SyncBytes
+	if syncBytes == 0 {
+		syncBytes = DefaultCompactSyncBytes
+	}
+	w := &segWriter{f: f, io: c.io, syncBytes: syncBytes, out: out, b: newIndexBuilder(c.l.opts.IndexIntervalBytes), sum: sum, end: base, gapTs: math.MinInt64}
+	err = c.l.eachBatch(v, c.io, func(b []byte, h header) error {
 		filtered, err := opts.Codec.Filter(b, func(r Record) bool {
 			k := keep(r)
 			if k {
@@ -515,9 +546,19 @@ func (w *segWriter) flush() error {
 	if len(w.buf) == 0 {
 		return nil
 	}
-	_, err := w.f.Write(w.buf)
+	n, err := w.f.Write(w.buf)
 	w.buf = w.buf[:0]
-	return err
+	if err != nil {
+		return err
+	}
+	w.io.spend(n)
+	// Sync as we go: a flush of SyncBytes at most, so the Raft log's
+	// fsync never waits behind the whole output.
+	if w.unsynced += int64(n); w.syncBytes > 0 && w.unsynced >= w.syncBytes {
+		w.unsynced = 0
+		return w.f.Sync()
+	}
+	return nil
 }
 
 // writeFileSynced creates (or replaces) name with b and syncs it.
@@ -629,12 +670,8 @@ func (l *Log) CommitCompaction(c *Compaction) error {
 	l.state.Store(&next)
 	l.filesMu.Unlock()
 
-	if err := l.fsys.SyncDir(l.dir); err != nil {
-		return fail(err)
-	}
-	if err := l.fsys.Remove(marker); err != nil {
-		return fail(err)
-	}
+	// The renames are durable before the commit is reported; the marker
+	// stays (see the layout notes above).
 	if err := l.fsys.SyncDir(l.dir); err != nil {
 		return fail(err)
 	}

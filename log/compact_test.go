@@ -252,14 +252,14 @@ func TestCompact(t *testing.T) {
 	}
 }
 
-// TestCompactChecksumDeterministic: two logs with the same content prepare
-// byte-identical output.
+// TestCompactChecksumDeterministic: logs with the same content prepare
+// byte-identical output, whatever the I/O pacing and sync interval.
 func TestCompactChecksumDeterministic(t *testing.T) {
 	var sums []uint32
-	for range 2 {
+	for _, pace := range []struct{ rate, sync int64 }{{0, 0}, {1 << 40, 1}, {0, -1}} {
 		l := mustOpen(t, t.TempDir(), log.Options{})
 		compactWorkload(t, l)
-		c, err := l.PrepareCompaction(log.CompactOptions{Below: 11, TombstoneHorizon: 450, Codec: testCodec{}})
+		c, err := l.PrepareCompaction(log.CompactOptions{Below: 11, TombstoneHorizon: 450, Codec: testCodec{}, IOBytesPerSec: pace.rate, SyncBytes: pace.sync})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,7 +269,7 @@ func TestCompactChecksumDeterministic(t *testing.T) {
 		}
 		sums = append(sums, logSum(t, l))
 	}
-	if sums[0] != sums[2] || sums[1] != sums[3] {
+	if sums[0] != sums[2] || sums[1] != sums[3] || sums[0] != sums[4] || sums[1] != sums[5] {
 		t.Fatalf("checksums differ: %08x", sums)
 	}
 }
@@ -301,8 +301,22 @@ func TestCompactStale(t *testing.T) {
 // TestCompactCrashAtEveryStep crashes (a power cut: unsynced bytes and
 // directory entries lost) at every file-system operation of a prepare and
 // commit; the reopened log must hold either every old segment or every new
-// one, never a mix, and take appends.
+// one, never a mix, and take appends. "after a commit" runs it on a log whose
+// last compaction left its swap marker behind (CommitCompaction does not
+// remove it).
 func TestCompactCrashAtEveryStep(t *testing.T) {
+	for _, first := range []int64{0, 5} {
+		name := "fresh"
+		if first > 0 {
+			name = "after a commit"
+		}
+		t.Run(name, func(t *testing.T) { testCompactCrashAtEveryStep(t, first) })
+	}
+}
+
+// testCompactCrashAtEveryStep compacts below 11; with first > 0, the setup
+// compacts below first before.
+func testCompactCrashAtEveryStep(t *testing.T, first int64) {
 	opts := log.Options{IndexIntervalBytes: 64}
 	copts := log.CompactOptions{Below: 11, TombstoneHorizon: 450, Codec: testCodec{}}
 	setup := func(fsys *memFS) *log.Log {
@@ -312,6 +326,18 @@ func TestCompactCrashAtEveryStep(t *testing.T) {
 			t.Fatal(err)
 		}
 		compactWorkload(t, l)
+		if first > 0 {
+			c, err := l.PrepareCompaction(log.CompactOptions{Below: first, TombstoneHorizon: 150, Codec: testCodec{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.CommitCompaction(c); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := fsys.Stat(memDir + "/compaction.swap"); err != nil {
+				t.Fatalf("the first commit's marker: %v", err)
+			}
+		}
 		if err := l.Sync(); err != nil {
 			t.Fatal(err)
 		}

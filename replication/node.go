@@ -77,6 +77,10 @@ type Config struct {
 	// CleanerInterval is how often the leader plans retention and
 	// compaction (cleaner.go); default DefaultCleanerInterval.
 	CleanerInterval time.Duration
+	// CleanerIOBytesPerSec bounds the I/O (reads plus writes, bytes per
+	// second) of the leader's compaction preparation (cleaner.go); 0 is
+	// DefaultCleanerIOBytesPerSec, negative unbounded.
+	CleanerIOBytesPerSec int64
 	// APIAdvertise is the client API address (host:port) other nodes and
 	// clients use to reach this node; the leader registers it in the
 	// replicated node registry (cluster.go). Empty: not registered.

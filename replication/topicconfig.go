@@ -19,6 +19,9 @@ const (
 	// uncompacted after its timestamp.
 	ConfigDeleteRetentionMs  = "delete.retention.ms"
 	ConfigMinCompactionLagMs = "min.compaction.lag.ms"
+	// ConfigMinCleanableDirtyRatio is the share of never-compacted bytes
+	// that makes a compaction pass worth it (retention/doc.go).
+	ConfigMinCleanableDirtyRatio = "min.cleanable.dirty.ratio"
 	// ConfigIdempotencyWindowMs is how long an idempotency key is
 	// remembered; ConfigIdempotencyMaxKeys bounds how many a topic holds
 	// (the oldest is evicted beyond it).
@@ -77,6 +80,12 @@ var topicConfigSpecs = map[string]configSpec{
 	// Compaction.
 	ConfigDeleteRetentionMs:  {def: "86400000", check: intRange(0, maxInt64)},
 	ConfigMinCompactionLagMs: {def: "0", check: intRange(0, maxInt64)},
+	ConfigMinCleanableDirtyRatio: {def: "0.5", check: func(s string) error {
+		if v, err := strconv.ParseFloat(s, 64); err != nil || !(v >= 0 && v <= 1) {
+			return fmt.Errorf("must be a number in [0, 1]")
+		}
+		return nil
+	}},
 
 	// Idempotent produce.
 	ConfigIdempotencyWindowMs: {def: "86400000", check: intRange(1, 365*86400000)},

@@ -26,13 +26,25 @@
 //
 // The cleaning point is the end of the longest prefix of closed segments
 // whose records are all at least min.compaction.lag.ms old (now - largest
-// timestamp >= lag). A compaction is planned when a segment below it was
-// never compacted (new data to clean), or when a compacted one holds a
-// tombstone older than the tombstone horizon, now - delete.retention.ms
-// (one that the next pass would drop). Tombstones are timed by their record
-// timestamp. "compact,delete" does both, deletion first. There is no
-// dirty-ratio threshold: a pass rewrites every closed segment below the
-// cleaning point, so the interval of the leader's cleaner bounds the work.
+// timestamp >= lag). A pass rewrites every closed segment below it, so it
+// is planned only when it is worth it:
+//
+//   - the dirty ratio reaches min.cleanable.dirty.ratio (default 0.5, as in
+//     Kafka): of the bytes below the cleaning point, those in segments never
+//     compacted (written since the last pass) over all of them; or
+//   - a compacted segment holds a tombstone older than the tombstone
+//     horizon, now - delete.retention.ms (one the next pass would drop), so
+//     deletes still go on time.
+//
+// Without the ratio every pass rewrote the whole compacted history to clean
+// a little new data: the work per pass grew with the topic, not with the
+// writes. With it, a pass rewrites at most about 1/ratio times the new
+// data. The "cleaned up to" offset is not separate state: it is the end of
+// the compacted prefix of the log, read from the segments' compacted flag
+// (in each segment's .meta, written identically by every replica's Compact
+// command and copied with the segments in a snapshot install), so it
+// cannot disagree with the log. Tombstones are timed by their record
+// timestamp. "compact,delete" does both, deletion first.
 //
 // # Queue groups: the protected offset
 //

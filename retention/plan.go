@@ -19,6 +19,10 @@ type Policy struct {
 	// MinCompactionLagMs is min.compaction.lag.ms: a record stays
 	// uncompacted at least this long after its timestamp.
 	MinCompactionLagMs int64
+	// MinCleanableDirtyRatio is min.cleanable.dirty.ratio: compact only
+	// when the dirty bytes (never compacted) are at least this share of
+	// the cleanable bytes (see the package documentation).
+	MinCleanableDirtyRatio float64
 }
 
 // Segment describes one segment of a partition log.
@@ -77,17 +81,29 @@ func Compaction(in Input) (below, horizon int64, ok bool) {
 		return 0, 0, false
 	}
 	horizon = satSub(in.NowMs, in.Policy.DeleteRetentionMs)
-	due := false
+	var clean, dirty int64
+	expired, hasDirty := false, false
 	for _, s := range in.Segments {
 		if !s.Closed || s.End > in.ProtectedFrom || age(in.NowMs, s) < in.Policy.MinCompactionLagMs {
 			break
 		}
 		below = s.End
-		if !s.Compacted || s.OldestTombstone < horizon {
-			due = true
+		if s.Compacted {
+			clean += s.Bytes
+			expired = expired || s.OldestTombstone < horizon
+		} else {
+			dirty += s.Bytes
+			hasDirty = true
 		}
 	}
-	return below, horizon, due
+	return below, horizon, expired || (hasDirty && dirtyEnough(clean, dirty, in.Policy.MinCleanableDirtyRatio))
+}
+
+// dirtyEnough reports whether dirty/(clean+dirty) >= ratio, the
+// min.cleanable.dirty.ratio test (0/0 counts as dirty enough).
+func dirtyEnough(clean, dirty int64, ratio float64) bool {
+	// In floats: byte counts are far below 2^53.
+	return float64(dirty) >= ratio*float64(clean+dirty)
 }
 
 // age is how old the newest record of s is at now (ms); an empty segment is

@@ -104,3 +104,56 @@ func TestSatSub(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactionDirtyRatio: with min.cleanable.dirty.ratio, a pass is due
+// only when the never-compacted bytes below the cleaning point are at least
+// that share of all of them (exactly the ratio is enough), or when a kept
+// tombstone expired.
+func TestCompactionDirtyRatio(t *testing.T) {
+	pol := Policy{Compact: true, RetentionMs: -1, RetentionBytes: -1, DeleteRetentionMs: 100, MinCleanableDirtyRatio: 0.5}
+	// clean returns closed segments of the given sizes, the first nClean
+	// compacted, then an active segment.
+	clean := func(nClean int, sizes ...int64) []Segment {
+		s := segs(sizes, make([]int64, len(sizes)), 1)
+		for i := range nClean {
+			s[i].Compacted = true
+		}
+		return s
+	}
+	tests := []struct {
+		name   string
+		segs   []Segment
+		ratio  float64
+		wantOK bool
+	}{
+		{name: "nothing compacted yet: ratio 1", segs: clean(0, 100, 100), ratio: 0.5, wantOK: true},
+		{name: "exactly the ratio", segs: clean(1, 100, 100), ratio: 0.5, wantOK: true},
+		{name: "one byte short of the ratio", segs: clean(1, 101, 100), ratio: 0.5},
+		{name: "several clean, little dirty", segs: clean(3, 100, 100, 100, 10), ratio: 0.5},
+		{name: "ratio 0.01 takes little dirty data", segs: clean(3, 100, 100, 100, 10), ratio: 0.01, wantOK: true},
+		{name: "ratio 0 compacts any dirty segment", segs: clean(3, 100, 100, 100, 0), ratio: 0, wantOK: true},
+		{name: "ratio 1 waits for no clean data", segs: clean(1, 1, 1000), ratio: 1},
+		{name: "all clean is never dirty enough", segs: clean(2, 100, 100), ratio: 0},
+		{name: "dirty above the cleaning point does not count", segs: func() []Segment {
+			s := clean(1, 100, 100)
+			s[1].MaxTimestamp = 1000 // too young: the lag stops the cleaning point before it
+			return s
+		}(), ratio: 0},
+		{name: "an expired tombstone overrides the ratio", segs: func() []Segment {
+			s := clean(3, 100, 100, 100, 10)
+			s[1].OldestTombstone = 899
+			return s
+		}(), ratio: 0.5, wantOK: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pol
+			p.MinCleanableDirtyRatio = tc.ratio
+			p.MinCompactionLagMs = 50
+			below, _, ok := Compaction(Input{Segments: tc.segs, Policy: p, NowMs: 1000, ProtectedFrom: NoProtection})
+			if ok != tc.wantOK {
+				t.Fatalf("Compaction due = %v (below %d), want %v", ok, below, tc.wantOK)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -41,6 +42,9 @@ type config struct {
 	// cleanerInterval is how often the leader plans retention and
 	// compaction.
 	cleanerInterval time.Duration
+	// cleanerIO bounds the compaction preparation's I/O (bytes/s, 0:
+	// unbounded).
+	cleanerIO int64
 }
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -73,6 +77,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	var ci string
 	fs.StringVar(&ci, "cleaner-interval", env("LOGD_CLEANER_INTERVAL", replication.DefaultCleanerInterval.String()),
 		"how often the leader applies retention and compaction (LOGD_CLEANER_INTERVAL)")
+	var cio string
+	fs.StringVar(&cio, "cleaner-io-max-bytes-per-second", env("LOGD_CLEANER_IO_MAX_BYTES_PER_SECOND", fmt.Sprint(replication.DefaultCleanerIOBytesPerSec)),
+		"bound on the compaction preparation's reads plus writes, bytes/s; 0 unbounded (LOGD_CLEANER_IO_MAX_BYTES_PER_SECOND)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -89,6 +96,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	c.snapshotPeriod = d
 	if c.cleanerInterval, err = time.ParseDuration(ci); err != nil || c.cleanerInterval <= 0 {
 		return c, fmt.Errorf("--cleaner-interval: want a positive duration, got %q", ci)
+	}
+	if _, err := fmt.Sscan(cio, &c.cleanerIO); err != nil || c.cleanerIO < 0 || fmt.Sprint(c.cleanerIO) != cio {
+		return c, fmt.Errorf("--cleaner-io-max-bytes-per-second: want a byte rate >= 0, got %q", cio)
 	}
 	switch c.fsync {
 	case "raft", "always":
@@ -156,7 +166,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		SnapshotThreshold: c.snapshotEvery,
 		SnapshotInterval:  c.snapshotPeriod,
 		CleanerInterval:   c.cleanerInterval,
-		Logger:            logger,
+		// The flag's 0 (unbounded) is the Config's negative.
+		CleanerIOBytesPerSec: cmp.Or(c.cleanerIO, -1),
+		Logger:               logger,
 	})
 	if err != nil {
 		return fmt.Errorf("open node: %w", err)
