@@ -330,7 +330,7 @@ func TestGroupConsumerExpiredMemberRejoins(t *testing.T) {
 	var revoked []client.TopicPartition
 	a := newGroupConsumer(t, c, client.GroupConsumerOptions{Group: "g", Topics: []string{"t"}, MemberID: "a", ManualCommit: true,
 		SessionTimeout: 200 * time.Millisecond,
-		OnRevoked: func(_ context.Context, tps []client.TopicPartition) { revoked = append(revoked, tps...) }})
+		OnRevoked:      func(_ context.Context, tps []client.TopicPartition) { revoked = append(revoked, tps...) }})
 	pollValues(t, a, 2)
 	if err := a.Commit(ctx); err != nil {
 		t.Fatal(err)
