@@ -218,6 +218,26 @@ func (g *ConsumerGroup) TopicNames() []string {
 	return names
 }
 
+// KnownTopics returns, sorted, every topic the group has state for or a
+// member subscribes to: what "all topics" means for an offset reset.
+func (g *ConsumerGroup) KnownTopics() []string {
+	names := map[string]bool{}
+	for n := range g.Topics {
+		names[n] = true
+	}
+	for _, mem := range g.Members {
+		for _, n := range mem.Topics {
+			names[n] = true
+		}
+	}
+	out := make([]string, 0, len(names))
+	for n := range names {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Owned returns the partitions a member owns, sorted.
 func (g *ConsumerGroup) Owned(member string) []TopicPartition {
 	var out []TopicPartition

@@ -3,8 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"connectrpc.com/connect"
@@ -157,20 +155,11 @@ func (s *Server) resetTargets(m *logdv1.ResetGroupOffsetsRequest, g *group.Consu
 			}
 		}
 	case m.AllTopics:
-		names := map[string]bool{}
-		for _, n := range g.TopicNames() {
-			names[n] = true
-		}
-		for _, mem := range g.Members {
-			for _, n := range mem.Topics {
-				names[n] = true
-			}
-		}
+		names := g.KnownTopics()
 		if len(names) == 0 {
 			return nil, toConnectError(fmt.Errorf("%w: %q has no topics", group.ErrConsumerGroupNotFound, m.Group))
 		}
-		sorted := slices.Sorted(maps.Keys(names))
-		for _, n := range sorted {
+		for _, n := range names {
 			if _, err := s.node.FSM().Topic(n); err != nil {
 				continue // deleted since: nothing to reset
 			}

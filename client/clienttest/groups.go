@@ -607,19 +607,11 @@ func (f *Fake) resetTargetsLocked(m *logdv1.ResetGroupOffsetsRequest, g *group.C
 			}
 		}
 	case m.AllTopics:
-		names := map[string]bool{}
-		for _, n := range g.TopicNames() {
-			names[n] = true
-		}
-		for _, mem := range g.Members {
-			for _, n := range mem.Topics {
-				names[n] = true
-			}
-		}
+		names := g.KnownTopics()
 		if len(names) == 0 {
 			return nil, groupError(fmt.Errorf("%w: %q has no topics", group.ErrConsumerGroupNotFound, m.Group))
 		}
-		for _, n := range slices.Sorted(maps.Keys(names)) {
+		for _, n := range names {
 			if _, ok := f.topics[n]; !ok {
 				continue // deleted since: nothing to reset
 			}
