@@ -128,29 +128,55 @@ func ExampleRetrier() {
 
 // ExampleGroupConsumer reads a topic as a member of a consumer group: the
 // group's members share its partitions, and the group's committed offsets
-// say where each partition resumes. (Not run: the fake server has no
-// consumer groups; `make demo` runs this against a real node.)
+// say where each partition resumes.
 func ExampleGroupConsumer() {
+	addr, stop := startExampleServer() // a real node: "127.0.0.1:7070"
+	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := client.New("127.0.0.1:7070", client.Options{})
+	c, err := client.New(addr, client.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer c.Close()
+	if _, err := c.CreateTopic(ctx, "orders", 1, nil); err != nil {
+		log.Fatal(err)
+	}
+	var recs []client.Record
+	for _, event := range []string{"created", "paid", "shipped"} {
+		recs = append(recs, client.Record{Key: []byte("order-1"), Value: []byte(event)})
+	}
+	if _, err := c.Produce(ctx, "orders", recs); err != nil {
+		log.Fatal(err)
+	}
+
 	gc, err := c.NewGroupConsumer(client.GroupConsumerOptions{Group: "billing", Topics: []string{"orders"}})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer gc.Close(context.WithoutCancel(ctx)) // commits what was read and leaves
-	for ctx.Err() == nil {
-		recs, err := gc.Poll(ctx) // joins, heartbeats and auto-commits as it goes
+	for read := 0; read < 3; {
+		got, err := gc.Poll(ctx) // joins, heartbeats and auto-commits as it goes
 		if err != nil {
-			log.Print(err)
-			return
+			log.Fatal(err)
 		}
-		for _, r := range recs {
+		for _, r := range got {
 			fmt.Printf("%s/%d@%d: %s\n", r.Topic, r.Partition, r.Offset, r.Value)
 		}
+		read += len(got)
 	}
+	if err := gc.Close(ctx); err != nil { // commits what was read and leaves
+		log.Fatal(err)
+	}
+	d, err := c.DescribeGroup(ctx, "billing")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, p := range d.Partitions {
+		fmt.Printf("billing resumes %s/%d at %d\n", p.Topic, p.Partition, p.Committed)
+	}
+	// Output:
+	// orders/0@0: created
+	// orders/0@1: paid
+	// orders/0@2: shipped
+	// billing resumes orders/0 at 3
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/logd-dev/logd/client"
 )
@@ -40,14 +41,31 @@ func (a *accounts) credit(jobID, account string, amount int) {
 // A negative amount can never succeed: it is marked Permanent, so it goes to
 // the dead-letter topic at once instead of being retried.
 func ExampleWorker() {
-	c, err := client.New("127.0.0.1:7070", client.Options{})
+	addr, stop := startExampleServer() // a real node: "127.0.0.1:7070"
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := client.New(addr, client.Options{})
 	if err != nil {
 		panic(err)
 	}
 	defer c.Close()
+	if _, err := c.CreateTopic(ctx, "credits", 1, nil); err != nil {
+		panic(err)
+	}
+	if _, err := c.CreateQueueGroup(ctx, "credits", "billing", client.QueueGroupConfig{}, false); err != nil {
+		panic(err)
+	}
+	if _, err := c.Produce(ctx, "credits", []client.Record{{Value: []byte("acct-1:10")}, {Value: []byte("acct-2:-5")}}); err != nil {
+		panic(err)
+	}
+
 	db := &accounts{balance: map[string]int{}, processed: map[string]bool{}}
+	var handled sync.WaitGroup
+	handled.Add(2)
 	w, err := c.NewWorker(client.WorkerOptions{Topic: "credits", Group: "billing", Concurrency: 8},
 		func(ctx context.Context, job *client.Job) error {
+			defer handled.Done()
 			account, amt, ok := strings.Cut(string(job.Value), ":")
 			amount, err := strconv.Atoi(amt)
 			if !ok || err != nil {
@@ -63,7 +81,22 @@ func ExampleWorker() {
 	if err != nil {
 		panic(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	_ = w.Run(ctx) // until ctx ends
+	runCtx, stopWorker := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(runCtx) }() // until its context ends
+	handled.Wait()
+	stopWorker()
+	<-done // Run returns after acking or nacking what it handled
+
+	fmt.Println("acct-1 balance:", db.balance["acct-1"])
+	err = c.ListDeadLetters(ctx, "credits.billing.dlq", client.DeadLetterFilter{}, func(d client.DeadLetter) error {
+		fmt.Printf("dead letter: %s@%d %s (%s)\n", d.OriginTopic, d.OriginOffset, d.Reason, d.LastError)
+		return nil
+	})
+	if err != nil {
+		panic(err)
+	}
+	// Output:
+	// acct-1 balance: 10
+	// dead letter: credits@1 rejected (negative amount)
 }
