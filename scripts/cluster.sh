@@ -26,19 +26,29 @@ wait_ready() {
 
 start() {
 	mkdir -p "$DIR"
+	# A first start is sequential: n1 bootstraps, then n2 and n3 join it.
+	# A restart over existing data starts every node before waiting, since
+	# no node can become ready (elect a leader) without a quorum.
+	fresh=1
+	[ -d "$DIR/n1" ] && fresh=0
 	for n in 1 2 3; do
 		if [ -f "$DIR/n$n.pid" ] && kill -0 "$(cat "$DIR/n$n.pid")" 2>/dev/null; then
 			echo "n$n already running (pid $(cat "$DIR/n$n.pid"))"
 			continue
 		fi
 		join=()
-		if [ "$n" != 1 ]; then join=(--join "$(api 1)"); fi
+		if [ "$n" != 1 ] && [ ! -d "$DIR/n$n" ]; then join=(--join "$(api 1)"); fi
 		"$BIN" --node-id "n$n" --data-dir "$DIR/n$n" --listen "$(api $n)" --raft-addr "$(raft $n)" "${join[@]}" \
 			>>"$DIR/n$n.log" 2>&1 &
 		echo $! >"$DIR/n$n.pid"
-		wait_ready "$(api $n)"
+		if [ "$fresh" = 1 ]; then
+			wait_ready "$(api $n)"
+		fi
 		echo "n$n started: API $(api $n), Raft $(raft $n), pid $(cat "$DIR/n$n.pid")"
 	done
+	if [ "$fresh" = 0 ]; then
+		for n in 1 2 3; do wait_ready "$(api $n)"; done
+	fi
 	cat <<EOT
 
 A three-node cluster is running. Try:
