@@ -187,10 +187,10 @@ func (w *DedupWindow) Insert(key string, e DedupEntry, now int64) {
 }
 
 func (w *DedupWindow) insertLocked(key string, e DedupEntry) {
+	// A key already held (callers insert only absent keys, so only after a
+	// hash collision) is overwritten; its arena bytes stay counted as live
+	// until the next rebuild, which is harmless.
 	h := w.hash(key)
-	if old, ok := w.entries[h]; ok {
-		w.live -= int(old.keyLen)
-	}
 	if len(w.arena)+len(key) > maxDedupArena {
 		w.rebuildLocked()
 	}

@@ -64,7 +64,7 @@ func (s *Server) Produce(ctx context.Context, req *connect.Request[logdv1.Produc
 		return nil, err
 	}
 	for round := 0; ; round++ {
-		err := s.produceRound(ctx, call)
+		err := s.produceRound(ctx, call, round > 0)
 		if !errors.Is(err, replication.ErrDedupRace) {
 			if err != nil {
 				return nil, err
@@ -121,10 +121,14 @@ func (c *produceCall) digestKeys() error {
 	return nil
 }
 
-// produceRound answers keyed records found in the window and appends the
-// remaining unanswered records. ErrDedupRace means a concurrent call
-// committed one of the keys first: nothing was appended, look again.
-func (s *Server) produceRound(ctx context.Context, c *produceCall) error {
+// produceRound appends the unanswered records; with lookup it first answers
+// keyed records found in the window. The first round skips the lookups:
+// new keys (the common case) then cost no window access here, and the state
+// machine refuses the whole append with ErrDedupRace if any key is already
+// held, after which the next round looks them up (duplicates and conflicts
+// cost one extra Raft round trip, retries being rare). ErrDedupRace also
+// means a concurrent call committed one of the keys first.
+func (s *Server) produceRound(ctx context.Context, c *produceCall, lookup bool) error {
 	dedup := c.topic.Dedup()
 	now := s.node.FSM().Now()
 	var pending []int
@@ -133,7 +137,7 @@ func (s *Server) produceRound(ctx context.Context, c *produceCall) error {
 		if c.results[i] != nil || c.sameAs[i] >= 0 {
 			continue
 		}
-		if r != nil && r.IdempotencyKey != "" {
+		if lookup && r != nil && r.IdempotencyKey != "" {
 			if e, ok := dedup.Lookup(r.IdempotencyKey, now); ok {
 				if e.Digest != c.digests[i] {
 					s.metrics.dedupConflicts.Inc()
