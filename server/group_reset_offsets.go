@@ -80,42 +80,20 @@ func (s *Server) ResetGroupOffsets(ctx context.Context, req *connect.Request[log
 	return connect.NewResponse(resp), nil
 }
 
-// resetSpec turns the request's strategy into a spec, or into explicit
-// per-partition offsets.
+// resetSpec reads a reset request with group.ParseReset.
 func resetSpec(m *logdv1.ResetGroupOffsetsRequest) (group.ResetSpec, map[group.TopicPartition]int64, error) {
-	switch m.Strategy {
-	case "explicit":
-		if len(m.Offsets) == 0 {
-			return group.ResetSpec{}, nil, errInvalid("explicit reset without offsets")
+	r := group.ResetRequest{Strategy: m.Strategy, Offset: m.Offset, Shift: m.ShiftBy, TimestampMs: m.TimestampMs, DurationMs: m.DurationMs}
+	for _, o := range m.Offsets {
+		if o == nil {
+			return group.ResetSpec{}, nil, toConnectError(fmt.Errorf("%w: explicit reset: empty entry", group.ErrInvalidGroupRequest))
 		}
-		ex := make(map[group.TopicPartition]int64, len(m.Offsets))
-		for _, o := range m.Offsets {
-			if o == nil || o.Offset < 0 {
-				return group.ResetSpec{}, nil, errInvalid("explicit reset: empty entry or negative offset")
-			}
-			ex[group.TopicPartition{Topic: o.Topic, Partition: o.Partition}] = o.Offset
-		}
-		return group.ResetSpec{}, ex, nil
-	case "by-duration":
-		if m.DurationMs < 0 {
-			return group.ResetSpec{}, nil, errInvalid("negative duration %d ms", m.DurationMs)
-		}
-		return group.ResetSpec{Strategy: group.ToTime, Time: time.Now().Add(-time.Duration(m.DurationMs) * time.Millisecond)}, nil, nil
+		r.Explicit = append(r.Explicit, group.PartitionOffset{TopicPartition: group.TopicPartition{Topic: o.Topic, Partition: o.Partition}, Offset: o.Offset})
 	}
-	spec := group.ResetSpec{Strategy: group.ResetStrategy(m.Strategy), Offset: m.Offset, Shift: m.ShiftBy}
-	if spec.Strategy == group.ToTime {
-		if m.TimestampMs < 0 {
-			return group.ResetSpec{}, nil, errInvalid("negative timestamp %d", m.TimestampMs)
-		}
-		spec.Time = time.UnixMilli(m.TimestampMs)
-		if m.TimestampMs == 0 {
-			spec.Time = time.Unix(0, 1) // the epoch itself, not "no time"
-		}
-	}
-	if err := spec.Validate(); err != nil {
+	spec, explicit, err := group.ParseReset(r, time.Now())
+	if err != nil {
 		return group.ResetSpec{}, nil, toConnectError(err)
 	}
-	return spec, nil, nil
+	return spec, explicit, nil
 }
 
 // resetTargets lists the partitions a reset selects, in order.

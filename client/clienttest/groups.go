@@ -533,44 +533,20 @@ func (f *Fake) ResetGroupOffsets(ctx context.Context, req *connect.Request[logdv
 	return connect.NewResponse(resp), nil
 }
 
-// fakeResetSpec reads a reset's strategy as the server does.
+// fakeResetSpec reads a reset request with group.ParseReset.
 func fakeResetSpec(m *logdv1.ResetGroupOffsetsRequest, now time.Time) (group.ResetSpec, map[group.TopicPartition]int64, error) {
-	invalid := func(format string, args ...any) error {
-		return reasonError(connect.CodeInvalidArgument, logdv1.Reason_REASON_INVALID_ARGUMENT, format, args...)
+	r := group.ResetRequest{Strategy: m.Strategy, Offset: m.Offset, Shift: m.ShiftBy, TimestampMs: m.TimestampMs, DurationMs: m.DurationMs}
+	for _, o := range m.Offsets {
+		if o == nil {
+			return group.ResetSpec{}, nil, groupError(fmt.Errorf("%w: explicit reset: empty entry", group.ErrInvalidGroupRequest))
+		}
+		r.Explicit = append(r.Explicit, group.PartitionOffset{TopicPartition: group.TopicPartition{Topic: o.Topic, Partition: o.Partition}, Offset: o.Offset})
 	}
-	switch m.Strategy {
-	case "explicit":
-		if len(m.Offsets) == 0 {
-			return group.ResetSpec{}, nil, invalid("explicit reset without offsets")
-		}
-		ex := make(map[group.TopicPartition]int64, len(m.Offsets))
-		for _, o := range m.Offsets {
-			if o == nil || o.Offset < 0 {
-				return group.ResetSpec{}, nil, invalid("explicit reset: empty entry or negative offset")
-			}
-			ex[group.TopicPartition{Topic: o.Topic, Partition: o.Partition}] = o.Offset
-		}
-		return group.ResetSpec{}, ex, nil
-	case "by-duration":
-		if m.DurationMs < 0 {
-			return group.ResetSpec{}, nil, invalid("negative duration %d ms", m.DurationMs)
-		}
-		return group.ResetSpec{Strategy: group.ToTime, Time: now.Add(-time.Duration(m.DurationMs) * time.Millisecond)}, nil, nil
-	}
-	spec := group.ResetSpec{Strategy: group.ResetStrategy(m.Strategy), Offset: m.Offset, Shift: m.ShiftBy}
-	if spec.Strategy == group.ToTime {
-		if m.TimestampMs < 0 {
-			return group.ResetSpec{}, nil, invalid("negative timestamp %d", m.TimestampMs)
-		}
-		spec.Time = time.UnixMilli(m.TimestampMs)
-		if m.TimestampMs == 0 {
-			spec.Time = time.Unix(0, 1)
-		}
-	}
-	if err := spec.Validate(); err != nil {
+	spec, explicit, err := group.ParseReset(r, now)
+	if err != nil {
 		return group.ResetSpec{}, nil, groupError(err)
 	}
-	return spec, nil, nil
+	return spec, explicit, nil
 }
 
 // resetTargetsLocked lists the partitions a reset selects, in order; f.mu
