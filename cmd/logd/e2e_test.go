@@ -54,14 +54,27 @@ type proc struct {
 	client  logdv1connect.LogServiceClient
 }
 
+// handedOut holds every address freeAddr returned in this test binary: a
+// port is free when probed but the kernel may offer it again to the next
+// probe before the first process binds it (seen as two nodes of one
+// cluster given the same port).
+var handedOut sync.Map
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 100 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if _, dup := handedOut.LoadOrStore(addr, true); !dup {
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("no unused port after 100 tries")
+	return ""
 }
 
 func newProc(t *testing.T, extra ...string) *proc {
