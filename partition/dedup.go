@@ -1,18 +1,21 @@
 package partition
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
 	"hash/maphash"
 	"sync"
+
+	"github.com/zeebo/xxh3"
 )
 
-// Digest identifies a record's payload for idempotency: the first 16 bytes
-// of SHA-256 over its key, value and headers, with null and empty kept
-// apart.
+// Digest identifies a record's payload for idempotency: the 128-bit XXH3
+// hash of its key, value and headers, each framed with its length, null
+// and empty kept apart. XXH3 is not a cryptographic hash: two payloads
+// differ in digest except with probability ~2^-128, which is what a retry
+// check needs; a producer able to search for collisions can already send
+// any payload under its own keys.
 type Digest [16]byte
 
 // RecordDigest computes the Digest of a record's payload. Header order
@@ -23,40 +26,40 @@ func RecordDigest(key, value []byte, headers func(yield func(k string, v []byte)
 
 // Digester computes record digests, reusing its hash state; one goroutine
 // at a time.
-type Digester struct{ h hash.Hash }
+type Digester struct{ h *xxh3.Hasher }
 
 // NewDigester returns a Digester.
-func NewDigester() *Digester { return &Digester{h: sha256.New()} }
+func NewDigester() *Digester { return &Digester{h: xxh3.New()} }
 
 // Digest is RecordDigest with the Digester's reused state.
 func (dg *Digester) Digest(key, value []byte, headers func(yield func(k string, v []byte) bool)) Digest {
 	h := dg.h
 	h.Reset()
 	var n [9]byte
-	field := func(b []byte, null bool) {
+	frame := func(l int, null bool) {
 		if null {
 			n[0] = 0
 			h.Write(n[:1])
 			return
 		}
 		n[0] = 1
-		binary.BigEndian.PutUint64(n[1:], uint64(len(b)))
+		binary.BigEndian.PutUint64(n[1:], uint64(l))
 		h.Write(n[:])
-		h.Write(b)
 	}
-	field(key, key == nil)
-	field(value, value == nil)
+	frame(len(key), key == nil)
+	h.Write(key)
+	frame(len(value), value == nil)
+	h.Write(value)
 	if headers != nil {
 		headers(func(k string, v []byte) bool {
-			field([]byte(k), false)
-			field(v, v == nil)
+			frame(len(k), false)
+			h.WriteString(k)
+			frame(len(v), v == nil)
+			h.Write(v)
 			return true
 		})
 	}
-	var sum [sha256.Size]byte
-	var d Digest
-	copy(d[:], h.Sum(sum[:0]))
-	return d
+	return h.Sum128().Bytes()
 }
 
 // DedupEntry is what a window remembers of one idempotency key: the
@@ -70,7 +73,7 @@ type DedupEntry struct {
 	Expires int64 `json:"expires"`
 }
 
-// DedupKey is one key with its entry, for snapshots.
+// DedupKey is one key with its entry, for snapshots and inserts.
 type DedupKey struct {
 	Key string `json:"key"`
 	DedupEntry
@@ -84,75 +87,124 @@ type DedupKey struct {
 // ends: a retry of an evicted key is appended again. Evictions are counted
 // so an operator can see the window is too small for the key rate.
 //
-// Layout: the table is keyed by a 128-bit hash of the key and holds no
-// pointers, and key bytes live in one arena, so the garbage collector never
-// scans the window however many keys it holds. A lookup compares the
-// stored key bytes, so a hash collision can only make two keys share a slot
-// (the later insert wins), never answer for the wrong key; with 128 bits
-// that has probability ~n²/2^129.
+// Layout, chosen so that a new key costs one random memory access and the
+// garbage collector never scans the window:
+//   - entries live in a ring in insertion (hence, while the window length
+//     is unchanged, expiry) order, numbered by a sequence; expiry and
+//     eviction pop its front, and that is all they do;
+//   - key bytes live in a FIFO arena in the same order;
+//   - an open-addressing index (linear probing) maps a hash of the key to
+//     its entry's sequence. A lookup compares the key bytes, so distinct
+//     keys never share an entry. A slot whose sequence has left the ring is
+//     stale: lookups skip it, inserts reuse it, and a sequential sweep
+//     clears the rest once they fill an eighth of the index.
 //
-// The FSM goroutine writes; request handlers may read concurrently.
+// The writer (the FSM goroutine) may read without the lock; it takes the
+// write lock to change anything, once per batch. Other goroutines read
+// under the read lock.
 type DedupWindow struct {
 	mu sync.RWMutex
 	// Guarded by mu:
-	seeds   [2]maphash.Seed
-	entries map[dedupHash]dedupSlot
-	// arena holds the key bytes of entries (and of removed ones until the
-	// next rebuild); live counts the bytes still referenced.
-	arena []byte
-	live  int
-	// order lists keys by insertion (hence expiry) time, as a ring; items
-	// whose seq no longer matches the table are stale and skipped.
-	order   dedupRing
-	seq     uint64
-	maxKeys int
-	evicted uint64
-	expired uint64
-	// deletes counts table deletions since the table was last rebuilt.
-	deletes int
+	seed maphash.Seed
+	// index slots hold the low 32 bits of the key's hash (which give its
+	// home slot) above the low 32 bits of its sequence; 0 is empty. The
+	// length is a power of two, or 0.
+	index []uint64
+	count int // live keys
+	stale int // index slots whose entry left the ring
+	// sweptAt is the tail when stale slots were last all cleared.
+	sweptAt uint64
+	ring    []dedupRec // len a power of two; seq s at ring[s&(len-1)]
+	head    uint64     // sequence of the oldest entry in the ring
+	tail    uint64     // sequence the next entry gets
+	// arena holds key bytes; arenaBase is the absolute offset of arena[0]
+	// and arenaHead the absolute offset of the oldest byte still needed.
+	arena     []byte
+	arenaBase uint64
+	arenaHead uint64
+	maxKeys   int
+	evicted   uint64
+	expired   uint64
+	// hashes is FirstHeld's scratch; sink keeps its loads from being
+	// optimized away.
+	hashes []uint64
+	sink   uint64
 }
 
-type dedupHash [2]uint64
-
-type dedupSlot struct {
+// dedupRec is one ring entry. An entry is dead once its key was inserted
+// again (after its window ended but before it reached the ring's front);
+// the index no longer points at it.
+type dedupRec struct {
 	DedupEntry
-	seq    uint64
-	keyOff uint32
+	keyOff uint64 // absolute offset in the arena
 	keyLen uint32
+	dead   bool
 }
-
-type dedupOrder struct {
-	hash dedupHash
-	seq  uint64
-	// expires copies the entry's expiry so expiry checks at the front
-	// need no table lookup.
-	expires int64
-}
-
-// maxDedupArena bounds the arena so key offsets fit in 32 bits; a window
-// this large is rebuilt (compacting the arena) before it grows further.
-const maxDedupArena = 1 << 31
 
 // NewDedupWindow returns an empty window holding at most maxKeys keys
 // (at least 1).
-func NewDedupWindow(maxKeys int) *DedupWindow {
-	return &DedupWindow{
-		seeds:   [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
-		entries: make(map[dedupHash]dedupSlot),
-		maxKeys: max(maxKeys, 1),
+func NewDedupWindow(maxKeys int) *DedupWindow { return newDedupWindowAt(maxKeys, 1) }
+
+// newDedupWindowAt starts the sequence at seq (tests start it near a
+// 32-bit wrap).
+func newDedupWindowAt(maxKeys int, seq uint64) *DedupWindow {
+	return &DedupWindow{seed: maphash.MakeSeed(), head: seq, tail: seq, sweptAt: seq, maxKeys: max(maxKeys, 1)}
+}
+
+func (w *DedupWindow) rec(seq uint64) *dedupRec { return &w.ring[seq&uint64(len(w.ring)-1)] }
+
+// liveSeq returns the sequence an index slot points at, if it is still in
+// the ring. Slot sequences are the low 32 bits; the ring spans less than
+// 2^32 and stale slots are swept long before they could be mistaken.
+func (w *DedupWindow) liveSeq(slot uint64) (uint64, bool) {
+	back := uint64(uint32(w.tail) - uint32(slot)) // tail - seq, mod 2^32
+	if back == 0 || back > w.tail-w.head {
+		return 0, false
 	}
+	return w.tail - back, true
 }
 
-func (w *DedupWindow) hash(key string) dedupHash {
-	return dedupHash{maphash.String(w.seeds[0], key), maphash.String(w.seeds[1], key)}
+func (w *DedupWindow) keyIs(r *dedupRec, key string) bool {
+	if int(r.keyLen) != len(key) {
+		return false
+	}
+	off := r.keyOff - w.arenaBase
+	return string(w.arena[off:off+uint64(r.keyLen)]) == key // no allocation
 }
 
-func (w *DedupWindow) keyOf(sl dedupSlot) string {
-	return string(w.arena[sl.keyOff : sl.keyOff+sl.keyLen])
+func (w *DedupWindow) keyOf(r *dedupRec) string {
+	off := r.keyOff - w.arenaBase
+	return string(w.arena[off : off+uint64(r.keyLen)])
 }
 
-func (w *DedupWindow) keyIs(sl dedupSlot, key string) bool {
-	return string(w.arena[sl.keyOff:sl.keyOff+sl.keyLen]) == key // no allocation
+// probe looks key (with hash h) up in the index: the slot holding it, or
+// -1, and the first empty or stale slot on its probe path (where an insert
+// goes).
+func (w *DedupWindow) probe(key string, h uint64) (at, free int) {
+	free = -1
+	if len(w.index) == 0 {
+		return -1, -1
+	}
+	mask := uint64(len(w.index) - 1)
+	tag := uint64(uint32(h)) << 32
+	for i := h & mask; ; i = (i + 1) & mask {
+		slot := w.index[i]
+		if slot == 0 {
+			if free < 0 {
+				free = int(i)
+			}
+			return -1, free
+		}
+		seq, live := w.liveSeq(slot)
+		switch {
+		case !live:
+			if free < 0 {
+				free = int(i)
+			}
+		case slot&^0xffffffff == tag && w.keyIs(w.rec(seq), key):
+			return int(i), free
+		}
+	}
 }
 
 // SetMaxKeys changes the bound; extra keys are evicted at the next Insert.
@@ -166,40 +218,121 @@ func (w *DedupWindow) SetMaxKeys(n int) {
 func (w *DedupWindow) Lookup(key string, now int64) (DedupEntry, bool) {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
-	sl, ok := w.entries[w.hash(key)]
-	if !ok || sl.Expires <= now || !w.keyIs(sl, key) {
+	return w.lookup(key, maphash.String(w.seed, key), now)
+}
+
+func (w *DedupWindow) lookup(key string, h uint64, now int64) (DedupEntry, bool) {
+	at, _ := w.probe(key, h)
+	if at < 0 {
 		return DedupEntry{}, false
 	}
-	return sl.DedupEntry, true
+	seq, _ := w.liveSeq(w.index[at])
+	r := w.rec(seq)
+	if r.Expires <= now {
+		return DedupEntry{}, false
+	}
+	return r.DedupEntry, true
+}
+
+// FirstHeld returns the first of n keys (key(i) for i in [0, n)) that is in
+// the window at time now; empty keys are skipped. Only the writer's
+// goroutine may call it: it reads without the lock.
+func (w *DedupWindow) FirstHeld(now int64, n int, key func(i int) string) (string, bool) {
+	if len(w.index) == 0 {
+		return "", false
+	}
+	// Load every key's home slot before probing any: the loads are
+	// independent, so the processor overlaps their cache misses, and the
+	// probes below (whose branches would stall it) then hit the cache.
+	w.hashes = w.hashes[:0]
+	mask := uint64(len(w.index) - 1)
+	var sink uint64
+	for i := range n {
+		h := maphash.String(w.seed, key(i))
+		w.hashes = append(w.hashes, h)
+		sink += w.index[h&mask]
+	}
+	w.sink = sink
+	for i, h := range w.hashes {
+		if k := key(i); k != "" {
+			if _, ok := w.lookup(k, h, now); ok {
+				return k, true
+			}
+		}
+	}
+	return "", false
 }
 
 // Insert records key at time now, first dropping expired keys and, at the
-// bound, the oldest keys. A key already present is replaced (the caller
-// only inserts keys Lookup did not find).
+// bound, the oldest keys. A key already present is replaced (callers only
+// insert keys Lookup did not find).
 func (w *DedupWindow) Insert(key string, e DedupEntry, now int64) {
+	w.InsertAll(now, []DedupKey{{Key: key, DedupEntry: e}})
+}
+
+// InsertAll is Insert for each of keys in order, under one lock.
+func (w *DedupWindow) InsertAll(now int64, keys []DedupKey) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.expireLocked(now)
-	for len(w.entries) >= w.maxKeys && w.popOldestLocked() {
-		w.evicted++
+	for _, k := range keys {
+		w.expireLocked(now) // evicting may bring expired keys to the front
+		for w.count >= w.maxKeys && w.popOldestLocked() {
+			w.evicted++
+		}
+		w.insertLocked(k.Key, k.DedupEntry)
 	}
-	w.insertLocked(key, e)
 }
 
 func (w *DedupWindow) insertLocked(key string, e DedupEntry) {
-	// A key already held (callers insert only absent keys, so only after a
-	// hash collision) is overwritten; its arena bytes stay counted as live
-	// until the next rebuild, which is harmless.
-	h := w.hash(key)
-	if len(w.arena)+len(key) > maxDedupArena {
+	if w.tail-w.head >= uint64(2*w.count+1024) {
+		// Dead entries (keys inserted again) pile up behind a long-lived
+		// front entry only after the window was shortened; drop them.
 		w.rebuildLocked()
 	}
-	w.seq++
-	off := len(w.arena)
+	if w.stale >= 64 && 8*w.stale >= len(w.index) || w.stale > 0 && w.tail-w.sweptAt >= 1<<30 {
+		// The second bound keeps a stale slot's 32-bit sequence from ever
+		// being taken for a live one.
+		w.sweepLocked()
+	}
+	if (w.count+1)*4 > len(w.index) {
+		// Live keys fill at most a quarter of the index and stale slots
+		// an eighth, so probe runs stay short and a sweep (which scans the
+		// whole index) clears one stale slot per eight scanned.
+		w.resizeIndexLocked(max(2*len(w.index), 64))
+	}
+	h := maphash.String(w.seed, key)
+	seq := w.pushLocked(dedupRec{DedupEntry: e, keyOff: w.arenaBase + uint64(len(w.arena)), keyLen: uint32(len(key))})
 	w.arena = append(w.arena, key...)
-	w.live += len(key)
-	w.entries[h] = dedupSlot{DedupEntry: e, seq: w.seq, keyOff: uint32(off), keyLen: uint32(len(key))}
-	w.order.push(dedupOrder{hash: h, seq: w.seq, expires: e.Expires})
+	slot := uint64(uint32(h))<<32 | uint64(uint32(seq))
+	at, free := w.probe(key, h)
+	if at >= 0 {
+		old, _ := w.liveSeq(w.index[at])
+		w.rec(old).dead = true
+		w.index[at] = slot
+		return
+	}
+	if w.index[free] != 0 {
+		w.stale-- // reusing a stale slot
+	}
+	w.index[free] = slot
+	w.count++
+}
+
+// pushLocked appends r to the ring and returns its sequence, which is never
+// 0 in its low 32 bits (so an index slot is never 0).
+func (w *DedupWindow) pushLocked(r dedupRec) uint64 {
+	for {
+		if w.tail-w.head == uint64(len(w.ring)) {
+			w.growRingLocked()
+		}
+		seq := w.tail
+		w.tail++
+		if uint32(seq) != 0 {
+			*w.rec(seq) = r
+			return seq
+		}
+		*w.rec(seq) = dedupRec{keyOff: r.keyOff, dead: true} // a placeholder
+	}
 }
 
 // Expire drops keys whose window ended at or before now.
@@ -210,86 +343,123 @@ func (w *DedupWindow) Expire(now int64) {
 }
 
 func (w *DedupWindow) expireLocked(now int64) {
-	for w.order.n > 0 {
-		o := w.order.front()
-		if o.expires > now {
-			return
-		}
-		sl, ok := w.entries[o.hash]
-		if ok && sl.seq == o.seq && sl.Expires > now {
-			// Insertion order is expiry order while the window length is
-			// unchanged; a key inserted under a longer window may hold
-			// shorter ones behind it until it expires, bounded by maxKeys.
-			return
-		}
-		if ok && sl.seq == o.seq {
+	for w.head < w.tail {
+		r := w.rec(w.head)
+		if !r.dead {
+			if r.Expires > now {
+				// Insertion order is expiry order while the window length
+				// is unchanged; a key inserted under a longer window may
+				// hold shorter ones behind it until it expires, bounded by
+				// maxKeys.
+				return
+			}
 			w.expired++
 		}
-		w.popOldestLocked()
+		w.popFrontLocked()
 	}
 }
 
 // popOldestLocked removes the oldest live key; false if none.
 func (w *DedupWindow) popOldestLocked() bool {
-	for w.order.n > 0 {
-		o := w.order.pop()
-		if sl, ok := w.entries[o.hash]; ok && sl.seq == o.seq {
-			delete(w.entries, o.hash)
-			w.live -= int(sl.keyLen)
-			w.deletes++
-			if w.deletes >= max(2*len(w.entries), 1024) {
-				w.rebuildLocked()
-			}
+	for w.head < w.tail {
+		live := !w.rec(w.head).dead
+		w.popFrontLocked()
+		if live {
 			return true
 		}
 	}
 	return false
 }
 
-// rebuildLocked copies the table into a fresh one and compacts the arena.
-// A window at its bound deletes a key for every insert; Go's maps keep
-// tombstones for deleted slots, and lookups of absent keys (every new key)
-// then probe ever longer: measured on the apply path at the bound, ~880 ns
-// per key without rebuilding, ~400 ns with.
-func (w *DedupWindow) rebuildLocked() {
-	fresh := make(map[dedupHash]dedupSlot, 2*len(w.entries))
-	arena := make([]byte, 0, 3*w.live+4096)
-	for h, sl := range w.entries {
-		off := len(arena)
-		arena = append(arena, w.arena[sl.keyOff:sl.keyOff+sl.keyLen]...)
-		sl.keyOff = uint32(off)
-		fresh[h] = sl
+// popFrontLocked drops the ring's front entry, leaving its index slot (if
+// live) stale, and releases arena bytes no entry needs.
+func (w *DedupWindow) popFrontLocked() {
+	r := w.rec(w.head)
+	if !r.dead {
+		w.count--
+		w.stale++
 	}
-	w.entries, w.arena, w.live, w.deletes = fresh, arena, len(arena), 0
+	w.arenaHead = r.keyOff + uint64(r.keyLen)
+	*r = dedupRec{}
+	w.head++
+	if used := w.arenaHead - w.arenaBase; used > 64<<10 && used > uint64(len(w.arena))/2 {
+		n := copy(w.arena, w.arena[used:])
+		w.arena = w.arena[:n]
+		w.arenaBase = w.arenaHead
+	}
 }
 
-// dedupRing is a FIFO that grows by doubling and never shifts.
-type dedupRing struct {
-	buf  []dedupOrder
-	head int
-	n    int
-}
-
-func (r *dedupRing) push(o dedupOrder) {
-	if r.n == len(r.buf) {
-		grown := make([]dedupOrder, max(2*len(r.buf), 64))
-		for i := 0; i < r.n; i++ {
-			grown[i] = r.buf[(r.head+i)%len(r.buf)]
+// sweepLocked empties every stale index slot in one sequential pass,
+// shifting later slots of each probe run back so no run is broken.
+func (w *DedupWindow) sweepLocked() {
+	n := uint64(len(w.index))
+	mask := n - 1
+	start := uint64(0) // an empty slot: no probe run crosses it
+	for w.index[start] != 0 {
+		start++
+	}
+	tail, span := uint32(w.tail), uint32(w.tail-w.head)
+	for k := uint64(1); k <= n; k++ {
+		i := (start + k) & mask
+		// liveSeq inlined for the scan: stale iff occupied and its
+		// sequence is not in [head, tail).
+		for slot := w.index[i]; slot != 0 && tail-uint32(slot)-1 >= span; slot = w.index[i] {
+			w.removeSlotLocked(i)
 		}
-		r.buf, r.head = grown, 0
 	}
-	r.buf[(r.head+r.n)%len(r.buf)] = o
-	r.n++
+	w.stale, w.sweptAt = 0, w.tail
 }
 
-func (r *dedupRing) front() dedupOrder { return r.buf[r.head] }
+// removeSlotLocked empties slot i, moving later slots of its probe run back
+// (deletion by backward shift).
+func (w *DedupWindow) removeSlotLocked(i uint64) {
+	mask := uint64(len(w.index) - 1)
+	for j := (i + 1) & mask; w.index[j] != 0; j = (j + 1) & mask {
+		home := (w.index[j] >> 32) & mask
+		// The slot at j may move to the hole at i unless its home lies
+		// cyclically in (i, j].
+		if (j-home)&mask >= (j-i)&mask {
+			w.index[i] = w.index[j]
+			i = j
+		}
+	}
+	w.index[i] = 0
+}
 
-func (r *dedupRing) pop() dedupOrder {
-	o := r.buf[r.head]
-	r.buf[r.head] = dedupOrder{}
-	r.head = (r.head + 1) % len(r.buf)
-	r.n--
-	return o
+// resizeIndexLocked rebuilds the index with n slots, dropping stale ones.
+func (w *DedupWindow) resizeIndexLocked(n int) {
+	old := w.index
+	w.index = make([]uint64, n)
+	mask := uint64(n - 1)
+	for _, slot := range old {
+		if _, live := w.liveSeq(slot); !live {
+			continue
+		}
+		i := (slot >> 32) & mask
+		for w.index[i] != 0 {
+			i = (i + 1) & mask
+		}
+		w.index[i] = slot
+	}
+	w.stale, w.sweptAt = 0, w.tail
+}
+
+func (w *DedupWindow) growRingLocked() {
+	old := w.ring
+	w.ring = make([]dedupRec, max(2*len(old), 64))
+	for s := w.head; s < w.tail; s++ {
+		*w.rec(s) = old[s&uint64(len(old)-1)]
+	}
+}
+
+// rebuildLocked rebuilds the window from its live entries, in order.
+func (w *DedupWindow) rebuildLocked() {
+	live := w.keysLocked()
+	w.index, w.count, w.stale, w.ring, w.head = nil, 0, 0, nil, w.tail
+	w.arena, w.arenaBase, w.arenaHead = nil, 0, 0
+	for _, k := range live {
+		w.insertLocked(k.Key, k.DedupEntry)
+	}
 }
 
 // DedupStats are a window's counters.
@@ -304,18 +474,21 @@ type DedupStats struct {
 func (w *DedupWindow) Stats() DedupStats {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
-	return DedupStats{Keys: len(w.entries), Evicted: w.evicted, Expired: w.expired}
+	return DedupStats{Keys: w.count, Evicted: w.evicted, Expired: w.expired}
 }
 
 // Keys returns the live keys in insertion order, for a snapshot.
 func (w *DedupWindow) Keys() []DedupKey {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
-	out := make([]DedupKey, 0, len(w.entries))
-	for i := 0; i < w.order.n; i++ {
-		o := w.order.buf[(w.order.head+i)%len(w.order.buf)]
-		if sl, ok := w.entries[o.hash]; ok && sl.seq == o.seq {
-			out = append(out, DedupKey{Key: w.keyOf(sl), DedupEntry: sl.DedupEntry})
+	return w.keysLocked()
+}
+
+func (w *DedupWindow) keysLocked() []DedupKey {
+	out := make([]DedupKey, 0, w.count)
+	for s := w.head; s < w.tail; s++ {
+		if r := w.rec(s); !r.dead {
+			out = append(out, DedupKey{Key: w.keyOf(r), DedupEntry: r.DedupEntry})
 		}
 	}
 	return out

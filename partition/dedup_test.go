@@ -2,6 +2,7 @@ package partition
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"testing"
 )
@@ -135,6 +136,196 @@ func BenchmarkDedupInsertLookup(b *testing.B) {
 		k := keys[i&(len(keys)-1)]
 		if _, ok := win.Lookup(k, int64(i)); !ok {
 			win.Insert(k, DedupEntry{Expires: int64(i) + 1<<20}, int64(i))
+		}
+	}
+}
+
+// BenchmarkDedupApplyAtBound is the state machine's path for new keys in a
+// window at its bound: check that none of a command's keys is held, then
+// insert them, each insert evicting the oldest key. In "cold", caches are
+// flushed between commands (outside the timer), as the rest of a produce's
+// path (batches through the Raft log and the partition log) does in logd.
+func BenchmarkDedupApplyAtBound(b *testing.B) {
+	b.Run("warm", func(b *testing.B) { benchDedupApply(b, false) })
+	b.Run("cold", func(b *testing.B) { benchDedupApply(b, true) })
+}
+
+func benchDedupApply(b *testing.B, cold bool) {
+	const bound, perCommand = 100_000, 1000
+	win := NewDedupWindow(bound)
+	keys := make([]string, 4*bound)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("bench-1796000000000000000-%d", i)
+	}
+	var flush []byte
+	if cold {
+		flush = make([]byte, 64<<20)
+	}
+	next := 0
+	inserts := make([]DedupKey, perCommand)
+	command := func(now int64) {
+		batch := keys[next : next+perCommand]
+		next = (next + perCommand) % len(keys)
+		if k, held := win.FirstHeld(now, len(batch), func(i int) string { return batch[i] }); held {
+			b.Fatalf("key %s held", k)
+		}
+		for i, k := range batch {
+			inserts[i] = DedupKey{Key: k, DedupEntry: DedupEntry{Offset: int64(i), Expires: now + 1<<40}}
+		}
+		win.InsertAll(now, inserts)
+	}
+	for i := 0; i < 2*bound/perCommand; i++ {
+		command(int64(i))
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i += perCommand {
+		if cold {
+			b.StopTimer()
+			for j := 0; j < len(flush); j += 64 {
+				flush[j]++
+			}
+			b.StartTimer()
+		}
+		command(int64(i))
+	}
+}
+
+// dedupModel is the window's specification in the plainest form: entries
+// in insertion order, the oldest first.
+type dedupModel struct {
+	entries          []DedupKey
+	dead             []bool
+	maxKeys          int
+	evicted, expired uint64
+}
+
+func (m *dedupModel) live() int {
+	n := 0
+	for i := range m.entries {
+		if !m.dead[i] {
+			n++
+		}
+	}
+	return n
+}
+
+func (m *dedupModel) lookup(key string, now int64) (DedupEntry, bool) {
+	for i := len(m.entries) - 1; i >= 0; i-- {
+		if !m.dead[i] && m.entries[i].Key == key {
+			if m.entries[i].Expires <= now {
+				return DedupEntry{}, false
+			}
+			return m.entries[i].DedupEntry, true
+		}
+	}
+	return DedupEntry{}, false
+}
+
+func (m *dedupModel) pop() {
+	m.entries, m.dead = m.entries[1:], m.dead[1:]
+}
+
+func (m *dedupModel) expire(now int64) {
+	for len(m.entries) > 0 {
+		if !m.dead[0] {
+			if m.entries[0].Expires > now {
+				return
+			}
+			m.expired++
+		}
+		m.pop()
+	}
+}
+
+func (m *dedupModel) insert(k DedupKey, now int64) {
+	m.expire(now)
+	for m.live() >= m.maxKeys {
+		for m.dead[0] {
+			m.pop()
+		}
+		m.pop()
+		m.evicted++
+	}
+	for i := range m.entries {
+		if !m.dead[i] && m.entries[i].Key == k.Key {
+			m.dead[i] = true
+		}
+	}
+	m.entries = append(m.entries, k)
+	m.dead = append(m.dead, false)
+}
+
+func (m *dedupModel) keys() []DedupKey {
+	out := []DedupKey{}
+	for i, k := range m.entries {
+		if !m.dead[i] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// TestDedupWindowModel runs random inserts, lookups, expiries, bound
+// changes and snapshot round trips against dedupModel. Few distinct keys
+// and windows of varying length make keys come back after expiry and
+// index probe runs wrap and shift.
+func TestDedupWindowModel(t *testing.T) {
+	for seed := int64(1); seed <= 8; seed++ {
+		rng := rand.New(rand.NewPCG(uint64(seed), 7))
+		maxKeys := 1 + rng.IntN(300)
+		start := uint64(1)
+		if seed%2 == 0 {
+			start = 1<<32 - uint64(rng.IntN(3000)) // sequences wrap 32 bits
+		}
+		win := newDedupWindowAt(maxKeys, start)
+		m := &dedupModel{maxKeys: maxKeys}
+		now := int64(0)
+		nkeys := 10 + rng.IntN(2000)
+		for op := 0; op < 8_000; op++ {
+			now += int64(rng.IntN(3))
+			key := fmt.Sprintf("k%d", rng.IntN(nkeys))
+			switch r := rng.IntN(100); {
+			case r < 50:
+				if _, ok := m.lookup(key, now); ok {
+					continue // callers insert only keys not held
+				}
+				batch := []DedupKey{{Key: key}}
+				for range rng.IntN(4) {
+					batch = append(batch, DedupKey{Key: fmt.Sprintf("k%d", rng.IntN(nkeys))})
+				}
+				for i := range batch {
+					batch[i].Offset = int64(op*10 + i)
+					batch[i].Partition = int32(i)
+					batch[i].Digest = Digest{byte(op), byte(i)}
+					batch[i].Expires = now + 1 + int64(rng.IntN(400))
+					m.insert(batch[i], now)
+				}
+				win.InsertAll(now, batch)
+			case r < 85:
+				got, gok := win.Lookup(key, now)
+				want, wok := m.lookup(key, now)
+				if got != want || gok != wok {
+					t.Fatalf("seed %d op %d: Lookup(%s, %d) = %+v %v, want %+v %v", seed, op, key, now, got, gok, want, wok)
+				}
+			case r < 90:
+				win.Expire(now)
+				m.expire(now)
+			case r < 92:
+				maxKeys = 1 + rng.IntN(300)
+				win.SetMaxKeys(maxKeys)
+				m.maxKeys = maxKeys
+			case r < 94:
+				win = RestoreDedupWindow(maxKeys, win.Keys())
+				m.evicted, m.expired = 0, 0 // counters are per process, not snapshotted
+			default:
+				st := win.Stats()
+				if st.Keys != m.live() || st.Evicted != m.evicted || st.Expired != m.expired {
+					t.Fatalf("seed %d op %d: stats %+v, want keys %d evicted %d expired %d", seed, op, st, m.live(), m.evicted, m.expired)
+				}
+				if got, want := fmt.Sprint(win.Keys()), fmt.Sprint(m.keys()); got != want {
+					t.Fatalf("seed %d op %d: keys\n%s\nwant\n%s", seed, op, got, want)
+				}
+			}
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/log"
+	"github.com/logd-dev/logd/partition"
 )
 
 // ErrRecordTooLarge means a batch exceeds the topic's max.message.bytes.
@@ -78,15 +79,14 @@ func (f *FSM) applyAppend(index uint64, now int64, a Append) any {
 	// no-op; the same check gives the same answer on every replica and on
 	// replay, because the window is replicated state.
 	for _, b := range a.Batches {
-		for _, k := range b.Keys {
-			if _, dup := t.dedup.Lookup(k.Key, now); dup {
-				return fmt.Errorf("%w: %q", ErrDedupRace, k.Key)
-			}
+		if k, held := t.dedup.FirstHeld(now, len(b.Keys), func(i int) string { return b.Keys[i].Key }); held {
+			return fmt.Errorf("%w: %q", ErrDedupRace, k)
 		}
 	}
 	res := AppendResult{BaseOffsets: make([]int64, len(a.Batches))}
 	meta := log.AppendMeta{AppliedIndex: index, Time: time.Unix(0, now)}
 	window := t.IdempotencyWindow()
+	inserts := f.dedupScratch[:0]
 	for i, b := range a.Batches {
 		p := t.Partitions[b.Partition]
 		base := p.next
@@ -105,8 +105,13 @@ func (f *FSM) applyAppend(index uint64, now int64, a Append) any {
 		p.next = base + int64(info.LastOffsetDelta) + 1
 		res.BaseOffsets[i] = base
 		for _, k := range b.Keys {
-			t.dedup.Insert(k.Key, partitionDedupEntry(k, b.Partition, base, now+window), now)
+			inserts = append(inserts, partition.DedupKey{Key: k.Key, DedupEntry: partitionDedupEntry(k, b.Partition, base, now+window)})
 		}
+	}
+	if len(inserts) > 0 {
+		t.dedup.InsertAll(now, inserts)
+		clear(inserts) // drop the key strings
+		f.dedupScratch = inserts[:0]
 	}
 	f.noteAppend(t, a)
 	for _, b := range a.Batches {

@@ -230,6 +230,7 @@ func decodeAppend(p []byte, keyed bool) (Append, error) {
 			if r.err == nil && nk > uint64(len(r.b)) {
 				r.err = fmt.Errorf("key count %d exceeds payload", nk)
 			}
+			pb.Keys = make([]RecordKey, 0, nk)
 			for j := uint64(0); j < nk && r.err == nil; j++ {
 				k := RecordKey{Index: int32(uint32(r.uvarint())), Key: string(r.bytes())}
 				copy(k.Digest[:], r.fixed(len(k.Digest)))

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/logd-dev/logd/log"
+	"github.com/logd-dev/logd/partition"
 )
 
 // FSM is the replicated state machine: topic metadata plus the partition
@@ -49,6 +50,8 @@ type FSM struct {
 	nodes nodeRegistry
 	// catchUp fetches missing segments from peers on Restore (install.go).
 	catchUp catchUpConfig
+	// dedupScratch is reused by applyAppend (Raft goroutine only).
+	dedupScratch []partition.DedupKey
 }
 
 // newFSM makes an FSM over root. It opens nothing until Restore or the first
