@@ -81,12 +81,16 @@ func TestAppendIdempotencyKeys(t *testing.T) {
 	if err := f3.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
 		t.Fatal(err)
 	}
+	tp3, _ := f3.Topic("k")
+	snapKeys := fmt.Sprint(tp3.Dedup().Keys())
+	if tp3.Dedup().Stats().Keys != 2 { // ka and kc; kx and ka's retry raced
+		t.Fatalf("restored window %s", snapKeys)
+	}
 	rest := entries(cmds...)[2:]
 	res = f3.ApplyBatch(rest)
 	if err, _ := res[0].(error); !errors.Is(err, ErrDedupRace) {
 		t.Fatalf("replayed race entry: %v", res[0])
 	}
-	tp3, _ := f3.Topic("k")
 	if got := fmt.Sprint(tp3.Dedup().Keys()); got != wantKeys {
 		t.Fatalf("window after restore and replay:\n got %s\nwant %s", got, wantKeys)
 	}
@@ -95,6 +99,48 @@ func TestAppendIdempotencyKeys(t *testing.T) {
 	}
 	if len(*fatals) != 0 {
 		t.Fatal(*fatals)
+	}
+
+	// A version 1 snapshot (the window base64 inside the manifest) restores
+	// the same window; a version 2 snapshot cut inside its window section
+	// is refused.
+	v1 := *snap.(*fsmSnapshot)
+	v1.m.Version = 1
+	v1.m.Topics = append([]topicManifest(nil), v1.m.Topics...)
+	for i := range v1.m.Topics {
+		v1.m.Topics[i].Dedup, v1.m.Topics[i].DedupBytes = v1.dedups[i], 0
+	}
+	v1.dedups = nil
+	var b1 bytes.Buffer
+	if err := v1.writeTo(&b1); err != nil {
+		t.Fatal(err)
+	}
+	f3.Close()
+	for _, tc := range []struct {
+		name    string
+		data    []byte
+		wantErr bool
+	}{
+		{"version 1", b1.Bytes(), false},
+		{"version 2 cut short", sink.Bytes()[:sink.Len()-1], true},
+	} {
+		f4, _ := testFSM(t, dir)
+		err := f4.Restore(io.NopCloser(bytes.NewReader(tc.data)))
+		if tc.wantErr {
+			if err == nil {
+				t.Fatalf("%s: restored", tc.name)
+			}
+			f4.Close()
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		tp4, _ := f4.Topic("k")
+		if got := fmt.Sprint(tp4.Dedup().Keys()); got != snapKeys {
+			t.Fatalf("%s: window %s, want %s", tc.name, got, snapKeys)
+		}
+		f4.Close()
 	}
 }
 

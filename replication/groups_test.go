@@ -106,7 +106,7 @@ func TestGroupApplyDeterministicAndSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(snap.(*fsmSnapshot).m); err != nil {
+	if err := snap.(*fsmSnapshot).writeTo(&buf); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Contains(buf.Bytes(), []byte(`"groups":{"version":1`)) {
@@ -123,10 +123,13 @@ func TestGroupApplyDeterministicAndSnapshot(t *testing.T) {
 	// A manifest from before groups existed restores with none.
 	f3.Close()
 	f4, _ := testFSM(t, dir)
-	old := snap.(*fsmSnapshot).m
-	old.Groups = nil
-	b, _ := json.Marshal(old)
-	if err := f4.Restore(io.NopCloser(bytes.NewReader(b))); err != nil {
+	old := *snap.(*fsmSnapshot)
+	old.m.Groups = nil
+	var b bytes.Buffer
+	if err := old.writeTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := f4.Restore(io.NopCloser(&b)); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(f4.ConsumerGroups()); n != 0 {

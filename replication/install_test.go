@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -61,11 +60,11 @@ func snapshotBytes(t *testing.T, f *FSM) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.Marshal(s.(*fsmSnapshot).m)
-	if err != nil {
+	var b bytes.Buffer
+	if err := s.(*fsmSnapshot).writeTo(&b); err != nil {
 		t.Fatal(err)
 	}
-	return b
+	return b.Bytes()
 }
 
 // segmentSums returns name -> sha256 of every .log and .meta file under

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"time"
 
 	"connectrpc.com/connect"
@@ -89,8 +90,10 @@ func (s *Server) Produce(ctx context.Context, req *connect.Request[logdv1.Produc
 func (c *produceCall) digestKeys() error {
 	c.digests = make([]partition.Digest, len(c.records))
 	c.sameAs = make([]int, len(c.records))
-	first := map[string]int{}
-	var dg *partition.Digester
+	var (
+		dg    *partition.Digester
+		first keyPositions
+	)
 	for i, r := range c.records {
 		c.sameAs[i] = -1
 		if r == nil || r.IdempotencyKey == "" {
@@ -101,24 +104,63 @@ func (c *produceCall) digestKeys() error {
 		}
 		if dg == nil {
 			dg = partition.NewDigester()
+			first = newKeyPositions(len(c.records) - i)
 		}
-		c.digests[i] = dg.Digest(r.Key, r.Value, func(yield func(string, []byte) bool) {
-			for _, h := range r.Headers {
-				if h != nil && !yield(h.Key, h.Value) {
-					return
+		var headers func(yield func(string, []byte) bool)
+		if len(r.Headers) > 0 {
+			headers = func(yield func(string, []byte) bool) {
+				for _, h := range r.Headers {
+					if h != nil && !yield(h.Key, h.Value) {
+						return
+					}
 				}
 			}
-		})
-		if j, ok := first[r.IdempotencyKey]; ok {
+		}
+		c.digests[i] = dg.Digest(r.Key, r.Value, headers)
+		if j := first.addOrGet(r.IdempotencyKey, i, c.records); j != i {
 			if c.digests[j] != c.digests[i] {
 				return toConnectError(fmt.Errorf("%w: key %q at records %d and %d", partition.ErrIdempotencyConflict, r.IdempotencyKey, j, i))
 			}
 			c.sameAs[i] = j
-			continue
 		}
-		first[r.IdempotencyKey] = i
 	}
 	return nil
+}
+
+// keyPositionSeed hashes idempotency keys within one call.
+var keyPositionSeed = maphash.MakeSeed()
+
+// keyPositions maps the idempotency keys of one call to the position of
+// the first record with each: open addressing over record positions, with
+// no per-key allocation (a Go map of strings costs several times more per
+// record, and every keyed record passes here).
+type keyPositions struct {
+	slots []int32 // position+1; 0 is empty
+}
+
+func newKeyPositions(n int) keyPositions {
+	size := 16
+	for size < 2*n {
+		size *= 2
+	}
+	return keyPositions{slots: make([]int32, size)}
+}
+
+// addOrGet returns the position of the first record keyed key, recording
+// pos as that record if there is none. records[p].IdempotencyKey is the key
+// of a recorded position p.
+func (k keyPositions) addOrGet(key string, pos int, records []*logdv1.Record) int {
+	mask := uint64(len(k.slots) - 1)
+	for i := maphash.String(keyPositionSeed, key) & mask; ; i = (i + 1) & mask {
+		p := k.slots[i]
+		if p == 0 {
+			k.slots[i] = int32(pos + 1)
+			return pos
+		}
+		if records[p-1].IdempotencyKey == key {
+			return int(p - 1)
+		}
+	}
 }
 
 // produceRound appends the unanswered records; with lookup it first answers

@@ -223,6 +223,11 @@ func TestIdempotencyConflictAndBatch(t *testing.T) {
 	if fmt.Sprint(r2) != fmt.Sprint(want) {
 		t.Fatalf("batch answers %v, want %v", r2, want)
 	}
+	// One call that gives a key two payloads is refused whole.
+	_, err = c.Produce(ctx, "orders", []client.Record{{Value: []byte("one"), IdempotencyKey: "d"}, {Value: []byte("new"), IdempotencyKey: "e"}, {Value: []byte("two"), IdempotencyKey: "d"}})
+	if !errors.Is(err, client.ErrIdempotencyConflict) {
+		t.Fatalf("one key with two payloads in one call: %v, want ErrIdempotencyConflict", err)
+	}
 	got := render(p.readAll(ctx, "orders", 1))
 	if got != "0: 0=v-a 1=v-b 2=v-c" {
 		t.Fatalf("log = %s", got)
