@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync"
 
 	"github.com/zeebo/xxh3"
@@ -483,6 +484,8 @@ func (w *DedupWindow) keysLocked() []DedupKey {
 func (w *DedupWindow) AppendEncoded(b []byte) []byte {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
+	// Reserve the most it can take: the arena holds every live key's bytes.
+	b = slices.Grow(b, 1+binary.MaxVarintLen64+len(w.arena)+w.count*(2+len(Digest{})+3*binary.MaxVarintLen64))
 	b = append(b, dedupEncodingVersion)
 	b = binary.AppendUvarint(b, uint64(w.count))
 	for s := w.head; s < w.tail; s++ {
@@ -494,6 +497,25 @@ func (w *DedupWindow) AppendEncoded(b []byte) []byte {
 		b = appendDedupKey(b, w.arena[off:off+uint64(r.keyLen)], r.DedupEntry)
 	}
 	return b
+}
+
+// KeysAt fills in, for each (partition, offset) of at, the key of the
+// record appended there if that key is in the window at time now; others
+// are left as they are. One pass over the window, allocating only the keys
+// found.
+func (w *DedupWindow) KeysAt(now int64, at map[[2]int64]string) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	for s := w.head; s < w.tail; s++ {
+		r := w.rec(s)
+		if r.dead || r.Expires <= now {
+			continue
+		}
+		pos := [2]int64{int64(r.Partition), r.Offset}
+		if _, ok := at[pos]; ok {
+			at[pos] = w.keyOf(r)
+		}
+	}
 }
 
 // RestoreDedupWindow rebuilds a window from Keys' output.

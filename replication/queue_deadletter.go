@@ -64,7 +64,7 @@ func (f *FSM) flushDeadLetters(index uint64, now int64, q *group.Queue, src *Top
 		return 0, err
 	}
 	budget := int(dlq.MaxBatchBytes()) - batch.HeaderSize
-	keys := idempotencyKeys(src, now)
+	keys := idempotencyKeys(src, pend, now)
 	byPart := map[int32][]batch.Record{}
 	sizes := map[int32]int{}
 	var done []group.DeadLetter
@@ -148,18 +148,23 @@ func deadLetterRecord(topic, groupName string, d group.DeadLetter, r *batch.Reco
 	return rec
 }
 
-// idempotencyKeys maps (partition, offset) to the idempotency key a record
-// was produced with, from the topic's window (replicated state, so the same
-// on every replica). Keys that left the window are not found.
-func idempotencyKeys(t *Topic, now int64) map[[2]int64]string {
+// idempotencyKeys maps the (partition, offset) of each pending dead letter
+// to the idempotency key its record was produced with, from the topic's
+// window (replicated state, so the same on every replica). Keys that left
+// the window are not found.
+func idempotencyKeys(t *Topic, pend []group.DeadLetter, now int64) map[[2]int64]string {
 	if t.dedup == nil {
 		return nil
 	}
-	out := map[[2]int64]string{}
-	for _, k := range t.dedup.Keys() {
-		if k.Expires > now {
-			out[[2]int64{int64(k.Partition), k.Offset}] = k.Key
+	at := make(map[[2]int64]string, len(pend))
+	for _, d := range pend {
+		at[[2]int64{int64(d.Partition), d.Offset}] = ""
+	}
+	t.dedup.KeysAt(now, at)
+	for pos, k := range at {
+		if k == "" {
+			delete(at, pos)
 		}
 	}
-	return out
+	return at
 }

@@ -104,8 +104,8 @@ func dlqValues(t *testing.T, f *FSM, topic string) []string {
 			for _, x := range r.Headers {
 				h[x.Key] = string(x.Value)
 			}
-			out = append(out, fmt.Sprintf("%s key=%s job=%s reason=%s error=%q origin=%s/%s@%s deliveries=%s",
-				r.Value, r.Key, h["job"], h[DLQHeaderReason], h[DLQHeaderError], h[DLQHeaderTopic], h[DLQHeaderPartition], h[DLQHeaderOffset], h[DLQHeaderDeliveries]))
+			out = append(out, fmt.Sprintf("%s key=%s job=%s reason=%s error=%q origin=%s/%s@%s deliveries=%s idem=%s",
+				r.Value, r.Key, h["job"], h[DLQHeaderReason], h[DLQHeaderError], h[DLQHeaderTopic], h[DLQHeaderPartition], h[DLQHeaderOffset], h[DLQHeaderDeliveries], h[DLQHeaderIdempotencyKey]))
 			off = r.Offset + 1
 		}
 	}
@@ -120,7 +120,9 @@ func TestQueueApply(t *testing.T) {
 	f, fatals := testFSM(t, t.TempDir())
 	a := &applier{t: t, f: f}
 	a.apply(createCmd(t, "jobs", 1, qnow))
-	a.apply(appendCmd(t, qnow, "jobs", 0, "credit:10", "credit:-5", "late:1"))
+	// The rejected record was produced with an idempotency key: its dead
+	// letter names it.
+	a.apply(encodeAppend(qnow, Append{Topic: "jobs", Batches: []PartitionBatch{keyed(0, jobBatch(t, "credit:10", "credit:-5", "late:1"), "", "pay-1")}}))
 	if res := a.apply(queueCmd(t, CmdQueueCreate, qnow, QueueCreate{Topic: "jobs", Group: "w", Secret: []byte("secret"), Config: group.QueueConfig{MaxDeliveries: 2}})); fmt.Sprint(res) == "" {
 		t.Fatal(res)
 	}
@@ -149,8 +151,8 @@ func TestQueueApply(t *testing.T) {
 	}
 	got := dlqValues(t, f, "jobs.w.dlq")
 	want := []string{
-		`credit:-5 key=k-credit:-5 job=credit:-5 reason=rejected error="negative amount" origin=jobs/0@1 deliveries=1`,
-		`late:1 key=k-late:1 job=late:1 reason=deadline_exceeded error="" origin=jobs/0@2 deliveries=0`,
+		`credit:-5 key=k-credit:-5 job=credit:-5 reason=rejected error="negative amount" origin=jobs/0@1 deliveries=1 idem=pay-1`,
+		`late:1 key=k-late:1 job=late:1 reason=deadline_exceeded error="" origin=jobs/0@2 deliveries=0 idem=`,
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("dead letters:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
