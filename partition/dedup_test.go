@@ -175,13 +175,12 @@ func benchDedupApply(b *testing.B, cold bool) {
 	command := func(now int64) {
 		batch := keys[next : next+perCommand]
 		next = (next + perCommand) % len(keys)
-		if k, held := win.FirstHeld(now, len(batch), func(i int) string { return batch[i] }); held {
-			b.Fatalf("key %s held", k)
-		}
 		for i, k := range batch {
 			inserts[i] = DedupKey{Key: k, DedupEntry: DedupEntry{Offset: int64(i), Expires: now + 1<<40}}
 		}
-		win.InsertAll(now, inserts)
+		if k, ok := win.Admit(now, inserts); !ok {
+			b.Fatalf("key %s held", k)
+		}
 	}
 	for i := 0; i < 2*bound/perCommand; i++ {
 		command(int64(i))
@@ -295,21 +294,38 @@ func TestDedupWindowModel(t *testing.T) {
 			key := fmt.Sprintf("k%d", rng.IntN(nkeys))
 			switch r := rng.IntN(100); {
 			case r < 50:
-				if _, ok := m.lookup(key, now); ok {
-					continue // callers insert only keys not held
-				}
 				batch := []DedupKey{{Key: key}}
 				for range rng.IntN(4) {
 					batch = append(batch, DedupKey{Key: fmt.Sprintf("k%d", rng.IntN(nkeys))})
 				}
+				wantHeld := ""
 				for i := range batch {
 					batch[i].Offset = int64(op*10 + i)
 					batch[i].Partition = int32(i)
 					batch[i].Digest = Digest{byte(op), byte(i)}
 					batch[i].Expires = now + 1 + int64(rng.IntN(400))
+					if _, ok := m.lookup(batch[i].Key, now); ok && wantHeld == "" {
+						wantHeld = batch[i].Key
+					}
+				}
+				if rng.IntN(2) == 0 {
+					// The state machine's path: all or nothing.
+					held, ok := win.Admit(now, batch)
+					if held != wantHeld || ok != (wantHeld == "") {
+						t.Fatalf("seed %d op %d: Admit = %q %v, want %q", seed, op, held, ok, wantHeld)
+					}
+					if !ok {
+						continue
+					}
+				} else {
+					if wantHeld != "" {
+						continue // callers insert only keys not held
+					}
+					win.InsertAll(now, batch)
+				}
+				for i := range batch {
 					m.insert(batch[i], now)
 				}
-				win.InsertAll(now, batch)
 			case r < 85:
 				got, gok := win.Lookup(key, now)
 				want, wok := m.lookup(key, now)

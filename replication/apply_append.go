@@ -75,18 +75,28 @@ func (f *FSM) applyAppend(index uint64, now int64, a Append) any {
 	if err := f.admit(t, a, queueEnds(t)); err != nil {
 		return err
 	}
-	// Keys committed since the proposer looked them up make this entry a
-	// no-op; the same check gives the same answer on every replica and on
-	// replay, because the window is replicated state.
+	// Record the keys, unless one was committed since the proposer looked
+	// them up: then this entry is a no-op. The check gives the same answer
+	// on every replica and on replay, because the window is replicated
+	// state. Offsets are known before the logs are written (p.next), and a
+	// failed write stops the node, so the window may change first.
+	window := t.IdempotencyWindow()
+	inserts := f.dedupScratch[:0]
 	for _, b := range a.Batches {
-		if k, held := t.dedup.FirstHeld(now, len(b.Keys), func(i int) string { return b.Keys[i].Key }); held {
-			return fmt.Errorf("%w: %q", ErrDedupRace, k)
+		for _, k := range b.Keys {
+			inserts = append(inserts, partition.DedupKey{Key: k.Key, DedupEntry: partitionDedupEntry(k, b.Partition, t.Partitions[b.Partition].next, now+window)})
+		}
+	}
+	if len(inserts) > 0 {
+		held, ok := t.dedup.Admit(now, inserts)
+		clear(inserts) // drop the key strings
+		f.dedupScratch = inserts[:0]
+		if !ok {
+			return fmt.Errorf("%w: %q", ErrDedupRace, held)
 		}
 	}
 	res := AppendResult{BaseOffsets: make([]int64, len(a.Batches))}
 	meta := log.AppendMeta{AppliedIndex: index, Time: time.Unix(0, now)}
-	window := t.IdempotencyWindow()
-	inserts := f.dedupScratch[:0]
 	for i, b := range a.Batches {
 		p := t.Partitions[b.Partition]
 		base := p.next
@@ -104,14 +114,6 @@ func (f *FSM) applyAppend(index uint64, now int64, a Append) any {
 		info, _ := batch.Peek(b.Batch) // verified above
 		p.next = base + int64(info.LastOffsetDelta) + 1
 		res.BaseOffsets[i] = base
-		for _, k := range b.Keys {
-			inserts = append(inserts, partition.DedupKey{Key: k.Key, DedupEntry: partitionDedupEntry(k, b.Partition, base, now+window)})
-		}
-	}
-	if len(inserts) > 0 {
-		t.dedup.InsertAll(now, inserts)
-		clear(inserts) // drop the key strings
-		f.dedupScratch = inserts[:0]
 	}
 	f.noteAppend(t, a)
 	for _, b := range a.Batches {
