@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/logd-dev/logd/partition"
 )
@@ -231,10 +232,27 @@ func decodeAppend(p []byte, keyed bool) (Append, error) {
 				r.err = fmt.Errorf("key count %d exceeds payload", nk)
 			}
 			pb.Keys = make([]RecordKey, 0, nk)
+			raw := make([][]byte, 0, nk) // the keys' bytes, still in p
+			total := 0
 			for j := uint64(0); j < nk && r.err == nil; j++ {
-				k := RecordKey{Index: int32(uint32(r.uvarint())), Key: string(r.bytes())}
+				k := RecordKey{Index: int32(uint32(r.uvarint()))}
+				kb := r.bytes()
 				copy(k.Digest[:], r.fixed(len(k.Digest)))
+				raw = append(raw, kb)
+				total += len(kb)
 				pb.Keys = append(pb.Keys, k)
+			}
+			// One string holds all the batch's keys and each key is a
+			// slice of it: one allocation per batch, not one per key.
+			var all strings.Builder
+			all.Grow(total)
+			for _, kb := range raw {
+				all.Write(kb)
+			}
+			keys, off := all.String(), 0
+			for j, kb := range raw {
+				pb.Keys[j].Key = keys[off : off+len(kb)]
+				off += len(kb)
 			}
 		}
 		a.Batches = append(a.Batches, pb)

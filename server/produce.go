@@ -26,6 +26,8 @@ type partitionGroup struct {
 	records   []batch.Record
 	positions []int
 	keys      []replication.RecordKey
+	// n and nkeys count the group's records and keyed records.
+	n, nkeys int
 }
 
 // produceCall is one Produce request being answered.
@@ -231,7 +233,9 @@ func (s *Server) produceRound(ctx context.Context, c *produceCall, lookup bool) 
 }
 
 // route validates the records at the given positions and groups them by
-// partition, in order of first appearance.
+// partition, in order of first appearance. The groups' slices are cut from
+// one array each, sized by a first pass: growing them record by record
+// allocated several times over for every group of every call.
 func (s *Server) route(c *produceCall, positions []int) ([]*partitionGroup, error) {
 	t := c.topic
 	n := int32(len(t.Partitions))
@@ -239,7 +243,10 @@ func (s *Server) route(c *produceCall, positions []int) ([]*partitionGroup, erro
 	now := time.Now().UnixMilli()
 	byPart := make(map[int32]*partitionGroup)
 	var groups []*partitionGroup
-	for _, i := range positions {
+	recs := make([]batch.Record, len(positions))
+	of := make([]*partitionGroup, len(positions))
+	nkeys := 0
+	for k, i := range positions {
 		r := c.records[i]
 		if r == nil {
 			return nil, errInvalid("record %d is empty", i)
@@ -279,10 +286,30 @@ func (s *Server) route(c *produceCall, positions []int) ([]*partitionGroup, erro
 			byPart[p] = g
 			groups = append(groups, g)
 		}
+		g.n++
 		if r.IdempotencyKey != "" {
-			g.keys = append(g.keys, replication.RecordKey{Index: int32(len(g.records)), Key: r.IdempotencyKey, Digest: c.digests[i]})
+			g.nkeys++
+			nkeys++
 		}
-		g.records = append(g.records, br)
+		recs[k], of[k] = br, g
+	}
+	allRecs := make([]batch.Record, len(positions))
+	allPos := make([]int, len(positions))
+	var allKeys []replication.RecordKey
+	if nkeys > 0 {
+		allKeys = make([]replication.RecordKey, nkeys)
+	}
+	for _, g := range groups {
+		g.records, allRecs = allRecs[:0:g.n], allRecs[g.n:]
+		g.positions, allPos = allPos[:0:g.n], allPos[g.n:]
+		g.keys, allKeys = allKeys[:0:g.nkeys], allKeys[g.nkeys:]
+	}
+	for k, i := range positions {
+		g := of[k]
+		if key := c.records[i].IdempotencyKey; key != "" {
+			g.keys = append(g.keys, replication.RecordKey{Index: int32(len(g.records)), Key: key, Digest: c.digests[i]})
+		}
+		g.records = append(g.records, recs[k])
 		g.positions = append(g.positions, i)
 	}
 	return groups, nil
