@@ -34,9 +34,10 @@ type partitionGroup struct {
 type produceCall struct {
 	topic   *replication.Topic
 	records []*logdv1.Record
+	// digests[i] is record i's payload digest if it has an idempotency
+	// key; sameAs[i] is the position of an earlier record of the call with
+	// the same key and payload, or -1. Both are nil in a call without keys.
 	digests []partition.Digest
-	// sameAs[i] is the position of an earlier record of the call with the
-	// same idempotency key and payload, or -1.
 	sameAs  []int
 	results []*logdv1.RecordResult
 }
@@ -90,16 +91,20 @@ func (s *Server) Produce(ctx context.Context, req *connect.Request[logdv1.Produc
 // digestKeys computes the payload digest of every keyed record and pairs
 // records of the call that repeat a key.
 func (c *produceCall) digestKeys() error {
-	c.digests = make([]partition.Digest, len(c.records))
-	c.sameAs = make([]int, len(c.records))
 	var (
 		dg    *partition.Digester
 		first keyPositions
 	)
 	for i, r := range c.records {
-		c.sameAs[i] = -1
 		if r == nil || r.IdempotencyKey == "" {
 			continue
+		}
+		if c.digests == nil { // the call's first key: calls without keys allocate nothing here
+			c.digests = make([]partition.Digest, len(c.records))
+			c.sameAs = make([]int, len(c.records))
+			for j := range c.sameAs {
+				c.sameAs[j] = -1
+			}
 		}
 		if len(r.IdempotencyKey) > partition.MaxIdempotencyKeyBytes {
 			return errInvalid("record %d: idempotency key of %d bytes; at most %d", i, len(r.IdempotencyKey), partition.MaxIdempotencyKeyBytes)
@@ -178,7 +183,7 @@ func (s *Server) produceRound(ctx context.Context, c *produceCall, lookup bool) 
 	var pending []int
 	dups := 0
 	for i, r := range c.records {
-		if c.results[i] != nil || c.sameAs[i] >= 0 {
+		if c.results[i] != nil || c.sameAs != nil && c.sameAs[i] >= 0 {
 			continue
 		}
 		if lookup && r != nil && r.IdempotencyKey != "" {
