@@ -56,6 +56,8 @@ func validateAppend(t *Topic, a Append) error {
 			switch {
 			case k.Key == "":
 				return fmt.Errorf("%w: empty idempotency key", ErrInvalidArgument)
+			case len(k.Key) > partition.MaxIdempotencyKeyBytes:
+				return fmt.Errorf("%w: idempotency key of %d bytes, at most %d", ErrInvalidArgument, len(k.Key), partition.MaxIdempotencyKeyBytes)
 			case k.Index < 0 || k.Index > info.LastOffsetDelta:
 				return fmt.Errorf("%w: idempotency key for record %d of a %d-record batch", ErrInvalidArgument, k.Index, info.LastOffsetDelta+1)
 			}

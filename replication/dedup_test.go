@@ -2,6 +2,7 @@ package replication
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -154,19 +155,88 @@ func (s *memSink) Close() error  { return nil }
 var _ raft.SnapshotSink = (*memSink)(nil)
 
 func TestAppendKeysCodec(t *testing.T) {
-	a := Append{Topic: "t", Batches: []PartitionBatch{keyed(3, []byte("batch-bytes"), "", "k1"), {Partition: 1, Batch: []byte("b2")}}}
-	env, err := decodeCommand(encodeAppend(42, a))
+	digest := func(i int) partition.Digest { return partition.Digest{byte(i), 0xab, 15: byte(i)} }
+	a := Append{Topic: "t", Batches: []PartitionBatch{
+		keyed(3, []byte("batch-bytes"), "", "k1"),
+		{Partition: 1, Batch: []byte("b2")},
+		// Shared prefixes, a key that is a prefix of the one before, an
+		// empty-suffix repeat, a key sharing nothing, indexes out of order.
+		{Partition: 2, Batch: []byte("b3"), Keys: []RecordKey{
+			{Index: 0, Key: "order-2026-11-29-000017", Digest: digest(0)},
+			{Index: 1, Key: "order-2026-11-29-000018", Digest: digest(1)},
+			{Index: 4, Key: "order-2026", Digest: digest(2)},
+			{Index: 2, Key: "order-2026", Digest: digest(3)},
+			{Index: 9, Key: "x", Digest: digest(4)},
+		}},
+	}}
+	enc := encodeAppend(42, a)
+	env, err := decodeCommand(enc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := env.Body.(Append); fmt.Sprint(got) != fmt.Sprint(a) || env.Time != 42 {
+	if got := env.Body.(Append); fmt.Sprint(got) != fmt.Sprint(a) || env.Time != 42 || enc[1] != appendKeysVersionV3 {
 		t.Fatalf("round trip:\n got %+v\nwant %+v", got, a)
 	}
+	// Version 2, written by older builds, still decodes.
+	v2, err := decodeCommand(encodeAppendV2(42, a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := v2.Body.(Append); fmt.Sprint(got) != fmt.Sprint(a) {
+		t.Fatalf("version 2:\n got %+v\nwant %+v", got, a)
+	}
 	// Truncating a keyed command anywhere is an error, never a panic.
-	enc := encodeAppend(42, a)
 	for i := cmdHeaderSize; i < len(enc); i++ {
 		if _, err := decodeCommand(enc[:i]); err == nil {
 			t.Fatalf("truncated at %d decoded", i)
 		}
 	}
+}
+
+// encodeAppendV2 is the version 2 encoding older builds wrote: keys whole.
+func encodeAppendV2(now int64, a Append) []byte {
+	dst := encodeHeader(nil, CmdAppend, now)
+	dst[1] = appendKeysVersion
+	dst = binary.AppendUvarint(dst, uint64(len(a.Topic)))
+	dst = append(dst, a.Topic...)
+	dst = binary.AppendUvarint(dst, uint64(len(a.Batches)))
+	for _, b := range a.Batches {
+		dst = binary.AppendUvarint(dst, uint64(uint32(b.Partition)))
+		dst = binary.AppendUvarint(dst, uint64(len(b.Batch)))
+		dst = append(dst, b.Batch...)
+		dst = binary.AppendUvarint(dst, uint64(len(b.Keys)))
+		for _, k := range b.Keys {
+			dst = binary.AppendUvarint(dst, uint64(uint32(k.Index)))
+			dst = binary.AppendUvarint(dst, uint64(len(k.Key)))
+			dst = append(dst, k.Key...)
+			dst = append(dst, k.Digest[:]...)
+		}
+	}
+	return dst
+}
+
+// FuzzDecodeAppend: any bytes decode to an error or to an Append that
+// encodes and decodes back to itself; nothing panics.
+func FuzzDecodeAppend(f *testing.F) {
+	a := Append{Topic: "t", Batches: []PartitionBatch{keyed(0, []byte("xy"), "order-1", "order-2", "", "other")}}
+	f.Add(encodeAppend(1, a))
+	f.Add(encodeAppendV2(1, a))
+	f.Add(encodeAppend(1, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 1, Batch: []byte("z")}}}))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		env, err := decodeCommand(data)
+		if err != nil {
+			return
+		}
+		got, ok := env.Body.(Append)
+		if !ok {
+			return
+		}
+		again, err := decodeCommand(encodeAppend(env.Time, got))
+		if err != nil {
+			t.Fatalf("re-encoded append does not decode: %v", err)
+		}
+		if fmt.Sprint(again.Body) != fmt.Sprint(got) {
+			t.Fatalf("round trip changed the append:\n%+v\n%+v", got, again.Body)
+		}
+	})
 }
