@@ -149,10 +149,7 @@ func encodeAppend(now int64, a Append) []byte {
 			dst = binary.AppendUvarint(dst, uint64(len(b.Keys)))
 			prevIndex, prev := int64(-1), ""
 			for _, k := range b.Keys {
-				shared := 0
-				for shared < len(k.Key) && shared < len(prev) && k.Key[shared] == prev[shared] {
-					shared++
-				}
+				shared := commonPrefix(k.Key, prev)
 				dst = binary.AppendVarint(dst, int64(k.Index)-prevIndex-1)
 				dst = binary.AppendUvarint(dst, uint64(shared))
 				dst = binary.AppendUvarint(dst, uint64(len(k.Key)-shared))
@@ -279,9 +276,10 @@ func (r *reader) keysV2() []RecordKey {
 }
 
 // keysV3 decodes a batch's front-coded keys (version 3) into one string,
-// each key a slice of it: one allocation per batch, not one per key. A key
-// is at most partition.MaxIdempotencyKeyBytes long, which bounds what a
-// damaged entry can make this allocate.
+// each key a slice of it: one string for all the keys, not one per key. A
+// key is at most partition.MaxIdempotencyKeyBytes long, which bounds what a
+// damaged entry can make this allocate. The loop parses its slice directly:
+// it runs for every keyed record on every replica.
 func (r *reader) keysV3() []RecordKey {
 	nk := r.uvarint()
 	if r.err == nil && nk > uint64(len(r.b)) {
@@ -290,20 +288,35 @@ func (r *reader) keysV3() []RecordKey {
 	if r.err != nil {
 		return nil
 	}
-	keys := make([]RecordKey, 0, nk)
-	ends := make([]int, 0, nk)
-	var buf []byte
+	keys := make([]RecordKey, nk)
+	ends := make([]int, nk)
+	buf := make([]byte, 0, 48*nk)
+	b := r.b
 	prevIndex, prevStart, prevLen := int64(-1), 0, 0
-	for j := uint64(0); j < nk && r.err == nil; j++ {
-		index := prevIndex + 1 + r.varint()
-		shared := r.uvarint()
-		suffix := r.bytes()
-		var k RecordKey
-		copy(k.Digest[:], r.fixed(len(k.Digest)))
-		switch {
-		case r.err != nil:
+	for j := range keys {
+		delta, n1 := binary.Varint(b)
+		if n1 <= 0 {
+			r.err = fmt.Errorf("key %d: bad index", j)
 			return nil
-		case index < 0 || index > math.MaxInt32:
+		}
+		shared, n2 := binary.Uvarint(b[n1:])
+		if n2 <= 0 {
+			r.err = fmt.Errorf("key %d: bad shared length", j)
+			return nil
+		}
+		b = b[n1+n2:]
+		sl, n3 := binary.Uvarint(b)
+		if n3 <= 0 || sl > uint64(len(b)-n3) || len(b)-n3-int(sl) < len(partition.Digest{}) {
+			r.err = fmt.Errorf("key %d: bad suffix", j)
+			return nil
+		}
+		suffix := b[n3 : n3+int(sl)]
+		b = b[n3+int(sl):]
+		copy(keys[j].Digest[:], b)
+		b = b[len(partition.Digest{}):]
+		index := prevIndex + 1 + delta
+		switch {
+		case index < math.MinInt32 || index > math.MaxInt32: // validateAppend checks the range
 			r.err = fmt.Errorf("key %d: record index %d", j, index)
 			return nil
 		case shared > uint64(prevLen):
@@ -316,17 +329,29 @@ func (r *reader) keysV3() []RecordKey {
 		start := len(buf)
 		buf = append(buf, buf[prevStart:prevStart+int(shared)]...)
 		buf = append(buf, suffix...)
-		k.Index = int32(index)
-		keys = append(keys, k)
-		ends = append(ends, len(buf))
+		keys[j].Index, ends[j] = int32(index), len(buf)
 		prevIndex, prevStart, prevLen = index, start, len(buf)-start
 	}
+	r.b = b
 	all, start := string(buf), 0
 	for j, end := range ends {
 		keys[j].Key = all[start:end]
 		start = end
 	}
 	return keys
+}
+
+// commonPrefix returns the length of the longest common prefix of a and b.
+func commonPrefix(a, b string) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i+8 <= n && a[i:i+8] == b[i:i+8] {
+		i += 8
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
 }
 
 // reader decodes uvarint-framed fields, remembering the first error.
