@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -18,7 +20,8 @@ import (
 	"github.com/logd-dev/logd/server"
 )
 
-// BenchmarkProduceIdempotencyKeys produces 128-byte records, 1,000 per
+// BenchmarkProduceIdempotencyKeys produces 128-byte values (or
+// LOGD_BENCH_VALUE_BYTES), 1,000 per
 // call from 8 concurrent callers, to a fresh single-node server, without
 // idempotency keys and with a unique key per record: "ordered" keys share a
 // prefix ("order-2026-11-29-0000001234", 27 bytes), "uuid" keys are random
@@ -33,7 +36,7 @@ func BenchmarkProduceIdempotencyKeys(b *testing.B) {
 			c := produceBenchServer(b)
 			ctx := context.Background()
 			var seq atomic.Uint64
-			value := make([]byte, 128)
+			value := make([]byte, benchValueBytes)
 			call := func(recs []client.Record, key []byte, style string) {
 				if style != "plain" {
 					first := seq.Add(uint64(len(recs))) - uint64(len(recs))
@@ -105,6 +108,15 @@ func benchKey(buf []byte, style string, n uint64) []byte {
 	u[8], u[13], u[18], u[23] = '-', '-', '-', '-'
 	return append(buf[:0], u[:]...)
 }
+
+// benchValueBytes is the value size BenchmarkProduceIdempotencyKeys
+// produces: LOGD_BENCH_VALUE_BYTES, default 128.
+var benchValueBytes = func() int {
+	if n, err := strconv.Atoi(os.Getenv("LOGD_BENCH_VALUE_BYTES")); err == nil && n >= 0 {
+		return n
+	}
+	return 128
+}()
 
 // produceBenchServer runs a single-node server over HTTP with topic "p"
 // of 8 partitions.
