@@ -108,9 +108,8 @@ type DedupKey struct {
 // at the bound of 100k keys this cut the state machine's cost per key by
 // more than half.
 //
-// The writer (the FSM goroutine) may read without the lock; it takes the
-// write lock to change anything, once per batch. Other goroutines read
-// under the read lock.
+// Changes (Admit, InsertAll, Expire) take the write lock once per batch;
+// reads (Lookup, Stats, Keys, AppendEncoded, KeysAt) take the read lock.
 type DedupWindow struct {
 	mu sync.RWMutex
 	// Guarded by mu:
