@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/logd-dev/logd/client"
 )
 
 // Output formats of --output.
@@ -38,4 +41,46 @@ func writeJSON(w io.Writer, v any) error {
 // newTable returns a writer aligning tab-separated columns; Flush it.
 func newTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+}
+
+// newListCmd makes a "list" command without arguments: it fetches rows
+// with list and prints them as a table (header, then row(r) per row; both
+// tab-separated) or, with --output json, as a JSON array ([] when empty).
+// list takes the client first so a method expression such as
+// (*client.Client).ListTopics fits.
+func newListCmd[T any](opts *globalOpts, short, header string, list func(*client.Client, context.Context) ([]T, error), row func(T) string) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			c, err := opts.newClient()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			rows, err := list(c, cmd.Context())
+			if err != nil {
+				return err
+			}
+			if output == outputJSON {
+				if rows == nil {
+					rows = []T{}
+				}
+				return writeJSON(opts.stdout, rows)
+			}
+			tw := newTable(opts.stdout)
+			fmt.Fprintln(tw, header)
+			for _, r := range rows {
+				fmt.Fprintln(tw, row(r))
+			}
+			return tw.Flush()
+		},
+	}
+	addOutputFlag(cmd, &output)
+	return cmd
 }
