@@ -2,7 +2,6 @@ package replication
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 )
 
@@ -24,11 +23,8 @@ type QueuePauseResult struct {
 }
 
 func decodeQueuePause(p []byte) (queueCommand, error) {
-	var v QueuePause
-	if err := json.Unmarshal(p, &v); err != nil {
-		return nil, fmt.Errorf("%w: queue-pause: %v", ErrBadCommand, err)
-	}
-	return &v, nil
+	v, err := decodeJSON[QueuePause](CmdQueuePause, p)
+	return &v, err
 }
 
 func (c *QueuePause) applyQueue(f *FSM, index uint64, now int64) any {

@@ -1,7 +1,6 @@
 package replication
 
 import (
-	"encoding/json"
 	"fmt"
 )
 
@@ -88,28 +87,16 @@ func cleanerCommandName(t CommandType) string {
 }
 
 func decodeCleanerCommand(t CommandType, p []byte) (cleanerCommand, error) {
-	var (
-		c   cleanerCommand
-		err error
-	)
 	switch t {
 	case CmdAlterTopic:
-		var v AlterTopic
-		err = json.Unmarshal(p, &v)
-		c = v
+		v, err := decodeJSON[AlterTopic](t, p)
+		return v, err
 	case CmdTrim:
-		var v Trim
-		err = json.Unmarshal(p, &v)
-		c = v
+		v, err := decodeJSON[Trim](t, p)
+		return v, err
 	case CmdCompact:
-		var v Compact
-		err = json.Unmarshal(p, &v)
-		c = v
-	default:
-		return nil, fmt.Errorf("%w: %s", ErrUnknownCommand, t)
+		v, err := decodeJSON[Compact](t, p)
+		return v, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrBadCommand, t, err)
-	}
-	return c, nil
+	return nil, fmt.Errorf("%w: %s", ErrUnknownCommand, t)
 }

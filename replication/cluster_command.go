@@ -1,7 +1,6 @@
 package replication
 
 import (
-	"encoding/json"
 	"fmt"
 )
 
@@ -47,24 +46,13 @@ func clusterCommandName(t CommandType) string {
 }
 
 func decodeClusterCommand(t CommandType, p []byte) (clusterCommand, error) {
-	var (
-		c   clusterCommand
-		err error
-	)
 	switch t {
 	case CmdNodeRegister:
-		var v NodeRegister
-		err = json.Unmarshal(p, &v)
-		c = v
+		v, err := decodeJSON[NodeRegister](t, p)
+		return v, err
 	case CmdNodeDeregister:
-		var v NodeDeregister
-		err = json.Unmarshal(p, &v)
-		c = v
-	default:
-		return nil, fmt.Errorf("%w: %s", ErrUnknownCommand, t)
+		v, err := decodeJSON[NodeDeregister](t, p)
+		return v, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrBadCommand, t, err)
-	}
-	return c, nil
+	return nil, fmt.Errorf("%w: %s", ErrUnknownCommand, t)
 }

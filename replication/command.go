@@ -112,6 +112,15 @@ func encodeHeader(dst []byte, t CommandType, now int64) []byte {
 	return binary.BigEndian.AppendUint64(dst, uint64(now))
 }
 
+// decodeJSON decodes the JSON payload of a command of type t.
+func decodeJSON[T any](t CommandType, p []byte) (T, error) {
+	var v T
+	if err := json.Unmarshal(p, &v); err != nil {
+		return v, fmt.Errorf("%w: %s: %v", ErrBadCommand, t, err)
+	}
+	return v, nil
+}
+
 // encodeJSONCommand encodes a metadata command; these are rare and small, so
 // JSON keeps them readable in a raft log dump.
 func encodeJSONCommand(t CommandType, now int64, body any) ([]byte, error) {
@@ -172,57 +181,30 @@ func decodeCommand(data []byte) (envelope, error) {
 		return env, fmt.Errorf("%w: %s version %d", ErrUnknownCommand, env.Type, v)
 	}
 	p := data[cmdHeaderSize:]
+	var err error
 	switch env.Type {
 	case CmdCreateTopic:
-		var c CreateTopic
-		if err := json.Unmarshal(p, &c); err != nil {
-			return env, fmt.Errorf("%w: %s: %v", ErrBadCommand, env.Type, err)
-		}
-		env.Body = c
+		env.Body, err = decodeJSON[CreateTopic](env.Type, p)
 	case CmdDeleteTopic:
-		var c DeleteTopic
-		if err := json.Unmarshal(p, &c); err != nil {
-			return env, fmt.Errorf("%w: %s: %v", ErrBadCommand, env.Type, err)
-		}
-		env.Body = c
+		env.Body, err = decodeJSON[DeleteTopic](env.Type, p)
 	case CmdAppend:
-		a, err := decodeAppend(p, data[1])
-		if err != nil {
-			return env, err
-		}
-		env.Body = a
+		env.Body, err = decodeAppend(p, data[1])
 	case CmdGroupJoin, CmdGroupHeartbeat, CmdGroupLeave, CmdGroupCommit, CmdGroupResetOffsets, CmdGroupAutoReset, CmdGroupDelete:
-		c, err := decodeGroupCommand(env.Type, p)
-		if err != nil {
-			return env, err
-		}
-		env.Body = c
+		env.Body, err = decodeGroupCommand(env.Type, p)
 	case CmdAlterTopic, CmdTrim, CmdCompact:
-		c, err := decodeCleanerCommand(env.Type, p)
-		if err != nil {
-			return env, err
-		}
-		env.Body = c
+		env.Body, err = decodeCleanerCommand(env.Type, p)
 	case CmdQueueCreate, CmdQueueAlter, CmdQueueClaim, CmdQueueAck, CmdQueueNack, CmdQueueExtend:
-		c, err := decodeQueueCommand(env.Type, p)
-		if err != nil {
-			return env, err
-		}
-		env.Body = c
+		env.Body, err = decodeQueueCommand(env.Type, p)
 	case CmdQueuePause:
-		c, err := decodeQueuePause(p)
-		if err != nil {
-			return env, err
-		}
-		env.Body = c
+		env.Body, err = decodeQueuePause(p)
 	case CmdNodeRegister, CmdNodeDeregister:
-		c, err := decodeClusterCommand(env.Type, p)
-		if err != nil {
-			return env, err
-		}
-		env.Body = c
+		env.Body, err = decodeClusterCommand(env.Type, p)
 	default:
-		return env, fmt.Errorf("%w: %s", ErrUnknownCommand, env.Type)
+		err = fmt.Errorf("%w: %s", ErrUnknownCommand, env.Type)
+	}
+	if err != nil {
+		env.Body = nil
+		return env, err
 	}
 	return env, nil
 }

@@ -2,7 +2,6 @@ package replication
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -189,21 +188,12 @@ func decodeQueueCommand(t CommandType, p []byte) (queueCommand, error) {
 	var c queueCommand
 	r := reader{b: p}
 	switch t {
-	case CmdQueueCreate, CmdQueueAlter:
-		var err error
-		if t == CmdQueueCreate {
-			var v QueueCreate
-			err = json.Unmarshal(p, &v)
-			c = &v
-		} else {
-			var v QueueAlter
-			err = json.Unmarshal(p, &v)
-			c = &v
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrBadCommand, queueCommandName(t), err)
-		}
-		return c, nil
+	case CmdQueueCreate:
+		v, err := decodeJSON[QueueCreate](t, p)
+		return &v, err
+	case CmdQueueAlter:
+		v, err := decodeJSON[QueueAlter](t, p)
+		return &v, err
 	case CmdQueueClaim:
 		v := &QueueClaim{Topic: string(r.bytes()), Group: string(r.bytes())}
 		v.Max, v.MaxBytes = int32(uint32(r.uvarint())), int32(uint32(r.uvarint()))
