@@ -51,6 +51,10 @@ func (f *FSM) applyAlterTopic(index uint64, c AlterTopic) any {
 			return f.stop(fmt.Errorf("alter topic %s at index %d: %w", c.Name, index, err))
 		}
 	}
+	// The window is shared with the new Topic value; its bound changes at
+	// this index on every replica (a restored replica reads it from the
+	// config), and extra keys go at the next insert.
+	t.dedup.SetMaxKeys(int(configInt(cfg, ConfigIdempotencyMaxKeys)))
 	nt := *t // fields are copied, the partitions shared
 	nt.Config = cfg
 	f.mu.Lock()

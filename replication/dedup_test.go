@@ -240,3 +240,34 @@ func FuzzDecodeAppend(f *testing.F) {
 		}
 	})
 }
+
+// TestAlterIdempotencyMaxKeys: lowering idempotency.max.keys bounds the
+// live window from the next keyed append on, as a replica restored from a
+// snapshot (which reads the bound from the config) would.
+func TestAlterIdempotencyMaxKeys(t *testing.T) {
+	now := int64(1_700_000_000_000_000_000)
+	f, fatals := testFSM(t, t.TempDir())
+	res := f.ApplyBatch(entries(
+		mustJSON(t, CmdCreateTopic, now, CreateTopic{Name: "k", Partitions: 1}),
+		encodeAppend(now, Append{Topic: "k", Batches: []PartitionBatch{keyed(0, mustBatch(t, "a", "b", "c", "d"), "ka", "kb", "kc", "kd")}}),
+		mustJSON(t, CmdAlterTopic, now, AlterTopic{Name: "k", Config: map[string]string{ConfigIdempotencyMaxKeys: "2"}}),
+		encodeAppend(now, Append{Topic: "k", Batches: []PartitionBatch{keyed(0, mustBatch(t, "e"), "ke")}}),
+	))
+	for i, r := range res {
+		if err, ok := r.(error); ok {
+			t.Fatalf("entry %d: %v", i+1, err)
+		}
+	}
+	tp, _ := f.Topic("k")
+	if st := tp.Dedup().Stats(); st.Keys != 2 || st.Evicted != 3 {
+		t.Fatalf("window after lowering the bound to 2: %+v", st)
+	}
+	for key, held := range map[string]bool{"kc": false, "kd": true, "ke": true} {
+		if _, ok := tp.Dedup().Lookup(key, now); ok != held {
+			t.Errorf("%s held = %v, want %v", key, ok, held)
+		}
+	}
+	if len(*fatals) != 0 {
+		t.Fatal(*fatals)
+	}
+}
