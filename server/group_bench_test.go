@@ -34,34 +34,8 @@ var benchRecords = func() int {
 // holding benchRecords records of 100 bytes.
 func benchServer(b *testing.B) *client.Client {
 	b.Helper()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	n, err := replication.Open(replication.Config{NodeID: "n1", DataDir: b.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true, Logger: logger, RaftLogLevel: "error"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { n.Close() })
-	for !n.IsLeader() {
-		time.Sleep(time.Millisecond) // no event to wait on for leadership
-	}
-	hs := httptest.NewServer(server.New(server.Options{Node: n, Logger: logger}).Handler())
-	b.Cleanup(hs.Close)
-	c, err := client.New(hs.URL, client.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { c.Close() })
+	c := newBenchServer(b, "bench", benchParts)
 	ctx := context.Background()
-	// The server refuses calls until its state machine has caught up.
-	for attempt := 0; ; attempt++ {
-		_, err := c.CreateTopic(ctx, "bench", benchParts, nil)
-		if err == nil {
-			break
-		}
-		if attempt > 500 {
-			b.Fatal(err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	value := make([]byte, 100)
 	for i := 0; i < benchRecords; i += 1000 {
 		recs := make([]client.Record, 1000)
@@ -147,4 +121,37 @@ func BenchmarkConsumeGroupVsFetch(b *testing.B) {
 		b.ReportMetric(float64(benchRecords*b.N)/b.Elapsed().Seconds(), "records/s")
 		b.ReportMetric(float64(benchRecords*b.N)/steady.Seconds(), "steady-records/s")
 	})
+}
+
+// newBenchServer runs a single-node server over HTTP with an empty topic of
+// the given partitions and returns a client of it.
+func newBenchServer(b *testing.B, topic string, partitions int32) *client.Client {
+	b.Helper()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	n, err := replication.Open(replication.Config{NodeID: "n1", DataDir: b.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true, Logger: logger, RaftLogLevel: "error"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { n.Close() })
+	for !n.IsLeader() {
+		time.Sleep(time.Millisecond) // no event to wait on for leadership
+	}
+	hs := httptest.NewServer(server.New(server.Options{Node: n, Logger: logger}).Handler())
+	b.Cleanup(hs.Close)
+	c, err := client.New(hs.URL, client.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	// The server refuses calls until its state machine has caught up.
+	for attempt := 0; ; attempt++ {
+		_, err := c.CreateTopic(context.Background(), topic, partitions, nil)
+		if err == nil {
+			return c
+		}
+		if attempt > 500 {
+			b.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

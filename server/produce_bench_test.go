@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 	"strconv"
 	"sync"
@@ -16,8 +13,6 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/client"
-	"github.com/logd-dev/logd/replication"
-	"github.com/logd-dev/logd/server"
 )
 
 // BenchmarkProduceIdempotencyKeys produces 128-byte values (or
@@ -33,7 +28,7 @@ import (
 func BenchmarkProduceIdempotencyKeys(b *testing.B) {
 	for _, style := range []string{"plain", "ordered", "uuid"} {
 		b.Run(style, func(b *testing.B) {
-			c := produceBenchServer(b)
+			c := newBenchServer(b, "p", 8)
 			ctx := context.Background()
 			var seq atomic.Uint64
 			value := make([]byte, benchValueBytes)
@@ -117,35 +112,3 @@ var benchValueBytes = func() int {
 	}
 	return 128
 }()
-
-// produceBenchServer runs a single-node server over HTTP with topic "p"
-// of 8 partitions.
-func produceBenchServer(b *testing.B) *client.Client {
-	b.Helper()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	n, err := replication.Open(replication.Config{NodeID: "n1", DataDir: b.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true, Logger: logger, RaftLogLevel: "error"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { n.Close() })
-	for !n.IsLeader() {
-		time.Sleep(time.Millisecond) // no event to wait on for leadership
-	}
-	hs := httptest.NewServer(server.New(server.Options{Node: n, Logger: logger}).Handler())
-	b.Cleanup(hs.Close)
-	c, err := client.New(hs.URL, client.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { c.Close() })
-	for attempt := 0; ; attempt++ {
-		_, err := c.CreateTopic(context.Background(), "p", 8, nil)
-		if err == nil {
-			return c
-		}
-		if attempt > 500 {
-			b.Fatal(err)
-		}
-		time.Sleep(10 * time.Millisecond) // the server refuses calls until caught up
-	}
-}
