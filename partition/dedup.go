@@ -91,22 +91,30 @@ type DedupKey struct {
 // ends: a retry of an evicted key is appended again. Evictions are counted
 // so an operator can see the window is too small for the key rate.
 //
-// Layout, chosen so that a new key in a full window costs two random
-// memory accesses (its own index slot and the evicted key's) and the
-// garbage collector never scans the window:
+// Layout, chosen so that a new key in a full window costs one random
+// memory access (its index bucket) and the garbage collector never scans
+// the window:
 //   - entries live in a ring in insertion (hence, while the window length
 //     is unchanged, expiry) order, numbered by a sequence; expiry and
 //     eviction pop its front;
 //   - key bytes live in a FIFO arena in the same order;
-//   - an open-addressing index (linear probing at load ≤ 1/4, deletion by
-//     backward shift, so no tombstones) maps a hash of the key to its
-//     entry's sequence. A lookup compares the key bytes, so distinct keys
-//     never share an entry.
+//   - an open-addressing index maps a hash of the key to its entry's
+//     sequence. It is made of buckets of 8 slots, one cache line each, and
+//     kept at load ≤ 1/4, so a key is nearly always in its home bucket. A
+//     lookup compares the key bytes, so distinct keys never share an entry.
 //
-// The index slots a command will touch are loaded first, all at once, so
-// the processor overlaps their cache misses (hashKeysLocked, touchOldest):
-// at the bound of 100k keys this cut the state machine's cost per key by
-// more than half.
+// Deletion from the index is lazy: a slot whose sequence the ring has
+// popped is stale, and an insert may reuse it, so expiry and eviction never
+// touch the index (before, evicting the oldest key cost a second random
+// access, about 40% of the window's time per key). A bucket found full of
+// live slots by an insert is marked as overflowed, and lookups go on to
+// the next bucket only past a marked one. Every len(index) inserts a sweep
+// empties stale slots and recomputes the marks; it also keeps a stale
+// slot from outliving 2^32 sequences, after which its 32 bits of sequence
+// would name a live entry again.
+//
+// The index buckets a command will touch are loaded first, all at once,
+// so the processor overlaps their cache misses (hashKeysLocked).
 //
 // Changes (Admit, InsertAll, Expire) take the write lock once per batch;
 // reads (Lookup, Stats, Keys, AppendEncoded, KeysAt) take the read lock.
@@ -114,14 +122,19 @@ type DedupWindow struct {
 	mu sync.RWMutex
 	// Guarded by mu:
 	seed maphash.Seed
-	// index slots hold the low 32 bits of the key's hash (which give its
-	// home slot) above the low 32 bits of its sequence; 0 is empty. The
-	// length is a power of two, or 0.
-	index []uint64
-	count int        // live keys
-	ring  []dedupRec // len a power of two; seq s at ring[s&(len-1)]
-	head  uint64     // sequence of the oldest entry in the ring
-	tail  uint64     // sequence the next entry gets
+	// hashMask is ANDed into every key hash: all ones, except in tests
+	// that crowd keys into few buckets.
+	hashMask uint64
+	// index slots hold 31 bits of the key's hash (tagBits) above the low 32
+	// bits of its sequence; a slot with neither is empty. Bit 63 of a
+	// bucket's first slot marks the bucket as overflowed (ovfBit). The
+	// length is a power of two of at least bucketSlots, or 0.
+	index      []uint64
+	sinceSweep int        // inserts since the last sweep
+	count      int        // live keys
+	ring       []dedupRec // len a power of two; seq s at ring[s&(len-1)]
+	head       uint64     // sequence of the oldest entry in the ring
+	tail       uint64     // sequence the next entry gets
 	// arena holds key bytes; arenaBase is the absolute offset of arena[0]
 	// and arenaHead the absolute offset of the oldest byte still needed.
 	arena     []byte
@@ -136,6 +149,14 @@ type DedupWindow struct {
 	sink   uint64
 }
 
+// Index layout.
+const (
+	bucketSlots = 8 // 64 bytes: one cache line
+	ovfBit      = uint64(1) << 63
+	tagBits     = uint64(0x7fffffff) << 32
+	seqBits     = uint64(0xffffffff)
+)
+
 // dedupRec is one ring entry. An entry is dead once its key was inserted
 // again (after its window ended but before it reached the ring's front);
 // the index no longer points at it.
@@ -143,7 +164,6 @@ type dedupRec struct {
 	DedupEntry
 	keyOff uint64 // absolute offset in the arena
 	keyLen uint32
-	tag    uint32 // the low 32 bits of the key's hash, as in its slot
 	dead   bool
 }
 
@@ -154,16 +174,40 @@ func NewDedupWindow(maxKeys int) *DedupWindow { return newDedupWindowAt(maxKeys,
 // newDedupWindowAt starts the sequence at seq (tests start it near a
 // 32-bit wrap).
 func newDedupWindowAt(maxKeys int, seq uint64) *DedupWindow {
-	return &DedupWindow{seed: maphash.MakeSeed(), head: seq, tail: seq, maxKeys: max(maxKeys, 1)}
+	return &DedupWindow{seed: maphash.MakeSeed(), hashMask: ^uint64(0), head: seq, tail: seq, maxKeys: max(maxKeys, 1)}
+}
+
+func (w *DedupWindow) hash(key string) uint64 { return maphash.String(w.seed, key) & w.hashMask }
+
+// recHash is hash of r's key, read in place.
+func (w *DedupWindow) recHash(r *dedupRec) uint64 {
+	off := r.keyOff - w.arenaBase
+	return maphash.Bytes(w.seed, w.arena[off:off+uint64(r.keyLen)]) & w.hashMask
 }
 
 func (w *DedupWindow) rec(seq uint64) *dedupRec { return &w.ring[seq&uint64(len(w.ring)-1)] }
 
-// slotSeq returns the sequence an index slot points at. Slots hold its low
-// 32 bits; the ring spans less than 2^32 sequences, all in [head, tail).
+// slotSeq returns the sequence a live index slot points at. Slots hold its
+// low 32 bits; the ring spans less than 2^32 sequences, all in [head, tail).
 func (w *DedupWindow) slotSeq(slot uint64) uint64 {
 	return w.tail - uint64(uint32(w.tail)-uint32(slot)) // tail - (tail-seq mod 2^32)
 }
+
+// live reports whether an index slot's sequence is in the ring. Callers
+// test for an empty slot first: its sequence, 0 in the low 32 bits, may be
+// in the ring, but only ever as a dead placeholder (pushLocked).
+func (w *DedupWindow) live(slot uint64) bool {
+	d := uint64(uint32(w.tail) - uint32(slot)) // tail - seq
+	return d-1 < w.tail-w.head                 // 1 ≤ d ≤ tail-head
+}
+
+// homeBucket returns the first slot of the bucket where hash h belongs.
+func (w *DedupWindow) homeBucket(h uint64) uint64 {
+	return (h >> 32) * bucketSlots & uint64(len(w.index)-1)
+}
+
+// slotTag is the part of hash h an index slot holds.
+func slotTag(h uint64) uint64 { return h << 32 & tagBits }
 
 func (w *DedupWindow) keyIs(r *dedupRec, key string) bool {
 	if int(r.keyLen) != len(key) {
@@ -178,22 +222,38 @@ func (w *DedupWindow) keyOf(r *dedupRec) string {
 	return string(w.arena[off : off+uint64(r.keyLen)])
 }
 
-// probe looks key (with hash h) up in the index: the slot holding it, or
-// -1 and the empty slot ending its probe run (where an insert goes).
-func (w *DedupWindow) probe(key string, h uint64) (at, free int) {
+// find looks key (with hash h) up in the index: the position of the live
+// slot pointing at its entry, or -1.
+func (w *DedupWindow) find(key string, h uint64) int {
 	if len(w.index) == 0 {
-		return -1, -1
+		return -1
 	}
+	mask, tag := uint64(len(w.index)-1), slotTag(h)
+	for b := w.homeBucket(h); ; b = (b + bucketSlots) & mask {
+		for i := b; i < b+bucketSlots; i++ {
+			if slot := w.index[i]; slot&tagBits == tag && w.live(slot) && w.keyIs(w.rec(w.slotSeq(slot)), key) {
+				return int(i)
+			}
+		}
+		if w.index[b]&ovfBit == 0 {
+			return -1
+		}
+	}
+}
+
+// place puts slot (for a key not in the index, with hash h) in the first
+// empty or stale slot from its home bucket on, marking every full bucket
+// it passes as overflowed. The index is at load ≤ 1/4, so one exists.
+func (w *DedupWindow) place(slot, h uint64) {
 	mask := uint64(len(w.index) - 1)
-	tag := uint64(uint32(h)) << 32
-	for i := h & mask; ; i = (i + 1) & mask {
-		slot := w.index[i]
-		if slot == 0 {
-			return -1, int(i)
+	for b := w.homeBucket(h); ; b = (b + bucketSlots) & mask {
+		for i := b; i < b+bucketSlots; i++ {
+			if s := w.index[i] &^ ovfBit; s == 0 || !w.live(s) {
+				w.index[i] = slot | w.index[i]&ovfBit
+				return
+			}
 		}
-		if slot&^0xffffffff == tag && w.keyIs(w.rec(w.slotSeq(slot)), key) {
-			return int(i), -1
-		}
+		w.index[b] |= ovfBit
 	}
 }
 
@@ -208,11 +268,11 @@ func (w *DedupWindow) SetMaxKeys(n int) {
 func (w *DedupWindow) Lookup(key string, now int64) (DedupEntry, bool) {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
-	return w.lookup(key, maphash.String(w.seed, key), now)
+	return w.lookup(key, w.hash(key), now)
 }
 
 func (w *DedupWindow) lookup(key string, h uint64, now int64) (DedupEntry, bool) {
-	at, _ := w.probe(key, h)
+	at := w.find(key, h)
 	if at < 0 {
 		return DedupEntry{}, false
 	}
@@ -243,20 +303,19 @@ func (w *DedupWindow) Admit(now int64, keys []DedupKey) (held string, admitted b
 }
 
 // hashKeysLocked hashes keys into w.hashes and loads each one's home index
-// slot, so the probes that follow hit the cache. The loads run in a loop
+// bucket, so the probes that follow hit the cache. The loads run in a loop
 // of a few instructions after all the hashing, so many are in flight at
 // once and their cache misses overlap (at the bound of 100k keys with cold
 // caches: 104 ns per key admitted against 141 with hashing between them).
 func (w *DedupWindow) hashKeysLocked(keys []DedupKey) []uint64 {
 	w.hashes = w.hashes[:0]
 	for _, k := range keys {
-		w.hashes = append(w.hashes, maphash.String(w.seed, k.Key))
+		w.hashes = append(w.hashes, w.hash(k.Key))
 	}
 	if len(w.index) > 0 {
-		mask := uint64(len(w.index) - 1)
 		var sink uint64
 		for _, h := range w.hashes {
-			sink += w.index[h&mask]
+			sink += w.index[w.homeBucket(h)]
 		}
 		w.sink = sink
 	}
@@ -279,7 +338,6 @@ func (w *DedupWindow) InsertAll(now int64, keys []DedupKey) {
 }
 
 func (w *DedupWindow) insertAllLocked(now int64, keys []DedupKey, hashes []uint64) {
-	w.touchOldest(w.count + len(keys) - w.maxKeys)
 	for i, k := range keys {
 		if k.Key == "" {
 			continue
@@ -299,26 +357,28 @@ func (w *DedupWindow) insertLocked(key string, h uint64, e DedupEntry) {
 		w.rebuildLocked()
 	}
 	if (w.count+1)*4 > len(w.index) {
-		// At load ≤ 1/4 probe runs rarely leave a cache line: measured
-		// at the bound with cold caches, 140 ns per key against 200 at
-		// load ≤ 1/2, for 8 more bytes per key.
-		w.resizeIndexLocked(max(2*len(w.index), 64))
+		// At load ≤ 1/4 a bucket of 8 is nearly never full, so a key is
+		// found or placed in its home bucket: one cache line.
+		w.resizeIndexLocked(max(2*len(w.index), 8*bucketSlots))
+	} else if w.sinceSweep >= len(w.index) {
+		w.sweepLocked()
 	}
-	seq := w.pushLocked(dedupRec{DedupEntry: e, keyOff: w.arenaBase + uint64(len(w.arena)), keyLen: uint32(len(key)), tag: uint32(h)})
+	w.sinceSweep++
+	at := w.find(key, h)
+	seq := w.pushLocked(dedupRec{DedupEntry: e, keyOff: w.arenaBase + uint64(len(w.arena)), keyLen: uint32(len(key))})
 	w.arena = append(w.arena, key...)
-	slot := uint64(uint32(h))<<32 | uint64(uint32(seq))
-	at, free := w.probe(key, h)
+	slot := slotTag(h) | seq&seqBits
 	if at >= 0 {
 		w.rec(w.slotSeq(w.index[at])).dead = true
-		w.index[at] = slot
+		w.index[at] = slot | w.index[at]&ovfBit
 		return
 	}
-	w.index[free] = slot
+	w.place(slot, h)
 	w.count++
 }
 
 // pushLocked appends r to the ring and returns its sequence, which is never
-// 0 in its low 32 bits (so an index slot is never 0).
+// 0 in its low 32 bits (so an index slot is never empty).
 func (w *DedupWindow) pushLocked(r dedupRec) uint64 {
 	for {
 		if w.tail-w.head == uint64(len(w.ring)) {
@@ -370,13 +430,12 @@ func (w *DedupWindow) popOldestLocked() bool {
 	return false
 }
 
-// popFrontLocked drops the ring's front entry and its index slot, and
-// releases arena bytes no entry needs.
+// popFrontLocked drops the ring's front entry, which makes its index slot
+// stale, and releases arena bytes no entry needs.
 func (w *DedupWindow) popFrontLocked() {
 	r := w.rec(w.head)
 	if !r.dead {
 		w.count--
-		w.unindexLocked(r.tag, w.head)
 	}
 	w.arenaHead = r.keyOff + uint64(r.keyLen)
 	*r = dedupRec{}
@@ -388,62 +447,47 @@ func (w *DedupWindow) popFrontLocked() {
 	}
 }
 
-// unindexLocked removes the slot of seq, whose key hash has the low 32
-// bits tag.
-func (w *DedupWindow) unindexLocked(tag uint32, seq uint64) {
+// sweepLocked empties the index's stale slots and recomputes the overflow
+// marks. A slot out of its home bucket lies just past a marked bucket (the
+// insert that put it there marked every bucket it passed), so only the
+// buckets after marked ones need their slots' keys hashed again.
+func (w *DedupWindow) sweepLocked() {
+	w.sinceSweep = 0
 	mask := uint64(len(w.index) - 1)
-	want := uint64(tag)<<32 | uint64(uint32(seq))
-	i := uint64(tag) & mask
-	for w.index[i] != want {
-		i = (i + 1) & mask
-	}
-	w.removeSlotLocked(i)
-}
-
-// touchOldest loads the index slots of the n oldest entries, so evicting
-// them overlaps their cache misses (see hashKeysLocked).
-func (w *DedupWindow) touchOldest(n int) {
-	if len(w.index) == 0 {
-		return
-	}
-	mask := uint64(len(w.index) - 1)
-	var sink uint64
-	for s := w.head; s < w.tail && n > 0; s, n = s+1, n-1 {
-		sink += w.index[uint64(w.rec(s).tag)&mask]
-	}
-	w.sink = sink
-}
-
-// removeSlotLocked empties slot i, moving later slots of its probe run back
-// (deletion by backward shift).
-func (w *DedupWindow) removeSlotLocked(i uint64) {
-	mask := uint64(len(w.index) - 1)
-	for j := (i + 1) & mask; w.index[j] != 0; j = (j + 1) & mask {
-		home := (w.index[j] >> 32) & mask
-		// The slot at j may move to the hole at i unless its home lies
-		// cyclically in (i, j].
-		if (j-home)&mask >= (j-i)&mask {
-			w.index[i] = w.index[j]
-			i = j
+	var after []uint64 // buckets following a marked one
+	for b := uint64(0); b < uint64(len(w.index)); b += bucketSlots {
+		if w.index[b]&ovfBit != 0 {
+			after = append(after, (b+bucketSlots)&mask)
+		}
+		for i := b; i < b+bucketSlots; i++ {
+			if s := w.index[i] &^ ovfBit; s != 0 && w.live(s) {
+				w.index[i] = s
+			} else {
+				w.index[i] = 0
+			}
 		}
 	}
-	w.index[i] = 0
+	for _, b := range after {
+		for i := b; i < b+bucketSlots; i++ {
+			s := w.index[i] &^ ovfBit
+			if s == 0 {
+				continue
+			}
+			for home := w.homeBucket(w.recHash(w.rec(w.slotSeq(s)))); home != b; home = (home + bucketSlots) & mask {
+				w.index[home] |= ovfBit
+			}
+		}
+	}
 }
 
-// resizeIndexLocked rebuilds the index with n slots.
+// resizeIndexLocked rebuilds the index with n slots from the ring.
 func (w *DedupWindow) resizeIndexLocked(n int) {
-	old := w.index
-	w.index = make([]uint64, n)
-	mask := uint64(n - 1)
-	for _, slot := range old {
-		if slot == 0 {
-			continue
+	w.index, w.sinceSweep = make([]uint64, n), 0
+	for s := w.head; s < w.tail; s++ {
+		if r := w.rec(s); !r.dead {
+			h := w.recHash(r)
+			w.place(slotTag(h)|s&seqBits, h)
 		}
-		i := (slot >> 32) & mask
-		for w.index[i] != 0 {
-			i = (i + 1) & mask
-		}
-		w.index[i] = slot
 	}
 }
 
@@ -461,7 +505,7 @@ func (w *DedupWindow) rebuildLocked() {
 	w.index, w.count, w.ring, w.head = nil, 0, nil, w.tail
 	w.arena, w.arenaBase, w.arenaHead = nil, 0, 0
 	for _, k := range live {
-		w.insertLocked(k.Key, maphash.String(w.seed, k.Key), k.DedupEntry)
+		w.insertLocked(k.Key, w.hash(k.Key), k.DedupEntry)
 	}
 }
 
@@ -539,10 +583,15 @@ func (w *DedupWindow) KeysAt(now int64, at map[[2]int64]string) {
 // RestoreDedupWindow rebuilds a window from Keys' output.
 func RestoreDedupWindow(maxKeys int, keys []DedupKey) *DedupWindow {
 	w := NewDedupWindow(maxKeys)
-	for _, k := range keys {
-		w.insertLocked(k.Key, maphash.String(w.seed, k.Key), k.DedupEntry)
-	}
+	w.restore(keys)
 	return w
+}
+
+// restore inserts keys into an empty window.
+func (w *DedupWindow) restore(keys []DedupKey) {
+	for _, k := range keys {
+		w.insertLocked(k.Key, w.hash(k.Key), k.DedupEntry)
+	}
 }
 
 // dedupEncodingVersion prefixes EncodeDedupKeys' output.
