@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/bits"
 
 	"github.com/logd-dev/logd/partition"
 )
@@ -139,8 +140,10 @@ func encodeAppend(now int64, a Append) []byte {
 	for _, b := range a.Batches {
 		n += binary.MaxVarintLen64*2 + len(b.Batch)
 		for _, k := range b.Keys {
+			// The index delta fits 5 bytes (it spans 33 bits); the shared
+			// and suffix lengths are at most the key's length.
 			keyed = true
-			n += binary.MaxVarintLen64*3 + len(k.Key) + len(k.Digest)
+			n += 5 + 2*uvarintLen(uint64(len(k.Key))) + len(k.Key) + len(k.Digest)
 		}
 	}
 	dst := encodeHeader(make([]byte, 0, n), CmdAppend, now)
@@ -171,8 +174,61 @@ func encodeAppend(now int64, a Append) []byte {
 	return dst
 }
 
+// uvarintLen is the length of v as a uvarint.
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
+
 // decodeCommand decodes a Raft entry's data. Batches in an Append alias data.
-func decodeCommand(data []byte) (envelope, error) {
+func decodeCommand(data []byte) (envelope, error) { return decodeCommandWith(data, nil) }
+
+// keyScratch is memory an Append's idempotency keys are decoded into,
+// reused from one command to the next: the state machine decodes every
+// keyed record of every entry, and allocating the key tables afresh cost
+// about 100 bytes per record. What one decode returns is valid until the
+// next decode with the same scratch; the key strings themselves are fresh.
+type keyScratch struct {
+	keys []RecordKey
+	ends []int
+	buf  []byte
+}
+
+// take returns n zeroed RecordKeys from the scratch, and n ends. Earlier
+// takes of the same decode stay valid: a full scratch is replaced, not
+// grown in place.
+func (s *keyScratch) take(n int) ([]RecordKey, []int) {
+	if s == nil {
+		return make([]RecordKey, n), make([]int, n)
+	}
+	if cap(s.keys)-len(s.keys) < n {
+		s.keys = make([]RecordKey, 0, max(2*cap(s.keys), n))
+	}
+	if cap(s.ends) < n {
+		s.ends = make([]int, n)
+	}
+	keys := s.keys[len(s.keys) : len(s.keys)+n]
+	s.keys = s.keys[:len(s.keys)+n]
+	clear(keys)
+	return keys, s.ends[:n]
+}
+
+// buffer returns an empty buffer for key bytes, of capacity at least n
+// without scratch.
+func (s *keyScratch) buffer(n int) []byte {
+	if s == nil {
+		return make([]byte, 0, n)
+	}
+	return s.buf[:0]
+}
+
+// reset starts a new decode.
+func (s *keyScratch) reset() {
+	if s != nil {
+		s.keys = s.keys[:0]
+	}
+}
+
+// decodeCommandWith is decodeCommand decoding keys into scratch (nil: fresh
+// memory).
+func decodeCommandWith(data []byte, scratch *keyScratch) (envelope, error) {
 	if len(data) < cmdHeaderSize {
 		return envelope{}, fmt.Errorf("%w: %d bytes", ErrBadCommand, len(data))
 	}
@@ -188,7 +244,8 @@ func decodeCommand(data []byte) (envelope, error) {
 	case CmdDeleteTopic:
 		env.Body, err = decodeJSON[DeleteTopic](env.Type, p)
 	case CmdAppend:
-		env.Body, err = decodeAppend(p, data[1])
+		scratch.reset()
+		env.Body, err = decodeAppend(p, data[1], scratch)
 	case CmdGroupJoin, CmdGroupHeartbeat, CmdGroupLeave, CmdGroupCommit, CmdGroupResetOffsets, CmdGroupAutoReset, CmdGroupDelete:
 		env.Body, err = decodeGroupCommand(env.Type, p)
 	case CmdAlterTopic, CmdTrim, CmdCompact:
@@ -209,9 +266,9 @@ func decodeCommand(data []byte) (envelope, error) {
 	return env, nil
 }
 
-func decodeAppend(p []byte, version byte) (Append, error) {
+func decodeAppend(p []byte, version byte, scratch *keyScratch) (Append, error) {
 	var a Append
-	r := reader{b: p}
+	r := reader{b: p, keys: scratch}
 	topic := r.bytes()
 	a.Topic = string(topic)
 	n := r.uvarint()
@@ -270,9 +327,8 @@ func (r *reader) keysV3() []RecordKey {
 	if r.err != nil {
 		return nil
 	}
-	keys := make([]RecordKey, nk)
-	ends := make([]int, nk)
-	buf := make([]byte, 0, 48*nk)
+	keys, ends := r.keys.take(int(nk))
+	buf := r.keys.buffer(48 * int(nk))
 	b := r.b
 	prevIndex, prevStart, prevLen := int64(-1), 0, 0
 	for j := range keys {
@@ -315,6 +371,9 @@ func (r *reader) keysV3() []RecordKey {
 		prevIndex, prevStart, prevLen = index, start, len(buf)-start
 	}
 	r.b = b
+	if r.keys != nil {
+		r.keys.buf = buf
+	}
 	all, start := string(buf), 0
 	for j, end := range ends {
 		keys[j].Key = all[start:end]
@@ -338,8 +397,9 @@ func commonPrefix(a, b string) int {
 
 // reader decodes uvarint-framed fields, remembering the first error.
 type reader struct {
-	b   []byte
-	err error
+	b    []byte
+	err  error
+	keys *keyScratch // where keysV3 decodes; nil for fresh memory
 }
 
 func (r *reader) uvarint() uint64 {

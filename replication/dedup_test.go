@@ -222,6 +222,7 @@ func FuzzDecodeAppend(f *testing.F) {
 	f.Add(encodeAppend(1, a))
 	f.Add(encodeAppendV2(1, a))
 	f.Add(encodeAppend(1, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 1, Batch: []byte("z")}}}))
+	scratch := &keyScratch{}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		env, err := decodeCommand(data)
 		if err != nil {
@@ -237,6 +238,17 @@ func FuzzDecodeAppend(f *testing.F) {
 		}
 		if fmt.Sprint(again.Body) != fmt.Sprint(got) {
 			t.Fatalf("round trip changed the append:\n%+v\n%+v", got, again.Body)
+		}
+		// The state machine decodes into reused scratch: the same input
+		// must decode the same, into scratch that held other keys.
+		for range 2 {
+			env, err := decodeCommandWith(data, scratch)
+			if err != nil {
+				t.Fatalf("decodes without scratch but not with: %v", err)
+			}
+			if fmt.Sprint(env.Body) != fmt.Sprint(got) {
+				t.Fatalf("decoding into scratch changed the append:\n%+v\n%+v", got, env.Body)
+			}
 		}
 	})
 }

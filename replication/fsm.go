@@ -50,8 +50,10 @@ type FSM struct {
 	nodes nodeRegistry
 	// catchUp fetches missing segments from peers on Restore (install.go).
 	catchUp catchUpConfig
-	// dedupScratch is reused by applyAppend (Raft goroutine only).
+	// dedupScratch is reused by applyAppend, keyScratch by applyOne (Raft
+	// goroutine only).
 	dedupScratch []partition.DedupKey
+	keyScratch   keyScratch
 }
 
 // newFSM makes an FSM over root. It opens nothing until Restore or the first
@@ -142,7 +144,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 }
 
 func (f *FSM) applyOne(index uint64, data []byte) any {
-	env, err := decodeCommand(data)
+	env, err := decodeCommandWith(data, &f.keyScratch)
 	if err != nil {
 		// Guessing would let replicas diverge: stop.
 		return f.stop(fmt.Errorf("apply index %d: %w", index, err))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"sync"
 	"time"
 
 	"connectrpc.com/connect"
@@ -40,6 +41,40 @@ type produceCall struct {
 	digests []partition.Digest
 	sameAs  []int
 	results []*logdv1.RecordResult
+	// scratch holds digests, sameAs and the call's key tables; nil in a
+	// call without keys.
+	scratch *keyedScratch
+}
+
+// keyedScratch is the memory a call with idempotency keys works in,
+// pooled: allocated per call it was about 100 bytes per keyed record, and
+// every keyed record of every call passes here.
+type keyedScratch struct {
+	digests  []partition.Digest
+	sameAs   []int
+	slots    []int32
+	keys     []replication.RecordKey
+	digester *partition.Digester
+}
+
+var keyedScratchPool = sync.Pool{New: func() any { return new(keyedScratch) }}
+
+// grow returns s's slice resized to n, reallocated only if too small.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// release returns the call's scratch to the pool. Nothing may use the
+// call's digests, sameAs or record keys afterwards.
+func (c *produceCall) release() {
+	if c.scratch != nil {
+		clear(c.scratch.keys) // drop the key strings
+		keyedScratchPool.Put(c.scratch)
+		c.scratch, c.digests, c.sameAs = nil, nil, nil
+	}
 }
 
 // Produce validates every record, answers records whose idempotency key is
@@ -64,6 +99,7 @@ func (s *Server) Produce(ctx context.Context, req *connect.Request[logdv1.Produc
 		return nil, toConnectError(err)
 	}
 	call := &produceCall{topic: t, records: m.Records, results: make([]*logdv1.RecordResult, len(m.Records))}
+	defer call.release()
 	if err := call.digestKeys(); err != nil {
 		return nil, err
 	}
@@ -99,9 +135,12 @@ func (c *produceCall) digestKeys() error {
 		if r == nil || r.IdempotencyKey == "" {
 			continue
 		}
-		if c.digests == nil { // the call's first key: calls without keys allocate nothing here
-			c.digests = make([]partition.Digest, len(c.records))
-			c.sameAs = make([]int, len(c.records))
+		if c.scratch == nil { // the call's first key: calls without keys take no scratch
+			c.scratch = keyedScratchPool.Get().(*keyedScratch)
+			c.digests = grow(c.scratch.digests, len(c.records))
+			c.sameAs = grow(c.scratch.sameAs, len(c.records))
+			c.scratch.digests, c.scratch.sameAs = c.digests, c.sameAs
+			clear(c.digests)
 			for j := range c.sameAs {
 				c.sameAs[j] = -1
 			}
@@ -110,8 +149,11 @@ func (c *produceCall) digestKeys() error {
 			return errInvalid("record %d: idempotency key of %d bytes; at most %d", i, len(r.IdempotencyKey), partition.MaxIdempotencyKeyBytes)
 		}
 		if dg == nil {
-			dg = partition.NewDigester()
-			first = newKeyPositions(len(c.records) - i)
+			if c.scratch.digester == nil {
+				c.scratch.digester = partition.NewDigester()
+			}
+			dg = c.scratch.digester
+			first = newKeyPositions(c.scratch, len(c.records)-i)
 		}
 		var headers func(yield func(string, []byte) bool)
 		if len(r.Headers) > 0 {
@@ -145,12 +187,14 @@ type keyPositions struct {
 	slots []int32 // position+1; 0 is empty
 }
 
-func newKeyPositions(n int) keyPositions {
+func newKeyPositions(scratch *keyedScratch, n int) keyPositions {
 	size := 16
 	for size < 2*n {
 		size *= 2
 	}
-	return keyPositions{slots: make([]int32, size)}
+	scratch.slots = grow(scratch.slots, size)
+	clear(scratch.slots)
+	return keyPositions{slots: scratch.slots}
 }
 
 // addOrGet returns the position of the first record keyed key, recording
@@ -302,7 +346,8 @@ func (s *Server) route(c *produceCall, positions []int) ([]*partitionGroup, erro
 	allPos := make([]int, len(positions))
 	var allKeys []replication.RecordKey
 	if nkeys > 0 {
-		allKeys = make([]replication.RecordKey, nkeys)
+		allKeys = grow(c.scratch.keys, nkeys)
+		c.scratch.keys = allKeys
 	}
 	for _, g := range groups {
 		g.records, allRecs = allRecs[:0:g.n], allRecs[g.n:]

@@ -150,8 +150,11 @@ func benchProduce(ctx context.Context, c *client.Client, f *benchProduceFlags, p
 	start := time.Now()
 	for range f.concurrency {
 		wg.Go(func() {
-			var mine []time.Duration
-			key := append([]byte(nil), keyPrefix...)
+			var (
+				mine []time.Duration
+				key  []byte // the call's keys, one after another
+				ends []int  // where each key ends in key
+			)
 			batch := recs
 			if f.idemKeys {
 				batch = make([]client.Record, len(recs))
@@ -175,14 +178,7 @@ func benchProduce(ctx context.Context, c *client.Client, f *benchProduceFlags, p
 					}
 				}
 				if f.idemKeys {
-					// Keys are made cheaply: the client shares the machine
-					// with the server, and the measurement is the server's
-					// dedup check, not fmt.
-					first := keySeq.Add(n) - n
-					for i := range batch[:n] {
-						key = strconv.AppendInt(key[:len(keyPrefix)], first+int64(i), 10)
-						batch[i].IdempotencyKey = string(key)
-					}
+					key, ends = setBenchKeys(batch[:n], keyPrefix, keySeq.Add(n)-n, key, ends)
 				}
 				if _, err := c.Produce(runCtx, f.topic, batch[:n]); err != nil {
 					if runEnded(runCtx, err) && ctx.Err() == nil {
@@ -240,4 +236,23 @@ func runEnded(runCtx context.Context, err error) bool {
 	d, ok := runCtx.Deadline()
 	timedOut := errors.Is(err, context.DeadlineExceeded) || connect.CodeOf(err) == connect.CodeDeadlineExceeded
 	return ok && timedOut && !time.Now().Before(d.Add(-10*time.Millisecond))
+}
+
+// setBenchKeys gives records the idempotency keys prefix+first,
+// prefix+(first+1), ... One string holds them all: the client shares the
+// machine with the server, and the measurement is the server's dedup
+// check, not the client's allocations. buf and ends are reused scratch,
+// returned for the next call.
+func setBenchKeys(recs []client.Record, prefix string, first int64, buf []byte, ends []int) ([]byte, []int) {
+	buf, ends = buf[:0], ends[:0]
+	for i := range recs {
+		buf = append(buf, prefix...)
+		buf = strconv.AppendInt(buf, first+int64(i), 10)
+		ends = append(ends, len(buf))
+	}
+	keys, start := string(buf), 0
+	for i, end := range ends {
+		recs[i].IdempotencyKey, start = keys[start:end], end
+	}
+	return buf, ends
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"testing"
 	"time"
@@ -98,5 +99,31 @@ func TestSummarize(t *testing.T) {
 	}
 	if got := summarize(nil); got != (latencySummary{}) {
 		t.Fatalf("summarize(nil) = %+v", got)
+	}
+}
+
+// TestSetBenchKeys: bench produce --idempotency-keys gives every record its
+// own key, also when its scratch is reused for the next call.
+func TestSetBenchKeys(t *testing.T) {
+	var (
+		buf  []byte
+		ends []int
+		seen = map[string]bool{}
+	)
+	for call := range 3 {
+		recs := make([]client.Record, 4-call)
+		buf, ends = setBenchKeys(recs, "p-", int64(10*call), buf, ends)
+		for i, r := range recs {
+			if want := fmt.Sprintf("p-%d", 10*call+i); r.IdempotencyKey != want {
+				t.Fatalf("call %d record %d: key %q, want %q", call, i, r.IdempotencyKey, want)
+			}
+			if seen[r.IdempotencyKey] {
+				t.Fatalf("key %q given twice", r.IdempotencyKey)
+			}
+			seen[r.IdempotencyKey] = true
+		}
+	}
+	if len(seen) != 4+3+2 {
+		t.Fatalf("%d keys, want 9", len(seen))
 	}
 }
