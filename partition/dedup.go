@@ -229,16 +229,19 @@ func (w *DedupWindow) find(key string, h uint64) int {
 		return -1
 	}
 	mask, tag := uint64(len(w.index)-1), slotTag(h)
-	for b := w.homeBucket(h); ; b = (b + bucketSlots) & mask {
+	b := w.homeBucket(h)
+	for range len(w.index) / bucketSlots { // every bucket at most once, were all marked
 		for i := b; i < b+bucketSlots; i++ {
 			if slot := w.index[i]; slot&tagBits == tag && w.live(slot) && w.keyIs(w.rec(w.slotSeq(slot)), key) {
 				return int(i)
 			}
 		}
 		if w.index[b]&ovfBit == 0 {
-			return -1
+			break
 		}
+		b = (b + bucketSlots) & mask
 	}
+	return -1
 }
 
 // place puts slot (for a key not in the index, with hash h) in the first
