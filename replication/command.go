@@ -178,7 +178,7 @@ func encodeAppend(now int64, a Append) []byte {
 func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 
 // decodeCommand decodes a Raft entry's data. Batches in an Append alias data.
-func decodeCommand(data []byte) (envelope, error) { return decodeCommandWith(data, nil) }
+func decodeCommand(data []byte) (envelope, error) { return decodeCommandWith(data, &keyScratch{}) }
 
 // keyScratch is memory an Append's idempotency keys are decoded into,
 // reused from one command to the next: the state machine decodes every
@@ -195,9 +195,6 @@ type keyScratch struct {
 // takes of the same decode stay valid: a full scratch is replaced, not
 // grown in place.
 func (s *keyScratch) take(n int) ([]RecordKey, []int) {
-	if s == nil {
-		return make([]RecordKey, n), make([]int, n)
-	}
 	if cap(s.keys)-len(s.keys) < n {
 		s.keys = make([]RecordKey, 0, max(2*cap(s.keys), n))
 	}
@@ -210,24 +207,7 @@ func (s *keyScratch) take(n int) ([]RecordKey, []int) {
 	return keys, s.ends[:n]
 }
 
-// buffer returns an empty buffer for key bytes, of capacity at least n
-// without scratch.
-func (s *keyScratch) buffer(n int) []byte {
-	if s == nil {
-		return make([]byte, 0, n)
-	}
-	return s.buf[:0]
-}
-
-// reset starts a new decode.
-func (s *keyScratch) reset() {
-	if s != nil {
-		s.keys = s.keys[:0]
-	}
-}
-
-// decodeCommandWith is decodeCommand decoding keys into scratch (nil: fresh
-// memory).
+// decodeCommandWith is decodeCommand decoding keys into scratch.
 func decodeCommandWith(data []byte, scratch *keyScratch) (envelope, error) {
 	if len(data) < cmdHeaderSize {
 		return envelope{}, fmt.Errorf("%w: %d bytes", ErrBadCommand, len(data))
@@ -244,7 +224,7 @@ func decodeCommandWith(data []byte, scratch *keyScratch) (envelope, error) {
 	case CmdDeleteTopic:
 		env.Body, err = decodeJSON[DeleteTopic](env.Type, p)
 	case CmdAppend:
-		scratch.reset()
+		scratch.keys = scratch.keys[:0] // the last decode's keys are done with
 		env.Body, err = decodeAppend(p, data[1], scratch)
 	case CmdGroupJoin, CmdGroupHeartbeat, CmdGroupLeave, CmdGroupCommit, CmdGroupResetOffsets, CmdGroupAutoReset, CmdGroupDelete:
 		env.Body, err = decodeGroupCommand(env.Type, p)
@@ -328,7 +308,7 @@ func (r *reader) keysV3() []RecordKey {
 		return nil
 	}
 	keys, ends := r.keys.take(int(nk))
-	buf := r.keys.buffer(48 * int(nk))
+	buf := r.keys.buf[:0]
 	b := r.b
 	prevIndex, prevStart, prevLen := int64(-1), 0, 0
 	for j := range keys {
@@ -370,10 +350,7 @@ func (r *reader) keysV3() []RecordKey {
 		keys[j].Index, ends[j] = int32(index), len(buf)
 		prevIndex, prevStart, prevLen = index, start, len(buf)-start
 	}
-	r.b = b
-	if r.keys != nil {
-		r.keys.buf = buf
-	}
+	r.b, r.keys.buf = b, buf
 	all, start := string(buf), 0
 	for j, end := range ends {
 		keys[j].Key = all[start:end]
@@ -399,7 +376,7 @@ func commonPrefix(a, b string) int {
 type reader struct {
 	b    []byte
 	err  error
-	keys *keyScratch // where keysV3 decodes; nil for fresh memory
+	keys *keyScratch // where keysV3 decodes
 }
 
 func (r *reader) uvarint() uint64 {
