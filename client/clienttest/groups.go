@@ -52,6 +52,15 @@ func (f *Fake) groupsLocked() *groupState {
 	return gs
 }
 
+// existing returns the group called name, or the server's not-found error.
+func (gs *groupState) existing(name string) (*group.ConsumerGroup, error) {
+	g, ok := gs.groups[name]
+	if !ok {
+		return nil, groupError(fmt.Errorf("%w: %q", group.ErrConsumerGroupNotFound, name))
+	}
+	return g, nil
+}
+
 // SetGroupClock sets the clock of the fake's consumer groups (session
 // expiry, commit times, lag); by default it is the fake's clock. Tests of
 // session timeouts move it forward.
@@ -338,9 +347,9 @@ func (f *Fake) checkGroupFetch(m *logdv1.GroupFetchRequest, fr *logdv1.FetchRequ
 	defer f.mu.Unlock()
 	gs := f.groupsLocked()
 	tp := group.TopicPartition{Topic: fr.Topic, Partition: fr.Partition}
-	g, ok := gs.groups[m.Group]
-	if !ok {
-		return groupError(fmt.Errorf("%w: %q", group.ErrConsumerGroupNotFound, m.Group))
+	g, err := gs.existing(m.Group)
+	if err != nil {
+		return err
 	}
 	if err := g.CheckFetch(gs.now().UnixNano(), m.MemberId, m.Generation, tp); err != nil {
 		if fenced(err) {
@@ -359,7 +368,7 @@ func (f *Fake) checkGroupFetch(m *logdv1.GroupFetchRequest, fr *logdv1.FetchRequ
 			group.ErrNoResetPolicy, m.Group, fr.Offset, tp.Topic, tp.Partition, part.logStart))
 	}
 	var committed int64
-	err := f.mutateGroupLocked(m.Group, false, func(g *group.ConsumerGroup, now int64) (err error) {
+	err = f.mutateGroupLocked(m.Group, false, func(g *group.ConsumerGroup, now int64) (err error) {
 		committed, err = g.AutoReset(now, m.MemberId, m.Generation, tp, fr.Offset, to, fakeTopics{f})
 		return err
 	})
@@ -398,9 +407,9 @@ func (f *Fake) DescribeGroup(ctx context.Context, req *connect.Request[logdv1.De
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	gs := f.groupsLocked()
-	g, ok := gs.groups[req.Msg.Group]
-	if !ok {
-		return nil, groupError(fmt.Errorf("%w: %q", group.ErrConsumerGroupNotFound, req.Msg.Group))
+	g, err := gs.existing(req.Msg.Group)
+	if err != nil {
+		return nil, err
 	}
 	now := gs.now()
 	g.Expire(now.UnixNano(), fakeTopics{f})
@@ -451,9 +460,9 @@ func (f *Fake) DeleteGroup(ctx context.Context, req *connect.Request[logdv1.Dele
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	gs := f.groupsLocked()
-	g, ok := gs.groups[req.Msg.Group]
-	if !ok {
-		return nil, groupError(fmt.Errorf("%w: %q", group.ErrConsumerGroupNotFound, req.Msg.Group))
+	g, err := gs.existing(req.Msg.Group)
+	if err != nil {
+		return nil, err
 	}
 	g.Expire(gs.now().UnixNano(), fakeTopics{f})
 	if len(g.Members) > 0 {
