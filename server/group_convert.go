@@ -3,32 +3,20 @@ package server
 import (
 	"time"
 
-	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/internal/groupapi"
 	"github.com/logd-dev/logd/replication"
 )
 
-// assignmentProto converts an assignment, adding each partition's start
-// position from the committed offset or the member's reset policy.
-func (s *Server) assignmentProto(a group.Assignment, policy group.ResetPolicy) *logdv1.GroupAssignment {
-	out := &logdv1.GroupAssignment{Generation: a.Generation}
-	for _, p := range a.Partitions {
-		ap := &logdv1.AssignedPartition{Topic: p.Topic, Partition: p.Partition, SinceGeneration: p.Since, CommittedOffset: p.Committed, Position: p.Committed}
-		if part, err := s.node.FSM().Partition(p.Topic, p.Partition); err == nil {
-			l := part.Log()
-			pos, ok := group.StartPosition(p.Committed, policy, l.StartOffset(), l.EndOffset())
-			if !ok {
-				pos = -1
-			}
-			ap.Position = pos
-		}
-		out.Partitions = append(out.Partitions, ap)
+// bounds returns a partition's log start and end offsets.
+func (s *Server) bounds(topic string, partition int32) (start, end int64, ok bool) {
+	part, err := s.node.FSM().Partition(topic, partition)
+	if err != nil {
+		return 0, 0, false
 	}
-	for _, tp := range a.Revoke {
-		out.Revoke = append(out.Revoke, &logdv1.GroupTopicPartition{Topic: tp.Topic, Partition: tp.Partition})
-	}
-	return out
+	l := part.Log()
+	return l.StartOffset(), l.EndOffset(), true
 }
 
 // memberPolicy returns a member's reset policy from applied state
@@ -44,25 +32,18 @@ func (s *Server) memberPolicy(groupName, member string) group.ResetPolicy {
 	return group.ResetEarliest
 }
 
-// partitionLag is a group's position in one partition against its log.
-type partitionLag struct {
-	start, end int64
-	records    int64
-	seconds    float64
-}
-
 // lagOf computes the lag in records and in time: the age, at now, of the
 // record at the committed offset (the oldest record the group has not
 // committed), read from the log. Without a committed offset the oldest
 // record is the first in the log.
-func lagOf(p *replication.Partition, committed int64, now time.Time) partitionLag {
+func lagOf(p *replication.Partition, committed int64, now time.Time) groupapi.Lag {
 	l := p.Log()
-	pl := partitionLag{start: l.StartOffset(), end: l.EndOffset()}
-	pl.records = group.LagRecords(committed, pl.start, pl.end)
-	if pl.records == 0 {
+	pl := groupapi.Lag{Start: l.StartOffset(), End: l.EndOffset()}
+	pl.Records = group.LagRecords(committed, pl.Start, pl.End)
+	if pl.Records == 0 {
 		return pl
 	}
-	from := max(committed, pl.start)
+	from := max(committed, pl.Start)
 	data, err := l.Read(from, 1)
 	if err != nil || len(data) == 0 {
 		return pl
@@ -72,7 +53,7 @@ func lagOf(p *replication.Partition, committed int64, now time.Time) partitionLa
 		return pl
 	}
 	if age := now.Sub(time.UnixMilli(recs[0].Timestamp)); age > 0 {
-		pl.seconds = age.Seconds()
+		pl.Seconds = age.Seconds()
 	}
 	return pl
 }

@@ -7,6 +7,7 @@ import (
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/internal/groupapi"
 	"github.com/logd-dev/logd/replication"
 )
 
@@ -25,5 +26,5 @@ func (s *Server) GroupHeartbeat(ctx context.Context, req *connect.Request[logdv1
 	if err != nil {
 		return nil, toConnectError(err)
 	}
-	return connect.NewResponse(&logdv1.GroupHeartbeatResponse{Assignment: s.assignmentProto(a, s.memberPolicy(m.Group, m.MemberId))}), nil
+	return connect.NewResponse(&logdv1.GroupHeartbeatResponse{Assignment: groupapi.Assignment(a, s.memberPolicy(m.Group, m.MemberId), s.bounds)}), nil
 }

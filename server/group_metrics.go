@@ -81,8 +81,8 @@ func (c *groupCollector) Collect(ch chan<- prometheus.Metric) {
 				p := strconv.Itoa(i)
 				lag := lagOf(part, cp.Committed, now)
 				ch <- prometheus.MustNewConstMetric(descGroupCommitted, prometheus.GaugeValue, float64(cp.Committed), g.Name, name, p)
-				ch <- prometheus.MustNewConstMetric(descGroupLagRecords, prometheus.GaugeValue, float64(lag.records), g.Name, name, p)
-				ch <- prometheus.MustNewConstMetric(descGroupLagSeconds, prometheus.GaugeValue, lag.seconds, g.Name, name, p)
+				ch <- prometheus.MustNewConstMetric(descGroupLagRecords, prometheus.GaugeValue, float64(lag.Records), g.Name, name, p)
+				ch <- prometheus.MustNewConstMetric(descGroupLagSeconds, prometheus.GaugeValue, lag.Seconds, g.Name, name, p)
 				ch <- prometheus.MustNewConstMetric(descGroupSkipped, prometheus.CounterValue, float64(cp.Skipped), g.Name, name, p)
 			}
 		}

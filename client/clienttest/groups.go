@@ -13,6 +13,7 @@ import (
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/internal/groupapi"
 )
 
 // Consumer groups of the fake. The membership, assignment, fencing and
@@ -180,25 +181,13 @@ func (f *Fake) mutateGroupLocked(name string, create bool, fn func(g *group.Cons
 	return nil
 }
 
-// assignmentLocked converts an assignment as the server does, with each
-// partition's start position; f.mu is held.
-func (f *Fake) assignmentLocked(a group.Assignment, policy group.ResetPolicy) *logdv1.GroupAssignment {
-	out := &logdv1.GroupAssignment{Generation: a.Generation}
-	for _, p := range a.Partitions {
-		ap := &logdv1.AssignedPartition{Topic: p.Topic, Partition: p.Partition, SinceGeneration: p.Since, CommittedOffset: p.Committed, Position: p.Committed}
-		if part := f.partitionLocked(p.Topic, p.Partition); part != nil {
-			pos, ok := group.StartPosition(p.Committed, policy, part.logStart, part.end())
-			if !ok {
-				pos = -1
-			}
-			ap.Position = pos
-		}
-		out.Partitions = append(out.Partitions, ap)
+// boundsLocked returns a partition's log start and end; f.mu is held.
+func (f *Fake) boundsLocked(topic string, partition int32) (start, end int64, ok bool) {
+	part := f.partitionLocked(topic, partition)
+	if part == nil {
+		return 0, 0, false
 	}
-	for _, tp := range a.Revoke {
-		out.Revoke = append(out.Revoke, &logdv1.GroupTopicPartition{Topic: tp.Topic, Partition: tp.Partition})
-	}
-	return out
+	return part.logStart, part.end(), true
 }
 
 func (f *Fake) memberPolicyLocked(groupName, member string) group.ResetPolicy {
@@ -231,7 +220,7 @@ func (f *Fake) JoinGroup(ctx context.Context, req *connect.Request[logdv1.JoinGr
 		return nil, groupError(err)
 	}
 	policy, _ := group.ParseResetPolicy(m.ResetPolicy)
-	return connect.NewResponse(&logdv1.JoinGroupResponse{Assignment: f.assignmentLocked(a, policy)}), nil
+	return connect.NewResponse(&logdv1.JoinGroupResponse{Assignment: groupapi.Assignment(a, policy, f.boundsLocked)}), nil
 }
 
 // GroupHeartbeat implements logdv1connect.LogServiceHandler.
@@ -254,7 +243,7 @@ func (f *Fake) GroupHeartbeat(ctx context.Context, req *connect.Request[logdv1.G
 	if err != nil {
 		return nil, groupError(err)
 	}
-	return connect.NewResponse(&logdv1.GroupHeartbeatResponse{Assignment: f.assignmentLocked(a, f.memberPolicyLocked(m.Group, m.MemberId))}), nil
+	return connect.NewResponse(&logdv1.GroupHeartbeatResponse{Assignment: groupapi.Assignment(a, f.memberPolicyLocked(m.Group, m.MemberId), f.boundsLocked)}), nil
 }
 
 // LeaveGroup implements logdv1connect.LogServiceHandler.
@@ -413,41 +402,18 @@ func (f *Fake) DescribeGroup(ctx context.Context, req *connect.Request[logdv1.De
 	}
 	now := gs.now()
 	g.Expire(now.UnixNano(), fakeTopics{f})
-	resp := &logdv1.DescribeGroupResponse{
-		Group: g.Name, State: string(g.State()), Generation: g.Generation, Rebalances: g.Rebalances, OffsetResets: g.OffsetResets,
-	}
-	for _, id := range g.MemberIDs() {
-		m := g.Members[id]
-		cm := &logdv1.ConsumerGroupMember{
-			MemberId: id, Topics: m.Topics, LastSeenMs: time.Unix(0, m.LastSeen).UnixMilli(),
-			SessionTimeoutMs: int32(time.Duration(m.SessionTimeout).Milliseconds()), ResetPolicy: string(m.Reset),
-			JoinedMs: time.Unix(0, m.JoinedAt).UnixMilli(),
+	resp := groupapi.Describe(g, func(topic string, partition int32, committed int64) (groupapi.Lag, bool) {
+		part := f.partitionLocked(topic, partition)
+		if part == nil {
+			return groupapi.Lag{}, false
 		}
-		for _, tp := range g.Owned(id) {
-			cm.Partitions = append(cm.Partitions, &logdv1.GroupTopicPartition{Topic: tp.Topic, Partition: tp.Partition})
+		l := groupapi.Lag{Start: part.logStart, End: part.end(), Records: group.LagRecords(committed, part.logStart, part.end())}
+		if l.Records > 0 {
+			oldest := part.records[max(committed, part.logStart)-part.logStart]
+			l.Seconds = max(now.Sub(time.UnixMilli(oldest.GetTimestampMs())).Seconds(), 0)
 		}
-		resp.Members = append(resp.Members, cm)
-	}
-	for _, name := range g.TopicNames() {
-		for i, cp := range g.Topics[name].Partitions {
-			pp := &logdv1.ConsumerGroupPartition{
-				Topic: name, Partition: int32(i), CommittedOffset: cp.Committed, Owner: cp.Owner, PendingOwner: cp.Pending,
-				SinceGeneration: cp.Since, SkippedRecords: cp.Skipped, AutoResets: cp.AutoResets,
-			}
-			if cp.CommittedAt != 0 {
-				pp.CommittedMs = time.Unix(0, cp.CommittedAt).UnixMilli()
-			}
-			if part := f.partitionLocked(name, int32(i)); part != nil {
-				pp.LogStartOffset, pp.EndOffset = part.logStart, part.end()
-				pp.LagRecords = group.LagRecords(cp.Committed, part.logStart, part.end())
-				if pp.LagRecords > 0 {
-					oldest := part.records[max(cp.Committed, part.logStart)-part.logStart]
-					pp.LagSeconds = max(now.Sub(time.UnixMilli(oldest.GetTimestampMs())).Seconds(), 0)
-				}
-			}
-			resp.Partitions = append(resp.Partitions, pp)
-		}
-	}
+		return l, true
+	})
 	return connect.NewResponse(resp), nil
 }
 
