@@ -304,29 +304,12 @@ func (f *Fake) GroupFetch(ctx context.Context, req *connect.Request[logdv1.Group
 	if err := f.checkGroupFetch(m, fr, out); err != nil {
 		return nil, err
 	}
-	var deadline <-chan time.Time
-	if fr.GetMaxWaitMs() > 0 {
-		t := time.NewTimer(time.Duration(fr.GetMaxWaitMs()) * time.Millisecond)
-		defer t.Stop()
-		deadline = t.C
+	resp, err := f.longPoll(ctx, fr)
+	if err != nil {
+		return nil, err
 	}
-	for {
-		resp, wait, err := f.read(fr)
-		if err != nil {
-			return nil, err
-		}
-		if len(resp.GetRecords()) > 0 || deadline == nil || wait == nil {
-			out.Fetch = resp
-			return connect.NewResponse(out), nil
-		}
-		select {
-		case <-wait:
-		case <-deadline:
-			deadline = nil // one last read, then answer
-		case <-ctx.Done():
-			return nil, connect.NewError(connect.CodeCanceled, ctx.Err())
-		}
-	}
+	out.Fetch = resp
+	return connect.NewResponse(out), nil
 }
 
 // checkGroupFetch refuses a fetch by a non-owner and applies the reset

@@ -345,7 +345,15 @@ func (f *Fake) Fetch(ctx context.Context, req *connect.Request[logdv1.FetchReque
 	if err := f.enter(ctx, "Fetch"); err != nil {
 		return nil, err
 	}
-	m := req.Msg
+	resp, err := f.longPoll(ctx, req.Msg)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(resp), nil
+}
+
+// longPoll reads m until records arrive or m's MaxWaitMs passes.
+func (f *Fake) longPoll(ctx context.Context, m *logdv1.FetchRequest) (*logdv1.FetchResponse, error) {
 	var deadline <-chan time.Time
 	if m.GetMaxWaitMs() > 0 {
 		t := time.NewTimer(time.Duration(m.GetMaxWaitMs()) * time.Millisecond)
@@ -358,7 +366,7 @@ func (f *Fake) Fetch(ctx context.Context, req *connect.Request[logdv1.FetchReque
 			return nil, err
 		}
 		if len(resp.GetRecords()) > 0 || deadline == nil || wait == nil {
-			return connect.NewResponse(resp), nil
+			return resp, nil
 		}
 		select {
 		case <-wait:
