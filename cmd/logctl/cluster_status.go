@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/logd-dev/logd/client"
 )
 
 func newClusterStatusCmd(opts *globalOpts) *cobra.Command {
@@ -18,37 +20,31 @@ commit index reported. A member that does not answer is shown with its error.`,
   logctl cluster status --output json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			c, err := opts.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			st, err := c.ClusterStatus(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if output == outputJSON {
-				return writeJSON(opts.stdout, st)
-			}
-			leader := st.LeaderID
-			if leader == "" {
-				leader = "-"
-			}
-			fmt.Fprintf(opts.stdout, "Leader: %s  Term: %d\n\n", leader, st.Term)
-			tw := newTable(opts.stdout)
-			fmt.Fprintln(tw, "NODE\tAPI ADDRESS\tRAFT ADDRESS\tROLE\tSTATE\tTERM\tCOMMIT\tAPPLIED\tLAG\tREADY")
-			for _, n := range st.Nodes {
-				state := n.State
-				if n.Error != "" {
-					state = "unreachable: " + n.Error
+			return opts.withClient(output, func(c *client.Client) error {
+				st, err := c.ClusterStatus(cmd.Context())
+				if err != nil {
+					return err
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%v\n",
-					n.ID, dash(n.APIAddress), n.RaftAddress, n.Suffrage, state, n.Term, n.CommitIndex, n.AppliedIndex, n.Lag, n.Ready)
-			}
-			return tw.Flush()
+				if output == outputJSON {
+					return writeJSON(opts.stdout, st)
+				}
+				leader := st.LeaderID
+				if leader == "" {
+					leader = "-"
+				}
+				fmt.Fprintf(opts.stdout, "Leader: %s  Term: %d\n\n", leader, st.Term)
+				tw := newTable(opts.stdout)
+				fmt.Fprintln(tw, "NODE\tAPI ADDRESS\tRAFT ADDRESS\tROLE\tSTATE\tTERM\tCOMMIT\tAPPLIED\tLAG\tREADY")
+				for _, n := range st.Nodes {
+					state := n.State
+					if n.Error != "" {
+						state = "unreachable: " + n.Error
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%v\n",
+						n.ID, dash(n.APIAddress), n.RaftAddress, n.Suffrage, state, n.Term, n.CommitIndex, n.AppliedIndex, n.Lag, n.Ready)
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	addOutputFlag(cmd, &output)

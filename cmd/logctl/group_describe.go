@@ -22,22 +22,16 @@ yet committed), the owner, and records skipped by the reset policy after
 retention passed the committed offset.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			c, err := opts.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			d, err := c.DescribeGroup(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			if output == outputJSON {
-				return writeJSON(opts.stdout, d)
-			}
-			return printGroup(opts, d)
+			return opts.withClient(output, func(c *client.Client) error {
+				d, err := c.DescribeGroup(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				if output == outputJSON {
+					return writeJSON(opts.stdout, d)
+				}
+				return printGroup(opts, d)
+			})
 		},
 	}
 	addOutputFlag(cmd, &output)

@@ -55,32 +55,40 @@ func newListCmd[T any](opts *globalOpts, short, header string, list func(*client
 		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			c, err := opts.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			rows, err := list(c, cmd.Context())
-			if err != nil {
-				return err
-			}
-			if output == outputJSON {
-				if rows == nil {
-					rows = []T{}
+			return opts.withClient(output, func(c *client.Client) error {
+				rows, err := list(c, cmd.Context())
+				if err != nil {
+					return err
 				}
-				return writeJSON(opts.stdout, rows)
-			}
-			tw := newTable(opts.stdout)
-			fmt.Fprintln(tw, header)
-			for _, r := range rows {
-				fmt.Fprintln(tw, row(r))
-			}
-			return tw.Flush()
+				if output == outputJSON {
+					if rows == nil {
+						rows = []T{}
+					}
+					return writeJSON(opts.stdout, rows)
+				}
+				tw := newTable(opts.stdout)
+				fmt.Fprintln(tw, header)
+				for _, r := range rows {
+					fmt.Fprintln(tw, row(r))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	addOutputFlag(cmd, &output)
 	return cmd
+}
+
+// withClient checks the --output value, then runs fn with a client that is
+// closed when fn returns: the opening of most commands.
+func (o *globalOpts) withClient(output string, fn func(*client.Client) error) error {
+	if err := checkOutput(output); err != nil {
+		return err
+	}
+	c, err := o.newClient()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return fn(c)
 }

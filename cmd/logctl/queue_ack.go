@@ -2,6 +2,8 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/logd-dev/logd/client"
 )
 
 func newQueueAckCmd(opts *globalOpts) *cobra.Command {
@@ -11,21 +13,15 @@ func newQueueAckCmd(opts *globalOpts) *cobra.Command {
 		Short: "Acknowledge deliveries (finish their records)",
 		Args:  cobra.MinimumNArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			c, err := opts.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			rs, err := c.Ack(cmd.Context(), args[0], args[1], args[2:]...)
-			if rs != nil {
-				if perr := printTokenResults(opts.stdout, output, rs); perr != nil {
-					return perr
+			return opts.withClient(output, func(c *client.Client) error {
+				rs, err := c.Ack(cmd.Context(), args[0], args[1], args[2:]...)
+				if rs != nil {
+					if perr := printTokenResults(opts.stdout, output, rs); perr != nil {
+						return perr
+					}
 				}
-			}
-			return tokenCallError(rs != nil, err)
+				return tokenCallError(rs != nil, err)
+			})
 		},
 	}
 	addOutputFlag(cmd, &output)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/logd-dev/logd/client"
 )
 
 func newQueueAlterCmd(opts *globalOpts) *cobra.Command {
@@ -17,23 +19,17 @@ func newQueueAlterCmd(opts *globalOpts) *cobra.Command {
 		Example: `  logctl queue alter payments workers --max-deliveries 10 --lease 2m`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			c, err := opts.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			cfg, err := c.AlterQueueGroup(cmd.Context(), args[0], args[1], f.config())
-			if err != nil {
-				return err
-			}
-			if output == outputJSON {
-				return writeJSON(opts.stdout, cfg)
-			}
-			fmt.Fprintf(opts.stdout, "altered queue group %s on %s\n", args[1], args[0])
-			return printQueueConfig(opts.stdout, cfg)
+			return opts.withClient(output, func(c *client.Client) error {
+				cfg, err := c.AlterQueueGroup(cmd.Context(), args[0], args[1], f.config())
+				if err != nil {
+					return err
+				}
+				if output == outputJSON {
+					return writeJSON(opts.stdout, cfg)
+				}
+				fmt.Fprintf(opts.stdout, "altered queue group %s on %s\n", args[1], args[0])
+				return printQueueConfig(opts.stdout, cfg)
+			})
 		},
 	}
 	f.add(cmd)

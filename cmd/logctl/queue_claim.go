@@ -24,36 +24,30 @@ func newQueueClaimCmd(opts *globalOpts) *cobra.Command {
   logctl queue ack payments workers TOKEN...`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			c, err := opts.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			res, err := c.Claim(cmd.Context(), client.ClaimRequest{Topic: args[0], Group: args[1], MaxRecords: max, Lease: lease, MaxWait: wait})
-			if err != nil {
-				return err
-			}
-			if len(res.AtCap) > 0 {
-				opts.logf("partitions %v are at their in-flight cap: records are waiting", res.AtCap)
-			}
-			if output == outputJSON {
-				enc := json.NewEncoder(opts.stdout)
-				for _, j := range res.Jobs {
-					if err := enc.Encode(claimJSON(j)); err != nil {
-						return err
-					}
+			return opts.withClient(output, func(c *client.Client) error {
+				res, err := c.Claim(cmd.Context(), client.ClaimRequest{Topic: args[0], Group: args[1], MaxRecords: max, Lease: lease, MaxWait: wait})
+				if err != nil {
+					return err
 				}
-				return nil
-			}
-			tw := newTable(opts.stdout)
-			fmt.Fprintln(tw, "PARTITION\tOFFSET\tDELIVERY\tLEASE UNTIL\tTOKEN\tKEY\tVALUE")
-			for _, j := range res.Jobs {
-				fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%s\n", j.Partition, j.Offset, j.Delivery, j.LeaseDeadline.UTC().Format(time.RFC3339Nano), j.Token, printable(j.Key), printable(j.Value))
-			}
-			return tw.Flush()
+				if len(res.AtCap) > 0 {
+					opts.logf("partitions %v are at their in-flight cap: records are waiting", res.AtCap)
+				}
+				if output == outputJSON {
+					enc := json.NewEncoder(opts.stdout)
+					for _, j := range res.Jobs {
+						if err := enc.Encode(claimJSON(j)); err != nil {
+							return err
+						}
+					}
+					return nil
+				}
+				tw := newTable(opts.stdout)
+				fmt.Fprintln(tw, "PARTITION\tOFFSET\tDELIVERY\tLEASE UNTIL\tTOKEN\tKEY\tVALUE")
+				for _, j := range res.Jobs {
+					fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%s\n", j.Partition, j.Offset, j.Delivery, j.LeaseDeadline.UTC().Format(time.RFC3339Nano), j.Token, printable(j.Key), printable(j.Value))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().IntVar(&max, "max", 1, "records to claim (1 to 10000)")

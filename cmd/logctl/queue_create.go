@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/logd-dev/logd/client"
 )
 
 func newQueueCreateCmd(opts *globalOpts) *cobra.Command {
@@ -19,23 +21,17 @@ func newQueueCreateCmd(opts *globalOpts) *cobra.Command {
   logctl queue create payments workers --backoff-base 1s --backoff-max 1m --age-limit 24h`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			c, err := opts.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			cfg, err := c.CreateQueueGroup(cmd.Context(), args[0], args[1], f.config(), fromEnd)
-			if err != nil {
-				return err
-			}
-			if output == outputJSON {
-				return writeJSON(opts.stdout, cfg)
-			}
-			fmt.Fprintf(opts.stdout, "created queue group %s on %s\n", args[1], args[0])
-			return printQueueConfig(opts.stdout, cfg)
+			return opts.withClient(output, func(c *client.Client) error {
+				cfg, err := c.CreateQueueGroup(cmd.Context(), args[0], args[1], f.config(), fromEnd)
+				if err != nil {
+					return err
+				}
+				if output == outputJSON {
+					return writeJSON(opts.stdout, cfg)
+				}
+				fmt.Fprintf(opts.stdout, "created queue group %s on %s\n", args[1], args[0])
+				return printQueueConfig(opts.stdout, cfg)
+			})
 		},
 	}
 	f.add(cmd)

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/logd-dev/logd/client"
 )
 
 func newQueueDescribeCmd(opts *globalOpts) *cobra.Command {
@@ -14,49 +16,43 @@ func newQueueDescribeCmd(opts *globalOpts) *cobra.Command {
 		Short: "Show a queue group: settings and, per partition, ready, in flight, delayed, done and dead-lettered records",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			c, err := opts.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			d, err := c.DescribeQueueGroup(cmd.Context(), args[0], args[1])
-			if err != nil {
-				return err
-			}
-			if output == outputJSON {
-				return writeJSON(opts.stdout, d)
-			}
-			fmt.Fprintf(opts.stdout, "Queue group %s on %s (created %s)\n", d.Group, d.Topic, d.Created.UTC().Format(time.RFC3339))
-			if err := printQueueConfig(opts.stdout, d.Config); err != nil {
-				return err
-			}
-			state := "running"
-			if d.Paused {
-				state = "PAUSED (no deliveries)"
-			}
-			fmt.Fprintf(opts.stdout, "State: %s; admission refusals: %d; dead-letter topic holds %d records\n", state, d.AdmissionRefusals, d.DeadLetterRecords)
-			fmt.Fprintln(opts.stdout)
-			tw := newTable(opts.stdout)
-			fmt.Fprintln(tw, "PARTITION\tREADY\tIN FLIGHT\tDELAYED\tACKED\tDEAD-LETTERED\tDONE BELOW\tEND\tOLDEST READY\tOLDEST LEASE\tACK/S\tNACKED\tEXPIRED\tSTATE")
-			for _, p := range d.Partitions {
-				state = "ok"
-				if p.AtCap {
-					state = "AT IN-FLIGHT CAP"
+			return opts.withClient(output, func(c *client.Client) error {
+				d, err := c.DescribeQueueGroup(cmd.Context(), args[0], args[1])
+				if err != nil {
+					return err
 				}
-				if p.DeadPending > 0 {
-					state += fmt.Sprintf(" (%d to dead-letter)", p.DeadPending)
+				if output == outputJSON {
+					return writeJSON(opts.stdout, d)
 				}
-				age := "-"
-				if p.Ready > 0 {
-					age = p.OldestReadyAge.Round(time.Millisecond).String()
+				fmt.Fprintf(opts.stdout, "Queue group %s on %s (created %s)\n", d.Group, d.Topic, d.Created.UTC().Format(time.RFC3339))
+				if err := printQueueConfig(opts.stdout, d.Config); err != nil {
+					return err
 				}
-				fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%.1f\t%d\t%d\t%s\n", p.Partition, p.Ready, p.InFlight, p.Delayed, p.Acked, p.DeadLettered,
-					p.DoneOffset, p.EndOffset, age, durationOrDash(p.OldestInFlightAge), p.AckedPerSec, p.Nacked, p.Expired, state)
-			}
-			return tw.Flush()
+				state := "running"
+				if d.Paused {
+					state = "PAUSED (no deliveries)"
+				}
+				fmt.Fprintf(opts.stdout, "State: %s; admission refusals: %d; dead-letter topic holds %d records\n", state, d.AdmissionRefusals, d.DeadLetterRecords)
+				fmt.Fprintln(opts.stdout)
+				tw := newTable(opts.stdout)
+				fmt.Fprintln(tw, "PARTITION\tREADY\tIN FLIGHT\tDELAYED\tACKED\tDEAD-LETTERED\tDONE BELOW\tEND\tOLDEST READY\tOLDEST LEASE\tACK/S\tNACKED\tEXPIRED\tSTATE")
+				for _, p := range d.Partitions {
+					state = "ok"
+					if p.AtCap {
+						state = "AT IN-FLIGHT CAP"
+					}
+					if p.DeadPending > 0 {
+						state += fmt.Sprintf(" (%d to dead-letter)", p.DeadPending)
+					}
+					age := "-"
+					if p.Ready > 0 {
+						age = p.OldestReadyAge.Round(time.Millisecond).String()
+					}
+					fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%.1f\t%d\t%d\t%s\n", p.Partition, p.Ready, p.InFlight, p.Delayed, p.Acked, p.DeadLettered,
+						p.DoneOffset, p.EndOffset, age, durationOrDash(p.OldestInFlightAge), p.AckedPerSec, p.Nacked, p.Expired, state)
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	addOutputFlag(cmd, &output)

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/logd-dev/logd/client"
 )
 
 func newQueueExtendCmd(opts *globalOpts) *cobra.Command {
@@ -16,21 +18,15 @@ func newQueueExtendCmd(opts *globalOpts) *cobra.Command {
 		Short: "Extend the leases of deliveries to now + --lease",
 		Args:  cobra.MinimumNArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			c, err := opts.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			rs, err := c.Extend(cmd.Context(), args[0], args[1], lease, args[2:]...)
-			if rs != nil {
-				if perr := printTokenResults(opts.stdout, output, rs); perr != nil {
-					return perr
+			return opts.withClient(output, func(c *client.Client) error {
+				rs, err := c.Extend(cmd.Context(), args[0], args[1], lease, args[2:]...)
+				if rs != nil {
+					if perr := printTokenResults(opts.stdout, output, rs); perr != nil {
+						return perr
+					}
 				}
-			}
-			return tokenCallError(rs != nil, err)
+				return tokenCallError(rs != nil, err)
+			})
 		},
 	}
 	cmd.Flags().DurationVar(&lease, "lease", 0, "new lease from now (default: the group's)")

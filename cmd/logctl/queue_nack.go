@@ -22,29 +22,23 @@ func newQueueNackCmd(opts *globalOpts) *cobra.Command {
   logctl queue nack payments workers TOKEN --permanent --reason "negative amount"`,
 		Args: cobra.MinimumNArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			c, err := opts.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			nacks := make([]client.Nack, len(args)-2)
-			for i, tok := range args[2:] {
-				nacks[i] = client.Nack{Token: tok, Permanent: permanent, Error: reason}
-				if cmd.Flags().Changed("delay") {
-					d := delay
-					nacks[i].Delay = &d
+			return opts.withClient(output, func(c *client.Client) error {
+				nacks := make([]client.Nack, len(args)-2)
+				for i, tok := range args[2:] {
+					nacks[i] = client.Nack{Token: tok, Permanent: permanent, Error: reason}
+					if cmd.Flags().Changed("delay") {
+						d := delay
+						nacks[i].Delay = &d
+					}
 				}
-			}
-			rs, err := c.Nack(cmd.Context(), args[0], args[1], nacks...)
-			if rs != nil {
-				if perr := printTokenResults(opts.stdout, output, rs); perr != nil {
-					return perr
+				rs, err := c.Nack(cmd.Context(), args[0], args[1], nacks...)
+				if rs != nil {
+					if perr := printTokenResults(opts.stdout, output, rs); perr != nil {
+						return perr
+					}
 				}
-			}
-			return tokenCallError(rs != nil, err)
+				return tokenCallError(rs != nil, err)
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&permanent, "permanent", false, "dead-letter at once (reason rejected)")

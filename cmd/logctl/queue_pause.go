@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/logd-dev/logd/client"
 )
 
 // newQueuePauseCmd builds `queue pause` (paused=true) or `queue resume`.
@@ -18,26 +20,20 @@ func newQueuePauseCmd(opts *globalOpts, paused bool) *cobra.Command {
 		Short: short,
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			c, err := opts.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			changed, err := c.PauseQueueGroup(cmd.Context(), args[0], args[1], paused)
-			if err != nil {
-				return err
-			}
-			if output == outputJSON {
-				return writeJSON(opts.stdout, map[string]any{"topic": args[0], "group": args[1], "paused": paused, "changed": changed})
-			}
-			if !changed {
-				verb = "already " + verb
-			}
-			fmt.Fprintf(opts.stdout, "Queue group %s on %s %s\n", args[1], args[0], verb)
-			return nil
+			return opts.withClient(output, func(c *client.Client) error {
+				changed, err := c.PauseQueueGroup(cmd.Context(), args[0], args[1], paused)
+				if err != nil {
+					return err
+				}
+				if output == outputJSON {
+					return writeJSON(opts.stdout, map[string]any{"topic": args[0], "group": args[1], "paused": paused, "changed": changed})
+				}
+				if !changed {
+					verb = "already " + verb
+				}
+				fmt.Fprintf(opts.stdout, "Queue group %s on %s %s\n", args[1], args[0], verb)
+				return nil
+			})
 		},
 	}
 	addOutputFlag(cmd, &output)

@@ -18,43 +18,37 @@ func newTopicDescribeCmd(opts *globalOpts) *cobra.Command {
 		Short: "Show a topic's settings and the state of each partition",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			c, err := opts.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			d, err := c.DescribeTopic(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			if output == outputJSON {
-				return writeJSON(opts.stdout, d)
-			}
-			tw := newTable(opts.stdout)
-			fmt.Fprintf(tw, "Topic:\t%s\n", d.Topic.Name)
-			fmt.Fprintf(tw, "Partitions:\t%d\n", d.Topic.Partitions)
-			fmt.Fprintf(tw, "Created:\t%s\n", formatTime(d.Topic.Created))
-			for i, k := range slices.Sorted(maps.Keys(d.Topic.Config)) {
-				label := ""
-				if i == 0 {
-					label = "Config:"
+			return opts.withClient(output, func(c *client.Client) error {
+				d, err := c.DescribeTopic(cmd.Context(), args[0])
+				if err != nil {
+					return err
 				}
-				fmt.Fprintf(tw, "%s\t%s=%s\n", label, k, d.Topic.Config[k])
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			fmt.Fprintln(opts.stdout)
-			tw = newTable(opts.stdout)
-			fmt.Fprintln(tw, "PARTITION\tLOG START\tEND OFFSET\tRECORDS\tBYTES\tSEGMENTS\tCOMPACTED\tLAST CLEANER RUN")
-			for _, p := range d.Partitions {
-				fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", p.Partition, p.LogStart, p.End, p.End-p.LogStart, p.Bytes, p.Segments,
-					p.CompactedSegments, formatCleanerRun(p.LastCleanerRun))
-			}
-			return tw.Flush()
+				if output == outputJSON {
+					return writeJSON(opts.stdout, d)
+				}
+				tw := newTable(opts.stdout)
+				fmt.Fprintf(tw, "Topic:\t%s\n", d.Topic.Name)
+				fmt.Fprintf(tw, "Partitions:\t%d\n", d.Topic.Partitions)
+				fmt.Fprintf(tw, "Created:\t%s\n", formatTime(d.Topic.Created))
+				for i, k := range slices.Sorted(maps.Keys(d.Topic.Config)) {
+					label := ""
+					if i == 0 {
+						label = "Config:"
+					}
+					fmt.Fprintf(tw, "%s\t%s=%s\n", label, k, d.Topic.Config[k])
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				fmt.Fprintln(opts.stdout)
+				tw = newTable(opts.stdout)
+				fmt.Fprintln(tw, "PARTITION\tLOG START\tEND OFFSET\tRECORDS\tBYTES\tSEGMENTS\tCOMPACTED\tLAST CLEANER RUN")
+				for _, p := range d.Partitions {
+					fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", p.Partition, p.LogStart, p.End, p.End-p.LogStart, p.Bytes, p.Segments,
+						p.CompactedSegments, formatCleanerRun(p.LastCleanerRun))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	addOutputFlag(cmd, &output)
