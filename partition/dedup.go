@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"io"
+	"math/bits"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/zeebo/xxh3"
 )
@@ -116,6 +119,13 @@ type DedupKey struct {
 // The index buckets a command will touch are loaded first, all at once,
 // so the processor overlaps their cache misses (hashKeysLocked).
 //
+// The ring is a queue of fixed-size chunks, and an entry is written once,
+// when it is pushed (a dead mark excepted), so a snapshot can freeze the
+// window in O(keys/1024) and encode it later, off the state machine's
+// goroutine, while the window changes (View). A dead mark on a chunk a
+// view may be reading copies the chunk first, and the arena is compacted
+// into fresh memory rather than in place while a view is outstanding.
+//
 // Changes (Admit, InsertAll, Expire) take the write lock once per batch;
 // reads (Lookup, Stats, Keys, AppendEncoded, KeysAt) take the read lock.
 type DedupWindow struct {
@@ -130,19 +140,23 @@ type DedupWindow struct {
 	// bucket's first slot marks the bucket as overflowed (ovfBit). The
 	// length is a power of two of at least bucketSlots, or 0.
 	index      []uint64
-	sinceSweep int        // inserts since the last sweep
-	count      int        // live keys
-	ring       []dedupRec // len a power of two; seq s at ring[s&(len-1)]
-	head       uint64     // sequence of the oldest entry in the ring
-	tail       uint64     // sequence the next entry gets
-	// arena holds key bytes; arenaBase is the absolute offset of arena[0]
-	// and arenaHead the absolute offset of the oldest byte still needed.
-	arena     []byte
-	arenaBase uint64
-	arenaHead uint64
-	maxKeys   int
-	evicted   uint64
-	expired   uint64
+	sinceSweep int // inserts since the last sweep
+	ring
+	arenaHead uint64 // absolute offset of the oldest arena byte still needed
+	// spare is a chunk popped while no view was outstanding, reused by the
+	// next push that needs one.
+	spare   *recChunk
+	maxKeys int
+	evicted uint64
+	expired uint64
+	// views counts views not yet released; viewEpoch counts views taken.
+	// A chunk made at an earlier epoch than viewEpoch may be read by an
+	// outstanding view.
+	views     atomic.Int64
+	viewEpoch uint64
+	// compactAt is the least number of released arena bytes worth moving
+	// (a test hook; 64 KiB).
+	compactAt uint64
 	// hashes is hashKeysLocked's scratch; sink keeps its loads from being
 	// optimized away.
 	hashes []uint64
@@ -156,6 +170,30 @@ const (
 	tagBits     = uint64(0x7fffffff) << 32
 	seqBits     = uint64(0xffffffff)
 )
+
+// ring is the part of a window a view freezes: the entries in sequence
+// order and their keys' bytes.
+type ring struct {
+	// chunks[i] holds sequences from (firstChunk+i)<<chunkBits on.
+	chunks     []*recChunk
+	firstChunk uint64
+	head       uint64 // sequence of the oldest entry in the ring
+	tail       uint64 // sequence the next entry gets
+	count      int    // live keys
+	// arena holds key bytes; arenaBase is the absolute offset of arena[0].
+	arena     []byte
+	arenaBase uint64
+}
+
+// chunkBits sizes ring chunks: 1024 entries, 56 KiB.
+const chunkBits = 10
+
+// recChunk is one chunk of the ring; epoch is the window's viewEpoch when
+// it was made.
+type recChunk struct {
+	recs  [1 << chunkBits]dedupRec
+	epoch uint64
+}
 
 // dedupRec is one ring entry. An entry is dead once its key was inserted
 // again (after its window ended but before it reached the ring's front);
@@ -174,18 +212,28 @@ func NewDedupWindow(maxKeys int) *DedupWindow { return newDedupWindowAt(maxKeys,
 // newDedupWindowAt starts the sequence at seq (tests start it near a
 // 32-bit wrap).
 func newDedupWindowAt(maxKeys int, seq uint64) *DedupWindow {
-	return &DedupWindow{seed: maphash.MakeSeed(), hashMask: ^uint64(0), head: seq, tail: seq, maxKeys: max(maxKeys, 1)}
+	w := &DedupWindow{seed: maphash.MakeSeed(), hashMask: ^uint64(0), maxKeys: max(maxKeys, 1), compactAt: 64 << 10}
+	w.head, w.tail, w.firstChunk = seq, seq, seq>>chunkBits
+	return w
 }
 
 func (w *DedupWindow) hash(key string) uint64 { return maphash.String(w.seed, key) & w.hashMask }
 
 // recHash is hash of r's key, read in place.
 func (w *DedupWindow) recHash(r *dedupRec) uint64 {
-	off := r.keyOff - w.arenaBase
-	return maphash.Bytes(w.seed, w.arena[off:off+uint64(r.keyLen)]) & w.hashMask
+	return maphash.Bytes(w.seed, w.keyBytes(r)) & w.hashMask
 }
 
-func (w *DedupWindow) rec(seq uint64) *dedupRec { return &w.ring[seq&uint64(len(w.ring)-1)] }
+// rec returns the entry of sequence seq, in [head, tail).
+func (g *ring) rec(seq uint64) *dedupRec {
+	return &g.chunks[seq>>chunkBits-g.firstChunk].recs[seq&(1<<chunkBits-1)]
+}
+
+// keyBytes returns r's key, in place in the arena.
+func (g *ring) keyBytes(r *dedupRec) []byte {
+	off := r.keyOff - g.arenaBase
+	return g.arena[off : off+uint64(r.keyLen)]
+}
 
 // slotSeq returns the sequence a live index slot points at. Slots hold its
 // low 32 bits; the ring spans less than 2^32 sequences, all in [head, tail).
@@ -210,17 +258,10 @@ func (w *DedupWindow) homeBucket(h uint64) uint64 {
 func slotTag(h uint64) uint64 { return h << 32 & tagBits }
 
 func (w *DedupWindow) keyIs(r *dedupRec, key string) bool {
-	if int(r.keyLen) != len(key) {
-		return false
-	}
-	off := r.keyOff - w.arenaBase
-	return string(w.arena[off:off+uint64(r.keyLen)]) == key // no allocation
+	return int(r.keyLen) == len(key) && string(w.keyBytes(r)) == key // no allocation
 }
 
-func (w *DedupWindow) keyOf(r *dedupRec) string {
-	off := r.keyOff - w.arenaBase
-	return string(w.arena[off : off+uint64(r.keyLen)])
-}
+func (w *DedupWindow) keyOf(r *dedupRec) string { return string(w.keyBytes(r)) }
 
 // find looks key (with hash h) up in the index: the position of the live
 // slot pointing at its entry, or -1.
@@ -372,7 +413,7 @@ func (w *DedupWindow) insertLocked(key string, h uint64, e DedupEntry) {
 	w.arena = append(w.arena, key...)
 	slot := slotTag(h) | seq&seqBits
 	if at >= 0 {
-		w.rec(w.slotSeq(w.index[at])).dead = true
+		w.markDeadLocked(w.slotSeq(w.index[at]))
 		w.index[at] = slot | w.index[at]&ovfBit
 		return
 	}
@@ -380,12 +421,31 @@ func (w *DedupWindow) insertLocked(key string, h uint64, e DedupEntry) {
 	w.count++
 }
 
+// markDeadLocked marks the entry of seq dead, first copying its chunk if
+// an outstanding view may be reading it.
+func (w *DedupWindow) markDeadLocked(seq uint64) {
+	i := seq>>chunkBits - w.firstChunk
+	if c := w.chunks[i]; c.epoch < w.viewEpoch && w.views.Load() > 0 {
+		cp := new(recChunk)
+		*cp = *c
+		cp.epoch = w.viewEpoch
+		w.chunks[i] = cp
+	}
+	w.rec(seq).dead = true
+}
+
 // pushLocked appends r to the ring and returns its sequence, which is never
-// 0 in its low 32 bits (so an index slot is never empty).
+// 0 in its low 32 bits (so an index slot is never empty). It writes only
+// past the tail, which no view reads.
 func (w *DedupWindow) pushLocked(r dedupRec) uint64 {
 	for {
-		if w.tail-w.head == uint64(len(w.ring)) {
-			w.growRingLocked()
+		if w.tail>>chunkBits-w.firstChunk == uint64(len(w.chunks)) {
+			c := w.spare
+			if w.spare = nil; c == nil {
+				c = new(recChunk)
+			}
+			c.epoch = w.viewEpoch
+			w.chunks = append(w.chunks, c)
 		}
 		seq := w.tail
 		w.tail++
@@ -434,18 +494,32 @@ func (w *DedupWindow) popOldestLocked() bool {
 }
 
 // popFrontLocked drops the ring's front entry, which makes its index slot
-// stale, and releases arena bytes no entry needs.
+// stale, and releases arena bytes no entry needs. It writes nothing a view
+// may read: a chunk it empties is dropped (kept as the spare if no view is
+// outstanding), and the arena is compacted into fresh memory while a view
+// is.
 func (w *DedupWindow) popFrontLocked() {
 	r := w.rec(w.head)
 	if !r.dead {
 		w.count--
 	}
 	w.arenaHead = r.keyOff + uint64(r.keyLen)
-	*r = dedupRec{}
 	w.head++
-	if used := w.arenaHead - w.arenaBase; used > 64<<10 && used > uint64(len(w.arena))/2 {
-		n := copy(w.arena, w.arena[used:])
-		w.arena = w.arena[:n]
+	if w.head>>chunkBits != w.firstChunk {
+		if w.views.Load() == 0 {
+			w.spare = w.chunks[0]
+		}
+		w.chunks[0] = nil
+		w.chunks = w.chunks[1:]
+		w.firstChunk++
+	}
+	if used := w.arenaHead - w.arenaBase; used > w.compactAt && used > uint64(len(w.arena))/2 {
+		live := w.arena[used:]
+		if w.views.Load() > 0 {
+			w.arena = append(make([]byte, 0, cap(w.arena)), live...)
+		} else {
+			w.arena = w.arena[:copy(w.arena, live)]
+		}
 		w.arenaBase = w.arenaHead
 	}
 }
@@ -494,18 +568,10 @@ func (w *DedupWindow) resizeIndexLocked(n int) {
 	}
 }
 
-func (w *DedupWindow) growRingLocked() {
-	old := w.ring
-	w.ring = make([]dedupRec, max(2*len(old), 64))
-	for s := w.head; s < w.tail; s++ {
-		*w.rec(s) = old[s&uint64(len(old)-1)]
-	}
-}
-
 // rebuildLocked rebuilds the window from its live entries, in order.
 func (w *DedupWindow) rebuildLocked() {
 	live := w.keysLocked()
-	w.index, w.count, w.ring, w.head = nil, 0, nil, w.tail
+	w.index, w.count, w.chunks, w.head, w.firstChunk = nil, 0, nil, w.tail, w.tail>>chunkBits
 	w.arena, w.arenaBase, w.arenaHead = nil, 0, 0
 	for _, k := range live {
 		w.insertLocked(k.Key, w.hash(k.Key), k.DedupEntry)
@@ -549,19 +615,108 @@ func (w *DedupWindow) keysLocked() []DedupKey {
 func (w *DedupWindow) AppendEncoded(b []byte) []byte {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
-	// Reserve the most it can take: the arena holds every live key's bytes.
-	b = slices.Grow(b, 1+binary.MaxVarintLen64+len(w.arena)+w.count*(2+len(Digest{})+3*binary.MaxVarintLen64))
+	return w.ring.appendEncoded(b)
+}
+
+// appendEncoded appends the live keys in EncodeDedupKeys' form.
+func (g *ring) appendEncoded(b []byte) []byte {
+	b = slices.Grow(b, int(g.encodedLen()))
 	b = append(b, dedupEncodingVersion)
-	b = binary.AppendUvarint(b, uint64(w.count))
-	for s := w.head; s < w.tail; s++ {
-		r := w.rec(s)
-		if r.dead {
-			continue
+	b = binary.AppendUvarint(b, uint64(g.count))
+	return g.appendKeys(b, g.head, g.tail)
+}
+
+// appendKeys appends the live keys of sequences [from, to).
+func (g *ring) appendKeys(b []byte, from, to uint64) []byte {
+	for s := from; s < to; s++ {
+		if r := g.rec(s); !r.dead {
+			b = appendDedupKey(b, g.keyBytes(r), r.DedupEntry)
 		}
-		off := r.keyOff - w.arenaBase
-		b = appendDedupKey(b, w.arena[off:off+uint64(r.keyLen)], r.DedupEntry)
 	}
 	return b
+}
+
+// encodedLen is the length of appendEncoded's output.
+func (g *ring) encodedLen() int64 {
+	n := int64(1 + uvarintLen(uint64(g.count)))
+	for s := g.head; s < g.tail; s++ {
+		if r := g.rec(s); !r.dead {
+			n += int64(uvarintLen(uint64(r.keyLen))) + int64(r.keyLen) + int64(len(r.Digest)) +
+				int64(varintLen(int64(r.Partition))+varintLen(r.Offset)+varintLen(r.Expires))
+		}
+	}
+	return n
+}
+
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
+
+func varintLen(v int64) int { return uvarintLen(uint64(v<<1) ^ uint64(v>>63)) }
+
+// DedupView is a window frozen at the moment View was called, for a
+// snapshot: it reads memory the window no longer writes, so it may be
+// encoded without the window's lock while the window changes. Release it
+// when done; until then the window copies what it would overwrite.
+type DedupView struct {
+	g        ring
+	w        *DedupWindow
+	released atomic.Bool
+}
+
+// View freezes the window. It costs a copy of one pointer per 1024
+// entries, so a snapshot holds the state machine up for microseconds, not
+// for an encoding of every key.
+func (w *DedupWindow) View() *DedupView {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.viewEpoch++
+	w.views.Add(1)
+	v := &DedupView{g: w.ring, w: w}
+	v.g.chunks = slices.Clone(w.chunks)
+	v.g.arena = w.arena[:len(w.arena):len(w.arena)]
+	return v
+}
+
+// Len is the length of the view's encoding: what WriteTo writes and
+// AppendEncoded appended at the moment of View.
+func (v *DedupView) Len() int64 { return v.g.encodedLen() }
+
+// WriteTo writes the view in EncodeDedupKeys' form, through a small
+// buffer, so a window of millions of keys needs no buffer of its size.
+func (v *DedupView) WriteTo(dst io.Writer) (int64, error) {
+	buf := make([]byte, 0, 64<<10)
+	buf = append(buf, dedupEncodingVersion)
+	buf = binary.AppendUvarint(buf, uint64(v.g.count))
+	var n int64
+	for s := v.g.head; s < v.g.tail; {
+		to := min(v.g.tail, s+64)
+		buf = v.g.appendKeys(buf, s, to)
+		s = to
+		if len(buf) >= 32<<10 || s == v.g.tail {
+			m, err := dst.Write(buf)
+			n += int64(m)
+			if err != nil {
+				return n, fmt.Errorf("write idempotency window: %w", err)
+			}
+			buf = buf[:0]
+		}
+	}
+	if len(buf) > 0 { // an empty window
+		m, err := dst.Write(buf)
+		n += int64(m)
+		if err != nil {
+			return n, fmt.Errorf("write idempotency window: %w", err)
+		}
+	}
+	return n, nil
+}
+
+// Release ends the view; the window may then reuse what it froze. Later
+// calls do nothing.
+func (v *DedupView) Release() {
+	if v.released.CompareAndSwap(false, true) {
+		v.g = ring{}
+		v.w.views.Add(-1)
+	}
 }
 
 // KeysAt fills in, for each (partition, offset) of at, the key of the

@@ -109,7 +109,11 @@ func TestAppendIdempotencyKeys(t *testing.T) {
 	v1.m.Version = 1
 	v1.m.Topics = append([]topicManifest(nil), v1.m.Topics...)
 	for i := range v1.m.Topics {
-		v1.m.Topics[i].Dedup, v1.m.Topics[i].DedupBytes = v1.dedups[i], 0
+		var section bytes.Buffer
+		if _, err := v1.dedups[i].WriteTo(&section); err != nil {
+			t.Fatal(err)
+		}
+		v1.m.Topics[i].Dedup, v1.m.Topics[i].DedupBytes = section.Bytes(), 0
 	}
 	v1.dedups = nil
 	var b1 bytes.Buffer

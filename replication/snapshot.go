@@ -73,9 +73,12 @@ type segmentManifest struct {
 	Bytes int64 `json:"bytes"`
 }
 
-// Snapshot syncs every partition log and captures the manifest. It runs on
-// the Raft goroutine, between applies, so the manifest and the synced data
-// agree exactly; Persist then only writes the small manifest.
+// Snapshot captures the manifest and freezes each topic's idempotency
+// window. It runs on the FSM goroutine, between applies, so the manifest
+// and the data agree exactly; its cost does not grow with the number of
+// keys held (a window is frozen in O(keys/1024), see DedupWindow.View).
+// Persist then syncs the partition logs and encodes the windows, while
+// applies go on.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	if err := f.Failed(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStopped, err)
@@ -84,12 +87,11 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	m := manifest{Version: manifestVersion, Index: f.applied.Load(), Now: f.now.Load()}
 	var (
 		syncs  []*Partition
-		dedups [][]byte
+		dedups []*partition.DedupView
 	)
 	for _, t := range f.Topics() {
-		dedup := t.dedup.AppendEncoded(nil)
-		dedups = append(dedups, dedup)
-		tm := topicManifest{Name: t.Name, Config: t.Config, CreatedNanos: t.CreatedNanos, CreateIndex: t.CreateIndex, DedupBytes: int64(len(dedup))}
+		dedups = append(dedups, t.dedup.View())
+		tm := topicManifest{Name: t.Name, Config: t.Config, CreatedNanos: t.CreatedNanos, CreateIndex: t.CreateIndex}
 		for _, p := range t.Partitions {
 			syncs = append(syncs, p)
 			pm := partitionManifest{Start: p.log.StartOffset(), End: p.next, AppliedIndex: p.log.AppliedIndex()}
@@ -109,8 +111,9 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 
 type fsmSnapshot struct {
 	m manifest
-	// dedups are the topics' window sections, in manifest order.
-	dedups [][]byte
+	// dedups are the topics' frozen windows, in manifest order; Persist
+	// encodes them, Release releases them.
+	dedups []*partition.DedupView
 	root   string
 	logger *slog.Logger
 	// syncs are the partitions to fsync before the manifest is written.
@@ -149,19 +152,28 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 // writeTo writes the snapshot as Restore reads it: the JSON manifest and a
 // newline, then each topic's idempotency window section.
 func (s *fsmSnapshot) writeTo(w io.Writer) error {
+	for i, d := range s.dedups {
+		s.m.Topics[i].DedupBytes = d.Len()
+	}
 	if err := json.NewEncoder(w).Encode(s.m); err != nil {
 		return err
 	}
 	for i, d := range s.dedups {
-		if _, err := w.Write(d); err != nil {
+		if n, err := d.WriteTo(w); err != nil {
 			return fmt.Errorf("idempotency window of %s: %w", s.m.Topics[i].Name, err)
+		} else if n != s.m.Topics[i].DedupBytes {
+			return fmt.Errorf("idempotency window of %s: wrote %d bytes, expected %d", s.m.Topics[i].Name, n, s.m.Topics[i].DedupBytes)
 		}
 	}
 	return nil
 }
 
-// Release is a no-op: the snapshot holds no resources.
-func (s *fsmSnapshot) Release() {}
+// Release releases the frozen idempotency windows.
+func (s *fsmSnapshot) Release() {
+	for _, d := range s.dedups {
+		d.Release()
+	}
+}
 
 // ErrSnapshotAhead means a snapshot names data this node does not hold
 // and catch-up (install.go) did not complete it.
