@@ -100,7 +100,7 @@ type DedupKey struct {
 //   - entries live in a ring in insertion (hence, while the window length
 //     is unchanged, expiry) order, numbered by a sequence; expiry and
 //     eviction pop its front;
-//   - key bytes live in a FIFO arena in the same order;
+//   - key bytes live in a FIFO arena of 64 KiB blocks in the same order;
 //   - an open-addressing index maps a hash of the key to its entry's
 //     sequence. It is made of buckets of 8 slots, one cache line each, and
 //     kept at load ≤ 1/4, so a key is nearly always in its home bucket. A
@@ -119,12 +119,15 @@ type DedupKey struct {
 // The index buckets a command will touch are loaded first, all at once,
 // so the processor overlaps their cache misses (hashKeysLocked).
 //
-// The ring is a queue of fixed-size chunks, and an entry is written once,
-// when it is pushed (a dead mark excepted), so a snapshot can freeze the
-// window in O(keys/1024) and encode it later, off the state machine's
-// goroutine, while the window changes (View). A dead mark on a chunk a
-// view may be reading copies the chunk first, and the arena is compacted
-// into fresh memory rather than in place while a view is outstanding.
+// The ring and the arena are queues of fixed-size chunks and blocks, made
+// and dropped one at a time: no change of the window moves or reallocates
+// more than one block, whatever its size (a growing or compacted arena of
+// 2M keys stalled the state machine for 25 to 80 ms per copy). An entry and
+// its key bytes are written once, when pushed (a dead mark excepted), so a
+// snapshot can freeze the window in O(keys/1024) and encode it later, off
+// the state machine's goroutine, while the window changes (View). A dead
+// mark on a chunk a view may be reading copies the chunk first, and chunks
+// and blocks a view may read are not reused.
 //
 // Changes (Admit, InsertAll, Expire) take the write lock once per batch;
 // reads (Lookup, Stats, Keys, AppendEncoded, KeysAt) take the read lock.
@@ -142,21 +145,20 @@ type DedupWindow struct {
 	index      []uint64
 	sinceSweep int // inserts since the last sweep
 	ring
-	arenaHead uint64 // absolute offset of the oldest arena byte still needed
-	// spare is a chunk popped while no view was outstanding, reused by the
-	// next push that needs one.
-	spare   *recChunk
-	maxKeys int
-	evicted uint64
-	expired uint64
+	// arenaTail is the absolute arena offset the next key's bytes go to.
+	arenaTail uint64
+	// spare and spareBlock were dropped while no view was outstanding;
+	// the next push that needs a chunk or a block reuses them.
+	spare      *recChunk
+	spareBlock *arenaBlock
+	maxKeys    int
+	evicted    uint64
+	expired    uint64
 	// views counts views not yet released; viewEpoch counts views taken.
 	// A chunk made at an earlier epoch than viewEpoch may be read by an
 	// outstanding view.
 	views     atomic.Int64
 	viewEpoch uint64
-	// compactAt is the least number of released arena bytes worth moving
-	// (a test hook; 64 KiB).
-	compactAt uint64
 	// hashes is hashKeysLocked's scratch; sink keeps its loads from being
 	// optimized away.
 	hashes []uint64
@@ -180,13 +182,20 @@ type ring struct {
 	head       uint64 // sequence of the oldest entry in the ring
 	tail       uint64 // sequence the next entry gets
 	count      int    // live keys
-	// arena holds key bytes; arenaBase is the absolute offset of arena[0].
-	arena     []byte
-	arenaBase uint64
+	// blocks[i] holds arena offsets from (firstBlock+i)<<blockBits on. A
+	// key never spans two blocks.
+	blocks     []*arenaBlock
+	firstBlock uint64
 }
 
 // chunkBits sizes ring chunks: 1024 entries, 56 KiB.
 const chunkBits = 10
+
+// blockBits sizes arena blocks: 64 KiB, so a key (at most 1 KiB) wastes
+// at most 1.6% of one at a block's end.
+const blockBits = 16
+
+type arenaBlock [1 << blockBits]byte
 
 // recChunk is one chunk of the ring; epoch is the window's viewEpoch when
 // it was made.
@@ -212,7 +221,7 @@ func NewDedupWindow(maxKeys int) *DedupWindow { return newDedupWindowAt(maxKeys,
 // newDedupWindowAt starts the sequence at seq (tests start it near a
 // 32-bit wrap).
 func newDedupWindowAt(maxKeys int, seq uint64) *DedupWindow {
-	w := &DedupWindow{seed: maphash.MakeSeed(), hashMask: ^uint64(0), maxKeys: max(maxKeys, 1), compactAt: 64 << 10}
+	w := &DedupWindow{seed: maphash.MakeSeed(), hashMask: ^uint64(0), maxKeys: max(maxKeys, 1)}
 	w.head, w.tail, w.firstChunk = seq, seq, seq>>chunkBits
 	return w
 }
@@ -231,8 +240,8 @@ func (g *ring) rec(seq uint64) *dedupRec {
 
 // keyBytes returns r's key, in place in the arena.
 func (g *ring) keyBytes(r *dedupRec) []byte {
-	off := r.keyOff - g.arenaBase
-	return g.arena[off : off+uint64(r.keyLen)]
+	off := r.keyOff & (1<<blockBits - 1)
+	return g.blocks[r.keyOff>>blockBits-g.firstBlock][off : off+uint64(r.keyLen)]
 }
 
 // slotSeq returns the sequence a live index slot points at. Slots hold its
@@ -409,8 +418,7 @@ func (w *DedupWindow) insertLocked(key string, h uint64, e DedupEntry) {
 	}
 	w.sinceSweep++
 	at := w.find(key, h)
-	seq := w.pushLocked(dedupRec{DedupEntry: e, keyOff: w.arenaBase + uint64(len(w.arena)), keyLen: uint32(len(key))})
-	w.arena = append(w.arena, key...)
+	seq := w.pushLocked(dedupRec{DedupEntry: e, keyOff: w.appendKeyLocked(key), keyLen: uint32(len(key))})
 	slot := slotTag(h) | seq&seqBits
 	if at >= 0 {
 		w.markDeadLocked(w.slotSeq(w.index[at]))
@@ -419,6 +427,27 @@ func (w *DedupWindow) insertLocked(key string, h uint64, e DedupEntry) {
 	}
 	w.place(slot, h)
 	w.count++
+}
+
+// appendKeyLocked copies key to the arena's tail and returns its offset. A
+// key that does not fit in the last block starts the next one. It writes
+// only past the tail, which no view reads.
+func (w *DedupWindow) appendKeyLocked(key string) uint64 {
+	if w.arenaTail&(1<<blockBits-1)+uint64(len(key)) > 1<<blockBits {
+		w.arenaTail = (w.arenaTail>>blockBits + 1) << blockBits
+	}
+	i := w.arenaTail>>blockBits - w.firstBlock
+	if i == uint64(len(w.blocks)) {
+		b := w.spareBlock
+		if w.spareBlock = nil; b == nil {
+			b = new(arenaBlock)
+		}
+		w.blocks = append(w.blocks, b)
+	}
+	off := w.arenaTail
+	copy(w.blocks[i][off&(1<<blockBits-1):], key)
+	w.arenaTail += uint64(len(key))
+	return off
 }
 
 // markDeadLocked marks the entry of seq dead, first copying its chunk if
@@ -494,33 +523,34 @@ func (w *DedupWindow) popOldestLocked() bool {
 }
 
 // popFrontLocked drops the ring's front entry, which makes its index slot
-// stale, and releases arena bytes no entry needs. It writes nothing a view
-// may read: a chunk it empties is dropped (kept as the spare if no view is
-// outstanding), and the arena is compacted into fresh memory while a view
-// is.
+// stale, and drops the chunk and the arena blocks no entry needs any more.
+// It writes nothing a view may read: what it drops is kept for reuse only
+// if no view is outstanding.
 func (w *DedupWindow) popFrontLocked() {
 	r := w.rec(w.head)
 	if !r.dead {
 		w.count--
 	}
-	w.arenaHead = r.keyOff + uint64(r.keyLen)
+	// Keys are in the arena in sequence order: every byte before this
+	// entry's key's end is released.
+	keyEnd := r.keyOff + uint64(r.keyLen)
 	w.head++
+	reuse := w.views.Load() == 0
 	if w.head>>chunkBits != w.firstChunk {
-		if w.views.Load() == 0 {
+		if reuse {
 			w.spare = w.chunks[0]
 		}
 		w.chunks[0] = nil
 		w.chunks = w.chunks[1:]
 		w.firstChunk++
 	}
-	if used := w.arenaHead - w.arenaBase; used > w.compactAt && used > uint64(len(w.arena))/2 {
-		live := w.arena[used:]
-		if w.views.Load() > 0 {
-			w.arena = append(make([]byte, 0, cap(w.arena)), live...)
-		} else {
-			w.arena = w.arena[:copy(w.arena, live)]
+	for keyEnd>>blockBits > w.firstBlock && len(w.blocks) > 1 {
+		if reuse {
+			w.spareBlock = w.blocks[0]
 		}
-		w.arenaBase = w.arenaHead
+		w.blocks[0] = nil
+		w.blocks = w.blocks[1:]
+		w.firstBlock++
 	}
 }
 
@@ -572,7 +602,7 @@ func (w *DedupWindow) resizeIndexLocked(n int) {
 func (w *DedupWindow) rebuildLocked() {
 	live := w.keysLocked()
 	w.index, w.count, w.chunks, w.head, w.firstChunk = nil, 0, nil, w.tail, w.tail>>chunkBits
-	w.arena, w.arenaBase, w.arenaHead = nil, 0, 0
+	w.blocks, w.firstBlock, w.arenaTail = nil, 0, 0
 	for _, k := range live {
 		w.insertLocked(k.Key, w.hash(k.Key), k.DedupEntry)
 	}
@@ -672,7 +702,7 @@ func (w *DedupWindow) View() *DedupView {
 	w.views.Add(1)
 	v := &DedupView{g: w.ring, w: w}
 	v.g.chunks = slices.Clone(w.chunks)
-	v.g.arena = w.arena[:len(w.arena):len(w.arena)]
+	v.g.blocks = slices.Clone(w.blocks)
 	return v
 }
 

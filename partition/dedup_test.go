@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -276,6 +277,13 @@ func (m *dedupModel) keys() []DedupKey {
 	return out
 }
 
+// modelKey names key id: lengths from 2 bytes to 1 KiB (the longest key
+// allowed), so keys fill arena blocks at all paces and often reach a
+// block's end.
+func modelKey(id int) string {
+	return fmt.Sprintf("k%d%s", id, strings.Repeat("p", id*37%1000))
+}
+
 // TestDedupWindowModel runs random inserts, lookups, expiries, bound
 // changes and snapshot round trips against dedupModel. Few distinct keys
 // and windows of varying length make keys come back after expiry and
@@ -317,19 +325,18 @@ func TestDedupWindowModel(t *testing.T) {
 		}
 		win := newDedupWindowAt(maxKeys, start)
 		win.hashMask = hashMask
-		win.compactAt = 64 // compact the arena often, views or not
 		m := &dedupModel{maxKeys: maxKeys}
 		var views []heldView
 		now := int64(0)
 		nkeys := 10 + rng.IntN(2000)
 		for op := 0; op < 8_000; op++ {
 			now += int64(rng.IntN(3))
-			key := fmt.Sprintf("k%d", rng.IntN(nkeys))
+			key := modelKey(rng.IntN(nkeys))
 			switch r := rng.IntN(100); {
 			case r < 50:
 				batch := []DedupKey{{Key: key}}
 				for range rng.IntN(4) {
-					batch = append(batch, DedupKey{Key: fmt.Sprintf("k%d", rng.IntN(nkeys))})
+					batch = append(batch, DedupKey{Key: modelKey(rng.IntN(nkeys))})
 				}
 				wantHeld := ""
 				for i := range batch {
@@ -375,7 +382,7 @@ func TestDedupWindowModel(t *testing.T) {
 			case r < 94 && seed%3 != 0: // seeds 3, 6, …: one window throughout, for the long-lived view
 				keys := win.Keys()
 				win = NewDedupWindow(maxKeys)
-				win.hashMask, win.compactAt = hashMask, 64
+				win.hashMask = hashMask
 				win.restore(keys)
 				m.evicted, m.expired = 0, 0 // counters are per process, not snapshotted
 			case r < 96:
@@ -449,13 +456,13 @@ func BenchmarkDigest(b *testing.B) {
 }
 
 // TestDedupViewConcurrent encodes views while the window goes on taking
-// keys (evicting, dropping and making chunks, re-inserting keys whose
-// window ended, compacting the arena): each view must encode the keys of
+// keys (evicting, dropping and making ring chunks and arena blocks,
+// re-inserting keys whose window ended): each view must encode the keys of
 // its moment. Under the race detector it also proves the view reads
 // nothing the window writes.
 func TestDedupViewConcurrent(t *testing.T) {
 	win := NewDedupWindow(500)
-	win.compactAt = 256
+	pad := strings.Repeat("x", 200)
 	now := int64(0)
 	insert := func(n int) {
 		for range n {
@@ -464,7 +471,7 @@ func TestDedupViewConcurrent(t *testing.T) {
 			// while an entry with a longer window holds theirs in the
 			// ring: those are found in the index, their entries marked
 			// dead.
-			k := fmt.Sprintf("key-%d", now%300)
+			k := fmt.Sprintf("key-%d-%s", now%300, pad) // ~200 bytes: a block per ~300 keys
 			if _, ok := win.Lookup(k, now); !ok {
 				win.Insert(k, DedupEntry{Offset: now, Expires: now + 50 + now%5*100}, now)
 			}
