@@ -77,6 +77,14 @@ func TestAppendIdempotencyKeys(t *testing.T) {
 	if err := snap.Persist(sink); err != nil {
 		t.Fatal(err)
 	}
+	// The size of the windows written raises the by-size snapshot trigger.
+	var sections int64
+	for _, tm := range snap.(*fsmSnapshot).m.Topics {
+		sections += tm.DedupBytes
+	}
+	if got := f2.windowBytes.Load(); sections == 0 || got != sections {
+		t.Fatalf("FSM noted %d bytes of windows; the snapshot wrote %d", got, sections)
+	}
 	f2.Close()
 	f3, _ := testFSM(t, dir)
 	if err := f3.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
@@ -285,5 +293,25 @@ func TestAlterIdempotencyMaxKeys(t *testing.T) {
 	}
 	if len(*fatals) != 0 {
 		t.Fatal(*fatals)
+	}
+}
+
+func TestSnapshotDueGrowsWithWindows(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		since, snapshotBytes, windows int64
+		want                          bool
+	}{
+		{127 * mib, 128 * mib, 0, false},
+		{128 * mib, 128 * mib, 0, true},
+		{128 * mib, 128 * mib, 5 * mib, true},    // small windows: SnapshotBytes rules
+		{128 * mib, 128 * mib, 100 * mib, false}, // 2M keys: wait for 4x their size
+		{399 * mib, 128 * mib, 100 * mib, false},
+		{400 * mib, 128 * mib, 100 * mib, true},
+		{1 * mib, 1 * mib, 0, true},
+	} {
+		if got := snapshotDue(tc.since, tc.snapshotBytes, tc.windows); got != tc.want {
+			t.Errorf("snapshotDue(%d, %d, %d) = %v, want %v", tc.since, tc.snapshotBytes, tc.windows, got, tc.want)
+		}
 	}
 }

@@ -37,6 +37,9 @@ type FSM struct {
 	// bytesSinceSnapshot counts appended batch bytes since the last
 	// snapshot; it drives Config.SnapshotBytes.
 	bytesSinceSnapshot atomic.Int64
+	// windowBytes is the size of the idempotency windows in the last
+	// snapshot persisted; it raises the by-size trigger (snapshotDue).
+	windowBytes atomic.Int64
 	// failed holds the fatal error after an I/O error in Apply; from then on
 	// nothing is applied or acknowledged.
 	failed atomic.Pointer[error]

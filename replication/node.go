@@ -53,7 +53,9 @@ type Config struct {
 	// SnapshotBytes triggers a snapshot once this many bytes of appends
 	// were applied since the last one, so the Raft log (a write-ahead log
 	// of record batches) stays bounded in bytes, not only in entries;
-	// default 128 MiB.
+	// default 128 MiB. The trigger rises to windowSnapshotRatio times the
+	// size of the idempotency windows the last snapshot wrote, when that
+	// is more (snapshotDue).
 	SnapshotBytes int64
 	// TrailingLogs is how many entries stay after a snapshot, for followers
 	// that lag a little; default 512.
@@ -280,13 +282,31 @@ func (n *Node) housekeeping() {
 			n.cfg.Logger.Info("state machine caught up; serving", "applied_index", n.fsm.AppliedIndex())
 		}
 		n.registerSelf()
-		if n.fsm.bytesSinceSnapshot.Load() < n.cfg.SnapshotBytes {
+		if !snapshotDue(n.fsm.bytesSinceSnapshot.Load(), n.cfg.SnapshotBytes, n.fsm.windowBytes.Load()) {
 			continue
 		}
 		if err := n.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
 			n.cfg.Logger.Warn("snapshot by size", "err", err)
 		}
 	}
+}
+
+// windowSnapshotRatio: a snapshot by size waits for this many times the
+// bytes of idempotency windows the last snapshot wrote. Every snapshot
+// writes every topic's window whole (about 50 bytes per key held), so
+// with large windows, snapshots every SnapshotBytes would write as much
+// window as record data: 2M keys held are ~100 MB per snapshot, against
+// 128 MiB of appends. With the ratio, windows add at most a quarter to
+// the bytes a node writes; the price is a Raft log of up to 4 times the
+// windows' size (replayed after a restart). At the default
+// idempotency.max.keys (100k, ~5 MB) SnapshotBytes rules.
+const windowSnapshotRatio = 4
+
+// snapshotDue reports whether appends of since bytes call for a snapshot
+// by size, given the SnapshotBytes setting and the size of the windows in
+// the last snapshot.
+func snapshotDue(since, snapshotBytes, windowBytes int64) bool {
+	return since >= max(snapshotBytes, windowSnapshotRatio*windowBytes)
 }
 
 // Ready reports whether the node has applied every entry committed before

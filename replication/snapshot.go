@@ -106,7 +106,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	m.Queues = f.snapshotQueues()
 	m.Nodes = f.nodes.snapshot()
 	m.Cleaner = f.snapshotCleaner()
-	return &fsmSnapshot{m: m, dedups: dedups, root: f.root, logger: f.logger, syncs: syncs}, nil
+	return &fsmSnapshot{m: m, dedups: dedups, root: f.root, logger: f.logger, syncs: syncs, fsm: f}, nil
 }
 
 type fsmSnapshot struct {
@@ -118,6 +118,10 @@ type fsmSnapshot struct {
 	logger *slog.Logger
 	// syncs are the partitions to fsync before the manifest is written.
 	syncs []*Partition
+	// fsm is told the size of the windows written (windowBytes) once the
+	// snapshot is persisted.
+	fsm         *FSM
+	windowBytes int64
 }
 
 // Persist writes the manifest to the sink. Once it is durable, the files
@@ -145,6 +149,9 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	if err := sink.Close(); err != nil {
 		return err
 	}
+	if s.fsm != nil {
+		s.fsm.windowBytes.Store(s.windowBytes)
+	}
 	purgeDeletedTopicDirs(s.root, s.m.Index, s.logger)
 	return nil
 }
@@ -152,9 +159,12 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 // writeTo writes the snapshot as Restore reads it: the JSON manifest and a
 // newline, then each topic's idempotency window section.
 func (s *fsmSnapshot) writeTo(w io.Writer) error {
+	var windows int64
 	for i, d := range s.dedups {
 		s.m.Topics[i].DedupBytes = d.Len()
+		windows += s.m.Topics[i].DedupBytes
 	}
+	s.windowBytes = windows
 	if err := json.NewEncoder(w).Encode(s.m); err != nil {
 		return err
 	}
