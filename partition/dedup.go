@@ -717,27 +717,23 @@ func (v *DedupView) WriteTo(dst io.Writer) (int64, error) {
 	buf = append(buf, dedupEncodingVersion)
 	buf = binary.AppendUvarint(buf, uint64(v.g.count))
 	var n int64
-	for s := v.g.head; s < v.g.tail; {
+	for s := v.g.head; ; {
 		to := min(v.g.tail, s+64)
 		buf = v.g.appendKeys(buf, s, to)
 		s = to
-		if len(buf) >= 32<<10 || s == v.g.tail {
-			m, err := dst.Write(buf)
-			n += int64(m)
-			if err != nil {
-				return n, fmt.Errorf("write idempotency window: %w", err)
-			}
-			buf = buf[:0]
+		if len(buf) < 32<<10 && s < v.g.tail {
+			continue
 		}
-	}
-	if len(buf) > 0 { // an empty window
 		m, err := dst.Write(buf)
 		n += int64(m)
 		if err != nil {
 			return n, fmt.Errorf("write idempotency window: %w", err)
 		}
+		if s == v.g.tail {
+			return n, nil
+		}
+		buf = buf[:0]
 	}
-	return n, nil
 }
 
 // Release ends the view; the window may then reuse what it froze. Later

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -503,6 +504,36 @@ func TestDedupViewConcurrent(t *testing.T) {
 		v.Release() // a second release does nothing
 		if n := win.views.Load(); n != 0 {
 			t.Fatalf("round %d: %d views outstanding after release", round, n)
+		}
+	}
+}
+
+type failingWriter struct{ after int }
+
+func (f *failingWriter) Write(p []byte) (int, error) {
+	if f.after <= 0 {
+		return 0, errors.New("disk full")
+	}
+	f.after--
+	return len(p), nil
+}
+
+// TestDedupViewWriteError: a failed write ends WriteTo with the error, at
+// the first write or a later one.
+func TestDedupViewWriteError(t *testing.T) {
+	win := NewDedupWindow(10_000)
+	for i := range 5000 {
+		win.Insert(fmt.Sprintf("key-%d", i), DedupEntry{Expires: 1 << 40}, 0)
+	}
+	v := win.View()
+	defer v.Release()
+	var all bytes.Buffer
+	if _, err := v.WriteTo(&all); err != nil || int64(all.Len()) != v.Len() {
+		t.Fatalf("WriteTo = %d bytes, %v; Len %d", all.Len(), err, v.Len())
+	}
+	for _, after := range []int{0, 1} {
+		if n, err := v.WriteTo(&failingWriter{after: after}); err == nil || n >= v.Len() {
+			t.Fatalf("after %d writes: WriteTo = %d, %v; want the write's error", after, n, err)
 		}
 	}
 }
