@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -231,5 +232,114 @@ func TestIdempotencyConflictAndBatch(t *testing.T) {
 	got := render(p.readAll(ctx, "orders", 1))
 	if got != "0: 0=v-a 1=v-b 2=v-c" {
 		t.Fatalf("log = %s", got)
+	}
+}
+
+// TestIdempotencyWindowAcrossSnapshotsAndKill: snapshots are taken over
+// and over while producers append keyed records (each snapshot freezes
+// the windows and encodes them while appends go on), then logd is killed
+// with SIGKILL and restarted from its last snapshot and Raft log. A retry
+// of every record must be answered as a duplicate at its original offset,
+// and the topic must hold every record once.
+func TestIdempotencyWindowAcrossSnapshotsAndKill(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p := newProc(t, "--snapshot-threshold", "8", "--snapshot-interval", "50ms")
+	p.start()
+	c, err := client.New(p.listen, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const producers, calls, perCall, parts = 4, 40, 50, 4
+	if _, err := c.CreateTopic(ctx, "snap", parts, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Keys of ~40 bytes: 8,000 of them fill several ring chunks and arena
+	// blocks of the window.
+	record := func(g, i int) client.Record {
+		k := fmt.Sprintf("order-2026-11-29-producer-%d-%08d", g, i)
+		return client.Record{Key: []byte(k), Value: []byte("v-" + k), IdempotencyKey: k}
+	}
+	type pos struct {
+		part int32
+		off  int64
+	}
+	var (
+		mu   sync.Mutex
+		want = map[string]pos{}
+		wg   sync.WaitGroup
+		errs = make(chan error, producers)
+	)
+	for g := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for call := range calls {
+				recs := make([]client.Record, perCall)
+				for j := range recs {
+					recs[j] = record(g, call*perCall+j)
+				}
+				res, err := c.Produce(ctx, "snap", recs)
+				if err != nil {
+					errs <- fmt.Errorf("producer %d call %d: %w", g, call, err)
+					return
+				}
+				mu.Lock()
+				for j, r := range res {
+					want[recs[j].IdempotencyKey] = pos{r.Partition, r.Offset}
+				}
+				mu.Unlock()
+				for j, r := range res {
+					if r.Duplicate {
+						errs <- fmt.Errorf("producer %d call %d: new key %s answered duplicate", g, call, recs[j].IdempotencyKey)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	snaps, _ := filepath.Glob(filepath.Join(p.dataDir, "raft", "snapshots", "*", "state.bin"))
+	if len(snaps) == 0 {
+		t.Fatal("no snapshot was taken during the load")
+	}
+	p.kill()
+	p.start()
+	// Retry every record, in calls of 500 (a producer that never saw its
+	// replies would): all are duplicates at their original offsets.
+	for g := range producers {
+		for from := 0; from < calls*perCall; from += 500 {
+			recs := make([]client.Record, 500)
+			for j := range recs {
+				recs[j] = record(g, from+j)
+			}
+			res, err := c.Produce(ctx, "snap", recs)
+			if err != nil {
+				t.Fatalf("retry producer %d from %d: %v", g, from, err)
+			}
+			for j, r := range res {
+				k := recs[j].IdempotencyKey
+				if w := want[k]; !r.Duplicate || r.Partition != w.part || r.Offset != w.off {
+					t.Fatalf("retry of %s after the restart = %+v, want a duplicate at %d/%d", k, r, w.part, w.off)
+				}
+			}
+		}
+	}
+	total := 0
+	for part, recs := range p.readAll(ctx, "snap", parts) {
+		for _, r := range recs {
+			total++
+			if w, ok := want[string(r.Key)]; !ok || w.part != part || w.off != r.Offset {
+				t.Fatalf("record %s at %d/%d, produced at %+v", r.Key, part, r.Offset, w)
+			}
+		}
+	}
+	if total != producers*calls*perCall {
+		t.Fatalf("topic holds %d records, want %d", total, producers*calls*perCall)
 	}
 }
