@@ -29,6 +29,7 @@ type benchProduceFlags struct {
 	output         string
 	progress       bool
 	idemKeys       bool
+	compareRounds  int
 }
 
 func newBenchProduceCmd(opts *globalOpts) *cobra.Command {
@@ -44,9 +45,18 @@ created with --partitions if it does not exist.
 --rate R offers R records/s on a fixed schedule instead of as fast as
 possible; latency is then measured from each call's scheduled start, so a
 server that falls behind shows it (no coordinated omission). Run once
-without --rate to find the peak, then at half of it.`,
+without --rate to find the peak, then at half of it.
+
+--compare-keys N measures what idempotency keys cost: after a warm-up run
+of each kind (the keyed one fills the window), N rounds each produce
+--records records without keys to --topic and --records with unique keys
+to --topic with "-keyed" appended, in alternating order; the rounds' changes in
+records/s are averaged with a 95% confidence interval. Give --records at
+least the keyed topic's idempotency.max.keys, so the window is full and
+every key evicts the oldest, as in steady state.`,
 		Example: `  logctl bench produce --records 1000000
-  logctl bench produce --duration 30s --rate 50000 --output json`,
+  logctl bench produce --duration 30s --rate 50000 --output json
+  logctl bench produce --compare-keys 5 --records 1000000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(f.output); err != nil {
@@ -61,22 +71,42 @@ without --rate to find the peak, then at half of it.`,
 			if f.records == 0 && f.duration == 0 {
 				return errors.New("give --records or --duration")
 			}
+			if err := checkCompareFlags(&f); err != nil {
+				return err
+			}
 			c, err := opts.newClient()
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			if _, err := c.CreateTopic(cmd.Context(), f.topic, f.partitions, nil); err == nil {
-				opts.logf("created topic %s with %d partitions", f.topic, f.partitions)
-			} else if !errors.Is(err, client.ErrTopicExists) {
-				return err
+			topics := []string{f.topic}
+			if f.compareRounds > 0 {
+				topics = append(topics, f.topic+keyedTopicSuffix)
+			}
+			for _, topic := range topics {
+				if _, err := c.CreateTopic(cmd.Context(), topic, f.partitions, nil); err == nil {
+					opts.logf("created topic %s with %d partitions", topic, f.partitions)
+				} else if !errors.Is(err, client.ErrTopicExists) {
+					return err
+				}
 			}
 			var total int64
 			if f.records > 0 {
 				total = f.records
 			}
+			if f.compareRounds > 0 {
+				total *= int64(2*f.compareRounds + 2)
+			}
 			prog := newProgress(opts.stderr, f.progress || isTerminal(opts.stderr), total, "records")
 			prog.Start()
+			if f.compareRounds > 0 {
+				rounds, err := benchCompareKeys(cmd.Context(), c, &f, prog)
+				prog.Stop()
+				if err != nil {
+					return err
+				}
+				return printCompare(opts.stdout, f.output, summarizeCompare(rounds))
+			}
 			res, err := benchProduce(cmd.Context(), c, &f, prog)
 			prog.Stop()
 			if err != nil {
@@ -95,6 +125,7 @@ without --rate to find the peak, then at half of it.`,
 	fl.DurationVar(&f.duration, "duration", 0, "run this long (with --records: whichever ends first)")
 	fl.Float64Var(&f.rate, "rate", 0, "offered load in records/s (0: as fast as possible)")
 	fl.BoolVar(&f.idemKeys, "idempotency-keys", false, "give every record a unique idempotency key (measures the dedup check)")
+	fl.IntVar(&f.compareRounds, "compare-keys", 0, "run this many rounds without and with idempotency keys (to --topic and to --topic plus \"-keyed\") and report the difference")
 	fl.BoolVar(&f.progress, "progress", false, "show progress on stderr even when it is not a terminal")
 	addOutputFlag(cmd, &f.output)
 	return cmd

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"testing"
 	"time"
@@ -125,5 +126,77 @@ func TestSetBenchKeys(t *testing.T) {
 	}
 	if len(seen) != 4+3+2 {
 		t.Fatalf("%d keys, want 9", len(seen))
+	}
+}
+
+func TestBenchCompareKeys(t *testing.T) {
+	srv := clienttest.Start(t)
+	r := mustRun(t, srv, "", "bench", "produce", "--topic", "cmp", "--partitions", "2", "--compare-keys", "3",
+		"--records", "300", "--records-per-call", "50", "--concurrency", "2", "-o", "json")
+	var s compareSummary
+	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
+		t.Fatalf("unmarshal %q: %v", r.stdout, err)
+	}
+	if len(s.Rounds) != 3 {
+		t.Fatalf("%d rounds, want 3", len(s.Rounds))
+	}
+	var changes []float64
+	for i, rd := range s.Rounds {
+		if rd.KeyedFirst != (i%2 == 1) {
+			t.Errorf("round %d: keyed first = %v; the order must alternate", i+1, rd.KeyedFirst)
+		}
+		if rd.Plain.Records != 300 || rd.Keyed.Records != 300 || rd.Plain.RecordsPerSec <= 0 || rd.Keyed.RecordsPerSec <= 0 {
+			t.Errorf("round %d: %+v", i+1, rd)
+		}
+		if want := rd.Keyed.RecordsPerSec/rd.Plain.RecordsPerSec - 1; math.Abs(rd.Change-want) > 1e-9 {
+			t.Errorf("round %d: change %v, want %v", i+1, rd.Change, want)
+		}
+		changes = append(changes, rd.Change)
+	}
+	if mean, ci := meanCI95(changes); math.Abs(s.Change-mean) > 1e-9 || math.Abs(s.ChangeCI95-ci) > 1e-9 || ci <= 0 {
+		t.Fatalf("summary change %v ± %v, want %v ± %v", s.Change, s.ChangeCI95, mean, ci)
+	}
+	// Warm-up and 3 rounds: 4 runs of 300 records on each topic, keyed
+	// ones on their own topic.
+	for topic, want := range map[string]string{"cmp": "1200", "cmp-keyed": "1200"} {
+		d := mustRun(t, srv, "", "topic", "describe", topic, "-o", "json")
+		if !regexp.MustCompile(`"end_offset":\s*\d+`).MatchString(d.stdout) {
+			t.Fatalf("describe %s: %s", topic, d.stdout)
+		}
+		total := 0
+		for _, m := range regexp.MustCompile(`"end_offset":\s*(\d+)`).FindAllStringSubmatch(d.stdout, -1) {
+			var n int
+			fmt.Sscan(m[1], &n)
+			total += n
+		}
+		if fmt.Sprint(total) != want {
+			t.Errorf("topic %s holds %d records, want %s", topic, total, want)
+		}
+	}
+
+	text := mustRun(t, srv, "", "bench", "produce", "--topic", "cmp", "--compare-keys", "2", "--records", "100", "--records-per-call", "50")
+	for _, p := range []string{`(?m)^ROUND\s+FIRST\s+WITHOUT KEYS rec/s\s+WITH KEYS rec/s\s+CHANGE$`, `(?m)^1\s+without keys\s+\d+\s+\d+\s+[+-]\d+\.\d%$`,
+		`(?m)^2\s+with keys\s+\d+\s+\d+\s+[+-]\d+\.\d%$`, `(?m)^mean\s+\d+\s+\d+\s+[+-]\d+\.\d% ± \d+\.\d% \(95%\)$`} {
+		if !regexp.MustCompile(p).MatchString(text.stdout) {
+			t.Fatalf("compare output does not match %q:\n%s", p, text.stdout)
+		}
+	}
+
+	for _, bad := range [][]string{{"--idempotency-keys"}, {"--duration", "1s"}, {"--rate", "100"}} {
+		args := append([]string{"bench", "produce", "--topic", "cmp", "--compare-keys", "2"}, bad...)
+		if r := runCLI(t, srv, "", args...); r.code != 1 || !regexp.MustCompile(`--compare-keys runs --records`).MatchString(r.stderr) {
+			t.Errorf("%v: exit %d, stderr %q", bad, r.code, r.stderr)
+		}
+	}
+}
+
+func TestMeanCI95(t *testing.T) {
+	mean, half := meanCI95([]float64{1, 2, 3, 4, 5})
+	// sd = sqrt(2.5), se = sd/sqrt(5) = 0.7071, t(4) = 2.776.
+	if math.Abs(mean-3) > 1e-12 || math.Abs(half-2.776*math.Sqrt(0.5)) > 1e-9 {
+		t.Fatalf("meanCI95 = %v ± %v, want 3 ± %v", mean, half, 2.776*math.Sqrt(0.5))
+	}
+	if m, h := meanCI95([]float64{-0.07}); m != -0.07 || h != 0 {
+		t.Fatalf("one round: %v ± %v", m, h)
 	}
 }
