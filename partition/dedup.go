@@ -1,6 +1,8 @@
 package partition
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -764,13 +766,6 @@ func (w *DedupWindow) KeysAt(now int64, at map[[2]int64]string) {
 	}
 }
 
-// RestoreDedupWindow rebuilds a window from Keys' output.
-func RestoreDedupWindow(maxKeys int, keys []DedupKey) *DedupWindow {
-	w := NewDedupWindow(maxKeys)
-	w.restore(keys)
-	return w
-}
-
 // restore inserts keys into an empty window.
 func (w *DedupWindow) restore(keys []DedupKey) {
 	for _, k := range keys {
@@ -815,45 +810,105 @@ func DecodeDedupKeys(b []byte) ([]DedupKey, error) {
 	if len(b) == 0 {
 		return nil, nil
 	}
-	if b[0] != dedupEncodingVersion {
-		return nil, fmt.Errorf("%w: version %d", ErrBadDedupEncoding, b[0])
-	}
-	b = b[1:]
-	count, n := binary.Uvarint(b)
-	if n <= 0 || count > uint64(len(b)) {
-		return nil, fmt.Errorf("%w: key count", ErrBadDedupEncoding)
-	}
-	b = b[n:]
-	keys := make([]DedupKey, 0, count)
-	for i := uint64(0); i < count; i++ {
-		kl, n := binary.Uvarint(b)
-		if n <= 0 || kl > uint64(len(b)-n) {
-			return nil, fmt.Errorf("%w: key %d", ErrBadDedupEncoding, i)
-		}
-		b = b[n:]
-		var k DedupKey
-		k.Key = string(b[:kl])
-		b = b[kl:]
-		if len(b) < len(k.Digest) {
-			return nil, fmt.Errorf("%w: digest %d", ErrBadDedupEncoding, i)
-		}
-		copy(k.Digest[:], b)
-		b = b[len(k.Digest):]
-		vals := [3]int64{}
-		for j := range vals {
-			v, n := binary.Varint(b)
-			if n <= 0 {
-				return nil, fmt.Errorf("%w: entry %d", ErrBadDedupEncoding, i)
-			}
-			vals[j], b = v, b[n:]
-		}
-		k.Partition, k.Offset, k.Expires = int32(vals[0]), vals[1], vals[2]
-		keys = append(keys, k)
-	}
-	if len(b) != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes", ErrBadDedupEncoding, len(b))
+	var keys []DedupKey
+	err := decodeDedup(bytes.NewReader(b), int64(len(b)), func(key []byte, e DedupEntry) {
+		keys = append(keys, DedupKey{Key: string(key), DedupEntry: e})
+	})
+	if err != nil {
+		return nil, err
 	}
 	return keys, nil
+}
+
+// ReadDedupWindow decodes n bytes of EncodeDedupKeys' form from r straight
+// into a new window holding at most maxKeys keys, so restoring a snapshot
+// holds neither the section nor a table of its keys in memory (a window of
+// millions of keys would need both at once, besides the window). n = 0 is
+// an empty window.
+func ReadDedupWindow(r io.Reader, n int64, maxKeys int) (*DedupWindow, error) {
+	w := NewDedupWindow(maxKeys)
+	if n == 0 {
+		return w, nil
+	}
+	err := decodeDedup(r, n, func(key []byte, e DedupEntry) {
+		w.insertLocked(string(key), maphash.Bytes(w.seed, key)&w.hashMask, e)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// decodeDedup reads exactly n bytes of EncodeDedupKeys' form from r and
+// calls fn for each key, oldest first; key is valid only during the call.
+// A short or malformed encoding is ErrBadDedupEncoding; a failing r, its
+// error.
+func decodeDedup(r io.Reader, n int64, fn func(key []byte, e DedupEntry)) error {
+	cr := &countingReader{r: bufio.NewReaderSize(io.LimitReader(r, n), 64<<10)}
+	bad := func(what string, i uint64, err error) error {
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("read idempotency window: %w", err)
+		}
+		return fmt.Errorf("%w: %s %d", ErrBadDedupEncoding, what, i)
+	}
+	v, err := cr.ReadByte()
+	if err != nil {
+		return bad("version", 0, err)
+	}
+	if v != dedupEncodingVersion {
+		return fmt.Errorf("%w: version %d", ErrBadDedupEncoding, v)
+	}
+	count, err := binary.ReadUvarint(cr)
+	if err != nil || count > uint64(n) {
+		return bad("key count", count, err)
+	}
+	var key []byte
+	for i := uint64(0); i < count; i++ {
+		kl, err := binary.ReadUvarint(cr)
+		if err != nil || kl > uint64(n-cr.n) {
+			return bad("key", i, err)
+		}
+		key = slices.Grow(key[:0], int(kl))[:kl]
+		if _, err := io.ReadFull(cr, key); err != nil {
+			return bad("key", i, err)
+		}
+		var e DedupEntry
+		if _, err := io.ReadFull(cr, e.Digest[:]); err != nil {
+			return bad("digest", i, err)
+		}
+		var vals [3]int64
+		for j := range vals {
+			if vals[j], err = binary.ReadVarint(cr); err != nil {
+				return bad("entry", i, err)
+			}
+		}
+		e.Partition, e.Offset, e.Expires = int32(vals[0]), vals[1], vals[2]
+		fn(key, e)
+	}
+	if cr.n != n {
+		return fmt.Errorf("%w: %d trailing bytes", ErrBadDedupEncoding, n-cr.n)
+	}
+	return nil
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r *bufio.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	m, err := c.r.Read(p)
+	c.n += int64(m)
+	return m, err
+}
+
+func (c *countingReader) ReadByte() (byte, error) {
+	b, err := c.r.ReadByte()
+	if err == nil {
+		c.n++
+	}
+	return b, err
 }
 
 // ErrIdempotencyConflict means an idempotency key held in the window was

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 func TestDedupWindowExpiryBoundary(t *testing.T) {
@@ -61,7 +62,13 @@ func TestDedupWindowBound(t *testing.T) {
 			t.Fatalf("truncated encoding (%d of %d bytes) decoded", i, len(enc))
 		}
 	}
-	r := RestoreDedupWindow(3, dec)
+	r, err := ReadDedupWindow(bytes.NewReader(enc), int64(len(enc)), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(dec) != fmt.Sprint(r.Keys()) {
+		t.Fatalf("DecodeDedupKeys %v, ReadDedupWindow %v", dec, r.Keys())
+	}
 	if fmt.Sprint(r.Keys()) != fmt.Sprint(win.Keys()) {
 		t.Fatalf("restored %v, want %v", r.Keys(), win.Keys())
 	}
@@ -535,5 +542,47 @@ func TestDedupViewWriteError(t *testing.T) {
 		if n, err := v.WriteTo(&failingWriter{after: after}); err == nil || n >= v.Len() {
 			t.Fatalf("after %d writes: WriteTo = %d, %v; want the write's error", after, n, err)
 		}
+	}
+}
+
+// TestReadDedupWindow: a window decoded from a stream equals the window
+// encoded, reads exactly its section of a longer stream, and refuses a
+// truncated or padded section with ErrBadDedupEncoding and a failing
+// reader with the reader's error.
+func TestReadDedupWindow(t *testing.T) {
+	win := NewDedupWindow(1000)
+	for i := range 700 {
+		win.Insert(modelKey(i), DedupEntry{Digest: Digest{byte(i)}, Partition: int32(i % 3), Offset: int64(i), Expires: int64(1000 + i)}, int64(i))
+	}
+	enc := win.AppendEncoded(nil)
+	other := NewDedupWindow(10)
+	other.Insert("other", DedupEntry{Offset: 9, Expires: 99}, 0)
+	stream := bytes.NewReader(append(slices.Clone(enc), other.AppendEncoded(nil)...))
+	got, err := ReadDedupWindow(stream, int64(len(enc)), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got.Keys()) != fmt.Sprint(win.Keys()) {
+		t.Fatal("decoded window differs from the encoded one")
+	}
+	next, err := ReadDedupWindow(stream, int64(stream.Len()), 10)
+	if err != nil || fmt.Sprint(next.Keys()) != fmt.Sprint(other.Keys()) {
+		t.Fatalf("the next section: %v, %v", next.Keys(), err)
+	}
+	if w, err := ReadDedupWindow(bytes.NewReader(nil), 0, 5); err != nil || w.Stats().Keys != 0 {
+		t.Fatalf("empty section: %v, %v", w, err)
+	}
+	for _, n := range []int{1, 2, len(enc) / 2, len(enc) - 1} {
+		if _, err := ReadDedupWindow(bytes.NewReader(enc[:n]), int64(n), 1000); !errors.Is(err, ErrBadDedupEncoding) {
+			t.Fatalf("section cut to %d of %d bytes: %v", n, len(enc), err)
+		}
+	}
+	padded := append(slices.Clone(enc), 0)
+	if _, err := ReadDedupWindow(bytes.NewReader(padded), int64(len(padded)), 1000); !errors.Is(err, ErrBadDedupEncoding) {
+		t.Fatalf("a byte after the last key: %v", err)
+	}
+	_, err = ReadDedupWindow(io.MultiReader(bytes.NewReader(enc[:100]), iotest.ErrReader(errors.New("disk gone"))), int64(len(enc)), 1000)
+	if err == nil || errors.Is(err, ErrBadDedupEncoding) || !strings.Contains(err.Error(), "disk gone") {
+		t.Fatalf("failing reader: %v", err)
 	}
 }

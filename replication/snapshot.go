@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -205,8 +206,8 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if m.Version != manifestVersion && m.Version != 1 {
 		return fmt.Errorf("restore: %w: manifest version %d", ErrUnknownCommand, m.Version)
 	}
-	// The window sections follow the manifest (version 2); read them all
-	// before changing anything.
+	// The window sections follow the manifest (version 2); decode them all,
+	// straight into new windows, before changing anything.
 	sections := io.MultiReader(dec.Buffered(), rc)
 	if m.Version >= 2 {
 		var nl [1]byte // json.Encoder ends the manifest with a newline
@@ -214,17 +215,21 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 			return fmt.Errorf("restore: no newline after the manifest")
 		}
 	}
+	windows := make([]*partition.DedupWindow, len(m.Topics))
 	for i := range m.Topics {
 		tm := &m.Topics[i]
-		if m.Version == 1 || tm.DedupBytes == 0 {
-			continue
-		}
-		if tm.DedupBytes < 0 || tm.DedupBytes > maxDedupSnapshotBytes {
+		maxKeys := int(configInt(tm.Config, ConfigIdempotencyMaxKeys))
+		var err error
+		switch {
+		case m.Version == 1:
+			windows[i], err = partition.ReadDedupWindow(bytes.NewReader(tm.Dedup), int64(len(tm.Dedup)), maxKeys)
+		case tm.DedupBytes < 0 || tm.DedupBytes > maxDedupSnapshotBytes:
 			return fmt.Errorf("restore: %s: idempotency window of %d bytes", tm.Name, tm.DedupBytes)
+		default:
+			windows[i], err = partition.ReadDedupWindow(sections, tm.DedupBytes, maxKeys)
 		}
-		tm.Dedup = make([]byte, tm.DedupBytes)
-		if _, err := io.ReadFull(sections, tm.Dedup); err != nil {
-			return fmt.Errorf("restore: %s: read idempotency window: %w", tm.Name, err)
+		if err != nil {
+			return fmt.Errorf("restore: %s: idempotency window: %w", tm.Name, err)
 		}
 	}
 	if err := f.Close(); err != nil {
@@ -236,7 +241,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	topics := map[string]*Topic{}
 	keep := map[string]bool{}
-	for _, tm := range m.Topics {
+	for ti, tm := range m.Topics {
 		t := &Topic{Name: tm.Name, Config: tm.Config, CreatedNanos: tm.CreatedNanos, CreateIndex: tm.CreateIndex}
 		if err := openTopic(f.root, t, int32(len(tm.Partitions)), f.logOpts); err != nil {
 			closeAll(topics)
@@ -248,12 +253,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 			closeAll(topics)
 			return fmt.Errorf("restore: %w", err)
 		}
-		keys, err := partition.DecodeDedupKeys(tm.Dedup)
-		if err != nil {
-			closeAll(topics)
-			return fmt.Errorf("restore %s: %w", t.Name, err)
-		}
-		t.dedup = partition.RestoreDedupWindow(int(configInt(t.Config, ConfigIdempotencyMaxKeys)), keys)
+		t.dedup = windows[ti]
 		for i, pm := range tm.Partitions {
 			t.Partitions[i].next = pm.End
 			l := t.Partitions[i].log
