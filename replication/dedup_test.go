@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"testing"
 	"time"
 
@@ -129,6 +130,8 @@ func TestAppendIdempotencyKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	f3.Close()
+	damaged := slices.Clone(sink.Bytes())
+	damaged[bytes.IndexByte(damaged, '\n')+1] = 0xff // the first window's encoding version
 	for _, tc := range []struct {
 		name    string
 		data    []byte
@@ -136,12 +139,28 @@ func TestAppendIdempotencyKeys(t *testing.T) {
 	}{
 		{"version 1", b1.Bytes(), false},
 		{"version 2 cut short", sink.Bytes()[:sink.Len()-1], true},
+		{"version 2 window damaged", damaged, true},
 	} {
 		f4, _ := testFSM(t, dir)
 		err := f4.Restore(io.NopCloser(bytes.NewReader(tc.data)))
 		if tc.wantErr {
 			if err == nil {
 				t.Fatalf("%s: restored", tc.name)
+			}
+			// Refused whole before anything changed: a state machine
+			// restored from the good snapshot keeps serving it.
+			if err := f4.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+				t.Fatal(err)
+			}
+			if err := f4.Restore(io.NopCloser(bytes.NewReader(tc.data))); err == nil {
+				t.Fatalf("%s: restored over a restored state", tc.name)
+			}
+			tp4, err := f4.Topic("k")
+			if err != nil {
+				t.Fatalf("%s: after the refused restore: %v", tc.name, err)
+			}
+			if got := fmt.Sprint(tp4.Dedup().Keys()); got != snapKeys {
+				t.Fatalf("%s: after the refused restore: window %s, want %s", tc.name, got, snapKeys)
 			}
 			f4.Close()
 			continue
