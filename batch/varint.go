@@ -2,17 +2,15 @@ package batch
 
 import (
 	"encoding/binary"
-	"math/bits"
+
+	"github.com/logd-dev/logd/internal/varint"
 )
 
 // Kafka's varint and varlong are zigzag-encoded base-128 integers, the same
 // encoding as encoding/binary's Varint. A varint must fit in 32 bits.
 
-// zigzag maps a signed value to the unsigned value that is varint-encoded.
-func zigzag(v int64) uint64 { return uint64(v<<1) ^ uint64(v>>63) }
-
 // varintLen returns the encoded size of v.
-func varintLen(v int64) int { return (bits.Len64(zigzag(v)|1) + 6) / 7 }
+func varintLen(v int64) int { return varint.VarintLen(v) }
 
 // reader walks the record bytes of a batch. The first error sticks: later
 // reads return zero values, so the caller checks err once per record.

@@ -8,12 +8,13 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
-	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/zeebo/xxh3"
+
+	"github.com/logd-dev/logd/internal/varint"
 )
 
 // Digest identifies a record's payload for idempotency: the 128-bit XXH3
@@ -670,19 +671,15 @@ func (g *ring) appendKeys(b []byte, from, to uint64) []byte {
 
 // encodedLen is the length of appendEncoded's output.
 func (g *ring) encodedLen() int64 {
-	n := int64(1 + uvarintLen(uint64(g.count)))
+	n := int64(1 + varint.UvarintLen(uint64(g.count)))
 	for s := g.head; s < g.tail; s++ {
 		if r := g.rec(s); !r.dead {
-			n += int64(uvarintLen(uint64(r.keyLen))) + int64(r.keyLen) + int64(len(r.Digest)) +
-				int64(varintLen(int64(r.Partition))+varintLen(r.Offset)+varintLen(r.Expires))
+			n += int64(varint.UvarintLen(uint64(r.keyLen))) + int64(r.keyLen) + int64(len(r.Digest)) +
+				int64(varint.VarintLen(int64(r.Partition))+varint.VarintLen(r.Offset)+varint.VarintLen(r.Expires))
 		}
 	}
 	return n
 }
-
-func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
-
-func varintLen(v int64) int { return uvarintLen(uint64(v<<1) ^ uint64(v>>63)) }
 
 // DedupView is a window frozen at the moment View was called, for a
 // snapshot: it reads memory the window no longer writes, so it may be

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/bits"
 
+	"github.com/logd-dev/logd/internal/varint"
 	"github.com/logd-dev/logd/partition"
 )
 
@@ -143,7 +143,7 @@ func encodeAppend(now int64, a Append) []byte {
 			// The index delta fits 5 bytes (it spans 33 bits); the shared
 			// and suffix lengths are at most the key's length.
 			keyed = true
-			n += 5 + 2*uvarintLen(uint64(len(k.Key))) + len(k.Key) + len(k.Digest)
+			n += 5 + 2*varint.UvarintLen(uint64(len(k.Key))) + len(k.Key) + len(k.Digest)
 		}
 	}
 	dst := encodeHeader(make([]byte, 0, n), CmdAppend, now)
@@ -173,9 +173,6 @@ func encodeAppend(now int64, a Append) []byte {
 	}
 	return dst
 }
-
-// uvarintLen is the length of v as a uvarint.
-func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 
 // decodeCommand decodes a Raft entry's data. Batches in an Append alias data.
 func decodeCommand(data []byte) (envelope, error) { return decodeCommandWith(data, &keyScratch{}) }
