@@ -2,7 +2,6 @@ package partition
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -133,7 +132,8 @@ type DedupKey struct {
 // and blocks a view may read are not reused.
 //
 // Changes (Admit, InsertAll, Expire) take the write lock once per batch;
-// reads (Lookup, Stats, Keys, AppendEncoded, KeysAt) take the read lock.
+// reads (Lookup, Stats, Keys, KeysAt) take the read lock; View takes the
+// write lock for a moment.
 type DedupWindow struct {
 	mu sync.RWMutex
 	// Guarded by mu:
@@ -643,22 +643,6 @@ func (w *DedupWindow) keysLocked() []DedupKey {
 	return out
 }
 
-// AppendEncoded appends the live keys in EncodeDedupKeys' form, straight
-// from the ring: a snapshot of a full window allocates nothing per key.
-func (w *DedupWindow) AppendEncoded(b []byte) []byte {
-	w.mu.RLock()
-	defer w.mu.RUnlock()
-	return w.ring.appendEncoded(b)
-}
-
-// appendEncoded appends the live keys in EncodeDedupKeys' form.
-func (g *ring) appendEncoded(b []byte) []byte {
-	b = slices.Grow(b, int(g.encodedLen()))
-	b = append(b, dedupEncodingVersion)
-	b = binary.AppendUvarint(b, uint64(g.count))
-	return g.appendKeys(b, g.head, g.tail)
-}
-
 // appendKeys appends the live keys of sequences [from, to).
 func (g *ring) appendKeys(b []byte, from, to uint64) []byte {
 	for s := from; s < to; s++ {
@@ -669,7 +653,7 @@ func (g *ring) appendKeys(b []byte, from, to uint64) []byte {
 	return b
 }
 
-// encodedLen is the length of appendEncoded's output.
+// encodedLen is the length of the ring's encoding (DedupView.WriteTo).
 func (g *ring) encodedLen() int64 {
 	n := int64(1 + varint.UvarintLen(uint64(g.count)))
 	for s := g.head; s < g.tail; s++ {
@@ -705,11 +689,10 @@ func (w *DedupWindow) View() *DedupView {
 	return v
 }
 
-// Len is the length of the view's encoding: what WriteTo writes and
-// AppendEncoded appended at the moment of View.
+// Len is the length of the view's encoding: what WriteTo writes.
 func (v *DedupView) Len() int64 { return v.g.encodedLen() }
 
-// WriteTo writes the view in EncodeDedupKeys' form, through a small
+// WriteTo writes the view's encoding (dedupEncodingVersion), through a small
 // buffer, so a window of millions of keys needs no buffer of its size.
 func (v *DedupView) WriteTo(dst io.Writer) (int64, error) {
 	buf := make([]byte, 0, 64<<10)
@@ -770,25 +753,11 @@ func (w *DedupWindow) restore(keys []DedupKey) {
 	}
 }
 
-// dedupEncodingVersion prefixes EncodeDedupKeys' output.
+// dedupEncodingVersion prefixes a window's encoding (DedupView.WriteTo,
+// ReadDedupWindow): the version, the key count as a uvarint, then per key,
+// oldest first, its length as a uvarint and its bytes, the digest, and
+// partition, offset and expiry as varints.
 const dedupEncodingVersion = 1
-
-// EncodeDedupKeys encodes keys compactly for a snapshot: per key its
-// length and bytes, the digest, then partition, offset and expiry as
-// varints.
-func EncodeDedupKeys(keys []DedupKey) []byte {
-	n := 1 + binary.MaxVarintLen64
-	for _, k := range keys {
-		n += len(k.Key) + len(k.Digest) + 4*binary.MaxVarintLen64
-	}
-	b := make([]byte, 0, n)
-	b = append(b, dedupEncodingVersion)
-	b = binary.AppendUvarint(b, uint64(len(keys)))
-	for _, k := range keys {
-		b = appendDedupKey(b, k.Key, k.DedupEntry)
-	}
-	return b
-}
 
 func appendDedupKey[T string | []byte](b []byte, key T, e DedupEntry) []byte {
 	b = binary.AppendUvarint(b, uint64(len(key)))
@@ -799,25 +768,10 @@ func appendDedupKey[T string | []byte](b []byte, key T, e DedupEntry) []byte {
 	return binary.AppendVarint(b, e.Expires)
 }
 
-// ErrBadDedupEncoding means EncodeDedupKeys' output was damaged.
+// ErrBadDedupEncoding means a window's encoding was damaged.
 var ErrBadDedupEncoding = errors.New("partition: malformed idempotency window encoding")
 
-// DecodeDedupKeys is the inverse of EncodeDedupKeys.
-func DecodeDedupKeys(b []byte) ([]DedupKey, error) {
-	if len(b) == 0 {
-		return nil, nil
-	}
-	var keys []DedupKey
-	err := decodeDedup(bytes.NewReader(b), int64(len(b)), func(key []byte, e DedupEntry) {
-		keys = append(keys, DedupKey{Key: string(key), DedupEntry: e})
-	})
-	if err != nil {
-		return nil, err
-	}
-	return keys, nil
-}
-
-// ReadDedupWindow decodes n bytes of EncodeDedupKeys' form from r straight
+// ReadDedupWindow decodes n bytes of a window's encoding from r straight
 // into a new window holding at most maxKeys keys, so restoring a snapshot
 // holds neither the section nor a table of its keys in memory (a window of
 // millions of keys would need both at once, besides the window). n = 0 is
@@ -836,7 +790,7 @@ func ReadDedupWindow(r io.Reader, n int64, maxKeys int) (*DedupWindow, error) {
 	return w, nil
 }
 
-// decodeDedup reads exactly n bytes of EncodeDedupKeys' form from r and
+// decodeDedup reads exactly n bytes of a window's encoding from r and
 // calls fn for each key, oldest first; key is valid only during the call.
 // A short or malformed encoding is ErrBadDedupEncoding; a failing r, its
 // error.

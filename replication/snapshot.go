@@ -52,7 +52,8 @@ type topicManifest struct {
 	CreateIndex  uint64              `json:"create_index"`
 	Partitions   []partitionManifest `json:"partitions"`
 	// Dedup is the topic's idempotency window, oldest key first, in
-	// partition.EncodeDedupKeys' compact form (manifest version 1 only).
+	// the window encoding of partition.DedupView.WriteTo (manifest version 1
+	// only).
 	Dedup []byte `json:"dedup,omitempty"`
 	// DedupBytes is the length of the window's section after the manifest
 	// (version 2).
