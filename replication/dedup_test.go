@@ -208,6 +208,19 @@ func TestAppendKeysCodec(t *testing.T) {
 	if got := env.Body.(Append); fmt.Sprint(got) != fmt.Sprint(a) || env.Time != 42 || enc[1] != appendKeysVersionV3 {
 		t.Fatalf("round trip:\n got %+v\nwant %+v", got, a)
 	}
+	// The state machine decodes into reused scratch, whose buffer has room
+	// for all the keys from the second decode on: one batch's keys must not
+	// overwrite another's.
+	scratch := &keyScratch{}
+	for i := range 3 {
+		env, err := decodeCommandWith(enc, scratch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := env.Body.(Append); fmt.Sprint(got) != fmt.Sprint(a) {
+			t.Fatalf("decode %d into reused scratch:\n got %+v\nwant %+v", i, got, a)
+		}
+	}
 	// Version 2, written by older builds, still decodes.
 	v2, err := decodeCommand(encodeAppendV2(42, a))
 	if err != nil {
