@@ -265,6 +265,7 @@ func FuzzDecodeAppend(f *testing.F) {
 	a := Append{Topic: "t", Batches: []PartitionBatch{keyed(0, []byte("xy"), "order-1", "order-2", "", "other")}}
 	f.Add(encodeAppend(1, a))
 	f.Add(encodeAppendV2(1, a))
+	f.Add(sealEntry(encodeAppend(1, a)))
 	f.Add(encodeAppend(1, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 1, Batch: []byte("z")}}}))
 	scratch := &keyScratch{}
 	f.Fuzz(func(t *testing.T, data []byte) {

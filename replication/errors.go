@@ -20,6 +20,11 @@ var (
 	// ErrBadCommand means a Raft entry could not be decoded. Replicas would
 	// diverge if they guessed, so the node stops.
 	ErrBadCommand = errors.New("replication: malformed command")
+	// ErrEntryDamaged means a Raft entry's bytes do not match the checksum
+	// its proposer sealed it with: this node's copy of the Raft log was
+	// damaged on disk. The node stops rather than apply something the other
+	// replicas did not; wipe its data dir and rejoin it under a new id.
+	ErrEntryDamaged = errors.New("replication: raft log entry damaged on this node")
 	// ErrUnknownCommand means a Raft entry has a type or version this build
 	// does not know; the node stops rather than diverge.
 	ErrUnknownCommand = errors.New("replication: unknown command")

@@ -358,8 +358,8 @@ func (n *Node) WaitLeader(ctx context.Context) error {
 }
 
 // propose submits an encoded command and waits until it is committed and
-// applied, returning the FSM's result. If ctx ends first the outcome is
-// unknown: ErrTimeout.
+// applied, returning the FSM's result; it seals data (sealEntry). If ctx
+// ends first the outcome is unknown: ErrTimeout.
 func (n *Node) propose(ctx context.Context, data []byte) (any, error) {
 	if err := n.fsm.Failed(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStopped, err)
@@ -371,7 +371,7 @@ func (n *Node) propose(ctx context.Context, data []byte) (any, error) {
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
 		timeout = time.Until(d)
 	}
-	f := n.raft.Apply(data, timeout)
+	f := n.raft.Apply(sealEntry(data), timeout)
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()
 	select {
