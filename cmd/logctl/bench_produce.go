@@ -85,7 +85,7 @@ every key evicts the oldest, as in steady state.`,
 			}
 			for _, topic := range topics {
 				if _, err := c.CreateTopic(cmd.Context(), topic, f.partitions, nil); err == nil {
-					opts.logf("created topic %s with %d partitions", topic, f.partitions)
+					opts.logf("created topic %s with %s", topic, count(f.partitions, "partition"))
 				} else if !errors.Is(err, client.ErrTopicExists) {
 					return err
 				}

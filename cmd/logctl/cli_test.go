@@ -35,7 +35,7 @@ func TestCLI(t *testing.T) {
 			steps: []step{
 				{args: args("topic create orders --partitions 3 --config retention.ms=1000"), stdout: []string{`created topic orders with 3 partitions`}},
 				{args: args("topic create orders --partitions 3"), wantCode: 1, stderr: []string{`^logctl: create topic "orders": .*already exists\n$`}},
-				{args: args("topic create audit"), stdout: []string{`created topic audit with 1 partitions`}},
+				{args: args("topic create audit"), stdout: []string{`(?m)created topic audit with 1 partition$`}},
 				{args: args("topic list"), stdout: []string{`(?m)^NAME\s+PARTITIONS\s+CREATED$`, `(?m)^audit\s+1\s+\d{4}-`, `(?m)^orders\s+3\s+`}},
 				{args: args("topic describe orders"), stdout: []string{`(?m)^Topic:\s+orders$`, `(?m)^Config:\s+retention.ms=1000$`, `(?m)^PARTITION\s+LOG START\s+END OFFSET\s+RECORDS\s+BYTES\s+SEGMENTS\s+COMPACTED\s+LAST CLEANER RUN$`, `(?m)^2\s+0\s+0\s+0\s+0\s+1\s+0\s+-$`}},
 				{args: args("topic delete audit"), stdout: []string{`deleted topic audit`}},

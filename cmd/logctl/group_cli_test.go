@@ -72,7 +72,7 @@ func TestGroupCLI(t *testing.T) {
 			stderr: []string{`offset 9 is outside the log \[start, end\]; clamped to 3`}},
 		{args: args("group reset-offsets billing --all-topics --to-latest -o json"), stdout: []string{`"executed": false`, `"partition": 1`}},
 		{args: args("group reset-offsets billing --topic orders:0 --shift-by -2 --execute -o json"), stdout: []string{`"executed": true`, `"new_offset": 1`, `"current_offset": 3`},
-			stderr: []string{`reset applied to 1 partitions; group billing is at generation \d+`}},
+			stderr: []string{`reset applied to 1 partition; group billing is at generation \d+`}},
 		{args: args("consume orders --group billing"), stdoutExact: "paid\nshipped\n"},
 		{args: args("group reset-offsets billing --topic orders --to-earliest --to-latest"), wantCode: 1, stderr: []string{`give exactly one of`}},
 		{args: args("group reset-offsets billing --to-earliest"), wantCode: 1, stderr: []string{`give --topic \(repeatable\) or --all-topics`}},

@@ -84,7 +84,7 @@ before the reset can undo it.`,
 				}
 			}
 			if plan.Executed {
-				opts.logf("reset applied to %d partitions; group %s is at generation %d", len(plan.Partitions), plan.Group, plan.Generation)
+				opts.logf("reset applied to %s; group %s is at generation %d", count(len(plan.Partitions), "partition"), plan.Group, plan.Generation)
 			} else {
 				opts.logf("dry run: nothing changed; add --execute to apply")
 			}

@@ -92,3 +92,11 @@ func (o *globalOpts) withClient(output string, fn func(*client.Client) error) er
 	defer c.Close()
 	return fn(c)
 }
+
+// count is "1 noun" or "n nouns", for messages about a number of things.
+func count[T int | int32 | int64](n T, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

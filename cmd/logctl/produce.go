@@ -114,7 +114,7 @@ again.`,
 			prog.Stop()
 			if err != nil {
 				if sum.records > 0 {
-					opts.logf("%d records were produced before the failure", sum.records)
+					opts.logf("%s produced before the failure", count(sum.records, "record"))
 				}
 				return err
 			}
@@ -333,7 +333,7 @@ func (s *produceSummary) print(w io.Writer, output, topic string) error {
 		}
 		return tw.Flush()
 	}
-	fmt.Fprintf(w, "produced %d records to %s\n", s.records, topic)
+	fmt.Fprintf(w, "produced %s to %s\n", count(s.records, "record"), topic)
 	if s.duplicates > 0 {
 		fmt.Fprintf(w, "%d of them were duplicates of records already written (idempotency keys); nothing was appended for those\n", s.duplicates)
 	}

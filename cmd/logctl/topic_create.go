@@ -43,7 +43,7 @@ func newTopicCreateCmd(opts *globalOpts) *cobra.Command {
 			if output == outputJSON {
 				return writeJSON(opts.stdout, t)
 			}
-			_, err = fmt.Fprintf(opts.stdout, "created topic %s with %d partitions\n", t.Name, t.Partitions)
+			_, err = fmt.Fprintf(opts.stdout, "created topic %s with %s\n", t.Name, count(t.Partitions, "partition"))
 			return err
 		},
 	}
