@@ -229,7 +229,8 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // sealEntry marks an encoded command as checksummed and appends the
-// checksum; it changes data's version byte in place.
+// checksum; it changes data's version byte in place, so data must be an
+// unsealed command (propose checks).
 func sealEntry(data []byte) []byte {
 	data[1] |= entryChecksumFlag
 	return binary.BigEndian.AppendUint32(data, crc32.Checksum(data, castagnoli))

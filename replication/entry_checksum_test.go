@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -111,5 +112,26 @@ func TestApplyDamagedEntryStops(t *testing.T) {
 	}
 	if tp, _ := f.Topic("orders"); tp.Dedup().Stats().Keys != 1 {
 		t.Fatalf("window after the damaged entry: %+v", tp.Dedup().Stats())
+	}
+}
+
+// TestProposeRefusesSealedEntry: propose seals what it is given, so an
+// entry sealed already (a caller retrying with its buffer) is refused
+// before Raft sees it: sealed twice it would stop every replica.
+func TestProposeRefusesSealedEntry(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n := openTestNode(t, ctx, t.TempDir())
+	defer n.Close()
+	data := mustJSON(t, CmdCreateTopic, time.Now().UnixNano(), CreateTopic{Name: "once", Partitions: 1})
+	if _, err := n.propose(ctx, data); err != nil {
+		t.Fatal(err)
+	}
+	before := n.FSM().AppliedIndex()
+	if _, err := n.propose(ctx, data); !errors.Is(err, ErrBadCommand) {
+		t.Fatalf("second propose of the same buffer: %v, want ErrBadCommand", err)
+	}
+	if n.FSM().AppliedIndex() != before || n.FSM().Failed() != nil {
+		t.Fatalf("applied index %d → %d, failed %v", before, n.FSM().AppliedIndex(), n.FSM().Failed())
 	}
 }
