@@ -229,8 +229,9 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // sealEntry marks an encoded command as checksummed and appends the
-// checksum; it changes data's version byte in place, so data must be an
-// unsealed command (propose checks).
+// checksum. It sets the flag in data's version byte in place; data itself
+// keeps its length, so sealing it again (a proposal retried with the same
+// buffer) gives the same entry.
 func sealEntry(data []byte) []byte {
 	data[1] |= entryChecksumFlag
 	return binary.BigEndian.AppendUint32(data, crc32.Checksum(data, castagnoli))

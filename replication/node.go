@@ -371,11 +371,6 @@ func (n *Node) propose(ctx context.Context, data []byte) (any, error) {
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
 		timeout = time.Until(d)
 	}
-	if len(data) < cmdHeaderSize || data[1]&entryChecksumFlag != 0 {
-		// A bug, not input: sealed twice, the entry would decode with
-		// trailing bytes and stop every replica.
-		return nil, fmt.Errorf("%w: propose of %d bytes, already sealed or without a header", ErrBadCommand, len(data))
-	}
 	f := n.raft.Apply(sealEntry(data), timeout)
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()
