@@ -55,6 +55,27 @@ func (f *faultFile) Sync() error {
 	return f.File.Sync()
 }
 
+// openSingleNode opens cfg (its data dir, logs, sync and fatal handler) as
+// a bootstrapped single-node cluster and waits until it leads and has
+// caught up.
+func openSingleNode(t *testing.T, ctx context.Context, cfg Config) *Node {
+	t.Helper()
+	cfg.NodeID, cfg.RaftBind, cfg.Bootstrap, cfg.Logger, cfg.RaftLogLevel = "n1", "127.0.0.1:0", true, testLogger(), "error"
+	n, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for !n.IsLeader() || !n.Ready() {
+		select {
+		case <-ctx.Done():
+			n.Close()
+			t.Fatal("no leader, or not caught up")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return n
+}
+
 // TestDiskFaultStopsNode is FAULTS.md T13 on one node: a partition log
 // write failing with ENOSPC, or its fsync with EIO, inside Apply stops the
 // node. The failing append is not acknowledged (its caller gets
@@ -81,23 +102,8 @@ func TestDiskFaultStopsNode(t *testing.T) {
 				fatals []error
 			)
 			open := func(fsys log.FS) *Node {
-				n, err := Open(Config{
-					NodeID: "n1", DataDir: dir, RaftBind: "127.0.0.1:0", Bootstrap: true, Logger: testLogger(),
-					RaftLogLevel: "error", SyncPartitions: tc.sync, Log: log.Options{FS: fsys},
-					Fatal: func(err error) { mu.Lock(); fatals = append(fatals, err); mu.Unlock() },
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				for !n.IsLeader() || !n.Ready() {
-					select {
-					case <-ctx.Done():
-						n.Close()
-						t.Fatal("no leader, or not caught up")
-					case <-time.After(10 * time.Millisecond):
-					}
-				}
-				return n
+				return openSingleNode(t, ctx, Config{DataDir: dir, SyncPartitions: tc.sync, Log: log.Options{FS: fsys},
+					Fatal: func(err error) { mu.Lock(); fatals = append(fatals, err); mu.Unlock() }})
 			}
 			n := open(disk)
 			if _, err := n.CreateTopic(ctx, CreateTopic{Name: "d", Partitions: 1}); err != nil {
@@ -243,23 +249,8 @@ func TestPowerCutAfterSnapshot(t *testing.T) {
 	dir := t.TempDir()
 	disk := &cutFS{synced: map[string]int64{}}
 	open := func(fsys log.FS) *Node {
-		n, err := Open(Config{
-			NodeID: "n1", DataDir: dir, RaftBind: "127.0.0.1:0", Bootstrap: true, Logger: testLogger(),
-			RaftLogLevel: "error", TrailingLogs: 1, Log: log.Options{FS: fsys},
-			Fatal: func(err error) { t.Errorf("fatal: %v", err) },
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for !n.IsLeader() || !n.Ready() {
-			select {
-			case <-ctx.Done():
-				n.Close()
-				t.Fatal("no leader, or not caught up")
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-		return n
+		return openSingleNode(t, ctx, Config{DataDir: dir, TrailingLogs: 1, Log: log.Options{FS: fsys},
+			Fatal: func(err error) { t.Errorf("fatal: %v", err) }})
 	}
 	n := open(disk)
 	if _, err := n.CreateTopic(ctx, CreateTopic{Name: "p", Partitions: 2}); err != nil {

@@ -305,27 +305,7 @@ func TestNodeRestart(t *testing.T) {
 
 func openTestNode(t *testing.T, ctx context.Context, dir string) *Node {
 	t.Helper()
-	n, err := Open(Config{
-		NodeID: "n1", DataDir: dir, RaftBind: "127.0.0.1:0", Bootstrap: true, Logger: testLogger(),
-		RaftLogLevel: "error", Fatal: func(err error) { t.Errorf("fatal: %v", err) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for !n.IsLeader() || !n.Ready() {
-		if time.Now().After(deadline) {
-			n.Close()
-			t.Fatal("no leader, or not caught up")
-		}
-		select {
-		case <-ctx.Done():
-			n.Close()
-			t.Fatal(ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	return n
+	return openSingleNode(t, ctx, Config{DataDir: dir, Fatal: func(err error) { t.Errorf("fatal: %v", err) }})
 }
 
 // TestDeleteTopicAfterSnapshot: a topic in the latest snapshot, deleted
