@@ -265,8 +265,8 @@ func decodeCommandWith(data []byte, scratch *keyScratch) (envelope, error) {
 		return envelope{}, err
 	}
 	env := envelope{Type: CommandType(data[0]), Time: int64(binary.BigEndian.Uint64(data[2:10]))}
-	if v := version; v != commandVersion && !(env.Type == CmdAppend && (v == appendKeysVersion || v == appendKeysVersionV3)) {
-		return env, fmt.Errorf("%w: %s version %d", ErrUnknownCommand, env.Type, v)
+	if version != commandVersion && !(env.Type == CmdAppend && (version == appendKeysVersion || version == appendKeysVersionV3)) {
+		return env, fmt.Errorf("%w: %s version %d", ErrUnknownCommand, env.Type, version)
 	}
 	p := data[cmdHeaderSize:]
 	switch env.Type {

@@ -191,9 +191,15 @@ func (c *tcluster) leader(ctx context.Context) *cnode {
 // converge waits until every node is ready and has applied the same index.
 func (c *tcluster) converge(ctx context.Context) {
 	c.t.Helper()
+	c.convergeNodes(ctx, c.nodes)
+}
+
+// convergeNodes is converge for some of the nodes.
+func (c *tcluster) convergeNodes(ctx context.Context, nodes []*cnode) {
+	c.t.Helper()
 	poll(c.t, ctx, "nodes converge", func() bool {
 		var idx []uint64
-		for _, nd := range c.nodes {
+		for _, nd := range nodes {
 			st, err := nd.status(ctx)
 			if err != nil || !st.Ready {
 				return false

@@ -103,17 +103,7 @@ func TestClusterDamagedRaftLog(t *testing.T) {
 			healthy = append(healthy, nd)
 		}
 	}
-	poll(t, ctx, "healthy nodes converge", func() bool {
-		var idx []uint64
-		for _, nd := range healthy {
-			st, err := nd.status(ctx)
-			if err != nil || !st.Ready {
-				return false
-			}
-			idx = append(idx, st.AppliedIndex, st.CommitIndex)
-		}
-		return idx[0] == idx[1] && idx[1] == idx[2] && idx[2] == idx[3]
-	})
+	c.convergeNodes(ctx, healthy)
 	for _, nd := range healthy {
 		check(t, nd.readAll(ctx, "d", 1), acks, attempted)
 	}
