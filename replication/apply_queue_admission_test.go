@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/queue"
 	"github.com/logd-dev/logd/retention"
 )
 
@@ -39,7 +39,7 @@ func TestQueueAdmissionAndProtection(t *testing.T) {
 		{name: "larger than the bound", cmd: func() any { return a.apply(appendCmd(t, qnow, "jobs", 0, "1", "2", "3", "4")) }, wantErr: ErrInvalidArgument, end: 6},
 		{name: "after an ack", cmd: func() any {
 			c := a.claim(qnow+1, 1, time.Second)
-			a.tokens(CmdQueueAck, qnow+2, QueueAck{Topic: "jobs", Group: "w", Tokens: []group.Token{c.Records[0].Token}})
+			a.tokens(CmdQueueAck, qnow+2, QueueAck{Topic: "jobs", Group: "w", Tokens: []queue.Token{c.Records[0].Token}})
 			return a.apply(appendCmd(t, qnow+3, "jobs", 0, "g", "h"))
 		}, end: 8},
 		{name: "full again", cmd: func() any { return a.apply(appendCmd(t, qnow+4, "jobs", 0, "i")) }, wantErr: ErrOverloaded, end: 8},

@@ -3,8 +3,8 @@ package replication
 import (
 	"fmt"
 
-	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/partition"
+	"github.com/logd-dev/logd/queue"
 )
 
 func (c *QueueAlter) applyQueue(f *FSM, index uint64, now int64) any {
@@ -20,7 +20,7 @@ func (c *QueueAlter) applyQueue(f *FSM, index uint64, now int64) any {
 	}
 	cfg := c.Config.WithDefaults(c.Topic, c.Group)
 	if err := partition.ValidateTopicName(cfg.DeadLetterTopic); err != nil || cfg.DeadLetterTopic == t.Name {
-		return fmt.Errorf("%w: dead-letter topic %q is not usable", group.ErrInvalidQueueConfig, cfg.DeadLetterTopic)
+		return fmt.Errorf("%w: dead-letter topic %q is not usable", queue.ErrInvalidConfig, cfg.DeadLetterTopic)
 	}
 	if err := q.SetConfig(cfg); err != nil {
 		return err

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/queue"
 )
 
 func (c *QueueClaim) applyQueue(f *FSM, index uint64, now int64) any {
@@ -19,10 +19,10 @@ func (c *QueueClaim) applyQueue(f *FSM, index uint64, now int64) any {
 		return err
 	}
 	src := newQueueSource(t, q.Config().DeadlineHeader, f.queues.windowsLocked(t))
-	res, err := q.Claim(group.ClaimRequest{
+	res, err := q.Claim(queue.ClaimRequest{
 		Now: now, Index: index, Max: int(c.Max), MaxBytes: int(c.MaxBytes), Lease: c.Lease, Ends: queueEnds(t),
 	}, src)
-	if errors.Is(err, group.ErrInvalidQueueRequest) {
+	if errors.Is(err, queue.ErrInvalidRequest) {
 		return err // checked before anything changed
 	}
 	if err != nil {

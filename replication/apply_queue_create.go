@@ -3,25 +3,25 @@ package replication
 import (
 	"fmt"
 
-	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/partition"
+	"github.com/logd-dev/logd/queue"
 )
 
 // validateQueueCreate checks a QueueCreate against the topic; the node calls
 // it before proposing and Apply again, so a bad command changes nothing.
-func validateQueueCreate(t *Topic, c *QueueCreate) (group.QueueConfig, error) {
-	if err := group.ValidateQueueGroupName(c.Group); err != nil {
-		return group.QueueConfig{}, err
+func validateQueueCreate(t *Topic, c *QueueCreate) (queue.Config, error) {
+	if err := queue.ValidateName(c.Group); err != nil {
+		return queue.Config{}, err
 	}
 	cfg := c.Config.WithDefaults(c.Topic, c.Group)
 	if err := cfg.Validate(); err != nil {
 		return cfg, err
 	}
 	if err := partition.ValidateTopicName(cfg.DeadLetterTopic); err != nil {
-		return cfg, fmt.Errorf("%w: dead-letter topic: %v", group.ErrInvalidQueueConfig, err)
+		return cfg, fmt.Errorf("%w: dead-letter topic: %v", queue.ErrInvalidConfig, err)
 	}
 	if cfg.DeadLetterTopic == t.Name {
-		return cfg, fmt.Errorf("%w: the dead-letter topic must differ from the topic", group.ErrInvalidQueueConfig)
+		return cfg, fmt.Errorf("%w: the dead-letter topic must differ from the topic", queue.ErrInvalidConfig)
 	}
 	return cfg, nil
 }
@@ -38,13 +38,13 @@ func (c *QueueCreate) applyQueue(f *FSM, index uint64, now int64) any {
 	f.queues.mu.Lock()
 	defer f.queues.mu.Unlock()
 	if _, err := f.queues.getLocked(c.Topic, c.Group); err == nil {
-		return fmt.Errorf("%w: %s on topic %s", group.ErrQueueGroupExists, c.Group, c.Topic)
+		return fmt.Errorf("%w: %s on topic %s", queue.ErrGroupExists, c.Group, c.Topic)
 	}
 	starts := make([]int64, len(t.Partitions))
 	if c.FromEnd {
 		starts = queueEnds(t)
 	}
-	q, err := group.NewQueue(c.Topic, c.Group, cfg, starts, c.Secret, index, now)
+	q, err := queue.New(c.Topic, c.Group, cfg, starts, c.Secret, index, now)
 	if err != nil {
 		return err
 	}

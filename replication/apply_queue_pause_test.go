@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/queue"
 )
 
 // TestQueuePause: a paused group delivers nothing while a lease given
@@ -37,14 +37,14 @@ func TestQueuePause(t *testing.T) {
 	if ok, _, _ := f.QueueClaimable("jobs", "w", qnow+3); ok {
 		t.Fatal("paused group claimable")
 	}
-	rs := a.tokens(CmdQueueAck, qnow+4, QueueAck{Topic: "jobs", Group: "w", Tokens: []group.Token{c.Records[0].Token}})
-	if rs[0].Outcome != group.TokenOK {
+	rs := a.tokens(CmdQueueAck, qnow+4, QueueAck{Topic: "jobs", Group: "w", Tokens: []queue.Token{c.Records[0].Token}})
+	if rs[0].Outcome != queue.TokenOK {
 		t.Fatalf("ack while paused: %+v", rs)
 	}
 	f.queues.mu.RLock()
 	snap := f.queues.byTopic["jobs"]["w"].Snapshot()
 	f.queues.mu.RUnlock()
-	if q, err := group.RestoreQueue(snap); err != nil || !q.Paused() {
+	if q, err := queue.Restore(snap); err != nil || !q.Paused() {
 		t.Fatalf("restored paused=%v err=%v", q != nil && q.Paused(), err)
 	}
 	info, _ := f.DescribeQueueGroup("jobs", "w", qnow+5)

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/queue"
 )
 
 // TestEntryChecksum: a sealed entry decodes as the command it was; a flip
@@ -18,7 +19,7 @@ import (
 // different command; entries from builds before the seal decode as before.
 func TestEntryChecksum(t *testing.T) {
 	now := int64(1_700_000_000_000_000_000)
-	queueAck, err := encodeQueueCommand(CmdQueueAck, now, QueueAck{Topic: "q", Group: "workers", Tokens: []group.Token{{Partition: 2, Offset: 41, Delivery: 3, Tag: 0xfeed}}})
+	queueAck, err := encodeQueueCommand(CmdQueueAck, now, QueueAck{Topic: "q", Group: "workers", Tokens: []queue.Token{{Partition: 2, Offset: 41, Delivery: 3, Tag: 0xfeed}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/queue"
 )
 
 // Bounds on one queue call, so a command stays small and its Apply short.
@@ -29,43 +29,43 @@ func (n *Node) proposeQueue(ctx context.Context, t CommandType, c any) (any, err
 
 // CreateQueueGroup proposes a new queue group and returns its settings
 // with defaults applied. The leader picks the group's secret.
-func (n *Node) CreateQueueGroup(ctx context.Context, c QueueCreate) (group.QueueConfig, error) {
+func (n *Node) CreateQueueGroup(ctx context.Context, c QueueCreate) (queue.Config, error) {
 	t, err := n.fsm.Topic(c.Topic)
 	if err != nil {
-		return group.QueueConfig{}, err
+		return queue.Config{}, err
 	}
 	if _, err := validateQueueCreate(t, &c); err != nil {
-		return group.QueueConfig{}, err
+		return queue.Config{}, err
 	}
 	c.Secret = make([]byte, 16)
 	if _, err := rand.Read(c.Secret); err != nil {
-		return group.QueueConfig{}, fmt.Errorf("queue group secret: %w", err)
+		return queue.Config{}, fmt.Errorf("queue group secret: %w", err)
 	}
 	res, err := n.proposeQueue(ctx, CmdQueueCreate, c)
 	if err != nil {
-		return group.QueueConfig{}, err
+		return queue.Config{}, err
 	}
-	cfg, _ := res.(group.QueueConfig)
+	cfg, _ := res.(queue.Config)
 	return cfg, nil
 }
 
 // AlterQueueGroup applies change to the group's current settings (on this
 // leader's state) and proposes the result.
-func (n *Node) AlterQueueGroup(ctx context.Context, topic, name string, change func(*group.QueueConfig)) (group.QueueConfig, error) {
+func (n *Node) AlterQueueGroup(ctx context.Context, topic, name string, change func(*queue.Config)) (queue.Config, error) {
 	info, err := n.fsm.DescribeQueueGroup(topic, name, n.fsm.Now())
 	if err != nil {
-		return group.QueueConfig{}, err
+		return queue.Config{}, err
 	}
 	cfg := info.Config
 	change(&cfg)
 	if err := cfg.WithDefaults(topic, name).Validate(); err != nil {
-		return group.QueueConfig{}, err
+		return queue.Config{}, err
 	}
 	res, err := n.proposeQueue(ctx, CmdQueueAlter, QueueAlter{Topic: topic, Group: name, Config: cfg})
 	if err != nil {
-		return group.QueueConfig{}, err
+		return queue.Config{}, err
 	}
-	out, _ := res.(group.QueueConfig)
+	out, _ := res.(queue.Config)
 	return out, nil
 }
 
@@ -74,11 +74,11 @@ func (n *Node) AlterQueueGroup(ctx context.Context, topic, name string, change f
 func (n *Node) QueueClaim(ctx context.Context, c QueueClaim) (QueueClaimResult, error) {
 	switch {
 	case c.Max < 1 || c.Max > MaxQueueClaim:
-		return QueueClaimResult{}, fmt.Errorf("%w: max records %d outside [1, %d]", group.ErrInvalidQueueRequest, c.Max, MaxQueueClaim)
+		return QueueClaimResult{}, fmt.Errorf("%w: max records %d outside [1, %d]", queue.ErrInvalidRequest, c.Max, MaxQueueClaim)
 	case c.MaxBytes < 0:
-		return QueueClaimResult{}, fmt.Errorf("%w: max bytes %d is negative", group.ErrInvalidQueueRequest, c.MaxBytes)
-	case c.Lease < 0 || c.Lease > group.MaxQueueLease:
-		return QueueClaimResult{}, fmt.Errorf("%w: lease %v outside [0, %v]", group.ErrInvalidQueueRequest, c.Lease, group.MaxQueueLease)
+		return QueueClaimResult{}, fmt.Errorf("%w: max bytes %d is negative", queue.ErrInvalidRequest, c.MaxBytes)
+	case c.Lease < 0 || c.Lease > queue.MaxLease:
+		return QueueClaimResult{}, fmt.Errorf("%w: lease %v outside [0, %v]", queue.ErrInvalidRequest, c.Lease, queue.MaxLease)
 	}
 	if _, _, err := n.fsm.QueueClaimable(c.Topic, c.Group, 0); err != nil {
 		return QueueClaimResult{}, err
@@ -96,7 +96,7 @@ func (n *Node) QueueClaim(ctx context.Context, c QueueClaim) (QueueClaimResult, 
 
 func (n *Node) checkTokens(topic, name string, count int) error {
 	if count == 0 || count > MaxQueueTokens {
-		return fmt.Errorf("%w: %d tokens; want 1 to %d", group.ErrInvalidQueueRequest, count, MaxQueueTokens)
+		return fmt.Errorf("%w: %d tokens; want 1 to %d", queue.ErrInvalidRequest, count, MaxQueueTokens)
 	}
 	_, _, err := n.fsm.QueueClaimable(topic, name, 0)
 	return err
@@ -131,8 +131,8 @@ func (n *Node) QueueNack(ctx context.Context, c QueueNack) (QueueTokensResult, e
 		if len(nk.Error) > MaxQueueErrorBytes {
 			c.Nacks[i].Error = nk.Error[:MaxQueueErrorBytes]
 		}
-		if nk.HasDelay && (nk.Delay < 0 || nk.Delay > group.MaxQueueDelay) {
-			return QueueTokensResult{}, fmt.Errorf("%w: delay %v outside [0, %v]", group.ErrInvalidQueueRequest, nk.Delay, group.MaxQueueDelay)
+		if nk.HasDelay && (nk.Delay < 0 || nk.Delay > queue.MaxDelay) {
+			return QueueTokensResult{}, fmt.Errorf("%w: delay %v outside [0, %v]", queue.ErrInvalidRequest, nk.Delay, queue.MaxDelay)
 		}
 	}
 	res, err := n.proposeQueue(ctx, CmdQueueNack, c)
@@ -147,8 +147,8 @@ func (n *Node) QueueExtend(ctx context.Context, c QueueExtend) (QueueTokensResul
 	if err := n.checkTokens(c.Topic, c.Group, len(c.Tokens)); err != nil {
 		return QueueTokensResult{}, err
 	}
-	if c.Lease < 0 || c.Lease > group.MaxQueueLease {
-		return QueueTokensResult{}, fmt.Errorf("%w: lease %v outside [0, %v]", group.ErrInvalidQueueRequest, c.Lease, group.MaxQueueLease)
+	if c.Lease < 0 || c.Lease > queue.MaxLease {
+		return QueueTokensResult{}, fmt.Errorf("%w: lease %v outside [0, %v]", queue.ErrInvalidRequest, c.Lease, queue.MaxLease)
 	}
 	res, err := n.proposeQueue(ctx, CmdQueueExtend, c)
 	if err != nil {

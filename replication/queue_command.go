@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/queue"
 )
 
 // Queue group command types (issue 6; 40-59 are reserved for them).
@@ -42,9 +42,9 @@ func queueCommandName(t CommandType) string {
 // when missing). Secret is chosen at random by the leader; it seeds the
 // group's delivery tokens and backoff jitter.
 type QueueCreate struct {
-	Topic  string            `json:"topic"`
-	Group  string            `json:"group"`
-	Config group.QueueConfig `json:"config"`
+	Topic  string       `json:"topic"`
+	Group  string       `json:"group"`
+	Config queue.Config `json:"config"`
 	// FromEnd starts the group at each partition's end offset (only new
 	// records); otherwise it works every record from offset 0.
 	FromEnd bool   `json:"from_end,omitempty"`
@@ -54,9 +54,9 @@ type QueueCreate struct {
 // QueueAlter replaces a queue group's settings with Config (the leader
 // merges the requested changes into the current settings).
 type QueueAlter struct {
-	Topic  string            `json:"topic"`
-	Group  string            `json:"group"`
-	Config group.QueueConfig `json:"config"`
+	Topic  string       `json:"topic"`
+	Group  string       `json:"group"`
+	Config queue.Config `json:"config"`
 }
 
 // QueueClaim claims up to Max records (and MaxBytes) under a lease.
@@ -72,14 +72,14 @@ type QueueClaim struct {
 type QueueAck struct {
 	Topic  string
 	Group  string
-	Tokens []group.Token
+	Tokens []queue.Token
 }
 
 // QueueNack fails deliveries, transiently or permanently.
 type QueueNack struct {
 	Topic string
 	Group string
-	Nacks []group.Nack
+	Nacks []queue.Nack
 }
 
 // QueueExtend extends the leases of deliveries to now+Lease.
@@ -87,7 +87,7 @@ type QueueExtend struct {
 	Topic  string
 	Group  string
 	Lease  time.Duration
-	Tokens []group.Token
+	Tokens []queue.Token
 }
 
 // queueCommand is a decoded queue command; applyQueue applies it (each in
@@ -148,14 +148,14 @@ func queueAppendNames(dst []byte, topic, group string) []byte {
 	return append(dst, group...)
 }
 
-func queueAppendToken(dst []byte, t group.Token) []byte {
+func queueAppendToken(dst []byte, t queue.Token) []byte {
 	dst = binary.AppendUvarint(dst, uint64(uint32(t.Partition)))
 	dst = binary.AppendUvarint(dst, uint64(t.Offset))
 	dst = binary.AppendUvarint(dst, uint64(t.Delivery))
 	return binary.BigEndian.AppendUint64(dst, t.Tag)
 }
 
-func queueAppendTokens(dst []byte, ts []group.Token) []byte {
+func queueAppendTokens(dst []byte, ts []queue.Token) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(ts)))
 	for _, t := range ts {
 		dst = queueAppendToken(dst, t)
@@ -163,20 +163,20 @@ func queueAppendTokens(dst []byte, ts []group.Token) []byte {
 	return dst
 }
 
-func queueReadToken(r *reader) group.Token {
-	t := group.Token{Partition: int32(uint32(r.uvarint())), Offset: int64(r.uvarint()), Delivery: uint32(r.uvarint())}
+func queueReadToken(r *reader) queue.Token {
+	t := queue.Token{Partition: int32(uint32(r.uvarint())), Offset: int64(r.uvarint()), Delivery: uint32(r.uvarint())}
 	if b := r.fixed(8); b != nil {
 		t.Tag = binary.BigEndian.Uint64(b)
 	}
 	return t
 }
 
-func queueReadTokens(r *reader) []group.Token {
+func queueReadTokens(r *reader) []queue.Token {
 	n := r.uvarint()
 	if r.err == nil && n > uint64(len(r.b)) {
 		r.err = fmt.Errorf("token count %d exceeds payload", n)
 	}
-	var out []group.Token
+	var out []queue.Token
 	for i := uint64(0); i < n && r.err == nil; i++ {
 		out = append(out, queueReadToken(r))
 	}
@@ -215,7 +215,7 @@ func decodeQueueCommand(t CommandType, p []byte) (queueCommand, error) {
 			r.err = fmt.Errorf("nack count %d exceeds payload", n)
 		}
 		for i := uint64(0); i < n && r.err == nil; i++ {
-			nk := group.Nack{Token: queueReadToken(&r)}
+			nk := queue.Nack{Token: queueReadToken(&r)}
 			flags := r.fixed(1)
 			if flags != nil {
 				nk.Permanent, nk.HasDelay = flags[0]&1 != 0, flags[0]&2 != 0

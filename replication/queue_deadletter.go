@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/batch"
-	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/log"
+	"github.com/logd-dev/logd/queue"
 )
 
 // Headers added to a dead-letter record; the original key, value and
@@ -54,7 +54,7 @@ func (f *FSM) ensureDeadLetterTopic(index uint64, now int64, src *Topic, name st
 // at most one batch per command (idempotency by Raft index), bounded by the
 // topic's max.message.bytes; what does not fit stays pending for the next
 // command. Errors are fatal (the caller stops the node).
-func (f *FSM) flushDeadLetters(index uint64, now int64, q *group.Queue, src *Topic, records *queueSource) (int, error) {
+func (f *FSM) flushDeadLetters(index uint64, now int64, q *queue.Group, src *Topic, records *queueSource) (int, error) {
 	pend := q.PendingDeadLetters(maxDeadLettersPerCommand)
 	if len(pend) == 0 {
 		return 0, nil
@@ -67,7 +67,7 @@ func (f *FSM) flushDeadLetters(index uint64, now int64, q *group.Queue, src *Top
 	keys := idempotencyKeys(src, pend, now)
 	byPart := map[int32][]batch.Record{}
 	sizes := map[int32]int{}
-	var done []group.DeadLetter
+	var done []queue.DeadLetter
 	for _, d := range pend {
 		r, err := records.record(d.Partition, d.Offset)
 		if err != nil {
@@ -120,7 +120,7 @@ func (f *FSM) flushDeadLetters(index uint64, now int64, q *group.Queue, src *Top
 
 // deadLetterRecord builds the dead-letter copy of a record. r may be nil if
 // the record is gone (then only the evidence headers remain).
-func deadLetterRecord(topic, groupName string, d group.DeadLetter, r *batch.Record, keys map[[2]int64]string, now int64) batch.Record {
+func deadLetterRecord(topic, groupName string, d queue.DeadLetter, r *batch.Record, keys map[[2]int64]string, now int64) batch.Record {
 	rec := batch.Record{Timestamp: now / int64(time.Millisecond)}
 	if r != nil {
 		rec.Key, rec.Value = r.Key, r.Value
@@ -152,7 +152,7 @@ func deadLetterRecord(topic, groupName string, d group.DeadLetter, r *batch.Reco
 // to the idempotency key its record was produced with, from the topic's
 // window (replicated state, so the same on every replica). Keys that left
 // the window are not found.
-func idempotencyKeys(t *Topic, pend []group.DeadLetter, now int64) map[[2]int64]string {
+func idempotencyKeys(t *Topic, pend []queue.DeadLetter, now int64) map[[2]int64]string {
 	if t.dedup == nil {
 		return nil
 	}

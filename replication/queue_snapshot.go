@@ -3,7 +3,7 @@ package replication
 import (
 	"fmt"
 
-	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/queue"
 )
 
 // queueManifestVersion versions the queue part of a snapshot manifest.
@@ -11,8 +11,8 @@ const queueManifestVersion = 1
 
 // queueManifest is the queue groups' state in a snapshot.
 type queueManifest struct {
-	Version int                   `json:"version"`
-	Groups  []group.QueueSnapshot `json:"groups"`
+	Version int              `json:"version"`
+	Groups  []queue.Snapshot `json:"groups"`
 }
 
 // snapshotQueues captures every queue group (deep copies), on the Raft
@@ -39,7 +39,7 @@ func (f *FSM) restoreQueues(m *queueManifest) error {
 			return fmt.Errorf("restore: %w: queue manifest version %d", ErrUnknownCommand, m.Version)
 		}
 		for _, s := range m.Groups {
-			q, err := group.RestoreQueue(s)
+			q, err := queue.Restore(s)
 			if err != nil {
 				return fmt.Errorf("restore: %w", err)
 			}

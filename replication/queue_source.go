@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/batch"
-	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/log"
+	"github.com/logd-dev/logd/queue"
 )
 
 // queueReadBytes is how much a claim reads from a partition log at a time.
@@ -103,16 +103,16 @@ func findRecord(recs []batch.Record, off int64) *batch.Record {
 	return nil
 }
 
-// RecordInfo implements group.RecordSource.
-func (s *queueSource) RecordInfo(p int32, off int64) (group.RecordInfo, error) {
+// RecordInfo implements queue.RecordSource.
+func (s *queueSource) RecordInfo(p int32, off int64) (queue.RecordInfo, error) {
 	r, err := s.record(p, off)
 	if err != nil || r == nil {
-		return group.RecordInfo{}, err
+		return queue.RecordInfo{}, err
 	}
-	info := group.RecordInfo{Exists: true, Timestamp: r.Timestamp * int64(time.Millisecond), Size: len(r.Key) + len(r.Value)}
+	info := queue.RecordInfo{Exists: true, Timestamp: r.Timestamp * int64(time.Millisecond), Size: len(r.Key) + len(r.Value)}
 	for _, h := range r.Headers {
 		info.Size += len(h.Key) + len(h.Value)
-		if h.Key == s.deadlineHeader && s.deadlineHeader != group.NoDeadlineHeader {
+		if h.Key == s.deadlineHeader && s.deadlineHeader != queue.NoDeadlineHeader {
 			info.Deadline = parseDeadline(h.Value)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/logd-dev/logd/batch"
-	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/queue"
 )
 
 // queueGroups holds every queue group's lease state. The Raft goroutine
@@ -17,7 +17,7 @@ import (
 type queueGroups struct {
 	mu sync.RWMutex
 	// byTopic maps topic -> group name -> state; guarded by mu.
-	byTopic map[string]map[string]*group.Queue
+	byTopic map[string]map[string]*queue.Group
 	// windows caches decoded record windows per topic incarnation and
 	// partition for claims; only the Raft goroutine uses it (under mu).
 	windows map[*Topic]map[int32][]batch.Record
@@ -36,21 +36,21 @@ func (qs *queueGroups) windowsLocked(t *Topic) map[int32][]batch.Record {
 	return w
 }
 
-func (qs *queueGroups) getLocked(topic, name string) (*group.Queue, error) {
+func (qs *queueGroups) getLocked(topic, name string) (*queue.Group, error) {
 	q := qs.byTopic[topic][name]
 	if q == nil {
-		return nil, fmt.Errorf("%w: %s on topic %s", group.ErrQueueGroupNotFound, name, topic)
+		return nil, fmt.Errorf("%w: %s on topic %s", queue.ErrGroupNotFound, name, topic)
 	}
 	return q, nil
 }
 
-func (qs *queueGroups) putLocked(q *group.Queue) {
+func (qs *queueGroups) putLocked(q *queue.Group) {
 	if qs.byTopic == nil {
-		qs.byTopic = map[string]map[string]*group.Queue{}
+		qs.byTopic = map[string]map[string]*queue.Group{}
 	}
 	m := qs.byTopic[q.Topic()]
 	if m == nil {
-		m = map[string]*group.Queue{}
+		m = map[string]*queue.Group{}
 		qs.byTopic[q.Topic()] = m
 	}
 	m[q.Name()] = q
@@ -70,8 +70,8 @@ func (qs *queueGroups) dropTopic(topic string) {
 
 // sortedLocked returns every group, by topic then name (snapshots must not
 // depend on map order).
-func (qs *queueGroups) sortedLocked() []*group.Queue {
-	var out []*group.Queue
+func (qs *queueGroups) sortedLocked() []*queue.Group {
+	var out []*queue.Group
 	for _, m := range qs.byTopic {
 		for _, q := range m {
 			out = append(out, q)
@@ -99,14 +99,14 @@ type QueueClaimResult struct {
 // ClaimedRecord is one delivered record with its content. Key, Value and
 // header values belong to the result.
 type ClaimedRecord struct {
-	group.Delivery
+	queue.Delivery
 	Record batch.Record
 }
 
 // QueueTokensResult is the outcome of an applied ack, nack or extend: one
 // result per token, in command order.
 type QueueTokensResult struct {
-	Results      []group.TokenResult
+	Results      []queue.TokenResult
 	DeadLettered int
 }
 
@@ -114,7 +114,7 @@ type QueueTokensResult struct {
 type QueueGroupInfo struct {
 	Topic      string
 	Group      string
-	Config     group.QueueConfig
+	Config     queue.Config
 	CreatedAt  int64
 	Partitions []QueuePartitionInfo
 	// Paused: the group delivers nothing (apply_queue_pause.go).
@@ -124,7 +124,7 @@ type QueueGroupInfo struct {
 // QueuePartitionInfo is one partition's queue state with the timestamp of
 // its oldest ready record (0 when none or unreadable).
 type QueuePartitionInfo struct {
-	group.QueuePartitionStats
+	queue.PartitionStats
 	OldestReadyTimestamp int64 // Unix ns
 }
 
@@ -144,7 +144,7 @@ func (f *FSM) DescribeQueueGroup(topic, name string, now int64) (QueueGroupInfo,
 	info := QueueGroupInfo{Topic: topic, Group: name, Config: q.Config(), CreatedAt: q.CreatedAt(), Paused: q.Paused()}
 	src := newQueueSource(t, q.Config().DeadlineHeader, nil)
 	for _, st := range q.Stats(now, queueReadEnds(t)) {
-		pi := QueuePartitionInfo{QueuePartitionStats: st}
+		pi := QueuePartitionInfo{PartitionStats: st}
 		if st.OldestReady >= 0 {
 			if ri, err := src.RecordInfo(st.Partition, st.OldestReady); err == nil && ri.Exists {
 				pi.OldestReadyTimestamp = ri.Timestamp

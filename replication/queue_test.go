@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/logd-dev/logd/batch"
-	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/queue"
 )
 
 const qnow = int64(1_700_000_000_000_000_000)
@@ -73,7 +73,7 @@ func (a *applier) claim(now int64, max int32, lease time.Duration) QueueClaimRes
 	return r
 }
 
-func (a *applier) tokens(ct CommandType, now int64, c any) []group.TokenResult {
+func (a *applier) tokens(ct CommandType, now int64, c any) []queue.TokenResult {
 	a.t.Helper()
 	res := a.apply(queueCmd(a.t, ct, now, c))
 	r, ok := res.(QueueTokensResult)
@@ -123,7 +123,7 @@ func TestQueueApply(t *testing.T) {
 	// The rejected record was produced with an idempotency key: its dead
 	// letter names it.
 	a.apply(encodeAppend(qnow, Append{Topic: "jobs", Batches: []PartitionBatch{keyed(0, jobBatch(t, "credit:10", "credit:-5", "late:1"), "", "pay-1")}}))
-	if res := a.apply(queueCmd(t, CmdQueueCreate, qnow, QueueCreate{Topic: "jobs", Group: "w", Secret: []byte("secret"), Config: group.QueueConfig{MaxDeliveries: 2}})); fmt.Sprint(res) == "" {
+	if res := a.apply(queueCmd(t, CmdQueueCreate, qnow, QueueCreate{Topic: "jobs", Group: "w", Secret: []byte("secret"), Config: queue.Config{MaxDeliveries: 2}})); fmt.Sprint(res) == "" {
 		t.Fatal(res)
 	}
 	if _, err := f.Topic("jobs.w.dlq"); err != nil {
@@ -136,11 +136,11 @@ func TestQueueApply(t *testing.T) {
 	tok0, tok1 := c.Records[0].Token, c.Records[1].Token
 	stale := tok0
 	stale.Tag++
-	rs := a.tokens(CmdQueueAck, qnow+1, QueueAck{Topic: "jobs", Group: "w", Tokens: []group.Token{stale, tok0, tok0}})
-	if rs[0].Outcome != group.TokenStale || rs[1].Outcome != group.TokenOK || rs[2].Outcome != group.TokenDuplicate {
+	rs := a.tokens(CmdQueueAck, qnow+1, QueueAck{Topic: "jobs", Group: "w", Tokens: []queue.Token{stale, tok0, tok0}})
+	if rs[0].Outcome != queue.TokenStale || rs[1].Outcome != queue.TokenOK || rs[2].Outcome != queue.TokenDuplicate {
 		t.Fatalf("ack results: %+v", rs)
 	}
-	rs = a.tokens(CmdQueueNack, qnow+2, QueueNack{Topic: "jobs", Group: "w", Nacks: []group.Nack{{Token: tok1, Permanent: true, Error: "negative amount"}}})
+	rs = a.tokens(CmdQueueNack, qnow+2, QueueNack{Topic: "jobs", Group: "w", Nacks: []queue.Nack{{Token: tok1, Permanent: true, Error: "negative amount"}}})
 	if !rs[0].DeadLettered {
 		t.Fatalf("nack: %+v", rs)
 	}
@@ -180,7 +180,7 @@ func TestQueueReplayDeterministic(t *testing.T) {
 	f1, _ := testFSM(t, dir)
 	a := &applier{t: t, f: f1}
 	a.apply(createCmd(t, "jobs", 2, qnow))
-	a.apply(queueCmd(t, CmdQueueCreate, qnow, QueueCreate{Topic: "jobs", Group: "w", Secret: []byte("s"), Config: group.QueueConfig{MaxDeliveries: 1}}))
+	a.apply(queueCmd(t, CmdQueueCreate, qnow, QueueCreate{Topic: "jobs", Group: "w", Secret: []byte("s"), Config: queue.Config{MaxDeliveries: 1}}))
 	var first []string
 	record := func(c QueueClaimResult) {
 		for _, r := range c.Records {
@@ -252,8 +252,8 @@ func TestQueueSnapshotRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := &applier{t: t, f: f2, index: a.index}
-	rs := b.tokens(CmdQueueAck, qnow+int64(2*time.Second), QueueAck{Topic: "jobs", Group: "w", Tokens: []group.Token{c1.Records[0].Token, c2.Records[0].Token}})
-	if rs[0].Outcome != group.TokenStale || rs[1].Outcome != group.TokenOK {
+	rs := b.tokens(CmdQueueAck, qnow+int64(2*time.Second), QueueAck{Topic: "jobs", Group: "w", Tokens: []queue.Token{c1.Records[0].Token, c2.Records[0].Token}})
+	if rs[0].Outcome != queue.TokenStale || rs[1].Outcome != queue.TokenOK {
 		t.Fatalf("acks after restore: %+v", rs)
 	}
 	c3 := b.claim(qnow+int64(2*time.Second), 5, 0)
@@ -309,8 +309,8 @@ func TestQueueNodeRestart(t *testing.T) {
 			t.Fatalf("run %d: describe after restart: %+v", run, p)
 		}
 	}
-	rs, err := n.QueueExtend(ctx, QueueExtend{Topic: "jobs", Group: "w", Tokens: []group.Token{tok}, Lease: time.Hour})
-	if err != nil || rs.Results[0].Outcome != group.TokenOK {
+	rs, err := n.QueueExtend(ctx, QueueExtend{Topic: "jobs", Group: "w", Tokens: []queue.Token{tok}, Lease: time.Hour})
+	if err != nil || rs.Results[0].Outcome != queue.TokenOK {
 		t.Fatalf("extend after restart: %+v %v", rs, err)
 	}
 	if err := n.Close(); err != nil {

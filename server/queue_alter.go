@@ -6,7 +6,7 @@ import (
 	"connectrpc.com/connect"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
-	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/queue"
 )
 
 // AlterQueueGroup changes the settings a request sets; the others keep
@@ -17,7 +17,7 @@ func (s *Server) AlterQueueGroup(ctx context.Context, req *connect.Request[logdv
 		return nil, err
 	}
 	var changeErr error
-	out, err := s.node.AlterQueueGroup(ctx, m.Topic, m.Group, func(cfg *group.QueueConfig) {
+	out, err := s.node.AlterQueueGroup(ctx, m.Topic, m.Group, func(cfg *queue.Config) {
 		changeErr = queueConfigChange(m.Config, cfg)
 	})
 	if changeErr != nil {

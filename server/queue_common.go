@@ -8,8 +8,8 @@ import (
 	"connectrpc.com/connect"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
-	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/partition"
+	"github.com/logd-dev/logd/queue"
 	"github.com/logd-dev/logd/replication"
 )
 
@@ -26,13 +26,13 @@ const (
 func queueError(err error) error {
 	info := func(r logdv1.Reason) *logdv1.ErrorInfo { return &logdv1.ErrorInfo{Reason: r} }
 	switch {
-	case errors.Is(err, group.ErrQueueGroupNotFound):
+	case errors.Is(err, queue.ErrGroupNotFound):
 		return withInfo(connect.CodeNotFound, info(logdv1.Reason_REASON_UNKNOWN_QUEUE_GROUP), err)
-	case errors.Is(err, group.ErrQueueGroupExists):
+	case errors.Is(err, queue.ErrGroupExists):
 		return withInfo(connect.CodeAlreadyExists, info(logdv1.Reason_REASON_QUEUE_GROUP_EXISTS), err)
-	case errors.Is(err, group.ErrInvalidQueueConfig), errors.Is(err, group.ErrInvalidQueueRequest), errors.Is(err, group.ErrBadToken):
+	case errors.Is(err, queue.ErrInvalidConfig), errors.Is(err, queue.ErrInvalidRequest), errors.Is(err, queue.ErrBadToken):
 		return withInfo(connect.CodeInvalidArgument, info(logdv1.Reason_REASON_INVALID_ARGUMENT), err)
-	case errors.Is(err, group.ErrStaleToken):
+	case errors.Is(err, queue.ErrStaleToken):
 		return withInfo(connect.CodeFailedPrecondition, info(logdv1.Reason_REASON_STALE_TOKEN), err)
 	}
 	return nil
@@ -42,7 +42,7 @@ func validateQueueNames(topic, name string) error {
 	if err := partition.ValidateTopicName(topic); err != nil {
 		return errInvalid("%v", err)
 	}
-	if err := group.ValidateQueueGroupName(name); err != nil {
+	if err := queue.ValidateName(name); err != nil {
 		return errInvalid("%v", err)
 	}
 	return nil
@@ -51,12 +51,12 @@ func validateQueueNames(topic, name string) error {
 func msDur(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
 
 // queueConfigChange applies the set fields of a request's config.
-func queueConfigChange(c *logdv1.QueueGroupConfig, cfg *group.QueueConfig) error {
+func queueConfigChange(c *logdv1.QueueGroupConfig, cfg *queue.Config) error {
 	if c == nil {
 		return nil
 	}
 	for _, v := range []*int64{c.LeaseMs, c.BackoffBaseMs, c.BackoffMaxMs, c.AgeLimitMs} {
-		if v != nil && (*v < 0 || *v > int64(group.MaxQueueDelay/time.Millisecond)) {
+		if v != nil && (*v < 0 || *v > int64(queue.MaxDelay/time.Millisecond)) {
 			return errInvalid("queue group config: duration %d ms out of range", *v)
 		}
 	}
@@ -87,7 +87,7 @@ func queueConfigChange(c *logdv1.QueueGroupConfig, cfg *group.QueueConfig) error
 	return nil
 }
 
-func queueConfigProto(cfg group.QueueConfig) *logdv1.QueueGroupConfig {
+func queueConfigProto(cfg queue.Config) *logdv1.QueueGroupConfig {
 	ms := func(d time.Duration) *int64 { v := d.Milliseconds(); return &v }
 	i32 := func(n int) *int32 { v := int32(n); return &v }
 	str := func(s string) *string { return &s }
@@ -102,7 +102,7 @@ func queueConfigProto(cfg group.QueueConfig) *logdv1.QueueGroupConfig {
 // the result of each malformed one.
 type parsedTokens struct {
 	raw     []string
-	tokens  []group.Token
+	tokens  []queue.Token
 	index   []int // position in tokens of raw[i], or -1 if malformed
 	invalid map[int]string
 }
@@ -113,7 +113,7 @@ func parseTokens(raw []string) (parsedTokens, error) {
 	}
 	pt := parsedTokens{raw: raw, index: make([]int, len(raw)), invalid: map[int]string{}}
 	for i, s := range raw {
-		t, err := group.ParseToken(s)
+		t, err := queue.ParseToken(s)
 		if err != nil {
 			pt.index[i] = -1
 			pt.invalid[i] = err.Error()
@@ -129,7 +129,7 @@ func parseTokens(raw []string) (parsedTokens, error) {
 // order, and fails the call with STALE_TOKEN when no token was accepted
 // and at least one was stale (a single stale token is then an error a
 // client can act on, like any other refused request).
-func (pt parsedTokens) results(rs []group.TokenResult) ([]*logdv1.TokenResult, error) {
+func (pt parsedTokens) results(rs []queue.TokenResult) ([]*logdv1.TokenResult, error) {
 	out := make([]*logdv1.TokenResult, len(pt.raw))
 	accepted, stale := 0, 0
 	var firstStale string
@@ -142,13 +142,13 @@ func (pt parsedTokens) results(rs []group.TokenResult) ([]*logdv1.TokenResult, e
 		tr := &logdv1.TokenResult{Token: raw, Message: r.Detail, DeadLettered: r.DeadLettered,
 			AvailableAtMs: nsToMs(r.AvailableAt), LeaseDeadlineMs: nsToMs(r.LeaseUntil)}
 		switch r.Outcome {
-		case group.TokenStale:
+		case queue.TokenStale:
 			tr.Error = logdv1.Reason_REASON_STALE_TOKEN
 			stale++
 			if firstStale == "" {
 				firstStale = fmt.Sprintf("token %s: %s", raw, r.Detail)
 			}
-		case group.TokenDuplicate:
+		case queue.TokenDuplicate:
 			tr.Duplicate = true
 			accepted++
 		default:
@@ -157,7 +157,7 @@ func (pt parsedTokens) results(rs []group.TokenResult) ([]*logdv1.TokenResult, e
 		out[i] = tr
 	}
 	if accepted == 0 && stale > 0 {
-		return nil, toConnectError(fmt.Errorf("%w: %s", group.ErrStaleToken, firstStale))
+		return nil, toConnectError(fmt.Errorf("%w: %s", queue.ErrStaleToken, firstStale))
 	}
 	if accepted == 0 {
 		return nil, errInvalid("no valid token: %s", pt.invalid[0])

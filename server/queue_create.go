@@ -6,7 +6,7 @@ import (
 	"connectrpc.com/connect"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
-	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/queue"
 	"github.com/logd-dev/logd/replication"
 )
 
@@ -17,12 +17,12 @@ func (s *Server) CreateQueueGroup(ctx context.Context, req *connect.Request[logd
 	if err := validateQueueNames(m.Topic, m.Group); err != nil {
 		return nil, err
 	}
-	var cfg group.QueueConfig
+	var cfg queue.Config
 	if err := queueConfigChange(m.Config, &cfg); err != nil {
 		return nil, err
 	}
 	if m.Config != nil && m.Config.DeadlineHeader != nil && *m.Config.DeadlineHeader == "" {
-		return nil, errInvalid("deadline header is empty; use %q for none", group.NoDeadlineHeader)
+		return nil, errInvalid("deadline header is empty; use %q for none", queue.NoDeadlineHeader)
 	}
 	out, err := s.node.CreateQueueGroup(ctx, replication.QueueCreate{Topic: m.Topic, Group: m.Group, Config: cfg, FromEnd: m.FromEnd})
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 	"connectrpc.com/connect"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
-	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/queue"
 	"github.com/logd-dev/logd/replication"
 )
 
@@ -34,10 +34,10 @@ func (s *Server) Nack(ctx context.Context, req *connect.Request[logdv1.NackReque
 		if pt.index[i] < 0 {
 			continue
 		}
-		nk := group.Nack{Token: pt.tokens[pt.index[i]], Permanent: n.Permanent, Error: n.Error}
+		nk := queue.Nack{Token: pt.tokens[pt.index[i]], Permanent: n.Permanent, Error: n.Error}
 		if n.DelayMs != nil {
-			if *n.DelayMs < 0 || msDur(*n.DelayMs) > group.MaxQueueDelay {
-				return nil, errInvalid("nack %d: delay %d ms outside [0, %v]", i, *n.DelayMs, group.MaxQueueDelay)
+			if *n.DelayMs < 0 || msDur(*n.DelayMs) > queue.MaxDelay {
+				return nil, errInvalid("nack %d: delay %d ms outside [0, %v]", i, *n.DelayMs, queue.MaxDelay)
 			}
 			nk.Delay, nk.HasDelay = msDur(*n.DelayMs), true
 		}

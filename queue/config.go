@@ -1,4 +1,4 @@
-package group
+package queue
 
 import (
 	"fmt"
@@ -7,34 +7,35 @@ import (
 
 // Defaults and bounds of queue group settings.
 const (
-	DefaultQueueLease         = 30 * time.Second
-	DefaultQueueMaxDeliveries = 5
-	DefaultQueueBackoffBase   = time.Second
-	DefaultQueueBackoffMax    = 5 * time.Minute
-	DefaultQueueMaxInFlight   = 1000
+	DefaultLease         = 30 * time.Second
+	DefaultMaxDeliveries = 5
+	DefaultBackoffBase   = time.Second
+	DefaultBackoffMax    = 5 * time.Minute
+	DefaultMaxInFlight   = 1000
 	// DefaultDeadlineHeader is the record header a business deadline is
 	// read from unless the group names another (or "-" for none).
 	DefaultDeadlineHeader = "deadline"
 
-	// MaxQueueLease bounds a lease (claim or extend).
-	MaxQueueLease = 12 * time.Hour
-	// MaxQueueDeliveries bounds max deliveries.
-	MaxQueueDeliveries = 1000
-	// MaxQueueInFlight bounds the per-partition in-flight cap.
-	MaxQueueInFlight = 100_000
-	// MaxQueueDelay bounds backoff and explicit nack delays.
-	MaxQueueDelay = 7 * 24 * time.Hour
-	// MaxQueueGroupName bounds a group name, leaving room for the default
+	// MaxLease bounds a lease (claim or extend).
+	MaxLease = 12 * time.Hour
+	// MaxDeliveriesLimit bounds Config.MaxDeliveries.
+	MaxDeliveriesLimit = 1000
+	// MaxInFlightLimit bounds Config.MaxInFlight, the per-partition
+	// in-flight cap.
+	MaxInFlightLimit = 100_000
+	// MaxDelay bounds backoff and explicit nack delays.
+	MaxDelay = 7 * 24 * time.Hour
+	// MaxNameLen bounds a group name, leaving room for the default
 	// dead-letter topic name "<topic>.<group>.dlq".
-	MaxQueueGroupName = 120
+	MaxNameLen = 120
 )
 
 // NoDeadlineHeader as DeadlineHeader turns business deadlines off.
 const NoDeadlineHeader = "-"
 
-// QueueConfig is a queue group's settings. Zero fields take the defaults
+// Config is a queue group's settings. Zero fields take the defaults
 // (WithDefaults); durations are nanoseconds in JSON.
-type QueueConfig struct {
+type Config struct {
 	// Lease is the lease of a claim that names none. Default 30 s.
 	Lease time.Duration `json:"lease"`
 	// MaxDeliveries: a record whose delivery count reaches it and fails
@@ -68,21 +69,21 @@ func DefaultDeadLetterTopic(topic, group string) string {
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
-func (c QueueConfig) WithDefaults(topic, group string) QueueConfig {
+func (c Config) WithDefaults(topic, group string) Config {
 	if c.Lease == 0 {
-		c.Lease = DefaultQueueLease
+		c.Lease = DefaultLease
 	}
 	if c.MaxDeliveries == 0 {
-		c.MaxDeliveries = DefaultQueueMaxDeliveries
+		c.MaxDeliveries = DefaultMaxDeliveries
 	}
 	if c.BackoffBase == 0 {
-		c.BackoffBase = DefaultQueueBackoffBase
+		c.BackoffBase = DefaultBackoffBase
 	}
 	if c.BackoffMax == 0 {
-		c.BackoffMax = max(DefaultQueueBackoffMax, c.BackoffBase)
+		c.BackoffMax = max(DefaultBackoffMax, c.BackoffBase)
 	}
 	if c.MaxInFlight == 0 {
-		c.MaxInFlight = DefaultQueueMaxInFlight
+		c.MaxInFlight = DefaultMaxInFlight
 	}
 	if c.DeadLetterTopic == "" {
 		c.DeadLetterTopic = DefaultDeadLetterTopic(topic, group)
@@ -95,21 +96,21 @@ func (c QueueConfig) WithDefaults(topic, group string) QueueConfig {
 
 // Validate checks a config with defaults applied. The topic name of the
 // dead-letter topic is checked by the caller, which knows the rules.
-func (c QueueConfig) Validate() error {
+func (c Config) Validate() error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidQueueConfig}, args...)...)
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
 	}
 	switch {
-	case c.Lease <= 0 || c.Lease > MaxQueueLease:
-		return bad("lease %v must be in (0, %v]", c.Lease, MaxQueueLease)
-	case c.MaxDeliveries < 1 || c.MaxDeliveries > MaxQueueDeliveries:
-		return bad("max deliveries %d must be in [1, %d]", c.MaxDeliveries, MaxQueueDeliveries)
-	case c.BackoffBase < 0 || c.BackoffBase > MaxQueueDelay:
-		return bad("backoff base %v must be in [0, %v]", c.BackoffBase, MaxQueueDelay)
-	case c.BackoffMax < c.BackoffBase || c.BackoffMax > MaxQueueDelay:
-		return bad("backoff max %v must be in [backoff base %v, %v]", c.BackoffMax, c.BackoffBase, MaxQueueDelay)
-	case c.MaxInFlight < 1 || c.MaxInFlight > MaxQueueInFlight:
-		return bad("max in flight %d must be in [1, %d]", c.MaxInFlight, MaxQueueInFlight)
+	case c.Lease <= 0 || c.Lease > MaxLease:
+		return bad("lease %v must be in (0, %v]", c.Lease, MaxLease)
+	case c.MaxDeliveries < 1 || c.MaxDeliveries > MaxDeliveriesLimit:
+		return bad("max deliveries %d must be in [1, %d]", c.MaxDeliveries, MaxDeliveriesLimit)
+	case c.BackoffBase < 0 || c.BackoffBase > MaxDelay:
+		return bad("backoff base %v must be in [0, %v]", c.BackoffBase, MaxDelay)
+	case c.BackoffMax < c.BackoffBase || c.BackoffMax > MaxDelay:
+		return bad("backoff max %v must be in [backoff base %v, %v]", c.BackoffMax, c.BackoffBase, MaxDelay)
+	case c.MaxInFlight < 1 || c.MaxInFlight > MaxInFlightLimit:
+		return bad("max in flight %d must be in [1, %d]", c.MaxInFlight, MaxInFlightLimit)
 	case c.AgeLimit < 0:
 		return bad("age limit %v is negative", c.AgeLimit)
 	case c.DeadLetterTopic == "":
@@ -120,17 +121,17 @@ func (c QueueConfig) Validate() error {
 	return nil
 }
 
-// ValidateQueueGroupName checks a group name: 1 to MaxQueueGroupName
-// characters of [a-zA-Z0-9._-], so the default dead-letter topic name is a
-// valid topic name.
-func ValidateQueueGroupName(name string) error {
-	if name == "" || len(name) > MaxQueueGroupName {
-		return fmt.Errorf("%w: group name must have 1 to %d characters", ErrInvalidQueueRequest, MaxQueueGroupName)
+// ValidateName checks a queue group's name: 1 to MaxNameLen characters of
+// [a-zA-Z0-9._-], so the default dead-letter topic name is a valid topic
+// name.
+func ValidateName(name string) error {
+	if name == "" || len(name) > MaxNameLen {
+		return fmt.Errorf("%w: group name must have 1 to %d characters", ErrInvalidRequest, MaxNameLen)
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("%w: group name %q: illegal character %q; only [a-zA-Z0-9._-] are allowed", ErrInvalidQueueRequest, name, c)
+			return fmt.Errorf("%w: group name %q: illegal character %q; only [a-zA-Z0-9._-] are allowed", ErrInvalidRequest, name, c)
 		}
 	}
 	return nil

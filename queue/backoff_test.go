@@ -1,4 +1,4 @@
-package group
+package queue
 
 import (
 	"testing"
@@ -22,11 +22,11 @@ func TestBackoffBounds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var lo, hi time.Duration = tt.ceiling, 0
 			for off := int64(0); off < 2000; off++ {
-				d := Backoff(tt.base, tt.max, 42, 3, off, tt.delivery)
+				d := backoff(tt.base, tt.max, 42, 3, off, tt.delivery)
 				if d < 0 || d > tt.ceiling {
 					t.Fatalf("offset %d: backoff %v outside [0, %v]", off, d, tt.ceiling)
 				}
-				if again := Backoff(tt.base, tt.max, 42, 3, off, tt.delivery); again != d {
+				if again := backoff(tt.base, tt.max, 42, 3, off, tt.delivery); again != d {
 					t.Fatalf("offset %d: not deterministic: %v then %v", off, d, again)
 				}
 				lo, hi = min(lo, d), max(hi, d)
@@ -36,29 +36,5 @@ func TestBackoffBounds(t *testing.T) {
 				t.Errorf("draws span [%v, %v], want most of [0, %v]", lo, hi, tt.ceiling)
 			}
 		})
-	}
-}
-
-func TestTokenRoundTrip(t *testing.T) {
-	tok := Token{Partition: 7, Offset: 1 << 40, Delivery: 3, Tag: 0xdeadbeef}
-	got, err := ParseToken(tok.String())
-	if err != nil || got != tok {
-		t.Fatalf("ParseToken(%q) = %v, %v; want %v", tok.String(), got, err, tok)
-	}
-	for _, bad := range []string{"", "1.2.3", "1.2.3.4", "-1.2.3.00000000deadbeef", "1.2.0.00000000deadbeef", "a.2.3.00000000deadbeef", "1.2.3.00000000deadbeefX"} {
-		if _, err := ParseToken(bad); err == nil {
-			t.Errorf("ParseToken(%q) succeeded", bad)
-		}
-	}
-}
-
-func TestTokensDifferPerDelivery(t *testing.T) {
-	secret := []byte("s")
-	a := leaseTag(secret, 10, 0, 5, 1)
-	if b := leaseTag(secret, 11, 0, 5, 2); a == b {
-		t.Fatal("two deliveries share a tag")
-	}
-	if c := leaseTag([]byte("other"), 10, 0, 5, 1); a == c {
-		t.Fatal("tag does not depend on the group secret")
 	}
 }

@@ -1,28 +1,28 @@
-package group
+package queue
 
 import (
 	"fmt"
 	"slices"
 )
 
-// QueueSnapshot is a queue group's whole state in a form that encodes to
+// Snapshot is a queue group's whole state in a form that encodes to
 // JSON; Restore rebuilds the group from it exactly.
-type QueueSnapshot struct {
+type Snapshot struct {
 	Topic       string            `json:"topic"`
 	Name        string            `json:"name"`
-	Config      QueueConfig       `json:"config"`
+	Config      Config            `json:"config"`
 	Secret      []byte            `json:"secret"`
 	CreateIndex uint64            `json:"create_index"`
 	CreatedAt   int64             `json:"created_at"`
 	Cursor      int               `json:"cursor"`
 	Paused      bool              `json:"paused,omitempty"`
-	Partitions  []*queuePartition `json:"partitions"`
+	Partitions  []*partitionState `json:"partitions"`
 }
 
 // Snapshot returns a deep copy of the state, safe to encode while the
 // queue keeps changing.
-func (q *Queue) Snapshot() QueueSnapshot {
-	s := QueueSnapshot{Topic: q.topic, Name: q.name, Config: q.cfg, Secret: slices.Clone(q.secret),
+func (q *Group) Snapshot() Snapshot {
+	s := Snapshot{Topic: q.topic, Name: q.name, Config: q.cfg, Secret: slices.Clone(q.secret),
 		CreateIndex: q.createIndex, CreatedAt: q.createdAt, Cursor: q.cursor, Paused: q.paused}
 	for _, p := range q.parts {
 		c := *p
@@ -37,13 +37,13 @@ func (q *Queue) Snapshot() QueueSnapshot {
 	return s
 }
 
-// RestoreQueue rebuilds a queue from a snapshot, checking its invariants so
+// Restore rebuilds a queue from a snapshot, checking its invariants so
 // a damaged snapshot is refused rather than served.
-func RestoreQueue(s QueueSnapshot) (*Queue, error) {
+func Restore(s Snapshot) (*Group, error) {
 	if err := s.Config.Validate(); err != nil {
 		return nil, fmt.Errorf("restore queue group %s/%s: %w", s.Topic, s.Name, err)
 	}
-	q := &Queue{topic: s.Topic, name: s.Name, cfg: s.Config, secret: slices.Clone(s.Secret), seed: backoffSeed(s.Secret),
+	q := &Group{topic: s.Topic, name: s.Name, cfg: s.Config, secret: slices.Clone(s.Secret), seed: backoffSeed(s.Secret),
 		createIndex: s.CreateIndex, createdAt: s.CreatedAt, cursor: s.Cursor, paused: s.Paused}
 	for i, p := range s.Partitions {
 		if p == nil {

@@ -1,4 +1,4 @@
-package group
+package queue
 
 // leaseState is where one tracked record stands. Records below a
 // partition's Next that are not tracked are finished (acked, dead-lettered
@@ -13,7 +13,7 @@ const (
 	// leaseDelayed: nacked transiently, available again at Until.
 	leaseDelayed
 	// leaseDeadPending: decided for the dead-letter topic, waiting for a
-	// command with room to move it (see Queue.PendingDeadLetters). It is
+	// command with room to move it (see Group.PendingDeadLetters). It is
 	// never delivered again.
 	leaseDeadPending
 	// leaseAcked and leaseDead are finished; the entry stays until the next

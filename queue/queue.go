@@ -1,4 +1,4 @@
-package group
+package queue
 
 import (
 	"fmt"
@@ -8,30 +8,30 @@ import (
 	"time"
 )
 
-// Queue is the lease state machine of one queue group on one topic. It is
+// Group is the lease state machine of one queue group on one topic. It is
 // pure: it reads no clock (every method takes the command's time, Unix ns),
 // no randomness and no storage (records are looked up through a
 // RecordSource), so replicas applying the same commands end in the same
 // state. It is not safe for concurrent use; the caller serializes.
-type Queue struct {
+type Group struct {
 	topic, name string
-	cfg         QueueConfig
+	cfg         Config
 	secret      []byte
 	seed        uint64
 	createIndex uint64
 	createdAt   int64
-	parts       []*queuePartition
+	parts       []*partitionState
 	// cursor is the partition a claim starts from; it rotates so that
 	// claims spread over partitions.
 	cursor int
-	// paused: claims deliver nothing (queue_pause.go).
+	// paused: claims deliver nothing (pause.go).
 	paused bool
 }
 
-// queuePartition is one partition's state: every offset below Start is
+// partitionState is one partition's state: every offset below Start is
 // finished; offsets in [Start, Next) are finished unless tracked; offsets
 // at or above Next were never delivered.
-type queuePartition struct {
+type partitionState struct {
 	Start int64 `json:"start"`
 	Next  int64 `json:"next"`
 	// Tracked holds records of [Start, Next) that were delivered (or
@@ -52,7 +52,7 @@ type queuePartition struct {
 	Recent    []finishedDelivery `json:"recent,omitempty"`
 	RecentPos int                `json:"recent_pos,omitempty"`
 	// AppendedRecords and AppendedBytes count what was appended since the
-	// group began, for the backlog's byte estimate (queue_health.go).
+	// group began, for the backlog's byte estimate (health.go).
 	AppendedRecords int64 `json:"appended_records,omitempty"`
 	AppendedBytes   int64 `json:"appended_bytes,omitempty"`
 	// Nacked counts accepted nacks and Expired leases found expired (when
@@ -61,42 +61,42 @@ type queuePartition struct {
 	Expired int64 `json:"expired,omitempty"`
 }
 
-// NewQueue makes the state of a new group. starts holds each partition's
+// New makes the state of a new group. starts holds each partition's
 // first offset to work (0, or the end offset for a group that takes only
 // new records). secret seeds the delivery tokens and backoff jitter.
-func NewQueue(topic, name string, cfg QueueConfig, starts []int64, secret []byte, index uint64, now int64) (*Queue, error) {
+func New(topic, name string, cfg Config, starts []int64, secret []byte, index uint64, now int64) (*Group, error) {
 	cfg = cfg.WithDefaults(topic, name)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := ValidateQueueGroupName(name); err != nil {
+	if err := ValidateName(name); err != nil {
 		return nil, err
 	}
-	q := &Queue{topic: topic, name: name, cfg: cfg, secret: slices.Clone(secret), seed: backoffSeed(secret), createIndex: index, createdAt: now}
+	q := &Group{topic: topic, name: name, cfg: cfg, secret: slices.Clone(secret), seed: backoffSeed(secret), createIndex: index, createdAt: now}
 	for _, s := range starts {
-		q.parts = append(q.parts, &queuePartition{Start: s, Next: s, Wake: math.MaxInt64})
+		q.parts = append(q.parts, &partitionState{Start: s, Next: s, Wake: math.MaxInt64})
 	}
 	return q, nil
 }
 
 // Topic returns the topic the group works.
-func (q *Queue) Topic() string { return q.topic }
+func (q *Group) Topic() string { return q.topic }
 
 // Name returns the group's name.
-func (q *Queue) Name() string { return q.name }
+func (q *Group) Name() string { return q.name }
 
 // Config returns the group's settings, defaults applied.
-func (q *Queue) Config() QueueConfig { return q.cfg }
+func (q *Group) Config() Config { return q.cfg }
 
 // CreatedAt returns the group's creation time, Unix ns.
-func (q *Queue) CreatedAt() int64 { return q.createdAt }
+func (q *Group) CreatedAt() int64 { return q.createdAt }
 
 // Partitions returns the number of partitions the group works.
-func (q *Queue) Partitions() int { return len(q.parts) }
+func (q *Group) Partitions() int { return len(q.parts) }
 
 // SetConfig replaces the group's settings. Records in flight keep their
 // leases; new limits apply from the next command.
-func (q *Queue) SetConfig(cfg QueueConfig) error {
+func (q *Group) SetConfig(cfg Config) error {
 	cfg = cfg.WithDefaults(q.topic, q.name)
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -171,13 +171,13 @@ type ClaimResult struct {
 // partition is under its in-flight cap. A record past its business
 // deadline or the age limit is marked for the dead-letter topic instead of
 // delivered. Nothing here depends on map order or a clock.
-func (q *Queue) Claim(req ClaimRequest, src RecordSource) (ClaimResult, error) {
+func (q *Group) Claim(req ClaimRequest, src RecordSource) (ClaimResult, error) {
 	var res ClaimResult
 	if req.Max < 1 {
-		return res, fmt.Errorf("%w: claim of %d records", ErrInvalidQueueRequest, req.Max)
+		return res, fmt.Errorf("%w: claim of %d records", ErrInvalidRequest, req.Max)
 	}
 	if len(req.Ends) != len(q.parts) {
-		return res, fmt.Errorf("%w: %d end offsets for %d partitions", ErrInvalidQueueRequest, len(req.Ends), len(q.parts))
+		return res, fmt.Errorf("%w: %d end offsets for %d partitions", ErrInvalidRequest, len(req.Ends), len(q.parts))
 	}
 	if q.paused {
 		return res, nil
@@ -186,8 +186,8 @@ func (q *Queue) Claim(req ClaimRequest, src RecordSource) (ClaimResult, error) {
 	if lease <= 0 {
 		lease = q.cfg.Lease
 	}
-	if lease > MaxQueueLease {
-		return res, fmt.Errorf("%w: lease %v above %v", ErrInvalidQueueRequest, lease, MaxQueueLease)
+	if lease > MaxLease {
+		return res, fmt.Errorf("%w: lease %v above %v", ErrInvalidRequest, lease, MaxLease)
 	}
 	bytes := 0
 	full := func() bool {
@@ -268,7 +268,7 @@ func (q *Queue) Claim(req ClaimRequest, src RecordSource) (ClaimResult, error) {
 // settle applies the passage of time to one record: an expired lease makes
 // it ready again, or pending for the dead-letter topic once it used its
 // last delivery; a delayed record whose time has come is ready.
-func (q *Queue) settle(p *queuePartition, r *leaseRecord, now int64) {
+func (q *Group) settle(p *partitionState, r *leaseRecord, now int64) {
 	switch {
 	case r.State == leaseInFlight && now >= r.Until:
 		p.Expired++
@@ -287,7 +287,7 @@ func (q *Queue) settle(p *queuePartition, r *leaseRecord, now int64) {
 
 // undeliverable returns the dead-letter reason of a record that must not be
 // delivered at now, or "".
-func (q *Queue) undeliverable(info RecordInfo, now int64) string {
+func (q *Group) undeliverable(info RecordInfo, now int64) string {
 	switch {
 	case info.Deadline != 0 && now >= info.Deadline:
 		return ReasonDeadlineExceeded
@@ -297,7 +297,7 @@ func (q *Queue) undeliverable(info RecordInfo, now int64) string {
 	return ""
 }
 
-func (q *Queue) deliver(part int32, r *leaseRecord, req ClaimRequest, lease time.Duration) Delivery {
+func (q *Group) deliver(part int32, r *leaseRecord, req ClaimRequest, lease time.Duration) Delivery {
 	r.Deliveries++
 	r.State = leaseInFlight
 	r.Until = req.Now + int64(lease)
@@ -317,7 +317,7 @@ func (q *Queue) deliver(part int32, r *leaseRecord, req ClaimRequest, lease time
 }
 
 // finish marks a tracked record finished and remembers the delivery.
-func (q *Queue) finish(p *queuePartition, r *leaseRecord, dead bool) {
+func (q *Group) finish(p *partitionState, r *leaseRecord, dead bool) {
 	if dead {
 		r.State = leaseDead
 		p.DeadLettered++
@@ -339,7 +339,7 @@ func (q *Queue) finish(p *queuePartition, r *leaseRecord, dead bool) {
 // work is amortized and memory stays within about twice the in-flight cap),
 // else only a finished prefix, and moves Start up to the first unfinished
 // offset.
-func (q *Queue) compact(p *queuePartition) {
+func (q *Group) compact(p *partitionState) {
 	if finished := len(p.Tracked) - p.Live; finished > p.Live {
 		p.Tracked = slices.DeleteFunc(p.Tracked, func(r *leaseRecord) bool { return r.State.finished() })
 	} else if finished > 0 {
@@ -358,13 +358,13 @@ func (q *Queue) compact(p *queuePartition) {
 }
 
 // markDead marks a record for the dead-letter topic.
-func (q *Queue) markDead(p *queuePartition, r *leaseRecord, reason string) {
+func (q *Group) markDead(p *partitionState, r *leaseRecord, reason string) {
 	r.State, r.Reason = leaseDeadPending, reason
 	p.DeadPending++
 }
 
 // find returns the tracked record at offset, or nil.
-func (p *queuePartition) find(offset int64) *leaseRecord {
+func (p *partitionState) find(offset int64) *leaseRecord {
 	i := sort.Search(len(p.Tracked), func(i int) bool { return p.Tracked[i].Offset >= offset })
 	if i < len(p.Tracked) && p.Tracked[i].Offset == offset {
 		return p.Tracked[i]
@@ -416,7 +416,7 @@ type TokenResult struct {
 // current finds the record a token names and checks that the token is the
 // current delivery with a live lease. Otherwise it returns the result to
 // give (stale or duplicate) and a nil record.
-func (q *Queue) current(t Token, now int64, ack bool) (*queuePartition, *leaseRecord, TokenResult) {
+func (q *Group) current(t Token, now int64, ack bool) (*partitionState, *leaseRecord, TokenResult) {
 	if t.Partition < 0 || int(t.Partition) >= len(q.parts) {
 		return nil, nil, TokenResult{Outcome: TokenStale, Detail: fmt.Sprintf("no partition %d", t.Partition)}
 	}
@@ -464,7 +464,7 @@ func finishedResult(dead, ack bool) TokenResult {
 
 // Ack finishes the records of current deliveries. Each token gets its own
 // result; a stale token changes nothing.
-func (q *Queue) Ack(now int64, tokens []Token) []TokenResult {
+func (q *Group) Ack(now int64, tokens []Token) []TokenResult {
 	out := make([]TokenResult, len(tokens))
 	touched := make([]bool, len(q.parts))
 	for i, t := range tokens {
@@ -496,11 +496,11 @@ type Nack struct {
 // available again after its backoff (or the nack's delay), or marks it for
 // the dead-letter topic (reason "max_deliveries") when that was its last
 // allowed delivery; a permanent nack marks it at once (reason "rejected").
-func (q *Queue) Nack(now int64, nacks []Nack) []TokenResult {
+func (q *Group) Nack(now int64, nacks []Nack) []TokenResult {
 	out := make([]TokenResult, len(nacks))
 	for i, n := range nacks {
-		if n.HasDelay && (n.Delay < 0 || n.Delay > MaxQueueDelay) {
-			out[i] = TokenResult{Outcome: TokenStale, Detail: fmt.Sprintf("delay %v outside [0, %v]", n.Delay, MaxQueueDelay)}
+		if n.HasDelay && (n.Delay < 0 || n.Delay > MaxDelay) {
+			out[i] = TokenResult{Outcome: TokenStale, Detail: fmt.Sprintf("delay %v outside [0, %v]", n.Delay, MaxDelay)}
 			continue
 		}
 		p, r, res := q.current(n.Token, now, false)
@@ -520,7 +520,7 @@ func (q *Queue) Nack(now int64, nacks []Nack) []TokenResult {
 		default:
 			d := n.Delay
 			if !n.HasDelay {
-				d = Backoff(q.cfg.BackoffBase, q.cfg.BackoffMax, q.seed, n.Token.Partition, r.Offset, r.Deliveries)
+				d = backoff(q.cfg.BackoffBase, q.cfg.BackoffMax, q.seed, n.Token.Partition, r.Offset, r.Deliveries)
 			}
 			r.State, r.Until = leaseDelayed, now+int64(d)
 			p.Wake = min(p.Wake, r.Until)
@@ -532,9 +532,9 @@ func (q *Queue) Nack(now int64, nacks []Nack) []TokenResult {
 
 // Extend moves the lease deadline of current deliveries to now+lease (0:
 // the group's default lease).
-func (q *Queue) Extend(now int64, tokens []Token, lease time.Duration) ([]TokenResult, error) {
-	if lease < 0 || lease > MaxQueueLease {
-		return nil, fmt.Errorf("%w: lease %v outside [0, %v]", ErrInvalidQueueRequest, lease, MaxQueueLease)
+func (q *Group) Extend(now int64, tokens []Token, lease time.Duration) ([]TokenResult, error) {
+	if lease < 0 || lease > MaxLease {
+		return nil, fmt.Errorf("%w: lease %v outside [0, %v]", ErrInvalidRequest, lease, MaxLease)
 	}
 	if lease == 0 {
 		lease = q.cfg.Lease
@@ -552,7 +552,7 @@ func (q *Queue) Extend(now int64, tokens []Token, lease time.Duration) ([]TokenR
 	return out, nil
 }
 
-func (q *Queue) compactTouched(touched []bool) {
+func (q *Group) compactTouched(touched []bool) {
 	for i, t := range touched {
 		if t {
 			q.compact(q.parts[i])
@@ -575,7 +575,7 @@ type DeadLetter struct {
 // partition then offset, at most limit of them (limit <= 0: all). The
 // caller writes them to the dead-letter topic and calls MarkDeadLettered in
 // the same command, so a record is never both live and dead.
-func (q *Queue) PendingDeadLetters(limit int) []DeadLetter {
+func (q *Group) PendingDeadLetters(limit int) []DeadLetter {
 	var out []DeadLetter
 	for pi, p := range q.parts {
 		if p.DeadPending == 0 {
@@ -599,7 +599,7 @@ func (q *Queue) PendingDeadLetters(limit int) []DeadLetter {
 
 // MarkDeadLettered finishes records the caller has written to the
 // dead-letter topic.
-func (q *Queue) MarkDeadLettered(dls []DeadLetter) {
+func (q *Group) MarkDeadLettered(dls []DeadLetter) {
 	touched := make([]bool, len(q.parts))
 	for _, d := range dls {
 		if d.Partition < 0 || int(d.Partition) >= len(q.parts) {

@@ -1,13 +1,13 @@
-package group
+package queue
 
-// Backpressure inputs (issue 7): where a group's unfinished records start,
-// and how large its backlog is. All of it is derived from replicated state,
-// so Apply may decide with it.
+// Backpressure inputs: where a group's unfinished records start, and how
+// large its backlog is. All of it is derived from replicated state, so
+// Apply may decide with it.
 
 // PartitionStart returns the offset below which every record of a
 // partition is finished (acked or dead-lettered); retention must keep
 // everything at or above it. ok is false for an unknown partition.
-func (q *Queue) PartitionStart(partition int32) (start int64, ok bool) {
+func (q *Group) PartitionStart(partition int32) (start int64, ok bool) {
 	if partition < 0 || int(partition) >= len(q.parts) {
 		return 0, false
 	}
@@ -17,7 +17,7 @@ func (q *Queue) PartitionStart(partition int32) (start int64, ok bool) {
 // NoteAppend counts records appended to a partition of the group's topic,
 // so the group knows the mean size of its records. The caller calls it for
 // every applied append, replays included (the counts are snapshot state).
-func (q *Queue) NoteAppend(partition int32, records, bytes int64) {
+func (q *Group) NoteAppend(partition int32, records, bytes int64) {
 	if partition < 0 || int(partition) >= len(q.parts) || records <= 0 {
 		return
 	}
@@ -37,7 +37,7 @@ type Backlog struct {
 
 // Backlog returns the group's unfinished work over all partitions; ends
 // holds the partitions' end offsets as of the command.
-func (q *Queue) Backlog(ends []int64) Backlog {
+func (q *Group) Backlog(ends []int64) Backlog {
 	var b Backlog
 	for pi, p := range q.parts {
 		n := int64(p.Live)
@@ -51,7 +51,7 @@ func (q *Queue) Backlog(ends []int64) Backlog {
 }
 
 // meanRecordBytes is the mean appended bytes per record (0 before any).
-func (p *queuePartition) meanRecordBytes() int64 {
+func (p *partitionState) meanRecordBytes() int64 {
 	if p.AppendedRecords <= 0 {
 		return 0
 	}

@@ -1,9 +1,9 @@
-package group
+package queue
 
 import "math"
 
-// QueuePartitionStats describes one partition of a queue group at a time.
-type QueuePartitionStats struct {
+// PartitionStats describes one partition of a queue group at a time.
+type PartitionStats struct {
 	Partition int32
 	// Start: every offset below it is finished. Next: offsets at or above
 	// it were never delivered. End: the partition's end offset.
@@ -29,10 +29,10 @@ type QueuePartitionStats struct {
 
 // Stats describes every partition at now; ends holds the partitions' end
 // offsets. It only reads: lazy expiry is counted, not applied.
-func (q *Queue) Stats(now int64, ends []int64) []QueuePartitionStats {
-	out := make([]QueuePartitionStats, len(q.parts))
+func (q *Group) Stats(now int64, ends []int64) []PartitionStats {
+	out := make([]PartitionStats, len(q.parts))
 	for pi, p := range q.parts {
-		s := QueuePartitionStats{Partition: int32(pi), Start: p.Start, Next: p.Next, OldestReady: -1,
+		s := PartitionStats{Partition: int32(pi), Start: p.Start, Next: p.Next, OldestReady: -1,
 			Acked: p.Acked, DeadLettered: p.DeadLettered, Nacked: p.Nacked, Expired: p.Expired}
 		if pi < len(ends) {
 			s.End = ends[pi]
@@ -81,7 +81,7 @@ func (q *Queue) Stats(now int64, ends []int64) []QueuePartitionStats {
 // anything, and otherwise the earliest time one could without new records
 // (math.MaxInt64 if none). A server waits with it instead of proposing
 // empty claims.
-func (q *Queue) Claimable(now int64, ends []int64) (bool, int64) {
+func (q *Group) Claimable(now int64, ends []int64) (bool, int64) {
 	wake := int64(math.MaxInt64)
 	if q.paused {
 		return false, wake

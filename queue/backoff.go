@@ -1,11 +1,11 @@
-package group
+package queue
 
 import (
 	"encoding/binary"
 	"time"
 )
 
-// Backoff returns the delay before a record is offered again after its
+// backoff returns the delay before a record is offered again after its
 // delivery-th delivery (1-based) failed transiently: capped exponential with
 // full jitter, uniform in [0, min(max, base·2^(delivery-1))].
 //
@@ -13,7 +13,7 @@ import (
 // draw, so every replica computes the same delay from the same command
 // (Apply must be deterministic), while different records and attempts still
 // spread out.
-func Backoff(base, max time.Duration, seed uint64, partition int32, offset int64, delivery uint32) time.Duration {
+func backoff(base, max time.Duration, seed uint64, partition int32, offset int64, delivery uint32) time.Duration {
 	if base <= 0 || max <= 0 {
 		return 0
 	}

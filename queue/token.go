@@ -1,4 +1,4 @@
-package group
+package queue
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package group
+package queue
 
 import (
 	"flag"
@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite testdata/queue/* expectations with the actual output")
+var rewrite = flag.Bool("rewrite", false, "rewrite testdata/* expectations with the actual output")
 
 // fakeSource is an in-memory RecordSource: records by partition and offset.
 type fakeSource struct {
@@ -30,14 +30,14 @@ func (s *fakeSource) RecordInfo(p int32, off int64) (RecordInfo, error) {
 // are named T1, T2, ... in the order they are issued.
 type queueScript struct {
 	t      *testing.T
-	q      *Queue
+	q      *Group
 	src    *fakeSource
 	tokens map[string]Token
 	names  map[Token]string
 }
 
 func TestQueueScripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/queue/*.txt")
+	files, err := filepath.Glob("testdata/*.txt")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no scripts: %v", err)
 	}
@@ -138,12 +138,12 @@ func (s *queueScript) exec(line string) string {
 	switch cmd {
 	case "group":
 		parts := s.num(kv, "partitions", 1)
-		cfg := QueueConfig{
+		cfg := Config{
 			Lease: s.dur(kv, "lease"), MaxDeliveries: s.num(kv, "max-deliveries", 0),
 			BackoffBase: s.dur(kv, "backoff-base"), BackoffMax: s.dur(kv, "backoff-max"),
 			MaxInFlight: s.num(kv, "cap", 0), AgeLimit: s.dur(kv, "age-limit"),
 		}
-		q, err := NewQueue("jobs", "workers", cfg, make([]int64, parts), []byte("0123456789abcdef"), 1, now)
+		q, err := New("jobs", "workers", cfg, make([]int64, parts), []byte("0123456789abcdef"), 1, now)
 		if err != nil {
 			return fmt.Sprintf("error: %v\n", err)
 		}
@@ -253,7 +253,7 @@ func (s *queueScript) exec(line string) string {
 		}
 	case "snapshot":
 		// Round-trips the state through a snapshot.
-		q, err := RestoreQueue(s.q.Snapshot())
+		q, err := Restore(s.q.Snapshot())
 		if err != nil {
 			return fmt.Sprintf("error: %v\n", err)
 		}
