@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -306,6 +305,5 @@ func diffLines(want, got string) string {
 			out = append(out, fmt.Sprintf("line %d:\n  want %q\n  got  %q", i+1, wl, gl))
 		}
 	}
-	sort.Strings(nil)
 	return strings.Join(out, "\n")
 }
