@@ -1,7 +1,8 @@
-// Package group holds the pure state of consumer groups (and, in
-// queue*.go, queue groups): no raft, no network, no clock. The replicated
-// state machine (package replication) applies commands to these types with
-// the leader-stamped command time; tests drive them with a fake clock.
+// Package group holds the pure state of consumer groups: no raft, no
+// network, no clock. The replicated state machine (package replication)
+// applies commands to these types with the leader-stamped command time;
+// tests drive them with a fake clock. Queue groups, the work-queue mode,
+// are package queue.
 //
 // Consumer groups (consumer.go, assign.go, offsets.go):
 //
@@ -33,31 +34,4 @@
 //
 // Offsets of a topic that was deleted (or deleted and created again; see
 // Topics.Topic's incarnation) are dropped.
-//
-// Queue groups (queue*.go, lease*.go, backoff.go):
-//
-//   - Per partition, every offset below Start is finished (acked or
-//     dead-lettered); offsets in [Start, Next) are finished unless tracked;
-//     offsets at or above Next were never delivered. Tracked records are
-//     ready (for redelivery), in flight (lease until a deadline, with the
-//     current delivery's tag), delayed (backoff until a time), or pending
-//     for the dead-letter topic. MaxInFlight bounds the unfinished tracked
-//     records, so memory is the cap plus finished entries awaiting
-//     compaction (at most about as many again) and a ring of the last 256
-//     finished deliveries (to answer a repeated ack as a duplicate).
-//   - A token (partition, offset, delivery, tag) is accepted only while it
-//     names the current delivery and now < its lease deadline: at exactly
-//     the deadline the record is claimable again and the token stale.
-//     Stale tokens change nothing. The tag hashes the group's secret (set
-//     by the leader at creation), the claim's Raft index and the delivery.
-//   - Time is lazy and the command's: expiry, backoff ends, deadlines and
-//     the age limit are checked when a claim scans a partition; Wake keeps
-//     the scan off the hot path while every lease is live.
-//   - Backoff is capped exponential with full jitter, the jitter a hash of
-//     (seed, partition, offset, delivery) so replicas agree.
-//   - Dead-lettering is decided here (PendingDeadLetters) and done by the
-//     caller in the same command (MarkDeadLettered), which writes the
-//     dead-letter records: a record is never both live and dead.
-//   - Claims look records up through RecordSource, which must answer the
-//     same on every replica (offsets below the command's end offsets).
 package group
