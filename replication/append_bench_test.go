@@ -9,8 +9,8 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/logd-dev/logd/batch"
+	"github.com/logd-dev/logd/dedup"
 	"github.com/logd-dev/logd/log"
-	"github.com/logd-dev/logd/partition"
 )
 
 // benchAppends builds n Append commands of recs 128-byte records each to
@@ -31,7 +31,7 @@ func benchAppends(b *testing.B, n, recs, parts int, keyed bool) []Append {
 				rs[j] = batch.Record{Timestamp: 1_700_000_000_000, Value: value}
 				if keyed {
 					k := "bench-1764432000000000000-" + strconv.Itoa(seq)
-					keys = append(keys, RecordKey{Index: int32(j), Key: k, Digest: partition.RecordDigest(nil, value, nil)})
+					keys = append(keys, RecordKey{Index: int32(j), Key: k, Digest: dedup.RecordDigest(nil, value, nil)})
 				}
 				seq++
 			}

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/batch"
+	"github.com/logd-dev/logd/dedup"
 	"github.com/logd-dev/logd/log"
-	"github.com/logd-dev/logd/partition"
 )
 
 // ErrRecordTooLarge means a batch exceeds the topic's max.message.bytes.
@@ -56,8 +56,8 @@ func validateAppend(t *Topic, a Append) error {
 			switch {
 			case k.Key == "":
 				return fmt.Errorf("%w: empty idempotency key", ErrInvalidArgument)
-			case len(k.Key) > partition.MaxIdempotencyKeyBytes:
-				return fmt.Errorf("%w: idempotency key of %d bytes, at most %d", ErrInvalidArgument, len(k.Key), partition.MaxIdempotencyKeyBytes)
+			case len(k.Key) > dedup.MaxIdempotencyKeyBytes:
+				return fmt.Errorf("%w: idempotency key of %d bytes, at most %d", ErrInvalidArgument, len(k.Key), dedup.MaxIdempotencyKeyBytes)
 			case k.Index < 0 || k.Index > info.LastOffsetDelta:
 				return fmt.Errorf("%w: idempotency key for record %d of a %d-record batch", ErrInvalidArgument, k.Index, info.LastOffsetDelta+1)
 			}
@@ -86,7 +86,7 @@ func (f *FSM) applyAppend(index uint64, now int64, a Append) any {
 	inserts := f.dedupScratch[:0]
 	for _, b := range a.Batches {
 		for _, k := range b.Keys {
-			inserts = append(inserts, partition.DedupKey{Key: k.Key, DedupEntry: partitionDedupEntry(k, b.Partition, t.Partitions[b.Partition].next, now+window)})
+			inserts = append(inserts, dedup.Key{Key: k.Key, Entry: partitionDedupEntry(k, b.Partition, t.Partitions[b.Partition].next, now+window)})
 		}
 	}
 	if len(inserts) > 0 {

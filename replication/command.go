@@ -8,8 +8,8 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/logd-dev/logd/dedup"
 	"github.com/logd-dev/logd/internal/varint"
-	"github.com/logd-dev/logd/partition"
 )
 
 // CommandType is the first byte of every Raft log entry the FSM applies.
@@ -75,7 +75,7 @@ type PartitionBatch struct {
 type RecordKey struct {
 	Index  int32
 	Key    string
-	Digest partition.Digest
+	Digest dedup.Digest
 }
 
 // Append payload versions with idempotency keys after each batch; appends
@@ -348,7 +348,7 @@ func (r *reader) keysV2() []RecordKey {
 // keysV3 decodes a batch's front-coded keys (version 3) into the
 // scratch's buffer, after the keys of the command's earlier batches, each
 // key a string aliasing it (see keyScratch). A key is at most
-// partition.MaxIdempotencyKeyBytes long, which bounds what a damaged entry
+// dedup.MaxIdempotencyKeyBytes long, which bounds what a damaged entry
 // can make this allocate. The loop parses its slice directly: it runs for
 // every keyed record on every replica.
 func (r *reader) keysV3() []RecordKey {
@@ -377,14 +377,14 @@ func (r *reader) keysV3() []RecordKey {
 		}
 		b = b[n1+n2:]
 		sl, n3 := binary.Uvarint(b)
-		if n3 <= 0 || sl > uint64(len(b)-n3) || len(b)-n3-int(sl) < len(partition.Digest{}) {
+		if n3 <= 0 || sl > uint64(len(b)-n3) || len(b)-n3-int(sl) < len(dedup.Digest{}) {
 			r.err = fmt.Errorf("key %d: bad suffix", j)
 			return nil
 		}
 		suffix := b[n3 : n3+int(sl)]
 		b = b[n3+int(sl):]
 		copy(keys[j].Digest[:], b)
-		b = b[len(partition.Digest{}):]
+		b = b[len(dedup.Digest{}):]
 		index := prevIndex + 1 + delta
 		switch {
 		case index < math.MinInt32 || index > math.MaxInt32: // validateAppend checks the range
@@ -393,7 +393,7 @@ func (r *reader) keysV3() []RecordKey {
 		case shared > uint64(prevLen):
 			r.err = fmt.Errorf("key %d shares %d bytes with a key of %d", j, shared, prevLen)
 			return nil
-		case int(shared)+len(suffix) > partition.MaxIdempotencyKeyBytes:
+		case int(shared)+len(suffix) > dedup.MaxIdempotencyKeyBytes:
 			r.err = fmt.Errorf("key %d of %d bytes", j, int(shared)+len(suffix))
 			return nil
 		}

@@ -12,14 +12,14 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/logd-dev/logd/partition"
+	"github.com/logd-dev/logd/dedup"
 )
 
 func keyed(p int32, b []byte, keys ...string) PartitionBatch {
 	pb := PartitionBatch{Partition: p, Batch: b}
 	for i, k := range keys {
 		if k != "" {
-			pb.Keys = append(pb.Keys, RecordKey{Index: int32(i), Key: k, Digest: partition.Digest{byte(i), 1}})
+			pb.Keys = append(pb.Keys, RecordKey{Index: int32(i), Key: k, Digest: dedup.Digest{byte(i), 1}})
 		}
 	}
 	return pb
@@ -186,7 +186,7 @@ func (s *memSink) Close() error  { return nil }
 var _ raft.SnapshotSink = (*memSink)(nil)
 
 func TestAppendKeysCodec(t *testing.T) {
-	digest := func(i int) partition.Digest { return partition.Digest{byte(i), 0xab, 15: byte(i)} }
+	digest := func(i int) dedup.Digest { return dedup.Digest{byte(i), 0xab, 15: byte(i)} }
 	a := Append{Topic: "t", Batches: []PartitionBatch{
 		keyed(3, []byte("batch-bytes"), "", "k1"),
 		{Partition: 1, Batch: []byte("b2")},

@@ -10,8 +10,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/logd-dev/logd/dedup"
 	"github.com/logd-dev/logd/log"
-	"github.com/logd-dev/logd/partition"
 )
 
 // FSM is the replicated state machine: topic metadata plus the partition
@@ -55,7 +55,7 @@ type FSM struct {
 	catchUp catchUpConfig
 	// dedupScratch is reused by applyAppend, keyScratch by applyOne (Raft
 	// goroutine only).
-	dedupScratch []partition.DedupKey
+	dedupScratch []dedup.Key
 	keyScratch   keyScratch
 }
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/logd-dev/logd/dedup"
 	"github.com/logd-dev/logd/log"
-	"github.com/logd-dev/logd/partition"
 )
 
 // manifestVersion is the snapshot format version. Version 2 follows the
@@ -52,7 +52,7 @@ type topicManifest struct {
 	CreateIndex  uint64              `json:"create_index"`
 	Partitions   []partitionManifest `json:"partitions"`
 	// Dedup is the topic's idempotency window, oldest key first, in
-	// the window encoding of partition.DedupView.WriteTo (manifest version 1
+	// the window encoding of dedup.View.WriteTo (manifest version 1
 	// only).
 	Dedup []byte `json:"dedup,omitempty"`
 	// DedupBytes is the length of the window's section after the manifest
@@ -78,7 +78,7 @@ type segmentManifest struct {
 // Snapshot captures the manifest and freezes each topic's idempotency
 // window. It runs on the FSM goroutine, between applies, so the manifest
 // and the data agree exactly; its cost does not grow with the number of
-// keys held (a window is frozen in O(keys/1024), see DedupWindow.View).
+// keys held (a window is frozen in O(keys/1024), see dedup.Window.View).
 // Persist then syncs the partition logs and encodes the windows, while
 // applies go on.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
@@ -89,7 +89,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	m := manifest{Version: manifestVersion, Index: f.applied.Load(), Now: f.now.Load()}
 	var (
 		syncs  []*Partition
-		dedups []*partition.DedupView
+		dedups []*dedup.View
 	)
 	for _, t := range f.Topics() {
 		dedups = append(dedups, t.dedup.View())
@@ -115,7 +115,7 @@ type fsmSnapshot struct {
 	m manifest
 	// dedups are the topics' frozen windows, in manifest order; Persist
 	// encodes them, Release releases them.
-	dedups []*partition.DedupView
+	dedups []*dedup.View
 	root   string
 	logger *slog.Logger
 	// syncs are the partitions to fsync before the manifest is written.
@@ -216,18 +216,18 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 			return fmt.Errorf("restore: no newline after the manifest")
 		}
 	}
-	windows := make([]*partition.DedupWindow, len(m.Topics))
+	windows := make([]*dedup.Window, len(m.Topics))
 	for i := range m.Topics {
 		tm := &m.Topics[i]
 		maxKeys := int(configInt(tm.Config, ConfigIdempotencyMaxKeys))
 		var err error
 		switch {
 		case m.Version == 1:
-			windows[i], err = partition.ReadDedupWindow(bytes.NewReader(tm.Dedup), int64(len(tm.Dedup)), maxKeys)
+			windows[i], err = dedup.ReadWindow(bytes.NewReader(tm.Dedup), int64(len(tm.Dedup)), maxKeys)
 		case tm.DedupBytes < 0 || tm.DedupBytes > maxDedupSnapshotBytes:
 			return fmt.Errorf("restore: %s: idempotency window of %d bytes", tm.Name, tm.DedupBytes)
 		default:
-			windows[i], err = partition.ReadDedupWindow(sections, tm.DedupBytes, maxKeys)
+			windows[i], err = dedup.ReadWindow(sections, tm.DedupBytes, maxKeys)
 		}
 		if err != nil {
 			return fmt.Errorf("restore: %s: idempotency window: %w", tm.Name, err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/logd-dev/logd/dedup"
 	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/partition"
 )
@@ -27,11 +28,11 @@ type Topic struct {
 	Partitions  []*Partition
 	dir         string
 	// dedup holds the topic's idempotency keys (nil until opened).
-	dedup *partition.DedupWindow
+	dedup *dedup.Window
 }
 
 // Dedup returns the topic's idempotency window.
-func (t *Topic) Dedup() *partition.DedupWindow { return t.dedup }
+func (t *Topic) Dedup() *dedup.Window { return t.dedup }
 
 // IdempotencyWindow is how long the topic remembers idempotency keys, in
 // nanoseconds.
@@ -110,7 +111,7 @@ func openTopic(root string, t *Topic, partitions int32, base log.Options) error 
 	opts.MaxBatchBytes = int(configInt(t.Config, ConfigMaxMessageBytes))
 	// segment.ms is applied by age against the command time.
 	opts.SegmentMaxAge = msDuration(configInt(t.Config, ConfigSegmentMs))
-	t.dedup = partition.NewDedupWindow(int(configInt(t.Config, ConfigIdempotencyMaxKeys)))
+	t.dedup = dedup.NewWindow(int(configInt(t.Config, ConfigIdempotencyMaxKeys)))
 	for p := int32(0); p < partitions; p++ {
 		l, err := log.Open(filepath.Join(t.dir, strconv.Itoa(int(p))), opts)
 		if err != nil {
@@ -189,6 +190,6 @@ func purgeDeletedTopicDirs(root string, index uint64, logger *slog.Logger) {
 	}
 }
 
-func partitionDedupEntry(k RecordKey, p int32, base, expires int64) partition.DedupEntry {
-	return partition.DedupEntry{Digest: k.Digest, Partition: p, Offset: base + int64(k.Index), Expires: expires}
+func partitionDedupEntry(k RecordKey, p int32, base, expires int64) dedup.Entry {
+	return dedup.Entry{Digest: k.Digest, Partition: p, Offset: base + int64(k.Index), Expires: expires}
 }

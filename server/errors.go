@@ -8,6 +8,7 @@ import (
 	"connectrpc.com/connect"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/dedup"
 	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/partition"
 	"github.com/logd-dev/logd/replication"
@@ -67,7 +68,7 @@ func toConnectError(err error) error {
 	case errors.Is(err, replication.ErrInvalidArgument), errors.Is(err, replication.ErrInvalidConfig),
 		errors.Is(err, partition.ErrInvalidTopicName), errors.Is(err, log.ErrInvalidBatch):
 		return withInfo(connect.CodeInvalidArgument, reason(logdv1.Reason_REASON_INVALID_ARGUMENT), err)
-	case errors.Is(err, partition.ErrIdempotencyConflict):
+	case errors.Is(err, dedup.ErrIdempotencyConflict):
 		return withInfo(connect.CodeAlreadyExists, reason(logdv1.Reason_REASON_IDEMPOTENCY_CONFLICT), err)
 	case queueError(err) != nil:
 		return queueError(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/batch"
+	"github.com/logd-dev/logd/dedup"
 	"github.com/logd-dev/logd/partition"
 	"github.com/logd-dev/logd/replication"
 )
@@ -38,7 +39,7 @@ type produceCall struct {
 	// digests[i] is record i's payload digest if it has an idempotency
 	// key; sameAs[i] is the position of an earlier record of the call with
 	// the same key and payload, or -1. Both are nil in a call without keys.
-	digests []partition.Digest
+	digests []dedup.Digest
 	sameAs  []int
 	results []*logdv1.RecordResult
 	// scratch holds digests, sameAs and the call's key tables; nil in a
@@ -50,11 +51,11 @@ type produceCall struct {
 // pooled: allocated per call it was about 100 bytes per keyed record, and
 // every keyed record of every call passes here.
 type keyedScratch struct {
-	digests  []partition.Digest
+	digests  []dedup.Digest
 	sameAs   []int
 	slots    []int32
 	keys     []replication.RecordKey
-	digester *partition.Digester
+	digester *dedup.Digester
 }
 
 var keyedScratchPool = sync.Pool{New: func() any { return new(keyedScratch) }}
@@ -128,7 +129,7 @@ func (s *Server) Produce(ctx context.Context, req *connect.Request[logdv1.Produc
 // records of the call that repeat a key.
 func (c *produceCall) digestKeys() error {
 	var (
-		dg    *partition.Digester
+		dg    *dedup.Digester
 		first keyPositions
 	)
 	for i, r := range c.records {
@@ -145,12 +146,12 @@ func (c *produceCall) digestKeys() error {
 				c.sameAs[j] = -1
 			}
 		}
-		if len(r.IdempotencyKey) > partition.MaxIdempotencyKeyBytes {
-			return errInvalid("record %d: idempotency key of %d bytes; at most %d", i, len(r.IdempotencyKey), partition.MaxIdempotencyKeyBytes)
+		if len(r.IdempotencyKey) > dedup.MaxIdempotencyKeyBytes {
+			return errInvalid("record %d: idempotency key of %d bytes; at most %d", i, len(r.IdempotencyKey), dedup.MaxIdempotencyKeyBytes)
 		}
 		if dg == nil {
 			if c.scratch.digester == nil {
-				c.scratch.digester = partition.NewDigester()
+				c.scratch.digester = dedup.NewDigester()
 			}
 			dg = c.scratch.digester
 			first = newKeyPositions(c.scratch, len(c.records)-i)
@@ -168,7 +169,7 @@ func (c *produceCall) digestKeys() error {
 		c.digests[i] = dg.Digest(r.Key, r.Value, headers)
 		if j := first.addOrGet(r.IdempotencyKey, i, c.records); j != i {
 			if c.digests[j] != c.digests[i] {
-				return toConnectError(fmt.Errorf("%w: key %q at records %d and %d", partition.ErrIdempotencyConflict, r.IdempotencyKey, j, i))
+				return toConnectError(fmt.Errorf("%w: key %q at records %d and %d", dedup.ErrIdempotencyConflict, r.IdempotencyKey, j, i))
 			}
 			c.sameAs[i] = j
 		}
@@ -222,7 +223,7 @@ func (k keyPositions) addOrGet(key string, pos int, records []*logdv1.Record) in
 // cost one extra Raft round trip, retries being rare). ErrDedupRace also
 // means a concurrent call committed one of the keys first.
 func (s *Server) produceRound(ctx context.Context, c *produceCall, lookup bool) error {
-	dedup := c.topic.Dedup()
+	window := c.topic.Dedup()
 	now := s.node.FSM().Now()
 	var pending []int
 	dups := 0
@@ -231,10 +232,10 @@ func (s *Server) produceRound(ctx context.Context, c *produceCall, lookup bool) 
 			continue
 		}
 		if lookup && r != nil && r.IdempotencyKey != "" {
-			if e, ok := dedup.Lookup(r.IdempotencyKey, now); ok {
+			if e, ok := window.Lookup(r.IdempotencyKey, now); ok {
 				if e.Digest != c.digests[i] {
 					s.metrics.dedupConflicts.Inc()
-					return toConnectError(fmt.Errorf("%w: key %q (record %d) was appended at %s-%d@%d", partition.ErrIdempotencyConflict, r.IdempotencyKey, i, c.topic.Name, e.Partition, e.Offset))
+					return toConnectError(fmt.Errorf("%w: key %q (record %d) was appended at %s-%d@%d", dedup.ErrIdempotencyConflict, r.IdempotencyKey, i, c.topic.Name, e.Partition, e.Offset))
 				}
 				c.results[i] = &logdv1.RecordResult{Partition: e.Partition, Offset: e.Offset, Duplicate: true}
 				dups++
