@@ -103,41 +103,44 @@ func ReadWindow(r io.Reader, n int64, maxKeys int) (*Window, error) {
 // error.
 func decode(r io.Reader, n int64, fn func(key []byte, e Entry)) error {
 	cr := &countingReader{r: bufio.NewReaderSize(io.LimitReader(r, n), 64<<10)}
-	bad := func(what string, i uint64, err error) error {
-		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-			return fmt.Errorf("read idempotency window: %w", err)
+	// A failing reader is reported as such; anything else that stops the
+	// decoding (a short section, a varint overflowing 64 bits, a length
+	// past the section) is a damaged encoding.
+	bad := func(what string, i uint64) error {
+		if cr.err != nil {
+			return fmt.Errorf("read idempotency window: %w", cr.err)
 		}
 		return fmt.Errorf("%w: %s %d", ErrBadEncoding, what, i)
 	}
 	v, err := cr.ReadByte()
 	if err != nil {
-		return bad("version", 0, err)
+		return bad("version", 0)
 	}
 	if v != encodingVersion {
 		return fmt.Errorf("%w: version %d", ErrBadEncoding, v)
 	}
 	count, err := binary.ReadUvarint(cr)
 	if err != nil || count > uint64(n) {
-		return bad("key count", count, err)
+		return bad("key count", count)
 	}
 	var key []byte
 	for i := uint64(0); i < count; i++ {
 		kl, err := binary.ReadUvarint(cr)
 		if err != nil || kl > uint64(n-cr.n) {
-			return bad("key", i, err)
+			return bad("key", i)
 		}
 		key = slices.Grow(key[:0], int(kl))[:kl]
 		if _, err := io.ReadFull(cr, key); err != nil {
-			return bad("key", i, err)
+			return bad("key", i)
 		}
 		var e Entry
 		if _, err := io.ReadFull(cr, e.Digest[:]); err != nil {
-			return bad("digest", i, err)
+			return bad("digest", i)
 		}
 		var vals [3]int64
 		for j := range vals {
 			if vals[j], err = binary.ReadVarint(cr); err != nil {
-				return bad("entry", i, err)
+				return bad("entry", i)
 			}
 		}
 		e.Partition, e.Offset, e.Expires = int32(vals[0]), vals[1], vals[2]
@@ -149,16 +152,25 @@ func decode(r io.Reader, n int64, fn func(key []byte, e Entry)) error {
 	return nil
 }
 
-// countingReader counts the bytes read through it.
+// countingReader counts the bytes read through it and keeps the reader's
+// first failure other than the section's end.
 type countingReader struct {
-	r *bufio.Reader
-	n int64
+	r   *bufio.Reader
+	n   int64
+	err error
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	m, err := c.r.Read(p)
 	c.n += int64(m)
+	c.failed(err)
 	return m, err
+}
+
+func (c *countingReader) failed(err error) {
+	if err != nil && c.err == nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		c.err = err
+	}
 }
 
 func (c *countingReader) ReadByte() (byte, error) {
@@ -166,5 +178,6 @@ func (c *countingReader) ReadByte() (byte, error) {
 	if err == nil {
 		c.n++
 	}
+	c.failed(err)
 	return b, err
 }
