@@ -45,26 +45,25 @@ type Key struct {
 //
 // Deletion from the index is lazy: a slot whose sequence the ring has
 // popped is stale, and an insert may reuse it, so expiry and eviction never
-// touch the index (before, evicting the oldest key cost a second random
-// access, about 40% of the window's time per key). A bucket found full of
-// live slots by an insert is marked as overflowed, and lookups go on to
-// the next bucket only past a marked one. Every len(index) inserts a sweep
-// empties stale slots and recomputes the marks; it also keeps a stale
-// slot from outliving 2^32 sequences, after which its 32 bits of sequence
-// would name a live entry again.
+// touch the index: evicting the oldest key costs no second random access.
+// A bucket found full of live slots by an insert is marked as overflowed,
+// and lookups go on to the next bucket only past a marked one. Every
+// len(index) inserts a sweep empties stale slots and recomputes the marks;
+// it also keeps a stale slot from outliving 2^32 sequences, after which its
+// 32 bits of sequence would name a live entry again.
 //
 // The index buckets a command will touch are loaded first, all at once,
 // so the processor overlaps their cache misses (hashKeysLocked).
 //
 // The ring and the arena are queues of fixed-size chunks and blocks, made
 // and dropped one at a time: no change of the window moves or reallocates
-// more than one block, whatever its size (a growing or compacted arena of
-// 2M keys stalled the state machine for 25 to 80 ms per copy). An entry and
-// its key bytes are written once, when pushed (a dead mark excepted), so a
-// snapshot can freeze the window in O(keys/1024) and encode it later, off
-// the state machine's goroutine, while the window changes (View). A dead
-// mark on a chunk a view may be reading copies the chunk first, and chunks
-// and blocks a view may read are not reused.
+// more than one block, whatever its size, so the state machine never
+// stalls on a copy of millions of keys. An entry and its key bytes are
+// written once, when pushed (a dead mark excepted), so a snapshot can
+// freeze the window in O(keys/1024) and encode it later, off the state
+// machine's goroutine, while the window changes (View). A dead mark on a
+// chunk a view may be reading copies the chunk first, and chunks and
+// blocks a view may read are not reused.
 //
 // Changes (Admit, InsertAll, Expire) take the write lock once per batch;
 // reads (Lookup, Stats, Keys, KeysAt) take the read lock; View takes the
