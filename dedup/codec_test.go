@@ -19,7 +19,7 @@ func BenchmarkDedupSnapshot(b *testing.B) {
 	const n = 100_000
 	win := NewWindow(n)
 	for j := range 2 * n {
-		win.Insert(fmt.Sprintf("bench-1796000000000000000-%d", j), Entry{Offset: int64(j), Expires: 1 << 40}, int64(j))
+		win.insert(fmt.Sprintf("bench-1796000000000000000-%d", j), Entry{Offset: int64(j), Expires: 1 << 40}, int64(j))
 	}
 	b.Run("view", func(b *testing.B) {
 		for b.Loop() {
@@ -56,7 +56,7 @@ func TestViewConcurrent(t *testing.T) {
 			// dead.
 			k := fmt.Sprintf("key-%d-%s", now%300, pad) // ~200 bytes: a block per ~300 keys
 			if _, ok := win.Lookup(k, now); !ok {
-				win.Insert(k, Entry{Offset: now, Expires: now + 50 + now%5*100}, now)
+				win.insert(k, Entry{Offset: now, Expires: now + 50 + now%5*100}, now)
 			}
 		}
 	}
@@ -105,7 +105,7 @@ func (f *failingWriter) Write(p []byte) (int, error) {
 func TestViewWriteError(t *testing.T) {
 	win := NewWindow(10_000)
 	for i := range 5000 {
-		win.Insert(fmt.Sprintf("key-%d", i), Entry{Expires: 1 << 40}, 0)
+		win.insert(fmt.Sprintf("key-%d", i), Entry{Expires: 1 << 40}, 0)
 	}
 	v := win.View()
 	defer v.Release()
@@ -127,11 +127,11 @@ func TestViewWriteError(t *testing.T) {
 func TestReadWindow(t *testing.T) {
 	win := NewWindow(1000)
 	for i := range 700 {
-		win.Insert(modelKey(i), Entry{Digest: Digest{byte(i)}, Partition: int32(i % 3), Offset: int64(i), Expires: int64(1000 + i)}, int64(i))
+		win.insert(modelKey(i), Entry{Digest: Digest{byte(i)}, Partition: int32(i % 3), Offset: int64(i), Expires: int64(1000 + i)}, int64(i))
 	}
 	enc := encodeWindow(t, win)
 	other := NewWindow(10)
-	other.Insert("other", Entry{Offset: 9, Expires: 99}, 0)
+	other.insert("other", Entry{Offset: 9, Expires: 99}, 0)
 	stream := bytes.NewReader(append(slices.Clone(enc), encodeWindow(t, other)...))
 	got, err := ReadWindow(stream, int64(len(enc)), 1000)
 	if err != nil {
@@ -213,7 +213,7 @@ func encodeWindow(t testing.TB, w *Window) []byte {
 func FuzzReadWindow(f *testing.F) {
 	win := NewWindow(10)
 	for i := range 4 {
-		win.Insert(modelKey(i), Entry{Digest: Digest{byte(i), 7}, Partition: int32(i), Offset: int64(-i), Expires: 1 << 40}, int64(i))
+		win.insert(modelKey(i), Entry{Digest: Digest{byte(i), 7}, Partition: int32(i), Offset: int64(-i), Expires: 1 << 40}, int64(i))
 	}
 	enc := encodeWindow(f, win)
 	f.Add(enc)

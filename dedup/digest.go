@@ -14,12 +14,6 @@ import (
 // any payload under its own keys.
 type Digest [16]byte
 
-// RecordDigest computes the Digest of a record's payload. Header order
-// matters, as it does on the wire.
-func RecordDigest(key, value []byte, headers func(yield func(k string, v []byte) bool)) Digest {
-	return NewDigester().Digest(key, value, headers)
-}
-
 // Digester computes record digests, reusing its buffer; one goroutine at
 // a time.
 type Digester struct {
@@ -49,9 +43,10 @@ func appendDigestField[T string | []byte](b []byte, f T, null bool) []byte {
 	return append(b, f...)
 }
 
-// Digest is RecordDigest with the Digester's reused buffer: the framed
-// fields are laid out in one buffer and hashed at once, which for small
-// records is several times faster than feeding a streaming hash.
+// Digest computes the Digest of a record's payload; header order matters,
+// as it does on the wire. The framed fields are laid out in the Digester's
+// reused buffer and hashed at once, which for small records is several
+// times faster than feeding a streaming hash.
 func (dg *Digester) Digest(key, value []byte, headers func(yield func(k string, v []byte) bool)) Digest {
 	dg.buf = appendDigestField(dg.buf[:0], key, key == nil)
 	dg.buf = appendDigestField(dg.buf, value, value == nil)

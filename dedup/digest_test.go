@@ -5,7 +5,12 @@ import (
 	"testing"
 )
 
-func TestRecordDigest(t *testing.T) {
+// recordDigest is the Digest of one record's payload.
+func recordDigest(key, value []byte, headers func(yield func(k string, v []byte) bool)) Digest {
+	return NewDigester().Digest(key, value, headers)
+}
+
+func TestDigest(t *testing.T) {
 	hs := func(kv ...string) func(func(string, []byte) bool) {
 		return func(yield func(string, []byte) bool) {
 			for i := 0; i+1 < len(kv); i += 2 {
@@ -15,21 +20,21 @@ func TestRecordDigest(t *testing.T) {
 			}
 		}
 	}
-	base := RecordDigest([]byte("k"), []byte("v"), hs("h", "1"))
+	base := recordDigest([]byte("k"), []byte("v"), hs("h", "1"))
 	for name, d := range map[string]Digest{
-		"null key":      RecordDigest(nil, []byte("v"), hs("h", "1")),
-		"empty key":     RecordDigest([]byte{}, []byte("v"), hs("h", "1")),
-		"other value":   RecordDigest([]byte("k"), []byte("w"), hs("h", "1")),
-		"null value":    RecordDigest([]byte("k"), nil, hs("h", "1")),
-		"no headers":    RecordDigest([]byte("k"), []byte("v"), nil),
-		"header value":  RecordDigest([]byte("k"), []byte("v"), hs("h", "2")),
-		"shifted bytes": RecordDigest([]byte("kv"), []byte(""), hs("h", "1")),
+		"null key":      recordDigest(nil, []byte("v"), hs("h", "1")),
+		"empty key":     recordDigest([]byte{}, []byte("v"), hs("h", "1")),
+		"other value":   recordDigest([]byte("k"), []byte("w"), hs("h", "1")),
+		"null value":    recordDigest([]byte("k"), nil, hs("h", "1")),
+		"no headers":    recordDigest([]byte("k"), []byte("v"), nil),
+		"header value":  recordDigest([]byte("k"), []byte("v"), hs("h", "2")),
+		"shifted bytes": recordDigest([]byte("kv"), []byte(""), hs("h", "1")),
 	} {
 		if d == base {
 			t.Errorf("%s: same digest as the base record", name)
 		}
 	}
-	if RecordDigest([]byte("k"), []byte("v"), hs("h", "1")) != base {
+	if recordDigest([]byte("k"), []byte("v"), hs("h", "1")) != base {
 		t.Fatal("digest is not deterministic")
 	}
 	// Digests are kept in snapshots and compared with digests computed by

@@ -22,7 +22,7 @@
 //     memory, never what the window answers or encodes.
 //   - [Digest] is XXH3-128 over the record's framed key, value and headers.
 //     Digests travel in Raft entries and snapshots and are compared across
-//     nodes and builds: the algorithm never changes (TestRecordDigest pins
+//     nodes and builds: the algorithm never changes (TestDigest pins
 //     it).
 //   - A window's encoding has one writer ([View.WriteTo]) and one reader
 //     ([ReadWindow]), and starts with a version byte. A truncated, padded or

@@ -168,7 +168,7 @@ func TestWindowModel(t *testing.T) {
 					if wantHeld != "" {
 						continue // callers insert only keys not held
 					}
-					win.InsertAll(now, batch)
+					win.insertAll(now, batch)
 				}
 				for i := range batch {
 					m.insert(batch[i], now)

@@ -65,7 +65,7 @@ type Key struct {
 // chunk a view may be reading copies the chunk first, and chunks and
 // blocks a view may read are not reused.
 //
-// Changes (Admit, InsertAll, Expire) take the write lock once per batch;
+// Changes (Admit, Expire) take the write lock once per batch;
 // reads (Lookup, Stats, Keys, KeysAt) take the read lock; View takes the
 // write lock for a moment.
 type Window struct {
@@ -172,7 +172,7 @@ func (w *Window) keyIs(r *entryRec, key string) bool {
 
 func (w *Window) keyOf(r *entryRec) string { return string(w.keyBytes(r)) }
 
-// SetMaxKeys changes the bound; extra keys are evicted at the next Insert.
+// SetMaxKeys changes the bound; extra keys are evicted at the next Admit.
 func (w *Window) SetMaxKeys(n int) {
 	w.mu.Lock()
 	w.maxKeys = max(n, 1)
@@ -198,10 +198,11 @@ func (w *Window) lookup(key string, h uint64, now int64) (Entry, bool) {
 	return r.Entry, true
 }
 
-// Admit inserts keys at time now, as InsertAll does, unless one of them is
-// in the window at now: then it changes nothing and returns that key (the
-// first such) and false. Empty keys are ignored. This is the state
-// machine's path for an append: one lock, and each key hashed once.
+// Admit inserts keys in order at time now, unless one of them is in the
+// window at now: then it changes nothing and returns that key (the first
+// such) and false. Each insert first drops the keys whose window ended
+// and, at the bound, the oldest keys. Empty keys are ignored. This is the
+// state machine's path for an append: one lock, and each key hashed once.
 func (w *Window) Admit(now int64, keys []Key) (held string, admitted bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -215,21 +216,6 @@ func (w *Window) Admit(now int64, keys []Key) (held string, admitted bool) {
 	}
 	w.insertAllLocked(now, keys, hashes)
 	return "", true
-}
-
-// Insert records key at time now, first dropping expired keys and, at the
-// bound, the oldest keys. A key already present is replaced (callers only
-// insert keys Lookup did not find).
-func (w *Window) Insert(key string, e Entry, now int64) {
-	w.InsertAll(now, []Key{{Key: key, Entry: e}})
-}
-
-// InsertAll is Insert for each of keys in order, under one lock; empty keys
-// are ignored.
-func (w *Window) InsertAll(now int64, keys []Key) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.insertAllLocked(now, keys, w.hashKeysLocked(keys))
 }
 
 func (w *Window) insertAllLocked(now int64, keys []Key, hashes []uint64) {
@@ -421,7 +407,7 @@ func (w *Window) Stats() Stats {
 	return Stats{Keys: w.count, Evicted: w.evicted, Expired: w.expired}
 }
 
-// Keys returns the live keys in insertion order, for a snapshot.
+// Keys returns the live keys in insertion order.
 func (w *Window) Keys() []Key {
 	w.mu.RLock()
 	defer w.mu.RUnlock()

@@ -7,10 +7,25 @@ import (
 	"testing"
 )
 
+// insert records key at time now as Admit does, without its check that no
+// key is held: first dropping expired keys and, at the bound, the oldest
+// keys. A key already present is replaced.
+func (w *Window) insert(key string, e Entry, now int64) {
+	w.insertAll(now, []Key{{Key: key, Entry: e}})
+}
+
+// insertAll is insert for each of keys in order, under one lock; empty keys
+// are ignored.
+func (w *Window) insertAll(now int64, keys []Key) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.insertAllLocked(now, keys, w.hashKeysLocked(keys))
+}
+
 func TestWindowExpiryBoundary(t *testing.T) {
 	const w = int64(1000)
 	win := NewWindow(10)
-	win.Insert("k", Entry{Partition: 1, Offset: 7, Expires: 100 + w}, 100)
+	win.insert("k", Entry{Partition: 1, Offset: 7, Expires: 100 + w}, 100)
 	for _, tc := range []struct {
 		now  int64
 		want bool
@@ -31,7 +46,7 @@ func TestWindowExpiryBoundary(t *testing.T) {
 func TestWindowBound(t *testing.T) {
 	win := NewWindow(3)
 	for i := 0; i < 5; i++ {
-		win.Insert(fmt.Sprint("k", i), Entry{Offset: int64(i), Expires: 1 << 40}, int64(i))
+		win.insert(fmt.Sprint("k", i), Entry{Offset: int64(i), Expires: 1 << 40}, int64(i))
 	}
 	st := win.Stats()
 	if st.Keys != 3 || st.Evicted != 2 {
@@ -66,7 +81,7 @@ func TestWindowBound(t *testing.T) {
 	if fmt.Sprint(r.Keys()) != fmt.Sprint(win.Keys()) {
 		t.Fatalf("restored %v, want %v", r.Keys(), win.Keys())
 	}
-	r.Insert("k5", Entry{Expires: 1 << 40}, 11)
+	r.insert("k5", Entry{Expires: 1 << 40}, 11)
 	if _, ok := r.Lookup("k2", 11); ok {
 		t.Fatal("restored window must evict its oldest key first")
 	}
@@ -74,9 +89,9 @@ func TestWindowBound(t *testing.T) {
 
 func TestWindowReinsertAfterExpiry(t *testing.T) {
 	win := NewWindow(10)
-	win.Insert("a", Entry{Offset: 1, Expires: 10}, 0)
-	win.Insert("b", Entry{Offset: 2, Expires: 15}, 5)
-	win.Insert("a", Entry{Offset: 3, Expires: 30}, 20) // "a" expired at 10; "b" at 15
+	win.insert("a", Entry{Offset: 1, Expires: 10}, 0)
+	win.insert("b", Entry{Offset: 2, Expires: 15}, 5)
+	win.insert("a", Entry{Offset: 3, Expires: 30}, 20) // "a" expired at 10; "b" at 15
 	e, ok := win.Lookup("a", 20)
 	if !ok || e.Offset != 3 {
 		t.Fatalf("a = %+v %v", e, ok)
@@ -96,7 +111,7 @@ func BenchmarkDedupWindowMemory(b *testing.B) {
 		runtime.ReadMemStats(&before)
 		win := NewWindow(n)
 		for j := 0; j < n; j++ {
-			win.Insert(fmt.Sprintf("order-%018d", j), Entry{Offset: int64(j), Expires: 1 << 40}, int64(j))
+			win.insert(fmt.Sprintf("order-%018d", j), Entry{Offset: int64(j), Expires: 1 << 40}, int64(j))
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)
@@ -115,7 +130,7 @@ func BenchmarkDedupInsertLookup(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		k := keys[i&(len(keys)-1)]
 		if _, ok := win.Lookup(k, int64(i)); !ok {
-			win.Insert(k, Entry{Expires: int64(i) + 1<<20}, int64(i))
+			win.insert(k, Entry{Expires: int64(i) + 1<<20}, int64(i))
 		}
 	}
 }

@@ -31,7 +31,7 @@ func benchAppends(b *testing.B, n, recs, parts int, keyed bool) []Append {
 				rs[j] = batch.Record{Timestamp: 1_700_000_000_000, Value: value}
 				if keyed {
 					k := "bench-1764432000000000000-" + strconv.Itoa(seq)
-					keys = append(keys, RecordKey{Index: int32(j), Key: k, Digest: dedup.RecordDigest(nil, value, nil)})
+					keys = append(keys, RecordKey{Index: int32(j), Key: k, Digest: dedup.NewDigester().Digest(nil, value, nil)})
 				}
 				seq++
 			}
