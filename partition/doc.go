@@ -4,6 +4,8 @@
 //
 // # Invariants
 //
+//   - The package imports only the standard library: the Go client imports
+//     it, and every client binary links what it links.
 //   - Topic names follow Kafka's rules (1..249 characters of [a-zA-Z0-9._-],
 //     not "." or ".."), so a valid name is a single, harmless path element.
 //     [Dir] validates the name before building a path; no unchecked name
