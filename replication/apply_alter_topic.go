@@ -35,7 +35,7 @@ func validateAlterTopic(t *Topic, c AlterTopic) (map[string]string, error) {
 // their logs, are shared. A new segment.bytes or segment.ms takes effect at
 // once for the open logs, here in Apply, so every replica rolls at the same
 // batch.
-func (f *FSM) applyAlterTopic(index uint64, c AlterTopic) any {
+func (f *FSM) applyAlterTopic(index uint64, _ int64, c AlterTopic) any {
 	t, err := f.Topic(c.Name)
 	if err != nil {
 		return err

@@ -2,7 +2,7 @@ package replication
 
 import "fmt"
 
-func (f *FSM) applyDeleteTopic(index uint64, c DeleteTopic) any {
+func (f *FSM) applyDeleteTopic(index uint64, _ int64, c DeleteTopic) any {
 	f.mu.Lock()
 	t, ok := f.topics[c.Name]
 	if ok {

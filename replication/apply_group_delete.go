@@ -6,7 +6,7 @@ import (
 	"github.com/logd-dev/logd/group"
 )
 
-func (c *GroupDelete) applyGroup(f *FSM, now int64) any {
+func (f *FSM) applyGroupDelete(_ uint64, now int64, c GroupDelete) any {
 	if err := group.ValidateName("group", c.Group); err != nil {
 		return err
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/logd-dev/logd/group"
 )
 
-func (c *GroupJoin) applyGroup(f *FSM, now int64) any {
+func (f *FSM) applyGroupJoin(_ uint64, now int64, c GroupJoin) any {
 	return f.mutateGroup(c.Group, true, func(g *group.ConsumerGroup) (any, error) {
 		return g.Join(now, group.JoinRequest{
 			Member:         c.Member,

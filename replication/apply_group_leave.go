@@ -2,7 +2,7 @@ package replication
 
 import "github.com/logd-dev/logd/group"
 
-func (c *GroupLeave) applyGroup(f *FSM, now int64) any {
+func (f *FSM) applyGroupLeave(_ uint64, now int64, c GroupLeave) any {
 	return f.mutateGroup(c.Group, false, func(g *group.ConsumerGroup) (any, error) {
 		g.Leave(now, c.Member, fsmTopics{f})
 		return nil, nil

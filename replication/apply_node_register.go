@@ -2,7 +2,7 @@ package replication
 
 // applyNodeRegister records (or replaces) a node's API address. It is
 // idempotent: re-applying the same registration changes nothing.
-func (f *FSM) applyNodeRegister(c NodeRegister) any {
+func (f *FSM) applyNodeRegister(_ uint64, _ int64, c NodeRegister) any {
 	if c.ID == "" {
 		return nil
 	}

@@ -2,7 +2,7 @@ package replication
 
 import "fmt"
 
-func (c *QueueAck) applyQueue(f *FSM, index uint64, now int64) any {
+func (f *FSM) applyQueueAck(_ uint64, now int64, c QueueAck) any {
 	f.queues.mu.Lock()
 	defer f.queues.mu.Unlock()
 	q, err := f.queues.getLocked(c.Topic, c.Group)

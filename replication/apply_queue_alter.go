@@ -7,7 +7,7 @@ import (
 	"github.com/logd-dev/logd/queue"
 )
 
-func (c *QueueAlter) applyQueue(f *FSM, index uint64, now int64) any {
+func (f *FSM) applyQueueAlter(index uint64, now int64, c QueueAlter) any {
 	t, err := f.Topic(c.Topic)
 	if err != nil {
 		return err

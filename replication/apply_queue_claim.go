@@ -7,7 +7,7 @@ import (
 	"github.com/logd-dev/logd/queue"
 )
 
-func (c *QueueClaim) applyQueue(f *FSM, index uint64, now int64) any {
+func (f *FSM) applyQueueClaim(index uint64, now int64, c QueueClaim) any {
 	t, err := f.Topic(c.Topic)
 	if err != nil {
 		return err

@@ -26,12 +26,12 @@ func validateQueueCreate(t *Topic, c *QueueCreate) (queue.Config, error) {
 	return cfg, nil
 }
 
-func (c *QueueCreate) applyQueue(f *FSM, index uint64, now int64) any {
+func (f *FSM) applyQueueCreate(index uint64, now int64, c QueueCreate) any {
 	t, err := f.Topic(c.Topic)
 	if err != nil {
 		return err
 	}
-	cfg, err := validateQueueCreate(t, c)
+	cfg, err := validateQueueCreate(t, &c)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,6 @@
 package replication
 
-func (c *QueueExtend) applyQueue(f *FSM, index uint64, now int64) any {
+func (f *FSM) applyQueueExtend(_ uint64, now int64, c QueueExtend) any {
 	if _, err := f.Topic(c.Topic); err != nil {
 		return err
 	}

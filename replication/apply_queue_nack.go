@@ -2,7 +2,7 @@ package replication
 
 import "fmt"
 
-func (c *QueueNack) applyQueue(f *FSM, index uint64, now int64) any {
+func (f *FSM) applyQueueNack(index uint64, now int64, c QueueNack) any {
 	t, err := f.Topic(c.Topic)
 	if err != nil {
 		return err

@@ -5,10 +5,6 @@ import (
 	"fmt"
 )
 
-// CmdQueuePause pauses or resumes a queue group (issue 7; 46-59 are the
-// backpressure commands).
-const CmdQueuePause CommandType = 46
-
 // QueuePause pauses (Paused) or resumes a queue group: while paused, claims
 // deliver nothing; leases already given keep running and counts are kept.
 type QueuePause struct {
@@ -22,12 +18,7 @@ type QueuePauseResult struct {
 	Paused, Changed bool
 }
 
-func decodeQueuePause(p []byte) (queueCommand, error) {
-	v, err := decodeJSON[QueuePause](CmdQueuePause, p)
-	return &v, err
-}
-
-func (c *QueuePause) applyQueue(f *FSM, index uint64, now int64) any {
+func (f *FSM) applyQueuePause(_ uint64, _ int64, c QueuePause) any {
 	f.queues.mu.Lock()
 	defer f.queues.mu.Unlock()
 	q, err := f.queues.getLocked(c.Topic, c.Group)

@@ -1,21 +1,5 @@
 package replication
 
-import (
-	"fmt"
-)
-
-// Retention and compaction command types (issue 5; 20-29 are reserved for
-// them).
-const (
-	// CmdAlterTopic changes a topic's settings.
-	CmdAlterTopic CommandType = 20
-	// CmdTrim deletes a partition's closed segments below an offset.
-	CmdTrim CommandType = 21
-	// CmdCompact swaps in the compaction of a partition's closed segments
-	// below an offset.
-	CmdCompact CommandType = 22
-)
-
 // AlterTopic sets topic settings; keys not named keep their value. Keys in
 // Delete return to their default; a key may not be both set and deleted.
 type AlterTopic struct {
@@ -57,46 +41,4 @@ type SourceSegment struct {
 	End       int64 `json:"end"`
 	Bytes     int64 `json:"bytes"`
 	Compacted bool  `json:"compacted,omitempty"`
-}
-
-// cleanerCommand is a decoded retention command.
-type cleanerCommand interface {
-	applyCleaner(f *FSM, index uint64, now int64) any
-}
-
-func (c AlterTopic) applyCleaner(f *FSM, index uint64, now int64) any {
-	return f.applyAlterTopic(index, c)
-}
-
-func (c Trim) applyCleaner(f *FSM, index uint64, now int64) any { return f.applyTrim(index, now, c) }
-
-func (c Compact) applyCleaner(f *FSM, index uint64, now int64) any {
-	return f.applyCompact(index, now, c)
-}
-
-func cleanerCommandName(t CommandType) string {
-	switch t {
-	case CmdAlterTopic:
-		return "alter-topic"
-	case CmdTrim:
-		return "trim"
-	case CmdCompact:
-		return "compact"
-	}
-	return fmt.Sprintf("command(%d)", uint8(t))
-}
-
-func decodeCleanerCommand(t CommandType, p []byte) (cleanerCommand, error) {
-	switch t {
-	case CmdAlterTopic:
-		v, err := decodeJSON[AlterTopic](t, p)
-		return v, err
-	case CmdTrim:
-		v, err := decodeJSON[Trim](t, p)
-		return v, err
-	case CmdCompact:
-		v, err := decodeJSON[Compact](t, p)
-		return v, err
-	}
-	return nil, fmt.Errorf("%w: %s", ErrUnknownCommand, t)
 }

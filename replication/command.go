@@ -12,44 +12,6 @@ import (
 	"github.com/logd-dev/logd/internal/varint"
 )
 
-// CommandType is the first byte of every Raft log entry the FSM applies.
-// Values are persisted in Raft logs and snapshots: never renumber them.
-type CommandType uint8
-
-// The command types. Each has its own applyX function in its own file.
-const (
-	CmdCreateTopic CommandType = 1
-	CmdDeleteTopic CommandType = 2
-	CmdAppend      CommandType = 3
-)
-
-// commandVersion is the payload version written after the type byte. A node
-// that reads a version it does not know stops instead of guessing.
-const commandVersion = 1
-
-func (t CommandType) String() string {
-	switch t {
-	case CmdCreateTopic:
-		return "create-topic"
-	case CmdDeleteTopic:
-		return "delete-topic"
-	case CmdAppend:
-		return "append"
-	case CmdGroupJoin, CmdGroupHeartbeat, CmdGroupLeave, CmdGroupCommit, CmdGroupResetOffsets, CmdGroupAutoReset, CmdGroupDelete:
-		return groupCommandName(t)
-	case CmdAlterTopic, CmdTrim, CmdCompact:
-		return cleanerCommandName(t)
-	case CmdQueueCreate, CmdQueueAlter, CmdQueueClaim, CmdQueueAck, CmdQueueNack, CmdQueueExtend:
-		return queueCommandName(t)
-	case CmdQueuePause:
-		return "queue-pause"
-	case CmdNodeRegister, CmdNodeDeregister:
-		return clusterCommandName(t)
-	default:
-		return fmt.Sprintf("command(%d)", uint8(t))
-	}
-}
-
 // CreateTopic creates a topic with its partitions.
 type CreateTopic struct {
 	Name       string            `json:"name"`
@@ -113,15 +75,6 @@ const cmdHeaderSize = 10
 func encodeHeader(dst []byte, t CommandType, now int64) []byte {
 	dst = append(dst, byte(t), commandVersion)
 	return binary.BigEndian.AppendUint64(dst, uint64(now))
-}
-
-// decodeJSON decodes the JSON payload of a command of type t.
-func decodeJSON[T any](t CommandType, p []byte) (T, error) {
-	var v T
-	if err := json.Unmarshal(p, &v); err != nil {
-		return v, fmt.Errorf("%w: %s: %v", ErrBadCommand, t, err)
-	}
-	return v, nil
 }
 
 // encodeJSONCommand encodes a metadata command; these are rare and small, so
@@ -265,36 +218,25 @@ func decodeCommandWith(data []byte, scratch *keyScratch) (envelope, error) {
 		return envelope{}, err
 	}
 	env := envelope{Type: CommandType(data[0]), Time: int64(binary.BigEndian.Uint64(data[2:10]))}
-	if version != commandVersion && !(env.Type == CmdAppend && (version == appendKeysVersion || version == appendKeysVersionV3)) {
+	c := commandOf(env.Type)
+	if c == nil {
+		return env, fmt.Errorf("%w: %s", ErrUnknownCommand, env.Type)
+	}
+	if !c.reads(version) {
 		return env, fmt.Errorf("%w: %s version %d", ErrUnknownCommand, env.Type, version)
 	}
-	p := data[cmdHeaderSize:]
-	switch env.Type {
-	case CmdCreateTopic:
-		env.Body, err = decodeJSON[CreateTopic](env.Type, p)
-	case CmdDeleteTopic:
-		env.Body, err = decodeJSON[DeleteTopic](env.Type, p)
-	case CmdAppend:
-		scratch.keys, scratch.buf = scratch.keys[:0], scratch.buf[:0] // the last decode's keys are done with
-		env.Body, err = decodeAppend(p, version, scratch)
-	case CmdGroupJoin, CmdGroupHeartbeat, CmdGroupLeave, CmdGroupCommit, CmdGroupResetOffsets, CmdGroupAutoReset, CmdGroupDelete:
-		env.Body, err = decodeGroupCommand(env.Type, p)
-	case CmdAlterTopic, CmdTrim, CmdCompact:
-		env.Body, err = decodeCleanerCommand(env.Type, p)
-	case CmdQueueCreate, CmdQueueAlter, CmdQueueClaim, CmdQueueAck, CmdQueueNack, CmdQueueExtend:
-		env.Body, err = decodeQueueCommand(env.Type, p)
-	case CmdQueuePause:
-		env.Body, err = decodeQueuePause(p)
-	case CmdNodeRegister, CmdNodeDeregister:
-		env.Body, err = decodeClusterCommand(env.Type, p)
-	default:
-		err = fmt.Errorf("%w: %s", ErrUnknownCommand, env.Type)
-	}
-	if err != nil {
+	if env.Body, err = c.decode(data[cmdHeaderSize:], version, scratch); err != nil {
 		env.Body = nil
 		return env, err
 	}
 	return env, nil
+}
+
+// decodeAppendPayload decodes an Append's payload, its keys into scratch;
+// the keys of the last decode with scratch are done with.
+func decodeAppendPayload(p []byte, version byte, scratch *keyScratch) (Append, error) {
+	scratch.keys, scratch.buf = scratch.keys[:0], scratch.buf[:0]
+	return decodeAppend(p, version, scratch)
 }
 
 func decodeAppend(p []byte, version byte, scratch *keyScratch) (Append, error) {

@@ -155,25 +155,7 @@ func (f *FSM) applyOne(index uint64, data []byte) any {
 	if env.Time > f.now.Load() {
 		f.now.Store(env.Time)
 	}
-	now := f.now.Load()
-	switch c := env.Body.(type) {
-	case CreateTopic:
-		return f.applyCreateTopic(index, now, c)
-	case DeleteTopic:
-		return f.applyDeleteTopic(index, c)
-	case Append:
-		return f.applyAppend(index, now, c)
-	case groupCommand:
-		return c.applyGroup(f, now)
-	case queueCommand:
-		return c.applyQueue(f, index, now)
-	case cleanerCommand:
-		return c.applyCleaner(f, index, now)
-	case clusterCommand:
-		return c.applyCluster(f, index)
-	default:
-		return f.stop(fmt.Errorf("apply index %d: %w: %T", index, ErrUnknownCommand, c))
-	}
+	return commands[env.Type].apply(f, index, f.now.Load(), env.Body)
 }
 
 // stop records a fatal error and hands it to the node's fatal handler, which

@@ -1,22 +1,6 @@
 package replication
 
-import (
-	"encoding/json"
-	"fmt"
-
-	"github.com/logd-dev/logd/group"
-)
-
-// Consumer group command types (issue 4; 10-19 are reserved for them).
-const (
-	CmdGroupJoin         CommandType = 10
-	CmdGroupHeartbeat    CommandType = 11
-	CmdGroupLeave        CommandType = 12
-	CmdGroupCommit       CommandType = 13
-	CmdGroupResetOffsets CommandType = 14
-	CmdGroupAutoReset    CommandType = 15
-	CmdGroupDelete       CommandType = 16
-)
+import "github.com/logd-dev/logd/group"
 
 // GroupJoin adds a member to a consumer group (creating the group) or
 // updates its subscription.
@@ -72,58 +56,4 @@ type GroupAutoReset struct {
 // GroupDelete deletes a consumer group without live members.
 type GroupDelete struct {
 	Group string `json:"group"`
-}
-
-// groupCommand is a decoded consumer group command; applyGroup applies it
-// (each in its own apply_group_*.go).
-type groupCommand interface {
-	applyGroup(f *FSM, now int64) any
-}
-
-func groupCommandName(t CommandType) string {
-	switch t {
-	case CmdGroupJoin:
-		return "group-join"
-	case CmdGroupHeartbeat:
-		return "group-heartbeat"
-	case CmdGroupLeave:
-		return "group-leave"
-	case CmdGroupCommit:
-		return "group-commit"
-	case CmdGroupResetOffsets:
-		return "group-reset-offsets"
-	case CmdGroupAutoReset:
-		return "group-auto-reset"
-	case CmdGroupDelete:
-		return "group-delete"
-	}
-	return fmt.Sprintf("command(%d)", uint8(t))
-}
-
-// decodeGroupCommand decodes the JSON payload of a group command. Group
-// commands are small; JSON keeps them readable in a raft log dump.
-func decodeGroupCommand(t CommandType, p []byte) (groupCommand, error) {
-	var c groupCommand
-	switch t {
-	case CmdGroupJoin:
-		c = &GroupJoin{}
-	case CmdGroupHeartbeat:
-		c = &GroupHeartbeat{}
-	case CmdGroupLeave:
-		c = &GroupLeave{}
-	case CmdGroupCommit:
-		c = &GroupCommit{}
-	case CmdGroupResetOffsets:
-		c = &GroupResetOffsets{}
-	case CmdGroupAutoReset:
-		c = &GroupAutoReset{}
-	case CmdGroupDelete:
-		c = &GroupDelete{}
-	default:
-		return nil, fmt.Errorf("%w: %s", ErrUnknownCommand, t)
-	}
-	if err := json.Unmarshal(p, c); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrBadCommand, t, err)
-	}
-	return c, nil
 }

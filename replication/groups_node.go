@@ -8,16 +8,17 @@ import (
 	"github.com/logd-dev/logd/group"
 )
 
-// proposeGroup checks a group command against a copy of the applied state
-// at the leader's time (so a refused request never reaches the Raft log),
-// then proposes it stamped with that time and returns Apply's result.
-func (n *Node) proposeGroup(ctx context.Context, t CommandType, c groupCommand) (any, error) {
+// proposeGroup checks a group command on the named group against a copy
+// of the applied state at the leader's time (so a refused request never
+// reaches the Raft log), then proposes it stamped with that time and
+// returns Apply's result.
+func (n *Node) proposeGroup(ctx context.Context, t CommandType, name string, c any) (any, error) {
 	now := max(n.cfg.Now().UnixNano(), n.fsm.now.Load())
 	// The dry run is only an early refusal; it needs a state machine that
 	// has applied the whole log (not so right after a restart or while
 	// other proposals are in flight). Apply checks the same rules anyway.
 	if n.fsm.AppliedIndex() >= n.raft.LastIndex() {
-		if err, ok := n.dryRunGroup(now, c).(error); ok {
+		if err, ok := n.dryRunGroup(now, t, name, c).(error); ok {
 			return nil, err
 		}
 	}
@@ -28,58 +29,36 @@ func (n *Node) proposeGroup(ctx context.Context, t CommandType, c groupCommand) 
 	return n.propose(ctx, data)
 }
 
-// dryRunGroup applies c to copies of the groups it touches and returns the
-// result; the real state is not changed.
-func (n *Node) dryRunGroup(now int64, c groupCommand) any {
+// dryRunGroup applies c, a command of kind t on the named group, to a copy
+// of that group and returns the result; the real state is not changed.
+func (n *Node) dryRunGroup(now int64, t CommandType, name string, c any) any {
 	// Copy only what group commands read: the topic map (its topics are
-	// only read) and the groups involved (deep copies).
+	// only read) and the group involved (a deep copy).
 	shadow := &FSM{}
 	n.fsm.mu.RLock()
 	shadow.topics = maps.Clone(n.fsm.topics)
 	n.fsm.mu.RUnlock()
 	shadow.groups.m = map[string]*group.ConsumerGroup{}
-	for _, name := range groupsOf(c) {
-		if g, err := n.fsm.ConsumerGroup(name); err == nil {
-			shadow.groups.m[name] = g
-		}
+	if g, err := n.fsm.ConsumerGroup(name); err == nil {
+		shadow.groups.m[name] = g
 	}
-	return c.applyGroup(shadow, now)
-}
-
-func groupsOf(c groupCommand) []string {
-	switch c := c.(type) {
-	case *GroupJoin:
-		return []string{c.Group}
-	case *GroupHeartbeat:
-		return []string{c.Group}
-	case *GroupLeave:
-		return []string{c.Group}
-	case *GroupCommit:
-		return []string{c.Group}
-	case *GroupResetOffsets:
-		return []string{c.Group}
-	case *GroupAutoReset:
-		return []string{c.Group}
-	case *GroupDelete:
-		return []string{c.Group}
-	}
-	return nil
+	return commands[t].apply(shadow, 0, now, c)
 }
 
 // JoinGroup adds (or updates) a member of a consumer group and returns its
 // assignment.
 func (n *Node) JoinGroup(ctx context.Context, c GroupJoin) (group.Assignment, error) {
-	return n.proposeAssignment(ctx, CmdGroupJoin, &c)
+	return n.proposeAssignment(ctx, CmdGroupJoin, c.Group, c)
 }
 
 // GroupHeartbeat keeps a member alive, completes moves of the partitions
 // it released and returns its assignment.
 func (n *Node) GroupHeartbeat(ctx context.Context, c GroupHeartbeat) (group.Assignment, error) {
-	return n.proposeAssignment(ctx, CmdGroupHeartbeat, &c)
+	return n.proposeAssignment(ctx, CmdGroupHeartbeat, c.Group, c)
 }
 
-func (n *Node) proposeAssignment(ctx context.Context, t CommandType, c groupCommand) (group.Assignment, error) {
-	res, err := n.proposeGroup(ctx, t, c)
+func (n *Node) proposeAssignment(ctx context.Context, t CommandType, name string, c any) (group.Assignment, error) {
+	res, err := n.proposeGroup(ctx, t, name, c)
 	if err != nil {
 		return group.Assignment{}, err
 	}
@@ -92,27 +71,27 @@ func (n *Node) proposeAssignment(ctx context.Context, t CommandType, c groupComm
 
 // LeaveGroup removes a member from a consumer group.
 func (n *Node) LeaveGroup(ctx context.Context, c GroupLeave) error {
-	_, err := n.proposeGroup(ctx, CmdGroupLeave, &c)
+	_, err := n.proposeGroup(ctx, CmdGroupLeave, c.Group, c)
 	return err
 }
 
 // CommitGroupOffsets commits offsets for partitions a member owns.
 func (n *Node) CommitGroupOffsets(ctx context.Context, c GroupCommit) error {
-	_, err := n.proposeGroup(ctx, CmdGroupCommit, &c)
+	_, err := n.proposeGroup(ctx, CmdGroupCommit, c.Group, c)
 	return err
 }
 
 // ResetGroupOffsets applies an operator's offset reset (offsets already
 // planned and clamped to the log's bounds).
 func (n *Node) ResetGroupOffsets(ctx context.Context, c GroupResetOffsets) error {
-	_, err := n.proposeGroup(ctx, CmdGroupResetOffsets, &c)
+	_, err := n.proposeGroup(ctx, CmdGroupResetOffsets, c.Group, c)
 	return err
 }
 
 // AutoResetGroupOffset moves a partition's committed offset forward under
 // the member's reset policy and returns the committed offset.
 func (n *Node) AutoResetGroupOffset(ctx context.Context, c GroupAutoReset) (int64, error) {
-	res, err := n.proposeGroup(ctx, CmdGroupAutoReset, &c)
+	res, err := n.proposeGroup(ctx, CmdGroupAutoReset, c.Group, c)
 	if err != nil {
 		return 0, err
 	}
@@ -125,6 +104,6 @@ func (n *Node) AutoResetGroupOffset(ctx context.Context, c GroupAutoReset) (int6
 
 // DeleteGroup deletes a consumer group that has no live members.
 func (n *Node) DeleteGroup(ctx context.Context, name string) error {
-	_, err := n.proposeGroup(ctx, CmdGroupDelete, &GroupDelete{Group: name})
+	_, err := n.proposeGroup(ctx, CmdGroupDelete, name, GroupDelete{Group: name})
 	return err
 }

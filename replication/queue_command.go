@@ -8,36 +8,6 @@ import (
 	"github.com/logd-dev/logd/queue"
 )
 
-// Queue group command types (issue 6; 40-59 are reserved for them).
-const (
-	CmdQueueCreate CommandType = 40
-	CmdQueueAlter  CommandType = 41
-	CmdQueueClaim  CommandType = 42
-	CmdQueueAck    CommandType = 43
-	CmdQueueNack   CommandType = 44
-	CmdQueueExtend CommandType = 45
-)
-
-func isQueueCommand(t CommandType) bool { return t >= CmdQueueCreate && t <= CmdQueueExtend }
-
-func queueCommandName(t CommandType) string {
-	switch t {
-	case CmdQueueCreate:
-		return "queue-create"
-	case CmdQueueAlter:
-		return "queue-alter"
-	case CmdQueueClaim:
-		return "queue-claim"
-	case CmdQueueAck:
-		return "queue-ack"
-	case CmdQueueNack:
-		return "queue-nack"
-	case CmdQueueExtend:
-		return "queue-extend"
-	}
-	return fmt.Sprintf("command(%d)", uint8(t))
-}
-
 // QueueCreate creates a queue group on a topic (and its dead-letter topic
 // when missing). Secret is chosen at random by the leader; it seeds the
 // group's delivery tokens and backoff jitter.
@@ -88,12 +58,6 @@ type QueueExtend struct {
 	Group  string
 	Lease  time.Duration
 	Tokens []queue.Token
-}
-
-// queueCommand is a decoded queue command; applyQueue applies it (each in
-// its own apply_queue_*.go).
-type queueCommand interface {
-	applyQueue(f *FSM, index uint64, now int64) any
 }
 
 // Claims, acks, nacks and extends are the hot path: they use a compact
@@ -183,56 +147,41 @@ func queueReadTokens(r *reader) []queue.Token {
 	return out
 }
 
-// decodeQueueCommand decodes a queue command's payload.
-func decodeQueueCommand(t CommandType, p []byte) (queueCommand, error) {
-	var c queueCommand
-	r := reader{b: p}
-	switch t {
-	case CmdQueueCreate:
-		v, err := decodeJSON[QueueCreate](t, p)
-		return &v, err
-	case CmdQueueAlter:
-		v, err := decodeJSON[QueueAlter](t, p)
-		return &v, err
-	case CmdQueueClaim:
-		v := &QueueClaim{Topic: string(r.bytes()), Group: string(r.bytes())}
-		v.Max, v.MaxBytes = int32(uint32(r.uvarint())), int32(uint32(r.uvarint()))
-		v.Lease = time.Duration(r.uvarint())
-		c = v
-	case CmdQueueAck:
-		v := &QueueAck{Topic: string(r.bytes()), Group: string(r.bytes())}
-		v.Tokens = queueReadTokens(&r)
-		c = v
-	case CmdQueueExtend:
-		v := &QueueExtend{Topic: string(r.bytes()), Group: string(r.bytes())}
-		v.Lease = time.Duration(r.uvarint())
-		v.Tokens = queueReadTokens(&r)
-		c = v
-	case CmdQueueNack:
-		v := &QueueNack{Topic: string(r.bytes()), Group: string(r.bytes())}
-		n := r.uvarint()
-		if r.err == nil && n > uint64(len(r.b)) {
-			r.err = fmt.Errorf("nack count %d exceeds payload", n)
+func decodeQueueClaim(r *reader) QueueClaim {
+	c := QueueClaim{Topic: string(r.bytes()), Group: string(r.bytes())}
+	c.Max, c.MaxBytes = int32(uint32(r.uvarint())), int32(uint32(r.uvarint()))
+	c.Lease = time.Duration(r.uvarint())
+	return c
+}
+
+func decodeQueueAck(r *reader) QueueAck {
+	c := QueueAck{Topic: string(r.bytes()), Group: string(r.bytes())}
+	c.Tokens = queueReadTokens(r)
+	return c
+}
+
+func decodeQueueExtend(r *reader) QueueExtend {
+	c := QueueExtend{Topic: string(r.bytes()), Group: string(r.bytes())}
+	c.Lease = time.Duration(r.uvarint())
+	c.Tokens = queueReadTokens(r)
+	return c
+}
+
+func decodeQueueNack(r *reader) QueueNack {
+	c := QueueNack{Topic: string(r.bytes()), Group: string(r.bytes())}
+	n := r.uvarint()
+	if r.err == nil && n > uint64(len(r.b)) {
+		r.err = fmt.Errorf("nack count %d exceeds payload", n)
+	}
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		nk := queue.Nack{Token: queueReadToken(r)}
+		flags := r.fixed(1)
+		if flags != nil {
+			nk.Permanent, nk.HasDelay = flags[0]&1 != 0, flags[0]&2 != 0
 		}
-		for i := uint64(0); i < n && r.err == nil; i++ {
-			nk := queue.Nack{Token: queueReadToken(&r)}
-			flags := r.fixed(1)
-			if flags != nil {
-				nk.Permanent, nk.HasDelay = flags[0]&1 != 0, flags[0]&2 != 0
-			}
-			nk.Delay = time.Duration(r.uvarint())
-			nk.Error = string(r.bytes())
-			v.Nacks = append(v.Nacks, nk)
-		}
-		c = v
-	default:
-		return nil, fmt.Errorf("%w: %s", ErrUnknownCommand, queueCommandName(t))
+		nk.Delay = time.Duration(r.uvarint())
+		nk.Error = string(r.bytes())
+		c.Nacks = append(c.Nacks, nk)
 	}
-	if r.err == nil && len(r.b) != 0 {
-		r.err = fmt.Errorf("%d trailing bytes", len(r.b))
-	}
-	if r.err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrBadCommand, queueCommandName(t), r.err)
-	}
-	return c, nil
+	return c
 }
