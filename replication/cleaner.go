@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/logd-dev/logd/log"
+	"github.com/logd-dev/logd/replication/fsm"
 	"github.com/logd-dev/logd/retention"
 )
 
@@ -85,13 +84,13 @@ func (n *Node) runCleaner() {
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	release := n.fsm.cleaner.releaseCh()
+	release := n.fsm.RetiredSegments()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-release:
-			if err := n.fsm.cleaner.releaseRetired(); err != nil {
+			if err := n.fsm.ReleaseRetired(); err != nil {
 				n.cfg.Logger.Warn("close retired segment files", "err", err)
 			}
 			continue
@@ -104,30 +103,6 @@ func (n *Node) runCleaner() {
 			n.cfg.Logger.Warn("cleaner pass", "err", err)
 		}
 	}
-}
-
-// policyOf reads a topic's retention settings.
-func policyOf(cfg map[string]string) retention.Policy {
-	pol := cfg[ConfigCleanupPolicy]
-	return retention.Policy{
-		Delete:                 strings.Contains(pol, "delete"),
-		Compact:                strings.Contains(pol, "compact"),
-		RetentionMs:            configInt(cfg, ConfigRetentionMs),
-		RetentionBytes:         configInt(cfg, ConfigRetentionBytes),
-		DeleteRetentionMs:      configInt(cfg, ConfigDeleteRetentionMs),
-		MinCompactionLagMs:     configInt(cfg, ConfigMinCompactionLagMs),
-		MinCleanableDirtyRatio: configRatio(cfg, ConfigMinCleanableDirtyRatio),
-	}
-}
-
-// configRatio reads a ratio setting; a topic created before the key
-// existed gets the default.
-func configRatio(cfg map[string]string, key string) float64 {
-	v, err := strconv.ParseFloat(cfg[key], 64)
-	if err != nil {
-		v, _ = strconv.ParseFloat(topicConfigSpecs[key].def, 64)
-	}
-	return v
 }
 
 func planSegments(segs []log.SegmentInfo) []retention.Segment {
@@ -152,7 +127,7 @@ func (n *Node) Clean(ctx context.Context) error {
 	start := time.Now()
 	var errs []error
 	for _, t := range n.fsm.Topics() {
-		pol := policyOf(t.Config)
+		pol := t.RetentionPolicy()
 		for _, p := range t.Partitions {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -173,20 +148,20 @@ func (n *Node) Clean(ctx context.Context) error {
 func (n *Node) cleanPartition(ctx context.Context, t *Topic, p *Partition, pol retention.Policy) error {
 	now := n.cfg.Now()
 	in := retention.Input{
-		Segments:      planSegments(p.log.Segments()),
+		Segments:      planSegments(p.Log().Segments()),
 		Policy:        pol,
 		NowMs:         now.UnixMilli(),
 		ProtectedFrom: n.fsm.ProtectedFrom(t, p.Index),
 	}
 	if below, ok := retention.Trim(in); ok {
-		data, err := encodeJSONCommand(CmdTrim, now.UnixNano(), Trim{Topic: t.Name, TopicIndex: t.CreateIndex, Partition: p.Index, Below: below})
+		data, err := fsm.EncodeJSON(fsm.CmdTrim, now.UnixNano(), fsm.Trim{Topic: t.Name, TopicIndex: t.CreateIndex, Partition: p.Index, Below: below})
 		if err != nil {
 			return err
 		}
 		if _, err := n.propose(ctx, data); err != nil {
 			return err
 		}
-		in.Segments = planSegments(p.log.Segments())
+		in.Segments = planSegments(p.Log().Segments())
 	}
 	below, horizon, ok := retention.Compaction(in)
 	if !ok {
@@ -195,7 +170,7 @@ func (n *Node) cleanPartition(ctx context.Context, t *Topic, p *Partition, pol r
 	// The expensive part, here on the cleaner goroutine while appends go
 	// on; Apply then only swaps the files in.
 	start := time.Now()
-	cc, err := p.log.PrepareCompaction(log.CompactOptions{Below: below, TombstoneHorizon: horizon, Codec: recordCodec{}, IOBytesPerSec: n.cleanerIOBytesPerSec()})
+	cc, err := p.Log().PrepareCompaction(log.CompactOptions{Below: below, TombstoneHorizon: horizon, Codec: fsm.RecordCodec{}, IOBytesPerSec: n.cleanerIOBytesPerSec()})
 	if errors.Is(err, log.ErrCompactionStale) || errors.Is(err, log.ErrClosed) {
 		return nil // the log changed under us; the next pass plans again
 	}
@@ -207,19 +182,16 @@ func (n *Node) cleanPartition(ctx context.Context, t *Topic, p *Partition, pol r
 	n.cleanerStats.s.PreparedBytes += cc.Stats().InputBytes
 	n.cleanerStats.s.PrepareDuration += time.Since(start)
 	n.cleanerStats.mu.Unlock()
-	cmd := Compact{Topic: t.Name, TopicIndex: t.CreateIndex, Partition: p.Index, Below: below, Horizon: horizon, Checksum: cc.Checksum()}
+	cmd := fsm.Compact{Topic: t.Name, TopicIndex: t.CreateIndex, Partition: p.Index, Below: below, Horizon: horizon, Checksum: cc.Checksum()}
 	for _, s := range cc.Sources() {
-		cmd.Sources = append(cmd.Sources, SourceSegment{Base: s.BaseOffset, End: s.EndOffset, Bytes: s.Bytes, Compacted: s.Compacted})
+		cmd.Sources = append(cmd.Sources, fsm.SourceSegment{Base: s.BaseOffset, End: s.EndOffset, Bytes: s.Bytes, Compacted: s.Compacted})
 	}
-	data, err := encodeJSONCommand(CmdCompact, now.UnixNano(), cmd)
+	data, err := fsm.EncodeJSON(fsm.CmdCompact, now.UnixNano(), cmd)
 	if err != nil {
 		cc.Discard()
 		return err
 	}
-	k := partKey{t.Name, t.CreateIndex, p.Index}
-	prep := &preparedCompaction{below: below, horizon: horizon, c: cc}
-	n.fsm.cleaner.offer(k, prep)
-	defer n.fsm.cleaner.withdraw(k, prep)
+	defer n.fsm.OfferCompaction(t, p.Index, below, horizon, cc)()
 	_, err = n.propose(ctx, data)
 	return err
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // Cluster membership. A node joins as a non-voter, catches up (through
@@ -99,7 +101,7 @@ func (n *Node) RemoveNode(ctx context.Context, id string) error {
 	}
 	// Forget the address first: removing the leader itself ends its
 	// ability to propose.
-	data, err := encodeJSONCommand(CmdNodeDeregister, n.cfg.Now().UnixNano(), NodeDeregister{ID: id})
+	data, err := fsm.EncodeJSON(fsm.CmdNodeDeregister, n.cfg.Now().UnixNano(), fsm.NodeDeregister{ID: id})
 	if err != nil {
 		return err
 	}
@@ -159,7 +161,7 @@ func (n *Node) member(id string) (*raft.Server, error) {
 
 // register proposes a node's API address.
 func (n *Node) register(ctx context.Context, id, addr string) error {
-	data, err := encodeJSONCommand(CmdNodeRegister, n.cfg.Now().UnixNano(), NodeRegister{ID: id, APIAddress: addr})
+	data, err := fsm.EncodeJSON(fsm.CmdNodeRegister, n.cfg.Now().UnixNano(), fsm.NodeRegister{ID: id, APIAddress: addr})
 	if err != nil {
 		return err
 	}

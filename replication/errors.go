@@ -1,38 +1,61 @@
 package replication
 
-import "errors"
+import (
+	"errors"
 
-// Errors returned by the replication layer. Errors that reach clients are
-// mapped to API reasons by the server.
+	"github.com/logd-dev/logd/replication/fsm"
+)
+
+// Errors of the Raft side.
 var (
 	// ErrNotLeader means this node cannot propose: it is not the Raft leader.
 	ErrNotLeader = errors.New("replication: not the leader")
-	// ErrUnknownTopic means the topic does not exist (or was deleted).
-	ErrUnknownTopic = errors.New("replication: unknown topic")
-	// ErrTopicExists means a topic of that name already exists.
-	ErrTopicExists = errors.New("replication: topic already exists")
-	// ErrUnknownPartition means the partition is outside the topic's range.
-	ErrUnknownPartition = errors.New("replication: unknown partition")
-	// ErrInvalidConfig means a topic setting is unknown or out of range.
-	ErrInvalidConfig = errors.New("replication: invalid topic config")
-	// ErrInvalidArgument means a command's arguments are invalid.
-	ErrInvalidArgument = errors.New("replication: invalid argument")
-	// ErrBadCommand means a Raft entry could not be decoded. Replicas would
-	// diverge if they guessed, so the node stops.
-	ErrBadCommand = errors.New("replication: malformed command")
-	// ErrEntryDamaged means a Raft entry's bytes do not match the checksum
-	// its proposer sealed it with: this node's copy of the Raft log was
-	// damaged on disk. The node stops rather than apply something the other
-	// replicas did not; wipe its data dir and rejoin it under a new id.
-	ErrEntryDamaged = errors.New("replication: raft log entry damaged on this node")
-	// ErrUnknownCommand means a Raft entry has a type or version this build
-	// does not know; the node stops rather than diverge.
-	ErrUnknownCommand = errors.New("replication: unknown command")
-	// ErrStopped means the node has stopped after a fatal error (an I/O
-	// error inside Apply) and no longer applies or acknowledges anything.
-	ErrStopped = errors.New("replication: node stopped after a fatal error")
 	// ErrShutdown means the node is shutting down.
 	ErrShutdown = errors.New("replication: shutting down")
 	// ErrTimeout means a proposal's outcome is unknown: it may still commit.
 	ErrTimeout = errors.New("replication: timed out waiting for commit; outcome unknown")
+)
+
+// Errors of the state machine (package fsm), the same values under the
+// names the front ends use, so errors.Is holds on either. Errors that reach
+// clients are mapped to API reasons by the server.
+var (
+	// ErrUnknownTopic means the topic does not exist (or was deleted).
+	ErrUnknownTopic = fsm.ErrUnknownTopic
+	// ErrTopicExists means a topic of that name already exists.
+	ErrTopicExists = fsm.ErrTopicExists
+	// ErrUnknownPartition means the partition is outside the topic's range.
+	ErrUnknownPartition = fsm.ErrUnknownPartition
+	// ErrInvalidConfig means a topic setting is unknown or out of range.
+	ErrInvalidConfig = fsm.ErrInvalidConfig
+	// ErrInvalidArgument means a command's arguments are invalid.
+	ErrInvalidArgument = fsm.ErrInvalidArgument
+	// ErrBadCommand means a Raft entry could not be decoded; the node stops.
+	ErrBadCommand = fsm.ErrBadCommand
+	// ErrEntryDamaged means this node's copy of a Raft entry was damaged
+	// on disk; the node stops.
+	ErrEntryDamaged = fsm.ErrEntryDamaged
+	// ErrUnknownCommand means a Raft entry has a type or version this build
+	// does not know; the node stops rather than diverge.
+	ErrUnknownCommand = fsm.ErrUnknownCommand
+	// ErrStopped means the node has stopped after a fatal error (an I/O
+	// error inside Apply) and no longer applies or acknowledges anything.
+	ErrStopped = fsm.ErrStopped
+	// ErrRecordTooLarge means a batch exceeds the topic's max.message.bytes.
+	ErrRecordTooLarge = fsm.ErrRecordTooLarge
+	// ErrDedupRace means an Append carried an idempotency key another entry
+	// committed first; nothing was appended.
+	ErrDedupRace = fsm.ErrDedupRace
+	// ErrOverloaded means an append was refused by admission control
+	// (*OverloadedError); nothing was written.
+	ErrOverloaded = fsm.ErrOverloaded
+	// ErrDiverged means this replica's compaction output differs from the
+	// leader's; the node stops.
+	ErrDiverged = fsm.ErrDiverged
+	// ErrSnapshotAhead means a snapshot names data this node does not hold
+	// and catch-up did not complete it.
+	ErrSnapshotAhead = fsm.ErrSnapshotAhead
+	// ErrNoSegmentSource means a snapshot needs segment bytes this node
+	// cannot fetch: no peer is registered, or no source is configured.
+	ErrNoSegmentSource = fsm.ErrNoSegmentSource
 )

@@ -13,12 +13,14 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // fileSource serves segments straight from peer FSMs in this process.
 type fileSource struct {
-	peers map[string]*FSM // by API address
-	fail  map[string]bool // addresses that fail every call
+	peers map[string]*fsm.FSM // by API address
+	fail  map[string]bool     // addresses that fail every call
 	calls int
 }
 
@@ -51,20 +53,6 @@ func (s *fileSource) SegmentData(ctx context.Context, addr string, ref SegmentRe
 		io.Reader
 		io.Closer
 	}{io.LimitReader(f, ref.Bytes), f}, nil
-}
-
-// snapshotBytes takes f's snapshot and returns it as Restore reads it.
-func snapshotBytes(t *testing.T, f *FSM) []byte {
-	t.Helper()
-	s, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	if err := s.(*fsmSnapshot).writeTo(&b); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
 }
 
 // segmentSums returns name -> sha256 of every .log and .meta file under
@@ -104,18 +92,15 @@ func sortedKeys(m map[string][32]byte) []string {
 func TestRestoreFetchesMissingSegments(t *testing.T) {
 	// The leader's history: a topic with small segments, 40 appends.
 	var cmds [][]byte
-	c, err := encodeJSONCommand(CmdCreateTopic, 1, CreateTopic{Name: "t", Partitions: 2, Config: map[string]string{"segment.bytes": "400"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmds = append(cmds, c, mustJSON(t, CmdNodeRegister, 2, NodeRegister{ID: "a", APIAddress: "a:1"}),
-		mustJSON(t, CmdNodeRegister, 2, NodeRegister{ID: "down", APIAddress: "down:1"}))
+	c := mustJSON(t, fsm.CmdCreateTopic, 1, CreateTopic{Name: "t", Partitions: 2, Config: map[string]string{"segment.bytes": "400"}})
+	cmds = append(cmds, c, mustJSON(t, fsm.CmdNodeRegister, 2, fsm.NodeRegister{ID: "a", APIAddress: "a:1"}),
+		mustJSON(t, fsm.CmdNodeRegister, 2, fsm.NodeRegister{ID: "down", APIAddress: "down:1"}))
 	for i := range 40 {
-		cmds = append(cmds, encodeAppend(int64(10+i), Append{Topic: "t", Batches: []PartitionBatch{{Partition: int32(i % 2), Batch: mustBatch(t, fmt.Sprintf("v%d", i))}}}))
+		cmds = append(cmds, fsm.EncodeAppend(int64(10+i), Append{Topic: "t", Batches: []PartitionBatch{{Partition: int32(i % 2), Batch: mustBatch(t, fmt.Sprintf("v%d", i))}}}))
 	}
 	log := entries(cmds...)
 	leaderDir := t.TempDir()
-	leader, _ := testFSM(t, leaderDir)
+	leader, _ := testFSM(t, leaderDir, nil)
 	leader.ApplyBatch(log)
 	snap := snapshotBytes(t, leader)
 
@@ -128,9 +113,8 @@ func TestRestoreFetchesMissingSegments(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			f, fatals := testFSM(t, dir)
-			src := &fileSource{peers: map[string]*FSM{"a:1": leader}, fail: map[string]bool{"down:1": true}}
-			f.catchUp = catchUpConfig{self: "b", source: src}
+			src := &fileSource{peers: map[string]*fsm.FSM{"a:1": leader}, fail: map[string]bool{"down:1": true}}
+			f, fatals := testFSM(t, dir, newSegmentFetcher(src, 0, testLogger()))
 			if tc.applied > 0 {
 				f.ApplyBatch(log[:tc.applied])
 			}
@@ -155,7 +139,7 @@ func TestRestoreFetchesMissingSegments(t *testing.T) {
 				}
 			}
 			// Replaying the rest of the log is idempotent on the installed data.
-			more := entries(append(cmds, encodeAppend(99, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "after")}}}))...)
+			more := entries(append(cmds, fsm.EncodeAppend(99, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "after")}}}))...)
 			f.ApplyBatch(more[len(cmds):])
 			if got := readAll(t, f, "t", 0); got[len(got)-1] != "after" || len(got) != 21 {
 				t.Fatalf("after install, appends go on: %v", got)
@@ -165,14 +149,13 @@ func TestRestoreFetchesMissingSegments(t *testing.T) {
 }
 
 func TestRestoreWithoutPeersRefuses(t *testing.T) {
-	leader, _ := testFSM(t, t.TempDir())
-	leader.ApplyBatch(entries(createCmd(t, "t", 1, 1), encodeAppend(2, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "x")}}})))
+	leader, _ := testFSM(t, t.TempDir(), nil)
+	leader.ApplyBatch(entries(mustJSON(t, fsm.CmdCreateTopic, 1, CreateTopic{Name: "t", Partitions: 1}), fsm.EncodeAppend(2, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "x")}}})))
 	snap := snapshotBytes(t, leader)
-	f, _ := testFSM(t, t.TempDir())
-	f.catchUp = catchUpConfig{self: "b", source: &fileSource{}}
+	f, _ := testFSM(t, t.TempDir(), newSegmentFetcher(&fileSource{}, 0, testLogger()))
 	if err := f.Restore(io.NopCloser(bytes.NewReader(snap))); err == nil || !strings.Contains(err.Error(), ErrNoSegmentSource.Error()) {
 		t.Fatalf("got %v", err)
 	}
 }
 
-var _ raft.FSM = (*FSM)(nil)
+var _ raft.FSM = (*raftFSM)(nil)

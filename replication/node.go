@@ -19,6 +19,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/logd-dev/logd/log"
+	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // Config configures a Node. The zero value of each optional field has the
@@ -155,7 +156,7 @@ type Node struct {
 	// committed before it started serving (see Ready).
 	ready     atomic.Bool
 	raft      *raft.Raft
-	fsm       *FSM
+	fsm       *fsm.FSM
 	store     *raftboltdb.BoltStore
 	transport *raft.NetworkTransport
 
@@ -230,8 +231,10 @@ func Open(cfg Config) (*Node, error) {
 	if cfg.SyncPartitions {
 		logOpts.Sync = log.SyncEveryAppend
 	}
-	fsm := newFSM(filepath.Join(cfg.DataDir, "topics"), logOpts, cfg.Logger, cfg.Fatal)
-	fsm.catchUp = catchUpConfig{self: cfg.NodeID, source: cfg.SegmentSource, timeout: cfg.CatchUpTimeout}
+	sm := fsm.New(fsm.Config{
+		Dir: filepath.Join(cfg.DataDir, "topics"), Log: logOpts, Logger: cfg.Logger, Fatal: cfg.Fatal,
+		Self: cfg.NodeID, Fetcher: newSegmentFetcher(cfg.SegmentSource, cfg.CatchUpTimeout, cfg.Logger),
+	})
 
 	if cfg.Bootstrap {
 		has, err := raft.HasExistingState(store, store, snaps)
@@ -250,14 +253,14 @@ func Open(cfg Config) (*Node, error) {
 			cfg.Logger.Info("bootstrapped a single-node cluster", "node", cfg.NodeID)
 		}
 	}
-	r, err := raft.NewRaft(rc, fsm, store, store, snaps, transport)
+	r, err := raft.NewRaft(rc, &raftFSM{f: sm}, store, store, snaps, transport)
 	if err != nil {
 		transport.Close()
 		store.Close()
-		fsm.Close()
+		sm.Close()
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
-	n := &Node{cfg: cfg, raft: r, fsm: fsm, store: store, transport: transport, stop: make(chan struct{}), done: make(chan struct{})}
+	n := &Node{cfg: cfg, raft: r, fsm: sm, store: store, transport: transport, stop: make(chan struct{}), done: make(chan struct{})}
 	go n.housekeeping()
 	n.cleanerDone = make(chan struct{})
 	go n.runCleaner()
@@ -282,7 +285,7 @@ func (n *Node) housekeeping() {
 			n.cfg.Logger.Info("state machine caught up; serving", "applied_index", n.fsm.AppliedIndex())
 		}
 		n.registerSelf()
-		if !snapshotDue(n.fsm.bytesSinceSnapshot.Load(), n.cfg.SnapshotBytes, n.fsm.windowBytes.Load()) {
+		if !snapshotDue(n.fsm.BytesSinceSnapshot(), n.cfg.SnapshotBytes, n.fsm.WindowBytes()) {
 			continue
 		}
 		if err := n.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
@@ -332,7 +335,7 @@ func (n *Node) caughtUp() bool {
 }
 
 // FSM returns the node's state machine for reads.
-func (n *Node) FSM() *FSM { return n.fsm }
+func (n *Node) FSM() *fsm.FSM { return n.fsm }
 
 // Raft exposes the underlying Raft instance for status and membership.
 func (n *Node) Raft() *raft.Raft { return n.raft }
@@ -358,7 +361,7 @@ func (n *Node) WaitLeader(ctx context.Context) error {
 }
 
 // propose submits an encoded command and waits until it is committed and
-// applied, returning the FSM's result; it seals data (sealEntry). If ctx
+// applied, returning the FSM's result; it seals data (fsm.Seal). If ctx
 // ends first the outcome is unknown: ErrTimeout.
 func (n *Node) propose(ctx context.Context, data []byte) (any, error) {
 	if err := n.fsm.Failed(); err != nil {
@@ -371,7 +374,7 @@ func (n *Node) propose(ctx context.Context, data []byte) (any, error) {
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
 		timeout = time.Until(d)
 	}
-	f := n.raft.Apply(sealEntry(data), timeout)
+	f := n.raft.Apply(fsm.Seal(data), timeout)
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()
 	select {
@@ -405,13 +408,13 @@ func mapRaftError(err error) error {
 
 // CreateTopic proposes a topic creation and returns the created topic.
 func (n *Node) CreateTopic(ctx context.Context, c CreateTopic) (*Topic, error) {
-	if _, err := validateCreateTopic(c); err != nil {
+	if err := fsm.ValidateCreateTopic(c); err != nil {
 		return nil, err
 	}
 	if _, err := n.fsm.Topic(c.Name); err == nil {
 		return nil, fmt.Errorf("%w: %q", ErrTopicExists, c.Name)
 	}
-	data, err := encodeJSONCommand(CmdCreateTopic, n.cfg.Now().UnixNano(), c)
+	data, err := fsm.EncodeJSON(fsm.CmdCreateTopic, n.cfg.Now().UnixNano(), c)
 	if err != nil {
 		return nil, err
 	}
@@ -428,12 +431,34 @@ func (n *Node) DeleteTopic(ctx context.Context, name string) error {
 	if _, err := n.fsm.Topic(name); err != nil {
 		return err
 	}
-	data, err := encodeJSONCommand(CmdDeleteTopic, n.cfg.Now().UnixNano(), DeleteTopic{Name: name})
+	data, err := fsm.EncodeJSON(fsm.CmdDeleteTopic, n.cfg.Now().UnixNano(), DeleteTopic{Name: name})
 	if err != nil {
 		return err
 	}
 	_, err = n.propose(ctx, data)
 	return err
+}
+
+// AlterTopic proposes new settings for a topic and returns the topic as
+// altered.
+func (n *Node) AlterTopic(ctx context.Context, c AlterTopic) (*Topic, error) {
+	t, err := n.fsm.Topic(c.Name)
+	if err != nil {
+		return nil, err
+	}
+	if err := fsm.ValidateAlterTopic(t, c); err != nil {
+		return nil, err
+	}
+	data, err := fsm.EncodeJSON(fsm.CmdAlterTopic, n.cfg.Now().UnixNano(), c)
+	if err != nil {
+		return nil, err
+	}
+	res, err := n.propose(ctx, data)
+	if err != nil {
+		return nil, err
+	}
+	nt, _ := res.(*Topic)
+	return nt, nil
 }
 
 // Append proposes record batches for partitions of one topic and returns
@@ -444,14 +469,14 @@ func (n *Node) Append(ctx context.Context, a Append) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := validateAppend(t, a); err != nil {
+	if err := fsm.ValidateAppend(t, a); err != nil {
 		return nil, err
 	}
 	// The leader refuses early what Apply would refuse (Apply decides).
-	if err := n.fsm.admit(t, a, queueReadEnds(t)); err != nil {
+	if err := n.fsm.Admit(t, a); err != nil {
 		return nil, err
 	}
-	res, err := n.propose(ctx, encodeAppend(n.cfg.Now().UnixNano(), a))
+	res, err := n.propose(ctx, fsm.EncodeAppend(n.cfg.Now().UnixNano(), a))
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/queue"
+	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // Bounds on one queue call, so a command stays small and its Apply short.
@@ -19,8 +20,8 @@ const (
 	MaxQueueErrorBytes = 4096
 )
 
-func (n *Node) proposeQueue(ctx context.Context, t CommandType, c any) (any, error) {
-	data, err := encodeQueueCommand(t, n.cfg.Now().UnixNano(), c)
+func (n *Node) proposeQueue(ctx context.Context, t fsm.CommandType, c any) (any, error) {
+	data, err := fsm.EncodeQueue(t, n.cfg.Now().UnixNano(), c)
 	if err != nil {
 		return nil, err
 	}
@@ -34,14 +35,14 @@ func (n *Node) CreateQueueGroup(ctx context.Context, c QueueCreate) (queue.Confi
 	if err != nil {
 		return queue.Config{}, err
 	}
-	if _, err := validateQueueCreate(t, &c); err != nil {
+	if err := fsm.ValidateQueueCreate(t, c); err != nil {
 		return queue.Config{}, err
 	}
 	c.Secret = make([]byte, 16)
 	if _, err := rand.Read(c.Secret); err != nil {
 		return queue.Config{}, fmt.Errorf("queue group secret: %w", err)
 	}
-	res, err := n.proposeQueue(ctx, CmdQueueCreate, c)
+	res, err := n.proposeQueue(ctx, fsm.CmdQueueCreate, c)
 	if err != nil {
 		return queue.Config{}, err
 	}
@@ -61,7 +62,7 @@ func (n *Node) AlterQueueGroup(ctx context.Context, topic, name string, change f
 	if err := cfg.WithDefaults(topic, name).Validate(); err != nil {
 		return queue.Config{}, err
 	}
-	res, err := n.proposeQueue(ctx, CmdQueueAlter, QueueAlter{Topic: topic, Group: name, Config: cfg})
+	res, err := n.proposeQueue(ctx, fsm.CmdQueueAlter, QueueAlter{Topic: topic, Group: name, Config: cfg})
 	if err != nil {
 		return queue.Config{}, err
 	}
@@ -83,7 +84,7 @@ func (n *Node) QueueClaim(ctx context.Context, c QueueClaim) (QueueClaimResult, 
 	if _, _, err := n.fsm.QueueClaimable(c.Topic, c.Group, 0); err != nil {
 		return QueueClaimResult{}, err
 	}
-	res, err := n.proposeQueue(ctx, CmdQueueClaim, c)
+	res, err := n.proposeQueue(ctx, fsm.CmdQueueClaim, c)
 	if err != nil {
 		return QueueClaimResult{}, err
 	}
@@ -115,7 +116,7 @@ func (n *Node) QueueAck(ctx context.Context, c QueueAck) (QueueTokensResult, err
 	if err := n.checkTokens(c.Topic, c.Group, len(c.Tokens)); err != nil {
 		return QueueTokensResult{}, err
 	}
-	res, err := n.proposeQueue(ctx, CmdQueueAck, c)
+	res, err := n.proposeQueue(ctx, fsm.CmdQueueAck, c)
 	if err != nil {
 		return QueueTokensResult{}, err
 	}
@@ -135,7 +136,7 @@ func (n *Node) QueueNack(ctx context.Context, c QueueNack) (QueueTokensResult, e
 			return QueueTokensResult{}, fmt.Errorf("%w: delay %v outside [0, %v]", queue.ErrInvalidRequest, nk.Delay, queue.MaxDelay)
 		}
 	}
-	res, err := n.proposeQueue(ctx, CmdQueueNack, c)
+	res, err := n.proposeQueue(ctx, fsm.CmdQueueNack, c)
 	if err != nil {
 		return QueueTokensResult{}, err
 	}
@@ -150,11 +151,32 @@ func (n *Node) QueueExtend(ctx context.Context, c QueueExtend) (QueueTokensResul
 	if c.Lease < 0 || c.Lease > queue.MaxLease {
 		return QueueTokensResult{}, fmt.Errorf("%w: lease %v outside [0, %v]", queue.ErrInvalidRequest, c.Lease, queue.MaxLease)
 	}
-	res, err := n.proposeQueue(ctx, CmdQueueExtend, c)
+	res, err := n.proposeQueue(ctx, fsm.CmdQueueExtend, c)
 	if err != nil {
 		return QueueTokensResult{}, err
 	}
 	return tokensResult(res)
+}
+
+// PauseQueueGroup pauses or resumes a queue group and waits until that is
+// committed and applied.
+func (n *Node) PauseQueueGroup(ctx context.Context, topic, name string, paused bool) (QueuePauseResult, error) {
+	if _, _, err := n.fsm.QueueClaimable(topic, name, 0); err != nil {
+		return QueuePauseResult{}, err
+	}
+	data, err := fsm.EncodeJSON(fsm.CmdQueuePause, n.cfg.Now().UnixNano(), QueuePause{Topic: topic, Group: name, Paused: paused})
+	if err != nil {
+		return QueuePauseResult{}, err
+	}
+	res, err := n.propose(ctx, data)
+	if err != nil {
+		return QueuePauseResult{}, err
+	}
+	r, ok := res.(QueuePauseResult)
+	if !ok {
+		return QueuePauseResult{}, fmt.Errorf("queue pause: unexpected result %T", res)
+	}
+	return r, nil
 }
 
 // Now returns the node's clock as used to stamp commands.

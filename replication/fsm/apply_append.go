@@ -1,0 +1,120 @@
+package fsm
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/logd-dev/logd/batch"
+	"github.com/logd-dev/logd/dedup"
+	"github.com/logd-dev/logd/log"
+)
+
+// maxAppendBatchBytes caps one batch in a Raft entry. max.message.bytes is
+// checked per record by the server; a batch may hold many records.
+const maxAppendBatchBytes = maxRecordBatchLimit
+
+// validateAppend checks every batch of an Append against the topic before
+// anything is written, so an Append is applied whole or not at all.
+func validateAppend(t *Topic, a Append) error {
+	if len(a.Batches) == 0 {
+		return fmt.Errorf("%w: append without batches", ErrInvalidArgument)
+	}
+	seen := make(map[int32]bool, len(a.Batches))
+	for _, b := range a.Batches {
+		if b.Partition < 0 || int(b.Partition) >= len(t.Partitions) {
+			return fmt.Errorf("%w: %s has %d partitions, not %d", ErrUnknownPartition, t.Name, len(t.Partitions), b.Partition)
+		}
+		if seen[b.Partition] {
+			// One batch per partition per command keeps idempotency by Raft
+			// index exact: a partition holds at most one batch per index.
+			return fmt.Errorf("%w: partition %d twice in one append", ErrInvalidArgument, b.Partition)
+		}
+		seen[b.Partition] = true
+		if len(b.Batch) > maxAppendBatchBytes {
+			return fmt.Errorf("%w: batch of %d bytes for %s-%d, at most %d", ErrRecordTooLarge, len(b.Batch), t.Name, b.Partition, maxAppendBatchBytes)
+		}
+		info, err := batch.Verify(b.Batch)
+		if err == nil && info.Length != len(b.Batch) {
+			err = fmt.Errorf("%d bytes after the batch", len(b.Batch)-info.Length)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %s-%d: %v", ErrInvalidArgument, t.Name, b.Partition, err)
+		}
+		// A key repeated within one append is not checked here: the server
+		// answers repeats within a call itself, and were one to arrive, the
+		// later record would simply own the key (deterministically).
+		for _, k := range b.Keys {
+			switch {
+			case k.Key == "":
+				return fmt.Errorf("%w: empty idempotency key", ErrInvalidArgument)
+			case len(k.Key) > dedup.MaxIdempotencyKeyBytes:
+				return fmt.Errorf("%w: idempotency key of %d bytes, at most %d", ErrInvalidArgument, len(k.Key), dedup.MaxIdempotencyKeyBytes)
+			case k.Index < 0 || k.Index > info.LastOffsetDelta:
+				return fmt.Errorf("%w: idempotency key for record %d of a %d-record batch", ErrInvalidArgument, k.Index, info.LastOffsetDelta+1)
+			}
+		}
+	}
+	return nil
+}
+
+func (f *FSM) applyAppend(index uint64, now int64, a Append) any {
+	t, err := f.Topic(a.Topic)
+	if err != nil {
+		return err
+	}
+	if err := validateAppend(t, a); err != nil {
+		return err
+	}
+	if err := f.admit(t, a, queueEnds(t)); err != nil {
+		return err
+	}
+	// Record the keys, unless one was committed since the proposer looked
+	// them up: then this entry is a no-op. The check gives the same answer
+	// on every replica and on replay, because the window is replicated
+	// state. Offsets are known before the logs are written (p.next), and a
+	// failed write stops the node, so the window may change first.
+	window := t.IdempotencyWindow()
+	inserts := f.dedupScratch[:0]
+	for _, b := range a.Batches {
+		for _, k := range b.Keys {
+			inserts = append(inserts, dedup.Key{Key: k.Key, Entry: partitionDedupEntry(k, b.Partition, t.Partitions[b.Partition].next, now+window)})
+		}
+	}
+	if len(inserts) > 0 {
+		held, ok := t.dedup.Admit(now, inserts)
+		clear(inserts) // drop the key strings
+		f.dedupScratch = inserts[:0]
+		if !ok {
+			return fmt.Errorf("%w: %q", ErrDedupRace, held)
+		}
+	}
+	res := AppendResult{BaseOffsets: make([]int64, len(a.Batches))}
+	meta := log.AppendMeta{AppliedIndex: index, Time: time.Unix(0, now)}
+	for i, b := range a.Batches {
+		p := t.Partitions[b.Partition]
+		base := p.next
+		if index > p.log.AppliedIndex() {
+			got, err := p.log.Append(b.Batch, meta)
+			if err != nil {
+				return f.stop(fmt.Errorf("append %s-%d at index %d: %w", a.Topic, b.Partition, index, err))
+			}
+			if got != base {
+				return f.stop(fmt.Errorf("append %s-%d at index %d: log assigned offset %d, state machine expected %d", a.Topic, b.Partition, index, got, base))
+			}
+			f.bytesSinceSnapshot.Add(int64(len(b.Batch)))
+		}
+		// else: replayed after a restart; the log already holds it.
+		info, _ := batch.Peek(b.Batch) // verified above
+		p.next = base + int64(info.LastOffsetDelta) + 1
+		res.BaseOffsets[i] = base
+	}
+	f.noteAppend(t, a)
+	for _, b := range a.Batches {
+		t.Partitions[b.Partition].signal()
+	}
+	return res
+}
+
+// ValidateAppend checks every batch of an Append against the topic as
+// Apply will.
+func ValidateAppend(t *Topic, a Append) error { return validateAppend(t, a) }

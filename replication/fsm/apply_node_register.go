@@ -1,0 +1,11 @@
+package fsm
+
+// applyNodeRegister records (or replaces) a node's API address. It is
+// idempotent: re-applying the same registration changes nothing.
+func (f *FSM) applyNodeRegister(_ uint64, _ int64, c NodeRegister) any {
+	if c.ID == "" {
+		return nil
+	}
+	f.nodes.set(c.ID, c.APIAddress)
+	return nil
+}

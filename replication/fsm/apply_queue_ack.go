@@ -1,0 +1,16 @@
+package fsm
+
+import "fmt"
+
+func (f *FSM) applyQueueAck(_ uint64, now int64, c QueueAck) any {
+	f.queues.mu.Lock()
+	defer f.queues.mu.Unlock()
+	q, err := f.queues.getLocked(c.Topic, c.Group)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Topic(c.Topic); err != nil {
+		return fmt.Errorf("ack: %w", err)
+	}
+	return QueueTokensResult{Results: q.Ack(now, c.Tokens)}
+}

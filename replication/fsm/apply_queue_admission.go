@@ -1,0 +1,143 @@
+package fsm
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/logd-dev/logd/batch"
+	"github.com/logd-dev/logd/retention"
+)
+
+// Admission control (issue 7). A topic with queue groups bounds each
+// group's backlog (ready + in-flight + delayed records, and their bytes)
+// with the topic settings queue.max.backlog.records and
+// queue.max.backlog.bytes. An append that would take any group past a
+// bound is refused whole, before anything is written, with an
+// OverloadedError; the client retries after the hint. The check reads only
+// replicated state (queue groups and the state machine's end offsets), so
+// every replica, and a replay, decides the same. Retention never deletes a
+// record a group has not finished (ProtectedFrom), so these bounds are the
+// only limit on a queue's backlog.
+
+// DefaultOverloadRetryAfter is the retry hint when nothing better is known.
+const DefaultOverloadRetryAfter = time.Second
+
+// OverloadedError says which group and bound refused an append.
+type OverloadedError struct {
+	Topic, Group string
+	// Bound is "records" or "bytes"; Backlog the group's backlog before the
+	// append, Adding what the append would add, Limit the bound.
+	Bound                  string
+	Backlog, Adding, Limit int64
+	// RetryAfter is a hint for the client (set by the server, which knows
+	// the group's completion rate); 0 means DefaultOverloadRetryAfter.
+	RetryAfter time.Duration
+}
+
+func (e *OverloadedError) Error() string {
+	return fmt.Sprintf("%v: queue group %s on %s has a backlog of %d %s; %d more would pass queue.max.backlog.%s=%d",
+		ErrOverloaded, e.Group, e.Topic, e.Backlog, e.Bound, e.Adding, e.Bound, e.Limit)
+}
+
+// Is makes errors.Is(err, ErrOverloaded) hold.
+func (e *OverloadedError) Is(target error) bool { return target == ErrOverloaded }
+
+// protectedFrom is the lowest start offset of the topic's queue groups on a
+// partition, retention.NoProtection without groups.
+func (qs *queueGroups) protectedFrom(topic string, partition int32) int64 {
+	qs.mu.RLock()
+	defer qs.mu.RUnlock()
+	from := int64(retention.NoProtection)
+	for _, q := range qs.byTopic[topic] {
+		if s, ok := q.PartitionStart(partition); ok {
+			from = min(from, s)
+		}
+	}
+	return from
+}
+
+// appendSize counts an append's records and bytes per partition.
+func appendSize(a Append) (records, bytes map[int32]int64) {
+	records, bytes = make(map[int32]int64, len(a.Batches)), make(map[int32]int64, len(a.Batches))
+	for _, b := range a.Batches {
+		info, err := batch.Peek(b.Batch)
+		if err != nil {
+			continue // validateAppend refuses it
+		}
+		records[b.Partition] += int64(info.LastOffsetDelta) + 1
+		bytes[b.Partition] += int64(len(b.Batch))
+	}
+	return records, bytes
+}
+
+// admit checks an append against the topic's backlog bounds. ends are the
+// partitions' end offsets to measure against: the state machine's in Apply,
+// the logs' on the leader's pre-check. Groups are checked in name order so
+// the error names the same group everywhere.
+func (f *FSM) admit(t *Topic, a Append, ends []int64) error {
+	maxRecords, maxBytes := configInt(t.Config, ConfigQueueMaxBacklogRecords), configInt(t.Config, ConfigQueueMaxBacklogBytes)
+	if maxRecords < 0 && maxBytes < 0 {
+		return nil
+	}
+	f.queues.mu.RLock()
+	defer f.queues.mu.RUnlock()
+	groups := f.queues.byTopic[t.Name]
+	if len(groups) == 0 {
+		return nil
+	}
+	var addRecords, addBytes int64
+	recs, bytes := appendSize(a)
+	for _, n := range recs {
+		addRecords += n
+	}
+	for _, n := range bytes {
+		addBytes += n
+	}
+	names := make([]string, 0, len(groups))
+	for name := range groups {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		b := groups[name].Backlog(ends)
+		if maxRecords >= 0 && b.Records+addRecords > maxRecords {
+			if addRecords > maxRecords {
+				return fmt.Errorf("%w: an append of %d records can never fit queue.max.backlog.records=%d of %s", ErrInvalidArgument, addRecords, maxRecords, t.Name)
+			}
+			return &OverloadedError{Topic: t.Name, Group: name, Bound: "records", Backlog: b.Records, Adding: addRecords, Limit: maxRecords}
+		}
+		if maxBytes >= 0 && b.Bytes+addBytes > maxBytes {
+			if addBytes > maxBytes {
+				return fmt.Errorf("%w: an append of %d bytes can never fit queue.max.backlog.bytes=%d of %s", ErrInvalidArgument, addBytes, maxBytes, t.Name)
+			}
+			return &OverloadedError{Topic: t.Name, Group: name, Bound: "bytes", Backlog: b.Bytes, Adding: addBytes, Limit: maxBytes}
+		}
+	}
+	return nil
+}
+
+// noteAppend tells the topic's queue groups what an applied append added
+// (for their byte estimate). It runs for every applied append, replays
+// included, like the rest of the queue state.
+func (f *FSM) noteAppend(t *Topic, a Append) {
+	f.queues.mu.RLock()
+	has := len(f.queues.byTopic[t.Name]) > 0
+	f.queues.mu.RUnlock()
+	if !has {
+		return
+	}
+	recs, bytes := appendSize(a)
+	f.queues.mu.Lock()
+	defer f.queues.mu.Unlock()
+	for _, q := range f.queues.byTopic[t.Name] {
+		for p, n := range recs {
+			q.NoteAppend(p, n, bytes[p])
+		}
+	}
+}
+
+// Admit checks an append against the topic's queue backlog bounds as they
+// stand in the partition logs now: the leader's early refusal of what
+// Apply would refuse (Apply decides, against its own end offsets).
+func (f *FSM) Admit(t *Topic, a Append) error { return f.admit(t, a, queueReadEnds(t)) }

@@ -1,0 +1,18 @@
+package fsm
+
+func (f *FSM) applyQueueExtend(_ uint64, now int64, c QueueExtend) any {
+	if _, err := f.Topic(c.Topic); err != nil {
+		return err
+	}
+	f.queues.mu.Lock()
+	defer f.queues.mu.Unlock()
+	q, err := f.queues.getLocked(c.Topic, c.Group)
+	if err != nil {
+		return err
+	}
+	rs, err := q.Extend(now, c.Tokens, c.Lease)
+	if err != nil {
+		return err
+	}
+	return QueueTokensResult{Results: rs}
+}

@@ -1,0 +1,24 @@
+package fsm
+
+import "fmt"
+
+func (f *FSM) applyQueueNack(index uint64, now int64, c QueueNack) any {
+	t, err := f.Topic(c.Topic)
+	if err != nil {
+		return err
+	}
+	f.queues.mu.Lock()
+	defer f.queues.mu.Unlock()
+	q, err := f.queues.getLocked(c.Topic, c.Group)
+	if err != nil {
+		return err
+	}
+	res := QueueTokensResult{Results: q.Nack(now, c.Nacks)}
+	// A permanent nack (or one after the last allowed delivery) moves the
+	// record to the dead-letter topic in this same command.
+	src := newQueueSource(t, q.Config().DeadlineHeader, f.queues.windowsLocked(t))
+	if res.DeadLettered, err = f.flushDeadLetters(index, now, q, t, src); err != nil {
+		return f.stop(fmt.Errorf("apply index %d: %w", index, err))
+	}
+	return res
+}

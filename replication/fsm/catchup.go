@@ -1,0 +1,176 @@
+package fsm
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+
+	"github.com/logd-dev/logd/log"
+)
+
+// Snapshot catch-up (docs/architecture.md).
+//
+// A snapshot holds no segment bytes, only a manifest of them. A follower
+// that installs a snapshot naming data it does not hold (it was offline
+// while the leader compacted its Raft log, or it is new) plans here which
+// local segments to keep and which to copy, and hands the copy to its
+// SegmentFetcher: package replication copies them byte for byte from a
+// peer listed in the snapshot's node registry, checking every batch
+// (log.StageSegment), and swaps them in (log.InstallStaged). The network,
+// the retries and their deadlines stay out of this package. A follower
+// killed during an install restarts from its own copy of the snapshot (Raft
+// persisted it before Restore) and installs again from what it has.
+
+// SegmentFetcher completes a partition's log from a peer during Restore.
+// It is called on the FSM goroutine with the partition's log closed.
+type SegmentFetcher interface {
+	// FetchSegments copies req.Segments from one of req.Peers into
+	// req.Dir, checking every batch, and installs them in place of every
+	// local segment whose base is not in req.Keep. It returns nil once they
+	// are installed, or an error once it gives up; the log is then reopened
+	// from whatever the directory holds.
+	FetchSegments(req FetchRequest) error
+}
+
+// FetchRequest names the segments one partition needs.
+type FetchRequest struct {
+	Topic      string
+	TopicIndex uint64 // the topic's CreateIndex
+	Partition  int32
+	// Dir is the partition's directory and Log the options its log is
+	// opened with.
+	Dir string
+	Log log.Options
+	// Keep lists the bases of the local segments that stay.
+	Keep []int64
+	// Segments are the segments to copy, in offset order.
+	Segments []SegmentExtent
+	// Peers are the registered API addresses of the other nodes, by node
+	// id.
+	Peers []string
+}
+
+// SegmentExtent is a segment as a snapshot manifest lists it: its first
+// offset, the offset after its last record, and its data bytes.
+type SegmentExtent struct {
+	Base, End, Bytes int64
+}
+
+// SegmentFiles returns the paths of a segment's data and .meta files, for
+// serving them to a peer. The segment must exist in the named topic
+// incarnation (a later topic of the same name is not served).
+func (f *FSM) SegmentFiles(topic string, topicIndex uint64, p int32, base int64) (data, meta string, err error) {
+	t, err := f.Topic(topic)
+	if err != nil {
+		return "", "", err
+	}
+	if t.CreateIndex != topicIndex {
+		return "", "", fmt.Errorf("%w: %q created at index %d, not %d", ErrUnknownTopic, topic, t.CreateIndex, topicIndex)
+	}
+	part, err := f.Partition(topic, p)
+	if err != nil {
+		return "", "", err
+	}
+	for _, s := range part.log.Segments() {
+		if s.BaseOffset == base {
+			data, meta = log.SegmentFiles(partitionDir(t, p), base)
+			return data, meta, nil
+		}
+	}
+	return "", "", fmt.Errorf("%w: %s-%d has no segment at %d", ErrUnknownPartition, topic, p, base)
+}
+
+func partitionDir(t *Topic, p int32) string { return filepath.Join(t.dir, strconv.Itoa(int(p))) }
+
+// catchUpTopic makes the open topic t hold what manifest tm describes:
+// partitions whose logs end before the manifest's are completed from a
+// peer, and segments below a partition's start are deleted (a trim the
+// snapshot covers). On return t's logs are open again.
+func (f *FSM) catchUpTopic(t *Topic, tm topicManifest, index uint64) error {
+	type plan struct {
+		p      int32
+		keep   []int64
+		fetch  []segmentManifest
+		behind int64
+	}
+	var plans []plan
+	for i, pm := range tm.Partitions {
+		l := t.Partitions[i].log
+		if l.EndOffset() >= pm.End {
+			continue
+		}
+		// Keep the local segments identical to the manifest's prefix; fetch
+		// the rest.
+		local := map[int64]log.SegmentInfo{}
+		for _, s := range l.Segments() {
+			local[s.BaseOffset] = s
+		}
+		pl := plan{p: int32(i), behind: pm.End - l.EndOffset()}
+		for j, s := range pm.Segments {
+			ls, ok := local[s.Base]
+			if ok && ls.EndOffset == s.End && ls.Bytes == s.Bytes && len(pl.fetch) == 0 {
+				pl.keep = append(pl.keep, s.Base)
+				continue
+			}
+			pl.fetch = pm.Segments[j:]
+			break
+		}
+		plans = append(plans, pl)
+	}
+	if len(plans) > 0 {
+		if err := t.close(); err != nil {
+			return fmt.Errorf("catch up %s: close: %w", t.Name, err)
+		}
+		for _, pl := range plans {
+			f.logger.Info("snapshot catch-up: fetching segments from a peer",
+				"topic", t.Name, "partition", pl.p, "segments", len(pl.fetch), "offsets_behind", pl.behind, "snapshot_index", index)
+			if err := f.fetch(t, pl.p, pl.keep, pl.fetch); err != nil {
+				return fmt.Errorf("catch up %s-%d: %w", t.Name, pl.p, err)
+			}
+		}
+		t.Partitions = nil
+		if err := openTopic(f.root, t, int32(len(tm.Partitions)), f.logOpts); err != nil {
+			return err
+		}
+	}
+	for i, pm := range tm.Partitions {
+		l := t.Partitions[i].log
+		if l.StartOffset() < pm.Start {
+			if _, err := l.DeleteBefore(pm.Start); err != nil {
+				return fmt.Errorf("catch up %s-%d: trim to %d: %w", t.Name, i, pm.Start, err)
+			}
+		}
+	}
+	return nil
+}
+
+// fetch has the fetcher copy segs of partition p of t.
+func (f *FSM) fetch(t *Topic, p int32, keep []int64, segs []segmentManifest) error {
+	peers := f.peers()
+	if f.catchUp.fetcher == nil || len(peers) == 0 {
+		return ErrNoSegmentSource
+	}
+	req := FetchRequest{Topic: t.Name, TopicIndex: t.CreateIndex, Partition: p, Dir: partitionDir(t, p), Log: f.logOpts, Keep: keep, Peers: peers}
+	for _, s := range segs {
+		req.Segments = append(req.Segments, SegmentExtent{Base: s.Base, End: s.End, Bytes: s.Bytes})
+	}
+	return f.catchUp.fetcher.FetchSegments(req)
+}
+
+// peers lists the registered API addresses of other nodes, by node id.
+func (f *FSM) peers() []string {
+	var out []string
+	for _, n := range f.nodes.list() {
+		if n.ID != f.catchUp.self && n.APIAddress != "" {
+			out = append(out, n.APIAddress)
+		}
+	}
+	return out
+}
+
+// catchUpConfig is what the FSM needs to fetch segments from peers; it is
+// set by New and never changes.
+type catchUpConfig struct {
+	self    string // this node's id, never its own source
+	fetcher SegmentFetcher
+}

@@ -1,0 +1,15 @@
+package fsm
+
+// NodeRegister records that node ID serves its client API at APIAddress
+// (host:port, as advertised). Any node uses the registry to forward writes
+// to the leader and to fetch segment bytes from a peer during snapshot
+// catch-up, so it is replicated state and part of every snapshot.
+type NodeRegister struct {
+	ID         string `json:"id"`
+	APIAddress string `json:"api_address"`
+}
+
+// NodeDeregister forgets a node that was removed from the cluster.
+type NodeDeregister struct {
+	ID string `json:"id"`
+}

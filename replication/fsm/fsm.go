@@ -1,0 +1,232 @@
+package fsm
+
+import (
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/logd-dev/logd/dedup"
+	"github.com/logd-dev/logd/log"
+)
+
+// FSM is the replicated state machine: topic metadata plus the partition
+// logs. ApplyBatch, Snapshot and Restore are called on one goroutine (Raft's
+// FSM goroutine); the read methods may be called from any goroutine.
+//
+// Apply is deterministic: it reads time only from the command (stamped by the
+// leader, kept monotonic here), and it is idempotent by Raft index: each
+// partition log stores the Raft index of its last append with its data, and
+// an append at or below that index is skipped on replay.
+type FSM struct {
+	root    string // <data>/topics
+	logOpts log.Options
+	logger  *slog.Logger
+	fatal   func(error)
+	// clock measures how long work took, for logs only (never state).
+	clock func() time.Time
+
+	mu sync.RWMutex
+	// topics by name; guarded by mu. Mutated only by the Raft goroutine.
+	topics map[string]*Topic
+
+	now     atomic.Int64  // last applied command time, Unix ns (monotonic)
+	applied atomic.Uint64 // last applied Raft index
+	// bytesSinceSnapshot counts appended batch bytes since the last
+	// snapshot; it drives the node's snapshots by size.
+	bytesSinceSnapshot atomic.Int64
+	// windowBytes is the size of the idempotency windows in the last
+	// snapshot persisted; it raises the by-size trigger.
+	windowBytes atomic.Int64
+	// failed holds the fatal error after an I/O error in Apply; from then on
+	// nothing is applied or acknowledged.
+	failed atomic.Pointer[error]
+	// groups is the consumer group state (groups.go).
+	groups consumerGroups
+	// queues is the queue groups' lease state (queue_state.go).
+	queues queueGroups
+	// cleaner is the retention and compaction state (cleaner_state.go).
+	cleaner cleanerState
+	// nodes is the registry of client API addresses (cluster_state.go).
+	nodes nodeRegistry
+	// catchUp fetches missing segments from peers on Restore (catchup.go).
+	catchUp catchUpConfig
+	// dedupScratch is reused by applyAppend, keyScratch by applyOne (Raft
+	// goroutine only).
+	dedupScratch []dedup.Key
+	keyScratch   keyScratch
+}
+
+// Config configures an FSM. The zero value of each optional field has the
+// documented default.
+type Config struct {
+	// Dir holds the topics' directories (<data>/topics). Required.
+	Dir string
+	// Log holds the partition logs' options.
+	Log log.Options
+	// Logger receives structured logs; default slog.Default().
+	Logger *slog.Logger
+	// Fatal is called when Apply hits an error it must not continue past
+	// (an I/O error, an entry it cannot decode); nil: only logged. Either
+	// way the FSM refuses every later entry (ErrStopped).
+	Fatal func(error)
+	// Now measures durations for logs; never state. Default time.Now.
+	Now func() time.Time
+	// Self is this node's id: catch-up never fetches from it.
+	Self string
+	// Fetcher fetches segments a snapshot names but the local logs lack
+	// (catchup.go); nil: such a snapshot is refused (ErrNoSegmentSource).
+	Fetcher SegmentFetcher
+}
+
+// New makes an FSM over cfg.Dir. It opens nothing until Restore or the
+// first command.
+func New(cfg Config) *FSM {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &FSM{root: cfg.Dir, logOpts: cfg.Log, logger: cfg.Logger, fatal: cfg.Fatal, clock: cfg.Now,
+		catchUp: catchUpConfig{self: cfg.Self, fetcher: cfg.Fetcher}, topics: map[string]*Topic{}}
+}
+
+// AppendResult is the outcome of an applied Append: the base offset assigned
+// to each batch, in command order.
+type AppendResult struct {
+	BaseOffsets []int64
+}
+
+// Topic returns the named topic, or ErrUnknownTopic.
+func (f *FSM) Topic(name string) (*Topic, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	t, ok := f.topics[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownTopic, name)
+	}
+	return t, nil
+}
+
+// Partition returns one partition of a topic.
+func (f *FSM) Partition(topic string, p int32) (*Partition, error) {
+	t, err := f.Topic(topic)
+	if err != nil {
+		return nil, err
+	}
+	if p < 0 || int(p) >= len(t.Partitions) {
+		return nil, fmt.Errorf("%w: %s has %d partitions, not %d", ErrUnknownPartition, topic, len(t.Partitions), p)
+	}
+	return t.Partitions[p], nil
+}
+
+// Topics returns all topics sorted by name.
+func (f *FSM) Topics() []*Topic {
+	f.mu.RLock()
+	out := make([]*Topic, 0, len(f.topics))
+	for _, t := range f.topics {
+		out = append(out, t)
+	}
+	f.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Now is the time of the last applied command (Unix nanoseconds), the
+// state machine's clock.
+func (f *FSM) Now() int64 { return f.now.Load() }
+
+// AppliedIndex is the last Raft index applied by this FSM.
+func (f *FSM) AppliedIndex() uint64 { return f.applied.Load() }
+
+// Failed returns the fatal error that stopped this FSM, if any.
+func (f *FSM) Failed() error {
+	if p := f.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Entry is one committed Raft log entry as the state machine sees it.
+type Entry struct {
+	Index uint64
+	// Command is false for Raft's own entries (no-ops, configuration
+	// changes): they only advance the applied index.
+	Command bool
+	// Data is the encoded command; Apply may alias it until the entry's
+	// result is returned.
+	Data []byte
+}
+
+// Apply applies one committed entry and returns its result: the command's
+// result value or an error.
+func (f *FSM) Apply(e Entry) any {
+	return f.ApplyBatch([]Entry{e})[0]
+}
+
+// ApplyBatch applies committed entries in order, one result each. After a
+// fatal error every later entry's result is ErrStopped.
+func (f *FSM) ApplyBatch(entries []Entry) []any {
+	out := make([]any, len(entries))
+	for i, e := range entries {
+		if err := f.Failed(); err != nil {
+			out[i] = fmt.Errorf("%w: %v", ErrStopped, err)
+			continue
+		}
+		if e.Command {
+			out[i] = f.applyOne(e.Index, e.Data)
+		}
+		f.applied.Store(e.Index)
+	}
+	return out
+}
+
+func (f *FSM) applyOne(index uint64, data []byte) any {
+	env, err := decodeCommandWith(data, &f.keyScratch)
+	if err != nil {
+		// Guessing would let replicas diverge: stop.
+		return f.stop(fmt.Errorf("apply index %d: %w", index, err))
+	}
+	if env.Time > f.now.Load() {
+		f.now.Store(env.Time)
+	}
+	return commands[env.Type].apply(f, index, f.now.Load(), env.Body)
+}
+
+// stop records a fatal error and hands it to the node's fatal handler, which
+// by default ends the process: an I/O error inside Apply must never be
+// acknowledged, and a node must not continue with diverged state.
+func (f *FSM) stop(err error) error {
+	f.failed.CompareAndSwap(nil, &err)
+	f.logger.Error("fatal error in apply; node stops", "err", err)
+	if f.fatal != nil {
+		f.fatal(err)
+	}
+	return fmt.Errorf("%w: %v", ErrStopped, err)
+}
+
+// Close closes every partition log.
+func (f *FSM) Close() error {
+	f.cleaner.discardAll() // prepared on logs that are closing
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var first error
+	for _, t := range f.topics {
+		if err := t.close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	f.topics = map[string]*Topic{}
+	return first
+}
+
+// msDuration converts milliseconds to a Duration, saturating.
+func msDuration(ms int64) time.Duration {
+	if ms > int64(1<<63-1)/int64(time.Millisecond) {
+		return time.Duration(1<<63 - 1)
+	}
+	return time.Duration(ms) * time.Millisecond
+}

@@ -1,0 +1,173 @@
+package fsm
+
+import (
+	"fmt"
+	"maps"
+	"sort"
+	"sync"
+
+	"github.com/logd-dev/logd/group"
+)
+
+// consumerGroups is the FSM's consumer group state. It is mutated only on
+// the Raft goroutine (by the apply_group_* functions and Restore); readers
+// get deep copies.
+type consumerGroups struct {
+	mu sync.RWMutex
+	// m holds the groups by name; guarded by mu. nil until the first group.
+	m map[string]*group.ConsumerGroup
+}
+
+// groupsManifestVersion is the version of the consumer group part of a
+// snapshot manifest.
+const groupsManifestVersion = 1
+
+// groupsManifest is the consumer group state in a snapshot.
+type groupsManifest struct {
+	Version int                    `json:"version"`
+	Groups  []*group.ConsumerGroup `json:"groups"`
+}
+
+// fsmTopics answers the group package's questions from applied state.
+type fsmTopics struct{ f *FSM }
+
+func (t fsmTopics) Topic(name string) (int32, uint64, bool) {
+	tp, err := t.f.Topic(name)
+	if err != nil {
+		return 0, 0, false
+	}
+	return int32(len(tp.Partitions)), tp.CreateIndex, true
+}
+
+func (t fsmTopics) EndOffset(topic string, p int32) int64 {
+	part, err := t.f.Partition(topic, p)
+	if err != nil {
+		return 0
+	}
+	return part.log.EndOffset()
+}
+
+// ConsumerGroup returns a copy of a consumer group's state.
+func (f *FSM) ConsumerGroup(name string) (*group.ConsumerGroup, error) {
+	f.groups.mu.RLock()
+	defer f.groups.mu.RUnlock()
+	g, ok := f.groups.m[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", group.ErrConsumerGroupNotFound, name)
+	}
+	return g.Clone(), nil
+}
+
+// ConsumerGroups returns copies of every consumer group, sorted by name.
+func (f *FSM) ConsumerGroups() []*group.ConsumerGroup {
+	f.groups.mu.RLock()
+	out := make([]*group.ConsumerGroup, 0, len(f.groups.m))
+	for _, g := range f.groups.m {
+		out = append(out, g.Clone())
+	}
+	f.groups.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// CheckGroupFetch reports whether a member may read a partition with a
+// generation, against applied state and the FSM's clock (the time of the
+// last applied command), so a member whose session already ran out is
+// refused even before a command expires it.
+func (f *FSM) CheckGroupFetch(name, member string, generation int64, tp group.TopicPartition) error {
+	f.groups.mu.RLock()
+	defer f.groups.mu.RUnlock()
+	g, ok := f.groups.m[name]
+	if !ok {
+		return fmt.Errorf("%w: %q", group.ErrConsumerGroupNotFound, name)
+	}
+	return g.CheckFetch(f.now.Load(), member, generation, tp)
+}
+
+// mutateGroup runs fn on the named group under the write lock; with create
+// a missing group is made (and dropped again if fn fails on it).
+func (f *FSM) mutateGroup(name string, create bool, fn func(g *group.ConsumerGroup) (any, error)) any {
+	if err := group.ValidateName("group", name); err != nil {
+		return err
+	}
+	f.groups.mu.Lock()
+	defer f.groups.mu.Unlock()
+	g, ok := f.groups.m[name]
+	if !ok {
+		if !create {
+			return fmt.Errorf("%w: %q", group.ErrConsumerGroupNotFound, name)
+		}
+		g = group.NewConsumerGroup(name)
+	}
+	res, err := fn(g)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if f.groups.m == nil {
+			f.groups.m = map[string]*group.ConsumerGroup{}
+		}
+		f.groups.m[name] = g
+	}
+	return res
+}
+
+// snapshot copies the groups for a snapshot manifest.
+func (c *consumerGroups) snapshot() *groupsManifest {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if len(c.m) == 0 {
+		return nil
+	}
+	m := &groupsManifest{Version: groupsManifestVersion}
+	for _, g := range c.m {
+		m.Groups = append(m.Groups, g.Clone())
+	}
+	sort.Slice(m.Groups, func(i, j int) bool { return m.Groups[i].Name < m.Groups[j].Name })
+	return m
+}
+
+// restore replaces the groups with a snapshot's (nil: none).
+func (c *consumerGroups) restore(m *groupsManifest) error {
+	groups := map[string]*group.ConsumerGroup{}
+	if m != nil {
+		if m.Version != groupsManifestVersion {
+			return fmt.Errorf("restore: %w: consumer groups version %d", ErrUnknownCommand, m.Version)
+		}
+		for _, g := range m.Groups {
+			if g.Members == nil {
+				g.Members = map[string]*group.ConsumerMember{}
+			}
+			if g.Topics == nil {
+				g.Topics = map[string]*group.ConsumerTopic{}
+			}
+			groups[g.Name] = g
+		}
+	}
+	c.mu.Lock()
+	c.m = groups
+	c.mu.Unlock()
+	return nil
+}
+
+// DryRunGroup applies c, a consumer group command of kind t on the named
+// group, to a copy of the applied state at now and returns the result; the
+// real state is not changed. A proposer uses it to refuse a request that
+// Apply would refuse, before it reaches the Raft log.
+func (f *FSM) DryRunGroup(t CommandType, name string, now int64, c any) any {
+	row := commandOf(t)
+	if row == nil {
+		return fmt.Errorf("%w: %s", ErrUnknownCommand, t)
+	}
+	// Copy only what group commands read: the topic map (its topics are
+	// only read) and the group involved (a deep copy).
+	shadow := &FSM{}
+	f.mu.RLock()
+	shadow.topics = maps.Clone(f.topics)
+	f.mu.RUnlock()
+	shadow.groups.m = map[string]*group.ConsumerGroup{}
+	if g, err := f.ConsumerGroup(name); err == nil {
+		shadow.groups.m[name] = g
+	}
+	return row.apply(shadow, 0, now, c)
+}

@@ -1,0 +1,134 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/logd-dev/logd/batch"
+	"github.com/logd-dev/logd/log"
+	"github.com/logd-dev/logd/queue"
+)
+
+// queueReadBytes is how much a claim reads from a partition log at a time.
+const queueReadBytes = 1 << 20
+
+// queueSource looks records up in a topic's partition logs for a claim. It
+// keeps the last decoded window of each partition, so a claim of
+// consecutive offsets reads each batch once. Offsets a claim asks about are
+// below the partition's end as of the command, so the answer is the same on
+// every replica and on replay.
+type queueSource struct {
+	t              *Topic
+	deadlineHeader string
+	windows        map[int32][]batch.Record
+}
+
+// newQueueSource returns a source over t's logs. windows, if not nil, is a
+// cache of decoded windows kept across commands (queueGroups.windows, for
+// the Raft goroutine only): records below a partition's end never change
+// while a queue group still needs them (retention and compaction leave
+// unfinished queue records alone), so a cached record is the same as a
+// re-read one and determinism does not depend on the cache.
+func newQueueSource(t *Topic, deadlineHeader string, windows map[int32][]batch.Record) *queueSource {
+	if windows == nil {
+		windows = map[int32][]batch.Record{}
+	}
+	return &queueSource{t: t, deadlineHeader: deadlineHeader, windows: windows}
+}
+
+// record returns the record at (p, off), or nil if the offset holds none
+// (below the log start, a control batch, or a gap).
+func (s *queueSource) record(p int32, off int64) (*batch.Record, error) {
+	if w := s.windows[p]; len(w) > 0 && off >= w[0].Offset && off <= w[len(w)-1].Offset {
+		if r := findRecord(w, off); r != nil {
+			return r, nil
+		}
+		return nil, nil
+	}
+	if p < 0 || int(p) >= len(s.t.Partitions) {
+		return nil, nil
+	}
+	l := s.t.Partitions[p].log
+	b, err := l.Read(off, queueReadBytes)
+	if err != nil {
+		var oor *log.OutOfRangeError
+		if errors.As(err, &oor) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read %s-%d@%d for a claim: %w", s.t.Name, p, off, err)
+	}
+	var recs []batch.Record
+	for pos := 0; pos < len(b); {
+		bt, n, err := batch.Decode(b[pos:])
+		if errors.Is(err, batch.ErrUnsupportedCompression) {
+			// The same bytes fail the same way on every replica: the
+			// records are skipped (logd's own producers never compress
+			// with these codecs).
+			info, _ := batch.Peek(b[pos:])
+			pos += info.Length
+			if info.Length <= 0 {
+				break
+			}
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("decode %s-%d@%d for a claim: %w", s.t.Name, p, off, err)
+		}
+		pos += n
+		if bt.IsControl() {
+			continue
+		}
+		recs = append(recs, bt.Records...)
+	}
+	s.windows[p] = recs
+	return findRecord(recs, off), nil
+}
+
+func findRecord(recs []batch.Record, off int64) *batch.Record {
+	// Offsets are dense within batches; search in case of gaps.
+	lo, hi := 0, len(recs)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if recs[m].Offset < off {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(recs) && recs[lo].Offset == off {
+		return &recs[lo]
+	}
+	return nil
+}
+
+// RecordInfo implements queue.RecordSource.
+func (s *queueSource) RecordInfo(p int32, off int64) (queue.RecordInfo, error) {
+	r, err := s.record(p, off)
+	if err != nil || r == nil {
+		return queue.RecordInfo{}, err
+	}
+	info := queue.RecordInfo{Exists: true, Timestamp: r.Timestamp * int64(time.Millisecond), Size: len(r.Key) + len(r.Value)}
+	for _, h := range r.Headers {
+		info.Size += len(h.Key) + len(h.Value)
+		if h.Key == s.deadlineHeader && s.deadlineHeader != queue.NoDeadlineHeader {
+			info.Deadline = parseDeadline(h.Value)
+		}
+	}
+	return info, nil
+}
+
+// parseDeadline reads a business deadline: an RFC 3339 time or Unix
+// milliseconds. An unreadable deadline is no deadline (it is not the
+// queue's place to refuse the record; the handler sees the header).
+func parseDeadline(v []byte) int64 {
+	s := string(v)
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil && ms > 0 && ms < 1<<53 {
+		return ms * int64(time.Millisecond)
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t.UnixNano()
+	}
+	return 0
+}

@@ -1,0 +1,207 @@
+package fsm
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/logd-dev/logd/batch"
+	"github.com/logd-dev/logd/queue"
+)
+
+// queueGroups holds every queue group's lease state. The Raft goroutine
+// mutates it under mu; readers (describe, the server's claim wait) take the
+// read lock. The zero value is empty and ready.
+//
+// Lock order: queueGroups.mu before FSM.mu.
+type queueGroups struct {
+	mu sync.RWMutex
+	// byTopic maps topic -> group name -> state; guarded by mu.
+	byTopic map[string]map[string]*queue.Group
+	// windows caches decoded record windows per topic incarnation and
+	// partition for claims; only the Raft goroutine uses it (under mu).
+	windows map[*Topic]map[int32][]batch.Record
+}
+
+// windowsLocked returns the claim window cache of a topic.
+func (qs *queueGroups) windowsLocked(t *Topic) map[int32][]batch.Record {
+	if qs.windows == nil {
+		qs.windows = map[*Topic]map[int32][]batch.Record{}
+	}
+	w := qs.windows[t]
+	if w == nil {
+		w = map[int32][]batch.Record{}
+		qs.windows[t] = w
+	}
+	return w
+}
+
+func (qs *queueGroups) getLocked(topic, name string) (*queue.Group, error) {
+	q := qs.byTopic[topic][name]
+	if q == nil {
+		return nil, fmt.Errorf("%w: %s on topic %s", queue.ErrGroupNotFound, name, topic)
+	}
+	return q, nil
+}
+
+func (qs *queueGroups) putLocked(q *queue.Group) {
+	if qs.byTopic == nil {
+		qs.byTopic = map[string]map[string]*queue.Group{}
+	}
+	m := qs.byTopic[q.Topic()]
+	if m == nil {
+		m = map[string]*queue.Group{}
+		qs.byTopic[q.Topic()] = m
+	}
+	m[q.Name()] = q
+}
+
+// dropTopic forgets the queue groups of a deleted topic.
+func (qs *queueGroups) dropTopic(topic string) {
+	qs.mu.Lock()
+	delete(qs.byTopic, topic)
+	for t := range qs.windows {
+		if t.Name == topic {
+			delete(qs.windows, t)
+		}
+	}
+	qs.mu.Unlock()
+}
+
+// sortedLocked returns every group, by topic then name (snapshots must not
+// depend on map order).
+func (qs *queueGroups) sortedLocked() []*queue.Group {
+	var out []*queue.Group
+	for _, m := range qs.byTopic {
+		for _, q := range m {
+			out = append(out, q)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic() != out[j].Topic() {
+			return out[i].Topic() < out[j].Topic()
+		}
+		return out[i].Name() < out[j].Name()
+	})
+	return out
+}
+
+// QueueClaimResult is the outcome of an applied claim.
+type QueueClaimResult struct {
+	Records []ClaimedRecord
+	// AtCap lists partitions whose in-flight cap kept waiting records back.
+	AtCap []int32
+	// DeadLettered counts records this command moved to the dead-letter
+	// topic.
+	DeadLettered int
+}
+
+// ClaimedRecord is one delivered record with its content. Key, Value and
+// header values belong to the result.
+type ClaimedRecord struct {
+	queue.Delivery
+	Record batch.Record
+}
+
+// QueueTokensResult is the outcome of an applied ack, nack or extend: one
+// result per token, in command order.
+type QueueTokensResult struct {
+	Results      []queue.TokenResult
+	DeadLettered int
+}
+
+// QueueGroupInfo describes a queue group for describe.
+type QueueGroupInfo struct {
+	Topic      string
+	Group      string
+	Config     queue.Config
+	CreatedAt  int64
+	Partitions []QueuePartitionInfo
+	// Paused: the group delivers nothing (apply_queue_pause.go).
+	Paused bool
+}
+
+// QueuePartitionInfo is one partition's queue state with the timestamp of
+// its oldest ready record (0 when none or unreadable).
+type QueuePartitionInfo struct {
+	queue.PartitionStats
+	OldestReadyTimestamp int64 // Unix ns
+}
+
+// DescribeQueueGroup describes a group at now (for display: lazy expiry is
+// counted, not applied).
+func (f *FSM) DescribeQueueGroup(topic, name string, now int64) (QueueGroupInfo, error) {
+	f.queues.mu.RLock()
+	defer f.queues.mu.RUnlock()
+	q, err := f.queues.getLocked(topic, name)
+	if err != nil {
+		return QueueGroupInfo{}, err
+	}
+	t, err := f.Topic(topic)
+	if err != nil {
+		return QueueGroupInfo{}, err
+	}
+	info := QueueGroupInfo{Topic: topic, Group: name, Config: q.Config(), CreatedAt: q.CreatedAt(), Paused: q.Paused()}
+	src := newQueueSource(t, q.Config().DeadlineHeader, nil)
+	for _, st := range q.Stats(now, queueReadEnds(t)) {
+		pi := QueuePartitionInfo{PartitionStats: st}
+		if st.OldestReady >= 0 {
+			if ri, err := src.RecordInfo(st.Partition, st.OldestReady); err == nil && ri.Exists {
+				pi.OldestReadyTimestamp = ri.Timestamp
+			}
+		}
+		info.Partitions = append(info.Partitions, pi)
+	}
+	return info, nil
+}
+
+// QueueGroups lists the names of a topic's queue groups, sorted.
+func (f *FSM) QueueGroups(topic string) []string {
+	f.queues.mu.RLock()
+	defer f.queues.mu.RUnlock()
+	var out []string
+	for name := range f.queues.byTopic[topic] {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// QueueClaimable reports whether a claim at now could deliver anything, or
+// else the earliest time one could without new records; a server long-poll
+// waits for that time or a new append instead of proposing empty claims.
+func (f *FSM) QueueClaimable(topic, name string, now int64) (bool, int64, error) {
+	f.queues.mu.RLock()
+	defer f.queues.mu.RUnlock()
+	q, err := f.queues.getLocked(topic, name)
+	if err != nil {
+		return false, 0, err
+	}
+	t, err := f.Topic(topic)
+	if err != nil {
+		return false, 0, err
+	}
+	ok, wake := q.Claimable(now, queueReadEnds(t))
+	return ok, wake, nil
+}
+
+// queueEnds returns the state machine's end offset of every partition: the
+// offsets as of the command being applied, also during a replay when the
+// logs already hold more.
+func queueEnds(t *Topic) []int64 {
+	ends := make([]int64, len(t.Partitions))
+	for i, p := range t.Partitions {
+		ends[i] = p.next
+	}
+	return ends
+}
+
+// queueReadEnds returns the partitions' end offsets for readers outside the
+// Raft goroutine (which must not touch Partition.next).
+func queueReadEnds(t *Topic) []int64 {
+	ends := make([]int64, len(t.Partitions))
+	for i, p := range t.Partitions {
+		ends[i] = p.log.EndOffset()
+	}
+	return ends
+}

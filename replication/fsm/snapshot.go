@@ -1,0 +1,318 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/logd-dev/logd/dedup"
+	"github.com/logd-dev/logd/log"
+)
+
+// manifestVersion is the snapshot format version. Version 2 follows the
+// JSON manifest with each topic's idempotency window in binary, in topic
+// order (topicManifest.DedupBytes long); version 1 kept the windows inside
+// the JSON, base64-encoded, which at 100k keys cost more CPU per snapshot
+// than the rest of it together. Restore reads both.
+const manifestVersion = 2
+
+// maxDedupSnapshotBytes bounds one topic's window section, so a damaged
+// length cannot make Restore allocate without limit.
+const maxDedupSnapshotBytes = 1 << 36
+
+// manifest is the whole snapshot: metadata and, per partition, the segment
+// list and applied index. Segment bytes are not in the snapshot; they are
+// fsynced before the snapshot is taken and stay in the partition logs.
+type manifest struct {
+	Version int             `json:"version"`
+	Index   uint64          `json:"index"`
+	Now     int64           `json:"now"`
+	Topics  []topicManifest `json:"topics"`
+	Groups  *groupsManifest `json:"groups,omitempty"`
+	// Queues holds the queue groups' lease state (versioned on its own).
+	Queues *queueManifest `json:"queues,omitempty"`
+	// Nodes is the registry of client API addresses (cluster_state.go).
+	Nodes *clusterManifest `json:"nodes,omitempty"`
+	// Cleaner holds each partition's last cleaner run (versioned on its
+	// own; cleaner_snapshot.go).
+	Cleaner *cleanerManifest `json:"cleaner,omitempty"`
+}
+
+type topicManifest struct {
+	Name         string              `json:"name"`
+	Config       map[string]string   `json:"config"`
+	CreatedNanos int64               `json:"created_nanos"`
+	CreateIndex  uint64              `json:"create_index"`
+	Partitions   []partitionManifest `json:"partitions"`
+	// Dedup is the topic's idempotency window, oldest key first, in
+	// the window encoding of dedup.View.WriteTo (manifest version 1
+	// only).
+	Dedup []byte `json:"dedup,omitempty"`
+	// DedupBytes is the length of the window's section after the manifest
+	// (version 2).
+	DedupBytes int64 `json:"dedup_bytes,omitempty"`
+}
+
+type partitionManifest struct {
+	Start int64 `json:"start"`
+	// End is the state machine's end offset at the snapshot's index. The
+	// log may hold more while a restart replays entries it already has.
+	End          int64             `json:"end"`
+	AppliedIndex uint64            `json:"applied_index"`
+	Segments     []segmentManifest `json:"segments"`
+}
+
+type segmentManifest struct {
+	Base  int64 `json:"base"`
+	End   int64 `json:"end"`
+	Bytes int64 `json:"bytes"`
+}
+
+// Snapshot captures the manifest and freezes each topic's idempotency
+// window. It runs on the FSM goroutine, between applies, so the manifest
+// and the data agree exactly; its cost does not grow with the number of
+// keys held (a window is frozen in O(keys/1024), see dedup.Window.View).
+// Persist then syncs the partition logs and encodes the windows, while
+// applies go on.
+func (f *FSM) Snapshot() (*Snapshot, error) {
+	if err := f.Failed(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStopped, err)
+	}
+	f.bytesSinceSnapshot.Store(0)
+	m := manifest{Version: manifestVersion, Index: f.applied.Load(), Now: f.now.Load()}
+	var (
+		syncs  []*Partition
+		dedups []*dedup.View
+	)
+	for _, t := range f.Topics() {
+		dedups = append(dedups, t.dedup.View())
+		tm := topicManifest{Name: t.Name, Config: t.Config, CreatedNanos: t.CreatedNanos, CreateIndex: t.CreateIndex}
+		for _, p := range t.Partitions {
+			syncs = append(syncs, p)
+			pm := partitionManifest{Start: p.log.StartOffset(), End: p.next, AppliedIndex: p.log.AppliedIndex()}
+			for _, s := range p.log.Segments() {
+				pm.Segments = append(pm.Segments, segmentManifest{Base: s.BaseOffset, End: s.EndOffset, Bytes: s.Bytes})
+			}
+			tm.Partitions = append(tm.Partitions, pm)
+		}
+		m.Topics = append(m.Topics, tm)
+	}
+	m.Groups = f.groups.snapshot()
+	m.Queues = f.snapshotQueues()
+	m.Nodes = f.nodes.snapshot()
+	m.Cleaner = f.snapshotCleaner()
+	return &Snapshot{m: m, dedups: dedups, root: f.root, logger: f.logger, syncs: syncs, fsm: f}, nil
+}
+
+// Snapshot is a state captured by FSM.Snapshot, to be written by Persist
+// (on any goroutine, while applies go on) and released by Release.
+type Snapshot struct {
+	m manifest
+	// dedups are the topics' frozen windows, in manifest order; Persist
+	// encodes them, Release releases them.
+	dedups []*dedup.View
+	root   string
+	logger *slog.Logger
+	// syncs are the partitions to fsync before the manifest is written.
+	syncs []*Partition
+	// fsm is told the size of the windows written (windowBytes) once the
+	// snapshot is durable.
+	fsm         *FSM
+	windowBytes int64
+}
+
+// Persist writes the snapshot to w as Restore reads it; the caller makes
+// it durable, then calls Durable.
+//
+// First it fsyncs every partition log, here rather than in Snapshot so the
+// FSM goroutine keeps applying while the disk catches up: a Sync holds
+// only its own partition's lock. The manifest's data is all below what
+// the logs hold now, so it is durable when the manifest is. A log closed
+// meanwhile (its topic deleted) was synced by Close. A failed fsync fails
+// the snapshot, so Raft keeps its log, and leaves the log refusing appends,
+// so the next apply stops the node.
+func (s *Snapshot) Persist(w io.Writer) error {
+	for _, p := range s.syncs {
+		if err := p.log.Sync(); err != nil && !errors.Is(err, log.ErrClosed) {
+			return fmt.Errorf("sync %s-%d: %w", p.Topic, p.Index, err)
+		}
+	}
+	return s.writeTo(w)
+}
+
+// Durable tells the FSM that what Persist wrote is durable: the files of
+// topics deleted at or before the snapshot's index are no longer needed by
+// any restore, and are removed.
+func (s *Snapshot) Durable() {
+	if s.fsm != nil {
+		s.fsm.windowBytes.Store(s.windowBytes)
+	}
+	purgeDeletedTopicDirs(s.root, s.m.Index, s.logger)
+}
+
+// writeTo writes the snapshot as Restore reads it: the JSON manifest and a
+// newline, then each topic's idempotency window section.
+func (s *Snapshot) writeTo(w io.Writer) error {
+	var windows int64
+	for i, d := range s.dedups {
+		s.m.Topics[i].DedupBytes = d.Len()
+		windows += s.m.Topics[i].DedupBytes
+	}
+	s.windowBytes = windows
+	if err := json.NewEncoder(w).Encode(s.m); err != nil {
+		return err
+	}
+	for i, d := range s.dedups {
+		if n, err := d.WriteTo(w); err != nil {
+			return fmt.Errorf("idempotency window of %s: %w", s.m.Topics[i].Name, err)
+		} else if n != s.m.Topics[i].DedupBytes {
+			return fmt.Errorf("idempotency window of %s: wrote %d bytes, expected %d", s.m.Topics[i].Name, n, s.m.Topics[i].DedupBytes)
+		}
+	}
+	return nil
+}
+
+// Release releases the frozen idempotency windows.
+func (s *Snapshot) Release() {
+	for _, d := range s.dedups {
+		d.Release()
+	}
+}
+
+// Restore replaces the FSM's state with a snapshot's. Local partition data
+// is kept where the snapshot describes it: the logs are reopened and must
+// hold at least what the manifest lists. Directories of topics the snapshot
+// does not know and that were created at or before its index belong to
+// deleted topics and are removed; newer ones are kept for the replay of the
+// Raft log that follows.
+func (f *FSM) Restore(rc io.Reader) error {
+	var m manifest
+	dec := json.NewDecoder(rc)
+	if err := dec.Decode(&m); err != nil {
+		return fmt.Errorf("restore: decode manifest: %w", err)
+	}
+	if m.Version != manifestVersion && m.Version != 1 {
+		return fmt.Errorf("restore: %w: manifest version %d", ErrUnknownCommand, m.Version)
+	}
+	// The window sections follow the manifest (version 2); decode them all,
+	// straight into new windows, before changing anything.
+	sections := io.MultiReader(dec.Buffered(), rc)
+	if m.Version >= 2 {
+		var nl [1]byte // json.Encoder ends the manifest with a newline
+		if _, err := io.ReadFull(sections, nl[:]); err != nil && err != io.EOF || err == nil && nl[0] != '\n' {
+			return fmt.Errorf("restore: no newline after the manifest")
+		}
+	}
+	windows := make([]*dedup.Window, len(m.Topics))
+	for i := range m.Topics {
+		tm := &m.Topics[i]
+		maxKeys := int(configInt(tm.Config, ConfigIdempotencyMaxKeys))
+		var err error
+		switch {
+		case m.Version == 1:
+			windows[i], err = dedup.ReadWindow(bytes.NewReader(tm.Dedup), int64(len(tm.Dedup)), maxKeys)
+		case tm.DedupBytes < 0 || tm.DedupBytes > maxDedupSnapshotBytes:
+			return fmt.Errorf("restore: %s: idempotency window of %d bytes", tm.Name, tm.DedupBytes)
+		default:
+			windows[i], err = dedup.ReadWindow(sections, tm.DedupBytes, maxKeys)
+		}
+		if err != nil {
+			return fmt.Errorf("restore: %s: idempotency window: %w", tm.Name, err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("restore: close current state: %w", err)
+	}
+	// Peers' addresses first: catch-up fetches missing segments from them.
+	if err := f.nodes.restore(m.Nodes); err != nil {
+		return err
+	}
+	topics := map[string]*Topic{}
+	keep := map[string]bool{}
+	for ti, tm := range m.Topics {
+		t := &Topic{Name: tm.Name, Config: tm.Config, CreatedNanos: tm.CreatedNanos, CreateIndex: tm.CreateIndex}
+		if err := openTopic(f.root, t, int32(len(tm.Partitions)), f.logOpts); err != nil {
+			closeAll(topics)
+			return fmt.Errorf("restore: %w", err)
+		}
+		topics[t.Name] = t
+		keep[topicDirName(t.Name, t.CreateIndex)] = true
+		if err := f.catchUpTopic(t, tm, m.Index); err != nil {
+			closeAll(topics)
+			return fmt.Errorf("restore: %w", err)
+		}
+		t.dedup = windows[ti]
+		for i, pm := range tm.Partitions {
+			t.Partitions[i].next = pm.End
+			l := t.Partitions[i].log
+			if l.EndOffset() < pm.End {
+				closeAll(topics)
+				return fmt.Errorf("restore: %w: %s-%d ends at %d, snapshot at index %d has %d",
+					ErrSnapshotAhead, t.Name, i, l.EndOffset(), m.Index, pm.End)
+			}
+		}
+	}
+	if err := f.removeStaleTopicDirs(keep, m.Index); err != nil {
+		closeAll(topics)
+		return err
+	}
+	purgeDeletedTopicDirs(f.root, m.Index, f.logger)
+	if err := f.groups.restore(m.Groups); err != nil {
+		closeAll(topics)
+		return err
+	}
+	if err := f.restoreQueues(m.Queues); err != nil {
+		closeAll(topics)
+		return err
+	}
+	if err := f.restoreCleaner(m.Cleaner); err != nil {
+		closeAll(topics)
+		return err
+	}
+	f.mu.Lock()
+	f.topics = topics
+	f.mu.Unlock()
+	f.now.Store(m.Now)
+	f.applied.Store(m.Index)
+	return nil
+}
+
+func (f *FSM) removeStaleTopicDirs(keep map[string]bool, index uint64) error {
+	entries, err := os.ReadDir(f.root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("restore: list topics: %w", err)
+	}
+	for _, e := range entries {
+		_, created, ok := parseTopicDirName(e.Name())
+		if !ok || keep[e.Name()] || created > index {
+			continue
+		}
+		f.logger.Info("removing files of a deleted topic", "dir", e.Name())
+		if err := os.RemoveAll(filepath.Join(f.root, e.Name())); err != nil {
+			return fmt.Errorf("restore: remove %s: %w", e.Name(), err)
+		}
+	}
+	return nil
+}
+
+func closeAll(topics map[string]*Topic) {
+	for _, t := range topics {
+		t.close()
+	}
+}
+
+// BytesSinceSnapshot is how many batch bytes were appended since the last
+// snapshot was taken.
+func (f *FSM) BytesSinceSnapshot() int64 { return f.bytesSinceSnapshot.Load() }
+
+// WindowBytes is the size of the idempotency windows the last durable
+// snapshot wrote.
+func (f *FSM) WindowBytes() int64 { return f.windowBytes.Load() }

@@ -1,0 +1,99 @@
+package replication
+
+import "github.com/logd-dev/logd/replication/fsm"
+
+// The state machine's types under the names the front ends use: aliases,
+// so a value of one is a value of the other. Their documentation is in
+// package fsm.
+type (
+	// FSM is the replicated state machine (Node.FSM, for reads).
+	FSM = fsm.FSM
+	// Topic is a topic as applied on this node.
+	Topic = fsm.Topic
+	// Partition is one partition's log plus a way to wait for appends.
+	Partition = fsm.Partition
+
+	// CreateTopic creates a topic with its partitions.
+	CreateTopic = fsm.CreateTopic
+	// DeleteTopic deletes a topic and its data.
+	DeleteTopic = fsm.DeleteTopic
+	// AlterTopic sets topic settings.
+	AlterTopic = fsm.AlterTopic
+	// Append appends record batches to partitions of one topic.
+	Append = fsm.Append
+	// PartitionBatch is one record batch destined for one partition.
+	PartitionBatch = fsm.PartitionBatch
+	// RecordKey is a record's idempotency key and payload digest.
+	RecordKey = fsm.RecordKey
+	// AppendResult is the outcome of an applied Append.
+	AppendResult = fsm.AppendResult
+
+	// GroupJoin adds a member to a consumer group.
+	GroupJoin = fsm.GroupJoin
+	// GroupHeartbeat keeps a member alive.
+	GroupHeartbeat = fsm.GroupHeartbeat
+	// GroupLeave removes a member.
+	GroupLeave = fsm.GroupLeave
+	// GroupCommit commits offsets.
+	GroupCommit = fsm.GroupCommit
+	// GroupResetOffsets sets committed offsets (an operator's reset).
+	GroupResetOffsets = fsm.GroupResetOffsets
+	// GroupAutoReset moves a committed offset under the reset policy.
+	GroupAutoReset = fsm.GroupAutoReset
+	// GroupDelete deletes a consumer group without live members.
+	GroupDelete = fsm.GroupDelete
+
+	// QueueCreate creates a queue group.
+	QueueCreate = fsm.QueueCreate
+	// QueueAlter replaces a queue group's settings.
+	QueueAlter = fsm.QueueAlter
+	// QueueClaim claims records under a lease.
+	QueueClaim = fsm.QueueClaim
+	// QueueAck acknowledges deliveries.
+	QueueAck = fsm.QueueAck
+	// QueueNack fails deliveries.
+	QueueNack = fsm.QueueNack
+	// QueueExtend extends leases.
+	QueueExtend = fsm.QueueExtend
+	// QueuePause pauses or resumes a queue group.
+	QueuePause = fsm.QueuePause
+	// QueueClaimResult is the outcome of an applied claim.
+	QueueClaimResult = fsm.QueueClaimResult
+	// ClaimedRecord is one delivered record with its content.
+	ClaimedRecord = fsm.ClaimedRecord
+	// QueueTokensResult is the outcome of an applied ack, nack or extend.
+	QueueTokensResult = fsm.QueueTokensResult
+	// QueuePauseResult says whether a pause changed the group.
+	QueuePauseResult = fsm.QueuePauseResult
+	// QueueGroupInfo describes a queue group.
+	QueueGroupInfo = fsm.QueueGroupInfo
+	// OverloadedError says which group and bound refused an append.
+	OverloadedError = fsm.OverloadedError
+
+	// CleanerRun describes the last retention or compaction run of a
+	// partition.
+	CleanerRun = fsm.CleanerRun
+	// CleanerCounters are totals over the retention commands applied.
+	CleanerCounters = fsm.CleanerCounters
+	// RegisteredNode is one entry of the node registry.
+	RegisteredNode = fsm.RegisteredNode
+)
+
+// Topic setting names, as in Kafka (see package fsm).
+const (
+	ConfigMaxMessageBytes        = fsm.ConfigMaxMessageBytes
+	ConfigRetentionMs            = fsm.ConfigRetentionMs
+	ConfigRetentionBytes         = fsm.ConfigRetentionBytes
+	ConfigSegmentBytes           = fsm.ConfigSegmentBytes
+	ConfigSegmentMs              = fsm.ConfigSegmentMs
+	ConfigCleanupPolicy          = fsm.ConfigCleanupPolicy
+	ConfigDeleteRetentionMs      = fsm.ConfigDeleteRetentionMs
+	ConfigMinCompactionLagMs     = fsm.ConfigMinCompactionLagMs
+	ConfigMinCleanableDirtyRatio = fsm.ConfigMinCleanableDirtyRatio
+	ConfigIdempotencyWindowMs    = fsm.ConfigIdempotencyWindowMs
+	ConfigIdempotencyMaxKeys     = fsm.ConfigIdempotencyMaxKeys
+	ConfigQueueMaxBacklogRecords = fsm.ConfigQueueMaxBacklogRecords
+	ConfigQueueMaxBacklogBytes   = fsm.ConfigQueueMaxBacklogBytes
+	DefaultOverloadRetryAfter    = fsm.DefaultOverloadRetryAfter
+	MaxPartitions                = fsm.MaxPartitions
+)
