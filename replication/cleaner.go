@@ -17,12 +17,12 @@ import (
 const DefaultCleanerInterval = 15 * time.Second
 
 // DefaultCleanerIOBytesPerSec bounds the leader's compaction preparation
-// (reads plus writes) when Config.CleanerIOBytesPerSec is zero. Unbounded,
-// preparing a large partition flushed ~80 MB at once and the Raft log's
-// fsync queued behind it (produce p99 from ~60 ms to seconds); at this rate
-// a pass over 100 MB of segments (read twice, output written once) takes
-// about 10 s. Kafka's log.cleaner.io.max.bytes.per.second is unbounded by
-// default; we bound it because one disk serves both.
+// (reads plus writes) when Config.CleanerIOBytesPerSec is zero. One disk
+// serves both the cleaner and the Raft log, whose fsync would otherwise
+// queue behind a large preparation's writes and delay every produce; at
+// this rate a pass over 100 MB of segments (read twice, output written
+// once) takes about 10 s. Kafka's log.cleaner.io.max.bytes.per.second is
+// unbounded by default.
 const DefaultCleanerIOBytesPerSec = 32 << 20
 
 // cleanerIOBytesPerSec is the configured compaction I/O budget (0:

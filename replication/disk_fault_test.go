@@ -76,7 +76,7 @@ func openSingleNode(t *testing.T, ctx context.Context, cfg Config) *Node {
 	return n
 }
 
-// TestDiskFaultStopsNode is FAULTS.md T13 on one node: a partition log
+// TestDiskFaultStopsNode: a disk fault on one node. A partition log
 // write failing with ENOSPC, or its fsync with EIO, inside Apply stops the
 // node. The failing append is not acknowledged (its caller gets
 // ErrStopped: the entry is committed, so its outcome is unknown), nothing
@@ -237,7 +237,7 @@ func (f *cutFile) Sync() error {
 	return nil
 }
 
-// TestPowerCutAfterSnapshot is FAULTS.md T2 on one node, for the partition
+// TestPowerCutAfterSnapshot: a power cut on one node, for the partition
 // logs (written without fsync by default; the Raft log is fsynced): appends
 // before a snapshot whose Raft entries the snapshot let Raft delete must be
 // on disk, because Persist syncs every partition first. A power cut then

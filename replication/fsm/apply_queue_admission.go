@@ -9,7 +9,7 @@ import (
 	"github.com/logd-dev/logd/retention"
 )
 
-// Admission control (issue 7). A topic with queue groups bounds each
+// Admission control. A topic with queue groups bounds each
 // group's backlog (ready + in-flight + delayed records, and their bytes)
 // with the topic settings queue.max.backlog.records and
 // queue.max.backlog.bytes. An append that would take any group past a

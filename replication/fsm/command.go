@@ -44,11 +44,9 @@ type RecordKey struct {
 // without keys keep version 1. Version 2 (read only: older builds wrote
 // it) lists each key whole with its record index. Version 3 front-codes
 // each key against the batch's previous key (business keys share long
-// prefixes: "order-2026-11-29-…") and stores the record index as a delta:
-// a key's share of the Raft entry (so of the log written and replicated)
-// went from 51 to 20 bytes with logctl bench's keys; random keys such as
-// UUIDs gain little (57 to 55). Throughput on one node did not measurably
-// change.
+// prefixes: "order-2026-11-29-…") and stores the record index as a delta,
+// which shrinks a key's share of the Raft entry (so of the log written and
+// replicated); random keys such as UUIDs gain little.
 const (
 	appendKeysVersion   = 2
 	appendKeysVersionV3 = 3
@@ -134,13 +132,12 @@ func decodeCommand(data []byte) (envelope, error) { return decodeCommandWith(dat
 
 // keyScratch is memory an Append's idempotency keys are decoded into,
 // reused from one command to the next: the state machine decodes every
-// keyed record of every entry, and allocating the key tables afresh cost
-// about 100 bytes per record, and copying the keys into a fresh string 6 ns
-// per key more (plus the garbage collector's share). What one decode
-// returns, the key strings included, is valid until the next decode with
-// the same scratch: the strings alias buf, which that decode overwrites.
-// The state machine only hashes, compares and copies them (the window keeps
-// its own bytes), and an error quotes a key, which copies it.
+// keyed record of every entry, so the key tables and the keys' bytes are
+// not allocated afresh for each. What one decode returns, the key strings
+// included, is valid until the next decode with the same scratch: the
+// strings alias buf, which that decode overwrites. The state machine only
+// hashes, compares and copies them (the window keeps its own bytes), and an
+// error quotes a key, which copies it.
 type keyScratch struct {
 	keys []RecordKey
 	ends []int
@@ -166,14 +163,14 @@ func (s *keyScratch) take(n int) ([]RecordKey, []int) {
 // Every entry this build proposes is sealed: entryChecksumFlag set in its
 // version byte and a CRC-32C of everything before it appended (4 bytes,
 // big-endian). raft-boltdb stores entries without a checksum, and bbolt
-// checksums only its meta pages, so before this a bit flipped in one node's
-// copy of an entry was applied as a different command on that node alone:
-// another topic name or time, a batch refused as invalid there and
-// appended everywhere else, an offset commit with another offset. The
-// replica diverged silently. A sealed entry whose checksum does not match
-// stops the node instead (ErrEntryDamaged; FAULTS.md T8). Entries written
-// by older builds carry no flag and are read as before; a build older than
-// this one stops on a sealed entry (an unknown version) rather than guess.
+// checksums only its meta pages, so without the seal a bit flipped in one
+// node's copy of an entry would be applied as a different command on that
+// node alone: another topic name or time, a batch refused as invalid there
+// and appended everywhere else, an offset commit with another offset. A
+// sealed entry whose checksum does not match stops the node instead
+// (ErrEntryDamaged). Entries written by older builds carry no flag and are
+// read as before; a build older than the seal stops on a sealed entry (an
+// unknown version) rather than guess.
 const (
 	entryChecksumFlag = 0x80
 	entryChecksumSize = 4
