@@ -35,6 +35,10 @@ type JoinRequest struct {
 	ID          string
 	RaftAddress string
 	APIAddress  string
+	// FeatureLevel is the highest feature level the node's build
+	// understands (fsm.Level there); 0 when not known, which counts as
+	// fsm.BaseLevel (features.go).
+	FeatureLevel fsm.FeatureLevel
 }
 
 // Join adds a node to the cluster: it registers the node's API address,
@@ -52,8 +56,8 @@ func (n *Node) Join(ctx context.Context, req JoinRequest, caughtUp func(context.
 		return ErrNotLeader
 	}
 	if req.APIAddress != "" {
-		if addr, ok := n.fsm.NodeAddress(req.ID); !ok || addr != req.APIAddress {
-			if err := n.register(ctx, req.ID, req.APIAddress); err != nil {
+		if addr, ok := n.fsm.NodeAddress(req.ID); !ok || addr != req.APIAddress || req.FeatureLevel != 0 && n.fsm.NodeFeatureLevel(req.ID) != req.FeatureLevel {
+			if err := n.register(ctx, req.ID, req.APIAddress, req.FeatureLevel); err != nil {
 				return err
 			}
 		}
@@ -159,9 +163,9 @@ func (n *Node) member(id string) (*raft.Server, error) {
 	return nil, nil
 }
 
-// register proposes a node's API address.
-func (n *Node) register(ctx context.Context, id, addr string) error {
-	data, err := fsm.EncodeJSON(fsm.CmdNodeRegister, n.cfg.Now().UnixNano(), fsm.NodeRegister{ID: id, APIAddress: addr})
+// register proposes a node's API address and feature level.
+func (n *Node) register(ctx context.Context, id, addr string, level fsm.FeatureLevel) error {
+	data, err := fsm.EncodeJSON(fsm.CmdNodeRegister, n.cfg.Now().UnixNano(), fsm.NodeRegister{ID: id, APIAddress: addr, FeatureLevel: level})
 	if err != nil {
 		return err
 	}
@@ -169,14 +173,15 @@ func (n *Node) register(ctx context.Context, id, addr string) error {
 	return err
 }
 
-// registerSelf registers this node's own API address when it leads and the
-// registry lacks it (a bootstrapped node, or a new --advertise). Called by
-// housekeeping; at most one attempt per second.
+// registerSelf registers this node's own API address and feature level
+// when it leads and the registry lacks them (a bootstrapped node, a new
+// --advertise, or a new build). Called by housekeeping; at most one attempt
+// per second.
 func (n *Node) registerSelf() {
 	if n.cfg.APIAdvertise == "" || !n.ready.Load() || !n.IsLeader() {
 		return
 	}
-	if addr, ok := n.fsm.NodeAddress(n.cfg.NodeID); ok && addr == n.cfg.APIAdvertise {
+	if addr, ok := n.fsm.NodeAddress(n.cfg.NodeID); ok && addr == n.cfg.APIAdvertise && n.fsm.NodeFeatureLevel(n.cfg.NodeID) == fsm.Level {
 		return
 	}
 	if time.Since(n.cluster.lastRegister) < time.Second {
@@ -185,7 +190,7 @@ func (n *Node) registerSelf() {
 	n.cluster.lastRegister = time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if err := n.register(ctx, n.cfg.NodeID, n.cfg.APIAdvertise); err != nil {
+	if err := n.register(ctx, n.cfg.NodeID, n.cfg.APIAdvertise, fsm.Level); err != nil {
 		n.cfg.Logger.Warn("register own API address", "err", err)
 	}
 }

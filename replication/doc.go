@@ -21,6 +21,11 @@
 //  3. An I/O error inside Apply stops the node: Config.Fatal (by default
 //     the process exits with status 70) runs before the result could be
 //     acknowledged (TestDiskFaultStopsNode).
+//  4. A node proposes a command kind (and payload version) only when the
+//     cluster's feature level covers it: the lowest level the members of
+//     the Raft configuration registered in the node registry (features.go),
+//     so a rolling upgrade never hands an older replica an entry it would
+//     stop on (TestClusterLevel, TestProposalFeatureGate).
 //
 // Partition logs are not fsynced per append by default: the Raft log is the
 // write-ahead log. After a power cut a partition's unsynced tail is cut at

@@ -361,14 +361,18 @@ func (n *Node) WaitLeader(ctx context.Context) error {
 }
 
 // propose submits an encoded command and waits until it is committed and
-// applied, returning the FSM's result; it seals data (fsm.Seal). If ctx
-// ends first the outcome is unknown: ErrTimeout.
+// applied, returning the FSM's result; it seals data (fsm.Seal). A command
+// the cluster's feature level does not cover is refused (features.go). If
+// ctx ends first the outcome is unknown: ErrTimeout.
 func (n *Node) propose(ctx context.Context, data []byte) (any, error) {
 	if err := n.fsm.Failed(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStopped, err)
 	}
 	if n.raft.State() != raft.Leader {
 		return nil, ErrNotLeader
+	}
+	if err := n.checkFeatureLevel(data); err != nil {
+		return nil, err
 	}
 	timeout := n.cfg.ApplyTimeout
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {

@@ -1,11 +1,12 @@
 package fsm
 
-// applyNodeRegister records (or replaces) a node's API address. It is
-// idempotent: re-applying the same registration changes nothing.
+// applyNodeRegister records (or replaces) a node's API address and feature
+// level. It is idempotent: re-applying the same registration changes
+// nothing.
 func (f *FSM) applyNodeRegister(_ uint64, _ int64, c NodeRegister) any {
 	if c.ID == "" {
 		return nil
 	}
-	f.nodes.set(c.ID, c.APIAddress)
+	f.nodes.set(RegisteredNode{ID: c.ID, APIAddress: c.APIAddress, FeatureLevel: c.FeatureLevel})
 	return nil
 }

@@ -6,48 +6,52 @@ import (
 	"sync"
 )
 
-// nodeRegistry maps node ids to their advertised client API addresses. The
-// FSM goroutine writes it; any goroutine reads it.
+// nodeRegistry maps node ids to their advertised client API addresses and
+// feature levels. The FSM goroutine writes it; any goroutine reads it.
 type nodeRegistry struct {
 	mu sync.RWMutex
-	// addrs by node id; guarded by mu.
-	addrs map[string]string
+	// nodes by id; guarded by mu.
+	nodes map[string]RegisteredNode
 }
 
 // RegisteredNode is one entry of the node registry.
 type RegisteredNode struct {
 	ID         string `json:"id"`
 	APIAddress string `json:"api_address"`
+	// FeatureLevel is the highest feature level the node's build
+	// understands; 0 when it registered none (a build before feature
+	// levels, or a node registered by another: see NodeFeatureLevel).
+	FeatureLevel FeatureLevel `json:"feature_level,omitempty"`
 }
 
-func (r *nodeRegistry) set(id, addr string) {
+func (r *nodeRegistry) set(n RegisteredNode) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.addrs == nil {
-		r.addrs = map[string]string{}
+	if r.nodes == nil {
+		r.nodes = map[string]RegisteredNode{}
 	}
-	r.addrs[id] = addr
+	r.nodes[n.ID] = n
 }
 
 func (r *nodeRegistry) remove(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.addrs, id)
+	delete(r.nodes, id)
 }
 
-func (r *nodeRegistry) get(id string) (string, bool) {
+func (r *nodeRegistry) get(id string) (RegisteredNode, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	a, ok := r.addrs[id]
-	return a, ok
+	n, ok := r.nodes[id]
+	return n, ok
 }
 
 // list returns the registry sorted by id.
 func (r *nodeRegistry) list() []RegisteredNode {
 	r.mu.RLock()
-	out := make([]RegisteredNode, 0, len(r.addrs))
-	for id, a := range r.addrs {
-		out = append(out, RegisteredNode{ID: id, APIAddress: a})
+	out := make([]RegisteredNode, 0, len(r.nodes))
+	for _, n := range r.nodes {
+		out = append(out, n)
 	}
 	r.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -70,23 +74,34 @@ func (r *nodeRegistry) snapshot() *clusterManifest {
 // restore replaces the registry; a snapshot without one (older format)
 // empties it.
 func (r *nodeRegistry) restore(m *clusterManifest) error {
-	addrs := map[string]string{}
+	nodes := map[string]RegisteredNode{}
 	if m != nil {
 		if m.Version != clusterManifestVersion {
 			return fmt.Errorf("restore: %w: cluster manifest version %d", ErrUnknownCommand, m.Version)
 		}
 		for _, n := range m.Nodes {
-			addrs[n.ID] = n.APIAddress
+			nodes[n.ID] = n
 		}
 	}
 	r.mu.Lock()
-	r.addrs = addrs
+	r.nodes = nodes
 	r.mu.Unlock()
 	return nil
 }
 
 // NodeAddress returns the registered client API address of a node.
-func (f *FSM) NodeAddress(id string) (string, bool) { return f.nodes.get(id) }
+func (f *FSM) NodeAddress(id string) (string, bool) {
+	n, ok := f.nodes.get(id)
+	return n.APIAddress, ok
+}
+
+// NodeFeatureLevel returns the feature level a node registered: BaseLevel
+// when it registered none (unregistered, or registered by a build before
+// feature levels, which understands exactly the kinds of BaseLevel).
+func (f *FSM) NodeFeatureLevel(id string) FeatureLevel {
+	n, _ := f.nodes.get(id)
+	return max(n.FeatureLevel, BaseLevel)
+}
 
 // Nodes returns the node registry, sorted by id.
 func (f *FSM) Nodes() []RegisteredNode { return f.nodes.list() }

@@ -3,7 +3,6 @@ package fsm
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 )
 
 // CommandType is the first byte of every Raft log entry the FSM applies.
@@ -55,52 +54,87 @@ const (
 	CmdNodeDeregister CommandType = 61
 )
 
+// FeatureLevel numbers what a build's state machine understands: a build
+// at level L decodes and applies every command kind, and every payload
+// version, introduced at a level up to L. A later build that adds a kind
+// (or a payload version) gives it a new level and raises Level. A node
+// proposes it only once every member of the cluster registered a level at
+// least as high (package replication), so a rolling upgrade never hands an
+// older replica an entry it would stop on.
+type FeatureLevel uint32
+
+const (
+	// BaseLevel is the level of every kind that existed before feature
+	// levels; a node that registered no level understands exactly these.
+	BaseLevel FeatureLevel = 1
+	// Level is the highest feature level this build understands.
+	Level FeatureLevel = 1
+)
+
 // commandVersion is the payload version most kinds write after the type
 // byte. A node that reads a version its row does not list stops instead of
 // guessing.
 const commandVersion = 1
 
 // command is one row of the command table: what this build knows about one
-// command kind. decode parses a payload of one of versions (scratch is the
+// command kind. level is the feature level that introduced the kind, and
+// versions the payload versions this build reads, each with the level that
+// introduced it. decode parses a payload of one of versions (scratch is the
 // decoder's reusable memory, see keyScratch); apply applies the decoded
 // body at a Raft index and the state machine's time. Both run on the Raft
 // goroutine only.
 type command struct {
 	name     string
-	versions []byte
+	level    FeatureLevel
+	versions []payloadVersion
 	decode   func(p []byte, version byte, scratch *keyScratch) (any, error)
 	apply    func(f *FSM, index uint64, now int64, body any) any
 }
 
+// payloadVersion is a payload version and the feature level that
+// introduced it.
+type payloadVersion struct {
+	version byte
+	level   FeatureLevel
+}
+
+// v1 is the payload version of a kind that has only ever had one.
+var v1 = []payloadVersion{{version: commandVersion, level: BaseLevel}}
+
 // commands is the command table, keyed by type. Adding a kind is adding a
-// row here and an apply_<command>.go.
+// row here (with a new feature level, see FeatureLevel) and an
+// apply_<command>.go.
 var commands = [...]command{
-	CmdCreateTopic: jsonCommand("create-topic", (*FSM).applyCreateTopic),
-	CmdDeleteTopic: jsonCommand("delete-topic", (*FSM).applyDeleteTopic),
-	CmdAppend:      row("append", []byte{commandVersion, appendKeysVersion, appendKeysVersionV3}, decodeAppendPayload, (*FSM).applyAppend),
+	CmdCreateTopic: jsonCommand("create-topic", BaseLevel, (*FSM).applyCreateTopic),
+	CmdDeleteTopic: jsonCommand("delete-topic", BaseLevel, (*FSM).applyDeleteTopic),
+	CmdAppend: row("append", BaseLevel, []payloadVersion{
+		{version: commandVersion, level: BaseLevel},      // without idempotency keys
+		{version: appendKeysVersion, level: BaseLevel},   // read only
+		{version: appendKeysVersionV3, level: BaseLevel}, // with keys
+	}, decodeAppendPayload, (*FSM).applyAppend),
 
-	CmdGroupJoin:         jsonCommand("group-join", (*FSM).applyGroupJoin),
-	CmdGroupHeartbeat:    jsonCommand("group-heartbeat", (*FSM).applyGroupHeartbeat),
-	CmdGroupLeave:        jsonCommand("group-leave", (*FSM).applyGroupLeave),
-	CmdGroupCommit:       jsonCommand("group-commit", (*FSM).applyGroupCommit),
-	CmdGroupResetOffsets: jsonCommand("group-reset-offsets", (*FSM).applyGroupResetOffsets),
-	CmdGroupAutoReset:    jsonCommand("group-auto-reset", (*FSM).applyGroupAutoReset),
-	CmdGroupDelete:       jsonCommand("group-delete", (*FSM).applyGroupDelete),
+	CmdGroupJoin:         jsonCommand("group-join", BaseLevel, (*FSM).applyGroupJoin),
+	CmdGroupHeartbeat:    jsonCommand("group-heartbeat", BaseLevel, (*FSM).applyGroupHeartbeat),
+	CmdGroupLeave:        jsonCommand("group-leave", BaseLevel, (*FSM).applyGroupLeave),
+	CmdGroupCommit:       jsonCommand("group-commit", BaseLevel, (*FSM).applyGroupCommit),
+	CmdGroupResetOffsets: jsonCommand("group-reset-offsets", BaseLevel, (*FSM).applyGroupResetOffsets),
+	CmdGroupAutoReset:    jsonCommand("group-auto-reset", BaseLevel, (*FSM).applyGroupAutoReset),
+	CmdGroupDelete:       jsonCommand("group-delete", BaseLevel, (*FSM).applyGroupDelete),
 
-	CmdAlterTopic: jsonCommand("alter-topic", (*FSM).applyAlterTopic),
-	CmdTrim:       jsonCommand("trim", (*FSM).applyTrim),
-	CmdCompact:    jsonCommand("compact", (*FSM).applyCompact),
+	CmdAlterTopic: jsonCommand("alter-topic", BaseLevel, (*FSM).applyAlterTopic),
+	CmdTrim:       jsonCommand("trim", BaseLevel, (*FSM).applyTrim),
+	CmdCompact:    jsonCommand("compact", BaseLevel, (*FSM).applyCompact),
 
-	CmdQueueCreate: jsonCommand("queue-create", (*FSM).applyQueueCreate),
-	CmdQueueAlter:  jsonCommand("queue-alter", (*FSM).applyQueueAlter),
-	CmdQueueClaim:  binaryCommand("queue-claim", decodeQueueClaim, (*FSM).applyQueueClaim),
-	CmdQueueAck:    binaryCommand("queue-ack", decodeQueueAck, (*FSM).applyQueueAck),
-	CmdQueueNack:   binaryCommand("queue-nack", decodeQueueNack, (*FSM).applyQueueNack),
-	CmdQueueExtend: binaryCommand("queue-extend", decodeQueueExtend, (*FSM).applyQueueExtend),
-	CmdQueuePause:  jsonCommand("queue-pause", (*FSM).applyQueuePause),
+	CmdQueueCreate: jsonCommand("queue-create", BaseLevel, (*FSM).applyQueueCreate),
+	CmdQueueAlter:  jsonCommand("queue-alter", BaseLevel, (*FSM).applyQueueAlter),
+	CmdQueueClaim:  binaryCommand("queue-claim", BaseLevel, decodeQueueClaim, (*FSM).applyQueueClaim),
+	CmdQueueAck:    binaryCommand("queue-ack", BaseLevel, decodeQueueAck, (*FSM).applyQueueAck),
+	CmdQueueNack:   binaryCommand("queue-nack", BaseLevel, decodeQueueNack, (*FSM).applyQueueNack),
+	CmdQueueExtend: binaryCommand("queue-extend", BaseLevel, decodeQueueExtend, (*FSM).applyQueueExtend),
+	CmdQueuePause:  jsonCommand("queue-pause", BaseLevel, (*FSM).applyQueuePause),
 
-	CmdNodeRegister:   jsonCommand("node-register", (*FSM).applyNodeRegister),
-	CmdNodeDeregister: jsonCommand("node-deregister", (*FSM).applyNodeDeregister),
+	CmdNodeRegister:   jsonCommand("node-register", BaseLevel, (*FSM).applyNodeRegister),
+	CmdNodeDeregister: jsonCommand("node-deregister", BaseLevel, (*FSM).applyNodeDeregister),
 }
 
 // commandOf returns the row of t, or nil when this build does not know t.
@@ -112,7 +146,41 @@ func commandOf(t CommandType) *command {
 }
 
 // reads reports whether this build decodes payload version v of the kind.
-func (c *command) reads(v byte) bool { return slices.Contains(c.versions, v) }
+func (c *command) reads(v byte) bool {
+	_, ok := c.levelOf(v)
+	return ok
+}
+
+// levelOf returns the feature level a replica needs to apply the kind in
+// payload version v: the later of the kind's and the version's.
+func (c *command) levelOf(v byte) (FeatureLevel, bool) {
+	for _, pv := range c.versions {
+		if pv.version == v {
+			return max(c.level, pv.level), true
+		}
+	}
+	return 0, false
+}
+
+// EntryLevel returns the feature level a replica needs to apply the
+// encoded command data (sealed or not), and the command's name. A command
+// this build would not apply itself is ErrUnknownCommand: it must never be
+// proposed.
+func EntryLevel(data []byte) (FeatureLevel, string, error) {
+	if len(data) < cmdHeaderSize {
+		return 0, "", fmt.Errorf("%w: %d bytes", ErrBadCommand, len(data))
+	}
+	t := CommandType(data[0])
+	c := commandOf(t)
+	if c == nil {
+		return 0, "", fmt.Errorf("%w: %s", ErrUnknownCommand, t)
+	}
+	level, ok := c.levelOf(data[1] &^ entryChecksumFlag)
+	if !ok {
+		return 0, "", fmt.Errorf("%w: %s version %d", ErrUnknownCommand, t, data[1]&^entryChecksumFlag)
+	}
+	return level, c.name, nil
+}
 
 func (t CommandType) String() string {
 	if c := commandOf(t); c != nil {
@@ -122,9 +190,10 @@ func (t CommandType) String() string {
 }
 
 // row makes a table row from a typed decoder and apply function.
-func row[T any](name string, versions []byte, decode func(p []byte, version byte, scratch *keyScratch) (T, error), apply func(f *FSM, index uint64, now int64, c T) any) command {
+func row[T any](name string, level FeatureLevel, versions []payloadVersion, decode func(p []byte, version byte, scratch *keyScratch) (T, error), apply func(f *FSM, index uint64, now int64, c T) any) command {
 	return command{
 		name:     name,
+		level:    level,
 		versions: versions,
 		decode: func(p []byte, version byte, scratch *keyScratch) (any, error) {
 			c, err := decode(p, version, scratch)
@@ -140,8 +209,8 @@ func row[T any](name string, versions []byte, decode func(p []byte, version byte
 // jsonCommand is a row for a kind with a JSON payload (version 1). Metadata
 // commands are rare and small, so JSON keeps them readable in a raft log
 // dump, and a field added later is ignored by builds that do not know it.
-func jsonCommand[T any](name string, apply func(f *FSM, index uint64, now int64, c T) any) command {
-	return row(name, []byte{commandVersion}, func(p []byte, _ byte, _ *keyScratch) (T, error) {
+func jsonCommand[T any](name string, level FeatureLevel, apply func(f *FSM, index uint64, now int64, c T) any) command {
+	return row(name, level, v1, func(p []byte, _ byte, _ *keyScratch) (T, error) {
 		var v T
 		if err := json.Unmarshal(p, &v); err != nil {
 			return v, fmt.Errorf("%w: %s: %v", ErrBadCommand, name, err)
@@ -152,8 +221,8 @@ func jsonCommand[T any](name string, apply func(f *FSM, index uint64, now int64,
 
 // binaryCommand is a row for a kind with a compact binary payload (version
 // 1), read by decode from a reader that must be consumed whole.
-func binaryCommand[T any](name string, decode func(r *reader) T, apply func(f *FSM, index uint64, now int64, c T) any) command {
-	return row(name, []byte{commandVersion}, func(p []byte, _ byte, _ *keyScratch) (T, error) {
+func binaryCommand[T any](name string, level FeatureLevel, decode func(r *reader) T, apply func(f *FSM, index uint64, now int64, c T) any) command {
+	return row(name, level, v1, func(p []byte, _ byte, _ *keyScratch) (T, error) {
 		r := reader{b: p}
 		v := decode(&r)
 		if r.err == nil && len(r.b) != 0 {

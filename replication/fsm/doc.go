@@ -9,7 +9,8 @@
 // Commands are a type byte, a version byte, the leader-stamped time (Unix
 // nanoseconds) and a payload. One table (commands.go) holds a row per
 // command kind: its type byte, name, the payload versions this build reads,
-// its decoder and its apply
+// the feature level that introduced the kind and each version
+// (FeatureLevel), its decoder and its apply
 // function, which lives in its own apply_<command>.go. Adding a kind is
 // adding a row and a file. Every entry a current build proposes is sealed
 // with a CRC-32C (command.go).

@@ -1,0 +1,99 @@
+package replication
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/logd-dev/logd/replication/fsm"
+)
+
+// Feature levels (replication/fsm commands.go): every node registers the
+// highest level its build understands in the replicated node registry, and
+// the cluster's level is the lowest registered by a member of the Raft
+// configuration. A node proposes a command kind (or payload version) only
+// when the cluster's level covers it, so during a rolling upgrade the
+// upgraded nodes keep proposing what the older ones understand, and a new
+// kind starts once the last node runs a build that knows it.
+//
+// Non-voters count too: they apply every entry like voters, and an older
+// one would stop on a kind it does not know. A member that registered no
+// level (a build before feature levels, or a node registered by the leader
+// on its behalf) counts as fsm.BaseLevel.
+
+// ErrFeatureLevel means a command was refused before it was proposed: some
+// member of the cluster runs a build that would not understand it. Errors
+// carrying data are *FeatureLevelError.
+var ErrFeatureLevel = errors.New("replication: command not understood by every member yet")
+
+// FeatureLevelError says which command the cluster's feature level does
+// not cover yet.
+type FeatureLevelError struct {
+	Command string
+	// Need is the level the command needs, Cluster the cluster's level.
+	Need, Cluster fsm.FeatureLevel
+}
+
+func (e *FeatureLevelError) Error() string {
+	return fmt.Sprintf("%v: %s needs feature level %d, the cluster is at %d (upgrade every node first)", ErrFeatureLevel, e.Command, e.Need, e.Cluster)
+}
+
+// Is makes errors.Is(err, ErrFeatureLevel) hold.
+func (e *FeatureLevelError) Is(target error) bool { return target == ErrFeatureLevel }
+
+// clusterLevel is the lowest feature level of the members, each member's
+// level given by level (fsm.BaseLevel for one that registered none); with
+// no members, fsm.BaseLevel.
+func clusterLevel(members []string, level func(id string) fsm.FeatureLevel) fsm.FeatureLevel {
+	if len(members) == 0 {
+		return fsm.BaseLevel
+	}
+	out := fsm.Level
+	for _, id := range members {
+		out = min(out, level(id))
+	}
+	return out
+}
+
+// allows checks that a command needing level need may be proposed in a
+// cluster at level cluster.
+func allows(name string, need, cluster fsm.FeatureLevel) error {
+	if need > cluster {
+		return &FeatureLevelError{Command: name, Need: need, Cluster: cluster}
+	}
+	return nil
+}
+
+// featureLevel returns the cluster's feature level as this node sees it:
+// the lowest level registered by a member of the current Raft
+// configuration.
+func (n *Node) featureLevel() (fsm.FeatureLevel, error) {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return 0, mapRaftError(err)
+	}
+	servers := f.Configuration().Servers
+	ids := make([]string, len(servers))
+	for i, s := range servers {
+		ids[i] = string(s.ID)
+	}
+	return clusterLevel(ids, n.fsm.NodeFeatureLevel), nil
+}
+
+// checkFeatureLevel refuses to propose data (an encoded command) when the
+// cluster's feature level does not cover it, or when this build would not
+// apply it itself. Commands of fsm.BaseLevel, which every build
+// understands, are not checked against the configuration.
+func (n *Node) checkFeatureLevel(data []byte) error {
+	need, name, err := fsm.EntryLevel(data)
+	if err != nil {
+		return err
+	}
+	if need <= fsm.BaseLevel {
+		return nil
+	}
+	cluster, err := n.featureLevel()
+	if err != nil {
+		return err
+	}
+	return allows(name, need, cluster)
+}
