@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // TestCleanerDirtyRatio: after a first compaction, a little new data does
@@ -60,11 +62,11 @@ func TestCleanerDirtyRatio(t *testing.T) {
 	clean(1) // all clean
 	appendKV(8)
 	clean(1) // one small dirty segment beside the compacted ones
-	if _, err := n.AlterTopic(ctx, AlterTopic{Name: "c", Config: map[string]string{ConfigMinCleanableDirtyRatio: "0.01"}}); err != nil {
+	if _, err := n.AlterTopic(ctx, AlterTopic{Name: "c", Config: map[string]string{fsm.ConfigMinCleanableDirtyRatio: "0.01"}}); err != nil {
 		t.Fatal(err)
 	}
 	clean(2)
-	if _, err := n.AlterTopic(ctx, AlterTopic{Name: "c", Config: map[string]string{ConfigMinCleanableDirtyRatio: "1.5"}}); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := n.AlterTopic(ctx, AlterTopic{Name: "c", Config: map[string]string{fsm.ConfigMinCleanableDirtyRatio: "1.5"}}); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("ratio 1.5: %v, want ErrInvalidConfig", err)
 	}
 }

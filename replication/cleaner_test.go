@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/log"
+	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // TestCleanerNode runs the leader's cleaner with an injected clock: time
@@ -40,7 +41,7 @@ func TestCleanerNode(t *testing.T) {
 		}
 	}
 	if _, err := n.CreateTopic(ctx, CreateTopic{Name: "r", Partitions: 1, Config: map[string]string{
-		ConfigRetentionMs: "1000", ConfigSegmentBytes: "100", ConfigCleanupPolicy: "compact,delete", ConfigDeleteRetentionMs: "0"}}); err != nil {
+		fsm.ConfigRetentionMs: "1000", ConfigSegmentBytes: "100", ConfigCleanupPolicy: "compact,delete", fsm.ConfigDeleteRetentionMs: "0"}}); err != nil {
 		t.Fatal(err)
 	}
 	base := now().UnixMilli()
@@ -95,14 +96,14 @@ func TestCleanerNode(t *testing.T) {
 		}
 	}
 	// Alter through the node.
-	if _, err := n.AlterTopic(ctx, AlterTopic{Name: "r", Config: map[string]string{ConfigRetentionMs: "-1"}}); err != nil {
+	if _, err := n.AlterTopic(ctx, AlterTopic{Name: "r", Config: map[string]string{fsm.ConfigRetentionMs: "-1"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := n.AlterTopic(ctx, AlterTopic{Name: "r", Config: map[string]string{"bogus": "1"}}); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("bad alter: %v", err)
 	}
 	tp, _ := n.FSM().Topic("r")
-	if tp.Config[ConfigRetentionMs] != "-1" {
+	if tp.Config[fsm.ConfigRetentionMs] != "-1" {
 		t.Fatalf("config %v", tp.Config)
 	}
 }

@@ -88,6 +88,6 @@ func (n *Node) AutoResetGroupOffset(ctx context.Context, c GroupAutoReset) (int6
 
 // DeleteGroup deletes a consumer group that has no live members.
 func (n *Node) DeleteGroup(ctx context.Context, name string) error {
-	_, err := n.proposeGroup(ctx, fsm.CmdGroupDelete, name, GroupDelete{Group: name})
+	_, err := n.proposeGroup(ctx, fsm.CmdGroupDelete, name, fsm.GroupDelete{Group: name})
 	return err
 }

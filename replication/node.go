@@ -435,7 +435,7 @@ func (n *Node) DeleteTopic(ctx context.Context, name string) error {
 	if _, err := n.fsm.Topic(name); err != nil {
 		return err
 	}
-	data, err := fsm.EncodeJSON(fsm.CmdDeleteTopic, n.cfg.Now().UnixNano(), DeleteTopic{Name: name})
+	data, err := fsm.EncodeJSON(fsm.CmdDeleteTopic, n.cfg.Now().UnixNano(), fsm.DeleteTopic{Name: name})
 	if err != nil {
 		return err
 	}
@@ -484,7 +484,7 @@ func (n *Node) Append(ctx context.Context, a Append) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, ok := res.(AppendResult)
+	r, ok := res.(fsm.AppendResult)
 	if !ok {
 		return nil, fmt.Errorf("append: unexpected result %T", res)
 	}

@@ -62,7 +62,7 @@ func (n *Node) AlterQueueGroup(ctx context.Context, topic, name string, change f
 	if err := cfg.WithDefaults(topic, name).Validate(); err != nil {
 		return queue.Config{}, err
 	}
-	res, err := n.proposeQueue(ctx, fsm.CmdQueueAlter, QueueAlter{Topic: topic, Group: name, Config: cfg})
+	res, err := n.proposeQueue(ctx, fsm.CmdQueueAlter, fsm.QueueAlter{Topic: topic, Group: name, Config: cfg})
 	if err != nil {
 		return queue.Config{}, err
 	}
@@ -164,7 +164,7 @@ func (n *Node) PauseQueueGroup(ctx context.Context, topic, name string, paused b
 	if _, _, err := n.fsm.QueueClaimable(topic, name, 0); err != nil {
 		return QueuePauseResult{}, err
 	}
-	data, err := fsm.EncodeJSON(fsm.CmdQueuePause, n.cfg.Now().UnixNano(), QueuePause{Topic: topic, Group: name, Paused: paused})
+	data, err := fsm.EncodeJSON(fsm.CmdQueuePause, n.cfg.Now().UnixNano(), fsm.QueuePause{Topic: topic, Group: name, Paused: paused})
 	if err != nil {
 		return QueuePauseResult{}, err
 	}

@@ -15,8 +15,6 @@ type (
 
 	// CreateTopic creates a topic with its partitions.
 	CreateTopic = fsm.CreateTopic
-	// DeleteTopic deletes a topic and its data.
-	DeleteTopic = fsm.DeleteTopic
 	// AlterTopic sets topic settings.
 	AlterTopic = fsm.AlterTopic
 	// Append appends record batches to partitions of one topic.
@@ -25,8 +23,6 @@ type (
 	PartitionBatch = fsm.PartitionBatch
 	// RecordKey is a record's idempotency key and payload digest.
 	RecordKey = fsm.RecordKey
-	// AppendResult is the outcome of an applied Append.
-	AppendResult = fsm.AppendResult
 
 	// GroupJoin adds a member to a consumer group.
 	GroupJoin = fsm.GroupJoin
@@ -40,13 +36,9 @@ type (
 	GroupResetOffsets = fsm.GroupResetOffsets
 	// GroupAutoReset moves a committed offset under the reset policy.
 	GroupAutoReset = fsm.GroupAutoReset
-	// GroupDelete deletes a consumer group without live members.
-	GroupDelete = fsm.GroupDelete
 
 	// QueueCreate creates a queue group.
 	QueueCreate = fsm.QueueCreate
-	// QueueAlter replaces a queue group's settings.
-	QueueAlter = fsm.QueueAlter
 	// QueueClaim claims records under a lease.
 	QueueClaim = fsm.QueueClaim
 	// QueueAck acknowledges deliveries.
@@ -55,45 +47,20 @@ type (
 	QueueNack = fsm.QueueNack
 	// QueueExtend extends leases.
 	QueueExtend = fsm.QueueExtend
-	// QueuePause pauses or resumes a queue group.
-	QueuePause = fsm.QueuePause
 	// QueueClaimResult is the outcome of an applied claim.
 	QueueClaimResult = fsm.QueueClaimResult
-	// ClaimedRecord is one delivered record with its content.
-	ClaimedRecord = fsm.ClaimedRecord
 	// QueueTokensResult is the outcome of an applied ack, nack or extend.
 	QueueTokensResult = fsm.QueueTokensResult
 	// QueuePauseResult says whether a pause changed the group.
 	QueuePauseResult = fsm.QueuePauseResult
-	// QueueGroupInfo describes a queue group.
-	QueueGroupInfo = fsm.QueueGroupInfo
 	// OverloadedError says which group and bound refused an append.
 	OverloadedError = fsm.OverloadedError
-
-	// CleanerRun describes the last retention or compaction run of a
-	// partition.
-	CleanerRun = fsm.CleanerRun
-	// CleanerCounters are totals over the retention commands applied.
-	CleanerCounters = fsm.CleanerCounters
-	// RegisteredNode is one entry of the node registry.
-	RegisteredNode = fsm.RegisteredNode
 )
 
-// Topic setting names, as in Kafka (see package fsm).
+// Topic setting names, as in Kafka (see package fsm), and the retry hint of
+// an overloaded append.
 const (
-	ConfigMaxMessageBytes        = fsm.ConfigMaxMessageBytes
-	ConfigRetentionMs            = fsm.ConfigRetentionMs
-	ConfigRetentionBytes         = fsm.ConfigRetentionBytes
-	ConfigSegmentBytes           = fsm.ConfigSegmentBytes
-	ConfigSegmentMs              = fsm.ConfigSegmentMs
-	ConfigCleanupPolicy          = fsm.ConfigCleanupPolicy
-	ConfigDeleteRetentionMs      = fsm.ConfigDeleteRetentionMs
-	ConfigMinCompactionLagMs     = fsm.ConfigMinCompactionLagMs
-	ConfigMinCleanableDirtyRatio = fsm.ConfigMinCleanableDirtyRatio
-	ConfigIdempotencyWindowMs    = fsm.ConfigIdempotencyWindowMs
-	ConfigIdempotencyMaxKeys     = fsm.ConfigIdempotencyMaxKeys
-	ConfigQueueMaxBacklogRecords = fsm.ConfigQueueMaxBacklogRecords
-	ConfigQueueMaxBacklogBytes   = fsm.ConfigQueueMaxBacklogBytes
-	DefaultOverloadRetryAfter    = fsm.DefaultOverloadRetryAfter
-	MaxPartitions                = fsm.MaxPartitions
+	ConfigSegmentBytes        = fsm.ConfigSegmentBytes
+	ConfigCleanupPolicy       = fsm.ConfigCleanupPolicy
+	DefaultOverloadRetryAfter = fsm.DefaultOverloadRetryAfter
 )

@@ -41,7 +41,7 @@ func TestAlterTopicApply(t *testing.T) {
 			if tc.alter.Name == "" {
 				tc.alter.Name = "a"
 			}
-			res := f.Apply(Entry{Index: 2, Command: true, Data: mustJSON(t, CmdAlterTopic, now, tc.alter)})
+			res := f.apply(Entry{Index: 2, Command: true, Data: mustJSON(t, CmdAlterTopic, now, tc.alter)})
 			after, _ := f.Topic("a")
 			if tc.wantErr != nil {
 				if err, _ := res.(error); !errors.Is(err, tc.wantErr) {

@@ -54,7 +54,7 @@ func TestCleanerRunInSnapshot(t *testing.T) {
 	}
 	// Raft replays the entries after the snapshot's index; here the trim
 	// again, which deletes nothing now.
-	res := f2.Apply(Entry{Index: uint64(len(cmds) + 1), Command: true,
+	res := f2.apply(Entry{Index: uint64(len(cmds) + 1), Command: true,
 		Data: mustJSON(t, CmdTrim, now+5, Trim{Topic: "c", TopicIndex: 1, Partition: 0, Below: 2})})
 	if r, ok := res.(TrimResult); !ok || r.Segments != 0 {
 		t.Fatalf("replayed trim %#v", res)

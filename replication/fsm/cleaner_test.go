@@ -161,7 +161,7 @@ func TestCompactDivergenceStops(t *testing.T) {
 	f.ApplyBatch(entries(cmds...))
 	p, _ := f.Partition("c", 0)
 	before := liveKV(t, f, "c")
-	res := f.Apply(Entry{Index: uint64(len(cmds) + 1), Command: true,
+	res := f.apply(Entry{Index: uint64(len(cmds) + 1), Command: true,
 		Data: mustJSON(t, CmdCompact, now, Compact{Topic: "c", TopicIndex: 1, Partition: 0, Below: 3, Checksum: 1, Sources: sourcesOf(p.Log().Segments(), 3)})})
 	if err, _ := res.(error); !errors.Is(err, ErrStopped) || len(*fatals) != 1 || !errors.Is((*fatals)[0], ErrDiverged) {
 		t.Fatalf("result %v, fatals %v", res, *fatals)

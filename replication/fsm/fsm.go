@@ -161,12 +161,6 @@ type Entry struct {
 	Data []byte
 }
 
-// Apply applies one committed entry and returns its result: the command's
-// result value or an error.
-func (f *FSM) Apply(e Entry) any {
-	return f.ApplyBatch([]Entry{e})[0]
-}
-
 // ApplyBatch applies committed entries in order, one result each. After a
 // fatal error every later entry's result is ErrStopped.
 func (f *FSM) ApplyBatch(entries []Entry) []any {

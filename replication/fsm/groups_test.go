@@ -94,7 +94,7 @@ func TestGroupApplyDeterministicAndSnapshot(t *testing.T) {
 	dir := t.TempDir()
 	f2, _ := testFSM(t, dir)
 	for _, e := range entries(cmds...) {
-		f2.Apply(e)
+		f2.apply(e)
 	}
 	want := groupsJSON(t, f1)
 	if got := groupsJSON(t, f2); got != want {

@@ -57,7 +57,7 @@ func (a *applier) apply(cmd []byte) any {
 	a.t.Helper()
 	a.index++
 	a.log = append(a.log, cmd)
-	return a.f.Apply(Entry{Index: a.index, Command: true, Data: cmd})
+	return a.f.apply(Entry{Index: a.index, Command: true, Data: cmd})
 }
 
 func (a *applier) claim(now int64, max int32, lease time.Duration) QueueClaimResult {
