@@ -230,7 +230,7 @@ func (n *Node) appliedThrough(index uint64) bool {
 	}
 	var l raft.Log
 	for i := applied + 1; i <= index; i++ {
-		if err := n.store.GetLog(i, &l); err != nil || l.Type == raft.LogCommand {
+		if err := n.stores.logs.GetLog(i, &l); err != nil || l.Type == raft.LogCommand {
 			return false
 		}
 	}

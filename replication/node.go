@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,8 +14,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
 
 	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/replication/fsm"
@@ -30,7 +27,9 @@ type Config struct {
 	// DataDir holds raft/ (log, stable store, snapshots) and topics/.
 	// Required.
 	DataDir string
-	// RaftBind is the TCP address Raft listens on. Required.
+	// RaftBind is the TCP address Raft listens on. Required, except with
+	// InMemory, where it names the in-memory transport's address (empty: a
+	// generated one).
 	RaftBind string
 	// RaftAdvertise is the address peers use to reach this node; default
 	// RaftBind.
@@ -94,6 +93,17 @@ type Config struct {
 	// CatchUpTimeout bounds one snapshot catch-up; default
 	// DefaultCatchUpTimeout.
 	CatchUpTimeout time.Duration
+	// InMemory keeps Raft's log, stable store and snapshots in memory and
+	// connects Raft through raft.NewInmemTransport instead of TCP, so a
+	// node runs inside a test process with no Raft port or files (package
+	// logdtest). Nothing Raft holds survives Close, so it suits a
+	// Bootstrap node used once; DataDir still holds the partition logs.
+	InMemory bool
+	// HeartbeatTimeout, ElectionTimeout and LeaderLeaseTimeout are
+	// hashicorp/raft's timeouts; zero keeps raft's defaults (1s, 1s,
+	// 500ms). Tests shorten them so a single node elects itself in
+	// milliseconds instead of a second.
+	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout time.Duration
 }
 
 // Validate checks required fields.
@@ -103,7 +113,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: node id is required", ErrInvalidArgument)
 	case c.DataDir == "":
 		return fmt.Errorf("%w: data dir is required", ErrInvalidArgument)
-	case c.RaftBind == "":
+	case c.RaftBind == "" && !c.InMemory:
 		return fmt.Errorf("%w: raft bind address is required", ErrInvalidArgument)
 	}
 	return nil
@@ -154,11 +164,10 @@ type Node struct {
 	done chan struct{}
 	// ready is set once this node's state machine has applied everything
 	// committed before it started serving (see Ready).
-	ready     atomic.Bool
-	raft      *raft.Raft
-	fsm       *fsm.FSM
-	store     *raftboltdb.BoltStore
-	transport *raft.NetworkTransport
+	ready  atomic.Bool
+	raft   *raft.Raft
+	fsm    *fsm.FSM
+	stores *raftStores
 
 	// cleanerDone is closed when the cleaner goroutine (cleaner.go) ends.
 	cleanerDone  chan struct{}
@@ -176,42 +185,14 @@ func Open(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	cfg.setDefaults()
-	raftDir := filepath.Join(cfg.DataDir, "raft")
-	if err := os.MkdirAll(raftDir, 0o755); err != nil {
-		return nil, fmt.Errorf("create raft dir: %w", err)
-	}
 	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.LevelFromString(cfg.RaftLogLevel), Output: os.Stderr})
-
-	store, err := raftboltdb.New(raftboltdb.Options{
-		Path: filepath.Join(raftDir, "raft.db"),
-		// The raft log churns: entries are written once and deleted after
-		// the next snapshot. A hashmap freelist that is rebuilt on open
-		// instead of written on every commit keeps each commit's write small.
-		BoltOptions: &bbolt.Options{Timeout: 5 * time.Second, FreelistType: bbolt.FreelistMapType, NoFreelistSync: true},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open raft log store: %w", err)
+	open := openDiskStores
+	if cfg.InMemory {
+		open = openMemStores
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, hlog)
+	stores, err := open(cfg, hlog)
 	if err != nil {
-		store.Close()
-		return nil, fmt.Errorf("open snapshot store: %w", err)
-	}
-	// Without an advertise address the transport advertises the address
-	// it actually bound (so ":0" works in tests).
-	var adv net.Addr
-	if cfg.RaftAdvertise != cfg.RaftBind {
-		a, err := net.ResolveTCPAddr("tcp", cfg.RaftAdvertise)
-		if err != nil {
-			store.Close()
-			return nil, fmt.Errorf("raft advertise address %q: %w", cfg.RaftAdvertise, err)
-		}
-		adv = a
-	}
-	transport, err := raft.NewTCPTransportWithLogger(cfg.RaftBind, adv, 3, 10*time.Second, hlog)
-	if err != nil {
-		store.Close()
-		return nil, fmt.Errorf("raft transport on %s: %w", cfg.RaftBind, err)
+		return nil, err
 	}
 
 	rc := raft.DefaultConfig()
@@ -222,6 +203,15 @@ func Open(cfg Config) (*Node, error) {
 	rc.TrailingLogs = cfg.TrailingLogs
 	rc.MaxAppendEntries = 1024
 	rc.BatchApplyCh = cfg.BatchApplyCh
+	if cfg.HeartbeatTimeout > 0 {
+		rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	}
+	if cfg.ElectionTimeout > 0 {
+		rc.ElectionTimeout = cfg.ElectionTimeout
+	}
+	if cfg.LeaderLeaseTimeout > 0 {
+		rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	}
 	// Keep the snapshot on disk authoritative at startup: Restore reopens
 	// local logs and checks them against the manifest.
 	rc.NoSnapshotRestoreOnStart = false
@@ -237,30 +227,27 @@ func Open(cfg Config) (*Node, error) {
 	})
 
 	if cfg.Bootstrap {
-		has, err := raft.HasExistingState(store, store, snaps)
+		has, err := raft.HasExistingState(stores.logs, stores.stable, stores.snaps)
 		if err != nil {
-			transport.Close()
-			store.Close()
+			stores.close()
 			return nil, fmt.Errorf("check raft state: %w", err)
 		}
 		if !has {
-			conf := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: transport.LocalAddr()}}}
-			if err := raft.BootstrapCluster(rc, store, store, snaps, transport, conf); err != nil {
-				transport.Close()
-				store.Close()
+			conf := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: stores.transport.LocalAddr()}}}
+			if err := raft.BootstrapCluster(rc, stores.logs, stores.stable, stores.snaps, stores.transport, conf); err != nil {
+				stores.close()
 				return nil, fmt.Errorf("bootstrap: %w", err)
 			}
 			cfg.Logger.Info("bootstrapped a single-node cluster", "node", cfg.NodeID)
 		}
 	}
-	r, err := raft.NewRaft(rc, &raftFSM{f: sm}, store, store, snaps, transport)
+	r, err := raft.NewRaft(rc, &raftFSM{f: sm}, stores.logs, stores.stable, stores.snaps, stores.transport)
 	if err != nil {
-		transport.Close()
-		store.Close()
+		stores.close()
 		sm.Close()
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
-	n := &Node{cfg: cfg, raft: r, fsm: sm, store: store, transport: transport, stop: make(chan struct{}), done: make(chan struct{})}
+	n := &Node{cfg: cfg, raft: r, fsm: sm, stores: stores, stop: make(chan struct{}), done: make(chan struct{})}
 	go n.housekeeping()
 	n.cleanerDone = make(chan struct{})
 	go n.runCleaner()
@@ -505,7 +492,7 @@ func (n *Node) Close() error {
 	<-n.done
 	<-n.cleanerDone
 	errs := []error{n.raft.Shutdown().Error()}
-	errs = append(errs, n.transport.Close(), n.store.Close(), n.fsm.Close())
+	errs = append(errs, n.stores.close(), n.fsm.Close())
 	return errors.Join(errs...)
 }
 
