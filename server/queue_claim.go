@@ -65,8 +65,10 @@ func (s *Server) waitClaimable(ctx context.Context, topic, name string, deadline
 		for i, p := range t.Partitions {
 			chans[i] = p.Changed()
 		}
-		now := time.Now()
-		ok, wake, err := s.node.FSM().QueueClaimable(topic, name, now.UnixNano())
+		// The node's clock stamps the claim, so it decides what is due;
+		// the wait itself is on the wall clock (the same one in production).
+		now, nodeNow := time.Now(), s.node.Now()
+		ok, wake, err := s.node.FSM().QueueClaimable(topic, name, nodeNow.UnixNano())
 		if err != nil {
 			return toConnectError(err)
 		}
@@ -75,7 +77,7 @@ func (s *Server) waitClaimable(ctx context.Context, topic, name string, deadline
 		}
 		until := deadline
 		if wake != math.MaxInt64 {
-			until = time.Unix(0, wake)
+			until = now.Add(time.Duration(wake - nodeNow.UnixNano()))
 			if until.After(deadline) {
 				until = deadline
 			}

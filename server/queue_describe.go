@@ -16,7 +16,7 @@ func (s *Server) DescribeQueueGroup(ctx context.Context, req *connect.Request[lo
 	if err := validateQueueNames(m.Topic, m.Group); err != nil {
 		return nil, err
 	}
-	now := time.Now().UnixNano()
+	now := s.node.Now().UnixNano()
 	info, err := s.node.FSM().DescribeQueueGroup(m.Topic, m.Group, now)
 	if err != nil {
 		return nil, toConnectError(err)
