@@ -1,0 +1,201 @@
+package logdtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/server"
+)
+
+// Options configures a Server. The zero value is a node on the wall clock
+// in a temporary directory.
+type Options struct {
+	// Now is the node's clock: it stamps every command, so leases,
+	// backoff, session expiry and retention follow it. Default time.Now.
+	// A clock that only moves when the test says keeps time-dependent
+	// tests deterministic; start it near the wall clock where the server
+	// also reads the wall clock (record timestamps, group lag).
+	Now func() time.Time
+	// NodeID is the node's Raft server id; default "node-1".
+	NodeID string
+	// Dir holds the partition logs; default a new temporary directory that
+	// Close removes.
+	Dir string
+}
+
+// Raft timeouts of a test node: a single voter elects itself after one
+// heartbeat timeout, so these keep Start in the milliseconds.
+const (
+	heartbeatTimeout   = 20 * time.Millisecond
+	electionTimeout    = 20 * time.Millisecond
+	leaderLeaseTimeout = 10 * time.Millisecond
+)
+
+// startTimeout bounds how long New waits for the node to lead.
+const startTimeout = 10 * time.Second
+
+// Server is a real logd node served over HTTP on 127.0.0.1. Its methods
+// are safe for concurrent use.
+type Server struct {
+	node  *replication.Node
+	http  *httptest.Server
+	reg   *prometheus.Registry
+	hooks *hooks
+	// removeDir is the temporary directory Close removes, if New made it.
+	removeDir string
+
+	fatalMu sync.Mutex
+	fatal   []error // guarded by fatalMu: state machine failures
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start runs a new Server for the test and closes it when the test ends;
+// it fails the test if the node cannot start, or if it stopped on a state
+// machine failure.
+func Start(tb testing.TB, opts Options) *Server {
+	tb.Helper()
+	if opts.Dir == "" {
+		opts.Dir = tb.TempDir()
+	}
+	s, err := New(opts)
+	if err != nil {
+		tb.Fatalf("logdtest: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			tb.Errorf("logdtest: %v", err)
+		}
+	})
+	return s
+}
+
+// New runs a new Server and returns once its node leads and serves. The
+// caller must Close it; tests use Start instead.
+func New(opts Options) (s *Server, err error) {
+	if opts.NodeID == "" {
+		opts.NodeID = "node-1"
+	}
+	s = &Server{reg: prometheus.NewRegistry(), hooks: newHooks()}
+	if opts.Dir == "" {
+		if opts.Dir, err = os.MkdirTemp("", "logdtest-"); err != nil {
+			return nil, fmt.Errorf("data dir: %w", err)
+		}
+		s.removeDir = opts.Dir
+	}
+	// The listener comes first: the node registers its address as the
+	// client API address, which Status reports.
+	s.http = httptest.NewUnstartedServer(nil)
+	defer func() {
+		if err != nil {
+			s.http.Close()
+			if s.removeDir != "" {
+				os.RemoveAll(s.removeDir)
+			}
+		}
+	}()
+	logger := slog.New(slog.DiscardHandler)
+	s.node, err = replication.Open(replication.Config{
+		NodeID:    opts.NodeID,
+		DataDir:   opts.Dir,
+		InMemory:  true,
+		RaftBind:  "mem:" + opts.NodeID,
+		Bootstrap: true,
+		Logger:    logger,
+		// Raft's own errors go to stderr; warnings about a leader without
+		// peers would only be noise.
+		RaftLogLevel:       "error",
+		HeartbeatTimeout:   heartbeatTimeout,
+		ElectionTimeout:    electionTimeout,
+		LeaderLeaseTimeout: leaderLeaseTimeout,
+		Now:                opts.Now,
+		// Retention runs when the test calls Clean, not behind its back.
+		CleanerInterval: 24 * time.Hour,
+		APIAdvertise:    s.http.Listener.Addr().String(),
+		Fatal:           s.stopped,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open node: %w", err)
+	}
+	if err := s.waitServing(); err != nil {
+		s.node.Close()
+		return nil, err
+	}
+	srv := server.New(server.Options{Node: s.node, Logger: logger, Registry: s.reg})
+	s.http.Config.Handler = s.hooks.wrap(srv.Handler())
+	s.http.Start()
+	return s, nil
+}
+
+// waitServing waits until the node leads and has applied its log.
+func (s *Server) waitServing() error {
+	deadline := time.Now().Add(startTimeout)
+	for !s.node.IsLeader() || !s.node.Ready() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node did not lead and serve within %v", startTimeout)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return nil
+}
+
+// stopped records a state machine failure: the node stops there, as a
+// production node would (where it exits), and Close reports it.
+func (s *Server) stopped(err error) {
+	s.fatalMu.Lock()
+	defer s.fatalMu.Unlock()
+	s.fatal = append(s.fatal, err)
+}
+
+// URL returns the server's base URL, "http://127.0.0.1:port".
+func (s *Server) URL() string { return s.http.URL }
+
+// Addr returns the server's "127.0.0.1:port".
+func (s *Server) Addr() string { return strings.TrimPrefix(s.http.URL, "http://") }
+
+// Clean runs one pass of the leader's cleaner now: partitions whose
+// closed segments are past the topic's retention.ms (by Options.Now) or
+// retention.bytes are trimmed, and compaction runs where it is due. To
+// trim at a chosen offset, give the topic a small segment.bytes so each
+// produce call writes its own segment.
+func (s *Server) Clean(ctx context.Context) error {
+	if err := s.node.Clean(ctx); err != nil {
+		return fmt.Errorf("clean: %w", err)
+	}
+	return nil
+}
+
+// Close ends every call in flight, stops the HTTP server and the node,
+// and removes the directory New made. It returns the node's state machine
+// failures, if any. It is idempotent.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		// Long polls end when their connection does; Close alone would
+		// wait for them.
+		s.http.CloseClientConnections()
+		s.http.Close()
+		errs := []error{s.node.Close()}
+		s.fatalMu.Lock()
+		for _, err := range s.fatal {
+			errs = append(errs, fmt.Errorf("node stopped: %w", err))
+		}
+		s.fatalMu.Unlock()
+		if s.removeDir != "" {
+			errs = append(errs, os.RemoveAll(s.removeDir))
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
