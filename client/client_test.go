@@ -186,12 +186,13 @@ func TestProduceKeyedRecordsShareAPartition(t *testing.T) {
 }
 
 func TestStatus(t *testing.T) {
-	c, _ := newTestClient(t, client.Options{})
+	c, srv := newTestClient(t, client.Options{})
 	st, err := c.Status(testContext(t))
 	if err != nil {
 		t.Fatalf("Status: %v", err)
 	}
-	if st.NodeID == "" || st.State != "Leader" || len(st.Members) != 1 || st.Members[0].Suffrage != "Voter" {
+	if st.NodeID == "" || st.State != "Leader" || st.LeaderID != st.NodeID || st.LeaderAddress != srv.Addr() || !st.Ready ||
+		len(st.Members) != 1 || st.Members[0].Suffrage != "voter" || st.Members[0].APIAddress != srv.Addr() {
 		t.Fatalf("Status = %+v", st)
 	}
 }

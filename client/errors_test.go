@@ -12,7 +12,7 @@ import (
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/client"
-	"github.com/logd-dev/logd/client/clienttest"
+	"github.com/logd-dev/logd/logdtest"
 )
 
 func TestErrorMapping(t *testing.T) {
@@ -25,42 +25,42 @@ func TestErrorMapping(t *testing.T) {
 	}{
 		{
 			name:      "unknown topic",
-			serverErr: clienttest.Error(connect.CodeNotFound, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_UNKNOWN_TOPIC}, "topic %q does not exist", "x"),
+			serverErr: logdtest.Error(connect.CodeNotFound, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_UNKNOWN_TOPIC}, "topic %q does not exist", "x"),
 			want:      client.ErrUnknownTopic,
 		},
 		{
 			name:      "unknown partition",
-			serverErr: clienttest.Error(connect.CodeNotFound, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_UNKNOWN_PARTITION}, "no partition 9"),
+			serverErr: logdtest.Error(connect.CodeNotFound, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_UNKNOWN_PARTITION}, "no partition 9"),
 			want:      client.ErrUnknownPartition,
 		},
 		{
 			name:      "record too large shares its code with invalid argument",
-			serverErr: clienttest.Error(connect.CodeInvalidArgument, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_RECORD_TOO_LARGE}, "too big"),
+			serverErr: logdtest.Error(connect.CodeInvalidArgument, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_RECORD_TOO_LARGE}, "too big"),
 			want:      client.ErrRecordTooLarge,
 		},
 		{
 			name:      "invalid argument",
-			serverErr: clienttest.Error(connect.CodeInvalidArgument, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_INVALID_ARGUMENT}, "bad"),
+			serverErr: logdtest.Error(connect.CodeInvalidArgument, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_INVALID_ARGUMENT}, "bad"),
 			want:      client.ErrInvalidArgument,
 		},
 		{
 			name:      "stale token",
-			serverErr: clienttest.Error(connect.CodeFailedPrecondition, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_STALE_TOKEN}, "stale"),
+			serverErr: logdtest.Error(connect.CodeFailedPrecondition, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_STALE_TOKEN}, "stale"),
 			want:      client.ErrStaleToken,
 		},
 		{
 			name:      "idempotency conflict",
-			serverErr: clienttest.Error(connect.CodeAlreadyExists, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_IDEMPOTENCY_CONFLICT}, "conflict"),
+			serverErr: logdtest.Error(connect.CodeAlreadyExists, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_IDEMPOTENCY_CONFLICT}, "conflict"),
 			want:      client.ErrIdempotencyConflict,
 		},
 		{
 			name:      "storage",
-			serverErr: clienttest.Error(connect.CodeInternal, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_STORAGE}, "disk on fire"),
+			serverErr: logdtest.Error(connect.CodeInternal, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_STORAGE}, "disk on fire"),
 			want:      client.ErrStorage,
 		},
 		{
 			name:      "unavailable",
-			serverErr: clienttest.Error(connect.CodeUnavailable, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_UNAVAILABLE}, "no quorum"),
+			serverErr: logdtest.Error(connect.CodeUnavailable, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_UNAVAILABLE}, "no quorum"),
 			want:      client.ErrUnavailable,
 			retryable: true,
 		},
@@ -72,7 +72,7 @@ func TestErrorMapping(t *testing.T) {
 		},
 		{
 			name:      "not leader",
-			serverErr: clienttest.Error(connect.CodeUnavailable, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_NOT_LEADER, LeaderAddress: "10.0.0.2:7070"}, "not the leader"),
+			serverErr: logdtest.Error(connect.CodeUnavailable, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_NOT_LEADER, LeaderAddress: "10.0.0.2:7070"}, "not the leader"),
 			want:      client.ErrNotLeader,
 			retryable: true,
 			check: func(t *testing.T, err error) {
@@ -84,7 +84,7 @@ func TestErrorMapping(t *testing.T) {
 		},
 		{
 			name:      "overloaded",
-			serverErr: clienttest.Error(connect.CodeResourceExhausted, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_OVERLOADED, RetryAfterMs: 250}, "queue full"),
+			serverErr: logdtest.Error(connect.CodeResourceExhausted, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_OVERLOADED, RetryAfterMs: 250}, "queue full"),
 			want:      client.ErrOverloaded,
 			retryable: true,
 			check: func(t *testing.T, err error) {
@@ -96,7 +96,7 @@ func TestErrorMapping(t *testing.T) {
 		},
 		{
 			name:      "out of range",
-			serverErr: clienttest.Error(connect.CodeOutOfRange, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_OFFSET_OUT_OF_RANGE, LogStartOffset: 10, EndOffset: 20}, "offset 3 out of range"),
+			serverErr: logdtest.Error(connect.CodeOutOfRange, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_OFFSET_OUT_OF_RANGE, LogStartOffset: 10, EndOffset: 20}, "offset 3 out of range"),
 			want:      client.ErrOffsetOutOfRange,
 			check: func(t *testing.T, err error) {
 				var oor *client.OutOfRangeError
@@ -156,7 +156,7 @@ func TestIsRetryable(t *testing.T) {
 }
 
 func TestConnectionRefusedIsUnavailable(t *testing.T) {
-	srv := clienttest.Start(t)
+	srv := logdtest.Start(t, logdtest.Options{})
 	addr := srv.Addr()
 	srv.Close() // nothing listens on addr any more
 	var retries int

@@ -5,22 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"net/http"
-	"net/http/httptest"
 	"time"
 
-	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/client"
-	"github.com/logd-dev/logd/client/clienttest"
+	"github.com/logd-dev/logd/logdtest"
 )
 
-// startExampleServer serves an in-memory logd (clienttest.Fake) for the examples and
-// returns its address and a function that stops it.
+// startExampleServer runs a real logd node in process (package logdtest)
+// for the examples and returns its address and a function that stops it.
 func startExampleServer() (string, func()) {
-	mux := http.NewServeMux()
-	mux.Handle(logdv1connect.NewLogServiceHandler(clienttest.NewFake(nil)))
-	srv := httptest.NewServer(mux)
-	return srv.Listener.Addr().String(), srv.Close
+	srv, err := logdtest.New(logdtest.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	return srv.Addr(), func() {
+		if err := srv.Close(); err != nil {
+			log.Fatal(err)
+		}
+	}
 }
 
 // ExampleProducer sends records asynchronously: they are batched per

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/client"
-	"github.com/logd-dev/logd/client/clienttest"
+	"github.com/logd-dev/logd/logdtest"
 )
 
 // testClock is a clock tests move by hand.
@@ -81,20 +81,55 @@ func valuesOf(recs []client.FetchedRecord) []string {
 	return out
 }
 
-func committedOf(t *testing.T, srv *clienttest.Server, group, topic string, partition int32) int64 {
+// committedOf returns a group's committed offset in a partition as the
+// server describes it; -1 if none.
+func committedOf(t *testing.T, c *client.Client, group, topic string, partition int32) int64 {
 	t.Helper()
-	g := srv.Group(group)
-	if g == nil || g.Topics[topic] == nil || int(partition) >= len(g.Topics[topic].Partitions) {
+	d, err := c.DescribeGroup(testContext(t), group)
+	if errors.Is(err, client.ErrUnknownGroup) {
 		return -1
 	}
-	return g.Topics[topic].Partitions[partition].Committed
+	if err != nil {
+		t.Fatalf("DescribeGroup(%q): %v", group, err)
+	}
+	for _, p := range d.Partitions {
+		if p.Topic == topic && p.Partition == partition {
+			return p.Committed
+		}
+	}
+	return -1
+}
+
+// membersOf returns a group's live members as the server describes them.
+func membersOf(t *testing.T, c *client.Client, group string) []string {
+	t.Helper()
+	d, err := c.DescribeGroup(testContext(t), group)
+	if err != nil {
+		t.Fatalf("DescribeGroup(%q): %v", group, err)
+	}
+	var ids []string
+	for _, m := range d.Members {
+		ids = append(ids, m.ID)
+	}
+	return ids
+}
+
+// fencedCount reads the server's count of a group's fenced commits or
+// fetches (logd_group_fenced_{commits,fetches}_total).
+func fencedCount(t *testing.T, srv *logdtest.Server, what, group string) int {
+	t.Helper()
+	n, err := srv.Metric("logd_group_fenced_"+what+"_total", "group", group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(n)
 }
 
 // Billing commits offset 2 of created, paid, shipped and resumes at
 // shipped; analytics reads all three; a reset of billing to earliest
 // replays them.
 func TestGroupConsumerGroupsAreIndependent(t *testing.T) {
-	c, srv := newTestClient(t, client.Options{})
+	c, _ := newTestClient(t, client.Options{})
 	ctx := testContext(t)
 	mustCreate(t, c, "orders", 1)
 	produceValues(t, c, "orders", 0, "created", "paid", "shipped")
@@ -109,7 +144,7 @@ func TestGroupConsumerGroupsAreIndependent(t *testing.T) {
 	if err := billing.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := committedOf(t, srv, "billing", "orders", 0); got != 2 {
+	if got := committedOf(t, c, "billing", "orders", 0); got != 2 {
 		t.Fatalf("billing committed %d, want 2", got)
 	}
 
@@ -141,7 +176,7 @@ func TestGroupConsumerGroupsAreIndependent(t *testing.T) {
 // Auto-commit commits what Poll returned, not what was prefetched; Close
 // commits the rest and leaves.
 func TestGroupConsumerAutoCommitCoversOnlyReturnedRecords(t *testing.T) {
-	c, srv := newTestClient(t, client.Options{})
+	c, _ := newTestClient(t, client.Options{})
 	mustCreate(t, c, "t", 1)
 	produceValues(t, c, "t", 0, "a", "b", "c", "d")
 	clock := newTestClock()
@@ -155,17 +190,17 @@ func TestGroupConsumerAutoCommitCoversOnlyReturnedRecords(t *testing.T) {
 	if got := valuesOf(pollValues(t, gc, 1)); !slices.Equal(got, []string{"b"}) {
 		t.Fatalf("second poll %q", got)
 	}
-	if got := committedOf(t, srv, "g", "t", 0); got != 1 {
+	if got := committedOf(t, c, "g", "t", 0); got != 1 {
 		t.Fatalf("committed %d after returning a (and prefetching), want 1", got)
 	}
 	if err := gc.Close(testContext(t)); err != nil {
 		t.Fatal(err)
 	}
-	if got := committedOf(t, srv, "g", "t", 0); got != 2 {
+	if got := committedOf(t, c, "g", "t", 0); got != 2 {
 		t.Fatalf("committed %d after Close, want 2 (a and b returned)", got)
 	}
-	if g := srv.Group("g"); len(g.Members) != 0 {
-		t.Fatalf("members after Close: %v", g.MemberIDs())
+	if ids := membersOf(t, c, "g"); len(ids) != 0 {
+		t.Fatalf("members after Close: %v", ids)
 	}
 }
 
@@ -173,7 +208,7 @@ func TestGroupConsumerAutoCommitCoversOnlyReturnedRecords(t *testing.T) {
 // told to revoke them (OnRevoked, committed, released), then the second
 // gets them (OnAssigned) and continues from the committed offsets.
 func TestGroupConsumerRebalanceCallbacks(t *testing.T) {
-	c, srv := newTestClient(t, client.Options{})
+	c, _ := newTestClient(t, client.Options{})
 	mustCreate(t, c, "t", 4)
 	for p := range int32(4) {
 		produceValues(t, c, "t", p, "x", "y")
@@ -234,7 +269,7 @@ func TestGroupConsumerRebalanceCallbacks(t *testing.T) {
 	// a committed the revoked partitions before releasing them: b has
 	// nothing to read there.
 	for _, tp := range b.Assignment() {
-		if got := committedOf(t, srv, "g", tp.Topic, tp.Partition); got != 2 {
+		if got := committedOf(t, c, "g", tp.Topic, tp.Partition); got != 2 {
 			t.Fatalf("%v committed %d, want 2", tp, got)
 		}
 	}
@@ -263,10 +298,10 @@ func TestGroupConsumerFencedByResetRejoins(t *testing.T) {
 	if err := gc.Commit(ctx); err != nil {
 		t.Fatalf("Commit: %v (fencing is handled inside)", err)
 	}
-	if got := srv.FencedCommits("g"); got != 1 {
+	if got := fencedCount(t, srv, "commits", "g"); got != 1 {
 		t.Fatalf("fenced commits %d, want 1", got)
 	}
-	if got := committedOf(t, srv, "g", "t", 0); got != 1 {
+	if got := committedOf(t, c, "g", "t", 0); got != 1 {
 		t.Fatalf("committed %d after a stale commit, want the reset's 1", got)
 	}
 	if gc.Generation() <= gen {
@@ -311,7 +346,7 @@ func TestGroupConsumerFencedFetchRestarts(t *testing.T) {
 	if !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("replayed %q", got)
 	}
-	if srv.FencedFetches("g") == 0 {
+	if fencedCount(t, srv, "fetches", "g") == 0 {
 		t.Fatal("no fenced fetch counted")
 	}
 }
@@ -320,13 +355,14 @@ func TestGroupConsumerFencedFetchRestarts(t *testing.T) {
 // another, which starts at the committed offset; the expired member learns
 // it (OnRevoked), re-joins and gets a share again.
 func TestGroupConsumerExpiredMemberRejoins(t *testing.T) {
-	c, srv := newTestClient(t, client.Options{})
+	// The node's clock decides session expiry; it stands still unless
+	// the test moves it, so a's 200 ms session ends only when it does.
+	groupClock := &testClock{t: time.Now().Truncate(time.Second)}
+	c, _ := newTestClientOn(t, client.Options{}, logdtest.Options{Now: groupClock.Now})
 	ctx := testContext(t)
 	mustCreate(t, c, "t", 2)
 	produceValues(t, c, "t", 0, "a0")
 	produceValues(t, c, "t", 1, "b0")
-	groupClock := newTestClock()
-	srv.SetGroupClock(groupClock.Now)
 	var revoked []client.TopicPartition
 	a := newGroupConsumer(t, c, client.GroupConsumerOptions{Group: "g", Topics: []string{"t"}, MemberID: "a", ManualCommit: true,
 		SessionTimeout: 200 * time.Millisecond,
@@ -353,13 +389,13 @@ func TestGroupConsumerExpiredMemberRejoins(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if g := srv.Group("g"); len(g.Members) != 2 {
-		t.Fatalf("members %v, want a and b", g.MemberIDs())
+	if ids := membersOf(t, c, "g"); !slices.Equal(ids, []string{"a", "b"}) {
+		t.Fatalf("members %v, want a and b", ids)
 	}
 }
 
 func TestGroupAdminCalls(t *testing.T) {
-	c, srv := newTestClient(t, client.Options{})
+	c, _ := newTestClient(t, client.Options{})
 	ctx := testContext(t)
 	mustCreate(t, c, "t", 2)
 	produceValues(t, c, "t", 0, "a", "b", "c")
@@ -398,7 +434,7 @@ func TestGroupAdminCalls(t *testing.T) {
 	if plan.Executed || len(plan.Partitions) != 2 || plan.Partitions[0].New != 0 || !plan.Partitions[0].Clamped || plan.Partitions[0].Requested != -3 {
 		t.Fatalf("dry-run plan %+v", plan)
 	}
-	if got := committedOf(t, srv, "g", "t", 0); got != 2 {
+	if got := committedOf(t, c, "g", "t", 0); got != 2 {
 		t.Fatalf("a dry run changed the offset to %d", got)
 	}
 	if err := gc.Close(ctx); err != nil {

@@ -6,17 +6,23 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/client"
-	"github.com/logd-dev/logd/client/clienttest"
+	"github.com/logd-dev/logd/logdtest"
 )
 
 // fastRetry retries quickly so tests of retries take milliseconds.
 var fastRetry = client.RetryPolicy{MaxAttempts: 4, InitialBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}
 
-// newTestClient starts a fake server and a client of it, both closed when
-// the test ends.
-func newTestClient(t *testing.T, opts client.Options) (*client.Client, *clienttest.Server) {
+// newTestClient starts a node and a client of it, both closed when the
+// test ends.
+func newTestClient(t *testing.T, opts client.Options) (*client.Client, *logdtest.Server) {
 	t.Helper()
-	srv := clienttest.Start(t)
+	return newTestClientOn(t, opts, logdtest.Options{})
+}
+
+// newTestClientOn is newTestClient with the node's options.
+func newTestClientOn(t *testing.T, opts client.Options, node logdtest.Options) (*client.Client, *logdtest.Server) {
+	t.Helper()
+	srv := logdtest.Start(t, node)
 	if opts.Retry.MaxAttempts == 0 && opts.Retry.OnRetry == nil {
 		opts.Retry = fastRetry
 	}

@@ -3,16 +3,13 @@ package client_test
 import (
 	"context"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/client"
-	"github.com/logd-dev/logd/client/clienttest"
+	"github.com/logd-dev/logd/logdtest"
 )
 
 // manualClock is a client.Clock that moves only by Advance; sleepers wake
@@ -31,8 +28,11 @@ type sleeper struct {
 	wake  chan struct{}
 }
 
+// newManualClock starts at the wall clock's second, as the node's clock
+// (it stamps the node's commands) should where the server reads the wall
+// clock too (record timestamps).
 func newManualClock() *manualClock {
-	return &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), sleepers: map[*sleeper]bool{}, changed: make(chan struct{})}
+	return &manualClock{now: time.Now().UTC().Truncate(time.Second), sleepers: map[*sleeper]bool{}, changed: make(chan struct{})}
 }
 
 func (c *manualClock) Now() time.Time {
@@ -104,17 +104,13 @@ func (c *manualClock) waitSleepers(t *testing.T, what string, cond func(left []t
 	}
 }
 
-// queueFixture is a fake server on the manual clock with topic "jobs", one
-// record "job-1", and queue group "w" with a 10 s lease.
-func queueFixture(t *testing.T) (*clienttest.Fake, *client.Client, *manualClock) {
+// queueFixture is a node on the manual clock with topic "jobs", one record
+// "job-1", and queue group "w" with a 10 s lease.
+func queueFixture(t *testing.T) (*logdtest.Server, *client.Client, *manualClock) {
 	t.Helper()
 	clk := newManualClock()
-	f := clienttest.NewFake(clk.Now)
-	mux := http.NewServeMux()
-	mux.Handle(logdv1connect.NewLogServiceHandler(f))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	c, err := client.New(strings.TrimPrefix(srv.URL, "http://"), client.Options{Timeout: 5 * time.Second})
+	srv := logdtest.Start(t, logdtest.Options{Now: clk.Now})
+	c, err := client.New(srv.Addr(), client.Options{Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +125,7 @@ func queueFixture(t *testing.T) (*clienttest.Fake, *client.Client, *manualClock)
 	if _, err := c.CreateQueueGroup(ctx, "jobs", "w", client.QueueGroupConfig{Lease: 10 * time.Second, MaxDeliveries: 3}, false); err != nil {
 		t.Fatal(err)
 	}
-	return f, c, clk
+	return srv, c, clk
 }
 
 // startWorker runs a worker on the manual clock; the returned stop ends it
@@ -162,11 +158,11 @@ func startWorker(t *testing.T, c *client.Client, clk *manualClock, h client.Hand
 // acked and the extender is gone: no sleeper left, no extend however far
 // the clock moves.
 func TestWorkerExtendsLongJobs(t *testing.T) {
-	f, c, clk := queueFixture(t)
+	srv, c, clk := queueFixture(t)
 	ctx := context.Background()
 	started, release := make(chan struct{}), make(chan struct{})
 	acked := make(chan struct{}, 1)
-	f.Intercept("Ack", func(context.Context) error { acked <- struct{}{}; return nil })
+	srv.Intercept("Ack", func(context.Context) error { acked <- struct{}{}; return nil })
 	stop := startWorker(t, c, clk, func(ctx context.Context, job *client.Job) error {
 		close(started)
 		<-release
@@ -177,13 +173,13 @@ func TestWorkerExtendsLongJobs(t *testing.T) {
 	halfLife := func(left []time.Duration) bool { return len(left) == 1 && left[0] == 5*time.Second }
 	for i := 1; i <= 3; i++ {
 		clk.waitSleepers(t, "the extender's half-life sleep", halfLife)
-		if n := f.Calls("Extend"); n != i-1 {
+		if n := srv.Calls("Extend"); n != i-1 {
 			t.Fatalf("before half-life %d: %d extends", i, n)
 		}
 		clk.Advance(5 * time.Second)
 	}
 	clk.waitSleepers(t, "the extender after its third extend", halfLife)
-	if n := f.Calls("Extend"); n != 3 {
+	if n := srv.Calls("Extend"); n != 3 {
 		t.Fatalf("extends after 15 s: %d, want 3", n)
 	}
 	// 15 s in: past the first lease deadline (10 s), still in flight.
@@ -204,7 +200,7 @@ func TestWorkerExtendsLongJobs(t *testing.T) {
 	// then, no extend follows.
 	stop()
 	clk.Advance(time.Minute)
-	if n := f.Calls("Extend"); n != 3 {
+	if n := srv.Calls("Extend"); n != 3 {
 		t.Fatalf("extends after the handler returned: %d, want still 3", n)
 	}
 	d, err = c.DescribeQueueGroup(ctx, "jobs", "w")
@@ -258,7 +254,7 @@ func TestWorkerOutcomes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, c, clk := queueFixture(t)
+			srv, c, clk := queueFixture(t)
 			ctx := context.Background()
 			ran := make(chan struct{})
 			var once sync.Once
@@ -268,7 +264,7 @@ func TestWorkerOutcomes(t *testing.T) {
 			})
 			<-ran
 			stop() // Run returns after the job's ack or nack is sent
-			if a, n := f.Calls("Ack"), f.Calls("Nack"); a != tt.ackCall || n != tt.nackCal {
+			if a, n := srv.Calls("Ack"), srv.Calls("Nack"); a != tt.ackCall || n != tt.nackCal {
 				t.Fatalf("ack calls %d, nack calls %d; want %d, %d", a, n, tt.ackCall, tt.nackCal)
 			}
 			d, err := c.DescribeQueueGroup(ctx, "jobs", "w")

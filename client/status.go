@@ -31,7 +31,7 @@ type Status struct {
 type Member struct {
 	ID          string `json:"id"`
 	RaftAddress string `json:"raft_address"`
-	// Suffrage is "Voter", "Nonvoter" or "Staging".
+	// Suffrage is "voter" or "nonvoter".
 	Suffrage string `json:"suffrage"`
 	// APIAddress is the member's registered client address, if known.
 	APIAddress string `json:"api_address,omitempty"`
