@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/client"
-	"github.com/logd-dev/logd/client/clienttest"
+	"github.com/logd-dev/logd/logdtest"
 )
 
 func TestBenchProduceThenConsume(t *testing.T) {
-	srv := clienttest.Start(t)
+	srv := logdtest.Start(t, logdtest.Options{})
 	r := mustRun(t, srv, "", "bench", "produce", "--topic", "b", "--partitions", "3", "--records", "2500",
 		"--records-per-call", "100", "--concurrency", "4", "--record-size", "10", "--progress")
 	for _, p := range []string{`(?m)^records\s+2500$`, `(?m)^records/s\s+\d+$`, `(?m)^MB/s\s+[\d.]+$`, `(?m)^calls\s+25$`, `(?m)^latency p999\s+[\d.]+ ms$`} {
@@ -47,7 +47,7 @@ func TestBenchProduceThenConsume(t *testing.T) {
 }
 
 func TestBenchConsumeEmptyTopicFails(t *testing.T) {
-	srv := clienttest.Start(t)
+	srv := logdtest.Start(t, logdtest.Options{})
 	mustRun(t, srv, "", "topic", "create", "e")
 	r := runCLI(t, srv, "", "bench", "consume", "--topic", "e")
 	if r.code != 1 || !regexp.MustCompile(`has no records`).MatchString(r.stderr) {
@@ -130,7 +130,7 @@ func TestSetBenchKeys(t *testing.T) {
 }
 
 func TestBenchCompareKeys(t *testing.T) {
-	srv := clienttest.Start(t)
+	srv := logdtest.Start(t, logdtest.Options{})
 	r := mustRun(t, srv, "", "bench", "produce", "--topic", "cmp", "--partitions", "2", "--compare-keys", "3",
 		"--records", "300", "--records-per-call", "50", "--concurrency", "2", "-o", "json")
 	var s compareSummary

@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/client"
-	"github.com/logd-dev/logd/client/clienttest"
+	"github.com/logd-dev/logd/logdtest"
 )
 
 func TestConsumeFromTime(t *testing.T) {
-	srv := clienttest.Start(t)
+	srv := logdtest.Start(t, logdtest.Options{})
 	mustRun(t, srv, "", "topic", "create", "t")
 	c, err := client.New(srv.URL(), client.Options{})
 	if err != nil {
@@ -21,12 +21,13 @@ func TestConsumeFromTime(t *testing.T) {
 	}
 	defer c.Close()
 	base := time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC)
-	var recs []client.Record
+	// One call per record: the server's time index finds a batch by its
+	// largest timestamp, and --from starts at that batch.
 	for i, v := range []string{"a", "b", "c", "d"} {
-		recs = append(recs, client.Record{Value: []byte(v), Timestamp: base.Add(time.Duration(i) * time.Minute)})
-	}
-	if _, err := c.Produce(t.Context(), "t", recs); err != nil {
-		t.Fatal(err)
+		rec := client.Record{Value: []byte(v), Timestamp: base.Add(time.Duration(i) * time.Minute)}
+		if _, err := c.Produce(t.Context(), "t", []client.Record{rec}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	r := mustRun(t, srv, "", "consume", "t", "--from", "2026-01-02T15:01:30Z")
 	if r.stdout != "c\nd\n" {
@@ -39,7 +40,7 @@ func TestConsumeFromTime(t *testing.T) {
 }
 
 func TestConsumeFollowEndsAfterIdleTimeout(t *testing.T) {
-	srv := clienttest.Start(t)
+	srv := logdtest.Start(t, logdtest.Options{})
 	mustRun(t, srv, "", "topic", "create", "t", "-p", "3")
 	mustRun(t, srv, "", "produce", "t", "x", "y")
 
@@ -64,7 +65,7 @@ func TestConsumeFollowEndsAfterIdleTimeout(t *testing.T) {
 }
 
 func TestConsumeFollowStopsAtMax(t *testing.T) {
-	srv := clienttest.Start(t)
+	srv := logdtest.Start(t, logdtest.Options{})
 	mustRun(t, srv, "", "topic", "create", "t", "-p", "2")
 	mustRun(t, srv, "", "produce", "t", "1", "2", "3", "4", "5")
 	r := mustRun(t, srv, "", "consume", "t", "--follow", "--max", "5")
@@ -74,10 +75,13 @@ func TestConsumeFollowStopsAtMax(t *testing.T) {
 }
 
 func TestConsumeSkipsAheadAfterRetention(t *testing.T) {
-	srv := clienttest.Start(t)
-	mustRun(t, srv, "", "topic", "create", "t")
-	mustRun(t, srv, "", "produce", "t", "a", "b", "c", "d")
-	if err := srv.Truncate("t", 0, 2); err != nil {
+	srv := logdtest.Start(t, logdtest.Options{})
+	// Each produce call writes its own segment (segment.bytes is tiny),
+	// and retention keeps one byte: the cleaner deletes a and b.
+	mustRun(t, srv, "", "topic", "create", "t", "--config", "segment.bytes=14", "--config", "retention.bytes=1")
+	mustRun(t, srv, "", "produce", "t", "a", "b")
+	mustRun(t, srv, "", "produce", "t", "c", "d")
+	if err := srv.Clean(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	r := mustRun(t, srv, "", "consume", "t", "--from", "0")
@@ -87,7 +91,7 @@ func TestConsumeSkipsAheadAfterRetention(t *testing.T) {
 }
 
 func TestProduceFromFile(t *testing.T) {
-	srv := clienttest.Start(t)
+	srv := logdtest.Start(t, logdtest.Options{})
 	mustRun(t, srv, "", "topic", "create", "t")
 	path := filepath.Join(t.TempDir(), "in.txt")
 	if err := os.WriteFile(path, []byte(numbers(30)), 0o600); err != nil {

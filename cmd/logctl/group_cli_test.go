@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/client"
-	"github.com/logd-dev/logd/client/clienttest"
+	"github.com/logd-dev/logd/logdtest"
 )
 
 // runGroupSteps runs a script of logctl invocations against srv, as TestCLI
 // does.
-func runGroupSteps(t *testing.T, srv *clienttest.Server, steps []step) {
+func runGroupSteps(t *testing.T, srv *logdtest.Server, steps []step) {
 	t.Helper()
 	for i, s := range steps {
 		r := runCLI(t, srv, s.stdin, s.args...)
@@ -47,7 +47,7 @@ func runGroupSteps(t *testing.T, srv *clienttest.Server, steps []step) {
 // independently, consume --group commits what it printed, and a reset is
 // planned (changing nothing), clamped, and executed.
 func TestGroupCLI(t *testing.T) {
-	srv := clienttest.Start(t)
+	srv := logdtest.Start(t, logdtest.Options{})
 	runGroupSteps(t, srv, []step{
 		{args: args("topic create orders -p 2")},
 		{args: args("produce orders created paid shipped --partition 0")},
@@ -77,7 +77,7 @@ func TestGroupCLI(t *testing.T) {
 		{args: args("group reset-offsets billing --topic orders --to-earliest --to-latest"), wantCode: 1, stderr: []string{`give exactly one of`}},
 		{args: args("group reset-offsets billing --to-earliest"), wantCode: 1, stderr: []string{`give --topic \(repeatable\) or --all-topics`}},
 		{args: args("group reset-offsets billing --topic orders:x --to-earliest"), wantCode: 1, stderr: []string{`partition "x" is not a number`}},
-		{args: args("group reset-offsets billing --topic orders:7 --to-earliest"), wantCode: 1, stderr: []string{`has no partition 7`}},
+		{args: args("group reset-offsets billing --topic orders:7 --to-earliest"), wantCode: 1, stderr: []string{`unknown partition: orders has 2 partitions, not 7`}},
 		{args: args("group delete billing"), stdoutExact: "deleted group billing\n"},
 		{args: args("group delete billing"), wantCode: 1, stderr: []string{`^logctl: delete group "billing": `}},
 		{args: args("group list"), stdout: []string{`(?m)^analytics\s+`}},
@@ -90,7 +90,7 @@ func TestGroupCLI(t *testing.T) {
 // A plan saved with --output json is applied by --from-file, and a group
 // with a live member is not deleted.
 func TestGroupCLIResetFromFileAndLiveMember(t *testing.T) {
-	srv := clienttest.Start(t)
+	srv := logdtest.Start(t, logdtest.Options{})
 	runGroupSteps(t, srv, []step{
 		{args: args("topic create orders -p 2")},
 		{args: args("produce orders a b c --partition 0")},

@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/logd-dev/logd/client/clienttest"
+	"github.com/logd-dev/logd/logdtest"
 )
 
 func TestMain(m *testing.M) {
@@ -25,7 +25,7 @@ type cliResult struct {
 }
 
 // runCLI runs logctl in-process against srv with the given stdin.
-func runCLI(t *testing.T, srv *clienttest.Server, stdin string, args ...string) cliResult {
+func runCLI(t *testing.T, srv *logdtest.Server, stdin string, args ...string) cliResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
@@ -42,7 +42,7 @@ func runCLI(t *testing.T, srv *clienttest.Server, stdin string, args ...string) 
 }
 
 // mustRun runs logctl and fails the test unless it exits 0.
-func mustRun(t *testing.T, srv *clienttest.Server, stdin string, args ...string) cliResult {
+func mustRun(t *testing.T, srv *logdtest.Server, stdin string, args ...string) cliResult {
 	t.Helper()
 	r := runCLI(t, srv, stdin, args...)
 	if r.code != 0 {

@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/client"
-	"github.com/logd-dev/logd/client/clienttest"
+	"github.com/logd-dev/logd/logdtest"
 )
 
-// TestQueueCLI runs queue and dlq commands against the in-memory fake. Its
-// tokens are "fk.PARTITION.OFFSET.DELIVERY", so a script can name them.
+// TestQueueCLI runs queue and dlq commands against a real node. A delivery
+// token is "PARTITION.OFFSET.DELIVERY.TAG" with a tag the script cannot
+// know, so it names a token {PARTITION.OFFSET.DELIVERY} (see tokenScript).
 func TestQueueCLI(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -28,28 +29,28 @@ func TestQueueCLI(t *testing.T) {
 				{args: args("queue create jobs w --lease 1m --max-deliveries 2 --backoff-base 1s --backoff-max 1m"), stdout: []string{
 					`^created queue group w on jobs\n`, `(?m)^Lease:\s+1m0s$`, `(?m)^Max deliveries:\s+2$`, `(?m)^Dead-letter topic:\s+jobs.w.dlq$`}},
 				{args: args("queue create jobs w"), wantCode: 1, stderr: []string{`already exists`}},
-				{args: args("queue create nope w"), wantCode: 1, stderr: []string{`topic "nope" does not exist`}},
+				{args: args("queue create nope w"), wantCode: 1, stderr: []string{`unknown topic: "nope"`}},
 				{args: args("queue claim jobs w --max 2 -o json"), stdout: []string{
-					`(?m)^\{"topic":"jobs","group":"w","partition":0,"offset":0,.*"value":"alice:10".*"token":"fk.0.0.1","delivery":1,`,
-					`(?m)^\{.*"offset":1,.*"token":"fk.0.1.1","delivery":1,`}},
+					`(?m)^\{"topic":"jobs","group":"w","partition":0,"offset":0,.*"value":"alice:10".*"token":"{0.0.1}","delivery":1,`,
+					`(?m)^\{.*"offset":1,.*"token":"{0.1.1}","delivery":1,`}},
 				// PARTITION READY IN-FLIGHT DELAYED ACKED DEAD-LETTERED DONE END
 				{args: args("queue describe jobs w"), stdout: []string{`(?m)^0\s+1\s+2\s+0\s+0\s+0\s+0\s+3\s+`, `State: running`}},
-				{args: args("queue extend jobs w fk.0.0.1 --lease 2m"), stdout: []string{`(?m)^TOKEN\s+RESULT\s+DETAIL$`, `(?m)^fk.0.0.1\s+ok\s+lease until \d{4}-`}},
-				{args: args("queue ack jobs w fk.0.0.1"), stdout: []string{`(?m)^fk.0.0.1\s+ok\s*$`}},
-				{args: args("queue ack jobs w fk.0.0.1 -o json"), stdout: []string{`"result": "duplicate"`}},
+				{args: args("queue extend jobs w {0.0.1} --lease 2m"), stdout: []string{`(?m)^TOKEN\s+RESULT\s+DETAIL$`, `(?m)^{0.0.1}\s+ok\s+lease until \d{4}-`}},
+				{args: args("queue ack jobs w {0.0.1}"), stdout: []string{`(?m)^{0.0.1}\s+ok\s*$`}},
+				{args: args("queue ack jobs w {0.0.1} -o json"), stdout: []string{`"result": "duplicate"`}},
 				// A transient nack with no delay offers the record again at once.
-				{args: args("queue nack jobs w fk.0.1.1 --delay 0s --reason db-down"), stdout: []string{`(?m)^fk.0.1.1\s+ok\s+available at \d{4}-`}},
+				{args: args("queue nack jobs w {0.1.1} --delay 0s --reason db-down"), stdout: []string{`(?m)^{0.1.1}\s+ok\s+available at \d{4}-`}},
 				// The nacked delivery's token is no longer live.
-				{args: args("queue ack jobs w fk.0.1.1"), wantCode: 1, stderr: []string{`^logctl: .*stale`}},
-				{args: args("queue extend jobs w fk.0.1.1"), wantCode: 1, stderr: []string{`stale`}},
+				{args: args("queue ack jobs w {0.1.1}"), wantCode: 1, stderr: []string{`^logctl: .*stale`}},
+				{args: args("queue extend jobs w {0.1.1}"), wantCode: 1, stderr: []string{`stale`}},
 				{args: args("queue claim jobs w --max 5"), stdout: []string{
 					`(?m)^PARTITION\s+OFFSET\s+DELIVERY\s+LEASE UNTIL\s+TOKEN\s+KEY\s+VALUE$`,
-					`(?m)^0\s+1\s+2\s+\S+\s+fk.0.1.2\s+\S*\s+bob:20$`, `(?m)^0\s+2\s+1\s+\S+\s+fk.0.2.1\s+\S*\s+carol:-3$`}},
+					`(?m)^0\s+1\s+2\s+\S+\s+{0.1.2}\s+\S*\s+bob:20$`, `(?m)^0\s+2\s+1\s+\S+\s+{0.2.1}\s+\S*\s+carol:-3$`}},
 				// One stale, one live: printed per token, and the command fails.
-				{args: args("queue extend jobs w fk.0.1.1 fk.0.1.2"), wantCode: 1, stdout: []string{`(?m)^fk.0.1.1\s+stale\s+`, `(?m)^fk.0.1.2\s+ok\s+lease until`}, stderr: []string{`some tokens were refused`}},
-				{args: args("queue nack jobs w fk.0.2.1 --permanent --reason negative-amount"), stdout: []string{`(?m)^fk.0.2.1\s+ok\s+dead-lettered$`}},
+				{args: args("queue extend jobs w {0.1.1} {0.1.2}"), wantCode: 1, stdout: []string{`(?m)^{0.1.1}\s+stale\s+`, `(?m)^{0.1.2}\s+ok\s+lease until`}, stderr: []string{`some tokens were refused`}},
+				{args: args("queue nack jobs w {0.2.1} --permanent --reason negative-amount"), stdout: []string{`(?m)^{0.2.1}\s+ok\s+dead-lettered$`}},
 				// The second failed delivery of two allowed dead-letters.
-				{args: args("queue nack jobs w fk.0.1.2 --reason db-down -o json"), stdout: []string{`"dead_lettered": true`}},
+				{args: args("queue nack jobs w {0.1.2} --reason db-down -o json"), stdout: []string{`"dead_lettered": true`}},
 				{args: args("queue ack jobs w not-a-token"), wantCode: 1, stderr: []string{`no valid token`}},
 				{args: args("queue describe jobs w -o json"), stdout: []string{`"acked": 1`, `"dead_lettered": 2`, `"done_offset": 3`, `"dead_letter_records": 2`}},
 				{args: args("dlq list jobs w"), stdout: []string{
@@ -74,25 +75,28 @@ func TestQueueCLI(t *testing.T) {
 				{args: args("queue describe jobs w"), stdout: []string{`State: PAUSED`}},
 				{args: args("queue resume jobs w -o json"), stdout: []string{`"paused": false`, `"changed": true`}},
 				{args: args("queue resume jobs w -o json"), stdout: []string{`"changed": false`}},
-				{args: args("queue claim jobs w -o json"), stdout: []string{`"token":"fk.0.0.1"`}},
+				{args: args("queue claim jobs w -o json"), stdout: []string{`"token":"{0.0.1}"`}},
 			},
 		},
 		{
 			name: "unknown group",
 			steps: []step{
 				{args: args("topic create jobs")},
-				{args: args("queue describe jobs nope"), wantCode: 1, stderr: []string{`queue group "nope" on topic "jobs" does not exist`}},
-				{args: args("queue claim jobs nope"), wantCode: 1, stderr: []string{`does not exist`}},
-				{args: args("queue pause jobs nope"), wantCode: 1, stderr: []string{`does not exist`}},
-				{args: args("dlq list jobs nope"), wantCode: 1, stderr: []string{`does not exist`}},
+				{args: args("queue describe jobs nope"), wantCode: 1, stderr: []string{`queue group not found: nope on topic jobs`}},
+				{args: args("queue claim jobs nope"), wantCode: 1, stderr: []string{`queue group not found`}},
+				{args: args("queue pause jobs nope"), wantCode: 1, stderr: []string{`queue group not found`}},
+				{args: args("dlq list jobs nope"), wantCode: 1, stderr: []string{`queue group not found`}},
 			},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := clienttest.Start(t)
+			srv := logdtest.Start(t, logdtest.Options{})
+			tokens := tokenScript{}
 			for i, s := range tt.steps {
+				s = tokens.fill(t, s)
 				r := runCLI(t, srv, s.stdin, s.args...)
+				tokens.learn(r.stdout)
 				where := fmt.Sprintf("step %d: logctl %s", i, strings.Join(s.args, " "))
 				if r.code != s.wantCode {
 					t.Fatalf("%s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", where, r.code, s.wantCode, r.stdout, r.stderr)
@@ -120,9 +124,62 @@ func TestQueueCLI(t *testing.T) {
 	}
 }
 
+// tokenScript names the delivery tokens of a script: {P.O.D} stands for
+// the token of partition P, offset O, delivery D, as the node handed it
+// out in an earlier step's output.
+type tokenScript map[string]string
+
+// tokenRE matches a token and captures its name.
+var tokenRE = regexp.MustCompile(`\b(\d+\.\d+\.\d+)\.[0-9a-f]{16}\b`)
+
+// namedToken matches a {P.O.D} name.
+var namedToken = regexp.MustCompile(`\{(\d+\.\d+\.\d+)\}`)
+
+// learn notes the tokens in out.
+func (ts tokenScript) learn(out string) {
+	for _, m := range tokenRE.FindAllStringSubmatch(out, -1) {
+		ts[m[1]] = m[0]
+	}
+}
+
+// fill replaces the names of s: in arguments by the tokens (a name not
+// handed out yet fails the test), in patterns by the token or, if not
+// handed out yet, by any token of that name.
+func (ts tokenScript) fill(t *testing.T, s step) step {
+	t.Helper()
+	out := s
+	out.args = nil
+	for _, a := range s.args {
+		out.args = append(out.args, namedToken.ReplaceAllStringFunc(a, func(m string) string {
+			tok, ok := ts[m[1:len(m)-1]]
+			if !ok {
+				t.Fatalf("argument %q names a token not handed out", a)
+			}
+			return tok
+		}))
+	}
+	pattern := func(p string) string {
+		return namedToken.ReplaceAllStringFunc(p, func(m string) string {
+			name := m[1 : len(m)-1]
+			if tok, ok := ts[name]; ok {
+				return regexp.QuoteMeta(tok)
+			}
+			return regexp.QuoteMeta(name) + `\.[0-9a-f]{16}`
+		})
+	}
+	out.stdout, out.stderr = nil, nil
+	for _, p := range s.stdout {
+		out.stdout = append(out.stdout, pattern(p))
+	}
+	for _, p := range s.stderr {
+		out.stderr = append(out.stderr, pattern(p))
+	}
+	return out
+}
+
 // TestQueueCLIJSON decodes claim's JSON lines and dlq list's JSON array.
 func TestQueueCLIJSON(t *testing.T) {
-	srv := clienttest.Start(t)
+	srv := logdtest.Start(t, logdtest.Options{})
 	mustRun(t, srv, "", "topic", "create", "jobs", "--partitions", "2")
 	mustRun(t, srv, "a\nb\nc\nd\n", "produce", "jobs")
 	mustRun(t, srv, "", "queue", "create", "jobs", "w", "--lease", "1m")
@@ -153,7 +210,7 @@ func TestQueueCLIJSON(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, j := range jobs {
-		if j.Topic != "jobs" || j.Group != "w" || j.Delivery != 1 || j.Value == nil || seen[*j.Value] || j.Token != fmt.Sprintf("fk.%d.%d.1", j.Partition, j.Offset) {
+		if j.Topic != "jobs" || j.Group != "w" || j.Delivery != 1 || j.Value == nil || seen[*j.Value] || !tokenRE.MatchString(j.Token) || !strings.HasPrefix(j.Token, fmt.Sprintf("%d.%d.1.", j.Partition, j.Offset)) {
 			t.Errorf("claimed %+v", j)
 		}
 		seen[*j.Value] = true
@@ -182,7 +239,7 @@ func TestQueueCLIJSON(t *testing.T) {
 // TestBenchQueue runs `bench queue` in both modes against the fake: every
 // record is acked once, and --end-to-end reports produce→ack latencies.
 func TestBenchQueue(t *testing.T) {
-	srv := clienttest.Start(t)
+	srv := logdtest.Start(t, logdtest.Options{})
 	for _, extra := range [][]string{nil, {"--end-to-end"}, {"--end-to-end", "--rate", "20000"}} {
 		a := append([]string{"bench", "queue", "--records", "300", "--workers", "3", "--batch", "20", "--fill-batch", "25", "--partitions", "2", "-o", "json"}, extra...)
 		r := mustRun(t, srv, "", a...)
