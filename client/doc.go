@@ -34,12 +34,14 @@
 //
 // Fetch reads one batch of a partition and may long-poll. A Consumer reads
 // one partition from a start offset (or OffsetEarliest / OffsetLatest),
-// following the server's next offset. OffsetForTime finds the first offset
-// at or after a time by scanning from the log start (the server has no
-// time index lookup yet).
+// following the server's next offset. OffsetForTime asks the server's time
+// index for the first batch whose newest record is at or after a time, as
+// Kafka does, and returns that batch's first offset: records of the batch
+// may be older.
 //
 // Timestamps have millisecond precision; the zero time.Time means "let the
 // server stamp it". Key and Value distinguish nil (null) from empty.
 //
-// Package clienttest holds an in-memory server for tests.
+// Package logdtest runs a real logd node in process for tests of code that
+// uses this package.
 package client

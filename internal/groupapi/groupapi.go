@@ -1,6 +1,5 @@
-// Package groupapi converts consumer-group state to API messages. The
-// server and client/clienttest's fake both answer with it, so the fake
-// cannot drift from what logd says.
+// Package groupapi converts consumer-group state to the server's API
+// messages.
 package groupapi
 
 import (
