@@ -1,0 +1,65 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// TestInMemoryNode: with InMemory a node needs no Raft address, writes no
+// Raft files, takes the configured Raft timeouts, and serves appends; a
+// node without them keeps raft's defaults.
+func TestInMemoryNode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	cfg := Config{NodeID: "n1", DataDir: dir, InMemory: true, Bootstrap: true, Logger: testLogger(), RaftLogLevel: "error",
+		HeartbeatTimeout: 30 * time.Millisecond, ElectionTimeout: 40 * time.Millisecond, LeaderLeaseTimeout: 20 * time.Millisecond}
+	if err := (Config{NodeID: "n1", DataDir: dir}).Validate(); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("a TCP node without a Raft address: %v", err)
+	}
+	n, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := n.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	if rc := n.raft.ReloadableConfig(); rc.HeartbeatTimeout != cfg.HeartbeatTimeout || rc.ElectionTimeout != cfg.ElectionTimeout {
+		t.Fatalf("raft timeouts %v, %v; want the configured ones", rc.HeartbeatTimeout, rc.ElectionTimeout)
+	}
+	for !n.IsLeader() || !n.Ready() {
+		select {
+		case <-ctx.Done():
+			t.Fatal("no leader")
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+	if _, err := n.CreateTopic(ctx, CreateTopic{Name: "t", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	offs, err := n.Append(ctx, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "a", "b")}}})
+	if err != nil || len(offs) != 1 || offs[0] != 0 {
+		t.Fatalf("append: %v, %v", offs, err)
+	}
+	if err := n.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "raft")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("raft dir of an in-memory node: %v", err)
+	}
+
+	d := openSingleNode(t, ctx, Config{DataDir: t.TempDir()})
+	defer d.Close()
+	def := raft.DefaultConfig()
+	if rc := d.raft.ReloadableConfig(); rc.HeartbeatTimeout != def.HeartbeatTimeout || rc.ElectionTimeout != def.ElectionTimeout {
+		t.Fatalf("default raft timeouts %v, %v; want raft's %v, %v", rc.HeartbeatTimeout, rc.ElectionTimeout, def.HeartbeatTimeout, def.ElectionTimeout)
+	}
+}
