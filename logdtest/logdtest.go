@@ -84,30 +84,35 @@ func Start(tb testing.TB, opts Options) *Server {
 
 // New runs a new Server and returns once its node leads and serves. The
 // caller must Close it; tests use Start instead.
-func New(opts Options) (s *Server, err error) {
+func New(opts Options) (*Server, error) {
 	if opts.NodeID == "" {
 		opts.NodeID = "node-1"
 	}
-	s = &Server{reg: prometheus.NewRegistry(), hooks: newHooks()}
+	s := &Server{reg: prometheus.NewRegistry(), hooks: newHooks()}
 	if opts.Dir == "" {
-		if opts.Dir, err = os.MkdirTemp("", "logdtest-"); err != nil {
+		dir, err := os.MkdirTemp("", "logdtest-")
+		if err != nil {
 			return nil, fmt.Errorf("data dir: %w", err)
 		}
-		s.removeDir = opts.Dir
+		opts.Dir, s.removeDir = dir, dir
 	}
+	if err := s.start(opts); err != nil {
+		s.http.Close()
+		if s.removeDir != "" {
+			os.RemoveAll(s.removeDir)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// start opens the node, waits for it to serve, and starts the HTTP server.
+func (s *Server) start(opts Options) error {
 	// The listener comes first: the node registers its address as the
 	// client API address, which Status reports.
 	s.http = httptest.NewUnstartedServer(nil)
-	defer func() {
-		if err != nil {
-			s.http.Close()
-			if s.removeDir != "" {
-				os.RemoveAll(s.removeDir)
-			}
-		}
-	}()
 	logger := slog.New(slog.DiscardHandler)
-	s.node, err = replication.Open(replication.Config{
+	node, err := replication.Open(replication.Config{
 		NodeID:    opts.NodeID,
 		DataDir:   opts.Dir,
 		InMemory:  true,
@@ -127,22 +132,23 @@ func New(opts Options) (s *Server, err error) {
 		Fatal:           s.stopped,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("open node: %w", err)
+		return fmt.Errorf("open node: %w", err)
 	}
-	if err := s.waitServing(); err != nil {
-		s.node.Close()
-		return nil, err
+	if err := waitServing(node); err != nil {
+		node.Close()
+		return err
 	}
-	srv := server.New(server.Options{Node: s.node, Logger: logger, Registry: s.reg})
+	s.node = node
+	srv := server.New(server.Options{Node: node, Logger: logger, Registry: s.reg})
 	s.http.Config.Handler = s.hooks.wrap(srv.Handler())
 	s.http.Start()
-	return s, nil
+	return nil
 }
 
 // waitServing waits until the node leads and has applied its log.
-func (s *Server) waitServing() error {
+func waitServing(node *replication.Node) error {
 	deadline := time.Now().Add(startTimeout)
-	for !s.node.IsLeader() || !s.node.Ready() {
+	for !node.IsLeader() || !node.Ready() {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("node did not lead and serve within %v", startTimeout)
 		}

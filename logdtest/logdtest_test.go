@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,8 +108,8 @@ func TestHooks(t *testing.T) {
 	s.FailNext("Produce",
 		logdtest.Error(connect.CodeUnavailable, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_NOT_LEADER, LeaderAddress: "10.0.0.2:7070"}, "not the leader"),
 		logdtest.Error(connect.CodeResourceExhausted, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_OVERLOADED}, "overloaded"))
-	passed := false
-	s.Intercept("Produce", func(context.Context) error { passed = true; return nil })
+	var passed atomic.Bool
+	s.Intercept("Produce", func(context.Context) error { passed.Store(true); return nil })
 	for i, want := range []logdv1.Reason{logdv1.Reason_REASON_NOT_LEADER, logdv1.Reason_REASON_OVERLOADED, logdv1.Reason_REASON_UNSPECIFIED} {
 		err := produce(t, c, "t", "v")
 		if got := reasonOf(err); got != want {
@@ -121,7 +122,7 @@ func TestHooks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !passed {
+	if !passed.Load() {
 		t.Fatal("the interceptor that passes did not run")
 	}
 	if _, end := bounds(t, c, "t"); end != 1 {
