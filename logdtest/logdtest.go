@@ -34,12 +34,13 @@ type Options struct {
 	Dir string
 }
 
-// Raft timeouts of a test node: a single voter elects itself after one
-// heartbeat timeout, so these keep Start in the milliseconds.
+// Raft timeouts of a test node, raft's smallest: a single voter elects
+// itself after one heartbeat timeout, and with no peer to miss it cannot
+// lose its leadership by a short one.
 const (
-	heartbeatTimeout   = 20 * time.Millisecond
-	electionTimeout    = 20 * time.Millisecond
-	leaderLeaseTimeout = 10 * time.Millisecond
+	heartbeatTimeout   = 5 * time.Millisecond
+	electionTimeout    = 5 * time.Millisecond
+	leaderLeaseTimeout = 5 * time.Millisecond
 )
 
 // startTimeout bounds how long New waits for the node to lead.
@@ -145,16 +146,19 @@ func (s *Server) start(opts Options) error {
 	return nil
 }
 
-// waitServing waits until the node leads and has applied its log.
+// waitServing waits until the node leads, has applied its log and has
+// registered its API address (which Status reports as the leader's).
 func waitServing(node *replication.Node) error {
 	deadline := time.Now().Add(startTimeout)
-	for !node.IsLeader() || !node.Ready() {
+	for {
+		if addr, _ := node.LeaderAPIAddress(); node.IsLeader() && node.Ready() && addr == node.APIAddress() {
+			return nil
+		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("node did not lead and serve within %v", startTimeout)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	return nil
 }
 
 // stopped records a state machine failure: the node stops there, as a
