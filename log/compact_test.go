@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/logd-dev/logd/log"
+	"github.com/logd-dev/logd/log/logtest"
 )
 
 // The compaction tests use their own record format inside the opaque batch
@@ -275,7 +276,7 @@ func TestCompactChecksumDeterministic(t *testing.T) {
 }
 
 func TestCompactStale(t *testing.T) {
-	fsys := newMemFS()
+	fsys := logtest.NewMemFS()
 	l := mustOpen(t, memDir, log.Options{FS: fsys})
 	compactWorkload(t, l)
 	c, err := l.PrepareCompaction(log.CompactOptions{Below: 11, Codec: testCodec{}})
@@ -319,7 +320,7 @@ func TestCompactCrashAtEveryStep(t *testing.T) {
 func testCompactCrashAtEveryStep(t *testing.T, first int64) {
 	opts := log.Options{IndexIntervalBytes: 64}
 	copts := log.CompactOptions{Below: 11, TombstoneHorizon: 450, Codec: testCodec{}}
-	setup := func(fsys *memFS) *log.Log {
+	setup := func(fsys *logtest.FaultFS) *log.Log {
 		opts.FS = fsys
 		l, err := log.Open(memDir, opts)
 		if err != nil {
@@ -344,7 +345,7 @@ func testCompactCrashAtEveryStep(t *testing.T, first int64) {
 		return l
 	}
 	// Reference outcomes.
-	fsys := newMemFS()
+	fsys := logtest.Wrap(logtest.NewMemFS())
 	l := setup(fsys)
 	oldSum := logSum(t, l)
 	fsys.DieAt(0)
@@ -363,7 +364,8 @@ func testCompactCrashAtEveryStep(t *testing.T, first int64) {
 	}
 	sawOld, sawNew := false, false
 	for k := 1; k <= total+1; k++ {
-		fsys := newMemFS()
+		mem := logtest.NewMemFS()
+		fsys := logtest.Wrap(mem)
 		l := setup(fsys)
 		fsys.DieAt(k)
 		c, err := l.PrepareCompaction(copts)
@@ -373,7 +375,7 @@ func testCompactCrashAtEveryStep(t *testing.T, first int64) {
 		if k <= total && err == nil {
 			t.Fatalf("step %d: no error", k)
 		}
-		crashed := fsys.CrashClone()
+		crashed := mem.CrashClone()
 		l.Close()
 		opts.FS = crashed
 		l2, err := log.Open(memDir, opts)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/logd-dev/logd/log"
+	"github.com/logd-dev/logd/log/logtest"
 )
 
 const memDir = "/data/p0"
@@ -79,7 +80,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 	opts := log.Options{SegmentBytes: 600, IndexIntervalBytes: 150}
 	const n = 30
 	// Count the operations of a clean run.
-	fsys := newMemFS()
+	fsys := logtest.Wrap(logtest.NewMemFS())
 	opts.FS = fsys
 	l := mustOpen(t, memDir, opts)
 	fsys.DieAt(0)
@@ -88,7 +89,8 @@ func TestCrashAtEveryStep(t *testing.T) {
 	}
 	total := fsys.Ops()
 	for k := 1; k <= total+1; k++ {
-		fsys := newMemFS()
+		mem := logtest.NewMemFS()
+		fsys := logtest.Wrap(mem)
 		opts.FS = fsys
 		l, err := log.Open(memDir, opts)
 		if err != nil {
@@ -100,7 +102,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 		if k <= total && werr == nil {
 			t.Fatalf("step %d: no error", k)
 		}
-		crashed := fsys.CrashClone()
+		crashed := mem.CrashClone()
 		l.Close()
 		opts.FS = crashed
 		l2, err := log.Open(memDir, opts)
@@ -143,7 +145,7 @@ func TestPowerCut(t *testing.T) {
 		wantLoss bool
 	}{{policy: log.SyncEveryAppend}, {policy: log.SyncNone, wantLoss: true}} {
 		t.Run(fmt.Sprint(tt.policy), func(t *testing.T) {
-			fsys := newMemFS()
+			fsys := logtest.NewMemFS()
 			opts := log.Options{SegmentBytes: 2000, IndexIntervalBytes: 100, Sync: tt.policy, FS: fsys}
 			l := mustOpen(t, memDir, opts)
 			var h history
@@ -155,7 +157,7 @@ func TestPowerCut(t *testing.T) {
 				opts.FS = fsys.CrashClone()
 				l.Close()
 				l = mustOpen(t, memDir, opts)
-				fsys = opts.FS.(*memFS)
+				fsys = opts.FS.(*logtest.MemFS)
 				want := len(h.acked)
 				got := checkPrefix(t, l, &h, 0)
 				lost += want - got
@@ -176,7 +178,7 @@ func TestPowerCut(t *testing.T) {
 // batches before it, and the log takes appends again.
 func TestTornTail(t *testing.T) {
 	for _, zeroFill := range []bool{false, true} {
-		fsys := newMemFS()
+		fsys := logtest.NewMemFS()
 		opts := log.Options{IndexIntervalBytes: 100, FS: fsys}
 		l := mustOpen(t, memDir, opts)
 		var h history
@@ -222,7 +224,7 @@ func TestTornTail(t *testing.T) {
 // never served. Flips in the leader-epoch field (outside the CRC, holding the
 // applied-index delta) are excluded: see the package caveats.
 func TestBitFlip(t *testing.T) {
-	base := newMemFS()
+	base := logtest.NewMemFS()
 	opts := log.Options{SegmentBytes: 600, IndexIntervalBytes: 100, FS: base}
 	l := mustOpen(t, memDir, opts)
 	var h history
@@ -294,7 +296,7 @@ func TestBitFlip(t *testing.T) {
 // truncates and removes them: the indexes are rebuilt, and reads and time
 // lookups stay correct.
 func TestIndexDamage(t *testing.T) {
-	base := newMemFS()
+	base := logtest.NewMemFS()
 	opts := log.Options{SegmentBytes: 2000, IndexIntervalBytes: 100, FS: base}
 	l := mustOpen(t, memDir, opts)
 	var h history
@@ -302,7 +304,7 @@ func TestIndexDamage(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Close()
-	check := func(what string, fsys *memFS) {
+	check := func(what string, fsys *logtest.MemFS) {
 		t.Helper()
 		opts.FS = fsys
 		l, err := log.Open(memDir, opts)
@@ -371,18 +373,19 @@ func TestIndexDamage(t *testing.T) {
 func TestFailedWriteOrSync(t *testing.T) {
 	tests := []struct {
 		name string
-		arm  func(*memFS)
+		arm  func(*logtest.FaultFS)
 		want error
 	}{
-		{name: "write EIO", arm: func(m *memFS) { m.FailNextWrite(syscall.EIO, 0) }, want: syscall.EIO},
-		{name: "write ENOSPC partial header", arm: func(m *memFS) { m.FailNextWrite(syscall.ENOSPC, 30) }, want: syscall.ENOSPC},
-		{name: "sync EIO", arm: func(m *memFS) { m.FailNextSync(syscall.EIO) }, want: syscall.EIO},
-		{name: "sync ENOSPC", arm: func(m *memFS) { m.FailNextSync(syscall.ENOSPC) }, want: syscall.ENOSPC},
+		{name: "write EIO", arm: func(f *logtest.FaultFS) { f.FailNextWrite(syscall.EIO, 0) }, want: syscall.EIO},
+		{name: "write ENOSPC partial header", arm: func(f *logtest.FaultFS) { f.FailNextWrite(syscall.ENOSPC, 30) }, want: syscall.ENOSPC},
+		{name: "sync EIO", arm: func(f *logtest.FaultFS) { f.FailNextSync(syscall.EIO) }, want: syscall.EIO},
+		{name: "sync ENOSPC", arm: func(f *logtest.FaultFS) { f.FailNextSync(syscall.ENOSPC) }, want: syscall.ENOSPC},
 	}
 	for _, tt := range tests {
 		for _, crash := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s crash=%v", tt.name, crash), func(t *testing.T) {
-				fsys := newMemFS()
+				mem := logtest.NewMemFS()
+				fsys := logtest.Wrap(mem)
 				opts := log.Options{IndexIntervalBytes: 1, FS: fsys}
 				l := mustOpen(t, memDir, opts)
 				var h history
@@ -410,7 +413,7 @@ func TestFailedWriteOrSync(t *testing.T) {
 				checkPrefix(t, l, &h, len(h.acked)) // reads still work
 				l.Close()
 				if crash {
-					opts.FS = fsys.CrashClone()
+					opts.FS = mem.CrashClone()
 				}
 				l = mustOpen(t, memDir, opts)
 				if got := checkPrefix(t, l, &h, len(h.acked)); got != len(h.acked) {
@@ -463,53 +466,53 @@ func nextOffsetAfter(acked [][]byte, off int64) int64 {
 func TestOpenLeftovers(t *testing.T) {
 	tests := []struct {
 		name        string
-		change      func(m *memFS, segs []log.SegmentInfo)
+		change      func(m *logtest.MemFS, segs []log.SegmentInfo)
 		wantCorrupt bool
 		wantEnd     int64 // -1: unchanged
 	}{
-		{name: "orphan index and meta files", change: func(m *memFS, segs []log.SegmentInfo) {
+		{name: "orphan index and meta files", change: func(m *logtest.MemFS, segs []log.SegmentInfo) {
 			for _, ext := range []string{".index", ".timeindex", ".meta"} {
 				m.SetData(segFile(memDir, 999, ext), []byte("x"))
 			}
 		}, wantEnd: -1},
-		{name: "temporary file", change: func(m *memFS, segs []log.SegmentInfo) {
+		{name: "temporary file", change: func(m *logtest.MemFS, segs []log.SegmentInfo) {
 			m.SetData(segFile(memDir, 0, ".index.tmp"), []byte("x"))
 		}, wantEnd: -1},
-		{name: "unrelated file", change: func(m *memFS, segs []log.SegmentInfo) {
+		{name: "unrelated file", change: func(m *logtest.MemFS, segs []log.SegmentInfo) {
 			m.SetData(memDir+"/README", []byte("x"))
 		}, wantEnd: -1},
-		{name: "interrupted roll: empty last segment without meta", change: func(m *memFS, segs []log.SegmentInfo) {
+		{name: "interrupted roll: empty last segment without meta", change: func(m *logtest.MemFS, segs []log.SegmentInfo) {
 			end := segs[len(segs)-1].EndOffset
 			m.SetData(segFile(memDir, end, ".log"), nil)
 		}, wantEnd: -1},
-		{name: "missing meta of a closed segment", change: func(m *memFS, segs []log.SegmentInfo) {
+		{name: "missing meta of a closed segment", change: func(m *logtest.MemFS, segs []log.SegmentInfo) {
 			m.Remove(segFile(memDir, segs[0].BaseOffset, ".meta"))
 		}, wantCorrupt: true},
-		{name: "missing meta of the active segment", change: func(m *memFS, segs []log.SegmentInfo) {
+		{name: "missing meta of the active segment", change: func(m *logtest.MemFS, segs []log.SegmentInfo) {
 			m.Remove(segFile(memDir, segs[len(segs)-1].BaseOffset, ".meta"))
 		}, wantCorrupt: true},
-		{name: "bad meta", change: func(m *memFS, segs []log.SegmentInfo) {
+		{name: "bad meta", change: func(m *logtest.MemFS, segs []log.SegmentInfo) {
 			m.FlipBit(segFile(memDir, segs[1].BaseOffset, ".meta"), 20, 3)
 		}, wantCorrupt: true},
-		{name: "meta of another segment", change: func(m *memFS, segs []log.SegmentInfo) {
+		{name: "meta of another segment", change: func(m *logtest.MemFS, segs []log.SegmentInfo) {
 			m.SetData(segFile(memDir, segs[1].BaseOffset, ".meta"), m.Data(segFile(memDir, segs[0].BaseOffset, ".meta")))
 		}, wantCorrupt: true},
-		{name: "missing middle segment", change: func(m *memFS, segs []log.SegmentInfo) {
+		{name: "missing middle segment", change: func(m *logtest.MemFS, segs []log.SegmentInfo) {
 			m.Remove(segFile(memDir, segs[1].BaseOffset, ".log"))
 		}, wantCorrupt: true},
-		{name: "closed segment cut short", change: func(m *memFS, segs []log.SegmentInfo) {
+		{name: "closed segment cut short", change: func(m *logtest.MemFS, segs []log.SegmentInfo) {
 			name := segFile(memDir, segs[0].BaseOffset, ".log")
 			d := m.Data(name)
 			m.SetData(name, d[:len(d)-1])
 		}, wantCorrupt: true},
-		{name: "closed segment with a trailing byte", change: func(m *memFS, segs []log.SegmentInfo) {
+		{name: "closed segment with a trailing byte", change: func(m *logtest.MemFS, segs []log.SegmentInfo) {
 			name := segFile(memDir, segs[0].BaseOffset, ".log")
 			m.SetData(name, append(m.Data(name), 0))
 		}, wantCorrupt: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fsys := newMemFS()
+			fsys := logtest.NewMemFS()
 			opts := log.Options{FS: fsys, IndexIntervalBytes: 100}
 			l := mustOpen(t, memDir, opts)
 			var h history

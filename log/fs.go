@@ -20,8 +20,8 @@ type File interface {
 	Close() error
 }
 
-// FS is the file system seam: the OS by default, a fault-injecting one in
-// tests. Names are full paths.
+// FS is the file system seam: the OS by default, in tests an in-memory or
+// fault-injecting one (package logtest). Names are full paths.
 type FS interface {
 	OpenFile(name string, flag int, perm fs.FileMode) (File, error)
 	Remove(name string) error

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/logd-dev/logd/log"
+	"github.com/logd-dev/logd/log/logtest"
 )
 
 // validStored reports whether b is a well-formed stored batch (framing and CRC).
@@ -32,7 +33,7 @@ func FuzzAppend(f *testing.F) {
 			b = bytes.Clone(b)
 			binary.BigEndian.PutUint32(b[17:], crc32c(b[21:]))
 		}
-		l, err := log.Open(memDir, log.Options{FS: newMemFS(), MaxBatchBytes: 1 << 16})
+		l, err := log.Open(memDir, log.Options{FS: logtest.NewMemFS(), MaxBatchBytes: 1 << 16})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +73,7 @@ func FuzzRecover(f *testing.F) {
 	f.Add([]byte{}, false)
 	f.Add(make([]byte, 100), false)
 	f.Fuzz(func(t *testing.T, data []byte, closed bool) {
-		fsys := newMemFS()
+		fsys := logtest.NewMemFS()
 		opts := log.Options{FS: fsys, IndexIntervalBytes: 64}
 		l, err := log.Open(memDir, opts)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/log"
+	"github.com/logd-dev/logd/log/logtest"
 )
 
 // masked returns b without its leader epoch (which the log uses for the
@@ -624,26 +625,23 @@ func TestSyncPolicy(t *testing.T) {
 		{policy: log.SyncNone, step: time.Hour, wantSyncs: 0},
 	}
 	for _, tt := range tests {
-		fsys := newMemFS()
+		mem := logtest.NewMemFS()
+		fsys := logtest.Wrap(mem)
 		clk := newClock()
 		l := mustOpen(t, memDir, log.Options{FS: fsys, Sync: tt.policy, Now: clk.Now, SegmentMaxAge: 1000 * time.Hour})
 		mustAppend(t, l, b, log.AppendMeta{}) // creates the segment (syncs its files)
-		fsys.mu.Lock()
-		fsys.syncs = 0
-		fsys.mu.Unlock()
+		before := fsys.Syncs()
 		for range 10 {
 			clk.Add(tt.step)
 			mustAppend(t, l, b, log.AppendMeta{})
 		}
-		fsys.mu.Lock()
-		got := fsys.syncs
-		fsys.mu.Unlock()
+		got := fsys.Syncs() - before
 		if got != tt.wantSyncs {
 			t.Errorf("policy %d: %d syncs, want %d", tt.policy, got, tt.wantSyncs)
 		}
 		// Close syncs whatever the policy: a power cut after it loses nothing.
 		l.Close()
-		l2 := mustOpen(t, memDir, log.Options{FS: fsys.CrashClone()})
+		l2 := mustOpen(t, memDir, log.Options{FS: mem.CrashClone()})
 		if l2.EndOffset() != 11 {
 			t.Errorf("policy %d: %d batches after Close and a power cut", tt.policy, l2.EndOffset())
 		}

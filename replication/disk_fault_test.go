@@ -4,56 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/logd-dev/logd/log"
+	"github.com/logd-dev/logd/log/logtest"
 )
-
-// faultFS is the operating system's file system with a switch: once armed,
-// writes to data files (*.log) write half their bytes and fail with the
-// armed error (a disk filling mid-batch), and syncs fail with it.
-type faultFS struct {
-	log.OSFS
-	armed atomic.Pointer[error]
-}
-
-func (f *faultFS) arm(err error) { f.armed.Store(&err) }
-
-func (f *faultFS) OpenFile(name string, flag int, perm fs.FileMode) (log.File, error) {
-	file, err := f.OSFS.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	return &faultFile{File: file, fs: f, data: strings.HasSuffix(name, ".log")}, nil
-}
-
-type faultFile struct {
-	log.File
-	fs   *faultFS
-	data bool
-}
-
-func (f *faultFile) Write(p []byte) (int, error) {
-	if err := f.fs.armed.Load(); err != nil && f.data {
-		n, _ := f.File.Write(p[:len(p)/2])
-		return n, *err
-	}
-	return f.File.Write(p)
-}
-
-func (f *faultFile) Sync() error {
-	if err := f.fs.armed.Load(); err != nil {
-		return *err
-	}
-	return f.File.Sync()
-}
 
 // openSingleNode opens cfg (its data dir, logs, sync and fatal handler) as
 // a bootstrapped single-node cluster and waits until it leads and has
@@ -96,7 +54,7 @@ func TestDiskFaultStopsNode(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			dir := t.TempDir()
-			disk := &faultFS{}
+			disk := logtest.Wrap(log.OSFS{})
 			var (
 				mu     sync.Mutex
 				fatals []error
@@ -122,7 +80,10 @@ func TestDiskFaultStopsNode(t *testing.T) {
 				want = append(want, vs...)
 			}
 
-			disk.arm(tc.err)
+			// A disk filling mid-batch: data file writes store half their
+			// bytes and fail; every sync fails.
+			disk.Inject(logtest.Fault{Op: logtest.OpWrite, Err: tc.err, Keep: logtest.KeepHalf, Match: logtest.HasSuffix(".log")},
+				logtest.Fault{Op: logtest.OpSync, Err: tc.err})
 			if err := appendValues("failing-1", "failing-2"); !errors.Is(err, ErrStopped) {
 				t.Fatalf("append on a failing disk: %v, want ErrStopped", err)
 			}
@@ -160,83 +121,6 @@ func TestDiskFaultStopsNode(t *testing.T) {
 	}
 }
 
-// cutFS is the operating system's file system that can lose power: it
-// remembers how much of each file was synced, and cut truncates every file
-// to that (unsynced bytes are what a power cut loses; directory entries
-// are assumed durable). Between freeze and cut, syncs no longer count: a
-// clean shutdown's syncs do not happen in a crash.
-type cutFS struct {
-	log.OSFS
-	mu     sync.Mutex
-	synced map[string]int64
-	frozen bool
-}
-
-func (c *cutFS) OpenFile(name string, flag int, perm fs.FileMode) (log.File, error) {
-	f, err := c.OSFS.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.synced[name]; !ok {
-		size := int64(0)
-		if flag&os.O_CREATE == 0 || flag&os.O_TRUNC == 0 {
-			if st, err := f.Stat(); err == nil {
-				size = st.Size() // there before: durable as far as this test knows
-			}
-		}
-		c.synced[name] = size
-	}
-	return &cutFile{File: f, fs: c, name: name}, nil
-}
-
-func (c *cutFS) freeze() { c.mu.Lock(); c.frozen = true; c.mu.Unlock() }
-
-// cut truncates every file to its synced size and reports how many bytes
-// were dropped.
-func (c *cutFS) cut(t *testing.T) int64 {
-	t.Helper()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var dropped int64
-	for name, size := range c.synced {
-		st, err := os.Stat(name)
-		if err != nil {
-			continue // removed: retention, a roll's cleanup
-		}
-		if st.Size() > size {
-			dropped += st.Size() - size
-			if err := os.Truncate(name, size); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	return dropped
-}
-
-type cutFile struct {
-	log.File
-	fs   *cutFS
-	name string
-}
-
-func (f *cutFile) Sync() error {
-	if err := f.File.Sync(); err != nil {
-		return err
-	}
-	st, err := f.File.Stat()
-	if err != nil {
-		return err
-	}
-	f.fs.mu.Lock()
-	defer f.fs.mu.Unlock()
-	if !f.fs.frozen {
-		f.fs.synced[f.name] = st.Size()
-	}
-	return nil
-}
-
 // TestPowerCutAfterSnapshot: a power cut on one node, for the partition
 // logs (written without fsync by default; the Raft log is fsynced): appends
 // before a snapshot whose Raft entries the snapshot let Raft delete must be
@@ -247,7 +131,9 @@ func TestPowerCutAfterSnapshot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	disk := &cutFS{synced: map[string]int64{}}
+	// Directory entries count as durable: the node shares the directory
+	// with code that does not go through log.FS.
+	disk := logtest.Wrap(log.OSFS{})
 	open := func(fsys log.FS) *Node {
 		return openSingleNode(t, ctx, Config{DataDir: dir, TrailingLogs: 1, Log: log.Options{FS: fsys},
 			Fatal: func(err error) { t.Errorf("fatal: %v", err) }})
@@ -273,9 +159,13 @@ func TestPowerCutAfterSnapshot(t *testing.T) {
 	for i := range 4 {
 		appendValues(int32(i%2), fmt.Sprintf("after-%d", i))
 	}
-	disk.freeze()
+	disk.CutPower() // the syncs of Close do not happen in a crash
 	n.Close()
-	if dropped := disk.cut(t); dropped == 0 {
+	dropped, err := disk.DropUnsynced()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dropped == 0 {
 		t.Fatal("the cut dropped nothing: the appends after the snapshot were synced, so the test proves nothing")
 	}
 
