@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,43 +24,8 @@ import (
 
 // Backpressure and dead-letter operations (issue 7) against a real logd.
 
-var (
-	logctlOnce   sync.Once
-	logctlBinary string
-	logctlErr    error
-)
-
-// buildLogctl builds cmd/logctl once for the tests that run it.
-func buildLogctl(t *testing.T) string {
-	t.Helper()
-	logctlOnce.Do(func() {
-		dir := filepath.Dir(logdBinary)
-		logctlBinary = filepath.Join(dir, "logctl")
-		out, err := exec.Command("go", "build", "-o", logctlBinary, "../logctl").CombinedOutput()
-		if err != nil {
-			logctlErr = fmt.Errorf("build logctl: %v\n%s", err, out)
-		}
-	})
-	if logctlErr != nil {
-		t.Fatal(logctlErr)
-	}
-	return logctlBinary
-}
-
-// logctl runs logctl against p and returns its stdout.
-func logctl(t *testing.T, p *proc, args ...string) string {
-	t.Helper()
-	cmd := exec.Command(buildLogctl(t), append([]string{"--server", p.listen}, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("logctl %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
-	}
-	return stdout.String()
-}
-
 // noRetryClient fails at once, so the test sees each refusal.
-func noRetryClient(t *testing.T, p *proc) *client.Client {
+func noRetryClient(t *testing.T, p *node) *client.Client {
 	t.Helper()
 	c, err := client.New(p.listen, client.Options{Timeout: 5 * time.Second, Retry: client.RetryPolicy{MaxAttempts: 1}})
 	if err != nil {
@@ -74,7 +37,7 @@ func noRetryClient(t *testing.T, p *proc) *client.Client {
 
 // metric returns the sum of the samples of a metric whose line contains
 // every label given (0 if none).
-func metric(t *testing.T, p *proc, name string, labels ...string) (float64, bool) {
+func metric(t *testing.T, p *node, name string, labels ...string) (float64, bool) {
 	t.Helper()
 	resp, err := http.Get("http://" + p.listen + "/metrics")
 	if err != nil {
@@ -110,8 +73,7 @@ lines:
 // producers that wait as told get every record in; nothing is lost or
 // duplicated, and the worker handles each record once.
 func TestOverloadBurst(t *testing.T) {
-	p := newProc(t)
-	p.start()
+	p := startNode(t)
 	c := newQueueClient(t, p)
 	raw := noRetryClient(t, p)
 	ctx := context.Background()
@@ -136,7 +98,7 @@ func TestOverloadBurst(t *testing.T) {
 	if !errors.As(err, &oe) || oe.RetryAfter <= 0 {
 		t.Fatalf("produce past the bound: %v, want OverloadedError with retry-after", err)
 	}
-	resp, rerr := p.client.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "jobs", Records: []*logdv1.Record{{Value: []byte("x")}}}))
+	resp, rerr := p.rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "jobs", Records: []*logdv1.Record{{Value: []byte("x")}}}))
 	var ce *connect.Error
 	if !errors.As(rerr, &ce) || ce.Code() != connect.CodeResourceExhausted || reasonOf(ce) != logdv1.Reason_REASON_OVERLOADED {
 		t.Fatalf("raw produce past the bound: %v %v", resp, rerr)
@@ -212,8 +174,7 @@ func TestOverloadBurst(t *testing.T) {
 // count; a record that fails again and was redriven already is refused by
 // the loop guard.
 func TestRedriveAfterFix(t *testing.T) {
-	p := newProc(t)
-	p.start()
+	p := startNode(t)
 	c := newQueueClient(t, p)
 	ctx := context.Background()
 	const n = 6
@@ -264,7 +225,7 @@ func TestRedriveAfterFix(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, ctx, func() bool { return endOffset(t, c, "pay") >= n+2 })
+	waitFor(t, ctx, "redriven records", func() bool { return endOffset(t, c, "pay") >= n+2 })
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	// ...and run again: it continues without duplicates.
@@ -344,8 +305,7 @@ func endOffset(t *testing.T, c *client.Client, topic string) int64 {
 // oldest ready record gets older, in describe, in /metrics and in
 // `logctl queue top --once`; pausing the group stops deliveries.
 func TestOldestReadyAgeGrows(t *testing.T) {
-	p := newProc(t)
-	p.start()
+	p := startNode(t)
 	c := newQueueClient(t, p)
 	ctx := context.Background()
 	if _, err := c.CreateTopic(ctx, "feed", 1, nil); err != nil {

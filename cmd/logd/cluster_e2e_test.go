@@ -5,9 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -20,307 +18,10 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/logd-dev/logd/api/logdv1"
-	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/client"
 )
 
-// Cluster end-to-end tests: three real logd processes on 127.0.0.1. The
-// default run is short; LOGD_FAULT_LONG=1 (make fault) runs long versions.
-
-func faultLong() bool { return os.Getenv("LOGD_FAULT_LONG") == "1" }
-
-// cnode is one logd process of a test cluster.
-type cnode struct {
-	t       *testing.T
-	id      string
-	dataDir string
-	listen  string
-	raft    string
-	args    []string
-	cmd     *exec.Cmd
-	logs    *os.File
-	rpc     logdv1connect.LogServiceClient
-}
-
-// tcluster is a test cluster; nodes[0] bootstraps, the others join it.
-type tcluster struct {
-	t     *testing.T
-	nodes []*cnode
-}
-
-func newCluster(t *testing.T, n int, extra ...string) *tcluster {
-	t.Helper()
-	c := &tcluster{t: t}
-	logDir := t.TempDir()
-	for i := range n {
-		nd := &cnode{t: t, id: fmt.Sprintf("n%d", i+1), dataDir: t.TempDir(), listen: freeAddr(t), raft: freeAddr(t), args: extra}
-		logs, err := os.Create(filepath.Join(logDir, nd.id+".log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		nd.logs = logs
-		nd.rpc = logdv1connect.NewLogServiceClient(&http.Client{Timeout: 10 * time.Second}, "http://"+nd.listen)
-		c.nodes = append(c.nodes, nd)
-	}
-	t.Cleanup(func() {
-		for _, nd := range c.nodes {
-			nd.kill()
-			nd.logs.Close()
-			if t.Failed() {
-				b, _ := os.ReadFile(nd.logs.Name())
-				t.Logf("%s output:\n%s", nd.id, tail(string(b), 3000))
-			}
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	c.nodes[0].start("")
-	c.waitReady(ctx, c.nodes[0])
-	for _, nd := range c.nodes[1:] {
-		nd.start(c.nodes[0].listen)
-	}
-	c.waitVoters(ctx, n)
-	return c
-}
-
-// start launches the node; join is a member's API address or "".
-func (nd *cnode) start(join string) {
-	nd.t.Helper()
-	args := append([]string{"--data-dir", nd.dataDir, "--listen", nd.listen, "--raft-addr", nd.raft, "--node-id", nd.id}, nd.args...)
-	if join != "" {
-		args = append(args, "--join", join)
-	}
-	nd.cmd = exec.Command(logdBinary, args...)
-	nd.cmd.Stdout = nd.logs
-	nd.cmd.Stderr = nd.logs
-	if err := nd.cmd.Start(); err != nil {
-		nd.t.Fatal(err)
-	}
-}
-
-func (nd *cnode) kill() {
-	if nd.cmd == nil || nd.cmd.Process == nil {
-		return
-	}
-	nd.cmd.Process.Signal(syscall.SIGCONT) // a stopped process dies on KILL too, but be explicit
-	nd.cmd.Process.Signal(syscall.SIGKILL)
-	nd.cmd.Wait()
-	nd.cmd = nil
-}
-
-func (nd *cnode) signal(sig syscall.Signal) {
-	if nd.cmd != nil {
-		nd.cmd.Process.Signal(sig)
-	}
-}
-
-func (nd *cnode) status(ctx context.Context) (*logdv1.StatusResponse, error) {
-	cctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	r, err := nd.rpc.Status(cctx, connect.NewRequest(&logdv1.StatusRequest{}))
-	if err != nil {
-		return nil, err
-	}
-	return r.Msg, nil
-}
-
-// poll calls cond every 20 ms until it holds; polling real processes, there
-// is no event to wait on.
-func poll(t *testing.T, ctx context.Context, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: %v", what, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
-func (c *tcluster) waitReady(ctx context.Context, nd *cnode) {
-	c.t.Helper()
-	poll(c.t, ctx, nd.id+" ready", func() bool {
-		st, err := nd.status(ctx)
-		return err == nil && st.Ready && st.LeaderId != ""
-	})
-}
-
-// waitVoters waits until the first live node sees n voters and a leader.
-func (c *tcluster) waitVoters(ctx context.Context, n int) {
-	c.t.Helper()
-	poll(c.t, ctx, fmt.Sprintf("%d voters", n), func() bool {
-		for _, nd := range c.nodes {
-			if nd.cmd == nil {
-				continue
-			}
-			st, err := nd.status(ctx)
-			if err != nil || st.LeaderId == "" {
-				return false
-			}
-			voters := 0
-			for _, m := range st.Members {
-				if m.Suffrage == "voter" {
-					voters++
-				}
-			}
-			return voters == n
-		}
-		return false
-	})
-}
-
-// leader returns the node that reports itself leader.
-func (c *tcluster) leader(ctx context.Context) *cnode {
-	c.t.Helper()
-	var out *cnode
-	poll(c.t, ctx, "a leader", func() bool {
-		for _, nd := range c.nodes {
-			if nd.cmd == nil {
-				continue
-			}
-			if st, err := nd.status(ctx); err == nil && st.State == "Leader" && st.Ready {
-				out = nd
-				return true
-			}
-		}
-		return false
-	})
-	return out
-}
-
-// converge waits until every node is ready and has applied the same index.
-func (c *tcluster) converge(ctx context.Context) {
-	c.t.Helper()
-	c.convergeNodes(ctx, c.nodes)
-}
-
-// convergeNodes is converge for some of the nodes.
-func (c *tcluster) convergeNodes(ctx context.Context, nodes []*cnode) {
-	c.t.Helper()
-	poll(c.t, ctx, "nodes converge", func() bool {
-		var idx []uint64
-		for _, nd := range nodes {
-			st, err := nd.status(ctx)
-			if err != nil || !st.Ready {
-				return false
-			}
-			idx = append(idx, st.AppliedIndex, st.CommitIndex)
-		}
-		return slices.Min(idx) == slices.Max(idx)
-	})
-}
-
-func (c *tcluster) addrs() []string {
-	var out []string
-	for _, nd := range c.nodes {
-		out = append(out, nd.listen)
-	}
-	return out
-}
-
-// readAll reads every partition of a topic from one node.
-func (nd *cnode) readAll(ctx context.Context, topic string, partitions int32) map[int32][]*logdv1.FetchedRecord {
-	nd.t.Helper()
-	out := map[int32][]*logdv1.FetchedRecord{}
-	for part := int32(0); part < partitions; part++ {
-		off := int64(0)
-		for {
-			resp, err := nd.rpc.Fetch(ctx, connect.NewRequest(&logdv1.FetchRequest{Topic: topic, Partition: part, Offset: off, MaxBytes: 1 << 20}))
-			if err != nil {
-				nd.t.Fatalf("%s: fetch %s-%d@%d: %v", nd.id, topic, part, off, err)
-			}
-			if len(resp.Msg.Records) == 0 {
-				break
-			}
-			out[part] = append(out[part], resp.Msg.Records...)
-			off = resp.Msg.NextOffset
-		}
-	}
-	return out
-}
-
-// checkEveryNode applies FAULTS.md's checks to each node's copy, and
-// requires every node to hold the same records at the same offsets.
-func (c *tcluster) checkEveryNode(ctx context.Context, topic string, parts int32, acks []ack, attempted map[string]bool) {
-	c.t.Helper()
-	var first string
-	for i, nd := range c.nodes {
-		got := nd.readAll(ctx, topic, parts)
-		check(c.t, got, acks, attempted)
-		r := render(got)
-		if i == 0 {
-			first = r
-		} else if r != first {
-			c.t.Errorf("%s holds different records than %s", nd.id, c.nodes[0].id)
-		}
-	}
-}
-
-// clusterProducers are concurrent producers through the Go client, each
-// starting at a different node; they record attempts and acks.
-type clusterProducers struct {
-	mu        sync.Mutex
-	acks      []ack
-	attempted map[string]bool
-	calls     int
-	failed    int
-}
-
-func (ps *clusterProducers) run(ctx context.Context, t *testing.T, seed, topic string, id int, stop <-chan struct{}) {
-	c, err := client.New(seed, client.Options{Timeout: 3 * time.Second,
-		Retry: client.RetryPolicy{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}})
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	defer c.Close()
-	for n := 0; ; n++ {
-		select {
-		case <-stop:
-			return
-		default:
-		}
-		recs := make([]client.Record, 5)
-		ps.mu.Lock()
-		for j := range recs {
-			v := fmt.Sprintf("c%d-%d-%d", id, n, j)
-			ps.attempted[v] = true
-			recs[j] = client.Record{Key: []byte(fmt.Sprintf("k%d", j)), Value: []byte(v)}
-		}
-		ps.mu.Unlock()
-		res, err := c.Produce(ctx, topic, recs)
-		ps.mu.Lock()
-		ps.calls++
-		if err == nil {
-			for i, r := range res {
-				ps.acks = append(ps.acks, ack{r.Partition, r.Offset, string(recs[i].Value)})
-			}
-		} else {
-			ps.failed++
-		}
-		ps.mu.Unlock()
-		if err != nil {
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}
-}
-
-func (ps *clusterProducers) ackCount() int {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	return len(ps.acks)
-}
-
-func createTopic(t *testing.T, ctx context.Context, nd *cnode, name string, parts int32, config map[string]string) {
-	t.Helper()
-	if _, err := nd.rpc.CreateTopic(ctx, connect.NewRequest(&logdv1.CreateTopicRequest{Name: name, Partitions: parts, Config: config})); err != nil {
-		t.Fatal(err)
-	}
-}
+// Cluster end-to-end tests: three real logd processes on 127.0.0.1.
 
 // TestClusterLeaderKill is FAULTS.md T1 on a cluster: eight producers write
 // through different nodes while the leader is SIGKILLed at random moments
@@ -336,7 +37,7 @@ func TestClusterLeaderKill(t *testing.T) {
 	c := newCluster(t, 3, "--snapshot-threshold", "256", "--snapshot-interval", "200ms")
 	const parts = 3
 	createTopic(t, ctx, c.nodes[1], "t1", parts, nil) // forwarded to the leader
-	ps := &clusterProducers{attempted: map[string]bool{}}
+	ps := newProducers(5)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range 8 {
@@ -346,16 +47,14 @@ func TestClusterLeaderKill(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 9))
 	for k := range kills {
 		target := ps.ackCount() + between/2 + rng.IntN(between)
-		poll(t, ctx, "acks before a kill", func() bool { return ps.ackCount() >= target })
+		waitFor(t, ctx, "acks before a kill", func() bool { return ps.ackCount() >= target })
 		l := c.leader(ctx)
 		l.kill()
 		t.Logf("kill %d: SIGKILLed leader %s at %d acks", k+1, l.id, ps.ackCount())
-		after := ps.ackCount() + between/2
-		poll(t, ctx, "acks after a kill", func() bool { return ps.ackCount() >= after })
-		l.start(c.nodes[(slices.Index(c.nodes, l)+1)%3].listen)
+		ps.waitAcks(t, ctx, "acks after a kill", between/2)
+		l.launch(c.nodes[(slices.Index(c.nodes, l)+1)%3].listen)
 	}
-	target := ps.ackCount() + between
-	poll(t, ctx, "final acks", func() bool { return ps.ackCount() >= target })
+	ps.waitAcks(t, ctx, "final acks", between)
 	close(stop)
 	wg.Wait()
 	c.converge(ctx)
@@ -445,11 +144,11 @@ func TestClusterSnapshotCatchUp(t *testing.T) {
 	produce(50, 50+calls)
 	// Killed twice during its catch-up, then left to finish.
 	for _, d := range []time.Duration{300 * time.Millisecond, 800 * time.Millisecond} {
-		lagging.start("")
+		lagging.launch("")
 		time.Sleep(d) // a random moment of the install; the process is real
 		lagging.kill()
 	}
-	lagging.start("")
+	lagging.launch("")
 	c.converge(ctx)
 	c.checkEveryNode(ctx, "s", parts, acks, attempted)
 	logs, _ := os.ReadFile(lagging.logs.Name())
@@ -491,7 +190,7 @@ func TestClusterMinorityNeverAcks(t *testing.T) {
 	createTopic(t, ctx, c.nodes[0], "m", 1, nil)
 	attempted := map[string]bool{}
 	var acks []ack
-	produce := func(nd *cnode, v string, timeout time.Duration) error {
+	produce := func(nd *node, v string, timeout time.Duration) error {
 		attempted[v] = true
 		cctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
@@ -505,7 +204,7 @@ func TestClusterMinorityNeverAcks(t *testing.T) {
 	if err := produce(l, "before", 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	var followers []*cnode
+	var followers []*node
 	for _, nd := range c.nodes {
 		if nd != l {
 			followers = append(followers, nd)
@@ -522,7 +221,7 @@ func TestClusterMinorityNeverAcks(t *testing.T) {
 	for _, nd := range followers {
 		nd.signal(syscall.SIGCONT)
 	}
-	poll(t, ctx, "a new leader", func() bool {
+	waitFor(t, ctx, "a new leader", func() bool {
 		for _, nd := range followers {
 			if st, err := nd.status(ctx); err == nil && st.State == "Leader" {
 				return true
@@ -576,7 +275,7 @@ func TestClusterFailoverTime(t *testing.T) {
 		}
 		took = append(took, time.Since(start))
 		cl.Close()
-		l.start(c.nodes[(slices.Index(c.nodes, l)+1)%3].listen)
+		l.launch(c.nodes[(slices.Index(c.nodes, l)+1)%3].listen)
 		c.converge(ctx)
 	}
 	slices.Sort(took)

@@ -62,7 +62,7 @@ func (cl *commitLog) okCount() int {
 // failures, until stop is closed; then it repeats its last commit until it
 // is acknowledged, so the last acknowledged commit is the group's final
 // state.
-func (c *tcluster) runCommitter(ctx context.Context, cl *commitLog, topic string, parts int32, end int64, stop <-chan struct{}) {
+func (c *cluster) runCommitter(ctx context.Context, cl *commitLog, topic string, parts int32, end int64, stop <-chan struct{}) {
 	member := "m-" + cl.group
 	node := 0
 	var gen int64
@@ -183,7 +183,7 @@ type offsetSampler struct {
 	violations []string
 }
 
-func (c *tcluster) sample(ctx context.Context, s *offsetSampler, logs []*commitLog) {
+func (c *cluster) sample(ctx context.Context, s *offsetSampler, logs []*commitLog) {
 	for _, nd := range c.nodes {
 		before := map[string]map[int32]int64{}
 		for _, cl := range logs {
@@ -434,19 +434,19 @@ func TestClusterGroupsSurviveLeaderKill(t *testing.T) {
 	progress := func() int { return logs[0].okCount() + logs[1].okCount() + q.finished() }
 	for k := range kills {
 		target := progress() + between
-		poll(t, ctx, "progress before a kill", func() bool { return progress() >= target })
+		waitFor(t, ctx, "progress before a kill", func() bool { return progress() >= target })
 		l := c.leader(ctx)
 		l.kill()
 		t.Logf("kill %d: SIGKILLed leader %s (commits acked %d+%d, queue records finished %d)", k+1, l.id, logs[0].okCount(), logs[1].okCount(), q.finished())
 		after := progress() + between/2
-		poll(t, ctx, "progress after a kill", func() bool { return progress() >= after })
-		l.start(c.nodes[(slices.Index(c.nodes, l)+1)%3].listen)
+		waitFor(t, ctx, "progress after a kill", func() bool { return progress() >= after })
+		l.launch(c.nodes[(slices.Index(c.nodes, l)+1)%3].listen)
 	}
 	// Let the workers drain the queue; the committers stop with their
 	// last commit acknowledged.
 	dctx, dcancel := context.WithTimeout(ctx, time.Minute)
 	defer dcancel()
-	poll(t, dctx, "queue drained", func() bool {
+	waitFor(t, dctx, "queue drained", func() bool {
 		if q.finished() == queueN {
 			return true
 		}

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -14,18 +12,6 @@ import (
 
 	"github.com/logd-dev/logd/api/logdv1"
 )
-
-// logctlAt runs logctl against a cluster node and returns its stdout.
-func logctlAt(t *testing.T, nd *cnode, args ...string) string {
-	t.Helper()
-	cmd := exec.Command(buildLogctl(t), append([]string{"--server", nd.listen}, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("logctl %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
-	}
-	return stdout.String()
-}
 
 // TestClusterRemoveAndTransferUnderLoad: while six producers write,
 // `logctl cluster transfer-leadership` moves the leader, `logctl cluster
@@ -42,22 +28,19 @@ func TestClusterRemoveAndTransferUnderLoad(t *testing.T) {
 	c := newCluster(t, 3)
 	const parts = 3
 	createTopic(t, ctx, c.nodes[0], "r", parts, nil)
-	ps := &clusterProducers{attempted: map[string]bool{}}
+	ps := newProducers(5)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range 6 {
 		wg.Add(1)
 		go func() { defer wg.Done(); ps.run(ctx, t, c.nodes[i%3].listen, "r", i, stop) }()
 	}
-	progress := func(what string) {
-		target := ps.ackCount() + between
-		poll(t, ctx, what, func() bool { return ps.ackCount() >= target })
-	}
+	progress := func(what string) { ps.waitAcks(t, ctx, what, between) }
 	progress("acks before the first transfer")
 
 	// 1. Hand leadership to a named follower, through a follower.
 	l := c.leader(ctx)
-	var target, via *cnode
+	var target, via *node
 	for _, nd := range c.nodes {
 		if nd != l && target == nil {
 			target = nd
@@ -65,7 +48,7 @@ func TestClusterRemoveAndTransferUnderLoad(t *testing.T) {
 			via = nd
 		}
 	}
-	out := logctlAt(t, via, "cluster", "transfer-leadership", target.id)
+	out := logctl(t, via, "cluster", "transfer-leadership", target.id)
 	t.Logf("transfer-leadership %s (leader was %s): %s", target.id, l.id, strings.TrimSpace(out))
 	if got := c.leader(ctx); got != target {
 		t.Fatalf("leader after the transfer is %s, want %s", got.id, target.id)
@@ -74,10 +57,10 @@ func TestClusterRemoveAndTransferUnderLoad(t *testing.T) {
 
 	// 2. Remove a follower (the old leader), through the new leader.
 	removed := l
-	out = logctlAt(t, target, "cluster", "remove", removed.id)
+	out = logctl(t, target, "cluster", "remove", removed.id)
 	t.Logf("remove %s: %s", removed.id, strings.TrimSpace(out))
 	acksAtRemoval := ps.ackCount()
-	var rest []*cnode
+	var rest []*node
 	for _, nd := range c.nodes {
 		if nd != removed {
 			rest = append(rest, nd)
@@ -90,7 +73,7 @@ func TestClusterRemoveAndTransferUnderLoad(t *testing.T) {
 	if other == target {
 		other = rest[1]
 	}
-	out = logctlAt(t, target, "cluster", "transfer-leadership", other.id)
+	out = logctl(t, target, "cluster", "transfer-leadership", other.id)
 	t.Logf("transfer-leadership %s: %s", other.id, strings.TrimSpace(out))
 	progress("acks after the second transfer")
 
@@ -118,7 +101,7 @@ func TestClusterRemoveAndTransferUnderLoad(t *testing.T) {
 	close(stop)
 	wg.Wait()
 
-	remaining := &tcluster{t: t, nodes: rest}
+	remaining := &cluster{t: t, nodes: rest}
 	remaining.converge(ctx)
 	for _, nd := range rest {
 		st, err := nd.status(ctx)

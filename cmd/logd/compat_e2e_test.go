@@ -188,12 +188,12 @@ func TestCompatFixture(t *testing.T) {
 
 	// The cleaner stays out of the way: what it would do to old data is
 	// retention's business, not compatibility's.
-	p := newProc(t, "--cleaner-interval", "1h")
+	p := newNode(t, "n1", "--cleaner-interval", "1h")
 	p.dataDir = filepath.Join(dir, "data")
 	p.start()
 
 	want := fixtureRecords()
-	topics, err := p.client.ListTopics(ctx, connect.NewRequest(&logdv1.ListTopicsRequest{}))
+	topics, err := p.rpc.ListTopics(ctx, connect.NewRequest(&logdv1.ListTopicsRequest{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestCompatFixture(t *testing.T) {
 		"jobs.w.dlq": fixtureConfig("max.message.bytes=1114124"), // room for the dead-letter headers
 	}
 	for _, name := range names {
-		d, err := p.client.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: name}))
+		d, err := p.rpc.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: name}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,8 +225,9 @@ func TestCompatFixture(t *testing.T) {
 		if got := d.Msg.Topic.Config; fmt.Sprint(got) != fmt.Sprint(wantConfig[name]) {
 			t.Errorf("%s: config\n got %v\nwant %v", name, got, wantConfig[name])
 		}
+		all := p.readAll(ctx, name, int32(len(parts)))
 		for part, recs := range parts {
-			got := fetchAllRecords(t, ctx, p, name, int32(part), d.Msg.Partitions[part].EndOffset)
+			got := all[int32(part)]
 			if end, wend := d.Msg.Partitions[part].EndOffset, recs[len(recs)-1].offset+1; end != wend {
 				t.Errorf("%s-%d: end offset %d, want %d", name, part, end, wend)
 			}
@@ -240,7 +241,7 @@ func TestCompatFixture(t *testing.T) {
 			}
 		}
 	}
-	if d, err := p.client.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: "state"})); err == nil && d.Msg.Partitions[0].CompactedSegments != 5 {
+	if d, err := p.rpc.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: "state"})); err == nil && d.Msg.Partitions[0].CompactedSegments != 5 {
 		t.Errorf("state: %d compacted segments, want the fixture's 5", d.Msg.Partitions[0].CompactedSegments)
 	}
 
@@ -260,7 +261,7 @@ func TestCompatFixture(t *testing.T) {
 			{key: "pay-2", recKey: "acct-2", value: `{"id":"pay-2","amount":30}`, part: 1, offset: 0},
 			{key: "import-1-2", recKey: "acct-9", value: "imp-2", part: 0, offset: 3},
 		} {
-			resp, err := p.client.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "payments",
+			resp, err := p.rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "payments",
 				Records: []*logdv1.Record{{Key: []byte(tc.recKey), Value: []byte(tc.value), IdempotencyKey: tc.key}}}))
 			if err != nil {
 				t.Fatalf("%s: %v", tc.key, err)
@@ -269,13 +270,13 @@ func TestCompatFixture(t *testing.T) {
 				t.Errorf("%s: re-produced at %d/%d duplicate=%v, want the original %d/%d", tc.key, r.Partition, r.Offset, r.Duplicate, tc.part, tc.offset)
 			}
 		}
-		_, err := p.client.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "payments",
+		_, err := p.rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "payments",
 			Records: []*logdv1.Record{{Key: []byte("acct-0"), Value: []byte("another payload"), IdempotencyKey: "pay-0"}}}))
 		var ce *connect.Error
 		if !errors.As(err, &ce) || reasonOf(ce) != logdv1.Reason_REASON_IDEMPOTENCY_CONFLICT {
 			t.Errorf("pay-0 with another payload: %v, want an idempotency conflict", err)
 		}
-		d, err := p.client.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: "payments"}))
+		d, err := p.rpc.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: "payments"}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,25 +284,6 @@ func TestCompatFixture(t *testing.T) {
 			t.Errorf("payments end offsets %d, %d after duplicates, want 5, 2", e0, e1)
 		}
 	})
-}
-
-// fetchAllRecords reads a partition from its start to end. A compacted
-// partition may answer a fetch with no records but a later next offset.
-func fetchAllRecords(t *testing.T, ctx context.Context, p *proc, topic string, part int32, end int64) []*logdv1.FetchedRecord {
-	t.Helper()
-	var out []*logdv1.FetchedRecord
-	for off := int64(0); off < end; {
-		resp, err := p.client.Fetch(ctx, connect.NewRequest(&logdv1.FetchRequest{Topic: topic, Partition: part, Offset: off, MaxBytes: 1 << 20}))
-		if err != nil {
-			t.Fatalf("fetch %s-%d@%d: %v", topic, part, off, err)
-		}
-		if resp.Msg.NextOffset <= off {
-			t.Fatalf("fetch %s-%d@%d: next offset %d does not move on", topic, part, off, resp.Msg.NextOffset)
-		}
-		out = append(out, resp.Msg.Records...)
-		off = resp.Msg.NextOffset
-	}
-	return out
 }
 
 // renderFixture prints fetched records like renderWant; header values that
@@ -334,7 +316,7 @@ func renderWant(recs []fixtureRec) string {
 
 // checkFixtureGroups: billing's offsets were reset to 2 on each partition of
 // orders; analytics read 3 records of jobs as a member and committed.
-func checkFixtureGroups(t *testing.T, ctx context.Context, p *proc) {
+func checkFixtureGroups(t *testing.T, ctx context.Context, p *node) {
 	t.Helper()
 	for _, tc := range []struct {
 		group                          string
@@ -344,7 +326,7 @@ func checkFixtureGroups(t *testing.T, ctx context.Context, p *proc) {
 		{group: "billing", generation: 1, rebalances: 0, resets: 1, committed: []string{"orders/0=2", "orders/1=2", "orders/2=2"}},
 		{group: "analytics", generation: 2, rebalances: 2, resets: 0, committed: []string{"jobs/0=3"}},
 	} {
-		d, err := p.client.DescribeGroup(ctx, connect.NewRequest(&logdv1.DescribeGroupRequest{Group: tc.group}))
+		d, err := p.rpc.DescribeGroup(ctx, connect.NewRequest(&logdv1.DescribeGroupRequest{Group: tc.group}))
 		if err != nil {
 			t.Errorf("%s: %v", tc.group, err)
 			continue
@@ -372,9 +354,9 @@ func checkFixtureGroups(t *testing.T, ctx context.Context, p *proc) {
 // delivered j6..j9. The lease and the delay run out with time, so what is
 // in flight or delayed depends on the fixture's age: created is after the
 // lease and the delay were set, and at most a minute after.
-func checkFixtureQueue(t *testing.T, ctx context.Context, p *proc, created time.Time) {
+func checkFixtureQueue(t *testing.T, ctx context.Context, p *node, created time.Time) {
 	t.Helper()
-	d, err := p.client.DescribeQueueGroup(ctx, connect.NewRequest(&logdv1.DescribeQueueGroupRequest{Topic: "jobs", Group: "w"}))
+	d, err := p.rpc.DescribeQueueGroup(ctx, connect.NewRequest(&logdv1.DescribeQueueGroupRequest{Topic: "jobs", Group: "w"}))
 	if err != nil {
 		t.Fatal(err)
 	}

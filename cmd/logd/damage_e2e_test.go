@@ -76,7 +76,7 @@ func TestClusterDamagedRaftLog(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	victim.start("")
+	victim.launch("")
 	exited := make(chan error, 1)
 	cmd := victim.cmd
 	go func() { exited <- cmd.Wait() }()
@@ -97,7 +97,7 @@ func TestClusterDamagedRaftLog(t *testing.T) {
 
 	// Two of three nodes still acknowledge, and hold everything.
 	produce(40, 60)
-	var healthy []*cnode
+	var healthy []*node
 	for _, nd := range c.nodes {
 		if nd != victim {
 			healthy = append(healthy, nd)
@@ -165,9 +165,8 @@ func flipByte(t *testing.T, path string, div int) {
 func TestDamagedSnapshot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p := newProc(t, "--snapshot-threshold", "16", "--snapshot-interval", "100ms")
-	p.start()
-	if _, err := p.client.CreateTopic(ctx, connect.NewRequest(&logdv1.CreateTopicRequest{Name: "s", Partitions: 2})); err != nil {
+	p := startNode(t, "--snapshot-threshold", "16", "--snapshot-interval", "100ms")
+	if _, err := p.rpc.CreateTopic(ctx, connect.NewRequest(&logdv1.CreateTopicRequest{Name: "s", Partitions: 2})); err != nil {
 		t.Fatal(err)
 	}
 	attempted := map[string]bool{}
@@ -181,7 +180,7 @@ func TestDamagedSnapshot(t *testing.T) {
 		}
 		v := fmt.Sprintf("s-%d", i)
 		attempted[v] = true
-		resp, err := p.client.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "s",
+		resp, err := p.rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "s",
 			Records: []*logdv1.Record{{Value: []byte(v), IdempotencyKey: "key-" + v}}}))
 		if err != nil {
 			t.Fatal(err)
@@ -200,7 +199,7 @@ func TestDamagedSnapshot(t *testing.T) {
 	p.start()
 	check(t, p.readAll(ctx, "s", 2), acks, attempted)
 	for _, a := range acks {
-		resp, err := p.client.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "s",
+		resp, err := p.rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "s",
 			Records: []*logdv1.Record{{Value: []byte(a.value), IdempotencyKey: "key-" + a.value}}}))
 		if err != nil {
 			t.Fatal(err)
@@ -221,7 +220,7 @@ func TestDamagedSnapshot(t *testing.T) {
 	}
 	startCtx, cancelStart := context.WithTimeout(ctx, 30*time.Second)
 	defer cancelStart()
-	p.cmd = exec.CommandContext(startCtx, logdBinary, "--data-dir", p.dataDir, "--listen", p.listen, "--raft-addr", p.raft, "--node-id", "n1")
+	p.cmd = exec.CommandContext(startCtx, logdBinary, p.cmdline("")...)
 	out, err := p.cmd.CombinedOutput()
 	p.cmd = nil
 	if err == nil || !strings.Contains(string(out), "failed to load any existing snapshots") {

@@ -14,7 +14,7 @@ import (
 )
 
 // groupClient returns a client of p, closed with the test.
-func groupClient(t *testing.T, p *proc) *client.Client {
+func groupClient(t *testing.T, p *node) *client.Client {
 	t.Helper()
 	c, err := client.New(p.listen, client.Options{Retry: client.RetryPolicy{MaxAttempts: 20, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}})
 	if err != nil {
@@ -51,8 +51,7 @@ func pollValues(t *testing.T, ctx context.Context, gc *client.GroupConsumer, n i
 func TestGroupBillingAnalytics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p := newProc(t)
-	p.start()
+	p := startNode(t)
 	c := groupClient(t, p)
 	if _, err := c.CreateTopic(ctx, "orders", 1, nil); err != nil {
 		t.Fatal(err)
@@ -159,8 +158,7 @@ func TestGroupBillingAnalytics(t *testing.T) {
 func TestGroupFencingAndTakeover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p := newProc(t)
-	p.start()
+	p := startNode(t)
 	c := groupClient(t, p)
 	if _, err := c.CreateTopic(ctx, "jobs", 2, nil); err != nil {
 		t.Fatal(err)
@@ -204,7 +202,7 @@ func TestGroupFencingAndTakeover(t *testing.T) {
 	moved := b.Assignment()[0]
 	kept := a.Assignment()[0]
 	// a's commit for the moved partition, with its old generation, is refused.
-	raw := p.client
+	raw := p.rpc
 	_, err := raw.CommitOffsets(ctx, connect.NewRequest(&logdv1.CommitOffsetsRequest{Group: "workers", MemberId: "a", Generation: staleGen,
 		Offsets: []*logdv1.GroupOffset{{Topic: moved.Topic, Partition: moved.Partition, Offset: 9}}}))
 	if connect.CodeOf(err) != connect.CodeFailedPrecondition {

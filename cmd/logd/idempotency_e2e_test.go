@@ -110,8 +110,7 @@ func (kp *killProxy) serve(c net.Conn) {
 func TestIdempotentRetryAfterKill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p := newProc(t)
-	p.start()
+	p := startNode(t)
 	fired := make(chan struct{})
 	kp := startKillProxy(t, p.listen, func() {
 		p.cmd.Process.Kill() // SIGKILL; the test goroutine reaps and restarts it
@@ -184,8 +183,7 @@ func TestIdempotentRetryAfterKill(t *testing.T) {
 func TestIdempotencyConflictAndBatch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	p := newProc(t)
-	p.start()
+	p := startNode(t)
 	c, err := client.New(p.listen, client.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -244,8 +242,7 @@ func TestIdempotencyConflictAndBatch(t *testing.T) {
 func TestIdempotencyWindowAcrossSnapshotsAndKill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p := newProc(t, "--snapshot-threshold", "8", "--snapshot-interval", "50ms")
-	p.start()
+	p := startNode(t, "--snapshot-threshold", "8", "--snapshot-interval", "50ms")
 	c, err := client.New(p.listen, client.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -69,7 +69,7 @@ func creditHandler(l *ledger, calls *sync.Map, failing bool) client.Handler {
 	}
 }
 
-func newQueueClient(t *testing.T, p *proc) *client.Client {
+func newQueueClient(t *testing.T, p *node) *client.Client {
 	t.Helper()
 	c, err := client.New(p.listen, client.Options{Timeout: 5 * time.Second})
 	if err != nil {
@@ -114,8 +114,7 @@ func runWorker(t *testing.T, c *client.Client, opts client.WorkerOptions, h clie
 // restarted in between) gets the job redelivered, with its delivery count
 // intact; the idempotent handler applies the effect once.
 func TestQueueRedeliveryAfterWorkerDeath(t *testing.T) {
-	p := newProc(t)
-	p.start()
+	p := startNode(t)
 	c := newQueueClient(t, p)
 	ctx := context.Background()
 	if _, err := c.CreateTopic(ctx, "credits", 1, nil); err != nil {
@@ -176,8 +175,7 @@ func TestQueueRedeliveryAfterWorkerDeath(t *testing.T) {
 // its deadline without delivery (reason deadline_exceeded); the account is
 // unchanged by all of them.
 func TestQueueDeadLetters(t *testing.T) {
-	p := newProc(t)
-	p.start()
+	p := startNode(t)
 	c := newQueueClient(t, p)
 	ctx := context.Background()
 	for _, topic := range []string{"ok", "flaky"} {
@@ -254,7 +252,7 @@ func TestQueueDeadLetters(t *testing.T) {
 }
 
 // dlq reads a dead-letter topic and returns value -> "reason deliveries".
-func dlq(t *testing.T, p *proc, topic string, partitions int32) map[string]string {
+func dlq(t *testing.T, p *node, topic string, partitions int32) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, recs := range p.readAll(context.Background(), topic, partitions) {

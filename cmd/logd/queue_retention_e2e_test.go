@@ -21,8 +21,7 @@ import (
 func TestQueueRetentionKeepsUnfinished(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p := newProc(t, "--cleaner-interval", "50ms")
-	p.start()
+	p := startNode(t, "--cleaner-interval", "50ms")
 	c := newQueueClient(t, p)
 	// Small segments: a few records each, so the cleaner has segments
 	// below, around and above the unfinished records to choose from.
@@ -89,7 +88,7 @@ func TestQueueRetentionKeepsUnfinished(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The segments wholly below the done offset go...
-	waitFor(t, ctx, func() bool {
+	waitFor(t, ctx, "retention deletes finished segments", func() bool {
 		pi := describe()
 		if pi.LogStart > firstUnfinished {
 			t.Fatalf("log start %d passed the first unfinished offset %d", pi.LogStart, firstUnfinished)
@@ -98,7 +97,7 @@ func TestQueueRetentionKeepsUnfinished(t *testing.T) {
 	})
 	// ...and over many more passes nothing unfinished does.
 	start := passes()
-	waitFor(t, ctx, func() bool {
+	waitFor(t, ctx, "ten more cleaner passes", func() bool {
 		if pi := describe(); pi.LogStart > firstUnfinished || pi.LogStart == 0 {
 			t.Fatalf("log start %d (first unfinished offset %d)", pi.LogStart, firstUnfinished)
 		}
@@ -154,7 +153,7 @@ func TestQueueRetentionKeepsUnfinished(t *testing.T) {
 	if !slices.ContainsFunc(res.Jobs, func(j client.Job) bool { return j.Offset == 20 }) {
 		// Still protected: offset 20 is unfinished.
 		mid := passes()
-		waitFor(t, ctx, func() bool {
+		waitFor(t, ctx, "five cleaner passes with a record unfinished", func() bool {
 			pi := describe()
 			if pi.LogStart > 20 {
 				t.Fatalf("log start %d passed the unfinished record 20", pi.LogStart)
@@ -170,7 +169,7 @@ func TestQueueRetentionKeepsUnfinished(t *testing.T) {
 		}
 	}
 
-	waitFor(t, ctx, func() bool {
+	waitFor(t, ctx, "retention after everything finished", func() bool {
 		pi := describe()
 		return pi.Segments == 1 && pi.LogStart > 20
 	})

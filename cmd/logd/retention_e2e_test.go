@@ -26,8 +26,7 @@ import (
 func TestRetentionEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p := newProc(t, "--cleaner-interval", "100ms", "--snapshot-threshold", "4", "--snapshot-interval", "100ms")
-	p.start()
+	p := startNode(t, "--cleaner-interval", "100ms", "--snapshot-threshold", "4", "--snapshot-interval", "100ms")
 	c, err := client.New(p.listen, client.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +68,7 @@ func TestRetentionEndToEnd(t *testing.T) {
 		t.Fatalf("config after the alter: %v", tp.Config)
 	}
 	var after client.PartitionInfo
-	waitFor(t, ctx, func() bool {
+	waitFor(t, ctx, "a cleaner run deleting segments", func() bool {
 		// The run is recorded just after the segments go.
 		after = describe()
 		return after.LogStart > 0 && after.LastCleanerRun != nil
@@ -116,7 +115,7 @@ func TestRetentionEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, ctx, func() bool { return latestSnapshotIndex(t, p.dataDir) >= st.AppliedIndex })
+	waitFor(t, ctx, "a snapshot of the cleaner run", func() bool { return latestSnapshotIndex(t, p.dataDir) >= st.AppliedIndex })
 	p.kill()
 	p.start()
 	if got := describe(); got.LastCleanerRun == nil || *got.LastCleanerRun != *run || got.LogStart != after.LogStart {
