@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
-	"time"
 
 	"connectrpc.com/connect"
 
@@ -13,34 +11,14 @@ import (
 	"github.com/logd-dev/logd/replication"
 )
 
-// joinCluster asks the member at c.join to add this node, retrying until
-// it succeeds or ctx ends. The member forwards the call to the leader,
-// which adds this node as a non-voter, waits for it to catch up and
-// promotes it. Joining again is harmless: a voter at the same address is
-// only re-registered (so a restart with a new --advertise updates it).
-func joinCluster(ctx context.Context, logger *slog.Logger, c config, node *replication.Node) {
-	client := logdv1connect.NewLogServiceClient(http.DefaultClient, "http://"+c.join)
-	raftAddr := c.raftAdvertise
-	if raftAddr == "" {
-		raftAddr = c.raftAddr
+// askJoin is replication.AskJoin over the client API: one Join call to a
+// member, which forwards it to the leader. The retry loop is
+// replication.(*Node).JoinCluster.
+func askJoin(ctx context.Context, member string, req replication.JoinRequest) (string, error) {
+	c := logdv1connect.NewLogServiceClient(http.DefaultClient, "http://"+member)
+	resp, err := c.Join(ctx, connect.NewRequest(&logdv1.JoinRequest{NodeId: req.ID, RaftAddress: req.RaftAddress, ApiAddress: req.APIAddress}))
+	if err != nil {
+		return "", err
 	}
-	req := &logdv1.JoinRequest{NodeId: c.nodeID, RaftAddress: raftAddr, ApiAddress: c.advertise}
-	for attempt := 1; ; attempt++ {
-		jctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-		resp, err := client.Join(jctx, connect.NewRequest(req))
-		cancel()
-		if err == nil {
-			logger.Info("joined the cluster", "via", c.join, "leader", resp.Msg.LeaderId)
-			return
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		logger.Warn("join failed; retrying", "via", c.join, "attempt", attempt, "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(time.Second):
-		}
-	}
+	return resp.Msg.LeaderId, nil
 }

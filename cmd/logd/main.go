@@ -200,7 +200,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	go func() {
 		defer close(joinDone)
 		if c.join != "" {
-			joinCluster(joinCtx, logger, c, node)
+			// It ends when joined or when the node shuts down.
+			if _, err := node.JoinCluster(joinCtx, c.join, askJoin); err != nil && joinCtx.Err() == nil {
+				logger.Error("join", "err", err)
+			}
 		}
 	}()
 
