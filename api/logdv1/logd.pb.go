@@ -41,12 +41,12 @@ const (
 	Reason_REASON_STALE_TOKEN          Reason = 10
 	Reason_REASON_IDEMPOTENCY_CONFLICT Reason = 11
 	Reason_REASON_STORAGE              Reason = 12
-	// Consumer groups (issue 4).
+	// Consumer groups.
 	Reason_REASON_STALE_GENERATION Reason = 20
 	Reason_REASON_UNKNOWN_MEMBER   Reason = 21
 	Reason_REASON_UNKNOWN_GROUP    Reason = 22
 	Reason_REASON_GROUP_NOT_EMPTY  Reason = 23
-	// Work queues (issue 6).
+	// Work queues.
 	Reason_REASON_UNKNOWN_QUEUE_GROUP Reason = 40
 	Reason_REASON_QUEUE_GROUP_EXISTS  Reason = 41
 )
@@ -646,7 +646,7 @@ type PartitionInfo struct {
 	EndOffset      int64                  `protobuf:"varint,3,opt,name=end_offset,json=endOffset,proto3" json:"end_offset,omitempty"`
 	Bytes          int64                  `protobuf:"varint,4,opt,name=bytes,proto3" json:"bytes,omitempty"`
 	Segments       int32                  `protobuf:"varint,5,opt,name=segments,proto3" json:"segments,omitempty"`
-	// Retention (issue 5): segments rewritten by compaction, and the last
+	// Retention: segments rewritten by compaction, and the last
 	// cleaner run that changed the partition (unset: none known).
 	CompactedSegments int32       `protobuf:"varint,10,opt,name=compacted_segments,json=compactedSegments,proto3" json:"compacted_segments,omitempty"`
 	LastCleanerRun    *CleanerRun `protobuf:"bytes,11,opt,name=last_cleaner_run,json=lastCleanerRun,proto3" json:"last_cleaner_run,omitempty"`
@@ -1444,7 +1444,7 @@ type StatusResponse struct {
 	AppliedIndex  uint64                 `protobuf:"varint,7,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
 	LastLogIndex  uint64                 `protobuf:"varint,8,opt,name=last_log_index,json=lastLogIndex,proto3" json:"last_log_index,omitempty"`
 	Members       []*Member              `protobuf:"bytes,9,rep,name=members,proto3" json:"members,omitempty"`
-	// This node's advertised client API address (issue 9).
+	// This node's advertised client API address.
 	ApiAddress string `protobuf:"bytes,10,opt,name=api_address,json=apiAddress,proto3" json:"api_address,omitempty"`
 	// Whether the node has caught up with its Raft log and serves calls.
 	Ready         bool `protobuf:"varint,11,opt,name=ready,proto3" json:"ready,omitempty"`
@@ -1564,7 +1564,7 @@ type Member struct {
 	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	RaftAddress string                 `protobuf:"bytes,2,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
 	Suffrage    string                 `protobuf:"bytes,3,opt,name=suffrage,proto3" json:"suffrage,omitempty"`
-	// The member's registered client API address, when known (issue 9).
+	// The member's registered client API address, when known.
 	ApiAddress    string `protobuf:"bytes,4,opt,name=api_address,json=apiAddress,proto3" json:"api_address,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3802,7 +3802,7 @@ type QueuePartitionState struct {
 	AtCap bool `protobuf:"varint,11,opt,name=at_cap,json=atCap,proto3" json:"at_cap,omitempty"`
 	// Age of the oldest ready record by its timestamp; 0 when none.
 	OldestReadyAgeMs int64 `protobuf:"varint,12,opt,name=oldest_ready_age_ms,json=oldestReadyAgeMs,proto3" json:"oldest_ready_age_ms,omitempty"`
-	// Backpressure (issue 7): how long the longest live lease has run; nacks
+	// Backpressure: how long the longest live lease has run; nacks
 	// and expired leases since the group began; per-second rates measured by
 	// the answering node between its describes.
 	OldestInFlightAgeMs int64   `protobuf:"varint,13,opt,name=oldest_in_flight_age_ms,json=oldestInFlightAgeMs,proto3" json:"oldest_in_flight_age_ms,omitempty"`
@@ -3986,7 +3986,7 @@ type DescribeQueueGroupResponse struct {
 	Config     *QueueGroupConfig      `protobuf:"bytes,3,opt,name=config,proto3" json:"config,omitempty"`
 	CreatedMs  int64                  `protobuf:"varint,4,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
 	Partitions []*QueuePartitionState `protobuf:"bytes,5,rep,name=partitions,proto3" json:"partitions,omitempty"`
-	// Backpressure (issue 7): the group delivers nothing while paused;
+	// Backpressure: the group delivers nothing while paused;
 	// produces to the topic this node refused as overloaded since it
 	// started; the dead-letter topic's record count (end minus start).
 	Paused            bool  `protobuf:"varint,6,opt,name=paused,proto3" json:"paused,omitempty"`
@@ -5039,7 +5039,11 @@ type JoinRequest struct {
 	// The joining node's Raft address, as peers reach it.
 	RaftAddress string `protobuf:"bytes,2,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
 	// The joining node's client API address, as peers and clients reach it.
-	ApiAddress    string `protobuf:"bytes,3,opt,name=api_address,json=apiAddress,proto3" json:"api_address,omitempty"`
+	ApiAddress string `protobuf:"bytes,3,opt,name=api_address,json=apiAddress,proto3" json:"api_address,omitempty"`
+	// The highest feature level the joining node's build understands (the
+	// command kinds it can apply; see docs/architecture.md, rolling
+	// upgrades). 0, from older builds, counts as 1.
+	FeatureLevel  uint32 `protobuf:"varint,4,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5093,6 +5097,13 @@ func (x *JoinRequest) GetApiAddress() string {
 		return x.ApiAddress
 	}
 	return ""
+}
+
+func (x *JoinRequest) GetFeatureLevel() uint32 {
+	if x != nil {
+		return x.FeatureLevel
+	}
+	return 0
 }
 
 type JoinResponse struct {
@@ -5870,12 +5881,13 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\atime_ms\x18\x01 \x01(\x03R\x06timeMs\x12\x16\n" +
 	"\x06action\x18\x02 \x01(\tR\x06action\x12#\n" +
 	"\rbytes_deleted\x18\x03 \x01(\x03R\fbytesDeleted\x12'\n" +
-	"\x0frecords_removed\x18\x04 \x01(\x03R\x0erecordsRemoved\"j\n" +
+	"\x0frecords_removed\x18\x04 \x01(\x03R\x0erecordsRemoved\"\x8f\x01\n" +
 	"\vJoinRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12\x1f\n" +
 	"\vapi_address\x18\x03 \x01(\tR\n" +
-	"apiAddress\"+\n" +
+	"apiAddress\x12#\n" +
+	"\rfeature_level\x18\x04 \x01(\rR\ffeatureLevel\"+\n" +
 	"\fJoinResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\",\n" +
 	"\x11RemoveNodeRequest\x12\x17\n" +

@@ -22,7 +22,7 @@ import (
 	"github.com/logd-dev/logd/client"
 )
 
-// Backpressure and dead-letter operations (issue 7) against a real logd.
+// Backpressure and dead-letter operations against a real logd.
 
 // noRetryClient fails at once, so the test sees each refusal.
 func noRetryClient(t *testing.T, p *node) *client.Client {

@@ -23,7 +23,7 @@ import (
 
 // Cluster end-to-end tests: three real logd processes on 127.0.0.1.
 
-// TestClusterLeaderKill is FAULTS.md T1 on a cluster: eight producers write
+// TestClusterLeaderKill is T1 of docs/faults.md on a cluster: eight producers write
 // through different nodes while the leader is SIGKILLed at random moments
 // and restarted; every acknowledged record is then read back from every
 // node.

@@ -16,7 +16,7 @@ import (
 	"github.com/logd-dev/logd/client"
 )
 
-// Consumer-group offsets and queue leases across leader kills (issue 9):
+// Consumer-group offsets and queue leases across leader kills:
 // no committed offset moves backwards, no acked queue record is delivered
 // again, no queue record is lost. Both workloads run at once on one
 // cluster while its leader is SIGKILLed.

@@ -20,7 +20,7 @@ import (
 	"github.com/logd-dev/logd/api/logdv1"
 )
 
-// TestClusterDamagedRaftLog is FAULTS.md T8 for the Raft log: while a
+// TestClusterDamagedRaftLog is T8 of docs/faults.md for the Raft log: while a
 // follower is down, one byte of an idempotency key in its raft.db is
 // changed (bbolt checksums only its meta pages, so nothing below notices).
 // On restart the follower replays its log, finds that entry's checksum
@@ -156,7 +156,7 @@ func flipByte(t *testing.T, path string, div int) {
 	}
 }
 
-// TestDamagedSnapshot is FAULTS.md T8 for snapshots, on one node. With its
+// TestDamagedSnapshot is T8 of docs/faults.md for snapshots, on one node. With its
 // newest snapshot damaged, the node restores the one before and replays
 // its Raft log from there (hashicorp/raft checks a CRC-64 of each snapshot
 // file): every acknowledged record, and every idempotency key, is still

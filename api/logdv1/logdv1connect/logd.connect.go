@@ -127,7 +127,7 @@ type LogServiceClient interface {
 	ListOffsets(context.Context, *connect.Request[logdv1.ListOffsetsRequest]) (*connect.Response[logdv1.ListOffsetsResponse], error)
 	// Status describes the node and its view of the Raft cluster.
 	Status(context.Context, *connect.Request[logdv1.StatusRequest]) (*connect.Response[logdv1.StatusResponse], error)
-	// Consumer groups (issue 4)
+	// Consumer groups
 	// JoinGroup adds a member for topics and returns its assignment.
 	JoinGroup(context.Context, *connect.Request[logdv1.JoinGroupRequest]) (*connect.Response[logdv1.JoinGroupResponse], error)
 	// GroupHeartbeat keeps a member alive and returns its assignment.
@@ -146,7 +146,7 @@ type LogServiceClient interface {
 	DeleteGroup(context.Context, *connect.Request[logdv1.DeleteGroupRequest]) (*connect.Response[logdv1.DeleteGroupResponse], error)
 	// ResetGroupOffsets plans (and with execute applies) an offset reset.
 	ResetGroupOffsets(context.Context, *connect.Request[logdv1.ResetGroupOffsetsRequest]) (*connect.Response[logdv1.ResetGroupOffsetsResponse], error)
-	// Work queues (issue 6)
+	// Work queues
 	// CreateQueueGroup creates a queue group on a topic (and its dead-letter
 	// topic when missing).
 	CreateQueueGroup(context.Context, *connect.Request[logdv1.CreateQueueGroupRequest]) (*connect.Response[logdv1.CreateQueueGroupResponse], error)
@@ -165,7 +165,7 @@ type LogServiceClient interface {
 	Nack(context.Context, *connect.Request[logdv1.NackRequest]) (*connect.Response[logdv1.NackResponse], error)
 	// Extend moves the lease deadline of deliveries.
 	Extend(context.Context, *connect.Request[logdv1.ExtendRequest]) (*connect.Response[logdv1.ExtendResponse], error)
-	// Cluster (issue 9)
+	// Cluster
 	// Join adds a node: it is registered, added as a non-voter, and promoted
 	// to voter once it has caught up. Forwarded to the leader; one membership
 	// change at a time.
@@ -175,11 +175,11 @@ type LogServiceClient interface {
 	// TransferLeadership hands leadership to a voter (or the most
 	// up-to-date one).
 	TransferLeadership(context.Context, *connect.Request[logdv1.TransferLeadershipRequest]) (*connect.Response[logdv1.TransferLeadershipResponse], error)
-	// Retention (issue 5)
+	// Retention
 	// AlterTopic changes a topic's settings at runtime and returns the
 	// effective settings. Settings not named keep their value.
 	AlterTopic(context.Context, *connect.Request[logdv1.AlterTopicRequest]) (*connect.Response[logdv1.AlterTopicResponse], error)
-	// Backpressure (issue 7)
+	// Backpressure
 	// PauseQueueGroup pauses (no deliveries; leases and counts kept) or
 	// resumes a queue group.
 	PauseQueueGroup(context.Context, *connect.Request[logdv1.PauseQueueGroupRequest]) (*connect.Response[logdv1.PauseQueueGroupResponse], error)
@@ -572,7 +572,7 @@ type LogServiceHandler interface {
 	ListOffsets(context.Context, *connect.Request[logdv1.ListOffsetsRequest]) (*connect.Response[logdv1.ListOffsetsResponse], error)
 	// Status describes the node and its view of the Raft cluster.
 	Status(context.Context, *connect.Request[logdv1.StatusRequest]) (*connect.Response[logdv1.StatusResponse], error)
-	// Consumer groups (issue 4)
+	// Consumer groups
 	// JoinGroup adds a member for topics and returns its assignment.
 	JoinGroup(context.Context, *connect.Request[logdv1.JoinGroupRequest]) (*connect.Response[logdv1.JoinGroupResponse], error)
 	// GroupHeartbeat keeps a member alive and returns its assignment.
@@ -591,7 +591,7 @@ type LogServiceHandler interface {
 	DeleteGroup(context.Context, *connect.Request[logdv1.DeleteGroupRequest]) (*connect.Response[logdv1.DeleteGroupResponse], error)
 	// ResetGroupOffsets plans (and with execute applies) an offset reset.
 	ResetGroupOffsets(context.Context, *connect.Request[logdv1.ResetGroupOffsetsRequest]) (*connect.Response[logdv1.ResetGroupOffsetsResponse], error)
-	// Work queues (issue 6)
+	// Work queues
 	// CreateQueueGroup creates a queue group on a topic (and its dead-letter
 	// topic when missing).
 	CreateQueueGroup(context.Context, *connect.Request[logdv1.CreateQueueGroupRequest]) (*connect.Response[logdv1.CreateQueueGroupResponse], error)
@@ -610,7 +610,7 @@ type LogServiceHandler interface {
 	Nack(context.Context, *connect.Request[logdv1.NackRequest]) (*connect.Response[logdv1.NackResponse], error)
 	// Extend moves the lease deadline of deliveries.
 	Extend(context.Context, *connect.Request[logdv1.ExtendRequest]) (*connect.Response[logdv1.ExtendResponse], error)
-	// Cluster (issue 9)
+	// Cluster
 	// Join adds a node: it is registered, added as a non-voter, and promoted
 	// to voter once it has caught up. Forwarded to the leader; one membership
 	// change at a time.
@@ -620,11 +620,11 @@ type LogServiceHandler interface {
 	// TransferLeadership hands leadership to a voter (or the most
 	// up-to-date one).
 	TransferLeadership(context.Context, *connect.Request[logdv1.TransferLeadershipRequest]) (*connect.Response[logdv1.TransferLeadershipResponse], error)
-	// Retention (issue 5)
+	// Retention
 	// AlterTopic changes a topic's settings at runtime and returns the
 	// effective settings. Settings not named keep their value.
 	AlterTopic(context.Context, *connect.Request[logdv1.AlterTopicRequest]) (*connect.Response[logdv1.AlterTopicResponse], error)
-	// Backpressure (issue 7)
+	// Backpressure
 	// PauseQueueGroup pauses (no deliveries; leases and counts kept) or
 	// resumes a queue group.
 	PauseQueueGroup(context.Context, *connect.Request[logdv1.PauseQueueGroupRequest]) (*connect.Response[logdv1.PauseQueueGroupResponse], error)
