@@ -3,6 +3,12 @@
 // snapshot catch-up from peers and the leader's cleaner. See
 // docs/architecture.md for the layout of the packages.
 //
+// Backend (backend.go) is the node as the front ends see it: plain values
+// and copies of stored bytes instead of logs and topics, produce routing
+// and batch building (produce.go), and the long polls of reads and claims.
+// The front ends import replication for it and for the state machine's
+// types and errors it re-exports (types.go, errors.go), never package fsm.
+//
 // One Raft group per cluster (a single node by default). Raft's log and
 // stable store live in raft-boltdb (bbolt) under <data>/raft; the state
 // machine's state is the set of topics and their partition logs under

@@ -55,6 +55,11 @@ type (
 	QueuePauseResult = fsm.QueuePauseResult
 	// OverloadedError says which group and bound refused an append.
 	OverloadedError = fsm.OverloadedError
+	// QueueGroupInfo describes a queue group and its partitions.
+	QueueGroupInfo = fsm.QueueGroupInfo
+
+	// CleanerCounters are the totals of the retention commands applied.
+	CleanerCounters = fsm.CleanerCounters
 )
 
 // Topic setting names, as in Kafka (see package fsm), and the retry hint of

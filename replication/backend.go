@@ -1,0 +1,251 @@
+package replication
+
+import (
+	"context"
+	"maps"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/replication/fsm"
+)
+
+// Backend is the node as the front ends see it: the Connect API (package
+// server) and a Kafka-protocol listener declare the interfaces they need,
+// and Backend implements them. It answers in plain values (TopicInfo,
+// ReadResult, ...) so that no front end holds a *log.Log, a *Topic or
+// anything of Raft: reads are copies, writes go through the Node.
+//
+// Backend adds to the Node what a front end would otherwise do itself:
+// produce routing and batch building (produce.go), reads of stored bytes
+// with their long-poll channel (reads.go), the claim long poll
+// (claim_wait.go) and the segment endpoint peers fetch from
+// (segment_serve.go). It starts nothing; closing the Node ends it.
+//
+// Methods may be called from any goroutine.
+type Backend struct {
+	*Node
+	// rr holds the round-robin counters of keyless records (produce.go).
+	rr roundRobin
+}
+
+// NewBackend returns the backend over n.
+func NewBackend(n *Node) *Backend {
+	return &Backend{Node: n}
+}
+
+// TopicInfo is a topic's identity and settings, a copy the caller owns.
+type TopicInfo struct {
+	Name       string
+	Partitions int32
+	// Config holds every setting with its effective value.
+	Config map[string]string
+	// CreatedNanos is the creating command's time, Unix nanoseconds.
+	CreatedNanos int64
+}
+
+// PartitionState is one partition's log on this node: its offsets are the
+// half-open range [LogStartOffset, EndOffset) of records held.
+type PartitionState struct {
+	Partition      int32
+	LogStartOffset int64
+	EndOffset      int64
+	// Bytes is the size of the partition's segments.
+	Bytes             int64
+	Segments          int32
+	CompactedSegments int32
+	// LastCleanerRun is the last retention or compaction run applied to
+	// the partition on this node; nil if none.
+	LastCleanerRun *fsm.CleanerRun
+}
+
+// IdempotencyStats describes a topic's idempotency window.
+type IdempotencyStats struct {
+	// Keys held now.
+	Keys int64
+	// Evicted counts keys dropped before their window ended because the
+	// topic reached idempotency.max.keys; Expired keys dropped at its end.
+	Evicted, Expired int64
+}
+
+// TopicState is a topic with each partition's state, for describes and
+// metrics.
+type TopicState struct {
+	Topic       TopicInfo
+	Partitions  []PartitionState
+	Idempotency IdempotencyStats
+}
+
+// Offsets are a partition's bounds: it holds [LogStart, End).
+type Offsets struct {
+	LogStart, End int64
+}
+
+func topicInfo(t *Topic) TopicInfo {
+	return TopicInfo{Name: t.Name, Partitions: int32(len(t.Partitions)), Config: maps.Clone(t.Config), CreatedNanos: t.CreatedNanos}
+}
+
+// CreateTopic creates a topic through Raft and returns it as applied.
+func (b *Backend) CreateTopic(ctx context.Context, c CreateTopic) (TopicInfo, error) {
+	t, err := b.Node.CreateTopic(ctx, c)
+	if err != nil {
+		return TopicInfo{}, err
+	}
+	return topicInfo(t), nil
+}
+
+// AlterTopic changes a topic's settings through Raft and returns them as
+// applied.
+func (b *Backend) AlterTopic(ctx context.Context, c AlterTopic) (TopicInfo, error) {
+	t, err := b.Node.AlterTopic(ctx, c)
+	if err != nil {
+		return TopicInfo{}, err
+	}
+	return topicInfo(t), nil
+}
+
+// DeleteTopic deletes a topic and its files through Raft.
+func (b *Backend) DeleteTopic(ctx context.Context, name string) error {
+	if err := b.Node.DeleteTopic(ctx, name); err != nil {
+		return err
+	}
+	b.rr.forget(name)
+	return nil
+}
+
+// Topic returns a topic as applied on this node, or ErrUnknownTopic.
+func (b *Backend) Topic(name string) (TopicInfo, error) {
+	t, err := b.FSM().Topic(name)
+	if err != nil {
+		return TopicInfo{}, err
+	}
+	return topicInfo(t), nil
+}
+
+// Topics returns every topic applied on this node, sorted by name.
+func (b *Backend) Topics() []TopicInfo {
+	ts := b.FSM().Topics()
+	out := make([]TopicInfo, len(ts))
+	for i, t := range ts {
+		out[i] = topicInfo(t)
+	}
+	return out
+}
+
+// DescribeTopic returns a topic with its partitions' state on this node.
+func (b *Backend) DescribeTopic(name string) (TopicState, error) {
+	t, err := b.FSM().Topic(name)
+	if err != nil {
+		return TopicState{}, err
+	}
+	return b.topicState(t), nil
+}
+
+// TopicStates returns DescribeTopic of every topic, sorted by name.
+func (b *Backend) TopicStates() []TopicState {
+	ts := b.FSM().Topics()
+	out := make([]TopicState, len(ts))
+	for i, t := range ts {
+		out[i] = b.topicState(t)
+	}
+	return out
+}
+
+func (b *Backend) topicState(t *Topic) TopicState {
+	ds := t.Dedup().Stats()
+	st := TopicState{Topic: topicInfo(t), Partitions: make([]PartitionState, len(t.Partitions)),
+		Idempotency: IdempotencyStats{Keys: int64(ds.Keys), Evicted: int64(ds.Evicted), Expired: int64(ds.Expired)}}
+	for i, p := range t.Partitions {
+		l := p.Log()
+		segs := l.Segments()
+		ps := PartitionState{Partition: p.Index, LogStartOffset: l.StartOffset(), EndOffset: l.EndOffset(), Bytes: l.Size(), Segments: int32(len(segs))}
+		for _, s := range segs {
+			if s.Compacted {
+				ps.CompactedSegments++
+			}
+		}
+		if r, ok := b.FSM().LastCleanerRun(t.Name, t.CreateIndex, p.Index); ok {
+			ps.LastCleanerRun = &r
+		}
+		st.Partitions[i] = ps
+	}
+	return st
+}
+
+// Offsets returns a partition's bounds on this node.
+func (b *Backend) Offsets(topic string, partition int32) (Offsets, error) {
+	p, err := b.FSM().Partition(topic, partition)
+	if err != nil {
+		return Offsets{}, err
+	}
+	l := p.Log()
+	return Offsets{LogStart: l.StartOffset(), End: l.EndOffset()}, nil
+}
+
+// OffsetForTime returns the first offset of a partition whose batch's max
+// timestamp is at or after tsMillis (the end offset if none is), from the
+// log's time index.
+func (b *Backend) OffsetForTime(topic string, partition int32, tsMillis int64) (int64, error) {
+	p, err := b.FSM().Partition(topic, partition)
+	if err != nil {
+		return 0, err
+	}
+	return p.Log().OffsetForTime(tsMillis)
+}
+
+// Failed returns the error that stopped the state machine, or nil.
+func (b *Backend) Failed() error { return b.FSM().Failed() }
+
+// NodeAPIAddress returns the registered client API address of a node.
+func (b *Backend) NodeAPIAddress(id string) (string, bool) { return b.FSM().NodeAddress(id) }
+
+// MemberAPIAddresses returns the client API addresses of the registered
+// nodes, sorted by node id.
+func (b *Backend) MemberAPIAddresses() []string {
+	nodes := b.FSM().Nodes()
+	addrs := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		if n.APIAddress != "" {
+			addrs = append(addrs, n.APIAddress)
+		}
+	}
+	return addrs
+}
+
+// RaftStates lists the Raft states Status().State takes, in a fixed order.
+func RaftStates() []string {
+	states := []raft.RaftState{raft.Follower, raft.Candidate, raft.Leader, raft.Shutdown}
+	out := make([]string, len(states))
+	for i, s := range states {
+		out[i] = s.String()
+	}
+	return out
+}
+
+// CleanerCounters returns the totals of the retention commands this node
+// applied.
+func (b *Backend) CleanerCounters() CleanerCounters { return b.FSM().CleanerCounters() }
+
+// ConsumerGroup returns a copy of a consumer group's state, or
+// group.ErrConsumerGroupNotFound.
+func (b *Backend) ConsumerGroup(name string) (*group.ConsumerGroup, error) {
+	return b.FSM().ConsumerGroup(name)
+}
+
+// ConsumerGroups returns copies of every consumer group, sorted by name.
+func (b *Backend) ConsumerGroups() []*group.ConsumerGroup { return b.FSM().ConsumerGroups() }
+
+// CheckGroupFetch reports whether a member may read a partition at a
+// generation (group's fencing errors if not), against applied state.
+func (b *Backend) CheckGroupFetch(name, member string, generation int64, tp group.TopicPartition) error {
+	return b.FSM().CheckGroupFetch(name, member, generation, tp)
+}
+
+// DescribeQueueGroup describes a queue group at now (Unix ns; lazy expiry
+// is counted, not applied).
+func (b *Backend) DescribeQueueGroup(topic, name string, now int64) (QueueGroupInfo, error) {
+	return b.FSM().DescribeQueueGroup(topic, name, now)
+}
+
+// QueueGroups lists the names of a topic's queue groups, sorted.
+func (b *Backend) QueueGroups(topic string) []string { return b.FSM().QueueGroups(topic) }

@@ -1,0 +1,104 @@
+package replication
+
+import (
+	"context"
+	"math"
+	"time"
+)
+
+// QueueClaimWait is QueueClaim with a long poll: while nothing is
+// claimable it waits, up to wait, for an append to the topic or for the
+// group's earliest lease or backoff to end, without proposing empty
+// claims. It returns the first claim that delivers records or reports
+// partitions at their in-flight cap, or the last one at the deadline.
+func (b *Backend) QueueClaimWait(ctx context.Context, c QueueClaim, wait time.Duration) (QueueClaimResult, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		if err := b.waitClaimable(ctx, c.Topic, c.Group, deadline); err != nil {
+			return QueueClaimResult{}, err
+		}
+		res, err := b.QueueClaim(ctx, c)
+		if err != nil {
+			return QueueClaimResult{}, err
+		}
+		if len(res.Records) > 0 || len(res.AtCap) > 0 || !time.Now().Before(deadline) {
+			return res, nil
+		}
+	}
+}
+
+// waitClaimable returns once a claim could deliver something, or at the
+// deadline; it wakes on appends to the topic and at the group's earliest
+// lease or backoff end.
+func (b *Backend) waitClaimable(ctx context.Context, topic, name string, deadline time.Time) error {
+	t, err := b.FSM().Topic(topic)
+	if err != nil {
+		return err
+	}
+	for {
+		// Subscribe before checking, so an append in between wakes us.
+		chans := make([]<-chan struct{}, len(t.Partitions))
+		for i, p := range t.Partitions {
+			chans[i] = p.Changed()
+		}
+		// The node's clock stamps the claim, so it decides what is due;
+		// the wait itself is on the wall clock (the same one in production).
+		now, nodeNow := time.Now(), b.Now()
+		ok, wake, err := b.FSM().QueueClaimable(topic, name, nodeNow.UnixNano())
+		if err != nil {
+			return err
+		}
+		if ok || !now.Before(deadline) {
+			return nil
+		}
+		until := deadline
+		if wake != math.MaxInt64 {
+			until = now.Add(time.Duration(wake - nodeNow.UnixNano()))
+			if until.After(deadline) {
+				until = deadline
+			}
+		}
+		timer := time.NewTimer(time.Until(until))
+		err = waitAny(ctx, chans, timer.C)
+		timer.Stop()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// waitAny waits for one of the partition channels, the timer or ctx.
+func waitAny(ctx context.Context, chans []<-chan struct{}, timer <-chan time.Time) error {
+	if len(chans) == 1 {
+		select {
+		case <-chans[0]:
+		case <-timer:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return nil
+	}
+	// Fan in with one goroutine per partition; all end when this returns.
+	done := make(chan struct{})
+	woke := make(chan struct{}, 1)
+	defer close(done)
+	for _, c := range chans {
+		go func() {
+			select {
+			case <-c:
+				select {
+				case woke <- struct{}{}:
+				default:
+				}
+			case <-done:
+			}
+		}()
+	}
+	select {
+	case <-woke:
+	case <-timer:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}

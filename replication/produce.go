@@ -1,0 +1,435 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/logd-dev/logd/batch"
+	"github.com/logd-dev/logd/dedup"
+	"github.com/logd-dev/logd/partition"
+)
+
+// maxDedupRounds bounds how often a produce call re-checks its keys after
+// a concurrent call committed one of them first.
+const maxDedupRounds = 8
+
+// ProduceRequest is one produce call: records for one topic, appended
+// whole or not at all.
+type ProduceRequest struct {
+	Topic   string
+	Records []ProduceRecord
+}
+
+// ProduceRecord is one record of a produce call. Produce reads it only
+// during the call and keeps no reference to it or its slices.
+type ProduceRecord struct {
+	// Partition is the record's partition if HasPartition; otherwise a
+	// keyed record goes to murmur2 of its key (as Kafka's partitioner) and
+	// a keyless one to the topic's next partition in round-robin order.
+	Partition    int32
+	HasPartition bool
+	// TimestampMs is milliseconds since the Unix epoch; 0 means the time
+	// the call is routed. Negative is invalid.
+	TimestampMs int64
+	// Key is nil for a keyless record (an empty key is a key).
+	Key     []byte
+	Value   []byte
+	Headers []batch.Header
+	// IdempotencyKey, if set, makes the record idempotent within the
+	// topic's window: a repeat with the same payload (key, value,
+	// headers) is answered with the original partition and offset.
+	IdempotencyKey string
+}
+
+// RecordResult is where one record of a produce call is.
+type RecordResult struct {
+	Partition int32
+	Offset    int64
+	// Duplicate: the record repeats an idempotency key (in the window, or
+	// earlier in the same call) and was not appended again.
+	Duplicate bool
+}
+
+// ProduceResult answers a produce call.
+type ProduceResult struct {
+	// Results[i] is where request record i is.
+	Results []RecordResult
+	// Appended and Bytes count the records appended by this call and the
+	// size of their batches; Duplicates the records answered from the
+	// topic's idempotency window. For metrics.
+	Appended, Bytes, Duplicates int
+	// CommitTime is the time from proposing the append to its commit and
+	// apply (0 when nothing was appended).
+	CommitTime time.Duration
+}
+
+// Produce validates every record, answers records whose idempotency key is
+// already in the topic's window, routes the rest to partitions (explicit,
+// else murmur2 of the key, else round-robin), builds one record batch per
+// partition and appends them all in one Raft entry. It answers only after
+// that entry is committed and applied; an invalid record refuses the whole
+// call and nothing is written.
+//
+// Errors: ErrInvalidTopicName, ErrUnknownTopic, ErrUnknownPartition,
+// ErrRecordTooLarge, ErrInvalidArgument (a bad record),
+// ErrIdempotencyConflict, *OverloadedError (admission control), ErrDedupRace
+// (concurrent calls kept racing for the same keys), and the proposal errors
+// (ErrNotLeader, ErrTimeout, ErrStopped, ErrShutdown).
+func (b *Backend) Produce(ctx context.Context, req ProduceRequest) (ProduceResult, error) {
+	if err := partition.ValidateTopicName(req.Topic); err != nil {
+		return ProduceResult{}, err
+	}
+	t, err := b.FSM().Topic(req.Topic)
+	if err != nil {
+		return ProduceResult{}, err
+	}
+	call := &produceCall{topic: t, records: req.Records}
+	call.res.Results = make([]RecordResult, len(req.Records))
+	for i := range call.res.Results {
+		call.res.Results[i].Offset = -1 // not answered yet
+	}
+	defer call.release()
+	if err := call.digestKeys(); err != nil {
+		return ProduceResult{}, err
+	}
+	for round := 0; ; round++ {
+		err := b.produceRound(ctx, call, round > 0)
+		if !errors.Is(err, ErrDedupRace) {
+			if err != nil {
+				return ProduceResult{}, err
+			}
+			break
+		}
+		if round+1 == maxDedupRounds {
+			return ProduceResult{}, fmt.Errorf("%w: %d rounds", err, maxDedupRounds)
+		}
+	}
+	for i, j := range call.sameAs {
+		if j >= 0 {
+			orig := call.res.Results[j]
+			call.res.Results[i] = RecordResult{Partition: orig.Partition, Offset: orig.Offset, Duplicate: true}
+		}
+	}
+	return call.res, nil
+}
+
+// partitionGroup collects the records of one produce call bound for one
+// partition, with their positions in the request.
+type partitionGroup struct {
+	partition int32
+	records   []batch.Record
+	positions []int
+	keys      []RecordKey
+	// n and nkeys count the group's records and keyed records.
+	n, nkeys int
+}
+
+// produceCall is one Produce request being answered.
+type produceCall struct {
+	topic   *Topic
+	records []ProduceRecord
+	// digests[i] is record i's payload digest if it has an idempotency
+	// key; sameAs[i] is the position of an earlier record of the call with
+	// the same key and payload, or -1. Both are nil in a call without keys.
+	digests []dedup.Digest
+	sameAs  []int
+	// res is the answer being built; res.Results[i].Offset is -1 until
+	// record i is answered.
+	res ProduceResult
+	// scratch holds digests, sameAs and the call's key tables; nil in a
+	// call without keys.
+	scratch *keyedScratch
+}
+
+// keyedScratch is the memory a call with idempotency keys works in,
+// pooled: allocated per call it was about 100 bytes per keyed record, and
+// every keyed record of every call passes here.
+type keyedScratch struct {
+	digests  []dedup.Digest
+	sameAs   []int
+	slots    []int32
+	keys     []RecordKey
+	digester *dedup.Digester
+}
+
+var keyedScratchPool = sync.Pool{New: func() any { return new(keyedScratch) }}
+
+// grow returns s's slice resized to n, reallocated only if too small.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// release returns the call's scratch to the pool. Nothing may use the
+// call's digests, sameAs or record keys afterwards.
+func (c *produceCall) release() {
+	if c.scratch != nil {
+		clear(c.scratch.keys) // drop the key strings
+		keyedScratchPool.Put(c.scratch)
+		c.scratch, c.digests, c.sameAs = nil, nil, nil
+	}
+}
+
+// digestKeys computes the payload digest of every keyed record and pairs
+// records of the call that repeat a key.
+func (c *produceCall) digestKeys() error {
+	var (
+		dg    *dedup.Digester
+		first keyPositions
+	)
+	for i := range c.records {
+		r := &c.records[i]
+		if r.IdempotencyKey == "" {
+			continue
+		}
+		if c.scratch == nil { // the call's first key: calls without keys take no scratch
+			c.scratch = keyedScratchPool.Get().(*keyedScratch)
+			c.digests = grow(c.scratch.digests, len(c.records))
+			c.sameAs = grow(c.scratch.sameAs, len(c.records))
+			c.scratch.digests, c.scratch.sameAs = c.digests, c.sameAs
+			clear(c.digests)
+			for j := range c.sameAs {
+				c.sameAs[j] = -1
+			}
+		}
+		if len(r.IdempotencyKey) > dedup.MaxIdempotencyKeyBytes {
+			return fmt.Errorf("%w: record %d: idempotency key of %d bytes; at most %d", ErrInvalidArgument, i, len(r.IdempotencyKey), dedup.MaxIdempotencyKeyBytes)
+		}
+		if dg == nil {
+			if c.scratch.digester == nil {
+				c.scratch.digester = dedup.NewDigester()
+			}
+			dg = c.scratch.digester
+			first = newKeyPositions(c.scratch, len(c.records)-i)
+		}
+		var headers func(yield func(string, []byte) bool)
+		if len(r.Headers) > 0 {
+			headers = func(yield func(string, []byte) bool) {
+				for _, h := range r.Headers {
+					if !yield(h.Key, h.Value) {
+						return
+					}
+				}
+			}
+		}
+		c.digests[i] = dg.Digest(r.Key, r.Value, headers)
+		if j := first.addOrGet(r.IdempotencyKey, i, c.records); j != i {
+			if c.digests[j] != c.digests[i] {
+				return fmt.Errorf("%w: key %q at records %d and %d", dedup.ErrIdempotencyConflict, r.IdempotencyKey, j, i)
+			}
+			c.sameAs[i] = j
+		}
+	}
+	return nil
+}
+
+// keyPositionSeed hashes idempotency keys within one call.
+var keyPositionSeed = maphash.MakeSeed()
+
+// keyPositions maps the idempotency keys of one call to the position of
+// the first record with each: open addressing over record positions, with
+// no per-key allocation (a Go map of strings costs several times more per
+// record, and every keyed record passes here).
+type keyPositions struct {
+	slots []int32 // position+1; 0 is empty
+}
+
+func newKeyPositions(scratch *keyedScratch, n int) keyPositions {
+	size := 16
+	for size < 2*n {
+		size *= 2
+	}
+	scratch.slots = grow(scratch.slots, size)
+	clear(scratch.slots)
+	return keyPositions{slots: scratch.slots}
+}
+
+// addOrGet returns the position of the first record keyed key, recording
+// pos as that record if there is none. records[p].IdempotencyKey is the key
+// of a recorded position p.
+func (k keyPositions) addOrGet(key string, pos int, records []ProduceRecord) int {
+	mask := uint64(len(k.slots) - 1)
+	for i := maphash.String(keyPositionSeed, key) & mask; ; i = (i + 1) & mask {
+		p := k.slots[i]
+		if p == 0 {
+			k.slots[i] = int32(pos + 1)
+			return pos
+		}
+		if records[p-1].IdempotencyKey == key {
+			return int(p - 1)
+		}
+	}
+}
+
+// produceRound appends the unanswered records; with lookup it first answers
+// keyed records found in the window. The first round skips the lookups:
+// new keys (the common case) then cost no window access here, and the state
+// machine refuses the whole append with ErrDedupRace if any key is already
+// held, after which the next round looks them up (duplicates and conflicts
+// cost one extra Raft round trip, retries being rare). ErrDedupRace also
+// means a concurrent call committed one of the keys first.
+func (b *Backend) produceRound(ctx context.Context, c *produceCall, lookup bool) error {
+	window := c.topic.Dedup()
+	now := b.FSM().Now()
+	var pending []int
+	for i := range c.records {
+		r := &c.records[i]
+		if c.res.Results[i].Offset >= 0 || c.sameAs != nil && c.sameAs[i] >= 0 {
+			continue
+		}
+		if lookup && r.IdempotencyKey != "" {
+			if e, ok := window.Lookup(r.IdempotencyKey, now); ok {
+				if e.Digest != c.digests[i] {
+					return fmt.Errorf("%w: key %q (record %d) was appended at %s-%d@%d", dedup.ErrIdempotencyConflict, r.IdempotencyKey, i, c.topic.Name, e.Partition, e.Offset)
+				}
+				c.res.Results[i] = RecordResult{Partition: e.Partition, Offset: e.Offset, Duplicate: true}
+				c.res.Duplicates++
+				continue
+			}
+		}
+		pending = append(pending, i)
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	groups, err := b.route(c, pending)
+	if err != nil {
+		return err
+	}
+	app := Append{Topic: c.topic.Name, Batches: make([]PartitionBatch, len(groups))}
+	var bytes int
+	for i, g := range groups {
+		bb, err := batch.Build(g.records)
+		if err != nil {
+			return fmt.Errorf("%w: build batch for %s-%d: %v", ErrInvalidArgument, c.topic.Name, g.partition, err)
+		}
+		bytes += len(bb)
+		app.Batches[i] = PartitionBatch{Partition: g.partition, Batch: bb, Keys: g.keys}
+	}
+	start := time.Now()
+	bases, err := b.Append(ctx, app)
+	if err != nil {
+		return err
+	}
+	c.res.CommitTime = time.Since(start)
+	c.res.Appended += len(pending)
+	c.res.Bytes += bytes
+	for i, g := range groups {
+		for j, pos := range g.positions {
+			c.res.Results[pos] = RecordResult{Partition: g.partition, Offset: bases[i] + int64(j)}
+		}
+	}
+	return nil
+}
+
+// route validates the records at the given positions and groups them by
+// partition, in order of first appearance. The groups' slices are cut from
+// one array each, sized by a first pass: growing them record by record
+// allocated several times over for every group of every call.
+func (b *Backend) route(c *produceCall, positions []int) ([]*partitionGroup, error) {
+	t := c.topic
+	n := int32(len(t.Partitions))
+	maxBytes := t.MaxBatchBytes()
+	now := b.Now().UnixMilli()
+	byPart := make(map[int32]*partitionGroup)
+	var groups []*partitionGroup
+	of := make([]*partitionGroup, len(positions))
+	nkeys := 0
+	for k, i := range positions {
+		r := &c.records[i]
+		var p int32
+		switch {
+		case r.HasPartition:
+			p = r.Partition
+			if p < 0 || p >= n {
+				return nil, fmt.Errorf("%w: %s has %d partitions, not %d", ErrUnknownPartition, t.Name, n, p)
+			}
+		case r.Key != nil:
+			p = partition.ForKey(r.Key, n)
+		default:
+			p = int32(b.rr.next(t.Name) % uint32(n))
+		}
+		if r.TimestampMs < 0 {
+			return nil, fmt.Errorf("%w: record %d: negative timestamp %d", ErrInvalidArgument, i, r.TimestampMs)
+		}
+		if size := batch.RecordSize(batch.Record{Key: r.Key, Value: r.Value, Headers: r.Headers}); int64(size) > maxBytes {
+			return nil, fmt.Errorf("%w: record %d is %d bytes, %s max.message.bytes is %d", ErrRecordTooLarge, i, size, t.Name, maxBytes)
+		}
+		g, ok := byPart[p]
+		if !ok {
+			g = &partitionGroup{partition: p}
+			byPart[p] = g
+			groups = append(groups, g)
+		}
+		g.n++
+		if r.IdempotencyKey != "" {
+			g.nkeys++
+			nkeys++
+		}
+		of[k] = g
+	}
+	allRecs := make([]batch.Record, len(positions))
+	allPos := make([]int, len(positions))
+	var allKeys []RecordKey
+	if nkeys > 0 {
+		allKeys = grow(c.scratch.keys, nkeys)
+		c.scratch.keys = allKeys
+	}
+	for _, g := range groups {
+		g.records, allRecs = allRecs[:0:g.n], allRecs[g.n:]
+		g.positions, allPos = allPos[:0:g.n], allPos[g.n:]
+		g.keys, allKeys = allKeys[:0:g.nkeys], allKeys[g.nkeys:]
+	}
+	for k, i := range positions {
+		g := of[k]
+		r := &c.records[i]
+		if r.IdempotencyKey != "" {
+			g.keys = append(g.keys, RecordKey{Index: int32(len(g.records)), Key: r.IdempotencyKey, Digest: c.digests[i]})
+		}
+		ts := r.TimestampMs
+		if ts == 0 {
+			ts = now
+		}
+		g.records = append(g.records, batch.Record{Timestamp: ts, Key: r.Key, Value: r.Value, Headers: r.Headers})
+		g.positions = append(g.positions, i)
+	}
+	return groups, nil
+}
+
+// roundRobin holds the round-robin counter of each topic for keyless
+// records.
+type roundRobin struct {
+	mu sync.Mutex
+	// counters by topic; guarded by mu (the counters themselves are
+	// atomic).
+	counters map[string]*atomic.Uint32
+}
+
+// next returns the next counter value for keyless records of a topic.
+func (r *roundRobin) next(topic string) uint32 {
+	r.mu.Lock()
+	c, ok := r.counters[topic]
+	if !ok {
+		if r.counters == nil {
+			r.counters = map[string]*atomic.Uint32{}
+		}
+		c = new(atomic.Uint32)
+		r.counters[topic] = c
+	}
+	r.mu.Unlock()
+	return c.Add(1) - 1
+}
+
+// forget drops a deleted topic's counter.
+func (r *roundRobin) forget(topic string) {
+	r.mu.Lock()
+	delete(r.counters, topic)
+	r.mu.Unlock()
+}
