@@ -8,11 +8,123 @@ import (
 	"connectrpc.com/connect"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
-	"github.com/logd-dev/logd/dedup"
-	"github.com/logd-dev/logd/log"
-	"github.com/logd-dev/logd/partition"
+	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/queue"
 	"github.com/logd-dev/logd/replication"
 )
+
+// errorRow maps the backend errors that match one of errs (errors.Is) to a
+// Connect code and an ErrorInfo reason; info, if set, adds the data of a
+// typed error. A row without a reason sends no ErrorInfo.
+type errorRow struct {
+	errs   []error
+	code   connect.Code
+	reason logdv1.Reason
+	info   func(err error, info *logdv1.ErrorInfo)
+}
+
+// errorTable is the one mapping of backend errors to what clients see, so
+// every error a client can act on has its own reason. The first row that
+// matches wins; an error no row matches is INTERNAL with REASON_STORAGE.
+// errors_test.go fails when a sentinel of the backend has no row.
+var errorTable = []errorRow{
+	// Consumer groups: fencing, then the rest.
+	{errs: []error{group.ErrStaleGeneration, group.ErrNotAssigned}, code: connect.CodeFailedPrecondition, reason: logdv1.Reason_REASON_STALE_GENERATION},
+	{errs: []error{group.ErrUnknownMember}, code: connect.CodeFailedPrecondition, reason: logdv1.Reason_REASON_UNKNOWN_MEMBER},
+	{errs: []error{group.ErrConsumerGroupNotFound}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_GROUP},
+	{errs: []error{group.ErrConsumerGroupNotEmpty}, code: connect.CodeFailedPrecondition, reason: logdv1.Reason_REASON_GROUP_NOT_EMPTY},
+	{errs: []error{group.ErrOffsetAboveEnd, group.ErrNoResetPolicy}, code: connect.CodeOutOfRange, reason: logdv1.Reason_REASON_OFFSET_OUT_OF_RANGE},
+	{errs: []error{group.ErrUnknownGroupTopic}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_TOPIC},
+	{errs: []error{group.ErrInvalidGroupRequest}, code: connect.CodeInvalidArgument, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
+
+	// Records and topics.
+	{errs: []error{replication.ErrOverloaded}, code: connect.CodeResourceExhausted, reason: logdv1.Reason_REASON_OVERLOADED, info: overloadedInfo},
+	{errs: []error{replication.ErrOffsetOutOfRange}, code: connect.CodeOutOfRange, reason: logdv1.Reason_REASON_OFFSET_OUT_OF_RANGE, info: outOfRangeInfo},
+	{errs: []error{replication.ErrUnknownTopic, replication.ErrLogClosed}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_TOPIC},
+	{errs: []error{replication.ErrUnknownPartition}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_PARTITION},
+	{errs: []error{replication.ErrTopicExists}, code: connect.CodeAlreadyExists, reason: logdv1.Reason_REASON_TOPIC_EXISTS},
+	{errs: []error{replication.ErrRecordTooLarge, replication.ErrBatchTooLarge}, code: connect.CodeInvalidArgument, reason: logdv1.Reason_REASON_RECORD_TOO_LARGE},
+	{errs: []error{replication.ErrInvalidArgument, replication.ErrInvalidConfig, replication.ErrInvalidTopicName, replication.ErrInvalidBatch},
+		code: connect.CodeInvalidArgument, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
+	{errs: []error{replication.ErrIdempotencyConflict}, code: connect.CodeAlreadyExists, reason: logdv1.Reason_REASON_IDEMPOTENCY_CONFLICT},
+
+	// Queue groups.
+	{errs: []error{queue.ErrGroupNotFound}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_QUEUE_GROUP},
+	{errs: []error{queue.ErrGroupExists}, code: connect.CodeAlreadyExists, reason: logdv1.Reason_REASON_QUEUE_GROUP_EXISTS},
+	{errs: []error{queue.ErrInvalidConfig, queue.ErrInvalidRequest, queue.ErrBadToken}, code: connect.CodeInvalidArgument, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
+	{errs: []error{queue.ErrStaleToken}, code: connect.CodeFailedPrecondition, reason: logdv1.Reason_REASON_STALE_TOKEN},
+
+	// The cluster and the node.
+	{errs: []error{replication.ErrUnknownNode}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
+	{errs: []error{replication.ErrNotLeader}, code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_NOT_LEADER},
+	// A command some member's build would not understand: retrying cannot
+	// help until every node is upgraded, and the text says so
+	// (*FeatureLevelError). No reason fits, so no ErrorInfo.
+	{errs: []error{replication.ErrFeatureLevel}, code: connect.CodeFailedPrecondition},
+	// The outcome is unknown: the write may still commit.
+	{errs: []error{replication.ErrTimeout}, code: connect.CodeDeadlineExceeded, reason: logdv1.Reason_REASON_UNAVAILABLE},
+	{errs: []error{replication.ErrStopped, replication.ErrShutdown}, code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_UNAVAILABLE},
+	{errs: []error{replication.ErrCorrupt, errCorruptRead}, code: connect.CodeDataLoss, reason: logdv1.Reason_REASON_STORAGE},
+	// Concurrent produce calls kept committing the same idempotency keys
+	// first: nothing a client can do but retry later.
+	{errs: []error{replication.ErrDedupRace}, code: connect.CodeInternal, reason: logdv1.Reason_REASON_STORAGE},
+
+	// The caller's context.
+	{errs: []error{context.Canceled}, code: connect.CodeCanceled},
+	{errs: []error{context.DeadlineExceeded}, code: connect.CodeDeadlineExceeded},
+}
+
+func overloadedInfo(err error, info *logdv1.ErrorInfo) {
+	after := replication.DefaultOverloadRetryAfter
+	var oe *replication.OverloadedError
+	if errors.As(err, &oe) && oe.RetryAfter > 0 {
+		after = oe.RetryAfter
+	}
+	info.RetryAfterMs = after.Milliseconds()
+}
+
+func outOfRangeInfo(err error, info *logdv1.ErrorInfo) {
+	var oor *replication.OutOfRangeError
+	if errors.As(err, &oor) {
+		info.LogStartOffset, info.EndOffset = oor.Start, oor.End
+	}
+}
+
+// rowFor returns the first row of errorTable matching err, or nil.
+func rowFor(err error) *errorRow {
+	for i := range errorTable {
+		for _, e := range errorTable[i].errs {
+			if errors.Is(err, e) {
+				return &errorTable[i]
+			}
+		}
+	}
+	return nil
+}
+
+// toConnectError maps an error from the backend to a Connect error with an
+// ErrorInfo detail (errorTable). Errors already mapped pass through.
+func toConnectError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *connect.Error
+	if errors.As(err, &ce) {
+		return err
+	}
+	row := rowFor(err)
+	if row == nil {
+		return withInfo(connect.CodeInternal, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_STORAGE}, err)
+	}
+	if row.reason == logdv1.Reason_REASON_UNSPECIFIED {
+		return connect.NewError(row.code, err)
+	}
+	info := &logdv1.ErrorInfo{Reason: row.reason}
+	if row.info != nil {
+		row.info(err, info)
+	}
+	return withInfo(row.code, info, err)
+}
 
 // errInvalid builds an INVALID_ARGUMENT error for request validation.
 func errInvalid(format string, args ...any) error {
@@ -25,68 +137,4 @@ func withInfo(code connect.Code, info *logdv1.ErrorInfo, err error) error {
 		ce.AddDetail(d)
 	}
 	return ce
-}
-
-// toConnectError maps an error from the layers below to a Connect error
-// with an ErrorInfo detail, so every error a client can act on has its own
-// reason. Errors already mapped pass through.
-func toConnectError(err error) error {
-	if err == nil {
-		return nil
-	}
-	var ce *connect.Error
-	if errors.As(err, &ce) {
-		return err
-	}
-	if ge := groupConnectError(err); ge != nil {
-		return ge
-	}
-	reason := func(r logdv1.Reason) *logdv1.ErrorInfo { return &logdv1.ErrorInfo{Reason: r} }
-	var oor *log.OutOfRangeError
-	var overloaded *replication.OverloadedError
-	switch {
-	case errors.As(err, &overloaded):
-		after := overloaded.RetryAfter
-		if after <= 0 {
-			after = replication.DefaultOverloadRetryAfter
-		}
-		return withInfo(connect.CodeResourceExhausted, &logdv1.ErrorInfo{
-			Reason: logdv1.Reason_REASON_OVERLOADED, RetryAfterMs: after.Milliseconds(),
-		}, err)
-	case errors.As(err, &oor):
-		return withInfo(connect.CodeOutOfRange, &logdv1.ErrorInfo{
-			Reason: logdv1.Reason_REASON_OFFSET_OUT_OF_RANGE, LogStartOffset: oor.Start, EndOffset: oor.End,
-		}, err)
-	case errors.Is(err, replication.ErrUnknownTopic), errors.Is(err, log.ErrClosed):
-		return withInfo(connect.CodeNotFound, reason(logdv1.Reason_REASON_UNKNOWN_TOPIC), err)
-	case errors.Is(err, replication.ErrUnknownPartition):
-		return withInfo(connect.CodeNotFound, reason(logdv1.Reason_REASON_UNKNOWN_PARTITION), err)
-	case errors.Is(err, replication.ErrTopicExists):
-		return withInfo(connect.CodeAlreadyExists, reason(logdv1.Reason_REASON_TOPIC_EXISTS), err)
-	case errors.Is(err, replication.ErrRecordTooLarge), errors.Is(err, log.ErrBatchTooLarge):
-		return withInfo(connect.CodeInvalidArgument, reason(logdv1.Reason_REASON_RECORD_TOO_LARGE), err)
-	case errors.Is(err, replication.ErrInvalidArgument), errors.Is(err, replication.ErrInvalidConfig),
-		errors.Is(err, partition.ErrInvalidTopicName), errors.Is(err, log.ErrInvalidBatch):
-		return withInfo(connect.CodeInvalidArgument, reason(logdv1.Reason_REASON_INVALID_ARGUMENT), err)
-	case errors.Is(err, dedup.ErrIdempotencyConflict):
-		return withInfo(connect.CodeAlreadyExists, reason(logdv1.Reason_REASON_IDEMPOTENCY_CONFLICT), err)
-	case queueError(err) != nil:
-		return queueError(err)
-	case errors.Is(err, replication.ErrUnknownNode):
-		return withInfo(connect.CodeNotFound, reason(logdv1.Reason_REASON_INVALID_ARGUMENT), err)
-	case errors.Is(err, replication.ErrNotLeader):
-		return withInfo(connect.CodeUnavailable, reason(logdv1.Reason_REASON_NOT_LEADER), err)
-	case errors.Is(err, replication.ErrTimeout):
-		// The outcome is unknown: the write may still commit.
-		return withInfo(connect.CodeDeadlineExceeded, reason(logdv1.Reason_REASON_UNAVAILABLE), err)
-	case errors.Is(err, replication.ErrStopped), errors.Is(err, replication.ErrShutdown):
-		return withInfo(connect.CodeUnavailable, reason(logdv1.Reason_REASON_UNAVAILABLE), err)
-	case errors.Is(err, log.ErrCorrupt), errors.Is(err, errCorruptRead):
-		return withInfo(connect.CodeDataLoss, reason(logdv1.Reason_REASON_STORAGE), err)
-	case errors.Is(err, context.Canceled):
-		return connect.NewError(connect.CodeCanceled, err)
-	case errors.Is(err, context.DeadlineExceeded):
-		return connect.NewError(connect.CodeDeadlineExceeded, err)
-	}
-	return withInfo(connect.CodeInternal, reason(logdv1.Reason_REASON_STORAGE), err)
 }

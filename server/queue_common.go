@@ -1,11 +1,8 @@
 package server
 
 import (
-	"errors"
 	"fmt"
 	"time"
-
-	"connectrpc.com/connect"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/partition"
@@ -20,23 +17,6 @@ const (
 	// MaxClaimWaitMs caps a claim's long-poll wait.
 	MaxClaimWaitMs = 60_000
 )
-
-// queueError maps the queue group errors to Connect errors, or returns nil
-// for any other error.
-func queueError(err error) error {
-	info := func(r logdv1.Reason) *logdv1.ErrorInfo { return &logdv1.ErrorInfo{Reason: r} }
-	switch {
-	case errors.Is(err, queue.ErrGroupNotFound):
-		return withInfo(connect.CodeNotFound, info(logdv1.Reason_REASON_UNKNOWN_QUEUE_GROUP), err)
-	case errors.Is(err, queue.ErrGroupExists):
-		return withInfo(connect.CodeAlreadyExists, info(logdv1.Reason_REASON_QUEUE_GROUP_EXISTS), err)
-	case errors.Is(err, queue.ErrInvalidConfig), errors.Is(err, queue.ErrInvalidRequest), errors.Is(err, queue.ErrBadToken):
-		return withInfo(connect.CodeInvalidArgument, info(logdv1.Reason_REASON_INVALID_ARGUMENT), err)
-	case errors.Is(err, queue.ErrStaleToken):
-		return withInfo(connect.CodeFailedPrecondition, info(logdv1.Reason_REASON_STALE_TOKEN), err)
-	}
-	return nil
-}
 
 func validateQueueNames(topic, name string) error {
 	if err := partition.ValidateTopicName(topic); err != nil {

@@ -1,0 +1,223 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"connectrpc.com/connect"
+
+	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/dedup"
+	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/queue"
+	"github.com/logd-dev/logd/replication"
+)
+
+// backendSentinels are the error sentinels of the packages the backend
+// answers with, by name. TestErrorTableCoversSentinels reads those
+// packages' sources, so a new sentinel fails it until it is listed here,
+// and then until errorTable has a row for it (or it is in internalErrors).
+var backendSentinels = map[string]error{
+	"replication.ErrNotLeader":           replication.ErrNotLeader,
+	"replication.ErrUnknownTopic":        replication.ErrUnknownTopic,
+	"replication.ErrTopicExists":         replication.ErrTopicExists,
+	"replication.ErrUnknownPartition":    replication.ErrUnknownPartition,
+	"replication.ErrInvalidConfig":       replication.ErrInvalidConfig,
+	"replication.ErrInvalidArgument":     replication.ErrInvalidArgument,
+	"replication.ErrBadCommand":          replication.ErrBadCommand,
+	"replication.ErrEntryDamaged":        replication.ErrEntryDamaged,
+	"replication.ErrUnknownCommand":      replication.ErrUnknownCommand,
+	"replication.ErrStopped":             replication.ErrStopped,
+	"replication.ErrShutdown":            replication.ErrShutdown,
+	"replication.ErrTimeout":             replication.ErrTimeout,
+	"replication.ErrOverloaded":          replication.ErrOverloaded,
+	"replication.ErrRecordTooLarge":      replication.ErrRecordTooLarge,
+	"replication.ErrDedupRace":           replication.ErrDedupRace,
+	"replication.ErrSnapshotAhead":       replication.ErrSnapshotAhead,
+	"replication.ErrUnknownNode":         replication.ErrUnknownNode,
+	"replication.ErrDiverged":            replication.ErrDiverged,
+	"replication.ErrNoSegmentSource":     replication.ErrNoSegmentSource,
+	"replication.ErrFeatureLevel":        replication.ErrFeatureLevel,
+	"replication.ErrOffsetOutOfRange":    replication.ErrOffsetOutOfRange,
+	"replication.ErrCorrupt":             replication.ErrCorrupt,
+	"replication.ErrLogClosed":           replication.ErrLogClosed,
+	"replication.ErrBatchTooLarge":       replication.ErrBatchTooLarge,
+	"replication.ErrInvalidBatch":        replication.ErrInvalidBatch,
+	"replication.ErrInvalidTopicName":    replication.ErrInvalidTopicName,
+	"replication.ErrIdempotencyConflict": replication.ErrIdempotencyConflict,
+
+	"group.ErrConsumerGroupNotFound": group.ErrConsumerGroupNotFound,
+	"group.ErrConsumerGroupNotEmpty": group.ErrConsumerGroupNotEmpty,
+	"group.ErrUnknownMember":         group.ErrUnknownMember,
+	"group.ErrStaleGeneration":       group.ErrStaleGeneration,
+	"group.ErrNotAssigned":           group.ErrNotAssigned,
+	"group.ErrOffsetAboveEnd":        group.ErrOffsetAboveEnd,
+	"group.ErrInvalidGroupRequest":   group.ErrInvalidGroupRequest,
+	"group.ErrUnknownGroupTopic":     group.ErrUnknownGroupTopic,
+	"group.ErrNoResetPolicy":         group.ErrNoResetPolicy,
+	"queue.ErrGroupNotFound":         queue.ErrGroupNotFound,
+	"queue.ErrGroupExists":           queue.ErrGroupExists,
+	"queue.ErrInvalidConfig":         queue.ErrInvalidConfig,
+	"queue.ErrInvalidRequest":        queue.ErrInvalidRequest,
+	"queue.ErrBadToken":              queue.ErrBadToken,
+	"queue.ErrStaleToken":            queue.ErrStaleToken,
+
+	"dedup.ErrIdempotencyConflict": dedup.ErrIdempotencyConflict,
+	"dedup.ErrBadEncoding":         dedup.ErrBadEncoding,
+}
+
+// internalErrors never reach a handler as such: they stop the node (which
+// then answers ErrStopped) or stay inside replication's catch-up. A client
+// that saw one would get INTERNAL, as for any unknown error.
+var internalErrors = map[string]bool{
+	"replication.ErrBadCommand":      true,
+	"replication.ErrEntryDamaged":    true,
+	"replication.ErrUnknownCommand":  true,
+	"replication.ErrSnapshotAhead":   true,
+	"replication.ErrDiverged":        true,
+	"replication.ErrNoSegmentSource": true,
+	"dedup.ErrBadEncoding":           true,
+}
+
+// sentinelNames returns "pkg.ErrX" for every exported package-level
+// variable named Err* in the non-test Go files of dir.
+func sentinelNames(t *testing.T, dir, pkg string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	fset := token.NewFileSet()
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := parser.ParseFile(fset, path, src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.VAR {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				for _, n := range spec.(*ast.ValueSpec).Names {
+					if strings.HasPrefix(n.Name, "Err") && n.IsExported() {
+						names = append(names, pkg+"."+n.Name)
+					}
+				}
+			}
+		}
+	}
+	return names
+}
+
+// TestErrorTableCoversSentinels: every error sentinel the backend answers
+// with has a row in errorTable, unless it is internal.
+func TestErrorTableCoversSentinels(t *testing.T) {
+	var names []string
+	names = append(names, sentinelNames(t, "../replication", "replication")...)
+	// The state machine's sentinels reach the server through replication's
+	// re-exports (replication/errors.go), under the same names.
+	for _, name := range sentinelNames(t, "../replication/fsm", "fsm") {
+		if re := "replication." + strings.TrimPrefix(name, "fsm."); !slices.Contains(names, re) {
+			t.Errorf("%s is not re-exported as %s", name, re)
+		}
+	}
+	names = append(names, sentinelNames(t, "../group", "group")...)
+	names = append(names, sentinelNames(t, "../queue", "queue")...)
+	names = append(names, sentinelNames(t, "../dedup", "dedup")...)
+	if len(names) < 20 {
+		t.Fatalf("found only %d sentinels: %v", len(names), names)
+	}
+	for _, name := range names {
+		err, ok := backendSentinels[name]
+		if !ok {
+			t.Errorf("%s is not in backendSentinels: add it, and a row to errorTable if a client can see it", name)
+			continue
+		}
+		row := rowFor(fmt.Errorf("context: %w", err))
+		switch {
+		case internalErrors[name] && row != nil:
+			t.Errorf("%s is internal but has a row", name)
+		case !internalErrors[name] && row == nil:
+			t.Errorf("%s has no row in errorTable", name)
+		}
+	}
+}
+
+// TestToConnectError: codes, reasons and the data of typed errors.
+func TestToConnectError(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		err    error
+		code   connect.Code
+		reason logdv1.Reason
+		check  func(*logdv1.ErrorInfo) bool
+		// msg, if set, is a part of the message the client sees.
+		msg string
+	}{
+		{name: "not leader", err: fmt.Errorf("propose: %w", replication.ErrNotLeader), code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_NOT_LEADER},
+		{name: "out of range", err: fmt.Errorf("read: %w", &replication.OutOfRangeError{Offset: 9, Start: 3, End: 7}),
+			code: connect.CodeOutOfRange, reason: logdv1.Reason_REASON_OFFSET_OUT_OF_RANGE,
+			check: func(i *logdv1.ErrorInfo) bool { return i.LogStartOffset == 3 && i.EndOffset == 7 }},
+		{name: "overloaded", err: &replication.OverloadedError{Topic: "t", Group: "g", RetryAfter: 1500 * 1e6},
+			code: connect.CodeResourceExhausted, reason: logdv1.Reason_REASON_OVERLOADED,
+			check: func(i *logdv1.ErrorInfo) bool { return i.RetryAfterMs == 1500 }},
+		{name: "overloaded without hint", err: &replication.OverloadedError{Topic: "t", Group: "g"},
+			code: connect.CodeResourceExhausted, reason: logdv1.Reason_REASON_OVERLOADED,
+			check: func(i *logdv1.ErrorInfo) bool {
+				return i.RetryAfterMs == replication.DefaultOverloadRetryAfter.Milliseconds()
+			}},
+		{name: "stale token", err: fmt.Errorf("ack: %w", queue.ErrStaleToken), code: connect.CodeFailedPrecondition, reason: logdv1.Reason_REASON_STALE_TOKEN},
+		{name: "log closed", err: replication.ErrLogClosed, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_TOPIC},
+		{name: "corrupt read", err: errors.Join(errCorruptRead, errors.New("x")), code: connect.CodeDataLoss, reason: logdv1.Reason_REASON_STORAGE},
+		{name: "feature level", err: fmt.Errorf("propose: %w", &replication.FeatureLevelError{Command: "some-kind", Need: 2, Cluster: 1}),
+			code: connect.CodeFailedPrecondition, msg: "upgrade every node"},
+		{name: "canceled", err: context.Canceled, code: connect.CodeCanceled},
+		{name: "unknown", err: errors.New("disk on fire"), code: connect.CodeInternal, reason: logdv1.Reason_REASON_STORAGE},
+		{name: "internal sentinel", err: replication.ErrDiverged, code: connect.CodeInternal, reason: logdv1.Reason_REASON_STORAGE},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ce *connect.Error
+			if !errors.As(toConnectError(tc.err), &ce) {
+				t.Fatal("not a connect error")
+			}
+			if ce.Code() != tc.code {
+				t.Errorf("code %v, want %v", ce.Code(), tc.code)
+			}
+			if !strings.Contains(ce.Message(), tc.msg) {
+				t.Errorf("message %q, want it to contain %q", ce.Message(), tc.msg)
+			}
+			var info *logdv1.ErrorInfo
+			for _, d := range ce.Details() {
+				if v, err := d.Value(); err == nil {
+					info, _ = v.(*logdv1.ErrorInfo)
+				}
+			}
+			switch {
+			case tc.reason == logdv1.Reason_REASON_UNSPECIFIED && info != nil:
+				t.Errorf("info %v, want none", info)
+			case tc.reason != logdv1.Reason_REASON_UNSPECIFIED && (info == nil || info.Reason != tc.reason):
+				t.Errorf("info %v, want reason %v", info, tc.reason)
+			case tc.check != nil && !tc.check(info):
+				t.Errorf("info %v", info)
+			}
+		})
+	}
+}
