@@ -140,7 +140,10 @@ func (s *Server) start(opts Options) error {
 		return err
 	}
 	s.node = node
-	srv := server.New(server.Options{Node: node, Logger: logger, Registry: s.reg})
+	// As cmd/logd builds it: the handlers over the node's backend, with
+	// the segment endpoint a peer would catch up from.
+	backend := replication.NewBackend(node)
+	srv := server.New(server.Options{Backend: backend, Segments: backend.SegmentHandler(), Logger: logger, Registry: s.reg})
 	s.http.Config.Handler = s.hooks.wrap(srv.Handler())
 	s.http.Start()
 	return nil

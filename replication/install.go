@@ -30,7 +30,7 @@ type SegmentRef struct {
 }
 
 // SegmentSource reads segment files from a peer's client API address, for
-// snapshot catch-up. It is implemented over HTTP by package server.
+// snapshot catch-up. SegmentClient implements it over HTTP (segment_fetch.go).
 type SegmentSource interface {
 	// SegmentMeta returns the segment's .meta file.
 	SegmentMeta(ctx context.Context, addr string, ref SegmentRef) ([]byte, error)

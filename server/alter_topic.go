@@ -18,7 +18,7 @@ func (s *Server) AlterTopic(ctx context.Context, req *connect.Request[logdv1.Alt
 	if m.Name == "" {
 		return nil, errInvalid("topic name is required")
 	}
-	t, err := s.node.AlterTopic(ctx, replication.AlterTopic{Name: m.Name, Config: m.Config, Delete: m.DeleteConfig})
+	t, err := s.b.AlterTopic(ctx, replication.AlterTopic{Name: m.Name, Config: m.Config, Delete: m.DeleteConfig})
 	if err != nil {
 		return nil, toConnectError(err)
 	}

@@ -2,15 +2,13 @@ package server
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/logd-dev/logd/replication"
 )
 
 // cleanerCollector reports retention and compaction at scrape time from
 // the FSM's counters (commands applied on this node, so every replica
 // counts the same work) and the node's cleaner stats (the leader's planning
 // and preparing passes).
-type cleanerCollector struct{ node *replication.Node }
+type cleanerCollector struct{ b Backend }
 
 var (
 	descCleanerBytesDeleted = prometheus.NewDesc("logd_cleaner_bytes_deleted_total",
@@ -43,8 +41,8 @@ func (c *cleanerCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *cleanerCollector) Collect(ch chan<- prometheus.Metric) {
-	fc := c.node.FSM().CleanerCounters()
-	st := c.node.CleanerStats()
+	fc := c.b.CleanerCounters()
+	st := c.b.CleanerStats()
 	counter := func(d *prometheus.Desc, v float64) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
 	}

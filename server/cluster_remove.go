@@ -14,7 +14,7 @@ func (s *Server) RemoveNode(ctx context.Context, req *connect.Request[logdv1.Rem
 	if req.Msg.NodeId == "" {
 		return nil, errInvalid("remove: node_id is required")
 	}
-	if err := s.node.RemoveNode(ctx, req.Msg.NodeId); err != nil {
+	if err := s.b.RemoveNode(ctx, req.Msg.NodeId); err != nil {
 		return nil, toConnectError(err)
 	}
 	return connect.NewResponse(&logdv1.RemoveNodeResponse{}), nil

@@ -12,7 +12,7 @@ import (
 // CreateTopic creates a topic through Raft.
 func (s *Server) CreateTopic(ctx context.Context, req *connect.Request[logdv1.CreateTopicRequest]) (*connect.Response[logdv1.CreateTopicResponse], error) {
 	m := req.Msg
-	t, err := s.node.CreateTopic(ctx, replication.CreateTopic{Name: m.Name, Partitions: m.Partitions, Config: m.Config})
+	t, err := s.b.CreateTopic(ctx, replication.CreateTopic{Name: m.Name, Partitions: m.Partitions, Config: m.Config})
 	if err != nil {
 		return nil, toConnectError(err)
 	}

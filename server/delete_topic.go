@@ -10,12 +10,9 @@ import (
 
 // DeleteTopic deletes a topic and its files through Raft.
 func (s *Server) DeleteTopic(ctx context.Context, req *connect.Request[logdv1.DeleteTopicRequest]) (*connect.Response[logdv1.DeleteTopicResponse], error) {
-	if err := s.node.DeleteTopic(ctx, req.Msg.Name); err != nil {
+	if err := s.b.DeleteTopic(ctx, req.Msg.Name); err != nil {
 		return nil, toConnectError(err)
 	}
-	s.mu.Lock()
-	delete(s.rr, req.Msg.Name)
-	s.mu.Unlock()
 	s.logger.Info("topic deleted", "topic", req.Msg.Name)
 	return connect.NewResponse(&logdv1.DeleteTopicResponse{}), nil
 }

@@ -24,10 +24,6 @@ func (s *Server) Fetch(ctx context.Context, req *connect.Request[logdv1.FetchReq
 	case m.MaxBytes < 0, m.MaxRecords < 0, m.MaxWaitMs < 0:
 		return nil, errInvalid("max_bytes, max_records and max_wait_ms must not be negative")
 	}
-	p, err := s.node.FSM().Partition(m.Topic, m.Partition)
-	if err != nil {
-		return nil, toConnectError(err)
-	}
 	maxBytes := int(m.MaxBytes)
 	if maxBytes == 0 {
 		maxBytes = DefaultFetchBytes
@@ -40,19 +36,16 @@ func (s *Server) Fetch(ctx context.Context, req *connect.Request[logdv1.FetchReq
 		defer t.Stop()
 		timer = t.C
 	}
-	l := p.Log()
 	for {
-		// Take the channel before reading so an append in between wakes us.
-		changed := p.Changed()
-		data, err := l.Read(m.Offset, maxBytes)
+		r, err := s.b.Read(m.Topic, m.Partition, m.Offset, maxBytes)
 		if err != nil {
 			return nil, toConnectError(err)
 		}
-		if len(data) > 0 || timer == nil {
-			return s.fetchResponse(p, m, data)
+		if len(r.Batches) > 0 || timer == nil {
+			return s.fetchResponse(m, r)
 		}
 		select {
-		case <-changed:
+		case <-r.Changed:
 		case <-timer:
 			timer = nil
 		case <-ctx.Done():
@@ -61,15 +54,18 @@ func (s *Server) Fetch(ctx context.Context, req *connect.Request[logdv1.FetchReq
 	}
 }
 
-func (s *Server) fetchResponse(p *replication.Partition, m *logdv1.FetchRequest, data []byte) (*connect.Response[logdv1.FetchResponse], error) {
-	l := p.Log()
-	resp := &logdv1.FetchResponse{LogStartOffset: l.StartOffset(), EndOffset: l.EndOffset(), NextOffset: m.Offset}
+// fetchResponse decodes the records of a read at or above the requested
+// offset: the Connect API serves records, where a Kafka front end would
+// serve r.Batches as they are.
+func (s *Server) fetchResponse(m *logdv1.FetchRequest, r replication.ReadResult) (*connect.Response[logdv1.FetchResponse], error) {
+	data := r.Batches
+	resp := &logdv1.FetchResponse{LogStartOffset: r.LogStartOffset, EndOffset: r.EndOffset, NextOffset: m.Offset}
 	if len(data) == 0 {
 		return connect.NewResponse(resp), nil
 	}
 	recs, err := batch.Records(data, m.Offset, int(m.MaxRecords))
 	if err != nil {
-		return nil, toConnectError(fmt.Errorf("%s-%d at %d: %w", p.Topic, p.Index, m.Offset, errors.Join(errCorruptRead, err)))
+		return nil, toConnectError(fmt.Errorf("%s-%d at %d: %w", m.Topic, m.Partition, m.Offset, errors.Join(errCorruptRead, err)))
 	}
 	resp.Records = make([]*logdv1.FetchedRecord, len(recs))
 	var bytes int

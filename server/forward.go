@@ -85,7 +85,7 @@ func newForwarder(s *Server) *forwarder {
 			pr.Out.URL.Scheme = "http"
 			pr.Out.URL.Host = addr
 			pr.Out.Host = addr
-			pr.Out.Header.Set(ForwardedHeader, s.node.NodeID())
+			pr.Out.Header.Set(ForwardedHeader, s.b.NodeID())
 		},
 		Transport: transport,
 		// Stream responses as they come (long polls, server streams).
@@ -109,12 +109,12 @@ func (fw *forwarder) wrap(next http.Handler) http.Handler {
 		if m := fw.s.membersHeader(); m != "" {
 			w.Header().Set(MembersHeader, m)
 		}
-		if localProcedures[r.URL.Path] || r.Header.Get(ForwardedHeader) != "" || fw.s.node.IsLeader() {
+		if localProcedures[r.URL.Path] || r.Header.Get(ForwardedHeader) != "" || fw.s.b.IsLeader() {
 			next.ServeHTTP(w, r)
 			return
 		}
-		addr, _ := fw.s.node.LeaderAPIAddress()
-		if addr == "" || addr == fw.s.node.APIAddress() {
+		addr, _ := fw.s.b.LeaderAPIAddress()
+		if addr == "" || addr == fw.s.b.APIAddress() {
 			// No leader known (or not registered yet): the handler answers
 			// NOT_LEADER, which is safe to retry.
 			next.ServeHTTP(w, r)
@@ -153,14 +153,7 @@ func (fw *forwarder) proxyError(w http.ResponseWriter, r *http.Request, err erro
 
 // membersHeader lists the registered API addresses.
 func (s *Server) membersHeader() string {
-	nodes := s.node.FSM().Nodes()
-	addrs := make([]string, 0, len(nodes))
-	for _, n := range nodes {
-		if n.APIAddress != "" {
-			addrs = append(addrs, n.APIAddress)
-		}
-	}
-	return strings.Join(addrs, ",")
+	return strings.Join(s.b.MemberAPIAddresses(), ",")
 }
 
 // leaderHintInterceptor adds the leader's API address to NOT_LEADER errors
@@ -185,8 +178,8 @@ func (s *Server) leaderHintInterceptor() connect.UnaryInterceptorFunc {
 				if !ok || info.Reason != logdv1.Reason_REASON_NOT_LEADER || info.LeaderAddress != "" {
 					continue
 				}
-				addr, _ := s.node.LeaderAPIAddress()
-				if addr == "" || addr == s.node.APIAddress() {
+				addr, _ := s.b.LeaderAPIAddress()
+				if addr == "" || addr == s.b.APIAddress() {
 					return resp, err
 				}
 				info.LeaderAddress = addr

@@ -136,7 +136,7 @@ func newBenchServer(b *testing.B, topic string, partitions int32) *client.Client
 	for !n.IsLeader() {
 		time.Sleep(time.Millisecond) // no event to wait on for leadership
 	}
-	hs := httptest.NewServer(server.New(server.Options{Node: n, Logger: logger}).Handler())
+	hs := httptest.NewServer(server.New(server.Options{Backend: replication.NewBackend(n), Logger: logger}).Handler())
 	b.Cleanup(hs.Close)
 	c, err := client.New(hs.URL, client.Options{})
 	if err != nil {

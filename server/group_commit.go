@@ -29,7 +29,7 @@ func (s *Server) CommitOffsets(ctx context.Context, req *connect.Request[logdv1.
 		}
 		c.Offsets = append(c.Offsets, group.OffsetCommit{TopicPartition: group.TopicPartition{Topic: o.Topic, Partition: o.Partition}, Offset: o.Offset})
 	}
-	if err := s.node.CommitGroupOffsets(ctx, c); err != nil {
+	if err := s.b.CommitGroupOffsets(ctx, c); err != nil {
 		if errors.Is(err, group.ErrStaleGeneration) || errors.Is(err, group.ErrNotAssigned) || errors.Is(err, group.ErrUnknownMember) {
 			s.groupMetrics.fencedCommits.WithLabelValues(m.Group).Inc()
 		}

@@ -14,17 +14,13 @@ import (
 // their partitions, and per partition the committed offset and the lag in
 // records and in time (age of the oldest record not yet committed).
 func (s *Server) DescribeGroup(ctx context.Context, req *connect.Request[logdv1.DescribeGroupRequest]) (*connect.Response[logdv1.DescribeGroupResponse], error) {
-	g, err := s.node.FSM().ConsumerGroup(req.Msg.Group)
+	g, err := s.b.ConsumerGroup(req.Msg.Group)
 	if err != nil {
 		return nil, toConnectError(err)
 	}
 	now := time.Now()
 	resp := groupapi.Describe(g, func(topic string, partition int32, committed int64) (groupapi.Lag, bool) {
-		part, err := s.node.FSM().Partition(topic, partition)
-		if err != nil {
-			return groupapi.Lag{}, false
-		}
-		return lagOf(part, committed, now), true
+		return lagOf(s.b, topic, partition, committed, now)
 	})
 	return connect.NewResponse(resp), nil
 }

@@ -25,25 +25,25 @@ func (s *Server) GroupFetch(ctx context.Context, req *connect.Request[logdv1.Gro
 		return nil, errInvalid("group fetch without a fetch")
 	}
 	tp := group.TopicPartition{Topic: m.Fetch.Topic, Partition: m.Fetch.Partition}
-	if err := s.node.FSM().CheckGroupFetch(m.Group, m.MemberId, m.Generation, tp); err != nil {
+	if err := s.b.CheckGroupFetch(m.Group, m.MemberId, m.Generation, tp); err != nil {
 		if errors.Is(err, group.ErrStaleGeneration) || errors.Is(err, group.ErrNotAssigned) || errors.Is(err, group.ErrUnknownMember) {
 			s.groupMetrics.fencedFetches.WithLabelValues(m.Group).Inc()
 		}
 		return nil, toConnectError(err)
 	}
-	part, err := s.node.FSM().Partition(tp.Topic, tp.Partition)
+	bounds, err := s.b.Offsets(tp.Topic, tp.Partition)
 	if err != nil {
 		return nil, toConnectError(err)
 	}
 	out := &logdv1.GroupFetchResponse{}
-	if start := part.Log().StartOffset(); m.Fetch.Offset >= 0 && m.Fetch.Offset < start {
+	if start := bounds.LogStart; m.Fetch.Offset >= 0 && m.Fetch.Offset < start {
 		policy := s.memberPolicy(m.Group, m.MemberId)
-		to, ok := group.AutoResetTarget(policy, start, part.Log().EndOffset())
+		to, ok := group.AutoResetTarget(policy, start, bounds.End)
 		if !ok {
 			return nil, toConnectError(fmt.Errorf("%w: group %q at %d in %s-%d, log starts at %d",
 				group.ErrNoResetPolicy, m.Group, m.Fetch.Offset, tp.Topic, tp.Partition, start))
 		}
-		committed, err := s.node.AutoResetGroupOffset(ctx, replication.GroupAutoReset{
+		committed, err := s.b.AutoResetGroupOffset(ctx, replication.GroupAutoReset{
 			Group: m.Group, Member: m.MemberId, Generation: m.Generation, Partition: tp, From: m.Fetch.Offset, To: to,
 		})
 		if err != nil {

@@ -22,7 +22,7 @@ func (s *Server) GroupHeartbeat(ctx context.Context, req *connect.Request[logdv1
 		}
 		hb.Released = append(hb.Released, group.TopicPartition{Topic: tp.Topic, Partition: tp.Partition})
 	}
-	a, err := s.node.GroupHeartbeat(ctx, hb)
+	a, err := s.b.GroupHeartbeat(ctx, hb)
 	if err != nil {
 		return nil, toConnectError(err)
 	}

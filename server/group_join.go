@@ -18,7 +18,7 @@ func (s *Server) JoinGroup(ctx context.Context, req *connect.Request[logdv1.Join
 	if m.SessionTimeoutMs < 0 {
 		return nil, errInvalid("negative session timeout %d ms", m.SessionTimeoutMs)
 	}
-	a, err := s.node.JoinGroup(ctx, replication.GroupJoin{
+	a, err := s.b.JoinGroup(ctx, replication.GroupJoin{
 		Group: m.Group, Member: m.MemberId, Topics: m.Topics,
 		SessionTimeoutMs: int64(m.SessionTimeoutMs), Reset: group.ResetPolicy(m.ResetPolicy),
 	})

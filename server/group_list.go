@@ -12,7 +12,7 @@ import (
 // this node.
 func (s *Server) ListGroups(ctx context.Context, req *connect.Request[logdv1.ListGroupsRequest]) (*connect.Response[logdv1.ListGroupsResponse], error) {
 	resp := &logdv1.ListGroupsResponse{}
-	for _, g := range s.node.FSM().ConsumerGroups() {
+	for _, g := range s.b.ConsumerGroups() {
 		resp.Groups = append(resp.Groups, &logdv1.ConsumerGroupSummary{
 			Group: g.Name, State: string(g.State()), Members: int32(len(g.Members)), Generation: g.Generation, Topics: g.TopicNames(),
 		})

@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/logd-dev/logd/replication"
 )
 
 // groupMetrics are the consumer group metrics: fenced commits and fetches
@@ -17,7 +15,7 @@ type groupMetrics struct {
 	fencedFetches *prometheus.CounterVec // by group
 }
 
-func newGroupMetrics(reg *prometheus.Registry, node *replication.Node) *groupMetrics {
+func newGroupMetrics(reg *prometheus.Registry, b Backend) *groupMetrics {
 	m := &groupMetrics{
 		fencedCommits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "logd_group_fenced_commits_total",
@@ -28,7 +26,7 @@ func newGroupMetrics(reg *prometheus.Registry, node *replication.Node) *groupMet
 			Help: "Group fetches refused because the member's generation was stale, it did not own the partition, or it was no longer a member.",
 		}, []string{"group"}),
 	}
-	reg.MustRegister(m.fencedCommits, m.fencedFetches, &groupCollector{node: node})
+	reg.MustRegister(m.fencedCommits, m.fencedFetches, &groupCollector{b: b})
 	return m
 }
 
@@ -39,7 +37,7 @@ func (m *groupMetrics) forget(group string) {
 }
 
 // groupCollector reports each consumer group's state at scrape time.
-type groupCollector struct{ node *replication.Node }
+type groupCollector struct{ b Backend }
 
 var (
 	descGroupCommitted   = prometheus.NewDesc("logd_group_committed_offset", "Committed offset (next offset to read) per group and partition; -1 for none.", []string{"group", "topic", "partition"}, nil)
@@ -61,8 +59,7 @@ func (c *groupCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *groupCollector) Collect(ch chan<- prometheus.Metric) {
 	now := time.Now()
-	fsm := c.node.FSM()
-	for _, g := range fsm.ConsumerGroups() {
+	for _, g := range c.b.ConsumerGroups() {
 		ch <- prometheus.MustNewConstMetric(descGroupRebalances, prometheus.CounterValue, float64(g.Rebalances), g.Name)
 		ch <- prometheus.MustNewConstMetric(descGroupGeneration, prometheus.GaugeValue, float64(g.Generation), g.Name)
 		ch <- prometheus.MustNewConstMetric(descGroupMembers, prometheus.GaugeValue, float64(len(g.Members)), g.Name)
@@ -74,12 +71,11 @@ func (c *groupCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descGroupRebalancing, prometheus.GaugeValue, rebalancing, g.Name)
 		for _, name := range g.TopicNames() {
 			for i, cp := range g.Topics[name].Partitions {
-				part, err := fsm.Partition(name, int32(i))
-				if err != nil {
+				lag, ok := lagOf(c.b, name, int32(i), cp.Committed, now)
+				if !ok {
 					continue
 				}
 				p := strconv.Itoa(i)
-				lag := lagOf(part, cp.Committed, now)
 				ch <- prometheus.MustNewConstMetric(descGroupCommitted, prometheus.GaugeValue, float64(cp.Committed), g.Name, name, p)
 				ch <- prometheus.MustNewConstMetric(descGroupLagRecords, prometheus.GaugeValue, float64(lag.Records), g.Name, name, p)
 				ch <- prometheus.MustNewConstMetric(descGroupLagSeconds, prometheus.GaugeValue, lag.Seconds, g.Name, name, p)

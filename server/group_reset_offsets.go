@@ -26,7 +26,7 @@ func (s *Server) ResetGroupOffsets(ctx context.Context, req *connect.Request[log
 	if err := group.ValidateName("group", m.Group); err != nil {
 		return nil, toConnectError(err)
 	}
-	g, err := s.node.FSM().ConsumerGroup(m.Group)
+	g, err := s.b.ConsumerGroup(m.Group)
 	if err != nil {
 		g = group.NewConsumerGroup(m.Group)
 	}
@@ -41,18 +41,17 @@ func (s *Server) ResetGroupOffsets(ctx context.Context, req *connect.Request[log
 	resp := &logdv1.ResetGroupOffsetsResponse{}
 	var offsets []group.OffsetCommit
 	for _, tp := range targets {
-		part, err := s.node.FSM().Partition(tp.Topic, tp.Partition)
+		o, err := s.b.Offsets(tp.Topic, tp.Partition)
 		if err != nil {
 			return nil, toConnectError(err)
 		}
-		l := part.Log()
-		b := group.PartitionBounds{Start: l.StartOffset(), End: l.EndOffset()}
+		b := group.PartitionBounds{Start: o.LogStart, End: o.End}
 		ps := spec
 		if explicit != nil {
 			ps = group.ResetSpec{Strategy: group.ToOffset, Offset: explicit[tp]}
 		}
 		if ps.Strategy == group.ToTime {
-			if b.AtTime, err = l.OffsetForTime(ps.Time.UnixMilli()); err != nil {
+			if b.AtTime, err = s.b.OffsetForTime(tp.Topic, tp.Partition, ps.Time.UnixMilli()); err != nil {
 				return nil, toConnectError(err)
 			}
 		}
@@ -68,11 +67,11 @@ func (s *Server) ResetGroupOffsets(ctx context.Context, req *connect.Request[log
 		offsets = append(offsets, group.OffsetCommit{TopicPartition: tp, Offset: pr.New})
 	}
 	if m.Execute {
-		if err := s.node.ResetGroupOffsets(ctx, replication.GroupResetOffsets{Group: m.Group, Offsets: offsets}); err != nil {
+		if err := s.b.ResetGroupOffsets(ctx, replication.GroupResetOffsets{Group: m.Group, Offsets: offsets}); err != nil {
 			return nil, toConnectError(err)
 		}
 		resp.Executed = true
-		if g, err := s.node.FSM().ConsumerGroup(m.Group); err == nil {
+		if g, err := s.b.ConsumerGroup(m.Group); err == nil {
 			resp.Generation = g.Generation
 		}
 		s.logger.Info("consumer group offsets reset", "group", m.Group, "partitions", len(offsets), "strategy", m.Strategy)
@@ -107,19 +106,19 @@ func (s *Server) resetTargets(m *logdv1.ResetGroupOffsetsRequest, g *group.Consu
 		}
 	}
 	addTopic := func(name string, parts []int32) error {
-		t, err := s.node.FSM().Topic(name)
+		t, err := s.b.Topic(name)
 		if err != nil {
 			return toConnectError(err)
 		}
 		if len(parts) == 0 {
 			for i := range t.Partitions {
-				add(group.TopicPartition{Topic: name, Partition: int32(i)})
+				add(group.TopicPartition{Topic: name, Partition: i})
 			}
 			return nil
 		}
 		for _, p := range parts {
-			if p < 0 || int(p) >= len(t.Partitions) {
-				return toConnectError(unknownPartition(t, p))
+			if p < 0 || p >= t.Partitions {
+				return toConnectError(fmt.Errorf("%w: %s has %d partitions, not %d", replication.ErrUnknownPartition, t.Name, t.Partitions, p))
 			}
 			add(group.TopicPartition{Topic: name, Partition: p})
 		}
@@ -138,7 +137,7 @@ func (s *Server) resetTargets(m *logdv1.ResetGroupOffsetsRequest, g *group.Consu
 			return nil, toConnectError(fmt.Errorf("%w: %q has no topics", group.ErrConsumerGroupNotFound, m.Group))
 		}
 		for _, n := range names {
-			if _, err := s.node.FSM().Topic(n); err != nil {
+			if _, err := s.b.Topic(n); err != nil {
 				continue // deleted since: nothing to reset
 			}
 			if err := addTopic(n, nil); err != nil {

@@ -25,12 +25,12 @@ func (s *Server) Join(ctx context.Context, req *connect.Request[logdv1.JoinReque
 	if m.NodeId == "" || m.RaftAddress == "" {
 		return nil, errInvalid("join: node_id and raft_address are required")
 	}
-	err := s.node.Join(ctx, replication.JoinRequest{ID: m.NodeId, RaftAddress: m.RaftAddress, APIAddress: m.ApiAddress},
+	err := s.b.Join(ctx, replication.JoinRequest{ID: m.NodeId, RaftAddress: m.RaftAddress, APIAddress: m.ApiAddress},
 		func(ctx context.Context) error { return s.waitCaughtUp(ctx, m.NodeId, m.ApiAddress) })
 	if err != nil {
 		return nil, toConnectError(err)
 	}
-	return connect.NewResponse(&logdv1.JoinResponse{LeaderId: s.node.NodeID()}), nil
+	return connect.NewResponse(&logdv1.JoinResponse{LeaderId: s.b.NodeID()}), nil
 }
 
 // waitCaughtUp polls the joining node's Status until it is ready and its
@@ -46,7 +46,7 @@ func (s *Server) waitCaughtUp(ctx context.Context, id, addr string) error {
 	for {
 		st, err := c.Status(ctx, connect.NewRequest(&logdv1.StatusRequest{}))
 		if err == nil {
-			commit := s.node.Status().CommitIndex
+			commit := s.b.Status().CommitIndex
 			if st.Msg.Ready && st.Msg.AppliedIndex+joinMaxLag >= commit {
 				return nil
 			}

@@ -12,17 +12,16 @@ import (
 // offset at or after it, from the log's time index.
 func (s *Server) ListOffsets(ctx context.Context, req *connect.Request[logdv1.ListOffsetsRequest]) (*connect.Response[logdv1.ListOffsetsResponse], error) {
 	m := req.Msg
-	p, err := s.node.FSM().Partition(m.Topic, m.Partition)
+	o, err := s.b.Offsets(m.Topic, m.Partition)
 	if err != nil {
 		return nil, toConnectError(err)
 	}
-	l := p.Log()
-	resp := &logdv1.ListOffsetsResponse{LogStartOffset: l.StartOffset(), EndOffset: l.EndOffset()}
+	resp := &logdv1.ListOffsetsResponse{LogStartOffset: o.LogStart, EndOffset: o.End}
 	if m.TimestampMs != nil {
 		if *m.TimestampMs < 0 {
 			return nil, errInvalid("negative timestamp %d", *m.TimestampMs)
 		}
-		off, err := l.OffsetForTime(*m.TimestampMs)
+		off, err := s.b.OffsetForTime(m.Topic, m.Partition, *m.TimestampMs)
 		if err != nil {
 			return nil, toConnectError(err)
 		}

@@ -11,7 +11,7 @@ import (
 // ListTopics lists the topics this node has applied.
 func (s *Server) ListTopics(ctx context.Context, req *connect.Request[logdv1.ListTopicsRequest]) (*connect.Response[logdv1.ListTopicsResponse], error) {
 	resp := &logdv1.ListTopicsResponse{}
-	for _, t := range s.node.FSM().Topics() {
+	for _, t := range s.b.Topics() {
 		resp.Topics = append(resp.Topics, topicInfo(t))
 	}
 	return connect.NewResponse(resp), nil

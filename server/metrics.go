@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logd-dev/logd/replication"
@@ -24,7 +23,7 @@ type metrics struct {
 	dedupConflicts  prometheus.Counter // calls refused: key reused with another payload
 }
 
-func newMetrics(reg *prometheus.Registry, node *replication.Node) *metrics {
+func newMetrics(reg *prometheus.Registry, b Backend) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "logd_requests_total", Help: "API requests by procedure and result code.",
@@ -50,8 +49,8 @@ func newMetrics(reg *prometheus.Registry, node *replication.Node) *metrics {
 	m.dedupConflicts = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "logd_idempotency_conflicts_total", Help: "Produce calls refused because an idempotency key was reused with a different payload.",
 	})
-	reg.MustRegister(m.requests, m.latency, m.records, m.bytes, m.commitTime, m.dedupDuplicates, m.dedupConflicts, &stateCollector{node: node},
-		&cleanerCollector{node: node}) // cleaner_metrics.go
+	reg.MustRegister(m.requests, m.latency, m.records, m.bytes, m.commitTime, m.dedupDuplicates, m.dedupConflicts, &stateCollector{b: b},
+		&cleanerCollector{b: b}) // cleaner_metrics.go
 	return m
 }
 
@@ -77,7 +76,7 @@ func (m *metrics) interceptor() connect.UnaryInterceptorFunc {
 
 // stateCollector reports Raft state and per-partition offsets at scrape
 // time, so nothing is updated on the hot path.
-type stateCollector struct{ node *replication.Node }
+type stateCollector struct{ b Backend }
 
 var (
 	descRaftState    = prometheus.NewDesc("logd_raft_state", "1 for the node's current Raft state.", []string{"state"}, nil)
@@ -99,34 +98,33 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.node.Status()
-	for _, s := range []raft.RaftState{raft.Follower, raft.Candidate, raft.Leader, raft.Shutdown} {
+	st := c.b.Status()
+	for _, s := range replication.RaftStates() {
 		v := 0.0
-		if s.String() == st.State {
+		if s == st.State {
 			v = 1
 		}
-		ch <- prometheus.MustNewConstMetric(descRaftState, prometheus.GaugeValue, v, s.String())
+		ch <- prometheus.MustNewConstMetric(descRaftState, prometheus.GaugeValue, v, s)
 	}
 	ch <- prometheus.MustNewConstMetric(descRaftIndex, prometheus.GaugeValue, float64(st.CommitIndex), "commit")
 	ch <- prometheus.MustNewConstMetric(descRaftIndex, prometheus.GaugeValue, float64(st.AppliedIndex), "applied")
 	ch <- prometheus.MustNewConstMetric(descRaftIndex, prometheus.GaugeValue, float64(st.LastLogIndex), "last")
 	ch <- prometheus.MustNewConstMetric(descRaftTerm, prometheus.GaugeValue, float64(st.Term))
 	failed := 0.0
-	if c.node.FSM().Failed() != nil {
+	if c.b.Failed() != nil {
 		failed = 1
 	}
 	ch <- prometheus.MustNewConstMetric(descNodeFailed, prometheus.GaugeValue, failed)
-	for _, t := range c.node.FSM().Topics() {
-		ds := t.Dedup().Stats()
-		ch <- prometheus.MustNewConstMetric(descDedupKeys, prometheus.GaugeValue, float64(ds.Keys), t.Name)
-		ch <- prometheus.MustNewConstMetric(descDedupEvicted, prometheus.CounterValue, float64(ds.Evicted), t.Name)
-		ch <- prometheus.MustNewConstMetric(descDedupExpired, prometheus.CounterValue, float64(ds.Expired), t.Name)
+	for _, t := range c.b.TopicStates() {
+		name, ds := t.Topic.Name, t.Idempotency
+		ch <- prometheus.MustNewConstMetric(descDedupKeys, prometheus.GaugeValue, float64(ds.Keys), name)
+		ch <- prometheus.MustNewConstMetric(descDedupEvicted, prometheus.CounterValue, float64(ds.Evicted), name)
+		ch <- prometheus.MustNewConstMetric(descDedupExpired, prometheus.CounterValue, float64(ds.Expired), name)
 		for _, p := range t.Partitions {
-			part := strconv.Itoa(int(p.Index))
-			l := p.Log()
-			ch <- prometheus.MustNewConstMetric(descPartEnd, prometheus.GaugeValue, float64(l.EndOffset()), t.Name, part)
-			ch <- prometheus.MustNewConstMetric(descPartStart, prometheus.GaugeValue, float64(l.StartOffset()), t.Name, part)
-			ch <- prometheus.MustNewConstMetric(descPartBytes, prometheus.GaugeValue, float64(l.Size()), t.Name, part)
+			part := strconv.Itoa(int(p.Partition))
+			ch <- prometheus.MustNewConstMetric(descPartEnd, prometheus.GaugeValue, float64(p.EndOffset), name, part)
+			ch <- prometheus.MustNewConstMetric(descPartStart, prometheus.GaugeValue, float64(p.LogStartOffset), name, part)
+			ch <- prometheus.MustNewConstMetric(descPartBytes, prometheus.GaugeValue, float64(p.Bytes), name, part)
 		}
 	}
 }

@@ -22,7 +22,7 @@ func (s *Server) Ack(ctx context.Context, req *connect.Request[logdv1.AckRequest
 	}
 	var rs replication.QueueTokensResult
 	if len(pt.tokens) > 0 {
-		if rs, err = s.node.QueueAck(ctx, replication.QueueAck{Topic: m.Topic, Group: m.Group, Tokens: pt.tokens}); err != nil {
+		if rs, err = s.b.QueueAck(ctx, replication.QueueAck{Topic: m.Topic, Group: m.Group, Tokens: pt.tokens}); err != nil {
 			return nil, toConnectError(err)
 		}
 	}

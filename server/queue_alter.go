@@ -17,7 +17,7 @@ func (s *Server) AlterQueueGroup(ctx context.Context, req *connect.Request[logdv
 		return nil, err
 	}
 	var changeErr error
-	out, err := s.node.AlterQueueGroup(ctx, m.Topic, m.Group, func(cfg *queue.Config) {
+	out, err := s.b.AlterQueueGroup(ctx, m.Topic, m.Group, func(cfg *queue.Config) {
 		changeErr = queueConfigChange(m.Config, cfg)
 	})
 	if changeErr != nil {

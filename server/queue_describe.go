@@ -16,14 +16,14 @@ func (s *Server) DescribeQueueGroup(ctx context.Context, req *connect.Request[lo
 	if err := validateQueueNames(m.Topic, m.Group); err != nil {
 		return nil, err
 	}
-	now := s.node.Now().UnixNano()
-	info, err := s.node.FSM().DescribeQueueGroup(m.Topic, m.Group, now)
+	now := s.b.Now().UnixNano()
+	info, err := s.b.DescribeQueueGroup(m.Topic, m.Group, now)
 	if err != nil {
 		return nil, toConnectError(err)
 	}
 	resp := &logdv1.DescribeQueueGroupResponse{Topic: info.Topic, Group: info.Group, Config: queueConfigProto(info.Config), CreatedMs: nsToMs(info.CreatedAt),
 		Paused: info.Paused, AdmissionRefusals: s.queueHealth.refusedCount(info.Topic, info.Group),
-		DeadLetterRecords: deadLetterRecords(s.node.FSM(), info.Config.DeadLetterTopic)}
+		DeadLetterRecords: deadLetterRecords(s.b, info.Config.DeadLetterTopic)}
 	var completion float64
 	for _, p := range info.Partitions {
 		ps := &logdv1.QueuePartitionState{

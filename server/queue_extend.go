@@ -25,7 +25,7 @@ func (s *Server) Extend(ctx context.Context, req *connect.Request[logdv1.ExtendR
 	}
 	var rs replication.QueueTokensResult
 	if len(pt.tokens) > 0 {
-		if rs, err = s.node.QueueExtend(ctx, replication.QueueExtend{Topic: m.Topic, Group: m.Group, Tokens: pt.tokens, Lease: msDur(m.LeaseMs)}); err != nil {
+		if rs, err = s.b.QueueExtend(ctx, replication.QueueExtend{Topic: m.Topic, Group: m.Group, Tokens: pt.tokens, Lease: msDur(m.LeaseMs)}); err != nil {
 			return nil, toConnectError(err)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/logd-dev/logd/replication"
 )
 
-// Queue health (issue 7): what a queue group's backlog looks like, for
+// Queue health: what a queue group's backlog looks like, for
 // describe, `logctl queue top` and /metrics. Counts and ages come from the
 // replicated state; rates are measured by this node between describes
 // (queueRates), and admission refusals are counted by the node that
@@ -50,7 +50,7 @@ type rateState struct {
 // closer together reuse the last rates.
 const minRateWindow = time.Second
 
-func newQueueHealth(reg *prometheus.Registry, node *replication.Node) *queueHealth {
+func newQueueHealth(reg *prometheus.Registry, b Backend) *queueHealth {
 	h := &queueHealth{
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "logd_queue_admission_refusals_total",
@@ -60,7 +60,7 @@ func newQueueHealth(reg *prometheus.Registry, node *replication.Node) *queueHeal
 		refused:    map[[2]string]int64{},
 		completion: map[string]float64{},
 	}
-	reg.MustRegister(h.refusals, &queueCollector{node: node})
+	reg.MustRegister(h.refusals, &queueCollector{b: b})
 	return h
 }
 
@@ -125,7 +125,7 @@ func (h *queueHealth) noteCompletion(topic string, rate float64) {
 }
 
 // queueCollector reports every queue group's state at scrape time.
-type queueCollector struct{ node *replication.Node }
+type queueCollector struct{ b Backend }
 
 var (
 	queueLabels          = []string{"topic", "group", "partition"}
@@ -152,10 +152,9 @@ func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	now := time.Now().UnixNano()
-	fsm := c.node.FSM()
-	for _, t := range fsm.Topics() {
-		for _, name := range fsm.QueueGroups(t.Name) {
-			info, err := fsm.DescribeQueueGroup(t.Name, name, now)
+	for _, t := range c.b.Topics() {
+		for _, name := range c.b.QueueGroups(t.Name) {
+			info, err := c.b.DescribeQueueGroup(t.Name, name, now)
 			if err != nil {
 				continue // deleted meanwhile
 			}
@@ -164,7 +163,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 				paused = 1
 			}
 			ch <- prometheus.MustNewConstMetric(descQueuePaused, prometheus.GaugeValue, paused, t.Name, name)
-			ch <- prometheus.MustNewConstMetric(descQueueDLQRecords, prometheus.GaugeValue, float64(deadLetterRecords(fsm, info.Config.DeadLetterTopic)), t.Name, name, info.Config.DeadLetterTopic)
+			ch <- prometheus.MustNewConstMetric(descQueueDLQRecords, prometheus.GaugeValue, float64(deadLetterRecords(c.b, info.Config.DeadLetterTopic)), t.Name, name, info.Config.DeadLetterTopic)
 			for _, p := range info.Partitions {
 				l := []string{t.Name, name, strconv.Itoa(int(p.Partition))}
 				gauge := func(d *prometheus.Desc, v float64) {
@@ -197,14 +196,16 @@ func ageSeconds(now, since int64) float64 {
 
 // deadLetterRecords is the record count of a dead-letter topic (end minus
 // start over its partitions), 0 if it is missing.
-func deadLetterRecords(fsm *replication.FSM, topic string) int64 {
-	t, err := fsm.Topic(topic)
+func deadLetterRecords(b Backend, topic string) int64 {
+	t, err := b.Topic(topic)
 	if err != nil {
 		return 0
 	}
 	var n int64
-	for _, p := range t.Partitions {
-		n += p.Log().EndOffset() - p.Log().StartOffset()
+	for p := range t.Partitions {
+		if o, err := b.Offsets(topic, p); err == nil {
+			n += o.End - o.LogStart
+		}
 	}
 	return n
 }

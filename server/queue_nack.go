@@ -45,7 +45,7 @@ func (s *Server) Nack(ctx context.Context, req *connect.Request[logdv1.NackReque
 	}
 	var rs replication.QueueTokensResult
 	if len(cmd.Nacks) > 0 {
-		if rs, err = s.node.QueueNack(ctx, cmd); err != nil {
+		if rs, err = s.b.QueueNack(ctx, cmd); err != nil {
 			return nil, toConnectError(err)
 		}
 	}

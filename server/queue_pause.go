@@ -15,7 +15,7 @@ func (s *Server) PauseQueueGroup(ctx context.Context, req *connect.Request[logdv
 	if err := validateQueueNames(m.Topic, m.Group); err != nil {
 		return nil, err
 	}
-	res, err := s.node.PauseQueueGroup(ctx, m.Topic, m.Group, m.Paused)
+	res, err := s.b.PauseQueueGroup(ctx, m.Topic, m.Group, m.Paused)
 	if err != nil {
 		return nil, toConnectError(err)
 	}

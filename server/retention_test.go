@@ -40,7 +40,7 @@ func testServer(t *testing.T, ctx context.Context) (*replication.Node, *server.S
 		}
 	}
 	reg := prometheus.NewRegistry()
-	return n, server.New(server.Options{Node: n, Logger: logger, Registry: reg}), reg
+	return n, server.New(server.Options{Backend: replication.NewBackend(n), Logger: logger, Registry: reg}), reg
 }
 
 func keyed(t *testing.T, ts int64, kv ...string) []byte {

@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"sync"
-	"sync/atomic"
 
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,8 +33,13 @@ const (
 
 // Options configures a Server.
 type Options struct {
-	// Node is the local Raft node. Required.
-	Node *replication.Node
+	// Backend is the node the handlers serve from (cmd/logd passes
+	// replication.NewBackend of its node). Required.
+	Backend Backend
+	// Segments, if set, is mounted at replication.SegmentPathPrefix: the
+	// segment files peers fetch to catch up from a snapshot
+	// (replication.Backend.SegmentHandler). A node of a cluster needs it.
+	Segments http.Handler
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Registry receives the server's metrics; default a new registry with
@@ -44,27 +47,23 @@ type Options struct {
 	Registry *prometheus.Registry
 }
 
-// Server implements the LogService handlers over a replication.Node.
+// Server implements the LogService handlers over a Backend.
 type Server struct {
 	// Unimplemented answers CodeUnimplemented for RPCs added to the API
 	// before their handler exists, so the API can grow ahead of the server.
 	logdv1connect.UnimplementedLogServiceHandler
 
-	node    *replication.Node
-	logger  *slog.Logger
-	reg     *prometheus.Registry
-	metrics *metrics
+	b        Backend
+	segments http.Handler
+	logger   *slog.Logger
+	reg      *prometheus.Registry
+	metrics  *metrics
 	// groupMetrics are the consumer group metrics (group_metrics.go).
 	groupMetrics *groupMetrics
 	// queueHealth holds queue health rates and refusals (queue_health.go).
 	queueHealth *queueHealth
 	// fwd forwards writes to the leader (forward.go).
 	fwd *forwarder
-
-	mu sync.Mutex
-	// rr holds the round-robin counter of each topic for keyless records;
-	// guarded by mu (the counters themselves are atomic).
-	rr map[string]*atomic.Uint32
 }
 
 // New builds a Server. It starts nothing.
@@ -76,10 +75,10 @@ func New(opts Options) *Server {
 		opts.Registry = prometheus.NewRegistry()
 		opts.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	s := &Server{node: opts.Node, logger: opts.Logger, reg: opts.Registry, rr: map[string]*atomic.Uint32{}}
-	s.metrics = newMetrics(opts.Registry, opts.Node)
-	s.groupMetrics = newGroupMetrics(opts.Registry, opts.Node)
-	s.queueHealth = newQueueHealth(opts.Registry, opts.Node)
+	s := &Server{b: opts.Backend, segments: opts.Segments, logger: opts.Logger, reg: opts.Registry}
+	s.metrics = newMetrics(opts.Registry, opts.Backend)
+	s.groupMetrics = newGroupMetrics(opts.Registry, opts.Backend)
+	s.queueHealth = newQueueHealth(opts.Registry, opts.Backend)
 	s.fwd = newForwarder(s)
 	return s
 }
@@ -97,11 +96,12 @@ func (s *Server) Handler() http.Handler {
 		connect.WithInterceptors(s.metrics.interceptor(), s.leaderHintInterceptor(), s.readyInterceptor()),
 	)
 	mux.Handle(path, s.fwd.wrap(h))
-	mux.Handle(segmentMetaPath, s.segmentHandler())
-	mux.Handle(segmentDataPath, s.segmentHandler())
+	if s.segments != nil {
+		mux.Handle(replication.SegmentPathPrefix, s.segments)
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if err := s.node.FSM().Failed(); err != nil {
+		if err := s.b.Failed(); err != nil {
 			http.Error(w, "failed: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
@@ -109,10 +109,10 @@ func (s *Server) Handler() http.Handler {
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		switch {
-		case s.node.FSM().Failed() != nil:
+		case s.b.Failed() != nil:
 			http.Error(w, "not ready: node stopped after a state machine failure", http.StatusServiceUnavailable)
 			return
-		case !s.node.Ready():
+		case !s.b.Ready():
 			http.Error(w, "not ready: catching up with the Raft log", http.StatusServiceUnavailable)
 			return
 		}
@@ -128,7 +128,7 @@ func (s *Server) readyInterceptor() connect.UnaryInterceptorFunc {
 	status := logdv1connect.LogServiceStatusProcedure
 	return func(next connect.UnaryFunc) connect.UnaryFunc {
 		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-			if req.Spec().Procedure != status && !s.node.Ready() {
+			if req.Spec().Procedure != status && !s.b.Ready() {
 				// NOT_LEADER: like a follower that cannot forward, this node
 				// wrote nothing, so even a write may be retried at once.
 				return nil, withInfo(connect.CodeUnavailable, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_NOT_LEADER},
@@ -137,19 +137,6 @@ func (s *Server) readyInterceptor() connect.UnaryInterceptorFunc {
 			return next(ctx, req)
 		}
 	}
-}
-
-// nextRoundRobin returns the next partition counter value for keyless
-// records of a topic.
-func (s *Server) nextRoundRobin(topic string) uint32 {
-	s.mu.Lock()
-	c, ok := s.rr[topic]
-	if !ok {
-		c = new(atomic.Uint32)
-		s.rr[topic] = c
-	}
-	s.mu.Unlock()
-	return c.Add(1) - 1
 }
 
 var _ logdv1connect.LogServiceHandler = (*Server)(nil)

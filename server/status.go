@@ -10,18 +10,18 @@ import (
 
 // Status reports this node's view of the Raft group.
 func (s *Server) Status(ctx context.Context, req *connect.Request[logdv1.StatusRequest]) (*connect.Response[logdv1.StatusResponse], error) {
-	st := s.node.Status()
+	st := s.b.Status()
 	resp := &logdv1.StatusResponse{
 		NodeId: st.NodeID, State: st.State, LeaderId: st.LeaderID, LeaderAddress: st.LeaderAddr,
 		Term: st.Term, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, LastLogIndex: st.LastLogIndex,
-		ApiAddress: s.node.APIAddress(), Ready: s.node.Ready(),
+		ApiAddress: s.b.APIAddress(), Ready: s.b.Ready(),
 	}
-	if addr, _ := s.node.LeaderAPIAddress(); addr != "" {
+	if addr, _ := s.b.LeaderAPIAddress(); addr != "" {
 		// Clients want the leader's client address, not its Raft one.
 		resp.LeaderAddress = addr
 	}
 	for _, m := range st.Members {
-		api, _ := s.node.FSM().NodeAddress(m.ID)
+		api, _ := s.b.NodeAPIAddress(m.ID)
 		resp.Members = append(resp.Members, &logdv1.Member{Id: m.ID, RaftAddress: m.Address, Suffrage: m.Suffrage, ApiAddress: api})
 	}
 	return connect.NewResponse(resp), nil

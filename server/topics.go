@@ -5,16 +5,13 @@ import (
 	"github.com/logd-dev/logd/replication"
 )
 
-// topicInfo converts an applied topic to its API form.
-func topicInfo(t *replication.Topic) *logdv1.TopicInfo {
-	cfg := make(map[string]string, len(t.Config))
-	for k, v := range t.Config {
-		cfg[k] = v
-	}
+// topicInfo converts a topic to its API form; it keeps t.Config, a copy
+// the backend handed over.
+func topicInfo(t replication.TopicInfo) *logdv1.TopicInfo {
 	return &logdv1.TopicInfo{
 		Name:       t.Name,
-		Partitions: int32(len(t.Partitions)),
-		Config:     cfg,
+		Partitions: t.Partitions,
+		Config:     t.Config,
 		CreatedMs:  t.CreatedNanos / 1e6,
 	}
 }

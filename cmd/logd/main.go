@@ -161,7 +161,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		RaftAdvertise:     c.raftAdvertise,
 		Bootstrap:         c.join == "",
 		APIAdvertise:      c.advertise,
-		SegmentSource:     server.NewSegmentClient(),
+		SegmentSource:     replication.NewSegmentClient(),
 		SyncPartitions:    c.fsync == "always",
 		SnapshotThreshold: c.snapshotEvery,
 		SnapshotInterval:  c.snapshotPeriod,
@@ -173,7 +173,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return fmt.Errorf("open node: %w", err)
 	}
-	srv := server.New(server.Options{Node: node, Logger: logger})
+	backend := replication.NewBackend(node)
+	srv := server.New(server.Options{Backend: backend, Segments: backend.SegmentHandler(), Logger: logger})
 	// HTTP/1.1 for Connect and JSON clients, cleartext HTTP/2 for gRPC.
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)

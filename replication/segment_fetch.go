@@ -1,4 +1,4 @@
-package server
+package replication
 
 import (
 	"context"
@@ -9,12 +9,10 @@ import (
 	"net/url"
 	"strconv"
 	"time"
-
-	"github.com/logd-dev/logd/replication"
 )
 
 // SegmentClient fetches segment files from peers over the endpoint in
-// segment_serve.go; it implements replication.SegmentSource.
+// segment_serve.go; it implements SegmentSource.
 type SegmentClient struct {
 	hc *http.Client
 }
@@ -28,7 +26,7 @@ func NewSegmentClient() *SegmentClient {
 	return &SegmentClient{hc: &http.Client{Transport: t}}
 }
 
-func segmentURL(addr, path string, ref replication.SegmentRef) string {
+func segmentURL(addr, path string, ref SegmentRef) string {
 	q := url.Values{}
 	q.Set("topic", ref.Topic)
 	q.Set("topic_index", strconv.FormatUint(ref.TopicIndex, 10))
@@ -40,7 +38,7 @@ func segmentURL(addr, path string, ref replication.SegmentRef) string {
 	return "http://" + addr + path + "?" + q.Encode()
 }
 
-func (c *SegmentClient) get(ctx context.Context, addr, path string, ref replication.SegmentRef) (*http.Response, error) {
+func (c *SegmentClient) get(ctx context.Context, addr, path string, ref SegmentRef) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, segmentURL(addr, path, ref), nil)
 	if err != nil {
 		return nil, err
@@ -57,8 +55,8 @@ func (c *SegmentClient) get(ctx context.Context, addr, path string, ref replicat
 	return resp, nil
 }
 
-// SegmentMeta implements replication.SegmentSource.
-func (c *SegmentClient) SegmentMeta(ctx context.Context, addr string, ref replication.SegmentRef) ([]byte, error) {
+// SegmentMeta implements SegmentSource.
+func (c *SegmentClient) SegmentMeta(ctx context.Context, addr string, ref SegmentRef) ([]byte, error) {
 	resp, err := c.get(ctx, addr, segmentMetaPath, ref)
 	if err != nil {
 		return nil, err
@@ -68,8 +66,8 @@ func (c *SegmentClient) SegmentMeta(ctx context.Context, addr string, ref replic
 	return io.ReadAll(io.LimitReader(resp.Body, 4096))
 }
 
-// SegmentData implements replication.SegmentSource.
-func (c *SegmentClient) SegmentData(ctx context.Context, addr string, ref replication.SegmentRef) (io.ReadCloser, error) {
+// SegmentData implements SegmentSource.
+func (c *SegmentClient) SegmentData(ctx context.Context, addr string, ref SegmentRef) (io.ReadCloser, error) {
 	resp, err := c.get(ctx, addr, segmentDataPath, ref)
 	if err != nil {
 		return nil, err
@@ -81,4 +79,4 @@ func (c *SegmentClient) SegmentData(ctx context.Context, addr string, ref replic
 	return resp.Body, nil
 }
 
-var _ replication.SegmentSource = (*SegmentClient)(nil)
+var _ SegmentSource = (*SegmentClient)(nil)

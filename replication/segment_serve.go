@@ -1,4 +1,4 @@
-package server
+package replication
 
 import (
 	"errors"
@@ -7,12 +7,11 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-
-	"github.com/logd-dev/logd/replication"
 )
 
-// Segment transfer for snapshot catch-up (replication/install.go): a plain
-// HTTP endpoint on the API port that serves a segment's .meta file, or the
+// Segment transfer for snapshot catch-up (install.go): a plain HTTP
+// endpoint on the API port (the front end mounts SegmentHandler at
+// SegmentPathPrefix) that serves a segment's .meta file, or the
 // first N bytes of its data file, streamed from disk in small chunks (the
 // serving node never holds a segment in memory).
 //
@@ -22,13 +21,20 @@ import (
 // 404: no such topic incarnation, partition or segment; 416: the segment
 // holds fewer than N bytes (this node is behind, ask another).
 const (
-	segmentMetaPath = "/internal/v1/segment/meta"
-	segmentDataPath = "/internal/v1/segment/data"
+	// SegmentPathPrefix is where SegmentHandler is mounted.
+	SegmentPathPrefix = "/internal/v1/segment/"
+	segmentMetaPath   = SegmentPathPrefix + "meta"
+	segmentDataPath   = SegmentPathPrefix + "data"
 )
 
-// segmentHandler serves both segment paths.
-func (s *Server) segmentHandler() http.Handler {
+// SegmentHandler serves the segment files of this node to peers that
+// catch up from a snapshot; mount it at SegmentPathPrefix.
+func (b *Backend) SegmentHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != segmentMetaPath && r.URL.Path != segmentDataPath {
+			http.NotFound(w, r)
+			return
+		}
 		if r.Method != http.MethodGet {
 			http.Error(w, "GET only", http.StatusMethodNotAllowed)
 			return
@@ -38,7 +44,7 @@ func (s *Server) segmentHandler() http.Handler {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		dataPath, metaPath, err := s.node.FSM().SegmentFiles(ref.Topic, ref.TopicIndex, ref.Partition, ref.Base)
+		dataPath, metaPath, err := b.FSM().SegmentFiles(ref.Topic, ref.TopicIndex, ref.Partition, ref.Base)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusNotFound)
 			return
@@ -74,14 +80,14 @@ func (s *Server) segmentHandler() http.Handler {
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
 		if _, err := io.Copy(w, io.NewSectionReader(f, 0, n)); err != nil {
-			s.logger.Debug("serving segment", "path", path, "err", err)
+			b.cfg.Logger.Debug("serving segment", "path", path, "err", err)
 		}
 	})
 }
 
-func parseSegmentRef(r *http.Request, withBytes bool) (replication.SegmentRef, error) {
+func parseSegmentRef(r *http.Request, withBytes bool) (SegmentRef, error) {
 	q := r.URL.Query()
-	var ref replication.SegmentRef
+	var ref SegmentRef
 	var err error
 	ref.Topic = q.Get("topic")
 	if ref.Topic == "" {
