@@ -1,16 +1,30 @@
 // Package server implements logd's Connect API (gRPC, gRPC-Web and JSON
-// over HTTP from one protobuf definition) over a replication.Node, plus
-// /metrics, /healthz and /readyz on the same handler.
+// over HTTP from one protobuf definition), plus /metrics, /healthz and
+// /readyz on the same handler.
 //
-// Handlers validate their requests completely before proposing anything, so
-// a refused request writes nothing; every error a client can act on carries
-// a logdv1.ErrorInfo detail with its own reason. One handler per file.
+// The handlers are a thin layer: decode a request, check its shape, call
+// the Backend (backend.go; replication.Backend implements it) and map its
+// errors through one table (errors.go). They hold no storage and see
+// nothing of Raft: reads come back as copies, writes go through the
+// backend. Handlers validate their requests completely before calling a
+// write, so a refused request writes nothing; every error a client can act
+// on carries a logdv1.ErrorInfo detail with its own reason. One handler per
+// file.
 //
-// Produce builds one Kafka record batch per partition from the request's
-// records and appends them all in one Raft entry: a produce call is applied
-// whole or not at all. Concurrent calls share Raft's group commit: the
-// leader writes every entry waiting in its queue with one fsync.
+// Produce hands the call's records to the backend, which routes them,
+// builds one Kafka record batch per partition and appends them all in one
+// Raft entry: a produce call is applied whole or not at all. Concurrent
+// calls share Raft's group commit: the leader writes every entry waiting in
+// its queue with one fsync.
 //
-// Fetch serves what this node has applied, which is all committed; with
-// max_wait_ms it long-polls on the partition's change channel.
+// Fetch serves what this node has applied, which is all committed: the
+// backend returns stored batches as they are, and Fetch decodes their
+// records for the API; with max_wait_ms it long-polls on the read's change
+// channel.
+//
+// Imports: besides the API, server uses replication for the backend's
+// value types and error sentinels (re-exported from the state machine),
+// group and queue for consumer group and queue group values, batch to
+// decode fetched batches into the API's records, and partition for topic
+// name checks of requests; never log, replication/fsm or hashicorp/raft.
 package server
