@@ -1,0 +1,366 @@
+package archtest
+
+import (
+	"fmt"
+	"go/token"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// module is the path of the module the table describes.
+const module = "github.com/logd-dev/logd"
+
+// arrows is the layer order of docs/architecture.md, quoted in messages.
+const arrows = "cmd -> {server, kafka} -> replication -> replication/fsm -> {group, queue, dedup, retention} -> {log, batch, partition}"
+
+// layer is a floor of the architecture. A package may import packages of
+// lower layers only, and of its own layer only where its row names them.
+type layer int
+
+const (
+	layerLeaf    layer = iota // helpers of the lowest floor
+	layerStorage              // storage, the batch codec, topic names
+	layerState                // pure state: groups, queues, dedup, retention plans
+	layerMachine              // the deterministic state machine
+	layerRaft                 // the Raft side, implementing the backend
+	layerAPI                  // the protobuf definitions and generated code
+	layerEdge                 // front ends and the Go client: both sides of the API
+	layerSupport              // test support: a real node in process, the fault file system
+	layerTop                  // binaries and tools
+)
+
+func (l layer) String() string {
+	switch l {
+	case layerLeaf:
+		return "leaf helpers"
+	case layerStorage:
+		return "storage: log, batch, partition"
+	case layerState:
+		return "pure state: group, queue, dedup, retention"
+	case layerMachine:
+		return "state machine: replication/fsm"
+	case layerRaft:
+		return "raft: replication"
+	case layerAPI:
+		return "api"
+	case layerEdge:
+		return "front ends and client"
+	case layerSupport:
+		return "test support"
+	case layerTop:
+		return "binaries"
+	}
+	return fmt.Sprintf("layer(%d)", int(l))
+}
+
+// row places one package of the module. Patterns (only, onlyDeps,
+// siblings) are module-relative import paths, "p/..." for p and below.
+type row struct {
+	path  string // relative to the module
+	layer layer
+	// planned: the package may not exist yet; its rules apply once it does.
+	planned bool
+	// pure: neither raft, the network nor randomness among its
+	// dependencies, and no call that reads the clock in its code.
+	pure bool
+	// stdOnly: nothing outside the standard library among its dependencies.
+	stdOnly bool
+	// frontEnd: sees the backend interface only; no raft, log or
+	// replication/fsm among its direct imports.
+	frontEnd bool
+	// support: a test helper, imported only by tests and other support
+	// packages.
+	support bool
+	// only, when set, lists the module packages it may import directly.
+	only []string
+	// onlyDeps, when set, lists the module packages it may depend on,
+	// directly or not.
+	onlyDeps []string
+	// siblings lists packages of its own layer it may import.
+	siblings []string
+}
+
+// table has a row for every package of the module, and for the packages
+// docs/architecture.md plans. A package without a row fails the test.
+var table = []row{
+	{path: "cmd/logd", layer: layerTop},
+	{path: "cmd/logctl", layer: layerTop, only: []string{"client", "api/..."}},
+	{path: "cmd/demo", layer: layerTop},
+	{path: "internal/archtest", layer: layerTop},
+
+	{path: "logdtest", layer: layerSupport, support: true, planned: true, siblings: []string{"log/logtest"}},
+	{path: "log/logtest", layer: layerSupport, support: true, planned: true},
+
+	{path: "server", layer: layerEdge, frontEnd: true, siblings: []string{"internal/groupapi"}},
+	{path: "kafka", layer: layerEdge, frontEnd: true, planned: true},
+	{path: "internal/groupapi", layer: layerEdge},
+	{path: "client", layer: layerEdge, onlyDeps: []string{"api/...", "partition"}},
+
+	{path: "api/logdv1", layer: layerAPI, only: []string{"api/..."}},
+	{path: "api/logdv1/logdv1connect", layer: layerAPI, only: []string{"api/..."}, siblings: []string{"api/logdv1"}},
+
+	{path: "replication", layer: layerRaft},
+
+	{path: "replication/fsm", layer: layerMachine, pure: true, planned: true},
+
+	{path: "group", layer: layerState, pure: true},
+	{path: "queue", layer: layerState, pure: true, planned: true},
+	{path: "dedup", layer: layerState, pure: true, planned: true},
+	{path: "retention", layer: layerState, pure: true},
+
+	{path: "log", layer: layerStorage, pure: true, stdOnly: true},
+	{path: "batch", layer: layerStorage, pure: true},
+	{path: "partition", layer: layerStorage, pure: true, stdOnly: true},
+
+	{path: "internal/varint", layer: layerLeaf, pure: true, stdOnly: true},
+}
+
+// pureForbidden are the packages the pure set must not depend on, even
+// transitively: consensus, the network and randomness.
+var pureForbidden = []string{
+	"github.com/hashicorp/raft/...",
+	"github.com/hashicorp/raft-boltdb/...",
+	"net",
+	"net/http",
+	"crypto/rand",
+	"math/rand",
+	"math/rand/v2",
+}
+
+// frontEndForbidden are the packages a front end must not import
+// directly: consensus, and (module-relative) the storage and the state
+// machine.
+var (
+	frontEndForbidden       = []string{"github.com/hashicorp/raft/...", "github.com/hashicorp/raft-boltdb/..."}
+	frontEndForbiddenModule = []string{"log", "replication/fsm/..."}
+)
+
+// checker runs the rules of a table over an import graph. Each check
+// returns its violations, one message each, sorted.
+type checker struct {
+	g    *graph
+	rows map[string]row // by full import path
+}
+
+func newChecker(g *graph, rows []row) *checker {
+	c := &checker{g: g, rows: map[string]row{}}
+	for _, r := range rows {
+		c.rows[g.module+"/"+r.path] = r
+	}
+	return c
+}
+
+// abs turns module-relative patterns into full ones.
+func (c *checker) abs(patterns []string) []string {
+	out := make([]string, len(patterns))
+	for i, p := range patterns {
+		out[i] = c.g.module + "/" + p
+	}
+	return out
+}
+
+// placedPkg is a package of the module with its row.
+type placedPkg struct {
+	p *pkg
+	r row
+}
+
+// present returns the packages of the module that have a row, by import
+// path.
+func (c *checker) present() []placedPkg {
+	var out []placedPkg
+	for _, p := range c.g.own() {
+		if r, ok := c.rows[p.ImportPath]; ok {
+			out = append(out, placedPkg{p, r})
+		}
+	}
+	return out
+}
+
+// placed: every package has a row, and every row that is not planned has a
+// package.
+func (c *checker) placed() []string {
+	var out []string
+	own := map[string]bool{}
+	for _, p := range c.g.own() {
+		own[p.ImportPath] = true
+		if _, ok := c.rows[p.ImportPath]; !ok {
+			out = append(out, fmt.Sprintf("no row: package %s is not in the architecture table; give it a layer in internal/archtest/arch_test.go (see docs/architecture.md)", c.g.rel(p.ImportPath)))
+		}
+	}
+	for path, r := range c.rows {
+		if !own[path] && !r.planned {
+			out = append(out, fmt.Sprintf("stale row: %s has a row but is not a package of the module; remove the row or mark it planned", r.path))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// layers: direct imports point down; same-layer imports only to named
+// siblings; test support only from test support; and the only lists.
+func (c *checker) layers() []string {
+	var out []string
+	for _, x := range c.present() {
+		from, fr := x.p, x.r
+		for _, imp := range from.Imports {
+			if !c.g.inModule(imp) {
+				continue
+			}
+			to, ok := c.rows[imp]
+			if !ok {
+				continue // reported by placed
+			}
+			switch {
+			case to.layer > fr.layer:
+				out = append(out, fmt.Sprintf("layer order: %s (%s) imports %s (%s), a layer above it; arrows point down: %s", fr.path, fr.layer, to.path, to.layer, arrows))
+			case to.layer == fr.layer && !matchAny(imp, c.abs(fr.siblings)):
+				out = append(out, fmt.Sprintf("layer order: %s imports its sibling %s (both %s); siblings do not import each other unless %s's row allows the edge", fr.path, to.path, fr.layer, fr.path))
+			}
+			if to.support && !fr.support {
+				out = append(out, fmt.Sprintf("test support: %s imports %s, which only tests and test support may import", fr.path, to.path))
+			}
+			if fr.only != nil && !matchAny(imp, c.abs(fr.only)) {
+				out = append(out, fmt.Sprintf("%s imports %s; of this module it may import only %s", fr.path, to.path, strings.Join(fr.only, ", ")))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// pure: the pure set depends on no consensus, network or randomness.
+func (c *checker) pure() []string {
+	var out []string
+	for _, x := range c.present() {
+		if !x.r.pure {
+			continue
+		}
+		for _, dep := range x.p.Deps {
+			if matchAny(dep, pureForbidden) {
+				out = append(out, fmt.Sprintf("pure set: %s depends on %s (%s); the state machine's packages import no raft, network or randomness", x.r.path, dep, c.g.chain(x.p.ImportPath, dep)))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// clock: no code of the pure set calls time.Now, time.Since or
+// time.Until.
+func (c *checker) clock() []string {
+	var out []string
+	fset := token.NewFileSet()
+	for _, x := range c.present() {
+		if !x.r.pure {
+			continue
+		}
+		for _, file := range sourceFiles(x.p) {
+			calls, err := clockCalls(fset, file, nil)
+			if err != nil {
+				out = append(out, fmt.Sprintf("clock: %s: cannot parse %s: %v", x.r.path, file, err))
+				continue
+			}
+			for _, call := range calls {
+				out = append(out, fmt.Sprintf("pure set: %s calls %s at %s; take the time from the command or an injected clock (naming time.Now as a default is fine)", x.r.path, call.call, call.pos))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// frontEnds: front ends import neither raft nor the storage nor the state
+// machine; they see the backend interface only.
+func (c *checker) frontEnds() []string {
+	var out []string
+	forbidden := append(slices.Clone(frontEndForbidden), c.abs(frontEndForbiddenModule)...)
+	for _, x := range c.present() {
+		if !x.r.frontEnd {
+			continue
+		}
+		for _, imp := range x.p.Imports {
+			if matchAny(imp, forbidden) {
+				out = append(out, fmt.Sprintf("front end: %s imports %s; front ends see the backend interface only (no raft, no log, no replication/fsm)", x.r.path, c.g.short(imp)))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// onlyDeps: packages with a dependency list depend, of this module, on
+// nothing else.
+func (c *checker) onlyDeps() []string {
+	var out []string
+	for _, x := range c.present() {
+		if x.r.onlyDeps == nil {
+			continue
+		}
+		allowed := c.abs(x.r.onlyDeps)
+		for _, dep := range x.p.Deps {
+			if c.g.inModule(dep) && !matchAny(dep, allowed) {
+				out = append(out, fmt.Sprintf("%s depends on %s (%s); of this module it may depend only on %s", x.r.path, c.g.rel(dep), c.g.chain(x.p.ImportPath, dep), strings.Join(x.r.onlyDeps, ", ")))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// stdOnly: packages marked so depend on the standard library alone.
+func (c *checker) stdOnly() []string {
+	var out []string
+	for _, x := range c.present() {
+		if !x.r.stdOnly {
+			continue
+		}
+		for _, dep := range x.p.Deps {
+			if d := c.g.pkgs[dep]; d == nil || !d.Standard {
+				out = append(out, fmt.Sprintf("standard library only: %s depends on %s (%s)", x.r.path, c.g.short(dep), c.g.chain(x.p.ImportPath, dep)))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// rule is one check by name.
+type rule struct {
+	name  string
+	check func() []string
+}
+
+// rules are the checks, in the order they are reported.
+func (c *checker) rules() []rule {
+	return []rule{
+		{"placed", c.placed},
+		{"layers", c.layers},
+		{"pure", c.pure},
+		{"clock", c.clock},
+		{"front-ends", c.frontEnds},
+		{"only-deps", c.onlyDeps},
+		{"std-only", c.stdOnly},
+	}
+}
+
+// TestArchitecture checks the module's import graph against the table.
+// Each rule is a subtest that lists every violation it finds.
+func TestArchitecture(t *testing.T) {
+	g, err := loadGraph(module)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.own()) == 0 {
+		t.Fatalf("go list found no package of %s", module)
+	}
+	c := newChecker(g, table)
+	for _, r := range c.rules() {
+		t.Run(r.name, func(t *testing.T) {
+			for _, v := range r.check() {
+				t.Error(v)
+			}
+		})
+	}
+}
