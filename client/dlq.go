@@ -12,9 +12,9 @@ import (
 	"time"
 )
 
-// Dead-letter records (issue 7). A queue group's dead-letter topic is an
-// ordinary topic; the server adds logd-dlq-* headers to each record (see
-// replication/queue_deadletter.go). These helpers read them back and move
+// Dead-letter records. A queue group's dead-letter topic is an ordinary
+// topic; the server's state machine adds the logd-dlq-* headers named below
+// to each record it dead-letters. These helpers read them back and move
 // records to their origin topic again (redrive).
 
 // Dead-letter and redrive header names.

@@ -1,10 +1,13 @@
 // Package client is the Go client of logd, a replicated, partitioned,
 // append-only log.
 //
-// A Client talks to one node over the Connect API. Any node accepts any
-// call: writes are forwarded to the Raft leader and acknowledged only once
-// committed by a quorum and applied; reads are served from the node's
-// applied state, so a follower may lag the leader by a little.
+// A Client talks to one node at a time over the Connect API. Any node
+// accepts any call: writes are forwarded to the Raft leader and
+// acknowledged only once committed by a quorum and applied; reads are
+// served from the node's applied state, so a follower may lag the leader
+// by a little. The client learns the members from its answers, moves to
+// the leader when a node could not forward a write, and to another member
+// when a node fails (leader.go).
 //
 //	c, err := client.New("127.0.0.1:7070", client.Options{})
 //	...
@@ -24,11 +27,17 @@
 //
 // Calls are retried under Options.Retry (capped exponential backoff with
 // full jitter, a bounded number of attempts, the server's retry-after hint
-// honoured). Reads retry on every retryable error. Writes (Produce,
-// CreateTopic, DeleteTopic) retry only when the server guarantees that
-// nothing was written: ErrNotLeader, ErrOverloaded, or a connection that
-// could not be made. After ErrUnavailable or a timeout a write may or may
-// not have happened, and the error goes to the caller.
+// honoured, an optional deadline over all attempts, and a retry budget
+// shared by the client's calls). Reads, and writes whose repetition
+// changes nothing more (offset commits, acks, nacks, extends, alters,
+// pauses, group membership calls), retry on every retryable error. Other
+// writes (Produce, CreateTopic, DeleteTopic, Claim, ...) retry only when
+// the server guarantees that nothing was written: ErrNotLeader,
+// ErrOverloaded, or a connection that could not be made. After
+// ErrUnavailable or a timeout such a write may or may not have happened,
+// and the error goes to the caller, except for a Produce whose records all
+// carry an idempotency key: its retry returns the original offsets of
+// whatever was written, marked Duplicate.
 //
 // # Reading
 //
@@ -38,6 +47,8 @@
 // index for the first batch whose newest record is at or after a time, as
 // Kafka does, and returns that batch's first offset: records of the batch
 // may be older.
+// NewGroupConsumer reads as a member of a consumer group, and NewWorker
+// works a queue group's records under leases.
 //
 // Timestamps have millisecond precision; the zero time.Time means "let the
 // server stamp it". Key and Value distinguish nil (null) from empty.

@@ -54,7 +54,7 @@ var (
 	// ErrStorage: the server hit a storage error.
 	ErrStorage = errors.New("logd: storage error")
 
-	// Consumer groups (issue 4).
+	// Consumer groups.
 
 	// ErrStaleGeneration: a group member's commit or fetch named a generation
 	// older than its ownership of the partition (moved, or offsets reset);

@@ -5,8 +5,8 @@ import (
 	"fmt"
 )
 
-// Work-queue errors (issue 6). ErrStaleToken (errors.go) is the error of a
-// token that is no longer the current delivery's.
+// Work-queue errors. ErrStaleToken (errors.go) is the error of a token that
+// is no longer the current delivery's.
 var (
 	// ErrUnknownQueueGroup: the queue group does not exist on the topic.
 	ErrUnknownQueueGroup = errors.New("logd: unknown queue group")

@@ -10,10 +10,10 @@ import (
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 )
 
-// QueueHealth is the backpressure view of one partition of a queue group
-// (issue 7), part of QueuePartitionState. Rates are per second, measured
-// by the answering node between describes (0 until two describes at least
-// a second apart).
+// QueueHealth is the backpressure view of one partition of a queue group,
+// part of QueuePartitionState. Rates are per second, measured by the
+// answering node between describes (0 until two describes at least a
+// second apart).
 type QueueHealth struct {
 	// OldestInFlightAge is how long the longest live lease has run.
 	OldestInFlightAge time.Duration `json:"oldest_in_flight_age_ms"`
