@@ -51,8 +51,8 @@ import (
 // segments or all the new ones, never a mix.
 //
 // Why the marker stays. Commit runs in Apply, where every fsync delays every
-// produce behind it; removing the marker durably cost a remove and a third
-// directory fsync per command. A marker left behind is harmless: its swap's
+// produce behind it; removing the marker durably would cost a remove and a
+// third directory fsync per command. A marker left behind is harmless: its swap's
 // renames are durable (synced before Commit returns), so rolling it forward
 // finds none of its .cleaned files (names carry the prepare's sequence
 // number, unique within a process) and renames nothing, and a later

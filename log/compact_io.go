@@ -7,8 +7,8 @@ import "time"
 // Preparing a compaction reads every source segment twice and writes the
 // output. Done at full speed, the output sits in the page cache until one
 // fsync flushes tens of megabytes at once, and every other fsync on the disk
-// (the Raft log's, which each produce waits for) queues behind that flush:
-// produce latency jumped from tens of milliseconds to seconds. So the
+// (the Raft log's, which each produce waits for) queues behind that flush,
+// turning produce latencies of milliseconds into seconds. So the
 // preparation
 //
 //   - syncs its output every CompactOptions.SyncBytes written (fdatasync of

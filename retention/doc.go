@@ -36,24 +36,28 @@
 //     horizon, now - delete.retention.ms (one the next pass would drop), so
 //     deletes still go on time.
 //
-// Without the ratio every pass rewrote the whole compacted history to clean
-// a little new data: the work per pass grew with the topic, not with the
-// writes. With it, a pass rewrites at most about 1/ratio times the new
-// data. The "cleaned up to" offset is not separate state: it is the end of
-// the compacted prefix of the log, read from the segments' compacted flag
-// (in each segment's .meta, written identically by every replica's Compact
-// command and copied with the segments in a snapshot install), so it
-// cannot disagree with the log. Tombstones are timed by their record
-// timestamp. "compact,delete" does both, deletion first.
+// The ratio keeps the work of a pass proportional to the writes: without
+// it, every pass would rewrite the whole compacted history to clean a
+// little new data, so the work per pass would grow with the topic. With it,
+// a pass rewrites at most about 1/ratio times the new data. The "cleaned
+// up to" offset is not separate state: it is the end of the compacted
+// prefix of the log, read from the segments' compacted flag (in each
+// segment's .meta, written identically by every replica's Compact command
+// and copied with the segments in a snapshot install), so it cannot
+// disagree with the log. Tombstones are timed by their record timestamp.
+// "compact,delete" does both, deletion first.
 //
 // # Queue groups: the protected offset
 //
 // Input.ProtectedFrom is the lowest offset that some consumer still needs
 // and that neither deletion nor compaction may remove: nothing at or above it
-// is deleted, and the cleaning point never passes it. The replication FSM
-// supplies it per partition from replicated state; queue groups (records
-// not yet acked or dead-lettered) will set it to their per-partition start
-// offset. Until they exist it is NoProtection (unbounded).
+// is deleted, and the cleaning point never passes it. The replicated state
+// machine supplies it per partition: the lowest start offset of the topic's
+// queue groups (below a group's start offset every record is acked or
+// dead-lettered), or NoProtection (unbounded) when the topic has none. It
+// applies the limit again when a trim or compaction command is applied, so
+// a plan made before the protection moved (a queue group created since,
+// say) cannot remove what it now protects.
 //
 // # Why the heavy work stays off the FSM goroutine
 //
@@ -71,6 +75,7 @@
 // the leader's (divergence). A command whose sources no longer match the
 // log (already applied before a restart, or a segment deleted meanwhile)
 // changes nothing, which makes it idempotent by content rather than by raft
-// index. Followers prebuilding on a "prepare" hint command is the planned
-// next step for clusters; it changes no format.
+// index. So a follower does stall its own apply for the rewrite; a
+// "prepare" hint command that let followers prebuild would need no change
+// of format.
 package retention
