@@ -105,7 +105,7 @@ var table = []row{
 	{path: "replication/fsm", layer: layerMachine, pure: true, planned: true},
 
 	{path: "group", layer: layerState, pure: true},
-	{path: "queue", layer: layerState, pure: true, planned: true},
+	{path: "queue", layer: layerState, pure: true},
 	{path: "dedup", layer: layerState, pure: true, planned: true},
 	{path: "retention", layer: layerState, pure: true},
 
