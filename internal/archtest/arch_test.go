@@ -89,8 +89,8 @@ var table = []row{
 	{path: "cmd/demo", layer: layerTop},
 	{path: "internal/archtest", layer: layerTop},
 
-	{path: "logdtest", layer: layerSupport, support: true, planned: true, siblings: []string{"log/logtest"}},
-	{path: "log/logtest", layer: layerSupport, support: true, planned: true},
+	{path: "logdtest", layer: layerSupport, support: true, siblings: []string{"log/logtest"}},
+	{path: "log/logtest", layer: layerSupport, support: true},
 
 	{path: "server", layer: layerEdge, frontEnd: true, siblings: []string{"internal/groupapi"}},
 	{path: "kafka", layer: layerEdge, frontEnd: true, planned: true},
@@ -102,11 +102,11 @@ var table = []row{
 
 	{path: "replication", layer: layerRaft},
 
-	{path: "replication/fsm", layer: layerMachine, pure: true, planned: true},
+	{path: "replication/fsm", layer: layerMachine, pure: true},
 
 	{path: "group", layer: layerState, pure: true},
 	{path: "queue", layer: layerState, pure: true},
-	{path: "dedup", layer: layerState, pure: true, planned: true},
+	{path: "dedup", layer: layerState, pure: true},
 	{path: "retention", layer: layerState, pure: true},
 
 	{path: "log", layer: layerStorage, pure: true, stdOnly: true},
