@@ -164,10 +164,16 @@ type Node struct {
 	done chan struct{}
 	// ready is set once this node's state machine has applied everything
 	// committed before it started serving (see Ready).
-	ready  atomic.Bool
-	raft   *raft.Raft
-	fsm    *fsm.FSM
-	stores *raftStores
+	ready atomic.Bool
+	// leaderTerm is the Raft term in which this node, as leader, applied a
+	// barrier: everything committed in earlier terms is in its state
+	// machine. A new leader may hold entries that its predecessor
+	// acknowledged but that it has not applied yet; until the barrier of
+	// its own term it must not answer from its state (see Ready).
+	leaderTerm atomic.Uint64
+	raft       *raft.Raft
+	fsm        *fsm.FSM
+	stores     *raftStores
 
 	// cleanerDone is closed when the cleaner goroutine (cleaner.go) ends.
 	cleanerDone  chan struct{}
@@ -265,12 +271,17 @@ func (n *Node) housekeeping() {
 		select {
 		case <-n.stop:
 			return
+		case <-n.raft.LeaderCh():
+			// Leadership changed: a new leader runs its barrier at once
+			// rather than at the next tick, since it serves nothing
+			// until then.
 		case <-t.C:
 		}
 		if !n.ready.Load() && n.caughtUp() {
 			n.ready.Store(true)
 			n.cfg.Logger.Info("state machine caught up; serving", "applied_index", n.fsm.AppliedIndex())
 		}
+		n.leaderBarrier()
 		n.registerSelf()
 		if !snapshotDue(n.fsm.BytesSinceSnapshot(), n.cfg.SnapshotBytes, n.fsm.WindowBytes()) {
 			continue
@@ -278,6 +289,26 @@ func (n *Node) housekeeping() {
 		if err := n.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
 			n.cfg.Logger.Warn("snapshot by size", "err", err)
 		}
+	}
+}
+
+// leaderBarrier runs a barrier when this node leads a term it has not run
+// one in, and records the term once the barrier is applied.
+func (n *Node) leaderBarrier() {
+	if n.raft.State() != raft.Leader {
+		return
+	}
+	term := n.raft.CurrentTerm()
+	if n.leaderTerm.Load() == term {
+		return
+	}
+	if err := n.raft.Barrier(time.Second).Error(); err != nil {
+		return // lost the leadership, or slow: the next round retries
+	}
+	// A term that moved on during the barrier stays unrecorded; the next
+	// round runs the barrier of the new term.
+	if n.raft.CurrentTerm() == term {
+		n.leaderTerm.Store(term)
 	}
 }
 
@@ -299,18 +330,29 @@ func snapshotDue(since, snapshotBytes, windowBytes int64) bool {
 	return since >= max(snapshotBytes, windowSnapshotRatio*windowBytes)
 }
 
-// Ready reports whether the node has applied every entry committed before
-// it started, so its state can be served: a restarted node replays its
-// Raft log first, and until then it would answer from an old state (a topic
-// created before the restart would look unknown).
-func (n *Node) Ready() bool { return n.ready.Load() }
+// Ready reports whether the node's state can be served. A restarted node
+// replays its Raft log first, and until it has applied every entry
+// committed before it started it would answer from an old state (a topic
+// created before the restart would look unknown). A leader, after every
+// election, must first apply a barrier of its own term: it may hold
+// entries its predecessor acknowledged that it has not applied yet, and
+// answering before would show an acknowledged commit undone. Followers
+// serve what they have applied, which may trail the leader but never goes
+// back.
+func (n *Node) Ready() bool {
+	if !n.ready.Load() {
+		return false
+	}
+	return n.raft.State() != raft.Leader || n.leaderTerm.Load() == n.raft.CurrentTerm()
+}
 
 // caughtUp: a leader has applied its barrier (every earlier entry); a
 // follower has applied its leader's commit index.
 func (n *Node) caughtUp() bool {
 	switch n.raft.State() {
 	case raft.Leader:
-		return n.raft.Barrier(time.Second).Error() == nil
+		n.leaderBarrier()
+		return n.leaderTerm.Load() == n.raft.CurrentTerm()
 	case raft.Follower:
 		if addr, _ := n.raft.LeaderWithID(); addr == "" {
 			return false

@@ -281,3 +281,34 @@ func TestSnapshotDueGrowsWithWindows(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaderServesAfterBarrierOfItsTerm: a leader is ready only once it has
+// applied a barrier in its current term, so after an election it never
+// answers from a state that lacks entries its predecessor acknowledged.
+// Forgetting the term's barrier (as a new term would) makes the node
+// unready until housekeeping has run the barrier again.
+func TestLeaderServesAfterBarrierOfItsTerm(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := openSingleNode(t, ctx, Config{DataDir: t.TempDir()})
+	defer n.Close()
+	term := n.raft.CurrentTerm()
+	if got := n.leaderTerm.Load(); got != term {
+		t.Fatalf("ready leader: barrier term %d, current term %d", got, term)
+	}
+	// The state a fresh term starts with: no barrier applied in it yet.
+	n.leaderTerm.Store(term - 1)
+	if n.Ready() {
+		t.Fatal("a leader without a barrier in its term is ready")
+	}
+	for !n.Ready() {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the leader never ran the barrier of its term")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if got := n.leaderTerm.Load(); got != term {
+		t.Fatalf("barrier term %d, want %d", got, term)
+	}
+}
