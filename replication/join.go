@@ -1,6 +1,8 @@
 package replication
 
 import (
+	"github.com/logd-dev/logd/replication/fsm"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -31,7 +33,7 @@ const (
 // harmless: a voter at the same address is only re-registered, so a restart
 // with a new API address updates it.
 func (n *Node) JoinCluster(ctx context.Context, member string, ask AskJoin) (string, error) {
-	req := JoinRequest{ID: n.cfg.NodeID, RaftAddress: n.cfg.RaftAdvertise, APIAddress: n.cfg.APIAdvertise}
+	req := JoinRequest{ID: n.cfg.NodeID, RaftAddress: n.cfg.RaftAdvertise, APIAddress: n.cfg.APIAdvertise, FeatureLevel: fsm.Level}
 	return joinLoop(ctx, n.cfg.Logger, member, req, ask, joinAttemptTimeout, joinRetryInterval)
 }
 

@@ -1,6 +1,8 @@
 package replication
 
 import (
+	"github.com/logd-dev/logd/replication/fsm"
+
 	"bytes"
 	"context"
 	"errors"
@@ -114,5 +116,26 @@ func TestJoinLoop(t *testing.T) {
 	}
 	if _, err := joinLoop(context.Background(), slog.Default(), "127.0.0.1:7070", req, nil, time.Second, time.Second); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("no way to ask: %v, want ErrInvalidArgument", err)
+	}
+}
+
+// TestJoinClusterSendsFeatureLevel: a joining node tells the leader the
+// feature level of its build, so the cluster's level can rise once every
+// member runs a build that understands a new command.
+func TestJoinClusterSendsFeatureLevel(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := openSingleNode(t, ctx, Config{DataDir: t.TempDir(), APIAdvertise: "127.0.0.1:7070"})
+	defer n.Close()
+	var got JoinRequest
+	leader, err := n.JoinCluster(ctx, "127.0.0.1:7080", func(_ context.Context, _ string, req JoinRequest) (string, error) {
+		got = req
+		return "n0", nil
+	})
+	if err != nil || leader != "n0" {
+		t.Fatalf("JoinCluster: %q, %v", leader, err)
+	}
+	if got.ID != "n1" || got.APIAddress != "127.0.0.1:7070" || got.FeatureLevel != fsm.Level {
+		t.Fatalf("join request %+v; want n1 at 127.0.0.1:7070 with feature level %d", got, fsm.Level)
 	}
 }

@@ -8,6 +8,9 @@ import "github.com/logd-dev/logd/replication/fsm"
 type (
 	// FSM is the replicated state machine (Node.FSM, for reads).
 	FSM = fsm.FSM
+	// FeatureLevel numbers the command kinds a build understands (see
+	// JoinRequest).
+	FeatureLevel = fsm.FeatureLevel
 	// Topic is a topic as applied on this node.
 	Topic = fsm.Topic
 	// Partition is one partition's log plus a way to wait for appends.

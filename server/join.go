@@ -25,7 +25,7 @@ func (s *Server) Join(ctx context.Context, req *connect.Request[logdv1.JoinReque
 	if m.NodeId == "" || m.RaftAddress == "" {
 		return nil, errInvalid("join: node_id and raft_address are required")
 	}
-	err := s.b.Join(ctx, replication.JoinRequest{ID: m.NodeId, RaftAddress: m.RaftAddress, APIAddress: m.ApiAddress},
+	err := s.b.Join(ctx, replication.JoinRequest{ID: m.NodeId, RaftAddress: m.RaftAddress, APIAddress: m.ApiAddress, FeatureLevel: replication.FeatureLevel(m.FeatureLevel)},
 		func(ctx context.Context) error { return s.waitCaughtUp(ctx, m.NodeId, m.ApiAddress) })
 	if err != nil {
 		return nil, toConnectError(err)

@@ -16,7 +16,7 @@ import (
 // replication.(*Node).JoinCluster.
 func askJoin(ctx context.Context, member string, req replication.JoinRequest) (string, error) {
 	c := logdv1connect.NewLogServiceClient(http.DefaultClient, "http://"+member)
-	resp, err := c.Join(ctx, connect.NewRequest(&logdv1.JoinRequest{NodeId: req.ID, RaftAddress: req.RaftAddress, ApiAddress: req.APIAddress}))
+	resp, err := c.Join(ctx, connect.NewRequest(&logdv1.JoinRequest{NodeId: req.ID, RaftAddress: req.RaftAddress, ApiAddress: req.APIAddress, FeatureLevel: uint32(req.FeatureLevel)}))
 	if err != nil {
 		return "", err
 	}
