@@ -1,8 +1,6 @@
 package replication
 
 import (
-	"github.com/logd-dev/logd/replication/fsm"
-
 	"bytes"
 	"context"
 	"errors"
@@ -11,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // TestJoinLoop: the loop retries failed attempts after the pause, gives each
