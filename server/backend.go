@@ -49,9 +49,11 @@ type ClusterBackend interface {
 	// registered ("" if none).
 	NodeID() string
 	APIAddress() string
-	// Ready reports whether the node has applied everything committed
-	// before it started serving; until then it must not answer from its
-	// state. Failed returns the error that stopped the state machine.
+	// Ready reports whether the node may answer from its state: it has
+	// applied everything committed before it started, and, when it leads,
+	// a barrier of its current term (so a new leader never answers
+	// without what its predecessor acknowledged). Failed returns the error
+	// that stopped the state machine.
 	Ready() bool
 	Failed() error
 	// IsLeader reports whether this node is the Raft leader now.
