@@ -7,7 +7,7 @@ import (
 	"connectrpc.com/connect"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
-	"github.com/logd-dev/logd/internal/groupapi"
+	"github.com/logd-dev/logd/replication"
 )
 
 // DescribeGroup shows a consumer group: state, generation, members with
@@ -19,7 +19,7 @@ func (s *Server) DescribeGroup(ctx context.Context, req *connect.Request[logdv1.
 		return nil, toConnectError(err)
 	}
 	now := time.Now()
-	resp := groupapi.Describe(g, func(topic string, partition int32, committed int64) (groupapi.Lag, bool) {
+	resp := describeGroupMsg(g, func(topic string, partition int32, committed int64) (replication.Lag, bool) {
 		return lagOf(s.b, topic, partition, committed, now)
 	})
 	return connect.NewResponse(resp), nil

@@ -7,7 +7,6 @@ import (
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/group"
-	"github.com/logd-dev/logd/internal/groupapi"
 	"github.com/logd-dev/logd/replication"
 )
 
@@ -26,5 +25,5 @@ func (s *Server) GroupHeartbeat(ctx context.Context, req *connect.Request[logdv1
 	if err != nil {
 		return nil, toConnectError(err)
 	}
-	return connect.NewResponse(&logdv1.GroupHeartbeatResponse{Assignment: groupapi.Assignment(a, s.memberPolicy(m.Group, m.MemberId), s.bounds)}), nil
+	return connect.NewResponse(&logdv1.GroupHeartbeatResponse{Assignment: assignmentMsg(a, s.memberPolicy(m.Group, m.MemberId), s.bounds)}), nil
 }

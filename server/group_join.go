@@ -7,7 +7,6 @@ import (
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/group"
-	"github.com/logd-dev/logd/internal/groupapi"
 	"github.com/logd-dev/logd/replication"
 )
 
@@ -26,5 +25,5 @@ func (s *Server) JoinGroup(ctx context.Context, req *connect.Request[logdv1.Join
 		return nil, toConnectError(err)
 	}
 	policy, _ := group.ParseResetPolicy(m.ResetPolicy)
-	return connect.NewResponse(&logdv1.JoinGroupResponse{Assignment: groupapi.Assignment(a, policy, s.bounds)}), nil
+	return connect.NewResponse(&logdv1.JoinGroupResponse{Assignment: assignmentMsg(a, policy, s.bounds)}), nil
 }

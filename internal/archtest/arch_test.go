@@ -92,9 +92,8 @@ var table = []row{
 	{path: "logdtest", layer: layerSupport, support: true, siblings: []string{"log/logtest"}},
 	{path: "log/logtest", layer: layerSupport, support: true},
 
-	{path: "server", layer: layerEdge, frontEnd: true, siblings: []string{"internal/groupapi"}},
+	{path: "server", layer: layerEdge, frontEnd: true},
 	{path: "kafka", layer: layerEdge, frontEnd: true, planned: true},
-	{path: "internal/groupapi", layer: layerEdge},
 	{path: "client", layer: layerEdge, onlyDeps: []string{"api/...", "partition"}},
 
 	{path: "api/logdv1", layer: layerAPI, only: []string{"api/..."}},
