@@ -22,6 +22,8 @@
 //   - Clean runs the leader's cleaner pass now (retention and compaction by
 //     the topics' settings); the automatic pass is off.
 //   - Metric reads the server's Prometheus metrics.
+//   - Options.FS puts the partition logs on a file system of the test's,
+//     such as a log/logtest.FaultFS that fails writes or syncs on demand.
 //
 // Close (run by Start's tb.Cleanup) ends every goroutine the node and the
 // HTTP server started, so the caller's goleak check stays clean.

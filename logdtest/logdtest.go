@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/replication"
 	"github.com/logd-dev/logd/server"
 )
@@ -32,6 +33,12 @@ type Options struct {
 	// Dir holds the partition logs; default a new temporary directory that
 	// Close removes.
 	Dir string
+	// FS is the partition logs' file system; default the operating
+	// system's. A log/logtest.FaultFS over log.OSFS fails or slows the
+	// node's writes and syncs on demand: the node then stops, as a
+	// production node stops on an I/O error in its state machine, and
+	// Close reports the failure.
+	FS log.FS
 }
 
 // Raft timeouts of a test node, raft's smallest: a single voter elects
@@ -127,6 +134,7 @@ func (s *Server) start(opts Options) error {
 		ElectionTimeout:    electionTimeout,
 		LeaderLeaseTimeout: leaderLeaseTimeout,
 		Now:                opts.Now,
+		Log:                log.Options{FS: opts.FS},
 		// Retention runs when the test calls Clean, not behind its back.
 		CleanerInterval: 24 * time.Hour,
 		APIAdvertise:    s.http.Listener.Addr().String(),

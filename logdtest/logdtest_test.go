@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +16,8 @@ import (
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
+	"github.com/logd-dev/logd/log"
+	"github.com/logd-dev/logd/log/logtest"
 	"github.com/logd-dev/logd/logdtest"
 )
 
@@ -285,5 +289,31 @@ func TestMetric(t *testing.T) {
 	}
 	if _, err := s.Metric("logd_records_total", "op"); err == nil {
 		t.Fatal("odd label pairs accepted")
+	}
+}
+
+// TestDiskFault: with a fault file system under the partition logs, a
+// write that fails inside the state machine is never acknowledged, the
+// node stops serving, and Close reports the failure.
+func TestDiskFault(t *testing.T) {
+	fs := logtest.Wrap(log.OSFS{})
+	s, err := logdtest.New(logdtest.Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rpc(s)
+	createTopic(t, c, "t", nil)
+	if err := produce(t, c, "t", "a"); err != nil {
+		t.Fatal(err)
+	}
+	fs.FailNextWrite(syscall.ENOSPC, 0)
+	if err := produce(t, c, "t", "b"); err == nil {
+		t.Fatal("a produce whose write failed was acknowledged")
+	}
+	if err := produce(t, c, "t", "c"); err == nil {
+		t.Fatal("a stopped node acknowledged a produce")
+	}
+	if err := s.Close(); err == nil || !strings.Contains(err.Error(), "node stopped") {
+		t.Fatalf("Close after a disk fault: %v, want the node's failure", err)
 	}
 }
