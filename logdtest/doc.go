@@ -14,8 +14,9 @@
 // Tests control what the node cannot be asked for over the API:
 //   - Options.Now is the node's clock. It stamps every command, so lease
 //     deadlines, backoff, session expiry and the cleaner's retention
-//     decisions follow it. Records produced without a timestamp are stamped
-//     by the server's wall clock, as in production.
+//     decisions follow it, and records produced without a timestamp are
+//     stamped by it. A consumer group's lag in seconds is measured on the
+//     wall clock.
 //   - Intercept, FailNext and Calls sit in front of the handler: they run a
 //     function before the next calls of a procedure (to fail it without
 //     effect, or block it like a slow server) and count calls.
