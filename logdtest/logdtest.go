@@ -26,7 +26,7 @@ type Options struct {
 	// backoff, session expiry and retention follow it. Default time.Now.
 	// A clock that only moves when the test says keeps time-dependent
 	// tests deterministic; start it near the wall clock where the server
-	// also reads the wall clock (record timestamps, group lag).
+	// also reads the wall clock (group lag).
 	Now func() time.Time
 	// NodeID is the node's Raft server id; default "node-1".
 	NodeID string
