@@ -221,13 +221,22 @@ func TestClusterMinorityNeverAcks(t *testing.T) {
 	for _, nd := range followers {
 		nd.signal(syscall.SIGCONT)
 	}
-	waitFor(t, ctx, "a new leader", func() bool {
+	// Both of the majority must know the new leader, and the leader must
+	// serve, before writes through either are sure to land: the other one
+	// may still be a candidate that knows no leader.
+	waitFor(t, ctx, "a new leader known to the majority", func() bool {
+		leaders := map[string]bool{}
 		for _, nd := range followers {
-			if st, err := nd.status(ctx); err == nil && st.State == "Leader" {
-				return true
+			st, err := nd.status(ctx)
+			if err != nil || st.LeaderId == "" || st.LeaderId == l.id {
+				return false
+			}
+			leaders[st.LeaderId] = true
+			if st.State == "Leader" && !st.Ready {
+				return false
 			}
 		}
-		return false
+		return len(leaders) == 1
 	})
 	for i := range 5 {
 		if err := produce(followers[i%2], fmt.Sprintf("majority-%d", i), 5*time.Second); err != nil {
