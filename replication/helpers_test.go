@@ -5,17 +5,14 @@ package replication
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/internal/recordtest"
 )
 
 // testFSM is a state machine over a temp dir whose fatal handler records
@@ -64,20 +61,9 @@ func snapshotBytes(t *testing.T, f *fsm.FSM) []byte {
 
 func testLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func mustBatch(t *testing.T, values ...string) []byte { return mustBatchB(t, values...) }
+func mustBatch(t *testing.T, values ...string) []byte { return recordtest.Batch(t, values...) }
 
-func mustBatchB(t testing.TB, values ...string) []byte {
-	t.Helper()
-	recs := make([]batch.Record, len(values))
-	for i, v := range values {
-		recs[i] = batch.Record{Timestamp: 1_700_000_000_000 + int64(i), Value: []byte(v)}
-	}
-	b, err := batch.Build(recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func mustBatchB(t testing.TB, values ...string) []byte { return recordtest.Batch(t, values...) }
 
 // readAll returns every record value of a partition in offset order.
 func readAll(t *testing.T, f *fsm.FSM, topic string, p int32) []string {
@@ -86,42 +72,11 @@ func readAll(t *testing.T, f *fsm.FSM, topic string, p int32) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for off := part.Log().StartOffset(); off < part.Log().EndOffset(); {
-		data, err := part.Log().Read(off, 1<<20)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs, err := batch.Records(data, off, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range recs {
-			if r.Offset != int64(len(out)) {
-				t.Fatalf("record at offset %d, want %d", r.Offset, len(out))
-			}
-			out = append(out, string(r.Value))
-		}
-		off = recs[len(recs)-1].Offset + 1
-	}
-	return out
+	return recordtest.Values(t, part.Log())
 }
 
 func keyedBatch(t testing.TB, ts int64, kv ...string) []byte {
-	t.Helper()
-	var recs []batch.Record
-	for i := 0; i < len(kv); i += 2 {
-		r := batch.Record{Timestamp: ts, Key: []byte(kv[i])}
-		if kv[i+1] != "<nil>" {
-			r.Value = []byte(kv[i+1])
-		}
-		recs = append(recs, r)
-	}
-	b, err := batch.Build(recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return recordtest.KeyedBatch(t, ts, kv...)
 }
 
 // liveKV lists a partition's records as "offset:key=value".
@@ -131,51 +86,11 @@ func liveKV(t *testing.T, f *fsm.FSM, topic string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for off := p.Log().StartOffset(); off < p.Log().EndOffset(); {
-		data, err := p.Log().Read(off, 1<<20)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs, err := batch.Records(data, off, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range recs {
-			v := string(r.Value)
-			if r.Value == nil {
-				v = "<nil>"
-			}
-			out = append(out, fmt.Sprintf("%d:%s=%s", r.Offset, r.Key, v))
-		}
-		for rest := data; len(rest) > 0; {
-			info, err := batch.Peek(rest)
-			if err != nil {
-				t.Fatal(err)
-			}
-			off = info.NextOffset()
-			rest = rest[info.Length:]
-		}
-	}
-	return out
+	return recordtest.KeyValues(t, p.Log())
 }
 
 const qnow = int64(1_700_000_000_000_000_000)
 
 // jobBatch builds records with values and, for values "late:*", a deadline
 // header at qnow+1s.
-func jobBatch(t *testing.T, values ...string) []byte {
-	t.Helper()
-	recs := make([]batch.Record, len(values))
-	for i, v := range values {
-		recs[i] = batch.Record{Timestamp: qnow / 1e6, Key: []byte("k-" + v), Value: []byte(v), Headers: []batch.Header{{Key: "job", Value: []byte(v)}}}
-		if strings.HasPrefix(v, "late:") {
-			recs[i].Headers = append(recs[i].Headers, batch.Header{Key: "deadline", Value: []byte(fmt.Sprint((qnow + int64(time.Second)) / 1e6))})
-		}
-	}
-	b, err := batch.Build(recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func jobBatch(t *testing.T, values ...string) []byte { return recordtest.JobBatch(t, qnow, values...) }

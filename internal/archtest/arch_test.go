@@ -91,6 +91,7 @@ var table = []row{
 
 	{path: "logdtest", layer: layerSupport, support: true, siblings: []string{"log/logtest"}},
 	{path: "log/logtest", layer: layerSupport, support: true},
+	{path: "replication/internal/recordtest", layer: layerSupport, support: true},
 
 	{path: "server", layer: layerEdge, frontEnd: true},
 	{path: "kafka", layer: layerEdge, frontEnd: true, planned: true},

@@ -8,25 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/log"
+	"github.com/logd-dev/logd/replication/internal/recordtest"
 )
 
 func keyedBatch(t testing.TB, ts int64, kv ...string) []byte {
-	t.Helper()
-	var recs []batch.Record
-	for i := 0; i < len(kv); i += 2 {
-		r := batch.Record{Timestamp: ts, Key: []byte(kv[i])}
-		if kv[i+1] != "<nil>" {
-			r.Value = []byte(kv[i+1])
-		}
-		recs = append(recs, r)
-	}
-	b, err := batch.Build(recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return recordtest.KeyedBatch(t, ts, kv...)
 }
 
 // liveKV lists a partition's records as "offset:key=value".
@@ -36,33 +23,7 @@ func liveKV(t *testing.T, f *FSM, topic string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for off := p.Log().StartOffset(); off < p.Log().EndOffset(); {
-		data, err := p.Log().Read(off, 1<<20)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs, err := batch.Records(data, off, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range recs {
-			v := string(r.Value)
-			if r.Value == nil {
-				v = "<nil>"
-			}
-			out = append(out, fmt.Sprintf("%d:%s=%s", r.Offset, r.Key, v))
-		}
-		for rest := data; len(rest) > 0; {
-			info, err := batch.Peek(rest)
-			if err != nil {
-				t.Fatal(err)
-			}
-			off = info.NextOffset()
-			rest = rest[info.Length:]
-		}
-	}
-	return out
+	return recordtest.KeyValues(t, p.Log())
 }
 
 // TestCleanerCommandsDeterministic applies the same script (appends, an

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/log"
+	"github.com/logd-dev/logd/replication/internal/recordtest"
 )
 
 func testLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -28,20 +28,9 @@ func testFSM(t *testing.T, dir string) (*FSM, *[]error) {
 	return f, &fatals
 }
 
-func mustBatch(t *testing.T, values ...string) []byte { return mustBatchB(t, values...) }
+func mustBatch(t *testing.T, values ...string) []byte { return recordtest.Batch(t, values...) }
 
-func mustBatchB(t testing.TB, values ...string) []byte {
-	t.Helper()
-	recs := make([]batch.Record, len(values))
-	for i, v := range values {
-		recs[i] = batch.Record{Timestamp: 1_700_000_000_000 + int64(i), Value: []byte(v)}
-	}
-	b, err := batch.Build(recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func mustBatchB(t testing.TB, values ...string) []byte { return recordtest.Batch(t, values...) }
 
 func createCmd(t *testing.T, name string, parts int32, now int64) []byte {
 	t.Helper()
@@ -71,25 +60,7 @@ func readAll(t *testing.T, f *FSM, topic string, p int32) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for off := part.Log().StartOffset(); off < part.Log().EndOffset(); {
-		data, err := part.Log().Read(off, 1<<20)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs, err := batch.Records(data, off, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range recs {
-			if r.Offset != int64(len(out)) {
-				t.Fatalf("record at offset %d, want %d", r.Offset, len(out))
-			}
-			out = append(out, string(r.Value))
-		}
-		off = recs[len(recs)-1].Offset + 1
-	}
-	return out
+	return recordtest.Values(t, part.Log())
 }
 
 func TestApplyScript(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/queue"
+	"github.com/logd-dev/logd/replication/internal/recordtest"
 )
 
 const qnow = int64(1_700_000_000_000_000_000)
@@ -25,21 +26,7 @@ func queueCmd(t *testing.T, ct CommandType, now int64, c any) []byte {
 
 // jobBatch builds records with values and, for values "late:*", a deadline
 // header at qnow+1s.
-func jobBatch(t *testing.T, values ...string) []byte {
-	t.Helper()
-	recs := make([]batch.Record, len(values))
-	for i, v := range values {
-		recs[i] = batch.Record{Timestamp: qnow / 1e6, Key: []byte("k-" + v), Value: []byte(v), Headers: []batch.Header{{Key: "job", Value: []byte(v)}}}
-		if strings.HasPrefix(v, "late:") {
-			recs[i].Headers = append(recs[i].Headers, batch.Header{Key: "deadline", Value: []byte(fmt.Sprint((qnow + int64(time.Second)) / 1e6))})
-		}
-	}
-	b, err := batch.Build(recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func jobBatch(t *testing.T, values ...string) []byte { return recordtest.JobBatch(t, qnow, values...) }
 
 func appendCmd(t *testing.T, now int64, topic string, p int32, values ...string) []byte {
 	return encodeAppend(now, Append{Topic: topic, Batches: []PartitionBatch{{Partition: p, Batch: jobBatch(t, values...)}}})
