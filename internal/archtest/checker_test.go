@@ -80,6 +80,7 @@ func cleanImports() map[string][]string {
 		"batch":            {"internal/varint"},
 		"partition":        {},
 		"internal/varint":  {},
+		"internal/hist":    {"github.com/zeebo/xxh3", "std:time"},
 
 		"github.com/hashicorp/raft": {"std:net", "std:math/rand"},
 		"github.com/zeebo/xxh3":     {},
@@ -100,6 +101,7 @@ var syntheticTable = []row{
 	{path: "cmd/ctl", layer: layerTop, only: []string{"client", "api/..."}},
 	{path: "logdtest", layer: layerSupport, support: true, siblings: []string{"log/logtest"}},
 	{path: "log/logtest", layer: layerSupport, support: true},
+	{path: "internal/hist", layer: layerSupport, support: true, stdOnly: true, external: []string{"github.com/zeebo/xxh3/..."}},
 	{path: "server", layer: layerEdge, frontEnd: true},
 	{path: "kafka", layer: layerEdge, frontEnd: true, planned: true},
 	{path: "client", layer: layerEdge, onlyDeps: []string{"api/...", "partition"}},
@@ -246,6 +248,13 @@ func TestCheckerFindsViolations(t *testing.T) {
 				im["log"] = append(im["log"], "github.com/zeebo/xxh3")
 			},
 			want: []string{"standard library only: log depends on github.com/zeebo/xxh3 (log -> github.com/zeebo/xxh3)"},
+		},
+		{
+			name: "std-only package with an allowed external dependency imports another",
+			mutate: func(im map[string][]string) {
+				im["internal/hist"] = append(im["internal/hist"], "github.com/hashicorp/raft")
+			},
+			want: []string{"standard library only: internal/hist depends on github.com/hashicorp/raft (internal/hist -> github.com/hashicorp/raft)"},
 		},
 		{
 			name: "a package without a row",
