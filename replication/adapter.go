@@ -3,6 +3,7 @@ package replication
 import (
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/hashicorp/raft"
 
@@ -14,6 +15,8 @@ import (
 // to. Raft calls ApplyBatch, Snapshot and Restore on its FSM goroutine.
 type raftFSM struct {
 	f *fsm.FSM
+	// applied is fired after every applied batch and restored snapshot.
+	applied *appliedSignal
 	// entries is reused by ApplyBatch (Raft's FSM goroutine only).
 	entries []fsm.Entry
 }
@@ -37,6 +40,7 @@ func (a *raftFSM) ApplyBatch(logs []*raft.Log) []any {
 	out := a.f.ApplyBatch(es)
 	clear(es) // drop the entries' data
 	a.entries = es[:0]
+	a.applied.fire()
 	return out
 }
 
@@ -52,7 +56,44 @@ func (a *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
 // Restore replaces the state with a snapshot's.
 func (a *raftFSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	defer a.applied.fire()
 	return a.f.Restore(rc)
+}
+
+// appliedSignal wakes readers waiting for this node to apply more of the
+// log: a follower serving a group member that learnt its generation from
+// the leader waits for it (AwaitGroupFetch). It costs one lock per applied
+// batch while nobody waits.
+type appliedSignal struct {
+	mu sync.Mutex
+	// ch is closed and dropped by fire; nil while nobody waits. Guarded
+	// by mu.
+	ch chan struct{}
+}
+
+// wait returns a channel closed once the next batch is applied (or a
+// snapshot restored). Take it before reading the state it is about, so an
+// apply in between is not missed.
+func (s *appliedSignal) wait() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	return s.ch
+}
+
+// fire wakes the waiters; a nil signal does nothing.
+func (s *appliedSignal) fire() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	if s.ch != nil {
+		close(s.ch)
+		s.ch = nil
+	}
+	s.mu.Unlock()
 }
 
 // raftSnapshot writes an fsm.Snapshot to a Raft snapshot sink.

@@ -235,12 +235,6 @@ func (b *Backend) ConsumerGroup(name string) (*group.ConsumerGroup, error) {
 // ConsumerGroups returns copies of every consumer group, sorted by name.
 func (b *Backend) ConsumerGroups() []*group.ConsumerGroup { return b.FSM().ConsumerGroups() }
 
-// CheckGroupFetch reports whether a member may read a partition at a
-// generation (group's fencing errors if not), against applied state.
-func (b *Backend) CheckGroupFetch(name, member string, generation int64, tp group.TopicPartition) error {
-	return b.FSM().CheckGroupFetch(name, member, generation, tp)
-}
-
 // DescribeQueueGroup describes a queue group at now (Unix ns; lazy expiry
 // is counted, not applied).
 func (b *Backend) DescribeQueueGroup(topic, name string, now int64) (QueueGroupInfo, error) {

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/logd-dev/logd/replication/fsm"
 )
@@ -14,7 +15,31 @@ var (
 	ErrShutdown = errors.New("replication: shutting down")
 	// ErrTimeout means a proposal's outcome is unknown: it may still commit.
 	ErrTimeout = errors.New("replication: timed out waiting for commit; outcome unknown")
+	// ErrBehind means this node has not applied yet what a read names (a
+	// consumer group's generation or position that the client learnt from
+	// the leader); returned as *BehindError, which names the leader.
+	ErrBehind = errors.New("replication: this node has not applied what the request names yet")
 )
+
+// BehindError is ErrBehind with what the node lacks and where the leader
+// is: the leader has applied everything it acknowledged, so the client
+// retries there.
+type BehindError struct {
+	// What the request named that this node has not applied.
+	What string
+	// LeaderAddress is the leader's client API address; "" if unknown.
+	LeaderAddress string
+}
+
+func (e *BehindError) Error() string {
+	if e.LeaderAddress == "" {
+		return fmt.Sprintf("%v: %s", ErrBehind, e.What)
+	}
+	return fmt.Sprintf("%v: %s; the leader at %s has it", ErrBehind, e.What, e.LeaderAddress)
+}
+
+// Unwrap makes errors.Is(err, ErrBehind) hold.
+func (e *BehindError) Unwrap() error { return ErrBehind }
 
 // Errors of the state machine (package fsm), the same values under the
 // names the front ends use, so errors.Is holds on either. Errors that reach

@@ -3,6 +3,7 @@ package replication
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/replication/fsm"
@@ -90,4 +91,84 @@ func (n *Node) AutoResetGroupOffset(ctx context.Context, c GroupAutoReset) (int6
 func (n *Node) DeleteGroup(ctx context.Context, name string) error {
 	_, err := n.proposeGroup(ctx, fsm.CmdGroupDelete, name, fsm.GroupDelete{Group: name})
 	return err
+}
+
+// GroupFetchCheck is a group member's fetch, as AwaitGroupFetch checks it.
+type GroupFetchCheck struct {
+	Group, Member string
+	// Generation is the member's assignment generation.
+	Generation int64
+	Partition  group.TopicPartition
+	// Offset is where the member reads from; negative: not checked.
+	Offset int64
+}
+
+// AwaitGroupFetch reports whether a member may read a partition at its
+// generation (group's fencing errors if not), against applied state, once
+// this node has applied what the member already knows.
+//
+// A member learns its generation and its position from the leader (a
+// join or heartbeat is a write, which a follower forwards), then reads
+// through the node it talks to, and a follower serves what it has applied
+// (docs/architecture.md). Right after a join that node may not have
+// applied the join yet: it would refuse the member as unknown or fenced,
+// or not know the group, although the leader just gave it the partition.
+// Generations only grow, so a node that holds the group at an older
+// generation than the member names (or not at all), or a partition that
+// ends before the member's offset, is behind the member, not the member
+// behind the group: AwaitGroupFetch waits, up to wait, for this node to
+// apply more and checks again. A node still behind then fails with
+// *BehindError, naming the leader. A leader answers at once: it serves
+// only after a barrier of its term, so it holds every generation it gave
+// out.
+func (n *Node) AwaitGroupFetch(ctx context.Context, c GroupFetchCheck, wait time.Duration) error {
+	var deadline <-chan time.Time
+	for {
+		// Taken before the check, so an apply in between wakes the wait.
+		applied := n.applied.wait()
+		err := n.fsm.CheckGroupFetch(c.Group, c.Member, c.Generation, c.Partition)
+		lack := n.lacks(c, err)
+		if lack == "" || n.IsLeader() {
+			return err
+		}
+		if deadline == nil {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-applied:
+		case <-deadline:
+			addr, _ := n.LeaderAPIAddress()
+			return &BehindError{What: lack, LeaderAddress: addr}
+		case <-ctx.Done():
+			return fmt.Errorf("wait to apply %s: %w", lack, ctx.Err())
+		}
+	}
+}
+
+// lacks says what of c this node has not applied, given the result of
+// checking c against its state; "" when it is not behind c.
+func (n *Node) lacks(c GroupFetchCheck, checkErr error) string {
+	if checkErr != nil {
+		g, err := n.fsm.ConsumerGroup(c.Group)
+		switch {
+		case err != nil:
+			return fmt.Sprintf("group %q (the member is at generation %d)", c.Group, c.Generation)
+		case g.Generation < c.Generation:
+			return fmt.Sprintf("generation %d of group %q (this node is at %d)", c.Generation, c.Group, g.Generation)
+		}
+		return ""
+	}
+	if c.Offset < 0 {
+		return ""
+	}
+	p, err := n.fsm.Partition(c.Partition.Topic, c.Partition.Partition)
+	if err != nil {
+		return ""
+	}
+	if end := p.Log().EndOffset(); end < c.Offset {
+		return fmt.Sprintf("offset %d of %s-%d (this node ends at %d)", c.Offset, c.Partition.Topic, c.Partition.Partition, end)
+	}
+	return ""
 }

@@ -174,6 +174,8 @@ type Node struct {
 	raft       *raft.Raft
 	fsm        *fsm.FSM
 	stores     *raftStores
+	// applied wakes waiters after each applied batch (adapter.go).
+	applied *appliedSignal
 
 	// cleanerDone is closed when the cleaner goroutine (cleaner.go) ends.
 	cleanerDone  chan struct{}
@@ -247,13 +249,14 @@ func Open(cfg Config) (*Node, error) {
 			cfg.Logger.Info("bootstrapped a single-node cluster", "node", cfg.NodeID)
 		}
 	}
-	r, err := raft.NewRaft(rc, &raftFSM{f: sm}, stores.logs, stores.stable, stores.snaps, stores.transport)
+	applied := new(appliedSignal)
+	r, err := raft.NewRaft(rc, &raftFSM{f: sm, applied: applied}, stores.logs, stores.stable, stores.snaps, stores.transport)
 	if err != nil {
 		stores.close()
 		sm.Close()
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
-	n := &Node{cfg: cfg, raft: r, fsm: sm, stores: stores, stop: make(chan struct{}), done: make(chan struct{})}
+	n := &Node{cfg: cfg, raft: r, fsm: sm, stores: stores, applied: applied, stop: make(chan struct{}), done: make(chan struct{})}
 	go n.housekeeping()
 	n.cleanerDone = make(chan struct{})
 	go n.runCleaner()

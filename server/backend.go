@@ -116,7 +116,8 @@ type RecordBackend interface {
 // GroupBackend is consumer groups (package group's errors: fencing with
 // ErrStaleGeneration, ErrNotAssigned, ErrUnknownMember; and
 // ErrConsumerGroupNotFound, ErrConsumerGroupNotEmpty, ErrOffsetAboveEnd,
-// ErrNoResetPolicy, ErrUnknownGroupTopic, ErrInvalidGroupRequest).
+// ErrNoResetPolicy, ErrUnknownGroupTopic, ErrInvalidGroupRequest; and
+// replication.ErrBehind).
 type GroupBackend interface {
 	JoinGroup(ctx context.Context, c replication.GroupJoin) (group.Assignment, error)
 	GroupHeartbeat(ctx context.Context, c replication.GroupHeartbeat) (group.Assignment, error)
@@ -130,9 +131,13 @@ type GroupBackend interface {
 	// ConsumerGroup and ConsumerGroups (sorted by name) return copies.
 	ConsumerGroup(name string) (*group.ConsumerGroup, error)
 	ConsumerGroups() []*group.ConsumerGroup
-	// CheckGroupFetch refuses a read by a member that does not own the
-	// partition at the generation (the fencing errors).
-	CheckGroupFetch(name, member string, generation int64, tp group.TopicPartition) error
+	// AwaitGroupFetch refuses a read by a member that does not own the
+	// partition at its generation (the fencing errors). A node that has
+	// not applied the member's generation or offset yet (a follower right
+	// after the member's forwarded join) first waits up to wait for it,
+	// then fails with *replication.BehindError (ErrBehind), which names
+	// the leader.
+	AwaitGroupFetch(ctx context.Context, c replication.GroupFetchCheck, wait time.Duration) error
 	// GroupLag is a group's lag in a partition at a committed offset.
 	GroupLag(topic string, partition int32, committed int64, now time.Time) (replication.Lag, error)
 }

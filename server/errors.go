@@ -57,6 +57,9 @@ var errorTable = []errorRow{
 	// The cluster and the node.
 	{errs: []error{replication.ErrUnknownNode}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
 	{errs: []error{replication.ErrNotLeader}, code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_NOT_LEADER},
+	// A follower behind what the client learnt from the leader: the client
+	// moves to the leader, as after NOT_LEADER, and reads there.
+	{errs: []error{replication.ErrBehind}, code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_NOT_LEADER, info: behindInfo},
 	// A command some member's build would not understand: retrying cannot
 	// help until every node is upgraded, and the text says so
 	// (*FeatureLevelError). No reason fits, so no ErrorInfo.
@@ -81,6 +84,13 @@ func overloadedInfo(err error, info *logdv1.ErrorInfo) {
 		after = oe.RetryAfter
 	}
 	info.RetryAfterMs = after.Milliseconds()
+}
+
+func behindInfo(err error, info *logdv1.ErrorInfo) {
+	var be *replication.BehindError
+	if errors.As(err, &be) {
+		info.LeaderAddress = be.LeaderAddress
+	}
 }
 
 func outOfRangeInfo(err error, info *logdv1.ErrorInfo) {

@@ -28,6 +28,7 @@ import (
 // and then until errorTable has a row for it (or it is in internalErrors).
 var backendSentinels = map[string]error{
 	"replication.ErrNotLeader":           replication.ErrNotLeader,
+	"replication.ErrBehind":              replication.ErrBehind,
 	"replication.ErrUnknownTopic":        replication.ErrUnknownTopic,
 	"replication.ErrTopicExists":         replication.ErrTopicExists,
 	"replication.ErrUnknownPartition":    replication.ErrUnknownPartition,
@@ -173,6 +174,9 @@ func TestToConnectError(t *testing.T) {
 		msg string
 	}{
 		{name: "not leader", err: fmt.Errorf("propose: %w", replication.ErrNotLeader), code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_NOT_LEADER},
+		{name: "behind", err: fmt.Errorf("group fetch: %w", &replication.BehindError{What: "generation 4 of group \"g\"", LeaderAddress: "10.0.0.1:7070"}),
+			code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_NOT_LEADER, msg: "generation 4",
+			check: func(i *logdv1.ErrorInfo) bool { return i.LeaderAddress == "10.0.0.1:7070" }},
 		{name: "out of range", err: fmt.Errorf("read: %w", &replication.OutOfRangeError{Offset: 9, Start: 3, End: 7}),
 			code: connect.CodeOutOfRange, reason: logdv1.Reason_REASON_OFFSET_OUT_OF_RANGE,
 			check: func(i *logdv1.ErrorInfo) bool { return i.LogStartOffset == 3 && i.EndOffset == 7 }},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -12,8 +13,18 @@ import (
 	"github.com/logd-dev/logd/replication"
 )
 
+// groupCatchUpWait bounds how long a node that has not applied a member's
+// generation or offset yet waits for it before sending the member to the
+// leader (replication.BehindError). A healthy follower trails the leader
+// by one commit round (Raft's CommitTimeout, 50 ms); one further behind is
+// better left for the leader.
+const groupCatchUpWait = time.Second
+
 // GroupFetch is Fetch for a member of a consumer group: it is served only
-// if the member owns the partition at the generation it names. An offset
+// if the member owns the partition at the generation it names. A node
+// that has not applied that generation yet, nor the member's offset (a
+// follower right after the member's join, which it forwarded to the
+// leader), waits for them up to groupCatchUpWait. An offset
 // below the log start (retention passed the group's position) follows the
 // member's reset policy: earliest or latest moves the committed offset
 // forward through Raft, counting the skipped records, and the fetch
@@ -25,7 +36,8 @@ func (s *Server) GroupFetch(ctx context.Context, req *connect.Request[logdv1.Gro
 		return nil, errInvalid("group fetch without a fetch")
 	}
 	tp := group.TopicPartition{Topic: m.Fetch.Topic, Partition: m.Fetch.Partition}
-	if err := s.b.CheckGroupFetch(m.Group, m.MemberId, m.Generation, tp); err != nil {
+	check := replication.GroupFetchCheck{Group: m.Group, Member: m.MemberId, Generation: m.Generation, Partition: tp, Offset: m.Fetch.Offset}
+	if err := s.b.AwaitGroupFetch(ctx, check, groupCatchUpWait); err != nil {
 		if errors.Is(err, group.ErrStaleGeneration) || errors.Is(err, group.ErrNotAssigned) || errors.Is(err, group.ErrUnknownMember) {
 			s.groupMetrics.fencedFetches.WithLabelValues(m.Group).Inc()
 		}
