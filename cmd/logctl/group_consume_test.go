@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"connectrpc.com/connect"
+
+	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/logdtest"
+)
+
+// TestGroupConsumeDoesNotStopOnEmptyPoll: without --follow, consume
+// --group reads up to the ends it saw at start, not up to the first poll
+// that brings nothing. Here the first fetch of each partition is fenced
+// (as a node that has not applied the member's join yet answers), so the
+// first poll is empty although the group has lag; stopping there printed
+// nothing and exited 0. A record produced after the start is not printed
+// (nor committed): the next run prints it.
+func TestGroupConsumeDoesNotStopOnEmptyPoll(t *testing.T) {
+	srv := logdtest.Start(t, logdtest.Options{})
+	runGroupSteps(t, srv, []step{
+		{args: args("topic create orders -p 2")},
+		{args: args("produce orders created paid --partition 0")},
+		{args: args("produce orders shipped --partition 1")},
+	})
+	fenced := logdtest.Error(connect.CodeFailedPrecondition, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_STALE_GENERATION},
+		"generation is stale")
+	// The first fetch also appends a record after the end consume saw at
+	// start: it is left for the next run.
+	c, err := client.New(srv.Addr(), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	late := int32(1)
+	srv.Intercept("GroupFetch", func(ctx context.Context) error {
+		if _, err := c.Produce(ctx, "orders", []client.Record{{Value: []byte("late"), Partition: &late}}); err != nil {
+			return err
+		}
+		return fenced
+	}, func(context.Context) error { return fenced })
+	r := runCLI(t, srv, "", args("consume orders --group billing --output text")...)
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", r.code, r.stderr)
+	}
+	if got := slices.Sorted(slices.Values(args(r.stdout))); !slices.Equal(got, []string{"created", "paid", "shipped"}) {
+		t.Fatalf("printed %q, want the 3 records the group had not consumed at start", r.stdout)
+	}
+	if n := srv.Calls("GroupFetch"); n < 3 {
+		t.Fatalf("%d group fetches; the two fenced ones were not followed by another", n)
+	}
+	runGroupSteps(t, srv, []step{
+		{args: args("consume orders --group billing"), stdoutExact: "late\n"},
+		{args: args("consume orders --group billing"), stdoutExact: ""},
+	})
+}
