@@ -196,6 +196,19 @@ func (gc *GroupConsumer) Assignment() []TopicPartition {
 	return out
 }
 
+// Position returns the member's position in an owned partition: the
+// offset after the records Poll returned from it (what Commit commits),
+// or, before Poll returned any, the group's position there. ok is false
+// for a partition the member does not own and for one without a position
+// (no committed offset under reset policy none).
+func (gc *GroupConsumer) Position(tp TopicPartition) (offset int64, ok bool) {
+	p, owned := gc.owned[tp]
+	if !owned || p.pos < 0 {
+		return 0, false
+	}
+	return p.pos, true
+}
+
 func cmpTP(a, b TopicPartition) int {
 	if a.Topic != b.Topic {
 		if a.Topic < b.Topic {

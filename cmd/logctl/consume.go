@@ -48,7 +48,13 @@ and flagged with key_encoding / value_encoding "base64".
 
 --from accepts earliest, latest, an offset, or an RFC 3339 time; a time
 starts at the first record stamped at or after it, found by the server's
-time index.`,
+time index.
+
+With --group G, consume joins consumer group G, reads the partitions the
+server assigns from the group's committed offsets and commits what it
+printed. Without --follow it stops once every partition assigned to it is
+read up to the end offsets seen at start (an empty poll is not the end: the
+group may still have lag), and leaves the group.`,
 		Example: `  logctl consume orders --from earliest
   logctl consume orders --partition 2 --from 1200 --max 10 --output json
   logctl consume orders --from 2026-01-02T15:04:05Z --follow --timeout 30s`,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,8 +17,14 @@ const groupConsumeWait = time.Second
 
 // consumeGroup is `logctl consume TOPIC --group G`: it joins the group,
 // prints the records of the partitions the server assigns, and commits
-// after each printed batch. Without --follow it stops at the first poll
-// that finds nothing new; it leaves the group when it stops.
+// after each printed batch; it leaves the group when it stops.
+//
+// Without --follow it stops once it has read every partition assigned to
+// it up to the end offsets the node reported when consume started (a
+// member assigned nothing stops after its first poll). An empty poll is
+// not the end: right after a join, or through a node that trails the
+// leader, a poll may bring nothing although the group has lag. --timeout
+// stops it after that long without a record, with or without --follow.
 func consumeGroup(cmd *cobra.Command, opts *globalOpts, c *client.Client, topic string, f *consumeFlags) error {
 	if f.partition >= 0 {
 		return errors.New("--partition and --group exclude each other: the group assigns partitions")
@@ -31,6 +38,17 @@ func consumeGroup(cmd *cobra.Command, opts *globalOpts, c *client.Client, topic 
 		return fmt.Errorf("--from %q with --group: want earliest or latest (where a group without committed offsets starts); use 'logctl group reset-offsets' to move a group", f.from)
 	}
 	ctx := cmd.Context()
+	var ends map[client.TopicPartition]int64 // where to stop without --follow
+	if !f.follow {
+		d, err := c.DescribeTopic(ctx, topic)
+		if err != nil {
+			return err
+		}
+		ends = make(map[client.TopicPartition]int64, len(d.Partitions))
+		for _, p := range d.Partitions {
+			ends[client.TopicPartition{Topic: topic, Partition: p.Partition}] = p.End
+		}
+	}
 	gc, err := c.NewGroupConsumer(client.GroupConsumerOptions{
 		Group: f.group, Topics: []string{topic}, ResetPolicy: policy, ManualCommit: true, MaxWait: groupConsumeWait,
 	})
@@ -56,33 +74,53 @@ func consumeGroup(cmd *cobra.Command, opts *globalOpts, c *client.Client, topic 
 		if err != nil {
 			return err
 		}
-		if len(recs) == 0 {
-			if !f.follow || (f.timeout > 0 && time.Since(lastData) >= f.timeout) {
-				return pr.flush()
-			}
-			continue
+		if ends != nil {
+			recs = slices.DeleteFunc(recs, func(r client.FetchedRecord) bool {
+				end, ok := ends[client.TopicPartition{Topic: r.Topic, Partition: r.Partition}]
+				return ok && r.Offset >= end
+			})
 		}
-		lastData = time.Now()
-		offsets := map[client.TopicPartition]int64{}
-		for _, r := range recs {
-			if f.max > 0 && n >= f.max {
-				break
+		if len(recs) > 0 {
+			lastData = time.Now()
+			offsets := map[client.TopicPartition]int64{}
+			for _, r := range recs {
+				if f.max > 0 && n >= f.max {
+					break
+				}
+				if err := pr.print(r); err != nil {
+					return err
+				}
+				n++
+				offsets[client.TopicPartition{Topic: r.Topic, Partition: r.Partition}] = r.Offset + 1
 			}
-			if err := pr.print(r); err != nil {
+			if err := pr.flush(); err != nil {
 				return err
 			}
-			n++
-			offsets[client.TopicPartition{Topic: r.Topic, Partition: r.Partition}] = r.Offset + 1
+			// Printed means processed: commit exactly what was printed.
+			if err := gc.CommitOffsets(ctx, offsets); err != nil {
+				return err
+			}
+			if f.max > 0 && n >= f.max {
+				return nil
+			}
 		}
-		if err := pr.flush(); err != nil {
-			return err
+		if ends != nil && readToEnds(gc, ends) {
+			return nil
 		}
-		// Printed means processed: commit exactly what was printed.
-		if err := gc.CommitOffsets(ctx, offsets); err != nil {
-			return err
-		}
-		if f.max > 0 && n >= f.max {
+		if f.timeout > 0 && time.Since(lastData) >= f.timeout {
 			return nil
 		}
 	}
+}
+
+// readToEnds reports whether the member's position in every partition
+// assigned to it is at or past that partition's end in ends.
+func readToEnds(gc *client.GroupConsumer, ends map[client.TopicPartition]int64) bool {
+	for _, tp := range gc.Assignment() {
+		pos, ok := gc.Position(tp)
+		if end, known := ends[tp]; ok && known && pos < end {
+			return false
+		}
+	}
+	return true
 }
