@@ -53,6 +53,10 @@ var (
 	ErrIdempotencyConflict = errors.New("logd: idempotency conflict")
 	// ErrStorage: the server hit a storage error.
 	ErrStorage = errors.New("logd: storage error")
+	// ErrOutcomeUnknown: a write failed in a way that leaves open whether
+	// it was applied (a lost reply, a timeout, a node that went away during
+	// the call), and no later attempt settled it.
+	ErrOutcomeUnknown = errors.New("logd: outcome unknown")
 
 	// Consumer groups.
 

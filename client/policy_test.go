@@ -287,3 +287,74 @@ func TestClientRetriesShareBudget(t *testing.T) {
 		t.Fatal("RetryBudget is not the configured budget")
 	}
 }
+
+// minJitter makes the jitter draw its smallest value.
+func minJitter(int64) int64 { return 0 }
+
+// TestDefaultPolicyRidesOutElection: an election keeps a cluster from
+// taking writes for a few seconds (NOT_LEADER, UNAVAILABLE); the default
+// policy keeps retrying through it, whatever the jitter draws, but never
+// past the context's deadline, and with a bounded number of attempts.
+func TestDefaultPolicyRidesOutElection(t *testing.T) {
+	const election = 2500 * time.Millisecond
+	const roundTrip = 2 * time.Millisecond
+	tests := []struct {
+		name       string
+		rand       func(int64) int64
+		ctxTimeout time.Duration // 0: none
+		down       time.Duration // how long the cluster refuses
+		wantOK     bool
+	}{
+		{name: "election, smallest delays", rand: minJitter, down: election, wantOK: true},
+		{name: "election, largest delays", rand: maxJitter, down: election, wantOK: true},
+		{name: "election, random delays", down: election, wantOK: true},
+		{name: "the context's deadline comes first", rand: minJitter, down: election, ctxTimeout: time.Second},
+		{name: "a cluster that never recovers", rand: minJitter, down: time.Hour},
+		{name: "a cluster that never recovers, largest delays", rand: maxJitter, down: time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := newFakeClock()
+			start := clock.Now()
+			ctx := t.Context()
+			if tt.ctxTimeout > 0 {
+				c, cancel := context.WithTimeout(ctx, tt.ctxTimeout)
+				defer cancel()
+				ctx = c
+			}
+			r := client.Retrier{Clock: clock, Rand: tt.rand} // the zero Policy: the defaults
+			calls := 0
+			err := r.Do(ctx, func(context.Context) error {
+				calls++
+				clock.Advance(roundTrip)
+				if clock.Now().Sub(start) < tt.down {
+					if calls%2 == 0 {
+						return client.ErrUnavailable
+					}
+					return &client.NotLeaderError{}
+				}
+				return nil
+			})
+			elapsed := clock.Now().Sub(start)
+			if tt.wantOK {
+				if err != nil {
+					t.Fatalf("Do = %v after %d attempts over %v, want success once the election is over", err, calls, elapsed)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Do succeeded after %d attempts over %v", calls, elapsed)
+			}
+			if tt.ctxTimeout > 0 && elapsed > tt.ctxTimeout {
+				t.Errorf("retried for %v, past the context's deadline %v", elapsed, tt.ctxTimeout)
+			}
+			if tt.ctxTimeout == 0 && (elapsed < 5*time.Second || elapsed > 30*time.Second) {
+				t.Errorf("gave up after %v, want several seconds and a bound", elapsed)
+			}
+			if calls > 100 {
+				t.Errorf("%d attempts: not bounded", calls)
+			}
+			t.Logf("gave up after %d attempts over %v: %v", calls, elapsed, err)
+		})
+	}
+}
