@@ -19,7 +19,7 @@ import (
 func (c *Client) AlterTopic(ctx context.Context, name string, set map[string]string, reset []string) (Topic, error) {
 	req := &logdv1.AlterTopicRequest{Name: name, Config: set, DeleteConfig: reset}
 	var out Topic
-	err := c.do(ctx, "AlterTopic", retryAny, c.opts.Timeout, func(ctx context.Context) error {
+	err := c.do(ctx, "AlterTopic", retryRepeatable, c.opts.Timeout, func(ctx context.Context) error {
 		resp, err := c.rpc.AlterTopic(ctx, connect.NewRequest(req))
 		if err != nil {
 			return fromRPC(err)

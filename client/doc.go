@@ -26,18 +26,24 @@
 // # Retries
 //
 // Calls are retried under Options.Retry (capped exponential backoff with
-// full jitter, a bounded number of attempts, the server's retry-after hint
-// honoured, an optional deadline over all attempts, and a retry budget
-// shared by the client's calls). Reads, and writes whose repetition
-// changes nothing more (offset commits, acks, nacks, extends, alters,
-// pauses, group membership calls), retry on every retryable error. Other
-// writes (Produce, CreateTopic, DeleteTopic, Claim, ...) retry only when
-// the server guarantees that nothing was written: ErrNotLeader,
-// ErrOverloaded, or a connection that could not be made. After
-// ErrUnavailable or a timeout such a write may or may not have happened,
-// and the error goes to the caller, except for a Produce whose records all
-// carry an idempotency key: its retry returns the original offsets of
-// whatever was written, marked Duplicate.
+// equal jitter, retries for up to ten seconds by default so that a call
+// rides out a leader election, a bounded number of attempts, the server's
+// retry-after hint honoured, an optional deadline over all attempts, and a
+// retry budget shared by the client's calls). Reads, and writes whose
+// repetition changes nothing more (offset commits, acks, nacks, extends,
+// alters, pauses, group membership calls, a Produce whose records all
+// carry an idempotency key), retry on every retryable error. Other writes
+// (Produce without keys, CreateTopic, DeleteTopic, Claim, ...) retry only
+// when the server guarantees that nothing was written: ErrNotLeader,
+// ErrOverloaded, or a connection that could not be made.
+//
+// After ErrUnavailable, a timeout or a lost connection a write may or may
+// not have happened. Such an outcome stays unknown: unless a later attempt
+// succeeds (a keyed Produce's retry returns the original offsets of
+// whatever was written, marked Duplicate), the call's error is
+// ErrOutcomeUnknown (an *OutcomeUnknownError naming the last attempt's
+// failure too), even when later attempts failed in ways that wrote
+// nothing. Reads never end in ErrOutcomeUnknown.
 //
 // # Reading
 //

@@ -43,7 +43,8 @@ var (
 	ErrOverloaded = errors.New("logd: overloaded")
 	// ErrUnavailable: the node or cluster cannot serve the call now (no
 	// quorum, shutting down, connection failed). A write that failed with it
-	// may or may not have been applied.
+	// may or may not have been applied (unless the connection could not be
+	// made), and its error is then also ErrOutcomeUnknown.
 	ErrUnavailable = errors.New("logd: unavailable")
 	// ErrStaleToken: a queue operation carried the token of an older
 	// delivery or of an expired lease.
@@ -149,6 +150,53 @@ func (e *NotLeaderError) Is(target error) bool { return target == ErrNotLeader }
 
 // Unwrap returns the underlying *connect.Error.
 func (e *NotLeaderError) Unwrap() error { return e.cause }
+
+// OutcomeUnknownError is the error of a write that may or may not have
+// been applied: an attempt failed after its request may have reached the
+// server (a lost reply, a timeout, UNAVAILABLE from a node that forwarded
+// it), and no later attempt settled the question by succeeding. Later
+// attempts that failed, even with errors proving that they themselves
+// wrote nothing (ErrNotLeader, a refused connection), do not make the
+// first one unwritten. errors.Is(err, ErrOutcomeUnknown) holds, and it
+// takes precedence over what the wrapped errors say: they are the last
+// attempt's failure (Err) and the failure that left the outcome open
+// (Cause), kept for their text and for errors.Is and errors.As.
+//
+// A write with an idempotency key may be sent again as it was: it returns
+// the original offsets if the first one was applied. Without a key, read
+// the log before writing again.
+type OutcomeUnknownError struct {
+	// Attempt is the attempt (from 1) whose outcome is unknown, the first
+	// one if several were.
+	Attempt int
+	// Attempts is the number of attempts made.
+	Attempts int
+	// Cause is the failure of attempt Attempt.
+	Cause error
+	// Err is the failure of the last attempt (Cause when that was the
+	// last), possibly with ErrRetryBudgetExhausted.
+	Err error
+}
+
+func (e *OutcomeUnknownError) Error() string {
+	if e.Attempts <= 1 || e.Cause == e.Err {
+		return fmt.Sprintf("outcome unknown, the write may or may not have been applied: %v", e.Err)
+	}
+	return fmt.Sprintf("outcome unknown, the write may or may not have been applied: attempt %d of %d failed with %q; the last failed with: %v",
+		e.Attempt, e.Attempts, e.Cause.Error(), e.Err)
+}
+
+// Is makes errors.Is(err, ErrOutcomeUnknown) true.
+func (e *OutcomeUnknownError) Is(target error) bool { return target == ErrOutcomeUnknown }
+
+// Unwrap returns the last attempt's error and, when it differs, the error
+// that left the outcome open.
+func (e *OutcomeUnknownError) Unwrap() []error {
+	if e.Cause == nil || e.Cause == e.Err {
+		return []error{e.Err}
+	}
+	return []error{e.Err, e.Cause}
+}
 
 // serverError is a failure without data: a sentinel plus the server's text.
 type serverError struct {
@@ -323,6 +371,29 @@ func notSent(err error) bool {
 // have written nothing and may succeed on retry.
 func writeRetryable(err error) bool {
 	return errors.Is(err, ErrNotLeader) || errors.Is(err, ErrOverloaded) || notSent(err)
+}
+
+// mayHaveApplied reports whether a write attempt that failed with err may
+// nonetheless have been applied. Only answers that prove nothing was
+// written say no: not leader, overloaded, a connection that could not be
+// made, and the server's refusals (bad input, unknown topic, conflict,
+// stale token, ...), which it gives before proposing anything. Everything
+// else (UNAVAILABLE, a timeout, a lost connection, a cancelled call, an
+// error the client cannot place) leaves the outcome open.
+func mayHaveApplied(err error) bool {
+	if err == nil || writeRetryable(err) || errors.Is(err, ErrStorage) {
+		return false
+	}
+	var ce *connect.Error
+	if errors.As(err, &ce) {
+		switch ce.Code() {
+		case connect.CodeInvalidArgument, connect.CodeNotFound, connect.CodeAlreadyExists,
+			connect.CodePermissionDenied, connect.CodeUnauthenticated, connect.CodeFailedPrecondition,
+			connect.CodeOutOfRange, connect.CodeUnimplemented, connect.CodeResourceExhausted:
+			return false
+		}
+	}
+	return true
 }
 
 func asOverloaded(err error) (*OverloadedError, bool) {

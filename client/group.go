@@ -236,7 +236,7 @@ func (c *Client) ResetGroupOffsets(ctx context.Context, r ResetOffsetsRequest) (
 
 func (c *Client) joinGroup(ctx context.Context, req *logdv1.JoinGroupRequest) (*logdv1.GroupAssignment, error) {
 	var out *logdv1.GroupAssignment
-	err := c.do(ctx, "JoinGroup", retryAny, c.opts.Timeout, func(ctx context.Context) error {
+	err := c.do(ctx, "JoinGroup", retryRepeatable, c.opts.Timeout, func(ctx context.Context) error {
 		resp, err := c.rpc.JoinGroup(ctx, connect.NewRequest(req))
 		if err != nil {
 			return fromRPC(err)
@@ -252,7 +252,7 @@ func (c *Client) joinGroup(ctx context.Context, req *logdv1.JoinGroupRequest) (*
 
 func (c *Client) groupHeartbeat(ctx context.Context, req *logdv1.GroupHeartbeatRequest) (*logdv1.GroupAssignment, error) {
 	var out *logdv1.GroupAssignment
-	err := c.do(ctx, "GroupHeartbeat", retryAny, c.opts.Timeout, func(ctx context.Context) error {
+	err := c.do(ctx, "GroupHeartbeat", retryRepeatable, c.opts.Timeout, func(ctx context.Context) error {
 		resp, err := c.rpc.GroupHeartbeat(ctx, connect.NewRequest(req))
 		if err != nil {
 			return fromRPC(err)
@@ -267,7 +267,7 @@ func (c *Client) groupHeartbeat(ctx context.Context, req *logdv1.GroupHeartbeatR
 }
 
 func (c *Client) leaveGroup(ctx context.Context, group, member string) error {
-	err := c.do(ctx, "LeaveGroup", retryAny, c.opts.Timeout, func(ctx context.Context) error {
+	err := c.do(ctx, "LeaveGroup", retryRepeatable, c.opts.Timeout, func(ctx context.Context) error {
 		_, err := c.rpc.LeaveGroup(ctx, connect.NewRequest(&logdv1.LeaveGroupRequest{Group: group, MemberId: member}))
 		return fromRPC(err)
 	})
@@ -278,7 +278,7 @@ func (c *Client) leaveGroup(ctx context.Context, group, member string) error {
 }
 
 func (c *Client) commitOffsets(ctx context.Context, req *logdv1.CommitOffsetsRequest) error {
-	err := c.do(ctx, "CommitOffsets", retryAny, c.opts.Timeout, func(ctx context.Context) error {
+	err := c.do(ctx, "CommitOffsets", retryRepeatable, c.opts.Timeout, func(ctx context.Context) error {
 		_, err := c.rpc.CommitOffsets(ctx, connect.NewRequest(req))
 		return fromRPC(err)
 	})

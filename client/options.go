@@ -7,12 +7,16 @@ import (
 	"time"
 )
 
-// Defaults applied to zero-valued Options fields.
+// Defaults applied to zero-valued Options fields. The retry defaults ride
+// out a leader election (a few seconds in which writes answer NOT_LEADER
+// or UNAVAILABLE): retries go on for up to DefaultMaxRetryTime, at most a
+// second apart, so a call resumes soon after a new leader serves.
 const (
 	DefaultTimeout        = 10 * time.Second
-	DefaultMaxAttempts    = 4
+	DefaultMaxAttempts    = 30
 	DefaultInitialBackoff = 50 * time.Millisecond
-	DefaultMaxBackoff     = 2 * time.Second
+	DefaultMaxBackoff     = time.Second
+	DefaultMaxRetryTime   = 10 * time.Second
 )
 
 // Options configure a Client. The zero value is ready to use: every field
@@ -34,14 +38,21 @@ type Options struct {
 
 // RetryPolicy bounds the retries of a call that failed with a retryable
 // error (see IsRetryable). The delay before attempt n+1 is drawn uniformly
-// from [0, min(MaxBackoff, InitialBackoff*2^(n-1))) ("full jitter"), and is
-// at least the server's retry-after hint when it gave one. Retries stop when
-// the caller's context ends.
+// from [c/2, c), c = min(MaxBackoff, InitialBackoff*2^(n-1)) ("equal
+// jitter"), and is at least the server's retry-after hint when it gave one.
+// Retries stop after MaxAttempts attempts, when no retry could start within
+// MaxRetryTime of the first attempt (or within Deadline), and when the
+// caller's context ends: whichever comes first.
 //
 // Which calls are retried: reads and metadata reads (ListTopics,
-// DescribeTopic, Fetch, Status) on every retryable error; writes (Produce,
-// CreateTopic, DeleteTopic) only when the server guarantees nothing was
-// written: not leader, overloaded, or a connection that could not be made.
+// DescribeTopic, Fetch, Status) on every retryable error, and so are writes
+// whose repetition changes nothing more (a Produce whose records all carry
+// idempotency keys, commits, acks). Other writes (a Produce without keys,
+// CreateTopic, DeleteTopic) are retried only when the server guarantees
+// nothing was written: not leader, overloaded, or a connection that could
+// not be made. Once an attempt of a write may have been applied, the
+// call's error is ErrOutcomeUnknown (OutcomeUnknownError) unless a later
+// attempt succeeds.
 type RetryPolicy struct {
 	// MaxAttempts is the number of attempts, the first included; 1 disables
 	// retries. Default: DefaultMaxAttempts.
@@ -54,6 +65,12 @@ type RetryPolicy struct {
 	// OnRetry, if set, is called before each retry's wait, on the calling
 	// goroutine, for logging or metrics. Default: nothing.
 	OnRetry func(RetryEvent)
+	// MaxRetryTime bounds the time over which a call is retried: no retry
+	// starts later than MaxRetryTime after the first attempt started, and
+	// no backoff is slept that would end later. Unlike Deadline it never
+	// cuts an attempt short, so long polls keep their wait. Default:
+	// DefaultMaxRetryTime.
+	MaxRetryTime time.Duration
 	// Deadline, if positive, bounds all attempts of a call together (on
 	// top of the context's deadline): each attempt's timeout is clipped to
 	// what remains and no backoff crosses it. Default: the context's only.
@@ -88,6 +105,9 @@ func (p RetryPolicy) Validate() error {
 	if p.MaxBackoff < 0 {
 		errs = append(errs, fmt.Errorf("retry: max backoff %v is negative", p.MaxBackoff))
 	}
+	if p.MaxRetryTime < 0 {
+		errs = append(errs, fmt.Errorf("retry: max retry time %v is negative", p.MaxRetryTime))
+	}
 	if p.Deadline < 0 {
 		errs = append(errs, fmt.Errorf("retry: deadline %v is negative", p.Deadline))
 	}
@@ -103,15 +123,7 @@ func (o Options) withDefaults() Options {
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
 	}
-	if o.Retry.MaxAttempts == 0 {
-		o.Retry.MaxAttempts = DefaultMaxAttempts
-	}
-	if o.Retry.InitialBackoff == 0 {
-		o.Retry.InitialBackoff = DefaultInitialBackoff
-	}
-	if o.Retry.MaxBackoff == 0 {
-		o.Retry.MaxBackoff = max(DefaultMaxBackoff, o.Retry.InitialBackoff)
-	}
+	o.Retry = o.Retry.withDefaults()
 	if o.Retry.Budget == nil {
 		o.Retry.Budget = NewRetryBudget(0, 0, 0, nil) // one per Client
 	}

@@ -153,13 +153,15 @@ func (b *RetryBudget) Tokens() float64 {
 //
 // An attempt is repeated only when Retryable says its error may succeed
 // later, the attempt cap is not reached, the budget has a token, and the
-// backoff ends before the deadline. A nil Policy.Budget is unlimited. The deadline is the earlier of the
-// context's and Policy.Deadline from the first attempt; each attempt's
-// timeout (AttemptTimeout) is clipped to what remains of it. The delay
-// before attempt n+1 is drawn uniformly from [0, min(MaxBackoff,
-// InitialBackoff*2^(n-1))) (full jitter), but is at least the server's
-// retry-after hint (OverloadedError.RetryAfter). A Retrier is a value: copy
-// it freely; it is safe for concurrent use if its Budget is.
+// backoff ends before both the deadline and the end of the retry window
+// (MaxRetryTime from the first attempt). A nil Policy.Budget is unlimited.
+// The deadline is the earlier of the context's and Policy.Deadline from the
+// first attempt; each attempt's timeout (AttemptTimeout) is clipped to what
+// remains of it. The delay before attempt n+1 is drawn uniformly from
+// [c/2, c), c = min(MaxBackoff, InitialBackoff*2^(n-1)) ("equal jitter"),
+// but is at least the server's retry-after hint (OverloadedError.RetryAfter).
+// A Retrier is a value: copy it freely; it is safe for concurrent use if
+// its Budget is.
 type Retrier struct {
 	// Name names the operation in RetryEvents.
 	Name string
@@ -169,6 +171,12 @@ type Retrier struct {
 	// Retryable reports whether a failed attempt may be repeated. nil means
 	// IsRetryable.
 	Retryable func(error) bool
+	// Ambiguous reports whether a failed attempt may nonetheless have
+	// taken effect (a write whose reply was lost). Once one has, the
+	// operation's error is an *OutcomeUnknownError (ErrOutcomeUnknown)
+	// whatever later attempts answer, unless one of them succeeds. nil
+	// means no failure is ambiguous (reads).
+	Ambiguous func(error) bool
 	// AttemptTimeout bounds each attempt; 0 means no bound of its own (the
 	// deadline still applies).
 	AttemptTimeout time.Duration
@@ -180,10 +188,11 @@ type Retrier struct {
 }
 
 // Do runs fn until it succeeds or may not be repeated, and returns the last
-// error (nil on success). When the deadline has passed before the first
-// attempt, fn is not called and Do returns context.DeadlineExceeded. When
-// the budget refuses a retry, the error also matches
-// ErrRetryBudgetExhausted.
+// error (nil on success), as an *OutcomeUnknownError if an attempt's
+// outcome was ambiguous (Ambiguous). When the deadline has passed before
+// the first attempt, fn is not called and Do returns
+// context.DeadlineExceeded. When the budget refuses a retry, the error also
+// matches ErrRetryBudgetExhausted.
 func (r Retrier) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	p := r.Policy.withDefaults()
 	clock := r.Clock
@@ -194,24 +203,41 @@ func (r Retrier) Do(ctx context.Context, fn func(ctx context.Context) error) err
 	if retryable == nil {
 		retryable = IsRetryable
 	}
+	start := clock.Now()
 	// The context's deadline is on the wall clock; carry what remains of it
 	// to the retrier's clock so both deadlines compare on one clock.
 	deadline, hasDeadline := ctx.Deadline()
 	if hasDeadline {
-		deadline = clock.Now().Add(time.Until(deadline))
+		deadline = start.Add(time.Until(deadline))
 	}
 	if p.Deadline > 0 {
-		if d := clock.Now().Add(p.Deadline); !hasDeadline || d.Before(deadline) {
+		if d := start.Add(p.Deadline); !hasDeadline || d.Before(deadline) {
 			deadline, hasDeadline = d, true
 		}
 	}
-	var err error
+	// The retry window bounds when a retry may start, not how long an
+	// attempt may take (a long poll may outlast it).
+	window := start.Add(p.MaxRetryTime)
+	var (
+		err     error
+		unknown *OutcomeUnknownError // set by the first ambiguous attempt
+		made    int                  // attempts made
+	)
+	// fail returns the call's error: the last one, kept ambiguous once an
+	// attempt's outcome was unknown.
+	fail := func(err error) error {
+		if unknown == nil {
+			return err
+		}
+		unknown.Attempts, unknown.Err = made, err
+		return unknown
+	}
 	for attempt := 1; ; attempt++ {
 		if cerr := ctx.Err(); cerr != nil {
 			if err == nil {
 				err = cerr
 			}
-			return err
+			return fail(err)
 		}
 		timeout := r.AttemptTimeout
 		if hasDeadline {
@@ -220,32 +246,37 @@ func (r Retrier) Do(ctx context.Context, fn func(ctx context.Context) error) err
 				if err == nil {
 					err = context.DeadlineExceeded
 				}
-				return err
+				return fail(err)
 			}
 			if timeout <= 0 || left < timeout {
 				timeout = left
 			}
 		}
+		made++
 		err = r.attempt(ctx, timeout, fn)
 		if err == nil {
 			p.Budget.deposit()
 			return nil
 		}
+		if unknown == nil && r.Ambiguous != nil && r.Ambiguous(err) {
+			unknown = &OutcomeUnknownError{Attempt: attempt, Cause: err}
+		}
 		if attempt >= p.MaxAttempts || ctx.Err() != nil || !retryable(err) {
-			return err
+			return fail(err)
 		}
 		delay := r.backoff(p, attempt, err)
-		if hasDeadline && !clock.Now().Add(delay).Before(deadline) {
-			return err // the wait would outlive the deadline: fail now, not later
+		wake := clock.Now().Add(delay)
+		if hasDeadline && !wake.Before(deadline) || wake.After(window) {
+			return fail(err) // the wait would outlive the deadline or the window: fail now, not later
 		}
 		if !p.Budget.withdraw() {
-			return fmt.Errorf("%w (%w)", err, ErrRetryBudgetExhausted)
+			return fail(fmt.Errorf("%w (%w)", err, ErrRetryBudgetExhausted))
 		}
 		if p.OnRetry != nil {
 			p.OnRetry(RetryEvent{Method: r.Name, Attempt: attempt, Delay: delay, Err: err})
 		}
 		if clock.Sleep(ctx, delay) != nil {
-			return err
+			return fail(err)
 		}
 	}
 }
@@ -261,18 +292,21 @@ func (r Retrier) attempt(ctx context.Context, timeout time.Duration, fn func(con
 }
 
 // backoff returns the delay after the given failed attempt (1-based):
-// full jitter over a capped exponential, but at least the server's hint.
+// equal jitter over a capped exponential, but at least the server's hint.
+// Half of each delay is fixed so that the attempt cap cannot run out
+// before the retry window whatever the draws: DefaultMaxAttempts of the
+// default delays cover DefaultMaxRetryTime, and so an election.
 func (r Retrier) backoff(p RetryPolicy, attempt int, err error) time.Duration {
 	ceiling := p.MaxBackoff
 	if shift := attempt - 1; shift < 30 {
 		ceiling = min(p.MaxBackoff, p.InitialBackoff<<shift)
 	}
-	var d time.Duration
-	if ceiling > 0 {
+	d := ceiling / 2
+	if span := ceiling - d; span > 0 {
 		if r.Rand != nil {
-			d = time.Duration(r.Rand(int64(ceiling)))
+			d += time.Duration(r.Rand(int64(span)))
 		} else {
-			d = time.Duration(rand.Int64N(int64(ceiling)))
+			d += time.Duration(rand.Int64N(int64(span)))
 		}
 	}
 	if oe, ok := asOverloaded(err); ok && oe.RetryAfter > d {
@@ -284,7 +318,7 @@ func (r Retrier) backoff(p RetryPolicy, attempt int, err error) time.Duration {
 // String describes the retrier's policy, for logs.
 func (r Retrier) String() string {
 	p := r.Policy.withDefaults()
-	return fmt.Sprintf("retry %q: %d attempts, backoff %v..%v, deadline %v", r.Name, p.MaxAttempts, p.InitialBackoff, p.MaxBackoff, p.Deadline)
+	return fmt.Sprintf("retry %q: %d attempts within %v, backoff %v..%v, deadline %v", r.Name, p.MaxAttempts, p.MaxRetryTime, p.InitialBackoff, p.MaxBackoff, p.Deadline)
 }
 
 // withDefaults returns p with zero fields replaced by the defaults of
@@ -298,6 +332,9 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	}
 	if p.MaxBackoff == 0 {
 		p.MaxBackoff = max(DefaultMaxBackoff, p.InitialBackoff)
+	}
+	if p.MaxRetryTime == 0 {
+		p.MaxRetryTime = DefaultMaxRetryTime
 	}
 	return p
 }

@@ -119,6 +119,16 @@ func TestRetrierPolicy(t *testing.T) {
 			wantSleeps: []time.Duration{10*ms - 1},
 		},
 		{
+			name: "no retry starts after the retry window",
+			// delays of 10ms-1: attempt 3 starts at about 20ms, a fourth
+			// would start at about 30ms, past the 25ms window.
+			policy:     client.RetryPolicy{MaxAttempts: 10, InitialBackoff: 10 * ms, MaxBackoff: 10 * ms, MaxRetryTime: 25 * ms},
+			errs:       []error{errRetryable, errRetryable, errRetryable, errRetryable},
+			wantCalls:  3,
+			wantErr:    client.ErrUnavailable,
+			wantSleeps: []time.Duration{10*ms - 1, 10*ms - 1},
+		},
+		{
 			name:       "retry-after honoured above the backoff cap",
 			policy:     client.RetryPolicy{MaxAttempts: 3, InitialBackoff: ms, MaxBackoff: 2 * ms},
 			errs:       []error{&client.OverloadedError{RetryAfter: 300 * ms}},
@@ -169,7 +179,7 @@ func TestRetrierPolicy(t *testing.T) {
 func TestRetrierAttemptTimeoutClipped(t *testing.T) {
 	clock := newFakeClock()
 	r := client.Retrier{
-		Policy:         client.RetryPolicy{MaxAttempts: 3, InitialBackoff: time.Millisecond, Deadline: time.Hour},
+		Policy:         client.RetryPolicy{MaxAttempts: 3, InitialBackoff: time.Millisecond, Deadline: time.Hour, MaxRetryTime: 2 * time.Hour},
 		AttemptTimeout: 24 * time.Hour,
 		Clock:          clock,
 		Rand:           maxJitter,

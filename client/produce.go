@@ -61,11 +61,13 @@ type Result struct {
 // the records may or may not have been written: if every record carries an
 // IdempotencyKey, Produce retries those too (the retry returns the original
 // offsets of whatever was written, marked Duplicate); otherwise it returns
-// the error and the caller decides.
+// at once. Either way, once an attempt may have written, the error (if no
+// retry succeeded) is ErrOutcomeUnknown, even when later attempts failed
+// with errors that say they wrote nothing.
 func (c *Client) Produce(ctx context.Context, topic string, records []Record) ([]Result, error) {
 	rc := retryUnwritten
 	if allKeyed(records) {
-		rc = retryAny
+		rc = retryRepeatable
 	}
 	req := &logdv1.ProduceRequest{Topic: topic, Records: make([]*logdv1.Record, len(records))}
 	for i, r := range records {

@@ -318,7 +318,7 @@ func tokenResults(rs []*logdv1.TokenResult) ([]TokenResult, error) {
 // retryable failure.
 func (c *Client) Ack(ctx context.Context, topic, group string, tokens ...string) ([]TokenResult, error) {
 	var out []TokenResult
-	err := c.do(ctx, "Ack", retryAny, c.opts.Timeout, func(ctx context.Context) error {
+	err := c.do(ctx, "Ack", retryRepeatable, c.opts.Timeout, func(ctx context.Context) error {
 		resp, err := c.rpc.Ack(ctx, connect.NewRequest(&logdv1.AckRequest{Topic: topic, Group: group, Tokens: tokens}))
 		if err != nil {
 			return fromRPC(err)
@@ -358,7 +358,7 @@ func (c *Client) Nack(ctx context.Context, topic, group string, nacks ...Nack) (
 		req.Nacks[i] = qn
 	}
 	var out []TokenResult
-	err := c.do(ctx, "Nack", retryAny, c.opts.Timeout, func(ctx context.Context) error {
+	err := c.do(ctx, "Nack", retryRepeatable, c.opts.Timeout, func(ctx context.Context) error {
 		resp, err := c.rpc.Nack(ctx, connect.NewRequest(req))
 		if err != nil {
 			return fromRPC(err)
@@ -373,7 +373,7 @@ func (c *Client) Nack(ctx context.Context, topic, group string, nacks ...Nack) (
 // group's lease). Results and errors are as for Ack.
 func (c *Client) Extend(ctx context.Context, topic, group string, lease time.Duration, tokens ...string) ([]TokenResult, error) {
 	var out []TokenResult
-	err := c.do(ctx, "Extend", retryAny, c.opts.Timeout, func(ctx context.Context) error {
+	err := c.do(ctx, "Extend", retryRepeatable, c.opts.Timeout, func(ctx context.Context) error {
 		resp, err := c.rpc.Extend(ctx, connect.NewRequest(&logdv1.ExtendRequest{Topic: topic, Group: group, Tokens: tokens, LeaseMs: lease.Milliseconds()}))
 		if err != nil {
 			return fromRPC(err)

@@ -41,7 +41,7 @@ func queueHealthFrom(p *logdv1.QueuePartitionState) QueueHealth {
 // every count is kept. It reports whether the state changed. Pausing is
 // idempotent, so it is retried on every retryable error.
 func (c *Client) PauseQueueGroup(ctx context.Context, topic, group string, paused bool) (changed bool, err error) {
-	err = c.do(ctx, "PauseQueueGroup", retryAny, c.opts.Timeout, func(ctx context.Context) error {
+	err = c.do(ctx, "PauseQueueGroup", retryRepeatable, c.opts.Timeout, func(ctx context.Context) error {
 		resp, err := c.rpc.PauseQueueGroup(ctx, connect.NewRequest(&logdv1.PauseQueueGroupRequest{Topic: topic, Group: group, Paused: paused}))
 		if err != nil {
 			return fromRPC(err)
