@@ -374,26 +374,32 @@ func writeRetryable(err error) bool {
 }
 
 // mayHaveApplied reports whether a write attempt that failed with err may
-// nonetheless have been applied. Only answers that prove nothing was
-// written say no: not leader, overloaded, a connection that could not be
-// made, and the server's refusals (bad input, unknown topic, conflict,
-// stale token, ...), which it gives before proposing anything. Everything
-// else (UNAVAILABLE, a timeout, a lost connection, a cancelled call, an
-// error the client cannot place) leaves the outcome open.
+// nonetheless have been applied: the request may have reached the server,
+// which then gave no answer that says what it did. That is UNAVAILABLE
+// (a node that lost the leader while forwarding, a quorum lost after
+// proposing), a timeout or cancellation, a lost connection, or a status
+// that only says something went wrong (unknown, internal, aborted). An
+// answer proves the outcome otherwise: not leader, overloaded and a
+// connection that could not be made wrote nothing, the server's refusals
+// (bad input, unknown topic, conflict, stale token, storage, ...) come
+// before anything is proposed, and per-item results (a *TokenError) say
+// what happened to each item.
 func mayHaveApplied(err error) bool {
-	if err == nil || writeRetryable(err) || errors.Is(err, ErrStorage) {
+	switch {
+	case err == nil, writeRetryable(err), errors.Is(err, ErrStorage):
 		return false
+	case errors.Is(err, ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), connLost(err):
+		return true
 	}
 	var ce *connect.Error
 	if errors.As(err, &ce) {
 		switch ce.Code() {
-		case connect.CodeInvalidArgument, connect.CodeNotFound, connect.CodeAlreadyExists,
-			connect.CodePermissionDenied, connect.CodeUnauthenticated, connect.CodeFailedPrecondition,
-			connect.CodeOutOfRange, connect.CodeUnimplemented, connect.CodeResourceExhausted:
-			return false
+		case connect.CodeUnavailable, connect.CodeDeadlineExceeded, connect.CodeCanceled,
+			connect.CodeUnknown, connect.CodeInternal, connect.CodeAborted, connect.CodeDataLoss:
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 func asOverloaded(err error) (*OverloadedError, bool) {
