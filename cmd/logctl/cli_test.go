@@ -40,7 +40,7 @@ func TestCLI(t *testing.T) {
 				{args: args("topic describe orders"), stdout: []string{`(?m)^Topic:\s+orders$`, `(?m)^Config:\s+cleanup.policy=delete$`, `(?m)^\s+retention.ms=1000$`, `(?m)^\s+segment.bytes=1073741824$`,
 					`(?m)^PARTITION\s+LOG START\s+END OFFSET\s+RECORDS\s+BYTES\s+SEGMENTS\s+COMPACTED\s+LAST CLEANER RUN$`, `(?m)^2\s+0\s+0\s+0\s+0\s+0\s+0\s+-$`}},
 				{args: args("topic delete audit"), stdout: []string{`deleted topic audit`}},
-				{args: args("topic delete audit"), wantCode: 1, stderr: []string{`^logctl: delete topic "audit": .*unknown topic: "audit"\n$`}},
+				{args: args("topic delete audit"), wantCode: 3, stderr: []string{`^logctl: delete topic "audit": .*unknown topic: "audit"\n$`}},
 			},
 		},
 		{
@@ -54,7 +54,7 @@ func TestCLI(t *testing.T) {
 				{args: args("topic alter orders -c retention.ms=1 --delete-config retention.ms"), wantCode: 1, stderr: []string{`both set and deleted`}},
 				{args: args("topic alter orders"), wantCode: 1, stderr: []string{`^logctl: nothing to change`}},
 				{args: args("topic alter orders -c retention.ms"), wantCode: 1, stderr: []string{`want key=value`}},
-				{args: args("topic alter nope -c retention.ms=1"), wantCode: 1, stderr: []string{`^logctl: alter topic "nope": .*unknown topic: "nope"\n$`}},
+				{args: args("topic alter nope -c retention.ms=1"), wantCode: 3, stderr: []string{`^logctl: alter topic "nope": .*unknown topic: "nope"\n$`}},
 			},
 		},
 		{
@@ -101,15 +101,15 @@ func TestCLI(t *testing.T) {
 		{
 			name: "errors exit non-zero with one line",
 			steps: []step{
-				{args: args("consume nope"), wantCode: 1, stderr: []string{`^logctl: describe topic "nope": .*unknown topic: "nope"\n$`}},
-				{args: args("produce nope x"), wantCode: 1, stderr: []string{`^logctl: produce to "nope": .*unknown topic: "nope"\n$`}},
-				{args: args("topic describe nope -o json"), wantCode: 1, stderr: []string{`unknown topic: "nope"`}},
-				{args: args("produce"), wantCode: 1, stderr: []string{`requires at least 1 arg`}},
-				{args: args("topic list --output yaml"), wantCode: 1, stderr: []string{`--output "yaml": want text or json`}},
+				{args: args("consume nope"), wantCode: 3, stderr: []string{`^logctl: describe topic "nope": .*unknown topic: "nope"\n$`}},
+				{args: args("produce nope x"), wantCode: 3, stderr: []string{`^logctl: produce to "nope": .*unknown topic: "nope"\n$`}},
+				{args: args("topic describe nope -o json"), wantCode: 3, stderr: []string{`unknown topic: "nope"`}},
+				{args: args("produce"), wantCode: 2, stderr: []string{`requires at least 1 arg`}},
+				{args: args("topic list --output yaml"), wantCode: 2, stderr: []string{`--output "yaml": want text or json`}},
 				{args: args("consume t --from yesterday"), wantCode: 1, stderr: []string{`--from "yesterday"`}},
 				{args: args("topic create t --config nokey"), wantCode: 1, stderr: []string{`--config "nokey": want key=value`}},
 				{args: args("topic create t -p 2")},
-				{args: args("consume t --partition 5"), wantCode: 1, stderr: []string{`has no partition 5`}},
+				{args: args("consume t --partition 5"), wantCode: 3, stderr: []string{`has no partition 5`}},
 				{args: args("produce t"), stdin: "", wantCode: 1, stderr: []string{`no records to produce`}},
 			},
 		},
@@ -187,8 +187,8 @@ func TestConsumeJSONEncodesBinaryAsBase64(t *testing.T) {
 func TestServerFlagAndEnv(t *testing.T) {
 	srv := logdtest.Start(t, logdtest.Options{})
 	// --server wins over LOGD_SERVER (which runCLI sets to srv).
-	r := runCLI(t, srv, "", "status", "--server", "http://127.0.0.1:1")
-	if r.code != 1 || !strings.Contains(r.stderr, "connection refused") {
+	r := runCLI(t, srv, "", "status", "--server", "http://127.0.0.1:1", "--max-retry-time", "100ms")
+	if r.code != 4 || !strings.Contains(r.stderr, "connection refused") {
 		t.Fatalf("status against a closed port: exit %d, stderr %q", r.code, r.stderr)
 	}
 	mustRun(t, nil, "", "topic", "list", "--server", srv.URL())

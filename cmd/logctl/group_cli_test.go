@@ -62,7 +62,7 @@ func TestGroupCLI(t *testing.T) {
 			`(?m)^TOPIC\s+PARTITION\s+COMMITTED\s+LOG START\s+END OFFSET\s+LAG\s+LAG TIME\s+OWNER\s+SKIPPED$`,
 			`(?m)^orders\s+0\s+2\s+0\s+3\s+1\s+\S+\s+-\s+0$`, `(?m)^orders\s+1\s+-\s+0\s+0\s+0\s+0s\s+-\s+0$`}},
 		{args: args("group describe billing -o json"), stdout: []string{`"committed_offset": 3`, `"lag_records": 0`}},
-		{args: args("group describe nope"), wantCode: 1, stderr: []string{`^logctl: describe group "nope": `}},
+		{args: args("group describe nope"), wantCode: 3, stderr: []string{`^logctl: describe group "nope": `}},
 		// A plan without --execute changes nothing.
 		{args: args("group reset-offsets billing --topic orders:0 --to-earliest"), stdout: []string{
 			`(?m)^TOPIC\s+PARTITION\s+CURRENT\s+NEW\s+LAG BEFORE\s+LAG AFTER\s+NOTE$`, `(?m)^orders\s+0\s+3\s+0\s+0\s+3\s*$`},
@@ -77,9 +77,9 @@ func TestGroupCLI(t *testing.T) {
 		{args: args("group reset-offsets billing --topic orders --to-earliest --to-latest"), wantCode: 1, stderr: []string{`give exactly one of`}},
 		{args: args("group reset-offsets billing --to-earliest"), wantCode: 1, stderr: []string{`give --topic \(repeatable\) or --all-topics`}},
 		{args: args("group reset-offsets billing --topic orders:x --to-earliest"), wantCode: 1, stderr: []string{`partition "x" is not a number`}},
-		{args: args("group reset-offsets billing --topic orders:7 --to-earliest"), wantCode: 1, stderr: []string{`unknown partition: orders has 2 partitions, not 7`}},
+		{args: args("group reset-offsets billing --topic orders:7 --to-earliest"), wantCode: 3, stderr: []string{`unknown partition: orders has 2 partitions, not 7`}},
 		{args: args("group delete billing"), stdoutExact: "deleted group billing\n"},
-		{args: args("group delete billing"), wantCode: 1, stderr: []string{`^logctl: delete group "billing": `}},
+		{args: args("group delete billing"), wantCode: 3, stderr: []string{`^logctl: delete group "billing": `}},
 		{args: args("group list"), stdout: []string{`(?m)^analytics\s+`}},
 	})
 	if strings.Contains(runCLI(t, srv, "", "group", "list").stdout, "billing") {

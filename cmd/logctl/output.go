@@ -26,7 +26,7 @@ func addOutputFlag(cmd *cobra.Command, out *string) {
 // checkOutput validates an --output value.
 func checkOutput(out string) error {
 	if out != outputText && out != outputJSON {
-		return fmt.Errorf("--output %q: want text or json", out)
+		return usagef("--output %q: want text or json", out)
 	}
 	return nil
 }

@@ -29,7 +29,7 @@ func TestQueueCLI(t *testing.T) {
 				{args: args("queue create jobs w --lease 1m --max-deliveries 2 --backoff-base 1s --backoff-max 1m"), stdout: []string{
 					`^created queue group w on jobs\n`, `(?m)^Lease:\s+1m0s$`, `(?m)^Max deliveries:\s+2$`, `(?m)^Dead-letter topic:\s+jobs.w.dlq$`}},
 				{args: args("queue create jobs w"), wantCode: 1, stderr: []string{`already exists`}},
-				{args: args("queue create nope w"), wantCode: 1, stderr: []string{`unknown topic: "nope"`}},
+				{args: args("queue create nope w"), wantCode: 3, stderr: []string{`unknown topic: "nope"`}},
 				{args: args("queue claim jobs w --max 2 -o json"), stdout: []string{
 					`(?m)^\{"topic":"jobs","group":"w","partition":0,"offset":0,.*"value":"alice:10".*"token":"{0.0.1}","delivery":1,`,
 					`(?m)^\{.*"offset":1,.*"token":"{0.1.1}","delivery":1,`}},
@@ -82,10 +82,10 @@ func TestQueueCLI(t *testing.T) {
 			name: "unknown group",
 			steps: []step{
 				{args: args("topic create jobs")},
-				{args: args("queue describe jobs nope"), wantCode: 1, stderr: []string{`queue group not found: nope on topic jobs`}},
-				{args: args("queue claim jobs nope"), wantCode: 1, stderr: []string{`queue group not found`}},
-				{args: args("queue pause jobs nope"), wantCode: 1, stderr: []string{`queue group not found`}},
-				{args: args("dlq list jobs nope"), wantCode: 1, stderr: []string{`queue group not found`}},
+				{args: args("queue describe jobs nope"), wantCode: 3, stderr: []string{`queue group not found: nope on topic jobs`}},
+				{args: args("queue claim jobs nope"), wantCode: 3, stderr: []string{`queue group not found`}},
+				{args: args("queue pause jobs nope"), wantCode: 3, stderr: []string{`queue group not found`}},
+				{args: args("dlq list jobs nope"), wantCode: 3, stderr: []string{`queue group not found`}},
 			},
 		},
 	}

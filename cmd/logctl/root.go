@@ -21,7 +21,12 @@ type globalOpts struct {
 
 	server         string
 	requestTimeout time.Duration
+	maxRetryTime   time.Duration
 	verbose        bool
+
+	// started is set when a command's own code begins (markStarted): an
+	// error before that is cobra's, about the command line.
+	started bool
 }
 
 func newRootCmd(opts *globalOpts) *cobra.Command {
@@ -34,7 +39,22 @@ func newRootCmd(opts *globalOpts) *cobra.Command {
 		Short: "Command line for logd, a replicated append-only log",
 		Long: `logctl manages topics, produces and consumes records, shows node status
 and measures throughput of a logd cluster. Data goes to stdout, diagnostics
-to stderr; commands that print data take --output json for scripts.`,
+to stderr; commands that print data take --output json for scripts.
+
+Failed requests that may succeed later (no leader during an election, a
+node restarting, admission control) are retried for up to --max-retry-time;
+writes are retried only when that cannot write twice (nothing was written,
+or every record has an --idempotency-key).
+
+Exit codes:
+  0  success
+  1  error (any failure not listed below)
+  2  usage: unknown command or flag, wrong arguments, bad flag value
+  3  not found: the topic, partition, group or queue group does not exist
+  4  retryable: not applied (no leader, overloaded, node unreachable); try again later
+  5  outcome unknown: a write may or may not have been applied (a lost reply,
+     a timeout, a node lost during the call); check before repeating it, or
+     repeat a produce with the same --idempotency-key`,
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
@@ -42,6 +62,7 @@ to stderr; commands that print data take --output json for scripts.`,
 	f := cmd.PersistentFlags()
 	f.StringVar(&opts.server, "server", server, "logd node, host:port or http(s) URL (env LOGD_SERVER)")
 	f.DurationVar(&opts.requestTimeout, "request-timeout", client.DefaultTimeout, "timeout of each request attempt")
+	f.DurationVar(&opts.maxRetryTime, "max-retry-time", client.DefaultMaxRetryTime, "retry a failed request that may succeed later for up to this long (0: no retries)")
 	f.BoolVarP(&opts.verbose, "verbose", "v", false, "log retries and other diagnostics to stderr")
 
 	cmd.AddCommand(
@@ -55,12 +76,37 @@ to stderr; commands that print data take --output json for scripts.`,
 		newQueueCmd(opts),
 		newDLQCmd(opts),
 	)
+	markStarted(cmd, opts)
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	return cmd
+}
+
+// markStarted wraps the RunE of cmd and its subcommands so that
+// opts.started records that a command's own code began; run reports
+// errors from before that as usage errors (exit 2).
+func markStarted(cmd *cobra.Command, opts *globalOpts) {
+	if runE := cmd.RunE; runE != nil {
+		cmd.RunE = func(c *cobra.Command, args []string) error {
+			opts.started = true
+			return runE(c, args)
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		markStarted(sub, opts)
+	}
 }
 
 // newClient returns a client of --server; the caller closes it.
 func (o *globalOpts) newClient() (*client.Client, error) {
 	copts := client.Options{Timeout: o.requestTimeout}
+	switch {
+	case o.maxRetryTime < 0:
+		return nil, usagef("--max-retry-time %v is negative", o.maxRetryTime)
+	case o.maxRetryTime == 0:
+		copts.Retry.MaxAttempts = 1
+	default:
+		copts.Retry.MaxRetryTime = o.maxRetryTime
+	}
 	if o.verbose {
 		copts.Retry.OnRetry = func(e client.RetryEvent) {
 			fmt.Fprintf(o.stderr, "logctl: %s attempt %d failed, retrying in %v: %v\n", e.Method, e.Attempt, e.Delay.Round(time.Millisecond), e.Err)

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"strings"
+	"testing"
+
+	"connectrpc.com/connect"
+
+	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/logdtest"
+)
+
+// TestExitCode is the table of exit codes by error kind.
+func TestExitCode(t *testing.T) {
+	notLeader := &client.NotLeaderError{}
+	tests := []struct {
+		name string
+		err  error
+		want int
+	}{
+		{name: "success", err: nil, want: 0},
+		{name: "any other failure", err: errors.New("boom"), want: 1},
+		{name: "idempotency conflict", err: fmt.Errorf("produce: %w", client.ErrIdempotencyConflict), want: 1},
+		{name: "stale token", err: client.ErrStaleToken, want: 1},
+		{name: "interrupted", err: context.Canceled, want: 1},
+		{name: "usage", err: usagef("--output %q: want text or json", "yaml"), want: 2},
+		{name: "wrapped usage", err: fmt.Errorf("topic list: %w", usagef("bad")), want: 2},
+		{name: "unknown topic", err: fmt.Errorf("describe topic: %w", client.ErrUnknownTopic), want: 3},
+		{name: "unknown partition", err: client.ErrUnknownPartition, want: 3},
+		{name: "unknown group", err: client.ErrUnknownGroup, want: 3},
+		{name: "unknown queue group", err: client.ErrUnknownQueueGroup, want: 3},
+		{name: "not leader", err: fmt.Errorf("produce: %w", notLeader), want: 4},
+		{name: "overloaded", err: &client.OverloadedError{}, want: 4},
+		{name: "unavailable (a read)", err: client.ErrUnavailable, want: 4},
+		{name: "unreachable", err: connect.NewError(connect.CodeUnavailable, errors.New("connection refused")), want: 4},
+		{name: "retry budget exhausted", err: fmt.Errorf("x (%w)", client.ErrRetryBudgetExhausted), want: 4},
+		{name: "outcome unknown", err: &client.OutcomeUnknownError{Attempt: 1, Attempts: 1, Cause: client.ErrUnavailable, Err: client.ErrUnavailable}, want: 5},
+		{name: "outcome unknown, last attempt not leader", err: fmt.Errorf("produce: %w", &client.OutcomeUnknownError{Attempt: 1, Attempts: 3, Cause: client.ErrUnavailable, Err: notLeader}), want: 5},
+		{name: "outcome unknown, last attempt unknown topic", err: &client.OutcomeUnknownError{Attempt: 1, Attempts: 2, Cause: client.ErrUnavailable, Err: client.ErrUnknownTopic}, want: 5},
+		{name: "outcome unknown, usage error cannot happen after it but still 5", err: &client.OutcomeUnknownError{Attempt: 1, Attempts: 2, Cause: client.ErrUnavailable, Err: usagef("x")}, want: 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := exitCode(tt.err); got != tt.want {
+				t.Fatalf("exitCode(%v) = %d, want %d", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestExitCodes runs logctl command lines that end in each exit code.
+func TestExitCodes(t *testing.T) {
+	srv := logdtest.Start(t, logdtest.Options{})
+	mustRun(t, srv, "", "topic", "create", "t")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := ln.Addr().String()
+	ln.Close()
+	unavailable := logdtest.Error(connect.CodeUnavailable, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_UNAVAILABLE}, "forwarding to the leader failed; outcome unknown: unexpected EOF")
+	notLeader := logdtest.Error(connect.CodeUnavailable, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_NOT_LEADER}, "not the leader")
+
+	tests := []struct {
+		name   string
+		fail   []error // the next Produce calls fail with these
+		args   string
+		want   int
+		stderr string
+	}{
+		{name: "ok", args: "produce t v", want: 0},
+		{name: "unknown command", args: "frobnicate", want: 2, stderr: `unknown command "frobnicate"`},
+		{name: "unknown flag", args: "topic list --frobnicate", want: 2, stderr: `unknown flag: --frobnicate`},
+		{name: "missing argument", args: "produce", want: 2, stderr: `requires at least 1 arg`},
+		{name: "bad output", args: "topic list -o yaml", want: 2, stderr: `--output "yaml": want text or json`},
+		{name: "negative retry time", args: "topic list --max-retry-time -1s", want: 2, stderr: `--max-retry-time -1s is negative`},
+		{name: "unknown topic", args: "produce nope v", want: 3, stderr: `unknown topic`},
+		{name: "node unreachable", args: "status --max-retry-time 50ms --server " + down, want: 4, stderr: `connection refused.*\(not applied; try again later\)`},
+		{name: "no leader, retries off", fail: []error{notLeader}, args: "produce t v --max-retry-time 0", want: 4, stderr: `not the leader`},
+		{name: "no leader, then one", fail: []error{notLeader, notLeader}, args: "produce t v", want: 0},
+		{name: "outcome unknown", fail: []error{unavailable}, args: "produce t v", want: 5, stderr: `outcome unknown, the write may or may not have been applied: forwarding.*check whether it was applied`},
+		{name: "outcome unknown, then not leader until the retry window ends", fail: append([]error{unavailable}, repeat(notLeader, 100)...), args: "produce t v --idempotency-key k1 --max-retry-time 300ms", want: 5,
+			stderr: `outcome unknown.*attempt 1 of \d+ failed with "forwarding.*the last failed with: .*not the leader`},
+		{name: "outcome unknown, settled by a keyed retry", fail: []error{unavailable, notLeader}, args: "produce t v --idempotency-key k2", want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := srv
+			if len(tt.fail) > 10 {
+				// More failures than the call will use: a node of its own,
+				// so that the rest fail no other case.
+				srv = logdtest.Start(t, logdtest.Options{})
+				mustRun(t, srv, "", "topic", "create", "t")
+			}
+			srv.FailNext("Produce", tt.fail...)
+			r := runCLI(t, srv, "", strings.Fields(tt.args)...)
+			if r.code != tt.want {
+				t.Fatalf("logctl %s: exit %d, want %d\nstderr: %s", tt.args, r.code, tt.want, r.stderr)
+			}
+			if tt.stderr != "" && !regexp.MustCompile(tt.stderr).MatchString(r.stderr) {
+				t.Fatalf("logctl %s: stderr %q, want %q", tt.args, r.stderr, tt.stderr)
+			}
+			if tt.want != 0 && strings.Count(r.stderr, "\n") != 1 {
+				t.Fatalf("logctl %s: stderr is not one line: %q", tt.args, r.stderr)
+			}
+		})
+	}
+}
+
+func repeat(err error, n int) []error {
+	out := make([]error, n)
+	for i := range out {
+		out[i] = err
+	}
+	return out
+}
+
+// TestHelpDocumentsExitCodes: the exit codes are in logctl --help.
+func TestHelpDocumentsExitCodes(t *testing.T) {
+	r := mustRun(t, nil, "", "--help")
+	for _, want := range []string{`(?m)^Exit codes:$`, `(?m)^\s+0\s+success`, `(?m)^\s+2\s+usage`, `(?m)^\s+3\s+not found`, `(?m)^\s+4\s+retryable`, `(?m)^\s+5\s+outcome unknown`} {
+		if !regexp.MustCompile(want).MatchString(r.stdout) {
+			t.Errorf("--help lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
