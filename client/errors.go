@@ -330,7 +330,9 @@ func fromRPC(err error) error {
 // IsRetryable reports whether a call that failed with err may succeed if
 // repeated later: not leader, unavailable (including failed connections),
 // overloaded, and per-attempt deadlines. It says nothing about whether a
-// write is safe to repeat; see Client.Produce for that.
+// write is safe to repeat; see Client.Produce for that, and test
+// ErrOutcomeUnknown first: such an error may wrap a retryable last
+// attempt although an earlier one may have written.
 func IsRetryable(err error) bool {
 	switch {
 	case err == nil:

@@ -43,7 +43,7 @@ func TestExitCode(t *testing.T) {
 		{name: "outcome unknown", err: &client.OutcomeUnknownError{Attempt: 1, Attempts: 1, Cause: client.ErrUnavailable, Err: client.ErrUnavailable}, want: 5},
 		{name: "outcome unknown, last attempt not leader", err: fmt.Errorf("produce: %w", &client.OutcomeUnknownError{Attempt: 1, Attempts: 3, Cause: client.ErrUnavailable, Err: notLeader}), want: 5},
 		{name: "outcome unknown, last attempt unknown topic", err: &client.OutcomeUnknownError{Attempt: 1, Attempts: 2, Cause: client.ErrUnavailable, Err: client.ErrUnknownTopic}, want: 5},
-		{name: "outcome unknown, usage error cannot happen after it but still 5", err: &client.OutcomeUnknownError{Attempt: 1, Attempts: 2, Cause: client.ErrUnavailable, Err: usagef("x")}, want: 5},
+		{name: "outcome unknown comes before every other kind", err: &client.OutcomeUnknownError{Attempt: 1, Attempts: 2, Cause: client.ErrUnavailable, Err: usagef("x")}, want: 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -115,6 +115,9 @@ func TestClientKeyedProduceAcrossLeaderKill(t *testing.T) {
 	close(stop)
 	wg.Wait()
 
+	// Followers learn that the last entries are committed only from a
+	// leader: read once a new one serves and both survivors caught up.
+	c.leader(ctx)
 	c.convergeNodes(ctx, survivors)
 	var acks []ack
 	attempted := map[string]bool{}
