@@ -424,19 +424,26 @@ func (c *cluster) converge(ctx context.Context) {
 	c.convergeNodes(ctx, c.nodes)
 }
 
-// convergeNodes is converge for some of the nodes.
+// convergeNodes is converge for some of the nodes. One of them must be a
+// ready leader: followers learn that the last entries are committed only
+// from a leader, so without one they can agree on an index that still
+// lacks acknowledged records.
 func (c *cluster) convergeNodes(ctx context.Context, nodes []*node) {
 	c.t.Helper()
-	waitFor(c.t, ctx, "nodes converge", func() bool {
+	waitFor(c.t, ctx, "nodes converge under a leader", func() bool {
 		var idx []uint64
+		leaders := 0
 		for _, nd := range nodes {
 			st, err := nd.status(ctx)
 			if err != nil || !st.Ready {
 				return false
 			}
+			if st.State == "Leader" {
+				leaders++
+			}
 			idx = append(idx, st.AppliedIndex, st.CommitIndex)
 		}
-		return slices.Min(idx) == slices.Max(idx)
+		return leaders == 1 && slices.Min(idx) == slices.Max(idx)
 	})
 }
 
