@@ -15,19 +15,105 @@ import (
 // Cluster membership. A node joins as a non-voter, catches up (through
 // AppendEntries or a snapshot and segment catch-up), and is then promoted to
 // voter, so a new, empty node never counts towards a quorum it cannot yet
-// serve. Membership changes go one at a time on the leader.
+// serve. Before anything changes, the leader checks the joining node (join.go):
+// well-formed addresses, its client API answering with the id it claims, its
+// Raft address accepting a connection; and it promotes only a node that
+// reports having applied nearly all of the leader's log, as a follower of
+// this leader, when the voters that would then answer are a majority of the
+// new configuration. One membership change (a Join or a RemoveNode) runs at
+// a time; another is refused with ErrMembershipChange, not queued.
 
-// ErrUnknownNode means a membership call named a node that is not a member.
-var ErrUnknownNode = errors.New("replication: unknown node")
+// Errors of membership changes. Each leaves the configuration as it was,
+// except ErrNoQuorum and a catch-up that ends early, which leave a joining
+// node a non-voter (a later Join resumes, RemoveNode takes it out).
+var (
+	// ErrUnknownNode means a membership call named a node that is not a
+	// member.
+	ErrUnknownNode = errors.New("replication: unknown node")
+	// ErrMembershipChange means another membership change is in progress
+	// on the leader; retry once it ends.
+	ErrMembershipChange = errors.New("replication: another membership change is in progress")
+	// ErrNodeUnreachable means a joining node does not answer on its API
+	// address as the node it claims to be, or its Raft address refuses a
+	// connection.
+	ErrNodeUnreachable = errors.New("replication: node unreachable")
+	// ErrNodeConflict means a join names a member's id with other
+	// addresses, or an address that is another member's. Remove the
+	// member first.
+	ErrNodeConflict = errors.New("replication: conflicts with a member")
+	// ErrNoQuorum means promoting a node would leave the cluster without a
+	// reachable quorum: too few of its voters answer.
+	ErrNoQuorum = errors.New("replication: no reachable quorum for the change")
+)
 
 // clusterState serializes membership changes on this node.
 type clusterState struct {
-	// changeMu is held for the whole of one membership change, catch-up
-	// wait included.
-	changeMu sync.Mutex
+	// mu guards change.
+	mu sync.Mutex
+	// change is the Join or RemoveNode in progress; nil when none.
+	change *memberChange
+	// transferMu is held for the whole of one leadership transfer.
+	transferMu sync.Mutex
 	// lastRegister is when registerSelf last proposed; housekeeping
 	// goroutine only.
 	lastRegister time.Time
+}
+
+// memberChange is one Join or RemoveNode in progress.
+type memberChange struct {
+	join bool
+	id   string
+	// cancel ends the change's context: RemoveNode of the node a join
+	// waits for ends that join.
+	cancel context.CancelCauseFunc
+	// done is closed once the change has ended and left the slot.
+	done chan struct{}
+}
+
+func (c *memberChange) String() string {
+	if c.join {
+		return "join of " + c.id
+	}
+	return "removal of " + c.id
+}
+
+// errRemovedWhileJoining ends a join whose node RemoveNode takes out.
+var errRemovedWhileJoining = errors.New("removed while joining")
+
+// beginChange takes the membership change slot for a join or a removal of
+// id, or fails with ErrMembershipChange when another change holds it. A
+// removal of the node a join is waiting for ends that join first, so a
+// node that never catches up can always be removed. The returned context
+// ends with ctx or when such a removal ends the change; end releases the
+// slot.
+func (n *Node) beginChange(ctx context.Context, join bool, id string) (context.Context, func(), error) {
+	for {
+		n.cluster.mu.Lock()
+		cur := n.cluster.change
+		if cur == nil {
+			cctx, cancel := context.WithCancelCause(ctx)
+			c := &memberChange{join: join, id: id, cancel: cancel, done: make(chan struct{})}
+			n.cluster.change = c
+			n.cluster.mu.Unlock()
+			return cctx, func() {
+				cancel(nil)
+				n.cluster.mu.Lock()
+				n.cluster.change = nil
+				n.cluster.mu.Unlock()
+				close(c.done)
+			}, nil
+		}
+		n.cluster.mu.Unlock()
+		if join || !cur.join || cur.id != id {
+			return nil, nil, fmt.Errorf("%w: %s", ErrMembershipChange, cur)
+		}
+		cur.cancel(errRemovedWhileJoining)
+		select {
+		case <-cur.done:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
 }
 
 // JoinRequest asks the leader to add a node.
@@ -41,43 +127,94 @@ type JoinRequest struct {
 	FeatureLevel fsm.FeatureLevel
 }
 
-// Join adds a node to the cluster: it registers the node's API address,
-// adds it as a non-voter, waits for caughtUp (which polls the new node until
-// it has applied nearly all of the leader's log, or fails), and promotes it
-// to voter. A node that is already a voter at that address is only
-// re-registered. Only the leader can Join; one change runs at a time.
-func (n *Node) Join(ctx context.Context, req JoinRequest, caughtUp func(context.Context) error) error {
-	if req.ID == "" || req.RaftAddress == "" {
-		return fmt.Errorf("%w: join needs a node id and a raft address", ErrInvalidArgument)
+// Join adds a node to the cluster, on the leader, and returns once it is a
+// voter. It checks the request (ErrInvalidArgument) and the node, through
+// probe (ErrNodeUnreachable), before it changes anything; registers the
+// node's API address and feature level; adds it as a non-voter; waits until
+// probe shows it has applied all but joinMaxLag of the leader's log as a
+// follower of this leader; and promotes it to voter when the voters that
+// answer, the new one included, are a majority of the new configuration
+// (ErrNoQuorum otherwise). A node that is a voter at the same addresses is
+// only re-registered when its feature level changed, and a non-voter at
+// the same addresses resumes where an earlier attempt stopped. The same id
+// at another Raft address, or an address of another member, is
+// ErrNodeConflict; a registered API address moves only when its old one no
+// longer answers as the node. Another change in progress is
+// ErrMembershipChange.
+func (n *Node) Join(ctx context.Context, req JoinRequest, probe NodeProbe) error {
+	if err := validateJoin(req); err != nil {
+		return err
 	}
-	n.cluster.changeMu.Lock()
-	defer n.cluster.changeMu.Unlock()
+	if probe == nil {
+		return fmt.Errorf("%w: join needs a way to ask the node", ErrInvalidArgument)
+	}
 	if !n.IsLeader() {
 		return ErrNotLeader
 	}
-	if req.APIAddress != "" {
-		if addr, ok := n.fsm.NodeAddress(req.ID); !ok || addr != req.APIAddress || req.FeatureLevel != 0 && n.fsm.NodeFeatureLevel(req.ID) != req.FeatureLevel {
-			if err := n.register(ctx, req.ID, req.APIAddress, req.FeatureLevel); err != nil {
-				return err
-			}
-		}
+	plan, err := n.planJoin(req)
+	if err != nil || plan.done {
+		return err
 	}
-	cur, err := n.member(req.ID)
+	// Checked before taking the slot: a flood of bogus joins costs a probe
+	// each and holds up no real change.
+	if err := n.checkJoiner(ctx, req, probe); err != nil {
+		return err
+	}
+	cctx, end, err := n.beginChange(ctx, true, req.ID)
 	if err != nil {
 		return err
 	}
-	if cur != nil && cur.Suffrage == raft.Voter && string(cur.Address) == req.RaftAddress {
-		return nil
+	defer end()
+	if err := n.join(cctx, req, probe); err != nil {
+		if cause := context.Cause(cctx); cause == errRemovedWhileJoining {
+			return fmt.Errorf("join %s: %w: %v", req.ID, ErrUnknownNode, cause)
+		}
+		return err
+	}
+	return nil
+}
+
+// join is Join once the slot is taken.
+func (n *Node) join(ctx context.Context, req JoinRequest, probe NodeProbe) error {
+	if !n.IsLeader() {
+		return ErrNotLeader
+	}
+	// Things may have moved while the joiner was checked.
+	plan, err := n.planJoin(req)
+	if err != nil || plan.done {
+		return err
+	}
+	if plan.movedFrom != "" {
+		// A member's API address moves only when the old one no longer
+		// answers as that node (a restart on another port), so nobody
+		// can take over a live member's registration.
+		pctx, cancel := context.WithTimeout(ctx, joinProbeTimeout)
+		rep, err := probe(pctx, plan.movedFrom)
+		cancel()
+		if err == nil && rep.ID == req.ID {
+			return fmt.Errorf("%w: node %s answers at its registered API address %s, not moving it to %s", ErrNodeConflict, req.ID, plan.movedFrom, req.APIAddress)
+		}
+	}
+	if plan.register {
+		if err := n.register(ctx, req.ID, req.APIAddress, req.FeatureLevel); err != nil {
+			return err
+		}
 	}
 	timeout := n.cfg.ApplyTimeout
-	if cur == nil || string(cur.Address) != req.RaftAddress {
-		n.cfg.Logger.Info("adding node as non-voter", "node", req.ID, "raft", req.RaftAddress)
+	switch {
+	case plan.member == nil:
+		n.cfg.Logger.Info("adding node as non-voter", "node", req.ID, "raft", req.RaftAddress, "api", req.APIAddress)
 		if err := n.raft.AddNonvoter(raft.ServerID(req.ID), raft.ServerAddress(req.RaftAddress), 0, timeout).Error(); err != nil {
 			return fmt.Errorf("add non-voter %s: %w", req.ID, mapRaftError(err))
 		}
+	case plan.member.Suffrage == raft.Voter:
+		return nil // re-registered only
 	}
-	if err := caughtUp(ctx); err != nil {
-		return fmt.Errorf("node %s did not catch up: %w", req.ID, err)
+	if err := n.waitCaughtUp(ctx, req, probe); err != nil {
+		return fmt.Errorf("node %s stays a non-voter: %w", req.ID, err)
+	}
+	if err := n.checkQuorum(ctx, req.ID, probe); err != nil {
+		return fmt.Errorf("node %s stays a non-voter: %w", req.ID, err)
 	}
 	n.cfg.Logger.Info("promoting node to voter", "node", req.ID)
 	if err := n.raft.AddVoter(raft.ServerID(req.ID), raft.ServerAddress(req.RaftAddress), 0, timeout).Error(); err != nil {
@@ -86,13 +223,129 @@ func (n *Node) Join(ctx context.Context, req JoinRequest, caughtUp func(context.
 	return nil
 }
 
+// joinPlan is what a join still has to do.
+type joinPlan struct {
+	// member is the node's server in the configuration, nil when none.
+	member *raft.Server
+	// register: its API address or feature level must be (re)registered.
+	register bool
+	// movedFrom is the member's registered API address when the request
+	// moves it elsewhere.
+	movedFrom string
+	// done: it is a voter at these addresses; nothing to do.
+	done bool
+}
+
+// planJoin compares a join request with the configuration and the node
+// registry: ErrNodeConflict when the id is a member at another Raft
+// address, or an address is another member's.
+func (n *Node) planJoin(req JoinRequest) (joinPlan, error) {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return joinPlan{}, mapRaftError(err)
+	}
+	var p joinPlan
+	for _, s := range f.Configuration().Servers {
+		if string(s.ID) == req.ID {
+			p.member = &s
+			continue
+		}
+		if string(s.Address) == req.RaftAddress {
+			return p, fmt.Errorf("%w: raft address %s is node %s's", ErrNodeConflict, req.RaftAddress, s.ID)
+		}
+		if api, ok := n.fsm.NodeAddress(string(s.ID)); ok && api == req.APIAddress {
+			return p, fmt.Errorf("%w: API address %s is node %s's", ErrNodeConflict, req.APIAddress, s.ID)
+		}
+	}
+	if p.member != nil && string(p.member.Address) != req.RaftAddress {
+		return p, fmt.Errorf("%w: node %s is a member at raft address %s; remove it before joining it at %s",
+			ErrNodeConflict, req.ID, p.member.Address, req.RaftAddress)
+	}
+	api, ok := n.fsm.NodeAddress(req.ID)
+	p.register = !ok || api != req.APIAddress || req.FeatureLevel != 0 && n.fsm.NodeFeatureLevel(req.ID) != req.FeatureLevel
+	if p.member != nil && ok && api != "" && api != req.APIAddress {
+		p.movedFrom = api
+	}
+	p.done = p.member != nil && p.member.Suffrage == raft.Voter && !p.register
+	return p, nil
+}
+
+// checkQuorum refuses to promote joiner when the voters that answer,
+// joiner counted (it has just shown it is caught up), would not be a
+// majority of the configuration with it as a voter. The leader counts
+// itself; other voters are asked in parallel (voterAnswers).
+func (n *Node) checkQuorum(ctx context.Context, joiner string, probe NodeProbe) error {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return mapRaftError(err)
+	}
+	term := n.raft.CurrentTerm()
+	var others []raft.Server
+	voters, answering := 1, 1 // the joiner
+	for _, s := range f.Configuration().Servers {
+		switch {
+		case s.Suffrage != raft.Voter || string(s.ID) == joiner:
+		case string(s.ID) == n.cfg.NodeID:
+			voters++
+			answering++
+		default:
+			voters++
+			others = append(others, s)
+		}
+	}
+	ok := make([]bool, len(others))
+	var wg sync.WaitGroup
+	for i, s := range others {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ok[i] = n.voterAnswers(ctx, s, term, probe)
+		}()
+	}
+	wg.Wait()
+	var silent []string
+	for i, s := range others {
+		if ok[i] {
+			answering++
+		} else {
+			silent = append(silent, string(s.ID))
+		}
+	}
+	if answering <= voters/2 {
+		return fmt.Errorf("%w: %d of %d voters would answer (not answering: %v)", ErrNoQuorum, answering, voters, silent)
+	}
+	return nil
+}
+
+// voterAnswers reports whether voter s answers as a follower of this
+// leader in term: through its client API when it registered one, else by
+// its Raft address accepting a connection.
+func (n *Node) voterAnswers(ctx context.Context, s raft.Server, term uint64, probe NodeProbe) bool {
+	ctx, cancel := context.WithTimeout(ctx, joinProbeTimeout)
+	defer cancel()
+	api, ok := n.fsm.NodeAddress(string(s.ID))
+	if !ok || api == "" {
+		return n.dialRaft(ctx, string(s.ID), string(s.Address)) == nil
+	}
+	rep, err := probe(ctx, api)
+	return err == nil && rep.ID == string(s.ID) && rep.LeaderID == n.cfg.NodeID && rep.Term == term
+}
+
 // RemoveNode removes a node from the cluster and forgets its address. A
 // removed node is no longer part of any quorum and never acknowledges a
 // write again (its votes and entries are ignored); to bring its machine
-// back, wipe its data and join it under a new id.
+// back, wipe its data and join it under a new id. It is refused with
+// ErrMembershipChange while another change runs, except a join of the same
+// node, which it ends first.
 func (n *Node) RemoveNode(ctx context.Context, id string) error {
-	n.cluster.changeMu.Lock()
-	defer n.cluster.changeMu.Unlock()
+	if !n.IsLeader() {
+		return ErrNotLeader
+	}
+	ctx, end, err := n.beginChange(ctx, false, id)
+	if err != nil {
+		return err
+	}
+	defer end()
 	if !n.IsLeader() {
 		return ErrNotLeader
 	}
@@ -122,8 +375,8 @@ func (n *Node) RemoveNode(ctx context.Context, id string) error {
 // TransferLeadership hands leadership to the named voter, or to the most
 // up-to-date one when id is empty, and waits for the handover.
 func (n *Node) TransferLeadership(ctx context.Context, id string) error {
-	n.cluster.changeMu.Lock()
-	defer n.cluster.changeMu.Unlock()
+	n.cluster.transferMu.Lock()
+	defer n.cluster.transferMu.Unlock()
 	if !n.IsLeader() {
 		return ErrNotLeader
 	}

@@ -41,7 +41,12 @@
 // append as well.
 //
 // Membership (cluster.go): a node joins as a non-voter and is promoted to
-// voter once caught up; changes run one at a time on the leader. Each node's
+// voter once caught up; changes run one at a time on the leader. Before
+// changing anything the leader checks the joining node's addresses, asks
+// its client API who it is and dials its Raft address (join.go), and it
+// promotes only when the voters that answer stay a majority
+// (TestJoinChecksTheNode, TestJoinPromotesOnlyCaughtUp,
+// TestJoinRefusesWithoutReachableQuorum). Each node's
 // client API address is replicated state (the node registry, in
 // snapshots), so any node can forward writes to the leader and fetch
 // segments from peers (install.go). A node whose data is wiped must rejoin

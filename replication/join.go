@@ -1,12 +1,16 @@
 package replication
 
 import (
-	"github.com/logd-dev/logd/replication/fsm"
-
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // AskJoin makes one attempt to join a cluster: it asks the member whose
@@ -33,7 +37,9 @@ const (
 // harmless: a voter at the same address is only re-registered, so a restart
 // with a new API address updates it.
 func (n *Node) JoinCluster(ctx context.Context, member string, ask AskJoin) (string, error) {
-	req := JoinRequest{ID: n.cfg.NodeID, RaftAddress: n.cfg.RaftAdvertise, APIAddress: n.cfg.APIAdvertise, FeatureLevel: fsm.Level}
+	// The transport's address is the advertised one, or the one it bound
+	// when RaftBind asked for any port.
+	req := JoinRequest{ID: n.cfg.NodeID, RaftAddress: string(n.stores.transport.LocalAddr()), APIAddress: n.cfg.APIAdvertise, FeatureLevel: fsm.Level}
 	return joinLoop(ctx, n.cfg.Logger, member, req, ask, joinAttemptTimeout, joinRetryInterval)
 }
 
@@ -58,6 +64,196 @@ func joinLoop(ctx context.Context, logger *slog.Logger, member string, req JoinR
 		case <-ctx.Done():
 			return "", fmt.Errorf("join via %s: %w", member, ctx.Err())
 		case <-time.After(retry):
+		}
+	}
+}
+
+// The leader's side of a join: what it checks before it changes anything,
+// and how it decides that a joining node has caught up (cluster.go runs
+// them).
+
+const (
+	// joinProbeTimeout bounds one question to a node (its API, or a
+	// connection to its Raft address).
+	joinProbeTimeout = 2 * time.Second
+	// joinPollInterval is how often the leader asks a joining node how far
+	// it has applied.
+	joinPollInterval = 100 * time.Millisecond
+	// joinMaxLag is how many entries a non-voter may still be behind the
+	// leader's commit index when it is promoted.
+	joinMaxLag = 64
+	// joinSilence ends a catch-up wait once the joining node has not
+	// answered for this long; it stays a non-voter.
+	joinSilence = 30 * time.Second
+	// joinCatchUpTimeout bounds a catch-up wait however the caller's
+	// context is set, so one join cannot hold the change slot for ever.
+	joinCatchUpTimeout = 15 * time.Minute
+	// maxNodeIDLen and maxAddressLen bound a join request's strings.
+	maxNodeIDLen  = 128
+	maxAddressLen = 261
+)
+
+// NodeReport is what a node says of itself (its Status).
+type NodeReport struct {
+	ID           string
+	Ready        bool
+	AppliedIndex uint64
+	LeaderID     string
+	Term         uint64
+}
+
+// NodeProbe asks the node whose client API is at apiAddress for its
+// report. The front end implements it over the client API, as it
+// implements AskJoin; an error means the node did not answer.
+type NodeProbe func(ctx context.Context, apiAddress string) (NodeReport, error)
+
+// validateJoin checks a join request's form: a node id of letters, digits
+// and ".-_:@", and Raft and API addresses that are host:port with a host a
+// peer can dial (not empty, not an unspecified or multicast IP) and a port
+// in 1..65535.
+func validateJoin(req JoinRequest) error {
+	if err := validNodeID(req.ID); err != nil {
+		return fmt.Errorf("%w: join: node id %q: %v", ErrInvalidArgument, req.ID, err)
+	}
+	if err := validPeerAddress(req.RaftAddress); err != nil {
+		return fmt.Errorf("%w: join %s: raft address %q: %v", ErrInvalidArgument, req.ID, req.RaftAddress, err)
+	}
+	if err := validPeerAddress(req.APIAddress); err != nil {
+		return fmt.Errorf("%w: join %s: API address %q: %v", ErrInvalidArgument, req.ID, req.APIAddress, err)
+	}
+	return nil
+}
+
+func validNodeID(id string) error {
+	if id == "" || len(id) > maxNodeIDLen {
+		return fmt.Errorf("want 1 to %d characters", maxNodeIDLen)
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune(".-_:@", c)) {
+			return fmt.Errorf("character %q: want letters, digits and .-_:@", c)
+		}
+	}
+	return nil
+}
+
+// validPeerAddress checks that addr is host:port a peer could dial.
+func validPeerAddress(addr string) error {
+	if addr == "" {
+		return fmt.Errorf("required")
+	}
+	if len(addr) > maxAddressLen {
+		return fmt.Errorf("longer than %d bytes", maxAddressLen)
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+		return fmt.Errorf("port %q: want 1 to 65535", port)
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if ip.IsUnspecified() || ip.IsMulticast() {
+			return fmt.Errorf("%s is not an address a peer can dial", host)
+		}
+		return nil
+	}
+	return validHostname(host)
+}
+
+// validHostname checks a DNS name: dot-separated labels of letters, digits
+// and hyphens, none empty or starting or ending with a hyphen.
+func validHostname(host string) error {
+	if host == "" || len(host) > 253 {
+		return fmt.Errorf("host %q: want a name or an IP address", host)
+	}
+	for _, label := range strings.Split(strings.TrimSuffix(host, "."), ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return fmt.Errorf("host %q: want a name or an IP address", host)
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return fmt.Errorf("host %q: want a name or an IP address", host)
+			}
+		}
+	}
+	return nil
+}
+
+// checkJoiner checks that the node answers on its API address with the
+// id it claims and that its Raft address accepts a connection:
+// ErrNodeUnreachable otherwise.
+func (n *Node) checkJoiner(ctx context.Context, req JoinRequest, probe NodeProbe) error {
+	ctx, cancel := context.WithTimeout(ctx, joinProbeTimeout)
+	defer cancel()
+	rep, err := probe(ctx, req.APIAddress)
+	if err != nil {
+		return fmt.Errorf("%w: node %s does not answer on its API address %s: %v", ErrNodeUnreachable, req.ID, req.APIAddress, err)
+	}
+	if rep.ID != req.ID {
+		return fmt.Errorf("%w: API address %s answers as node %q, not %q", ErrNodeUnreachable, req.APIAddress, rep.ID, req.ID)
+	}
+	if err := n.dialRaft(ctx, req.ID, req.RaftAddress); err != nil {
+		return fmt.Errorf("%w: node %s's raft address %s: %v", ErrNodeUnreachable, req.ID, req.RaftAddress, err)
+	}
+	return nil
+}
+
+// dialRaft checks that peer id's Raft address accepts a TCP connection
+// (and closes it: Raft's transport takes a closed connection quietly). It
+// is the one place membership dials a Raft port. An in-memory node's
+// transport has nothing to dial; Raft's own replication is its check.
+func (n *Node) dialRaft(ctx context.Context, id, addr string) error {
+	if n.cfg.InMemory {
+		return nil
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+// waitCaughtUp asks the joining node, every joinPollInterval, how far it
+// has applied, until it is ready, follows this leader in its current term,
+// and has applied all but joinMaxLag of the leader's committed entries.
+// It fails when this node stops leading, when the node has not answered
+// for joinSilence (ErrNodeUnreachable), or when ctx ends (at the latest
+// after joinCatchUpTimeout).
+func (n *Node) waitCaughtUp(ctx context.Context, req JoinRequest, probe NodeProbe) error {
+	ctx, cancel := context.WithTimeout(ctx, joinCatchUpTimeout)
+	defer cancel()
+	t := time.NewTicker(joinPollInterval)
+	defer t.Stop()
+	lastAnswer := time.Now()
+	var last string
+	for {
+		if !n.IsLeader() {
+			return ErrNotLeader
+		}
+		commit, term := n.raft.CommitIndex(), n.raft.CurrentTerm()
+		pctx, pcancel := context.WithTimeout(ctx, joinProbeTimeout)
+		rep, err := probe(pctx, req.APIAddress)
+		pcancel()
+		switch {
+		case err != nil:
+			last = err.Error()
+		case rep.ID != req.ID:
+			last = fmt.Sprintf("answers as node %q", rep.ID)
+		default:
+			lastAnswer = time.Now()
+			if rep.Ready && rep.LeaderID == n.cfg.NodeID && rep.Term == term && rep.AppliedIndex+joinMaxLag >= commit {
+				return nil
+			}
+			last = fmt.Sprintf("applied %d of %d (ready %v, leader %q, term %d of %d)", rep.AppliedIndex, commit, rep.Ready, rep.LeaderID, rep.Term, term)
+		}
+		if time.Since(lastAnswer) > joinSilence {
+			return fmt.Errorf("%w: node %s has not answered for %v (last: %s)", ErrNodeUnreachable, req.ID, joinSilence, last)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for node %s to catch up: %w (last: %s)", req.ID, context.Cause(ctx), last)
+		case <-t.C:
 		}
 	}
 }

@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/logd-dev/logd/replication/fsm"
 )
@@ -137,5 +141,380 @@ func TestJoinClusterSendsFeatureLevel(t *testing.T) {
 	}
 	if got.ID != "n1" || got.APIAddress != "127.0.0.1:7070" || got.FeatureLevel != fsm.Level {
 		t.Fatalf("join request %+v; want n1 at 127.0.0.1:7070 with feature level %d", got, fsm.Level)
+	}
+}
+
+// joinCluster runs real nodes in this process, Raft over TCP on
+// 127.0.0.1, and answers the leader's questions to a node's client API
+// (NodeProbe) from that node's own Status, the way server's Status
+// handler does. A test can make an API address silent or rewrite what a
+// node says.
+type joinCluster struct {
+	t *testing.T
+
+	mu     sync.Mutex
+	byAPI  map[string]*Node
+	silent map[string]bool
+	// rewrite, when set, changes what a node says of itself.
+	rewrite func(NodeReport) NodeReport
+	probes  int
+}
+
+func newJoinCluster(t *testing.T) *joinCluster {
+	return &joinCluster{t: t, byAPI: map[string]*Node{}, silent: map[string]bool{}}
+}
+
+// open starts node id (bootstrapping a cluster of itself, or waiting to
+// be joined); its API address is a name only the probe knows.
+func (c *joinCluster) open(ctx context.Context, id string, bootstrap bool) *Node {
+	c.t.Helper()
+	cfg := Config{NodeID: id, DataDir: c.t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: bootstrap,
+		APIAdvertise: id + ".api.test:7070", Logger: testLogger(), RaftLogLevel: "error",
+		HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond, LeaderLeaseTimeout: 150 * time.Millisecond,
+		Fatal: func(err error) { c.t.Errorf("%s: fatal: %v", id, err) }}
+	n, err := Open(cfg)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() {
+		if err := n.Close(); err != nil {
+			c.t.Errorf("close %s: %v", id, err)
+		}
+		// Raft's transport keeps its pooled connections to peers open
+		// after Close, and each holds a reading goroutine of the peer's
+		// transport in this process.
+		n.stores.transport.(*raft.NetworkTransport).CloseStreams()
+	})
+	c.mu.Lock()
+	c.byAPI[cfg.APIAdvertise] = n
+	c.mu.Unlock()
+	if bootstrap {
+		for !n.IsLeader() || !n.Ready() {
+			select {
+			case <-ctx.Done():
+				c.t.Fatalf("%s does not lead", id)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	return n
+}
+
+// probe is the NodeProbe of the tests.
+func (c *joinCluster) probe(ctx context.Context, addr string) (NodeReport, error) {
+	c.mu.Lock()
+	c.probes++
+	n, silent, rewrite := c.byAPI[addr], c.silent[addr], c.rewrite
+	c.mu.Unlock()
+	if n == nil || silent {
+		return NodeReport{}, fmt.Errorf("dial %s: connection refused", addr)
+	}
+	st := n.Status()
+	rep := NodeReport{ID: st.NodeID, Ready: n.Ready(), AppliedIndex: st.AppliedIndex, LeaderID: st.LeaderID, Term: st.Term}
+	if rewrite != nil {
+		rep = rewrite(rep)
+	}
+	return rep, nil
+}
+
+func (c *joinCluster) setSilent(n *Node, silent bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.silent[n.cfg.APIAdvertise] = silent
+}
+
+func (c *joinCluster) setRewrite(f func(NodeReport) NodeReport) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rewrite = f
+}
+
+func (c *joinCluster) probeCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.probes
+}
+
+// joinRequest is what n's JoinCluster would send.
+func joinRequest(n *Node) JoinRequest {
+	return JoinRequest{ID: n.cfg.NodeID, RaftAddress: string(n.stores.transport.LocalAddr()), APIAddress: n.cfg.APIAdvertise, FeatureLevel: fsm.Level}
+}
+
+// membership is the leader's configuration as "id=suffrage" in order,
+// with the registry's API addresses, for comparing before and after.
+func membership(t *testing.T, n *Node) string {
+	t.Helper()
+	var parts []string
+	for _, m := range n.Status().Members {
+		api, _ := n.fsm.NodeAddress(m.ID)
+		parts = append(parts, m.ID+"="+m.Suffrage+"@"+m.Address+"/"+api)
+	}
+	for _, r := range n.fsm.Nodes() {
+		if m, _ := n.member(r.ID); m == nil {
+			parts = append(parts, "registered:"+r.ID+"/"+r.APIAddress)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// closedAddr returns a 127.0.0.1 address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestJoinRefusesBadRequests: a join whose id or addresses are malformed,
+// empty or undialable is refused with ErrInvalidArgument before the node
+// is asked anything, and the membership stays as it was.
+func TestJoinRefusesBadRequests(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := newJoinCluster(t)
+	l := c.open(ctx, "n1", true)
+	before := membership(t, l)
+	good := JoinRequest{ID: "n9", RaftAddress: "127.0.0.1:7091", APIAddress: "127.0.0.1:7090"}
+	for _, tc := range []struct {
+		name string
+		edit func(*JoinRequest)
+	}{
+		{name: "no id", edit: func(r *JoinRequest) { r.ID = "" }},
+		{name: "id with a space", edit: func(r *JoinRequest) { r.ID = "n 9" }},
+		{name: "id with a newline", edit: func(r *JoinRequest) { r.ID = "n9\n" }},
+		{name: "long id", edit: func(r *JoinRequest) { r.ID = strings.Repeat("n", 129) }},
+		{name: "no API address", edit: func(r *JoinRequest) { r.APIAddress = "" }},
+		{name: "no raft address", edit: func(r *JoinRequest) { r.RaftAddress = "" }},
+		{name: "API address without a port", edit: func(r *JoinRequest) { r.APIAddress = "127.0.0.1" }},
+		{name: "API address without a host", edit: func(r *JoinRequest) { r.APIAddress = ":7090" }},
+		{name: "raft address on any interface", edit: func(r *JoinRequest) { r.RaftAddress = "0.0.0.0:7091" }},
+		{name: "raft address on any IPv6 interface", edit: func(r *JoinRequest) { r.RaftAddress = "[::]:7091" }},
+		{name: "port 0", edit: func(r *JoinRequest) { r.RaftAddress = "127.0.0.1:0" }},
+		{name: "port out of range", edit: func(r *JoinRequest) { r.APIAddress = "127.0.0.1:70000" }},
+		{name: "named port", edit: func(r *JoinRequest) { r.APIAddress = "127.0.0.1:http" }},
+		{name: "a URL", edit: func(r *JoinRequest) { r.APIAddress = "http://127.0.0.1:7090" }},
+		{name: "host with a space", edit: func(r *JoinRequest) { r.APIAddress = "bad host:7090" }},
+		{name: "long address", edit: func(r *JoinRequest) { r.APIAddress = strings.Repeat("a.", 140) + "b:7090" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := good
+			tc.edit(&req)
+			if err := l.Join(ctx, req, c.probe); !errors.Is(err, ErrInvalidArgument) {
+				t.Fatalf("Join(%+v) = %v, want ErrInvalidArgument", req, err)
+			}
+		})
+	}
+	if err := l.Join(ctx, good, nil); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("Join without a probe = %v, want ErrInvalidArgument", err)
+	}
+	if n := c.probeCount(); n != 0 {
+		t.Errorf("%d probes for malformed requests, want none", n)
+	}
+	if after := membership(t, l); after != before {
+		t.Errorf("membership changed:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// TestJoinChecksTheNode: a joining node that does not answer on its API
+// address, answers there as another node, or whose Raft address refuses
+// connections is refused (ErrNodeUnreachable); an address of another
+// member is refused (ErrNodeConflict). None changes the membership. A
+// real node then joins and is a voter; joining it again changes nothing;
+// its id at another Raft address is a conflict.
+func TestJoinChecksTheNode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := newJoinCluster(t)
+	l := c.open(ctx, "n1", true)
+	j := c.open(ctx, "n2", false)
+	before := membership(t, l)
+	for _, tc := range []struct {
+		name string
+		edit func(*JoinRequest)
+		want error
+	}{
+		{name: "API address silent", edit: func(r *JoinRequest) { r.APIAddress = "nobody.api.test:7070" }, want: ErrNodeUnreachable},
+		{name: "API address answers as another node", edit: func(r *JoinRequest) { r.ID = "n3" }, want: ErrNodeUnreachable},
+		{name: "raft address refuses connections", edit: func(r *JoinRequest) { r.RaftAddress = closedAddr(t) }, want: ErrNodeUnreachable},
+		{name: "raft address of a member", edit: func(r *JoinRequest) { r.RaftAddress = string(l.stores.transport.LocalAddr()) }, want: ErrNodeConflict},
+		{name: "API address of a member", edit: func(r *JoinRequest) { r.ID, r.APIAddress = "n3", l.cfg.APIAdvertise }, want: ErrNodeConflict},
+		{name: "the leader's id at another raft address", edit: func(r *JoinRequest) { r.ID = "n1" }, want: ErrNodeConflict},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := joinRequest(j)
+			tc.edit(&req)
+			if err := l.Join(ctx, req, c.probe); !errors.Is(err, tc.want) {
+				t.Fatalf("Join(%+v) = %v, want %v", req, err, tc.want)
+			}
+			if after := membership(t, l); after != before {
+				t.Fatalf("membership changed:\nbefore %s\nafter  %s", before, after)
+			}
+		})
+	}
+
+	if err := l.Join(ctx, joinRequest(j), c.probe); err != nil {
+		t.Fatalf("join n2: %v", err)
+	}
+	if m, _ := l.member("n2"); m == nil || m.Suffrage != raft.Voter {
+		t.Fatalf("n2 after its join: %+v, want a voter", m)
+	}
+	joined := membership(t, l)
+	idx := l.raft.GetConfiguration().Index()
+	if err := l.Join(ctx, joinRequest(j), c.probe); err != nil {
+		t.Fatalf("join n2 again: %v", err)
+	}
+	if l.raft.GetConfiguration().Index() != idx || membership(t, l) != joined {
+		t.Errorf("joining again changed the membership: %s", membership(t, l))
+	}
+	moved := joinRequest(j)
+	moved.RaftAddress = closedAddr(t)
+	if err := l.Join(ctx, moved, c.probe); !errors.Is(err, ErrNodeConflict) {
+		t.Errorf("n2 at another raft address: %v, want ErrNodeConflict", err)
+	}
+	// Its API address moves only once the old one stops answering as n2.
+	c.mu.Lock()
+	c.byAPI["n2-moved.api.test:7070"] = j
+	c.mu.Unlock()
+	newAPI := joinRequest(j)
+	newAPI.APIAddress = "n2-moved.api.test:7070"
+	if err := l.Join(ctx, newAPI, c.probe); !errors.Is(err, ErrNodeConflict) {
+		t.Errorf("n2 at another API address while the old one answers: %v, want ErrNodeConflict", err)
+	}
+	if after := membership(t, l); after != joined {
+		t.Errorf("membership changed:\nbefore %s\nafter  %s", joined, after)
+	}
+	c.setSilent(j, true)
+	if err := l.Join(ctx, newAPI, c.probe); err != nil {
+		t.Errorf("n2 at another API address once the old one is silent: %v", err)
+	}
+	if api, _ := l.fsm.NodeAddress("n2"); api != newAPI.APIAddress {
+		t.Errorf("n2's API address %q, want %q", api, newAPI.APIAddress)
+	}
+}
+
+// TestJoinPromotesOnlyCaughtUp: a joining node that does not catch up (it
+// says it applied nothing) stays a non-voter when the wait ends. While it
+// waits, another join or a removal of another node is refused with
+// ErrMembershipChange; removing the waiting node ends its join and takes it
+// out. Once it reports its real progress it joins as a voter.
+func TestJoinPromotesOnlyCaughtUp(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := newJoinCluster(t)
+	l := c.open(ctx, "n1", true)
+	if _, err := l.CreateTopic(ctx, CreateTopic{Name: "t", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	// More entries than a non-voter may lag behind.
+	for i := range joinMaxLag + 10 {
+		if _, err := l.Append(ctx, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, fmt.Sprint(i))}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := c.open(ctx, "n2", false)
+	other := c.open(ctx, "n3", false)
+	c.setRewrite(func(r NodeReport) NodeReport {
+		if r.ID == "n2" {
+			r.AppliedIndex = 0
+		}
+		return r
+	})
+
+	// A wait that ends leaves a non-voter.
+	wctx, wcancel := context.WithTimeout(ctx, time.Second)
+	err := l.Join(wctx, joinRequest(j), c.probe)
+	wcancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("join of a node that does not catch up: %v, want a deadline", err)
+	}
+	if m, _ := l.member("n2"); m == nil || m.Suffrage != raft.Nonvoter {
+		t.Fatalf("n2 after a wait that ended: %+v, want a non-voter", m)
+	}
+
+	// While it waits again, other changes are refused.
+	joinErr := make(chan error, 1)
+	go func() { joinErr <- l.Join(ctx, joinRequest(j), c.probe) }()
+	waitCond(t, ctx, "the join waits", func() bool {
+		l.cluster.mu.Lock()
+		defer l.cluster.mu.Unlock()
+		return l.cluster.change != nil
+	})
+	if err := l.Join(ctx, joinRequest(other), c.probe); !errors.Is(err, ErrMembershipChange) {
+		t.Errorf("a second join while one waits: %v, want ErrMembershipChange", err)
+	}
+	if err := l.RemoveNode(ctx, "n3"); !errors.Is(err, ErrMembershipChange) {
+		t.Errorf("a removal of another node while a join waits: %v, want ErrMembershipChange", err)
+	}
+	if err := l.RemoveNode(ctx, "n2"); err != nil {
+		t.Fatalf("remove the waiting node: %v", err)
+	}
+	select {
+	case err := <-joinErr:
+		if err == nil {
+			t.Fatal("the removed node's join succeeded")
+		}
+	case <-ctx.Done():
+		t.Fatal("the removed node's join did not end")
+	}
+	if m, _ := l.member("n2"); m != nil {
+		t.Fatalf("n2 after its removal: %+v", m)
+	}
+
+	// A node that catches up is promoted.
+	c.setRewrite(nil)
+	if err := l.Join(ctx, joinRequest(other), c.probe); err != nil {
+		t.Fatalf("join n3: %v", err)
+	}
+	if m, _ := l.member("n3"); m == nil || m.Suffrage != raft.Voter {
+		t.Fatalf("n3: %+v, want a voter", m)
+	}
+}
+
+// TestJoinRefusesWithoutReachableQuorum: with two of three voters silent,
+// promoting a fourth node would make a configuration of four voters of
+// which two answer; it is refused (ErrNoQuorum) and the node stays a
+// non-voter. Once one voter answers again, the same join promotes it.
+func TestJoinRefusesWithoutReachableQuorum(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := newJoinCluster(t)
+	l := c.open(ctx, "n1", true)
+	n2, n3 := c.open(ctx, "n2", false), c.open(ctx, "n3", false)
+	for _, n := range []*Node{n2, n3} {
+		if err := l.Join(ctx, joinRequest(n), c.probe); err != nil {
+			t.Fatalf("join %s: %v", n.cfg.NodeID, err)
+		}
+	}
+	n4 := c.open(ctx, "n4", false)
+	c.setSilent(n2, true)
+	c.setSilent(n3, true)
+	if err := l.Join(ctx, joinRequest(n4), c.probe); !errors.Is(err, ErrNoQuorum) {
+		t.Fatalf("join n4 with two of three voters silent: %v, want ErrNoQuorum", err)
+	}
+	if m, _ := l.member("n4"); m == nil || m.Suffrage != raft.Nonvoter {
+		t.Fatalf("n4 after a refused promotion: %+v, want a non-voter", m)
+	}
+	c.setSilent(n3, false)
+	if err := l.Join(ctx, joinRequest(n4), c.probe); err != nil {
+		t.Fatalf("join n4 with one voter silent: %v", err)
+	}
+	if m, _ := l.member("n4"); m == nil || m.Suffrage != raft.Voter {
+		t.Fatalf("n4: %+v, want a voter", m)
+	}
+}
+
+// waitCond polls cond every 5 ms until it holds or ctx ends.
+func waitCond(t *testing.T, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: %v", what, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 }

@@ -71,10 +71,12 @@ type ClusterBackend interface {
 	// handler that answers by time (queue describe) reads it, so it
 	// answers by the same time the node decides by.
 	Now() time.Time
-	// Join adds a node as a non-voter and promotes it once caughtUp
-	// returns nil; RemoveNode removes one (ErrUnknownNode);
+	// Join checks a node through probe, adds it as a non-voter and
+	// promotes it once probe shows it caught up (ErrNodeUnreachable,
+	// ErrNodeConflict, ErrNoQuorum, ErrMembershipChange); RemoveNode
+	// removes one (ErrUnknownNode, ErrMembershipChange);
 	// TransferLeadership hands leadership to a voter ("" for any).
-	Join(ctx context.Context, req replication.JoinRequest, caughtUp func(context.Context) error) error
+	Join(ctx context.Context, req replication.JoinRequest, probe replication.NodeProbe) error
 	RemoveNode(ctx context.Context, id string) error
 	TransferLeadership(ctx context.Context, id string) error
 }

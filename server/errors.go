@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -56,6 +57,14 @@ var errorTable = []errorRow{
 
 	// The cluster and the node.
 	{errs: []error{replication.ErrUnknownNode}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
+	// Membership changes: one at a time, so another in progress is a
+	// conflict worth retrying (ABORTED, retryable by its reason); a joining
+	// node that does not answer as itself, or clashes with a member, is not
+	// (the joining node's own loop retries anyway); too few voters
+	// answering is retryable once they do.
+	{errs: []error{replication.ErrMembershipChange}, code: connect.CodeAborted, reason: logdv1.Reason_REASON_UNAVAILABLE, info: membershipRetryInfo},
+	{errs: []error{replication.ErrNodeUnreachable, replication.ErrNodeConflict}, code: connect.CodeFailedPrecondition},
+	{errs: []error{replication.ErrNoQuorum}, code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_UNAVAILABLE},
 	{errs: []error{replication.ErrNotLeader}, code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_NOT_LEADER},
 	// A follower behind what the client learnt from the leader: the client
 	// moves to the leader, as after NOT_LEADER, and reads there.
@@ -91,6 +100,15 @@ func behindInfo(err error, info *logdv1.ErrorInfo) {
 	if errors.As(err, &be) {
 		info.LeaderAddress = be.LeaderAddress
 	}
+}
+
+// membershipRetryAfter is the pause a refused membership change suggests:
+// the change in progress usually ends within it, unless a joining node
+// is catching up.
+const membershipRetryAfter = time.Second
+
+func membershipRetryInfo(_ error, info *logdv1.ErrorInfo) {
+	info.RetryAfterMs = membershipRetryAfter.Milliseconds()
 }
 
 func outOfRangeInfo(err error, info *logdv1.ErrorInfo) {

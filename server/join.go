@@ -2,9 +2,8 @@ package server
 
 import (
 	"context"
-	"fmt"
+	"net"
 	"net/http"
-	"time"
 
 	"connectrpc.com/connect"
 
@@ -13,51 +12,39 @@ import (
 	"github.com/logd-dev/logd/replication"
 )
 
-// joinMaxLag is how many entries a non-voter may still be behind the
-// leader's commit index when it is promoted to voter.
-const joinMaxLag = 64
-
-// Join adds a node (on the leader; followers forward it). The new node is
-// a non-voter until its own Status shows it has applied all but joinMaxLag
-// of the leader's committed entries; then it is promoted to voter.
+// Join adds a node (on the leader; followers forward it). The backend
+// checks the request and the node before changing anything
+// (replication.(*Node).Join): it asks the node, through its Status at the
+// API address it gives, who it is and how far it has applied.
 func (s *Server) Join(ctx context.Context, req *connect.Request[logdv1.JoinRequest]) (*connect.Response[logdv1.JoinResponse], error) {
 	m := req.Msg
-	if m.NodeId == "" || m.RaftAddress == "" {
-		return nil, errInvalid("join: node_id and raft_address are required")
-	}
-	err := s.b.Join(ctx, replication.JoinRequest{ID: m.NodeId, RaftAddress: m.RaftAddress, APIAddress: m.ApiAddress, FeatureLevel: replication.FeatureLevel(m.FeatureLevel)},
-		func(ctx context.Context) error { return s.waitCaughtUp(ctx, m.NodeId, m.ApiAddress) })
+	tr := peerProbeTransport()
+	defer tr.CloseIdleConnections()
+	probe := statusProbe(&http.Client{Transport: tr})
+	err := s.b.Join(ctx, replication.JoinRequest{ID: m.NodeId, RaftAddress: m.RaftAddress, APIAddress: m.ApiAddress, FeatureLevel: replication.FeatureLevel(m.FeatureLevel)}, probe)
 	if err != nil {
 		return nil, toConnectError(err)
 	}
 	return connect.NewResponse(&logdv1.JoinResponse{LeaderId: s.b.NodeID()}), nil
 }
 
-// waitCaughtUp polls the joining node's Status until it is ready and its
-// applied index is within joinMaxLag of this leader's commit index.
-func (s *Server) waitCaughtUp(ctx context.Context, id, addr string) error {
-	if addr == "" {
-		return nil // nothing to ask: promote at once
-	}
-	c := logdv1connect.NewLogServiceClient(&http.Client{Timeout: 2 * time.Second}, "http://"+addr)
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	var last error
-	for {
+// peerProbeTransport is the HTTP transport of one join's questions to
+// nodes: no proxy from the environment (peers are dialed directly), and
+// bounded dials; each question's context bounds the rest.
+func peerProbeTransport() *http.Transport {
+	return &http.Transport{DialContext: (&net.Dialer{Timeout: forwardDialTimeout}).DialContext}
+}
+
+// statusProbe is replication.NodeProbe over the client API: the node's
+// Status.
+func statusProbe(hc *http.Client) replication.NodeProbe {
+	return func(ctx context.Context, addr string) (replication.NodeReport, error) {
+		c := logdv1connect.NewLogServiceClient(hc, "http://"+addr)
 		st, err := c.Status(ctx, connect.NewRequest(&logdv1.StatusRequest{}))
-		if err == nil {
-			commit := s.b.Status().CommitIndex
-			if st.Msg.Ready && st.Msg.AppliedIndex+joinMaxLag >= commit {
-				return nil
-			}
-			last = fmt.Errorf("node %s applied %d of %d", id, st.Msg.AppliedIndex, commit)
-		} else {
-			last = err
+		if err != nil {
+			return replication.NodeReport{}, err
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last: %v)", ctx.Err(), last)
-		case <-t.C:
-		}
+		m := st.Msg
+		return replication.NodeReport{ID: m.NodeId, Ready: m.Ready, AppliedIndex: m.AppliedIndex, LeaderID: m.LeaderId, Term: m.Term}, nil
 	}
 }
