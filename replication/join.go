@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
@@ -214,12 +216,40 @@ func (n *Node) dialRaft(ctx context.Context, id, addr string) error {
 	return c.Close()
 }
 
+// raftLastLog sends the Raft server at addr a heartbeat of this leader's
+// current term, the request Raft's own replication sends every few
+// milliseconds (it changes no log), and returns the index of the last
+// entry the server holds, from its answer. It is the leader's own view of
+// a joining node's progress, from the address whose votes will count,
+// beside what the node's client API says. It goes through this node's
+// Raft transport, so it reaches the peer the way replication does.
+func (n *Node) raftLastLog(id, addr string) (uint64, error) {
+	tr := n.stores.transport
+	self := raft.ServerID(n.cfg.NodeID)
+	me := tr.EncodePeer(self, tr.LocalAddr())
+	term := n.raft.CurrentTerm()
+	req := raft.AppendEntriesRequest{
+		RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(self), Addr: me},
+		Term:      term,
+		Leader:    me,
+	}
+	var resp raft.AppendEntriesResponse
+	if err := tr.AppendEntries(raft.ServerID(id), raft.ServerAddress(addr), &req, &resp); err != nil {
+		return 0, err
+	}
+	if !resp.Success {
+		return 0, fmt.Errorf("raft at %s refused a heartbeat of term %d (its term %d)", addr, term, resp.Term)
+	}
+	return resp.LastLog, nil
+}
+
 // waitCaughtUp asks the joining node, every joinPollInterval, how far it
 // has applied, until it is ready, follows this leader in its current term,
-// and has applied all but joinMaxLag of the leader's committed entries.
-// It fails when this node stops leading, when the node has not answered
-// for joinSilence (ErrNodeUnreachable), or when ctx ends (at the latest
-// after joinCatchUpTimeout).
+// and has applied all but joinMaxLag of the leader's committed entries,
+// and until its Raft address answers a heartbeat with a last entry as
+// recent (raftLastLog). It fails when this node stops leading, when the
+// node has not answered for joinSilence (ErrNodeUnreachable), or when ctx
+// ends (at the latest after joinCatchUpTimeout).
 func (n *Node) waitCaughtUp(ctx context.Context, req JoinRequest, probe NodeProbe) error {
 	ctx, cancel := context.WithTimeout(ctx, joinCatchUpTimeout)
 	defer cancel()
@@ -242,10 +272,15 @@ func (n *Node) waitCaughtUp(ctx context.Context, req JoinRequest, probe NodeProb
 			last = fmt.Sprintf("answers as node %q", rep.ID)
 		default:
 			lastAnswer = time.Now()
-			if rep.Ready && rep.LeaderID == n.cfg.NodeID && rep.Term == term && rep.AppliedIndex+joinMaxLag >= commit {
+			if !rep.Ready || rep.LeaderID != n.cfg.NodeID || rep.Term != term || rep.AppliedIndex+joinMaxLag < commit {
+				last = fmt.Sprintf("applied %d of %d (ready %v, leader %q, term %d of %d)", rep.AppliedIndex, commit, rep.Ready, rep.LeaderID, rep.Term, term)
+				break
+			}
+			lastLog, err := n.raftLastLog(req.ID, req.RaftAddress)
+			if err == nil && lastLog+joinMaxLag >= commit {
 				return nil
 			}
-			last = fmt.Sprintf("applied %d of %d (ready %v, leader %q, term %d of %d)", rep.AppliedIndex, commit, rep.Ready, rep.LeaderID, rep.Term, term)
+			last = fmt.Sprintf("its raft address holds %d of %d entries (%v)", lastLog, commit, err)
 		}
 		if time.Since(lastAnswer) > joinSilence {
 			return fmt.Errorf("%w: node %s has not answered for %v (last: %s)", ErrNodeUnreachable, req.ID, joinSilence, last)

@@ -474,6 +474,52 @@ func TestJoinPromotesOnlyCaughtUp(t *testing.T) {
 	}
 }
 
+// TestJoinAsksRaftToo: a joining node whose client API says it is caught
+// up, follows this leader and is ready, but whose Raft address is not a
+// Raft server holding the log (a port that accepts connections and closes
+// them), is never promoted: the leader's heartbeat to that address is its
+// own check. It stays a non-voter.
+func TestJoinAsksRaftToo(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := newJoinCluster(t)
+	l := c.open(ctx, "n1", true)
+	j := c.open(ctx, "n2", false)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conn.Close()
+		}
+	}()
+	defer func() { ln.Close(); <-accepted }()
+	c.setRewrite(func(r NodeReport) NodeReport {
+		if r.ID == "n2" {
+			r.Ready, r.AppliedIndex, r.LeaderID, r.Term = true, l.raft.CommitIndex(), "n1", l.raft.CurrentTerm()
+		}
+		return r
+	})
+	req := joinRequest(j)
+	req.RaftAddress = ln.Addr().String()
+	wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
+	err = l.Join(wctx, req, c.probe)
+	wcancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("join of a node whose raft address is no raft server: %v, want a deadline", err)
+	}
+	if m, _ := l.member("n2"); m == nil || m.Suffrage != raft.Nonvoter {
+		t.Fatalf("n2: %+v, want a non-voter", m)
+	}
+}
+
 // TestJoinRefusesWithoutReachableQuorum: with two of three voters silent,
 // promoting a fourth node would make a configuration of four voters of
 // which two answer; it is refused (ErrNoQuorum) and the node stays a

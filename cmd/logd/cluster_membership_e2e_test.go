@@ -1,8 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +16,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 )
 
 // TestClusterRemoveAndTransferUnderLoad: while six producers write,
@@ -117,4 +123,166 @@ func TestClusterRemoveAndTransferUnderLoad(t *testing.T) {
 	remaining.checkEveryNode(ctx, "r", parts, ps.acks, ps.attempted)
 	t.Logf("%d calls (%d failed or unknown), %d records acknowledged (%d after the removal); removed node acknowledged %d of %d direct writes",
 		ps.calls, ps.failed, len(ps.acks), len(ps.acks)-acksAtRemoval, probeAcked, probes)
+}
+
+// joinJSON sends a Join as curl would: Connect's JSON over HTTP/1.1 to any
+// node. It returns the HTTP status and the Connect error code ("" on
+// success).
+func joinJSON(ctx context.Context, addr string, req map[string]string) (int, string, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return 0, "", err
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+logdv1connect.LogServiceJoinProcedure, bytes.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(hreq)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp.StatusCode, "", err
+	}
+	if resp.StatusCode == http.StatusOK {
+		return resp.StatusCode, "", nil
+	}
+	var e struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(out, &e); err != nil {
+		return resp.StatusCode, "", fmt.Errorf("error body %q: %w", out, err)
+	}
+	return resp.StatusCode, e.Code + ": " + e.Message, nil
+}
+
+// membersOf returns a node's view of the configuration as id -> suffrage.
+func membersOf(t *testing.T, ctx context.Context, nd *node) map[string]string {
+	t.Helper()
+	st, err := nd.status(ctx)
+	if err != nil {
+		t.Fatalf("%s status: %v", nd.id, err)
+	}
+	out := map[string]string{}
+	for _, m := range st.Members {
+		out[m.Id] = m.Suffrage
+	}
+	return out
+}
+
+// TestClusterRefusesBogusJoins: the membership attack, as an outsider with
+// curl would run it. Joins with unreachable Raft addresses and no API
+// address, with unreachable or impersonated API addresses, and a flood of
+// 50 such joins at once through every node, are all refused; the cluster
+// keeps its three voters, nothing else in its configuration, and serves
+// writes throughout. A real `logd --join` then still joins and becomes a
+// voter once caught up, and every node holds every acknowledged record.
+func TestClusterRefusesBogusJoins(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := newCluster(t, 3)
+	const parts = 3
+	createTopic(t, ctx, c.nodes[0], "m", parts, nil)
+	ps := newProducers(5)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Add(1)
+		go func() { defer wg.Done(); ps.run(ctx, t, c.nodes[i].listen, "m", i, stop) }()
+	}
+	ps.waitAcks(t, ctx, "acks before the attack", 100)
+	want := map[string]string{"n1": "voter", "n2": "voter", "n3": "voter"}
+	checkMembers := func(when string) {
+		t.Helper()
+		for _, nd := range c.nodes {
+			got := membersOf(t, ctx, nd)
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("%s: %s sees members %v, want %v", when, nd.id, got, want)
+			}
+		}
+	}
+
+	// 1. The three joins of the report: unreachable Raft addresses (a
+	// freeAddr is never bound), no API address.
+	for i := range 3 {
+		code, msg, err := joinJSON(ctx, c.nodes[i].listen, map[string]string{"nodeId": fmt.Sprintf("evil%d", i), "raftAddress": freeAddr(t)})
+		if err != nil || code == http.StatusOK || !strings.HasPrefix(msg, "invalid_argument") {
+			t.Fatalf("join evil%d without an API address: HTTP %d %q %v; want invalid_argument", i, code, msg, err)
+		}
+		t.Logf("join evil%d without an API address: HTTP %d %s", i, code, msg)
+	}
+	checkMembers("after the joins without an API address")
+
+	// 2. Each way of lying, once.
+	n2host, n2port, _ := net.SplitHostPort(c.nodes[1].listen)
+	for _, tc := range []struct {
+		name string
+		req  map[string]string
+		want string
+	}{
+		{name: "unreachable API and raft addresses", req: map[string]string{"nodeId": "evil10", "raftAddress": freeAddr(t), "apiAddress": freeAddr(t)}, want: "failed_precondition"},
+		{name: "n2's API under another name claiming another id", req: map[string]string{"nodeId": "evil11", "raftAddress": freeAddr(t), "apiAddress": "localhost:" + n2port}, want: "failed_precondition"},
+		{name: "n2's API and raft addresses under another id", req: map[string]string{"nodeId": "evil12", "raftAddress": c.nodes[1].raft, "apiAddress": n2host + ":" + n2port}, want: "failed_precondition"},
+		{name: "n2's id at another raft address", req: map[string]string{"nodeId": "n2", "raftAddress": freeAddr(t), "apiAddress": c.nodes[1].listen}, want: "failed_precondition"},
+		{name: "an unspecified raft address", req: map[string]string{"nodeId": "evil13", "raftAddress": "0.0.0.0:7071", "apiAddress": freeAddr(t)}, want: "invalid_argument"},
+	} {
+		code, msg, err := joinJSON(ctx, c.nodes[0].listen, tc.req)
+		if err != nil || code == http.StatusOK || !strings.HasPrefix(msg, tc.want) {
+			t.Fatalf("join with %s: HTTP %d %q %v; want %s", tc.name, code, msg, err, tc.want)
+		}
+		t.Logf("join with %s: HTTP %d %s", tc.name, code, msg)
+	}
+	checkMembers("after the lying joins")
+
+	// 3. A flood: 50 joins at once, through every node.
+	acksBefore := ps.ackCount()
+	var fwg sync.WaitGroup
+	var fmu sync.Mutex
+	refused := map[string]int{}
+	for i := range 50 {
+		req := map[string]string{"nodeId": fmt.Sprintf("flood%d", i), "raftAddress": freeAddr(t)}
+		switch i % 3 {
+		case 1:
+			req["apiAddress"] = freeAddr(t)
+		case 2:
+			req["apiAddress"] = "localhost:" + n2port
+		}
+		fwg.Add(1)
+		go func() {
+			defer fwg.Done()
+			code, msg, err := joinJSON(ctx, c.nodes[i%3].listen, req)
+			fmu.Lock()
+			defer fmu.Unlock()
+			switch {
+			case err != nil:
+				t.Errorf("flood join %d: %v", i, err)
+			case code == http.StatusOK:
+				t.Errorf("flood join %d (%v) accepted", i, req)
+			default:
+				refused[strings.SplitN(msg, ":", 2)[0]]++
+			}
+		}()
+	}
+	fwg.Wait()
+	t.Logf("flood of 50 joins refused: %v; %d records acknowledged meanwhile", refused, ps.ackCount()-acksBefore)
+	checkMembers("after the flood")
+	ps.waitAcks(t, ctx, "acks after the attack", 100)
+
+	// 4. A real node still joins, and is a voter once caught up.
+	n4 := newNode(t, "n4")
+	n4.launch(c.nodes[1].listen)
+	c.nodes = append(c.nodes, n4)
+	c.waitVoters(ctx, 4)
+	want["n4"] = "voter"
+	ps.waitAcks(t, ctx, "acks after the join", 100)
+	close(stop)
+	wg.Wait()
+	c.converge(ctx)
+	checkMembers("after n4 joined")
+	c.checkEveryNode(ctx, "m", parts, ps.acks, ps.attempted)
+	t.Logf("%d calls (%d failed or unknown), %d records acknowledged", ps.calls, ps.failed, len(ps.acks))
 }
