@@ -36,8 +36,10 @@ const (
 // this node, through ask, and retries until an attempt succeeds or ctx ends;
 // it returns the leader's id, or ctx's error. A node opened without
 // Bootstrap and without Raft state runs it once serving. Joining again is
-// harmless: a voter at the same address is only re-registered, so a restart
-// with a new API address updates it.
+// harmless: a voter at the same addresses changes nothing, and one at a new
+// API address is re-registered once its old address no longer answers as
+// this node (a restart on another port). Every refusal is retried, a
+// conflict included: it may clear once an operator removes the old member.
 func (n *Node) JoinCluster(ctx context.Context, member string, ask AskJoin) (string, error) {
 	// The transport's address is the advertised one, or the one it bound
 	// when RaftBind asked for any port.
