@@ -274,10 +274,16 @@ func (n *Node) housekeeping() {
 		select {
 		case <-n.stop:
 			return
-		case <-n.raft.LeaderCh():
+		case leads := <-n.raft.LeaderCh():
 			// Leadership changed: a new leader runs its barrier at once
 			// rather than at the next tick, since it serves nothing
-			// until then.
+			// until then. The log lines time a failover's phases
+			// (cmd/logd TestClusterFailoverTime reads them).
+			if leads {
+				n.cfg.Logger.Info("won the election; applying a barrier before serving", "term", n.raft.CurrentTerm())
+			} else {
+				n.cfg.Logger.Info("lost the leadership", "term", n.raft.CurrentTerm())
+			}
 		case <-t.C:
 		}
 		if !n.ready.Load() && n.caughtUp() {
@@ -305,6 +311,7 @@ func (n *Node) leaderBarrier() {
 	if n.leaderTerm.Load() == term {
 		return
 	}
+	start := time.Now()
 	if err := n.raft.Barrier(time.Second).Error(); err != nil {
 		return // lost the leadership, or slow: the next round retries
 	}
@@ -312,6 +319,7 @@ func (n *Node) leaderBarrier() {
 	// round runs the barrier of the new term.
 	if n.raft.CurrentTerm() == term {
 		n.leaderTerm.Store(term)
+		n.cfg.Logger.Info("leader barrier applied; serving as leader", "term", term, "barrier", time.Since(start))
 	}
 }
 
