@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Following the cluster. Any node accepts any call (followers forward
@@ -17,6 +18,13 @@ import (
 //     not forward) moves the client to the leader;
 //   - a connection that fails, or a node that answers UNAVAILABLE, moves it
 //     to the next known member.
+//
+// A member whose connection was refused in the last refusedFor is passed
+// over, both by the move to the next member and by a NOT_LEADER that names
+// it: in a failover a follower names the dead leader until it gives up on
+// it, and the client then stays with the follower, which holds the next
+// attempt until a new leader is elected (server/forward.go), instead of
+// going back to the dead node.
 //
 // Members are learnt without extra calls: every API response carries the
 // cluster's client addresses in the Logd-Members header. The move happens
@@ -34,10 +42,17 @@ type router struct {
 
 	mu sync.Mutex
 	// current is the host:port calls go to; known the members' host:port,
-	// the seed first. Guarded by mu.
+	// the seed first; refused when a connection to a host last failed
+	// (until a response from it). Guarded by mu.
 	current string
 	known   []string
+	refused map[string]time.Time
 }
+
+// refusedFor is how long a member that refused a connection is passed
+// over: longer than an election, so a dead leader is not tried again
+// before the cluster has a new one.
+const refusedFor = 2 * time.Second
 
 type directKey struct{}
 
@@ -49,7 +64,7 @@ func newRouter(next http.RoundTripper, seedHost string) *router {
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	return &router{next: next, current: seedHost, known: []string{seedHost}}
+	return &router{next: next, current: seedHost, known: []string{seedHost}, refused: map[string]time.Time{}}
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -63,9 +78,7 @@ func (r *router) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := r.next.RoundTrip(req)
 	if err == nil {
-		if h := resp.Header.Get(membersHeader); h != "" {
-			r.learn(strings.Split(h, ","))
-		}
+		r.learn(req.URL.Host, resp.Header.Get(membersHeader))
 	}
 	return resp, err
 }
@@ -77,11 +90,18 @@ func (r *router) target() string {
 	return r.current
 }
 
-// learn adds members' addresses.
-func (r *router) learn(addrs []string) {
+// learn notes a response from host, with the members' addresses it
+// listed (comma-separated).
+func (r *router) learn(host, members string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, a := range addrs {
+	if len(r.refused) > 0 {
+		delete(r.refused, host)
+	}
+	if members == "" {
+		return
+	}
+	for _, a := range strings.Split(members, ",") {
 		if a = strings.TrimSpace(a); a != "" && !slices.Contains(r.known, a) {
 			r.known = append(r.known, a)
 		}
@@ -90,24 +110,45 @@ func (r *router) learn(addrs []string) {
 
 // observe moves the client after a failed attempt against host.
 func (r *router) observe(host string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	if notSent(err) {
+		r.refused[host] = now
+	}
 	var nl *NotLeaderError
 	switch {
 	case errors.As(err, &nl) && nl.LeaderAddress != "":
-		r.mu.Lock()
+		if r.refusedLately(nl.LeaderAddress, now) {
+			return // stay: host waits for the next leader
+		}
 		r.current = nl.LeaderAddress
 		if !slices.Contains(r.known, nl.LeaderAddress) {
 			r.known = append(r.known, nl.LeaderAddress)
 		}
-		r.mu.Unlock()
 	case connLost(err), errors.Is(err, ErrUnavailable):
-		r.mu.Lock()
 		// Only the first of several concurrent failures moves the client.
-		if r.current == host && len(r.known) > 1 {
-			i := slices.Index(r.known, host)
-			r.current = r.known[(i+1)%len(r.known)]
+		if r.current != host || len(r.known) < 2 {
+			return
 		}
-		r.mu.Unlock()
+		// The next member that has not refused a connection lately, else
+		// simply the next one.
+		i := slices.Index(r.known, host)
+		r.current = r.known[(i+1)%len(r.known)]
+		for k := 1; k < len(r.known); k++ {
+			if next := r.known[(i+k)%len(r.known)]; !r.refusedLately(next, now) {
+				r.current = next
+				break
+			}
+		}
 	}
+}
+
+// refusedLately reports whether host refused a connection less than
+// refusedFor before now. Call with mu held.
+func (r *router) refusedLately(host string, now time.Time) bool {
+	at, ok := r.refused[host]
+	return ok && now.Sub(at) < refusedFor
 }
 
 // Members returns the client addresses of the cluster's nodes that the

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -18,13 +19,16 @@ import (
 )
 
 // fakeNode answers Status with its id, and CreateTopic with notLeader's
-// address (if set) as a NOT_LEADER error. Every response lists members.
+// address (if set) as a NOT_LEADER error, the first notLeaderTimes times
+// if that is set. Every response lists members.
 type fakeNode struct {
 	logdv1connect.UnimplementedLogServiceHandler
-	id        string
-	members   *[]string
-	notLeader string
-	creates   atomic.Int32
+	id             string
+	members        *[]string
+	notLeader      string
+	notLeaderTimes int32
+	creates        atomic.Int32
+	refusals       atomic.Int32
 }
 
 func (f *fakeNode) Status(context.Context, *connect.Request[logdv1.StatusRequest]) (*connect.Response[logdv1.StatusResponse], error) {
@@ -32,7 +36,7 @@ func (f *fakeNode) Status(context.Context, *connect.Request[logdv1.StatusRequest
 }
 
 func (f *fakeNode) CreateTopic(ctx context.Context, req *connect.Request[logdv1.CreateTopicRequest]) (*connect.Response[logdv1.CreateTopicResponse], error) {
-	if f.notLeader != "" {
+	if f.notLeader != "" && (f.notLeaderTimes == 0 || f.refusals.Add(1) <= f.notLeaderTimes) {
 		ce := connect.NewError(connect.CodeUnavailable, errors.New("not leader"))
 		d, _ := connect.NewErrorDetail(&logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_NOT_LEADER, LeaderAddress: f.notLeader})
 		ce.AddDetail(d)
@@ -114,5 +118,43 @@ func TestClientFollowsCluster(t *testing.T) {
 	}
 	if c3.Current() != addrB || b.creates.Load() != 2 {
 		t.Fatalf("current %s, creates on b %d", c3.Current(), b.creates.Load())
+	}
+}
+
+// TestClientStaysOffRefusedLeader: in a failover, followers name the dead
+// leader until they give up on it. A client that was just refused by that
+// address stays with the follower (which holds the call until a new
+// leader serves) instead of going back to the dead node; a client that
+// goes back spends an attempt there and runs out of the four it has.
+func TestClientStaysOffRefusedLeader(t *testing.T) {
+	ctx := testContext(t)
+	var members []string
+	a, b := &fakeNode{id: "a", members: &members}, &fakeNode{id: "b", members: &members}
+	addrA, addrB := startFake(t, a), startFake(t, b)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	members = []string{addrA, dead, addrB}
+	retry := client.RetryPolicy{MaxAttempts: 4, InitialBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}
+	c, err := client.New(addrA, client.Options{Retry: retry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Status(ctx); err != nil { // learns the members
+		t.Fatal(err)
+	}
+	// Attempts: a names the dead leader; the dead node refuses, the client
+	// moves on to b; b names the dead leader once more, then serves.
+	a.notLeader = dead
+	b.notLeader, b.notLeaderTimes = dead, 1
+	if _, err := c.CreateTopic(ctx, "t", 1, nil); err != nil {
+		t.Fatalf("create: %v (current %s)", err, c.Current())
+	}
+	if c.Current() != addrB || b.creates.Load() != 1 {
+		t.Fatalf("current %s, creates on b %d", c.Current(), b.creates.Load())
 	}
 }
