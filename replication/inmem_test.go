@@ -7,13 +7,11 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/raft"
 )
 
 // TestInMemoryNode: with InMemory a node needs no Raft address, writes no
 // Raft files, takes the configured Raft timeouts, and serves appends; a
-// node without them keeps raft's defaults.
+// node without them takes logd's defaults (raft_stores.go).
 func TestInMemoryNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -58,8 +56,7 @@ func TestInMemoryNode(t *testing.T) {
 
 	d := openSingleNode(t, ctx, Config{DataDir: t.TempDir()})
 	defer d.Close()
-	def := raft.DefaultConfig()
-	if rc := d.raft.ReloadableConfig(); rc.HeartbeatTimeout != def.HeartbeatTimeout || rc.ElectionTimeout != def.ElectionTimeout {
-		t.Fatalf("default raft timeouts %v, %v; want raft's %v, %v", rc.HeartbeatTimeout, rc.ElectionTimeout, def.HeartbeatTimeout, def.ElectionTimeout)
+	if rc := d.raft.ReloadableConfig(); rc.HeartbeatTimeout != DefaultHeartbeatTimeout || rc.ElectionTimeout != DefaultHeartbeatTimeout {
+		t.Fatalf("default raft timeouts %v, %v; want logd's %v, %v", rc.HeartbeatTimeout, rc.ElectionTimeout, DefaultHeartbeatTimeout, DefaultHeartbeatTimeout)
 	}
 }

@@ -100,13 +100,17 @@ type Config struct {
 	// Bootstrap node used once; DataDir still holds the partition logs.
 	InMemory bool
 	// HeartbeatTimeout, ElectionTimeout and LeaderLeaseTimeout are
-	// hashicorp/raft's timeouts; zero keeps raft's defaults (1s, 1s,
-	// 500ms). Tests shorten them so a single node elects itself in
-	// milliseconds instead of a second.
+	// hashicorp/raft's timeouts, which decide how fast a failover is and
+	// how much stalling a cluster under load tolerates (raft_stores.go).
+	// Zero HeartbeatTimeout is DefaultHeartbeatTimeout; zero
+	// ElectionTimeout and LeaderLeaseTimeout are the heartbeat timeout.
+	// The lease must not exceed the heartbeat timeout, nor that the
+	// election timeout. Tests shorten them so a single node elects itself
+	// in milliseconds.
 	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout time.Duration
 }
 
-// Validate checks required fields.
+// Validate checks required fields and the Raft timeouts.
 func (c Config) Validate() error {
 	switch {
 	case c.NodeID == "":
@@ -116,7 +120,7 @@ func (c Config) Validate() error {
 	case c.RaftBind == "" && !c.InMemory:
 		return fmt.Errorf("%w: raft bind address is required", ErrInvalidArgument)
 	}
-	return nil
+	return c.validateRaftTimeouts()
 }
 
 func (c *Config) setDefaults() {
@@ -203,26 +207,7 @@ func Open(cfg Config) (*Node, error) {
 		return nil, err
 	}
 
-	rc := raft.DefaultConfig()
-	rc.LocalID = raft.ServerID(cfg.NodeID)
-	rc.Logger = hlog
-	rc.SnapshotInterval = cfg.SnapshotInterval
-	rc.SnapshotThreshold = cfg.SnapshotThreshold
-	rc.TrailingLogs = cfg.TrailingLogs
-	rc.MaxAppendEntries = 1024
-	rc.BatchApplyCh = cfg.BatchApplyCh
-	if cfg.HeartbeatTimeout > 0 {
-		rc.HeartbeatTimeout = cfg.HeartbeatTimeout
-	}
-	if cfg.ElectionTimeout > 0 {
-		rc.ElectionTimeout = cfg.ElectionTimeout
-	}
-	if cfg.LeaderLeaseTimeout > 0 {
-		rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
-	}
-	// Keep the snapshot on disk authoritative at startup: Restore reopens
-	// local logs and checks them against the manifest.
-	rc.NoSnapshotRestoreOnStart = false
+	rc := raftConfig(cfg, hlog)
 
 	logOpts := cfg.Log
 	logOpts.Sync = log.SyncNone

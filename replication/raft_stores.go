@@ -14,6 +14,89 @@ import (
 	"go.etcd.io/bbolt"
 )
 
+// Raft's timing. A follower that has heard nothing from the leader for
+// HeartbeatTimeout stands for election, but only when a timer that fires
+// at random between one and two heartbeat timeouts finds it so; the leader
+// sends a heartbeat every tenth of the timeout. With pre-vote (on in
+// hashicorp/raft) a voter refuses a candidate while it still knows a
+// leader, so after a leader dies the election is won only once every
+// survivor of a majority has timed out: between one and three heartbeat
+// timeouts after the last heartbeat, about two in the middle. The new
+// leader then applies a barrier of its term (Node.Ready), a few
+// milliseconds.
+//
+// A shorter timeout fails over faster but calls an election whenever a
+// follower misses heartbeats that long: a stall of the process (a GC
+// pause, a starved CPU, a slow disk holding Raft's main loop), not a dead
+// leader. DefaultHeartbeatTimeout keeps a failover well under a second
+// and leaves a 2-core machine saturated by produce load (with the race
+// detector on) without spurious elections (cmd/logd
+// TestClusterFailoverTime and TestClusterElectionsUnderLoad measure both).
+//
+// The election timeout only spaces a candidate's retries after a split or
+// refused vote; it defaults to the heartbeat timeout. The leader lease
+// makes a leader cut off from a majority step down; it shortens no
+// failover, and a lease shorter than the heartbeat timeout only makes a
+// busy leader step down sooner for nothing, so it defaults to the longest
+// hashicorp/raft allows, the heartbeat timeout.
+const (
+	// DefaultHeartbeatTimeout is Config.HeartbeatTimeout's default.
+	DefaultHeartbeatTimeout = 300 * time.Millisecond
+	// minRaftTimeout is the shortest timeout hashicorp/raft accepts.
+	minRaftTimeout = 5 * time.Millisecond
+)
+
+// raftTimeouts returns the heartbeat, election and leader-lease timeouts
+// of c with their defaults.
+func (c Config) raftTimeouts() (heartbeat, election, lease time.Duration) {
+	heartbeat = c.HeartbeatTimeout
+	if heartbeat == 0 {
+		heartbeat = DefaultHeartbeatTimeout
+	}
+	election, lease = c.ElectionTimeout, c.LeaderLeaseTimeout
+	if election == 0 {
+		election = heartbeat
+	}
+	if lease == 0 {
+		lease = heartbeat
+	}
+	return heartbeat, election, lease
+}
+
+// validateRaftTimeouts checks what hashicorp/raft requires of the
+// timeouts, so a bad setting is an ErrInvalidArgument before anything
+// opens.
+func (c Config) validateRaftTimeouts() error {
+	heartbeat, election, lease := c.raftTimeouts()
+	switch {
+	case min(heartbeat, election, lease) < minRaftTimeout:
+		return fmt.Errorf("%w: raft timeouts must be at least %v (heartbeat %v, election %v, leader lease %v)",
+			ErrInvalidArgument, minRaftTimeout, heartbeat, election, lease)
+	case lease > heartbeat:
+		return fmt.Errorf("%w: raft leader lease timeout %v exceeds the heartbeat timeout %v", ErrInvalidArgument, lease, heartbeat)
+	case election < heartbeat:
+		return fmt.Errorf("%w: raft election timeout %v is below the heartbeat timeout %v", ErrInvalidArgument, election, heartbeat)
+	}
+	return nil
+}
+
+// raftConfig is hashicorp/raft's configuration for cfg (defaults set).
+func raftConfig(cfg Config, hlog hclog.Logger) *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.NodeID)
+	rc.Logger = hlog
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.TrailingLogs = cfg.TrailingLogs
+	rc.MaxAppendEntries = 1024
+	rc.BatchApplyCh = cfg.BatchApplyCh
+	rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout = cfg.raftTimeouts()
+	// Keep the snapshot on disk authoritative at startup: Restore reopens
+	// local logs and checks them against the manifest.
+	rc.NoSnapshotRestoreOnStart = false
+	return rc
+}
+
 // raftStores are what Raft runs on: its log, stable store, snapshot store
 // and transport, on disk and TCP (openDiskStores) or in memory
 // (openMemStores, Config.InMemory).

@@ -45,6 +45,9 @@ type config struct {
 	// cleanerIO bounds the compaction preparation's I/O (bytes/s, 0:
 	// unbounded).
 	cleanerIO int64
+	// raftHeartbeat, raftElection and raftLease are Raft's timeouts; 0
+	// takes replication's defaults.
+	raftHeartbeat, raftElection, raftLease time.Duration
 }
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -80,6 +83,19 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	var cio string
 	fs.StringVar(&cio, "cleaner-io-max-bytes-per-second", env("LOGD_CLEANER_IO_MAX_BYTES_PER_SECOND", fmt.Sprint(replication.DefaultCleanerIOBytesPerSec)),
 		"bound on the compaction preparation's reads plus writes, bytes/s; 0 unbounded (LOGD_CLEANER_IO_MAX_BYTES_PER_SECOND)")
+	raftTimeouts := []struct {
+		name, env, def, help string
+		to                   *time.Duration
+	}{
+		{"raft-heartbeat-timeout", "LOGD_RAFT_HEARTBEAT_TIMEOUT", replication.DefaultHeartbeatTimeout.String(),
+			"silence from the leader after which a follower stands for election; shorter fails over faster, but calls elections when a busy node stalls that long", &c.raftHeartbeat},
+		{"raft-election-timeout", "LOGD_RAFT_ELECTION_TIMEOUT", "", "a candidate's wait before it retries an election; default the heartbeat timeout", &c.raftElection},
+		{"raft-leader-lease-timeout", "LOGD_RAFT_LEADER_LEASE_TIMEOUT", "", "a leader cut off from a majority this long steps down; at most the heartbeat timeout, its default", &c.raftLease},
+	}
+	raftFlags := make([]string, len(raftTimeouts))
+	for i, f := range raftTimeouts {
+		fs.StringVar(&raftFlags[i], f.name, env(f.env, f.def), f.help+" ("+f.env+")")
+	}
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -99,6 +115,14 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	}
 	if _, err := fmt.Sscan(cio, &c.cleanerIO); err != nil || c.cleanerIO < 0 || fmt.Sprint(c.cleanerIO) != cio {
 		return c, fmt.Errorf("--cleaner-io-max-bytes-per-second: want a byte rate >= 0, got %q", cio)
+	}
+	for i, f := range raftTimeouts {
+		if raftFlags[i] == "" {
+			continue
+		}
+		if *f.to, err = time.ParseDuration(raftFlags[i]); err != nil || *f.to <= 0 {
+			return c, fmt.Errorf("--%s: want a positive duration, got %q", f.name, raftFlags[i])
+		}
 	}
 	switch c.fsync {
 	case "raft", "always":
@@ -168,6 +192,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		CleanerInterval:   c.cleanerInterval,
 		// The flag's 0 (unbounded) is the Config's negative.
 		CleanerIOBytesPerSec: cmp.Or(c.cleanerIO, -1),
+		HeartbeatTimeout:     c.raftHeartbeat,
+		ElectionTimeout:      c.raftElection,
+		LeaderLeaseTimeout:   c.raftLease,
 		Logger:               logger,
 	})
 	if err != nil {
