@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -32,6 +37,15 @@ import (
 // request that has it, so a leader change during forwarding cannot make a
 // loop: the second node answers NOT_LEADER with the leader's address
 // instead, and the client retries there.
+//
+// During a failover a write does not bounce back to the client at once:
+// while this node knows no leader, or knows one whose address refused a
+// connection lately (it died, and this node has not yet given up on it),
+// the write waits, at most leaderWait and while its caller waits, for a
+// leader to be elected, and then goes there (or is served here, if this
+// node won). A forward whose connection to the leader failed sent nothing,
+// so it is tried once more the same way. The client's call then takes as
+// long as the election, instead of failing and retrying after a backoff.
 
 // ForwardedHeader marks a request forwarded by another node (its value is
 // that node's id).
@@ -61,9 +75,40 @@ type forwarder struct {
 	proxy     *httputil.ReverseProxy
 	errw      *connect.ErrorWriter
 	forwarded prometheus.Counter
+
+	mu sync.Mutex
+	// refused is the leader address a forward last failed to connect to,
+	// and refusedAt when; cleared by a response from it. Guarded by mu.
+	refused   string
+	refusedAt time.Time
 }
 
-type leaderKey struct{}
+// forwardKey carries a forward's attempt through the proxy to proxyError.
+type forwardKey struct{}
+
+// forwardAttempt is one try at forwarding a request.
+type forwardAttempt struct {
+	addr string
+	// body is the request body as the proxy reads it.
+	body *trackedBody
+	// mayRetry lets proxyError leave a connection failure unanswered
+	// (setting unsent) when nothing of the request was read, so that the
+	// request can go to another leader.
+	mayRetry bool
+	unsent   bool
+}
+
+// trackedBody records whether a request body was read at all: a forward
+// that failed before reading it sent nothing and can be repeated.
+type trackedBody struct {
+	io.ReadCloser
+	read atomic.Bool
+}
+
+func (b *trackedBody) Read(p []byte) (int, error) {
+	b.read.Store(true)
+	return b.ReadCloser.Read(p)
+}
 
 func newForwarder(s *Server) *forwarder {
 	fw := &forwarder{s: s, errw: connect.NewErrorWriter(), forwarded: prometheus.NewCounter(prometheus.CounterOpts{
@@ -81,23 +126,47 @@ func newForwarder(s *Server) *forwarder {
 	}
 	fw.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			addr := pr.In.Context().Value(leaderKey{}).(string)
+			addr := pr.In.Context().Value(forwardKey{}).(*forwardAttempt).addr
 			pr.Out.URL.Scheme = "http"
 			pr.Out.URL.Host = addr
 			pr.Out.Host = addr
 			pr.Out.Header.Set(ForwardedHeader, s.b.NodeID())
+			if deadline, ok := pr.In.Context().Deadline(); ok {
+				setCallTimeout(pr.Out.Header, time.Until(deadline))
+			}
 		},
 		Transport: transport,
 		// Stream responses as they come (long polls, server streams).
 		FlushInterval: -1,
 		ErrorHandler:  fw.proxyError,
+		ModifyResponse: func(resp *http.Response) error {
+			fw.reached(resp.Request.URL.Host)
+			return nil
+		},
 	}
 	return fw
 }
 
-// forwardDialTimeout bounds connecting to the leader; a failure to connect
-// proves the request was not sent, so it is answered NOT_LEADER.
-const forwardDialTimeout = 2 * time.Second
+const (
+	// forwardDialTimeout bounds connecting to the leader; a failure to
+	// connect proves the request was not sent, so it is answered
+	// NOT_LEADER (or tried on a new leader).
+	forwardDialTimeout = 2 * time.Second
+	// leaderWait bounds how long a write waits for a leader it can
+	// forward to, and a call for this node to be ready (server.go): about
+	// what an election takes with replication's default timeouts
+	// (replication/raft_stores.go), so a call arriving at its start is
+	// answered at its end. A cluster without a quorum gets no leader:
+	// calls then fail after this wait, not at once, but not after their
+	// whole deadline either.
+	leaderWait = time.Second
+	// refusedFor is how long a leader address that refused a connection
+	// is not forwarded to again without waiting for another leader first:
+	// longer than an election.
+	refusedFor = 2 * time.Second
+	// waitPoll is how often a waiting call looks at the node's state.
+	waitPoll = 5 * time.Millisecond
+)
 
 // wrap returns next behind the forwarder.
 func (fw *forwarder) wrap(next http.Handler) http.Handler {
@@ -113,16 +182,149 @@ func (fw *forwarder) wrap(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		addr, _ := fw.s.b.LeaderAPIAddress()
-		if addr == "" || addr == fw.s.b.APIAddress() {
-			// No leader known (or not registered yet): the handler answers
-			// NOT_LEADER, which is safe to retry.
+		fw.forward(w, r, next)
+	})
+}
+
+// forward sends a write to the leader, waiting for one first if needed
+// (see the top of this file), or serves it with next when this node is
+// the leader by then, or when no leader is known after the wait (the
+// handler answers NOT_LEADER, which is safe to retry).
+func (fw *forwarder) forward(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	// The caller's deadline bounds the waits. The handler reads it from
+	// the same header, but nothing has read it yet, and over HTTP/1.1 a
+	// caller that hangs up is not noticed before its body is read.
+	if timeout, ok := callTimeout(r.Header); ok {
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+		r = r.WithContext(ctx)
+	}
+	body := &trackedBody{ReadCloser: r.Body}
+	r.Body = body
+	for try := 1; ; try++ {
+		addr := fw.awaitLeader(r.Context())
+		if addr == "" {
 			next.ServeHTTP(w, r)
 			return
 		}
 		fw.forwarded.Inc()
-		fw.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), leaderKey{}, addr)))
-	})
+		at := &forwardAttempt{addr: addr, body: body, mayRetry: try == 1}
+		fw.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), forwardKey{}, at)))
+		if !at.unsent {
+			return
+		}
+	}
+}
+
+// awaitLeader returns the address to forward a write to: the leader's,
+// once one is known that is not this node and has not refused a
+// connection lately; "" when this node leads. It waits at most leaderWait
+// and while ctx lasts, then returns what it knows ("" if nothing).
+func (fw *forwarder) awaitLeader(ctx context.Context) string {
+	var addr string
+	usable := func() bool {
+		if fw.s.b.IsLeader() {
+			addr = ""
+			return true
+		}
+		addr, _ = fw.s.b.LeaderAPIAddress()
+		if addr == fw.s.b.APIAddress() {
+			addr = "" // itself, by a view already stale: not a leader to go to
+		}
+		return addr != "" && !fw.refusedLately(addr)
+	}
+	waitUntil(ctx, leaderWait, usable)
+	return addr
+}
+
+// The headers that carry a call's timeout: Connect's, in milliseconds,
+// and gRPC's (also gRPC-Web's), a number and a unit.
+const (
+	connectTimeoutHeader = "Connect-Timeout-Ms"
+	grpcTimeoutHeader    = "Grpc-Timeout"
+)
+
+var grpcTimeoutUnits = map[byte]time.Duration{'H': time.Hour, 'M': time.Minute, 'S': time.Second,
+	'm': time.Millisecond, 'u': time.Microsecond, 'n': time.Nanosecond}
+
+// callTimeout returns the timeout a call's headers give; false when they
+// give none, or none that can be read.
+func callTimeout(h http.Header) (time.Duration, bool) {
+	if v := h.Get(connectTimeoutHeader); v != "" {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms < 0 || ms > math.MaxInt64/int64(time.Millisecond) {
+			return 0, false
+		}
+		return time.Duration(ms) * time.Millisecond, true
+	}
+	if v := h.Get(grpcTimeoutHeader); len(v) >= 2 {
+		unit, ok := grpcTimeoutUnits[v[len(v)-1]]
+		n, err := strconv.ParseInt(v[:len(v)-1], 10, 64)
+		if !ok || err != nil || n < 0 || n > math.MaxInt64/int64(unit) {
+			return 0, false
+		}
+		return time.Duration(n) * unit, true
+	}
+	return 0, false
+}
+
+// setCallTimeout rewrites the timeout header a forwarded call carries to
+// what is left of it after waiting here, so the leader gives up when the
+// caller does.
+func setCallTimeout(h http.Header, left time.Duration) {
+	ms := max(left.Milliseconds(), 1)
+	if h.Get(connectTimeoutHeader) != "" {
+		h.Set(connectTimeoutHeader, strconv.FormatInt(ms, 10))
+	}
+	if h.Get(grpcTimeoutHeader) != "" {
+		// gRPC allows at most 8 digits.
+		if ms < 1e8 {
+			h.Set(grpcTimeoutHeader, strconv.FormatInt(ms, 10)+"m")
+		} else {
+			h.Set(grpcTimeoutHeader, strconv.FormatInt(min(ms/1000, 1e8-1), 10)+"S")
+		}
+	}
+}
+
+// refusedLately reports whether a forward to addr failed to connect less
+// than refusedFor ago.
+func (fw *forwarder) refusedLately(addr string) bool {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	return fw.refused == addr && time.Since(fw.refusedAt) < refusedFor
+}
+
+// reached notes a response from addr.
+func (fw *forwarder) reached(addr string) {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	if fw.refused == addr {
+		fw.refused = ""
+	}
+}
+
+// waitUntil polls cond every waitPoll until it holds, bound passes or ctx
+// ends, and reports whether it held.
+func waitUntil(ctx context.Context, bound time.Duration, cond func() bool) bool {
+	if cond() {
+		return true
+	}
+	deadline := time.NewTimer(bound)
+	defer deadline.Stop()
+	tick := time.NewTicker(waitPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return cond()
+		case <-deadline.C:
+			return cond()
+		case <-tick.C:
+			if cond() {
+				return true
+			}
+		}
+	}
 }
 
 // proxyError answers a request that could not be forwarded. A failed
@@ -130,11 +332,23 @@ func (fw *forwarder) wrap(next http.Handler) http.Handler {
 // which clients retry there. A failure after sending leaves the outcome
 // unknown: UNAVAILABLE.
 func (fw *forwarder) proxyError(w http.ResponseWriter, r *http.Request, err error) {
-	addr, _ := r.Context().Value(leaderKey{}).(string)
+	at := r.Context().Value(forwardKey{}).(*forwardAttempt)
+	addr := at.addr
 	var op *net.OpError
 	var cerr error
 	switch {
 	case errors.As(err, &op) && op.Op == "dial":
+		// A dial the caller's going away cut short says nothing of the
+		// leader.
+		if r.Context().Err() == nil {
+			fw.mu.Lock()
+			fw.refused, fw.refusedAt = addr, time.Now()
+			fw.mu.Unlock()
+			if at.mayRetry && !at.body.read.Load() {
+				at.unsent = true // forward tries again, to a new leader
+				return
+			}
+		}
 		cerr = withInfo(connect.CodeUnavailable, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_NOT_LEADER, LeaderAddress: addr},
 			fmt.Errorf("not the leader, and the leader at %s is unreachable: %w", addr, err))
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

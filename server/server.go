@@ -121,18 +121,22 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-// readyInterceptor refuses calls with a retryable UNAVAILABLE until the
-// node has caught up with its Raft log, so a restarted node never answers
-// from an old state. Status is always served.
+// readyInterceptor holds calls until the node is ready (it has caught up
+// with its Raft log; a new leader has applied the barrier of its term), so
+// a node never answers from an old state. A call waits at most leaderWait
+// (forward.go) and while its caller waits: a new leader is ready a few
+// milliseconds after its election, and answering then saves the client a
+// failed attempt and a backoff. After that it is refused with a retryable
+// UNAVAILABLE. Status is always served at once.
 func (s *Server) readyInterceptor() connect.UnaryInterceptorFunc {
 	status := logdv1connect.LogServiceStatusProcedure
 	return func(next connect.UnaryFunc) connect.UnaryFunc {
 		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-			if req.Spec().Procedure != status && !s.b.Ready() {
+			if req.Spec().Procedure != status && !waitUntil(ctx, leaderWait, s.b.Ready) {
 				// NOT_LEADER: like a follower that cannot forward, this node
 				// wrote nothing, so even a write may be retried at once.
 				return nil, withInfo(connect.CodeUnavailable, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_NOT_LEADER},
-					errors.New("node is catching up with its Raft log; retry shortly"))
+					errors.New("node is not ready (catching up with its Raft log, or a new leader applying its barrier); retry shortly"))
 			}
 			return next(ctx, req)
 		}
