@@ -277,8 +277,16 @@ func TestClusterFailoverTime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := cl.Produce(ctx, "f", []client.Record{{Value: []byte("warm")}}); err != nil {
-			t.Fatal(err) // also teaches the client the members
+		// A client with the default options makes one call, riding out the
+		// failover with its own retries: what an application sees.
+		plain, err := client.New(l.listen, client.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []*client.Client{cl, plain} {
+			if _, err := c.Produce(ctx, "f", []client.Record{{Value: []byte("warm")}}); err != nil {
+				t.Fatal(err) // also teaches the client the members
+			}
 		}
 		var survivors []*node
 		for _, nd := range c.nodes {
@@ -288,6 +296,14 @@ func TestClusterFailoverTime(t *testing.T) {
 		}
 		l.kill()
 		start := time.Now()
+		plainDone := make(chan struct{})
+		var plainTook time.Duration
+		var plainErr error
+		go func() {
+			defer close(plainDone)
+			_, plainErr = plain.Produce(ctx, "f", []client.Record{{Value: []byte(fmt.Sprintf("p%d", k))}})
+			plainTook = time.Since(start)
+		}()
 		attempts := 0
 		for {
 			attempts++
@@ -301,9 +317,16 @@ func TestClusterFailoverTime(t *testing.T) {
 		}
 		s := readFailover(t, start, time.Since(start), survivors)
 		s.attempts = attempts
+		<-plainDone
+		s.plain = plainTook
+		if plainErr != nil {
+			s.plain = -1
+			t.Logf("failover %2d: the default client's call failed after %v: %v", k+1, plainTook, plainErr)
+		}
 		t.Logf("failover %2d: %s", k+1, s)
 		samples = append(samples, s)
 		cl.Close()
+		plain.Close()
 		l.launch(survivors[0].listen)
 		c.converge(ctx)
 	}
@@ -327,6 +350,7 @@ func TestClusterFailoverTime(t *testing.T) {
 	phase("new leader elected", func(s failoverSample) time.Duration { return s.elected })
 	phase("its barrier applied (serves)", func(s failoverSample) time.Duration { return s.ready })
 	phase("first write acknowledged", func(s failoverSample) time.Duration { return s.acked })
+	phase("default client's call acknowledged", func(s failoverSample) time.Duration { return s.plain })
 	var acked []time.Duration
 	for _, s := range samples {
 		acked = append(acked, s.acked)
@@ -350,6 +374,9 @@ type failoverSample struct {
 	// calls it took.
 	acked    time.Duration
 	attempts int
+	// plain is when a client with the default options, whose one call
+	// began at the kill, was acknowledged (-1: the call failed).
+	plain time.Duration
 }
 
 func (s failoverSample) String() string {
@@ -359,15 +386,15 @@ func (s failoverSample) String() string {
 		}
 		return fmt.Sprintf("%dms", d.Milliseconds())
 	}
-	return fmt.Sprintf("timeout %s, both %s, elected %s, serving %s, acked %s (%d calls)",
-		ms(s.detect), ms(s.bothDetect), ms(s.elected), ms(s.ready), ms(s.acked), s.attempts)
+	return fmt.Sprintf("timeout %s, both %s, elected %s, serving %s, acked %s (%d calls); default client %s",
+		ms(s.detect), ms(s.bothDetect), ms(s.elected), ms(s.ready), ms(s.acked), s.attempts, ms(s.plain))
 }
 
 // readFailover reads the phases of the failover that began at kill from
 // the survivors' logs (lines stamped from kill on).
 func readFailover(t *testing.T, kill time.Time, acked time.Duration, survivors []*node) failoverSample {
 	t.Helper()
-	s := failoverSample{detect: -1, bothDetect: -1, elected: -1, ready: -1, acked: acked}
+	s := failoverSample{detect: -1, bothDetect: -1, elected: -1, ready: -1, acked: acked, plain: -1}
 	first := func(cur, d time.Duration) time.Duration {
 		if cur < 0 || d < cur {
 			return d
