@@ -476,26 +476,44 @@ func TestClusterElectionsUnderLoad(t *testing.T) {
 	}
 	term0, leader := terms()
 	leaders := []string{leader}
-	// The bench stops at its first failed call; restart it until the
-	// minute is over, so the load never pauses for long.
-	benchDone := make(chan struct{})
-	var benchRuns, benchFailures int
-	var benchOut string
-	go func() {
-		defer close(benchDone)
-		end := time.Now().Add(run)
-		for left := time.Until(end); left > time.Second && ctx.Err() == nil; left = time.Until(end) {
-			benchRuns++
-			cmd := exec.CommandContext(ctx, logctlPath, "--server", l.listen, "bench", "produce", "--topic", "load",
-				"--duration", left.Round(time.Second).String(), "--concurrency", "16", "--records-per-call", "500")
-			out, err := cmd.CombinedOutput()
-			benchOut = string(out)
-			if err != nil {
-				benchFailures++
-				time.Sleep(100 * time.Millisecond)
+	// Two benches, one through the leader and one through a follower (which
+	// forwards), so every node is busy. A bench stops at its first failed
+	// call; each is restarted until the minute is over, so the load never
+	// pauses for long.
+	follower := c.nodes[0]
+	if follower == l {
+		follower = c.nodes[1]
+	}
+	var (
+		benches                  sync.WaitGroup
+		benchMu                  sync.Mutex
+		benchRuns, benchFailures int
+		benchOut                 []string
+	)
+	end := time.Now().Add(run)
+	for _, nd := range []*node{l, follower} {
+		benches.Add(1)
+		go func() {
+			defer benches.Done()
+			for left := time.Until(end); left > time.Second && ctx.Err() == nil; left = time.Until(end) {
+				cmd := exec.CommandContext(ctx, logctlPath, "--server", nd.listen, "bench", "produce", "--topic", "load",
+					"--duration", left.Round(time.Second).String(), "--concurrency", "8", "--records-per-call", "500")
+				out, err := cmd.CombinedOutput()
+				benchMu.Lock()
+				benchRuns++
+				benchOut = append(benchOut, fmt.Sprintf("through %s:\n%s", nd.id, tail(string(out), 400)))
+				if err != nil {
+					benchFailures++
+				}
+				benchMu.Unlock()
+				if err != nil {
+					time.Sleep(100 * time.Millisecond)
+				}
 			}
-		}
-	}()
+		}()
+	}
+	benchDone := make(chan struct{})
+	go func() { benches.Wait(); close(benchDone) }()
 	start := time.Now()
 	for done := false; !done; {
 		select {
@@ -519,7 +537,8 @@ func TestClusterElectionsUnderLoad(t *testing.T) {
 		}
 	}
 	elections := term1 - term0
-	t.Logf("saturating produce for %v (%d bench runs, %d ended by an error); last run:\n%s", elapsed.Round(time.Second), benchRuns, benchFailures, tail(benchOut, 600))
+	t.Logf("saturating produce for %v (%d bench runs, %d ended by an error); last runs:\n%s", elapsed.Round(time.Second), benchRuns, benchFailures,
+		strings.Join(benchOut[max(0, len(benchOut)-2):], "\n"))
 	t.Logf("elections under load without faults: %d (term %d -> %d; %d heartbeat timeouts; leaders %v) = %.0f per hour (goal: 0)",
 		elections, term0, term1, timeouts, leaders, float64(elections)*float64(time.Hour)/float64(elapsed))
 }
