@@ -425,9 +425,9 @@ func oneAtATime(attempts []*Op) bool {
 }
 
 // explainIllegal describes why a partition is not linearizable: the
-// longest order porcupine found, the log it leads to, and the calls that
-// cannot come next although they must (they returned before any other
-// call left can take effect). It writes the visualization if asked.
+// longest order porcupine found, the log it leads to, and the first call
+// left out of it (by return time: the one that had to come next). It
+// writes the visualization if asked.
 func explainIllegal(k partitionKey, hist []porcupine.Operation, opt Options) string {
 	_, info := porcupine.CheckOperationsVerbose(logModel(), hist, opt.timeout())
 	var b strings.Builder
@@ -463,19 +463,20 @@ func explainIllegal(k partitionKey, hist []porcupine.Operation, opt Options) str
 		}
 	}
 	slices.SortFunc(rest, func(a, b porcupine.Operation) int { return cmp.Compare(a.Return, b.Return) })
-	for i, o := range rest {
-		if i == 3 {
-			fmt.Fprintf(&b, "\n    ... %d more calls after it", len(rest)-i)
-			break
+	if len(rest) == 0 {
+		return b.String()
+	}
+	o := rest[0]
+	fmt.Fprintf(&b, "\n    cannot follow: %s", o.Metadata.(*Op))
+	if in := o.Input.(logInput); in.read && in.offset < s.len() && in.offset >= 0 {
+		if e := s.at(in.offset); e.anon {
+			fmt.Fprintf(&b, " (the log holds an unseen append there)")
+		} else {
+			fmt.Fprintf(&b, " (the log holds %q there)", e.val)
 		}
-		fmt.Fprintf(&b, "\n    cannot follow: %s", o.Metadata.(*Op))
-		if in := o.Input.(logInput); in.read && in.offset < s.len() && in.offset >= 0 {
-			if e := s.at(in.offset); e.anon {
-				fmt.Fprintf(&b, " (log holds an unseen append there)")
-			} else {
-				fmt.Fprintf(&b, " (log holds %q there)", e.val)
-			}
-		}
+	}
+	if len(rest) > 1 {
+		fmt.Fprintf(&b, "\n    and %d more calls left unordered after it", len(rest)-1)
 	}
 	return b.String()
 }

@@ -131,7 +131,7 @@ func TestLinearizableHandMade(t *testing.T) {
 				appendOp(1, 11, 20, OK, "b", 1),
 				readOp(2, 30, 40, 0, "b", 2),
 			),
-			want: []string{"t/0: not linearizable", `read@n1 t/0@0 -> "b"`, `(log holds "a" there)`},
+			want: []string{"t/0: not linearizable", `read@n1 t/0@0 -> "b"`, `(the log holds "a" there)`},
 		},
 		{
 			name: "two acknowledged appends at one offset",

@@ -1,0 +1,16 @@
+package histcheck
+
+// CheckAll runs every checker over a history, in a fixed order:
+// linearizable, follower-reads, final-reads, idempotency, groups, queues,
+// membership. A checker with nothing to check reports OK with Checked 0.
+func CheckAll(ops []Op, opt Options) []Verdict {
+	return []Verdict{
+		CheckLinearizable(ops, opt),
+		CheckFollowerReads(ops, opt),
+		CheckFinalReads(ops, opt),
+		CheckIdempotency(ops, opt),
+		CheckGroups(ops, opt),
+		CheckQueues(ops, opt),
+		CheckMembership(ops, opt),
+	}
+}
