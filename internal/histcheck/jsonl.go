@@ -3,7 +3,6 @@ package histcheck
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -56,7 +55,8 @@ func SaveFile(path string, ops []Op) error {
 const maxLine = 256 << 20
 
 // Load reads a history Save wrote. A malformed line is a *LineError
-// wrapping ErrFormat or the JSON error.
+// wrapping ErrFormat or the JSON error; a call Validate refuses is an
+// *OpError wrapping ErrInvalid.
 func Load(r io.Reader) ([]Op, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
@@ -87,6 +87,9 @@ func Load(r io.Reader) ([]Op, error) {
 	if line == 0 {
 		return nil, &LineError{Line: 1, Err: fmt.Errorf("%w: empty", ErrFormat)}
 	}
+	if err := Validate(ops); err != nil {
+		return nil, fmt.Errorf("load history: %w", err)
+	}
 	return ops, nil
 }
 
@@ -99,11 +102,7 @@ func LoadFile(path string) ([]Op, error) {
 	defer f.Close()
 	ops, err := Load(f)
 	if err != nil {
-		var le *LineError
-		if errors.As(err, &le) {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return ops, nil
 }

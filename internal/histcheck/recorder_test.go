@@ -79,7 +79,7 @@ func sampleOps() []Op {
 		{ID: 2, Kind: Scan, Client: 0, Node: "n3", Call: 100, Return: 110, Outcome: OK, Topic: "t", Partition: 2, Records: []Record{{Offset: 0, Value: "a", Key: "k"}}},
 		{ID: 3, Kind: Join, Client: 4, Call: 10, Return: 11, Outcome: OK, Group: "g", Member: "m", Generation: 3, Assigned: []TopicPartition{{Topic: "t", Partition: 1}}},
 		{ID: 4, Kind: Commit, Client: 4, Call: 12, Return: 14, Outcome: Failed, Reason: Fenced, Err: "stale generation", Group: "g", Member: "m", Generation: 3, Topic: "t", Partition: 1, Offset: 40},
-		{ID: 5, Kind: FetchCommitted, Client: 4, Call: 15, Outcome: Unknown, Group: "g", Topic: "t", Partition: 1, Offset: NoOffset},
+		{ID: 5, Kind: FetchCommitted, Client: 4, Call: 15, Return: 16, Outcome: Unknown, Group: "g", Topic: "t", Partition: 1, Offset: NoOffset},
 		{ID: 6, Kind: Reset, Client: 5, Call: 15, Return: 20, Outcome: OK, Group: "g", Topic: "t", Partition: 1, Offset: NoOffset, Generation: 4},
 		{ID: 7, Kind: Claim, Client: 6, Call: 21, Return: 22, Outcome: OK, Group: "q", Topic: "t", Deliveries: []Delivery{{Topic: "t", Partition: 0, Offset: 3, Token: "tok", Count: 2, Deadline: 99}}},
 		{ID: 8, Kind: Ack, Client: 6, Call: 23, Return: 24, Outcome: Failed, Reason: Stale, Group: "q", Topic: "t", Offset: 3, Token: "tok"},
@@ -106,6 +106,49 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	}
 }
 
+// FuzzLoad: Load never panics, and what it accepts saves and loads back
+// the same and can be checked.
+func FuzzLoad(f *testing.F) {
+	var buf bytes.Buffer
+	if err := Save(&buf, sampleOps()); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
+	f.Add([]byte(`{"format":"logd-histcheck/1"}` + "\n" + `{"id":3,"kind":"append","call":1,"return":2,"outcome":"ok","value":"v","offset":-4}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ops, err := Load(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		var out bytes.Buffer
+		if err := Save(&out, ops); err != nil {
+			t.Fatal(err)
+		}
+		again, err := Load(&out)
+		if err != nil || !reflect.DeepEqual(normalize(again), normalize(ops)) {
+			t.Fatalf("round trip: %v\n%+v\n%+v", err, again, ops)
+		}
+		CheckAll(ops, Options{LinearizabilityTimeout: 100 * time.Millisecond})
+	})
+}
+
+// normalize makes empty and nil slices alike, as JSON does.
+func normalize(ops []Op) []Op {
+	out := append([]Op(nil), ops...)
+	for i := range out {
+		if len(out[i].Records) == 0 {
+			out[i].Records = nil
+		}
+		if len(out[i].Deliveries) == 0 {
+			out[i].Deliveries = nil
+		}
+		if len(out[i].Assigned) == 0 {
+			out[i].Assigned = nil
+		}
+	}
+	return out
+}
+
 func TestLoadRejects(t *testing.T) {
 	for _, tc := range []struct {
 		name, in string
@@ -124,6 +167,26 @@ func TestLoadRejects(t *testing.T) {
 				t.Fatalf("Load = %v, %v; want a LineError at line %d (ErrFormat %v)", ops, err, tc.line, tc.format)
 			}
 		})
+	}
+	const head = `{"format":"logd-histcheck/1"}` + "\n"
+	for _, tc := range []struct{ name, in string }{
+		{"unknown kind", head + `{"id":0,"kind":"delete","call":1,"return":2,"outcome":"ok"}`},
+		{"unknown outcome", head + `{"id":0,"kind":"read","call":1,"return":2,"outcome":"maybe"}`},
+		{"unknown reason", head + `{"id":0,"kind":"ack","call":1,"return":2,"outcome":"failed","reason":"tired"}`},
+		{"return before call", head + `{"id":0,"kind":"read","call":5,"return":2,"outcome":"ok"}`},
+		{"an ID twice", head + `{"id":0,"kind":"read","call":1,"return":2,"outcome":"ok"}` + "\n" + `{"id":0,"kind":"read","call":1,"return":2,"outcome":"ok"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ops, err := Load(strings.NewReader(tc.in))
+			var oe *OpError
+			if !errors.As(err, &oe) || !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Load = %v, %v; want an OpError wrapping ErrInvalid", ops, err)
+			}
+		})
+	}
+	bad := []Op{{Kind: "delete"}}
+	if vs := CheckAll(bad, Options{}); len(vs) != 1 || vs[0].Checker != "history" || vs[0].OK() {
+		t.Fatalf("CheckAll of an invalid history: %s", Report(vs))
 	}
 	var buf bytes.Buffer
 	if err := Save(&buf, nil); err != nil {
