@@ -18,10 +18,24 @@
 //     after it began. Checkers treat its return time as Infinity and never
 //     count it as lost.
 //
-// The Kind constants document which fields each kind of call uses. A
-// client makes one call at a time; values the workload appends are unique
-// (client id and counter) except the retries of one idempotency key, which
-// resend the same value.
+// The Kind constants document which fields each kind of call uses. What
+// the checkers assume of a workload:
+//
+//   - a client makes one call at a time, and the attempts of one
+//     idempotency key are made one at a time;
+//   - appended values are unique (client id and counter), except the
+//     retries of one idempotency key, which resend the same value;
+//   - an append names its partition when it begins (produce to an
+//     explicit partition, or compute the key's partition), so that an
+//     unknown outcome still belongs to one partition's log; each
+//     partition starts empty;
+//   - a produce of several records is recorded as one Append per record
+//     with the same times and outcome (the batch's atomicity is then not
+//     checked, which is weaker but sound);
+//   - an ok read reports End; a lease deadline is converted to history
+//     time with Recorder.At;
+//   - final scans (Scan) of every partition on every node are recorded
+//     after healing; they read from offset 0.
 //
 // Recording:
 //
@@ -37,6 +51,30 @@
 //	default:
 //		c.Unknown(err)
 //	}
+//
+// # Checkers
+//
+// Each checker returns a Verdict: its violations, one readable line each,
+// at most Options.MaxViolations of them. CheckAll runs them all.
+//
+//   - CheckLinearizable: each partition's log, from appends and leader
+//     reads, is linearizable (porcupine; model: append returns the end
+//     offset, a read of O returns the value at O or out-of-range when
+//     O >= end). Writes porcupine's visualization of a failing partition
+//     to Options.VisualizeDir.
+//   - CheckFollowerReads: follower reads never go back for one client on
+//     one node, and no offset ever shows two values.
+//   - CheckFinalReads: lost, duplicate, inconsistent, unexpected, gaps and
+//     divergence between nodes, from the final scans.
+//   - CheckIdempotency: no key at two offsets; every retry of an
+//     acknowledged key answers the original offset.
+//   - CheckGroups: committed offsets never go back except by a reset (bug
+//     class: a new leader serving an older offset); no fenced commit
+//     succeeds.
+//   - CheckQueues: no two live leases on a record; no stale token
+//     accepted; every record ends acked once or dead-lettered once;
+//     delivery counts never go back.
+//   - CheckMembership: a removed node acknowledges nothing.
 //
 // # Saving and re-checking
 //

@@ -144,7 +144,8 @@ type Op struct {
 	Value string `json:"value,omitempty"`
 	// Key is an append's idempotency key ("" for none).
 	Key string `json:"key,omitempty"`
-	// Duplicate: an ok keyed append answered as a repeat of an earlier one.
+	// Duplicate: an ok keyed append answered as a repeat of an earlier
+	// one. For people reading a history: the checkers do not rely on it.
 	Duplicate bool `json:"duplicate,omitempty"`
 	// OutOfRange: an ok read found Offset >= End.
 	OutOfRange bool `json:"out_of_range,omitempty"`
@@ -179,7 +180,8 @@ type Op struct {
 	Target string `json:"target,omitempty"`
 }
 
-// Record is one record a scan read.
+// Record is one record a scan read. Checkers match records to appends
+// by Value; Key (the record's key) is kept for people reading a history.
 type Record struct {
 	Offset int64  `json:"offset"`
 	Value  string `json:"value"`
