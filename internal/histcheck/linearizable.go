@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/anishathalye/porcupine"
@@ -29,10 +30,12 @@ import (
 // which makes the search slower.
 
 // logState is a persistent (shared, never changed) partition log: the last
-// value and the log before it. nil is the empty log. Reads of recent
-// offsets, the common case, walk few nodes.
+// value and the log before it. nil is the empty log. jump points further
+// back, in Myers' skew-binary pattern, so that reaching any offset takes
+// O(log n) steps.
 type logState struct {
 	prev  *logState
+	jump  *logState
 	val   string
 	anon  bool   // a placeholder: an unseen append of unknown outcome
 	n     int64  // the log's length, this value included
@@ -67,13 +70,21 @@ func (s *logState) push(v string, anon bool) *logState {
 	if anon {
 		h, anons = 0x9e3779b97f4a7c15, anons+1
 	}
-	return &logState{prev: s, val: v, anon: anon, n: s.len() + 1, anons: anons, hash: s.hashOf()*1099511628211 ^ h}
+	e := &logState{prev: s, jump: s, val: v, anon: anon, n: s.len() + 1, anons: anons, hash: s.hashOf()*1099511628211 ^ h}
+	if s != nil && s.jump != nil && s.jump.jump != nil && s.n-s.jump.n == s.jump.n-s.jump.jump.n {
+		e.jump = s.jump.jump
+	}
+	return e
 }
 
 // at returns the entry at offset o < len.
 func (s *logState) at(o int64) *logState {
 	for s.n-1 > o {
-		s = s.prev
+		if s.jump != nil && s.jump.n-1 >= o {
+			s = s.jump
+		} else {
+			s = s.prev
+		}
 	}
 	return s
 }
@@ -264,35 +275,70 @@ func observedOffsets(ops []Op) (seen map[partitionKey]map[string]int64, scanned 
 }
 
 // CheckLinearizable checks each partition's log, from appends (on any
-// node: followers forward them) and leader reads, with porcupine. A
-// partition whose search runs out of time is Inconclusive. When
-// opt.VisualizeDir is set, each partition that is not linearizable gets
-// porcupine's HTML visualization there.
+// node: followers forward them) and leader reads. The final scans are
+// used to settle unknown outcomes; only the anchored check below also
+// requires the answers to agree with them (porcupine leaves that to
+// CheckFinalReads). Where the final scans
+// of a partition agree, it first checks the history against them
+// (anchored.go), which is fast and names the calls at fault; then, if
+// that found nothing, and for partitions without a usable scan, it runs
+// porcupine. A partition whose porcupine search runs out of time is
+// Inconclusive. When opt.VisualizeDir is set, each partition porcupine
+// finds not linearizable gets its HTML visualization there.
 func CheckLinearizable(ops []Op, opt Options) Verdict {
+	return checkLinearizable(ops, opt, true)
+}
+
+// checkLinearizable is CheckLinearizable; anchor false skips the check
+// against the final scans (so tests can exercise porcupine alone).
+func checkLinearizable(ops []Op, opt Options, anchor bool) Verdict {
 	v := Verdict{Checker: "linearizable"}
+	mx := opt.maxViolations()
 	seen, scanned := observedOffsets(ops)
 	byPart := map[partitionKey][]*Op{}
+	scans := map[partitionKey][]*Op{}
+	appended := map[string]bool{} // topics the history appends to
 	for i := range ops {
 		op := &ops[i]
+		if op.Kind == Append {
+			appended[op.Topic] = true
+		}
 		if op.Outcome == Failed {
 			continue
 		}
+		k := partitionKey{op.Topic, op.Partition}
 		switch {
 		case op.Kind == Append:
 		case op.Kind == Read && op.Leader && op.Outcome == OK:
+		case op.Kind == Scan && op.Outcome == OK:
+			scans[k] = append(scans[k], op)
+			continue
 		default:
 			continue
 		}
-		k := partitionKey{op.Topic, op.Partition}
 		byPart[k] = append(byPart[k], op)
+	}
+	for k := range scans {
+		if _, ok := byPart[k]; !ok && appended[k.topic] {
+			byPart[k] = nil // a scanned partition no call reached: its records must be none
+		}
 	}
 	keys := make([]partitionKey, 0, len(byPart))
 	for k := range byPart {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, comparePartitions)
-	calls := 0
+	calls, anchored := 0, 0
 	for _, k := range keys {
+		if log, ok := anchorScan(scans[k]); ok && anchor {
+			anchored++
+			before := len(v.Violations) + v.More
+			checkAnchored(k, byPart[k], log, &v, mx)
+			if len(v.Violations)+v.More > before {
+				calls += len(byPart[k])
+				continue
+			}
+		}
 		hist := porcupineHistory(byPart[k], seen[k], scanned[k])
 		calls += len(hist)
 		res := porcupine.CheckOperationsTimeout(logModel(), hist, opt.timeout())
@@ -300,13 +346,13 @@ func CheckLinearizable(ops []Op, opt Options) Verdict {
 		case porcupine.Ok:
 			continue
 		case porcupine.Unknown:
-			v.Inconclusive = append(v.Inconclusive, fmt.Sprintf("%s: no verdict within %v (%d calls)", k, opt.timeout(), len(hist)))
+			v.Inconclusive = append(v.Inconclusive, fmt.Sprintf("%s: porcupine found no verdict within %v (%d calls)", k, opt.timeout(), len(hist)))
 			continue
 		}
-		v.add(opt.maxViolations(), "%s", explainIllegal(k, hist, opt))
+		v.add(mx, "%s", explainIllegal(k, hist, opt))
 	}
 	v.Checked = calls
-	v.Note = fmt.Sprintf("calls in %d partitions", len(keys))
+	v.Note = fmt.Sprintf("calls in %d partitions, %d with a final scan", len(keys), anchored)
 	return v
 }
 
@@ -373,6 +419,31 @@ func porcupineHistory(ops []*Op, seen map[string]int64, scanned bool) []porcupin
 		}
 	}
 
+	// longer holds (pos, ret): an ok call shows the log longer than pos
+	// by ret (an append at pos, a read of a value at pos). An open append
+	// that took offset o took effect before the log grew past o, so by
+	// the earliest ret of any pos >= o: bounding its return there keeps
+	// every linearization and spares the search from trying it anywhere
+	// later.
+	type growth struct{ pos, ret int64 }
+	var longer []growth
+	for _, op := range ops {
+		if op.Outcome == OK && (op.Kind == Append || !op.OutOfRange) {
+			longer = append(longer, growth{op.Offset, op.Return})
+		}
+	}
+	slices.SortFunc(longer, func(a, b growth) int { return cmp.Compare(b.pos, a.pos) })
+	for i := 1; i < len(longer); i++ {
+		longer[i].ret = min(longer[i].ret, longer[i-1].ret)
+	}
+	grownPast := func(o int64) int64 { // the earliest return showing the log past o
+		k := sort.Search(len(longer), func(i int) bool { return longer[i].pos < o })
+		if k == 0 {
+			return Infinity
+		}
+		return longer[k-1].ret // the least ret of every pos >= o
+	}
+
 	nextLane := len(lanes)
 	hist := make([]porcupine.Operation, 0, len(ops))
 	var anons []int // indexes in hist
@@ -392,6 +463,7 @@ func porcupineHistory(ops []*Op, seen map[string]int64, scanned bool) []porcupin
 			switch {
 			case ok:
 				out.offset = o
+				ret = max(min(ret, grownPast(o)), call)
 			case scanned:
 				continue // the final scans show it never happened
 			default:

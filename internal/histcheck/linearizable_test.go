@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -168,7 +169,95 @@ func TestLinearizableHandMade(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			wantVerdict(t, checkLinearizable(tc.ops, Options{}, false), tc.want...)
+		})
+	}
+}
+
+// TestLinearizableAnchored: the check against the final scan.
+func TestLinearizableAnchored(t *testing.T) {
+	scan := func(values ...string) Op {
+		o := scanOp("n1", 0, values...)
+		o.Call, o.Return = 100, 110
+		return o
+	}
+	for _, tc := range []struct {
+		name string
+		ops  []Op
+		want []string
+		// scanOnly: a contradiction with the final log only, which
+		// porcupine alone does not see (CheckFinalReads does).
+		scanOnly bool
+	}{
+		{
+			name: "concurrent appends, reads, an unknown append and a keyed retry",
+			ops: numbered(
+				appendOp(1, 0, 10, OK, "a", 1),
+				appendOp(2, 0, 10, OK, "b", 0),
+				readOp(3, 5, 8, 1, "a", 2),
+				readOp(4, 0, 3, 0, "", 0),
+				appendOp(5, 11, 12, Unknown, "c", 0),
+				readOp(3, 20, 30, 2, "c", 3),
+				keyedAppend(6, 31, 32, Unknown, "k", "d", 0),
+				keyedAppend(6, 33, 40, OK, "k", "d", 3),
+				appendOp(7, 40, 50, Unknown, "never", 0),
+				scan("b", "a", "c", "d"),
+			),
+		},
+		{
+			name: "stale read: out of range after the append was acknowledged",
+			ops: numbered(
+				appendOp(1, 0, 10, OK, "a", 0),
+				readOp(2, 20, 30, 0, "", 0),
+				scan("a"),
+			),
+			want: []string{`t/0: offset 0 ("a") was written by 10, as #0 c1 append@n1 t/0 "a" -> 0 [0, 10] shows, but offset 0 could not be written before 20, as #1 c2 read@n1 t/0@0 -> out of range (end 0) [20, 30] (offset 0 out of range when it began) shows`},
+		},
+		{
+			name: "offsets out of order with real time",
+			ops: numbered(
+				appendOp(1, 0, 10, OK, "a", 1),
+				appendOp(2, 20, 30, OK, "b", 0),
+				scan("b", "a"),
+			),
+			want: []string{`t/0: offset 1 ("a") was written by 10`, `but offset 0 could not be written before 20, as #1 c2 append@n1 t/0 "b" -> 0 [20, 30] (its append began then) shows`},
+		},
+		{
+			name: "a read disagrees with the final log",
+			ops: numbered(
+				appendOp(1, 0, 10, OK, "a", 0),
+				readOp(2, 20, 30, 0, "x", 1),
+				scan("a"),
+			),
+			want: []string{`t/0: #1 c2 read@n1 t/0@0 -> "x" (end 1) [20, 30], but the final log holds "a" there`},
+		},
+		{
+			name: "an acknowledged append disagrees with the final log",
+			ops: numbered(
+				appendOp(1, 0, 10, OK, "a", 0),
+				appendOp(1, 11, 20, OK, "b", 1),
+				scan("b", "a"),
+			),
+			want:     []string{`acknowledged offset 0, but the final log holds "b" there`},
+			scanOnly: true,
+		},
+		{
+			name: "the final log holds a failed append",
+			ops: numbered(
+				appendOp(1, 0, 10, Failed, "a", 0),
+				scan("a"),
+			),
+			want:     []string{`t/0: the final log holds "a" at 0, which no call that may have taken effect appended`},
+			scanOnly: true,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			wantVerdict(t, CheckLinearizable(tc.ops, Options{}), tc.want...)
+			if len(tc.want) == 0 || tc.scanOnly {
+				wantVerdict(t, checkLinearizable(tc.ops, Options{}, false))
+			} else if v := checkLinearizable(tc.ops, Options{}, false); v.OK() {
+				t.Fatalf("porcupine alone finds it linearizable:\n%s", v.String())
+			}
 		})
 	}
 }
@@ -176,7 +265,7 @@ func TestLinearizableHandMade(t *testing.T) {
 func TestLinearizableVisualization(t *testing.T) {
 	dir := t.TempDir()
 	ops := numbered(appendOp(1, 0, 10, OK, "a", 0), readOp(2, 20, 30, 0, "", 0))
-	v := CheckLinearizable(ops, Options{VisualizeDir: dir})
+	v := checkLinearizable(ops, Options{VisualizeDir: dir}, false)
 	path := filepath.Join(dir, "linearizable-t-0.html")
 	wantVerdict(t, v, "see "+path)
 	if b, err := os.ReadFile(path); err != nil || len(b) == 0 {
@@ -221,8 +310,14 @@ func TestLinearizableRandom(t *testing.T) {
 		for seed := range seeds {
 			rng := rand.New(rand.NewPCG(uint64(ci), uint64(seed)))
 			ops := genLog(rng, cfg.genConfig)
-			if v := CheckLinearizable(ops, Options{}); !v.OK() || len(v.Inconclusive) > 0 {
-				t.Fatalf("config %d seed %d: a valid history fails:\n%s", ci, seed, v.String())
+			modes := []bool{false} // porcupine alone
+			if cfg.scan {
+				modes = append(modes, true)
+			}
+			for _, anchor := range modes {
+				if v := checkLinearizable(ops, Options{}, anchor); !v.OK() || len(v.Inconclusive) > 0 {
+					t.Fatalf("config %d seed %d anchored %v: a valid history fails:\n%s", ci, seed, anchor, v.String())
+				}
 			}
 			for mi, m := range mutations {
 				bad := append([]Op(nil), ops...)
@@ -230,8 +325,10 @@ func TestLinearizableRandom(t *testing.T) {
 					continue
 				}
 				applied[mi]++
-				if v := CheckLinearizable(bad, Options{}); v.OK() {
-					t.Fatalf("config %d seed %d: mutation %q passes:\n%s", ci, seed, m.name, v.String())
+				for _, anchor := range modes {
+					if v := checkLinearizable(bad, Options{}, anchor); v.OK() {
+						t.Fatalf("config %d seed %d anchored %v: mutation %q passes:\n%s", ci, seed, anchor, m.name, v.String())
+					}
 				}
 			}
 		}
@@ -331,4 +428,27 @@ func mutateFailedRead(rng *rand.Rand, ops []Op) bool {
 		}
 	}
 	return true
+}
+
+func TestLogStateAt(t *testing.T) {
+	var s *logState
+	for i := range 3000 {
+		s = s.push(strconv.Itoa(i), false)
+	}
+	for o := range int64(3000) {
+		if got := s.at(o).val; got != strconv.FormatInt(o, 10) {
+			t.Fatalf("at(%d) = %q", o, got)
+		}
+	}
+	steps := 0
+	for e := s; e.n-1 > 7; steps++ {
+		if e.jump != nil && e.jump.n-1 >= 7 {
+			e = e.jump
+		} else {
+			e = e.prev
+		}
+	}
+	if steps > 64 {
+		t.Fatalf("at(7) of 3000 took %d steps", steps)
+	}
 }
