@@ -58,10 +58,14 @@
 // at most Options.MaxViolations of them. CheckAll runs them all.
 //
 //   - CheckLinearizable: each partition's log, from appends and leader
-//     reads, is linearizable (porcupine; model: append returns the end
-//     offset, a read of O returns the value at O or out-of-range when
-//     O >= end). Writes porcupine's visualization of a failing partition
-//     to Options.VisualizeDir.
+//     reads, is linearizable (model: append returns the end offset, a
+//     read of O returns the value at O or out-of-range when O >= end).
+//     Where the final scans agree it first checks against them in one
+//     pass, which names the two calls that contradict each other; then,
+//     and without a scan, porcupine searches (its visualization of a
+//     failing partition goes to Options.VisualizeDir). Porcupine is quick
+//     on linearizable histories but may need long on long ones that are
+//     not, hence the scans.
 //   - CheckFollowerReads: follower reads never go back for one client on
 //     one node, and no offset ever shows two values.
 //   - CheckFinalReads: lost, duplicate, inconsistent, unexpected, gaps and

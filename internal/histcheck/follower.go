@@ -11,8 +11,9 @@ import (
 // one partition from one node, in call order, the end offset never
 // shrinks, an offset below an end already seen is never out of range, and
 // an offset never shows two values. It also checks every follower read
-// against every other answer about the same offset (ok appends and ok
-// reads, leader or follower): one offset never holds two values.
+// against every other answer about the same offset (ok appends, ok
+// reads, leader or follower, and final scans, which it shows as reads):
+// one offset never holds two values.
 func CheckFollowerReads(ops []Op, opt Options) Verdict {
 	v := Verdict{Checker: "follower-reads"}
 	mx := opt.maxViolations()
@@ -32,6 +33,15 @@ func CheckFollowerReads(ops []Op, opt Options) Verdict {
 			s := slot{partitionKey{op.Topic, op.Partition}, op.Offset}
 			if known[s] == nil {
 				known[s] = op
+			}
+		}
+		if op.Kind == Scan {
+			for _, r := range op.Records {
+				s := slot{partitionKey{op.Topic, op.Partition}, r.Offset}
+				if known[s] == nil {
+					known[s] = &Op{ID: op.ID, Kind: Read, Client: op.Client, Node: op.Node, Call: op.Call, Return: op.Return,
+						Outcome: OK, Topic: op.Topic, Partition: op.Partition, Offset: r.Offset, Value: r.Value, End: int64(len(op.Records))}
+				}
 			}
 		}
 	}

@@ -50,6 +50,14 @@ func TestFollowerReads(t *testing.T) {
 			want: []string{`changed: client 2 on n2, t/0: offset 0 read "a", then "x"`, `inconsistent: t/0 offset 0 holds "a"`},
 		},
 		{
+			name: "a follower disagrees with the final scan",
+			ops: numbered(
+				scanOp("n1", 0, "a"),
+				followerRead(2, "n3", 30, 31, 0, "x", 1),
+			),
+			want: []string{`inconsistent: t/0 offset 0 holds "a" for #0 c0 read@n1 t/0@0 -> "a" (end 1) [1000, 1001] but "x" for #1`},
+		},
+		{
 			name: "a follower disagrees with an acknowledged append",
 			ops: numbered(
 				appendOp(1, 0, 10, OK, "a", 0),
