@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"strings"
 
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,6 +46,13 @@ type Options struct {
 	// Registry receives the server's metrics; default a new registry with
 	// the Go and process collectors.
 	Registry *prometheus.Registry
+	// Limits bounds requests: body size, decompression, the memory budget
+	// of bodies in flight, body and answer deadlines (limits.go). The zero
+	// value takes the defaults.
+	Limits Limits
+	// Conns bounds the connections of the listeners wrapped by
+	// Server.Listener (listener.go). The zero value bounds nothing.
+	Conns ConnLimits
 }
 
 // Server implements the LogService handlers over a Backend.
@@ -64,9 +72,15 @@ type Server struct {
 	queueHealth *queueHealth
 	// fwd forwards writes to the leader (forward.go).
 	fwd *forwarder
+	// limiter bounds requests (request_limits.go); conns and connMetrics
+	// bound and count connections (listener.go).
+	limiter     *requestLimiter
+	conns       ConnLimits
+	connMetrics *connMetrics
 }
 
-// New builds a Server. It starts nothing.
+// New builds a Server. It starts nothing. Options.Limits must be valid
+// (Limits.Validate).
 func New(opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -75,7 +89,9 @@ func New(opts Options) *Server {
 		opts.Registry = prometheus.NewRegistry()
 		opts.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	s := &Server{b: opts.Backend, segments: opts.Segments, logger: opts.Logger, reg: opts.Registry}
+	s := &Server{b: opts.Backend, segments: opts.Segments, logger: opts.Logger, reg: opts.Registry, conns: opts.Conns}
+	s.limiter = newRequestLimiter(opts.Limits, opts.Registry)
+	s.connMetrics = newConnMetrics(opts.Registry)
 	s.metrics = newMetrics(opts.Registry, opts.Backend)
 	s.groupMetrics = newGroupMetrics(opts.Registry, opts.Backend)
 	s.queueHealth = newQueueHealth(opts.Registry, opts.Backend)
@@ -87,8 +103,11 @@ func New(opts Options) *Server {
 // /readyz.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
+	limit := s.limiter.maxBytes()
 	path, h := logdv1connect.NewLogServiceHandler(s,
-		connect.WithReadMaxBytes(MaxRequestBytes),
+		connect.WithReadMaxBytes(int(min(limit, math.MaxInt32))),
+		// Messages inflate under the same bound (decompress.go).
+		connect.WithCompression("gzip", newBoundedGzip(limit, func() error { return s.limiter.errTooLarge(-1) }), gzipCompressor),
 		// Compressed requests are accepted, but responses are not gzipped:
 		// record bytes rarely shrink much and the CPU is better spent
 		// serving. Producers compress batches themselves.
@@ -118,7 +137,9 @@ func (s *Server) Handler() http.Handler {
 		}
 		w.Write([]byte("ready\n"))
 	})
-	return mux
+	return s.limiter.wrap(mux, func(r *http.Request) bool {
+		return strings.HasPrefix(r.URL.Path, replication.SegmentPathPrefix)
+	})
 }
 
 // readyInterceptor holds calls until the node is ready (it has caught up
