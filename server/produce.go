@@ -59,6 +59,12 @@ func (s *Server) Produce(ctx context.Context, req *connect.Request[logdv1.Produc
 	return connect.NewResponse(&logdv1.ProduceResponse{Results: out}), nil
 }
 
+// MaxTimestampMs is the latest record timestamp a produce may carry: the
+// last millisecond of year 9999. Later ones are refused: RFC 3339, which
+// the JSON encoding of a time uses (logctl consume -o json), has four-digit
+// years.
+const MaxTimestampMs = 253402300799999
+
 // produceRecords converts a request's records for the backend, refusing
 // empty records and headers. The records keep referring to the request's
 // keys, values and header values.
@@ -68,8 +74,8 @@ func produceRecords(in []*logdv1.Record) ([]replication.ProduceRecord, error) {
 		if r == nil {
 			return nil, errInvalid("record %d is empty", i)
 		}
-		if r.TimestampMs < 0 {
-			return nil, errInvalid("record %d: negative timestamp %d", i, r.TimestampMs)
+		if r.TimestampMs < 0 || r.TimestampMs > MaxTimestampMs {
+			return nil, errInvalid("record %d: timestamp %d ms is outside [0, %d] (1970 to the end of year 9999)", i, r.TimestampMs, int64(MaxTimestampMs))
 		}
 		pr := &out[i]
 		pr.TimestampMs, pr.Key, pr.Value, pr.IdempotencyKey = r.TimestampMs, r.Key, r.Value, r.IdempotencyKey
