@@ -94,6 +94,14 @@ func (b *Backend) CreateTopic(ctx context.Context, c CreateTopic) (TopicInfo, er
 	return topicInfo(t), nil
 }
 
+// TopicQuota returns the quota this node writes into the topic creations
+// it proposes (Config.Quota) and the cluster's counts of topics and
+// partitions.
+func (b *Backend) TopicQuota() (q TopicQuota, topics, partitions int64) {
+	topics, partitions = b.Node.fsm.TopicCounts()
+	return b.Node.cfg.Quota, topics, partitions
+}
+
 // AlterTopic changes a topic's settings through Raft and returns them as
 // applied.
 func (b *Backend) AlterTopic(ctx context.Context, c AlterTopic) (TopicInfo, error) {

@@ -83,4 +83,7 @@ var (
 	// ErrNoSegmentSource means a snapshot needs segment bytes this node
 	// cannot fetch: no peer is registered, or no source is configured.
 	ErrNoSegmentSource = fsm.ErrNoSegmentSource
+	// ErrQuotaExceeded means a topic was not created because the cluster
+	// would pass its quota of topics or partitions (*QuotaError).
+	ErrQuotaExceeded = fsm.ErrQuotaExceeded
 )

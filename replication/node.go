@@ -99,6 +99,14 @@ type Config struct {
 	// logdtest). Nothing Raft holds survives Close, so it suits a
 	// Bootstrap node used once; DataDir still holds the partition logs.
 	InMemory bool
+	// Quota bounds the cluster's topics and partitions. The node that
+	// proposes a creation (the leader; writes reaching a follower are
+	// forwarded to it) writes its quota into the command, and every
+	// replica checks it when applying, so all agree; give every node the
+	// same quota. While some member's build predates quotas
+	// (fsm.QuotaLevel), only the proposer checks, before proposing:
+	// concurrent creations may then pass the quota by a few. Zero: none.
+	Quota TopicQuota
 	// HeartbeatTimeout, ElectionTimeout and LeaderLeaseTimeout are
 	// hashicorp/raft's timeouts, which decide how fast a failover is and
 	// how much stalling a cluster under load tolerates (raft_stores.go).
@@ -443,7 +451,19 @@ func (n *Node) CreateTopic(ctx context.Context, c CreateTopic) (*Topic, error) {
 	if _, err := n.fsm.Topic(c.Name); err == nil {
 		return nil, fmt.Errorf("%w: %q", ErrTopicExists, c.Name)
 	}
-	data, err := fsm.EncodeJSON(fsm.CmdCreateTopic, n.cfg.Now().UnixNano(), c)
+	c.Quota = nil
+	if !n.cfg.Quota.IsZero() {
+		q := n.cfg.Quota
+		c.Quota = &q
+		if err := n.fsm.CheckQuota(c); err != nil {
+			return nil, err
+		}
+		if level, err := n.featureLevel(); err != nil || level < fsm.QuotaLevel {
+			// A member would not understand the quota: checked above only.
+			c.Quota = nil
+		}
+	}
+	data, err := fsm.EncodeCreateTopic(n.cfg.Now().UnixNano(), c)
 	if err != nil {
 		return nil, err
 	}

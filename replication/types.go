@@ -58,6 +58,10 @@ type (
 	QueuePauseResult = fsm.QueuePauseResult
 	// OverloadedError says which group and bound refused an append.
 	OverloadedError = fsm.OverloadedError
+	// TopicQuota bounds the cluster's topics and partitions (Config.Quota).
+	TopicQuota = fsm.TopicQuota
+	// QuotaError says which quota refused a topic's creation.
+	QuotaError = fsm.QuotaError
 	// QueueGroupInfo describes a queue group and its partitions.
 	QueueGroupInfo = fsm.QueueGroupInfo
 

@@ -93,6 +93,10 @@ type TopicBackend interface {
 	Topics() []replication.TopicInfo
 	DescribeTopic(name string) (replication.TopicState, error)
 	TopicStates() []replication.TopicState
+	// TopicQuota is the quota this node writes into the creations it
+	// proposes (CreateTopic fails with *replication.QuotaError past it),
+	// and the cluster's counts of topics and partitions.
+	TopicQuota() (q replication.TopicQuota, topics, partitions int64)
 }
 
 // RecordBackend writes and reads records.

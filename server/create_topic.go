@@ -9,11 +9,14 @@ import (
 	"github.com/logd-dev/logd/replication"
 )
 
-// CreateTopic creates a topic through Raft.
+// CreateTopic creates a topic through Raft, within the cluster's quota of
+// topics and partitions (replication.Config.Quota), which the state
+// machine checks as it applies the creation, so every node agrees.
 func (s *Server) CreateTopic(ctx context.Context, req *connect.Request[logdv1.CreateTopicRequest]) (*connect.Response[logdv1.CreateTopicResponse], error) {
 	m := req.Msg
 	t, err := s.b.CreateTopic(ctx, replication.CreateTopic{Name: m.Name, Partitions: m.Partitions, Config: m.Config})
 	if err != nil {
+		s.quotaMetrics.refusal(err)
 		return nil, toConnectError(err)
 	}
 	s.logger.Info("topic created", "topic", m.Name, "partitions", m.Partitions)

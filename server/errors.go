@@ -48,6 +48,10 @@ var errorTable = []errorRow{
 	{errs: []error{replication.ErrInvalidArgument, replication.ErrInvalidConfig, replication.ErrInvalidTopicName, replication.ErrInvalidBatch},
 		code: connect.CodeInvalidArgument, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
 	{errs: []error{replication.ErrIdempotencyConflict}, code: connect.CodeAlreadyExists, reason: logdv1.Reason_REASON_IDEMPOTENCY_CONFLICT},
+	// A cluster quota: RESOURCE_EXHAUSTED, as gRPC names quotas, but with
+	// INVALID_ARGUMENT as its reason, since retrying does not help until
+	// topics are deleted or the quota raised (OVERLOADED would be retried).
+	{errs: []error{replication.ErrQuotaExceeded}, code: connect.CodeResourceExhausted, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
 
 	// Queue groups.
 	{errs: []error{queue.ErrGroupNotFound}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_QUEUE_GROUP},

@@ -59,6 +59,7 @@ var backendSentinels = map[string]error{
 	"replication.ErrInvalidBatch":        replication.ErrInvalidBatch,
 	"replication.ErrInvalidTopicName":    replication.ErrInvalidTopicName,
 	"replication.ErrIdempotencyConflict": replication.ErrIdempotencyConflict,
+	"replication.ErrQuotaExceeded":       replication.ErrQuotaExceeded,
 
 	"group.ErrConsumerGroupNotFound": group.ErrConsumerGroupNotFound,
 	"group.ErrConsumerGroupNotEmpty": group.ErrConsumerGroupNotEmpty,

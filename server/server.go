@@ -72,6 +72,9 @@ type Server struct {
 	queueHealth *queueHealth
 	// fwd forwards writes to the leader (forward.go).
 	fwd *forwarder
+	// quotaMetrics shows the topic quota and counts its refusals
+	// (quota_metrics.go).
+	quotaMetrics *quotaMetrics
 	// limiter bounds requests (request_limits.go); conns and connMetrics
 	// bound and count connections (listener.go).
 	limiter     *requestLimiter
@@ -96,6 +99,7 @@ func New(opts Options) *Server {
 	s.groupMetrics = newGroupMetrics(opts.Registry, opts.Backend)
 	s.queueHealth = newQueueHealth(opts.Registry, opts.Backend)
 	s.fwd = newForwarder(s)
+	s.quotaMetrics = newQuotaMetrics(opts.Registry, opts.Backend)
 	return s
 }
 

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/logd-dev/logd/partition"
@@ -29,6 +30,9 @@ func (f *FSM) applyCreateTopic(index uint64, now int64, c CreateTopic) any {
 	if _, err := f.Topic(c.Name); err == nil {
 		return fmt.Errorf("%w: %q", ErrTopicExists, c.Name)
 	}
+	if err := f.CheckQuota(c); err != nil {
+		return err
+	}
 	t := &Topic{Name: c.Name, Config: cfg, CreatedNanos: now, CreateIndex: index}
 	if err := openTopic(f.root, t, c.Partitions, f.logOpts); err != nil {
 		return f.stop(fmt.Errorf("create topic %s at index %d: %w", c.Name, index, err))
@@ -44,4 +48,94 @@ func (f *FSM) applyCreateTopic(index uint64, now int64, c CreateTopic) any {
 func ValidateCreateTopic(c CreateTopic) error {
 	_, err := validateCreateTopic(c)
 	return err
+}
+
+// createTopicQuotaVersion is the create-topic payload that may carry a
+// Quota. A build before QuotaLevel ignores a JSON field it does not know,
+// and would create what the others refuse, so the quota gets a payload
+// version of its own, which such a build refuses to apply (and which a
+// node therefore proposes only once every member understands it).
+const createTopicQuotaVersion = 2
+
+// TopicQuota bounds the topics of the cluster and their partitions, as
+// counted when a create-topic is applied. Zero bounds nothing.
+type TopicQuota struct {
+	MaxTopics     int64 `json:"max_topics,omitempty"`
+	MaxPartitions int64 `json:"max_partitions,omitempty"`
+}
+
+// IsZero reports whether q bounds nothing.
+func (q TopicQuota) IsZero() bool { return q.MaxTopics <= 0 && q.MaxPartitions <= 0 }
+
+// QuotaError is a create-topic the cluster's quota refused; errors.Is(err,
+// ErrQuotaExceeded) holds.
+type QuotaError struct {
+	// Resource is "topics" or "partitions".
+	Resource string
+	// Current is the cluster's count before the creation, Adding what it
+	// would add, Limit the quota.
+	Current, Adding, Limit int64
+}
+
+func (e *QuotaError) Error() string {
+	return fmt.Sprintf("%v: the cluster has %d %s, creating %d more would pass its quota of %d", ErrQuotaExceeded, e.Current, e.Resource, e.Adding, e.Limit)
+}
+
+// Is makes errors.Is(err, ErrQuotaExceeded) hold.
+func (e *QuotaError) Is(target error) bool { return target == ErrQuotaExceeded }
+
+// CheckQuota reports whether creating c would pass c.Quota, counting the
+// topics and partitions the state machine holds now (*QuotaError). A
+// proposer calls it to refuse early; Apply calls it again, and only
+// Apply's answer is final (creations in flight are not counted here).
+func (f *FSM) CheckQuota(c CreateTopic) error {
+	if c.Quota == nil || c.Quota.IsZero() {
+		return nil
+	}
+	topics, parts := f.TopicCounts()
+	if q := c.Quota.MaxTopics; q > 0 && topics+1 > q {
+		return &QuotaError{Resource: "topics", Current: topics, Adding: 1, Limit: q}
+	}
+	if q := c.Quota.MaxPartitions; q > 0 && parts+int64(c.Partitions) > q {
+		return &QuotaError{Resource: "partitions", Current: parts, Adding: int64(c.Partitions), Limit: q}
+	}
+	return nil
+}
+
+// TopicCounts returns the number of topics and of their partitions.
+func (f *FSM) TopicCounts() (topics, partitions int64) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	for _, t := range f.topics {
+		partitions += int64(len(t.Partitions))
+	}
+	return int64(len(f.topics)), partitions
+}
+
+// decodeCreateTopic reads a create-topic payload. Version 1 never carries
+// a quota: an entry that did would be applied with it by this build and
+// without it by an older one.
+func decodeCreateTopic(p []byte, version byte, _ *keyScratch) (CreateTopic, error) {
+	var c CreateTopic
+	if err := json.Unmarshal(p, &c); err != nil {
+		return c, fmt.Errorf("%w: create-topic: %v", ErrBadCommand, err)
+	}
+	if version == commandVersion && c.Quota != nil {
+		return c, fmt.Errorf("%w: create-topic version %d with a quota", ErrBadCommand, version)
+	}
+	return c, nil
+}
+
+// EncodeCreateTopic encodes a create-topic stamped with now: in payload
+// version 1 without a quota, in createTopicQuotaVersion (QuotaLevel) with
+// one.
+func EncodeCreateTopic(now int64, c CreateTopic) ([]byte, error) {
+	data, err := encodeJSONCommand(CmdCreateTopic, now, c)
+	if err != nil {
+		return nil, err
+	}
+	if c.Quota != nil {
+		data[1] = createTopicQuotaVersion
+	}
+	return data, nil
 }

@@ -17,6 +17,10 @@ type CreateTopic struct {
 	Name       string            `json:"name"`
 	Partitions int32             `json:"partitions"`
 	Config     map[string]string `json:"config,omitempty"`
+	// Quota, set by the proposer from its configuration, is checked when
+	// the command is applied, so every replica refuses the same creation
+	// (payload version createTopicQuotaVersion; nil in version 1).
+	Quota *TopicQuota `json:"quota,omitempty"`
 }
 
 // DeleteTopic deletes a topic and its data.

@@ -67,8 +67,11 @@ const (
 	// BaseLevel is the level of every kind that existed before feature
 	// levels; a node that registered no level understands exactly these.
 	BaseLevel FeatureLevel = 1
+	// QuotaLevel adds cluster quotas to create-topic (payload version
+	// createTopicQuotaVersion).
+	QuotaLevel FeatureLevel = 2
 	// Level is the highest feature level this build understands.
-	Level FeatureLevel = 1
+	Level FeatureLevel = QuotaLevel
 )
 
 // commandVersion is the payload version most kinds write after the type
@@ -105,7 +108,10 @@ var v1 = []payloadVersion{{version: commandVersion, level: BaseLevel}}
 // row here (with a new feature level, see FeatureLevel) and an
 // apply_<command>.go.
 var commands = [...]command{
-	CmdCreateTopic: jsonCommand("create-topic", BaseLevel, (*FSM).applyCreateTopic),
+	CmdCreateTopic: row("create-topic", BaseLevel, []payloadVersion{
+		{version: commandVersion, level: BaseLevel},
+		{version: createTopicQuotaVersion, level: QuotaLevel}, // with a quota
+	}, decodeCreateTopic, (*FSM).applyCreateTopic),
 	CmdDeleteTopic: jsonCommand("delete-topic", BaseLevel, (*FSM).applyDeleteTopic),
 	CmdAppend: row("append", BaseLevel, []payloadVersion{
 		{version: commandVersion, level: BaseLevel},      // without idempotency keys

@@ -51,4 +51,8 @@ var (
 	// ErrNoSegmentSource means a snapshot needs segment bytes this node
 	// cannot fetch: no peer is registered, or no fetcher is configured.
 	ErrNoSegmentSource = errors.New("replication: no peer to fetch segments from")
+	// ErrQuotaExceeded means a topic was not created because the cluster
+	// would pass its quota of topics or partitions. Errors carrying data
+	// are *QuotaError.
+	ErrQuotaExceeded = errors.New("replication: cluster quota exceeded")
 )
