@@ -48,6 +48,8 @@ type config struct {
 	// raftHeartbeat, raftElection and raftLease are Raft's timeouts; 0
 	// takes replication's defaults.
 	raftHeartbeat, raftElection, raftLease time.Duration
+	// limits bounds what clients may cost the node (httpserver.go).
+	limits limitConfig
 }
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -96,7 +98,12 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	for i, f := range raftTimeouts {
 		fs.StringVar(&raftFlags[i], f.name, env(f.env, f.def), f.help+" ("+f.env+")")
 	}
+	readLimits := addLimitFlags(fs, env)
 	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	var err error
+	if c.limits, err = readLimits(); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
@@ -169,6 +176,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
+	nofile := openFileLimit()
+	conns, err := c.limits.connCaps(nofile, logger)
+	if err != nil {
+		return err
+	}
 	// Bind the client port first: a port in use fails before Raft starts.
 	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {
@@ -195,17 +207,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		HeartbeatTimeout:     c.raftHeartbeat,
 		ElectionTimeout:      c.raftElection,
 		LeaderLeaseTimeout:   c.raftLease,
+		Quota:                c.limits.quota(),
 		Logger:               logger,
 	})
 	if err != nil {
 		return fmt.Errorf("open node: %w", err)
 	}
 	backend := replication.NewBackend(node)
-	srv := server.New(server.Options{Backend: backend, Segments: backend.SegmentHandler(), Logger: logger})
-	// HTTP/1.1 for Connect and JSON clients, cleartext HTTP/2 for gRPC.
-	var protocols http.Protocols
-	protocols.SetHTTP1(true)
-	protocols.SetUnencryptedHTTP2(true)
+	srv := server.New(server.Options{Backend: backend, Segments: backend.SegmentHandler(), Logger: logger,
+		Limits: c.limits.serverLimits(), Conns: conns})
 	handler := srv.Handler()
 	if c.pprof {
 		mux := http.NewServeMux()
@@ -215,14 +225,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		handler = mux
 	}
-	httpSrv := &http.Server{
-		Handler:           handler,
-		Protocols:         &protocols,
-		ReadHeaderTimeout: 10 * time.Second,
-	}
+	httpSrv := newHTTPServer(c.limits, handler)
 	errc := make(chan error, 1)
-	go func() { errc <- httpSrv.Serve(ln) }()
-	logger.Info("logd started", "node", c.nodeID, "listen", ln.Addr().String(), "advertise", c.advertise, "raft", c.raftAddr, "data", c.dataDir, "fsync", c.fsync)
+	go func() { errc <- httpSrv.Serve(srv.Listener(ln, "api")) }()
+	logger.Info("logd started", "node", c.nodeID, "listen", ln.Addr().String(), "advertise", c.advertise, "raft", c.raftAddr, "data", c.dataDir, "fsync", c.fsync,
+		"open_file_limit", nofile, "max_connections", conns.Max, "max_connections_per_ip", conns.MaxPerAddr)
 	joinCtx, stopJoin := context.WithCancel(ctx)
 	joinDone := make(chan struct{})
 	go func() {
