@@ -9,8 +9,11 @@ import (
 	"github.com/logd-dev/logd/log"
 )
 
-// maxAppendBatchBytes caps one batch in a Raft entry. max.message.bytes is
-// checked per record by the server; a batch may hold many records.
+// maxAppendBatchBytes caps one batch in a Raft entry. A batch is also
+// checked against its topic's max.message.bytes here, as the topic's
+// replicated config says at this index, rather than by the log (which
+// would fail inside Apply and stop the node): the logs are opened with
+// this cap as their bound (openTopic), since max.message.bytes may change.
 const maxAppendBatchBytes = maxRecordBatchLimit
 
 // validateAppend checks every batch of an Append against the topic before
@@ -30,8 +33,8 @@ func validateAppend(t *Topic, a Append) error {
 			return fmt.Errorf("%w: partition %d twice in one append", ErrInvalidArgument, b.Partition)
 		}
 		seen[b.Partition] = true
-		if len(b.Batch) > maxAppendBatchBytes {
-			return fmt.Errorf("%w: batch of %d bytes for %s-%d, at most %d", ErrRecordTooLarge, len(b.Batch), t.Name, b.Partition, maxAppendBatchBytes)
+		if limit := min(t.MaxBatchBytes(), maxAppendBatchBytes); int64(len(b.Batch)) > limit {
+			return fmt.Errorf("%w: batch of %d bytes for %s-%d, %s max.message.bytes is %d", ErrRecordTooLarge, len(b.Batch), t.Name, b.Partition, t.Name, limit)
 		}
 		info, err := batch.Verify(b.Batch)
 		if err == nil && info.Length != len(b.Batch) {

@@ -108,7 +108,10 @@ func openTopic(root string, t *Topic, partitions int32, base log.Options) error 
 	// The config check refuses larger values; clamped anyway (as alter
 	// does), because the log refusing them here would stop the node.
 	opts.SegmentBytes = min(configInt(t.Config, ConfigSegmentBytes), maxSegmentBytes)
-	opts.MaxBatchBytes = int(configInt(t.Config, ConfigMaxMessageBytes))
+	// max.message.bytes is checked before Apply writes (validateAppend),
+	// by the config at the entry's index; the log's bound is only the cap,
+	// so a raised max.message.bytes needs no reopening.
+	opts.MaxBatchBytes = maxAppendBatchBytes
 	// segment.ms is applied by age against the command time.
 	opts.SegmentMaxAge = msDuration(configInt(t.Config, ConfigSegmentMs))
 	t.dedup = dedup.NewWindow(int(configInt(t.Config, ConfigIdempotencyMaxKeys)))
