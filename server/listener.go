@@ -92,11 +92,10 @@ type limitListener struct {
 	open           prometheus.Gauge
 	waits, refused prometheus.Counter
 
-	mu       sync.Mutex
-	perAddr  map[string]int // open connections by remote IP; guarded by mu
-	fullLog  rateLog        // guarded by mu
-	addrLog  rateLog        // guarded by mu
-	lastAddr string         // an address refused since addrLog's last line; guarded by mu
+	mu      sync.Mutex
+	perAddr map[string]int // open connections by remote IP; guarded by mu
+	fullLog rateLog        // guarded by mu
+	addrLog rateLog        // guarded by mu
 }
 
 // rateLog decides when a repeated event is logged again, and counts the
@@ -159,7 +158,7 @@ func (ll *limitListener) acquire() bool {
 	ll.mu.Unlock()
 	if log {
 		ll.logger.Warn("connection limit reached: new connections wait in the accept queue until one closes",
-			"listener", ll.name, "limit", ll.l.Max, "times", n,
+			"listener", ll.name, "limit", ll.l.Max, "waits_since_last_report", n,
 			"setting", "--max-connections (below the open-file limit, less --fd-reserve)")
 	}
 	select {
@@ -184,7 +183,7 @@ func (ll *limitListener) admit(ip string) bool {
 		ll.refused.Inc()
 		if n, log := ll.addrLog.due(time.Now(), ll.l.LogEvery); log {
 			ll.logger.Warn("per-address connection limit reached: closing new connections from the address",
-				"listener", ll.name, "addr", ip, "open", ll.perAddr[ip], "limit", ll.l.MaxPerAddr, "closed", n,
+				"listener", ll.name, "addr", ip, "open", ll.perAddr[ip], "limit", ll.l.MaxPerAddr, "closed_since_last_report", n,
 				"setting", "--max-connections-per-ip")
 		}
 		return false

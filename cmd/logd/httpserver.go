@@ -215,7 +215,7 @@ func (c limitConfig) connCaps(nofile uint64, logger *slog.Logger) (server.ConnLi
 // server package's limits (server.Limits), per request, so that a long
 // poll is not cut by a whole-request read timeout; ReadTimeout and
 // WriteTimeout stay unset for that reason.
-func newHTTPServer(c limitConfig, handler http.Handler) *http.Server {
+func newHTTPServer(c limitConfig, handler http.Handler, logger *slog.Logger) *http.Server {
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
@@ -225,5 +225,7 @@ func newHTTPServer(c limitConfig, handler http.Handler) *http.Server {
 		ReadHeaderTimeout: c.readHeaderTimeout,
 		IdleTimeout:       c.idleTimeout,
 		MaxHeaderBytes:    int(c.maxHeaderBytes),
+		// Accept errors (EMFILE) and bad requests, in the node's log.
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 }

@@ -225,7 +225,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		handler = mux
 	}
-	httpSrv := newHTTPServer(c.limits, handler)
+	httpSrv := newHTTPServer(c.limits, handler, logger)
 	errc := make(chan error, 1)
 	go func() { errc <- httpSrv.Serve(srv.Listener(ln, "api")) }()
 	logger.Info("logd started", "node", c.nodeID, "listen", ln.Addr().String(), "advertise", c.advertise, "raft", c.raftAddr, "data", c.dataDir, "fsync", c.fsync,
