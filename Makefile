@@ -31,7 +31,7 @@ cluster-stop:
 
 # The long versions of the end-to-end fault tests (cmd/logd/*_e2e_test.go).
 fault:
-	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -timeout 60m -run 'Cluster|Kill|Restart' -v ./cmd/logd/
+	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -timeout 60m -run 'Cluster|Kill|Restart|Abuse' -v ./cmd/logd/
 
 vet:
 	$(GO) vet $(PKGS)

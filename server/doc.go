@@ -22,6 +22,18 @@
 // records for the API; with max_wait_ms it long-polls on the read's change
 // channel.
 //
+// Bounds under abuse: every request passes request_limits.go first, which
+// bounds its body before anything reads it whole (in size, as sent and as
+// inflated, and in time, by a deadline that moves with the bytes received
+// and is lifted once the body is in, so long polls wait as asked), and
+// charges it to a memory budget of bodies in flight: a request that does
+// not fit is refused with OVERLOADED and a retry-after hint, unread when
+// its length is declared. Server.Listener caps a listener's connections,
+// in all and per remote address (listener.go); cmd/logd keeps the cap
+// below the open-file limit less a reserve for the node's own files. The
+// cluster's topic quota is checked by the state machine when it applies a
+// creation (replication.Config.Quota).
+//
 // Imports: besides the API, server uses replication for the backend's
 // value types and error sentinels (re-exported from the state machine),
 // group and queue for consumer group and queue group values, batch to
