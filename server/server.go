@@ -20,7 +20,9 @@ import (
 
 // Limits on requests. A request beyond them is refused whole.
 const (
-	// MaxRequestBytes bounds one encoded request.
+	// MaxRequestBytes is the default bound of one request body, as sent
+	// and as inflated (Limits.MaxRequestBytes): the largest
+	// max.message.bytes a topic may have.
 	MaxRequestBytes = 64 << 20
 	// MaxRecordsPerProduce bounds the records of one produce call.
 	MaxRecordsPerProduce = 100_000
