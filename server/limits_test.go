@@ -166,7 +166,7 @@ func TestRequestBodyBounds(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(resp.Body)
-		if !strings.Contains(string(b), "larger than this node accepts") {
+		if !strings.Contains(string(b), "REASON_RECORD_TOO_LARGE") {
 			t.Fatalf("got %s %s", resp.Status, b)
 		}
 	})
@@ -177,8 +177,8 @@ func TestRequestBodyBounds(t *testing.T) {
 		header http.Header
 		want   string // "" for success
 	}{
-		{name: "chunked past the bound", body: produceBody(t, 2*limit), length: -1, want: "larger than this node accepts"},
-		{name: "gzip bomb, Connect", body: gzipBomb(t, 1<<30), length: -1, header: http.Header{"Content-Encoding": {"gzip"}}, want: "larger than this node accepts"},
+		{name: "chunked past the bound", body: produceBody(t, 2*limit), length: -1, want: "REASON_RECORD_TOO_LARGE"},
+		{name: "gzip bomb, Connect", body: gzipBomb(t, 1<<30), length: -1, header: http.Header{"Content-Encoding": {"gzip"}}, want: "REASON_RECORD_TOO_LARGE"},
 		{name: "fair gzip body", body: gzipOf(t, produceBody(t, 1000)), length: -1, header: http.Header{"Content-Encoding": {"gzip"}}},
 		{name: "bad gzip", body: []byte("not gzip"), length: 8, header: http.Header{"Content-Encoding": {"gzip"}}, want: "gzip request body"},
 	}
@@ -197,34 +197,43 @@ func TestRequestBodyBounds(t *testing.T) {
 			}
 		})
 	}
-	t.Run("gzip bomb, gRPC", func(t *testing.T) {
-		// Under the bound as sent (about 260 KiB), so only inflating finds
-		// it too large.
-		bomb := gzipBomb(t, 256<<20)
-		frame := make([]byte, 5, 5+len(bomb))
-		frame[0] = 1 // compressed
-		binary.BigEndian.PutUint32(frame[1:], uint32(len(bomb)))
-		frame = append(frame, bomb...)
-		var protocols http.Protocols
-		protocols.SetUnencryptedHTTP2(true)
-		hc := &http.Client{Transport: &http.Transport{Protocols: &protocols}}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, hs.URL+logdv1connect.LogServiceProduceProcedure, bytes.NewReader(frame))
-		req.Header.Set("Content-Type", "application/grpc")
-		req.Header.Set("Grpc-Encoding", "gzip")
-		req.Header.Set("Te", "trailers")
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		msg := resp.Trailer.Get("Grpc-Message") + resp.Header.Get("Grpc-Message")
-		if !strings.Contains(msg, "larger than this node accepts") {
-			t.Fatalf("grpc-status %q message %q", resp.Trailer.Get("Grpc-Status")+resp.Header.Get("Grpc-Status"), msg)
-		}
-	})
-	if got := metric(t, reg, "logd_requests_too_large_total"); got < 4 {
-		t.Errorf("logd_requests_too_large_total = %v, want >= 4", got)
+	// gRPC: a compressed message under the bound as sent (about 260 KiB)
+	// that only inflating finds too large, and a plain one past it.
+	for name, msg := range map[string][]byte{"gzip bomb, gRPC": gzipBomb(t, 256<<20), "past the bound, gRPC": produceBody(t, 2*limit)} {
+		t.Run(name, func(t *testing.T) {
+			compressed := strings.HasPrefix(name, "gzip")
+			frame := make([]byte, 5, 5+len(msg))
+			if compressed {
+				frame[0] = 1
+			}
+			binary.BigEndian.PutUint32(frame[1:], uint32(len(msg)))
+			frame = append(frame, msg...)
+			var protocols http.Protocols
+			protocols.SetUnencryptedHTTP2(true)
+			hc := &http.Client{Transport: &http.Transport{Protocols: &protocols}}
+			// No declared length, as gRPC clients send: the body is read.
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, hs.URL+logdv1connect.LogServiceProduceProcedure, io.MultiReader(bytes.NewReader(frame)))
+			req.Header.Set("Content-Type", "application/grpc")
+			if compressed {
+				req.Header.Set("Grpc-Encoding", "gzip")
+			}
+			req.Header.Set("Te", "trailers")
+			resp, err := hc.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			status := resp.Trailer.Get("Grpc-Status") + resp.Header.Get("Grpc-Status")
+			msg := resp.Trailer.Get("Grpc-Message") + resp.Header.Get("Grpc-Message")
+			// 3: INVALID_ARGUMENT (RECORD_TOO_LARGE), not 8: RESOURCE_EXHAUSTED.
+			if status != "3" || !strings.Contains(msg, "larger than this node accepts") {
+				t.Fatalf("grpc-status %q message %q", status, msg)
+			}
+		})
+	}
+	if got := metric(t, reg, "logd_requests_too_large_total"); got < 5 {
+		t.Errorf("logd_requests_too_large_total = %v, want >= 5", got)
 	}
 	if got := metric(t, reg, "logd_request_inflight_bytes"); got != 0 {
 		t.Errorf("in-flight bytes after every request ended: %v", got)

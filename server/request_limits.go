@@ -120,7 +120,10 @@ func (rl *requestLimiter) wrap(next http.Handler, exempt func(*http.Request) boo
 			return
 		}
 		gz := strings.EqualFold(r.Header.Get("Content-Encoding"), "gzip")
-		b := &limitedBody{rl: rl, rc: rc, start: start, limit: limit + grpcFramingBytes}
+		b := &limitedBody{rl: rl, rc: rc, start: start, limit: limit}
+		if strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
+			b.limit += grpcFramingBytes
+		}
 		defer b.finish()
 		var upfront int64
 		if messageCompressed(r.Header) {
@@ -139,11 +142,11 @@ func (rl *requestLimiter) wrap(next http.Handler, exempt func(*http.Request) boo
 			}
 			b.charged = upfront
 		}
-		b.wire = http.MaxBytesReader(w, r.Body, limit+grpcFramingBytes)
+		b.wire = http.MaxBytesReader(w, r.Body, b.limit)
 		b.src = &countingReader{r: b.wire, n: &b.wireBytes}
 		if gz {
 			// Inflated here, as read: Connect then sees a plain body.
-			b.gzip, b.limit = true, limit
+			b.gzip = true
 			r.Header.Del("Content-Encoding")
 			r.ContentLength = -1
 		}

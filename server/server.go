@@ -111,7 +111,13 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	limit := s.limiter.maxBytes()
 	path, h := logdv1connect.NewLogServiceHandler(s,
-		connect.WithReadMaxBytes(int(min(limit, math.MaxInt32))),
+		// No read bound of Connect's own: the request limits bound every
+		// body before Connect reads it (request_limits.go) and refuse it
+		// with RECORD_TOO_LARGE. Connect's bound would refuse first, with
+		// RESOURCE_EXHAUSTED and no reason, which clients take for
+		// "overloaded" and retry, after reading the rest of the body to
+		// report its size.
+		connect.WithReadMaxBytes(0),
 		// Messages inflate under the same bound (decompress.go).
 		connect.WithCompression("gzip", newBoundedGzip(limit, func() error { return s.limiter.errTooLarge(-1) }), gzipCompressor),
 		// Compressed requests are accepted, but responses are not gzipped:
