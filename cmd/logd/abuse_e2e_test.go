@@ -268,13 +268,15 @@ func TestAbuseSlowBodyFlood(t *testing.T) {
 	const nofile = 1024
 	sources, perSource, attack := 6, 500, 8*time.Second
 	if faultLong() {
-		sources, perSource, attack = 10, 1000, 40*time.Second
+		sources, perSource, attack = 7, 1000, 40*time.Second
 	}
 	nd := startNodeLimited(t, nofile, "--http-body-timeout", "2s", "--http-read-header-timeout", "2s", "--max-connections-per-ip", "200")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	// A segment every few records: each roll opens files.
-	createTopic(t, ctx, nd, "victim", 1, map[string]string{"segment.bytes": "4096"})
+	// A new segment every quarter second of appends: each roll opens
+	// files. (By time, so that the segments, which keep a descriptor
+	// each, stay well within the reserve however fast the producers go.)
+	createTopic(t, ctx, nd, "victim", 1, map[string]string{"segment.ms": "250"})
 
 	w := watch(nd, "logd_connections_open", "logd_connection_limit_waits_total", "logd_connections_refused_total", "logd_request_body_timeouts_total")
 	v := startVictims(t, nd, "victim", 2)
@@ -308,9 +310,11 @@ func TestAbuseSlowBodyFlood(t *testing.T) {
 
 // trickle is one slow-body attacker: it connects from src, sends a
 // Produce header announcing a 1 MB body, then a byte a second, until the
-// node closes the connection; then it connects again, until stop.
+// node closes the connection; then it connects again, until stop. One
+// goroutine each (the race detector allows about 8000).
 func trickle(addr string, src *net.TCPAddr, stop <-chan struct{}, opened, cut *atomic.Int64) {
 	d := net.Dialer{LocalAddr: src, Timeout: 5 * time.Second}
+	buf := make([]byte, 512)
 	for {
 		select {
 		case <-stop:
@@ -327,26 +331,29 @@ func trickle(addr string, src *net.TCPAddr, stop <-chan struct{}, opened, cut *a
 			continue
 		}
 		opened.Add(1)
-		closed := make(chan struct{})
-		go func() {
-			// The node answers (or just closes) when it cuts the body.
-			io.Copy(io.Discard, c)
-			close(closed)
-		}()
 		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: logd\r\nContent-Type: application/proto\r\nContent-Length: 1000000\r\n\r\n", logdv1connect.LogServiceProduceProcedure)
 	body:
 		for {
 			select {
 			case <-stop:
 				c.Close()
-				<-closed
 				return
-			case <-closed:
-				cut.Add(1)
-				break body
-			case <-time.After(time.Second):
+			default:
+			}
+			// Wait a second for the node to answer or close; then send a
+			// byte more.
+			c.SetReadDeadline(time.Now().Add(time.Second))
+			_, err := c.Read(buf)
+			var ne net.Error
+			switch {
+			case err == nil:
+				// The node's answer to the cut body; its close follows.
+			case errors.As(err, &ne) && ne.Timeout():
 				c.SetWriteDeadline(time.Now().Add(time.Second))
 				c.Write([]byte{0})
+			default:
+				cut.Add(1)
+				break body
 			}
 		}
 		c.Close()
