@@ -189,7 +189,11 @@ func (c *joinCluster) open(ctx context.Context, id string, bootstrap bool) *Node
 	c.byAPI[cfg.APIAdvertise] = n
 	c.mu.Unlock()
 	if bootstrap {
-		for !n.IsLeader() || !n.Ready() {
+		// A new leader registers its own API address in the log after it
+		// is ready; wait for that too, or a test's "membership before"
+		// can miss it and see the membership change under it.
+		registered := func() bool { api, _ := n.fsm.NodeAddress(id); return api == cfg.APIAdvertise }
+		for !n.IsLeader() || !n.Ready() || !registered() {
 			select {
 			case <-ctx.Done():
 				c.t.Fatalf("%s does not lead", id)
