@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/logd-dev/logd/internal/failpoint"
 )
 
 // Compaction keeps, below a cleaning point, only the newest record of each
@@ -652,6 +654,7 @@ func (l *Log) CommitCompaction(c *Compaction) error {
 				errs = append(errs, err)
 			}
 		}
+		failpoint.Inject("logCompactionSwap")
 		seg := &segment{dir: l.dir, meta: o.meta}
 		var err error
 		if seg.data, err = l.fsys.OpenFile(seg.path(extLog), os.O_RDWR|os.O_APPEND, 0); err != nil {

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+
+	"github.com/logd-dev/logd/internal/failpoint"
 )
 
 // Installing segments copied from another replica (snapshot catch-up).
@@ -161,6 +163,7 @@ func InstallStaged(dir string, opts Options, keep, staged []int64) error {
 				return fmt.Errorf("log: install segment %d: %w", base, err)
 			}
 		}
+		failpoint.Inject("logInstall")
 	}
 	if err := fsys.SyncDir(dir); err != nil {
 		return fmt.Errorf("log: install: sync dir: %w", err)

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/logd-dev/logd/internal/failpoint"
 )
 
 // AppendMeta travels with one append (or Roll).
@@ -133,6 +135,7 @@ func (l *Log) write(seg *segment, pos int64, h header, body []byte) error {
 	l.unsynced = true
 	_, err := seg.data.Write(l.hdr[:])
 	if err == nil {
+		failpoint.Inject("logSegmentWrite")
 		_, err = seg.data.Write(body)
 	}
 	if err != nil {
@@ -230,6 +233,7 @@ func (l *Log) roll(applied uint64, now time.Time) error {
 		if err := old.closeIndexFiles(); err != nil {
 			return l.fail(nil, 0, fmt.Errorf("roll segment %d: close index: %w", old.base(), err))
 		}
+		failpoint.Inject("logRoll")
 	}
 	seg, err := createSegment(l.fsys, l.dir, segMeta{base: st.end(), baseApplied: applied, created: now.UnixNano()})
 	if err != nil {
@@ -280,6 +284,7 @@ func (l *Log) syncActive() error {
 	if seg == nil || !l.unsynced {
 		return nil
 	}
+	failpoint.Inject("logFsync")
 	if err := seg.data.Sync(); err != nil {
 		return l.fail(seg, st.active.size, fmt.Errorf("sync segment %d: %w", seg.base(), err))
 	}

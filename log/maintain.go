@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/logd-dev/logd/internal/failpoint"
 )
 
 // DeleteBefore deletes, oldest first, every closed segment whose EndOffset is
@@ -42,6 +44,7 @@ func (l *Log) DeleteBefore(offset int64) (int, error) {
 			l.err = fmt.Errorf("delete segment %d: %w", v.seg.base(), err)
 			return 0, l.err
 		}
+		failpoint.Inject("logRetentionDelete")
 	}
 	if err := l.fsys.SyncDir(l.dir); err != nil {
 		l.err = fmt.Errorf("delete segments: sync dir: %w", err)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/logd-dev/logd/dedup"
 	"github.com/logd-dev/logd/log"
+
+	"github.com/logd-dev/logd/internal/failpoint"
 )
 
 // manifestVersion is the snapshot format version. Version 2 follows the
@@ -142,6 +144,7 @@ func (s *Snapshot) Persist(w io.Writer) error {
 			return fmt.Errorf("sync %s-%d: %w", p.Topic, p.Index, err)
 		}
 	}
+	failpoint.Inject("fsmSnapshotPersist")
 	return s.writeTo(w)
 }
 
