@@ -107,6 +107,10 @@ var table = []row{
 	{path: "api/logdv1/logdv1connect", layer: layerAPI, only: []string{"api/..."}, siblings: []string{"api/logdv1"}},
 
 	{path: "replication", layer: layerRaft},
+	// The faults a fault build of cmd/logd injects into its own stores
+	// (wrappers of log.FS and of Raft's stores); only cmd/logd's files
+	// built with -tags faults import it.
+	{path: "internal/faults", layer: layerRaft},
 
 	{path: "replication/fsm", layer: layerMachine, pure: true},
 
