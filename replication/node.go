@@ -116,6 +116,11 @@ type Config struct {
 	// election timeout. Tests shorten them so a single node elects itself
 	// in milliseconds.
 	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout time.Duration
+	// WrapRaftStores, if set, wraps Raft's log and stable store once they
+	// are open on disk (not with InMemory): fault builds of cmd/logd slow
+	// them down or hold log writes back (internal/faults). A wrapper that
+	// is an io.Closer is closed before the store.
+	WrapRaftStores func(raft.LogStore, raft.StableStore) (raft.LogStore, raft.StableStore)
 }
 
 // Validate checks required fields and the Raft timeouts.

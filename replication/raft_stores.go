@@ -3,9 +3,11 @@ package replication
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -157,8 +159,22 @@ func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 		store.Close()
 		return nil, fmt.Errorf("raft transport on %s: %w", cfg.RaftBind, err)
 	}
-	return &raftStores{logs: store, stable: store, snaps: snaps, transport: transport,
-		closers: []func() error{transport.Close, store.Close}}, nil
+	stores := &raftStores{logs: store, stable: store, snaps: snaps, transport: transport,
+		closers: []func() error{transport.Close, store.Close}}
+	stores.wrap(cfg.WrapRaftStores)
+	return stores, nil
+}
+
+// wrap applies Config.WrapRaftStores, if set; a log store wrapper that is
+// an io.Closer is closed after the transport and before the stores.
+func (s *raftStores) wrap(w func(raft.LogStore, raft.StableStore) (raft.LogStore, raft.StableStore)) {
+	if w == nil {
+		return
+	}
+	s.logs, s.stable = w(s.logs, s.stable)
+	if c, ok := s.logs.(io.Closer); ok {
+		s.closers = slices.Insert(s.closers, 1, c.Close)
+	}
 }
 
 // openMemStores returns in-memory stores and an in-memory transport
