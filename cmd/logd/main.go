@@ -190,7 +190,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if c.advertise == "" {
 		c.advertise = ln.Addr().String()
 	}
-	node, err := replication.Open(replication.Config{
+	cfg := replication.Config{
 		NodeID:            c.nodeID,
 		DataDir:           c.dataDir,
 		RaftBind:          c.raftAddr,
@@ -209,7 +209,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		LeaderLeaseTimeout:   c.raftLease,
 		Quota:                c.limits.quota(),
 		Logger:               logger,
-	})
+	}
+	// Fault builds only (faults_on.go); the default build refuses their
+	// environment.
+	faultsDone, err := applyFaults(&cfg, getenv, logger)
+	if err != nil {
+		return err
+	}
+	defer faultsDone()
+	node, err := replication.Open(cfg)
 	if err != nil {
 		return fmt.Errorf("open node: %w", err)
 	}
