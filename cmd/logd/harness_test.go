@@ -39,7 +39,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	logdBinary = filepath.Join(dir, "logd")
-	out, err := exec.Command("go", "build", "-race", "-o", logdBinary, ".").CombinedOutput()
+	// One fault build for every test: its faults are inert unless a test
+	// sets their environment (internal/faults, internal/failpoint).
+	out, err := exec.Command("go", "build", "-race", "-tags", "faults", "-o", logdBinary, ".").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build logd: %v\n%s", err, out)
 		os.Exit(1)
@@ -293,7 +295,7 @@ type ack struct {
 // check applies the fault tests' rules to what one node holds: every
 // acknowledged record at its offset; offsets dense from 0; no value twice;
 // nothing that was never attempted.
-func check(t *testing.T, got map[int32][]*logdv1.FetchedRecord, acks []ack, attempted map[string]bool) {
+func check(t testing.TB, got map[int32][]*logdv1.FetchedRecord, acks []ack, attempted map[string]bool) {
 	t.Helper()
 	byValue := map[string]ack{}
 	for part, recs := range got {
