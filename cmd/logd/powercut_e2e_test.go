@@ -182,3 +182,10 @@ func TestClusterPowerCut(t *testing.T) {
 		t.Logf("the checker found, as it must without fsync (%d complaints), e.g.: %q", len(complaints), complaints[:min(3, len(complaints))])
 	})
 }
+
+// callCount returns how many produce calls ended, acknowledged or not.
+func (ps *producers) callCount() int {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.calls
+}
