@@ -323,7 +323,7 @@ func (c *checker) onlyDeps() []string {
 }
 
 // stdOnly: packages marked so depend on the standard library alone, and
-// on the external packages their row lists.
+// on the external packages and module packages (stdAllow) their row lists.
 func (c *checker) stdOnly() []string {
 	var out []string
 	for _, x := range c.present() {
