@@ -79,6 +79,24 @@ func (c *cluster) bytesCut() int64 {
 	return sum
 }
 
+// faultSeed is LOGD_FAULT_SEED, or a fresh seed; it is printed so a run's
+// schedule (here, the moments of the power cuts, counted in acks) can be
+// replayed.
+func faultSeed(t *testing.T) uint64 {
+	t.Helper()
+	if s := os.Getenv("LOGD_FAULT_SEED"); s != "" {
+		seed, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("LOGD_FAULT_SEED=%q: %v", s, err)
+		}
+		t.Logf("seed %d (from LOGD_FAULT_SEED)", seed)
+		return seed
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d (LOGD_FAULT_SEED=%d replays it)", seed, seed)
+	return seed
+}
+
 // errRecorder is a testing.TB whose Errorf records instead of failing: a
 // control runs the checker through it, since there the checker must
 // complain.
@@ -108,9 +126,7 @@ func powerCuts(t *testing.T, mode string, cycles int, untilLoss bool) (complaint
 	c := newCluster(t, 3, "--snapshot-threshold", "256", "--snapshot-interval", "200ms")
 	const parts = 3
 	createTopic(t, ctx, c.nodes[1], "pc", parts, map[string]string{"segment.bytes": "16384"})
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 19))
+	rng := rand.New(rand.NewPCG(faultSeed(t), 19))
 	ps := newProducers(5)
 	for k := range cycles {
 		stop := make(chan struct{})
@@ -119,13 +135,21 @@ func powerCuts(t *testing.T, mode string, cycles int, untilLoss bool) (complaint
 			wg.Add(1)
 			go func() { defer wg.Done(); ps.run(ctx, t, c.nodes[i%3].listen, "pc", i+10*k, stop) }()
 		}
-		ps.waitAcks(t, ctx, "acks before the power cut", 200+rng.IntN(400))
+		target, start := ps.ackCount()+200+rng.IntN(400), time.Now()
+		// Past the write-back interval of LOGD_FAULT_POWERCUT=nosync, so
+		// the membership of the new cluster is on disk and only records
+		// can be lost.
+		waitFor(t, ctx, "acks before the power cut", func() bool {
+			return ps.ackCount() >= target && time.Since(start) > time.Second
+		})
 		c.killAll() // producers still writing
 		close(stop)
 		wg.Wait()
 		t.Logf("cycle %d: power cut of every node at %d acks in all (%d calls, %d failed or unknown)", k+1, len(ps.acks), ps.calls, ps.failed)
-		c.restartAll(ctx)
-		c.converge(ctx)
+		cctx, ccancel := context.WithTimeout(ctx, 2*time.Minute)
+		c.restartAll(cctx)
+		c.converge(cctx)
+		ccancel()
 		// Every record acknowledged so far, in this cycle or before.
 		rec := &errRecorder{TB: t}
 		c.checkEveryNodeTB(ctx, rec, "pc", parts, ps.acks, ps.attempted)
