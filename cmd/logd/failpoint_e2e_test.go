@@ -132,12 +132,22 @@ func TestClusterFailpoints(t *testing.T) {
 		stopSide = func() { sideOnce.Do(func() { close(sideDone); sideWG.Wait() }) }
 		return func() { stopSide(); once.Do(func() { close(done); wg.Wait() }) }, stopSide
 	}
-	for k, point := range durabilityPoints {
-		ok := t.Run(point.name, func(t *testing.T) {
+	// make fault runs every point three times, on varying followers.
+	rounds := 1
+	if faultLong() {
+		rounds = 3
+	}
+	for k := range rounds * len(durabilityPoints) {
+		point := durabilityPoints[k%len(durabilityPoints)]
+		name := point.name
+		if rounds > 1 {
+			name = fmt.Sprintf("round%d/%s", k/len(durabilityPoints)+1, point.name)
+		}
+		ok := t.Run(name, func(t *testing.T) {
 			leader := c.leader(ctx)
-			victim := c.nodes[(k+1)%3]
+			victim := c.nodes[(k+k/len(durabilityPoints)+1)%3]
 			if victim == leader {
-				victim = c.nodes[(k+2)%3]
+				victim = c.nodes[(k+k/len(durabilityPoints)+2)%3]
 			}
 			victim.kill()
 			if point.name == "logInstall" {
