@@ -170,7 +170,9 @@ func (c *joinCluster) open(ctx context.Context, id string, bootstrap bool) *Node
 	c.t.Helper()
 	cfg := Config{NodeID: id, DataDir: c.t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: bootstrap,
 		APIAdvertise: id + ".api.test:7070", Logger: testLogger(), RaftLogLevel: "error",
-		HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond, LeaderLeaseTimeout: 150 * time.Millisecond,
+		// Timeouts above the default: these tests run beside others under
+		// -race, where a 150ms lease lost leadership mid-test.
+		HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond, LeaderLeaseTimeout: 500 * time.Millisecond,
 		Fatal: func(err error) { c.t.Errorf("%s: fatal: %v", id, err) }}
 	n, err := Open(cfg)
 	if err != nil {
