@@ -93,6 +93,11 @@ type Config struct {
 	// CatchUpTimeout bounds one snapshot catch-up; default
 	// DefaultCatchUpTimeout.
 	CatchUpTimeout time.Duration
+	// Peers, if set, routes Raft's dials to peers (peers.go); Open
+	// attaches the node registry to it, so the front end's dials to a
+	// peer's registered API address can be routed too. Nil: peers are
+	// dialed at their advertised addresses.
+	Peers *PeerResolver
 	// InMemory keeps Raft's log, stable store and snapshots in memory and
 	// connects Raft through raft.NewInmemTransport instead of TCP, so a
 	// node runs inside a test process with no Raft port or files (package
@@ -231,6 +236,8 @@ func Open(cfg Config) (*Node, error) {
 		Dir: filepath.Join(cfg.DataDir, "topics"), Log: logOpts, Logger: cfg.Logger, Fatal: cfg.Fatal,
 		Self: cfg.NodeID, Fetcher: newSegmentFetcher(cfg.SegmentSource, cfg.CatchUpTimeout, cfg.Logger),
 	})
+
+	cfg.Peers.attach(sm)
 
 	if cfg.Bootstrap {
 		has, err := raft.HasExistingState(stores.logs, stores.stable, stores.snaps)

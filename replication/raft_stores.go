@@ -154,7 +154,9 @@ func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 		}
 		adv = a
 	}
-	transport, err := raft.NewTCPTransportWithLogger(cfg.RaftBind, adv, 3, 10*time.Second, hlog)
+	transport, err := raft.NewTCPTransportWithConfig(cfg.RaftBind, adv, &raft.NetworkTransportConfig{
+		MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog, ServerAddressProvider: cfg.Peers.raftProvider(),
+	})
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("raft transport on %s: %w", cfg.RaftBind, err)

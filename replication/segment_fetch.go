@@ -17,10 +17,14 @@ type SegmentClient struct {
 	hc *http.Client
 }
 
-// NewSegmentClient returns a SegmentClient. It starts nothing.
-func NewSegmentClient() *SegmentClient {
+// NewSegmentClient returns a SegmentClient that dials peers through peers
+// (nil: at their registered addresses). It starts nothing.
+func NewSegmentClient(peers *PeerResolver) *SegmentClient {
+	d := &net.Dialer{Timeout: 2 * time.Second}
 	t := &http.Transport{
-		DialContext:           (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return d.DialContext(ctx, network, peers.API(addr))
+		},
 		ResponseHeaderTimeout: 10 * time.Second,
 	}
 	return &SegmentClient{hc: &http.Client{Transport: t}}

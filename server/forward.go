@@ -119,9 +119,12 @@ func newForwarder(s *Server) *forwarder {
 	// trailers included.
 	var protocols http.Protocols
 	protocols.SetUnencryptedHTTP2(true)
+	d := &net.Dialer{Timeout: forwardDialTimeout}
 	transport := &http.Transport{
-		Protocols:           &protocols,
-		DialContext:         (&net.Dialer{Timeout: forwardDialTimeout}).DialContext,
+		Protocols: &protocols,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return d.DialContext(ctx, network, s.peers.API(addr))
+		},
 		MaxIdleConnsPerHost: 64,
 	}
 	fw.proxy = &httputil.ReverseProxy{

@@ -18,7 +18,7 @@ import (
 // API address it gives, who it is and how far it has applied.
 func (s *Server) Join(ctx context.Context, req *connect.Request[logdv1.JoinRequest]) (*connect.Response[logdv1.JoinResponse], error) {
 	m := req.Msg
-	tr := peerProbeTransport()
+	tr := s.peerProbeTransport()
 	defer tr.CloseIdleConnections()
 	probe := statusProbe(&http.Client{Transport: tr})
 	err := s.b.Join(ctx, replication.JoinRequest{ID: m.NodeId, RaftAddress: m.RaftAddress, APIAddress: m.ApiAddress, FeatureLevel: replication.FeatureLevel(m.FeatureLevel)}, probe)
@@ -29,10 +29,13 @@ func (s *Server) Join(ctx context.Context, req *connect.Request[logdv1.JoinReque
 }
 
 // peerProbeTransport is the HTTP transport of one join's questions to
-// nodes: no proxy from the environment (peers are dialed directly), and
-// bounded dials; each question's context bounds the rest.
-func peerProbeTransport() *http.Transport {
-	return &http.Transport{DialContext: (&net.Dialer{Timeout: forwardDialTimeout}).DialContext}
+// nodes: no proxy from the environment (peers are dialed directly, through
+// s.peers), and bounded dials; each question's context bounds the rest.
+func (s *Server) peerProbeTransport() *http.Transport {
+	d := &net.Dialer{Timeout: forwardDialTimeout}
+	return &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return d.DialContext(ctx, network, s.peers.API(addr))
+	}}
 }
 
 // statusProbe is replication.NodeProbe over the client API: the node's

@@ -55,6 +55,10 @@ type Options struct {
 	// Conns bounds the connections of the listeners wrapped by
 	// Server.Listener (listener.go). The zero value bounds nothing.
 	Conns ConnLimits
+	// Peers routes this node's dials to other nodes' API addresses
+	// (forwarding to the leader, the wait for a joining node); nil dials
+	// the registered addresses (replication.PeerResolver).
+	Peers *replication.PeerResolver
 }
 
 // Server implements the LogService handlers over a Backend.
@@ -82,6 +86,8 @@ type Server struct {
 	limiter     *requestLimiter
 	conns       ConnLimits
 	connMetrics *connMetrics
+	// peers maps a peer's API address to the one this node dials.
+	peers *replication.PeerResolver
 }
 
 // New builds a Server. It starts nothing. Options.Limits must be valid
@@ -94,7 +100,7 @@ func New(opts Options) *Server {
 		opts.Registry = prometheus.NewRegistry()
 		opts.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	s := &Server{b: opts.Backend, segments: opts.Segments, logger: opts.Logger, reg: opts.Registry, conns: opts.Conns}
+	s := &Server{b: opts.Backend, segments: opts.Segments, logger: opts.Logger, reg: opts.Registry, conns: opts.Conns, peers: opts.Peers}
 	s.limiter = newRequestLimiter(opts.Limits, opts.Registry)
 	s.connMetrics = newConnMetrics(opts.Registry)
 	s.metrics = newMetrics(opts.Registry, opts.Backend)

@@ -50,6 +50,10 @@ type config struct {
 	raftHeartbeat, raftElection, raftLease time.Duration
 	// limits bounds what clients may cost the node (httpserver.go).
 	limits limitConfig
+	// peerRoutes is where this node dials its peers
+	// (replication.ParsePeerRoutes), from LOGD_PEER_ROUTES only: a test
+	// puts its fault proxies there, so it is not a flag users see.
+	peerRoutes replication.PeerRoutes
 }
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -131,6 +135,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 			return c, fmt.Errorf("--%s: want a positive duration, got %q", f.name, raftFlags[i])
 		}
 	}
+	if c.peerRoutes, err = replication.ParsePeerRoutes(getenv("LOGD_PEER_ROUTES")); err != nil {
+		return c, fmt.Errorf("LOGD_PEER_ROUTES: %w", err)
+	}
 	switch c.fsync {
 	case "raft", "always":
 	default:
@@ -190,6 +197,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if c.advertise == "" {
 		c.advertise = ln.Addr().String()
 	}
+	peers := replication.NewPeerResolver(c.peerRoutes)
 	cfg := replication.Config{
 		NodeID:            c.nodeID,
 		DataDir:           c.dataDir,
@@ -197,7 +205,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		RaftAdvertise:     c.raftAdvertise,
 		Bootstrap:         c.join == "",
 		APIAdvertise:      c.advertise,
-		SegmentSource:     replication.NewSegmentClient(),
+		SegmentSource:     replication.NewSegmentClient(peers),
+		Peers:             peers,
 		SyncPartitions:    c.fsync == "always",
 		SnapshotThreshold: c.snapshotEvery,
 		SnapshotInterval:  c.snapshotPeriod,
@@ -223,7 +232,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	backend := replication.NewBackend(node)
 	srv := server.New(server.Options{Backend: backend, Segments: backend.SegmentHandler(), Logger: logger,
-		Limits: c.limits.serverLimits(), Conns: conns})
+		Limits: c.limits.serverLimits(), Conns: conns, Peers: peers})
 	handler := srv.Handler()
 	if c.pprof {
 		mux := http.NewServeMux()
@@ -244,7 +253,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		defer close(joinDone)
 		if c.join != "" {
 			// It ends when joined or when the node shuts down.
-			if _, err := node.JoinCluster(joinCtx, c.join, askJoin); err != nil && joinCtx.Err() == nil {
+			if _, err := node.JoinCluster(joinCtx, c.join, joinVia(peers)); err != nil && joinCtx.Err() == nil {
 				logger.Error("join", "err", err)
 			}
 		}

@@ -1,0 +1,81 @@
+package replication
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/logd-dev/logd/replication/fsm"
+)
+
+func TestParsePeerRoutes(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     PeerRoutes
+		bad      bool
+	}{
+		{name: "empty", in: "", want: PeerRoutes{}},
+		{name: "both kinds", in: "n2/raft=127.0.0.1:1,n2/api=127.0.0.1:2,n3/api=h:3",
+			want: PeerRoutes{"n2": {Raft: "127.0.0.1:1", API: "127.0.0.1:2"}, "n3": {API: "h:3"}}},
+		{name: "id with a slash", in: "a/b/raft=x:1", want: PeerRoutes{"a/b": {Raft: "x:1"}}},
+		{name: "no kind", in: "n2=127.0.0.1:1", bad: true},
+		{name: "unknown kind", in: "n2/grpc=127.0.0.1:1", bad: true},
+		{name: "no address", in: "n2/raft=", bad: true},
+		{name: "no id", in: "/raft=x:1", bad: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParsePeerRoutes(tc.in)
+			if tc.bad {
+				if !errors.Is(err, ErrInvalidArgument) {
+					t.Fatalf("ParsePeerRoutes(%q) = %v, %v; want ErrInvalidArgument", tc.in, got, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.String() != tc.want.String() || len(got) != len(tc.want) {
+				t.Fatalf("ParsePeerRoutes(%q) = %v, want %v", tc.in, got, tc.want)
+			}
+			again, err := ParsePeerRoutes(got.String())
+			if err != nil || again.String() != got.String() {
+				t.Fatalf("round trip of %q: %v, %v", got.String(), again, err)
+			}
+		})
+	}
+}
+
+// TestPeerResolver: Raft dials a routed peer at its route and falls back
+// for others; an API address is routed once the registry names its node.
+func TestPeerResolver(t *testing.T) {
+	var none *PeerResolver
+	if got := none.API("a:1"); got != "a:1" {
+		t.Errorf("nil resolver: API(a:1) = %q", got)
+	}
+	if none.raftProvider() != nil || NewPeerResolver(PeerRoutes{"n2": {API: "p:2"}}).raftProvider() != nil {
+		t.Error("a resolver without Raft routes gives Raft a provider")
+	}
+
+	r := NewPeerResolver(PeerRoutes{"a": {Raft: "p:1", API: "p:2"}, "b": {Raft: "p:3"}})
+	prov := r.raftProvider()
+	if got, err := prov.ServerAddr("a"); err != nil || got != raft.ServerAddress("p:1") {
+		t.Errorf("ServerAddr(a) = %q, %v", got, err)
+	}
+	if _, err := prov.ServerAddr("c"); err == nil {
+		t.Error("ServerAddr of an unrouted peer: no error, so Raft would not fall back")
+	}
+	if got := r.API("a:1"); got != "a:1" {
+		t.Errorf("before the registry is attached: API(a:1) = %q", got)
+	}
+	f, _ := testFSM(t, t.TempDir(), nil)
+	f.ApplyBatch(entries(
+		mustJSON(t, fsm.CmdNodeRegister, 1, fsm.NodeRegister{ID: "a", APIAddress: "a:1"}),
+		mustJSON(t, fsm.CmdNodeRegister, 2, fsm.NodeRegister{ID: "b", APIAddress: "b:1"})))
+	r.attach(f)
+	for addr, want := range map[string]string{"a:1": "p:2", "b:1": "b:1", "c:1": "c:1"} {
+		if got := r.API(addr); got != want {
+			t.Errorf("API(%s) = %q, want %q", addr, got, want)
+		}
+	}
+}
