@@ -1,0 +1,322 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Processes is what the runner does to the real nodes, by index. The
+// test's harness implements it over its logd processes.
+type Processes interface {
+	// Leader returns the node that leads now, if any answers so.
+	Leader(ctx context.Context) (int, bool)
+	// Kill SIGKILLs a node; Restart starts it again on its data.
+	Kill(i int) error
+	Restart(i int) error
+	// Pause SIGSTOPs a node; Resume SIGCONTs it.
+	Pause(i int) error
+	Resume(i int) error
+}
+
+// Event is one fault applied or healed, at a time from the run's start.
+type Event struct {
+	At   time.Duration
+	What string
+}
+
+func (e Event) String() string { return fmt.Sprintf("t+%dms %s", e.At.Milliseconds(), e.What) }
+
+// Runner applies a schedule's faults to processes and the network, one at
+// a time, and heals each when its time is up. It logs every fault and
+// heal, with its time, through Logf, and keeps them for the report.
+type Runner struct {
+	// Procs are the nodes. Required.
+	Procs Processes
+	// Net are the proxies between the nodes; required by network faults.
+	Net *Net
+	// Logf receives one line per event (a test's t.Logf); nil: none.
+	Logf func(format string, args ...any)
+
+	mu sync.Mutex
+	// start, events, killed and paused are guarded by mu.
+	start  time.Time
+	events []Event
+	killed map[int]bool
+	paused map[int]bool
+}
+
+// Events returns the events so far.
+func (r *Runner) Events() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events)
+}
+
+func (r *Runner) record(format string, args ...any) {
+	r.mu.Lock()
+	e := Event{At: time.Since(r.start), What: fmt.Sprintf(format, args...)}
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+	if r.Logf != nil {
+		r.Logf("nemesis %s", e)
+	}
+}
+
+// Run applies s from now: each step at its time from start (at once if
+// late), healed after its duration. It returns when the schedule is done
+// or ctx ends, with everything healed: every paused node resumed, every
+// killed node restarted, every link open. start is the run's time zero,
+// shared with the workload's history.
+func (r *Runner) Run(ctx context.Context, start time.Time, s Schedule) error {
+	r.mu.Lock()
+	r.start = start
+	r.killed, r.paused = map[int]bool{}, map[int]bool{}
+	r.mu.Unlock()
+	for _, k := range s.Steps {
+		if k.Kind.NeedsNet() && r.Net == nil {
+			return fmt.Errorf("nemesis: fault %s needs the proxies, and the runner has none", k.Kind)
+		}
+	}
+	var errs []error
+	for _, st := range s.Steps {
+		if !sleepUntil(ctx, start.Add(st.At)) {
+			break
+		}
+		heal, err := r.apply(ctx, st)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("apply %s: %w", st.Kind, err))
+		}
+		sleepUntil(ctx, time.Now().Add(st.For))
+		if heal != nil {
+			if err := heal(); err != nil {
+				errs = append(errs, fmt.Errorf("heal %s: %w", st.Kind, err))
+			}
+		}
+	}
+	if err := r.HealAll(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// HealAll resumes every paused node, restarts every killed one and opens
+// every link.
+func (r *Runner) HealAll() error {
+	r.mu.Lock()
+	paused, killed := sortedKeys(r.paused), sortedKeys(r.killed)
+	r.mu.Unlock()
+	var errs []error
+	if r.Net != nil {
+		r.Net.Heal()
+	}
+	if len(paused) > 0 {
+		errs = append(errs, r.resume(paused))
+	}
+	if len(killed) > 0 {
+		errs = append(errs, r.restart(killed))
+	}
+	return errors.Join(errs...)
+}
+
+func sortedKeys(m map[int]bool) []int {
+	var out []int
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// sleepUntil waits until t; false if ctx ended first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// leader returns the leader, or Order[0] when no node leads.
+func (r *Runner) leader(ctx context.Context, f Fault) (int, string) {
+	lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if l, ok := r.Procs.Leader(lctx); ok {
+		return l, fmt.Sprintf("leader n%d", l+1)
+	}
+	return f.Order[0], fmt.Sprintf("n%d (no leader)", f.Order[0]+1)
+}
+
+// apply starts one fault and returns how to heal it.
+func (r *Runner) apply(ctx context.Context, st Step) (heal func() error, err error) {
+	n := len(st.Order)
+	minority := (n - 1) / 2
+	switch st.Kind {
+	case KillLeader, PauseLeader:
+		l, who := r.leader(ctx, st.Fault)
+		if st.Kind == KillLeader {
+			return r.kill([]int{l}, who)
+		}
+		return r.pause([]int{l}, who)
+	case KillRandom:
+		return r.kill(st.Order[:1], "")
+	case KillMajority:
+		return r.kill(st.Order[:n/2+1], "")
+	case PauseMinority:
+		return r.pause(st.Order[:max(minority, 1)], "")
+	case IsolateLeader:
+		l, who := r.leader(ctx, st.Fault)
+		var others []int
+		for i := range n {
+			if i != l {
+				others = append(others, i)
+			}
+		}
+		return r.cut(st, []int{l}, others, who+" isolated")
+	case Split:
+		small := st.Order[:max(minority, 1)]
+		return r.cut(st, small, st.Order[len(small):], "minority/majority")
+	case Bridge:
+		rest := st.Order[1:]
+		a, b := rest[:len(rest)/2], rest[len(rest)/2:]
+		return r.cut(st, a, b, fmt.Sprintf("bridge n%d", st.Order[0]+1))
+	case OneWay:
+		from, who := st.Order[0], fmt.Sprintf("n%d", st.Order[0]+1)
+		if st.Leader {
+			from, who = r.leader(ctx, st.Fault)
+		}
+		var to []int
+		for _, j := range st.Order {
+			if j != from {
+				to = append(to, j)
+			}
+		}
+		if !st.All {
+			to = to[:1]
+		}
+		for _, j := range to {
+			r.Net.Set(from, j, st.Link)
+		}
+		r.record("%s: %s -> %s %v", st.Kind, who, names(to), st.Link)
+		return func() error {
+			for _, j := range to {
+				r.Net.Set(from, j, Link{})
+			}
+			r.record("heal %s: %s -> %s open", st.Kind, who, names(to))
+			return nil
+		}, nil
+	case Slow:
+		for i := range n {
+			for j := range n {
+				if i != j {
+					r.Net.Set(i, j, st.Link)
+				}
+			}
+		}
+		r.record("%s: every link %v", st.Kind, st.Link)
+		return func() error {
+			r.Net.Heal()
+			r.record("heal %s: every link open", st.Kind)
+			return nil
+		}, nil
+	}
+	return nil, fmt.Errorf("nemesis: unknown fault kind %q", st.Kind)
+}
+
+func names(nodes []int) string {
+	out := "["
+	for i, n := range nodes {
+		if i > 0 {
+			out += " "
+		}
+		out += fmt.Sprintf("n%d", n+1)
+	}
+	return out + "]"
+}
+
+func (r *Runner) kill(nodes []int, who string) (func() error, error) {
+	var errs []error
+	for _, i := range nodes {
+		if err := r.Procs.Kill(i); err != nil {
+			errs = append(errs, fmt.Errorf("kill n%d: %w", i+1, err))
+			continue
+		}
+		r.mu.Lock()
+		r.killed[i] = true
+		r.mu.Unlock()
+	}
+	r.record("kill -9 %s %s", names(nodes), who)
+	return func() error { return r.restart(nodes) }, errors.Join(errs...)
+}
+
+func (r *Runner) restart(nodes []int) error {
+	var errs []error
+	for _, i := range nodes {
+		r.mu.Lock()
+		was := r.killed[i]
+		delete(r.killed, i)
+		r.mu.Unlock()
+		if !was {
+			continue
+		}
+		if err := r.Procs.Restart(i); err != nil {
+			errs = append(errs, fmt.Errorf("restart n%d: %w", i+1, err))
+		}
+	}
+	r.record("restart %s", names(nodes))
+	return errors.Join(errs...)
+}
+
+func (r *Runner) pause(nodes []int, who string) (func() error, error) {
+	var errs []error
+	for _, i := range nodes {
+		if err := r.Procs.Pause(i); err != nil {
+			errs = append(errs, fmt.Errorf("pause n%d: %w", i+1, err))
+			continue
+		}
+		r.mu.Lock()
+		r.paused[i] = true
+		r.mu.Unlock()
+	}
+	r.record("SIGSTOP %s %s", names(nodes), who)
+	return func() error { return r.resume(nodes) }, errors.Join(errs...)
+}
+
+func (r *Runner) resume(nodes []int) error {
+	var errs []error
+	for _, i := range nodes {
+		r.mu.Lock()
+		was := r.paused[i]
+		delete(r.paused, i)
+		r.mu.Unlock()
+		if !was {
+			continue
+		}
+		if err := r.Procs.Resume(i); err != nil {
+			errs = append(errs, fmt.Errorf("resume n%d: %w", i+1, err))
+		}
+	}
+	r.record("SIGCONT %s", names(nodes))
+	return errors.Join(errs...)
+}
+
+// cut cuts a from b both ways, with the step's cut mode.
+func (r *Runner) cut(st Step, a, b []int, what string) (func() error, error) {
+	r.Net.Cut(st.Link.Cut, a, b)
+	r.record("%s (%s): %s | %s cut (%v)", st.Kind, what, names(a), names(b), st.Link.Cut)
+	return func() error {
+		r.Net.Heal()
+		r.record("heal %s: %s", st.Kind, what)
+		return nil
+	}, nil
+}

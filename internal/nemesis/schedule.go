@@ -1,0 +1,207 @@
+package nemesis
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Kind is a kind of fault.
+type Kind string
+
+// The kinds of fault. "The leader" is whoever leads when the fault starts
+// (or a node of the schedule's choosing when none does); the other nodes
+// a fault picks are drawn by the schedule, so a replay picks the same.
+const (
+	// KillLeader SIGKILLs the leader and restarts it when the fault ends.
+	KillLeader Kind = "kill-leader"
+	// KillRandom SIGKILLs one node and restarts it.
+	KillRandom Kind = "kill-random"
+	// KillMajority SIGKILLs a majority and restarts it.
+	KillMajority Kind = "kill-majority"
+	// PauseLeader SIGSTOPs the leader, past election and lease timeouts,
+	// then SIGCONTs it.
+	PauseLeader Kind = "pause-leader"
+	// PauseMinority SIGSTOPs a minority, then SIGCONTs it.
+	PauseMinority Kind = "pause-minority"
+	// IsolateLeader cuts the leader from every other node, both ways.
+	IsolateLeader Kind = "isolate-leader"
+	// Split cuts a minority from the majority, both ways.
+	Split Kind = "split"
+	// Bridge splits the others in two halves that cannot reach each other
+	// and one node, the bridge, that reaches both.
+	Bridge Kind = "bridge"
+	// OneWay makes the links from one node (the leader, or a drawn one) to
+	// one or all others lossy or cut, in that direction only.
+	OneWay Kind = "one-way"
+	// Slow adds latency and jitter to every link.
+	Slow Kind = "latency"
+)
+
+// kindSpec is how long a fault of a kind lasts, and whether it needs the
+// proxies.
+type kindSpec struct {
+	min, max time.Duration
+	network  bool
+}
+
+// kinds is the table of fault kinds. A pause outlasts Raft's election and
+// lease timeouts (1 s and 0.5 s by default) several times, so the others
+// elect a new leader while the paused one still believes it leads.
+var kinds = map[Kind]kindSpec{
+	KillLeader:    {min: 500 * time.Millisecond, max: 4 * time.Second},
+	KillRandom:    {min: 500 * time.Millisecond, max: 4 * time.Second},
+	KillMajority:  {min: 1 * time.Second, max: 4 * time.Second},
+	PauseLeader:   {min: 2500 * time.Millisecond, max: 6 * time.Second},
+	PauseMinority: {min: 2500 * time.Millisecond, max: 6 * time.Second},
+	IsolateLeader: {min: 2 * time.Second, max: 7 * time.Second, network: true},
+	Split:         {min: 2 * time.Second, max: 7 * time.Second, network: true},
+	Bridge:        {min: 2 * time.Second, max: 7 * time.Second, network: true},
+	OneWay:        {min: 2 * time.Second, max: 7 * time.Second, network: true},
+	Slow:          {min: 2 * time.Second, max: 7 * time.Second, network: true},
+}
+
+// AllKinds lists every kind, in a fixed order.
+func AllKinds() []Kind {
+	out := make([]Kind, 0, len(kinds))
+	for k := range kinds {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// NeedsNet reports whether a fault of kind k acts on the proxies.
+func (k Kind) NeedsNet() bool { return kinds[k].network }
+
+// ParseKinds parses a comma-separated list of kinds; "all" is every kind.
+func ParseKinds(s string) ([]Kind, error) {
+	if s == "all" {
+		return AllKinds(), nil
+	}
+	var out []Kind
+	for _, name := range strings.Split(s, ",") {
+		k := Kind(strings.TrimSpace(name))
+		if _, ok := kinds[k]; !ok {
+			return nil, fmt.Errorf("nemesis: unknown fault kind %q (want one of %v)", k, AllKinds())
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// Fault is one fault, with everything random about it already drawn.
+type Fault struct {
+	Kind Kind
+	// Order is a permutation of the node indexes; a fault takes the nodes
+	// it needs from its front (the node killed, the minority, the bridge).
+	Order []int
+	// Leader, for OneWay, makes the leader the node whose outgoing links
+	// suffer (otherwise Order[0]); All makes them all suffer (otherwise
+	// only the one to the next node of Order).
+	Leader, All bool
+	// Link is what a network fault does to the links it picks: a cut in
+	// some mode (IsolateLeader, Split, Bridge, OneWay), a loss (OneWay),
+	// or latency and jitter (Slow).
+	Link Link
+}
+
+// Step is one fault of a schedule, with its times from the run's start.
+type Step struct {
+	// At is when the fault starts, For how long it lasts.
+	At, For time.Duration
+	Fault
+}
+
+func (s Step) String() string {
+	extra := ""
+	switch {
+	case s.Kind == OneWay:
+		from, to := "node", "one peer"
+		if s.Leader {
+			from = "leader"
+		}
+		if s.All {
+			to = "all peers"
+		}
+		extra = fmt.Sprintf(" %s -> %s: %v", from, to, s.Link)
+	case s.Kind.NeedsNet():
+		extra = " " + s.Link.String()
+	}
+	return fmt.Sprintf("t+%v %s for %v order %v%s", s.At.Round(time.Millisecond), s.Kind, s.For.Round(time.Millisecond), s.Order, extra)
+}
+
+// Schedule is a replayable list of faults: the same seed, size, duration
+// and kinds give the same schedule.
+type Schedule struct {
+	Seed  uint64
+	Nodes int
+	Steps []Step
+}
+
+func (s Schedule) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d, %d nodes, %d faults", s.Seed, s.Nodes, len(s.Steps))
+	for _, st := range s.Steps {
+		b.WriteString("\n  ")
+		b.WriteString(st.String())
+	}
+	return b.String()
+}
+
+// Calm periods between faults, so the cluster heals and the workload
+// makes progress before the next fault.
+const (
+	minCalm = 1 * time.Second
+	maxCalm = 3 * time.Second
+)
+
+// NewSchedule draws faults of the given kinds from seed, one at a time
+// with a calm period before each, until total is used up. Every fault
+// ends by total. nodes is the cluster's size (at least 2).
+func NewSchedule(seed uint64, nodes int, total time.Duration, ks []Kind) (Schedule, error) {
+	if nodes < 2 {
+		return Schedule{}, fmt.Errorf("nemesis: a schedule needs at least 2 nodes, got %d", nodes)
+	}
+	if len(ks) == 0 {
+		return Schedule{}, fmt.Errorf("nemesis: a schedule needs at least one kind of fault")
+	}
+	for _, k := range ks {
+		if _, ok := kinds[k]; !ok {
+			return Schedule{}, fmt.Errorf("nemesis: unknown fault kind %q", k)
+		}
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x6c6f6764)) // "logd"
+	between := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(rng.Int64N(int64(hi-lo)+1)) }
+	s := Schedule{Seed: seed, Nodes: nodes}
+	at := time.Duration(0)
+	for {
+		at += between(minCalm, maxCalm)
+		k := ks[rng.IntN(len(ks))]
+		spec := kinds[k]
+		d := between(spec.min, spec.max)
+		if at+d > total {
+			break
+		}
+		f := Fault{Kind: k, Order: rng.Perm(nodes)}
+		switch k {
+		case IsolateLeader, Split, Bridge:
+			f.Link.Cut = Refuse + CutMode(rng.IntN(2)) // Refuse or Blackhole
+		case OneWay:
+			f.Leader, f.All = rng.IntN(2) == 0, rng.IntN(2) == 0
+			if loss := []float64{0.05, 0.2, 0.5, 1}[rng.IntN(4)]; loss < 1 {
+				f.Link.Loss = loss
+			} else {
+				f.Link.Cut = Refuse + CutMode(rng.IntN(2))
+			}
+		case Slow:
+			f.Link.Latency = between(5*time.Millisecond, 150*time.Millisecond)
+			f.Link.Jitter = between(0, f.Link.Latency)
+		}
+		s.Steps = append(s.Steps, Step{At: at, For: d, Fault: f})
+		at += d
+	}
+	return s, nil
+}

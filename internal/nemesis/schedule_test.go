@@ -1,0 +1,205 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestScheduleDeterministic: the same seed gives the same schedule, and
+// every schedule keeps to its kinds, its duration and its calm periods.
+func TestScheduleDeterministic(t *testing.T) {
+	const total = 10 * time.Minute
+	differ := 0
+	for seed := uint64(1); seed <= 50; seed++ {
+		a, err := NewSchedule(seed, 3, total, AllKinds())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := NewSchedule(seed, 3, total, AllKinds())
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("seed %d gave two schedules:\n%v\n%v", seed, a, b)
+		}
+		c, _ := NewSchedule(seed+1000, 3, total, AllKinds())
+		if !reflect.DeepEqual(a.Steps, c.Steps) {
+			differ++
+		}
+		if len(a.Steps) < 20 {
+			t.Fatalf("seed %d: %d faults in %v", seed, len(a.Steps), total)
+		}
+		end := time.Duration(0)
+		for i, st := range a.Steps {
+			spec, ok := kinds[st.Kind]
+			switch {
+			case !ok:
+				t.Fatalf("seed %d step %d: unknown kind %q", seed, i, st.Kind)
+			case st.At-end < minCalm || st.At-end > maxCalm:
+				t.Fatalf("seed %d step %d: %v of calm before it", seed, i, st.At-end)
+			case st.For < spec.min || st.For > spec.max:
+				t.Fatalf("seed %d step %d: %s lasts %v", seed, i, st.Kind, st.For)
+			case st.At+st.For > total:
+				t.Fatalf("seed %d step %d ends after the run", seed, i)
+			}
+			if p := slices.Sorted(slices.Values(st.Order)); !slices.Equal(p, []int{0, 1, 2}) {
+				t.Fatalf("seed %d step %d: order %v is not a permutation", seed, i, st.Order)
+			}
+			end = st.At + st.For
+		}
+	}
+	if differ < 45 {
+		t.Errorf("only %d of 50 seeds gave a schedule unlike another seed's", differ)
+	}
+
+	only, err := ParseKinds("pause-leader,split")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := NewSchedule(7, 5, total, only)
+	seen := map[Kind]bool{}
+	for _, st := range s.Steps {
+		seen[st.Kind] = true
+	}
+	if len(seen) != 2 || !seen[PauseLeader] || !seen[Split] {
+		t.Errorf("kinds pause-leader,split drew %v", seen)
+	}
+	for _, bad := range []string{"", "pause", "split,nope"} {
+		if _, err := ParseKinds(bad); err == nil {
+			t.Errorf("ParseKinds(%q) accepted", bad)
+		}
+	}
+	if _, err := NewSchedule(1, 1, total, AllKinds()); err == nil {
+		t.Error("a schedule for one node")
+	}
+}
+
+// fakeProcs records what the runner does.
+type fakeProcs struct {
+	mu     sync.Mutex
+	leader int
+	calls  []string
+}
+
+func (f *fakeProcs) Leader(context.Context) (int, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.leader, f.leader >= 0
+}
+
+func (f *fakeProcs) do(what string, i int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fmt.Sprintf("%s %d", what, i))
+	return nil
+}
+
+func (f *fakeProcs) Kill(i int) error    { return f.do("kill", i) }
+func (f *fakeProcs) Restart(i int) error { return f.do("restart", i) }
+func (f *fakeProcs) Pause(i int) error   { return f.do("pause", i) }
+func (f *fakeProcs) Resume(i int) error  { return f.do("resume", i) }
+
+// TestRunner applies a schedule to fake processes and a real Net: each
+// fault in its turn, each healed, and the network open at the end.
+func TestRunner(t *testing.T) {
+	nt := startNet(t, 3)
+	procs := &fakeProcs{leader: 2}
+	links := func() map[[2]int]Link {
+		out := map[[2]int]Link{}
+		for i := range 3 {
+			for j := range 3 {
+				if i != j && nt.Link(i, j) != (Link{}) {
+					out[[2]int{i, j}] = nt.Link(i, j)
+				}
+			}
+		}
+		return out
+	}
+	// The links as they are when a fault is logged (after it is applied,
+	// before it is healed), by kind.
+	var lines []string
+	during := map[string]map[[2]int]Link{}
+	r := &Runner{Procs: procs, Net: nt, Logf: func(f string, a ...any) {
+		line := fmt.Sprintf(f, a...)
+		lines = append(lines, line)
+		for _, k := range []Kind{Bridge, OneWay} {
+			if strings.HasPrefix(line, "nemesis t+") && strings.Contains(line, " "+string(k)) && !strings.Contains(line, "heal") {
+				during[string(k)] = links()
+			}
+		}
+	}}
+	ms := time.Millisecond
+	s := Schedule{Seed: 1, Nodes: 3, Steps: []Step{
+		{At: 10 * ms, For: 20 * ms, Fault: Fault{Kind: KillLeader, Order: []int{0, 1, 2}}},
+		{At: 40 * ms, For: 20 * ms, Fault: Fault{Kind: KillMajority, Order: []int{1, 0, 2}}},
+		{At: 70 * ms, For: 20 * ms, Fault: Fault{Kind: PauseMinority, Order: []int{1, 0, 2}}},
+		{At: 100 * ms, For: 20 * ms, Fault: Fault{Kind: Bridge, Order: []int{1, 0, 2}, Link: Link{Cut: Refuse}}},
+		{At: 130 * ms, For: 20 * ms, Fault: Fault{Kind: OneWay, Order: []int{0, 1, 2}, Leader: true, Link: Link{Loss: 0.5}}},
+	}}
+	if err := r.Run(context.Background(), time.Now(), s); err != nil {
+		t.Fatal(err)
+	}
+	cut := Link{Cut: Refuse}
+	if want := map[[2]int]Link{{0, 2}: cut, {2, 0}: cut}; !reflect.DeepEqual(during[string(Bridge)], want) {
+		t.Errorf("during the bridge through n2: links %v, want %v", during[string(Bridge)], want)
+	}
+	lossy := Link{Loss: 0.5}
+	if want := map[[2]int]Link{{2, 0}: lossy}; !reflect.DeepEqual(during[string(OneWay)], want) {
+		t.Errorf("during one-way loss from the leader n3: links %v, want %v", during[string(OneWay)], want)
+	}
+	if l := links(); len(l) != 0 {
+		t.Errorf("after the run: links %v still set", l)
+	}
+	want := []string{"kill 2", "restart 2", "kill 1", "kill 0", "restart 1", "restart 0", "pause 1", "resume 1"}
+	if !slices.Equal(procs.calls, want) {
+		t.Errorf("calls %v, want %v", procs.calls, want)
+	}
+	ev := r.Events()
+	if len(ev) != 10 {
+		t.Errorf("%d events, want 10 (5 faults, 5 heals): %v", len(ev), ev)
+	}
+	for i := 1; i < len(ev); i++ {
+		if ev[i].At < ev[i-1].At {
+			t.Errorf("event %d at %v before event %d at %v", i, ev[i].At, i-1, ev[i-1].At)
+		}
+	}
+	if len(lines) != len(ev) || !strings.Contains(lines[0], "kill -9 [n3] leader n3") {
+		t.Errorf("log lines %q", lines)
+	}
+}
+
+// TestRunnerHealsOnCancel: a run cut short by its context leaves nothing
+// killed, paused or cut.
+func TestRunnerHealsOnCancel(t *testing.T) {
+	nt := startNet(t, 3)
+	procs := &fakeProcs{leader: -1}
+	r := &Runner{Procs: procs, Net: nt}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := Schedule{Nodes: 3, Steps: []Step{
+		{At: 0, For: time.Hour, Fault: Fault{Kind: IsolateLeader, Order: []int{1, 0, 2}, Link: Link{Cut: Blackhole}}},
+	}}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx, time.Now(), s) }()
+	waitUntil(t, func() bool { return nt.Link(1, 0).Cut == Blackhole })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if nt.Link(1, 0) != (Link{}) || nt.Link(0, 1) != (Link{}) {
+		t.Error("links still cut after a cancelled run")
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
