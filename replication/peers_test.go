@@ -53,14 +53,18 @@ func TestPeerResolver(t *testing.T) {
 	if got := none.API("a:1"); got != "a:1" {
 		t.Errorf("nil resolver: API(a:1) = %q", got)
 	}
-	if none.raftProvider() != nil || NewPeerResolver(PeerRoutes{"n2": {API: "p:2"}}).raftProvider() != nil {
+	local := func() raft.ServerAddress { return "self:1" }
+	if none.raftProvider("a", local) != nil || NewPeerResolver(PeerRoutes{"n2": {API: "p:2"}}).raftProvider("a", local) != nil {
 		t.Error("a resolver without Raft routes gives Raft a provider")
 	}
 
 	r := NewPeerResolver(PeerRoutes{"a": {Raft: "p:1", API: "p:2"}, "b": {Raft: "p:3"}})
-	prov := r.raftProvider()
+	prov := r.raftProvider("self", local)
 	if got, err := prov.ServerAddr("a"); err != nil || got != raft.ServerAddress("p:1") {
 		t.Errorf("ServerAddr(a) = %q, %v", got, err)
+	}
+	if got, err := prov.ServerAddr("self"); err != nil || got != "self:1" {
+		t.Errorf("ServerAddr(self) = %q, %v; want its own address (Raft sends it to peers)", got, err)
 	}
 	if _, err := prov.ServerAddr("c"); err == nil {
 		t.Error("ServerAddr of an unrouted peer: no error, so Raft would not fall back")

@@ -154,8 +154,12 @@ func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 		}
 		adv = a
 	}
-	transport, err := raft.NewTCPTransportWithConfig(cfg.RaftBind, adv, &raft.NetworkTransportConfig{
-		MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog, ServerAddressProvider: cfg.Peers.raftProvider(),
+	// The address provider is asked for this node's own address too: it
+	// is the transport's, known once it is bound.
+	var transport *raft.NetworkTransport
+	local := func() raft.ServerAddress { return transport.LocalAddr() }
+	transport, err = raft.NewTCPTransportWithConfig(cfg.RaftBind, adv, &raft.NetworkTransportConfig{
+		MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog, ServerAddressProvider: cfg.Peers.raftProvider(cfg.NodeID, local),
 	})
 	if err != nil {
 		store.Close()

@@ -140,6 +140,7 @@ type node struct {
 	listen  string
 	raft    string
 	args    []string
+	env     []string  // added to the test's environment, KEY=VALUE
 	cmd     *exec.Cmd // nil while not running
 	logs    *os.File
 	rpc     logdv1connect.LogServiceClient
@@ -188,6 +189,9 @@ func (nd *node) cmdline(join string) []string {
 func (nd *node) launch(join string) {
 	nd.t.Helper()
 	nd.cmd = exec.Command(logdBinary, nd.cmdline(join)...)
+	if nd.env != nil {
+		nd.cmd.Env = append(os.Environ(), nd.env...)
+	}
 	nd.cmd.Stdout = nd.logs
 	nd.cmd.Stderr = nd.logs
 	if err := nd.cmd.Start(); err != nil {
@@ -362,6 +366,16 @@ func newCluster(t *testing.T, n int, extra ...string) *cluster {
 	for i := range n {
 		c.nodes = append(c.nodes, newNode(t, fmt.Sprintf("n%d", i+1), extra...))
 	}
+	c.start()
+	return c
+}
+
+// start launches c's prepared nodes: nodes[0] bootstraps, the others join
+// it; it waits until all are voters.
+func (c *cluster) start() {
+	t := c.t
+	t.Helper()
+	n := len(c.nodes)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	first := c.nodes[0]
@@ -374,7 +388,6 @@ func newCluster(t *testing.T, n int, extra ...string) *cluster {
 		nd.launch(first.listen)
 	}
 	c.waitVoters(ctx, n)
-	return c
 }
 
 // waitVoters waits until the first live node sees n voters and a leader.

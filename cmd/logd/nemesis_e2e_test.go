@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/logd-dev/logd/internal/nemesis"
+	"github.com/logd-dev/logd/replication"
+)
+
+// Nemesis tests (T4, T15 and the process faults of T1 and T3 in
+// docs/faults.md): three real logd processes that reach each other only
+// through a proxy per directed link (package internal/nemesis), a seeded
+// schedule of faults (kills, pauses, partitions, lossy and slow links),
+// workloads that record what clients saw, and checks after healing.
+//
+// Each test prints its seed; LOGD_NEMESIS_SEED=N replays the same
+// schedule. The default run is short (nemesisShort of faults per test);
+// LOGD_FAULT_LONG=1 (make fault) runs LOGD_NEMESIS_DURATION (default 20m)
+// split over the nemesis tests.
+
+const (
+	// nemesisShort is a short run's schedule.
+	nemesisShort = 15 * time.Second
+	// nemesisLongTotal is the default of LOGD_NEMESIS_DURATION: the long
+	// runs of all nemesis tests together.
+	nemesisLongTotal = 20 * time.Minute
+	// nemesisTests is how many TestNemesis* share the long duration.
+	nemesisTests = 5
+)
+
+// nemesisSeed is LOGD_NEMESIS_SEED, or a fresh seed; it is printed so a
+// failing run can be replayed.
+func nemesisSeed(t *testing.T) uint64 {
+	t.Helper()
+	if s := os.Getenv("LOGD_NEMESIS_SEED"); s != "" {
+		seed, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("LOGD_NEMESIS_SEED=%q: %v", s, err)
+		}
+		t.Logf("seed %d (from LOGD_NEMESIS_SEED)", seed)
+		return seed
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d (replay: LOGD_NEMESIS_SEED=%d go test -run '^%s$' ./cmd/logd/)", seed, seed, t.Name())
+	return seed
+}
+
+// nemesisDuration is how long one nemesis test's schedule runs.
+func nemesisDuration(t *testing.T) time.Duration {
+	t.Helper()
+	if !faultLong() {
+		return nemesisShort
+	}
+	total := nemesisLongTotal
+	if s := os.Getenv("LOGD_NEMESIS_DURATION"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			t.Fatalf("LOGD_NEMESIS_DURATION=%q: want a positive duration", s)
+		}
+		total = d
+	}
+	return max(total/nemesisTests, nemesisShort)
+}
+
+// newNemesisCluster starts n nodes that reach each other only through the
+// proxies of the returned Net (LOGD_PEER_ROUTES), and waits until all are
+// voters.
+func newNemesisCluster(t *testing.T, n int, seed uint64, extra ...string) (*cluster, *nemesis.Net) {
+	t.Helper()
+	c := &cluster{t: t}
+	var targets []nemesis.Target
+	for i := range n {
+		nd := newNode(t, fmt.Sprintf("n%d", i+1), extra...)
+		c.nodes = append(c.nodes, nd)
+		targets = append(targets, nemesis.Target{Raft: nd.raft, API: nd.listen})
+	}
+	nt, err := nemesis.StartNet(targets, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Registered after the nodes' cleanups, so it runs before them: the
+	// proxies close while the nodes still run, and then the nodes die.
+	t.Cleanup(func() {
+		if err := nt.Close(); err != nil {
+			t.Errorf("close proxies: %v", err)
+		}
+	})
+	for i, nd := range c.nodes {
+		routes := replication.PeerRoutes{}
+		for j, peer := range c.nodes {
+			if i != j {
+				r := nt.Route(i, j)
+				routes[peer.id] = replication.PeerRoute{Raft: r.Raft, API: r.API}
+			}
+		}
+		nd.env = append(nd.env, "LOGD_PEER_ROUTES="+routes.String())
+	}
+	c.start()
+	return c, nt
+}
+
+// procs implements nemesis.Processes over a cluster's nodes. Its methods
+// run on the test goroutine (the runner's).
+type procs struct{ c *cluster }
+
+// Leader returns the ready leader of the highest term: during a partition
+// an isolated old leader may still report itself leader.
+func (p procs) Leader(ctx context.Context) (int, bool) {
+	best, term := -1, uint64(0)
+	for i, nd := range p.c.nodes {
+		if nd.cmd == nil {
+			continue
+		}
+		st, err := nd.status(ctx)
+		if err == nil && st.State == "Leader" && st.Term >= term {
+			best, term = i, st.Term
+		}
+	}
+	return best, best >= 0
+}
+
+func (p procs) Kill(i int) error { p.c.nodes[i].kill(); return nil }
+
+func (p procs) Restart(i int) error {
+	nd := p.c.nodes[i]
+	if nd.cmd != nil {
+		return fmt.Errorf("%s is running", nd.id)
+	}
+	nd.launch("")
+	return nil
+}
+
+func (p procs) Pause(i int) error  { p.c.nodes[i].signal(syscall.SIGSTOP); return nil }
+func (p procs) Resume(i int) error { p.c.nodes[i].signal(syscall.SIGCONT); return nil }
+
+// checkRouted fails the test unless every node received Raft traffic
+// through the proxies (only a leader or a candidate dials, so a link may
+// carry nothing in one direction): nodes that dialed each other directly
+// would make every network fault a no-op.
+func checkRouted(t *testing.T, nt *nemesis.Net) {
+	t.Helper()
+	for j := range nt.Size() {
+		var got int64
+		for i := range nt.Size() {
+			if i != j {
+				raft, _ := nt.Stats(i, j)
+				got += raft.Bytes
+			}
+		}
+		if got == 0 {
+			t.Errorf("n%d received no Raft bytes through the proxies: its peers dial around them", j+1)
+		}
+	}
+}
+
+// runNemesis runs a schedule of the given kinds against a three-node
+// cluster under the workloads, then heals, converges and checks.
+func runNemesis(t *testing.T, kinds ...nemesis.Kind) {
+	seed := nemesisSeed(t)
+	dur := nemesisDuration(t)
+	sched, err := nemesis.NewSchedule(seed, 3, dur, kinds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("schedule: %v", sched)
+	ctx, cancel := context.WithTimeout(context.Background(), dur+5*time.Minute)
+	defer cancel()
+	c, nt := newNemesisCluster(t, 3, seed, "--snapshot-threshold", "256", "--snapshot-interval", "200ms")
+	const parts = 3
+	createTopic(t, ctx, c.nodes[0], "nt", parts, nil)
+
+	ps := newProducers(3)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() { defer wg.Done(); ps.run(ctx, t, c.nodes[i%3].listen, "nt", i, stop) }()
+	}
+	ps.waitAcks(t, ctx, "acks before the faults", 20)
+
+	r := &nemesis.Runner{Procs: procs{c}, Net: nt, Logf: t.Logf}
+	start := time.Now()
+	if err := r.Run(ctx, start, sched); err != nil {
+		t.Errorf("nemesis: %v", err)
+	}
+	// Healed: the cluster must take writes again.
+	ps.waitAcks(t, ctx, "acks after healing", 20)
+	close(stop)
+	wg.Wait()
+	c.converge(ctx)
+	checkRouted(t, nt)
+	c.checkEveryNode(ctx, "nt", parts, ps.acks, ps.attempted)
+	t.Logf("%d faults in %v; %d produce calls (%d failed or unknown), %d records acknowledged",
+		len(sched.Steps), time.Since(start).Round(time.Millisecond), ps.calls, ps.failed, len(ps.acks))
+}
+
+// TestNemesisKill: the leader, a random node or a majority SIGKILLed and
+// restarted.
+func TestNemesisKill(t *testing.T) {
+	runNemesis(t, nemesis.KillLeader, nemesis.KillRandom, nemesis.KillMajority)
+}
+
+// TestNemesisPause: the leader or a minority SIGSTOPped past the election
+// and lease timeouts, then resumed.
+func TestNemesisPause(t *testing.T) {
+	runNemesis(t, nemesis.PauseLeader, nemesis.PauseMinority)
+}
+
+// TestNemesisPartition: the leader isolated, a minority split from the
+// majority, or a bridge node that alone sees both halves.
+func TestNemesisPartition(t *testing.T) {
+	runNemesis(t, nemesis.IsolateLeader, nemesis.Split, nemesis.Bridge)
+}
+
+// TestNemesisLink: one direction of some links lossy or cut, or every
+// link slow with jitter.
+func TestNemesisLink(t *testing.T) {
+	runNemesis(t, nemesis.OneWay, nemesis.Slow)
+}
+
+// TestNemesisMixed: every kind of fault, drawn from one schedule (long
+// runs only).
+func TestNemesisMixed(t *testing.T) {
+	if !faultLong() {
+		t.Skip("LOGD_FAULT_LONG=1 (make fault) mixes every kind of fault")
+	}
+	runNemesis(t, nemesis.AllKinds()...)
+}
