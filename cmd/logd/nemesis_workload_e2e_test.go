@@ -84,16 +84,41 @@ func newWorkload(t *testing.T, c *cluster, seed uint64) *workload {
 		queue: map[[2]int64]string{}}
 }
 
-// newClient returns a client id, its random source and a Go client that
-// starts at node i.
-func (w *workload) newClient(i int) (int, *rand.Rand, *client.Client) {
-	id := int(w.clients.Add(1))
+// goClient is one workload client on the Go client. It keeps the errors
+// of the attempts the Go client retried during the current call, so that
+// the error a call records tells what each attempt saw.
+type goClient struct {
+	*client.Client
+	id      int
+	rng     *rand.Rand
+	retried []string
+}
+
+// newClient returns a workload client whose Go client starts at node i.
+func (w *workload) newClient(i int) *goClient {
+	g := &goClient{id: int(w.clients.Add(1))}
+	g.rng = rand.New(rand.NewPCG(w.seed, uint64(g.id)))
 	cl, err := client.New(w.c.nodes[i%len(w.c.nodes)].listen, client.Options{Timeout: 2 * time.Second,
-		Retry: client.RetryPolicy{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}})
+		Retry: client.RetryPolicy{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond,
+			OnRetry: func(e client.RetryEvent) {
+				g.retried = append(g.retried, fmt.Sprintf("attempt %d: %v", e.Attempt, e.Err))
+			}}})
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	return id, rand.New(rand.NewPCG(w.seed, uint64(id))), cl
+	g.Client = cl
+	return g
+}
+
+// begin starts a call: it forgets the attempts of the last one.
+func (g *goClient) begin() { g.retried = g.retried[:0] }
+
+// trail adds the retried attempts' errors to a call's error.
+func (g *goClient) trail(err error) error {
+	if err == nil || len(g.retried) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (after retried %s)", err, strings.Join(g.retried, "; "))
 }
 
 // stopped reports whether the workload is to stop; otherwise it pauses
@@ -255,17 +280,17 @@ func (w *workload) waitAcks(ctx context.Context, what string, n int) {
 // a call's outcome is unknown, sends the same key and value again (up to
 // five times) before it moves on.
 func (w *workload) appender(ctx context.Context, node int, keyed bool) {
-	id, rng, cl := w.newClient(node)
+	cl := w.newClient(node)
 	defer cl.Close()
-	for n := 0; !w.stopped(time.Duration(rng.IntN(10)) * time.Millisecond); n++ {
-		p := int32(rng.IntN(wParts))
-		v := fmt.Sprintf("c%d-%d", id, n)
+	for n := 0; !w.stopped(time.Duration(cl.rng.IntN(10)) * time.Millisecond); n++ {
+		p := int32(cl.rng.IntN(wParts))
+		v := fmt.Sprintf("c%d-%d", cl.id, n)
 		key := ""
 		if keyed {
 			key = "k" + v
 		}
 		for try := 0; try < 5; try++ {
-			got := w.append(ctx, cl, id, p, v, key)
+			got := w.append(ctx, cl, p, v, key)
 			if got == histcheck.OK && keyed {
 				w.mu.Lock()
 				w.keyed = append(w.keyed, keyedAppend{key: key, value: v, partition: p})
@@ -279,10 +304,11 @@ func (w *workload) appender(ctx context.Context, node int, keyed bool) {
 }
 
 // append makes one append call and records it; it returns the outcome.
-func (w *workload) append(ctx context.Context, cl *client.Client, id int, p int32, v, key string) histcheck.Outcome {
-	c := w.rec.Begin(histcheck.Op{Kind: histcheck.Append, Client: id, Leader: true, Topic: wTopic, Partition: p, Value: v, Key: key})
+func (w *workload) append(ctx context.Context, cl *goClient, p int32, v, key string) histcheck.Outcome {
+	c := w.rec.Begin(histcheck.Op{Kind: histcheck.Append, Client: cl.id, Leader: true, Topic: wTopic, Partition: p, Value: v, Key: key})
+	cl.begin()
 	res, err := cl.Produce(ctx, wTopic, []client.Record{{Value: []byte(v), Partition: &p, IdempotencyKey: key}})
-	end(c, err, func(op *histcheck.Op) { op.Offset, op.Duplicate = res[0].Offset, res[0].Duplicate })
+	end(c, cl.trail(err), func(op *histcheck.Op) { op.Offset, op.Duplicate = res[0].Offset, res[0].Duplicate })
 	if err == nil {
 		w.oks.Add(1)
 	}
@@ -296,11 +322,11 @@ func (w *workload) resendKeyed(ctx context.Context, n int) {
 	w.mu.Lock()
 	keyed := w.keyed
 	w.mu.Unlock()
-	id, rng, cl := w.newClient(0)
+	cl := w.newClient(0)
 	defer cl.Close()
 	for range min(n, len(keyed)) {
-		k := keyed[rng.IntN(len(keyed))]
-		w.append(ctx, cl, id, k.partition, k.value, k.key)
+		k := keyed[cl.rng.IntN(len(keyed))]
+		w.append(ctx, cl, k.partition, k.value, k.key)
 	}
 }
 
@@ -485,11 +511,14 @@ func (w *workload) committedReader(ctx context.Context, node int, leader bool) {
 // some leases, acks each record (permanently nacks the poison ones), and
 // repeats an ack whose outcome is unknown until it is answered.
 func (w *workload) queueWorker(ctx context.Context, node int) {
-	id, rng, cl := w.newClient(node)
+	cl := w.newClient(node)
 	defer cl.Close()
+	id, rng := cl.id, cl.rng
 	for !w.stopped(time.Duration(5+rng.IntN(20)) * time.Millisecond) {
 		c := w.rec.Begin(histcheck.Op{Kind: histcheck.Claim, Client: id, Group: qGroup, Topic: qTopic})
+		cl.begin()
 		res, err := cl.Claim(ctx, client.ClaimRequest{Topic: qTopic, Group: qGroup, MaxRecords: 4, MaxWait: 100 * time.Millisecond})
+		err = cl.trail(err)
 		end(c, err, func(op *histcheck.Op) {
 			for _, j := range res.Jobs {
 				op.Deliveries = append(op.Deliveries, histcheck.Delivery{Topic: j.Topic, Partition: j.Partition, Offset: j.Offset,
@@ -504,21 +533,24 @@ func (w *workload) queueWorker(ctx context.Context, node int) {
 			if rng.IntN(5) == 0 {
 				op.Kind = histcheck.Extend
 				c := w.rec.Begin(op)
+				cl.begin()
 				rs, err := cl.Extend(ctx, qTopic, qGroup, qLease, j.Token)
-				end(c, tokenErr(err), func(op *histcheck.Op) { op.Deadline = w.rec.At(rs[0].LeaseDeadline) })
+				end(c, cl.trail(tokenErr(err)), func(op *histcheck.Op) { op.Deadline = w.rec.At(rs[0].LeaseDeadline) })
 			}
 			if strings.HasPrefix(string(j.Value), "poison") {
 				op.Kind, op.Permanent = histcheck.Nack, true
 				c := w.rec.Begin(op)
+				cl.begin()
 				_, err := cl.Nack(ctx, qTopic, qGroup, client.Nack{Token: j.Token, Permanent: true, Error: "poison"})
-				end(c, tokenErr(err), nil)
+				end(c, cl.trail(tokenErr(err)), nil)
 				continue
 			}
 			op.Kind = histcheck.Ack
 			for try := 0; try < 10; try++ {
 				c := w.rec.Begin(op)
+				cl.begin()
 				_, err := cl.Ack(ctx, qTopic, qGroup, j.Token)
-				end(c, tokenErr(err), nil)
+				end(c, cl.trail(tokenErr(err)), nil)
 				if ok, _ := definite(tokenErr(err)); err == nil || ok || w.stopped(50*time.Millisecond) {
 					break
 				}
@@ -564,7 +596,7 @@ func (w *workload) drainQueue(ctx context.Context) {
 		go func() { defer w.wg.Done(); w.queueWorker(ctx, i) }()
 	}
 	defer w.halt()
-	_, _, cl := w.newClient(0)
+	cl := w.newClient(0)
 	defer cl.Close()
 	dctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
