@@ -98,11 +98,11 @@ type goClient struct {
 func (w *workload) newClient(i int) *goClient {
 	g := &goClient{id: int(w.clients.Add(1))}
 	g.rng = rand.New(rand.NewPCG(w.seed, uint64(g.id)))
+	// The default retry policy, which rides out an election.
 	cl, err := client.New(w.c.nodes[i%len(w.c.nodes)].listen, client.Options{Timeout: 2 * time.Second,
-		Retry: client.RetryPolicy{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond,
-			OnRetry: func(e client.RetryEvent) {
-				g.retried = append(g.retried, fmt.Sprintf("attempt %d: %v", e.Attempt, e.Err))
-			}}})
+		Retry: client.RetryPolicy{OnRetry: func(e client.RetryEvent) {
+			g.retried = append(g.retried, fmt.Sprintf("attempt %d: %v", e.Attempt, e.Err))
+		}}})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -133,9 +133,13 @@ func (w *workload) stopped(think time.Duration) bool {
 }
 
 // definite reports whether err is one the server answers only when the
-// call changed nothing, and the histcheck reason to record.
+// call changed nothing, and the histcheck reason to record. The Go
+// client's ErrOutcomeUnknown comes first: it may wrap a last attempt's
+// definite error, which says nothing of an earlier attempt.
 func definite(err error) (bool, histcheck.Reason) {
 	switch {
+	case errors.Is(err, client.ErrOutcomeUnknown):
+		return false, ""
 	case errors.Is(err, client.ErrStaleToken):
 		return true, histcheck.Stale
 	case errors.Is(err, client.ErrStaleGeneration), errors.Is(err, client.ErrUnknownMember):
