@@ -194,17 +194,27 @@ func runNemesis(t *testing.T, kinds ...nemesis.Kind) {
 	w.start(ctx)
 	w.waitAcks(ctx, "appends before the faults", 20)
 
+	// phases times the steps after the faults, for the final log line.
+	var phases []string
+	last := time.Now()
+	phase := func(name string) {
+		phases = append(phases, fmt.Sprintf("%s %v", name, time.Since(last).Round(time.Millisecond)))
+		last = time.Now()
+	}
 	start := time.Now()
 	if err := r.Run(ctx, start, sched); err != nil {
 		t.Errorf("nemesis: %v", err)
 	}
+	phase("faults")
 	// Healed: the cluster must take writes again.
 	w.waitAcks(ctx, "appends after healing", 20)
 	w.halt()
+	phase("recovery")
 	c.converge(ctx)
 	w.resendKeyed(ctx, 50)
 	w.drainQueue(ctx)
 	c.converge(ctx)
+	phase("drain")
 	for _, nd := range c.nodes {
 		w.finalQueue(ctx, nd)
 	}
@@ -212,9 +222,11 @@ func runNemesis(t *testing.T, kinds ...nemesis.Kind) {
 	checkRouted(t, nt)
 	acks, attempted := w.acks()
 	c.checkEveryNode(ctx, wTopic, wParts, acks, attempted)
+	phase("final reads")
 
 	ops := w.rec.Ops()
 	verdicts := checkHistory(ops)
+	phase("checks")
 	for _, v := range verdicts {
 		if v.OK() {
 			t.Logf("verdict %v", &v)
@@ -223,8 +235,8 @@ func runNemesis(t *testing.T, kinds ...nemesis.Kind) {
 		}
 	}
 	save(verdicts)
-	t.Logf("%d faults in %v; %d calls recorded, %d appends acknowledged",
-		len(sched.Steps), time.Since(start).Round(time.Millisecond), len(ops), len(acks))
+	t.Logf("%d faults; %d calls recorded, %d appends acknowledged; took %s",
+		len(sched.Steps), len(ops), len(acks), strings.Join(phases, ", "))
 }
 
 // TestNemesisKill: the leader, a random node or a majority SIGKILLed and

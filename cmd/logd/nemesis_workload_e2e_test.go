@@ -39,9 +39,9 @@ const (
 	qTopic = "nq" // the queue
 	qParts = 2
 	qGroup = "w"
-	// qRecords are produced before the faults; every 20th is poison (a
-	// worker nacks it permanently).
-	qRecords = 200
+	// qRecords are produced before the faults, and more by a producer
+	// during them; every 20th is poison (a worker nacks it permanently).
+	qRecords = 100
 	// gSession is the group members' session timeout: shorter than the
 	// longer faults, so members expire and the group rebalances.
 	gSession = 3 * time.Second
@@ -68,9 +68,6 @@ type workload struct {
 	// keyed holds the keyed appends that got an ok answer, for the
 	// re-sends after healing; guarded by mu.
 	keyed []keyedAppend
-	// queue holds the values of the queue's records by partition/offset;
-	// written before the workers start, read-only after.
-	queue map[[2]int64]string
 }
 
 // keyedAppend is an append with an idempotency key that got an ok answer.
@@ -80,8 +77,7 @@ type keyedAppend struct {
 }
 
 func newWorkload(t *testing.T, c *cluster, seed uint64) *workload {
-	return &workload{t: t, c: c, rec: histcheck.NewRecorder(), seed: seed, stop: make(chan struct{}),
-		queue: map[[2]int64]string{}}
+	return &workload{t: t, c: c, rec: histcheck.NewRecorder(), seed: seed, stop: make(chan struct{})}
 }
 
 // goClient is one workload client on the Go client. It keeps the errors
@@ -216,22 +212,34 @@ func (w *workload) prepare(ctx context.Context) {
 	for n := 0; n < qRecords; n += 50 {
 		recs := make([]client.Record, 50)
 		for i := range recs {
-			v := fmt.Sprintf("job-%d", n+i)
-			if (n+i)%20 == 7 {
-				v = fmt.Sprintf("poison-%d", n+i)
-			}
-			recs[i] = client.Record{Key: []byte(v), Value: []byte(v)}
+			recs[i] = job("j", n+i)
 		}
-		res, err := cl.Produce(ctx, qTopic, recs)
-		if err != nil {
+		if _, err := cl.Produce(ctx, qTopic, recs); err != nil {
 			t.Fatal(err)
-		}
-		for i, r := range res {
-			w.queue[[2]int64{int64(r.Partition), r.Offset}] = string(recs[i].Value)
 		}
 	}
 	if _, err := cl.CreateQueueGroup(ctx, qTopic, qGroup, client.QueueGroupConfig{Lease: qLease, MaxDeliveries: 50, MaxInFlight: 20}, false); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// job is the n-th queue record of a producer; every 20th is poison.
+func job(producer string, n int) client.Record {
+	v := fmt.Sprintf("%s-job-%d", producer, n)
+	if n%20 == 7 {
+		v = fmt.Sprintf("%s-poison-%d", producer, n)
+	}
+	return client.Record{Key: []byte(v), Value: []byte(v)}
+}
+
+// jobProducer adds queue records during the run, so claims, leases and
+// acks meet the faults. Its appends are not part of the history: the
+// queue's final states are read from the partitions themselves.
+func (w *workload) jobProducer(ctx context.Context) {
+	cl := w.newClient(1)
+	defer cl.Close()
+	for n := 0; !w.stopped(time.Duration(150+cl.rng.IntN(200)) * time.Millisecond); n++ {
+		cl.Produce(ctx, qTopic, []client.Record{job(fmt.Sprintf("p%d", cl.id), n)})
 	}
 }
 
@@ -259,8 +267,9 @@ func (w *workload) start(ctx context.Context) {
 	goClient(func() { w.committedReader(ctx, 0, true) })
 	goClient(func() { w.committedReader(ctx, 2, false) })
 	for i := range 2 {
-		goClient(func() { w.queueWorker(ctx, i) })
+		goClient(func() { w.queueWorker(ctx, i, true) })
 	}
+	goClient(func() { w.jobProducer(ctx) })
 }
 
 // halt stops every client and waits for them.
@@ -513,15 +522,17 @@ func (w *workload) committedReader(ctx context.Context, node int, leader bool) {
 
 // queueWorker claims records of the queue through the Go client, extends
 // some leases, acks each record (permanently nacks the poison ones), and
-// repeats an ack whose outcome is unknown until it is answered.
-func (w *workload) queueWorker(ctx context.Context, node int) {
+// repeats an ack whose outcome is unknown until it is answered. Now and
+// then it stalls past the lease before it acks, as a slow worker would:
+// that ack must be refused once the lease has run out.
+func (w *workload) queueWorker(ctx context.Context, node int, stall bool) {
 	cl := w.newClient(node)
 	defer cl.Close()
 	id, rng := cl.id, cl.rng
 	for !w.stopped(time.Duration(5+rng.IntN(20)) * time.Millisecond) {
 		c := w.rec.Begin(histcheck.Op{Kind: histcheck.Claim, Client: id, Group: qGroup, Topic: qTopic})
 		cl.begin()
-		res, err := cl.Claim(ctx, client.ClaimRequest{Topic: qTopic, Group: qGroup, MaxRecords: 4, MaxWait: 100 * time.Millisecond})
+		res, err := cl.Claim(ctx, client.ClaimRequest{Topic: qTopic, Group: qGroup, MaxRecords: 8, MaxWait: 100 * time.Millisecond})
 		err = cl.trail(err)
 		end(c, err, func(op *histcheck.Op) {
 			for _, j := range res.Jobs {
@@ -541,7 +552,10 @@ func (w *workload) queueWorker(ctx context.Context, node int) {
 				rs, err := cl.Extend(ctx, qTopic, qGroup, qLease, j.Token)
 				end(c, cl.trail(tokenErr(err)), func(op *histcheck.Op) { op.Deadline = w.rec.At(rs[0].LeaseDeadline) })
 			}
-			if strings.HasPrefix(string(j.Value), "poison") {
+			if stall && rng.IntN(20) == 0 && w.stopped(qLease+300*time.Millisecond) {
+				return
+			}
+			if strings.Contains(string(j.Value), "-poison-") {
 				op.Kind, op.Permanent = histcheck.Nack, true
 				c := w.rec.Begin(op)
 				cl.begin()
@@ -592,12 +606,13 @@ func tokenErr(err error) error {
 }
 
 // drainQueue waits (up to a minute) until every queue record is acked or
-// dead-lettered, letting fresh workers finish what is left.
+// dead-lettered, letting fresh workers, which do not stall, finish what
+// is left.
 func (w *workload) drainQueue(ctx context.Context) {
 	w.stop = make(chan struct{})
-	for i := range 2 {
+	for i := range 4 {
 		w.wg.Add(1)
-		go func() { defer w.wg.Done(); w.queueWorker(ctx, i) }()
+		go func() { defer w.wg.Done(); w.queueWorker(ctx, i, false) }()
 	}
 	defer w.halt()
 	cl := w.newClient(0)
@@ -617,14 +632,14 @@ func (w *workload) drainQueue(ctx context.Context) {
 				return
 			}
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond)
 	}
 	w.t.Errorf("the queue did not drain within a minute of healing")
 }
 
-// finalQueue records, from node nd, the final state of every queue
-// record: dead-lettered (with how many dead letters name it), acked
-// (done, and no dead letter), or unfinished.
+// finalQueue records, from node nd, the final state of every record of
+// the queue's partitions: dead-lettered (with how many dead letters name
+// it), acked (below the done offset, and no dead letter), or unfinished.
 func (w *workload) finalQueue(ctx context.Context, nd *node) {
 	t := w.t
 	start := w.rec.Now()
@@ -646,23 +661,22 @@ func (w *workload) finalQueue(ctx context.Context, nd *node) {
 	if err != nil {
 		t.Fatalf("%s: describe queue group: %v", nd.id, err)
 	}
-	done := map[int32]int64{}
-	for _, p := range d.Msg.Partitions {
-		done[p.Partition] = p.DoneOffset
-	}
 	ret := w.rec.Now()
-	for k := range w.queue {
-		op := histcheck.Op{Kind: histcheck.QueueFinal, Client: -1, Node: nd.id, Call: start, Return: ret, Outcome: histcheck.OK,
-			Group: qGroup, Topic: qTopic, Partition: int32(k[0]), Offset: k[1], DeadLetters: dead[k]}
-		switch {
-		case dead[k] > 0:
-			op.State = histcheck.DeadLettered
-		case k[1] < done[int32(k[0])]:
-			op.State = histcheck.Acked
-		default:
-			op.State = histcheck.Unfinished
+	for _, p := range d.Msg.Partitions {
+		for off := int64(0); off < p.EndOffset; off++ {
+			k := [2]int64{int64(p.Partition), off}
+			op := histcheck.Op{Kind: histcheck.QueueFinal, Client: -1, Node: nd.id, Call: start, Return: ret, Outcome: histcheck.OK,
+				Group: qGroup, Topic: qTopic, Partition: p.Partition, Offset: off, DeadLetters: dead[k]}
+			switch {
+			case dead[k] > 0:
+				op.State = histcheck.DeadLettered
+			case off < p.DoneOffset:
+				op.State = histcheck.Acked
+			default:
+				op.State = histcheck.Unfinished
+			}
+			w.rec.Add(op)
 		}
-		w.rec.Add(op)
 	}
 }
 
