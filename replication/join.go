@@ -211,7 +211,7 @@ func (n *Node) dialRaft(ctx context.Context, id, addr string) error {
 		return nil
 	}
 	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
+	c, err := d.DialContext(ctx, "tcp", n.cfg.Peers.Raft(id, addr))
 	if err != nil {
 		return err
 	}

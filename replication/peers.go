@@ -20,7 +20,8 @@ import (
 // dial goes through one PeerResolver: Raft's transport (as its
 // raft.ServerAddressProvider), forwarding of writes to the leader and the
 // leader's wait for a joining node (package server), segment catch-up
-// (SegmentClient) and cmd/logd's join request.
+// (SegmentClient), the leader's check that a joining node's Raft port
+// answers (dialRaft) and cmd/logd's join request.
 
 // PeerRoute is where this node dials one peer; an empty field dials the
 // peer's advertised address.
@@ -126,6 +127,18 @@ func (r *PeerResolver) API(addr string) string {
 			}
 			return addr
 		}
+	}
+	return addr
+}
+
+// Raft returns the address to dial for the Raft transport of peer id,
+// configured at addr: its route's Raft address, or addr without one.
+func (r *PeerResolver) Raft(id, addr string) string {
+	if r == nil {
+		return addr
+	}
+	if route := r.routes[id].Raft; route != "" {
+		return route
 	}
 	return addr
 }

@@ -69,6 +69,12 @@ func TestPeerResolver(t *testing.T) {
 	if _, err := prov.ServerAddr("c"); err == nil {
 		t.Error("ServerAddr of an unrouted peer: no error, so Raft would not fall back")
 	}
+	if got, other := r.Raft("a", "a:0"), r.Raft("c", "c:0"); got != "p:1" || other != "c:0" {
+		t.Errorf("Raft(a) = %q, Raft(c) = %q; want the route and the address itself", got, other)
+	}
+	if got := none.Raft("a", "a:0"); got != "a:0" {
+		t.Errorf("nil resolver: Raft(a) = %q", got)
+	}
 	if got := r.API("a:1"); got != "a:1" {
 		t.Errorf("before the registry is attached: API(a:1) = %q", got)
 	}
