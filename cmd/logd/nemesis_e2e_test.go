@@ -36,6 +36,9 @@ const (
 	nemesisLongTotal = 20 * time.Minute
 	// nemesisTests is how many TestNemesis* share the long duration.
 	nemesisTests = 5
+	// nemesisRecovery bounds how long a healed cluster may take to
+	// acknowledge writes again.
+	nemesisRecovery = time.Minute
 )
 
 // nemesisSeed is LOGD_NEMESIS_SEED, or a fresh seed; it is printed so a
@@ -206,8 +209,10 @@ func runNemesis(t *testing.T, kinds ...nemesis.Kind) {
 		t.Errorf("nemesis: %v", err)
 	}
 	phase("faults")
-	// Healed: the cluster must take writes again.
-	w.waitAcks(ctx, "appends after healing", 20)
+	// Healed: the cluster must take writes again, soon.
+	rctx, rcancel := context.WithTimeout(ctx, nemesisRecovery)
+	w.waitAcks(rctx, fmt.Sprintf("20 appends acknowledged within %v of healing", nemesisRecovery), 20)
+	rcancel()
 	w.halt()
 	phase("recovery")
 	c.converge(ctx)
