@@ -47,9 +47,10 @@ type kindSpec struct {
 	network  bool
 }
 
-// kinds is the table of fault kinds. A pause outlasts Raft's election and
-// lease timeouts (1 s and 0.5 s by default) several times, so the others
-// elect a new leader while the paused one still believes it leads.
+// kinds is the table of fault kinds. A pause outlasts Raft's heartbeat,
+// election and lease timeouts (a few hundred milliseconds by default,
+// replication/raft_stores.go) several times, so the others elect a new
+// leader while the paused one still believes it leads.
 var kinds = map[Kind]kindSpec{
 	KillLeader:    {min: 500 * time.Millisecond, max: 4 * time.Second},
 	KillRandom:    {min: 500 * time.Millisecond, max: 4 * time.Second},
