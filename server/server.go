@@ -56,8 +56,8 @@ type Options struct {
 	// Server.Listener (listener.go). The zero value bounds nothing.
 	Conns ConnLimits
 	// Peers routes this node's dials to other nodes' API addresses
-	// (forwarding to the leader, the wait for a joining node); nil dials
-	// the registered addresses (replication.PeerResolver).
+	// (forwarding to the leader, the questions to a joining node); nil
+	// dials the registered addresses (replication.PeerResolver).
 	Peers *replication.PeerResolver
 }
 

@@ -15,8 +15,9 @@ type CutMode int
 const (
 	// Open forwards traffic.
 	Open CutMode = iota
-	// Refuse closes every new connection at once: the dialer sees its
-	// connection reset, as from a host that is up with nothing listening.
+	// Refuse resets every new connection as soon as it is accepted: the
+	// dialer sees its connection reset (during or just after its dial),
+	// much as from a host that is up with nothing listening.
 	Refuse
 	// Blackhole accepts new connections and forwards nothing, like a
 	// network that drops every packet: the dialer learns only from its
