@@ -165,15 +165,15 @@ func (r *Runner) apply(ctx context.Context, st Step) (heal func() error, err err
 	case KillLeader, PauseLeader:
 		l, who := r.leader(ctx, st.Fault)
 		if st.Kind == KillLeader {
-			return r.kill([]int{l}, who)
+			return r.kill(st.Kind, []int{l}, who)
 		}
-		return r.pause([]int{l}, who)
+		return r.pause(st.Kind, []int{l}, who)
 	case KillRandom:
-		return r.kill(st.Order[:1], "")
+		return r.kill(st.Kind, st.Order[:1], "")
 	case KillMajority:
-		return r.kill(st.Order[:n/2+1], "")
+		return r.kill(st.Kind, st.Order[:n/2+1], "")
 	case PauseMinority:
-		return r.pause(st.Order[:max(minority, 1)], "")
+		return r.pause(st.Kind, st.Order[:max(minority, 1)], "")
 	case IsolateLeader:
 		l, who := r.leader(ctx, st.Fault)
 		var others []int
@@ -233,6 +233,14 @@ func (r *Runner) apply(ctx context.Context, st Step) (heal func() error, err err
 	return nil, fmt.Errorf("nemesis: unknown fault kind %q", st.Kind)
 }
 
+// paren is " (s)", or "" for an empty s.
+func paren(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
+}
+
 func names(nodes []int) string {
 	out := "["
 	for i, n := range nodes {
@@ -244,7 +252,7 @@ func names(nodes []int) string {
 	return out + "]"
 }
 
-func (r *Runner) kill(nodes []int, who string) (func() error, error) {
+func (r *Runner) kill(k Kind, nodes []int, who string) (func() error, error) {
 	var errs []error
 	for _, i := range nodes {
 		if err := r.Procs.Kill(i); err != nil {
@@ -255,7 +263,7 @@ func (r *Runner) kill(nodes []int, who string) (func() error, error) {
 		r.killed[i] = true
 		r.mu.Unlock()
 	}
-	r.record("kill -9 %s %s", names(nodes), who)
+	r.record("%s: kill -9 %s%s", k, names(nodes), paren(who))
 	return func() error { return r.restart(nodes) }, errors.Join(errs...)
 }
 
@@ -277,7 +285,7 @@ func (r *Runner) restart(nodes []int) error {
 	return errors.Join(errs...)
 }
 
-func (r *Runner) pause(nodes []int, who string) (func() error, error) {
+func (r *Runner) pause(k Kind, nodes []int, who string) (func() error, error) {
 	var errs []error
 	for _, i := range nodes {
 		if err := r.Procs.Pause(i); err != nil {
@@ -288,7 +296,7 @@ func (r *Runner) pause(nodes []int, who string) (func() error, error) {
 		r.paused[i] = true
 		r.mu.Unlock()
 	}
-	r.record("SIGSTOP %s %s", names(nodes), who)
+	r.record("%s: SIGSTOP %s%s", k, names(nodes), paren(who))
 	return func() error { return r.resume(nodes) }, errors.Join(errs...)
 }
 

@@ -166,7 +166,7 @@ func TestRunner(t *testing.T) {
 			t.Errorf("event %d at %v before event %d at %v", i, ev[i].At, i-1, ev[i-1].At)
 		}
 	}
-	if len(lines) != len(ev) || !strings.Contains(lines[0], "kill -9 [n3] leader n3") {
+	if len(lines) != len(ev) || !strings.Contains(lines[0], "kill-leader: kill -9 [n3] (leader n3)") {
 		t.Errorf("log lines %q", lines)
 	}
 }
