@@ -32,7 +32,7 @@ cluster-stop:
 # The long versions of the end-to-end fault tests (cmd/logd/*_e2e_test.go);
 # the nemesis tests share LOGD_NEMESIS_DURATION (default 20m).
 fault:
-	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -timeout 60m -run 'Cluster|Kill|Restart|Abuse|Nemesis' -v ./cmd/logd/
+	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -timeout 90m -run 'Cluster|Kill|Restart|Abuse|Nemesis|PowerCut|Failpoint|SlowDisk|Clock' -v ./cmd/logd/
 
 vet:
 	$(GO) vet $(PKGS)
