@@ -37,9 +37,18 @@ func TestClusterCatchUpAfterCompaction(t *testing.T) {
 	newest := map[string]string{} // key -> newest acknowledged value
 	for i := range writes {
 		k, v := fmt.Sprintf("k%d", i%keys), fmt.Sprintf("v%d-%0100d", i, 0)
-		_, err := l.rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "cmp", Records: []*logdv1.Record{{Key: []byte(k), Value: []byte(v)}}}))
-		if err != nil {
-			t.Fatalf("write %d: %v", i, err)
+		// Retried through the current leader until acknowledged: a write
+		// of unknown outcome may be there twice, before the newer ones.
+		for try := 0; ; try++ {
+			_, err := l.rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "cmp", Records: []*logdv1.Record{{Key: []byte(k), Value: []byte(v)}}}))
+			if err == nil {
+				break
+			}
+			if try == 20 {
+				t.Fatalf("write %d: %v", i, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+			l = c.leader(ctx)
 		}
 		newest[k] = v
 	}
