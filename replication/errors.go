@@ -83,6 +83,9 @@ var (
 	// ErrNoSegmentSource means a snapshot needs segment bytes this node
 	// cannot fetch: no peer is registered, or no source is configured.
 	ErrNoSegmentSource = fsm.ErrNoSegmentSource
+	// ErrSegmentGone means a snapshot lists a segment in a form its peers
+	// no longer hold (compacted or trimmed since).
+	ErrSegmentGone = fsm.ErrSegmentGone
 	// ErrQuotaExceeded means a topic was not created because the cluster
 	// would pass its quota of topics or partitions (*QuotaError).
 	ErrQuotaExceeded = fsm.ErrQuotaExceeded

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,15 +19,28 @@ import (
 // SegmentSource, checking every batch (log.StageSegment), swaps them in
 // (log.InstallStaged), and retries other peers until CatchUpTimeout. The
 // peer streams each file; neither side holds more than one batch in memory.
+//
+// A snapshot lists segments as they were at its index; compactions, trims
+// and topic deletions applied later replace or delete them on every
+// replica alike, so a snapshot can go stale while no write follows it.
+// Peers answer such a segment as gone (segment_serve.go), the install then
+// fails at once, and the leader, whose latest snapshot lists changed
+// segments, takes a newer one within SnapshotInterval (node.go
+// renewStaleSnapshot), which Raft sends next. A compaction that lands
+// during an install fails that install too; the next one starts from the
+// renewed snapshot.
 
 // SegmentRef names one segment of one partition of one topic incarnation,
-// and how many of its bytes the snapshot covers.
+// and its end offset and how many of its bytes the snapshot covers.
 type SegmentRef struct {
 	Topic      string
 	TopicIndex uint64 // the topic's CreateIndex
 	Partition  int32
 	Base       int64
-	Bytes      int64
+	// End is the offset after the segment's last record as the snapshot
+	// lists it; a negative End is unknown.
+	End   int64
+	Bytes int64
 }
 
 // SegmentSource reads segment files from a peer's client API address, for
@@ -59,9 +73,19 @@ func newSegmentFetcher(source SegmentSource, timeout time.Duration, logger *slog
 	return &segmentFetcher{source: source, timeout: timeout, logger: logger}
 }
 
+// catchUpLogEvery bounds how often a failing install logs its peers'
+// failures at warning level; the others go to debug.
+const catchUpLogEvery = 10 * time.Second
+
 // FetchSegments stages the segments from the first peer that serves them
 // all and installs them in place of every local segment not kept. It
-// retries other peers (and later rounds) until the timeout.
+// retries other peers (and later rounds, backing off) until the timeout,
+// but gives up after a round in which a peer answered that a segment
+// changed since the snapshot listed it (fsm.ErrSegmentGone): the peers
+// applied a compaction, trim or topic deletion past the snapshot, so no
+// retry of this snapshot can complete. Raft then sends the leader's latest
+// snapshot again, which the leader renews once its segments changed
+// (node.go), so the follower converges without further writes.
 func (s *segmentFetcher) FetchSegments(req fsm.FetchRequest) error {
 	timeout := s.timeout
 	if timeout == 0 {
@@ -70,7 +94,11 @@ func (s *segmentFetcher) FetchSegments(req fsm.FetchRequest) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	delay := 100 * time.Millisecond
-	var lastErr error
+	var (
+		lastErr, goneErr error
+		failures         int // since the last warning
+		lastWarn         time.Time
+	)
 	for {
 		for _, addr := range req.Peers {
 			err := s.stageFrom(ctx, addr, req)
@@ -83,7 +111,20 @@ func (s *segmentFetcher) FetchSegments(req fsm.FetchRequest) error {
 				return log.InstallStaged(req.Dir, req.Log, req.Keep, bases)
 			}
 			lastErr = err
-			s.logger.Warn("snapshot catch-up: peer failed", "peer", addr, "topic", req.Topic, "partition", req.Partition, "err", err)
+			if errors.Is(err, fsm.ErrSegmentGone) {
+				goneErr = err
+			}
+			failures++
+			if time.Since(lastWarn) >= catchUpLogEvery {
+				s.logger.Warn("snapshot catch-up: peer failed", "peer", addr, "topic", req.Topic, "partition", req.Partition,
+					"failures", failures, "err", err)
+				lastWarn, failures = time.Now(), 0
+			} else {
+				s.logger.Debug("snapshot catch-up: peer failed", "peer", addr, "topic", req.Topic, "partition", req.Partition, "err", err)
+			}
+		}
+		if goneErr != nil {
+			return fmt.Errorf("snapshot lists segments its peers no longer hold: %w", goneErr)
 		}
 		select {
 		case <-ctx.Done():
@@ -99,7 +140,7 @@ func (s *segmentFetcher) stageFrom(ctx context.Context, addr string, req fsm.Fet
 		return err
 	}
 	for _, seg := range req.Segments {
-		ref := SegmentRef{Topic: req.Topic, TopicIndex: req.TopicIndex, Partition: req.Partition, Base: seg.Base, Bytes: seg.Bytes}
+		ref := SegmentRef{Topic: req.Topic, TopicIndex: req.TopicIndex, Partition: req.Partition, Base: seg.Base, End: seg.End, Bytes: seg.Bytes}
 		meta, err := s.source.SegmentMeta(ctx, addr, ref)
 		if err != nil {
 			return fmt.Errorf("segment %d meta: %w", seg.Base, err)

@@ -275,6 +275,7 @@ func (n *Node) housekeeping() {
 	defer close(n.done)
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
+	var lastRenewal time.Time // renewStaleSnapshot's
 	for {
 		select {
 		case <-n.stop:
@@ -297,6 +298,9 @@ func (n *Node) housekeeping() {
 		}
 		n.leaderBarrier()
 		n.registerSelf()
+		if n.renewStaleSnapshot(&lastRenewal) {
+			continue
+		}
 		if !snapshotDue(n.fsm.BytesSinceSnapshot(), n.cfg.SnapshotBytes, n.fsm.WindowBytes()) {
 			continue
 		}
@@ -304,6 +308,29 @@ func (n *Node) housekeeping() {
 			n.cfg.Logger.Warn("snapshot by size", "err", err)
 		}
 	}
+}
+
+// renewStaleSnapshot takes a snapshot when this node leads and its latest
+// snapshot lists segments that applied compactions, trims or topic
+// deletions have since replaced or deleted, at most once per
+// SnapshotInterval (*last is when it last did). Raft sends a follower that
+// is behind its trailing logs the latest snapshot, and the follower
+// fetches the listed segment bytes from peers (install.go); without this,
+// a cluster that stopped writing would keep a snapshot whose segments no
+// peer serves, and such a follower would never converge. It reports
+// whether it took one.
+func (n *Node) renewStaleSnapshot(last *time.Time) bool {
+	if n.raft.State() != raft.Leader || !n.fsm.SegmentsChangedSinceSnapshot() || time.Since(*last) < n.cfg.SnapshotInterval {
+		return false
+	}
+	*last = time.Now()
+	err := n.raft.Snapshot().Error()
+	if err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		n.cfg.Logger.Warn("snapshot after segments changed", "err", err)
+		return false
+	}
+	n.cfg.Logger.Debug("snapshot after segments changed", "applied_index", n.fsm.AppliedIndex(), "err", err)
+	return err == nil
 }
 
 // leaderBarrier runs a barrier when this node leads a term it has not run

@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,6 +10,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // SegmentClient fetches segment files from peers over the endpoint in
@@ -36,7 +39,10 @@ func segmentURL(addr, path string, ref SegmentRef) string {
 	q.Set("topic_index", strconv.FormatUint(ref.TopicIndex, 10))
 	q.Set("partition", strconv.Itoa(int(ref.Partition)))
 	q.Set("base", strconv.FormatInt(ref.Base, 10))
-	if path == segmentDataPath {
+	if ref.End >= 0 {
+		q.Set("end", strconv.FormatInt(ref.End, 10))
+	}
+	if path == segmentDataPath || ref.End >= 0 {
 		q.Set("bytes", strconv.FormatInt(ref.Bytes, 10))
 	}
 	return "http://" + addr + path + "?" + q.Encode()
@@ -54,7 +60,12 @@ func (c *SegmentClient) get(ctx context.Context, addr, path string, ref SegmentR
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		resp.Body.Close()
-		return nil, fmt.Errorf("%s from %s: %s", resp.Status, addr, b)
+		if resp.StatusCode == http.StatusGone {
+			// The peer applied a compaction, trim or deletion after the
+			// snapshot (segment_serve.go).
+			return nil, fmt.Errorf("%w: %s from %s: %s", fsm.ErrSegmentGone, resp.Status, addr, bytes.TrimSpace(b))
+		}
+		return nil, fmt.Errorf("%s from %s: %s", resp.Status, addr, bytes.TrimSpace(b))
 	}
 	return resp, nil
 }

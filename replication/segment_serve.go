@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+
+	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // Segment transfer for snapshot catch-up (install.go): a plain HTTP
@@ -15,11 +17,19 @@ import (
 // first N bytes of its data file, streamed from disk in small chunks (the
 // serving node never holds a segment in memory).
 //
-//	GET /internal/v1/segment/meta?topic=T&topic_index=I&partition=P&base=B
-//	GET /internal/v1/segment/data?topic=T&topic_index=I&partition=P&base=B&bytes=N
+//	GET /internal/v1/segment/meta?topic=T&topic_index=I&partition=P&base=B&end=E&bytes=N
+//	GET /internal/v1/segment/data?topic=T&topic_index=I&partition=P&base=B&end=E&bytes=N
 //
-// 404: no such topic incarnation, partition or segment; 416: the segment
-// holds fewer than N bytes (this node is behind, ask another).
+// E and N are the segment's end offset and size as the snapshot lists it
+// (E is optional, for callers that do not send it; N is required for data).
+// 404: no such topic incarnation, partition or segment (this node is
+// behind, or never had it); 416: the segment holds fewer than N bytes (this
+// node is behind, ask another); 410: this node applied a compaction, trim
+// or topic deletion after the snapshot, and no longer holds the segment as
+// it lists it. A segment only grows by appends until compaction rewrites
+// it, so a segment not compacted serves any prefix; a compacted one serves
+// only the very version listed (same end, same size). Compaction keeps a
+// segment's base and end, so the size tells the versions apart.
 const (
 	// SegmentPathPrefix is where SegmentHandler is mounted.
 	SegmentPathPrefix = "/internal/v1/segment/"
@@ -39,24 +49,25 @@ func (b *Backend) SegmentHandler() http.Handler {
 			http.Error(w, "GET only", http.StatusMethodNotAllowed)
 			return
 		}
-		ref, err := parseSegmentRef(r, r.URL.Path == segmentDataPath)
+		isData := r.URL.Path == segmentDataPath
+		ref, err := parseSegmentRef(r, isData)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		dataPath, metaPath, err := b.FSM().SegmentFiles(ref.Topic, ref.TopicIndex, ref.Partition, ref.Base)
+		seg, err := b.FSM().LookupSegment(ref.Topic, ref.TopicIndex, ref.Partition, ref.Base)
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusNotFound)
+			lookupError(w, err)
 			return
 		}
-		path := metaPath
-		if r.URL.Path == segmentDataPath {
-			path = dataPath
+		path := seg.Meta
+		if isData {
+			path = seg.Data
 		}
 		f, err := os.Open(path)
 		if errors.Is(err, os.ErrNotExist) {
-			// Deleted by retention since the lookup.
-			http.Error(w, err.Error(), http.StatusNotFound)
+			// Deleted by retention (or with its topic) since the lookup.
+			http.Error(w, fmt.Sprintf("segment %d was deleted since: %v", ref.Base, err), http.StatusGone)
 			return
 		}
 		if err != nil {
@@ -64,13 +75,31 @@ func (b *Backend) SegmentHandler() http.Handler {
 			return
 		}
 		defer f.Close()
+		// Look again now that the file is open: a compaction that swapped
+		// it in before the open shows here, so the checks below never take
+		// a compacted file for the version listed. One swapped in after the
+		// open shows too, and refuses a file that was still right: the
+		// caller asks again.
+		if seg, err = b.FSM().LookupSegment(ref.Topic, ref.TopicIndex, ref.Partition, ref.Base); err != nil {
+			lookupError(w, err)
+			return
+		}
 		fi, err := f.Stat()
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
+		dataSize := seg.Info.Bytes
+		if isData {
+			dataSize = fi.Size()
+		}
+		if seg.Info.Compacted && ref.End >= 0 && (seg.Info.EndOffset != ref.End || dataSize != ref.Bytes || seg.Info.Bytes != ref.Bytes) {
+			http.Error(w, fmt.Sprintf("segment %d was compacted since (now ends at %d with %d bytes, listed %d with %d)",
+				ref.Base, seg.Info.EndOffset, dataSize, ref.End, ref.Bytes), http.StatusGone)
+			return
+		}
 		n := fi.Size()
-		if r.URL.Path == segmentDataPath {
+		if isData {
 			if fi.Size() < ref.Bytes {
 				http.Error(w, fmt.Sprintf("segment %d has %d bytes, not %d", ref.Base, fi.Size(), ref.Bytes), http.StatusRequestedRangeNotSatisfiable)
 				return
@@ -83,6 +112,16 @@ func (b *Backend) SegmentHandler() http.Handler {
 			b.cfg.Logger.Debug("serving segment", "path", path, "err", err)
 		}
 	})
+}
+
+// lookupError answers a failed segment lookup: 410 for a segment deleted
+// or replaced since, 404 for one this node does not know.
+func lookupError(w http.ResponseWriter, err error) {
+	if errors.Is(err, fsm.ErrSegmentGone) {
+		http.Error(w, err.Error(), http.StatusGone)
+		return
+	}
+	http.Error(w, err.Error(), http.StatusNotFound)
 }
 
 func parseSegmentRef(r *http.Request, withBytes bool) (SegmentRef, error) {
@@ -104,10 +143,19 @@ func parseSegmentRef(r *http.Request, withBytes bool) (SegmentRef, error) {
 	if ref.Base, err = strconv.ParseInt(q.Get("base"), 10, 64); err != nil || ref.Base < 0 {
 		return ref, fmt.Errorf("base: want a non-negative integer")
 	}
-	if withBytes {
+	ref.End = -1 // not sent: checked as by a peer of an older build
+	if e := q.Get("end"); e != "" {
+		if ref.End, err = strconv.ParseInt(e, 10, 64); err != nil || ref.End < ref.Base {
+			return ref, fmt.Errorf("end: want an integer not below base")
+		}
+	}
+	if withBytes || q.Get("bytes") != "" {
 		if ref.Bytes, err = strconv.ParseInt(q.Get("bytes"), 10, 64); err != nil || ref.Bytes < 0 {
 			return ref, fmt.Errorf("bytes: want a non-negative integer")
 		}
+	}
+	if ref.End >= 0 && q.Get("bytes") == "" {
+		return ref, fmt.Errorf("end without bytes")
 	}
 	return ref, nil
 }

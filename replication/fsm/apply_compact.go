@@ -94,6 +94,7 @@ func (f *FSM) applyCompact(index uint64, now int64, c Compact) any {
 	st := prep.c.Stats()
 	prep = nil
 	f.cleaner.retire(p.log)
+	f.segmentsChanged.Store(true)
 	res := CompactResult{Stats: st}
 	deleted := before - p.log.Size()
 	removed := st.InputRecords - st.OutputRecords

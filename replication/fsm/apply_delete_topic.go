@@ -12,6 +12,8 @@ func (f *FSM) applyDeleteTopic(index uint64, _ int64, c DeleteTopic) any {
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownTopic, c.Name)
 	}
+	// The last snapshot may list its segments, which no peer serves now.
+	f.segmentsChanged.Store(true)
 	// Its queue groups go with it (their dead-letter topics stay).
 	f.queues.dropTopic(c.Name)
 	// A file left behind is not divergence: the topic is gone from the state

@@ -39,6 +39,7 @@ func (f *FSM) applyTrim(index uint64, now int64, c Trim) any {
 	res := TrimResult{Segments: n, BytesDeleted: before - p.log.Size()}
 	if n > 0 {
 		f.cleaner.retire(p.log)
+		f.segmentsChanged.Store(true)
 		f.cleaner.trims.Add(1)
 		f.cleaner.bytesDeleted.Add(res.BytesDeleted)
 		f.cleaner.setRun(partKey{c.Topic, c.TopicIndex, c.Partition}, CleanerRun{TimeNanos: now, Action: "trim", BytesDeleted: res.BytesDeleted})

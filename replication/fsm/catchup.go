@@ -60,24 +60,67 @@ type SegmentExtent struct {
 // serving them to a peer. The segment must exist in the named topic
 // incarnation (a later topic of the same name is not served).
 func (f *FSM) SegmentFiles(topic string, topicIndex uint64, p int32, base int64) (data, meta string, err error) {
+	s, err := f.LookupSegment(topic, topicIndex, p, base)
+	return s.Data, s.Meta, err
+}
+
+// ServedSegment is a segment as this node holds it now, for serving it to
+// a peer that catches up.
+type ServedSegment struct {
+	Data, Meta string // paths of its data and .meta files
+	Info       log.SegmentInfo
+}
+
+// LookupSegment finds a segment of the named topic incarnation (a later
+// topic of the same name is not served). A base below the partition's
+// start, or a topic incarnation deleted since, is ErrSegmentGone: a
+// snapshot that lists it cannot be completed from this node.
+func (f *FSM) LookupSegment(topic string, topicIndex uint64, p int32, base int64) (ServedSegment, error) {
 	t, err := f.Topic(topic)
-	if err != nil {
-		return "", "", err
-	}
-	if t.CreateIndex != topicIndex {
-		return "", "", fmt.Errorf("%w: %q created at index %d, not %d", ErrUnknownTopic, topic, t.CreateIndex, topicIndex)
+	if err != nil || t.CreateIndex != topicIndex {
+		// This node applied the topic's creation and holds no such
+		// incarnation now: it was deleted since.
+		if f.applied.Load() >= topicIndex && (err != nil || t.CreateIndex > topicIndex) {
+			return ServedSegment{}, fmt.Errorf("%w: topic %q created at index %d was deleted", ErrSegmentGone, topic, topicIndex)
+		}
+		if err != nil {
+			return ServedSegment{}, err
+		}
+		return ServedSegment{}, fmt.Errorf("%w: %q created at index %d, not %d", ErrUnknownTopic, topic, t.CreateIndex, topicIndex)
 	}
 	part, err := f.Partition(topic, p)
 	if err != nil {
-		return "", "", err
+		return ServedSegment{}, err
 	}
-	for _, s := range part.log.Segments() {
+	segs := part.log.Segments()
+	for _, s := range segs {
 		if s.BaseOffset == base {
-			data, meta = log.SegmentFiles(partitionDir(t, p), base)
-			return data, meta, nil
+			data, meta := log.SegmentFiles(partitionDir(t, p), base)
+			return ServedSegment{Data: data, Meta: meta, Info: s}, nil
 		}
 	}
-	return "", "", fmt.Errorf("%w: %s-%d has no segment at %d", ErrUnknownPartition, topic, p, base)
+	if len(segs) > 0 && base < segs[0].BaseOffset {
+		return ServedSegment{}, fmt.Errorf("%w: %s-%d starts at %d, after segment %d", ErrSegmentGone, topic, p, segs[0].BaseOffset, base)
+	}
+	return ServedSegment{}, fmt.Errorf("%w: %s-%d has no segment at %d", ErrUnknownPartition, topic, p, base)
+}
+
+// listsChanged reports whether the segments a manifest lists (listed) are
+// no longer all held as listed by a log holding segs: one was deleted, or
+// replaced by compaction (same end, other size). The last listed segment
+// may have grown since, by appends.
+func listsChanged(segs []log.SegmentInfo, listed []segmentManifest) bool {
+	local := make(map[int64]log.SegmentInfo, len(segs))
+	for _, s := range segs {
+		local[s.BaseOffset] = s
+	}
+	for _, m := range listed {
+		s, ok := local[m.Base]
+		if !ok || s.Bytes < m.Bytes || s.EndOffset == m.End && s.Bytes != m.Bytes {
+			return true
+		}
+	}
+	return false
 }
 
 func partitionDir(t *Topic, p int32) string { return filepath.Join(t.dir, strconv.Itoa(int(p))) }
@@ -85,8 +128,11 @@ func partitionDir(t *Topic, p int32) string { return filepath.Join(t.dir, strcon
 // catchUpTopic makes the open topic t hold what manifest tm describes:
 // partitions whose logs end before the manifest's are completed from a
 // peer, and segments below a partition's start are deleted (a trim the
-// snapshot covers). On return t's logs are open again.
-func (f *FSM) catchUpTopic(t *Topic, tm topicManifest, index uint64) error {
+// snapshot covers). On return t's logs are open again. changed reports a
+// partition whose log no longer holds the segments the manifest lists as
+// they were (compacted or trimmed since: a restart after the snapshot), so
+// the snapshot could not serve a follower's catch-up.
+func (f *FSM) catchUpTopic(t *Topic, tm topicManifest, index uint64) (changed bool, err error) {
 	type plan struct {
 		p      int32
 		keep   []int64
@@ -97,6 +143,7 @@ func (f *FSM) catchUpTopic(t *Topic, tm topicManifest, index uint64) error {
 	for i, pm := range tm.Partitions {
 		l := t.Partitions[i].log
 		if l.EndOffset() >= pm.End {
+			changed = changed || listsChanged(l.Segments(), pm.Segments)
 			continue
 		}
 		// Keep the local segments identical to the manifest's prefix; fetch
@@ -119,29 +166,29 @@ func (f *FSM) catchUpTopic(t *Topic, tm topicManifest, index uint64) error {
 	}
 	if len(plans) > 0 {
 		if err := t.close(); err != nil {
-			return fmt.Errorf("catch up %s: close: %w", t.Name, err)
+			return false, fmt.Errorf("catch up %s: close: %w", t.Name, err)
 		}
 		for _, pl := range plans {
 			f.logger.Info("snapshot catch-up: fetching segments from a peer",
 				"topic", t.Name, "partition", pl.p, "segments", len(pl.fetch), "offsets_behind", pl.behind, "snapshot_index", index)
 			if err := f.fetch(t, pl.p, pl.keep, pl.fetch); err != nil {
-				return fmt.Errorf("catch up %s-%d: %w", t.Name, pl.p, err)
+				return false, fmt.Errorf("catch up %s-%d: %w", t.Name, pl.p, err)
 			}
 		}
 		t.Partitions = nil
 		if err := openTopic(f.root, t, int32(len(tm.Partitions)), f.logOpts); err != nil {
-			return err
+			return false, err
 		}
 	}
 	for i, pm := range tm.Partitions {
 		l := t.Partitions[i].log
 		if l.StartOffset() < pm.Start {
 			if _, err := l.DeleteBefore(pm.Start); err != nil {
-				return fmt.Errorf("catch up %s-%d: trim to %d: %w", t.Name, i, pm.Start, err)
+				return false, fmt.Errorf("catch up %s-%d: trim to %d: %w", t.Name, i, pm.Start, err)
 			}
 		}
 	}
-	return nil
+	return changed, nil
 }
 
 // fetch has the fetcher copy segs of partition p of t.

@@ -51,6 +51,11 @@ var (
 	// ErrNoSegmentSource means a snapshot needs segment bytes this node
 	// cannot fetch: no peer is registered, or no fetcher is configured.
 	ErrNoSegmentSource = errors.New("replication: no peer to fetch segments from")
+	// ErrSegmentGone means a snapshot lists a segment in a form its peers
+	// no longer hold: applied compactions or trims after the snapshot's
+	// index replaced or deleted it. Retrying the same snapshot cannot
+	// succeed; the leader takes a newer one (catchup.go).
+	ErrSegmentGone = errors.New("replication: segment changed since the snapshot listed it")
 	// ErrQuotaExceeded means a topic was not created because the cluster
 	// would pass its quota of topics or partitions. Errors carrying data
 	// are *QuotaError.

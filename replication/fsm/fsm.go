@@ -37,6 +37,12 @@ type FSM struct {
 	// bytesSinceSnapshot counts appended batch bytes since the last
 	// snapshot; it drives the node's snapshots by size.
 	bytesSinceSnapshot atomic.Int64
+	// segmentsChanged is set when an applied compaction or trim replaced
+	// or deleted segments after the last snapshot was taken (or a restored
+	// snapshot lists segments the logs no longer hold): that snapshot's
+	// manifest names bytes no peer serves any more, so the leader takes a
+	// newer one (catchup.go). Not state: replicas may differ in it.
+	segmentsChanged atomic.Bool
 	// windowBytes is the size of the idempotency windows in the last
 	// snapshot persisted; it raises the by-size trigger.
 	windowBytes atomic.Int64

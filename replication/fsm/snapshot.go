@@ -86,6 +86,7 @@ func (f *FSM) Snapshot() (*Snapshot, error) {
 		return nil, fmt.Errorf("%w: %v", ErrStopped, err)
 	}
 	f.bytesSinceSnapshot.Store(0)
+	f.segmentsChanged.Store(false)
 	m := manifest{Version: manifestVersion, Index: f.applied.Load(), Now: f.now.Load()}
 	var (
 		syncs  []*Partition
@@ -237,6 +238,7 @@ func (f *FSM) Restore(rc io.Reader) error {
 	}
 	topics := map[string]*Topic{}
 	keep := map[string]bool{}
+	changed := false
 	for ti, tm := range m.Topics {
 		t := &Topic{Name: tm.Name, Config: tm.Config, CreatedNanos: tm.CreatedNanos, CreateIndex: tm.CreateIndex}
 		if err := openTopic(f.root, t, int32(len(tm.Partitions)), f.logOpts); err != nil {
@@ -245,10 +247,12 @@ func (f *FSM) Restore(rc io.Reader) error {
 		}
 		topics[t.Name] = t
 		keep[topicDirName(t.Name, t.CreateIndex)] = true
-		if err := f.catchUpTopic(t, tm, m.Index); err != nil {
+		ch, err := f.catchUpTopic(t, tm, m.Index)
+		if err != nil {
 			closeAll(topics)
 			return fmt.Errorf("restore: %w", err)
 		}
+		changed = changed || ch
 		t.dedup = windows[ti]
 		for i, pm := range tm.Partitions {
 			t.Partitions[i].next = pm.End
@@ -282,6 +286,7 @@ func (f *FSM) Restore(rc io.Reader) error {
 	f.mu.Unlock()
 	f.now.Store(m.Now)
 	f.applied.Store(m.Index)
+	f.segmentsChanged.Store(changed)
 	return nil
 }
 
@@ -315,6 +320,12 @@ func closeAll(topics map[string]*Topic) {
 // BytesSinceSnapshot is how many batch bytes were appended since the last
 // snapshot was taken.
 func (f *FSM) BytesSinceSnapshot() int64 { return f.bytesSinceSnapshot.Load() }
+
+// SegmentsChangedSinceSnapshot reports whether the latest snapshot taken
+// (or restored) lists segments that applied compactions or trims have
+// since replaced or deleted, so a follower installing it could not fetch
+// them (catchup.go).
+func (f *FSM) SegmentsChangedSinceSnapshot() bool { return f.segmentsChanged.Load() }
 
 // WindowBytes is the size of the idempotency windows the last durable
 // snapshot wrote.
