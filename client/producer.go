@@ -57,7 +57,9 @@ type ProduceResult struct {
 	Partition int32
 	Offset    int64
 	Duplicate bool
-	// Err is why the record was not written (after the client's retries).
+	// Err is why the call failed after the client's retries. When it
+	// matches ErrOutcomeUnknown the record may have been written (a reply
+	// was lost); otherwise it was not.
 	Err error
 }
 
