@@ -483,7 +483,8 @@ func (c *cluster) checkEveryNode(ctx context.Context, topic string, parts int32,
 // client (which follows the leader and retries only what was surely not
 // written); they record every value attempted and every acknowledgement.
 type producers struct {
-	perCall int // records per produce call
+	perCall int        // records per produce call
+	lat     *latencies // when set, the latency of each acknowledged call
 
 	mu            sync.Mutex
 	acks          []ack
@@ -516,10 +517,15 @@ func (ps *producers) run(ctx context.Context, t *testing.T, seed, topic string, 
 		for j := range recs {
 			v := fmt.Sprintf("c%d-%d-%d", id, n, j)
 			ps.attempted[v] = true
-			recs[j] = client.Record{Key: []byte(fmt.Sprintf("k%d", j)), Value: []byte(v)}
+			// Keys spread the calls of single-record producers too.
+			recs[j] = client.Record{Key: []byte(fmt.Sprintf("k%d", id+j)), Value: []byte(v)}
 		}
 		ps.mu.Unlock()
+		start := time.Now()
 		res, err := c.Produce(ctx, topic, recs)
+		if err == nil && ps.lat != nil {
+			ps.lat.add(time.Since(start))
+		}
 		ps.mu.Lock()
 		ps.calls++
 		if err == nil {

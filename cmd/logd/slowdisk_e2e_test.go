@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -11,7 +10,6 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/logd-dev/logd/api/logdv1"
-	"github.com/logd-dev/logd/client"
 )
 
 // latencies records how long acknowledged produce calls took.
@@ -41,42 +39,6 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 		return 0
 	}
 	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
-}
-
-// timedProducer is producers.run timing each acknowledged call.
-func (ps *producers) timedRun(ctx context.Context, t *testing.T, seed, topic string, id int, lat *latencies, stop <-chan struct{}) {
-	c, err := client.New(seed, client.Options{Timeout: 3 * time.Second,
-		Retry: client.RetryPolicy{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}})
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	defer c.Close()
-	for n := 0; ; n++ {
-		select {
-		case <-stop:
-			return
-		default:
-		}
-		v := fmt.Sprintf("s%d-%d", id, n)
-		ps.mu.Lock()
-		ps.attempted[v] = true
-		ps.mu.Unlock()
-		start := time.Now()
-		res, err := c.Produce(ctx, topic, []client.Record{{Value: []byte(v)}})
-		took := time.Since(start)
-		ps.mu.Lock()
-		ps.calls++
-		if err == nil {
-			ps.acks = append(ps.acks, ack{res[0].Partition, res[0].Offset, v})
-		} else {
-			ps.failed++
-		}
-		ps.mu.Unlock()
-		if err == nil {
-			lat.add(took)
-		}
-	}
 }
 
 // term is the highest Raft term a live node reports: how many elections
@@ -109,11 +71,12 @@ func TestClusterSlowDisk(t *testing.T) {
 	createTopic(t, ctx, c.nodes[0], "slow", parts, nil)
 	ps := newProducers(1)
 	lat := &latencies{}
+	ps.lat = lat
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Add(1)
-		go func() { defer wg.Done(); ps.timedRun(ctx, t, c.nodes[i%3].listen, "slow", i, lat, stop) }()
+		go func() { defer wg.Done(); ps.run(ctx, t, c.nodes[i%3].listen, "slow", i, stop) }()
 	}
 	measure := func(name string) {
 		lat.take()
