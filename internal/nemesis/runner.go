@@ -20,6 +20,26 @@ type Processes interface {
 	// Pause SIGSTOPs a node; Resume SIGCONTs it.
 	Pause(i int) error
 	Resume(i int) error
+	// KillAll SIGKILLs the nodes at once: every one is signalled before
+	// any is reaped, so none runs on after another died.
+	KillAll(nodes []int) error
+	// RestartEnv starts a killed node again on its data, with env
+	// (KEY=VALUE) added to its environment.
+	RestartEnv(i int, env []string) error
+	// Exited reports whether a node's process ended on its own (a crash
+	// at a failpoint) since it was last started.
+	Exited(i int) bool
+}
+
+// Members changes the cluster's membership, for Membership faults. The
+// test implements it, and records each change in its history.
+type Members interface {
+	// Remove removes node i from the cluster, through the others. nil
+	// means the cluster no longer lists i, whatever the calls answered.
+	Remove(ctx context.Context, i int) error
+	// Rejoin stops node i if it runs, starts it with fresh data under the
+	// same id, asks a member to add it, and waits until it is a voter.
+	Rejoin(ctx context.Context, i int) error
 }
 
 // Event is one fault applied or healed, at a time from the run's start.
@@ -38,15 +58,21 @@ type Runner struct {
 	Procs Processes
 	// Net are the proxies between the nodes; required by network faults.
 	Net *Net
+	// Members changes the membership; required by Membership faults.
+	Members Members
 	// Logf receives one line per event (a test's t.Logf); nil: none.
 	Logf func(format string, args ...any)
 
 	mu sync.Mutex
-	// start, events, killed and paused are guarded by mu.
-	start  time.Time
-	events []Event
-	killed map[int]bool
-	paused map[int]bool
+	// start, events, killed, paused, faulty and removed are guarded by
+	// mu. faulty nodes run with a fault's environment; removed ones are
+	// out of the cluster, to be added back.
+	start   time.Time
+	events  []Event
+	killed  map[int]bool
+	paused  map[int]bool
+	faulty  map[int]bool
+	removed map[int]bool
 }
 
 // Events returns the events so far.
@@ -74,11 +100,14 @@ func (r *Runner) record(format string, args ...any) {
 func (r *Runner) Run(ctx context.Context, start time.Time, s Schedule) error {
 	r.mu.Lock()
 	r.start = start
-	r.killed, r.paused = map[int]bool{}, map[int]bool{}
+	r.killed, r.paused, r.faulty, r.removed = map[int]bool{}, map[int]bool{}, map[int]bool{}, map[int]bool{}
 	r.mu.Unlock()
 	for _, k := range s.Steps {
 		if k.Kind.NeedsNet() && r.Net == nil {
 			return fmt.Errorf("nemesis: fault %s needs the proxies, and the runner has none", k.Kind)
+		}
+		if k.Kind == Membership && r.Members == nil {
+			return fmt.Errorf("nemesis: fault %s needs Members, and the runner has none", k.Kind)
 		}
 	}
 	var errs []error
@@ -103,11 +132,13 @@ func (r *Runner) Run(ctx context.Context, start time.Time, s Schedule) error {
 	return errors.Join(errs...)
 }
 
-// HealAll resumes every paused node, restarts every killed one and opens
-// every link.
+// HealAll resumes every paused node, restarts every killed one, restarts
+// without its fault every node that runs with one, adds back every
+// removed node, and opens every link.
 func (r *Runner) HealAll() error {
 	r.mu.Lock()
 	paused, killed := sortedKeys(r.paused), sortedKeys(r.killed)
+	faulty, removed := sortedKeys(r.faulty), sortedKeys(r.removed)
 	r.mu.Unlock()
 	var errs []error
 	if r.Net != nil {
@@ -115,6 +146,12 @@ func (r *Runner) HealAll() error {
 	}
 	if len(paused) > 0 {
 		errs = append(errs, r.resume(paused))
+	}
+	for _, i := range faulty {
+		errs = append(errs, r.restartClean(i))
+	}
+	for _, i := range removed {
+		errs = append(errs, r.rejoin(i))
 	}
 	if len(killed) > 0 {
 		errs = append(errs, r.restart(killed))
@@ -229,8 +266,132 @@ func (r *Runner) apply(ctx context.Context, st Step) (heal func() error, err err
 			r.record("heal %s: every link open", st.Kind)
 			return nil
 		}, nil
+	case PowerCutAll:
+		all := make([]int, n)
+		for i := range all {
+			all[i] = i
+		}
+		err := r.Procs.KillAll(all)
+		r.mu.Lock()
+		for _, i := range all {
+			r.killed[i] = true
+		}
+		r.mu.Unlock()
+		r.record("%s: kill -9 %s at once", st.Kind, names(all))
+		return func() error { return r.restart(all) }, err
+	case CrashFailpoint, ClockOffset:
+		return r.restartWith(st, st.Order[0], "")
+	case SlowDisk:
+		i, who := st.Order[0], ""
+		if st.Leader {
+			i, who = r.leader(ctx, st.Fault)
+		}
+		return r.restartWith(st, i, who)
+	case Membership:
+		return r.membership(ctx, st)
 	}
 	return nil, fmt.Errorf("nemesis: unknown fault kind %q", st.Kind)
+}
+
+// restartWith kills node i and starts it again with the fault's
+// environment; the heal kills it (a crashed one is gone already) and
+// starts it without.
+func (r *Runner) restartWith(st Step, i int, who string) (func() error, error) {
+	env := st.Env()
+	var errs []error
+	if err := r.Procs.Kill(i); err != nil {
+		errs = append(errs, fmt.Errorf("kill n%d: %w", i+1, err))
+	}
+	if err := r.Procs.RestartEnv(i, env); err != nil {
+		errs = append(errs, fmt.Errorf("restart n%d with %v: %w", i+1, env, err))
+	}
+	r.mu.Lock()
+	r.faulty[i] = true
+	r.mu.Unlock()
+	r.record("%s: kill -9 n%d, restart with %v%s", st.Kind, i+1, env, paren(who))
+	return func() error {
+		if st.Kind == CrashFailpoint {
+			if r.Procs.Exited(i) {
+				r.record("%s: n%d crashed at %s (%s)", st.Kind, i+1, st.Point, st.Term)
+			} else {
+				r.record("%s: n%d did not crash at %s (%s) within %v", st.Kind, i+1, st.Point, st.Term, st.For.Round(time.Millisecond))
+			}
+		}
+		return r.restartClean(i)
+	}, errors.Join(errs...)
+}
+
+// restartClean kills a node that runs with a fault's environment and
+// starts it without.
+func (r *Runner) restartClean(i int) error {
+	r.mu.Lock()
+	was := r.faulty[i]
+	delete(r.faulty, i)
+	r.mu.Unlock()
+	if !was {
+		return nil
+	}
+	var errs []error
+	if err := r.Procs.Kill(i); err != nil {
+		errs = append(errs, fmt.Errorf("kill n%d: %w", i+1, err))
+	}
+	if err := r.Procs.Restart(i); err != nil {
+		errs = append(errs, fmt.Errorf("restart n%d: %w", i+1, err))
+	}
+	r.record("kill -9 n%d, restart without the fault", i+1)
+	return errors.Join(errs...)
+}
+
+// membership removes a follower (killed first when the fault is Dead);
+// the heal adds it back with fresh data. A removal that cannot be
+// confirmed is healed by restarting the node on its data instead.
+func (r *Runner) membership(ctx context.Context, st Step) (func() error, error) {
+	l, _ := r.leader(ctx, st.Fault)
+	x := st.Order[0]
+	for _, i := range st.Order {
+		if i != l {
+			x = i
+			break
+		}
+	}
+	if st.Dead {
+		if _, err := r.kill(st.Kind, []int{x}, "to be removed"); err != nil {
+			return func() error { return r.restart([]int{x}) }, err
+		}
+	}
+	if err := r.Members.Remove(ctx, x); err != nil {
+		r.record("%s: removal of n%d not confirmed: %v", st.Kind, x+1, err)
+		return func() error { return r.restart([]int{x}) }, fmt.Errorf("remove n%d: %w", x+1, err)
+	}
+	r.mu.Lock()
+	r.removed[x] = true
+	r.mu.Unlock()
+	state := "still running"
+	if st.Dead {
+		state = "dead"
+	}
+	r.record("%s: n%d removed (%s)", st.Kind, x+1, state)
+	return func() error { return r.rejoin(x) }, nil
+}
+
+// rejoin adds a removed node back with fresh data.
+func (r *Runner) rejoin(i int) error {
+	r.mu.Lock()
+	was := r.removed[i]
+	delete(r.removed, i)
+	delete(r.killed, i) // Rejoin starts it
+	r.mu.Unlock()
+	if !was {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if err := r.Members.Rejoin(ctx, i); err != nil {
+		r.record("rejoin n%d failed: %v", i+1, err)
+		return fmt.Errorf("rejoin n%d: %w", i+1, err)
+	}
+	r.record("n%d added back with fresh data, a voter", i+1)
+	return nil
 }
 
 // paren is " (s)", or "" for an empty s.

@@ -38,13 +38,45 @@ const (
 	OneWay Kind = "one-way"
 	// Slow adds latency and jitter to every link.
 	Slow Kind = "latency"
+	// PowerCutAll SIGKILLs every node at once and restarts them all: a
+	// power cut of the cluster when the nodes run with LOGD_FAULT_POWERCUT
+	// (internal/faults), which cuts each node's partition logs back to
+	// what was synced when it starts again.
+	PowerCutAll Kind = "power-cut-all"
+	// CrashFailpoint restarts one node with GOFAIL_FAILPOINTS set to a
+	// durability failpoint (internal/failpoint) and a term that makes it
+	// panic there soon; when the fault ends the node, crashed or not, is
+	// started again without it.
+	CrashFailpoint Kind = "crash-at-failpoint"
+	// SlowDisk restarts one node (the leader, or a drawn one) with
+	// LOGD_FAULT_SLOW_FSYNC, then restarts it with a normal disk.
+	SlowDisk Kind = "slow-disk"
+	// ClockOffset restarts one node with LOGD_FAULT_CLOCK_OFFSET, a few
+	// seconds ahead or behind, then restarts it with the true clock.
+	ClockOffset Kind = "clock-offset"
+	// Membership removes a follower from the cluster (while it still runs,
+	// or after killing it) and, when the fault ends, adds it back with
+	// fresh data under the same id.
+	Membership Kind = "membership"
 )
+
+// Failpoints are the durability failpoints of internal/failpoint that
+// CrashFailpoint draws from. The retention and compaction points are left
+// out: the nemesis workloads keep no topic with retention or compaction.
+var Failpoints = []string{"logSegmentWrite", "logFsync", "logRoll", "fsmSnapshotPersist", "logInstall"}
+
+// failTerms are the gofail terms CrashFailpoint draws: a panic on the
+// first or third pass, or on one pass in twenty.
+var failTerms = []string{"1*panic", "2*off->panic", "5%panic"}
 
 // kindSpec is how long a fault of a kind lasts, and whether it needs the
 // proxies.
 type kindSpec struct {
 	min, max time.Duration
 	network  bool
+	// restarts: the fault restarts nodes with fault settings
+	// (Processes.RestartEnv) or changes membership (Members).
+	restarts bool
 }
 
 // kinds is the table of fault kinds. A pause outlasts Raft's heartbeat,
@@ -62,7 +94,18 @@ var kinds = map[Kind]kindSpec{
 	Bridge:        {min: 2 * time.Second, max: 7 * time.Second, network: true},
 	OneWay:        {min: 2 * time.Second, max: 7 * time.Second, network: true},
 	Slow:          {min: 2 * time.Second, max: 7 * time.Second, network: true},
+	// A power cut is short: the cluster is down for all of it.
+	PowerCutAll: {min: 500 * time.Millisecond, max: 3 * time.Second},
+	// The others leave the node time to reach its point, or to run slow
+	// or off-clock through elections, lease expiries and snapshots.
+	CrashFailpoint: {min: 3 * time.Second, max: 8 * time.Second, restarts: true},
+	SlowDisk:       {min: 3 * time.Second, max: 8 * time.Second, restarts: true},
+	ClockOffset:    {min: 3 * time.Second, max: 8 * time.Second, restarts: true},
+	Membership:     {min: 3 * time.Second, max: 8 * time.Second, restarts: true},
 }
+
+// MaxClockOffset bounds the offset a ClockOffset fault draws, either way.
+const MaxClockOffset = 3 * time.Second
 
 // AllKinds lists every kind, in a fixed order.
 func AllKinds() []Kind {
@@ -76,6 +119,10 @@ func AllKinds() []Kind {
 
 // NeedsNet reports whether a fault of kind k acts on the proxies.
 func (k Kind) NeedsNet() bool { return kinds[k].network }
+
+// Restarts reports whether a fault of kind k restarts nodes with fault
+// settings or changes the membership.
+func (k Kind) Restarts() bool { return kinds[k].restarts }
 
 // ParseKinds parses a comma-separated list of kinds; "all" is every kind.
 func ParseKinds(s string) ([]Kind, error) {
@@ -107,6 +154,30 @@ type Fault struct {
 	// some mode (IsolateLeader, Split, Bridge, OneWay), a loss (OneWay),
 	// or latency and jitter (Slow).
 	Link Link
+	// Point and Term are CrashFailpoint's failpoint and gofail term.
+	Point, Term string
+	// Delay and Jitter are SlowDisk's added sync time (Leader: the
+	// leader's disk, otherwise Order[0]'s).
+	Delay, Jitter time.Duration
+	// Offset is ClockOffset's offset of Order[0]'s clock.
+	Offset time.Duration
+	// Dead, for Membership, kills the follower before it is removed (a
+	// dead node replaced); otherwise it runs on, removed, until it is
+	// added back.
+	Dead bool
+}
+
+// Env is the environment (KEY=VALUE) a fault restarts its node with.
+func (f Fault) Env() []string {
+	switch f.Kind {
+	case CrashFailpoint:
+		return []string{"GOFAIL_FAILPOINTS=" + f.Point + "=" + f.Term}
+	case SlowDisk:
+		return []string{fmt.Sprintf("LOGD_FAULT_SLOW_FSYNC=%v,%v", f.Delay, f.Jitter)}
+	case ClockOffset:
+		return []string{fmt.Sprintf("LOGD_FAULT_CLOCK_OFFSET=%v", f.Offset)}
+	}
+	return nil
 }
 
 // Step is one fault of a schedule, with its times from the run's start.
@@ -130,6 +201,15 @@ func (s Step) String() string {
 		extra = fmt.Sprintf(" %s -> %s: %v", from, to, s.Link)
 	case s.Kind.NeedsNet():
 		extra = " " + s.Link.String()
+	case s.Kind == SlowDisk && s.Leader:
+		extra = " leader " + strings.Join(s.Env(), " ")
+	case s.Kind == Membership:
+		extra = " live"
+		if s.Dead {
+			extra = " dead"
+		}
+	case len(s.Env()) > 0:
+		extra = " " + strings.Join(s.Env(), " ")
 	}
 	return fmt.Sprintf("t+%v %s for %v order %v%s", s.At.Round(time.Millisecond), s.Kind, s.For.Round(time.Millisecond), s.Order, extra)
 }
@@ -200,6 +280,19 @@ func NewSchedule(seed uint64, nodes int, total time.Duration, ks []Kind) (Schedu
 		case Slow:
 			f.Link.Latency = between(5*time.Millisecond, 150*time.Millisecond)
 			f.Link.Jitter = between(0, f.Link.Latency)
+		case CrashFailpoint:
+			f.Point, f.Term = Failpoints[rng.IntN(len(Failpoints))], failTerms[rng.IntN(len(failTerms))]
+		case SlowDisk:
+			f.Leader = rng.IntN(2) == 0
+			f.Delay = between(5*time.Millisecond, 100*time.Millisecond).Round(time.Millisecond)
+			f.Jitter = between(0, f.Delay).Round(time.Millisecond)
+		case ClockOffset:
+			f.Offset = between(500*time.Millisecond, MaxClockOffset).Round(time.Millisecond)
+			if rng.IntN(2) == 0 {
+				f.Offset = -f.Offset
+			}
+		case Membership:
+			f.Dead = rng.IntN(2) == 0
 		}
 		s.Steps = append(s.Steps, Step{At: at, For: d, Fault: f})
 		at += d

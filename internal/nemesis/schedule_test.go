@@ -101,6 +101,56 @@ func (f *fakeProcs) Kill(i int) error    { return f.do("kill", i) }
 func (f *fakeProcs) Restart(i int) error { return f.do("restart", i) }
 func (f *fakeProcs) Pause(i int) error   { return f.do("pause", i) }
 func (f *fakeProcs) Resume(i int) error  { return f.do("resume", i) }
+func (f *fakeProcs) Exited(i int) bool   { return i == 1 }
+
+func (f *fakeProcs) KillAll(nodes []int) error {
+	return f.do(fmt.Sprintf("kill-all %v", nodes), len(nodes))
+}
+
+func (f *fakeProcs) RestartEnv(i int, env []string) error {
+	return f.do(fmt.Sprintf("restart %v", env), i)
+}
+
+func (f *fakeProcs) Remove(_ context.Context, i int) error { return f.do("remove", i) }
+func (f *fakeProcs) Rejoin(_ context.Context, i int) error { return f.do("rejoin", i) }
+
+// TestRunnerRestartFaults: the faults that restart nodes with a fault's
+// environment restart them without it when healed; a power cut kills
+// every node at once; a membership fault removes a follower, killed first
+// when dead, and adds it back.
+func TestRunnerRestartFaults(t *testing.T) {
+	procs := &fakeProcs{leader: 2}
+	var lines []string
+	r := &Runner{Procs: procs, Members: procs, Logf: func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) }}
+	ms := time.Millisecond
+	s := Schedule{Seed: 1, Nodes: 3, Steps: []Step{
+		{At: 0, For: 10 * ms, Fault: Fault{Kind: PowerCutAll, Order: []int{0, 1, 2}}},
+		{At: 20 * ms, For: 10 * ms, Fault: Fault{Kind: CrashFailpoint, Order: []int{1, 0, 2}, Point: "logFsync", Term: "1*panic"}},
+		{At: 40 * ms, For: 10 * ms, Fault: Fault{Kind: SlowDisk, Order: []int{0, 1, 2}, Leader: true, Delay: 20 * ms, Jitter: 5 * ms}},
+		{At: 60 * ms, For: 10 * ms, Fault: Fault{Kind: ClockOffset, Order: []int{0, 1, 2}, Offset: -2 * time.Second}},
+		{At: 80 * ms, For: 10 * ms, Fault: Fault{Kind: Membership, Order: []int{2, 0, 1}, Dead: true}},
+		{At: 100 * ms, For: 10 * ms, Fault: Fault{Kind: Membership, Order: []int{2, 1, 0}}},
+	}}
+	if err := r.Run(context.Background(), time.Now(), s); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"kill-all [0 1 2] 3", "restart 0", "restart 1", "restart 2",
+		"kill 1", "restart [GOFAIL_FAILPOINTS=logFsync=1*panic] 1", "kill 1", "restart 1",
+		"kill 2", "restart [LOGD_FAULT_SLOW_FSYNC=20ms,5ms] 2", "kill 2", "restart 2",
+		"kill 0", "restart [LOGD_FAULT_CLOCK_OFFSET=-2s] 0", "kill 0", "restart 0",
+		"kill 0", "remove 0", "rejoin 0",
+		"remove 1", "rejoin 1"}
+	if !slices.Equal(procs.calls, want) {
+		t.Errorf("calls\n%v, want\n%v", procs.calls, want)
+	}
+	if text := strings.Join(lines, "\n"); !strings.Contains(text, "n2 crashed at logFsync (1*panic)") ||
+		!strings.Contains(text, "n1 removed (dead)") || !strings.Contains(text, "n2 removed (still running)") {
+		t.Errorf("log lines:\n%s", text)
+	}
+	if err := (&Runner{Procs: procs}).Run(context.Background(), time.Now(), s); err == nil {
+		t.Error("a runner without Members ran membership faults")
+	}
+}
 
 // TestRunner applies a schedule to fake processes and a real Net: each
 // fault in its turn, each healed, and the network open at the end.
