@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,7 +36,7 @@ const (
 	// runs of all nemesis tests together.
 	nemesisLongTotal = 20 * time.Minute
 	// nemesisTests is how many TestNemesis* share the long duration.
-	nemesisTests = 5
+	nemesisTests = 7
 	// nemesisRecovery bounds how long a healed cluster may take to
 	// acknowledge writes again.
 	nemesisRecovery = time.Minute
@@ -78,7 +79,8 @@ func nemesisDuration(t *testing.T) time.Duration {
 // newNemesisCluster starts n nodes that reach each other only through the
 // proxies of the returned Net (LOGD_PEER_ROUTES), and waits until all are
 // voters.
-func newNemesisCluster(t *testing.T, n int, seed uint64, extra ...string) (*cluster, *nemesis.Net) {
+// env (KEY=VALUE) is added to every node's environment.
+func newNemesisCluster(t *testing.T, n int, seed uint64, env []string, extra ...string) (*cluster, *nemesis.Net) {
 	t.Helper()
 	c := &cluster{t: t}
 	var targets []nemesis.Target
@@ -106,7 +108,7 @@ func newNemesisCluster(t *testing.T, n int, seed uint64, extra ...string) (*clus
 				routes[peer.id] = replication.PeerRoute{Raft: r.Raft, API: r.API}
 			}
 		}
-		nd.env = append(nd.env, "LOGD_PEER_ROUTES="+routes.String())
+		nd.env = append(slices.Clone(env), "LOGD_PEER_ROUTES="+routes.String())
 	}
 	c.start()
 	return c, nt
@@ -146,6 +148,45 @@ func (p procs) Restart(i int) error {
 func (p procs) Pause(i int) error  { p.c.nodes[i].signal(syscall.SIGSTOP); return nil }
 func (p procs) Resume(i int) error { p.c.nodes[i].signal(syscall.SIGCONT); return nil }
 
+func (p procs) KillAll(nodes []int) error {
+	sub := &cluster{t: p.c.t}
+	for _, i := range nodes {
+		sub.nodes = append(sub.nodes, p.c.nodes[i])
+	}
+	sub.killAll()
+	return nil
+}
+
+// RestartEnv launches node i with env after its own (the peer routes and
+// the power-cut mode); a later KEY wins.
+func (p procs) RestartEnv(i int, env []string) error {
+	nd := p.c.nodes[i]
+	if nd.cmd != nil {
+		return fmt.Errorf("%s is running", nd.id)
+	}
+	base := nd.env
+	nd.env = append(slices.Clone(base), env...)
+	nd.launch("")
+	nd.env = base
+	return nil
+}
+
+// Exited reports whether node i's process is a zombie: it ended and is
+// not reaped yet (kill reaps it). Linux only, as /proc is.
+func (p procs) Exited(i int) bool {
+	nd := p.c.nodes[i]
+	if nd.cmd == nil || nd.cmd.Process == nil {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", nd.cmd.Process.Pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command's name in parentheses.
+	rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+	return strings.HasPrefix(strings.TrimSpace(rest), "Z")
+}
+
 // checkRouted fails the test unless every node's Raft traffic went
 // through the proxies, as the dialer (a leader, a candidate) or as the
 // one dialed: nodes that dialed each other directly would make every
@@ -182,10 +223,20 @@ func runNemesis(t *testing.T, kinds ...nemesis.Kind) {
 	t.Logf("schedule: %v", sched)
 	ctx, cancel := context.WithTimeout(context.Background(), dur+5*time.Minute)
 	defer cancel()
-	c, nt := newNemesisCluster(t, 3, seed, "--snapshot-threshold", "256", "--snapshot-interval", "200ms")
+	var env []string
+	disk := slices.ContainsFunc(kinds, func(k nemesis.Kind) bool { return k.Restarts() || k == nemesis.PowerCutAll })
+	if disk {
+		// Every start after a SIGKILL is then a power cut of that node.
+		env = append(env, "LOGD_FAULT_POWERCUT="+powerCutMode())
+	}
+	c, nt := newNemesisCluster(t, 3, seed, env, "--snapshot-threshold", "256", "--snapshot-interval", "200ms")
 	w := newWorkload(t, c, seed)
+	if disk {
+		// Small segments, so the logRoll failpoint is reached.
+		w.segmentBytes = "16384"
+	}
 	w.prepare(ctx)
-	r := &nemesis.Runner{Procs: procs{c}, Net: nt, Logf: t.Logf}
+	r := &nemesis.Runner{Procs: procs{c}, Net: nt, Members: &members{c: c, w: w}, Logf: t.Logf}
 	saved := false
 	save := func(verdicts []histcheck.Verdict) {
 		if (t.Failed() || os.Getenv("LOGD_NEMESIS_SAVE") == "1") && !saved {
@@ -231,9 +282,15 @@ func runNemesis(t *testing.T, kinds ...nemesis.Kind) {
 
 	ops := w.rec.Ops()
 	// The leader stamps lease deadlines with its clock, this process reads
-	// them in milliseconds: the same machine's clock, so little slack.
-	verdicts := histcheck.CheckAll(ops, histcheck.Options{ClockSlack: int64(100 * time.Millisecond),
-		VisualizeDir: runDir(t, seed)})
+	// them in milliseconds: the same machine's clock, so little slack,
+	// unless a clock-offset fault moved a node's clock.
+	slack := 100 * time.Millisecond
+	for _, st := range sched.Steps {
+		if st.Kind == nemesis.ClockOffset {
+			slack = max(slack, 100*time.Millisecond+st.Offset.Abs())
+		}
+	}
+	verdicts := histcheck.CheckAll(ops, histcheck.Options{ClockSlack: int64(slack), VisualizeDir: runDir(t, seed)})
 	phase("checks")
 	for _, v := range verdicts {
 		if v.OK() {
@@ -269,6 +326,23 @@ func TestNemesisPartition(t *testing.T) {
 // link slow with jitter.
 func TestNemesisLink(t *testing.T) {
 	runNemesis(t, nemesis.OneWay, nemesis.Slow)
+}
+
+// TestNemesisDisk: the whole cluster power-cut (every node runs with
+// LOGD_FAULT_POWERCUT, so each start after a SIGKILL cuts its partition
+// logs back to what was synced), a node crashed inside a durability step
+// by a failpoint, or run for a while with a slow disk or a clock seconds
+// off.
+func TestNemesisDisk(t *testing.T) {
+	runNemesis(t, nemesis.PowerCutAll, nemesis.CrashFailpoint, nemesis.SlowDisk, nemesis.ClockOffset)
+}
+
+// TestNemesisMembership: a follower removed, while it runs on or after it
+// was killed, and added back with fresh data, under the workloads; the
+// history's membership changes let the membership checker judge what the
+// removed node acknowledged.
+func TestNemesisMembership(t *testing.T) {
+	runNemesis(t, nemesis.Membership)
 }
 
 // TestNemesisMixed: every kind of fault, drawn from one schedule (long

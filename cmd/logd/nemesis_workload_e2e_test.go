@@ -16,6 +16,7 @@ import (
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/client"
 	"github.com/logd-dev/logd/internal/histcheck"
+	"github.com/logd-dev/logd/server"
 )
 
 // The nemesis tests' workloads. Every client makes one call at a time and
@@ -63,6 +64,8 @@ type workload struct {
 
 	// oks counts ok appends.
 	oks atomic.Int64
+	// segmentBytes, if set, is the append topic's segment.bytes.
+	segmentBytes string
 
 	mu sync.Mutex
 	// keyed holds the keyed appends that got an ok answer, for the
@@ -190,7 +193,11 @@ func end(c *histcheck.Call, err error, set func(*histcheck.Op)) {
 // topics; it runs before the faults.
 func (w *workload) prepare(ctx context.Context) {
 	t := w.t
-	createTopic(t, ctx, w.c.nodes[0], wTopic, wParts, nil)
+	var config map[string]string
+	if w.segmentBytes != "" {
+		config = map[string]string{"segment.bytes": w.segmentBytes}
+	}
+	createTopic(t, ctx, w.c.nodes[0], wTopic, wParts, config)
 	createTopic(t, ctx, w.c.nodes[0], gTopic, gParts, nil)
 	createTopic(t, ctx, w.c.nodes[0], qTopic, qParts, nil)
 	cl, err := client.New(w.c.nodes[0].listen, client.Options{Timeout: 10 * time.Second})
@@ -413,11 +420,26 @@ func (w *workload) reader(ctx context.Context, node int, leader bool) {
 // member is consumer group member m<i>: it joins, heartbeats, and commits
 // ever larger offsets of the partitions it owns with its generation,
 // through node i and then whichever node answers.
+//
+// A follower forwards a write to the leader (server/forward.go), so its
+// ok answer is the leader's, which the history cannot tell from its own.
+// Even members therefore call directly: their calls carry the forwarded
+// header, which no node forwards, so an ok answer is the node's own and
+// is recorded with it (the membership checker judges it). Odd members
+// call through forwarding and record no node.
 func (w *workload) member(ctx context.Context, i int) {
 	id := int(w.clients.Add(1))
 	rng := rand.New(rand.NewPCG(w.seed, uint64(id)))
 	member := fmt.Sprintf("m%d", i)
 	node := i % len(w.c.nodes)
+	direct := i%2 == 0
+	// who is the node to record for a call to nd.
+	who := func(id string) string {
+		if direct {
+			return id
+		}
+		return ""
+	}
 	var gen int64
 	var owned []*logdv1.AssignedPartition
 	var revoke []*logdv1.GroupTopicPartition
@@ -449,8 +471,8 @@ func (w *workload) member(ctx context.Context, i int) {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		switch {
 		case !joined:
-			c := w.rec.Begin(histcheck.Op{Kind: histcheck.Join, Client: id, Node: nd.id, Group: gGroup, Member: member})
-			resp, err := nd.rpc.JoinGroup(cctx, connect.NewRequest(&logdv1.JoinGroupRequest{Group: gGroup, MemberId: member,
+			c := w.rec.Begin(histcheck.Op{Kind: histcheck.Join, Client: id, Node: who(nd.id), Group: gGroup, Member: member})
+			resp, err := nd.rpc.JoinGroup(cctx, req(direct, &logdv1.JoinGroupRequest{Group: gGroup, MemberId: member,
 				Topics: []string{gTopic}, SessionTimeoutMs: int32(gSession.Milliseconds())}))
 			var a *logdv1.GroupAssignment
 			if err == nil {
@@ -458,8 +480,8 @@ func (w *workload) member(ctx context.Context, i int) {
 			}
 			assignment(c, a, err)
 		case time.Since(beat) > gSession/4 || len(revoke) > 0:
-			c := w.rec.Begin(histcheck.Op{Kind: histcheck.Join, Client: id, Node: nd.id, Group: gGroup, Member: member})
-			resp, err := nd.rpc.GroupHeartbeat(cctx, connect.NewRequest(&logdv1.GroupHeartbeatRequest{Group: gGroup, MemberId: member, Released: revoke}))
+			c := w.rec.Begin(histcheck.Op{Kind: histcheck.Join, Client: id, Node: who(nd.id), Group: gGroup, Member: member})
+			resp, err := nd.rpc.GroupHeartbeat(cctx, req(direct, &logdv1.GroupHeartbeatRequest{Group: gGroup, MemberId: member, Released: revoke}))
 			var a *logdv1.GroupAssignment
 			if err == nil {
 				a = resp.Msg.Assignment
@@ -469,9 +491,9 @@ func (w *workload) member(ctx context.Context, i int) {
 			p := owned[rng.IntN(len(owned))].Partition
 			off := min(next[p], gEnd)
 			next[p]++
-			c := w.rec.Begin(histcheck.Op{Kind: histcheck.Commit, Client: id, Node: nd.id, Group: gGroup, Member: member,
+			c := w.rec.Begin(histcheck.Op{Kind: histcheck.Commit, Client: id, Node: who(nd.id), Group: gGroup, Member: member,
 				Generation: gen, Topic: gTopic, Partition: p, Offset: off})
-			_, err := nd.rpc.CommitOffsets(cctx, connect.NewRequest(&logdv1.CommitOffsetsRequest{Group: gGroup, MemberId: member,
+			_, err := nd.rpc.CommitOffsets(cctx, req(direct, &logdv1.CommitOffsetsRequest{Group: gGroup, MemberId: member,
 				Generation: gen, Offsets: []*logdv1.GroupOffset{{Topic: gTopic, Partition: p, Offset: off}}}))
 			end(c, err, nil)
 			if ok, reason := definite(err); ok && reason == histcheck.Fenced {
@@ -575,6 +597,16 @@ func (w *workload) queueWorker(ctx context.Context, node int, stall bool) {
 			}
 		}
 	}
+}
+
+// req wraps msg in a request; a direct one carries the forwarded header,
+// so the node it is sent to answers it itself.
+func req[T any](direct bool, msg *T) *connect.Request[T] {
+	r := connect.NewRequest(msg)
+	if direct {
+		r.Header().Set(server.ForwardedHeader, "nemesis-workload")
+	}
+	return r
 }
 
 // errorInfo returns the ErrorInfo detail of an RPC error, if any.
