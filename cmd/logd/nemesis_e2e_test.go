@@ -24,7 +24,8 @@ import (
 // workloads that record what clients saw, and checks after healing.
 //
 // Each test prints its seed; LOGD_NEMESIS_SEED=N replays the same
-// schedule. A failing run saves its history (LOGD_NEMESIS_SAVE=1: every
+// schedule, and LOGD_NEMESIS_KINDS=a,b (or all) narrows or widens its
+// kinds of fault. A failing run saves its history (LOGD_NEMESIS_SAVE=1: every
 // run). The default run is short (nemesisShort of faults per test);
 // LOGD_FAULT_LONG=1 (make fault) runs LOGD_NEMESIS_DURATION (default 20m)
 // split over the nemesis tests.
@@ -214,6 +215,14 @@ func checkRouted(t *testing.T, nt *nemesis.Net) {
 // topic with checkEveryNode. A failing run saves its history, schedule
 // and events (nemesisOut).
 func runNemesis(t *testing.T, kinds ...nemesis.Kind) {
+	if s := os.Getenv("LOGD_NEMESIS_KINDS"); s != "" {
+		ks, err := nemesis.ParseKinds(s)
+		if err != nil {
+			t.Fatalf("LOGD_NEMESIS_KINDS: %v", err)
+		}
+		t.Logf("kinds %v (from LOGD_NEMESIS_KINDS)", ks)
+		kinds = ks
+	}
 	seed := nemesisSeed(t)
 	dur := nemesisDuration(t)
 	sched, err := nemesis.NewSchedule(seed, 3, dur, kinds)
