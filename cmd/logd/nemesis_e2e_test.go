@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+
+	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/internal/histcheck"
 	"github.com/logd-dev/logd/internal/nemesis"
 	"github.com/logd-dev/logd/replication"
@@ -170,6 +174,26 @@ func (p procs) RestartEnv(i int, env []string) error {
 	nd.launch("")
 	nd.env = base
 	return nil
+}
+
+// Lead waits until node i is ready, then asks it for a leadership
+// transfer to itself (any node forwards it to the leader) until it leads.
+func (p procs) Lead(ctx context.Context, i int) error {
+	nd := p.c.nodes[i]
+	var last error
+	for ctx.Err() == nil {
+		st, err := nd.status(ctx)
+		if err == nil && st.Ready && st.State == "Leader" {
+			return nil
+		}
+		if err == nil && st.Ready {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, last = nd.rpc.TransferLeadership(cctx, connect.NewRequest(&logdv1.TransferLeadershipRequest{NodeId: nd.id}))
+			cancel()
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return errors.Join(last, ctx.Err())
 }
 
 // Exited reports whether node i's process is a zombie: it ended and is

@@ -353,6 +353,12 @@ func (w *workload) resendKeyed(ctx context.Context, n int) {
 // leaderOf returns the index of the node that reports itself the ready
 // leader of the highest term, or -1.
 func (w *workload) leaderOf(ctx context.Context) int {
+	best, _ := w.leaderTerm(ctx)
+	return best
+}
+
+// leaderTerm is leaderOf with the leader's term.
+func (w *workload) leaderTerm(ctx context.Context) (int, uint64) {
 	best, term := -1, uint64(0)
 	for i, nd := range w.c.nodes {
 		st, err := nd.status(ctx)
@@ -360,22 +366,43 @@ func (w *workload) leaderOf(ctx context.Context) int {
 			best, term = i, st.Term
 		}
 	}
-	return best
+	return best, term
+}
+
+// stillLeads reports whether nd, after a read, still leads in term, the
+// term it led in when it was looked up. Nodes serve reads from their
+// applied state without asking whether they lead (server/forward.go): a
+// leader that handed over its leadership (a transfer) since the look-up
+// answers as a follower would, and its read is recorded as one.
+func (w *workload) stillLeads(ctx context.Context, nd *node, term uint64) bool {
+	st, err := nd.status(ctx)
+	return err == nil && st.State == "Leader" && st.Term == term
 }
 
 // reader reads single offsets of random partitions: from the node that
 // leads (leader reads, which must be linearizable; the leader is looked
-// up again every 200 ms and after a failure), or always from node i
+// up again every 200 ms and after a failure, and a read is recorded as a
+// leader read only if its node still leads in the same term after it,
+// stillLeads), or always from node i
 // (follower reads, which may trail but never go back). Offsets are drawn
 // up to a little past the end last seen, so some reads are out of range.
 func (w *workload) reader(ctx context.Context, node int, leader bool) {
 	id := int(w.clients.Add(1))
 	rng := rand.New(rand.NewPCG(w.seed, uint64(id)))
 	ends := make([]int64, wParts)
-	target, looked := node, time.Time{}
+	target, looked, term := node, time.Time{}, uint64(0)
+	// led says whether an ok read of nd counts as a leader read.
+	led := func(i int) bool {
+		if leader && !w.stillLeads(ctx, w.c.nodes[i], term) {
+			looked = time.Time{}
+			return false
+		}
+		return leader
+	}
 	for !w.stopped(time.Duration(5+rng.IntN(10)) * time.Millisecond) {
 		if leader && time.Since(looked) > 200*time.Millisecond {
-			target, looked = w.leaderOf(ctx), time.Now()
+			target, term = w.leaderTerm(ctx)
+			looked = time.Now()
 			if target < 0 {
 				looked = time.Time{}
 				continue
@@ -390,7 +417,8 @@ func (w *workload) reader(ctx context.Context, node int, leader bool) {
 		cancel()
 		if err != nil {
 			if info := errorInfo(err); info != nil && info.Reason == logdv1.Reason_REASON_OFFSET_OUT_OF_RANGE && off >= info.EndOffset {
-				c.OK(func(op *histcheck.Op) { op.OutOfRange, op.End = true, info.EndOffset })
+				l := led(target)
+				c.OK(func(op *histcheck.Op) { op.OutOfRange, op.End, op.Leader = true, info.EndOffset, l })
 				continue
 			}
 			c.Unknown(err) // a read changes nothing either way
@@ -408,9 +436,11 @@ func (w *workload) reader(ctx context.Context, node int, leader bool) {
 		}
 		switch {
 		case off >= m.EndOffset:
-			c.OK(func(op *histcheck.Op) { op.OutOfRange, op.End = true, m.EndOffset })
+			l := led(target)
+			c.OK(func(op *histcheck.Op) { op.OutOfRange, op.End, op.Leader = true, m.EndOffset, l })
 		case val != nil:
-			c.OK(func(op *histcheck.Op) { op.Value, op.End = *val, m.EndOffset })
+			l := led(target)
+			c.OK(func(op *histcheck.Op) { op.Value, op.End, op.Leader = *val, m.EndOffset, l })
 		default:
 			c.Unknown(fmt.Errorf("fetch of %d below the end %d returned no record at it", off, m.EndOffset))
 		}
@@ -507,15 +537,17 @@ func (w *workload) member(ctx context.Context, i int) {
 }
 
 // committedReader reads the group's committed offset of a random
-// partition: from the node that leads (leader reads), or always from node
-// i (follower reads).
+// partition: from the node that leads (leader reads, kept only if the
+// node still leads in the same term after the read, as reader does), or
+// always from node i (follower reads).
 func (w *workload) committedReader(ctx context.Context, node int, leader bool) {
 	id := int(w.clients.Add(1))
 	rng := rand.New(rand.NewPCG(w.seed, uint64(id)))
-	target, looked := node, time.Time{}
+	target, looked, term := node, time.Time{}, uint64(0)
 	for !w.stopped(time.Duration(20+rng.IntN(20)) * time.Millisecond) {
 		if leader && time.Since(looked) > 200*time.Millisecond {
-			target, looked = w.leaderOf(ctx), time.Now()
+			target, term = w.leaderTerm(ctx)
+			looked = time.Now()
 			if target < 0 {
 				looked = time.Time{}
 				continue
@@ -538,7 +570,11 @@ func (w *workload) committedReader(ctx context.Context, node int, leader bool) {
 				committed = gp.CommittedOffset
 			}
 		}
-		c.OK(func(op *histcheck.Op) { op.Offset = committed })
+		l := leader
+		if leader && !w.stillLeads(ctx, nd, term) {
+			l, looked = false, time.Time{}
+		}
+		c.OK(func(op *histcheck.Op) { op.Offset, op.Leader = committed, l })
 	}
 }
 

@@ -29,6 +29,9 @@ type Processes interface {
 	// Exited reports whether a node's process ended on its own (a crash
 	// at a failpoint) since it was last started.
 	Exited(i int) bool
+	// Lead waits until node i is ready and hands it the leadership (a
+	// leadership transfer), within ctx.
+	Lead(ctx context.Context, i int) error
 }
 
 // Members changes the cluster's membership, for Membership faults. The
@@ -280,13 +283,13 @@ func (r *Runner) apply(ctx context.Context, st Step) (heal func() error, err err
 		r.record("%s: kill -9 %s at once", st.Kind, names(all))
 		return func() error { return r.restart(all) }, err
 	case CrashFailpoint, ClockOffset:
-		return r.restartWith(st, st.Order[0], "")
+		return r.restartWith(ctx, st, st.Order[0], "")
 	case SlowDisk:
 		i, who := st.Order[0], ""
 		if st.Leader {
 			i, who = r.leader(ctx, st.Fault)
 		}
-		return r.restartWith(st, i, who)
+		return r.restartWith(ctx, st, i, who)
 	case Membership:
 		return r.membership(ctx, st)
 	}
@@ -294,9 +297,10 @@ func (r *Runner) apply(ctx context.Context, st Step) (heal func() error, err err
 }
 
 // restartWith kills node i and starts it again with the fault's
-// environment; the heal kills it (a crashed one is gone already) and
-// starts it without.
-func (r *Runner) restartWith(st Step, i int, who string) (func() error, error) {
+// environment (a ClockOffset with Leader then hands it the leadership);
+// the heal kills it (a crashed one is gone already) and starts it
+// without.
+func (r *Runner) restartWith(ctx context.Context, st Step, i int, who string) (func() error, error) {
 	env := st.Env()
 	var errs []error
 	if err := r.Procs.Kill(i); err != nil {
@@ -309,6 +313,16 @@ func (r *Runner) restartWith(st Step, i int, who string) (func() error, error) {
 	r.faulty[i] = true
 	r.mu.Unlock()
 	r.record("%s: kill -9 n%d, restart with %v%s", st.Kind, i+1, env, paren(who))
+	if st.Kind == ClockOffset && st.Leader {
+		// A follower's clock stamps nothing: the leader stamps commands.
+		lctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		if err := r.Procs.Lead(lctx, i); err != nil {
+			r.record("%s: n%d did not take the leadership: %v", st.Kind, i+1, err)
+		} else {
+			r.record("%s: n%d leads", st.Kind, i+1)
+		}
+		cancel()
+	}
 	return func() error {
 		if st.Kind == CrashFailpoint {
 			if r.Procs.Exited(i) {

@@ -52,7 +52,8 @@ const (
 	// LOGD_FAULT_SLOW_FSYNC, then restarts it with a normal disk.
 	SlowDisk Kind = "slow-disk"
 	// ClockOffset restarts one node with LOGD_FAULT_CLOCK_OFFSET, a few
-	// seconds ahead or behind, then restarts it with the true clock.
+	// seconds ahead or behind (and may hand it the leadership, whose clock
+	// stamps lease deadlines), then restarts it with the true clock.
 	ClockOffset Kind = "clock-offset"
 	// Membership removes a follower from the cluster (while it still runs,
 	// or after killing it) and, when the fault ends, adds it back with
@@ -159,7 +160,8 @@ type Fault struct {
 	// Delay and Jitter are SlowDisk's added sync time (Leader: the
 	// leader's disk, otherwise Order[0]'s).
 	Delay, Jitter time.Duration
-	// Offset is ClockOffset's offset of Order[0]'s clock.
+	// Offset is ClockOffset's offset of Order[0]'s clock; with Leader,
+	// Order[0] is then made the leader.
 	Offset time.Duration
 	// Dead, for Membership, kills the follower before it is removed (a
 	// dead node replaced); otherwise it runs on, removed, until it is
@@ -203,6 +205,8 @@ func (s Step) String() string {
 		extra = " " + s.Link.String()
 	case s.Kind == SlowDisk && s.Leader:
 		extra = " leader " + strings.Join(s.Env(), " ")
+	case s.Kind == ClockOffset && s.Leader:
+		extra = " " + strings.Join(s.Env(), " ") + " made leader"
 	case s.Kind == Membership:
 		extra = " live"
 		if s.Dead {
@@ -291,6 +295,7 @@ func NewSchedule(seed uint64, nodes int, total time.Duration, ks []Kind) (Schedu
 			if rng.IntN(2) == 0 {
 				f.Offset = -f.Offset
 			}
+			f.Leader = rng.IntN(2) == 0
 		case Membership:
 			f.Dead = rng.IntN(2) == 0
 		}

@@ -103,6 +103,8 @@ func (f *fakeProcs) Pause(i int) error   { return f.do("pause", i) }
 func (f *fakeProcs) Resume(i int) error  { return f.do("resume", i) }
 func (f *fakeProcs) Exited(i int) bool   { return i == 1 }
 
+func (f *fakeProcs) Lead(_ context.Context, i int) error { return f.do("lead", i) }
+
 func (f *fakeProcs) KillAll(nodes []int) error {
 	return f.do(fmt.Sprintf("kill-all %v", nodes), len(nodes))
 }
@@ -127,7 +129,7 @@ func TestRunnerRestartFaults(t *testing.T) {
 		{At: 0, For: 10 * ms, Fault: Fault{Kind: PowerCutAll, Order: []int{0, 1, 2}}},
 		{At: 20 * ms, For: 10 * ms, Fault: Fault{Kind: CrashFailpoint, Order: []int{1, 0, 2}, Point: "logFsync", Term: "1*panic"}},
 		{At: 40 * ms, For: 10 * ms, Fault: Fault{Kind: SlowDisk, Order: []int{0, 1, 2}, Leader: true, Delay: 20 * ms, Jitter: 5 * ms}},
-		{At: 60 * ms, For: 10 * ms, Fault: Fault{Kind: ClockOffset, Order: []int{0, 1, 2}, Offset: -2 * time.Second}},
+		{At: 60 * ms, For: 10 * ms, Fault: Fault{Kind: ClockOffset, Order: []int{0, 1, 2}, Offset: -2 * time.Second, Leader: true}},
 		{At: 80 * ms, For: 10 * ms, Fault: Fault{Kind: Membership, Order: []int{2, 0, 1}, Dead: true}},
 		{At: 100 * ms, For: 10 * ms, Fault: Fault{Kind: Membership, Order: []int{2, 1, 0}}},
 	}}
@@ -137,7 +139,7 @@ func TestRunnerRestartFaults(t *testing.T) {
 	want := []string{"kill-all [0 1 2] 3", "restart 0", "restart 1", "restart 2",
 		"kill 1", "restart [GOFAIL_FAILPOINTS=logFsync=1*panic] 1", "kill 1", "restart 1",
 		"kill 2", "restart [LOGD_FAULT_SLOW_FSYNC=20ms,5ms] 2", "kill 2", "restart 2",
-		"kill 0", "restart [LOGD_FAULT_CLOCK_OFFSET=-2s] 0", "kill 0", "restart 0",
+		"kill 0", "restart [LOGD_FAULT_CLOCK_OFFSET=-2s] 0", "lead 0", "kill 0", "restart 0",
 		"kill 0", "remove 0", "rejoin 0",
 		"remove 1", "rejoin 1"}
 	if !slices.Equal(procs.calls, want) {
