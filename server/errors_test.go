@@ -51,6 +51,7 @@ var backendSentinels = map[string]error{
 	"replication.ErrNoQuorum":            replication.ErrNoQuorum,
 	"replication.ErrDiverged":            replication.ErrDiverged,
 	"replication.ErrNoSegmentSource":     replication.ErrNoSegmentSource,
+	"replication.ErrSegmentGone":         replication.ErrSegmentGone,
 	"replication.ErrFeatureLevel":        replication.ErrFeatureLevel,
 	"replication.ErrOffsetOutOfRange":    replication.ErrOffsetOutOfRange,
 	"replication.ErrCorrupt":             replication.ErrCorrupt,
@@ -91,6 +92,7 @@ var internalErrors = map[string]bool{
 	"replication.ErrSnapshotAhead":   true,
 	"replication.ErrDiverged":        true,
 	"replication.ErrNoSegmentSource": true,
+	"replication.ErrSegmentGone":     true,
 	"dedup.ErrBadEncoding":           true,
 }
 
