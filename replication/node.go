@@ -122,9 +122,9 @@ type Config struct {
 	// in milliseconds.
 	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout time.Duration
 	// WrapRaftStores, if set, wraps Raft's log and stable store once they
-	// are open on disk (not with InMemory): fault builds of cmd/logd slow
-	// them down or hold log writes back (internal/faults). A wrapper that
-	// is an io.Closer is closed before the store.
+	// are open: fault builds of cmd/logd slow them down or hold log writes
+	// back (internal/faults); tests hand a restarted InMemory node the log
+	// it had. A wrapper that is an io.Closer is closed before the store.
 	WrapRaftStores func(raft.LogStore, raft.StableStore) (raft.LogStore, raft.StableStore)
 }
 

@@ -188,6 +188,8 @@ func (s *raftStores) wrap(w func(raft.LogStore, raft.StableStore) (raft.LogStore
 func openMemStores(cfg Config, _ hclog.Logger) (*raftStores, error) {
 	store := raft.NewInmemStore()
 	_, transport := raft.NewInmemTransport(raft.ServerAddress(cfg.RaftBind))
-	return &raftStores{logs: store, stable: store, snaps: raft.NewInmemSnapshotStore(), transport: transport,
-		closers: []func() error{transport.Close}}, nil
+	stores := &raftStores{logs: store, stable: store, snaps: raft.NewInmemSnapshotStore(), transport: transport,
+		closers: []func() error{transport.Close}}
+	stores.wrap(cfg.WrapRaftStores)
+	return stores, nil
 }
