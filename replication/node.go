@@ -376,7 +376,8 @@ func snapshotDue(since, snapshotBytes, windowBytes int64) bool {
 // Ready reports whether the node's state can be served. A restarted node
 // replays its Raft log first, and until it has applied every entry
 // committed before it started it would answer from an old state (a topic
-// created before the restart would look unknown). A leader, after every
+// created before the restart would look unknown, an end offset it served
+// before would go back; see caughtUp). A leader, after every
 // election, must first apply a barrier of its own term: it may hold
 // entries its predecessor acknowledged that it has not applied yet, and
 // answering before would show an acknowledged commit undone. Followers
@@ -390,7 +391,20 @@ func (n *Node) Ready() bool {
 }
 
 // caughtUp: a leader has applied its barrier (every earlier entry); a
-// follower has applied its leader's commit index.
+// follower has applied its leader's commit index, once that covers an
+// entry of the leader's term.
+//
+// A new leader learns the commit index only when an entry of its own term
+// commits; until then it sends the one it knew in the old term, which may
+// be below what the old leader applied. A restarted node (the old leader
+// itself, killed and back at once, its partition logs cut to what was
+// synced) that became ready at such a commit index would answer from an
+// older state than before its restart: its end offsets would go back
+// (docs/faults.md, the nemesis harness's follower reads). A commit index
+// whose entry is of the current term was set by that term's leader after
+// it committed its own first entry, so it covers every entry committed in
+// earlier terms, and everything this leader committed before this node
+// restarted.
 func (n *Node) caughtUp() bool {
 	switch n.raft.State() {
 	case raft.Leader:
@@ -400,10 +414,31 @@ func (n *Node) caughtUp() bool {
 		if addr, _ := n.raft.LeaderWithID(); addr == "" {
 			return false
 		}
-		commit, err := strconv.ParseUint(n.raft.Stats()["commit_index"], 10, 64)
-		return err == nil && commit > 0 && n.appliedThrough(commit)
+		term := n.raft.CurrentTerm()
+		stats := n.raft.Stats()
+		commit, err := strconv.ParseUint(stats["commit_index"], 10, 64)
+		if err != nil || commit == 0 || !n.appliedThrough(commit) {
+			return false
+		}
+		return n.entryTerm(commit, stats) == term
 	}
 	return false
+}
+
+// entryTerm is the term of the Raft entry at index, from the log or, once
+// compacted, from the latest snapshot if it ends there (stats are Raft's);
+// 0 if unknown.
+func (n *Node) entryTerm(index uint64, stats map[string]string) uint64 {
+	var l raft.Log
+	if err := n.stores.logs.GetLog(index, &l); err == nil {
+		return l.Term
+	}
+	snapIndex, err1 := strconv.ParseUint(stats["last_snapshot_index"], 10, 64)
+	snapTerm, err2 := strconv.ParseUint(stats["last_snapshot_term"], 10, 64)
+	if err1 != nil || err2 != nil || snapIndex != index {
+		return 0
+	}
+	return snapTerm
 }
 
 // FSM returns the node's state machine for reads.
