@@ -67,8 +67,10 @@ const (
 var Failpoints = []string{"logSegmentWrite", "logFsync", "logRoll", "fsmSnapshotPersist", "logInstall"}
 
 // failTerms are the gofail terms CrashFailpoint draws: a panic on the
-// first or third pass, or on one pass in twenty.
-var failTerms = []string{"1*panic", "2*off->panic", "5%panic"}
+// first or third pass, or on one pass in twenty. gofail reads a
+// probability only as a float ("5.0%"): "5%" fails to parse and the node
+// would start without its failpoint.
+var failTerms = []string{"1*panic", "2*off->panic", "5.0%panic"}
 
 // kindSpec is how long a fault of a kind lasts, and whether it needs the
 // proxies.
