@@ -3,7 +3,6 @@ package client_test
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -64,13 +63,7 @@ func TestClientFollowsCluster(t *testing.T) {
 	var members []string
 	a, b := &fakeNode{id: "a", members: &members}, &fakeNode{id: "b", members: &members}
 	addrA, addrB := startFake(t, a), startFake(t, b)
-	// A closed port: a member that is down.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := ln.Addr().String()
-	ln.Close()
+	down := closedAddr(t) // a member that is down
 	members = []string{addrA, down, addrB}
 
 	c, err := client.New(addrA, client.Options{Retry: fastRetry})
@@ -131,12 +124,7 @@ func TestClientStaysOffRefusedLeader(t *testing.T) {
 	var members []string
 	a, b := &fakeNode{id: "a", members: &members}, &fakeNode{id: "b", members: &members}
 	addrA, addrB := startFake(t, a), startFake(t, b)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := ln.Addr().String()
-	ln.Close()
+	dead := closedAddr(t)
 	members = []string{addrA, dead, addrB}
 	retry := client.RetryPolicy{MaxAttempts: 4, InitialBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}
 	c, err := client.New(addrA, client.Options{Retry: retry})
