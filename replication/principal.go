@@ -1,20 +1,18 @@
 package replication
 
-import "context"
+import (
+	"context"
+
+	"github.com/logd-dev/logd/auth"
+)
 
 // Principal is who makes a call, as a front end authenticated it (a client
 // certificate or a bearer token), in Kafka's form: a type and a name
 // ("User:alice"). Authorization decisions (ACLs) are about principals.
-type Principal struct {
-	Type string
-	Name string
-}
+type Principal = auth.Principal
 
 // Anonymous is the principal of a call nobody authenticated.
-var Anonymous = Principal{Type: "User", Name: "ANONYMOUS"}
-
-// String returns "Type:Name", Kafka's notation.
-func (p Principal) String() string { return p.Type + ":" + p.Name }
+var Anonymous = auth.Anonymous
 
 type principalKey struct{}
 

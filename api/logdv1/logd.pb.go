@@ -49,6 +49,14 @@ const (
 	// Work queues.
 	Reason_REASON_UNKNOWN_QUEUE_GROUP Reason = 40
 	Reason_REASON_QUEUE_GROUP_EXISTS  Reason = 41
+	// Security.
+	// UNAUTHENTICATED: no credentials, or bad, expired or revoked ones.
+	Reason_REASON_UNAUTHENTICATED Reason = 60
+	// PERMISSION_DENIED: the principal lacks a permission (ErrorInfo says
+	// which).
+	Reason_REASON_PERMISSION_DENIED Reason = 61
+	// UNKNOWN_TOKEN: no token with that id.
+	Reason_REASON_UNKNOWN_TOKEN Reason = 62
 )
 
 // Enum value maps for Reason.
@@ -73,6 +81,9 @@ var (
 		23: "REASON_GROUP_NOT_EMPTY",
 		40: "REASON_UNKNOWN_QUEUE_GROUP",
 		41: "REASON_QUEUE_GROUP_EXISTS",
+		60: "REASON_UNAUTHENTICATED",
+		61: "REASON_PERMISSION_DENIED",
+		62: "REASON_UNKNOWN_TOKEN",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":          0,
@@ -94,6 +105,9 @@ var (
 		"REASON_GROUP_NOT_EMPTY":      23,
 		"REASON_UNKNOWN_QUEUE_GROUP":  40,
 		"REASON_QUEUE_GROUP_EXISTS":   41,
+		"REASON_UNAUTHENTICATED":      60,
+		"REASON_PERMISSION_DENIED":    61,
+		"REASON_UNKNOWN_TOKEN":        62,
 	}
 )
 
@@ -135,7 +149,11 @@ type ErrorInfo struct {
 	// For NOT_LEADER: the leader's client address when known.
 	LeaderAddress string `protobuf:"bytes,4,opt,name=leader_address,json=leaderAddress,proto3" json:"leader_address,omitempty"`
 	// For OVERLOADED: how long to wait before retrying.
-	RetryAfterMs  int64 `protobuf:"varint,5,opt,name=retry_after_ms,json=retryAfterMs,proto3" json:"retry_after_ms,omitempty"`
+	RetryAfterMs int64 `protobuf:"varint,5,opt,name=retry_after_ms,json=retryAfterMs,proto3" json:"retry_after_ms,omitempty"`
+	// For PERMISSION_DENIED: the permission the call lacked
+	// ("write topic orders") and the principal it was checked for.
+	Permission    string `protobuf:"bytes,6,opt,name=permission,proto3" json:"permission,omitempty"`
+	Principal     string `protobuf:"bytes,7,opt,name=principal,proto3" json:"principal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -203,6 +221,20 @@ func (x *ErrorInfo) GetRetryAfterMs() int64 {
 		return x.RetryAfterMs
 	}
 	return 0
+}
+
+func (x *ErrorInfo) GetPermission() string {
+	if x != nil {
+		return x.Permission
+	}
+	return ""
+}
+
+func (x *ErrorInfo) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
 }
 
 type CreateTopicRequest struct {
@@ -5441,18 +5473,959 @@ func (x *PauseQueueGroupResponse) GetChanged() bool {
 	return false
 }
 
+type WhoAmIRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WhoAmIRequest) Reset() {
+	*x = WhoAmIRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WhoAmIRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WhoAmIRequest) ProtoMessage() {}
+
+func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
+func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{81}
+}
+
+type WhoAmIResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// principal is "Type:Name", "User:ANONYMOUS" when unauthenticated.
+	Principal string `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	// method is how the call was authenticated: "none", "token",
+	// "certificate", "bootstrap-token".
+	Method string `protobuf:"bytes,2,opt,name=method,proto3" json:"method,omitempty"`
+	// superuser is true when ACLs do not apply to the principal.
+	Superuser bool `protobuf:"varint,3,opt,name=superuser,proto3" json:"superuser,omitempty"`
+	// auth_required is the node's --auth setting.
+	AuthRequired  bool `protobuf:"varint,4,opt,name=auth_required,json=authRequired,proto3" json:"auth_required,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WhoAmIResponse) Reset() {
+	*x = WhoAmIResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WhoAmIResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WhoAmIResponse) ProtoMessage() {}
+
+func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
+func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{82}
+}
+
+func (x *WhoAmIResponse) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *WhoAmIResponse) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *WhoAmIResponse) GetSuperuser() bool {
+	if x != nil {
+		return x.Superuser
+	}
+	return false
+}
+
+func (x *WhoAmIResponse) GetAuthRequired() bool {
+	if x != nil {
+		return x.AuthRequired
+	}
+	return false
+}
+
+type TokenInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id names the token ("logd_<id>.<secret>" is the whole token).
+	Id          string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Principal   string `protobuf:"bytes,2,opt,name=principal,proto3" json:"principal,omitempty"`
+	Description string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	CreatedMs   int64  `protobuf:"varint,4,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	// expires_ms is 0 for a token that does not expire.
+	ExpiresMs int64 `protobuf:"varint,5,opt,name=expires_ms,json=expiresMs,proto3" json:"expires_ms,omitempty"`
+	// created_by is the principal that created it.
+	CreatedBy     string `protobuf:"bytes,6,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TokenInfo) Reset() {
+	*x = TokenInfo{}
+	mi := &file_logd_v1_logd_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TokenInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TokenInfo) ProtoMessage() {}
+
+func (x *TokenInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TokenInfo.ProtoReflect.Descriptor instead.
+func (*TokenInfo) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *TokenInfo) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *TokenInfo) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *TokenInfo) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *TokenInfo) GetCreatedMs() int64 {
+	if x != nil {
+		return x.CreatedMs
+	}
+	return 0
+}
+
+func (x *TokenInfo) GetExpiresMs() int64 {
+	if x != nil {
+		return x.ExpiresMs
+	}
+	return 0
+}
+
+func (x *TokenInfo) GetCreatedBy() string {
+	if x != nil {
+		return x.CreatedBy
+	}
+	return ""
+}
+
+type CreateTokenRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// principal is "User:NAME" or a bare NAME.
+	Principal   string `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	// ttl_ms, if positive, makes the token expire that long after creation.
+	TtlMs         int64 `protobuf:"varint,3,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTokenRequest) Reset() {
+	*x = CreateTokenRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTokenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTokenRequest) ProtoMessage() {}
+
+func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
+func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{84}
+}
+
+func (x *CreateTokenRequest) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *CreateTokenRequest) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *CreateTokenRequest) GetTtlMs() int64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+type CreateTokenResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// token is the whole credential, shown once.
+	Token         string     `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	Info          *TokenInfo `protobuf:"bytes,2,opt,name=info,proto3" json:"info,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTokenResponse) Reset() {
+	*x = CreateTokenResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[85]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTokenResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTokenResponse) ProtoMessage() {}
+
+func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[85]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
+func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{85}
+}
+
+func (x *CreateTokenResponse) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *CreateTokenResponse) GetInfo() *TokenInfo {
+	if x != nil {
+		return x.Info
+	}
+	return nil
+}
+
+type ListTokensRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// principal, if set, lists only that principal's tokens.
+	Principal     string `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTokensRequest) Reset() {
+	*x = ListTokensRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTokensRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTokensRequest) ProtoMessage() {}
+
+func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
+func (*ListTokensRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{86}
+}
+
+func (x *ListTokensRequest) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+type ListTokensResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tokens        []*TokenInfo           `protobuf:"bytes,1,rep,name=tokens,proto3" json:"tokens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTokensResponse) Reset() {
+	*x = ListTokensResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[87]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTokensResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTokensResponse) ProtoMessage() {}
+
+func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[87]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
+func (*ListTokensResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{87}
+}
+
+func (x *ListTokensResponse) GetTokens() []*TokenInfo {
+	if x != nil {
+		return x.Tokens
+	}
+	return nil
+}
+
+type RevokeTokenRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeTokenRequest) Reset() {
+	*x = RevokeTokenRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[88]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeTokenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeTokenRequest) ProtoMessage() {}
+
+func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[88]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
+func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{88}
+}
+
+func (x *RevokeTokenRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type RevokeTokenResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Info          *TokenInfo             `protobuf:"bytes,1,opt,name=info,proto3" json:"info,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeTokenResponse) Reset() {
+	*x = RevokeTokenResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[89]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeTokenResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeTokenResponse) ProtoMessage() {}
+
+func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[89]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
+func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{89}
+}
+
+func (x *RevokeTokenResponse) GetInfo() *TokenInfo {
+	if x != nil {
+		return x.Info
+	}
+	return nil
+}
+
+// ACL is one rule in Kafka's model. Enums are by name, lower case:
+// resource topic|group|queue|cluster|token|acl, pattern literal|prefix,
+// operation read|write|create|delete|alter|describe|admin|all, effect
+// allow|deny. principal is "User:NAME", "Node:ID" or "*".
+type ACL struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Principal     string                 `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	Resource      string                 `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
+	Pattern       string                 `protobuf:"bytes,3,opt,name=pattern,proto3" json:"pattern,omitempty"`
+	Name          string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	Operation     string                 `protobuf:"bytes,5,opt,name=operation,proto3" json:"operation,omitempty"`
+	Effect        string                 `protobuf:"bytes,6,opt,name=effect,proto3" json:"effect,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ACL) Reset() {
+	*x = ACL{}
+	mi := &file_logd_v1_logd_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ACL) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ACL) ProtoMessage() {}
+
+func (x *ACL) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ACL.ProtoReflect.Descriptor instead.
+func (*ACL) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *ACL) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *ACL) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *ACL) GetPattern() string {
+	if x != nil {
+		return x.Pattern
+	}
+	return ""
+}
+
+func (x *ACL) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ACL) GetOperation() string {
+	if x != nil {
+		return x.Operation
+	}
+	return ""
+}
+
+func (x *ACL) GetEffect() string {
+	if x != nil {
+		return x.Effect
+	}
+	return ""
+}
+
+type CreateACLsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Acls          []*ACL                 `protobuf:"bytes,1,rep,name=acls,proto3" json:"acls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateACLsRequest) Reset() {
+	*x = CreateACLsRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[91]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateACLsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateACLsRequest) ProtoMessage() {}
+
+func (x *CreateACLsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[91]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateACLsRequest.ProtoReflect.Descriptor instead.
+func (*CreateACLsRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{91}
+}
+
+func (x *CreateACLsRequest) GetAcls() []*ACL {
+	if x != nil {
+		return x.Acls
+	}
+	return nil
+}
+
+type CreateACLsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// created counts the ACLs that were new.
+	Created       int32 `protobuf:"varint,1,opt,name=created,proto3" json:"created,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateACLsResponse) Reset() {
+	*x = CreateACLsResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[92]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateACLsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateACLsResponse) ProtoMessage() {}
+
+func (x *CreateACLsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[92]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateACLsResponse.ProtoReflect.Descriptor instead.
+func (*CreateACLsResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{92}
+}
+
+func (x *CreateACLsResponse) GetCreated() int32 {
+	if x != nil {
+		return x.Created
+	}
+	return 0
+}
+
+// ACLFilter selects ACLs; an empty field matches every value.
+type ACLFilter struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Principal     string                 `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	Resource      string                 `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
+	Pattern       string                 `protobuf:"bytes,3,opt,name=pattern,proto3" json:"pattern,omitempty"`
+	Name          string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	Operation     string                 `protobuf:"bytes,5,opt,name=operation,proto3" json:"operation,omitempty"`
+	Effect        string                 `protobuf:"bytes,6,opt,name=effect,proto3" json:"effect,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ACLFilter) Reset() {
+	*x = ACLFilter{}
+	mi := &file_logd_v1_logd_proto_msgTypes[93]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ACLFilter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ACLFilter) ProtoMessage() {}
+
+func (x *ACLFilter) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[93]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ACLFilter.ProtoReflect.Descriptor instead.
+func (*ACLFilter) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{93}
+}
+
+func (x *ACLFilter) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *ACLFilter) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *ACLFilter) GetPattern() string {
+	if x != nil {
+		return x.Pattern
+	}
+	return ""
+}
+
+func (x *ACLFilter) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ACLFilter) GetOperation() string {
+	if x != nil {
+		return x.Operation
+	}
+	return ""
+}
+
+func (x *ACLFilter) GetEffect() string {
+	if x != nil {
+		return x.Effect
+	}
+	return ""
+}
+
+type ListACLsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Filter        *ACLFilter             `protobuf:"bytes,1,opt,name=filter,proto3" json:"filter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListACLsRequest) Reset() {
+	*x = ListACLsRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[94]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListACLsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListACLsRequest) ProtoMessage() {}
+
+func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[94]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListACLsRequest.ProtoReflect.Descriptor instead.
+func (*ListACLsRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{94}
+}
+
+func (x *ListACLsRequest) GetFilter() *ACLFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+type ListACLsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Acls          []*ACL                 `protobuf:"bytes,1,rep,name=acls,proto3" json:"acls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListACLsResponse) Reset() {
+	*x = ListACLsResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[95]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListACLsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListACLsResponse) ProtoMessage() {}
+
+func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[95]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListACLsResponse.ProtoReflect.Descriptor instead.
+func (*ListACLsResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{95}
+}
+
+func (x *ListACLsResponse) GetAcls() []*ACL {
+	if x != nil {
+		return x.Acls
+	}
+	return nil
+}
+
+type DeleteACLsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// filter must set at least one field: an empty filter is refused, so no
+	// call deletes every ACL by accident.
+	Filter        *ACLFilter `protobuf:"bytes,1,opt,name=filter,proto3" json:"filter,omitempty"`
+	DryRun        bool       `protobuf:"varint,2,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteACLsRequest) Reset() {
+	*x = DeleteACLsRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[96]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteACLsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteACLsRequest) ProtoMessage() {}
+
+func (x *DeleteACLsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[96]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteACLsRequest.ProtoReflect.Descriptor instead.
+func (*DeleteACLsRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{96}
+}
+
+func (x *DeleteACLsRequest) GetFilter() *ACLFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+func (x *DeleteACLsRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+type DeleteACLsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// acls are the ACLs deleted (or, with dry_run, that would be).
+	Acls          []*ACL `protobuf:"bytes,1,rep,name=acls,proto3" json:"acls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteACLsResponse) Reset() {
+	*x = DeleteACLsResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[97]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteACLsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteACLsResponse) ProtoMessage() {}
+
+func (x *DeleteACLsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[97]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteACLsResponse.ProtoReflect.Descriptor instead.
+func (*DeleteACLsResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{97}
+}
+
+func (x *DeleteACLsResponse) GetAcls() []*ACL {
+	if x != nil {
+		return x.Acls
+	}
+	return nil
+}
+
 var File_logd_v1_logd_proto protoreflect.FileDescriptor
 
 const file_logd_v1_logd_proto_rawDesc = "" +
 	"\n" +
-	"\x12logd/v1/logd.proto\x12\alogd.v1\"\xca\x01\n" +
+	"\x12logd/v1/logd.proto\x12\alogd.v1\"\x88\x02\n" +
 	"\tErrorInfo\x12'\n" +
 	"\x06reason\x18\x01 \x01(\x0e2\x0f.logd.v1.ReasonR\x06reason\x12(\n" +
 	"\x10log_start_offset\x18\x02 \x01(\x03R\x0elogStartOffset\x12\x1d\n" +
 	"\n" +
 	"end_offset\x18\x03 \x01(\x03R\tendOffset\x12%\n" +
 	"\x0eleader_address\x18\x04 \x01(\tR\rleaderAddress\x12$\n" +
-	"\x0eretry_after_ms\x18\x05 \x01(\x03R\fretryAfterMs\"\xc4\x01\n" +
+	"\x0eretry_after_ms\x18\x05 \x01(\x03R\fretryAfterMs\x12\x1e\n" +
+	"\n" +
+	"permission\x18\x06 \x01(\tR\n" +
+	"permission\x12\x1c\n" +
+	"\tprincipal\x18\a \x01(\tR\tprincipal\"\xc4\x01\n" +
 	"\x12CreateTopicRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
 	"\n" +
@@ -5904,7 +6877,65 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x06paused\x18\x03 \x01(\bR\x06paused\"K\n" +
 	"\x17PauseQueueGroupResponse\x12\x16\n" +
 	"\x06paused\x18\x01 \x01(\bR\x06paused\x12\x18\n" +
-	"\achanged\x18\x02 \x01(\bR\achanged*\x8b\x04\n" +
+	"\achanged\x18\x02 \x01(\bR\achanged\"\x0f\n" +
+	"\rWhoAmIRequest\"\x89\x01\n" +
+	"\x0eWhoAmIResponse\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x16\n" +
+	"\x06method\x18\x02 \x01(\tR\x06method\x12\x1c\n" +
+	"\tsuperuser\x18\x03 \x01(\bR\tsuperuser\x12#\n" +
+	"\rauth_required\x18\x04 \x01(\bR\fauthRequired\"\xb8\x01\n" +
+	"\tTokenInfo\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1c\n" +
+	"\tprincipal\x18\x02 \x01(\tR\tprincipal\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x1d\n" +
+	"\n" +
+	"created_ms\x18\x04 \x01(\x03R\tcreatedMs\x12\x1d\n" +
+	"\n" +
+	"expires_ms\x18\x05 \x01(\x03R\texpiresMs\x12\x1d\n" +
+	"\n" +
+	"created_by\x18\x06 \x01(\tR\tcreatedBy\"k\n" +
+	"\x12CreateTokenRequest\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x15\n" +
+	"\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\"S\n" +
+	"\x13CreateTokenResponse\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12&\n" +
+	"\x04info\x18\x02 \x01(\v2\x12.logd.v1.TokenInfoR\x04info\"1\n" +
+	"\x11ListTokensRequest\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\"@\n" +
+	"\x12ListTokensResponse\x12*\n" +
+	"\x06tokens\x18\x01 \x03(\v2\x12.logd.v1.TokenInfoR\x06tokens\"$\n" +
+	"\x12RevokeTokenRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"=\n" +
+	"\x13RevokeTokenResponse\x12&\n" +
+	"\x04info\x18\x01 \x01(\v2\x12.logd.v1.TokenInfoR\x04info\"\xa3\x01\n" +
+	"\x03ACL\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x1a\n" +
+	"\bresource\x18\x02 \x01(\tR\bresource\x12\x18\n" +
+	"\apattern\x18\x03 \x01(\tR\apattern\x12\x12\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x12\x1c\n" +
+	"\toperation\x18\x05 \x01(\tR\toperation\x12\x16\n" +
+	"\x06effect\x18\x06 \x01(\tR\x06effect\"5\n" +
+	"\x11CreateACLsRequest\x12 \n" +
+	"\x04acls\x18\x01 \x03(\v2\f.logd.v1.ACLR\x04acls\".\n" +
+	"\x12CreateACLsResponse\x12\x18\n" +
+	"\acreated\x18\x01 \x01(\x05R\acreated\"\xa9\x01\n" +
+	"\tACLFilter\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x1a\n" +
+	"\bresource\x18\x02 \x01(\tR\bresource\x12\x18\n" +
+	"\apattern\x18\x03 \x01(\tR\apattern\x12\x12\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x12\x1c\n" +
+	"\toperation\x18\x05 \x01(\tR\toperation\x12\x16\n" +
+	"\x06effect\x18\x06 \x01(\tR\x06effect\"=\n" +
+	"\x0fListACLsRequest\x12*\n" +
+	"\x06filter\x18\x01 \x01(\v2\x12.logd.v1.ACLFilterR\x06filter\"4\n" +
+	"\x10ListACLsResponse\x12 \n" +
+	"\x04acls\x18\x01 \x03(\v2\f.logd.v1.ACLR\x04acls\"X\n" +
+	"\x11DeleteACLsRequest\x12*\n" +
+	"\x06filter\x18\x01 \x01(\v2\x12.logd.v1.ACLFilterR\x06filter\x12\x17\n" +
+	"\adry_run\x18\x02 \x01(\bR\x06dryRun\"6\n" +
+	"\x12DeleteACLsResponse\x12 \n" +
+	"\x04acls\x18\x01 \x03(\v2\f.logd.v1.ACLR\x04acls*\xdf\x04\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17REASON_INVALID_ARGUMENT\x10\x01\x12\x18\n" +
@@ -5925,7 +6956,10 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x14REASON_UNKNOWN_GROUP\x10\x16\x12\x1a\n" +
 	"\x16REASON_GROUP_NOT_EMPTY\x10\x17\x12\x1e\n" +
 	"\x1aREASON_UNKNOWN_QUEUE_GROUP\x10(\x12\x1d\n" +
-	"\x19REASON_QUEUE_GROUP_EXISTS\x10)2\xc4\x10\n" +
+	"\x19REASON_QUEUE_GROUP_EXISTS\x10)\x12\x1a\n" +
+	"\x16REASON_UNAUTHENTICATED\x10<\x12\x1c\n" +
+	"\x18REASON_PERMISSION_DENIED\x10=\x12\x18\n" +
+	"\x14REASON_UNKNOWN_TOKEN\x10>2\xa9\x14\n" +
 	"\n" +
 	"LogService\x12H\n" +
 	"\vCreateTopic\x12\x1b.logd.v1.CreateTopicRequest\x1a\x1c.logd.v1.CreateTopicResponse\x12E\n" +
@@ -5962,7 +6996,17 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x12TransferLeadership\x12\".logd.v1.TransferLeadershipRequest\x1a#.logd.v1.TransferLeadershipResponse\x12E\n" +
 	"\n" +
 	"AlterTopic\x12\x1a.logd.v1.AlterTopicRequest\x1a\x1b.logd.v1.AlterTopicResponse\x12T\n" +
-	"\x0fPauseQueueGroup\x12\x1f.logd.v1.PauseQueueGroupRequest\x1a .logd.v1.PauseQueueGroupResponseB,Z*github.com/logd-dev/logd/api/logdv1;logdv1b\x06proto3"
+	"\x0fPauseQueueGroup\x12\x1f.logd.v1.PauseQueueGroupRequest\x1a .logd.v1.PauseQueueGroupResponse\x129\n" +
+	"\x06WhoAmI\x12\x16.logd.v1.WhoAmIRequest\x1a\x17.logd.v1.WhoAmIResponse\x12H\n" +
+	"\vCreateToken\x12\x1b.logd.v1.CreateTokenRequest\x1a\x1c.logd.v1.CreateTokenResponse\x12E\n" +
+	"\n" +
+	"ListTokens\x12\x1a.logd.v1.ListTokensRequest\x1a\x1b.logd.v1.ListTokensResponse\x12H\n" +
+	"\vRevokeToken\x12\x1b.logd.v1.RevokeTokenRequest\x1a\x1c.logd.v1.RevokeTokenResponse\x12E\n" +
+	"\n" +
+	"CreateACLs\x12\x1a.logd.v1.CreateACLsRequest\x1a\x1b.logd.v1.CreateACLsResponse\x12?\n" +
+	"\bListACLs\x12\x18.logd.v1.ListACLsRequest\x1a\x19.logd.v1.ListACLsResponse\x12E\n" +
+	"\n" +
+	"DeleteACLs\x12\x1a.logd.v1.DeleteACLsRequest\x1a\x1b.logd.v1.DeleteACLsResponseB,Z*github.com/logd-dev/logd/api/logdv1;logdv1b\x06proto3"
 
 var (
 	file_logd_v1_logd_proto_rawDescOnce sync.Once
@@ -5977,7 +7021,7 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 84)
+var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 101)
 var file_logd_v1_logd_proto_goTypes = []any{
 	(Reason)(0),                        // 0: logd.v1.Reason
 	(*ErrorInfo)(nil),                  // 1: logd.v1.ErrorInfo
@@ -6061,118 +7105,157 @@ var file_logd_v1_logd_proto_goTypes = []any{
 	(*TransferLeadershipResponse)(nil), // 79: logd.v1.TransferLeadershipResponse
 	(*PauseQueueGroupRequest)(nil),     // 80: logd.v1.PauseQueueGroupRequest
 	(*PauseQueueGroupResponse)(nil),    // 81: logd.v1.PauseQueueGroupResponse
-	nil,                                // 82: logd.v1.CreateTopicRequest.ConfigEntry
-	nil,                                // 83: logd.v1.TopicInfo.ConfigEntry
-	nil,                                // 84: logd.v1.AlterTopicRequest.ConfigEntry
+	(*WhoAmIRequest)(nil),              // 82: logd.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),             // 83: logd.v1.WhoAmIResponse
+	(*TokenInfo)(nil),                  // 84: logd.v1.TokenInfo
+	(*CreateTokenRequest)(nil),         // 85: logd.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),        // 86: logd.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),          // 87: logd.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),         // 88: logd.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),         // 89: logd.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),        // 90: logd.v1.RevokeTokenResponse
+	(*ACL)(nil),                        // 91: logd.v1.ACL
+	(*CreateACLsRequest)(nil),          // 92: logd.v1.CreateACLsRequest
+	(*CreateACLsResponse)(nil),         // 93: logd.v1.CreateACLsResponse
+	(*ACLFilter)(nil),                  // 94: logd.v1.ACLFilter
+	(*ListACLsRequest)(nil),            // 95: logd.v1.ListACLsRequest
+	(*ListACLsResponse)(nil),           // 96: logd.v1.ListACLsResponse
+	(*DeleteACLsRequest)(nil),          // 97: logd.v1.DeleteACLsRequest
+	(*DeleteACLsResponse)(nil),         // 98: logd.v1.DeleteACLsResponse
+	nil,                                // 99: logd.v1.CreateTopicRequest.ConfigEntry
+	nil,                                // 100: logd.v1.TopicInfo.ConfigEntry
+	nil,                                // 101: logd.v1.AlterTopicRequest.ConfigEntry
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
-	0,  // 0: logd.v1.ErrorInfo.reason:type_name -> logd.v1.Reason
-	82, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
-	10, // 2: logd.v1.CreateTopicResponse.topic:type_name -> logd.v1.TopicInfo
-	10, // 3: logd.v1.ListTopicsResponse.topics:type_name -> logd.v1.TopicInfo
-	10, // 4: logd.v1.DescribeTopicResponse.topic:type_name -> logd.v1.TopicInfo
-	11, // 5: logd.v1.DescribeTopicResponse.partitions:type_name -> logd.v1.PartitionInfo
-	83, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
-	73, // 7: logd.v1.PartitionInfo.last_cleaner_run:type_name -> logd.v1.CleanerRun
-	12, // 8: logd.v1.Record.headers:type_name -> logd.v1.Header
-	13, // 9: logd.v1.ProduceRequest.records:type_name -> logd.v1.Record
-	15, // 10: logd.v1.ProduceResponse.results:type_name -> logd.v1.RecordResult
-	12, // 11: logd.v1.FetchedRecord.headers:type_name -> logd.v1.Header
-	18, // 12: logd.v1.FetchResponse.records:type_name -> logd.v1.FetchedRecord
-	24, // 13: logd.v1.StatusResponse.members:type_name -> logd.v1.Member
-	29, // 14: logd.v1.GroupAssignment.partitions:type_name -> logd.v1.AssignedPartition
-	25, // 15: logd.v1.GroupAssignment.revoke:type_name -> logd.v1.GroupTopicPartition
-	28, // 16: logd.v1.JoinGroupResponse.assignment:type_name -> logd.v1.GroupAssignment
-	25, // 17: logd.v1.GroupHeartbeatRequest.released:type_name -> logd.v1.GroupTopicPartition
-	28, // 18: logd.v1.GroupHeartbeatResponse.assignment:type_name -> logd.v1.GroupAssignment
-	26, // 19: logd.v1.CommitOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
-	17, // 20: logd.v1.GroupFetchRequest.fetch:type_name -> logd.v1.FetchRequest
-	19, // 21: logd.v1.GroupFetchResponse.fetch:type_name -> logd.v1.FetchResponse
-	40, // 22: logd.v1.ListGroupsResponse.groups:type_name -> logd.v1.ConsumerGroupSummary
-	25, // 23: logd.v1.ConsumerGroupMember.partitions:type_name -> logd.v1.GroupTopicPartition
-	43, // 24: logd.v1.DescribeGroupResponse.members:type_name -> logd.v1.ConsumerGroupMember
-	44, // 25: logd.v1.DescribeGroupResponse.partitions:type_name -> logd.v1.ConsumerGroupPartition
-	48, // 26: logd.v1.ResetGroupOffsetsRequest.topics:type_name -> logd.v1.ResetTopic
-	26, // 27: logd.v1.ResetGroupOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
-	50, // 28: logd.v1.ResetGroupOffsetsResponse.plan:type_name -> logd.v1.ResetPlanEntry
-	52, // 29: logd.v1.CreateQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
-	52, // 30: logd.v1.CreateQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
-	52, // 31: logd.v1.AlterQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
-	52, // 32: logd.v1.AlterQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
-	52, // 33: logd.v1.DescribeQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
-	58, // 34: logd.v1.DescribeQueueGroupResponse.partitions:type_name -> logd.v1.QueuePartitionState
-	12, // 35: logd.v1.ClaimedRecord.headers:type_name -> logd.v1.Header
-	61, // 36: logd.v1.ClaimResponse.records:type_name -> logd.v1.ClaimedRecord
-	0,  // 37: logd.v1.TokenResult.error:type_name -> logd.v1.Reason
-	63, // 38: logd.v1.AckResponse.results:type_name -> logd.v1.TokenResult
-	66, // 39: logd.v1.NackRequest.nacks:type_name -> logd.v1.QueueNack
-	63, // 40: logd.v1.NackResponse.results:type_name -> logd.v1.TokenResult
-	63, // 41: logd.v1.ExtendResponse.results:type_name -> logd.v1.TokenResult
-	84, // 42: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
-	10, // 43: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
-	2,  // 44: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
-	4,  // 45: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
-	6,  // 46: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
-	8,  // 47: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
-	14, // 48: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
-	17, // 49: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
-	20, // 50: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
-	22, // 51: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
-	27, // 52: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
-	31, // 53: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
-	33, // 54: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
-	35, // 55: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
-	37, // 56: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
-	39, // 57: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
-	42, // 58: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
-	46, // 59: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
-	49, // 60: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
-	53, // 61: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
-	55, // 62: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
-	57, // 63: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
-	60, // 64: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
-	64, // 65: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
-	67, // 66: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
-	69, // 67: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
-	74, // 68: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
-	76, // 69: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
-	78, // 70: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
-	71, // 71: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
-	80, // 72: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
-	3,  // 73: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	5,  // 74: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	7,  // 75: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	9,  // 76: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	16, // 77: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
-	19, // 78: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
-	21, // 79: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	23, // 80: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
-	30, // 81: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
-	32, // 82: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
-	34, // 83: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
-	36, // 84: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
-	38, // 85: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
-	41, // 86: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
-	45, // 87: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
-	47, // 88: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
-	51, // 89: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
-	54, // 90: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
-	56, // 91: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
-	59, // 92: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
-	62, // 93: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
-	65, // 94: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
-	68, // 95: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
-	70, // 96: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
-	75, // 97: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
-	77, // 98: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
-	79, // 99: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
-	72, // 100: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
-	81, // 101: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
-	73, // [73:102] is the sub-list for method output_type
-	44, // [44:73] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	0,   // 0: logd.v1.ErrorInfo.reason:type_name -> logd.v1.Reason
+	99,  // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
+	10,  // 2: logd.v1.CreateTopicResponse.topic:type_name -> logd.v1.TopicInfo
+	10,  // 3: logd.v1.ListTopicsResponse.topics:type_name -> logd.v1.TopicInfo
+	10,  // 4: logd.v1.DescribeTopicResponse.topic:type_name -> logd.v1.TopicInfo
+	11,  // 5: logd.v1.DescribeTopicResponse.partitions:type_name -> logd.v1.PartitionInfo
+	100, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
+	73,  // 7: logd.v1.PartitionInfo.last_cleaner_run:type_name -> logd.v1.CleanerRun
+	12,  // 8: logd.v1.Record.headers:type_name -> logd.v1.Header
+	13,  // 9: logd.v1.ProduceRequest.records:type_name -> logd.v1.Record
+	15,  // 10: logd.v1.ProduceResponse.results:type_name -> logd.v1.RecordResult
+	12,  // 11: logd.v1.FetchedRecord.headers:type_name -> logd.v1.Header
+	18,  // 12: logd.v1.FetchResponse.records:type_name -> logd.v1.FetchedRecord
+	24,  // 13: logd.v1.StatusResponse.members:type_name -> logd.v1.Member
+	29,  // 14: logd.v1.GroupAssignment.partitions:type_name -> logd.v1.AssignedPartition
+	25,  // 15: logd.v1.GroupAssignment.revoke:type_name -> logd.v1.GroupTopicPartition
+	28,  // 16: logd.v1.JoinGroupResponse.assignment:type_name -> logd.v1.GroupAssignment
+	25,  // 17: logd.v1.GroupHeartbeatRequest.released:type_name -> logd.v1.GroupTopicPartition
+	28,  // 18: logd.v1.GroupHeartbeatResponse.assignment:type_name -> logd.v1.GroupAssignment
+	26,  // 19: logd.v1.CommitOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
+	17,  // 20: logd.v1.GroupFetchRequest.fetch:type_name -> logd.v1.FetchRequest
+	19,  // 21: logd.v1.GroupFetchResponse.fetch:type_name -> logd.v1.FetchResponse
+	40,  // 22: logd.v1.ListGroupsResponse.groups:type_name -> logd.v1.ConsumerGroupSummary
+	25,  // 23: logd.v1.ConsumerGroupMember.partitions:type_name -> logd.v1.GroupTopicPartition
+	43,  // 24: logd.v1.DescribeGroupResponse.members:type_name -> logd.v1.ConsumerGroupMember
+	44,  // 25: logd.v1.DescribeGroupResponse.partitions:type_name -> logd.v1.ConsumerGroupPartition
+	48,  // 26: logd.v1.ResetGroupOffsetsRequest.topics:type_name -> logd.v1.ResetTopic
+	26,  // 27: logd.v1.ResetGroupOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
+	50,  // 28: logd.v1.ResetGroupOffsetsResponse.plan:type_name -> logd.v1.ResetPlanEntry
+	52,  // 29: logd.v1.CreateQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
+	52,  // 30: logd.v1.CreateQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
+	52,  // 31: logd.v1.AlterQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
+	52,  // 32: logd.v1.AlterQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
+	52,  // 33: logd.v1.DescribeQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
+	58,  // 34: logd.v1.DescribeQueueGroupResponse.partitions:type_name -> logd.v1.QueuePartitionState
+	12,  // 35: logd.v1.ClaimedRecord.headers:type_name -> logd.v1.Header
+	61,  // 36: logd.v1.ClaimResponse.records:type_name -> logd.v1.ClaimedRecord
+	0,   // 37: logd.v1.TokenResult.error:type_name -> logd.v1.Reason
+	63,  // 38: logd.v1.AckResponse.results:type_name -> logd.v1.TokenResult
+	66,  // 39: logd.v1.NackRequest.nacks:type_name -> logd.v1.QueueNack
+	63,  // 40: logd.v1.NackResponse.results:type_name -> logd.v1.TokenResult
+	63,  // 41: logd.v1.ExtendResponse.results:type_name -> logd.v1.TokenResult
+	101, // 42: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
+	10,  // 43: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
+	84,  // 44: logd.v1.CreateTokenResponse.info:type_name -> logd.v1.TokenInfo
+	84,  // 45: logd.v1.ListTokensResponse.tokens:type_name -> logd.v1.TokenInfo
+	84,  // 46: logd.v1.RevokeTokenResponse.info:type_name -> logd.v1.TokenInfo
+	91,  // 47: logd.v1.CreateACLsRequest.acls:type_name -> logd.v1.ACL
+	94,  // 48: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACLFilter
+	91,  // 49: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
+	94,  // 50: logd.v1.DeleteACLsRequest.filter:type_name -> logd.v1.ACLFilter
+	91,  // 51: logd.v1.DeleteACLsResponse.acls:type_name -> logd.v1.ACL
+	2,   // 52: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
+	4,   // 53: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
+	6,   // 54: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
+	8,   // 55: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
+	14,  // 56: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
+	17,  // 57: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
+	20,  // 58: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
+	22,  // 59: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
+	27,  // 60: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
+	31,  // 61: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
+	33,  // 62: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
+	35,  // 63: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
+	37,  // 64: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
+	39,  // 65: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
+	42,  // 66: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
+	46,  // 67: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
+	49,  // 68: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
+	53,  // 69: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
+	55,  // 70: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
+	57,  // 71: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
+	60,  // 72: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
+	64,  // 73: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
+	67,  // 74: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
+	69,  // 75: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
+	74,  // 76: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
+	76,  // 77: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
+	78,  // 78: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
+	71,  // 79: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
+	80,  // 80: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
+	82,  // 81: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
+	85,  // 82: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
+	87,  // 83: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
+	89,  // 84: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
+	92,  // 85: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
+	95,  // 86: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
+	97,  // 87: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
+	3,   // 88: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	5,   // 89: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	7,   // 90: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	9,   // 91: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	16,  // 92: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
+	19,  // 93: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
+	21,  // 94: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	23,  // 95: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
+	30,  // 96: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
+	32,  // 97: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
+	34,  // 98: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
+	36,  // 99: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	38,  // 100: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
+	41,  // 101: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	45,  // 102: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
+	47,  // 103: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
+	51,  // 104: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
+	54,  // 105: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
+	56,  // 106: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
+	59,  // 107: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
+	62,  // 108: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
+	65,  // 109: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
+	68,  // 110: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
+	70,  // 111: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
+	75,  // 112: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
+	77,  // 113: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
+	79,  // 114: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
+	72,  // 115: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
+	81,  // 116: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
+	83,  // 117: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
+	86,  // 118: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
+	88,  // 119: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
+	90,  // 120: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
+	93,  // 121: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
+	96,  // 122: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
+	98,  // 123: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
+	88,  // [88:124] is the sub-list for method output_type
+	52,  // [52:88] is the sub-list for method input_type
+	52,  // [52:52] is the sub-list for extension type_name
+	52,  // [52:52] is the sub-list for extension extendee
+	0,   // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_logd_v1_logd_proto_init() }
@@ -6192,7 +7275,7 @@ func file_logd_v1_logd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   84,
+			NumMessages:   101,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -126,6 +126,7 @@ var table = []row{
 	{path: "batch", layer: layerStorage, pure: true},
 	{path: "partition", layer: layerStorage, pure: true, stdOnly: true},
 
+	{path: "auth", layer: layerLeaf, pure: true, stdOnly: true},
 	{path: "internal/varint", layer: layerLeaf, pure: true, stdOnly: true},
 	{path: "internal/failpoint", layer: layerLeaf, pure: true, stdOnly: true},
 }

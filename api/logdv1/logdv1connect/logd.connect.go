@@ -104,6 +104,20 @@ const (
 	// LogServicePauseQueueGroupProcedure is the fully-qualified name of the LogService's
 	// PauseQueueGroup RPC.
 	LogServicePauseQueueGroupProcedure = "/logd.v1.LogService/PauseQueueGroup"
+	// LogServiceWhoAmIProcedure is the fully-qualified name of the LogService's WhoAmI RPC.
+	LogServiceWhoAmIProcedure = "/logd.v1.LogService/WhoAmI"
+	// LogServiceCreateTokenProcedure is the fully-qualified name of the LogService's CreateToken RPC.
+	LogServiceCreateTokenProcedure = "/logd.v1.LogService/CreateToken"
+	// LogServiceListTokensProcedure is the fully-qualified name of the LogService's ListTokens RPC.
+	LogServiceListTokensProcedure = "/logd.v1.LogService/ListTokens"
+	// LogServiceRevokeTokenProcedure is the fully-qualified name of the LogService's RevokeToken RPC.
+	LogServiceRevokeTokenProcedure = "/logd.v1.LogService/RevokeToken"
+	// LogServiceCreateACLsProcedure is the fully-qualified name of the LogService's CreateACLs RPC.
+	LogServiceCreateACLsProcedure = "/logd.v1.LogService/CreateACLs"
+	// LogServiceListACLsProcedure is the fully-qualified name of the LogService's ListACLs RPC.
+	LogServiceListACLsProcedure = "/logd.v1.LogService/ListACLs"
+	// LogServiceDeleteACLsProcedure is the fully-qualified name of the LogService's DeleteACLs RPC.
+	LogServiceDeleteACLsProcedure = "/logd.v1.LogService/DeleteACLs"
 )
 
 // LogServiceClient is a client for the logd.v1.LogService service.
@@ -183,6 +197,23 @@ type LogServiceClient interface {
 	// PauseQueueGroup pauses (no deliveries; leases and counts kept) or
 	// resumes a queue group.
 	PauseQueueGroup(context.Context, *connect.Request[logdv1.PauseQueueGroupRequest]) (*connect.Response[logdv1.PauseQueueGroupResponse], error)
+	// Security (docs/security.md)
+	// WhoAmI returns the caller's principal as this node authenticated it.
+	WhoAmI(context.Context, *connect.Request[logdv1.WhoAmIRequest]) (*connect.Response[logdv1.WhoAmIResponse], error)
+	// CreateToken creates a bearer token for a principal. The token's secret
+	// is in the response only: the cluster stores a verifier.
+	CreateToken(context.Context, *connect.Request[logdv1.CreateTokenRequest]) (*connect.Response[logdv1.CreateTokenResponse], error)
+	// ListTokens lists tokens (never their secrets).
+	ListTokens(context.Context, *connect.Request[logdv1.ListTokensRequest]) (*connect.Response[logdv1.ListTokensResponse], error)
+	// RevokeToken revokes a token: the next call with it is UNAUTHENTICATED.
+	RevokeToken(context.Context, *connect.Request[logdv1.RevokeTokenRequest]) (*connect.Response[logdv1.RevokeTokenResponse], error)
+	// CreateACLs adds ACLs (those already present are kept once).
+	CreateACLs(context.Context, *connect.Request[logdv1.CreateACLsRequest]) (*connect.Response[logdv1.CreateACLsResponse], error)
+	// ListACLs lists the ACLs matching a filter.
+	ListACLs(context.Context, *connect.Request[logdv1.ListACLsRequest]) (*connect.Response[logdv1.ListACLsResponse], error)
+	// DeleteACLs removes the ACLs matching a filter, or with dry_run lists
+	// what it would remove.
+	DeleteACLs(context.Context, *connect.Request[logdv1.DeleteACLsRequest]) (*connect.Response[logdv1.DeleteACLsResponse], error)
 }
 
 // NewLogServiceClient constructs a client for the logd.v1.LogService service. By default, it uses
@@ -370,6 +401,48 @@ func NewLogServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			connect.WithSchema(logServiceMethods.ByName("PauseQueueGroup")),
 			connect.WithClientOptions(opts...),
 		),
+		whoAmI: connect.NewClient[logdv1.WhoAmIRequest, logdv1.WhoAmIResponse](
+			httpClient,
+			baseURL+LogServiceWhoAmIProcedure,
+			connect.WithSchema(logServiceMethods.ByName("WhoAmI")),
+			connect.WithClientOptions(opts...),
+		),
+		createToken: connect.NewClient[logdv1.CreateTokenRequest, logdv1.CreateTokenResponse](
+			httpClient,
+			baseURL+LogServiceCreateTokenProcedure,
+			connect.WithSchema(logServiceMethods.ByName("CreateToken")),
+			connect.WithClientOptions(opts...),
+		),
+		listTokens: connect.NewClient[logdv1.ListTokensRequest, logdv1.ListTokensResponse](
+			httpClient,
+			baseURL+LogServiceListTokensProcedure,
+			connect.WithSchema(logServiceMethods.ByName("ListTokens")),
+			connect.WithClientOptions(opts...),
+		),
+		revokeToken: connect.NewClient[logdv1.RevokeTokenRequest, logdv1.RevokeTokenResponse](
+			httpClient,
+			baseURL+LogServiceRevokeTokenProcedure,
+			connect.WithSchema(logServiceMethods.ByName("RevokeToken")),
+			connect.WithClientOptions(opts...),
+		),
+		createACLs: connect.NewClient[logdv1.CreateACLsRequest, logdv1.CreateACLsResponse](
+			httpClient,
+			baseURL+LogServiceCreateACLsProcedure,
+			connect.WithSchema(logServiceMethods.ByName("CreateACLs")),
+			connect.WithClientOptions(opts...),
+		),
+		listACLs: connect.NewClient[logdv1.ListACLsRequest, logdv1.ListACLsResponse](
+			httpClient,
+			baseURL+LogServiceListACLsProcedure,
+			connect.WithSchema(logServiceMethods.ByName("ListACLs")),
+			connect.WithClientOptions(opts...),
+		),
+		deleteACLs: connect.NewClient[logdv1.DeleteACLsRequest, logdv1.DeleteACLsResponse](
+			httpClient,
+			baseURL+LogServiceDeleteACLsProcedure,
+			connect.WithSchema(logServiceMethods.ByName("DeleteACLs")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -404,6 +477,13 @@ type logServiceClient struct {
 	transferLeadership *connect.Client[logdv1.TransferLeadershipRequest, logdv1.TransferLeadershipResponse]
 	alterTopic         *connect.Client[logdv1.AlterTopicRequest, logdv1.AlterTopicResponse]
 	pauseQueueGroup    *connect.Client[logdv1.PauseQueueGroupRequest, logdv1.PauseQueueGroupResponse]
+	whoAmI             *connect.Client[logdv1.WhoAmIRequest, logdv1.WhoAmIResponse]
+	createToken        *connect.Client[logdv1.CreateTokenRequest, logdv1.CreateTokenResponse]
+	listTokens         *connect.Client[logdv1.ListTokensRequest, logdv1.ListTokensResponse]
+	revokeToken        *connect.Client[logdv1.RevokeTokenRequest, logdv1.RevokeTokenResponse]
+	createACLs         *connect.Client[logdv1.CreateACLsRequest, logdv1.CreateACLsResponse]
+	listACLs           *connect.Client[logdv1.ListACLsRequest, logdv1.ListACLsResponse]
+	deleteACLs         *connect.Client[logdv1.DeleteACLsRequest, logdv1.DeleteACLsResponse]
 }
 
 // CreateTopic calls logd.v1.LogService.CreateTopic.
@@ -551,6 +631,41 @@ func (c *logServiceClient) PauseQueueGroup(ctx context.Context, req *connect.Req
 	return c.pauseQueueGroup.CallUnary(ctx, req)
 }
 
+// WhoAmI calls logd.v1.LogService.WhoAmI.
+func (c *logServiceClient) WhoAmI(ctx context.Context, req *connect.Request[logdv1.WhoAmIRequest]) (*connect.Response[logdv1.WhoAmIResponse], error) {
+	return c.whoAmI.CallUnary(ctx, req)
+}
+
+// CreateToken calls logd.v1.LogService.CreateToken.
+func (c *logServiceClient) CreateToken(ctx context.Context, req *connect.Request[logdv1.CreateTokenRequest]) (*connect.Response[logdv1.CreateTokenResponse], error) {
+	return c.createToken.CallUnary(ctx, req)
+}
+
+// ListTokens calls logd.v1.LogService.ListTokens.
+func (c *logServiceClient) ListTokens(ctx context.Context, req *connect.Request[logdv1.ListTokensRequest]) (*connect.Response[logdv1.ListTokensResponse], error) {
+	return c.listTokens.CallUnary(ctx, req)
+}
+
+// RevokeToken calls logd.v1.LogService.RevokeToken.
+func (c *logServiceClient) RevokeToken(ctx context.Context, req *connect.Request[logdv1.RevokeTokenRequest]) (*connect.Response[logdv1.RevokeTokenResponse], error) {
+	return c.revokeToken.CallUnary(ctx, req)
+}
+
+// CreateACLs calls logd.v1.LogService.CreateACLs.
+func (c *logServiceClient) CreateACLs(ctx context.Context, req *connect.Request[logdv1.CreateACLsRequest]) (*connect.Response[logdv1.CreateACLsResponse], error) {
+	return c.createACLs.CallUnary(ctx, req)
+}
+
+// ListACLs calls logd.v1.LogService.ListACLs.
+func (c *logServiceClient) ListACLs(ctx context.Context, req *connect.Request[logdv1.ListACLsRequest]) (*connect.Response[logdv1.ListACLsResponse], error) {
+	return c.listACLs.CallUnary(ctx, req)
+}
+
+// DeleteACLs calls logd.v1.LogService.DeleteACLs.
+func (c *logServiceClient) DeleteACLs(ctx context.Context, req *connect.Request[logdv1.DeleteACLsRequest]) (*connect.Response[logdv1.DeleteACLsResponse], error) {
+	return c.deleteACLs.CallUnary(ctx, req)
+}
+
 // LogServiceHandler is an implementation of the logd.v1.LogService service.
 type LogServiceHandler interface {
 	// CreateTopic creates a topic with a number of partitions.
@@ -628,6 +743,23 @@ type LogServiceHandler interface {
 	// PauseQueueGroup pauses (no deliveries; leases and counts kept) or
 	// resumes a queue group.
 	PauseQueueGroup(context.Context, *connect.Request[logdv1.PauseQueueGroupRequest]) (*connect.Response[logdv1.PauseQueueGroupResponse], error)
+	// Security (docs/security.md)
+	// WhoAmI returns the caller's principal as this node authenticated it.
+	WhoAmI(context.Context, *connect.Request[logdv1.WhoAmIRequest]) (*connect.Response[logdv1.WhoAmIResponse], error)
+	// CreateToken creates a bearer token for a principal. The token's secret
+	// is in the response only: the cluster stores a verifier.
+	CreateToken(context.Context, *connect.Request[logdv1.CreateTokenRequest]) (*connect.Response[logdv1.CreateTokenResponse], error)
+	// ListTokens lists tokens (never their secrets).
+	ListTokens(context.Context, *connect.Request[logdv1.ListTokensRequest]) (*connect.Response[logdv1.ListTokensResponse], error)
+	// RevokeToken revokes a token: the next call with it is UNAUTHENTICATED.
+	RevokeToken(context.Context, *connect.Request[logdv1.RevokeTokenRequest]) (*connect.Response[logdv1.RevokeTokenResponse], error)
+	// CreateACLs adds ACLs (those already present are kept once).
+	CreateACLs(context.Context, *connect.Request[logdv1.CreateACLsRequest]) (*connect.Response[logdv1.CreateACLsResponse], error)
+	// ListACLs lists the ACLs matching a filter.
+	ListACLs(context.Context, *connect.Request[logdv1.ListACLsRequest]) (*connect.Response[logdv1.ListACLsResponse], error)
+	// DeleteACLs removes the ACLs matching a filter, or with dry_run lists
+	// what it would remove.
+	DeleteACLs(context.Context, *connect.Request[logdv1.DeleteACLsRequest]) (*connect.Response[logdv1.DeleteACLsResponse], error)
 }
 
 // NewLogServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -811,6 +943,48 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 		connect.WithSchema(logServiceMethods.ByName("PauseQueueGroup")),
 		connect.WithHandlerOptions(opts...),
 	)
+	logServiceWhoAmIHandler := connect.NewUnaryHandler(
+		LogServiceWhoAmIProcedure,
+		svc.WhoAmI,
+		connect.WithSchema(logServiceMethods.ByName("WhoAmI")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceCreateTokenHandler := connect.NewUnaryHandler(
+		LogServiceCreateTokenProcedure,
+		svc.CreateToken,
+		connect.WithSchema(logServiceMethods.ByName("CreateToken")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceListTokensHandler := connect.NewUnaryHandler(
+		LogServiceListTokensProcedure,
+		svc.ListTokens,
+		connect.WithSchema(logServiceMethods.ByName("ListTokens")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceRevokeTokenHandler := connect.NewUnaryHandler(
+		LogServiceRevokeTokenProcedure,
+		svc.RevokeToken,
+		connect.WithSchema(logServiceMethods.ByName("RevokeToken")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceCreateACLsHandler := connect.NewUnaryHandler(
+		LogServiceCreateACLsProcedure,
+		svc.CreateACLs,
+		connect.WithSchema(logServiceMethods.ByName("CreateACLs")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceListACLsHandler := connect.NewUnaryHandler(
+		LogServiceListACLsProcedure,
+		svc.ListACLs,
+		connect.WithSchema(logServiceMethods.ByName("ListACLs")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceDeleteACLsHandler := connect.NewUnaryHandler(
+		LogServiceDeleteACLsProcedure,
+		svc.DeleteACLs,
+		connect.WithSchema(logServiceMethods.ByName("DeleteACLs")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/logd.v1.LogService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case LogServiceCreateTopicProcedure:
@@ -871,6 +1045,20 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 			logServiceAlterTopicHandler.ServeHTTP(w, r)
 		case LogServicePauseQueueGroupProcedure:
 			logServicePauseQueueGroupHandler.ServeHTTP(w, r)
+		case LogServiceWhoAmIProcedure:
+			logServiceWhoAmIHandler.ServeHTTP(w, r)
+		case LogServiceCreateTokenProcedure:
+			logServiceCreateTokenHandler.ServeHTTP(w, r)
+		case LogServiceListTokensProcedure:
+			logServiceListTokensHandler.ServeHTTP(w, r)
+		case LogServiceRevokeTokenProcedure:
+			logServiceRevokeTokenHandler.ServeHTTP(w, r)
+		case LogServiceCreateACLsProcedure:
+			logServiceCreateACLsHandler.ServeHTTP(w, r)
+		case LogServiceListACLsProcedure:
+			logServiceListACLsHandler.ServeHTTP(w, r)
+		case LogServiceDeleteACLsProcedure:
+			logServiceDeleteACLsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -994,4 +1182,32 @@ func (UnimplementedLogServiceHandler) AlterTopic(context.Context, *connect.Reque
 
 func (UnimplementedLogServiceHandler) PauseQueueGroup(context.Context, *connect.Request[logdv1.PauseQueueGroupRequest]) (*connect.Response[logdv1.PauseQueueGroupResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.PauseQueueGroup is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) WhoAmI(context.Context, *connect.Request[logdv1.WhoAmIRequest]) (*connect.Response[logdv1.WhoAmIResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.WhoAmI is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) CreateToken(context.Context, *connect.Request[logdv1.CreateTokenRequest]) (*connect.Response[logdv1.CreateTokenResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.CreateToken is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) ListTokens(context.Context, *connect.Request[logdv1.ListTokensRequest]) (*connect.Response[logdv1.ListTokensResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.ListTokens is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) RevokeToken(context.Context, *connect.Request[logdv1.RevokeTokenRequest]) (*connect.Response[logdv1.RevokeTokenResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.RevokeToken is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) CreateACLs(context.Context, *connect.Request[logdv1.CreateACLsRequest]) (*connect.Response[logdv1.CreateACLsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.CreateACLs is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) ListACLs(context.Context, *connect.Request[logdv1.ListACLsRequest]) (*connect.Response[logdv1.ListACLsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.ListACLs is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) DeleteACLs(context.Context, *connect.Request[logdv1.DeleteACLsRequest]) (*connect.Response[logdv1.DeleteACLsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.DeleteACLs is not implemented"))
 }
