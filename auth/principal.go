@@ -55,8 +55,10 @@ func ParsePrincipal(s string) (Principal, error) {
 	return Principal{Type: typ, Name: name}, nil
 }
 
-// checkName accepts 1 to MaxNameLen printable ASCII characters other than
-// space, comma, colon and quote.
+// ValidName checks a principal or resource name: 1 to MaxNameLen
+// printable ASCII characters other than space, comma, colon and quote.
+func ValidName(name string) error { return checkName(name) }
+
 func checkName(name string) error {
 	if name == "" {
 		return errors.New("empty name")

@@ -127,6 +127,7 @@ var table = []row{
 	{path: "partition", layer: layerStorage, pure: true, stdOnly: true},
 
 	{path: "auth", layer: layerLeaf, pure: true, stdOnly: true},
+	{path: "auth/certid", layer: layerLeaf, stdOnly: true, stdAllow: []string{"auth"}, siblings: []string{"auth"}},
 	{path: "internal/varint", layer: layerLeaf, pure: true, stdOnly: true},
 	{path: "internal/failpoint", layer: layerLeaf, pure: true, stdOnly: true},
 }
