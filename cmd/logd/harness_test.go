@@ -194,6 +194,7 @@ func (nd *node) launch(join string) {
 	}
 	nd.cmd.Stdout = nd.logs
 	nd.cmd.Stderr = nd.logs
+	nd.cmd.SysProcAttr = childAttrs()
 	if err := nd.cmd.Start(); err != nil {
 		nd.t.Fatal(err)
 	}
