@@ -52,6 +52,17 @@ const (
 	CmdNodeRegister CommandType = 60
 	// CmdNodeDeregister forgets a removed node's address.
 	CmdNodeDeregister CommandType = 61
+
+	// Tokens and ACLs (70-79), at SecurityLevel.
+
+	// CmdTokenCreate stores a bearer token's verifier.
+	CmdTokenCreate CommandType = 70
+	// CmdTokenRevoke removes a token's verifier.
+	CmdTokenRevoke CommandType = 71
+	// CmdACLCreate adds ACLs.
+	CmdACLCreate CommandType = 72
+	// CmdACLDelete removes the ACLs a filter matches.
+	CmdACLDelete CommandType = 73
 )
 
 // FeatureLevel numbers what a build's state machine understands: a build
@@ -70,8 +81,10 @@ const (
 	// QuotaLevel adds cluster quotas to create-topic (payload version
 	// createTopicQuotaVersion).
 	QuotaLevel FeatureLevel = 2
+	// SecurityLevel adds tokens and ACLs (CmdTokenCreate to CmdACLDelete).
+	SecurityLevel FeatureLevel = 3
 	// Level is the highest feature level this build understands.
-	Level FeatureLevel = QuotaLevel
+	Level FeatureLevel = SecurityLevel
 )
 
 // commandVersion is the payload version most kinds write after the type
@@ -141,6 +154,11 @@ var commands = [...]command{
 
 	CmdNodeRegister:   jsonCommand("node-register", BaseLevel, (*FSM).applyNodeRegister),
 	CmdNodeDeregister: jsonCommand("node-deregister", BaseLevel, (*FSM).applyNodeDeregister),
+
+	CmdTokenCreate: securityCommand("token-create", decodeTokenCreate, (*FSM).applyTokenCreate),
+	CmdTokenRevoke: securityCommand("token-revoke", decodeTokenRevoke, (*FSM).applyTokenRevoke),
+	CmdACLCreate:   securityCommand("acl-create", decodeACLCreate, (*FSM).applyACLCreate),
+	CmdACLDelete:   securityCommand("acl-delete", decodeACLDelete, (*FSM).applyACLDelete),
 }
 
 // commandOf returns the row of t, or nil when this build does not know t.

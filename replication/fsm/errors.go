@@ -60,4 +60,15 @@ var (
 	// would pass its quota of topics or partitions. Errors carrying data
 	// are *QuotaError.
 	ErrQuotaExceeded = errors.New("replication: cluster quota exceeded")
+	// ErrTokenExists means a token with that id is already stored.
+	ErrTokenExists = errors.New("replication: token already exists")
+	// ErrUnknownToken means no token with that id is stored (never
+	// created, or revoked).
+	ErrUnknownToken = errors.New("replication: unknown token")
+	// ErrTooManyTokens means a token was not created because the cluster
+	// holds MaxTokens live tokens already.
+	ErrTooManyTokens = errors.New("replication: too many tokens")
+	// ErrTooManyACLs means ACLs were not created because the cluster would
+	// hold more than MaxACLs.
+	ErrTooManyACLs = errors.New("replication: too many ACLs")
 )

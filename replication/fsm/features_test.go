@@ -8,7 +8,8 @@ import (
 
 // TestCommandTable: every row is complete, names are unique, and every
 // kind and payload version this build has is within its feature levels;
-// all kinds that existed before feature levels are at BaseLevel.
+// all kinds that existed before feature levels are at BaseLevel, the
+// security kinds at SecurityLevel.
 func TestCommandTable(t *testing.T) {
 	names := map[string]CommandType{}
 	rows := 0
@@ -29,8 +30,12 @@ func TestCommandTable(t *testing.T) {
 		if ct.String() != c.name {
 			t.Fatalf("%d is named %q", i, ct)
 		}
-		if c.level != BaseLevel {
-			t.Errorf("%s: level %d; every kind of this build is at the base level", c.name, c.level)
+		want := BaseLevel
+		if ct >= CmdTokenCreate && ct <= CmdACLDelete {
+			want = SecurityLevel
+		}
+		if c.level != want {
+			t.Errorf("%s: level %d, want %d", c.name, c.level, want)
 		}
 		for _, v := range c.versions {
 			if v.level < BaseLevel || v.level > Level {
@@ -38,8 +43,8 @@ func TestCommandTable(t *testing.T) {
 			}
 		}
 	}
-	if rows != 22 {
-		t.Fatalf("%d kinds in the table, want 22", rows)
+	if rows != 26 {
+		t.Fatalf("%d kinds in the table, want 26", rows)
 	}
 }
 

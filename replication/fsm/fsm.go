@@ -57,6 +57,8 @@ type FSM struct {
 	cleaner cleanerState
 	// nodes is the registry of client API addresses (cluster_state.go).
 	nodes nodeRegistry
+	// security is the tokens and ACLs (security_state.go).
+	security securityState
 	// catchUp fetches missing segments from peers on Restore (catchup.go).
 	catchUp catchUpConfig
 	// dedupScratch is reused by applyAppend, keyScratch by applyOne (Raft
@@ -96,8 +98,10 @@ func New(cfg Config) *FSM {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &FSM{root: cfg.Dir, logOpts: cfg.Log, logger: cfg.Logger, fatal: cfg.Fatal, clock: cfg.Now,
+	f := &FSM{root: cfg.Dir, logOpts: cfg.Log, logger: cfg.Logger, fatal: cfg.Fatal, clock: cfg.Now,
 		catchUp: catchUpConfig{self: cfg.Self, fetcher: cfg.Fetcher}, topics: map[string]*Topic{}}
+	f.security.install(nil, nil)
+	return f
 }
 
 // AppendResult is the outcome of an applied Append: the base offset assigned

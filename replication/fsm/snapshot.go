@@ -43,6 +43,9 @@ type manifest struct {
 	// Cleaner holds each partition's last cleaner run (versioned on its
 	// own; cleaner_snapshot.go).
 	Cleaner *cleanerManifest `json:"cleaner,omitempty"`
+	// Security holds the tokens and ACLs (versioned on its own;
+	// security_state.go).
+	Security *securityManifest `json:"security,omitempty"`
 }
 
 type topicManifest struct {
@@ -109,6 +112,7 @@ func (f *FSM) Snapshot() (*Snapshot, error) {
 	m.Queues = f.snapshotQueues()
 	m.Nodes = f.nodes.snapshot()
 	m.Cleaner = f.snapshotCleaner()
+	m.Security = f.snapshotSecurity()
 	return &Snapshot{m: m, dedups: dedups, root: f.root, logger: f.logger, syncs: syncs, fsm: f}, nil
 }
 
@@ -229,6 +233,10 @@ func (f *FSM) Restore(rc io.Reader) error {
 			return fmt.Errorf("restore: %s: idempotency window: %w", tm.Name, err)
 		}
 	}
+	tokens, acls, err := decodeSecurity(m.Security)
+	if err != nil {
+		return err
+	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("restore: close current state: %w", err)
 	}
@@ -284,6 +292,7 @@ func (f *FSM) Restore(rc io.Reader) error {
 	f.mu.Lock()
 	f.topics = topics
 	f.mu.Unlock()
+	f.security.install(tokens, acls)
 	f.now.Store(m.Now)
 	f.applied.Store(m.Index)
 	f.segmentsChanged.Store(changed)
