@@ -89,4 +89,12 @@ var (
 	// ErrQuotaExceeded means a topic was not created because the cluster
 	// would pass its quota of topics or partitions (*QuotaError).
 	ErrQuotaExceeded = fsm.ErrQuotaExceeded
+	// ErrTokenExists means a token with that id is already stored.
+	ErrTokenExists = fsm.ErrTokenExists
+	// ErrUnknownToken means no token with that id is stored.
+	ErrUnknownToken = fsm.ErrUnknownToken
+	// ErrTooManyTokens means the cluster holds MaxTokens live tokens.
+	ErrTooManyTokens = fsm.ErrTooManyTokens
+	// ErrTooManyACLs means the cluster would hold more than MaxACLs.
+	ErrTooManyACLs = fsm.ErrTooManyACLs
 )

@@ -53,6 +53,11 @@ var errorTable = []errorRow{
 	// topics are deleted or the quota raised (OVERLOADED would be retried).
 	{errs: []error{replication.ErrQuotaExceeded}, code: connect.CodeResourceExhausted, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
 
+	// Tokens and ACLs. Their bounds are quotas, as the cluster's is.
+	{errs: []error{replication.ErrUnknownToken}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_TOKEN},
+	{errs: []error{replication.ErrTokenExists}, code: connect.CodeAlreadyExists, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
+	{errs: []error{replication.ErrTooManyTokens, replication.ErrTooManyACLs}, code: connect.CodeResourceExhausted, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
+
 	// Queue groups.
 	{errs: []error{queue.ErrGroupNotFound}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_QUEUE_GROUP},
 	{errs: []error{queue.ErrGroupExists}, code: connect.CodeAlreadyExists, reason: logdv1.Reason_REASON_QUEUE_GROUP_EXISTS},

@@ -61,6 +61,10 @@ var backendSentinels = map[string]error{
 	"replication.ErrInvalidTopicName":    replication.ErrInvalidTopicName,
 	"replication.ErrIdempotencyConflict": replication.ErrIdempotencyConflict,
 	"replication.ErrQuotaExceeded":       replication.ErrQuotaExceeded,
+	"replication.ErrTokenExists":         replication.ErrTokenExists,
+	"replication.ErrUnknownToken":        replication.ErrUnknownToken,
+	"replication.ErrTooManyTokens":       replication.ErrTooManyTokens,
+	"replication.ErrTooManyACLs":         replication.ErrTooManyACLs,
 
 	"group.ErrConsumerGroupNotFound": group.ErrConsumerGroupNotFound,
 	"group.ErrConsumerGroupNotEmpty": group.ErrConsumerGroupNotEmpty,

@@ -1,0 +1,143 @@
+package replication
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/replication/fsm"
+)
+
+// Tokens and ACLs (docs/security.md) are replicated state: changes go
+// through Raft like every write (so only the leader proposes them, and
+// only once every member's build understands them: fsm.SecurityLevel),
+// reads answer from this node's applied state without a lock, as a front
+// end needs on every call.
+
+// TokenInfo is what may be shown of a token: its verifier's public fields
+// and who created it.
+type TokenInfo = fsm.TokenInfo
+
+// Bounds of the security state.
+const (
+	// MaxTokens bounds the cluster's live tokens (ErrTooManyTokens).
+	MaxTokens = fsm.MaxTokens
+	// MaxACLs bounds the cluster's ACLs (ErrTooManyACLs).
+	MaxACLs = fsm.MaxACLs
+)
+
+// securityNow is the time a security command is stamped with, and checked
+// against before it is proposed: never behind the state machine's clock,
+// which Apply uses (token expiry).
+func (b *Backend) securityNow() int64 { return max(b.cfg.Now().UnixNano(), b.fsm.Now()) }
+
+// checksState reports whether this node's applied state is complete enough
+// to refuse a security change early: it has applied its whole log (not so
+// right after an election, or while other proposals are in flight, when
+// an early refusal could rest on a state Apply will not see). Apply checks
+// the same rules anyway; only its answer is final.
+func (b *Backend) checksState() bool { return b.fsm.AppliedIndex() >= b.raft.LastIndex() }
+
+// CreateToken stores v, the verifier of a new token, through Raft;
+// createdBy is the principal creating it ("User:admin"). An invalid v or
+// createdBy is ErrInvalidArgument (and auth.ErrInvalidToken or
+// auth.ErrInvalidPrincipal); an id already stored ErrTokenExists; a full
+// cluster ErrTooManyTokens.
+func (b *Backend) CreateToken(ctx context.Context, v auth.Verifier, createdBy string) error {
+	now := b.securityNow()
+	data, err := fsm.EncodeTokenCreate(now, v, createdBy)
+	if err != nil {
+		return err
+	}
+	if b.checksState() {
+		if err := b.fsm.CheckTokenCreate(now, v, createdBy); err != nil {
+			return err
+		}
+	}
+	_, err = b.propose(ctx, data)
+	return err
+}
+
+// RevokeToken removes the token id through Raft and returns what it was;
+// ErrUnknownToken if no such token is stored.
+func (b *Backend) RevokeToken(ctx context.Context, id string) (TokenInfo, error) {
+	data, err := fsm.EncodeTokenRevoke(b.securityNow(), id)
+	if err != nil {
+		return TokenInfo{}, err
+	}
+	if _, ok := b.fsm.Token(id); !ok && b.checksState() {
+		return TokenInfo{}, fmt.Errorf("%w: %s", ErrUnknownToken, id)
+	}
+	res, err := b.propose(ctx, data)
+	if err != nil {
+		return TokenInfo{}, err
+	}
+	info, ok := res.(TokenInfo)
+	if !ok {
+		return TokenInfo{}, fmt.Errorf("revoke token: unexpected result %T", res)
+	}
+	return info, nil
+}
+
+// Tokens lists the tokens applied on this node, sorted by principal, then
+// creation time (then id).
+func (b *Backend) Tokens() []TokenInfo { return b.fsm.Tokens() }
+
+// Token returns the verifier of the token id as applied on this node, for
+// authenticating a call: no lock, no allocation. The verifier's byte
+// slices are shared with the state and must not be modified.
+func (b *Backend) Token(id string) (auth.Verifier, bool) { return b.fsm.Token(id) }
+
+// CreateACLs adds acls through Raft and returns how many were new (those
+// already present are kept once). An invalid ACL, or none, is
+// ErrInvalidArgument (and auth.ErrInvalidACL); more than MaxACLs in all
+// ErrTooManyACLs.
+func (b *Backend) CreateACLs(ctx context.Context, acls []auth.ACL) (created int, err error) {
+	data, err := fsm.EncodeACLCreate(b.securityNow(), acls)
+	if err != nil {
+		return 0, err
+	}
+	if b.checksState() {
+		if err := b.fsm.CheckACLCreate(acls); err != nil {
+			return 0, err
+		}
+	}
+	res, err := b.propose(ctx, data)
+	if err != nil {
+		return 0, err
+	}
+	n, ok := res.(int)
+	if !ok {
+		return 0, fmt.Errorf("create ACLs: unexpected result %T", res)
+	}
+	return n, nil
+}
+
+// DeleteACLs removes the ACLs f matches through Raft and returns them, in
+// the set's order (none matching is no error). With dryRun it changes
+// nothing and returns what this node's applied ACLs would lose. A filter
+// with no field set, or an invalid one, is ErrInvalidArgument.
+func (b *Backend) DeleteACLs(ctx context.Context, f auth.Filter, dryRun bool) ([]auth.ACL, error) {
+	matched, err := b.fsm.MatchACLs(f)
+	if err != nil || dryRun {
+		return matched, err
+	}
+	data, err := fsm.EncodeACLDelete(b.securityNow(), f)
+	if err != nil {
+		return nil, err
+	}
+	res, err := b.propose(ctx, data)
+	if err != nil {
+		return nil, err
+	}
+	removed, ok := res.([]auth.ACL)
+	if !ok {
+		return nil, fmt.Errorf("delete ACLs: unexpected result %T", res)
+	}
+	return removed, nil
+}
+
+// ACLs returns the ACL set applied on this node, never nil: immutable, read
+// without a lock or an allocation (auth.Set.Authorize allocates nothing
+// either), replaced whole when a change is applied.
+func (b *Backend) ACLs() *auth.Set { return b.fsm.ACLs() }
