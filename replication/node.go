@@ -110,7 +110,9 @@ type Config struct {
 	// replica checks it when applying, so all agree; give every node the
 	// same quota. While some member's build predates quotas
 	// (fsm.QuotaLevel), only the proposer checks, before proposing:
-	// concurrent creations may then pass the quota by a few. Zero: none.
+	// concurrent creations may then pass the quota by a few. Its
+	// per-principal bounds count the topics each principal created
+	// (topic_quota.go). Zero: none.
 	Quota TopicQuota
 	// HeartbeatTimeout, ElectionTimeout and LeaderLeaseTimeout are
 	// hashicorp/raft's timeouts, which decide how fast a failover is and
@@ -525,17 +527,8 @@ func (n *Node) CreateTopic(ctx context.Context, c CreateTopic) (*Topic, error) {
 	if _, err := n.fsm.Topic(c.Name); err == nil {
 		return nil, fmt.Errorf("%w: %q", ErrTopicExists, c.Name)
 	}
-	c.Quota = nil
-	if !n.cfg.Quota.IsZero() {
-		q := n.cfg.Quota
-		c.Quota = &q
-		if err := n.fsm.CheckQuota(c); err != nil {
-			return nil, err
-		}
-		if level, err := n.featureLevel(); err != nil || level < fsm.QuotaLevel {
-			// A member would not understand the quota: checked above only.
-			c.Quota = nil
-		}
+	if err := n.stampCreateTopic(ctx, &c); err != nil {
+		return nil, err
 	}
 	data, err := fsm.EncodeCreateTopic(n.cfg.Now().UnixNano(), c)
 	if err != nil {

@@ -19,6 +19,11 @@ func validateCreateTopic(c CreateTopic) (map[string]string, error) {
 	if c.Partitions < 1 || c.Partitions > MaxPartitions {
 		return nil, fmt.Errorf("%w: partitions must be in [1, %d], got %d", ErrInvalidArgument, MaxPartitions, c.Partitions)
 	}
+	if c.Principal != "" {
+		if err := validPrincipal(c.Principal); err != nil {
+			return nil, invalid("create-topic principal", err)
+		}
+	}
 	return ResolveTopicConfig(c.Config)
 }
 
@@ -33,7 +38,7 @@ func (f *FSM) applyCreateTopic(index uint64, now int64, c CreateTopic) any {
 	if err := f.CheckQuota(c); err != nil {
 		return err
 	}
-	t := &Topic{Name: c.Name, Config: cfg, CreatedNanos: now, CreateIndex: index}
+	t := &Topic{Name: c.Name, Config: cfg, CreatedNanos: now, CreateIndex: index, CreatedBy: c.Principal}
 	if err := openTopic(f.root, t, c.Partitions, f.logOpts); err != nil {
 		return f.stop(fmt.Errorf("create topic %s at index %d: %w", c.Name, index, err))
 	}
@@ -57,27 +62,53 @@ func ValidateCreateTopic(c CreateTopic) error {
 // node therefore proposes only once every member understands it).
 const createTopicQuotaVersion = 2
 
+// createTopicPrincipalVersion is the create-topic payload that may carry
+// the creating principal and per-principal quotas: an older build would
+// ignore them, so they too get a payload version of their own, at
+// SecurityLevel.
+const createTopicPrincipalVersion = 3
+
 // TopicQuota bounds the topics of the cluster and their partitions, as
-// counted when a create-topic is applied. Zero bounds nothing.
+// counted when a create-topic is applied, in all and per principal. Zero
+// bounds nothing.
 type TopicQuota struct {
 	MaxTopics     int64 `json:"max_topics,omitempty"`
 	MaxPartitions int64 `json:"max_partitions,omitempty"`
+	// MaxTopicsPerPrincipal and MaxPartitionsPerPrincipal bound the topics
+	// a principal created and their partitions (payload version
+	// createTopicPrincipalVersion). Topics created before principals were
+	// recorded count for nobody.
+	MaxTopicsPerPrincipal     int64 `json:"max_topics_per_principal,omitempty"`
+	MaxPartitionsPerPrincipal int64 `json:"max_partitions_per_principal,omitempty"`
 }
 
 // IsZero reports whether q bounds nothing.
-func (q TopicQuota) IsZero() bool { return q.MaxTopics <= 0 && q.MaxPartitions <= 0 }
+func (q TopicQuota) IsZero() bool {
+	return q.MaxTopics <= 0 && q.MaxPartitions <= 0 && !q.perPrincipal()
+}
+
+// perPrincipal reports whether q bounds anything per principal.
+func (q TopicQuota) perPrincipal() bool {
+	return q.MaxTopicsPerPrincipal > 0 || q.MaxPartitionsPerPrincipal > 0
+}
 
 // QuotaError is a create-topic the cluster's quota refused; errors.Is(err,
 // ErrQuotaExceeded) holds.
 type QuotaError struct {
 	// Resource is "topics" or "partitions".
 	Resource string
-	// Current is the cluster's count before the creation, Adding what it
-	// would add, Limit the quota.
+	// Principal is the creating principal when its own quota refused;
+	// empty when the cluster's did.
+	Principal string
+	// Current is the cluster's (or the principal's) count before the
+	// creation, Adding what it would add, Limit the quota.
 	Current, Adding, Limit int64
 }
 
 func (e *QuotaError) Error() string {
+	if e.Principal != "" {
+		return fmt.Sprintf("%v: %s created %d %s, creating %d more would pass the quota of %d per principal", ErrQuotaExceeded, e.Principal, e.Current, e.Resource, e.Adding, e.Limit)
+	}
 	return fmt.Sprintf("%v: the cluster has %d %s, creating %d more would pass its quota of %d", ErrQuotaExceeded, e.Current, e.Resource, e.Adding, e.Limit)
 }
 
@@ -99,6 +130,16 @@ func (f *FSM) CheckQuota(c CreateTopic) error {
 	if q := c.Quota.MaxPartitions; q > 0 && parts+int64(c.Partitions) > q {
 		return &QuotaError{Resource: "partitions", Current: parts, Adding: int64(c.Partitions), Limit: q}
 	}
+	if c.Principal == "" || !c.Quota.perPrincipal() {
+		return nil
+	}
+	topics, parts = f.PrincipalTopicCounts(c.Principal)
+	if q := c.Quota.MaxTopicsPerPrincipal; q > 0 && topics+1 > q {
+		return &QuotaError{Resource: "topics", Principal: c.Principal, Current: topics, Adding: 1, Limit: q}
+	}
+	if q := c.Quota.MaxPartitionsPerPrincipal; q > 0 && parts+int64(c.Partitions) > q {
+		return &QuotaError{Resource: "partitions", Principal: c.Principal, Current: parts, Adding: int64(c.Partitions), Limit: q}
+	}
 	return nil
 }
 
@@ -112,9 +153,24 @@ func (f *FSM) TopicCounts() (topics, partitions int64) {
 	return int64(len(f.topics)), partitions
 }
 
+// PrincipalTopicCounts returns the number of topics principal created
+// ("User:alice") and of their partitions.
+func (f *FSM) PrincipalTopicCounts(principal string) (topics, partitions int64) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	for _, t := range f.topics {
+		if t.CreatedBy == principal {
+			topics++
+			partitions += int64(len(t.Partitions))
+		}
+	}
+	return topics, partitions
+}
+
 // decodeCreateTopic reads a create-topic payload. Version 1 never carries
-// a quota: an entry that did would be applied with it by this build and
-// without it by an older one.
+// a quota, and only version 3 a principal or a per-principal quota: an
+// entry that did would be applied with them by this build and without
+// them by an older one.
 func decodeCreateTopic(p []byte, version byte, _ *keyScratch) (CreateTopic, error) {
 	var c CreateTopic
 	if err := json.Unmarshal(p, &c); err != nil {
@@ -123,18 +179,25 @@ func decodeCreateTopic(p []byte, version byte, _ *keyScratch) (CreateTopic, erro
 	if version == commandVersion && c.Quota != nil {
 		return c, fmt.Errorf("%w: create-topic version %d with a quota", ErrBadCommand, version)
 	}
+	if version < createTopicPrincipalVersion && (c.Principal != "" || c.Quota != nil && c.Quota.perPrincipal()) {
+		return c, fmt.Errorf("%w: create-topic version %d with a principal or a per-principal quota", ErrBadCommand, version)
+	}
 	return c, nil
 }
 
 // EncodeCreateTopic encodes a create-topic stamped with now: in payload
 // version 1 without a quota, in createTopicQuotaVersion (QuotaLevel) with
-// one.
+// one, in createTopicPrincipalVersion (SecurityLevel) with a principal or
+// a per-principal quota.
 func EncodeCreateTopic(now int64, c CreateTopic) ([]byte, error) {
 	data, err := encodeJSONCommand(CmdCreateTopic, now, c)
 	if err != nil {
 		return nil, err
 	}
-	if c.Quota != nil {
+	switch {
+	case c.Principal != "" || c.Quota != nil && c.Quota.perPrincipal():
+		data[1] = createTopicPrincipalVersion
+	case c.Quota != nil:
 		data[1] = createTopicQuotaVersion
 	}
 	return data, nil

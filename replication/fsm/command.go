@@ -21,6 +21,11 @@ type CreateTopic struct {
 	// the command is applied, so every replica refuses the same creation
 	// (payload version createTopicQuotaVersion; nil in version 1).
 	Quota *TopicQuota `json:"quota,omitempty"`
+	// Principal is who creates the topic ("User:alice"), set by the
+	// proposer from the call's authenticated principal, never by a client;
+	// the topic records it, and the per-principal quota counts by it
+	// (payload version createTopicPrincipalVersion; empty before).
+	Principal string `json:"principal,omitempty"`
 }
 
 // DeleteTopic deletes a topic and its data.

@@ -81,7 +81,9 @@ const (
 	// QuotaLevel adds cluster quotas to create-topic (payload version
 	// createTopicQuotaVersion).
 	QuotaLevel FeatureLevel = 2
-	// SecurityLevel adds tokens and ACLs (CmdTokenCreate to CmdACLDelete).
+	// SecurityLevel adds tokens and ACLs (CmdTokenCreate to CmdACLDelete),
+	// and a topic's creating principal with per-principal quotas
+	// (create-topic payload version createTopicPrincipalVersion).
 	SecurityLevel FeatureLevel = 3
 	// Level is the highest feature level this build understands.
 	Level FeatureLevel = SecurityLevel
@@ -123,7 +125,8 @@ var v1 = []payloadVersion{{version: commandVersion, level: BaseLevel}}
 var commands = [...]command{
 	CmdCreateTopic: row("create-topic", BaseLevel, []payloadVersion{
 		{version: commandVersion, level: BaseLevel},
-		{version: createTopicQuotaVersion, level: QuotaLevel}, // with a quota
+		{version: createTopicQuotaVersion, level: QuotaLevel},        // with a quota
+		{version: createTopicPrincipalVersion, level: SecurityLevel}, // with a principal
 	}, decodeCreateTopic, (*FSM).applyCreateTopic),
 	CmdDeleteTopic: jsonCommand("delete-topic", BaseLevel, (*FSM).applyDeleteTopic),
 	CmdAppend: row("append", BaseLevel, []payloadVersion{

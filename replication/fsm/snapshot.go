@@ -53,6 +53,7 @@ type topicManifest struct {
 	Config       map[string]string   `json:"config"`
 	CreatedNanos int64               `json:"created_nanos"`
 	CreateIndex  uint64              `json:"create_index"`
+	CreatedBy    string              `json:"created_by,omitempty"`
 	Partitions   []partitionManifest `json:"partitions"`
 	// Dedup is the topic's idempotency window, oldest key first, in
 	// the window encoding of dedup.View.WriteTo (manifest version 1
@@ -97,7 +98,7 @@ func (f *FSM) Snapshot() (*Snapshot, error) {
 	)
 	for _, t := range f.Topics() {
 		dedups = append(dedups, t.dedup.View())
-		tm := topicManifest{Name: t.Name, Config: t.Config, CreatedNanos: t.CreatedNanos, CreateIndex: t.CreateIndex}
+		tm := topicManifest{Name: t.Name, Config: t.Config, CreatedNanos: t.CreatedNanos, CreateIndex: t.CreateIndex, CreatedBy: t.CreatedBy}
 		for _, p := range t.Partitions {
 			syncs = append(syncs, p)
 			pm := partitionManifest{Start: p.log.StartOffset(), End: p.next, AppliedIndex: p.log.AppliedIndex()}
@@ -248,7 +249,7 @@ func (f *FSM) Restore(rc io.Reader) error {
 	keep := map[string]bool{}
 	changed := false
 	for ti, tm := range m.Topics {
-		t := &Topic{Name: tm.Name, Config: tm.Config, CreatedNanos: tm.CreatedNanos, CreateIndex: tm.CreateIndex}
+		t := &Topic{Name: tm.Name, Config: tm.Config, CreatedNanos: tm.CreatedNanos, CreateIndex: tm.CreateIndex, CreatedBy: tm.CreatedBy}
 		if err := openTopic(f.root, t, int32(len(tm.Partitions)), f.logOpts); err != nil {
 			closeAll(topics)
 			return fmt.Errorf("restore: %w", err)

@@ -25,8 +25,11 @@ type Topic struct {
 	// topic; it names the directory so a deleted topic's files can never be
 	// mistaken for a later topic of the same name.
 	CreateIndex uint64
-	Partitions  []*Partition
-	dir         string
+	// CreatedBy is the principal that created the topic; empty for a
+	// topic created before principals were recorded (SecurityLevel).
+	CreatedBy  string
+	Partitions []*Partition
+	dir        string
 	// dedup holds the topic's idempotency keys (nil until opened).
 	dedup *dedup.Window
 }
