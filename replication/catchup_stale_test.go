@@ -83,7 +83,7 @@ func TestCatchUpAfterCompaction(t *testing.T) {
 	if n.FSM().CleanerCounters().Compactions == 0 {
 		t.Fatal("nothing compacted")
 	}
-	client := NewSegmentClient(nil)
+	client := NewSegmentClient(PeerHTTP{})
 	addr := ln.Addr().String()
 	ref := func(i int) SegmentRef {
 		s := listed[i]

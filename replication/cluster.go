@@ -125,6 +125,16 @@ type JoinRequest struct {
 	// understands (fsm.Level there); 0 when not known, which counts as
 	// fsm.BaseLevel (features.go).
 	FeatureLevel fsm.FeatureLevel
+	// CallerNodeID and ForwardedBy say who asked, under peer TLS
+	// (Config.PeerTLS); the front end fills them from the connection the
+	// call arrived on (PeerTLS.VerifiedNode). CallerNodeID is the node id
+	// of the verified node certificate the caller presented, "" for none.
+	// On a call another node forwarded, ForwardedBy is that node's id
+	// (its connection's certificate), and CallerNodeID what it found on
+	// its own caller's connection. The leader adds a node only for a
+	// caller that proved to be that node (checkJoinCaller).
+	CallerNodeID string
+	ForwardedBy  string
 }
 
 // Join adds a node to the cluster, on the leader, and returns once it is a
@@ -147,6 +157,9 @@ func (n *Node) Join(ctx context.Context, req JoinRequest, probe NodeProbe) error
 	}
 	if probe == nil {
 		return fmt.Errorf("%w: join needs a way to ask the node", ErrInvalidArgument)
+	}
+	if err := n.checkJoinCaller(req); err != nil {
+		return err
 	}
 	if !n.IsLeader() {
 		return ErrNotLeader
@@ -325,7 +338,8 @@ func (n *Node) voterAnswers(ctx context.Context, s raft.Server, term uint64, pro
 	defer cancel()
 	api, ok := n.fsm.NodeAddress(string(s.ID))
 	if !ok || api == "" {
-		return n.dialRaft(ctx, string(s.ID), string(s.Address)) == nil
+		_, err := n.dialRaft(ctx, string(s.ID), string(s.Address))
+		return err == nil
 	}
 	rep, err := probe(ctx, api)
 	return err == nil && rep.ID == string(s.ID) && rep.LeaderID == n.cfg.NodeID && rep.Term == term

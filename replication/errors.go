@@ -19,6 +19,11 @@ var (
 	// consumer group's generation or position that the client learnt from
 	// the leader); returned as *BehindError, which names the leader.
 	ErrBehind = errors.New("replication: this node has not applied what the request names yet")
+	// ErrPeerIdentity means a node-to-node request came from a caller
+	// that did not prove the node identity it needs, under peer TLS: a
+	// join whose caller, or whose Raft address, did not present the
+	// joining node's certificate (peer_tls.go).
+	ErrPeerIdentity = errors.New("replication: the caller did not prove the node identity the request needs")
 )
 
 // BehindError is ErrBehind with what the node lacks and where the leader

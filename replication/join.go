@@ -183,8 +183,38 @@ func validHostname(host string) error {
 	return nil
 }
 
+// checkJoinCaller checks, under peer TLS, that the caller of a join is
+// the node it asks to add: its connection presented a verified node
+// certificate of req.ID, to this node or to the member that forwarded the
+// call (a node that is not a member is not trusted to say what its caller
+// presented). ErrPeerIdentity otherwise, before anything is asked or
+// changed. Without peer TLS there is nothing to check.
+func (n *Node) checkJoinCaller(req JoinRequest) error {
+	if n.cfg.PeerTLS == nil {
+		return nil
+	}
+	if req.ForwardedBy != "" {
+		m, err := n.member(req.ForwardedBy)
+		if err != nil {
+			return err
+		}
+		if m == nil {
+			return fmt.Errorf("%w: join %s: forwarded by node %q, which is not a member", ErrPeerIdentity, req.ID, req.ForwardedBy)
+		}
+	}
+	switch req.CallerNodeID {
+	case req.ID:
+		return nil
+	case "":
+		return fmt.Errorf("%w: join %s: the caller presented no node certificate", ErrPeerIdentity, req.ID)
+	default:
+		return fmt.Errorf("%w: join %s: the caller's certificate is node %q's", ErrPeerIdentity, req.ID, req.CallerNodeID)
+	}
+}
+
 // checkJoiner checks that the node answers on its API address with the
-// id it claims and that its Raft address accepts a connection:
+// id it claims and that its Raft address accepts a connection (under peer
+// TLS, one whose certificate is that node's: ErrPeerIdentity otherwise):
 // ErrNodeUnreachable otherwise.
 func (n *Node) checkJoiner(ctx context.Context, req JoinRequest, probe NodeProbe) error {
 	ctx, cancel := context.WithTimeout(ctx, joinProbeTimeout)
@@ -196,26 +226,31 @@ func (n *Node) checkJoiner(ctx context.Context, req JoinRequest, probe NodeProbe
 	if rep.ID != req.ID {
 		return fmt.Errorf("%w: API address %s answers as node %q, not %q", ErrNodeUnreachable, req.APIAddress, rep.ID, req.ID)
 	}
-	if err := n.dialRaft(ctx, req.ID, req.RaftAddress); err != nil {
+	peer, err := n.dialRaft(ctx, req.ID, req.RaftAddress)
+	if err != nil {
 		return fmt.Errorf("%w: node %s's raft address %s: %v", ErrNodeUnreachable, req.ID, req.RaftAddress, err)
+	}
+	if n.cfg.PeerTLS != nil && peer != req.ID {
+		return fmt.Errorf("%w: join %s: its raft address %s presents node %q's certificate", ErrPeerIdentity, req.ID, req.RaftAddress, peer)
 	}
 	return nil
 }
 
-// dialRaft checks that peer id's Raft address accepts a TCP connection
-// (and closes it: Raft's transport takes a closed connection quietly). It
-// is the one place membership dials a Raft port. An in-memory node's
+// dialRaft checks that peer id's Raft address accepts a connection (and
+// closes it: Raft's transport takes a closed connection quietly), and
+// returns, under peer TLS, the node id of the certificate it presented.
+// It is the one place membership dials a Raft port. An in-memory node's
 // transport has nothing to dial; Raft's own replication is its check.
-func (n *Node) dialRaft(ctx context.Context, id, addr string) error {
+func (n *Node) dialRaft(ctx context.Context, id, addr string) (string, error) {
 	if n.cfg.InMemory {
-		return nil
+		return "", nil
 	}
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", n.cfg.Peers.Raft(id, addr))
+	c, peer, err := n.stores.stream.dial(ctx, n.cfg.Peers.Raft(id, addr))
 	if err != nil {
-		return err
+		return "", err
 	}
-	return c.Close()
+	c.Close()
+	return peer, nil
 }
 
 // raftLastLog sends the Raft server at addr a heartbeat of this leader's

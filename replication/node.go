@@ -98,6 +98,17 @@ type Config struct {
 	// peer's registered API address can be routed too. Nil: peers are
 	// dialed at their advertised addresses.
 	Peers *PeerResolver
+	// PeerTLS, if set, puts node-to-node traffic under mutual TLS with the
+	// cluster CA (peer_tls.go): the Raft port, which admits only node
+	// certificates of members; the segment endpoint, which answers only
+	// node certificates; and Join, which adds only a node that proved its
+	// identity. Nil: plaintext, as a loopback cluster runs. Dials over
+	// HTTP take PeerTLS.Client through PeerHTTP.
+	PeerTLS *PeerTLS
+	// MaxRaftConns bounds the connections open on the Raft port, with or
+	// without TLS; more are closed at once (raft_stream.go). Zero is
+	// DefaultMaxRaftConns.
+	MaxRaftConns int
 	// InMemory keeps Raft's log, stable store and snapshots in memory and
 	// connects Raft through raft.NewInmemTransport instead of TCP, so a
 	// node runs inside a test process with no Raft port or files (package
@@ -139,6 +150,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: data dir is required", ErrInvalidArgument)
 	case c.RaftBind == "" && !c.InMemory:
 		return fmt.Errorf("%w: raft bind address is required", ErrInvalidArgument)
+	case c.MaxRaftConns < 0:
+		return fmt.Errorf("%w: max raft connections %d is negative", ErrInvalidArgument, c.MaxRaftConns)
+	case c.PeerTLS != nil && c.InMemory:
+		return fmt.Errorf("%w: peer TLS needs Raft over TCP, not in memory", ErrInvalidArgument)
+	case c.PeerTLS != nil:
+		if err := c.PeerTLS.validate(); err != nil {
+			return err
+		}
 	}
 	return c.validateRaftTimeouts()
 }
@@ -146,6 +165,9 @@ func (c Config) Validate() error {
 func (c *Config) setDefaults() {
 	if c.RaftAdvertise == "" {
 		c.RaftAdvertise = c.RaftBind
+	}
+	if c.MaxRaftConns == 0 {
+		c.MaxRaftConns = DefaultMaxRaftConns
 	}
 	if c.SnapshotInterval == 0 {
 		c.SnapshotInterval = 30 * time.Second
@@ -264,6 +286,9 @@ func Open(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
 	n := &Node{cfg: cfg, raft: r, fsm: sm, stores: stores, applied: applied, stop: make(chan struct{}), done: make(chan struct{})}
+	if stores.stream != nil {
+		stores.stream.attach(n.raftMember)
+	}
 	go n.housekeeping()
 	n.cleanerDone = make(chan struct{})
 	go n.runCleaner()
@@ -278,6 +303,7 @@ func (n *Node) housekeeping() {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	var lastRenewal time.Time // renewStaleSnapshot's
+	var lastPrune time.Time
 	for {
 		select {
 		case <-n.stop:
@@ -300,6 +326,10 @@ func (n *Node) housekeeping() {
 		}
 		n.leaderBarrier()
 		n.registerSelf()
+		if n.stores.stream != nil && time.Since(lastPrune) >= raftPruneInterval {
+			lastPrune = time.Now()
+			n.stores.stream.prune()
+		}
 		if n.renewStaleSnapshot(&lastRenewal) {
 			continue
 		}
@@ -441,6 +471,37 @@ func (n *Node) entryTerm(index uint64, stats map[string]string) uint64 {
 		return 0
 	}
 	return snapTerm
+}
+
+// raftPruneInterval is how often the node closes the Raft connections of
+// nodes no longer members (raftStream.prune).
+const raftPruneInterval = time.Second
+
+// raftMember reports whether node id may open Raft connections to this
+// node: it is in the latest Raft configuration this node knows, as a
+// voter or not, or this node knows none yet (a fresh node waiting for its
+// leader's first contact, which cannot tell its leader from any other
+// node of the cluster CA).
+func (n *Node) raftMember(id string) bool {
+	servers := n.raft.GetConfiguration().Configuration().Servers
+	if len(servers) == 0 {
+		return true
+	}
+	for _, s := range servers {
+		if string(s.ID) == id {
+			return true
+		}
+	}
+	return false
+}
+
+// RaftConnStats returns the counters of this node's Raft port; zero for
+// an InMemory node.
+func (n *Node) RaftConnStats() RaftConnStats {
+	if n.stores.stream == nil {
+		return RaftConnStats{}
+	}
+	return n.stores.stream.stats()
 }
 
 // FSM returns the node's state machine for reads.

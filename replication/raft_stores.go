@@ -108,6 +108,9 @@ type raftStores struct {
 	stable    raft.StableStore
 	snaps     raft.SnapshotStore
 	transport raft.Transport
+	// stream is the TCP transport's stream layer (raft_stream.go); nil in
+	// memory.
+	stream *raftStream
 	// closers release the transport and the stores, in this order.
 	closers []func() error
 }
@@ -122,7 +125,8 @@ func (s *raftStores) close() error {
 }
 
 // openDiskStores opens the Raft log and stable store (bbolt) and the
-// snapshot store under DataDir/raft, and a TCP transport on RaftBind.
+// snapshot store under DataDir/raft, and a TCP transport on RaftBind
+// over the Raft port's stream layer (raft_stream.go).
 func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 	raftDir := filepath.Join(cfg.DataDir, "raft")
 	if err := os.MkdirAll(raftDir, 0o755); err != nil {
@@ -154,18 +158,26 @@ func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 		}
 		adv = a
 	}
-	// The address provider is asked for this node's own address too: it
-	// is the transport's, known once it is bound.
-	var transport *raft.NetworkTransport
-	local := func() raft.ServerAddress { return transport.LocalAddr() }
-	transport, err = raft.NewTCPTransportWithConfig(cfg.RaftBind, adv, &raft.NetworkTransportConfig{
-		MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog, ServerAddressProvider: cfg.Peers.raftProvider(cfg.NodeID, local),
-	})
+	ln, err := net.Listen("tcp", cfg.RaftBind)
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("raft transport on %s: %w", cfg.RaftBind, err)
 	}
-	stores := &raftStores{logs: store, stable: store, snaps: snaps, transport: transport,
+	stream := newRaftStream(ln, adv, cfg.PeerTLS, cfg.MaxRaftConns, cfg.Logger)
+	if a, ok := stream.Addr().(*net.TCPAddr); !ok || a.IP == nil || a.IP.IsUnspecified() {
+		ln.Close()
+		store.Close()
+		return nil, fmt.Errorf("%w: raft address %s is not one peers can dial: give an advertise address", ErrInvalidArgument, stream.Addr())
+	}
+	// The address provider is asked for this node's own address too: it
+	// is the transport's, known once it is bound.
+	var transport *raft.NetworkTransport
+	local := func() raft.ServerAddress { return transport.LocalAddr() }
+	transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog, ServerAddressProvider: cfg.Peers.raftProvider(cfg.NodeID, local),
+	})
+	stream.start()
+	stores := &raftStores{logs: store, stable: store, snaps: snaps, transport: transport, stream: stream,
 		closers: []func() error{transport.Close, store.Close}}
 	stores.wrap(cfg.WrapRaftStores)
 	return stores, nil

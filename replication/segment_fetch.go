@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -17,23 +16,20 @@ import (
 // SegmentClient fetches segment files from peers over the endpoint in
 // segment_serve.go; it implements SegmentSource.
 type SegmentClient struct {
-	hc *http.Client
+	hc     *http.Client
+	scheme string
 }
 
-// NewSegmentClient returns a SegmentClient that dials peers through peers
-// (nil: at their registered addresses). It starts nothing.
-func NewSegmentClient(peers *PeerResolver) *SegmentClient {
-	d := &net.Dialer{Timeout: 2 * time.Second}
-	t := &http.Transport{
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return d.DialContext(ctx, network, peers.API(addr))
-		},
-		ResponseHeaderTimeout: 10 * time.Second,
-	}
-	return &SegmentClient{hc: &http.Client{Transport: t}}
+// NewSegmentClient returns a SegmentClient that calls peers as p says
+// (routes, and https with this node's certificate under peer TLS). It
+// starts nothing.
+func NewSegmentClient(p PeerHTTP) *SegmentClient {
+	t := p.Transport(2*time.Second, false)
+	t.ResponseHeaderTimeout = 10 * time.Second
+	return &SegmentClient{hc: &http.Client{Transport: t}, scheme: p.Scheme()}
 }
 
-func segmentURL(addr, path string, ref SegmentRef) string {
+func segmentURL(scheme, addr, path string, ref SegmentRef) string {
 	q := url.Values{}
 	q.Set("topic", ref.Topic)
 	q.Set("topic_index", strconv.FormatUint(ref.TopicIndex, 10))
@@ -45,11 +41,11 @@ func segmentURL(addr, path string, ref SegmentRef) string {
 	if path == segmentDataPath || ref.End >= 0 {
 		q.Set("bytes", strconv.FormatInt(ref.Bytes, 10))
 	}
-	return "http://" + addr + path + "?" + q.Encode()
+	return scheme + "://" + addr + path + "?" + q.Encode()
 }
 
 func (c *SegmentClient) get(ctx context.Context, addr, path string, ref SegmentRef) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, segmentURL(addr, path, ref), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, segmentURL(c.scheme, addr, path, ref), nil)
 	if err != nil {
 		return nil, err
 	}

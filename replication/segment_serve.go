@@ -11,11 +11,12 @@ import (
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
-// Segment transfer for snapshot catch-up (install.go): a plain HTTP
-// endpoint on the API port (the front end mounts SegmentHandler at
-// SegmentPathPrefix) that serves a segment's .meta file, or the
-// first N bytes of its data file, streamed from disk in small chunks (the
-// serving node never holds a segment in memory).
+// Segment transfer for snapshot catch-up (install.go): an HTTP endpoint
+// on the API port (the front end mounts SegmentHandler at
+// SegmentPathPrefix), for nodes only under peer TLS, that serves a
+// segment's .meta file, or the first N bytes of its data file, streamed
+// from disk in small chunks (the serving node never holds a segment in
+// memory).
 //
 //	GET /internal/v1/segment/meta?topic=T&topic_index=I&partition=P&base=B&end=E&bytes=N
 //	GET /internal/v1/segment/data?topic=T&topic_index=I&partition=P&base=B&end=E&bytes=N
@@ -38,9 +39,20 @@ const (
 )
 
 // SegmentHandler serves the segment files of this node to peers that
-// catch up from a snapshot; mount it at SegmentPathPrefix.
+// catch up from a snapshot; mount it at SegmentPathPrefix. Under peer TLS
+// (Config.PeerTLS) it answers only callers whose connection presented a
+// verified node certificate, and 403 to anyone else, so the listener it
+// is mounted on must verify client certificates of the cluster CA
+// (PeerTLS.VerifiedNode); without peer TLS it answers anyone, as a
+// plaintext loopback cluster needs.
 func (b *Backend) SegmentHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := b.cfg.PeerTLS; p != nil {
+			if _, ok := p.VerifiedNode(r.TLS); !ok {
+				http.Error(w, "segments are served to nodes of the cluster only: present a node certificate of the cluster CA", http.StatusForbidden)
+				return
+			}
+		}
 		if r.URL.Path != segmentMetaPath && r.URL.Path != segmentDataPath {
 			http.NotFound(w, r)
 			return

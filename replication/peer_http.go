@@ -1,0 +1,62 @@
+package replication
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"time"
+)
+
+// PeerHTTP is how this node calls its peers' client API ports over HTTP:
+// forwarding writes to the leader and the leader's questions to a joining
+// node (package server), a joining node's Join request (cmd/logd) and
+// segment catch-up (SegmentClient). It is the one place that chooses the
+// scheme and TLS, so the four agree: https with TLS when it is set, plain
+// http otherwise. The zero value dials plaintext at the addresses given.
+type PeerHTTP struct {
+	// Peers routes the dials (peers.go); nil dials the addresses given.
+	Peers *PeerResolver
+	// TLS is PeerTLS.Client, or nil for plaintext.
+	TLS *tls.Config
+}
+
+// Scheme is the URL scheme of calls to peers: "https" or "http".
+func (p PeerHTTP) Scheme() string {
+	if p.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// URL is the base URL of the client API at addr (host:port).
+func (p PeerHTTP) URL(addr string) string { return p.Scheme() + "://" + addr }
+
+// Transport returns a new HTTP transport for calls to peers. It dials
+// each address through Peers, in at most dialTimeout, and takes no proxy
+// from the environment. Over TLS it offers HTTP/2 and HTTP/1.1 (the
+// server picks); in plaintext it speaks HTTP/1.1, or, with h2c, only
+// cleartext HTTP/2, which carries gRPC's trailers (the forwarder's
+// choice). The caller may set further fields before its first use.
+func (p PeerHTTP) Transport(dialTimeout time.Duration, h2c bool) *http.Transport {
+	d := &net.Dialer{Timeout: dialTimeout}
+	peers := p.Peers
+	t := &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return d.DialContext(ctx, network, peers.API(addr))
+		},
+		TLSHandshakeTimeout: dialTimeout,
+	}
+	var protocols http.Protocols
+	switch {
+	case p.TLS != nil:
+		t.TLSClientConfig = p.TLS
+		protocols.SetHTTP1(true)
+		protocols.SetHTTP2(true)
+		t.Protocols = &protocols
+	case h2c:
+		protocols.SetUnencryptedHTTP2(true)
+		t.Protocols = &protocols
+	}
+	return t
+}

@@ -1,0 +1,121 @@
+package replication
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+)
+
+// Peer TLS: node-to-node traffic under mutual TLS with the cluster CA
+// (docs/security.md, "Peers"). With Config.PeerTLS set:
+//
+//   - the Raft port speaks TLS and admits a connection only from a node
+//     certificate of the cluster CA whose node id is a member of the
+//     latest Raft configuration this node knows, or any node certificate
+//     while it knows none (a fresh node waiting for its leader's first
+//     contact) (raft_stream.go);
+//   - Raft dials present this node's certificate and accept only a peer
+//     that presents a node certificate;
+//   - calls to peers' client API ports (forwarding, segment catch-up, join
+//     and the leader's questions to a joining node) go over https with the
+//     client configuration (PeerHTTP);
+//   - the segment endpoint answers only callers with a verified node
+//     certificate (segment_serve.go), and the leader adds a node only for
+//     a caller that proved to be that node, and whose Raft port presents
+//     that node's certificate (join.go).
+//
+// Raft's RPCs carry a sender id that nothing binds to the connection, so
+// the checks are per connection, at accept; docs/security.md says what
+// that leaves open.
+
+// PeerTLS is a node's TLS for node-to-node traffic. The configurations
+// may reload their material through their callbacks (GetCertificate,
+// GetConfigForClient, GetClientCertificate): each handshake uses what is
+// current.
+type PeerTLS struct {
+	// Server is the Raft listener's configuration. It must require and
+	// verify client certificates of the cluster CA with Go's verifier:
+	// ClientAuth tls.RequireAndVerifyClientCert with ClientCAs, directly
+	// or in the configuration GetConfigForClient returns. A connection is
+	// admitted only when its handshake left verified chains.
+	Server *tls.Config
+	// Client is the configuration of this node's dials to peers: Raft,
+	// forwarding to the leader, segment catch-up, join, and the leader's
+	// questions to a joining node. It presents this node's certificate
+	// and verifies the server's against the cluster CA: with Go's verifier
+	// (RootCAs), or, with InsecureSkipVerify, in its own VerifyConnection
+	// or VerifyPeerCertificate. An empty ServerName is the host of the
+	// address dialed.
+	Client *tls.Config
+	// NodeID returns the node id a node certificate carries (its one URI
+	// SAN logd://node/<id>); ok is false for any other certificate. It is
+	// only asked about certificates a handshake verified.
+	NodeID func(*x509.Certificate) (id string, ok bool)
+}
+
+// validate checks that p is complete and that its server configuration
+// verifies client certificates.
+func (p *PeerTLS) validate() error {
+	switch {
+	case p.Server == nil || p.Client == nil || p.NodeID == nil:
+		return fmt.Errorf("%w: peer TLS needs a server configuration, a client configuration and a NodeID function", ErrInvalidArgument)
+	case p.Server.ClientAuth != tls.RequireAndVerifyClientCert && p.Server.GetConfigForClient == nil:
+		return fmt.Errorf("%w: the peer TLS server configuration must require and verify client certificates (tls.RequireAndVerifyClientCert)", ErrInvalidArgument)
+	case p.Client.InsecureSkipVerify && p.Client.VerifyConnection == nil && p.Client.VerifyPeerCertificate == nil:
+		return fmt.Errorf("%w: the peer TLS client configuration skips Go's verification and verifies nothing itself", ErrInvalidArgument)
+	}
+	return nil
+}
+
+// VerifiedNode returns the node id of the node certificate a peer
+// presented on a connection this node accepted, whose state is cs. It is
+// a node only when the handshake verified the peer's chain (Go's verifier
+// fills cs.VerifiedChains when the listener's configuration verifies
+// client certificates: tls.VerifyClientCertIfGiven or stronger, with the
+// cluster CA among its ClientCAs) and the leaf is a node certificate. A
+// nil p (no peer TLS) or cs (plaintext) is never a node. The segment
+// endpoint and the Join handler ask it about their callers.
+func (p *PeerTLS) VerifiedNode(cs *tls.ConnectionState) (id string, ok bool) {
+	if p == nil || cs == nil || len(cs.VerifiedChains) == 0 || len(cs.PeerCertificates) == 0 {
+		return "", false
+	}
+	return p.NodeID(cs.PeerCertificates[0])
+}
+
+// dialedNode returns the node id of the certificate the server this node
+// dialed with p.Client presented.
+func (p *PeerTLS) dialedNode(cs tls.ConnectionState) (string, bool) {
+	if len(cs.PeerCertificates) == 0 || !p.Client.InsecureSkipVerify && len(cs.VerifiedChains) == 0 {
+		return "", false
+	}
+	return p.NodeID(cs.PeerCertificates[0])
+}
+
+// handshake runs the client side of a TLS handshake over raw, a
+// connection to addr, and returns the connection with the node id its
+// server's certificate carries. It closes raw when it fails, or when the
+// server is not a node.
+func (p *PeerTLS) handshake(ctx context.Context, raw net.Conn, addr string) (*tls.Conn, string, error) {
+	cfg := p.Client
+	if cfg.ServerName == "" {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			host = addr
+		}
+		cfg = cfg.Clone()
+		cfg.ServerName = host
+	}
+	c := tls.Client(raw, cfg)
+	if err := c.HandshakeContext(ctx); err != nil {
+		raw.Close()
+		return nil, "", fmt.Errorf("tls handshake with %s: %w", addr, err)
+	}
+	id, ok := p.dialedNode(c.ConnectionState())
+	if !ok {
+		c.Close()
+		return nil, "", fmt.Errorf("%s did not present a node certificate", addr)
+	}
+	return c, id, nil
+}

@@ -1,0 +1,414 @@
+package replication
+
+import (
+	"context"
+	"crypto/tls"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// The Raft port: the raft.StreamLayer under a node's Raft transport
+// (raft.NewNetworkTransportWithConfig), over TCP, with TLS when
+// Config.PeerTLS is set (peer_tls.go).
+//
+// Accept hands Raft only connections it admitted. A separate goroutine
+// accepts TCP connections; with TLS, each handshake runs in a goroutine of
+// its own under raftHandshakeTimeout, so a peer that never finishes holds
+// one slot for that long and never the accept loop. A connection is
+// admitted when its certificate is a verified node certificate of a node
+// this node's Raft admits (Node.raftMember), and otherwise closed, counted
+// and logged (at most one line per raftRefusalLogInterval). At most
+// MaxRaftConns accepted connections are open at once, with or without TLS:
+// beyond that a new one is closed at once (a member needs a few: Raft
+// pools up to three per peer, plus one per pipeline), so a flood of
+// sockets cannot take the file descriptors the partition logs need.
+
+const (
+	// DefaultMaxRaftConns is Config.MaxRaftConns's default.
+	DefaultMaxRaftConns = 256
+	// raftHandshakeTimeout bounds a TLS handshake on the Raft port.
+	raftHandshakeTimeout = 5 * time.Second
+	// raftRefusalLogInterval spaces the log lines of refused connections.
+	raftRefusalLogInterval = time.Second
+)
+
+// RaftConnStats counts the connections of a node's Raft port since it
+// opened.
+type RaftConnStats struct {
+	// Open is the number of accepted connections open now, in their
+	// handshake or serving Raft.
+	Open int
+	// Admitted counts connections handed to Raft.
+	Admitted uint64
+	// RefusedCap counts connections closed at once because MaxRaftConns
+	// were open.
+	RefusedCap uint64
+	// RefusedHandshake counts TLS handshakes that failed or did not
+	// finish in time: no certificate, one the cluster CA did not sign or
+	// that expired, or not TLS at all.
+	RefusedHandshake uint64
+	// RefusedNotNode counts verified certificates that are not node
+	// certificates (a client's).
+	RefusedNotNode uint64
+	// RefusedNotMember counts node certificates of nodes outside the
+	// latest Raft configuration this node knows.
+	RefusedNotMember uint64
+}
+
+// refusal is why the Raft port closed a connection.
+type refusal int
+
+const (
+	refusedCap refusal = iota
+	refusedHandshake
+	refusedNotNode
+	refusedNotMember
+	numRefusals
+)
+
+func (r refusal) String() string {
+	switch r {
+	case refusedCap:
+		return "connection cap reached"
+	case refusedHandshake:
+		return "tls handshake failed"
+	case refusedNotNode:
+		return "not a node certificate"
+	case refusedNotMember:
+		return "node is not a member"
+	}
+	return "unknown"
+}
+
+// raftStream implements raft.StreamLayer. start starts its accept loop;
+// Close stops it, closes every connection it accepted and waits for its
+// goroutines.
+type raftStream struct {
+	ln        net.Listener
+	advertise net.Addr // nil: ln's address
+	peerTLS   *PeerTLS // nil: plaintext
+	maxConns  int
+	handshake time.Duration
+	logger    *slog.Logger
+
+	// member reports whether a node may open connections; attach sets it
+	// once and then closes attached. Handshakes that finish before wait.
+	member   func(id string) bool
+	attached chan struct{}
+
+	// conns hands admitted connections to Accept.
+	conns  chan net.Conn
+	closed chan struct{}
+	// ctx ends at Close; it bounds handshakes.
+	ctx       context.Context
+	cancel    context.CancelFunc
+	closeOnce sync.Once
+	wg        sync.WaitGroup // the accept loop and the handshakes
+
+	mu sync.Mutex
+	// open holds the accepted connections not closed yet, each with the
+	// node id it was admitted as ("" in its handshake, or in plaintext).
+	// Guarded by mu.
+	open map[*streamConn]string
+
+	admitted atomic.Uint64
+	refused  [numRefusals]atomic.Uint64
+
+	logMu sync.Mutex
+	// lastLog is when a refusal was last logged, unlogged how many were
+	// not since. Guarded by logMu.
+	lastLog  time.Time
+	unlogged int
+}
+
+var _ raft.StreamLayer = (*raftStream)(nil)
+
+// newRaftStream returns the stream layer over ln, which it owns. It
+// starts nothing.
+func newRaftStream(ln net.Listener, advertise net.Addr, peerTLS *PeerTLS, maxConns int, logger *slog.Logger) *raftStream {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &raftStream{
+		ln: ln, advertise: advertise, peerTLS: peerTLS, maxConns: maxConns, handshake: raftHandshakeTimeout, logger: logger,
+		attached: make(chan struct{}), conns: make(chan net.Conn), closed: make(chan struct{}),
+		ctx: ctx, cancel: cancel, open: map[*streamConn]string{},
+	}
+}
+
+// start starts the accept loop.
+func (s *raftStream) start() {
+	s.wg.Add(1)
+	go s.acceptLoop()
+}
+
+// attach sets the check of which nodes may connect (Node.raftMember); a
+// node calls it once its Raft exists, which knows the configuration.
+func (s *raftStream) attach(member func(id string) bool) {
+	s.member = member
+	close(s.attached)
+}
+
+// Accept implements net.Listener: it returns the next admitted
+// connection.
+func (s *raftStream) Accept() (net.Conn, error) {
+	select {
+	case c := <-s.conns:
+		return c, nil
+	case <-s.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close implements net.Listener: it stops accepting, closes every
+// connection accepted and waits for the accept loop and the handshakes.
+func (s *raftStream) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		s.cancel()
+		err = s.ln.Close()
+		s.mu.Lock()
+		open := make([]*streamConn, 0, len(s.open))
+		for c := range s.open {
+			open = append(open, c)
+		}
+		s.mu.Unlock()
+		for _, c := range open {
+			c.Close()
+		}
+		s.wg.Wait()
+	})
+	return err
+}
+
+// Addr implements net.Listener: the advertised address, or the bound one.
+func (s *raftStream) Addr() net.Addr {
+	if s.advertise != nil {
+		return s.advertise
+	}
+	return s.ln.Addr()
+}
+
+// Dial implements raft.StreamLayer.
+func (s *raftStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	c, _, err := s.dial(ctx, string(addr))
+	return c, err
+}
+
+// dial connects to the Raft port at addr and returns the connection with,
+// under TLS, the node id its certificate carries; a server that presents
+// no node certificate is refused.
+func (s *raftStream) dial(ctx context.Context, addr string) (net.Conn, string, error) {
+	var d net.Dialer
+	raw, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, "", err
+	}
+	if s.peerTLS == nil {
+		return raw, "", nil
+	}
+	c, id, err := s.peerTLS.handshake(ctx, raw, addr)
+	if err != nil {
+		return nil, "", err
+	}
+	return c, id, nil
+}
+
+// acceptLoop accepts TCP connections until Close.
+func (s *raftStream) acceptLoop() {
+	defer s.wg.Done()
+	var delay time.Duration
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			select {
+			case <-s.closed:
+				return
+			default:
+			}
+			// Out of file descriptors, say: wait a little, as net/http
+			// does, rather than spin.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			s.logger.Warn("raft port: accept failed; retrying", "err", err, "retry_in", delay)
+			select {
+			case <-s.closed:
+				return
+			case <-time.After(delay):
+			}
+			continue
+		}
+		delay = 0
+		sc, ok := s.track(c)
+		if !ok {
+			c.Close()
+			s.refuse(refusedCap, c.RemoteAddr(), "", nil)
+			continue
+		}
+		if s.peerTLS == nil {
+			// No handshake to wait for: Raft's own accept loop takes
+			// connections as fast as they come.
+			s.deliver(sc)
+			continue
+		}
+		s.wg.Add(1)
+		go s.admit(sc)
+	}
+}
+
+// admit runs sc's TLS handshake and hands it to Raft if its certificate
+// is a node's that Raft admits; it closes it otherwise.
+func (s *raftStream) admit(sc *streamConn) {
+	defer s.wg.Done()
+	tc := tls.Server(sc, s.peerTLS.Server)
+	ctx, cancel := context.WithTimeout(s.ctx, s.handshake)
+	err := tc.HandshakeContext(ctx)
+	cancel()
+	if err != nil {
+		sc.Close()
+		s.refuse(refusedHandshake, sc.RemoteAddr(), "", err)
+		return
+	}
+	cs := tc.ConnectionState()
+	id, ok := s.peerTLS.VerifiedNode(&cs)
+	if !ok {
+		sc.Close()
+		s.refuse(refusedNotNode, sc.RemoteAddr(), certName(cs), nil)
+		return
+	}
+	select {
+	case <-s.attached:
+	case <-s.closed:
+		sc.Close()
+		return
+	}
+	if !s.member(id) {
+		sc.Close()
+		s.refuse(refusedNotMember, sc.RemoteAddr(), id, nil)
+		return
+	}
+	s.mu.Lock()
+	if _, open := s.open[sc]; open {
+		s.open[sc] = id
+	}
+	s.mu.Unlock()
+	s.deliver(tc)
+}
+
+// certName names the peer's certificate in a log line.
+func certName(cs tls.ConnectionState) string {
+	if len(cs.PeerCertificates) == 0 {
+		return ""
+	}
+	return cs.PeerCertificates[0].Subject.String()
+}
+
+// deliver hands c to Accept, or closes it at Close.
+func (s *raftStream) deliver(c net.Conn) {
+	select {
+	case s.conns <- c:
+		s.admitted.Add(1)
+	case <-s.closed:
+		c.Close()
+	}
+}
+
+// track counts c among the open connections, unless maxConns are open.
+func (s *raftStream) track(c net.Conn) (*streamConn, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.open) >= s.maxConns {
+		return nil, false
+	}
+	sc := &streamConn{Conn: c, s: s}
+	s.open[sc] = ""
+	return sc, true
+}
+
+// prune closes the admitted connections of nodes Raft no longer admits (a
+// node removed from the configuration), so a removed node keeps no
+// connection it opened while it was a member. The node's housekeeping
+// calls it.
+func (s *raftStream) prune() {
+	if s.peerTLS == nil {
+		return
+	}
+	select {
+	case <-s.attached:
+	default:
+		return
+	}
+	type entry struct {
+		c  *streamConn
+		id string
+	}
+	s.mu.Lock()
+	admitted := make([]entry, 0, len(s.open))
+	for c, id := range s.open {
+		if id != "" {
+			admitted = append(admitted, entry{c, id})
+		}
+	}
+	s.mu.Unlock()
+	for _, e := range admitted {
+		if !s.member(e.id) {
+			s.logger.Info("raft port: closing a connection of a node no longer a member", "node", e.id, "remote", e.c.RemoteAddr())
+			e.c.Close()
+		}
+	}
+}
+
+// refuse counts and logs a refused connection.
+func (s *raftStream) refuse(why refusal, remote net.Addr, peer string, err error) {
+	select {
+	case <-s.closed:
+		return // closing: the handshakes Close cut short are no refusals
+	default:
+	}
+	s.refused[why].Add(1)
+	s.logMu.Lock()
+	now := time.Now()
+	if now.Sub(s.lastLog) < raftRefusalLogInterval {
+		s.unlogged++
+		s.logMu.Unlock()
+		return
+	}
+	unlogged := s.unlogged
+	s.lastLog, s.unlogged = now, 0
+	s.logMu.Unlock()
+	s.logger.Warn("raft port: refused a connection", "reason", why.String(), "remote", remote, "peer", peer, "err", err,
+		"refused_unlogged", unlogged)
+}
+
+// stats returns the port's counters.
+func (s *raftStream) stats() RaftConnStats {
+	s.mu.Lock()
+	open := len(s.open)
+	s.mu.Unlock()
+	return RaftConnStats{
+		Open: open, Admitted: s.admitted.Load(),
+		RefusedCap: s.refused[refusedCap].Load(), RefusedHandshake: s.refused[refusedHandshake].Load(),
+		RefusedNotNode: s.refused[refusedNotNode].Load(), RefusedNotMember: s.refused[refusedNotMember].Load(),
+	}
+}
+
+// streamConn is an accepted connection; closing it frees its slot.
+type streamConn struct {
+	net.Conn
+	s *raftStream
+}
+
+// Close closes the connection and frees its slot; it may be called more
+// than once.
+func (c *streamConn) Close() error {
+	err := c.Conn.Close()
+	c.s.mu.Lock()
+	delete(c.s.open, c)
+	c.s.mu.Unlock()
+	return err
+}
