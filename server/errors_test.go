@@ -49,6 +49,7 @@ var backendSentinels = map[string]error{
 	"replication.ErrNodeUnreachable":     replication.ErrNodeUnreachable,
 	"replication.ErrNodeConflict":        replication.ErrNodeConflict,
 	"replication.ErrNoQuorum":            replication.ErrNoQuorum,
+	"replication.ErrPeerIdentity":        replication.ErrPeerIdentity,
 	"replication.ErrDiverged":            replication.ErrDiverged,
 	"replication.ErrNoSegmentSource":     replication.ErrNoSegmentSource,
 	"replication.ErrSegmentGone":         replication.ErrSegmentGone,

@@ -51,6 +51,12 @@ import (
 // that node's id).
 const ForwardedHeader = "Logd-Forwarded-By"
 
+// ForwardedNodeHeader, on a forwarded request, is the node id of the
+// verified node certificate the forwarding node's caller presented (absent
+// when none). The leader believes it only on a connection that presented
+// a node certificate itself (join.go).
+const ForwardedNodeHeader = "Logd-Forwarded-Node"
+
 // MembersHeader, on every API response, lists the client API addresses of
 // the cluster's registered nodes (comma-separated), so clients learn where
 // to go when their node fails.
@@ -115,25 +121,24 @@ func newForwarder(s *Server) *forwarder {
 		Name: "logd_forwarded_requests_total", Help: "Write requests this node forwarded to the leader.",
 	})}
 	s.reg.MustRegister(fw.forwarded)
-	// Cleartext HTTP/2 to the leader carries every protocol, gRPC's
-	// trailers included.
-	var protocols http.Protocols
-	protocols.SetUnencryptedHTTP2(true)
-	d := &net.Dialer{Timeout: forwardDialTimeout}
-	transport := &http.Transport{
-		Protocols: &protocols,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return d.DialContext(ctx, network, s.peers.API(addr))
-		},
-		MaxIdleConnsPerHost: 64,
-	}
+	// HTTP/2 to the leader carries every protocol, gRPC's trailers
+	// included: cleartext, or over TLS under peer TLS.
+	transport := s.peerHTTP.Transport(forwardDialTimeout, true)
+	transport.MaxIdleConnsPerHost = 64
 	fw.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			addr := pr.In.Context().Value(forwardKey{}).(*forwardAttempt).addr
-			pr.Out.URL.Scheme = "http"
+			pr.Out.URL.Scheme = s.peerHTTP.Scheme()
 			pr.Out.URL.Host = addr
 			pr.Out.Host = addr
 			pr.Out.Header.Set(ForwardedHeader, s.b.NodeID())
+			// The node behind the caller's certificate, for the leader's
+			// check of a forwarded Join (join.go); never what a caller
+			// wrote.
+			pr.Out.Header.Del(ForwardedNodeHeader)
+			if id, ok := s.peerTLS.VerifiedNode(pr.In.TLS); ok {
+				pr.Out.Header.Set(ForwardedNodeHeader, id)
+			}
 			if deadline, ok := pr.In.Context().Deadline(); ok {
 				setCallTimeout(pr.Out.Header, time.Until(deadline))
 			}
@@ -177,6 +182,10 @@ func (fw *forwarder) wrap(next http.Handler) http.Handler {
 		if !strings.HasPrefix(r.URL.Path, "/"+logdv1connect.LogServiceName+"/") {
 			next.ServeHTTP(w, r)
 			return
+		}
+		if r.URL.Path == logdv1connect.LogServiceJoinProcedure && r.TLS != nil {
+			// Join's handler names the node behind the connection.
+			r = r.WithContext(context.WithValue(r.Context(), connStateKey{}, r.TLS))
 		}
 		if m := fw.s.membersHeader(); m != "" {
 			w.Header().Set(MembersHeader, m)

@@ -2,7 +2,7 @@ package server
 
 import (
 	"context"
-	"net"
+	"crypto/tls"
 	"net/http"
 
 	"connectrpc.com/connect"
@@ -15,34 +15,51 @@ import (
 // Join adds a node (on the leader; followers forward it). The backend
 // checks the request and the node before changing anything
 // (replication.(*Node).Join): it asks the node, through its Status at the
-// API address it gives, who it is and how far it has applied.
+// API address it gives, who it is and how far it has applied; under peer
+// TLS it also checks that the caller is that node (joinCaller).
 func (s *Server) Join(ctx context.Context, req *connect.Request[logdv1.JoinRequest]) (*connect.Response[logdv1.JoinResponse], error) {
 	m := req.Msg
-	tr := s.peerProbeTransport()
+	jr := replication.JoinRequest{ID: m.NodeId, RaftAddress: m.RaftAddress, APIAddress: m.ApiAddress, FeatureLevel: replication.FeatureLevel(m.FeatureLevel)}
+	jr.CallerNodeID, jr.ForwardedBy = s.joinCaller(ctx, req.Header())
+	// No proxy from the environment (peers are dialed directly, through
+	// s.peers), and bounded dials; each question's context bounds the
+	// rest.
+	tr := s.peerHTTP.Transport(forwardDialTimeout, false)
 	defer tr.CloseIdleConnections()
-	probe := statusProbe(&http.Client{Transport: tr})
-	err := s.b.Join(ctx, replication.JoinRequest{ID: m.NodeId, RaftAddress: m.RaftAddress, APIAddress: m.ApiAddress, FeatureLevel: replication.FeatureLevel(m.FeatureLevel)}, probe)
-	if err != nil {
+	probe := statusProbe(&http.Client{Transport: tr}, s.peerHTTP)
+	if err := s.b.Join(ctx, jr, probe); err != nil {
 		return nil, toConnectError(err)
 	}
 	return connect.NewResponse(&logdv1.JoinResponse{LeaderId: s.b.NodeID()}), nil
 }
 
-// peerProbeTransport is the HTTP transport of one join's questions to
-// nodes: no proxy from the environment (peers are dialed directly, through
-// s.peers), and bounded dials; each question's context bounds the rest.
-func (s *Server) peerProbeTransport() *http.Transport {
-	d := &net.Dialer{Timeout: forwardDialTimeout}
-	return &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		return d.DialContext(ctx, network, s.peers.API(addr))
-	}}
+// connStateKey carries the TLS state of a Join's connection from the
+// HTTP handler (forward.go) to Join.
+type connStateKey struct{}
+
+// joinCaller returns who asked for a join, under peer TLS: the node id of
+// the verified node certificate on the call's connection; or, when a node
+// forwarded the call (ForwardedHeader), the node id that node found on its
+// own caller's connection (ForwardedNodeHeader), and its own id. Headers
+// count only on a connection with a node certificate: a client's own
+// forwarding headers name nobody. The backend decides what to accept.
+func (s *Server) joinCaller(ctx context.Context, h http.Header) (caller, forwardedBy string) {
+	cs, _ := ctx.Value(connStateKey{}).(*tls.ConnectionState)
+	id, ok := s.peerTLS.VerifiedNode(cs)
+	if !ok {
+		return "", ""
+	}
+	if h.Get(ForwardedHeader) != "" {
+		return h.Get(ForwardedNodeHeader), id
+	}
+	return id, ""
 }
 
 // statusProbe is replication.NodeProbe over the client API: the node's
-// Status.
-func statusProbe(hc *http.Client) replication.NodeProbe {
+// Status, called as p says.
+func statusProbe(hc *http.Client, p replication.PeerHTTP) replication.NodeProbe {
 	return func(ctx context.Context, addr string) (replication.NodeReport, error) {
-		c := logdv1connect.NewLogServiceClient(hc, "http://"+addr)
+		c := logdv1connect.NewLogServiceClient(hc, p.URL(addr))
 		st, err := c.Status(ctx, connect.NewRequest(&logdv1.StatusRequest{}))
 		if err != nil {
 			return replication.NodeReport{}, err

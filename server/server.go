@@ -59,6 +59,11 @@ type Options struct {
 	// (forwarding to the leader, the questions to a joining node); nil
 	// dials the registered addresses (replication.PeerResolver).
 	Peers *replication.PeerResolver
+	// PeerTLS, when set (the node's replication.Config.PeerTLS), makes
+	// this node's calls to peers' API ports (forwarding, the questions to
+	// a joining node) https with PeerTLS.Client, and names the node behind
+	// a Join's connection (join.go). Nil: plaintext.
+	PeerTLS *replication.PeerTLS
 }
 
 // Server implements the LogService handlers over a Backend.
@@ -88,6 +93,9 @@ type Server struct {
 	connMetrics *connMetrics
 	// peers maps a peer's API address to the one this node dials.
 	peers *replication.PeerResolver
+	// peerTLS is Options.PeerTLS; peerHTTP how this node calls peers.
+	peerTLS  *replication.PeerTLS
+	peerHTTP replication.PeerHTTP
 }
 
 // New builds a Server. It starts nothing. Options.Limits must be valid
@@ -100,7 +108,11 @@ func New(opts Options) *Server {
 		opts.Registry = prometheus.NewRegistry()
 		opts.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	s := &Server{b: opts.Backend, segments: opts.Segments, logger: opts.Logger, reg: opts.Registry, conns: opts.Conns, peers: opts.Peers}
+	s := &Server{b: opts.Backend, segments: opts.Segments, logger: opts.Logger, reg: opts.Registry, conns: opts.Conns, peers: opts.Peers,
+		peerTLS: opts.PeerTLS, peerHTTP: replication.PeerHTTP{Peers: opts.Peers}}
+	if opts.PeerTLS != nil {
+		s.peerHTTP.TLS = opts.PeerTLS.Client
+	}
 	s.limiter = newRequestLimiter(opts.Limits, opts.Registry)
 	s.connMetrics = newConnMetrics(opts.Registry)
 	s.metrics = newMetrics(opts.Registry, opts.Backend)

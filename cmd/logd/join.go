@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"time"
 
@@ -14,16 +13,15 @@ import (
 )
 
 // joinVia returns replication.AskJoin over the client API: one Join call to
-// a member, which forwards it to the leader, dialed through peers (a
-// restarted node knows the registry, and reaches a member as it reaches it
-// otherwise). The retry loop is replication.(*Node).JoinCluster.
-func joinVia(peers *replication.PeerResolver) replication.AskJoin {
-	d := &net.Dialer{Timeout: 2 * time.Second}
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		return d.DialContext(ctx, network, peers.API(addr))
-	}}}
+// a member, which forwards it to the leader, made as p says: dialed
+// through its routes (a restarted node knows the registry, and reaches a
+// member as it reaches it otherwise), and under peer TLS over https with
+// this node's certificate, which the leader requires of a joining node.
+// The retry loop is replication.(*Node).JoinCluster.
+func joinVia(p replication.PeerHTTP) replication.AskJoin {
+	hc := &http.Client{Transport: p.Transport(2*time.Second, false)}
 	return func(ctx context.Context, member string, req replication.JoinRequest) (string, error) {
-		c := logdv1connect.NewLogServiceClient(hc, "http://"+member)
+		c := logdv1connect.NewLogServiceClient(hc, p.URL(member))
 		resp, err := c.Join(ctx, connect.NewRequest(&logdv1.JoinRequest{NodeId: req.ID, RaftAddress: req.RaftAddress, ApiAddress: req.APIAddress, FeatureLevel: uint32(req.FeatureLevel)}))
 		if err != nil {
 			return "", err

@@ -205,7 +205,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		RaftAdvertise:     c.raftAdvertise,
 		Bootstrap:         c.join == "",
 		APIAdvertise:      c.advertise,
-		SegmentSource:     replication.NewSegmentClient(peers),
+		SegmentSource:     replication.NewSegmentClient(replication.PeerHTTP{Peers: peers}),
 		Peers:             peers,
 		SyncPartitions:    c.fsync == "always",
 		SnapshotThreshold: c.snapshotEvery,
@@ -253,7 +253,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		defer close(joinDone)
 		if c.join != "" {
 			// It ends when joined or when the node shuts down.
-			if _, err := node.JoinCluster(joinCtx, c.join, joinVia(peers)); err != nil && joinCtx.Err() == nil {
+			if _, err := node.JoinCluster(joinCtx, c.join, joinVia(replication.PeerHTTP{Peers: peers})); err != nil && joinCtx.Err() == nil {
 				logger.Error("join", "err", err)
 			}
 		}
