@@ -158,6 +158,9 @@ type joinCluster struct {
 	// rewrite, when set, changes what a node says of itself.
 	rewrite func(NodeReport) NodeReport
 	probes  int
+	// configure, when set, edits each node's configuration before it
+	// opens (peer TLS, say).
+	configure func(id string, cfg *Config)
 }
 
 func newJoinCluster(t *testing.T) *joinCluster {
@@ -174,6 +177,9 @@ func (c *joinCluster) open(ctx context.Context, id string, bootstrap bool) *Node
 		// -race, where a 150ms lease lost leadership mid-test.
 		HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond, LeaderLeaseTimeout: 500 * time.Millisecond,
 		Fatal: func(err error) { c.t.Errorf("%s: fatal: %v", id, err) }}
+	if c.configure != nil {
+		c.configure(id, &cfg)
+	}
 	n, err := Open(cfg)
 	if err != nil {
 		c.t.Fatal(err)

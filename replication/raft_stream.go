@@ -3,6 +3,7 @@ package replication
 import (
 	"context"
 	"crypto/tls"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -401,11 +402,25 @@ func (s *raftStream) stats() RaftConnStats {
 type streamConn struct {
 	net.Conn
 	s *raftStream
+	// closed is set by Close.
+	closed atomic.Bool
+}
+
+// Read reads from the connection; once Close was called, a read it cut
+// short ends as at the peer's close (Raft's transport logs any other
+// error of an idle connection as a failure).
+func (c *streamConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil && c.closed.Load() {
+		err = io.EOF
+	}
+	return n, err
 }
 
 // Close closes the connection and frees its slot; it may be called more
 // than once.
 func (c *streamConn) Close() error {
+	c.closed.Store(true)
 	err := c.Conn.Close()
 	c.s.mu.Lock()
 	delete(c.s.open, c)
