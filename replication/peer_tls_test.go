@@ -16,12 +16,13 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/logd-dev/logd/auth/certid"
 	"github.com/logd-dev/logd/internal/testcerts"
 )
 
 // peerTLSFor is the peer TLS of a node that presents cert and trusts ca.
 func peerTLSFor(ca *testcerts.CA, cert tls.Certificate) *PeerTLS {
-	return &PeerTLS{Server: ca.ServerConfig(cert), Client: ca.ClientConfig(cert), NodeID: testcerts.NodeID}
+	return &PeerTLS{Server: ca.ServerConfig(cert), Client: ca.ClientConfig(cert), NodeID: certid.NodeID}
 }
 
 // tlsJoin joins n through leader l as the Join handler would for a call

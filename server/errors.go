@@ -76,7 +76,7 @@ var errorTable = []errorRow{
 	{errs: []error{replication.ErrNoQuorum}, code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_UNAVAILABLE},
 	// A node-to-node call under peer TLS from a caller that did not prove
 	// the node identity it needs (a join by anyone but the node itself).
-	{errs: []error{replication.ErrPeerIdentity}, code: connect.CodePermissionDenied},
+	{errs: []error{replication.ErrPeerIdentity}, code: connect.CodePermissionDenied, reason: logdv1.Reason_REASON_PERMISSION_DENIED},
 	{errs: []error{replication.ErrNotLeader}, code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_NOT_LEADER},
 	// A follower behind what the client learnt from the leader: the client
 	// moves to the leader, as after NOT_LEADER, and reads there.

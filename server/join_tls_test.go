@@ -14,6 +14,7 @@ import (
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
+	"github.com/logd-dev/logd/auth/certid"
 	"github.com/logd-dev/logd/internal/testcerts"
 	"github.com/logd-dev/logd/replication"
 	"github.com/logd-dev/logd/server"
@@ -83,7 +84,7 @@ func TestJoinCallerUnderPeerTLS(t *testing.T) {
 	ca := testcerts.NewCA(t, "cluster")
 	peerTLS := func(id string) *replication.PeerTLS {
 		cert := ca.Node(t, id)
-		return &replication.PeerTLS{Server: ca.ServerConfig(cert), Client: ca.ClientConfig(cert), NodeID: testcerts.NodeID}
+		return &replication.PeerTLS{Server: ca.ServerConfig(cert), Client: ca.ClientConfig(cert), NodeID: certid.NodeID}
 	}
 	leader := &joinBackend{id: "n1"}
 	leaderAddr := serveNode(t, ca, ca.Node(t, "n1"), server.New(server.Options{Backend: leader, PeerTLS: peerTLS("n1")}).Handler())

@@ -17,7 +17,6 @@ import (
 	"math/big"
 	"net"
 	"net/url"
-	"strings"
 	"testing"
 	"time"
 )
@@ -129,23 +128,6 @@ func (ca *CA) ClientConfig(cert tls.Certificate) *tls.Config {
 		c.Certificates = []tls.Certificate{cert}
 	}
 	return c
-}
-
-// NodeID is the node id of a node certificate: its one URI SAN
-// logd://node/<id>; ok is false for any other certificate.
-func NodeID(cert *x509.Certificate) (id string, ok bool) {
-	if cert == nil {
-		return "", false
-	}
-	for _, u := range cert.URIs {
-		if strings.EqualFold(u.Scheme, "logd") && strings.EqualFold(u.Host, "node") {
-			if id != "" {
-				return "", false
-			}
-			id = strings.TrimPrefix(u.Path, "/")
-		}
-	}
-	return id, id != ""
 }
 
 func newKey(t testing.TB) *ecdsa.PrivateKey {
