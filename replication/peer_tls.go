@@ -55,12 +55,17 @@ type PeerTLS struct {
 	NodeID func(*x509.Certificate) (id string, ok bool)
 }
 
-// validate checks that p is complete and that its server configuration
-// verifies client certificates.
+// validate checks that p is complete: both sides present a certificate,
+// the server verifies client certificates, and the client verifies
+// servers.
 func (p *PeerTLS) validate() error {
 	switch {
 	case p.Server == nil || p.Client == nil || p.NodeID == nil:
 		return fmt.Errorf("%w: peer TLS needs a server configuration, a client configuration and a NodeID function", ErrInvalidArgument)
+	case len(p.Server.Certificates) == 0 && p.Server.GetCertificate == nil && p.Server.GetConfigForClient == nil:
+		return fmt.Errorf("%w: the peer TLS server configuration has no certificate", ErrInvalidArgument)
+	case len(p.Client.Certificates) == 0 && p.Client.GetClientCertificate == nil:
+		return fmt.Errorf("%w: the peer TLS client configuration presents no certificate", ErrInvalidArgument)
 	case p.Server.ClientAuth != tls.RequireAndVerifyClientCert && p.Server.GetConfigForClient == nil:
 		return fmt.Errorf("%w: the peer TLS server configuration must require and verify client certificates (tls.RequireAndVerifyClientCert)", ErrInvalidArgument)
 	case p.Client.InsecureSkipVerify && p.Client.VerifyConnection == nil && p.Client.VerifyPeerCertificate == nil:

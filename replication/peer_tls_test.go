@@ -432,3 +432,33 @@ func TestSegmentsServedToNodesOnly(t *testing.T) {
 		t.Fatalf("follower reads %v", got)
 	}
 }
+
+// TestPeerTLSConfigValidate: a peer TLS configuration that could not
+// authenticate both sides is refused before anything opens.
+func TestPeerTLSConfigValidate(t *testing.T) {
+	ca := testcerts.NewCA(t, "cluster")
+	cert := ca.Node(t, "n1")
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		ok   bool
+	}{
+		{name: "complete", ok: true},
+		{name: "no NodeID", edit: func(c *Config) { c.PeerTLS.NodeID = nil }},
+		{name: "no client configuration", edit: func(c *Config) { c.PeerTLS.Client = nil }},
+		{name: "server without a certificate", edit: func(c *Config) { c.PeerTLS.Server.Certificates = nil }},
+		{name: "client without a certificate", edit: func(c *Config) { c.PeerTLS.Client.Certificates = nil }},
+		{name: "server verifies no client", edit: func(c *Config) { c.PeerTLS.Server.ClientAuth = tls.RequestClientCert }},
+		{name: "client verifies no server", edit: func(c *Config) { c.PeerTLS.Client.InsecureSkipVerify = true }},
+		{name: "in memory", edit: func(c *Config) { c.InMemory = true }},
+		{name: "negative connection cap", edit: func(c *Config) { c.MaxRaftConns = -1 }},
+	} {
+		cfg := Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: "127.0.0.1:0", PeerTLS: peerTLSFor(ca, cert)}
+		if tc.edit != nil {
+			tc.edit(&cfg)
+		}
+		if err := cfg.Validate(); (err == nil) != tc.ok || err != nil && !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%s: %v, want ok %v", tc.name, err, tc.ok)
+		}
+	}
+}
