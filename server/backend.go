@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/logd-dev/logd/auth"
 	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/queue"
 	"github.com/logd-dev/logd/replication"
@@ -33,7 +34,8 @@ import (
 // The caller's principal travels in the context: a front end that
 // authenticates sets it with replication.WithPrincipal before calling the
 // backend, and replication.PrincipalFrom reads it (Anonymous when unset),
-// for authorization and audit. Nothing checks it yet.
+// for audit; the server authorizes calls itself (authz.go) from the
+// security state below.
 type Backend interface {
 	ClusterBackend
 	TopicBackend
@@ -166,6 +168,27 @@ type QueueBackend interface {
 	// lists a topic's groups, sorted.
 	DescribeQueueGroup(topic, name string, now int64) (replication.QueueGroupInfo, error)
 	QueueGroups(topic string) []string
+}
+
+// SecurityBackend is the cluster's tokens and ACLs, replicated state
+// (docs/security.md). Token and ACLs are read on every call: they take no
+// lock and, for ACLs, return an immutable set the caller may keep.
+// CreateToken stores a verifier (never the secret) with the principal
+// that created it; RevokeToken removes one and returns what it was
+// (ErrUnknownToken). CreateACLs adds ACLs, keeping those already present
+// once, and returns how many were new; DeleteACLs removes those f
+// matches and returns them (with dryRun, only returns them). Errors:
+// ErrTokenExists, ErrTooManyTokens, ErrTooManyACLs, and auth's
+// ErrInvalidToken and ErrInvalidACL for values that do not validate.
+type SecurityBackend interface {
+	CreateToken(ctx context.Context, v auth.Verifier, createdBy string) error
+	RevokeToken(ctx context.Context, id string) (TokenInfo, error)
+	// Tokens lists the stored tokens' public fields, sorted by id.
+	Tokens() []TokenInfo
+	Token(id string) (auth.Verifier, bool)
+	CreateACLs(ctx context.Context, acls []auth.ACL) (created int, err error)
+	DeleteACLs(ctx context.Context, f auth.Filter, dryRun bool) ([]auth.ACL, error)
+	ACLs() *auth.Set
 }
 
 // StatsBackend feeds /metrics.

@@ -73,6 +73,9 @@ var localProcedures = map[string]bool{
 	logdv1connect.LogServiceListGroupsProcedure:         true,
 	logdv1connect.LogServiceDescribeGroupProcedure:      true,
 	logdv1connect.LogServiceDescribeQueueGroupProcedure: true,
+	logdv1connect.LogServiceWhoAmIProcedure:             true,
+	logdv1connect.LogServiceListTokensProcedure:         true,
+	logdv1connect.LogServiceListACLsProcedure:           true,
 }
 
 // forwarder proxies write requests to the leader.
@@ -139,6 +142,7 @@ func newForwarder(s *Server) *forwarder {
 			if id, ok := s.peerTLS.VerifiedNode(pr.In.TLS); ok {
 				pr.Out.Header.Set(ForwardedNodeHeader, id)
 			}
+			forwardAuthHeaders(pr.In, pr.Out.Header)
 			if deadline, ok := pr.In.Context().Deadline(); ok {
 				setCallTimeout(pr.Out.Header, time.Until(deadline))
 			}
@@ -192,6 +196,9 @@ func (fw *forwarder) wrap(next http.Handler) http.Handler {
 		}
 		if localProcedures[r.URL.Path] || r.Header.Get(ForwardedHeader) != "" || fw.s.b.IsLeader() {
 			next.ServeHTTP(w, r)
+			return
+		}
+		if !fw.authorizeForward(w, r) {
 			return
 		}
 		fw.forward(w, r, next)

@@ -6,13 +6,17 @@ import (
 	"connectrpc.com/connect"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/auth"
 )
 
 // ListGroups lists the consumer groups with their state, as applied on
-// this node.
+// this node, those the caller may describe.
 func (s *Server) ListGroups(ctx context.Context, req *connect.Request[logdv1.ListGroupsRequest]) (*connect.Response[logdv1.ListGroupsResponse], error) {
 	resp := &logdv1.ListGroupsResponse{}
 	for _, g := range s.b.ConsumerGroups() {
+		if !s.may(ctx, groupPerm(auth.OpDescribe, g.Name)) {
+			continue
+		}
 		resp.Groups = append(resp.Groups, &logdv1.ConsumerGroupSummary{
 			Group: g.Name, State: string(g.State()), Members: int32(len(g.Members)), Generation: g.Generation, Topics: g.TopicNames(),
 		})

@@ -1,12 +1,14 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
 	"math"
 	"net/http"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
@@ -64,6 +66,10 @@ type Options struct {
 	// a joining node) https with PeerTLS.Client, and names the node behind
 	// a Join's connection (join.go). Nil: plaintext.
 	PeerTLS *replication.PeerTLS
+	// Auth is authentication, authorization, the audit log and quotas
+	// (authn.go, authz.go, audit.go, quota.go). The zero value checks
+	// nothing (--auth none).
+	Auth AuthOptions
 }
 
 // Server implements the LogService handlers over a Backend.
@@ -96,6 +102,18 @@ type Server struct {
 	// peerTLS is Options.PeerTLS; peerHTTP how this node calls peers.
 	peerTLS  *replication.PeerTLS
 	peerHTTP replication.PeerHTTP
+
+	// auth and authn authenticate calls (authn.go); sec is the backend's
+	// tokens and ACLs, nil if it keeps none; audit is the audit log
+	// (audit.go); quotas bound principals' byte rates (quota.go).
+	auth   AuthOptions
+	authn  *authenticator
+	sec    SecurityBackend
+	audit  *slog.Logger
+	quotas *quotas
+	// check decodes a write a follower forwards, to authorize it first
+	// (forward_authz.go); set by Handler.
+	check http.Handler
 }
 
 // New builds a Server. It starts nothing. Options.Limits must be valid
@@ -109,10 +127,18 @@ func New(opts Options) *Server {
 		opts.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	s := &Server{b: opts.Backend, segments: opts.Segments, logger: opts.Logger, reg: opts.Registry, conns: opts.Conns, peers: opts.Peers,
-		peerTLS: opts.PeerTLS, peerHTTP: replication.PeerHTTP{Peers: opts.Peers}}
+		peerTLS: opts.PeerTLS, peerHTTP: replication.PeerHTTP{Peers: opts.Peers},
+		auth: opts.Auth, audit: cmp.Or(opts.Auth.Audit, opts.Logger)}
 	if opts.PeerTLS != nil {
 		s.peerHTTP.TLS = opts.PeerTLS.Client
 	}
+	s.sec, _ = opts.Backend.(SecurityBackend)
+	s.authn = newAuthenticator(opts.Auth, s.sec)
+	s.authn.onRefused = s.auditRefusedRequest
+	if s.auth.Now == nil {
+		s.auth.Now = time.Now
+	}
+	s.quotas = newQuotas(opts.Auth.Quotas, s.auth.Now, opts.Registry)
 	s.limiter = newRequestLimiter(opts.Limits, opts.Registry)
 	s.connMetrics = newConnMetrics(opts.Registry)
 	s.metrics = newMetrics(opts.Registry, opts.Backend)
@@ -128,7 +154,7 @@ func New(opts Options) *Server {
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	limit := s.limiter.maxBytes()
-	path, h := logdv1connect.NewLogServiceHandler(s,
+	options := []connect.HandlerOption{
 		// No read bound of Connect's own: the request limits bound every
 		// body before Connect reads it (request_limits.go) and refuse it
 		// with RECORD_TOO_LARGE. Connect's bound would refuse first, with
@@ -142,21 +168,27 @@ func (s *Server) Handler() http.Handler {
 		// record bytes rarely shrink much and the CPU is better spent
 		// serving. Producers compress batches themselves.
 		connect.WithCompressMinBytes(math.MaxInt32),
-		connect.WithInterceptors(s.metrics.interceptor(), s.leaderHintInterceptor(), s.readyInterceptor()),
-	)
-	mux.Handle(path, s.fwd.wrap(h))
+	}
+	// Authorization runs once the node is ready (its ACLs are caught up),
+	// inside the audit log (which records refusals) and before the quotas
+	// (a refused call costs its principal nothing).
+	path, h := logdv1connect.NewLogServiceHandler(s, append(options,
+		connect.WithInterceptors(s.metrics.interceptor(), s.leaderHintInterceptor(), s.readyInterceptor(),
+			s.auditInterceptor(), s.authzInterceptor(), s.quotas.interceptor()))...)
+	_, s.check = logdv1connect.NewLogServiceHandler(s, append(options, connect.WithInterceptors(s.checkInterceptor()))...)
+	mux.Handle(path, s.authn.wrap(s.fwd.wrap(h)))
 	if s.segments != nil {
 		mux.Handle(replication.SegmentPathPrefix, s.segments)
 	}
-	mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.Handle("/metrics", s.opsGate(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})))
+	mux.Handle("/healthz", s.opsGate(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		if err := s.b.Failed(); err != nil {
 			http.Error(w, "failed: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+	})))
+	mux.Handle("/readyz", s.opsGate(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		switch {
 		case s.b.Failed() != nil:
 			http.Error(w, "not ready: node stopped after a state machine failure", http.StatusServiceUnavailable)
@@ -166,7 +198,7 @@ func (s *Server) Handler() http.Handler {
 			return
 		}
 		w.Write([]byte("ready\n"))
-	})
+	})))
 	return s.limiter.wrap(mux, func(r *http.Request) bool {
 		return strings.HasPrefix(r.URL.Path, replication.SegmentPathPrefix)
 	})

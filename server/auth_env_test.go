@@ -1,0 +1,281 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/prometheus/client_golang/prometheus"
+
+	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
+	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/server"
+)
+
+// authEnv is a single-node server with authentication on: a real node,
+// its tokens and ACLs, and the audit log in a buffer.
+type authEnv struct {
+	t       *testing.T
+	url     string
+	hs      *httptest.Server
+	node    *replication.Node
+	backend *securedBackend
+	reg     *prometheus.Registry
+	audit   *syncBuffer
+	// admin's token is the bootstrap token: a superuser.
+	admin string
+}
+
+// syncBuffer is a bytes.Buffer the audit logger and the test share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (s *syncBuffer) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.Reset()
+}
+
+// newAuthEnv starts a node with Required on; mod may change the options.
+func newAuthEnv(t *testing.T, ctx context.Context, mod func(*server.Options)) *authEnv {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	n, err := replication.Open(replication.Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true,
+		Logger: logger, RaftLogLevel: "error", CleanerInterval: time.Hour, Fatal: func(err error) { t.Errorf("fatal: %v", err) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	b := newSecuredBackend(replication.NewBackend(n))
+	for !n.IsLeader() || !b.Ready() {
+		select {
+		case <-ctx.Done():
+			t.Fatal("no leader")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	boot, err := auth.NewToken(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &authEnv{t: t, node: n, backend: b, reg: prometheus.NewRegistry(), audit: &syncBuffer{}, admin: boot.String()}
+	opts := server.Options{Backend: b, Logger: logger, Registry: e.reg, Auth: server.AuthOptions{
+		Required: true, BootstrapToken: &boot, Audit: slog.New(slog.NewJSONHandler(e.audit, nil)),
+	}}
+	if mod != nil {
+		mod(&opts)
+	}
+	e.hs = httptest.NewUnstartedServer(server.New(opts).Handler())
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	e.hs.Config.Protocols = &protocols
+	e.hs.Start()
+	t.Cleanup(e.hs.Close)
+	e.url = e.hs.URL
+	return e
+}
+
+// client calls the node with token ("" for none).
+func (e *authEnv) client(token string) logdv1connect.LogServiceClient {
+	return logdv1connect.NewLogServiceClient(e.hs.Client(), e.url, connect.WithInterceptors(bearer(token)))
+}
+
+// bearer sends token in the Authorization header.
+func bearer(token string) connect.UnaryInterceptorFunc {
+	return func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			if token != "" {
+				req.Header().Set("Authorization", "Bearer "+token)
+			}
+			return next(ctx, req)
+		}
+	}
+}
+
+// user creates a token for User:name and adds acls; it returns the token.
+func (e *authEnv) user(ctx context.Context, name string, acls ...auth.ACL) string {
+	e.t.Helper()
+	tok, err := auth.NewToken(rand.Reader)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	v, err := auth.NewVerifier(tok, auth.User(name), "test", time.Now().UnixMilli(), 0, rand.Reader)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.backend.CreateToken(ctx, v, "test"); err != nil {
+		e.t.Fatal(err)
+	}
+	e.grant(ctx, acls...)
+	return tok.String()
+}
+
+// grant adds ACLs.
+func (e *authEnv) grant(ctx context.Context, acls ...auth.ACL) {
+	e.t.Helper()
+	if len(acls) == 0 {
+		return
+	}
+	if _, err := e.backend.CreateACLs(ctx, acls); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// state fingerprints what a call could change: the Raft index the node
+// applied and the version of its tokens and ACLs.
+func (e *authEnv) state() [2]uint64 {
+	return [2]uint64{e.node.Status().AppliedIndex, e.backend.version()}
+}
+
+func allow(principal string, r auth.ResourceType, pt auth.PatternType, name string, op auth.Operation) auth.ACL {
+	return auth.ACL{Principal: principal, Resource: r, Pattern: pt, Name: name, Operation: op, Effect: auth.Allow}
+}
+
+func deny(principal string, r auth.ResourceType, pt auth.PatternType, name string, op auth.Operation) auth.ACL {
+	a := allow(principal, r, pt, name, op)
+	a.Effect = auth.Deny
+	return a
+}
+
+// errorInfo returns err's ErrorInfo detail, or nil.
+func errorInfo(err error) *logdv1.ErrorInfo {
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return nil
+	}
+	for _, d := range ce.Details() {
+		if v, derr := d.Value(); derr == nil {
+			if info, ok := v.(*logdv1.ErrorInfo); ok {
+				return info
+			}
+		}
+	}
+	return nil
+}
+
+// securedBackend adds an in-memory token and ACL store to a node's
+// backend, standing in for the replicated one.
+type securedBackend struct {
+	*replication.Backend
+
+	mu     sync.Mutex
+	tokens map[string]tokenEntry // guarded by mu
+	acls   *auth.Set             // guarded by mu
+	ver    uint64                // changes so far; guarded by mu
+}
+
+type tokenEntry struct {
+	v  auth.Verifier
+	by string
+}
+
+func newSecuredBackend(b *replication.Backend) *securedBackend {
+	return &securedBackend{Backend: b, tokens: map[string]tokenEntry{}, acls: &auth.Set{}}
+}
+
+func (b *securedBackend) version() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ver
+}
+
+func (b *securedBackend) CreateToken(_ context.Context, v auth.Verifier, by string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.tokens[v.ID] = tokenEntry{v, by}
+	b.ver++
+	return nil
+}
+
+func (b *securedBackend) RevokeToken(_ context.Context, id string) (server.TokenInfo, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.tokens[id]
+	if !ok {
+		return server.TokenInfo{}, errors.New("replication: unknown token")
+	}
+	delete(b.tokens, id)
+	b.ver++
+	return info(e), nil
+}
+
+func info(e tokenEntry) server.TokenInfo {
+	return server.TokenInfo{ID: e.v.ID, Principal: e.v.Principal, Description: e.v.Description, CreatedMs: e.v.CreatedMs, ExpiresMs: e.v.ExpiresMs, CreatedBy: e.by}
+}
+
+func (b *securedBackend) Tokens() []server.TokenInfo {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []server.TokenInfo
+	for _, e := range b.tokens {
+		out = append(out, info(e))
+	}
+	return out
+}
+
+func (b *securedBackend) Token(id string) (auth.Verifier, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.tokens[id]
+	return e.v, ok
+}
+
+func (b *securedBackend) CreateACLs(_ context.Context, acls []auth.ACL) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s, n, err := b.acls.With(acls)
+	if err != nil {
+		return 0, err
+	}
+	b.acls = s
+	b.ver++
+	return n, nil
+}
+
+func (b *securedBackend) DeleteACLs(_ context.Context, f auth.Filter, dryRun bool) ([]auth.ACL, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var match []auth.ACL
+	for _, a := range b.acls.ACLs() {
+		if f.Matches(a) {
+			match = append(match, a)
+		}
+	}
+	if !dryRun {
+		b.acls, _ = b.acls.Without(match)
+		b.ver++
+	}
+	return match, nil
+}
+
+func (b *securedBackend) ACLs() *auth.Set {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.acls
+}
