@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"io"
+	"log"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,6 +39,7 @@ type authEnv struct {
 	audit   *syncBuffer
 	// admin's token is the bootstrap token: a superuser.
 	admin string
+	ca    *testCA
 }
 
 // syncBuffer is a bytes.Buffer the audit logger and the test share.
@@ -61,8 +66,17 @@ func (s *syncBuffer) Reset() {
 	s.b.Reset()
 }
 
-// newAuthEnv starts a node with Required on; mod may change the options.
-func newAuthEnv(t *testing.T, ctx context.Context, mod func(*server.Options)) *authEnv {
+// envConfig varies an authEnv.
+type envConfig struct {
+	// mod changes the server's options.
+	mod func(*server.Options)
+	// ca, if set, serves over TLS with a certificate of ca and verifies
+	// client certificates of ca when given.
+	ca *testCA
+}
+
+// newAuthEnv starts a node with Required on.
+func newAuthEnv(t *testing.T, ctx context.Context, cfg envConfig) *authEnv {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	n, err := replication.Open(replication.Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true,
@@ -87,23 +101,58 @@ func newAuthEnv(t *testing.T, ctx context.Context, mod func(*server.Options)) *a
 	opts := server.Options{Backend: b, Logger: logger, Registry: e.reg, Auth: server.AuthOptions{
 		Required: true, BootstrapToken: &boot, Audit: slog.New(slog.NewJSONHandler(e.audit, nil)),
 	}}
-	if mod != nil {
-		mod(&opts)
+	if cfg.mod != nil {
+		cfg.mod(&opts)
 	}
 	e.hs = httptest.NewUnstartedServer(server.New(opts).Handler())
-	var protocols http.Protocols
-	protocols.SetHTTP1(true)
-	protocols.SetUnencryptedHTTP2(true)
-	e.hs.Config.Protocols = &protocols
-	e.hs.Start()
+	e.ca = cfg.ca
+	if cfg.ca != nil {
+		e.hs.EnableHTTP2 = true
+		e.hs.TLS = &tls.Config{Certificates: []tls.Certificate{cfg.ca.issue("server", "")},
+			ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: cfg.ca.pool}
+		e.hs.Config.ErrorLog = log.New(io.Discard, "", 0) // refused handshakes
+		e.hs.StartTLS()
+	} else {
+		var protocols http.Protocols
+		protocols.SetHTTP1(true)
+		protocols.SetUnencryptedHTTP2(true)
+		e.hs.Config.Protocols = &protocols
+		e.hs.Start()
+	}
 	t.Cleanup(e.hs.Close)
 	e.url = e.hs.URL
 	return e
 }
 
 // client calls the node with token ("" for none).
-func (e *authEnv) client(token string) logdv1connect.LogServiceClient {
-	return logdv1connect.NewLogServiceClient(e.hs.Client(), e.url, connect.WithInterceptors(bearer(token)))
+func (e *authEnv) client(token string, opts ...connect.ClientOption) logdv1connect.LogServiceClient {
+	return logdv1connect.NewLogServiceClient(e.hs.Client(), e.url, append(opts, connect.WithInterceptors(bearer(token)))...)
+}
+
+// tlsClient calls the node over TLS presenting cert (nil for none), with
+// token ("" for none) and the extra headers.
+func (e *authEnv) tlsClient(cert *tls.Certificate, token string, header http.Header) logdv1connect.LogServiceClient {
+	cfg := &tls.Config{RootCAs: e.ca.pool}
+	if cert != nil {
+		cfg.Certificates = []tls.Certificate{*cert}
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}}
+	e.t.Cleanup(hc.CloseIdleConnections)
+	return logdv1connect.NewLogServiceClient(hc, e.url, connect.WithInterceptors(bearer(token), withHeader(header)))
+}
+
+// withHeader adds h to every request.
+func withHeader(h http.Header) connect.UnaryInterceptorFunc {
+	return func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			for k, vs := range h {
+				for _, v := range vs {
+					req.Header().Add(k, v)
+				}
+			}
+			return next(ctx, req)
+		}
+	}
 }
 
 // bearer sends token in the Authorization header.
@@ -121,18 +170,29 @@ func bearer(token string) connect.UnaryInterceptorFunc {
 // user creates a token for User:name and adds acls; it returns the token.
 func (e *authEnv) user(ctx context.Context, name string, acls ...auth.ACL) string {
 	e.t.Helper()
+	return addUser(e.t, ctx, e.backend, name, acls...)
+}
+
+// addUser stores a token for User:name in sec and adds acls; it returns
+// the token.
+func addUser(t *testing.T, ctx context.Context, sec server.SecurityBackend, name string, acls ...auth.ACL) string {
+	t.Helper()
 	tok, err := auth.NewToken(rand.Reader)
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
 	v, err := auth.NewVerifier(tok, auth.User(name), "test", time.Now().UnixMilli(), 0, rand.Reader)
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
-	if err := e.backend.CreateToken(ctx, v, "test"); err != nil {
-		e.t.Fatal(err)
+	if err := sec.CreateToken(ctx, v, "test"); err != nil {
+		t.Fatal(err)
 	}
-	e.grant(ctx, acls...)
+	if len(acls) > 0 {
+		if _, err := sec.CreateACLs(ctx, acls); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return tok.String()
 }
 
@@ -145,6 +205,27 @@ func (e *authEnv) grant(ctx context.Context, acls ...auth.ACL) {
 	if _, err := e.backend.CreateACLs(ctx, acls); err != nil {
 		e.t.Fatal(err)
 	}
+}
+
+// auditLines returns the audit log's lines since the last call, decoded.
+func (e *authEnv) auditLines() []map[string]any {
+	e.t.Helper()
+	e.audit.mu.Lock()
+	text := e.audit.b.String()
+	e.audit.b.Reset()
+	e.audit.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			e.t.Fatalf("audit line %q: %v", line, err)
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // state fingerprints what a call could change: the Raft index the node
@@ -183,7 +264,15 @@ func errorInfo(err error) *logdv1.ErrorInfo {
 // backend, standing in for the replicated one.
 type securedBackend struct {
 	*replication.Backend
+	*memSecurity
+}
 
+func newSecuredBackend(b *replication.Backend) *securedBackend {
+	return &securedBackend{Backend: b, memSecurity: newMemSecurity()}
+}
+
+// memSecurity is an in-memory server.SecurityBackend.
+type memSecurity struct {
 	mu     sync.Mutex
 	tokens map[string]tokenEntry // guarded by mu
 	acls   *auth.Set             // guarded by mu
@@ -195,17 +284,17 @@ type tokenEntry struct {
 	by string
 }
 
-func newSecuredBackend(b *replication.Backend) *securedBackend {
-	return &securedBackend{Backend: b, tokens: map[string]tokenEntry{}, acls: &auth.Set{}}
+func newMemSecurity() *memSecurity {
+	return &memSecurity{tokens: map[string]tokenEntry{}, acls: &auth.Set{}}
 }
 
-func (b *securedBackend) version() uint64 {
+func (b *memSecurity) version() uint64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.ver
 }
 
-func (b *securedBackend) CreateToken(_ context.Context, v auth.Verifier, by string) error {
+func (b *memSecurity) CreateToken(_ context.Context, v auth.Verifier, by string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.tokens[v.ID] = tokenEntry{v, by}
@@ -213,7 +302,7 @@ func (b *securedBackend) CreateToken(_ context.Context, v auth.Verifier, by stri
 	return nil
 }
 
-func (b *securedBackend) RevokeToken(_ context.Context, id string) (server.TokenInfo, error) {
+func (b *memSecurity) RevokeToken(_ context.Context, id string) (server.TokenInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.tokens[id]
@@ -229,7 +318,7 @@ func info(e tokenEntry) server.TokenInfo {
 	return server.TokenInfo{ID: e.v.ID, Principal: e.v.Principal, Description: e.v.Description, CreatedMs: e.v.CreatedMs, ExpiresMs: e.v.ExpiresMs, CreatedBy: e.by}
 }
 
-func (b *securedBackend) Tokens() []server.TokenInfo {
+func (b *memSecurity) Tokens() []server.TokenInfo {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []server.TokenInfo
@@ -239,14 +328,14 @@ func (b *securedBackend) Tokens() []server.TokenInfo {
 	return out
 }
 
-func (b *securedBackend) Token(id string) (auth.Verifier, bool) {
+func (b *memSecurity) Token(id string) (auth.Verifier, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.tokens[id]
 	return e.v, ok
 }
 
-func (b *securedBackend) CreateACLs(_ context.Context, acls []auth.ACL) (int, error) {
+func (b *memSecurity) CreateACLs(_ context.Context, acls []auth.ACL) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s, n, err := b.acls.With(acls)
@@ -258,7 +347,7 @@ func (b *securedBackend) CreateACLs(_ context.Context, acls []auth.ACL) (int, er
 	return n, nil
 }
 
-func (b *securedBackend) DeleteACLs(_ context.Context, f auth.Filter, dryRun bool) ([]auth.ACL, error) {
+func (b *memSecurity) DeleteACLs(_ context.Context, f auth.Filter, dryRun bool) ([]auth.ACL, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var match []auth.ACL
@@ -274,7 +363,7 @@ func (b *securedBackend) DeleteACLs(_ context.Context, f auth.Filter, dryRun boo
 	return match, nil
 }
 
-func (b *securedBackend) ACLs() *auth.Set {
+func (b *memSecurity) ACLs() *auth.Set {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.acls

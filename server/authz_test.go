@@ -26,6 +26,34 @@ type procCase struct {
 	// call needs nothing but a principal, and shows only the rows the
 	// caller may describe.
 	anyone, list bool
+	// admin: the call is an admin action, with a line in the audit log.
+	// undecoded: the call is none, but its procedure may be one (a dry
+	// run), so a call refused before it is decoded has a line.
+	admin, undecoded bool
+}
+
+// checkAudit checks the audit log since the last check: one line for an
+// admin call, by principal with outcome, and none for any other call.
+func (e *authEnv) checkAudit(t *testing.T, tc procCase, principal, outcome string) {
+	t.Helper()
+	lines := e.auditLines()
+	if tc.undecoded && outcome == connect.CodeUnauthenticated.String() {
+		tc.admin = true
+	}
+	if !tc.admin {
+		if len(lines) != 0 {
+			t.Errorf("audit lines for %s, which is no admin action: %v", tc.proc, lines)
+		}
+		return
+	}
+	if len(lines) != 1 {
+		t.Errorf("%d audit lines for %s by %s, want 1: %v", len(lines), tc.proc, principal, lines)
+		return
+	}
+	l := lines[0]
+	if l["msg"] != "audit" || l["procedure"] != tc.proc || l["principal"] != principal || l["outcome"] != outcome || l["remote"] == "" {
+		t.Errorf("audit line %v, want procedure %s, principal %s, outcome %s and a remote address", l, tc.proc, principal, outcome)
+	}
 }
 
 // ok wraps a call that returns no rows.
@@ -42,11 +70,12 @@ func req[T any](m *T) *connect.Request[T] { return connect.NewRequest(m) }
 // three times: anonymously (UNAUTHENTICATED), as a principal without the
 // permissions (PERMISSION_DENIED, and nothing changes: no Raft entry is
 // applied and the tokens and ACLs stay), and as one with them (no auth
-// error: the call may still fail for its own reasons).
+// error: the call may still fail for its own reasons). An admin action
+// writes one audit line each time, with its outcome; other calls none.
 func TestAuthorizationEveryProcedure(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	e := newAuthEnv(t, ctx, nil)
+	e := newAuthEnv(t, ctx, envConfig{})
 	admin := e.client(e.admin)
 
 	// The fixture: topics t and del1, a record in t, a queue group q on
@@ -83,7 +112,7 @@ func TestAuthorizationEveryProcedure(t *testing.T) {
 	)
 	g := func(r auth.ResourceType, name string, op auth.Operation) auth.ACL { return allow("", r, lit, name, op) }
 	cases := []procCase{
-		{proc: "CreateTopic", grant: []auth.ACL{g(topic, "new1", auth.OpCreate)},
+		{proc: "CreateTopic", admin: true, grant: []auth.ACL{g(topic, "new1", auth.OpCreate)},
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.CreateTopic(ctx, req(&logdv1.CreateTopicRequest{Name: "new1", Partitions: 1}))
 			})},
@@ -99,11 +128,11 @@ func TestAuthorizationEveryProcedure(t *testing.T) {
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.DescribeTopic(ctx, req(&logdv1.DescribeTopicRequest{Name: "t"}))
 			})},
-		{proc: "DeleteTopic", grant: []auth.ACL{g(topic, "del1", auth.OpDelete)},
+		{proc: "DeleteTopic", admin: true, grant: []auth.ACL{g(topic, "del1", auth.OpDelete)},
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.DeleteTopic(ctx, req(&logdv1.DeleteTopicRequest{Name: "del1"}))
 			})},
-		{proc: "AlterTopic", grant: []auth.ACL{g(topic, "t", auth.OpAlter)},
+		{proc: "AlterTopic", admin: true, grant: []auth.ACL{g(topic, "t", auth.OpAlter)},
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.AlterTopic(ctx, req(&logdv1.AlterTopicRequest{Name: "t", Config: map[string]string{"retention.ms": "86400000"}}))
 			})},
@@ -156,11 +185,11 @@ func TestAuthorizationEveryProcedure(t *testing.T) {
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.DescribeGroup(ctx, req(&logdv1.DescribeGroupRequest{Group: "g"}))
 			})},
-		{proc: "ResetGroupOffsets", grant: []auth.ACL{g(group, "g", auth.OpDescribe)},
+		{proc: "ResetGroupOffsets", undecoded: true, grant: []auth.ACL{g(group, "g", auth.OpDescribe)},
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.ResetGroupOffsets(ctx, req(&logdv1.ResetGroupOffsetsRequest{Group: "g", AllTopics: true, Strategy: "to-earliest"}))
 			})},
-		{proc: "ResetGroupOffsets", grant: []auth.ACL{g(group, "g", auth.OpAlter)},
+		{proc: "ResetGroupOffsets", admin: true, grant: []auth.ACL{g(group, "g", auth.OpAlter)},
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.ResetGroupOffsets(ctx, req(&logdv1.ResetGroupOffsetsRequest{Group: "g", AllTopics: true, Strategy: "to-earliest", Execute: true}))
 			})},
@@ -168,15 +197,15 @@ func TestAuthorizationEveryProcedure(t *testing.T) {
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.LeaveGroup(ctx, req(&logdv1.LeaveGroupRequest{Group: "g", MemberId: member}))
 			})},
-		{proc: "DeleteGroup", grant: []auth.ACL{g(group, "g", auth.OpDelete)},
+		{proc: "DeleteGroup", admin: true, grant: []auth.ACL{g(group, "g", auth.OpDelete)},
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.DeleteGroup(ctx, req(&logdv1.DeleteGroupRequest{Group: "g"}))
 			})},
-		{proc: "CreateQueueGroup", grant: []auth.ACL{g(qu, "q2", auth.OpCreate), g(topic, "t", auth.OpRead), g(topic, dlq2, auth.OpCreate)},
+		{proc: "CreateQueueGroup", admin: true, grant: []auth.ACL{g(qu, "q2", auth.OpCreate), g(topic, "t", auth.OpRead), g(topic, dlq2, auth.OpCreate)},
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.CreateQueueGroup(ctx, req(&logdv1.CreateQueueGroupRequest{Topic: "t", Group: "q2"}))
 			})},
-		{proc: "AlterQueueGroup", grant: []auth.ACL{g(qu, "q", auth.OpAlter)},
+		{proc: "AlterQueueGroup", admin: true, grant: []auth.ACL{g(qu, "q", auth.OpAlter)},
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				n := int32(7)
 				return c.AlterQueueGroup(ctx, req(&logdv1.AlterQueueGroupRequest{Topic: "t", Group: "q", Config: &logdv1.QueueGroupConfig{MaxDeliveries: &n}}))
@@ -201,23 +230,23 @@ func TestAuthorizationEveryProcedure(t *testing.T) {
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.Extend(ctx, req(&logdv1.ExtendRequest{Topic: "t", Group: "q", Tokens: []string{"x"}, LeaseMs: 1000}))
 			})},
-		{proc: "PauseQueueGroup", grant: []auth.ACL{g(qu, "q", auth.OpAlter)},
+		{proc: "PauseQueueGroup", admin: true, grant: []auth.ACL{g(qu, "q", auth.OpAlter)},
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.PauseQueueGroup(ctx, req(&logdv1.PauseQueueGroupRequest{Topic: "t", Group: "q", Paused: true}))
 			})},
-		{proc: "Join", grant: []auth.ACL{g(cluster, auth.ClusterName, auth.OpAdmin)},
+		{proc: "Join", admin: true, grant: []auth.ACL{g(cluster, auth.ClusterName, auth.OpAdmin)},
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.Join(ctx, req(&logdv1.JoinRequest{NodeId: "n9", RaftAddress: "127.0.0.1:1", ApiAddress: "127.0.0.1:1"}))
 			})},
-		{proc: "RemoveNode", grant: []auth.ACL{g(cluster, auth.ClusterName, auth.OpAdmin)},
+		{proc: "RemoveNode", admin: true, grant: []auth.ACL{g(cluster, auth.ClusterName, auth.OpAdmin)},
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.RemoveNode(ctx, req(&logdv1.RemoveNodeRequest{NodeId: "n9"}))
 			})},
-		{proc: "TransferLeadership", grant: []auth.ACL{g(cluster, auth.ClusterName, auth.OpAdmin)},
+		{proc: "TransferLeadership", admin: true, grant: []auth.ACL{g(cluster, auth.ClusterName, auth.OpAdmin)},
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.TransferLeadership(ctx, req(&logdv1.TransferLeadershipRequest{NodeId: "n9"}))
 			})},
-		{proc: "CreateToken", grant: []auth.ACL{g(token, "carol", auth.OpCreate)},
+		{proc: "CreateToken", admin: true, grant: []auth.ACL{g(token, "carol", auth.OpCreate)},
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.CreateToken(ctx, req(&logdv1.CreateTokenRequest{Principal: "User:carol"}))
 			})},
@@ -229,11 +258,11 @@ func TestAuthorizationEveryProcedure(t *testing.T) {
 				}
 				return len(r.Msg.Tokens), nil
 			}},
-		{proc: "RevokeToken", grant: []auth.ACL{g(token, "erin", auth.OpDelete)},
+		{proc: "RevokeToken", admin: true, grant: []auth.ACL{g(token, "erin", auth.OpDelete)},
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.RevokeToken(ctx, req(&logdv1.RevokeTokenRequest{Id: erin.Msg.Info.Id}))
 			})},
-		{proc: "CreateACLs", grant: []auth.ACL{g(acl, "topic", auth.OpAlter)},
+		{proc: "CreateACLs", admin: true, grant: []auth.ACL{g(acl, "topic", auth.OpAlter)},
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.CreateACLs(ctx, req(&logdv1.CreateACLsRequest{Acls: []*logdv1.ACL{
 					{Principal: "User:x", Resource: "topic", Pattern: "literal", Name: "t", Operation: "read", Effect: "allow"}}}))
@@ -246,7 +275,7 @@ func TestAuthorizationEveryProcedure(t *testing.T) {
 				}
 				return len(r.Msg.Acls), nil
 			}},
-		{proc: "DeleteACLs", grant: []auth.ACL{g(acl, "group", auth.OpAlter)},
+		{proc: "DeleteACLs", admin: true, grant: []auth.ACL{g(acl, "group", auth.OpAlter)},
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.DeleteACLs(ctx, req(&logdv1.DeleteACLsRequest{Filter: &logdv1.ACLFilter{Resource: "group", Name: "zzz"}}))
 			})},
@@ -275,10 +304,12 @@ func TestAuthorizationEveryProcedure(t *testing.T) {
 		t.Run(tc.proc, func(t *testing.T) {
 			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
+			e.audit.Reset()
 			if _, err := tc.call(cctx, anon); connect.CodeOf(err) != connect.CodeUnauthenticated ||
 				errorInfo(err).GetReason() != logdv1.Reason_REASON_UNAUTHENTICATED {
 				t.Errorf("anonymous: %v, want UNAUTHENTICATED", err)
 			}
+			e.checkAudit(t, tc, "User:ANONYMOUS", connect.CodeUnauthenticated.String())
 			before := e.state()
 			rows, err := tc.call(cctx, nobody)
 			switch {
@@ -295,8 +326,14 @@ func TestAuthorizationEveryProcedure(t *testing.T) {
 				if after := e.state(); after != before {
 					t.Errorf("a refused call changed the state: %v -> %v", before, after)
 				}
+				e.checkAudit(t, tc, "User:nobody", connect.CodePermissionDenied.String())
 			}
 			rows, err = tc.call(cctx, withPerm)
+			outcome := "ok"
+			if err != nil {
+				outcome = connect.CodeOf(err).String()
+			}
+			e.checkAudit(t, tc, "User:"+granted, outcome)
 			switch code := connect.CodeOf(err); {
 			case err != nil && (code == connect.CodeUnauthenticated || code == connect.CodePermissionDenied):
 				t.Errorf("with %v: %v", tc.grant, err)
