@@ -30,7 +30,7 @@ import (
 // authEnv is a single-node server with authentication on: a real node,
 // its tokens and ACLs, and the audit log in a buffer.
 type authEnv struct {
-	t       *testing.T
+	t       testing.TB
 	url     string
 	hs      *httptest.Server
 	node    *replication.Node
@@ -76,7 +76,7 @@ type envConfig struct {
 }
 
 // newAuthEnv starts a node with Required on.
-func newAuthEnv(t *testing.T, ctx context.Context, cfg envConfig) *authEnv {
+func newAuthEnv(t testing.TB, ctx context.Context, cfg envConfig) *authEnv {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	n, err := replication.Open(replication.Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true,
@@ -175,7 +175,7 @@ func (e *authEnv) user(ctx context.Context, name string, acls ...auth.ACL) strin
 
 // addUser stores a token for User:name in sec and adds acls; it returns
 // the token.
-func addUser(t *testing.T, ctx context.Context, sec server.SecurityBackend, name string, acls ...auth.ACL) string {
+func addUser(t testing.TB, ctx context.Context, sec server.SecurityBackend, name string, acls ...auth.ACL) string {
 	t.Helper()
 	tok, err := auth.NewToken(rand.Reader)
 	if err != nil {

@@ -1,12 +1,14 @@
 package server
 
 import (
+	"context"
 	"testing"
 
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
+	"github.com/logd-dev/logd/auth"
 	"github.com/logd-dev/logd/replication"
 )
 
@@ -69,5 +71,50 @@ func TestEveryProcedureHasARule(t *testing.T) {
 	}
 	if len(seen) < 30 {
 		t.Fatalf("walked only %d methods", len(seen))
+	}
+}
+
+// staticACLs is a security backend of fixed ACLs.
+type staticACLs struct {
+	SecurityBackend
+	set *auth.Set
+}
+
+func (s staticACLs) ACLs() *auth.Set { return s.set }
+
+// TestAuthorizeCostIsPerRequest: authorizing a produce allocates the same
+// for a thousand records as for one (one check per request), and counting
+// its bytes for the quota allocates nothing.
+func TestAuthorizeCostIsPerRequest(t *testing.T) {
+	set, err := auth.NewSet([]auth.ACL{
+		{Principal: "User:alice", Resource: auth.ResourceTopic, Pattern: auth.PatternPrefix, Name: "or", Operation: auth.OpWrite, Effect: auth.Allow},
+		{Principal: "*", Resource: auth.ResourceTopic, Pattern: auth.PatternLiteral, Name: "x", Operation: auth.OpWrite, Effect: auth.Deny},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{auth: AuthOptions{Required: true}, sec: staticACLs{set: set}}
+	ctx := withAuth(context.Background(), &authInfo{principal: auth.User("alice"), method: methodToken})
+	produce := func(n int) *logdv1.ProduceRequest {
+		m := &logdv1.ProduceRequest{Topic: "orders"}
+		for range n {
+			m.Records = append(m.Records, &logdv1.Record{Key: []byte("k"), Value: []byte("value")})
+		}
+		return m
+	}
+	allocs := func(m *logdv1.ProduceRequest) float64 {
+		return testing.AllocsPerRun(100, func() {
+			if err := s.authorize(ctx, logdv1connect.LogServiceProduceProcedure, m); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	one, many := allocs(produce(1)), allocs(produce(1000))
+	if one != many || one > 1 {
+		t.Errorf("authorizing a produce allocates %v times for one record, %v for a thousand; want the same, at most once", one, many)
+	}
+	m := produce(1000)
+	if n := testing.AllocsPerRun(100, func() { producedBytes(m) }); n != 0 {
+		t.Errorf("counting a produce's bytes allocates %v times", n)
 	}
 }

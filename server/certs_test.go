@@ -18,13 +18,13 @@ import (
 
 // testCA issues certificates for tests.
 type testCA struct {
-	t    *testing.T
+	t    testing.TB
 	cert *x509.Certificate
 	key  *ecdsa.PrivateKey
 	pool *x509.CertPool
 }
 
-func newTestCA(t *testing.T) *testCA {
+func newTestCA(t testing.TB) *testCA {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
