@@ -19,8 +19,6 @@ func (s *Server) DeleteACLs(ctx context.Context, req *connect.Request[logdv1.Del
 		return nil, errInvalid("%v", err)
 	case f == auth.Filter{}:
 		return nil, errInvalid("empty filter: name at least one field (a principal, resource type, pattern, name, operation or effect)")
-	case s.sec == nil:
-		return nil, connect.NewError(connect.CodeUnimplemented, errNoSecurity)
 	}
 	removed, err := s.sec.DeleteACLs(ctx, f, req.Msg.DryRun)
 	if err != nil {

@@ -17,7 +17,7 @@ func (s *Server) ListACLs(ctx context.Context, req *connect.Request[logdv1.ListA
 		return nil, errInvalid("%v", err)
 	}
 	resp := &logdv1.ListACLsResponse{}
-	for _, a := range s.acls().ACLs() {
+	for _, a := range s.sec.ACLs().ACLs() {
 		if f.Matches(a) && s.may(ctx, aclPerm(auth.OpDescribe, a.Resource)) {
 			resp.Acls = append(resp.Acls, aclProto(a))
 		}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -34,7 +35,7 @@ type authEnv struct {
 	url     string
 	hs      *httptest.Server
 	node    *replication.Node
-	backend *securedBackend
+	backend *replication.Backend
 	reg     *prometheus.Registry
 	audit   *syncBuffer
 	// admin's token is the bootstrap token: a superuser.
@@ -79,14 +80,20 @@ type envConfig struct {
 func newAuthEnv(t testing.TB, ctx context.Context, cfg envConfig) *authEnv {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	n, err := replication.Open(replication.Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true,
+	// The node registers its API address, and with it its feature level,
+	// which tokens and ACLs need.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := replication.Open(replication.Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true, APIAdvertise: ln.Addr().String(),
 		Logger: logger, RaftLogLevel: "error", CleanerInterval: time.Hour, Fatal: func(err error) { t.Errorf("fatal: %v", err) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
-	b := newSecuredBackend(replication.NewBackend(n))
-	for !n.IsLeader() || !b.Ready() {
+	b := replication.NewBackend(n)
+	for addr, _ := b.LeaderAPIAddress(); !n.IsLeader() || !b.Ready() || addr == ""; addr, _ = b.LeaderAPIAddress() {
 		select {
 		case <-ctx.Done():
 			t.Fatal("no leader")
@@ -105,6 +112,8 @@ func newAuthEnv(t testing.TB, ctx context.Context, cfg envConfig) *authEnv {
 		cfg.mod(&opts)
 	}
 	e.hs = httptest.NewUnstartedServer(server.New(opts).Handler())
+	e.hs.Listener.Close()
+	e.hs.Listener = ln
 	e.ca = cfg.ca
 	if cfg.ca != nil {
 		e.hs.EnableHTTP2 = true
@@ -185,7 +194,7 @@ func addUser(t testing.TB, ctx context.Context, sec server.SecurityBackend, name
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sec.CreateToken(ctx, v, "test"); err != nil {
+	if err := sec.CreateToken(ctx, v, "User:test"); err != nil {
 		t.Fatal(err)
 	}
 	if len(acls) > 0 {
@@ -229,10 +238,8 @@ func (e *authEnv) auditLines() []map[string]any {
 }
 
 // state fingerprints what a call could change: the Raft index the node
-// applied and the version of its tokens and ACLs.
-func (e *authEnv) state() [2]uint64 {
-	return [2]uint64{e.node.Status().AppliedIndex, e.backend.version()}
-}
+// applied (tokens and ACLs are replicated state too).
+func (e *authEnv) state() uint64 { return e.node.Status().AppliedIndex }
 
 func allow(principal string, r auth.ResourceType, pt auth.PatternType, name string, op auth.Operation) auth.ACL {
 	return auth.ACL{Principal: principal, Resource: r, Pattern: pt, Name: name, Operation: op, Effect: auth.Allow}
@@ -260,23 +267,12 @@ func errorInfo(err error) *logdv1.ErrorInfo {
 	return nil
 }
 
-// securedBackend adds an in-memory token and ACL store to a node's
-// backend, standing in for the replicated one.
-type securedBackend struct {
-	*replication.Backend
-	*memSecurity
-}
-
-func newSecuredBackend(b *replication.Backend) *securedBackend {
-	return &securedBackend{Backend: b, memSecurity: newMemSecurity()}
-}
-
-// memSecurity is an in-memory server.SecurityBackend.
+// memSecurity is an in-memory server.SecurityBackend, for a follower
+// that is no real node (forward_auth_test.go).
 type memSecurity struct {
 	mu     sync.Mutex
 	tokens map[string]tokenEntry // guarded by mu
 	acls   *auth.Set             // guarded by mu
-	ver    uint64                // changes so far; guarded by mu
 }
 
 type tokenEntry struct {
@@ -288,40 +284,32 @@ func newMemSecurity() *memSecurity {
 	return &memSecurity{tokens: map[string]tokenEntry{}, acls: &auth.Set{}}
 }
 
-func (b *memSecurity) version() uint64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.ver
-}
-
 func (b *memSecurity) CreateToken(_ context.Context, v auth.Verifier, by string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.tokens[v.ID] = tokenEntry{v, by}
-	b.ver++
 	return nil
 }
 
-func (b *memSecurity) RevokeToken(_ context.Context, id string) (server.TokenInfo, error) {
+func (b *memSecurity) RevokeToken(_ context.Context, id string) (replication.TokenInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.tokens[id]
 	if !ok {
-		return server.TokenInfo{}, errors.New("replication: unknown token")
+		return replication.TokenInfo{}, errors.New("replication: unknown token")
 	}
 	delete(b.tokens, id)
-	b.ver++
 	return info(e), nil
 }
 
-func info(e tokenEntry) server.TokenInfo {
-	return server.TokenInfo{ID: e.v.ID, Principal: e.v.Principal, Description: e.v.Description, CreatedMs: e.v.CreatedMs, ExpiresMs: e.v.ExpiresMs, CreatedBy: e.by}
+func info(e tokenEntry) replication.TokenInfo {
+	return replication.TokenInfo{ID: e.v.ID, Principal: e.v.Principal, Description: e.v.Description, CreatedMs: e.v.CreatedMs, ExpiresMs: e.v.ExpiresMs, CreatedBy: e.by}
 }
 
-func (b *memSecurity) Tokens() []server.TokenInfo {
+func (b *memSecurity) Tokens() []replication.TokenInfo {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var out []server.TokenInfo
+	var out []replication.TokenInfo
 	for _, e := range b.tokens {
 		out = append(out, info(e))
 	}
@@ -343,7 +331,6 @@ func (b *memSecurity) CreateACLs(_ context.Context, acls []auth.ACL) (int, error
 		return 0, err
 	}
 	b.acls = s
-	b.ver++
 	return n, nil
 }
 
@@ -358,7 +345,6 @@ func (b *memSecurity) DeleteACLs(_ context.Context, f auth.Filter, dryRun bool) 
 	}
 	if !dryRun {
 		b.acls, _ = b.acls.Without(match)
-		b.ver++
 	}
 	return match, nil
 }

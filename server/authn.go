@@ -187,11 +187,7 @@ func (a *authenticator) authenticate(r *http.Request) (*authInfo, error) {
 			info.principal, info.method, info.superuser = BootstrapPrincipal, methodBootstrap, true
 			return info, nil
 		}
-		var v auth.Verifier
-		ok := false
-		if a.sec != nil {
-			v, ok = a.sec.Token(tok.ID)
-		}
+		v, ok := a.sec.Token(tok.ID)
 		if !ok || !v.Check(tok, a.now().UnixMilli()) {
 			return nil, errUnauthenticated("token %s is invalid, expired or revoked", tok.ID)
 		}

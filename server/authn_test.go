@@ -66,7 +66,7 @@ func TestAuthentication(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.backend.CreateToken(ctx, v, "test"); err != nil {
+	if err := e.backend.CreateToken(ctx, v, "User:test"); err != nil {
 		t.Fatal(err)
 	}
 	carol := ca.user("carol")

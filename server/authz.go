@@ -307,10 +307,8 @@ var authzTable = map[string]authzRule{
 	logdv1connect.LogServiceRevokeTokenProcedure: {
 		need: on(func(s *Server, m *logdv1.RevokeTokenRequest) []auth.Permission {
 			name := "*"
-			if s.sec != nil {
-				if v, ok := s.sec.Token(m.Id); ok {
-					name = tokenName(v.Principal)
-				}
+			if v, ok := s.sec.Token(m.Id); ok {
+				name = tokenName(v.Principal)
 			}
 			return []auth.Permission{perm(auth.OpDelete, auth.ResourceToken, name)}
 		}),
@@ -400,21 +398,13 @@ func (s *Server) authorize(ctx context.Context, procedure string, msg any) error
 	if row.need == nil {
 		return nil
 	}
-	acls := s.acls()
+	acls := s.sec.ACLs()
 	for _, p := range row.need(s, msg) {
 		if !acls.Authorize(info.principal, p).Allowed {
 			return errPermissionDenied(info.principal, p)
 		}
 	}
 	return nil
-}
-
-// acls returns the cluster's ACLs (none without a security backend).
-func (s *Server) acls() *auth.Set {
-	if s.sec == nil {
-		return nil
-	}
-	return s.sec.ACLs()
 }
 
 // may reports whether the call's principal holds p: a list handler's
@@ -424,7 +414,7 @@ func (s *Server) may(ctx context.Context, p auth.Permission) bool {
 		return true
 	}
 	info := authFrom(ctx)
-	return info.superuser || (info.authenticated() && s.acls().Authorize(info.principal, p).Allowed)
+	return info.superuser || (info.authenticated() && s.sec.ACLs().Authorize(info.principal, p).Allowed)
 }
 
 // authzInterceptor applies the table before the handler.
@@ -452,7 +442,7 @@ func (s *Server) opsGate(next http.Handler) http.Handler {
 		case err != nil:
 		case !info.authenticated():
 			err = errUnauthenticated("authentication required (or start logd with --metrics-public)")
-		case !info.superuser && !s.acls().Authorize(info.principal, need).Allowed:
+		case !info.superuser && !s.sec.ACLs().Authorize(info.principal, need).Allowed:
 			err = errPermissionDenied(info.principal, need)
 		}
 		if err != nil {

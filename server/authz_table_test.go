@@ -19,11 +19,13 @@ func (topicLessBackend) Topic(string) (replication.TopicInfo, error) {
 	return replication.TopicInfo{}, replication.ErrUnknownTopic
 }
 
+func (topicLessBackend) Token(string) (auth.Verifier, bool) { return auth.Verifier{}, false }
+
 // TestEveryProcedureHasARule walks the service descriptor: a procedure
 // without a row in authzTable fails, and so does a row whose functions do
 // not take the procedure's request type (they would panic on a call).
 func TestEveryProcedureHasARule(t *testing.T) {
-	s := &Server{b: topicLessBackend{}}
+	s := &Server{b: topicLessBackend{}, sec: topicLessBackend{}}
 	svc := logdv1.File_logd_v1_logd_proto.Services().ByName("LogService")
 	if svc == nil {
 		t.Fatal("no LogService in the descriptor")

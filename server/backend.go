@@ -43,6 +43,7 @@ type Backend interface {
 	GroupBackend
 	QueueBackend
 	StatsBackend
+	SecurityBackend
 }
 
 // ClusterBackend is the node and its cluster.
@@ -182,9 +183,9 @@ type QueueBackend interface {
 // ErrInvalidToken and ErrInvalidACL for values that do not validate.
 type SecurityBackend interface {
 	CreateToken(ctx context.Context, v auth.Verifier, createdBy string) error
-	RevokeToken(ctx context.Context, id string) (TokenInfo, error)
+	RevokeToken(ctx context.Context, id string) (replication.TokenInfo, error)
 	// Tokens lists the stored tokens' public fields, sorted by id.
-	Tokens() []TokenInfo
+	Tokens() []replication.TokenInfo
 	Token(id string) (auth.Verifier, bool)
 	CreateACLs(ctx context.Context, acls []auth.ACL) (created int, err error)
 	DeleteACLs(ctx context.Context, f auth.Filter, dryRun bool) ([]auth.ACL, error)

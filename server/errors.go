@@ -9,7 +9,6 @@ import (
 	"connectrpc.com/connect"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
-	"github.com/logd-dev/logd/auth"
 	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/queue"
 	"github.com/logd-dev/logd/replication"
@@ -93,15 +92,6 @@ var errorTable = []errorRow{
 	// Concurrent produce calls kept committing the same idempotency keys
 	// first: nothing a client can do but retry later.
 	{errs: []error{replication.ErrDedupRace}, code: connect.CodeInternal, reason: logdv1.Reason_REASON_STORAGE},
-
-	// Tokens and ACLs. A token id clash (two draws of 64 random bits) is
-	// not the caller's doing: retrying draws another.
-	{errs: []error{errUnknownToken}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_TOKEN},
-	{errs: []error{errTokenExists}, code: connect.CodeAborted, reason: logdv1.Reason_REASON_UNAVAILABLE},
-	{errs: []error{auth.ErrInvalidToken, auth.ErrInvalidACL, auth.ErrInvalidPrincipal}, code: connect.CodeInvalidArgument, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
-	// Bounds of the security state, like the topic quota: retrying does
-	// not help until tokens are revoked or ACLs deleted.
-	{errs: []error{errTooManyTokens, errTooManyACLs}, code: connect.CodeResourceExhausted, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
 
 	// The caller's context.
 	{errs: []error{context.Canceled}, code: connect.CodeCanceled},

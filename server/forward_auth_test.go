@@ -30,7 +30,7 @@ func TestForwardedPrincipalTrust(t *testing.T) {
 	defer cancel()
 	ca := newTestCA(t)
 	e := newAuthEnv(t, ctx, envConfig{ca: ca})
-	e.backend.CreateACLs(ctx, []auth.ACL{allow("User:alice", auth.ResourceTopic, auth.PatternLiteral, "a1", auth.OpCreate)})
+	e.grant(ctx, allow("User:alice", auth.ResourceTopic, auth.PatternLiteral, "a1", auth.OpCreate))
 	n2, bob := ca.node("n2"), ca.user("bob")
 	fwd := func(principal string) http.Header {
 		return http.Header{server.ForwardedHeader: {"n2"}, server.ForwardedPrincipalHeader: {principal}, server.ForwardedForHeader: {"10.1.2.3:4567"}}
@@ -84,7 +84,12 @@ func TestForwardedPrincipalTrust(t *testing.T) {
 // followerBackend is a follower that knows its leader and keeps tokens
 // and ACLs; calls outside forwarding panic (the embedded nil Backend).
 type followerBackend struct {
-	server.Backend
+	server.ClusterBackend
+	server.TopicBackend
+	server.RecordBackend
+	server.GroupBackend
+	server.QueueBackend
+	server.StatsBackend
 	*memSecurity
 	leader string
 }
@@ -156,7 +161,9 @@ func TestFollowerAuthorizesForwardedWrites(t *testing.T) {
 	writeT := func(p string) auth.ACL { return allow(p, auth.ResourceTopic, auth.PatternLiteral, "t", auth.OpWrite) }
 	alice := addUser(t, ctx, sec, "alice", writeT("User:alice"))
 	bob := addUser(t, ctx, sec, "bob")
-	sec.CreateACLs(ctx, []auth.ACL{writeT("User:carol")})
+	if _, err := sec.CreateACLs(ctx, []auth.ACL{writeT("User:carol")}); err != nil {
+		t.Fatal(err)
+	}
 	carol := ca.user("carol")
 	produce := &logdv1.ProduceRequest{Topic: "t", Records: []*logdv1.Record{{Value: []byte(strings.Repeat("v", 2000))}}}
 	spoof := http.Header{server.ForwardedPrincipalHeader: {"bootstrap-token User:admin"}, server.ForwardedForHeader: {"1.2.3.4:5"}}

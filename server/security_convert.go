@@ -1,20 +1,16 @@
 package server
 
 import (
-	"errors"
 	"fmt"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/replication"
 )
 
 // Conversions between the API's tokens and ACLs and package auth's.
 
-// errNoSecurity answers the security calls of a node whose backend keeps
-// no tokens or ACLs.
-var errNoSecurity = errors.New("this node keeps no tokens or ACLs")
-
-func tokenInfoProto(t TokenInfo) *logdv1.TokenInfo {
+func tokenInfoProto(t replication.TokenInfo) *logdv1.TokenInfo {
 	return &logdv1.TokenInfo{Id: t.ID, Principal: t.Principal, Description: t.Description, CreatedMs: t.CreatedMs, ExpiresMs: t.ExpiresMs, CreatedBy: t.CreatedBy}
 }
 

@@ -104,7 +104,7 @@ type Server struct {
 	peerHTTP replication.PeerHTTP
 
 	// auth and authn authenticate calls (authn.go); sec is the backend's
-	// tokens and ACLs, nil if it keeps none; audit is the audit log
+	// tokens and ACLs; audit is the audit log
 	// (audit.go); quotas bound principals' byte rates (quota.go).
 	auth   AuthOptions
 	authn  *authenticator
@@ -132,7 +132,7 @@ func New(opts Options) *Server {
 	if opts.PeerTLS != nil {
 		s.peerHTTP.TLS = opts.PeerTLS.Client
 	}
-	s.sec, _ = opts.Backend.(SecurityBackend)
+	s.sec = opts.Backend
 	s.authn = newAuthenticator(opts.Auth, s.sec)
 	s.authn.onRefused = s.auditRefusedRequest
 	if s.auth.Now == nil {

@@ -15,9 +15,6 @@ func (s *Server) RevokeToken(ctx context.Context, req *connect.Request[logdv1.Re
 	if err := auth.ValidTokenID(req.Msg.Id); err != nil {
 		return nil, errInvalid("%v", err)
 	}
-	if s.sec == nil {
-		return nil, connect.NewError(connect.CodeUnimplemented, errNoSecurity)
-	}
 	info, err := s.sec.RevokeToken(ctx, req.Msg.Id)
 	if err != nil {
 		return nil, toConnectError(err)
