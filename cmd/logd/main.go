@@ -54,6 +54,9 @@ type config struct {
 	// (replication.ParsePeerRoutes), from LOGD_PEER_ROUTES only: a test
 	// puts its fault proxies there, so it is not a flag users see.
 	peerRoutes replication.PeerRoutes
+	// authn is who may call the node and what they may cost it
+	// (auth_flags.go).
+	authn authConfig
 }
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -103,11 +106,15 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		fs.StringVar(&raftFlags[i], f.name, env(f.env, f.def), f.help+" ("+f.env+")")
 	}
 	readLimits := addLimitFlags(fs, env)
+	readAuth := addAuthFlags(fs, env)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	var err error
 	if c.limits, err = readLimits(); err != nil {
+		return c, err
+	}
+	if c.authn, err = readAuth(); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
@@ -183,6 +190,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
+	authOpts, closeAudit, err := c.authn.serverOptions(logger)
+	if err != nil {
+		return err
+	}
+	defer closeAudit()
 	nofile := openFileLimit()
 	conns, err := c.limits.connCaps(nofile, logger)
 	if err != nil {
@@ -232,7 +244,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	backend := replication.NewBackend(node)
 	srv := server.New(server.Options{Backend: backend, Segments: backend.SegmentHandler(), Logger: logger,
-		Limits: c.limits.serverLimits(), Conns: conns, Peers: peers})
+		Limits: c.limits.serverLimits(), Conns: conns, Peers: peers, Auth: authOpts})
 	handler := srv.Handler()
 	if c.pprof {
 		mux := http.NewServeMux()
