@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/prometheus/client_golang/prometheus"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/auth"
@@ -128,10 +129,16 @@ type authenticator struct {
 	// onRefused, if set, hears of calls refused before they were decoded
 	// (the audit log of admin procedures, audit.go).
 	onRefused func(r *http.Request, info *authInfo, err error)
+	// unauthenticated counts those refusals.
+	unauthenticated prometheus.Counter
 }
 
-func newAuthenticator(opts AuthOptions, sec SecurityBackend) *authenticator {
-	a := &authenticator{opts: opts, sec: sec, superusers: map[auth.Principal]bool{}, errw: connect.NewErrorWriter()}
+func newAuthenticator(opts AuthOptions, sec SecurityBackend, reg *prometheus.Registry) *authenticator {
+	a := &authenticator{opts: opts, sec: sec, superusers: map[auth.Principal]bool{}, errw: connect.NewErrorWriter(),
+		unauthenticated: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "logd_unauthenticated_requests_total", Help: "API calls refused for want of valid credentials (UNAUTHENTICATED) before they were decoded.",
+		})}
+	reg.MustRegister(a.unauthenticated)
 	for _, p := range opts.Superusers {
 		a.superusers[p] = true
 	}
@@ -257,8 +264,9 @@ func (a *authenticator) wrap(next http.Handler) http.Handler {
 	})
 }
 
-// refused tells onRefused of a refusal.
+// refused counts a refusal and tells onRefused of it.
 func (a *authenticator) refused(r *http.Request, info *authInfo, err error) {
+	a.unauthenticated.Inc()
 	if a.onRefused != nil {
 		if info == nil {
 			info = &authInfo{principal: auth.Anonymous, method: methodNone, remote: r.RemoteAddr}

@@ -160,6 +160,9 @@ func TestUnauthenticatedProtocols(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "unauthenticated") {
 		t.Errorf("JSON POST: %d %s, want 401 unauthenticated", resp.StatusCode, body)
 	}
+	if m := e.metrics(); !strings.Contains(m, "logd_unauthenticated_requests_total 5") {
+		t.Errorf("the metrics do not count the 5 refusals")
+	}
 }
 
 // TestAuthNone: with Required off every call is allowed, and a credential

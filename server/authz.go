@@ -429,9 +429,10 @@ func (s *Server) authzInterceptor() connect.UnaryInterceptorFunc {
 	}
 }
 
-// opsGate guards /metrics, /healthz and /readyz: with Required and
-// without MetricsPublic they need describe on the cluster.
-func (s *Server) opsGate(next http.Handler) http.Handler {
+// OpsGuard guards an operator's endpoint (/metrics, /healthz, /readyz,
+// and cmd/logd's /debug/pprof/): with AuthOptions.Required and without
+// MetricsPublic it needs describe on the cluster.
+func (s *Server) OpsGuard(next http.Handler) http.Handler {
 	if !s.auth.Required || s.auth.MetricsPublic {
 		return next
 	}

@@ -34,6 +34,17 @@
 // cluster's topic quota is checked by the state machine when it applies a
 // creation (replication.Config.Quota).
 //
+// Security (docs/security.md): authn.go authenticates every call before
+// it is forwarded or decoded (a bearer token, else a verified client
+// certificate; a bad credential is UNAUTHENTICATED), and puts the
+// principal in the context (replication.WithPrincipal). authz.go holds the
+// one table from procedure to the permissions a call needs, applied by an
+// interceptor against the backend's replicated ACLs; a follower applies it
+// to a write before forwarding it (forward_authz.go), and the leader trusts
+// a forwarded principal only from a node certificate. audit.go writes one
+// line per admin action; quota.go bounds each principal's produce and fetch
+// bytes per second.
+//
 // Imports: besides the API, server uses replication for the backend's
 // value types and error sentinels (re-exported from the state machine),
 // group and queue for consumer group and queue group values, batch to

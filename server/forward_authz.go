@@ -61,10 +61,11 @@ func (s *Server) checkInterceptor() connect.UnaryInterceptorFunc {
 // authorizeForward checks a write before this node forwards it, and
 // reports whether to forward it; when not, it has answered the caller.
 // A request that does not decode is forwarded unchecked: the leader
-// refuses it, for the same reason.
+// refuses it, for the same reason. So is every write while this node is
+// not ready: its ACLs may be behind, and the leader's are not.
 func (fw *forwarder) authorizeForward(w http.ResponseWriter, r *http.Request) bool {
 	s := fw.s
-	if !s.auth.Required || authFrom(r.Context()).superuser || s.check == nil {
+	if !s.auth.Required || authFrom(r.Context()).superuser || s.check == nil || !s.b.Ready() {
 		return true
 	}
 	body, err := io.ReadAll(r.Body)

@@ -133,7 +133,7 @@ func New(opts Options) *Server {
 		s.peerHTTP.TLS = opts.PeerTLS.Client
 	}
 	s.sec = opts.Backend
-	s.authn = newAuthenticator(opts.Auth, s.sec)
+	s.authn = newAuthenticator(opts.Auth, s.sec, opts.Registry)
 	s.authn.onRefused = s.auditRefusedRequest
 	if s.auth.Now == nil {
 		s.auth.Now = time.Now
@@ -180,15 +180,15 @@ func (s *Server) Handler() http.Handler {
 	if s.segments != nil {
 		mux.Handle(replication.SegmentPathPrefix, s.segments)
 	}
-	mux.Handle("/metrics", s.opsGate(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})))
-	mux.Handle("/healthz", s.opsGate(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	mux.Handle("/metrics", s.OpsGuard(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})))
+	mux.Handle("/healthz", s.OpsGuard(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		if err := s.b.Failed(); err != nil {
 			http.Error(w, "failed: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ok\n"))
 	})))
-	mux.Handle("/readyz", s.opsGate(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	mux.Handle("/readyz", s.OpsGuard(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		switch {
 		case s.b.Failed() != nil:
 			http.Error(w, "not ready: node stopped after a state machine failure", http.StatusServiceUnavailable)

@@ -249,9 +249,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if c.pprof {
 		mux := http.NewServeMux()
 		mux.Handle("/", handler)
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		mux.Handle("/debug/pprof/", srv.OpsGuard(http.HandlerFunc(pprof.Index)))
+		mux.Handle("/debug/pprof/profile", srv.OpsGuard(http.HandlerFunc(pprof.Profile)))
+		mux.Handle("/debug/pprof/trace", srv.OpsGuard(http.HandlerFunc(pprof.Trace)))
 		handler = mux
 	}
 	httpSrv := newHTTPServer(c.limits, handler, logger)
