@@ -37,7 +37,8 @@ import (
 // Principals the leader cannot check itself (a certificate's, or this
 // node's bootstrap token's) travel in ForwardedPrincipalHeader, which a
 // node honours only from a connection that presented a verified node
-// certificate (peer mTLS); from anyone else the header is dropped.
+// certificate (peer mTLS) of a member of the cluster; from anyone else the
+// header is dropped.
 
 // The authentication methods, as WhoAmI and the audit log name them.
 const (
@@ -129,6 +130,8 @@ type authenticator struct {
 	// onRefused, if set, hears of calls refused before they were decoded
 	// (the audit log of admin procedures, audit.go).
 	onRefused func(r *http.Request, info *authInfo, err error)
+	// isMember reports whether a node id is in the Raft configuration.
+	isMember func(id string) bool
 	// unauthenticated counts those refusals.
 	unauthenticated prometheus.Counter
 }
@@ -158,7 +161,7 @@ func errUnauthenticated(format string, args ...any) error {
 // r may not set, so nothing after it sees them.
 func (a *authenticator) authenticate(r *http.Request) (*authInfo, error) {
 	info := &authInfo{principal: auth.Anonymous, method: methodNone, remote: r.RemoteAddr}
-	if node, ok := peerNodeID(r); ok && r.Header.Get(ForwardedHeader) != "" {
+	if node, ok := peerNodeID(r); ok && r.Header.Get(ForwardedHeader) != "" && a.isMember(node) {
 		if fp := r.Header.Get(ForwardedPrincipalHeader); fp != "" {
 			method, ps, _ := strings.Cut(fp, " ")
 			p, err := auth.ParsePrincipal(ps)
@@ -177,7 +180,7 @@ func (a *authenticator) authenticate(r *http.Request) (*authInfo, error) {
 			info.remote = ff
 		}
 	} else {
-		// Not from a node: whoever set these is not to be believed.
+		// Not from a member: whoever set these is not to be believed.
 		r.Header.Del(ForwardedPrincipalHeader)
 		r.Header.Del(ForwardedForHeader)
 	}

@@ -23,17 +23,18 @@ import (
 )
 
 // TestForwardedPrincipalTrust: a leader takes the principal a forwarding
-// node names only from a connection with a verified node certificate;
-// from anyone else the header is dropped.
+// node names only from a connection with a verified node certificate of a
+// member; from anyone else the header is dropped. (The test's one node, n1,
+// stands for the forwarding member.)
 func TestForwardedPrincipalTrust(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ca := newTestCA(t)
 	e := newAuthEnv(t, ctx, envConfig{ca: ca})
 	e.grant(ctx, allow("User:alice", auth.ResourceTopic, auth.PatternLiteral, "a1", auth.OpCreate))
-	n2, bob := ca.node("n2"), ca.user("bob")
+	n1, n2, bob := ca.node("n1"), ca.node("n2"), ca.user("bob")
 	fwd := func(principal string) http.Header {
-		return http.Header{server.ForwardedHeader: {"n2"}, server.ForwardedPrincipalHeader: {principal}, server.ForwardedForHeader: {"10.1.2.3:4567"}}
+		return http.Header{server.ForwardedHeader: {"n1"}, server.ForwardedPrincipalHeader: {principal}, server.ForwardedForHeader: {"10.1.2.3:4567"}}
 	}
 	for _, tc := range []struct {
 		name   string
@@ -41,14 +42,15 @@ func TestForwardedPrincipalTrust(t *testing.T) {
 		header http.Header
 		want   string // "" wants UNAUTHENTICATED
 	}{
-		{name: "from a node", cert: &n2, header: fwd("certificate User:alice"), want: "User:alice certificate"},
-		{name: "bootstrap principal from a node", cert: &n2, header: fwd("bootstrap-token User:admin"), want: "User:admin bootstrap-token superuser"},
+		{name: "from a member", cert: &n1, header: fwd("certificate User:alice"), want: "User:alice certificate"},
+		{name: "bootstrap principal from a member", cert: &n1, header: fwd("bootstrap-token User:admin"), want: "User:admin bootstrap-token superuser"},
+		{name: "from a node that is no member: ignored", cert: &n2, header: fwd("bootstrap-token User:admin"), want: "Node:n2 certificate"},
 		{name: "from a user certificate: ignored", cert: &bob, header: fwd("certificate User:alice"), want: "User:bob certificate"},
 		{name: "without a certificate: ignored", header: fwd("bootstrap-token User:admin")},
-		{name: "from a node, not forwarded: ignored", cert: &n2,
-			header: http.Header{server.ForwardedPrincipalHeader: {"certificate User:alice"}}, want: "Node:n2 certificate"},
-		{name: "a token method is not forwarded by header", cert: &n2, header: fwd("token User:alice")},
-		{name: "malformed", cert: &n2, header: fwd("certificate")},
+		{name: "from a member, not forwarded: ignored", cert: &n1,
+			header: http.Header{server.ForwardedPrincipalHeader: {"certificate User:alice"}}, want: "Node:n1 certificate"},
+		{name: "a token method is not forwarded by header", cert: &n1, header: fwd("token User:alice")},
+		{name: "malformed", cert: &n1, header: fwd("certificate")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := whoami(ctx, e.tlsClient(tc.cert, "", tc.header))
@@ -62,12 +64,12 @@ func TestForwardedPrincipalTrust(t *testing.T) {
 	}
 	// The audit log names the client's address and the forwarding node.
 	e.auditLines()
-	c := e.tlsClient(&n2, "", fwd("certificate User:alice"))
+	c := e.tlsClient(&n1, "", fwd("certificate User:alice"))
 	if _, err := c.CreateTopic(ctx, connect.NewRequest(&logdv1.CreateTopicRequest{Name: "a1", Partitions: 1})); err != nil {
 		t.Fatal(err)
 	}
 	lines := e.auditLines()
-	if len(lines) != 1 || lines[0]["principal"] != "User:alice" || lines[0]["remote"] != "10.1.2.3:4567" || lines[0]["forwarded_by"] != "n2" {
+	if len(lines) != 1 || lines[0]["principal"] != "User:alice" || lines[0]["remote"] != "10.1.2.3:4567" || lines[0]["forwarded_by"] != "n1" {
 		t.Errorf("audit %v", lines)
 	}
 	// A node joins as itself, not as another.

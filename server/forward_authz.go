@@ -115,6 +115,18 @@ func forwardAuthHeaders(in *http.Request, out http.Header) {
 	out.Set(ForwardedForHeader, info.remote)
 }
 
+// isMember reports whether id is in the Raft configuration: a node
+// certificate vouches for a forwarded principal only while its node is a
+// member (a removed node's key no longer does).
+func (s *Server) isMember(id string) bool {
+	for _, m := range s.b.Status().Members {
+		if m.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
 // discardResponse is the check handler's response writer: its answer is
 // not sent anywhere.
 type discardResponse struct{ h http.Header }

@@ -135,6 +135,7 @@ func New(opts Options) *Server {
 	s.sec = opts.Backend
 	s.authn = newAuthenticator(opts.Auth, s.sec, opts.Registry)
 	s.authn.onRefused = s.auditRefusedRequest
+	s.authn.isMember = s.isMember
 	if s.auth.Now == nil {
 		s.auth.Now = time.Now
 	}
