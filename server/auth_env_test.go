@@ -24,6 +24,7 @@ import (
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/internal/testcerts"
 	"github.com/logd-dev/logd/replication"
 	"github.com/logd-dev/logd/server"
 )
@@ -40,7 +41,7 @@ type authEnv struct {
 	audit   *syncBuffer
 	// admin's token is the bootstrap token: a superuser.
 	admin string
-	ca    *testCA
+	ca    *testcerts.CA
 }
 
 // syncBuffer is a bytes.Buffer the audit logger and the test share.
@@ -73,7 +74,7 @@ type envConfig struct {
 	mod func(*server.Options)
 	// ca, if set, serves over TLS with a certificate of ca and verifies
 	// client certificates of ca when given.
-	ca *testCA
+	ca *testcerts.CA
 }
 
 // newAuthEnv starts a node with Required on.
@@ -117,8 +118,7 @@ func newAuthEnv(t testing.TB, ctx context.Context, cfg envConfig) *authEnv {
 	e.ca = cfg.ca
 	if cfg.ca != nil {
 		e.hs.EnableHTTP2 = true
-		e.hs.TLS = &tls.Config{Certificates: []tls.Certificate{cfg.ca.issue("server", "")},
-			ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: cfg.ca.pool}
+		e.hs.TLS = cfg.ca.OptionalClientConfig(cfg.ca.Node(t, "n1"))
 		e.hs.Config.ErrorLog = log.New(io.Discard, "", 0) // refused handshakes
 		e.hs.StartTLS()
 	} else {
@@ -141,11 +141,11 @@ func (e *authEnv) client(token string, opts ...connect.ClientOption) logdv1conne
 // tlsClient calls the node over TLS presenting cert (nil for none), with
 // token ("" for none) and the extra headers.
 func (e *authEnv) tlsClient(cert *tls.Certificate, token string, header http.Header) logdv1connect.LogServiceClient {
-	cfg := &tls.Config{RootCAs: e.ca.pool}
+	var c tls.Certificate
 	if cert != nil {
-		cfg.Certificates = []tls.Certificate{*cert}
+		c = *cert
 	}
-	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: e.ca.ClientConfig(c), ForceAttemptHTTP2: true}}
 	e.t.Cleanup(hc.CloseIdleConnections)
 	return logdv1connect.NewLogServiceClient(hc, e.url, connect.WithInterceptors(bearer(token), withHeader(header)))
 }

@@ -19,6 +19,7 @@ import (
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/internal/testcerts"
 	"github.com/logd-dev/logd/server"
 )
 
@@ -29,10 +30,10 @@ import (
 func TestForwardedPrincipalTrust(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ca := newTestCA(t)
+	ca := testcerts.NewCA(t, "cluster")
 	e := newAuthEnv(t, ctx, envConfig{ca: ca})
 	e.grant(ctx, allow("User:alice", auth.ResourceTopic, auth.PatternLiteral, "a1", auth.OpCreate))
-	n1, n2, bob := ca.node("n1"), ca.node("n2"), ca.user("bob")
+	n1, n2, bob := ca.Node(t, "n1"), ca.Node(t, "n2"), ca.Client(t, "bob")
 	fwd := func(principal string) http.Header {
 		return http.Header{server.ForwardedHeader: {"n1"}, server.ForwardedPrincipalHeader: {principal}, server.ForwardedForHeader: {"10.1.2.3:4567"}}
 	}
@@ -73,7 +74,7 @@ func TestForwardedPrincipalTrust(t *testing.T) {
 		t.Errorf("audit %v", lines)
 	}
 	// A node joins as itself, not as another.
-	n9, n8 := ca.node("n9"), ca.node("n8")
+	n9, n8 := ca.Node(t, "n9"), ca.Node(t, "n8")
 	join := &logdv1.JoinRequest{NodeId: "n9", RaftAddress: "127.0.0.1:1", ApiAddress: "127.0.0.1:1"}
 	if _, err := e.tlsClient(&n9, "", nil).Join(ctx, connect.NewRequest(join)); connect.CodeOf(err) == connect.CodePermissionDenied || err == nil {
 		t.Errorf("n9 joining as itself: %v, want the join's own error (the address is unreachable)", err)
@@ -144,7 +145,7 @@ func TestFollowerAuthorizesForwardedWrites(t *testing.T) {
 	ls.Start()
 	t.Cleanup(ls.Close)
 
-	ca := newTestCA(t)
+	ca := testcerts.NewCA(t, "cluster")
 	sec := newMemSecurity()
 	boot, err := auth.NewToken(rand.Reader)
 	if err != nil {
@@ -154,7 +155,7 @@ func TestFollowerAuthorizesForwardedWrites(t *testing.T) {
 	fs := httptest.NewUnstartedServer(server.New(server.Options{Backend: b, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Auth: server.AuthOptions{Required: true, BootstrapToken: &boot}}).Handler())
 	fs.EnableHTTP2 = true
-	fs.TLS = &tls.Config{Certificates: []tls.Certificate{ca.issue("f1", "")}, ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: ca.pool}
+	fs.TLS = ca.OptionalClientConfig(ca.Node(t, "f1"))
 	fs.Config.ErrorLog = log.New(io.Discard, "", 0)
 	fs.StartTLS()
 	t.Cleanup(fs.Close)
@@ -166,7 +167,7 @@ func TestFollowerAuthorizesForwardedWrites(t *testing.T) {
 	if _, err := sec.CreateACLs(ctx, []auth.ACL{writeT("User:carol")}); err != nil {
 		t.Fatal(err)
 	}
-	carol := ca.user("carol")
+	carol := ca.Client(t, "carol")
 	produce := &logdv1.ProduceRequest{Topic: "t", Records: []*logdv1.Record{{Value: []byte(strings.Repeat("v", 2000))}}}
 	spoof := http.Header{server.ForwardedPrincipalHeader: {"bootstrap-token User:admin"}, server.ForwardedForHeader: {"1.2.3.4:5"}}
 	for _, tc := range []struct {
@@ -191,11 +192,11 @@ func TestFollowerAuthorizesForwardedWrites(t *testing.T) {
 		{name: "client-set forwarding headers do not help", token: bob, header: spoof, denied: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := &tls.Config{RootCAs: ca.pool}
+			var cert tls.Certificate
 			if tc.cert != nil {
-				cfg.Certificates = []tls.Certificate{*tc.cert}
+				cert = *tc.cert
 			}
-			hc := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}}
+			hc := &http.Client{Transport: &http.Transport{TLSClientConfig: ca.ClientConfig(cert), ForceAttemptHTTP2: true}}
 			defer hc.CloseIdleConnections()
 			c := logdv1connect.NewLogServiceClient(hc, e.url, append(tc.opts, connect.WithInterceptors(bearer(tc.token), withHeader(tc.header)))...)
 			_, err := c.Produce(ctx, connect.NewRequest(produce))

@@ -36,7 +36,12 @@ func (b *joinBackend) APIAddress() string           { return b.id + ":1" }
 func (b *joinBackend) Failed() error                { return nil }
 func (b *joinBackend) MemberAPIAddresses() []string { return nil }
 func (b *joinBackend) Ready() bool                  { return true }
-func (b *joinBackend) IsLeader() bool               { return b.leaderAddr == "" }
+
+// Status names the members: the leader n1 and the follower n2.
+func (b *joinBackend) Status() replication.Status {
+	return replication.Status{NodeID: b.id, Members: []replication.Member{{ID: "n1"}, {ID: "n2"}}}
+}
+func (b *joinBackend) IsLeader() bool { return b.leaderAddr == "" }
 
 func (b *joinBackend) LeaderAPIAddress() (string, string) {
 	if b.leaderAddr == "" {
