@@ -131,6 +131,10 @@ var table = []row{
 	{path: "auth/certid", layer: layerLeaf, stdOnly: true, stdAllow: []string{"auth"}, siblings: []string{"auth"}},
 	{path: "internal/varint", layer: layerLeaf, pure: true, stdOnly: true},
 	{path: "internal/failpoint", layer: layerLeaf, pure: true, stdOnly: true},
+	// TLS material and certificate identities (docs/security.md): the
+	// network and randomness, so not pure, but nothing outside the
+	// standard library, so every layer that speaks TLS may import it.
+	{path: "internal/tlsconf", layer: layerLeaf, stdOnly: true},
 }
 
 // pureForbidden are the packages the pure set must not depend on, even
