@@ -1,5 +1,7 @@
 // Command logd runs a logd server node. With no flags it runs a
-// single-node cluster on 127.0.0.1 with its data in ./data.
+// single-node cluster on 127.0.0.1 with its data in ./data. logd cert
+// creates a development CA and the certificates of nodes and clients
+// (cert.go, docs/security.md).
 package main
 
 import (
@@ -171,7 +173,13 @@ func newLogger(c config, w io.Writer) (*slog.Logger, error) {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stderr); err != nil {
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == "cert" {
+		err = runCert(os.Args[2:], os.Stdout, os.Stderr, time.Now())
+	} else {
+		err = run(ctx, os.Args[1:], os.Getenv, os.Stderr)
+	}
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
 		}
