@@ -18,7 +18,7 @@ import (
 
 var certNow = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// certCmd runs logd cert with args and returns its stdout.
+// certCmd runs logd cert with args at certNow and returns its stdout.
 func certCmd(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var stdout bytes.Buffer
@@ -33,6 +33,15 @@ func mustCertCmd(t *testing.T, args ...string) string {
 		t.Fatalf("logd cert %s: %v", strings.Join(args, " "), err)
 	}
 	return out
+}
+
+// issueNow runs logd cert with args at the current time, for
+// certificates a node loads.
+func issueNow(t *testing.T, args ...string) {
+	t.Helper()
+	if err := runCert(args, io.Discard, io.Discard, time.Now()); err != nil {
+		t.Fatalf("logd cert %s: %v", strings.Join(args, " "), err)
+	}
 }
 
 func readKeyPair(t *testing.T, dir, base string) *tlsconf.KeyPair {

@@ -210,14 +210,15 @@ func (c limitConfig) connCaps(nofile uint64, logger *slog.Logger) (server.ConnLi
 }
 
 // newHTTPServer is the client API's HTTP server: HTTP/1.1 for Connect and
-// JSON clients, cleartext HTTP/2 for gRPC, with the header, idle and
-// header-size bounds of c. A request's body and answer are timed by the
-// server package's limits (server.Limits), per request, so that a long
-// poll is not cut by a whole-request read timeout; ReadTimeout and
-// WriteTimeout stay unset for that reason.
+// JSON clients, HTTP/2 for gRPC (cleartext, or by ALPN over TLS), with
+// the header, idle and header-size bounds of c. A request's body and
+// answer are timed by the server package's limits (server.Limits), per
+// request, so that a long poll is not cut by a whole-request read
+// timeout; ReadTimeout and WriteTimeout stay unset for that reason.
 func newHTTPServer(c limitConfig, handler http.Handler, logger *slog.Logger) *http.Server {
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
+	protocols.SetHTTP2(true)
 	protocols.SetUnencryptedHTTP2(true)
 	return &http.Server{
 		Handler:           handler,

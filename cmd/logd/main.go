@@ -7,6 +7,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -52,6 +53,11 @@ type config struct {
 	raftHeartbeat, raftElection, raftLease time.Duration
 	// limits bounds what clients may cost the node (httpserver.go).
 	limits limitConfig
+	// tls is transport security and --auth (tls.go).
+	tls tlsConfig
+	// plaintextWarning says what --insecure-allow-plaintext let the node
+	// serve without TLS or authentication; run logs it.
+	plaintextWarning string
 	// peerRoutes is where this node dials its peers
 	// (replication.ParsePeerRoutes), from LOGD_PEER_ROUTES only: a test
 	// puts its fault proxies there, so it is not a flag users see.
@@ -109,6 +115,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	}
 	readLimits := addLimitFlags(fs, env)
 	readAuth := addAuthFlags(fs, env)
+	readTLS := addTLSFlags(fs, env)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -117,6 +124,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		return c, err
 	}
 	if c.authn, err = readAuth(); err != nil {
+		return c, err
+	}
+	if c.tls, err = readTLS(); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
@@ -151,6 +161,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	case "raft", "always":
 	default:
 		return c, fmt.Errorf("--fsync: want raft or always, got %q", c.fsync)
+	}
+	if c.plaintextWarning, err = c.checkExposure(); err != nil {
+		return c, err
 	}
 	return c, nil
 }
@@ -195,6 +208,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	logger, err := newLogger(c, stderr)
+	if err != nil {
+		return err
+	}
+	if c.plaintextWarning != "" {
+		logger.Warn("INSECURE: --insecure-allow-plaintext: anyone who reaches these addresses can read and change every topic, and the Raft port accepts any peer",
+			"exposed", c.plaintextWarning)
+	}
+	// Certificates load before the port binds: a bad file fails the start.
+	tlsc, err := loadTLS(c.tls, c.nodeID, logger)
 	if err != nil {
 		return err
 	}
@@ -263,10 +285,29 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		handler = mux
 	}
 	httpSrv := newHTTPServer(c.limits, handler, logger)
+	// The connection caps count sockets, under TLS: a client that never
+	// finishes its handshake holds a slot until ReadHeaderTimeout.
+	apiLn := srv.Listener(ln, "api")
+	if tlsc.api != nil {
+		apiLn = tls.NewListener(apiLn, tlsc.api.ServerConfig(tlsc.apiClientAuth))
+	}
+	// Certificates reload on SIGHUP and when their files change.
+	reloadCtx, stopReload := context.WithCancel(ctx)
+	reloadDone := make(chan struct{})
+	if tlsc.api != nil || tlsc.peer != nil {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		go func() { defer close(reloadDone); tlsc.serveReloads(reloadCtx, hup, c.tls.reloadInterval, logger) }()
+	} else {
+		close(reloadDone)
+	}
+	defer func() { stopReload(); <-reloadDone }()
 	errc := make(chan error, 1)
-	go func() { errc <- httpSrv.Serve(srv.Listener(ln, "api")) }()
+	go func() { errc <- httpSrv.Serve(apiLn) }()
 	logger.Info("logd started", "node", c.nodeID, "listen", ln.Addr().String(), "advertise", c.advertise, "raft", c.raftAddr, "data", c.dataDir, "fsync", c.fsync,
-		"open_file_limit", nofile, "max_connections", conns.Max, "max_connections_per_ip", conns.MaxPerAddr)
+		"open_file_limit", nofile, "max_connections", conns.Max, "max_connections_per_ip", conns.MaxPerAddr,
+		"tls", tlsc.api != nil, "client_certificates", clientAuthName(tlsc.apiClientAuth), "peer_tls", tlsc.peer != nil, "auth", c.authn.mode)
 	joinCtx, stopJoin := context.WithCancel(ctx)
 	joinDone := make(chan struct{})
 	go func() {
