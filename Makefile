@@ -5,7 +5,7 @@ BIN     := bin
 PKGS    := ./...
 FUZZTIME ?= 3s
 
-.PHONY: all build run test vet lint bench fuzz fuzz-short generate tools clean cluster cluster-stop fault demo
+.PHONY: all build run test vet lint bench fuzz fuzz-short generate tools clean cluster cluster-secure cluster-stop fault demo
 
 all: build
 
@@ -25,6 +25,12 @@ demo: build
 # data in ./data/cluster/nN (scripts/cluster.sh).
 cluster: build
 	@scripts/cluster.sh start
+
+# The same cluster with TLS on the API and between nodes, client
+# certificates and --auth required; certificates from bin/logd cert in
+# ./data/cluster/certs (docs/security.md).
+cluster-secure: build
+	@scripts/cluster.sh start --secure
 
 cluster-stop:
 	@scripts/cluster.sh stop

@@ -1,27 +1,58 @@
 #!/usr/bin/env bash
 # Starts or stops a local three-node logd cluster for trying it out.
 #
-#   scripts/cluster.sh start   # bin/logd must exist (make build)
+#   scripts/cluster.sh start            # bin/logd must exist (make build)
+#   scripts/cluster.sh start --secure   # TLS on the API and between nodes, --auth required
 #   scripts/cluster.sh stop
 #
 # Node nN (N = 1..3) serves its API on 127.0.0.1:70N0 (7070, 7080, 7090)
 # and Raft on 70N1; data in ./data/cluster/nN, logs in ./data/cluster/nN.log,
 # PID files in ./data/cluster/nN.pid. n1 bootstraps; n2 and n3 join via n1.
+#
+# --secure first creates, with bin/logd cert, a development CA, a node
+# certificate per node and an admin client certificate in
+# ./data/cluster/certs (kept for later starts), and starts every node with
+# them (docs/security.md). A cluster started secure stays secure: later
+# starts read ./data/cluster/secure.
 set -euo pipefail
 
 DIR=${LOGD_CLUSTER_DIR:-./data/cluster}
 BIN=${LOGD_BIN:-./bin/logd}
+CERTS=$DIR/certs
 
 api() { echo "127.0.0.1:70$(( $1 + 6 ))0"; }
 raft() { echo "127.0.0.1:70$(( $1 + 6 ))1"; }
 
+secure=0
+scheme=http
+curl_tls=()
+
 wait_ready() {
 	for _ in $(seq 1 150); do
-		if curl -fsS "http://$1/readyz" >/dev/null 2>&1; then return 0; fi
+		if curl -fsS "${curl_tls[@]}" "$scheme://$1/readyz" >/dev/null 2>&1; then return 0; fi
 		sleep 0.2
 	done
 	echo "node at $1 not ready after 30s; see $DIR/*.log" >&2
 	return 1
+}
+
+# make_certs creates what is missing of the CA, the node certificates and
+# the admin's.
+make_certs() {
+	if [ ! -f "$CERTS/ca.crt" ]; then "$BIN" cert ca --dir "$CERTS" >/dev/null; fi
+	for n in 1 2 3; do
+		if [ ! -f "$CERTS/n$n.crt" ]; then "$BIN" cert node --dir "$CERTS" --id "n$n" --hosts 127.0.0.1,localhost >/dev/null; fi
+	done
+	if [ ! -f "$CERTS/admin.crt" ]; then "$BIN" cert client --dir "$CERTS" --name admin >/dev/null; fi
+	echo "certificates in $CERTS: ca.crt, n1..n3.crt, admin.crt (and their keys)"
+}
+
+# node_flags prints the security flags of node $1.
+node_flags() {
+	if [ "$secure" = 1 ]; then
+		# Peer TLS takes the API's certificate, key and CA (--peer-tls-*).
+		echo --tls-cert "$CERTS/n$1.crt" --tls-key "$CERTS/n$1.key" --tls-client-ca "$CERTS/ca.crt" --auth required
+	fi
 }
 
 start() {
@@ -31,6 +62,17 @@ start() {
 	# no node can become ready (elect a leader) without a quorum.
 	fresh=1
 	[ -d "$DIR/n1" ] && fresh=0
+	if [ "$fresh" = 0 ] && [ "$secure" = 1 ] && [ ! -f "$DIR/secure" ]; then
+		echo "the cluster in $DIR was started without --secure; stop it and remove $DIR to start a secure one" >&2
+		exit 1
+	fi
+	[ -f "$DIR/secure" ] && secure=1
+	if [ "$secure" = 1 ]; then
+		make_certs
+		touch "$DIR/secure"
+		scheme=https
+		curl_tls=(--cacert "$CERTS/ca.crt" --cert "$CERTS/admin.crt" --key "$CERTS/admin.key")
+	fi
 	for n in 1 2 3; do
 		if [ -f "$DIR/n$n.pid" ] && kill -0 "$(cat "$DIR/n$n.pid")" 2>/dev/null; then
 			echo "n$n already running (pid $(cat "$DIR/n$n.pid"))"
@@ -38,29 +80,46 @@ start() {
 		fi
 		join=()
 		if [ "$n" != 1 ] && [ ! -d "$DIR/n$n" ]; then join=(--join "$(api 1)"); fi
-		"$BIN" --node-id "n$n" --data-dir "$DIR/n$n" --listen "$(api $n)" --raft-addr "$(raft $n)" "${join[@]}" \
+		# shellcheck disable=SC2046 # node_flags prints words without spaces
+		"$BIN" --node-id "n$n" --data-dir "$DIR/n$n" --listen "$(api $n)" --raft-addr "$(raft $n)" "${join[@]}" $(node_flags $n) \
 			>>"$DIR/n$n.log" 2>&1 &
 		echo $! >"$DIR/n$n.pid"
 		if [ "$fresh" = 1 ]; then
 			wait_ready "$(api $n)"
 		fi
-		echo "n$n started: API $(api $n), Raft $(raft $n), pid $(cat "$DIR/n$n.pid")"
+		echo "n$n started: API $scheme://$(api $n), Raft $(raft $n), pid $(cat "$DIR/n$n.pid")"
 	done
 	if [ "$fresh" = 0 ]; then
 		for n in 1 2 3; do wait_ready "$(api $n)"; done
+	fi
+	# logctl_at N is the logctl command line for node N.
+	logctl_at() { echo "logctl --server $(api "$1")"; }
+	if [ "$secure" = 1 ]; then
+		logctl_at() { echo "logctl --server $(api "$1") --tls-ca $CERTS/ca.crt --tls-cert $CERTS/admin.crt --tls-key $CERTS/admin.key"; }
+		cat <<EOT
+
+A secure three-node cluster is running: TLS on every API and between the
+nodes, client certificates of $CERTS/ca.crt required, --auth required.
+logctl connects as the admin client:
+
+  export LOGCTL_TLS_CA=$CERTS/ca.crt LOGCTL_TLS_CERT=$CERTS/admin.crt LOGCTL_TLS_KEY=$CERTS/admin.key
+  # or, per command: $(logctl_at 2) ...
+
+  curl ${curl_tls[*]} $scheme://$(api 1)/readyz
+EOT
 	fi
 	cat <<EOT
 
 A three-node cluster is running. Try:
 
   export PATH=\$PWD/bin:\$PATH
-  logctl --server $(api 2) cluster status
-  logctl --server $(api 2) topic create orders --partitions 3     # any node accepts writes
-  logctl --server $(api 3) produce orders hello world
-  logctl --server $(api 1) consume orders --from earliest
+  $(logctl_at 2) cluster status
+  $(logctl_at 2) topic create orders --partitions 3     # any node accepts writes
+  $(logctl_at 3) produce orders hello world
+  $(logctl_at 1) consume orders --from earliest
   kill -9 \$(cat $DIR/n1.pid)                                      # kill a node; the others elect a leader
-  logctl --server $(api 2) cluster transfer-leadership n3
-  logctl --server $(api 2) bench produce --topic bench
+  $(logctl_at 2) cluster transfer-leadership n3
+  $(logctl_at 2) bench produce --topic bench
 
 Stop it with: make cluster-stop   (logs in $DIR/nN.log)
 EOT
@@ -81,7 +140,14 @@ stop() {
 }
 
 case "${1:-}" in
-start) start ;;
+start)
+	case "${2:-}" in
+	"") ;;
+	--secure) secure=1 ;;
+	*) echo "usage: $0 start [--secure] | stop" >&2; exit 2 ;;
+	esac
+	start
+	;;
 stop) stop ;;
-*) echo "usage: $0 start|stop" >&2; exit 2 ;;
+*) echo "usage: $0 start [--secure] | stop" >&2; exit 2 ;;
 esac
