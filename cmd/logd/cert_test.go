@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/auth/certid"
 	"github.com/logd-dev/logd/internal/tlsconf"
 )
 
@@ -87,7 +88,7 @@ func TestCertCommand(t *testing.T) {
 
 	mustCertCmd(t, "node", "--dir", dir, "--id", "n1", "--hosts", "127.0.0.1,localhost,db1.example")
 	node := readKeyPair(t, dir, "n1")
-	if id, ok := tlsconf.NodeID(node.Cert); !ok || id != "n1" {
+	if id, ok := certid.NodeID(node.Cert); !ok || id != "n1" {
 		t.Fatalf("node id %q, %v", id, ok)
 	}
 	if err := node.Cert.CheckSignatureFrom(ca.Cert); err != nil {
@@ -109,8 +110,8 @@ func TestCertCommand(t *testing.T) {
 		t.Fatalf("json output: %+v", js)
 	}
 	client := readKeyPair(t, dir, "alice")
-	if tlsconf.UserName(client.Cert) != "alice" || client.Cert.Subject.CommonName != "alice" || client.Cert.CheckSignatureFrom(ca.Cert) != nil {
-		t.Fatalf("client certificate: user %q, CN %q", tlsconf.UserName(client.Cert), client.Cert.Subject.CommonName)
+	if p, ok := certid.Principal(client.Cert); !ok || p.String() != "User:alice" || client.Cert.Subject.CommonName != "alice" || client.Cert.CheckSignatureFrom(ca.Cert) != nil {
+		t.Fatalf("client certificate: principal %v, CN %q", p, client.Cert.Subject.CommonName)
 	}
 
 	for _, base := range []string{"ca", "n1", "alice"} {

@@ -240,6 +240,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		c.advertise = ln.Addr().String()
 	}
 	peers := replication.NewPeerResolver(c.peerRoutes)
+	// Calls to peers' API ports: https with the peer client configuration
+	// under peer TLS.
+	peerHTTP := replication.PeerHTTP{Peers: peers, TLS: tlsc.peer.client()}
 	cfg := replication.Config{
 		NodeID:            c.nodeID,
 		DataDir:           c.dataDir,
@@ -247,8 +250,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		RaftAdvertise:     c.raftAdvertise,
 		Bootstrap:         c.join == "",
 		APIAdvertise:      c.advertise,
-		SegmentSource:     replication.NewSegmentClient(replication.PeerHTTP{Peers: peers}),
+		SegmentSource:     replication.NewSegmentClient(peerHTTP),
 		Peers:             peers,
+		PeerTLS:           tlsc.peer.replication(),
 		SyncPartitions:    c.fsync == "always",
 		SnapshotThreshold: c.snapshotEvery,
 		SnapshotInterval:  c.snapshotPeriod,
@@ -274,7 +278,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	backend := replication.NewBackend(node)
 	srv := server.New(server.Options{Backend: backend, Segments: backend.SegmentHandler(), Logger: logger,
-		Limits: c.limits.serverLimits(), Conns: conns, Peers: peers, Auth: authOpts})
+		Limits: c.limits.serverLimits(), Conns: conns, Peers: peers, PeerTLS: cfg.PeerTLS, Auth: authOpts})
 	handler := srv.Handler()
 	if c.pprof {
 		mux := http.NewServeMux()
@@ -314,7 +318,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		defer close(joinDone)
 		if c.join != "" {
 			// It ends when joined or when the node shuts down.
-			if _, err := node.JoinCluster(joinCtx, c.join, joinVia(replication.PeerHTTP{Peers: peers})); err != nil && joinCtx.Err() == nil {
+			if _, err := node.JoinCluster(joinCtx, c.join, joinVia(peerHTTP)); err != nil && joinCtx.Err() == nil {
 				logger.Error("join", "err", err)
 			}
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,7 +15,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/logd-dev/logd/auth/certid"
 	"github.com/logd-dev/logd/internal/tlsconf"
+	"github.com/logd-dev/logd/replication"
 )
 
 // defaultTLSReloadInterval is how often a node polls its certificate
@@ -187,9 +190,14 @@ type nodeTLS struct {
 }
 
 // peerTLS is the node-to-node TLS of a node: the Raft transport,
-// forwarding, segment catch-up and join use its configurations.
+// forwarding, segment catch-up and join use its configurations
+// (replication.PeerTLS, docs/security.md "Peers").
 type peerTLS struct {
 	r *tlsconf.Reloader
+	// ownCA: the client API verifies client certificates against the
+	// peer bundle alone (no --tls-client-ca of another CA), so every
+	// certificate its handshake verified is the cluster CA's.
+	ownCA bool
 }
 
 // Server is the configuration of a listener that only peers dial: it
@@ -197,20 +205,39 @@ type peerTLS struct {
 // caller checks, NodeID).
 func (p *peerTLS) Server() *tls.Config { return p.r.ServerConfig(tls.RequireAndVerifyClientCert) }
 
-// Client is the configuration to dial a peer by DNS name: it presents the
-// node's certificate and verifies the peer against the cluster CA.
+// Client is the configuration of dials to peers: it presents the node's
+// certificate and verifies the peer's against the cluster CA
+// (tlsconf.Reloader.ClientConfig).
 func (p *peerTLS) Client() *tls.Config { return p.r.ClientConfig() }
 
-// ClientFor is Client for a peer dialed at host (a DNS name or an IP
-// address), which crypto/tls does not report for IP addresses
-// (tlsconf.Reloader.ClientConfigFor).
-func (p *peerTLS) ClientFor(host string) *tls.Config { return p.r.ClientConfigFor(host) }
+// NodeID is the node a certificate a handshake verified names. When the
+// client API also accepts certificates of --tls-client-ca's CA, it
+// verifies the certificate against the cluster CA again, so that only
+// the cluster CA vouches for a node.
+func (p *peerTLS) NodeID(cert *x509.Certificate) (string, bool) {
+	if p.ownCA {
+		return certid.NodeID(cert)
+	}
+	return p.r.NodeID(cert)
+}
 
-// NodeID is the node a connection's client certificate names, verified
-// against the cluster CA: on the client API, whose handshake also
-// accepts --tls-client-ca's certificates, only this tells a node from a
-// client.
-func (p *peerTLS) NodeID(cs *tls.ConnectionState) (string, error) { return p.r.VerifyNode(cs) }
+// replication is p as replication.Config.PeerTLS and
+// server.Options.PeerTLS; nil p (plaintext peers) is nil.
+func (p *peerTLS) replication() *replication.PeerTLS {
+	if p == nil {
+		return nil
+	}
+	return &replication.PeerTLS{Server: p.Server(), Client: p.Client(), NodeID: p.NodeID}
+}
+
+// client is p's client configuration for replication.PeerHTTP; nil
+// (plaintext) without peer TLS.
+func (p *peerTLS) client() *tls.Config {
+	if p == nil {
+		return nil
+	}
+	return p.Client()
+}
 
 // apiClientAuthFor is the client API's client-certificate policy:
 // required with --tls-client-ca; else, with peer TLS, verified when
@@ -249,14 +276,14 @@ func loadTLS(t tlsConfig, nodeID string, logger *slog.Logger) (*nodeTLS, error) 
 		if err != nil {
 			return nil, fmt.Errorf("peer TLS: %w", err)
 		}
-		id, ok := tlsconf.NodeID(r.Leaf())
+		id, ok := certid.NodeID(r.Leaf())
 		switch {
 		case !ok:
-			return nil, fmt.Errorf("peer TLS: %s is not a node certificate (URI SAN %s): create one with logd cert node --id %s", t.peerCert, tlsconf.NodeURI("ID"), nodeID)
+			return nil, fmt.Errorf("peer TLS: %s is not a node certificate (URI SAN %sID): create one with logd cert node --id %s", t.peerCert, certid.NodeURIPrefix, nodeID)
 		case id != nodeID:
 			return nil, fmt.Errorf("peer TLS: %s is node %s's certificate, and this is --node-id %s", t.peerCert, id, nodeID)
 		}
-		n.peer = &peerTLS{r: r}
+		n.peer = &peerTLS{r: r, ownCA: t.clientCA == "" || t.clientCA == t.peerCA}
 	}
 	return n, nil
 }

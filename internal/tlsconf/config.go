@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/logd-dev/logd/auth/certid"
 )
 
 // nextProtos are the ALPN protocols a server offers: HTTP/2 for gRPC and
@@ -63,26 +65,26 @@ func (r *Reloader) ServerConfig(clientAuth tls.ClientAuthType) *tls.Config {
 
 // ClientConfig is a client configuration that presents the current
 // certificate to servers that ask for one and verifies the server's
-// certificate chain and name against the current CA pool (the system
-// roots without CA files).
+// certificate chain against the current CA pool (the system roots
+// without CA files), and its name.
 //
 // crypto/tls verifies against the pool the config held when it was
 // built, and a reload must apply to the next handshake; so normal
 // verification is switched off (InsecureSkipVerify) and VerifyConnection
-// does it in full instead: the chain to the current pool, server usage,
-// the validity period, and the server's name. VerifyConnection also runs
-// for resumed sessions, so a server a rotation dropped is refused on
-// resumption too.
+// does it instead: the chain to the current pool, server usage, the
+// validity period, and the name. VerifyConnection also runs for resumed
+// sessions, so a server a rotation dropped is refused on resumption too.
 //
-// The name is the one crypto/tls reports, a DNS name from ServerName
-// (which tls.Dial and net/http set from the address dialed). crypto/tls
-// reports no name for an IP address: such a handshake fails with
-// ErrNoServerName rather than skip the check; dial IP addresses with
-// ClientConfigFor. Callers that want HTTP/2 set NextProtos on their copy.
+// The name is the one crypto/tls reports: a DNS name from ServerName
+// (which tls.Dial and net/http set from the address dialed). It reports
+// none for an IP address, so a dial to an IP address verifies the chain
+// and usage but not the address: ClientConfigFor checks it, and peer
+// TLS checks the node id the certificate carries (docs/security.md).
+// Callers that want HTTP/2 set NextProtos on their copy.
 func (r *Reloader) ClientConfig() *tls.Config { return r.clientConfig("") }
 
-// ClientConfigFor is ClientConfig for one server, verified by name: a
-// DNS name or an IP address (host of the address dialed, without port).
+// ClientConfigFor is ClientConfig for one server, whose name it verifies:
+// a DNS name or an IP address (the host of the address dialed).
 func (r *Reloader) ClientConfigFor(serverName string) *tls.Config {
 	cfg := r.clientConfig(serverName)
 	cfg.ServerName = serverName
@@ -97,15 +99,15 @@ func (r *Reloader) clientConfig(name string) *tls.Config {
 			return &r.cur.Load().cert, nil
 		},
 		VerifyConnection: func(cs tls.ConnectionState) error {
-			name := cmp.Or(name, cs.ServerName)
-			if name == "" {
-				return ErrNoServerName
-			}
 			if len(cs.PeerCertificates) == 0 {
 				return ErrNoPeerCertificate
 			}
+			name := cmp.Or(name, cs.ServerName)
 			_, err := verifyChain(r.cur.Load().pool, cs.PeerCertificates[0], cs.PeerCertificates[1:], name, x509.ExtKeyUsageServerAuth, r.now())
-			if err != nil {
+			switch {
+			case err != nil && name == "":
+				return fmt.Errorf("tlsconf: verify server: %w", err)
+			case err != nil:
 				return fmt.Errorf("tlsconf: verify server %q: %w", name, err)
 			}
 			return nil
@@ -113,33 +115,27 @@ func (r *Reloader) clientConfig(name string) *tls.Config {
 	}
 }
 
-// VerifyNode returns the node id of the peer on a server-side
-// connection, after verifying its certificate chain against this
-// Reloader's current CA pool for client use. A server whose handshake
-// accepted client certificates of more than one CA (the client API with
-// its own client CA) asks the peer Reloader here, so that only the
-// cluster CA can vouch for a node.
-func (r *Reloader) VerifyNode(cs *tls.ConnectionState) (string, error) {
-	if cs == nil || len(cs.PeerCertificates) == 0 {
-		return "", ErrNoPeerCertificate
-	}
-	leaf := cs.PeerCertificates[0]
+// NodeID returns the node id of a node certificate (package
+// auth/certid) that chains to this Reloader's current CA pool. A server
+// whose handshake accepts client certificates of more than one CA (the
+// client API with a client CA of its own) asks the peer Reloader here, so
+// that only the cluster CA vouches for a node. Only cert is verified, not
+// intermediates a peer sent: the bundle holds the CA that signs node
+// certificates (logd cert signs them with the CA itself).
+func (r *Reloader) NodeID(cert *x509.Certificate) (string, bool) {
 	pool := r.cur.Load().pool
-	if pool == nil {
-		return "", ErrNoClientCA
+	if cert == nil || pool == nil {
+		return "", false
 	}
-	if _, err := verifyChain(pool, leaf, cs.PeerCertificates[1:], "", x509.ExtKeyUsageClientAuth, r.now()); err != nil {
-		return "", fmt.Errorf("tlsconf: verify node: %w", err)
+	if _, err := verifyChain(pool, cert, nil, "", x509.ExtKeyUsageAny, r.now()); err != nil {
+		return "", false
 	}
-	id, ok := NodeID(leaf)
-	if !ok {
-		return "", fmt.Errorf("%w: %q", ErrNotNode, leaf.Subject.CommonName)
-	}
-	return id, nil
+	return certid.NodeID(cert)
 }
 
 // verifyChain verifies leaf against roots (nil: the system roots) for
-// usage at now, with intermediates and, when name is set, the name.
+// usage at now, with intermediates and, when name is set, the name (a
+// DNS name or an IP address).
 func verifyChain(roots *x509.CertPool, leaf *x509.Certificate, intermediates []*x509.Certificate, name string, usage x509.ExtKeyUsage, now time.Time) ([][]*x509.Certificate, error) {
 	opts := x509.VerifyOptions{
 		Roots:       roots,

@@ -3,7 +3,6 @@ package tlsconf
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -58,10 +57,11 @@ func TestHandshakeRefusals(t *testing.T) {
 			cliErr: "is valid for"},
 		{name: "wrong server IP address", srv: srvNode.ServerConfig(tls.NoClientCert), cli: alice.ClientConfigFor("10.1.2.3"), serverName: "10.1.2.3",
 			cliErr: "is valid for"},
-		{name: "no server name", srv: srvNode.ServerConfig(tls.NoClientCert), cli: alice.ClientConfig(), serverName: "",
-			cliErr: ErrNoServerName.Error()},
-		{name: "IP address without ClientConfigFor", srv: srvNode.ServerConfig(tls.NoClientCert), cli: alice.ClientConfig(), serverName: "127.0.0.1",
-			cliErr: ErrNoServerName.Error()},
+		// crypto/tls reports no name for an IP address: ClientConfig
+		// checks the chain only (ClientConfigFor checks the address).
+		{name: "IP address, chain only", srv: srvNode.ServerConfig(tls.NoClientCert), cli: alice.ClientConfig(), serverName: "10.1.2.3"},
+		{name: "IP address, server of another CA", srv: srvOther.ServerConfig(tls.NoClientCert), cli: alice.ClientConfig(), serverName: "127.0.0.1",
+			cliErr: "unknown authority"},
 		{name: "expired server certificate", srv: srvNode.ServerConfig(tls.NoClientCert), cli: late.ClientConfig(), serverName: "localhost",
 			cliErr: "expired"},
 		{name: "client certificates without a CA", srv: noCA.ServerConfig(tls.RequireAndVerifyClientCert), cli: alice.ClientConfig(), serverName: "localhost",
@@ -116,55 +116,29 @@ func TestServerALPN(t *testing.T) {
 	}
 }
 
-// TestVerifyNode: only a node certificate of the Reloader's own CA names
-// a node, whatever CA the handshake accepted it under.
-func TestVerifyNode(t *testing.T) {
+// TestNodeID: only a node certificate of the Reloader's own CA names a
+// node, whatever CA a handshake accepted it under.
+func TestNodeID(t *testing.T) {
 	cluster, users := mustCA(t, "cluster"), mustCA(t, "users")
 	peer := mustReloader(t, newFilesWith(t, mustNode(t, cluster, "n1"), cluster).config())
-	// The API server accepts client certificates of both CAs.
-	apiFiles := newFilesWith(t, mustNode(t, cluster, "n1"), cluster, users)
-	api := mustReloader(t, apiFiles.config())
 	for _, tc := range []struct {
-		name   string
-		cert   *KeyPair
-		want   string
-		wantEr error
-		text   string
+		name string
+		cert *x509.Certificate
+		want string // "": not a node
 	}{
-		{name: "node of the cluster CA", cert: mustNode(t, cluster, "n2"), want: "n2"},
-		{name: "client of the cluster CA", cert: mustClient(t, cluster, "alice"), wantEr: ErrNotNode},
-		{name: "node certificate of the users CA", cert: mustNode(t, users, "n2"), text: "unknown authority"},
+		{name: "node of the cluster CA", cert: mustNode(t, cluster, "n2").Cert, want: "n2"},
+		{name: "client of the cluster CA", cert: mustClient(t, cluster, "alice").Cert},
+		{name: "node certificate of the users CA", cert: mustNode(t, users, "n2").Cert},
+		{name: "nil", cert: nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cli := mustReloader(t, newFilesWith(t, tc.cert, cluster).config()).ClientConfig()
-			srvCfg := api.ServerConfig(tls.RequireAndVerifyClientCert)
-			var state *tls.ConnectionState
-			srvCfg = srvCfg.Clone()
-			inner := srvCfg.GetConfigForClient
-			srvCfg.GetConfigForClient = func(h *tls.ClientHelloInfo) (*tls.Config, error) {
-				c, err := inner(h)
-				if err != nil {
-					return nil, err
-				}
-				c = c.Clone()
-				c.VerifyConnection = func(cs tls.ConnectionState) error { state = &cs; return nil }
-				return c, nil
-			}
-			if _, cerr, serr := handshake(t, srvCfg, cli, "localhost"); cerr != nil || serr != nil {
-				t.Fatalf("handshake: client %v, server %v", cerr, serr)
-			}
-			id, err := peer.VerifyNode(state)
-			switch {
-			case tc.want != "" && (err != nil || id != tc.want):
-				t.Fatalf("VerifyNode: %q, %v; want %q", id, err, tc.want)
-			case tc.wantEr != nil && !errors.Is(err, tc.wantEr):
-				t.Fatalf("VerifyNode: %q, %v; want %v", id, err, tc.wantEr)
-			case tc.text != "" && (err == nil || !strings.Contains(err.Error(), tc.text)):
-				t.Fatalf("VerifyNode: %q, %v; want %q", id, err, tc.text)
+			if id, ok := peer.NodeID(tc.cert); id != tc.want || ok != (tc.want != "") {
+				t.Fatalf("NodeID = %q, %v; want %q", id, ok, tc.want)
 			}
 		})
 	}
-	if _, err := peer.VerifyNode(nil); !errors.Is(err, ErrNoPeerCertificate) {
-		t.Fatalf("no connection state: %v", err)
+	noCA := mustReloader(t, Config{CertFile: peer.cfg.CertFile, KeyFile: peer.cfg.KeyFile})
+	if id, ok := noCA.NodeID(mustNode(t, cluster, "n2").Cert); ok {
+		t.Fatalf("a Reloader without CA files vouched for node %q", id)
 	}
 }

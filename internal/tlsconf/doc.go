@@ -20,11 +20,11 @@
 // on the client side VerifyConnection verifies resumed sessions against
 // the current pool.
 //
-// Identities are URI SANs: a node certificate carries logd://node/<id>
-// (the principal Node:<id>), a client certificate logd://user/<name>,
-// and a certificate without a user URI names its principal in the
-// subject's common name. NewCA, IssueNode and IssueClient issue such
-// certificates (logd cert, and tests).
+// Identities are URI SANs, read by package auth/certid: a node
+// certificate carries logd://node/<id> (the principal Node:<id>), a
+// client certificate logd://user/<name> (User:<name>), and a certificate
+// without a user URI names its user in the subject's common name. NewCA,
+// IssueNode and IssueClient issue such certificates (logd cert).
 //
-// The package imports the standard library only.
+// The package imports the standard library only, besides auth/certid.
 package tlsconf

@@ -16,19 +16,13 @@ var (
 	// ErrNotFromCA: the certificate does not chain to the CA bundle
 	// (Config.CertFromCA).
 	ErrNotFromCA = errors.New("tlsconf: certificate not signed by the CA bundle")
-	// ErrNoServerName: a client configuration verifies the server's
-	// name, and the connection has none.
-	ErrNoServerName = errors.New("tlsconf: no server name to verify")
 	// ErrNoPeerCertificate: the peer presented no certificate.
 	ErrNoPeerCertificate = errors.New("tlsconf: peer presented no certificate")
-	// ErrNotNode: the peer's certificate is not a node certificate
-	// (no single logd://node/<id> URI SAN).
-	ErrNotNode = errors.New("tlsconf: not a node certificate")
 	// ErrNoClientCA: a server configuration verifies client
 	// certificates, and the Reloader has no CA bundle to verify them
 	// with.
 	ErrNoClientCA = errors.New("tlsconf: no CA bundle to verify client certificates")
-	// ErrInvalidName: a node id or user name that a certificate cannot
-	// carry.
+	// ErrInvalidName: a node id or user name that logd does not issue a
+	// certificate for (ValidName).
 	ErrInvalidName = errors.New("tlsconf: invalid name")
 )

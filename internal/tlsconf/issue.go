@@ -51,7 +51,7 @@ func (ca *KeyPair) IssueNode(id string, hosts []string, notBefore time.Time, val
 		Subject:     pkix.Name{CommonName: id, Organization: []string{"logd"}},
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		URIs:        []*url.URL{NodeURI(id)},
+		URIs:        []*url.URL{nodeURI(id)},
 	}
 	for _, h := range hosts {
 		h = strings.TrimSpace(h)
@@ -76,7 +76,7 @@ func (ca *KeyPair) IssueClient(name string, notBefore time.Time, validFor time.D
 		Subject:     pkix.Name{CommonName: name},
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		URIs:        []*url.URL{UserURI(name)},
+		URIs:        []*url.URL{userURI(name)},
 	}
 	return ca.sign(tmpl, notBefore, validFor)
 }
