@@ -50,8 +50,9 @@ make_certs() {
 # node_flags prints the security flags of node $1.
 node_flags() {
 	if [ "$secure" = 1 ]; then
-		# Peer TLS takes the API's certificate, key and CA (--peer-tls-*).
-		echo --tls-cert "$CERTS/n$1.crt" --tls-key "$CERTS/n$1.key" --tls-client-ca "$CERTS/ca.crt" --auth required
+		# Peer TLS takes the API's certificate, key and CA (--peer-tls-*);
+		# the admin client's certificate names User:admin, a superuser.
+		echo --tls-cert "$CERTS/n$1.crt" --tls-key "$CERTS/n$1.key" --tls-client-ca "$CERTS/ca.crt" --auth required --superuser admin
 	fi
 }
 
@@ -95,16 +96,14 @@ start() {
 	# logctl_at N is the logctl command line for node N.
 	logctl_at() { echo "logctl --server $(api "$1")"; }
 	if [ "$secure" = 1 ]; then
-		logctl_at() { echo "logctl --server $(api "$1") --tls-ca $CERTS/ca.crt --tls-cert $CERTS/admin.crt --tls-key $CERTS/admin.key"; }
 		cat <<EOT
 
 A secure three-node cluster is running: TLS on every API and between the
 nodes, client certificates of $CERTS/ca.crt required, --auth required.
-logctl connects as the admin client:
+logctl and curl connect as the admin client (User:admin, a superuser):
 
   export LOGCTL_TLS_CA=$CERTS/ca.crt LOGCTL_TLS_CERT=$CERTS/admin.crt LOGCTL_TLS_KEY=$CERTS/admin.key
-  # or, per command: $(logctl_at 2) ...
-
+  # (or --tls-ca, --tls-cert, --tls-key on each command)
   curl ${curl_tls[*]} $scheme://$(api 1)/readyz
 EOT
 	fi
