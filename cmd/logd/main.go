@@ -65,6 +65,8 @@ type config struct {
 	// authn is who may call the node and what they may cost it
 	// (auth_flags.go).
 	authn authConfig
+	// kafka is the Kafka-protocol listener (kafka.go).
+	kafka kafkaConfig
 }
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -116,6 +118,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	readLimits := addLimitFlags(fs, env)
 	readAuth := addAuthFlags(fs, env)
 	readTLS := addTLSFlags(fs, env)
+	readKafka := addKafkaFlags(fs, env)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -127,6 +130,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		return c, err
 	}
 	if c.tls, err = readTLS(); err != nil {
+		return c, err
+	}
+	if c.kafka, err = readKafka(getenv); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
@@ -239,6 +245,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if c.advertise == "" {
 		c.advertise = ln.Addr().String()
 	}
+	kln, conns, err := c.kafka.bind(c.advertise, conns)
+	if err != nil {
+		return err
+	}
+	if kln != nil {
+		defer kln.Close()
+	}
 	peers := replication.NewPeerResolver(c.peerRoutes)
 	// Calls to peers' API ports: https with the peer client configuration
 	// under peer TLS.
@@ -277,8 +290,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fmt.Errorf("open node: %w", err)
 	}
 	backend := replication.NewBackend(node)
+	reg := newRegistry()
 	srv := server.New(server.Options{Backend: backend, Segments: backend.SegmentHandler(), Logger: logger,
-		Limits: c.limits.serverLimits(), Conns: conns, Peers: peers, PeerTLS: cfg.PeerTLS, Auth: authOpts})
+		Limits: c.limits.serverLimits(), Conns: conns, Peers: peers, PeerTLS: cfg.PeerTLS, Auth: authOpts, Registry: reg})
 	handler := srv.Handler()
 	if c.pprof {
 		mux := http.NewServeMux()
@@ -312,6 +326,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	logger.Info("logd started", "node", c.nodeID, "listen", ln.Addr().String(), "advertise", c.advertise, "raft", c.raftAddr, "data", c.dataDir, "fsync", c.fsync,
 		"open_file_limit", nofile, "max_connections", conns.Max, "max_connections_per_ip", conns.MaxPerAddr,
 		"tls", tlsc.api != nil, "client_certificates", clientAuthName(tlsc.apiClientAuth), "peer_tls", tlsc.peer != nil, "auth", c.authn.mode)
+	stopKafka := startKafka(c.kafka, kln, backend, srv, reg, c.advertise, c.limits, logger)
 	joinCtx, stopJoin := context.WithCancel(ctx)
 	joinDone := make(chan struct{})
 	go func() {
@@ -340,6 +355,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if serveErr == nil {
 		<-errc
 	}
+	stopKafka()
 	if err := node.Close(); err != nil {
 		return fmt.Errorf("close node: %w", err)
 	}

@@ -102,7 +102,7 @@ var table = []row{
 	{path: "internal/testcerts", layer: layerSupport, support: true, stdOnly: true},
 
 	{path: "server", layer: layerEdge, frontEnd: true},
-	{path: "kafka", layer: layerEdge, frontEnd: true, planned: true},
+	{path: "kafka", layer: layerEdge, frontEnd: true},
 	{path: "client", layer: layerEdge, onlyDeps: []string{"api/...", "partition"}},
 
 	{path: "api/logdv1", layer: layerAPI, only: []string{"api/..."}},

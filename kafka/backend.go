@@ -1,0 +1,52 @@
+package kafka
+
+import (
+	"context"
+
+	"github.com/logd-dev/logd/replication"
+)
+
+// Backend is what the Kafka front end needs from the node, declared here by
+// its consumer as server/backend.go declares the Connect API's; the
+// contracts written there hold for these methods too (copies the caller
+// owns, Kafka's offsets, typed errors, writes answered after commit).
+// replication.Backend implements it.
+type Backend interface {
+	// NodeID is this node's id and APIAddress its registered client API
+	// address; Ready and IsLeader are as in server.ClusterBackend.
+	NodeID() string
+	APIAddress() string
+	Ready() bool
+	IsLeader() bool
+	// Status is this node's view of the Raft group: its members (the
+	// brokers Metadata lists, the voters being every partition's
+	// replicas) and its leader.
+	Status() replication.Status
+	// NodeAPIAddress returns a node's registered client API address, from
+	// which its Kafka address is derived (Options.PeerAddress).
+	NodeAPIAddress(id string) (string, bool)
+
+	// Topics.
+	CreateTopic(ctx context.Context, c replication.CreateTopic) (replication.TopicInfo, error)
+	AlterTopic(ctx context.Context, c replication.AlterTopic) (replication.TopicInfo, error)
+	DeleteTopic(ctx context.Context, name string) error
+	Topic(name string) (replication.TopicInfo, error)
+	Topics() []replication.TopicInfo
+	// ValidateCreateTopic and ValidateAlterTopic check a change as the
+	// write would, writing nothing (a request to validate only);
+	// TopicConfigDefaults lists every topic setting with its default.
+	ValidateCreateTopic(c replication.CreateTopic) error
+	ValidateAlterTopic(c replication.AlterTopic) error
+	TopicConfigDefaults() map[string]string
+
+	// Append appends record batches as they are, one per partition of one
+	// topic, in one Raft entry, and returns each batch's base offset once
+	// committed and applied (replication.Node.Append).
+	Append(ctx context.Context, a replication.Append) ([]int64, error)
+	// Read, Offsets and OffsetForTime are as in server.RecordBackend.
+	Read(topic string, partition int32, offset int64, maxBytes int) (replication.ReadResult, error)
+	Offsets(topic string, partition int32) (replication.Offsets, error)
+	OffsetForTime(topic string, partition int32, tsMillis int64) (int64, error)
+}
+
+var _ Backend = (*replication.Backend)(nil)

@@ -1,0 +1,284 @@
+package kafka
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// conn is one client connection: a goroutine reads requests (serve's
+// reader) and another handles them in order and writes their responses
+// (serve itself), so a client may pipeline requests while each is still
+// handled after the one before it.
+type conn struct {
+	s  *Server
+	nc net.Conn
+	// ctx ends when the connection or the server does: a long poll of a
+	// client that went away stops.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// out is the response buffer, reused from one response to the next.
+	out []byte
+}
+
+// request is a request read whole, with the budget it holds.
+type request struct {
+	h    requestHeader
+	body []byte
+	// charged is what the request holds of the server's budget, released
+	// once it is answered.
+	charged int64
+	start   time.Time
+	// closeReason, if set, closes the connection once the requests before
+	// this one are answered (a request Kafka would close it for).
+	closeReason string
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	ctx, cancel := context.WithCancel(s.ctx)
+	return &conn{s: s, nc: nc, ctx: ctx, cancel: cancel}
+}
+
+// serve runs the connection until the client or the server closes it, or
+// a request closes it.
+func (c *conn) serve() {
+	defer c.nc.Close()
+	defer c.cancel()
+	reqs := make(chan *request, c.s.limits.ReadAhead-1)
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		defer close(reqs)
+		c.read(reqs)
+	}()
+	defer func() {
+		// Unblock and drain the reader, releasing what it charged.
+		c.cancel()
+		c.nc.Close()
+		for r := range reqs {
+			c.s.budget.release(r.charged)
+		}
+		<-readerDone
+	}()
+	for r := range reqs {
+		ok := c.handle(r)
+		c.s.budget.release(r.charged)
+		if !ok {
+			return
+		}
+	}
+}
+
+// read reads requests into reqs until the connection fails or a request
+// closes it.
+func (c *conn) read(reqs chan<- *request) {
+	l := c.s.limits
+	br := bufio.NewReaderSize(c.nc, 64<<10)
+	var size [4]byte
+	for {
+		if l.IdleTimeout > 0 {
+			c.nc.SetReadDeadline(time.Now().Add(l.IdleTimeout))
+		}
+		if _, err := io.ReadFull(br, size[:]); err != nil {
+			return
+		}
+		n := int64(int32(binary.BigEndian.Uint32(size[:])))
+		if n < minRequestBytes || l.MaxRequestBytes > 0 && n > l.MaxRequestBytes {
+			c.s.metrics.refused.WithLabelValues("size").Inc()
+			c.s.logger.Debug("kafka: closing connection: request size out of bounds", "remote", c.nc.RemoteAddr().String(), "size", n, "max", l.MaxRequestBytes)
+			return
+		}
+		if err := c.s.budget.acquire(c.ctx, n); err != nil {
+			return
+		}
+		r := &request{charged: n}
+		if l.RequestTimeout > 0 {
+			d := l.RequestTimeout
+			if l.RequestMinRate > 0 {
+				d += time.Duration(n * int64(time.Second) / l.RequestMinRate)
+			}
+			c.nc.SetReadDeadline(time.Now().Add(d))
+		}
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(br, buf); err != nil {
+			c.s.budget.release(n)
+			return
+		}
+		r.start = time.Now()
+		r.h, r.body, r.closeReason = c.parse(buf)
+		select {
+		case reqs <- r:
+		case <-c.ctx.Done():
+			c.s.budget.release(n)
+			return
+		}
+		if r.closeReason != "" {
+			return
+		}
+	}
+}
+
+// parse reads a request's header; a request that closes the connection
+// comes back with its reason.
+func (c *conn) parse(buf []byte) (requestHeader, []byte, string) {
+	h, body, err := parseHeader(buf)
+	if err != nil {
+		return h, nil, "malformed"
+	}
+	if h.key == keyApiVersions {
+		// Any version is answered (versions.go); from version 3 the
+		// header has tags, and a version above ours is not read further.
+		if h.version >= 3 && served(h.key, h.version) {
+			if body, err = skipHeaderTags(body); err != nil {
+				return h, nil, "malformed"
+			}
+		}
+		return h, body, ""
+	}
+	if !served(h.key, h.version) {
+		return h, nil, "unsupported"
+	}
+	req := kmsg.RequestForKey(h.key)
+	req.SetVersion(h.version)
+	if req.IsFlexible() {
+		if body, err = skipHeaderTags(body); err != nil {
+			return h, nil, "malformed"
+		}
+	}
+	return h, body, ""
+}
+
+// handle answers one request; false closes the connection.
+func (c *conn) handle(r *request) bool {
+	s := c.s
+	if r.closeReason != "" {
+		s.metrics.refused.WithLabelValues(r.closeReason).Inc()
+		s.logger.Debug("kafka: closing connection", "reason", r.closeReason, "remote", c.nc.RemoteAddr().String(),
+			"client_id", r.h.clientID, "api", apiName(r.h.key), "version", r.h.version)
+		return false
+	}
+	api := apiName(r.h.key)
+	rc := &reqCtx{}
+	resp, err := c.dispatch(rc, r)
+	if err != nil {
+		// The body did not parse: Kafka closes the connection.
+		s.metrics.refused.WithLabelValues("malformed").Inc()
+		s.logger.Debug("kafka: closing connection: malformed request", "remote", c.nc.RemoteAddr().String(),
+			"client_id", r.h.clientID, "api", api, "version", r.h.version, "err", err)
+		return false
+	}
+	s.metrics.requests.WithLabelValues(api).Inc()
+	for code := range rc.codes {
+		s.metrics.errors.WithLabelValues(api, errorName(code)).Inc()
+	}
+	defer func() { s.metrics.latency.WithLabelValues(api).Observe(time.Since(r.start).Seconds()) }()
+	if resp == nil {
+		return true // acks=0: no response
+	}
+	c.out = appendResponse(c.out[:0], r.h, resp)
+	if s.limits.WriteTimeout > 0 {
+		c.nc.SetWriteDeadline(time.Now().Add(s.limits.WriteTimeout))
+	}
+	_, werr := c.nc.Write(c.out)
+	if cap(c.out) > 1<<20 {
+		c.out = nil // do not keep a large fetch's buffer per connection
+	}
+	return werr == nil
+}
+
+// reqCtx gathers what a handler reports besides its response: the error
+// codes it answered, for the metrics.
+type reqCtx struct {
+	codes map[int16]struct{}
+}
+
+// note records an error code answered (NONE is not recorded).
+func (rc *reqCtx) note(code int16) {
+	if code == errNone {
+		return
+	}
+	if rc.codes == nil {
+		rc.codes = map[int16]struct{}{}
+	}
+	rc.codes[code] = struct{}{}
+}
+
+// errNoResponse is what a handler returns for a request that gets no
+// response (a produce with acks=0).
+var errNoResponse = errors.New("no response")
+
+// dispatch decodes a request and calls its handler. It returns the
+// response (nil: none is sent) or the error of a body that did not parse.
+func (c *conn) dispatch(rc *reqCtx, r *request) (kmsg.Response, error) {
+	if r.h.key == keyApiVersions {
+		resp := c.s.apiVersions(r.h, r.body)
+		rc.note(resp.(*kmsg.ApiVersionsResponse).ErrorCode)
+		return resp, nil
+	}
+	req := kmsg.RequestForKey(r.h.key)
+	req.SetVersion(r.h.version)
+	if err := req.ReadFrom(r.body); err != nil {
+		return nil, fmt.Errorf("decode %s v%d: %w", apiName(r.h.key), r.h.version, err)
+	}
+	ctx := c.ctx
+	var resp kmsg.Response
+	switch req := req.(type) {
+	case *kmsg.MetadataRequest:
+		resp = c.s.metadata(ctx, rc, req)
+	case *kmsg.ProduceRequest:
+		var err error
+		resp, err = c.s.produce(ctx, rc, req)
+		if errors.Is(err, errNoResponse) {
+			return nil, nil
+		}
+	case *kmsg.FetchRequest:
+		resp = c.s.fetch(ctx, rc, req)
+	case *kmsg.ListOffsetsRequest:
+		resp = c.s.listOffsets(ctx, rc, req)
+	case *kmsg.CreateTopicsRequest:
+		resp = c.s.createTopics(ctx, rc, req)
+	case *kmsg.DeleteTopicsRequest:
+		resp = c.s.deleteTopics(ctx, rc, req)
+	case *kmsg.DescribeConfigsRequest:
+		resp = c.s.describeConfigs(ctx, rc, req)
+	case *kmsg.IncrementalAlterConfigsRequest:
+		resp = c.s.incrementalAlterConfigs(ctx, rc, req)
+	default:
+		// served() admitted a key without a handler: a bug, and the
+		// client is told so rather than left waiting.
+		return nil, fmt.Errorf("no handler for %s", apiName(r.h.key))
+	}
+	return resp, nil
+}
+
+// waitReady waits until the node may answer from its state (it has applied
+// what was committed before it started; a new leader, the barrier of its
+// term), at most readyWait.
+func (s *Server) waitReady(ctx context.Context) bool {
+	if s.b.Ready() {
+		return true
+	}
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	deadline := time.NewTimer(readyWait)
+	defer deadline.Stop()
+	for {
+		select {
+		case <-t.C:
+			if s.b.Ready() {
+				return true
+			}
+		case <-deadline.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}

@@ -1,0 +1,41 @@
+// Package kafka is logd's Kafka-protocol front end: a TCP listener that
+// speaks the Apache Kafka wire protocol, so that Kafka clients (kcat and
+// librdkafka, franz-go, sarama, kafkajs) produce to and consume from logd
+// topics. It is a sibling of package server over the same backend
+// (replication.Backend): it decodes a request, calls the backend through
+// the interface it declares (backend.go) and maps the backend's typed
+// errors to Kafka error codes (errors.go). It holds no storage and sees
+// nothing of Raft.
+//
+// # Wire protocol
+//
+// Requests and responses are encoded with github.com/twmb/franz-go/pkg/kmsg,
+// generated from Kafka's message specifications; this package writes only
+// the request and response headers and the framing (frame.go). The keys and
+// versions it advertises are in versions.go; a request for any other key or
+// version closes the connection, as Kafka does, except ApiVersions, which
+// answers a version it does not know with the KIP-511 downgrade answer.
+//
+// # Connections
+//
+// Each connection has one goroutine reading requests and one handling
+// them, in order: the responses of one connection go out in the order
+// its requests came in, and a request is handled only after the previous
+// one was (a produce after a produce is appended after it). The reader
+// reads ahead a bounded number of requests, each bounded in size and
+// charged to a memory budget shared by all connections before its body is
+// read; when the budget is spent the reader stops reading, which holds the
+// client back through TCP. The caller bounds the connections themselves by
+// wrapping the listener (server.Server.Listener in cmd/logd).
+//
+// # Records
+//
+// logd stores Kafka RecordBatch v2 as produced: a produce request's batch
+// for a partition is verified (one batch, magic 2, CRC-32C, counts, no
+// producer id, not transactional) and appended as it is, compressed or not,
+// in one Raft entry per topic. A fetch serves stored batches as stored,
+// starting with the batch that holds the requested offset; only the
+// partition leader epoch field, outside the CRC, is rewritten, since the
+// log keeps its own bookkeeping there. docs/kafka.md says what is
+// supported and what is refused, and how.
+package kafka

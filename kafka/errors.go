@@ -1,0 +1,168 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/logd-dev/logd/replication"
+)
+
+// Kafka error codes this front end answers with (the protocol's numbers).
+const (
+	errNone                     int16 = 0
+	errUnknownServer            int16 = -1
+	errOffsetOutOfRange         int16 = 1
+	errCorruptMessage           int16 = 2
+	errUnknownTopicOrPartition  int16 = 3
+	errLeaderNotAvailable       int16 = 5
+	errNotLeaderOrFollower      int16 = 6
+	errRequestTimedOut          int16 = 7
+	errMessageTooLarge          int16 = 10
+	errInvalidTopic             int16 = 17
+	errNotEnoughReplicas        int16 = 19
+	errInvalidRequiredAcks      int16 = 21
+	errUnsupportedVersion       int16 = 35
+	errTopicAlreadyExists       int16 = 36
+	errInvalidPartitions        int16 = 37
+	errInvalidReplicationFactor int16 = 38
+	errInvalidReplicaAssignment int16 = 39
+	errInvalidConfig            int16 = 40
+	errNotController            int16 = 41
+	errInvalidRequest           int16 = 42
+	errPolicyViolation          int16 = 44
+	errInvalidTxnState          int16 = 48
+	errKafkaStorage             int16 = 56
+	errUnknownProducerID        int16 = 59
+	errFetchSessionIDNotFound   int16 = 70
+	errUnsupportedCompression   int16 = 76
+	errInvalidRecord            int16 = 87
+)
+
+// errorNames names the codes above for metrics and logs.
+var errorNames = map[int16]string{
+	errNone:                     "NONE",
+	errUnknownServer:            "UNKNOWN_SERVER_ERROR",
+	errOffsetOutOfRange:         "OFFSET_OUT_OF_RANGE",
+	errCorruptMessage:           "CORRUPT_MESSAGE",
+	errUnknownTopicOrPartition:  "UNKNOWN_TOPIC_OR_PARTITION",
+	errLeaderNotAvailable:       "LEADER_NOT_AVAILABLE",
+	errNotLeaderOrFollower:      "NOT_LEADER_OR_FOLLOWER",
+	errRequestTimedOut:          "REQUEST_TIMED_OUT",
+	errMessageTooLarge:          "MESSAGE_TOO_LARGE",
+	errInvalidTopic:             "INVALID_TOPIC_EXCEPTION",
+	errNotEnoughReplicas:        "NOT_ENOUGH_REPLICAS",
+	errInvalidRequiredAcks:      "INVALID_REQUIRED_ACKS",
+	errUnsupportedVersion:       "UNSUPPORTED_VERSION",
+	errTopicAlreadyExists:       "TOPIC_ALREADY_EXISTS",
+	errInvalidPartitions:        "INVALID_PARTITIONS",
+	errInvalidReplicationFactor: "INVALID_REPLICATION_FACTOR",
+	errInvalidReplicaAssignment: "INVALID_REPLICA_ASSIGNMENT",
+	errInvalidConfig:            "INVALID_CONFIG",
+	errNotController:            "NOT_CONTROLLER",
+	errInvalidRequest:           "INVALID_REQUEST",
+	errPolicyViolation:          "POLICY_VIOLATION",
+	errInvalidTxnState:          "INVALID_TXN_STATE",
+	errKafkaStorage:             "KAFKA_STORAGE_ERROR",
+	errUnknownProducerID:        "UNKNOWN_PRODUCER_ID",
+	errFetchSessionIDNotFound:   "FETCH_SESSION_ID_NOT_FOUND",
+	errUnsupportedCompression:   "UNSUPPORTED_COMPRESSION_TYPE",
+	errInvalidRecord:            "INVALID_RECORD",
+}
+
+func errorName(code int16) string {
+	if n, ok := errorNames[code]; ok {
+		return n
+	}
+	return "OTHER"
+}
+
+// opKind is what a request does, which decides a few codes: a write that
+// reaches a node that cannot propose is NOT_LEADER_OR_FOLLOWER for records
+// (the client refreshes its metadata and goes to the partition leader) and
+// NOT_CONTROLLER for topic administration (the client goes to the
+// controller Metadata names, which is the Raft leader too).
+type opKind int
+
+const (
+	opRecords opKind = iota
+	opAdmin
+)
+
+// errorRow maps the backend errors that match one of errs (errors.Is) to a
+// Kafka code.
+type errorRow struct {
+	errs []error
+	code int16
+}
+
+// errorTable is the one mapping of backend errors to Kafka codes; the
+// first row that matches wins, and an error no row matches is
+// UNKNOWN_SERVER_ERROR. errors_test.go fails when a sentinel of the
+// backend has no row. The codes of NOT_LEADER below are for records;
+// codeFor turns them into NOT_CONTROLLER for administration.
+var errorTable = []errorRow{
+	// Admission control refused the append and nothing was written: a
+	// code every Kafka client retries (NOT_ENOUGH_REPLICAS also means
+	// "not written"), sent with throttle_time_ms (throttleFor).
+	{errs: []error{replication.ErrOverloaded}, code: errNotEnoughReplicas},
+	{errs: []error{replication.ErrOffsetOutOfRange}, code: errOffsetOutOfRange},
+	{errs: []error{replication.ErrUnknownTopic, replication.ErrLogClosed, replication.ErrUnknownPartition}, code: errUnknownTopicOrPartition},
+	{errs: []error{replication.ErrTopicExists}, code: errTopicAlreadyExists},
+	{errs: []error{replication.ErrRecordTooLarge, replication.ErrBatchTooLarge}, code: errMessageTooLarge},
+	{errs: []error{replication.ErrInvalidTopicName}, code: errInvalidTopic},
+	{errs: []error{replication.ErrInvalidConfig}, code: errInvalidConfig},
+	{errs: []error{replication.ErrInvalidBatch}, code: errCorruptMessage},
+	{errs: []error{replication.ErrInvalidArgument, replication.ErrIdempotencyConflict}, code: errInvalidRequest},
+	// The cluster's topic quota: retrying does not help until topics are
+	// deleted or the quota raised.
+	{errs: []error{replication.ErrQuotaExceeded}, code: errPolicyViolation},
+	// A command some member's build would not understand.
+	{errs: []error{replication.ErrFeatureLevel}, code: errPolicyViolation},
+	{errs: []error{replication.ErrNotLeader, replication.ErrShutdown, replication.ErrBehind}, code: errNotLeaderOrFollower},
+	// The outcome is unknown: the write may still commit.
+	{errs: []error{replication.ErrTimeout, context.DeadlineExceeded, context.Canceled}, code: errRequestTimedOut},
+	{errs: []error{replication.ErrStopped, replication.ErrCorrupt}, code: errKafkaStorage},
+	// Concurrent appends kept committing the same idempotency keys first
+	// (Kafka appends carry none): nothing the client can do but retry.
+	{errs: []error{replication.ErrDedupRace}, code: errUnknownServer},
+}
+
+// codeFor maps a backend error to a Kafka code for an operation of kind.
+func codeFor(err error, kind opKind) int16 {
+	if err == nil {
+		return errNone
+	}
+	code := tableCode(err)
+	if kind == opAdmin && code == errNotLeaderOrFollower {
+		return errNotController
+	}
+	return code
+}
+
+// tableCode is the code of the first row of errorTable matching err.
+func tableCode(err error) int16 {
+	for _, row := range errorTable {
+		for _, e := range row.errs {
+			if errors.Is(err, e) {
+				return row.code
+			}
+		}
+	}
+	return errUnknownServer
+}
+
+// throttleFor returns the throttle_time_ms to send with err: admission
+// control's retry hint when it refused an append, else 0. Clients hold
+// back their next request to the node for that long.
+func throttleFor(err error) int32 {
+	var oe *replication.OverloadedError
+	if !errors.As(err, &oe) {
+		return 0
+	}
+	after := oe.RetryAfter
+	if after <= 0 {
+		after = replication.DefaultOverloadRetryAfter
+	}
+	return int32(min(after, time.Minute).Milliseconds())
+}

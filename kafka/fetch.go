@@ -1,0 +1,190 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"math"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logd-dev/logd/batch"
+	"github.com/logd-dev/logd/replication"
+)
+
+// fetch answers Fetch: for each partition, the stored batches from the one
+// that holds the fetch offset on, as stored (servedBatches), at least one
+// whole batch for the first partition with data however small the limits
+// (KIP-74), then more while the response's max_bytes and the partition's
+// max bytes allow. The high watermark is the partition's end (every
+// applied record is committed) and so is the last stable offset (logd has
+// no transactions). An offset below the log start or above the end is
+// OFFSET_OUT_OF_RANGE, with the bounds, so the client resets.
+//
+// With less than min_bytes of records the fetch waits, up to max_wait_ms,
+// for an append to one of its partitions, and reads again. Only the leader
+// serves fetches, as in Kafka: a consumer that fetched from a former
+// leader cut off from the others would otherwise wait for records that
+// never come, without an error that makes it refresh its metadata.
+func (s *Server) fetch(ctx context.Context, rc *reqCtx, req *kmsg.FetchRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	if req.Version >= 7 && (req.SessionID != 0 || req.SessionEpoch > 0) {
+		// Fetch sessions (KIP-227) are not kept: every response says
+		// session 0, so a client only ever sends full fetches; one that
+		// names a session anyway is told it does not exist.
+		resp.ErrorCode = errFetchSessionIDNotFound
+		rc.note(resp.ErrorCode)
+		return resp
+	}
+	leader := s.waitReady(ctx) && s.b.IsLeader()
+	maxBytes := int64(math.MaxInt32)
+	if req.Version >= 3 && req.MaxBytes > 0 {
+		maxBytes = int64(req.MaxBytes)
+	}
+	maxBytes = min(maxBytes, int64(s.limits.MaxFetchBytes))
+	wait := time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond
+	if s.limits.MaxFetchWait > 0 {
+		wait = min(wait, s.limits.MaxFetchWait)
+	}
+	var timer *time.Timer
+	for {
+		res := s.fetchOnce(req, leader, maxBytes)
+		resp.Topics = res.topics
+		if !leader || res.failed || res.bytes >= int64(max(req.MinBytes, 1)) || wait <= 0 {
+			s.noteFetch(rc, res)
+			return resp
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
+			defer timer.Stop()
+		}
+		cases := make([]reflect.SelectCase, 0, len(res.changed)+2)
+		cases = append(cases,
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
+		for _, ch := range res.changed {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+		}
+		switch i, _, _ := reflect.Select(cases); i {
+		case 0, 1:
+			// Deadline or the connection went away: answer what there
+			// is now (a record may have come just before).
+			res = s.fetchOnce(req, leader, maxBytes)
+			resp.Topics = res.topics
+			s.noteFetch(rc, res)
+			return resp
+		}
+	}
+}
+
+// fetchResult is one pass over a fetch's partitions.
+type fetchResult struct {
+	topics []kmsg.FetchResponseTopic
+	bytes  int64
+	// failed: a partition has an error, which is answered at once.
+	failed bool
+	// changed are the partitions' wake-up channels.
+	changed []<-chan struct{}
+	codes   []int16
+}
+
+func (s *Server) noteFetch(rc *reqCtx, res fetchResult) {
+	for _, c := range res.codes {
+		rc.note(c)
+	}
+	s.metrics.bytes.WithLabelValues("fetch").Add(float64(res.bytes))
+}
+
+// fetchOnce reads every partition of a fetch once.
+func (s *Server) fetchOnce(req *kmsg.FetchRequest, leader bool, maxBytes int64) fetchResult {
+	var res fetchResult
+	full := false // the response's max bytes are spent
+	for _, t := range req.Topics {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic = t.Topic
+		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, 0, len(t.Partitions))
+		for _, p := range t.Partitions {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+			rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+			if !leader {
+				rp.ErrorCode = errNotLeaderOrFollower
+			} else {
+				s.fetchPartition(&res, &rp, t.Topic, p, maxBytes, &full)
+			}
+			if rp.ErrorCode != errNone {
+				res.failed = true
+				res.codes = append(res.codes, rp.ErrorCode)
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		res.topics = append(res.topics, rt)
+	}
+	return res
+}
+
+// fetchPartition reads one partition into rp.
+func (s *Server) fetchPartition(res *fetchResult, rp *kmsg.FetchResponseTopicPartition, topic string, p kmsg.FetchRequestTopicPartition, maxBytes int64, full *bool) {
+	limit := int64(p.PartitionMaxBytes)
+	if left := maxBytes - res.bytes; left < limit {
+		limit = left
+	}
+	if *full || limit <= 0 {
+		// Nothing more fits: the bounds only, so the client sees its lag.
+		off, err := s.b.Offsets(topic, p.Partition)
+		if err != nil {
+			rp.ErrorCode = codeFor(err, opRecords)
+			return
+		}
+		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = off.End, off.End, off.LogStart
+		return
+	}
+	r, err := s.b.Read(topic, p.Partition, p.FetchOffset, int(min(limit, math.MaxInt32)))
+	if err != nil {
+		rp.ErrorCode = codeFor(err, opRecords)
+		var oor *replication.OutOfRangeError
+		if errors.As(err, &oor) {
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = oor.End, oor.End, oor.Start
+		}
+		if rp.ErrorCode != errOffsetOutOfRange {
+			s.logger.Debug("kafka: fetch", "topic", topic, "partition", p.Partition, "offset", p.FetchOffset, "err", err)
+		}
+		return
+	}
+	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = r.EndOffset, r.EndOffset, r.LogStartOffset
+	res.changed = append(res.changed, r.Changed)
+	n := int64(len(r.Batches))
+	if n == 0 {
+		return
+	}
+	if res.bytes > 0 && n > limit {
+		// Only the first partition with data may pass the limits (the
+		// one batch KIP-74 guarantees); this one waits for the next fetch.
+		*full = true
+		return
+	}
+	rp.RecordBatches = servedBatches(r.Batches)
+	res.bytes += n
+	if res.bytes >= maxBytes {
+		*full = true
+	}
+}
+
+// servedBatches prepares stored batches for a client, in place: the log
+// keeps its own bookkeeping (the Raft index of the append) in each batch's
+// partition leader epoch, a field outside the CRC, which a client reads as
+// the leader epoch; it becomes -1 (unknown), as the leader epoch Metadata
+// gives. Nothing else changes, so the CRC still holds.
+func servedBatches(b []byte) []byte {
+	for rest := b; len(rest) > 0; {
+		info, err := batch.Peek(rest)
+		if err != nil || info.Length > len(rest) {
+			break // Read returns whole verified batches only
+		}
+		batch.SetPartitionLeaderEpoch(rest, -1)
+		rest = rest[info.Length:]
+	}
+	return b
+}

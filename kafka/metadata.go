@@ -1,0 +1,118 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logd-dev/logd/replication"
+)
+
+// clusterID is what Metadata gives as the cluster id.
+const clusterID = "logd"
+
+// metadata answers Metadata: every broker with its Kafka address, and for
+// each topic asked (all when the list is null, or empty in version 0)
+// its partitions, each led by the Raft leader with the voters as replicas.
+// A topic that does not exist is UNKNOWN_TOPIC_OR_PARTITION, unless the
+// request allows auto-creation (always, before version 4) and the node
+// allows it (Options.AutoCreateTopics): then it is created first.
+func (s *Server) metadata(ctx context.Context, rc *reqCtx, req *kmsg.MetadataRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	view := s.cluster()
+	for _, b := range view.brokers {
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port = b.id, b.host, b.port
+		resp.Brokers = append(resp.Brokers, mb)
+	}
+	cid := clusterID
+	resp.ClusterID = &cid
+	resp.ControllerID = view.leader
+
+	all := req.Topics == nil || req.Version == 0 && len(req.Topics) == 0
+	if all {
+		for _, t := range s.b.Topics() {
+			resp.Topics = append(resp.Topics, s.topicMetadata(rc, t, view))
+		}
+		return resp
+	}
+	autoCreate := s.autoMake && (req.Version < 4 || req.AllowAutoTopicCreation)
+	seen := map[string]bool{}
+	for _, rt := range req.Topics {
+		if rt.Topic == nil {
+			// A topic asked by id (version 10+): ids are not looked up.
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.TopicID = rt.TopicID
+			mt.ErrorCode = errUnknownTopicOrPartition
+			rc.note(mt.ErrorCode)
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		name := *rt.Topic
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		t, err := s.b.Topic(name)
+		if errors.Is(err, replication.ErrUnknownTopic) && autoCreate {
+			t, err = s.autoCreate(ctx, name)
+		}
+		if err != nil {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic = &name
+			mt.ErrorCode = codeFor(err, opRecords)
+			if errors.Is(err, replication.ErrNotLeader) || errors.Is(err, replication.ErrTimeout) {
+				// Auto-creation on a follower, or not committed in time:
+				// retriable; the client asks again (the leader creates it).
+				mt.ErrorCode = errLeaderNotAvailable
+			}
+			rc.note(mt.ErrorCode)
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		resp.Topics = append(resp.Topics, s.topicMetadata(rc, t, view))
+	}
+	return resp
+}
+
+// autoCreate creates a topic a Metadata request named, with the default
+// partition count; a topic created meanwhile by another request is fine.
+func (s *Server) autoCreate(ctx context.Context, name string) (replication.TopicInfo, error) {
+	t, err := s.b.CreateTopic(ctx, replication.CreateTopic{Name: name, Partitions: s.defParts})
+	if errors.Is(err, replication.ErrTopicExists) {
+		return s.b.Topic(name)
+	}
+	if err == nil {
+		s.logger.Info("kafka: topic auto-created", "topic", name, "partitions", s.defParts)
+	}
+	return t, err
+}
+
+// topicMetadata describes one topic's partitions.
+func (s *Server) topicMetadata(rc *reqCtx, t replication.TopicInfo, view clusterView) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.Name
+	mt.Topic = &name
+	mt.TopicID = topicID(t)
+	code := errNone
+	if view.leader < 0 {
+		code = errLeaderNotAvailable
+		rc.note(code)
+	}
+	mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, t.Partitions)
+	for p := range t.Partitions {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p
+		mp.ErrorCode = code
+		mp.Leader = view.leader
+		// The leader epoch stays unknown (-1): clients then skip the
+		// truncation checks that would need OffsetForLeaderEpoch.
+		mp.LeaderEpoch = -1
+		mp.Replicas = view.replicas
+		mp.ISR = view.replicas
+		mp.OfflineReplicas = []int32{}
+		mt.Partitions[p] = mp
+	}
+	return mt
+}

@@ -1,0 +1,261 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logd-dev/logd/batch"
+	"github.com/logd-dev/logd/replication"
+)
+
+// defaultProduceTimeout is a produce's commit deadline when the request
+// gives none.
+const defaultProduceTimeout = 30 * time.Second
+
+// errInvalidTimestamp is INVALID_TIMESTAMP: a producer set the
+// LogAppendTime bit, which only a broker sets.
+const errInvalidTimestamp int16 = 32
+
+// partResult is one partition's outcome in a produce.
+type partResult struct {
+	code    int16
+	msg     string
+	base    int64
+	records int
+	bytes   int
+}
+
+// topicAppend is the valid batches of one topic in a produce, appended in
+// one Raft entry.
+type topicAppend struct {
+	topic   string
+	batches []replication.PartitionBatch
+	// results[i] is where batches[i]'s outcome goes.
+	results []*partResult
+}
+
+// produce answers Produce: each partition's batch is checked (checkBatch),
+// and a topic's valid batches are appended as they are in one Raft entry,
+// the topics of the request at once. The response comes once every append
+// is committed and applied, for acks -1 and 1 alike (logd has no
+// leader-only write); with acks 0 there is none (errNoResponse), and a
+// failure is only logged and counted.
+func (s *Server) produce(ctx context.Context, rc *reqCtx, req *kmsg.ProduceRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	results := make([][]partResult, len(req.Topics))
+	for i, t := range req.Topics {
+		results[i] = make([]partResult, len(t.Partitions))
+	}
+	fail := func(code int16, msg string) {
+		for i := range results {
+			for j := range results[i] {
+				results[i][j] = partResult{code: code, msg: msg}
+			}
+		}
+	}
+	switch {
+	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
+		fail(errInvalidRequiredAcks, fmt.Sprintf("acks %d: want -1, 0 or 1", req.Acks))
+	case req.TransactionID != nil:
+		fail(errInvalidTxnState, "transactions are not supported")
+	case !s.waitReady(ctx) || !s.b.IsLeader():
+		fail(errNotLeaderOrFollower, "")
+	default:
+		var appends []*topicAppend
+		for i, t := range req.Topics {
+			if a := s.checkTopic(t, results[i]); a != nil {
+				appends = append(appends, a)
+			}
+		}
+		timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
+		if timeout <= 0 {
+			timeout = defaultProduceTimeout
+		}
+		actx, cancel := context.WithTimeout(ctx, timeout)
+		var wg sync.WaitGroup
+		for _, a := range appends {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.appendTopic(actx, a, resp)
+			}()
+		}
+		wg.Wait()
+		cancel()
+	}
+
+	for i, t := range req.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = t.Topic
+		for j, p := range t.Partitions {
+			r := results[i][j]
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.ErrorCode = r.code
+			rp.BaseOffset = -1
+			if r.code == errNone {
+				rp.BaseOffset = r.base
+				if off, err := s.b.Offsets(t.Topic, p.Partition); err == nil {
+					rp.LogStartOffset = off.LogStart
+				}
+				s.metrics.records.WithLabelValues("produce").Add(float64(r.records))
+				s.metrics.bytes.WithLabelValues("produce").Add(float64(r.bytes))
+			} else if r.msg != "" {
+				msg := r.msg
+				rp.ErrorMessage = &msg
+			}
+			rc.note(r.code)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if req.Acks == 0 {
+		for code := range rc.codes {
+			s.logger.Debug("kafka: produce with acks=0 failed", "error", errorName(code))
+		}
+		return nil, errNoResponse
+	}
+	return resp, nil
+}
+
+// checkTopic checks the batches of one topic of a produce, filling results
+// for the partitions refused, and returns the batches to append (nil if
+// none).
+func (s *Server) checkTopic(t kmsg.ProduceRequestTopic, results []partResult) *topicAppend {
+	info, err := s.b.Topic(t.Topic)
+	if err != nil {
+		for j := range results {
+			results[j] = partResult{code: codeFor(err, opRecords)}
+		}
+		return nil
+	}
+	maxBytes, _ := strconv.ParseInt(info.Config["max.message.bytes"], 10, 64)
+	compacted := strings.Contains(info.Config["cleanup.policy"], "compact")
+	a := &topicAppend{topic: t.Topic}
+	seen := map[int32]bool{}
+	for j, p := range t.Partitions {
+		r := &results[j]
+		switch {
+		case p.Partition < 0 || p.Partition >= info.Partitions:
+			*r = partResult{code: errUnknownTopicOrPartition}
+			continue
+		case seen[p.Partition]:
+			*r = partResult{code: errInvalidRequest, msg: "partition named twice in one request"}
+			continue
+		case maxBytes > 0 && int64(len(p.Records)) > maxBytes:
+			*r = partResult{code: errMessageTooLarge, msg: fmt.Sprintf("batch of %d bytes; the topic's max.message.bytes is %d", len(p.Records), maxBytes)}
+			continue
+		}
+		seen[p.Partition] = true
+		n, code, msg := checkBatch(p.Records, compacted)
+		if code != errNone {
+			*r = partResult{code: code, msg: msg}
+			continue
+		}
+		*r = partResult{records: n, bytes: len(p.Records)}
+		a.batches = append(a.batches, replication.PartitionBatch{Partition: p.Partition, Batch: p.Records})
+		a.results = append(a.results, r)
+	}
+	if len(a.batches) == 0 {
+		return nil
+	}
+	return a
+}
+
+// checkBatch checks a partition's records as a producer must send them:
+// exactly one RecordBatch v2 with a valid CRC-32C, dense offsets from 0,
+// at least one record, not a control batch, not transactional, without a
+// producer id (no idempotent producer has one from this front end), and
+// with create-time timestamps. An uncompressed or gzip batch is decoded
+// whole, so every record's framing is checked; snappy, lz4 and zstd batches
+// are checked at the batch level only (logd cannot decompress them), and
+// refused on a compacted topic, whose compaction reads every record. It
+// returns the record count, or a Kafka code and message.
+func checkBatch(b []byte, compacted bool) (int, int16, string) {
+	if len(b) == 0 {
+		return 0, errCorruptMessage, "no records"
+	}
+	info, err := batch.Verify(b)
+	if err != nil {
+		if errors.Is(err, batch.ErrBadMagic) {
+			return 0, errInvalidRecord, "record batches must be magic 2 (produce v3+)"
+		}
+		return 0, errCorruptMessage, err.Error()
+	}
+	switch {
+	case info.Length != len(b):
+		return 0, errInvalidRecord, "a produce request carries exactly one record batch per partition"
+	case info.RecordCount <= 0 || info.LastOffsetDelta != info.RecordCount-1:
+		return 0, errInvalidRecord, fmt.Sprintf("batch of %d records with last offset delta %d", info.RecordCount, info.LastOffsetDelta)
+	case info.IsControl():
+		return 0, errInvalidRecord, "control batches are written by brokers only"
+	case info.IsTransactional():
+		return 0, errInvalidTxnState, "transactions are not supported"
+	case info.ProducerID >= 0:
+		return 0, errInvalidRecord, "idempotent producers are not supported yet (InitProducerId is not served); produce without a producer id"
+	case info.Attributes&0x08 != 0:
+		return 0, errInvalidTimestamp, "LogAppendTime batches are written by brokers only"
+	}
+	switch c := info.Compression(); c {
+	case batch.CompressionNone, batch.CompressionGzip:
+		if _, _, err := batch.Decode(b); err != nil {
+			return 0, errCorruptMessage, err.Error()
+		}
+	case batch.CompressionSnappy, batch.CompressionLZ4, batch.CompressionZstd:
+		if compacted {
+			return 0, errUnsupportedCompression, fmt.Sprintf("%s batches are not accepted on a compacted topic (use gzip or none)", c)
+		}
+	default:
+		return 0, errCorruptMessage, fmt.Sprintf("unknown compression %s", c)
+	}
+	return int(info.RecordCount), errNone, ""
+}
+
+// appendTopic appends a topic's valid batches and fills their results.
+func (s *Server) appendTopic(ctx context.Context, a *topicAppend, resp *kmsg.ProduceResponse) {
+	bases, err := s.b.Append(ctx, replication.Append{Topic: a.topic, Batches: a.batches})
+	if err != nil {
+		code := codeFor(err, opRecords)
+		if code == errInvalidRequest {
+			// The state machine's own batch checks: the batch is bad.
+			code = errCorruptMessage
+		}
+		msg := err.Error()
+		for _, r := range a.results {
+			*r = partResult{code: code, msg: msg}
+		}
+		if ms := throttleFor(err); ms > 0 {
+			setThrottle(resp, ms)
+		}
+		return
+	}
+	for i, r := range a.results {
+		r.base = bases[i]
+	}
+}
+
+// throttleMu guards the throttle of responses that topics fill at once.
+var throttleMu sync.Mutex
+
+// setThrottle raises a response's throttle_time_ms to at least ms.
+func setThrottle(resp kmsg.Response, ms int32) {
+	tr, ok := resp.(interface {
+		kmsg.ThrottleResponse
+		kmsg.SetThrottleResponse
+	})
+	if !ok {
+		return
+	}
+	throttleMu.Lock()
+	defer throttleMu.Unlock()
+	if cur, _ := tr.Throttle(); ms > cur {
+		tr.SetThrottle(ms)
+	}
+}

@@ -1,0 +1,293 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Defaults of Limits.
+const (
+	// DefaultMaxRequestBytes bounds one request, as the Connect API's
+	// default bounds one body: the largest max.message.bytes a topic may
+	// have.
+	DefaultMaxRequestBytes = 64 << 20
+	// DefaultInflightBytes is the memory budget of requests being read or
+	// handled at once, as the Connect API's.
+	DefaultInflightBytes = 256 << 20
+	// DefaultMaxFetchBytes caps the records of one fetch response (a
+	// client asks for up to its fetch.max.bytes; it gets at least one
+	// batch either way).
+	DefaultMaxFetchBytes = 32 << 20
+	// DefaultMaxFetchWait caps a fetch's long poll (max_wait_ms).
+	DefaultMaxFetchWait = 60 * time.Second
+	// DefaultIdleTimeout closes a connection that sends no request for
+	// that long, as Kafka's connections.max.idle.ms.
+	DefaultIdleTimeout = 10 * time.Minute
+	// DefaultRequestTimeout bounds the time to receive one request once
+	// its size has arrived, plus a second per DefaultRequestMinRate bytes.
+	DefaultRequestTimeout = 20 * time.Second
+	// DefaultRequestMinRate is the slowest request a client may send
+	// (bytes per second) after DefaultRequestTimeout.
+	DefaultRequestMinRate = 64 << 10
+	// DefaultWriteTimeout bounds the time to write one response.
+	DefaultWriteTimeout = time.Minute
+	// DefaultReadAhead is how many requests of one connection are read
+	// before the earlier ones are answered (clients pipeline requests).
+	DefaultReadAhead = 8
+	// readyWait is how long a request waits for the node to be ready (a
+	// new leader applying the barrier of its term) before it is answered
+	// with a retriable error.
+	readyWait = time.Second
+)
+
+// Limits bounds what clients of the Kafka listener may cost the node. The
+// zero value takes the defaults; a negative value switches a bound off
+// (MaxRequestBytes, InflightBytes and the timeouts).
+type Limits struct {
+	// MaxRequestBytes bounds one request: a larger one closes its
+	// connection before it is read, as Kafka's socket.request.max.bytes.
+	MaxRequestBytes int64
+	// InflightBytes is the memory budget of requests being read or
+	// handled: a reader waits for room before it reads a body.
+	InflightBytes int64
+	// MaxFetchBytes caps the record bytes of one fetch response.
+	MaxFetchBytes int32
+	// MaxFetchWait caps a fetch's long poll.
+	MaxFetchWait time.Duration
+	// IdleTimeout closes a connection with no request for that long.
+	IdleTimeout time.Duration
+	// RequestTimeout and RequestMinRate bound the time to receive a
+	// request once its size is in: RequestTimeout plus one second per
+	// RequestMinRate bytes.
+	RequestTimeout time.Duration
+	RequestMinRate int64
+	// WriteTimeout bounds the time to write one response.
+	WriteTimeout time.Duration
+	// ReadAhead is how many requests of a connection are read before the
+	// earlier ones are answered.
+	ReadAhead int
+}
+
+func (l Limits) withDefaults() Limits {
+	set := func(v *int64, d int64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	setd := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	set(&l.MaxRequestBytes, DefaultMaxRequestBytes)
+	set(&l.InflightBytes, DefaultInflightBytes)
+	set(&l.RequestMinRate, DefaultRequestMinRate)
+	if l.MaxFetchBytes <= 0 {
+		l.MaxFetchBytes = DefaultMaxFetchBytes
+	}
+	setd(&l.MaxFetchWait, DefaultMaxFetchWait)
+	setd(&l.IdleTimeout, DefaultIdleTimeout)
+	setd(&l.RequestTimeout, DefaultRequestTimeout)
+	setd(&l.WriteTimeout, DefaultWriteTimeout)
+	if l.ReadAhead <= 0 {
+		l.ReadAhead = DefaultReadAhead
+	}
+	return l
+}
+
+// Options configures a Server.
+type Options struct {
+	// Backend is the node (replication.NewBackend). Required.
+	Backend Backend
+	// Advertise is this node's Kafka address as Metadata gives it to
+	// clients, host:port. Required.
+	Advertise string
+	// PeerAddress maps another node's registered client API address to its
+	// Kafka address (PortOffset); nil lists this node only.
+	PeerAddress func(apiAddress string) (string, bool)
+	// AutoCreateTopics lets a Metadata request that allows it create the
+	// topics it names (with DefaultPartitions partitions). Off by default:
+	// sarama and kafkajs ask for it unless told not to.
+	AutoCreateTopics bool
+	// DefaultPartitions is the partition count of an auto-created topic,
+	// and of a CreateTopics that asks for the default (-1). Default 1, as
+	// Kafka's num.partitions.
+	DefaultPartitions int32
+	// Limits bounds requests and connections' timing (the zero value
+	// takes the defaults).
+	Limits Limits
+	// Registerer receives the metrics (metrics.go); nil registers none.
+	Registerer prometheus.Registerer
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Server serves the Kafka protocol over a Backend. Serve runs it on a
+// listener; Close stops it. Its methods are safe for concurrent use.
+type Server struct {
+	b         Backend
+	advertise string
+	peer      func(string) (string, bool)
+	autoMake  bool
+	defParts  int32
+	limits    Limits
+	logger    *slog.Logger
+	metrics   *metrics
+	budget    *budget
+
+	// ctx ends when the server closes; it bounds every handler.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	lns    map[net.Listener]struct{} // guarded by mu
+	conns  map[*conn]struct{}        // guarded by mu
+	closed bool                      // guarded by mu
+	wg     sync.WaitGroup
+}
+
+// ErrServerClosed is what Serve returns once Close was called.
+var ErrServerClosed = errors.New("kafka: server closed")
+
+// New returns a Server; it starts nothing.
+func New(opts Options) (*Server, error) {
+	if opts.Backend == nil {
+		return nil, errors.New("kafka: a backend is required")
+	}
+	if _, _, err := splitHostPort(opts.Advertise); err != nil {
+		return nil, fmt.Errorf("kafka: advertised address %q: %w", opts.Advertise, err)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.DefaultPartitions <= 0 {
+		opts.DefaultPartitions = 1
+	}
+	l := opts.Limits.withDefaults()
+	s := &Server{
+		b: opts.Backend, advertise: opts.Advertise, peer: opts.PeerAddress,
+		autoMake: opts.AutoCreateTopics, defParts: opts.DefaultPartitions,
+		limits: l, logger: opts.Logger,
+		budget: &budget{limit: l.InflightBytes},
+		lns:    map[net.Listener]struct{}{}, conns: map[*conn]struct{}{},
+	}
+	if l.MaxRequestBytes > 0 && l.InflightBytes > 0 && l.MaxRequestBytes > l.InflightBytes {
+		return nil, fmt.Errorf("kafka: in-flight budget of %d bytes is below the request bound of %d", l.InflightBytes, l.MaxRequestBytes)
+	}
+	s.metrics = newMetrics(opts.Registerer, s.budget)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// Serve accepts connections on ln and serves each until it closes or the
+// server does; it returns ErrServerClosed after Close, or the listener's
+// error. The caller bounds the connections by the listener it passes.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrServerClosed
+	}
+	s.lns[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.lns, ln)
+		s.mu.Unlock()
+	}()
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.ctx.Err() != nil {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				// A transient accept failure (EMFILE and the like): wait
+				// a little, as net/http does.
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.logger.Warn("kafka: accept", "err", err, "retry_in", backoff)
+				select {
+				case <-time.After(backoff):
+					continue
+				case <-s.ctx.Done():
+					return ErrServerClosed
+				}
+			}
+			return fmt.Errorf("kafka: accept: %w", err)
+		}
+		backoff = 0
+		c := newConn(s, nc)
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			nc.Close()
+			return ErrServerClosed
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		s.metrics.connsOpen.Inc()
+		s.metrics.connsTotal.Inc()
+		go func() {
+			defer s.wg.Done()
+			c.serve()
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+			s.metrics.connsOpen.Dec()
+		}()
+	}
+}
+
+// Close stops accepting, closes every connection (requests being handled
+// end: a write whose Raft entry was proposed may still commit, as after
+// any lost connection) and waits for their goroutines. It is idempotent.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.wg.Wait()
+		return nil
+	}
+	s.closed = true
+	s.cancel()
+	var errs []error
+	for ln := range s.lns {
+		if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	for c := range s.conns {
+		c.nc.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return errors.Join(errs...)
+}
+
+// splitHostPort splits host:port with a numeric port in 1..65535.
+func splitHostPort(addr string) (string, int32, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.ParseUint(p, 10, 16)
+	if err != nil || port == 0 {
+		return "", 0, fmt.Errorf("port %q: want 1..65535", p)
+	}
+	if host == "" {
+		return "", 0, errors.New("empty host")
+	}
+	return host, int32(port), nil
+}

@@ -1,0 +1,203 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logd-dev/logd/partition"
+	"github.com/logd-dev/logd/replication"
+)
+
+// adminTimeout is an administrative request's commit deadline when it gives
+// none.
+const adminTimeout = 30 * time.Second
+
+// adminContext bounds an administrative write by the request's timeout.
+func adminContext(ctx context.Context, timeoutMs int32) (context.Context, context.CancelFunc) {
+	d := time.Duration(timeoutMs) * time.Millisecond
+	if d <= 0 {
+		d = adminTimeout
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// createTopics answers CreateTopics on the leader (the controller Metadata
+// names; elsewhere NOT_CONTROLLER, and the client asks the leader). logd
+// replicates every partition to every voter, so a replication factor is
+// accepted as asked but not applied (the response gives the voters'
+// count) and a manual replica assignment is refused. The settings are
+// logd's topic settings, named as Kafka's (docs/kafka.md lists them).
+func (s *Server) createTopics(ctx context.Context, rc *reqCtx, req *kmsg.CreateTopicsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	leader := s.waitReady(ctx) && s.b.IsLeader()
+	count := map[string]int{}
+	for _, t := range req.Topics {
+		count[t.Topic]++
+	}
+	replicas := int16(len(s.cluster().replicas))
+	actx, cancel := adminContext(ctx, req.TimeoutMillis)
+	defer cancel()
+	for _, t := range req.Topics {
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic = t.Topic
+		var code int16
+		var msg string
+		switch {
+		case count[t.Topic] > 1:
+			code, msg = errInvalidRequest, "topic named more than once in the request"
+		case !leader:
+			code = errNotController
+		default:
+			var info replication.TopicInfo
+			info, code, msg = s.createTopic(actx, t, req.ValidateOnly)
+			if code == errNone {
+				rt.TopicID = topicID(info)
+				rt.NumPartitions = info.Partitions
+				rt.ReplicationFactor = replicas
+				defaults := s.b.TopicConfigDefaults()
+				for _, k := range sortedKeys(info.Config) {
+					c := kmsg.NewCreateTopicsResponseTopicConfig()
+					c.Name = k
+					v := info.Config[k]
+					c.Value = &v
+					c.Source = int8(configSource(k, v, defaults))
+					rt.Configs = append(rt.Configs, c)
+				}
+			}
+		}
+		rt.ErrorCode = code
+		if msg != "" {
+			rt.ErrorMessage = &msg
+		}
+		rc.note(code)
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// createTopic creates (or only validates) one topic; for a validation the
+// returned info is the topic as it would be created.
+func (s *Server) createTopic(ctx context.Context, t kmsg.CreateTopicsRequestTopic, validateOnly bool) (replication.TopicInfo, int16, string) {
+	if err := partition.ValidateTopicName(t.Topic); err != nil {
+		return replication.TopicInfo{}, errInvalidTopic, err.Error()
+	}
+	if len(t.ReplicaAssignment) > 0 {
+		return replication.TopicInfo{}, errInvalidReplicaAssignment, "logd places every partition on every voter; leave the replica assignment empty"
+	}
+	parts := t.NumPartitions
+	if parts == -1 {
+		parts = s.defParts
+	}
+	if parts < 1 {
+		return replication.TopicInfo{}, errInvalidPartitions, fmt.Sprintf("%d partitions: want at least 1 (or -1 for the default)", t.NumPartitions)
+	}
+	if t.ReplicationFactor == 0 || t.ReplicationFactor < -1 {
+		return replication.TopicInfo{}, errInvalidReplicationFactor, fmt.Sprintf("replication factor %d: want at least 1 (or -1); logd replicates to every voter", t.ReplicationFactor)
+	}
+	c := replication.CreateTopic{Name: t.Topic, Partitions: parts, Config: map[string]string{}}
+	for _, kv := range t.Configs {
+		if kv.Value == nil {
+			continue // null: the default
+		}
+		c.Config[kv.Name] = *kv.Value
+	}
+	code := func(err error) (replication.TopicInfo, int16, string) {
+		code := codeFor(err, opAdmin)
+		if errors.Is(err, replication.ErrInvalidArgument) {
+			code = errInvalidPartitions // the name is checked above
+		}
+		return replication.TopicInfo{}, code, err.Error()
+	}
+	if validateOnly {
+		if err := s.b.ValidateCreateTopic(c); err != nil {
+			return code(err)
+		}
+		info := replication.TopicInfo{Name: c.Name, Partitions: c.Partitions, Config: s.b.TopicConfigDefaults()}
+		for k, v := range c.Config {
+			info.Config[k] = v
+		}
+		return info, errNone, ""
+	}
+	info, err := s.b.CreateTopic(ctx, c)
+	if err != nil {
+		return code(err)
+	}
+	s.logger.Info("kafka: topic created", "topic", c.Name, "partitions", c.Partitions, "config", c.Config)
+	return info, errNone, ""
+}
+
+// deleteTopics answers DeleteTopics on the leader (elsewhere
+// NOT_CONTROLLER). Topics named by id (version 6+) are looked up among the
+// topics' ids (topicID).
+func (s *Server) deleteTopics(ctx context.Context, rc *reqCtx, req *kmsg.DeleteTopicsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	leader := s.waitReady(ctx) && s.b.IsLeader()
+	type target struct {
+		name string
+		id   [16]byte
+		byID bool
+	}
+	var targets []target
+	if req.Version < 6 {
+		for _, n := range req.TopicNames {
+			targets = append(targets, target{name: n})
+		}
+	} else {
+		for _, t := range req.Topics {
+			if t.Topic != nil && *t.Topic != "" {
+				targets = append(targets, target{name: *t.Topic})
+			} else {
+				targets = append(targets, target{id: t.TopicID, byID: true})
+			}
+		}
+	}
+	actx, cancel := adminContext(ctx, req.TimeoutMillis)
+	defer cancel()
+	for _, t := range targets {
+		rt := kmsg.NewDeleteTopicsResponseTopic()
+		rt.TopicID = t.id
+		name := t.name
+		if t.byID {
+			name = ""
+			for _, info := range s.b.Topics() {
+				if topicID(info) == t.id {
+					name = info.Name
+					break
+				}
+			}
+		}
+		var err error
+		switch {
+		case !leader:
+			rt.ErrorCode = errNotController
+		case name == "":
+			rt.ErrorCode = errUnknownTopicOrPartition
+			if t.byID {
+				rt.ErrorCode = errUnknownTopicID
+			}
+		default:
+			if err = s.b.DeleteTopic(actx, name); err != nil {
+				rt.ErrorCode = codeFor(err, opAdmin)
+			} else {
+				s.logger.Info("kafka: topic deleted", "topic", name)
+			}
+		}
+		if name != "" {
+			rt.Topic = &name
+		}
+		if err != nil && req.Version >= 5 {
+			msg := err.Error()
+			rt.ErrorMessage = &msg
+		}
+		rc.note(rt.ErrorCode)
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// errUnknownTopicID is UNKNOWN_TOPIC_ID.
+const errUnknownTopicID int16 = 100

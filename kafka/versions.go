@@ -1,0 +1,74 @@
+package kafka
+
+import (
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// versionRange is the versions of one key this front end serves, all of
+// which are tested (versions_test.go round-trips each through kmsg).
+type versionRange struct {
+	key      int16
+	min, max int16
+}
+
+// advertised is the ApiVersions table, sorted by key. Minimums are low
+// because kafkajs picks min(its max, the broker's max) without looking at
+// the broker's minimum; maximums stop where a version needs what logd does
+// not have (Produce 12 is KIP-890 transactions and 13 topic ids, Fetch 13
+// topic ids). librdkafka enables RecordBatch v2 only when Produce 3 and
+// Fetch 4 are in range, and zstd when Produce 7 and Fetch 10 are.
+// InitProducerId and every transaction and group API are left out: clients
+// then produce without a producer id, and refuse transactions themselves.
+var advertised = []versionRange{
+	{keyProduce, 3, 11},
+	{keyFetch, 4, 12},
+	{keyListOffsets, 1, 7},
+	{keyMetadata, 0, 12},
+	{keyApiVersions, 0, 4},
+	{keyCreateTopics, 2, 7},
+	{keyDeleteTopics, 1, 6},
+	{keyDescribeConfigs, 1, 4},
+	{keyIncrementalAlterConfigs, 0, 1},
+}
+
+// served reports whether key at version is in the advertised table.
+func served(key, version int16) bool {
+	i, ok := slices.BinarySearchFunc(advertised, key, func(r versionRange, k int16) int { return int(r.key) - int(k) })
+	return ok && version >= advertised[i].min && version <= advertised[i].max
+}
+
+// apiVersions answers an ApiVersions request. A version above the highest
+// served gets the KIP-511 answer: a version-0 body with UNSUPPORTED_VERSION
+// and the whole table, from which the client picks a version it shares
+// and asks again.
+func (s *Server) apiVersions(h requestHeader, body []byte) kmsg.Response {
+	max := advertised[slices.IndexFunc(advertised, func(r versionRange) bool { return r.key == keyApiVersions })].max
+	resp := kmsg.NewPtrApiVersionsResponse()
+	if h.version > max || h.version < 0 {
+		resp.SetVersion(0)
+		resp.ErrorCode = errUnsupportedVersion
+		resp.ApiKeys = apiKeys()
+		return resp
+	}
+	resp.SetVersion(h.version)
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(h.version)
+	if err := req.ReadFrom(body); err != nil {
+		resp.ErrorCode = errInvalidRequest
+		return resp
+	}
+	resp.ApiKeys = apiKeys()
+	return resp
+}
+
+func apiKeys() []kmsg.ApiVersionsResponseApiKey {
+	keys := make([]kmsg.ApiVersionsResponseApiKey, len(advertised))
+	for i, r := range advertised {
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = r.key, r.min, r.max
+		keys[i] = k
+	}
+	return keys
+}
