@@ -112,7 +112,7 @@ func (c *conn) read(reqs chan<- *request) {
 			return
 		}
 		r.start = time.Now()
-		r.h, r.body, r.closeReason = c.parse(buf)
+		r.h, r.body, r.closeReason = parseRequest(buf)
 		select {
 		case reqs <- r:
 		case <-c.ctx.Done():
@@ -125,9 +125,9 @@ func (c *conn) read(reqs chan<- *request) {
 	}
 }
 
-// parse reads a request's header; a request that closes the connection
-// comes back with its reason.
-func (c *conn) parse(buf []byte) (requestHeader, []byte, string) {
+// parseRequest reads a request's header; a request that closes the
+// connection comes back with its reason.
+func parseRequest(buf []byte) (requestHeader, []byte, string) {
 	h, body, err := parseHeader(buf)
 	if err != nil {
 		return h, nil, "malformed"
@@ -222,10 +222,9 @@ func (c *conn) dispatch(rc *reqCtx, r *request) (kmsg.Response, error) {
 		rc.note(resp.(*kmsg.ApiVersionsResponse).ErrorCode)
 		return resp, nil
 	}
-	req := kmsg.RequestForKey(r.h.key)
-	req.SetVersion(r.h.version)
-	if err := req.ReadFrom(r.body); err != nil {
-		return nil, fmt.Errorf("decode %s v%d: %w", apiName(r.h.key), r.h.version, err)
+	req, err := decodeRequest(r.h, r.body)
+	if err != nil {
+		return nil, err
 	}
 	ctx := c.ctx
 	var resp kmsg.Response
@@ -256,6 +255,16 @@ func (c *conn) dispatch(rc *reqCtx, r *request) (kmsg.Response, error) {
 		return nil, fmt.Errorf("no handler for %s", apiName(r.h.key))
 	}
 	return resp, nil
+}
+
+// decodeRequest decodes the body of a served request.
+func decodeRequest(h requestHeader, body []byte) (kmsg.Request, error) {
+	req := kmsg.RequestForKey(h.key)
+	req.SetVersion(h.version)
+	if err := req.ReadFrom(body); err != nil {
+		return nil, fmt.Errorf("decode %s v%d: %w", apiName(h.key), h.version, err)
+	}
+	return req, nil
 }
 
 // waitReady waits until the node may answer from its state (it has applied

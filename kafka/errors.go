@@ -22,6 +22,7 @@ const (
 	errInvalidTopic             int16 = 17
 	errNotEnoughReplicas        int16 = 19
 	errInvalidRequiredAcks      int16 = 21
+	errInvalidTimestamp         int16 = 32
 	errUnsupportedVersion       int16 = 35
 	errTopicAlreadyExists       int16 = 36
 	errInvalidPartitions        int16 = 37
@@ -37,6 +38,7 @@ const (
 	errFetchSessionIDNotFound   int16 = 70
 	errUnsupportedCompression   int16 = 76
 	errInvalidRecord            int16 = 87
+	errUnknownTopicID           int16 = 100
 )
 
 // errorNames names the codes above for metrics and logs.
@@ -53,6 +55,7 @@ var errorNames = map[int16]string{
 	errInvalidTopic:             "INVALID_TOPIC_EXCEPTION",
 	errNotEnoughReplicas:        "NOT_ENOUGH_REPLICAS",
 	errInvalidRequiredAcks:      "INVALID_REQUIRED_ACKS",
+	errInvalidTimestamp:         "INVALID_TIMESTAMP",
 	errUnsupportedVersion:       "UNSUPPORTED_VERSION",
 	errTopicAlreadyExists:       "TOPIC_ALREADY_EXISTS",
 	errInvalidPartitions:        "INVALID_PARTITIONS",
@@ -68,6 +71,7 @@ var errorNames = map[int16]string{
 	errFetchSessionIDNotFound:   "FETCH_SESSION_ID_NOT_FOUND",
 	errUnsupportedCompression:   "UNSUPPORTED_COMPRESSION_TYPE",
 	errInvalidRecord:            "INVALID_RECORD",
+	errUnknownTopicID:           "UNKNOWN_TOPIC_ID",
 }
 
 func errorName(code int16) string {

@@ -109,6 +109,9 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, leader bool, maxBytes int64) 
 			rp.Partition = p.Partition
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
 			rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+			// No records is an empty record set, never a null one:
+			// librdkafka refuses a null set (MessageSetSize -1).
+			rp.RecordBatches = []byte{}
 			if !leader {
 				rp.ErrorCode = errNotLeaderOrFollower
 			} else {

@@ -268,7 +268,13 @@ func fetchPart(t testing.TB, resp kmsg.Response) kmsg.FetchResponseTopicPartitio
 	if r.ErrorCode != 0 || len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
 		t.Fatalf("fetch response shape: error %d, %d topics", r.ErrorCode, len(r.Topics))
 	}
-	return r.Topics[0].Partitions[0]
+	p := r.Topics[0].Partitions[0]
+	if p.RecordBatches == nil {
+		// librdkafka fails on a null record set ("invalid MessageSetSize
+		// -1"); Kafka sends an empty one.
+		t.Fatal("fetch answered a null record set")
+	}
+	return p
 }
 
 // batchValues decodes the values of the records of fetched batches at or

@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/logd-dev/logd/partition"
 	"github.com/logd-dev/logd/replication"
 )
 
@@ -79,6 +80,9 @@ func (s *Server) metadata(ctx context.Context, rc *reqCtx, req *kmsg.MetadataReq
 // autoCreate creates a topic a Metadata request named, with the default
 // partition count; a topic created meanwhile by another request is fine.
 func (s *Server) autoCreate(ctx context.Context, name string) (replication.TopicInfo, error) {
+	if err := partition.ValidateTopicName(name); err != nil {
+		return replication.TopicInfo{}, err // INVALID_TOPIC_EXCEPTION, not the state machine's INVALID_REQUEST
+	}
 	t, err := s.b.CreateTopic(ctx, replication.CreateTopic{Name: name, Partitions: s.defParts})
 	if errors.Is(err, replication.ErrTopicExists) {
 		return s.b.Topic(name)

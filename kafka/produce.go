@@ -19,10 +19,6 @@ import (
 // gives none.
 const defaultProduceTimeout = 30 * time.Second
 
-// errInvalidTimestamp is INVALID_TIMESTAMP: a producer set the
-// LogAppendTime bit, which only a broker sets.
-const errInvalidTimestamp int16 = 32
-
 // partResult is one partition's outcome in a produce.
 type partResult struct {
 	code    int16

@@ -198,6 +198,3 @@ func (s *Server) deleteTopics(ctx context.Context, rc *reqCtx, req *kmsg.DeleteT
 	}
 	return resp
 }
-
-// errUnknownTopicID is UNKNOWN_TOPIC_ID.
-const errUnknownTopicID int16 = 100
