@@ -5,7 +5,7 @@ BIN     := bin
 PKGS    := ./...
 FUZZTIME ?= 3s
 
-.PHONY: all build run test vet lint bench fuzz fuzz-short generate tools clean cluster cluster-secure cluster-stop fault demo
+.PHONY: all build run test test-tools vet lint bench fuzz fuzz-short generate tools clean cluster cluster-secure cluster-stop fault demo
 
 all: build
 
@@ -37,8 +37,8 @@ cluster-stop:
 
 # The long versions of the end-to-end fault tests (cmd/logd/*_e2e_test.go);
 # the nemesis tests share LOGD_NEMESIS_DURATION (default 20m).
-fault:
-	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -timeout 90m -run 'Cluster|Kill|Restart|Abuse|Nemesis|PowerCut|Failpoint|SlowDisk|Clock' -v ./cmd/logd/
+fault: test-tools
+	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -timeout 90m -run 'Cluster|Kill|Restart|Abuse|Nemesis|PowerCut|Failpoint|SlowDisk|Clock|Kafka' -v ./cmd/logd/
 
 vet:
 	$(GO) vet $(PKGS)
@@ -46,7 +46,11 @@ vet:
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-test: lint
+# The client tools the tests run (kcat), installed only when missing.
+test-tools:
+	@scripts/test-tools.sh
+
+test: test-tools lint
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 	$(MAKE) fuzz-short
 

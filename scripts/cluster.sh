@@ -5,8 +5,10 @@
 #   scripts/cluster.sh start --secure   # TLS on the API and between nodes, --auth required
 #   scripts/cluster.sh stop
 #
-# Node nN (N = 1..3) serves its API on 127.0.0.1:70N0 (7070, 7080, 7090)
-# and Raft on 70N1; data in ./data/cluster/nN, logs in ./data/cluster/nN.log,
+# Node nN (N = 1..3) serves its API on 127.0.0.1:70N0 (7070, 7080, 7090),
+# Raft on 70N1 and, unless --secure, the Kafka protocol on its API port +
+# 2022 (9092, 9102, 9112: every node keeps the same offset, docs/kafka.md);
+# data in ./data/cluster/nN, logs in ./data/cluster/nN.log,
 # PID files in ./data/cluster/nN.pid. n1 bootstraps; n2 and n3 join via n1.
 #
 # --secure first creates, with bin/logd cert, a development CA, a node
@@ -22,6 +24,7 @@ CERTS=$DIR/certs
 
 api() { echo "127.0.0.1:70$(( $1 + 6 ))0"; }
 raft() { echo "127.0.0.1:70$(( $1 + 6 ))1"; }
+kafka() { echo "127.0.0.1:$(( 9082 + $1 * 10 ))"; }
 
 secure=0
 scheme=http
@@ -47,14 +50,21 @@ make_certs() {
 	echo "certificates in $CERTS: ca.crt, n1..n3.crt, admin.crt (and their keys)"
 }
 
-# node_flags prints the security flags of node $1.
+# node_flags prints the security flags of node $1, or its Kafka listener:
+# the Kafka listener authenticates nobody yet, so a secure cluster has none.
 node_flags() {
 	if [ "$secure" = 1 ]; then
 		# Peer TLS takes the API's certificate, key and CA (--peer-tls-*);
 		# the admin client's certificate names User:admin, a superuser.
 		echo --tls-cert "$CERTS/n$1.crt" --tls-key "$CERTS/n$1.key" --tls-client-ca "$CERTS/ca.crt" --auth required --superuser admin
+	else
+		echo --kafka-listen "$(kafka "$1")"
 	fi
 }
+
+# kafka_note and kafka_hint describe the Kafka listeners, if any.
+kafka_note() { if [ "$secure" = 0 ]; then echo ", Kafka $(kafka "$1")"; fi; }
+kafka_hint() { if [ "$secure" = 0 ]; then echo "  kcat -b $(kafka 1) -L                                            # Kafka clients: any node bootstraps"; fi; }
 
 start() {
 	mkdir -p "$DIR"
@@ -88,7 +98,7 @@ start() {
 		if [ "$fresh" = 1 ]; then
 			wait_ready "$(api $n)"
 		fi
-		echo "n$n started: API $scheme://$(api $n), Raft $(raft $n), pid $(cat "$DIR/n$n.pid")"
+		echo "n$n started: API $scheme://$(api $n), Raft $(raft $n)$(kafka_note $n), pid $(cat "$DIR/n$n.pid")"
 	done
 	if [ "$fresh" = 0 ]; then
 		for n in 1 2 3; do wait_ready "$(api $n)"; done
@@ -119,6 +129,7 @@ A three-node cluster is running. Try:
   kill -9 \$(cat $DIR/n1.pid)                                      # kill a node; the others elect a leader
   $(logctl_at 2) cluster transfer-leadership n3
   $(logctl_at 2) bench produce --topic bench
+$(kafka_hint)
 
 Stop it with: make cluster-stop   (logs in $DIR/nN.log)
 EOT

@@ -41,22 +41,22 @@ type kafkaConfig struct {
 // LOGD_LISTEN) is given either; --kafka-listen "" switches it off.
 func addKafkaFlags(fs *flag.FlagSet, env func(name, def string) string) func(getenv func(string) string) (kafkaConfig, error) {
 	var c kafkaConfig
-	var auto string
+	autoEnv := env("LOGD_KAFKA_AUTO_CREATE_TOPICS", "false")
+	autoDef, autoErr := strconv.ParseBool(autoEnv)
 	fs.StringVar(&c.listen, "kafka-listen", env("LOGD_KAFKA_LISTEN", ""),
 		"Kafka-protocol listen address; default "+defaultKafkaListen+" when --listen is not given either, else off; \"\" switches it off (LOGD_KAFKA_LISTEN)")
 	fs.StringVar(&c.advertise, "kafka-advertise", env("LOGD_KAFKA_ADVERTISE", ""),
 		"Kafka address clients are given for this node; default the --kafka-listen address. Other nodes are given as their API host with their API port plus the same offset as this node's (LOGD_KAFKA_ADVERTISE)")
-	fs.StringVar(&auto, "kafka-auto-create-topics", env("LOGD_KAFKA_AUTO_CREATE_TOPICS", "false"),
-		"let Kafka Metadata requests create the topics they name, with one partition (LOGD_KAFKA_AUTO_CREATE_TOPICS)")
+	fs.BoolVar(&c.autoCreate, "kafka-auto-create-topics", autoDef,
+		"let Kafka Metadata requests create the topics they name, with one partition (LOGD_KAFKA_AUTO_CREATE_TOPICS=true)")
 	return func(getenv func(string) string) (kafkaConfig, error) {
 		given := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 		if !given["kafka-listen"] && getenv("LOGD_KAFKA_LISTEN") == "" && !given["listen"] && getenv("LOGD_LISTEN") == "" {
 			c.listen = defaultKafkaListen
 		}
-		var err error
-		if c.autoCreate, err = strconv.ParseBool(auto); err != nil {
-			return c, fmt.Errorf("--kafka-auto-create-topics: want true or false, got %q", auto)
+		if autoErr != nil {
+			return c, fmt.Errorf("LOGD_KAFKA_AUTO_CREATE_TOPICS: want true or false, got %q", autoEnv)
 		}
 		if c.listen == "" && c.advertise != "" {
 			return c, errors.New("--kafka-advertise needs the Kafka listener (--kafka-listen)")

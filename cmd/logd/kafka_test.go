@@ -1,0 +1,70 @@
+package main
+
+import (
+	"io"
+	"testing"
+
+	"github.com/logd-dev/logd/server"
+)
+
+// TestKafkaFlags: the Kafka listener is on by default only on the embedded
+// default (no --listen, no LOGD_LISTEN), and wherever --kafka-listen (or
+// LOGD_KAFKA_LISTEN) says; "" switches it off.
+func TestKafkaFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		env    map[string]string
+		listen string
+		auto   bool
+		err    bool
+	}{
+		{name: "embedded default", listen: defaultKafkaListen},
+		{name: "--listen given", args: []string{"--listen", "127.0.0.1:7000"}},
+		{name: "LOGD_LISTEN given", env: map[string]string{"LOGD_LISTEN": "127.0.0.1:7000"}},
+		{name: "--kafka-listen", args: []string{"--listen", "127.0.0.1:7000", "--kafka-listen", "127.0.0.1:9000"}, listen: "127.0.0.1:9000"},
+		{name: "LOGD_KAFKA_LISTEN", args: []string{"--listen", "127.0.0.1:7000"}, env: map[string]string{"LOGD_KAFKA_LISTEN": "127.0.0.1:9001"}, listen: "127.0.0.1:9001"},
+		{name: "switched off", args: []string{"--kafka-listen", ""}},
+		{name: "auto-create", args: []string{"--kafka-auto-create-topics"}, listen: defaultKafkaListen, auto: true},
+		{name: "auto-create env", env: map[string]string{"LOGD_KAFKA_AUTO_CREATE_TOPICS": "true"}, listen: defaultKafkaListen, auto: true},
+		{name: "bad auto-create", args: []string{"--kafka-auto-create-topics=maybe"}, err: true},
+		{name: "bad auto-create env", env: map[string]string{"LOGD_KAFKA_AUTO_CREATE_TOPICS": "maybe"}, err: true},
+		{name: "advertise without listener", args: []string{"--kafka-listen", "", "--kafka-advertise", "h:1"}, err: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parseFlags(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
+			if (err != nil) != tc.err {
+				t.Fatalf("error %v, want one: %v", err, tc.err)
+			}
+			if err == nil && (c.kafka.listen != tc.listen || c.kafka.autoCreate != tc.auto) {
+				t.Errorf("listen %q auto-create %v; want %q %v", c.kafka.listen, c.kafka.autoCreate, tc.listen, tc.auto)
+			}
+		})
+	}
+}
+
+// TestKafkaBind: the listener binds before the node starts, checks its
+// advertised address, and halves the connection cap so that the two
+// listeners together stay under it.
+func TestKafkaBind(t *testing.T) {
+	k := kafkaConfig{listen: "127.0.0.1:0"}
+	ln, conns, err := k.bind("127.0.0.1:7070", server.ConnLimits{Max: 1000, MaxPerAddr: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if k.advertise != ln.Addr().String() || conns.Max != 500 || conns.MaxPerAddr != 10 {
+		t.Errorf("advertise %q (bound %s), caps %+v", k.advertise, ln.Addr(), conns)
+	}
+	// The port is taken now.
+	if _, _, err := (&kafkaConfig{listen: ln.Addr().String()}).bind("127.0.0.1:7070", server.ConnLimits{}); err == nil {
+		t.Error("bind to a port in use: no error")
+	}
+	if _, _, err := (&kafkaConfig{listen: "127.0.0.1:0", advertise: "no-port"}).bind("127.0.0.1:7070", server.ConnLimits{}); err == nil {
+		t.Error("advertised address without a port: no error")
+	}
+	off := kafkaConfig{}
+	if ln, conns, err := off.bind("127.0.0.1:7070", server.ConnLimits{Max: 1000}); ln != nil || err != nil || conns.Max != 1000 {
+		t.Errorf("off: %v %+v %v", ln, conns, err)
+	}
+}
