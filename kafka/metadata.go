@@ -42,10 +42,14 @@ func (s *Server) metadata(ctx context.Context, rc *reqCtx, req *kmsg.MetadataReq
 	seen := map[string]bool{}
 	for _, rt := range req.Topics {
 		if rt.Topic == nil {
-			// A topic asked by id (version 10+): ids are not looked up.
+			// A topic asked by id (version 10+).
+			if t, ok := s.topicByID(rt.TopicID); ok {
+				resp.Topics = append(resp.Topics, s.topicMetadata(rc, t, view))
+				continue
+			}
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.TopicID = rt.TopicID
-			mt.ErrorCode = errUnknownTopicOrPartition
+			mt.ErrorCode = errUnknownTopicID
 			rc.note(mt.ErrorCode)
 			resp.Topics = append(resp.Topics, mt)
 			continue
@@ -75,6 +79,16 @@ func (s *Server) metadata(ctx context.Context, rc *reqCtx, req *kmsg.MetadataReq
 		resp.Topics = append(resp.Topics, s.topicMetadata(rc, t, view))
 	}
 	return resp
+}
+
+// topicByID finds a topic by its topic id.
+func (s *Server) topicByID(id [16]byte) (replication.TopicInfo, bool) {
+	for _, t := range s.b.Topics() {
+		if topicID(t) == id {
+			return t, true
+		}
+	}
+	return replication.TopicInfo{}, false
 }
 
 // autoCreate creates a topic a Metadata request named, with the default

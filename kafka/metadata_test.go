@@ -117,6 +117,15 @@ func TestMetadataAutoCreate(t *testing.T) {
 	if code := ask(t, on, "bad/name", 9, true); code != errInvalidTopic {
 		t.Errorf("invalid name: %s", errorName(code))
 	}
+	// By topic id (version 10+): known, and unknown.
+	info, _ := on.backend.Topic("c9")
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(12)
+	req.Topics = []kmsg.MetadataRequestTopic{{TopicID: topicID(info)}, {TopicID: [16]byte{9}}}
+	resp := dial(t, on.addr).do(req).(*kmsg.MetadataResponse)
+	if resp.Topics[0].ErrorCode != 0 || *resp.Topics[0].Topic != "c9" || resp.Topics[1].ErrorCode != errUnknownTopicID {
+		t.Errorf("by id: %+v", resp.Topics)
+	}
 }
 
 func TestBrokerIDs(t *testing.T) {

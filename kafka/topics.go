@@ -162,13 +162,8 @@ func (s *Server) deleteTopics(ctx context.Context, rc *reqCtx, req *kmsg.DeleteT
 		rt.TopicID = t.id
 		name := t.name
 		if t.byID {
-			name = ""
-			for _, info := range s.b.Topics() {
-				if topicID(info) == t.id {
-					name = info.Name
-					break
-				}
-			}
+			info, _ := s.topicByID(t.id)
+			name = info.Name
 		}
 		var err error
 		switch {
