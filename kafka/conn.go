@@ -20,10 +20,12 @@ import (
 type conn struct {
 	s  *Server
 	nc net.Conn
-	// ctx ends when the connection or the server does: a long poll of a
-	// client that went away stops.
-	ctx    context.Context
-	cancel context.CancelFunc
+	// ctx ends when the connection or the server does. pollCtx also ends
+	// when the reader finds the client gone: a long poll for it stops,
+	// while the requests it read before are still handled (an acks=0
+	// produce is appended, as Kafka does).
+	ctx, pollCtx       context.Context
+	cancel, pollCancel context.CancelFunc
 	// out is the response buffer, reused from one response to the next.
 	out []byte
 }
@@ -43,7 +45,8 @@ type request struct {
 
 func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
-	return &conn{s: s, nc: nc, ctx: ctx, cancel: cancel}
+	pollCtx, pollCancel := context.WithCancel(ctx)
+	return &conn{s: s, nc: nc, ctx: ctx, cancel: cancel, pollCtx: pollCtx, pollCancel: pollCancel}
 }
 
 // serve runs the connection until the client or the server closes it, or
@@ -56,7 +59,9 @@ func (c *conn) serve() {
 	go func() {
 		defer close(readerDone)
 		defer close(reqs)
-		c.read(reqs)
+		if !c.read(reqs) {
+			c.pollCancel()
+		}
 	}()
 	defer func() {
 		// Unblock and drain the reader, releasing what it charged.
@@ -76,9 +81,9 @@ func (c *conn) serve() {
 	}
 }
 
-// read reads requests into reqs until the connection fails or a request
-// closes it.
-func (c *conn) read(reqs chan<- *request) {
+// read reads requests into reqs until the connection fails (false) or a
+// request closes it (true).
+func (c *conn) read(reqs chan<- *request) bool {
 	l := c.s.limits
 	br := bufio.NewReaderSize(c.nc, 64<<10)
 	var size [4]byte
@@ -87,16 +92,16 @@ func (c *conn) read(reqs chan<- *request) {
 			c.nc.SetReadDeadline(time.Now().Add(l.IdleTimeout))
 		}
 		if _, err := io.ReadFull(br, size[:]); err != nil {
-			return
+			return false
 		}
 		n := int64(int32(binary.BigEndian.Uint32(size[:])))
 		if n < minRequestBytes || l.MaxRequestBytes > 0 && n > l.MaxRequestBytes {
 			c.s.metrics.refused.WithLabelValues("size").Inc()
 			c.s.logger.Debug("kafka: closing connection: request size out of bounds", "remote", c.nc.RemoteAddr().String(), "size", n, "max", l.MaxRequestBytes)
-			return
+			return false
 		}
 		if err := c.s.budget.acquire(c.ctx, n); err != nil {
-			return
+			return false
 		}
 		r := &request{charged: n}
 		if l.RequestTimeout > 0 {
@@ -109,7 +114,7 @@ func (c *conn) read(reqs chan<- *request) {
 		buf := make([]byte, n)
 		if _, err := io.ReadFull(br, buf); err != nil {
 			c.s.budget.release(n)
-			return
+			return false
 		}
 		r.start = time.Now()
 		r.h, r.body, r.closeReason = parseRequest(buf)
@@ -117,10 +122,10 @@ func (c *conn) read(reqs chan<- *request) {
 		case reqs <- r:
 		case <-c.ctx.Done():
 			c.s.budget.release(n)
-			return
+			return false
 		}
 		if r.closeReason != "" {
-			return
+			return true
 		}
 	}
 }
@@ -238,7 +243,7 @@ func (c *conn) dispatch(rc *reqCtx, r *request) (kmsg.Response, error) {
 			return nil, nil
 		}
 	case *kmsg.FetchRequest:
-		resp = c.s.fetch(ctx, rc, req)
+		resp = c.s.fetch(c.pollCtx, rc, req)
 	case *kmsg.ListOffsetsRequest:
 		resp = c.s.listOffsets(ctx, rc, req)
 	case *kmsg.CreateTopicsRequest:

@@ -164,3 +164,21 @@ func TestReadsOnFollower(t *testing.T) {
 		t.Errorf("metadata on a follower: %+v", meta.Topics)
 	}
 }
+
+// TestFetchLongPollEndsWithItsClient: a client that goes away during a
+// long poll does not hold its connection's goroutines until max_wait_ms.
+func TestFetchLongPollEndsWithItsClient(t *testing.T) {
+	tn := startNode(t)
+	tn.createTopic("gone", 1, nil)
+	c := dial(t, tn.addr)
+	c.send(fetchReq(12, "gone", 0, 0, 60_000, 1, 1<<20))
+	time.Sleep(50 * time.Millisecond) // the poll starts waiting
+	c.conn.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for value(t, tn.srv.metrics.connsOpen) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the connection is still served 10s after its client left a 60s long poll")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -211,20 +211,20 @@ func (s *Server) Serve(ln net.Listener) error {
 			if s.ctx.Err() != nil {
 				return ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				// A transient accept failure (EMFILE and the like): wait
-				// a little, as net/http does.
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				s.logger.Warn("kafka: accept", "err", err, "retry_in", backoff)
-				select {
-				case <-time.After(backoff):
-					continue
-				case <-s.ctx.Done():
-					return ErrServerClosed
-				}
+			if errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("kafka: accept: %w", err)
 			}
-			return fmt.Errorf("kafka: accept: %w", err)
+			// Anything else (EMFILE, a connection reset before it was
+			// accepted) passes: wait a little and accept again, rather
+			// than stop serving.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.logger.Warn("kafka: accept", "err", err, "retry_in", backoff)
+			select {
+			case <-time.After(backoff):
+				continue
+			case <-s.ctx.Done():
+				return ErrServerClosed
+			}
 		}
 		backoff = 0
 		c := newConn(s, nc)
