@@ -39,7 +39,11 @@ type kafkaConfig struct {
 // without --kafka-listen (or LOGD_KAFKA_LISTEN) the listener is on, at
 // defaultKafkaListen, only on the embedded default, where no --listen (nor
 // LOGD_LISTEN) is given either; --kafka-listen "" switches it off.
-func addKafkaFlags(fs *flag.FlagSet, env func(name, def string) string) func(getenv func(string) string) (kafkaConfig, error) {
+//
+// The listener authenticates nobody yet (no TLS, no SASL), so under
+// --auth required it is off unless asked for, and asking for it is an
+// error: it would let anyone past the ACLs.
+func addKafkaFlags(fs *flag.FlagSet, env func(name, def string) string) func(getenv func(string) string, authRequired bool) (kafkaConfig, error) {
 	var c kafkaConfig
 	autoEnv := env("LOGD_KAFKA_AUTO_CREATE_TOPICS", "false")
 	autoDef, autoErr := strconv.ParseBool(autoEnv)
@@ -49,11 +53,14 @@ func addKafkaFlags(fs *flag.FlagSet, env func(name, def string) string) func(get
 		"Kafka address clients are given for this node; default the --kafka-listen address. Other nodes are given as their API host with their API port plus the same offset as this node's (LOGD_KAFKA_ADVERTISE)")
 	fs.BoolVar(&c.autoCreate, "kafka-auto-create-topics", autoDef,
 		"let Kafka Metadata requests create the topics they name, with one partition (LOGD_KAFKA_AUTO_CREATE_TOPICS=true)")
-	return func(getenv func(string) string) (kafkaConfig, error) {
+	return func(getenv func(string) string, authRequired bool) (kafkaConfig, error) {
 		given := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-		if !given["kafka-listen"] && getenv("LOGD_KAFKA_LISTEN") == "" && !given["listen"] && getenv("LOGD_LISTEN") == "" {
+		if !given["kafka-listen"] && getenv("LOGD_KAFKA_LISTEN") == "" && !given["listen"] && getenv("LOGD_LISTEN") == "" && !authRequired {
 			c.listen = defaultKafkaListen
+		}
+		if authRequired && c.listen != "" {
+			return c, errors.New("--kafka-listen: the Kafka listener authenticates nobody yet (no TLS or SASL), so it cannot serve under --auth required")
 		}
 		if autoErr != nil {
 			return c, fmt.Errorf("LOGD_KAFKA_AUTO_CREATE_TOPICS: want true or false, got %q", autoEnv)

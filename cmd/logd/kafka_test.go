@@ -30,6 +30,8 @@ func TestKafkaFlags(t *testing.T) {
 		{name: "bad auto-create", args: []string{"--kafka-auto-create-topics=maybe"}, err: true},
 		{name: "bad auto-create env", env: map[string]string{"LOGD_KAFKA_AUTO_CREATE_TOPICS": "maybe"}, err: true},
 		{name: "advertise without listener", args: []string{"--kafka-listen", "", "--kafka-advertise", "h:1"}, err: true},
+		{name: "auth required: off by default", args: []string{"--auth", "required"}},
+		{name: "auth required: refused", args: []string{"--auth", "required", "--kafka-listen", "127.0.0.1:9000"}, err: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := parseFlags(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
