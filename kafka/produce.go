@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,16 +76,18 @@ func (s *Server) produce(ctx context.Context, rc *reqCtx, req *kmsg.ProduceReque
 			timeout = defaultProduceTimeout
 		}
 		actx, cancel := context.WithTimeout(ctx, timeout)
+		throttles := make([]int32, len(appends))
 		var wg sync.WaitGroup
-		for _, a := range appends {
+		for i, a := range appends {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s.appendTopic(actx, a, resp)
+				throttles[i] = s.appendTopic(actx, a)
 			}()
 		}
 		wg.Wait()
 		cancel()
+		resp.ThrottleMillis = slices.Max(append(throttles, 0))
 	}
 
 	for i, t := range req.Topics {
@@ -214,8 +217,9 @@ func checkBatch(b []byte, compacted bool) (int, int16, string) {
 	return int(info.RecordCount), errNone, ""
 }
 
-// appendTopic appends a topic's valid batches and fills their results.
-func (s *Server) appendTopic(ctx context.Context, a *topicAppend, resp *kmsg.ProduceResponse) {
+// appendTopic appends a topic's valid batches and fills their results; it
+// returns the throttle to answer with (throttleFor).
+func (s *Server) appendTopic(ctx context.Context, a *topicAppend) int32 {
 	bases, err := s.b.Append(ctx, replication.Append{Topic: a.topic, Batches: a.batches})
 	if err != nil {
 		code := codeFor(err, opRecords)
@@ -227,31 +231,10 @@ func (s *Server) appendTopic(ctx context.Context, a *topicAppend, resp *kmsg.Pro
 		for _, r := range a.results {
 			*r = partResult{code: code, msg: msg}
 		}
-		if ms := throttleFor(err); ms > 0 {
-			setThrottle(resp, ms)
-		}
-		return
+		return throttleFor(err)
 	}
 	for i, r := range a.results {
 		r.base = bases[i]
 	}
-}
-
-// throttleMu guards the throttle of responses that topics fill at once.
-var throttleMu sync.Mutex
-
-// setThrottle raises a response's throttle_time_ms to at least ms.
-func setThrottle(resp kmsg.Response, ms int32) {
-	tr, ok := resp.(interface {
-		kmsg.ThrottleResponse
-		kmsg.SetThrottleResponse
-	})
-	if !ok {
-		return
-	}
-	throttleMu.Lock()
-	defer throttleMu.Unlock()
-	if cur, _ := tr.Throttle(); ms > cur {
-		tr.SetThrottle(ms)
-	}
+	return 0
 }
