@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -32,6 +33,9 @@ type kafkaConfig struct {
 	advertise string
 	// autoCreate lets Metadata requests create the topics they name.
 	autoCreate bool
+	// insecure says what --insecure-allow-plaintext let the listener
+	// expose ("" when it is on loopback); startKafka logs it.
+	insecure string
 }
 
 // addKafkaFlags registers the Kafka flags on fs (env gives LOGD_*
@@ -40,10 +44,12 @@ type kafkaConfig struct {
 // defaultKafkaListen, only on the embedded default, where no --listen (nor
 // LOGD_LISTEN) is given either; --kafka-listen "" switches it off.
 //
-// The listener authenticates nobody yet (no TLS, no SASL), so under
-// --auth required it is off unless asked for, and asking for it is an
-// error: it would let anyone past the ACLs.
-func addKafkaFlags(fs *flag.FlagSet, env func(name, def string) string) func(getenv func(string) string, authRequired bool) (kafkaConfig, error) {
+// The listener authenticates nobody and encrypts nothing yet (no TLS, no
+// SASL), so under --auth required it is off unless asked for, and asking
+// for it is an error: it would let anyone past the ACLs. As the API's, it
+// follows the loopback rule (docs/security.md): off loopback it needs
+// --insecure-allow-plaintext.
+func addKafkaFlags(fs *flag.FlagSet, env func(name, def string) string) func(getenv func(string) string, authRequired, insecurePlaintext bool) (kafkaConfig, error) {
 	var c kafkaConfig
 	autoEnv := env("LOGD_KAFKA_AUTO_CREATE_TOPICS", "false")
 	autoDef, autoErr := strconv.ParseBool(autoEnv)
@@ -53,7 +59,7 @@ func addKafkaFlags(fs *flag.FlagSet, env func(name, def string) string) func(get
 		"Kafka address clients are given for this node; default the --kafka-listen address. Other nodes are given as their API host with their API port plus the same offset as this node's (LOGD_KAFKA_ADVERTISE)")
 	fs.BoolVar(&c.autoCreate, "kafka-auto-create-topics", autoDef,
 		"let Kafka Metadata requests create the topics they name, with one partition (LOGD_KAFKA_AUTO_CREATE_TOPICS=true)")
-	return func(getenv func(string) string, authRequired bool) (kafkaConfig, error) {
+	return func(getenv func(string) string, authRequired, insecurePlaintext bool) (kafkaConfig, error) {
 		given := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 		if !given["kafka-listen"] && getenv("LOGD_KAFKA_LISTEN") == "" && !given["listen"] && getenv("LOGD_LISTEN") == "" && !authRequired {
@@ -67,6 +73,19 @@ func addKafkaFlags(fs *flag.FlagSet, env func(name, def string) string) func(get
 		}
 		if c.listen == "" && c.advertise != "" {
 			return c, errors.New("--kafka-advertise needs the Kafka listener (--kafka-listen)")
+		}
+		var exposed []string
+		for _, f := range []struct{ flag, addr string }{{"--kafka-listen", c.listen}, {"--kafka-advertise", c.advertise}} {
+			if f.addr != "" && !isLoopback(f.addr) {
+				exposed = append(exposed, f.flag+" "+f.addr)
+			}
+		}
+		if len(exposed) > 0 {
+			msg := strings.Join(exposed, ", ") + " not on loopback: the Kafka listener has no TLS and no authentication yet"
+			if !insecurePlaintext {
+				return c, fmt.Errorf("%s; --insecure-allow-plaintext serves it all the same (docs/kafka.md)", msg)
+			}
+			c.insecure = msg
 		}
 		return c, nil
 	}
@@ -135,6 +154,9 @@ func startKafka(k kafkaConfig, ln net.Listener, backend *replication.Backend, sr
 			logger.Error("kafka listener stopped", "err", err)
 		}
 	}()
+	if k.insecure != "" {
+		logger.Warn("INSECURE: --insecure-allow-plaintext: anyone who reaches the Kafka listener can read and change every topic", "exposed", k.insecure)
+	}
 	logger.Info("kafka listener started", "listen", ln.Addr().String(), "advertise", k.advertise, "auto_create_topics", k.autoCreate)
 	return func() {
 		if err := ks.Close(); err != nil {

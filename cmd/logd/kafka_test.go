@@ -32,6 +32,9 @@ func TestKafkaFlags(t *testing.T) {
 		{name: "advertise without listener", args: []string{"--kafka-listen", "", "--kafka-advertise", "h:1"}, err: true},
 		{name: "auth required: off by default", args: []string{"--auth", "required"}},
 		{name: "auth required: refused", args: []string{"--auth", "required", "--kafka-listen", "127.0.0.1:9000"}, err: true},
+		{name: "not on loopback", args: []string{"--kafka-listen", "0.0.0.0:9092"}, err: true},
+		{name: "advertised off loopback", args: []string{"--kafka-listen", "127.0.0.1:9092", "--kafka-advertise", "kafka.example:9092"}, err: true},
+		{name: "not on loopback, insecure", args: []string{"--kafka-listen", ":9092", "--insecure-allow-plaintext"}, listen: ":9092"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := parseFlags(tc.args, func(k string) string { return tc.env[k] }, io.Discard)

@@ -132,7 +132,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	if c.tls, err = readTLS(); err != nil {
 		return c, err
 	}
-	if c.kafka, err = readKafka(getenv, c.authn.mode == authRequired); err != nil {
+	if c.kafka, err = readKafka(getenv, c.authn.mode == authRequired, c.tls.insecurePlaintext); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
