@@ -31,6 +31,10 @@ type limitConfig struct {
 	fdReserve     int64
 	maxTopics     int64
 	maxPartitions int64
+	// maxTopicsPerPrincipal and maxPartitionsPerPrincipal bound what one
+	// principal creates (0: unbounded, the default).
+	maxTopicsPerPrincipal     int64
+	maxPartitionsPerPrincipal int64
 }
 
 // Defaults of the limit flags that are not the server package's.
@@ -81,6 +85,10 @@ func addLimitFlags(fs *flag.FlagSet, env func(name, def string) string) func() (
 			help: "topics in the cluster; set the same on every node (the leader's applies)"},
 		{name: "max-partitions", envName: "LOGD_MAX_PARTITIONS", dst: &c.maxPartitions, raw: new(string),
 			help: "partitions of all topics in the cluster; set the same on every node (the leader's applies)"},
+		{name: "max-topics-per-principal", envName: "LOGD_MAX_TOPICS_PER_PRINCIPAL", dst: &c.maxTopicsPerPrincipal, raw: new(string),
+			help: "topics one principal may have created; set the same on every node (the leader's applies)"},
+		{name: "max-partitions-per-principal", envName: "LOGD_MAX_PARTITIONS_PER_PRINCIPAL", dst: &c.maxPartitionsPerPrincipal, raw: new(string),
+			help: "partitions of the topics one principal may have created; set the same on every node (the leader's applies)"},
 	}
 	defs := map[string]int64{
 		"max-request-bytes": server.MaxRequestBytes, "max-inflight-request-bytes": server.DefaultInflightBytes,
@@ -169,7 +177,8 @@ func (c limitConfig) serverLimits() server.Limits {
 
 // quota is the cluster's topic quota for replication.Config.
 func (c limitConfig) quota() replication.TopicQuota {
-	return replication.TopicQuota{MaxTopics: c.maxTopics, MaxPartitions: c.maxPartitions}
+	return replication.TopicQuota{MaxTopics: c.maxTopics, MaxPartitions: c.maxPartitions,
+		MaxTopicsPerPrincipal: c.maxTopicsPerPrincipal, MaxPartitionsPerPrincipal: c.maxPartitionsPerPrincipal}
 }
 
 // connCaps returns the connection limits for a process whose open-file

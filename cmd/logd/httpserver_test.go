@@ -61,7 +61,15 @@ func TestLimitFlags(t *testing.T) {
 	if sl := c.limits.serverLimits(); sl.InflightBytes >= 0 || sl.BodyTimeout >= 0 || !c.limits.quota().IsZero() {
 		t.Fatalf("0 should switch the bounds off: %+v, quota %+v", sl, c.limits.quota())
 	}
+	c, err = parseFlags([]string{"--max-topics-per-principal", "3", "--max-partitions-per-principal", "9"}, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := c.limits.quota(); q.MaxTopicsPerPrincipal != 3 || q.MaxPartitionsPerPrincipal != 9 || q.MaxTopics != defaultMaxTopics {
+		t.Fatalf("per-principal quota flags: %+v", q)
+	}
 	for _, args := range [][]string{
+		{"--max-topics-per-principal", "-1"},
 		{"--max-connections", "many"},
 		{"--http-idle-timeout", "-1s"},
 		{"--max-request-bytes", "-5"},
