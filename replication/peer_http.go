@@ -13,12 +13,25 @@ import (
 // node (package server), a joining node's Join request (cmd/logd) and
 // segment catch-up (SegmentClient). It is the one place that chooses the
 // scheme and TLS, so the four agree: https with TLS when it is set, plain
-// http otherwise. The zero value dials plaintext at the addresses given.
+// http otherwise. NewPeerHTTP makes a node's; the zero value dials
+// plaintext at the addresses given.
 type PeerHTTP struct {
 	// Peers routes the dials (peers.go); nil dials the addresses given.
 	Peers *PeerResolver
-	// TLS is PeerTLS.Client, or nil for plaintext.
+	// TLS is the client configuration of the calls, PeerTLS.HTTPClient
+	// (a peer's API port must present a node certificate), or nil for
+	// plaintext.
 	TLS *tls.Config
+}
+
+// NewPeerHTTP is how a node whose peer TLS is p (nil: plaintext peers)
+// calls its peers through peers.
+func NewPeerHTTP(peers *PeerResolver, p *PeerTLS) PeerHTTP {
+	h := PeerHTTP{Peers: peers}
+	if p != nil {
+		h.TLS = p.HTTPClient()
+	}
+	return h
 }
 
 // Scheme is the URL scheme of calls to peers: "https" or "http".

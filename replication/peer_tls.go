@@ -20,7 +20,8 @@ import (
 //     that presents a node certificate;
 //   - calls to peers' client API ports (forwarding, segment catch-up, join
 //     and the leader's questions to a joining node) go over https with the
-//     client configuration (PeerHTTP);
+//     client configuration, and accept only a server that presents a node
+//     certificate (PeerHTTP, HTTPClient);
 //   - the segment endpoint answers only callers with a verified node
 //     certificate (segment_serve.go), and the leader adds a node only for
 //     a caller that proved to be that node, and whose Raft port presents
@@ -96,6 +97,31 @@ func (p *PeerTLS) dialedNode(cs tls.ConnectionState) (string, bool) {
 		return "", false
 	}
 	return p.NodeID(cs.PeerCertificates[0])
+}
+
+// HTTPClient is the configuration of this node's calls to its peers' API
+// ports (NewPeerHTTP): Client, and the server must present a node
+// certificate (NodeID) besides what Client verifies (its chain to the
+// cluster CA, with server usage, valid now). crypto/tls reports no server
+// name for an IP address, so Client checks no address for a peer dialed
+// at one; this check keeps a certificate of the cluster CA that is not a
+// node's (a client's, or a server certificate of another kind) from
+// answering as a peer's API.
+func (p *PeerTLS) HTTPClient() *tls.Config {
+	cfg := p.Client.Clone()
+	verify := cfg.VerifyConnection
+	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+		if verify != nil {
+			if err := verify(cs); err != nil {
+				return err
+			}
+		}
+		if _, ok := p.dialedNode(cs); !ok {
+			return fmt.Errorf("%w: %s", ErrPeerNotNode, certName(cs))
+		}
+		return nil
+	}
+	return cfg
 }
 
 // handshake runs the client side of a TLS handshake over raw, a

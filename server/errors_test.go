@@ -50,6 +50,7 @@ var backendSentinels = map[string]error{
 	"replication.ErrNodeConflict":        replication.ErrNodeConflict,
 	"replication.ErrNoQuorum":            replication.ErrNoQuorum,
 	"replication.ErrPeerIdentity":        replication.ErrPeerIdentity,
+	"replication.ErrPeerNotNode":         replication.ErrPeerNotNode,
 	"replication.ErrDiverged":            replication.ErrDiverged,
 	"replication.ErrNoSegmentSource":     replication.ErrNoSegmentSource,
 	"replication.ErrSegmentGone":         replication.ErrSegmentGone,
@@ -88,9 +89,12 @@ var backendSentinels = map[string]error{
 }
 
 // internalErrors never reach a handler as such: they stop the node (which
-// then answers ErrStopped) or stay inside replication's catch-up. A client
-// that saw one would get INTERNAL, as for any unknown error.
+// then answers ErrStopped) or stay inside replication's catch-up or a
+// call to a peer (ErrPeerNotNode: a forward fails as a connection that
+// could not be made, a join's probe as ErrNodeUnreachable). A client that
+// saw one would get INTERNAL, as for any unknown error.
 var internalErrors = map[string]bool{
+	"replication.ErrPeerNotNode":     true,
 	"replication.ErrBadCommand":      true,
 	"replication.ErrEntryDamaged":    true,
 	"replication.ErrUnknownCommand":  true,

@@ -63,8 +63,9 @@ type Options struct {
 	Peers *replication.PeerResolver
 	// PeerTLS, when set (the node's replication.Config.PeerTLS), makes
 	// this node's calls to peers' API ports (forwarding, the questions to
-	// a joining node) https with PeerTLS.Client, and names the node behind
-	// a Join's connection (join.go). Nil: plaintext.
+	// a joining node) https with PeerTLS.HTTPClient (the peer must present
+	// a node certificate), and names the node behind a Join's connection
+	// (join.go). Nil: plaintext.
 	PeerTLS *replication.PeerTLS
 	// Auth is authentication, authorization, the audit log and quotas
 	// (authn.go, authz.go, audit.go, quota.go). The zero value checks
@@ -127,11 +128,8 @@ func New(opts Options) *Server {
 		opts.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	s := &Server{b: opts.Backend, segments: opts.Segments, logger: opts.Logger, reg: opts.Registry, conns: opts.Conns, peers: opts.Peers,
-		peerTLS: opts.PeerTLS, peerHTTP: replication.PeerHTTP{Peers: opts.Peers},
+		peerTLS: opts.PeerTLS, peerHTTP: replication.NewPeerHTTP(opts.Peers, opts.PeerTLS),
 		auth: opts.Auth, audit: cmp.Or(opts.Auth.Audit, opts.Logger)}
-	if opts.PeerTLS != nil {
-		s.peerHTTP.TLS = opts.PeerTLS.Client
-	}
 	s.sec = opts.Backend
 	s.authn = newAuthenticator(opts.Auth, s.sec, opts.Registry)
 	s.authn.onRefused = s.auditRefusedRequest

@@ -254,8 +254,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	peers := replication.NewPeerResolver(c.peerRoutes)
 	// Calls to peers' API ports: https with the peer client configuration
-	// under peer TLS.
-	peerHTTP := replication.PeerHTTP{Peers: peers, TLS: tlsc.peer.client()}
+	// under peer TLS, to a server that presents a node certificate.
+	peerTLS := tlsc.peer.replication()
+	peerHTTP := replication.NewPeerHTTP(peers, peerTLS)
 	cfg := replication.Config{
 		NodeID:            c.nodeID,
 		DataDir:           c.dataDir,
@@ -265,7 +266,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		APIAdvertise:      c.advertise,
 		SegmentSource:     replication.NewSegmentClient(peerHTTP),
 		Peers:             peers,
-		PeerTLS:           tlsc.peer.replication(),
+		PeerTLS:           peerTLS,
 		SyncPartitions:    c.fsync == "always",
 		SnapshotThreshold: c.snapshotEvery,
 		SnapshotInterval:  c.snapshotPeriod,

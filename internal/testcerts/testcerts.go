@@ -87,6 +87,22 @@ func (ca *CA) Client(t testing.TB, name string) tls.Certificate {
 	})
 }
 
+// Service issues a certificate that is not a node certificate but is
+// usable by servers and clients at a node's addresses (127.0.0.1, ::1,
+// localhost), with the user URI SAN logd://user/<name>: what a CA that
+// also signs other services' certificates issues, which must not pass
+// for a node.
+func (ca *CA) Service(t testing.TB, name string) tls.Certificate {
+	t.Helper()
+	return ca.issue(t, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: name},
+		URIs:        []*url.URL{{Scheme: "logd", Host: "user", Path: "/" + name}},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		DNSNames:    []string{"localhost"},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	})
+}
+
 func (ca *CA) issue(t testing.TB, tmpl *x509.Certificate) tls.Certificate {
 	t.Helper()
 	key := newKey(t)
