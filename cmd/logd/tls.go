@@ -230,15 +230,6 @@ func (p *peerTLS) replication() *replication.PeerTLS {
 	return &replication.PeerTLS{Server: p.Server(), Client: p.Client(), NodeID: p.NodeID}
 }
 
-// client is p's client configuration for replication.PeerHTTP; nil
-// (plaintext) without peer TLS.
-func (p *peerTLS) client() *tls.Config {
-	if p == nil {
-		return nil
-	}
-	return p.Client()
-}
-
 // apiClientAuthFor is the client API's client-certificate policy:
 // required with --tls-client-ca; else, with peer TLS, verified when
 // given, so that nodes present their certificates to each other's API
@@ -258,6 +249,14 @@ func apiClientAuthFor(t tlsConfig) tls.ClientAuthType {
 // its own node certificate does not start.
 func loadTLS(t tlsConfig, nodeID string, logger *slog.Logger) (*nodeTLS, error) {
 	n := &nodeTLS{apiClientAuth: apiClientAuthFor(t)}
+	if t.peerTLS() {
+		r, err := tlsconf.New(tlsconf.Config{CertFile: t.peerCert, KeyFile: t.peerKey, CAFiles: []string{t.peerCA}, CertFromCA: true, Logger: logger,
+			Check: func(leaf *x509.Certificate) error { return isNodeCert(leaf, nodeID) }})
+		if err != nil {
+			return nil, fmt.Errorf("peer TLS: %w", err)
+		}
+		n.peer = &peerTLS{r: r, ownCA: t.clientCA == "" || t.clientCA == t.peerCA}
+	}
 	if t.apiTLS() {
 		// The API verifies client certificates of the client CA and
 		// node certificates of the cluster CA in one handshake.
@@ -265,27 +264,48 @@ func loadTLS(t tlsConfig, nodeID string, logger *slog.Logger) (*nodeTLS, error) 
 		if t.peerCA != t.clientCA {
 			cas = append(cas, t.peerCA)
 		}
-		r, err := tlsconf.New(tlsconf.Config{CertFile: t.cert, KeyFile: t.key, CAFiles: cas, Logger: logger})
+		api := tlsconf.Config{CertFile: t.cert, KeyFile: t.key, CAFiles: cas, Logger: logger}
+		if n.peer != nil {
+			// Peers call this port and accept only a node certificate
+			// (replication.PeerTLS.HTTPClient): this node's, which a
+			// reload must keep.
+			api.Check = func(leaf *x509.Certificate) error {
+				if err := isNodeCert(leaf, nodeID); err != nil {
+					return fmt.Errorf("%w (with peer TLS, peers call the API port and accept only a node certificate)", err)
+				}
+				return nil
+			}
+		}
+		r, err := tlsconf.New(api)
 		if err != nil {
 			return nil, fmt.Errorf("--tls-cert: %w", err)
 		}
 		n.api = r
-	}
-	if t.peerTLS() {
-		r, err := tlsconf.New(tlsconf.Config{CertFile: t.peerCert, KeyFile: t.peerKey, CAFiles: []string{t.peerCA}, CertFromCA: true, Logger: logger})
-		if err != nil {
-			return nil, fmt.Errorf("peer TLS: %w", err)
+		// And one the cluster CA signed, or no peer accepts it.
+		if n.peer != nil {
+			if _, ok := n.peer.r.NodeID(r.Leaf()); !ok {
+				return nil, fmt.Errorf("--tls-cert: %s is not signed by the cluster CA (--peer-tls-ca %s): with peer TLS, peers call the API port and accept only a node certificate of the cluster CA", t.cert, t.peerCA)
+			}
 		}
-		id, ok := certid.NodeID(r.Leaf())
-		switch {
-		case !ok:
-			return nil, fmt.Errorf("peer TLS: %s is not a node certificate (URI SAN %sID): create one with logd cert node --id %s", t.peerCert, certid.NodeURIPrefix, nodeID)
-		case id != nodeID:
-			return nil, fmt.Errorf("peer TLS: %s is node %s's certificate, and this is --node-id %s", t.peerCert, id, nodeID)
-		}
-		n.peer = &peerTLS{r: r, ownCA: t.clientCA == "" || t.clientCA == t.peerCA}
 	}
 	return n, nil
+}
+
+// errNotNodeCert: a certificate that must be this node's node
+// certificate is not.
+var errNotNodeCert = errors.New("not this node's node certificate")
+
+// isNodeCert checks that leaf is node id's node certificate (URI SAN
+// logd://node/<id>).
+func isNodeCert(leaf *x509.Certificate, id string) error {
+	switch got, ok := certid.NodeID(leaf); {
+	case !ok:
+		return fmt.Errorf("%w: %q is not a node certificate (URI SAN %sID): create one with logd cert node --id %s",
+			errNotNodeCert, leaf.Subject.CommonName, certid.NodeURIPrefix, id)
+	case got != id:
+		return fmt.Errorf("%w: it is node %s's certificate, and this is --node-id %s", errNotNodeCert, got, id)
+	}
+	return nil
 }
 
 // reloaders are the distinct Reloaders of n.

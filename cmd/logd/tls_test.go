@@ -282,3 +282,54 @@ func TestLoadTLSRefusesAnotherNodesCertificate(t *testing.T) {
 		t.Fatalf("loadTLS with a client certificate: %v", err)
 	}
 }
+
+// TestLoadTLSAPICertificateMustBeTheNodes: with peer TLS, peers call the
+// API port and accept only a node certificate of the cluster CA, so the
+// API's certificate must be this node's, signed by that CA, at start and
+// at every reload.
+func TestLoadTLSAPICertificateMustBeTheNodes(t *testing.T) {
+	dir := certDir(t)
+	other := t.TempDir()
+	issueNow(t, "ca", "--dir", other)
+	issueNow(t, "node", "--dir", other, "--id", "n1")
+	issueNow(t, "node", "--dir", dir, "--id", "n2")
+	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
+	load := func(cert string) (*nodeTLS, error) {
+		c, err := parseFlags([]string{"--tls-cert", cert + ".crt", "--tls-key", cert + ".key",
+			"--peer-tls-cert", filepath.Join(dir, "n1.crt"), "--peer-tls-key", filepath.Join(dir, "n1.key"), "--peer-tls-ca", filepath.Join(dir, "ca.crt")}, noEnv, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return loadTLS(c.tls, "n1", discard)
+	}
+	for _, tc := range []struct{ name, cert, err string }{
+		{"a client certificate", filepath.Join(dir, "alice"), "not a node certificate"},
+		{"another node's certificate", filepath.Join(dir, "n2"), "node n2's certificate"},
+		{"this node's, of another CA", filepath.Join(other, "n1"), "not signed by the cluster CA"},
+	} {
+		if _, err := load(tc.cert); err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: loadTLS: %v, want %q", tc.name, err, tc.err)
+		}
+	}
+	n, err := load(filepath.Join(dir, "n1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A reload to a client certificate keeps the node's.
+	leaf := n.api.Leaf()
+	for _, ext := range []string{".key", ".crt"} {
+		b, err := os.ReadFile(filepath.Join(dir, "alice"+ext))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "n1"+ext), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n.api.Reload(); err == nil || !strings.Contains(err.Error(), "not a node certificate") {
+		t.Fatalf("reload to a client certificate: %v", err)
+	}
+	if !n.api.Leaf().Equal(leaf) {
+		t.Fatal("the API took a client certificate")
+	}
+}

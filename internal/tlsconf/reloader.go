@@ -33,6 +33,11 @@ type Config struct {
 	// bundle, so a rotation caught half done (new CA, old certificate)
 	// keeps the last consistent material.
 	CertFromCA bool
+	// Check, when set, refuses a certificate it returns an error for,
+	// as a load failure: a reload keeps the last good material. A node
+	// whose API port peers call checks there that it is a node
+	// certificate (cmd/logd).
+	Check func(leaf *x509.Certificate) error
 	// Now is the clock that judges validity; nil is time.Now.
 	Now func() time.Time
 	// Logger receives Watch's reloads and failures; nil discards them.
@@ -265,6 +270,11 @@ func (r *Reloader) parse(files fileSet) (*material, error) {
 		}
 		if _, err := verifyChain(m.pool, cert.Leaf, inter, "", x509.ExtKeyUsageAny, now); err != nil {
 			return nil, fmt.Errorf("%s: %w: %v", r.cfg.CertFile, ErrNotFromCA, err)
+		}
+	}
+	if r.cfg.Check != nil {
+		if err := r.cfg.Check(cert.Leaf); err != nil {
+			return nil, fmt.Errorf("%s: %w", r.cfg.CertFile, err)
 		}
 	}
 	if _, err := rand.Read(m.ticketKey[:]); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"log/slog"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/logd-dev/logd/auth/certid"
 )
 
 // waitUntil polls cond every few milliseconds for up to 10 s: Watch runs
@@ -102,6 +105,9 @@ func newFilesWith(t *testing.T, kp *KeyPair, cas ...*KeyPair) files {
 	return f
 }
 
+// errNotNode is the refusal of TestReloadKeepsLastGoodMaterial's Check.
+var errNotNode = errors.New("not a node certificate")
+
 // TestReloadKeepsLastGoodMaterial: files that do not load leave the
 // current material, and Reload says why.
 func TestReloadKeepsLastGoodMaterial(t *testing.T) {
@@ -131,11 +137,18 @@ func TestReloadKeepsLastGoodMaterial(t *testing.T) {
 		{name: "garbage certificate", want: ErrNoCertificate, write: func(f files) { writeFile(t, f.cert, []byte("not PEM")) }},
 		{name: "key in the certificate file", text: `PEM block "PRIVATE KEY"`, write: func(f files) { writeFile(t, f.cert, good.KeyPEM) }},
 		{name: "missing key", want: os.ErrNotExist, write: func(f files) { os.Remove(f.key) }},
+		{name: "refused by Check", want: errNotNode, write: func(f files) { f.write(t, mustClient(t, ca, "alice"), ca) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFilesWith(t, good, ca)
 			cfg := f.config()
 			cfg.CertFromCA = true
+			cfg.Check = func(leaf *x509.Certificate) error {
+				if _, ok := certid.NodeID(leaf); !ok {
+					return errNotNode
+				}
+				return nil
+			}
 			r := mustReloader(t, cfg)
 			tc.write(f)
 			err := r.Reload()
