@@ -196,6 +196,9 @@ type SecurityBackend interface {
 type StatsBackend interface {
 	CleanerCounters() replication.CleanerCounters
 	CleanerStats() replication.CleanerStats
+	// RaftConnStats counts the connections of the node's Raft port
+	// (raft_metrics.go); zero for a node without one.
+	RaftConnStats() replication.RaftConnStats
 }
 
 var _ Backend = (*replication.Backend)(nil)
