@@ -484,8 +484,9 @@ func (c *cluster) checkEveryNode(ctx context.Context, topic string, parts int32,
 // client (which follows the leader and retries only what was surely not
 // written); they record every value attempted and every acknowledgement.
 type producers struct {
-	perCall int        // records per produce call
-	lat     *latencies // when set, the latency of each acknowledged call
+	perCall int          // records per produce call
+	lat     *latencies   // when set, the latency of each acknowledged call
+	hc      *http.Client // when set, the clients' HTTP client (TLS, say)
 
 	mu            sync.Mutex
 	acks          []ack
@@ -500,7 +501,7 @@ func newProducers(perCall int) *producers {
 // run is producer id: it writes through the node at seed until stop is
 // closed. A failed call (refused or unknown) is never counted as lost.
 func (ps *producers) run(ctx context.Context, t *testing.T, seed, topic string, id int, stop <-chan struct{}) {
-	c, err := client.New(seed, client.Options{Timeout: 3 * time.Second,
+	c, err := client.New(seed, client.Options{HTTPClient: ps.hc, Timeout: 3 * time.Second,
 		Retry: client.RetryPolicy{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}})
 	if err != nil {
 		t.Error(err)
