@@ -121,9 +121,10 @@ func (a *authInfo) authenticated() bool { return a.method != methodNone }
 
 // authenticator turns requests into principals.
 type authenticator struct {
-	opts       AuthOptions
-	sec        SecurityBackend
-	superusers map[auth.Principal]bool
+	opts AuthOptions
+	sec  SecurityBackend
+	// authz names the superusers (the decision is the Server's).
+	authz *auth.Authorizer
 	// bootstrapSum is the SHA-256 of the bootstrap token's secret.
 	bootstrapSum []byte
 	errw         *connect.ErrorWriter
@@ -136,15 +137,12 @@ type authenticator struct {
 	unauthenticated prometheus.Counter
 }
 
-func newAuthenticator(opts AuthOptions, sec SecurityBackend, reg *prometheus.Registry) *authenticator {
-	a := &authenticator{opts: opts, sec: sec, superusers: map[auth.Principal]bool{}, errw: connect.NewErrorWriter(),
+func newAuthenticator(opts AuthOptions, sec SecurityBackend, authz *auth.Authorizer, reg *prometheus.Registry) *authenticator {
+	a := &authenticator{opts: opts, sec: sec, authz: authz, errw: connect.NewErrorWriter(),
 		unauthenticated: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "logd_unauthenticated_requests_total", Help: "API calls refused for want of valid credentials (UNAUTHENTICATED) before they were decoded.",
 		})}
 	reg.MustRegister(a.unauthenticated)
-	for _, p := range opts.Superusers {
-		a.superusers[p] = true
-	}
 	if t := opts.BootstrapToken; t != nil {
 		sum := sha256.Sum256([]byte(t.Secret))
 		a.bootstrapSum = sum[:]
@@ -169,7 +167,7 @@ func (a *authenticator) authenticate(r *http.Request) (*authInfo, error) {
 				return nil, errUnauthenticated("node %s forwarded a call with a malformed principal %q", node, fp)
 			}
 			info.principal, info.method, info.forwardedBy = p, method, node
-			info.superuser = method == methodBootstrap || a.superusers[p]
+			info.superuser = method == methodBootstrap || a.authz.Superuser(p)
 			if ff := r.Header.Get(ForwardedForHeader); ff != "" {
 				info.remote = ff
 			}
@@ -205,7 +203,7 @@ func (a *authenticator) authenticate(r *http.Request) (*authInfo, error) {
 		if err != nil {
 			return nil, errUnauthenticated("token %s: %v", tok.ID, err)
 		}
-		info.principal, info.method, info.superuser = p, methodToken, a.superusers[p]
+		info.principal, info.method, info.superuser = p, methodToken, a.authz.Superuser(p)
 		return info, nil
 	}
 	if cert := verifiedLeaf(r); cert != nil {
@@ -213,7 +211,7 @@ func (a *authenticator) authenticate(r *http.Request) (*authInfo, error) {
 		if !ok {
 			return nil, errUnauthenticated("the client certificate names no principal (no logd://user/ or logd://node/ URI SAN, and no usable common name)")
 		}
-		info.principal, info.method, info.superuser = p, methodCertificate, a.superusers[p]
+		info.principal, info.method, info.superuser = p, methodCertificate, a.authz.Superuser(p)
 	}
 	return info, nil
 }

@@ -375,8 +375,10 @@ func errPermissionDenied(p auth.Principal, perm auth.Permission) error {
 }
 
 // authorize checks a decoded call against the table: nil if it may run.
+// The decision itself is auth.Authorizer's, the one the Kafka listener
+// makes too.
 func (s *Server) authorize(ctx context.Context, procedure string, msg any) error {
-	if !s.auth.Required {
+	if !s.authz.Required() {
 		return nil
 	}
 	info := authFrom(ctx)
@@ -398,9 +400,8 @@ func (s *Server) authorize(ctx context.Context, procedure string, msg any) error
 	if row.need == nil {
 		return nil
 	}
-	acls := s.sec.ACLs()
 	for _, p := range row.need(s, msg) {
-		if !acls.Authorize(info.principal, p).Allowed {
+		if !s.authz.Allowed(info.principal, p) {
 			return errPermissionDenied(info.principal, p)
 		}
 	}
@@ -410,11 +411,11 @@ func (s *Server) authorize(ctx context.Context, procedure string, msg any) error
 // may reports whether the call's principal holds p: a list handler's
 // filter.
 func (s *Server) may(ctx context.Context, p auth.Permission) bool {
-	if !s.auth.Required {
+	if !s.authz.Required() {
 		return true
 	}
 	info := authFrom(ctx)
-	return info.superuser || (info.authenticated() && s.sec.ACLs().Authorize(info.principal, p).Allowed)
+	return info.superuser || (info.authenticated() && s.authz.Allowed(info.principal, p))
 }
 
 // authzInterceptor applies the table before the handler.
@@ -443,7 +444,7 @@ func (s *Server) OpsGuard(next http.Handler) http.Handler {
 		case err != nil:
 		case !info.authenticated():
 			err = errUnauthenticated("authentication required (or start logd with --metrics-public)")
-		case !info.superuser && !s.sec.ACLs().Authorize(info.principal, need).Allowed:
+		case !info.superuser && !s.authz.Allowed(info.principal, need):
 			err = errPermissionDenied(info.principal, need)
 		}
 		if err != nil {

@@ -95,7 +95,8 @@ func TestAuthorizeCostIsPerRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{auth: AuthOptions{Required: true}, sec: staticACLs{set: set}}
+	sec := staticACLs{set: set}
+	s := &Server{auth: AuthOptions{Required: true}, sec: sec, authz: auth.NewAuthorizer(true, nil, sec.ACLs)}
 	ctx := withAuth(context.Background(), &authInfo{principal: auth.User("alice"), method: methodToken})
 	produce := func(n int) *logdv1.ProduceRequest {
 		m := &logdv1.ProduceRequest{Topic: "orders"}

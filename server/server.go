@@ -17,6 +17,7 @@ import (
 
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
+	"github.com/logd-dev/logd/auth"
 	"github.com/logd-dev/logd/replication"
 )
 
@@ -104,11 +105,13 @@ type Server struct {
 	peerTLS  *replication.PeerTLS
 	peerHTTP replication.PeerHTTP
 
-	// auth and authn authenticate calls (authn.go); sec is the backend's
-	// tokens and ACLs; audit is the audit log
+	// auth and authn authenticate calls (authn.go); authz decides their
+	// permissions (authz.go); sec is the backend's tokens and ACLs; audit
+	// is the audit log
 	// (audit.go); quotas bound principals' byte rates (quota.go).
 	auth   AuthOptions
 	authn  *authenticator
+	authz  *auth.Authorizer
 	sec    SecurityBackend
 	audit  *slog.Logger
 	quotas *quotas
@@ -131,7 +134,8 @@ func New(opts Options) *Server {
 		peerTLS: opts.PeerTLS, peerHTTP: replication.NewPeerHTTP(opts.Peers, opts.PeerTLS),
 		auth: opts.Auth, audit: cmp.Or(opts.Auth.Audit, opts.Logger)}
 	s.sec = opts.Backend
-	s.authn = newAuthenticator(opts.Auth, s.sec, opts.Registry)
+	s.authz = auth.NewAuthorizer(opts.Auth.Required, opts.Auth.Superusers, s.sec.ACLs)
+	s.authn = newAuthenticator(opts.Auth, s.sec, s.authz, opts.Registry)
 	s.authn.onRefused = s.auditRefusedRequest
 	s.authn.isMember = s.isMember
 	if s.auth.Now == nil {
