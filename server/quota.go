@@ -3,8 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"math"
-	"sync"
 	"time"
 
 	"connectrpc.com/connect"
@@ -13,149 +11,71 @@ import (
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/internal/quota"
 )
 
-// Per-principal byte-rate quotas (docs/security.md, "Quotas"). Each node
-// keeps, per principal, one token bucket for the record bytes it
-// produces and one for those it fetches, filled at the configured rate up
-// to one second's worth. A call is admitted while its bucket is not in
-// debt, and its bytes are taken after: a produce's as it is admitted, a
-// fetch's (or claim's) once served, since only then are they known. A
-// large call may so leave the bucket in debt; the principal's next calls
-// are refused with OVERLOADED and a retry-after of the time the bucket
-// takes to pay it back, so the rate holds on average, as Kafka's quotas
-// throttle after the fact. Bytes are a record's key, value and headers.
-//
-// Buckets are per node (a client spread over three nodes may get three
-// times the rate, as with Kafka's per-broker quotas) and per principal, so
-// with --auth none every client shares the anonymous principal's.
+// Per-principal byte-rate quotas (docs/security.md, "Quotas"): the
+// buckets are package internal/quota's, shared with the Kafka listener
+// (Server.QuotaLimiter); this file applies them to Produce, Fetch,
+// GroupFetch and Claim, and refuses a call whose principal's bucket is in
+// debt with OVERLOADED and the time it takes to pay back. Bytes are a
+// record's key, value and headers.
 
 // Quotas bound each principal's record bytes per second; 0 bounds nothing.
-type Quotas struct {
-	ProduceBytesPerSec int64
-	FetchBytesPerSec   int64
-}
+type Quotas = quota.Rates
 
-// quotaDirection is one kind of traffic under a quota.
-type quotaDirection struct {
-	name string
-	rate float64
-	now  func() time.Time
-
-	throttled *prometheus.CounterVec // by principal
-	bytes     *prometheus.CounterVec // by principal
-
-	mu      sync.Mutex
-	buckets map[auth.Principal]*bucket // guarded by mu
-}
-
-// bucket is one principal's token bucket; guarded by its direction's mu.
-type bucket struct {
-	tokens    float64
-	last      time.Time
-	throttled prometheus.Counter
-	bytes     prometheus.Counter
-}
-
-// quotas are the produce and fetch directions; a nil direction is
-// unbounded.
+// quotas applies a node's byte-rate buckets (nil: unbounded).
 type quotas struct {
-	produce, fetch *quotaDirection
+	l *quota.Limiter
 }
 
 func newQuotas(q Quotas, now func() time.Time, reg *prometheus.Registry) *quotas {
-	if q.ProduceBytesPerSec <= 0 && q.FetchBytesPerSec <= 0 {
-		return &quotas{}
-	}
-	throttled := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "logd_principal_quota_throttled_total", Help: "Calls refused by a principal's byte-rate quota, by principal and direction (produce, fetch).",
-	}, []string{"principal", "direction"})
-	bytes := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "logd_principal_quota_bytes_total", Help: "Record bytes counted against a principal's byte-rate quota, by principal and direction.",
-	}, []string{"principal", "direction"})
-	reg.MustRegister(throttled, bytes)
-	dir := func(name string, rate int64) *quotaDirection {
-		if rate <= 0 {
-			return nil
-		}
-		return &quotaDirection{name: name, rate: float64(rate), now: now, throttled: throttled, bytes: bytes, buckets: map[auth.Principal]*bucket{}}
-	}
-	return &quotas{produce: dir("produce", q.ProduceBytesPerSec), fetch: dir("fetch", q.FetchBytesPerSec)}
+	return &quotas{l: quota.New(q, now, reg)}
 }
 
-// bucketLocked returns p's bucket refilled to now; d.mu is held.
-func (d *quotaDirection) bucketLocked(p auth.Principal) *bucket {
-	now := d.now()
-	b := d.buckets[p]
-	if b == nil {
-		b = &bucket{tokens: d.rate, last: now,
-			throttled: d.throttled.WithLabelValues(p.String(), d.name), bytes: d.bytes.WithLabelValues(p.String(), d.name)}
-		d.buckets[p] = b
-		return b
-	}
-	if el := now.Sub(b.last).Seconds(); el > 0 {
-		b.tokens = min(d.rate, b.tokens+el*d.rate)
-		b.last = now
-	}
-	return b
-}
+// QuotaLimiter returns the node's per-principal byte-rate buckets (nil
+// without quotas), for the node's other front end to draw from the same
+// ones.
+func (s *Server) QuotaLimiter() *quota.Limiter { return s.quotas.l }
 
-// admit refuses p's call while its bucket is in debt; otherwise it takes
-// n bytes (0 when they are not known yet).
-func (d *quotaDirection) admit(p auth.Principal, n int64) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	b := d.bucketLocked(p)
-	if b.tokens < 0 {
-		b.throttled.Inc()
-		after := time.Duration(math.Ceil(-b.tokens / d.rate * float64(time.Second)))
-		return withInfo(connect.CodeResourceExhausted,
-			&logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_OVERLOADED, RetryAfterMs: max(after.Milliseconds(), 1)},
-			fmt.Errorf("%s is over its %s quota of %.0f bytes/s; retry after %v", p, d.name, d.rate, after.Round(time.Millisecond)))
+// admit refuses p's call while its bucket in direction d is in debt;
+// otherwise it takes n bytes (0 when they are not known yet).
+func (q *quotas) admit(d quota.Direction, p auth.Principal, n int64) error {
+	after, ok := q.l.Admit(d, p, n)
+	if ok {
+		return nil
 	}
-	b.tokens -= float64(n)
-	b.bytes.Add(float64(n))
-	return nil
-}
-
-// take takes n bytes served to p.
-func (d *quotaDirection) take(p auth.Principal, n int64) {
-	if n <= 0 {
-		return
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	b := d.bucketLocked(p)
-	b.tokens -= float64(n)
-	b.bytes.Add(float64(n))
+	return withInfo(connect.CodeResourceExhausted,
+		&logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_OVERLOADED, RetryAfterMs: max(after.Milliseconds(), 1)},
+		fmt.Errorf("%s is over its %s quota of %.0f bytes/s; retry after %v", p, d, q.l.Rate(d), after.Round(time.Millisecond)))
 }
 
 // interceptor applies the quotas to Produce, Fetch, GroupFetch and Claim.
 func (q *quotas) interceptor() connect.UnaryInterceptorFunc {
 	return func(next connect.UnaryFunc) connect.UnaryFunc {
-		if q.produce == nil && q.fetch == nil {
+		if !q.l.Bounded(quota.Produce) && !q.l.Bounded(quota.Fetch) {
 			return next
 		}
 		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 			switch req.Spec().Procedure {
 			case logdv1connect.LogServiceProduceProcedure:
-				if q.produce == nil {
+				if !q.l.Bounded(quota.Produce) {
 					break
 				}
-				if err := q.produce.admit(authFrom(ctx).principal, producedBytes(req.Any().(*logdv1.ProduceRequest))); err != nil {
+				if err := q.admit(quota.Produce, authFrom(ctx).principal, producedBytes(req.Any().(*logdv1.ProduceRequest))); err != nil {
 					return nil, err
 				}
 			case logdv1connect.LogServiceFetchProcedure, logdv1connect.LogServiceGroupFetchProcedure, logdv1connect.LogServiceClaimProcedure:
-				if q.fetch == nil {
+				if !q.l.Bounded(quota.Fetch) {
 					break
 				}
 				p := authFrom(ctx).principal
-				if err := q.fetch.admit(p, 0); err != nil {
+				if err := q.admit(quota.Fetch, p, 0); err != nil {
 					return nil, err
 				}
 				resp, err := next(ctx, req)
 				if err == nil {
-					q.fetch.take(p, fetchedBytes(resp.Any()))
+					q.l.Take(quota.Fetch, p, fetchedBytes(resp.Any()))
 				}
 				return resp, err
 			}

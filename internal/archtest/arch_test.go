@@ -134,6 +134,9 @@ var table = []row{
 	// nothing outside the standard library besides the identities of
 	// auth/certid, so every layer that speaks TLS may import it.
 	{path: "internal/tlsconf", layer: layerLeaf, stdOnly: true, stdAllow: []string{"auth", "auth/certid"}, siblings: []string{"auth/certid"}},
+	// The per-principal byte-rate buckets both front ends draw from
+	// (docs/security.md, "Quotas"): a clock injected, metrics registered.
+	{path: "internal/quota", layer: layerLeaf, siblings: []string{"auth"}},
 	{path: "internal/varint", layer: layerLeaf, pure: true, stdOnly: true},
 	{path: "internal/failpoint", layer: layerLeaf, pure: true, stdOnly: true},
 }
