@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sort"
 	"strings"
@@ -54,7 +55,9 @@ func sortedKeys(m map[string]string) []string {
 
 // describeConfigs answers DescribeConfigs from this node's state (any node
 // answers): a topic's settings with their values and whether each is at
-// its default; a broker has none to show.
+// its default; a broker has none to show. A topic the principal may not
+// describe is TOPIC_AUTHORIZATION_FAILED; a broker, without describe on
+// the cluster, CLUSTER_AUTHORIZATION_FAILED.
 func (s *Server) describeConfigs(ctx context.Context, rc *reqCtx, req *kmsg.DescribeConfigsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	s.waitReady(ctx)
@@ -64,6 +67,10 @@ func (s *Server) describeConfigs(ctx context.Context, rc *reqCtx, req *kmsg.Desc
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
 		switch r.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
+			if !rc.mayTopic(r.ResourceName) {
+				rr.ErrorCode = errTopicAuthorizationFailed
+				break
+			}
 			t, err := s.b.Topic(r.ResourceName)
 			if err != nil {
 				rr.ErrorCode = codeFor(err, opAdmin)
@@ -79,6 +86,9 @@ func (s *Server) describeConfigs(ctx context.Context, rc *reqCtx, req *kmsg.Desc
 			}
 		case kmsg.ConfigResourceTypeBroker:
 			// No broker settings are exposed: an empty list.
+			if !rc.mayCluster() {
+				rr.ErrorCode = errClusterAuthorizationFailed
+			}
 		default:
 			rr.ErrorCode = errInvalidRequest
 			msg := fmt.Sprintf("logd describes topic configs only, not %s", r.ResourceType)
@@ -117,7 +127,10 @@ func describeConfig(req *kmsg.DescribeConfigsRequest, key, value string, default
 // incrementalAlterConfigs answers IncrementalAlterConfigs for topics on the
 // leader (elsewhere NOT_CONTROLLER): SET and DELETE (back to the default)
 // for any setting, APPEND and SUBTRACT for cleanup.policy. A resource's
-// changes are applied together or not at all.
+// changes are applied together or not at all. A topic the principal may
+// not alter is TOPIC_AUTHORIZATION_FAILED; a broker, without alter on the
+// cluster, CLUSTER_AUTHORIZATION_FAILED. Every resource's outcome has a
+// line in the audit log, unless the request only validates.
 func (s *Server) incrementalAlterConfigs(ctx context.Context, rc *reqCtx, req *kmsg.IncrementalAlterConfigsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	leader := s.waitReady(ctx) && s.b.IsLeader()
@@ -129,6 +142,10 @@ func (s *Server) incrementalAlterConfigs(ctx context.Context, rc *reqCtx, req *k
 		var code int16
 		var msg string
 		switch {
+		case r.ResourceType == kmsg.ConfigResourceTypeTopic && !rc.mayTopic(r.ResourceName):
+			code = errTopicAuthorizationFailed
+		case r.ResourceType == kmsg.ConfigResourceTypeBroker && !rc.mayCluster():
+			code = errClusterAuthorizationFailed
 		case r.ResourceType != kmsg.ConfigResourceTypeTopic:
 			code, msg = errInvalidRequest, fmt.Sprintf("logd alters topic configs only, not %s", r.ResourceType)
 		case !leader:
@@ -141,9 +158,25 @@ func (s *Server) incrementalAlterConfigs(ctx context.Context, rc *reqCtx, req *k
 			rr.ErrorMessage = &msg
 		}
 		rc.note(code)
+		if !req.ValidateOnly {
+			rc.audit([]slog.Attr{slog.String("resource", r.ResourceType.String()), slog.String("name", r.ResourceName), alterationsAttr(r.Configs)}, code, msg)
+		}
 		resp.Resources = append(resp.Resources, rr)
 	}
 	return resp
+}
+
+// alterationsAttr lists a resource's changes for the audit log.
+func alterationsAttr(cfgs []kmsg.IncrementalAlterConfigsRequestResourceConfig) slog.Attr {
+	out := make([]string, 0, len(cfgs))
+	for _, c := range cfgs {
+		v := ""
+		if c.Value != nil {
+			v = "=" + *c.Value
+		}
+		out = append(out, c.Op.String()+" "+c.Name+v)
+	}
+	return slog.Any("configs", out)
 }
 
 // alterTopicConfig applies (or validates) one topic's changes.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logd-dev/logd/auth"
 )
 
 // conn is one client connection: a goroutine reads requests (serve's
@@ -28,6 +30,10 @@ type conn struct {
 	cancel, pollCancel context.CancelFunc
 	// out is the response buffer, reused from one response to the next.
 	out []byte
+	// principal is who the connection authenticated as, and method how
+	// (auth.go); set before the first request is read.
+	principal auth.Principal
+	method    string
 }
 
 // request is a request read whole, with the budget it holds.
@@ -54,6 +60,9 @@ func newConn(s *Server, nc net.Conn) *conn {
 func (c *conn) serve() {
 	defer c.nc.Close()
 	defer c.cancel()
+	if !c.authenticate() {
+		return
+	}
 	reqs := make(chan *request, c.s.limits.ReadAhead-1)
 	readerDone := make(chan struct{})
 	go func() {
@@ -170,7 +179,7 @@ func (c *conn) handle(r *request) bool {
 		return false
 	}
 	api := apiName(r.h.key)
-	rc := &reqCtx{}
+	rc := &reqCtx{c: c, key: r.h.key}
 	resp, err := c.dispatch(rc, r)
 	if err != nil {
 		// The body did not parse: Kafka closes the connection.
@@ -198,9 +207,12 @@ func (c *conn) handle(r *request) bool {
 	return werr == nil
 }
 
-// reqCtx gathers what a handler reports besides its response: the error
-// codes it answered, for the metrics.
+// reqCtx is a request's context for its handler: the connection and key
+// it authorizes with (auth.go), and what the handler reports besides its
+// response: the error codes it answered, for the metrics.
 type reqCtx struct {
+	c     *conn
+	key   int16
 	codes map[int16]struct{}
 }
 
@@ -254,6 +266,8 @@ func (c *conn) dispatch(rc *reqCtx, r *request) (kmsg.Response, error) {
 		resp = c.s.describeConfigs(ctx, rc, req)
 	case *kmsg.IncrementalAlterConfigsRequest:
 		resp = c.s.incrementalAlterConfigs(ctx, rc, req)
+	case *kmsg.SASLHandshakeRequest:
+		resp = c.s.saslHandshake(rc, req)
 	default:
 		// served() admitted a key without a handler: a bug, and the
 		// client is told so rather than left waiting.

@@ -10,68 +10,76 @@ import (
 
 // Kafka error codes this front end answers with (the protocol's numbers).
 const (
-	errNone                     int16 = 0
-	errUnknownServer            int16 = -1
-	errOffsetOutOfRange         int16 = 1
-	errCorruptMessage           int16 = 2
-	errUnknownTopicOrPartition  int16 = 3
-	errLeaderNotAvailable       int16 = 5
-	errNotLeaderOrFollower      int16 = 6
-	errRequestTimedOut          int16 = 7
-	errMessageTooLarge          int16 = 10
-	errInvalidTopic             int16 = 17
-	errNotEnoughReplicas        int16 = 19
-	errInvalidRequiredAcks      int16 = 21
-	errInvalidTimestamp         int16 = 32
-	errUnsupportedVersion       int16 = 35
-	errTopicAlreadyExists       int16 = 36
-	errInvalidPartitions        int16 = 37
-	errInvalidReplicationFactor int16 = 38
-	errInvalidReplicaAssignment int16 = 39
-	errInvalidConfig            int16 = 40
-	errNotController            int16 = 41
-	errInvalidRequest           int16 = 42
-	errPolicyViolation          int16 = 44
-	errInvalidTxnState          int16 = 48
-	errKafkaStorage             int16 = 56
-	errUnknownProducerID        int16 = 59
-	errFetchSessionIDNotFound   int16 = 70
-	errUnsupportedCompression   int16 = 76
-	errInvalidRecord            int16 = 87
-	errUnknownTopicID           int16 = 100
+	errNone                       int16 = 0
+	errUnknownServer              int16 = -1
+	errOffsetOutOfRange           int16 = 1
+	errCorruptMessage             int16 = 2
+	errUnknownTopicOrPartition    int16 = 3
+	errLeaderNotAvailable         int16 = 5
+	errNotLeaderOrFollower        int16 = 6
+	errRequestTimedOut            int16 = 7
+	errMessageTooLarge            int16 = 10
+	errInvalidTopic               int16 = 17
+	errNotEnoughReplicas          int16 = 19
+	errTopicAuthorizationFailed   int16 = 29
+	errGroupAuthorizationFailed   int16 = 30
+	errClusterAuthorizationFailed int16 = 31
+	errInvalidRequiredAcks        int16 = 21
+	errInvalidTimestamp           int16 = 32
+	errUnsupportedSaslMechanism   int16 = 33
+	errUnsupportedVersion         int16 = 35
+	errTopicAlreadyExists         int16 = 36
+	errInvalidPartitions          int16 = 37
+	errInvalidReplicationFactor   int16 = 38
+	errInvalidReplicaAssignment   int16 = 39
+	errInvalidConfig              int16 = 40
+	errNotController              int16 = 41
+	errInvalidRequest             int16 = 42
+	errPolicyViolation            int16 = 44
+	errInvalidTxnState            int16 = 48
+	errKafkaStorage               int16 = 56
+	errUnknownProducerID          int16 = 59
+	errFetchSessionIDNotFound     int16 = 70
+	errUnsupportedCompression     int16 = 76
+	errInvalidRecord              int16 = 87
+	errUnknownTopicID             int16 = 100
 )
 
 // errorNames names the codes above for metrics and logs.
 var errorNames = map[int16]string{
-	errNone:                     "NONE",
-	errUnknownServer:            "UNKNOWN_SERVER_ERROR",
-	errOffsetOutOfRange:         "OFFSET_OUT_OF_RANGE",
-	errCorruptMessage:           "CORRUPT_MESSAGE",
-	errUnknownTopicOrPartition:  "UNKNOWN_TOPIC_OR_PARTITION",
-	errLeaderNotAvailable:       "LEADER_NOT_AVAILABLE",
-	errNotLeaderOrFollower:      "NOT_LEADER_OR_FOLLOWER",
-	errRequestTimedOut:          "REQUEST_TIMED_OUT",
-	errMessageTooLarge:          "MESSAGE_TOO_LARGE",
-	errInvalidTopic:             "INVALID_TOPIC_EXCEPTION",
-	errNotEnoughReplicas:        "NOT_ENOUGH_REPLICAS",
-	errInvalidRequiredAcks:      "INVALID_REQUIRED_ACKS",
-	errInvalidTimestamp:         "INVALID_TIMESTAMP",
-	errUnsupportedVersion:       "UNSUPPORTED_VERSION",
-	errTopicAlreadyExists:       "TOPIC_ALREADY_EXISTS",
-	errInvalidPartitions:        "INVALID_PARTITIONS",
-	errInvalidReplicationFactor: "INVALID_REPLICATION_FACTOR",
-	errInvalidReplicaAssignment: "INVALID_REPLICA_ASSIGNMENT",
-	errInvalidConfig:            "INVALID_CONFIG",
-	errNotController:            "NOT_CONTROLLER",
-	errInvalidRequest:           "INVALID_REQUEST",
-	errPolicyViolation:          "POLICY_VIOLATION",
-	errInvalidTxnState:          "INVALID_TXN_STATE",
-	errKafkaStorage:             "KAFKA_STORAGE_ERROR",
-	errUnknownProducerID:        "UNKNOWN_PRODUCER_ID",
-	errFetchSessionIDNotFound:   "FETCH_SESSION_ID_NOT_FOUND",
-	errUnsupportedCompression:   "UNSUPPORTED_COMPRESSION_TYPE",
-	errInvalidRecord:            "INVALID_RECORD",
-	errUnknownTopicID:           "UNKNOWN_TOPIC_ID",
+	errNone:                       "NONE",
+	errUnknownServer:              "UNKNOWN_SERVER_ERROR",
+	errOffsetOutOfRange:           "OFFSET_OUT_OF_RANGE",
+	errCorruptMessage:             "CORRUPT_MESSAGE",
+	errUnknownTopicOrPartition:    "UNKNOWN_TOPIC_OR_PARTITION",
+	errLeaderNotAvailable:         "LEADER_NOT_AVAILABLE",
+	errNotLeaderOrFollower:        "NOT_LEADER_OR_FOLLOWER",
+	errRequestTimedOut:            "REQUEST_TIMED_OUT",
+	errMessageTooLarge:            "MESSAGE_TOO_LARGE",
+	errInvalidTopic:               "INVALID_TOPIC_EXCEPTION",
+	errNotEnoughReplicas:          "NOT_ENOUGH_REPLICAS",
+	errTopicAuthorizationFailed:   "TOPIC_AUTHORIZATION_FAILED",
+	errGroupAuthorizationFailed:   "GROUP_AUTHORIZATION_FAILED",
+	errClusterAuthorizationFailed: "CLUSTER_AUTHORIZATION_FAILED",
+	errInvalidRequiredAcks:        "INVALID_REQUIRED_ACKS",
+	errInvalidTimestamp:           "INVALID_TIMESTAMP",
+	errUnsupportedSaslMechanism:   "UNSUPPORTED_SASL_MECHANISM",
+	errUnsupportedVersion:         "UNSUPPORTED_VERSION",
+	errTopicAlreadyExists:         "TOPIC_ALREADY_EXISTS",
+	errInvalidPartitions:          "INVALID_PARTITIONS",
+	errInvalidReplicationFactor:   "INVALID_REPLICATION_FACTOR",
+	errInvalidReplicaAssignment:   "INVALID_REPLICA_ASSIGNMENT",
+	errInvalidConfig:              "INVALID_CONFIG",
+	errNotController:              "NOT_CONTROLLER",
+	errInvalidRequest:             "INVALID_REQUEST",
+	errPolicyViolation:            "POLICY_VIOLATION",
+	errInvalidTxnState:            "INVALID_TXN_STATE",
+	errKafkaStorage:               "KAFKA_STORAGE_ERROR",
+	errUnknownProducerID:          "UNKNOWN_PRODUCER_ID",
+	errFetchSessionIDNotFound:     "FETCH_SESSION_ID_NOT_FOUND",
+	errUnsupportedCompression:     "UNSUPPORTED_COMPRESSION_TYPE",
+	errInvalidRecord:              "INVALID_RECORD",
+	errUnknownTopicID:             "UNKNOWN_TOPIC_ID",
 }
 
 func errorName(code int16) string {

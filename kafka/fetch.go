@@ -27,6 +27,12 @@ import (
 // serves fetches, as in Kafka: a consumer that fetched from a former
 // leader cut off from the others would otherwise wait for records that
 // never come, without an error that makes it refresh its metadata.
+//
+// A topic the principal may not read is TOPIC_AUTHORIZATION_FAILED
+// (auth.go). While the principal's fetch quota is in debt the answer is
+// empty, with throttle_time_ms, as Kafka throttles a fetch; the batch
+// bytes served are taken from the quota after, and the answer carries
+// the throttle that leaves.
 func (s *Server) fetch(ctx context.Context, rc *reqCtx, req *kmsg.FetchRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	if req.Version >= 7 && (req.SessionID != 0 || req.SessionEpoch > 0) {
@@ -36,6 +42,19 @@ func (s *Server) fetch(ctx context.Context, rc *reqCtx, req *kmsg.FetchRequest) 
 		resp.ErrorCode = errFetchSessionIDNotFound
 		rc.note(resp.ErrorCode)
 		return resp
+	}
+	if throttle, ok := rc.admitFetch(); !ok {
+		resp.ThrottleMillis = throttle
+		return resp
+	}
+	var denied map[string]bool
+	for _, t := range req.Topics {
+		if !rc.mayTopic(t.Topic) {
+			if denied == nil {
+				denied = map[string]bool{}
+			}
+			denied[t.Topic] = true
+		}
 	}
 	leader := s.waitReady(ctx) && s.b.IsLeader()
 	maxBytes := int64(math.MaxInt32)
@@ -49,10 +68,10 @@ func (s *Server) fetch(ctx context.Context, rc *reqCtx, req *kmsg.FetchRequest) 
 	}
 	var timer *time.Timer
 	for {
-		res := s.fetchOnce(req, leader, maxBytes)
+		res := s.fetchOnce(req, leader, denied, maxBytes)
 		resp.Topics = res.topics
 		if !leader || res.failed || res.bytes >= int64(max(req.MinBytes, 1)) || wait <= 0 {
-			s.noteFetch(rc, res)
+			s.noteFetch(rc, resp, res)
 			return resp
 		}
 		if timer == nil {
@@ -70,9 +89,9 @@ func (s *Server) fetch(ctx context.Context, rc *reqCtx, req *kmsg.FetchRequest) 
 		case 0, 1:
 			// Deadline or the connection went away: answer what there
 			// is now (a record may have come just before).
-			res = s.fetchOnce(req, leader, maxBytes)
+			res = s.fetchOnce(req, leader, denied, maxBytes)
 			resp.Topics = res.topics
-			s.noteFetch(rc, res)
+			s.noteFetch(rc, resp, res)
 			return resp
 		}
 	}
@@ -89,15 +108,19 @@ type fetchResult struct {
 	codes   []int16
 }
 
-func (s *Server) noteFetch(rc *reqCtx, res fetchResult) {
+// noteFetch counts what a fetch answers, and takes its bytes from the
+// fetch quota.
+func (s *Server) noteFetch(rc *reqCtx, resp *kmsg.FetchResponse, res fetchResult) {
 	for _, c := range res.codes {
 		rc.note(c)
 	}
 	s.metrics.bytes.WithLabelValues("fetch").Add(float64(res.bytes))
+	resp.ThrottleMillis = rc.tookFetch(res.bytes)
 }
 
-// fetchOnce reads every partition of a fetch once.
-func (s *Server) fetchOnce(req *kmsg.FetchRequest, leader bool, maxBytes int64) fetchResult {
+// fetchOnce reads every partition of a fetch once; the topics in denied
+// are refused.
+func (s *Server) fetchOnce(req *kmsg.FetchRequest, leader bool, denied map[string]bool, maxBytes int64) fetchResult {
 	var res fetchResult
 	full := false // the response's max bytes are spent
 	for _, t := range req.Topics {
@@ -112,9 +135,12 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, leader bool, maxBytes int64) 
 			// No records is an empty record set, never a null one:
 			// librdkafka refuses a null set (MessageSetSize -1).
 			rp.RecordBatches = []byte{}
-			if !leader {
+			switch {
+			case denied[t.Topic]:
+				rp.ErrorCode = errTopicAuthorizationFailed
+			case !leader:
 				rp.ErrorCode = errNotLeaderOrFollower
-			} else {
+			default:
 				s.fetchPartition(&res, &rp, t.Topic, p, maxBytes, &full)
 			}
 			if rp.ErrorCode != errNone {

@@ -22,6 +22,7 @@ const (
 	keyFetch                   int16 = 1
 	keyListOffsets             int16 = 2
 	keyMetadata                int16 = 3
+	keySaslHandshake           int16 = 17
 	keyApiVersions             int16 = 18
 	keyCreateTopics            int16 = 19
 	keyDeleteTopics            int16 = 20

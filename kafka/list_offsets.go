@@ -18,7 +18,8 @@ const (
 	offsetsMaxTimestamp = -3
 )
 
-// listOffsets answers ListOffsets on the leader: -2 is the log start, -1
+// listOffsets answers ListOffsets on the leader (a topic the principal
+// may not describe is TOPIC_AUTHORIZATION_FAILED): -2 is the log start, -1
 // the end (the high watermark, and the last stable offset, the same), -3
 // the record with the largest timestamp, and a timestamp the first record
 // whose timestamp is at or after it (offset -1 when none is). Offsets and
@@ -29,12 +30,16 @@ func (s *Server) listOffsets(ctx context.Context, rc *reqCtx, req *kmsg.ListOffs
 	for _, t := range req.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic
+		allowed := rc.mayTopic(t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
-			if !leader {
+			switch {
+			case !allowed:
+				rp.ErrorCode = errTopicAuthorizationFailed
+			case !leader:
 				rp.ErrorCode = errNotLeaderOrFollower
-			} else {
+			default:
 				off, ts, err := s.offsetFor(t.Topic, p.Partition, p.Timestamp)
 				rp.ErrorCode = codeFor(err, opRecords)
 				if err == nil {

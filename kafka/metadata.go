@@ -19,6 +19,13 @@ const clusterID = "logd"
 // A topic that does not exist is UNKNOWN_TOPIC_OR_PARTITION, unless the
 // request allows auto-creation (always, before version 4) and the node
 // allows it (Options.AutoCreateTopics): then it is created first.
+//
+// As in Kafka, a listing of every topic leaves out the topics the
+// principal may not describe, and a topic asked by name or id that it may
+// not describe is TOPIC_AUTHORIZATION_FAILED (whether it exists or not;
+// one asked by id gets no name). Creating a topic needs create on it, as
+// CreateTopics; without it a topic that does not exist is
+// UNKNOWN_TOPIC_OR_PARTITION.
 func (s *Server) metadata(ctx context.Context, rc *reqCtx, req *kmsg.MetadataRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	view := s.cluster()
@@ -34,7 +41,9 @@ func (s *Server) metadata(ctx context.Context, rc *reqCtx, req *kmsg.MetadataReq
 	all := req.Topics == nil || req.Version == 0 && len(req.Topics) == 0
 	if all {
 		for _, t := range s.b.Topics() {
-			resp.Topics = append(resp.Topics, s.topicMetadata(rc, t, view))
+			if rc.mayTopic(t.Name) {
+				resp.Topics = append(resp.Topics, s.topicMetadata(rc, t, view))
+			}
 		}
 		return resp
 	}
@@ -43,13 +52,17 @@ func (s *Server) metadata(ctx context.Context, rc *reqCtx, req *kmsg.MetadataReq
 	for _, rt := range req.Topics {
 		if rt.Topic == nil {
 			// A topic asked by id (version 10+).
-			if t, ok := s.topicByID(rt.TopicID); ok {
+			t, ok := s.topicByID(rt.TopicID)
+			if ok && rc.mayTopic(t.Name) {
 				resp.Topics = append(resp.Topics, s.topicMetadata(rc, t, view))
 				continue
 			}
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.TopicID = rt.TopicID
 			mt.ErrorCode = errUnknownTopicID
+			if ok {
+				mt.ErrorCode = errTopicAuthorizationFailed
+			}
 			rc.note(mt.ErrorCode)
 			resp.Topics = append(resp.Topics, mt)
 			continue
@@ -59,8 +72,16 @@ func (s *Server) metadata(ctx context.Context, rc *reqCtx, req *kmsg.MetadataReq
 			continue
 		}
 		seen[name] = true
+		if !rc.mayTopic(name) {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic = &name
+			mt.ErrorCode = errTopicAuthorizationFailed
+			rc.note(mt.ErrorCode)
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
 		t, err := s.b.Topic(name)
-		if errors.Is(err, replication.ErrUnknownTopic) && autoCreate {
+		if errors.Is(err, replication.ErrUnknownTopic) && autoCreate && rc.mayAutoCreate(name) {
 			t, err = s.autoCreate(ctx, name)
 		}
 		if err != nil {

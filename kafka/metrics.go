@@ -15,12 +15,15 @@ type metrics struct {
 	latency  *prometheus.HistogramVec
 	// refused counts requests that closed their connection: a key or
 	// version not served, a malformed or oversized request.
-	refused     *prometheus.CounterVec
-	connsOpen   prometheus.Gauge
-	connsTotal  prometheus.Counter
-	budgetBytes prometheus.GaugeFunc
-	records     *prometheus.CounterVec
-	bytes       *prometheus.CounterVec
+	refused *prometheus.CounterVec
+	// unauthenticated counts connections closed before their first
+	// request (auth.go).
+	unauthenticated *prometheus.CounterVec
+	connsOpen       prometheus.Gauge
+	connsTotal      prometheus.Counter
+	budgetBytes     prometheus.GaugeFunc
+	records         *prometheus.CounterVec
+	bytes           *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, b *budget) *metrics {
@@ -37,6 +40,9 @@ func newMetrics(reg prometheus.Registerer, b *budget) *metrics {
 		}, []string{"api"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "logd_kafka_connections_closed_on_request_total", Help: "Connections closed because of a request: a key or version not served, malformed, or larger than the request bound.",
+		}, []string{"reason"}),
+		unauthenticated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "logd_kafka_connections_refused_total", Help: "Kafka-protocol connections closed before their first request: a failed TLS handshake, or under --auth required no verified client certificate naming a principal.",
 		}, []string{"reason"}),
 		connsOpen: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "logd_kafka_connections_open", Help: "Kafka-protocol connections open.",
@@ -55,7 +61,7 @@ func newMetrics(reg prometheus.Registerer, b *budget) *metrics {
 		}, []string{"op"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.errors, m.latency, m.refused, m.connsOpen, m.connsTotal, m.budgetBytes, m.records, m.bytes)
+		reg.MustRegister(m.requests, m.errors, m.latency, m.refused, m.unauthenticated, m.connsOpen, m.connsTotal, m.budgetBytes, m.records, m.bytes)
 	}
 	return m
 }

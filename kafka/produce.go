@@ -38,9 +38,13 @@ type topicAppend struct {
 	results []*partResult
 }
 
-// produce answers Produce: each partition's batch is checked (checkBatch),
-// and a topic's valid batches are appended as they are in one Raft entry,
-// the topics of the request at once. The response comes once every append
+// produce answers Produce: a topic the principal may not write is
+// TOPIC_AUTHORIZATION_FAILED (auth.go), and nothing is appended to it;
+// each other partition's batch is checked (checkBatch), and a topic's
+// valid batches are appended as they are in one Raft entry, the topics of
+// the request at once, once the produce quota admits their bytes (a
+// principal in debt is refused with NOT_ENOUGH_REPLICAS, nothing
+// written, and throttle_time_ms). The response comes once every append
 // is committed and applied, for acks -1 and 1 alike (logd has no
 // leader-only write); with acks 0 there is none (errNoResponse), and a
 // failure is only logged and counted.
@@ -50,10 +54,23 @@ func (s *Server) produce(ctx context.Context, rc *reqCtx, req *kmsg.ProduceReque
 	for i, t := range req.Topics {
 		results[i] = make([]partResult, len(t.Partitions))
 	}
+	denied := make([]bool, len(req.Topics))
+	for i, t := range req.Topics {
+		denied[i] = !rc.mayTopic(t.Topic)
+	}
 	fail := func(code int16, msg string) {
 		for i := range results {
 			for j := range results[i] {
 				results[i][j] = partResult{code: code, msg: msg}
+			}
+		}
+	}
+	deny := func() {
+		for i := range results {
+			if denied[i] {
+				for j := range results[i] {
+					results[i][j] = partResult{code: errTopicAuthorizationFailed}
+				}
 			}
 		}
 	}
@@ -64,12 +81,31 @@ func (s *Server) produce(ctx context.Context, rc *reqCtx, req *kmsg.ProduceReque
 		fail(errInvalidTxnState, "transactions are not supported")
 	case !s.waitReady(ctx) || !s.b.IsLeader():
 		fail(errNotLeaderOrFollower, "")
+		deny()
 	default:
+		deny()
 		var appends []*topicAppend
+		var size int64
 		for i, t := range req.Topics {
+			if denied[i] {
+				continue
+			}
 			if a := s.checkTopic(t, results[i]); a != nil {
 				appends = append(appends, a)
+				for _, b := range a.batches {
+					size += int64(len(b.Batch))
+				}
 			}
+		}
+		throttle, over := rc.admitProduce(size)
+		resp.ThrottleMillis = throttle
+		if over != "" {
+			for _, a := range appends {
+				for _, r := range a.results {
+					*r = partResult{code: errNotEnoughReplicas, msg: over}
+				}
+			}
+			appends = nil
 		}
 		timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
 		if timeout <= 0 {
@@ -87,7 +123,7 @@ func (s *Server) produce(ctx context.Context, rc *reqCtx, req *kmsg.ProduceReque
 		}
 		wg.Wait()
 		cancel()
-		resp.ThrottleMillis = slices.Max(append(throttles, 0))
+		resp.ThrottleMillis = slices.Max(append(throttles, resp.ThrottleMillis))
 	}
 
 	for i, t := range req.Topics {

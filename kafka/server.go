@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/internal/quota"
 )
 
 // Defaults of Limits.
@@ -124,6 +128,9 @@ type Options struct {
 	// Limits bounds requests and connections' timing (the zero value
 	// takes the defaults).
 	Limits Limits
+	// Auth is authentication, authorization, quotas and the audit log
+	// (auth.go); the zero value checks nothing (--auth none).
+	Auth AuthOptions
 	// Registerer receives the metrics (metrics.go); nil registers none.
 	Registerer prometheus.Registerer
 	// Logger defaults to slog.Default().
@@ -142,6 +149,12 @@ type Server struct {
 	logger    *slog.Logger
 	metrics   *metrics
 	budget    *budget
+	// authz, quotas, auditLog and handshakeTimeout are Options.Auth's
+	// (auth.go).
+	authz            *auth.Authorizer
+	quotas           *quota.Limiter
+	auditLog         *slog.Logger
+	handshakeTimeout time.Duration
 
 	// ctx ends when the server closes; it bounds every handler.
 	ctx    context.Context
@@ -177,7 +190,9 @@ func New(opts Options) (*Server, error) {
 		autoMake: opts.AutoCreateTopics, defParts: opts.DefaultPartitions,
 		limits: l, logger: opts.Logger,
 		budget: &budget{limit: l.InflightBytes},
-		lns:    map[net.Listener]struct{}{}, conns: map[*conn]struct{}{},
+		authz:  opts.Auth.Authorizer, quotas: opts.Auth.Quotas,
+		auditLog: cmp.Or(opts.Auth.Audit, opts.Logger), handshakeTimeout: cmp.Or(opts.Auth.HandshakeTimeout, defaultHandshakeTimeout),
+		lns: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{},
 	}
 	if l.MaxRequestBytes > 0 && l.InflightBytes > 0 && l.MaxRequestBytes > l.InflightBytes {
 		return nil, fmt.Errorf("kafka: in-flight budget of %d bytes is below the request bound of %d", l.InflightBytes, l.MaxRequestBytes)

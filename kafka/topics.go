@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -30,7 +33,10 @@ func adminContext(ctx context.Context, timeoutMs int32) (context.Context, contex
 // replicates every partition to every voter, so a replication factor is
 // accepted as asked but not applied (the response gives the voters'
 // count) and a manual replica assignment is refused. The settings are
-// logd's topic settings, named as Kafka's (docs/kafka.md lists them).
+// logd's topic settings, named as Kafka's (docs/kafka.md lists them). A
+// topic the principal may not create is TOPIC_AUTHORIZATION_FAILED;
+// every topic's outcome has a line in the audit log, unless the request
+// only validates.
 func (s *Server) createTopics(ctx context.Context, rc *reqCtx, req *kmsg.CreateTopicsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	leader := s.waitReady(ctx) && s.b.IsLeader()
@@ -49,6 +55,8 @@ func (s *Server) createTopics(ctx context.Context, rc *reqCtx, req *kmsg.CreateT
 		switch {
 		case count[t.Topic] > 1:
 			code, msg = errInvalidRequest, "topic named more than once in the request"
+		case !rc.mayTopic(t.Topic):
+			code = errTopicAuthorizationFailed
 		case !leader:
 			code = errNotController
 		default:
@@ -74,9 +82,26 @@ func (s *Server) createTopics(ctx context.Context, rc *reqCtx, req *kmsg.CreateT
 			rt.ErrorMessage = &msg
 		}
 		rc.note(code)
+		if !req.ValidateOnly {
+			rc.audit([]slog.Attr{slog.String("topic", t.Topic), slog.Int("partitions", int(t.NumPartitions)), configsAttr(t.Configs)}, code, msg)
+		}
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp
+}
+
+// configsAttr lists a CreateTopics topic's settings for the audit log.
+func configsAttr(cfgs []kmsg.CreateTopicsRequestTopicConfig) slog.Attr {
+	kv := make([]string, 0, len(cfgs))
+	for _, c := range cfgs {
+		v := "null"
+		if c.Value != nil {
+			v = *c.Value
+		}
+		kv = append(kv, c.Name+"="+v)
+	}
+	slices.Sort(kv)
+	return slog.String("config", strings.Join(kv, ","))
 }
 
 // createTopic creates (or only validates) one topic; for a validation the
@@ -132,7 +157,9 @@ func (s *Server) createTopic(ctx context.Context, t kmsg.CreateTopicsRequestTopi
 
 // deleteTopics answers DeleteTopics on the leader (elsewhere
 // NOT_CONTROLLER). Topics named by id (version 6+) are looked up among the
-// topics' ids (topicID).
+// topics' ids (topicID). A topic the principal may not delete is
+// TOPIC_AUTHORIZATION_FAILED (named by id, its name is not given); every
+// topic's outcome has a line in the audit log.
 func (s *Server) deleteTopics(ctx context.Context, rc *reqCtx, req *kmsg.DeleteTopicsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	leader := s.waitReady(ctx) && s.b.IsLeader()
@@ -167,6 +194,11 @@ func (s *Server) deleteTopics(ctx context.Context, rc *reqCtx, req *kmsg.DeleteT
 		}
 		var err error
 		switch {
+		case name != "" && !rc.mayTopic(name):
+			rt.ErrorCode = errTopicAuthorizationFailed
+			if t.byID {
+				name = ""
+			}
 		case !leader:
 			rt.ErrorCode = errNotController
 		case name == "":
@@ -184,11 +216,19 @@ func (s *Server) deleteTopics(ctx context.Context, rc *reqCtx, req *kmsg.DeleteT
 		if name != "" {
 			rt.Topic = &name
 		}
-		if err != nil && req.Version >= 5 {
-			msg := err.Error()
-			rt.ErrorMessage = &msg
+		var msg string
+		if err != nil {
+			msg = err.Error()
+			if req.Version >= 5 {
+				rt.ErrorMessage = &msg
+			}
 		}
 		rc.note(rt.ErrorCode)
+		target := []slog.Attr{slog.String("topic", name)}
+		if t.byID {
+			target = append(target, slog.String("topic_id", fmt.Sprintf("%x", t.id)))
+		}
+		rc.audit(target, rt.ErrorCode, msg)
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp

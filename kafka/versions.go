@@ -21,11 +21,13 @@ type versionRange struct {
 // Fetch 4 are in range, and zstd when Produce 7 and Fetch 10 are.
 // InitProducerId and every transaction and group API are left out: clients
 // then produce without a producer id, and refuse transactions themselves.
+// SaslHandshake is listed only to be refused (auth_sasl.go).
 var advertised = []versionRange{
 	{keyProduce, 3, 11},
 	{keyFetch, 4, 12},
 	{keyListOffsets, 1, 7},
 	{keyMetadata, 0, 12},
+	{keySaslHandshake, 0, 1},
 	{keyApiVersions, 0, 4},
 	{keyCreateTopics, 2, 7},
 	{keyDeleteTopics, 1, 6},

@@ -145,6 +145,14 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 				if info, _ := tn.backend.Topic("rt"); info.Config["retention.ms"] != want {
 					t.Errorf("%s: retention.ms %q, want %q", name, info.Config["retention.ms"], want)
 				}
+			case keySaslHandshake:
+				req := kmsg.NewPtrSASLHandshakeRequest()
+				req.SetVersion(v)
+				req.Mechanism = "PLAIN"
+				resp := c.do(req).(*kmsg.SASLHandshakeResponse)
+				if resp.ErrorCode != errUnsupportedSaslMechanism || len(resp.SupportedMechanisms) != 0 {
+					t.Errorf("%s: code %d, mechanisms %q; want UNSUPPORTED_SASL_MECHANISM, none", name, resp.ErrorCode, resp.SupportedMechanisms)
+				}
 			default:
 				t.Errorf("%s: advertised without a case in this test", name)
 			}
