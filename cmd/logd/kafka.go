@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/logd-dev/logd/auth"
 	"github.com/logd-dev/logd/kafka"
 	"github.com/logd-dev/logd/replication"
 	"github.com/logd-dev/logd/server"
@@ -33,6 +35,11 @@ type kafkaConfig struct {
 	advertise string
 	// autoCreate lets Metadata requests create the topics they name.
 	autoCreate bool
+	// tls serves the listener over TLS with the API's certificate
+	// (--tls-cert, --tls-key), asking for client certificates as
+	// clientAuth says (kafkaClientAuth).
+	tls        bool
+	clientAuth tls.ClientAuthType
 	// insecure says what --insecure-allow-plaintext let the listener
 	// expose ("" when it is on loopback); startKafka logs it.
 	insecure string
@@ -44,12 +51,15 @@ type kafkaConfig struct {
 // defaultKafkaListen, only on the embedded default, where no --listen (nor
 // LOGD_LISTEN) is given either; --kafka-listen "" switches it off.
 //
-// The listener authenticates nobody and encrypts nothing yet (no TLS, no
-// SASL), so under --auth required it is off unless asked for, and asking
-// for it is an error: it would let anyone past the ACLs. As the API's, it
-// follows the loopback rule (docs/security.md): off loopback it needs
-// --insecure-allow-plaintext.
-func addKafkaFlags(fs *flag.FlagSet, env func(name, def string) string) func(getenv func(string) string, authRequired, insecurePlaintext bool) (kafkaConfig, error) {
+// The listener serves TLS whenever the API does, with the same
+// certificate (docs/security.md, "Kafka listener"). Its only credential
+// is a client certificate (SASL is not served yet), so under --auth
+// required it needs TLS with client certificates (--tls-client-ca, or
+// peer TLS's cluster CA): without them it is off unless asked for, and
+// asking for it is an error, since it would let nobody in. As the API,
+// it follows the loopback rule: off loopback it needs TLS and --auth
+// required, or --insecure-allow-plaintext.
+func addKafkaFlags(fs *flag.FlagSet, env func(name, def string) string) func(getenv func(string) string, authRequired bool, t tlsConfig) (kafkaConfig, error) {
 	var c kafkaConfig
 	autoEnv := env("LOGD_KAFKA_AUTO_CREATE_TOPICS", "false")
 	autoDef, autoErr := strconv.ParseBool(autoEnv)
@@ -59,14 +69,17 @@ func addKafkaFlags(fs *flag.FlagSet, env func(name, def string) string) func(get
 		"Kafka address clients are given for this node; default the --kafka-listen address. Other nodes are given as their API host with their API port plus the same offset as this node's (LOGD_KAFKA_ADVERTISE)")
 	fs.BoolVar(&c.autoCreate, "kafka-auto-create-topics", autoDef,
 		"let Kafka Metadata requests create the topics they name, with one partition (LOGD_KAFKA_AUTO_CREATE_TOPICS=true)")
-	return func(getenv func(string) string, authRequired, insecurePlaintext bool) (kafkaConfig, error) {
+	return func(getenv func(string) string, authRequired bool, t tlsConfig) (kafkaConfig, error) {
 		given := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-		if !given["kafka-listen"] && getenv("LOGD_KAFKA_LISTEN") == "" && !given["listen"] && getenv("LOGD_LISTEN") == "" && !authRequired {
+		c.tls = t.apiTLS()
+		c.clientAuth = kafkaClientAuth(t, authRequired)
+		certs := c.clientAuth == tls.RequireAndVerifyClientCert
+		if !given["kafka-listen"] && getenv("LOGD_KAFKA_LISTEN") == "" && !given["listen"] && getenv("LOGD_LISTEN") == "" && (!authRequired || certs) {
 			c.listen = defaultKafkaListen
 		}
-		if authRequired && c.listen != "" {
-			return c, errors.New("--kafka-listen: the Kafka listener authenticates nobody yet (no TLS or SASL), so it cannot serve under --auth required")
+		if authRequired && c.listen != "" && !certs {
+			return c, errors.New("--kafka-listen under --auth required needs TLS with client certificates (--tls-cert, --tls-key and --tls-client-ca, or peer TLS's CA): a client certificate is the Kafka listener's only credential (SASL is not served yet)")
 		}
 		if autoErr != nil {
 			return c, fmt.Errorf("LOGD_KAFKA_AUTO_CREATE_TOPICS: want true or false, got %q", autoEnv)
@@ -80,15 +93,35 @@ func addKafkaFlags(fs *flag.FlagSet, env func(name, def string) string) func(get
 				exposed = append(exposed, f.flag+" "+f.addr)
 			}
 		}
-		if len(exposed) > 0 {
-			msg := strings.Join(exposed, ", ") + " not on loopback: the Kafka listener has no TLS and no authentication yet"
-			if !insecurePlaintext {
+		var missing []string
+		if !c.tls {
+			missing = append(missing, "TLS (--tls-cert, --tls-key)")
+		}
+		if !authRequired {
+			missing = append(missing, "--auth required")
+		}
+		if len(exposed) > 0 && len(missing) > 0 {
+			msg := strings.Join(exposed, ", ") + " not on loopback: the Kafka listener needs " + strings.Join(missing, " and ")
+			if !t.insecurePlaintext {
 				return c, fmt.Errorf("%s; --insecure-allow-plaintext serves it all the same (docs/kafka.md)", msg)
 			}
 			c.insecure = msg
 		}
 		return c, nil
 	}
+}
+
+// kafkaClientAuth is the Kafka listener's client-certificate policy:
+// under --auth required, certificates are required (verified against the
+// client CA and the cluster CA, as on the API), when there is a CA to
+// verify them; otherwise the API's policy (apiClientAuthFor). Under
+// --auth required without a CA it is the API's, which kafkaConfig's
+// reader refuses.
+func kafkaClientAuth(t tlsConfig, authRequired bool) tls.ClientAuthType {
+	if authRequired && t.apiTLS() && (t.clientCA != "" || t.peerTLS()) {
+		return tls.RequireAndVerifyClientCert
+	}
+	return apiClientAuthFor(t)
 }
 
 // bind binds the Kafka listener, before Raft starts (a port in use fails
@@ -126,9 +159,13 @@ func newRegistry() *prometheus.Registry {
 }
 
 // startKafka serves the Kafka protocol on ln (nil: off) under srv's
-// connection limits, and returns the function that stops it.
+// connection limits, over TLS with the API's certificate when the API has
+// one (reloaded with it), and returns the function that stops it. Its
+// calls are authorized by the same decision as the API's (the backend's
+// ACLs, the same superusers), draw from the API's per-principal quotas,
+// and write the same audit log.
 func startKafka(k kafkaConfig, ln net.Listener, backend *replication.Backend, srv *server.Server, reg prometheus.Registerer,
-	apiAdvertise string, limits limitConfig, logger *slog.Logger) func() {
+	apiAdvertise string, limits limitConfig, tlsc *nodeTLS, authOpts server.AuthOptions, logger *slog.Logger) func() {
 	if ln == nil {
 		return func() {}
 	}
@@ -139,6 +176,12 @@ func startKafka(k kafkaConfig, ln net.Listener, backend *replication.Backend, sr
 			MaxRequestBytes: off(limits.maxRequestBytes),
 			InflightBytes:   off(limits.inflightBytes),
 		},
+		Auth: kafka.AuthOptions{
+			Authorizer:       auth.NewAuthorizer(authOpts.Required, authOpts.Superusers, backend.ACLs),
+			Quotas:           srv.QuotaLimiter(),
+			Audit:            authOpts.Audit,
+			HandshakeTimeout: limits.readHeaderTimeout,
+		},
 		Registerer: reg, Logger: logger,
 	})
 	if err != nil {
@@ -147,17 +190,23 @@ func startKafka(k kafkaConfig, ln net.Listener, backend *replication.Backend, sr
 		ln.Close()
 		return func() {}
 	}
+	// The connection caps count sockets, under TLS, as the API's.
+	kln := srv.Listener(ln, "kafka")
+	if k.tls {
+		kln = tls.NewListener(kln, tlsc.api.ServerConfig(k.clientAuth))
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := ks.Serve(srv.Listener(ln, "kafka")); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
+		if err := ks.Serve(kln); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
 			logger.Error("kafka listener stopped", "err", err)
 		}
 	}()
 	if k.insecure != "" {
-		logger.Warn("INSECURE: --insecure-allow-plaintext: anyone who reaches the Kafka listener can read and change every topic", "exposed", k.insecure)
+		logger.Warn("INSECURE: --insecure-allow-plaintext: the Kafka listener is exposed without TLS or without --auth required", "exposed", k.insecure)
 	}
-	logger.Info("kafka listener started", "listen", ln.Addr().String(), "advertise", k.advertise, "auto_create_topics", k.autoCreate)
+	logger.Info("kafka listener started", "listen", ln.Addr().String(), "advertise", k.advertise, "auto_create_topics", k.autoCreate,
+		"tls", k.tls, "client_certificates", clientAuthName(k.clientAuth), "auth", authOpts.Required)
 	return func() {
 		if err := ks.Close(); err != nil {
 			logger.Warn("kafka shutdown", "err", err)

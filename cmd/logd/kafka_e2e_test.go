@@ -10,6 +10,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/logd-dev/logd/api/logdv1"
 )
 
 // kcat returns the path of kcat (scripts/test-tools.sh installs it; make
@@ -109,5 +113,121 @@ func TestKafkaKcat(t *testing.T) {
 	}
 	if total != n {
 		t.Fatalf("logd's API read %d of %d records", total, n)
+	}
+}
+
+// kcatTLS is kcat's configuration for TLS with dir's CA and, unless user
+// is "", the client certificate of user (logd cert output).
+func kcatTLS(dir, user string) []string {
+	args := []string{"-X", "security.protocol=ssl", "-X", "ssl.ca.location=" + filepath.Join(dir, "ca.crt")}
+	if user != "" {
+		args = append(args, "-X", "ssl.certificate.location="+filepath.Join(dir, user+".crt"), "-X", "ssl.key.location="+filepath.Join(dir, user+".key"))
+	}
+	return args
+}
+
+// kcatFails runs kcat and requires it to fail; it returns its output.
+func kcatFails(t *testing.T, ctx context.Context, bin string, args ...string) string {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("kcat %s succeeded:\n%s", strings.Join(args, " "), tail(string(out), 2000))
+	}
+	return string(out)
+}
+
+// TestKafkaKcatTLS runs kcat over TLS against a node under --auth
+// required whose certificates come from logd cert: with a client
+// certificate whose principal the ACLs allow, -L lists only the topics it
+// may describe, -P writes 1,000 records and -C reads every one back; a
+// produce to a topic it may only read is refused (Topic authorization
+// failed) and writes nothing; kcat without a certificate, with a
+// certificate of another CA, or without TLS gets nothing.
+func TestKafkaKcatTLS(t *testing.T) {
+	bin := kcat(t)
+	const n = 1000
+	dir := certDir(t) // the CA, n1 and alice
+	issueNow(t, "client", "--dir", dir, "--name", "admin")
+	kaddr := freeAddr(t)
+	nd := secureNode(t, dir, "n1", "--kafka-listen", kaddr)
+	nd.start()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, topic := range []string{"tls", "readonly", "private"} {
+		createTopic(t, ctx, nd, topic, 1, nil)
+	}
+	var acls []*logdv1.ACL
+	for _, g := range []struct{ topic, op string }{{"tls", "write"}, {"tls", "read"}, {"readonly", "read"}} {
+		acls = append(acls, &logdv1.ACL{Principal: "User:alice", Resource: "topic", Pattern: "literal", Name: g.topic, Operation: g.op, Effect: "allow"})
+	}
+	if _, err := nd.rpc.CreateACLs(ctx, connect.NewRequest(&logdv1.CreateACLsRequest{Acls: acls})); err != nil {
+		t.Fatal(err)
+	}
+	alice := append([]string{"-b", kaddr}, kcatTLS(dir, "alice")...)
+
+	meta := runKcat(t, ctx, bin, append(alice, "-L")...)
+	if !strings.Contains(meta, `topic "tls" with 1 partitions`) || !strings.Contains(meta, `topic "readonly"`) || strings.Contains(meta, `"private"`) {
+		t.Fatalf("kcat -L as alice: want tls and readonly, not private:\n%s", meta)
+	}
+
+	file := filepath.Join(t.TempDir(), "records.txt")
+	var sb strings.Builder
+	for i := range n {
+		fmt.Fprintf(&sb, "tls-%04d\n", i)
+	}
+	if err := os.WriteFile(file, []byte(sb.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runKcat(t, ctx, bin, append(alice, "-P", "-t", "tls", "-l", file)...)
+	out := runKcat(t, ctx, bin, append(alice, "-C", "-t", "tls", "-o", "beginning", "-e", "-q", "-f", "%s\n")...)
+	if out != sb.String() {
+		t.Fatalf("kcat -C read %d bytes, not the %d records produced", len(out), n)
+	}
+
+	refused := kcatFails(t, ctx, bin, append(alice, "-P", "-t", "readonly", "-l", file)...)
+	if !strings.Contains(refused, "uthorization failed") {
+		t.Errorf("kcat -P to readonly: want an authorization failure:\n%s", tail(refused, 2000))
+	}
+	if recs := nd.readAll(ctx, "readonly", 1)[0]; len(recs) != 0 {
+		t.Fatalf("readonly holds %d records after a refused produce", len(recs))
+	}
+
+	// Refused, at once and in parallel: no certificate; a certificate of
+	// another CA (kcat trusts the node, so the refusal is the node's); no
+	// TLS; SASL, which is not served (the handshake names no mechanism).
+	strangers := t.TempDir()
+	issueNow(t, "ca", "--dir", strangers)
+	issueNow(t, "client", "--dir", strangers, "--name", "alice")
+	list := []string{"-b", kaddr, "-m", "3", "-L"}
+	cases := map[string]struct {
+		args []string
+		want string
+	}{
+		"no certificate": {append(list, kcatTLS(dir, "")...), "Broker transport failure"},
+		"another CA": {append(append(list, kcatTLS(dir, "")...), "-X", "ssl.certificate.location="+filepath.Join(strangers, "alice.crt"),
+			"-X", "ssl.key.location="+filepath.Join(strangers, "alice.key")), "Broker transport failure"},
+		"plaintext": {list, "Broker transport failure"},
+		"sasl": {append(append(list, kcatTLS(dir, "alice")...), "-X", "security.protocol=sasl_ssl", "-X", "sasl.mechanism=PLAIN",
+			"-X", "sasl.username=alice", "-X", "sasl.password=x"), "Unsupported SASL mechanism"},
+	}
+	type result struct {
+		name string
+		out  []byte
+		err  error
+	}
+	results := make(chan result, len(cases))
+	for name, tc := range cases {
+		go func() {
+			out, err := exec.CommandContext(ctx, bin, tc.args...).CombinedOutput()
+			results <- result{name, out, err}
+		}()
+	}
+	for range cases {
+		r := <-results
+		out := string(r.out)
+		if r.err == nil || strings.Contains(out, `topic "tls"`) || !strings.Contains(out, cases[r.name].want) {
+			t.Errorf("%s: kcat -L: %v, want a failure with %q:\n%s", r.name, r.err, cases[r.name].want, tail(out, 2000))
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"io"
 	"testing"
 
@@ -9,15 +10,22 @@ import (
 
 // TestKafkaFlags: the Kafka listener is on by default only on the embedded
 // default (no --listen, no LOGD_LISTEN), and wherever --kafka-listen (or
-// LOGD_KAFKA_LISTEN) says; "" switches it off.
+// LOGD_KAFKA_LISTEN) says; "" switches it off. It serves TLS when the API
+// does; under --auth required it needs client certificates (on by default
+// only with them, refused when asked for without), and off loopback TLS
+// and --auth required, unless --insecure-allow-plaintext.
 func TestKafkaFlags(t *testing.T) {
+	apiTLS := []string{"--tls-cert", "n1.crt", "--tls-key", "n1.key"}
+	mTLS := append([]string{"--tls-client-ca", "ca.crt"}, apiTLS...)
 	for _, tc := range []struct {
-		name   string
-		args   []string
-		env    map[string]string
-		listen string
-		auto   bool
-		err    bool
+		name       string
+		args       []string
+		env        map[string]string
+		listen     string
+		auto       bool
+		tls        bool
+		clientAuth tls.ClientAuthType
+		err        bool
 	}{
 		{name: "embedded default", listen: defaultKafkaListen},
 		{name: "--listen given", args: []string{"--listen", "127.0.0.1:7000"}},
@@ -30,19 +38,31 @@ func TestKafkaFlags(t *testing.T) {
 		{name: "bad auto-create", args: []string{"--kafka-auto-create-topics=maybe"}, err: true},
 		{name: "bad auto-create env", env: map[string]string{"LOGD_KAFKA_AUTO_CREATE_TOPICS": "maybe"}, err: true},
 		{name: "advertise without listener", args: []string{"--kafka-listen", "", "--kafka-advertise", "h:1"}, err: true},
-		{name: "auth required: off by default", args: []string{"--auth", "required"}},
-		{name: "auth required: refused", args: []string{"--auth", "required", "--kafka-listen", "127.0.0.1:9000"}, err: true},
+		{name: "auth required without TLS: off by default", args: []string{"--auth", "required"}},
+		{name: "auth required without TLS: refused", args: []string{"--auth", "required", "--kafka-listen", "127.0.0.1:9000"}, err: true},
+		{name: "auth required, TLS without a CA: off by default", args: append([]string{"--auth", "required"}, apiTLS...), tls: true},
+		{name: "auth required, TLS without a CA: refused", args: append([]string{"--auth", "required", "--kafka-listen", "127.0.0.1:9000"}, apiTLS...), err: true},
+		{name: "auth required with client certificates: on by default", args: append([]string{"--auth", "required"}, mTLS...),
+			listen: defaultKafkaListen, tls: true, clientAuth: tls.RequireAndVerifyClientCert},
+		{name: "auth required with the cluster CA: certificates required", args: append([]string{"--auth", "required", "--peer-tls-ca", "ca.crt"}, apiTLS...),
+			listen: defaultKafkaListen, tls: true, clientAuth: tls.RequireAndVerifyClientCert},
+		{name: "auth none with TLS: the API's policy", args: mTLS, listen: defaultKafkaListen, tls: true, clientAuth: tls.RequireAndVerifyClientCert},
+		{name: "auth none with TLS, no CA", args: apiTLS, listen: defaultKafkaListen, tls: true, clientAuth: tls.NoClientCert},
 		{name: "not on loopback", args: []string{"--kafka-listen", "0.0.0.0:9092"}, err: true},
 		{name: "advertised off loopback", args: []string{"--kafka-listen", "127.0.0.1:9092", "--kafka-advertise", "kafka.example:9092"}, err: true},
 		{name: "not on loopback, insecure", args: []string{"--kafka-listen", ":9092", "--insecure-allow-plaintext"}, listen: ":9092"},
+		{name: "not on loopback with TLS but auth none", args: append([]string{"--kafka-listen", ":9092"}, mTLS...), err: true},
+		{name: "not on loopback with TLS and auth required", args: append([]string{"--kafka-listen", ":9092", "--auth", "required"}, mTLS...),
+			listen: ":9092", tls: true, clientAuth: tls.RequireAndVerifyClientCert},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := parseFlags(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
 			if (err != nil) != tc.err {
 				t.Fatalf("error %v, want one: %v", err, tc.err)
 			}
-			if err == nil && (c.kafka.listen != tc.listen || c.kafka.autoCreate != tc.auto) {
-				t.Errorf("listen %q auto-create %v; want %q %v", c.kafka.listen, c.kafka.autoCreate, tc.listen, tc.auto)
+			if err == nil && (c.kafka.listen != tc.listen || c.kafka.autoCreate != tc.auto || c.kafka.tls != tc.tls || c.kafka.clientAuth != tc.clientAuth) {
+				t.Errorf("listen %q auto-create %v tls %v client certificates %s; want %q %v %v %s", c.kafka.listen, c.kafka.autoCreate, c.kafka.tls,
+					clientAuthName(c.kafka.clientAuth), tc.listen, tc.auto, tc.tls, clientAuthName(tc.clientAuth))
 			}
 		})
 	}

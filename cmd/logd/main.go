@@ -132,7 +132,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	if c.tls, err = readTLS(); err != nil {
 		return c, err
 	}
-	if c.kafka, err = readKafka(getenv, c.authn.mode == authRequired, c.tls.insecurePlaintext); err != nil {
+	if c.kafka, err = readKafka(getenv, c.authn.mode == authRequired, c.tls); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
@@ -327,7 +327,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	logger.Info("logd started", "node", c.nodeID, "listen", ln.Addr().String(), "advertise", c.advertise, "raft", c.raftAddr, "data", c.dataDir, "fsync", c.fsync,
 		"open_file_limit", nofile, "max_connections", conns.Max, "max_connections_per_ip", conns.MaxPerAddr,
 		"tls", tlsc.api != nil, "client_certificates", clientAuthName(tlsc.apiClientAuth), "peer_tls", tlsc.peer != nil, "auth", c.authn.mode)
-	stopKafka := startKafka(c.kafka, kln, backend, srv, reg, c.advertise, c.limits, logger)
+	stopKafka := startKafka(c.kafka, kln, backend, srv, reg, c.advertise, c.limits, tlsc, authOpts, logger)
 	joinCtx, stopJoin := context.WithCancel(ctx)
 	joinDone := make(chan struct{})
 	go func() {
