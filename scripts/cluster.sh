@@ -6,8 +6,9 @@
 #   scripts/cluster.sh stop
 #
 # Node nN (N = 1..3) serves its API on 127.0.0.1:70N0 (7070, 7080, 7090),
-# Raft on 70N1 and, unless --secure, the Kafka protocol on its API port +
-# 2022 (9092, 9102, 9112: every node keeps the same offset, docs/kafka.md);
+# Raft on 70N1 and the Kafka protocol on its API port + 2022 (9092, 9102,
+# 9112: every node keeps the same offset, docs/kafka.md; over TLS with
+# client certificates when --secure);
 # data in ./data/cluster/nN, logs in ./data/cluster/nN.log,
 # PID files in ./data/cluster/nN.pid. n1 bootstraps; n2 and n3 join via n1.
 #
@@ -50,21 +51,26 @@ make_certs() {
 	echo "certificates in $CERTS: ca.crt, n1..n3.crt, admin.crt (and their keys)"
 }
 
-# node_flags prints the security flags of node $1, or its Kafka listener:
-# the Kafka listener authenticates nobody yet, so a secure cluster has none.
+# node_flags prints the Kafka listener and the security flags of node $1.
 node_flags() {
+	echo --kafka-listen "$(kafka "$1")"
 	if [ "$secure" = 1 ]; then
-		# Peer TLS takes the API's certificate, key and CA (--peer-tls-*);
-		# the admin client's certificate names User:admin, a superuser.
+		# Peer TLS takes the API's certificate, key and CA (--peer-tls-*),
+		# and so does the Kafka listener; the admin client's certificate
+		# names User:admin, a superuser.
 		echo --tls-cert "$CERTS/n$1.crt" --tls-key "$CERTS/n$1.key" --tls-client-ca "$CERTS/ca.crt" --auth required --superuser admin
-	else
-		echo --kafka-listen "$(kafka "$1")"
 	fi
 }
 
-# kafka_note and kafka_hint describe the Kafka listeners, if any.
-kafka_note() { if [ "$secure" = 0 ]; then echo ", Kafka $(kafka "$1")"; fi; }
-kafka_hint() { if [ "$secure" = 0 ]; then echo "  kcat -b $(kafka 1) -L                                            # Kafka clients: any node bootstraps"; fi; }
+# kafka_note and kafka_hint describe the Kafka listeners.
+kafka_note() { echo ", Kafka $(kafka "$1")"; }
+kafka_hint() {
+	if [ "$secure" = 1 ]; then
+		echo "  kcat -b $(kafka 1) -L -X security.protocol=ssl -X ssl.ca.location=$CERTS/ca.crt -X ssl.certificate.location=$CERTS/admin.crt -X ssl.key.location=$CERTS/admin.key"
+	else
+		echo "  kcat -b $(kafka 1) -L                                            # Kafka clients: any node bootstraps"
+	fi
+}
 
 start() {
 	mkdir -p "$DIR"
