@@ -28,6 +28,18 @@
 // client back through TCP. The caller bounds the connections themselves by
 // wrapping the listener (server.Server.Listener in cmd/logd).
 //
+// # Security
+//
+// A connection names its principal once, from the client certificate its
+// TLS handshake verified (the caller wraps the listener in TLS); with the
+// checks on, one without is closed before its first request. Each request
+// is then authorized per topic and group from one table of API keys
+// (auth.go), by the auth.Authorizer the Connect API asks too; the node's
+// byte-rate quotas (package internal/quota) answer with
+// throttle_time_ms, and admin actions write the audit log. SASL is not
+// served (auth_sasl.go). docs/security.md, "Kafka listener", has the
+// rules.
+//
 // # Records
 //
 // logd stores Kafka RecordBatch v2 as produced: a produce request's batch
