@@ -54,6 +54,12 @@ type AuthOptions struct {
 	Audit *slog.Logger
 	// HandshakeTimeout bounds a TLS handshake; default 10s.
 	HandshakeTimeout time.Duration
+	// VerifiedNode returns the node id of a connection's certificate when
+	// the cluster CA signed it (replication.PeerTLS.VerifiedNode; nil:
+	// none is). A certificate whose URI SAN claims a node, signed by any
+	// other CA the listener trusts for clients, is refused: only the
+	// cluster CA names nodes, as on the Connect API.
+	VerifiedNode func(*tls.ConnectionState) (string, bool)
 }
 
 // defaultHandshakeTimeout is AuthOptions.HandshakeTimeout's default.
@@ -65,6 +71,14 @@ const (
 	methodNone        = "none"
 	methodCertificate = "certificate"
 )
+
+// verifiedNode is AuthOptions.VerifiedNode, or false without one.
+func (s *Server) verifiedNode(cs *tls.ConnectionState) (string, bool) {
+	if s.nodeOf == nil {
+		return "", false
+	}
+	return s.nodeOf(cs)
+}
 
 // required reports whether the listener checks permissions.
 func (s *Server) required() bool { return s.authz != nil && s.authz.Required() }
@@ -90,6 +104,12 @@ func (c *conn) authenticate() bool {
 			p, ok := certid.Principal(chains[0][0])
 			if !ok && s.required() {
 				return c.refuse("no_principal", errors.New("the client certificate names no principal (no logd://user/ or logd://node/ URI SAN, and no usable common name)"))
+			}
+			if ok && p.Type == auth.TypeNode {
+				cs := tc.ConnectionState()
+				if id, node := s.verifiedNode(&cs); !node || id != p.Name {
+					return c.refuse("not_node", fmt.Errorf("the client certificate claims node %s, but only the cluster CA's certificates name nodes", p.Name))
+				}
 			}
 			if ok {
 				c.principal, c.method = p, methodCertificate

@@ -350,9 +350,13 @@ func TestKgoOverTLS(t *testing.T) {
 	noCert := sn.ca.ClientConfig(tls.Certificate{})
 	stranger := other.ClientConfig(other.Client(t, "alice"))
 	stranger.RootCAs = sn.ca.Pool // it trusts the node: the refusal is the node's
+	// The node has no cluster CA to vouch for nodes (AuthOptions.VerifiedNode
+	// unset): a certificate claiming a node names nobody.
+	posing := sn.ca.ClientConfig(sn.ca.Node(t, "n1"))
 	for name, opts := range map[string][]kgo.Opt{
-		"no certificate": {kgo.DialTLSConfig(noCert)},
-		"another CA":     {kgo.DialTLSConfig(stranger)},
+		"no certificate":            {kgo.DialTLSConfig(noCert)},
+		"another CA":                {kgo.DialTLSConfig(stranger)},
+		"a node nobody vouches for": {kgo.DialTLSConfig(posing)},
 	} {
 		cl := newKgo(t, sn.tls, append(opts, kgo.RetryTimeout(time.Second))...)
 		pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
@@ -367,6 +371,9 @@ func TestKgoOverTLS(t *testing.T) {
 	plain.expectClosed()
 	if got := testutilCount(t, sn, "no_certificate") + testutilCount(t, sn, "handshake"); got < 3 {
 		t.Errorf("%v refused connections counted; want at least 3", got)
+	}
+	if got := testutilCount(t, sn, "not_node"); got < 1 {
+		t.Errorf("%v connections refused as posing nodes; want at least 1", got)
 	}
 }
 

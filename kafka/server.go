@@ -3,6 +3,7 @@ package kafka
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -155,6 +156,7 @@ type Server struct {
 	quotas           *quota.Limiter
 	auditLog         *slog.Logger
 	handshakeTimeout time.Duration
+	nodeOf           func(*tls.ConnectionState) (string, bool)
 
 	// ctx ends when the server closes; it bounds every handler.
 	ctx    context.Context
@@ -192,7 +194,8 @@ func New(opts Options) (*Server, error) {
 		budget: &budget{limit: l.InflightBytes},
 		authz:  opts.Auth.Authorizer, quotas: opts.Auth.Quotas,
 		auditLog: cmp.Or(opts.Auth.Audit, opts.Logger), handshakeTimeout: cmp.Or(opts.Auth.HandshakeTimeout, defaultHandshakeTimeout),
-		lns: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{},
+		nodeOf: opts.Auth.VerifiedNode,
+		lns:    map[net.Listener]struct{}{}, conns: map[*conn]struct{}{},
 	}
 	if l.MaxRequestBytes > 0 && l.InflightBytes > 0 && l.MaxRequestBytes > l.InflightBytes {
 		return nil, fmt.Errorf("kafka: in-flight budget of %d bytes is below the request bound of %d", l.InflightBytes, l.MaxRequestBytes)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"io"
@@ -24,6 +25,7 @@ import (
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/auth/certid"
 	"github.com/logd-dev/logd/internal/testcerts"
 	"github.com/logd-dev/logd/replication"
 	"github.com/logd-dev/logd/server"
@@ -73,8 +75,12 @@ type envConfig struct {
 	// mod changes the server's options.
 	mod func(*server.Options)
 	// ca, if set, serves over TLS with a certificate of ca and verifies
-	// client certificates of ca when given.
+	// client certificates of ca when given; ca is then the cluster CA
+	// (Options.PeerTLS), which alone vouches for nodes.
 	ca *testcerts.CA
+	// clientCA, if set, is a second CA the API port trusts for clients
+	// (as --tls-client-ca does), but not for nodes.
+	clientCA *testcerts.CA
 }
 
 // newAuthEnv starts a node with Required on.
@@ -109,6 +115,10 @@ func newAuthEnv(t testing.TB, ctx context.Context, cfg envConfig) *authEnv {
 	opts := server.Options{Backend: b, Logger: logger, Registry: e.reg, Auth: server.AuthOptions{
 		Required: true, BootstrapToken: &boot, Audit: slog.New(slog.NewJSONHandler(e.audit, nil)),
 	}}
+	if cfg.ca != nil {
+		n1 := cfg.ca.Node(t, "n1")
+		opts.PeerTLS = &replication.PeerTLS{Server: cfg.ca.ServerConfig(n1), Client: cfg.ca.ClientConfig(n1), NodeID: clusterNodeID(cfg.ca)}
+	}
 	if cfg.mod != nil {
 		cfg.mod(&opts)
 	}
@@ -119,6 +129,10 @@ func newAuthEnv(t testing.TB, ctx context.Context, cfg envConfig) *authEnv {
 	if cfg.ca != nil {
 		e.hs.EnableHTTP2 = true
 		e.hs.TLS = cfg.ca.OptionalClientConfig(cfg.ca.Node(t, "n1"))
+		if cfg.clientCA != nil {
+			e.hs.TLS.ClientCAs = e.hs.TLS.ClientCAs.Clone()
+			e.hs.TLS.ClientCAs.AddCert(cfg.clientCA.Cert)
+		}
 		e.hs.Config.ErrorLog = log.New(io.Discard, "", 0) // refused handshakes
 		e.hs.StartTLS()
 	} else {
@@ -353,4 +367,15 @@ func (b *memSecurity) ACLs() *auth.Set {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.acls
+}
+
+// clusterNodeID is the node id of a node certificate ca signed, as
+// tlsconf.Reloader.NodeID gives it: a certificate of another CA is no node.
+func clusterNodeID(ca *testcerts.CA) func(*x509.Certificate) (string, bool) {
+	return func(c *x509.Certificate) (string, bool) {
+		if _, err := c.Verify(x509.VerifyOptions{Roots: ca.Pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
+			return "", false
+		}
+		return certid.NodeID(c)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -133,6 +134,11 @@ type authenticator struct {
 	onRefused func(r *http.Request, info *authInfo, err error)
 	// isMember reports whether a node id is in the Raft configuration.
 	isMember func(id string) bool
+	// verifiedNode returns the node id of a connection's certificate when
+	// the cluster CA signed it (replication.PeerTLS.VerifiedNode); a node
+	// URI SAN in a certificate of any other CA the API port trusts for
+	// clients names no node.
+	verifiedNode func(*tls.ConnectionState) (string, bool)
 	// unauthenticated counts those refusals.
 	unauthenticated prometheus.Counter
 }
@@ -159,7 +165,7 @@ func errUnauthenticated(format string, args ...any) error {
 // r may not set, so nothing after it sees them.
 func (a *authenticator) authenticate(r *http.Request) (*authInfo, error) {
 	info := &authInfo{principal: auth.Anonymous, method: methodNone, remote: r.RemoteAddr}
-	if node, ok := peerNodeID(r); ok && r.Header.Get(ForwardedHeader) != "" && a.isMember(node) {
+	if node, ok := a.verifiedNode(r.TLS); ok && r.Header.Get(ForwardedHeader) != "" && a.isMember(node) {
 		if fp := r.Header.Get(ForwardedPrincipalHeader); fp != "" {
 			method, ps, _ := strings.Cut(fp, " ")
 			p, err := auth.ParsePrincipal(ps)
@@ -211,6 +217,11 @@ func (a *authenticator) authenticate(r *http.Request) (*authInfo, error) {
 		if !ok {
 			return nil, errUnauthenticated("the client certificate names no principal (no logd://user/ or logd://node/ URI SAN, and no usable common name)")
 		}
+		if p.Type == auth.TypeNode {
+			if id, ok := a.verifiedNode(r.TLS); !ok || id != p.Name {
+				return nil, errUnauthenticated("the client certificate claims node %s, but only the cluster CA's certificates name nodes", p.Name)
+			}
+		}
 		info.principal, info.method, info.superuser = p, methodCertificate, a.authz.Superuser(p)
 	}
 	return info, nil
@@ -240,12 +251,6 @@ func verifiedLeaf(r *http.Request) *x509.Certificate {
 		return nil
 	}
 	return r.TLS.VerifiedChains[0][0]
-}
-
-// peerNodeID returns the node id of a verified node certificate the
-// connection presented.
-func peerNodeID(r *http.Request) (string, bool) {
-	return certid.NodeID(verifiedLeaf(r))
 }
 
 // wrap authenticates API calls before next (the forwarder and the Connect

@@ -63,6 +63,21 @@ func TestForwardedPrincipalTrust(t *testing.T) {
 			}
 		})
 	}
+	// A certificate of the client CA that claims to be node n1 is no node:
+	// it neither vouches for a forwarded principal nor names Node:n1.
+	clientCA := testcerts.NewCA(t, "clients")
+	e2 := newAuthEnv(t, ctx, envConfig{ca: ca, clientCA: clientCA})
+	fake := clientCA.Node(t, "n1")
+	if got, err := whoami(ctx, e2.tlsClient(&fake, "", fwd("bootstrap-token User:admin"))); connect.CodeOf(err) != connect.CodeUnauthenticated {
+		t.Errorf("a client-CA certificate posing as member n1: %q, %v; want UNAUTHENTICATED", got, err)
+	}
+	if got, err := whoami(ctx, e2.tlsClient(&fake, "", nil)); connect.CodeOf(err) != connect.CodeUnauthenticated {
+		t.Errorf("a client-CA certificate with a node URI: %q, %v; want UNAUTHENTICATED", got, err)
+	}
+	carol := clientCA.Client(t, "carol")
+	if got, err := whoami(ctx, e2.tlsClient(&carol, "", nil)); err != nil || got != "User:carol certificate" {
+		t.Errorf("a client of the client CA: %q, %v", got, err)
+	}
 	// The audit log names the client's address and the forwarding node.
 	e.auditLines()
 	c := e.tlsClient(&n1, "", fwd("certificate User:alice"))

@@ -138,6 +138,7 @@ func New(opts Options) *Server {
 	s.authn = newAuthenticator(opts.Auth, s.sec, s.authz, opts.Registry)
 	s.authn.onRefused = s.auditRefusedRequest
 	s.authn.isMember = s.isMember
+	s.authn.verifiedNode = s.peerTLS.VerifiedNode
 	if s.auth.Now == nil {
 		s.auth.Now = time.Now
 	}

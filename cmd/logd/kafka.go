@@ -165,7 +165,7 @@ func newRegistry() *prometheus.Registry {
 // ACLs, the same superusers), draw from the API's per-principal quotas,
 // and write the same audit log.
 func startKafka(k kafkaConfig, ln net.Listener, backend *replication.Backend, srv *server.Server, reg prometheus.Registerer,
-	apiAdvertise string, limits limitConfig, tlsc *nodeTLS, authOpts server.AuthOptions, logger *slog.Logger) func() {
+	apiAdvertise string, limits limitConfig, tlsc *nodeTLS, authOpts server.AuthOptions, peerTLS *replication.PeerTLS, logger *slog.Logger) func() {
 	if ln == nil {
 		return func() {}
 	}
@@ -181,6 +181,7 @@ func startKafka(k kafkaConfig, ln net.Listener, backend *replication.Backend, sr
 			Quotas:           srv.QuotaLimiter(),
 			Audit:            authOpts.Audit,
 			HandshakeTimeout: limits.readHeaderTimeout,
+			VerifiedNode:     peerTLS.VerifiedNode,
 		},
 		Registerer: reg, Logger: logger,
 	})

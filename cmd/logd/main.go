@@ -327,7 +327,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	logger.Info("logd started", "node", c.nodeID, "listen", ln.Addr().String(), "advertise", c.advertise, "raft", c.raftAddr, "data", c.dataDir, "fsync", c.fsync,
 		"open_file_limit", nofile, "max_connections", conns.Max, "max_connections_per_ip", conns.MaxPerAddr,
 		"tls", tlsc.api != nil, "client_certificates", clientAuthName(tlsc.apiClientAuth), "peer_tls", tlsc.peer != nil, "auth", c.authn.mode)
-	stopKafka := startKafka(c.kafka, kln, backend, srv, reg, c.advertise, c.limits, tlsc, authOpts, logger)
+	stopKafka := startKafka(c.kafka, kln, backend, srv, reg, c.advertise, c.limits, tlsc, authOpts, cfg.PeerTLS, logger)
 	joinCtx, stopJoin := context.WithCancel(ctx)
 	joinDone := make(chan struct{})
 	go func() {
