@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"connectrpc.com/connect"
+
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 )
 
@@ -26,11 +28,18 @@ type Client struct {
 	router *router
 	// hc is the routed HTTP client (router as its transport).
 	hc *http.Client
+	// scheme is the base URL's, "http" or "https": every member is
+	// reached the same way.
+	scheme string
+	// connectOpts are the options of every Connect client it makes (the
+	// bearer token's interceptor).
+	connectOpts []connect.ClientOption
 }
 
 // New returns a client of the node at server, which is "host:port" (plain
-// HTTP) or an http:// or https:// URL, possibly with a path prefix. New
-// starts nothing and does not contact the server.
+// HTTP, or HTTPS when Options.TLS is set) or an http:// or https:// URL,
+// possibly with a path prefix. New starts nothing and does not contact
+// the server.
 func New(server string, opts Options) (*Client, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("client options: %w", err)
@@ -38,6 +47,12 @@ func New(server string, opts Options) (*Client, error) {
 	base, err := ParseServer(server)
 	if err != nil {
 		return nil, err
+	}
+	if opts.TLS != nil && strings.HasPrefix(base, "http://") {
+		if strings.Contains(server, "://") {
+			return nil, fmt.Errorf("server address %q: TLS options given for an http:// URL (use https://)", server)
+		}
+		base = "https://" + strings.TrimPrefix(base, "http://")
 	}
 	opts = opts.withDefaults()
 	c := &Client{baseURL: base, opts: opts}
@@ -47,6 +62,13 @@ func New(server string, opts Options) (*Client, error) {
 		// Benchmarks and multi-partition consumers keep many calls in
 		// flight to one node; keep their connections alive.
 		t.MaxIdleConnsPerHost = 64
+		if opts.TLS != nil {
+			t.TLSClientConfig = opts.TLS.Clone()
+			// A transport with its own TLS config offers HTTP/2 only
+			// when asked to (the clone of the default transport does
+			// ask; say so here, where it matters).
+			t.ForceAttemptHTTP2 = true
+		}
 		hc = &http.Client{Transport: t}
 		c.ownHTTP = hc
 	}
@@ -54,11 +76,15 @@ func New(server string, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server address %q: %w", server, err)
 	}
+	c.scheme = u.Scheme
 	c.router = newRouter(hc.Transport, u.Host)
 	routed := *hc
 	routed.Transport = c.router
 	c.hc = &routed
-	c.rpc = logdv1connect.NewLogServiceClient(c.hc, base)
+	if src := opts.tokenSource(); src != nil {
+		c.connectOpts = append(c.connectOpts, connect.WithInterceptors(bearer(src)))
+	}
+	c.rpc = logdv1connect.NewLogServiceClient(c.hc, base, c.connectOpts...)
 	return c, nil
 }
 

@@ -57,7 +57,7 @@ func (c *Client) ClusterStatus(ctx context.Context) (ClusterStatus, error) {
 		wg.Add(1)
 		go func(ns *NodeStatus) {
 			defer wg.Done()
-			rpc := logdv1connect.NewLogServiceClient(c.httpClient(), "http://"+ns.APIAddress)
+			rpc := logdv1connect.NewLogServiceClient(c.httpClient(), c.scheme+"://"+ns.APIAddress, c.connectOpts...)
 			cctx, cancel := context.WithTimeout(direct(ctx), c.opts.Timeout)
 			defer cancel()
 			resp, err := rpc.Status(cctx, connect.NewRequest(&logdv1.StatusRequest{}))

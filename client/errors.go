@@ -72,7 +72,74 @@ var (
 	ErrUnknownGroup = errors.New("logd: unknown consumer group")
 	// ErrGroupNotEmpty: the consumer group has live members (delete).
 	ErrGroupNotEmpty = errors.New("logd: consumer group not empty")
+
+	// Security (docs/security.md). Neither is ever retried: the same
+	// credentials get the same answer.
+
+	// ErrUnauthenticated: the call carried no credentials where the server
+	// requires them, or a bad, expired or revoked token. See AuthError.
+	ErrUnauthenticated = errors.New("logd: unauthenticated")
+	// ErrPermissionDenied: the caller's principal lacks a permission the
+	// call needs; AuthError names it.
+	ErrPermissionDenied = errors.New("logd: permission denied")
+	// ErrUnknownToken: no token has that id (RevokeToken).
+	ErrUnknownToken = errors.New("logd: unknown token")
 )
+
+// AuthError reports a call the server refused for who made it:
+// errors.Is(err, ErrUnauthenticated) when the credentials were missing or
+// not accepted, errors.Is(err, ErrPermissionDenied) when the principal
+// lacks a permission. Nothing was applied, and the call is not retried.
+type AuthError struct {
+	// Unauthenticated is true for a refusal of the credentials
+	// (ErrUnauthenticated), false for a missing permission
+	// (ErrPermissionDenied).
+	Unauthenticated bool
+	// Permission is the permission the call lacked, as the server writes
+	// it ("write topic orders"): the operation, the resource type and the
+	// resource name. Empty for ErrUnauthenticated, and when the server
+	// did not say.
+	Permission string
+	// Principal is who the server checked the permission for
+	// ("User:alice"). Empty when the server did not say.
+	Principal string
+
+	msg   string
+	cause error
+}
+
+// Error says what was refused: `permission denied: User:alice lacks
+// "write topic orders"`, or "not authenticated: " and the server's
+// message.
+func (e *AuthError) Error() string {
+	if e.Unauthenticated {
+		if e.msg == "" {
+			return "not authenticated"
+		}
+		return "not authenticated: " + e.msg
+	}
+	switch {
+	case e.Permission != "" && e.Principal != "":
+		return fmt.Sprintf("permission denied: %s lacks %q", e.Principal, e.Permission)
+	case e.Permission != "":
+		return fmt.Sprintf("permission denied: lacks %q", e.Permission)
+	case e.msg != "":
+		return "permission denied: " + e.msg
+	}
+	return "permission denied"
+}
+
+// Is makes errors.Is(err, ErrUnauthenticated) or errors.Is(err,
+// ErrPermissionDenied) true, whichever the refusal was.
+func (e *AuthError) Is(target error) bool {
+	if e.Unauthenticated {
+		return target == ErrUnauthenticated
+	}
+	return target == ErrPermissionDenied
+}
+
+// Unwrap returns the underlying *connect.Error.
+func (e *AuthError) Unwrap() error { return e.cause }
 
 // OutOfRangeError reports a fetch offset outside the partition's readable
 // range [LogStart, End]. errors.Is(err, ErrOffsetOutOfRange) holds.
@@ -253,6 +320,12 @@ func reasonSentinel(r logdv1.Reason) error {
 		return ErrUnknownQueueGroup
 	case logdv1.Reason_REASON_QUEUE_GROUP_EXISTS:
 		return ErrQueueGroupExists
+	case logdv1.Reason_REASON_UNAUTHENTICATED:
+		return ErrUnauthenticated
+	case logdv1.Reason_REASON_PERMISSION_DENIED:
+		return ErrPermissionDenied
+	case logdv1.Reason_REASON_UNKNOWN_TOKEN:
+		return ErrUnknownToken
 	}
 	return nil
 }
@@ -268,6 +341,10 @@ func codeSentinel(c connect.Code) error {
 		return ErrOverloaded
 	case connect.CodeAlreadyExists:
 		return ErrTopicExists
+	case connect.CodeUnauthenticated:
+		return ErrUnauthenticated
+	case connect.CodePermissionDenied:
+		return ErrPermissionDenied
 	}
 	return nil
 }
@@ -323,6 +400,8 @@ func fromRPC(err error) error {
 		return e
 	case ErrNotLeader:
 		return &NotLeaderError{LeaderAddress: info.GetLeaderAddress(), msg: msg, cause: ce}
+	case ErrUnauthenticated, ErrPermissionDenied:
+		return &AuthError{Unauthenticated: sentinel == ErrUnauthenticated, Permission: info.GetPermission(), Principal: info.GetPrincipal(), msg: msg, cause: ce}
 	}
 	return &serverError{sentinel: sentinel, msg: msg, cause: ce}
 }
@@ -336,6 +415,10 @@ func fromRPC(err error) error {
 func IsRetryable(err error) bool {
 	switch {
 	case err == nil:
+		return false
+	case errors.Is(err, ErrUnauthenticated), errors.Is(err, ErrPermissionDenied), errors.Is(err, ErrTokenSource):
+		// The same credentials get the same answer; a token source's
+		// failure (whatever it wraps) says nothing about the node.
 		return false
 	case errors.Is(err, ErrNotLeader), errors.Is(err, ErrUnavailable), errors.Is(err, ErrOverloaded):
 		return true

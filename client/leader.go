@@ -110,6 +110,9 @@ func (r *router) learn(host, members string) {
 
 // observe moves the client after a failed attempt against host.
 func (r *router) observe(host string, err error) {
+	if errors.Is(err, ErrTokenSource) {
+		return // never sent: says nothing about host
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := time.Now()

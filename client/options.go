@@ -1,6 +1,8 @@
 package client
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -34,6 +36,28 @@ type Options struct {
 
 	// Retry controls how calls that fail with a retryable error are repeated.
 	Retry RetryPolicy
+
+	// TLS, if set, makes the client speak HTTPS with this configuration
+	// (a copy of it): RootCAs to trust the cluster's CA, Certificates or
+	// GetClientCertificate for mutual TLS. HTTP/2 is negotiated by ALPN. A
+	// "host:port" server then means https://host:port; an http:// URL is
+	// refused. TLS cannot be combined with HTTPClient (configure that
+	// client's transport instead). Default: none; an https:// server is
+	// still reached over TLS, trusting the system's roots.
+	TLS *tls.Config
+
+	// Token is a bearer token ("logd_<id>.<secret>", see
+	// docs/security.md), sent as "Authorization: Bearer <token>" on every
+	// call and every retry. Default: none (the server sees the TLS client
+	// certificate's principal, if any, else an anonymous caller).
+	Token string
+
+	// TokenSource, if set, is asked for the bearer token before every
+	// attempt of every call, for tokens that change (read from a file
+	// that is rotated, or from a secret store). An empty token sends no
+	// Authorization header; an error fails the attempt with that error.
+	// It may be called concurrently. Set Token or TokenSource, not both.
+	TokenSource func(context.Context) (string, error)
 }
 
 // RetryPolicy bounds the retries of a call that failed with a retryable
@@ -89,6 +113,15 @@ func (o Options) Validate() error {
 	}
 	if err := o.Retry.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if o.Token != "" && o.TokenSource != nil {
+		errs = append(errs, errors.New("set Token or TokenSource, not both"))
+	}
+	if err := checkToken(o.Token); err != nil {
+		errs = append(errs, err)
+	}
+	if o.TLS != nil && o.HTTPClient != nil {
+		errs = append(errs, errors.New("TLS and HTTPClient: configure TLS in the HTTP client's transport"))
 	}
 	return errors.Join(errs...)
 }
