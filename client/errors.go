@@ -2,10 +2,13 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 	"time"
 
@@ -374,6 +377,9 @@ func fromRPC(err error) error {
 	if !errors.As(err, &ce) {
 		return err
 	}
+	if _, refused := tlsFailure(err); refused {
+		return &AuthError{Unauthenticated: true, msg: "the server refused the TLS client certificate: " + ce.Message(), cause: ce}
+	}
 	msg := ce.Message()
 	info := errorInfo(ce)
 	var sentinel error
@@ -420,6 +426,9 @@ func IsRetryable(err error) bool {
 		// The same credentials get the same answer; a token source's
 		// failure (whatever it wraps) says nothing about the node.
 		return false
+	case tlsFailed(err):
+		// A certificate one side does not accept stays unaccepted.
+		return false
 	case errors.Is(err, ErrNotLeader), errors.Is(err, ErrUnavailable), errors.Is(err, ErrOverloaded):
 		return true
 	case errors.Is(err, context.DeadlineExceeded):
@@ -442,6 +451,37 @@ func connLost(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+}
+
+// tlsFailure reports whether err is a failed TLS handshake (failed), and
+// whether it is the server refusing the client's certificate or its lack
+// of one (certRefused). A handshake that failed reached no handler, so
+// nothing was applied. The server's refusal arrives as an alert, which
+// crypto/tls reports as a "remote error" whose text names it; the alerts
+// about certificates (bad, unsupported, revoked, expired, unknown,
+// unknown authority, required) and "access denied" count as refusals.
+func tlsFailure(err error) (failed, certRefused bool) {
+	var cve *tls.CertificateVerificationError
+	var alert tls.AlertError
+	var hostErr x509.HostnameError
+	var authErr x509.UnknownAuthorityError
+	var invalid x509.CertificateInvalidError
+	if errors.As(err, &cve) || errors.As(err, &alert) || errors.As(err, &hostErr) || errors.As(err, &authErr) || errors.As(err, &invalid) {
+		return true, false // this side refused the server's certificate, or the handshake
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "remote error" && op.Err != nil {
+		if msg := op.Err.Error(); strings.HasPrefix(msg, "tls: ") {
+			return true, strings.Contains(msg, "certificate") || msg == "tls: access denied"
+		}
+	}
+	return false, false
+}
+
+// tlsFailed reports whether err is a failed TLS handshake.
+func tlsFailed(err error) bool {
+	failed, _ := tlsFailure(err)
+	return failed
 }
 
 // notSent reports whether err proves that a request never reached the

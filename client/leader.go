@@ -110,8 +110,10 @@ func (r *router) learn(host, members string) {
 
 // observe moves the client after a failed attempt against host.
 func (r *router) observe(host string, err error) {
-	if errors.Is(err, ErrTokenSource) {
-		return // never sent: says nothing about host
+	if errors.Is(err, ErrTokenSource) || tlsFailed(err) {
+		// Never sent, or a certificate refused: another member shares
+		// the cluster's CA and would answer the same.
+		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -85,8 +85,9 @@ func newSecServer(t *testing.T, s *secServer, tlsConf func(*tls.Config)) *secSer
 	s.http.Config.ErrorLog = log.New(io.Discard, "", 0)
 	if tlsConf != nil {
 		s.http.EnableHTTP2 = true
-		s.http.StartTLS()
+		s.http.TLS = &tls.Config{}
 		tlsConf(s.http.TLS)
+		s.http.StartTLS()
 	} else {
 		s.http.Start()
 	}
@@ -452,16 +453,23 @@ func TestTLS(t *testing.T) {
 		}
 	}
 
-	// Without a client certificate the handshake fails.
-	noCert := newSecClient(t, srv.addr(), client.Options{TLS: &tls.Config{RootCAs: roots}, Retry: client.RetryPolicy{MaxAttempts: 1}})
-	if _, err := noCert.WhoAmI(testContext(t)); err == nil {
-		t.Fatal("WhoAmI without a client certificate succeeded")
+	// Without a client certificate the server refuses the handshake:
+	// unauthenticated, at once.
+	retries := 0
+	countRetries := client.RetryPolicy{MaxAttempts: 5, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, OnRetry: func(client.RetryEvent) { retries++ }}
+	noCert := newSecClient(t, srv.addr(), client.Options{TLS: &tls.Config{RootCAs: roots}, Retry: countRetries})
+	_, err := noCert.WhoAmI(testContext(t))
+	if !errors.Is(err, client.ErrUnauthenticated) || client.IsRetryable(err) || retries != 0 {
+		t.Fatalf("WhoAmI without a client certificate: %v after %d retries, want ErrUnauthenticated at once", err, retries)
 	}
-	// A server the roots do not vouch for is refused.
-	strange := newSecClient(t, srv.addr(), client.Options{TLS: &tls.Config{RootCAs: ca.pool}, Retry: client.RetryPolicy{MaxAttempts: 1}})
-	if _, err := strange.WhoAmI(testContext(t)); err == nil || !strings.Contains(err.Error(), "certificate") {
-		t.Fatalf("WhoAmI of a server signed by another CA: %v, want a certificate error", err)
+	t.Logf("without a client certificate: %v", err)
+	// A server the roots do not vouch for is refused, at once too.
+	strange := newSecClient(t, srv.addr(), client.Options{TLS: &tls.Config{RootCAs: ca.pool}, Retry: countRetries})
+	_, err = strange.WhoAmI(testContext(t))
+	if err == nil || !strings.Contains(err.Error(), "certificate") || errors.Is(err, client.ErrUnauthenticated) || client.IsRetryable(err) || retries != 0 {
+		t.Fatalf("WhoAmI of a server signed by another CA: %v after %d retries, want a certificate error at once", err, retries)
 	}
+	t.Logf("server of another CA: %v", err)
 }
 
 func TestOptionsSecurityValidation(t *testing.T) {
