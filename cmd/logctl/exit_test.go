@@ -35,6 +35,10 @@ func TestExitCode(t *testing.T) {
 		{name: "unknown partition", err: client.ErrUnknownPartition, want: 3},
 		{name: "unknown group", err: client.ErrUnknownGroup, want: 3},
 		{name: "unknown queue group", err: client.ErrUnknownQueueGroup, want: 3},
+		{name: "unknown token", err: fmt.Errorf("revoke token: %w", client.ErrUnknownToken), want: 3},
+		{name: "unauthenticated", err: fmt.Errorf("list topics: %w", &client.AuthError{Unauthenticated: true}), want: 6},
+		{name: "permission denied", err: fmt.Errorf("produce: %w", &client.AuthError{Permission: "write topic orders", Principal: "User:alice"}), want: 6},
+		{name: "permission denied, sentinel only", err: client.ErrPermissionDenied, want: 6},
 		{name: "not leader", err: fmt.Errorf("produce: %w", notLeader), want: 4},
 		{name: "overloaded", err: &client.OverloadedError{}, want: 4},
 		{name: "unavailable (a read)", err: client.ErrUnavailable, want: 4},
@@ -124,7 +128,7 @@ func repeat(err error, n int) []error {
 // TestHelpDocumentsExitCodes: the exit codes are in logctl --help.
 func TestHelpDocumentsExitCodes(t *testing.T) {
 	r := mustRun(t, nil, "", "--help")
-	for _, want := range []string{`(?m)^Exit codes:$`, `(?m)^\s+0\s+success`, `(?m)^\s+2\s+usage`, `(?m)^\s+3\s+not found`, `(?m)^\s+4\s+retryable`, `(?m)^\s+5\s+outcome unknown`} {
+	for _, want := range []string{`(?m)^Exit codes:$`, `(?m)^\s+0\s+success`, `(?m)^\s+2\s+usage`, `(?m)^\s+3\s+not found`, `(?m)^\s+4\s+retryable`, `(?m)^\s+5\s+outcome unknown`, `(?m)^\s+6\s+not authenticated`, `(?m)^\s+or not permitted`} {
 		if !regexp.MustCompile(want).MatchString(r.stdout) {
 			t.Errorf("--help lacks %q:\n%s", want, r.stdout)
 		}

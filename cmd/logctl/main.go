@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/logd-dev/logd/client"
@@ -28,9 +29,10 @@ const (
 	exitOK             = 0
 	exitError          = 1 // any other failure
 	exitUsage          = 2 // the command line cannot run as given
-	exitNotFound       = 3 // a topic, partition, group or queue group does not exist
+	exitNotFound       = 3 // a topic, partition, group, queue group or token does not exist
 	exitRetryable      = 4 // not applied, and may succeed later (no leader, overloaded, unreachable)
 	exitOutcomeUnknown = 5 // a write may or may not have been applied
+	exitAuth           = 6 // not authenticated, or not permitted
 )
 
 // usageError marks a command line that cannot run as given: an unknown
@@ -58,8 +60,11 @@ func exitCode(err error) int {
 		return exitOutcomeUnknown
 	case errors.As(err, &ue):
 		return exitUsage
+	case errors.Is(err, client.ErrUnauthenticated), errors.Is(err, client.ErrPermissionDenied):
+		return exitAuth
 	case errors.Is(err, client.ErrUnknownTopic), errors.Is(err, client.ErrUnknownPartition),
-		errors.Is(err, client.ErrUnknownGroup), errors.Is(err, client.ErrUnknownQueueGroup):
+		errors.Is(err, client.ErrUnknownGroup), errors.Is(err, client.ErrUnknownQueueGroup),
+		errors.Is(err, client.ErrUnknownToken):
 		return exitNotFound
 	case errors.Is(err, client.ErrRetryBudgetExhausted), client.IsRetryable(err):
 		return exitRetryable
@@ -98,6 +103,31 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = &usageError{err}
 	}
 	code := exitCode(err)
-	fmt.Fprintf(stderr, "logctl: %v%s\n", err, exitHint(code))
+	var ae *client.AuthError
+	if code == exitAuth && errors.As(err, &ae) {
+		// The refusal says it all (who lacks what); the call it came
+		// from would only repeat the resource's name.
+		fmt.Fprintf(stderr, "logctl: %v%s\n", ae, authHint(ae))
+		return code
+	}
+	hint := exitHint(code)
+	if code == exitError && opts.plaintext && strings.HasSuffix(err.Error(), "400 Bad Request") {
+		// What a TLS listener answers to plain HTTP (net/http writes the
+		// reason in a body the client does not read).
+		hint = " (is it a TLS port? give --tls-ca, or an https:// --server)"
+	}
+	fmt.Fprintf(stderr, "logctl: %v%s\n", err, hint)
 	return code
+}
+
+// authHint says how to get past a refusal: which credentials logctl
+// takes, or the ACL that would grant the missing permission.
+func authHint(ae *client.AuthError) string {
+	if ae.Unauthenticated {
+		return " (give a token with --token-file, --token or LOGCTL_TOKEN, or a client certificate with --tls-cert and --tls-key)"
+	}
+	if grant := grantCommand(ae.Principal, ae.Permission); grant != "" {
+		return " (an administrator can grant it: " + grant + ")"
+	}
+	return ""
 }

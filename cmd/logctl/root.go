@@ -20,9 +20,15 @@ type globalOpts struct {
 	getenv func(string) string
 
 	server         string
+	tls            tlsFlags
+	token          string
+	tokenFile      string
 	requestTimeout time.Duration
 	maxRetryTime   time.Duration
 	verbose        bool
+
+	// plaintext is set when newClient made a client without TLS.
+	plaintext bool
 
 	// started is set when a command's own code begins (markStarted): an
 	// error before that is cobra's, about the command line.
@@ -30,7 +36,12 @@ type globalOpts struct {
 }
 
 func newRootCmd(opts *globalOpts) *cobra.Command {
-	server := opts.getenv("LOGD_SERVER")
+	// LOGCTL_* names are the client's; LOGD_SERVER, from before there were
+	// any, keeps working.
+	server := opts.getenv("LOGCTL_SERVER")
+	if server == "" {
+		server = opts.getenv("LOGD_SERVER")
+	}
 	if server == "" {
 		server = defaultServer
 	}
@@ -50,17 +61,32 @@ Exit codes:
   0  success
   1  error (any failure not listed below)
   2  usage: unknown command or flag, wrong arguments, bad flag value
-  3  not found: the topic, partition, group or queue group does not exist
+  3  not found: the topic, partition, group, queue group or token does not exist
   4  retryable: not applied (no leader, overloaded, node unreachable); try again later
   5  outcome unknown: a write may or may not have been applied (a lost reply,
      a timeout, a node lost during the call); check before repeating it, or
-     repeat a produce with the same --idempotency-key`,
+     repeat a produce with the same --idempotency-key
+  6  not authenticated (no credentials, or a bad, expired or revoked token)
+     or not permitted (the principal lacks a permission; nothing was applied)
+
+Security: an https:// --server, or --tls-ca or --tls-cert, switches TLS on
+(HTTP/2). --tls-cert and --tls-key present a client certificate (mTLS);
+--token or --token-file send a bearer token. Each flag has an environment
+variable: LOGCTL_SERVER (LOGD_SERVER works too), LOGCTL_TLS_CA,
+LOGCTL_TLS_CERT, LOGCTL_TLS_KEY, LOGCTL_TOKEN, LOGCTL_TOKEN_FILE; a flag
+wins over its variable. Prefer --token-file or LOGCTL_TOKEN to --token,
+which other users of the machine can read in the process list.`,
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
 	f := cmd.PersistentFlags()
-	f.StringVar(&opts.server, "server", server, "logd node, host:port or http(s) URL (env LOGD_SERVER)")
+	f.StringVar(&opts.server, "server", server, "logd node, host:port or http(s) URL (env LOGCTL_SERVER or LOGD_SERVER)")
+	f.StringVar(&opts.tls.ca, "tls-ca", "", "PEM file of the CA certificates that sign the servers' certificates; switches TLS on (env LOGCTL_TLS_CA; default: the system's roots)")
+	f.StringVar(&opts.tls.cert, "tls-cert", "", "PEM file of a client certificate, for mutual TLS; switches TLS on (env LOGCTL_TLS_CERT)")
+	f.StringVar(&opts.tls.key, "tls-key", "", "PEM file of the client certificate's private key (env LOGCTL_TLS_KEY)")
+	f.StringVar(&opts.token, "token", "", "bearer token logd_<id>.<secret> (env LOGCTL_TOKEN; visible in the process list, prefer --token-file)")
+	f.StringVar(&opts.tokenFile, "token-file", "", "file holding the bearer token (env LOGCTL_TOKEN_FILE)")
 	f.DurationVar(&opts.requestTimeout, "request-timeout", client.DefaultTimeout, "timeout of each request attempt")
 	f.DurationVar(&opts.maxRetryTime, "max-retry-time", client.DefaultMaxRetryTime, "retry a failed request that may succeed later for up to this long (0: no retries)")
 	f.BoolVarP(&opts.verbose, "verbose", "v", false, "log retries and other diagnostics to stderr")
@@ -75,6 +101,9 @@ Exit codes:
 		newGroupCmd(opts),
 		newQueueCmd(opts),
 		newDLQCmd(opts),
+		newWhoAmICmd(opts),
+		newTokenCmd(opts),
+		newACLCmd(opts),
 	)
 	markStarted(cmd, opts)
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
@@ -112,6 +141,14 @@ func (o *globalOpts) newClient() (*client.Client, error) {
 			fmt.Fprintf(o.stderr, "logctl: %s attempt %d failed, retrying in %v: %v\n", e.Method, e.Attempt, e.Delay.Round(time.Millisecond), e.Err)
 		}
 	}
+	var err error
+	if copts.Token, err = o.bearerToken(); err != nil {
+		return nil, err
+	}
+	if copts.TLS, err = o.tlsConfig(); err != nil {
+		return nil, err
+	}
+	o.plaintext = copts.TLS == nil
 	return client.New(o.server, copts)
 }
 
