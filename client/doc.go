@@ -45,6 +45,19 @@
 // failure too), even when later attempts failed in ways that wrote
 // nothing. Reads never end in ErrOutcomeUnknown.
 //
+// # Security
+//
+// Options.TLS makes the client speak HTTPS (HTTP/2 by ALPN) and present a
+// client certificate for mutual TLS; Options.Token or Options.TokenSource
+// sends a bearer token with every call and every retry. WhoAmI says which
+// principal the node sees; CreateToken, ListTokens, RevokeToken,
+// CreateACLs, ListACLs and DeleteACLs manage tokens and ACLs
+// (docs/security.md). A refusal is an *AuthError: ErrUnauthenticated (no
+// credentials, or refused ones, a client certificate refused at the TLS
+// handshake included) or ErrPermissionDenied (its Permission and Principal
+// say what was missing). Neither is retried, nor is a certificate that
+// either side refuses.
+//
 // # Reading
 //
 // Fetch reads one batch of a partition and may long-poll. A Consumer reads
