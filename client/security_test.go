@@ -2,17 +2,11 @@ package client_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"io"
 	"log"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -27,6 +21,7 @@ import (
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/internal/testcerts"
 	"github.com/logd-dev/logd/logdtest"
 )
 
@@ -429,14 +424,11 @@ func TestSecurityCalls(t *testing.T) {
 // TestTLS: with Options.TLS the client speaks HTTPS, HTTP/2 by ALPN, and
 // presents its certificate; a "host:port" server means https.
 func TestTLS(t *testing.T) {
-	ca := newTestCA(t)
+	ca := testcerts.NewCA(t, "cluster")
 	srv := newSecServer(t, &secServer{}, func(c *tls.Config) {
-		c.ClientAuth = tls.RequireAndVerifyClientCert
-		c.ClientCAs = ca.pool
+		*c = *ca.ServerConfig(ca.Node(t, "n1"))
 	})
-	roots := x509.NewCertPool()
-	roots.AddCert(srv.http.Certificate())
-	conf := &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{ca.leaf(t, "alice")}}
+	conf := ca.ClientConfig(ca.Client(t, "alice"))
 
 	for _, server := range []string{srv.addr(), srv.http.URL} {
 		c := newSecClient(t, server, client.Options{TLS: conf})
@@ -457,14 +449,15 @@ func TestTLS(t *testing.T) {
 	// unauthenticated, at once.
 	retries := 0
 	countRetries := client.RetryPolicy{MaxAttempts: 5, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, OnRetry: func(client.RetryEvent) { retries++ }}
-	noCert := newSecClient(t, srv.addr(), client.Options{TLS: &tls.Config{RootCAs: roots}, Retry: countRetries})
+	noCert := newSecClient(t, srv.addr(), client.Options{TLS: ca.ClientConfig(tls.Certificate{}), Retry: countRetries})
 	_, err := noCert.WhoAmI(testContext(t))
 	if !errors.Is(err, client.ErrUnauthenticated) || client.IsRetryable(err) || retries != 0 {
 		t.Fatalf("WhoAmI without a client certificate: %v after %d retries, want ErrUnauthenticated at once", err, retries)
 	}
 	t.Logf("without a client certificate: %v", err)
 	// A server the roots do not vouch for is refused, at once too.
-	strange := newSecClient(t, srv.addr(), client.Options{TLS: &tls.Config{RootCAs: ca.pool}, Retry: countRetries})
+	other := testcerts.NewCA(t, "other")
+	strange := newSecClient(t, srv.addr(), client.Options{TLS: other.ClientConfig(ca.Client(t, "alice")), Retry: countRetries})
 	_, err = strange.WhoAmI(testContext(t))
 	if err == nil || !strings.Contains(err.Error(), "certificate") || errors.Is(err, client.ErrUnauthenticated) || client.IsRetryable(err) || retries != 0 {
 		t.Fatalf("WhoAmI of a server signed by another CA: %v after %d retries, want a certificate error at once", err, retries)
@@ -499,53 +492,3 @@ func TestOptionsSecurityValidation(t *testing.T) {
 // netOpError is a connection failure, as a token source that fetches its
 // token over the network might return.
 var netOpError = net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
-
-// testCA signs client certificates for tests.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pool *x509.CertPool
-}
-
-func newTestCA(t *testing.T) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &testCA{cert: cert, key: key, pool: pool}
-}
-
-// leaf returns a client certificate for cn signed by the CA.
-func (ca *testCA) leaf(t *testing.T, cn string) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}

@@ -3,17 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
 	"io"
 	"log"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -30,6 +25,7 @@ import (
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
+	"github.com/logd-dev/logd/internal/testcerts"
 	"github.com/logd-dev/logd/logdtest"
 )
 
@@ -483,26 +479,14 @@ func TestCLICredentialSources(t *testing.T) {
 // TestCLITLS: TLS and mutual TLS from PEM files.
 func TestCLITLS(t *testing.T) {
 	dir := t.TempDir()
-	ca := newPEMCA(t)
-	serverCert := ca.issue(t, "127.0.0.1", x509.ExtKeyUsageServerAuth)
-	clientCert := ca.issue(t, "carol", x509.ExtKeyUsageClientAuth)
-	other := newPEMCA(t)
-	write := func(name string, b []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	caFile, otherCA := write("ca.pem", ca.certPEM), write("other.pem", other.certPEM)
-	certFile, keyFile := write("carol.pem", clientCert.certPEM), write("carol.key", clientCert.keyPEM)
-	serverPair, err := tls.X509KeyPair(serverCert.certPEM, serverCert.keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := startAuthServer(t, &tls.Config{Certificates: []tls.Certificate{serverPair}, ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: ca.pool})
+	ca, other := testcerts.NewCA(t, "cluster"), testcerts.NewCA(t, "other")
+	node := ca.Node(t, "n1")
+	caFile, otherCA := caFile(t, dir, "ca", ca), caFile(t, dir, "other", other)
+	certFile, keyFile := pemFiles(t, dir, "carol", ca.Client(t, "carol"))
+	_, nodeKey := pemFiles(t, dir, "n1", node)
+	srv := startAuthServer(t, ca.OptionalClientConfig(node))
 	host := srv.addr()
-	strict := startAuthServer(t, &tls.Config{Certificates: []tls.Certificate{serverPair}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.pool})
+	strict := startAuthServer(t, ca.ServerConfig(node))
 	tlsEnv := map[string]string{"LOGCTL_TLS_CA": caFile, "LOGCTL_TLS_CERT": certFile, "LOGCTL_TLS_KEY": keyFile, "LOGCTL_SERVER": host}
 	tests := []struct {
 		name   string
@@ -523,7 +507,7 @@ func TestCLITLS(t *testing.T) {
 		{name: "plain HTTP to a TLS port", args: fmt.Sprintf("whoami --server %s", host), want: 1, stderr: `400 Bad Request \(is it a TLS port\? give --tls-ca, or an https:// --server\)`},
 		{name: "http URL with TLS flags", args: fmt.Sprintf("whoami --server http://%s --tls-ca %s", host, caFile), want: 2, stderr: `is plain http:// but TLS settings are given`},
 		{name: "certificate without key", args: fmt.Sprintf("whoami --server %s --tls-cert %s", host, certFile), want: 2, stderr: `needs both --tls-cert and --tls-key`},
-		{name: "key that does not match", args: fmt.Sprintf("whoami --server %s --tls-cert %s --tls-key %s", host, certFile, write("wrong.key", serverCert.keyPEM)), want: 2, stderr: `--tls-cert .* with --tls-key .*: tls: private key does not match`},
+		{name: "key that does not match", args: fmt.Sprintf("whoami --server %s --tls-cert %s --tls-key %s", host, certFile, nodeKey), want: 2, stderr: `--tls-cert .* with --tls-key .*: tls: private key does not match`},
 		{name: "CA file without a certificate", env: map[string]string{"LOGCTL_TLS_CA": keyFile}, args: "whoami --server " + host, want: 2, stderr: `LOGCTL_TLS_CA .*carol.key: no PEM certificate in it`},
 	}
 	for _, tt := range tests {
@@ -565,66 +549,31 @@ func TestGrantCommand(t *testing.T) {
 	}
 }
 
-// pemCA is a test certificate authority with PEM output.
-type pemCA struct {
-	cert    *x509.Certificate
-	key     *ecdsa.PrivateKey
-	certPEM []byte
-	pool    *x509.CertPool
-}
-
-// pemCert is an issued certificate and its key, in PEM.
-type pemCert struct {
-	certPEM, keyPEM []byte
-}
-
-func newPEMCA(t *testing.T) *pemCA {
+// pemFiles writes cert and its key as PEM files in dir and returns their
+// paths.
+func pemFiles(t *testing.T, dir, name string, cert tls.Certificate) (certFile, keyFile string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "logctl test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &pemCA{cert: cert, key: key, certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pool: pool}
+	certFile, keyFile = filepath.Join(dir, name+".pem"), filepath.Join(dir, name+".key")
+	writeFile(t, certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}))
+	writeFile(t, keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key}))
+	return certFile, keyFile
 }
 
-// issue signs a certificate for cn (also its IP address, if it is one)
-// with the given use.
-func (ca *pemCA) issue(t *testing.T, cn string, use x509.ExtKeyUsage) pemCert {
+// caFile writes the CA's certificate as a PEM file in dir.
+func caFile(t *testing.T, dir, name string, ca *testcerts.CA) string {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
+	p := filepath.Join(dir, name+".pem")
+	writeFile(t, p, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Cert.Raw}))
+	return p
+}
+
+func writeFile(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{use},
-	}
-	if ip := net.ParseIP(cn); ip != nil {
-		tmpl.IPAddresses = []net.IP{ip}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pemCert{certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})}
 }
