@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -20,33 +21,24 @@ import (
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
+	"github.com/logd-dev/logd/auth"
 	"github.com/logd-dev/logd/client"
 	"github.com/logd-dev/logd/internal/testcerts"
 	"github.com/logd-dev/logd/logdtest"
+	"github.com/logd-dev/logd/server"
 )
 
-// secServer answers the security RPCs and Status over HTTP, recording what
-// each call carried. It stands in for the transport and the credential
-// checks only (headers, TLS, how refusals are coded); the semantics of
-// tokens and ACLs are tested against logdtest.
+// secServer answers Status and WhoAmI over HTTP or TLS and records how
+// each call came: the transport details a real node does not show
+// (protocol version, certificates, headers). What the calls mean is tested
+// against logdtest.
 type secServer struct {
 	logdv1connect.UnimplementedLogServiceHandler
-
-	// token, if set, is the only bearer token accepted; a call without it
-	// is UNAUTHENTICATED.
-	token string
-	// deny, if set, refuses every call that passes the token check with
-	// PERMISSION_DENIED for this permission.
-	deny string
-	// failFirst, if positive, fails that many calls with UNAVAILABLE
-	// after the credential checks.
-	failFirst int
 
 	http *httptest.Server
 
 	mu    sync.Mutex
 	calls []secCall // guarded by mu
-	acls  []*logdv1.ACL
 }
 
 // secCall is one call as the server saw it.
@@ -59,7 +51,7 @@ type secCall struct {
 
 // newSecServer serves s over plain HTTP, or with tlsConf over TLS with
 // HTTP/2 enabled; it is closed when the test ends.
-func newSecServer(t *testing.T, s *secServer, tlsConf func(*tls.Config)) *secServer {
+func newSecServer(t *testing.T, s *secServer, tlsConf *tls.Config) *secServer {
 	t.Helper()
 	path, h := logdv1connect.NewLogServiceHandler(s)
 	mux := http.NewServeMux()
@@ -80,8 +72,7 @@ func newSecServer(t *testing.T, s *secServer, tlsConf func(*tls.Config)) *secSer
 	s.http.Config.ErrorLog = log.New(io.Discard, "", 0)
 	if tlsConf != nil {
 		s.http.EnableHTTP2 = true
-		s.http.TLS = &tls.Config{}
-		tlsConf(s.http.TLS)
+		s.http.TLS = tlsConf
 		s.http.StartTLS()
 	} else {
 		s.http.Start()
@@ -90,9 +81,7 @@ func newSecServer(t *testing.T, s *secServer, tlsConf func(*tls.Config)) *secSer
 	return s
 }
 
-func (s *secServer) addr() string {
-	return strings.TrimPrefix(strings.TrimPrefix(s.http.URL, "http://"), "https://")
-}
+func (s *secServer) addr() string { return s.http.Listener.Addr().String() }
 
 func (s *secServer) recorded() []secCall {
 	s.mu.Lock()
@@ -100,113 +89,13 @@ func (s *secServer) recorded() []secCall {
 	return slices.Clone(s.calls)
 }
 
-// check refuses a call whose credentials the server does not accept.
-func (s *secServer) check(h http.Header) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.token != "" && h.Get("Authorization") != "Bearer "+s.token {
-		return logdtest.Error(connect.CodeUnauthenticated, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_UNAUTHENTICATED}, "bad or missing token")
-	}
-	if s.deny != "" {
-		return logdtest.Error(connect.CodePermissionDenied, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_PERMISSION_DENIED, Permission: s.deny, Principal: "User:alice"}, "User:alice may not %s", s.deny)
-	}
-	if s.failFirst > 0 {
-		s.failFirst--
-		return logdtest.Error(connect.CodeUnavailable, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_UNAVAILABLE}, "no quorum")
-	}
-	return nil
-}
-
-func (s *secServer) Status(_ context.Context, req *connect.Request[logdv1.StatusRequest]) (*connect.Response[logdv1.StatusResponse], error) {
-	if err := s.check(req.Header()); err != nil {
-		return nil, err
-	}
+func (s *secServer) Status(context.Context, *connect.Request[logdv1.StatusRequest]) (*connect.Response[logdv1.StatusResponse], error) {
 	return connect.NewResponse(&logdv1.StatusResponse{NodeId: "n1", State: "Leader", LeaderId: "n1", Ready: true,
 		Members: []*logdv1.Member{{Id: "n1", RaftAddress: "mem:n1", Suffrage: "voter", ApiAddress: s.addr()}}}), nil
 }
 
-func (s *secServer) WhoAmI(_ context.Context, req *connect.Request[logdv1.WhoAmIRequest]) (*connect.Response[logdv1.WhoAmIResponse], error) {
-	if err := s.check(req.Header()); err != nil {
-		return nil, err
-	}
-	resp := &logdv1.WhoAmIResponse{Principal: "User:ANONYMOUS", Method: "none"}
-	if req.Header().Get("Authorization") != "" {
-		resp = &logdv1.WhoAmIResponse{Principal: "User:alice", Method: "token", AuthRequired: s.token != ""}
-	}
-	return connect.NewResponse(resp), nil
-}
-
-func (s *secServer) CreateToken(_ context.Context, req *connect.Request[logdv1.CreateTokenRequest]) (*connect.Response[logdv1.CreateTokenResponse], error) {
-	if err := s.check(req.Header()); err != nil {
-		return nil, err
-	}
-	info := &logdv1.TokenInfo{Id: "0123456789abcdef", Principal: "User:" + req.Msg.GetPrincipal(), Description: req.Msg.GetDescription(), CreatedMs: 1000, CreatedBy: "User:alice"}
-	if ttl := req.Msg.GetTtlMs(); ttl > 0 {
-		info.ExpiresMs = info.CreatedMs + ttl
-	}
-	return connect.NewResponse(&logdv1.CreateTokenResponse{Token: "logd_0123456789abcdef.secret", Info: info}), nil
-}
-
-func (s *secServer) ListTokens(_ context.Context, req *connect.Request[logdv1.ListTokensRequest]) (*connect.Response[logdv1.ListTokensResponse], error) {
-	if err := s.check(req.Header()); err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(&logdv1.ListTokensResponse{Tokens: []*logdv1.TokenInfo{{Id: "0123456789abcdef", Principal: req.Msg.GetPrincipal(), CreatedMs: 1000, ExpiresMs: 2000, CreatedBy: "User:alice"}}}), nil
-}
-
-func (s *secServer) RevokeToken(_ context.Context, req *connect.Request[logdv1.RevokeTokenRequest]) (*connect.Response[logdv1.RevokeTokenResponse], error) {
-	if err := s.check(req.Header()); err != nil {
-		return nil, err
-	}
-	if req.Msg.GetId() != "0123456789abcdef" {
-		return nil, logdtest.Error(connect.CodeNotFound, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_UNKNOWN_TOKEN}, "no token %s", req.Msg.GetId())
-	}
-	return connect.NewResponse(&logdv1.RevokeTokenResponse{Info: &logdv1.TokenInfo{Id: req.Msg.GetId(), Principal: "User:bob"}}), nil
-}
-
-func (s *secServer) CreateACLs(_ context.Context, req *connect.Request[logdv1.CreateACLsRequest]) (*connect.Response[logdv1.CreateACLsResponse], error) {
-	if err := s.check(req.Header()); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.acls = append(s.acls, req.Msg.GetAcls()...)
-	return connect.NewResponse(&logdv1.CreateACLsResponse{Created: int32(len(req.Msg.GetAcls()))}), nil
-}
-
-func (s *secServer) ListACLs(_ context.Context, req *connect.Request[logdv1.ListACLsRequest]) (*connect.Response[logdv1.ListACLsResponse], error) {
-	if err := s.check(req.Header()); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []*logdv1.ACL
-	for _, a := range s.acls {
-		if p := req.Msg.GetFilter().GetPrincipal(); p == "" || p == a.GetPrincipal() {
-			out = append(out, a)
-		}
-	}
-	return connect.NewResponse(&logdv1.ListACLsResponse{Acls: out}), nil
-}
-
-func (s *secServer) DeleteACLs(_ context.Context, req *connect.Request[logdv1.DeleteACLsRequest]) (*connect.Response[logdv1.DeleteACLsResponse], error) {
-	if err := s.check(req.Header()); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var gone, kept []*logdv1.ACL
-	for _, a := range s.acls {
-		if a.GetPrincipal() == req.Msg.GetFilter().GetPrincipal() {
-			gone = append(gone, a)
-		} else {
-			kept = append(kept, a)
-		}
-	}
-	if !req.Msg.GetDryRun() {
-		s.acls = kept
-	}
-	return connect.NewResponse(&logdv1.DeleteACLsResponse{Acls: gone}), nil
+func (s *secServer) WhoAmI(context.Context, *connect.Request[logdv1.WhoAmIRequest]) (*connect.Response[logdv1.WhoAmIResponse], error) {
+	return connect.NewResponse(&logdv1.WhoAmIResponse{Principal: "User:ANONYMOUS", Method: "none"}), nil
 }
 
 func newSecClient(t *testing.T, server string, opts client.Options) *client.Client {
@@ -222,46 +111,55 @@ func newSecClient(t *testing.T, server string, opts client.Options) *client.Clie
 	return c
 }
 
+// secureNode starts a node that requires authentication, with a
+// bootstrap token (User:admin, a superuser), and returns it with that
+// token.
+func secureNode(t *testing.T, tlsConf *tls.Config) (*logdtest.Server, string) {
+	t.Helper()
+	boot, err := auth.NewToken(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := logdtest.Start(t, logdtest.Options{Auth: server.AuthOptions{Required: true, BootstrapToken: &boot}, TLS: tlsConf})
+	return srv, boot.String()
+}
+
 // TestBearerToken: the token rides on every call, retries and the
-// per-member calls of ClusterStatus included.
+// per-member calls of ClusterStatus included: a node that requires
+// authentication would refuse any call without it.
 func TestBearerToken(t *testing.T) {
-	srv := newSecServer(t, &secServer{token: "logd_1.s", failFirst: 1}, nil)
-	c := newSecClient(t, srv.addr(), client.Options{Token: "logd_1.s"})
+	srv, admin := secureNode(t, nil)
+	c := newSecClient(t, srv.URL(), client.Options{Token: admin})
 	ctx := testContext(t)
-	if _, err := c.WhoAmI(ctx); err != nil { // the first attempt fails, the retry succeeds
-		t.Fatalf("WhoAmI: %v", err)
+	srv.FailNext("WhoAmI", unavailable()) // the retry must carry the token too
+	id, err := c.WhoAmI(ctx)
+	if err != nil || id != (client.Identity{Principal: "User:admin", Method: "bootstrap-token", Superuser: true, AuthRequired: true}) {
+		t.Fatalf("WhoAmI = %+v, %v", id, err)
 	}
-	if _, err := c.ClusterStatus(ctx); err != nil {
-		t.Fatalf("ClusterStatus: %v", err)
+	if got := srv.Calls("WhoAmI"); got != 2 {
+		t.Fatalf("WhoAmI calls = %d, want 2", got)
 	}
-	calls := srv.recorded()
-	var methods []string
-	for _, call := range calls {
-		methods = append(methods, call.method)
-		if call.auth != "Bearer logd_1.s" {
-			t.Errorf("%s carried Authorization %q", call.method, call.auth)
-		}
-	}
-	if want := []string{"WhoAmI", "WhoAmI", "Status", "Status"}; !slices.Equal(methods, want) {
-		t.Fatalf("calls = %v, want %v", methods, want)
+	cs, err := c.ClusterStatus(ctx)
+	if err != nil || len(cs.Nodes) != 1 || cs.Nodes[0].Error != "" || cs.Nodes[0].State != "Leader" {
+		t.Fatalf("ClusterStatus = %+v, %v", cs, err)
 	}
 
-	// Without the option, no header: the server sees an anonymous caller.
-	anon := newSecClient(t, srv.addr(), client.Options{})
-	_, err := anon.WhoAmI(ctx)
+	// Without the option, no header: the node sees an anonymous caller.
+	anon := newSecClient(t, srv.URL(), client.Options{})
+	_, err = anon.WhoAmI(ctx)
 	var ae *client.AuthError
 	if !errors.Is(err, client.ErrUnauthenticated) || !errors.As(err, &ae) || !ae.Unauthenticated {
 		t.Fatalf("WhoAmI without a token: %v, want an unauthenticated AuthError", err)
 	}
-	if got := srv.recorded()[len(calls)].auth; got != "" {
-		t.Fatalf("a client without a token sent Authorization %q", got)
+	if !strings.Contains(err.Error(), "not authenticated: authentication required") {
+		t.Fatalf("WhoAmI without a token: %q", err)
 	}
 }
 
 // TestTokenSource: the source is asked before every attempt; its failure
 // fails the call without sending it, and is not retried.
 func TestTokenSource(t *testing.T) {
-	srv := newSecServer(t, &secServer{token: "logd_2.s", failFirst: 1}, nil)
+	srv, admin := secureNode(t, nil)
 	var mu sync.Mutex
 	asked := 0
 	var fail error
@@ -269,14 +167,15 @@ func TestTokenSource(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		asked++
-		return "logd_2.s", fail
+		return admin, fail
 	}
-	c := newSecClient(t, srv.addr(), client.Options{TokenSource: src})
+	c := newSecClient(t, srv.URL(), client.Options{TokenSource: src})
+	srv.FailNext("ListTokens", unavailable())
 	if _, err := c.ListTokens(testContext(t), ""); err != nil {
 		t.Fatalf("ListTokens: %v", err)
 	}
-	if asked != 2 || len(srv.recorded()) != 2 {
-		t.Fatalf("source asked %d times for %d calls, want 2 and 2", asked, len(srv.recorded()))
+	if asked != 2 || srv.Calls("ListTokens") != 2 {
+		t.Fatalf("source asked %d times for %d calls, want 2 and 2", asked, srv.Calls("ListTokens"))
 	}
 
 	mu.Lock()
@@ -289,10 +188,10 @@ func TestTokenSource(t *testing.T) {
 	if !errors.Is(err, client.ErrTokenSource) || !strings.Contains(err.Error(), "vault") || client.IsRetryable(err) {
 		t.Fatalf("ListTokens with a failing source: %v, want ErrTokenSource, not retryable", err)
 	}
-	if asked != 1 || len(srv.recorded()) != 2 {
-		t.Fatalf("failing source asked %d times, %d calls sent; want 1 and none more", asked, len(srv.recorded())-2)
+	if asked != 1 || srv.Calls("ListTokens") != 2 {
+		t.Fatalf("failing source asked %d times, %d calls sent; want 1 and none more", asked, srv.Calls("ListTokens")-2)
 	}
-	if c.Current() != srv.addr() {
+	if c.Current() != srv.Addr() {
 		t.Fatalf("client moved to %s", c.Current())
 	}
 }
@@ -358,76 +257,11 @@ func TestAuthErrorsAreNotRetried(t *testing.T) {
 	}
 }
 
-func TestSecurityCalls(t *testing.T) {
-	srv := newSecServer(t, &secServer{}, nil)
-	c := newSecClient(t, srv.addr(), client.Options{Token: "logd_3.s"})
-	ctx := testContext(t)
-
-	id, err := c.WhoAmI(ctx)
-	if err != nil || id != (client.Identity{Principal: "User:alice", Method: "token"}) {
-		t.Fatalf("WhoAmI = %+v, %v", id, err)
-	}
-	tok, err := c.CreateToken(ctx, client.CreateTokenRequest{Principal: "bob", Description: "ci", TTL: time.Hour})
-	if err != nil {
-		t.Fatalf("CreateToken: %v", err)
-	}
-	want := client.TokenInfo{ID: "0123456789abcdef", Principal: "User:bob", Description: "ci", Created: time.UnixMilli(1000), Expires: time.UnixMilli(1000 + time.Hour.Milliseconds()), CreatedBy: "User:alice"}
-	if tok.Token != "logd_0123456789abcdef.secret" || tok.Info != want {
-		t.Fatalf("CreateToken = %+v, want info %+v", tok, want)
-	}
-	if _, err := c.CreateToken(ctx, client.CreateTokenRequest{Principal: "bob", TTL: -time.Second}); !errors.Is(err, client.ErrInvalidArgument) {
-		t.Fatalf("CreateToken with a negative TTL: %v", err)
-	}
-	toks, err := c.ListTokens(ctx, "User:bob")
-	if err != nil || len(toks) != 1 || toks[0].Principal != "User:bob" || !toks[0].Expires.Equal(time.UnixMilli(2000)) {
-		t.Fatalf("ListTokens = %+v, %v", toks, err)
-	}
-	if _, err := c.RevokeToken(ctx, "ffffffffffffffff"); !errors.Is(err, client.ErrUnknownToken) {
-		t.Fatalf("RevokeToken of an unknown id: %v, want ErrUnknownToken", err)
-	}
-	if info, err := c.RevokeToken(ctx, "0123456789abcdef"); err != nil || info.Principal != "User:bob" {
-		t.Fatalf("RevokeToken = %+v, %v", info, err)
-	}
-
-	acls := []client.ACL{
-		{Principal: "User:bob", Resource: client.ResourceTopic, Pattern: client.PatternPrefix, Name: "ord", Operation: client.OpWrite, Effect: client.EffectAllow},
-		{Principal: "User:carol", Resource: client.ResourceCluster, Pattern: client.PatternLiteral, Name: client.ClusterName, Operation: client.OpAdmin, Effect: client.EffectDeny},
-	}
-	if n, err := c.CreateACLs(ctx, acls); err != nil || n != 2 {
-		t.Fatalf("CreateACLs = %d, %v", n, err)
-	}
-	got, err := c.ListACLs(ctx, client.ACLFilter{Principal: "User:bob"})
-	if err != nil || !slices.Equal(got, acls[:1]) {
-		t.Fatalf("ListACLs = %+v, %v", got, err)
-	}
-	before := len(srv.recorded())
-	if _, err := c.DeleteACLs(ctx, client.ACLFilter{}, false); !errors.Is(err, client.ErrInvalidArgument) || len(srv.recorded()) != before {
-		t.Fatalf("DeleteACLs with an empty filter: %v after %d calls, want ErrInvalidArgument and no call", err, len(srv.recorded())-before)
-	}
-	if got, err := c.DeleteACLs(ctx, client.ACLFilter{Principal: "User:carol"}, true); err != nil || !slices.Equal(got, acls[1:]) {
-		t.Fatalf("DeleteACLs dry run = %+v, %v", got, err)
-	}
-	if got, err := c.ListACLs(ctx, client.ACLFilter{}); err != nil || len(got) != 2 {
-		t.Fatalf("after a dry run, ListACLs = %+v, %v; want both", got, err)
-	}
-	if got, err := c.DeleteACLs(ctx, client.ACLFilter{Principal: "User:carol"}, false); err != nil || !slices.Equal(got, acls[1:]) {
-		t.Fatalf("DeleteACLs = %+v, %v", got, err)
-	}
-	if got, err := c.ListACLs(ctx, client.ACLFilter{}); err != nil || !slices.Equal(got, acls[:1]) {
-		t.Fatalf("after DeleteACLs, ListACLs = %+v, %v", got, err)
-	}
-	if s := acls[0].String(); s != `allow User:bob write on topic prefix "ord"` {
-		t.Fatalf("ACL.String() = %q", s)
-	}
-}
-
 // TestTLS: with Options.TLS the client speaks HTTPS, HTTP/2 by ALPN, and
 // presents its certificate; a "host:port" server means https.
 func TestTLS(t *testing.T) {
 	ca := testcerts.NewCA(t, "cluster")
-	srv := newSecServer(t, &secServer{}, func(c *tls.Config) {
-		*c = *ca.ServerConfig(ca.Node(t, "n1"))
-	})
+	srv := newSecServer(t, &secServer{}, ca.ServerConfig(ca.Node(t, "n1")))
 	conf := ca.ClientConfig(ca.Client(t, "alice"))
 
 	for _, server := range []string{srv.addr(), srv.http.URL} {
@@ -440,8 +274,8 @@ func TestTLS(t *testing.T) {
 		}
 	}
 	for _, call := range srv.recorded() {
-		if call.proto != 2 || !slices.Equal(call.peerCNs, []string{"alice"}) {
-			t.Fatalf("%s came over HTTP/%d with client certificates %v, want HTTP/2 and [alice]", call.method, call.proto, call.peerCNs)
+		if call.proto != 2 || !slices.Equal(call.peerCNs, []string{"alice"}) || call.auth != "" {
+			t.Fatalf("%s came over HTTP/%d with client certificates %v and Authorization %q, want HTTP/2, [alice] and none", call.method, call.proto, call.peerCNs, call.auth)
 		}
 	}
 
@@ -492,3 +326,122 @@ func TestOptionsSecurityValidation(t *testing.T) {
 // netOpError is a connection failure, as a token source that fetches its
 // token over the network might return.
 var netOpError = net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+
+// TestSecurityAgainstNode: tokens and ACLs end to end on a node that
+// requires authentication.
+func TestSecurityAgainstNode(t *testing.T) {
+	srv, boot := secureNode(t, nil)
+	ctx := testContext(t)
+	admin := newSecClient(t, srv.URL(), client.Options{Token: boot})
+
+	tok, err := admin.CreateToken(ctx, client.CreateTokenRequest{Principal: "alice", Description: "billing", TTL: time.Hour})
+	if err != nil {
+		t.Fatalf("CreateToken: %v", err)
+	}
+	info := tok.Info
+	if !strings.HasPrefix(tok.Token, "logd_"+info.ID+".") || info.Principal != "User:alice" || info.Description != "billing" ||
+		info.CreatedBy != "User:admin" || info.Expires.Sub(info.Created) != time.Hour {
+		t.Fatalf("CreateToken = %+v", tok)
+	}
+	alice := newSecClient(t, srv.URL(), client.Options{Token: tok.Token, Retry: client.RetryPolicy{MaxAttempts: 10, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond}})
+	if id, err := alice.WhoAmI(ctx); err != nil || id.Principal != "User:alice" || id.Method != "token" || id.Superuser {
+		t.Fatalf("alice's WhoAmI = %+v, %v", id, err)
+	}
+
+	// No ACL: refused, once, naming what is missing.
+	_, err = alice.CreateTopic(ctx, "orders", 1, nil)
+	var ae *client.AuthError
+	if !errors.As(err, &ae) || !errors.Is(err, client.ErrPermissionDenied) || ae.Principal != "User:alice" || !strings.HasSuffix(ae.Permission, " topic orders") {
+		t.Fatalf("alice's CreateTopic: %v (%+v), want permission denied on topic orders", err, ae)
+	}
+	if n := srv.Calls("CreateTopic"); n != 1 {
+		t.Fatalf("a refused CreateTopic was made %d times, want 1", n)
+	}
+	t.Logf("refusal: %v", err)
+
+	acls := []client.ACL{
+		{Principal: "User:alice", Resource: client.ResourceTopic, Pattern: client.PatternPrefix, Name: "ord", Operation: client.OpAll, Effect: client.EffectAllow},
+		{Principal: "User:alice", Resource: client.ResourceCluster, Pattern: client.PatternLiteral, Name: client.ClusterName, Operation: client.OpCreate, Effect: client.EffectAllow},
+	}
+	if n, err := admin.CreateACLs(ctx, acls); err != nil || n != 2 {
+		t.Fatalf("CreateACLs = %d, %v", n, err)
+	}
+	if n, err := admin.CreateACLs(ctx, acls[:1]); err != nil || n != 0 {
+		t.Fatalf("CreateACLs of a present ACL = %d, %v; want 0 new", n, err)
+	}
+	if got, err := admin.ListACLs(ctx, client.ACLFilter{Principal: "User:alice", Resource: client.ResourceTopic}); err != nil || !slices.Equal(got, acls[:1]) {
+		t.Fatalf("ListACLs = %+v, %v", got, err)
+	}
+	if _, err := alice.CreateTopic(ctx, "orders", 1, nil); err != nil {
+		t.Fatalf("alice's CreateTopic with the ACLs: %v", err)
+	}
+	if _, err := alice.Produce(ctx, "orders", []client.Record{{Value: []byte("v")}}); err != nil {
+		t.Fatalf("alice's Produce: %v", err)
+	}
+	// Lists leave out what the caller may not describe.
+	if got, err := alice.ListACLs(ctx, client.ACLFilter{}); err != nil || len(got) != 0 {
+		t.Fatalf("alice's ListACLs = %+v, %v; want none", got, err)
+	}
+
+	// A dry run removes nothing; then the removal.
+	f := client.ACLFilter{Principal: "User:alice", Resource: client.ResourceTopic}
+	if got, err := admin.DeleteACLs(ctx, f, true); err != nil || !slices.Equal(got, acls[:1]) {
+		t.Fatalf("DeleteACLs dry run = %+v, %v", got, err)
+	}
+	if got, err := admin.ListACLs(ctx, client.ACLFilter{}); err != nil || len(got) != 2 {
+		t.Fatalf("after a dry run, ListACLs = %+v, %v; want both", got, err)
+	}
+	if got, err := admin.DeleteACLs(ctx, f, false); err != nil || !slices.Equal(got, acls[:1]) {
+		t.Fatalf("DeleteACLs = %+v, %v", got, err)
+	}
+	if _, err := admin.DeleteACLs(ctx, client.ACLFilter{}, false); !errors.Is(err, client.ErrInvalidArgument) {
+		t.Fatalf("DeleteACLs with an empty filter: %v, want ErrInvalidArgument", err)
+	}
+	if _, err := alice.Produce(ctx, "orders", []client.Record{{Value: []byte("v"), IdempotencyKey: "k"}}); !errors.Is(err, client.ErrPermissionDenied) {
+		t.Fatalf("alice's Produce after the removal: %v, want permission denied", err)
+	}
+
+	// Tokens: listed without secrets, revoked, refused.
+	toks, err := admin.ListTokens(ctx, "User:alice")
+	if err != nil || len(toks) != 1 || toks[0] != info {
+		t.Fatalf("ListTokens = %+v, %v; want [%+v]", toks, err, info)
+	}
+	if got, err := admin.RevokeToken(ctx, info.ID); err != nil || got.ID != info.ID {
+		t.Fatalf("RevokeToken = %+v, %v", got, err)
+	}
+	if _, err := alice.WhoAmI(ctx); !errors.Is(err, client.ErrUnauthenticated) {
+		t.Fatalf("WhoAmI with a revoked token: %v, want ErrUnauthenticated", err)
+	}
+	if _, err := admin.RevokeToken(ctx, info.ID); !errors.Is(err, client.ErrUnknownToken) {
+		t.Fatalf("RevokeToken of a revoked token: %v, want ErrUnknownToken", err)
+	}
+	if _, err := admin.CreateToken(ctx, client.CreateTokenRequest{Principal: "bad name"}); !errors.Is(err, client.ErrInvalidArgument) {
+		t.Fatalf("CreateToken of a bad principal: %v, want ErrInvalidArgument", err)
+	}
+	if _, err := admin.CreateToken(ctx, client.CreateTokenRequest{Principal: "bob", TTL: -time.Second}); !errors.Is(err, client.ErrInvalidArgument) {
+		t.Fatalf("CreateToken with a negative TTL: %v, want ErrInvalidArgument", err)
+	}
+	if s := acls[0].String(); s != `allow User:alice all on topic prefix "ord"` {
+		t.Fatalf("ACL.String() = %q", s)
+	}
+}
+
+// TestTLSAgainstNode: a node serving TLS takes a verified client
+// certificate as the principal.
+func TestTLSAgainstNode(t *testing.T) {
+	ca := testcerts.NewCA(t, "cluster")
+	srv, boot := secureNode(t, ca.OptionalClientConfig(ca.Node(t, "n1")))
+	ctx := testContext(t)
+	carol := newSecClient(t, srv.Addr(), client.Options{TLS: ca.ClientConfig(ca.Client(t, "carol"))})
+	if id, err := carol.WhoAmI(ctx); err != nil || id.Principal != "User:carol" || id.Method != "certificate" {
+		t.Fatalf("WhoAmI with a client certificate = %+v, %v", id, err)
+	}
+	admin := newSecClient(t, srv.URL(), client.Options{TLS: ca.ClientConfig(ca.Client(t, "carol")), Token: boot})
+	if id, err := admin.WhoAmI(ctx); err != nil || id.Principal != "User:admin" {
+		t.Fatalf("WhoAmI with a certificate and a token = %+v, %v; want the token's principal", id, err)
+	}
+	anon := newSecClient(t, srv.Addr(), client.Options{TLS: ca.ClientConfig(tls.Certificate{})})
+	if _, err := anon.WhoAmI(ctx); !errors.Is(err, client.ErrUnauthenticated) {
+		t.Fatalf("WhoAmI over TLS without credentials: %v, want ErrUnauthenticated", err)
+	}
+}

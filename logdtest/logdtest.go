@@ -2,12 +2,14 @@ package logdtest
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
+	stdlog "log"
 	"log/slog"
 	"net/http/httptest"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -39,6 +41,15 @@ type Options struct {
 	// production node stops on an I/O error in its state machine, and
 	// Close reports the failure.
 	FS log.FS
+	// Auth is the node's authentication and authorization, as cmd/logd's
+	// --auth, --superuser and --bootstrap-token-file set them; its clock
+	// defaults to Now. The zero value checks nothing (--auth none).
+	Auth server.AuthOptions
+	// TLS, if set, serves the API over TLS with this configuration
+	// (HTTP/2 and HTTP/1.1): URL is https, and a client certificate it
+	// verifies gives the caller's principal (docs/security.md). Default:
+	// plain HTTP.
+	TLS *tls.Config
 }
 
 // Raft timeouts of a test node, raft's smallest: a single voter elects
@@ -151,8 +162,19 @@ func (s *Server) start(opts Options) error {
 	// As cmd/logd builds it: the handlers over the node's backend, with
 	// the segment endpoint a peer would catch up from.
 	backend := replication.NewBackend(node)
-	srv := server.New(server.Options{Backend: backend, Segments: backend.SegmentHandler(), Logger: logger, Registry: s.reg})
+	if opts.Auth.Now == nil {
+		opts.Auth.Now = opts.Now
+	}
+	srv := server.New(server.Options{Backend: backend, Segments: backend.SegmentHandler(), Logger: logger, Registry: s.reg, Auth: opts.Auth})
 	s.http.Config.Handler = s.hooks.wrap(srv.Handler())
+	if opts.TLS != nil {
+		// Handshakes a test refuses are not news.
+		s.http.Config.ErrorLog = stdlog.New(io.Discard, "", 0)
+		s.http.EnableHTTP2 = true
+		s.http.TLS = opts.TLS.Clone()
+		s.http.StartTLS()
+		return nil
+	}
 	s.http.Start()
 	return nil
 }
@@ -180,11 +202,12 @@ func (s *Server) stopped(err error) {
 	s.fatal = append(s.fatal, err)
 }
 
-// URL returns the server's base URL, "http://127.0.0.1:port".
+// URL returns the server's base URL, "http://127.0.0.1:port" (https with
+// Options.TLS).
 func (s *Server) URL() string { return s.http.URL }
 
 // Addr returns the server's "127.0.0.1:port".
-func (s *Server) Addr() string { return strings.TrimPrefix(s.http.URL, "http://") }
+func (s *Server) Addr() string { return s.http.Listener.Addr().String() }
 
 // Clean runs one pass of the leader's cleaner now: partitions whose
 // closed segments are past the topic's retention.ms (by Options.Now) or
