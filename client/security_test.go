@@ -279,22 +279,41 @@ func TestTLS(t *testing.T) {
 		}
 	}
 
-	// Without a client certificate the server refuses the handshake:
-	// unauthenticated, at once.
-	retries := 0
-	countRetries := client.RetryPolicy{MaxAttempts: 5, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, OnRetry: func(client.RetryEvent) { retries++ }}
-	noCert := newSecClient(t, srv.addr(), client.Options{TLS: ca.ClientConfig(tls.Certificate{}), Retry: countRetries})
-	_, err := noCert.WhoAmI(testContext(t))
-	if !errors.Is(err, client.ErrUnauthenticated) || client.IsRetryable(err) || retries != 0 {
-		t.Fatalf("WhoAmI without a client certificate: %v after %d retries, want ErrUnauthenticated at once", err, retries)
+	// Without a client certificate the server refuses the handshake. Under
+	// TLS 1.2 the refusal ends the handshake, so the first attempt reads
+	// it; Go's server then sends a "handshake failure" alert, which says
+	// nothing about certificates: a TLS failure, not retried.
+	var retried []error
+	countRetries := client.RetryPolicy{MaxAttempts: 30, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, OnRetry: func(e client.RetryEvent) { retried = append(retried, e.Err) }}
+	tls12 := ca.ServerConfig(ca.Node(t, "n1"))
+	tls12.MaxVersion = tls.VersionTLS12
+	srv12 := newSecServer(t, &secServer{}, tls12)
+	_, err := newSecClient(t, srv12.addr(), client.Options{TLS: ca.ClientConfig(tls.Certificate{}), Retry: countRetries}).WhoAmI(testContext(t))
+	if err == nil || !strings.Contains(err.Error(), "tls: handshake failure") || client.IsRetryable(err) || len(retried) != 0 {
+		t.Fatalf("WhoAmI without a client certificate (TLS 1.2): %v after %d retries, want a TLS failure at once", err, len(retried))
 	}
-	t.Logf("without a client certificate: %v", err)
+	// Under TLS 1.3 the refusal is an alert that follows the client's side
+	// of the handshake and names the missing certificate: unauthenticated.
+	// When the connection breaks before the request reads the alert (the
+	// HTTP/2 transport reports a connection that could not be established,
+	// or a write fails), the attempt fails like any lost connection and
+	// is retried; a later attempt reads the alert.
+	_, err = newSecClient(t, srv.addr(), client.Options{TLS: ca.ClientConfig(tls.Certificate{}), Retry: countRetries}).WhoAmI(testContext(t))
+	if !errors.Is(err, client.ErrUnauthenticated) || client.IsRetryable(err) {
+		t.Fatalf("WhoAmI without a client certificate: %v, want ErrUnauthenticated", err)
+	}
+	for _, e := range retried {
+		if errors.Is(e, client.ErrUnauthenticated) || !client.IsRetryable(e) {
+			t.Fatalf("retried after %v: only a lost connection may be", e)
+		}
+	}
+	t.Logf("without a client certificate: %v (after %d retries)", err, len(retried))
+	retried = nil
 	// A server the roots do not vouch for is refused, at once too.
 	other := testcerts.NewCA(t, "other")
-	strange := newSecClient(t, srv.addr(), client.Options{TLS: other.ClientConfig(ca.Client(t, "alice")), Retry: countRetries})
-	_, err = strange.WhoAmI(testContext(t))
-	if err == nil || !strings.Contains(err.Error(), "certificate") || errors.Is(err, client.ErrUnauthenticated) || client.IsRetryable(err) || retries != 0 {
-		t.Fatalf("WhoAmI of a server signed by another CA: %v after %d retries, want a certificate error at once", err, retries)
+	_, err = newSecClient(t, srv.addr(), client.Options{TLS: other.ClientConfig(ca.Client(t, "alice")), Retry: countRetries}).WhoAmI(testContext(t))
+	if err == nil || !strings.Contains(err.Error(), "certificate") || errors.Is(err, client.ErrUnauthenticated) || client.IsRetryable(err) || len(retried) != 0 {
+		t.Fatalf("WhoAmI of a server signed by another CA: %v after %d retries, want a certificate error at once", err, len(retried))
 	}
 	t.Logf("server of another CA: %v", err)
 }
