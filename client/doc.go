@@ -35,7 +35,8 @@
 // carry an idempotency key), retry on every retryable error. Other writes
 // (Produce without keys, CreateTopic, DeleteTopic, Claim, ...) retry only
 // when the server guarantees that nothing was written: ErrNotLeader,
-// ErrOverloaded, or a connection that could not be made.
+// ErrOverloaded, or a request that never completely reached it (the
+// connection could not be made, or broke while the request was written).
 //
 // After ErrUnavailable, a timeout or a lost connection a write may or may
 // not have happened. Such an outcome stays unknown: unless a later attempt

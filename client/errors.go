@@ -484,12 +484,49 @@ func tlsFailed(err error) bool {
 	return failed
 }
 
-// notSent reports whether err proves that a request never reached the
-// server (the connection could not be made), so even a write may be
-// repeated without risk of duplication.
+// notSent reports whether err proves that a request never completely
+// reached the server, so even a write may be repeated without risk of
+// duplication: the connection could not be made; the HTTP/2 transport
+// found a new connection closed before the request's first use of it; or
+// writing the request failed (the call's own error, so it came before any
+// answer), so the server never read its end, and Connect and gRPC
+// handlers run only on a whole unary request. A connection lost while
+// waiting for the answer is not proof: the request may have been read.
 func notSent(err error) bool {
 	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
+	return errors.As(err, &op) && (op.Op == "dial" || op.Op == "write") || anyInChain(err, isConnNotEstablished)
+}
+
+// connNotEstablished is the text of net/http's (unexported) HTTP/2 error
+// for a request that was to be the first on a new connection that closed
+// before it could be sent: the transport does not send it anywhere else.
+// A server that refuses a client certificate after a TLS 1.3 handshake
+// closes the connection that way.
+const connNotEstablished = "http2: client conn could not be established"
+
+func isConnNotEstablished(err error) bool { return err.Error() == connNotEstablished }
+
+// anyInChain reports whether f holds for err or any error it wraps.
+func anyInChain(err error, f func(error) bool) bool {
+	for err != nil {
+		if f(err) {
+			return true
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if anyInChain(e, f) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // writeRetryable reports whether a produce that failed with err is known to
@@ -505,13 +542,17 @@ func writeRetryable(err error) bool {
 // proposing), a timeout or cancellation, a lost connection, or a status
 // that only says something went wrong (unknown, internal, aborted). An
 // answer proves the outcome otherwise: not leader, overloaded and a
-// connection that could not be made wrote nothing, the server's refusals
-// (bad input, unknown topic, conflict, stale token, storage, ...) come
-// before anything is proposed, and per-item results (a *TokenError) say
-// what happened to each item.
+// request that never completely reached the server (notSent) wrote
+// nothing, the server's refusals
+// (bad input, unknown topic, conflict, stale token, storage,
+// unauthenticated, permission denied, a TLS handshake failed, ...) come
+// before anything is proposed, a call whose token source failed was never
+// sent, and per-item results (a *TokenError) say what happened to each
+// item.
 func mayHaveApplied(err error) bool {
 	switch {
-	case err == nil, writeRetryable(err), errors.Is(err, ErrStorage):
+	case err == nil, writeRetryable(err), errors.Is(err, ErrStorage), errors.Is(err, ErrTokenSource),
+		errors.Is(err, ErrUnauthenticated), errors.Is(err, ErrPermissionDenied), tlsFailed(err):
 		return false
 	case errors.Is(err, ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), connLost(err):
 		return true

@@ -73,8 +73,9 @@ type Options struct {
 // whose repetition changes nothing more (a Produce whose records all carry
 // idempotency keys, commits, acks). Other writes (a Produce without keys,
 // CreateTopic, DeleteTopic) are retried only when the server guarantees
-// nothing was written: not leader, overloaded, or a connection that could
-// not be made. Once an attempt of a write may have been applied, the
+// nothing was written: not leader, overloaded, or a request that never
+// completely reached the server (a connection that could not be made, or
+// that broke while the request was written). Once an attempt of a write may have been applied, the
 // call's error is ErrOutcomeUnknown (OutcomeUnknownError) unless a later
 // attempt succeeds.
 type RetryPolicy struct {

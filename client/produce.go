@@ -56,9 +56,11 @@ type Result struct {
 //
 // Retries: Produce is repeated only after failures where the server
 // guarantees nothing was written: ErrNotLeader (the node found no leader to
-// forward to), ErrOverloaded (admission control), or a connection that
-// could not be made. After ErrUnavailable, a timeout or a broken connection
-// the records may or may not have been written: if every record carries an
+// forward to), ErrOverloaded (admission control), or a request that never
+// completely reached the server (a connection that could not be made, or
+// that broke while the request was written). After ErrUnavailable, a
+// timeout or a connection broken while waiting for the answer the records
+// may or may not have been written: if every record carries an
 // IdempotencyKey, Produce retries those too (the retry returns the original
 // offsets of whatever was written, marked Duplicate); otherwise it returns
 // at once. Either way, once an attempt may have written, the error (if no

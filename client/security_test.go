@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -308,6 +309,14 @@ func TestTLS(t *testing.T) {
 		}
 	}
 	t.Logf("without a client certificate: %v (after %d retries)", err, len(retried))
+	// A write is refused the same way, with nothing left unknown (the
+	// handshake fails before any handler: which RPC does not matter).
+	for _, server := range []string{srv.addr(), srv12.addr()} {
+		_, err = newSecClient(t, server, client.Options{TLS: ca.ClientConfig(tls.Certificate{}), Retry: countRetries}).CreateTopic(testContext(t), "t", 1, nil)
+		if err == nil || errors.Is(err, client.ErrOutcomeUnknown) {
+			t.Fatalf("CreateTopic without a client certificate: %v, want a refusal with a known outcome", err)
+		}
+	}
 	retried = nil
 	// A server the roots do not vouch for is refused, at once too.
 	other := testcerts.NewCA(t, "other")
@@ -462,5 +471,49 @@ func TestTLSAgainstNode(t *testing.T) {
 	anon := newSecClient(t, srv.Addr(), client.Options{TLS: ca.ClientConfig(tls.Certificate{})})
 	if _, err := anon.WhoAmI(ctx); !errors.Is(err, client.ErrUnauthenticated) {
 		t.Fatalf("WhoAmI over TLS without credentials: %v, want ErrUnauthenticated", err)
+	}
+}
+
+// failFirst is an HTTP transport whose first n requests fail with err
+// without being sent.
+type failFirst struct {
+	mu  sync.Mutex
+	n   int
+	err error
+}
+
+func (f *failFirst) RoundTrip(req *http.Request) (*http.Response, error) {
+	f.mu.Lock()
+	fail := f.n > 0
+	f.n--
+	f.mu.Unlock()
+	if fail {
+		return nil, f.err
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// TestUnsentWritesAreRetried: a request that never completely
+// reached the server wrote nothing, so a write that met it is retried and
+// its outcome stays known: net/http's HTTP/2 transport found the new
+// connection closed before its first request was sent, or writing the
+// request failed (both happen when a server refuses a client certificate
+// after a TLS 1.3 handshake). A connection lost while waiting for the
+// answer leaves a write's outcome unknown.
+func TestUnsentWritesAreRetried(t *testing.T) {
+	srv := logdtest.Start(t, logdtest.Options{})
+	for _, tt := range []struct {
+		err         error
+		wantUnknown bool
+	}{
+		{err: errors.New("http2: client conn could not be established")},
+		{err: &net.OpError{Op: "write", Net: "tcp", Err: syscall.EPIPE}},
+		{err: &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, wantUnknown: true},
+		{err: io.ErrUnexpectedEOF, wantUnknown: true},
+	} {
+		c := newSecClient(t, srv.URL(), client.Options{HTTPClient: &http.Client{Transport: &failFirst{n: 1, err: tt.err}}})
+		if _, err := c.CreateTopic(testContext(t), fmt.Sprintf("t%d", srv.Calls("CreateTopic")), 1, nil); errors.Is(err, client.ErrOutcomeUnknown) != tt.wantUnknown {
+			t.Fatalf("CreateTopic after %q: %v; want outcome unknown: %v", tt.err, err, tt.wantUnknown)
+		}
 	}
 }
