@@ -1,15 +1,8 @@
 package batch
 
 import (
-	"bytes"
-	"compress/gzip"
 	"fmt"
-	"io"
 )
-
-// MaxUncompressedSize bounds the decompressed records of one gzip batch, so
-// a small hostile batch cannot make Decode allocate without limit.
-const MaxUncompressedSize = 64 << 20
 
 // Decode decodes the batch at the start of b and returns it with the number
 // of bytes it occupies. It verifies the length, magic and CRC (as [Verify])
@@ -43,14 +36,12 @@ func Decode(b []byte) (Batch, int, error) {
 	compressed := false
 	switch c := info.Compression(); c {
 	case CompressionNone:
-	case CompressionGzip:
-		data, err = gunzip(data)
+	case CompressionGzip, CompressionSnappy, CompressionLZ4, CompressionZstd:
+		data, err = decompress(c, data, MaxUncompressedSize)
 		if err != nil {
 			return Batch{}, 0, &CorruptError{BaseOffset: info.BaseOffset, Pos: HeaderSize, Reason: err.Error()}
 		}
 		compressed = true
-	case CompressionSnappy, CompressionLZ4, CompressionZstd:
-		return Batch{}, 0, &UnsupportedCompressionError{Codec: c}
 	default:
 		return Batch{}, 0, &CorruptError{BaseOffset: info.BaseOffset, Pos: posAttributes, Reason: fmt.Sprintf("unknown compression %s", c)}
 	}
@@ -59,23 +50,6 @@ func Decode(b []byte) (Batch, int, error) {
 		return Batch{}, 0, err
 	}
 	return batch, info.Length, nil
-}
-
-// gunzip decompresses a gzip record section, at most MaxUncompressedSize
-// bytes of it.
-func gunzip(data []byte) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		return nil, fmt.Errorf("gzip: %w", err)
-	}
-	out, err := io.ReadAll(io.LimitReader(zr, MaxUncompressedSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("gzip: %w", err)
-	}
-	if len(out) > MaxUncompressedSize {
-		return nil, fmt.Errorf("gzip: records exceed %d bytes uncompressed", MaxUncompressedSize)
-	}
-	return out, nil
 }
 
 // decodeRecords decodes count records that must fill data exactly.

@@ -36,17 +36,28 @@
 //     [ErrCorrupt]; a checksum mismatch is [ErrBadCRC].
 //   - Decoding never panics and never allocates in proportion to a count or
 //     length read from the input beyond what the input itself could hold.
-//     Gzip output is capped at [MaxUncompressedSize].
+//     Decompressed records are capped at [MaxUncompressedSize] for every
+//     codec, and a batch that would pass it is refused while it inflates:
+//     gzip, lz4 and zstd output is read through the bound, and snappy
+//     blocks declare their length, which is checked before decoding. A zstd
+//     frame may make the decoder reserve its declared content size (within
+//     the bound) or a window of at most 8 MiB; an lz4 frame a block of at
+//     most 4 MiB.
 //
 // # Caveats
 //
 //   - Decoded keys, values and header values alias the input of an
 //     uncompressed batch: the caller must not modify the input while it uses
 //     the records, and must copy what it keeps beyond the input's lifetime.
-//     For a gzip batch they alias a fresh buffer owned by the result.
-//   - Only gzip is decompressed; snappy, lz4 and zstd batches yield an
-//     [*UnsupportedCompressionError]. [Peek] and [Verify] work for every
-//     codec because they never look inside the records.
+//     For a compressed batch they alias a fresh buffer owned by the result.
+//   - Every codec Kafka defines is decompressed: gzip, snappy (one raw
+//     block, as librdkafka and franz-go write it, or the xerial framing of
+//     Kafka's Java producer), lz4 (the frame format) and zstd. Snappy is
+//     decoded strictly to the snappy format. [Peek] and [Verify] never look
+//     inside the records.
 //   - [Build] writes uncompressed CreateTime batches without producer state
-//     (producerId -1, producerEpoch -1, baseSequence -1).
+//     (producerId -1, producerEpoch -1, baseSequence -1); [Compress]
+//     compresses one. [Filter] rewrites a compressed batch uncompressed:
+//     compressors do not promise the same bytes from one library version to
+//     the next, and replicas compare compaction's output byte for byte.
 package batch

@@ -25,8 +25,11 @@ var (
 	// not a batch at all).
 	ErrBadMagic = errors.New("batch: unsupported magic")
 
-	// ErrUnsupportedCompression means the records are compressed with a codec
-	// this package cannot decompress (snappy, lz4, zstd).
+	// ErrUnsupportedCompression means a codec is refused: [Compress] given a
+	// codec Kafka does not define, or a caller that does not read a codec
+	// yet (the state machine below the feature level that brought snappy,
+	// lz4 and zstd). Decode reads every codec Kafka defines; an unknown one
+	// is [ErrCorrupt].
 	ErrUnsupportedCompression = errors.New("batch: unsupported compression")
 
 	// ErrNoRecords is returned by Build for an empty record list: Kafka

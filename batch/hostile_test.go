@@ -37,8 +37,9 @@ func TestDecodeHostile(t *testing.T) {
 		{name: "flipped value byte", edit: func(b []byte) []byte { b[len(b)-3] ^= 0x40; return b }, want: ErrBadCRC},
 		{name: "flipped attribute bit", edit: func(b []byte) []byte { b[posAttributes+1] ^= timestampTypeBit; return b }, want: ErrBadCRC},
 		{name: "codec 5", edit: func(b []byte) []byte { b[posAttributes+1] |= 5; fixCRC(b); return b }, want: ErrCorrupt},
-		{name: "lz4", edit: func(b []byte) []byte { b[posAttributes+1] |= 3; fixCRC(b); return b }, want: ErrUnsupportedCompression},
-		{name: "zstd", edit: func(b []byte) []byte { b[posAttributes+1] |= 4; fixCRC(b); return b }, want: ErrUnsupportedCompression},
+		{name: "lz4 garbage", edit: func(b []byte) []byte { b[posAttributes+1] |= 3; fixCRC(b); return b }, want: ErrCorrupt},
+		{name: "zstd garbage", edit: func(b []byte) []byte { b[posAttributes+1] |= 4; fixCRC(b); return b }, want: ErrCorrupt},
+		{name: "snappy garbage", edit: func(b []byte) []byte { b[posAttributes+1] |= 2; fixCRC(b); return b }, want: ErrCorrupt},
 		{name: "gzip garbage", edit: func(b []byte) []byte { b[posAttributes+1] |= 1; fixCRC(b); return b }, want: ErrCorrupt},
 		{name: "record count huge", edit: func(b []byte) []byte {
 			putCount(b, 0x7fffffff)

@@ -77,20 +77,23 @@ func cleanImports() map[string][]string {
 		"group":            {"std:time"},
 		"dedup":            {"github.com/zeebo/xxh3", "internal/varint"},
 		"log":              {"std:os"},
-		"batch":            {"internal/varint"},
+		"batch":            {"internal/varint", "github.com/klauspost/compress/zstd"},
 		"partition":        {},
 		"internal/varint":  {},
 		"internal/hist":    {"github.com/zeebo/xxh3", "std:time"},
 
 		"github.com/hashicorp/raft": {"std:net", "std:math/rand"},
 		"github.com/zeebo/xxh3":     {},
-		"std:net/http":              {"std:net", "std:crypto/rand"},
-		"std:net":                   {},
-		"std:crypto/rand":           {},
-		"std:math/rand":             {},
-		"std:math/rand/v2":          {},
-		"std:time":                  {},
-		"std:os":                    {"std:time"},
+		// A vetted dependency of the pure set (pureVetted) whose own
+		// imports include randomness.
+		"github.com/klauspost/compress/zstd": {"std:crypto/rand"},
+		"std:net/http":                       {"std:net", "std:crypto/rand"},
+		"std:net":                            {},
+		"std:crypto/rand":                    {},
+		"std:math/rand":                      {},
+		"std:math/rand/v2":                   {},
+		"std:time":                           {},
+		"std:os":                             {"std:time"},
 	}
 }
 
@@ -190,6 +193,21 @@ func TestCheckerFindsViolations(t *testing.T) {
 				im["dedup"] = append(im["dedup"], "std:math/rand/v2")
 			},
 			want: []string{"pure set: dedup depends on math/rand/v2"},
+		},
+		{
+			name: "pure package reaches randomness beside a vetted dependency",
+			mutate: func(im map[string][]string) {
+				im["batch"] = append(im["batch"], "std:crypto/rand")
+			},
+			want: []string{"pure set: batch depends on crypto/rand (batch -> crypto/rand)"},
+		},
+		{
+			name: "pure package reaches randomness through an unvetted dependency",
+			mutate: func(im map[string][]string) {
+				im["dedup"] = append(im["dedup"], "github.com/example/rng")
+				im["github.com/example/rng"] = []string{"std:math/rand"}
+			},
+			want: []string{"pure set: dedup depends on math/rand (dedup -> github.com/example/rng -> math/rand)"},
 		},
 		{
 			name:  "state machine calls time.Now",

@@ -119,6 +119,41 @@ func (g *graph) chain(from, to string) string {
 	return g.short(from) + " -> ... -> " + g.short(to)
 }
 
+// reach returns the packages reachable from one by imports without
+// passing through a package that matches one of through (such a package is
+// reached, its imports are not followed), each with the package that
+// imports it on a shortest such path (from's is "").
+func (g *graph) reach(from string, through []string) map[string]string {
+	prev := map[string]string{from: ""}
+	queue := []string{from}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		p := g.pkgs[cur]
+		if p == nil || cur != from && matchAny(cur, through) {
+			continue
+		}
+		for _, next := range p.Imports {
+			if _, seen := prev[next]; !seen {
+				prev[next] = cur
+				queue = append(queue, next)
+			}
+		}
+	}
+	return prev
+}
+
+// pathTo returns the chain from reach's starting package to to (module
+// paths shortened), for messages.
+func (g *graph) pathTo(prev map[string]string, to string) string {
+	var path []string
+	for p := to; p != ""; p = prev[p] {
+		path = append(path, g.short(p))
+	}
+	slices.Reverse(path)
+	return strings.Join(path, " -> ")
+}
+
 // short is rel for the module's packages and the path itself otherwise.
 func (g *graph) short(path string) string {
 	if g.inModule(path) {
