@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 
+	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/replication"
 )
 
@@ -43,6 +44,10 @@ type Backend interface {
 	// topic, in one Raft entry, and returns each batch's base offset once
 	// committed and applied (replication.Node.Append).
 	Append(ctx context.Context, a replication.Append) ([]int64, error)
+	// CheckCompression says whether batches of a codec may be appended
+	// now: snappy, lz4 and zstd only once every member's build reads them
+	// (replication.Node.CheckCompression).
+	CheckCompression(c batch.Compression) error
 	// Read, Offsets and OffsetForTime are as in server.RecordBackend.
 	Read(topic string, partition int32, offset int64, maxBytes int) (replication.ReadResult, error)
 	Offsets(topic string, partition int32) (replication.Offsets, error)

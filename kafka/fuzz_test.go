@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logd-dev/logd/batch"
 )
 
 // FuzzRequest feeds arbitrary frames (without the size prefix) to the
@@ -35,8 +37,8 @@ func FuzzRequest(f *testing.F) {
 		if p, ok := req.(*kmsg.ProduceRequest); ok {
 			for _, t := range p.Topics {
 				for _, part := range t.Partitions {
-					checkBatch(part.Records, false)
-					checkBatch(part.Records, true)
+					checkBatch(part.Records, func(batch.Compression) error { return nil })
+					checkBatch(part.Records, func(c batch.Compression) error { return &batch.UnsupportedCompressionError{Codec: c} })
 				}
 			}
 		}

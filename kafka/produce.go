@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -172,7 +171,6 @@ func (s *Server) checkTopic(t kmsg.ProduceRequestTopic, results []partResult) *t
 		return nil
 	}
 	maxBytes, _ := strconv.ParseInt(info.Config["max.message.bytes"], 10, 64)
-	compacted := strings.Contains(info.Config["cleanup.policy"], "compact")
 	a := &topicAppend{topic: t.Topic}
 	seen := map[int32]bool{}
 	for j, p := range t.Partitions {
@@ -189,7 +187,7 @@ func (s *Server) checkTopic(t kmsg.ProduceRequestTopic, results []partResult) *t
 			continue
 		}
 		seen[p.Partition] = true
-		n, code, msg := checkBatch(p.Records, compacted)
+		n, code, msg := checkBatch(p.Records, s.b.CheckCompression)
 		if code != errNone {
 			*r = partResult{code: code, msg: msg}
 			continue
@@ -208,12 +206,13 @@ func (s *Server) checkTopic(t kmsg.ProduceRequestTopic, results []partResult) *t
 // exactly one RecordBatch v2 with a valid CRC-32C, dense offsets from 0,
 // at least one record, not a control batch, not transactional, without a
 // producer id (no idempotent producer has one from this front end), and
-// with create-time timestamps. An uncompressed or gzip batch is decoded
-// whole, so every record's framing is checked; snappy, lz4 and zstd batches
-// are checked at the batch level only (logd cannot decompress them), and
-// refused on a compacted topic, whose compaction reads every record. It
-// returns the record count, or a Kafka code and message.
-func checkBatch(b []byte, compacted bool) (int, int16, string) {
+// with create-time timestamps. The batch is decoded whole, decompressed
+// if it is, so every record's framing is checked. A codec the cluster does
+// not read yet (snappy, lz4 and zstd until every member's build reads them
+// at apply: allowed, the backend's CheckCompression) is
+// UNSUPPORTED_COMPRESSION_TYPE. It returns the record count, or a Kafka
+// code and message.
+func checkBatch(b []byte, allowed func(batch.Compression) error) (int, int16, string) {
 	if len(b) == 0 {
 		return 0, errCorruptMessage, "no records"
 	}
@@ -239,18 +238,23 @@ func checkBatch(b []byte, compacted bool) (int, int16, string) {
 		return 0, errInvalidTimestamp, "LogAppendTime batches are written by brokers only"
 	}
 	switch c := info.Compression(); c {
-	case batch.CompressionNone, batch.CompressionGzip:
+	case batch.CompressionNone, batch.CompressionGzip, batch.CompressionSnappy, batch.CompressionLZ4, batch.CompressionZstd:
+		if err := allowed(c); err != nil {
+			return 0, errUnsupportedCompression, unsupportedCompression(c, err)
+		}
 		if _, _, err := batch.Decode(b); err != nil {
 			return 0, errCorruptMessage, err.Error()
-		}
-	case batch.CompressionSnappy, batch.CompressionLZ4, batch.CompressionZstd:
-		if compacted {
-			return 0, errUnsupportedCompression, fmt.Sprintf("%s batches are not accepted on a compacted topic (use gzip or none)", c)
 		}
 	default:
 		return 0, errCorruptMessage, fmt.Sprintf("unknown compression %s", c)
 	}
 	return int(info.RecordCount), errNone, ""
+}
+
+// unsupportedCompression is the message of a codec the cluster does not
+// read yet.
+func unsupportedCompression(c batch.Compression, err error) string {
+	return fmt.Sprintf("%s batches are accepted once every node runs a build that reads them (%v); use gzip or none until then", c, err)
 }
 
 // appendTopic appends a topic's valid batches and fills their results; it
@@ -259,9 +263,14 @@ func (s *Server) appendTopic(ctx context.Context, a *topicAppend) int32 {
 	bases, err := s.b.Append(ctx, replication.Append{Topic: a.topic, Batches: a.batches})
 	if err != nil {
 		code := codeFor(err, opRecords)
-		if code == errInvalidRequest {
+		switch {
+		case code == errInvalidRequest:
 			// The state machine's own batch checks: the batch is bad.
 			code = errCorruptMessage
+		case errors.Is(err, replication.ErrFeatureLevel):
+			// A member with an older build joined since checkBatch:
+			// the only feature an append needs is a codec.
+			code = errUnsupportedCompression
 		}
 		msg := err.Error()
 		for _, r := range a.results {

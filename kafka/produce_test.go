@@ -68,7 +68,7 @@ func TestProduceRefusals(t *testing.T) {
 		{"transactional batch", "p", 0, withAttributes(good, 0x10, -1), -1, false, errInvalidTxnState},
 		{"control batch", "p", 0, withAttributes(good, 0x20, -1), -1, false, errInvalidRecord},
 		{"log append time", "p", 0, withAttributes(good, 0x08, -1), -1, false, errInvalidTimestamp},
-		{"snappy on a compacted topic", "compacted", 0, withAttributes(good, 2, -1), -1, false, errUnsupportedCompression},
+		{"snappy that is not snappy", "compacted", 0, withAttributes(good, 2, -1), -1, false, errCorruptMessage},
 		{"codec 5", "p", 0, withAttributes(good, 5, -1), -1, false, errCorruptMessage},
 		{"acks 2", "p", 0, good, 2, false, errInvalidRequiredAcks},
 		{"transactional id", "p", 0, good, -1, true, errInvalidTxnState},

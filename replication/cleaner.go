@@ -170,7 +170,7 @@ func (n *Node) cleanPartition(ctx context.Context, t *Topic, p *Partition, pol r
 	// The expensive part, here on the cleaner goroutine while appends go
 	// on; Apply then only swaps the files in.
 	start := time.Now()
-	cc, err := p.Log().PrepareCompaction(log.CompactOptions{Below: below, TombstoneHorizon: horizon, Codec: fsm.RecordCodec{}, IOBytesPerSec: n.cleanerIOBytesPerSec()})
+	cc, err := p.Log().PrepareCompaction(log.CompactOptions{Below: below, TombstoneHorizon: horizon, Codec: n.fsm.RecordCodec(), IOBytesPerSec: n.cleanerIOBytesPerSec()})
 	if errors.Is(err, log.ErrCompactionStale) || errors.Is(err, log.ErrClosed) {
 		return nil // the log changed under us; the next pass plans again
 	}

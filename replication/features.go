@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
@@ -65,7 +66,9 @@ func allows(name string, need, cluster fsm.FeatureLevel) error {
 
 // featureLevel returns the cluster's feature level as this node sees it:
 // the lowest level registered by a member of the current Raft
-// configuration.
+// configuration, this node counting at its own build's level whether it
+// registered it yet or not (it proposes, and applies what it proposes
+// with its own build), so a new cluster of one is at its level at once.
 func (n *Node) featureLevel() (fsm.FeatureLevel, error) {
 	f := n.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
@@ -76,7 +79,29 @@ func (n *Node) featureLevel() (fsm.FeatureLevel, error) {
 	for i, s := range servers {
 		ids[i] = string(s.ID)
 	}
-	return clusterLevel(ids, n.fsm.NodeFeatureLevel), nil
+	return clusterLevel(ids, func(id string) fsm.FeatureLevel {
+		if id == n.cfg.NodeID {
+			return fsm.Level
+		}
+		return n.fsm.NodeFeatureLevel(id)
+	}), nil
+}
+
+// CheckCompression says whether batches compressed with c may be appended
+// now: nil for none and gzip; for snappy, lz4 and zstd, nil once every
+// member's build reads them at apply (fsm.CompressionLevel), a
+// *FeatureLevelError before. Node.Append checks it for every batch; a
+// front end asks first to refuse one partition's batch alone.
+func (n *Node) CheckCompression(c batch.Compression) error {
+	need := fsm.CodecLevel(c)
+	if need <= fsm.BaseLevel {
+		return nil
+	}
+	cluster, err := n.featureLevel()
+	if err != nil {
+		return err
+	}
+	return allows(fmt.Sprintf("append of %s batches", c), need, cluster)
 }
 
 // checkFeatureLevel refuses to propose data (an encoded command) when the

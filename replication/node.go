@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/replication/fsm"
 )
@@ -640,7 +641,9 @@ func (n *Node) AlterTopic(ctx context.Context, c AlterTopic) (*Topic, error) {
 
 // Append proposes record batches for partitions of one topic and returns
 // each batch's base offset once committed and applied. Batches are
-// validated first, so an invalid one is refused before it reaches Raft.
+// validated first, so an invalid one is refused before it reaches Raft;
+// a snappy, lz4 or zstd batch is refused with a *FeatureLevelError until
+// every member reads them (CheckCompression).
 func (n *Node) Append(ctx context.Context, a Append) ([]int64, error) {
 	t, err := n.fsm.Topic(a.Topic)
 	if err != nil {
@@ -648,6 +651,12 @@ func (n *Node) Append(ctx context.Context, a Append) ([]int64, error) {
 	}
 	if err := fsm.ValidateAppend(t, a); err != nil {
 		return nil, err
+	}
+	for _, b := range a.Batches {
+		info, _ := batch.Peek(b.Batch) // validated above
+		if err := n.CheckCompression(info.Compression()); err != nil {
+			return nil, err
+		}
 	}
 	// The leader refuses early what Apply would refuse (Apply decides).
 	if err := n.fsm.Admit(t, a); err != nil {

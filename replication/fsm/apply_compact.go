@@ -61,7 +61,7 @@ func (f *FSM) applyCompact(index uint64, now int64, c Compact) any {
 		// applied, and must not hide the run it restored from a snapshot.
 		return CompactResult{Skipped: true}
 	}
-	opts := log.CompactOptions{Below: c.Below, TombstoneHorizon: c.Horizon, Codec: RecordCodec{}}
+	opts := log.CompactOptions{Below: c.Below, TombstoneHorizon: c.Horizon, Codec: f.RecordCodec()}
 	before := p.log.Size()
 	// Wall time of the apply, for the log line only (not state).
 	start, preparedHere := f.clock(), false

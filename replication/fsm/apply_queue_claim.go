@@ -18,7 +18,7 @@ func (f *FSM) applyQueueClaim(index uint64, now int64, c QueueClaim) any {
 	if err != nil {
 		return err
 	}
-	src := newQueueSource(t, q.Config().DeadlineHeader, f.queues.windowsLocked(t))
+	src := f.newQueueSource(t, q.Config().DeadlineHeader, f.queues.windowsLocked(t))
 	res, err := q.Claim(queue.ClaimRequest{
 		Now: now, Index: index, Max: int(c.Max), MaxBytes: int(c.MaxBytes), Lease: c.Lease, Ends: queueEnds(t),
 	}, src)

@@ -16,7 +16,7 @@ func (f *FSM) applyQueueNack(index uint64, now int64, c QueueNack) any {
 	res := QueueTokensResult{Results: q.Nack(now, c.Nacks)}
 	// A permanent nack (or one after the last allowed delivery) moves the
 	// record to the dead-letter topic in this same command.
-	src := newQueueSource(t, q.Config().DeadlineHeader, f.queues.windowsLocked(t))
+	src := f.newQueueSource(t, q.Config().DeadlineHeader, f.queues.windowsLocked(t))
 	if res.DeadLettered, err = f.flushDeadLetters(index, now, q, t, src); err != nil {
 		return f.stop(fmt.Errorf("apply index %d: %w", index, err))
 	}

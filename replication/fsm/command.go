@@ -56,9 +56,17 @@ type RecordKey struct {
 // prefixes: "order-2026-11-29-…") and stores the record index as a delta,
 // which shrinks a key's share of the Raft entry (so of the log written and
 // replicated); random keys such as UUIDs gain little.
+//
+// Version 4 (appendCodecsVersion, at CompressionLevel) is version 3's
+// layout, written when a batch of the append is compressed with snappy,
+// lz4 or zstd: a build before that level decided differently about such
+// batches (see CompressionLevel), so it must stop on the entry rather than
+// apply it, and the proposer sends one only once every member is at the
+// level.
 const (
 	appendKeysVersion   = 2
 	appendKeysVersionV3 = 3
+	appendCodecsVersion = 4
 )
 
 // Append appends record batches to partitions of one topic. Either every
@@ -74,6 +82,8 @@ type envelope struct {
 	Type CommandType
 	Time int64
 	Body any
+	// Level is the feature level a replica needs to apply the command.
+	Level FeatureLevel
 }
 
 // header layout: type(1) version(1) time(8).
@@ -111,6 +121,10 @@ func encodeAppend(now int64, a Append) []byte {
 	dst := encodeHeader(make([]byte, 0, n), CmdAppend, now)
 	if keyed {
 		dst[1] = appendKeysVersionV3
+	}
+	if newCodecs(a) {
+		keyed = true // version 4 has version 3's layout
+		dst[1] = appendCodecsVersion
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(a.Topic)))
 	dst = append(dst, a.Topic...)
@@ -228,9 +242,11 @@ func decodeCommandWith(data []byte, scratch *keyScratch) (envelope, error) {
 	if c == nil {
 		return env, fmt.Errorf("%w: %s", ErrUnknownCommand, env.Type)
 	}
-	if !c.reads(version) {
+	level, ok := c.levelOf(version)
+	if !ok {
 		return env, fmt.Errorf("%w: %s version %d", ErrUnknownCommand, env.Type, version)
 	}
+	env.Level = level
 	if env.Body, err = c.decode(data[cmdHeaderSize:], version, scratch); err != nil {
 		env.Body = nil
 		return env, err
@@ -261,7 +277,7 @@ func decodeAppend(p []byte, version byte, scratch *keyScratch) (Append, error) {
 		switch version {
 		case appendKeysVersion:
 			pb.Keys = r.keysV2()
-		case appendKeysVersionV3:
+		case appendKeysVersionV3, appendCodecsVersion:
 			pb.Keys = r.keysV3()
 		}
 		a.Batches = append(a.Batches, pb)

@@ -72,6 +72,12 @@ const (
 // proposes it only once every member of the cluster registered a level at
 // least as high (package replication), so a rolling upgrade never hands an
 // older replica an entry it would stop on.
+//
+// A level can also change how entries of older kinds apply, where a build
+// at it decides differently from one below it: the state machine keeps the
+// highest level any applied entry needed (FSM.AppliedLevel, replicated
+// state, in snapshots), which proves every member reached it, and applies
+// by that rather than by its build (CompressionLevel).
 type FeatureLevel uint32
 
 const (
@@ -85,8 +91,15 @@ const (
 	// and a topic's creating principal with per-principal quotas
 	// (create-topic payload version createTopicPrincipalVersion).
 	SecurityLevel FeatureLevel = 3
+	// CompressionLevel adds record batches compressed with snappy, lz4 and
+	// zstd (gzip and none came before): an append carrying one is written
+	// in payload version appendCodecsVersion, and once an entry at this
+	// level has been applied (AppliedLevel), queue claims deliver the
+	// records of such batches and compaction reads them, where builds
+	// before it skipped them and stalled.
+	CompressionLevel FeatureLevel = 4
 	// Level is the highest feature level this build understands.
-	Level FeatureLevel = SecurityLevel
+	Level FeatureLevel = CompressionLevel
 )
 
 // commandVersion is the payload version most kinds write after the type
@@ -130,9 +143,10 @@ var commands = [...]command{
 	}, decodeCreateTopic, (*FSM).applyCreateTopic),
 	CmdDeleteTopic: jsonCommand("delete-topic", BaseLevel, (*FSM).applyDeleteTopic),
 	CmdAppend: row("append", BaseLevel, []payloadVersion{
-		{version: commandVersion, level: BaseLevel},      // without idempotency keys
-		{version: appendKeysVersion, level: BaseLevel},   // read only
-		{version: appendKeysVersionV3, level: BaseLevel}, // with keys
+		{version: commandVersion, level: BaseLevel},             // without idempotency keys
+		{version: appendKeysVersion, level: BaseLevel},          // read only
+		{version: appendKeysVersionV3, level: BaseLevel},        // with keys
+		{version: appendCodecsVersion, level: CompressionLevel}, // with a snappy, lz4 or zstd batch
 	}, decodeAppendPayload, (*FSM).applyAppend),
 
 	CmdGroupJoin:         jsonCommand("group-join", BaseLevel, (*FSM).applyGroupJoin),
@@ -170,12 +184,6 @@ func commandOf(t CommandType) *command {
 		return nil
 	}
 	return &commands[t]
-}
-
-// reads reports whether this build decodes payload version v of the kind.
-func (c *command) reads(v byte) bool {
-	_, ok := c.levelOf(v)
-	return ok
 }
 
 // levelOf returns the feature level a replica needs to apply the kind in

@@ -34,6 +34,9 @@ type FSM struct {
 
 	now     atomic.Int64  // last applied command time, Unix ns (monotonic)
 	applied atomic.Uint64 // last applied Raft index
+	// level is the highest feature level an applied entry needed
+	// (AppliedLevel); replicated state, kept in snapshots.
+	level atomic.Uint32
 	// bytesSinceSnapshot counts appended batch bytes since the last
 	// snapshot; it drives the node's snapshots by size.
 	bytesSinceSnapshot atomic.Int64
@@ -196,6 +199,9 @@ func (f *FSM) applyOne(index uint64, data []byte) any {
 	}
 	if env.Time > f.now.Load() {
 		f.now.Store(env.Time)
+	}
+	if env.Level > f.AppliedLevel() {
+		f.raiseLevel(env.Level)
 	}
 	return commands[env.Type].apply(f, index, f.now.Load(), env.Body)
 }

@@ -23,6 +23,9 @@ type queueSource struct {
 	t              *Topic
 	deadlineHeader string
 	windows        map[int32][]batch.Record
+	// decodes tells the codecs whose records are read (FSM.decodes); the
+	// others' records are skipped.
+	decodes func(batch.Compression) bool
 }
 
 // newQueueSource returns a source over t's logs. windows, if not nil, is a
@@ -30,12 +33,14 @@ type queueSource struct {
 // the Raft goroutine only): records below a partition's end never change
 // while a queue group still needs them (retention and compaction leave
 // unfinished queue records alone), so a cached record is the same as a
-// re-read one and determinism does not depend on the cache.
-func newQueueSource(t *Topic, deadlineHeader string, windows map[int32][]batch.Record) *queueSource {
+// re-read one and determinism does not depend on the cache (the state
+// machine drops it when its applied level changes what is read,
+// FSM.raiseLevel).
+func (f *FSM) newQueueSource(t *Topic, deadlineHeader string, windows map[int32][]batch.Record) *queueSource {
 	if windows == nil {
 		windows = map[int32][]batch.Record{}
 	}
-	return &queueSource{t: t, deadlineHeader: deadlineHeader, windows: windows}
+	return &queueSource{t: t, deadlineHeader: deadlineHeader, windows: windows, decodes: f.decodes}
 }
 
 // record returns the record at (p, off), or nil if the offset holds none
@@ -61,18 +66,14 @@ func (s *queueSource) record(p int32, off int64) (*batch.Record, error) {
 	}
 	var recs []batch.Record
 	for pos := 0; pos < len(b); {
-		bt, n, err := batch.Decode(b[pos:])
-		if errors.Is(err, batch.ErrUnsupportedCompression) {
-			// The same bytes fail the same way on every replica: the
-			// records are skipped (logd's own producers never compress
-			// with these codecs).
-			info, _ := batch.Peek(b[pos:])
+		if info, err := batch.Peek(b[pos:]); err == nil && !s.decodes(info.Compression()) {
+			// Below CompressionLevel, snappy, lz4 and zstd records are
+			// skipped, as builds before that level skip them: the same
+			// on every replica whatever its build.
 			pos += info.Length
-			if info.Length <= 0 {
-				break
-			}
 			continue
 		}
+		bt, n, err := batch.Decode(b[pos:])
 		if err != nil {
 			return nil, fmt.Errorf("decode %s-%d@%d for a claim: %w", s.t.Name, p, off, err)
 		}

@@ -142,7 +142,7 @@ func (f *FSM) DescribeQueueGroup(topic, name string, now int64) (QueueGroupInfo,
 		return QueueGroupInfo{}, err
 	}
 	info := QueueGroupInfo{Topic: topic, Group: name, Config: q.Config(), CreatedAt: q.CreatedAt(), Paused: q.Paused()}
-	src := newQueueSource(t, q.Config().DeadlineHeader, nil)
+	src := f.newQueueSource(t, q.Config().DeadlineHeader, nil)
 	for _, st := range q.Stats(now, queueReadEnds(t)) {
 		pi := QueuePartitionInfo{PartitionStats: st}
 		if st.OldestReady >= 0 {

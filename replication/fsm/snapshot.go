@@ -31,11 +31,15 @@ const maxDedupSnapshotBytes = 1 << 36
 // list and applied index. Segment bytes are not in the snapshot; they are
 // fsynced before the snapshot is taken and stay in the partition logs.
 type manifest struct {
-	Version int             `json:"version"`
-	Index   uint64          `json:"index"`
-	Now     int64           `json:"now"`
-	Topics  []topicManifest `json:"topics"`
-	Groups  *groupsManifest `json:"groups,omitempty"`
+	Version int    `json:"version"`
+	Index   uint64 `json:"index"`
+	Now     int64  `json:"now"`
+	// Level is the highest feature level an applied entry needed
+	// (AppliedLevel); absent from snapshots of builds before
+	// CompressionLevel, which read nothing by it.
+	Level  FeatureLevel    `json:"level,omitempty"`
+	Topics []topicManifest `json:"topics"`
+	Groups *groupsManifest `json:"groups,omitempty"`
 	// Queues holds the queue groups' lease state (versioned on its own).
 	Queues *queueManifest `json:"queues,omitempty"`
 	// Nodes is the registry of client API addresses (cluster_state.go).
@@ -91,7 +95,7 @@ func (f *FSM) Snapshot() (*Snapshot, error) {
 	}
 	f.bytesSinceSnapshot.Store(0)
 	f.segmentsChanged.Store(false)
-	m := manifest{Version: manifestVersion, Index: f.applied.Load(), Now: f.now.Load()}
+	m := manifest{Version: manifestVersion, Index: f.applied.Load(), Now: f.now.Load(), Level: f.AppliedLevel()}
 	var (
 		syncs  []*Partition
 		dedups []*dedup.View
@@ -295,6 +299,7 @@ func (f *FSM) Restore(rc io.Reader) error {
 	f.mu.Unlock()
 	f.security.install(tokens, acls)
 	f.now.Store(m.Now)
+	f.level.Store(uint32(m.Level))
 	f.applied.Store(m.Index)
 	f.segmentsChanged.Store(changed)
 	return nil
