@@ -45,8 +45,9 @@ type FetchRequest struct {
 	Keep []int64
 	// Segments are the segments to copy, in offset order.
 	Segments []SegmentExtent
-	// Peers are the registered API addresses of the other nodes, by node
-	// id.
+	// Peers are the addresses the other nodes are called at
+	// (RegisteredNode.CallAddress: a peer address, else the API address),
+	// by node id.
 	Peers []string
 }
 
@@ -204,12 +205,13 @@ func (f *FSM) fetch(t *Topic, p int32, keep []int64, segs []segmentManifest) err
 	return f.catchUp.fetcher.FetchSegments(req)
 }
 
-// peers lists the registered API addresses of other nodes, by node id.
+// peers lists the addresses other nodes are called at, by node id: a
+// node with a peer listener serves segments there only.
 func (f *FSM) peers() []string {
 	var out []string
 	for _, n := range f.nodes.list() {
-		if n.ID != f.catchUp.self && n.APIAddress != "" {
-			out = append(out, n.APIAddress)
+		if a := n.CallAddress(); n.ID != f.catchUp.self && a != "" {
+			out = append(out, a)
 		}
 	}
 	return out

@@ -6,8 +6,8 @@ import (
 	"sync"
 )
 
-// nodeRegistry maps node ids to their advertised client API addresses and
-// feature levels. The FSM goroutine writes it; any goroutine reads it.
+// nodeRegistry maps node ids to their advertised addresses (client API,
+// peer, Kafka) and feature levels. The FSM goroutine writes it; any goroutine reads it.
 type nodeRegistry struct {
 	mu sync.RWMutex
 	// nodes by id; guarded by mu.
@@ -22,6 +22,22 @@ type RegisteredNode struct {
 	// understands; 0 when it registered none (a build before feature
 	// levels, or a node registered by another: see NodeFeatureLevel).
 	FeatureLevel FeatureLevel `json:"feature_level,omitempty"`
+	// PeerAddress is where other nodes call this one for node-to-node
+	// HTTP, when it serves that on a listener of its own; "" when it
+	// registered none (CallAddress is then its API address).
+	PeerAddress string `json:"peer_address,omitempty"`
+	// KafkaAddress is its advertised Kafka address; "" when it registered
+	// none (no Kafka listener, or a build before the field).
+	KafkaAddress string `json:"kafka_address,omitempty"`
+}
+
+// CallAddress is the address other nodes call n at for node-to-node HTTP:
+// its peer address, or its client API address when it registered none.
+func (n RegisteredNode) CallAddress() string {
+	if n.PeerAddress != "" {
+		return n.PeerAddress
+	}
+	return n.APIAddress
 }
 
 func (r *nodeRegistry) set(n RegisteredNode) {
@@ -94,6 +110,9 @@ func (f *FSM) NodeAddress(id string) (string, bool) {
 	n, ok := f.nodes.get(id)
 	return n.APIAddress, ok
 }
+
+// Node returns a node's registration.
+func (f *FSM) Node(id string) (RegisteredNode, bool) { return f.nodes.get(id) }
 
 // NodeFeatureLevel returns the feature level a node registered: BaseLevel
 // when it registered none (unregistered, or registered by a build before
