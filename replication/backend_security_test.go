@@ -69,16 +69,16 @@ func TestSecurityStateFailover(t *testing.T) {
 	if err := leader.CreateToken(ctx, alice, "User:admin"); !errors.As(err, &fe) || fe.Need != fsm.SecurityLevel || fe.Cluster != fsm.BaseLevel {
 		t.Fatalf("token in a base-level cluster: %v", err)
 	}
-	if err := c.nodes[0].register(ctx, "n2", "n2-api", fsm.Level); err != nil {
+	if err := c.nodes[0].register(ctx, fsm.NodeRegister{ID: "n2", APIAddress: "n2-api", FeatureLevel: fsm.Level}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.nodes[0].register(ctx, "n3", "n3-api", fsm.QuotaLevel); err != nil {
+	if err := c.nodes[0].register(ctx, fsm.NodeRegister{ID: "n3", APIAddress: "n3-api", FeatureLevel: fsm.QuotaLevel}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := leader.CreateACLs(ctx, []auth.ACL{aclPublic}); !errors.As(err, &fe) || fe.Cluster != fsm.QuotaLevel || !errors.Is(err, ErrFeatureLevel) {
 		t.Fatalf("ACLs with a member at level %d: %v", fsm.QuotaLevel, err)
 	}
-	if err := c.nodes[0].register(ctx, "n3", "n3-api", fsm.Level); err != nil {
+	if err := c.nodes[0].register(ctx, fsm.NodeRegister{ID: "n3", APIAddress: "n3-api", FeatureLevel: fsm.Level}); err != nil {
 		t.Fatal(err)
 	}
 

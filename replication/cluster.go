@@ -125,6 +125,12 @@ type JoinRequest struct {
 	// understands (fsm.Level there); 0 when not known, which counts as
 	// fsm.BaseLevel (features.go).
 	FeatureLevel fsm.FeatureLevel
+	// PeerAddress, if set, is where the node serves node-to-node HTTP
+	// (Config.PeerAdvertise): the leader asks the node there, and
+	// registers it. KafkaAddress, if set, is its advertised Kafka
+	// address, registered with it. Builds before them send neither.
+	PeerAddress  string
+	KafkaAddress string
 	// CallerNodeID and ForwardedBy say who asked, under peer TLS
 	// (Config.PeerTLS); the front end fills them from the connection the
 	// call arrived on (PeerTLS.VerifiedNode). CallerNodeID is the node id
@@ -140,16 +146,18 @@ type JoinRequest struct {
 // Join adds a node to the cluster, on the leader, and returns once it is a
 // voter. It checks the request (ErrInvalidArgument) and the node, through
 // probe (ErrNodeUnreachable), before it changes anything; registers the
-// node's API address and feature level; adds it as a non-voter; waits until
+// node's addresses and feature level; adds it as a non-voter; waits until
 // probe shows it has applied all but joinMaxLag of the leader's log as a
 // follower of this leader; and promotes it to voter when the voters that
 // answer, the new one included, are a majority of the new configuration
 // (ErrNoQuorum otherwise). A node that is a voter at the same addresses is
-// only re-registered when its feature level changed, and a non-voter at
-// the same addresses resumes where an earlier attempt stopped. The same id
-// at another Raft address, or an address of another member, is
-// ErrNodeConflict; a registered API address moves only when its old one no
-// longer answers as the node. Another change in progress is
+// only re-registered when its feature level, peer or Kafka address
+// changed, and a non-voter at the same addresses resumes where an earlier
+// attempt stopped. The leader asks the node at its peer address when it
+// gives one, else at its API address (JoinRequest.callAddress). The same
+// id at another Raft address, or an address of another member, is
+// ErrNodeConflict; a registered API or peer address moves only when its
+// old one no longer answers as the node. Another change in progress is
 // ErrMembershipChange.
 func (n *Node) Join(ctx context.Context, req JoinRequest, probe NodeProbe) error {
 	if err := validateJoin(req); err != nil {
@@ -197,26 +205,29 @@ func (n *Node) join(ctx context.Context, req JoinRequest, probe NodeProbe) error
 	if err != nil || plan.done {
 		return err
 	}
-	if plan.movedFrom != "" {
-		// A member's API address moves only when the old one no longer
-		// answers as that node (a restart on another port), so nobody
-		// can take over a live member's registration.
+	for _, old := range plan.movedFrom {
+		// A member's API or peer address moves only when the old one no
+		// longer answers as that node (a restart on another port), so
+		// nobody can take over a live member's registration.
 		pctx, cancel := context.WithTimeout(ctx, joinProbeTimeout)
-		rep, err := probe(pctx, plan.movedFrom)
+		rep, err := probe(pctx, old)
 		cancel()
 		if err == nil && rep.ID == req.ID {
-			return fmt.Errorf("%w: node %s answers at its registered API address %s, not moving it to %s", ErrNodeConflict, req.ID, plan.movedFrom, req.APIAddress)
+			return fmt.Errorf("%w: node %s answers at its registered address %s, not moving it (API address %s, peer address %q)",
+				ErrNodeConflict, req.ID, old, req.APIAddress, req.PeerAddress)
 		}
 	}
 	if plan.register {
-		if err := n.register(ctx, req.ID, req.APIAddress, req.FeatureLevel); err != nil {
+		reg := fsm.NodeRegister{ID: req.ID, APIAddress: req.APIAddress, FeatureLevel: req.FeatureLevel,
+			PeerAddress: req.PeerAddress, KafkaAddress: req.KafkaAddress}
+		if err := n.register(ctx, reg); err != nil {
 			return err
 		}
 	}
 	timeout := n.cfg.ApplyTimeout
 	switch {
 	case plan.member == nil:
-		n.cfg.Logger.Info("adding node as non-voter", "node", req.ID, "raft", req.RaftAddress, "api", req.APIAddress)
+		n.cfg.Logger.Info("adding node as non-voter", "node", req.ID, "raft", req.RaftAddress, "api", req.APIAddress, "peer", req.PeerAddress)
 		if err := n.raft.AddNonvoter(raft.ServerID(req.ID), raft.ServerAddress(req.RaftAddress), 0, timeout).Error(); err != nil {
 			return fmt.Errorf("add non-voter %s: %w", req.ID, mapRaftError(err))
 		}
@@ -240,11 +251,11 @@ func (n *Node) join(ctx context.Context, req JoinRequest, probe NodeProbe) error
 type joinPlan struct {
 	// member is the node's server in the configuration, nil when none.
 	member *raft.Server
-	// register: its API address or feature level must be (re)registered.
+	// register: its addresses or feature level must be (re)registered.
 	register bool
-	// movedFrom is the member's registered API address when the request
-	// moves it elsewhere.
-	movedFrom string
+	// movedFrom are the member's registered API and peer addresses that
+	// the request moves elsewhere.
+	movedFrom []string
 	// done: it is a voter at these addresses; nothing to do.
 	done bool
 }
@@ -266,18 +277,29 @@ func (n *Node) planJoin(req JoinRequest) (joinPlan, error) {
 		if string(s.Address) == req.RaftAddress {
 			return p, fmt.Errorf("%w: raft address %s is node %s's", ErrNodeConflict, req.RaftAddress, s.ID)
 		}
-		if api, ok := n.fsm.NodeAddress(string(s.ID)); ok && api == req.APIAddress {
-			return p, fmt.Errorf("%w: API address %s is node %s's", ErrNodeConflict, req.APIAddress, s.ID)
+		if other, ok := n.fsm.Node(string(s.ID)); ok {
+			if other.APIAddress == req.APIAddress {
+				return p, fmt.Errorf("%w: API address %s is node %s's", ErrNodeConflict, req.APIAddress, s.ID)
+			}
+			if req.PeerAddress != "" && other.PeerAddress == req.PeerAddress {
+				return p, fmt.Errorf("%w: peer address %s is node %s's", ErrNodeConflict, req.PeerAddress, s.ID)
+			}
 		}
 	}
 	if p.member != nil && string(p.member.Address) != req.RaftAddress {
 		return p, fmt.Errorf("%w: node %s is a member at raft address %s; remove it before joining it at %s",
 			ErrNodeConflict, req.ID, p.member.Address, req.RaftAddress)
 	}
-	api, ok := n.fsm.NodeAddress(req.ID)
-	p.register = !ok || api != req.APIAddress || req.FeatureLevel != 0 && n.fsm.NodeFeatureLevel(req.ID) != req.FeatureLevel
-	if p.member != nil && ok && api != "" && api != req.APIAddress {
-		p.movedFrom = api
+	cur, ok := n.fsm.Node(req.ID)
+	p.register = !ok || cur.APIAddress != req.APIAddress || cur.PeerAddress != req.PeerAddress || cur.KafkaAddress != req.KafkaAddress ||
+		req.FeatureLevel != 0 && n.fsm.NodeFeatureLevel(req.ID) != req.FeatureLevel
+	if p.member != nil && ok {
+		if cur.APIAddress != "" && cur.APIAddress != req.APIAddress {
+			p.movedFrom = append(p.movedFrom, cur.APIAddress)
+		}
+		if cur.PeerAddress != "" && cur.PeerAddress != req.PeerAddress {
+			p.movedFrom = append(p.movedFrom, cur.PeerAddress)
+		}
 	}
 	p.done = p.member != nil && p.member.Suffrage == raft.Voter && !p.register
 	return p, nil
@@ -331,17 +353,18 @@ func (n *Node) checkQuorum(ctx context.Context, joiner string, probe NodeProbe) 
 }
 
 // voterAnswers reports whether voter s answers as a follower of this
-// leader in term: through its client API when it registered one, else by
-// its Raft address accepting a connection.
+// leader in term: at the address nodes call it at (its peer address, else
+// its client API) when it registered one, else by its Raft address
+// accepting a connection.
 func (n *Node) voterAnswers(ctx context.Context, s raft.Server, term uint64, probe NodeProbe) bool {
 	ctx, cancel := context.WithTimeout(ctx, joinProbeTimeout)
 	defer cancel()
-	api, ok := n.fsm.NodeAddress(string(s.ID))
-	if !ok || api == "" {
+	reg, ok := n.fsm.Node(string(s.ID))
+	if !ok || reg.CallAddress() == "" {
 		_, err := n.dialRaft(ctx, string(s.ID), string(s.Address))
 		return err == nil
 	}
-	rep, err := probe(ctx, api)
+	rep, err := probe(ctx, reg.CallAddress())
 	return err == nil && rep.ID == string(s.ID) && rep.LeaderID == n.cfg.NodeID && rep.Term == term
 }
 
@@ -430,9 +453,9 @@ func (n *Node) member(id string) (*raft.Server, error) {
 	return nil, nil
 }
 
-// register proposes a node's API address and feature level.
-func (n *Node) register(ctx context.Context, id, addr string, level fsm.FeatureLevel) error {
-	data, err := fsm.EncodeJSON(fsm.CmdNodeRegister, n.cfg.Now().UnixNano(), fsm.NodeRegister{ID: id, APIAddress: addr, FeatureLevel: level})
+// register proposes a node's addresses and feature level.
+func (n *Node) register(ctx context.Context, reg fsm.NodeRegister) error {
+	data, err := fsm.EncodeJSON(fsm.CmdNodeRegister, n.cfg.Now().UnixNano(), reg)
 	if err != nil {
 		return err
 	}
@@ -440,15 +463,18 @@ func (n *Node) register(ctx context.Context, id, addr string, level fsm.FeatureL
 	return err
 }
 
-// registerSelf registers this node's own API address and feature level
+// registerSelf registers this node's own addresses and feature level
 // when it leads and the registry lacks them (a bootstrapped node, a new
-// --advertise, or a new build). Called by housekeeping; at most one attempt
-// per second.
+// --advertise, --peer-advertise or --kafka-advertise, or a new build).
+// Called by housekeeping; at most one attempt per second. A node that
+// joined registers through its join, which it repeats at every start.
 func (n *Node) registerSelf() {
 	if n.cfg.APIAdvertise == "" || !n.ready.Load() || !n.IsLeader() {
 		return
 	}
-	if addr, ok := n.fsm.NodeAddress(n.cfg.NodeID); ok && addr == n.cfg.APIAdvertise && n.fsm.NodeFeatureLevel(n.cfg.NodeID) == fsm.Level {
+	want := fsm.RegisteredNode{ID: n.cfg.NodeID, APIAddress: n.cfg.APIAdvertise, FeatureLevel: fsm.Level,
+		PeerAddress: n.cfg.PeerAdvertise, KafkaAddress: n.cfg.KafkaAdvertise}
+	if cur, ok := n.fsm.Node(n.cfg.NodeID); ok && cur == want {
 		return
 	}
 	if time.Since(n.cluster.lastRegister) < time.Second {
@@ -457,8 +483,10 @@ func (n *Node) registerSelf() {
 	n.cluster.lastRegister = time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if err := n.register(ctx, n.cfg.NodeID, n.cfg.APIAdvertise, fsm.Level); err != nil {
-		n.cfg.Logger.Warn("register own API address", "err", err)
+	reg := fsm.NodeRegister{ID: want.ID, APIAddress: want.APIAddress, FeatureLevel: want.FeatureLevel,
+		PeerAddress: want.PeerAddress, KafkaAddress: want.KafkaAddress}
+	if err := n.register(ctx, reg); err != nil {
+		n.cfg.Logger.Warn("register own addresses", "err", err)
 	}
 }
 
@@ -475,6 +503,19 @@ func (n *Node) LeaderAPIAddress() (addr, id string) {
 
 // APIAddress is this node's advertised client API address.
 func (n *Node) APIAddress() string { return n.cfg.APIAdvertise }
+
+// LeaderCallAddress returns the address this node calls the leader at for
+// node-to-node HTTP (forwarding a write): its registered peer address, or
+// its API address when it registered none; and the leader's id. Empty
+// when no leader is known or it is not registered.
+func (n *Node) LeaderCallAddress() (addr, id string) {
+	_, lid := n.raft.LeaderWithID()
+	if lid == "" {
+		return "", ""
+	}
+	reg, _ := n.fsm.Node(string(lid))
+	return reg.CallAddress(), string(lid)
+}
 
 // NodeID is this node's Raft server id.
 func (n *Node) NodeID() string { return n.cfg.NodeID }

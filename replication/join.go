@@ -43,7 +43,8 @@ const (
 func (n *Node) JoinCluster(ctx context.Context, member string, ask AskJoin) (string, error) {
 	// The transport's address is the advertised one, or the one it bound
 	// when RaftBind asked for any port.
-	req := JoinRequest{ID: n.cfg.NodeID, RaftAddress: string(n.stores.transport.LocalAddr()), APIAddress: n.cfg.APIAdvertise, FeatureLevel: fsm.Level}
+	req := JoinRequest{ID: n.cfg.NodeID, RaftAddress: string(n.stores.transport.LocalAddr()), APIAddress: n.cfg.APIAdvertise, FeatureLevel: fsm.Level,
+		PeerAddress: n.cfg.PeerAdvertise, KafkaAddress: n.cfg.KafkaAdvertise}
 	return joinLoop(ctx, n.cfg.Logger, member, req, ask, joinAttemptTimeout, joinRetryInterval)
 }
 
@@ -106,15 +107,25 @@ type NodeReport struct {
 	Term         uint64
 }
 
-// NodeProbe asks the node whose client API is at apiAddress for its
-// report. The front end implements it over the client API, as it
-// implements AskJoin; an error means the node did not answer.
-type NodeProbe func(ctx context.Context, apiAddress string) (NodeReport, error)
+// NodeProbe asks the node called at addr (its peer address, or its client
+// API address when it has none) for its report. The front end implements
+// it over the client API, as it implements AskJoin; an error means the
+// node did not answer.
+type NodeProbe func(ctx context.Context, addr string) (NodeReport, error)
+
+// callAddress is where the leader asks a joining node: its peer address,
+// or its API address when it gives none.
+func (req JoinRequest) callAddress() string {
+	if req.PeerAddress != "" {
+		return req.PeerAddress
+	}
+	return req.APIAddress
+}
 
 // validateJoin checks a join request's form: a node id of letters, digits
-// and ".-_:@", and Raft and API addresses that are host:port with a host a
-// peer can dial (not empty, not an unspecified or multicast IP) and a port
-// in 1..65535.
+// and ".-_:@", and Raft and API addresses (and the peer and Kafka
+// addresses when given) that are host:port with a host a peer can dial
+// (not empty, not an unspecified or multicast IP) and a port in 1..65535.
 func validateJoin(req JoinRequest) error {
 	if err := validNodeID(req.ID); err != nil {
 		return fmt.Errorf("%w: join: node id %q: %v", ErrInvalidArgument, req.ID, err)
@@ -124,6 +135,14 @@ func validateJoin(req JoinRequest) error {
 	}
 	if err := validPeerAddress(req.APIAddress); err != nil {
 		return fmt.Errorf("%w: join %s: API address %q: %v", ErrInvalidArgument, req.ID, req.APIAddress, err)
+	}
+	for _, a := range []struct{ name, addr string }{{"peer", req.PeerAddress}, {"Kafka", req.KafkaAddress}} {
+		if a.addr == "" {
+			continue
+		}
+		if err := validPeerAddress(a.addr); err != nil {
+			return fmt.Errorf("%w: join %s: %s address %q: %v", ErrInvalidArgument, req.ID, a.name, a.addr, err)
+		}
 	}
 	return nil
 }
@@ -212,19 +231,21 @@ func (n *Node) checkJoinCaller(req JoinRequest) error {
 	}
 }
 
-// checkJoiner checks that the node answers on its API address with the
-// id it claims and that its Raft address accepts a connection (under peer
-// TLS, one whose certificate is that node's: ErrPeerIdentity otherwise):
+// checkJoiner checks that the node answers with the id it claims where
+// nodes will call it (its peer address, else its API address) and that
+// its Raft address accepts a connection (under peer TLS, one whose
+// certificate is that node's: ErrPeerIdentity otherwise):
 // ErrNodeUnreachable otherwise.
 func (n *Node) checkJoiner(ctx context.Context, req JoinRequest, probe NodeProbe) error {
 	ctx, cancel := context.WithTimeout(ctx, joinProbeTimeout)
 	defer cancel()
-	rep, err := probe(ctx, req.APIAddress)
+	addr := req.callAddress()
+	rep, err := probe(ctx, addr)
 	if err != nil {
-		return fmt.Errorf("%w: node %s does not answer on its API address %s: %v", ErrNodeUnreachable, req.ID, req.APIAddress, err)
+		return fmt.Errorf("%w: node %s does not answer at %s: %v", ErrNodeUnreachable, req.ID, addr, err)
 	}
 	if rep.ID != req.ID {
-		return fmt.Errorf("%w: API address %s answers as node %q, not %q", ErrNodeUnreachable, req.APIAddress, rep.ID, req.ID)
+		return fmt.Errorf("%w: %s answers as node %q, not %q", ErrNodeUnreachable, addr, rep.ID, req.ID)
 	}
 	peer, err := n.dialRaft(ctx, req.ID, req.RaftAddress)
 	if err != nil {
@@ -300,7 +321,7 @@ func (n *Node) waitCaughtUp(ctx context.Context, req JoinRequest, probe NodeProb
 		}
 		commit, term := n.raft.CommitIndex(), n.raft.CurrentTerm()
 		pctx, pcancel := context.WithTimeout(ctx, joinProbeTimeout)
-		rep, err := probe(pctx, req.APIAddress)
+		rep, err := probe(pctx, req.callAddress())
 		pcancel()
 		switch {
 		case err != nil:

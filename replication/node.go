@@ -88,6 +88,14 @@ type Config struct {
 	// clients use to reach this node; the leader registers it in the
 	// replicated node registry (cluster.go). Empty: not registered.
 	APIAdvertise string
+	// PeerAdvertise, if set, is where other nodes call this one for
+	// node-to-node HTTP (forwarded writes, segment catch-up, the leader's
+	// questions to a joining node), a listener of its own beside the
+	// client API (cmd/logd's --peer-listen); it is registered with the
+	// API address, and peers call the API address of a node that
+	// registered none. KafkaAdvertise, if set, is the Kafka address
+	// registered with it (package kafka's Metadata).
+	PeerAdvertise, KafkaAdvertise string
 	// SegmentSource fetches segment bytes from peers when a snapshot names
 	// data this node lacks (install.go); nil: such a snapshot is refused.
 	SegmentSource SegmentSource

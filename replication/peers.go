@@ -13,7 +13,9 @@ import (
 
 // Peer routes: where this node dials each peer. Without routes a node
 // dials the addresses peers advertise (the Raft configuration's address,
-// the node registry's API address). With a route, it dials the route's
+// the node registry's peer address, else its API address: a node that
+// serves node-to-node HTTP on a listener of its own, --peer-listen,
+// registers that listener's address, fsm.RegisteredNode.CallAddress). With a route, it dials the route's
 // address instead, so a test can put a proxy of its own between every
 // ordered pair of nodes and cut, slow or drop one direction of one link
 // (cmd/logd's nemesis tests, package internal/nemesis). Every node-to-node
@@ -28,7 +30,8 @@ import (
 type PeerRoute struct {
 	// Raft is the address dialed for the peer's Raft transport.
 	Raft string
-	// API is the address dialed for the peer's client API.
+	// API is the address dialed for the peer's HTTP: its client API, and
+	// its peer listener when it registered one.
 	API string
 }
 
@@ -108,10 +111,11 @@ func (r *PeerResolver) attach(f *fsm.FSM) {
 	}
 }
 
-// API returns the address to dial for the client API that a peer
-// registered at addr: its route's API address, or addr itself when no
-// registered node has that address or its node has no API route (a node
-// still joining is not registered yet, and is dialed directly).
+// API returns the address to dial for the HTTP of a peer registered at
+// addr (its client API address or its peer address): its route's API
+// address, or addr itself when no registered node has that address or
+// its node has no API route (a node still joining is not registered yet,
+// and is dialed directly).
 func (r *PeerResolver) API(addr string) string {
 	if r == nil || len(r.routes) == 0 {
 		return addr
@@ -121,7 +125,7 @@ func (r *PeerResolver) API(addr string) string {
 		return addr
 	}
 	for _, n := range f.Nodes() {
-		if n.APIAddress == addr {
+		if n.APIAddress == addr || n.PeerAddress != "" && n.PeerAddress == addr {
 			if route := r.routes[n.ID].API; route != "" {
 				return route
 			}

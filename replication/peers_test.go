@@ -47,7 +47,8 @@ func TestParsePeerRoutes(t *testing.T) {
 }
 
 // TestPeerResolver: Raft dials a routed peer at its route and falls back
-// for others; an API address is routed once the registry names its node.
+// for others; an API or peer address is routed once the registry names
+// its node.
 func TestPeerResolver(t *testing.T) {
 	var none *PeerResolver
 	if got := none.API("a:1"); got != "a:1" {
@@ -80,10 +81,11 @@ func TestPeerResolver(t *testing.T) {
 	}
 	f, _ := testFSM(t, t.TempDir(), nil)
 	f.ApplyBatch(entries(
-		mustJSON(t, fsm.CmdNodeRegister, 1, fsm.NodeRegister{ID: "a", APIAddress: "a:1"}),
+		mustJSON(t, fsm.CmdNodeRegister, 1, fsm.NodeRegister{ID: "a", APIAddress: "a:1", PeerAddress: "a:9"}),
 		mustJSON(t, fsm.CmdNodeRegister, 2, fsm.NodeRegister{ID: "b", APIAddress: "b:1"})))
 	r.attach(f)
-	for addr, want := range map[string]string{"a:1": "p:2", "b:1": "b:1", "c:1": "c:1"} {
+	// A node's route covers its peer address as well as its API address.
+	for addr, want := range map[string]string{"a:1": "p:2", "a:9": "p:2", "b:1": "b:1", "c:1": "c:1"} {
 		if got := r.API(addr); got != want {
 			t.Errorf("API(%s) = %q, want %q", addr, got, want)
 		}

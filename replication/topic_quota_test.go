@@ -65,7 +65,7 @@ func TestTopicPrincipalQuotaBeforeSecurityLevel(t *testing.T) {
 	n := c.nodes[0]
 	n.cfg.Quota = TopicQuota{MaxTopicsPerPrincipal: 1}
 	for _, id := range []string{"n2", "n3"} {
-		if err := n.register(ctx, id, id+"-api", fsm.QuotaLevel); err != nil {
+		if err := n.register(ctx, fsm.NodeRegister{ID: id, APIAddress: id + "-api", FeatureLevel: fsm.QuotaLevel}); err != nil {
 			t.Fatal(err)
 		}
 	}

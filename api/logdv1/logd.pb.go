@@ -5075,7 +5075,14 @@ type JoinRequest struct {
 	// The highest feature level the joining node's build understands (the
 	// command kinds it can apply; see docs/architecture.md, rolling
 	// upgrades). 0, from older builds, counts as 1.
-	FeatureLevel  uint32 `protobuf:"varint,4,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
+	FeatureLevel uint32 `protobuf:"varint,4,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
+	// Where the joining node serves calls between nodes (its --peer-listen
+	// listener, as peers reach it); empty: on its API address, as older
+	// builds always do. The leader asks the node there and registers it.
+	PeerAddress string `protobuf:"bytes,5,opt,name=peer_address,json=peerAddress,proto3" json:"peer_address,omitempty"`
+	// The joining node's advertised Kafka address, which every node's Kafka
+	// Metadata answers give for it; empty: none (see docs/kafka.md).
+	KafkaAddress  string `protobuf:"bytes,6,opt,name=kafka_address,json=kafkaAddress,proto3" json:"kafka_address,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5136,6 +5143,20 @@ func (x *JoinRequest) GetFeatureLevel() uint32 {
 		return x.FeatureLevel
 	}
 	return 0
+}
+
+func (x *JoinRequest) GetPeerAddress() string {
+	if x != nil {
+		return x.PeerAddress
+	}
+	return ""
+}
+
+func (x *JoinRequest) GetKafkaAddress() string {
+	if x != nil {
+		return x.KafkaAddress
+	}
+	return ""
 }
 
 type JoinResponse struct {
@@ -6854,13 +6875,15 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\atime_ms\x18\x01 \x01(\x03R\x06timeMs\x12\x16\n" +
 	"\x06action\x18\x02 \x01(\tR\x06action\x12#\n" +
 	"\rbytes_deleted\x18\x03 \x01(\x03R\fbytesDeleted\x12'\n" +
-	"\x0frecords_removed\x18\x04 \x01(\x03R\x0erecordsRemoved\"\x8f\x01\n" +
+	"\x0frecords_removed\x18\x04 \x01(\x03R\x0erecordsRemoved\"\xd7\x01\n" +
 	"\vJoinRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12\x1f\n" +
 	"\vapi_address\x18\x03 \x01(\tR\n" +
 	"apiAddress\x12#\n" +
-	"\rfeature_level\x18\x04 \x01(\rR\ffeatureLevel\"+\n" +
+	"\rfeature_level\x18\x04 \x01(\rR\ffeatureLevel\x12!\n" +
+	"\fpeer_address\x18\x05 \x01(\tR\vpeerAddress\x12#\n" +
+	"\rkafka_address\x18\x06 \x01(\tR\fkafkaAddress\"+\n" +
 	"\fJoinResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\",\n" +
 	"\x11RemoveNodeRequest\x12\x17\n" +
