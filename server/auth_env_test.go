@@ -37,6 +37,7 @@ type authEnv struct {
 	t       testing.TB
 	url     string
 	hs      *httptest.Server
+	srv     *server.Server
 	node    *replication.Node
 	backend *replication.Backend
 	reg     *prometheus.Registry
@@ -122,7 +123,8 @@ func newAuthEnv(t testing.TB, ctx context.Context, cfg envConfig) *authEnv {
 	if cfg.mod != nil {
 		cfg.mod(&opts)
 	}
-	e.hs = httptest.NewUnstartedServer(server.New(opts).Handler())
+	e.srv = server.New(opts)
+	e.hs = httptest.NewUnstartedServer(e.srv.Handler())
 	e.hs.Listener.Close()
 	e.hs.Listener = ln
 	e.ca = cfg.ca

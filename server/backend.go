@@ -64,6 +64,10 @@ type ClusterBackend interface {
 	// LeaderAPIAddress returns the leader's registered client API address
 	// and id; "" when no leader is known (or it has not registered).
 	LeaderAPIAddress() (addr, id string)
+	// LeaderCallAddress is LeaderAPIAddress for calls between nodes
+	// (forwarding): the leader's registered peer address, or its API
+	// address when it registered none.
+	LeaderCallAddress() (addr, id string)
 	// MemberAPIAddresses lists the registered nodes' client API addresses.
 	MemberAPIAddresses() []string
 	// NodeAPIAddress returns a node's registered client API address.

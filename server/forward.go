@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,9 +25,10 @@ import (
 
 // Leader forwarding. Any node accepts any call: a write that reaches a
 // follower is reverse-proxied, as the same HTTP request, to the leader's
-// registered API address, so it works for every protocol (Connect, gRPC,
-// gRPC-Web) and every write RPC without per-RPC code. Reads are served
-// locally from applied state.
+// registered peer address (its peer listener, peer.go), or its API
+// address when it registered none, so it works for every protocol
+// (Connect, gRPC, gRPC-Web) and every write RPC without per-RPC code.
+// Reads are served locally from applied state.
 //
 // How an RPC opts in: every LogService procedure is a write, and is
 // forwarded, unless it is listed in localProcedures. A new write RPC needs
@@ -97,7 +99,9 @@ type forwardKey struct{}
 
 // forwardAttempt is one try at forwarding a request.
 type forwardAttempt struct {
-	addr string
+	// addr is where the leader is called (its peer address, or its API
+	// address); api its client API address, which clients are told.
+	addr, api string
 	// body is the request body as the proxy reads it.
 	body *trackedBody
 	// mayRetry lets proxyError leave a connection failure unanswered
@@ -221,13 +225,13 @@ func (fw *forwarder) forward(w http.ResponseWriter, r *http.Request, next http.H
 	body := &trackedBody{ReadCloser: r.Body}
 	r.Body = body
 	for try := 1; ; try++ {
-		addr := fw.awaitLeader(r.Context())
+		addr, api := fw.awaitLeader(r.Context())
 		if addr == "" {
 			next.ServeHTTP(w, r)
 			return
 		}
 		fw.forwarded.Inc()
-		at := &forwardAttempt{addr: addr, body: body, mayRetry: try == 1}
+		at := &forwardAttempt{addr: addr, api: api, body: body, mayRetry: try == 1}
 		fw.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), forwardKey{}, at)))
 		if !at.unsent {
 			return
@@ -235,25 +239,27 @@ func (fw *forwarder) forward(w http.ResponseWriter, r *http.Request, next http.H
 	}
 }
 
-// awaitLeader returns the address to forward a write to: the leader's,
-// once one is known that is not this node and has not refused a
-// connection lately; "" when this node leads. It waits at most leaderWait
-// and while ctx lasts, then returns what it knows ("" if nothing).
-func (fw *forwarder) awaitLeader(ctx context.Context) string {
-	var addr string
+// awaitLeader returns the address to forward a write to, the leader's
+// call address, once one is known that is not this node and has not
+// refused a connection lately, with the leader's client API address;
+// "" when this node leads. It waits at most leaderWait and while ctx
+// lasts, then returns what it knows ("" if nothing).
+func (fw *forwarder) awaitLeader(ctx context.Context) (addr, api string) {
 	usable := func() bool {
 		if fw.s.b.IsLeader() {
-			addr = ""
+			addr, api = "", ""
 			return true
 		}
-		addr, _ = fw.s.b.LeaderAPIAddress()
-		if addr == fw.s.b.APIAddress() {
+		var id string
+		addr, id = fw.s.b.LeaderCallAddress()
+		api, _ = fw.s.b.LeaderAPIAddress()
+		if id == fw.s.b.NodeID() {
 			addr = "" // itself, by a view already stale: not a leader to go to
 		}
 		return addr != "" && !fw.refusedLately(addr)
 	}
 	waitUntil(ctx, leaderWait, usable)
-	return addr
+	return addr, api
 }
 
 // The headers that carry a call's timeout: Connect's, in milliseconds,
@@ -353,6 +359,9 @@ func waitUntil(ctx context.Context, bound time.Duration, cond func() bool) bool 
 func (fw *forwarder) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	at := r.Context().Value(forwardKey{}).(*forwardAttempt)
 	addr := at.addr
+	// Clients are told the leader's client API address, never its peer
+	// address.
+	hint := cmp.Or(at.api, addr)
 	var op *net.OpError
 	var cerr error
 	switch {
@@ -368,7 +377,7 @@ func (fw *forwarder) proxyError(w http.ResponseWriter, r *http.Request, err erro
 				return
 			}
 		}
-		cerr = withInfo(connect.CodeUnavailable, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_NOT_LEADER, LeaderAddress: addr},
+		cerr = withInfo(connect.CodeUnavailable, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_NOT_LEADER, LeaderAddress: hint},
 			fmt.Errorf("not the leader, and the leader at %s is unreachable: %w", addr, err))
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		cerr = withInfo(connect.CodeDeadlineExceeded, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_UNAVAILABLE},

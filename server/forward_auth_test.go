@@ -120,6 +120,9 @@ func (b *followerBackend) IsLeader() bool                     { return false }
 func (b *followerBackend) MemberAPIAddresses() []string       { return nil }
 func (b *followerBackend) LeaderAPIAddress() (string, string) { return b.leader, "l1" }
 
+// LeaderCallAddress: the leader registered no peer address.
+func (b *followerBackend) LeaderCallAddress() (string, string) { return b.leader, "l1" }
+
 // recordingLeader answers Produce and keeps the headers of each call.
 type recordingLeader struct {
 	logdv1connect.UnimplementedLogServiceHandler

@@ -67,6 +67,9 @@ func (b *failoverBackend) LeaderAPIAddress() (string, string) {
 	return b.leaderAddr, "l"
 }
 
+// LeaderCallAddress: the stand-in leader registered no peer address.
+func (b *failoverBackend) LeaderCallAddress() (string, string) { return b.LeaderAPIAddress() }
+
 func (b *failoverBackend) Produce(context.Context, replication.ProduceRequest) (replication.ProduceResult, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

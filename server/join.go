@@ -15,11 +15,13 @@ import (
 // Join adds a node (on the leader; followers forward it). The backend
 // checks the request and the node before changing anything
 // (replication.(*Node).Join): it asks the node, through its Status at the
-// API address it gives, who it is and how far it has applied; under peer
+// peer address it gives (else its API address), who it is and how far it
+// has applied; under peer
 // TLS it also checks that the caller is that node (joinCaller).
 func (s *Server) Join(ctx context.Context, req *connect.Request[logdv1.JoinRequest]) (*connect.Response[logdv1.JoinResponse], error) {
 	m := req.Msg
-	jr := replication.JoinRequest{ID: m.NodeId, RaftAddress: m.RaftAddress, APIAddress: m.ApiAddress, FeatureLevel: replication.FeatureLevel(m.FeatureLevel)}
+	jr := replication.JoinRequest{ID: m.NodeId, RaftAddress: m.RaftAddress, APIAddress: m.ApiAddress, FeatureLevel: replication.FeatureLevel(m.FeatureLevel),
+		PeerAddress: m.PeerAddress, KafkaAddress: m.KafkaAddress}
 	jr.CallerNodeID, jr.ForwardedBy = s.joinCaller(ctx, req.Header())
 	// No proxy from the environment (peers are dialed directly, through
 	// s.peers), and bounded dials; each question's context bounds the

@@ -50,6 +50,8 @@ func (b *joinBackend) LeaderAPIAddress() (string, string) {
 	return b.leaderAddr, "n1"
 }
 
+func (b *joinBackend) LeaderCallAddress() (string, string) { return b.LeaderAPIAddress() }
+
 func (b *joinBackend) Join(_ context.Context, req replication.JoinRequest, _ replication.NodeProbe) error {
 	if !b.IsLeader() {
 		return replication.ErrNotLeader

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"connectrpc.com/connect"
@@ -45,7 +46,15 @@ type Options struct {
 	// Segments, if set, is mounted at replication.SegmentPathPrefix: the
 	// segment files peers fetch to catch up from a snapshot
 	// (replication.Backend.SegmentHandler). A node of a cluster needs it.
+	// It is served by Handler, or by PeerHandler alone with PeerListener.
 	Segments http.Handler
+	// PeerListener says the node serves node-to-node calls (segments,
+	// forwarded writes, joins and the leader's questions to a joining
+	// node) on a listener of its own, with PeerHandler (cmd/logd's
+	// --peer-listen). Handler then serves no /internal/ path (404) and
+	// drops the forwarding headers from every request, so a call on the
+	// client port is a client's whoever makes it (peer.go).
+	PeerListener bool
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Registry receives the server's metrics; default a new registry with
@@ -104,6 +113,12 @@ type Server struct {
 	// peerTLS is Options.PeerTLS; peerHTTP how this node calls peers.
 	peerTLS  *replication.PeerTLS
 	peerHTTP replication.PeerHTTP
+	// peerListener is Options.PeerListener.
+	peerListener bool
+	// api is the LogService behind authentication and forwarding, which
+	// Handler and PeerHandler share; built once by apiHandler.
+	apiOnce sync.Once
+	api     http.Handler
 
 	// auth and authn authenticate calls (authn.go); authz decides their
 	// permissions (authz.go); sec is the backend's tokens and ACLs; audit
@@ -131,7 +146,7 @@ func New(opts Options) *Server {
 		opts.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	s := &Server{b: opts.Backend, segments: opts.Segments, logger: opts.Logger, reg: opts.Registry, conns: opts.Conns, peers: opts.Peers,
-		peerTLS: opts.PeerTLS, peerHTTP: replication.NewPeerHTTP(opts.Peers, opts.PeerTLS),
+		peerTLS: opts.PeerTLS, peerHTTP: replication.NewPeerHTTP(opts.Peers, opts.PeerTLS), peerListener: opts.PeerListener,
 		auth: opts.Auth, audit: cmp.Or(opts.Auth.Audit, opts.Logger)}
 	s.sec = opts.Backend
 	s.authz = auth.NewAuthorizer(opts.Auth.Required, opts.Auth.Superusers, s.sec.ACLs)
@@ -154,34 +169,12 @@ func New(opts Options) *Server {
 }
 
 // Handler returns the HTTP handler for the API, /metrics, /healthz and
-// /readyz.
+// /readyz, and for the segment endpoint unless Options.PeerListener puts
+// it on PeerHandler (peer.go).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	limit := s.limiter.maxBytes()
-	options := []connect.HandlerOption{
-		// No read bound of Connect's own: the request limits bound every
-		// body before Connect reads it (request_limits.go) and refuse it
-		// with RECORD_TOO_LARGE. Connect's bound would refuse first, with
-		// RESOURCE_EXHAUSTED and no reason, which clients take for
-		// "overloaded" and retry, after reading the rest of the body to
-		// report its size.
-		connect.WithReadMaxBytes(0),
-		// Messages inflate under the same bound (decompress.go).
-		connect.WithCompression("gzip", newBoundedGzip(limit, func() error { return s.limiter.errTooLarge(-1) }), gzipCompressor),
-		// Compressed requests are accepted, but responses are not gzipped:
-		// record bytes rarely shrink much and the CPU is better spent
-		// serving. Producers compress batches themselves.
-		connect.WithCompressMinBytes(math.MaxInt32),
-	}
-	// Authorization runs once the node is ready (its ACLs are caught up),
-	// inside the audit log (which records refusals) and before the quotas
-	// (a refused call costs its principal nothing).
-	path, h := logdv1connect.NewLogServiceHandler(s, append(options,
-		connect.WithInterceptors(s.metrics.interceptor(), s.leaderHintInterceptor(), s.readyInterceptor(),
-			s.auditInterceptor(), s.authzInterceptor(), s.quotas.interceptor()))...)
-	_, s.check = logdv1connect.NewLogServiceHandler(s, append(options, connect.WithInterceptors(s.checkInterceptor()))...)
-	mux.Handle(path, s.authn.wrap(s.fwd.wrap(h)))
-	if s.segments != nil {
+	mux.Handle("/"+logdv1connect.LogServiceName+"/", s.apiHandler())
+	if s.segments != nil && !s.peerListener {
 		mux.Handle(replication.SegmentPathPrefix, s.segments)
 	}
 	mux.Handle("/metrics", s.OpsGuard(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})))
@@ -203,9 +196,51 @@ func (s *Server) Handler() http.Handler {
 		}
 		w.Write([]byte("ready\n"))
 	})))
-	return s.limiter.wrap(mux, func(r *http.Request) bool {
-		return strings.HasPrefix(r.URL.Path, replication.SegmentPathPrefix)
-	})
+	var h http.Handler = mux
+	if s.peerListener {
+		h = dropForwarding(mux)
+	}
+	return s.limiter.wrap(h, isSegmentPath)
+}
+
+// isSegmentPath reports whether r is for the segment endpoint, whose
+// streamed answers the request limits do not time (request_limits.go).
+func isSegmentPath(r *http.Request) bool {
+	return strings.HasPrefix(r.URL.Path, replication.SegmentPathPrefix)
+}
+
+// apiHandler returns the LogService behind authentication and
+// forwarding, which Handler and PeerHandler share; built on first use.
+func (s *Server) apiHandler() http.Handler {
+	s.apiOnce.Do(func() { s.api = s.buildAPI() })
+	return s.api
+}
+
+func (s *Server) buildAPI() http.Handler {
+	limit := s.limiter.maxBytes()
+	options := []connect.HandlerOption{
+		// No read bound of Connect's own: the request limits bound every
+		// body before Connect reads it (request_limits.go) and refuse it
+		// with RECORD_TOO_LARGE. Connect's bound would refuse first, with
+		// RESOURCE_EXHAUSTED and no reason, which clients take for
+		// "overloaded" and retry, after reading the rest of the body to
+		// report its size.
+		connect.WithReadMaxBytes(0),
+		// Messages inflate under the same bound (decompress.go).
+		connect.WithCompression("gzip", newBoundedGzip(limit, func() error { return s.limiter.errTooLarge(-1) }), gzipCompressor),
+		// Compressed requests are accepted, but responses are not gzipped:
+		// record bytes rarely shrink much and the CPU is better spent
+		// serving. Producers compress batches themselves.
+		connect.WithCompressMinBytes(math.MaxInt32),
+	}
+	// Authorization runs once the node is ready (its ACLs are caught up),
+	// inside the audit log (which records refusals) and before the quotas
+	// (a refused call costs its principal nothing).
+	_, h := logdv1connect.NewLogServiceHandler(s, append(options,
+		connect.WithInterceptors(s.metrics.interceptor(), s.leaderHintInterceptor(), s.readyInterceptor(),
+			s.auditInterceptor(), s.authzInterceptor(), s.quotas.interceptor()))...)
+	_, s.check = logdv1connect.NewLogServiceHandler(s, append(options, connect.WithInterceptors(s.checkInterceptor()))...)
+	return s.authn.wrap(s.fwd.wrap(h))
 }
 
 // readyInterceptor holds calls until the node is ready (it has caught up
