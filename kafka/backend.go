@@ -23,8 +23,13 @@ type Backend interface {
 	// brokers Metadata lists, the voters being every partition's
 	// replicas) and its leader.
 	Status() replication.Status
+	// NodeKafkaAddress returns the Kafka address a node registered (its
+	// --kafka-advertise); false when it registered none (no Kafka
+	// listener, or a build before the field).
+	NodeKafkaAddress(id string) (string, bool)
 	// NodeAPIAddress returns a node's registered client API address, from
-	// which its Kafka address is derived (Options.PeerAddress).
+	// which the Kafka address of a node that registered none is derived
+	// (Options.PeerAddress).
 	NodeAPIAddress(id string) (string, bool)
 
 	// Topics.

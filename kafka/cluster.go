@@ -76,10 +76,14 @@ func (s *Server) cluster() clusterView {
 }
 
 // kafkaAddress returns a node's Kafka address: this node's as advertised,
-// another's derived from its registered API address.
+// another's as it registered it, or, when it registered none (a build
+// before the field), derived from its registered API address.
 func (s *Server) kafkaAddress(node, self string) (string, bool) {
 	if node == self {
 		return s.advertise, true
+	}
+	if addr, ok := s.b.NodeKafkaAddress(node); ok {
+		return addr, true
 	}
 	if s.peer == nil {
 		return "", false
@@ -91,12 +95,13 @@ func (s *Server) kafkaAddress(node, self string) (string, bool) {
 	return s.peer(api)
 }
 
-// PortOffset returns the rule by which a node derives the Kafka addresses
-// of the other nodes from their registered client API addresses: the same
-// host, and the API port shifted by the difference between this node's
-// own Kafka and API ports. Every node must then keep the same difference
-// (9092 beside 7070 everywhere, or 7070+2022 on one host: scripts/cluster.sh),
-// as docs/kafka.md says; the node registry holds API addresses only.
+// PortOffset returns the rule by which a node derives the Kafka address of
+// a node that registered none (a build before nodes registered theirs)
+// from its registered client API address: the same host, and the API port
+// shifted by the difference between this node's own Kafka and API ports.
+// It is right only while both nodes keep the same difference, as
+// docs/kafka.md says; a node that registered its Kafka address is given
+// as it registered it.
 func PortOffset(selfAPI, selfKafka string) (func(apiAddress string) (string, bool), error) {
 	_, apiPort, err := splitHostPort(selfAPI)
 	if err != nil {

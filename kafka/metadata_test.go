@@ -169,3 +169,78 @@ func TestPortOffset(t *testing.T) {
 		t.Error("no port: no error")
 	}
 }
+
+// registeredNodes is a backend that sees itself as node self in a group
+// of three voters led by n1: n1 and n2 registered their Kafka addresses,
+// n3 (a build before the field) only its API address.
+type registeredNodes struct {
+	Backend
+	self  string
+	api   map[string]string
+	kafka map[string]string
+}
+
+func (b registeredNodes) NodeID() string { return b.self }
+
+func (b registeredNodes) Status() replication.Status {
+	st := b.Backend.Status()
+	st.NodeID, st.LeaderID = b.self, "n1"
+	st.Members = []replication.Member{{ID: "n1", Suffrage: "voter"}, {ID: "n2", Suffrage: "voter"}, {ID: "n3", Suffrage: "voter"}}
+	return st
+}
+
+func (b registeredNodes) NodeAPIAddress(id string) (string, bool) {
+	a, ok := b.api[id]
+	return a, ok
+}
+
+func (b registeredNodes) NodeKafkaAddress(id string) (string, bool) {
+	a, ok := b.kafka[id]
+	return a, ok
+}
+
+// TestMetadataRegisteredAddresses: two nodes whose Kafka ports sit at
+// different offsets from their API ports each give the other's Kafka
+// address as it registered it, so both are right from either node; a node
+// that registered none is still derived from its API address by the
+// asking node's offset.
+func TestMetadataRegisteredAddresses(t *testing.T) {
+	api := map[string]string{"n1": "127.0.0.1:7070", "n2": "127.0.0.1:7080", "n3": "10.0.0.3:7090"}
+	kafkaAddrs := map[string]string{} // filled once both listen
+	start := func(self string) *testNode {
+		return startNode(t, func(o *Options) {
+			o.Backend = registeredNodes{Backend: o.Backend, self: self, api: api, kafka: kafkaAddrs}
+			peers, err := PortOffset(api[self], o.Advertise)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.PeerAddress = peers
+		})
+	}
+	n1, n2 := start("n1"), start("n2")
+	kafkaAddrs["n1"], kafkaAddrs["n2"] = n1.addr, n2.addr
+	offset := func(tn *testNode, self string) int32 {
+		_, k, _ := splitHostPort(tn.addr)
+		_, a, _ := splitHostPort(api[self])
+		return k - a
+	}
+	if offset(n1, "n1") == offset(n2, "n2") {
+		t.Skipf("both listeners got ports at the same offset (%s, %s); the test needs two", n1.addr, n2.addr)
+	}
+	for _, tc := range []struct {
+		self string
+		tn   *testNode
+	}{{"n1", n1}, {"n2", n2}} {
+		req := kmsg.NewPtrMetadataRequest()
+		req.SetVersion(12)
+		resp := dial(t, tc.tn.addr).do(req).(*kmsg.MetadataResponse)
+		var got []string
+		for _, b := range resp.Brokers {
+			got = append(got, fmt.Sprintf("%d@%s:%d", b.NodeID, b.Host, b.Port))
+		}
+		want := []string{"1@" + n1.addr, "2@" + n2.addr, fmt.Sprintf("3@10.0.0.3:%d", 7090+offset(tc.tn, tc.self))}
+		if !slices.Equal(got, want) {
+			t.Errorf("asking %s: brokers %v; want %v", tc.self, got, want)
+		}
+	}
+}

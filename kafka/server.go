@@ -115,8 +115,9 @@ type Options struct {
 	// Advertise is this node's Kafka address as Metadata gives it to
 	// clients, host:port. Required.
 	Advertise string
-	// PeerAddress maps another node's registered client API address to its
-	// Kafka address (PortOffset); nil lists this node only.
+	// PeerAddress maps the registered client API address of another node
+	// that registered no Kafka address to its Kafka address (PortOffset);
+	// nil lists only the nodes that registered one, and this node.
 	PeerAddress func(apiAddress string) (string, bool)
 	// AutoCreateTopics lets a Metadata request that allows it create the
 	// topics it names (with DefaultPartitions partitions). Off by default:

@@ -207,6 +207,13 @@ func (b *Backend) Failed() error { return b.FSM().Failed() }
 // NodeAPIAddress returns the registered client API address of a node.
 func (b *Backend) NodeAPIAddress(id string) (string, bool) { return b.FSM().NodeAddress(id) }
 
+// NodeKafkaAddress returns the Kafka address a node registered; false
+// when it registered none.
+func (b *Backend) NodeKafkaAddress(id string) (string, bool) {
+	n, ok := b.FSM().Node(id)
+	return n.KafkaAddress, ok && n.KafkaAddress != ""
+}
+
 // MemberAPIAddresses returns the client API addresses of the registered
 // nodes, sorted by node id.
 func (b *Backend) MemberAPIAddresses() []string {
