@@ -276,7 +276,14 @@ var authzTable = map[string]authzRule{
 			return p.Type == auth.TypeNode && p.Name == m.(*logdv1.JoinRequest).NodeId
 		},
 		audit: summary(func(m *logdv1.JoinRequest) []slog.Attr {
-			return []slog.Attr{slog.String("node", m.NodeId), slog.String("raft_address", m.RaftAddress), slog.String("api_address", m.ApiAddress)}
+			attrs := []slog.Attr{slog.String("node", m.NodeId), slog.String("raft_address", m.RaftAddress), slog.String("api_address", m.ApiAddress)}
+			if m.PeerAddress != "" {
+				attrs = append(attrs, slog.String("peer_address", m.PeerAddress))
+			}
+			if m.KafkaAddress != "" {
+				attrs = append(attrs, slog.String("kafka_address", m.KafkaAddress))
+			}
+			return attrs
 		}),
 	},
 	logdv1connect.LogServiceRemoveNodeProcedure: {

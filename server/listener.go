@@ -60,7 +60,12 @@ func newConnMetrics(reg *prometheus.Registry) *connMetrics {
 // (Options.Conns); name labels its metrics and log lines. Closing it
 // closes ln and ends an Accept that waits for a free slot.
 func (s *Server) Listener(ln net.Listener, name string) net.Listener {
-	l := s.conns
+	return s.ListenerWith(ln, name, s.conns)
+}
+
+// ListenerWith is Listener under limits l instead of Options.Conns (the
+// peer listener's, which peers alone use).
+func (s *Server) ListenerWith(ln net.Listener, name string, l ConnLimits) net.Listener {
 	if l.LogEvery <= 0 {
 		l.LogEvery = 10 * time.Second
 	}

@@ -13,7 +13,8 @@ import (
 )
 
 // joinVia returns replication.AskJoin over the client API: one Join call to
-// a member, which forwards it to the leader, made as p says: dialed
+// a member (at its client API address, or its peer address: both serve
+// Join), which forwards it to the leader, made as p says: dialed
 // through its routes (a restarted node knows the registry, and reaches a
 // member as it reaches it otherwise), and under peer TLS over https with
 // this node's certificate, which the leader requires of a joining node.
@@ -22,7 +23,8 @@ func joinVia(p replication.PeerHTTP) replication.AskJoin {
 	hc := &http.Client{Transport: p.Transport(2*time.Second, false)}
 	return func(ctx context.Context, member string, req replication.JoinRequest) (string, error) {
 		c := logdv1connect.NewLogServiceClient(hc, p.URL(member))
-		resp, err := c.Join(ctx, connect.NewRequest(&logdv1.JoinRequest{NodeId: req.ID, RaftAddress: req.RaftAddress, ApiAddress: req.APIAddress, FeatureLevel: uint32(req.FeatureLevel)}))
+		resp, err := c.Join(ctx, connect.NewRequest(&logdv1.JoinRequest{NodeId: req.ID, RaftAddress: req.RaftAddress, ApiAddress: req.APIAddress,
+			FeatureLevel: uint32(req.FeatureLevel), PeerAddress: req.PeerAddress, KafkaAddress: req.KafkaAddress}))
 		if err != nil {
 			return "", err
 		}

@@ -66,7 +66,7 @@ func addKafkaFlags(fs *flag.FlagSet, env func(name, def string) string) func(get
 	fs.StringVar(&c.listen, "kafka-listen", env("LOGD_KAFKA_LISTEN", ""),
 		"Kafka-protocol listen address; default "+defaultKafkaListen+" when --listen is not given either, else off; \"\" switches it off (LOGD_KAFKA_LISTEN)")
 	fs.StringVar(&c.advertise, "kafka-advertise", env("LOGD_KAFKA_ADVERTISE", ""),
-		"Kafka address clients are given for this node; default the --kafka-listen address. Other nodes are given as their API host with their API port plus the same offset as this node's (LOGD_KAFKA_ADVERTISE)")
+		"Kafka address clients are given for this node, registered for the other nodes' Metadata answers; default the --kafka-listen address (LOGD_KAFKA_ADVERTISE)")
 	fs.BoolVar(&c.autoCreate, "kafka-auto-create-topics", autoDef,
 		"let Kafka Metadata requests create the topics they name, with one partition (LOGD_KAFKA_AUTO_CREATE_TOPICS=true)")
 	return func(getenv func(string) string, authRequired bool, t tlsConfig) (kafkaConfig, error) {

@@ -67,6 +67,8 @@ type config struct {
 	authn authConfig
 	// kafka is the Kafka-protocol listener (kafka.go).
 	kafka kafkaConfig
+	// peer is the listener for calls between nodes (peer_listen.go).
+	peer peerListenConfig
 }
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -85,7 +87,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&c.raftAdvertise, "raft-advertise", env("LOGD_RAFT_ADVERTISE", ""), "Raft address peers use; default --raft-addr (LOGD_RAFT_ADVERTISE)")
 	fs.StringVar(&c.nodeID, "node-id", env("LOGD_NODE_ID", "n1"), "Raft node id (LOGD_NODE_ID)")
 	fs.StringVar(&c.advertise, "advertise", env("LOGD_ADVERTISE", ""), "client API address other nodes and clients use; default the --listen address (LOGD_ADVERTISE)")
-	fs.StringVar(&c.join, "join", env("LOGD_JOIN", ""), "client API address of any cluster member to join; without it a node with no state bootstraps a single-node cluster (LOGD_JOIN)")
+	fs.StringVar(&c.join, "join", env("LOGD_JOIN", ""), "client API address (or --peer-advertise address) of any cluster member to join; without it a node with no state bootstraps a single-node cluster (LOGD_JOIN)")
 	fs.StringVar(&c.logLevel, "log-level", env("LOGD_LOG_LEVEL", "info"), "debug, info, warn or error (LOGD_LOG_LEVEL)")
 	fs.StringVar(&c.logFormat, "log-format", env("LOGD_LOG_FORMAT", "text"), "text or json (LOGD_LOG_FORMAT)")
 	fs.StringVar(&c.fsync, "fsync", env("LOGD_FSYNC", "raft"), "raft: fsync the Raft log before every commit, partition logs at snapshots; always: also fsync partition logs on every append (LOGD_FSYNC)")
@@ -119,6 +121,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	readAuth := addAuthFlags(fs, env)
 	readTLS := addTLSFlags(fs, env)
 	readKafka := addKafkaFlags(fs, env)
+	readPeer := addPeerListenFlags(fs, env)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -133,6 +136,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		return c, err
 	}
 	if c.kafka, err = readKafka(getenv, c.authn.mode == authRequired, c.tls); err != nil {
+		return c, err
+	}
+	if c.peer, err = readPeer(); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
@@ -245,6 +251,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if c.advertise == "" {
 		c.advertise = ln.Addr().String()
 	}
+	pln, peerConns, conns, err := c.peer.bind(conns)
+	if err != nil {
+		return err
+	}
+	if pln != nil {
+		defer pln.Close()
+	}
 	kln, conns, err := c.kafka.bind(c.advertise, conns)
 	if err != nil {
 		return err
@@ -264,6 +277,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		RaftAdvertise:     c.raftAdvertise,
 		Bootstrap:         c.join == "",
 		APIAdvertise:      c.advertise,
+		PeerAdvertise:     c.peer.advertise,
+		KafkaAdvertise:    c.kafka.advertise,
 		SegmentSource:     replication.NewSegmentClient(peerHTTP),
 		Peers:             peers,
 		PeerTLS:           peerTLS,
@@ -293,7 +308,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	backend := replication.NewBackend(node)
 	reg := newRegistry()
 	srv := server.New(server.Options{Backend: backend, Segments: backend.SegmentHandler(), Logger: logger,
-		Limits: c.limits.serverLimits(), Conns: conns, Peers: peers, PeerTLS: cfg.PeerTLS, Auth: authOpts, Registry: reg})
+		Limits: c.limits.serverLimits(), Conns: conns, Peers: peers, PeerTLS: cfg.PeerTLS, PeerListener: pln != nil, Auth: authOpts, Registry: reg})
 	handler := srv.Handler()
 	if c.pprof {
 		mux := http.NewServeMux()
@@ -324,7 +339,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	defer func() { stopReload(); <-reloadDone }()
 	errc := make(chan error, 1)
 	go func() { errc <- httpSrv.Serve(apiLn) }()
-	logger.Info("logd started", "node", c.nodeID, "listen", ln.Addr().String(), "advertise", c.advertise, "raft", c.raftAddr, "data", c.dataDir, "fsync", c.fsync,
+	peerSrv, peerErrc := servePeers(pln, srv, c.limits, peerConns, tlsc.peer, logger)
+	logger.Info("logd started", "node", c.nodeID, "listen", ln.Addr().String(), "advertise", c.advertise, "peer_advertise", c.peer.advertise,
+		"raft", c.raftAddr, "data", c.dataDir, "fsync", c.fsync,
 		"open_file_limit", nofile, "max_connections", conns.Max, "max_connections_per_ip", conns.MaxPerAddr,
 		"tls", tlsc.api != nil, "client_certificates", clientAuthName(tlsc.apiClientAuth), "peer_tls", tlsc.peer != nil, "auth", c.authn.mode)
 	stopKafka := startKafka(c.kafka, kln, backend, srv, reg, c.advertise, c.limits, tlsc, authOpts, cfg.PeerTLS, logger)
@@ -340,11 +357,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 	}()
 
-	var serveErr error
+	var serveErr, peerServeErr error
 	select {
 	case <-ctx.Done():
 		logger.Info("shutting down")
 	case serveErr = <-errc:
+	case peerServeErr = <-peerErrc: // nil channel when off: never
+		serveErr = fmt.Errorf("peer listener: %w", peerServeErr)
 	}
 	stopJoin()
 	<-joinDone
@@ -353,7 +372,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err := httpSrv.Shutdown(shutCtx); err != nil {
 		logger.Warn("http shutdown", "err", err)
 	}
-	if serveErr == nil {
+	if peerSrv != nil {
+		if err := peerSrv.Shutdown(shutCtx); err != nil {
+			logger.Warn("peer listener shutdown", "err", err)
+		}
+		if peerServeErr == nil {
+			<-peerErrc
+		}
+	}
+	if serveErr == nil || peerServeErr != nil {
 		<-errc
 	}
 	stopKafka()

@@ -134,9 +134,10 @@ func isLoopback(addr string) bool {
 // checkExposure applies the loopback rule (docs/security.md): a node
 // whose client API (--listen, --advertise) is not on loopback serves it
 // over TLS with --auth required, and one whose Raft address (--raft-addr,
-// --raft-advertise) is not on loopback has peer TLS; otherwise it does
-// not start, unless --insecure-allow-plaintext, where the returned
-// warning says what is exposed (run logs it).
+// --raft-advertise) or peer listener (--peer-listen, --peer-advertise) is
+// not on loopback has peer TLS; otherwise it does not start, unless
+// --insecure-allow-plaintext, where the returned warning says what is
+// exposed (run logs it).
 func (c config) checkExposure() (warning string, err error) {
 	type addrFlag struct{ flag, addr string }
 	exposed := func(fs ...addrFlag) []string {
@@ -149,7 +150,10 @@ func (c config) checkExposure() (warning string, err error) {
 		return out
 	}
 	api := exposed(addrFlag{"--listen", c.listen}, addrFlag{"--advertise", c.advertise})
-	raft := exposed(addrFlag{"--raft-addr", c.raftAddr}, addrFlag{"--raft-advertise", c.raftAdvertise})
+	// The peer listener carries what the Raft port does: node-to-node
+	// traffic, under the same rule.
+	raft := exposed(addrFlag{"--raft-addr", c.raftAddr}, addrFlag{"--raft-advertise", c.raftAdvertise},
+		addrFlag{"--peer-listen", c.peer.listen}, addrFlag{"--peer-advertise", c.peer.advertise})
 	var problems []string
 	needs := func(addrs []string, missing []string) {
 		if len(addrs) > 0 && len(missing) > 0 {
