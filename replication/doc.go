@@ -59,6 +59,7 @@
 // and a node joins only as itself (TestPeerTLSCluster, TestRaftStreamCap,
 // TestSegmentsServedToNodesOnly). Raft's RPCs carry no identity bound to
 // their connection, so the check is per connection (docs/security.md,
-// "Peers"). Calls to peers' API ports take their scheme and TLS from
-// PeerHTTP.
+// "Peers"). Calls to peers' API ports, or to their peer listeners when
+// they registered a peer address (Config.PeerAdvertise), take their
+// scheme and TLS from PeerHTTP.
 package replication

@@ -8,7 +8,9 @@ import (
 	"time"
 )
 
-// PeerHTTP is how this node calls its peers' client API ports over HTTP:
+// PeerHTTP is how this node calls its peers over HTTP, at their
+// registered peer address, else their client API port
+// (fsm.RegisteredNode.CallAddress):
 // forwarding writes to the leader and the leader's questions to a joining
 // node (package server), a joining node's Join request (cmd/logd) and
 // segment catch-up (SegmentClient). It is the one place that chooses the

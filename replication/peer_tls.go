@@ -18,8 +18,9 @@ import (
 //     contact) (raft_stream.go);
 //   - Raft dials present this node's certificate and accept only a peer
 //     that presents a node certificate;
-//   - calls to peers' client API ports (forwarding, segment catch-up, join
-//     and the leader's questions to a joining node) go over https with the
+//   - calls to peers' client API ports or peer listeners (forwarding,
+//     segment catch-up, join and the leader's questions to a joining
+//     node) go over https with the
 //     client configuration, and accept only a server that presents a node
 //     certificate (PeerHTTP, HTTPClient);
 //   - the segment endpoint answers only callers with a verified node

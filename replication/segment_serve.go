@@ -12,8 +12,8 @@ import (
 )
 
 // Segment transfer for snapshot catch-up (install.go): an HTTP endpoint
-// on the API port (the front end mounts SegmentHandler at
-// SegmentPathPrefix), for nodes only under peer TLS, that serves a
+// on the API port, or on the peer listener of a node that has one (the
+// front end mounts SegmentHandler at SegmentPathPrefix), for nodes only under peer TLS, that serves a
 // segment's .meta file, or the first N bytes of its data file, streamed
 // from disk in small chunks (the serving node never holds a segment in
 // memory).

@@ -7,8 +7,8 @@
 #
 # Node nN (N = 1..3) serves its API on 127.0.0.1:70N0 (7070, 7080, 7090),
 # Raft on 70N1 and the Kafka protocol on its API port + 2022 (9092, 9102,
-# 9112: every node keeps the same offset, docs/kafka.md; over TLS with
-# client certificates when --secure);
+# 9112; each node registers its own, docs/kafka.md; over TLS with client
+# certificates when --secure);
 # data in ./data/cluster/nN, logs in ./data/cluster/nN.log,
 # PID files in ./data/cluster/nN.pid. n1 bootstraps; n2 and n3 join via n1.
 #

@@ -41,7 +41,10 @@
 // one table from procedure to the permissions a call needs, applied by an
 // interceptor against the backend's replicated ACLs; a follower applies it
 // to a write before forwarding it (forward_authz.go), and the leader trusts
-// a forwarded principal only from a node certificate. audit.go writes one
+// a forwarded principal only from a node certificate. With a peer
+// listener (Options.PeerListener, peer.go) node-to-node calls have a port
+// of their own, and the client port serves no segments and drops every
+// forwarding header. audit.go writes one
 // line per admin action; quota.go bounds each principal's produce and fetch
 // bytes per second.
 //
