@@ -48,10 +48,10 @@ func TestAppendCodecsFeatureGate(t *testing.T) {
 	if _, err := n.Append(ctx, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 0, Batch: compress(batch.CompressionGzip, "g0")}}}); err != nil {
 		t.Fatalf("gzip: %v", err)
 	}
-	if err := n.register(ctx, "n2", "n2-api", fsm.Level); err != nil {
+	if err := n.register(ctx, fsm.NodeRegister{ID: "n2", APIAddress: "n2-api", FeatureLevel: fsm.Level}); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.register(ctx, "n3", "n3-api", fsm.SecurityLevel); err != nil {
+	if err := n.register(ctx, fsm.NodeRegister{ID: "n3", APIAddress: "n3-api", FeatureLevel: fsm.SecurityLevel}); err != nil {
 		t.Fatal(err)
 	}
 	for _, codec := range []batch.Compression{batch.CompressionSnappy, batch.CompressionLZ4, batch.CompressionZstd} {
@@ -65,7 +65,7 @@ func TestAppendCodecsFeatureGate(t *testing.T) {
 		}
 	}
 
-	if err := n.register(ctx, "n3", "n3-api", fsm.Level); err != nil {
+	if err := n.register(ctx, fsm.NodeRegister{ID: "n3", APIAddress: "n3-api", FeatureLevel: fsm.Level}); err != nil {
 		t.Fatal(err)
 	}
 	bases, err := n.Append(ctx, zstd)
