@@ -1,7 +1,6 @@
 package server
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -361,7 +360,7 @@ func (fw *forwarder) proxyError(w http.ResponseWriter, r *http.Request, err erro
 	addr := at.addr
 	// Clients are told the leader's client API address, never its peer
 	// address.
-	hint := cmp.Or(at.api, addr)
+	hint := at.api
 	var op *net.OpError
 	var cerr error
 	switch {
