@@ -25,6 +25,9 @@ const (
 	CmdGroupResetOffsets CommandType = 14
 	CmdGroupAutoReset    CommandType = 15
 	CmdGroupDelete       CommandType = 16
+	// CmdGroupSetOffsets sets the offsets of a group coordinated outside
+	// the state machine (a Kafka consumer group), at ExternalGroupsLevel.
+	CmdGroupSetOffsets CommandType = 17
 
 	// Topic settings, retention and compaction (20-29).
 
@@ -98,8 +101,12 @@ const (
 	// records of such batches and compaction reads them, where builds
 	// before it skipped them and stalled.
 	CompressionLevel FeatureLevel = 4
+	// ExternalGroupsLevel adds the offsets of consumer groups coordinated
+	// outside the state machine (CmdGroupSetOffsets): Kafka consumer
+	// groups, whose coordinator keeps their members in memory.
+	ExternalGroupsLevel FeatureLevel = 5
 	// Level is the highest feature level this build understands.
-	Level FeatureLevel = CompressionLevel
+	Level FeatureLevel = ExternalGroupsLevel
 )
 
 // commandVersion is the payload version most kinds write after the type
@@ -156,6 +163,7 @@ var commands = [...]command{
 	CmdGroupResetOffsets: jsonCommand("group-reset-offsets", BaseLevel, (*FSM).applyGroupResetOffsets),
 	CmdGroupAutoReset:    jsonCommand("group-auto-reset", BaseLevel, (*FSM).applyGroupAutoReset),
 	CmdGroupDelete:       jsonCommand("group-delete", BaseLevel, (*FSM).applyGroupDelete),
+	CmdGroupSetOffsets:   binaryCommand("group-set-offsets", ExternalGroupsLevel, decodeGroupSetOffsets, (*FSM).applyGroupSetOffsets),
 
 	CmdAlterTopic: jsonCommand("alter-topic", BaseLevel, (*FSM).applyAlterTopic),
 	CmdTrim:       jsonCommand("trim", BaseLevel, (*FSM).applyTrim),

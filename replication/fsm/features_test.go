@@ -9,7 +9,7 @@ import (
 // TestCommandTable: every row is complete, names are unique, and every
 // kind and payload version this build has is within its feature levels;
 // all kinds that existed before feature levels are at BaseLevel, the
-// security kinds at SecurityLevel.
+// security kinds at SecurityLevel, group-set-offsets at ExternalGroupsLevel.
 func TestCommandTable(t *testing.T) {
 	names := map[string]CommandType{}
 	rows := 0
@@ -31,8 +31,11 @@ func TestCommandTable(t *testing.T) {
 			t.Fatalf("%d is named %q", i, ct)
 		}
 		want := BaseLevel
-		if ct >= CmdTokenCreate && ct <= CmdACLDelete {
+		switch {
+		case ct >= CmdTokenCreate && ct <= CmdACLDelete:
 			want = SecurityLevel
+		case ct == CmdGroupSetOffsets:
+			want = ExternalGroupsLevel
 		}
 		if c.level != want {
 			t.Errorf("%s: level %d, want %d", c.name, c.level, want)
@@ -43,8 +46,8 @@ func TestCommandTable(t *testing.T) {
 			}
 		}
 	}
-	if rows != 26 {
-		t.Fatalf("%d kinds in the table, want 26", rows)
+	if rows != 27 {
+		t.Fatalf("%d kinds in the table, want 27", rows)
 	}
 }
 

@@ -1,0 +1,41 @@
+package replication
+
+import (
+	"context"
+
+	"github.com/logd-dev/logd/replication/fsm"
+)
+
+// GroupSetOffsets sets the committed offsets of a consumer group
+// coordinated outside the state machine (a Kafka consumer group), fenced
+// by the group's generation (fsm.GroupSetOffsets).
+type GroupSetOffsets = fsm.GroupSetOffsets
+
+// SetGroupOffsets commits (or removes) offsets of a group coordinated
+// outside the state machine. It is checked against a copy of the applied
+// state first, as every group command (proposeGroup), and needs every
+// member at fsm.ExternalGroupsLevel (ErrFeatureLevel before). Errors:
+// group.ErrStaleGeneration when c.Fence is not the group's generation,
+// group.ErrUnknownMember when members of logd's protocol are live,
+// group.ErrOffsetAboveEnd, group.ErrUnknownGroupTopic,
+// group.ErrInvalidGroupRequest, group.ErrConsumerGroupNotFound (removing
+// offsets of a group that does not exist).
+func (n *Node) SetGroupOffsets(ctx context.Context, c GroupSetOffsets) error {
+	now := max(n.cfg.Now().UnixNano(), n.fsm.Now())
+	if n.fsm.AppliedIndex() >= n.raft.LastIndex() {
+		if err, ok := n.fsm.DryRunGroup(fsm.CmdGroupSetOffsets, c.Group, now, c).(error); ok {
+			return err
+		}
+	}
+	_, err := n.propose(ctx, fsm.EncodeGroupSetOffsets(now, c))
+	return err
+}
+
+// GroupFence returns a consumer group's generation and how many of its
+// members of logd's own protocol are live by this node's clock, from
+// applied state; ok is false when the group does not exist (generation 0).
+// A coordinator outside the state machine forms its generations against
+// the generation and fences its commits with it (SetGroupOffsets).
+func (n *Node) GroupFence(name string) (generation int64, liveMembers int, ok bool) {
+	return n.fsm.GroupFence(name, max(n.cfg.Now().UnixNano(), n.fsm.Now()))
+}
