@@ -57,6 +57,9 @@ type Backend interface {
 	Read(topic string, partition int32, offset int64, maxBytes int) (replication.ReadResult, error)
 	Offsets(topic string, partition int32) (replication.Offsets, error)
 	OffsetForTime(topic string, partition int32, tsMillis int64) (int64, error)
+
+	// Consumer groups (group_backend.go).
+	GroupBackend
 }
 
 var _ Backend = (*replication.Backend)(nil)

@@ -268,6 +268,20 @@ func (c *conn) dispatch(rc *reqCtx, r *request) (kmsg.Response, error) {
 		resp = c.s.incrementalAlterConfigs(ctx, rc, req)
 	case *kmsg.SASLHandshakeRequest:
 		resp = c.s.saslHandshake(rc, req)
+	case *kmsg.FindCoordinatorRequest:
+		resp = c.s.findCoordinator(rc, req)
+	case *kmsg.OffsetCommitRequest:
+		resp = c.s.offsetCommit(ctx, rc, req)
+	case *kmsg.OffsetFetchRequest:
+		resp = c.s.offsetFetch(ctx, rc, req)
+	case *kmsg.OffsetDeleteRequest:
+		resp = c.s.offsetDelete(ctx, rc, req)
+	case *kmsg.ListGroupsRequest:
+		resp = c.s.listGroups(ctx, rc, req)
+	case *kmsg.DescribeGroupsRequest:
+		resp = c.s.describeGroups(ctx, rc, req)
+	case *kmsg.DeleteGroupsRequest:
+		resp = c.s.deleteGroups(ctx, rc, req)
 	default:
 		// served() admitted a key without a handler: a bug, and the
 		// client is told so rather than left waiting.

@@ -86,6 +86,9 @@ func errorName(code int16) string {
 	if n, ok := errorNames[code]; ok {
 		return n
 	}
+	if n, ok := groupErrorNames[code]; ok {
+		return n
+	}
 	return "OTHER"
 }
 

@@ -133,6 +133,9 @@ type Options struct {
 	// Auth is authentication, authorization, quotas and the audit log
 	// (auth.go); the zero value checks nothing (--auth none).
 	Auth AuthOptions
+	// Groups configures the consumer group coordinator (the zero value
+	// takes the defaults).
+	Groups GroupOptions
 	// Registerer receives the metrics (metrics.go); nil registers none.
 	Registerer prometheus.Registerer
 	// Logger defaults to slog.Default().
@@ -158,6 +161,7 @@ type Server struct {
 	auditLog         *slog.Logger
 	handshakeTimeout time.Duration
 	nodeOf           func(*tls.ConnectionState) (string, bool)
+	groups           *coordinator
 
 	// ctx ends when the server closes; it bounds every handler.
 	ctx    context.Context
@@ -202,6 +206,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("kafka: in-flight budget of %d bytes is below the request bound of %d", l.InflightBytes, l.MaxRequestBytes)
 	}
 	s.metrics = newMetrics(opts.Registerer, s.budget)
+	s.groups = newCoordinator(s, opts.Groups, opts.Registerer)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
 }
@@ -281,6 +286,7 @@ func (s *Server) Close() error {
 	}
 	s.closed = true
 	s.cancel()
+	s.groups.close()
 	var errs []error
 	for ln := range s.lns {
 		if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {

@@ -19,20 +19,29 @@ type versionRange struct {
 // not have (Produce 12 is KIP-890 transactions and 13 topic ids, Fetch 13
 // topic ids). librdkafka enables RecordBatch v2 only when Produce 3 and
 // Fetch 4 are in range, and zstd when Produce 7 and Fetch 10 are.
-// InitProducerId and every transaction and group API are left out: clients
-// then produce without a producer id, and refuse transactions themselves.
-// SaslHandshake is listed only to be refused (auth_sasl.go).
+// InitProducerId and every transaction API are left out: clients then
+// produce without a producer id, and refuse transactions themselves. Of the
+// group APIs, those of committed offsets and group administration are
+// served; membership (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) is not
+// yet. SaslHandshake is listed only to be refused (auth_sasl.go).
 var advertised = []versionRange{
 	{keyProduce, 3, 11},
 	{keyFetch, 4, 12},
 	{keyListOffsets, 1, 7},
 	{keyMetadata, 0, 12},
+	{keyOffsetCommit, 2, 9},
+	{keyOffsetFetch, 1, 9},
+	{keyFindCoordinator, 0, 4},
+	{keyDescribeGroups, 0, 5},
+	{keyListGroups, 0, 5},
 	{keySaslHandshake, 0, 1},
 	{keyApiVersions, 0, 4},
 	{keyCreateTopics, 2, 7},
 	{keyDeleteTopics, 1, 6},
 	{keyDescribeConfigs, 1, 4},
+	{keyDeleteGroups, 0, 2},
 	{keyIncrementalAlterConfigs, 0, 1},
+	{keyOffsetDelete, 0, 0},
 }
 
 // served reports whether key at version is in the advertised table.

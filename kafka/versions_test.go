@@ -21,7 +21,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 // bytes sent). The requests build on each other: a topic is created,
 // written, read, listed, described, altered and deleted at every version.
 func TestEveryAdvertisedVersion(t *testing.T) {
-	tn := startNode(t)
+	tn := startNode(t, fastGroups)
 	c := dial(t, tn.addr)
 	tn.createTopic("rt", 2, nil)
 
@@ -154,7 +154,9 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 					t.Errorf("%s: code %d, mechanisms %q; want UNSUPPORTED_SASL_MECHANISM, none", name, resp.ErrorCode, resp.SupportedMechanisms)
 				}
 			default:
-				t.Errorf("%s: advertised without a case in this test", name)
+				if !groupVersionCase(t, tn, c, r.key, v, name) {
+					t.Errorf("%s: advertised without a case in this test", name)
+				}
 			}
 		}
 	}
@@ -250,9 +252,9 @@ func TestUnservedRequestsCloseTheConnection(t *testing.T) {
 		},
 		"Produce v12": func(c *rawClient) { c.send(produceReq(12, -1, "t", 0, records(t, "x"))) },
 		"Fetch v3":    func(c *rawClient) { c.send(fetchReq(3, "t", 0, 0, 0, 1, 1<<20)) },
-		"JoinGroup": func(c *rawClient) {
-			req := kmsg.NewPtrJoinGroupRequest()
-			req.SetVersion(5)
+		"ConsumerGroupHeartbeat (KIP-848)": func(c *rawClient) {
+			req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			req.SetVersion(0)
 			c.send(req)
 		},
 		"unknown key": func(c *rawClient) {

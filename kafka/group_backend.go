@@ -1,0 +1,82 @@
+package kafka
+
+import (
+	"context"
+	"time"
+
+	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/replication"
+)
+
+// GroupBackend is what the group coordinator needs from the node: the
+// replicated consumer group state (shared with logd's own protocol, so
+// Kafka groups and logd groups are the same groups), and the commits of
+// groups coordinated outside the state machine. replication.Backend
+// implements it; the contracts of server/backend.go hold.
+type GroupBackend interface {
+	// ConsumerGroup and ConsumerGroups (sorted by name) return copies of
+	// the replicated groups: committed offsets, and logd's own members.
+	ConsumerGroup(name string) (*group.ConsumerGroup, error)
+	ConsumerGroups() []*group.ConsumerGroup
+	// DeleteGroup deletes a group without live members of logd's protocol
+	// (group.ErrConsumerGroupNotFound, group.ErrConsumerGroupNotEmpty).
+	DeleteGroup(ctx context.Context, name string) error
+	// SetGroupOffsets commits or removes offsets, fenced by the group's
+	// generation (replication.Node.SetGroupOffsets lists its errors).
+	SetGroupOffsets(ctx context.Context, c replication.GroupSetOffsets) error
+	// GroupFence returns a group's generation and its live members of
+	// logd's protocol; ok is false when it does not exist.
+	GroupFence(name string) (generation int64, liveMembers int, ok bool)
+}
+
+// Defaults of GroupOptions.
+const (
+	// DefaultMinSessionTimeout and DefaultMaxSessionTimeout bound the
+	// session timeout a member asks for, as Kafka's
+	// group.min.session.timeout.ms and group.max.session.timeout.ms.
+	DefaultMinSessionTimeout = 6 * time.Second
+	DefaultMaxSessionTimeout = 30 * time.Minute
+	// DefaultInitialRebalanceDelay is how long a group that was empty
+	// waits for more members before its first generation, as Kafka's
+	// group.initial.rebalance.delay.ms: consumers started together then
+	// share one rebalance.
+	DefaultInitialRebalanceDelay = 3 * time.Second
+	// DefaultMaxGroupMembers bounds one group's members (joined and
+	// waiting to), as Kafka's group.max.size.
+	DefaultMaxGroupMembers = 1000
+	// DefaultMaxGroupBytes bounds the memory of every group's members:
+	// their ids, subscriptions and assignments.
+	DefaultMaxGroupBytes = 64 << 20
+)
+
+// GroupOptions configures the group coordinator. The zero value takes the
+// defaults; a negative InitialRebalanceDelay waits for nothing.
+type GroupOptions struct {
+	MinSessionTimeout     time.Duration
+	MaxSessionTimeout     time.Duration
+	InitialRebalanceDelay time.Duration
+	MaxGroupMembers       int
+	MaxGroupBytes         int64
+}
+
+func (o GroupOptions) withDefaults() GroupOptions {
+	if o.MinSessionTimeout <= 0 {
+		o.MinSessionTimeout = DefaultMinSessionTimeout
+	}
+	if o.MaxSessionTimeout <= 0 {
+		o.MaxSessionTimeout = DefaultMaxSessionTimeout
+	}
+	switch {
+	case o.InitialRebalanceDelay == 0:
+		o.InitialRebalanceDelay = DefaultInitialRebalanceDelay
+	case o.InitialRebalanceDelay < 0:
+		o.InitialRebalanceDelay = 0
+	}
+	if o.MaxGroupMembers <= 0 {
+		o.MaxGroupMembers = DefaultMaxGroupMembers
+	}
+	if o.MaxGroupBytes <= 0 {
+		o.MaxGroupBytes = DefaultMaxGroupBytes
+	}
+	return o
+}

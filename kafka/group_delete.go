@@ -1,0 +1,49 @@
+package kafka
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logd-dev/logd/group"
+)
+
+// deleteGroups answers DeleteGroups (versions 0 to 2), on the
+// coordinator: a group without members loses its committed offsets (it
+// is logd's group, deleted as `logctl group delete` deletes it);
+// NON_EMPTY_GROUP while Kafka members or live members of logd's protocol
+// hold it, GROUP_ID_NOT_FOUND when it does not exist.
+func (s *Server) deleteGroups(ctx context.Context, rc *reqCtx, req *kmsg.DeleteGroupsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	lead := s.groups.lead(ctx)
+	for _, id := range req.Groups {
+		dg := kmsg.NewDeleteGroupsResponseGroup()
+		dg.Group = id
+		switch {
+		case group.ValidateName("group", id) != nil:
+			dg.ErrorCode = errInvalidGroupID
+		case !lead:
+			dg.ErrorCode = errNotCoordinator
+		case s.groups.busy(id):
+			dg.ErrorCode = errNonEmptyGroup
+		default:
+			err := s.b.DeleteGroup(ctx, id)
+			dg.ErrorCode = groupCode(err)
+			if err == nil {
+				s.logger.Info("kafka: consumer group deleted", "group", id)
+			}
+		}
+		rc.note(dg.ErrorCode)
+		resp.Groups = append(resp.Groups, dg)
+	}
+	return resp
+}
+
+// busy reports whether a Kafka group has members, or member ids handed
+// out and not joined yet.
+func (c *coordinator) busy(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[id]
+	return g != nil && (len(g.members) > 0 || len(g.pending) > 0)
+}
