@@ -270,6 +270,14 @@ func (c *conn) dispatch(rc *reqCtx, r *request) (kmsg.Response, error) {
 		resp = c.s.saslHandshake(rc, req)
 	case *kmsg.FindCoordinatorRequest:
 		resp = c.s.findCoordinator(rc, req)
+	case *kmsg.JoinGroupRequest:
+		resp = c.s.joinGroup(ctx, rc, req, r.h.clientID, c.remoteHost())
+	case *kmsg.SyncGroupRequest:
+		resp = c.s.syncGroup(ctx, rc, req)
+	case *kmsg.HeartbeatRequest:
+		resp = c.s.heartbeat(ctx, rc, req)
+	case *kmsg.LeaveGroupRequest:
+		resp = c.s.leaveGroup(ctx, rc, req)
 	case *kmsg.OffsetCommitRequest:
 		resp = c.s.offsetCommit(ctx, rc, req)
 	case *kmsg.OffsetFetchRequest:

@@ -300,8 +300,8 @@ func (c *coordinator) touch(g *kgroup, m *kmember) {
 }
 
 // onSession expires a member whose session ran out. A member waiting in
-// a JoinGroup of a join phase, or in a SyncGroup, is kept: its session
-// restarts when it is answered.
+// a JoinGroup of a join phase, or in a SyncGroup, is kept, as Kafka does:
+// its session starts again (the phase has a deadline of its own).
 func (c *coordinator) onSession(g *kgroup, m *kmember) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -309,6 +309,7 @@ func (c *coordinator) onSession(g *kgroup, m *kmember) {
 		return
 	}
 	if m.join != nil && g.state == groupPreparingRebalance || m.sync != nil && g.state == groupCompletingRebalance {
+		c.touch(g, m)
 		return
 	}
 	if now := c.now(); now.Before(m.deadline) {
@@ -454,7 +455,8 @@ func (c *coordinator) completeJoin(g *kgroup) {
 	g.generation++
 	fence := c.fenceOf(g.id)
 	if len(g.members) == 0 {
-		g.state, g.protocol, g.protocolType, g.leader, g.fence = groupEmpty, "", "", "", fence
+		stopTimer(g.syncTimer)
+		g.state, g.protocol, g.protocolType, g.leader, g.fence, g.syncFenced = groupEmpty, "", "", "", fence, false
 		return
 	}
 	g.protocol = selectProtocol(g)

@@ -16,6 +16,53 @@ func fastGroups(o *Options) {
 	o.Groups.MinSessionTimeout = 100 * time.Millisecond
 }
 
+// joinReq builds a JoinGroup of the "consumer" protocol type with one
+// assignor, whose metadata subscribes to topics.
+func joinReq(version int16, groupID, memberID string, session time.Duration, topics ...string) *kmsg.JoinGroupRequest {
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.SetVersion(version)
+	req.Group, req.MemberID, req.ProtocolType = groupID, memberID, "consumer"
+	req.SessionTimeoutMillis = int32(session.Milliseconds())
+	req.RebalanceTimeoutMillis = int32(session.Milliseconds())
+	meta := kmsg.NewConsumerMemberMetadata()
+	meta.Topics = topics
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name, p.Metadata = "range", meta.AppendTo(nil)
+	req.Protocols = append(req.Protocols, p)
+	return req
+}
+
+// joinOne joins a new member to groupID with the newest JoinGroup (the
+// member id dance of KIP-394 included) and returns the answer.
+func joinOne(t testing.TB, c *rawClient, groupID string, topics ...string) *kmsg.JoinGroupResponse {
+	t.Helper()
+	resp := c.do(joinReq(9, groupID, "", 10*time.Second, topics...)).(*kmsg.JoinGroupResponse)
+	if resp.ErrorCode == errMemberIDRequired {
+		resp = c.do(joinReq(9, groupID, resp.MemberID, 10*time.Second, topics...)).(*kmsg.JoinGroupResponse)
+	}
+	if resp.ErrorCode != errNone {
+		t.Fatalf("join %s: %s", groupID, errorName(resp.ErrorCode))
+	}
+	return resp
+}
+
+// syncOne syncs a member with an assignment for itself when it leads.
+func syncOne(t testing.TB, c *rawClient, version int16, groupID string, jr *kmsg.JoinGroupResponse, assignment []byte) *kmsg.SyncGroupResponse {
+	t.Helper()
+	req := kmsg.NewPtrSyncGroupRequest()
+	req.SetVersion(version)
+	req.Group, req.Generation, req.MemberID = groupID, jr.Generation, jr.MemberID
+	if version >= 5 {
+		req.ProtocolType, req.Protocol = kmsg.StringPtr("consumer"), jr.Protocol
+	}
+	if jr.LeaderID == jr.MemberID {
+		a := kmsg.NewSyncGroupRequestGroupAssignment()
+		a.MemberID, a.MemberAssignment = jr.MemberID, assignment
+		req.GroupAssignment = append(req.GroupAssignment, a)
+	}
+	return c.do(req).(*kmsg.SyncGroupResponse)
+}
+
 // simpleCommit commits one offset outside any generation.
 func simpleCommit(version int16, groupID, topic string, partition int32, offset int64) *kmsg.OffsetCommitRequest {
 	req := kmsg.NewPtrOffsetCommitRequest()
@@ -109,26 +156,81 @@ func groupVersionCase(t *testing.T, tn *testNode, c *rawClient, key, v int16, na
 		} else if resp.ErrorCode != 0 || resp.Port != port || resp.NodeID != 1 {
 			t.Errorf("%s: %+v", name, resp)
 		}
+	case keyJoinGroup:
+		id := fmt.Sprintf("join-v%d", v)
+		resp := c.do(joinReq(v, id, "", 10*time.Second, "rt")).(*kmsg.JoinGroupResponse)
+		if v >= 4 {
+			if resp.ErrorCode != errMemberIDRequired || resp.MemberID == "" {
+				t.Errorf("%s: %s, member %q; want MEMBER_ID_REQUIRED", name, errorName(resp.ErrorCode), resp.MemberID)
+				return true
+			}
+			resp = c.do(joinReq(v, id, resp.MemberID, 10*time.Second, "rt")).(*kmsg.JoinGroupResponse)
+		}
+		if resp.ErrorCode != 0 || resp.Generation != 1 || resp.LeaderID != resp.MemberID || len(resp.Members) != 1 || *resp.Protocol != "range" {
+			t.Errorf("%s: %+v", name, resp)
+		}
+	case keyHeartbeat:
+		id := fmt.Sprintf("hb-v%d", v)
+		jr := joinOne(t, c, id, "rt")
+		req := kmsg.NewPtrHeartbeatRequest()
+		req.SetVersion(v)
+		req.Group, req.Generation, req.MemberID = id, jr.Generation, jr.MemberID
+		if code := c.do(req).(*kmsg.HeartbeatResponse).ErrorCode; code != 0 {
+			t.Errorf("%s: %s", name, errorName(code))
+		}
+		req.Generation++
+		if code := c.do(req).(*kmsg.HeartbeatResponse).ErrorCode; code != errIllegalGeneration {
+			t.Errorf("%s: next generation: %s", name, errorName(code))
+		}
+	case keyLeaveGroup:
+		id := fmt.Sprintf("leave-v%d", v)
+		jr := joinOne(t, c, id, "rt")
+		req := kmsg.NewPtrLeaveGroupRequest()
+		req.SetVersion(v)
+		req.Group, req.MemberID = id, jr.MemberID
+		m := kmsg.NewLeaveGroupRequestMember()
+		m.MemberID = jr.MemberID
+		req.Members = append(req.Members, m)
+		resp := c.do(req).(*kmsg.LeaveGroupResponse)
+		if resp.ErrorCode != 0 || v >= 3 && (len(resp.Members) != 1 || resp.Members[0].ErrorCode != 0) {
+			t.Errorf("%s: %+v", name, resp)
+		}
+		if tn.srv.groups.busy(id) {
+			t.Errorf("%s: the member is still in the group", name)
+		}
+	case keySyncGroup:
+		id := fmt.Sprintf("sync-v%d", v)
+		jr := joinOne(t, c, id, "rt")
+		want := []byte(id)
+		resp := syncOne(t, c, v, id, jr, want)
+		if resp.ErrorCode != 0 || string(resp.MemberAssignment) != id {
+			t.Errorf("%s: %+v", name, resp)
+		}
 	case keyDescribeGroups:
 		req := kmsg.NewPtrDescribeGroupsRequest()
 		req.SetVersion(v)
-		req.Groups = []string{"rt-commits", "nobody"}
+		req.Groups = []string{"sync-v5", "rt-commits", "nobody"}
 		resp := c.do(req).(*kmsg.DescribeGroupsResponse)
-		if len(resp.Groups) != 2 {
+		if len(resp.Groups) != 3 {
 			t.Fatalf("%s: %+v", name, resp)
 		}
-		if g := resp.Groups[0]; g.State != "Empty" || len(g.Members) != 0 {
+		g := resp.Groups[0]
+		if g.ErrorCode != 0 || g.State != "Stable" || g.Protocol != "range" || len(g.Members) != 1 || string(g.Members[0].MemberAssignment) != "sync-v5" {
+			t.Errorf("%s: %+v", name, g)
+		}
+		if g := resp.Groups[1]; g.State != "Empty" || len(g.Members) != 0 {
 			t.Errorf("%s: an offsets-only group: %+v", name, g)
 		}
-		if g := resp.Groups[1]; g.ErrorCode != 0 || g.State != "Dead" {
+		if g := resp.Groups[2]; g.ErrorCode != 0 || g.State != "Dead" {
 			t.Errorf("%s: an unknown group: %+v", name, g)
 		}
 	case keyListGroups:
 		req := kmsg.NewPtrListGroupsRequest()
 		req.SetVersion(v)
 		resp := c.do(req).(*kmsg.ListGroupsResponse)
+		i := slices.IndexFunc(resp.Groups, func(g kmsg.ListGroupsResponseGroup) bool { return g.Group == "sync-v5" })
 		j := slices.IndexFunc(resp.Groups, func(g kmsg.ListGroupsResponseGroup) bool { return g.Group == "rt-commits" })
-		if resp.ErrorCode != 0 || j < 0 || v >= 4 && resp.Groups[j].GroupState != "Empty" {
+		if resp.ErrorCode != 0 || i < 0 || j < 0 || resp.Groups[i].ProtocolType != "consumer" || v >= 4 && (resp.Groups[i].GroupState != "Stable" || resp.Groups[j].GroupState != "Empty") {
 			t.Errorf("%s: %+v", name, resp)
 		}
 	case keyDeleteGroups:
@@ -138,9 +240,9 @@ func groupVersionCase(t *testing.T, tn *testNode, c *rawClient, key, v int16, na
 		}
 		req := kmsg.NewPtrDeleteGroupsRequest()
 		req.SetVersion(v)
-		req.Groups = []string{id, "nobody"}
+		req.Groups = []string{id, "sync-v5", "nobody"}
 		resp := c.do(req).(*kmsg.DeleteGroupsResponse)
-		if len(resp.Groups) != 2 || resp.Groups[0].ErrorCode != 0 || resp.Groups[1].ErrorCode != errGroupIDNotFound {
+		if len(resp.Groups) != 3 || resp.Groups[0].ErrorCode != 0 || resp.Groups[1].ErrorCode != errNonEmptyGroup || resp.Groups[2].ErrorCode != errGroupIDNotFound {
 			t.Errorf("%s: %+v", name, resp)
 		}
 		if _, err := tn.backend.ConsumerGroup(id); err == nil {

@@ -20,10 +20,10 @@ type versionRange struct {
 // topic ids). librdkafka enables RecordBatch v2 only when Produce 3 and
 // Fetch 4 are in range, and zstd when Produce 7 and Fetch 10 are.
 // InitProducerId and every transaction API are left out: clients then
-// produce without a producer id, and refuse transactions themselves. Of the
-// group APIs, those of committed offsets and group administration are
-// served; membership (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) is not
-// yet. SaslHandshake is listed only to be refused (auth_sasl.go).
+// produce without a producer id, and refuse transactions themselves. The
+// group APIs are the classic protocol's (KIP-848's ConsumerGroupHeartbeat
+// is left out, so clients use the classic one). SaslHandshake is listed
+// only to be refused (auth_sasl.go).
 var advertised = []versionRange{
 	{keyProduce, 3, 11},
 	{keyFetch, 4, 12},
@@ -32,6 +32,10 @@ var advertised = []versionRange{
 	{keyOffsetCommit, 2, 9},
 	{keyOffsetFetch, 1, 9},
 	{keyFindCoordinator, 0, 4},
+	{keyJoinGroup, 0, 9},
+	{keyHeartbeat, 0, 4},
+	{keyLeaveGroup, 0, 5},
+	{keySyncGroup, 0, 5},
 	{keyDescribeGroups, 0, 5},
 	{keyListGroups, 0, 5},
 	{keySaslHandshake, 0, 1},
