@@ -1,19 +1,25 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/client"
 )
 
 // kcat returns the path of kcat (scripts/test-tools.sh installs it; make
@@ -228,6 +234,210 @@ func TestKafkaKcatTLS(t *testing.T) {
 		out := string(r.out)
 		if r.err == nil || strings.Contains(out, `topic "tls"`) || !strings.Contains(out, cases[r.name].want) {
 			t.Errorf("%s: kcat -L: %v, want a failure with %q:\n%s", r.name, r.err, cases[r.name].want, tail(out, 2000))
+		}
+	}
+}
+
+// kcatMember is a `kcat -G` consumer process: its records (one per line)
+// and its latest assignment, read from its output as it runs.
+type kcatMember struct {
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	values []string
+	// assigned is the latest "assigned:" line librdkafka printed on a
+	// rebalance ("" before the first, or after a revoke).
+	assigned string
+	stderr   strings.Builder
+	done     chan struct{}
+}
+
+// startKcatMember starts `kcat -G group topic` with a quick session and
+// heartbeat, reading from the earliest offset when the group has none and
+// committing every 200ms.
+func startKcatMember(t *testing.T, ctx context.Context, bin, addr, groupID, topic string) *kcatMember {
+	t.Helper()
+	m := &kcatMember{done: make(chan struct{})}
+	m.cmd = exec.CommandContext(ctx, bin, "-b", addr, "-u", "-f", "%s\n",
+		"-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=500",
+		"-X", "auto.offset.reset=earliest", "-X", "auto.commit.interval.ms=200",
+		"-G", groupID, topic)
+	stdout, err := m.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := m.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			m.mu.Lock()
+			m.values = append(m.values, sc.Text())
+			m.mu.Unlock()
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			m.mu.Lock()
+			m.stderr.WriteString(line + "\n")
+			switch {
+			case strings.Contains(line, "assigned:"):
+				m.assigned = line[strings.Index(line, "assigned:"):]
+			case strings.Contains(line, "revoked:"):
+				m.assigned = ""
+			}
+			m.mu.Unlock()
+		}
+	}()
+	go func() {
+		wg.Wait()
+		m.cmd.Wait()
+		close(m.done)
+	}()
+	t.Cleanup(func() {
+		m.cmd.Process.Kill()
+		<-m.done
+	})
+	return m
+}
+
+// assignment returns the partitions of the latest assignment.
+func (m *kcatMember) assignment() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return strings.Count(m.assigned, "[")
+}
+
+// stop ends kcat as an operator would (SIGTERM): it commits what it
+// consumed and leaves the group.
+func (m *kcatMember) stop(t *testing.T) {
+	t.Helper()
+	m.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-m.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("kcat did not exit within 30s of SIGTERM:\n%s", tail(m.stderr.String(), 2000))
+	}
+}
+
+// TestKafkaKcatGroup runs two `kcat -G` consumers (librdkafka's group
+// consumer, range assignor) in one group: both are assigned partitions,
+// between them they consume every record of the topic, and once they
+// stopped, `logctl group describe` shows their committed offsets at the
+// end of every partition. Then `logctl group reset-offsets --to-offset`
+// moves the group back, and a kgo group consumer's next session starts
+// every partition at the reset offset.
+func TestKafkaKcatGroup(t *testing.T) {
+	bin := kcat(t)
+	const parts, n = 4, 2000
+	kaddr := freeAddr(t)
+	nd := startNode(t, "--kafka-listen", kaddr)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	createTopic(t, ctx, nd, "kgroup", parts, nil)
+
+	a := startKcatMember(t, ctx, bin, kaddr, "kg", "kgroup")
+	b := startKcatMember(t, ctx, bin, kaddr, "kg", "kgroup")
+	waitFor(t, ctx, "both kcat consumers assigned partitions", func() bool {
+		return a.assignment() > 0 && b.assignment() > 0 && a.assignment()+b.assignment() == parts
+	})
+
+	file := filepath.Join(t.TempDir(), "records.txt")
+	var sb strings.Builder
+	for i := range n {
+		fmt.Fprintf(&sb, "g-%05d\n", i)
+	}
+	if err := os.WriteFile(file, []byte(sb.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runKcat(t, ctx, bin, "-b", kaddr, "-P", "-t", "kgroup", "-l", file)
+
+	seen := func() (map[string]int, int, int) {
+		got := map[string]int{}
+		counts := [2]int{}
+		for i, m := range []*kcatMember{a, b} {
+			m.mu.Lock()
+			for _, v := range m.values {
+				got[v]++
+			}
+			counts[i] = len(m.values)
+			m.mu.Unlock()
+		}
+		return got, counts[0], counts[1]
+	}
+	waitFor(t, ctx, "every record consumed by the group", func() bool { got, _, _ := seen(); return len(got) == n })
+	a.stop(t)
+	b.stop(t)
+	got, na, nb := seen()
+	for i := range n {
+		if v := fmt.Sprintf("g-%05d", i); got[v] == 0 {
+			t.Fatalf("%s not consumed", v)
+		}
+	}
+	if na == 0 || nb == 0 {
+		t.Fatalf("kcat consumers read %d and %d records; want both some", na, nb)
+	}
+	if na+nb != n {
+		t.Logf("%d records read twice (at least once is what a rebalance promises)", na+nb-n)
+	}
+
+	describe := func() client.GroupDescription {
+		var d client.GroupDescription
+		if err := json.Unmarshal([]byte(logctl(t, nd, "group", "describe", "kg", "-o", "json")), &d); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	var d client.GroupDescription
+	waitFor(t, ctx, "the group's commits at the end", func() bool {
+		d = describe()
+		done := len(d.Partitions) == parts
+		for _, p := range d.Partitions {
+			done = done && p.Committed == p.End && p.LagRecords == 0
+		}
+		return done
+	})
+	if d.State != "empty" || len(d.Members) != 0 {
+		t.Fatalf("group after kcat left: state %s, %d members of logd's protocol", d.State, len(d.Members))
+	}
+
+	logctl(t, nd, "group", "reset-offsets", "kg", "--topic", "kgroup", "--to-offset", "5", "--execute")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kaddr), kgo.ConsumerGroup("kg"), kgo.ConsumeTopics("kgroup"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	want := 0
+	for _, p := range d.Partitions {
+		want += int(p.End - 5)
+	}
+	first := map[int32]int64{}
+	for total := 0; total < want; {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("kgo read %d records after the reset: %v", total, err)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("kgo fetch %s-%d: %v", topic, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			if _, ok := first[r.Partition]; !ok {
+				first[r.Partition] = r.Offset
+			}
+			total++
+		})
+	}
+	for p := range int32(parts) {
+		if first[p] != 5 {
+			t.Errorf("after the reset, kgo started partition %d at %d; want 5", p, first[p])
 		}
 	}
 }
