@@ -20,7 +20,9 @@ const maxCommitPartitions = 100_000
 // which must be the group's (ILLEGAL_GENERATION otherwise, and
 // REBALANCE_IN_PROGRESS while the generation's plan is awaited); the
 // commit carries the generation's fence, so a reset since it formed
-// refuses it. Generation -1 with no member id is a commit outside any
+// refuses it. The principal needs to read the group and each topic
+// (GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED for that topic
+// only). Generation -1 with no member id is a commit outside any
 // generation (tools; consumers that assign partitions themselves): only
 // while the group has no members (UNKNOWN_MEMBER_ID otherwise). An offset
 // may move backwards, as in Kafka. Leader epochs and metadata are not
@@ -59,12 +61,22 @@ func (s *Server) offsetCommit(ctx context.Context, rc *reqCtx, req *kmsg.OffsetC
 	case group.ValidateName("group", req.Group) != nil:
 		setAll(errInvalidGroupID)
 		return resp
+	case !rc.mayGroup(req.Group):
+		setAll(errGroupAuthorizationFailed)
+		return resp
 	case n > maxCommitPartitions:
 		setAll(errInvalidRequest)
 		return resp
 	case !s.groups.lead(ctx):
 		setAll(errNotCoordinator)
 		return resp
+	}
+	for i, t := range req.Topics {
+		if !rc.mayTopic(t.Topic) {
+			for j := range resp.Topics[i].Partitions {
+				resp.Topics[i].Partitions[j].ErrorCode = errTopicAuthorizationFailed
+			}
+		}
 	}
 	fence, code := s.groups.checkCommit(req)
 	if code != errNone {
@@ -77,6 +89,9 @@ func (s *Server) offsetCommit(ctx context.Context, rc *reqCtx, req *kmsg.OffsetC
 		info, err := s.b.Topic(t.Topic)
 		for j, p := range t.Partitions {
 			rp := &resp.Topics[i].Partitions[j]
+			if rp.ErrorCode != errNone {
+				continue // not authorized
+			}
 			if err != nil || p.Partition < 0 || p.Partition >= info.Partitions {
 				rp.ErrorCode = errUnknownTopicOrPartition
 				continue

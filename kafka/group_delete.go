@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -12,16 +13,21 @@ import (
 // coordinator: a group without members loses its committed offsets (it
 // is logd's group, deleted as `logctl group delete` deletes it);
 // NON_EMPTY_GROUP while Kafka members or live members of logd's protocol
-// hold it, GROUP_ID_NOT_FOUND when it does not exist.
+// hold it, GROUP_ID_NOT_FOUND when it does not exist,
+// GROUP_AUTHORIZATION_FAILED when the principal may not delete it. Every
+// group's outcome has a line in the audit log.
 func (s *Server) deleteGroups(ctx context.Context, rc *reqCtx, req *kmsg.DeleteGroupsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	lead := s.groups.lead(ctx)
 	for _, id := range req.Groups {
 		dg := kmsg.NewDeleteGroupsResponseGroup()
 		dg.Group = id
+		var msg string
 		switch {
 		case group.ValidateName("group", id) != nil:
 			dg.ErrorCode = errInvalidGroupID
+		case !rc.mayGroup(id):
+			dg.ErrorCode = errGroupAuthorizationFailed
 		case !lead:
 			dg.ErrorCode = errNotCoordinator
 		case s.groups.busy(id):
@@ -29,10 +35,13 @@ func (s *Server) deleteGroups(ctx context.Context, rc *reqCtx, req *kmsg.DeleteG
 		default:
 			err := s.b.DeleteGroup(ctx, id)
 			dg.ErrorCode = groupCode(err)
-			if err == nil {
+			if err != nil {
+				msg = err.Error()
+			} else {
 				s.logger.Info("kafka: consumer group deleted", "group", id)
 			}
 		}
+		rc.audit([]slog.Attr{slog.String("group", id)}, dg.ErrorCode, msg)
 		rc.note(dg.ErrorCode)
 		resp.Groups = append(resp.Groups, dg)
 	}

@@ -12,7 +12,8 @@ import (
 // coordinator: a Kafka group's state, protocol and members (with their
 // subscriptions and assignments once stable), or a replicated group as
 // ListGroups shows it; a group that does not exist is "Dead", as Kafka
-// answers.
+// answers. A group the principal may not describe is
+// GROUP_AUTHORIZATION_FAILED.
 func (s *Server) describeGroups(ctx context.Context, rc *reqCtx, req *kmsg.DescribeGroupsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	lead := s.groups.lead(ctx)
@@ -30,6 +31,8 @@ func (s *Server) describeGroups(ctx context.Context, rc *reqCtx, req *kmsg.Descr
 		switch {
 		case group.ValidateName("group", id) != nil:
 			dg.ErrorCode = errInvalidGroupID
+		case !rc.mayGroup(id):
+			dg.ErrorCode = errGroupAuthorizationFailed
 		case !lead:
 			dg.ErrorCode = errNotCoordinator
 		case !ok:

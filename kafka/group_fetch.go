@@ -14,7 +14,10 @@ import (
 // offset committed or reset through logd's API is what a Kafka member
 // starts from. A partition without one, or a group that does not exist,
 // has offset -1. Null topics (version 2 and later) ask for every
-// partition with an offset. Leader epochs are -1 and metadata empty.
+// partition with an offset. Leader epochs are -1 and metadata empty. The
+// principal needs to describe the group (GROUP_AUTHORIZATION_FAILED) and
+// each topic (TOPIC_AUTHORIZATION_FAILED; left out of every partition's
+// answer).
 func (s *Server) offsetFetch(ctx context.Context, rc *reqCtx, req *kmsg.OffsetFetchRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	lead := s.groups.lead(ctx)
@@ -27,7 +30,7 @@ func (s *Server) offsetFetch(ctx context.Context, rc *reqCtx, req *kmsg.OffsetFe
 					topics = append(topics, fetchTopic{t.Topic, t.Partitions})
 				}
 			}
-			code, offs := s.groupOffsets(rg.Group, topics, lead)
+			code, offs := s.groupOffsets(rc, rg.Group, topics, lead)
 			g := kmsg.NewOffsetFetchResponseGroup()
 			g.Group, g.ErrorCode = rg.Group, code
 			rc.note(code)
@@ -53,7 +56,7 @@ func (s *Server) offsetFetch(ctx context.Context, rc *reqCtx, req *kmsg.OffsetFe
 			topics = append(topics, fetchTopic{t.Topic, t.Partitions})
 		}
 	}
-	code, offs := s.groupOffsets(req.Group, topics, lead)
+	code, offs := s.groupOffsets(rc, req.Group, topics, lead)
 	if req.Version >= 2 {
 		resp.ErrorCode = code
 		rc.note(code)
@@ -96,11 +99,13 @@ type partitionOffset struct {
 // groupOffsets reads a group's committed offsets for topics (nil: every
 // partition with one). A group-level error comes back with the partitions
 // asked, each at -1.
-func (s *Server) groupOffsets(name string, topics []fetchTopic, lead bool) (int16, []topicOffsets) {
+func (s *Server) groupOffsets(rc *reqCtx, name string, topics []fetchTopic, lead bool) (int16, []topicOffsets) {
 	code := errNone
 	switch {
 	case group.ValidateName("group", name) != nil:
 		code = errInvalidGroupID
+	case !rc.mayGroup(name):
+		code = errGroupAuthorizationFailed
 	case !lead:
 		code = errNotCoordinator
 	}
@@ -127,6 +132,9 @@ func (s *Server) groupOffsets(name string, topics []fetchTopic, lead bool) (int1
 		}
 		var out []topicOffsets
 		for _, name := range g.TopicNames() {
+			if !rc.mayTopic(name) {
+				continue // as Kafka: left out, not refused
+			}
 			to := topicOffsets{topic: name}
 			for p, cp := range g.Topics[name].Partitions {
 				if cp.Committed >= 0 {
@@ -142,8 +150,13 @@ func (s *Server) groupOffsets(name string, topics []fetchTopic, lead bool) (int1
 	out := make([]topicOffsets, 0, len(topics))
 	for _, t := range topics {
 		to := topicOffsets{topic: t.topic, partitions: make([]partitionOffset, 0, len(t.partitions))}
+		may := code != errNone || rc.mayTopic(t.topic)
 		for _, p := range t.partitions {
-			to.partitions = append(to.partitions, partitionOffset{partition: p, offset: committed(t.topic, p)})
+			po := partitionOffset{partition: p, offset: -1, code: errTopicAuthorizationFailed}
+			if may {
+				po = partitionOffset{partition: p, offset: committed(t.topic, p)}
+			}
+			to.partitions = append(to.partitions, po)
 		}
 		out = append(out, to)
 	}

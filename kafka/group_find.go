@@ -11,7 +11,8 @@ const coordinatorTypeGroup int8 = 0
 // from version 4): the coordinator of every group is the Raft leader,
 // whichever node is asked; COORDINATOR_NOT_AVAILABLE (retriable) while no
 // leader is known. Only group keys are served: logd has no transactions,
-// so a transaction key is INVALID_REQUEST.
+// so a transaction key is INVALID_REQUEST. A group the principal may not
+// describe is GROUP_AUTHORIZATION_FAILED.
 func (s *Server) findCoordinator(rc *reqCtx, req *kmsg.FindCoordinatorRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	view := s.cluster()
@@ -21,10 +22,12 @@ func (s *Server) findCoordinator(rc *reqCtx, req *kmsg.FindCoordinatorRequest) k
 			leader = &view.brokers[i]
 		}
 	}
-	answer := func() (id int32, host string, port int32, code int16, msg *string) {
+	answer := func(key string) (id int32, host string, port int32, code int16, msg *string) {
 		switch {
 		case req.CoordinatorType != coordinatorTypeGroup:
 			return -1, "", -1, errInvalidRequest, kmsg.StringPtr("logd coordinates consumer groups only (key type 0); it has no transactions")
+		case !rc.mayGroup(key):
+			return -1, "", -1, errGroupAuthorizationFailed, nil
 		case leader == nil:
 			return -1, "", -1, errCoordinatorNotAvailable, kmsg.StringPtr("no Raft leader is known")
 		}
@@ -34,13 +37,13 @@ func (s *Server) findCoordinator(rc *reqCtx, req *kmsg.FindCoordinatorRequest) k
 		for _, key := range req.CoordinatorKeys {
 			c := kmsg.NewFindCoordinatorResponseCoordinator()
 			c.Key = key
-			c.NodeID, c.Host, c.Port, c.ErrorCode, c.ErrorMessage = answer()
+			c.NodeID, c.Host, c.Port, c.ErrorCode, c.ErrorMessage = answer(key)
 			rc.note(c.ErrorCode)
 			resp.Coordinators = append(resp.Coordinators, c)
 		}
 		return resp
 	}
-	resp.NodeID, resp.Host, resp.Port, resp.ErrorCode, resp.ErrorMessage = answer()
+	resp.NodeID, resp.Host, resp.Port, resp.ErrorCode, resp.ErrorMessage = answer(req.CoordinatorKey)
 	rc.note(resp.ErrorCode)
 	return resp
 }

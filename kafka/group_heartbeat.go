@@ -20,6 +20,8 @@ func (s *Server) heartbeat(ctx context.Context, rc *reqCtx, req *kmsg.HeartbeatR
 	switch {
 	case group.ValidateName("group", req.Group) != nil:
 		resp.ErrorCode = errInvalidGroupID
+	case !rc.mayGroup(req.Group):
+		resp.ErrorCode = errGroupAuthorizationFailed
 	case !s.groups.lead(ctx):
 		resp.ErrorCode = errNotCoordinator
 	default:

@@ -24,7 +24,7 @@ import (
 // coordinated by one protocol at a time.
 func (s *Server) joinGroup(ctx context.Context, rc *reqCtx, req *kmsg.JoinGroupRequest, clientID, clientHost string) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
-	r := s.joinGroupResult(ctx, req, clientID, clientHost)
+	r := s.joinGroupResult(ctx, rc, req, clientID, clientHost)
 	resp.ErrorCode, resp.Generation, resp.MemberID = r.code, r.generation, r.memberID
 	if r.code == errNone {
 		pt, p := req.ProtocolType, r.protocol
@@ -35,10 +35,13 @@ func (s *Server) joinGroup(ctx context.Context, rc *reqCtx, req *kmsg.JoinGroupR
 	return resp
 }
 
-func (s *Server) joinGroupResult(ctx context.Context, req *kmsg.JoinGroupRequest, clientID, clientHost string) joinResult {
+func (s *Server) joinGroupResult(ctx context.Context, rc *reqCtx, req *kmsg.JoinGroupRequest, clientID, clientHost string) joinResult {
 	fail := func(code int16) joinResult { return joinResult{code: code, generation: -1, memberID: req.MemberID} }
 	if group.ValidateName("group", req.Group) != nil {
 		return fail(errInvalidGroupID)
+	}
+	if !rc.mayGroup(req.Group) {
+		return fail(errGroupAuthorizationFailed)
 	}
 	if !s.groups.lead(ctx) {
 		return fail(errNotCoordinator)

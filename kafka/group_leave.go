@@ -21,6 +21,8 @@ func (s *Server) leaveGroup(ctx context.Context, rc *reqCtx, req *kmsg.LeaveGrou
 	switch {
 	case group.ValidateName("group", req.Group) != nil:
 		resp.ErrorCode = errInvalidGroupID
+	case !rc.mayGroup(req.Group):
+		resp.ErrorCode = errGroupAuthorizationFailed
 	case !s.groups.lead(ctx):
 		resp.ErrorCode = errNotCoordinator
 	default:

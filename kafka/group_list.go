@@ -19,7 +19,7 @@ const protocolTypeLogd = "logd"
 // replicated group (offsets only: Empty; held by logd's own members: their
 // state, protocol type "logd"). Another node coordinates none and lists
 // none, as a Kafka broker lists only its own groups. Every group is of
-// type "classic".
+// type "classic". Groups the principal may not describe are left out.
 func (s *Server) listGroups(ctx context.Context, rc *reqCtx, req *kmsg.ListGroupsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	if !s.groups.lead(ctx) {
@@ -33,7 +33,7 @@ func (s *Server) listGroups(ctx context.Context, rc *reqCtx, req *kmsg.ListGroup
 		return resp
 	}
 	for _, v := range s.groupViews(nil) {
-		if len(states) > 0 && !states[strings.ToLower(v.state)] {
+		if len(states) > 0 && !states[strings.ToLower(v.state)] || !rc.mayGroup(v.id) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()

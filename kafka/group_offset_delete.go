@@ -3,6 +3,9 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -15,7 +18,9 @@ import (
 // entry, except for topics a member of the group subscribes to
 // (GROUP_SUBSCRIBED_TO_TOPIC). A group held by members of another protocol
 // (logd's own, or a Kafka protocol type other than "consumer", whose
-// subscriptions cannot be read) is NON_EMPTY_GROUP.
+// subscriptions cannot be read) is NON_EMPTY_GROUP. The principal needs to
+// delete in the group (GROUP_AUTHORIZATION_FAILED) and to read each topic
+// (TOPIC_AUTHORIZATION_FAILED); the request has a line in the audit log.
 func (s *Server) offsetDelete(ctx context.Context, rc *reqCtx, req *kmsg.OffsetDeleteRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
 	for _, t := range req.Topics {
@@ -28,16 +33,28 @@ func (s *Server) offsetDelete(ctx context.Context, rc *reqCtx, req *kmsg.OffsetD
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	var msg string
 	defer func() {
 		rc.note(resp.ErrorCode)
+		code := resp.ErrorCode
+		var parts []string
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
 				rc.note(p.ErrorCode)
+				parts = append(parts, fmt.Sprintf("%s:%d", t.Topic, p.Partition))
+				if code == errNone {
+					code = p.ErrorCode
+				}
 			}
 		}
+		rc.audit([]slog.Attr{slog.String("group", req.Group), slog.String("partitions", strings.Join(parts, ","))}, code, msg)
 	}()
 	if group.ValidateName("group", req.Group) != nil {
 		resp.ErrorCode = errInvalidGroupID
+		return resp
+	}
+	if !rc.mayGroup(req.Group) {
+		resp.ErrorCode = errGroupAuthorizationFailed
 		return resp
 	}
 	if !s.groups.lead(ctx) {
@@ -65,6 +82,8 @@ func (s *Server) offsetDelete(ctx context.Context, rc *reqCtx, req *kmsg.OffsetD
 		for j, p := range t.Partitions {
 			rp := &resp.Topics[i].Partitions[j]
 			switch {
+			case !rc.mayTopic(t.Topic):
+				rp.ErrorCode = errTopicAuthorizationFailed
 			case subscribed[t.Topic]:
 				rp.ErrorCode = errGroupSubscribedToTopic
 			case err != nil || p.Partition < 0 || p.Partition >= info.Partitions:
@@ -80,6 +99,9 @@ func (s *Server) offsetDelete(ctx context.Context, rc *reqCtx, req *kmsg.OffsetD
 	}
 	err = s.b.SetGroupOffsets(ctx, replication.GroupSetOffsets{Group: req.Group, Fence: group.NoFence, Offsets: offsets})
 	code := groupCode(err)
+	if err != nil {
+		msg = err.Error()
+	}
 	if errors.Is(err, group.ErrUnknownMember) {
 		code = errNonEmptyGroup // members of logd's protocol came meanwhile
 	}

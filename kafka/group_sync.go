@@ -18,7 +18,7 @@ import (
 // their partitions and join again.
 func (s *Server) syncGroup(ctx context.Context, rc *reqCtx, req *kmsg.SyncGroupRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
-	r := s.syncGroupResult(ctx, req)
+	r := s.syncGroupResult(ctx, rc, req)
 	resp.ErrorCode = r.code
 	if r.code == errNone {
 		resp.MemberAssignment = r.assignment
@@ -32,9 +32,12 @@ func (s *Server) syncGroup(ctx context.Context, rc *reqCtx, req *kmsg.SyncGroupR
 	return resp
 }
 
-func (s *Server) syncGroupResult(ctx context.Context, req *kmsg.SyncGroupRequest) syncResult {
+func (s *Server) syncGroupResult(ctx context.Context, rc *reqCtx, req *kmsg.SyncGroupRequest) syncResult {
 	if group.ValidateName("group", req.Group) != nil {
 		return syncResult{code: errInvalidGroupID}
+	}
+	if !rc.mayGroup(req.Group) {
+		return syncResult{code: errGroupAuthorizationFailed}
 	}
 	if !s.groups.lead(ctx) {
 		return syncResult{code: errNotCoordinator}

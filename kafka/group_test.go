@@ -2,12 +2,15 @@ package kafka
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/logd-dev/logd/auth"
 	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/replication"
 )
@@ -529,4 +532,98 @@ func TestGroupPhaseDeadlines(t *testing.T) {
 	_, code := c.sync(nil)
 	wantCode(t, "c's sync without the leader's plan", code, errRebalanceInProgress)
 	wantCode(t, "b's heartbeat after its generation ended", b.heartbeat(), errUnknownMemberID)
+}
+
+// TestGroupAuthz: with permission checks on, a principal uses only the
+// groups and topics its ACLs allow: a group it may not read refuses
+// FindCoordinator, JoinGroup and commits (GROUP_AUTHORIZATION_FAILED), a
+// topic it may not read refuses its part of a commit only
+// (TOPIC_AUTHORIZATION_FAILED, nothing committed for it), OffsetFetch
+// leaves unreadable topics out, ListGroups lists the groups it may
+// describe, and DeleteGroups is audited, allowed or not.
+func TestGroupAuthz(t *testing.T) {
+	sn := startSecureNode(t, fastGroups)
+	sn.createTopic("open", 1, nil)
+	sn.createTopic("secret", 1, nil)
+	sn.grant("User:alice", "open", auth.OpRead, auth.OpWrite)
+	var acls []auth.ACL
+	for _, op := range []auth.Operation{auth.OpRead, auth.OpDescribe} {
+		acls = append(acls, auth.ACL{Principal: "User:alice", Resource: auth.ResourceGroup, Pattern: auth.PatternLiteral, Name: "mine", Operation: op, Effect: auth.Allow})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := sn.backend.CreateACLs(ctx, acls); err != nil {
+		t.Fatal(err)
+	}
+	admin := sn.dialAs("admin")
+	for _, topic := range []string{"open", "secret"} {
+		if code, _ := produceCode(t, admin.do(produceReq(9, -1, topic, 0, records(t, "a", "b")))); code != 0 {
+			t.Fatalf("produce to %s: %s", topic, errorName(code))
+		}
+	}
+	wantCode(t, "admin's commit to theirs", commitCode(t, admin.do(simpleCommit(9, "theirs", "open", 0, 1))), errNone)
+	c := sn.dialAs("alice")
+
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.SetVersion(4)
+	fc.CoordinatorKeys = []string{"mine", "theirs"}
+	if r := c.do(fc).(*kmsg.FindCoordinatorResponse); r.Coordinators[0].ErrorCode != 0 || r.Coordinators[1].ErrorCode != errGroupAuthorizationFailed {
+		t.Errorf("find coordinator of mine, theirs: %+v", r.Coordinators)
+	}
+	wantCode(t, "join theirs", c.do(joinReq(9, "theirs", "", 10*time.Second, "open")).(*kmsg.JoinGroupResponse).ErrorCode, errGroupAuthorizationFailed)
+	wantCode(t, "commit to theirs", commitCode(t, c.do(simpleCommit(9, "theirs", "open", 0, 1))), errGroupAuthorizationFailed)
+
+	req := simpleCommit(9, "mine", "open", 0, 2)
+	req.Topics = append(req.Topics, simpleCommit(9, "mine", "secret", 0, 2).Topics[0])
+	r := c.do(req).(*kmsg.OffsetCommitResponse)
+	if r.Topics[0].Partitions[0].ErrorCode != 0 || r.Topics[1].Partitions[0].ErrorCode != errTopicAuthorizationFailed {
+		t.Fatalf("commit of open and secret: %+v", r.Topics)
+	}
+	g, err := sn.backend.ConsumerGroup("mine")
+	if err != nil || g.Topics["open"].Partitions[0].Committed != 2 || g.Topics["secret"] != nil {
+		t.Fatalf("mine after the commit: %+v %v", g, err)
+	}
+	wantCode(t, "admin's commit of secret to mine", commitCode(t, admin.do(simpleCommit(9, "mine", "secret", 0, 2))), errNone)
+	all := kmsg.NewPtrOffsetFetchRequest()
+	all.SetVersion(7)
+	all.Group = "mine"
+	if fr := c.do(all).(*kmsg.OffsetFetchResponse); fr.ErrorCode != 0 || len(fr.Topics) != 1 || fr.Topics[0].Topic != "open" {
+		t.Errorf("alice's offsets of every topic of mine: %+v", fr)
+	}
+	if _, code := fetchedOffset(t, c.do(fetchOffsetReq(9, "mine", "secret", 0))); code != errTopicAuthorizationFailed {
+		t.Errorf("alice's offset of secret: %s", errorName(code))
+	}
+	if _, code := fetchedOffset(t, c.do(fetchOffsetReq(9, "theirs", "open", 0))); code != errGroupAuthorizationFailed {
+		t.Errorf("alice's offsets of theirs: %s", errorName(code))
+	}
+
+	lg := kmsg.NewPtrListGroupsRequest()
+	lg.SetVersion(5)
+	var listed []string
+	for _, g := range c.do(lg).(*kmsg.ListGroupsResponse).Groups {
+		listed = append(listed, g.Group)
+	}
+	if !slices.Equal(listed, []string{"mine"}) {
+		t.Errorf("alice lists %q; want mine", listed)
+	}
+	dg := kmsg.NewPtrDeleteGroupsRequest()
+	dg.SetVersion(2)
+	dg.Groups = []string{"mine"}
+	if r := c.do(dg).(*kmsg.DeleteGroupsResponse); r.Groups[0].ErrorCode != errGroupAuthorizationFailed {
+		t.Errorf("alice's delete of mine: %s", errorName(r.Groups[0].ErrorCode))
+	}
+	if r := admin.do(dg).(*kmsg.DeleteGroupsResponse); r.Groups[0].ErrorCode != 0 {
+		t.Errorf("admin's delete of mine: %s", errorName(r.Groups[0].ErrorCode))
+	}
+	log := sn.audit.String()
+	for _, want := range []string{
+		`"procedure":"kafka/DeleteGroups","principal":"User:alice","auth":"certificate"`,
+		`"request":{"group":"mine"},"outcome":"group_authorization_failed"`,
+		`"procedure":"kafka/DeleteGroups","principal":"User:admin"`,
+		`"request":{"group":"mine"},"outcome":"ok"`,
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("audit log lacks %s:\n%s", want, log)
+		}
+	}
 }
