@@ -39,6 +39,7 @@ cluster-stop:
 # the nemesis tests share LOGD_NEMESIS_DURATION (default 20m).
 fault: test-tools
 	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -timeout 90m -run 'Cluster|Kill|Restart|Abuse|Nemesis|PowerCut|Failpoint|SlowDisk|Clock|Kafka' -v ./cmd/logd/
+	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -timeout 20m -run 'Churn' -v ./kafka/
 
 vet:
 	$(GO) vet $(PKGS)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -102,9 +103,13 @@ func startGroupMember(t *testing.T, ctx context.Context, addr, name, groupID, to
 				}
 			})
 			fs.EachRecord(func(r *kgo.Record) { c.add(name, r) })
-			if err := cl.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil && m.err == nil {
+			// What was consumed is committed even when the member is being
+			// stopped meanwhile: its context does not bound the commit.
+			cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := cl.CommitUncommittedOffsets(cctx); err != nil && m.err == nil {
 				m.err = fmt.Errorf("%s: commit: %w", name, err)
 			}
+			ccancel()
 			cl.AllowRebalance()
 		}
 	}()
@@ -400,4 +405,87 @@ func TestKgoSimpleCommit(t *testing.T) {
 			t.Errorf("the member started partition %d at %d; want %d", p, first, 7+p)
 		}
 	}
+}
+
+// TestKgoGroupChurn: members of a cooperative-sticky group start and
+// leave while records are written, then the group settles with every
+// member in: every record is consumed exactly once over all of them (no
+// partition had two owners at once, and no commit was lost or landed
+// late), and the group commits every partition up to its end. The short
+// variant churns for a few seconds; LOGD_FAULT_LONG=1 churns for a minute
+// with more records.
+func TestKgoGroupChurn(t *testing.T) {
+	total, churn, every := 1200, 3*time.Second, 300*time.Millisecond
+	if os.Getenv("LOGD_FAULT_LONG") == "1" {
+		total, churn, every = 30_000, time.Minute, 2*time.Second
+	}
+	tn := startNode(t, fastGroups)
+	tn.createTopic("churn", 6, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), churn+2*time.Minute)
+	defer cancel()
+
+	prod := newKgo(t, tn.addr, kgo.DefaultProduceTopic("churn"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	produced := make(chan error, 1)
+	pace := churn / time.Duration(total/6)
+	go func() {
+		for i := 0; i < total; i += 6 {
+			recs := make([]*kgo.Record, 6)
+			for j := range recs {
+				recs[j] = &kgo.Record{Value: fmt.Appendf(nil, "churn-%06d", i+j)}
+			}
+			if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+				produced <- err
+				return
+			}
+			time.Sleep(pace)
+		}
+		produced <- nil
+	}()
+
+	c := newConsumed()
+	opts := []kgo.Opt{kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.FetchMaxPartitionBytes(1)}
+	slots := make([]*groupMember, 3)
+	started := 0
+	start := func(i int) {
+		started++
+		slots[i] = startGroupMember(t, ctx, tn.addr, fmt.Sprintf("m%d", started), "churn", "churn", c, opts...)
+	}
+	start(0)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for end, i := time.Now().Add(churn), 0; time.Now().Before(end); i++ {
+		<-tick.C
+		s := i % len(slots)
+		if slots[s] != nil {
+			slots[s].stop(t)
+			slots[s] = nil
+		} else {
+			start(s)
+		}
+	}
+	for i := range slots {
+		if slots[i] == nil {
+			start(i)
+		}
+	}
+	if err := <-produced; err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	waitFor(t, time.Minute, "every record consumed", func() bool { n, _ := c.total(); return n == total })
+	waitCommittedEnd(t, tn, "churn", "churn", 6)
+	for _, m := range slots {
+		m.stop(t)
+	}
+	distinct, all := c.total()
+	if distinct != total || all != total {
+		n := 0
+		for v, ms := range c.by {
+			if len(ms) > 1 && n < 10 {
+				t.Errorf("%s consumed by %v", v, ms)
+				n++
+			}
+		}
+		t.Fatalf("%d distinct records consumed %d times; want %d once each", distinct, all, total)
+	}
+	t.Logf("%d records, %d members over the run", total, started)
 }
