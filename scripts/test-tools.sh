@@ -1,22 +1,47 @@
 #!/usr/bin/env bash
 # Installs the tools the tests run as real clients, only those missing:
-# kcat (Debian package) for the Kafka listener's end-to-end test
-# (cmd/logd/kafka_e2e_test.go). Idempotent; `make test` runs it first.
-# Without root or apt-get it says what is missing and goes on: that test
-# then skips, except under CI=true, where it fails.
+# kcat (Debian package) for the Kafka listener's end-to-end tests
+# (cmd/logd/kafka_e2e_test.go), node and npm (Debian packages nodejs and
+# npm) and the kafkajs that cmd/logd/testdata/kafkajs/package-lock.json
+# pins, for cmd/logd/kafkajs_e2e_test.go. Idempotent: npm ci runs only
+# when node_modules is missing or the lock file changed since it last ran.
+# `make test` runs it first. Without root or apt-get, or when npm ci fails,
+# it says what is missing and goes on: those tests then skip, except under
+# CI=true, where they fail.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 missing=()
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 
-if [ ${#missing[@]} -eq 0 ]; then
+if [ ${#missing[@]} -gt 0 ]; then
+	if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+		echo "test-tools: missing ${missing[*]}; install them (apt-get install ${missing[*]}) or their tests skip (fail under CI=true)" >&2
+	else
+		echo "test-tools: installing ${missing[*]}" >&2
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq
+		apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	fi
+fi
+
+# kafkajs, pinned by its lock file. The stamp in node_modules records the
+# lock file's hash from the last npm ci (which empties node_modules first).
+kafkajs=cmd/logd/testdata/kafkajs
+stamp=$kafkajs/node_modules/.logd-lock.sha256
+if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
+	echo "test-tools: no node or npm; the kafkajs tests skip (fail under CI=true)" >&2
 	exit 0
 fi
-if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-	echo "test-tools: missing ${missing[*]}; install them (apt-get install ${missing[*]}) or their tests skip (fail under CI=true)" >&2
+lock=$(sha256sum "$kafkajs/package-lock.json" | cut -d' ' -f1)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$lock" ]; then
 	exit 0
 fi
-echo "test-tools: installing ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "test-tools: npm ci in $kafkajs" >&2
+if (cd "$kafkajs" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
+	echo "$lock" >"$stamp"
+else
+	echo "test-tools: npm ci in $kafkajs failed; the kafkajs tests skip (fail under CI=true)" >&2
+fi

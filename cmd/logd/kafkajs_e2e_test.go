@@ -1,0 +1,346 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/partition"
+)
+
+// kafkajsDir holds the kafkajs scripts, package.json and the
+// package-lock.json that pins kafkajs; scripts/test-tools.sh runs npm ci
+// there.
+const kafkajsDir = "testdata/kafkajs"
+
+// kafkajsNode returns the path of node after checking that the kafkajs
+// the lock file pins is installed (scripts/test-tools.sh installs node,
+// npm and it; make test runs that first). Without them the test skips,
+// except under CI=true, where a missing tool is a broken setup and fails.
+func kafkajsNode(t *testing.T) string {
+	t.Helper()
+	missing := func(what string) {
+		t.Helper()
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s: scripts/test-tools.sh installs it (make test runs it)", what)
+		}
+		t.Skipf("%s: run scripts/test-tools.sh (make test does) to run this test", what)
+	}
+	bin, err := exec.LookPath("node")
+	if err != nil {
+		missing("node is not installed")
+	}
+	var lock struct {
+		Packages map[string]struct {
+			Version string `json:"version"`
+		} `json:"packages"`
+	}
+	b, err := os.ReadFile(filepath.Join(kafkajsDir, "package-lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &lock); err != nil {
+		t.Fatalf("%s/package-lock.json: %v", kafkajsDir, err)
+	}
+	want := lock.Packages["node_modules/kafkajs"].Version
+	var installed struct {
+		Version string `json:"version"`
+	}
+	b, err = os.ReadFile(filepath.Join(kafkajsDir, "node_modules", "kafkajs", "package.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &installed)
+	}
+	if err != nil || installed.Version != want {
+		missing(fmt.Sprintf("kafkajs %s is not installed in %s (found %q, %v)", want, kafkajsDir, installed.Version, err))
+	}
+	return bin
+}
+
+// runKafkajs runs one command of testdata/kafkajs/kafkajs.js with args as
+// its JSON parameters and decodes the JSON it prints into out.
+func runKafkajs(t *testing.T, ctx context.Context, bin, command string, args map[string]any, out any) {
+	t.Helper()
+	raw, err := json.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, bin, "kafkajs.js", command, string(raw))
+	cmd.Dir = kafkajsDir
+	cmd.Env = append(os.Environ(), "KAFKAJS_NO_PARTITIONER_WARNING=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kafkajs %s: %v\n%s", command, err, tail(stderr.String(), 4000))
+	}
+	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
+		t.Fatalf("kafkajs %s printed %q: %v\n%s", command, tail(stdout.String(), 2000), err, tail(stderr.String(), 4000))
+	}
+	t.Logf("kafkajs %s: %v (under shared load)", command, time.Since(start).Round(time.Millisecond))
+}
+
+// kafkajsError is an error kafkajs.js reports, with its causes.
+type kafkajsError struct {
+	Name    string          `json:"name"`
+	Message string          `json:"message"`
+	Type    string          `json:"type"`
+	Cause   *kafkajsError   `json:"cause"`
+	Errors  []*kafkajsError `json:"errors"`
+}
+
+// types lists the Kafka error types of e and of its causes.
+func (e *kafkajsError) types() []string {
+	if e == nil {
+		return nil
+	}
+	out := []string{}
+	if e.Type != "" {
+		out = append(out, e.Type)
+	}
+	out = append(out, e.Cause.types()...)
+	for _, c := range e.Errors {
+		out = append(out, c.types()...)
+	}
+	return out
+}
+
+// kafkajsRecord is record i of kafkajs.js's produce command.
+func kafkajsRecord(i int) client.FetchedRecord {
+	return client.FetchedRecord{
+		Key:     fmt.Appendf(nil, "key-%d", i%97),
+		Value:   fmt.Appendf(nil, "kafkajs-%05d", i),
+		Headers: []client.Header{{Key: "seq", Value: []byte(strconv.Itoa(i))}, {Key: "origin", Value: []byte("kafkajs")}},
+	}
+}
+
+// readByValue reads every record of topic through logd's Go client and
+// indexes them by value; a value read twice fails the test.
+func readByValue(t *testing.T, ctx context.Context, nd *node, topic string) map[string]client.FetchedRecord {
+	t.Helper()
+	c, err := client.New(nd.listen, client.Options{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	d, err := c.DescribeTopic(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]client.FetchedRecord{}
+	for _, p := range d.Partitions {
+		for off := p.LogStart; off < p.End; {
+			resp, err := c.Fetch(ctx, client.FetchRequest{Topic: topic, Partition: p.Partition, Offset: off})
+			if err != nil {
+				t.Fatalf("fetch %s/%d@%d: %v", topic, p.Partition, off, err)
+			}
+			for _, r := range resp.Records {
+				if prev, dup := out[string(r.Value)]; dup {
+					t.Fatalf("%q read at %d/%d and at %d/%d", r.Value, prev.Partition, prev.Offset, r.Partition, r.Offset)
+				}
+				out[string(r.Value)] = r
+			}
+			if resp.Next <= off {
+				t.Fatalf("fetch %s/%d@%d: next offset %d", topic, p.Partition, off, resp.Next)
+			}
+			off = resp.Next
+		}
+	}
+	return out
+}
+
+// sameHeaders reports whether two header lists are equal, in order.
+func sameHeaders(a, b []client.Header) bool {
+	return slices.EqualFunc(a, b, func(x, y client.Header) bool { return x.Key == y.Key && bytes.Equal(x.Value, y.Value) })
+}
+
+// TestKafkaKafkajs runs kafkajs 2.2.4 (pinned by
+// testdata/kafkajs/package-lock.json) against the built logd, with topic
+// auto-creation off:
+//   - its producer (acks -1, every other send gzip) writes 300 keyed
+//     records with headers across three partitions; logd's Go client reads
+//     every one back once, with its key and headers, in the partition of
+//     Kafka's murmur2 (kafkajs's default partitioner, and logd's), at the
+//     offsets the produce answers gave;
+//   - its producer with kafkajs's defaults, which ask Metadata to create a
+//     missing topic, is refused with UNKNOWN_TOPIC_OR_PARTITION and creates
+//     nothing;
+//   - its admin client creates a topic with a setting, sees it in
+//     Metadata and DescribeConfigs, is told it exists when it creates it
+//     again, and deletes it; logd's client sees each step. AlterConfigs,
+//     not advertised, is refused by kafkajs itself.
+func TestKafkaKafkajs(t *testing.T) {
+	bin := kafkajsNode(t)
+	kaddr := freeAddr(t)
+	nd := startNode(t, "--kafka-listen", kaddr, "--kafka-auto-create-topics=false")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := client.New(nd.listen, client.Options{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	topics := func() []string {
+		t.Helper()
+		ts, err := c.ListTopics(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tp := range ts {
+			names = append(names, tp.Name)
+		}
+		return names
+	}
+
+	t.Run("produce", func(t *testing.T) {
+		const parts, n, perSend = 3, 300, 30
+		createTopic(t, ctx, nd, "js", parts, nil)
+		var res struct {
+			Sends []struct {
+				First int `json:"first"`
+				Count int `json:"count"`
+				Meta  []struct {
+					Partition  int32  `json:"partition"`
+					ErrorCode  int    `json:"errorCode"`
+					BaseOffset string `json:"baseOffset"`
+				} `json:"meta"`
+			} `json:"sends"`
+		}
+		runKafkajs(t, ctx, bin, "produce", map[string]any{"broker": kaddr, "topic": "js", "count": n, "perSend": perSend}, &res)
+
+		got := readByValue(t, ctx, nd, "js")
+		if len(got) != n {
+			t.Fatalf("logd's client read %d records, kafkajs produced %d", len(got), n)
+		}
+		perPart := map[int32]int{}
+		for i := range n {
+			want := kafkajsRecord(i)
+			r, ok := got[string(want.Value)]
+			if !ok {
+				t.Fatalf("%s: produced by kafkajs, not read by logd's client", want.Value)
+			}
+			if !bytes.Equal(r.Key, want.Key) || !sameHeaders(r.Headers, want.Headers) {
+				t.Fatalf("%s: key %q headers %v, want key %q headers %v", want.Value, r.Key, r.Headers, want.Key, want.Headers)
+			}
+			if p := partition.ForKey(want.Key, parts); r.Partition != p {
+				t.Fatalf("%s (key %s) is in partition %d, murmur2 gives %d", want.Value, want.Key, r.Partition, p)
+			}
+			perPart[r.Partition]++
+		}
+		if len(perPart) != parts {
+			t.Fatalf("records landed in %d partitions of %d: %v", len(perPart), parts, perPart)
+		}
+		// Each send's records of a partition sit from the base offset its
+		// answer gave, in the order sent.
+		if len(res.Sends) != n/perSend {
+			t.Fatalf("kafkajs reported %d sends, want %d", len(res.Sends), n/perSend)
+		}
+		for _, s := range res.Sends {
+			next := map[int32]int64{}
+			for _, m := range s.Meta {
+				if m.ErrorCode != 0 {
+					t.Fatalf("send of records %d..: partition %d answered error %d", s.First, m.Partition, m.ErrorCode)
+				}
+				base, err := strconv.ParseInt(m.BaseOffset, 10, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				next[m.Partition] = base
+			}
+			for i := s.First; i < s.First+s.Count; i++ {
+				r := got[string(kafkajsRecord(i).Value)]
+				want, ok := next[r.Partition]
+				if !ok {
+					t.Fatalf("record %d is in partition %d, which its send's answer does not name", i, r.Partition)
+				}
+				if r.Offset != want {
+					t.Fatalf("record %d is at %d/%d, its send's answer puts it at %d", i, r.Partition, r.Offset, want)
+				}
+				next[r.Partition]++
+			}
+		}
+	})
+
+	t.Run("auto-create refused", func(t *testing.T) {
+		var res struct {
+			Produced bool          `json:"produced"`
+			Error    *kafkajsError `json:"error"`
+		}
+		runKafkajs(t, ctx, bin, "produce-missing", map[string]any{"broker": kaddr, "topic": "js-missing", "retries": 2}, &res)
+		if res.Produced || !slices.Contains(res.Error.types(), "UNKNOWN_TOPIC_OR_PARTITION") {
+			t.Fatalf("kafkajs produce to a missing topic: produced %v, error %+v; want UNKNOWN_TOPIC_OR_PARTITION", res.Produced, res.Error)
+		}
+		if slices.Contains(topics(), "js-missing") {
+			t.Fatal("a kafkajs produce created js-missing with auto-creation off")
+		}
+	})
+
+	t.Run("admin", func(t *testing.T) {
+		var created struct {
+			Created    bool `json:"created"`
+			Listed     bool `json:"listed"`
+			Partitions []struct {
+				Partition int32 `json:"partition"`
+				Leader    int32 `json:"leader"`
+				Error     int   `json:"error"`
+			} `json:"partitions"`
+			RetentionMs    *string `json:"retentionMs"`
+			CreatedAgain   bool    `json:"createdAgain"`
+			CreatedDefault bool    `json:"createdDefault"`
+		}
+		runKafkajs(t, ctx, bin, "admin-create", map[string]any{"broker": kaddr, "topic": "jsadmin", "partitions": 4}, &created)
+		if !created.Created || !created.Listed || len(created.Partitions) != 4 || !created.CreatedDefault {
+			t.Fatalf("kafkajs admin: %+v; want created, listed, 4 partitions, and the default topic created", created)
+		}
+		for _, p := range created.Partitions {
+			if p.Leader != 1 || p.Error != 0 {
+				t.Fatalf("kafkajs metadata of jsadmin: %+v; want leader 1 (n1) and no error", created.Partitions)
+			}
+		}
+		if created.RetentionMs == nil || *created.RetentionMs != "3600000" {
+			t.Fatalf("kafkajs DescribeConfigs of jsadmin: retention.ms %v, want 3600000", created.RetentionMs)
+		}
+		if created.CreatedAgain {
+			t.Fatal("kafkajs created jsadmin twice: want TOPIC_ALREADY_EXISTS (createTopics answers false)")
+		}
+		for name, want := range map[string]int32{"jsadmin": 4, "jsadmin-default": 1} {
+			d, err := c.DescribeTopic(ctx, name)
+			if err != nil {
+				t.Fatalf("logd's client after kafkajs createTopics: %v", err)
+			}
+			if d.Topic.Partitions != want {
+				t.Fatalf("%s has %d partitions, want %d", name, d.Topic.Partitions, want)
+			}
+			if name == "jsadmin" && d.Topic.Config["retention.ms"] != "3600000" {
+				t.Fatalf("jsadmin's retention.ms is %q in logd, kafkajs set 3600000", d.Topic.Config["retention.ms"])
+			}
+		}
+
+		var deleted struct {
+			Left         []string      `json:"left"`
+			AlterConfigs *kafkajsError `json:"alterConfigs"`
+		}
+		runKafkajs(t, ctx, bin, "admin-delete", map[string]any{"broker": kaddr, "topic": "jsadmin"}, &deleted)
+		if len(deleted.Left) != 0 {
+			t.Fatalf("kafkajs lists %v after deleting them", deleted.Left)
+		}
+		for _, name := range topics() {
+			if strings.HasPrefix(name, "jsadmin") {
+				t.Fatalf("logd still has %s after kafkajs deleteTopics", name)
+			}
+		}
+		if deleted.AlterConfigs == nil || deleted.AlterConfigs.Name != "KafkaJSServerDoesNotSupportApiKey" {
+			t.Fatalf("kafkajs alterConfigs (AlterConfigs, not advertised): %+v; want KafkaJSServerDoesNotSupportApiKey", deleted.AlterConfigs)
+		}
+	})
+}

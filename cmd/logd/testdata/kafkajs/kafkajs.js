@@ -1,0 +1,144 @@
+// kafkajs against logd's Kafka listener: one command per run, its
+// parameters as one JSON argument, its outcome as one JSON object on stdout
+// (cmd/logd/kafkajs_e2e_test.go checks it). A failure the test expects is
+// part of the outcome, not an exit status: the script exits 0 unless it
+// could not run at all.
+//
+//   node kafkajs.js produce '{"broker":"127.0.0.1:9092","topic":"t","count":300,"perSend":30}'
+//   node kafkajs.js produce-missing '{"broker":...,"topic":"nope"}'
+//   node kafkajs.js admin-create '{"broker":...,"topic":"adm","partitions":3}'
+//   node kafkajs.js admin-delete '{"broker":...,"topic":"adm"}'
+'use strict'
+
+const { Kafka, logLevel, CompressionTypes, ConfigResourceTypes } = require('kafkajs')
+
+const [command, raw] = process.argv.slice(2)
+const args = JSON.parse(raw || '{}')
+
+// Log lines go to stderr, where the test shows them when it fails.
+const kafka = new Kafka({
+  clientId: 'logd-kafkajs-e2e',
+  brokers: [args.broker],
+  logLevel: logLevel.WARN,
+  connectionTimeout: 5000,
+  requestTimeout: 30000,
+  retry: { initialRetryTime: 100, retries: args.retries ?? 5 },
+  logCreator: () => ({ namespace, level, label, log }) => {
+    const { message, ...extra } = log
+    process.stderr.write(`${label} [${namespace}] ${message} ${JSON.stringify(extra)}\n`)
+  },
+})
+
+// describe flattens an error and its causes into what the test matches on.
+function describe (e) {
+  const out = { name: e.name, message: e.message, type: e.type, retriable: e.retriable }
+  if (e.cause) out.cause = describe(e.cause)
+  if (Array.isArray(e.errors)) out.errors = e.errors.map(describe)
+  return out
+}
+
+// record i of the produce command: a key, a value and two headers that
+// tell it apart from every other record.
+function record (i) {
+  return {
+    key: `key-${i % 97}`,
+    value: `kafkajs-${String(i).padStart(5, '0')}`,
+    headers: { seq: String(i), origin: 'kafkajs' },
+  }
+}
+
+// produce sends args.count records in sends of args.perSend, acks -1,
+// every other send gzip-compressed, and reports each send's answer per
+// partition.
+async function produce () {
+  const producer = kafka.producer({ allowAutoTopicCreation: false, idempotent: false })
+  await producer.connect()
+  const sends = []
+  try {
+    for (let i = 0; i < args.count; i += args.perSend) {
+      const messages = []
+      for (let j = i; j < Math.min(i + args.perSend, args.count); j++) messages.push(record(j))
+      const compression = (i / args.perSend) % 2 === 1 ? CompressionTypes.GZIP : CompressionTypes.None
+      const meta = await producer.send({ topic: args.topic, acks: -1, compression, messages })
+      sends.push({ first: i, count: messages.length, compression, meta })
+    }
+  } finally {
+    await producer.disconnect()
+  }
+  return { sends }
+}
+
+// produceMissing sends one record to a topic that does not exist with
+// kafkajs's defaults (it asks for auto-creation) and reports the error.
+async function produceMissing () {
+  const producer = kafka.producer()
+  await producer.connect()
+  try {
+    await producer.send({ topic: args.topic, acks: -1, messages: [{ value: 'nowhere' }] })
+    return { produced: true }
+  } catch (e) {
+    return { produced: false, error: describe(e) }
+  } finally {
+    await producer.disconnect()
+  }
+}
+
+// adminCreate creates a topic with a setting and reads it back through
+// Metadata and DescribeConfigs, creates it again (kafkajs answers false
+// when the topic exists), and creates a second topic with the defaults.
+async function adminCreate () {
+  const a = kafka.admin()
+  await a.connect()
+  const out = {}
+  try {
+    out.created = await a.createTopics({
+      waitForLeaders: true,
+      topics: [{ topic: args.topic, numPartitions: args.partitions, configEntries: [{ name: 'retention.ms', value: '3600000' }] }],
+    })
+    out.listed = (await a.listTopics()).includes(args.topic)
+    const md = await a.fetchTopicMetadata({ topics: [args.topic] })
+    out.partitions = md.topics[0].partitions.map(p => ({ partition: p.partitionId, leader: p.leader, error: p.partitionErrorCode }))
+    const cfg = await a.describeConfigs({ resources: [{ type: ConfigResourceTypes.TOPIC, name: args.topic }] })
+    const entry = cfg.resources[0].configEntries.find(c => c.configName === 'retention.ms')
+    out.retentionMs = entry ? entry.configValue : null
+    out.createdAgain = await a.createTopics({ topics: [{ topic: args.topic, numPartitions: args.partitions }] })
+    out.createdDefault = await a.createTopics({ waitForLeaders: true, topics: [{ topic: args.topic + '-default' }] })
+  } finally {
+    await a.disconnect()
+  }
+  return out
+}
+
+// adminDelete deletes the topics adminCreate made, lists what is left of
+// them, and tries AlterConfigs, which logd does not advertise.
+async function adminDelete () {
+  const a = kafka.admin()
+  await a.connect()
+  const out = {}
+  try {
+    await a.deleteTopics({ topics: [args.topic, args.topic + '-default'], timeout: 10000 })
+    out.left = (await a.listTopics()).filter(t => t.startsWith(args.topic))
+    try {
+      await a.alterConfigs({ resources: [{ type: ConfigResourceTypes.TOPIC, name: args.topic, configEntries: [{ name: 'retention.ms', value: '1' }] }] })
+      out.alterConfigs = { name: 'ok' }
+    } catch (e) {
+      out.alterConfigs = describe(e)
+    }
+  } finally {
+    await a.disconnect()
+  }
+  return out
+}
+
+const commands = { produce, 'produce-missing': produceMissing, 'admin-create': adminCreate, 'admin-delete': adminDelete }
+
+async function main () {
+  const fn = commands[command]
+  if (!fn) throw new Error(`unknown command ${command}`)
+  process.stdout.write(JSON.stringify(await fn()) + '\n')
+}
+
+main().catch(e => {
+  process.stderr.write(`kafkajs.js ${command}: ${e.stack || e}\n${JSON.stringify(describe(e))}\n`)
+  process.exit(1)
+})
