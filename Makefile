@@ -47,7 +47,8 @@ vet:
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-# The client tools the tests run (kcat), installed only when missing.
+# The client tools the tests run (kcat; node, npm and the pinned kafkajs),
+# installed only when missing (npm ci only when its lock file changed).
 test-tools:
 	@scripts/test-tools.sh
 
