@@ -170,7 +170,8 @@ func sameHeaders(a, b []client.Header) bool {
 //     records with headers across three partitions; logd's Go client reads
 //     every one back once, with its key and headers, in the partition of
 //     Kafka's murmur2 (kafkajs's default partitioner, and logd's), at the
-//     offsets the produce answers gave;
+//     offsets the produce answers gave; its admin client lists each
+//     partition's offsets, earliest, latest and by timestamp;
 //   - its producer with kafkajs's defaults, which ask Metadata to create a
 //     missing topic, is refused with UNKNOWN_TOPIC_OR_PARTITION and creates
 //     nothing;
@@ -240,6 +241,50 @@ func TestKafkaKafkajs(t *testing.T) {
 		if len(perPart) != parts {
 			t.Fatalf("records landed in %d partitions of %d: %v", len(perPart), parts, perPart)
 		}
+		// ListOffsets through kafkajs's admin client: the log start and end
+		// of each partition, and by the time of the middle record, the first
+		// offset stamped at or after it (kafkajs gives the end where none is).
+		ends := map[int32]int64{}
+		mid := got[string(kafkajsRecord(n/2).Value)].Timestamp
+		atMid := map[int32]int64{}
+		for _, r := range got {
+			ends[r.Partition] = max(ends[r.Partition], r.Offset+1)
+			if !r.Timestamp.Before(mid) {
+				if o, ok := atMid[r.Partition]; !ok || r.Offset < o {
+					atMid[r.Partition] = r.Offset
+				}
+			}
+		}
+		var offs struct {
+			Offsets []struct {
+				Partition int32  `json:"partition"`
+				Low       string `json:"low"`
+				High      string `json:"high"`
+			} `json:"offsets"`
+			ByTimestamp []struct {
+				Partition int32  `json:"partition"`
+				Offset    string `json:"offset"`
+			} `json:"byTimestamp"`
+		}
+		runKafkajs(t, ctx, bin, "offsets", map[string]any{"broker": kaddr, "topic": "js", "timestamp": mid.UnixMilli()}, &offs)
+		if len(offs.Offsets) != parts || len(offs.ByTimestamp) != parts {
+			t.Fatalf("kafkajs offsets of %d and %d partitions, want %d", len(offs.Offsets), len(offs.ByTimestamp), parts)
+		}
+		for _, o := range offs.Offsets {
+			if o.Low != "0" || o.High != strconv.FormatInt(ends[o.Partition], 10) {
+				t.Fatalf("kafkajs fetchTopicOffsets: partition %d from %s to %s, want 0 to %d", o.Partition, o.Low, o.High, ends[o.Partition])
+			}
+		}
+		for _, o := range offs.ByTimestamp {
+			want, ok := atMid[o.Partition]
+			if !ok {
+				want = ends[o.Partition]
+			}
+			if o.Offset != strconv.FormatInt(want, 10) {
+				t.Fatalf("kafkajs fetchTopicOffsetsByTimestamp(%d): partition %d at %s, want %d", mid.UnixMilli(), o.Partition, o.Offset, want)
+			}
+		}
+
 		// Each send's records of a partition sit from the base offset its
 		// answer gave, in the order sent.
 		if len(res.Sends) != n/perSend {

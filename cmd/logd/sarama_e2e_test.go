@@ -49,7 +49,9 @@ func saramaMessage(topic, prefix string, i int) *sarama.ProducerMessage {
 // records with headers across three partitions; logd's Go client reads
 // every one back once, with its key and headers, at the partition and
 // offset sarama was told; sarama's partition consumer (which checks each
-// batch's CRC) reads them all back too; and a produce to a missing topic,
+// batch's CRC) reads them all back too; its cluster admin creates a topic
+// with a setting, describes and alters the setting, and deletes the
+// topic, as logd's client sees; and a produce to a missing topic,
 // whose Metadata asks for auto-creation, is refused with
 // UNKNOWN_TOPIC_OR_PARTITION and creates nothing.
 func TestKafkaSarama(t *testing.T) {
@@ -127,6 +129,7 @@ func TestKafkaSarama(t *testing.T) {
 	t.Run("partition consumer", func(t *testing.T) {
 		cfg := saramaConfig()
 		cfg.Consumer.Return.Errors = true
+		cfg.Consumer.MaxWaitTime = 100 * time.Millisecond
 		cons, err := sarama.NewConsumer([]string{kaddr}, cfg)
 		if err != nil {
 			t.Fatalf("sarama consumer: %v", err)
@@ -171,6 +174,61 @@ func TestKafkaSarama(t *testing.T) {
 		}
 		if len(seen) != len(acked) {
 			t.Fatalf("sarama read %d of %d records", len(seen), len(acked))
+		}
+	})
+
+	t.Run("admin", func(t *testing.T) {
+		a, err := sarama.NewClusterAdmin([]string{kaddr}, saramaConfig())
+		if err != nil {
+			t.Fatalf("sarama cluster admin: %v", err)
+		}
+		defer a.Close()
+		c, err := client.New(nd.listen, client.Options{Timeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		str := func(s string) *string { return &s }
+		retention := func(want string) {
+			t.Helper()
+			entries, err := a.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: "saradmin", ConfigNames: []string{"retention.ms"}})
+			if err != nil || len(entries) != 1 || entries[0].Value != want || entries[0].Source != sarama.SourceTopic {
+				t.Fatalf("sarama DescribeConfig of saradmin: %+v, %v; want retention.ms %s set on the topic", entries, err, want)
+			}
+			d, err := c.DescribeTopic(ctx, "saradmin")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Topic.Config["retention.ms"] != want {
+				t.Fatalf("saradmin's retention.ms is %q in logd, sarama set %s", d.Topic.Config["retention.ms"], want)
+			}
+		}
+
+		if err := a.CreateTopic("saradmin", &sarama.TopicDetail{NumPartitions: 2, ReplicationFactor: 1, ConfigEntries: map[string]*string{"retention.ms": str("7200000")}}, false); err != nil {
+			t.Fatalf("sarama CreateTopic: %v", err)
+		}
+		if err := a.CreateTopic("saradmin", &sarama.TopicDetail{NumPartitions: 2, ReplicationFactor: 1}, false); !errors.Is(err, sarama.ErrTopicAlreadyExists) {
+			t.Fatalf("sarama CreateTopic of an existing topic: %v, want %v", err, sarama.ErrTopicAlreadyExists)
+		}
+		topics, err := a.ListTopics()
+		if err != nil || topics["saradmin"].NumPartitions != 2 {
+			t.Fatalf("sarama ListTopics: %v; saradmin %+v, want 2 partitions", err, topics["saradmin"])
+		}
+		retention("7200000")
+		if err := a.IncrementalAlterConfig(sarama.TopicResource, "saradmin", map[string]sarama.IncrementalAlterConfigsEntry{
+			"retention.ms": {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: str("3600000")},
+		}, false); err != nil {
+			t.Fatalf("sarama IncrementalAlterConfig: %v", err)
+		}
+		retention("3600000")
+		if err := a.DeleteTopic("saradmin"); err != nil {
+			t.Fatalf("sarama DeleteTopic: %v", err)
+		}
+		if _, err := c.DescribeTopic(ctx, "saradmin"); !errors.Is(err, client.ErrUnknownTopic) {
+			t.Fatalf("logd's client after sarama DeleteTopic: %v, want %v", err, client.ErrUnknownTopic)
+		}
+		if err := a.DeleteTopic("saradmin"); !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+			t.Fatalf("sarama DeleteTopic of a deleted topic: %v, want %v", err, sarama.ErrUnknownTopicOrPartition)
 		}
 	})
 

@@ -5,6 +5,7 @@
 // could not run at all.
 //
 //   node kafkajs.js produce '{"broker":"127.0.0.1:9092","topic":"t","count":300,"perSend":30}'
+//   node kafkajs.js offsets '{"broker":...,"topic":"t","timestamp":1767225600000}'
 //   node kafkajs.js produce-missing '{"broker":...,"topic":"nope"}'
 //   node kafkajs.js admin-create '{"broker":...,"topic":"adm","partitions":3}'
 //   node kafkajs.js admin-delete '{"broker":...,"topic":"adm"}'
@@ -66,6 +67,21 @@ async function produce () {
     await producer.disconnect()
   }
   return { sends }
+}
+
+// offsets lists each partition's offsets through the admin client
+// (ListOffsets): earliest, latest, and by args.timestamp.
+async function offsets () {
+  const a = kafka.admin()
+  await a.connect()
+  try {
+    return {
+      offsets: await a.fetchTopicOffsets(args.topic),
+      byTimestamp: await a.fetchTopicOffsetsByTimestamp(args.topic, args.timestamp),
+    }
+  } finally {
+    await a.disconnect()
+  }
 }
 
 // produceMissing sends one record to a topic that does not exist with
@@ -130,7 +146,7 @@ async function adminDelete () {
   return out
 }
 
-const commands = { produce, 'produce-missing': produceMissing, 'admin-create': adminCreate, 'admin-delete': adminDelete }
+const commands = { produce, offsets, 'produce-missing': produceMissing, 'admin-create': adminCreate, 'admin-delete': adminDelete }
 
 async function main () {
   const fn = commands[command]
