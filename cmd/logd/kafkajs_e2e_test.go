@@ -389,3 +389,219 @@ func TestKafkaKafkajs(t *testing.T) {
 		}
 	})
 }
+
+// kafkajsGroup is what kafkajs.js's group command reports: whether the
+// members got their assignments and consumed what was expected, and each
+// member's joins and records.
+type kafkajsGroup struct {
+	Assigned bool `json:"assigned"`
+	Complete bool `json:"complete"`
+	Members  []struct {
+		Joins []struct {
+			MemberID   string  `json:"memberId"`
+			Leader     bool    `json:"leader"`
+			Partitions []int32 `json:"partitions"`
+		} `json:"joins"`
+		Records []struct {
+			Partition int32  `json:"partition"`
+			Offset    int64  `json:"offset"`
+			Value     string `json:"value"`
+		} `json:"records"`
+	} `json:"members"`
+}
+
+// describeGroup is `logctl group describe group -o json`.
+func describeGroup(t *testing.T, nd *node, group string) client.GroupDescription {
+	t.Helper()
+	var d client.GroupDescription
+	if err := json.Unmarshal([]byte(logctl(t, nd, "group", "describe", group, "-o", "json")), &d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// waitCommittedAtEnd waits until `logctl group describe` shows group's
+// commits at the end of every one of parts partitions.
+func waitCommittedAtEnd(t *testing.T, ctx context.Context, nd *node, group string, parts int) client.GroupDescription {
+	t.Helper()
+	var d client.GroupDescription
+	waitFor(t, ctx, "logctl group describe "+group+": commits at the end of every partition", func() bool {
+		d = describeGroup(t, nd, group)
+		done := len(d.Partitions) == parts
+		for _, p := range d.Partitions {
+			done = done && p.Committed == p.End && p.LagRecords == 0
+		}
+		return done
+	})
+	return d
+}
+
+// TestKafkaKafkajsGroup runs two kafkajs consumers (round-robin assignor,
+// eager) in one group on a topic of four partitions that holds 200
+// records written by logd's client: once both hold partitions, disjoint
+// and covering the topic, a kafkajs producer writes 200 more. Between
+// them the two consume every record exactly once, each only from its own
+// partitions, at the partition and offset logd's client reads it; once
+// they left, `logctl group describe` shows their commits at the end of
+// every partition.
+func TestKafkaKafkajsGroup(t *testing.T) {
+	bin := kafkajsNode(t)
+	const parts, early, late = 4, 200, 200
+	kaddr := freeAddr(t)
+	nd := startNode(t, "--kafka-listen", kaddr)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	createTopic(t, ctx, nd, "jsgroup", parts, nil)
+	c, err := client.New(nd.listen, client.Options{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var recs []client.Record
+	for i := range early {
+		recs = append(recs, client.Record{Key: fmt.Appendf(nil, "key-%d", i), Value: fmt.Appendf(nil, "early-%05d", i)})
+	}
+	if _, err := c.Produce(ctx, "jsgroup", recs); err != nil {
+		t.Fatal(err)
+	}
+
+	var res kafkajsGroup
+	runKafkajs(t, ctx, bin, "group", map[string]any{"broker": kaddr, "topic": "jsgroup", "partitions": parts, "group": "jsg",
+		"members": 2, "produce": late, "prefix": "late", "expect": early + late, "settleMs": 500, "timeoutMs": 60_000}, &res)
+	if !res.Assigned || !res.Complete || len(res.Members) != 2 {
+		t.Fatalf("kafkajs group: assigned %v, complete %v, %d members", res.Assigned, res.Complete, len(res.Members))
+	}
+
+	stored := readByValue(t, ctx, nd, "jsgroup")
+	if len(stored) != early+late {
+		t.Fatalf("logd's client read %d records, want %d", len(stored), early+late)
+	}
+	owner := map[int32]int{}
+	times := map[string]int{}
+	for m, mem := range res.Members {
+		// One join each: both joined the group's first generation, and no
+		// rebalance followed (one would allow records read twice).
+		if len(mem.Joins) != 1 {
+			t.Fatalf("kafkajs member %d joined %d times: %+v", m, len(mem.Joins), mem.Joins)
+		}
+		for _, p := range mem.Joins[0].Partitions {
+			if prev, dup := owner[p]; dup {
+				t.Fatalf("partition %d assigned to members %d and %d", p, prev, m)
+			}
+			owner[p] = m
+		}
+	}
+	for m, mem := range res.Members {
+		if len(mem.Records) == 0 {
+			t.Fatalf("kafkajs member %d (partitions %v) consumed nothing", m, mem.Joins[0].Partitions)
+		}
+		for _, r := range mem.Records {
+			times[r.Value]++
+			s, ok := stored[r.Value]
+			if !ok {
+				t.Fatalf("kafkajs consumed %q, which logd does not hold", r.Value)
+			}
+			if s.Partition != r.Partition || s.Offset != r.Offset {
+				t.Fatalf("kafkajs consumed %q at %d/%d, logd holds it at %d/%d", r.Value, r.Partition, r.Offset, s.Partition, s.Offset)
+			}
+			if owner[r.Partition] != m {
+				t.Fatalf("kafkajs member %d consumed %q of partition %d, assigned to member %d", m, r.Value, r.Partition, owner[r.Partition])
+			}
+		}
+	}
+	if len(owner) != parts {
+		t.Fatalf("the members hold %d partitions of %d", len(owner), parts)
+	}
+	for v := range stored {
+		if times[v] != 1 {
+			t.Fatalf("%s consumed %d times by the group, want once", v, times[v])
+		}
+	}
+	waitCommittedAtEnd(t, ctx, nd, "jsg", parts)
+}
+
+// TestKafkaMixedGroup hands one group from client to client: kcat
+// produces 300 keyed records; `logctl consume --group` (logd's own group
+// protocol) consumes them all, commits and leaves; `logctl group
+// reset-offsets --to-offset 40` moves the group back; a kafkajs consumer
+// joining the same group then reads every partition from offset 40 to its
+// end, the same records logctl read there, and commits the end again.
+func TestKafkaMixedGroup(t *testing.T) {
+	kc := kcat(t)
+	bin := kafkajsNode(t)
+	const parts, n, reset = 3, 300, 40
+	kaddr := freeAddr(t)
+	nd := startNode(t, "--kafka-listen", kaddr)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	createTopic(t, ctx, nd, "mixed", parts, nil)
+
+	file := filepath.Join(t.TempDir(), "records.txt")
+	var sb strings.Builder
+	for i := range n {
+		fmt.Fprintf(&sb, "k%d:mixed-%05d\n", i%37, i)
+	}
+	if err := os.WriteFile(file, []byte(sb.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runKcat(t, ctx, kc, "-b", kaddr, "-P", "-t", "mixed", "-K:", "-l", file)
+
+	// logctl's group consumer: every record once, by partition and offset.
+	type pos struct {
+		partition int32
+		offset    int64
+	}
+	at := map[pos]string{}
+	seen := map[string]bool{}
+	for line := range strings.SplitSeq(strings.TrimSpace(logctl(t, nd, "consume", "mixed", "--group", "mx", "-o", "json")), "\n") {
+		var r struct {
+			Partition int32  `json:"partition"`
+			Offset    int64  `json:"offset"`
+			Key       string `json:"key"`
+			Value     string `json:"value"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("logctl consume printed %q: %v", line, err)
+		}
+		if seen[r.Value] {
+			t.Fatalf("logctl consume --group read %q twice", r.Value)
+		}
+		seen[r.Value] = true
+		at[pos{r.Partition, r.Offset}] = r.Value
+	}
+	if len(seen) != n {
+		t.Fatalf("logctl consume --group read %d records, kcat produced %d", len(seen), n)
+	}
+	d := waitCommittedAtEnd(t, ctx, nd, "mx", parts)
+
+	logctl(t, nd, "group", "reset-offsets", "mx", "--topic", "mixed", "--to-offset", strconv.Itoa(reset), "--execute")
+	want := 0
+	for _, p := range d.Partitions {
+		want += int(p.End - reset)
+	}
+	var res kafkajsGroup
+	runKafkajs(t, ctx, bin, "group", map[string]any{"broker": kaddr, "topic": "mixed", "partitions": parts, "group": "mx",
+		"members": 1, "produce": 0, "expect": want, "settleMs": 500, "timeoutMs": 60_000}, &res)
+	if !res.Assigned || !res.Complete || len(res.Members) != 1 {
+		t.Fatalf("kafkajs in group mx after the reset: assigned %v, complete %v, %d members", res.Assigned, res.Complete, len(res.Members))
+	}
+	next := map[int32]int64{}
+	for _, p := range d.Partitions {
+		next[p.Partition] = reset
+	}
+	for _, r := range res.Members[0].Records {
+		if r.Offset != next[r.Partition] {
+			t.Fatalf("after the reset to %d, kafkajs read %d/%d, want offset %d", reset, r.Partition, r.Offset, next[r.Partition])
+		}
+		if v := at[pos{r.Partition, r.Offset}]; v != r.Value {
+			t.Fatalf("kafkajs read %q at %d/%d, logctl read %q there", r.Value, r.Partition, r.Offset, v)
+		}
+		next[r.Partition]++
+	}
+	for _, p := range d.Partitions {
+		if next[p.Partition] != p.End {
+			t.Fatalf("after the reset, kafkajs read partition %d up to %d, its end is %d", p.Partition, next[p.Partition], p.End)
+		}
+	}
+	waitCommittedAtEnd(t, ctx, nd, "mx", parts)
+}

@@ -9,6 +9,8 @@
 //   node kafkajs.js produce-missing '{"broker":...,"topic":"nope"}'
 //   node kafkajs.js admin-create '{"broker":...,"topic":"adm","partitions":3}'
 //   node kafkajs.js admin-delete '{"broker":...,"topic":"adm"}'
+//   node kafkajs.js group '{"broker":...,"topic":"t","partitions":4,"group":"g","members":2,
+//     "produce":200,"prefix":"late","expect":400,"settleMs":500,"timeoutMs":60000}'
 'use strict'
 
 const { Kafka, logLevel, CompressionTypes, ConfigResourceTypes } = require('kafkajs')
@@ -146,7 +148,74 @@ async function adminDelete () {
   return out
 }
 
-const commands = { produce, offsets, 'produce-missing': produceMissing, 'admin-create': adminCreate, 'admin-delete': adminDelete }
+// group runs args.members consumers in group args.group on args.topic,
+// from the earliest offset where the group has none. Once every member has
+// an assignment and together they hold args.partitions partitions, a
+// producer writes args.produce more records (values args.prefix-00000...).
+// The consumers stop when they consumed args.expect records between them
+// and args.settleMs more passed (time for a duplicate to show), or at
+// args.timeoutMs; kafkajs commits after each batch, and they leave.
+async function group () {
+  const members = []
+  for (let m = 0; m < args.members; m++) {
+    const consumer = kafka.consumer({
+      groupId: args.group,
+      sessionTimeout: 10000,
+      rebalanceTimeout: 10000,
+      heartbeatInterval: 500,
+      maxWaitTimeInMs: 200,
+    })
+    const member = { consumer, joins: [], records: [], assigned: 0 }
+    consumer.on(consumer.events.GROUP_JOIN, e => {
+      const a = e.payload.memberAssignment[args.topic] || []
+      member.assigned = a.length
+      member.joins.push({ memberId: e.payload.memberId, leader: e.payload.isLeader, partitions: a })
+    })
+    members.push(member)
+  }
+  let consumed = 0
+  const started = Date.now()
+  await Promise.all(members.map(async member => {
+    await member.consumer.connect()
+    await member.consumer.subscribe({ topics: [args.topic], fromBeginning: true })
+    await member.consumer.run({
+      eachMessage: async ({ partition, message }) => {
+        member.records.push({ partition, offset: Number(message.offset), value: message.value.toString() })
+        consumed++
+      },
+    })
+  }))
+  const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
+  const until = async cond => {
+    while (!cond() && Date.now() - started < args.timeoutMs) await sleep(20)
+    return cond()
+  }
+  const out = {}
+  out.assigned = await until(() => members.every(m => m.assigned > 0) &&
+    members.reduce((n, m) => n + m.assigned, 0) === args.partitions)
+  if (out.assigned && args.produce > 0) {
+    const producer = kafka.producer({ allowAutoTopicCreation: false })
+    await producer.connect()
+    try {
+      for (let i = 0; i < args.produce; i += 50) {
+        const messages = []
+        for (let j = i; j < Math.min(i + 50, args.produce); j++) {
+          messages.push({ key: `key-${j}`, value: `${args.prefix}-${String(j).padStart(5, '0')}` })
+        }
+        await producer.send({ topic: args.topic, acks: -1, messages })
+      }
+    } finally {
+      await producer.disconnect()
+    }
+  }
+  out.complete = await until(() => consumed >= args.expect)
+  await sleep(args.settleMs)
+  await Promise.all(members.map(m => m.consumer.disconnect()))
+  out.members = members.map(m => ({ joins: m.joins, records: m.records }))
+  return out
+}
+
+const commands = { produce, offsets, 'produce-missing': produceMissing, 'admin-create': adminCreate, 'admin-delete': adminDelete, group }
 
 async function main () {
   const fn = commands[command]
