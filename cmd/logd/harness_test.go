@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -93,12 +94,20 @@ func logctl(t *testing.T, nd *node, args ...string) string {
 // cluster given the same port).
 var handedOut sync.Map
 
+// The ports come from below Linux's default ephemeral range (32768-60999):
+// a port the kernel hands out for ":0" listeners or as the source port of
+// an outgoing connection (other test packages run beside this one, and
+// the nodes and proxies dial each other all the time) can be taken in the
+// moment between the probe and the node's bind, which failed a node's
+// start with "address already in use". Below the range only another
+// explicit bind competes for it.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	for range 100 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+	for range 1000 {
+		port := 20000 + rand.IntN(12000)
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
-			t.Fatal(err)
+			continue // in use
 		}
 		addr := ln.Addr().String()
 		ln.Close()
@@ -106,7 +115,7 @@ func freeAddr(t *testing.T) string {
 			return addr
 		}
 	}
-	t.Fatal("no unused port after 100 tries")
+	t.Fatal("no unused port after 1000 tries")
 	return ""
 }
 
