@@ -3,7 +3,7 @@
 GO      ?= go
 BIN     := bin
 PKGS    := ./...
-FUZZTIME ?= 3s
+FUZZTIME ?= 2s
 
 .PHONY: all build run test test-tools vet lint bench fuzz fuzz-short generate tools clean cluster cluster-secure cluster-stop fault demo
 
