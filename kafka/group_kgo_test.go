@@ -197,9 +197,9 @@ func waitCommittedEnd(t *testing.T, tn *testNode, groupID, topic string, partiti
 }
 
 // TestKgoGroupConsumers: two kgo members of one group, with the
-// cooperative-sticky assignor (kgo's default, several join rounds) and
-// with the range assignor (eager: every partition is revoked at each
-// rebalance), consume every record of a topic exactly once between them,
+// cooperative-sticky assignor (kgo's default, several join rounds), and
+// with the range and round-robin assignors (eager: every partition is
+// revoked at each rebalance), consume every record of a topic exactly once between them,
 // while it is written: the first alone, then both once the second joined.
 // Their commits are logd's group offsets, at the end of every partition.
 func TestKgoGroupConsumers(t *testing.T) {
@@ -209,6 +209,7 @@ func TestKgoGroupConsumers(t *testing.T) {
 	}{
 		{"cooperative-sticky", kgo.CooperativeStickyBalancer()},
 		{"range", kgo.RangeBalancer()},
+		{"round-robin", kgo.RoundRobinBalancer()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tn := startNode(t, fastGroups)
