@@ -50,4 +50,15 @@
 // partition leader epoch field, outside the CRC, is rewritten, since the
 // log keeps its own bookkeeping there. docs/kafka.md says what is
 // supported and what is refused, and how.
+//
+// # Consumer groups
+//
+// The Raft leader coordinates every group (group_coordinator.go): Kafka's
+// classic protocol, whose members, generations and plans live in the
+// leader's memory only and are rebuilt by the members when leadership
+// moves, while the committed offsets are logd's replicated group offsets
+// (GroupBackend). A Kafka generation is fenced by the replicated group's
+// generation, so an operator's offset reset makes its members drop their
+// partitions and join again at the new offsets, and no commit of theirs
+// from before the reset lands after it.
 package kafka
