@@ -32,6 +32,14 @@
 //     policy (earliest, latest, none). Moving forward is AutoReset, which
 //     counts the skipped records per partition.
 //
+// Groups coordinated outside this package (external.go): a Kafka consumer
+// group's members and generations live in its coordinator (package kafka);
+// its commits set the offsets with SetOffsets, which may move them back
+// (as Kafka's commits may) and is fenced by the group's generation, so a
+// reset refuses every commit the coordinator checked before it. One group
+// is coordinated by one protocol at a time: SetOffsets refuses a group
+// with live members of this package's protocol.
+//
 // Offsets of a topic that was deleted (or deleted and created again; see
 // Topics.Topic's incarnation) are dropped.
 package group
