@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Runs every Go fuzz target in the module for a short time ($1, e.g. 3s)
-# over its committed corpus (testdata/fuzz) plus new inputs.
+# Runs every Go fuzz target in the module over its committed corpus
+# (testdata/fuzz) plus new inputs, for $1: a count of executions (2000x)
+# or a duration (60s), as go test's -fuzztime takes it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-t="${1:-3s}"
+t="${1:-2000x}"
 for pkg in $(go list ./...); do
   dir=$(go list -f '{{.Dir}}' "$pkg")
   for f in $(grep -hoE '^func (Fuzz[A-Za-z0-9_]+)\(' "$dir"/*_test.go 2>/dev/null | sed -E 's/^func (Fuzz[A-Za-z0-9_]+)\(/\1/' | sort -u); do
