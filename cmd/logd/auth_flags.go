@@ -3,14 +3,14 @@ package main
 import (
 	"crypto/rand"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/logd-dev/logd/auth"
 	"github.com/logd-dev/logd/server"
@@ -47,32 +47,35 @@ func (l *listFlag) Set(v string) error {
 	return nil
 }
 
-// addAuthFlags registers the authentication flags on fs (env gives LOGD_*
-// defaults) and returns the function that reads them once fs is parsed.
-func addAuthFlags(fs *flag.FlagSet, env func(name, def string) string) func() (authConfig, error) {
+// Type names the flag's kind in help; config.go splits a listType value
+// from the environment at commas.
+func (l *listFlag) Type() string { return listType }
+
+// listType is the pflag type name of listFlag.
+const listType = "list"
+
+// addAuthFlags registers the authentication flags on fs and returns the
+// function that reads them once fs is parsed.
+func addAuthFlags(fs *pflag.FlagSet) func() (authConfig, error) {
 	var c authConfig
-	fs.StringVar(&c.mode, "auth", env("LOGD_AUTH", authNone), "none or required: whether every call needs a principal (client certificate or bearer token) and is checked against the ACLs (LOGD_AUTH)")
+	fs.StringVar(&c.mode, "auth", authNone, "none or required: whether every call needs a principal (client certificate or bearer token) and is checked against the ACLs (LOGD_AUTH)")
 	var supers listFlag
-	if v := env("LOGD_SUPERUSERS", ""); v != "" {
-		supers = strings.Split(v, ",")
-	}
 	fs.Var(&supers, "superuser", "a principal (User:NAME, NAME or Node:ID) that bypasses ACLs; repeatable (LOGD_SUPERUSERS, comma-separated)")
-	fs.StringVar(&c.bootstrapFile, "bootstrap-token-file", env("LOGD_BOOTSTRAP_TOKEN_FILE", ""),
+	fs.StringVar(&c.bootstrapFile, "bootstrap-token-file", "",
 		"file holding a token that authenticates as User:admin, a superuser on this node; a missing file gets a new token, written with mode 0600 (LOGD_BOOTSTRAP_TOKEN_FILE)")
-	fs.BoolVar(&c.metricsPublic, "metrics-public", env("LOGD_METRICS_PUBLIC", "") == "true",
+	fs.BoolVar(&c.metricsPublic, "metrics-public", false,
 		"serve /metrics, /healthz and /readyz without credentials under --auth required (LOGD_METRICS_PUBLIC=true)")
-	fs.StringVar(&c.auditLog, "audit-log", env("LOGD_AUDIT_LOG", ""), "append the audit log (one JSON line per admin action) to this file; default the main log, message \"audit\" (LOGD_AUDIT_LOG)")
+	fs.StringVar(&c.auditLog, "audit-log", "", "append the audit log (one JSON line per admin action) to this file; default the main log, message \"audit\" (LOGD_AUDIT_LOG)")
 	quotas := []struct {
 		name, envName string
 		dst           *int64
-		raw           *string
 	}{
-		{"quota-produce-bytes-per-second", "LOGD_QUOTA_PRODUCE_BYTES_PER_SECOND", &c.quotaProduce, new(string)},
-		{"quota-fetch-bytes-per-second", "LOGD_QUOTA_FETCH_BYTES_PER_SECOND", &c.quotaFetch, new(string)},
+		{"quota-produce-bytes-per-second", "LOGD_QUOTA_PRODUCE_BYTES_PER_SECOND", &c.quotaProduce},
+		{"quota-fetch-bytes-per-second", "LOGD_QUOTA_FETCH_BYTES_PER_SECOND", &c.quotaFetch},
 	}
 	for _, q := range quotas {
 		dir, _, _ := strings.Cut(strings.TrimPrefix(q.name, "quota-"), "-")
-		fs.StringVar(q.raw, q.name, env(q.envName, "0"),
+		fs.Int64Var(q.dst, q.name, 0,
 			fmt.Sprintf("record bytes each principal may %s per second on this node; past it calls are refused with OVERLOADED and a retry-after; 0: unbounded (%s)", dir, q.envName))
 	}
 	return func() (authConfig, error) {
@@ -82,11 +85,9 @@ func addAuthFlags(fs *flag.FlagSet, env func(name, def string) string) func() (a
 			return c, fmt.Errorf("--auth: want none or required, got %q", c.mode)
 		}
 		for _, q := range quotas {
-			v, err := strconv.ParseInt(*q.raw, 10, 64)
-			if err != nil || v < 0 {
-				return c, fmt.Errorf("--%s: want a byte rate >= 0, got %q", q.name, *q.raw)
+			if *q.dst < 0 {
+				return c, fmt.Errorf("--%s: want a byte rate >= 0, got %d", q.name, *q.dst)
 			}
-			*q.dst = v
 		}
 		for _, s := range supers {
 			if s = strings.TrimSpace(s); s != "" {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/logd-dev/logd/replication"
 	"github.com/logd-dev/logd/server"
+	"github.com/spf13/pflag"
 )
 
 // limitConfig is what a node lets clients cost it: HTTP timeouts and
@@ -50,9 +50,9 @@ const (
 	minConns = 64
 )
 
-// addLimitFlags registers the limit flags on fs (env gives LOGD_*
-// defaults) and returns the function that reads them once fs is parsed.
-func addLimitFlags(fs *flag.FlagSet, env func(name, def string) string) func() (limitConfig, error) {
+// addLimitFlags registers the limit flags on fs and returns the function
+// that reads them once fs is parsed.
+func addLimitFlags(fs *pflag.FlagSet) func() (limitConfig, error) {
 	type intFlag struct {
 		name, envName, help string
 		dst                 *int64
@@ -63,7 +63,6 @@ func addLimitFlags(fs *flag.FlagSet, env func(name, def string) string) func() (
 	type durFlag struct {
 		name, envName, help string
 		dst                 *time.Duration
-		raw                 *string
 	}
 	var c limitConfig
 	ints := []*intFlag{
@@ -104,16 +103,16 @@ func addLimitFlags(fs *flag.FlagSet, env func(name, def string) string) func() (
 		if zero == "" {
 			zero = "unbounded"
 		}
-		fs.StringVar(f.raw, f.name, env(f.envName, def), fmt.Sprintf("%s; 0: %s (%s)", f.help, zero, f.envName))
+		fs.StringVar(f.raw, f.name, def, fmt.Sprintf("%s; 0: %s (%s)", f.help, zero, f.envName))
 	}
 	durs := []*durFlag{
-		{name: "http-read-header-timeout", envName: "LOGD_HTTP_READ_HEADER_TIMEOUT", dst: &c.readHeaderTimeout, raw: new(string),
+		{name: "http-read-header-timeout", envName: "LOGD_HTTP_READ_HEADER_TIMEOUT", dst: &c.readHeaderTimeout,
 			help: "time to send a request's header"},
-		{name: "http-body-timeout", envName: "LOGD_HTTP_BODY_TIMEOUT", dst: &c.bodyTimeout, raw: new(string),
+		{name: "http-body-timeout", envName: "LOGD_HTTP_BODY_TIMEOUT", dst: &c.bodyTimeout,
 			help: "time to send a request body, plus what --http-body-min-rate adds; long polls wait on after their body is in"},
-		{name: "http-write-timeout", envName: "LOGD_HTTP_WRITE_TIMEOUT", dst: &c.writeTimeout, raw: new(string),
+		{name: "http-write-timeout", envName: "LOGD_HTTP_WRITE_TIMEOUT", dst: &c.writeTimeout,
 			help: "time from a request's start to the end of its answer; above the longest long poll (60s)"},
-		{name: "http-idle-timeout", envName: "LOGD_HTTP_IDLE_TIMEOUT", dst: &c.idleTimeout, raw: new(string),
+		{name: "http-idle-timeout", envName: "LOGD_HTTP_IDLE_TIMEOUT", dst: &c.idleTimeout,
 			help: "how long an idle keep-alive connection stays open"},
 	}
 	durDefs := map[string]time.Duration{
@@ -121,7 +120,7 @@ func addLimitFlags(fs *flag.FlagSet, env func(name, def string) string) func() (
 		"http-write-timeout": server.DefaultWriteTimeout, "http-idle-timeout": defaultIdleTimeout,
 	}
 	for _, f := range durs {
-		fs.StringVar(f.raw, f.name, env(f.envName, durDefs[f.name].String()), fmt.Sprintf("%s; 0: none (%s)", f.help, f.envName))
+		fs.DurationVar(f.dst, f.name, durDefs[f.name], fmt.Sprintf("%s; 0: none (%s)", f.help, f.envName))
 	}
 	return func() (limitConfig, error) {
 		for _, f := range ints {
@@ -140,11 +139,9 @@ func addLimitFlags(fs *flag.FlagSet, env func(name, def string) string) func() (
 			*f.dst = v
 		}
 		for _, f := range durs {
-			d, err := time.ParseDuration(*f.raw)
-			if err != nil || d < 0 {
-				return c, fmt.Errorf("--%s: want a duration >= 0, got %q", f.name, *f.raw)
+			if *f.dst < 0 {
+				return c, fmt.Errorf("--%s: want a duration >= 0, got %s", f.name, *f.dst)
 			}
-			*f.dst = d
 		}
 		if c.maxHeaderBytes > 1<<30 {
 			return c, fmt.Errorf("--max-header-bytes: at most 1 GiB, got %d", c.maxHeaderBytes)

@@ -3,15 +3,14 @@ package main
 import (
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
-	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/pflag"
 
 	"github.com/logd-dev/logd/auth"
 	"github.com/logd-dev/logd/kafka"
@@ -59,30 +58,26 @@ type kafkaConfig struct {
 // asking for it is an error, since it would let nobody in. As the API,
 // it follows the loopback rule: off loopback it needs TLS and --auth
 // required, or --insecure-allow-plaintext.
-func addKafkaFlags(fs *flag.FlagSet, env func(name, def string) string) func(getenv func(string) string, authRequired bool, t tlsConfig) (kafkaConfig, error) {
+//
+// The function it returns takes configured, which says whether a flag was
+// given by any source (flag, environment or file; config.go).
+func addKafkaFlags(fs *pflag.FlagSet) func(configured func(name string) bool, authRequired bool, t tlsConfig) (kafkaConfig, error) {
 	var c kafkaConfig
-	autoEnv := env("LOGD_KAFKA_AUTO_CREATE_TOPICS", "false")
-	autoDef, autoErr := strconv.ParseBool(autoEnv)
-	fs.StringVar(&c.listen, "kafka-listen", env("LOGD_KAFKA_LISTEN", ""),
+	fs.StringVar(&c.listen, "kafka-listen", "",
 		"Kafka-protocol listen address; default "+defaultKafkaListen+" when --listen is not given either, else off; \"\" switches it off (LOGD_KAFKA_LISTEN)")
-	fs.StringVar(&c.advertise, "kafka-advertise", env("LOGD_KAFKA_ADVERTISE", ""),
+	fs.StringVar(&c.advertise, "kafka-advertise", "",
 		"Kafka address clients are given for this node, registered for the other nodes' Metadata answers; default the --kafka-listen address (LOGD_KAFKA_ADVERTISE)")
-	fs.BoolVar(&c.autoCreate, "kafka-auto-create-topics", autoDef,
+	fs.BoolVar(&c.autoCreate, "kafka-auto-create-topics", false,
 		"let Kafka Metadata requests create the topics they name, with one partition (LOGD_KAFKA_AUTO_CREATE_TOPICS=true)")
-	return func(getenv func(string) string, authRequired bool, t tlsConfig) (kafkaConfig, error) {
-		given := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	return func(configured func(name string) bool, authRequired bool, t tlsConfig) (kafkaConfig, error) {
 		c.tls = t.apiTLS()
 		c.clientAuth = kafkaClientAuth(t, authRequired)
 		certs := c.clientAuth == tls.RequireAndVerifyClientCert
-		if !given["kafka-listen"] && getenv("LOGD_KAFKA_LISTEN") == "" && !given["listen"] && getenv("LOGD_LISTEN") == "" && (!authRequired || certs) {
+		if !configured("kafka-listen") && !configured("listen") && (!authRequired || certs) {
 			c.listen = defaultKafkaListen
 		}
 		if authRequired && c.listen != "" && !certs {
 			return c, errors.New("--kafka-listen under --auth required needs TLS with client certificates (--tls-cert, --tls-key and --tls-client-ca, or peer TLS's CA): a client certificate is the Kafka listener's only credential (SASL is not served yet)")
-		}
-		if autoErr != nil {
-			return c, fmt.Errorf("LOGD_KAFKA_AUTO_CREATE_TOPICS: want true or false, got %q", autoEnv)
 		}
 		if c.listen == "" && c.advertise != "" {
 			return c, errors.New("--kafka-advertise needs the Kafka listener (--kafka-listen)")

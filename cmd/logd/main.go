@@ -24,10 +24,12 @@ import (
 
 	"github.com/logd-dev/logd/replication"
 	"github.com/logd-dev/logd/server"
+	"github.com/spf13/pflag"
 )
 
-// config is logd's configuration, from flags with LOGD_* environment
-// equivalents (a flag given on the command line wins).
+// config is logd's configuration: each flag from the command line, else
+// its LOGD_* variable, else the --config file, else its default
+// (config.go).
 type config struct {
 	dataDir        string
 	listen         string
@@ -69,115 +71,121 @@ type config struct {
 	kafka kafkaConfig
 	// peer is the listener for calls between nodes (peer_listen.go).
 	peer peerListenConfig
+	// effective is every flag's value and where it came from, secrets
+	// redacted (config.go), which run logs at start.
+	effective []any
 }
 
-func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+// defineFlags registers every flag of logd run on fs and returns the
+// function that, once fs is parsed, layers the environment and the
+// configuration file under the command line (config.go) and reads the
+// result into a config.
+func defineFlags(fs *pflag.FlagSet) func(getenv func(string) string) (config, error) {
 	var c config
-	fs := flag.NewFlagSet("logd", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	env := func(name, def string) string {
-		if v := getenv(name); v != "" {
-			return v
-		}
-		return def
-	}
-	fs.StringVar(&c.dataDir, "data-dir", env("LOGD_DATA_DIR", "./data"), "data directory (LOGD_DATA_DIR)")
-	fs.StringVar(&c.listen, "listen", env("LOGD_LISTEN", "127.0.0.1:7070"), "client API, /metrics, /healthz, /readyz address (LOGD_LISTEN)")
-	fs.StringVar(&c.raftAddr, "raft-addr", env("LOGD_RAFT_ADDR", "127.0.0.1:7071"), "Raft listen address (LOGD_RAFT_ADDR)")
-	fs.StringVar(&c.raftAdvertise, "raft-advertise", env("LOGD_RAFT_ADVERTISE", ""), "Raft address peers use; default --raft-addr (LOGD_RAFT_ADVERTISE)")
-	fs.StringVar(&c.nodeID, "node-id", env("LOGD_NODE_ID", "n1"), "Raft node id (LOGD_NODE_ID)")
-	fs.StringVar(&c.advertise, "advertise", env("LOGD_ADVERTISE", ""), "client API address other nodes and clients use; default the --listen address (LOGD_ADVERTISE)")
-	fs.StringVar(&c.join, "join", env("LOGD_JOIN", ""), "client API address (or --peer-advertise address) of any cluster member to join; without it a node with no state bootstraps a single-node cluster (LOGD_JOIN)")
-	fs.StringVar(&c.logLevel, "log-level", env("LOGD_LOG_LEVEL", "info"), "debug, info, warn or error (LOGD_LOG_LEVEL)")
-	fs.StringVar(&c.logFormat, "log-format", env("LOGD_LOG_FORMAT", "text"), "text or json (LOGD_LOG_FORMAT)")
-	fs.StringVar(&c.fsync, "fsync", env("LOGD_FSYNC", "raft"), "raft: fsync the Raft log before every commit, partition logs at snapshots; always: also fsync partition logs on every append (LOGD_FSYNC)")
-	fs.BoolVar(&c.pprof, "pprof", getenv("LOGD_PPROF") == "true", "serve /debug/pprof/ on the client port (LOGD_PPROF=true)")
-	snapEvery := env("LOGD_SNAPSHOT_THRESHOLD", "8192")
-	snapPeriod := env("LOGD_SNAPSHOT_INTERVAL", "30s")
-	var se string
-	var sp string
-	fs.StringVar(&se, "snapshot-threshold", snapEvery, "Raft entries between snapshots (LOGD_SNAPSHOT_THRESHOLD)")
-	fs.StringVar(&sp, "snapshot-interval", snapPeriod, "how often to check for a snapshot (LOGD_SNAPSHOT_INTERVAL)")
-	var ci string
-	fs.StringVar(&ci, "cleaner-interval", env("LOGD_CLEANER_INTERVAL", replication.DefaultCleanerInterval.String()),
+	fs.String(configFlag, "", "YAML file of flag values, keyed by the flags' names (docs/operations.md); flags and LOGD_* variables override it (LOGD_CONFIG)")
+	fs.StringVar(&c.dataDir, "data-dir", "./data", "data directory (LOGD_DATA_DIR)")
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:7070", "client API, /metrics, /healthz, /readyz address (LOGD_LISTEN)")
+	fs.StringVar(&c.raftAddr, "raft-addr", "127.0.0.1:7071", "Raft listen address (LOGD_RAFT_ADDR)")
+	fs.StringVar(&c.raftAdvertise, "raft-advertise", "", "Raft address peers use; default --raft-addr (LOGD_RAFT_ADVERTISE)")
+	fs.StringVar(&c.nodeID, "node-id", "n1", "Raft node id (LOGD_NODE_ID)")
+	fs.StringVar(&c.advertise, "advertise", "", "client API address other nodes and clients use; default the --listen address (LOGD_ADVERTISE)")
+	fs.StringVar(&c.join, "join", "", "client API address (or --peer-advertise address) of any cluster member to join; without it a node with no state bootstraps a single-node cluster (LOGD_JOIN)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error (LOGD_LOG_LEVEL)")
+	fs.StringVar(&c.logFormat, "log-format", "text", "text or json (LOGD_LOG_FORMAT)")
+	fs.StringVar(&c.fsync, "fsync", "raft", "raft: fsync the Raft log before every commit, partition logs at snapshots; always: also fsync partition logs on every append (LOGD_FSYNC)")
+	fs.BoolVar(&c.pprof, "pprof", false, "serve /debug/pprof/ on the client port (LOGD_PPROF=true)")
+	fs.Uint64Var(&c.snapshotEvery, "snapshot-threshold", 8192, "Raft entries between snapshots (LOGD_SNAPSHOT_THRESHOLD)")
+	fs.DurationVar(&c.snapshotPeriod, "snapshot-interval", 30*time.Second, "how often to check for a snapshot (LOGD_SNAPSHOT_INTERVAL)")
+	fs.DurationVar(&c.cleanerInterval, "cleaner-interval", replication.DefaultCleanerInterval,
 		"how often the leader applies retention and compaction (LOGD_CLEANER_INTERVAL)")
-	var cio string
-	fs.StringVar(&cio, "cleaner-io-max-bytes-per-second", env("LOGD_CLEANER_IO_MAX_BYTES_PER_SECOND", fmt.Sprint(replication.DefaultCleanerIOBytesPerSec)),
+	fs.Int64Var(&c.cleanerIO, "cleaner-io-max-bytes-per-second", replication.DefaultCleanerIOBytesPerSec,
 		"bound on the compaction preparation's reads plus writes, bytes/s; 0 unbounded (LOGD_CLEANER_IO_MAX_BYTES_PER_SECOND)")
 	raftTimeouts := []struct {
-		name, env, def, help string
-		to                   *time.Duration
+		name, env, help string
+		def             time.Duration
+		to              *time.Duration
 	}{
-		{"raft-heartbeat-timeout", "LOGD_RAFT_HEARTBEAT_TIMEOUT", replication.DefaultHeartbeatTimeout.String(),
-			"silence from the leader after which a follower stands for election; shorter fails over faster, but calls elections when a busy node stalls that long", &c.raftHeartbeat},
-		{"raft-election-timeout", "LOGD_RAFT_ELECTION_TIMEOUT", "", "a candidate's wait before it retries an election; default the heartbeat timeout", &c.raftElection},
-		{"raft-leader-lease-timeout", "LOGD_RAFT_LEADER_LEASE_TIMEOUT", "", "a leader cut off from a majority this long steps down; at most the heartbeat timeout, its default", &c.raftLease},
+		{"raft-heartbeat-timeout", "LOGD_RAFT_HEARTBEAT_TIMEOUT",
+			"silence from the leader after which a follower stands for election; shorter fails over faster, but calls elections when a busy node stalls that long", replication.DefaultHeartbeatTimeout, &c.raftHeartbeat},
+		{"raft-election-timeout", "LOGD_RAFT_ELECTION_TIMEOUT", "a candidate's wait before it retries an election; 0: the heartbeat timeout", 0, &c.raftElection},
+		{"raft-leader-lease-timeout", "LOGD_RAFT_LEADER_LEASE_TIMEOUT", "a leader cut off from a majority this long steps down; at most the heartbeat timeout; 0: the heartbeat timeout", 0, &c.raftLease},
 	}
-	raftFlags := make([]string, len(raftTimeouts))
-	for i, f := range raftTimeouts {
-		fs.StringVar(&raftFlags[i], f.name, env(f.env, f.def), f.help+" ("+f.env+")")
+	for _, f := range raftTimeouts {
+		fs.DurationVar(f.to, f.name, f.def, f.help+" ("+f.env+")")
 	}
-	readLimits := addLimitFlags(fs, env)
-	readAuth := addAuthFlags(fs, env)
-	readTLS := addTLSFlags(fs, env)
-	readKafka := addKafkaFlags(fs, env)
-	readPeer := addPeerListenFlags(fs, env)
-	if err := fs.Parse(args); err != nil {
-		return c, err
+	readLimits := addLimitFlags(fs)
+	readAuth := addAuthFlags(fs)
+	readTLS := addTLSFlags(fs)
+	readKafka := addKafkaFlags(fs)
+	readPeer := addPeerListenFlags(fs)
+	return func(getenv func(string) string) (config, error) {
+		src, err := layerSources(fs, getenv)
+		if err != nil {
+			return c, err
+		}
+		c.effective = effectiveConfig(fs, src)
+		if c.limits, err = readLimits(); err != nil {
+			return c, err
+		}
+		if c.authn, err = readAuth(); err != nil {
+			return c, err
+		}
+		if c.tls, err = readTLS(); err != nil {
+			return c, err
+		}
+		configured := func(name string) bool { return src[name] != sourceDefault }
+		if c.kafka, err = readKafka(configured, c.authn.mode == authRequired, c.tls); err != nil {
+			return c, err
+		}
+		if c.peer, err = readPeer(); err != nil {
+			return c, err
+		}
+		if c.snapshotEvery == 0 {
+			return c, errors.New("--snapshot-threshold: want a positive integer, got 0")
+		}
+		if c.snapshotPeriod <= 0 {
+			return c, fmt.Errorf("--snapshot-interval: want a positive duration, got %s", c.snapshotPeriod)
+		}
+		if c.cleanerInterval <= 0 {
+			return c, fmt.Errorf("--cleaner-interval: want a positive duration, got %s", c.cleanerInterval)
+		}
+		if c.cleanerIO < 0 {
+			return c, fmt.Errorf("--cleaner-io-max-bytes-per-second: want a byte rate >= 0, got %d", c.cleanerIO)
+		}
+		for _, f := range raftTimeouts {
+			if *f.to < 0 || f.def > 0 && *f.to == 0 {
+				return c, fmt.Errorf("--%s: want a positive duration, got %s", f.name, *f.to)
+			}
+		}
+		if c.peerRoutes, err = replication.ParsePeerRoutes(getenv("LOGD_PEER_ROUTES")); err != nil {
+			return c, fmt.Errorf("LOGD_PEER_ROUTES: %w", err)
+		}
+		switch c.fsync {
+		case "raft", "always":
+		default:
+			return c, fmt.Errorf("--fsync: want raft or always, got %q", c.fsync)
+		}
+		if c.plaintextWarning, err = c.checkExposure(); err != nil {
+			return c, err
+		}
+		return c, nil
 	}
-	var err error
-	if c.limits, err = readLimits(); err != nil {
-		return c, err
-	}
-	if c.authn, err = readAuth(); err != nil {
-		return c, err
-	}
-	if c.tls, err = readTLS(); err != nil {
-		return c, err
-	}
-	if c.kafka, err = readKafka(getenv, c.authn.mode == authRequired, c.tls); err != nil {
-		return c, err
-	}
-	if c.peer, err = readPeer(); err != nil {
-		return c, err
+}
+
+// parseFlags parses the flags of logd run as the command line, getenv and
+// the configuration file give them. Single-dash long flags (-data-dir)
+// are accepted, as the standard flag package took them.
+func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	fs := pflag.NewFlagSet("logd", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	resolve := defineFlags(fs)
+	if err := fs.Parse(longFlagArgs(fs, args)); err != nil {
+		return config{}, err
 	}
 	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return config{}, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
-	if _, err := fmt.Sscan(se, &c.snapshotEvery); err != nil || c.snapshotEvery == 0 {
-		return c, fmt.Errorf("--snapshot-threshold: want a positive integer, got %q", se)
-	}
-	d, err := time.ParseDuration(sp)
-	if err != nil || d <= 0 {
-		return c, fmt.Errorf("--snapshot-interval: want a positive duration, got %q", sp)
-	}
-	c.snapshotPeriod = d
-	if c.cleanerInterval, err = time.ParseDuration(ci); err != nil || c.cleanerInterval <= 0 {
-		return c, fmt.Errorf("--cleaner-interval: want a positive duration, got %q", ci)
-	}
-	if _, err := fmt.Sscan(cio, &c.cleanerIO); err != nil || c.cleanerIO < 0 || fmt.Sprint(c.cleanerIO) != cio {
-		return c, fmt.Errorf("--cleaner-io-max-bytes-per-second: want a byte rate >= 0, got %q", cio)
-	}
-	for i, f := range raftTimeouts {
-		if raftFlags[i] == "" {
-			continue
-		}
-		if *f.to, err = time.ParseDuration(raftFlags[i]); err != nil || *f.to <= 0 {
-			return c, fmt.Errorf("--%s: want a positive duration, got %q", f.name, raftFlags[i])
-		}
-	}
-	if c.peerRoutes, err = replication.ParsePeerRoutes(getenv("LOGD_PEER_ROUTES")); err != nil {
-		return c, fmt.Errorf("LOGD_PEER_ROUTES: %w", err)
-	}
-	switch c.fsync {
-	case "raft", "always":
-	default:
-		return c, fmt.Errorf("--fsync: want raft or always, got %q", c.fsync)
-	}
-	if c.plaintextWarning, err = c.checkExposure(); err != nil {
-		return c, err
-	}
-	return c, nil
+	return resolve(getenv)
 }
 
 func newLogger(c config, w io.Writer) (*slog.Logger, error) {
@@ -197,13 +205,10 @@ func newLogger(c config, w io.Writer) (*slog.Logger, error) {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	var err error
-	if len(os.Args) > 1 && os.Args[1] == "cert" {
-		err = runCert(os.Args[2:], os.Stdout, os.Stderr, time.Now())
-	} else {
-		err = run(ctx, os.Args[1:], os.Getenv, os.Stderr)
-	}
+	root := newRootCmd(os.Getenv, os.Stdout, os.Stderr, run)
+	root.SetArgs(defaultToRun(root, os.Args[1:]))
+	err := root.ExecuteContext(ctx)
+	stop()
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
@@ -214,15 +219,12 @@ func main() {
 }
 
 // run starts the node and serves until ctx ends, then shuts down cleanly.
-func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
-	c, err := parseFlags(args, getenv, stderr)
-	if err != nil {
-		return err
-	}
+func run(ctx context.Context, c config, getenv func(string) string, stderr io.Writer) error {
 	logger, err := newLogger(c, stderr)
 	if err != nil {
 		return err
 	}
+	logger.Info("configuration", c.effective...)
 	if c.plaintextWarning != "" {
 		logger.Warn("INSECURE: --insecure-allow-plaintext: anyone who reaches these addresses can read and change every topic, and the Raft port accepts any peer",
 			"exposed", c.plaintextWarning)

@@ -3,7 +3,6 @@ package main
 import (
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -11,6 +10,7 @@ import (
 	"net/netip"
 
 	"github.com/logd-dev/logd/server"
+	"github.com/spf13/pflag"
 )
 
 // The peer listener (--peer-listen): a second HTTP listener for the calls
@@ -34,14 +34,13 @@ type peerListenConfig struct {
 	advertise string
 }
 
-// addPeerListenFlags registers the peer listener's flags on fs (env gives
-// LOGD_* defaults) and returns the function that reads them once fs is
-// parsed.
-func addPeerListenFlags(fs *flag.FlagSet, env func(name, def string) string) func() (peerListenConfig, error) {
+// addPeerListenFlags registers the peer listener's flags on fs and
+// returns the function that reads them once fs is parsed.
+func addPeerListenFlags(fs *pflag.FlagSet) func() (peerListenConfig, error) {
 	var p peerListenConfig
-	fs.StringVar(&p.listen, "peer-listen", env("LOGD_PEER_LISTEN", ""),
+	fs.StringVar(&p.listen, "peer-listen", "",
 		"address of a listener for calls between nodes only (forwarded writes, segment catch-up, joins); the client port then serves no /internal/ path and trusts no forwarding header. Default off: peers call the client port (LOGD_PEER_LISTEN)")
-	fs.StringVar(&p.advertise, "peer-advertise", env("LOGD_PEER_ADVERTISE", ""),
+	fs.StringVar(&p.advertise, "peer-advertise", "",
 		"address other nodes call for --peer-listen; default the address it bound (LOGD_PEER_ADVERTISE)")
 	return func() (peerListenConfig, error) {
 		if p.listen == "" && p.advertise != "" {

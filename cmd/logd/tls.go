@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/logd-dev/logd/auth/certid"
 	"github.com/logd-dev/logd/internal/tlsconf"
@@ -46,23 +47,21 @@ func (t tlsConfig) peerTLS() bool { return t.peerCert != "" }
 
 // addTLSFlags registers the TLS flags on fs and
 // returns the function that reads them once fs is parsed.
-func addTLSFlags(fs *flag.FlagSet, env func(name, def string) string) func() (tlsConfig, error) {
+func addTLSFlags(fs *pflag.FlagSet) func() (tlsConfig, error) {
 	var t tlsConfig
-	fs.StringVar(&t.cert, "tls-cert", env("LOGD_TLS_CERT", ""), "serve the client API over TLS with this certificate (PEM; reloaded on SIGHUP and when the file changes) (LOGD_TLS_CERT)")
-	fs.StringVar(&t.key, "tls-key", env("LOGD_TLS_KEY", ""), "private key of --tls-cert (PEM) (LOGD_TLS_KEY)")
-	fs.StringVar(&t.clientCA, "tls-client-ca", env("LOGD_TLS_CLIENT_CA", ""), "require client certificates signed by this CA bundle on the client API (mTLS) (LOGD_TLS_CLIENT_CA)")
-	fs.StringVar(&t.peerCert, "peer-tls-cert", env("LOGD_PEER_TLS_CERT", ""), "this node's certificate towards its peers, a node certificate (logd cert node); default --tls-cert (LOGD_PEER_TLS_CERT)")
-	fs.StringVar(&t.peerKey, "peer-tls-key", env("LOGD_PEER_TLS_KEY", ""), "private key of --peer-tls-cert; default --tls-key (LOGD_PEER_TLS_KEY)")
-	fs.StringVar(&t.peerCA, "peer-tls-ca", env("LOGD_PEER_TLS_CA", ""), "the cluster CA that signs every node's certificate; default --tls-client-ca (LOGD_PEER_TLS_CA)")
-	fs.BoolVar(&t.insecurePlaintext, "insecure-allow-plaintext", env("LOGD_INSECURE_ALLOW_PLAINTEXT", "") == "true",
+	fs.StringVar(&t.cert, "tls-cert", "", "serve the client API over TLS with this certificate (PEM; reloaded on SIGHUP and when the file changes) (LOGD_TLS_CERT)")
+	fs.StringVar(&t.key, "tls-key", "", "private key of --tls-cert (PEM) (LOGD_TLS_KEY)")
+	fs.StringVar(&t.clientCA, "tls-client-ca", "", "require client certificates signed by this CA bundle on the client API (mTLS) (LOGD_TLS_CLIENT_CA)")
+	fs.StringVar(&t.peerCert, "peer-tls-cert", "", "this node's certificate towards its peers, a node certificate (logd cert node); default --tls-cert (LOGD_PEER_TLS_CERT)")
+	fs.StringVar(&t.peerKey, "peer-tls-key", "", "private key of --peer-tls-cert; default --tls-key (LOGD_PEER_TLS_KEY)")
+	fs.StringVar(&t.peerCA, "peer-tls-ca", "", "the cluster CA that signs every node's certificate; default --tls-client-ca (LOGD_PEER_TLS_CA)")
+	fs.BoolVar(&t.insecurePlaintext, "insecure-allow-plaintext", false,
 		"serve non-loopback addresses without TLS or without --auth required, with a warning (LOGD_INSECURE_ALLOW_PLAINTEXT=true)")
-	interval := fs.String("tls-reload-interval", env("LOGD_TLS_RELOAD_INTERVAL", defaultTLSReloadInterval.String()), "how often to check the certificate files for changes; 0: only on SIGHUP (LOGD_TLS_RELOAD_INTERVAL)")
+	fs.DurationVar(&t.reloadInterval, "tls-reload-interval", defaultTLSReloadInterval, "how often to check the certificate files for changes; 0: only on SIGHUP (LOGD_TLS_RELOAD_INTERVAL)")
 	return func() (tlsConfig, error) {
-		d, err := time.ParseDuration(*interval)
-		if err != nil || d < 0 {
-			return t, fmt.Errorf("--tls-reload-interval: want a duration >= 0, got %q", *interval)
+		if t.reloadInterval < 0 {
+			return t, fmt.Errorf("--tls-reload-interval: want a duration >= 0, got %s", t.reloadInterval)
 		}
-		t.reloadInterval = d
 		if err := t.resolvePeer(); err != nil {
 			return t, err
 		}

@@ -165,7 +165,7 @@ func TestAPIClientAuth(t *testing.T) {
 // missing certificate, so no node runs).
 func TestInsecurePlaintextWarns(t *testing.T) {
 	var stderr bytes.Buffer
-	err := run(context.Background(), []string{"--advertise", "10.0.0.5:7070", "--tls-cert", "/nonexistent/n1.crt", "--tls-key", "/nonexistent/n1.key", "--insecure-allow-plaintext",
+	err := runArgs(context.Background(), []string{"--advertise", "10.0.0.5:7070", "--tls-cert", "/nonexistent/n1.crt", "--tls-key", "/nonexistent/n1.key", "--insecure-allow-plaintext",
 		"--data-dir", t.TempDir()}, noEnv, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "n1.crt") {
 		t.Fatalf("run: %v, want the missing certificate", err)

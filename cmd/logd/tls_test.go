@@ -111,7 +111,7 @@ func TestServeTLS(t *testing.T) {
 	var stderr lockedBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"--node-id", "n1", "--data-dir", t.TempDir(), "--listen", listen, "--raft-addr", freeAddr(t),
+		done <- runArgs(ctx, []string{"--node-id", "n1", "--data-dir", t.TempDir(), "--listen", listen, "--raft-addr", freeAddr(t),
 			"--tls-cert", filepath.Join(dir, "n1.crt"), "--tls-key", filepath.Join(dir, "n1.key"), "--tls-client-ca", filepath.Join(dir, "ca.crt"),
 			// Only SIGHUP reloads here (the watch: TestServeReloads).
 			"--tls-reload-interval", "1h"}, noEnv, &stderr)
