@@ -13,17 +13,26 @@ FUZZTIME ?= 2000x
 
 all: build
 
+# Version stamping (internal/buildinfo): the linker sets what
+# debug.ReadBuildInfo cannot give when the go command records no VCS
+# information (-buildvcs=false, a source archive).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+DATE    ?= $(shell git log -1 --format=%cI 2>/dev/null || echo unknown)
+BUILDINFO := github.com/logd-dev/logd/internal/buildinfo
+LDFLAGS := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT) -X $(BUILDINFO).date=$(DATE)
+
 build:
-	$(GO) build -o $(BIN)/logd ./cmd/logd
-	$(GO) build -o $(BIN)/logctl ./cmd/logctl
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/logd ./cmd/logd
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/logctl ./cmd/logctl
 
 run: build
 	./$(BIN)/logd
 
 # The walk-through: starts bin/logd in a temporary directory and runs the
-# stories of cmd/demo with assertions; exits non-zero if one fails.
+# stories of cmd/logd-demo with assertions; exits non-zero if one fails.
 demo: build
-	$(GO) run ./cmd/demo --logd $(BIN)/logd
+	$(GO) run ./cmd/logd-demo --logd $(BIN)/logd
 
 # A local three-node cluster: API on 7070/7080/7090, Raft on 7071/7081/7091,
 # data in ./data/cluster/nN (scripts/cluster.sh).

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/internal/buildinfo"
 )
 
 const defaultServer = "127.0.0.1:7070"
@@ -79,7 +80,9 @@ which other users of the machine can read in the process list.`,
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+		Version:           buildinfo.Read().String(),
 	}
+	cmd.SetVersionTemplate("logctl {{.Version}}\n")
 	f := cmd.PersistentFlags()
 	f.StringVar(&opts.server, "server", server, "logd node, host:port or http(s) URL (env LOGCTL_SERVER or LOGD_SERVER)")
 	f.StringVar(&opts.tls.ca, "tls-ca", "", "PEM file of the CA certificates that sign the servers' certificates; switches TLS on (env LOGCTL_TLS_CA; default: the system's roots)")
@@ -104,6 +107,7 @@ which other users of the machine can read in the process list.`,
 		newWhoAmICmd(opts),
 		newTokenCmd(opts),
 		newACLCmd(opts),
+		newVersionCmd(opts),
 	)
 	markStarted(cmd, opts)
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })

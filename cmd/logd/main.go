@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/logd-dev/logd/internal/buildinfo"
 	"github.com/logd-dev/logd/replication"
 	"github.com/logd-dev/logd/server"
 	"github.com/spf13/pflag"
@@ -224,6 +225,7 @@ func run(ctx context.Context, c config, getenv func(string) string, stderr io.Wr
 	if err != nil {
 		return err
 	}
+	logger.Info("logd " + buildinfo.Read().String())
 	logger.Info("configuration", c.effective...)
 	if c.plaintextWarning != "" {
 		logger.Warn("INSECURE: --insecure-allow-plaintext: anyone who reaches these addresses can read and change every topic, and the Raft port accepts any peer",
@@ -309,6 +311,7 @@ func run(ctx context.Context, c config, getenv func(string) string, stderr io.Wr
 	}
 	backend := replication.NewBackend(node)
 	reg := newRegistry()
+	reg.MustRegister(buildInfoGauge(buildinfo.Read()))
 	srv := server.New(server.Options{Backend: backend, Segments: backend.SegmentHandler(), Logger: logger,
 		Limits: c.limits.serverLimits(), Conns: conns, Peers: peers, PeerTLS: cfg.PeerTLS, PeerListener: pln != nil, Auth: authOpts, Registry: reg})
 	handler := srv.Handler()

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/logd-dev/logd/internal/buildinfo"
 	"github.com/spf13/cobra"
 )
 
@@ -14,7 +15,7 @@ import (
 type runFunc func(ctx context.Context, c config, getenv func(string) string, stderr io.Writer) error
 
 // newRootCmd builds logd's command tree: run (the default), cert and
-// version. runNode runs the node once its flags are resolved.
+// version, and --version. runNode runs the node once its flags are resolved.
 func newRootCmd(getenv func(string) string, stdout, stderr io.Writer, runNode runFunc) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "logd",
@@ -27,12 +28,14 @@ Every flag of logd run is also read from its LOGD_* variable (--data-dir from
 LOGD_DATA_DIR) and from a YAML file given with --config (LOGD_CONFIG): a flag
 on the command line wins over its variable, which wins over the file, which
 wins over the default. The node logs the effective configuration at start.`,
+		Version:       buildinfo.Read().String(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
+	root.SetVersionTemplate("logd {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCmd(getenv, stderr, runNode), newCertCmd(stdout, stderr))
+	root.AddCommand(newRunCmd(getenv, stderr, runNode), newCertCmd(stdout, stderr), newVersionCmd(stdout))
 	return root
 }
 

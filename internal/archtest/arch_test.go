@@ -90,8 +90,8 @@ type row struct {
 // docs/architecture.md plans. A package without a row fails the test.
 var table = []row{
 	{path: "cmd/logd", layer: layerTop},
-	{path: "cmd/logctl", layer: layerTop, only: []string{"client", "api/..."}},
-	{path: "cmd/demo", layer: layerTop},
+	{path: "cmd/logctl", layer: layerTop, only: []string{"client", "api/...", "internal/buildinfo"}},
+	{path: "cmd/logd-demo", layer: layerTop},
 	{path: "internal/archtest", layer: layerTop},
 
 	{path: "logdtest", layer: layerSupport, support: true, siblings: []string{"log/logtest"}},
@@ -139,6 +139,9 @@ var table = []row{
 	{path: "internal/quota", layer: layerLeaf, siblings: []string{"auth"}},
 	{path: "internal/varint", layer: layerLeaf, pure: true, stdOnly: true},
 	{path: "internal/failpoint", layer: layerLeaf, pure: true, stdOnly: true},
+	// Which build is running (logd version, logctl version,
+	// logd_build_info): the binary's embedded build information.
+	{path: "internal/buildinfo", layer: layerLeaf, pure: true, stdOnly: true},
 }
 
 // pureForbidden are the packages the pure set must not depend on, even

@@ -11,7 +11,7 @@
 // It exits 1 if any observation fails, and removes its files and stops its
 // process either way.
 //
-//	go run ./cmd/demo [--logd bin/logd] [-v]
+//	go run ./cmd/logd-demo [--logd bin/logd] [-v]
 package main
 
 import (
@@ -24,7 +24,7 @@ import (
 )
 
 func main() {
-	fs := flag.NewFlagSet("demo", flag.ExitOnError)
+	fs := flag.NewFlagSet("logd-demo", flag.ExitOnError)
 	bin := fs.String("logd", "", "logd binary to run (default: build ./cmd/logd into the temporary directory)")
 	verbose := fs.Bool("v", false, "print logd's output when a story fails")
 	fs.Parse(os.Args[1:])
@@ -33,7 +33,7 @@ func main() {
 	defer stop()
 	err := run(ctx, os.Stdout, config{logd: *bin, verbose: *verbose})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "demo:", err)
+		fmt.Fprintln(os.Stderr, "logd-demo:", err)
 		stop()
 		os.Exit(1)
 	}
