@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -131,6 +134,41 @@ func TestHelpDocumentsExitCodes(t *testing.T) {
 	for _, want := range []string{`(?m)^Exit codes:$`, `(?m)^\s+0\s+success`, `(?m)^\s+2\s+usage`, `(?m)^\s+3\s+not found`, `(?m)^\s+4\s+retryable`, `(?m)^\s+5\s+outcome unknown`, `(?m)^\s+6\s+not authenticated`, `(?m)^\s+or not permitted`} {
 		if !regexp.MustCompile(want).MatchString(r.stdout) {
 			t.Errorf("--help lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+// TestExitCodesDocumented: every exit code logctl returns is described,
+// once and in order, in logctl --help and in the README's table, so that
+// neither can drift from the constants in main.go.
+func TestExitCodesDocumented(t *testing.T) {
+	codes := []int{exitOK, exitError, exitUsage, exitNotFound, exitRetryable, exitOutcomeUnknown, exitAuth}
+	help := mustRun(t, nil, "", "--help").stdout
+	_, section, ok := strings.Cut(help, "\nExit codes:\n")
+	if !ok {
+		t.Fatalf("--help has no Exit codes section:\n%s", help)
+	}
+	section, _, _ = strings.Cut(section, "\n\n")
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := []struct {
+		name string
+		re   *regexp.Regexp
+		text string
+	}{
+		{name: "--help", re: regexp.MustCompile(`(?m)^  (\d+)  \S`), text: section},
+		{name: "README.md", re: regexp.MustCompile(`(?m)^\| (\d+) \| \S`), text: string(readme)},
+	}
+	for _, d := range docs {
+		var got []int
+		for _, m := range d.re.FindAllStringSubmatch(d.text, -1) {
+			n, _ := strconv.Atoi(m[1])
+			got = append(got, n)
+		}
+		if !slices.Equal(got, codes) {
+			t.Errorf("%s documents exit codes %v, want %v", d.name, got, codes)
 		}
 	}
 }
