@@ -26,7 +26,7 @@ type NodeStatus struct {
 	AppliedIndex uint64 `json:"applied_index"`
 	// Lag is how many entries the node's applied index is behind the
 	// highest commit index any member reported.
-	Lag   uint64 `json:"lag"`
+	Lag   uint64 `json:"lag_entries"`
 	Ready bool   `json:"ready"`
 	Error string `json:"error,omitempty"`
 }

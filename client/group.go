@@ -35,7 +35,7 @@ type GroupMember struct {
 	Partitions     []TopicPartition `json:"partitions"`
 	LastSeen       time.Time        `json:"last_seen"`
 	Joined         time.Time        `json:"joined"`
-	SessionTimeout time.Duration    `json:"session_timeout"`
+	SessionTimeout time.Duration    `json:"session_timeout_ms"`
 	ResetPolicy    string           `json:"reset_policy"`
 }
 
@@ -51,7 +51,7 @@ type GroupPartition struct {
 	// LagRecords is end minus the committed offset (or the log start).
 	LagRecords int64 `json:"lag_records"`
 	// Lag is the age of the oldest record not yet committed.
-	Lag             time.Duration `json:"lag"`
+	Lag             time.Duration `json:"lag_ms"`
 	Owner           string        `json:"owner,omitempty"`
 	PendingOwner    string        `json:"pending_owner,omitempty"`
 	SinceGeneration int64         `json:"since_generation"`

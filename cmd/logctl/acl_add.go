@@ -55,8 +55,8 @@ topics they would cover.`,
 				} else if res.Created, err = c.CreateACLs(cmd.Context(), acls); err != nil {
 					return err
 				}
-				if output == outputJSON {
-					return writeJSON(opts.stdout, res)
+				if output != outputText {
+					return writeData(opts.stdout, output, res)
 				}
 				if err := printACLs(opts.stdout, acls); err != nil {
 					return err

@@ -34,11 +34,11 @@ prefix ACLs that cover "orders".`,
 				if err != nil {
 					return err
 				}
-				if output == outputJSON {
+				if output != outputText {
 					if acls == nil {
 						acls = []client.ACL{}
 					}
-					return writeJSON(opts.stdout, acls)
+					return writeData(opts.stdout, output, acls)
 				}
 				return printACLs(opts.stdout, acls)
 			})

@@ -56,8 +56,8 @@ the ACLs are printed and nothing changes.`,
 				if acls == nil {
 					acls = []client.ACL{}
 				}
-				if output == outputJSON {
-					if err := writeJSON(opts.stdout, aclRemoveResult{ACLs: acls, DryRun: dryRun}); err != nil {
+				if output != outputText {
+					if err := writeData(opts.stdout, output, aclRemoveResult{ACLs: acls, DryRun: dryRun}); err != nil {
 						return err
 					}
 				} else if len(acls) > 0 {

@@ -137,8 +137,8 @@ func studentT975(df int) float64 {
 
 // printCompare writes --compare-keys' result as an aligned table or JSON.
 func printCompare(w io.Writer, output string, s compareSummary) error {
-	if output == outputJSON {
-		return writeJSON(w, s)
+	if output != outputText {
+		return writeData(w, output, s)
 	}
 	pct := func(x float64) string { return fmt.Sprintf("%+.1f%%", 100*x) }
 	tw := newTable(w)

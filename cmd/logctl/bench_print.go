@@ -9,8 +9,8 @@ import (
 // printBench writes a benchmark's result as an aligned table or JSON.
 func printBench(w io.Writer, output string, r benchResult) error {
 	j := r.json()
-	if output == outputJSON {
-		return writeJSON(w, j)
+	if output != outputText {
+		return writeData(w, output, j)
 	}
 	round := func(d time.Duration) string { return fmt.Sprintf("%.3f ms", ms(d)) }
 	tw := newTable(w)

@@ -286,7 +286,7 @@ func printBenchQueue(w io.Writer, output string, f *benchQueueFlags, r benchQueu
 	lat := func(s latencySummary) map[string]float64 {
 		return map[string]float64{"p50": ms(s.P50), "p99": ms(s.P99), "p999": ms(s.P999), "max": ms(s.Max)}
 	}
-	if output == outputJSON {
+	if output != outputText {
 		out := map[string]any{
 			"records": r.records, "seconds": r.elapsed.Seconds(), "acks_per_sec": float64(r.records) / secs,
 			"mb_per_sec": float64(r.bytes) / 1e6 / secs, "workers": f.workers, "batch": f.batch, "claim_calls": r.claims,
@@ -296,7 +296,7 @@ func printBenchQueue(w io.Writer, output string, f *benchQueueFlags, r benchQueu
 		if f.endToEnd {
 			out["produce_to_ack_latency_ms"], out["rate"] = lat(r.e2e), f.rate
 		}
-		return writeJSON(w, out)
+		return writeData(w, output, out)
 	}
 	tw := newTable(w)
 	row := func(name string, s latencySummary) {

@@ -105,7 +105,7 @@ func TestCLI(t *testing.T) {
 				{args: args("produce nope x"), wantCode: 3, stderr: []string{`^logctl: produce to "nope": .*unknown topic: "nope"\n$`}},
 				{args: args("topic describe nope -o json"), wantCode: 3, stderr: []string{`unknown topic: "nope"`}},
 				{args: args("produce"), wantCode: 2, stderr: []string{`requires at least 1 arg`}},
-				{args: args("topic list --output yaml"), wantCode: 2, stderr: []string{`--output "yaml": want text or json`}},
+				{args: args("topic list --output xml"), wantCode: 2, stderr: []string{`--output "xml": want text, json or yaml`}},
 				{args: args("consume t --from yesterday"), wantCode: 1, stderr: []string{`--from "yesterday"`}},
 				{args: args("topic create t --config nokey"), wantCode: 1, stderr: []string{`--config "nokey": want key=value`}},
 				{args: args("topic create t -p 2")},

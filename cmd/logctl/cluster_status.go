@@ -25,8 +25,8 @@ commit index reported. A member that does not answer is shown with its error.`,
 				if err != nil {
 					return err
 				}
-				if output == outputJSON {
-					return writeJSON(opts.stdout, st)
+				if output != outputText {
+					return writeData(opts.stdout, output, st)
 				}
 				leader := st.LeaderID
 				if leader == "" {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -272,14 +273,14 @@ func readPartition(ctx context.Context, opts *globalOpts, c *client.Client, topi
 
 // recordPrinter writes consumed records as text or JSON lines.
 type recordPrinter struct {
-	w    io.Writer
-	json bool
-	meta bool
-	buf  []byte
+	w      io.Writer
+	output string
+	meta   bool
+	buf    bytes.Buffer
 }
 
 func newRecordPrinter(w io.Writer, output string, meta bool) *recordPrinter {
-	return &recordPrinter{w: w, json: output == outputJSON, meta: meta}
+	return &recordPrinter{w: w, output: output, meta: meta}
 }
 
 // jsonRecord is the --output json form of a record.
@@ -316,7 +317,7 @@ func encodeBytes(b []byte) (s *string, encoding string) {
 }
 
 func (p *recordPrinter) print(r client.FetchedRecord) error {
-	if p.json {
+	if p.output != outputText {
 		jr := jsonRecord{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UTC()}
 		jr.Key, jr.KeyEncoding = encodeBytes(r.Key)
 		jr.Value, jr.ValueEncoding = encodeBytes(r.Value)
@@ -325,32 +326,39 @@ func (p *recordPrinter) print(r client.FetchedRecord) error {
 			jh.Value, jh.ValueEncoding = encodeBytes(h.Value)
 			jr.Headers = append(jr.Headers, jh)
 		}
-		b, err := json.Marshal(jr)
-		if err != nil {
+		if p.output == outputJSON {
+			// jsonRecord follows encode.go's rules as it is; encoding/json
+			// is the faster way to the same line.
+			b, err := json.Marshal(jr)
+			if err != nil {
+				return err
+			}
+			p.buf.Write(b)
+			p.buf.WriteByte('\n')
+		} else if err := writeRecord(&p.buf, p.output, jr); err != nil {
 			return err
 		}
-		p.buf = append(append(p.buf, b...), '\n')
 	} else {
 		if p.meta {
 			key := "-"
 			if r.Key != nil {
 				key = strconv.Quote(string(r.Key))
 			}
-			p.buf = fmt.Appendf(p.buf, "%d:%d\t%s\t%s\t", r.Partition, r.Offset, r.Timestamp.UTC().Format(time.RFC3339Nano), key)
+			fmt.Fprintf(&p.buf, "%d:%d\t%s\t%s\t", r.Partition, r.Offset, r.Timestamp.UTC().Format(time.RFC3339Nano), key)
 		}
-		p.buf = append(append(p.buf, r.Value...), '\n')
+		p.buf.Write(r.Value)
+		p.buf.WriteByte('\n')
 	}
-	if len(p.buf) > 64<<10 {
+	if p.buf.Len() > 64<<10 {
 		return p.flush()
 	}
 	return nil
 }
 
 func (p *recordPrinter) flush() error {
-	if len(p.buf) == 0 {
+	if p.buf.Len() == 0 {
 		return nil
 	}
-	_, err := p.w.Write(p.buf)
-	p.buf = p.buf[:0]
+	_, err := p.buf.WriteTo(p.w)
 	return err
 }

@@ -53,11 +53,11 @@ func newDLQListCmd(opts *globalOpts) *cobra.Command {
 			if err != nil && err != errLimit {
 				return err
 			}
-			if output == outputJSON {
+			if output != outputText {
 				if out == nil {
 					out = []client.DeadLetter{}
 				}
-				return writeJSON(opts.stdout, out)
+				return writeData(opts.stdout, output, out)
 			}
 			tw := newTable(opts.stdout)
 			fmt.Fprintln(tw, "DLQ OFFSET\tREASON\tORIGIN\tKEY\tATTEMPTS\tREDRIVES\tAGE\tLAST ERROR")

@@ -80,8 +80,8 @@ same filters continues where it stopped, without duplicates.`,
 			if err != nil {
 				return fmt.Errorf("%w (position kept in group %s; run again to continue)", err, res.Position)
 			}
-			if output == outputJSON {
-				return writeJSON(opts.stdout, map[string]any{"result": res, "records": rows, "dry_run": dryRun})
+			if output != outputText {
+				return writeData(opts.stdout, output, map[string]any{"result": res, "records": rows, "dry_run": dryRun})
 			}
 			if len(rows) > 0 {
 				tw := newTable(opts.stdout)

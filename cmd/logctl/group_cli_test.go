@@ -61,7 +61,9 @@ func TestGroupCLI(t *testing.T) {
 		{args: args("group describe analytics"), stdout: []string{`(?m)^Group:\s+analytics$`, `(?m)^State:\s+empty$`,
 			`(?m)^TOPIC\s+PARTITION\s+COMMITTED\s+LOG START\s+END OFFSET\s+LAG\s+LAG TIME\s+OWNER\s+SKIPPED$`,
 			`(?m)^orders\s+0\s+2\s+0\s+3\s+1\s+\S+\s+-\s+0$`, `(?m)^orders\s+1\s+-\s+0\s+0\s+0\s+0s\s+-\s+0$`}},
-		{args: args("group describe billing -o json"), stdout: []string{`"committed_offset": 3`, `"lag_records": 0`}},
+		{args: args("group describe billing -o json"), stdout: []string{`"committed_offset": 3`, `"lag_records": 0`, `"lag_ms": 0,`, `"members": \[\]`}},
+		{args: args("group describe analytics -o json"), stdout: []string{`"lag_records": 1,\s+"lag_ms": [1-9]\d*,`}},
+		{args: args("group describe billing -o yaml"), stdout: []string{`(?m)^group: billing$`, `(?m)^members: \[\]$`, `(?m)^partitions:$`, `(?m)^  - topic: orders$`, `(?m)^    committed_offset: 3$`, `(?m)^    lag_ms: 0$`}},
 		{args: args("group describe nope"), wantCode: 3, stderr: []string{`^logctl: describe group "nope": `}},
 		// A plan without --execute changes nothing.
 		{args: args("group reset-offsets billing --topic orders:0 --to-earliest"), stdout: []string{

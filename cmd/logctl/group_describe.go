@@ -27,8 +27,8 @@ retention passed the committed offset.`,
 				if err != nil {
 					return err
 				}
-				if output == outputJSON {
-					return writeJSON(opts.stdout, d)
+				if output != outputText {
+					return writeData(opts.stdout, output, d)
 				}
 				return printGroup(opts, d)
 			})

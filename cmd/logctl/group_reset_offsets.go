@@ -68,11 +68,11 @@ before the reset can undo it.`,
 			if err != nil {
 				return err
 			}
-			if f.output == outputJSON {
+			if f.output != outputText {
 				if plan.Partitions == nil {
 					plan.Partitions = []client.PlannedReset{}
 				}
-				if err := writeJSON(opts.stdout, plan); err != nil {
+				if err := writeData(opts.stdout, f.output, plan); err != nil {
 					return err
 				}
 			} else if err := printResetPlan(opts, plan); err != nil {

@@ -16,26 +16,30 @@ import (
 const (
 	outputText = "text"
 	outputJSON = "json"
+	outputYAML = "yaml"
 )
 
 // addOutputFlag adds --output to a command that prints data.
 func addOutputFlag(cmd *cobra.Command, out *string) {
-	cmd.Flags().StringVarP(out, "output", "o", outputText, "output format: text or json")
+	cmd.Flags().StringVarP(out, "output", "o", outputText, "output format: text, json or yaml")
 }
 
 // checkOutput validates an --output value.
 func checkOutput(out string) error {
-	if out != outputText && out != outputJSON {
-		return usagef("--output %q: want text or json", out)
+	if out != outputText && out != outputJSON && out != outputYAML {
+		return usagef("--output %q: want text, json or yaml", out)
 	}
 	return nil
 }
 
-// writeJSON writes v as indented JSON and a newline.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+// writeData writes v in the structured --output format (json or yaml;
+// encode.go says how values are converted).
+func writeData(w io.Writer, output string, v any) error {
+	tree, err := toTree(v)
+	if err != nil {
+		return err
+	}
+	return writeTree(w, output, tree)
 }
 
 // newTable returns a writer aligning tab-separated columns; Flush it.
@@ -60,11 +64,11 @@ func newListCmd[T any](opts *globalOpts, short, header string, list func(*client
 				if err != nil {
 					return err
 				}
-				if output == outputJSON {
+				if output != outputText {
 					if rows == nil {
 						rows = []T{}
 					}
-					return writeJSON(opts.stdout, rows)
+					return writeData(opts.stdout, output, rows)
 				}
 				tw := newTable(opts.stdout)
 				fmt.Fprintln(tw, header)
@@ -99,4 +103,26 @@ func count[T int | int32 | int64](n T, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// writeRecord writes one of a stream of values (consumed or claimed
+// records): JSON as one compact line, YAML as a document opened by "---",
+// so that a reader can handle each as it comes.
+func writeRecord(w io.Writer, output string, v any) error {
+	tree, err := toTree(v)
+	if err != nil {
+		return err
+	}
+	if output == outputYAML {
+		if _, err := io.WriteString(w, "---\n"); err != nil {
+			return err
+		}
+		return writeTree(w, output, tree)
+	}
+	b, err := json.Marshal(tree)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }

@@ -301,7 +301,7 @@ func (s *produceSummary) print(w io.Writer, output, topic string) error {
 		parts = append(parts, *p)
 	}
 	slices.SortFunc(parts, func(a, b partitionSummary) int { return int(a.Partition - b.Partition) })
-	if output == outputJSON {
+	if output != outputText {
 		out := struct {
 			Topic      string             `json:"topic"`
 			Records    int64              `json:"records"`
@@ -312,7 +312,7 @@ func (s *produceSummary) print(w io.Writer, output, topic string) error {
 		if detailed {
 			out.Results = s.results
 		}
-		return writeJSON(w, out)
+		return writeData(w, output, out)
 	}
 	tw := newTable(w)
 	if detailed {

@@ -95,8 +95,8 @@ func printTokenResults(w io.Writer, output string, rs []client.TokenResult) erro
 			rows[i].Error = r.Err.Error()
 		}
 	}
-	if output == outputJSON {
-		return writeJSON(w, rows)
+	if output != outputText {
+		return writeData(w, output, rows)
 	}
 	tw := newTable(w)
 	fmt.Fprintln(tw, "TOKEN\tRESULT\tDETAIL")

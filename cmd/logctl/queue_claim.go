@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -32,10 +31,9 @@ func newQueueClaimCmd(opts *globalOpts) *cobra.Command {
 				if len(res.AtCap) > 0 {
 					opts.logf("partitions %v are at their in-flight cap: records are waiting", res.AtCap)
 				}
-				if output == outputJSON {
-					enc := json.NewEncoder(opts.stdout)
+				if output != outputText {
 					for _, j := range res.Jobs {
-						if err := enc.Encode(claimJSON(j)); err != nil {
+						if err := writeRecord(opts.stdout, output, claimJSON(j)); err != nil {
 							return err
 						}
 					}

@@ -26,8 +26,8 @@ func newQueueCreateCmd(opts *globalOpts) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if output == outputJSON {
-					return writeJSON(opts.stdout, cfg)
+				if output != outputText {
+					return writeData(opts.stdout, output, cfg)
 				}
 				fmt.Fprintf(opts.stdout, "created queue group %s on %s\n", args[1], args[0])
 				return printQueueConfig(opts.stdout, cfg)

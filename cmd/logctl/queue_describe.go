@@ -21,8 +21,8 @@ func newQueueDescribeCmd(opts *globalOpts) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if output == outputJSON {
-					return writeJSON(opts.stdout, d)
+				if output != outputText {
+					return writeData(opts.stdout, output, d)
 				}
 				fmt.Fprintf(opts.stdout, "Queue group %s on %s (created %s)\n", d.Group, d.Topic, d.Created.UTC().Format(time.RFC3339))
 				if err := printQueueConfig(opts.stdout, d.Config); err != nil {

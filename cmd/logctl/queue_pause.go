@@ -25,8 +25,8 @@ func newQueuePauseCmd(opts *globalOpts, paused bool) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if output == outputJSON {
-					return writeJSON(opts.stdout, map[string]any{"topic": args[0], "group": args[1], "paused": paused, "changed": changed})
+				if output != outputText {
+					return writeData(opts.stdout, output, map[string]any{"topic": args[0], "group": args[1], "paused": paused, "changed": changed})
 				}
 				if !changed {
 					verb = "already " + verb

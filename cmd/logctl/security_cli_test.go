@@ -178,7 +178,7 @@ func TestCLIACLs(t *testing.T) {
 		{args: "acl add --principal alice --topic * --operation read --dry-run -o json", env: admin,
 			stdout: []string{`"dry_run": true`, `"created": 0`, `(?s)"matching_topics": \[\s*"audit",\s*"orders",\s*"ordinals"\s*\]`}},
 		{args: "acl add --principal ops --cluster --operation admin --dry-run -o json", env: admin, calls: map[string]int{"ListTopics": 0, "CreateACLs": 0},
-			stdout: []string{`"name": "logd"`, `"matching_topics": null`}},
+			stdout: []string{`"name": "logd"`, `"matching_topics": \[\]`}},
 		{args: "acl list -o json", env: admin, stdout: []string{`^\[\]\n$`}},
 		{args: "acl add --principal alice --topic ord --prefix --operation read,write", env: admin, calls: map[string]int{"CreateACLs": 1},
 			stderr: []string{`^logctl: added 2 ACLs \(2 new\)\n$`}},

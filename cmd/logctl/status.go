@@ -20,8 +20,8 @@ func newStatusCmd(opts *globalOpts) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if output == outputJSON {
-					return writeJSON(opts.stdout, st)
+				if output != outputText {
+					return writeData(opts.stdout, output, st)
 				}
 				leader := st.LeaderID
 				if st.LeaderAddress != "" {

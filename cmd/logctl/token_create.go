@@ -32,8 +32,8 @@ verifier. Store it where the client will read it (a file given to
 				if err != nil {
 					return err
 				}
-				if output == outputJSON {
-					err = writeJSON(opts.stdout, tok)
+				if output != outputText {
+					err = writeData(opts.stdout, output, tok)
 				} else {
 					_, err = fmt.Fprintln(opts.stdout, tok.Token)
 				}

@@ -22,8 +22,8 @@ func newTokenRevokeCmd(opts *globalOpts) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if output == outputJSON {
-					return writeJSON(opts.stdout, info)
+				if output != outputText {
+					return writeData(opts.stdout, output, info)
 				}
 				_, err = fmt.Fprintf(opts.stdout, "revoked token %s of %s\n", info.ID, info.Principal)
 				return err

@@ -48,8 +48,8 @@ settings afterwards. A bad key or value changes nothing.`,
 			if err != nil {
 				return err
 			}
-			if output == outputJSON {
-				return writeJSON(opts.stdout, t)
+			if output != outputText {
+				return writeData(opts.stdout, output, t)
 			}
 			tw := newTable(opts.stdout)
 			fmt.Fprintln(tw, "KEY\tVALUE")

@@ -40,8 +40,8 @@ func newTopicCreateCmd(opts *globalOpts) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if output == outputJSON {
-				return writeJSON(opts.stdout, t)
+			if output != outputText {
+				return writeData(opts.stdout, output, t)
 			}
 			_, err = fmt.Fprintf(opts.stdout, "created topic %s with %s\n", t.Name, count(t.Partitions, "partition"))
 			return err

@@ -23,8 +23,8 @@ func newTopicDescribeCmd(opts *globalOpts) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if output == outputJSON {
-					return writeJSON(opts.stdout, d)
+				if output != outputText {
+					return writeData(opts.stdout, output, d)
 				}
 				tw := newTable(opts.stdout)
 				fmt.Fprintf(tw, "Topic:\t%s\n", d.Topic.Name)

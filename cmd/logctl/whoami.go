@@ -24,8 +24,8 @@ authentication.`,
 				if err != nil {
 					return err
 				}
-				if output == outputJSON {
-					return writeJSON(opts.stdout, id)
+				if output != outputText {
+					return writeData(opts.stdout, output, id)
 				}
 				tw := newTable(opts.stdout)
 				fmt.Fprintf(tw, "Principal:\t%s\n", id.Principal)
