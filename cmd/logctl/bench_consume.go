@@ -34,6 +34,8 @@ func newBenchConsumeCmd(opts *globalOpts) *cobra.Command {
 there are more workers than partitions), and report records/s, MB/s (10^6
 bytes of keys and values) and per-fetch latency. Fill the topic first, e.g.
 with "logctl bench produce".`,
+		Example: `  logctl bench produce --topic logctl-bench --records 100000
+  logctl bench consume --topic logctl-bench --concurrency 4 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(f.output); err != nil {

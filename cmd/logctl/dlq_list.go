@@ -19,7 +19,10 @@ func newDLQListCmd(opts *globalOpts) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list TOPIC GROUP",
 		Short: "List a queue group's dead letters: reason, origin, attempts, last error, age",
-		Args:  cobra.ExactArgs(2),
+		Example: `  logctl dlq list orders workers
+  logctl dlq list orders workers --reason max_deliveries --since 1h -o json
+  logctl dlq list orders workers --key order-7 --limit 10`,
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
 				return err

@@ -33,6 +33,8 @@ consumer group logd-redrive.<dead-letter topic>.<filter hash>, and each record
 is produced with an idempotency key derived from its original key (or origin)
 and redrive count: a redrive interrupted at any point and run again with the
 same filters continues where it stopped, without duplicates.`,
+		Example: `  logctl dlq redrive orders workers --reason max_deliveries --dry-run
+  logctl dlq redrive orders workers --since 2h --rate 100/s`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {

@@ -8,10 +8,11 @@ import (
 
 func newGroupDeleteCmd(opts *globalOpts) *cobra.Command {
 	return &cobra.Command{
-		Use:   "delete GROUP",
-		Short: "Delete a consumer group and its committed offsets",
-		Long:  `Delete a consumer group without live members, with its committed offsets.`,
-		Args:  cobra.ExactArgs(1),
+		Use:     "delete GROUP",
+		Short:   "Delete a consumer group and its committed offsets",
+		Long:    `Delete a consumer group without live members, with its committed offsets.`,
+		Example: `  logctl group delete billing`,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := opts.newClient()
 			if err != nil {

@@ -20,6 +20,8 @@ members with their partitions, and per partition the committed offset, the
 log's bounds, the lag in records and in time (age of the oldest record not
 yet committed), the owner, and records skipped by the reset policy after
 retention passed the committed offset.`,
+		Example: `  logctl group describe billing
+  logctl group describe billing -o json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return opts.withClient(output, func(c *client.Client) error {

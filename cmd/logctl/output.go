@@ -52,12 +52,13 @@ func newTable(w io.Writer) *tabwriter.Writer {
 // tab-separated) or, with --output json, as a JSON array ([] when empty).
 // list takes the client first so a method expression such as
 // (*client.Client).ListTopics fits.
-func newListCmd[T any](opts *globalOpts, short, header string, list func(*client.Client, context.Context) ([]T, error), row func(T) string) *cobra.Command {
+func newListCmd[T any](opts *globalOpts, short, example, header string, list func(*client.Client, context.Context) ([]T, error), row func(T) string) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
-		Use:   "list",
-		Short: short,
-		Args:  cobra.NoArgs,
+		Use:     "list",
+		Short:   short,
+		Example: example,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return opts.withClient(output, func(c *client.Client) error {
 				rows, err := list(c, cmd.Context())

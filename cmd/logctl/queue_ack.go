@@ -9,9 +9,10 @@ import (
 func newQueueAckCmd(opts *globalOpts) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
-		Use:   "ack TOPIC GROUP TOKEN...",
-		Short: "Acknowledge deliveries (finish their records)",
-		Args:  cobra.MinimumNArgs(3),
+		Use:     "ack TOPIC GROUP TOKEN...",
+		Short:   "Acknowledge deliveries (finish their records)",
+		Example: "  # TOKEN is a delivery token printed by logctl queue claim\n  logctl queue ack orders workers TOKEN",
+		Args:    cobra.MinimumNArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return opts.withClient(output, func(c *client.Client) error {
 				rs, err := c.Ack(cmd.Context(), args[0], args[1], args[2:]...)

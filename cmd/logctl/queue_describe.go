@@ -12,9 +12,10 @@ import (
 func newQueueDescribeCmd(opts *globalOpts) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
-		Use:   "describe TOPIC GROUP",
-		Short: "Show a queue group: settings and, per partition, ready, in flight, delayed, done and dead-lettered records",
-		Args:  cobra.ExactArgs(2),
+		Use:     "describe TOPIC GROUP",
+		Short:   "Show a queue group: settings and, per partition, ready, in flight, delayed, done and dead-lettered records",
+		Example: "  logctl queue describe orders workers\n  logctl queue describe orders workers -o yaml",
+		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return opts.withClient(output, func(c *client.Client) error {
 				d, err := c.DescribeQueueGroup(cmd.Context(), args[0], args[1])

@@ -14,9 +14,10 @@ func newQueueExtendCmd(opts *globalOpts) *cobra.Command {
 		output string
 	)
 	cmd := &cobra.Command{
-		Use:   "extend TOPIC GROUP TOKEN...",
-		Short: "Extend the leases of deliveries to now + --lease",
-		Args:  cobra.MinimumNArgs(3),
+		Use:     "extend TOPIC GROUP TOKEN...",
+		Short:   "Extend the leases of deliveries to now + --lease",
+		Example: "  logctl queue extend orders workers TOKEN --lease 5m",
+		Args:    cobra.MinimumNArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return opts.withClient(output, func(c *client.Client) error {
 				rs, err := c.Extend(cmd.Context(), args[0], args[1], lease, args[2:]...)

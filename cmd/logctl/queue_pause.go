@@ -16,9 +16,10 @@ func newQueuePauseCmd(opts *globalOpts, paused bool) *cobra.Command {
 	}
 	var output string
 	cmd := &cobra.Command{
-		Use:   use,
-		Short: short,
-		Args:  cobra.ExactArgs(2),
+		Use:     use,
+		Short:   short,
+		Example: "  logctl queue " + verb[:len(verb)-1] + " orders workers", // pause or resume
+		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return opts.withClient(output, func(c *client.Client) error {
 				changed, err := c.PauseQueueGroup(cmd.Context(), args[0], args[1], paused)

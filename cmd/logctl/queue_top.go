@@ -24,7 +24,8 @@ func newQueueTopCmd(opts *globalOpts) *cobra.Command {
 oldest ready and in-flight ages, and completion, nack, expiry and dead-letter
 rates; for the group: paused, admission refusals and the dead-letter topic's
 size. Rates are measured between frames from the group's counters.`,
-		Args: cobra.ExactArgs(2),
+		Example: "  logctl queue top orders workers\n  logctl queue top orders workers --once",
+		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if interval <= 0 {
 				return fmt.Errorf("--interval %v: want a positive duration", interval)

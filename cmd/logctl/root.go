@@ -51,7 +51,11 @@ func newRootCmd(opts *globalOpts) *cobra.Command {
 		Short: "Command line for logd, a replicated append-only log",
 		Long: `logctl manages topics, produces and consumes records, shows node status
 and measures throughput of a logd cluster. Data goes to stdout, diagnostics
-to stderr; commands that print data take --output json for scripts.
+to stderr; commands that print data take --output json or yaml for
+scripts. In both, durations are integer milliseconds in fields named *_ms,
+sizes are bytes in fields named *bytes*, times are RFC 3339, and an empty
+list is [] (never null). Every command's --help has examples;
+"logctl completion bash|zsh|fish" prints a shell completion script.
 
 Failed requests that may succeed later (no leader during an election, a
 node restarting, admission control) are retried for up to --max-retry-time;
@@ -108,6 +112,7 @@ which other users of the machine can read in the process list.`,
 		newTokenCmd(opts),
 		newACLCmd(opts),
 		newVersionCmd(opts),
+		newCompletionCmd(opts),
 	)
 	markStarted(cmd, opts)
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })

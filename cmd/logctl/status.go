@@ -13,7 +13,9 @@ func newStatusCmd(opts *globalOpts) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show a node's Raft state and the cluster members it knows",
-		Args:  cobra.NoArgs,
+		Example: `  logctl status
+  logctl status --server 10.0.0.2:7070 -o json`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return opts.withClient(output, func(c *client.Client) error {
 				st, err := c.Status(cmd.Context())

@@ -11,7 +11,8 @@ import (
 
 func newTokenListCmd(opts *globalOpts) *cobra.Command {
 	var principal string
-	cmd := newListCmd(opts, "List bearer tokens (never their secrets)", "ID\tPRINCIPAL\tDESCRIPTION\tCREATED\tEXPIRES\tCREATED BY",
+	cmd := newListCmd(opts, "List bearer tokens (never their secrets)", "  logctl token list\n  logctl token list --principal alice -o json",
+		"ID\tPRINCIPAL\tDESCRIPTION\tCREATED\tEXPIRES\tCREATED BY",
 		func(c *client.Client, ctx context.Context) ([]client.TokenInfo, error) {
 			return c.ListTokens(ctx, principal)
 		},

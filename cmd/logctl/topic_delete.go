@@ -8,9 +8,10 @@ import (
 
 func newTopicDeleteCmd(opts *globalOpts) *cobra.Command {
 	return &cobra.Command{
-		Use:   "delete NAME",
-		Short: "Delete a topic and all its data",
-		Args:  cobra.ExactArgs(1),
+		Use:     "delete NAME",
+		Short:   "Delete a topic and all its data",
+		Example: `  logctl topic delete orders`,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := opts.newClient()
 			if err != nil {

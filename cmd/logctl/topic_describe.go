@@ -16,7 +16,9 @@ func newTopicDescribeCmd(opts *globalOpts) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "describe NAME",
 		Short: "Show a topic's settings and the state of each partition",
-		Args:  cobra.ExactArgs(1),
+		Example: `  logctl topic describe orders
+  logctl topic describe orders -o json`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return opts.withClient(output, func(c *client.Client) error {
 				d, err := c.DescribeTopic(cmd.Context(), args[0])

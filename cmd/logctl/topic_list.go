@@ -9,7 +9,8 @@ import (
 )
 
 func newTopicListCmd(opts *globalOpts) *cobra.Command {
-	return newListCmd(opts, "List topics", "NAME\tPARTITIONS\tCREATED",
+	return newListCmd(opts, "List topics", "  logctl topic list\n  logctl topic list -o json | jq -r '.[].name'",
+		"NAME\tPARTITIONS\tCREATED",
 		(*client.Client).ListTopics,
 		func(t client.Topic) string {
 			return fmt.Sprintf("%s\t%d\t%s", t.Name, t.Partitions, formatTime(t.Created))

@@ -17,6 +17,8 @@ func newWhoAmICmd(opts *globalOpts) *cobra.Command {
 client certificate (User:ANONYMOUS without either), how it was
 authenticated, whether ACLs apply to it, and whether the node requires
 authentication.`,
+		Example: `  logctl whoami --token-file ~/.logd-token
+  logctl whoami -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return opts.withClient(output, func(c *client.Client) error {
