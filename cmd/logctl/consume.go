@@ -283,12 +283,20 @@ func newRecordPrinter(w io.Writer, output string, meta bool) *recordPrinter {
 	return &recordPrinter{w: w, output: output, meta: meta}
 }
 
-// jsonRecord is the --output json form of a record.
+// jsonRecord is the --output json and yaml form of a consumed record.
 type jsonRecord struct {
-	Topic         string       `json:"topic"`
-	Partition     int32        `json:"partition"`
-	Offset        int64        `json:"offset"`
-	Timestamp     time.Time    `json:"timestamp"`
+	Topic     string    `json:"topic"`
+	Partition int32     `json:"partition"`
+	Offset    int64     `json:"offset"`
+	Timestamp time.Time `json:"timestamp"`
+	recordBytes
+}
+
+// recordBytes is the one structured form of a record's key, value and
+// headers, shared by every command that prints records (consume, dlq
+// list): UTF-8 bytes as a string, other bytes as base64 flagged by
+// *_encoding "base64", and null for a null key or value.
+type recordBytes struct {
 	Key           *string      `json:"key"`
 	KeyEncoding   string       `json:"key_encoding,omitempty"`
 	Value         *string      `json:"value"`
@@ -300,6 +308,18 @@ type jsonHeader struct {
 	Key           string  `json:"key"`
 	Value         *string `json:"value"`
 	ValueEncoding string  `json:"value_encoding,omitempty"`
+}
+
+func newRecordBytes(key, value []byte, headers []client.Header) recordBytes {
+	var rb recordBytes
+	rb.Key, rb.KeyEncoding = encodeBytes(key)
+	rb.Value, rb.ValueEncoding = encodeBytes(value)
+	for _, h := range headers {
+		jh := jsonHeader{Key: h.Key}
+		jh.Value, jh.ValueEncoding = encodeBytes(h.Value)
+		rb.Headers = append(rb.Headers, jh)
+	}
+	return rb
 }
 
 // encodeBytes returns b as a UTF-8 string or, if it is not valid UTF-8, as
@@ -318,14 +338,8 @@ func encodeBytes(b []byte) (s *string, encoding string) {
 
 func (p *recordPrinter) print(r client.FetchedRecord) error {
 	if p.output != outputText {
-		jr := jsonRecord{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UTC()}
-		jr.Key, jr.KeyEncoding = encodeBytes(r.Key)
-		jr.Value, jr.ValueEncoding = encodeBytes(r.Value)
-		for _, h := range r.Headers {
-			jh := jsonHeader{Key: h.Key}
-			jh.Value, jh.ValueEncoding = encodeBytes(h.Value)
-			jr.Headers = append(jr.Headers, jh)
-		}
+		jr := jsonRecord{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UTC(),
+			recordBytes: newRecordBytes(r.Key, r.Value, r.Headers)}
 		if p.output == outputJSON {
 			// jsonRecord follows encode.go's rules as it is; encoding/json
 			// is the faster way to the same line.

@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -107,5 +111,61 @@ func TestProduceFromFile(t *testing.T) {
 	r = mustRun(t, srv, "", "consume", "t", "--from", "29")
 	if r.stdout != "29\n" {
 		t.Fatalf("stdout = %q", r.stdout)
+	}
+}
+
+// TestRecordValuesPrintedAlike: consume and dlq list print a record's key,
+// value and headers in the same form, in JSON and YAML: text when UTF-8,
+// base64 flagged by *_encoding otherwise.
+func TestRecordValuesPrintedAlike(t *testing.T) {
+	srv := logdtest.Start(t, logdtest.Options{})
+	mustRun(t, srv, "", "topic", "create", "jobs")
+	mustRun(t, srv, "plain\n\xff\xfebin\n", "produce", "jobs", "--key", "k", "-H", "h=v")
+	mustRun(t, srv, "", "queue", "create", "jobs", "w")
+	claimed := mustRun(t, srv, "", "queue", "claim", "jobs", "w", "--max", "2", "-o", "json")
+	for line := range strings.Lines(claimed.stdout) {
+		var j struct{ Token string }
+		if err := json.Unmarshal([]byte(line), &j); err != nil {
+			t.Fatal(err)
+		}
+		mustRun(t, srv, "", "queue", "nack", "jobs", "w", j.Token, "--permanent")
+	}
+	type values struct {
+		Key           *string `json:"key"`
+		Value         *string `json:"value"`
+		ValueEncoding string  `json:"value_encoding"`
+		Headers       []struct {
+			Key, Value string
+		} `json:"headers"`
+	}
+	var consumed []values
+	for line := range strings.Lines(mustRun(t, srv, "", "consume", "jobs", "-o", "json").stdout) {
+		var v values
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatal(err)
+		}
+		consumed = append(consumed, v)
+	}
+	var dead []values
+	if err := json.Unmarshal([]byte(mustRun(t, srv, "", "dlq", "list", "jobs", "w", "-o", "json").stdout), &dead); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`{"k" "plain"  [{h v}]}`, `{"k" "//5iaW4=" base64 [{h v}]}`}
+	for name, got := range map[string][]values{"consume": consumed, "dlq list": dead} {
+		var s []string
+		for _, v := range got {
+			s = append(s, fmt.Sprintf("{%q %q %s %v}", *v.Key, *v.Value, v.ValueEncoding, v.Headers))
+		}
+		if !slices.Equal(s, want) {
+			t.Errorf("%s -o json printed %v, want %v", name, s, want)
+		}
+	}
+	for _, cmd := range [][]string{{"consume", "jobs", "-o", "yaml"}, {"dlq", "list", "jobs", "w", "-o", "yaml"}} {
+		out := mustRun(t, srv, "", cmd...).stdout
+		for _, want := range []string{`(?m)^ *value: plain$`, `(?m)^ *value: "//5iaW4="\n *value_encoding: base64$`, `(?m)^ *headers:\n *- key: h\n *value: v$`} {
+			if !regexp.MustCompile(want).MatchString(out) {
+				t.Errorf("%v printed\n%s\nwant %s", cmd, out, want)
+			}
+		}
 	}
 }

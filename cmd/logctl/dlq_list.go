@@ -19,6 +19,11 @@ func newDLQListCmd(opts *globalOpts) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list TOPIC GROUP",
 		Short: "List a queue group's dead letters: reason, origin, attempts, last error, age",
+		Long: `List a queue group's dead letters: where each is in the dead-letter topic,
+why it was dead-lettered, where it came from, its deliveries and redrives.
+--output json and yaml print the record's key, value and headers as
+consume does: a UTF-8 string, or base64 flagged by key_encoding /
+value_encoding "base64", and null for a null key or value.`,
 		Example: `  logctl dlq list orders workers
   logctl dlq list orders workers --reason max_deliveries --since 1h -o json
   logctl dlq list orders workers --key order-7 --limit 10`,
@@ -57,10 +62,11 @@ func newDLQListCmd(opts *globalOpts) *cobra.Command {
 				return err
 			}
 			if output != outputText {
-				if out == nil {
-					out = []client.DeadLetter{}
+				rows := make([]deadLetterOut, 0, len(out))
+				for _, d := range out {
+					rows = append(rows, newDeadLetterOut(d))
 				}
-				return writeData(opts.stdout, output, out)
+				return writeData(opts.stdout, output, rows)
 			}
 			tw := newTable(opts.stdout)
 			fmt.Fprintln(tw, "DLQ OFFSET\tREASON\tORIGIN\tKEY\tATTEMPTS\tREDRIVES\tAGE\tLAST ERROR")
@@ -79,4 +85,32 @@ func newDLQListCmd(opts *globalOpts) *cobra.Command {
 	cmd.Flags().IntVar(&limit, "limit", 0, "list at most this many (0: all)")
 	addOutputFlag(cmd, &output)
 	return cmd
+}
+
+// deadLetterOut is the --output json and yaml form of a dead letter: the
+// client's fields, with key, value and headers in consume's form.
+type deadLetterOut struct {
+	Topic           string    `json:"topic"`
+	Partition       int32     `json:"partition"`
+	Offset          int64     `json:"offset"`
+	Reason          string    `json:"reason"`
+	LastError       string    `json:"last_error,omitempty"`
+	OriginTopic     string    `json:"origin_topic"`
+	OriginPartition int32     `json:"origin_partition"`
+	OriginOffset    int64     `json:"origin_offset"`
+	Group           string    `json:"group"`
+	Deliveries      int       `json:"deliveries"`
+	FirstDelivery   time.Time `json:"first_delivery,omitzero"`
+	LastDelivery    time.Time `json:"last_delivery,omitzero"`
+	DeadLettered    time.Time `json:"dead_lettered"`
+	IdempotencyKey  string    `json:"idempotency_key,omitempty"`
+	Redrives        int       `json:"redrives"`
+	recordBytes
+}
+
+func newDeadLetterOut(d client.DeadLetter) deadLetterOut {
+	return deadLetterOut{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset, Reason: d.Reason, LastError: d.LastError,
+		OriginTopic: d.OriginTopic, OriginPartition: d.OriginPartition, OriginOffset: d.OriginOffset, Group: d.Group,
+		Deliveries: d.Deliveries, FirstDelivery: d.FirstDelivery.UTC(), LastDelivery: d.LastDelivery.UTC(), DeadLettered: d.DeadLettered.UTC(),
+		IdempotencyKey: d.IdempotencyKey, Redrives: d.Redrives, recordBytes: newRecordBytes(d.Key, d.Value, d.Headers)}
 }
