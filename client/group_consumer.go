@@ -63,9 +63,23 @@ type GroupConsumerOptions struct {
 	// fenced or expired); commits of those fail with ErrStaleGeneration
 	// or ErrUnknownMember.
 	OnRevoked func(ctx context.Context, partitions []TopicPartition)
+	// OnAutoReset is called from Poll when retention had passed the
+	// group's position in a partition and the server, following
+	// ResetPolicy, moved the group's committed offset from From to To:
+	// the records in between were never returned (those below the log
+	// start are gone). Poll's records of that partition start at To.
+	OnAutoReset func(AutoReset)
 	// Now is the clock that schedules heartbeats and commits; default
 	// time.Now.
 	Now func() time.Time
+}
+
+// AutoReset reports that a group's position in a partition was moved by
+// its reset policy because retention had removed the records there: the
+// records from From up to To were skipped.
+type AutoReset struct {
+	Partition TopicPartition
+	From, To  int64
 }
 
 // Validate reports options that cannot be used.
@@ -550,6 +564,9 @@ func (gc *GroupConsumer) take(ctx context.Context) ([]FetchedRecord, error) {
 		}
 		if r.resp.AutoReset {
 			p.pos, p.committed = r.resp.ResetTo, max(p.committed, r.resp.ResetTo)
+			if gc.opts.OnAutoReset != nil {
+				gc.opts.OnAutoReset(AutoReset{Partition: r.tp, From: r.resp.ResetFrom, To: r.resp.ResetTo})
+			}
 		}
 		out = append(out, r.recs...)
 		p.next = r.next

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -30,6 +31,7 @@ type consumeFlags struct {
 	output    string
 	meta      bool
 	group     string // consume as a member of this consumer group (group_consume.go)
+	reset     string // the group's reset policy (--reset-policy)
 }
 
 func newConsumeCmd(opts *globalOpts) *cobra.Command {
@@ -49,16 +51,22 @@ and flagged with key_encoding / value_encoding "base64".
 
 --from accepts earliest, latest, an offset, or an RFC 3339 time; a time
 starts at the first record stamped at or after it, found by the server's
-time index.
+time index. An offset past a partition's end offset is an error that gives
+the partition's bounds (the end itself is accepted: it reads new records).
 
 With --group G, consume joins consumer group G, reads the partitions the
 server assigns from the group's committed offsets and commits what it
-printed. Without --follow it stops once every partition assigned to it is
+printed. --reset-policy (earliest, latest or none; --from earliest or latest
+says the same) picks where the group starts without a committed offset, and
+where it goes when retention has removed the records at its committed
+offset: such a skip is reported on stderr with the offsets skipped; with
+none it is an error instead. Without --follow it stops once every partition assigned to it is
 read up to the end offsets seen at start (an empty poll is not the end: the
 group may still have lag), and leaves the group.`,
 		Example: `  logctl consume orders --from earliest
   logctl consume orders --partition 2 --from 1200 --max 10 --output json
-  logctl consume orders --from 2026-01-02T15:04:05Z --follow --timeout 30s`,
+  logctl consume orders --from 2026-01-02T15:04:05Z --follow --timeout 30s
+  logctl consume orders --group billing --reset-policy none`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(f.output); err != nil {
@@ -84,6 +92,9 @@ group may still have lag), and leaves the group.`,
 			if f.group != "" {
 				return consumeGroup(cmd, opts, c, args[0], &f)
 			}
+			if f.reset != "" {
+				return usagef("--reset-policy needs --group: without a group, --from says where to start")
+			}
 			return consume(cmd.Context(), opts, c, args[0], start, &f)
 		},
 	}
@@ -95,6 +106,7 @@ group may still have lag), and leaves the group.`,
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop when no record arrives for this long (0: never)")
 	fl.BoolVar(&f.meta, "meta", false, "text output: prefix each value with partition, offset, time and key")
 	fl.StringVar(&f.group, "group", "", "consume as a member of this consumer group, from its committed offsets, committing after each printed batch")
+	fl.StringVar(&f.reset, "reset-policy", "", "with --group: where to start without a committed offset, and where to go when retention removed the records at it: earliest, latest or none (an error) (default earliest, or --from's)")
 	addOutputFlag(cmd, &f.output)
 	return cmd
 }
@@ -140,8 +152,16 @@ func consume(ctx context.Context, opts *globalOpts, c *client.Client, topic stri
 		return fmt.Errorf("topic %q has no partition %d (it has %d): %w", topic, f.partition, len(d.Partitions), client.ErrUnknownPartition)
 	}
 	var plans []partitionRead
+	var past []string // partitions an explicit --from offset is past the end of
 	for _, p := range d.Partitions {
 		if f.partition >= 0 && p.Partition != f.partition {
+			continue
+		}
+		if from.time.IsZero() && from.offset >= 0 && from.offset > p.End {
+			// Nothing was ever written there: waiting (--follow) could
+			// only end in the server's out-of-range refusal, and
+			// printing nothing would look like an empty partition.
+			past = append(past, fmt.Sprintf("partition %d: log start %d, end %d", p.Partition, p.LogStart, p.End))
 			continue
 		}
 		pr := partitionRead{partition: p.Partition, stop: -1}
@@ -164,6 +184,10 @@ func consume(ctx context.Context, opts *globalOpts, c *client.Client, topic stri
 			}
 		}
 		plans = append(plans, pr)
+	}
+	if len(past) > 0 {
+		return fmt.Errorf("--from %d is past the end of %q (%s); the highest --from is the end, where only new records are read: %w",
+			from.offset, topic, strings.Join(past, "; "), client.ErrOffsetOutOfRange)
 	}
 
 	ctx, cancel := context.WithCancel(ctx)

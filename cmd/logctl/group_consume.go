@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -29,13 +28,9 @@ func consumeGroup(cmd *cobra.Command, opts *globalOpts, c *client.Client, topic 
 	if f.partition >= 0 {
 		return errors.New("--partition and --group exclude each other: the group assigns partitions")
 	}
-	policy := "earliest"
-	switch {
-	case !cmd.Flags().Changed("from"), f.from == "earliest", f.from == "beginning":
-	case f.from == "latest", f.from == "end":
-		policy = "latest"
-	default:
-		return fmt.Errorf("--from %q with --group: want earliest or latest (where a group without committed offsets starts); use 'logctl group reset-offsets' to move a group", f.from)
+	policy, err := groupResetPolicy(cmd, f)
+	if err != nil {
+		return err
 	}
 	ctx := cmd.Context()
 	var ends map[client.TopicPartition]int64 // where to stop without --follow
@@ -51,6 +46,10 @@ func consumeGroup(cmd *cobra.Command, opts *globalOpts, c *client.Client, topic 
 	}
 	gc, err := c.NewGroupConsumer(client.GroupConsumerOptions{
 		Group: f.group, Topics: []string{topic}, ResetPolicy: policy, ManualCommit: true, MaxWait: groupConsumeWait,
+		OnAutoReset: func(r client.AutoReset) {
+			opts.logf("warning: partition %d: retention removed group %s's records from offset %d; skipped %s to offset %d (--reset-policy %s)",
+				r.Partition.Partition, f.group, r.From, count(r.To-r.From, "record"), r.To, policy)
+		},
 	})
 	if err != nil {
 		return err
@@ -111,6 +110,36 @@ func consumeGroup(cmd *cobra.Command, opts *globalOpts, c *client.Client, topic 
 			return nil
 		}
 	}
+}
+
+// groupResetPolicy is the reset policy of --reset-policy, or of --from
+// (earliest or latest: where a group without committed offsets starts),
+// default earliest; the two must agree when both are given.
+func groupResetPolicy(cmd *cobra.Command, f *consumeFlags) (string, error) {
+	var fromPolicy string
+	if cmd.Flags().Changed("from") {
+		switch f.from {
+		case "earliest", "beginning":
+			fromPolicy = "earliest"
+		case "latest", "end":
+			fromPolicy = "latest"
+		default:
+			return "", usagef("--from %q with --group: want earliest or latest (where a group without committed offsets starts); use 'logctl group reset-offsets' to move a group", f.from)
+		}
+	}
+	switch f.reset {
+	case "":
+		if fromPolicy != "" {
+			return fromPolicy, nil
+		}
+		return "earliest", nil
+	case "earliest", "latest", "none":
+		if fromPolicy != "" && fromPolicy != f.reset {
+			return "", usagef("--from %s and --reset-policy %s disagree: give one", f.from, f.reset)
+		}
+		return f.reset, nil
+	}
+	return "", usagef("--reset-policy %q: want earliest, latest or none", f.reset)
 }
 
 // readToEnds reports whether the member's position in every partition

@@ -57,3 +57,37 @@ func TestGroupConsumeDoesNotStopOnEmptyPoll(t *testing.T) {
 		{args: args("consume orders --group billing"), stdoutExact: ""},
 	})
 }
+
+// TestGroupConsumeResetPolicy: --reset-policy picks where a group starts
+// and what happens when retention removed the records at its committed
+// offset: earliest and latest skip with a warning line saying what was
+// skipped, none fails and commits nothing.
+func TestGroupConsumeResetPolicy(t *testing.T) {
+	srv := logdtest.Start(t, logdtest.Options{})
+	// Each produce call writes its own segment, so retention trims at
+	// call boundaries.
+	runGroupSteps(t, srv, []step{
+		{args: args("topic create t --config segment.bytes=14 --config retention.bytes=1")},
+		{args: args("produce t a b")},
+		{args: args("consume t --group early --max 1"), stdoutExact: "a\n"},
+		{args: args("consume t --group never --max 1 --reset-policy none"), wantCode: 1, stderr: []string{`no committed offset`}},
+		{args: args("consume t --group strict --max 1 --reset-policy earliest"), stdoutExact: "a\n"},
+		{args: args("produce t c d e")},
+	})
+	if err := srv.Clean(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	runGroupSteps(t, srv, []step{
+		{args: args("topic describe t -o json"), stdout: []string{`"log_start_offset": 2`}},
+		{args: args("consume t --group early"), stdoutExact: "c\nd\ne\n",
+			stderr: []string{`^logctl: warning: partition 0: retention removed group early's records from offset 1; skipped 1 record to offset 2 \(--reset-policy earliest\)\n$`}},
+		{args: args("consume t --group strict --reset-policy none"), wantCode: 1, stderr: []string{`reset policy`}},
+		{args: args("group describe strict -o json"), stdout: []string{`"committed_offset": 1,`}},
+		{args: args("consume t --group strict --reset-policy latest"), stdoutExact: "",
+			stderr: []string{`skipped 4 records to offset 5 \(--reset-policy latest\)`}},
+		{args: args("group describe strict -o json"), stdout: []string{`"committed_offset": 5,`}},
+		{args: args("consume t --group x --reset-policy sometimes"), wantCode: 2, stderr: []string{`--reset-policy "sometimes": want earliest, latest or none`}},
+		{args: args("consume t --group x --from latest --reset-policy earliest"), wantCode: 2, stderr: []string{`disagree`}},
+		{args: args("consume t --reset-policy none"), wantCode: 2, stderr: []string{`--reset-policy needs --group`}},
+	})
+}
