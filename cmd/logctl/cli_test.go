@@ -38,7 +38,7 @@ func TestCLI(t *testing.T) {
 				{args: args("topic create audit"), stdout: []string{`(?m)created topic audit with 1 partition$`}},
 				{args: args("topic list"), stdout: []string{`(?m)^NAME\s+PARTITIONS\s+CREATED$`, `(?m)^audit\s+1\s+\d{4}-`, `(?m)^orders\s+3\s+`}},
 				{args: args("topic describe orders"), stdout: []string{`(?m)^Topic:\s+orders$`, `(?m)^Config:\s+cleanup.policy=delete$`, `(?m)^\s+retention.ms=1000$`, `(?m)^\s+segment.bytes=1073741824$`,
-					`(?m)^PARTITION\s+LOG START\s+END OFFSET\s+RECORDS\s+BYTES\s+SEGMENTS\s+COMPACTED\s+LAST CLEANER RUN$`, `(?m)^2\s+0\s+0\s+0\s+0\s+0\s+0\s+-$`}},
+					`(?m)^PARTITION\s+LOG START\s+END OFFSET\s+OFFSETS\s+BYTES\s+SEGMENTS\s+COMPACTED\s+LAST CLEANER RUN$`, `(?m)^2\s+0\s+0\s+0\s+0\s+0\s+0\s+-$`}},
 				{args: args("topic delete audit"), stdout: []string{`deleted topic audit`}},
 				{args: args("topic delete audit"), wantCode: 3, stderr: []string{`^logctl: delete topic "audit": .*unknown topic: "audit"\n$`}},
 			},

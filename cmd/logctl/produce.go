@@ -31,6 +31,7 @@ type produceFlags struct {
 	output    string
 	progress  bool
 	idemKey   string
+	tombstone bool
 }
 
 func newProduceCmd(opts *globalOpts) *cobra.Command {
@@ -48,12 +49,17 @@ the key K, and with several values (arguments, a file or stdin) the n-th
 value gets "K-n". Within the topic's idempotency.window.ms, producing the
 same values with the same key again appends nothing and reports the
 original offsets as duplicates, so an interrupted import can simply be run
-again.`,
+again.
+
+--tombstone writes one record with --key and a null value (no values are
+given): on a topic with cleanup.policy=compact, compaction then removes the
+key's earlier records, and the tombstone itself after delete.retention.ms.`,
 		Example: `  logctl produce orders '{"id":1}' '{"id":2}' --key customer-42
   seq 100000 | logctl produce numbers --batch 1000
   logctl produce events --file events.jsonl --header source=import
   logctl produce payments '{"id":"p-17","amount":10}' --idempotency-key p-17
-  logctl produce orders --file import.jsonl --idempotency-key import-2026-11-29`,
+  logctl produce orders --file import.jsonl --idempotency-key import-2026-11-29
+  logctl produce users --key user-7 --tombstone`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(f.output); err != nil {
@@ -64,6 +70,12 @@ again.`,
 			}
 			if len(args) > 1 && f.file != "" {
 				return errors.New("give values as arguments or --file, not both")
+			}
+			if f.tombstone && (len(args) > 1 || f.file != "") {
+				return usagef("--tombstone writes a null value: give no values and no --file")
+			}
+			if f.tombstone && !cmd.Flags().Changed("key") {
+				return usagef("--tombstone needs --key: it marks that key's records for removal by compaction")
 			}
 			tmpl, err := f.template(cmd)
 			if err != nil {
@@ -78,6 +90,8 @@ again.`,
 			var src valueSource
 			var total int64
 			switch {
+			case f.tombstone:
+				src = &tombstoneSource{}
 			case len(args) > 1:
 				src = &argSource{values: args[1:]}
 			case f.file != "":
@@ -102,7 +116,7 @@ again.`,
 			prog.Start()
 			var keyFor func(n int64) string
 			if f.idemKey != "" {
-				single := len(args) == 2
+				single := len(args) == 2 || f.tombstone
 				keyFor = func(n int64) string {
 					if single {
 						return f.idemKey
@@ -128,6 +142,7 @@ again.`,
 	fl.IntVar(&f.batch, "batch", 500, "records per call")
 	fl.StringVarP(&f.file, "file", "f", "", "read values from this file, one per line")
 	fl.StringVar(&f.idemKey, "idempotency-key", "", "idempotency key (several values: KEY-1, KEY-2, ... in input order)")
+	fl.BoolVar(&f.tombstone, "tombstone", false, "write one record with --key and a null value (a compaction tombstone); takes no values")
 	fl.BoolVar(&f.progress, "progress", false, "show progress on stderr even when it is not a terminal")
 	addOutputFlag(cmd, &f.output)
 	return cmd
@@ -171,6 +186,17 @@ func (s *argSource) next() ([]byte, int64, error) {
 	v := s.values[0]
 	s.values = s.values[1:]
 	return []byte(v), int64(len(v)), nil
+}
+
+// tombstoneSource yields one null value.
+type tombstoneSource struct{ done bool }
+
+func (s *tombstoneSource) next() ([]byte, int64, error) {
+	if s.done {
+		return nil, 0, io.EOF
+	}
+	s.done = true
+	return nil, 0, nil
 }
 
 // lineSource yields one value per line, without the line ending ("\n" or

@@ -16,6 +16,11 @@ func newTopicDescribeCmd(opts *globalOpts) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "describe NAME",
 		Short: "Show a topic's settings and the state of each partition",
+		Long: `Show a topic's settings and, per partition, the log start and end offsets,
+OFFSETS (end minus start: the records written there and not yet removed by
+retention; compaction removes records inside that range, so fewer may be
+left, and COMPACTED and LAST CLEANER RUN say whether it has run), the bytes
+and segments on the answering node.`,
 		Example: `  logctl topic describe orders
   logctl topic describe orders -o json`,
 		Args: cobra.ExactArgs(1),
@@ -44,7 +49,7 @@ func newTopicDescribeCmd(opts *globalOpts) *cobra.Command {
 				}
 				fmt.Fprintln(opts.stdout)
 				tw = newTable(opts.stdout)
-				fmt.Fprintln(tw, "PARTITION\tLOG START\tEND OFFSET\tRECORDS\tBYTES\tSEGMENTS\tCOMPACTED\tLAST CLEANER RUN")
+				fmt.Fprintln(tw, "PARTITION\tLOG START\tEND OFFSET\tOFFSETS\tBYTES\tSEGMENTS\tCOMPACTED\tLAST CLEANER RUN")
 				for _, p := range d.Partitions {
 					fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", p.Partition, p.LogStart, p.End, p.End-p.LogStart, p.Bytes, p.Segments,
 						p.CompactedSegments, formatCleanerRun(p.LastCleanerRun))
