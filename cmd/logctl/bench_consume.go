@@ -33,8 +33,8 @@ func newBenchConsumeCmd(opts *globalOpts) *cobra.Command {
 --concurrency fetches in flight (partitions are split into offset ranges when
 there are more workers than partitions), and report records/s, MB/s (10^6
 bytes of keys and values) and per-fetch latency. Fill the topic first, e.g.
-with "logctl bench produce".`,
-		Example: `  logctl bench produce --topic logctl-bench --records 100000
+with "logctl bench produce --keep" (without --keep it deletes its topic).`,
+		Example: `  logctl bench produce --topic logctl-bench --records 100000 --keep
   logctl bench consume --topic logctl-bench --concurrency 4 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -59,7 +59,7 @@ with "logctl bench produce".`,
 				total += t.to - t.from
 			}
 			if total == 0 {
-				return fmt.Errorf("topic %s has no records; fill it first, e.g. with logctl bench produce --topic %s", f.topic, f.topic)
+				return fmt.Errorf("topic %s has no records; fill it first, e.g. with logctl bench produce --topic %s --keep", f.topic, f.topic)
 			}
 			if f.records > 0 {
 				total = min(total, f.records)

@@ -30,6 +30,7 @@ type benchProduceFlags struct {
 	progress       bool
 	idemKeys       bool
 	compareRounds  int
+	keep           bool
 }
 
 func newBenchProduceCmd(opts *globalOpts) *cobra.Command {
@@ -40,7 +41,8 @@ func newBenchProduceCmd(opts *globalOpts) *cobra.Command {
 		Long: `Produce --records records (or for --duration) of --record-size random bytes
 from --concurrency workers, --records-per-call per call, and report records/s,
 MB/s (10^6 bytes of values) and per-call latency percentiles. The topic is
-created with --partitions if it does not exist.
+created with --partitions if it does not exist, and then deleted when the
+benchmark ends unless --keep is given.
 
 --rate R offers R records/s on a fixed schedule instead of as fast as
 possible; latency is then measured from each call's scheduled start, so a
@@ -55,10 +57,11 @@ records/s are averaged with a 95% confidence interval. Give --records at
 least the keyed topic's idempotency.max.keys, so the window is full and
 every key evicts the oldest, as in steady state.`,
 		Example: `  logctl bench produce --records 1000000
+  logctl bench produce --topic logctl-bench --records 100000 --keep
   logctl bench produce --duration 30s --rate 50000 --output json
   logctl bench produce --compare-keys 5 --records 1000000`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			if err := checkOutput(f.output); err != nil {
 				return err
 			}
@@ -83,9 +86,12 @@ every key evicts the oldest, as in steady state.`,
 			if f.compareRounds > 0 {
 				topics = append(topics, f.topic+keyedTopicSuffix)
 			}
+			cleanup := &benchCleanup{opts: opts, c: c, keep: f.keep}
+			defer func() { err = cleanup.run(cmd.Context(), err) }()
 			for _, topic := range topics {
 				if _, err := c.CreateTopic(cmd.Context(), topic, f.partitions, nil); err == nil {
 					opts.logf("created topic %s with %s", topic, count(f.partitions, "partition"))
+					cleanup.add(topic)
 				} else if !errors.Is(err, client.ErrTopicExists) {
 					return err
 				}
@@ -127,6 +133,7 @@ every key evicts the oldest, as in steady state.`,
 	fl.BoolVar(&f.idemKeys, "idempotency-keys", false, "give every record a unique idempotency key (measures the dedup check)")
 	fl.IntVar(&f.compareRounds, "compare-keys", 0, "run this many rounds without and with idempotency keys (to --topic and to --topic plus \"-keyed\") and report the difference")
 	fl.BoolVar(&f.progress, "progress", false, "show progress on stderr even when it is not a terminal")
+	addKeepFlag(cmd, &f.keep)
 	addOutputFlag(cmd, &f.output)
 	return cmd
 }

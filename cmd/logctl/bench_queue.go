@@ -34,6 +34,7 @@ type benchQueueFlags struct {
 	// (records/s, 0: as fast as they go).
 	endToEnd bool
 	rate     float64
+	keep     bool
 }
 
 func newBenchQueueCmd(opts *globalOpts) *cobra.Command {
@@ -61,12 +62,15 @@ value bytes), and the produce→ack latency of every record (its ack reply
 minus that time) is reported: queueing, the produce, the claim and the ack,
 every step fsynced. Without --rate the producers outrun the workers and the
 latency is mostly the backlog's age; measure the peak first, then set
---rate below it.`,
+--rate below it.
+
+The topic and the dead-letter topic its queue group created are deleted
+when the benchmark ends, unless --keep is given.`,
 		Example: `  logctl bench queue --records 500000 --workers 8 --batch 500
   logctl bench queue --workers 1 --batch 1 --records 20000 --output json
   logctl bench queue --end-to-end --rate 20000 --records 200000 --batch 100`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			if err := checkOutput(f.output); err != nil {
 				return err
 			}
@@ -91,6 +95,9 @@ latency is mostly the backlog's age; measure the peak first, then set
 			if _, err := c.CreateTopic(ctx, f.topic, f.partitions, nil); err != nil {
 				return err
 			}
+			cleanup := &benchCleanup{opts: opts, c: c, keep: f.keep}
+			defer func() { err = cleanup.run(ctx, err) }()
+			cleanup.add(f.topic)
 			if !f.endToEnd {
 				opts.logf("filling topic %s (%d partitions) with %d records of %d bytes", f.topic, f.partitions, f.records, f.recordSize)
 				if err := benchQueueFill(ctx, c, &f, nil); err != nil {
@@ -98,8 +105,18 @@ latency is mostly the backlog's age; measure the peak first, then set
 				}
 			}
 			inFlight := max(1000, (f.workers*f.batch+int(f.partitions)-1)/int(f.partitions)*2)
-			if _, err := c.CreateQueueGroup(ctx, f.topic, f.group, client.QueueGroupConfig{Lease: f.lease, MaxInFlight: min(inFlight, 100_000)}, false); err != nil {
+			before, err := c.ListTopics(ctx)
+			if err != nil {
 				return err
+			}
+			cfg, err := c.CreateQueueGroup(ctx, f.topic, f.group, client.QueueGroupConfig{Lease: f.lease, MaxInFlight: min(inFlight, 100_000)}, false)
+			if err != nil {
+				return err
+			}
+			if !slices.ContainsFunc(before, func(t client.Topic) bool { return t.Name == cfg.DeadLetterTopic }) {
+				// The group created its dead-letter topic; the topic's
+				// deletion takes the queue group but not that.
+				cleanup.add(cfg.DeadLetterTopic)
 			}
 			prog := newProgress(opts.stderr, f.progress || isTerminal(opts.stderr), f.records, "records")
 			prog.Start()
@@ -123,6 +140,7 @@ latency is mostly the backlog's age; measure the peak first, then set
 	fl.IntVar(&f.fillBatch, "fill-batch", 5000, "records per produce call while filling")
 	fl.IntVar(&f.fillWorkers, "fill-workers", 4, "produce calls in flight while filling")
 	fl.BoolVar(&f.progress, "progress", false, "show progress on stderr even when it is not a terminal")
+	addKeepFlag(cmd, &f.keep)
 	fl.BoolVar(&f.endToEnd, "end-to-end", false, "produce while the workers run and measure each record's produce→ack latency")
 	fl.Float64Var(&f.rate, "rate", 0, "with --end-to-end: offered load in records/s (0: as fast as possible)")
 	addOutputFlag(cmd, &f.output)

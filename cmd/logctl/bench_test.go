@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+
+	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/client"
 	"github.com/logd-dev/logd/logdtest"
 )
@@ -15,13 +18,13 @@ import (
 func TestBenchProduceThenConsume(t *testing.T) {
 	srv := logdtest.Start(t, logdtest.Options{})
 	r := mustRun(t, srv, "", "bench", "produce", "--topic", "b", "--partitions", "3", "--records", "2500",
-		"--records-per-call", "100", "--concurrency", "4", "--record-size", "10", "--progress")
+		"--records-per-call", "100", "--concurrency", "4", "--record-size", "10", "--progress", "--keep")
 	for _, p := range []string{`(?m)^records\s+2500$`, `(?m)^records/s\s+\d+$`, `(?m)^MB/s\s+[\d.]+$`, `(?m)^calls\s+25$`, `(?m)^latency p999\s+[\d.]+ ms$`} {
 		if !regexp.MustCompile(p).MatchString(r.stdout) {
 			t.Fatalf("bench produce output does not match %q:\n%s", p, r.stdout)
 		}
 	}
-	if !regexp.MustCompile(`created topic b with 3 partitions`).MatchString(r.stderr) {
+	if !regexp.MustCompile(`created topic b with 3 partitions(.|\n)*kept topic b \(--keep\)`).MatchString(r.stderr) {
 		t.Fatalf("stderr = %q", r.stderr)
 	}
 
@@ -43,6 +46,41 @@ func TestBenchProduceThenConsume(t *testing.T) {
 	// 2000 records/s for 0.3s in calls of 50: about 12 calls, never many more.
 	if j.Records == 0 || j.Records > 1000 {
 		t.Fatalf("rate-limited bench produced %d records", j.Records)
+	}
+	if regexp.MustCompile(`deleted topic`).MatchString(r.stderr) {
+		t.Fatalf("bench produce deleted a topic it did not create: %q", r.stderr)
+	}
+}
+
+// TestBenchCleansUp: the benchmarks delete the topics they created (bench
+// queue's dead-letter topic too), also when they fail, and --keep keeps
+// them.
+func TestBenchCleansUp(t *testing.T) {
+	srv := logdtest.Start(t, logdtest.Options{})
+	topics := func() string {
+		t.Helper()
+		return mustRun(t, srv, "", "topic", "list", "-o", "json").stdout
+	}
+	r := mustRun(t, srv, "", "bench", "produce", "--topic", "p", "--records", "100", "--compare-keys", "1")
+	if !regexp.MustCompile(`(?m)deleted topic p-keyed, created for the benchmark \(--keep keeps it\)\n.*deleted topic p, `).MatchString(r.stderr) {
+		t.Fatalf("stderr %q", r.stderr)
+	}
+	mustRun(t, srv, "", "bench", "queue", "--topic", "q", "--records", "50", "--workers", "2", "--batch", "10", "--partitions", "1")
+	if got := topics(); got != "[]\n" {
+		t.Fatalf("topics left behind: %s", got)
+	}
+	// A run that fails still deletes what it created.
+	srv.FailNext("Claim", logdtest.Error(connect.CodeInvalidArgument, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_INVALID_ARGUMENT}, "injected"))
+	r = runCLI(t, srv, "", "bench", "queue", "--topic", "q", "--records", "50", "--workers", "1", "--batch", "10", "--partitions", "1")
+	if r.code != 1 || !regexp.MustCompile(`injected`).MatchString(r.stderr) {
+		t.Fatalf("bench queue with a failing claim: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if got := topics(); got != "[]\n" {
+		t.Fatalf("topics left behind by a failed run: %s", got)
+	}
+	mustRun(t, srv, "", "bench", "queue", "--topic", "q", "--records", "50", "--workers", "2", "--batch", "10", "--partitions", "1", "--keep")
+	if got := topics(); !regexp.MustCompile(`"name": "q"(.|\n)*"name": "q.bench.dlq"`).MatchString(got) {
+		t.Fatalf("--keep: topics %s", got)
 	}
 }
 
@@ -132,7 +170,7 @@ func TestSetBenchKeys(t *testing.T) {
 func TestBenchCompareKeys(t *testing.T) {
 	srv := logdtest.Start(t, logdtest.Options{})
 	r := mustRun(t, srv, "", "bench", "produce", "--topic", "cmp", "--partitions", "2", "--compare-keys", "3",
-		"--records", "300", "--records-per-call", "50", "--concurrency", "2", "-o", "json")
+		"--records", "300", "--records-per-call", "50", "--concurrency", "2", "-o", "json", "--keep")
 	var s compareSummary
 	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
 		t.Fatalf("unmarshal %q: %v", r.stdout, err)

@@ -20,11 +20,22 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// progress draws a one-line progress report on stderr, redrawn in place.
+// Intervals of progress reports: redrawn in place on a terminal; on
+// anything else (a file, a pipe, a CI log) one plain line at a time, less
+// often, since each line stays.
+const (
+	terminalProgressInterval = 250 * time.Millisecond
+	plainProgressInterval    = 5 * time.Second
+)
+
+// progress reports progress on stderr: on a terminal one line redrawn in
+// place (a bar when the total is known), elsewhere a plain line every
+// plainProgressInterval and a last one at Stop, never a carriage return.
 // The caller updates the counters from any goroutine; Start launches the
 // drawing goroutine and Stop joins it and ends the line.
 type progress struct {
 	w        io.Writer
+	tty      bool // w is a terminal: redraw in place
 	interval time.Duration
 	// total is the expected amount of work in the unit of done (0 when
 	// unknown); with it the report shows a bar.
@@ -48,7 +59,11 @@ func newProgress(w io.Writer, enabled bool, total int64, label string) *progress
 	if !enabled {
 		return nil
 	}
-	return &progress{w: w, interval: 250 * time.Millisecond, total: total, label: label}
+	p := &progress{w: w, tty: isTerminal(w), interval: plainProgressInterval, total: total, label: label}
+	if p.tty {
+		p.interval = terminalProgressInterval
+	}
+	return p
 }
 
 // Add records finished work.
@@ -84,17 +99,19 @@ func (p *progress) Start() {
 	}()
 }
 
-// Stop ends drawing; if anything was drawn, it draws the final state and
-// ends the line.
+// Stop ends drawing and writes the final state: on a terminal if
+// anything was drawn (then it ends the line), elsewhere always.
 func (p *progress) Stop() {
 	if p == nil {
 		return
 	}
 	close(p.stop)
 	p.wg.Wait()
-	if p.drawn {
+	if p.drawn || !p.tty {
 		p.draw()
-		fmt.Fprintln(p.w)
+		if p.tty {
+			fmt.Fprintln(p.w)
+		}
 	}
 }
 
@@ -104,7 +121,9 @@ func (p *progress) draw() {
 	recs, bytes := p.records.Load(), p.bytes.Load()
 	rate := float64(recs) / max(elapsed.Seconds(), 1e-9)
 	var b strings.Builder
-	b.WriteString("\r")
+	if p.tty {
+		b.WriteString("\r")
+	}
 	if p.total > 0 {
 		frac := min(float64(p.done.Load())/float64(p.total), 1)
 		const width = 30
@@ -115,7 +134,18 @@ func (p *progress) draw() {
 		}
 		fmt.Fprintf(&b, "] %3.0f%%  ", frac*100)
 	}
-	fmt.Fprintf(&b, "%d %s  %s  %.0f %s/s  %s ", recs, p.label, formatBytes(bytes), rate, p.label, elapsed.Round(100*time.Millisecond))
+	fmt.Fprintf(&b, "%d %s  ", recs, p.label)
+	if bytes > 0 {
+		// A caller that counts no bytes (a redrive) shows none rather
+		// than "0 B".
+		fmt.Fprintf(&b, "%s  ", formatBytes(bytes))
+	}
+	fmt.Fprintf(&b, "%.0f %s/s  %s", rate, p.label, elapsed.Round(100*time.Millisecond))
+	if p.tty {
+		b.WriteString("\x1b[K") // erase what a longer earlier frame left
+	} else {
+		b.WriteString("\n")
+	}
 	io.WriteString(p.w, b.String())
 }
 

@@ -496,7 +496,7 @@ func TestClusterElectionsUnderLoad(t *testing.T) {
 		go func() {
 			defer benches.Done()
 			for left := time.Until(end); left > time.Second && ctx.Err() == nil; left = time.Until(end) {
-				cmd := exec.CommandContext(ctx, logctlPath, "--server", nd.listen, "bench", "produce", "--topic", "load",
+				cmd := exec.CommandContext(ctx, logctlPath, "--server", nd.listen, "bench", "produce", "--topic", "load", "--keep",
 					"--duration", left.Round(time.Second).String(), "--concurrency", "8", "--records-per-call", "500")
 				out, err := cmd.CombinedOutput()
 				benchMu.Lock()
