@@ -186,8 +186,8 @@ func consume(ctx context.Context, opts *globalOpts, c *client.Client, topic stri
 		plans = append(plans, pr)
 	}
 	if len(past) > 0 {
-		return fmt.Errorf("--from %d is past the end of %q (%s); the highest --from is the end, where only new records are read: %w",
-			from.offset, topic, strings.Join(past, "; "), client.ErrOffsetOutOfRange)
+		return fmt.Errorf("--from %d is past the end of %q (%s); the highest --from is the end, where only new records are read",
+			from.offset, topic, strings.Join(past, "; "))
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
