@@ -70,11 +70,7 @@ func (s *Server) auditLine(ctx context.Context, info *authInfo, procedure string
 	}
 	attrs = append(attrs, slog.String("outcome", outcome))
 	if err != nil {
-		msg := err.Error()
-		if ce != nil {
-			msg = ce.Message()
-		}
-		attrs = append(attrs, slog.String("error", msg))
+		attrs = append(attrs, slog.String("error", logText(err)))
 	}
 	s.audit.LogAttrs(ctx, slog.LevelInfo, "audit", attrs...)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"regexp"
 	"time"
 
 	"connectrpc.com/connect"
@@ -154,16 +156,83 @@ func toConnectError(err error) error {
 	}
 	row := rowFor(err)
 	if row == nil {
-		return withInfo(connect.CodeInternal, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_STORAGE}, err)
+		return withInfo(connect.CodeInternal, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_STORAGE}, newUserError(err))
 	}
 	if row.reason == logdv1.Reason_REASON_UNSPECIFIED {
-		return connect.NewError(row.code, err)
+		return connect.NewError(row.code, newUserError(err))
 	}
 	info := &logdv1.ErrorInfo{Reason: row.reason}
 	if row.info != nil {
 		row.info(err, info)
 	}
-	return withInfo(row.code, info, err)
+	return withInfo(row.code, info, newUserError(err))
+}
+
+// packagePrefix matches the "package: " prefixes the backend's sentinels
+// carry ("replication: unknown topic"), at the start of an error text or
+// of a wrapped part of it. They say where an error came from, which the
+// node's log needs and a user of the API does not: "create topic "x":
+// replication: invalid argument: partition: invalid topic name" reaches
+// the user as "create topic "x": invalid argument: invalid topic name".
+var packagePrefix = regexp.MustCompile(`(^|: )(replication|partition|log|group|queue|batch|dedup|retention|fsm|auth|raft): `)
+
+// userError is what the API sends for a backend error: its text without
+// package prefixes. Unwrap keeps the wrapped error for errors.Is and for
+// the node's own log (errorLogInterceptor, the audit log).
+type userError struct {
+	msg     string
+	wrapped error
+}
+
+func newUserError(err error) *userError {
+	msg := err.Error()
+	for {
+		clean := packagePrefix.ReplaceAllString(msg, "$1")
+		if clean == msg {
+			break
+		}
+		msg = clean
+	}
+	return &userError{msg: msg, wrapped: err}
+}
+
+func (e *userError) Error() string { return e.msg }
+func (e *userError) Unwrap() error { return e.wrapped }
+
+// logText is the text of err for the node's log: the wrapped backend error
+// with its package prefixes where there is one.
+func logText(err error) string {
+	var ue *userError
+	if errors.As(err, &ue) {
+		return ue.wrapped.Error()
+	}
+	var ce *connect.Error
+	if errors.As(err, &ce) {
+		return ce.Message()
+	}
+	return err.Error()
+}
+
+// errorLogInterceptor logs calls that failed: at WARN those that failed
+// inside the node (INTERNAL, DATA_LOSS, UNKNOWN: what an operator must
+// look at), at DEBUG the rest (a client's mistake or a retryable
+// refusal), each with the wrapped error the client does not see.
+func (s *Server) errorLogInterceptor() connect.UnaryInterceptorFunc {
+	return func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			resp, err := next(ctx, req)
+			if err == nil {
+				return resp, nil
+			}
+			level := slog.LevelDebug
+			switch connect.CodeOf(err) {
+			case connect.CodeInternal, connect.CodeDataLoss, connect.CodeUnknown:
+				level = slog.LevelWarn
+			}
+			s.logger.Log(ctx, level, "call failed", "procedure", req.Spec().Procedure, "code", connect.CodeOf(err).String(), "error", logText(err))
+			return resp, err
+		}
+	}
 }
 
 // errInvalid builds an INVALID_ARGUMENT error for request validation.

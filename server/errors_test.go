@@ -9,6 +9,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -245,5 +246,82 @@ func TestToConnectError(t *testing.T) {
 				t.Errorf("info %v", info)
 			}
 		})
+	}
+}
+
+// TestErrorMessagesWithoutPackagePrefixes: what the API sends for a
+// backend error, wrapped as handlers wrap them and nested as the backend
+// nests them, names no Go package of this module ("replication: ",
+// "partition: "), while errors.Is still finds the sentinel and logText,
+// for the node's log, keeps the wrapped text.
+func TestErrorMessagesWithoutPackagePrefixes(t *testing.T) {
+	var pkgs []string
+	err := filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != ".." {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
+			if name := filepath.Base(filepath.Dir(path)); !slices.Contains(pkgs, name) {
+				pkgs = append(pkgs, name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefixed := regexp.MustCompile(`(^|: )(` + strings.Join(pkgs, "|") + `): `)
+	nested := fmt.Errorf("replication: invalid argument: %w", errors.New("partition: invalid topic name \"a b\""))
+	cases := map[string]error{"nested": nested}
+	for name, sentinel := range backendSentinels {
+		cases[name] = sentinel
+	}
+	for name, sentinel := range cases {
+		wrapped := fmt.Errorf("create topic %q: %w", "t", fmt.Errorf("apply: %w", sentinel))
+		err := toConnectError(wrapped)
+		var ce *connect.Error
+		if !errors.As(err, &ce) {
+			t.Fatalf("%s: not a connect error: %v", name, err)
+		}
+		if m := prefixed.FindString(ce.Message()); m != "" {
+			t.Errorf("%s: the API sends %q, with %q", name, ce.Message(), m)
+		}
+		if !errors.Is(err, sentinel) {
+			t.Errorf("%s: errors.Is lost the sentinel", name)
+		}
+		if logText(err) != wrapped.Error() {
+			t.Errorf("%s: logText %q, want %q", name, logText(err), wrapped.Error())
+		}
+	}
+	if got, want := toConnectError(nested).(*connect.Error).Message(), `invalid argument: invalid topic name "a b"`; got != want {
+		t.Errorf("nested: %q, want %q", got, want)
+	}
+}
+
+// TestReadmeListsEveryReason: the README's table of error reasons names
+// each reason of the API once, as it is on the wire (REASON_...), and no
+// other.
+func TestReadmeListsEveryReason(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var documented []string
+	for _, m := range regexp.MustCompile("(?m)^\\| `(REASON_[A-Z_]+)` \\|").FindAllStringSubmatch(string(readme), -1) {
+		documented = append(documented, m[1])
+	}
+	var want []string
+	for name, n := range logdv1.Reason_value {
+		if n != int32(logdv1.Reason_REASON_UNSPECIFIED) {
+			want = append(want, name)
+		}
+	}
+	slices.Sort(documented)
+	slices.Sort(want)
+	if !slices.Equal(documented, want) {
+		t.Fatalf("README.md documents reasons %v,\nthe API has %v", documented, want)
 	}
 }
