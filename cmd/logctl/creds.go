@@ -24,15 +24,16 @@ type setting struct {
 	value, name string
 }
 
-// setting returns the flag's value if given, else the variable's.
-func (o *globalOpts) setting(flagValue, flag, env string) setting {
+// setting returns the flag's value if given, else the variable's, else
+// the active context's value of ctxKey.
+func (o *globalOpts) setting(flagValue, flag, env, ctxKey string) setting {
 	if flagValue != "" {
 		return setting{flagValue, flag}
 	}
 	if v := o.getenv(env); v != "" {
 		return setting{v, env}
 	}
-	return setting{}
+	return o.contextSetting(ctxKey)
 }
 
 // readCredential reads a credential file named by s.
@@ -53,13 +54,17 @@ func readCredential(s setting) ([]byte, error) {
 }
 
 // bearerToken returns the token to send, if any: --token or --token-file,
-// else LOGCTL_TOKEN or LOGCTL_TOKEN_FILE. Flags win over the environment
-// as a pair, so a --token-file is not overridden by a LOGCTL_TOKEN left in
-// the environment; giving both of a pair is refused.
+// else LOGCTL_TOKEN or LOGCTL_TOKEN_FILE, else the context's token file.
+// Flags win over the environment as a pair, so a --token-file is not
+// overridden by a LOGCTL_TOKEN left in the environment; giving both of a
+// pair is refused.
 func (o *globalOpts) bearerToken() (string, error) {
 	tok, file := setting{o.token, "--token"}, setting{o.tokenFile, "--token-file"}
 	if tok.value == "" && file.value == "" {
 		tok, file = setting{o.getenv("LOGCTL_TOKEN"), "LOGCTL_TOKEN"}, setting{o.getenv("LOGCTL_TOKEN_FILE"), "LOGCTL_TOKEN_FILE"}
+	}
+	if tok.value == "" && file.value == "" {
+		file = o.contextSetting("token_file")
 	}
 	switch {
 	case tok.value != "" && file.value != "":
@@ -84,9 +89,9 @@ func (o *globalOpts) bearerToken() (string, error) {
 // HTTP. TLS is on when the server is an https:// URL or a CA or client
 // certificate is given; a "host:port" server then means https.
 func (o *globalOpts) tlsConfig() (*tls.Config, error) {
-	ca := o.setting(o.tls.ca, "--tls-ca", "LOGCTL_TLS_CA")
-	cert := o.setting(o.tls.cert, "--tls-cert", "LOGCTL_TLS_CERT")
-	key := o.setting(o.tls.key, "--tls-key", "LOGCTL_TLS_KEY")
+	ca := o.setting(o.tls.ca, "--tls-ca", "LOGCTL_TLS_CA", "tls_ca")
+	cert := o.setting(o.tls.cert, "--tls-cert", "LOGCTL_TLS_CERT", "tls_cert")
+	key := o.setting(o.tls.key, "--tls-key", "LOGCTL_TLS_KEY", "tls_key")
 	server := strings.ToLower(strings.TrimSpace(o.server))
 	if ca.value == "" && cert.value == "" && key.value == "" && !strings.HasPrefix(server, "https://") {
 		return nil, nil

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +16,20 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	// logctl reads its contexts from the user's config dir: the tests get
+	// an empty one of their own, so a developer's current context is not
+	// used by them (tests of contexts set their own with t.Setenv).
+	dir, err := os.MkdirTemp("", "logctl-test-config")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_CONFIG_HOME", dir)
+	os.Setenv("HOME", dir) // where the config dir is not XDG's (macOS)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
 }
 
 // cliResult is the outcome of one logctl invocation.

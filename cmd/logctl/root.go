@@ -20,13 +20,19 @@ type globalOpts struct {
 	stderr io.Writer // diagnostics
 	getenv func(string) string
 
-	server         string
+	server         string // --server; newClient fills it from the other sources
+	contextName    string // --context
 	tls            tlsFlags
 	token          string
 	tokenFile      string
 	requestTimeout time.Duration
 	maxRetryTime   time.Duration
 	verbose        bool
+
+	// ctxName and ctx are the context newClient found (contexts.go); nil
+	// for none.
+	ctxName string
+	ctx     *contextEntry
 
 	// plaintext is set when newClient made a client without TLS.
 	plaintext bool
@@ -37,15 +43,6 @@ type globalOpts struct {
 }
 
 func newRootCmd(opts *globalOpts) *cobra.Command {
-	// LOGCTL_* names are the client's; LOGD_SERVER, from before there were
-	// any, keeps working.
-	server := opts.getenv("LOGCTL_SERVER")
-	if server == "" {
-		server = opts.getenv("LOGD_SERVER")
-	}
-	if server == "" {
-		server = defaultServer
-	}
 	cmd := &cobra.Command{
 		Use:   "logctl",
 		Short: "Command line for logd, a replicated append-only log",
@@ -66,7 +63,8 @@ Exit codes:
   0  success
   1  error (any failure not listed below)
   2  usage: unknown command or flag, wrong arguments, bad flag value
-  3  not found: the topic, partition, group, queue group or token does not exist
+  3  not found: the topic, partition, group, queue group, token or context
+     does not exist
   4  retryable: not applied (no leader, overloaded, node unreachable); try again later
   5  outcome unknown: a write may or may not have been applied (a lost reply,
      a timeout, a node lost during the call); check before repeating it, or
@@ -79,8 +77,10 @@ Security: an https:// --server, or --tls-ca or --tls-cert, switches TLS on
 --token or --token-file send a bearer token. Each flag has an environment
 variable: LOGCTL_SERVER (LOGD_SERVER works too), LOGCTL_TLS_CA,
 LOGCTL_TLS_CERT, LOGCTL_TLS_KEY, LOGCTL_TOKEN, LOGCTL_TOKEN_FILE; a flag
-wins over its variable. Prefer --token-file or LOGCTL_TOKEN to --token,
-which other users of the machine can read in the process list.`,
+wins over its variable, and both over the current context (logctl context:
+a named server with its TLS files and token file). Prefer --token-file or
+LOGCTL_TOKEN to --token, which other users of the machine can read in the
+process list.`,
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
@@ -88,7 +88,8 @@ which other users of the machine can read in the process list.`,
 	}
 	cmd.SetVersionTemplate("logctl {{.Version}}\n")
 	f := cmd.PersistentFlags()
-	f.StringVar(&opts.server, "server", server, "logd node, host:port or http(s) URL (env LOGCTL_SERVER or LOGD_SERVER)")
+	f.StringVar(&opts.server, "server", "", "logd node, host:port or http(s) URL (env LOGCTL_SERVER or LOGD_SERVER; default: the context's, else "+defaultServer+")")
+	f.StringVar(&opts.contextName, "context", "", "use this context instead of the current one (env LOGCTL_CONTEXT; see logctl context)")
 	f.StringVar(&opts.tls.ca, "tls-ca", "", "PEM file of the CA certificates that sign the servers' certificates; switches TLS on (env LOGCTL_TLS_CA; default: the system's roots)")
 	f.StringVar(&opts.tls.cert, "tls-cert", "", "PEM file of a client certificate, for mutual TLS; switches TLS on (env LOGCTL_TLS_CERT)")
 	f.StringVar(&opts.tls.key, "tls-key", "", "PEM file of the client certificate's private key (env LOGCTL_TLS_KEY)")
@@ -112,6 +113,7 @@ which other users of the machine can read in the process list.`,
 		newTokenCmd(opts),
 		newACLCmd(opts),
 		newVersionCmd(opts),
+		newContextCmd(opts),
 		newCompletionCmd(opts),
 	)
 	markStarted(cmd, opts)
@@ -134,8 +136,22 @@ func markStarted(cmd *cobra.Command, opts *globalOpts) {
 	}
 }
 
-// newClient returns a client of --server; the caller closes it.
+// newClient returns a client of --server; the caller closes it. Each
+// setting comes from its flag, else its variable, else the context
+// (contexts.go), else its default.
 func (o *globalOpts) newClient() (*client.Client, error) {
+	if err := o.loadActiveContext(); err != nil {
+		return nil, err
+	}
+	// LOGCTL_* names are the client's; LOGD_SERVER, from before there were
+	// any, keeps working.
+	for _, s := range []setting{{o.server, "--server"}, {o.getenv("LOGCTL_SERVER"), "LOGCTL_SERVER"}, {o.getenv("LOGD_SERVER"), "LOGD_SERVER"},
+		o.contextSetting("server"), {defaultServer, "the default"}} {
+		if s.value != "" {
+			o.server = s.value
+			break
+		}
+	}
 	copts := client.Options{Timeout: o.requestTimeout}
 	switch {
 	case o.maxRetryTime < 0:
