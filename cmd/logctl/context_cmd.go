@@ -114,10 +114,11 @@ the secret stays in it. The first context added becomes the current one;
 
 func newContextUseCmd(opts *globalOpts) *cobra.Command {
 	return &cobra.Command{
-		Use:     "use NAME",
-		Short:   "Make a context the current one",
-		Example: `  logctl context use prod`,
-		Args:    cobra.ExactArgs(1),
+		Use:               "use NAME",
+		Short:             "Make a context the current one",
+		Example:           `  logctl context use prod`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeContextNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path, err := contextsPath()
 			if err != nil {
@@ -198,10 +199,11 @@ func newContextListCmd(opts *globalOpts) *cobra.Command {
 
 func newContextRemoveCmd(opts *globalOpts) *cobra.Command {
 	return &cobra.Command{
-		Use:     "remove NAME",
-		Short:   "Remove a context (the files it names are left alone)",
-		Example: `  logctl context remove staging`,
-		Args:    cobra.ExactArgs(1),
+		Use:               "remove NAME",
+		Short:             "Remove a context (the files it names are left alone)",
+		Example:           `  logctl context remove staging`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeContextNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path, err := contextsPath()
 			if err != nil {
@@ -227,4 +229,20 @@ func newContextRemoveCmd(opts *globalOpts) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// completeContextNames completes a context name from the contexts file.
+func completeContextNames(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	path, err := contextsPath()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	cf, err := loadContexts(path)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return cf.names(), cobra.ShellCompDirectiveNoFileComp
 }

@@ -64,6 +64,8 @@ func TestContexts(t *testing.T) {
 		{args: "whoami --max-retry-time 0", env: map[string]string{"LOGCTL_CONTEXT": "other"}, wantCode: 4},
 		{args: "whoami --context nope", wantCode: 3, stderr: []string{`^logctl: --context: context "nope": no such context \(there are: other, prod\)\n$`}},
 		{args: "context use nope", wantCode: 3},
+		{args: "__complete context use ''", stdout: []string{`^other\nprod\n:4\n`}},
+		{args: "__complete whoami --context ''", stdout: []string{`^other\nprod\n:4\n`}},
 		{args: "context use other", stdout: []string{`^current context: other \(127.0.0.1:\d+\)\n$`}},
 		{args: "whoami --max-retry-time 0", wantCode: 4},
 		{args: "context add prod --server " + srv.Addr() + " --token-file admin.token --force --use", stdout: []string{`added context prod \(current\)`}},

@@ -116,6 +116,8 @@ process list.`,
 		newContextCmd(opts),
 		newCompletionCmd(opts),
 	)
+	// Completion of --context's value; cannot fail for a flag just defined.
+	_ = cmd.RegisterFlagCompletionFunc("context", completeContextNames)
 	markStarted(cmd, opts)
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	return cmd
