@@ -8,11 +8,12 @@ import (
 	"fmt"
 	"io"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // The --output json and yaml forms of every command are built by toTree
@@ -261,116 +262,54 @@ func normalize(v any) any {
 // document.
 func writeTree(w io.Writer, output string, tree any) error {
 	if output == outputYAML {
-		var b bytes.Buffer
-		writeYAML(&b, tree, 0, false)
-		_, err := w.Write(b.Bytes())
-		return err
+		enc := yaml.NewEncoder(w)
+		enc.SetIndent(2)
+		if err := enc.Encode(yamlNode(tree)); err != nil {
+			return err
+		}
+		return enc.Close()
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(tree)
 }
 
-// plainYAML matches strings YAML reads back as the same string without
-// quotes; yamlWords are plain words YAML 1.1 readers take for booleans or
-// null.
-var (
-	plainYAML = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_./-]*$`)
-	yamlWords = map[string]bool{"y": true, "n": true, "yes": true, "no": true, "on": true, "off": true, "true": true, "false": true, "null": true}
-)
+// yaml11Bools are the plain words YAML 1.1 reads as booleans.
+var yaml11Bools = map[string]bool{"y": true, "n": true, "yes": true, "no": true, "on": true, "off": true}
 
-// yamlString writes s plain when that reads back as s, else double-quoted
-// with JSON's escapes, which YAML's double-quoted scalars share.
-func yamlString(s string) string {
-	if plainYAML.MatchString(s) && !yamlWords[strings.ToLower(s)] {
-		return s
-	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	return strings.TrimSuffix(b.String(), "\n")
-}
-
-// writeYAML writes v in YAML's block style at the given indent. inline
-// says the cursor is after "- " or "key: " on a started line.
-func writeYAML(b *bytes.Buffer, v any, indent int, inline bool) {
-	pad := strings.Repeat(" ", indent)
+// yamlNode converts a tree to YAML nodes, keeping the order of objects;
+// each scalar is tagged with its JSON type, so the encoder quotes a string
+// that would read back as something else ("true", "n", "2026-01-02").
+func yamlNode(v any) *yaml.Node {
 	switch v := v.(type) {
 	case object:
-		if len(v) == 0 {
-			b.WriteString("{}\n")
-			return
+		n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		for _, f := range v {
+			n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: f.name}, yamlNode(f.value))
 		}
-		for i, f := range v {
-			if i > 0 || !inline {
-				b.WriteString(pad)
-			}
-			b.WriteString(yamlString(f.name))
-			b.WriteByte(':')
-			writeYAMLValue(b, f.value, indent)
-		}
+		return n
 	case []any:
-		if len(v) == 0 {
-			b.WriteString("[]\n")
-			return
+		n := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+		for _, e := range v {
+			n.Content = append(n.Content, yamlNode(e))
 		}
-		for i, e := range v {
-			if i > 0 || !inline {
-				b.WriteString(pad)
-			}
-			b.WriteString("- ")
-			switch e := e.(type) {
-			case object, []any:
-				writeYAML(b, e, indent+2, true)
-			default:
-				writeYAMLScalar(b, e)
-			}
-		}
-	default:
-		writeYAMLScalar(b, v)
-	}
-}
-
-// writeYAMLValue writes the value of a "key:" already written.
-func writeYAMLValue(b *bytes.Buffer, v any, indent int) {
-	if isEmptyTree(v) {
-		b.WriteByte(' ')
-		writeYAML(b, v, indent, true)
-		return
-	}
-	switch v.(type) {
-	case object, []any:
-		b.WriteByte('\n')
-		writeYAML(b, v, indent+2, false)
-	default:
-		b.WriteByte(' ')
-		writeYAMLScalar(b, v)
-	}
-}
-
-func isEmptyTree(v any) bool {
-	switch v := v.(type) {
-	case object:
-		return len(v) == 0
-	case []any:
-		return len(v) == 0
-	}
-	return false
-}
-
-func writeYAMLScalar(b *bytes.Buffer, v any) {
-	switch v := v.(type) {
-	case nil:
-		b.WriteString("null")
-	case bool:
-		b.WriteString(strconv.FormatBool(v))
-	case json.Number:
-		b.WriteString(v.String())
+		return n
 	case string:
-		b.WriteString(yamlString(v))
-	default:
-		fmt.Fprintf(b, "%v", v)
+		n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v}
+		if yaml11Bools[strings.ToLower(v)] {
+			// Plain in YAML 1.2, which the encoder writes, but a boolean
+			// to YAML 1.1 readers (PyYAML, many tools): quoted for them.
+			n.Style = yaml.DoubleQuotedStyle
+		}
+		return n
+	case bool:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(v)}
+	case json.Number:
+		tag := "!!int"
+		if strings.ContainsAny(v.String(), ".eE") {
+			tag = "!!float"
+		}
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: v.String()}
 	}
-	b.WriteByte('\n')
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}
 }

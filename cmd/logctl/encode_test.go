@@ -35,7 +35,7 @@ func TestWriteData(t *testing.T) {
 			name: "durations in ms, nil list empty, order kept",
 			in:   sample{Name: "a b", Wait: 1500 * time.Millisecond, inner: inner{Age: time.Minute}, Hidden: "x"},
 			json: "{\n  \"name\": \"a b\",\n  \"wait_ms\": 1500,\n  \"list\": [],\n  \"ptr\": null,\n  \"config\": {},\n  \"age_ms\": 60000\n}\n",
-			yaml: "name: \"a b\"\nwait_ms: 1500\nlist: []\nptr: null\nconfig: {}\nage_ms: 60000\n",
+			yaml: "name: a b\nwait_ms: 1500\nlist: []\nptr: null\nconfig: {}\nage_ms: 60000\n",
 		},
 		{
 			name: "times, maps sorted, lists of objects",
