@@ -82,3 +82,11 @@ func TestWriteData(t *testing.T) {
 		})
 	}
 }
+
+// TestVersionYAML: logctl version takes -o yaml like every command.
+func TestVersionYAML(t *testing.T) {
+	r := mustRun(t, nil, "", "version", "-o", "yaml")
+	if !strings.HasPrefix(r.stdout, "version: ") || !strings.Contains(r.stdout, "\ncommit: ") {
+		t.Fatalf("version -o yaml printed %q", r.stdout)
+	}
+}

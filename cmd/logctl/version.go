@@ -25,9 +25,8 @@ same on one line. It calls no server.`,
 				return err
 			}
 			info := buildinfo.Read()
-			if output == outputJSON {
-				_, err := opts.stdout.Write(info.JSON())
-				return err
+			if output != outputText {
+				return writeData(opts.stdout, output, info)
 			}
 			_, err := io.WriteString(opts.stdout, info.Text("logctl"))
 			return err
