@@ -203,7 +203,11 @@ func TestRedriveAfterFix(t *testing.T) {
 	runWorker(t, c, client.WorkerOptions{Topic: "pay", Group: "billing"}, func(context.Context, *client.Job) error {
 		return errors.New("downstream unavailable")
 	}, finished(n))
-	var listed []client.DeadLetter
+	var listed []struct { // dlq list -o json: the fields checked
+		Deliveries  int    `json:"deliveries"`
+		LastError   string `json:"last_error"`
+		OriginTopic string `json:"origin_topic"`
+	}
 	if err := json.Unmarshal([]byte(logctl(t, p, "dlq", "list", "pay", "billing", "--reason", "max_deliveries", "--output", "json")), &listed); err != nil {
 		t.Fatal(err)
 	}
