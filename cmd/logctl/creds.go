@@ -92,12 +92,12 @@ func (o *globalOpts) tlsConfig() (*tls.Config, error) {
 	ca := o.setting(o.tls.ca, "--tls-ca", "LOGCTL_TLS_CA", "tls_ca")
 	cert := o.setting(o.tls.cert, "--tls-cert", "LOGCTL_TLS_CERT", "tls_cert")
 	key := o.setting(o.tls.key, "--tls-key", "LOGCTL_TLS_KEY", "tls_key")
-	server := strings.ToLower(strings.TrimSpace(o.server))
+	server := strings.ToLower(strings.TrimSpace(o.addr))
 	if ca.value == "" && cert.value == "" && key.value == "" && !strings.HasPrefix(server, "https://") {
 		return nil, nil
 	}
 	if strings.HasPrefix(server, "http://") {
-		return nil, usagef("--server %s is plain http:// but TLS settings are given; use an https:// URL or host:port", o.server)
+		return nil, usagef("server %s is plain http:// but TLS settings are given; use an https:// URL or host:port", o.addr)
 	}
 	if (cert.value == "") != (key.value == "") {
 		return nil, usagef("a client certificate needs both --tls-cert and --tls-key (or LOGCTL_TLS_CERT and LOGCTL_TLS_KEY)")

@@ -20,7 +20,8 @@ type globalOpts struct {
 	stderr io.Writer // diagnostics
 	getenv func(string) string
 
-	server         string // --server; newClient fills it from the other sources
+	server         string // --server
+	addr           string // the server newClient uses: --server, else a variable, the context, the default
 	contextName    string // --context
 	tls            tlsFlags
 	token          string
@@ -150,7 +151,7 @@ func (o *globalOpts) newClient() (*client.Client, error) {
 	for _, s := range []setting{{o.server, "--server"}, {o.getenv("LOGCTL_SERVER"), "LOGCTL_SERVER"}, {o.getenv("LOGD_SERVER"), "LOGD_SERVER"},
 		o.contextSetting("server"), {defaultServer, "the default"}} {
 		if s.value != "" {
-			o.server = s.value
+			o.addr = s.value
 			break
 		}
 	}
@@ -176,7 +177,7 @@ func (o *globalOpts) newClient() (*client.Client, error) {
 		return nil, err
 	}
 	o.plaintext = copts.TLS == nil
-	return client.New(o.server, copts)
+	return client.New(o.addr, copts)
 }
 
 // logf writes a diagnostic line to stderr.
