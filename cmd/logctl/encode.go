@@ -17,9 +17,9 @@ import (
 )
 
 // The --output json and yaml forms of every command are built by toTree
-// from the value the text form prints, so both say the same thing in the
-// same field order, and three rules hold everywhere (the README's "Output"
-// section documents them):
+// from one value, so both say the same thing in the same field order, and
+// three rules hold everywhere (logctl --help and README.md's quick start
+// state them):
 //
 //   - a time.Duration is an integer number of milliseconds, and its field
 //     name ends in "_ms" (checked when the value is converted: a duration
@@ -30,7 +30,10 @@ import (
 // The client's types keep their json tags; toTree reads them the way
 // encoding/json does for the cases logctl prints (names, omitempty,
 // omitzero, "-", embedded structs, json.Marshaler leaves such as
-// time.Time).
+// time.Time), but not its rules for fields of the same name at different
+// depths: printed types have none. Encoded by encoding/json directly, the
+// client's durations would be nanoseconds under their *_ms names, which is
+// why every structured output goes through toTree.
 
 // object is a JSON object whose fields keep their order.
 type object []field
