@@ -168,8 +168,8 @@ func New(opts Options) *Server {
 	return s
 }
 
-// Handler returns the HTTP handler for the API, /metrics, /healthz and
-// /readyz, and for the segment endpoint unless Options.PeerListener puts
+// Handler returns the HTTP handler for the API, /metrics, /healthz,
+// /readyz, grpc.health.v1 and gRPC reflection (health.go), and for the segment endpoint unless Options.PeerListener puts
 // it on PeerHandler (peer.go).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -185,17 +185,8 @@ func (s *Server) Handler() http.Handler {
 		}
 		w.Write([]byte("ok\n"))
 	})))
-	mux.Handle("/readyz", s.OpsGuard(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		switch {
-		case s.b.Failed() != nil:
-			http.Error(w, "not ready: node stopped after a state machine failure", http.StatusServiceUnavailable)
-			return
-		case !s.b.Ready():
-			http.Error(w, "not ready: catching up with the Raft log", http.StatusServiceUnavailable)
-			return
-		}
-		w.Write([]byte("ready\n"))
-	})))
+	mux.Handle("/readyz", s.OpsGuard(http.HandlerFunc(s.serveReadyz)))
+	s.mountProbes(mux) // health.go
 	var h http.Handler = mux
 	if s.peerListener {
 		h = dropForwarding(mux)
