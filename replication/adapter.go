@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -19,6 +20,8 @@ type raftFSM struct {
 	applied *appliedSignal
 	// entries is reused by ApplyBatch (Raft's FSM goroutine only).
 	entries []fsm.Entry
+	// obs times applies and snapshot persists (raft_observe.go).
+	obs *raftObserver
 }
 
 var (
@@ -33,6 +36,8 @@ func (a *raftFSM) Apply(l *raft.Log) any {
 
 // ApplyBatch applies entries committed together in one call.
 func (a *raftFSM) ApplyBatch(logs []*raft.Log) []any {
+	start := time.Now()
+	defer func() { a.obs.apply.observe(time.Since(start)) }()
 	es := a.entries[:0]
 	for _, l := range logs {
 		es = append(es, fsm.Entry{Index: l.Index, Command: l.Type == raft.LogCommand, Data: l.Data})
@@ -50,7 +55,7 @@ func (a *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &raftSnapshot{s: s}, nil
+	return &raftSnapshot{s: s, obs: a.obs}, nil
 }
 
 // Restore replaces the state with a snapshot's.
@@ -97,12 +102,17 @@ func (s *appliedSignal) fire() {
 }
 
 // raftSnapshot writes an fsm.Snapshot to a Raft snapshot sink.
-type raftSnapshot struct{ s *fsm.Snapshot }
+type raftSnapshot struct {
+	s   *fsm.Snapshot
+	obs *raftObserver
+}
 
 // Persist writes the snapshot; once the sink is closed (durable), the
 // state machine may drop what only older snapshots needed.
 func (r *raftSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := r.s.Persist(sink); err != nil {
+	start := time.Now()
+	w := &countingWriter{w: sink}
+	if err := r.s.Persist(w); err != nil {
 		sink.Cancel()
 		return fmt.Errorf("persist snapshot: %w", err)
 	}
@@ -110,6 +120,10 @@ func (r *raftSnapshot) Persist(sink raft.SnapshotSink) error {
 		return err
 	}
 	r.s.Durable()
+	r.obs.persist.observe(time.Since(start))
+	r.obs.mu.Lock()
+	r.obs.snapshotBytes = w.n
+	r.obs.mu.Unlock()
 	return nil
 }
 

@@ -238,6 +238,12 @@ type Node struct {
 	// cluster serializes membership changes and self-registration
 	// (cluster.go).
 	cluster clusterState
+	// observer gathers Raft's measurements (raft_observe.go); leaderObs
+	// receives Raft's leader observations, which housekeeping counts,
+	// through leaderObsv.
+	observer   *raftObserver
+	leaderObs  chan raft.Observation
+	leaderObsv *raft.Observer
 }
 
 // Open starts a node: it opens the stores, restores the latest snapshot,
@@ -288,13 +294,25 @@ func Open(cfg Config) (*Node, error) {
 		}
 	}
 	applied := new(appliedSignal)
-	r, err := raft.NewRaft(rc, &raftFSM{f: sm, applied: applied}, stores.logs, stores.stable, stores.snaps, stores.transport)
+	// Raft runs on wrappers that measure it (raft_observe.go); stores
+	// keeps the stores and transport themselves.
+	obs := newRaftObserver()
+	r, err := raft.NewRaft(rc, &raftFSM{f: sm, applied: applied, obs: obs}, timeLogStore(stores.logs, &obs.storeLogs), stores.stable, stores.snaps,
+		observeTransport(stores.transport, obs))
 	if err != nil {
 		stores.close()
 		sm.Close()
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
-	n := &Node{cfg: cfg, raft: r, fsm: sm, stores: stores, applied: applied, stop: make(chan struct{}), done: make(chan struct{})}
+	n := &Node{cfg: cfg, raft: r, fsm: sm, stores: stores, applied: applied, stop: make(chan struct{}), done: make(chan struct{}),
+		observer: obs, leaderObs: make(chan raft.Observation, 16)}
+	// Leader changes reach housekeeping; an observation that finds the
+	// channel full is dropped rather than stall Raft.
+	n.leaderObsv = raft.NewObserver(n.leaderObs, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	r.RegisterObserver(n.leaderObsv)
 	if stores.stream != nil {
 		stores.stream.attach(n.raftMember)
 	}
@@ -317,6 +335,11 @@ func (n *Node) housekeeping() {
 		select {
 		case <-n.stop:
 			return
+		case o := <-n.leaderObs:
+			if lo, ok := o.Data.(raft.LeaderObservation); ok {
+				n.observer.leaderObserved(lo.LeaderID, raft.ServerID(n.cfg.NodeID))
+			}
+			continue
 		case leads := <-n.raft.LeaderCh():
 			// Leadership changed: a new leader runs its barrier at once
 			// rather than at the next tick, since it serves nothing
@@ -694,6 +717,7 @@ func (n *Node) Close() error {
 	close(n.stop)
 	<-n.done
 	<-n.cleanerDone
+	n.raft.DeregisterObserver(n.leaderObsv)
 	errs := []error{n.raft.Shutdown().Error()}
 	errs = append(errs, n.stores.close(), n.fsm.Close())
 	return errors.Join(errs...)

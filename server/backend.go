@@ -203,6 +203,11 @@ type StatsBackend interface {
 	// RaftConnStats counts the connections of the node's Raft port
 	// (raft_metrics.go); zero for a node without one.
 	RaftConnStats() replication.RaftConnStats
+	// RaftMetrics are Raft's timings, leader changes and, on the leader,
+	// what each follower last answered (raft_metrics.go).
+	RaftMetrics() replication.RaftMetrics
+	// DiskUsage is the file system of the node's data directory.
+	DiskUsage() (replication.DiskUsage, error)
 }
 
 var _ Backend = (*replication.Backend)(nil)

@@ -50,8 +50,8 @@ func newMetrics(reg *prometheus.Registry, b Backend) *metrics {
 		Name: "logd_idempotency_conflicts_total", Help: "Produce calls refused because an idempotency key was reused with a different payload.",
 	})
 	reg.MustRegister(m.requests, m.latency, m.records, m.bytes, m.commitTime, m.dedupDuplicates, m.dedupConflicts, &stateCollector{b: b},
-		&cleanerCollector{b: b},  // cleaner_metrics.go
-		&raftPortCollector{b: b}) // raft_metrics.go
+		&cleanerCollector{b: b},                                       // cleaner_metrics.go
+		&raftPortCollector{b: b}, &raftCollector{b: b, now: time.Now}) // raft_metrics.go
 	return m
 }
 

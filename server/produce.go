@@ -46,6 +46,7 @@ func (s *Server) Produce(ctx context.Context, req *connect.Request[logdv1.Produc
 		s.metrics.commitTime.Observe(res.CommitTime.Seconds())
 		s.metrics.records.WithLabelValues("produce").Add(float64(res.Appended))
 		s.metrics.bytes.WithLabelValues("produce").Add(float64(res.Bytes))
+		s.traffic.add(m.Topic, true, res.Appended, appendedBytes(m.Records, res.Results))
 	}
 	// One array holds every result message: a call's results live and die
 	// together, and one allocation serves them all.
@@ -93,4 +94,18 @@ func produceRecords(in []*logdv1.Record) ([]replication.ProduceRecord, error) {
 		}
 	}
 	return out, nil
+}
+
+// appendedBytes sums the key and value bytes of the records a produce
+// appended (not those answered as duplicates), as fetch counts them, so a
+// topic's bytes in and out compare (topic_metrics.go).
+func appendedBytes(recs []*logdv1.Record, results []replication.RecordResult) int64 {
+	var n int64
+	for i, r := range recs {
+		if i < len(results) && results[i].Duplicate {
+			continue
+		}
+		n += int64(len(r.Key) + len(r.Value))
+	}
+	return n
 }

@@ -100,6 +100,9 @@ type Server struct {
 	queueHealth *queueHealth
 	// fwd forwards writes to the leader (forward.go).
 	fwd *forwarder
+	// traffic counts records and bytes in and out per topic
+	// (topic_metrics.go).
+	traffic *topicTraffic
 	// quotaMetrics shows the topic quota and counts its refusals
 	// (quota_metrics.go).
 	quotaMetrics *quotaMetrics
@@ -161,6 +164,7 @@ func New(opts Options) *Server {
 	s.limiter = newRequestLimiter(opts.Limits, opts.Registry)
 	s.connMetrics = newConnMetrics(opts.Registry)
 	s.metrics = newMetrics(opts.Registry, opts.Backend)
+	s.traffic = newTopicTraffic(opts.Registry, opts.Backend)
 	s.groupMetrics = newGroupMetrics(opts.Registry, opts.Backend)
 	s.queueHealth = newQueueHealth(opts.Registry, opts.Backend)
 	s.fwd = newForwarder(s)

@@ -1,0 +1,7 @@
+//go:build !linux && !darwin
+
+package replication
+
+import "errors"
+
+func diskUsage(string) (DiskUsage, error) { return DiskUsage{}, errors.ErrUnsupported }

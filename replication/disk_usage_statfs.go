@@ -1,0 +1,17 @@
+//go:build linux || darwin
+
+package replication
+
+import (
+	"fmt"
+	"syscall"
+)
+
+func diskUsage(dir string) (DiskUsage, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return DiskUsage{}, fmt.Errorf("statfs %s: %w", dir, err)
+	}
+	bs := uint64(st.Bsize)
+	return DiskUsage{Total: uint64(st.Blocks) * bs, Free: uint64(st.Bfree) * bs, Avail: uint64(st.Bavail) * bs}, nil
+}

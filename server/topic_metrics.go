@@ -1,0 +1,82 @@
+package server
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// topicTraffic counts, per topic, the records and bytes this node's
+// Connect API took in (produce) and gave out (fetch). Its labels are
+// bounded by the topics that exist: a scrape drops the counts of topics
+// no longer in the backend, so a deleted topic's series end (and start
+// over from zero should the name be created again).
+type topicTraffic struct {
+	b  Backend
+	mu sync.Mutex
+	// counts is guarded by mu.
+	counts map[string]*topicCounts
+}
+
+// topicCounts are one topic's totals.
+type topicCounts struct {
+	recordsIn, recordsOut, bytesIn, bytesOut float64
+}
+
+var (
+	descTopicRecords = prometheus.NewDesc("logd_topic_records_total",
+		"Records produced to (direction in) or fetched from (out) the topic through this node's API.", []string{"topic", "direction"}, nil)
+	descTopicBytes = prometheus.NewDesc("logd_topic_bytes_total",
+		"Key and value bytes produced to (direction in) or fetched from (out) the topic through this node's API.", []string{"topic", "direction"}, nil)
+)
+
+func newTopicTraffic(reg *prometheus.Registry, b Backend) *topicTraffic {
+	t := &topicTraffic{b: b, counts: make(map[string]*topicCounts)}
+	reg.MustRegister(t)
+	return t
+}
+
+// add counts records and bytes of topic, in (produce) or out (fetch).
+func (t *topicTraffic) add(topic string, in bool, records int, bytes int64) {
+	if records == 0 && bytes == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.counts[topic]
+	if c == nil {
+		c = new(topicCounts)
+		t.counts[topic] = c
+	}
+	if in {
+		c.recordsIn += float64(records)
+		c.bytesIn += float64(bytes)
+	} else {
+		c.recordsOut += float64(records)
+		c.bytesOut += float64(bytes)
+	}
+}
+
+func (t *topicTraffic) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descTopicRecords
+	ch <- descTopicBytes
+}
+
+func (t *topicTraffic) Collect(ch chan<- prometheus.Metric) {
+	exists := make(map[string]bool)
+	for _, st := range t.b.TopicStates() {
+		exists[st.Topic.Name] = true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for name, c := range t.counts {
+		if !exists[name] {
+			delete(t.counts, name)
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(descTopicRecords, prometheus.CounterValue, c.recordsIn, name, "in")
+		ch <- prometheus.MustNewConstMetric(descTopicRecords, prometheus.CounterValue, c.recordsOut, name, "out")
+		ch <- prometheus.MustNewConstMetric(descTopicBytes, prometheus.CounterValue, c.bytesIn, name, "in")
+		ch <- prometheus.MustNewConstMetric(descTopicBytes, prometheus.CounterValue, c.bytesOut, name, "out")
+	}
+}
