@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/logd-dev/logd/batch"
+	"github.com/logd-dev/logd/internal/slogbridge"
 	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/replication/fsm"
 )
@@ -254,7 +255,9 @@ func Open(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	cfg.setDefaults()
-	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.LevelFromString(cfg.RaftLogLevel), Output: os.Stderr})
+	// Raft's lines go to the node's handler, in its format
+	// (internal/slogbridge).
+	hlog := slogbridge.HCLog(cfg.Logger.Handler(), "raft", hclog.LevelFromString(cfg.RaftLogLevel))
 	open := openDiskStores
 	if cfg.InMemory {
 		open = openMemStores

@@ -14,6 +14,8 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
+
+	"github.com/logd-dev/logd/internal/slogbridge"
 )
 
 // Raft's timing. A follower that has heard nothing from the leader for
@@ -137,7 +139,8 @@ func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 		// The raft log churns: entries are written once and deleted after
 		// the next snapshot. A hashmap freelist that is rebuilt on open
 		// instead of written on every commit keeps each commit's write small.
-		BoltOptions: &bbolt.Options{Timeout: 5 * time.Second, FreelistType: bbolt.FreelistMapType, NoFreelistSync: true},
+		BoltOptions: &bbolt.Options{Timeout: 5 * time.Second, FreelistType: bbolt.FreelistMapType, NoFreelistSync: true,
+			Logger: slogbridge.Bbolt(cfg.Logger.With("logger", "bbolt"))},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open raft log store: %w", err)

@@ -436,7 +436,8 @@ func readFailover(t *testing.T, kill time.Time, acked time.Duration, survivors [
 }
 
 // logTime reads the time stamp of a node's log line: logd's own lines
-// (slog text) carry time=..., Raft's (hclog) start with it.
+// (slog text, hashicorp/raft's included) carry time=...; older builds'
+// Raft lines (hclog) started with it.
 func logTime(line string) (time.Time, bool) {
 	if rest, ok := strings.CutPrefix(line, "time="); ok {
 		stamp, _, _ := strings.Cut(rest, " ")

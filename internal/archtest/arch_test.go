@@ -138,6 +138,9 @@ var table = []row{
 	// (docs/security.md, "Quotas"): a clock injected, metrics registered.
 	{path: "internal/quota", layer: layerLeaf, siblings: []string{"auth"}},
 	{path: "internal/varint", layer: layerLeaf, pure: true, stdOnly: true},
+	// slogbridge routes hashicorp/raft's hclog and bbolt's logger into
+	// the node's slog handler.
+	{path: "internal/slogbridge", layer: layerLeaf},
 	{path: "internal/failpoint", layer: layerLeaf, pure: true, stdOnly: true},
 	// Which build is running (logd version, logctl version,
 	// logd_build_info): the binary's embedded build information.
