@@ -22,6 +22,6 @@ func (s *Server) AlterTopic(ctx context.Context, req *connect.Request[logdv1.Alt
 	if err != nil {
 		return nil, toConnectError(err)
 	}
-	s.logger.Info("topic altered", "topic", m.Name, "set", m.Config, "deleted", m.DeleteConfig)
+	s.logger.InfoContext(ctx, "topic altered", "topic", m.Name, "set", m.Config, "deleted", m.DeleteConfig)
 	return connect.NewResponse(&logdv1.AlterTopicResponse{Topic: topicInfo(t)}), nil
 }

@@ -19,6 +19,6 @@ func (s *Server) CreateTopic(ctx context.Context, req *connect.Request[logdv1.Cr
 		s.quotaMetrics.refusal(err)
 		return nil, toConnectError(err)
 	}
-	s.logger.Info("topic created", "topic", m.Name, "partitions", m.Partitions)
+	s.logger.InfoContext(ctx, "topic created", "topic", m.Name, "partitions", m.Partitions)
 	return connect.NewResponse(&logdv1.CreateTopicResponse{Topic: topicInfo(t)}), nil
 }

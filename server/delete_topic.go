@@ -13,6 +13,6 @@ func (s *Server) DeleteTopic(ctx context.Context, req *connect.Request[logdv1.De
 	if err := s.b.DeleteTopic(ctx, req.Msg.Name); err != nil {
 		return nil, toConnectError(err)
 	}
-	s.logger.Info("topic deleted", "topic", req.Msg.Name)
+	s.logger.InfoContext(ctx, "topic deleted", "topic", req.Msg.Name)
 	return connect.NewResponse(&logdv1.DeleteTopicResponse{}), nil
 }

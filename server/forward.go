@@ -155,6 +155,9 @@ func newForwarder(s *Server) *forwarder {
 		FlushInterval: -1,
 		ErrorHandler:  fw.proxyError,
 		ModifyResponse: func(resp *http.Response) error {
+			// This node set the request id header already (request_id.go);
+			// the leader echoes the same id.
+			resp.Header.Del(RequestIDHeader)
 			fw.reached(resp.Request.URL.Host)
 			return nil
 		},

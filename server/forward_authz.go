@@ -87,7 +87,7 @@ func (fw *forwarder) authorizeForward(w http.ResponseWriter, r *http.Request) bo
 		return false
 	}
 	if !res.done {
-		s.logger.Debug("forwarding a write that did not decode for its check", "path", r.URL.Path)
+		s.logger.DebugContext(r.Context(), "forwarding a write that did not decode for its check", "path", r.URL.Path)
 	}
 	return true
 }

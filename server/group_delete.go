@@ -15,6 +15,6 @@ func (s *Server) DeleteGroup(ctx context.Context, req *connect.Request[logdv1.De
 		return nil, toConnectError(err)
 	}
 	s.groupMetrics.forget(req.Msg.Group)
-	s.logger.Info("consumer group deleted", "group", req.Msg.Group)
+	s.logger.InfoContext(ctx, "consumer group deleted", "group", req.Msg.Group)
 	return connect.NewResponse(&logdv1.DeleteGroupResponse{}), nil
 }

@@ -61,7 +61,7 @@ func (s *Server) GroupFetch(ctx context.Context, req *connect.Request[logdv1.Gro
 		if err != nil {
 			return nil, toConnectError(err)
 		}
-		s.logger.Warn("group offset below log start; reset by policy", "group", m.Group, "topic", tp.Topic, "partition", tp.Partition,
+		s.logger.WarnContext(ctx, "group offset below log start; reset by policy", "group", m.Group, "topic", tp.Topic, "partition", tp.Partition,
 			"from", m.Fetch.Offset, "to", committed, "policy", policy)
 		out.AutoReset, out.ResetFrom, out.ResetTo = true, m.Fetch.Offset, committed
 		f := m.Fetch

@@ -74,7 +74,7 @@ func (s *Server) ResetGroupOffsets(ctx context.Context, req *connect.Request[log
 		if g, err := s.b.ConsumerGroup(m.Group); err == nil {
 			resp.Generation = g.Generation
 		}
-		s.logger.Info("consumer group offsets reset", "group", m.Group, "partitions", len(offsets), "strategy", m.Strategy)
+		s.logger.InfoContext(ctx, "consumer group offsets reset", "group", m.Group, "partitions", len(offsets), "strategy", m.Strategy)
 	}
 	return connect.NewResponse(resp), nil
 }

@@ -80,5 +80,5 @@ func (s *Server) PeerHandler() http.Handler {
 			mux.ServeHTTP(w, r)
 		})
 	}
-	return s.limiter.wrap(h, isSegmentPath)
+	return withRequestID(s.limiter.wrap(h, isSegmentPath))
 }

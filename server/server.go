@@ -148,6 +148,12 @@ func New(opts Options) *Server {
 		opts.Registry = prometheus.NewRegistry()
 		opts.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
+	// Lines logged with a call's context carry its request id
+	// (request_id.go).
+	opts.Logger = slog.New(requestIDHandler{opts.Logger.Handler()})
+	if opts.Auth.Audit != nil {
+		opts.Auth.Audit = slog.New(requestIDHandler{opts.Auth.Audit.Handler()})
+	}
 	s := &Server{b: opts.Backend, segments: opts.Segments, logger: opts.Logger, reg: opts.Registry, conns: opts.Conns, peers: opts.Peers,
 		peerTLS: opts.PeerTLS, peerHTTP: replication.NewPeerHTTP(opts.Peers, opts.PeerTLS), peerListener: opts.PeerListener,
 		auth: opts.Auth, audit: cmp.Or(opts.Auth.Audit, opts.Logger)}
@@ -195,7 +201,7 @@ func (s *Server) Handler() http.Handler {
 	if s.peerListener {
 		h = dropForwarding(mux)
 	}
-	return s.limiter.wrap(h, isSegmentPath)
+	return withRequestID(s.limiter.wrap(h, isSegmentPath))
 }
 
 // isSegmentPath reports whether r is for the segment endpoint, whose

@@ -7,13 +7,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/server"
 )
 
 // TestJSONLogsEveryLine: with --log-format json every line a node writes
 // is one JSON object, hashicorp/raft's included (internal/slogbridge): a
 // three-node cluster forms, a follower is killed so the leader's Raft
 // logs its failed contacts, and the cluster stops. Raft's lines carry
-// logger "raft".
+// logger "raft". On the way, a call to a follower carries its request id
+// to the leader's log line (server/request_id.go).
 func TestJSONLogsEveryLine(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -26,6 +32,30 @@ func TestJSONLogsEveryLine(t *testing.T) {
 			break
 		}
 	}
+	// A call to a follower is forwarded with its request id: the answer
+	// echoes it once, and the leader's line for the call carries it.
+	req := connect.NewRequest(&logdv1.CreateTopicRequest{Name: "traced", Partitions: 1})
+	req.Header().Set(server.RequestIDHeader, "e2e-forwarded-1")
+	resp, err := victim.rpc.CreateTopic(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.Header().Values(server.RequestIDHeader); len(got) != 1 || got[0] != "e2e-forwarded-1" {
+		t.Errorf("forwarded call answered %s %q, want [e2e-forwarded-1]", server.RequestIDHeader, got)
+	}
+	waitFor(t, ctx, "the leader's line with the request id", func() bool {
+		b, err := os.ReadFile(leader.logs.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(line), &m) == nil && m["request_id"] == "e2e-forwarded-1" && m["msg"] == "topic created" {
+				return true
+			}
+		}
+		return false
+	})
 	victim.kill()
 	// The leader's Raft warns once its heartbeats to the dead follower
 	// fail (every 300 ms by default; its backoff keeps the lines few).
