@@ -15,6 +15,10 @@ missing=()
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
+# promtool and prometheus (Debian package prometheus) for
+# deploy/prometheus's rules and the dashboard test
+# (cmd/logd/observability_e2e_test.go).
+command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 
 if [ ${#missing[@]} -gt 0 ]; then
 	if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
@@ -25,6 +29,12 @@ if [ ${#missing[@]} -gt 0 ]; then
 		apt-get update -qq
 		apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 	fi
+fi
+# Where systemd runs, Debian starts the packaged prometheus service on
+# install, listening on every interface; the tests run their own on
+# 127.0.0.1, so the packaged one is stopped and disabled.
+if [[ " ${missing[*]} " == *" prometheus "* ]] && [ "$(id -u)" = 0 ] && systemctl is-active --quiet prometheus 2>/dev/null; then
+	systemctl disable --now prometheus >/dev/null 2>&1 || true
 fi
 
 # kafkajs, pinned by its lock file. The stamp in node_modules records the
