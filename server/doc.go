@@ -1,6 +1,8 @@
 // Package server implements logd's Connect API (gRPC, gRPC-Web and JSON
-// over HTTP from one protobuf definition), plus /metrics, /healthz and
-// /readyz on the same handler.
+// over HTTP from one protobuf definition), plus /metrics, /healthz,
+// /readyz, grpc.health.v1 and gRPC reflection on the same handler
+// (health.go; docs/operations.md). Every call has a request id, echoed in
+// its answer and logged with its lines (request_id.go).
 //
 // The handlers are a thin layer: decode a request, check its shape, call
 // the Backend (backend.go; replication.Backend implements it) and map its
