@@ -26,8 +26,9 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/logd ./cmd/logd
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/logctl ./cmd/logctl
 
+# Refuses to start over a running node (scripts/run.sh).
 run: build
-	./$(BIN)/logd
+	@scripts/run.sh
 
 # The walk-through: starts bin/logd in a temporary directory and runs the
 # stories of cmd/logd-demo with assertions; exits non-zero if one fails.
@@ -35,7 +36,9 @@ demo: build
 	$(GO) run ./cmd/logd-demo --logd $(BIN)/logd
 
 # A local three-node cluster: API on 7070/7080/7090, Raft on 7071/7081/7091,
-# data in ./data/cluster/nN (scripts/cluster.sh).
+# data in ./data/cluster/nN (scripts/cluster.sh). It refuses to start over
+# a running node or over data it did not create; cluster-stop stops only
+# the nodes it started (their PID files).
 cluster: build
 	@scripts/cluster.sh start
 

@@ -11,6 +11,17 @@
 # certificates when --secure);
 # data in ./data/cluster/nN, logs in ./data/cluster/nN.log,
 # PID files in ./data/cluster/nN.pid. n1 bootstraps; n2 and n3 join via n1.
+# LOGD_CLUSTER_DIR, LOGD_CLUSTER_PORT (7070: n1's API port; node N's is
+# 10(N-1) above it, its Raft port one above that) and
+# LOGD_CLUSTER_KAFKA_PORT (9092, the same steps) move it.
+#
+# Safety: a first start writes $DIR/cluster.id (the cluster's identity)
+# before any node starts, and every later start requires it, so the
+# script never starts or joins nodes over data it did not create. Before a
+# node starts, its ports must be free: over a running node (make run,
+# another cluster) it refuses and starts nothing. A node counts as running
+# only if the process of its PID file is logd with its data directory,
+# and stop signals only those processes.
 #
 # --secure first creates, with bin/logd cert, a development CA, a node
 # certificate per node and an admin client certificate in
@@ -23,20 +34,51 @@ DIR=${LOGD_CLUSTER_DIR:-./data/cluster}
 BIN=${LOGD_BIN:-./bin/logd}
 CERTS=$DIR/certs
 
-api() { echo "127.0.0.1:70$(( $1 + 6 ))0"; }
-raft() { echo "127.0.0.1:70$(( $1 + 6 ))1"; }
-kafka() { echo "127.0.0.1:$(( 9082 + $1 * 10 ))"; }
+PORT=${LOGD_CLUSTER_PORT:-7070}
+KAFKA_PORT=${LOGD_CLUSTER_KAFKA_PORT:-9092}
+api() { echo "127.0.0.1:$(( PORT + ($1 - 1) * 10 ))"; }
+raft() { echo "127.0.0.1:$(( PORT + ($1 - 1) * 10 + 1 ))"; }
+kafka() { echo "127.0.0.1:$(( KAFKA_PORT + ($1 - 1) * 10 ))"; }
+
+# in_use succeeds when something accepts connections at host:port.
+in_use() { (exec 3<>"/dev/tcp/${1%:*}/${1##*:}") 2>/dev/null; }
+
+# running N succeeds when node N's PID file names a live logd of this
+# cluster (its command line holds its data directory): a PID reused by
+# another process does not count.
+running() {
+	local f="$DIR/n$1.pid" pid
+	[ -f "$f" ] || return 1
+	pid=$(cat "$f")
+	kill -0 "$pid" 2>/dev/null || return 1
+	if [ -r "/proc/$pid/cmdline" ]; then
+		tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "--data-dir $DIR/n$1 " || return 1
+	fi
+}
+
+# refuse prints why the script will not go on, and exits.
+refuse() {
+	echo "cluster.sh: refusing to start: $*" >&2
+	exit 1
+}
 
 secure=0
 scheme=http
 curl_tls=()
 
+# wait_ready N waits until node N answers /readyz, and fails as soon as
+# its process is gone (then the port answering is not this node's).
 wait_ready() {
 	for _ in $(seq 1 150); do
-		if curl -fsS "${curl_tls[@]}" "$scheme://$1/readyz" >/dev/null 2>&1; then return 0; fi
+		if ! running "$1"; then
+			echo "n$1 exited; see $DIR/n$1.log:" >&2
+			tail -n 5 "$DIR/n$1.log" >&2
+			return 1
+		fi
+		if curl -fsS "${curl_tls[@]}" "$scheme://$(api "$1")/readyz" >/dev/null 2>&1; then return 0; fi
 		sleep 0.2
 	done
-	echo "node at $1 not ready after 30s; see $DIR/*.log" >&2
+	echo "n$1 at $(api "$1") not ready after 30s; see $DIR/n$1.log" >&2
 	return 1
 }
 
@@ -73,12 +115,34 @@ kafka_hint() {
 }
 
 start() {
-	mkdir -p "$DIR"
 	# A first start is sequential: n1 bootstraps, then n2 and n3 join it.
 	# A restart over existing data starts every node before waiting, since
 	# no node can become ready (elect a leader) without a quorum.
 	fresh=1
-	[ -d "$DIR/n1" ] && fresh=0
+	if [ -f "$DIR/cluster.id" ]; then
+		fresh=0
+	else
+		for n in 1 2 3; do
+			if [ -e "$DIR/n$n" ]; then
+				refuse "$DIR/n$n exists, but $DIR/cluster.id does not: this script did not create that data; move it away or give another LOGD_CLUSTER_DIR"
+			fi
+		done
+	fi
+	# Every port of a node that is not running must be free: a node of
+	# make run on 127.0.0.1:7070 would otherwise take n1's place, and n2
+	# and n3 would join it.
+	for n in 1 2 3; do
+		running "$n" && continue
+		for a in "$(api $n)" "$(raft $n)" "$(kafka $n)"; do
+			if in_use "$a"; then
+				refuse "n$n's address $a is in use (a node of make run? stop it first); nothing was started"
+			fi
+		done
+	done
+	mkdir -p "$DIR"
+	if [ "$fresh" = 1 ]; then
+		echo "logd-cluster $(date -u +%Y%m%dT%H%M%SZ)-$$-$RANDOM created by scripts/cluster.sh" >"$DIR/cluster.id"
+	fi
 	if [ "$fresh" = 0 ] && [ "$secure" = 1 ] && [ ! -f "$DIR/secure" ]; then
 		echo "the cluster in $DIR was started without --secure; stop it and remove $DIR to start a secure one" >&2
 		exit 1
@@ -91,7 +155,7 @@ start() {
 		curl_tls=(--cacert "$CERTS/ca.crt" --cert "$CERTS/admin.crt" --key "$CERTS/admin.key")
 	fi
 	for n in 1 2 3; do
-		if [ -f "$DIR/n$n.pid" ] && kill -0 "$(cat "$DIR/n$n.pid")" 2>/dev/null; then
+		if running "$n"; then
 			echo "n$n already running (pid $(cat "$DIR/n$n.pid"))"
 			continue
 		fi
@@ -101,13 +165,15 @@ start() {
 		"$BIN" --node-id "n$n" --data-dir "$DIR/n$n" --listen "$(api $n)" --raft-addr "$(raft $n)" "${join[@]}" $(node_flags $n) \
 			>>"$DIR/n$n.log" 2>&1 &
 		echo $! >"$DIR/n$n.pid"
-		if [ "$fresh" = 1 ]; then
-			wait_ready "$(api $n)"
+		if [ "$fresh" = 1 ] && ! wait_ready "$n"; then
+			echo "stopping the nodes this start began" >&2
+			stop
+			exit 1
 		fi
 		echo "n$n started: API $scheme://$(api $n), Raft $(raft $n)$(kafka_note $n), pid $(cat "$DIR/n$n.pid")"
 	done
 	if [ "$fresh" = 0 ]; then
-		for n in 1 2 3; do wait_ready "$(api $n)"; done
+		for n in 1 2 3; do wait_ready "$n" || exit 1; done
 	fi
 	# logctl_at N is the logctl command line for node N.
 	logctl_at() { echo "logctl --server $(api "$1")"; }
@@ -141,12 +207,14 @@ Stop it with: make cluster-stop   (logs in $DIR/nN.log)
 EOT
 }
 
+# stop signals only the nodes this script started (running: their PID
+# files name live logd processes of this cluster).
 stop() {
 	for n in 1 2 3; do
 		f="$DIR/n$n.pid"
 		[ -f "$f" ] || continue
 		pid=$(cat "$f")
-		if kill -0 "$pid" 2>/dev/null; then
+		if running "$n"; then
 			kill -TERM "$pid"
 			for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 			echo "n$n stopped"
