@@ -213,7 +213,10 @@ func effectiveConfig(fs *pflag.FlagSet, src map[string]string) []any {
 			return
 		}
 		v := f.Value.String()
-		if _, secret := f.Annotations[secretAnnotation]; secret && v != "" {
+		if v == "" {
+			v = `""`
+		}
+		if _, secret := f.Annotations[secretAnnotation]; secret && v != `""` {
 			v = redacted
 		} else {
 			v = redactURL(v)
