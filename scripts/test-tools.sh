@@ -4,7 +4,8 @@
 # (cmd/logd/kafka_e2e_test.go), node and npm (Debian packages nodejs and
 # npm) and the kafkajs that cmd/logd/testdata/kafkajs/package-lock.json
 # pins, for cmd/logd/kafkajs_e2e_test.go; systemd-analyze (Debian package
-# systemd) for cmd/logd/deploy_test.go's check of the unit file. Idempotent: npm ci runs only
+# systemd) for cmd/logd/deploy_test.go's check of the unit file; jq, which
+# the README's tested examples use (cmd/logd/readme_e2e_test.go). Idempotent: npm ci runs only
 # when node_modules is missing or the lock file changed since it last ran.
 # `make test` runs it first. Without root or apt-get, or when npm ci fails,
 # it says what is missing and goes on: those tests then skip, except under
@@ -21,6 +22,7 @@ command -v npm >/dev/null 2>&1 || missing+=(npm)
 # (cmd/logd/observability_e2e_test.go).
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
+command -v jq >/dev/null 2>&1 || missing+=(jq)
 
 if [ ${#missing[@]} -gt 0 ]; then
 	if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
