@@ -56,9 +56,9 @@ func addLimitFlags(fs *pflag.FlagSet) func() (limitConfig, error) {
 	type intFlag struct {
 		name, envName, help string
 		dst                 *int64
-		auto                bool // accepts "auto", stored as -1
-		raw                 *string
-		zero                string // what 0 means, if not "unbounded"
+		auto                bool    // accepts "auto", stored as -1
+		raw                 *string // an auto flag's text
+		zero                string  // what 0 means, if not "unbounded"
 	}
 	type durFlag struct {
 		name, envName, help string
@@ -66,27 +66,27 @@ func addLimitFlags(fs *pflag.FlagSet) func() (limitConfig, error) {
 	}
 	var c limitConfig
 	ints := []*intFlag{
-		{name: "max-request-bytes", envName: "LOGD_MAX_REQUEST_BYTES", dst: &c.maxRequestBytes, raw: new(string),
+		{name: "max-request-bytes", envName: "LOGD_MAX_REQUEST_BYTES", dst: &c.maxRequestBytes,
 			help: "largest request body, as sent and once inflated; larger ones are refused unread (RECORD_TOO_LARGE)"},
-		{name: "max-inflight-request-bytes", envName: "LOGD_MAX_INFLIGHT_REQUEST_BYTES", dst: &c.inflightBytes, raw: new(string),
+		{name: "max-inflight-request-bytes", envName: "LOGD_MAX_INFLIGHT_REQUEST_BYTES", dst: &c.inflightBytes,
 			help: "memory budget of request bodies being read or served at once; a request past it is refused with OVERLOADED and retry-after, unread"},
-		{name: "http-body-min-rate", envName: "LOGD_HTTP_BODY_MIN_RATE", dst: &c.bodyMinRate, raw: new(string),
+		{name: "http-body-min-rate", envName: "LOGD_HTTP_BODY_MIN_RATE", dst: &c.bodyMinRate,
 			help: "bytes/s a request body must keep up after --http-body-timeout; each byte received extends the body's deadline"},
-		{name: "max-header-bytes", envName: "LOGD_MAX_HEADER_BYTES", dst: &c.maxHeaderBytes, raw: new(string),
+		{name: "max-header-bytes", envName: "LOGD_MAX_HEADER_BYTES", dst: &c.maxHeaderBytes,
 			help: "largest request header", zero: "net/http's default, 1 MiB"},
-		{name: "max-connections", envName: "LOGD_MAX_CONNECTIONS", dst: &c.maxConns, auto: true, raw: new(string),
+		{name: "max-connections", envName: "LOGD_MAX_CONNECTIONS", dst: &c.maxConns, auto: true,
 			help: "client connections open at once; auto: the open-file limit less --fd-reserve; at the cap new connections wait in the accept queue; never above the open-file limit less the reserve"},
-		{name: "max-connections-per-ip", envName: "LOGD_MAX_CONNECTIONS_PER_IP", dst: &c.maxConnsPerIP, raw: new(string),
+		{name: "max-connections-per-ip", envName: "LOGD_MAX_CONNECTIONS_PER_IP", dst: &c.maxConnsPerIP,
 			help: "client connections from one remote IP address; more are closed at once"},
-		{name: "fd-reserve", envName: "LOGD_FD_RESERVE", dst: &c.fdReserve, auto: true, raw: new(string),
+		{name: "fd-reserve", envName: "LOGD_FD_RESERVE", dst: &c.fdReserve, auto: true,
 			help: "file descriptors kept from client connections for segment files, Raft and its store; auto: half the open-file limit", zero: "no reserve"},
-		{name: "max-topics", envName: "LOGD_MAX_TOPICS", dst: &c.maxTopics, raw: new(string),
+		{name: "max-topics", envName: "LOGD_MAX_TOPICS", dst: &c.maxTopics,
 			help: "topics in the cluster; set the same on every node (the leader's applies)"},
-		{name: "max-partitions", envName: "LOGD_MAX_PARTITIONS", dst: &c.maxPartitions, raw: new(string),
+		{name: "max-partitions", envName: "LOGD_MAX_PARTITIONS", dst: &c.maxPartitions,
 			help: "partitions of all topics in the cluster; set the same on every node (the leader's applies)"},
-		{name: "max-topics-per-principal", envName: "LOGD_MAX_TOPICS_PER_PRINCIPAL", dst: &c.maxTopicsPerPrincipal, raw: new(string),
+		{name: "max-topics-per-principal", envName: "LOGD_MAX_TOPICS_PER_PRINCIPAL", dst: &c.maxTopicsPerPrincipal,
 			help: "topics one principal may have created; set the same on every node (the leader's applies)"},
-		{name: "max-partitions-per-principal", envName: "LOGD_MAX_PARTITIONS_PER_PRINCIPAL", dst: &c.maxPartitionsPerPrincipal, raw: new(string),
+		{name: "max-partitions-per-principal", envName: "LOGD_MAX_PARTITIONS_PER_PRINCIPAL", dst: &c.maxPartitionsPerPrincipal,
 			help: "partitions of the topics one principal may have created; set the same on every node (the leader's applies)"},
 	}
 	defs := map[string]int64{
@@ -95,15 +95,17 @@ func addLimitFlags(fs *pflag.FlagSet) func() (limitConfig, error) {
 		"max-connections-per-ip": defaultMaxConnsPerIP, "max-topics": defaultMaxTopics, "max-partitions": defaultMaxPartitions,
 	}
 	for _, f := range ints {
-		def := "auto"
-		if !f.auto {
-			def = strconv.FormatInt(defs[f.name], 10)
-		}
 		zero := f.zero
 		if zero == "" {
 			zero = "unbounded"
 		}
-		fs.StringVar(f.raw, f.name, def, fmt.Sprintf("%s; 0: %s (%s)", f.help, zero, f.envName))
+		help := fmt.Sprintf("%s; 0: %s (%s)", f.help, zero, f.envName)
+		if f.auto {
+			f.raw = new(string)
+			fs.StringVar(f.raw, f.name, "auto", help)
+			continue
+		}
+		fs.Int64Var(f.dst, f.name, defs[f.name], help)
 	}
 	durs := []*durFlag{
 		{name: "http-read-header-timeout", envName: "LOGD_HTTP_READ_HEADER_TIMEOUT", dst: &c.readHeaderTimeout,
@@ -124,17 +126,19 @@ func addLimitFlags(fs *pflag.FlagSet) func() (limitConfig, error) {
 	}
 	return func() (limitConfig, error) {
 		for _, f := range ints {
-			if f.auto && *f.raw == "auto" {
+			if !f.auto {
+				if *f.dst < 0 {
+					return c, fmt.Errorf("--%s: want an integer >= 0, got %d", f.name, *f.dst)
+				}
+				continue
+			}
+			if *f.raw == "auto" {
 				*f.dst = -1
 				continue
 			}
 			v, err := strconv.ParseInt(*f.raw, 10, 64)
 			if err != nil || v < 0 {
-				want := "an integer >= 0"
-				if f.auto {
-					want += " or auto"
-				}
-				return c, fmt.Errorf("--%s: want %s, got %q", f.name, want, *f.raw)
+				return c, fmt.Errorf("--%s: want an integer >= 0 or auto, got %q", f.name, *f.raw)
 			}
 			*f.dst = v
 		}
