@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
 	"connectrpc.com/connect"
 
+	"github.com/hashicorp/raft"
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/replication"
@@ -30,4 +33,28 @@ func joinVia(p replication.PeerHTTP) replication.AskJoin {
 		}
 		return resp.Msg.LeaderId, nil
 	}
+}
+
+// errJoinOwnCluster is a --join of a node whose data dir holds a cluster
+// of its own.
+var errJoinOwnCluster = errors.New("refusing --join")
+
+// checkJoinState refuses --join when the data dir holds a cluster the node
+// bootstrapped alone (logd without --join, make run): joining another
+// cluster with that Raft log would merge two histories. A node that joined
+// before holds a configuration with the other members, and a fresh one an
+// empty configuration, so both go on. Whether a data dir of a node of
+// another multi-node cluster belongs to the cluster at --join cannot be
+// told here (clusters carry no identity), so that case goes on as before.
+func checkJoinState(r *raft.Raft, nodeID, join string) error {
+	f := r.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("read the Raft configuration: %w", err)
+	}
+	servers := f.Configuration().Servers
+	if len(servers) == 1 && servers[0].ID == raft.ServerID(nodeID) {
+		return fmt.Errorf("%w %s: the data dir holds a cluster of its own, with %s as its only member (a node started without --join); "+
+			"run it without --join, or give the joining node an empty data dir", errJoinOwnCluster, join, nodeID)
+	}
+	return nil
 }

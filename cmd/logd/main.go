@@ -309,6 +309,12 @@ func run(ctx context.Context, c config, getenv func(string) string, stderr io.Wr
 	if err != nil {
 		return fmt.Errorf("open node: %w", err)
 	}
+	if c.join != "" {
+		if err := checkJoinState(node.Raft(), c.nodeID, c.join); err != nil {
+			node.Close()
+			return err
+		}
+	}
 	backend := replication.NewBackend(node)
 	reg := newRegistry()
 	reg.MustRegister(buildInfoGauge(buildinfo.Read()))

@@ -197,3 +197,40 @@ func TestScriptsRefuseToJoinARunningNode(t *testing.T) {
 		}
 	}
 }
+
+// TestJoinRefusesOwnCluster: a node whose data dir holds the cluster it
+// bootstrapped alone (make run's ./data) refuses --join, and exits,
+// rather than merge its Raft log into another cluster; without --join it
+// runs as before.
+func TestJoinRefusesOwnCluster(t *testing.T) {
+	other := startNode(t)
+	nd := startNode(t)
+	nd.stop()
+	nd.launch(other.listen)
+	done := make(chan error, 1)
+	go func() { done <- nd.cmd.Wait() }()
+	select {
+	case err := <-done:
+		nd.cmd = nil
+		if err == nil {
+			t.Fatal("logd --join over its own cluster's data exited 0")
+		}
+	case <-time.After(30 * time.Second):
+		nd.cmd.Process.Kill()
+		<-done
+		nd.cmd = nil
+		t.Fatal("logd --join over its own cluster's data still runs after 30s")
+	}
+	logs, err := os.ReadFile(nd.logs.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(logs), "refusing --join "+other.listen) || !strings.Contains(string(logs), "only member") {
+		t.Fatalf("no refusal in the node's output:\n%s", tail(string(logs), 2000))
+	}
+	st, err := other.status(context.Background())
+	if err != nil || len(st.GetMembers()) != 1 {
+		t.Fatalf("the other cluster after the refusal: %v, %v", st, err)
+	}
+	nd.start() // without --join, its own cluster again
+}
