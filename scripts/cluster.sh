@@ -52,7 +52,8 @@ running() {
 	pid=$(cat "$f")
 	kill -0 "$pid" 2>/dev/null || return 1
 	if [ -r "/proc/$pid/cmdline" ]; then
-		tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "--data-dir $DIR/n$1 " || return 1
+		# This script's own fork counts too: it has not exec'd logd yet.
+		tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -e "--data-dir $DIR/n$1 " -e "cluster.sh" || return 1
 	fi
 }
 
@@ -67,10 +68,12 @@ scheme=http
 curl_tls=()
 
 # wait_ready N waits until node N answers /readyz, and fails as soon as
-# its process is gone (then the port answering is not this node's).
+# the process this start began is gone (then the port answering is not
+# this node's). Only kill -0: right after the fork, the process may not
+# have exec'd logd yet.
 wait_ready() {
 	for _ in $(seq 1 150); do
-		if ! running "$1"; then
+		if ! kill -0 "$(cat "$DIR/n$1.pid")" 2>/dev/null; then
 			echo "n$1 exited; see $DIR/n$1.log:" >&2
 			tail -n 5 "$DIR/n$1.log" >&2
 			return 1
