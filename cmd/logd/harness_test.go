@@ -42,7 +42,9 @@ func TestMain(m *testing.M) {
 	logdBinary = filepath.Join(dir, "logd")
 	// One fault build for every test: its faults are inert unless a test
 	// sets their environment (internal/faults, internal/failpoint).
-	out, err := exec.Command("go", "build", "-race", "-tags", "faults", "-o", logdBinary, ".").CombinedOutput()
+	// The version is stamped as make build and make release stamp it
+	// (TestBuildInfoStamped).
+	out, err := exec.Command("go", "build", "-race", "-tags", "faults", "-ldflags", "-X "+buildinfoVersionVar+"="+e2eVersion, "-o", logdBinary, ".").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build logd: %v\n%s", err, out)
 		os.Exit(1)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -52,5 +54,35 @@ func TestVersionCommands(t *testing.T) {
 	}
 	if m.GetGauge().GetValue() != 1 || len(labels) != 3 || labels["version"] != info.Version || labels["commit"] != info.Commit || labels["go_version"] != info.GoVersion {
 		t.Fatalf("logd_build_info: %v", m)
+	}
+}
+
+// The version the e2e harness stamps into its logd.
+const (
+	buildinfoVersionVar = "github.com/logd-dev/logd/internal/buildinfo.version"
+	e2eVersion          = "v0.0.0-e2e"
+)
+
+// TestBuildInfoStamped: the linker's version reaches logd version and a
+// running node's logd_build_info.
+func TestBuildInfoStamped(t *testing.T) {
+	out, err := exec.Command(logdBinary, "version", "-o", "json").Output()
+	var info buildinfo.Info
+	if err != nil || json.Unmarshal(out, &info) != nil || info.Version != e2eVersion {
+		t.Fatalf("logd version -o json: %v, %s", err, out)
+	}
+	nd := startNode(t)
+	resp, err := http.Get("http://" + nd.listen + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `logd_build_info{commit="` + info.Commit + `",go_version="` + info.GoVersion + `",version="` + e2eVersion + `"} 1`
+	if !strings.Contains(string(body), want) {
+		t.Fatalf("/metrics lacks %s", want)
 	}
 }
