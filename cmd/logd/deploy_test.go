@@ -343,6 +343,7 @@ func TestComposeFile(t *testing.T) {
 	}
 	// Prometheus scrapes every node's API port.
 	var prom struct {
+		RuleFiles     []string `yaml:"rule_files"`
 		ScrapeConfigs []struct {
 			StaticConfigs []struct {
 				Targets []string `yaml:"targets"`
@@ -360,6 +361,22 @@ func TestComposeFile(t *testing.T) {
 	for _, sc := range prom.ScrapeConfigs {
 		for _, st := range sc.StaticConfigs {
 			targets = append(targets, st.Targets...)
+		}
+	}
+	// Its rule files are mounted into its container.
+	mounts := map[string]bool{}
+	for _, v := range cf.Services["prometheus"].Volumes {
+		if _, dst, ok := strings.Cut(v, ":"); ok {
+			dst, _, _ = strings.Cut(dst, ":")
+			mounts[dst] = true
+		}
+	}
+	if len(prom.RuleFiles) == 0 {
+		t.Error("Prometheus evaluates no rule files")
+	}
+	for _, rf := range prom.RuleFiles {
+		if !mounts[rf] {
+			t.Errorf("Prometheus's rule file %s is not mounted (mounts %v)", rf, mounts)
 		}
 	}
 	for name, c := range nodes {
