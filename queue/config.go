@@ -25,6 +25,8 @@ const (
 	MaxInFlightLimit = 100_000
 	// MaxDelay bounds backoff and explicit nack delays.
 	MaxDelay = 7 * 24 * time.Hour
+	// MaxWorkerLen bounds a claim's worker id.
+	MaxWorkerLen = 128
 	// MaxNameLen bounds a group name, leaving room for the default
 	// dead-letter topic name "<topic>.<group>.dlq".
 	MaxNameLen = 120

@@ -1,5 +1,7 @@
 package queue
 
+import "fmt"
+
 // Backpressure inputs: where a group's unfinished records start, and how
 // large its backlog is. All of it is derived from replicated state, so
 // Apply may decide with it.
@@ -14,24 +16,76 @@ func (q *Group) PartitionStart(partition int32) (start int64, ok bool) {
 	return q.parts[partition].Start, true
 }
 
-// NoteAppend counts records appended to a partition of the group's topic,
-// so the group knows the mean size of its records. The caller calls it for
-// every applied append, replays included (the counts are snapshot state).
-func (q *Group) NoteAppend(partition int32, records, bytes int64) {
+// NoteAppend counts records appended to a partition of the group's topic:
+// batchBytes (their batches' bytes) feed the mean record size of the
+// estimate, recordBytes (the sum of their RecordInfo.Size) the exact
+// backlog bytes once the group counts them (SetExactBytes). The caller
+// calls it for every applied append, replays included (the counts are
+// snapshot state).
+func (q *Group) NoteAppend(partition int32, records, batchBytes, recordBytes int64) {
 	if partition < 0 || int(partition) >= len(q.parts) || records <= 0 {
 		return
 	}
 	p := q.parts[partition]
 	p.AppendedRecords += records
-	p.AppendedBytes += bytes
+	p.AppendedBytes += batchBytes
+	if q.exact {
+		p.FreshBytes += recordBytes
+	}
 }
+
+// SetExactBytes makes the group count the exact bytes of its backlog from
+// now on: it sizes every unfinished tracked record and every record in
+// [Next, end) through src (ends as of the command), once. The caller calls
+// it at the same command on every replica (when the state machine first
+// applies the level that brings exact bytes, or when it creates the group
+// at that level), so every replica counts the same. An error (I/O) leaves
+// the group half-sized: the caller must stop.
+func (q *Group) SetExactBytes(src RecordSource, ends []int64) error {
+	if len(ends) != len(q.parts) {
+		return fmt.Errorf("%w: %d end offsets for %d partitions", ErrInvalidRequest, len(ends), len(q.parts))
+	}
+	for pi, p := range q.parts {
+		part := int32(pi)
+		p.LiveBytes, p.FreshBytes = 0, 0
+		for _, r := range p.Tracked {
+			r.Size = 0
+			if r.State.finished() {
+				continue
+			}
+			info, err := src.RecordInfo(part, r.Offset)
+			if err != nil {
+				return err
+			}
+			r.Size = int64(info.Size)
+			p.LiveBytes += r.Size
+		}
+		for off := p.Next; off < ends[pi]; off++ {
+			info, err := src.RecordInfo(part, off)
+			if err != nil {
+				return err
+			}
+			if info.Exists {
+				p.FreshBytes += int64(info.Size)
+			}
+		}
+	}
+	q.exact = true
+	return nil
+}
+
+// ExactBytes reports whether the group counts the exact bytes of its
+// backlog (SetExactBytes); before, Backlog.Bytes is an estimate.
+func (q *Group) ExactBytes() bool { return q.exact }
 
 // Backlog is a group's unfinished work: records ready (fresh ones
 // included), in flight, delayed or waiting for the dead-letter topic.
 type Backlog struct {
 	Records int64
-	// Bytes is an estimate: Records times the mean size of the records
-	// appended since the group began (batch overhead included).
+	// Bytes sums the sizes (RecordInfo.Size: key, value, header keys and
+	// values) of those records when the group counts exact bytes; before,
+	// it is an estimate: Records times the mean size of the records
+	// appended since the group began, batch overhead included.
 	Bytes int64
 }
 
@@ -45,7 +99,11 @@ func (q *Group) Backlog(ends []int64) Backlog {
 			n += ends[pi] - p.Next
 		}
 		b.Records += n
-		b.Bytes = satAdd(b.Bytes, satMul(n, p.meanRecordBytes()))
+		if q.exact {
+			b.Bytes = satAdd(b.Bytes, max(p.LiveBytes+p.FreshBytes, 0))
+		} else {
+			b.Bytes = satAdd(b.Bytes, satMul(n, p.meanRecordBytes()))
+		}
 	}
 	return b
 }

@@ -67,6 +67,10 @@ type leaseRecord struct {
 	Reason string `json:"r,omitempty"`
 	// LastError is the error text of the latest nack (or lease expiry).
 	LastError string `json:"e,omitempty"`
+	// Size is the record's size (RecordInfo.Size) while it is unfinished,
+	// counted in its partition's LiveBytes; 0 unless the group counts
+	// exact bytes.
+	Size int64 `json:"z,omitempty"`
 }
 
 // live reports whether a lease is current at now: a lease ends at exactly

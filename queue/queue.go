@@ -26,6 +26,9 @@ type Group struct {
 	cursor int
 	// paused: claims deliver nothing (pause.go).
 	paused bool
+	// exact: the partitions' LiveBytes and FreshBytes are the exact bytes
+	// of the backlog (health.go, SetExactBytes).
+	exact bool
 }
 
 // partitionState is one partition's state: every offset below Start is
@@ -59,6 +62,11 @@ type partitionState struct {
 	// settled), for the health view's rates.
 	Nacked  int64 `json:"nacked,omitempty"`
 	Expired int64 `json:"expired,omitempty"`
+	// LiveBytes sums the Size of the unfinished tracked records and
+	// FreshBytes the sizes of the records in [Next, end), while the group
+	// counts exact bytes (health.go).
+	LiveBytes  int64 `json:"live_bytes,omitempty"`
+	FreshBytes int64 `json:"fresh_bytes,omitempty"`
 }
 
 // New makes the state of a new group. starts holds each partition's
@@ -251,6 +259,11 @@ func (q *Group) Claim(req ClaimRequest, src RecordSource) (ClaimResult, error) {
 			r := &leaseRecord{Offset: off, State: leaseReady}
 			p.Tracked = append(p.Tracked, r)
 			p.Live++
+			if q.exact {
+				r.Size = int64(info.Size)
+				p.FreshBytes -= r.Size
+				p.LiveBytes += r.Size
+			}
 			if reason := q.undeliverable(info, req.Now); reason != "" {
 				q.markDead(p, r, reason)
 				continue
@@ -326,6 +339,8 @@ func (q *Group) finish(p *partitionState, r *leaseRecord, dead bool) {
 		p.Acked++
 	}
 	p.Live--
+	p.LiveBytes -= r.Size
+	r.Size = 0
 	fd := finishedDelivery{Offset: r.Offset, Tag: r.Tag, Dead: dead}
 	if len(p.Recent) < recentFinished {
 		p.Recent = append(p.Recent, fd)

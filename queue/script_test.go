@@ -167,9 +167,15 @@ func (s *queueScript) exec(line string) string {
 			}
 		}
 		first := s.src.ends[p]
-		for range s.num(kv, "n", 1) {
+		n := s.num(kv, "n", 1)
+		for range n {
 			s.src.recs[p][s.src.ends[p]] = info
 			s.src.ends[p]++
+		}
+		if s.q != nil && info.Exists {
+			// As the state machine does for every append: the batch
+			// (61 bytes of header) and the records' sizes.
+			s.q.NoteAppend(p, int64(n), int64(61+n*info.Size), int64(n*info.Size))
 		}
 		fmt.Fprintf(&b, "p%d: offsets %d..%d\n", p, first, s.src.ends[p]-1)
 	case "claim":
@@ -245,6 +251,15 @@ func (s *queueScript) exec(line string) string {
 		} else {
 			fmt.Fprintf(&b, "claimable at %s\n", fmtTime(wake))
 		}
+	case "exact":
+		// The state machine reached the level of exact bytes.
+		if err := s.q.SetExactBytes(s.src, s.src.ends); err != nil {
+			return fmt.Sprintf("error: %v\n", err)
+		}
+		b.WriteString("counting exact bytes\n")
+	case "backlog":
+		bl := s.q.Backlog(s.src.ends)
+		fmt.Fprintf(&b, "records=%d bytes=%d exact=%v\n", bl.Records, bl.Bytes, s.q.ExactBytes())
 	case "tracked":
 		// Internal view: memory held per partition.
 		for i, p := range s.q.parts {

@@ -16,6 +16,9 @@ type Snapshot struct {
 	CreatedAt   int64             `json:"created_at"`
 	Cursor      int               `json:"cursor"`
 	Paused      bool              `json:"paused,omitempty"`
+	// ExactBytes: the partitions count exact backlog bytes (absent from
+	// snapshots of builds before them).
+	ExactBytes bool `json:"exact_bytes,omitempty"`
 	Partitions  []*partitionState `json:"partitions"`
 }
 
@@ -23,7 +26,7 @@ type Snapshot struct {
 // queue keeps changing.
 func (q *Group) Snapshot() Snapshot {
 	s := Snapshot{Topic: q.topic, Name: q.name, Config: q.cfg, Secret: slices.Clone(q.secret),
-		CreateIndex: q.createIndex, CreatedAt: q.createdAt, Cursor: q.cursor, Paused: q.paused}
+		CreateIndex: q.createIndex, CreatedAt: q.createdAt, Cursor: q.cursor, Paused: q.paused, ExactBytes: q.exact}
 	for _, p := range q.parts {
 		c := *p
 		c.Tracked = make([]*leaseRecord, len(p.Tracked))
@@ -44,12 +47,13 @@ func Restore(s Snapshot) (*Group, error) {
 		return nil, fmt.Errorf("restore queue group %s/%s: %w", s.Topic, s.Name, err)
 	}
 	q := &Group{topic: s.Topic, name: s.Name, cfg: s.Config, secret: slices.Clone(s.Secret), seed: backoffSeed(s.Secret),
-		createIndex: s.CreateIndex, createdAt: s.CreatedAt, cursor: s.Cursor, paused: s.Paused}
+		createIndex: s.CreateIndex, createdAt: s.CreatedAt, cursor: s.Cursor, paused: s.Paused, exact: s.ExactBytes}
 	for i, p := range s.Partitions {
 		if p == nil {
 			return nil, fmt.Errorf("restore queue group %s/%s: partition %d missing", s.Topic, s.Name, i)
 		}
 		live, pending := 0, 0
+		var liveBytes int64
 		prev := p.Start - 1
 		for _, r := range p.Tracked {
 			if r == nil || r.Offset <= prev || r.Offset >= p.Next {
@@ -58,12 +62,13 @@ func Restore(s Snapshot) (*Group, error) {
 			prev = r.Offset
 			if !r.State.finished() {
 				live++
+				liveBytes += r.Size
 			}
 			if r.State == leaseDeadPending {
 				pending++
 			}
 		}
-		if live != p.Live || pending != p.DeadPending || p.Start > p.Next {
+		if live != p.Live || pending != p.DeadPending || p.Start > p.Next || liveBytes != p.LiveBytes || p.FreshBytes < 0 {
 			return nil, fmt.Errorf("restore queue group %s/%s: partition %d: counts do not match its records", s.Topic, s.Name, i)
 		}
 		c := *p

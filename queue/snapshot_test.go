@@ -34,8 +34,8 @@ func snapshotGroup(t *testing.T) *Group {
 	d := res.Deliveries
 	q.Ack(now+1, []Token{d[0].Token})
 	q.Nack(now+2, []Nack{{Token: d[1].Token, Error: "transient"}, {Token: d[2].Token, Permanent: true, Error: "bad input"}})
-	q.NoteAppend(0, 6, 600)
-	q.NoteAppend(1, 3, 90)
+	q.NoteAppend(0, 6, 600, 0)
+	q.NoteAppend(1, 3, 90, 0)
 	if _, err := q.Claim(ClaimRequest{Now: now + int64(time.Minute), Index: 11, Max: 2, Lease: time.Minute, Ends: src.ends}, src); err != nil {
 		t.Fatal(err)
 	}

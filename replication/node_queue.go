@@ -84,7 +84,16 @@ func (n *Node) QueueClaim(ctx context.Context, c QueueClaim) (QueueClaimResult, 
 	if _, _, err := n.fsm.QueueClaimable(c.Topic, c.Group, 0); err != nil {
 		return QueueClaimResult{}, err
 	}
-	res, err := n.proposeQueue(ctx, fsm.CmdQueueClaim, c)
+	if len(c.Worker) > queue.MaxWorkerLen {
+		return QueueClaimResult{}, fmt.Errorf("%w: worker id of %d bytes, at most %d", queue.ErrInvalidRequest, len(c.Worker), queue.MaxWorkerLen)
+	}
+	level, err := n.featureLevel()
+	if err != nil {
+		return QueueClaimResult{}, err
+	}
+	// From fsm.QueueLevel on, every claim carries the worker id (empty or
+	// not), so the first claim after an upgrade raises the applied level.
+	res, err := n.propose(ctx, fsm.EncodeQueueClaim(n.cfg.Now().UnixNano(), c, level))
 	if err != nil {
 		return QueueClaimResult{}, err
 	}

@@ -68,7 +68,8 @@ func (f *FSM) applyAppend(index uint64, now int64, a Append) any {
 	if err := validateAppend(t, a); err != nil {
 		return err
 	}
-	if err := f.admit(t, a, queueEnds(t)); err != nil {
+	sizes, err := f.admit(t, a, queueEnds(t))
+	if err != nil {
 		return err
 	}
 	// Record the keys, unless one was committed since the proposer looked
@@ -111,7 +112,7 @@ func (f *FSM) applyAppend(index uint64, now int64, a Append) any {
 		p.next = base + int64(info.LastOffsetDelta) + 1
 		res.BaseOffsets[i] = base
 	}
-	f.noteAppend(t, a)
+	f.noteAppend(t, a, sizes)
 	for _, b := range a.Batches {
 		t.Partitions[b.Partition].signal()
 	}

@@ -74,25 +74,40 @@ func appendSize(a Append) (records, bytes map[int32]int64) {
 // admit checks an append against the topic's backlog bounds. ends are the
 // partitions' end offsets to measure against: the state machine's in Apply,
 // the logs' on the leader's pre-check. Groups are checked in name order so
-// the error names the same group everywhere.
-func (f *FSM) admit(t *Topic, a Append, ends []int64) error {
-	maxRecords, maxBytes := configInt(t.Config, ConfigQueueMaxBacklogRecords), configInt(t.Config, ConfigQueueMaxBacklogBytes)
-	if maxRecords < 0 && maxBytes < 0 {
-		return nil
-	}
+// the error names the same group everywhere. A group that counts exact
+// bytes is checked with the append's record sizes (appendRecordBytes),
+// returned for noteAppend; one that estimates, with its batches' bytes.
+func (f *FSM) admit(t *Topic, a Append, ends []int64) (map[int32]int64, error) {
 	f.queues.mu.RLock()
 	defer f.queues.mu.RUnlock()
 	groups := f.queues.byTopic[t.Name]
 	if len(groups) == 0 {
-		return nil
+		return nil, nil
 	}
-	var addRecords, addBytes int64
+	var sizes map[int32]int64
+	for _, q := range groups {
+		if q.ExactBytes() {
+			var err error
+			if sizes, err = f.appendRecordBytes(a); err != nil {
+				return nil, err
+			}
+			break
+		}
+	}
+	maxRecords, maxBytes := configInt(t.Config, ConfigQueueMaxBacklogRecords), configInt(t.Config, ConfigQueueMaxBacklogBytes)
+	if maxRecords < 0 && maxBytes < 0 {
+		return sizes, nil
+	}
+	var addRecords, addBatchBytes, addRecordBytes int64
 	recs, bytes := appendSize(a)
 	for _, n := range recs {
 		addRecords += n
 	}
 	for _, n := range bytes {
-		addBytes += n
+		addBatchBytes += n
+	}
+	for _, n := range sizes {
+		addRecordBytes += n
 	}
 	names := make([]string, 0, len(groups))
 	for name := range groups {
@@ -100,27 +115,35 @@ func (f *FSM) admit(t *Topic, a Append, ends []int64) error {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		b := groups[name].Backlog(ends)
+		q := groups[name]
+		b := q.Backlog(ends)
 		if maxRecords >= 0 && b.Records+addRecords > maxRecords {
 			if addRecords > maxRecords {
-				return fmt.Errorf("%w: an append of %d records can never fit queue.max.backlog.records=%d of %s", ErrInvalidArgument, addRecords, maxRecords, t.Name)
+				return nil, fmt.Errorf("%w: an append of %d records can never fit queue.max.backlog.records=%d of %s", ErrInvalidArgument, addRecords, maxRecords, t.Name)
 			}
-			return &OverloadedError{Topic: t.Name, Group: name, Bound: "records", Backlog: b.Records, Adding: addRecords, Limit: maxRecords}
+			return nil, &OverloadedError{Topic: t.Name, Group: name, Bound: "records", Backlog: b.Records, Adding: addRecords, Limit: maxRecords}
+		}
+		addBytes := addBatchBytes
+		if q.ExactBytes() {
+			addBytes = addRecordBytes
 		}
 		if maxBytes >= 0 && b.Bytes+addBytes > maxBytes {
 			if addBytes > maxBytes {
-				return fmt.Errorf("%w: an append of %d bytes can never fit queue.max.backlog.bytes=%d of %s", ErrInvalidArgument, addBytes, maxBytes, t.Name)
+				return nil, fmt.Errorf("%w: an append of %d bytes can never fit queue.max.backlog.bytes=%d of %s", ErrInvalidArgument, addBytes, maxBytes, t.Name)
 			}
-			return &OverloadedError{Topic: t.Name, Group: name, Bound: "bytes", Backlog: b.Bytes, Adding: addBytes, Limit: maxBytes}
+			return nil, &OverloadedError{Topic: t.Name, Group: name, Bound: "bytes", Backlog: b.Bytes, Adding: addBytes, Limit: maxBytes}
 		}
 	}
-	return nil
+	return sizes, nil
 }
 
 // noteAppend tells the topic's queue groups what an applied append added
-// (for their byte estimate). It runs for every applied append, replays
+// (records and batch bytes for the estimate, and the records' exact sizes
+// once the groups count them). It runs for every applied append, replays
 // included, like the rest of the queue state.
-func (f *FSM) noteAppend(t *Topic, a Append) {
+// sizes are the records' sizes per partition as admit returned them (nil
+// when no group counts exact bytes).
+func (f *FSM) noteAppend(t *Topic, a Append, sizes map[int32]int64) {
 	f.queues.mu.RLock()
 	has := len(f.queues.byTopic[t.Name]) > 0
 	f.queues.mu.RUnlock()
@@ -132,12 +155,50 @@ func (f *FSM) noteAppend(t *Topic, a Append) {
 	defer f.queues.mu.Unlock()
 	for _, q := range f.queues.byTopic[t.Name] {
 		for p, n := range recs {
-			q.NoteAppend(p, n, bytes[p])
+			q.NoteAppend(p, n, bytes[p], sizes[p])
 		}
 	}
+}
+
+// appendRecordBytes sums, per partition, the sizes of an append's records
+// as a claim sees them (queueSource.RecordInfo: key, value, header keys
+// and values; control records and records of a codec the applied level
+// does not read count nothing).
+func (f *FSM) appendRecordBytes(a Append) (map[int32]int64, error) {
+	out := make(map[int32]int64, len(a.Batches))
+	for _, b := range a.Batches {
+		info, err := batch.Peek(b.Batch)
+		if err != nil || !f.decodes(info.Compression()) {
+			continue
+		}
+		bt, _, err := batch.Decode(b.Batch)
+		if err != nil {
+			return nil, fmt.Errorf("%w: partition %d: %v", ErrInvalidArgument, b.Partition, err)
+		}
+		if bt.IsControl() {
+			continue
+		}
+		for _, r := range bt.Records {
+			out[b.Partition] += recordSize(r)
+		}
+	}
+	return out, nil
+}
+
+// recordSize is a record's size as queue groups count it: its key, value,
+// and header keys and values.
+func recordSize(r batch.Record) int64 {
+	n := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return int64(n)
 }
 
 // Admit checks an append against the topic's queue backlog bounds as they
 // stand in the partition logs now: the leader's early refusal of what
 // Apply would refuse (Apply decides, against its own end offsets).
-func (f *FSM) Admit(t *Topic, a Append) error { return f.admit(t, a, queueReadEnds(t)) }
+func (f *FSM) Admit(t *Topic, a Append) error {
+	_, err := f.admit(t, a, queueReadEnds(t))
+	return err
+}

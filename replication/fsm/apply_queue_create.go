@@ -51,6 +51,14 @@ func (f *FSM) applyQueueCreate(index uint64, now int64, c QueueCreate) any {
 	if _, err := f.ensureDeadLetterTopic(index, now, t, cfg.DeadLetterTopic); err != nil {
 		return f.stop(fmt.Errorf("apply index %d: %w", index, err))
 	}
+	if f.AppliedLevel() >= QueueLevel {
+		// A group that works the topic from its start sizes the records
+		// already there once, here.
+		src := f.newQueueSource(t, cfg.DeadlineHeader, f.queues.windowsLocked(t))
+		if err := q.SetExactBytes(src, queueEnds(t)); err != nil {
+			return f.stop(fmt.Errorf("apply index %d: size the backlog of queue group %s/%s: %w", index, c.Topic, c.Group, err))
+		}
+	}
 	f.queues.putLocked(q)
 	return q.Config()
 }

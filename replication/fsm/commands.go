@@ -105,8 +105,15 @@ const (
 	// outside the state machine (CmdGroupSetOffsets): Kafka consumer
 	// groups, whose coordinator keeps their members in memory.
 	ExternalGroupsLevel FeatureLevel = 5
+	// QueueLevel adds a claim's worker id (queue-claim payload version
+	// queueClaimWorkerVersion, which the proposer writes for every claim
+	// once the cluster is at this level). Once an entry at this level has
+	// been applied, queue groups count the exact bytes of their backlog
+	// (queue.Group.SetExactBytes) where builds before estimated them, and
+	// admission control decides by those.
+	QueueLevel FeatureLevel = 6
 	// Level is the highest feature level this build understands.
-	Level FeatureLevel = ExternalGroupsLevel
+	Level FeatureLevel = QueueLevel
 )
 
 // commandVersion is the payload version most kinds write after the type
@@ -171,7 +178,10 @@ var commands = [...]command{
 
 	CmdQueueCreate: jsonCommand("queue-create", BaseLevel, (*FSM).applyQueueCreate),
 	CmdQueueAlter:  jsonCommand("queue-alter", BaseLevel, (*FSM).applyQueueAlter),
-	CmdQueueClaim:  binaryCommand("queue-claim", BaseLevel, decodeQueueClaim, (*FSM).applyQueueClaim),
+	CmdQueueClaim: row("queue-claim", BaseLevel, []payloadVersion{
+		{version: commandVersion, level: BaseLevel},
+		{version: queueClaimWorkerVersion, level: QueueLevel}, // with a worker id
+	}, binaryDecoder("queue-claim", decodeQueueClaim), (*FSM).applyQueueClaim),
 	CmdQueueAck:    binaryCommand("queue-ack", BaseLevel, decodeQueueAck, (*FSM).applyQueueAck),
 	CmdQueueNack:   binaryCommand("queue-nack", BaseLevel, decodeQueueNack, (*FSM).applyQueueNack),
 	CmdQueueExtend: binaryCommand("queue-extend", BaseLevel, decodeQueueExtend, (*FSM).applyQueueExtend),
@@ -265,9 +275,15 @@ func jsonCommand[T any](name string, level FeatureLevel, apply func(f *FSM, inde
 // binaryCommand is a row for a kind with a compact binary payload (version
 // 1), read by decode from a reader that must be consumed whole.
 func binaryCommand[T any](name string, level FeatureLevel, decode func(r *reader) T, apply func(f *FSM, index uint64, now int64, c T) any) command {
-	return row(name, level, v1, func(p []byte, _ byte, _ *keyScratch) (T, error) {
+	return row(name, level, v1, binaryDecoder(name, func(r *reader, _ byte) T { return decode(r) }), apply)
+}
+
+// binaryDecoder makes a row's decoder from a reader of one payload (of
+// the given version) that must be consumed whole.
+func binaryDecoder[T any](name string, decode func(r *reader, version byte) T) func(p []byte, version byte, _ *keyScratch) (T, error) {
+	return func(p []byte, version byte, _ *keyScratch) (T, error) {
 		r := reader{b: p}
-		v := decode(&r)
+		v := decode(&r, version)
 		if r.err == nil && len(r.b) != 0 {
 			r.err = fmt.Errorf("%d trailing bytes", len(r.b))
 		}
@@ -276,5 +292,5 @@ func binaryCommand[T any](name string, level FeatureLevel, decode func(r *reader
 			return zero, fmt.Errorf("%w: %s: %v", ErrBadCommand, name, r.err)
 		}
 		return v, nil
-	}, apply)
+	}
 }

@@ -1,6 +1,10 @@
 package fsm
 
-import "github.com/logd-dev/logd/batch"
+import (
+	"fmt"
+
+	"github.com/logd-dev/logd/batch"
+)
 
 // AppliedLevel is the highest feature level an entry applied so far
 // needed (BaseLevel at least). An entry at a level is proposed only once
@@ -15,8 +19,10 @@ func (f *FSM) AppliedLevel() FeatureLevel {
 
 // raiseLevel records that an entry at level was applied. Cached decodings
 // of the logs made under the lower level are dropped: records a lower
-// level skipped are read from now on.
-func (f *FSM) raiseLevel(level FeatureLevel) {
+// level skipped are read from now on. Reaching QueueLevel makes every
+// queue group count its backlog's exact bytes, sized here once from the
+// logs (an error is an I/O error: the caller stops).
+func (f *FSM) raiseLevel(level FeatureLevel) error {
 	before := f.AppliedLevel()
 	f.level.Store(uint32(level))
 	if before < CompressionLevel && level >= CompressionLevel {
@@ -24,6 +30,31 @@ func (f *FSM) raiseLevel(level FeatureLevel) {
 		f.queues.windows = nil
 		f.queues.mu.Unlock()
 	}
+	if before < QueueLevel && level >= QueueLevel {
+		return f.exactQueueBytes()
+	}
+	return nil
+}
+
+// exactQueueBytes makes every queue group count exact backlog bytes
+// (queue.Group.SetExactBytes), against the state machine's end offsets.
+func (f *FSM) exactQueueBytes() error {
+	f.queues.mu.Lock()
+	defer f.queues.mu.Unlock()
+	for _, q := range f.queues.sortedLocked() {
+		if q.ExactBytes() {
+			continue
+		}
+		t, err := f.Topic(q.Topic())
+		if err != nil {
+			continue // dropped with its topic
+		}
+		src := f.newQueueSource(t, q.Config().DeadlineHeader, f.queues.windowsLocked(t))
+		if err := q.SetExactBytes(src, queueEnds(t)); err != nil {
+			return fmt.Errorf("size the backlog of queue group %s/%s: %w", q.Topic(), q.Name(), err)
+		}
+	}
+	return nil
 }
 
 // newCodec reports whether c is a codec of CompressionLevel: the state

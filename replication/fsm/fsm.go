@@ -201,7 +201,9 @@ func (f *FSM) applyOne(index uint64, data []byte) any {
 		f.now.Store(env.Time)
 	}
 	if env.Level > f.AppliedLevel() {
-		f.raiseLevel(env.Level)
+		if err := f.raiseLevel(env.Level); err != nil {
+			return f.stop(fmt.Errorf("apply index %d: %w", index, err))
+		}
 	}
 	return commands[env.Type].apply(f, index, f.now.Load(), env.Body)
 }

@@ -36,7 +36,15 @@ type QueueClaim struct {
 	Max      int32
 	MaxBytes int32
 	Lease    time.Duration
+	// Worker names the claiming worker (payload version
+	// queueClaimWorkerVersion, at QueueLevel; dropped below it), at most
+	// queue.MaxWorkerLen bytes.
+	Worker string
 }
+
+// queueClaimWorkerVersion is the queue-claim payload with a worker id
+// after the lease, at QueueLevel.
+const queueClaimWorkerVersion = 2
 
 // QueueAck acknowledges deliveries.
 type QueueAck struct {
@@ -68,11 +76,11 @@ func encodeQueueCommand(t CommandType, now int64, c any) ([]byte, error) {
 	case QueueCreate, QueueAlter:
 		return encodeJSONCommand(t, now, c)
 	case QueueClaim:
-		dst := encodeHeader(make([]byte, 0, 64+len(c.Topic)+len(c.Group)), t, now)
-		dst = queueAppendNames(dst, c.Topic, c.Group)
-		dst = binary.AppendUvarint(dst, uint64(uint32(c.Max)))
-		dst = binary.AppendUvarint(dst, uint64(uint32(c.MaxBytes)))
-		return binary.AppendUvarint(dst, uint64(c.Lease)), nil
+		level := BaseLevel
+		if c.Worker != "" {
+			level = QueueLevel
+		}
+		return encodeQueueClaim(now, c, level), nil
 	case QueueAck:
 		dst := encodeHeader(make([]byte, 0, 32+len(c.Topic)+len(c.Group)+len(c.Tokens)*32), t, now)
 		dst = queueAppendNames(dst, c.Topic, c.Group)
@@ -103,6 +111,32 @@ func encodeQueueCommand(t CommandType, now int64, c any) ([]byte, error) {
 		return dst, nil
 	}
 	return nil, fmt.Errorf("encode %s: unexpected %T", t, c)
+}
+
+// encodeQueueClaim writes a claim in the newest payload version a cluster
+// at level reads: with the worker id from QueueLevel on (even an empty
+// one, so that the first claim after an upgrade raises the applied
+// level), without it below.
+func encodeQueueClaim(now int64, c QueueClaim, level FeatureLevel) []byte {
+	dst := encodeHeader(make([]byte, 0, 64+len(c.Topic)+len(c.Group)+len(c.Worker)), CmdQueueClaim, now)
+	if level >= QueueLevel {
+		dst[1] = queueClaimWorkerVersion
+	}
+	dst = queueAppendNames(dst, c.Topic, c.Group)
+	dst = binary.AppendUvarint(dst, uint64(uint32(c.Max)))
+	dst = binary.AppendUvarint(dst, uint64(uint32(c.MaxBytes)))
+	dst = binary.AppendUvarint(dst, uint64(c.Lease))
+	if level >= QueueLevel {
+		dst = binary.AppendUvarint(dst, uint64(len(c.Worker)))
+		dst = append(dst, c.Worker...)
+	}
+	return dst
+}
+
+// EncodeQueueClaim encodes a claim for a cluster at feature level level
+// (unsealed): below QueueLevel the worker id is left out.
+func EncodeQueueClaim(now int64, c QueueClaim, level FeatureLevel) []byte {
+	return encodeQueueClaim(now, c, level)
 }
 
 func queueAppendNames(dst []byte, topic, group string) []byte {
@@ -147,10 +181,13 @@ func queueReadTokens(r *reader) []queue.Token {
 	return out
 }
 
-func decodeQueueClaim(r *reader) QueueClaim {
+func decodeQueueClaim(r *reader, version byte) QueueClaim {
 	c := QueueClaim{Topic: string(r.bytes()), Group: string(r.bytes())}
 	c.Max, c.MaxBytes = int32(uint32(r.uvarint())), int32(uint32(r.uvarint()))
 	c.Lease = time.Duration(r.uvarint())
+	if version >= queueClaimWorkerVersion {
+		c.Worker = string(r.bytes())
+	}
 	return c
 }
 

@@ -113,9 +113,23 @@ func (f *FSM) flushDeadLetters(index uint64, now int64, q *queue.Group, src *Top
 		}
 		p.next += int64(len(byPart[dp]))
 		p.signal()
+		f.noteDeadLetters(dlq, dp, byPart[dp], len(b))
 	}
 	q.MarkDeadLettered(done)
 	return len(done), nil
+}
+
+// noteDeadLetters tells the queue groups of a dead-letter topic (a topic
+// like any other) what a dead-letter batch added, as noteAppend does for
+// appends. The caller holds queues.mu.
+func (f *FSM) noteDeadLetters(dlq *Topic, part int32, recs []batch.Record, batchBytes int) {
+	var size int64
+	for _, r := range recs {
+		size += recordSize(r)
+	}
+	for _, g := range f.queues.byTopic[dlq.Name] {
+		g.NoteAppend(part, int64(len(recs)), int64(batchBytes), size)
+	}
 }
 
 // deadLetterRecord builds the dead-letter copy of a record. r may be nil if

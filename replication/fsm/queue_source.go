@@ -110,9 +110,8 @@ func (s *queueSource) RecordInfo(p int32, off int64) (queue.RecordInfo, error) {
 	if err != nil || r == nil {
 		return queue.RecordInfo{}, err
 	}
-	info := queue.RecordInfo{Exists: true, Timestamp: r.Timestamp * int64(time.Millisecond), Size: len(r.Key) + len(r.Value)}
+	info := queue.RecordInfo{Exists: true, Timestamp: r.Timestamp * int64(time.Millisecond), Size: int(recordSize(*r))}
 	for _, h := range r.Headers {
-		info.Size += len(h.Key) + len(h.Value)
 		if h.Key == s.deadlineHeader && s.deadlineHeader != queue.NoDeadlineHeader {
 			info.Deadline = parseDeadline(h.Value)
 		}

@@ -1,0 +1,57 @@
+package fsm
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestQueueExactBytes: below QueueLevel the byte bound counts the
+// estimate (batch bytes), so one 60-byte record "can never fit" a
+// 100-byte bound; the first claim in the QueueLevel payload raises the
+// applied level, the group sizes its backlog from the log (a 40-byte value
+// counts 40), and from then on the bound counts record sizes exactly, up
+// to the byte. A replay decides the same.
+func TestQueueExactBytes(t *testing.T) {
+	f, fatals := testFSM(t, t.TempDir())
+	a := &applier{t: t, f: f}
+	a.apply(mustJSON(t, CmdCreateTopic, qnow, CreateTopic{Name: "jobs", Partitions: 1,
+		Config: map[string]string{ConfigQueueMaxBacklogBytes: "100"}}))
+	valueAppend := func(now int64, n int) []byte {
+		return encodeAppend(now, Append{Topic: "jobs", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, strings.Repeat("v", n))}}})
+	}
+	if res := a.apply(valueAppend(qnow, 40)); isErr(res) {
+		t.Fatal(res)
+	}
+	a.apply(queueCmd(t, CmdQueueCreate, qnow, QueueCreate{Topic: "jobs", Group: "w", Secret: []byte("s")}))
+	if err, _ := a.apply(valueAppend(qnow, 60)).(error); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("below QueueLevel: append of 60 bytes = %v, want the estimate's refusal", err)
+	}
+	res := a.apply(queueCmd(t, CmdQueueClaim, qnow+1, QueueClaim{Topic: "jobs", Group: "w", Max: 1, Worker: "w1"}))
+	if c, ok := res.(QueueClaimResult); !ok || len(c.Records) != 1 {
+		t.Fatalf("claim = %v", res)
+	}
+	if got := f.AppliedLevel(); got != QueueLevel {
+		t.Fatalf("applied level %d after a claim with a worker, want %d", got, QueueLevel)
+	}
+	if res := a.apply(valueAppend(qnow+2, 60)); isErr(res) {
+		t.Fatalf("40 + 60 bytes under a bound of 100: %v", res)
+	}
+	var oe *OverloadedError
+	if err, _ := a.apply(valueAppend(qnow+3, 1)).(error); !errors.As(err, &oe) || oe.Bound != "bytes" || oe.Backlog != 100 || oe.Adding != 1 {
+		t.Fatalf("one byte past the bound = %v, want overloaded with backlog 100 adding 1", err)
+	}
+	topic, _ := f.Topic("jobs")
+	if end := topic.Partitions[0].Log().EndOffset(); end != 2 || len(*fatals) != 0 {
+		t.Fatalf("end offset %d, fatals %v", end, *fatals)
+	}
+	f2, fatals2 := testFSM(t, t.TempDir())
+	b := &applier{t: t, f: f2}
+	for _, cmd := range a.log {
+		b.apply(cmd)
+	}
+	topic2, _ := f2.Topic("jobs")
+	if end := topic2.Partitions[0].Log().EndOffset(); end != 2 || len(*fatals2) != 0 {
+		t.Fatalf("replay: end offset %d, fatals %v", end, *fatals2)
+	}
+}
