@@ -8,18 +8,18 @@ import (
 // Snapshot is a queue group's whole state in a form that encodes to
 // JSON; Restore rebuilds the group from it exactly.
 type Snapshot struct {
-	Topic       string            `json:"topic"`
-	Name        string            `json:"name"`
-	Config      Config            `json:"config"`
-	Secret      []byte            `json:"secret"`
-	CreateIndex uint64            `json:"create_index"`
-	CreatedAt   int64             `json:"created_at"`
-	Cursor      int               `json:"cursor"`
-	Paused      bool              `json:"paused,omitempty"`
+	Topic       string `json:"topic"`
+	Name        string `json:"name"`
+	Config      Config `json:"config"`
+	Secret      []byte `json:"secret"`
+	CreateIndex uint64 `json:"create_index"`
+	CreatedAt   int64  `json:"created_at"`
+	Cursor      int    `json:"cursor"`
+	Paused      bool   `json:"paused,omitempty"`
 	// ExactBytes: the partitions count exact backlog bytes (absent from
 	// snapshots of builds before them).
-	ExactBytes bool `json:"exact_bytes,omitempty"`
-	Partitions  []*partitionState `json:"partitions"`
+	ExactBytes bool              `json:"exact_bytes,omitempty"`
+	Partitions []*partitionState `json:"partitions"`
 }
 
 // Snapshot returns a deep copy of the state, safe to encode while the
