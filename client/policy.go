@@ -159,7 +159,9 @@ func (b *RetryBudget) Tokens() float64 {
 // first attempt; each attempt's timeout (AttemptTimeout) is clipped to what
 // remains of it. The delay before attempt n+1 is drawn uniformly from
 // [c/2, c), c = min(MaxBackoff, InitialBackoff*2^(n-1)) ("equal jitter"),
-// but is at least the server's retry-after hint (OverloadedError.RetryAfter).
+// but is at least the server's retry-after hint (OverloadedError.RetryAfter)
+// plus a jitter drawn uniformly from [0, hint/2), so that producers refused
+// together spread out.
 // A Retrier is a value: copy it freely; it is safe for concurrent use if
 // its Budget is.
 type Retrier struct {
@@ -309,8 +311,18 @@ func (r Retrier) backoff(p RetryPolicy, attempt int, err error) time.Duration {
 			d += time.Duration(rand.Int64N(int64(span)))
 		}
 	}
-	if oe, ok := asOverloaded(err); ok && oe.RetryAfter > d {
-		d = oe.RetryAfter
+	if oe, ok := asOverloaded(err); ok && oe.RetryAfter > 0 {
+		// Producers refused together get the same hint: each adds up to
+		// half of it again, so they do not come back in one wave.
+		after := oe.RetryAfter
+		if span := int64(after / 2); span > 0 {
+			if r.Rand != nil {
+				after += time.Duration(r.Rand(span))
+			} else {
+				after += time.Duration(rand.Int64N(span))
+			}
+		}
+		d = max(d, after)
 	}
 	return d
 }

@@ -129,11 +129,12 @@ func TestRetrierPolicy(t *testing.T) {
 			wantSleeps: []time.Duration{10*ms - 1, 10*ms - 1},
 		},
 		{
-			name:       "retry-after honoured above the backoff cap",
+			name: "retry-after honoured above the backoff cap, with jitter",
+			// the hint plus the largest jitter, just under half of it
 			policy:     client.RetryPolicy{MaxAttempts: 3, InitialBackoff: ms, MaxBackoff: 2 * ms},
 			errs:       []error{&client.OverloadedError{RetryAfter: 300 * ms}},
 			wantCalls:  2,
-			wantSleeps: []time.Duration{300 * ms},
+			wantSleeps: []time.Duration{450*ms - 1},
 		},
 		{
 			name:      "retry-after beyond the deadline fails at once",

@@ -29,6 +29,11 @@ type Group struct {
 	// exact: the partitions' LiveBytes and FreshBytes are the exact bytes
 	// of the backlog (health.go, SetExactBytes).
 	exact bool
+	// finishedBytes sums the sizes of the records finished while the
+	// group counted exact bytes; drain holds the drain-rate samples
+	// (drain.go).
+	finishedBytes int64
+	drain         []drainSample
 }
 
 // partitionState is one partition's state: every offset below Start is
@@ -187,6 +192,7 @@ func (q *Group) Claim(req ClaimRequest, src RecordSource) (ClaimResult, error) {
 	if len(req.Ends) != len(q.parts) {
 		return res, fmt.Errorf("%w: %d end offsets for %d partitions", ErrInvalidRequest, len(req.Ends), len(q.parts))
 	}
+	q.Tick(req.Now)
 	if q.paused {
 		return res, nil
 	}
@@ -340,6 +346,7 @@ func (q *Group) finish(p *partitionState, r *leaseRecord, dead bool) {
 	}
 	p.Live--
 	p.LiveBytes -= r.Size
+	q.finishedBytes += r.Size
 	r.Size = 0
 	fd := finishedDelivery{Offset: r.Offset, Tag: r.Tag, Dead: dead}
 	if len(p.Recent) < recentFinished {
@@ -480,6 +487,7 @@ func finishedResult(dead, ack bool) TokenResult {
 // Ack finishes the records of current deliveries. Each token gets its own
 // result; a stale token changes nothing.
 func (q *Group) Ack(now int64, tokens []Token) []TokenResult {
+	q.Tick(now)
 	out := make([]TokenResult, len(tokens))
 	touched := make([]bool, len(q.parts))
 	for i, t := range tokens {
@@ -512,6 +520,7 @@ type Nack struct {
 // the dead-letter topic (reason "max_deliveries") when that was its last
 // allowed delivery; a permanent nack marks it at once (reason "rejected").
 func (q *Group) Nack(now int64, nacks []Nack) []TokenResult {
+	q.Tick(now)
 	out := make([]TokenResult, len(nacks))
 	for i, n := range nacks {
 		if n.HasDelay && (n.Delay < 0 || n.Delay > MaxDelay) {
@@ -554,6 +563,7 @@ func (q *Group) Extend(now int64, tokens []Token, lease time.Duration) ([]TokenR
 	if lease == 0 {
 		lease = q.cfg.Lease
 	}
+	q.Tick(now)
 	out := make([]TokenResult, len(tokens))
 	for i, t := range tokens {
 		_, r, res := q.current(t, now, false)

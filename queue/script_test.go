@@ -260,6 +260,9 @@ func (s *queueScript) exec(line string) string {
 	case "backlog":
 		bl := s.q.Backlog(s.src.ends)
 		fmt.Fprintf(&b, "records=%d bytes=%d exact=%v\n", bl.Records, bl.Bytes, s.q.ExactBytes())
+	case "drain":
+		r, by := s.q.DrainRate(now)
+		fmt.Fprintf(&b, "records/s=%.3g bytes/s=%.3g retry-after(excess=%d)=%v\n", r, by, s.num(kv, "excess", 1), RetryAfter(float64(s.num(kv, "excess", 1)), r))
 	case "tracked":
 		// Internal view: memory held per partition.
 		for i, p := range s.q.parts {

@@ -18,15 +18,20 @@ type Snapshot struct {
 	Paused      bool   `json:"paused,omitempty"`
 	// ExactBytes: the partitions count exact backlog bytes (absent from
 	// snapshots of builds before them).
-	ExactBytes bool              `json:"exact_bytes,omitempty"`
-	Partitions []*partitionState `json:"partitions"`
+	ExactBytes bool `json:"exact_bytes,omitempty"`
+	// FinishedBytes and Drain are the drain rate's counts and samples
+	// (drain.go; absent from snapshots of builds before them).
+	FinishedBytes int64             `json:"finished_bytes,omitempty"`
+	Drain         []drainSample     `json:"drain,omitempty"`
+	Partitions    []*partitionState `json:"partitions"`
 }
 
 // Snapshot returns a deep copy of the state, safe to encode while the
 // queue keeps changing.
 func (q *Group) Snapshot() Snapshot {
 	s := Snapshot{Topic: q.topic, Name: q.name, Config: q.cfg, Secret: slices.Clone(q.secret),
-		CreateIndex: q.createIndex, CreatedAt: q.createdAt, Cursor: q.cursor, Paused: q.paused, ExactBytes: q.exact}
+		CreateIndex: q.createIndex, CreatedAt: q.createdAt, Cursor: q.cursor, Paused: q.paused, ExactBytes: q.exact,
+		FinishedBytes: q.finishedBytes, Drain: slices.Clone(q.drain)}
 	for _, p := range q.parts {
 		c := *p
 		c.Tracked = make([]*leaseRecord, len(p.Tracked))
@@ -47,7 +52,11 @@ func Restore(s Snapshot) (*Group, error) {
 		return nil, fmt.Errorf("restore queue group %s/%s: %w", s.Topic, s.Name, err)
 	}
 	q := &Group{topic: s.Topic, name: s.Name, cfg: s.Config, secret: slices.Clone(s.Secret), seed: backoffSeed(s.Secret),
-		createIndex: s.CreateIndex, createdAt: s.CreatedAt, cursor: s.Cursor, paused: s.Paused, exact: s.ExactBytes}
+		createIndex: s.CreateIndex, createdAt: s.CreatedAt, cursor: s.Cursor, paused: s.Paused, exact: s.ExactBytes,
+		finishedBytes: s.FinishedBytes, drain: slices.Clone(s.Drain)}
+	if len(q.drain) > drainSamples {
+		return nil, fmt.Errorf("restore queue group %s/%s: %d drain samples, at most %d", s.Topic, s.Name, len(q.drain), drainSamples)
+	}
 	for i, p := range s.Partitions {
 		if p == nil {
 			return nil, fmt.Errorf("restore queue group %s/%s: partition %d missing", s.Topic, s.Name, i)

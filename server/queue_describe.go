@@ -24,7 +24,6 @@ func (s *Server) DescribeQueueGroup(ctx context.Context, req *connect.Request[lo
 	resp := &logdv1.DescribeQueueGroupResponse{Topic: info.Topic, Group: info.Group, Config: queueConfigProto(info.Config), CreatedMs: nsToMs(info.CreatedAt),
 		Paused: info.Paused, AdmissionRefusals: s.queueHealth.refusedCount(info.Topic, info.Group),
 		DeadLetterRecords: deadLetterRecords(s.b, info.Config.DeadLetterTopic)}
-	var completion float64
 	for _, p := range info.Partitions {
 		ps := &logdv1.QueuePartitionState{
 			Partition: p.Partition, DoneOffset: p.Start, NextOffset: p.Next, EndOffset: p.End,
@@ -39,9 +38,7 @@ func (s *Server) DescribeQueueGroup(ctx context.Context, req *connect.Request[lo
 			ps.OldestInFlightAgeMs = (now - p.OldestInFlightSince) / int64(time.Millisecond)
 		}
 		s.queueHealth.observe(info.Topic, info.Group, ps, time.Unix(0, now))
-		completion += ps.AckedPerSec + ps.DeadLetteredPerSec
 		resp.Partitions = append(resp.Partitions, ps)
 	}
-	s.queueHealth.noteCompletion(info.Topic, completion)
 	return connect.NewResponse(resp), nil
 }

@@ -28,9 +28,6 @@ type queueHealth struct {
 	// refused counts refusals by topic and group, for describe; guarded
 	// by mu.
 	refused map[[2]string]int64
-	// completion remembers each topic's fastest recent completion rate
-	// (records/s) for retry-after hints; guarded by mu.
-	completion map[string]float64
 }
 
 type rateKey struct {
@@ -56,17 +53,17 @@ func newQueueHealth(reg *prometheus.Registry, b Backend) *queueHealth {
 			Name: "logd_queue_admission_refusals_total",
 			Help: "Produce calls this node refused as overloaded because a queue group's backlog bound was reached.",
 		}, []string{"topic", "group"}),
-		rates:      map[rateKey]*rateState{},
-		refused:    map[[2]string]int64{},
-		completion: map[string]float64{},
+		rates:   map[rateKey]*rateState{},
+		refused: map[[2]string]int64{},
 	}
 	reg.MustRegister(h.refusals, &queueCollector{b: b})
 	return h
 }
 
-// refusal counts a produce refused as overloaded and fills in its
-// retry-after hint: the time the group needs, at its measured completion
-// rate, to make room for the refused records (bounded to [100 ms, 30 s]).
+// refusal counts a produce refused as overloaded. Its retry-after hint
+// comes with it from the state machine (fsm.OverloadedError: the excess
+// over the bound at the group's replicated drain rate, the same on every
+// node); clients add their own jitter.
 func (h *queueHealth) refusal(err error) {
 	var oe *replication.OverloadedError
 	if !errors.As(err, &oe) {
@@ -75,14 +72,7 @@ func (h *queueHealth) refusal(err error) {
 	h.refusals.WithLabelValues(oe.Topic, oe.Group).Inc()
 	h.mu.Lock()
 	h.refused[[2]string{oe.Topic, oe.Group}]++
-	rate := h.completion[oe.Topic]
 	h.mu.Unlock()
-	after := replication.DefaultOverloadRetryAfter
-	if rate > 0 && oe.Bound == "records" {
-		need := float64(oe.Backlog + oe.Adding - oe.Limit)
-		after = time.Duration(need / rate * float64(time.Second))
-	}
-	oe.RetryAfter = min(max(after, 100*time.Millisecond), 30*time.Second)
 }
 
 // refusedCount returns the refusals counted for a group.
@@ -114,14 +104,6 @@ func (h *queueHealth) observe(topic, group string, ps *logdv1.QueuePartitionStat
 	if st = h.rates[k]; st != nil {
 		ps.AckedPerSec, ps.NackedPerSec, ps.ExpiredPerSec, ps.DeadLetteredPerSec = st.rates[0], st.rates[1], st.rates[2], st.rates[3]
 	}
-}
-
-// noteCompletion remembers a topic's completion rate (the sum over a
-// group's partitions) for retry-after hints.
-func (h *queueHealth) noteCompletion(topic string, rate float64) {
-	h.mu.Lock()
-	h.completion[topic] = rate
-	h.mu.Unlock()
 }
 
 // queueCollector reports every queue group's state at scrape time.

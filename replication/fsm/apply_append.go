@@ -68,7 +68,7 @@ func (f *FSM) applyAppend(index uint64, now int64, a Append) any {
 	if err := validateAppend(t, a); err != nil {
 		return err
 	}
-	sizes, err := f.admit(t, a, queueEnds(t))
+	sizes, err := f.admit(t, a, queueEnds(t), now)
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func (f *FSM) applyAppend(index uint64, now int64, a Append) any {
 		p.next = base + int64(info.LastOffsetDelta) + 1
 		res.BaseOffsets[i] = base
 	}
-	f.noteAppend(t, a, sizes)
+	f.noteAppend(t, a, sizes, now)
 	for _, b := range a.Batches {
 		t.Partitions[b.Partition].signal()
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/batch"
+	"github.com/logd-dev/logd/queue"
 	"github.com/logd-dev/logd/retention"
 )
 
@@ -20,7 +21,8 @@ import (
 // record a group has not finished (ProtectedFrom), so these bounds are the
 // only limit on a queue's backlog.
 
-// DefaultOverloadRetryAfter is the retry hint when nothing better is known.
+// DefaultOverloadRetryAfter is the retry hint when nothing better is known
+// (a refusal that names no group's drain rate).
 const DefaultOverloadRetryAfter = time.Second
 
 // OverloadedError says which group and bound refused an append.
@@ -30,9 +32,12 @@ type OverloadedError struct {
 	// append, Adding what the append would add, Limit the bound.
 	Bound                  string
 	Backlog, Adding, Limit int64
-	// RetryAfter is a hint for the client (set by the server, which knows
-	// the group's completion rate); 0 means DefaultOverloadRetryAfter.
-	RetryAfter time.Duration
+	// DrainPerSec is the group's drain rate (finished records, or bytes
+	// for the byte bound, per second over queue.DrainWindow), from the
+	// replicated counters; RetryAfter the hint derived from it and the
+	// excess over the bound (queue.RetryAfter): the same on every node.
+	DrainPerSec float64
+	RetryAfter  time.Duration
 }
 
 func (e *OverloadedError) Error() string {
@@ -42,6 +47,13 @@ func (e *OverloadedError) Error() string {
 
 // Is makes errors.Is(err, ErrOverloaded) hold.
 func (e *OverloadedError) Is(target error) bool { return target == ErrOverloaded }
+
+// overloaded makes the refusal of a bound, with the retry-after the excess
+// over the bound needs at the drain rate.
+func overloaded(topic, group, bound string, backlog, adding, limit int64, rate float64) *OverloadedError {
+	return &OverloadedError{Topic: topic, Group: group, Bound: bound, Backlog: backlog, Adding: adding, Limit: limit,
+		DrainPerSec: rate, RetryAfter: queue.RetryAfter(float64(backlog+adding-limit), rate)}
+}
 
 // protectedFrom is the lowest start offset of the topic's queue groups on a
 // partition, retention.NoProtection without groups.
@@ -77,7 +89,7 @@ func appendSize(a Append) (records, bytes map[int32]int64) {
 // the error names the same group everywhere. A group that counts exact
 // bytes is checked with the append's record sizes (appendRecordBytes),
 // returned for noteAppend; one that estimates, with its batches' bytes.
-func (f *FSM) admit(t *Topic, a Append, ends []int64) (map[int32]int64, error) {
+func (f *FSM) admit(t *Topic, a Append, ends []int64, now int64) (map[int32]int64, error) {
 	f.queues.mu.RLock()
 	defer f.queues.mu.RUnlock()
 	groups := f.queues.byTopic[t.Name]
@@ -121,7 +133,8 @@ func (f *FSM) admit(t *Topic, a Append, ends []int64) (map[int32]int64, error) {
 			if addRecords > maxRecords {
 				return nil, fmt.Errorf("%w: an append of %d records can never fit queue.max.backlog.records=%d of %s", ErrInvalidArgument, addRecords, maxRecords, t.Name)
 			}
-			return nil, &OverloadedError{Topic: t.Name, Group: name, Bound: "records", Backlog: b.Records, Adding: addRecords, Limit: maxRecords}
+			rate, _ := q.DrainRate(now)
+			return nil, overloaded(t.Name, name, "records", b.Records, addRecords, maxRecords, rate)
 		}
 		addBytes := addBatchBytes
 		if q.ExactBytes() {
@@ -131,7 +144,11 @@ func (f *FSM) admit(t *Topic, a Append, ends []int64) (map[int32]int64, error) {
 			if addBytes > maxBytes {
 				return nil, fmt.Errorf("%w: an append of %d bytes can never fit queue.max.backlog.bytes=%d of %s", ErrInvalidArgument, addBytes, maxBytes, t.Name)
 			}
-			return nil, &OverloadedError{Topic: t.Name, Group: name, Bound: "bytes", Backlog: b.Bytes, Adding: addBytes, Limit: maxBytes}
+			records, bytes := q.DrainRate(now)
+			if !q.ExactBytes() && b.Records > 0 {
+				bytes = records * float64(b.Bytes) / float64(b.Records)
+			}
+			return nil, overloaded(t.Name, name, "bytes", b.Bytes, addBytes, maxBytes, bytes)
 		}
 	}
 	return sizes, nil
@@ -143,7 +160,7 @@ func (f *FSM) admit(t *Topic, a Append, ends []int64) (map[int32]int64, error) {
 // included, like the rest of the queue state.
 // sizes are the records' sizes per partition as admit returned them (nil
 // when no group counts exact bytes).
-func (f *FSM) noteAppend(t *Topic, a Append, sizes map[int32]int64) {
+func (f *FSM) noteAppend(t *Topic, a Append, sizes map[int32]int64, now int64) {
 	f.queues.mu.RLock()
 	has := len(f.queues.byTopic[t.Name]) > 0
 	f.queues.mu.RUnlock()
@@ -154,6 +171,7 @@ func (f *FSM) noteAppend(t *Topic, a Append, sizes map[int32]int64) {
 	f.queues.mu.Lock()
 	defer f.queues.mu.Unlock()
 	for _, q := range f.queues.byTopic[t.Name] {
+		q.Tick(now)
 		for p, n := range recs {
 			q.NoteAppend(p, n, bytes[p], sizes[p])
 		}
@@ -199,6 +217,6 @@ func recordSize(r batch.Record) int64 {
 // stand in the partition logs now: the leader's early refusal of what
 // Apply would refuse (Apply decides, against its own end offsets).
 func (f *FSM) Admit(t *Topic, a Append) error {
-	_, err := f.admit(t, a, queueReadEnds(t))
+	_, err := f.admit(t, a, queueReadEnds(t), f.Now())
 	return err
 }

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/logd-dev/logd/queue"
 )
 
 // TestQueueExactBytes: below QueueLevel the byte bound counts the
@@ -54,4 +57,40 @@ func TestQueueExactBytes(t *testing.T) {
 	if end := topic2.Partitions[0].Log().EndOffset(); end != 2 || len(*fatals2) != 0 {
 		t.Fatalf("replay: end offset %d, fatals %v", end, *fatals2)
 	}
+}
+
+// TestQueueRetryAfterFromDrainRate: a refusal's retry-after is the excess
+// over the bound at the group's drain rate, from the replicated counters
+// at command times: the same on a replica replaying the log. Two records
+// finished in the 4 s since the first sample (0.5/s) and one record is in
+// excess: 2 s. With nothing finished yet, the hint is the ceiling.
+func TestQueueRetryAfterFromDrainRate(t *testing.T) {
+	f, _ := testFSM(t, t.TempDir())
+	a := &applier{t: t, f: f}
+	a.apply(mustJSON(t, CmdCreateTopic, qnow, CreateTopic{Name: "jobs", Partitions: 1,
+		Config: map[string]string{ConfigQueueMaxBacklogRecords: "3"}}))
+	a.apply(queueCmd(t, CmdQueueCreate, qnow, QueueCreate{Topic: "jobs", Group: "w", Secret: []byte("s"), FromEnd: true}))
+	a.apply(appendCmd(t, qnow, "jobs", 0, "a", "b", "c"))
+	var oe *OverloadedError
+	if err, _ := a.apply(appendCmd(t, qnow, "jobs", 0, "x")).(error); !errors.As(err, &oe) || oe.RetryAfter != queue.MaxRetryAfter {
+		t.Fatalf("refusal before anything finished = %v (retry after %v), want the ceiling", err, oe.RetryAfter)
+	}
+	c := a.claim(qnow, 3, time.Minute)
+	a.tokens(CmdQueueAck, qnow+int64(time.Second), QueueAck{Topic: "jobs", Group: "w", Tokens: []queue.Token{c.Records[0].Token, c.Records[1].Token}})
+	a.apply(appendCmd(t, qnow+int64(2*time.Second), "jobs", 0, "d", "e"))
+	refusal := appendCmd(t, qnow+int64(4*time.Second), "jobs", 0, "f")
+	check := func(name string, res any) {
+		t.Helper()
+		var oe *OverloadedError
+		if err, _ := res.(error); !errors.As(err, &oe) || oe.DrainPerSec != 0.5 || oe.RetryAfter != 2*time.Second {
+			t.Fatalf("%s: refusal = %v (drain %v/s, retry after %v), want 0.5/s and 2s", name, res, oe.DrainPerSec, oe.RetryAfter)
+		}
+	}
+	check("apply", a.apply(refusal))
+	f2, _ := testFSM(t, t.TempDir())
+	b := &applier{t: t, f: f2}
+	for _, cmd := range a.log[:len(a.log)-1] {
+		b.apply(cmd)
+	}
+	check("replay", b.apply(refusal))
 }
