@@ -134,6 +134,41 @@ type QueueGroupDescription struct {
 	AdmissionRefusals int64 `json:"admission_refusals"`
 	// DeadLetterRecords is the record count of the dead-letter topic.
 	DeadLetterRecords int64 `json:"dead_letter_records"`
+	// BacklogRecords and BacklogBytes are the group's unfinished records
+	// and the sum of their sizes (key, value, header keys and values) as
+	// admission control counts them; BacklogBytesExact is false while the
+	// bytes are an estimate (before every node runs a build of feature
+	// level 6).
+	BacklogRecords    int64 `json:"backlog_records"`
+	BacklogBytes      int64 `json:"backlog_bytes"`
+	BacklogBytesExact bool  `json:"backlog_bytes_exact"`
+	// DrainPerSec is the records finished (acked or dead-lettered) per
+	// second over the last 10 s or more, from the replicated counters.
+	DrainPerSec float64 `json:"drain_per_sec"`
+	// OldestUnfinishedAge is the time since the oldest unfinished record
+	// was appended (0 when none or not known); MaxBacklogAge the topic's
+	// queue.max.backlog.age.ms, negative when unbounded.
+	OldestUnfinishedAge time.Duration `json:"oldest_unfinished_age_ms"`
+	MaxBacklogAge       time.Duration `json:"max_backlog_age_ms"`
+	// InFlight lists the records in flight, by partition and offset, when
+	// asked for (DescribeQueueGroupInFlight).
+	InFlight []InFlightRecord `json:"in_flight,omitempty"`
+}
+
+// InFlightRecord is one record under a live lease.
+type InFlightRecord struct {
+	Partition int32 `json:"partition"`
+	Offset    int64 `json:"offset"`
+	// Worker is the worker id its claim named ("" for none).
+	Worker string `json:"worker"`
+	// Delivery is this delivery's number (1 for the first), Delivered
+	// when it was claimed.
+	Delivery  int       `json:"delivery"`
+	Delivered time.Time `json:"delivered"`
+	// LeaseDeadline is when the lease ends unless extended; Extensions
+	// counts its extends.
+	LeaseDeadline time.Time `json:"lease_deadline"`
+	Extensions    int       `json:"extensions"`
 }
 
 // QueuePartitionState is one partition of a queue group.
@@ -160,9 +195,19 @@ type QueuePartitionState struct {
 // DescribeQueueGroup returns a queue group's settings and per-partition
 // state.
 func (c *Client) DescribeQueueGroup(ctx context.Context, topic, group string) (QueueGroupDescription, error) {
+	return c.describeQueueGroup(ctx, topic, group, false)
+}
+
+// DescribeQueueGroupInFlight is DescribeQueueGroup with the list of the
+// records in flight (InFlight): worker, delivery and lease deadline.
+func (c *Client) DescribeQueueGroupInFlight(ctx context.Context, topic, group string) (QueueGroupDescription, error) {
+	return c.describeQueueGroup(ctx, topic, group, true)
+}
+
+func (c *Client) describeQueueGroup(ctx context.Context, topic, group string, inFlight bool) (QueueGroupDescription, error) {
 	var out QueueGroupDescription
 	err := c.do(ctx, "DescribeQueueGroup", retryAny, c.opts.Timeout, func(ctx context.Context) error {
-		resp, err := c.rpc.DescribeQueueGroup(ctx, connect.NewRequest(&logdv1.DescribeQueueGroupRequest{Topic: topic, Group: group}))
+		resp, err := c.rpc.DescribeQueueGroup(ctx, connect.NewRequest(&logdv1.DescribeQueueGroupRequest{Topic: topic, Group: group, InFlight: inFlight}))
 		if err != nil {
 			return fromRPC(err)
 		}
@@ -178,6 +223,13 @@ func (c *Client) DescribeQueueGroup(ctx context.Context, topic, group string) (Q
 			})
 		}
 		out.Paused, out.AdmissionRefusals, out.DeadLetterRecords = m.Paused, m.AdmissionRefusals, m.DeadLetterRecords
+		out.BacklogRecords, out.BacklogBytes, out.BacklogBytesExact, out.DrainPerSec = m.BacklogRecords, m.BacklogBytes, m.BacklogBytesExact, m.DrainPerSec
+		out.OldestUnfinishedAge = time.Duration(m.OldestUnfinishedAgeMs) * time.Millisecond
+		out.MaxBacklogAge = time.Duration(m.MaxBacklogAgeMs) * time.Millisecond
+		for _, r := range m.InFlight {
+			out.InFlight = append(out.InFlight, InFlightRecord{Partition: r.Partition, Offset: r.Offset, Worker: r.Worker, Delivery: int(r.Delivery),
+				Delivered: msToTime(r.DeliveredMs), LeaseDeadline: msToTime(r.LeaseUntilMs), Extensions: int(r.Extensions)})
+		}
 		return nil
 	})
 	if err != nil {
@@ -199,6 +251,11 @@ type ClaimRequest struct {
 	// MaxWait is how long to wait when nothing is claimable; 0 returns at
 	// once.
 	MaxWait time.Duration
+	// Worker names the claiming worker (at most 128 bytes): describe's
+	// in-flight list and each attempt's history in the dead letter show
+	// it. Empty for none. A cluster with a node of a build before feature
+	// level 6 drops it.
+	Worker string
 }
 
 // Job is one delivery of a record.
@@ -226,6 +283,8 @@ type ClaimResult struct {
 	AtCap []int32
 	// DeadLettered counts records the claim moved to the dead-letter topic.
 	DeadLettered int
+	// Paused: the group is paused and delivers nothing until resumed.
+	Paused bool
 }
 
 // Claim leases records to the caller. It is retried only after failures
@@ -233,7 +292,7 @@ type ClaimResult struct {
 // records, which come back when their leases expire.
 func (c *Client) Claim(ctx context.Context, r ClaimRequest) (ClaimResult, error) {
 	req := &logdv1.ClaimRequest{Topic: r.Topic, Group: r.Group, MaxRecords: int32(r.MaxRecords), LeaseMs: r.Lease.Milliseconds(),
-		MaxBytes: int32(r.MaxBytes), MaxWaitMs: int32(r.MaxWait.Milliseconds())}
+		MaxBytes: int32(r.MaxBytes), MaxWaitMs: int32(r.MaxWait.Milliseconds()), Worker: r.Worker}
 	var out ClaimResult
 	err := c.do(ctx, "Claim", retryUnwritten, c.opts.Timeout+r.MaxWait, func(ctx context.Context) error {
 		resp, err := c.rpc.Claim(ctx, connect.NewRequest(req))
@@ -241,7 +300,7 @@ func (c *Client) Claim(ctx context.Context, r ClaimRequest) (ClaimResult, error)
 			return fromRPC(err)
 		}
 		m := resp.Msg
-		out = ClaimResult{AtCap: m.AtCapPartitions, DeadLettered: int(m.DeadLettered), Jobs: make([]Job, len(m.Records))}
+		out = ClaimResult{AtCap: m.AtCapPartitions, DeadLettered: int(m.DeadLettered), Jobs: make([]Job, len(m.Records)), Paused: m.Paused}
 		for i, rec := range m.Records {
 			j := Job{Topic: r.Topic, Group: r.Group, Partition: rec.Partition, Offset: rec.Offset, Timestamp: msToTime(rec.TimestampMs),
 				Key: rec.Key, Value: rec.Value, Token: rec.Token, Delivery: int(rec.DeliveryCount),

@@ -16,32 +16,34 @@ func (q *Group) PartitionStart(partition int32) (start int64, ok bool) {
 	return q.parts[partition].Start, true
 }
 
-// NoteAppend counts records appended to a partition of the group's topic:
-// batchBytes (their batches' bytes) feed the mean record size of the
-// estimate, recordBytes (the sum of their RecordInfo.Size) the exact
-// backlog bytes once the group counts them (SetExactBytes). The caller
-// calls it for every applied append, replays included (the counts are
-// snapshot state).
-func (q *Group) NoteAppend(partition int32, records, batchBytes, recordBytes int64) {
-	if partition < 0 || int(partition) >= len(q.parts) || records <= 0 {
+// NoteAppend counts an append to a partition of the group's topic: its
+// batch bytes feed the mean record size of the estimate, and once the
+// group counts exact bytes (SetExactBytes) its records' sizes the backlog's
+// bytes and its time the backlog's age (age.go). The caller calls it for
+// every applied append, replays included (the counts are snapshot state).
+func (q *Group) NoteAppend(a Appended) {
+	if a.Partition < 0 || int(a.Partition) >= len(q.parts) || a.Records <= 0 {
 		return
 	}
-	p := q.parts[partition]
-	p.AppendedRecords += records
-	p.AppendedBytes += batchBytes
+	p := q.parts[a.Partition]
+	p.AppendedRecords += a.Records
+	p.AppendedBytes += a.BatchBytes
 	if q.exact {
-		p.FreshBytes += recordBytes
+		p.FreshBytes += a.RecordBytes
+		p.markAppend(a.Base, a.At)
 	}
 }
 
-// SetExactBytes makes the group count the exact bytes of its backlog from
-// now on: it sizes every unfinished tracked record and every record in
-// [Next, end) through src (ends as of the command), once. The caller calls
+// SetExactBytes makes the group count the exact bytes of its backlog, and
+// the append times of its records, from now on: it sizes every unfinished
+// tracked record and every record in [Next, end) through src (ends as of
+// the command), once, and counts the records already there as appended at
+// now (their append times are not known). The caller calls
 // it at the same command on every replica (when the state machine first
 // applies the level that brings exact bytes, or when it creates the group
 // at that level), so every replica counts the same. An error (I/O) leaves
 // the group half-sized: the caller must stop.
-func (q *Group) SetExactBytes(src RecordSource, ends []int64) error {
+func (q *Group) SetExactBytes(src RecordSource, ends []int64, now int64) error {
 	if len(ends) != len(q.parts) {
 		return fmt.Errorf("%w: %d end offsets for %d partitions", ErrInvalidRequest, len(ends), len(q.parts))
 	}
@@ -68,6 +70,10 @@ func (q *Group) SetExactBytes(src RecordSource, ends []int64) error {
 			if info.Exists {
 				p.FreshBytes += int64(info.Size)
 			}
+		}
+		p.Appended = nil
+		if p.Start < ends[pi] {
+			p.Appended = []appendMark{{Offset: p.Start, At: now}}
 		}
 	}
 	q.exact = true

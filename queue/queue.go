@@ -72,6 +72,9 @@ type partitionState struct {
 	// counts exact bytes (health.go).
 	LiveBytes  int64 `json:"live_bytes,omitempty"`
 	FreshBytes int64 `json:"fresh_bytes,omitempty"`
+	// Appended marks the append times of the unfinished records, while
+	// the group counts exact bytes (age.go).
+	Appended []appendMark `json:"appended,omitempty"`
 }
 
 // New makes the state of a new group. starts holds each partition's
@@ -377,6 +380,7 @@ func (q *Group) compact(p *partitionState) {
 		p.Start = p.Next
 		p.Wake = math.MaxInt64 // nothing left to wake for
 	}
+	p.trimMarks()
 }
 
 // markDead marks a record for the dead-letter topic.

@@ -175,7 +175,7 @@ func (s *queueScript) exec(line string) string {
 		if s.q != nil && info.Exists {
 			// As the state machine does for every append: the batch
 			// (61 bytes of header) and the records' sizes.
-			s.q.NoteAppend(p, int64(n), int64(61+n*info.Size), int64(n*info.Size))
+			s.q.NoteAppend(Appended{Partition: p, Base: int64(first), Records: int64(n), BatchBytes: int64(61 + n*info.Size), RecordBytes: int64(n * info.Size), At: now})
 		}
 		fmt.Fprintf(&b, "p%d: offsets %d..%d\n", p, first, s.src.ends[p]-1)
 	case "claim":
@@ -253,13 +253,32 @@ func (s *queueScript) exec(line string) string {
 		}
 	case "exact":
 		// The state machine reached the level of exact bytes.
-		if err := s.q.SetExactBytes(s.src, s.src.ends); err != nil {
+		if err := s.q.SetExactBytes(s.src, s.src.ends, now); err != nil {
 			return fmt.Sprintf("error: %v\n", err)
 		}
 		b.WriteString("counting exact bytes\n")
 	case "backlog":
 		bl := s.q.Backlog(s.src.ends)
 		fmt.Fprintf(&b, "records=%d bytes=%d exact=%v\n", bl.Records, bl.Bytes, s.q.ExactBytes())
+	case "age":
+		// age t=... bound=...: the oldest unfinished record's age and
+		// whether a produce at t would pass the bound.
+		at, ok := s.q.OldestAppend(s.src.ends)
+		if !ok {
+			b.WriteString("no unfinished record with a known append time\n")
+			break
+		}
+		bound := int64(s.dur(kv, "bound"))
+		age := now - at
+		fmt.Fprintf(&b, "oldest appended at %s, age %s", fmtTime(at), fmtTime(age))
+		if age > bound {
+			fmt.Fprintf(&b, " > bound %s: refused, %d records to drain", fmtTime(bound), s.q.AppendedBefore(now-bound, s.src.ends))
+		} else {
+			fmt.Fprintf(&b, " <= bound %s: admitted", fmtTime(bound))
+		}
+		fmt.Fprintf(&b, " (marks %d)\n", len(s.q.parts[0].Appended))
+	case "pause", "resume":
+		fmt.Fprintf(&b, "changed=%v\n", s.q.SetPaused(cmd == "pause"))
 	case "drain":
 		r, by := s.q.DrainRate(now)
 		fmt.Fprintf(&b, "records/s=%.3g bytes/s=%.3g retry-after(excess=%d)=%v\n", r, by, s.num(kv, "excess", 1), RetryAfter(float64(s.num(kv, "excess", 1)), r))

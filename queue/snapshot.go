@@ -40,6 +40,7 @@ func (q *Group) Snapshot() Snapshot {
 			c.Tracked[i] = &rc
 		}
 		c.Recent = slices.Clone(p.Recent)
+		c.Appended = slices.Clone(p.Appended)
 		s.Partitions = append(s.Partitions, &c)
 	}
 	return s
@@ -79,6 +80,9 @@ func Restore(s Snapshot) (*Group, error) {
 		}
 		if live != p.Live || pending != p.DeadPending || p.Start > p.Next || liveBytes != p.LiveBytes || p.FreshBytes < 0 {
 			return nil, fmt.Errorf("restore queue group %s/%s: partition %d: counts do not match its records", s.Topic, s.Name, i)
+		}
+		if len(p.Appended) > maxAppendMarks {
+			return nil, fmt.Errorf("restore queue group %s/%s: partition %d: %d append marks, at most %d", s.Topic, s.Name, i, len(p.Appended), maxAppendMarks)
 		}
 		c := *p
 		q.parts = append(q.parts, &c)

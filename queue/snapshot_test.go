@@ -34,8 +34,8 @@ func snapshotGroup(t *testing.T) *Group {
 	d := res.Deliveries
 	q.Ack(now+1, []Token{d[0].Token})
 	q.Nack(now+2, []Nack{{Token: d[1].Token, Error: "transient"}, {Token: d[2].Token, Permanent: true, Error: "bad input"}})
-	q.NoteAppend(0, 6, 600, 0)
-	q.NoteAppend(1, 3, 90, 0)
+	q.NoteAppend(Appended{Partition: 0, Base: 0, Records: 6, BatchBytes: 600})
+	q.NoteAppend(Appended{Partition: 1, Base: 0, Records: 3, BatchBytes: 90})
 	if _, err := q.Claim(ClaimRequest{Now: now + int64(time.Minute), Index: 11, Max: 2, Lease: time.Minute, Ends: src.ends}, src); err != nil {
 		t.Fatal(err)
 	}
@@ -95,10 +95,10 @@ func TestSnapshotEncodingExact(t *testing.T) {
 	}
 	src.recs[1][0] = RecordInfo{Exists: true, Size: 7}
 	src.recs[1][2] = RecordInfo{Exists: true, Size: 9}
-	if err := q.SetExactBytes(src, []int64{8, 3}); err != nil {
+	if err := q.SetExactBytes(src, []int64{8, 3}, int64(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	q.NoteAppend(0, 2, 100, 33)
+	q.NoteAppend(Appended{Partition: 0, Base: 8, Records: 2, BatchBytes: 100, RecordBytes: 33, At: int64(2 * time.Minute)})
 	q.Ack(int64(time.Hour), nil)
 	got, err := json.MarshalIndent(q.Snapshot(), "", "  ")
 	if err != nil {

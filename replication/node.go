@@ -661,7 +661,7 @@ func (n *Node) AlterTopic(ctx context.Context, c AlterTopic) (*Topic, error) {
 	if err := fsm.ValidateAlterTopic(t, c); err != nil {
 		return nil, err
 	}
-	data, err := fsm.EncodeJSON(fsm.CmdAlterTopic, n.cfg.Now().UnixNano(), c)
+	data, err := fsm.EncodeAlterTopic(n.cfg.Now().UnixNano(), c)
 	if err != nil {
 		return nil, err
 	}

@@ -14,8 +14,7 @@ import (
 // TopicConfigDefaults returns every topic setting with its default value,
 // a copy the caller owns.
 func (b *Backend) TopicConfigDefaults() map[string]string {
-	defaults, _ := fsm.ResolveTopicConfig(nil) // no keys: cannot fail
-	return defaults
+	return fsm.TopicConfigDefaults()
 }
 
 // ValidateCreateTopic checks a creation as CreateTopic does before it

@@ -7,6 +7,7 @@ import (
 	"connectrpc.com/connect"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/queue"
 	"github.com/logd-dev/logd/replication"
 )
 
@@ -33,7 +34,10 @@ func (s *Server) Claim(ctx context.Context, req *connect.Request[logdv1.ClaimReq
 		maxBytes = DefaultClaimBytes
 	}
 	wait := time.Duration(min(m.MaxWaitMs, MaxClaimWaitMs)) * time.Millisecond
-	claim := replication.QueueClaim{Topic: m.Topic, Group: m.Group, Max: maxRecs, MaxBytes: maxBytes, Lease: msDur(m.LeaseMs)}
+	if len(m.Worker) > queue.MaxWorkerLen {
+		return nil, errInvalid("worker id of %d bytes, at most %d", len(m.Worker), queue.MaxWorkerLen)
+	}
+	claim := replication.QueueClaim{Topic: m.Topic, Group: m.Group, Max: maxRecs, MaxBytes: maxBytes, Lease: msDur(m.LeaseMs), Worker: m.Worker}
 	res, err := s.b.QueueClaimWait(ctx, claim, wait)
 	if err != nil {
 		return nil, toConnectError(err)
@@ -43,7 +47,7 @@ func (s *Server) Claim(ctx context.Context, req *connect.Request[logdv1.ClaimReq
 }
 
 func claimResponse(res replication.QueueClaimResult) *logdv1.ClaimResponse {
-	out := &logdv1.ClaimResponse{AtCapPartitions: res.AtCap, DeadLettered: int32(res.DeadLettered), Records: make([]*logdv1.ClaimedRecord, len(res.Records))}
+	out := &logdv1.ClaimResponse{AtCapPartitions: res.AtCap, DeadLettered: int32(res.DeadLettered), Records: make([]*logdv1.ClaimedRecord, len(res.Records)), Paused: res.Paused}
 	for i, r := range res.Records {
 		cr := &logdv1.ClaimedRecord{
 			Partition: r.Partition, Offset: r.Offset, TimestampMs: r.Record.Timestamp,

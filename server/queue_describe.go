@@ -23,7 +23,12 @@ func (s *Server) DescribeQueueGroup(ctx context.Context, req *connect.Request[lo
 	}
 	resp := &logdv1.DescribeQueueGroupResponse{Topic: info.Topic, Group: info.Group, Config: queueConfigProto(info.Config), CreatedMs: nsToMs(info.CreatedAt),
 		Paused: info.Paused, AdmissionRefusals: s.queueHealth.refusedCount(info.Topic, info.Group),
-		DeadLetterRecords: deadLetterRecords(s.b, info.Config.DeadLetterTopic)}
+		DeadLetterRecords: deadLetterRecords(s.b, info.Config.DeadLetterTopic),
+		BacklogRecords:    info.Backlog.Records, BacklogBytes: info.Backlog.Bytes, BacklogBytesExact: info.ExactBytes,
+		DrainPerSec: info.DrainPerSec, MaxBacklogAgeMs: info.MaxBacklogAgeMs}
+	if info.OldestAppend > 0 && now > info.OldestAppend {
+		resp.OldestUnfinishedAgeMs = (now - info.OldestAppend) / int64(time.Millisecond)
+	}
 	for _, p := range info.Partitions {
 		ps := &logdv1.QueuePartitionState{
 			Partition: p.Partition, DoneOffset: p.Start, NextOffset: p.Next, EndOffset: p.End,

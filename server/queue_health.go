@@ -123,11 +123,19 @@ var (
 	descQueueDeadLetters = prometheus.NewDesc("logd_queue_dead_lettered_total", "Records moved to the dead-letter topic.", queueLabels, nil)
 	descQueuePaused      = prometheus.NewDesc("logd_queue_paused", "1 while the queue group is paused.", []string{"topic", "group"}, nil)
 	descQueueDLQRecords  = prometheus.NewDesc("logd_queue_dead_letter_topic_records", "Records held by the group's dead-letter topic; its growth is the alert signal.", []string{"topic", "group", "dead_letter_topic"}, nil)
+
+	groupLabels               = []string{"topic", "group"}
+	descQueueBacklogRecords   = prometheus.NewDesc("logd_queue_backlog_records", "Unfinished records of the group, as admission control counts them (queue.max.backlog.records).", groupLabels, nil)
+	descQueueBacklogBytes     = prometheus.NewDesc("logd_queue_backlog_bytes", "Sum of the sizes (key, value, headers) of the group's unfinished records, as admission control counts them (queue.max.backlog.bytes).", groupLabels, nil)
+	descQueueOldestUnfinished = prometheus.NewDesc("logd_queue_oldest_unfinished_age_seconds", "Time since the append of the group's oldest unfinished record (queue.max.backlog.age.ms bounds it); 0 when none.", groupLabels, nil)
+	descQueueMaxBacklogAge    = prometheus.NewDesc("logd_queue_max_backlog_age_seconds", "The topic's queue.max.backlog.age.ms in seconds; -1 when unbounded.", groupLabels, nil)
+	descQueueDrainRate        = prometheus.NewDesc("logd_queue_drain_records_per_second", "Records acknowledged or dead-lettered per second over the last 10 s or more, from the replicated counters (retry-after hints derive from it).", groupLabels, nil)
 )
 
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descQueueReady, descQueueInFlight, descQueueDelayed, descQueueDeadPending, descQueueOldestReady,
-		descQueueOldestLease, descQueueAcked, descQueueNacked, descQueueExpired, descQueueDeadLetters, descQueuePaused, descQueueDLQRecords} {
+		descQueueOldestLease, descQueueAcked, descQueueNacked, descQueueExpired, descQueueDeadLetters, descQueuePaused, descQueueDLQRecords,
+		descQueueBacklogRecords, descQueueBacklogBytes, descQueueOldestUnfinished, descQueueMaxBacklogAge, descQueueDrainRate} {
 		ch <- d
 	}
 }
@@ -146,6 +154,19 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstMetric(descQueuePaused, prometheus.GaugeValue, paused, t.Name, name)
 			ch <- prometheus.MustNewConstMetric(descQueueDLQRecords, prometheus.GaugeValue, float64(deadLetterRecords(c.b, info.Config.DeadLetterTopic)), t.Name, name, info.Config.DeadLetterTopic)
+			maxAge := -1.0
+			if info.MaxBacklogAgeMs >= 0 {
+				maxAge = float64(info.MaxBacklogAgeMs) / 1e3
+			}
+			for d, v := range map[*prometheus.Desc]float64{
+				descQueueBacklogRecords:   float64(info.Backlog.Records),
+				descQueueBacklogBytes:     float64(info.Backlog.Bytes),
+				descQueueOldestUnfinished: ageSeconds(now, info.OldestAppend),
+				descQueueMaxBacklogAge:    maxAge,
+				descQueueDrainRate:        info.DrainPerSec,
+			} {
+				ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, t.Name, name)
+			}
 			for _, p := range info.Partitions {
 				l := []string{t.Name, name, strconv.Itoa(int(p.Partition))}
 				gauge := func(d *prometheus.Desc, v float64) {

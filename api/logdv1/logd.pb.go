@@ -3763,9 +3763,11 @@ func (x *AlterQueueGroupResponse) GetConfig() *QueueGroupConfig {
 }
 
 type DescribeQueueGroupRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
-	Group         string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Topic string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Group string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	// List the records in flight (worker, delivery, lease expiry).
+	InFlight      bool `protobuf:"varint,3,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3812,6 +3814,13 @@ func (x *DescribeQueueGroupRequest) GetGroup() string {
 		return x.Group
 	}
 	return ""
+}
+
+func (x *DescribeQueueGroupRequest) GetInFlight() bool {
+	if x != nil {
+		return x.InFlight
+	}
+	return false
 }
 
 // QueuePartitionState is one partition of a queue group.
@@ -4024,8 +4033,24 @@ type DescribeQueueGroupResponse struct {
 	Paused            bool  `protobuf:"varint,6,opt,name=paused,proto3" json:"paused,omitempty"`
 	AdmissionRefusals int64 `protobuf:"varint,7,opt,name=admission_refusals,json=admissionRefusals,proto3" json:"admission_refusals,omitempty"`
 	DeadLetterRecords int64 `protobuf:"varint,8,opt,name=dead_letter_records,json=deadLetterRecords,proto3" json:"dead_letter_records,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The backlog admission control bounds, from the replicated state:
+	// unfinished records and the sum of their sizes (key, value, header
+	// keys and values; an estimate while backlog_bytes_exact is false, before
+	// every node runs a build of feature level 6); records finished per
+	// second over the last 10 s or more (the drain rate retry-after hints
+	// come from); the age of the oldest unfinished record from its append
+	// (0 when none or not known) and the topic's queue.max.backlog.age.ms
+	// (-1: no bound).
+	BacklogRecords        int64   `protobuf:"varint,9,opt,name=backlog_records,json=backlogRecords,proto3" json:"backlog_records,omitempty"`
+	BacklogBytes          int64   `protobuf:"varint,10,opt,name=backlog_bytes,json=backlogBytes,proto3" json:"backlog_bytes,omitempty"`
+	BacklogBytesExact     bool    `protobuf:"varint,11,opt,name=backlog_bytes_exact,json=backlogBytesExact,proto3" json:"backlog_bytes_exact,omitempty"`
+	DrainPerSec           float64 `protobuf:"fixed64,12,opt,name=drain_per_sec,json=drainPerSec,proto3" json:"drain_per_sec,omitempty"`
+	OldestUnfinishedAgeMs int64   `protobuf:"varint,13,opt,name=oldest_unfinished_age_ms,json=oldestUnfinishedAgeMs,proto3" json:"oldest_unfinished_age_ms,omitempty"`
+	MaxBacklogAgeMs       int64   `protobuf:"varint,14,opt,name=max_backlog_age_ms,json=maxBacklogAgeMs,proto3" json:"max_backlog_age_ms,omitempty"`
+	// The records in flight, when the request asked for them.
+	InFlight      []*InFlightRecord `protobuf:"bytes,15,rep,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DescribeQueueGroupResponse) Reset() {
@@ -4114,6 +4139,151 @@ func (x *DescribeQueueGroupResponse) GetDeadLetterRecords() int64 {
 	return 0
 }
 
+func (x *DescribeQueueGroupResponse) GetBacklogRecords() int64 {
+	if x != nil {
+		return x.BacklogRecords
+	}
+	return 0
+}
+
+func (x *DescribeQueueGroupResponse) GetBacklogBytes() int64 {
+	if x != nil {
+		return x.BacklogBytes
+	}
+	return 0
+}
+
+func (x *DescribeQueueGroupResponse) GetBacklogBytesExact() bool {
+	if x != nil {
+		return x.BacklogBytesExact
+	}
+	return false
+}
+
+func (x *DescribeQueueGroupResponse) GetDrainPerSec() float64 {
+	if x != nil {
+		return x.DrainPerSec
+	}
+	return 0
+}
+
+func (x *DescribeQueueGroupResponse) GetOldestUnfinishedAgeMs() int64 {
+	if x != nil {
+		return x.OldestUnfinishedAgeMs
+	}
+	return 0
+}
+
+func (x *DescribeQueueGroupResponse) GetMaxBacklogAgeMs() int64 {
+	if x != nil {
+		return x.MaxBacklogAgeMs
+	}
+	return 0
+}
+
+func (x *DescribeQueueGroupResponse) GetInFlight() []*InFlightRecord {
+	if x != nil {
+		return x.InFlight
+	}
+	return nil
+}
+
+// InFlightRecord is one record under a live lease.
+type InFlightRecord struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Partition int32                  `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	Offset    int64                  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	// The worker id its claim named; empty when none.
+	Worker string `protobuf:"bytes,3,opt,name=worker,proto3" json:"worker,omitempty"`
+	// This delivery's number (1 for the first), and when it was claimed.
+	Delivery    uint32 `protobuf:"varint,4,opt,name=delivery,proto3" json:"delivery,omitempty"`
+	DeliveredMs int64  `protobuf:"varint,5,opt,name=delivered_ms,json=deliveredMs,proto3" json:"delivered_ms,omitempty"`
+	// When the lease ends unless extended, and how often it was extended.
+	LeaseUntilMs  int64 `protobuf:"varint,6,opt,name=lease_until_ms,json=leaseUntilMs,proto3" json:"lease_until_ms,omitempty"`
+	Extensions    int32 `protobuf:"varint,7,opt,name=extensions,proto3" json:"extensions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InFlightRecord) Reset() {
+	*x = InFlightRecord{}
+	mi := &file_logd_v1_logd_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InFlightRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InFlightRecord) ProtoMessage() {}
+
+func (x *InFlightRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InFlightRecord.ProtoReflect.Descriptor instead.
+func (*InFlightRecord) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *InFlightRecord) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *InFlightRecord) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *InFlightRecord) GetWorker() string {
+	if x != nil {
+		return x.Worker
+	}
+	return ""
+}
+
+func (x *InFlightRecord) GetDelivery() uint32 {
+	if x != nil {
+		return x.Delivery
+	}
+	return 0
+}
+
+func (x *InFlightRecord) GetDeliveredMs() int64 {
+	if x != nil {
+		return x.DeliveredMs
+	}
+	return 0
+}
+
+func (x *InFlightRecord) GetLeaseUntilMs() int64 {
+	if x != nil {
+		return x.LeaseUntilMs
+	}
+	return 0
+}
+
+func (x *InFlightRecord) GetExtensions() int32 {
+	if x != nil {
+		return x.Extensions
+	}
+	return 0
+}
+
 type ClaimRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Topic string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
@@ -4127,14 +4297,17 @@ type ClaimRequest struct {
 	MaxBytes int32 `protobuf:"varint,5,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
 	// How long to wait for a record when none is claimable; 0 returns at
 	// once.
-	MaxWaitMs     int32 `protobuf:"varint,6,opt,name=max_wait_ms,json=maxWaitMs,proto3" json:"max_wait_ms,omitempty"`
+	MaxWaitMs int32 `protobuf:"varint,6,opt,name=max_wait_ms,json=maxWaitMs,proto3" json:"max_wait_ms,omitempty"`
+	// Names the claiming worker in the in-flight list and in each
+	// attempt's history (at most 128 bytes); empty for none.
+	Worker        string `protobuf:"bytes,7,opt,name=worker,proto3" json:"worker,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ClaimRequest) Reset() {
 	*x = ClaimRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[59]
+	mi := &file_logd_v1_logd_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4146,7 +4319,7 @@ func (x *ClaimRequest) String() string {
 func (*ClaimRequest) ProtoMessage() {}
 
 func (x *ClaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[59]
+	mi := &file_logd_v1_logd_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4159,7 +4332,7 @@ func (x *ClaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimRequest.ProtoReflect.Descriptor instead.
 func (*ClaimRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{59}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ClaimRequest) GetTopic() string {
@@ -4204,6 +4377,13 @@ func (x *ClaimRequest) GetMaxWaitMs() int32 {
 	return 0
 }
 
+func (x *ClaimRequest) GetWorker() string {
+	if x != nil {
+		return x.Worker
+	}
+	return ""
+}
+
 // ClaimedRecord is one delivery.
 type ClaimedRecord struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -4225,7 +4405,7 @@ type ClaimedRecord struct {
 
 func (x *ClaimedRecord) Reset() {
 	*x = ClaimedRecord{}
-	mi := &file_logd_v1_logd_proto_msgTypes[60]
+	mi := &file_logd_v1_logd_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4237,7 +4417,7 @@ func (x *ClaimedRecord) String() string {
 func (*ClaimedRecord) ProtoMessage() {}
 
 func (x *ClaimedRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[60]
+	mi := &file_logd_v1_logd_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4250,7 +4430,7 @@ func (x *ClaimedRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimedRecord.ProtoReflect.Descriptor instead.
 func (*ClaimedRecord) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{60}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ClaimedRecord) GetPartition() int32 {
@@ -4330,14 +4510,16 @@ type ClaimResponse struct {
 	AtCapPartitions []int32 `protobuf:"varint,2,rep,packed,name=at_cap_partitions,json=atCapPartitions,proto3" json:"at_cap_partitions,omitempty"`
 	// Records this claim moved to the dead-letter topic (deadline passed,
 	// age limit, last lease expired).
-	DeadLettered  int32 `protobuf:"varint,3,opt,name=dead_lettered,json=deadLettered,proto3" json:"dead_lettered,omitempty"`
+	DeadLettered int32 `protobuf:"varint,3,opt,name=dead_lettered,json=deadLettered,proto3" json:"dead_lettered,omitempty"`
+	// The group is paused: it delivers nothing until resumed.
+	Paused        bool `protobuf:"varint,4,opt,name=paused,proto3" json:"paused,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ClaimResponse) Reset() {
 	*x = ClaimResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[61]
+	mi := &file_logd_v1_logd_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4349,7 +4531,7 @@ func (x *ClaimResponse) String() string {
 func (*ClaimResponse) ProtoMessage() {}
 
 func (x *ClaimResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[61]
+	mi := &file_logd_v1_logd_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4362,7 +4544,7 @@ func (x *ClaimResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimResponse.ProtoReflect.Descriptor instead.
 func (*ClaimResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{61}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ClaimResponse) GetRecords() []*ClaimedRecord {
@@ -4384,6 +4566,13 @@ func (x *ClaimResponse) GetDeadLettered() int32 {
 		return x.DeadLettered
 	}
 	return 0
+}
+
+func (x *ClaimResponse) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
 }
 
 // TokenResult answers one token of an ack, nack or extend, in request
@@ -4411,7 +4600,7 @@ type TokenResult struct {
 
 func (x *TokenResult) Reset() {
 	*x = TokenResult{}
-	mi := &file_logd_v1_logd_proto_msgTypes[62]
+	mi := &file_logd_v1_logd_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4423,7 +4612,7 @@ func (x *TokenResult) String() string {
 func (*TokenResult) ProtoMessage() {}
 
 func (x *TokenResult) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[62]
+	mi := &file_logd_v1_logd_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4436,7 +4625,7 @@ func (x *TokenResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenResult.ProtoReflect.Descriptor instead.
 func (*TokenResult) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{62}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *TokenResult) GetToken() string {
@@ -4499,7 +4688,7 @@ type AckRequest struct {
 
 func (x *AckRequest) Reset() {
 	*x = AckRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[63]
+	mi := &file_logd_v1_logd_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4511,7 +4700,7 @@ func (x *AckRequest) String() string {
 func (*AckRequest) ProtoMessage() {}
 
 func (x *AckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[63]
+	mi := &file_logd_v1_logd_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4524,7 +4713,7 @@ func (x *AckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckRequest.ProtoReflect.Descriptor instead.
 func (*AckRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{63}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *AckRequest) GetTopic() string {
@@ -4557,7 +4746,7 @@ type AckResponse struct {
 
 func (x *AckResponse) Reset() {
 	*x = AckResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[64]
+	mi := &file_logd_v1_logd_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4569,7 +4758,7 @@ func (x *AckResponse) String() string {
 func (*AckResponse) ProtoMessage() {}
 
 func (x *AckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[64]
+	mi := &file_logd_v1_logd_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4582,7 +4771,7 @@ func (x *AckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckResponse.ProtoReflect.Descriptor instead.
 func (*AckResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{64}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *AckResponse) GetResults() []*TokenResult {
@@ -4610,7 +4799,7 @@ type QueueNack struct {
 
 func (x *QueueNack) Reset() {
 	*x = QueueNack{}
-	mi := &file_logd_v1_logd_proto_msgTypes[65]
+	mi := &file_logd_v1_logd_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4622,7 +4811,7 @@ func (x *QueueNack) String() string {
 func (*QueueNack) ProtoMessage() {}
 
 func (x *QueueNack) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[65]
+	mi := &file_logd_v1_logd_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4635,7 +4824,7 @@ func (x *QueueNack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueNack.ProtoReflect.Descriptor instead.
 func (*QueueNack) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{65}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *QueueNack) GetToken() string {
@@ -4677,7 +4866,7 @@ type NackRequest struct {
 
 func (x *NackRequest) Reset() {
 	*x = NackRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[66]
+	mi := &file_logd_v1_logd_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4689,7 +4878,7 @@ func (x *NackRequest) String() string {
 func (*NackRequest) ProtoMessage() {}
 
 func (x *NackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[66]
+	mi := &file_logd_v1_logd_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4702,7 +4891,7 @@ func (x *NackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NackRequest.ProtoReflect.Descriptor instead.
 func (*NackRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{66}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *NackRequest) GetTopic() string {
@@ -4735,7 +4924,7 @@ type NackResponse struct {
 
 func (x *NackResponse) Reset() {
 	*x = NackResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[67]
+	mi := &file_logd_v1_logd_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4747,7 +4936,7 @@ func (x *NackResponse) String() string {
 func (*NackResponse) ProtoMessage() {}
 
 func (x *NackResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[67]
+	mi := &file_logd_v1_logd_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4760,7 +4949,7 @@ func (x *NackResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NackResponse.ProtoReflect.Descriptor instead.
 func (*NackResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{67}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *NackResponse) GetResults() []*TokenResult {
@@ -4783,7 +4972,7 @@ type ExtendRequest struct {
 
 func (x *ExtendRequest) Reset() {
 	*x = ExtendRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[68]
+	mi := &file_logd_v1_logd_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4795,7 +4984,7 @@ func (x *ExtendRequest) String() string {
 func (*ExtendRequest) ProtoMessage() {}
 
 func (x *ExtendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[68]
+	mi := &file_logd_v1_logd_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4808,7 +4997,7 @@ func (x *ExtendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendRequest.ProtoReflect.Descriptor instead.
 func (*ExtendRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{68}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ExtendRequest) GetTopic() string {
@@ -4848,7 +5037,7 @@ type ExtendResponse struct {
 
 func (x *ExtendResponse) Reset() {
 	*x = ExtendResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[69]
+	mi := &file_logd_v1_logd_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4860,7 +5049,7 @@ func (x *ExtendResponse) String() string {
 func (*ExtendResponse) ProtoMessage() {}
 
 func (x *ExtendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[69]
+	mi := &file_logd_v1_logd_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4873,7 +5062,7 @@ func (x *ExtendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendResponse.ProtoReflect.Descriptor instead.
 func (*ExtendResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{69}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ExtendResponse) GetResults() []*TokenResult {
@@ -4898,7 +5087,7 @@ type AlterTopicRequest struct {
 
 func (x *AlterTopicRequest) Reset() {
 	*x = AlterTopicRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[70]
+	mi := &file_logd_v1_logd_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4910,7 +5099,7 @@ func (x *AlterTopicRequest) String() string {
 func (*AlterTopicRequest) ProtoMessage() {}
 
 func (x *AlterTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[70]
+	mi := &file_logd_v1_logd_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4923,7 +5112,7 @@ func (x *AlterTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterTopicRequest.ProtoReflect.Descriptor instead.
 func (*AlterTopicRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{70}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *AlterTopicRequest) GetName() string {
@@ -4957,7 +5146,7 @@ type AlterTopicResponse struct {
 
 func (x *AlterTopicResponse) Reset() {
 	*x = AlterTopicResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[71]
+	mi := &file_logd_v1_logd_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4969,7 +5158,7 @@ func (x *AlterTopicResponse) String() string {
 func (*AlterTopicResponse) ProtoMessage() {}
 
 func (x *AlterTopicResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[71]
+	mi := &file_logd_v1_logd_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4982,7 +5171,7 @@ func (x *AlterTopicResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterTopicResponse.ProtoReflect.Descriptor instead.
 func (*AlterTopicResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{71}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *AlterTopicResponse) GetTopic() *TopicInfo {
@@ -5009,7 +5198,7 @@ type CleanerRun struct {
 
 func (x *CleanerRun) Reset() {
 	*x = CleanerRun{}
-	mi := &file_logd_v1_logd_proto_msgTypes[72]
+	mi := &file_logd_v1_logd_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5021,7 +5210,7 @@ func (x *CleanerRun) String() string {
 func (*CleanerRun) ProtoMessage() {}
 
 func (x *CleanerRun) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[72]
+	mi := &file_logd_v1_logd_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5034,7 +5223,7 @@ func (x *CleanerRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanerRun.ProtoReflect.Descriptor instead.
 func (*CleanerRun) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{72}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *CleanerRun) GetTimeMs() int64 {
@@ -5089,7 +5278,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[73]
+	mi := &file_logd_v1_logd_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5101,7 +5290,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[73]
+	mi := &file_logd_v1_logd_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5114,7 +5303,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{73}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *JoinRequest) GetNodeId() string {
@@ -5168,7 +5357,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[74]
+	mi := &file_logd_v1_logd_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5180,7 +5369,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[74]
+	mi := &file_logd_v1_logd_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5193,7 +5382,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{74}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *JoinResponse) GetLeaderId() string {
@@ -5212,7 +5401,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[75]
+	mi := &file_logd_v1_logd_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5224,7 +5413,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[75]
+	mi := &file_logd_v1_logd_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5237,7 +5426,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{75}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *RemoveNodeRequest) GetNodeId() string {
@@ -5255,7 +5444,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[76]
+	mi := &file_logd_v1_logd_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5267,7 +5456,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[76]
+	mi := &file_logd_v1_logd_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5280,7 +5469,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{76}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{77}
 }
 
 type TransferLeadershipRequest struct {
@@ -5293,7 +5482,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[77]
+	mi := &file_logd_v1_logd_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5305,7 +5494,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[77]
+	mi := &file_logd_v1_logd_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5318,7 +5507,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{77}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *TransferLeadershipRequest) GetNodeId() string {
@@ -5338,7 +5527,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[78]
+	mi := &file_logd_v1_logd_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5350,7 +5539,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[78]
+	mi := &file_logd_v1_logd_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5363,7 +5552,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{78}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -5392,7 +5581,7 @@ type PauseQueueGroupRequest struct {
 
 func (x *PauseQueueGroupRequest) Reset() {
 	*x = PauseQueueGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[79]
+	mi := &file_logd_v1_logd_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5404,7 +5593,7 @@ func (x *PauseQueueGroupRequest) String() string {
 func (*PauseQueueGroupRequest) ProtoMessage() {}
 
 func (x *PauseQueueGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[79]
+	mi := &file_logd_v1_logd_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5417,7 +5606,7 @@ func (x *PauseQueueGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueGroupRequest.ProtoReflect.Descriptor instead.
 func (*PauseQueueGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{79}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *PauseQueueGroupRequest) GetTopic() string {
@@ -5452,7 +5641,7 @@ type PauseQueueGroupResponse struct {
 
 func (x *PauseQueueGroupResponse) Reset() {
 	*x = PauseQueueGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[80]
+	mi := &file_logd_v1_logd_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5464,7 +5653,7 @@ func (x *PauseQueueGroupResponse) String() string {
 func (*PauseQueueGroupResponse) ProtoMessage() {}
 
 func (x *PauseQueueGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[80]
+	mi := &file_logd_v1_logd_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5477,7 +5666,7 @@ func (x *PauseQueueGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueGroupResponse.ProtoReflect.Descriptor instead.
 func (*PauseQueueGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{80}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *PauseQueueGroupResponse) GetPaused() bool {
@@ -5502,7 +5691,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[81]
+	mi := &file_logd_v1_logd_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5514,7 +5703,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[81]
+	mi := &file_logd_v1_logd_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5527,7 +5716,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{81}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{82}
 }
 
 type WhoAmIResponse struct {
@@ -5547,7 +5736,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[82]
+	mi := &file_logd_v1_logd_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5559,7 +5748,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[82]
+	mi := &file_logd_v1_logd_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5572,7 +5761,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{82}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *WhoAmIResponse) GetPrincipal() string {
@@ -5620,7 +5809,7 @@ type TokenInfo struct {
 
 func (x *TokenInfo) Reset() {
 	*x = TokenInfo{}
-	mi := &file_logd_v1_logd_proto_msgTypes[83]
+	mi := &file_logd_v1_logd_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5632,7 +5821,7 @@ func (x *TokenInfo) String() string {
 func (*TokenInfo) ProtoMessage() {}
 
 func (x *TokenInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[83]
+	mi := &file_logd_v1_logd_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5645,7 +5834,7 @@ func (x *TokenInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenInfo.ProtoReflect.Descriptor instead.
 func (*TokenInfo) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{83}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *TokenInfo) GetId() string {
@@ -5703,7 +5892,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[84]
+	mi := &file_logd_v1_logd_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5715,7 +5904,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[84]
+	mi := &file_logd_v1_logd_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5728,7 +5917,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{84}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *CreateTokenRequest) GetPrincipal() string {
@@ -5763,7 +5952,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[85]
+	mi := &file_logd_v1_logd_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5775,7 +5964,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[85]
+	mi := &file_logd_v1_logd_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5788,7 +5977,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{85}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *CreateTokenResponse) GetToken() string {
@@ -5815,7 +6004,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[86]
+	mi := &file_logd_v1_logd_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5827,7 +6016,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[86]
+	mi := &file_logd_v1_logd_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5840,7 +6029,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{86}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ListTokensRequest) GetPrincipal() string {
@@ -5859,7 +6048,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[87]
+	mi := &file_logd_v1_logd_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5871,7 +6060,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[87]
+	mi := &file_logd_v1_logd_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5884,7 +6073,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{87}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *ListTokensResponse) GetTokens() []*TokenInfo {
@@ -5903,7 +6092,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[88]
+	mi := &file_logd_v1_logd_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5915,7 +6104,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[88]
+	mi := &file_logd_v1_logd_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5928,7 +6117,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{88}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *RevokeTokenRequest) GetId() string {
@@ -5947,7 +6136,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[89]
+	mi := &file_logd_v1_logd_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5959,7 +6148,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[89]
+	mi := &file_logd_v1_logd_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5972,7 +6161,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{89}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *RevokeTokenResponse) GetInfo() *TokenInfo {
@@ -6000,7 +6189,7 @@ type ACL struct {
 
 func (x *ACL) Reset() {
 	*x = ACL{}
-	mi := &file_logd_v1_logd_proto_msgTypes[90]
+	mi := &file_logd_v1_logd_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6012,7 +6201,7 @@ func (x *ACL) String() string {
 func (*ACL) ProtoMessage() {}
 
 func (x *ACL) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[90]
+	mi := &file_logd_v1_logd_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6025,7 +6214,7 @@ func (x *ACL) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ACL.ProtoReflect.Descriptor instead.
 func (*ACL) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{90}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *ACL) GetPrincipal() string {
@@ -6079,7 +6268,7 @@ type CreateACLsRequest struct {
 
 func (x *CreateACLsRequest) Reset() {
 	*x = CreateACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[91]
+	mi := &file_logd_v1_logd_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6091,7 +6280,7 @@ func (x *CreateACLsRequest) String() string {
 func (*CreateACLsRequest) ProtoMessage() {}
 
 func (x *CreateACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[91]
+	mi := &file_logd_v1_logd_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6104,7 +6293,7 @@ func (x *CreateACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateACLsRequest.ProtoReflect.Descriptor instead.
 func (*CreateACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{91}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *CreateACLsRequest) GetAcls() []*ACL {
@@ -6124,7 +6313,7 @@ type CreateACLsResponse struct {
 
 func (x *CreateACLsResponse) Reset() {
 	*x = CreateACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[92]
+	mi := &file_logd_v1_logd_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6136,7 +6325,7 @@ func (x *CreateACLsResponse) String() string {
 func (*CreateACLsResponse) ProtoMessage() {}
 
 func (x *CreateACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[92]
+	mi := &file_logd_v1_logd_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6149,7 +6338,7 @@ func (x *CreateACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateACLsResponse.ProtoReflect.Descriptor instead.
 func (*CreateACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{92}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *CreateACLsResponse) GetCreated() int32 {
@@ -6174,7 +6363,7 @@ type ACLFilter struct {
 
 func (x *ACLFilter) Reset() {
 	*x = ACLFilter{}
-	mi := &file_logd_v1_logd_proto_msgTypes[93]
+	mi := &file_logd_v1_logd_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6186,7 +6375,7 @@ func (x *ACLFilter) String() string {
 func (*ACLFilter) ProtoMessage() {}
 
 func (x *ACLFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[93]
+	mi := &file_logd_v1_logd_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6199,7 +6388,7 @@ func (x *ACLFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ACLFilter.ProtoReflect.Descriptor instead.
 func (*ACLFilter) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{93}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *ACLFilter) GetPrincipal() string {
@@ -6253,7 +6442,7 @@ type ListACLsRequest struct {
 
 func (x *ListACLsRequest) Reset() {
 	*x = ListACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[94]
+	mi := &file_logd_v1_logd_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6265,7 +6454,7 @@ func (x *ListACLsRequest) String() string {
 func (*ListACLsRequest) ProtoMessage() {}
 
 func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[94]
+	mi := &file_logd_v1_logd_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6278,7 +6467,7 @@ func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListACLsRequest.ProtoReflect.Descriptor instead.
 func (*ListACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{94}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *ListACLsRequest) GetFilter() *ACLFilter {
@@ -6297,7 +6486,7 @@ type ListACLsResponse struct {
 
 func (x *ListACLsResponse) Reset() {
 	*x = ListACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[95]
+	mi := &file_logd_v1_logd_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6309,7 +6498,7 @@ func (x *ListACLsResponse) String() string {
 func (*ListACLsResponse) ProtoMessage() {}
 
 func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[95]
+	mi := &file_logd_v1_logd_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6322,7 +6511,7 @@ func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListACLsResponse.ProtoReflect.Descriptor instead.
 func (*ListACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{95}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *ListACLsResponse) GetAcls() []*ACL {
@@ -6344,7 +6533,7 @@ type DeleteACLsRequest struct {
 
 func (x *DeleteACLsRequest) Reset() {
 	*x = DeleteACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[96]
+	mi := &file_logd_v1_logd_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6356,7 +6545,7 @@ func (x *DeleteACLsRequest) String() string {
 func (*DeleteACLsRequest) ProtoMessage() {}
 
 func (x *DeleteACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[96]
+	mi := &file_logd_v1_logd_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6369,7 +6558,7 @@ func (x *DeleteACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteACLsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{96}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *DeleteACLsRequest) GetFilter() *ACLFilter {
@@ -6396,7 +6585,7 @@ type DeleteACLsResponse struct {
 
 func (x *DeleteACLsResponse) Reset() {
 	*x = DeleteACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[97]
+	mi := &file_logd_v1_logd_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6408,7 +6597,7 @@ func (x *DeleteACLsResponse) String() string {
 func (*DeleteACLsResponse) ProtoMessage() {}
 
 func (x *DeleteACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[97]
+	mi := &file_logd_v1_logd_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6421,7 +6610,7 @@ func (x *DeleteACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteACLsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{97}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *DeleteACLsResponse) GetAcls() []*ACL {
@@ -6761,10 +6950,11 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x05group\x18\x02 \x01(\tR\x05group\x121\n" +
 	"\x06config\x18\x03 \x01(\v2\x19.logd.v1.QueueGroupConfigR\x06config\"L\n" +
 	"\x17AlterQueueGroupResponse\x121\n" +
-	"\x06config\x18\x01 \x01(\v2\x19.logd.v1.QueueGroupConfigR\x06config\"G\n" +
+	"\x06config\x18\x01 \x01(\v2\x19.logd.v1.QueueGroupConfigR\x06config\"d\n" +
 	"\x19DescribeQueueGroupRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x14\n" +
-	"\x05group\x18\x02 \x01(\tR\x05group\"\x92\x05\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12\x1b\n" +
+	"\tin_flight\x18\x03 \x01(\bR\binFlight\"\x92\x05\n" +
 	"\x13QueuePartitionState\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x1f\n" +
 	"\vdone_offset\x18\x02 \x01(\x03R\n" +
@@ -6788,7 +6978,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\racked_per_sec\x18\x10 \x01(\x01R\vackedPerSec\x12$\n" +
 	"\x0enacked_per_sec\x18\x11 \x01(\x01R\fnackedPerSec\x12&\n" +
 	"\x0fexpired_per_sec\x18\x12 \x01(\x01R\rexpiredPerSec\x121\n" +
-	"\x15dead_lettered_per_sec\x18\x13 \x01(\x01R\x12deadLetteredPerSec\"\xcf\x02\n" +
+	"\x15dead_lettered_per_sec\x18\x13 \x01(\x01R\x12deadLetteredPerSec\"\x8d\x05\n" +
 	"\x1aDescribeQueueGroupResponse\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\tR\x05group\x121\n" +
@@ -6800,7 +6990,25 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"partitions\x12\x16\n" +
 	"\x06paused\x18\x06 \x01(\bR\x06paused\x12-\n" +
 	"\x12admission_refusals\x18\a \x01(\x03R\x11admissionRefusals\x12.\n" +
-	"\x13dead_letter_records\x18\b \x01(\x03R\x11deadLetterRecords\"\xb3\x01\n" +
+	"\x13dead_letter_records\x18\b \x01(\x03R\x11deadLetterRecords\x12'\n" +
+	"\x0fbacklog_records\x18\t \x01(\x03R\x0ebacklogRecords\x12#\n" +
+	"\rbacklog_bytes\x18\n" +
+	" \x01(\x03R\fbacklogBytes\x12.\n" +
+	"\x13backlog_bytes_exact\x18\v \x01(\bR\x11backlogBytesExact\x12\"\n" +
+	"\rdrain_per_sec\x18\f \x01(\x01R\vdrainPerSec\x127\n" +
+	"\x18oldest_unfinished_age_ms\x18\r \x01(\x03R\x15oldestUnfinishedAgeMs\x12+\n" +
+	"\x12max_backlog_age_ms\x18\x0e \x01(\x03R\x0fmaxBacklogAgeMs\x124\n" +
+	"\tin_flight\x18\x0f \x03(\v2\x17.logd.v1.InFlightRecordR\binFlight\"\xe3\x01\n" +
+	"\x0eInFlightRecord\x12\x1c\n" +
+	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x16\n" +
+	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x16\n" +
+	"\x06worker\x18\x03 \x01(\tR\x06worker\x12\x1a\n" +
+	"\bdelivery\x18\x04 \x01(\rR\bdelivery\x12!\n" +
+	"\fdelivered_ms\x18\x05 \x01(\x03R\vdeliveredMs\x12$\n" +
+	"\x0elease_until_ms\x18\x06 \x01(\x03R\fleaseUntilMs\x12\x1e\n" +
+	"\n" +
+	"extensions\x18\a \x01(\x05R\n" +
+	"extensions\"\xcb\x01\n" +
 	"\fClaimRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\tR\x05group\x12\x1f\n" +
@@ -6808,7 +7016,8 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"maxRecords\x12\x19\n" +
 	"\blease_ms\x18\x04 \x01(\x03R\aleaseMs\x12\x1b\n" +
 	"\tmax_bytes\x18\x05 \x01(\x05R\bmaxBytes\x12\x1e\n" +
-	"\vmax_wait_ms\x18\x06 \x01(\x05R\tmaxWaitMs\"\xec\x02\n" +
+	"\vmax_wait_ms\x18\x06 \x01(\x05R\tmaxWaitMs\x12\x16\n" +
+	"\x06worker\x18\a \x01(\tR\x06worker\"\xec\x02\n" +
 	"\rClaimedRecord\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12!\n" +
@@ -6822,11 +7031,12 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x11first_delivery_ms\x18\n" +
 	" \x01(\x03R\x0ffirstDeliveryMsB\x06\n" +
 	"\x04_keyB\b\n" +
-	"\x06_value\"\x92\x01\n" +
+	"\x06_value\"\xaa\x01\n" +
 	"\rClaimResponse\x120\n" +
 	"\arecords\x18\x01 \x03(\v2\x16.logd.v1.ClaimedRecordR\arecords\x12*\n" +
 	"\x11at_cap_partitions\x18\x02 \x03(\x05R\x0fatCapPartitions\x12#\n" +
-	"\rdead_lettered\x18\x03 \x01(\x05R\fdeadLettered\"\xfb\x01\n" +
+	"\rdead_lettered\x18\x03 \x01(\x05R\fdeadLettered\x12\x16\n" +
+	"\x06paused\x18\x04 \x01(\bR\x06paused\"\xfb\x01\n" +
 	"\vTokenResult\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12%\n" +
 	"\x05error\x18\x02 \x01(\x0e2\x0f.logd.v1.ReasonR\x05error\x12\x18\n" +
@@ -7044,7 +7254,7 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 101)
+var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 102)
 var file_logd_v1_logd_proto_goTypes = []any{
 	(Reason)(0),                        // 0: logd.v1.Reason
 	(*ErrorInfo)(nil),                  // 1: logd.v1.ErrorInfo
@@ -7106,58 +7316,59 @@ var file_logd_v1_logd_proto_goTypes = []any{
 	(*DescribeQueueGroupRequest)(nil),  // 57: logd.v1.DescribeQueueGroupRequest
 	(*QueuePartitionState)(nil),        // 58: logd.v1.QueuePartitionState
 	(*DescribeQueueGroupResponse)(nil), // 59: logd.v1.DescribeQueueGroupResponse
-	(*ClaimRequest)(nil),               // 60: logd.v1.ClaimRequest
-	(*ClaimedRecord)(nil),              // 61: logd.v1.ClaimedRecord
-	(*ClaimResponse)(nil),              // 62: logd.v1.ClaimResponse
-	(*TokenResult)(nil),                // 63: logd.v1.TokenResult
-	(*AckRequest)(nil),                 // 64: logd.v1.AckRequest
-	(*AckResponse)(nil),                // 65: logd.v1.AckResponse
-	(*QueueNack)(nil),                  // 66: logd.v1.QueueNack
-	(*NackRequest)(nil),                // 67: logd.v1.NackRequest
-	(*NackResponse)(nil),               // 68: logd.v1.NackResponse
-	(*ExtendRequest)(nil),              // 69: logd.v1.ExtendRequest
-	(*ExtendResponse)(nil),             // 70: logd.v1.ExtendResponse
-	(*AlterTopicRequest)(nil),          // 71: logd.v1.AlterTopicRequest
-	(*AlterTopicResponse)(nil),         // 72: logd.v1.AlterTopicResponse
-	(*CleanerRun)(nil),                 // 73: logd.v1.CleanerRun
-	(*JoinRequest)(nil),                // 74: logd.v1.JoinRequest
-	(*JoinResponse)(nil),               // 75: logd.v1.JoinResponse
-	(*RemoveNodeRequest)(nil),          // 76: logd.v1.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),         // 77: logd.v1.RemoveNodeResponse
-	(*TransferLeadershipRequest)(nil),  // 78: logd.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil), // 79: logd.v1.TransferLeadershipResponse
-	(*PauseQueueGroupRequest)(nil),     // 80: logd.v1.PauseQueueGroupRequest
-	(*PauseQueueGroupResponse)(nil),    // 81: logd.v1.PauseQueueGroupResponse
-	(*WhoAmIRequest)(nil),              // 82: logd.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),             // 83: logd.v1.WhoAmIResponse
-	(*TokenInfo)(nil),                  // 84: logd.v1.TokenInfo
-	(*CreateTokenRequest)(nil),         // 85: logd.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),        // 86: logd.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),          // 87: logd.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),         // 88: logd.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),         // 89: logd.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),        // 90: logd.v1.RevokeTokenResponse
-	(*ACL)(nil),                        // 91: logd.v1.ACL
-	(*CreateACLsRequest)(nil),          // 92: logd.v1.CreateACLsRequest
-	(*CreateACLsResponse)(nil),         // 93: logd.v1.CreateACLsResponse
-	(*ACLFilter)(nil),                  // 94: logd.v1.ACLFilter
-	(*ListACLsRequest)(nil),            // 95: logd.v1.ListACLsRequest
-	(*ListACLsResponse)(nil),           // 96: logd.v1.ListACLsResponse
-	(*DeleteACLsRequest)(nil),          // 97: logd.v1.DeleteACLsRequest
-	(*DeleteACLsResponse)(nil),         // 98: logd.v1.DeleteACLsResponse
-	nil,                                // 99: logd.v1.CreateTopicRequest.ConfigEntry
-	nil,                                // 100: logd.v1.TopicInfo.ConfigEntry
-	nil,                                // 101: logd.v1.AlterTopicRequest.ConfigEntry
+	(*InFlightRecord)(nil),             // 60: logd.v1.InFlightRecord
+	(*ClaimRequest)(nil),               // 61: logd.v1.ClaimRequest
+	(*ClaimedRecord)(nil),              // 62: logd.v1.ClaimedRecord
+	(*ClaimResponse)(nil),              // 63: logd.v1.ClaimResponse
+	(*TokenResult)(nil),                // 64: logd.v1.TokenResult
+	(*AckRequest)(nil),                 // 65: logd.v1.AckRequest
+	(*AckResponse)(nil),                // 66: logd.v1.AckResponse
+	(*QueueNack)(nil),                  // 67: logd.v1.QueueNack
+	(*NackRequest)(nil),                // 68: logd.v1.NackRequest
+	(*NackResponse)(nil),               // 69: logd.v1.NackResponse
+	(*ExtendRequest)(nil),              // 70: logd.v1.ExtendRequest
+	(*ExtendResponse)(nil),             // 71: logd.v1.ExtendResponse
+	(*AlterTopicRequest)(nil),          // 72: logd.v1.AlterTopicRequest
+	(*AlterTopicResponse)(nil),         // 73: logd.v1.AlterTopicResponse
+	(*CleanerRun)(nil),                 // 74: logd.v1.CleanerRun
+	(*JoinRequest)(nil),                // 75: logd.v1.JoinRequest
+	(*JoinResponse)(nil),               // 76: logd.v1.JoinResponse
+	(*RemoveNodeRequest)(nil),          // 77: logd.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),         // 78: logd.v1.RemoveNodeResponse
+	(*TransferLeadershipRequest)(nil),  // 79: logd.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil), // 80: logd.v1.TransferLeadershipResponse
+	(*PauseQueueGroupRequest)(nil),     // 81: logd.v1.PauseQueueGroupRequest
+	(*PauseQueueGroupResponse)(nil),    // 82: logd.v1.PauseQueueGroupResponse
+	(*WhoAmIRequest)(nil),              // 83: logd.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),             // 84: logd.v1.WhoAmIResponse
+	(*TokenInfo)(nil),                  // 85: logd.v1.TokenInfo
+	(*CreateTokenRequest)(nil),         // 86: logd.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),        // 87: logd.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),          // 88: logd.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),         // 89: logd.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),         // 90: logd.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),        // 91: logd.v1.RevokeTokenResponse
+	(*ACL)(nil),                        // 92: logd.v1.ACL
+	(*CreateACLsRequest)(nil),          // 93: logd.v1.CreateACLsRequest
+	(*CreateACLsResponse)(nil),         // 94: logd.v1.CreateACLsResponse
+	(*ACLFilter)(nil),                  // 95: logd.v1.ACLFilter
+	(*ListACLsRequest)(nil),            // 96: logd.v1.ListACLsRequest
+	(*ListACLsResponse)(nil),           // 97: logd.v1.ListACLsResponse
+	(*DeleteACLsRequest)(nil),          // 98: logd.v1.DeleteACLsRequest
+	(*DeleteACLsResponse)(nil),         // 99: logd.v1.DeleteACLsResponse
+	nil,                                // 100: logd.v1.CreateTopicRequest.ConfigEntry
+	nil,                                // 101: logd.v1.TopicInfo.ConfigEntry
+	nil,                                // 102: logd.v1.AlterTopicRequest.ConfigEntry
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
 	0,   // 0: logd.v1.ErrorInfo.reason:type_name -> logd.v1.Reason
-	99,  // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
+	100, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
 	10,  // 2: logd.v1.CreateTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	10,  // 3: logd.v1.ListTopicsResponse.topics:type_name -> logd.v1.TopicInfo
 	10,  // 4: logd.v1.DescribeTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	11,  // 5: logd.v1.DescribeTopicResponse.partitions:type_name -> logd.v1.PartitionInfo
-	100, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
-	73,  // 7: logd.v1.PartitionInfo.last_cleaner_run:type_name -> logd.v1.CleanerRun
+	101, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
+	74,  // 7: logd.v1.PartitionInfo.last_cleaner_run:type_name -> logd.v1.CleanerRun
 	12,  // 8: logd.v1.Record.headers:type_name -> logd.v1.Header
 	13,  // 9: logd.v1.ProduceRequest.records:type_name -> logd.v1.Record
 	15,  // 10: logd.v1.ProduceResponse.results:type_name -> logd.v1.RecordResult
@@ -7185,100 +7396,101 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	52,  // 32: logd.v1.AlterQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
 	52,  // 33: logd.v1.DescribeQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
 	58,  // 34: logd.v1.DescribeQueueGroupResponse.partitions:type_name -> logd.v1.QueuePartitionState
-	12,  // 35: logd.v1.ClaimedRecord.headers:type_name -> logd.v1.Header
-	61,  // 36: logd.v1.ClaimResponse.records:type_name -> logd.v1.ClaimedRecord
-	0,   // 37: logd.v1.TokenResult.error:type_name -> logd.v1.Reason
-	63,  // 38: logd.v1.AckResponse.results:type_name -> logd.v1.TokenResult
-	66,  // 39: logd.v1.NackRequest.nacks:type_name -> logd.v1.QueueNack
-	63,  // 40: logd.v1.NackResponse.results:type_name -> logd.v1.TokenResult
-	63,  // 41: logd.v1.ExtendResponse.results:type_name -> logd.v1.TokenResult
-	101, // 42: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
-	10,  // 43: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
-	84,  // 44: logd.v1.CreateTokenResponse.info:type_name -> logd.v1.TokenInfo
-	84,  // 45: logd.v1.ListTokensResponse.tokens:type_name -> logd.v1.TokenInfo
-	84,  // 46: logd.v1.RevokeTokenResponse.info:type_name -> logd.v1.TokenInfo
-	91,  // 47: logd.v1.CreateACLsRequest.acls:type_name -> logd.v1.ACL
-	94,  // 48: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACLFilter
-	91,  // 49: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
-	94,  // 50: logd.v1.DeleteACLsRequest.filter:type_name -> logd.v1.ACLFilter
-	91,  // 51: logd.v1.DeleteACLsResponse.acls:type_name -> logd.v1.ACL
-	2,   // 52: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
-	4,   // 53: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
-	6,   // 54: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
-	8,   // 55: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
-	14,  // 56: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
-	17,  // 57: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
-	20,  // 58: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
-	22,  // 59: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
-	27,  // 60: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
-	31,  // 61: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
-	33,  // 62: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
-	35,  // 63: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
-	37,  // 64: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
-	39,  // 65: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
-	42,  // 66: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
-	46,  // 67: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
-	49,  // 68: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
-	53,  // 69: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
-	55,  // 70: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
-	57,  // 71: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
-	60,  // 72: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
-	64,  // 73: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
-	67,  // 74: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
-	69,  // 75: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
-	74,  // 76: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
-	76,  // 77: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
-	78,  // 78: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
-	71,  // 79: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
-	80,  // 80: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
-	82,  // 81: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
-	85,  // 82: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
-	87,  // 83: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
-	89,  // 84: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
-	92,  // 85: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
-	95,  // 86: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
-	97,  // 87: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
-	3,   // 88: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	5,   // 89: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	7,   // 90: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	9,   // 91: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	16,  // 92: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
-	19,  // 93: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
-	21,  // 94: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	23,  // 95: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
-	30,  // 96: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
-	32,  // 97: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
-	34,  // 98: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
-	36,  // 99: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
-	38,  // 100: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
-	41,  // 101: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
-	45,  // 102: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
-	47,  // 103: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
-	51,  // 104: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
-	54,  // 105: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
-	56,  // 106: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
-	59,  // 107: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
-	62,  // 108: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
-	65,  // 109: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
-	68,  // 110: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
-	70,  // 111: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
-	75,  // 112: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
-	77,  // 113: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
-	79,  // 114: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
-	72,  // 115: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
-	81,  // 116: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
-	83,  // 117: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
-	86,  // 118: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
-	88,  // 119: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
-	90,  // 120: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
-	93,  // 121: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
-	96,  // 122: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
-	98,  // 123: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
-	88,  // [88:124] is the sub-list for method output_type
-	52,  // [52:88] is the sub-list for method input_type
-	52,  // [52:52] is the sub-list for extension type_name
-	52,  // [52:52] is the sub-list for extension extendee
-	0,   // [0:52] is the sub-list for field type_name
+	60,  // 35: logd.v1.DescribeQueueGroupResponse.in_flight:type_name -> logd.v1.InFlightRecord
+	12,  // 36: logd.v1.ClaimedRecord.headers:type_name -> logd.v1.Header
+	62,  // 37: logd.v1.ClaimResponse.records:type_name -> logd.v1.ClaimedRecord
+	0,   // 38: logd.v1.TokenResult.error:type_name -> logd.v1.Reason
+	64,  // 39: logd.v1.AckResponse.results:type_name -> logd.v1.TokenResult
+	67,  // 40: logd.v1.NackRequest.nacks:type_name -> logd.v1.QueueNack
+	64,  // 41: logd.v1.NackResponse.results:type_name -> logd.v1.TokenResult
+	64,  // 42: logd.v1.ExtendResponse.results:type_name -> logd.v1.TokenResult
+	102, // 43: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
+	10,  // 44: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
+	85,  // 45: logd.v1.CreateTokenResponse.info:type_name -> logd.v1.TokenInfo
+	85,  // 46: logd.v1.ListTokensResponse.tokens:type_name -> logd.v1.TokenInfo
+	85,  // 47: logd.v1.RevokeTokenResponse.info:type_name -> logd.v1.TokenInfo
+	92,  // 48: logd.v1.CreateACLsRequest.acls:type_name -> logd.v1.ACL
+	95,  // 49: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACLFilter
+	92,  // 50: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
+	95,  // 51: logd.v1.DeleteACLsRequest.filter:type_name -> logd.v1.ACLFilter
+	92,  // 52: logd.v1.DeleteACLsResponse.acls:type_name -> logd.v1.ACL
+	2,   // 53: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
+	4,   // 54: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
+	6,   // 55: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
+	8,   // 56: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
+	14,  // 57: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
+	17,  // 58: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
+	20,  // 59: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
+	22,  // 60: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
+	27,  // 61: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
+	31,  // 62: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
+	33,  // 63: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
+	35,  // 64: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
+	37,  // 65: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
+	39,  // 66: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
+	42,  // 67: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
+	46,  // 68: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
+	49,  // 69: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
+	53,  // 70: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
+	55,  // 71: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
+	57,  // 72: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
+	61,  // 73: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
+	65,  // 74: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
+	68,  // 75: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
+	70,  // 76: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
+	75,  // 77: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
+	77,  // 78: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
+	79,  // 79: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
+	72,  // 80: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
+	81,  // 81: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
+	83,  // 82: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
+	86,  // 83: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
+	88,  // 84: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
+	90,  // 85: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
+	93,  // 86: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
+	96,  // 87: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
+	98,  // 88: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
+	3,   // 89: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	5,   // 90: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	7,   // 91: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	9,   // 92: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	16,  // 93: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
+	19,  // 94: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
+	21,  // 95: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	23,  // 96: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
+	30,  // 97: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
+	32,  // 98: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
+	34,  // 99: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
+	36,  // 100: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	38,  // 101: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
+	41,  // 102: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	45,  // 103: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
+	47,  // 104: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
+	51,  // 105: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
+	54,  // 106: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
+	56,  // 107: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
+	59,  // 108: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
+	63,  // 109: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
+	66,  // 110: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
+	69,  // 111: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
+	71,  // 112: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
+	76,  // 113: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
+	78,  // 114: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
+	80,  // 115: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
+	73,  // 116: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
+	82,  // 117: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
+	84,  // 118: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
+	87,  // 119: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
+	89,  // 120: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
+	91,  // 121: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
+	94,  // 122: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
+	97,  // 123: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
+	99,  // 124: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
+	89,  // [89:125] is the sub-list for method output_type
+	53,  // [53:89] is the sub-list for method input_type
+	53,  // [53:53] is the sub-list for extension type_name
+	53,  // [53:53] is the sub-list for extension extendee
+	0,   // [0:53] is the sub-list for field type_name
 }
 
 func init() { file_logd_v1_logd_proto_init() }
@@ -7290,15 +7502,15 @@ func file_logd_v1_logd_proto_init() {
 	file_logd_v1_logd_proto_msgTypes[17].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[19].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[51].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[60].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[65].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[61].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[66].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   101,
+			NumMessages:   102,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -34,6 +34,7 @@ func newQueueDescribeCmd(opts *globalOpts) *cobra.Command {
 					state = "PAUSED (no deliveries)"
 				}
 				fmt.Fprintf(opts.stdout, "State: %s; admission refusals: %d; dead-letter topic holds %d records\n", state, d.AdmissionRefusals, d.DeadLetterRecords)
+				fmt.Fprintln(opts.stdout, backlogLine(d))
 				fmt.Fprintln(opts.stdout)
 				tw := newTable(opts.stdout)
 				fmt.Fprintln(tw, "PARTITION\tREADY\tIN FLIGHT\tDELAYED\tACKED\tDEAD-LETTERED\tDONE BELOW\tEND\tOLDEST READY\tOLDEST LEASE\tACK/S\tNACKED\tEXPIRED\tSTATE")
@@ -66,4 +67,20 @@ func durationOrDash(d time.Duration) string {
 		return "-"
 	}
 	return d.Round(time.Millisecond).String()
+}
+
+// backlogLine describes what admission control bounds: the backlog's
+// records and bytes, its oldest unfinished record's age against the
+// topic's age bound, and the drain rate retry-after hints come from.
+func backlogLine(d client.QueueGroupDescription) string {
+	exact := "exact"
+	if !d.BacklogBytesExact {
+		exact = "estimated"
+	}
+	bound := "no age bound"
+	if d.MaxBacklogAge >= 0 {
+		bound = "bound " + d.MaxBacklogAge.String()
+	}
+	return fmt.Sprintf("Backlog: %d records, %d bytes (%s); oldest unfinished %s (%s); drain %.1f records/s",
+		d.BacklogRecords, d.BacklogBytes, exact, durationOrDash(d.OldestUnfinishedAge), bound, d.DrainPerSec)
 }

@@ -1,9 +1,41 @@
 package fsm
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 )
+
+// alterTopicQueueVersion is the alter-topic payload that sets or deletes a
+// topic setting of QueueLevel (queueLevelKey), which builds before refuse.
+const alterTopicQueueVersion = 2
+
+// decodeAlterTopic reads an alter-topic payload; only
+// alterTopicQueueVersion may set or delete a setting of QueueLevel.
+func decodeAlterTopic(p []byte, version byte, _ *keyScratch) (AlterTopic, error) {
+	var c AlterTopic
+	if err := json.Unmarshal(p, &c); err != nil {
+		return c, fmt.Errorf("%w: alter-topic: %v", ErrBadCommand, err)
+	}
+	if version < alterTopicQueueVersion && hasQueueLevelKey(c.Config, c.Delete) {
+		return c, fmt.Errorf("%w: alter-topic version %d with a setting of feature level %d", ErrBadCommand, version, QueueLevel)
+	}
+	return c, nil
+}
+
+// EncodeAlterTopic encodes an alter-topic stamped with now, in
+// alterTopicQueueVersion (QueueLevel) when it sets or deletes a setting of
+// that level, else in version 1.
+func EncodeAlterTopic(now int64, c AlterTopic) ([]byte, error) {
+	data, err := encodeJSONCommand(CmdAlterTopic, now, c)
+	if err != nil {
+		return nil, err
+	}
+	if hasQueueLevelKey(c.Config, c.Delete) {
+		data[1] = alterTopicQueueVersion
+	}
+	return data, nil
+}
 
 // validateAlterTopic checks an AlterTopic against the topic's current
 // settings and returns the resolved new settings. The server path calls it

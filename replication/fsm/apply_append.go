@@ -112,7 +112,7 @@ func (f *FSM) applyAppend(index uint64, now int64, a Append) any {
 		p.next = base + int64(info.LastOffsetDelta) + 1
 		res.BaseOffsets[i] = base
 	}
-	f.noteAppend(t, a, sizes, now)
+	f.noteAppend(t, a, res.BaseOffsets, sizes, now)
 	for _, b := range a.Batches {
 		t.Partitions[b.Partition].signal()
 	}

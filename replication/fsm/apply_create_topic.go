@@ -68,6 +68,25 @@ const createTopicQuotaVersion = 2
 // SecurityLevel.
 const createTopicPrincipalVersion = 3
 
+// createTopicQueueVersion is the create-topic payload that may set a topic
+// setting of QueueLevel (queueLevelKey), which builds before refuse.
+const createTopicQueueVersion = 4
+
+// hasQueueLevelKey reports whether a config sets a key of QueueLevel.
+func hasQueueLevelKey(cfg map[string]string, deleted []string) bool {
+	for k := range cfg {
+		if queueLevelKey(k) {
+			return true
+		}
+	}
+	for _, k := range deleted {
+		if queueLevelKey(k) {
+			return true
+		}
+	}
+	return false
+}
+
 // TopicQuota bounds the topics of the cluster and their partitions, as
 // counted when a create-topic is applied, in all and per principal. Zero
 // bounds nothing.
@@ -182,19 +201,25 @@ func decodeCreateTopic(p []byte, version byte, _ *keyScratch) (CreateTopic, erro
 	if version < createTopicPrincipalVersion && (c.Principal != "" || c.Quota != nil && c.Quota.perPrincipal()) {
 		return c, fmt.Errorf("%w: create-topic version %d with a principal or a per-principal quota", ErrBadCommand, version)
 	}
+	if version < createTopicQueueVersion && hasQueueLevelKey(c.Config, nil) {
+		return c, fmt.Errorf("%w: create-topic version %d with a setting of feature level %d", ErrBadCommand, version, QueueLevel)
+	}
 	return c, nil
 }
 
 // EncodeCreateTopic encodes a create-topic stamped with now: in payload
 // version 1 without a quota, in createTopicQuotaVersion (QuotaLevel) with
 // one, in createTopicPrincipalVersion (SecurityLevel) with a principal or
-// a per-principal quota.
+// a per-principal quota, in createTopicQueueVersion (QueueLevel) with a
+// setting of that level.
 func EncodeCreateTopic(now int64, c CreateTopic) ([]byte, error) {
 	data, err := encodeJSONCommand(CmdCreateTopic, now, c)
 	if err != nil {
 		return nil, err
 	}
 	switch {
+	case hasQueueLevelKey(c.Config, nil):
+		data[1] = createTopicQueueVersion
 	case c.Principal != "" || c.Quota != nil && c.Quota.perPrincipal():
 		data[1] = createTopicPrincipalVersion
 	case c.Quota != nil:

@@ -13,7 +13,9 @@ import (
 // Admission control. A topic with queue groups bounds each
 // group's backlog (ready + in-flight + delayed records, and their bytes)
 // with the topic settings queue.max.backlog.records and
-// queue.max.backlog.bytes. An append that would take any group past a
+// queue.max.backlog.bytes, and the age of its oldest unfinished record
+// (from its append command's time to the append's) with
+// queue.max.backlog.age.ms. An append that would take any group past a
 // bound is refused whole, before anything is written, with an
 // OverloadedError; the client retries after the hint. The check reads only
 // replicated state (queue groups and the state machine's end offsets), so
@@ -28,8 +30,10 @@ const DefaultOverloadRetryAfter = time.Second
 // OverloadedError says which group and bound refused an append.
 type OverloadedError struct {
 	Topic, Group string
-	// Bound is "records" or "bytes"; Backlog the group's backlog before the
-	// append, Adding what the append would add, Limit the bound.
+	// Bound is "records", "bytes" or "age"; Backlog the group's backlog
+	// before the append (for "age", the oldest unfinished record's age in
+	// milliseconds), Adding what the append would add (0 for "age"), Limit
+	// the bound.
 	Bound                  string
 	Backlog, Adding, Limit int64
 	// DrainPerSec is the group's drain rate (finished records, or bytes
@@ -41,6 +45,10 @@ type OverloadedError struct {
 }
 
 func (e *OverloadedError) Error() string {
+	if e.Bound == "age" {
+		return fmt.Sprintf("%v: queue group %s on %s has an unfinished record appended %v ago, past queue.max.backlog.age.ms=%d",
+			ErrOverloaded, e.Group, e.Topic, time.Duration(e.Backlog)*time.Millisecond, e.Limit)
+	}
 	return fmt.Sprintf("%v: queue group %s on %s has a backlog of %d %s; %d more would pass queue.max.backlog.%s=%d",
 		ErrOverloaded, e.Group, e.Topic, e.Backlog, e.Bound, e.Adding, e.Bound, e.Limit)
 }
@@ -107,7 +115,8 @@ func (f *FSM) admit(t *Topic, a Append, ends []int64, now int64) (map[int32]int6
 		}
 	}
 	maxRecords, maxBytes := configInt(t.Config, ConfigQueueMaxBacklogRecords), configInt(t.Config, ConfigQueueMaxBacklogBytes)
-	if maxRecords < 0 && maxBytes < 0 {
+	maxAge := configInt(t.Config, ConfigQueueMaxBacklogAgeMs)
+	if maxRecords < 0 && maxBytes < 0 && maxAge < 0 {
 		return sizes, nil
 	}
 	var addRecords, addBatchBytes, addRecordBytes int64
@@ -150,30 +159,46 @@ func (f *FSM) admit(t *Topic, a Append, ends []int64, now int64) (map[int32]int6
 			}
 			return nil, overloaded(t.Name, name, "bytes", b.Bytes, addBytes, maxBytes, bytes)
 		}
+		if maxAge < 0 {
+			continue
+		}
+		// The age bound is a key of QueueLevel, so every group counts
+		// append times (OldestAppend) by the time it is set.
+		if oldest, ok := q.OldestAppend(ends); ok && now-oldest > maxAge*int64(time.Millisecond) {
+			rate, _ := q.DrainRate(now)
+			cutoff := now - maxAge*int64(time.Millisecond)
+			excess := q.AppendedBefore(cutoff, ends)
+			return nil, &OverloadedError{Topic: t.Name, Group: name, Bound: "age", Backlog: (now - oldest) / int64(time.Millisecond),
+				Limit: maxAge, DrainPerSec: rate, RetryAfter: queue.RetryAfter(float64(excess), rate)}
+		}
 	}
 	return sizes, nil
 }
 
-// noteAppend tells the topic's queue groups what an applied append added
-// (records and batch bytes for the estimate, and the records' exact sizes
-// once the groups count them). It runs for every applied append, replays
-// included, like the rest of the queue state.
-// sizes are the records' sizes per partition as admit returned them (nil
-// when no group counts exact bytes).
-func (f *FSM) noteAppend(t *Topic, a Append, sizes map[int32]int64, now int64) {
+// noteAppend tells the topic's queue groups what an applied append added:
+// records and batch bytes for the estimate, and, once the groups count
+// exact bytes, the records' sizes (as admit returned them; nil when no
+// group counts them) and the append's time. bases are the batches' first
+// offsets. It runs for every applied append, replays included, like the
+// rest of the queue state.
+func (f *FSM) noteAppend(t *Topic, a Append, bases []int64, sizes map[int32]int64, now int64) {
 	f.queues.mu.RLock()
 	has := len(f.queues.byTopic[t.Name]) > 0
 	f.queues.mu.RUnlock()
 	if !has {
 		return
 	}
-	recs, bytes := appendSize(a)
 	f.queues.mu.Lock()
 	defer f.queues.mu.Unlock()
 	for _, q := range f.queues.byTopic[t.Name] {
 		q.Tick(now)
-		for p, n := range recs {
-			q.NoteAppend(p, n, bytes[p], sizes[p])
+		for i, b := range a.Batches {
+			info, err := batch.Peek(b.Batch)
+			if err != nil {
+				continue // validateAppend refused it
+			}
+			q.NoteAppend(queue.Appended{Partition: b.Partition, Base: bases[i], Records: int64(info.LastOffsetDelta) + 1,
+				BatchBytes: int64(len(b.Batch)), RecordBytes: sizes[b.Partition], At: now})
 		}
 	}
 }

@@ -28,7 +28,7 @@ func (f *FSM) applyQueueClaim(index uint64, now int64, c QueueClaim) any {
 	if err != nil {
 		return f.stop(fmt.Errorf("apply index %d: claim %s/%s: %w", index, c.Topic, c.Group, err))
 	}
-	out := QueueClaimResult{AtCap: res.AtCap, Records: make([]ClaimedRecord, 0, len(res.Deliveries))}
+	out := QueueClaimResult{AtCap: res.AtCap, Records: make([]ClaimedRecord, 0, len(res.Deliveries)), Paused: q.Paused()}
 	for _, d := range res.Deliveries {
 		r, err := src.record(d.Partition, d.Offset)
 		if err != nil || r == nil {

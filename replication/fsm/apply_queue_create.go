@@ -55,7 +55,7 @@ func (f *FSM) applyQueueCreate(index uint64, now int64, c QueueCreate) any {
 		// A group that works the topic from its start sizes the records
 		// already there once, here.
 		src := f.newQueueSource(t, cfg.DeadlineHeader, f.queues.windowsLocked(t))
-		if err := q.SetExactBytes(src, queueEnds(t)); err != nil {
+		if err := q.SetExactBytes(src, queueEnds(t), now); err != nil {
 			return f.stop(fmt.Errorf("apply index %d: size the backlog of queue group %s/%s: %w", index, c.Topic, c.Group, err))
 		}
 	}

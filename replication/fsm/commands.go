@@ -107,7 +107,9 @@ const (
 	ExternalGroupsLevel FeatureLevel = 5
 	// QueueLevel adds a claim's worker id (queue-claim payload version
 	// queueClaimWorkerVersion, which the proposer writes for every claim
-	// once the cluster is at this level). Once an entry at this level has
+	// once the cluster is at this level) and the topic setting
+	// queue.max.backlog.age.ms (create-topic and alter-topic payload
+	// versions createTopicQueueVersion and alterTopicQueueVersion). Once an entry at this level has
 	// been applied, queue groups count the exact bytes of their backlog
 	// (queue.Group.SetExactBytes) where builds before estimated them, and
 	// admission control decides by those.
@@ -154,6 +156,7 @@ var commands = [...]command{
 		{version: commandVersion, level: BaseLevel},
 		{version: createTopicQuotaVersion, level: QuotaLevel},        // with a quota
 		{version: createTopicPrincipalVersion, level: SecurityLevel}, // with a principal
+		{version: createTopicQueueVersion, level: QueueLevel},        // with a setting of QueueLevel
 	}, decodeCreateTopic, (*FSM).applyCreateTopic),
 	CmdDeleteTopic: jsonCommand("delete-topic", BaseLevel, (*FSM).applyDeleteTopic),
 	CmdAppend: row("append", BaseLevel, []payloadVersion{
@@ -172,7 +175,10 @@ var commands = [...]command{
 	CmdGroupDelete:       jsonCommand("group-delete", BaseLevel, (*FSM).applyGroupDelete),
 	CmdGroupSetOffsets:   binaryCommand("group-set-offsets", ExternalGroupsLevel, decodeGroupSetOffsets, (*FSM).applyGroupSetOffsets),
 
-	CmdAlterTopic: jsonCommand("alter-topic", BaseLevel, (*FSM).applyAlterTopic),
+	CmdAlterTopic: row("alter-topic", BaseLevel, []payloadVersion{
+		{version: commandVersion, level: BaseLevel},
+		{version: alterTopicQueueVersion, level: QueueLevel}, // with a setting of QueueLevel
+	}, decodeAlterTopic, (*FSM).applyAlterTopic),
 	CmdTrim:       jsonCommand("trim", BaseLevel, (*FSM).applyTrim),
 	CmdCompact:    jsonCommand("compact", BaseLevel, (*FSM).applyCompact),
 

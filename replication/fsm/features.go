@@ -22,7 +22,7 @@ func (f *FSM) AppliedLevel() FeatureLevel {
 // level skipped are read from now on. Reaching QueueLevel makes every
 // queue group count its backlog's exact bytes, sized here once from the
 // logs (an error is an I/O error: the caller stops).
-func (f *FSM) raiseLevel(level FeatureLevel) error {
+func (f *FSM) raiseLevel(level FeatureLevel, now int64) error {
 	before := f.AppliedLevel()
 	f.level.Store(uint32(level))
 	if before < CompressionLevel && level >= CompressionLevel {
@@ -31,14 +31,16 @@ func (f *FSM) raiseLevel(level FeatureLevel) error {
 		f.queues.mu.Unlock()
 	}
 	if before < QueueLevel && level >= QueueLevel {
-		return f.exactQueueBytes()
+		return f.exactQueueBytes(now)
 	}
 	return nil
 }
 
 // exactQueueBytes makes every queue group count exact backlog bytes
-// (queue.Group.SetExactBytes), against the state machine's end offsets.
-func (f *FSM) exactQueueBytes() error {
+// and append times (queue.Group.SetExactBytes), against the state
+// machine's end offsets, the records already there counting as appended
+// at now.
+func (f *FSM) exactQueueBytes(now int64) error {
 	f.queues.mu.Lock()
 	defer f.queues.mu.Unlock()
 	for _, q := range f.queues.sortedLocked() {
@@ -50,7 +52,7 @@ func (f *FSM) exactQueueBytes() error {
 			continue // dropped with its topic
 		}
 		src := f.newQueueSource(t, q.Config().DeadlineHeader, f.queues.windowsLocked(t))
-		if err := q.SetExactBytes(src, queueEnds(t)); err != nil {
+		if err := q.SetExactBytes(src, queueEnds(t), now); err != nil {
 			return fmt.Errorf("size the backlog of queue group %s/%s: %w", q.Topic(), q.Name(), err)
 		}
 	}

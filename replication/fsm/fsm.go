@@ -201,7 +201,7 @@ func (f *FSM) applyOne(index uint64, data []byte) any {
 		f.now.Store(env.Time)
 	}
 	if env.Level > f.AppliedLevel() {
-		if err := f.raiseLevel(env.Level); err != nil {
+		if err := f.raiseLevel(env.Level, f.now.Load()); err != nil {
 			return f.stop(fmt.Errorf("apply index %d: %w", index, err))
 		}
 	}

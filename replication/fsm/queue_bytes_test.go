@@ -94,3 +94,75 @@ func TestQueueRetryAfterFromDrainRate(t *testing.T) {
 	}
 	check("replay", b.apply(refusal))
 }
+
+// TestQueueAdmissionByAge: queue.max.backlog.age.ms refuses a produce
+// once the oldest unfinished record was appended more than the bound
+// before it (command times): at exactly the bound it is admitted, one
+// nanosecond later refused with a retry-after; once the old records are
+// finished, produces pass again. The setting is of QueueLevel: its
+// create-topic and alter-topic payloads need that level.
+func TestQueueAdmissionByAge(t *testing.T) {
+	f, fatals := testFSM(t, t.TempDir())
+	a := &applier{t: t, f: f}
+	create, err := EncodeCreateTopic(qnow, CreateTopic{Name: "jobs", Partitions: 1, Config: map[string]string{ConfigQueueMaxBacklogAgeMs: "1000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if level, _, err := EntryLevel(create); err != nil || level != QueueLevel {
+		t.Fatalf("create-topic with the age bound needs level %d, %v; want %d", level, err, QueueLevel)
+	}
+	a.apply(create)
+	a.apply(queueCmd(t, CmdQueueCreate, qnow, QueueCreate{Topic: "jobs", Group: "w", Secret: []byte("s"), FromEnd: true}))
+	sec := int64(time.Second)
+	steps := []struct {
+		name    string
+		now     int64
+		wantErr error
+	}{
+		{name: "first record", now: qnow},
+		{name: "at exactly the bound", now: qnow + sec},
+		{name: "just past the bound", now: qnow + sec + 1, wantErr: ErrOverloaded},
+	}
+	for _, s := range steps {
+		err, _ := a.apply(appendCmd(t, s.now, "jobs", 0, s.name)).(error)
+		if s.wantErr == nil && err != nil || s.wantErr != nil && !errors.Is(err, s.wantErr) {
+			t.Fatalf("%s: %v, want %v", s.name, err, s.wantErr)
+		}
+	}
+	var oe *OverloadedError
+	if err, _ := a.apply(appendCmd(t, qnow+2*sec, "jobs", 0, "x")).(error); !errors.As(err, &oe) || oe.Bound != "age" || oe.Backlog != 2000 || oe.Limit != 1000 || oe.RetryAfter != queue.MaxRetryAfter {
+		t.Fatalf("refusal = %v (%+v), want the age bound with the ceiling as retry-after (nothing drained)", err, oe)
+	}
+	// A paused group's records count too.
+	a.apply(mustJSON(t, CmdQueuePause, qnow+2*sec, QueuePause{Topic: "jobs", Group: "w", Paused: true}))
+	if err, _ := a.apply(appendCmd(t, qnow+2*sec, "jobs", 0, "y")).(error); !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("paused group: %v, want overloaded", err)
+	}
+	a.apply(mustJSON(t, CmdQueuePause, qnow+2*sec, QueuePause{Topic: "jobs", Group: "w", Paused: false}))
+	c := a.claim(qnow+2*sec, 1, time.Minute)
+	a.tokens(CmdQueueAck, qnow+3*sec, QueueAck{Topic: "jobs", Group: "w", Tokens: []queue.Token{c.Records[0].Token}})
+	// The record appended at 1 s is now the oldest: 2.5 s old at 3.5 s.
+	if err, _ := a.apply(appendCmd(t, qnow+3*sec+sec/2, "jobs", 0, "z")).(error); !errors.As(err, &oe) || oe.Backlog != 2500 || oe.RetryAfter >= queue.MaxRetryAfter {
+		t.Fatalf("after an ack: %v (%+v), want a refusal 2.5 s old with a retry-after from the drain rate", err, oe)
+	}
+	c = a.claim(qnow+4*sec, 1, time.Minute)
+	a.tokens(CmdQueueAck, qnow+4*sec, QueueAck{Topic: "jobs", Group: "w", Tokens: []queue.Token{c.Records[0].Token}})
+	if res := a.apply(appendCmd(t, qnow+4*sec, "jobs", 0, "fresh")); isErr(res) {
+		t.Fatalf("nothing unfinished: %v", res)
+	}
+	if len(*fatals) != 0 {
+		t.Fatal(*fatals)
+	}
+	alter, err := EncodeAlterTopic(qnow, AlterTopic{Name: "jobs", Delete: []string{ConfigQueueMaxBacklogAgeMs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if level, _, _ := EntryLevel(alter); level != QueueLevel {
+		t.Fatalf("alter-topic deleting the age bound at level %d, want %d", level, QueueLevel)
+	}
+	v1 := append([]byte(nil), alter...)
+	v1[1] = commandVersion
+	if _, err := decodeCommandWith(v1, &keyScratch{}); !errors.Is(err, ErrBadCommand) {
+		t.Fatalf("alter-topic version 1 with the age bound decodes: %v", err)
+	}
+}

@@ -113,7 +113,7 @@ func (f *FSM) flushDeadLetters(index uint64, now int64, q *queue.Group, src *Top
 		}
 		p.next += int64(len(byPart[dp]))
 		p.signal()
-		f.noteDeadLetters(dlq, dp, byPart[dp], len(b), now)
+		f.noteDeadLetters(dlq, dp, p.next-int64(len(byPart[dp])), byPart[dp], len(b), now)
 	}
 	q.MarkDeadLettered(done)
 	return len(done), nil
@@ -122,14 +122,14 @@ func (f *FSM) flushDeadLetters(index uint64, now int64, q *queue.Group, src *Top
 // noteDeadLetters tells the queue groups of a dead-letter topic (a topic
 // like any other) what a dead-letter batch added, as noteAppend does for
 // appends. The caller holds queues.mu.
-func (f *FSM) noteDeadLetters(dlq *Topic, part int32, recs []batch.Record, batchBytes int, now int64) {
+func (f *FSM) noteDeadLetters(dlq *Topic, part int32, base int64, recs []batch.Record, batchBytes int, now int64) {
 	var size int64
 	for _, r := range recs {
 		size += recordSize(r)
 	}
 	for _, g := range f.queues.byTopic[dlq.Name] {
 		g.Tick(now)
-		g.NoteAppend(part, int64(len(recs)), int64(batchBytes), size)
+		g.NoteAppend(queue.Appended{Partition: part, Base: base, Records: int64(len(recs)), BatchBytes: int64(batchBytes), RecordBytes: size, At: now})
 	}
 }
 

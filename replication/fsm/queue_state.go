@@ -94,6 +94,8 @@ type QueueClaimResult struct {
 	// DeadLettered counts records this command moved to the dead-letter
 	// topic.
 	DeadLettered int
+	// Paused: the group is paused and delivered nothing.
+	Paused bool
 }
 
 // ClaimedRecord is one delivered record with its content. Key, Value and
@@ -119,6 +121,16 @@ type QueueGroupInfo struct {
 	Partitions []QueuePartitionInfo
 	// Paused: the group delivers nothing (apply_queue_pause.go).
 	Paused bool
+	// Backlog is what admission control bounds (Bytes exact when
+	// ExactBytes, else estimated); DrainPerSec the records finished per
+	// second over queue.DrainWindow; OldestAppend the append time (Unix
+	// ns) of the oldest unfinished record, 0 when none or not known;
+	// MaxBacklogAgeMs the topic's queue.max.backlog.age.ms (-1: none).
+	Backlog         queue.Backlog
+	ExactBytes      bool
+	DrainPerSec     float64
+	OldestAppend    int64
+	MaxBacklogAgeMs int64
 }
 
 // QueuePartitionInfo is one partition's queue state with the timestamp of
@@ -141,9 +153,13 @@ func (f *FSM) DescribeQueueGroup(topic, name string, now int64) (QueueGroupInfo,
 	if err != nil {
 		return QueueGroupInfo{}, err
 	}
-	info := QueueGroupInfo{Topic: topic, Group: name, Config: q.Config(), CreatedAt: q.CreatedAt(), Paused: q.Paused()}
+	ends := queueReadEnds(t)
+	info := QueueGroupInfo{Topic: topic, Group: name, Config: q.Config(), CreatedAt: q.CreatedAt(), Paused: q.Paused(),
+		Backlog: q.Backlog(ends), ExactBytes: q.ExactBytes(), MaxBacklogAgeMs: configInt(t.Config, ConfigQueueMaxBacklogAgeMs)}
+	info.DrainPerSec, _ = q.DrainRate(now)
+	info.OldestAppend, _ = q.OldestAppend(ends)
 	src := f.newQueueSource(t, q.Config().DeadlineHeader, nil)
-	for _, st := range q.Stats(now, queueReadEnds(t)) {
+	for _, st := range q.Stats(now, ends) {
 		pi := QueuePartitionInfo{PartitionStats: st}
 		if st.OldestReady >= 0 {
 			if ri, err := src.RecordInfo(st.Partition, st.OldestReady); err == nil && ri.Exists {

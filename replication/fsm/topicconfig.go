@@ -35,7 +35,19 @@ const (
 	// append past a bound is refused as overloaded (apply_queue_admission.go).
 	ConfigQueueMaxBacklogRecords = "queue.max.backlog.records"
 	ConfigQueueMaxBacklogBytes   = "queue.max.backlog.bytes"
+	// ConfigQueueMaxBacklogAgeMs bounds the age of each queue group's
+	// oldest unfinished record on the topic, from its append (-1: no
+	// bound); a key of QueueLevel (queueLevelKey).
+	ConfigQueueMaxBacklogAgeMs = "queue.max.backlog.age.ms"
 )
+
+// maxBacklogAgeMs caps queue.max.backlog.age.ms at ten years.
+const maxBacklogAgeMs = 10 * 365 * 86400 * 1000
+
+// queueLevelKey reports whether k is a topic setting of QueueLevel: a
+// build before it refuses the key, so a create-topic or alter-topic that
+// sets or deletes one is written in a payload version of that level.
+func queueLevelKey(k string) bool { return k == ConfigQueueMaxBacklogAgeMs }
 
 // configSpec describes one topic setting: its default and how a value is
 // checked. Defaults follow Kafka's.
@@ -97,6 +109,12 @@ var topicConfigSpecs = map[string]configSpec{
 	// Queue admission control.
 	ConfigQueueMaxBacklogRecords: {def: "-1", check: intRange(-1, maxInt64)},
 	ConfigQueueMaxBacklogBytes:   {def: "-1", check: intRange(-1, maxInt64)},
+	ConfigQueueMaxBacklogAgeMs: {def: "-1", check: func(s string) error {
+		if err := intRange(-1, maxBacklogAgeMs)(s); err != nil || s == "0" {
+			return fmt.Errorf("must be -1 (no bound) or in [1, %d]", maxBacklogAgeMs)
+		}
+		return nil
+	}},
 
 	ConfigCleanupPolicy: {def: "delete", check: func(s string) error {
 		switch s {
@@ -118,11 +136,17 @@ func TopicConfigKeys() []string {
 }
 
 // ResolveTopicConfig validates cfg and returns it with every default filled
-// in. Unknown keys and invalid values are ErrInvalidConfig.
+// in, but those of keys of QueueLevel. Unknown keys and invalid values are
+// ErrInvalidConfig.
 func ResolveTopicConfig(cfg map[string]string) (map[string]string, error) {
 	out := make(map[string]string, len(topicConfigSpecs))
 	for k, spec := range topicConfigSpecs {
-		out[k] = spec.def
+		// A key of QueueLevel is stored only when set: a topic that never
+		// set one has the same settings on a build before that level
+		// (which refuses the key) as on this one.
+		if !queueLevelKey(k) {
+			out[k] = spec.def
+		}
 	}
 	for k, v := range cfg {
 		spec, ok := topicConfigSpecs[k]
@@ -135,6 +159,16 @@ func ResolveTopicConfig(cfg map[string]string) (map[string]string, error) {
 		out[k] = v
 	}
 	return out, nil
+}
+
+// TopicConfigDefaults returns every topic setting with its default value,
+// keys of QueueLevel included.
+func TopicConfigDefaults() map[string]string {
+	out := make(map[string]string, len(topicConfigSpecs))
+	for k, spec := range topicConfigSpecs {
+		out[k] = spec.def
+	}
+	return out
 }
 
 // configInt reads an integer setting of a resolved config.
