@@ -179,8 +179,8 @@ var commands = [...]command{
 		{version: commandVersion, level: BaseLevel},
 		{version: alterTopicQueueVersion, level: QueueLevel}, // with a setting of QueueLevel
 	}, decodeAlterTopic, (*FSM).applyAlterTopic),
-	CmdTrim:       jsonCommand("trim", BaseLevel, (*FSM).applyTrim),
-	CmdCompact:    jsonCommand("compact", BaseLevel, (*FSM).applyCompact),
+	CmdTrim:    jsonCommand("trim", BaseLevel, (*FSM).applyTrim),
+	CmdCompact: jsonCommand("compact", BaseLevel, (*FSM).applyCompact),
 
 	CmdQueueCreate: jsonCommand("queue-create", BaseLevel, (*FSM).applyQueueCreate),
 	CmdQueueAlter:  jsonCommand("queue-alter", BaseLevel, (*FSM).applyQueueAlter),
