@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -46,6 +48,27 @@ type WorkerOptions struct {
 	// nil means the wall clock. A fake one lets tests step a long job
 	// through its extensions without waiting for real leases.
 	Clock Clock
+	// WorkerID names this worker in its claims (queue describe's
+	// in-flight list, each attempt's history in the dead letter); at most
+	// MaxWorkerIDLen bytes. Default DefaultWorkerID(): host and process.
+	WorkerID string
+}
+
+// MaxWorkerIDLen bounds a worker id (ClaimRequest.Worker).
+const MaxWorkerIDLen = 128
+
+// DefaultWorkerID names this process: "host/pid" (the host name as the
+// kernel reports it, "unknown" if it cannot), cut to MaxWorkerIDLen bytes.
+func DefaultWorkerID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	id := host + "/" + strconv.Itoa(os.Getpid())
+	if len(id) > MaxWorkerIDLen {
+		id = id[len(id)-MaxWorkerIDLen:] // keep the pid
+	}
+	return id
 }
 
 // Validate reports options that cannot be used.
@@ -59,6 +82,9 @@ func (o WorkerOptions) Validate() error {
 	}
 	if o.Lease < 0 || o.MaxWait < 0 || o.ShutdownTimeout < 0 {
 		errs = append(errs, errors.New("worker: durations must not be negative"))
+	}
+	if len(o.WorkerID) > MaxWorkerIDLen {
+		errs = append(errs, fmt.Errorf("worker: worker id of %d bytes, at most %d", len(o.WorkerID), MaxWorkerIDLen))
 	}
 	return errors.Join(errs...)
 }
@@ -84,6 +110,9 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 	}
 	if o.Clock == nil {
 		o.Clock = wallClock{}
+	}
+	if o.WorkerID == "" {
+		o.WorkerID = DefaultWorkerID()
 	}
 	return o
 }
@@ -158,7 +187,7 @@ func (w *Worker) Run(ctx context.Context) error {
 				break more
 			}
 		}
-		res, err := w.c.Claim(ctx, ClaimRequest{Topic: o.Topic, Group: o.Group, MaxRecords: n, Lease: o.Lease, MaxWait: o.MaxWait})
+		res, err := w.c.Claim(ctx, ClaimRequest{Topic: o.Topic, Group: o.Group, MaxRecords: n, Lease: o.Lease, MaxWait: o.MaxWait, Worker: o.WorkerID})
 		for range n - len(res.Jobs) {
 			<-slots
 		}

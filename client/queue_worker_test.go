@@ -282,3 +282,33 @@ func TestWorkerOutcomes(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkerNamesItself: a worker's claims carry its worker id, host and
+// process by default, and describe's in-flight list shows it while the
+// handler runs.
+func TestWorkerNamesItself(t *testing.T) {
+	_, c, clk := queueFixture(t)
+	seen := make(chan client.QueueGroupDescription, 1)
+	stop := startWorker(t, c, clk, func(ctx context.Context, job *client.Job) error {
+		d, err := c.DescribeQueueGroupInFlight(ctx, "jobs", "w")
+		if err != nil {
+			return err
+		}
+		seen <- d
+		return nil
+	})
+	defer stop()
+	var d client.QueueGroupDescription
+	select {
+	case d = <-seen:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler never ran")
+	}
+	want := client.DefaultWorkerID()
+	if len(d.InFlight) != 1 || d.InFlight[0].Worker != want || d.InFlight[0].Delivery != 1 || d.InFlight[0].Offset != 0 {
+		t.Fatalf("in flight = %+v, want offset 0 by %q", d.InFlight, want)
+	}
+	if !strings.Contains(want, "/") {
+		t.Fatalf("default worker id %q is not host/pid", want)
+	}
+}

@@ -67,6 +67,10 @@ type leaseRecord struct {
 	Reason string `json:"r,omitempty"`
 	// LastError is the error text of the latest nack (or lease expiry).
 	LastError string `json:"e,omitempty"`
+	// Worker is the worker id the current delivery's claim named, and
+	// Extends how often its lease was extended.
+	Worker  string `json:"w,omitempty"`
+	Extends uint32 `json:"x,omitempty"`
 	// Size is the record's size (RecordInfo.Size) while it is unfinished,
 	// counted in its partition's LiveBytes; 0 unless the group counts
 	// exact bytes.

@@ -158,6 +158,9 @@ type ClaimRequest struct {
 	Lease time.Duration
 	// Ends holds each partition's end offset as of this command.
 	Ends []int64
+	// Worker names the claiming worker (at most MaxWorkerLen bytes; ""
+	// for none), kept with each delivery.
+	Worker string
 }
 
 // Delivery is one record handed out by a claim.
@@ -194,6 +197,9 @@ func (q *Group) Claim(req ClaimRequest, src RecordSource) (ClaimResult, error) {
 	}
 	if len(req.Ends) != len(q.parts) {
 		return res, fmt.Errorf("%w: %d end offsets for %d partitions", ErrInvalidRequest, len(req.Ends), len(q.parts))
+	}
+	if len(req.Worker) > MaxWorkerLen {
+		return res, fmt.Errorf("%w: worker id of %d bytes, at most %d", ErrInvalidRequest, len(req.Worker), MaxWorkerLen)
 	}
 	q.Tick(req.Now)
 	if q.paused {
@@ -328,6 +334,7 @@ func (q *Group) deliver(part int32, r *leaseRecord, req ClaimRequest, lease time
 		r.First = req.Now
 	}
 	r.Last = req.Now
+	r.Worker, r.Extends = req.Worker, 0
 	return Delivery{
 		Partition:      part,
 		Offset:         r.Offset,
@@ -576,6 +583,7 @@ func (q *Group) Extend(now int64, tokens []Token, lease time.Duration) ([]TokenR
 			continue
 		}
 		r.Until = now + int64(lease)
+		r.Extends++
 		out[i] = TokenResult{LeaseUntil: r.Until}
 	}
 	return out, nil

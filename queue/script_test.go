@@ -180,7 +180,7 @@ func (s *queueScript) exec(line string) string {
 		fmt.Fprintf(&b, "p%d: offsets %d..%d\n", p, first, s.src.ends[p]-1)
 	case "claim":
 		res, err := s.q.Claim(ClaimRequest{Now: now, Index: uint64(100 + len(s.tokens)), Max: s.num(kv, "max", 1),
-			MaxBytes: s.num(kv, "max-bytes", 0), Lease: s.dur(kv, "lease"), Ends: s.src.ends}, s.src)
+			MaxBytes: s.num(kv, "max-bytes", 0), Lease: s.dur(kv, "lease"), Ends: s.src.ends, Worker: kv["worker"]}, s.src)
 		if err != nil {
 			return fmt.Sprintf("error: %v\n", err)
 		}
@@ -277,6 +277,17 @@ func (s *queueScript) exec(line string) string {
 			fmt.Fprintf(&b, " <= bound %s: admitted", fmtTime(bound))
 		}
 		fmt.Fprintf(&b, " (marks %d)\n", len(s.q.parts[0].Appended))
+	case "in-flight":
+		recs, more := s.q.InFlight(now, s.num(kv, "limit", 0))
+		for _, r := range recs {
+			fmt.Fprintf(&b, "p%d@%d worker=%q delivery=%d delivered=%s until=%s extends=%d\n", r.Partition, r.Offset, r.Worker, r.Delivery, fmtTime(r.Delivered), fmtTime(r.LeaseUntil), r.Extends)
+		}
+		if more {
+			b.WriteString("(more)\n")
+		}
+		if len(recs) == 0 {
+			b.WriteString("none\n")
+		}
 	case "pause", "resume":
 		fmt.Fprintf(&b, "changed=%v\n", s.q.SetPaused(cmd == "pause"))
 	case "drain":

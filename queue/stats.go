@@ -97,3 +97,37 @@ func (q *Group) Claimable(now int64, ends []int64) (bool, int64) {
 	}
 	return false, wake
 }
+
+// InFlightRecord is a record under a live lease, for describe.
+type InFlightRecord struct {
+	Partition int32
+	Offset    int64
+	// Worker is the worker id its claim named ("" for none).
+	Worker string
+	// Delivery is the delivery's number, Delivered when it was claimed
+	// and LeaseUntil when its lease ends (Unix ns); Extends counts its
+	// extends.
+	Delivery   uint32
+	Delivered  int64
+	LeaseUntil int64
+	Extends    uint32
+}
+
+// InFlight lists the records under a live lease at now, by partition and
+// offset, at most limit of them (limit <= 0: all); more reports that the
+// list was cut. It only reads.
+func (q *Group) InFlight(now int64, limit int) (out []InFlightRecord, more bool) {
+	for pi, p := range q.parts {
+		for _, r := range p.Tracked {
+			if !r.live(now) {
+				continue
+			}
+			if limit > 0 && len(out) >= limit {
+				return out, true
+			}
+			out = append(out, InFlightRecord{Partition: int32(pi), Offset: r.Offset, Worker: r.Worker, Delivery: r.Deliveries,
+				Delivered: r.Last, LeaseUntil: r.Until, Extends: r.Extends})
+		}
+	}
+	return out, false
+}

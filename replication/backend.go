@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/queue"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
@@ -258,3 +259,9 @@ func (b *Backend) DescribeQueueGroup(topic, name string, now int64) (QueueGroupI
 
 // QueueGroups lists the names of a topic's queue groups, sorted.
 func (b *Backend) QueueGroups(topic string) []string { return b.FSM().QueueGroups(topic) }
+
+// QueueInFlight lists a queue group's records under a live lease at now
+// (Unix ns), at most limit of them, and whether the list was cut.
+func (b *Backend) QueueInFlight(topic, name string, now int64, limit int) ([]queue.InFlightRecord, bool, error) {
+	return b.FSM().QueueInFlight(topic, name, now, limit)
+}

@@ -173,6 +173,9 @@ type QueueBackend interface {
 	// lists a topic's groups, sorted.
 	DescribeQueueGroup(topic, name string, now int64) (replication.QueueGroupInfo, error)
 	QueueGroups(topic string) []string
+	// QueueInFlight lists a group's records under a live lease at now, at
+	// most limit of them, and whether the list was cut.
+	QueueInFlight(topic, name string, now int64, limit int) ([]queue.InFlightRecord, bool, error)
 }
 
 // SecurityBackend is the cluster's tokens and ACLs, replicated state

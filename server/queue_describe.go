@@ -9,6 +9,10 @@ import (
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 )
 
+// MaxDescribeInFlight bounds the in-flight records one describe lists (by
+// partition and offset), so an answer stays small.
+const MaxDescribeInFlight = 10_000
+
 // DescribeQueueGroup reports a queue group from this node's applied state,
 // counting leases that expired by the node's clock as ready.
 func (s *Server) DescribeQueueGroup(ctx context.Context, req *connect.Request[logdv1.DescribeQueueGroupRequest]) (*connect.Response[logdv1.DescribeQueueGroupResponse], error) {
@@ -28,6 +32,16 @@ func (s *Server) DescribeQueueGroup(ctx context.Context, req *connect.Request[lo
 		DrainPerSec: info.DrainPerSec, MaxBacklogAgeMs: info.MaxBacklogAgeMs}
 	if info.OldestAppend > 0 && now > info.OldestAppend {
 		resp.OldestUnfinishedAgeMs = (now - info.OldestAppend) / int64(time.Millisecond)
+	}
+	if m.InFlight {
+		recs, _, err := s.b.QueueInFlight(m.Topic, m.Group, now, MaxDescribeInFlight)
+		if err != nil {
+			return nil, toConnectError(err)
+		}
+		for _, r := range recs {
+			resp.InFlight = append(resp.InFlight, &logdv1.InFlightRecord{Partition: r.Partition, Offset: r.Offset, Worker: r.Worker,
+				Delivery: r.Delivery, DeliveredMs: nsToMs(r.Delivered), LeaseUntilMs: nsToMs(r.LeaseUntil), Extensions: int32(min(r.Extends, 1<<31-1))})
+		}
 	}
 	for _, p := range info.Partitions {
 		ps := &logdv1.QueuePartitionState{

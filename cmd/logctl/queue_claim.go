@@ -14,19 +14,24 @@ func newQueueClaimCmd(opts *globalOpts) *cobra.Command {
 		max    int
 		lease  time.Duration
 		wait   time.Duration
+		worker string
 		output string
 	)
 	cmd := &cobra.Command{
 		Use:   "claim TOPIC GROUP",
 		Short: "Lease records of a queue group and print them with their tokens",
 		Example: `  logctl queue claim payments workers --max 10 --lease 1m --output json
+  logctl queue claim payments workers --worker billing-7
   logctl queue ack payments workers TOKEN...`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return opts.withClient(output, func(c *client.Client) error {
-				res, err := c.Claim(cmd.Context(), client.ClaimRequest{Topic: args[0], Group: args[1], MaxRecords: max, Lease: lease, MaxWait: wait})
+				res, err := c.Claim(cmd.Context(), client.ClaimRequest{Topic: args[0], Group: args[1], MaxRecords: max, Lease: lease, MaxWait: wait, Worker: worker})
 				if err != nil {
 					return err
+				}
+				if res.Paused {
+					opts.logf("queue group %s on %s is paused: it delivers nothing until `logctl queue resume %s %s`", args[1], args[0], args[0], args[1])
 				}
 				if len(res.AtCap) > 0 {
 					opts.logf("partitions %v are at their in-flight cap: records are waiting", res.AtCap)
@@ -51,6 +56,7 @@ func newQueueClaimCmd(opts *globalOpts) *cobra.Command {
 	cmd.Flags().IntVar(&max, "max", 1, "records to claim (1 to 10000)")
 	cmd.Flags().DurationVar(&lease, "lease", 0, "lease of each record (default: the group's)")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "wait this long for a record when none is claimable")
+	cmd.Flags().StringVar(&worker, "worker", "", "name the claiming worker (shown by queue describe --in-flight and in the dead letter's attempt history; at most 128 bytes)")
 	addOutputFlag(cmd, &output)
 	return cmd
 }

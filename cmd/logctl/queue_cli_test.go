@@ -29,11 +29,15 @@ func TestQueueCLI(t *testing.T) {
 					`^created queue group w on jobs\n`, `(?m)^Lease:\s+1m0s$`, `(?m)^Max deliveries:\s+2$`, `(?m)^Dead-letter topic:\s+jobs.w.dlq$`}},
 				{args: args("queue create jobs w"), wantCode: 1, stderr: []string{`already exists`}},
 				{args: args("queue create nope w"), wantCode: 3, stderr: []string{`unknown topic: "nope"`}},
-				{args: args("queue claim jobs w --max 2 -o json"), stdout: []string{
+				{args: args("queue claim jobs w --max 2 --worker billing-7 -o json"), stdout: []string{
 					`(?m)^\{"topic":"jobs","group":"w","partition":0,"offset":0,.*"value":"alice:10".*"token":"{0.0.1}","delivery":1,`,
 					`(?m)^\{.*"offset":1,.*"token":"{0.1.1}","delivery":1,`}},
 				// PARTITION READY IN-FLIGHT DELAYED ACKED DEAD-LETTERED DONE END
-				{args: args("queue describe jobs w"), stdout: []string{`(?m)^0\s+1\s+2\s+0\s+0\s+0\s+0\s+3\s+`, `State: running`}},
+				{args: args("queue describe jobs w"), stdout: []string{`(?m)^0\s+1\s+2\s+0\s+0\s+0\s+0\s+3\s+`, `State: running`,
+					`(?m)^Backlog: 3 records, 22 bytes \(exact\); oldest unfinished \S+ \(no age bound\); drain 0.0 records/s$`}},
+				{args: args("queue describe jobs w --in-flight"), stdout: []string{`(?m)^In flight: 2 records$`,
+					`(?m)^PARTITION\s+OFFSET\s+WORKER\s+DELIVERY\s+CLAIMED\s+LEASE UNTIL\s+EXTENDED$`,
+					`(?m)^0\s+0\s+billing-7\s+1\s+\S+\s+\S+\s+0$`, `(?m)^0\s+1\s+billing-7\s+1\s+`}},
 				{args: args("queue extend jobs w {0.0.1} --lease 2m"), stdout: []string{`(?m)^TOKEN\s+RESULT\s+DETAIL$`, `(?m)^{0.0.1}\s+ok\s+lease until \d{4}-`}},
 				{args: args("queue ack jobs w {0.0.1}"), stdout: []string{`(?m)^{0.0.1}\s+ok\s*$`}},
 				{args: args("queue ack jobs w {0.0.1} -o json"), stdout: []string{`"result": "duplicate"`}},
@@ -70,7 +74,7 @@ func TestQueueCLI(t *testing.T) {
 				{args: args("queue create jobs w")},
 				{args: args("queue pause jobs w"), stdout: []string{`^Queue group w on jobs paused\n$`}},
 				{args: args("queue pause jobs w"), stdout: []string{`already paused`}},
-				{args: args("queue claim jobs w -o json"), stdoutExact: ""},
+				{args: args("queue claim jobs w -o json"), stdoutExact: "", stderr: []string{`queue group w on jobs is paused: it delivers nothing until`}},
 				{args: args("queue describe jobs w"), stdout: []string{`State: PAUSED`}},
 				{args: args("queue resume jobs w -o json"), stdout: []string{`"paused": false`, `"changed": true`}},
 				{args: args("queue resume jobs w -o json"), stdout: []string{`"changed": false`}},

@@ -10,7 +10,10 @@ import (
 )
 
 func newQueueDescribeCmd(opts *globalOpts) *cobra.Command {
-	var output string
+	var (
+		output   string
+		inFlight bool
+	)
 	cmd := &cobra.Command{
 		Use:     "describe TOPIC GROUP",
 		Short:   "Show a queue group: settings and, per partition, ready, in flight, delayed, done and dead-lettered records",
@@ -18,7 +21,11 @@ func newQueueDescribeCmd(opts *globalOpts) *cobra.Command {
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return opts.withClient(output, func(c *client.Client) error {
-				d, err := c.DescribeQueueGroup(cmd.Context(), args[0], args[1])
+				describe := c.DescribeQueueGroup
+				if inFlight {
+					describe = c.DescribeQueueGroupInFlight
+				}
+				d, err := describe(cmd.Context(), args[0], args[1])
 				if err != nil {
 					return err
 				}
@@ -53,12 +60,42 @@ func newQueueDescribeCmd(opts *globalOpts) *cobra.Command {
 					fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%.1f\t%d\t%d\t%s\n", p.Partition, p.Ready, p.InFlight, p.Delayed, p.Acked, p.DeadLettered,
 						p.DoneOffset, p.EndOffset, age, durationOrDash(p.OldestInFlightAge), p.AckedPerSec, p.Nacked, p.Expired, state)
 				}
-				return tw.Flush()
+				if err := tw.Flush(); err != nil || !inFlight {
+					return err
+				}
+				return printInFlight(opts, d.InFlight)
 			})
 		},
 	}
 	addOutputFlag(cmd, &output)
+	cmd.Flags().BoolVar(&inFlight, "in-flight", false, fmt.Sprintf("also list the records in flight: worker, delivery, lease expiry (at most %d)", maxInFlightListed))
 	return cmd
+}
+
+// maxInFlightListed is the server's bound on one describe's in-flight list.
+const maxInFlightListed = 10_000
+
+// printInFlight lists the records in flight under the partition table.
+func printInFlight(opts *globalOpts, recs []client.InFlightRecord) error {
+	fmt.Fprintf(opts.stdout, "\nIn flight: %d records", len(recs))
+	if len(recs) >= maxInFlightListed {
+		fmt.Fprintf(opts.stdout, " (the first %d)", maxInFlightListed)
+	}
+	fmt.Fprintln(opts.stdout)
+	if len(recs) == 0 {
+		return nil
+	}
+	tw := newTable(opts.stdout)
+	fmt.Fprintln(tw, "PARTITION\tOFFSET\tWORKER\tDELIVERY\tCLAIMED\tLEASE UNTIL\tEXTENDED")
+	for _, r := range recs {
+		worker := r.Worker
+		if worker == "" {
+			worker = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%d\t%s\t%s\t%d\n", r.Partition, r.Offset, worker, r.Delivery,
+			r.Delivered.UTC().Format(time.RFC3339Nano), r.LeaseDeadline.UTC().Format(time.RFC3339Nano), r.Extensions)
+	}
+	return tw.Flush()
 }
 
 // durationOrDash prints a positive duration rounded to milliseconds, else "-".

@@ -20,7 +20,7 @@ func (f *FSM) applyQueueClaim(index uint64, now int64, c QueueClaim) any {
 	}
 	src := f.newQueueSource(t, q.Config().DeadlineHeader, f.queues.windowsLocked(t))
 	res, err := q.Claim(queue.ClaimRequest{
-		Now: now, Index: index, Max: int(c.Max), MaxBytes: int(c.MaxBytes), Lease: c.Lease, Ends: queueEnds(t),
+		Now: now, Index: index, Max: int(c.Max), MaxBytes: int(c.MaxBytes), Lease: c.Lease, Ends: queueEnds(t), Worker: c.Worker,
 	}, src)
 	if errors.Is(err, queue.ErrInvalidRequest) {
 		return err // checked before anything changed

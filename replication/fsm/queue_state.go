@@ -171,6 +171,19 @@ func (f *FSM) DescribeQueueGroup(topic, name string, now int64) (QueueGroupInfo,
 	return info, nil
 }
 
+// QueueInFlight lists a group's records under a live lease at now, at most
+// limit of them (limit <= 0: all), and whether the list was cut.
+func (f *FSM) QueueInFlight(topic, name string, now int64, limit int) ([]queue.InFlightRecord, bool, error) {
+	f.queues.mu.RLock()
+	defer f.queues.mu.RUnlock()
+	q, err := f.queues.getLocked(topic, name)
+	if err != nil {
+		return nil, false, err
+	}
+	recs, more := q.InFlight(now, limit)
+	return recs, more, nil
+}
+
 // QueueGroups lists the names of a topic's queue groups, sorted.
 func (f *FSM) QueueGroups(topic string) []string {
 	f.queues.mu.RLock()
