@@ -34,8 +34,10 @@ func (q *Group) NoteAppend(a Appended) {
 	}
 }
 
-// SetExactBytes makes the group count the exact bytes of its backlog, and
-// the append times of its records, from now on: it sizes every unfinished
+// SetExactBytes makes the group keep the state of feature level 6 from now
+// on: the exact bytes of its backlog, the append times of its records
+// (age.go) and their attempt histories (history.go, starting with the
+// running deliveries): it sizes every unfinished
 // tracked record and every record in [Next, end) through src (ends as of
 // the command), once, and counts the records already there as appended at
 // now (their append times are not known). The caller calls
@@ -61,6 +63,11 @@ func (q *Group) SetExactBytes(src RecordSource, ends []int64, now int64) error {
 			}
 			r.Size = int64(info.Size)
 			p.LiveBytes += r.Size
+			r.History, r.HistoryDropped = nil, 0
+			if r.State == leaseInFlight {
+				// The running delivery's attempt, so its end is told.
+				r.History = []Attempt{{Delivery: r.Deliveries, Claimed: r.Last, Worker: r.Worker, LeaseUntil: r.Until, Extends: r.Extends}}
+			}
 		}
 		for off := p.Next; off < ends[pi]; off++ {
 			info, err := src.RecordInfo(part, off)

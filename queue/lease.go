@@ -48,6 +48,9 @@ const (
 	ReasonMaxDeliveries    = "max_deliveries"
 	ReasonDeadlineExceeded = "deadline_exceeded"
 	ReasonExpired          = "expired"
+	// ReasonInvalidDeadline: the record's deadline header could not be
+	// read (from feature level 6; before, it counted as no deadline).
+	ReasonInvalidDeadline = "invalid_deadline"
 )
 
 // leaseRecord is one tracked record. Exported fields are its snapshot form.
@@ -75,6 +78,10 @@ type leaseRecord struct {
 	// counted in its partition's LiveBytes; 0 unless the group counts
 	// exact bytes.
 	Size int64 `json:"z,omitempty"`
+	// History holds the record's last attempts, HistoryDropped counts
+	// older ones it forgot (history.go).
+	History        []Attempt `json:"h,omitempty"`
+	HistoryDropped uint32    `json:"hd,omitempty"`
 }
 
 // live reports whether a lease is current at now: a lease ends at exactly

@@ -34,6 +34,11 @@ type Group struct {
 	// (drain.go).
 	finishedBytes int64
 	drain         []drainSample
+	// historyBytes is the error text the records' histories hold
+	// (history.go), derived from them; historyBudget, when positive,
+	// replaces HistoryBudget (for tests).
+	historyBytes  int64
+	historyBudget int64
 }
 
 // partitionState is one partition's state: every offset below Start is
@@ -130,7 +135,10 @@ type RecordInfo struct {
 	// Timestamp is the record's time, Unix ns (for the age limit).
 	Timestamp int64
 	// Deadline is the record's business deadline, Unix ns; 0 for none.
-	Deadline int64
+	// InvalidDeadline: the record has a deadline header that could not be
+	// read; it is dead-lettered (reason "invalid_deadline").
+	Deadline        int64
+	InvalidDeadline bool
 	// Size counts the record's key, value and header bytes.
 	Size int
 }
@@ -243,6 +251,7 @@ func (q *Group) Claim(req ClaimRequest, src RecordSource) (ClaimResult, error) {
 						continue
 					}
 					if reason := q.undeliverable(info, req.Now); reason != "" {
+						q.endAttempt(r, req.Now, reason, "")
 						q.markDead(p, r, reason)
 						continue
 					}
@@ -280,6 +289,7 @@ func (q *Group) Claim(req ClaimRequest, src RecordSource) (ClaimResult, error) {
 				p.LiveBytes += r.Size
 			}
 			if reason := q.undeliverable(info, req.Now); reason != "" {
+				q.endAttempt(r, req.Now, reason, "")
 				q.markDead(p, r, reason)
 				continue
 			}
@@ -300,6 +310,7 @@ func (q *Group) settle(p *partitionState, r *leaseRecord, now int64) {
 	switch {
 	case r.State == leaseInFlight && now >= r.Until:
 		p.Expired++
+		q.endAttempt(r, r.Until, OutcomeLeaseExpired, "")
 		if int(r.Deliveries) >= q.cfg.MaxDeliveries {
 			q.markDead(p, r, ReasonMaxDeliveries)
 			if r.LastError == "" {
@@ -317,6 +328,8 @@ func (q *Group) settle(p *partitionState, r *leaseRecord, now int64) {
 // delivered at now, or "".
 func (q *Group) undeliverable(info RecordInfo, now int64) string {
 	switch {
+	case info.InvalidDeadline:
+		return ReasonInvalidDeadline
 	case info.Deadline != 0 && now >= info.Deadline:
 		return ReasonDeadlineExceeded
 	case q.cfg.AgeLimit > 0 && now-info.Timestamp >= int64(q.cfg.AgeLimit):
@@ -335,6 +348,7 @@ func (q *Group) deliver(part int32, r *leaseRecord, req ClaimRequest, lease time
 	}
 	r.Last = req.Now
 	r.Worker, r.Extends = req.Worker, 0
+	q.startAttempt(r, req.Now, req.Worker)
 	return Delivery{
 		Partition:      part,
 		Offset:         r.Offset,
@@ -358,6 +372,7 @@ func (q *Group) finish(p *partitionState, r *leaseRecord, dead bool) {
 	p.LiveBytes -= r.Size
 	q.finishedBytes += r.Size
 	r.Size = 0
+	q.dropHistory(r)
 	fd := finishedDelivery{Offset: r.Offset, Tag: r.Tag, Dead: dead}
 	if len(p.Recent) < recentFinished {
 		p.Recent = append(p.Recent, fd)
@@ -545,6 +560,11 @@ func (q *Group) Nack(now int64, nacks []Nack) []TokenResult {
 		}
 		r.LastError = n.Error
 		p.Nacked++
+		outcome := OutcomeNacked
+		if n.Permanent {
+			outcome = OutcomeRejected
+		}
+		q.endAttempt(r, now, outcome, n.Error)
 		switch {
 		case n.Permanent:
 			q.markDead(p, r, ReasonRejected)
@@ -584,6 +604,7 @@ func (q *Group) Extend(now int64, tokens []Token, lease time.Duration) ([]TokenR
 		}
 		r.Until = now + int64(lease)
 		r.Extends++
+		q.extendAttempt(r)
 		out[i] = TokenResult{LeaseUntil: r.Until}
 	}
 	return out, nil
@@ -606,6 +627,10 @@ type DeadLetter struct {
 	Deliveries     uint32
 	FirstDelivered int64 // 0 if never delivered
 	LastDelivered  int64
+	// History is the record's last attempts (a copy), HistoryDropped how
+	// many older ones it forgot; none before feature level 6.
+	History        []Attempt
+	HistoryDropped uint32
 }
 
 // PendingDeadLetters lists records marked for the dead-letter topic, by
@@ -628,6 +653,7 @@ func (q *Group) PendingDeadLetters(limit int) []DeadLetter {
 			out = append(out, DeadLetter{
 				Partition: int32(pi), Offset: r.Offset, Reason: r.Reason, LastError: r.LastError,
 				Deliveries: r.Deliveries, FirstDelivered: r.First, LastDelivered: r.Last,
+				History: slices.Clone(r.History), HistoryDropped: r.HistoryDropped,
 			})
 		}
 	}

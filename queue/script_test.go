@@ -130,6 +130,24 @@ func (s *queueScript) num(kv map[string]string, k string, def int) int {
 
 func fmtTime(ns int64) string { return time.Duration(ns).String() }
 
+func fmtAttempt(a Attempt) string {
+	out := fmt.Sprintf("#%d claimed=%s worker=%q until=%s extends=%d ended=%s outcome=%s", a.Delivery, fmtTime(a.Claimed), a.Worker, fmtTime(a.LeaseUntil), a.Extends, fmtTime(a.Ended), a.Outcome)
+	if a.Error != "" {
+		e := a.Error
+		if len(e) > 12 {
+			e = fmt.Sprintf("%s...(%d bytes)", e[:12], len(e))
+		}
+		out += fmt.Sprintf(" error=%q", e)
+	}
+	if a.ErrorCut {
+		out += " error-cut"
+	}
+	if a.ErrorDropped {
+		out += " error-dropped"
+	}
+	return out
+}
+
 func (s *queueScript) exec(line string) string {
 	cmd, kv, words := parseArgs(line)
 	now := int64(s.dur(kv, "t"))
@@ -162,8 +180,11 @@ func (s *queueScript) exec(line string) string {
 			info.Deadline = int64(s.dur(kv, "deadline"))
 		}
 		for _, w := range words {
-			if w == "missing" {
+			switch w {
+			case "missing":
 				info.Exists = false
+			case "bad-deadline":
+				info.InvalidDeadline = true
 			}
 		}
 		first := s.src.ends[p]
@@ -220,6 +241,9 @@ func (s *queueScript) exec(line string) string {
 				continue
 			}
 			n := Nack{Token: s.token(w), Error: kv["err"], Permanent: strings.Contains(line, " permanent")}
+			if size := s.num(kv, "err-bytes", 0); size > 0 {
+				n.Error = strings.Repeat("x", size)
+			}
 			if _, ok := kv["delay"]; ok {
 				n.Delay, n.HasDelay = s.dur(kv, "delay"), true
 			}
@@ -232,7 +256,17 @@ func (s *queueScript) exec(line string) string {
 		// Moves pending dead letters as the FSM would, at most limit.
 		dls := s.q.PendingDeadLetters(s.num(kv, "limit", 0))
 		for _, d := range dls {
-			fmt.Fprintf(&b, "p%d@%d reason=%s deliveries=%d first=%s last=%s error=%q\n", d.Partition, d.Offset, d.Reason, d.Deliveries, fmtTime(d.FirstDelivered), fmtTime(d.LastDelivered), d.LastError)
+			lastErr := d.LastError
+			if len(lastErr) > 40 {
+				lastErr = fmt.Sprintf("%s...(%d bytes)", lastErr[:12], len(lastErr))
+			}
+			fmt.Fprintf(&b, "p%d@%d reason=%s deliveries=%d first=%s last=%s error=%q\n", d.Partition, d.Offset, d.Reason, d.Deliveries, fmtTime(d.FirstDelivered), fmtTime(d.LastDelivered), lastErr)
+			if d.HistoryDropped > 0 {
+				fmt.Fprintf(&b, "  (%d older attempts dropped)\n", d.HistoryDropped)
+			}
+			for _, a := range d.History {
+				b.WriteString("  " + fmtAttempt(a) + "\n")
+			}
 		}
 		s.q.MarkDeadLettered(dls)
 		if len(dls) == 0 {
@@ -288,6 +322,24 @@ func (s *queueScript) exec(line string) string {
 		if len(recs) == 0 {
 			b.WriteString("none\n")
 		}
+	case "history":
+		// history p=0 o=3: a tracked record's attempts so far.
+		p := s.q.parts[s.num(kv, "p", 0)]
+		r := p.find(int64(s.num(kv, "o", 0)))
+		if r == nil {
+			b.WriteString("not tracked\n")
+			break
+		}
+		if r.HistoryDropped > 0 {
+			fmt.Fprintf(&b, "(%d older attempts dropped)\n", r.HistoryDropped)
+		}
+		for _, a := range r.History {
+			b.WriteString(fmtAttempt(a) + "\n")
+		}
+		fmt.Fprintf(&b, "group history text: %d bytes\n", s.q.historyBytes)
+	case "history-budget":
+		s.q.historyBudget = int64(s.num(kv, "bytes", 0))
+		fmt.Fprintf(&b, "budget %d bytes\n", s.q.historyBudget)
 	case "pause", "resume":
 		fmt.Fprintf(&b, "changed=%v\n", s.q.SetPaused(cmd == "pause"))
 	case "drain":

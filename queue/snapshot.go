@@ -37,6 +37,7 @@ func (q *Group) Snapshot() Snapshot {
 		c.Tracked = make([]*leaseRecord, len(p.Tracked))
 		for i, r := range p.Tracked {
 			rc := *r
+			rc.History = slices.Clone(r.History)
 			c.Tracked[i] = &rc
 		}
 		c.Recent = slices.Clone(p.Recent)
@@ -73,6 +74,12 @@ func Restore(s Snapshot) (*Group, error) {
 			if !r.State.finished() {
 				live++
 				liveBytes += r.Size
+			}
+			if len(r.History) > MaxAttempts {
+				return nil, fmt.Errorf("restore queue group %s/%s: partition %d: %d attempts at offset %d, at most %d", s.Topic, s.Name, i, len(r.History), r.Offset, MaxAttempts)
+			}
+			for _, a := range r.History {
+				q.historyBytes += int64(len(a.Error))
 			}
 			if r.State == leaseDeadPending {
 				pending++

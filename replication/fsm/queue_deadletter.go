@@ -73,7 +73,7 @@ func (f *FSM) flushDeadLetters(index uint64, now int64, q *queue.Group, src *Top
 		if err != nil {
 			return 0, err
 		}
-		rec := deadLetterRecord(src.Name, q.Name(), d, r, keys, now)
+		rec := deadLetterRecord(src.Name, q.Name(), d, r, keys, now, f.AppliedLevel() >= QueueLevel)
 		dp := d.Partition % int32(len(dlq.Partitions))
 		size := batch.RecordSize(rec) + 16
 		if len(byPart[dp]) > 0 && sizes[dp]+size > budget {
@@ -134,12 +134,20 @@ func (f *FSM) noteDeadLetters(dlq *Topic, part int32, base int64, recs []batch.R
 }
 
 // deadLetterRecord builds the dead-letter copy of a record. r may be nil if
-// the record is gone (then only the evidence headers remain).
-func deadLetterRecord(topic, groupName string, d queue.DeadLetter, r *batch.Record, keys map[[2]int64]string, now int64) batch.Record {
+// the record is gone (then only the evidence headers remain). From
+// QueueLevel (history) it adds the attempt history (queue_history.go).
+func deadLetterRecord(topic, groupName string, d queue.DeadLetter, r *batch.Record, keys map[[2]int64]string, now int64, history bool) batch.Record {
 	rec := batch.Record{Timestamp: now / int64(time.Millisecond)}
+	var hist batch.Header
 	if r != nil {
 		rec.Key, rec.Value = r.Key, r.Value
-		rec.Headers = append(rec.Headers, r.Headers...)
+		headers := r.Headers
+		if history {
+			hist, headers = historyHeader(d, r.Headers)
+		}
+		rec.Headers = append(rec.Headers, headers...)
+	} else if history {
+		hist, _ = historyHeader(d, nil)
 	}
 	add := func(k, v string) { rec.Headers = append(rec.Headers, batch.Header{Key: k, Value: []byte(v)}) }
 	ts := func(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }
@@ -160,6 +168,9 @@ func deadLetterRecord(topic, groupName string, d queue.DeadLetter, r *batch.Reco
 		add(DLQHeaderIdempotencyKey, k)
 	}
 	add(DLQHeaderDeadLetteredAt, ts(now))
+	if history {
+		rec.Headers = append(rec.Headers, hist)
+	}
 	return rec
 }
 

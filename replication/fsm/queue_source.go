@@ -26,6 +26,9 @@ type queueSource struct {
 	// decodes tells the codecs whose records are read (FSM.decodes); the
 	// others' records are skipped.
 	decodes func(batch.Compression) bool
+	// strictDeadline: an unreadable deadline header makes the record
+	// undeliverable (from QueueLevel; before, it was no deadline).
+	strictDeadline bool
 }
 
 // newQueueSource returns a source over t's logs. windows, if not nil, is a
@@ -40,7 +43,7 @@ func (f *FSM) newQueueSource(t *Topic, deadlineHeader string, windows map[int32]
 	if windows == nil {
 		windows = map[int32][]batch.Record{}
 	}
-	return &queueSource{t: t, deadlineHeader: deadlineHeader, windows: windows, decodes: f.decodes}
+	return &queueSource{t: t, deadlineHeader: deadlineHeader, windows: windows, decodes: f.decodes, strictDeadline: f.AppliedLevel() >= QueueLevel}
 }
 
 // record returns the record at (p, off), or nil if the offset holds none
@@ -113,22 +116,30 @@ func (s *queueSource) RecordInfo(p int32, off int64) (queue.RecordInfo, error) {
 	info := queue.RecordInfo{Exists: true, Timestamp: r.Timestamp * int64(time.Millisecond), Size: int(recordSize(*r))}
 	for _, h := range r.Headers {
 		if h.Key == s.deadlineHeader && s.deadlineHeader != queue.NoDeadlineHeader {
-			info.Deadline = parseDeadline(h.Value)
+			var ok bool
+			info.Deadline, ok = parseDeadline(h.Value)
+			info.InvalidDeadline = !ok && s.strictDeadline
 		}
 	}
 	return info, nil
 }
 
-// parseDeadline reads a business deadline: an RFC 3339 time or Unix
-// milliseconds. An unreadable deadline is no deadline (it is not the
-// queue's place to refuse the record; the handler sees the header).
-func parseDeadline(v []byte) int64 {
+// parseDeadline reads a business deadline: Unix milliseconds (positive,
+// below 2^53) or an RFC 3339 time; ok is false for anything else. From
+// QueueLevel an unreadable deadline dead-letters the record (reason
+// invalid_deadline: a deadline nobody can check is a producer's bug, not a
+// record to run at any time); before, it counted as none, as it still does
+// on a replica below that level.
+func parseDeadline(v []byte) (int64, bool) {
 	s := string(v)
-	if ms, err := strconv.ParseInt(s, 10, 64); err == nil && ms > 0 && ms < 1<<53 {
-		return ms * int64(time.Millisecond)
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if ms > 0 && ms < 1<<53 {
+			return ms * int64(time.Millisecond), true
+		}
+		return 0, false
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t.UnixNano()
+		return t.UnixNano(), true
 	}
-	return 0
+	return 0, false
 }
