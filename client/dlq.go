@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -30,6 +31,12 @@ const (
 	DLQHeaderLastDelivery   = "logd-dlq-last-delivery"
 	DLQHeaderIdempotencyKey = "logd-dlq-idempotency-key"
 	DLQHeaderTime           = "logd-dlq-time"
+	// DLQHeaderHistory holds the record's attempts as JSON
+	// (DeadLetterHistory; README.md, "Work queues").
+	DLQHeaderHistory = "logd-dlq-history"
+	// RedriveHistoryHeader carries a redriven record's history back to its
+	// origin, so that its next dead letter appends to it.
+	RedriveHistoryHeader = "logd-redrive-history"
 	// RedriveCountHeader on a redriven record says how often it was
 	// redriven; it survives the next dead-lettering (headers are kept), so
 	// the loop guard can count.
@@ -44,7 +51,8 @@ type DeadLetter struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
 	Offset    int64  `json:"offset"`
-	// Reason: rejected, max_deliveries, deadline_exceeded or expired.
+	// Reason: rejected, max_deliveries, deadline_exceeded, expired or
+	// invalid_deadline.
 	Reason    string `json:"reason"`
 	LastError string `json:"last_error,omitempty"`
 	// Origin of the record.
@@ -59,11 +67,49 @@ type DeadLetter struct {
 	IdempotencyKey  string    `json:"idempotency_key,omitempty"`
 	// Redrives is how often the record was redriven before.
 	Redrives int `json:"redrives"`
+	// History is each attempt, from the logd-dlq-history header (nil when
+	// the dead letter has none: written before feature level 6);
+	// HistoryJSON is that header as written.
+	History     *DeadLetterHistory `json:"history,omitempty"`
+	HistoryJSON []byte             `json:"-"`
 	// Key, Value and Headers are the original record's (logd-dlq-*
 	// headers removed).
 	Key     []byte   `json:"key"`
 	Value   []byte   `json:"value"`
 	Headers []Header `json:"headers,omitempty"`
+}
+
+// DeadLetterHistory is the logd-dlq-history header: a dead letter's
+// attempts, oldest first.
+type DeadLetterHistory struct {
+	Version  int                 `json:"version"`
+	Attempts []DeadLetterAttempt `json:"attempts"`
+	// DroppedAttempts counts older attempts left out (a record keeps its
+	// last 10, a history across redrives its last 20).
+	DroppedAttempts int `json:"dropped_attempts,omitempty"`
+	// PreviousUnreadable: the history a redrive carried was not readable.
+	PreviousUnreadable bool `json:"previous_unreadable,omitempty"`
+}
+
+// DeadLetterAttempt is one delivery of a record, or a claim's decision not
+// to deliver it (outcomes deadline_exceeded, expired, invalid_deadline).
+type DeadLetterAttempt struct {
+	Delivery   int       `json:"delivery"`
+	Claimed    time.Time `json:"claimed"`
+	Worker     string    `json:"worker,omitempty"`
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
+	Extensions int       `json:"extensions"`
+	Ended      time.Time `json:"ended,omitzero"`
+	// Outcome: acked, nacked, rejected, lease_expired, deadline_exceeded,
+	// expired or invalid_deadline.
+	Outcome string `json:"outcome"`
+	// Error is the nack's text (at most 1 KiB: ErrorTruncated marks a cut
+	// one; ErrorDropped one dropped for the group's history budget).
+	Error          string `json:"error,omitempty"`
+	ErrorTruncated bool   `json:"error_truncated,omitempty"`
+	ErrorDropped   bool   `json:"error_dropped,omitempty"`
+	// Redrive is the record's redrive count when the attempt ran.
+	Redrive int `json:"redrive"`
 }
 
 // ParseDeadLetter decodes a record of a dead-letter topic; ok is false for
@@ -104,6 +150,12 @@ func ParseDeadLetter(r FetchedRecord) (DeadLetter, bool) {
 			d.IdempotencyKey = string(h.Value)
 		case DLQHeaderTime:
 			d.DeadLettered = tm(h.Value)
+		case DLQHeaderHistory:
+			var hist DeadLetterHistory
+			if json.Unmarshal(h.Value, &hist) == nil {
+				d.History = &hist
+			}
+			d.HistoryJSON = h.Value
 		}
 	}
 	return d, seen && d.OriginTopic != ""

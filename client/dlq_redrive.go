@@ -61,7 +61,9 @@ func RedrivePositionGroup(deadLetterTopic string, f DeadLetterFilter) string {
 // Redrive moves selected dead letters back to their origin topic and
 // partition, at most opts.Rate per second. Each redriven record keeps its
 // key, value and original headers, gains RedriveCountHeader (one more than
-// before) and is a new record, so its delivery count starts afresh.
+// before) and, when it has one, its attempt history in RedriveHistoryHeader
+// (the next dead letter appends to it); it is a new record, so its
+// delivery count starts afresh.
 //
 // Interruption is safe: the position (the next dead-letter offset to
 // handle, per partition) is saved as the committed offset of
@@ -196,9 +198,13 @@ func (c *Client) redriveOne(ctx context.Context, d DeadLetter) (duplicate bool, 
 	n := d.Redrives + 1
 	headers := make([]Header, 0, len(d.Headers)+2)
 	for _, h := range d.Headers {
-		if h.Key != RedriveCountHeader && h.Key != RedriveKeyHeader && !strings.HasPrefix(h.Key, "logd-dlq-") {
+		if h.Key != RedriveCountHeader && h.Key != RedriveKeyHeader && h.Key != RedriveHistoryHeader && !strings.HasPrefix(h.Key, "logd-dlq-") {
 			headers = append(headers, h)
 		}
+	}
+	if len(d.HistoryJSON) > 0 {
+		// Its next dead letter appends to this history.
+		headers = append(headers, Header{Key: RedriveHistoryHeader, Value: d.HistoryJSON})
 	}
 	headers = append(headers, Header{Key: RedriveCountHeader, Value: []byte(strconv.Itoa(n))})
 	if orig := originalKey(d); orig != "" {

@@ -1,6 +1,8 @@
 package client_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,5 +55,54 @@ func TestDeadLetterParseAndFilter(t *testing.T) {
 	}
 	if a, b := client.RedrivePositionGroup("t", client.DeadLetterFilter{}), client.RedrivePositionGroup("t", client.DeadLetterFilter{Key: "k"}); a == b {
 		t.Error("filters share a redrive position")
+	}
+}
+
+// TestRedriveKeepsHistory: a dead letter lists each attempt with its
+// worker; a redrive carries the history back, and the record's next dead
+// letter appends the new attempt (marked with its redrive count).
+func TestRedriveKeepsHistory(t *testing.T) {
+	c, _ := newTestClient(t, client.Options{})
+	ctx := testContext(t)
+	mustCreate(t, c, "jobs", 1)
+	if _, err := c.CreateQueueGroup(ctx, "jobs", "w", client.QueueGroupConfig{}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Produce(ctx, "jobs", []client.Record{{Key: []byte("k"), Value: []byte("v")}}); err != nil {
+		t.Fatal(err)
+	}
+	reject := func(worker, msg string) {
+		t.Helper()
+		res, err := c.Claim(ctx, client.ClaimRequest{Topic: "jobs", Group: "w", Worker: worker, MaxWait: 5 * time.Second})
+		if err != nil || len(res.Jobs) != 1 {
+			t.Fatalf("claim: %+v, %v", res, err)
+		}
+		if _, err := c.Nack(ctx, "jobs", "w", client.Nack{Token: res.Jobs[0].Token, Permanent: true, Error: msg}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := func() []client.DeadLetter {
+		t.Helper()
+		var out []client.DeadLetter
+		if err := c.ListDeadLetters(ctx, "jobs.w.dlq", client.DeadLetterFilter{}, func(d client.DeadLetter) error { out = append(out, d); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	reject("w1", "bad input")
+	if _, err := c.Redrive(ctx, client.RedriveOptions{DeadLetterTopic: "jobs.w.dlq"}); err != nil {
+		t.Fatal(err)
+	}
+	reject("w2", "still bad")
+	dls := list()
+	if len(dls) != 2 || dls[1].History == nil {
+		t.Fatalf("dead letters %+v", dls)
+	}
+	var got []string
+	for _, a := range dls[1].History.Attempts {
+		got = append(got, fmt.Sprintf("%s/%s/%s/redrive-%d", a.Worker, a.Outcome, a.Error, a.Redrive))
+	}
+	if want := "w1/rejected/bad input/redrive-0 w2/rejected/still bad/redrive-1"; strings.Join(got, " ") != want {
+		t.Fatalf("history %q, want %q", strings.Join(got, " "), want)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
@@ -12,9 +13,10 @@ import (
 
 func newDLQListCmd(opts *globalOpts) *cobra.Command {
 	var (
-		output string
-		flags  dlqFlags
-		limit  int
+		output  string
+		flags   dlqFlags
+		limit   int
+		history bool
 	)
 	cmd := &cobra.Command{
 		Use:   "list TOPIC GROUP",
@@ -26,7 +28,8 @@ consume does: a UTF-8 string, or base64 flagged by key_encoding /
 value_encoding "base64", and null for a null key or value.`,
 		Example: `  logctl dlq list orders workers
   logctl dlq list orders workers --reason max_deliveries --since 1h -o json
-  logctl dlq list orders workers --key order-7 --limit 10`,
+  logctl dlq list orders workers --key order-7 --limit 10
+  logctl dlq list orders workers --history`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
@@ -52,6 +55,9 @@ value_encoding "base64", and null for a null key or value.`,
 				if d.Group != args[1] && flags.topic == "" {
 					return nil // another group sharing the topic
 				}
+				if !history {
+					d.History = nil
+				}
 				out = append(out, d)
 				if limit > 0 && len(out) >= limit {
 					return errLimit
@@ -73,6 +79,9 @@ value_encoding "base64", and null for a null key or value.`,
 			for _, d := range out {
 				fmt.Fprintf(tw, "%d/%d\t%s\t%s/%d@%d\t%s\t%d\t%d\t%s\t%s\n", d.Partition, d.Offset, d.Reason, d.OriginTopic, d.OriginPartition, d.OriginOffset,
 					strconv.Quote(string(d.Key)), d.Deliveries, d.Redrives, age(now.Sub(d.DeadLettered)), d.LastError)
+				if history {
+					printHistory(tw, d.History)
+				}
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -83,6 +92,7 @@ value_encoding "base64", and null for a null key or value.`,
 	}
 	flags.add(cmd)
 	cmd.Flags().IntVar(&limit, "limit", 0, "list at most this many (0: all)")
+	cmd.Flags().BoolVar(&history, "history", false, "show each attempt under its dead letter: claim time, worker, lease, outcome, error")
 	addOutputFlag(cmd, &output)
 	return cmd
 }
@@ -105,6 +115,8 @@ type deadLetterOut struct {
 	DeadLettered    time.Time `json:"dead_lettered"`
 	IdempotencyKey  string    `json:"idempotency_key,omitempty"`
 	Redrives        int       `json:"redrives"`
+	// History is each attempt (with --history; README.md, "Work queues").
+	History *client.DeadLetterHistory `json:"history,omitempty"`
 	recordBytes
 }
 
@@ -112,5 +124,42 @@ func newDeadLetterOut(d client.DeadLetter) deadLetterOut {
 	return deadLetterOut{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset, Reason: d.Reason, LastError: d.LastError,
 		OriginTopic: d.OriginTopic, OriginPartition: d.OriginPartition, OriginOffset: d.OriginOffset, Group: d.Group,
 		Deliveries: d.Deliveries, FirstDelivery: d.FirstDelivery.UTC(), LastDelivery: d.LastDelivery.UTC(), DeadLettered: d.DeadLettered.UTC(),
-		IdempotencyKey: d.IdempotencyKey, Redrives: d.Redrives, recordBytes: newRecordBytes(d.Key, d.Value, d.Headers)}
+		IdempotencyKey: d.IdempotencyKey, Redrives: d.Redrives, History: d.History, recordBytes: newRecordBytes(d.Key, d.Value, d.Headers)}
+}
+
+// printHistory lists a dead letter's attempts, indented under its row.
+func printHistory(w io.Writer, h *client.DeadLetterHistory) {
+	if h == nil {
+		fmt.Fprintln(w, "  (no attempt history: dead-lettered before feature level 6)")
+		return
+	}
+	if h.PreviousUnreadable {
+		fmt.Fprintln(w, "  (the history before its last redrive was unreadable)")
+	}
+	if h.DroppedAttempts > 0 {
+		fmt.Fprintf(w, "  (%d older attempts not kept)\n", h.DroppedAttempts)
+	}
+	for _, a := range h.Attempts {
+		worker := a.Worker
+		if worker == "" {
+			worker = "-"
+		}
+		held := "-"
+		if !a.Ended.IsZero() && !a.Claimed.IsZero() && a.LeaseUntil.After(a.Claimed) {
+			held = a.Ended.Sub(a.Claimed).Round(time.Millisecond).String()
+		}
+		text := a.Error
+		switch {
+		case a.ErrorDropped:
+			text = "(error text dropped: the group's history budget)"
+		case a.ErrorTruncated:
+			text += " (cut at 1 KiB)"
+		}
+		redrive := ""
+		if a.Redrive > 0 {
+			redrive = fmt.Sprintf(" redrive %d", a.Redrive)
+		}
+		fmt.Fprintf(w, "  #%d%s\t%s\t%s\tworker %s\theld %s\textended %d\t%s\t%s\n", a.Delivery, redrive, a.Outcome,
+			a.Claimed.UTC().Format(time.RFC3339Nano), worker, held, a.Extensions, "", text)
+	}
 }
