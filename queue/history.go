@@ -78,6 +78,12 @@ func (q *Group) addAttempt(r *leaseRecord, a Attempt) {
 		r.History = slices.Delete(r.History, 0, 1)
 		r.HistoryDropped++
 	}
+	if len(r.History) == cap(r.History) {
+		// Grow by doubling up to MaxAttempts, not past it.
+		grown := make([]Attempt, len(r.History), min(max(2*cap(r.History), 1), MaxAttempts))
+		copy(grown, r.History)
+		r.History = grown
+	}
 	r.History = append(r.History, a)
 }
 
