@@ -35,9 +35,17 @@ func queueConfigChange(c *logdv1.QueueGroupConfig, cfg *queue.Config) error {
 	if c == nil {
 		return nil
 	}
-	for _, v := range []*int64{c.LeaseMs, c.BackoffBaseMs, c.BackoffMaxMs, c.AgeLimitMs} {
-		if v != nil && (*v < 0 || *v > int64(queue.MaxDelay/time.Millisecond)) {
-			return errInvalid("queue group config: duration %d ms out of range", *v)
+	maxMs := int64(queue.MaxDelay / time.Millisecond)
+	for _, f := range []struct {
+		name string
+		v    *int64
+		note string
+	}{
+		{"lease_ms", c.LeaseMs, ""}, {"backoff_base_ms", c.BackoffBaseMs, ""}, {"backoff_max_ms", c.BackoffMaxMs, ""},
+		{"age_limit_ms", c.AgeLimitMs, " (0: no limit)"},
+	} {
+		if f.v != nil && (*f.v < 0 || *f.v > maxMs) {
+			return errInvalid("queue group config: %s %d outside [0, %d] (%v)%s", f.name, *f.v, maxMs, queue.MaxDelay, f.note)
 		}
 	}
 	if c.LeaseMs != nil {

@@ -35,6 +35,9 @@ dead-letters them; extend keeps long jobs leased.`,
 	return cmd
 }
 
+// maxQueueDelay is the server's bound on a queue group's durations.
+const maxQueueDelay = 7 * 24 * time.Hour
+
 // queueConfigFlags are the settings flags of queue create and alter.
 type queueConfigFlags struct {
 	lease, backoffBase, backoffMax, ageLimit time.Duration
@@ -49,7 +52,7 @@ func (f *queueConfigFlags) add(cmd *cobra.Command) {
 	fl.DurationVar(&f.backoffBase, "backoff-base", 0, "first retry delay ceiling after a transient nack (server default 1s)")
 	fl.DurationVar(&f.backoffMax, "backoff-max", 0, "cap of the retry delay (server default 5m)")
 	fl.IntVar(&f.maxInFlight, "max-in-flight", 0, "per partition, records delivered and not finished (server default 1000)")
-	fl.DurationVar(&f.ageLimit, "age-limit", 0, "dead-letter records older than this (default none)")
+	fl.DurationVar(&f.ageLimit, "age-limit", 0, "dead-letter records older than this, up to 168h (0: none, the default; in alter, 0 removes the limit)")
 	fl.StringVar(&f.deadLetterTopic, "dead-letter-topic", "", `dead-letter topic (default "<topic>.<group>.dlq")`)
 	fl.StringVar(&f.deadlineHeader, "deadline-header", "", `header with a record's business deadline (default "deadline"; "-" for none)`)
 }

@@ -16,11 +16,21 @@ func newQueueAlterCmd(opts *globalOpts) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "alter TOPIC GROUP",
 		Short:   "Change settings of a queue group (only the flags given)",
-		Example: `  logctl queue alter payments workers --max-deliveries 10 --lease 2m`,
+		Example: `  logctl queue alter payments workers --max-deliveries 10 --lease 2m
+  logctl queue alter payments workers --age-limit 0     # no age limit`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return opts.withClient(output, func(c *client.Client) error {
-				cfg, err := c.AlterQueueGroup(cmd.Context(), args[0], args[1], f.config())
+				change := f.config()
+				if cmd.Flags().Changed("age-limit") {
+					if f.ageLimit < 0 {
+						return fmt.Errorf("--age-limit %v: want 0 (no limit) or a duration up to %v: %w", f.ageLimit, maxQueueDelay, client.ErrInvalidArgument)
+					}
+					if f.ageLimit == 0 {
+						change.AgeLimit = -1 // an alter's 0 means unchanged; negative removes the limit
+					}
+				}
+				cfg, err := c.AlterQueueGroup(cmd.Context(), args[0], args[1], change)
 				if err != nil {
 					return err
 				}

@@ -86,6 +86,18 @@ func TestQueueCLI(t *testing.T) {
 			},
 		},
 		{
+			name: "age limit: 0 is none, out of range says the range",
+			steps: []step{
+				{args: args("topic create jobs")},
+				{args: args("queue create jobs w --age-limit 1h"), stdout: []string{`(?m)^Age limit:\s+1h0m0s$`}},
+				{args: args("queue alter jobs w --lease 1m"), stdout: []string{`(?m)^Age limit:\s+1h0m0s$`}},
+				{args: args("queue alter jobs w --age-limit 0"), stdout: []string{`(?m)^Age limit:\s+none$`}},
+				{args: args("queue alter jobs w --age-limit 200h"), wantCode: 1, stderr: []string{`age_limit_ms 720000000 outside \[0, 604800000\] \(168h0m0s\) \(0: no limit\)`}},
+				{args: args("queue alter jobs w --age-limit -1s"), wantCode: 1, stderr: []string{`--age-limit -1s: want 0 \(no limit\) or a duration up to 168h0m0s`}},
+				{args: args("queue describe jobs w"), stdout: []string{`(?m)^Age limit:\s+none$`}},
+			},
+		},
+		{
 			name: "unknown group",
 			steps: []step{
 				{args: args("topic create jobs")},
