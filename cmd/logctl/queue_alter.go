@@ -17,7 +17,7 @@ func newQueueAlterCmd(opts *globalOpts) *cobra.Command {
 		Use:   "alter TOPIC GROUP",
 		Short: "Change settings of a queue group (only the flags given)",
 		Example: `  logctl queue alter payments workers --max-deliveries 10 --lease 2m
-  logctl queue alter payments workers --age-limit 0     # no age limit`,
+  logctl queue alter payments workers --age-limit 0`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return opts.withClient(output, func(c *client.Client) error {
