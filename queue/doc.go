@@ -11,7 +11,9 @@
 //
 // Files: queue.go (claim, ack, nack, extend, dead letters), lease.go and
 // token.go (a tracked record and its delivery token), backoff.go, config.go,
-// health.go (backlog and retention inputs for admission control), stats.go,
+// health.go (backlog and retention inputs for admission control), age.go
+// (append times, for the backlog's age), drain.go (the drain rate and
+// retry-after hints), history.go (each record's attempts), stats.go,
 // pause.go, snapshot.go.
 //
 // Invariants:
@@ -40,6 +42,18 @@
 //     dead-letter records: a record is never both live and dead.
 //   - Claims look records up through RecordSource, which must answer the
 //     same on every replica (offsets below the command's end offsets).
+//   - From the command that makes the state machine reach feature level 6
+//     (SetExactBytes, at the same Raft index on every replica), a group
+//     keeps that level's state: the exact bytes of its backlog (one sum
+//     per partition and one size per unfinished tracked record), append
+//     marks (at most 256 per partition), and each unfinished record's last
+//     MaxAttempts attempts (error texts cut at 1 KiB, HistoryBudget bytes
+//     of them per group). Nothing of it depends on the backlog's length
+//     but the marks' bound. Before, none of it is kept, so replicas of
+//     older builds decide alike.
+//   - The drain rate is sampled from the replicated finished counts at
+//     command times (at most one sample a second, 16 kept), so hints
+//     derived from it are the same on every node.
 //   - Snapshot's JSON form is stored in Raft snapshots: a field's name, tag
 //     and meaning never change (testdata/snapshot.json pins it), and
 //     Restore refuses a snapshot whose counts disagree with its records.
