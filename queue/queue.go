@@ -209,16 +209,16 @@ func (q *Group) Claim(req ClaimRequest, src RecordSource) (ClaimResult, error) {
 	if len(req.Worker) > MaxWorkerLen {
 		return res, fmt.Errorf("%w: worker id of %d bytes, at most %d", ErrInvalidRequest, len(req.Worker), MaxWorkerLen)
 	}
-	q.Tick(req.Now)
-	if q.paused {
-		return res, nil
-	}
 	lease := req.Lease
 	if lease <= 0 {
 		lease = q.cfg.Lease
 	}
 	if lease > MaxLease {
 		return res, fmt.Errorf("%w: lease %v above %v", ErrInvalidRequest, lease, MaxLease)
+	}
+	q.Tick(req.Now)
+	if q.paused {
+		return res, nil
 	}
 	bytes := 0
 	full := func() bool {
