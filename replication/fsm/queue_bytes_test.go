@@ -1,7 +1,10 @@
 package fsm
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -164,5 +167,68 @@ func TestQueueAdmissionByAge(t *testing.T) {
 	v1[1] = commandVersion
 	if _, err := decodeCommandWith(v1, &keyScratch{}); !errors.Is(err, ErrBadCommand) {
 		t.Fatalf("alter-topic version 1 with the age bound decodes: %v", err)
+	}
+}
+
+// TestQueueLevelSixSnapshot: the state of QueueLevel — the applied level,
+// exact bytes, append marks, drain samples and a history — survives a
+// snapshot and restore: the restored state machine refuses the same append
+// with the same figures and writes the same dead letter.
+func TestQueueLevelSixSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	f1, _ := testFSM(t, dir)
+	a := &applier{t: t, f: f1}
+	create, err := EncodeCreateTopic(qnow, CreateTopic{Name: "jobs", Partitions: 1, Config: map[string]string{
+		ConfigQueueMaxBacklogAgeMs: "1000", ConfigQueueMaxBacklogBytes: "1000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.apply(create)
+	a.apply(queueCmd(t, CmdQueueCreate, qnow, QueueCreate{Topic: "jobs", Group: "w", Secret: []byte("s")}))
+	sec := int64(time.Second)
+	a.apply(appendCmd(t, qnow, "jobs", 0, "a", "b"))
+	c := a.apply(queueCmd(t, CmdQueueClaim, qnow, QueueClaim{Topic: "jobs", Group: "w", Max: 1, Lease: time.Minute, Worker: "w1"})).(QueueClaimResult)
+	a.tokens(CmdQueueAck, qnow+sec/2, QueueAck{Topic: "jobs", Group: "w", Tokens: []queue.Token{c.Records[0].Token}})
+	c = a.apply(queueCmd(t, CmdQueueClaim, qnow+sec/2, QueueClaim{Topic: "jobs", Group: "w", Max: 1, Lease: time.Minute, Worker: "w2"})).(QueueClaimResult)
+	refusal := appendCmd(t, qnow+2*sec, "jobs", 0, "c")
+	snap, err := f1.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := persist(t, snap)
+	f1.Close()
+	// What the same commands do without a snapshot: a replica replaying
+	// the log.
+	f3, _ := testFSM(t, t.TempDir())
+	r := &applier{t: t, f: f3}
+	for _, cmd := range a.log {
+		r.apply(cmd)
+	}
+	want := fmt.Sprint(r.apply(refusal))
+	if !strings.Contains(want, "queue.max.backlog.age.ms=1000") {
+		t.Fatalf("refusal: %s", want)
+	}
+	nack := queueCmd(t, CmdQueueNack, qnow+2*sec, QueueNack{Topic: "jobs", Group: "w", Nacks: []queue.Nack{{Token: c.Records[0].Token, Permanent: true, Error: "bad"}}})
+	r.apply(nack)
+	wantDL := dlqRecords(t, f3, "jobs.w.dlq")
+
+	f2, _ := testFSM(t, dir)
+	if err := f2.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	if f2.AppliedLevel() != QueueLevel {
+		t.Fatalf("restored level %d", f2.AppliedLevel())
+	}
+	b := &applier{t: t, f: f2, index: a.index}
+	if got := fmt.Sprint(b.apply(refusal)); got != want {
+		t.Fatalf("after restore: %s\nbefore: %s", got, want)
+	}
+	b.apply(nack)
+	gotDL := dlqRecords(t, f2, "jobs.w.dlq")
+	if len(gotDL) != 1 || len(wantDL) != 1 || fmt.Sprint(gotDL[0].Headers) != fmt.Sprint(wantDL[0].Headers) {
+		t.Fatalf("dead letter after restore:\n%v\nbefore:\n%v", gotDL, wantDL)
+	}
+	if got := attemptsOf(t, gotDL[0]); strings.Join(got, ",") != "w2:rejected:bad" {
+		t.Fatalf("history after restore: %v", got)
 	}
 }
