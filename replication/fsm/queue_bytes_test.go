@@ -232,3 +232,39 @@ func TestQueueLevelSixSnapshot(t *testing.T) {
 		t.Fatalf("history after restore: %v", got)
 	}
 }
+
+// TestQueueClaimPayloads: a claim is written without its worker id below
+// QueueLevel (payload version 1, which every build reads) and with it from
+// that level (version 2, even when empty); both decode back, and a cut
+// version 2 payload is a bad command.
+func TestQueueClaimPayloads(t *testing.T) {
+	c := QueueClaim{Topic: "jobs", Group: "w", Max: 7, MaxBytes: 100, Lease: time.Minute, Worker: "host/42"}
+	for _, tc := range []struct {
+		name      string
+		level     FeatureLevel
+		worker    string
+		want      QueueClaim
+		wantLevel FeatureLevel
+	}{
+		{name: "below the level", level: ExternalGroupsLevel, worker: "host/42", want: QueueClaim{Topic: "jobs", Group: "w", Max: 7, MaxBytes: 100, Lease: time.Minute}, wantLevel: BaseLevel},
+		{name: "at the level", level: QueueLevel, worker: "host/42", want: c, wantLevel: QueueLevel},
+		{name: "at the level without a worker", level: QueueLevel, want: QueueClaim{Topic: "jobs", Group: "w", Max: 7, MaxBytes: 100, Lease: time.Minute}, wantLevel: QueueLevel},
+	} {
+		in := c
+		in.Worker = tc.worker
+		data := EncodeQueueClaim(qnow, in, tc.level)
+		level, _, err := EntryLevel(data)
+		if err != nil || level != tc.wantLevel {
+			t.Fatalf("%s: entry level %d, %v; want %d", tc.name, level, err, tc.wantLevel)
+		}
+		env, err := decodeCommandWith(data, &keyScratch{})
+		if err != nil || env.Body.(QueueClaim) != tc.want {
+			t.Fatalf("%s: decoded %+v, %v; want %+v", tc.name, env.Body, err, tc.want)
+		}
+		if tc.level >= QueueLevel {
+			if _, err := decodeCommandWith(data[:len(data)-1], &keyScratch{}); !errors.Is(err, ErrBadCommand) {
+				t.Fatalf("%s: a cut payload decodes: %v", tc.name, err)
+			}
+		}
+	}
+}
