@@ -15,7 +15,7 @@ import (
 
 // TestQueueAttemptHistory: a record's first worker (a logctl claim whose
 // process is gone before its ack) loses its lease, a second worker nacks
-// it, a third rejects it; the dead letter lists the three attempts with
+// it, a third (a client.Worker) rejects it; the dead letter lists the three attempts with
 // their workers and outcomes, in the Go client and in logctl dlq list
 // --history.
 func TestQueueAttemptHistory(t *testing.T) {
@@ -48,7 +48,18 @@ func TestQueueAttemptHistory(t *testing.T) {
 			return h(ctx, j)
 		}, func() bool { return handled.Load() > before })
 	}
-	run("worker-b", func(context.Context, *client.Job) error { return errors.New("ledger timeout") })
+	// Worker B fails transiently. It claims and nacks by hand: a
+	// client.Worker could claim the record again before it is stopped.
+	waitCtx0, cancel0 := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel0()
+	res, err := c.Claim(waitCtx0, client.ClaimRequest{Topic: "pay", Group: "billing", Worker: "worker-b", Lease: time.Second, MaxWait: 5 * time.Second})
+	if err != nil || len(res.Jobs) != 1 || res.Jobs[0].Delivery != 2 {
+		t.Fatalf("worker-b's claim: %+v, %v", res, err)
+	}
+	if _, err := c.Nack(ctx, "pay", "billing", client.Nack{Token: res.Jobs[0].Token, Error: "ledger timeout"}); err != nil {
+		t.Fatal(err)
+	}
+	// Worker C, a client.Worker, rejects it: dead-lettered at once.
 	run("worker-c", func(context.Context, *client.Job) error { return client.Permanent(errors.New("negative amount")) })
 
 	var dls []client.DeadLetter
