@@ -89,3 +89,48 @@ func inFlightState(b *testing.B, n int, exact bool, attempts, errBytes int) (hea
 	runtime.KeepAlive(q)
 	return heap, float64(len(js)) / float64(n)
 }
+
+// BenchmarkClaimAckCycle measures a claim of 500 records and their ack,
+// without the state of feature level 6 and with it (sizes, append marks
+// and an attempt per delivery), per record.
+func BenchmarkClaimAckCycle(b *testing.B) {
+	for _, exact := range []bool{false, true} {
+		name := "level5"
+		if exact {
+			name = "level6"
+		}
+		b.Run(name, func(b *testing.B) {
+			const batch = 500
+			n := b.N * batch
+			src := &fakeSource{recs: map[int32]map[int64]RecordInfo{0: {}}, ends: []int64{int64(n)}}
+			for off := range int64(n) {
+				src.recs[0][off] = RecordInfo{Exists: true, Size: 100}
+			}
+			q, err := New("jobs", "workers", Config{MaxInFlight: MaxInFlightLimit}, []int64{0}, []byte("0123456789abcdef"), 1, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if exact {
+				if err := q.SetExactBytes(src, src.ends, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+			toks := make([]Token, 0, batch)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				now := int64(i+1) * int64(time.Millisecond)
+				res, err := q.Claim(ClaimRequest{Now: now, Index: uint64(i + 2), Max: batch, Ends: src.ends, Worker: "host/42"}, src)
+				if err != nil || len(res.Deliveries) != batch {
+					b.Fatalf("claim: %d, %v", len(res.Deliveries), err)
+				}
+				toks = toks[:0]
+				for _, d := range res.Deliveries {
+					toks = append(toks, d.Token)
+				}
+				q.Ack(now, toks)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/record")
+		})
+	}
+}
