@@ -48,7 +48,7 @@ func TestRetryAfter(t *testing.T) {
 		{name: "excess over the rate", excess: 50, rate: 10, want: 5 * time.Second},
 		{name: "floor", excess: 1, rate: 1000, want: MinRetryAfter},
 		{name: "ceiling", excess: 1e6, rate: 1, want: MaxRetryAfter},
-		{name: "nothing drains", excess: 1, rate: 0, want: MaxRetryAfter},
+		{name: "nothing drains", excess: 1, rate: 0, want: IdleRetryAfter},
 		{name: "no excess", excess: 0, rate: 3, want: MinRetryAfter},
 	} {
 		if got := RetryAfter(tc.excess, tc.rate); got != tc.want {

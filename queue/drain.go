@@ -25,8 +25,13 @@ const (
 const (
 	// MinRetryAfter is the floor of a retry-after hint.
 	MinRetryAfter = 100 * time.Millisecond
-	// MaxRetryAfter is its ceiling, and the hint while nothing drains.
+	// MaxRetryAfter is its ceiling.
 	MaxRetryAfter = 30 * time.Second
+	// IdleRetryAfter is the hint while nothing drained in the window:
+	// no rate to divide by, so producers come back soon (with their
+	// jitter) rather than wait out the ceiling for a pool that may
+	// already be back.
+	IdleRetryAfter = time.Second
 )
 
 // drainSample is the group's cumulative finished records and bytes at a
@@ -88,10 +93,10 @@ func (q *Group) DrainRate(now int64) (records, bytes float64) {
 // RetryAfter is the hint for a producer refused by a bound exceeded by
 // excess (records, bytes or records to age out, in the unit of rate): the
 // time the group needs at rate (per second) to drain it, within
-// [MinRetryAfter, MaxRetryAfter], and MaxRetryAfter while nothing drains.
+// [MinRetryAfter, MaxRetryAfter], and IdleRetryAfter while nothing drains.
 func RetryAfter(excess, rate float64) time.Duration {
 	if rate <= 0 || math.IsNaN(rate) {
-		return MaxRetryAfter
+		return IdleRetryAfter
 	}
 	secs := max(excess, 0) / rate
 	if secs >= MaxRetryAfter.Seconds() {

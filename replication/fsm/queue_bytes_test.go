@@ -66,7 +66,7 @@ func TestQueueExactBytes(t *testing.T) {
 // over the bound at the group's drain rate, from the replicated counters
 // at command times: the same on a replica replaying the log. Two records
 // finished in the 4 s since the first sample (0.5/s) and one record is in
-// excess: 2 s. With nothing finished yet, the hint is the ceiling.
+// excess: 2 s. With nothing finished yet, the hint is queue.IdleRetryAfter.
 func TestQueueRetryAfterFromDrainRate(t *testing.T) {
 	f, _ := testFSM(t, t.TempDir())
 	a := &applier{t: t, f: f}
@@ -75,8 +75,8 @@ func TestQueueRetryAfterFromDrainRate(t *testing.T) {
 	a.apply(queueCmd(t, CmdQueueCreate, qnow, QueueCreate{Topic: "jobs", Group: "w", Secret: []byte("s"), FromEnd: true}))
 	a.apply(appendCmd(t, qnow, "jobs", 0, "a", "b", "c"))
 	var oe *OverloadedError
-	if err, _ := a.apply(appendCmd(t, qnow, "jobs", 0, "x")).(error); !errors.As(err, &oe) || oe.RetryAfter != queue.MaxRetryAfter {
-		t.Fatalf("refusal before anything finished = %v (retry after %v), want the ceiling", err, oe.RetryAfter)
+	if err, _ := a.apply(appendCmd(t, qnow, "jobs", 0, "x")).(error); !errors.As(err, &oe) || oe.RetryAfter != queue.IdleRetryAfter {
+		t.Fatalf("refusal before anything finished = %v (retry after %v), want the idle hint", err, oe.RetryAfter)
 	}
 	c := a.claim(qnow, 3, time.Minute)
 	a.tokens(CmdQueueAck, qnow+int64(time.Second), QueueAck{Topic: "jobs", Group: "w", Tokens: []queue.Token{c.Records[0].Token, c.Records[1].Token}})
@@ -133,8 +133,8 @@ func TestQueueAdmissionByAge(t *testing.T) {
 		}
 	}
 	var oe *OverloadedError
-	if err, _ := a.apply(appendCmd(t, qnow+2*sec, "jobs", 0, "x")).(error); !errors.As(err, &oe) || oe.Bound != "age" || oe.Backlog != 2000 || oe.Limit != 1000 || oe.RetryAfter != queue.MaxRetryAfter {
-		t.Fatalf("refusal = %v (%+v), want the age bound with the ceiling as retry-after (nothing drained)", err, oe)
+	if err, _ := a.apply(appendCmd(t, qnow+2*sec, "jobs", 0, "x")).(error); !errors.As(err, &oe) || oe.Bound != "age" || oe.Backlog != 2000 || oe.Limit != 1000 || oe.RetryAfter != queue.IdleRetryAfter {
+		t.Fatalf("refusal = %v (%+v), want the age bound with the idle retry-after (nothing drained)", err, oe)
 	}
 	// A paused group's records count too.
 	a.apply(mustJSON(t, CmdQueuePause, qnow+2*sec, QueuePause{Topic: "jobs", Group: "w", Paused: true}))
@@ -145,7 +145,7 @@ func TestQueueAdmissionByAge(t *testing.T) {
 	c := a.claim(qnow+2*sec, 1, time.Minute)
 	a.tokens(CmdQueueAck, qnow+3*sec, QueueAck{Topic: "jobs", Group: "w", Tokens: []queue.Token{c.Records[0].Token}})
 	// The record appended at 1 s is now the oldest: 2.5 s old at 3.5 s.
-	if err, _ := a.apply(appendCmd(t, qnow+3*sec+sec/2, "jobs", 0, "z")).(error); !errors.As(err, &oe) || oe.Backlog != 2500 || oe.RetryAfter >= queue.MaxRetryAfter {
+	if err, _ := a.apply(appendCmd(t, qnow+3*sec+sec/2, "jobs", 0, "z")).(error); !errors.As(err, &oe) || oe.Backlog != 2500 || oe.RetryAfter == queue.IdleRetryAfter {
 		t.Fatalf("after an ack: %v (%+v), want a refusal 2.5 s old with a retry-after from the drain rate", err, oe)
 	}
 	c = a.claim(qnow+4*sec, 1, time.Minute)
