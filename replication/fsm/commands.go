@@ -38,6 +38,9 @@ const (
 	// CmdCompact swaps in the compaction of a partition's closed segments
 	// below an offset.
 	CmdCompact CommandType = 22
+	// CmdCreatePartitions grows a topic's partition count, at
+	// PartitionsLevel.
+	CmdCreatePartitions CommandType = 23
 
 	// Queue groups (40-45), and their backpressure (46-59).
 	CmdQueueCreate CommandType = 40
@@ -114,8 +117,11 @@ const (
 	// (queue.Group.SetExactBytes) where builds before estimated them, and
 	// admission control decides by those.
 	QueueLevel FeatureLevel = 6
+	// PartitionsLevel adds the growth of a topic's partition count
+	// (CmdCreatePartitions).
+	PartitionsLevel FeatureLevel = 7
 	// Level is the highest feature level this build understands.
-	Level FeatureLevel = QueueLevel
+	Level FeatureLevel = PartitionsLevel
 )
 
 // commandVersion is the payload version most kinds write after the type
@@ -181,6 +187,8 @@ var commands = [...]command{
 	}, decodeAlterTopic, (*FSM).applyAlterTopic),
 	CmdTrim:    jsonCommand("trim", BaseLevel, (*FSM).applyTrim),
 	CmdCompact: jsonCommand("compact", BaseLevel, (*FSM).applyCompact),
+
+	CmdCreatePartitions: jsonCommand("create-partitions", PartitionsLevel, (*FSM).applyCreatePartitions),
 
 	CmdQueueCreate: jsonCommand("queue-create", BaseLevel, (*FSM).applyQueueCreate),
 	CmdQueueAlter:  jsonCommand("queue-alter", BaseLevel, (*FSM).applyQueueAlter),

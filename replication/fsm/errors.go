@@ -60,6 +60,10 @@ var (
 	// would pass its quota of topics or partitions. Errors carrying data
 	// are *QuotaError.
 	ErrQuotaExceeded = errors.New("replication: cluster quota exceeded")
+	// ErrPartitionCount means a topic was not grown to the partition count
+	// asked for: partitions are never removed, and a topic holds at most
+	// MaxPartitions. Errors carrying data are *PartitionCountError.
+	ErrPartitionCount = errors.New("replication: invalid partition count")
 	// ErrTokenExists means a token with that id is already stored.
 	ErrTokenExists = errors.New("replication: token already exists")
 	// ErrUnknownToken means no token with that id is stored (never

@@ -36,6 +36,8 @@ func TestCommandTable(t *testing.T) {
 			want = SecurityLevel
 		case ct == CmdGroupSetOffsets:
 			want = ExternalGroupsLevel
+		case ct == CmdCreatePartitions:
+			want = PartitionsLevel
 		}
 		if c.level != want {
 			t.Errorf("%s: level %d, want %d", c.name, c.level, want)
@@ -46,8 +48,8 @@ func TestCommandTable(t *testing.T) {
 			}
 		}
 	}
-	if rows != 27 {
-		t.Fatalf("%d kinds in the table, want 27", rows)
+	if rows != 28 {
+		t.Fatalf("%d kinds in the table, want 28", rows)
 	}
 }
 

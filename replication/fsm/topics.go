@@ -107,6 +107,20 @@ func openTopic(root string, t *Topic, partitions int32, base log.Options) error 
 	if err := reviveDeletedDir(t.dir); err != nil {
 		return fmt.Errorf("revive files of %s: %w", t.Name, err)
 	}
+	t.dedup = dedup.NewWindow(int(configInt(t.Config, ConfigIdempotencyMaxKeys)))
+	if err := t.openPartitions(partitions, base); err != nil {
+		t.close()
+		return err
+	}
+	return nil
+}
+
+// openPartitions opens (creating if needed) the logs of partitions
+// len(t.Partitions) to n-1 and appends them to t.Partitions; on an error
+// the logs it opened are closed again and t.Partitions is as before.
+// Partition p's directory is "<topic dir>/<p>", so a partition added by a
+// growth replayed after a restart finds the data it held.
+func (t *Topic) openPartitions(n int32, base log.Options) error {
 	opts := base
 	// The config check refuses larger values; clamped anyway (as alter
 	// does), because the log refusing them here would stop the node.
@@ -117,11 +131,14 @@ func openTopic(root string, t *Topic, partitions int32, base log.Options) error 
 	opts.MaxBatchBytes = maxAppendBatchBytes
 	// segment.ms is applied by age against the command time.
 	opts.SegmentMaxAge = msDuration(configInt(t.Config, ConfigSegmentMs))
-	t.dedup = dedup.NewWindow(int(configInt(t.Config, ConfigIdempotencyMaxKeys)))
-	for p := int32(0); p < partitions; p++ {
+	have := len(t.Partitions)
+	for p := int32(have); p < n; p++ {
 		l, err := log.Open(filepath.Join(t.dir, strconv.Itoa(int(p))), opts)
 		if err != nil {
-			t.close()
+			for _, opened := range t.Partitions[have:] {
+				opened.log.Close()
+			}
+			t.Partitions = t.Partitions[:have]
 			return fmt.Errorf("open %s-%d: %w", t.Name, p, err)
 		}
 		t.Partitions = append(t.Partitions, &Partition{Topic: t.Name, Index: p, log: l, notify: make(chan struct{})})

@@ -1,0 +1,140 @@
+package fsm
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// CreatePartitions grows a topic to Count partitions (the new total, as
+// Kafka's CreatePartitions counts), at PartitionsLevel. Partitions are
+// never removed: a Count below the topic's is refused, an equal one
+// changes nothing. The new partitions start empty at offset 0, and every
+// replica adds them at the same Raft index, together with what follows
+// from them (apply_create_partitions.go).
+type CreatePartitions struct {
+	Name  string `json:"name"`
+	Count int32  `json:"count"`
+	// TopicIndex is the CreateIndex of the topic incarnation the proposer
+	// saw; a topic deleted and created again since is not grown (0: any).
+	TopicIndex uint64 `json:"topic_index,omitempty"`
+	// Quota, set by the proposer from its configuration, is checked when
+	// the command is applied, as for a creation: the partitions added
+	// count against the cluster's partitions and against those of the
+	// principal that created the topic.
+	Quota *TopicQuota `json:"quota,omitempty"`
+}
+
+// PartitionCountError is a growth refused for its count; errors.Is(err,
+// ErrPartitionCount) and errors.Is(err, ErrInvalidArgument) hold.
+type PartitionCountError struct {
+	Topic string
+	// Current is the topic's count, Requested the count asked for.
+	Current, Requested int32
+}
+
+func (e *PartitionCountError) Error() string {
+	if e.Requested < e.Current {
+		return fmt.Sprintf("%v: %s has %d partitions and cannot shrink to %d (partitions can only be added)", ErrPartitionCount, e.Topic, e.Current, e.Requested)
+	}
+	return fmt.Sprintf("%v: %s has %d partitions, %d is above the limit of %d per topic", ErrPartitionCount, e.Topic, e.Current, e.Requested, MaxPartitions)
+}
+
+// Is makes errors.Is(err, ErrPartitionCount) and errors.Is(err,
+// ErrInvalidArgument) hold.
+func (e *PartitionCountError) Is(target error) bool {
+	return target == ErrPartitionCount || target == ErrInvalidArgument
+}
+
+// validateCreatePartitions checks a growth against the topic t as it
+// stands; the proposer calls it before proposing and Apply again.
+func validateCreatePartitions(t *Topic, c CreatePartitions) error {
+	if c.TopicIndex != 0 && c.TopicIndex != t.CreateIndex {
+		return fmt.Errorf("%w: %q was deleted and created again", ErrUnknownTopic, c.Name)
+	}
+	n := int32(len(t.Partitions))
+	if c.Count < n || c.Count > MaxPartitions {
+		return &PartitionCountError{Topic: t.Name, Current: n, Requested: c.Count}
+	}
+	return nil
+}
+
+// ValidateCreatePartitions checks a growth of t as Apply will, but for the
+// quota (CheckGrowthQuota), so a proposer refuses a bad one before it
+// reaches the Raft log.
+func ValidateCreatePartitions(t *Topic, c CreatePartitions) error {
+	return validateCreatePartitions(t, c)
+}
+
+// CheckGrowthQuota reports whether growing t as c asks would pass c.Quota
+// (*QuotaError): the cluster's partitions, and those of the principal that
+// created t (a topic created before principals were recorded counts for
+// nobody), each with the partitions added. As for CheckQuota, a proposer
+// asks to refuse early and only Apply's answer is final.
+func (f *FSM) CheckGrowthQuota(t *Topic, c CreatePartitions) error {
+	adding := int64(c.Count) - int64(len(t.Partitions))
+	if c.Quota == nil || adding <= 0 {
+		return nil
+	}
+	_, parts := f.TopicCounts()
+	if q := c.Quota.MaxPartitions; q > 0 && parts+adding > q {
+		return &QuotaError{Resource: "partitions", Current: parts, Adding: adding, Limit: q}
+	}
+	if q := c.Quota.MaxPartitionsPerPrincipal; q > 0 && t.CreatedBy != "" {
+		if _, parts := f.PrincipalTopicCounts(t.CreatedBy); parts+adding > q {
+			return &QuotaError{Resource: "partitions", Principal: t.CreatedBy, Current: parts, Adding: adding, Limit: q}
+		}
+	}
+	return nil
+}
+
+// applyCreatePartitions grows a topic. As for an alter, the FSM publishes a
+// copy of the Topic (readers hold Topic values without locks); the old
+// partitions, and their logs, are shared, and the new ones are opened
+// empty. In the same apply the topic's queue groups gain the partitions
+// (so claims and admission control count them from this index on) and
+// consumer groups subscribed to the topic are rebalanced, so their
+// members own the new partitions from the next generation. The result is
+// the topic as it stands afterwards.
+func (f *FSM) applyCreatePartitions(index uint64, now int64, c CreatePartitions) any {
+	t, err := f.Topic(c.Name)
+	if err != nil {
+		return err
+	}
+	if err := validateCreatePartitions(t, c); err != nil {
+		return err
+	}
+	if int(c.Count) == len(t.Partitions) {
+		return t
+	}
+	if err := f.CheckGrowthQuota(t, c); err != nil {
+		return err
+	}
+	nt := *t // fields are copied; the partitions slice is extended below
+	nt.Partitions = slices.Clip(t.Partitions)
+	if err := nt.openPartitions(c.Count, f.logOpts); err != nil {
+		return f.stop(fmt.Errorf("create partitions of %s at index %d: %w", c.Name, index, err))
+	}
+	// Lock order: queueGroups.mu before FSM.mu. A reader sees the queue
+	// groups and the topic grown together, or a topic older than its
+	// groups (the queue package's readers bound their end offsets).
+	f.queues.mu.Lock()
+	for _, q := range f.queues.byTopic[c.Name] {
+		q.Grow(int(c.Count))
+	}
+	if w, ok := f.queues.windows[t]; ok {
+		delete(f.queues.windows, t)
+		f.queues.windows[&nt] = w
+	}
+	f.mu.Lock()
+	f.topics[c.Name] = &nt
+	f.mu.Unlock()
+	f.queues.mu.Unlock()
+	f.groups.mu.Lock()
+	topics := fsmTopics{f}
+	for _, name := range slices.Sorted(maps.Keys(f.groups.m)) {
+		f.groups.m[name].TopicGrew(now, c.Name, topics)
+	}
+	f.groups.mu.Unlock()
+	return &nt
+}
