@@ -98,6 +98,10 @@ var (
 	// ErrQuotaExceeded means a topic was not created because the cluster
 	// would pass its quota of topics or partitions (*QuotaError).
 	ErrQuotaExceeded = fsm.ErrQuotaExceeded
+	// ErrPartitionCount means a topic was not grown to the count asked
+	// for: counts never shrink, and are at most fsm.MaxPartitions
+	// (*PartitionCountError, which errors.Is ErrInvalidArgument too).
+	ErrPartitionCount = fsm.ErrPartitionCount
 	// ErrTokenExists means a token with that id is already stored.
 	ErrTokenExists = fsm.ErrTokenExists
 	// ErrUnknownToken means no token with that id is stored.

@@ -20,6 +20,10 @@ type (
 	CreateTopic = fsm.CreateTopic
 	// AlterTopic sets topic settings.
 	AlterTopic = fsm.AlterTopic
+	// CreatePartitions grows a topic's partition count.
+	CreatePartitions = fsm.CreatePartitions
+	// PartitionCountError says why a growth's count was refused.
+	PartitionCountError = fsm.PartitionCountError
 	// Append appends record batches to partitions of one topic.
 	Append = fsm.Append
 	// PartitionBatch is one record batch destined for one partition.

@@ -1,0 +1,99 @@
+package replication
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/logd-dev/logd/replication/fsm"
+)
+
+// Partition growth (docs/architecture.md, "Rolling upgrades", level 6): a
+// topic's partition count grows by one create-partitions command, applied
+// at one Raft index on every replica; it never shrinks.
+
+// stampCreatePartitions fills in what the proposer adds to a growth of t:
+// the topic incarnation it saw and this node's quota (Config.Quota),
+// replacing whatever the caller put there.
+func (n *Node) stampCreatePartitions(t *Topic, c *CreatePartitions) {
+	c.TopicIndex, c.Quota = t.CreateIndex, nil
+	if !n.cfg.Quota.IsZero() {
+		q := n.cfg.Quota
+		c.Quota = &q
+	}
+}
+
+// checkCreatePartitions checks a stamped growth of t as Apply will, on
+// this node's applied state, and that every member understands the
+// command: *PartitionCountError, *QuotaError, *FeatureLevelError.
+func (n *Node) checkCreatePartitions(t *Topic, c CreatePartitions) error {
+	if err := fsm.ValidateCreatePartitions(t, c); err != nil {
+		return err
+	}
+	if int(c.Count) == len(t.Partitions) {
+		return nil
+	}
+	if err := n.fsm.CheckGrowthQuota(t, c); err != nil {
+		return err
+	}
+	level, err := n.featureLevel()
+	if err != nil {
+		return err
+	}
+	return allows("create-partitions", fsm.PartitionsLevel, level)
+}
+
+// CreatePartitions grows a topic to c.Count partitions and returns the
+// topic as it stands afterwards. A count equal to the topic's changes
+// nothing and proposes nothing (counts never shrink, so a topic that has
+// it keeps it): a retry after an unknown outcome succeeds. Errors:
+// ErrUnknownTopic, *PartitionCountError (a smaller count, or one above
+// fsm.MaxPartitions), *QuotaError, *FeatureLevelError; then nothing
+// changed.
+func (n *Node) CreatePartitions(ctx context.Context, c CreatePartitions) (*Topic, error) {
+	t, err := n.fsm.Topic(c.Name)
+	if err != nil {
+		return nil, err
+	}
+	n.stampCreatePartitions(t, &c)
+	if err := n.checkCreatePartitions(t, c); err != nil {
+		return nil, err
+	}
+	if int(c.Count) == len(t.Partitions) {
+		return t, nil
+	}
+	data, err := fsm.EncodeJSON(fsm.CmdCreatePartitions, n.cfg.Now().UnixNano(), c)
+	if err != nil {
+		return nil, err
+	}
+	res, err := n.propose(ctx, data)
+	if err != nil {
+		return nil, err
+	}
+	nt, ok := res.(*Topic)
+	if !ok {
+		return nil, fmt.Errorf("create partitions of %s: unexpected result %T", c.Name, res)
+	}
+	return nt, nil
+}
+
+// CreatePartitions grows a topic's partition count through Raft and
+// returns the topic as applied (Node.CreatePartitions lists the errors).
+func (b *Backend) CreatePartitions(ctx context.Context, c CreatePartitions) (TopicInfo, error) {
+	t, err := b.Node.CreatePartitions(ctx, c)
+	if err != nil {
+		return TopicInfo{}, err
+	}
+	return topicInfo(t), nil
+}
+
+// ValidateCreatePartitions checks a growth as CreatePartitions does before
+// it proposes it, quota and feature level included, without proposing
+// anything.
+func (b *Backend) ValidateCreatePartitions(c CreatePartitions) error {
+	t, err := b.FSM().Topic(c.Name)
+	if err != nil {
+		return err
+	}
+	b.Node.stampCreatePartitions(t, &c)
+	return b.Node.checkCreatePartitions(t, c)
+}

@@ -1,0 +1,126 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestCreatePartitionsRestart grows a topic before and after a snapshot,
+// and restarts the node: it comes back with the grown count and every
+// record, from the snapshot and the Raft log after it. A refused growth
+// changes nothing.
+func TestCreatePartitionsRestart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	n := openTestNode(t, ctx, dir)
+	b := NewBackend(n)
+	if _, err := n.CreateTopic(ctx, CreateTopic{Name: "g", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	appendTo := func(n *Node, p int32, v string) {
+		t.Helper()
+		bases, err := n.Append(ctx, Append{Topic: "g", Batches: []PartitionBatch{{Partition: p, Batch: mustBatch(t, v)}}})
+		if err != nil {
+			t.Fatalf("append to g-%d: %v", p, err)
+		}
+		if p > 0 && bases[0] != 0 {
+			t.Fatalf("first record of new partition %d at offset %d", p, bases[0])
+		}
+	}
+	appendTo(n, 0, "p0")
+	if err := b.ValidateCreatePartitions(CreatePartitions{Name: "g", Count: 3}); err != nil {
+		t.Fatalf("validate a growth to 3: %v", err)
+	}
+	if tp, _ := n.FSM().Topic("g"); len(tp.Partitions) != 1 {
+		t.Fatal("a validation grew the topic")
+	}
+	info, err := b.CreatePartitions(ctx, CreatePartitions{Name: "g", Count: 3})
+	if err != nil || info.Partitions != 3 {
+		t.Fatalf("grow to 3: %+v, %v", info, err)
+	}
+	appendTo(n, 2, "p2")
+	if err := n.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.CreatePartitions(ctx, CreatePartitions{Name: "g", Count: 4}); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(n, 3, "p3")
+	applied := n.FSM().AppliedIndex()
+	for _, c := range []CreatePartitions{{Name: "g", Count: 2}, {Name: "g", Count: 10_001}} {
+		if err := b.ValidateCreatePartitions(c); !errors.Is(err, ErrPartitionCount) {
+			t.Errorf("validate a growth to %d: %v", c.Count, err)
+		}
+		if _, err := b.CreatePartitions(ctx, c); !errors.Is(err, ErrPartitionCount) || !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("grow to %d: %v", c.Count, err)
+		}
+	}
+	if info, err := b.CreatePartitions(ctx, CreatePartitions{Name: "g", Count: 4}); err != nil || info.Partitions != 4 {
+		t.Fatalf("grow to the count it has: %+v, %v", info, err)
+	}
+	if n.FSM().AppliedIndex() != applied {
+		t.Fatalf("refusals and a growth to the same count proposed entries: applied %d, was %d", n.FSM().AppliedIndex(), applied)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	n = openTestNode(t, ctx, dir)
+	defer n.Close()
+	tp, err := n.FSM().Topic("g")
+	if err != nil || len(tp.Partitions) != 4 {
+		t.Fatalf("after restart: %v", err)
+	}
+	want := []string{"[p0]", "[]", "[p2]", "[p3]"}
+	for p, w := range want {
+		if got := fmt.Sprint(readAll(t, n.FSM(), "g", int32(p))); got != w {
+			t.Errorf("g-%d after restart: %s, want %s", p, got, w)
+		}
+	}
+}
+
+// TestCreatePartitionsFollower: a node that joins after a growth applies
+// it from the Raft log and holds the new partitions' records; a growth
+// while it is a member reaches it at once.
+func TestCreatePartitionsFollower(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := newJoinCluster(t)
+	l := c.open(ctx, "n1", true)
+	if _, err := l.CreateTopic(ctx, CreateTopic{Name: "g", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.CreatePartitions(ctx, CreatePartitions{Name: "g", Count: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(ctx, Append{Topic: "g", Batches: []PartitionBatch{{Partition: 1, Batch: mustBatch(t, "one")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	j := c.open(ctx, "n2", false)
+	if err := l.Join(ctx, joinRequest(j), c.probe); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.CreatePartitions(ctx, CreatePartitions{Name: "g", Count: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(ctx, Append{Topic: "g", Batches: []PartitionBatch{{Partition: 2, Batch: mustBatch(t, "two")}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitCond(t, ctx, "n2 applies what n1 did", func() bool { return j.FSM().AppliedIndex() >= l.FSM().AppliedIndex() })
+	tp, err := j.FSM().Topic("g")
+	if err != nil || len(tp.Partitions) != 3 {
+		t.Fatalf("g on n2: %v", err)
+	}
+	for p, w := range []string{"[]", "[one]", "[two]"} {
+		if got := fmt.Sprint(readAll(t, j.FSM(), "g", int32(p))); got != w {
+			t.Errorf("g-%d on n2: %s, want %s", p, got, w)
+		}
+	}
+}
