@@ -168,6 +168,14 @@ var authzTable = map[string]authzRule{
 			return []slog.Attr{slog.String("topic", m.Name), configAttr(m.Config), slog.Any("delete_config", m.DeleteConfig)}
 		}),
 	},
+	logdv1connect.LogServiceCreatePartitionsProcedure: {
+		need: onAll(func(m *logdv1.CreatePartitionsRequest) []auth.Permission {
+			return []auth.Permission{topicPerm(auth.OpAlter, m.Name)}
+		}),
+		audit: summaryIf(func(m *logdv1.CreatePartitionsRequest) ([]slog.Attr, bool) {
+			return []slog.Attr{slog.String("topic", m.Name), slog.Int("count", int(m.Count))}, !m.ValidateOnly
+		}),
+	},
 	logdv1connect.LogServiceProduceProcedure: {need: onAll(func(m *logdv1.ProduceRequest) []auth.Permission {
 		return []auth.Permission{topicPerm(auth.OpWrite, m.Topic)}
 	})},

@@ -136,6 +136,10 @@ func TestAuthorizationEveryProcedure(t *testing.T) {
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.AlterTopic(ctx, req(&logdv1.AlterTopicRequest{Name: "t", Config: map[string]string{"retention.ms": "86400000"}}))
 			})},
+		{proc: "CreatePartitions", admin: true, grant: []auth.ACL{g(topic, "t", auth.OpAlter)},
+			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
+				return c.CreatePartitions(ctx, req(&logdv1.CreatePartitionsRequest{Name: "t", Count: 2}))
+			})},
 		{proc: "Produce", grant: []auth.ACL{g(topic, "t", auth.OpWrite)},
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.Produce(ctx, req(&logdv1.ProduceRequest{Topic: "t", Records: []*logdv1.Record{{Value: []byte("x")}}}))

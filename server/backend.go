@@ -94,6 +94,12 @@ type ClusterBackend interface {
 type TopicBackend interface {
 	CreateTopic(ctx context.Context, c replication.CreateTopic) (replication.TopicInfo, error)
 	AlterTopic(ctx context.Context, c replication.AlterTopic) (replication.TopicInfo, error)
+	// CreatePartitions grows a topic's partition count; never shrinks it
+	// (*replication.PartitionCountError), within the quota
+	// (*replication.QuotaError). ValidateCreatePartitions checks the same
+	// without proposing.
+	CreatePartitions(ctx context.Context, c replication.CreatePartitions) (replication.TopicInfo, error)
+	ValidateCreatePartitions(c replication.CreatePartitions) error
 	DeleteTopic(ctx context.Context, name string) error
 	Topic(name string) (replication.TopicInfo, error)
 	// Topics and TopicStates are sorted by name.

@@ -5181,6 +5181,123 @@ func (x *AlterTopicResponse) GetTopic() *TopicInfo {
 	return nil
 }
 
+type CreatePartitionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The topic's partition count afterwards (not the number to add).
+	Count int32 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	// Check the growth (count, quotas, permissions, every node's build)
+	// without making it.
+	ValidateOnly  bool `protobuf:"varint,3,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreatePartitionsRequest) Reset() {
+	*x = CreatePartitionsRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreatePartitionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreatePartitionsRequest) ProtoMessage() {}
+
+func (x *CreatePartitionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreatePartitionsRequest.ProtoReflect.Descriptor instead.
+func (*CreatePartitionsRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *CreatePartitionsRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CreatePartitionsRequest) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *CreatePartitionsRequest) GetValidateOnly() bool {
+	if x != nil {
+		return x.ValidateOnly
+	}
+	return false
+}
+
+type CreatePartitionsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The topic after the growth; with validate_only, as it stands.
+	Topic *TopicInfo `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	// The partition count before the call.
+	PreviousCount int32 `protobuf:"varint,2,opt,name=previous_count,json=previousCount,proto3" json:"previous_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreatePartitionsResponse) Reset() {
+	*x = CreatePartitionsResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreatePartitionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreatePartitionsResponse) ProtoMessage() {}
+
+func (x *CreatePartitionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreatePartitionsResponse.ProtoReflect.Descriptor instead.
+func (*CreatePartitionsResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *CreatePartitionsResponse) GetTopic() *TopicInfo {
+	if x != nil {
+		return x.Topic
+	}
+	return nil
+}
+
+func (x *CreatePartitionsResponse) GetPreviousCount() int32 {
+	if x != nil {
+		return x.PreviousCount
+	}
+	return 0
+}
+
 // CleanerRun is a retention or compaction command applied to a partition.
 type CleanerRun struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -5198,7 +5315,7 @@ type CleanerRun struct {
 
 func (x *CleanerRun) Reset() {
 	*x = CleanerRun{}
-	mi := &file_logd_v1_logd_proto_msgTypes[73]
+	mi := &file_logd_v1_logd_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5210,7 +5327,7 @@ func (x *CleanerRun) String() string {
 func (*CleanerRun) ProtoMessage() {}
 
 func (x *CleanerRun) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[73]
+	mi := &file_logd_v1_logd_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5223,7 +5340,7 @@ func (x *CleanerRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanerRun.ProtoReflect.Descriptor instead.
 func (*CleanerRun) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{73}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *CleanerRun) GetTimeMs() int64 {
@@ -5278,7 +5395,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[74]
+	mi := &file_logd_v1_logd_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5290,7 +5407,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[74]
+	mi := &file_logd_v1_logd_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5303,7 +5420,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{74}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *JoinRequest) GetNodeId() string {
@@ -5357,7 +5474,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[75]
+	mi := &file_logd_v1_logd_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5369,7 +5486,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[75]
+	mi := &file_logd_v1_logd_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5382,7 +5499,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{75}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *JoinResponse) GetLeaderId() string {
@@ -5401,7 +5518,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[76]
+	mi := &file_logd_v1_logd_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5413,7 +5530,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[76]
+	mi := &file_logd_v1_logd_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5426,7 +5543,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{76}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *RemoveNodeRequest) GetNodeId() string {
@@ -5444,7 +5561,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[77]
+	mi := &file_logd_v1_logd_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5456,7 +5573,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[77]
+	mi := &file_logd_v1_logd_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5469,7 +5586,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{77}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{79}
 }
 
 type TransferLeadershipRequest struct {
@@ -5482,7 +5599,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[78]
+	mi := &file_logd_v1_logd_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5494,7 +5611,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[78]
+	mi := &file_logd_v1_logd_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5507,7 +5624,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{78}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *TransferLeadershipRequest) GetNodeId() string {
@@ -5527,7 +5644,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[79]
+	mi := &file_logd_v1_logd_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5539,7 +5656,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[79]
+	mi := &file_logd_v1_logd_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5552,7 +5669,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{79}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -5581,7 +5698,7 @@ type PauseQueueGroupRequest struct {
 
 func (x *PauseQueueGroupRequest) Reset() {
 	*x = PauseQueueGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[80]
+	mi := &file_logd_v1_logd_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5593,7 +5710,7 @@ func (x *PauseQueueGroupRequest) String() string {
 func (*PauseQueueGroupRequest) ProtoMessage() {}
 
 func (x *PauseQueueGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[80]
+	mi := &file_logd_v1_logd_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5606,7 +5723,7 @@ func (x *PauseQueueGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueGroupRequest.ProtoReflect.Descriptor instead.
 func (*PauseQueueGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{80}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *PauseQueueGroupRequest) GetTopic() string {
@@ -5641,7 +5758,7 @@ type PauseQueueGroupResponse struct {
 
 func (x *PauseQueueGroupResponse) Reset() {
 	*x = PauseQueueGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[81]
+	mi := &file_logd_v1_logd_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5653,7 +5770,7 @@ func (x *PauseQueueGroupResponse) String() string {
 func (*PauseQueueGroupResponse) ProtoMessage() {}
 
 func (x *PauseQueueGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[81]
+	mi := &file_logd_v1_logd_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5666,7 +5783,7 @@ func (x *PauseQueueGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueGroupResponse.ProtoReflect.Descriptor instead.
 func (*PauseQueueGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{81}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *PauseQueueGroupResponse) GetPaused() bool {
@@ -5691,7 +5808,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[82]
+	mi := &file_logd_v1_logd_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5703,7 +5820,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[82]
+	mi := &file_logd_v1_logd_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5716,7 +5833,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{82}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{84}
 }
 
 type WhoAmIResponse struct {
@@ -5736,7 +5853,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[83]
+	mi := &file_logd_v1_logd_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5748,7 +5865,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[83]
+	mi := &file_logd_v1_logd_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5761,7 +5878,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{83}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *WhoAmIResponse) GetPrincipal() string {
@@ -5809,7 +5926,7 @@ type TokenInfo struct {
 
 func (x *TokenInfo) Reset() {
 	*x = TokenInfo{}
-	mi := &file_logd_v1_logd_proto_msgTypes[84]
+	mi := &file_logd_v1_logd_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5821,7 +5938,7 @@ func (x *TokenInfo) String() string {
 func (*TokenInfo) ProtoMessage() {}
 
 func (x *TokenInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[84]
+	mi := &file_logd_v1_logd_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5834,7 +5951,7 @@ func (x *TokenInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenInfo.ProtoReflect.Descriptor instead.
 func (*TokenInfo) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{84}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *TokenInfo) GetId() string {
@@ -5892,7 +6009,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[85]
+	mi := &file_logd_v1_logd_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5904,7 +6021,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[85]
+	mi := &file_logd_v1_logd_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5917,7 +6034,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{85}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *CreateTokenRequest) GetPrincipal() string {
@@ -5952,7 +6069,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[86]
+	mi := &file_logd_v1_logd_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5964,7 +6081,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[86]
+	mi := &file_logd_v1_logd_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5977,7 +6094,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{86}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *CreateTokenResponse) GetToken() string {
@@ -6004,7 +6121,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[87]
+	mi := &file_logd_v1_logd_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6016,7 +6133,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[87]
+	mi := &file_logd_v1_logd_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6029,7 +6146,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{87}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *ListTokensRequest) GetPrincipal() string {
@@ -6048,7 +6165,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[88]
+	mi := &file_logd_v1_logd_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6060,7 +6177,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[88]
+	mi := &file_logd_v1_logd_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6073,7 +6190,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{88}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *ListTokensResponse) GetTokens() []*TokenInfo {
@@ -6092,7 +6209,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[89]
+	mi := &file_logd_v1_logd_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6104,7 +6221,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[89]
+	mi := &file_logd_v1_logd_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6117,7 +6234,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{89}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *RevokeTokenRequest) GetId() string {
@@ -6136,7 +6253,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[90]
+	mi := &file_logd_v1_logd_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6148,7 +6265,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[90]
+	mi := &file_logd_v1_logd_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6161,7 +6278,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{90}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *RevokeTokenResponse) GetInfo() *TokenInfo {
@@ -6189,7 +6306,7 @@ type ACL struct {
 
 func (x *ACL) Reset() {
 	*x = ACL{}
-	mi := &file_logd_v1_logd_proto_msgTypes[91]
+	mi := &file_logd_v1_logd_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6201,7 +6318,7 @@ func (x *ACL) String() string {
 func (*ACL) ProtoMessage() {}
 
 func (x *ACL) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[91]
+	mi := &file_logd_v1_logd_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6214,7 +6331,7 @@ func (x *ACL) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ACL.ProtoReflect.Descriptor instead.
 func (*ACL) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{91}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *ACL) GetPrincipal() string {
@@ -6268,7 +6385,7 @@ type CreateACLsRequest struct {
 
 func (x *CreateACLsRequest) Reset() {
 	*x = CreateACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[92]
+	mi := &file_logd_v1_logd_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6280,7 +6397,7 @@ func (x *CreateACLsRequest) String() string {
 func (*CreateACLsRequest) ProtoMessage() {}
 
 func (x *CreateACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[92]
+	mi := &file_logd_v1_logd_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6293,7 +6410,7 @@ func (x *CreateACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateACLsRequest.ProtoReflect.Descriptor instead.
 func (*CreateACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{92}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *CreateACLsRequest) GetAcls() []*ACL {
@@ -6313,7 +6430,7 @@ type CreateACLsResponse struct {
 
 func (x *CreateACLsResponse) Reset() {
 	*x = CreateACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[93]
+	mi := &file_logd_v1_logd_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6325,7 +6442,7 @@ func (x *CreateACLsResponse) String() string {
 func (*CreateACLsResponse) ProtoMessage() {}
 
 func (x *CreateACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[93]
+	mi := &file_logd_v1_logd_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6338,7 +6455,7 @@ func (x *CreateACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateACLsResponse.ProtoReflect.Descriptor instead.
 func (*CreateACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{93}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *CreateACLsResponse) GetCreated() int32 {
@@ -6363,7 +6480,7 @@ type ACLFilter struct {
 
 func (x *ACLFilter) Reset() {
 	*x = ACLFilter{}
-	mi := &file_logd_v1_logd_proto_msgTypes[94]
+	mi := &file_logd_v1_logd_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6375,7 +6492,7 @@ func (x *ACLFilter) String() string {
 func (*ACLFilter) ProtoMessage() {}
 
 func (x *ACLFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[94]
+	mi := &file_logd_v1_logd_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6388,7 +6505,7 @@ func (x *ACLFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ACLFilter.ProtoReflect.Descriptor instead.
 func (*ACLFilter) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{94}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *ACLFilter) GetPrincipal() string {
@@ -6442,7 +6559,7 @@ type ListACLsRequest struct {
 
 func (x *ListACLsRequest) Reset() {
 	*x = ListACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[95]
+	mi := &file_logd_v1_logd_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6454,7 +6571,7 @@ func (x *ListACLsRequest) String() string {
 func (*ListACLsRequest) ProtoMessage() {}
 
 func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[95]
+	mi := &file_logd_v1_logd_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6467,7 +6584,7 @@ func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListACLsRequest.ProtoReflect.Descriptor instead.
 func (*ListACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{95}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *ListACLsRequest) GetFilter() *ACLFilter {
@@ -6486,7 +6603,7 @@ type ListACLsResponse struct {
 
 func (x *ListACLsResponse) Reset() {
 	*x = ListACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[96]
+	mi := &file_logd_v1_logd_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6498,7 +6615,7 @@ func (x *ListACLsResponse) String() string {
 func (*ListACLsResponse) ProtoMessage() {}
 
 func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[96]
+	mi := &file_logd_v1_logd_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6511,7 +6628,7 @@ func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListACLsResponse.ProtoReflect.Descriptor instead.
 func (*ListACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{96}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *ListACLsResponse) GetAcls() []*ACL {
@@ -6533,7 +6650,7 @@ type DeleteACLsRequest struct {
 
 func (x *DeleteACLsRequest) Reset() {
 	*x = DeleteACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[97]
+	mi := &file_logd_v1_logd_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6545,7 +6662,7 @@ func (x *DeleteACLsRequest) String() string {
 func (*DeleteACLsRequest) ProtoMessage() {}
 
 func (x *DeleteACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[97]
+	mi := &file_logd_v1_logd_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6558,7 +6675,7 @@ func (x *DeleteACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteACLsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{97}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *DeleteACLsRequest) GetFilter() *ACLFilter {
@@ -6585,7 +6702,7 @@ type DeleteACLsResponse struct {
 
 func (x *DeleteACLsResponse) Reset() {
 	*x = DeleteACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[98]
+	mi := &file_logd_v1_logd_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6597,7 +6714,7 @@ func (x *DeleteACLsResponse) String() string {
 func (*DeleteACLsResponse) ProtoMessage() {}
 
 func (x *DeleteACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[98]
+	mi := &file_logd_v1_logd_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6610,7 +6727,7 @@ func (x *DeleteACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteACLsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{98}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *DeleteACLsResponse) GetAcls() []*ACL {
@@ -7079,7 +7196,14 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\">\n" +
 	"\x12AlterTopicResponse\x12(\n" +
-	"\x05topic\x18\x01 \x01(\v2\x12.logd.v1.TopicInfoR\x05topic\"\x8b\x01\n" +
+	"\x05topic\x18\x01 \x01(\v2\x12.logd.v1.TopicInfoR\x05topic\"h\n" +
+	"\x17CreatePartitionsRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\x05R\x05count\x12#\n" +
+	"\rvalidate_only\x18\x03 \x01(\bR\fvalidateOnly\"k\n" +
+	"\x18CreatePartitionsResponse\x12(\n" +
+	"\x05topic\x18\x01 \x01(\v2\x12.logd.v1.TopicInfoR\x05topic\x12%\n" +
+	"\x0eprevious_count\x18\x02 \x01(\x05R\rpreviousCount\"\x8b\x01\n" +
 	"\n" +
 	"CleanerRun\x12\x17\n" +
 	"\atime_ms\x18\x01 \x01(\x03R\x06timeMs\x12\x16\n" +
@@ -7192,7 +7316,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x19REASON_QUEUE_GROUP_EXISTS\x10)\x12\x1a\n" +
 	"\x16REASON_UNAUTHENTICATED\x10<\x12\x1c\n" +
 	"\x18REASON_PERMISSION_DENIED\x10=\x12\x18\n" +
-	"\x14REASON_UNKNOWN_TOKEN\x10>2\xa9\x14\n" +
+	"\x14REASON_UNKNOWN_TOKEN\x10>2\x82\x15\n" +
 	"\n" +
 	"LogService\x12H\n" +
 	"\vCreateTopic\x12\x1b.logd.v1.CreateTopicRequest\x1a\x1c.logd.v1.CreateTopicResponse\x12E\n" +
@@ -7228,7 +7352,8 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"RemoveNode\x12\x1a.logd.v1.RemoveNodeRequest\x1a\x1b.logd.v1.RemoveNodeResponse\x12]\n" +
 	"\x12TransferLeadership\x12\".logd.v1.TransferLeadershipRequest\x1a#.logd.v1.TransferLeadershipResponse\x12E\n" +
 	"\n" +
-	"AlterTopic\x12\x1a.logd.v1.AlterTopicRequest\x1a\x1b.logd.v1.AlterTopicResponse\x12T\n" +
+	"AlterTopic\x12\x1a.logd.v1.AlterTopicRequest\x1a\x1b.logd.v1.AlterTopicResponse\x12W\n" +
+	"\x10CreatePartitions\x12 .logd.v1.CreatePartitionsRequest\x1a!.logd.v1.CreatePartitionsResponse\x12T\n" +
 	"\x0fPauseQueueGroup\x12\x1f.logd.v1.PauseQueueGroupRequest\x1a .logd.v1.PauseQueueGroupResponse\x129\n" +
 	"\x06WhoAmI\x12\x16.logd.v1.WhoAmIRequest\x1a\x17.logd.v1.WhoAmIResponse\x12H\n" +
 	"\vCreateToken\x12\x1b.logd.v1.CreateTokenRequest\x1a\x1c.logd.v1.CreateTokenResponse\x12E\n" +
@@ -7254,7 +7379,7 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 102)
+var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 104)
 var file_logd_v1_logd_proto_goTypes = []any{
 	(Reason)(0),                        // 0: logd.v1.Reason
 	(*ErrorInfo)(nil),                  // 1: logd.v1.ErrorInfo
@@ -7330,45 +7455,47 @@ var file_logd_v1_logd_proto_goTypes = []any{
 	(*ExtendResponse)(nil),             // 71: logd.v1.ExtendResponse
 	(*AlterTopicRequest)(nil),          // 72: logd.v1.AlterTopicRequest
 	(*AlterTopicResponse)(nil),         // 73: logd.v1.AlterTopicResponse
-	(*CleanerRun)(nil),                 // 74: logd.v1.CleanerRun
-	(*JoinRequest)(nil),                // 75: logd.v1.JoinRequest
-	(*JoinResponse)(nil),               // 76: logd.v1.JoinResponse
-	(*RemoveNodeRequest)(nil),          // 77: logd.v1.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),         // 78: logd.v1.RemoveNodeResponse
-	(*TransferLeadershipRequest)(nil),  // 79: logd.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil), // 80: logd.v1.TransferLeadershipResponse
-	(*PauseQueueGroupRequest)(nil),     // 81: logd.v1.PauseQueueGroupRequest
-	(*PauseQueueGroupResponse)(nil),    // 82: logd.v1.PauseQueueGroupResponse
-	(*WhoAmIRequest)(nil),              // 83: logd.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),             // 84: logd.v1.WhoAmIResponse
-	(*TokenInfo)(nil),                  // 85: logd.v1.TokenInfo
-	(*CreateTokenRequest)(nil),         // 86: logd.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),        // 87: logd.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),          // 88: logd.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),         // 89: logd.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),         // 90: logd.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),        // 91: logd.v1.RevokeTokenResponse
-	(*ACL)(nil),                        // 92: logd.v1.ACL
-	(*CreateACLsRequest)(nil),          // 93: logd.v1.CreateACLsRequest
-	(*CreateACLsResponse)(nil),         // 94: logd.v1.CreateACLsResponse
-	(*ACLFilter)(nil),                  // 95: logd.v1.ACLFilter
-	(*ListACLsRequest)(nil),            // 96: logd.v1.ListACLsRequest
-	(*ListACLsResponse)(nil),           // 97: logd.v1.ListACLsResponse
-	(*DeleteACLsRequest)(nil),          // 98: logd.v1.DeleteACLsRequest
-	(*DeleteACLsResponse)(nil),         // 99: logd.v1.DeleteACLsResponse
-	nil,                                // 100: logd.v1.CreateTopicRequest.ConfigEntry
-	nil,                                // 101: logd.v1.TopicInfo.ConfigEntry
-	nil,                                // 102: logd.v1.AlterTopicRequest.ConfigEntry
+	(*CreatePartitionsRequest)(nil),    // 74: logd.v1.CreatePartitionsRequest
+	(*CreatePartitionsResponse)(nil),   // 75: logd.v1.CreatePartitionsResponse
+	(*CleanerRun)(nil),                 // 76: logd.v1.CleanerRun
+	(*JoinRequest)(nil),                // 77: logd.v1.JoinRequest
+	(*JoinResponse)(nil),               // 78: logd.v1.JoinResponse
+	(*RemoveNodeRequest)(nil),          // 79: logd.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),         // 80: logd.v1.RemoveNodeResponse
+	(*TransferLeadershipRequest)(nil),  // 81: logd.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil), // 82: logd.v1.TransferLeadershipResponse
+	(*PauseQueueGroupRequest)(nil),     // 83: logd.v1.PauseQueueGroupRequest
+	(*PauseQueueGroupResponse)(nil),    // 84: logd.v1.PauseQueueGroupResponse
+	(*WhoAmIRequest)(nil),              // 85: logd.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),             // 86: logd.v1.WhoAmIResponse
+	(*TokenInfo)(nil),                  // 87: logd.v1.TokenInfo
+	(*CreateTokenRequest)(nil),         // 88: logd.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),        // 89: logd.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),          // 90: logd.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),         // 91: logd.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),         // 92: logd.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),        // 93: logd.v1.RevokeTokenResponse
+	(*ACL)(nil),                        // 94: logd.v1.ACL
+	(*CreateACLsRequest)(nil),          // 95: logd.v1.CreateACLsRequest
+	(*CreateACLsResponse)(nil),         // 96: logd.v1.CreateACLsResponse
+	(*ACLFilter)(nil),                  // 97: logd.v1.ACLFilter
+	(*ListACLsRequest)(nil),            // 98: logd.v1.ListACLsRequest
+	(*ListACLsResponse)(nil),           // 99: logd.v1.ListACLsResponse
+	(*DeleteACLsRequest)(nil),          // 100: logd.v1.DeleteACLsRequest
+	(*DeleteACLsResponse)(nil),         // 101: logd.v1.DeleteACLsResponse
+	nil,                                // 102: logd.v1.CreateTopicRequest.ConfigEntry
+	nil,                                // 103: logd.v1.TopicInfo.ConfigEntry
+	nil,                                // 104: logd.v1.AlterTopicRequest.ConfigEntry
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
 	0,   // 0: logd.v1.ErrorInfo.reason:type_name -> logd.v1.Reason
-	100, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
+	102, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
 	10,  // 2: logd.v1.CreateTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	10,  // 3: logd.v1.ListTopicsResponse.topics:type_name -> logd.v1.TopicInfo
 	10,  // 4: logd.v1.DescribeTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	11,  // 5: logd.v1.DescribeTopicResponse.partitions:type_name -> logd.v1.PartitionInfo
-	101, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
-	74,  // 7: logd.v1.PartitionInfo.last_cleaner_run:type_name -> logd.v1.CleanerRun
+	103, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
+	76,  // 7: logd.v1.PartitionInfo.last_cleaner_run:type_name -> logd.v1.CleanerRun
 	12,  // 8: logd.v1.Record.headers:type_name -> logd.v1.Header
 	13,  // 9: logd.v1.ProduceRequest.records:type_name -> logd.v1.Record
 	15,  // 10: logd.v1.ProduceResponse.results:type_name -> logd.v1.RecordResult
@@ -7404,93 +7531,96 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	67,  // 40: logd.v1.NackRequest.nacks:type_name -> logd.v1.QueueNack
 	64,  // 41: logd.v1.NackResponse.results:type_name -> logd.v1.TokenResult
 	64,  // 42: logd.v1.ExtendResponse.results:type_name -> logd.v1.TokenResult
-	102, // 43: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
+	104, // 43: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
 	10,  // 44: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
-	85,  // 45: logd.v1.CreateTokenResponse.info:type_name -> logd.v1.TokenInfo
-	85,  // 46: logd.v1.ListTokensResponse.tokens:type_name -> logd.v1.TokenInfo
-	85,  // 47: logd.v1.RevokeTokenResponse.info:type_name -> logd.v1.TokenInfo
-	92,  // 48: logd.v1.CreateACLsRequest.acls:type_name -> logd.v1.ACL
-	95,  // 49: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACLFilter
-	92,  // 50: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
-	95,  // 51: logd.v1.DeleteACLsRequest.filter:type_name -> logd.v1.ACLFilter
-	92,  // 52: logd.v1.DeleteACLsResponse.acls:type_name -> logd.v1.ACL
-	2,   // 53: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
-	4,   // 54: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
-	6,   // 55: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
-	8,   // 56: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
-	14,  // 57: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
-	17,  // 58: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
-	20,  // 59: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
-	22,  // 60: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
-	27,  // 61: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
-	31,  // 62: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
-	33,  // 63: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
-	35,  // 64: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
-	37,  // 65: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
-	39,  // 66: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
-	42,  // 67: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
-	46,  // 68: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
-	49,  // 69: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
-	53,  // 70: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
-	55,  // 71: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
-	57,  // 72: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
-	61,  // 73: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
-	65,  // 74: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
-	68,  // 75: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
-	70,  // 76: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
-	75,  // 77: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
-	77,  // 78: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
-	79,  // 79: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
-	72,  // 80: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
-	81,  // 81: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
-	83,  // 82: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
-	86,  // 83: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
-	88,  // 84: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
-	90,  // 85: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
-	93,  // 86: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
-	96,  // 87: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
-	98,  // 88: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
-	3,   // 89: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	5,   // 90: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	7,   // 91: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	9,   // 92: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	16,  // 93: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
-	19,  // 94: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
-	21,  // 95: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	23,  // 96: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
-	30,  // 97: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
-	32,  // 98: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
-	34,  // 99: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
-	36,  // 100: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
-	38,  // 101: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
-	41,  // 102: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
-	45,  // 103: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
-	47,  // 104: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
-	51,  // 105: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
-	54,  // 106: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
-	56,  // 107: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
-	59,  // 108: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
-	63,  // 109: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
-	66,  // 110: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
-	69,  // 111: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
-	71,  // 112: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
-	76,  // 113: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
-	78,  // 114: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
-	80,  // 115: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
-	73,  // 116: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
-	82,  // 117: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
-	84,  // 118: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
-	87,  // 119: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
-	89,  // 120: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
-	91,  // 121: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
-	94,  // 122: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
-	97,  // 123: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
-	99,  // 124: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
-	89,  // [89:125] is the sub-list for method output_type
-	53,  // [53:89] is the sub-list for method input_type
-	53,  // [53:53] is the sub-list for extension type_name
-	53,  // [53:53] is the sub-list for extension extendee
-	0,   // [0:53] is the sub-list for field type_name
+	10,  // 45: logd.v1.CreatePartitionsResponse.topic:type_name -> logd.v1.TopicInfo
+	87,  // 46: logd.v1.CreateTokenResponse.info:type_name -> logd.v1.TokenInfo
+	87,  // 47: logd.v1.ListTokensResponse.tokens:type_name -> logd.v1.TokenInfo
+	87,  // 48: logd.v1.RevokeTokenResponse.info:type_name -> logd.v1.TokenInfo
+	94,  // 49: logd.v1.CreateACLsRequest.acls:type_name -> logd.v1.ACL
+	97,  // 50: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACLFilter
+	94,  // 51: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
+	97,  // 52: logd.v1.DeleteACLsRequest.filter:type_name -> logd.v1.ACLFilter
+	94,  // 53: logd.v1.DeleteACLsResponse.acls:type_name -> logd.v1.ACL
+	2,   // 54: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
+	4,   // 55: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
+	6,   // 56: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
+	8,   // 57: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
+	14,  // 58: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
+	17,  // 59: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
+	20,  // 60: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
+	22,  // 61: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
+	27,  // 62: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
+	31,  // 63: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
+	33,  // 64: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
+	35,  // 65: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
+	37,  // 66: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
+	39,  // 67: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
+	42,  // 68: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
+	46,  // 69: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
+	49,  // 70: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
+	53,  // 71: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
+	55,  // 72: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
+	57,  // 73: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
+	61,  // 74: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
+	65,  // 75: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
+	68,  // 76: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
+	70,  // 77: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
+	77,  // 78: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
+	79,  // 79: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
+	81,  // 80: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
+	72,  // 81: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
+	74,  // 82: logd.v1.LogService.CreatePartitions:input_type -> logd.v1.CreatePartitionsRequest
+	83,  // 83: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
+	85,  // 84: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
+	88,  // 85: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
+	90,  // 86: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
+	92,  // 87: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
+	95,  // 88: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
+	98,  // 89: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
+	100, // 90: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
+	3,   // 91: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	5,   // 92: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	7,   // 93: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	9,   // 94: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	16,  // 95: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
+	19,  // 96: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
+	21,  // 97: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	23,  // 98: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
+	30,  // 99: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
+	32,  // 100: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
+	34,  // 101: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
+	36,  // 102: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	38,  // 103: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
+	41,  // 104: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	45,  // 105: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
+	47,  // 106: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
+	51,  // 107: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
+	54,  // 108: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
+	56,  // 109: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
+	59,  // 110: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
+	63,  // 111: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
+	66,  // 112: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
+	69,  // 113: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
+	71,  // 114: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
+	78,  // 115: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
+	80,  // 116: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
+	82,  // 117: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
+	73,  // 118: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
+	75,  // 119: logd.v1.LogService.CreatePartitions:output_type -> logd.v1.CreatePartitionsResponse
+	84,  // 120: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
+	86,  // 121: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
+	89,  // 122: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
+	91,  // 123: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
+	93,  // 124: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
+	96,  // 125: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
+	99,  // 126: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
+	101, // 127: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
+	91,  // [91:128] is the sub-list for method output_type
+	54,  // [54:91] is the sub-list for method input_type
+	54,  // [54:54] is the sub-list for extension type_name
+	54,  // [54:54] is the sub-list for extension extendee
+	0,   // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_logd_v1_logd_proto_init() }
@@ -7510,7 +7640,7 @@ func file_logd_v1_logd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   102,
+			NumMessages:   104,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -101,6 +101,9 @@ const (
 	LogServiceTransferLeadershipProcedure = "/logd.v1.LogService/TransferLeadership"
 	// LogServiceAlterTopicProcedure is the fully-qualified name of the LogService's AlterTopic RPC.
 	LogServiceAlterTopicProcedure = "/logd.v1.LogService/AlterTopic"
+	// LogServiceCreatePartitionsProcedure is the fully-qualified name of the LogService's
+	// CreatePartitions RPC.
+	LogServiceCreatePartitionsProcedure = "/logd.v1.LogService/CreatePartitions"
 	// LogServicePauseQueueGroupProcedure is the fully-qualified name of the LogService's
 	// PauseQueueGroup RPC.
 	LogServicePauseQueueGroupProcedure = "/logd.v1.LogService/PauseQueueGroup"
@@ -193,6 +196,13 @@ type LogServiceClient interface {
 	// AlterTopic changes a topic's settings at runtime and returns the
 	// effective settings. Settings not named keep their value.
 	AlterTopic(context.Context, *connect.Request[logdv1.AlterTopicRequest]) (*connect.Response[logdv1.AlterTopicResponse], error)
+	// CreatePartitions grows a topic to a number of partitions, all at one
+	// Raft index; the new ones start empty at offset 0. A topic never
+	// shrinks: a smaller count is INVALID_ARGUMENT, as is one above the
+	// per-topic limit; the cluster's partition quotas count what is added.
+	// The count the topic has already succeeds and changes nothing. Keyed
+	// records produced afterwards may map to other partitions than before.
+	CreatePartitions(context.Context, *connect.Request[logdv1.CreatePartitionsRequest]) (*connect.Response[logdv1.CreatePartitionsResponse], error)
 	// Backpressure
 	// PauseQueueGroup pauses (no deliveries; leases and counts kept) or
 	// resumes a queue group.
@@ -395,6 +405,12 @@ func NewLogServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			connect.WithSchema(logServiceMethods.ByName("AlterTopic")),
 			connect.WithClientOptions(opts...),
 		),
+		createPartitions: connect.NewClient[logdv1.CreatePartitionsRequest, logdv1.CreatePartitionsResponse](
+			httpClient,
+			baseURL+LogServiceCreatePartitionsProcedure,
+			connect.WithSchema(logServiceMethods.ByName("CreatePartitions")),
+			connect.WithClientOptions(opts...),
+		),
 		pauseQueueGroup: connect.NewClient[logdv1.PauseQueueGroupRequest, logdv1.PauseQueueGroupResponse](
 			httpClient,
 			baseURL+LogServicePauseQueueGroupProcedure,
@@ -476,6 +492,7 @@ type logServiceClient struct {
 	removeNode         *connect.Client[logdv1.RemoveNodeRequest, logdv1.RemoveNodeResponse]
 	transferLeadership *connect.Client[logdv1.TransferLeadershipRequest, logdv1.TransferLeadershipResponse]
 	alterTopic         *connect.Client[logdv1.AlterTopicRequest, logdv1.AlterTopicResponse]
+	createPartitions   *connect.Client[logdv1.CreatePartitionsRequest, logdv1.CreatePartitionsResponse]
 	pauseQueueGroup    *connect.Client[logdv1.PauseQueueGroupRequest, logdv1.PauseQueueGroupResponse]
 	whoAmI             *connect.Client[logdv1.WhoAmIRequest, logdv1.WhoAmIResponse]
 	createToken        *connect.Client[logdv1.CreateTokenRequest, logdv1.CreateTokenResponse]
@@ -626,6 +643,11 @@ func (c *logServiceClient) AlterTopic(ctx context.Context, req *connect.Request[
 	return c.alterTopic.CallUnary(ctx, req)
 }
 
+// CreatePartitions calls logd.v1.LogService.CreatePartitions.
+func (c *logServiceClient) CreatePartitions(ctx context.Context, req *connect.Request[logdv1.CreatePartitionsRequest]) (*connect.Response[logdv1.CreatePartitionsResponse], error) {
+	return c.createPartitions.CallUnary(ctx, req)
+}
+
 // PauseQueueGroup calls logd.v1.LogService.PauseQueueGroup.
 func (c *logServiceClient) PauseQueueGroup(ctx context.Context, req *connect.Request[logdv1.PauseQueueGroupRequest]) (*connect.Response[logdv1.PauseQueueGroupResponse], error) {
 	return c.pauseQueueGroup.CallUnary(ctx, req)
@@ -739,6 +761,13 @@ type LogServiceHandler interface {
 	// AlterTopic changes a topic's settings at runtime and returns the
 	// effective settings. Settings not named keep their value.
 	AlterTopic(context.Context, *connect.Request[logdv1.AlterTopicRequest]) (*connect.Response[logdv1.AlterTopicResponse], error)
+	// CreatePartitions grows a topic to a number of partitions, all at one
+	// Raft index; the new ones start empty at offset 0. A topic never
+	// shrinks: a smaller count is INVALID_ARGUMENT, as is one above the
+	// per-topic limit; the cluster's partition quotas count what is added.
+	// The count the topic has already succeeds and changes nothing. Keyed
+	// records produced afterwards may map to other partitions than before.
+	CreatePartitions(context.Context, *connect.Request[logdv1.CreatePartitionsRequest]) (*connect.Response[logdv1.CreatePartitionsResponse], error)
 	// Backpressure
 	// PauseQueueGroup pauses (no deliveries; leases and counts kept) or
 	// resumes a queue group.
@@ -937,6 +966,12 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 		connect.WithSchema(logServiceMethods.ByName("AlterTopic")),
 		connect.WithHandlerOptions(opts...),
 	)
+	logServiceCreatePartitionsHandler := connect.NewUnaryHandler(
+		LogServiceCreatePartitionsProcedure,
+		svc.CreatePartitions,
+		connect.WithSchema(logServiceMethods.ByName("CreatePartitions")),
+		connect.WithHandlerOptions(opts...),
+	)
 	logServicePauseQueueGroupHandler := connect.NewUnaryHandler(
 		LogServicePauseQueueGroupProcedure,
 		svc.PauseQueueGroup,
@@ -1043,6 +1078,8 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 			logServiceTransferLeadershipHandler.ServeHTTP(w, r)
 		case LogServiceAlterTopicProcedure:
 			logServiceAlterTopicHandler.ServeHTTP(w, r)
+		case LogServiceCreatePartitionsProcedure:
+			logServiceCreatePartitionsHandler.ServeHTTP(w, r)
 		case LogServicePauseQueueGroupProcedure:
 			logServicePauseQueueGroupHandler.ServeHTTP(w, r)
 		case LogServiceWhoAmIProcedure:
@@ -1178,6 +1215,10 @@ func (UnimplementedLogServiceHandler) TransferLeadership(context.Context, *conne
 
 func (UnimplementedLogServiceHandler) AlterTopic(context.Context, *connect.Request[logdv1.AlterTopicRequest]) (*connect.Response[logdv1.AlterTopicResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.AlterTopic is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) CreatePartitions(context.Context, *connect.Request[logdv1.CreatePartitionsRequest]) (*connect.Response[logdv1.CreatePartitionsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.CreatePartitions is not implemented"))
 }
 
 func (UnimplementedLogServiceHandler) PauseQueueGroup(context.Context, *connect.Request[logdv1.PauseQueueGroupRequest]) (*connect.Response[logdv1.PauseQueueGroupResponse], error) {
