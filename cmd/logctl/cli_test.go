@@ -58,6 +58,27 @@ func TestCLI(t *testing.T) {
 			},
 		},
 		{
+			name: "topic alter partitions",
+			steps: []step{
+				{args: args("topic create orders --partitions 2")},
+				{args: args("topic alter orders --partitions 5 --dry-run"), stdout: []string{`(?m)^TOPIC\s+PARTITIONS BEFORE\s+PARTITIONS AFTER\s+ADDED$`, `(?m)^orders\s+2\s+5\s+3$`},
+					stderr: []string{`(?m)^logctl: warning: keyed records produced from now on are spread over 5 partitions instead of 2: a key may go to another partition`, `(?m)^logctl: dry run: nothing changed; run without --dry-run to add 3 partitions$`}},
+				{args: args("topic list"), stdout: []string{`(?m)^orders\s+2\s+`}},
+				{args: args("topic alter orders --partitions 5"), stdout: []string{`(?m)^orders\s+2\s+5\s+3$`},
+					stderr: []string{`(?m)^logctl: warning: keyed records produced from now on are spread over 5 partitions instead of 2`, `(?m)^logctl: added 3 partitions to topic orders$`}},
+				{args: args("topic alter orders --partitions 5 -o json"), stdout: []string{`"previous_partitions": 5`, `"partitions": 5`, `"added": 0`, `"dry_run": false`}, stderr: []string{`already has 5 partitions: nothing changed`}},
+				{args: args("topic alter orders --partitions 6 --dry-run -o json"), stdout: []string{`"previous_partitions": 5`, `"partitions": 6`, `"added": 1`, `"dry_run": true`, `"caveat": "keyed records`}},
+				{args: args("topic describe orders"), stdout: []string{`(?m)^4\s+0\s+0\s+0\s+0\s+0\s+0\s+-$`}},
+				{args: args("topic alter orders --partitions 3"), wantCode: 1, stderr: []string{`^logctl: create partitions of topic "orders": .*orders has 5 partitions and cannot shrink to 3 \(partitions can only be added\)\n$`}},
+				{args: args("topic alter orders --partitions 3 --dry-run"), wantCode: 1, stderr: []string{`cannot shrink to 3`}},
+				{args: args("topic alter orders --partitions 10001"), wantCode: 1, stderr: []string{`above the limit of 10000 per topic`}},
+				{args: args("topic alter orders --partitions 0"), wantCode: 2, stderr: []string{`at least 1 partition`}},
+				{args: args("topic alter orders --partitions 6 -c retention.ms=5"), wantCode: 2, stderr: []string{`does not combine with --config`}},
+				{args: args("topic alter orders -c retention.ms=5 --dry-run"), wantCode: 2, stderr: []string{`--dry-run applies to --partitions only`}},
+				{args: args("topic alter nope --partitions 2"), wantCode: 3, stderr: []string{`unknown topic: "nope"`}},
+			},
+		},
+		{
 			name: "topic list json",
 			steps: []step{
 				{args: args("topic list -o json"), stdoutExact: "[]\n"},
