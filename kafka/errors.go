@@ -128,6 +128,9 @@ var errorTable = []errorRow{
 	{errs: []error{replication.ErrInvalidTopicName}, code: errInvalidTopic},
 	{errs: []error{replication.ErrInvalidConfig}, code: errInvalidConfig},
 	{errs: []error{replication.ErrInvalidBatch}, code: errCorruptMessage},
+	// A growth of a topic's partitions to a smaller count, or past the
+	// per-topic limit (before ErrInvalidArgument, which it also is).
+	{errs: []error{replication.ErrPartitionCount}, code: errInvalidPartitions},
 	{errs: []error{replication.ErrInvalidArgument, replication.ErrIdempotencyConflict}, code: errInvalidRequest},
 	// The cluster's topic quota: retrying does not help until topics are
 	// deleted or the quota raised.

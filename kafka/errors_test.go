@@ -43,6 +43,7 @@ var kafkaSentinels = map[string]struct {
 	"ErrStopped":             {replication.ErrStopped, errKafkaStorage},
 	"ErrCorrupt":             {replication.ErrCorrupt, errKafkaStorage},
 	"ErrQuotaExceeded":       {replication.ErrQuotaExceeded, errPolicyViolation},
+	"ErrPartitionCount":      {replication.ErrPartitionCount, errInvalidPartitions},
 	"ErrFeatureLevel":        {replication.ErrFeatureLevel, errPolicyViolation},
 	"ErrIdempotencyConflict": {replication.ErrIdempotencyConflict, errInvalidRequest},
 	"ErrDedupRace":           {replication.ErrDedupRace, errUnknownServer},

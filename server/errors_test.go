@@ -64,6 +64,7 @@ var backendSentinels = map[string]error{
 	"replication.ErrInvalidTopicName":    replication.ErrInvalidTopicName,
 	"replication.ErrIdempotencyConflict": replication.ErrIdempotencyConflict,
 	"replication.ErrQuotaExceeded":       replication.ErrQuotaExceeded,
+	"replication.ErrPartitionCount":      replication.ErrPartitionCount,
 	"replication.ErrTokenExists":         replication.ErrTokenExists,
 	"replication.ErrUnknownToken":        replication.ErrUnknownToken,
 	"replication.ErrTooManyTokens":       replication.ErrTooManyTokens,
