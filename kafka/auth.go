@@ -178,6 +178,7 @@ var authzTable = map[int16]authzRule{
 	kmsg.DeleteTopics.Int16():            {topic: auth.OpDelete, audit: true},
 	kmsg.DescribeConfigs.Int16():         {topic: auth.OpDescribe, cluster: auth.OpDescribe},
 	kmsg.IncrementalAlterConfigs.Int16(): {topic: auth.OpAlter, cluster: auth.OpAlter, audit: true},
+	kmsg.CreatePartitions.Int16():        {topic: auth.OpAlter, audit: true},
 
 	kmsg.FindCoordinator.Int16(): {group: auth.OpDescribe},
 	kmsg.JoinGroup.Int16():       {group: auth.OpRead},

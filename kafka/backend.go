@@ -44,6 +44,10 @@ type Backend interface {
 	ValidateCreateTopic(c replication.CreateTopic) error
 	ValidateAlterTopic(c replication.AlterTopic) error
 	TopicConfigDefaults() map[string]string
+	// CreatePartitions grows a topic's partition count, never shrinking
+	// it; ValidateCreatePartitions checks the same, writing nothing.
+	CreatePartitions(ctx context.Context, c replication.CreatePartitions) (replication.TopicInfo, error)
+	ValidateCreatePartitions(c replication.CreatePartitions) error
 
 	// Append appends record batches as they are, one per partition of one
 	// topic, in one Raft entry, and returns each batch's base offset once

@@ -266,6 +266,8 @@ func (c *conn) dispatch(rc *reqCtx, r *request) (kmsg.Response, error) {
 		resp = c.s.describeConfigs(ctx, rc, req)
 	case *kmsg.IncrementalAlterConfigsRequest:
 		resp = c.s.incrementalAlterConfigs(ctx, rc, req)
+	case *kmsg.CreatePartitionsRequest:
+		resp = c.s.createPartitions(ctx, rc, req)
 	case *kmsg.SASLHandshakeRequest:
 		resp = c.s.saslHandshake(rc, req)
 	case *kmsg.FindCoordinatorRequest:

@@ -145,6 +145,8 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 				if info, _ := tn.backend.Topic("rt"); info.Config["retention.ms"] != want {
 					t.Errorf("%s: retention.ms %q, want %q", name, info.Config["retention.ms"], want)
 				}
+			case keyCreatePartitions:
+				createPartitionsVersionCase(t, tn, c, v, name)
 			case keySaslHandshake:
 				req := kmsg.NewPtrSASLHandshakeRequest()
 				req.SetVersion(v)
