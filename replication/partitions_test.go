@@ -1,9 +1,13 @@
 package replication
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"testing"
 	"time"
 )
@@ -122,5 +126,56 @@ func TestCreatePartitionsFollower(t *testing.T) {
 		if got := fmt.Sprint(readAll(t, j.FSM(), "g", int32(p))); got != w {
 			t.Errorf("g-%d on n2: %s, want %s", p, got, w)
 		}
+	}
+}
+
+// TestCreatePartitionsSnapshotInstall: a follower that installs a snapshot
+// taken after a growth (it missed the entries) opens the grown count and
+// fetches the new partitions' segments from the leader's segment handler,
+// checking them, as for any partition.
+func TestCreatePartitionsSnapshotInstall(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := openSingleNode(t, ctx, Config{DataDir: t.TempDir(), APIAdvertise: ln.Addr().String(), SnapshotInterval: time.Hour,
+		Fatal: func(err error) { t.Errorf("fatal: %v", err) }})
+	defer n.Close()
+	srv := &http.Server{Handler: NewBackend(n).SegmentHandler()}
+	go srv.Serve(ln)
+	defer srv.Close()
+	waitCond(t, ctx, "n1 registered", func() bool { _, ok := n.FSM().NodeAddress("n1"); return ok })
+	if _, err := n.CreateTopic(ctx, CreateTopic{Name: "g", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.CreatePartitions(ctx, CreatePartitions{Name: "g", Count: 3}); err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(3) {
+		if _, err := n.Append(ctx, Append{Topic: "g", Batches: []PartitionBatch{{Partition: p, Batch: mustBatch(t, fmt.Sprint("v", p))}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	snap := snapshotBytes(t, n.FSM())
+	f, fatals := testFSM(t, t.TempDir(), newSegmentFetcher(NewSegmentClient(PeerHTTP{}), time.Minute, testLogger()))
+	if err := f.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
+		t.Fatalf("install: %v", err)
+	}
+	tp, err := f.Topic("g")
+	if err != nil || len(tp.Partitions) != 3 {
+		t.Fatalf("g after the install: %v", err)
+	}
+	for p := range int32(3) {
+		if got := fmt.Sprint(readAll(t, f, "g", p)); got != fmt.Sprintf("[v%d]", p) {
+			t.Errorf("g-%d after the install: %s", p, got)
+		}
+	}
+	if len(*fatals) != 0 {
+		t.Fatal(*fatals)
 	}
 }
