@@ -31,11 +31,14 @@ func (b *Backend) QueueClaimWait(ctx context.Context, c QueueClaim, wait time.Du
 // deadline; it wakes on appends to the topic and at the group's earliest
 // lease or backoff end.
 func (b *Backend) waitClaimable(ctx context.Context, topic, name string, deadline time.Time) error {
-	t, err := b.FSM().Topic(topic)
-	if err != nil {
-		return err
-	}
 	for {
+		// The topic is read again at every wake: a growth of its
+		// partitions wakes the old ones' waiters (fsm.CreatePartitions),
+		// and the new partitions are watched from then on.
+		t, err := b.FSM().Topic(topic)
+		if err != nil {
+			return err
+		}
 		// Subscribe before checking, so an append in between wakes us.
 		chans := make([]<-chan struct{}, len(t.Partitions))
 		for i, p := range t.Partitions {

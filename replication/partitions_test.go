@@ -179,3 +179,47 @@ func TestCreatePartitionsSnapshotInstall(t *testing.T) {
 		t.Fatal(*fatals)
 	}
 }
+
+// TestCreatePartitionsWakesClaimWait: a queue claim waiting on a topic
+// wakes when the topic grows and delivers a record appended to a new
+// partition, instead of sleeping through its whole wait (an hour here;
+// the test's context ends long before).
+func TestCreatePartitionsWakesClaimWait(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n := openTestNode(t, ctx, t.TempDir())
+	defer n.Close()
+	b := NewBackend(n)
+	if _, err := n.CreateTopic(ctx, CreateTopic{Name: "jobs", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.CreateQueueGroup(ctx, QueueCreate{Topic: "jobs", Group: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	type claimed struct {
+		res QueueClaimResult
+		err error
+	}
+	done := make(chan claimed, 1)
+	go func() {
+		res, err := b.QueueClaimWait(ctx, QueueClaim{Topic: "jobs", Group: "w", Max: 10, Lease: time.Minute}, time.Hour)
+		done <- claimed{res, err}
+	}()
+	// Nothing shows that the claim waits already; it does by the time the
+	// growth is committed in every run seen (without the wake-up, 3 runs
+	// of 3 failed), and where it did not, it reads the grown topic at once.
+	if _, err := n.CreatePartitions(ctx, CreatePartitions{Name: "jobs", Count: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Append(ctx, Append{Topic: "jobs", Batches: []PartitionBatch{{Partition: 1, Batch: jobBatch(t, "j")}}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case c := <-done:
+		if c.err != nil || len(c.res.Records) != 1 || c.res.Records[0].Partition != 1 {
+			t.Fatalf("claim: %+v, %v", c.res.Records, c.err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the claim still waits after the growth and an append to the new partition")
+	}
+}

@@ -130,6 +130,12 @@ func (f *FSM) applyCreatePartitions(index uint64, now int64, c CreatePartitions)
 	f.topics[c.Name] = &nt
 	f.mu.Unlock()
 	f.queues.mu.Unlock()
+	// Waiters on the old partitions (a queue claim's long poll watches
+	// every partition of the topic) wake and read the topic again, so they
+	// watch the new partitions too.
+	for _, p := range t.Partitions {
+		p.signal()
+	}
 	f.groups.mu.Lock()
 	topics := fsmTopics{f}
 	for _, name := range slices.Sorted(maps.Keys(f.groups.m)) {
