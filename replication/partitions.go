@@ -7,9 +7,10 @@ import (
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
-// Partition growth (docs/architecture.md, "Rolling upgrades", level 6): a
-// topic's partition count grows by one create-partitions command, applied
-// at one Raft index on every replica; it never shrinks.
+// Partition growth (docs/architecture.md, "Rolling upgrades";
+// fsm.PartitionsLevel): a topic's partition count grows by one
+// create-partitions command, applied at one Raft index on every replica;
+// it never shrinks.
 
 // stampCreatePartitions fills in what the proposer adds to a growth of t:
 // the topic incarnation it saw and this node's quota (Config.Quota),
