@@ -87,6 +87,9 @@ const catchUpLogEvery = 10 * time.Second
 // snapshot again, which the leader renews once its segments changed
 // (node.go), so the follower converges without further writes.
 func (s *segmentFetcher) FetchSegments(req fsm.FetchRequest) error {
+	if len(req.Peers) == 0 {
+		return fsm.ErrNoSegmentSource
+	}
 	timeout := s.timeout
 	if timeout == 0 {
 		timeout = DefaultCatchUpTimeout

@@ -194,8 +194,10 @@ func (f *FSM) catchUpTopic(t *Topic, tm topicManifest, index uint64) (changed bo
 
 // fetch has the fetcher copy segs of partition p of t.
 func (f *FSM) fetch(t *Topic, p int32, keep []int64, segs []segmentManifest) error {
+	// A fetcher that reads peers refuses an empty list itself; the one a
+	// restore from a backup uses needs none (package replication).
 	peers := f.peers()
-	if f.catchUp.fetcher == nil || len(peers) == 0 {
+	if f.catchUp.fetcher == nil {
 		return ErrNoSegmentSource
 	}
 	req := FetchRequest{Topic: t.Name, TopicIndex: t.CreateIndex, Partition: p, Dir: partitionDir(t, p), Log: f.logOpts, Keep: keep, Peers: peers}

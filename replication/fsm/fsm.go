@@ -44,7 +44,11 @@ type FSM struct {
 	// or deleted segments after the last snapshot was taken (or a restored
 	// snapshot lists segments the logs no longer hold): that snapshot's
 	// manifest names bytes no peer serves any more, so the leader takes a
-	// newer one (catchup.go). Not state: replicas may differ in it.
+	// newer one (catchup.go). A node registration that changed a node's
+	// addresses sets it too: a follower installing the snapshot fetches
+	// segments from the peers its registry lists, and a cluster restored
+	// from a backup starts with none (backup.go). Not state: replicas may
+	// differ in it.
 	segmentsChanged atomic.Bool
 	// windowBytes is the size of the idempotency windows in the last
 	// snapshot persisted; it raises the by-size trigger.

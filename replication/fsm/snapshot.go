@@ -338,8 +338,8 @@ func (f *FSM) BytesSinceSnapshot() int64 { return f.bytesSinceSnapshot.Load() }
 
 // SegmentsChangedSinceSnapshot reports whether the latest snapshot taken
 // (or restored) lists segments that applied compactions or trims have
-// since replaced or deleted, so a follower installing it could not fetch
-// them (catchup.go).
+// since replaced or deleted, or a node registry a registration has since
+// changed, so a follower installing it could not fetch them (catchup.go).
 func (f *FSM) SegmentsChangedSinceSnapshot() bool { return f.segmentsChanged.Load() }
 
 // WindowBytes is the size of the idempotency windows the last durable

@@ -1,0 +1,211 @@
+package replication
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/logd-dev/logd/internal/backupfile"
+	"github.com/logd-dev/logd/replication/fsm"
+)
+
+// Backups (docs/operations.md, "Backup and restore"). A backup is a Raft
+// snapshot, the one followers install, plus the bytes of every segment its
+// manifest lists: the snapshot alone holds only the manifest of the
+// partition logs (fsm/snapshot.go). Everything is at one Raft index: the
+// snapshot is taken between applies, and the segment bytes are each
+// listed segment's first Bytes bytes, which appends after the snapshot do
+// not change. What can change them is a compaction, a trim or a topic
+// deletion applied after the snapshot; those replace or unlink files, so
+// Backup opens every listed file first and checks each is still the one
+// listed, as the segment endpoint does for a follower (segment_serve.go):
+// an open file keeps its bytes whatever is renamed over it or unlinked.
+// When one changed before it was opened, Backup takes a new snapshot, up
+// to backupAttempts times.
+//
+// Restore (restore.go) is the other half.
+
+// backupAttempts bounds the snapshots one Backup takes when segments keep
+// changing under it.
+const backupAttempts = 3
+
+// BackupInfo describes a backup about to be streamed.
+type BackupInfo struct {
+	Header backupfile.Header
+	// Size is the number of bytes the backup file will have.
+	Size int64
+}
+
+// openedSegment is a listed segment with its files open.
+type openedSegment struct {
+	seg  backupfile.Segment
+	data *os.File
+}
+
+// Backup writes a backup of this node's state, which must be the leader's
+// (ErrNotLeader otherwise, so that it holds every write acknowledged
+// before the call): it takes a Raft snapshot, opens every segment it
+// lists, calls start with the backup's header and size, and streams the
+// file into the writer start returns. Nothing is buffered beyond a frame
+// header and a segment's .meta file. An error from start ends the backup
+// before anything is written; an error after that leaves the writer with
+// a file that a restore refuses (it has no trailer).
+func (n *Node) Backup(ctx context.Context, start func(BackupInfo) (io.Writer, error)) (BackupInfo, error) {
+	if !n.IsLeader() {
+		return BackupInfo{}, ErrNotLeader
+	}
+	if !n.Ready() {
+		return BackupInfo{}, fmt.Errorf("%w: the leader has not applied its barrier yet", ErrNotLeader)
+	}
+	var lastErr error
+	for range backupAttempts {
+		if err := ctx.Err(); err != nil {
+			return BackupInfo{}, err
+		}
+		info, err := n.backupOnce(ctx, start)
+		if !errors.Is(err, fsm.ErrSegmentGone) {
+			return info, err
+		}
+		lastErr = err
+		n.cfg.Logger.Info("backup: a listed segment changed before it was opened; taking a new snapshot", "err", err)
+	}
+	return BackupInfo{}, fmt.Errorf("backup: segments changed under %d snapshots in a row: %w", backupAttempts, lastErr)
+}
+
+func (n *Node) backupOnce(ctx context.Context, start func(BackupInfo) (io.Writer, error)) (BackupInfo, error) {
+	fut := n.raft.Snapshot()
+	if err := fut.Error(); err != nil {
+		return BackupInfo{}, fmt.Errorf("backup: snapshot: %w", mapRaftError(err))
+	}
+	meta, rc, err := fut.Open()
+	if err != nil {
+		return BackupInfo{}, fmt.Errorf("backup: open snapshot: %w", err)
+	}
+	defer rc.Close()
+	br := bufio.NewReaderSize(rc, 64<<10)
+	line, contents, err := fsm.ReadSnapshotManifest(br)
+	if err != nil {
+		return BackupInfo{}, fmt.Errorf("backup: %w", err)
+	}
+	if contents.Index != meta.Index {
+		return BackupInfo{}, fmt.Errorf("backup: snapshot %s at index %d holds a manifest of index %d", meta.ID, meta.Index, contents.Index)
+	}
+	segs, err := n.openSegments(contents.Segments)
+	defer func() {
+		for _, s := range segs {
+			s.data.Close()
+		}
+	}()
+	if err != nil {
+		return BackupInfo{}, err
+	}
+	h := backupfile.Header{
+		FormatVersion: backupfile.Version, Node: n.cfg.NodeID, Index: meta.Index, Term: meta.Term, FeatureLevel: int(contents.Level),
+		Created: n.cfg.Now().UTC(), SnapshotBytes: meta.Size, Segments: len(segs),
+	}
+	for _, s := range meta.Configuration.Servers {
+		h.Cluster = append(h.Cluster, backupfile.Member{ID: string(s.ID), Address: string(s.Address), Voter: s.Suffrage == raft.Voter})
+	}
+	list := make([]backupfile.Segment, len(segs))
+	for i, s := range segs {
+		list[i] = s.seg
+		h.SegmentBytes += s.seg.Bytes
+	}
+	size, err := backupfile.EncodedSize(h, list)
+	if err != nil {
+		return BackupInfo{}, fmt.Errorf("backup: %w", err)
+	}
+	info := BackupInfo{Header: h, Size: size}
+	w, err := start(info)
+	if err != nil {
+		return info, err
+	}
+	w = ctxWriter{ctx: ctx, w: w}
+	bw, err := backupfile.NewWriter(w, h)
+	if err != nil {
+		return info, fmt.Errorf("backup: write header: %w", err)
+	}
+	if err := bw.WriteSnapshot(meta.Size, io.MultiReader(bytes.NewReader(line), br)); err != nil {
+		return info, fmt.Errorf("backup: write snapshot: %w", err)
+	}
+	for _, s := range segs {
+		if err := bw.WriteSegment(s.seg, io.NewSectionReader(s.data, 0, s.seg.Bytes)); err != nil {
+			return info, fmt.Errorf("backup: write segment %d of %s-%d: %w", s.seg.Base, s.seg.Topic, s.seg.Partition, err)
+		}
+	}
+	if err := bw.Close(); err != nil {
+		return info, fmt.Errorf("backup: write trailer: %w", err)
+	}
+	n.cfg.Logger.Info("backup written", "index", h.Index, "term", h.Term, "segments", h.Segments, "bytes", size)
+	return info, nil
+}
+
+// openSegments opens the data file and reads the .meta file of every
+// listed segment, checking each is still the one listed (see the comment
+// at the top of this file). A segment changed since is fsm.ErrSegmentGone.
+// The files opened are returned even with an error, for the caller to
+// close.
+func (n *Node) openSegments(listed []fsm.SnapshotSegment) ([]openedSegment, error) {
+	out := make([]openedSegment, 0, len(listed))
+	for _, l := range listed {
+		name := fmt.Sprintf("segment %d of %s-%d", l.Base, l.Topic, l.Partition)
+		s, err := n.fsm.LookupSegment(l.Topic, l.TopicIndex, l.Partition, l.Base)
+		if err != nil {
+			return out, fmt.Errorf("backup: %s: %w", name, asGone(err))
+		}
+		f, err := os.Open(s.Data)
+		if err != nil {
+			return out, fmt.Errorf("backup: %s: %w", name, asGone(err))
+		}
+		out = append(out, openedSegment{data: f})
+		metaBytes, err := os.ReadFile(s.Meta)
+		if err != nil {
+			return out, fmt.Errorf("backup: %s: %w", name, asGone(err))
+		}
+		// Look again now that both files are open: a compaction swapped in
+		// before the opens shows here.
+		if s, err = n.fsm.LookupSegment(l.Topic, l.TopicIndex, l.Partition, l.Base); err != nil {
+			return out, fmt.Errorf("backup: %s: %w", name, asGone(err))
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			return out, fmt.Errorf("backup: %s: %w", name, err)
+		}
+		if fi.Size() < l.Bytes || s.Info.Compacted && (s.Info.EndOffset != l.End || s.Info.Bytes != l.Bytes) {
+			return out, fmt.Errorf("backup: %s: %w: now %d bytes ending at %d, listed %d ending at %d",
+				name, fsm.ErrSegmentGone, fi.Size(), s.Info.EndOffset, l.Bytes, l.End)
+		}
+		out[len(out)-1].seg = backupfile.Segment{Topic: l.Topic, TopicIndex: l.TopicIndex, Partition: l.Partition,
+			Base: l.Base, End: l.End, Bytes: l.Bytes, Meta: metaBytes}
+	}
+	return out, nil
+}
+
+// asGone makes a segment file that vanished (retention, a deleted topic)
+// or a partition no longer there ErrSegmentGone, which Backup retries.
+func asGone(err error) error {
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, fsm.ErrUnknownTopic) || errors.Is(err, fsm.ErrUnknownPartition) {
+		return fmt.Errorf("%w: %v", fsm.ErrSegmentGone, err)
+	}
+	return err
+}
+
+// ctxWriter fails writes once ctx ends, so a backup to a caller that went
+// away stops between frames' chunks.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
+}

@@ -1,0 +1,144 @@
+package replication
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/logd-dev/logd/internal/backupfile"
+	"github.com/logd-dev/logd/log"
+)
+
+// freeAddr returns a loopback address nothing listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestBackupRestore: a backup of a node with several segments per
+// partition restores into a new data dir whose node, started as the only
+// member of a new cluster, holds every record at the same offsets, and
+// takes new writes after them. A truncated or damaged file is refused with
+// the format's typed errors and leaves the target as it was.
+func TestBackupRestore(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := openSingleNode(t, ctx, Config{DataDir: t.TempDir(), Log: log.Options{SegmentBytes: 300}})
+	defer n.Close()
+	if _, err := n.CreateTopic(ctx, CreateTopic{Name: "t", Partitions: 2, Config: map[string]string{"segment.bytes": "300"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.CreateTopic(ctx, CreateTopic{Name: "empty", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var want [2][]string
+	for i := range 20 {
+		p := int32(i % 2)
+		v := fmt.Sprintf("v%02d", i)
+		if _, err := n.Append(ctx, Append{Topic: "t", Batches: []PartitionBatch{{Partition: p, Batch: mustBatch(t, v)}}}); err != nil {
+			t.Fatal(err)
+		}
+		want[p] = append(want[p], v)
+	}
+	var file bytes.Buffer
+	info, err := n.Backup(ctx, func(BackupInfo) (io.Writer, error) { return &file, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Size != int64(file.Len()) || info.Header.Segments < 6 || info.Header.Index == 0 {
+		t.Fatalf("backup of %d bytes: %+v", file.Len(), info)
+	}
+	// Writes after the backup are not in it.
+	if _, err := n.Append(ctx, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "after")}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	target := filepath.Join(t.TempDir(), "restored")
+	raftAddr := freeAddr(t)
+	rcfg := RestoreConfig{DataDir: target, NodeID: "r1", RaftAddress: raftAddr, Logger: testLogger()}
+	b := file.Bytes()
+	for _, tc := range []struct {
+		name string
+		file []byte
+		want func(error) bool
+	}{
+		{"truncated", b[:len(b)-10], func(err error) bool { return errors.Is(err, backupfile.ErrTruncated) }},
+		{"cut in a segment", b[:len(b)/2], func(err error) bool { return errors.Is(err, backupfile.ErrTruncated) }},
+		{"flipped in a segment", flip(b, len(b)-200), func(err error) bool {
+			var ce *backupfile.CorruptError
+			var le *log.CorruptionError
+			return errors.As(err, &ce) || errors.As(err, &le)
+		}},
+	} {
+		_, err := RestoreBackup(bytes.NewReader(tc.file), rcfg)
+		if !tc.want(err) {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if _, serr := os.Stat(target); !errors.Is(serr, os.ErrNotExist) {
+			t.Fatalf("%s: the target exists after a refused restore: %v", tc.name, serr)
+		}
+		if _, serr := os.Stat(target + ".restoring"); !errors.Is(serr, os.ErrNotExist) {
+			t.Fatalf("%s: the partial dir is left: %v", tc.name, serr)
+		}
+	}
+
+	h, err := RestoreBackup(bytes.NewReader(b), rcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Index != info.Header.Index {
+		t.Fatalf("restored index %d, backup %d", h.Index, info.Header.Index)
+	}
+	if _, err := RestoreBackup(bytes.NewReader(b), rcfg); !errors.Is(err, ErrRestoreTarget) {
+		t.Fatalf("a restore over a restored dir: %v", err)
+	}
+	r, err := Open(Config{NodeID: "r1", DataDir: target, RaftBind: raftAddr, Logger: testLogger(), RaftLogLevel: "error", APIAdvertise: "127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for !r.IsLeader() || !r.Ready() {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the restored node does not lead")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	for p := range int32(2) {
+		if got := readAll(t, r.FSM(), "t", p); !slices.Equal(got, want[p]) {
+			t.Fatalf("partition %d restored %v, want %v", p, got, want[p])
+		}
+	}
+	if got := readAll(t, r.FSM(), "empty", 0); len(got) != 0 {
+		t.Fatalf("empty topic restored with %v", got)
+	}
+	offs, err := r.Append(ctx, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "new")}}})
+	if err != nil || offs[0] != int64(len(want[0])) {
+		t.Fatalf("append after restore: %v, %v", offs, err)
+	}
+	// The registry names only the new cluster's node.
+	for _, nd := range r.FSM().Nodes() {
+		if nd.ID != "r1" {
+			t.Fatalf("registry names %s of the old cluster", nd.ID)
+		}
+	}
+}
+
+func flip(b []byte, i int) []byte {
+	d := bytes.Clone(b)
+	d[i] ^= 0x01
+	return d
+}

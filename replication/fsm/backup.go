@@ -1,0 +1,105 @@
+package fsm
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// Backups (docs/operations.md): a backup is a snapshot as Persist writes it
+// plus the bytes of every segment its manifest lists, which package
+// replication streams into a file (internal/backupfile). Restoring one is
+// Restore with a SegmentFetcher that reads those bytes from the file
+// instead of a peer, the path a follower takes when it catches up. This
+// file reads what the backup side needs out of a snapshot, and rewrites a
+// snapshot for a new cluster.
+
+// maxManifestBytes bounds the JSON manifest a backup reads, so a damaged
+// snapshot cannot make it buffer without limit.
+const maxManifestBytes = 1 << 30
+
+// SnapshotContents is what a snapshot's manifest says a backup must hold
+// beside it.
+type SnapshotContents struct {
+	// Index is the Raft index the snapshot was taken at.
+	Index uint64
+	// Level is the highest feature level an applied entry needed.
+	Level FeatureLevel
+	// Segments are the segments the manifest lists, in the order Restore
+	// asks a SegmentFetcher for them: topics, then partitions, then
+	// offsets, in manifest order.
+	Segments []SnapshotSegment
+}
+
+// SnapshotSegment is one segment a snapshot lists.
+type SnapshotSegment struct {
+	Topic      string
+	TopicIndex uint64 // the topic's CreateIndex
+	Partition  int32
+	SegmentExtent
+}
+
+// ReadSnapshotManifest reads the manifest that opens a snapshot (its first
+// line) from r, leaving r at the bytes that follow it, and returns the
+// line as read and what it lists.
+func ReadSnapshotManifest(r *bufio.Reader) ([]byte, SnapshotContents, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > maxManifestBytes {
+			return nil, SnapshotContents{}, fmt.Errorf("snapshot manifest longer than %d bytes", maxManifestBytes)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			return nil, SnapshotContents{}, fmt.Errorf("read snapshot manifest: %w", err)
+		}
+		break
+	}
+	var m manifest
+	if err := json.Unmarshal(line, &m); err != nil {
+		return nil, SnapshotContents{}, fmt.Errorf("decode snapshot manifest: %w", err)
+	}
+	if m.Version != manifestVersion && m.Version != 1 {
+		return nil, SnapshotContents{}, fmt.Errorf("%w: manifest version %d", ErrUnknownCommand, m.Version)
+	}
+	c := SnapshotContents{Index: m.Index, Level: m.Level}
+	for _, t := range m.Topics {
+		for p, pm := range t.Partitions {
+			for _, s := range pm.Segments {
+				c.Segments = append(c.Segments, SnapshotSegment{Topic: t.Name, TopicIndex: t.CreateIndex, Partition: int32(p),
+					SegmentExtent: SegmentExtent{Base: s.Base, End: s.End, Bytes: s.Bytes}})
+			}
+		}
+	}
+	return line, c, nil
+}
+
+// ForNewCluster copies the snapshot read from r to w as the first snapshot
+// of a new cluster: the node registry is emptied, since the nodes it names
+// belong to the cluster the backup was taken from (a new node that
+// installs the snapshot must never fetch segments from them: they may
+// hold other data past the backup's index). The new cluster's nodes
+// register as they start; everything else is copied as it is.
+func ForNewCluster(w io.Writer, r io.Reader) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	line, _, err := ReadSnapshotManifest(br)
+	if err != nil {
+		return err
+	}
+	var m manifest
+	if err := json.Unmarshal(line, &m); err != nil {
+		return fmt.Errorf("decode snapshot manifest: %w", err)
+	}
+	m.Nodes = &clusterManifest{Version: clusterManifestVersion, Nodes: []RegisteredNode{}}
+	if err := json.NewEncoder(w).Encode(m); err != nil {
+		return fmt.Errorf("write snapshot manifest: %w", err)
+	}
+	if _, err := io.Copy(w, br); err != nil {
+		return fmt.Errorf("copy snapshot: %w", err)
+	}
+	return nil
+}
