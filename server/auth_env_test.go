@@ -181,15 +181,33 @@ func withHeader(h http.Header) connect.UnaryInterceptorFunc {
 }
 
 // bearer sends token in the Authorization header.
-func bearer(token string) connect.UnaryInterceptorFunc {
-	return func(next connect.UnaryFunc) connect.UnaryFunc {
-		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-			if token != "" {
-				req.Header().Set("Authorization", "Bearer "+token)
-			}
-			return next(ctx, req)
+func bearer(token string) connect.Interceptor { return bearerInterceptor(token) }
+
+// bearerInterceptor sets the token on unary calls and on streams
+// (SaveSnapshot).
+type bearerInterceptor string
+
+func (b bearerInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		if b != "" {
+			req.Header().Set("Authorization", "Bearer "+string(b))
 		}
+		return next(ctx, req)
 	}
+}
+
+func (b bearerInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
+		conn := next(ctx, spec)
+		if b != "" {
+			conn.RequestHeader().Set("Authorization", "Bearer "+string(b))
+		}
+		return conn
+	}
+}
+
+func (b bearerInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
 }
 
 // user creates a token for User:name and adds acls; it returns the token.

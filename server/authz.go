@@ -304,6 +304,11 @@ var authzTable = map[string]authzRule{
 			return []slog.Attr{slog.String("node", m.NodeId)}
 		}),
 	},
+	// A backup holds every record, and the tokens' hashes and ACLs.
+	logdv1connect.LogServiceSaveSnapshotProcedure: {
+		need:  onAll(func(*logdv1.SaveSnapshotRequest) []auth.Permission { return []auth.Permission{clusterAdmin} }),
+		audit: summary(func(*logdv1.SaveSnapshotRequest) []slog.Attr { return nil }),
+	},
 	logdv1connect.LogServiceStatusProcedure: {},
 	logdv1connect.LogServiceWhoAmIProcedure: {},
 

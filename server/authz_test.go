@@ -250,6 +250,18 @@ func TestAuthorizationEveryProcedure(t *testing.T) {
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.TransferLeadership(ctx, req(&logdv1.TransferLeadershipRequest{NodeId: "n9"}))
 			})},
+		{proc: "SaveSnapshot", admin: true, grant: []auth.ACL{g(cluster, auth.ClusterName, auth.OpAdmin)},
+			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
+				// A stream's refusal comes with its first receive.
+				s, err := c.SaveSnapshot(ctx, req(&logdv1.SaveSnapshotRequest{}))
+				if err != nil {
+					return nil, err
+				}
+				defer s.Close()
+				for s.Receive() {
+				}
+				return nil, s.Err()
+			})},
 		{proc: "CreateToken", admin: true, grant: []auth.ACL{g(token, "carol", auth.OpCreate)},
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.CreateToken(ctx, req(&logdv1.CreateTokenRequest{Principal: "User:carol"}))

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"io"
 	"time"
 
 	"github.com/logd-dev/logd/auth"
@@ -74,6 +75,11 @@ type ClusterBackend interface {
 	NodeAPIAddress(id string) (string, bool)
 	// Status is this node's view of the Raft group.
 	Status() replication.Status
+	// Backup streams a backup of the state at one Raft index into the
+	// writer start returns, on the leader only (ErrNotLeader elsewhere);
+	// start is called once, with the backup's description, before any
+	// byte is written (replication/backup.go).
+	Backup(ctx context.Context, start func(replication.BackupInfo) (io.Writer, error)) (replication.BackupInfo, error)
 	// Now is the node's clock, the one that stamps its commands: a
 	// handler that answers by time (queue describe) reads it, so it
 	// answers by the same time the node decides by.

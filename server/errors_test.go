@@ -69,6 +69,8 @@ var backendSentinels = map[string]error{
 	"replication.ErrUnknownToken":        replication.ErrUnknownToken,
 	"replication.ErrTooManyTokens":       replication.ErrTooManyTokens,
 	"replication.ErrTooManyACLs":         replication.ErrTooManyACLs,
+	"replication.ErrRestoreTarget":       replication.ErrRestoreTarget,
+	"replication.ErrBackupTooNew":        replication.ErrBackupTooNew,
 
 	"group.ErrConsumerGroupNotFound": group.ErrConsumerGroupNotFound,
 	"group.ErrConsumerGroupNotEmpty": group.ErrConsumerGroupNotEmpty,
@@ -105,6 +107,9 @@ var internalErrors = map[string]bool{
 	"replication.ErrNoSegmentSource": true,
 	"replication.ErrSegmentGone":     true,
 	"dedup.ErrBadEncoding":           true,
+	// Errors of restoring a backup, which logd restore meets, not a node.
+	"replication.ErrRestoreTarget": true,
+	"replication.ErrBackupTooNew":  true,
 }
 
 // sentinelNames returns "pkg.ErrX" for every exported package-level

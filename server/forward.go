@@ -77,6 +77,10 @@ var localProcedures = map[string]bool{
 	logdv1connect.LogServiceWhoAmIProcedure:             true,
 	logdv1connect.LogServiceListTokensProcedure:         true,
 	logdv1connect.LogServiceListACLsProcedure:           true,
+	// A backup is a stream the leader writes: a follower answers
+	// NOT_LEADER with the leader's address rather than proxy it
+	// (save_snapshot.go).
+	logdv1connect.LogServiceSaveSnapshotProcedure: true,
 }
 
 // forwarder proxies write requests to the leader.
@@ -409,27 +413,33 @@ func (s *Server) leaderHintInterceptor() connect.UnaryInterceptorFunc {
 			if err == nil {
 				return resp, nil
 			}
-			var ce *connect.Error
-			if !errors.As(err, &ce) {
-				return resp, err
-			}
-			for _, d := range ce.Details() {
-				v, derr := d.Value()
-				if derr != nil {
-					continue
-				}
-				info, ok := v.(*logdv1.ErrorInfo)
-				if !ok || info.Reason != logdv1.Reason_REASON_NOT_LEADER || info.LeaderAddress != "" {
-					continue
-				}
-				addr, _ := s.b.LeaderAPIAddress()
-				if addr == "" || addr == s.b.APIAddress() {
-					return resp, err
-				}
-				info.LeaderAddress = addr
-				return resp, withInfo(ce.Code(), info, errors.New(ce.Message()))
-			}
-			return resp, err
+			return resp, s.leaderHint(err)
 		}
 	}
+}
+
+// leaderHint adds the leader's API address to a NOT_LEADER error that
+// lacks it; it returns any other error as it is.
+func (s *Server) leaderHint(err error) error {
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return err
+	}
+	for _, d := range ce.Details() {
+		v, derr := d.Value()
+		if derr != nil {
+			continue
+		}
+		info, ok := v.(*logdv1.ErrorInfo)
+		if !ok || info.Reason != logdv1.Reason_REASON_NOT_LEADER || info.LeaderAddress != "" {
+			continue
+		}
+		addr, _ := s.b.LeaderAPIAddress()
+		if addr == "" || addr == s.b.APIAddress() {
+			return err
+		}
+		info.LeaderAddress = addr
+		return withInfo(ce.Code(), info, errors.New(ce.Message()))
+	}
+	return err
 }

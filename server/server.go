@@ -204,10 +204,11 @@ func (s *Server) Handler() http.Handler {
 	return withRequestID(s.limiter.wrap(h, isSegmentPath))
 }
 
-// isSegmentPath reports whether r is for the segment endpoint, whose
-// streamed answers the request limits do not time (request_limits.go).
+// isSegmentPath reports whether r is for the segment endpoint or a
+// backup (save_snapshot.go), whose streamed answers the request limits do
+// not time (request_limits.go): they may be large.
 func isSegmentPath(r *http.Request) bool {
-	return strings.HasPrefix(r.URL.Path, replication.SegmentPathPrefix)
+	return strings.HasPrefix(r.URL.Path, replication.SegmentPathPrefix) || r.URL.Path == logdv1connect.LogServiceSaveSnapshotProcedure
 }
 
 // apiHandler returns the LogService behind authentication and

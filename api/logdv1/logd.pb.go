@@ -5686,6 +5686,185 @@ func (x *TransferLeadershipResponse) GetLeaderAddress() string {
 	return ""
 }
 
+type SaveSnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SaveSnapshotRequest) Reset() {
+	*x = SaveSnapshotRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SaveSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SaveSnapshotRequest) ProtoMessage() {}
+
+func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SaveSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*SaveSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{82}
+}
+
+type SaveSnapshotResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Set in the first message only, which carries no data.
+	Info *SnapshotInfo `protobuf:"bytes,1,opt,name=info,proto3" json:"info,omitempty"`
+	// The next bytes of the backup file.
+	Data          []byte `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SaveSnapshotResponse) Reset() {
+	*x = SaveSnapshotResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SaveSnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SaveSnapshotResponse) ProtoMessage() {}
+
+func (x *SaveSnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SaveSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*SaveSnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *SaveSnapshotResponse) GetInfo() *SnapshotInfo {
+	if x != nil {
+		return x.Info
+	}
+	return nil
+}
+
+func (x *SaveSnapshotResponse) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+// SnapshotInfo describes a backup as it starts.
+type SnapshotInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The Raft index and term of the snapshot.
+	Index uint64 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	Term  uint64 `protobuf:"varint,2,opt,name=term,proto3" json:"term,omitempty"`
+	// The size of the backup file in bytes.
+	SizeBytes int64 `protobuf:"varint,3,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	// The segments it holds and their bytes.
+	Segments     int32 `protobuf:"varint,4,opt,name=segments,proto3" json:"segments,omitempty"`
+	SegmentBytes int64 `protobuf:"varint,5,opt,name=segment_bytes,json=segmentBytes,proto3" json:"segment_bytes,omitempty"`
+	// The node that wrote it.
+	NodeId        string `protobuf:"bytes,6,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotInfo) Reset() {
+	*x = SnapshotInfo{}
+	mi := &file_logd_v1_logd_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotInfo) ProtoMessage() {}
+
+func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotInfo.ProtoReflect.Descriptor instead.
+func (*SnapshotInfo) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{84}
+}
+
+func (x *SnapshotInfo) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *SnapshotInfo) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
+}
+
+func (x *SnapshotInfo) GetSizeBytes() int64 {
+	if x != nil {
+		return x.SizeBytes
+	}
+	return 0
+}
+
+func (x *SnapshotInfo) GetSegments() int32 {
+	if x != nil {
+		return x.Segments
+	}
+	return 0
+}
+
+func (x *SnapshotInfo) GetSegmentBytes() int64 {
+	if x != nil {
+		return x.SegmentBytes
+	}
+	return 0
+}
+
+func (x *SnapshotInfo) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
 type PauseQueueGroupRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Topic string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
@@ -5698,7 +5877,7 @@ type PauseQueueGroupRequest struct {
 
 func (x *PauseQueueGroupRequest) Reset() {
 	*x = PauseQueueGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[82]
+	mi := &file_logd_v1_logd_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5710,7 +5889,7 @@ func (x *PauseQueueGroupRequest) String() string {
 func (*PauseQueueGroupRequest) ProtoMessage() {}
 
 func (x *PauseQueueGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[82]
+	mi := &file_logd_v1_logd_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5723,7 +5902,7 @@ func (x *PauseQueueGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueGroupRequest.ProtoReflect.Descriptor instead.
 func (*PauseQueueGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{82}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *PauseQueueGroupRequest) GetTopic() string {
@@ -5758,7 +5937,7 @@ type PauseQueueGroupResponse struct {
 
 func (x *PauseQueueGroupResponse) Reset() {
 	*x = PauseQueueGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[83]
+	mi := &file_logd_v1_logd_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5770,7 +5949,7 @@ func (x *PauseQueueGroupResponse) String() string {
 func (*PauseQueueGroupResponse) ProtoMessage() {}
 
 func (x *PauseQueueGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[83]
+	mi := &file_logd_v1_logd_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5783,7 +5962,7 @@ func (x *PauseQueueGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueGroupResponse.ProtoReflect.Descriptor instead.
 func (*PauseQueueGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{83}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *PauseQueueGroupResponse) GetPaused() bool {
@@ -5808,7 +5987,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[84]
+	mi := &file_logd_v1_logd_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5820,7 +5999,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[84]
+	mi := &file_logd_v1_logd_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5833,7 +6012,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{84}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{87}
 }
 
 type WhoAmIResponse struct {
@@ -5853,7 +6032,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[85]
+	mi := &file_logd_v1_logd_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5865,7 +6044,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[85]
+	mi := &file_logd_v1_logd_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5878,7 +6057,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{85}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *WhoAmIResponse) GetPrincipal() string {
@@ -5926,7 +6105,7 @@ type TokenInfo struct {
 
 func (x *TokenInfo) Reset() {
 	*x = TokenInfo{}
-	mi := &file_logd_v1_logd_proto_msgTypes[86]
+	mi := &file_logd_v1_logd_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5938,7 +6117,7 @@ func (x *TokenInfo) String() string {
 func (*TokenInfo) ProtoMessage() {}
 
 func (x *TokenInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[86]
+	mi := &file_logd_v1_logd_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5951,7 +6130,7 @@ func (x *TokenInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenInfo.ProtoReflect.Descriptor instead.
 func (*TokenInfo) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{86}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *TokenInfo) GetId() string {
@@ -6009,7 +6188,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[87]
+	mi := &file_logd_v1_logd_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6021,7 +6200,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[87]
+	mi := &file_logd_v1_logd_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6034,7 +6213,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{87}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *CreateTokenRequest) GetPrincipal() string {
@@ -6069,7 +6248,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[88]
+	mi := &file_logd_v1_logd_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6081,7 +6260,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[88]
+	mi := &file_logd_v1_logd_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6094,7 +6273,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{88}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *CreateTokenResponse) GetToken() string {
@@ -6121,7 +6300,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[89]
+	mi := &file_logd_v1_logd_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6133,7 +6312,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[89]
+	mi := &file_logd_v1_logd_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6146,7 +6325,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{89}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *ListTokensRequest) GetPrincipal() string {
@@ -6165,7 +6344,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[90]
+	mi := &file_logd_v1_logd_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6177,7 +6356,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[90]
+	mi := &file_logd_v1_logd_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6190,7 +6369,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{90}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *ListTokensResponse) GetTokens() []*TokenInfo {
@@ -6209,7 +6388,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[91]
+	mi := &file_logd_v1_logd_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6221,7 +6400,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[91]
+	mi := &file_logd_v1_logd_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6234,7 +6413,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{91}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *RevokeTokenRequest) GetId() string {
@@ -6253,7 +6432,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[92]
+	mi := &file_logd_v1_logd_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6265,7 +6444,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[92]
+	mi := &file_logd_v1_logd_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6278,7 +6457,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{92}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *RevokeTokenResponse) GetInfo() *TokenInfo {
@@ -6306,7 +6485,7 @@ type ACL struct {
 
 func (x *ACL) Reset() {
 	*x = ACL{}
-	mi := &file_logd_v1_logd_proto_msgTypes[93]
+	mi := &file_logd_v1_logd_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6318,7 +6497,7 @@ func (x *ACL) String() string {
 func (*ACL) ProtoMessage() {}
 
 func (x *ACL) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[93]
+	mi := &file_logd_v1_logd_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6331,7 +6510,7 @@ func (x *ACL) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ACL.ProtoReflect.Descriptor instead.
 func (*ACL) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{93}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *ACL) GetPrincipal() string {
@@ -6385,7 +6564,7 @@ type CreateACLsRequest struct {
 
 func (x *CreateACLsRequest) Reset() {
 	*x = CreateACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[94]
+	mi := &file_logd_v1_logd_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6397,7 +6576,7 @@ func (x *CreateACLsRequest) String() string {
 func (*CreateACLsRequest) ProtoMessage() {}
 
 func (x *CreateACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[94]
+	mi := &file_logd_v1_logd_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6410,7 +6589,7 @@ func (x *CreateACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateACLsRequest.ProtoReflect.Descriptor instead.
 func (*CreateACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{94}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *CreateACLsRequest) GetAcls() []*ACL {
@@ -6430,7 +6609,7 @@ type CreateACLsResponse struct {
 
 func (x *CreateACLsResponse) Reset() {
 	*x = CreateACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[95]
+	mi := &file_logd_v1_logd_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6442,7 +6621,7 @@ func (x *CreateACLsResponse) String() string {
 func (*CreateACLsResponse) ProtoMessage() {}
 
 func (x *CreateACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[95]
+	mi := &file_logd_v1_logd_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6455,7 +6634,7 @@ func (x *CreateACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateACLsResponse.ProtoReflect.Descriptor instead.
 func (*CreateACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{95}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *CreateACLsResponse) GetCreated() int32 {
@@ -6480,7 +6659,7 @@ type ACLFilter struct {
 
 func (x *ACLFilter) Reset() {
 	*x = ACLFilter{}
-	mi := &file_logd_v1_logd_proto_msgTypes[96]
+	mi := &file_logd_v1_logd_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6492,7 +6671,7 @@ func (x *ACLFilter) String() string {
 func (*ACLFilter) ProtoMessage() {}
 
 func (x *ACLFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[96]
+	mi := &file_logd_v1_logd_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6505,7 +6684,7 @@ func (x *ACLFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ACLFilter.ProtoReflect.Descriptor instead.
 func (*ACLFilter) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{96}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *ACLFilter) GetPrincipal() string {
@@ -6559,7 +6738,7 @@ type ListACLsRequest struct {
 
 func (x *ListACLsRequest) Reset() {
 	*x = ListACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[97]
+	mi := &file_logd_v1_logd_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6571,7 +6750,7 @@ func (x *ListACLsRequest) String() string {
 func (*ListACLsRequest) ProtoMessage() {}
 
 func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[97]
+	mi := &file_logd_v1_logd_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6584,7 +6763,7 @@ func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListACLsRequest.ProtoReflect.Descriptor instead.
 func (*ListACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{97}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *ListACLsRequest) GetFilter() *ACLFilter {
@@ -6603,7 +6782,7 @@ type ListACLsResponse struct {
 
 func (x *ListACLsResponse) Reset() {
 	*x = ListACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[98]
+	mi := &file_logd_v1_logd_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6615,7 +6794,7 @@ func (x *ListACLsResponse) String() string {
 func (*ListACLsResponse) ProtoMessage() {}
 
 func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[98]
+	mi := &file_logd_v1_logd_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6628,7 +6807,7 @@ func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListACLsResponse.ProtoReflect.Descriptor instead.
 func (*ListACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{98}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *ListACLsResponse) GetAcls() []*ACL {
@@ -6650,7 +6829,7 @@ type DeleteACLsRequest struct {
 
 func (x *DeleteACLsRequest) Reset() {
 	*x = DeleteACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[99]
+	mi := &file_logd_v1_logd_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6662,7 +6841,7 @@ func (x *DeleteACLsRequest) String() string {
 func (*DeleteACLsRequest) ProtoMessage() {}
 
 func (x *DeleteACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[99]
+	mi := &file_logd_v1_logd_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6675,7 +6854,7 @@ func (x *DeleteACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteACLsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{99}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *DeleteACLsRequest) GetFilter() *ACLFilter {
@@ -6702,7 +6881,7 @@ type DeleteACLsResponse struct {
 
 func (x *DeleteACLsResponse) Reset() {
 	*x = DeleteACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[100]
+	mi := &file_logd_v1_logd_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6714,7 +6893,7 @@ func (x *DeleteACLsResponse) String() string {
 func (*DeleteACLsResponse) ProtoMessage() {}
 
 func (x *DeleteACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[100]
+	mi := &file_logd_v1_logd_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6727,7 +6906,7 @@ func (x *DeleteACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteACLsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{100}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *DeleteACLsResponse) GetAcls() []*ACL {
@@ -7227,7 +7406,19 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"`\n" +
 	"\x1aTransferLeadershipResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12%\n" +
-	"\x0eleader_address\x18\x02 \x01(\tR\rleaderAddress\"\\\n" +
+	"\x0eleader_address\x18\x02 \x01(\tR\rleaderAddress\"\x15\n" +
+	"\x13SaveSnapshotRequest\"U\n" +
+	"\x14SaveSnapshotResponse\x12)\n" +
+	"\x04info\x18\x01 \x01(\v2\x15.logd.v1.SnapshotInfoR\x04info\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"\xb1\x01\n" +
+	"\fSnapshotInfo\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x12\n" +
+	"\x04term\x18\x02 \x01(\x04R\x04term\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\x03 \x01(\x03R\tsizeBytes\x12\x1a\n" +
+	"\bsegments\x18\x04 \x01(\x05R\bsegments\x12#\n" +
+	"\rsegment_bytes\x18\x05 \x01(\x03R\fsegmentBytes\x12\x17\n" +
+	"\anode_id\x18\x06 \x01(\tR\x06nodeId\"\\\n" +
 	"\x16PauseQueueGroupRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\tR\x05group\x12\x16\n" +
@@ -7316,7 +7507,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x19REASON_QUEUE_GROUP_EXISTS\x10)\x12\x1a\n" +
 	"\x16REASON_UNAUTHENTICATED\x10<\x12\x1c\n" +
 	"\x18REASON_PERMISSION_DENIED\x10=\x12\x18\n" +
-	"\x14REASON_UNKNOWN_TOKEN\x10>2\x82\x15\n" +
+	"\x14REASON_UNKNOWN_TOKEN\x10>2\xd1\x15\n" +
 	"\n" +
 	"LogService\x12H\n" +
 	"\vCreateTopic\x12\x1b.logd.v1.CreateTopicRequest\x1a\x1c.logd.v1.CreateTopicResponse\x12E\n" +
@@ -7350,7 +7541,8 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x04Join\x12\x14.logd.v1.JoinRequest\x1a\x15.logd.v1.JoinResponse\x12E\n" +
 	"\n" +
 	"RemoveNode\x12\x1a.logd.v1.RemoveNodeRequest\x1a\x1b.logd.v1.RemoveNodeResponse\x12]\n" +
-	"\x12TransferLeadership\x12\".logd.v1.TransferLeadershipRequest\x1a#.logd.v1.TransferLeadershipResponse\x12E\n" +
+	"\x12TransferLeadership\x12\".logd.v1.TransferLeadershipRequest\x1a#.logd.v1.TransferLeadershipResponse\x12M\n" +
+	"\fSaveSnapshot\x12\x1c.logd.v1.SaveSnapshotRequest\x1a\x1d.logd.v1.SaveSnapshotResponse0\x01\x12E\n" +
 	"\n" +
 	"AlterTopic\x12\x1a.logd.v1.AlterTopicRequest\x1a\x1b.logd.v1.AlterTopicResponse\x12W\n" +
 	"\x10CreatePartitions\x12 .logd.v1.CreatePartitionsRequest\x1a!.logd.v1.CreatePartitionsResponse\x12T\n" +
@@ -7379,7 +7571,7 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 104)
+var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 107)
 var file_logd_v1_logd_proto_goTypes = []any{
 	(Reason)(0),                        // 0: logd.v1.Reason
 	(*ErrorInfo)(nil),                  // 1: logd.v1.ErrorInfo
@@ -7464,37 +7656,40 @@ var file_logd_v1_logd_proto_goTypes = []any{
 	(*RemoveNodeResponse)(nil),         // 80: logd.v1.RemoveNodeResponse
 	(*TransferLeadershipRequest)(nil),  // 81: logd.v1.TransferLeadershipRequest
 	(*TransferLeadershipResponse)(nil), // 82: logd.v1.TransferLeadershipResponse
-	(*PauseQueueGroupRequest)(nil),     // 83: logd.v1.PauseQueueGroupRequest
-	(*PauseQueueGroupResponse)(nil),    // 84: logd.v1.PauseQueueGroupResponse
-	(*WhoAmIRequest)(nil),              // 85: logd.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),             // 86: logd.v1.WhoAmIResponse
-	(*TokenInfo)(nil),                  // 87: logd.v1.TokenInfo
-	(*CreateTokenRequest)(nil),         // 88: logd.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),        // 89: logd.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),          // 90: logd.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),         // 91: logd.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),         // 92: logd.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),        // 93: logd.v1.RevokeTokenResponse
-	(*ACL)(nil),                        // 94: logd.v1.ACL
-	(*CreateACLsRequest)(nil),          // 95: logd.v1.CreateACLsRequest
-	(*CreateACLsResponse)(nil),         // 96: logd.v1.CreateACLsResponse
-	(*ACLFilter)(nil),                  // 97: logd.v1.ACLFilter
-	(*ListACLsRequest)(nil),            // 98: logd.v1.ListACLsRequest
-	(*ListACLsResponse)(nil),           // 99: logd.v1.ListACLsResponse
-	(*DeleteACLsRequest)(nil),          // 100: logd.v1.DeleteACLsRequest
-	(*DeleteACLsResponse)(nil),         // 101: logd.v1.DeleteACLsResponse
-	nil,                                // 102: logd.v1.CreateTopicRequest.ConfigEntry
-	nil,                                // 103: logd.v1.TopicInfo.ConfigEntry
-	nil,                                // 104: logd.v1.AlterTopicRequest.ConfigEntry
+	(*SaveSnapshotRequest)(nil),        // 83: logd.v1.SaveSnapshotRequest
+	(*SaveSnapshotResponse)(nil),       // 84: logd.v1.SaveSnapshotResponse
+	(*SnapshotInfo)(nil),               // 85: logd.v1.SnapshotInfo
+	(*PauseQueueGroupRequest)(nil),     // 86: logd.v1.PauseQueueGroupRequest
+	(*PauseQueueGroupResponse)(nil),    // 87: logd.v1.PauseQueueGroupResponse
+	(*WhoAmIRequest)(nil),              // 88: logd.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),             // 89: logd.v1.WhoAmIResponse
+	(*TokenInfo)(nil),                  // 90: logd.v1.TokenInfo
+	(*CreateTokenRequest)(nil),         // 91: logd.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),        // 92: logd.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),          // 93: logd.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),         // 94: logd.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),         // 95: logd.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),        // 96: logd.v1.RevokeTokenResponse
+	(*ACL)(nil),                        // 97: logd.v1.ACL
+	(*CreateACLsRequest)(nil),          // 98: logd.v1.CreateACLsRequest
+	(*CreateACLsResponse)(nil),         // 99: logd.v1.CreateACLsResponse
+	(*ACLFilter)(nil),                  // 100: logd.v1.ACLFilter
+	(*ListACLsRequest)(nil),            // 101: logd.v1.ListACLsRequest
+	(*ListACLsResponse)(nil),           // 102: logd.v1.ListACLsResponse
+	(*DeleteACLsRequest)(nil),          // 103: logd.v1.DeleteACLsRequest
+	(*DeleteACLsResponse)(nil),         // 104: logd.v1.DeleteACLsResponse
+	nil,                                // 105: logd.v1.CreateTopicRequest.ConfigEntry
+	nil,                                // 106: logd.v1.TopicInfo.ConfigEntry
+	nil,                                // 107: logd.v1.AlterTopicRequest.ConfigEntry
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
 	0,   // 0: logd.v1.ErrorInfo.reason:type_name -> logd.v1.Reason
-	102, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
+	105, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
 	10,  // 2: logd.v1.CreateTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	10,  // 3: logd.v1.ListTopicsResponse.topics:type_name -> logd.v1.TopicInfo
 	10,  // 4: logd.v1.DescribeTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	11,  // 5: logd.v1.DescribeTopicResponse.partitions:type_name -> logd.v1.PartitionInfo
-	103, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
+	106, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
 	76,  // 7: logd.v1.PartitionInfo.last_cleaner_run:type_name -> logd.v1.CleanerRun
 	12,  // 8: logd.v1.Record.headers:type_name -> logd.v1.Header
 	13,  // 9: logd.v1.ProduceRequest.records:type_name -> logd.v1.Record
@@ -7531,96 +7726,99 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	67,  // 40: logd.v1.NackRequest.nacks:type_name -> logd.v1.QueueNack
 	64,  // 41: logd.v1.NackResponse.results:type_name -> logd.v1.TokenResult
 	64,  // 42: logd.v1.ExtendResponse.results:type_name -> logd.v1.TokenResult
-	104, // 43: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
+	107, // 43: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
 	10,  // 44: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	10,  // 45: logd.v1.CreatePartitionsResponse.topic:type_name -> logd.v1.TopicInfo
-	87,  // 46: logd.v1.CreateTokenResponse.info:type_name -> logd.v1.TokenInfo
-	87,  // 47: logd.v1.ListTokensResponse.tokens:type_name -> logd.v1.TokenInfo
-	87,  // 48: logd.v1.RevokeTokenResponse.info:type_name -> logd.v1.TokenInfo
-	94,  // 49: logd.v1.CreateACLsRequest.acls:type_name -> logd.v1.ACL
-	97,  // 50: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACLFilter
-	94,  // 51: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
-	97,  // 52: logd.v1.DeleteACLsRequest.filter:type_name -> logd.v1.ACLFilter
-	94,  // 53: logd.v1.DeleteACLsResponse.acls:type_name -> logd.v1.ACL
-	2,   // 54: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
-	4,   // 55: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
-	6,   // 56: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
-	8,   // 57: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
-	14,  // 58: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
-	17,  // 59: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
-	20,  // 60: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
-	22,  // 61: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
-	27,  // 62: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
-	31,  // 63: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
-	33,  // 64: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
-	35,  // 65: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
-	37,  // 66: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
-	39,  // 67: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
-	42,  // 68: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
-	46,  // 69: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
-	49,  // 70: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
-	53,  // 71: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
-	55,  // 72: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
-	57,  // 73: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
-	61,  // 74: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
-	65,  // 75: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
-	68,  // 76: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
-	70,  // 77: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
-	77,  // 78: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
-	79,  // 79: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
-	81,  // 80: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
-	72,  // 81: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
-	74,  // 82: logd.v1.LogService.CreatePartitions:input_type -> logd.v1.CreatePartitionsRequest
-	83,  // 83: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
-	85,  // 84: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
-	88,  // 85: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
-	90,  // 86: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
-	92,  // 87: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
-	95,  // 88: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
-	98,  // 89: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
-	100, // 90: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
-	3,   // 91: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	5,   // 92: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	7,   // 93: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	9,   // 94: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	16,  // 95: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
-	19,  // 96: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
-	21,  // 97: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	23,  // 98: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
-	30,  // 99: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
-	32,  // 100: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
-	34,  // 101: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
-	36,  // 102: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
-	38,  // 103: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
-	41,  // 104: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
-	45,  // 105: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
-	47,  // 106: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
-	51,  // 107: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
-	54,  // 108: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
-	56,  // 109: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
-	59,  // 110: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
-	63,  // 111: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
-	66,  // 112: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
-	69,  // 113: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
-	71,  // 114: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
-	78,  // 115: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
-	80,  // 116: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
-	82,  // 117: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
-	73,  // 118: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
-	75,  // 119: logd.v1.LogService.CreatePartitions:output_type -> logd.v1.CreatePartitionsResponse
-	84,  // 120: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
-	86,  // 121: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
-	89,  // 122: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
-	91,  // 123: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
-	93,  // 124: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
-	96,  // 125: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
-	99,  // 126: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
-	101, // 127: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
-	91,  // [91:128] is the sub-list for method output_type
-	54,  // [54:91] is the sub-list for method input_type
-	54,  // [54:54] is the sub-list for extension type_name
-	54,  // [54:54] is the sub-list for extension extendee
-	0,   // [0:54] is the sub-list for field type_name
+	85,  // 46: logd.v1.SaveSnapshotResponse.info:type_name -> logd.v1.SnapshotInfo
+	90,  // 47: logd.v1.CreateTokenResponse.info:type_name -> logd.v1.TokenInfo
+	90,  // 48: logd.v1.ListTokensResponse.tokens:type_name -> logd.v1.TokenInfo
+	90,  // 49: logd.v1.RevokeTokenResponse.info:type_name -> logd.v1.TokenInfo
+	97,  // 50: logd.v1.CreateACLsRequest.acls:type_name -> logd.v1.ACL
+	100, // 51: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACLFilter
+	97,  // 52: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
+	100, // 53: logd.v1.DeleteACLsRequest.filter:type_name -> logd.v1.ACLFilter
+	97,  // 54: logd.v1.DeleteACLsResponse.acls:type_name -> logd.v1.ACL
+	2,   // 55: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
+	4,   // 56: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
+	6,   // 57: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
+	8,   // 58: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
+	14,  // 59: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
+	17,  // 60: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
+	20,  // 61: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
+	22,  // 62: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
+	27,  // 63: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
+	31,  // 64: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
+	33,  // 65: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
+	35,  // 66: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
+	37,  // 67: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
+	39,  // 68: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
+	42,  // 69: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
+	46,  // 70: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
+	49,  // 71: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
+	53,  // 72: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
+	55,  // 73: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
+	57,  // 74: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
+	61,  // 75: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
+	65,  // 76: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
+	68,  // 77: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
+	70,  // 78: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
+	77,  // 79: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
+	79,  // 80: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
+	81,  // 81: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
+	83,  // 82: logd.v1.LogService.SaveSnapshot:input_type -> logd.v1.SaveSnapshotRequest
+	72,  // 83: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
+	74,  // 84: logd.v1.LogService.CreatePartitions:input_type -> logd.v1.CreatePartitionsRequest
+	86,  // 85: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
+	88,  // 86: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
+	91,  // 87: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
+	93,  // 88: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
+	95,  // 89: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
+	98,  // 90: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
+	101, // 91: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
+	103, // 92: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
+	3,   // 93: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	5,   // 94: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	7,   // 95: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	9,   // 96: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	16,  // 97: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
+	19,  // 98: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
+	21,  // 99: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	23,  // 100: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
+	30,  // 101: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
+	32,  // 102: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
+	34,  // 103: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
+	36,  // 104: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	38,  // 105: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
+	41,  // 106: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	45,  // 107: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
+	47,  // 108: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
+	51,  // 109: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
+	54,  // 110: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
+	56,  // 111: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
+	59,  // 112: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
+	63,  // 113: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
+	66,  // 114: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
+	69,  // 115: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
+	71,  // 116: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
+	78,  // 117: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
+	80,  // 118: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
+	82,  // 119: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
+	84,  // 120: logd.v1.LogService.SaveSnapshot:output_type -> logd.v1.SaveSnapshotResponse
+	73,  // 121: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
+	75,  // 122: logd.v1.LogService.CreatePartitions:output_type -> logd.v1.CreatePartitionsResponse
+	87,  // 123: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
+	89,  // 124: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
+	92,  // 125: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
+	94,  // 126: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
+	96,  // 127: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
+	99,  // 128: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
+	102, // 129: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
+	104, // 130: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
+	93,  // [93:131] is the sub-list for method output_type
+	55,  // [55:93] is the sub-list for method input_type
+	55,  // [55:55] is the sub-list for extension type_name
+	55,  // [55:55] is the sub-list for extension extendee
+	0,   // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_logd_v1_logd_proto_init() }
@@ -7640,7 +7838,7 @@ func file_logd_v1_logd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   104,
+			NumMessages:   107,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -99,6 +99,8 @@ const (
 	// LogServiceTransferLeadershipProcedure is the fully-qualified name of the LogService's
 	// TransferLeadership RPC.
 	LogServiceTransferLeadershipProcedure = "/logd.v1.LogService/TransferLeadership"
+	// LogServiceSaveSnapshotProcedure is the fully-qualified name of the LogService's SaveSnapshot RPC.
+	LogServiceSaveSnapshotProcedure = "/logd.v1.LogService/SaveSnapshot"
 	// LogServiceAlterTopicProcedure is the fully-qualified name of the LogService's AlterTopic RPC.
 	LogServiceAlterTopicProcedure = "/logd.v1.LogService/AlterTopic"
 	// LogServiceCreatePartitionsProcedure is the fully-qualified name of the LogService's
@@ -192,6 +194,11 @@ type LogServiceClient interface {
 	// TransferLeadership hands leadership to a voter (or the most
 	// up-to-date one).
 	TransferLeadership(context.Context, *connect.Request[logdv1.TransferLeadershipRequest]) (*connect.Response[logdv1.TransferLeadershipResponse], error)
+	// SaveSnapshot streams a backup of the cluster's state at one Raft
+	// index, taken on the leader (docs/operations.md, "Backup and
+	// restore"): the first message carries its description, the following
+	// ones the file's bytes in order. It holds tokens and ACLs: a secret.
+	SaveSnapshot(context.Context, *connect.Request[logdv1.SaveSnapshotRequest]) (*connect.ServerStreamForClient[logdv1.SaveSnapshotResponse], error)
 	// Retention
 	// AlterTopic changes a topic's settings at runtime and returns the
 	// effective settings. Settings not named keep their value.
@@ -399,6 +406,12 @@ func NewLogServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			connect.WithSchema(logServiceMethods.ByName("TransferLeadership")),
 			connect.WithClientOptions(opts...),
 		),
+		saveSnapshot: connect.NewClient[logdv1.SaveSnapshotRequest, logdv1.SaveSnapshotResponse](
+			httpClient,
+			baseURL+LogServiceSaveSnapshotProcedure,
+			connect.WithSchema(logServiceMethods.ByName("SaveSnapshot")),
+			connect.WithClientOptions(opts...),
+		),
 		alterTopic: connect.NewClient[logdv1.AlterTopicRequest, logdv1.AlterTopicResponse](
 			httpClient,
 			baseURL+LogServiceAlterTopicProcedure,
@@ -491,6 +504,7 @@ type logServiceClient struct {
 	join               *connect.Client[logdv1.JoinRequest, logdv1.JoinResponse]
 	removeNode         *connect.Client[logdv1.RemoveNodeRequest, logdv1.RemoveNodeResponse]
 	transferLeadership *connect.Client[logdv1.TransferLeadershipRequest, logdv1.TransferLeadershipResponse]
+	saveSnapshot       *connect.Client[logdv1.SaveSnapshotRequest, logdv1.SaveSnapshotResponse]
 	alterTopic         *connect.Client[logdv1.AlterTopicRequest, logdv1.AlterTopicResponse]
 	createPartitions   *connect.Client[logdv1.CreatePartitionsRequest, logdv1.CreatePartitionsResponse]
 	pauseQueueGroup    *connect.Client[logdv1.PauseQueueGroupRequest, logdv1.PauseQueueGroupResponse]
@@ -638,6 +652,11 @@ func (c *logServiceClient) TransferLeadership(ctx context.Context, req *connect.
 	return c.transferLeadership.CallUnary(ctx, req)
 }
 
+// SaveSnapshot calls logd.v1.LogService.SaveSnapshot.
+func (c *logServiceClient) SaveSnapshot(ctx context.Context, req *connect.Request[logdv1.SaveSnapshotRequest]) (*connect.ServerStreamForClient[logdv1.SaveSnapshotResponse], error) {
+	return c.saveSnapshot.CallServerStream(ctx, req)
+}
+
 // AlterTopic calls logd.v1.LogService.AlterTopic.
 func (c *logServiceClient) AlterTopic(ctx context.Context, req *connect.Request[logdv1.AlterTopicRequest]) (*connect.Response[logdv1.AlterTopicResponse], error) {
 	return c.alterTopic.CallUnary(ctx, req)
@@ -757,6 +776,11 @@ type LogServiceHandler interface {
 	// TransferLeadership hands leadership to a voter (or the most
 	// up-to-date one).
 	TransferLeadership(context.Context, *connect.Request[logdv1.TransferLeadershipRequest]) (*connect.Response[logdv1.TransferLeadershipResponse], error)
+	// SaveSnapshot streams a backup of the cluster's state at one Raft
+	// index, taken on the leader (docs/operations.md, "Backup and
+	// restore"): the first message carries its description, the following
+	// ones the file's bytes in order. It holds tokens and ACLs: a secret.
+	SaveSnapshot(context.Context, *connect.Request[logdv1.SaveSnapshotRequest], *connect.ServerStream[logdv1.SaveSnapshotResponse]) error
 	// Retention
 	// AlterTopic changes a topic's settings at runtime and returns the
 	// effective settings. Settings not named keep their value.
@@ -960,6 +984,12 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 		connect.WithSchema(logServiceMethods.ByName("TransferLeadership")),
 		connect.WithHandlerOptions(opts...),
 	)
+	logServiceSaveSnapshotHandler := connect.NewServerStreamHandler(
+		LogServiceSaveSnapshotProcedure,
+		svc.SaveSnapshot,
+		connect.WithSchema(logServiceMethods.ByName("SaveSnapshot")),
+		connect.WithHandlerOptions(opts...),
+	)
 	logServiceAlterTopicHandler := connect.NewUnaryHandler(
 		LogServiceAlterTopicProcedure,
 		svc.AlterTopic,
@@ -1076,6 +1106,8 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 			logServiceRemoveNodeHandler.ServeHTTP(w, r)
 		case LogServiceTransferLeadershipProcedure:
 			logServiceTransferLeadershipHandler.ServeHTTP(w, r)
+		case LogServiceSaveSnapshotProcedure:
+			logServiceSaveSnapshotHandler.ServeHTTP(w, r)
 		case LogServiceAlterTopicProcedure:
 			logServiceAlterTopicHandler.ServeHTTP(w, r)
 		case LogServiceCreatePartitionsProcedure:
@@ -1211,6 +1243,10 @@ func (UnimplementedLogServiceHandler) RemoveNode(context.Context, *connect.Reque
 
 func (UnimplementedLogServiceHandler) TransferLeadership(context.Context, *connect.Request[logdv1.TransferLeadershipRequest]) (*connect.Response[logdv1.TransferLeadershipResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.TransferLeadership is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) SaveSnapshot(context.Context, *connect.Request[logdv1.SaveSnapshotRequest], *connect.ServerStream[logdv1.SaveSnapshotResponse]) error {
+	return connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.SaveSnapshot is not implemented"))
 }
 
 func (UnimplementedLogServiceHandler) AlterTopic(context.Context, *connect.Request[logdv1.AlterTopicRequest]) (*connect.Response[logdv1.AlterTopicResponse], error) {
