@@ -48,21 +48,66 @@ func (o Options) tokenSource() func(context.Context) (string, error) {
 var ErrTokenSource = errors.New("logd: token source failed")
 
 // bearer returns an interceptor that sets the Authorization header of
-// every call to the token src gives.
+// every call, unary or streaming, to the token src gives.
 func bearer(src func(context.Context) (string, error)) connect.Interceptor {
-	return connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
-		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-			tok, err := src(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %w", ErrTokenSource, err)
-			}
-			if err := checkToken(tok); err != nil {
-				return nil, fmt.Errorf("%w: %w", ErrTokenSource, err)
-			}
-			if tok != "" {
-				req.Header().Set(authorizationHeader, "Bearer "+tok)
-			}
-			return next(ctx, req)
-		}
-	})
+	return bearerAuth{src: src}
 }
+
+type bearerAuth struct {
+	src func(context.Context) (string, error)
+}
+
+// token returns the header value ("" for none) or the source's error.
+func (b bearerAuth) token(ctx context.Context) (string, error) {
+	tok, err := b.src(ctx)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrTokenSource, err)
+	}
+	if err := checkToken(tok); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrTokenSource, err)
+	}
+	if tok == "" {
+		return "", nil
+	}
+	return "Bearer " + tok, nil
+}
+
+func (b bearerAuth) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		v, err := b.token(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if v != "" {
+			req.Header().Set(authorizationHeader, v)
+		}
+		return next(ctx, req)
+	}
+}
+
+func (b bearerAuth) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
+		conn := next(ctx, spec)
+		v, err := b.token(ctx)
+		if err != nil {
+			return failedConn{StreamingClientConn: conn, err: err}
+		}
+		if v != "" {
+			conn.RequestHeader().Set(authorizationHeader, v)
+		}
+		return conn
+	}
+}
+
+func (b bearerAuth) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
+}
+
+// failedConn is a stream whose token source failed: nothing is sent.
+type failedConn struct {
+	connect.StreamingClientConn
+	err error
+}
+
+func (f failedConn) Send(any) error    { return f.err }
+func (f failedConn) Receive(any) error { return f.err }

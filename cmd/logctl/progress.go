@@ -134,19 +134,33 @@ func (p *progress) draw() {
 		}
 		fmt.Fprintf(&b, "] %3.0f%%  ", frac*100)
 	}
-	fmt.Fprintf(&b, "%d %s  ", recs, p.label)
-	if bytes > 0 {
-		// A caller that counts no bytes (a redrive) shows none rather
-		// than "0 B".
-		fmt.Fprintf(&b, "%s  ", formatBytes(bytes))
+	if p.label == bytesLabel {
+		// Work counted in bytes (a backup): sizes and a byte rate.
+		fmt.Fprintf(&b, "%s of %s  %s/s  %s", formatBytes(p.done.Load()), formatBytes(p.total),
+			formatBytes(int64(float64(p.done.Load())/max(elapsed.Seconds(), 1e-9))), elapsed.Round(100*time.Millisecond))
+	} else {
+		p.drawCounts(&b, recs, bytes, rate, elapsed)
 	}
-	fmt.Fprintf(&b, "%.0f %s/s  %s", rate, p.label, elapsed.Round(100*time.Millisecond))
 	if p.tty {
 		b.WriteString("\x1b[K") // erase what a longer earlier frame left
 	} else {
 		b.WriteString("\n")
 	}
 	io.WriteString(p.w, b.String())
+}
+
+// bytesLabel as a progress's label counts its work in bytes.
+const bytesLabel = "bytes"
+
+// drawCounts writes the records done, their bytes and the rate.
+func (p *progress) drawCounts(b *strings.Builder, recs, bytes int64, rate float64, elapsed time.Duration) {
+	fmt.Fprintf(b, "%d %s  ", recs, p.label)
+	if bytes > 0 {
+		// A caller that counts no bytes (a redrive) shows none rather
+		// than "0 B".
+		fmt.Fprintf(b, "%s  ", formatBytes(bytes))
+	}
+	fmt.Fprintf(b, "%.0f %s/s  %s", rate, p.label, elapsed.Round(100*time.Millisecond))
 }
 
 // formatBytes prints a byte count with a binary unit.

@@ -15,7 +15,7 @@ import (
 type runFunc func(ctx context.Context, c config, getenv func(string) string, stderr io.Writer) error
 
 // newRootCmd builds logd's command tree: run (the default), cert,
-// version and health, and --version. runNode runs the node once its flags are resolved.
+// version, health and restore, and --version. runNode runs the node once its flags are resolved.
 func newRootCmd(getenv func(string) string, stdout, stderr io.Writer, runNode runFunc) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "logd",
@@ -35,7 +35,8 @@ wins over the default. The node logs the effective configuration at start.`,
 	root.SetVersionTemplate("logd {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCmd(getenv, stderr, runNode), newCertCmd(stdout, stderr), newVersionCmd(stdout), newHealthCmd(getenv, stdout))
+	root.AddCommand(newRunCmd(getenv, stderr, runNode), newCertCmd(stdout, stderr), newVersionCmd(stdout), newHealthCmd(getenv, stdout),
+		newRestoreCmd(stdout, stderr))
 	return root
 }
 
