@@ -9,7 +9,7 @@ func (f *FSM) applyNodeRegister(_ uint64, _ int64, c NodeRegister) any {
 	}
 	n := RegisteredNode{ID: c.ID, APIAddress: c.APIAddress, FeatureLevel: c.FeatureLevel,
 		PeerAddress: c.PeerAddress, KafkaAddress: c.KafkaAddress}
-	if cur, ok := f.nodes.get(c.ID); !ok || cur.CallAddress() != n.CallAddress() {
+	if cur, ok := f.nodes.get(c.ID); f.snapshotted.Load() && (!ok || cur.CallAddress() != n.CallAddress()) {
 		// The latest snapshot names this node at no or another address,
 		// so a follower installing it could not fetch segments here.
 		f.segmentsChanged.Store(true)

@@ -50,6 +50,9 @@ type FSM struct {
 	// from a backup starts with none (backup.go). Not state: replicas may
 	// differ in it.
 	segmentsChanged atomic.Bool
+	// snapshotted is set once a snapshot was taken or restored: before
+	// that no snapshot can name a node at a stale address.
+	snapshotted atomic.Bool
 	// windowBytes is the size of the idempotency windows in the last
 	// snapshot persisted; it raises the by-size trigger.
 	windowBytes atomic.Int64

@@ -95,6 +95,7 @@ func (f *FSM) Snapshot() (*Snapshot, error) {
 	}
 	f.bytesSinceSnapshot.Store(0)
 	f.segmentsChanged.Store(false)
+	f.snapshotted.Store(true)
 	m := manifest{Version: manifestVersion, Index: f.applied.Load(), Now: f.now.Load(), Level: f.AppliedLevel()}
 	var (
 		syncs  []*Partition
@@ -302,6 +303,7 @@ func (f *FSM) Restore(rc io.Reader) error {
 	f.level.Store(uint32(m.Level))
 	f.applied.Store(m.Index)
 	f.segmentsChanged.Store(changed)
+	f.snapshotted.Store(true)
 	return nil
 }
 
