@@ -43,7 +43,7 @@ once the whole backup is in, so FILE is never a partial backup. Progress in
 bytes goes to stderr on a terminal (or with --progress). Needs admin on the
 cluster when the cluster requires authentication.`,
 		Example: `  logctl cluster snapshot save backup.logd
-  logctl cluster snapshot save /backups/logd-$(date +%F).logd --output json`,
+  logctl cluster snapshot save /backups/logd-2026-12-01.logd --output json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return opts.withClient(output, func(c *client.Client) error {
