@@ -186,6 +186,18 @@ func TestBackupRestore(t *testing.T) {
 			t.Errorf("%s on the joined node:\n%s\nwant:\n%s", name, got, want)
 		}
 	}
+	// Asked of a follower, logctl is sent to the leader, which writes it.
+	file2 := filepath.Join(t.TempDir(), "again.logd")
+	follower := j2
+	if st, err := j2.status(ctx); err == nil && st.State == "Leader" {
+		follower = r
+	}
+	if out := logctl(t, follower, "cluster", "snapshot", "save", file2, "-o", "json"); !strings.Contains(out, `"node_id"`) {
+		t.Fatalf("save through a follower printed %q", out)
+	}
+	if out := logctl(t, follower, "cluster", "snapshot", "inspect", file2); !strings.Contains(out, "Cluster:        r1") {
+		t.Fatalf("inspect of the new cluster's backup printed %q", out)
+	}
 }
 
 // restoreCmd is logd restore of file into nd's data dir, as nd.
