@@ -52,8 +52,12 @@ file is refused and DIR is left as it was.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "restored %s into %s as node %s (Raft index %d, term %d, %d segments); start it with logd run --data-dir %s --node-id %s --raft-addr %s\n",
-				from, dataDir, nodeID, h.Index, h.Term, h.Segments, dataDir, nodeID, adv)
+			raftFlags := "--raft-addr " + raftAddr
+			if raftAdvertise != "" {
+				raftFlags += " --raft-advertise " + raftAdvertise
+			}
+			fmt.Fprintf(stdout, "restored %s into %s as node %s (Raft index %d, term %d, %d segments); start it with logd run --data-dir %s --node-id %s %s\n",
+				from, dataDir, nodeID, h.Index, h.Term, h.Segments, dataDir, nodeID, raftFlags)
 			return nil
 		},
 	}
