@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -25,6 +27,10 @@ import (
 // LOGD_LISTEN) serves the Kafka protocol, Kafka's usual port.
 const defaultKafkaListen = "127.0.0.1:9092"
 
+// maxGroupDelay bounds --kafka-group-initial-rebalance-delay: a group
+// waits at most its members' rebalance timeout anyway (docs/kafka.md).
+const maxGroupDelay = 5 * time.Minute
+
 // kafkaConfig is the Kafka listener's configuration.
 type kafkaConfig struct {
 	// listen is the listener's address; "" switches it off.
@@ -34,6 +40,10 @@ type kafkaConfig struct {
 	advertise string
 	// autoCreate lets Metadata requests create the topics they name.
 	autoCreate bool
+	// groupDelay is how long a Kafka group that was empty waits for more
+	// members before its first generation (Kafka's
+	// group.initial.rebalance.delay.ms); 0 waits for nothing.
+	groupDelay time.Duration
 	// tls serves the listener over TLS with the API's certificate
 	// (--tls-cert, --tls-key), asking for client certificates as
 	// clientAuth says (kafkaClientAuth).
@@ -69,7 +79,12 @@ func addKafkaFlags(fs *pflag.FlagSet) func(configured func(name string) bool, au
 		"Kafka address clients are given for this node, registered for the other nodes' Metadata answers; default the --kafka-listen address (LOGD_KAFKA_ADVERTISE)")
 	fs.BoolVar(&c.autoCreate, "kafka-auto-create-topics", false,
 		"let Kafka Metadata requests create the topics they name, with one partition (LOGD_KAFKA_AUTO_CREATE_TOPICS=true)")
+	fs.DurationVar(&c.groupDelay, "kafka-group-initial-rebalance-delay", kafka.DefaultInitialRebalanceDelay,
+		"how long a Kafka consumer group that was empty waits for more members before its first generation, as Kafka's group.initial.rebalance.delay.ms; 0 waits for nothing (LOGD_KAFKA_GROUP_INITIAL_REBALANCE_DELAY)")
 	return func(configured func(name string) bool, authRequired bool, t tlsConfig) (kafkaConfig, error) {
+		if c.groupDelay < 0 || c.groupDelay > maxGroupDelay {
+			return c, fmt.Errorf("--kafka-group-initial-rebalance-delay: want a duration from 0 to %s, got %s", maxGroupDelay, c.groupDelay)
+		}
 		c.tls = t.apiTLS()
 		c.clientAuth = kafkaClientAuth(t, authRequired)
 		certs := c.clientAuth == tls.RequireAndVerifyClientCert
@@ -178,6 +193,8 @@ func startKafka(k kafkaConfig, ln net.Listener, backend *replication.Backend, sr
 			HandshakeTimeout: limits.readHeaderTimeout,
 			VerifiedNode:     peerTLS.VerifiedNode,
 		},
+		// GroupOptions reads 0 as the default; the flag's 0 waits for nothing.
+		Groups:     kafka.GroupOptions{InitialRebalanceDelay: cmp.Or(k.groupDelay, -1)},
 		Registerer: reg, Logger: logger,
 	})
 	if err != nil {

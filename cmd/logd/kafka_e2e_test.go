@@ -22,6 +22,15 @@ import (
 	"github.com/logd-dev/logd/client"
 )
 
+// kafkaGroupArgs are the flags of a node whose Kafka listener on addr
+// serves consumer groups to a test: a fresh group waits 100 ms for more
+// members instead of Kafka's 3 s, so a test's consumers, started one after
+// the other, do not each add that wait (a later one joins with a
+// rebalance, which the tests expect anyway).
+func kafkaGroupArgs(addr string) []string {
+	return []string{"--kafka-listen", addr, "--kafka-group-initial-rebalance-delay", "100ms"}
+}
+
 // kcat returns the path of kcat (scripts/test-tools.sh installs it; make
 // test runs that first). Without it the test skips, except under CI=true,
 // where a missing tool is a broken setup and fails.
@@ -346,7 +355,7 @@ func TestKafkaKcatGroup(t *testing.T) {
 	bin := kcat(t)
 	const parts, n = 4, 2000
 	kaddr := freeAddr(t)
-	nd := startNode(t, "--kafka-listen", kaddr)
+	nd := startNode(t, kafkaGroupArgs(kaddr)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	createTopic(t, ctx, nd, "kgroup", parts, nil)

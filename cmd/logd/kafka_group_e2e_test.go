@@ -34,7 +34,7 @@ func TestKafkaGroupLeaderKill(t *testing.T) {
 	for i := range 3 {
 		kaddr := freeAddr(t)
 		seeds = append(seeds, kaddr)
-		c.nodes = append(c.nodes, newNode(t, fmt.Sprintf("n%d", i+1), "--kafka-listen", kaddr))
+		c.nodes = append(c.nodes, newNode(t, fmt.Sprintf("n%d", i+1), kafkaGroupArgs(kaddr)...))
 	}
 	c.start()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/logd-dev/logd/server"
 )
@@ -63,6 +64,37 @@ func TestKafkaFlags(t *testing.T) {
 			if err == nil && (c.kafka.listen != tc.listen || c.kafka.autoCreate != tc.auto || c.kafka.tls != tc.tls || c.kafka.clientAuth != tc.clientAuth) {
 				t.Errorf("listen %q auto-create %v tls %v client certificates %s; want %q %v %v %s", c.kafka.listen, c.kafka.autoCreate, c.kafka.tls,
 					clientAuthName(c.kafka.clientAuth), tc.listen, tc.auto, tc.tls, clientAuthName(tc.clientAuth))
+			}
+		})
+	}
+}
+
+// TestKafkaGroupDelayFlag: --kafka-group-initial-rebalance-delay (or its
+// variable) defaults to Kafka's 3 s; 0 waits for nothing; a negative, huge
+// or malformed one stops the node.
+func TestKafkaGroupDelayFlag(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want time.Duration
+		err  bool
+	}{
+		{name: "default", want: 3 * time.Second},
+		{name: "flag", args: []string{"--kafka-group-initial-rebalance-delay", "100ms"}, want: 100 * time.Millisecond},
+		{name: "env", env: map[string]string{"LOGD_KAFKA_GROUP_INITIAL_REBALANCE_DELAY": "1s"}, want: time.Second},
+		{name: "zero", args: []string{"--kafka-group-initial-rebalance-delay", "0"}},
+		{name: "negative", args: []string{"--kafka-group-initial-rebalance-delay", "-1s"}, err: true},
+		{name: "too long", args: []string{"--kafka-group-initial-rebalance-delay", "1h"}, err: true},
+		{name: "malformed", args: []string{"--kafka-group-initial-rebalance-delay", "3"}, err: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parseFlags(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
+			if (err != nil) != tc.err {
+				t.Fatalf("error %v, want one: %v", err, tc.err)
+			}
+			if err == nil && c.kafka.groupDelay != tc.want {
+				t.Errorf("delay %s, want %s", c.kafka.groupDelay, tc.want)
 			}
 		})
 	}

@@ -448,7 +448,7 @@ func TestKafkaKafkajsGroup(t *testing.T) {
 	bin := kafkajsNode(t)
 	const parts, early, late = 4, 200, 200
 	kaddr := freeAddr(t)
-	nd := startNode(t, "--kafka-listen", kaddr)
+	nd := startNode(t, kafkaGroupArgs(kaddr)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	createTopic(t, ctx, nd, "jsgroup", parts, nil)
@@ -531,7 +531,7 @@ func TestKafkaMixedGroup(t *testing.T) {
 	bin := kafkajsNode(t)
 	const parts, n, reset = 3, 300, 40
 	kaddr := freeAddr(t)
-	nd := startNode(t, "--kafka-listen", kaddr)
+	nd := startNode(t, kafkaGroupArgs(kaddr)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	createTopic(t, ctx, nd, "mixed", parts, nil)
