@@ -70,23 +70,31 @@ func kafkajsNode(t *testing.T) string {
 // its JSON parameters and decodes the JSON it prints into out.
 func runKafkajs(t *testing.T, ctx context.Context, bin, command string, args map[string]any, out any) {
 	t.Helper()
+	start := time.Now()
+	if err := execKafkajs(ctx, bin, command, args, out); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kafkajs %s: %v (under shared load)", command, time.Since(start).Round(time.Millisecond))
+}
+
+// execKafkajs is runKafkajs for any goroutine: it returns what went wrong.
+func execKafkajs(ctx context.Context, bin, command string, args map[string]any, out any) error {
 	raw, err := json.Marshal(args)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	cmd := exec.CommandContext(ctx, bin, "kafkajs.js", command, string(raw))
 	cmd.Dir = kafkajsDir
 	cmd.Env = append(os.Environ(), "KAFKAJS_NO_PARTITIONER_WARNING=1")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("kafkajs %s: %v\n%s", command, err, tail(stderr.String(), 4000))
+		return fmt.Errorf("kafkajs %s: %v\n%s", command, err, tail(stderr.String(), 4000))
 	}
 	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
-		t.Fatalf("kafkajs %s printed %q: %v\n%s", command, tail(stdout.String(), 2000), err, tail(stderr.String(), 4000))
+		return fmt.Errorf("kafkajs %s printed %q: %v\n%s", command, tail(stdout.String(), 2000), err, tail(stderr.String(), 4000))
 	}
-	t.Logf("kafkajs %s: %v (under shared load)", command, time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 // kafkajsError is an error kafkajs.js reports, with its causes.
