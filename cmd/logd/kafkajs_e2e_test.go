@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -612,4 +613,105 @@ func TestKafkaMixedGroup(t *testing.T) {
 		}
 	}
 	waitCommittedAtEnd(t, ctx, nd, "mx", parts)
+}
+
+// TestKafkaKafkajsResetOffsets: kafkajs's admin.resetOffsets commits -2
+// (earliest) or -1 (latest), which its consumer resolves with its own
+// reset policy (fromBeginning), as against Kafka, whose brokers store the
+// -2 and -1 as sent; logd removes the partition's committed offset
+// instead, so OffsetFetch answers -1 and the consumer resolves it the same
+// way (docs/kafka.md, "Consumer groups"). admin.setOffsets commits offsets
+// of a group without members; one past the end is removed too. A consumer
+// with fromBeginning then reads partition 0 from the offset set and
+// partition 1 (past the end) whole. In make fault, resetOffsets latest
+// follows, and a consumer without fromBeginning reads only what is written
+// after it joined. Each kafkajs admin step takes about 5 s (its consumer
+// waits out a fetch of paused partitions, maxWaitTime).
+func TestKafkaKafkajsResetOffsets(t *testing.T) {
+	bin := kafkajsNode(t)
+	const parts, n = 2, 20
+	kaddr := freeAddr(t)
+	nd := startNode(t, kafkaGroupArgs(kaddr)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	createTopic(t, ctx, nd, "jsreset", parts, nil)
+	c, err := client.New(nd.listen, client.Options{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var recs []client.Record
+	for i := range n {
+		recs = append(recs, client.Record{Key: fmt.Appendf(nil, "key-%d", i), Value: fmt.Appendf(nil, "early-%05d", i)})
+	}
+	if _, err := c.Produce(ctx, "jsreset", recs); err != nil {
+		t.Fatal(err)
+	}
+	stored := readByValue(t, ctx, nd, "jsreset")
+	var end [parts]int64
+	for _, r := range stored {
+		end[r.Partition] = max(end[r.Partition], r.Offset+1)
+	}
+	if end[0] < 2 || end[1] < 1 {
+		t.Fatalf("partition ends %v: the keys did not spread", end)
+	}
+
+	type offset struct {
+		Partition int32  `json:"partition"`
+		Offset    string `json:"offset"`
+	}
+	adminSteps := func(want [][]offset, steps ...map[string]any) {
+		t.Helper()
+		var res struct {
+			Steps [][]offset    `json:"steps"`
+			Error *kafkajsError `json:"error"`
+		}
+		runKafkajs(t, ctx, bin, "admin-offsets", map[string]any{"broker": kaddr, "group": "jsr", "topic": "jsreset", "steps": steps}, &res)
+		if res.Error != nil {
+			t.Fatalf("kafkajs admin offsets: step %d of %d failed: %+v", len(res.Steps)+1, len(steps), res.Error)
+		}
+		if !reflect.DeepEqual(res.Steps, want) {
+			t.Fatalf("offsets after each step: %v, want %v", res.Steps, want)
+		}
+	}
+	consume := func(fromBeginning bool, produce, expect int, prefix string) map[string]int64 {
+		t.Helper()
+		var g kafkajsGroup
+		runKafkajs(t, ctx, bin, "group", map[string]any{"broker": kaddr, "topic": "jsreset", "partitions": parts, "group": "jsr",
+			"members": 1, "produce": produce, "prefix": prefix, "expect": expect, "settleMs": 300, "timeoutMs": 30_000, "fromBeginning": fromBeginning}, &g)
+		if !g.Assigned || !g.Complete || len(g.Members) != 1 {
+			t.Fatalf("kafkajs group: assigned %v, complete %v, %d members", g.Assigned, g.Complete, len(g.Members))
+		}
+		got := map[string]int64{}
+		for _, r := range g.Members[0].Records {
+			if _, dup := got[r.Value]; dup {
+				t.Fatalf("kafkajs read %q twice", r.Value)
+			}
+			got[r.Value] = r.Offset
+		}
+		if len(got) != expect {
+			t.Fatalf("kafkajs read %d records, want %d", len(got), expect)
+		}
+		return got
+	}
+
+	adminSteps([][]offset{{{0, "-1"}, {1, "-1"}}, {{0, "1"}, {1, "-1"}}},
+		map[string]any{"reset": "earliest"},
+		map[string]any{"set": []map[string]any{{"partition": 0, "offset": "1"}, {"partition": 1, "offset": fmt.Sprint(end[1] + 100)}}})
+	got := consume(true, 0, n-1, "")
+	for v, r := range stored {
+		if _, ok := got[v]; ok != (r.Partition == 1 || r.Offset >= 1) {
+			t.Fatalf("%s at %d/%d: read %v", v, r.Partition, r.Offset, ok)
+		}
+	}
+
+	if !faultLong() {
+		return
+	}
+	adminSteps([][]offset{{{0, "-1"}, {1, "-1"}}}, map[string]any{"reset": "latest"})
+	for v := range consume(false, 5, 5, "late") {
+		if !strings.HasPrefix(v, "late-") {
+			t.Fatalf("after a reset to latest, kafkajs read %q", v)
+		}
+	}
 }

@@ -10,7 +10,9 @@
 //   node kafkajs.js admin-create '{"broker":...,"topic":"adm","partitions":3}'
 //   node kafkajs.js admin-delete '{"broker":...,"topic":"adm"}'
 //   node kafkajs.js group '{"broker":...,"topic":"t","partitions":4,"group":"g","members":2,
-//     "produce":200,"prefix":"late","expect":400,"settleMs":500,"timeoutMs":60000}'
+//     "produce":200,"prefix":"late","expect":400,"settleMs":500,"timeoutMs":60000,"fromBeginning":true}'
+//   node kafkajs.js admin-offsets '{"broker":...,"group":"g","topic":"t","steps":[
+//     {"set":[{"partition":0,"offset":"5"}]},{"reset":"earliest"},{"reset":"latest"}]}'
 'use strict'
 
 const { Kafka, logLevel, CompressionTypes, ConfigResourceTypes } = require('kafkajs')
@@ -149,7 +151,8 @@ async function adminDelete () {
 }
 
 // group runs args.members consumers in group args.group on args.topic,
-// from the earliest offset where the group has none. Once every member has
+// from the earliest offset where the group has none (the latest with
+// args.fromBeginning false). Once every member has
 // an assignment and together they hold args.partitions partitions, a
 // producer writes args.produce more records (values args.prefix-00000...).
 // The consumers stop when they consumed args.expect records between them
@@ -177,7 +180,7 @@ async function group () {
   const started = Date.now()
   await Promise.all(members.map(async member => {
     await member.consumer.connect()
-    await member.consumer.subscribe({ topics: [args.topic], fromBeginning: true })
+    await member.consumer.subscribe({ topics: [args.topic], fromBeginning: args.fromBeginning ?? true })
     await member.consumer.run({
       eachMessage: async ({ partition, message }) => {
         member.records.push({ partition, offset: Number(message.offset), value: message.value.toString() })
@@ -215,7 +218,47 @@ async function group () {
   return out
 }
 
-const commands = { produce, offsets, 'produce-missing': produceMissing, 'admin-create': adminCreate, 'admin-delete': adminDelete, group }
+// adminOffsets runs args.steps against group args.group on args.topic
+// with the admin client: {"set": [{partition, offset}]} is setOffsets,
+// {"reset": "earliest"|"latest"} is resetOffsets; after each, it reads the
+// group's offsets back (fetchOffsets). A step that fails, or takes longer
+// than 20 s (kafkajs waits forever for a commit it cannot make), ends the
+// run with its error.
+async function adminOffsets () {
+  const a = kafka.admin()
+  await a.connect()
+  const out = { steps: [] }
+  const within = async (p, ms) => {
+    let timer
+    const late = new Promise((resolve, reject) => { timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms) })
+    try {
+      return await Promise.race([p, late])
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+  try {
+    for (const step of args.steps) {
+      try {
+        if (step.set) {
+          await within(a.setOffsets({ groupId: args.group, topic: args.topic, partitions: step.set }), 20000)
+        } else {
+          await within(a.resetOffsets({ groupId: args.group, topic: args.topic, earliest: step.reset === 'earliest' }), 20000)
+        }
+      } catch (e) {
+        out.error = describe(e)
+        break
+      }
+      const [t] = await a.fetchOffsets({ groupId: args.group, topics: [args.topic] })
+      out.steps.push(t.partitions.map(p => ({ partition: p.partition, offset: p.offset })).sort((x, y) => x.partition - y.partition))
+    }
+  } finally {
+    await a.disconnect()
+  }
+  return out
+}
+
+const commands = { produce, offsets, 'produce-missing': produceMissing, 'admin-create': adminCreate, 'admin-delete': adminDelete, group, 'admin-offsets': adminOffsets }
 
 async function main () {
   const fn = commands[command]
