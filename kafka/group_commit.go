@@ -25,8 +25,8 @@ const maxCommitPartitions = 100_000
 // only). Generation -1 with no member id is a commit outside any
 // generation (tools; consumers that assign partitions themselves): only
 // while the group has no members (UNKNOWN_MEMBER_ID otherwise). An offset
-// may move backwards, as in Kafka. Leader epochs and metadata are not
-// kept.
+// may move backwards, as in Kafka; one below 0 or past the partition's end
+// removes the committed offset. Leader epochs and metadata are not kept.
 func (s *Server) offsetCommit(ctx context.Context, rc *reqCtx, req *kmsg.OffsetCommitRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	n := 0
@@ -96,20 +96,25 @@ func (s *Server) offsetCommit(ctx context.Context, rc *reqCtx, req *kmsg.OffsetC
 				rp.ErrorCode = errUnknownTopicOrPartition
 				continue
 			}
-			if p.Offset < 0 {
-				rp.ErrorCode = errOffsetOutOfRange
-				continue
-			}
 			o, err := s.b.Offsets(t.Topic, p.Partition)
 			if err != nil {
 				rp.ErrorCode = codeFor(err, opRecords)
 				continue
 			}
-			if p.Offset > o.End {
-				rp.ErrorCode = errOffsetOutOfRange
-				continue
+			offset := p.Offset
+			if offset < 0 || offset > o.End {
+				// Not an offset of the partition: Kafka's brokers store it
+				// as sent, and a consumer that reads it back (a negative
+				// one from OffsetFetch, one past the end from its fetch's
+				// OFFSET_OUT_OF_RANGE) starts where its reset policy
+				// says. logd's group offsets are offsets of the log, so
+				// the commit removes the partition's offset instead, and
+				// the consumer applies its reset policy all the same.
+				// kafkajs's admin.resetOffsets commits -2 (earliest) and
+				// -1 (latest) this way (docs/kafka.md).
+				offset = group.DeleteOffset
 			}
-			offsets = append(offsets, group.OffsetCommit{TopicPartition: group.TopicPartition{Topic: t.Topic, Partition: p.Partition}, Offset: p.Offset})
+			offsets = append(offsets, group.OffsetCommit{TopicPartition: group.TopicPartition{Topic: t.Topic, Partition: p.Partition}, Offset: offset})
 			sent = append(sent, rp)
 		}
 	}
@@ -117,6 +122,11 @@ func (s *Server) offsetCommit(ctx context.Context, rc *reqCtx, req *kmsg.OffsetC
 		return resp
 	}
 	err := s.b.SetGroupOffsets(ctx, replication.GroupSetOffsets{Group: req.Group, Fence: fence, Offsets: offsets})
+	if errors.Is(err, group.ErrConsumerGroupNotFound) {
+		// Only removals, of a group that has no offsets: nothing to
+		// remove.
+		err = nil
+	}
 	if err != nil {
 		if errors.Is(err, group.ErrStaleGeneration) && fence != group.NoFence {
 			s.groups.staleCommit(req.Group, req.Generation)
