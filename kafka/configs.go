@@ -74,7 +74,7 @@ func (s *Server) describeConfigs(ctx context.Context, rc *reqCtx, req *kmsg.Desc
 			t, err := s.b.Topic(r.ResourceName)
 			if err != nil {
 				rr.ErrorCode = codeFor(err, opAdmin)
-				msg := err.Error()
+				msg := errorMessage(err)
 				rr.ErrorMessage = &msg
 				break
 			}
@@ -183,7 +183,7 @@ func alterationsAttr(cfgs []kmsg.IncrementalAlterConfigsRequestResourceConfig) s
 func (s *Server) alterTopicConfig(ctx context.Context, r kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) (int16, string) {
 	t, err := s.b.Topic(r.ResourceName)
 	if err != nil {
-		return codeFor(err, opAdmin), err.Error()
+		return codeFor(err, opAdmin), errorMessage(err)
 	}
 	c := replication.AlterTopic{Name: t.Name, Config: map[string]string{}}
 	seen := map[string]bool{}
@@ -206,7 +206,7 @@ func (s *Server) alterTopicConfig(ctx context.Context, r kmsg.IncrementalAlterCo
 			}
 			v, err := editList(t.Config[cleanupPolicy], kv)
 			if err != nil {
-				return errInvalidConfig, err.Error()
+				return errInvalidConfig, errorMessage(err)
 			}
 			c.Config[kv.Name] = v
 		default:
@@ -218,12 +218,12 @@ func (s *Server) alterTopicConfig(ctx context.Context, r kmsg.IncrementalAlterCo
 	}
 	if validateOnly {
 		if err := s.b.ValidateAlterTopic(c); err != nil {
-			return codeFor(err, opAdmin), err.Error()
+			return codeFor(err, opAdmin), errorMessage(err)
 		}
 		return errNone, ""
 	}
 	if _, err := s.b.AlterTopic(ctx, c); err != nil {
-		return codeFor(err, opAdmin), err.Error()
+		return codeFor(err, opAdmin), errorMessage(err)
 	}
 	s.logger.Info("kafka: topic configs altered", "topic", t.Name, "set", c.Config, "deleted", c.Delete)
 	return errNone, ""

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"regexp"
 	"time"
 
 	"github.com/logd-dev/logd/replication"
@@ -183,4 +184,16 @@ func throttleFor(err error) int32 {
 		after = replication.DefaultOverloadRetryAfter
 	}
 	return int32(min(after, time.Minute).Milliseconds())
+}
+
+// packagePrefix matches the package names logd's errors begin with
+// ("replication: invalid topic config").
+var packagePrefix = regexp.MustCompile(`(^|: )(replication|fsm|group|queue|partition|batch|log|dedup|retention|auth): `)
+
+// errorMessage is err's text as a Kafka error_message: without the Go
+// package names its sentinels begin with, which mean nothing to a Kafka
+// user ("invalid topic config: retention.ms: ..." rather than
+// "replication: invalid topic config: retention.ms: ...").
+func errorMessage(err error) string {
+	return packagePrefix.ReplaceAllString(err.Error(), "$1")
 }

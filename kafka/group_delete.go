@@ -36,7 +36,7 @@ func (s *Server) deleteGroups(ctx context.Context, rc *reqCtx, req *kmsg.DeleteG
 			err := s.b.DeleteGroup(ctx, id)
 			dg.ErrorCode = groupCode(err)
 			if err != nil {
-				msg = err.Error()
+				msg = errorMessage(err)
 			} else {
 				s.logger.Info("kafka: consumer group deleted", "group", id)
 			}

@@ -100,7 +100,7 @@ func (s *Server) offsetDelete(ctx context.Context, rc *reqCtx, req *kmsg.OffsetD
 	err = s.b.SetGroupOffsets(ctx, replication.GroupSetOffsets{Group: req.Group, Fence: group.NoFence, Offsets: offsets})
 	code := groupCode(err)
 	if err != nil {
-		msg = err.Error()
+		msg = errorMessage(err)
 	}
 	if errors.Is(err, group.ErrUnknownMember) {
 		code = errNonEmptyGroup // members of logd's protocol came meanwhile

@@ -221,7 +221,7 @@ func checkBatch(b []byte, allowed func(batch.Compression) error) (int, int16, st
 		if errors.Is(err, batch.ErrBadMagic) {
 			return 0, errInvalidRecord, "record batches must be magic 2 (produce v3+)"
 		}
-		return 0, errCorruptMessage, err.Error()
+		return 0, errCorruptMessage, errorMessage(err)
 	}
 	switch {
 	case info.Length != len(b):
@@ -243,7 +243,7 @@ func checkBatch(b []byte, allowed func(batch.Compression) error) (int, int16, st
 			return 0, errUnsupportedCompression, unsupportedCompression(c, err)
 		}
 		if _, _, err := batch.Decode(b); err != nil {
-			return 0, errCorruptMessage, err.Error()
+			return 0, errCorruptMessage, errorMessage(err)
 		}
 	default:
 		return 0, errCorruptMessage, fmt.Sprintf("unknown compression %s", c)
@@ -272,7 +272,7 @@ func (s *Server) appendTopic(ctx context.Context, a *topicAppend) int32 {
 			// the only feature an append needs is a codec.
 			code = errUnsupportedCompression
 		}
-		msg := err.Error()
+		msg := errorMessage(err)
 		for _, r := range a.results {
 			*r = partResult{code: code, msg: msg}
 		}

@@ -108,7 +108,7 @@ func configsAttr(cfgs []kmsg.CreateTopicsRequestTopicConfig) slog.Attr {
 // returned info is the topic as it would be created.
 func (s *Server) createTopic(ctx context.Context, t kmsg.CreateTopicsRequestTopic, validateOnly bool) (replication.TopicInfo, int16, string) {
 	if err := partition.ValidateTopicName(t.Topic); err != nil {
-		return replication.TopicInfo{}, errInvalidTopic, err.Error()
+		return replication.TopicInfo{}, errInvalidTopic, errorMessage(err)
 	}
 	if len(t.ReplicaAssignment) > 0 {
 		return replication.TopicInfo{}, errInvalidReplicaAssignment, "logd places every partition on every voter; leave the replica assignment empty"
@@ -135,7 +135,7 @@ func (s *Server) createTopic(ctx context.Context, t kmsg.CreateTopicsRequestTopi
 		if errors.Is(err, replication.ErrInvalidArgument) {
 			code = errInvalidPartitions // the name is checked above
 		}
-		return replication.TopicInfo{}, code, err.Error()
+		return replication.TopicInfo{}, code, errorMessage(err)
 	}
 	if validateOnly {
 		if err := s.b.ValidateCreateTopic(c); err != nil {
@@ -218,7 +218,7 @@ func (s *Server) deleteTopics(ctx context.Context, rc *reqCtx, req *kmsg.DeleteT
 		}
 		var msg string
 		if err != nil {
-			msg = err.Error()
+			msg = errorMessage(err)
 			if req.Version >= 5 {
 				rt.ErrorMessage = &msg
 			}

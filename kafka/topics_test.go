@@ -49,6 +49,10 @@ func TestCreateTopicsRefusals(t *testing.T) {
 		if got.Topic != tc.topic.Topic || got.ErrorCode != tc.code {
 			t.Errorf("%s: code %s (%v); want %s", tc.topic.Topic, errorName(got.ErrorCode), got.ErrorMessage, errorName(tc.code))
 		}
+		// Messages speak to Kafka users: no Go package names.
+		if m := got.ErrorMessage; m != nil && packagePrefix.MatchString(*m) {
+			t.Errorf("%s: message %q names a Go package", tc.topic.Topic, *m)
+		}
 	}
 	if info, err := tn.backend.Topic("defaults"); err != nil || info.Partitions != 1 {
 		t.Errorf("topic with default partitions: %+v, %v", info, err)
@@ -124,6 +128,9 @@ func TestConfigsRefusals(t *testing.T) {
 	for i, w := range want {
 		if ar[i].ErrorCode != w {
 			t.Errorf("alter %d: %s (%v); want %s", i, errorName(ar[i].ErrorCode), ar[i].ErrorMessage, errorName(w))
+		}
+		if m := ar[i].ErrorMessage; m != nil && packagePrefix.MatchString(*m) {
+			t.Errorf("alter %d: message %q names a Go package", i, *m)
 		}
 	}
 	if info, _ := tn.backend.Topic("c"); info.Config["retention.ms"] != "604800000" || info.Config["cleanup.policy"] != "delete" {
