@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/replication"
 )
 
@@ -192,5 +193,50 @@ func TestProducePipelinedInOrder(t *testing.T) {
 	}
 	if len(got) != n {
 		t.Fatalf("%d records", len(got))
+	}
+}
+
+// TestProduceNullKeyCompacted: a compacted topic refuses a batch with a
+// record without a key (a null key; an empty one is a key) with
+// INVALID_RECORD, as Kafka does, and writes nothing of it; a topic that
+// is not compacted takes it.
+func TestProduceNullKeyCompacted(t *testing.T) {
+	tn := startNode(t)
+	tn.createTopic("compacted", 1, map[string]string{"cleanup.policy": "compact"})
+	tn.createTopic("both", 1, map[string]string{"cleanup.policy": "compact,delete"})
+	tn.createTopic("plain", 1, nil)
+	c := dial(t, tn.addr)
+	keyed := func(keys ...[]byte) []byte {
+		recs := make([]batch.Record, len(keys))
+		for i, k := range keys {
+			recs[i] = batch.Record{Timestamp: time.Now().UnixMilli(), Key: k, Value: []byte("v")}
+		}
+		b, err := batch.Build(recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name, topic string
+		batch       []byte
+		code        int16
+	}{
+		{name: "null key, compacted", topic: "compacted", batch: keyed([]byte("k"), nil), code: errInvalidRecord},
+		{name: "null key, compact and delete", topic: "both", batch: keyed(nil), code: errInvalidRecord},
+		{name: "keys, compacted", topic: "compacted", batch: keyed([]byte("k"), []byte{})},
+		{name: "null key, not compacted", topic: "plain", batch: keyed(nil)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, _ := tn.backend.Offsets(tc.topic, 0)
+			code, _ := produceCode(t, c.do(produceReq(9, -1, tc.topic, 0, tc.batch)))
+			if code != tc.code {
+				t.Fatalf("produce: %s, want %s", errorName(code), errorName(tc.code))
+			}
+			after, _ := tn.backend.Offsets(tc.topic, 0)
+			if written := after.End - before.End; (written == 0) != (tc.code != errNone) {
+				t.Fatalf("%d records written", written)
+			}
+		})
 	}
 }
