@@ -37,8 +37,8 @@ func FuzzRequest(f *testing.F) {
 		if p, ok := req.(*kmsg.ProduceRequest); ok {
 			for _, t := range p.Topics {
 				for _, part := range t.Partitions {
-					checkBatch(part.Records, func(batch.Compression) error { return nil })
-					checkBatch(part.Records, func(c batch.Compression) error { return &batch.UnsupportedCompressionError{Codec: c} })
+					checkBatch(part.Records, func(batch.Compression) error { return nil }, true)
+					checkBatch(part.Records, func(c batch.Compression) error { return &batch.UnsupportedCompressionError{Codec: c} }, false)
 				}
 			}
 		}

@@ -207,12 +207,13 @@ func (c *rawClient) expectClosed() {
 	}
 }
 
-// records builds an uncompressed batch of values.
+// records builds an uncompressed batch of values, each its own key (so
+// that compacted topics take it).
 func records(t testing.TB, values ...string) []byte {
 	t.Helper()
 	recs := make([]batch.Record, len(values))
 	for i, v := range values {
-		recs[i] = batch.Record{Timestamp: time.Now().UnixMilli(), Value: []byte(v)}
+		recs[i] = batch.Record{Timestamp: time.Now().UnixMilli(), Key: []byte(v), Value: []byte(v)}
 	}
 	b, err := batch.Build(recs)
 	if err != nil {

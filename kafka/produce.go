@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -171,6 +172,7 @@ func (s *Server) checkTopic(t kmsg.ProduceRequestTopic, results []partResult) *t
 		return nil
 	}
 	maxBytes, _ := strconv.ParseInt(info.Config["max.message.bytes"], 10, 64)
+	compacted := slices.Contains(strings.Split(info.Config[cleanupPolicy], ","), "compact")
 	a := &topicAppend{topic: t.Topic}
 	seen := map[int32]bool{}
 	for j, p := range t.Partitions {
@@ -187,7 +189,7 @@ func (s *Server) checkTopic(t kmsg.ProduceRequestTopic, results []partResult) *t
 			continue
 		}
 		seen[p.Partition] = true
-		n, code, msg := checkBatch(p.Records, s.b.CheckCompression)
+		n, code, msg := checkBatch(p.Records, s.b.CheckCompression, compacted)
 		if code != errNone {
 			*r = partResult{code: code, msg: msg}
 			continue
@@ -210,9 +212,11 @@ func (s *Server) checkTopic(t kmsg.ProduceRequestTopic, results []partResult) *t
 // if it is, so every record's framing is checked. A codec the cluster does
 // not read yet (snappy, lz4 and zstd until every member's build reads them
 // at apply: allowed, the backend's CheckCompression) is
-// UNSUPPORTED_COMPRESSION_TYPE. It returns the record count, or a Kafka
-// code and message.
-func checkBatch(b []byte, allowed func(batch.Compression) error) (int, int16, string) {
+// UNSUPPORTED_COMPRESSION_TYPE. On a compacted topic every record needs a
+// key (a null one is INVALID_RECORD, as in Kafka: compaction keeps the
+// last record of each key). It returns the record count, or a Kafka code
+// and message.
+func checkBatch(b []byte, allowed func(batch.Compression) error, compacted bool) (int, int16, string) {
 	if len(b) == 0 {
 		return 0, errCorruptMessage, "no records"
 	}
@@ -242,8 +246,16 @@ func checkBatch(b []byte, allowed func(batch.Compression) error) (int, int16, st
 		if err := allowed(c); err != nil {
 			return 0, errUnsupportedCompression, unsupportedCompression(c, err)
 		}
-		if _, _, err := batch.Decode(b); err != nil {
+		d, _, err := batch.Decode(b)
+		if err != nil {
 			return 0, errCorruptMessage, errorMessage(err)
+		}
+		if compacted {
+			for _, r := range d.Records {
+				if r.Key == nil {
+					return 0, errInvalidRecord, "a compacted topic cannot accept a record without a key"
+				}
+			}
 		}
 	default:
 		return 0, errCorruptMessage, fmt.Sprintf("unknown compression %s", c)
