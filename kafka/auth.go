@@ -153,8 +153,8 @@ type authzRule struct {
 // authzTable is the Kafka listener's permissions, mirroring the Connect
 // API's table (server/authz.go, docs/security.md): Produce writes,
 // Fetch reads, ListOffsets, Metadata and DescribeConfigs describe,
-// CreateTopics, DeleteTopics and IncrementalAlterConfigs create, delete
-// and alter a topic; DescribeConfigs and IncrementalAlterConfigs of a
+// CreateTopics, DeleteTopics and (Incremental)AlterConfigs create, delete
+// and alter a topic; DescribeConfigs and (Incremental)AlterConfigs of a
 // broker describe and alter the cluster. The group keys need what the
 // Connect API's group procedures do (a member reads the group, and the
 // topics whose offsets it commits; describing, listing and fetching
@@ -179,6 +179,7 @@ var authzTable = map[int16]authzRule{
 	kmsg.DescribeConfigs.Int16():         {topic: auth.OpDescribe, cluster: auth.OpDescribe},
 	kmsg.IncrementalAlterConfigs.Int16(): {topic: auth.OpAlter, cluster: auth.OpAlter, audit: true},
 	kmsg.CreatePartitions.Int16():        {topic: auth.OpAlter, audit: true},
+	kmsg.AlterConfigs.Int16():            {topic: auth.OpAlter, cluster: auth.OpAlter, audit: true},
 
 	kmsg.FindCoordinator.Int16(): {group: auth.OpDescribe},
 	kmsg.JoinGroup.Int16():       {group: auth.OpRead},

@@ -139,31 +139,38 @@ func (s *Server) incrementalAlterConfigs(ctx context.Context, rc *reqCtx, req *k
 	for _, r := range req.Resources {
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-		var code int16
-		var msg string
-		switch {
-		case r.ResourceType == kmsg.ConfigResourceTypeTopic && !rc.mayTopic(r.ResourceName):
-			code = errTopicAuthorizationFailed
-		case r.ResourceType == kmsg.ConfigResourceTypeBroker && !rc.mayCluster():
-			code = errClusterAuthorizationFailed
-		case r.ResourceType != kmsg.ConfigResourceTypeTopic:
-			code, msg = errInvalidRequest, fmt.Sprintf("logd alters topic configs only, not %s", r.ResourceType)
-		case !leader:
-			code = errNotController
-		default:
-			code, msg = s.alterTopicConfig(actx, r, req.ValidateOnly)
-		}
-		rr.ErrorCode = code
-		if msg != "" {
-			rr.ErrorMessage = &msg
-		}
-		rc.note(code)
-		if !req.ValidateOnly {
-			rc.audit([]slog.Attr{slog.String("resource", r.ResourceType.String()), slog.String("name", r.ResourceName), alterationsAttr(r.Configs)}, code, msg)
-		}
+		rr.ErrorCode, rr.ErrorMessage = s.alterResource(actx, rc, leader, r, req.ValidateOnly)
 		resp.Resources = append(resp.Resources, rr)
 	}
 	return resp
+}
+
+// alterResource authorizes and applies (or validates) one resource's
+// changes, notes its code and writes its audit line; it returns the code
+// and the message, if any.
+func (s *Server) alterResource(ctx context.Context, rc *reqCtx, leader bool, r kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) (int16, *string) {
+	var code int16
+	var msg string
+	switch {
+	case r.ResourceType == kmsg.ConfigResourceTypeTopic && !rc.mayTopic(r.ResourceName):
+		code = errTopicAuthorizationFailed
+	case r.ResourceType == kmsg.ConfigResourceTypeBroker && !rc.mayCluster():
+		code = errClusterAuthorizationFailed
+	case r.ResourceType != kmsg.ConfigResourceTypeTopic:
+		code, msg = errInvalidRequest, fmt.Sprintf("logd alters topic configs only, not %s", r.ResourceType)
+	case !leader:
+		code = errNotController
+	default:
+		code, msg = s.alterTopicConfig(ctx, r, validateOnly)
+	}
+	rc.note(code)
+	if !validateOnly {
+		rc.audit([]slog.Attr{slog.String("resource", r.ResourceType.String()), slog.String("name", r.ResourceName), alterationsAttr(r.Configs)}, code, msg)
+	}
+	if msg == "" {
+		return code, nil
+	}
+	return code, &msg
 }
 
 // alterationsAttr lists a resource's changes for the audit log.

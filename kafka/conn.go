@@ -268,6 +268,8 @@ func (c *conn) dispatch(rc *reqCtx, r *request) (kmsg.Response, error) {
 		resp = c.s.incrementalAlterConfigs(ctx, rc, req)
 	case *kmsg.CreatePartitionsRequest:
 		resp = c.s.createPartitions(ctx, rc, req)
+	case *kmsg.AlterConfigsRequest:
+		resp = c.s.alterConfigs(ctx, rc, req)
 	case *kmsg.SASLHandshakeRequest:
 		resp = c.s.saslHandshake(rc, req)
 	case *kmsg.FindCoordinatorRequest:

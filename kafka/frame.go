@@ -27,6 +27,7 @@ const (
 	keyCreateTopics            int16 = 19
 	keyDeleteTopics            int16 = 20
 	keyDescribeConfigs         int16 = 32
+	keyAlterConfigs            int16 = 33
 	keyIncrementalAlterConfigs int16 = 44
 )
 

@@ -166,3 +166,77 @@ func TestEditList(t *testing.T) {
 		}
 	}
 }
+
+// TestAlterConfigsReplace: AlterConfigs replaces a topic's settings: the
+// ones listed are set, every other goes back to its default, all or
+// nothing; validate_only and a refused resource change nothing; a broker
+// is INVALID_REQUEST, as in IncrementalAlterConfigs.
+func TestAlterConfigsReplace(t *testing.T) {
+	tn := startNode(t)
+	tn.createTopic("r", 1, map[string]string{"retention.ms": "1000", "segment.bytes": "1048576"})
+	c := dial(t, tn.addr)
+	alter := func(validate bool, typ kmsg.ConfigResourceType, name string, kv ...string) kmsg.AlterConfigsResponseResource {
+		t.Helper()
+		req := kmsg.NewPtrAlterConfigsRequest()
+		req.SetVersion(1)
+		req.ValidateOnly = validate
+		rr := kmsg.NewAlterConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = typ, name
+		for i := 0; i < len(kv); i += 2 {
+			cfg := kmsg.NewAlterConfigsRequestResourceConfig()
+			v := kv[i+1]
+			cfg.Name, cfg.Value = kv[i], &v
+			rr.Configs = append(rr.Configs, cfg)
+		}
+		req.Resources = append(req.Resources, rr)
+		return c.do(req).(*kmsg.AlterConfigsResponse).Resources[0]
+	}
+	config := func() map[string]string {
+		info, err := tn.backend.Topic("r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.Config
+	}
+	defaults := tn.backend.TopicConfigDefaults()
+
+	for _, tc := range []struct {
+		name     string
+		validate bool
+		typ      kmsg.ConfigResourceType
+		kv       []string
+		code     int16
+	}{
+		{name: "validate only", validate: true, typ: kmsg.ConfigResourceTypeTopic, kv: []string{"cleanup.policy", "compact"}},
+		{name: "unknown setting", typ: kmsg.ConfigResourceTypeTopic, kv: []string{"cleanup.policy", "compact", "no.such", "1"}, code: errInvalidConfig},
+		{name: "bad value", typ: kmsg.ConfigResourceTypeTopic, kv: []string{"retention.ms", "soon"}, code: errInvalidConfig},
+		{name: "broker", typ: kmsg.ConfigResourceTypeBroker, kv: []string{"log.retention.ms", "1"}, code: errInvalidRequest},
+	} {
+		if got := alter(tc.validate, tc.typ, "r", tc.kv...); got.ErrorCode != tc.code {
+			t.Errorf("%s: %s (%v), want %s", tc.name, errorName(got.ErrorCode), got.ErrorMessage, errorName(tc.code))
+		}
+		if cfg := config(); cfg["retention.ms"] != "1000" || cfg["segment.bytes"] != "1048576" || cfg["cleanup.policy"] != defaults["cleanup.policy"] {
+			t.Fatalf("%s changed the settings: %v", tc.name, cfg)
+		}
+	}
+
+	if got := alter(false, kmsg.ConfigResourceTypeTopic, "r", "cleanup.policy", "compact", "retention.ms", "5000"); got.ErrorCode != 0 {
+		t.Fatalf("alter: %s (%v)", errorName(got.ErrorCode), got.ErrorMessage)
+	}
+	cfg := config()
+	for k, def := range defaults {
+		want := def
+		switch k {
+		case "cleanup.policy":
+			want = "compact"
+		case "retention.ms":
+			want = "5000"
+		}
+		if cfg[k] != want {
+			t.Errorf("%s = %q after the replace, want %q", k, cfg[k], want)
+		}
+	}
+	if got := alter(false, kmsg.ConfigResourceTypeTopic, "nope", "retention.ms", "1"); got.ErrorCode != errUnknownTopicOrPartition {
+		t.Errorf("a missing topic: %s", errorName(got.ErrorCode))
+	}
+}

@@ -43,6 +43,7 @@ var advertised = []versionRange{
 	{keyCreateTopics, 2, 7},
 	{keyDeleteTopics, 1, 6},
 	{keyDescribeConfigs, 1, 4},
+	{keyAlterConfigs, 0, 2},
 	{keyCreatePartitions, 0, 3},
 	{keyDeleteGroups, 0, 2},
 	{keyIncrementalAlterConfigs, 0, 1},

@@ -147,6 +147,23 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 				}
 			case keyCreatePartitions:
 				createPartitionsVersionCase(t, tn, c, v, name)
+			case keyAlterConfigs:
+				req := kmsg.NewPtrAlterConfigsRequest()
+				req.SetVersion(v)
+				rr := kmsg.NewAlterConfigsRequestResource()
+				rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, "rt"
+				cfg := kmsg.NewAlterConfigsRequestResourceConfig()
+				want := fmt.Sprintf("%d", 2000+v)
+				cfg.Name, cfg.Value = "retention.ms", &want
+				rr.Configs = append(rr.Configs, cfg)
+				req.Resources = append(req.Resources, rr)
+				resp := c.do(req).(*kmsg.AlterConfigsResponse)
+				if resp.Resources[0].ErrorCode != 0 {
+					t.Errorf("%s: code %d", name, resp.Resources[0].ErrorCode)
+				}
+				if info, _ := tn.backend.Topic("rt"); info.Config["retention.ms"] != want {
+					t.Errorf("%s: retention.ms %q, want %q", name, info.Config["retention.ms"], want)
+				}
 			case keySaslHandshake:
 				req := kmsg.NewPtrSASLHandshakeRequest()
 				req.SetVersion(v)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -185,9 +186,11 @@ func sameHeaders(a, b []client.Header) bool {
 //     missing topic, is refused with UNKNOWN_TOPIC_OR_PARTITION and creates
 //     nothing;
 //   - its admin client creates a topic with a setting, sees it in
-//     Metadata and DescribeConfigs, is told it exists when it creates it
-//     again, and deletes it; logd's client sees each step. AlterConfigs,
-//     not advertised, is refused by kafkajs itself.
+//     Metadata and DescribeConfigs, replaces its settings with
+//     alterConfigs (AlterConfigs: the setting given is set, the one not
+//     given goes back to its default), is told it exists when it creates
+//     it again, and deletes it; logd's client sees each step. alterConfigs
+//     of the deleted topic is UNKNOWN_TOPIC_OR_PARTITION.
 func TestKafkaKafkajs(t *testing.T) {
 	bin := kafkajsNode(t)
 	kaddr := freeAddr(t)
@@ -348,9 +351,10 @@ func TestKafkaKafkajs(t *testing.T) {
 				Leader    int32 `json:"leader"`
 				Error     int   `json:"error"`
 			} `json:"partitions"`
-			RetentionMs    *string `json:"retentionMs"`
-			CreatedAgain   bool    `json:"createdAgain"`
-			CreatedDefault bool    `json:"createdDefault"`
+			RetentionMs    *string           `json:"retentionMs"`
+			Altered        map[string]string `json:"altered"`
+			CreatedAgain   bool              `json:"createdAgain"`
+			CreatedDefault bool              `json:"createdDefault"`
 		}
 		runKafkajs(t, ctx, bin, "admin-create", map[string]any{"broker": kaddr, "topic": "jsadmin", "partitions": 4}, &created)
 		if !created.Created || !created.Listed || len(created.Partitions) != 4 || !created.CreatedDefault {
@@ -364,6 +368,9 @@ func TestKafkaKafkajs(t *testing.T) {
 		if created.RetentionMs == nil || *created.RetentionMs != "3600000" {
 			t.Fatalf("kafkajs DescribeConfigs of jsadmin: retention.ms %v, want 3600000", created.RetentionMs)
 		}
+		if want := map[string]string{"cleanup.policy": "compact", "retention.ms": "604800000"}; !maps.Equal(created.Altered, want) {
+			t.Fatalf("kafkajs alterConfigs of jsadmin: %v after, want %v", created.Altered, want)
+		}
 		if created.CreatedAgain {
 			t.Fatal("kafkajs created jsadmin twice: want TOPIC_ALREADY_EXISTS (createTopics answers false)")
 		}
@@ -375,8 +382,8 @@ func TestKafkaKafkajs(t *testing.T) {
 			if d.Topic.Partitions != want {
 				t.Fatalf("%s has %d partitions, want %d", name, d.Topic.Partitions, want)
 			}
-			if name == "jsadmin" && d.Topic.Config["retention.ms"] != "3600000" {
-				t.Fatalf("jsadmin's retention.ms is %q in logd, kafkajs set 3600000", d.Topic.Config["retention.ms"])
+			if name == "jsadmin" && d.Topic.Config["cleanup.policy"] != "compact" {
+				t.Fatalf("jsadmin's cleanup.policy is %q in logd, kafkajs set compact", d.Topic.Config["cleanup.policy"])
 			}
 		}
 
@@ -393,8 +400,8 @@ func TestKafkaKafkajs(t *testing.T) {
 				t.Fatalf("logd still has %s after kafkajs deleteTopics", name)
 			}
 		}
-		if deleted.AlterConfigs == nil || deleted.AlterConfigs.Name != "KafkaJSServerDoesNotSupportApiKey" {
-			t.Fatalf("kafkajs alterConfigs (AlterConfigs, not advertised): %+v; want KafkaJSServerDoesNotSupportApiKey", deleted.AlterConfigs)
+		if deleted.AlterConfigs == nil || !slices.Contains(deleted.AlterConfigs.types(), "UNKNOWN_TOPIC_OR_PARTITION") {
+			t.Fatalf("kafkajs alterConfigs of a deleted topic: %+v; want UNKNOWN_TOPIC_OR_PARTITION", deleted.AlterConfigs)
 		}
 	})
 }

@@ -104,8 +104,9 @@ async function produceMissing () {
 }
 
 // adminCreate creates a topic with a setting and reads it back through
-// Metadata and DescribeConfigs, creates it again (kafkajs answers false
-// when the topic exists), and creates a second topic with the defaults.
+// Metadata and DescribeConfigs, replaces its settings (AlterConfigs) and
+// reads them back, creates it again (kafkajs answers false when the topic
+// exists), and creates a second topic with the defaults.
 async function adminCreate () {
   const a = kafka.admin()
   await a.connect()
@@ -121,6 +122,13 @@ async function adminCreate () {
     const cfg = await a.describeConfigs({ resources: [{ type: ConfigResourceTypes.TOPIC, name: args.topic }] })
     const entry = cfg.resources[0].configEntries.find(c => c.configName === 'retention.ms')
     out.retentionMs = entry ? entry.configValue : null
+    // AlterConfigs replaces the topic's settings: retention.ms, not
+    // listed, goes back to its default.
+    await a.alterConfigs({ resources: [{ type: ConfigResourceTypes.TOPIC, name: args.topic, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }] })
+    const altered = await a.describeConfigs({ resources: [{ type: ConfigResourceTypes.TOPIC, name: args.topic }] })
+    out.altered = Object.fromEntries(altered.resources[0].configEntries
+      .filter(c => ['cleanup.policy', 'retention.ms'].includes(c.configName))
+      .map(c => [c.configName, c.configValue]))
     out.createdAgain = await a.createTopics({ topics: [{ topic: args.topic, numPartitions: args.partitions }] })
     out.createdDefault = await a.createTopics({ waitForLeaders: true, topics: [{ topic: args.topic + '-default' }] })
   } finally {
@@ -130,7 +138,7 @@ async function adminCreate () {
 }
 
 // adminDelete deletes the topics adminCreate made, lists what is left of
-// them, and tries AlterConfigs, which logd does not advertise.
+// them, and tries AlterConfigs on the deleted topic.
 async function adminDelete () {
   const a = kafka.admin()
   await a.connect()
