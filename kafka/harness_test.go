@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 // transport and store, partition logs in a temporary directory, as
 // logdtest builds one) with the Kafka listener on 127.0.0.1:0.
 type testNode struct {
-	t       *testing.T
+	t       testing.TB
 	node    *replication.Node
 	backend *replication.Backend
 	srv     *Server
@@ -38,7 +38,7 @@ type testNode struct {
 
 // startNode starts a node; opts may change the Kafka options (the backend
 // set there, if any, wraps the node's).
-func startNode(t *testing.T, opts ...func(*Options)) *testNode {
+func startNode(t testing.TB, opts ...func(*Options)) *testNode {
 	t.Helper()
 	logger := slog.New(slog.DiscardHandler)
 	node, err := replication.Open(replication.Config{
