@@ -196,11 +196,22 @@ func (c *conn) handle(r *request) bool {
 	if resp == nil {
 		return true // acks=0: no response
 	}
-	c.out = appendResponse(c.out[:0], r.h, resp)
 	if s.limits.WriteTimeout > 0 {
 		c.nc.SetWriteDeadline(time.Now().Add(s.limits.WriteTimeout))
 	}
-	_, werr := c.nc.Write(c.out)
+	var werr error
+	if fr, ok := resp.(*kmsg.FetchResponse); ok {
+		// Written around the stored batches, not copied (fetch_frame.go).
+		var bufs net.Buffers
+		if bufs, c.out, ok = fetchFrame(c.out[:0], r.h, fr); ok {
+			_, werr = bufs.WriteTo(c.nc)
+			resp = nil
+		}
+	}
+	if resp != nil {
+		c.out = appendResponse(c.out[:0], r.h, resp)
+		_, werr = c.nc.Write(c.out)
+	}
 	if cap(c.out) > 1<<20 {
 		c.out = nil // do not keep a large fetch's buffer per connection
 	}

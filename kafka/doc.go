@@ -48,7 +48,9 @@
 // in one Raft entry per topic. A fetch serves stored batches as stored,
 // starting with the batch that holds the requested offset; only the
 // partition leader epoch field, outside the CRC, is rewritten, since the
-// log keeps its own bookkeeping there. docs/kafka.md says what is
+// log keeps its own bookkeeping there. The batch bytes are copied once,
+// by the backend's read: the fetch response is encoded around them and
+// written as pieces (fetch_frame.go). docs/kafka.md says what is
 // supported and what is refused, and how.
 //
 // # Consumer groups
