@@ -410,3 +410,72 @@ func TestListenerLimits(t *testing.T) {
 		t.Errorf("refused = %v, want 1", got)
 	}
 }
+
+// TestListenersShareOnePool: the listeners Server.Listener wraps (the
+// API's and the Kafka listener's) count their connections against one
+// Max together: with two open on one, a connection to the other waits
+// until one of them closes.
+func TestListenersShareOnePool(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	n, err := replication.Open(replication.Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true,
+		Logger: logger, RaftLogLevel: "error", CleanerInterval: time.Hour, Fatal: func(err error) { t.Errorf("fatal: %v", err) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	srv := server.New(server.Options{Backend: replication.NewBackend(n), Logger: logger, Registry: prometheus.NewRegistry(),
+		Conns: server.ConnLimits{Max: 2}})
+	accepted := map[string]chan net.Conn{}
+	addrs := map[string]string{}
+	for _, name := range []string{"api", "kafka"} {
+		raw, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln := srv.Listener(raw, name)
+		t.Cleanup(func() { ln.Close() })
+		ch := make(chan net.Conn, 4)
+		accepted[name], addrs[name] = ch, raw.Addr().String()
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				t.Cleanup(func() { c.Close() })
+				ch <- c
+			}
+		}()
+	}
+	dial := func(name string) {
+		t.Helper()
+		c, err := net.Dial("tcp", addrs[name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+	take := func(name string) net.Conn {
+		t.Helper()
+		select {
+		case c := <-accepted[name]:
+			return c
+		case <-ctx.Done():
+			t.Fatalf("no connection accepted on %s", name)
+			return nil
+		}
+	}
+	dial("api")
+	dial("api")
+	first, _ := take("api"), take("api")
+	dial("kafka")
+	select {
+	case <-accepted["kafka"]:
+		t.Fatal("the Kafka listener accepted a third connection; the two listeners' cap is 2")
+	case <-time.After(200 * time.Millisecond):
+	}
+	first.Close()
+	take("kafka")
+}

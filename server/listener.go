@@ -14,14 +14,16 @@ import (
 // with a reserve for segment files, Raft and its store, so that no number
 // of sockets can make a segment roll fail for want of a file descriptor.
 type ConnLimits struct {
-	// Max bounds the open connections. At the bound, Accept waits for one
-	// to close: new connections queue in the kernel's accept backlog,
-	// which holds no file descriptor of the process, and are served in
-	// turn (the request limits cut slow ones). 0: unbounded.
+	// Max bounds the open connections, of every listener Server.Listener
+	// wraps together. At the bound, Accept waits for one to close: new
+	// connections (all but one per listener) queue in the kernel's accept
+	// backlog, which holds no file descriptor of the process, and are
+	// served in turn (the request limits cut slow ones). 0: unbounded.
 	Max int
-	// MaxPerAddr bounds the open connections from one remote IP address:
-	// a connection past it is closed as soon as it is accepted, so one
-	// address cannot take all of Max. 0: unbounded.
+	// MaxPerAddr bounds the open connections from one remote IP address
+	// (to the listeners of the pool together): a connection past it is
+	// closed as soon as it is accepted, so one address cannot take all of
+	// Max. 0: unbounded.
 	MaxPerAddr int
 	// LogEvery is the least time between two log lines about the same
 	// bound of one listener (default 10 s); the line counts the events
@@ -59,29 +61,51 @@ func newConnMetrics(reg *prometheus.Registry) *connMetrics {
 // Listener returns ln under the server's connection limits
 // (Options.Conns); name labels its metrics and log lines. Closing it
 // closes ln and ends an Accept that waits for a free slot.
+//
+// Every listener it wraps shares one pool of Options.Conns: the API's and
+// the Kafka listener's connections count against one Max and one
+// MaxPerAddr together, so neither sits on half of them idle.
 func (s *Server) Listener(ln net.Listener, name string) net.Listener {
-	return s.ListenerWith(ln, name, s.conns)
+	s.poolOnce.Do(func() { s.pool = newConnPool(s.conns) })
+	return s.listener(ln, name, s.conns, s.pool)
 }
 
-// ListenerWith is Listener under limits l instead of Options.Conns (the
-// peer listener's, which peers alone use).
+// ListenerWith is Listener under limits l, in a pool of its own, instead
+// of Options.Conns (the peer listener's, which peers alone use).
 func (s *Server) ListenerWith(ln net.Listener, name string, l ConnLimits) net.Listener {
+	return s.listener(ln, name, l, newConnPool(l))
+}
+
+func (s *Server) listener(ln net.Listener, name string, l ConnLimits, pool *connPool) net.Listener {
 	if l.LogEvery <= 0 {
 		l.LogEvery = 10 * time.Second
 	}
 	ll := &limitListener{
-		Listener: ln, l: l, name: name, logger: s.logger,
+		Listener: ln, l: l, name: name, logger: s.logger, pool: pool,
 		done:    make(chan struct{}),
-		perAddr: map[string]int{},
 		open:    s.connMetrics.open.WithLabelValues(name),
 		waits:   s.connMetrics.waits.WithLabelValues(name),
 		refused: s.connMetrics.refused.WithLabelValues(name),
 	}
-	if l.Max > 0 {
-		ll.slots = make(chan struct{}, l.Max)
-	}
 	s.connMetrics.limit.WithLabelValues(name).Set(float64(max(l.Max, 0)))
 	return ll
+}
+
+// connPool is the connections of the listeners that share limits: a
+// slot per open connection, and the count per remote address.
+type connPool struct {
+	slots chan struct{} // one token per open connection; nil: unbounded
+
+	mu      sync.Mutex
+	perAddr map[string]int // open connections by remote IP; guarded by mu
+}
+
+func newConnPool(l ConnLimits) *connPool {
+	p := &connPool{perAddr: map[string]int{}}
+	if l.Max > 0 {
+		p.slots = make(chan struct{}, l.Max)
+	}
+	return p
 }
 
 // limitListener is a listener under ConnLimits.
@@ -90,7 +114,7 @@ type limitListener struct {
 	l       ConnLimits
 	name    string
 	logger  *slog.Logger
-	slots   chan struct{} // one token per open connection; nil: unbounded
+	pool    *connPool     // shared with the listeners of the same limits
 	done    chan struct{} // closed by Close
 	closing sync.Once
 
@@ -98,9 +122,8 @@ type limitListener struct {
 	waits, refused prometheus.Counter
 
 	mu      sync.Mutex
-	perAddr map[string]int // open connections by remote IP; guarded by mu
-	fullLog rateLog        // guarded by mu
-	addrLog rateLog        // guarded by mu
+	fullLog rateLog // guarded by mu
+	addrLog rateLog // guarded by mu
 }
 
 // rateLog decides when a repeated event is logged again, and counts the
@@ -122,23 +145,27 @@ func (r *rateLog) due(now time.Time, every time.Duration) (int, bool) {
 	return n, true
 }
 
-// Accept returns the next connection once the listener is below its cap,
-// closing connections from addresses at theirs.
+// Accept returns the next connection once the pool is below its cap,
+// closing connections from addresses at theirs. A connection accepted
+// while the pool is full waits here, in this one, for a slot; the next
+// ones wait in the kernel's accept backlog. (Taking the slot before
+// accepting would keep the backlog alone waiting, but listeners sharing a
+// pool would each hold a slot while idle.)
 func (ll *limitListener) Accept() (net.Conn, error) {
 	for {
-		if !ll.acquire() {
-			return nil, net.ErrClosed
-		}
 		c, err := ll.Listener.Accept()
 		if err != nil {
-			ll.releaseSlot()
 			return nil, err
 		}
 		ip := remoteIP(c)
 		if !ll.admit(ip) {
 			c.Close()
-			ll.releaseSlot()
 			continue
+		}
+		if !ll.acquire() {
+			c.Close()
+			ll.dropAddr(ip)
+			return nil, net.ErrClosed
 		}
 		ll.open.Inc()
 		return &limitConn{Conn: c, ll: ll, ip: ip}, nil
@@ -147,11 +174,11 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 
 // acquire takes a connection slot, waiting while none is free.
 func (ll *limitListener) acquire() bool {
-	if ll.slots == nil {
+	if ll.pool.slots == nil {
 		return true
 	}
 	select {
-	case ll.slots <- struct{}{}:
+	case ll.pool.slots <- struct{}{}:
 		return true
 	case <-ll.done:
 		return false
@@ -167,7 +194,7 @@ func (ll *limitListener) acquire() bool {
 			"setting", "--max-connections (below the open-file limit, less --fd-reserve)")
 	}
 	select {
-	case ll.slots <- struct{}{}:
+	case ll.pool.slots <- struct{}{}:
 		return true
 	case <-ll.done:
 		return false
@@ -175,34 +202,48 @@ func (ll *limitListener) acquire() bool {
 }
 
 func (ll *limitListener) releaseSlot() {
-	if ll.slots != nil {
-		<-ll.slots
+	if ll.pool.slots != nil {
+		<-ll.pool.slots
 	}
 }
 
 // admit counts a connection from ip, unless ip is at its cap.
 func (ll *limitListener) admit(ip string) bool {
-	ll.mu.Lock()
-	defer ll.mu.Unlock()
-	if ll.l.MaxPerAddr > 0 && ll.perAddr[ip] >= ll.l.MaxPerAddr {
-		ll.refused.Inc()
-		if n, log := ll.addrLog.due(time.Now(), ll.l.LogEvery); log {
-			ll.logger.Warn("per-address connection limit reached: closing new connections from the address",
-				"listener", ll.name, "addr", ip, "open", ll.perAddr[ip], "limit", ll.l.MaxPerAddr, "closed_since_last_report", n,
-				"setting", "--max-connections-per-ip")
-		}
-		return false
+	p := ll.pool
+	p.mu.Lock()
+	open := p.perAddr[ip]
+	full := ll.l.MaxPerAddr > 0 && open >= ll.l.MaxPerAddr
+	if !full {
+		p.perAddr[ip]++
 	}
-	ll.perAddr[ip]++
-	return true
+	p.mu.Unlock()
+	if !full {
+		return true
+	}
+	ll.refused.Inc()
+	ll.mu.Lock()
+	n, log := ll.addrLog.due(time.Now(), ll.l.LogEvery)
+	ll.mu.Unlock()
+	if log {
+		ll.logger.Warn("per-address connection limit reached: closing new connections from the address",
+			"listener", ll.name, "addr", ip, "open", open, "limit", ll.l.MaxPerAddr, "closed_since_last_report", n,
+			"setting", "--max-connections-per-ip")
+	}
+	return false
+}
+
+// dropAddr uncounts a connection from ip.
+func (ll *limitListener) dropAddr(ip string) {
+	p := ll.pool
+	p.mu.Lock()
+	if p.perAddr[ip]--; p.perAddr[ip] <= 0 {
+		delete(p.perAddr, ip)
+	}
+	p.mu.Unlock()
 }
 
 func (ll *limitListener) forget(ip string) {
-	ll.mu.Lock()
-	if ll.perAddr[ip]--; ll.perAddr[ip] <= 0 {
-		delete(ll.perAddr, ip)
-	}
-	ll.mu.Unlock()
+	ll.dropAddr(ip)
 	ll.open.Dec()
 	ll.releaseSlot()
 }

@@ -107,10 +107,13 @@ type Server struct {
 	// (quota_metrics.go).
 	quotaMetrics *quotaMetrics
 	// limiter bounds requests (request_limits.go); conns and connMetrics
-	// bound and count connections (listener.go).
+	// bound and count connections (listener.go), pool those of the
+	// listeners under conns, made once by poolOnce.
 	limiter     *requestLimiter
 	conns       ConnLimits
 	connMetrics *connMetrics
+	poolOnce    sync.Once
+	pool        *connPool
 	// peers maps a peer's API address to the one this node dials.
 	peers *replication.PeerResolver
 	// peerTLS is Options.PeerTLS; peerHTTP how this node calls peers.

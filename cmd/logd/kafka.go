@@ -135,29 +135,27 @@ func kafkaClientAuth(t tlsConfig, authRequired bool) tls.ClientAuthType {
 }
 
 // bind binds the Kafka listener, before Raft starts (a port in use fails
-// at once), and checks the advertised addresses. With the listener on, the
-// client connection cap is shared: each of the two listeners gets half,
-// so that together they stay under the open-file limit less the reserve
-// (connCaps). It returns a nil listener when the Kafka listener is off.
-func (k *kafkaConfig) bind(apiAdvertise string, conns server.ConnLimits) (net.Listener, server.ConnLimits, error) {
+// at once), and checks the advertised addresses. It returns a nil
+// listener when the Kafka listener is off. The client connection caps
+// need no share of their own: the API's listener and this one draw from
+// one pool (server.Server.Listener), which stays under the open-file limit
+// less the reserve (connCaps).
+func (k *kafkaConfig) bind(apiAdvertise string) (net.Listener, error) {
 	if k.listen == "" {
-		return nil, conns, nil
+		return nil, nil
 	}
 	ln, err := net.Listen("tcp", k.listen)
 	if err != nil {
-		return nil, conns, fmt.Errorf("kafka listen on %s: %w (--kafka-listen \"\" switches the Kafka listener off)", k.listen, err)
+		return nil, fmt.Errorf("kafka listen on %s: %w (--kafka-listen \"\" switches the Kafka listener off)", k.listen, err)
 	}
 	if k.advertise == "" {
 		k.advertise = ln.Addr().String()
 	}
 	if _, err := kafka.PortOffset(apiAdvertise, k.advertise); err != nil {
 		ln.Close()
-		return nil, conns, fmt.Errorf("--kafka-advertise: %w", err)
+		return nil, fmt.Errorf("--kafka-advertise: %w", err)
 	}
-	if conns.Max > 1 {
-		conns.Max /= 2
-	}
-	return ln, conns, nil
+	return ln, nil
 }
 
 // newRegistry is the metrics registry the API and the Kafka listener share

@@ -5,8 +5,6 @@ import (
 	"io"
 	"testing"
 	"time"
-
-	"github.com/logd-dev/logd/server"
 )
 
 // TestKafkaFlags: the Kafka listener is on by default only on the embedded
@@ -100,28 +98,28 @@ func TestKafkaGroupDelayFlag(t *testing.T) {
 	}
 }
 
-// TestKafkaBind: the listener binds before the node starts, checks its
-// advertised address, and halves the connection cap so that the two
-// listeners together stay under it.
+// TestKafkaBind: the listener binds before the node starts and checks its
+// advertised address. (The connection caps are shared with the API's
+// listener: server's TestListenersShareOnePool.)
 func TestKafkaBind(t *testing.T) {
 	k := kafkaConfig{listen: "127.0.0.1:0"}
-	ln, conns, err := k.bind("127.0.0.1:7070", server.ConnLimits{Max: 1000, MaxPerAddr: 10})
+	ln, err := k.bind("127.0.0.1:7070")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	if k.advertise != ln.Addr().String() || conns.Max != 500 || conns.MaxPerAddr != 10 {
-		t.Errorf("advertise %q (bound %s), caps %+v", k.advertise, ln.Addr(), conns)
+	if k.advertise != ln.Addr().String() {
+		t.Errorf("advertise %q (bound %s)", k.advertise, ln.Addr())
 	}
 	// The port is taken now.
-	if _, _, err := (&kafkaConfig{listen: ln.Addr().String()}).bind("127.0.0.1:7070", server.ConnLimits{}); err == nil {
+	if _, err := (&kafkaConfig{listen: ln.Addr().String()}).bind("127.0.0.1:7070"); err == nil {
 		t.Error("bind to a port in use: no error")
 	}
-	if _, _, err := (&kafkaConfig{listen: "127.0.0.1:0", advertise: "no-port"}).bind("127.0.0.1:7070", server.ConnLimits{}); err == nil {
+	if _, err := (&kafkaConfig{listen: "127.0.0.1:0", advertise: "no-port"}).bind("127.0.0.1:7070"); err == nil {
 		t.Error("advertised address without a port: no error")
 	}
 	off := kafkaConfig{}
-	if ln, conns, err := off.bind("127.0.0.1:7070", server.ConnLimits{Max: 1000}); ln != nil || err != nil || conns.Max != 1000 {
-		t.Errorf("off: %v %+v %v", ln, conns, err)
+	if ln, err := off.bind("127.0.0.1:7070"); ln != nil || err != nil {
+		t.Errorf("off: %v %v", ln, err)
 	}
 }

@@ -262,7 +262,7 @@ func run(ctx context.Context, c config, getenv func(string) string, stderr io.Wr
 	if pln != nil {
 		defer pln.Close()
 	}
-	kln, conns, err := c.kafka.bind(c.advertise, conns)
+	kln, err := c.kafka.bind(c.advertise)
 	if err != nil {
 		return err
 	}
