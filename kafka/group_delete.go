@@ -56,3 +56,20 @@ func (c *coordinator) busy(id string) bool {
 	g := c.groups[id]
 	return g != nil && (len(g.members) > 0 || len(g.pending) > 0)
 }
+
+// GroupMembers returns how many members (joined, or handed a member id and
+// not joined yet) a Kafka group has while this node coordinates it, 0
+// otherwise. cmd/logd gives it to the backend
+// (replication.Backend.SetExternalGroupMembers), so that `logctl group
+// delete` refuses a group Kafka members hold, as DeleteGroups does.
+func (s *Server) GroupMembers(group string) int {
+	c := s.groups
+	leads, term := s.b.IsLeader(), s.b.Status().Term
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[group]
+	if !leads || c.closed || term != c.term || g == nil {
+		return 0
+	}
+	return len(g.members) + len(g.pending)
+}

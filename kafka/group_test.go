@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -625,5 +626,35 @@ func TestGroupAuthz(t *testing.T) {
 		if !strings.Contains(log, want) {
 			t.Errorf("audit log lacks %s:\n%s", want, log)
 		}
+	}
+}
+
+// TestDeleteGroupWithKafkaMembers: with the coordinator's members told to
+// the backend (Server.GroupMembers, as cmd/logd wires it), the backend's
+// DeleteGroup, which `logctl group delete` reaches, refuses a group Kafka
+// members hold, as Kafka's NON_EMPTY_GROUP, and deletes it once they
+// left.
+func TestDeleteGroupWithKafkaMembers(t *testing.T) {
+	tn := groupNode(t)
+	tn.backend.SetExternalGroupMembers(tn.srv.GroupMembers)
+	m := newMember(t, tn, "held")
+	wantCode(t, "join", m.join(""), errNone)
+	_, code := m.sync(map[string]string{m.id: ""})
+	wantCode(t, "sync", code, errNone)
+	wantCode(t, "commit", m.commit(0, 3), errNone)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if n := tn.srv.GroupMembers("held"); n != 1 {
+		t.Fatalf("%d members counted, want 1", n)
+	}
+	if err := tn.backend.DeleteGroup(ctx, "held"); !errors.Is(err, group.ErrConsumerGroupNotEmpty) {
+		t.Fatalf("delete of a group with a Kafka member: %v, want %v", err, group.ErrConsumerGroupNotEmpty)
+	}
+	if got := committed(t, tn, "held", 0); got != 3 {
+		t.Fatalf("committed offset %d after a refused delete, want 3", got)
+	}
+	wantCode(t, "leave", m.leave(), errNone)
+	if err := tn.backend.DeleteGroup(ctx, "held"); err != nil {
+		t.Fatalf("delete once the member left: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package replication
 import (
 	"context"
 	"maps"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 
@@ -28,6 +29,28 @@ type Backend struct {
 	*Node
 	// rr holds the round-robin counters of keyless records (produce.go).
 	rr roundRobin
+	// external counts the live members of a group in a coordinator
+	// outside the state machine (SetExternalGroupMembers); nil: none.
+	external atomic.Pointer[func(group string) int]
+}
+
+// SetExternalGroupMembers tells the backend how many live members a group
+// has in a coordinator outside the state machine (the Kafka listener's,
+// on the leader: its members live in its memory only), so that
+// DeleteGroup refuses a group they hold, as it refuses one with live
+// members of logd's own protocol.
+func (b *Backend) SetExternalGroupMembers(members func(group string) int) {
+	b.external.Store(&members)
+}
+
+// DeleteGroup deletes a consumer group without live members: of logd's
+// protocol (the state machine refuses those) or of the coordinator
+// SetExternalGroupMembers named, checked here on the leader, where it
+// coordinates (a Kafka member that joins between the check and the delete
+// finds the group without offsets). Errors: group.ErrConsumerGroupNotEmpty,
+// group.ErrConsumerGroupNotFound, and Node.DeleteGroup's.
+func (b *Backend) DeleteGroup(ctx context.Context, name string) error {
+	return b.Node.DeleteGroup(ctx, name)
 }
 
 // NewBackend returns the backend over n.
