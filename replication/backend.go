@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"sync/atomic"
 
@@ -50,6 +51,11 @@ func (b *Backend) SetExternalGroupMembers(members func(group string) int) {
 // finds the group without offsets). Errors: group.ErrConsumerGroupNotEmpty,
 // group.ErrConsumerGroupNotFound, and Node.DeleteGroup's.
 func (b *Backend) DeleteGroup(ctx context.Context, name string) error {
+	if f := b.external.Load(); f != nil && b.Node.IsLeader() {
+		if n := (*f)(name); n > 0 {
+			return fmt.Errorf("%w: group %q has %d live Kafka members", group.ErrConsumerGroupNotEmpty, name, n)
+		}
+	}
 	return b.Node.DeleteGroup(ctx, name)
 }
 

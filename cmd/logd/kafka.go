@@ -201,6 +201,9 @@ func startKafka(k kafkaConfig, ln net.Listener, backend *replication.Backend, sr
 		ln.Close()
 		return func() {}
 	}
+	// `logctl group delete` (the backend's DeleteGroup) refuses a group
+	// whose Kafka members this node coordinates.
+	backend.SetExternalGroupMembers(ks.GroupMembers)
 	// The connection caps count sockets, under TLS, as the API's.
 	kln := srv.Listener(ln, "kafka")
 	if k.tls {

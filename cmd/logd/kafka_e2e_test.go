@@ -394,6 +394,21 @@ func TestKafkaKcatGroup(t *testing.T) {
 		return got, counts[0], counts[1]
 	}
 	waitFor(t, ctx, "every record consumed by the group", func() bool { got, _, _ := seen(); return len(got) == n })
+	// The group's Kafka members hold it: `logctl group delete` is
+	// refused (as Kafka's NON_EMPTY_GROUP), and its offsets stay.
+	lc, err := client.New(nd.listen, client.Options{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	waitFor(t, ctx, "the members' first commits", func() bool {
+		d, err := lc.DescribeGroup(ctx, "kg")
+		return err == nil && len(d.Partitions) > 0
+	})
+	out, err := exec.CommandContext(ctx, buildLogctl(t), "--server", nd.listen, "group", "delete", "kg").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "live") {
+		t.Fatalf("logctl group delete of a group with live kcat members: %v\n%s", err, out)
+	}
 	a.stop(t)
 	b.stop(t)
 	got, na, nb := seen()
