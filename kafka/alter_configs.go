@@ -11,19 +11,19 @@ import (
 // tools send. It has Kafka's replace semantics: the settings a resource
 // lists become its settings, and every setting it does not list goes back
 // to its default. The rest is IncrementalAlterConfigs' (the same settings,
-// on the leader only, all or nothing per resource, the same permissions
+// forwarded to the leader, all or nothing per resource, the same permissions
 // and audit lines): each resource becomes a SET of every setting listed
 // and a DELETE of every other.
 func (s *Server) alterConfigs(ctx context.Context, rc *reqCtx, req *kmsg.AlterConfigsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
-	leader := s.waitReady(ctx) && s.b.IsLeader()
+	w := rc.writer(s.waitReady(ctx) && s.b.IsLeader())
 	actx, cancel := adminContext(ctx, 0)
 	defer cancel()
 	defaults := s.b.TopicConfigDefaults()
 	for _, r := range req.Resources {
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-		rr.ErrorCode, rr.ErrorMessage = s.alterResource(actx, rc, leader, replaceConfigs(r, defaults), req.ValidateOnly)
+		rr.ErrorCode, rr.ErrorMessage = s.alterResource(actx, rc, w, replaceConfigs(r, defaults), req.ValidateOnly)
 		resp.Resources = append(resp.Resources, rr)
 	}
 	return resp

@@ -125,7 +125,8 @@ func describeConfig(req *kmsg.DescribeConfigsRequest, key, value string, default
 }
 
 // incrementalAlterConfigs answers IncrementalAlterConfigs for topics on the
-// leader (elsewhere NOT_CONTROLLER): SET and DELETE (back to the default)
+// leader, and on another node through it (forward.go; NOT_CONTROLLER
+// without a Forwarder): SET and DELETE (back to the default)
 // for any setting, APPEND and SUBTRACT for cleanup.policy. A resource's
 // changes are applied together or not at all. A topic the principal may
 // not alter is TOPIC_AUTHORIZATION_FAILED; a broker, without alter on the
@@ -133,22 +134,23 @@ func describeConfig(req *kmsg.DescribeConfigsRequest, key, value string, default
 // line in the audit log, unless the request only validates.
 func (s *Server) incrementalAlterConfigs(ctx context.Context, rc *reqCtx, req *kmsg.IncrementalAlterConfigsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-	leader := s.waitReady(ctx) && s.b.IsLeader()
+	w := rc.writer(s.waitReady(ctx) && s.b.IsLeader())
 	actx, cancel := adminContext(ctx, 0)
 	defer cancel()
 	for _, r := range req.Resources {
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-		rr.ErrorCode, rr.ErrorMessage = s.alterResource(actx, rc, leader, r, req.ValidateOnly)
+		rr.ErrorCode, rr.ErrorMessage = s.alterResource(actx, rc, w, r, req.ValidateOnly)
 		resp.Resources = append(resp.Resources, rr)
 	}
 	return resp
 }
 
-// alterResource authorizes and applies (or validates) one resource's
-// changes, notes its code and writes its audit line; it returns the code
-// and the message, if any.
-func (s *Server) alterResource(ctx context.Context, rc *reqCtx, leader bool, r kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) (int16, *string) {
+// alterResource authorizes and applies through w (or validates, here) one
+// resource's changes, notes its code and writes its audit line; it
+// returns the code and the message, if any. A nil w (not the leader,
+// nothing to forward through) is NOT_CONTROLLER.
+func (s *Server) alterResource(ctx context.Context, rc *reqCtx, w topicWriter, r kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) (int16, *string) {
 	var code int16
 	var msg string
 	switch {
@@ -158,10 +160,10 @@ func (s *Server) alterResource(ctx context.Context, rc *reqCtx, leader bool, r k
 		code = errClusterAuthorizationFailed
 	case r.ResourceType != kmsg.ConfigResourceTypeTopic:
 		code, msg = errInvalidRequest, fmt.Sprintf("logd alters topic configs only, not %s", r.ResourceType)
-	case !leader:
+	case w == nil && !validateOnly:
 		code = errNotController
 	default:
-		code, msg = s.alterTopicConfig(ctx, r, validateOnly)
+		code, msg = s.alterTopicConfig(ctx, w, r, validateOnly)
 	}
 	rc.note(code)
 	if !validateOnly {
@@ -187,7 +189,7 @@ func alterationsAttr(cfgs []kmsg.IncrementalAlterConfigsRequestResourceConfig) s
 }
 
 // alterTopicConfig applies (or validates) one topic's changes.
-func (s *Server) alterTopicConfig(ctx context.Context, r kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) (int16, string) {
+func (s *Server) alterTopicConfig(ctx context.Context, w topicWriter, r kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) (int16, string) {
 	t, err := s.b.Topic(r.ResourceName)
 	if err != nil {
 		return codeFor(err, opAdmin), errorMessage(err)
@@ -223,13 +225,13 @@ func (s *Server) alterTopicConfig(ctx context.Context, r kmsg.IncrementalAlterCo
 	if len(c.Config) == 0 && len(c.Delete) == 0 {
 		return errNone, ""
 	}
+	if err := s.b.ValidateAlterTopic(c); err != nil {
+		return codeFor(err, opAdmin), errorMessage(err) // here too when forwarding: the precise code
+	}
 	if validateOnly {
-		if err := s.b.ValidateAlterTopic(c); err != nil {
-			return codeFor(err, opAdmin), errorMessage(err)
-		}
 		return errNone, ""
 	}
-	if _, err := s.b.AlterTopic(ctx, c); err != nil {
+	if _, err := w.AlterTopic(ctx, c); err != nil {
 		return codeFor(err, opAdmin), errorMessage(err)
 	}
 	s.logger.Info("kafka: topic configs altered", "topic", t.Name, "set", c.Config, "deleted", c.Delete)

@@ -136,6 +136,9 @@ type Options struct {
 	// Groups configures the consumer group coordinator (the zero value
 	// takes the defaults).
 	Groups GroupOptions
+	// Forward makes topic changes asked of a node that does not lead on
+	// the leader (forward.go); nil answers them NOT_CONTROLLER.
+	Forward Forwarder
 	// Registerer receives the metrics (metrics.go); nil registers none.
 	Registerer prometheus.Registerer
 	// Logger defaults to slog.Default().
@@ -162,6 +165,7 @@ type Server struct {
 	handshakeTimeout time.Duration
 	nodeOf           func(*tls.ConnectionState) (string, bool)
 	groups           *coordinator
+	forward          Forwarder
 
 	// ctx ends when the server closes; it bounds every handler.
 	ctx    context.Context
@@ -199,8 +203,8 @@ func New(opts Options) (*Server, error) {
 		budget: &budget{limit: l.InflightBytes},
 		authz:  opts.Auth.Authorizer, quotas: opts.Auth.Quotas,
 		auditLog: cmp.Or(opts.Auth.Audit, opts.Logger), handshakeTimeout: cmp.Or(opts.Auth.HandshakeTimeout, defaultHandshakeTimeout),
-		nodeOf: opts.Auth.VerifiedNode,
-		lns:    map[net.Listener]struct{}{}, conns: map[*conn]struct{}{},
+		nodeOf: opts.Auth.VerifiedNode, forward: opts.Forward,
+		lns: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{},
 	}
 	if l.MaxRequestBytes > 0 && l.InflightBytes > 0 && l.MaxRequestBytes > l.InflightBytes {
 		return nil, fmt.Errorf("kafka: in-flight budget of %d bytes is below the request bound of %d", l.InflightBytes, l.MaxRequestBytes)

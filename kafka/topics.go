@@ -28,8 +28,10 @@ func adminContext(ctx context.Context, timeoutMs int32) (context.Context, contex
 	return context.WithTimeout(ctx, d)
 }
 
-// createTopics answers CreateTopics on the leader (the controller Metadata
-// names; elsewhere NOT_CONTROLLER, and the client asks the leader). logd
+// createTopics answers CreateTopics on any node: the leader (the
+// controller Metadata names) creates the topics, another node forwards
+// them to it (forward.go; without a Forwarder, NOT_CONTROLLER, and the
+// client asks the leader). logd
 // replicates every partition to every voter, so a replication factor is
 // accepted as asked but not applied (the response gives the voters'
 // count) and a manual replica assignment is refused. The settings are
@@ -39,7 +41,7 @@ func adminContext(ctx context.Context, timeoutMs int32) (context.Context, contex
 // only validates.
 func (s *Server) createTopics(ctx context.Context, rc *reqCtx, req *kmsg.CreateTopicsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
-	leader := s.waitReady(ctx) && s.b.IsLeader()
+	w := rc.writer(s.waitReady(ctx) && s.b.IsLeader())
 	count := map[string]int{}
 	for _, t := range req.Topics {
 		count[t.Topic]++
@@ -57,11 +59,11 @@ func (s *Server) createTopics(ctx context.Context, rc *reqCtx, req *kmsg.CreateT
 			code, msg = errInvalidRequest, "topic named more than once in the request"
 		case !rc.mayTopic(t.Topic):
 			code = errTopicAuthorizationFailed
-		case !leader:
+		case w == nil && !req.ValidateOnly:
 			code = errNotController
 		default:
 			var info replication.TopicInfo
-			info, code, msg = s.createTopic(actx, t, req.ValidateOnly)
+			info, code, msg = s.createTopic(actx, w, t, req.ValidateOnly)
 			if code == errNone {
 				rt.TopicID = topicID(info)
 				rt.NumPartitions = info.Partitions
@@ -104,9 +106,9 @@ func configsAttr(cfgs []kmsg.CreateTopicsRequestTopicConfig) slog.Attr {
 	return slog.String("config", strings.Join(kv, ","))
 }
 
-// createTopic creates (or only validates) one topic; for a validation the
-// returned info is the topic as it would be created.
-func (s *Server) createTopic(ctx context.Context, t kmsg.CreateTopicsRequestTopic, validateOnly bool) (replication.TopicInfo, int16, string) {
+// createTopic creates (or only validates, here) one topic through w; for
+// a validation the returned info is the topic as it would be created.
+func (s *Server) createTopic(ctx context.Context, w topicWriter, t kmsg.CreateTopicsRequestTopic, validateOnly bool) (replication.TopicInfo, int16, string) {
 	if err := partition.ValidateTopicName(t.Topic); err != nil {
 		return replication.TopicInfo{}, errInvalidTopic, errorMessage(err)
 	}
@@ -147,7 +149,10 @@ func (s *Server) createTopic(ctx context.Context, t kmsg.CreateTopicsRequestTopi
 		}
 		return info, errNone, ""
 	}
-	info, err := s.b.CreateTopic(ctx, c)
+	if err := s.b.ValidateCreateTopic(c); err != nil {
+		return code(err) // checked here too: the precise code, no hop
+	}
+	info, err := w.CreateTopic(ctx, c)
 	if err != nil {
 		return code(err)
 	}
@@ -155,14 +160,14 @@ func (s *Server) createTopic(ctx context.Context, t kmsg.CreateTopicsRequestTopi
 	return info, errNone, ""
 }
 
-// deleteTopics answers DeleteTopics on the leader (elsewhere
-// NOT_CONTROLLER). Topics named by id (version 6+) are looked up among the
+// deleteTopics answers DeleteTopics on the leader, and on another node
+// through it (forward.go; NOT_CONTROLLER without a Forwarder). Topics named by id (version 6+) are looked up among the
 // topics' ids (topicID). A topic the principal may not delete is
 // TOPIC_AUTHORIZATION_FAILED (named by id, its name is not given); every
 // topic's outcome has a line in the audit log.
 func (s *Server) deleteTopics(ctx context.Context, rc *reqCtx, req *kmsg.DeleteTopicsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
-	leader := s.waitReady(ctx) && s.b.IsLeader()
+	w := rc.writer(s.waitReady(ctx) && s.b.IsLeader())
 	type target struct {
 		name string
 		id   [16]byte
@@ -199,7 +204,7 @@ func (s *Server) deleteTopics(ctx context.Context, rc *reqCtx, req *kmsg.DeleteT
 			if t.byID {
 				name = ""
 			}
-		case !leader:
+		case w == nil:
 			rt.ErrorCode = errNotController
 		case name == "":
 			rt.ErrorCode = errUnknownTopicOrPartition
@@ -207,7 +212,7 @@ func (s *Server) deleteTopics(ctx context.Context, rc *reqCtx, req *kmsg.DeleteT
 				rt.ErrorCode = errUnknownTopicID
 			}
 		default:
-			if err = s.b.DeleteTopic(actx, name); err != nil {
+			if err = w.DeleteTopic(actx, name); err != nil {
 				rt.ErrorCode = codeFor(err, opAdmin)
 			} else {
 				s.logger.Info("kafka: topic deleted", "topic", name)

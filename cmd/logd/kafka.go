@@ -173,7 +173,8 @@ func newRegistry() *prometheus.Registry {
 // ACLs, the same superusers), draw from the API's per-principal quotas,
 // and write the same audit log.
 func startKafka(k kafkaConfig, ln net.Listener, backend *replication.Backend, srv *server.Server, reg prometheus.Registerer,
-	apiAdvertise string, limits limitConfig, tlsc *nodeTLS, authOpts server.AuthOptions, peerTLS *replication.PeerTLS, logger *slog.Logger) func() {
+	apiAdvertise string, limits limitConfig, tlsc *nodeTLS, authOpts server.AuthOptions, peerTLS *replication.PeerTLS,
+	forward *kafkaForwarder, logger *slog.Logger) func() {
 	if ln == nil {
 		return func() {}
 	}
@@ -193,6 +194,7 @@ func startKafka(k kafkaConfig, ln net.Listener, backend *replication.Backend, sr
 		},
 		// GroupOptions reads 0 as the default; the flag's 0 waits for nothing.
 		Groups:     kafka.GroupOptions{InitialRebalanceDelay: cmp.Or(k.groupDelay, -1)},
+		Forward:    forward,
 		Registerer: reg, Logger: logger,
 	})
 	if err != nil {

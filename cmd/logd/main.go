@@ -355,7 +355,8 @@ func run(ctx context.Context, c config, getenv func(string) string, stderr io.Wr
 		"raft", c.raftAddr, "data", c.dataDir, "fsync", c.fsync,
 		"open_file_limit", nofile, "max_connections", conns.Max, "max_connections_per_ip", conns.MaxPerAddr,
 		"tls", tlsc.api != nil, "client_certificates", clientAuthName(tlsc.apiClientAuth), "peer_tls", tlsc.peer != nil, "auth", c.authn.mode)
-	stopKafka := startKafka(c.kafka, kln, backend, srv, reg, c.advertise, c.limits, tlsc, authOpts, cfg.PeerTLS, logger)
+	stopKafka := startKafka(c.kafka, kln, backend, srv, reg, c.advertise, c.limits, tlsc, authOpts, cfg.PeerTLS,
+		newKafkaForwarder(backend, c.nodeID, peerHTTP), logger)
 	joinCtx, stopJoin := context.WithCancel(ctx)
 	joinDone := make(chan struct{})
 	go func() {

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logd-dev/logd/client"
+)
+
+// TestKafkaAdminOnFollower: on a three-node cluster, CreateTopics,
+// IncrementalAlterConfigs, AlterConfigs and DeleteTopics sent to a
+// follower's Kafka port (kgo, addressing that broker) are forwarded to the
+// leader, as Kafka's brokers forward them to their controller, instead of
+// NOT_CONTROLLER: each answers without an error, the leader's state shows
+// the change, and so does the follower's when it answered. sarama's
+// ClusterAdmin, bootstrapped from the follower alone, alters a setting
+// (IncrementalAlterConfigs, sent to any broker and not retried on
+// NOT_CONTROLLER).
+func TestKafkaAdminOnFollower(t *testing.T) {
+	c := &cluster{t: t}
+	kaddrs := map[string]string{}
+	for i := range 3 {
+		id := fmt.Sprintf("n%d", i+1)
+		kaddrs[id] = freeAddr(t)
+		c.nodes = append(c.nodes, newNode(t, id, "--kafka-listen", kaddrs[id]))
+	}
+	c.start()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	leader := c.leader(ctx)
+	var follower *node
+	for _, nd := range c.nodes {
+		if nd != leader {
+			follower = nd
+			break
+		}
+	}
+	var brokerID int32
+	fmt.Sscanf(follower.id, "n%d", &brokerID)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kaddrs[follower.id]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lc, err := client.New(leader.listen, client.Options{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	fc, err := client.New(follower.listen, client.Options{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fc.Close()
+	// on sends req to the follower's broker.
+	on := func(req kmsg.Request) kmsg.Response {
+		t.Helper()
+		resp, err := cl.Broker(int(brokerID)).Request(ctx, req)
+		if err != nil {
+			t.Fatalf("%T to the follower: %v", req, err)
+		}
+		return resp
+	}
+	config := func(c *client.Client, key string) string {
+		t.Helper()
+		d, err := c.DescribeTopic(ctx, "fwd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Topic.Config[key]
+	}
+	str := func(s string) *string { return &s }
+
+	create := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "fwd", 3, -1
+	ct.Configs = []kmsg.CreateTopicsRequestTopicConfig{{Name: "retention.ms", Value: str("3600000")}}
+	create.Topics = append(create.Topics, ct)
+	if got := on(create).(*kmsg.CreateTopicsResponse).Topics[0]; got.ErrorCode != 0 || got.NumPartitions != 3 {
+		t.Fatalf("CreateTopics on the follower: code %d (%v), %d partitions", got.ErrorCode, got.ErrorMessage, got.NumPartitions)
+	}
+	if config(lc, "retention.ms") != "3600000" || config(fc, "retention.ms") != "3600000" {
+		t.Fatal("the topic created through the follower lacks its setting")
+	}
+
+	inc := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	ir := kmsg.NewIncrementalAlterConfigsRequestResource()
+	ir.ResourceType, ir.ResourceName = kmsg.ConfigResourceTypeTopic, "fwd"
+	ir.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "retention.ms", Op: kmsg.IncrementalAlterConfigOpSet, Value: str("7200000")}}
+	inc.Resources = append(inc.Resources, ir)
+	if got := on(inc).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]; got.ErrorCode != 0 {
+		t.Fatalf("IncrementalAlterConfigs on the follower: code %d (%v)", got.ErrorCode, got.ErrorMessage)
+	}
+	if config(lc, "retention.ms") != "7200000" || config(fc, "retention.ms") != "7200000" {
+		t.Fatal("IncrementalAlterConfigs through the follower did not change the setting")
+	}
+
+	alter := kmsg.NewPtrAlterConfigsRequest()
+	ar := kmsg.NewAlterConfigsRequestResource()
+	ar.ResourceType, ar.ResourceName = kmsg.ConfigResourceTypeTopic, "fwd"
+	ar.Configs = []kmsg.AlterConfigsRequestResourceConfig{{Name: "cleanup.policy", Value: str("compact")}}
+	alter.Resources = append(alter.Resources, ar)
+	if got := on(alter).(*kmsg.AlterConfigsResponse).Resources[0]; got.ErrorCode != 0 {
+		t.Fatalf("AlterConfigs on the follower: code %d (%v)", got.ErrorCode, got.ErrorMessage)
+	}
+	if config(lc, "cleanup.policy") != "compact" || config(lc, "retention.ms") != "604800000" {
+		t.Fatal("AlterConfigs through the follower did not replace the settings")
+	}
+
+	// A refusal the follower finds itself keeps its precise code.
+	bad := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	br := kmsg.NewIncrementalAlterConfigsRequestResource()
+	br.ResourceType, br.ResourceName = kmsg.ConfigResourceTypeTopic, "fwd"
+	br.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "retention.ms", Op: kmsg.IncrementalAlterConfigOpSet, Value: str("soon")}}
+	bad.Resources = append(bad.Resources, br)
+	if got := on(bad).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]; got.ErrorCode != 40 { // INVALID_CONFIG
+		t.Fatalf("a bad setting on the follower: code %d (%v), want INVALID_CONFIG", got.ErrorCode, got.ErrorMessage)
+	}
+
+	// sarama's admin, which knows only the follower.
+	cfg := saramaConfig()
+	admin, err := sarama.NewClusterAdmin([]string{kaddrs[follower.id]}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	v := "1800000"
+	if err := admin.IncrementalAlterConfig(sarama.TopicResource, "fwd", map[string]sarama.IncrementalAlterConfigsEntry{
+		"retention.ms": {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &v},
+	}, false); err != nil {
+		t.Fatalf("sarama IncrementalAlterConfig through the follower: %v", err)
+	}
+	if config(lc, "retention.ms") != v {
+		t.Fatal("sarama's change did not reach the leader")
+	}
+
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	dt := kmsg.NewDeleteTopicsRequestTopic()
+	dt.Topic = str("fwd")
+	del.Topics = append(del.Topics, dt)
+	del.TopicNames = []string{"fwd"}
+	if got := on(del).(*kmsg.DeleteTopicsResponse).Topics[0]; got.ErrorCode != 0 {
+		t.Fatalf("DeleteTopics on the follower: code %d (%v)", got.ErrorCode, got.ErrorMessage)
+	}
+	for _, c := range []*client.Client{lc, fc} {
+		if _, err := c.DescribeTopic(ctx, "fwd"); err == nil {
+			t.Fatal("the topic deleted through the follower still exists")
+		}
+	}
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"connectrpc.com/connect"
+
+	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
+	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/server"
+)
+
+// kafkaForwarder makes the Kafka listener's topic changes on the leader
+// when this node does not lead (kafka.Forwarder): it calls the leader's
+// Connect API as server's forwarder sends a follower's writes there, over
+// the peer HTTP client (with this node's certificate under peer TLS),
+// marked forwarded by this node, with the Kafka connection's principal in
+// server.ForwardedPrincipalHeader when a certificate named it (the leader
+// believes it only from a member's node certificate, and checks it
+// against its ACLs again). Once the leader answers, it waits until this
+// node applied the change too, so the client's next request here sees it.
+type kafkaForwarder struct {
+	b      *replication.Backend
+	nodeID string
+	peer   replication.PeerHTTP
+	http   *http.Client
+}
+
+func newKafkaForwarder(b *replication.Backend, nodeID string, peer replication.PeerHTTP) *kafkaForwarder {
+	return &kafkaForwarder{b: b, nodeID: nodeID, peer: peer, http: &http.Client{Transport: peer.Transport(5*time.Second, false)}}
+}
+
+// call runs fn against the leader's API for principal p.
+func (f *kafkaForwarder) call(ctx context.Context, p auth.Principal, req connect.AnyRequest, fn func(logdv1connect.LogServiceClient) error) error {
+	addr, id := f.b.LeaderCallAddress()
+	if addr == "" || id == f.nodeID {
+		return replication.ErrNotLeader // none known, or this node leads now: the client asks again
+	}
+	req.Header().Set(server.ForwardedHeader, f.nodeID)
+	if p != auth.Anonymous {
+		// The Kafka listener's only credential is a certificate.
+		req.Header().Set(server.ForwardedPrincipalHeader, "certificate "+p.String())
+	}
+	return fromLeader(fn(logdv1connect.NewLogServiceClient(f.http, f.peer.URL(addr))))
+}
+
+// CreateTopic implements kafka.Forwarder.
+func (f *kafkaForwarder) CreateTopic(ctx context.Context, p auth.Principal, c replication.CreateTopic) (replication.TopicInfo, error) {
+	req := connect.NewRequest(&logdv1.CreateTopicRequest{Name: c.Name, Partitions: c.Partitions, Config: c.Config})
+	err := f.call(ctx, p, req, func(rpc logdv1connect.LogServiceClient) error { _, err := rpc.CreateTopic(ctx, req); return err })
+	if err != nil {
+		return replication.TopicInfo{}, err
+	}
+	var info replication.TopicInfo
+	err = f.applied(ctx, func() bool { info, err = f.b.Topic(c.Name); return err == nil })
+	return info, err
+}
+
+// AlterTopic implements kafka.Forwarder.
+func (f *kafkaForwarder) AlterTopic(ctx context.Context, p auth.Principal, c replication.AlterTopic) (replication.TopicInfo, error) {
+	req := connect.NewRequest(&logdv1.AlterTopicRequest{Name: c.Name, Config: c.Config, DeleteConfig: c.Delete})
+	var resp *connect.Response[logdv1.AlterTopicResponse]
+	err := f.call(ctx, p, req, func(rpc logdv1connect.LogServiceClient) error {
+		var err error
+		resp, err = rpc.AlterTopic(ctx, req)
+		return err
+	})
+	if err != nil {
+		return replication.TopicInfo{}, err
+	}
+	want := resp.Msg.GetTopic().GetConfig()
+	var info replication.TopicInfo
+	err = f.applied(ctx, func() bool {
+		info, err = f.b.Topic(c.Name)
+		if err != nil {
+			return false
+		}
+		for k, v := range want {
+			if info.Config[k] != v {
+				return false
+			}
+		}
+		return true
+	})
+	return info, err
+}
+
+// DeleteTopic implements kafka.Forwarder.
+func (f *kafkaForwarder) DeleteTopic(ctx context.Context, p auth.Principal, name string) error {
+	req := connect.NewRequest(&logdv1.DeleteTopicRequest{Name: name})
+	err := f.call(ctx, p, req, func(rpc logdv1connect.LogServiceClient) error { _, err := rpc.DeleteTopic(ctx, req); return err })
+	if err != nil {
+		return err
+	}
+	return f.applied(ctx, func() bool { _, err := f.b.Topic(name); return errors.Is(err, replication.ErrUnknownTopic) })
+}
+
+// applied waits until done holds on this node, polling while ctx lasts.
+func (f *kafkaForwarder) applied(ctx context.Context, done func() bool) error {
+	for !done() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: the leader made the change; this node has not applied it yet", replication.ErrTimeout)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// leaderReasons maps the leader's refusals back to the backend's errors,
+// which the Kafka listener maps to Kafka's codes (the listener checks a
+// change here first, so the leader refuses only what changed since).
+var leaderReasons = map[logdv1.Reason]error{
+	logdv1.Reason_REASON_TOPIC_EXISTS:     replication.ErrTopicExists,
+	logdv1.Reason_REASON_UNKNOWN_TOPIC:    replication.ErrUnknownTopic,
+	logdv1.Reason_REASON_INVALID_ARGUMENT: replication.ErrInvalidConfig,
+	logdv1.Reason_REASON_NOT_LEADER:       replication.ErrNotLeader,
+	logdv1.Reason_REASON_UNAVAILABLE:      replication.ErrNotLeader,
+}
+
+// leaderError is a refusal of the leader: its message, and the backend's
+// error it stands for.
+type leaderError struct {
+	msg string
+	err error
+}
+
+func (e *leaderError) Error() string { return e.msg }
+func (e *leaderError) Unwrap() error { return e.err }
+
+// fromLeader turns the leader's answer into the backend's errors; one it
+// does not know, or a failed call, is an unknown outcome (the change may
+// have been made).
+func fromLeader(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return fmt.Errorf("%w: forwarding to the leader: %v", replication.ErrTimeout, err)
+	}
+	for _, d := range ce.Details() {
+		v, derr := d.Value()
+		if info, ok := v.(*logdv1.ErrorInfo); derr == nil && ok {
+			if sentinel, ok := leaderReasons[info.GetReason()]; ok {
+				return &leaderError{msg: ce.Message(), err: sentinel}
+			}
+		}
+	}
+	return &leaderError{msg: "the leader: " + ce.Message(), err: replication.ErrTimeout}
+}
