@@ -118,6 +118,9 @@ type errorRow struct {
 // backend has no row. The codes of NOT_LEADER below are for records;
 // codeFor turns them into NOT_CONTROLLER for administration.
 var errorTable = []errorRow{
+	// A change forwarded to the leader (forward.go) that its ACLs, newer
+	// than this node's, refuse the principal.
+	{errs: []error{ErrLeaderDenied}, code: errTopicAuthorizationFailed},
 	// Admission control refused the append and nothing was written: a
 	// code every Kafka client retries (NOT_ENOUGH_REPLICAS also means
 	// "not written"), sent with throttle_time_ms (throttleFor).
@@ -197,3 +200,7 @@ var packagePrefix = regexp.MustCompile(`(^|: )(replication|fsm|group|queue|parti
 func errorMessage(err error) string {
 	return packagePrefix.ReplaceAllString(err.Error(), "$1")
 }
+
+// ErrLeaderDenied is what a Forwarder returns when the leader refused the
+// principal the change: TOPIC_AUTHORIZATION_FAILED.
+var ErrLeaderDenied = errors.New("kafka: the leader refused the principal")

@@ -12,6 +12,7 @@ import (
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/kafka"
 	"github.com/logd-dev/logd/replication"
 	"github.com/logd-dev/logd/server"
 )
@@ -117,11 +118,13 @@ func (f *kafkaForwarder) applied(ctx context.Context, done func() bool) error {
 // which the Kafka listener maps to Kafka's codes (the listener checks a
 // change here first, so the leader refuses only what changed since).
 var leaderReasons = map[logdv1.Reason]error{
-	logdv1.Reason_REASON_TOPIC_EXISTS:     replication.ErrTopicExists,
-	logdv1.Reason_REASON_UNKNOWN_TOPIC:    replication.ErrUnknownTopic,
-	logdv1.Reason_REASON_INVALID_ARGUMENT: replication.ErrInvalidConfig,
-	logdv1.Reason_REASON_NOT_LEADER:       replication.ErrNotLeader,
-	logdv1.Reason_REASON_UNAVAILABLE:      replication.ErrNotLeader,
+	logdv1.Reason_REASON_TOPIC_EXISTS:      replication.ErrTopicExists,
+	logdv1.Reason_REASON_UNKNOWN_TOPIC:     replication.ErrUnknownTopic,
+	logdv1.Reason_REASON_INVALID_ARGUMENT:  replication.ErrInvalidConfig,
+	logdv1.Reason_REASON_NOT_LEADER:        replication.ErrNotLeader,
+	logdv1.Reason_REASON_UNAVAILABLE:       replication.ErrNotLeader,
+	logdv1.Reason_REASON_PERMISSION_DENIED: kafka.ErrLeaderDenied,
+	logdv1.Reason_REASON_UNAUTHENTICATED:   kafka.ErrLeaderDenied,
 }
 
 // leaderError is a refusal of the leader: its message, and the backend's

@@ -172,6 +172,30 @@ func TestPeerListenCluster(t *testing.T) {
 			}
 		}
 	}
+
+	// A topic created through a follower's Kafka port is forwarded to the
+	// leader's peer port as admin's (the follower's own node certificate
+	// may not create topics): the leader believes the principal.
+	f := followers[1]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkaAddr[f.id]), kgo.DialTLSConfig(clientTLS(t, dir, "admin")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	create := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "via-kafka", 2, -1
+	create.Topics = append(create.Topics, ct)
+	resp, err := cl.SeedBrokers()[0].Request(ctx, create)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.(*kmsg.CreateTopicsResponse).Topics[0]; got.ErrorCode != 0 {
+		t.Fatalf("CreateTopics as admin through follower %s's Kafka port: code %d (%v)", f.id, got.ErrorCode, got.ErrorMessage)
+	}
+	if _, err := leader.rpc.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: "via-kafka"})); err != nil {
+		t.Fatalf("the leader after CreateTopics through a follower: %v", err)
+	}
 }
 
 // port is the port of a host:port address.
