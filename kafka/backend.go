@@ -23,6 +23,10 @@ type Backend interface {
 	// brokers Metadata lists, the voters being every partition's
 	// replicas) and its leader.
 	Status() replication.Status
+	// RaftMetrics holds, on the leader, when each follower last answered
+	// it (replication.Node.RaftMetrics): the voters that answered lately
+	// are a partition's in-sync replicas.
+	RaftMetrics() replication.RaftMetrics
 	// NodeKafkaAddress returns the Kafka address a node registered (its
 	// --kafka-advertise); false when it registered none (no Kafka
 	// listener, or a build before the field).

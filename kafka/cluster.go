@@ -8,13 +8,16 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/logd-dev/logd/replication"
 )
 
 // How the Raft group looks to a Kafka client: every member is a broker,
-// the Raft leader leads every partition (and is the controller), and the
-// voters are every partition's replicas and in-sync replicas.
+// the Raft leader leads every partition (and is the controller), the
+// voters are every partition's replicas, and those that answered the
+// leader within inSyncLag its in-sync replicas (a follower, which cannot
+// tell, lists every voter).
 
 // broker is one node as Metadata lists it.
 type broker struct {
@@ -31,8 +34,9 @@ type clusterView struct {
 	// leader is the leader's broker id; -1 when there is none, or its
 	// Kafka address is not known.
 	leader int32
-	// replicas are the voters' broker ids, sorted.
-	replicas []int32
+	// replicas are the voters' broker ids, sorted; isr those the leader
+	// is in contact with.
+	replicas, isr []int32
 }
 
 // cluster returns the Raft group as this node sees it now.
@@ -51,6 +55,7 @@ func (s *Server) cluster() clusterView {
 		nodes = append(nodes, self)
 	}
 	ids := brokerIDs(nodes)
+	lost := s.outOfSync(st, self)
 	v := clusterView{leader: -1}
 	for _, n := range nodes {
 		addr, ok := s.kafkaAddress(n, self)
@@ -65,6 +70,9 @@ func (s *Server) cluster() clusterView {
 		v.brokers = append(v.brokers, broker{id: id, node: n, host: host, port: port})
 		if voters[n] {
 			v.replicas = append(v.replicas, id)
+			if !lost[n] {
+				v.isr = append(v.isr, id)
+			}
 		}
 		if n == st.LeaderID {
 			v.leader = id
@@ -72,7 +80,30 @@ func (s *Server) cluster() clusterView {
 	}
 	slices.SortFunc(v.brokers, func(a, b broker) int { return int(a.id) - int(b.id) })
 	slices.Sort(v.replicas)
+	slices.Sort(v.isr)
 	return v
+}
+
+// inSyncLag is how long ago a follower may have last answered the leader
+// and still count as in sync, as Kafka's replica.lag.time.max.ms (30 s
+// there; the leader heartbeats many times a second here).
+const inSyncLag = 5 * time.Second
+
+// outOfSync returns, on the leader, the voters that have not answered it
+// within inSyncLag (replication's follower stats: AppendEntries answers,
+// heartbeats included); none elsewhere, where it cannot be told.
+func (s *Server) outOfSync(st replication.Status, self string) map[string]bool {
+	if st.LeaderID != self {
+		return nil
+	}
+	lost := map[string]bool{}
+	now := time.Now()
+	for _, f := range s.b.RaftMetrics().Followers {
+		if f.LastContact.IsZero() || now.Sub(f.LastContact) > inSyncLag {
+			lost[f.ID] = true
+		}
+	}
+	return lost
 }
 
 // kafkaAddress returns a node's Kafka address: this node's as advertised,

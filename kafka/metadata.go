@@ -149,7 +149,7 @@ func (s *Server) topicMetadata(rc *reqCtx, t replication.TopicInfo, view cluster
 		// truncation checks that would need OffsetForLeaderEpoch.
 		mp.LeaderEpoch = -1
 		mp.Replicas = view.replicas
-		mp.ISR = view.replicas
+		mp.ISR = view.isr
 		mp.OfflineReplicas = []int32{}
 		mt.Partitions[p] = mp
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -156,4 +157,63 @@ func TestKafkaAdminOnFollower(t *testing.T) {
 			t.Fatal("the topic deleted through the follower still exists")
 		}
 	}
+}
+
+// TestKafkaISR: the leader's Metadata lists as in-sync replicas the
+// voters that answered it lately: all three, then two once a follower is
+// killed (5 s after its last answer), then three again once it is back.
+func TestKafkaISR(t *testing.T) {
+	c := &cluster{t: t}
+	var kaddr string
+	kaddrs := map[string]string{}
+	for i := range 3 {
+		id := fmt.Sprintf("n%d", i+1)
+		kaddrs[id] = freeAddr(t)
+		c.nodes = append(c.nodes, newNode(t, id, "--kafka-listen", kaddrs[id]))
+	}
+	c.start()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	leader := c.leader(ctx)
+	kaddr = kaddrs[leader.id]
+	createTopic(t, ctx, leader, "isr", 1, nil)
+	var victim *node
+	for _, nd := range c.nodes {
+		if nd != leader {
+			victim = nd
+		}
+	}
+	var victimID int32
+	fmt.Sscanf(victim.id, "n%d", &victimID)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kaddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	isr := func() (replicas, isr []int32) {
+		t.Helper()
+		req := kmsg.NewPtrMetadataRequest()
+		req.SetVersion(12)
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr("isr")
+		req.Topics = append(req.Topics, rt)
+		resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := resp.(*kmsg.MetadataResponse).Topics[0].Partitions[0]
+		return p.Replicas, p.ISR
+	}
+	waitISR := func(what string, want int, in bool) {
+		t.Helper()
+		waitFor(t, ctx, what, func() bool {
+			replicas, got := isr()
+			return len(replicas) == 3 && len(got) == want && slices.Contains(got, victimID) == in
+		})
+	}
+	waitISR("all three voters in sync", 3, true)
+	victim.kill()
+	waitISR(victim.id+" out of the ISR once killed", 2, false)
+	victim.launch("")
+	waitISR(victim.id+" back in the ISR", 3, true)
 }
