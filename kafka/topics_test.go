@@ -232,8 +232,10 @@ func TestAlterConfigsReplace(t *testing.T) {
 		case "retention.ms":
 			want = "5000"
 		}
-		if cfg[k] != want {
-			t.Errorf("%s = %q after the replace, want %q", k, cfg[k], want)
+		// A setting a topic shows only once set (one of a newer feature
+		// level) is at its default when absent.
+		if got, ok := cfg[k]; (ok || want != def) && got != want {
+			t.Errorf("%s = %q after the replace, want %q", k, got, want)
 		}
 	}
 	if got := alter(false, kmsg.ConfigResourceTypeTopic, "nope", "retention.ms", "1"); got.ErrorCode != errUnknownTopicOrPartition {
