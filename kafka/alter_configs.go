@@ -19,11 +19,16 @@ func (s *Server) alterConfigs(ctx context.Context, rc *reqCtx, req *kmsg.AlterCo
 	w := rc.writer(s.waitReady(ctx) && s.b.IsLeader())
 	actx, cancel := adminContext(ctx, 0)
 	defer cancel()
-	defaults := s.b.TopicConfigDefaults()
 	for _, r := range req.Resources {
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-		rr.ErrorCode, rr.ErrorMessage = s.alterResource(actx, rc, w, replaceConfigs(r, defaults), req.ValidateOnly)
+		var current map[string]string
+		if r.ResourceType == kmsg.ConfigResourceTypeTopic {
+			if info, err := s.b.Topic(r.ResourceName); err == nil {
+				current = info.Config // else alterTopicConfig says why
+			}
+		}
+		rr.ErrorCode, rr.ErrorMessage = s.alterResource(actx, rc, w, replaceConfigs(r, current), req.ValidateOnly)
 		resp.Resources = append(resp.Resources, rr)
 	}
 	return resp
@@ -32,10 +37,12 @@ func (s *Server) alterConfigs(ctx context.Context, rc *reqCtx, req *kmsg.AlterCo
 // replaceConfigs turns an AlterConfigs resource into the
 // IncrementalAlterConfigs changes with the same outcome: a SET of each
 // setting listed with a value, a DELETE (back to the default) of each
-// listed without one and of each setting of defaults not listed. A
-// setting listed twice stays twice, and is refused as in
+// listed without one and of each setting the topic has now (current) not
+// listed. (A setting a topic shows only once set, one of a newer feature
+// level, is left alone when absent: it is at its default.) A setting
+// listed twice stays twice, and is refused as in
 // IncrementalAlterConfigs.
-func replaceConfigs(r kmsg.AlterConfigsRequestResource, defaults map[string]string) kmsg.IncrementalAlterConfigsRequestResource {
+func replaceConfigs(r kmsg.AlterConfigsRequestResource, current map[string]string) kmsg.IncrementalAlterConfigsRequestResource {
 	out := kmsg.NewIncrementalAlterConfigsRequestResource()
 	out.ResourceType, out.ResourceName = r.ResourceType, r.ResourceName
 	listed := map[string]bool{}
@@ -51,7 +58,7 @@ func replaceConfigs(r kmsg.AlterConfigsRequestResource, defaults map[string]stri
 	if r.ResourceType != kmsg.ConfigResourceTypeTopic {
 		return out
 	}
-	for _, k := range sortedKeys(defaults) {
+	for _, k := range sortedKeys(current) {
 		if !listed[k] {
 			ic := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
 			ic.Name, ic.Op = k, kmsg.IncrementalAlterConfigOpDelete
