@@ -13,8 +13,9 @@ import (
 // keyCreatePartitions is CreatePartitions' API key.
 const keyCreatePartitions int16 = 37
 
-// createPartitions answers CreatePartitions on the leader (elsewhere
-// NOT_CONTROLLER, and the client asks the controller Metadata names): each
+// createPartitions answers CreatePartitions on the leader, and on another
+// node through it (forward.go; without a Forwarder NOT_CONTROLLER, and the
+// client asks the controller Metadata names): each
 // topic grows to its Count in one Raft command (replication.Backend
 // CreatePartitions), its new partitions empty at offset 0, and the next
 // Metadata lists them, so clients pick them up at their metadata refresh.
@@ -28,7 +29,7 @@ const keyCreatePartitions int16 = 37
 // audit log, unless the request only validates.
 func (s *Server) createPartitions(ctx context.Context, rc *reqCtx, req *kmsg.CreatePartitionsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
-	leader := s.waitReady(ctx) && s.b.IsLeader()
+	w := rc.writer(s.waitReady(ctx) && s.b.IsLeader())
 	count := map[string]int{}
 	for _, t := range req.Topics {
 		count[t.Topic]++
@@ -45,10 +46,10 @@ func (s *Server) createPartitions(ctx context.Context, rc *reqCtx, req *kmsg.Cre
 			code, msg = errInvalidRequest, "topic named more than once in the request"
 		case !rc.mayTopic(t.Topic):
 			code = errTopicAuthorizationFailed
-		case !leader:
+		case w == nil && !req.ValidateOnly:
 			code = errNotController
 		default:
-			code, msg = s.growTopic(actx, t, req.ValidateOnly)
+			code, msg = s.growTopic(actx, w, t, req.ValidateOnly)
 		}
 		rt.ErrorCode = code
 		if msg != "" {
@@ -63,26 +64,26 @@ func (s *Server) createPartitions(ctx context.Context, rc *reqCtx, req *kmsg.Cre
 	return resp
 }
 
-// growTopic grows (or only validates the growth of) one topic.
-func (s *Server) growTopic(ctx context.Context, t kmsg.CreatePartitionsRequestTopic, validateOnly bool) (int16, string) {
+// growTopic grows through w (or only validates, here, the growth of) one
+// topic.
+func (s *Server) growTopic(ctx context.Context, w topicWriter, t kmsg.CreatePartitionsRequestTopic, validateOnly bool) (int16, string) {
 	if len(t.Assignment) > 0 {
 		return errInvalidReplicaAssignment, "logd places every partition on every voter; leave the assignment empty"
 	}
 	info, err := s.b.Topic(t.Topic)
 	if err != nil {
-		return codeFor(err, opAdmin), err.Error()
+		return codeFor(err, opAdmin), errorMessage(err)
 	}
 	if t.Count == info.Partitions {
 		return errInvalidPartitions, fmt.Sprintf("topic %s already has %d partitions", t.Topic, info.Partitions)
 	}
 	c := replication.CreatePartitions{Name: t.Topic, Count: t.Count}
-	if validateOnly {
-		err = s.b.ValidateCreatePartitions(c)
-	} else {
-		_, err = s.b.CreatePartitions(ctx, c)
+	err = s.b.ValidateCreatePartitions(c) // here too when forwarding: the precise code
+	if err == nil && !validateOnly {
+		_, err = w.CreatePartitions(ctx, c)
 	}
 	if err != nil {
-		return codeFor(err, opAdmin), err.Error()
+		return codeFor(err, opAdmin), errorMessage(err)
 	}
 	if !validateOnly {
 		s.logger.Info("kafka: topic partitions added", "topic", t.Topic, "from", info.Partitions, "to", t.Count)

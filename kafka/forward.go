@@ -7,18 +7,20 @@ import (
 	"github.com/logd-dev/logd/replication"
 )
 
-// Forwarder makes a topic change on the Raft leader for a node that does
-// not lead, on behalf of the principal a Kafka connection authenticated
-// as (auth.Anonymous without authentication; a certificate's otherwise),
-// as the Connect API forwards its writes: Kafka's own brokers forward
-// CreateTopics, DeleteTopics and the config changes to their controller
-// (KIP-590), and kgo and sarama send IncrementalAlterConfigs to any broker
-// without retrying NOT_CONTROLLER. cmd/logd implements it over the
-// leader's API. The errors are the backend's.
+// Forwarder makes a topic change (CreateTopics, DeleteTopics,
+// CreatePartitions, the config changes) on the Raft leader for a node
+// that does not lead, on behalf of the principal a Kafka connection
+// authenticated as (auth.Anonymous without authentication; a
+// certificate's otherwise), as the Connect API forwards its writes:
+// Kafka's own brokers forward these to their controller (KIP-590), and
+// kgo and sarama send IncrementalAlterConfigs to any broker without
+// retrying NOT_CONTROLLER. cmd/logd implements it over the leader's API.
+// The errors are the backend's.
 type Forwarder interface {
 	CreateTopic(ctx context.Context, p auth.Principal, c replication.CreateTopic) (replication.TopicInfo, error)
 	AlterTopic(ctx context.Context, p auth.Principal, c replication.AlterTopic) (replication.TopicInfo, error)
 	DeleteTopic(ctx context.Context, p auth.Principal, name string) error
+	CreatePartitions(ctx context.Context, p auth.Principal, c replication.CreatePartitions) (replication.TopicInfo, error)
 }
 
 // topicWriter is where a request's topic changes go: the backend on the
@@ -27,6 +29,7 @@ type topicWriter interface {
 	CreateTopic(ctx context.Context, c replication.CreateTopic) (replication.TopicInfo, error)
 	AlterTopic(ctx context.Context, c replication.AlterTopic) (replication.TopicInfo, error)
 	DeleteTopic(ctx context.Context, name string) error
+	CreatePartitions(ctx context.Context, c replication.CreatePartitions) (replication.TopicInfo, error)
 }
 
 // writer returns the request's topicWriter, or nil when this node does
@@ -59,4 +62,8 @@ func (w forwarded) AlterTopic(ctx context.Context, c replication.AlterTopic) (re
 
 func (w forwarded) DeleteTopic(ctx context.Context, name string) error {
 	return w.f.DeleteTopic(ctx, w.p, name)
+}
+
+func (w forwarded) CreatePartitions(ctx context.Context, c replication.CreatePartitions) (replication.TopicInfo, error) {
+	return w.f.CreatePartitions(ctx, w.p, c)
 }

@@ -15,10 +15,10 @@ import (
 )
 
 // TestKafkaAdminOnFollower: on a three-node cluster, CreateTopics,
-// IncrementalAlterConfigs, AlterConfigs and DeleteTopics sent to a
-// follower's Kafka port (kgo, addressing that broker) are forwarded to the
-// leader, as Kafka's brokers forward them to their controller, instead of
-// NOT_CONTROLLER: each answers without an error, the leader's state shows
+// IncrementalAlterConfigs, AlterConfigs, CreatePartitions and DeleteTopics
+// sent to a follower's Kafka port (kgo, addressing that broker) are
+// forwarded to the leader, as Kafka's brokers forward them to their
+// controller, instead of NOT_CONTROLLER: each answers without an error, the leader's state shows
 // the change, and so does the follower's when it answered. sarama's
 // ClusterAdmin, bootstrapped from the follower alone, alters a setting
 // (IncrementalAlterConfigs, sent to any broker and not retried on
@@ -142,6 +142,19 @@ func TestKafkaAdminOnFollower(t *testing.T) {
 	}
 	if config(lc, "retention.ms") != v {
 		t.Fatal("sarama's change did not reach the leader")
+	}
+
+	grow := kmsg.NewPtrCreatePartitionsRequest()
+	gt := kmsg.NewCreatePartitionsRequestTopic()
+	gt.Topic, gt.Count = "fwd", 5
+	grow.Topics = append(grow.Topics, gt)
+	if got := on(grow).(*kmsg.CreatePartitionsResponse).Topics[0]; got.ErrorCode != 0 {
+		t.Fatalf("CreatePartitions on the follower: code %d (%v)", got.ErrorCode, got.ErrorMessage)
+	}
+	for _, c := range []*client.Client{lc, fc} {
+		if d, err := c.DescribeTopic(ctx, "fwd"); err != nil || d.Topic.Partitions != 5 {
+			t.Fatalf("after CreatePartitions through the follower: %+v, %v; want 5 partitions", d.Topic, err)
+		}
 	}
 
 	del := kmsg.NewPtrDeleteTopicsRequest()

@@ -102,6 +102,18 @@ func (f *kafkaForwarder) DeleteTopic(ctx context.Context, p auth.Principal, name
 	return f.applied(ctx, func() bool { _, err := f.b.Topic(name); return errors.Is(err, replication.ErrUnknownTopic) })
 }
 
+// CreatePartitions implements kafka.Forwarder.
+func (f *kafkaForwarder) CreatePartitions(ctx context.Context, p auth.Principal, c replication.CreatePartitions) (replication.TopicInfo, error) {
+	req := connect.NewRequest(&logdv1.CreatePartitionsRequest{Name: c.Name, Count: c.Count})
+	err := f.call(ctx, p, req, func(rpc logdv1connect.LogServiceClient) error { _, err := rpc.CreatePartitions(ctx, req); return err })
+	if err != nil {
+		return replication.TopicInfo{}, err
+	}
+	var info replication.TopicInfo
+	err = f.applied(ctx, func() bool { info, err = f.b.Topic(c.Name); return err == nil && info.Partitions >= c.Count })
+	return info, err
+}
+
 // applied waits until done holds on this node, polling while ctx lasts.
 func (f *kafkaForwarder) applied(ctx context.Context, done func() bool) error {
 	for !done() {
