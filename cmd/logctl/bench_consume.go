@@ -22,6 +22,7 @@ type benchConsumeFlags struct {
 	duration       time.Duration
 	output         string
 	progress       bool
+	kafka          string
 }
 
 func newBenchConsumeCmd(opts *globalOpts) *cobra.Command {
@@ -33,9 +34,14 @@ func newBenchConsumeCmd(opts *globalOpts) *cobra.Command {
 --concurrency fetches in flight (partitions are split into offset ranges when
 there are more workers than partitions), and report records/s, MB/s (10^6
 bytes of keys and values) and per-fetch latency. Fill the topic first, e.g.
-with "logctl bench produce --keep" (without --keep it deletes its topic).`,
+with "logctl bench produce --keep" (without --keep it deletes its topic).
+
+--kafka HOST:PORT reads through that node's Kafka listener with franz-go
+instead of logd's API: one client fetching every partition at once
+(--concurrency does not apply), latency per poll.`,
 		Example: `  logctl bench produce --topic logctl-bench --records 100000 --keep
-  logctl bench consume --topic logctl-bench --concurrency 4 -o json`,
+  logctl bench consume --topic logctl-bench --concurrency 4 -o json
+  logctl bench consume --topic logctl-bench --kafka 127.0.0.1:9092`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(f.output); err != nil {
@@ -66,7 +72,12 @@ with "logctl bench produce --keep" (without --keep it deletes its topic).`,
 			}
 			prog := newProgress(opts.stderr, f.progress || isTerminal(opts.stderr), total, "records")
 			prog.Start()
-			res, err := benchConsume(cmd.Context(), c, &f, tasks, prog)
+			var res benchResult
+			if f.kafka != "" {
+				res, err = benchConsumeKafka(cmd.Context(), opts, f.kafka, &f, tasks, prog)
+			} else {
+				res, err = benchConsume(cmd.Context(), c, &f, tasks, prog)
+			}
 			prog.Stop()
 			if err != nil {
 				return err
@@ -78,6 +89,7 @@ with "logctl bench produce --keep" (without --keep it deletes its topic).`,
 	fl.StringVar(&f.topic, "topic", "logctl-bench", "topic to read")
 	fl.Int32Var(&f.recordsPerCall, "records-per-call", 1000, "max records per fetch (0: bounded by --max-bytes only)")
 	fl.Int32Var(&f.maxBytes, "max-bytes", 0, "max bytes per fetch (0: server default)")
+	fl.StringVar(&f.kafka, "kafka", "", "read through this Kafka listener (HOST:PORT) with franz-go instead of logd's API")
 	fl.IntVar(&f.concurrency, "concurrency", 8, "fetches in flight")
 	fl.Int64Var(&f.records, "records", 0, "stop after this many records (0: all)")
 	fl.DurationVar(&f.duration, "duration", 0, "stop after this long (0: no limit)")

@@ -31,6 +31,7 @@ type benchProduceFlags struct {
 	idemKeys       bool
 	compareRounds  int
 	keep           bool
+	kafka          string
 }
 
 func newBenchProduceCmd(opts *globalOpts) *cobra.Command {
@@ -55,11 +56,19 @@ of each kind (the keyed one fills the window), N rounds each produce
 to --topic with "-keyed" appended, in alternating order; the rounds' changes in
 records/s are averaged with a 95% confidence interval. Give --records at
 least the keyed topic's idempotency.max.keys, so the window is full and
-every key evicts the oldest, as in steady state.`,
+every key evicts the oldest, as in steady state.
+
+--kafka HOST:PORT produces through that node's Kafka listener with
+franz-go instead of logd's API (acks=all, no producer id), so the two
+front ends can be compared in one sitting: kgo batches the records per
+partition, with up to --concurrency requests and --concurrency ×
+--records-per-call records in flight, and latency is per record. The
+topic is still created and deleted over logd's API.`,
 		Example: `  logctl bench produce --records 1000000
   logctl bench produce --topic logctl-bench --records 100000 --keep
   logctl bench produce --duration 30s --rate 50000 --output json
-  logctl bench produce --compare-keys 5 --records 1000000`,
+  logctl bench produce --compare-keys 5 --records 1000000
+  logctl bench produce --kafka 127.0.0.1:9092 --record-size 1024 --keep`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			if err := checkOutput(f.output); err != nil {
@@ -113,7 +122,12 @@ every key evicts the oldest, as in steady state.`,
 				}
 				return printCompare(opts.stdout, f.output, summarizeCompare(rounds))
 			}
-			res, err := benchProduce(cmd.Context(), c, &f, prog)
+			var res benchResult
+			if f.kafka != "" {
+				res, err = benchProduceKafka(cmd.Context(), opts, f.kafka, &f, prog)
+			} else {
+				res, err = benchProduce(cmd.Context(), c, &f, prog)
+			}
 			prog.Stop()
 			if err != nil {
 				return err
@@ -133,6 +147,7 @@ every key evicts the oldest, as in steady state.`,
 	fl.BoolVar(&f.idemKeys, "idempotency-keys", false, "give every record a unique idempotency key (measures the dedup check)")
 	fl.IntVar(&f.compareRounds, "compare-keys", 0, "run this many rounds without and with idempotency keys (to --topic and to --topic plus \"-keyed\") and report the difference")
 	fl.BoolVar(&f.progress, "progress", false, "show progress on stderr even when it is not a terminal")
+	fl.StringVar(&f.kafka, "kafka", "", "produce through this Kafka listener (HOST:PORT) with franz-go instead of logd's API")
 	addKeepFlag(cmd, &f.keep)
 	addOutputFlag(cmd, &f.output)
 	return cmd
