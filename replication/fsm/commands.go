@@ -69,6 +69,12 @@ const (
 	CmdACLCreate CommandType = 72
 	// CmdACLDelete removes the ACLs a filter matches.
 	CmdACLDelete CommandType = 73
+
+	// Redrive jobs (80-89), at RedriveLevel.
+
+	// CmdRedrive starts, advances, stops or ends a redrive job
+	// (apply_redrive.go).
+	CmdRedrive CommandType = 80
 )
 
 // FeatureLevel numbers what a build's state machine understands: a build
@@ -120,8 +126,12 @@ const (
 	// PartitionsLevel adds the growth of a topic's partition count
 	// (CmdCreatePartitions).
 	PartitionsLevel FeatureLevel = 7
+	// RedriveLevel adds redrive jobs run by the leader (CmdRedrive): a
+	// job's definition, state and counters are replicated, its position
+	// is the committed offsets of its consumer group (RedriveGroup).
+	RedriveLevel FeatureLevel = 8
 	// Level is the highest feature level this build understands.
-	Level FeatureLevel = PartitionsLevel
+	Level FeatureLevel = RedriveLevel
 )
 
 // commandVersion is the payload version most kinds write after the type
@@ -208,6 +218,8 @@ var commands = [...]command{
 	CmdTokenRevoke: securityCommand("token-revoke", decodeTokenRevoke, (*FSM).applyTokenRevoke),
 	CmdACLCreate:   securityCommand("acl-create", decodeACLCreate, (*FSM).applyACLCreate),
 	CmdACLDelete:   securityCommand("acl-delete", decodeACLDelete, (*FSM).applyACLDelete),
+
+	CmdRedrive: jsonCommand("redrive", RedriveLevel, (*FSM).applyRedrive),
 }
 
 // commandOf returns the row of t, or nil when this build does not know t.

@@ -75,4 +75,7 @@ var (
 	// ErrTooManyACLs means ACLs were not created because the cluster would
 	// hold more than MaxACLs.
 	ErrTooManyACLs = errors.New("replication: too many ACLs")
+	// ErrUnknownRedrive means no redrive job with that id is kept (never
+	// started, or dropped as one of the oldest ended jobs).
+	ErrUnknownRedrive = errors.New("replication: unknown redrive job")
 )

@@ -9,7 +9,8 @@ import (
 // TestCommandTable: every row is complete, names are unique, and every
 // kind and payload version this build has is within its feature levels;
 // all kinds that existed before feature levels are at BaseLevel, the
-// security kinds at SecurityLevel, group-set-offsets at ExternalGroupsLevel.
+// security kinds at SecurityLevel, group-set-offsets at ExternalGroupsLevel,
+// redrive at RedriveLevel.
 func TestCommandTable(t *testing.T) {
 	names := map[string]CommandType{}
 	rows := 0
@@ -38,6 +39,8 @@ func TestCommandTable(t *testing.T) {
 			want = ExternalGroupsLevel
 		case ct == CmdCreatePartitions:
 			want = PartitionsLevel
+		case ct == CmdRedrive:
+			want = RedriveLevel
 		}
 		if c.level != want {
 			t.Errorf("%s: level %d, want %d", c.name, c.level, want)
@@ -48,8 +51,8 @@ func TestCommandTable(t *testing.T) {
 			}
 		}
 	}
-	if rows != 28 {
-		t.Fatalf("%d kinds in the table, want 28", rows)
+	if rows != 29 {
+		t.Fatalf("%d kinds in the table, want 29", rows)
 	}
 }
 

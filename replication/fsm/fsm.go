@@ -69,6 +69,8 @@ type FSM struct {
 	nodes nodeRegistry
 	// security is the tokens and ACLs (security_state.go).
 	security securityState
+	// redrives are the redrive jobs (redrive_state.go).
+	redrives redriveJobs
 	// catchUp fetches missing segments from peers on Restore (catchup.go).
 	catchUp catchUpConfig
 	// dedupScratch is reused by applyAppend, keyScratch by applyOne (Raft

@@ -50,6 +50,9 @@ type manifest struct {
 	// Security holds the tokens and ACLs (versioned on its own;
 	// security_state.go).
 	Security *securityManifest `json:"security,omitempty"`
+	// Redrives holds the redrive jobs (redrive_state.go); their positions
+	// are in Groups.
+	Redrives *redriveManifest `json:"redrives,omitempty"`
 }
 
 type topicManifest struct {
@@ -119,6 +122,7 @@ func (f *FSM) Snapshot() (*Snapshot, error) {
 	m.Nodes = f.nodes.snapshot()
 	m.Cleaner = f.snapshotCleaner()
 	m.Security = f.snapshotSecurity()
+	m.Redrives = f.snapshotRedrives()
 	return &Snapshot{m: m, dedups: dedups, root: f.root, logger: f.logger, syncs: syncs, fsm: f}, nil
 }
 
@@ -299,6 +303,7 @@ func (f *FSM) Restore(rc io.Reader) error {
 	f.topics = topics
 	f.mu.Unlock()
 	f.security.install(tokens, acls)
+	f.restoreRedrives(m.Redrives)
 	f.now.Store(m.Now)
 	f.level.Store(uint32(m.Level))
 	f.applied.Store(m.Index)
