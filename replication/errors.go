@@ -106,6 +106,8 @@ var (
 	ErrTokenExists = fsm.ErrTokenExists
 	// ErrUnknownToken means no token with that id is stored.
 	ErrUnknownToken = fsm.ErrUnknownToken
+	// ErrUnknownRedrive means no redrive job with that id is kept.
+	ErrUnknownRedrive = fsm.ErrUnknownRedrive
 	// ErrTooManyTokens means the cluster holds MaxTokens live tokens.
 	ErrTooManyTokens = fsm.ErrTooManyTokens
 	// ErrTooManyACLs means the cluster would hold more than MaxACLs.

@@ -236,6 +236,10 @@ type Node struct {
 	// cleanerDone is closed when the cleaner goroutine (cleaner.go) ends.
 	cleanerDone  chan struct{}
 	cleanerStats cleanerStats
+	// redriveDone is closed when the redrive loop (redrive.go) ends;
+	// redriveWake wakes it early.
+	redriveDone chan struct{}
+	redriveWake chan struct{}
 	// cluster serializes membership changes and self-registration
 	// (cluster.go).
 	cluster clusterState
@@ -322,6 +326,8 @@ func Open(cfg Config) (*Node, error) {
 	go n.housekeeping()
 	n.cleanerDone = make(chan struct{})
 	go n.runCleaner()
+	n.redriveDone, n.redriveWake = make(chan struct{}), make(chan struct{}, 1)
+	go n.runRedrives()
 	return n, nil
 }
 
@@ -720,6 +726,7 @@ func (n *Node) Close() error {
 	close(n.stop)
 	<-n.done
 	<-n.cleanerDone
+	<-n.redriveDone
 	n.raft.DeregisterObserver(n.leaderObsv)
 	errs := []error{n.raft.Shutdown().Error()}
 	errs = append(errs, n.stores.close(), n.fsm.Close())

@@ -1,0 +1,518 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/logd-dev/logd/batch"
+	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/replication/fsm"
+)
+
+// Redrive jobs run on the leader. A job's definition, state and counters
+// are replicated (fsm.CmdRedrive, at fsm.RedriveLevel), so whichever node
+// leads runs every running job: the leader's redrive loop starts one
+// worker per running job once its barrier is applied, and cancels them
+// all when it loses the leadership. A worker reads the dead-letter topic
+// from the job's position (the committed offsets of fsm.RedriveGroup),
+// produces a batch of selected records, then commits the position after
+// that batch together with its counters in one entry. Each redriven
+// record carries an idempotency key derived from its dead letter (topic,
+// partition, offset; RedriveIdempotencyKey) and a payload derived from it
+// alone, so a batch produced but not committed before a leader change is
+// answered as duplicates when the next leader produces it again (within
+// the target's idempotency window, docs/architecture.md "Redrive jobs").
+
+type (
+	// RedriveJob is a redrive job as replicated (fsm.RedriveJob).
+	RedriveJob = fsm.RedriveJob
+	// RedriveSpec says what a redrive job does (fsm.RedriveSpec).
+	RedriveSpec = fsm.RedriveSpec
+	// RedriveProgress counts what a redrive job did.
+	RedriveProgress = fsm.RedriveProgress
+)
+
+// DefaultMaxRedrives is RedriveSpec.MaxRedrives when zero.
+const DefaultMaxRedrives = 3
+
+// Redrive headers a redriven record carries (the client library reads the
+// same names).
+const (
+	redriveCountHeader = "logd-redrive-count"
+	redriveKeyHeader   = "logd-redrive-idempotency-key"
+)
+
+// redriveBatch bounds the records one batch reads; a rate makes batches
+// smaller (about a tenth of a second of records), so a stop or a leader
+// change waits for little.
+const (
+	redriveBatch       = 200
+	redriveReadBytes   = 1 << 20
+	redriveRetryPause  = 200 * time.Millisecond
+	redriveLoopPeriod  = 100 * time.Millisecond
+	redriveMaxOverload = 5 * time.Second
+)
+
+// RedriveIdempotencyKey is the idempotency key of the record a redrive
+// writes for the dead letter at (topic, partition, offset).
+func RedriveIdempotencyKey(topic string, partition int32, offset int64) string {
+	return "logd-redrive/" + topic + "/" + strconv.Itoa(int(partition)) + "/" + strconv.FormatInt(offset, 10)
+}
+
+// StartRedrive starts a redrive job: the dead-letter topic's end offsets
+// now bound it; MaxRedrives 0 is DefaultMaxRedrives. Errors:
+// ErrUnknownTopic (the dead-letter topic or the target), ErrInvalidArgument
+// (a bad bound or rate), *FeatureLevelError before every member runs a
+// build with redrive jobs.
+func (n *Node) StartRedrive(ctx context.Context, s RedriveSpec) (RedriveJob, error) {
+	if s.MaxRedrives == 0 {
+		s.MaxRedrives = DefaultMaxRedrives
+	}
+	t, err := n.fsm.Topic(s.DeadLetterTopic)
+	if err != nil {
+		return RedriveJob{}, fmt.Errorf("redrive: dead-letter topic: %w", err)
+	}
+	s.Ends = make([]int64, len(t.Partitions))
+	for i, p := range t.Partitions {
+		s.Ends[i] = p.Log().EndOffset()
+	}
+	if err := n.fsm.ValidateRedriveSpec(s); err != nil {
+		return RedriveJob{}, err
+	}
+	j, err := n.proposeRedrive(ctx, fsm.Redrive{Op: fsm.RedriveStart, Spec: &s})
+	if err == nil {
+		n.wakeRedrives()
+	}
+	return j, err
+}
+
+// StopRedrive stops a running job (its worker stops after the batch in
+// hand, which is committed); stopping an ended job changes nothing.
+// ErrUnknownRedrive for an id not kept.
+func (n *Node) StopRedrive(ctx context.Context, id string) (RedriveJob, error) {
+	if _, err := n.fsm.RedriveJob(id); err != nil {
+		return RedriveJob{}, err
+	}
+	j, err := n.proposeRedrive(ctx, fsm.Redrive{Op: fsm.RedriveStop, ID: id})
+	if err == nil {
+		n.wakeRedrives()
+	}
+	return j, err
+}
+
+// RedriveJob returns a job as applied on this node (ErrUnknownRedrive).
+func (n *Node) RedriveJob(id string) (RedriveJob, error) { return n.fsm.RedriveJob(id) }
+
+// RedriveJobs returns the jobs kept, as applied on this node, oldest
+// first.
+func (n *Node) RedriveJobs() []RedriveJob { return n.fsm.RedriveJobs() }
+
+// RedrivePosition returns a job's position: per dead-letter partition, the
+// next offset it reads (its group's committed offset, 0 before any).
+func (n *Node) RedrivePosition(j RedriveJob) []int64 {
+	pos := make([]int64, len(j.Spec.Ends))
+	g, err := n.fsm.ConsumerGroup(fsm.RedriveGroup(j.ID))
+	if err != nil {
+		return pos
+	}
+	if t, ok := g.Topics[j.Spec.DeadLetterTopic]; ok {
+		for i, p := range t.Partitions {
+			if i < len(pos) && p.Committed > 0 {
+				pos[i] = p.Committed
+			}
+		}
+	}
+	return pos
+}
+
+func (n *Node) proposeRedrive(ctx context.Context, c fsm.Redrive) (RedriveJob, error) {
+	data, err := fsm.EncodeJSON(fsm.CmdRedrive, n.cfg.Now().UnixNano(), c)
+	if err != nil {
+		return RedriveJob{}, err
+	}
+	res, err := n.propose(ctx, data)
+	if err != nil {
+		return RedriveJob{}, err
+	}
+	j, ok := res.(fsm.RedriveJob)
+	if !ok {
+		return RedriveJob{}, fmt.Errorf("redrive: unexpected result %T", res)
+	}
+	return j, nil
+}
+
+func (n *Node) wakeRedrives() {
+	select {
+	case n.redriveWake <- struct{}{}:
+	default:
+	}
+}
+
+// runRedrives is the leader's redrive loop: while this node leads (its
+// barrier applied), one worker per running job; none otherwise. It ends
+// when Close closes n.stop, after its workers.
+func (n *Node) runRedrives() {
+	defer close(n.redriveDone)
+	var (
+		mu      sync.Mutex
+		workers = map[string]context.CancelFunc{} // guarded by mu
+		wg      sync.WaitGroup
+	)
+	defer func() {
+		mu.Lock()
+		for _, cancel := range workers {
+			cancel()
+		}
+		mu.Unlock()
+		wg.Wait()
+	}()
+	b := NewBackend(n)
+	t := time.NewTicker(redriveLoopPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		case <-n.redriveWake:
+		}
+		leads := n.IsLeader() && n.Ready()
+		running := map[string]bool{}
+		if leads {
+			for _, j := range n.fsm.RedriveJobs() {
+				if !j.Ended() {
+					running[j.ID] = true
+				}
+			}
+		}
+		mu.Lock()
+		for id, cancel := range workers {
+			if !running[id] {
+				cancel()
+			}
+		}
+		for id := range running {
+			if _, ok := workers[id]; ok {
+				continue
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			workers[id] = cancel
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() {
+					mu.Lock()
+					delete(workers, id)
+					mu.Unlock()
+					cancel()
+				}()
+				n.redriveWorker(ctx, b, id)
+			}()
+		}
+		mu.Unlock()
+	}
+}
+
+// redriveWorker runs job id until it is done, fails, is stopped, or this
+// node stops leading (ctx).
+func (n *Node) redriveWorker(ctx context.Context, b *Backend, id string) {
+	log := n.cfg.Logger.With("redrive", id)
+	for ctx.Err() == nil {
+		j, err := n.fsm.RedriveJob(id)
+		if err != nil || j.Ended() {
+			return
+		}
+		done, err := n.redriveStep(ctx, b, j)
+		switch {
+		case err == nil && !done:
+			continue
+		case err == nil:
+			if _, err := n.proposeRedrive(ctx, fsm.Redrive{Op: fsm.RedriveFinish, ID: id}); err == nil {
+				log.Info("redrive done")
+				return
+			}
+		case retryableRedrive(err):
+			log.Debug("redrive step", "err", err)
+		default:
+			log.Warn("redrive failed", "err", err)
+			if _, err := n.proposeRedrive(ctx, fsm.Redrive{Op: fsm.RedriveFinish, ID: id, Error: publicError(err)}); err == nil {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(redriveRetryPause):
+		}
+	}
+}
+
+// retryableRedrive: errors after which the job goes on (on this node, or
+// on the next leader), as opposed to those that fail it.
+func retryableRedrive(err error) bool {
+	return errors.Is(err, ErrNotLeader) || errors.Is(err, ErrTimeout) || errors.Is(err, ErrShutdown) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, ErrDedupRace) || errors.Is(err, ErrStopped)
+}
+
+// publicError is an error's text without the package prefixes of its
+// sentinels, for a job's error field.
+func publicError(err error) string {
+	return strings.ReplaceAll(err.Error(), "replication: ", "")
+}
+
+// redriveStep handles one batch of job j: reads from its position,
+// produces what the filter selects, commits the position and counters.
+// done: the job's position reached its end in every partition.
+func (n *Node) redriveStep(ctx context.Context, b *Backend, j RedriveJob) (done bool, err error) {
+	s := j.Spec
+	pos := n.RedrivePosition(j)
+	p := -1
+	var from, end int64
+	for i := range s.Ends {
+		from = max(pos[i], s.FromOffset)
+		end = s.Ends[i]
+		if s.ToOffset > 0 {
+			end = min(end, s.ToOffset)
+		}
+		if from < end {
+			p = i
+			break
+		}
+	}
+	if p < 0 {
+		return true, nil
+	}
+	part := int32(p)
+	limit := redriveBatch
+	if s.Rate > 0 {
+		limit = max(1, min(redriveBatch, int(s.Rate/10)))
+	}
+	var delta RedriveProgress
+	rd, err := b.Read(s.DeadLetterTopic, part, max(from, 0), redriveReadBytes)
+	var oor *OutOfRangeError
+	if errors.As(err, &oor) && from < oor.Start {
+		// Retention removed dead letters before the job read them.
+		skip := min(oor.Start, end) - from
+		delta.Scanned, delta.Skipped = skip, skip
+		return false, n.advanceRedrive(ctx, j, part, from+skip, delta)
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s-%d at %d: %w", s.DeadLetterTopic, part, from, err)
+	}
+	if from < rd.LogStartOffset {
+		skip := min(rd.LogStartOffset, end) - from
+		delta.Scanned, delta.Skipped = skip, skip
+		return false, n.advanceRedrive(ctx, j, part, from+skip, delta)
+	}
+	recs, err := batch.Records(rd.Batches, from, limit)
+	if err != nil {
+		return false, fmt.Errorf("decode %s-%d at %d: %w", s.DeadLetterTopic, part, from, err)
+	}
+	next := from
+	byTarget := map[string][]ProduceRecord{}
+	var targets []string
+	for _, r := range recs {
+		if r.Offset >= end {
+			break
+		}
+		next = r.Offset + 1
+		delta.Scanned++
+		d := parseDeadLetter(r)
+		switch {
+		case !redriveMatch(s, d, r.Key):
+			delta.Skipped++
+			continue
+		case d.redrives >= s.MaxRedrives:
+			delta.Refused++
+			continue
+		}
+		target, rec, ok := redriveRecord(s, part, r, d)
+		if !ok {
+			// No origin to go back to: not a dead letter of a queue group.
+			delta.Skipped++
+			continue
+		}
+		if _, ok := byTarget[target]; !ok {
+			targets = append(targets, target)
+		}
+		byTarget[target] = append(byTarget[target], rec)
+	}
+	if next == from {
+		// Nothing readable below end: the records up to end were removed
+		// by compaction (offsets are kept, records not).
+		skip := end - from
+		if len(recs) > 0 && recs[0].Offset > from {
+			skip = min(recs[0].Offset, end) - from
+		}
+		delta.Scanned, delta.Skipped = skip, skip
+		return false, n.advanceRedrive(ctx, j, part, from+skip, delta)
+	}
+	if len(recs) > 0 && recs[0].Offset > from {
+		// A gap left by compaction before the first record.
+		delta.Scanned += recs[0].Offset - from
+		delta.Skipped += recs[0].Offset - from
+	}
+	start := time.Now()
+	selected := 0
+	for _, target := range targets {
+		rs := byTarget[target]
+		res, err := n.produceRedrive(ctx, b, target, rs)
+		if err != nil {
+			return false, fmt.Errorf("redrive to %s: %w", target, err)
+		}
+		for i, r := range res.Results {
+			if r.Duplicate {
+				delta.Duplicates++
+				continue
+			}
+			delta.Redriven++
+			delta.Bytes += int64(len(rs[i].Key) + len(rs[i].Value))
+		}
+		selected += len(rs)
+	}
+	if err := n.advanceRedrive(ctx, j, part, next, delta); err != nil {
+		return false, err
+	}
+	if s.Rate > 0 && selected > 0 {
+		wait := time.Duration(float64(selected)/s.Rate*float64(time.Second)) - time.Since(start)
+		if wait > 0 {
+			select {
+			case <-ctx.Done():
+				return false, ctx.Err()
+			case <-time.After(wait):
+			}
+		}
+	}
+	return false, nil
+}
+
+// produceRedrive produces records to topic, waiting while admission
+// control refuses them (a redrive must not add to an overload); the
+// idempotency keys make each retry safe.
+func (n *Node) produceRedrive(ctx context.Context, b *Backend, topic string, rs []ProduceRecord) (ProduceResult, error) {
+	for {
+		res, err := b.Produce(ctx, ProduceRequest{Topic: topic, Records: rs})
+		var oe *OverloadedError
+		if !errors.As(err, &oe) {
+			return res, err
+		}
+		wait := min(max(oe.RetryAfter, 100*time.Millisecond), redriveMaxOverload)
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (n *Node) advanceRedrive(ctx context.Context, j RedriveJob, part int32, next int64, delta RedriveProgress) error {
+	_, err := n.proposeRedrive(ctx, fsm.Redrive{Op: fsm.RedriveAdvance, ID: j.ID, Delta: delta,
+		Offsets: []group.OffsetCommit{{TopicPartition: group.TopicPartition{Topic: j.Spec.DeadLetterTopic, Partition: part}, Offset: next}}})
+	return err
+}
+
+// deadLetter is what a redrive reads from a dead letter's headers.
+type deadLetter struct {
+	reason          string
+	originTopic     string
+	originPartition int32
+	hasOrigin       bool
+	deadLettered    int64 // Unix ms; the record's timestamp when unreadable
+	redrives        int
+	history         []byte
+	idempotencyKey  string
+	originalKey     string
+	hasOriginalKey  bool
+}
+
+func parseDeadLetter(r batch.Record) deadLetter {
+	d := deadLetter{deadLettered: r.Timestamp}
+	var part, topic bool
+	for _, h := range r.Headers {
+		v := string(h.Value)
+		switch h.Key {
+		case fsm.DLQHeaderReason:
+			d.reason = v
+		case fsm.DLQHeaderTopic:
+			d.originTopic, topic = v, true
+		case fsm.DLQHeaderPartition:
+			if p, err := strconv.ParseInt(v, 10, 32); err == nil && p >= 0 {
+				d.originPartition, part = int32(p), true
+			}
+		case fsm.DLQHeaderDeadLetteredAt:
+			if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+				d.deadLettered = t.UnixMilli()
+			}
+		case redriveCountHeader:
+			if c, err := strconv.Atoi(v); err == nil && c >= 0 {
+				d.redrives = c
+			}
+		case fsm.DLQHeaderHistory:
+			d.history = h.Value
+		case fsm.DLQHeaderIdempotencyKey:
+			d.idempotencyKey = v
+		case redriveKeyHeader:
+			d.originalKey, d.hasOriginalKey = v, true
+		}
+	}
+	d.hasOrigin = topic && part
+	return d
+}
+
+func redriveMatch(s RedriveSpec, d deadLetter, key []byte) bool {
+	switch {
+	case s.HasKey && string(key) != s.Key:
+		return false
+	case len(s.Reasons) > 0 && !slices.Contains(s.Reasons, d.reason):
+		return false
+	case s.SinceMs > 0 && d.deadLettered < s.SinceMs:
+		return false
+	case s.UntilMs > 0 && d.deadLettered >= s.UntilMs:
+		return false
+	}
+	return true
+}
+
+// redriveRecord builds the record a dead letter goes back as: its key,
+// value and original headers, its history in the logd-redrive-history
+// header (its next dead letter appends to it), its redrive count one more,
+// and its original idempotency key kept in a header. It goes to its origin
+// partition, or to the spec's target routed by key.
+func redriveRecord(s RedriveSpec, dlqPartition int32, r batch.Record, d deadLetter) (string, ProduceRecord, bool) {
+	target := s.Target
+	if target == "" {
+		if !d.hasOrigin {
+			return "", ProduceRecord{}, false
+		}
+		target = d.originTopic
+	}
+	headers := make([]batch.Header, 0, len(r.Headers)+3)
+	for _, h := range r.Headers {
+		if h.Key == redriveCountHeader || h.Key == redriveKeyHeader || h.Key == fsm.RedriveHeaderHistory || strings.HasPrefix(h.Key, "logd-dlq-") {
+			continue
+		}
+		headers = append(headers, h)
+	}
+	if len(d.history) > 0 {
+		headers = append(headers, batch.Header{Key: fsm.RedriveHeaderHistory, Value: d.history})
+	}
+	headers = append(headers, batch.Header{Key: redriveCountHeader, Value: []byte(strconv.Itoa(d.redrives + 1))})
+	orig := d.idempotencyKey
+	if d.hasOriginalKey {
+		orig = d.originalKey
+	}
+	if orig != "" {
+		headers = append(headers, batch.Header{Key: redriveKeyHeader, Value: []byte(orig)})
+	}
+	rec := ProduceRecord{Key: r.Key, Value: r.Value, Headers: headers,
+		IdempotencyKey: RedriveIdempotencyKey(s.DeadLetterTopic, dlqPartition, r.Offset)}
+	if s.Target == "" {
+		rec.Partition, rec.HasPartition = d.originPartition, true
+	}
+	return target, rec, true
+}
