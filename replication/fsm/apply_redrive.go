@@ -23,9 +23,9 @@ const (
 
 // Redrive is the payload of CmdRedrive (JSON).
 type Redrive struct {
-	Op    string       `json:"op"`
-	ID    string       `json:"id,omitempty"`
-	Spec  *RedriveSpec `json:"spec,omitempty"`
+	Op    string          `json:"op"`
+	ID    string          `json:"id,omitempty"`
+	Spec  *RedriveSpec    `json:"spec,omitempty"`
 	Delta RedriveProgress `json:"delta"`
 	// Offsets are the position after the batch: the next dead-letter
 	// offset of each partition it advanced.
