@@ -57,6 +57,9 @@ const (
 	Reason_REASON_PERMISSION_DENIED Reason = 61
 	// UNKNOWN_TOKEN: no token with that id.
 	Reason_REASON_UNKNOWN_TOKEN Reason = 62
+	// Redrive jobs.
+	// UNKNOWN_REDRIVE: no redrive job with that id is kept.
+	Reason_REASON_UNKNOWN_REDRIVE Reason = 80
 )
 
 // Enum value maps for Reason.
@@ -84,6 +87,7 @@ var (
 		60: "REASON_UNAUTHENTICATED",
 		61: "REASON_PERMISSION_DENIED",
 		62: "REASON_UNKNOWN_TOKEN",
+		80: "REASON_UNKNOWN_REDRIVE",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":          0,
@@ -108,6 +112,7 @@ var (
 		"REASON_UNAUTHENTICATED":      60,
 		"REASON_PERMISSION_DENIED":    61,
 		"REASON_UNKNOWN_TOKEN":        62,
+		"REASON_UNKNOWN_REDRIVE":      80,
 	}
 )
 
@@ -2484,7 +2489,10 @@ func (x *GroupFetchResponse) GetResetTo() int64 {
 }
 
 type ListGroupsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// all lists internal groups too (a redrive job's position,
+	// logd-redrive.*), which are left out otherwise.
+	All           bool `protobuf:"varint,1,opt,name=all,proto3" json:"all,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2517,6 +2525,13 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
 	return file_logd_v1_logd_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ListGroupsRequest) GetAll() bool {
+	if x != nil {
+		return x.All
+	}
+	return false
 }
 
 type ConsumerGroupSummary struct {
@@ -6916,6 +6931,674 @@ func (x *DeleteACLsResponse) GetAcls() []*ACL {
 	return nil
 }
 
+type StartRedriveRequest struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	DeadLetterTopic string                 `protobuf:"bytes,1,opt,name=dead_letter_topic,json=deadLetterTopic,proto3" json:"dead_letter_topic,omitempty"`
+	// target receives every record, routed by key; empty: each goes back
+	// to its origin topic and partition.
+	Target string `protobuf:"bytes,2,opt,name=target,proto3" json:"target,omitempty"`
+	// reasons: any of these (empty: any).
+	Reasons []string `protobuf:"bytes,3,rep,name=reasons,proto3" json:"reasons,omitempty"`
+	// key: the record key equals it (when has_key).
+	Key    []byte `protobuf:"bytes,4,opt,name=key,proto3" json:"key,omitempty"`
+	HasKey bool   `protobuf:"varint,5,opt,name=has_key,json=hasKey,proto3" json:"has_key,omitempty"`
+	// [since_ms, until_ms): the dead-lettering time, Unix ms; 0 unbounded.
+	SinceMs int64 `protobuf:"varint,6,opt,name=since_ms,json=sinceMs,proto3" json:"since_ms,omitempty"`
+	UntilMs int64 `protobuf:"varint,7,opt,name=until_ms,json=untilMs,proto3" json:"until_ms,omitempty"`
+	// [from_offset, to_offset): dead-letter offsets in every partition;
+	// to_offset 0 is unbounded.
+	FromOffset int64 `protobuf:"varint,8,opt,name=from_offset,json=fromOffset,proto3" json:"from_offset,omitempty"`
+	ToOffset   int64 `protobuf:"varint,9,opt,name=to_offset,json=toOffset,proto3" json:"to_offset,omitempty"`
+	// rate: records per second, 0 unbounded.
+	Rate float64 `protobuf:"fixed64,10,opt,name=rate,proto3" json:"rate,omitempty"`
+	// max_redrives: the loop guard, a record redriven this many times
+	// already is refused; 0 is the default (3).
+	MaxRedrives   int32 `protobuf:"varint,11,opt,name=max_redrives,json=maxRedrives,proto3" json:"max_redrives,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartRedriveRequest) Reset() {
+	*x = StartRedriveRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[104]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartRedriveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartRedriveRequest) ProtoMessage() {}
+
+func (x *StartRedriveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[104]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartRedriveRequest.ProtoReflect.Descriptor instead.
+func (*StartRedriveRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{104}
+}
+
+func (x *StartRedriveRequest) GetDeadLetterTopic() string {
+	if x != nil {
+		return x.DeadLetterTopic
+	}
+	return ""
+}
+
+func (x *StartRedriveRequest) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *StartRedriveRequest) GetReasons() []string {
+	if x != nil {
+		return x.Reasons
+	}
+	return nil
+}
+
+func (x *StartRedriveRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *StartRedriveRequest) GetHasKey() bool {
+	if x != nil {
+		return x.HasKey
+	}
+	return false
+}
+
+func (x *StartRedriveRequest) GetSinceMs() int64 {
+	if x != nil {
+		return x.SinceMs
+	}
+	return 0
+}
+
+func (x *StartRedriveRequest) GetUntilMs() int64 {
+	if x != nil {
+		return x.UntilMs
+	}
+	return 0
+}
+
+func (x *StartRedriveRequest) GetFromOffset() int64 {
+	if x != nil {
+		return x.FromOffset
+	}
+	return 0
+}
+
+func (x *StartRedriveRequest) GetToOffset() int64 {
+	if x != nil {
+		return x.ToOffset
+	}
+	return 0
+}
+
+func (x *StartRedriveRequest) GetRate() float64 {
+	if x != nil {
+		return x.Rate
+	}
+	return 0
+}
+
+func (x *StartRedriveRequest) GetMaxRedrives() int32 {
+	if x != nil {
+		return x.MaxRedrives
+	}
+	return 0
+}
+
+type RedriveProgress struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Scanned  int64                  `protobuf:"varint,1,opt,name=scanned,proto3" json:"scanned,omitempty"`
+	Redriven int64                  `protobuf:"varint,2,opt,name=redriven,proto3" json:"redriven,omitempty"`
+	// duplicates: written before (an earlier attempt or job), not again.
+	Duplicates int64 `protobuf:"varint,3,opt,name=duplicates,proto3" json:"duplicates,omitempty"`
+	// refused by the loop guard.
+	Refused int64 `protobuf:"varint,4,opt,name=refused,proto3" json:"refused,omitempty"`
+	// skipped by the filter (or removed before the job read them).
+	Skipped int64 `protobuf:"varint,5,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	// bytes of keys and values redriven.
+	Bytes         int64 `protobuf:"varint,6,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RedriveProgress) Reset() {
+	*x = RedriveProgress{}
+	mi := &file_logd_v1_logd_proto_msgTypes[105]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RedriveProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RedriveProgress) ProtoMessage() {}
+
+func (x *RedriveProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[105]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RedriveProgress.ProtoReflect.Descriptor instead.
+func (*RedriveProgress) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{105}
+}
+
+func (x *RedriveProgress) GetScanned() int64 {
+	if x != nil {
+		return x.Scanned
+	}
+	return 0
+}
+
+func (x *RedriveProgress) GetRedriven() int64 {
+	if x != nil {
+		return x.Redriven
+	}
+	return 0
+}
+
+func (x *RedriveProgress) GetDuplicates() int64 {
+	if x != nil {
+		return x.Duplicates
+	}
+	return 0
+}
+
+func (x *RedriveProgress) GetRefused() int64 {
+	if x != nil {
+		return x.Refused
+	}
+	return 0
+}
+
+func (x *RedriveProgress) GetSkipped() int64 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
+func (x *RedriveProgress) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+type RedriveJob struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// running, stopped, done or failed.
+	State    string               `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	Error    string               `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	Spec     *StartRedriveRequest `protobuf:"bytes,4,opt,name=spec,proto3" json:"spec,omitempty"`
+	Progress *RedriveProgress     `protobuf:"bytes,5,opt,name=progress,proto3" json:"progress,omitempty"`
+	// position: per dead-letter partition, the next offset the job reads;
+	// end_offsets: where it stops.
+	Position   []int64 `protobuf:"varint,6,rep,packed,name=position,proto3" json:"position,omitempty"`
+	EndOffsets []int64 `protobuf:"varint,7,rep,packed,name=end_offsets,json=endOffsets,proto3" json:"end_offsets,omitempty"`
+	// total: the records between the start and the end offsets.
+	Total     int64 `protobuf:"varint,8,opt,name=total,proto3" json:"total,omitempty"`
+	CreatedMs int64 `protobuf:"varint,9,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	UpdatedMs int64 `protobuf:"varint,10,opt,name=updated_ms,json=updatedMs,proto3" json:"updated_ms,omitempty"`
+	// position_group: the internal consumer group holding the position.
+	PositionGroup string `protobuf:"bytes,11,opt,name=position_group,json=positionGroup,proto3" json:"position_group,omitempty"`
+	Principal     string `protobuf:"bytes,12,opt,name=principal,proto3" json:"principal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RedriveJob) Reset() {
+	*x = RedriveJob{}
+	mi := &file_logd_v1_logd_proto_msgTypes[106]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RedriveJob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RedriveJob) ProtoMessage() {}
+
+func (x *RedriveJob) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[106]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RedriveJob.ProtoReflect.Descriptor instead.
+func (*RedriveJob) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{106}
+}
+
+func (x *RedriveJob) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RedriveJob) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *RedriveJob) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *RedriveJob) GetSpec() *StartRedriveRequest {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *RedriveJob) GetProgress() *RedriveProgress {
+	if x != nil {
+		return x.Progress
+	}
+	return nil
+}
+
+func (x *RedriveJob) GetPosition() []int64 {
+	if x != nil {
+		return x.Position
+	}
+	return nil
+}
+
+func (x *RedriveJob) GetEndOffsets() []int64 {
+	if x != nil {
+		return x.EndOffsets
+	}
+	return nil
+}
+
+func (x *RedriveJob) GetTotal() int64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *RedriveJob) GetCreatedMs() int64 {
+	if x != nil {
+		return x.CreatedMs
+	}
+	return 0
+}
+
+func (x *RedriveJob) GetUpdatedMs() int64 {
+	if x != nil {
+		return x.UpdatedMs
+	}
+	return 0
+}
+
+func (x *RedriveJob) GetPositionGroup() string {
+	if x != nil {
+		return x.PositionGroup
+	}
+	return ""
+}
+
+func (x *RedriveJob) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+type StartRedriveResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Job           *RedriveJob            `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartRedriveResponse) Reset() {
+	*x = StartRedriveResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[107]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartRedriveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartRedriveResponse) ProtoMessage() {}
+
+func (x *StartRedriveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[107]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartRedriveResponse.ProtoReflect.Descriptor instead.
+func (*StartRedriveResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{107}
+}
+
+func (x *StartRedriveResponse) GetJob() *RedriveJob {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+type DescribeRedriveRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeRedriveRequest) Reset() {
+	*x = DescribeRedriveRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[108]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeRedriveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeRedriveRequest) ProtoMessage() {}
+
+func (x *DescribeRedriveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[108]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeRedriveRequest.ProtoReflect.Descriptor instead.
+func (*DescribeRedriveRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{108}
+}
+
+func (x *DescribeRedriveRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type DescribeRedriveResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Job           *RedriveJob            `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeRedriveResponse) Reset() {
+	*x = DescribeRedriveResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[109]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeRedriveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeRedriveResponse) ProtoMessage() {}
+
+func (x *DescribeRedriveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[109]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeRedriveResponse.ProtoReflect.Descriptor instead.
+func (*DescribeRedriveResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{109}
+}
+
+func (x *DescribeRedriveResponse) GetJob() *RedriveJob {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+type ListRedrivesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// dead_letter_topic, if set, lists that topic's jobs only.
+	DeadLetterTopic string `protobuf:"bytes,1,opt,name=dead_letter_topic,json=deadLetterTopic,proto3" json:"dead_letter_topic,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ListRedrivesRequest) Reset() {
+	*x = ListRedrivesRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[110]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRedrivesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRedrivesRequest) ProtoMessage() {}
+
+func (x *ListRedrivesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[110]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRedrivesRequest.ProtoReflect.Descriptor instead.
+func (*ListRedrivesRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{110}
+}
+
+func (x *ListRedrivesRequest) GetDeadLetterTopic() string {
+	if x != nil {
+		return x.DeadLetterTopic
+	}
+	return ""
+}
+
+type ListRedrivesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Jobs          []*RedriveJob          `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRedrivesResponse) Reset() {
+	*x = ListRedrivesResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[111]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRedrivesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRedrivesResponse) ProtoMessage() {}
+
+func (x *ListRedrivesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[111]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRedrivesResponse.ProtoReflect.Descriptor instead.
+func (*ListRedrivesResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{111}
+}
+
+func (x *ListRedrivesResponse) GetJobs() []*RedriveJob {
+	if x != nil {
+		return x.Jobs
+	}
+	return nil
+}
+
+type StopRedriveRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StopRedriveRequest) Reset() {
+	*x = StopRedriveRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[112]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StopRedriveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StopRedriveRequest) ProtoMessage() {}
+
+func (x *StopRedriveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[112]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StopRedriveRequest.ProtoReflect.Descriptor instead.
+func (*StopRedriveRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{112}
+}
+
+func (x *StopRedriveRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type StopRedriveResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Job           *RedriveJob            `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StopRedriveResponse) Reset() {
+	*x = StopRedriveResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[113]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StopRedriveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StopRedriveResponse) ProtoMessage() {}
+
+func (x *StopRedriveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[113]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StopRedriveResponse.ProtoReflect.Descriptor instead.
+func (*StopRedriveResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{113}
+}
+
+func (x *StopRedriveResponse) GetJob() *RedriveJob {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
 var File_logd_v1_logd_proto protoreflect.FileDescriptor
 
 const file_logd_v1_logd_proto_rawDesc = "" +
@@ -7118,8 +7801,9 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"auto_reset\x18\x02 \x01(\bR\tautoReset\x12\x1d\n" +
 	"\n" +
 	"reset_from\x18\x03 \x01(\x03R\tresetFrom\x12\x19\n" +
-	"\breset_to\x18\x04 \x01(\x03R\aresetTo\"\x13\n" +
-	"\x11ListGroupsRequest\"\x94\x01\n" +
+	"\breset_to\x18\x04 \x01(\x03R\aresetTo\"%\n" +
+	"\x11ListGroupsRequest\x12\x10\n" +
+	"\x03all\x18\x01 \x01(\bR\x03all\"\x94\x01\n" +
 	"\x14ConsumerGroupSummary\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x18\n" +
@@ -7483,7 +8167,62 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x06filter\x18\x01 \x01(\v2\x12.logd.v1.ACLFilterR\x06filter\x12\x17\n" +
 	"\adry_run\x18\x02 \x01(\bR\x06dryRun\"6\n" +
 	"\x12DeleteACLsResponse\x12 \n" +
-	"\x04acls\x18\x01 \x03(\v2\f.logd.v1.ACLR\x04acls*\xdf\x04\n" +
+	"\x04acls\x18\x01 \x03(\v2\f.logd.v1.ACLR\x04acls\"\xc9\x02\n" +
+	"\x13StartRedriveRequest\x12*\n" +
+	"\x11dead_letter_topic\x18\x01 \x01(\tR\x0fdeadLetterTopic\x12\x16\n" +
+	"\x06target\x18\x02 \x01(\tR\x06target\x12\x18\n" +
+	"\areasons\x18\x03 \x03(\tR\areasons\x12\x10\n" +
+	"\x03key\x18\x04 \x01(\fR\x03key\x12\x17\n" +
+	"\ahas_key\x18\x05 \x01(\bR\x06hasKey\x12\x19\n" +
+	"\bsince_ms\x18\x06 \x01(\x03R\asinceMs\x12\x19\n" +
+	"\buntil_ms\x18\a \x01(\x03R\auntilMs\x12\x1f\n" +
+	"\vfrom_offset\x18\b \x01(\x03R\n" +
+	"fromOffset\x12\x1b\n" +
+	"\tto_offset\x18\t \x01(\x03R\btoOffset\x12\x12\n" +
+	"\x04rate\x18\n" +
+	" \x01(\x01R\x04rate\x12!\n" +
+	"\fmax_redrives\x18\v \x01(\x05R\vmaxRedrives\"\xb1\x01\n" +
+	"\x0fRedriveProgress\x12\x18\n" +
+	"\ascanned\x18\x01 \x01(\x03R\ascanned\x12\x1a\n" +
+	"\bredriven\x18\x02 \x01(\x03R\bredriven\x12\x1e\n" +
+	"\n" +
+	"duplicates\x18\x03 \x01(\x03R\n" +
+	"duplicates\x12\x18\n" +
+	"\arefused\x18\x04 \x01(\x03R\arefused\x12\x18\n" +
+	"\askipped\x18\x05 \x01(\x03R\askipped\x12\x14\n" +
+	"\x05bytes\x18\x06 \x01(\x03R\x05bytes\"\x86\x03\n" +
+	"\n" +
+	"RedriveJob\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x120\n" +
+	"\x04spec\x18\x04 \x01(\v2\x1c.logd.v1.StartRedriveRequestR\x04spec\x124\n" +
+	"\bprogress\x18\x05 \x01(\v2\x18.logd.v1.RedriveProgressR\bprogress\x12\x1a\n" +
+	"\bposition\x18\x06 \x03(\x03R\bposition\x12\x1f\n" +
+	"\vend_offsets\x18\a \x03(\x03R\n" +
+	"endOffsets\x12\x14\n" +
+	"\x05total\x18\b \x01(\x03R\x05total\x12\x1d\n" +
+	"\n" +
+	"created_ms\x18\t \x01(\x03R\tcreatedMs\x12\x1d\n" +
+	"\n" +
+	"updated_ms\x18\n" +
+	" \x01(\x03R\tupdatedMs\x12%\n" +
+	"\x0eposition_group\x18\v \x01(\tR\rpositionGroup\x12\x1c\n" +
+	"\tprincipal\x18\f \x01(\tR\tprincipal\"=\n" +
+	"\x14StartRedriveResponse\x12%\n" +
+	"\x03job\x18\x01 \x01(\v2\x13.logd.v1.RedriveJobR\x03job\"(\n" +
+	"\x16DescribeRedriveRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"@\n" +
+	"\x17DescribeRedriveResponse\x12%\n" +
+	"\x03job\x18\x01 \x01(\v2\x13.logd.v1.RedriveJobR\x03job\"A\n" +
+	"\x13ListRedrivesRequest\x12*\n" +
+	"\x11dead_letter_topic\x18\x01 \x01(\tR\x0fdeadLetterTopic\"?\n" +
+	"\x14ListRedrivesResponse\x12'\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x13.logd.v1.RedriveJobR\x04jobs\"$\n" +
+	"\x12StopRedriveRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"<\n" +
+	"\x13StopRedriveResponse\x12%\n" +
+	"\x03job\x18\x01 \x01(\v2\x13.logd.v1.RedriveJobR\x03job*\xfb\x04\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17REASON_INVALID_ARGUMENT\x10\x01\x12\x18\n" +
@@ -7507,7 +8246,8 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x19REASON_QUEUE_GROUP_EXISTS\x10)\x12\x1a\n" +
 	"\x16REASON_UNAUTHENTICATED\x10<\x12\x1c\n" +
 	"\x18REASON_PERMISSION_DENIED\x10=\x12\x18\n" +
-	"\x14REASON_UNKNOWN_TOKEN\x10>2\xd1\x15\n" +
+	"\x14REASON_UNKNOWN_TOKEN\x10>\x12\x1a\n" +
+	"\x16REASON_UNKNOWN_REDRIVE\x10P2\x8b\x18\n" +
 	"\n" +
 	"LogService\x12H\n" +
 	"\vCreateTopic\x12\x1b.logd.v1.CreateTopicRequest\x1a\x1c.logd.v1.CreateTopicResponse\x12E\n" +
@@ -7556,7 +8296,11 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"CreateACLs\x12\x1a.logd.v1.CreateACLsRequest\x1a\x1b.logd.v1.CreateACLsResponse\x12?\n" +
 	"\bListACLs\x12\x18.logd.v1.ListACLsRequest\x1a\x19.logd.v1.ListACLsResponse\x12E\n" +
 	"\n" +
-	"DeleteACLs\x12\x1a.logd.v1.DeleteACLsRequest\x1a\x1b.logd.v1.DeleteACLsResponseB,Z*github.com/logd-dev/logd/api/logdv1;logdv1b\x06proto3"
+	"DeleteACLs\x12\x1a.logd.v1.DeleteACLsRequest\x1a\x1b.logd.v1.DeleteACLsResponse\x12K\n" +
+	"\fStartRedrive\x12\x1c.logd.v1.StartRedriveRequest\x1a\x1d.logd.v1.StartRedriveResponse\x12T\n" +
+	"\x0fDescribeRedrive\x12\x1f.logd.v1.DescribeRedriveRequest\x1a .logd.v1.DescribeRedriveResponse\x12K\n" +
+	"\fListRedrives\x12\x1c.logd.v1.ListRedrivesRequest\x1a\x1d.logd.v1.ListRedrivesResponse\x12H\n" +
+	"\vStopRedrive\x12\x1b.logd.v1.StopRedriveRequest\x1a\x1c.logd.v1.StopRedriveResponseB,Z*github.com/logd-dev/logd/api/logdv1;logdv1b\x06proto3"
 
 var (
 	file_logd_v1_logd_proto_rawDescOnce sync.Once
@@ -7571,7 +8315,7 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 107)
+var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 117)
 var file_logd_v1_logd_proto_goTypes = []any{
 	(Reason)(0),                        // 0: logd.v1.Reason
 	(*ErrorInfo)(nil),                  // 1: logd.v1.ErrorInfo
@@ -7678,18 +8422,28 @@ var file_logd_v1_logd_proto_goTypes = []any{
 	(*ListACLsResponse)(nil),           // 102: logd.v1.ListACLsResponse
 	(*DeleteACLsRequest)(nil),          // 103: logd.v1.DeleteACLsRequest
 	(*DeleteACLsResponse)(nil),         // 104: logd.v1.DeleteACLsResponse
-	nil,                                // 105: logd.v1.CreateTopicRequest.ConfigEntry
-	nil,                                // 106: logd.v1.TopicInfo.ConfigEntry
-	nil,                                // 107: logd.v1.AlterTopicRequest.ConfigEntry
+	(*StartRedriveRequest)(nil),        // 105: logd.v1.StartRedriveRequest
+	(*RedriveProgress)(nil),            // 106: logd.v1.RedriveProgress
+	(*RedriveJob)(nil),                 // 107: logd.v1.RedriveJob
+	(*StartRedriveResponse)(nil),       // 108: logd.v1.StartRedriveResponse
+	(*DescribeRedriveRequest)(nil),     // 109: logd.v1.DescribeRedriveRequest
+	(*DescribeRedriveResponse)(nil),    // 110: logd.v1.DescribeRedriveResponse
+	(*ListRedrivesRequest)(nil),        // 111: logd.v1.ListRedrivesRequest
+	(*ListRedrivesResponse)(nil),       // 112: logd.v1.ListRedrivesResponse
+	(*StopRedriveRequest)(nil),         // 113: logd.v1.StopRedriveRequest
+	(*StopRedriveResponse)(nil),        // 114: logd.v1.StopRedriveResponse
+	nil,                                // 115: logd.v1.CreateTopicRequest.ConfigEntry
+	nil,                                // 116: logd.v1.TopicInfo.ConfigEntry
+	nil,                                // 117: logd.v1.AlterTopicRequest.ConfigEntry
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
 	0,   // 0: logd.v1.ErrorInfo.reason:type_name -> logd.v1.Reason
-	105, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
+	115, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
 	10,  // 2: logd.v1.CreateTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	10,  // 3: logd.v1.ListTopicsResponse.topics:type_name -> logd.v1.TopicInfo
 	10,  // 4: logd.v1.DescribeTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	11,  // 5: logd.v1.DescribeTopicResponse.partitions:type_name -> logd.v1.PartitionInfo
-	106, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
+	116, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
 	76,  // 7: logd.v1.PartitionInfo.last_cleaner_run:type_name -> logd.v1.CleanerRun
 	12,  // 8: logd.v1.Record.headers:type_name -> logd.v1.Header
 	13,  // 9: logd.v1.ProduceRequest.records:type_name -> logd.v1.Record
@@ -7726,7 +8480,7 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	67,  // 40: logd.v1.NackRequest.nacks:type_name -> logd.v1.QueueNack
 	64,  // 41: logd.v1.NackResponse.results:type_name -> logd.v1.TokenResult
 	64,  // 42: logd.v1.ExtendResponse.results:type_name -> logd.v1.TokenResult
-	107, // 43: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
+	117, // 43: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
 	10,  // 44: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	10,  // 45: logd.v1.CreatePartitionsResponse.topic:type_name -> logd.v1.TopicInfo
 	85,  // 46: logd.v1.SaveSnapshotResponse.info:type_name -> logd.v1.SnapshotInfo
@@ -7738,87 +8492,101 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	97,  // 52: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
 	100, // 53: logd.v1.DeleteACLsRequest.filter:type_name -> logd.v1.ACLFilter
 	97,  // 54: logd.v1.DeleteACLsResponse.acls:type_name -> logd.v1.ACL
-	2,   // 55: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
-	4,   // 56: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
-	6,   // 57: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
-	8,   // 58: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
-	14,  // 59: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
-	17,  // 60: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
-	20,  // 61: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
-	22,  // 62: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
-	27,  // 63: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
-	31,  // 64: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
-	33,  // 65: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
-	35,  // 66: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
-	37,  // 67: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
-	39,  // 68: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
-	42,  // 69: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
-	46,  // 70: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
-	49,  // 71: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
-	53,  // 72: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
-	55,  // 73: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
-	57,  // 74: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
-	61,  // 75: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
-	65,  // 76: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
-	68,  // 77: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
-	70,  // 78: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
-	77,  // 79: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
-	79,  // 80: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
-	81,  // 81: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
-	83,  // 82: logd.v1.LogService.SaveSnapshot:input_type -> logd.v1.SaveSnapshotRequest
-	72,  // 83: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
-	74,  // 84: logd.v1.LogService.CreatePartitions:input_type -> logd.v1.CreatePartitionsRequest
-	86,  // 85: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
-	88,  // 86: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
-	91,  // 87: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
-	93,  // 88: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
-	95,  // 89: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
-	98,  // 90: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
-	101, // 91: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
-	103, // 92: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
-	3,   // 93: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	5,   // 94: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	7,   // 95: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	9,   // 96: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	16,  // 97: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
-	19,  // 98: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
-	21,  // 99: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	23,  // 100: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
-	30,  // 101: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
-	32,  // 102: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
-	34,  // 103: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
-	36,  // 104: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
-	38,  // 105: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
-	41,  // 106: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
-	45,  // 107: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
-	47,  // 108: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
-	51,  // 109: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
-	54,  // 110: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
-	56,  // 111: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
-	59,  // 112: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
-	63,  // 113: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
-	66,  // 114: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
-	69,  // 115: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
-	71,  // 116: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
-	78,  // 117: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
-	80,  // 118: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
-	82,  // 119: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
-	84,  // 120: logd.v1.LogService.SaveSnapshot:output_type -> logd.v1.SaveSnapshotResponse
-	73,  // 121: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
-	75,  // 122: logd.v1.LogService.CreatePartitions:output_type -> logd.v1.CreatePartitionsResponse
-	87,  // 123: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
-	89,  // 124: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
-	92,  // 125: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
-	94,  // 126: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
-	96,  // 127: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
-	99,  // 128: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
-	102, // 129: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
-	104, // 130: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
-	93,  // [93:131] is the sub-list for method output_type
-	55,  // [55:93] is the sub-list for method input_type
-	55,  // [55:55] is the sub-list for extension type_name
-	55,  // [55:55] is the sub-list for extension extendee
-	0,   // [0:55] is the sub-list for field type_name
+	105, // 55: logd.v1.RedriveJob.spec:type_name -> logd.v1.StartRedriveRequest
+	106, // 56: logd.v1.RedriveJob.progress:type_name -> logd.v1.RedriveProgress
+	107, // 57: logd.v1.StartRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	107, // 58: logd.v1.DescribeRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	107, // 59: logd.v1.ListRedrivesResponse.jobs:type_name -> logd.v1.RedriveJob
+	107, // 60: logd.v1.StopRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	2,   // 61: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
+	4,   // 62: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
+	6,   // 63: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
+	8,   // 64: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
+	14,  // 65: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
+	17,  // 66: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
+	20,  // 67: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
+	22,  // 68: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
+	27,  // 69: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
+	31,  // 70: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
+	33,  // 71: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
+	35,  // 72: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
+	37,  // 73: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
+	39,  // 74: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
+	42,  // 75: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
+	46,  // 76: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
+	49,  // 77: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
+	53,  // 78: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
+	55,  // 79: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
+	57,  // 80: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
+	61,  // 81: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
+	65,  // 82: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
+	68,  // 83: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
+	70,  // 84: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
+	77,  // 85: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
+	79,  // 86: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
+	81,  // 87: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
+	83,  // 88: logd.v1.LogService.SaveSnapshot:input_type -> logd.v1.SaveSnapshotRequest
+	72,  // 89: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
+	74,  // 90: logd.v1.LogService.CreatePartitions:input_type -> logd.v1.CreatePartitionsRequest
+	86,  // 91: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
+	88,  // 92: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
+	91,  // 93: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
+	93,  // 94: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
+	95,  // 95: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
+	98,  // 96: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
+	101, // 97: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
+	103, // 98: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
+	105, // 99: logd.v1.LogService.StartRedrive:input_type -> logd.v1.StartRedriveRequest
+	109, // 100: logd.v1.LogService.DescribeRedrive:input_type -> logd.v1.DescribeRedriveRequest
+	111, // 101: logd.v1.LogService.ListRedrives:input_type -> logd.v1.ListRedrivesRequest
+	113, // 102: logd.v1.LogService.StopRedrive:input_type -> logd.v1.StopRedriveRequest
+	3,   // 103: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	5,   // 104: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	7,   // 105: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	9,   // 106: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	16,  // 107: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
+	19,  // 108: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
+	21,  // 109: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	23,  // 110: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
+	30,  // 111: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
+	32,  // 112: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
+	34,  // 113: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
+	36,  // 114: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	38,  // 115: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
+	41,  // 116: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	45,  // 117: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
+	47,  // 118: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
+	51,  // 119: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
+	54,  // 120: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
+	56,  // 121: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
+	59,  // 122: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
+	63,  // 123: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
+	66,  // 124: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
+	69,  // 125: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
+	71,  // 126: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
+	78,  // 127: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
+	80,  // 128: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
+	82,  // 129: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
+	84,  // 130: logd.v1.LogService.SaveSnapshot:output_type -> logd.v1.SaveSnapshotResponse
+	73,  // 131: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
+	75,  // 132: logd.v1.LogService.CreatePartitions:output_type -> logd.v1.CreatePartitionsResponse
+	87,  // 133: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
+	89,  // 134: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
+	92,  // 135: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
+	94,  // 136: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
+	96,  // 137: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
+	99,  // 138: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
+	102, // 139: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
+	104, // 140: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
+	108, // 141: logd.v1.LogService.StartRedrive:output_type -> logd.v1.StartRedriveResponse
+	110, // 142: logd.v1.LogService.DescribeRedrive:output_type -> logd.v1.DescribeRedriveResponse
+	112, // 143: logd.v1.LogService.ListRedrives:output_type -> logd.v1.ListRedrivesResponse
+	114, // 144: logd.v1.LogService.StopRedrive:output_type -> logd.v1.StopRedriveResponse
+	103, // [103:145] is the sub-list for method output_type
+	61,  // [61:103] is the sub-list for method input_type
+	61,  // [61:61] is the sub-list for extension type_name
+	61,  // [61:61] is the sub-list for extension extendee
+	0,   // [0:61] is the sub-list for field type_name
 }
 
 func init() { file_logd_v1_logd_proto_init() }
@@ -7838,7 +8606,7 @@ func file_logd_v1_logd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   107,
+			NumMessages:   117,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -123,6 +123,15 @@ const (
 	LogServiceListACLsProcedure = "/logd.v1.LogService/ListACLs"
 	// LogServiceDeleteACLsProcedure is the fully-qualified name of the LogService's DeleteACLs RPC.
 	LogServiceDeleteACLsProcedure = "/logd.v1.LogService/DeleteACLs"
+	// LogServiceStartRedriveProcedure is the fully-qualified name of the LogService's StartRedrive RPC.
+	LogServiceStartRedriveProcedure = "/logd.v1.LogService/StartRedrive"
+	// LogServiceDescribeRedriveProcedure is the fully-qualified name of the LogService's
+	// DescribeRedrive RPC.
+	LogServiceDescribeRedriveProcedure = "/logd.v1.LogService/DescribeRedrive"
+	// LogServiceListRedrivesProcedure is the fully-qualified name of the LogService's ListRedrives RPC.
+	LogServiceListRedrivesProcedure = "/logd.v1.LogService/ListRedrives"
+	// LogServiceStopRedriveProcedure is the fully-qualified name of the LogService's StopRedrive RPC.
+	LogServiceStopRedriveProcedure = "/logd.v1.LogService/StopRedrive"
 )
 
 // LogServiceClient is a client for the logd.v1.LogService service.
@@ -231,6 +240,17 @@ type LogServiceClient interface {
 	// DeleteACLs removes the ACLs matching a filter, or with dry_run lists
 	// what it would remove.
 	DeleteACLs(context.Context, *connect.Request[logdv1.DeleteACLsRequest]) (*connect.Response[logdv1.DeleteACLsResponse], error)
+	// Redrive jobs: run by the leader, resumable across leader changes
+	// (docs/architecture.md, "Redrive jobs").
+	// StartRedrive starts a job that moves the selected dead letters of a
+	// dead-letter topic back to their origin (or to a target topic).
+	StartRedrive(context.Context, *connect.Request[logdv1.StartRedriveRequest]) (*connect.Response[logdv1.StartRedriveResponse], error)
+	// DescribeRedrive returns a job with its progress.
+	DescribeRedrive(context.Context, *connect.Request[logdv1.DescribeRedriveRequest]) (*connect.Response[logdv1.DescribeRedriveResponse], error)
+	// ListRedrives lists the jobs kept (running, and the latest ended).
+	ListRedrives(context.Context, *connect.Request[logdv1.ListRedrivesRequest]) (*connect.Response[logdv1.ListRedrivesResponse], error)
+	// StopRedrive stops a running job after the batch in hand.
+	StopRedrive(context.Context, *connect.Request[logdv1.StopRedriveRequest]) (*connect.Response[logdv1.StopRedriveResponse], error)
 }
 
 // NewLogServiceClient constructs a client for the logd.v1.LogService service. By default, it uses
@@ -472,6 +492,30 @@ func NewLogServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			connect.WithSchema(logServiceMethods.ByName("DeleteACLs")),
 			connect.WithClientOptions(opts...),
 		),
+		startRedrive: connect.NewClient[logdv1.StartRedriveRequest, logdv1.StartRedriveResponse](
+			httpClient,
+			baseURL+LogServiceStartRedriveProcedure,
+			connect.WithSchema(logServiceMethods.ByName("StartRedrive")),
+			connect.WithClientOptions(opts...),
+		),
+		describeRedrive: connect.NewClient[logdv1.DescribeRedriveRequest, logdv1.DescribeRedriveResponse](
+			httpClient,
+			baseURL+LogServiceDescribeRedriveProcedure,
+			connect.WithSchema(logServiceMethods.ByName("DescribeRedrive")),
+			connect.WithClientOptions(opts...),
+		),
+		listRedrives: connect.NewClient[logdv1.ListRedrivesRequest, logdv1.ListRedrivesResponse](
+			httpClient,
+			baseURL+LogServiceListRedrivesProcedure,
+			connect.WithSchema(logServiceMethods.ByName("ListRedrives")),
+			connect.WithClientOptions(opts...),
+		),
+		stopRedrive: connect.NewClient[logdv1.StopRedriveRequest, logdv1.StopRedriveResponse](
+			httpClient,
+			baseURL+LogServiceStopRedriveProcedure,
+			connect.WithSchema(logServiceMethods.ByName("StopRedrive")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -515,6 +559,10 @@ type logServiceClient struct {
 	createACLs         *connect.Client[logdv1.CreateACLsRequest, logdv1.CreateACLsResponse]
 	listACLs           *connect.Client[logdv1.ListACLsRequest, logdv1.ListACLsResponse]
 	deleteACLs         *connect.Client[logdv1.DeleteACLsRequest, logdv1.DeleteACLsResponse]
+	startRedrive       *connect.Client[logdv1.StartRedriveRequest, logdv1.StartRedriveResponse]
+	describeRedrive    *connect.Client[logdv1.DescribeRedriveRequest, logdv1.DescribeRedriveResponse]
+	listRedrives       *connect.Client[logdv1.ListRedrivesRequest, logdv1.ListRedrivesResponse]
+	stopRedrive        *connect.Client[logdv1.StopRedriveRequest, logdv1.StopRedriveResponse]
 }
 
 // CreateTopic calls logd.v1.LogService.CreateTopic.
@@ -707,6 +755,26 @@ func (c *logServiceClient) DeleteACLs(ctx context.Context, req *connect.Request[
 	return c.deleteACLs.CallUnary(ctx, req)
 }
 
+// StartRedrive calls logd.v1.LogService.StartRedrive.
+func (c *logServiceClient) StartRedrive(ctx context.Context, req *connect.Request[logdv1.StartRedriveRequest]) (*connect.Response[logdv1.StartRedriveResponse], error) {
+	return c.startRedrive.CallUnary(ctx, req)
+}
+
+// DescribeRedrive calls logd.v1.LogService.DescribeRedrive.
+func (c *logServiceClient) DescribeRedrive(ctx context.Context, req *connect.Request[logdv1.DescribeRedriveRequest]) (*connect.Response[logdv1.DescribeRedriveResponse], error) {
+	return c.describeRedrive.CallUnary(ctx, req)
+}
+
+// ListRedrives calls logd.v1.LogService.ListRedrives.
+func (c *logServiceClient) ListRedrives(ctx context.Context, req *connect.Request[logdv1.ListRedrivesRequest]) (*connect.Response[logdv1.ListRedrivesResponse], error) {
+	return c.listRedrives.CallUnary(ctx, req)
+}
+
+// StopRedrive calls logd.v1.LogService.StopRedrive.
+func (c *logServiceClient) StopRedrive(ctx context.Context, req *connect.Request[logdv1.StopRedriveRequest]) (*connect.Response[logdv1.StopRedriveResponse], error) {
+	return c.stopRedrive.CallUnary(ctx, req)
+}
+
 // LogServiceHandler is an implementation of the logd.v1.LogService service.
 type LogServiceHandler interface {
 	// CreateTopic creates a topic with a number of partitions.
@@ -813,6 +881,17 @@ type LogServiceHandler interface {
 	// DeleteACLs removes the ACLs matching a filter, or with dry_run lists
 	// what it would remove.
 	DeleteACLs(context.Context, *connect.Request[logdv1.DeleteACLsRequest]) (*connect.Response[logdv1.DeleteACLsResponse], error)
+	// Redrive jobs: run by the leader, resumable across leader changes
+	// (docs/architecture.md, "Redrive jobs").
+	// StartRedrive starts a job that moves the selected dead letters of a
+	// dead-letter topic back to their origin (or to a target topic).
+	StartRedrive(context.Context, *connect.Request[logdv1.StartRedriveRequest]) (*connect.Response[logdv1.StartRedriveResponse], error)
+	// DescribeRedrive returns a job with its progress.
+	DescribeRedrive(context.Context, *connect.Request[logdv1.DescribeRedriveRequest]) (*connect.Response[logdv1.DescribeRedriveResponse], error)
+	// ListRedrives lists the jobs kept (running, and the latest ended).
+	ListRedrives(context.Context, *connect.Request[logdv1.ListRedrivesRequest]) (*connect.Response[logdv1.ListRedrivesResponse], error)
+	// StopRedrive stops a running job after the batch in hand.
+	StopRedrive(context.Context, *connect.Request[logdv1.StopRedriveRequest]) (*connect.Response[logdv1.StopRedriveResponse], error)
 }
 
 // NewLogServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -1050,6 +1129,30 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 		connect.WithSchema(logServiceMethods.ByName("DeleteACLs")),
 		connect.WithHandlerOptions(opts...),
 	)
+	logServiceStartRedriveHandler := connect.NewUnaryHandler(
+		LogServiceStartRedriveProcedure,
+		svc.StartRedrive,
+		connect.WithSchema(logServiceMethods.ByName("StartRedrive")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceDescribeRedriveHandler := connect.NewUnaryHandler(
+		LogServiceDescribeRedriveProcedure,
+		svc.DescribeRedrive,
+		connect.WithSchema(logServiceMethods.ByName("DescribeRedrive")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceListRedrivesHandler := connect.NewUnaryHandler(
+		LogServiceListRedrivesProcedure,
+		svc.ListRedrives,
+		connect.WithSchema(logServiceMethods.ByName("ListRedrives")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceStopRedriveHandler := connect.NewUnaryHandler(
+		LogServiceStopRedriveProcedure,
+		svc.StopRedrive,
+		connect.WithSchema(logServiceMethods.ByName("StopRedrive")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/logd.v1.LogService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case LogServiceCreateTopicProcedure:
@@ -1128,6 +1231,14 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 			logServiceListACLsHandler.ServeHTTP(w, r)
 		case LogServiceDeleteACLsProcedure:
 			logServiceDeleteACLsHandler.ServeHTTP(w, r)
+		case LogServiceStartRedriveProcedure:
+			logServiceStartRedriveHandler.ServeHTTP(w, r)
+		case LogServiceDescribeRedriveProcedure:
+			logServiceDescribeRedriveHandler.ServeHTTP(w, r)
+		case LogServiceListRedrivesProcedure:
+			logServiceListRedrivesHandler.ServeHTTP(w, r)
+		case LogServiceStopRedriveProcedure:
+			logServiceStopRedriveHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -1287,4 +1398,20 @@ func (UnimplementedLogServiceHandler) ListACLs(context.Context, *connect.Request
 
 func (UnimplementedLogServiceHandler) DeleteACLs(context.Context, *connect.Request[logdv1.DeleteACLsRequest]) (*connect.Response[logdv1.DeleteACLsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.DeleteACLs is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) StartRedrive(context.Context, *connect.Request[logdv1.StartRedriveRequest]) (*connect.Response[logdv1.StartRedriveResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.StartRedrive is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) DescribeRedrive(context.Context, *connect.Request[logdv1.DescribeRedriveRequest]) (*connect.Response[logdv1.DescribeRedriveResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.DescribeRedrive is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) ListRedrives(context.Context, *connect.Request[logdv1.ListRedrivesRequest]) (*connect.Response[logdv1.ListRedrivesResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.ListRedrives is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) StopRedrive(context.Context, *connect.Request[logdv1.StopRedriveRequest]) (*connect.Response[logdv1.StopRedriveResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.StopRedrive is not implemented"))
 }
