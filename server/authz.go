@@ -130,6 +130,21 @@ func tokenName(principal string) string {
 	return principal
 }
 
+// redrivePerms are the permissions a started job id needed: read on its
+// dead-letter topic, write on its target ("*" without one). For an id not
+// kept, read and write on every topic ("*"), so the answer says nothing of
+// other topics' jobs.
+func (s *Server) redrivePerms(id string) []auth.Permission {
+	dlq, target := "*", "*"
+	if j, err := s.b.RedriveJob(id); err == nil {
+		dlq = j.Spec.DeadLetterTopic
+		if j.Spec.Target != "" {
+			target = j.Spec.Target
+		}
+	}
+	return []auth.Permission{topicPerm(auth.OpRead, dlq), topicPerm(auth.OpWrite, target)}
+}
+
 // allACLTypes are the resource types an ACL may be on: deleting ACLs of
 // every type needs alter on each.
 var allACLTypes = []auth.ResourceType{auth.ResourceTopic, auth.ResourceGroup, auth.ResourceQueue, auth.ResourceCluster, auth.ResourceToken, auth.ResourceACL}
@@ -275,6 +290,31 @@ var authzTable = map[string]authzRule{
 	logdv1connect.LogServiceExtendProcedure: {need: onAll(func(m *logdv1.ExtendRequest) []auth.Permission {
 		return []auth.Permission{queuePerm(auth.OpRead, m.Group)}
 	})},
+
+	// Redrive jobs: reading the dead-letter topic and writing to where the
+	// records go (the target, or, without one, the origins, which are
+	// known only from each record: then write on every topic, "*").
+	logdv1connect.LogServiceStartRedriveProcedure: {
+		need: onAll(func(m *logdv1.StartRedriveRequest) []auth.Permission {
+			target := m.Target
+			if target == "" {
+				target = "*"
+			}
+			return []auth.Permission{topicPerm(auth.OpRead, m.DeadLetterTopic), topicPerm(auth.OpWrite, target)}
+		}),
+		audit: summary(func(m *logdv1.StartRedriveRequest) []slog.Attr {
+			return []slog.Attr{slog.String("dead_letter_topic", m.DeadLetterTopic), slog.String("target", m.Target),
+				slog.Any("reasons", m.Reasons), slog.Float64("rate", m.Rate)}
+		}),
+	},
+	logdv1connect.LogServiceStopRedriveProcedure: {
+		need: on(func(s *Server, m *logdv1.StopRedriveRequest) []auth.Permission { return s.redrivePerms(m.Id) }),
+		audit: summary(func(m *logdv1.StopRedriveRequest) []slog.Attr { return []slog.Attr{slog.String("redrive", m.Id)} }),
+	},
+	logdv1connect.LogServiceDescribeRedriveProcedure: {need: on(func(s *Server, m *logdv1.DescribeRedriveRequest) []auth.Permission {
+		return s.redrivePerms(m.Id)[:1]
+	})},
+	logdv1connect.LogServiceListRedrivesProcedure: {filtered: true},
 
 	// The cluster. A node joins as itself (its node certificate) or by an
 	// administrator.

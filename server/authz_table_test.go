@@ -19,6 +19,10 @@ func (topicLessBackend) Topic(string) (replication.TopicInfo, error) {
 	return replication.TopicInfo{}, replication.ErrUnknownTopic
 }
 
+func (topicLessBackend) RedriveJob(id string) (replication.RedriveJob, error) {
+	return replication.RedriveJob{}, replication.ErrUnknownRedrive
+}
+
 func (topicLessBackend) Token(string) (auth.Verifier, bool) { return auth.Verifier{}, false }
 
 // TestEveryProcedureHasARule walks the service descriptor: a procedure

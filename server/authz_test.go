@@ -96,6 +96,10 @@ func TestAuthorizationEveryProcedure(t *testing.T) {
 		t.Fatal(err)
 	}
 	member, gen := "m1", joined.Msg.GetAssignment().GetGeneration()
+	redrive, err := admin.StartRedrive(ctx, req(&logdv1.StartRedriveRequest{DeadLetterTopic: "t", Target: "t"}))
+	if err != nil {
+		t.Fatal(err)
+	}
 	erin, err := admin.CreateToken(ctx, req(&logdv1.CreateTokenRequest{Principal: "erin"}))
 	if err != nil {
 		t.Fatal(err)
@@ -237,6 +241,26 @@ func TestAuthorizationEveryProcedure(t *testing.T) {
 		{proc: "PauseQueueGroup", admin: true, grant: []auth.ACL{g(qu, "q", auth.OpAlter)},
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.PauseQueueGroup(ctx, req(&logdv1.PauseQueueGroupRequest{Topic: "t", Group: "q", Paused: true}))
+			})},
+		{proc: "StartRedrive", admin: true, grant: []auth.ACL{g(topic, "t", auth.OpRead), g(topic, "t", auth.OpWrite)},
+			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
+				return c.StartRedrive(ctx, req(&logdv1.StartRedriveRequest{DeadLetterTopic: "t", Target: "t"}))
+			})},
+		{proc: "DescribeRedrive", grant: []auth.ACL{g(topic, "t", auth.OpRead)},
+			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
+				return c.DescribeRedrive(ctx, req(&logdv1.DescribeRedriveRequest{Id: redrive.Msg.Job.Id}))
+			})},
+		{proc: "ListRedrives", list: true, grant: []auth.ACL{g(topic, "t", auth.OpRead)},
+			call: func(ctx context.Context, c logdv1connect.LogServiceClient) (int, error) {
+				r, err := c.ListRedrives(ctx, req(&logdv1.ListRedrivesRequest{}))
+				if err != nil {
+					return 0, err
+				}
+				return len(r.Msg.Jobs), nil
+			}},
+		{proc: "StopRedrive", admin: true, grant: []auth.ACL{g(topic, "t", auth.OpRead), g(topic, "t", auth.OpWrite)},
+			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
+				return c.StopRedrive(ctx, req(&logdv1.StopRedriveRequest{Id: redrive.Msg.Job.Id}))
 			})},
 		{proc: "Join", admin: true, grant: []auth.ACL{g(cluster, auth.ClusterName, auth.OpAdmin)},
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {

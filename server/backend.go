@@ -43,6 +43,7 @@ type Backend interface {
 	RecordBackend
 	GroupBackend
 	QueueBackend
+	RedriveBackend
 	StatsBackend
 	SecurityBackend
 }
@@ -165,6 +166,18 @@ type GroupBackend interface {
 	AwaitGroupFetch(ctx context.Context, c replication.GroupFetchCheck, wait time.Duration) error
 	// GroupLag is a group's lag in a partition at a committed offset.
 	GroupLag(topic string, partition int32, committed int64, now time.Time) (replication.Lag, error)
+}
+
+// RedriveBackend is redrive jobs, run by the leader (replication
+// redrive.go). Errors: ErrUnknownTopic, ErrInvalidArgument,
+// ErrUnknownRedrive, *FeatureLevelError.
+type RedriveBackend interface {
+	StartRedrive(ctx context.Context, s replication.RedriveSpec) (replication.RedriveJob, error)
+	StopRedrive(ctx context.Context, id string) (replication.RedriveJob, error)
+	RedriveJob(id string) (replication.RedriveJob, error)
+	RedriveJobs() []replication.RedriveJob
+	// RedrivePosition is a job's position, per dead-letter partition.
+	RedrivePosition(j replication.RedriveJob) []int64
 }
 
 // QueueBackend is queue groups (package queue's errors: ErrGroupNotFound,

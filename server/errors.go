@@ -57,6 +57,7 @@ var errorTable = []errorRow{
 
 	// Tokens and ACLs. Their bounds are quotas, as the cluster's is.
 	{errs: []error{replication.ErrUnknownToken}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_TOKEN},
+	{errs: []error{replication.ErrUnknownRedrive}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_REDRIVE},
 	{errs: []error{replication.ErrTokenExists}, code: connect.CodeAlreadyExists, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
 	{errs: []error{replication.ErrTooManyTokens, replication.ErrTooManyACLs}, code: connect.CodeResourceExhausted, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
 

@@ -31,6 +31,7 @@ var backendSentinels = map[string]error{
 	"replication.ErrNotLeader":           replication.ErrNotLeader,
 	"replication.ErrBehind":              replication.ErrBehind,
 	"replication.ErrUnknownTopic":        replication.ErrUnknownTopic,
+	"replication.ErrUnknownRedrive":      replication.ErrUnknownRedrive,
 	"replication.ErrTopicExists":         replication.ErrTopicExists,
 	"replication.ErrUnknownPartition":    replication.ErrUnknownPartition,
 	"replication.ErrInvalidConfig":       replication.ErrInvalidConfig,

@@ -75,6 +75,8 @@ var localProcedures = map[string]bool{
 	logdv1connect.LogServiceDescribeGroupProcedure:      true,
 	logdv1connect.LogServiceDescribeQueueGroupProcedure: true,
 	logdv1connect.LogServiceWhoAmIProcedure:             true,
+	logdv1connect.LogServiceDescribeRedriveProcedure:    true,
+	logdv1connect.LogServiceListRedrivesProcedure:       true,
 	logdv1connect.LogServiceListTokensProcedure:         true,
 	logdv1connect.LogServiceListACLsProcedure:           true,
 	// A backup is a stream the leader writes: a follower answers

@@ -107,6 +107,7 @@ type followerBackend struct {
 	server.RecordBackend
 	server.GroupBackend
 	server.QueueBackend
+	server.RedriveBackend
 	server.StatsBackend
 	*memSecurity
 	leader string

@@ -7,14 +7,16 @@ import (
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/group"
 )
 
 // ListGroups lists the consumer groups with their state, as applied on
-// this node, those the caller may describe.
+// this node, those the caller may describe; internal groups (a redrive
+// job's position) only when the request asks for all.
 func (s *Server) ListGroups(ctx context.Context, req *connect.Request[logdv1.ListGroupsRequest]) (*connect.Response[logdv1.ListGroupsResponse], error) {
 	resp := &logdv1.ListGroupsResponse{}
 	for _, g := range s.b.ConsumerGroups() {
-		if !s.may(ctx, groupPerm(auth.OpDescribe, g.Name)) {
+		if group.Internal(g.Name) && !req.Msg.All || !s.may(ctx, groupPerm(auth.OpDescribe, g.Name)) {
 			continue
 		}
 		resp.Groups = append(resp.Groups, &logdv1.ConsumerGroupSummary{

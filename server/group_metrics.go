@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/logd-dev/logd/group"
 )
 
 // groupMetrics are the consumer group metrics: fenced commits and fetches
@@ -60,6 +62,12 @@ func (c *groupCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *groupCollector) Collect(ch chan<- prometheus.Metric) {
 	now := time.Now()
 	for _, g := range c.b.ConsumerGroups() {
+		if group.Internal(g.Name) {
+			// A redrive job's position: its lag would read as an
+			// application falling behind; the job reports its own
+			// progress (DescribeRedrive).
+			continue
+		}
 		ch <- prometheus.MustNewConstMetric(descGroupRebalances, prometheus.CounterValue, float64(g.Rebalances), g.Name)
 		ch <- prometheus.MustNewConstMetric(descGroupGeneration, prometheus.GaugeValue, float64(g.Generation), g.Name)
 		ch <- prometheus.MustNewConstMetric(descGroupMembers, prometheus.GaugeValue, float64(len(g.Members)), g.Name)

@@ -1,0 +1,46 @@
+package server
+
+import (
+	"github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/replication/fsm"
+)
+
+// redriveSpec reads a start request; the bounds and the rate are checked
+// by the backend, which owns their meaning.
+func redriveSpec(m *logdv1.StartRedriveRequest, principal string) replication.RedriveSpec {
+	return replication.RedriveSpec{
+		DeadLetterTopic: m.DeadLetterTopic, Target: m.Target, Reasons: m.Reasons,
+		Key: string(m.Key), HasKey: m.HasKey, SinceMs: m.SinceMs, UntilMs: m.UntilMs,
+		FromOffset: m.FromOffset, ToOffset: m.ToOffset, Rate: m.Rate, MaxRedrives: int(m.MaxRedrives),
+		Principal: principal,
+	}
+}
+
+// redriveJobProto is a job with its position as this node applied it.
+func (s *Server) redriveJobProto(j replication.RedriveJob) *logdv1.RedriveJob {
+	sp := j.Spec
+	pos := s.b.RedrivePosition(j)
+	var total int64
+	for _, end := range sp.Ends {
+		from, to := sp.FromOffset, end
+		if sp.ToOffset > 0 {
+			to = min(to, sp.ToOffset)
+		}
+		total += max(0, to-from)
+	}
+	p := j.Progress
+	var key []byte
+	if sp.HasKey {
+		key = []byte(sp.Key)
+	}
+	return &logdv1.RedriveJob{
+		Id: j.ID, State: j.State, Error: j.Error,
+		Spec: &logdv1.StartRedriveRequest{DeadLetterTopic: sp.DeadLetterTopic, Target: sp.Target, Reasons: sp.Reasons, Key: key, HasKey: sp.HasKey,
+			SinceMs: sp.SinceMs, UntilMs: sp.UntilMs, FromOffset: sp.FromOffset, ToOffset: sp.ToOffset, Rate: sp.Rate, MaxRedrives: int32(sp.MaxRedrives)},
+		Progress: &logdv1.RedriveProgress{Scanned: p.Scanned, Redriven: p.Redriven, Duplicates: p.Duplicates, Refused: p.Refused, Skipped: p.Skipped, Bytes: p.Bytes},
+		Position: pos, EndOffsets: sp.Ends, Total: total,
+		CreatedMs: j.CreatedNanos / 1e6, UpdatedMs: j.UpdatedNanos / 1e6,
+		PositionGroup: fsm.RedriveGroup(j.ID), Principal: sp.Principal,
+	}
+}
