@@ -2,11 +2,8 @@ package client
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -185,14 +182,6 @@ func (f DeadLetterFilter) Match(d DeadLetter) bool {
 		return false
 	}
 	return true
-}
-
-// id names the filter in a redrive position, so a redrive with other
-// filters starts its own position.
-func (f DeadLetterFilter) id() string {
-	h := sha256.New()
-	fmt.Fprintf(h, "%q|%d|%d|%q", strings.Join(slices.Sorted(slices.Values(f.Reasons)), ","), f.Since.UnixNano(), f.Until.UnixNano(), f.Key)
-	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
 // ListDeadLetters calls fn for every dead letter of topic (a dead-letter

@@ -2,272 +2,227 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
+
+	"connectrpc.com/connect"
+
+	logdv1 "github.com/logd-dev/logd/api/logdv1"
 )
 
-// DefaultMaxRedrives is RedriveOptions.MaxRedrives when zero.
+// DefaultMaxRedrives is RedriveOptions.MaxRedrives when zero (the server's
+// default).
 const DefaultMaxRedrives = 3
 
-// RedriveOptions says which dead letters to move back, and how fast.
+// Redrive job states (RedriveJob.State).
+const (
+	RedriveRunning = "running"
+	RedriveStopped = "stopped"
+	RedriveDone    = "done"
+	RedriveFailed  = "failed"
+)
+
+// RedriveOptions says which dead letters a redrive job moves back, where,
+// and how fast.
 type RedriveOptions struct {
-	// DeadLetterTopic is read; records go back to their origin topic and
-	// partition.
-	DeadLetterTopic string
-	Filter          DeadLetterFilter
+	// DeadLetterTopic is read.
+	DeadLetterTopic string `json:"dead_letter_topic"`
+	// Target, if set, receives every record, routed by key; empty: each
+	// record goes back to its origin topic and partition.
+	Target string `json:"target,omitempty"`
+	// Filter selects by reason, key and dead-lettering time.
+	Filter DeadLetterFilter `json:"filter"`
+	// FromOffset and ToOffset bound the dead-letter offsets of every
+	// partition, [From, To); ToOffset 0 is unbounded.
+	FromOffset int64 `json:"from_offset,omitempty"`
+	ToOffset   int64 `json:"to_offset,omitempty"`
 	// Rate bounds the records redriven per second; 0 means no bound.
-	Rate float64
-	// DryRun lists what would be redriven and changes nothing (no records,
-	// no position).
-	DryRun bool
+	Rate float64 `json:"rate,omitempty"`
 	// MaxRedrives is the loop guard: a record already redriven this many
-	// times is refused (counted in Refused) and left where it is. Default
+	// times is refused (counted, left where it is). 0 is
 	// DefaultMaxRedrives.
-	MaxRedrives int
-	// Progress, if set, is called after each record with the records
-	// handled so far and the total to handle.
-	Progress func(done, total int64)
-	// Each, if set, is called for each selected dead letter with what
-	// happened to it: "redriven", "duplicate" (an earlier, interrupted run
-	// had written it), "refused" (loop guard) or "dry-run".
-	Each func(d DeadLetter, outcome string)
+	MaxRedrives int `json:"max_redrives,omitempty"`
 }
 
-// RedriveResult counts what a redrive did.
-type RedriveResult struct {
-	// Position is the consumer group holding the resumable position.
-	Position string `json:"position_group"`
-	Selected int64  `json:"selected"`
-	Redriven int64  `json:"redriven"`
-	// Duplicates were written by an interrupted earlier run (the
-	// idempotency key matched), and not written again.
+// RedriveProgress counts what a job did: each scanned dead letter was
+// redriven, a duplicate (written before, by an interrupted batch or an
+// earlier job, and not again), refused by the loop guard, or skipped by
+// the filter.
+type RedriveProgress struct {
+	Scanned    int64 `json:"scanned"`
+	Redriven   int64 `json:"redriven"`
 	Duplicates int64 `json:"duplicates"`
 	Refused    int64 `json:"refused"`
-	// Skipped: records before the saved position (an earlier run handled
-	// them) or not passing the filter.
-	Skipped int64 `json:"skipped"`
+	Skipped    int64 `json:"skipped"`
+	// Bytes of keys and values redriven.
+	Bytes int64 `json:"bytes"`
 }
 
-// RedrivePositionGroup is the consumer group whose committed offsets on
-// the dead-letter topic are a redrive's resumable position; the filter is
-// part of the name, so a redrive with other filters keeps its own.
-func RedrivePositionGroup(deadLetterTopic string, f DeadLetterFilter) string {
-	return "logd-redrive." + deadLetterTopic + "." + f.id()
+// RedriveJob is a redrive job as the cluster keeps it.
+type RedriveJob struct {
+	ID string `json:"id"`
+	// State is RedriveRunning, RedriveStopped, RedriveDone or
+	// RedriveFailed; Error says why a job failed.
+	State    string          `json:"state"`
+	Error    string          `json:"error,omitempty"`
+	Options  RedriveOptions  `json:"options"`
+	Progress RedriveProgress `json:"progress"`
+	// Position is, per dead-letter partition, the next offset the job
+	// reads; EndOffsets where it stops (the ends when it started); Total
+	// the records in between at the start.
+	Position   []int64 `json:"position"`
+	EndOffsets []int64 `json:"end_offsets"`
+	Total      int64   `json:"total"`
+	// PositionGroup is the internal consumer group holding Position.
+	PositionGroup string    `json:"position_group"`
+	Principal     string    `json:"principal,omitempty"`
+	Created       time.Time `json:"created"`
+	Updated       time.Time `json:"updated"`
 }
 
-// Redrive moves selected dead letters back to their origin topic and
-// partition, at most opts.Rate per second. Each redriven record keeps its
-// key, value and original headers, gains RedriveCountHeader (one more than
-// before) and, when it has one, its attempt history in RedriveHistoryHeader
-// (the next dead letter appends to it); it is a new record, so its
-// delivery count starts afresh.
-//
-// Interruption is safe: the position (the next dead-letter offset to
-// handle, per partition) is saved as the committed offset of
-// RedrivePositionGroup after each record, and each record is produced
-// with an idempotency key derived from its identity and redrive count
-// (RedriveIdempotencyKey), so a record written just before an interruption
-// is answered as a duplicate when the next run reaches it again.
-func (c *Client) Redrive(ctx context.Context, opts RedriveOptions) (RedriveResult, error) {
-	if opts.MaxRedrives <= 0 {
-		opts.MaxRedrives = DefaultMaxRedrives
+// Ended reports whether the job runs no more.
+func (j RedriveJob) Ended() bool { return j.State != RedriveRunning }
+
+// StartRedrive starts a redrive job, run by the leader (and by the next
+// one after a leader change, from the last batch it committed): each
+// selected dead letter goes back with its key, value and original
+// headers, a logd-redrive-count header one more than before, its attempt
+// history in logd-redrive-history, and an idempotency key derived from
+// the dead letter, so no record is written twice. The job stops at the
+// dead-letter topic's end offsets as they were when it started. Errors:
+// ErrUnknownTopic, ErrInvalidArgument (a negative rate, an empty range).
+func (c *Client) StartRedrive(ctx context.Context, o RedriveOptions) (RedriveJob, error) {
+	if o.Rate < 0 {
+		return RedriveJob{}, fmt.Errorf("start redrive: negative rate: %w", ErrInvalidArgument)
 	}
-	if opts.Rate < 0 {
-		return RedriveResult{}, fmt.Errorf("redrive: negative rate: %w", ErrInvalidArgument)
+	m := &logdv1.StartRedriveRequest{DeadLetterTopic: o.DeadLetterTopic, Target: o.Target, Reasons: o.Filter.Reasons,
+		FromOffset: o.FromOffset, ToOffset: o.ToOffset, Rate: o.Rate, MaxRedrives: int32(o.MaxRedrives)}
+	if o.Filter.Key != "" {
+		m.Key, m.HasKey = []byte(o.Filter.Key), true
 	}
-	res := RedriveResult{Position: RedrivePositionGroup(opts.DeadLetterTopic, opts.Filter)}
-	desc, err := c.DescribeTopic(ctx, opts.DeadLetterTopic)
-	if err != nil {
-		return res, err
+	if !o.Filter.Since.IsZero() {
+		m.SinceMs = o.Filter.Since.UnixMilli()
 	}
-	pos, err := c.redrivePositions(ctx, res.Position, opts.DeadLetterTopic)
-	if err != nil {
-		return res, err
+	if !o.Filter.Until.IsZero() {
+		m.UntilMs = o.Filter.Until.UnixMilli()
 	}
-	// First pass: count what there is to do, for the progress bar.
-	var total int64
-	for _, p := range desc.Partitions {
-		from := max(pos[p.Partition], p.LogStart)
-		res.Skipped += from - p.LogStart
-		err := c.scanDeadLetters(ctx, opts.DeadLetterTopic, p.Partition, from, p.End, func(d DeadLetter) error {
-			if opts.Filter.Match(d) {
-				total++
-			}
-			return nil
-		})
+	var out RedriveJob
+	// Not retried: a retry after an unknown outcome could start a second
+	// job (harmless to the records, whose keys dedupe, but confusing).
+	err := c.do(ctx, "StartRedrive", retryUnwritten, c.opts.Timeout, func(ctx context.Context) error {
+		resp, err := c.rpc.StartRedrive(ctx, connect.NewRequest(m))
 		if err != nil {
-			return res, err
+			return fromRPC(err)
 		}
-	}
-	var interval time.Duration
-	if opts.Rate > 0 {
-		interval = time.Duration(float64(time.Second) / opts.Rate)
-	}
-	next := time.Now()
-	var done int64
-	for _, p := range desc.Partitions {
-		from := max(pos[p.Partition], p.LogStart)
-		err := c.scanDeadLetters(ctx, opts.DeadLetterTopic, p.Partition, from, p.End, func(d DeadLetter) error {
-			if !opts.Filter.Match(d) {
-				res.Skipped++
-				return nil
-			}
-			res.Selected++
-			outcome := "dry-run"
-			switch {
-			case d.Redrives >= opts.MaxRedrives:
-				outcome = "refused"
-				res.Refused++
-			case opts.DryRun:
-			default:
-				if interval > 0 {
-					if err := sleepUntil(ctx, next); err != nil {
-						return err
-					}
-					// No bursts after a slow call: at most one slot of credit.
-					next = next.Add(interval)
-					if now := time.Now(); next.Before(now.Add(-interval)) {
-						next = now
-					}
-				}
-				dup, err := c.redriveOne(ctx, d)
-				if err != nil {
-					return err
-				}
-				outcome = "redriven"
-				if dup {
-					outcome = "duplicate"
-					res.Duplicates++
-				} else {
-					res.Redriven++
-				}
-			}
-			if !opts.DryRun {
-				if err := c.saveRedrivePosition(ctx, res.Position, d.Topic, d.Partition, d.Offset+1); err != nil {
-					return err
-				}
-			}
-			done++
-			if opts.Each != nil {
-				opts.Each(d, outcome)
-			}
-			if opts.Progress != nil {
-				opts.Progress(done, total)
-			}
-			return nil
-		})
-		if err != nil {
-			return res, fmt.Errorf("redrive %s-%d: %w", opts.DeadLetterTopic, p.Partition, err)
-		}
-	}
-	return res, nil
-}
-
-// RedriveIdempotencyKey is the idempotency key of the n-th redrive of d:
-// its original key (or its origin topic/partition/offset if it had none)
-// and n. The original key itself cannot be reused while the topic's
-// idempotency window remembers the original append (the redriven record
-// carries another header, so it would be refused as a conflict); it is
-// kept in RedriveKeyHeader.
-func RedriveIdempotencyKey(d DeadLetter, n int) string {
-	base := originalKey(d)
-	if base == "" {
-		base = fmt.Sprintf("%s/%d/%d", d.OriginTopic, d.OriginPartition, d.OriginOffset)
-	}
-	return base + "#redrive-" + strconv.Itoa(n)
-}
-
-// originalKey is the idempotency key the record was first produced with:
-// kept in RedriveKeyHeader by an earlier redrive, else the dead-letter
-// header's.
-func originalKey(d DeadLetter) string {
-	for _, h := range d.Headers {
-		if h.Key == RedriveKeyHeader {
-			return string(h.Value)
-		}
-	}
-	return d.IdempotencyKey
-}
-
-// redriveOne produces one dead letter back to its origin, waiting while
-// the origin refuses it as overloaded.
-func (c *Client) redriveOne(ctx context.Context, d DeadLetter) (duplicate bool, err error) {
-	n := d.Redrives + 1
-	headers := make([]Header, 0, len(d.Headers)+2)
-	for _, h := range d.Headers {
-		if h.Key != RedriveCountHeader && h.Key != RedriveKeyHeader && h.Key != RedriveHistoryHeader && !strings.HasPrefix(h.Key, "logd-dlq-") {
-			headers = append(headers, h)
-		}
-	}
-	if len(d.HistoryJSON) > 0 {
-		// Its next dead letter appends to this history.
-		headers = append(headers, Header{Key: RedriveHistoryHeader, Value: d.HistoryJSON})
-	}
-	headers = append(headers, Header{Key: RedriveCountHeader, Value: []byte(strconv.Itoa(n))})
-	if orig := originalKey(d); orig != "" {
-		headers = append(headers, Header{Key: RedriveKeyHeader, Value: []byte(orig)})
-	}
-	part := d.OriginPartition
-	rec := []Record{{Key: d.Key, Value: d.Value, Headers: headers, Partition: &part, IdempotencyKey: RedriveIdempotencyKey(d, n)}}
-	for {
-		rs, err := c.Produce(ctx, d.OriginTopic, rec)
-		var oe *OverloadedError
-		if errors.As(err, &oe) {
-			// The origin's queue is full: redriving must not add to an
-			// overload, so wait as told (beyond the client's retries) and
-			// go on when there is room.
-			if err := sleepUntil(ctx, time.Now().Add(max(oe.RetryAfter, 100*time.Millisecond))); err != nil {
-				return false, err
-			}
-			continue
-		}
-		if err != nil {
-			return false, err
-		}
-		return len(rs) == 1 && rs[0].Duplicate, nil
-	}
-}
-
-// redrivePositions reads a position group's committed offsets on topic;
-// a missing group has none.
-func (c *Client) redrivePositions(ctx context.Context, group, topic string) (map[int32]int64, error) {
-	out := map[int32]int64{}
-	g, err := c.DescribeGroup(ctx, group)
-	if errors.Is(err, ErrUnknownGroup) {
-		return out, nil
-	}
+		out = redriveJobFrom(resp.Msg.Job)
+		return nil
+	})
 	if err != nil {
-		return nil, err
-	}
-	for _, p := range g.Partitions {
-		if p.Topic == topic && p.Committed >= 0 {
-			out[p.Partition] = p.Committed
-		}
+		return RedriveJob{}, fmt.Errorf("start redrive of %s: %w", o.DeadLetterTopic, err)
 	}
 	return out, nil
 }
 
-func (c *Client) saveRedrivePosition(ctx context.Context, group, topic string, partition int32, next int64) error {
-	_, err := c.ResetGroupOffsets(ctx, ResetOffsetsRequest{Group: group, Strategy: ResetExplicit, Execute: true,
-		Topics:  map[string][]int32{topic: {partition}},
-		Offsets: []PlannedReset{{Topic: topic, Partition: partition, New: next}}})
-	return err
+// DescribeRedrive returns a job with its progress; ErrUnknownRedrive for
+// an id the cluster does not keep.
+func (c *Client) DescribeRedrive(ctx context.Context, id string) (RedriveJob, error) {
+	var out RedriveJob
+	err := c.do(ctx, "DescribeRedrive", retryAny, c.opts.Timeout, func(ctx context.Context) error {
+		resp, err := c.rpc.DescribeRedrive(ctx, connect.NewRequest(&logdv1.DescribeRedriveRequest{Id: id}))
+		if err != nil {
+			return fromRPC(err)
+		}
+		out = redriveJobFrom(resp.Msg.Job)
+		return nil
+	})
+	if err != nil {
+		return RedriveJob{}, fmt.Errorf("describe redrive %s: %w", id, err)
+	}
+	return out, nil
 }
 
-func sleepUntil(ctx context.Context, t time.Time) error {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err()
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
+// ListRedrives lists the jobs kept (running ones and the latest ended),
+// oldest first; with deadLetterTopic set, that topic's only.
+func (c *Client) ListRedrives(ctx context.Context, deadLetterTopic string) ([]RedriveJob, error) {
+	var out []RedriveJob
+	err := c.do(ctx, "ListRedrives", retryAny, c.opts.Timeout, func(ctx context.Context) error {
+		resp, err := c.rpc.ListRedrives(ctx, connect.NewRequest(&logdv1.ListRedrivesRequest{DeadLetterTopic: deadLetterTopic}))
+		if err != nil {
+			return fromRPC(err)
+		}
+		out = make([]RedriveJob, 0, len(resp.Msg.Jobs))
+		for _, j := range resp.Msg.Jobs {
+			out = append(out, redriveJobFrom(j))
+		}
 		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list redrives: %w", err)
 	}
+	return out, nil
+}
+
+// StopRedrive stops a running job after the batch in hand; an ended job
+// is returned as it is. ErrUnknownRedrive for an id not kept.
+func (c *Client) StopRedrive(ctx context.Context, id string) (RedriveJob, error) {
+	var out RedriveJob
+	err := c.do(ctx, "StopRedrive", retryRepeatable, c.opts.Timeout, func(ctx context.Context) error {
+		resp, err := c.rpc.StopRedrive(ctx, connect.NewRequest(&logdv1.StopRedriveRequest{Id: id}))
+		if err != nil {
+			return fromRPC(err)
+		}
+		out = redriveJobFrom(resp.Msg.Job)
+		return nil
+	})
+	if err != nil {
+		return RedriveJob{}, fmt.Errorf("stop redrive %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// WaitRedrive polls a job every interval (default 200 ms) until it ends
+// or ctx does, calling progress, if set, with each state seen.
+func (c *Client) WaitRedrive(ctx context.Context, id string, interval time.Duration, progress func(RedriveJob)) (RedriveJob, error) {
+	if interval <= 0 {
+		interval = 200 * time.Millisecond
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		j, err := c.DescribeRedrive(ctx, id)
+		if err != nil {
+			return j, err
+		}
+		if progress != nil {
+			progress(j)
+		}
+		if j.Ended() {
+			return j, nil
+		}
+		select {
+		case <-ctx.Done():
+			return j, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func redriveJobFrom(j *logdv1.RedriveJob) RedriveJob {
+	sp, p := j.GetSpec(), j.GetProgress()
+	o := RedriveOptions{DeadLetterTopic: sp.GetDeadLetterTopic(), Target: sp.GetTarget(), FromOffset: sp.GetFromOffset(), ToOffset: sp.GetToOffset(),
+		Rate: sp.GetRate(), MaxRedrives: int(sp.GetMaxRedrives()), Filter: DeadLetterFilter{Reasons: sp.GetReasons()}}
+	if sp.GetHasKey() {
+		o.Filter.Key = string(sp.GetKey())
+	}
+	if ms := sp.GetSinceMs(); ms > 0 {
+		o.Filter.Since = time.UnixMilli(ms)
+	}
+	if ms := sp.GetUntilMs(); ms > 0 {
+		o.Filter.Until = time.UnixMilli(ms)
+	}
+	return RedriveJob{ID: j.GetId(), State: j.GetState(), Error: j.GetError(), Options: o,
+		Progress: RedriveProgress{Scanned: p.GetScanned(), Redriven: p.GetRedriven(), Duplicates: p.GetDuplicates(), Refused: p.GetRefused(),
+			Skipped: p.GetSkipped(), Bytes: p.GetBytes()},
+		Position: j.GetPosition(), EndOffsets: j.GetEndOffsets(), Total: j.GetTotal(), PositionGroup: j.GetPositionGroup(), Principal: j.GetPrincipal(),
+		Created: time.UnixMilli(j.GetCreatedMs()), Updated: time.UnixMilli(j.GetUpdatedMs())}
 }

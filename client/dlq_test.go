@@ -46,16 +46,6 @@ func TestDeadLetterParseAndFilter(t *testing.T) {
 			t.Errorf("%s: Match = %v, want %v", tc.name, got, tc.want)
 		}
 	}
-	if k := client.RedriveIdempotencyKey(d, 3); k != "jobs/1/42#redrive-3" {
-		t.Errorf("derived key %q", k)
-	}
-	d.IdempotencyKey = "pay-7"
-	if k := client.RedriveIdempotencyKey(d, 1); k != "pay-7#redrive-1" {
-		t.Errorf("key from the original %q", k)
-	}
-	if a, b := client.RedrivePositionGroup("t", client.DeadLetterFilter{}), client.RedrivePositionGroup("t", client.DeadLetterFilter{Key: "k"}); a == b {
-		t.Error("filters share a redrive position")
-	}
 }
 
 // TestRedriveKeepsHistory: a dead letter lists each attempt with its
@@ -90,8 +80,12 @@ func TestRedriveKeepsHistory(t *testing.T) {
 		return out
 	}
 	reject("w1", "bad input")
-	if _, err := c.Redrive(ctx, client.RedriveOptions{DeadLetterTopic: "jobs.w.dlq"}); err != nil {
+	job, err := c.StartRedrive(ctx, client.RedriveOptions{DeadLetterTopic: "jobs.w.dlq"})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if j, err := c.WaitRedrive(ctx, job.ID, 10*time.Millisecond, nil); err != nil || j.State != client.RedriveDone || j.Progress.Redriven != 1 {
+		t.Fatalf("redrive: %+v, %v", j, err)
 	}
 	reject("w2", "still bad")
 	dls := list()

@@ -87,6 +87,9 @@ var (
 	ErrPermissionDenied = errors.New("logd: permission denied")
 	// ErrUnknownToken: no token has that id (RevokeToken).
 	ErrUnknownToken = errors.New("logd: unknown token")
+	// ErrUnknownRedrive: no redrive job has that id (DescribeRedrive,
+	// StopRedrive).
+	ErrUnknownRedrive = errors.New("logd: unknown redrive job")
 )
 
 // AuthError reports a call the server refused for who made it:
@@ -329,6 +332,8 @@ func reasonSentinel(r logdv1.Reason) error {
 		return ErrPermissionDenied
 	case logdv1.Reason_REASON_UNKNOWN_TOKEN:
 		return ErrUnknownToken
+	case logdv1.Reason_REASON_UNKNOWN_REDRIVE:
+		return ErrUnknownRedrive
 	}
 	return nil
 }

@@ -72,11 +72,24 @@ type GroupDescription struct {
 	Partitions   []GroupPartition `json:"partitions"`
 }
 
-// ListGroups lists the consumer groups.
+// ListGroups lists the consumer groups, internal ones (a redrive job's
+// position) left out.
 func (c *Client) ListGroups(ctx context.Context) ([]GroupSummary, error) {
+	return c.ListGroupsWith(ctx, ListGroupsOptions{})
+}
+
+// ListGroupsOptions says which groups ListGroupsWith lists.
+type ListGroupsOptions struct {
+	// All lists internal groups too (a redrive job's position,
+	// logd-redrive.*), which are left out otherwise.
+	All bool
+}
+
+// ListGroupsWith is ListGroups with options.
+func (c *Client) ListGroupsWith(ctx context.Context, o ListGroupsOptions) ([]GroupSummary, error) {
 	var out []GroupSummary
 	err := c.do(ctx, "ListGroups", retryAny, c.opts.Timeout, func(ctx context.Context) error {
-		resp, err := c.rpc.ListGroups(ctx, connect.NewRequest(&logdv1.ListGroupsRequest{}))
+		resp, err := c.rpc.ListGroups(ctx, connect.NewRequest(&logdv1.ListGroupsRequest{All: o.All}))
 		if err != nil {
 			return fromRPC(err)
 		}

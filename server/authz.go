@@ -308,7 +308,7 @@ var authzTable = map[string]authzRule{
 		}),
 	},
 	logdv1connect.LogServiceStopRedriveProcedure: {
-		need: on(func(s *Server, m *logdv1.StopRedriveRequest) []auth.Permission { return s.redrivePerms(m.Id) }),
+		need:  on(func(s *Server, m *logdv1.StopRedriveRequest) []auth.Permission { return s.redrivePerms(m.Id) }),
 		audit: summary(func(m *logdv1.StopRedriveRequest) []slog.Attr { return []slog.Attr{slog.String("redrive", m.Id)} }),
 	},
 	logdv1connect.LogServiceDescribeRedriveProcedure: {need: on(func(s *Server, m *logdv1.DescribeRedriveRequest) []auth.Permission {

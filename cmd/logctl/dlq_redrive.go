@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -17,24 +19,31 @@ func newDLQRedriveCmd(opts *globalOpts) *cobra.Command {
 		flags       dlqFlags
 		rate        string
 		dryRun      bool
+		detach      bool
 		maxRedrives int
 		noProgress  bool
+		target      string
+		fromOffset  int64
+		toOffset    int64
 	)
 	cmd := &cobra.Command{
 		Use:   "redrive TOPIC GROUP",
-		Short: "Move selected dead letters back to their origin topic at a bounded rate; resumable",
-		Long: `Redrive produces each selected dead letter back to its origin topic and
-partition, with its key, value and original headers, a logd-redrive-count
+		Short: "Start a server-side job that moves selected dead letters back to their origin topic at a bounded rate, and follow it",
+		Long: `Redrive starts a redrive job on the cluster's leader. The job produces each
+selected dead letter back to its origin topic and partition (or to --target,
+routed by key), with its key, value and original headers, a logd-redrive-count
 header (one more than before) and a fresh delivery count (it is a new record).
 A record redriven --max-redrives times already is refused (a loop guard).
 
-The position is saved after each record as the committed offset of the
-consumer group logd-redrive.<dead-letter topic>.<filter hash>, and each record
-is produced with an idempotency key derived from its original key (or origin)
-and redrive count: a redrive interrupted at any point and run again with the
-same filters continues where it stopped, without duplicates.`,
+The job runs on the server: it goes on if logctl stops (Ctrl-C or --detach),
+and after a leader change the next leader resumes it from its last committed
+batch; each record carries an idempotency key derived from its dead letter,
+so none is written twice. It stops at the dead-letter topic's end offsets as
+they were when it started. Follow, list and stop jobs with
+"dlq redrive status|list|stop".`,
 		Example: `  logctl dlq redrive orders workers --reason max_deliveries --dry-run
-  logctl dlq redrive orders workers --since 2h --rate 100/s`,
+  logctl dlq redrive orders workers --since 2h --rate 100/s
+  logctl dlq redrive orders workers --rate 10/s --detach`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
@@ -48,6 +57,9 @@ same filters continues where it stopped, without duplicates.`,
 			if err != nil {
 				return err
 			}
+			if fromOffset < 0 || toOffset < 0 || toOffset != 0 && toOffset <= fromOffset {
+				return fmt.Errorf("--from-offset %d, --to-offset %d: want 0 <= from < to (to 0: no bound)", fromOffset, toOffset)
+			}
 			c, err := opts.newClient()
 			if err != nil {
 				return err
@@ -57,61 +69,247 @@ same filters continues where it stopped, without duplicates.`,
 			if err != nil {
 				return err
 			}
-			type row struct {
-				client.DeadLetter
-				Outcome string `json:"outcome"`
-			}
-			var rows []row
-			var bar *progress
-			ro := client.RedriveOptions{DeadLetterTopic: dlq, Filter: f, Rate: perSec, DryRun: dryRun, MaxRedrives: maxRedrives,
-				Each: func(d client.DeadLetter, outcome string) {
-					if dryRun || outcome == "refused" {
-						rows = append(rows, row{d, outcome})
-					}
-				},
-				Progress: func(done, total int64) {
-					if bar == nil {
-						bar = newProgress(opts.stderr, !noProgress && !dryRun, total, "records")
-						bar.Start()
-					}
-					bar.Add(1, 1, 0)
-				},
-			}
-			res, err := c.Redrive(cmd.Context(), ro)
-			bar.Stop()
-			if err != nil {
-				return fmt.Errorf("%w (position kept in group %s; run again to continue)", err, res.Position)
-			}
-			if output != outputText {
-				return writeData(opts.stdout, output, map[string]any{"result": res, "records": rows, "dry_run": dryRun})
-			}
-			if len(rows) > 0 {
-				tw := newTable(opts.stdout)
-				fmt.Fprintln(tw, "DLQ OFFSET\tOUTCOME\tREASON\tORIGIN\tKEY\tREDRIVES")
-				for _, r := range rows {
-					fmt.Fprintf(tw, "%d/%d\t%s\t%s\t%s/%d@%d\t%s\t%d\n", r.Partition, r.Offset, r.Outcome, r.Reason, r.OriginTopic, r.OriginPartition, r.OriginOffset,
-						strconv.Quote(string(r.Key)), r.Redrives)
-				}
-				if err := tw.Flush(); err != nil {
-					return err
-				}
-			}
 			if dryRun {
-				fmt.Fprintf(opts.stdout, "dry run: %d selected, %d would be redriven, %d refused by the loop guard\n", res.Selected, res.Selected-res.Refused, res.Refused)
+				return redriveDryRun(cmd.Context(), c, opts.stdout, output, dlq, f, maxRedrives, fromOffset, toOffset)
+			}
+			job, err := c.StartRedrive(cmd.Context(), client.RedriveOptions{DeadLetterTopic: dlq, Target: target, Filter: f,
+				FromOffset: fromOffset, ToOffset: toOffset, Rate: perSec, MaxRedrives: maxRedrives})
+			if err != nil {
+				return err
+			}
+			if detach {
+				if output != outputText {
+					return writeData(opts.stdout, output, job)
+				}
+				fmt.Fprintf(opts.stdout, "redrive %s started on %s: %d records to scan (follow: logctl dlq redrive status %s)\n", job.ID, dlq, job.Total, job.ID)
 				return nil
 			}
-			fmt.Fprintf(opts.stdout, "%d selected, %d redriven, %d already redriven by an earlier run, %d refused by the loop guard (position: group %s)\n",
-				res.Selected, res.Redriven, res.Duplicates, res.Refused, res.Position)
-			return nil
+			job, err = followRedrive(cmd.Context(), c, opts.stderr, job, !noProgress)
+			if err != nil {
+				return fmt.Errorf("%w (the job goes on on the server: logctl dlq redrive status %s)", err, job.ID)
+			}
+			return printRedriveResult(opts.stdout, output, job)
 		},
 	}
 	flags.add(cmd)
-	cmd.Flags().StringVar(&rate, "rate", "50/s", `records per second ("50/s", "50", "0" for unbounded)`)
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be redriven; change nothing")
+	cmd.Flags().StringVar(&rate, "rate", "50/s", `records per second ("50/s", "50", "3000/m", "0" for unbounded)`)
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be redriven; start nothing")
+	cmd.Flags().BoolVar(&detach, "detach", false, "start the job and return at once")
 	cmd.Flags().IntVar(&maxRedrives, "max-redrives", client.DefaultMaxRedrives, "refuse records already redriven this many times")
-	cmd.Flags().BoolVar(&noProgress, "no-progress", false, "no progress bar on stderr")
+	cmd.Flags().BoolVar(&noProgress, "no-progress", false, "no progress on stderr")
+	cmd.Flags().StringVar(&target, "target", "", "produce every record to this topic (routed by key) instead of its origin")
+	cmd.Flags().Int64Var(&fromOffset, "from-offset", 0, "only dead letters at or after this offset (in every partition)")
+	cmd.Flags().Int64Var(&toOffset, "to-offset", 0, "only dead letters before this offset (in every partition; 0: no bound)")
+	addOutputFlag(cmd, &output)
+	cmd.AddCommand(newDLQRedriveStatusCmd(opts), newDLQRedriveListCmd(opts), newDLQRedriveStopCmd(opts))
+	return cmd
+}
+
+// redriveDryRun lists what a job with these filters would do, reading the
+// dead letters here; it writes nothing.
+func redriveDryRun(ctx context.Context, c *client.Client, w io.Writer, output, dlq string, f client.DeadLetterFilter, maxRedrives int, from, to int64) error {
+	if maxRedrives <= 0 {
+		maxRedrives = client.DefaultMaxRedrives
+	}
+	type row struct {
+		client.DeadLetter
+		Outcome string `json:"outcome"`
+	}
+	var rows []row
+	var refused int
+	err := c.ListDeadLetters(ctx, dlq, f, func(d client.DeadLetter) error {
+		if d.Offset < from || to > 0 && d.Offset >= to {
+			return nil
+		}
+		outcome := "dry-run"
+		if d.Redrives >= maxRedrives {
+			outcome = "refused"
+			refused++
+		}
+		rows = append(rows, row{d, outcome})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if output != outputText {
+		return writeData(w, output, map[string]any{"records": rows, "dry_run": true})
+	}
+	if len(rows) > 0 {
+		tw := newTable(w)
+		fmt.Fprintln(tw, "DLQ OFFSET\tOUTCOME\tREASON\tORIGIN\tKEY\tREDRIVES")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%d/%d\t%s\t%s\t%s/%d@%d\t%s\t%d\n", r.Partition, r.Offset, r.Outcome, r.Reason, r.OriginTopic, r.OriginPartition, r.OriginOffset,
+				strconv.Quote(string(r.Key)), r.Redrives)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "dry run: %d selected, %d would be redriven, %d refused by the loop guard\n", len(rows), len(rows)-refused, refused)
+	return nil
+}
+
+// followRedrive polls a job until it ends, with a progress report on w
+// (a bar on a terminal, plain lines elsewhere) unless disabled.
+func followRedrive(ctx context.Context, c *client.Client, w io.Writer, job client.RedriveJob, enabled bool) (client.RedriveJob, error) {
+	bar := newProgress(w, enabled, job.Total, "records")
+	bar.Start()
+	var seen client.RedriveProgress
+	j, err := c.WaitRedrive(ctx, job.ID, 0, func(j client.RedriveJob) {
+		p := j.Progress
+		bar.Add(p.Scanned-seen.Scanned, p.Redriven-seen.Redriven, p.Bytes-seen.Bytes)
+		seen = p
+	})
+	bar.Stop()
+	if err != nil {
+		return job, err
+	}
+	return j, nil
+}
+
+// printRedriveResult says how a job ended; a failed job is an error.
+func printRedriveResult(w io.Writer, output string, j client.RedriveJob) error {
+	if output != outputText {
+		if err := writeData(w, output, j); err != nil {
+			return err
+		}
+	} else {
+		p := j.Progress
+		fmt.Fprintf(w, "%d selected, %d redriven, %d already redriven by an earlier run, %d refused by the loop guard (job %s %s, position: group %s)\n",
+			p.Scanned-p.Skipped, p.Redriven, p.Duplicates, p.Refused, j.ID, j.State, j.PositionGroup)
+	}
+	if j.State == client.RedriveFailed {
+		return fmt.Errorf("redrive %s failed: %s", j.ID, j.Error)
+	}
+	return nil
+}
+
+func newDLQRedriveStatusCmd(opts *globalOpts) *cobra.Command {
+	var (
+		output string
+		follow bool
+	)
+	cmd := &cobra.Command{
+		Use:     "status ID",
+		Short:   "Show a redrive job's state and progress",
+		Example: "  logctl dlq redrive status rd42\n  logctl dlq redrive status rd42 --follow",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			c, err := opts.newClient()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			j, err := c.DescribeRedrive(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if follow && !j.Ended() {
+				if j, err = followRedrive(cmd.Context(), c, opts.stderr, j, true); err != nil {
+					return err
+				}
+			}
+			if output != outputText {
+				return writeData(opts.stdout, output, j)
+			}
+			return printRedriveJobs(opts.stdout, []client.RedriveJob{j})
+		},
+	}
+	cmd.Flags().BoolVar(&follow, "follow", false, "follow the job until it ends")
 	addOutputFlag(cmd, &output)
 	return cmd
+}
+
+func newDLQRedriveListCmd(opts *globalOpts) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:     "list [DEAD-LETTER-TOPIC]",
+		Short:   "List redrive jobs (running ones and the latest ended)",
+		Example: "  logctl dlq redrive list\n  logctl dlq redrive list orders.workers.dlq -o json",
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			c, err := opts.newClient()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			var topic string
+			if len(args) == 1 {
+				topic = args[0]
+			}
+			jobs, err := c.ListRedrives(cmd.Context(), topic)
+			if err != nil {
+				return err
+			}
+			if output != outputText {
+				return writeData(opts.stdout, output, jobs)
+			}
+			return printRedriveJobs(opts.stdout, jobs)
+		},
+	}
+	addOutputFlag(cmd, &output)
+	return cmd
+}
+
+func newDLQRedriveStopCmd(opts *globalOpts) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:     "stop ID",
+		Short:   "Stop a running redrive job after the batch in hand",
+		Example: "  logctl dlq redrive stop rd42",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			c, err := opts.newClient()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			j, err := c.StopRedrive(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if output != outputText {
+				return writeData(opts.stdout, output, j)
+			}
+			return printRedriveJobs(opts.stdout, []client.RedriveJob{j})
+		},
+	}
+	addOutputFlag(cmd, &output)
+	return cmd
+}
+
+// printRedriveJobs prints jobs as a table.
+func printRedriveJobs(w io.Writer, jobs []client.RedriveJob) error {
+	tw := newTable(w)
+	fmt.Fprintln(tw, "ID\tSTATE\tDEAD LETTERS\tTARGET\tSCANNED\tREDRIVEN\tDUPLICATES\tREFUSED\tSKIPPED\tBYTES\tPOSITION\tERROR")
+	for _, j := range jobs {
+		target := j.Options.Target
+		if target == "" {
+			target = "(origin)"
+		}
+		pos := make([]string, len(j.Position))
+		for i, p := range j.Position {
+			pos[i] = fmt.Sprintf("%d/%d", p, j.EndOffsets[min(i, len(j.EndOffsets)-1)])
+		}
+		errText := j.Error
+		if errText == "" {
+			errText = "-"
+		}
+		p := j.Progress
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", j.ID, j.State, j.Options.DeadLetterTopic, target,
+			p.Scanned, j.Total, p.Redriven, p.Duplicates, p.Refused, p.Skipped, formatBytes(p.Bytes), strings.Join(pos, ","), errText)
+	}
+	return tw.Flush()
 }
 
 // parseRate reads "50/s", "50" or "3000/m".

@@ -79,11 +79,16 @@ func storyPoison(ctx context.Context, d *demo) error {
 	// Redrive: the dead letter goes back to its origin topic and partition
 	// as a new record (same key, value and headers, plus a redrive count).
 	fixed = true
-	rr, err := d.c.Redrive(ctx, client.RedriveOptions{DeadLetterTopic: dlq})
+	job, err := d.c.StartRedrive(ctx, client.RedriveOptions{DeadLetterTopic: dlq})
 	if err != nil {
 		return err
 	}
-	d.check(rr.Redriven == 1, "the template is fixed; Client.Redrive moved %d dead letter back to %s", rr.Redriven, topic)
+	rr, err := d.c.WaitRedrive(ctx, job.ID, 50*time.Millisecond, nil)
+	if err != nil {
+		return err
+	}
+	d.check(rr.State == client.RedriveDone && rr.Progress.Redriven == 1, "the template is fixed; a redrive job (Client.StartRedrive) moved %d dead letter back to %s",
+		rr.Progress.Redriven, topic)
 	end, err := endOffset(ctx, d.c, topic)
 	if err != nil {
 		return err
