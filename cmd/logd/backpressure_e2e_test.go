@@ -6,13 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -169,8 +166,8 @@ func TestOverloadBurst(t *testing.T) {
 }
 
 // TestRedriveAfterFix: records dead-lettered during a downstream outage
-// are listed by logctl, redriven by a logctl that is killed midway and run
-// again (no duplicate), and then acked once each with a fresh delivery
+// are listed by logctl, redriven by a server-side job that is stopped
+// midway and a second job (no duplicate), and then acked once each with a fresh delivery
 // count; a record that fails again and was redriven already is refused by
 // the loop guard.
 func TestRedriveAfterFix(t *testing.T) {
@@ -223,19 +220,33 @@ func TestRedriveAfterFix(t *testing.T) {
 	if end := endOffset(t, c, "pay"); end != n {
 		t.Fatalf("dry run wrote records: end %d", end)
 	}
-	// The fix is in. A slow redrive is killed after its first records...
-	cmd := exec.Command(buildLogctl(t), "--server", p.listen, "dlq", "redrive", "pay", "billing", "--rate", "4/s", "--no-progress")
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	// The fix is in. A slow redrive job is started and left to the
+	// server (--detach)...
+	var job struct {
+		ID    string `json:"id"`
+		State string `json:"state"`
+	}
+	if err := json.Unmarshal([]byte(logctl(t, p, "dlq", "redrive", "pay", "billing", "--rate", "4/s", "--detach", "-o", "json")), &job); err != nil || job.ID == "" {
+		t.Fatalf("redrive --detach: %+v, %v", job, err)
 	}
 	waitFor(t, ctx, "redriven records", func() bool { return endOffset(t, c, "pay") >= n+2 })
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
-	// ...and run again: it continues without duplicates.
-	out := logctl(t, p, "dlq", "redrive", "pay", "billing", "--rate", "0")
-	if !strings.Contains(out, fmt.Sprintf("%d selected", n)) && !strings.Contains(out, "selected") {
-		t.Fatalf("resumed redrive:\n%s", out)
+	// ...stopped after a few records...
+	logctl(t, p, "dlq", "redrive", "stop", job.ID)
+	if err := json.Unmarshal([]byte(logctl(t, p, "dlq", "redrive", "status", job.ID, "-o", "json")), &job); err != nil || job.State != "stopped" {
+		t.Fatalf("status after stop: %+v, %v", job, err)
+	}
+	first := endOffset(t, c, "pay") - n
+	// ...and a new job redrives them all: those the first one wrote are
+	// answered as duplicates, not written again.
+	out := logctl(t, p, "dlq", "redrive", "pay", "billing", "--rate", "0", "--no-progress")
+	if !strings.Contains(out, fmt.Sprintf("%d selected", n)) || !strings.Contains(out, fmt.Sprintf("%d already redriven by an earlier run", first)) {
+		t.Fatalf("second redrive (the first wrote %d):\n%s", first, out)
+	}
+	if out := logctl(t, p, "group", "list"); strings.Contains(out, "logd-redrive.") {
+		t.Fatalf("group list shows redrive positions:\n%s", out)
+	}
+	if out := logctl(t, p, "group", "list", "--all"); !strings.Contains(out, "logd-redrive."+job.ID) {
+		t.Fatalf("group list --all misses the redrive position:\n%s", out)
 	}
 	redriven := map[string]int{}
 	for _, r := range p.readAll(ctx, "pay", 1)[0] {
