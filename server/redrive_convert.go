@@ -2,8 +2,8 @@ package server
 
 import (
 	"github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/replication"
-	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // redriveSpec reads a start request; the bounds and the rate are checked
@@ -41,6 +41,6 @@ func (s *Server) redriveJobProto(j replication.RedriveJob) *logdv1.RedriveJob {
 		Progress: &logdv1.RedriveProgress{Scanned: p.Scanned, Redriven: p.Redriven, Duplicates: p.Duplicates, Refused: p.Refused, Skipped: p.Skipped, Bytes: p.Bytes},
 		Position: pos, EndOffsets: sp.Ends, Total: total,
 		CreatedMs: j.CreatedNanos / 1e6, UpdatedMs: j.UpdatedNanos / 1e6,
-		PositionGroup: fsm.RedriveGroup(j.ID), Principal: sp.Principal,
+		PositionGroup: group.RedrivePrefix + j.ID, Principal: sp.Principal,
 	}
 }
