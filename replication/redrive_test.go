@@ -263,6 +263,57 @@ func TestRedriveFilters(t *testing.T) {
 	}
 }
 
+// TestRedriveUncommittedBatch: a batch a leader wrote but did not commit
+// (its records in the target, the position still before them) is
+// answered as duplicates when the job writes it again: each dead letter
+// ends in its origin once.
+func TestRedriveUncommittedBatch(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	n := openTestNode(t, ctx, t.TempDir())
+	defer n.Close()
+	b := NewBackend(n)
+	for _, tc := range []CreateTopic{{Name: "o", Partitions: 2}, {Name: "o-dlq", Partitions: 1}} {
+		if _, err := n.CreateTopic(ctx, tc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var recs []ProduceRecord
+	for i := range 10 {
+		recs = append(recs, dlqRecord(fmt.Sprintf("k%d", i), strconv.Itoa(i), "o", int32(i%2), "rejected", time.Unix(1_700_000_000, 0), 0))
+	}
+	produceDLQ(t, ctx, b, "o-dlq", recs...)
+	// What the earlier leader wrote of its first batch: dead letters 0-3,
+	// as the job writes them.
+	spec := RedriveSpec{DeadLetterTopic: "o-dlq"}
+	for _, r := range topicValues(t, n, "o-dlq")[:4] {
+		target, rec, ok := redriveRecord(spec, 0, r, parseDeadLetter(r))
+		if !ok {
+			t.Fatalf("no record for %+v", r)
+		}
+		if _, err := b.Produce(ctx, ProduceRequest{Topic: target, Records: []ProduceRecord{rec}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job, err := n.StartRedrive(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := waitJob(t, ctx, n, job.ID, func(j RedriveJob) bool { return j.Ended() })
+	if j.State != fsm.RedriveDone || j.Progress.Duplicates != 4 || j.Progress.Redriven != 6 {
+		t.Fatalf("job %+v, want 4 duplicates and 6 redriven", j)
+	}
+	seen := map[string]int{}
+	for _, r := range topicValues(t, n, "o") {
+		seen[string(r.Value)]++
+	}
+	for i := range 10 {
+		if seen[strconv.Itoa(i)] != 1 {
+			t.Errorf("%d in o %d times, want once", i, seen[strconv.Itoa(i)])
+		}
+	}
+}
+
 // TestRedriveStopAndBadInput: a stop ends a job after the batch in hand;
 // bad input is a typed error and changes nothing.
 func TestRedriveStopAndBadInput(t *testing.T) {
