@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -98,5 +99,79 @@ func TestRedriveKeepsHistory(t *testing.T) {
 	}
 	if want := "w1/rejected/bad input/redrive-0 w2/rejected/still bad/redrive-1"; strings.Join(got, " ") != want {
 		t.Fatalf("history %q, want %q", strings.Join(got, " "), want)
+	}
+}
+
+// TestRedriveJobsThroughTheAPI: bad input is a typed error and starts
+// nothing; a job is listed, described and stopped; internal groups are
+// listed only when asked for.
+func TestRedriveJobsThroughTheAPI(t *testing.T) {
+	c, _ := newTestClient(t, client.Options{})
+	ctx := testContext(t)
+	mustCreate(t, c, "jobs", 1)
+	mustCreate(t, c, "jobs.dlq", 1)
+	for _, tc := range []struct {
+		name string
+		o    client.RedriveOptions
+		err  error
+	}{
+		{name: "unknown dead-letter topic", o: client.RedriveOptions{DeadLetterTopic: "nope"}, err: client.ErrUnknownTopic},
+		{name: "unknown target", o: client.RedriveOptions{DeadLetterTopic: "jobs.dlq", Target: "nope"}, err: client.ErrUnknownTopic},
+		{name: "negative rate", o: client.RedriveOptions{DeadLetterTopic: "jobs.dlq", Rate: -1}, err: client.ErrInvalidArgument},
+		{name: "empty offsets", o: client.RedriveOptions{DeadLetterTopic: "jobs.dlq", FromOffset: 3, ToOffset: 2}, err: client.ErrInvalidArgument},
+		{name: "bad name", o: client.RedriveOptions{DeadLetterTopic: "a b"}, err: client.ErrInvalidArgument},
+	} {
+		if _, err := c.StartRedrive(ctx, tc.o); !errors.Is(err, tc.err) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.err)
+		}
+	}
+	if jobs, err := c.ListRedrives(ctx, ""); err != nil || len(jobs) != 0 {
+		t.Fatalf("jobs after refusals: %+v, %v", jobs, err)
+	}
+	for _, f := range []func() error{
+		func() error { _, err := c.DescribeRedrive(ctx, "rd12345"); return err },
+		func() error { _, err := c.StopRedrive(ctx, "rd12345"); return err },
+	} {
+		if err := f(); !errors.Is(err, client.ErrUnknownRedrive) {
+			t.Errorf("stale id: %v, want ErrUnknownRedrive", err)
+		}
+	}
+	// Plain records (no dead-letter headers) are skipped: no origin.
+	if _, err := c.Produce(ctx, "jobs.dlq", []client.Record{{Value: []byte("x")}, {Value: []byte("y")}}); err != nil {
+		t.Fatal(err)
+	}
+	job, err := c.StartRedrive(ctx, client.RedriveOptions{DeadLetterTopic: "jobs.dlq", Rate: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.Total != 2 || job.State != client.RedriveRunning || job.PositionGroup != "logd-redrive."+job.ID {
+		t.Fatalf("started %+v", job)
+	}
+	j, err := c.WaitRedrive(ctx, job.ID, 10*time.Millisecond, nil)
+	if err != nil || j.State != client.RedriveDone || j.Progress.Scanned != 2 || j.Progress.Skipped != 2 {
+		t.Fatalf("job %+v, %v", j, err)
+	}
+	if s, err := c.StopRedrive(ctx, job.ID); err != nil || s.State != client.RedriveDone {
+		t.Fatalf("stop of a done job: %+v, %v", s, err)
+	}
+	if jobs, err := c.ListRedrives(ctx, "jobs.dlq"); err != nil || len(jobs) != 1 || jobs[0].ID != job.ID {
+		t.Fatalf("list: %+v, %v", jobs, err)
+	}
+	if jobs, err := c.ListRedrives(ctx, "jobs"); err != nil || len(jobs) != 0 {
+		t.Fatalf("list of another topic: %+v, %v", jobs, err)
+	}
+	has := func(gs []client.GroupSummary) bool {
+		for _, g := range gs {
+			if g.Group == job.PositionGroup {
+				return true
+			}
+		}
+		return false
+	}
+	if gs, err := c.ListGroups(ctx); err != nil || has(gs) {
+		t.Fatalf("ListGroups shows the position: %+v, %v", gs, err)
+	}
+	if gs, err := c.ListGroupsWith(ctx, client.ListGroupsOptions{All: true}); err != nil || !has(gs) {
+		t.Fatalf("ListGroups All misses the position: %+v, %v", gs, err)
 	}
 }
