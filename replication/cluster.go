@@ -472,7 +472,7 @@ func (n *Node) registerSelf() {
 	if n.cfg.APIAdvertise == "" || !n.ready.Load() || !n.IsLeader() {
 		return
 	}
-	want := fsm.RegisteredNode{ID: n.cfg.NodeID, APIAddress: n.cfg.APIAdvertise, FeatureLevel: fsm.Level,
+	want := fsm.RegisteredNode{ID: n.cfg.NodeID, APIAddress: n.cfg.APIAdvertise, FeatureLevel: n.buildLevel(),
 		PeerAddress: n.cfg.PeerAdvertise, KafkaAddress: n.cfg.KafkaAdvertise}
 	if cur, ok := n.fsm.Node(n.cfg.NodeID); ok && cur == want {
 		return

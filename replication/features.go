@@ -64,11 +64,16 @@ func allows(name string, need, cluster fsm.FeatureLevel) error {
 	return nil
 }
 
+// buildLevel is the feature level this node registers and counts itself
+// at: its build's, or Config.FeatureLevel's below it.
+func (n *Node) buildLevel() fsm.FeatureLevel { return n.cfg.FeatureLevel }
+
 // featureLevel returns the cluster's feature level as this node sees it:
 // the lowest level registered by a member of the current Raft
 // configuration, this node counting at its own build's level whether it
 // registered it yet or not (it proposes, and applies what it proposes
-// with its own build), so a new cluster of one is at its level at once.
+// with its own build), so a new cluster of one is at its level at once;
+// never above this node's own level.
 func (n *Node) featureLevel() (fsm.FeatureLevel, error) {
 	f := n.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
@@ -79,12 +84,13 @@ func (n *Node) featureLevel() (fsm.FeatureLevel, error) {
 	for i, s := range servers {
 		ids[i] = string(s.ID)
 	}
-	return clusterLevel(ids, func(id string) fsm.FeatureLevel {
+	own := n.buildLevel()
+	return min(own, clusterLevel(ids, func(id string) fsm.FeatureLevel {
 		if id == n.cfg.NodeID {
-			return fsm.Level
+			return own
 		}
 		return n.fsm.NodeFeatureLevel(id)
-	}), nil
+	})), nil
 }
 
 // CheckCompression says whether batches compressed with c may be appended

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-
-	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // AskJoin makes one attempt to join a cluster: it asks the member whose
@@ -43,7 +41,7 @@ const (
 func (n *Node) JoinCluster(ctx context.Context, member string, ask AskJoin) (string, error) {
 	// The transport's address is the advertised one, or the one it bound
 	// when RaftBind asked for any port.
-	req := JoinRequest{ID: n.cfg.NodeID, RaftAddress: string(n.stores.transport.LocalAddr()), APIAddress: n.cfg.APIAdvertise, FeatureLevel: fsm.Level,
+	req := JoinRequest{ID: n.cfg.NodeID, RaftAddress: string(n.stores.transport.LocalAddr()), APIAddress: n.cfg.APIAdvertise, FeatureLevel: n.buildLevel(),
 		PeerAddress: n.cfg.PeerAdvertise, KafkaAddress: n.cfg.KafkaAdvertise}
 	return joinLoop(ctx, n.cfg.Logger, member, req, ask, joinAttemptTimeout, joinRetryInterval)
 }

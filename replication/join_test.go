@@ -155,6 +155,8 @@ type joinCluster struct {
 	mu     sync.Mutex
 	byAPI  map[string]*Node
 	silent map[string]bool
+	// closed are the nodes restart closed, which cleanup leaves alone.
+	closed map[*Node]bool
 	// rewrite, when set, changes what a node says of itself.
 	rewrite func(NodeReport) NodeReport
 	probes  int
@@ -164,7 +166,7 @@ type joinCluster struct {
 }
 
 func newJoinCluster(t *testing.T) *joinCluster {
-	return &joinCluster{t: t, byAPI: map[string]*Node{}, silent: map[string]bool{}}
+	return &joinCluster{t: t, byAPI: map[string]*Node{}, silent: map[string]bool{}, closed: map[*Node]bool{}}
 }
 
 // open starts node id (bootstrapping a cluster of itself, or waiting to
@@ -180,22 +182,7 @@ func (c *joinCluster) open(ctx context.Context, id string, bootstrap bool) *Node
 	if c.configure != nil {
 		c.configure(id, &cfg)
 	}
-	n, err := Open(cfg)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.t.Cleanup(func() {
-		if err := n.Close(); err != nil {
-			c.t.Errorf("close %s: %v", id, err)
-		}
-		// Raft's transport keeps its pooled connections to peers open
-		// after Close, and each holds a reading goroutine of the peer's
-		// transport in this process.
-		n.stores.transport.(*raft.NetworkTransport).CloseStreams()
-	})
-	c.mu.Lock()
-	c.byAPI[cfg.APIAdvertise] = n
-	c.mu.Unlock()
+	n := c.start(cfg)
 	if bootstrap {
 		// A new leader registers its own API address in the log after it
 		// is ready; wait for that too, or a test's "membership before"
@@ -210,6 +197,57 @@ func (c *joinCluster) open(ctx context.Context, id string, bootstrap bool) *Node
 		}
 	}
 	return n
+}
+
+// start opens a node of the cluster with cfg, closed at the test's end
+// unless restart closed it.
+func (c *joinCluster) start(cfg Config) *Node {
+	c.t.Helper()
+	n, err := Open(cfg)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() {
+		c.mu.Lock()
+		closed := c.closed[n]
+		c.mu.Unlock()
+		if !closed {
+			c.close(n)
+		}
+	})
+	c.mu.Lock()
+	c.byAPI[cfg.APIAdvertise] = n
+	c.mu.Unlock()
+	return n
+}
+
+// close closes n and the streams of its transport.
+func (c *joinCluster) close(n *Node) {
+	c.t.Helper()
+	if err := n.Close(); err != nil {
+		c.t.Errorf("close %s: %v", n.NodeID(), err)
+	}
+	// Raft's transport keeps its pooled connections to peers open after
+	// Close, and each holds a reading goroutine of the peer's transport
+	// in this process.
+	n.stores.transport.(*raft.NetworkTransport).CloseStreams()
+}
+
+// restart closes n and opens it again on its data dir and Raft address,
+// with its configuration as edit changes it (a new build, say), and
+// returns the new node, which answers at n's API address from then on.
+func (c *joinCluster) restart(n *Node, edit func(*Config)) *Node {
+	c.t.Helper()
+	cfg := n.cfg
+	cfg.RaftBind, cfg.RaftAdvertise, cfg.Bootstrap = string(n.stores.transport.LocalAddr()), "", false
+	if edit != nil {
+		edit(&cfg)
+	}
+	c.mu.Lock()
+	c.closed[n] = true
+	c.mu.Unlock()
+	c.close(n)
+	return c.start(cfg)
 }
 
 // probe is the NodeProbe of the tests.
@@ -249,7 +287,7 @@ func (c *joinCluster) probeCount() int {
 
 // joinRequest is what n's JoinCluster would send.
 func joinRequest(n *Node) JoinRequest {
-	return JoinRequest{ID: n.cfg.NodeID, RaftAddress: string(n.stores.transport.LocalAddr()), APIAddress: n.cfg.APIAdvertise, FeatureLevel: fsm.Level}
+	return JoinRequest{ID: n.cfg.NodeID, RaftAddress: string(n.stores.transport.LocalAddr()), APIAddress: n.cfg.APIAdvertise, FeatureLevel: n.buildLevel()}
 }
 
 // membership is the leader's configuration as "id=suffrage" in order,

@@ -144,6 +144,19 @@ type Config struct {
 	// election timeout. Tests shorten them so a single node elects itself
 	// in milliseconds.
 	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout time.Duration
+	// FeatureLevel is the feature level this node registers and counts
+	// itself at (features.go); zero is its build's, fsm.Level, and it may
+	// not be higher. A lower one makes the node act as a build of that
+	// level in a rolling upgrade (it proposes nothing the level does not
+	// cover), which is how tests play an older build.
+	FeatureLevel fsm.FeatureLevel
+	// Register, if set, is how this node asks the leader to register its
+	// addresses and feature level while it follows (cluster.go): the Join
+	// call over the client API (cmd/logd's joinVia), to the leader's
+	// call address, with JoinRequest.RegisterOnly set. Nil: a follower's
+	// registration changes only through JoinCluster; a leader registers
+	// itself either way.
+	Register AskJoin
 	// WrapRaftStores, if set, wraps Raft's log and stable store once they
 	// are open: fault builds of cmd/logd slow them down or hold log writes
 	// back (internal/faults); tests hand a restarted InMemory node the log
@@ -160,6 +173,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: data dir is required", ErrInvalidArgument)
 	case c.RaftBind == "" && !c.InMemory:
 		return fmt.Errorf("%w: raft bind address is required", ErrInvalidArgument)
+	case c.FeatureLevel > fsm.Level:
+		return fmt.Errorf("%w: feature level %d is above this build's %d", ErrInvalidArgument, c.FeatureLevel, fsm.Level)
 	case c.MaxRaftConns < 0:
 		return fmt.Errorf("%w: max raft connections %d is negative", ErrInvalidArgument, c.MaxRaftConns)
 	case c.PeerTLS != nil && c.InMemory:
@@ -202,6 +217,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.FeatureLevel == 0 {
+		c.FeatureLevel = fsm.Level
 	}
 	if c.Fatal == nil {
 		logger := c.Logger

@@ -1,0 +1,124 @@
+package replication
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/logd-dev/logd/replication/fsm"
+)
+
+// registrar is the Config.Register of a joinCluster's nodes: the Join the
+// front end would make on the node called at member, counted, with the
+// last request kept.
+type registrar struct {
+	c *joinCluster
+
+	// calls and last are guarded by c.mu.
+	calls int
+	last  JoinRequest
+}
+
+func (r *registrar) ask(ctx context.Context, member string, req JoinRequest) (string, error) {
+	r.c.mu.Lock()
+	r.calls++
+	r.last = req
+	n, silent := r.c.byAPI[member], r.c.silent[member]
+	r.c.mu.Unlock()
+	if n == nil || silent {
+		return "", fmt.Errorf("dial %s: connection refused", member)
+	}
+	if err := n.Join(ctx, req, r.c.probe); err != nil {
+		return "", err
+	}
+	return n.NodeID(), nil
+}
+
+func (r *registrar) lastRequest() (int, JoinRequest) {
+	r.c.mu.Lock()
+	defer r.c.mu.Unlock()
+	return r.calls, r.last
+}
+
+// TestFollowerRegistersNewLevel: in a rolling upgrade, a follower
+// restarted with a build of a new feature level, without a join,
+// registers its new level through the leader (Config.Register), while
+// the same leader leads in the same term; the cluster's level stays at
+// the lowest member's. Asking again with nothing changed adds no Raft
+// entry.
+func TestFollowerRegistersNewLevel(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	old := fsm.Level - 1
+	c := newJoinCluster(t)
+	reg := &registrar{c: c}
+	c.configure = func(_ string, cfg *Config) {
+		cfg.FeatureLevel = old
+		cfg.Register = reg.ask
+	}
+	l := c.open(ctx, "n1", true)
+	n2, n3 := c.open(ctx, "n2", false), c.open(ctx, "n3", false)
+	for _, n := range []*Node{n2, n3} {
+		if err := l.Join(ctx, joinRequest(n), c.probe); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitRegistry(ctx, t, l, "every node at the old level", func() bool {
+		for _, id := range []string{"n1", "n2", "n3"} {
+			if l.FSM().NodeFeatureLevel(id) != old {
+				return false
+			}
+		}
+		return true
+	})
+	before, _ := l.FSM().Node("n3")
+	term := l.raft.CurrentTerm()
+
+	// n3 comes back with the new build, and no join. A heartbeat timeout
+	// of a minute keeps it from campaigning: only the leader can register
+	// it.
+	n3 = c.restart(n3, func(cfg *Config) {
+		cfg.FeatureLevel = fsm.Level
+		cfg.HeartbeatTimeout, cfg.ElectionTimeout = time.Minute, time.Minute
+	})
+	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer wcancel()
+	waitRegistry(wctx, t, l, "n3 registers the new level", func() bool { return l.FSM().NodeFeatureLevel("n3") == fsm.Level })
+	after, _ := l.FSM().Node("n3")
+	if want := before; after.APIAddress != want.APIAddress || after.PeerAddress != want.PeerAddress || after.KafkaAddress != want.KafkaAddress {
+		t.Errorf("n3 registered %+v, was %+v: only the level should change", after, before)
+	}
+	if !l.IsLeader() || l.raft.CurrentTerm() != term {
+		t.Errorf("leader changed: n1 leads %v, term %d, was %d", l.IsLeader(), l.raft.CurrentTerm(), term)
+	}
+	if got, err := l.featureLevel(); err != nil || got != old {
+		t.Errorf("cluster level %d, %v; want %d while n1 and n2 run the old build", got, err, old)
+	}
+	waitRegistry(ctx, t, n3, "n3 applies its registration", func() bool { return n3.FSM().NodeFeatureLevel("n3") == fsm.Level })
+
+	// Asked again with nothing changed, the leader proposes nothing.
+	calls, req := reg.lastRequest()
+	if calls == 0 {
+		t.Fatal("n3 registered without asking the leader")
+	}
+	last := l.raft.LastIndex()
+	if _, err := reg.ask(ctx, l.APIAddress(), req); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.raft.LastIndex(); got != last {
+		t.Errorf("a registration that changes nothing added entries %d..%d", last+1, got)
+	}
+}
+
+// waitRegistry polls cond on n until it holds or ctx ends.
+func waitRegistry(ctx context.Context, t *testing.T, n *Node, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: %v; %s's registry: %+v", what, ctx.Err(), n.NodeID(), n.FSM().Nodes())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
