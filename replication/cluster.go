@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -54,9 +53,6 @@ type clusterState struct {
 	change *memberChange
 	// transferMu is held for the whole of one leadership transfer.
 	transferMu sync.Mutex
-	// lastRegister is when registerSelf last proposed; housekeeping
-	// goroutine only.
-	lastRegister time.Time
 }
 
 // memberChange is one Join or RemoveNode in progress.
@@ -131,6 +127,12 @@ type JoinRequest struct {
 	// address, registered with it. Builds before them send neither.
 	PeerAddress  string
 	KafkaAddress string
+	// RegisterOnly: the node is a member and asks only that its
+	// addresses and feature level be registered (a node that restarted
+	// with a new build or address, register.go); the leader never adds or
+	// promotes it, and refuses one that is not a member
+	// (ErrUnknownNode).
+	RegisterOnly bool
 	// CallerNodeID and ForwardedBy say who asked, under peer TLS
 	// (Config.PeerTLS); the front end fills them from the connection the
 	// call arrived on (PeerTLS.VerifiedNode). CallerNodeID is the node id
@@ -158,7 +160,8 @@ type JoinRequest struct {
 // id at another Raft address, or an address of another member, is
 // ErrNodeConflict; a registered API or peer address moves only when its
 // old one no longer answers as the node. Another change in progress is
-// ErrMembershipChange.
+// ErrMembershipChange. A request with RegisterOnly changes the registry
+// only, under the same checks, and only of a member.
 func (n *Node) Join(ctx context.Context, req JoinRequest, probe NodeProbe) error {
 	if err := validateJoin(req); err != nil {
 		return err
@@ -174,6 +177,9 @@ func (n *Node) Join(ctx context.Context, req JoinRequest, probe NodeProbe) error
 	}
 	plan, err := n.planJoin(req)
 	if err != nil || plan.done {
+		return err
+	}
+	if err := plan.registerOnly(req); err != nil || req.RegisterOnly && !plan.register {
 		return err
 	}
 	// Checked before taking the slot: a flood of bogus joins costs a probe
@@ -205,6 +211,9 @@ func (n *Node) join(ctx context.Context, req JoinRequest, probe NodeProbe) error
 	if err != nil || plan.done {
 		return err
 	}
+	if err := plan.registerOnly(req); err != nil {
+		return err
+	}
 	for _, old := range plan.movedFrom {
 		// A member's API or peer address moves only when the old one no
 		// longer answers as that node (a restart on another port), so
@@ -223,6 +232,9 @@ func (n *Node) join(ctx context.Context, req JoinRequest, probe NodeProbe) error
 		if err := n.register(ctx, reg); err != nil {
 			return err
 		}
+	}
+	if req.RegisterOnly {
+		return nil
 	}
 	timeout := n.cfg.ApplyTimeout
 	switch {
@@ -258,6 +270,16 @@ type joinPlan struct {
 	movedFrom []string
 	// done: it is a voter at these addresses; nothing to do.
 	done bool
+}
+
+// registerOnly refuses a request with RegisterOnly from a node that is
+// not a member: registering it would not make it one, and adding it is
+// a join's business.
+func (p joinPlan) registerOnly(req JoinRequest) error {
+	if req.RegisterOnly && p.member == nil {
+		return fmt.Errorf("%w: %s asks to be registered but is not a member (join it first)", ErrUnknownNode, req.ID)
+	}
+	return nil
 }
 
 // planJoin compares a join request with the configuration and the node
@@ -461,33 +483,6 @@ func (n *Node) register(ctx context.Context, reg fsm.NodeRegister) error {
 	}
 	_, err = n.propose(ctx, data)
 	return err
-}
-
-// registerSelf registers this node's own addresses and feature level
-// when it leads and the registry lacks them (a bootstrapped node, a new
-// --advertise, --peer-advertise or --kafka-advertise, or a new build).
-// Called by housekeeping; at most one attempt per second. A node that
-// joined registers through its join, which it repeats at every start.
-func (n *Node) registerSelf() {
-	if n.cfg.APIAdvertise == "" || !n.ready.Load() || !n.IsLeader() {
-		return
-	}
-	want := fsm.RegisteredNode{ID: n.cfg.NodeID, APIAddress: n.cfg.APIAdvertise, FeatureLevel: n.buildLevel(),
-		PeerAddress: n.cfg.PeerAdvertise, KafkaAddress: n.cfg.KafkaAdvertise}
-	if cur, ok := n.fsm.Node(n.cfg.NodeID); ok && cur == want {
-		return
-	}
-	if time.Since(n.cluster.lastRegister) < time.Second {
-		return
-	}
-	n.cluster.lastRegister = time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	reg := fsm.NodeRegister{ID: want.ID, APIAddress: want.APIAddress, FeatureLevel: want.FeatureLevel,
-		PeerAddress: want.PeerAddress, KafkaAddress: want.KafkaAddress}
-	if err := n.register(ctx, reg); err != nil {
-		n.cfg.Logger.Warn("register own addresses", "err", err)
-	}
 }
 
 // LeaderAPIAddress returns the leader's registered client API address and

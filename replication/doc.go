@@ -31,7 +31,11 @@
 //     cluster's feature level covers it: the lowest level the members of
 //     the Raft configuration registered in the node registry (features.go),
 //     so a rolling upgrade never hands an older replica an entry it would
-//     stop on (TestClusterLevel, TestProposalFeatureGate).
+//     stop on (TestClusterLevel, TestProposalFeatureGate). Every member
+//     keeps its own entry current, a follower through the leader
+//     (register.go), so the level rises once the last member runs a new
+//     build, whether it restarted with a join or not
+//     (TestFollowerRegistersNewLevel).
 //
 // Partition logs are not fsynced per append by default: the Raft log is the
 // write-ahead log. After a power cut a partition's unsynced tail is cut at

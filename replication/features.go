@@ -9,9 +9,10 @@ import (
 )
 
 // Feature levels (replication/fsm commands.go): every node registers the
-// highest level its build understands in the replicated node registry, and
-// the cluster's level is the lowest registered by a member of the Raft
-// configuration. A node proposes a command kind (or payload version) only
+// highest level its build understands in the replicated node registry
+// (register.go: once caught up after a start, and again whenever the
+// registry lacks it), and the cluster's level is the lowest registered by
+// a member of the Raft configuration. A node proposes a command kind (or payload version) only
 // when the cluster's level covers it, so during a rolling upgrade the
 // upgraded nodes keep proposing what the older ones understand, and a new
 // kind starts once the last node runs a build that knows it.

@@ -151,7 +151,7 @@ type Config struct {
 	// cover), which is how tests play an older build.
 	FeatureLevel fsm.FeatureLevel
 	// Register, if set, is how this node asks the leader to register its
-	// addresses and feature level while it follows (cluster.go): the Join
+	// addresses and feature level while it follows (register.go): the Join
 	// call over the client API (cmd/logd's joinVia), to the leader's
 	// call address, with JoinRequest.RegisterOnly set. Nil: a follower's
 	// registration changes only through JoinCluster; a leader registers
@@ -251,15 +251,17 @@ type Node struct {
 	// applied wakes waiters after each applied batch (adapter.go).
 	applied *appliedSignal
 
-	// cleanerDone is closed when the cleaner goroutine (cleaner.go) ends.
+	// cleanerDone is closed when the cleaner goroutine (cleaner.go) ends,
+	// registerDone when the self-registration goroutine (register.go)
+	// does.
 	cleanerDone  chan struct{}
+	registerDone chan struct{}
 	cleanerStats cleanerStats
 	// redriveDone is closed when the redrive loop (redrive.go) ends;
 	// redriveWake wakes it early.
 	redriveDone chan struct{}
 	redriveWake chan struct{}
-	// cluster serializes membership changes and self-registration
-	// (cluster.go).
+	// cluster serializes membership changes (cluster.go).
 	cluster clusterState
 	// observer gathers Raft's measurements (raft_observe.go); leaderObs
 	// receives Raft's leader observations, which housekeeping counts,
@@ -346,6 +348,8 @@ func Open(cfg Config) (*Node, error) {
 	go n.runCleaner()
 	n.redriveDone, n.redriveWake = make(chan struct{}), make(chan struct{}, 1)
 	go n.runRedrives()
+	n.registerDone = make(chan struct{})
+	go n.runRegistration()
 	return n, nil
 }
 
@@ -384,7 +388,6 @@ func (n *Node) housekeeping() {
 			n.cfg.Logger.Info("state machine caught up; serving", "applied_index", n.fsm.AppliedIndex())
 		}
 		n.leaderBarrier()
-		n.registerSelf()
 		if n.stores.stream != nil && time.Since(lastPrune) >= raftPruneInterval {
 			lastPrune = time.Now()
 			n.stores.stream.prune()
@@ -745,6 +748,7 @@ func (n *Node) Close() error {
 	<-n.done
 	<-n.cleanerDone
 	<-n.redriveDone
+	<-n.registerDone
 	n.raft.DeregisterObserver(n.leaderObsv)
 	errs := []error{n.raft.Shutdown().Error()}
 	errs = append(errs, n.stores.close(), n.fsm.Close())

@@ -2,7 +2,9 @@ package replication
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -99,8 +101,8 @@ func TestFollowerRegistersNewLevel(t *testing.T) {
 
 	// Asked again with nothing changed, the leader proposes nothing.
 	calls, req := reg.lastRequest()
-	if calls == 0 {
-		t.Fatal("n3 registered without asking the leader")
+	if calls == 0 || !req.RegisterOnly || req.ID != "n3" || req.FeatureLevel != fsm.Level {
+		t.Fatalf("%d requests, the last %+v; want n3's registration at level %d", calls, req, fsm.Level)
 	}
 	last := l.raft.LastIndex()
 	if _, err := reg.ask(ctx, l.APIAddress(), req); err != nil {
@@ -108,6 +110,50 @@ func TestFollowerRegistersNewLevel(t *testing.T) {
 	}
 	if got := l.raft.LastIndex(); got != last {
 		t.Errorf("a registration that changes nothing added entries %d..%d", last+1, got)
+	}
+
+	// A node that is not a member is not added by a registration.
+	n4 := c.open(ctx, "n4", false)
+	stranger := joinRequest(n4)
+	stranger.RegisterOnly = true
+	if err := l.Join(ctx, stranger, c.probe); !errors.Is(err, ErrUnknownNode) {
+		t.Errorf("registration of a non-member: %v, want ErrUnknownNode", err)
+	}
+	if m, _ := l.member("n4"); m != nil || l.raft.LastIndex() != last {
+		t.Errorf("registration of a non-member changed the cluster: member %+v, last index %d, was %d", m, l.raft.LastIndex(), last)
+	}
+}
+
+// TestRegistrationBackoff: failed attempts wait twice as long each time,
+// up to registerMaxBackoff; a success waits the settle time and clears
+// the backoff; a new leader is asked at once.
+func TestRegistrationBackoff(t *testing.T) {
+	now := time.Unix(1000, 0)
+	var r registration
+	r.sawLeader("n1")
+	var pauses []time.Duration
+	for range 8 {
+		pauses = append(pauses, r.fail(now))
+	}
+	want := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}
+	if !slices.Equal(pauses, want) || r.failures != 8 || !r.next.Equal(now.Add(registerMaxBackoff)) {
+		t.Fatalf("pauses %v, failures %d, next %v; want %v", pauses, r.failures, r.next, want)
+	}
+	r.sawLeader("n1")
+	if !r.next.Equal(now.Add(registerMaxBackoff)) {
+		t.Fatalf("the same leader reset the pause: next %v", r.next)
+	}
+	r.sawLeader("n2")
+	if !r.next.IsZero() || r.backoff != 0 {
+		t.Fatalf("a new leader waits: next %v, backoff %v", r.next, r.backoff)
+	}
+	r.fail(now)
+	r.succeed(now, registerSettle)
+	if r.failures != 0 || r.backoff != 0 || !r.next.Equal(now.Add(registerSettle)) {
+		t.Fatalf("after a success: %+v", r)
+	}
+	if got := r.fail(now); got != registerMinBackoff {
+		t.Fatalf("first pause after a success %v, want %v", got, registerMinBackoff)
 	}
 }
 

@@ -331,6 +331,9 @@ var authzTable = map[string]authzRule{
 			if m.KafkaAddress != "" {
 				attrs = append(attrs, slog.String("kafka_address", m.KafkaAddress))
 			}
+			if m.RegisterOnly {
+				attrs = append(attrs, slog.Bool("register_only", true), slog.Uint64("feature_level", uint64(m.FeatureLevel)))
+			}
 			return attrs
 		}),
 	},

@@ -17,11 +17,13 @@ import (
 // (replication.(*Node).Join): it asks the node, through its Status at the
 // peer address it gives (else its API address), who it is and how far it
 // has applied; under peer
-// TLS it also checks that the caller is that node (joinCaller).
+// TLS it also checks that the caller is that node (joinCaller). A member
+// that asks only to be registered (register_only: a restart with a new
+// build or address) takes the same path and checks.
 func (s *Server) Join(ctx context.Context, req *connect.Request[logdv1.JoinRequest]) (*connect.Response[logdv1.JoinResponse], error) {
 	m := req.Msg
 	jr := replication.JoinRequest{ID: m.NodeId, RaftAddress: m.RaftAddress, APIAddress: m.ApiAddress, FeatureLevel: replication.FeatureLevel(m.FeatureLevel),
-		PeerAddress: m.PeerAddress, KafkaAddress: m.KafkaAddress}
+		PeerAddress: m.PeerAddress, KafkaAddress: m.KafkaAddress, RegisterOnly: m.RegisterOnly}
 	jr.CallerNodeID, jr.ForwardedBy = s.joinCaller(ctx, req.Header())
 	// No proxy from the environment (peers are dialed directly, through
 	// s.peers), and bounded dials; each question's context bounds the

@@ -5403,7 +5403,14 @@ type JoinRequest struct {
 	PeerAddress string `protobuf:"bytes,5,opt,name=peer_address,json=peerAddress,proto3" json:"peer_address,omitempty"`
 	// The joining node's advertised Kafka address, which every node's Kafka
 	// Metadata answers give for it; empty: none (see docs/kafka.md).
-	KafkaAddress  string `protobuf:"bytes,6,opt,name=kafka_address,json=kafkaAddress,proto3" json:"kafka_address,omitempty"`
+	KafkaAddress string `protobuf:"bytes,6,opt,name=kafka_address,json=kafkaAddress,proto3" json:"kafka_address,omitempty"`
+	// The node is a member already and asks only that its addresses and
+	// feature level be registered (a node restarted with a new build or
+	// address does, without --join): the leader never adds or promotes it,
+	// and answers NOT_FOUND for a node that is not a member. Older leaders
+	// ignore the field and take the call for a join, which for a voter at
+	// the same Raft address is a re-registration too.
+	RegisterOnly  bool `protobuf:"varint,7,opt,name=register_only,json=registerOnly,proto3" json:"register_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5478,6 +5485,13 @@ func (x *JoinRequest) GetKafkaAddress() string {
 		return x.KafkaAddress
 	}
 	return ""
+}
+
+func (x *JoinRequest) GetRegisterOnly() bool {
+	if x != nil {
+		return x.RegisterOnly
+	}
+	return false
 }
 
 type JoinResponse struct {
@@ -8072,7 +8086,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\atime_ms\x18\x01 \x01(\x03R\x06timeMs\x12\x16\n" +
 	"\x06action\x18\x02 \x01(\tR\x06action\x12#\n" +
 	"\rbytes_deleted\x18\x03 \x01(\x03R\fbytesDeleted\x12'\n" +
-	"\x0frecords_removed\x18\x04 \x01(\x03R\x0erecordsRemoved\"\xd7\x01\n" +
+	"\x0frecords_removed\x18\x04 \x01(\x03R\x0erecordsRemoved\"\xfc\x01\n" +
 	"\vJoinRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12\x1f\n" +
@@ -8080,7 +8094,8 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"apiAddress\x12#\n" +
 	"\rfeature_level\x18\x04 \x01(\rR\ffeatureLevel\x12!\n" +
 	"\fpeer_address\x18\x05 \x01(\tR\vpeerAddress\x12#\n" +
-	"\rkafka_address\x18\x06 \x01(\tR\fkafkaAddress\"+\n" +
+	"\rkafka_address\x18\x06 \x01(\tR\fkafkaAddress\x12#\n" +
+	"\rregister_only\x18\a \x01(\bR\fregisterOnly\"+\n" +
 	"\fJoinResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\",\n" +
 	"\x11RemoveNodeRequest\x12\x17\n" +

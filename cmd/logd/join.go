@@ -21,13 +21,15 @@ import (
 // through its routes (a restarted node knows the registry, and reaches a
 // member as it reaches it otherwise), and under peer TLS over https with
 // this node's certificate, which the leader requires of a joining node.
-// The retry loop is replication.(*Node).JoinCluster.
+// The retry loop is replication.(*Node).JoinCluster; a member's
+// registration of itself (replication.Config.Register) makes the same
+// call to the leader.
 func joinVia(p replication.PeerHTTP) replication.AskJoin {
 	hc := &http.Client{Transport: p.Transport(2*time.Second, false)}
 	return func(ctx context.Context, member string, req replication.JoinRequest) (string, error) {
 		c := logdv1connect.NewLogServiceClient(hc, p.URL(member))
 		resp, err := c.Join(ctx, connect.NewRequest(&logdv1.JoinRequest{NodeId: req.ID, RaftAddress: req.RaftAddress, ApiAddress: req.APIAddress,
-			FeatureLevel: uint32(req.FeatureLevel), PeerAddress: req.PeerAddress, KafkaAddress: req.KafkaAddress}))
+			FeatureLevel: uint32(req.FeatureLevel), PeerAddress: req.PeerAddress, KafkaAddress: req.KafkaAddress, RegisterOnly: req.RegisterOnly}))
 		if err != nil {
 			return "", err
 		}

@@ -284,6 +284,7 @@ func run(ctx context.Context, c config, getenv func(string) string, stderr io.Wr
 		PeerAdvertise:     c.peer.advertise,
 		KafkaAdvertise:    c.kafka.advertise,
 		SegmentSource:     replication.NewSegmentClient(peerHTTP),
+		Register:          joinVia(peerHTTP),
 		Peers:             peers,
 		PeerTLS:           peerTLS,
 		SyncPartitions:    c.fsync == "always",
