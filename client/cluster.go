@@ -28,14 +28,29 @@ type NodeStatus struct {
 	// highest commit index any member reported.
 	Lag   uint64 `json:"lag_entries"`
 	Ready bool   `json:"ready"`
-	Error string `json:"error,omitempty"`
+	// FeatureLevel is the level the node registered (1 for none), as the
+	// node asked first knows it; BuildLevel the level of the node's
+	// build, as it reports itself (0 when it did not answer, or does not
+	// report it). A node whose FeatureLevel stays below its BuildLevel
+	// holds the cluster at the lower level.
+	FeatureLevel uint32 `json:"feature_level"`
+	BuildLevel   uint32 `json:"build_level"`
+	Error        string `json:"error,omitempty"`
 }
 
 // ClusterStatus is every member's status, in configuration order.
 type ClusterStatus struct {
-	LeaderID string       `json:"leader_id"`
-	Term     uint64       `json:"term"`
-	Nodes    []NodeStatus `json:"nodes"`
+	LeaderID string `json:"leader_id"`
+	Term     uint64 `json:"term"`
+	// AppliedLevel is the highest feature level an applied entry needed
+	// (how entries apply now; a build below it cannot run the cluster),
+	// and ClusterLevel the lowest level a member registered (what the
+	// cluster may use from now on), both as the leader reports them, or
+	// the node asked first when the leader did not answer. 0 from servers
+	// that do not report them.
+	AppliedLevel uint32       `json:"applied_level"`
+	ClusterLevel uint32       `json:"cluster_level"`
+	Nodes        []NodeStatus `json:"nodes"`
 }
 
 // ClusterStatus asks the client's node for the configuration, then every
@@ -46,16 +61,19 @@ func (c *Client) ClusterStatus(ctx context.Context) (ClusterStatus, error) {
 	if err != nil {
 		return ClusterStatus{}, err
 	}
-	out := ClusterStatus{LeaderID: st.LeaderID, Term: st.Term, Nodes: make([]NodeStatus, len(st.Members))}
+	out := ClusterStatus{LeaderID: st.LeaderID, Term: st.Term, AppliedLevel: st.AppliedLevel, ClusterLevel: st.ClusterLevel,
+		Nodes: make([]NodeStatus, len(st.Members))}
+	// levels are the leader's feature levels, by node index.
+	levels := make([][2]uint32, len(st.Members))
 	var wg sync.WaitGroup
 	for i, m := range st.Members {
-		out.Nodes[i] = NodeStatus{ID: m.ID, APIAddress: m.APIAddress, RaftAddress: m.RaftAddress, Suffrage: m.Suffrage}
+		out.Nodes[i] = NodeStatus{ID: m.ID, APIAddress: m.APIAddress, RaftAddress: m.RaftAddress, Suffrage: m.Suffrage, FeatureLevel: m.FeatureLevel}
 		if m.APIAddress == "" {
 			out.Nodes[i].Error = "no registered API address"
 			continue
 		}
 		wg.Add(1)
-		go func(ns *NodeStatus) {
+		go func(ns *NodeStatus, levels *[2]uint32) {
 			defer wg.Done()
 			rpc := logdv1connect.NewLogServiceClient(c.httpClient(), c.scheme+"://"+ns.APIAddress, c.connectOpts...)
 			cctx, cancel := context.WithTimeout(direct(ctx), c.opts.Timeout)
@@ -67,14 +85,17 @@ func (c *Client) ClusterStatus(ctx context.Context) (ClusterStatus, error) {
 			}
 			m := resp.Msg
 			ns.State, ns.Term, ns.CommitIndex, ns.AppliedIndex, ns.Ready = m.GetState(), m.GetTerm(), m.GetCommitIndex(), m.GetAppliedIndex(), m.GetReady()
-		}(&out.Nodes[i])
+			ns.BuildLevel = m.GetBuildLevel()
+			*levels = [2]uint32{m.GetAppliedLevel(), m.GetClusterLevel()}
+		}(&out.Nodes[i], &levels[i])
 	}
 	wg.Wait()
 	var commit uint64
-	for _, n := range out.Nodes {
+	for i, n := range out.Nodes {
 		commit = max(commit, n.CommitIndex)
 		if n.State == "Leader" && n.Term >= out.Term {
 			out.LeaderID, out.Term = n.ID, n.Term
+			out.AppliedLevel, out.ClusterLevel = levels[i][0], levels[i][1]
 		}
 	}
 	for i := range out.Nodes {

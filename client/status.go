@@ -25,6 +25,16 @@ type Status struct {
 	APIAddress string `json:"api_address,omitempty"`
 	// Ready reports whether the node has caught up and serves calls.
 	Ready bool `json:"ready"`
+	// Feature levels (docs/operations.md, "Rolling upgrade"); 0 from
+	// servers that do not report them. BuildLevel is the highest the
+	// node's build understands, which it registers. AppliedLevel is the
+	// highest an applied entry needed: how entries apply now, and the
+	// lowest build that can still run the cluster. ClusterLevel is the
+	// lowest level a member registered: what the cluster may use from now
+	// on.
+	BuildLevel   uint32 `json:"build_level"`
+	AppliedLevel uint32 `json:"applied_level"`
+	ClusterLevel uint32 `json:"cluster_level"`
 }
 
 // Member is one server of the Raft configuration.
@@ -35,6 +45,9 @@ type Member struct {
 	Suffrage string `json:"suffrage"`
 	// APIAddress is the member's registered client address, if known.
 	APIAddress string `json:"api_address,omitempty"`
+	// FeatureLevel is the feature level the member registered (1 for
+	// none); 0 from servers that do not report it.
+	FeatureLevel uint32 `json:"feature_level"`
 }
 
 // Status returns the status of the node the client talks to.
@@ -57,9 +70,13 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 			LastLogIndex:  m.GetLastLogIndex(),
 			APIAddress:    m.GetApiAddress(),
 			Ready:         m.GetReady(),
+			BuildLevel:    m.GetBuildLevel(),
+			AppliedLevel:  m.GetAppliedLevel(),
+			ClusterLevel:  m.GetClusterLevel(),
 		}
 		for _, mb := range m.GetMembers() {
-			out.Members = append(out.Members, Member{ID: mb.GetId(), RaftAddress: mb.GetRaftAddress(), Suffrage: mb.GetSuffrage(), APIAddress: mb.GetApiAddress()})
+			out.Members = append(out.Members, Member{ID: mb.GetId(), RaftAddress: mb.GetRaftAddress(), Suffrage: mb.GetSuffrage(), APIAddress: mb.GetApiAddress(),
+				FeatureLevel: mb.GetFeatureLevel()})
 		}
 		return nil
 	})

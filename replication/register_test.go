@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -98,6 +99,19 @@ func TestFollowerRegistersNewLevel(t *testing.T) {
 		t.Errorf("cluster level %d, %v; want %d while n1 and n2 run the old build", got, err, old)
 	}
 	waitRegistry(ctx, t, n3, "n3 applies its registration", func() bool { return n3.FSM().NodeFeatureLevel("n3") == fsm.Level })
+	// Status shows each member's registered level, the node's own, and
+	// the cluster's: what an operator checks during an upgrade.
+	st, st3 := l.Status(), n3.Status()
+	levels := map[string]fsm.FeatureLevel{}
+	for _, m := range st.Members {
+		levels[m.ID] = m.FeatureLevel
+	}
+	if want := map[string]fsm.FeatureLevel{"n1": old, "n2": old, "n3": fsm.Level}; !maps.Equal(levels, want) {
+		t.Errorf("status shows levels %v, want %v", levels, want)
+	}
+	if st.BuildLevel != old || st.ClusterLevel != old || st3.BuildLevel != fsm.Level || st3.ClusterLevel != old || st.AppliedLevel != l.FSM().AppliedLevel() {
+		t.Errorf("status levels: n1 build %d, cluster %d, applied %d; n3 build %d, cluster %d", st.BuildLevel, st.ClusterLevel, st.AppliedLevel, st3.BuildLevel, st3.ClusterLevel)
+	}
 
 	// Asked again with nothing changed, the leader proposes nothing.
 	calls, req := reg.lastRequest()

@@ -15,6 +15,7 @@ func (s *Server) Status(ctx context.Context, req *connect.Request[logdv1.StatusR
 		NodeId: st.NodeID, State: st.State, LeaderId: st.LeaderID, LeaderAddress: st.LeaderAddr,
 		Term: st.Term, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, LastLogIndex: st.LastLogIndex,
 		ApiAddress: s.b.APIAddress(), Ready: s.b.Ready(),
+		BuildLevel: uint32(st.BuildLevel), AppliedLevel: uint32(st.AppliedLevel), ClusterLevel: uint32(st.ClusterLevel),
 	}
 	if addr, _ := s.b.LeaderAPIAddress(); addr != "" {
 		// Clients want the leader's client address, not its Raft one.
@@ -22,7 +23,8 @@ func (s *Server) Status(ctx context.Context, req *connect.Request[logdv1.StatusR
 	}
 	for _, m := range st.Members {
 		api, _ := s.b.NodeAPIAddress(m.ID)
-		resp.Members = append(resp.Members, &logdv1.Member{Id: m.ID, RaftAddress: m.Address, Suffrage: m.Suffrage, ApiAddress: api})
+		resp.Members = append(resp.Members, &logdv1.Member{Id: m.ID, RaftAddress: m.Address, Suffrage: m.Suffrage, ApiAddress: api,
+			FeatureLevel: uint32(m.FeatureLevel)})
 	}
 	return connect.NewResponse(resp), nil
 }

@@ -1484,7 +1484,17 @@ type StatusResponse struct {
 	// This node's advertised client API address.
 	ApiAddress string `protobuf:"bytes,10,opt,name=api_address,json=apiAddress,proto3" json:"api_address,omitempty"`
 	// Whether the node has caught up with its Raft log and serves calls.
-	Ready         bool `protobuf:"varint,11,opt,name=ready,proto3" json:"ready,omitempty"`
+	Ready bool `protobuf:"varint,11,opt,name=ready,proto3" json:"ready,omitempty"`
+	// Feature levels (docs/architecture.md, rolling upgrades). build_level:
+	// the highest this node's build understands, which it registers.
+	// applied_level: the highest an entry applied on this node needed, which
+	// decides how entries apply; it only rises. cluster_level: the lowest
+	// level a member registered (this node counting at its build's), which
+	// entries may use from now on; once it is above applied_level, the first
+	// entry that needs more raises applied_level. 0 from older builds.
+	BuildLevel    uint32 `protobuf:"varint,12,opt,name=build_level,json=buildLevel,proto3" json:"build_level,omitempty"`
+	AppliedLevel  uint32 `protobuf:"varint,13,opt,name=applied_level,json=appliedLevel,proto3" json:"applied_level,omitempty"`
+	ClusterLevel  uint32 `protobuf:"varint,14,opt,name=cluster_level,json=clusterLevel,proto3" json:"cluster_level,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1596,13 +1606,37 @@ func (x *StatusResponse) GetReady() bool {
 	return false
 }
 
+func (x *StatusResponse) GetBuildLevel() uint32 {
+	if x != nil {
+		return x.BuildLevel
+	}
+	return 0
+}
+
+func (x *StatusResponse) GetAppliedLevel() uint32 {
+	if x != nil {
+		return x.AppliedLevel
+	}
+	return 0
+}
+
+func (x *StatusResponse) GetClusterLevel() uint32 {
+	if x != nil {
+		return x.ClusterLevel
+	}
+	return 0
+}
+
 type Member struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	RaftAddress string                 `protobuf:"bytes,2,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
 	Suffrage    string                 `protobuf:"bytes,3,opt,name=suffrage,proto3" json:"suffrage,omitempty"`
 	// The member's registered client API address, when known.
-	ApiAddress    string `protobuf:"bytes,4,opt,name=api_address,json=apiAddress,proto3" json:"api_address,omitempty"`
+	ApiAddress string `protobuf:"bytes,4,opt,name=api_address,json=apiAddress,proto3" json:"api_address,omitempty"`
+	// The feature level the member registered; 1 when it registered none
+	// (a build before feature levels). 0 from older builds.
+	FeatureLevel  uint32 `protobuf:"varint,5,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1663,6 +1697,13 @@ func (x *Member) GetApiAddress() string {
 		return x.ApiAddress
 	}
 	return ""
+}
+
+func (x *Member) GetFeatureLevel() uint32 {
+	if x != nil {
+		return x.FeatureLevel
+	}
+	return 0
 }
 
 // GroupTopicPartition names one partition of a topic.
@@ -7730,7 +7771,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\n" +
 	"end_offset\x18\x02 \x01(\x03R\tendOffset\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\"\x0f\n" +
-	"\rStatusRequest\"\xe7\x02\n" +
+	"\rStatusRequest\"\xd2\x03\n" +
 	"\x0eStatusResponse\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1b\n" +
@@ -7744,13 +7785,18 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\vapi_address\x18\n" +
 	" \x01(\tR\n" +
 	"apiAddress\x12\x14\n" +
-	"\x05ready\x18\v \x01(\bR\x05ready\"x\n" +
+	"\x05ready\x18\v \x01(\bR\x05ready\x12\x1f\n" +
+	"\vbuild_level\x18\f \x01(\rR\n" +
+	"buildLevel\x12#\n" +
+	"\rapplied_level\x18\r \x01(\rR\fappliedLevel\x12#\n" +
+	"\rcluster_level\x18\x0e \x01(\rR\fclusterLevel\"\x9d\x01\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12\x1a\n" +
 	"\bsuffrage\x18\x03 \x01(\tR\bsuffrage\x12\x1f\n" +
 	"\vapi_address\x18\x04 \x01(\tR\n" +
-	"apiAddress\"I\n" +
+	"apiAddress\x12#\n" +
+	"\rfeature_level\x18\x05 \x01(\rR\ffeatureLevel\"I\n" +
 	"\x13GroupTopicPartition\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\"Y\n" +

@@ -147,6 +147,15 @@ func TestCLI(t *testing.T) {
 				{args: args("status -o json"), stdout: []string{`"node_id": "node-1"`, `"commit_index": [1-9]`, `"suffrage": "voter"`, `"api_address": "{addr}"`}},
 			},
 		},
+		{
+			name: "cluster status shows feature levels",
+			steps: []step{
+				{args: args("cluster status"), stdout: []string{`(?m)^Leader: node-1  Term: [1-9]\d*$`, `(?m)^Feature level: applied [1-9]\d*, available [1-9]\d* \(the lowest LEVEL\)$`,
+					`(?m)^NODE\s+API ADDRESS\s+RAFT ADDRESS\s+ROLE\s+STATE\s+TERM\s+COMMIT\s+APPLIED\s+LAG\s+READY\s+LEVEL\s+BUILD$`,
+					`(?m)^node-1\s+{addr}\s+mem:node-1\s+voter\s+Leader\s+[1-9]\d*\s+\d+\s+\d+\s+0\s+true\s+[1-9]\d*\s+[1-9]\d*$`}},
+				{args: args("cluster status -o json"), stdout: []string{`"applied_level": [1-9]`, `"cluster_level": [1-9]`, `"feature_level": [1-9]`, `"build_level": [1-9]`}},
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

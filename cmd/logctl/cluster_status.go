@@ -12,10 +12,16 @@ func newClusterStatusCmd(opts *globalOpts) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show every member: role, Raft state, term, commit and applied index, lag",
+		Short: "Show every member: role, Raft state, term, commit and applied index, lag, feature levels",
 		Long: `Asks the node for the cluster configuration, then every member for its own
 status. LAG is how many entries a node's applied index is behind the highest
-commit index reported. A member that does not answer is shown with its error.`,
+commit index reported. A member that does not answer is shown with its error.
+
+Feature levels (docs/operations.md, "Rolling upgrade"): LEVEL is the level a
+node registered, BUILD the level its build understands. The cluster uses what
+the lowest LEVEL allows ("available"); "applied" is the highest level an
+applied entry needed, below which no build can run the cluster any more. A
+node whose LEVEL stays below its BUILD has not registered its new build yet.`,
 		Example: `  logctl cluster status
   logctl cluster status --output json`,
 		Args: cobra.NoArgs,
@@ -32,16 +38,18 @@ commit index reported. A member that does not answer is shown with its error.`,
 				if leader == "" {
 					leader = "-"
 				}
-				fmt.Fprintf(opts.stdout, "Leader: %s  Term: %d\n\n", leader, st.Term)
+				fmt.Fprintf(opts.stdout, "Leader: %s  Term: %d\n", leader, st.Term)
+				fmt.Fprintf(opts.stdout, "Feature level: applied %s, available %s (the lowest LEVEL)\n\n", level(st.AppliedLevel), level(st.ClusterLevel))
 				tw := newTable(opts.stdout)
-				fmt.Fprintln(tw, "NODE\tAPI ADDRESS\tRAFT ADDRESS\tROLE\tSTATE\tTERM\tCOMMIT\tAPPLIED\tLAG\tREADY")
+				fmt.Fprintln(tw, "NODE\tAPI ADDRESS\tRAFT ADDRESS\tROLE\tSTATE\tTERM\tCOMMIT\tAPPLIED\tLAG\tREADY\tLEVEL\tBUILD")
 				for _, n := range st.Nodes {
 					state := n.State
 					if n.Error != "" {
 						state = "unreachable: " + n.Error
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%v\n",
-						n.ID, dash(n.APIAddress), n.RaftAddress, n.Suffrage, state, n.Term, n.CommitIndex, n.AppliedIndex, n.Lag, n.Ready)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%v\t%s\t%s\n",
+						n.ID, dash(n.APIAddress), n.RaftAddress, n.Suffrage, state, n.Term, n.CommitIndex, n.AppliedIndex, n.Lag, n.Ready,
+						level(n.FeatureLevel), level(n.BuildLevel))
 				}
 				return tw.Flush()
 			})
@@ -49,4 +57,12 @@ commit index reported. A member that does not answer is shown with its error.`,
 	}
 	addOutputFlag(cmd, &output)
 	return cmd
+}
+
+// level prints a feature level, "-" for 0 (not reported).
+func level(l uint32) string {
+	if l == 0 {
+		return "-"
+	}
+	return fmt.Sprint(l)
 }
