@@ -100,10 +100,16 @@ var table = []row{
 	{path: "internal/histcheck", layer: layerSupport, support: true, stdOnly: true, external: []string{"github.com/anishathalye/porcupine/..."}},
 	{path: "internal/nemesis", layer: layerSupport, support: true, stdOnly: true},
 	{path: "internal/testcerts", layer: layerSupport, support: true, stdOnly: true},
+	{path: "internal/pgtest", layer: layerSupport, support: true, stdOnly: true, planned: true},
 
 	{path: "server", layer: layerEdge, frontEnd: true},
 	{path: "kafka", layer: layerEdge, frontEnd: true},
 	{path: "client", layer: layerEdge, onlyDeps: []string{"api/...", "partition"}},
+	// The outbox and the inbox sit beside the client: database/sql, the
+	// standard library and the client only (database drivers in tests and
+	// cmd/logd-demo).
+	{path: "outbox", layer: layerEdge, only: []string{"client"}, siblings: []string{"client"}, onlyDeps: []string{"client", "api/...", "partition"}},
+	{path: "inbox", layer: layerEdge, planned: true, only: []string{"client"}, siblings: []string{"client"}, onlyDeps: []string{"client", "api/...", "partition"}},
 
 	{path: "api/logdv1", layer: layerAPI, only: []string{"api/..."}},
 	{path: "api/logdv1/logdv1connect", layer: layerAPI, only: []string{"api/..."}, siblings: []string{"api/logdv1"}},

@@ -1,0 +1,10 @@
+package outbox_test
+
+import (
+	"database/sql"
+	"testing"
+)
+
+func postgresDB(t *testing.T) *sql.DB { t.Skip("postgres: not yet"); return nil }
+
+func stopPostgres() {}
