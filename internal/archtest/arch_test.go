@@ -109,7 +109,7 @@ var table = []row{
 	// standard library and the client only (database drivers in tests and
 	// cmd/logd-demo).
 	{path: "outbox", layer: layerEdge, only: []string{"client"}, siblings: []string{"client"}, onlyDeps: []string{"client", "api/...", "partition"}},
-	{path: "inbox", layer: layerEdge, planned: true, only: []string{"client"}, siblings: []string{"client"}, onlyDeps: []string{"client", "api/...", "partition"}},
+	{path: "inbox", layer: layerEdge, only: []string{"client"}, siblings: []string{"client"}, onlyDeps: []string{"client", "api/...", "partition"}},
 
 	{path: "api/logdv1", layer: layerAPI, only: []string{"api/..."}},
 	{path: "api/logdv1/logdv1connect", layer: layerAPI, only: []string{"api/..."}, siblings: []string{"api/logdv1"}},
