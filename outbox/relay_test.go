@@ -288,7 +288,13 @@ func TestRelayWindowTooSmall(t *testing.T) {
 // TestTwoRelaysOneActive: two relays of one table take turns through the
 // lease; when the active one stops, the other takes over and drains.
 func TestTwoRelaysOneActive(t *testing.T) {
-	e := newEnv(t, backends()[0], map[string]map[string]string{"orders": nil})
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) { twoRelays(t, b) })
+	}
+}
+
+func twoRelays(t *testing.T, b backend) {
+	e := newEnv(t, b, map[string]map[string]string{"orders": nil})
 	ctx := testContext(t)
 	rng := rand.New(rand.NewPCG(1, 2))
 	want := committed{byKey: map[string][]string{}, rolledBack: map[string]bool{}}

@@ -23,6 +23,10 @@ command -v npm >/dev/null 2>&1 || missing+=(npm)
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
 command -v jq >/dev/null 2>&1 || missing+=(jq)
+# initdb and postgres (Debian package postgresql, which installs them
+# under /usr/lib/postgresql/<version>/bin) for the outbox and inbox
+# tests' throwaway server (internal/pgtest).
+command -v initdb >/dev/null 2>&1 || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
 
 if [ ${#missing[@]} -gt 0 ]; then
 	if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
@@ -39,6 +43,10 @@ fi
 # 127.0.0.1, so the packaged one is stopped and disabled.
 if [[ " ${missing[*]} " == *" prometheus "* ]] && [ "$(id -u)" = 0 ] && systemctl is-active --quiet prometheus 2>/dev/null; then
 	systemctl disable --now prometheus >/dev/null 2>&1 || true
+fi
+# Likewise the packaged PostgreSQL cluster: the tests start their own.
+if [[ " ${missing[*]} " == *" postgresql "* ]] && [ "$(id -u)" = 0 ] && systemctl is-active --quiet postgresql 2>/dev/null; then
+	systemctl disable --now postgresql >/dev/null 2>&1 || true
 fi
 
 # kafkajs, pinned by its lock file. The stamp in node_modules records the

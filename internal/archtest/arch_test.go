@@ -100,7 +100,7 @@ var table = []row{
 	{path: "internal/histcheck", layer: layerSupport, support: true, stdOnly: true, external: []string{"github.com/anishathalye/porcupine/..."}},
 	{path: "internal/nemesis", layer: layerSupport, support: true, stdOnly: true},
 	{path: "internal/testcerts", layer: layerSupport, support: true, stdOnly: true},
-	{path: "internal/pgtest", layer: layerSupport, support: true, stdOnly: true, planned: true},
+	{path: "internal/pgtest", layer: layerSupport, support: true, stdOnly: true},
 
 	{path: "server", layer: layerEdge, frontEnd: true},
 	{path: "kafka", layer: layerEdge, frontEnd: true},
