@@ -13,11 +13,11 @@ import (
 
 type backend struct {
 	name   string
-	open   func(t *testing.T) *sql.DB
+	open   func(t testing.TB) *sql.DB
 	schema func(table string) ([]string, error)
 }
 
-func sqliteDB(t *testing.T) *sql.DB {
+func sqliteDB(t testing.TB) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("sqlite", "file:"+t.TempDir()+"/db.sqlite?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
 	if err != nil {
@@ -34,7 +34,7 @@ func backends() []backend {
 	}
 }
 
-func testContext(t *testing.T) context.Context {
+func testContext(t testing.TB) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
@@ -44,7 +44,7 @@ func testContext(t *testing.T) context.Context {
 // ledger opens a database with the inbox table and a small ledger:
 // accounts with balances and a payments log without a unique key, so an
 // effect applied twice shows as two rows.
-func ledger(t *testing.T, b backend) *sql.DB {
+func ledger(t testing.TB, b backend) *sql.DB {
 	t.Helper()
 	db := b.open(t)
 	ddl, err := b.schema(inbox.DefaultTable)

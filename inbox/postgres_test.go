@@ -27,7 +27,7 @@ var pg struct {
 
 // postgresDB returns a new database on the package's server. Without
 // PostgreSQL the test skips, and fails under CI=true.
-func postgresDB(t *testing.T) *sql.DB {
+func postgresDB(t testing.TB) *sql.DB {
 	t.Helper()
 	pg.once.Do(func() { pg.srv, pg.err = pgtest.Start() })
 	if pg.err != nil {

@@ -16,11 +16,11 @@ import (
 // backend is a database the tests run on.
 type backend struct {
 	name   string
-	open   func(t *testing.T) *sql.DB // a fresh, empty database
+	open   func(t testing.TB) *sql.DB // a fresh, empty database
 	schema func(table string) ([]string, error)
 }
 
-func sqliteDB(t *testing.T) *sql.DB {
+func sqliteDB(t testing.TB) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("sqlite", "file:"+t.TempDir()+"/db.sqlite?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
 	if err != nil {
@@ -37,7 +37,7 @@ func backends() []backend {
 	}
 }
 
-func testContext(t *testing.T) context.Context {
+func testContext(t testing.TB) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
@@ -51,7 +51,11 @@ type env struct {
 	ob *outbox.Outbox
 }
 
-func newEnv(t *testing.T, b backend, topics map[string]map[string]string) env {
+func newBenchEnv(b *testing.B, be backend) env {
+	return newEnv(b, be, map[string]map[string]string{"bench": nil})
+}
+
+func newEnv(t testing.TB, b backend, topics map[string]map[string]string) env {
 	t.Helper()
 	srv := logdtest.Start(t, logdtest.Options{})
 	c, err := client.New(srv.URL(), client.Options{Retry: client.RetryPolicy{MaxBackoff: 50 * time.Millisecond}})
