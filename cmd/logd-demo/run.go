@@ -40,6 +40,7 @@ var stories = []story{
 	{"4. A poison job dead-lettered while the jobs behind it complete; then a redrive", storyPoison},
 	{"5. A burst refused by admission control, accepted after draining", storyAdmission},
 	{"6. A produce retried after an ambiguous failure returns the original offset", storyAmbiguous},
+	{"7. Effectively once: an order service's outbox and a billing worker's inbox, killed at random points", storyOutbox},
 }
 
 // run starts logd in a temporary directory, runs every story and removes
