@@ -29,7 +29,7 @@ func storyCredit(ctx context.Context, d *demo) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	d.say("(the ledgers are JSON files committed atomically by write+fsync+rename: SQLite is not available to this build, so this stands in for its transaction)")
+	d.say("(each ledger is an SQLite database; the idempotent handler records the job id through package inbox, in the credit's transaction)")
 
 	type handler struct {
 		group  string
