@@ -26,6 +26,9 @@ const (
 	DefaultMinBackoff    = 50 * time.Millisecond
 	DefaultMaxBackoff    = 5 * time.Second
 	DefaultMaxRedelivery = time.Hour
+	// MaxBatchSize bounds BatchSize: a batch's delete names each id as a
+	// parameter, well within SQLite's and PostgreSQL's limits.
+	MaxBatchSize = 10000
 )
 
 // RelayOptions configure a Relay. Client and DB are required; every other
@@ -74,6 +77,9 @@ func (o RelayOptions) Validate() error {
 	}
 	if o.DB == nil {
 		errs = append(errs, errors.New("no database"))
+	}
+	if o.BatchSize > MaxBatchSize {
+		errs = append(errs, fmt.Errorf("batch size %d above %d", o.BatchSize, MaxBatchSize))
 	}
 	if o.BatchSize < 0 || o.PollInterval < 0 || o.LeaseTTL < 0 || o.MinBackoff < 0 || o.MaxBackoff < 0 || o.MaxRedelivery < 0 {
 		errs = append(errs, errors.New("negative size or duration"))
@@ -179,13 +185,14 @@ func (r *Relay) Stats() Stats {
 	return r.stats
 }
 
-// Run relays until ctx ends, then returns nil (or the context's cause if
-// it is not context.Canceled). Failures are logged, counted and retried
-// with backoff; Run returns early only on a database error while it holds
-// no rows in flight that it could not resolve, which it also retries, so
-// in practice it ends with its context. A relay stopped at any point
-// leaves every row either in the table or appended (possibly both, which
-// the next relay's idempotent append resolves).
+// Run relays until ctx ends, then gives up its lease and returns nil.
+// Failed batches (logd unavailable or overloaded once the client's
+// retries and retry budget are spent, a database error, a lost lease) are
+// logged, counted in Stats.Errors and tried again after a backoff of
+// MinBackoff doubling to MaxBackoff, with jitter, and at least the
+// server's retry-after. A relay stopped at any point leaves every row
+// either in the table or appended (or both, which the next relay's
+// idempotent append resolves).
 func (r *Relay) Run(ctx context.Context) error {
 	backoff := time.Duration(0)
 	for {
