@@ -144,6 +144,9 @@ type Stats struct {
 	Errors, WindowWarnings uint64
 }
 
+// gaugeEvery is how often a relay draining a backlog counts the table.
+const gaugeEvery = time.Second
+
 // point names where a relay can be stopped in tests (export_test.go).
 type point int
 
@@ -164,6 +167,8 @@ type Relay struct {
 	// hook, if set, is called at each point; an error stops the batch
 	// there as a crash would (export_test.go).
 	hook func(point) error
+
+	gauged time.Time // owned by Run's goroutine: the last gauge
 
 	mu      sync.Mutex
 	stats   Stats           // guarded by mu
@@ -246,10 +251,13 @@ func (r *Relay) step(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	if len(rows) < r.opts.BatchSize {
+	// The gauges count the table: after each short batch, and at most
+	// once a second while a backlog drains.
+	if len(rows) < r.opts.BatchSize || time.Since(r.gauged) > gaugeEvery {
 		if err := r.gauge(ctx); err != nil {
 			return 0, err
 		}
+		r.gauged = time.Now()
 	}
 	if len(rows) == 0 {
 		return r.opts.PollInterval, nil
