@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,9 +26,12 @@ import (
 // acknowledged record is lost on the remaining nodes, and the removed node
 // (still running) never acknowledges a write the cluster does not hold.
 func TestClusterRemoveAndTransferUnderLoad(t *testing.T) {
-	between := 150
+	// probeEvery spaces the direct writes to the removed node: each may
+	// wait its whole second for an answer, so they overlap, and together
+	// they span several of its election timeouts.
+	between, probeEvery := 150, 100*time.Millisecond
 	if faultLong() {
-		between = 1500
+		between, probeEvery = 1500, time.Second
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -85,22 +89,28 @@ func TestClusterRemoveAndTransferUnderLoad(t *testing.T) {
 
 	// The removed node, still running, is asked directly: whatever it
 	// acknowledges must be held by the cluster.
-	probeAcked, probes := 0, 20
+	var probeAcked atomic.Int64
+	probes := 20
+	var pwg sync.WaitGroup
 	for i := range probes {
 		v := fmt.Sprintf("removed-%d", i)
 		ps.mu.Lock()
 		ps.attempted[v] = true
 		ps.mu.Unlock()
-		cctx, cancel := context.WithTimeout(ctx, time.Second)
-		resp, err := removed.rpc.Produce(cctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "r", Records: []*logdv1.Record{{Value: []byte(v)}}}))
-		cancel()
-		if err == nil {
-			probeAcked++
-			ps.mu.Lock()
-			ps.acks = append(ps.acks, ack{resp.Msg.Results[0].Partition, resp.Msg.Results[0].Offset, v})
-			ps.mu.Unlock()
-		}
+		pwg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			resp, err := removed.rpc.Produce(cctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "r", Records: []*logdv1.Record{{Value: []byte(v)}}}))
+			if err == nil {
+				probeAcked.Add(1)
+				ps.mu.Lock()
+				ps.acks = append(ps.acks, ack{resp.Msg.Results[0].Partition, resp.Msg.Results[0].Offset, v})
+				ps.mu.Unlock()
+			}
+		})
+		time.Sleep(probeEvery)
 	}
+	pwg.Wait()
 	if st, err := removed.status(ctx); err == nil && st.State == "Leader" {
 		t.Errorf("the removed node %s reports itself leader", removed.id)
 	}
@@ -122,7 +132,7 @@ func TestClusterRemoveAndTransferUnderLoad(t *testing.T) {
 	}
 	remaining.checkEveryNode(ctx, "r", parts, ps.acks, ps.attempted)
 	t.Logf("%d calls (%d failed or unknown), %d records acknowledged (%d after the removal); removed node acknowledged %d of %d direct writes",
-		ps.calls, ps.failed, len(ps.acks), len(ps.acks)-acksAtRemoval, probeAcked, probes)
+		ps.calls, ps.failed, len(ps.acks), len(ps.acks)-acksAtRemoval, probeAcked.Load(), probes)
 }
 
 // joinJSON sends a Join as curl would: Connect's JSON over HTTP/1.1 to any
