@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,24 +34,49 @@ func TestClusterCatchUpAfterCompaction(t *testing.T) {
 		victim = c.nodes[1]
 	}
 	victim.kill()
+	// One writer per key, the keys written concurrently: a key's writes
+	// stay in order, so its newest acknowledged value is well defined, and
+	// every call is still its own Raft entry.
 	const keys, writes = 10, 800
-	newest := map[string]string{} // key -> newest acknowledged value
-	for i := range writes {
-		k, v := fmt.Sprintf("k%d", i%keys), fmt.Sprintf("v%d-%0100d", i, 0)
-		// Retried through the current leader until acknowledged: a write
-		// of unknown outcome may be there twice, before the newer ones.
-		for try := 0; ; try++ {
-			_, err := l.rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "cmp", Records: []*logdv1.Record{{Key: []byte(k), Value: []byte(v)}}}))
-			if err == nil {
-				break
+	newest := make([]string, keys) // key i's newest acknowledged value
+	var wg sync.WaitGroup
+	var mu sync.Mutex // guards l
+	for key := range keys {
+		wg.Go(func() {
+			k := fmt.Sprintf("k%d", key)
+			for i := key; i < writes; i += keys {
+				v := fmt.Sprintf("v%d-%0100d", i, 0)
+				// Retried through the current leader until acknowledged: a
+				// write of unknown outcome may be there twice, before the
+				// newer ones.
+				for try := 0; ; try++ {
+					mu.Lock()
+					ld := l
+					mu.Unlock()
+					_, err := ld.rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "cmp", Records: []*logdv1.Record{{Key: []byte(k), Value: []byte(v)}}}))
+					if err == nil {
+						break
+					}
+					if try == 20 {
+						t.Errorf("write %d: %v", i, err)
+						return
+					}
+					time.Sleep(100 * time.Millisecond)
+					for _, nd := range c.nodes {
+						if st, err := nd.status(ctx); nd != victim && err == nil && st.State == "Leader" && st.Ready {
+							mu.Lock()
+							l = nd
+							mu.Unlock()
+						}
+					}
+				}
+				newest[key] = v
 			}
-			if try == 20 {
-				t.Fatalf("write %d: %v", i, err)
-			}
-			time.Sleep(100 * time.Millisecond)
-			l = c.leader(ctx)
-		}
-		newest[k] = v
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
 	}
 	// The cleaner compacts what the last snapshot listed; nothing is
 	// written after it.
@@ -73,8 +99,8 @@ func TestClusterCatchUpAfterCompaction(t *testing.T) {
 		for _, r := range got[0] {
 			last[string(r.Key)] = string(r.Value)
 		}
-		for k, v := range newest {
-			if last[k] != v {
+		for key, v := range newest {
+			if k := fmt.Sprintf("k%d", key); last[k] != v {
 				t.Errorf("%s: key %s reads %q, newest acknowledged %q", nd.id, k, last[k], v)
 			}
 		}
