@@ -40,6 +40,17 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	logdBinary = filepath.Join(dir, "logd")
+	// A binary built with -race sleeps a second as it exits (GORACE's
+	// atexit_sleep_ms, 1000 by default), time for goroutines still running
+	// to report a race. logd joins its goroutines before it exits, and the
+	// tests stop nodes and run logd's commands (directly and through
+	// scripts/) again and again: each clean exit would cost that second.
+	// A race found before the exit still makes it exit 66, which stop and
+	// the commands' callers see. Set for the children unless GORACE
+	// already chooses it.
+	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
+		os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
+	}
 	// One fault build for every test: its faults are inert unless a test
 	// sets their environment (internal/faults, internal/failpoint).
 	// The version is stamped as make build and make release stamp it
