@@ -43,7 +43,7 @@ import (
 // hard) is nofile, through the shell's ulimit, and waits until it leads.
 func startNodeLimited(t *testing.T, nofile int, extra ...string) *node {
 	t.Helper()
-	nd := newNode(t, "n1", extra...)
+	nd := newNode(t, "n1", append(slices.Clone(singleNodeRaft), extra...)...)
 	script := fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, nofile)
 	nd.cmd = exec.Command("sh", append([]string{"-c", script, logdBinary}, nd.cmdline("")...)...)
 	nd.cmd.Stdout, nd.cmd.Stderr = nd.logs, nd.logs

@@ -190,10 +190,18 @@ func newNode(t *testing.T, id string, extra ...string) *node {
 	return nd
 }
 
+// singleNodeRaft are Raft timeouts for a node that stays alone. At every
+// start it waits one to two heartbeat timeouts before it elects itself
+// (replication/raft_stores.go), which the default of 300 ms spends on
+// each of the many starts and restarts of the tests. Alone, it has no
+// follower to miss a heartbeat and is its own quorum, so the short timeout
+// calls no election while it runs. Flags in extra come after and win.
+var singleNodeRaft = []string{"--raft-heartbeat-timeout", "50ms"}
+
 // startNode starts a single-node cluster and waits until it leads.
 func startNode(t *testing.T, extra ...string) *node {
 	t.Helper()
-	nd := newNode(t, "n1", extra...)
+	nd := newNode(t, "n1", append(slices.Clone(singleNodeRaft), extra...)...)
 	nd.start()
 	return nd
 }
