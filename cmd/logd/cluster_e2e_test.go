@@ -29,6 +29,7 @@ import (
 // and restarted; every acknowledged record is then read back from every
 // node.
 func TestClusterLeaderKill(t *testing.T) {
+	parallelShort(t)
 	kills, between := 3, 150
 	if faultLong() {
 		kills, between = 10, 2000
@@ -185,6 +186,7 @@ func sortedNames(m map[string][32]byte) []string {
 // Then the majority side is the paused leader: the others elect a new
 // leader, and the old one, resumed, acknowledges nothing it did not commit.
 func TestClusterMinorityNeverAcks(t *testing.T) {
+	parallelShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := newCluster(t, 3)

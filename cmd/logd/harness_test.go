@@ -67,6 +67,18 @@ func TestMain(m *testing.M) {
 
 func faultLong() bool { return os.Getenv("LOGD_FAULT_LONG") == "1" }
 
+// parallelShort lets a test run beside another in the default run (two at
+// a time on two cores, after the package's serial tests): for tests that
+// spend their time waiting on real processes, timers or schedules rather
+// than on the CPU, that assert no timing, and that share nothing but the
+// built binaries and the harness's port bookkeeping (freeAddr). make
+// fault runs them one at a time, as their long versions load the machine.
+func parallelShort(t *testing.T) {
+	if !faultLong() {
+		t.Parallel()
+	}
+}
+
 var (
 	logctlOnce   sync.Once
 	logctlBinary string

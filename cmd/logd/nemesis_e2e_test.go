@@ -239,6 +239,8 @@ func checkRouted(t *testing.T, nt *nemesis.Net) {
 // topic with checkEveryNode. A failing run saves its history, schedule
 // and events (nemesisOut).
 func runNemesis(t *testing.T, kinds ...nemesis.Kind) {
+	// Their schedules run for a set time, mostly waiting between faults.
+	parallelShort(t)
 	if s := os.Getenv("LOGD_NEMESIS_KINDS"); s != "" {
 		ks, err := nemesis.ParseKinds(s)
 		if err != nil {

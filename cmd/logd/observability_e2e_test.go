@@ -186,6 +186,7 @@ scrape_configs:
 // dead letter), and every panel of the Grafana dashboard answers with a
 // number. Renaming a panel's metric to one logd does not export fails it.
 func TestDashboardQueriesReturnData(t *testing.T) {
+	parallelShort(t)
 	queries := dashboardQueries(t)
 	prometheusTool(t, "prometheus")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)

@@ -94,6 +94,7 @@ func listening(addr string) bool {
 // the port free, make run refuses beside it, and stop stops its three
 // nodes.
 func TestScriptsRefuseToJoinARunningNode(t *testing.T) {
+	parallelShort(t)
 	for _, tool := range []string{"bash", "curl"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("CI") == "true" {
