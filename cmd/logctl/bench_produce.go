@@ -59,7 +59,7 @@ least the keyed topic's idempotency.max.keys, so the window is full and
 every key evicts the oldest, as in steady state.
 
 --kafka HOST:PORT produces through that node's Kafka listener with
-franz-go instead of logd's API (acks=all, no producer id), so the two
+franz-go instead of logd's API (acks=all, uncompressed, no producer id), so the two
 front ends can be compared in one sitting: kgo batches the records per
 partition, with up to --concurrency requests and --concurrency ×
 --records-per-call records in flight, and latency is per record. The
