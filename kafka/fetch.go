@@ -106,6 +106,16 @@ type fetchResult struct {
 	// changed are the partitions' wake-up channels.
 	changed []<-chan struct{}
 	codes   []int16
+	// served counts, per topic with records in the answer, the records
+	// at or above the fetch offsets and the batch bytes.
+	served []topicServed
+}
+
+// topicServed is what a fetch serves of one topic.
+type topicServed struct {
+	topic   string
+	records int
+	bytes   int64
 }
 
 // noteFetch counts what a fetch answers, and takes its bytes from the
@@ -115,6 +125,9 @@ func (s *Server) noteFetch(rc *reqCtx, resp *kmsg.FetchResponse, res fetchResult
 		rc.note(c)
 	}
 	s.metrics.bytes.WithLabelValues("fetch").Add(float64(res.bytes))
+	for _, t := range res.served {
+		s.traffic.Add(t.topic, false, t.records, t.bytes)
+	}
 	resp.ThrottleMillis = rc.tookFetch(res.bytes)
 }
 
@@ -127,6 +140,7 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, leader bool, denied map[strin
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic = t.Topic
 		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, 0, len(t.Partitions))
+		served := topicServed{topic: t.Topic}
 		for _, p := range t.Partitions {
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = p.Partition
@@ -147,7 +161,14 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, leader bool, denied map[strin
 				res.failed = true
 				res.codes = append(res.codes, rp.ErrorCode)
 			}
+			if len(rp.RecordBatches) > 0 {
+				served.records += servedRecords(rp.RecordBatches, p.FetchOffset)
+				served.bytes += int64(len(rp.RecordBatches))
+			}
 			rt.Partitions = append(rt.Partitions, rp)
+		}
+		if served.bytes > 0 {
+			res.served = append(res.served, served)
 		}
 		res.topics = append(res.topics, rt)
 	}

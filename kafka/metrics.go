@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logd-dev/logd/batch"
 )
 
 // metrics are the front end's Prometheus metrics, per API key where it
@@ -72,4 +74,40 @@ func apiName(key int16) string {
 		return n
 	}
 	return "Unknown" + strconv.Itoa(int(key))
+}
+
+// TopicTraffic counts records and bytes per topic, in (produce) or out
+// (fetch), into series the node's front ends share
+// (server.Server.TopicTraffic). This listener counts the record batch
+// bytes it appends and serves, as stored: it never decodes a fetched
+// batch to count key and value bytes. Add is called from any goroutine.
+type TopicTraffic interface {
+	Add(topic string, in bool, records int, bytes int64)
+}
+
+// noTraffic counts nothing (Options.Traffic nil).
+type noTraffic struct{}
+
+func (noTraffic) Add(string, bool, int, int64) {}
+
+// servedRecords counts the records of served batches at or above offset:
+// the first batch may begin below it, and the client skips those
+// records. Offsets are dense in a batch that was never compacted, so
+// those below offset are offset minus its base; in a compacted batch,
+// which has gaps, that may count a few too many out.
+func servedRecords(b []byte, offset int64) int {
+	n := 0
+	for rest := b; len(rest) > 0; {
+		info, err := batch.Peek(rest)
+		if err != nil || info.Length > len(rest) {
+			break // Read returns whole verified batches only
+		}
+		c := int64(info.RecordCount)
+		if offset > info.BaseOffset {
+			c -= min(c, offset-info.BaseOffset)
+		}
+		n += int(c)
+		rest = rest[info.Length:]
+	}
+	return n
 }

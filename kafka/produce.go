@@ -129,6 +129,7 @@ func (s *Server) produce(ctx context.Context, rc *reqCtx, req *kmsg.ProduceReque
 	for i, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
+		var records, bytes int
 		for j, p := range t.Partitions {
 			r := results[i][j]
 			rp := kmsg.NewProduceResponseTopicPartition()
@@ -140,14 +141,19 @@ func (s *Server) produce(ctx context.Context, rc *reqCtx, req *kmsg.ProduceReque
 				if off, err := s.b.Offsets(t.Topic, p.Partition); err == nil {
 					rp.LogStartOffset = off.LogStart
 				}
-				s.metrics.records.WithLabelValues("produce").Add(float64(r.records))
-				s.metrics.bytes.WithLabelValues("produce").Add(float64(r.bytes))
+				records += r.records
+				bytes += r.bytes
 			} else if r.msg != "" {
 				msg := r.msg
 				rp.ErrorMessage = &msg
 			}
 			rc.note(r.code)
 			rt.Partitions = append(rt.Partitions, rp)
+		}
+		if records > 0 {
+			s.metrics.records.WithLabelValues("produce").Add(float64(records))
+			s.metrics.bytes.WithLabelValues("produce").Add(float64(bytes))
+			s.traffic.Add(t.Topic, true, records, int64(bytes))
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}

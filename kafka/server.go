@@ -139,6 +139,10 @@ type Options struct {
 	// Forward makes topic changes asked of a node that does not lead on
 	// the leader (forward.go); nil answers them NOT_CONTROLLER.
 	Forward Forwarder
+	// Traffic counts each topic's records and bytes produced and fetched
+	// into the node's per-topic series, which the Connect API counts into
+	// too (server.Server.TopicTraffic); nil counts nothing.
+	Traffic TopicTraffic
 	// Registerer receives the metrics (metrics.go); nil registers none.
 	Registerer prometheus.Registerer
 	// Logger defaults to slog.Default().
@@ -166,6 +170,7 @@ type Server struct {
 	nodeOf           func(*tls.ConnectionState) (string, bool)
 	groups           *coordinator
 	forward          Forwarder
+	traffic          TopicTraffic
 
 	// ctx ends when the server closes; it bounds every handler.
 	ctx    context.Context
@@ -203,13 +208,16 @@ func New(opts Options) (*Server, error) {
 		budget: &budget{limit: l.InflightBytes},
 		authz:  opts.Auth.Authorizer, quotas: opts.Auth.Quotas,
 		auditLog: cmp.Or(opts.Auth.Audit, opts.Logger), handshakeTimeout: cmp.Or(opts.Auth.HandshakeTimeout, defaultHandshakeTimeout),
-		nodeOf: opts.Auth.VerifiedNode, forward: opts.Forward,
+		nodeOf: opts.Auth.VerifiedNode, forward: opts.Forward, traffic: opts.Traffic,
 		lns: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{},
 	}
 	if l.MaxRequestBytes > 0 && l.InflightBytes > 0 && l.MaxRequestBytes > l.InflightBytes {
 		return nil, fmt.Errorf("kafka: in-flight budget of %d bytes is below the request bound of %d", l.InflightBytes, l.MaxRequestBytes)
 	}
 	s.metrics = newMetrics(opts.Registerer, s.budget)
+	if s.traffic == nil {
+		s.traffic = noTraffic{}
+	}
 	s.groups = newCoordinator(s, opts.Groups, opts.Registerer)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil

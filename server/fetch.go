@@ -97,7 +97,7 @@ func (s *Server) fetchResponse(m *logdv1.FetchRequest, r replication.ReadResult)
 	}
 	s.metrics.records.WithLabelValues("fetch").Add(float64(len(recs)))
 	s.metrics.bytes.WithLabelValues("fetch").Add(float64(bytes))
-	s.traffic.add(m.Topic, false, len(recs), int64(bytes))
+	s.traffic.Add(m.Topic, false, len(recs), int64(bytes))
 	return connect.NewResponse(resp), nil
 }
 

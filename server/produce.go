@@ -46,7 +46,7 @@ func (s *Server) Produce(ctx context.Context, req *connect.Request[logdv1.Produc
 		s.metrics.commitTime.Observe(res.CommitTime.Seconds())
 		s.metrics.records.WithLabelValues("produce").Add(float64(res.Appended))
 		s.metrics.bytes.WithLabelValues("produce").Add(float64(res.Bytes))
-		s.traffic.add(m.Topic, true, res.Appended, appendedBytes(m.Records, res.Results))
+		s.traffic.Add(m.Topic, true, res.Appended, appendedBytes(m.Records, res.Results))
 	}
 	// One array holds every result message: a call's results live and die
 	// together, and one allocation serves them all.

@@ -102,7 +102,7 @@ type Server struct {
 	fwd *forwarder
 	// traffic counts records and bytes in and out per topic
 	// (topic_metrics.go).
-	traffic *topicTraffic
+	traffic *TopicTraffic
 	// quotaMetrics shows the topic quota and counts its refusals
 	// (quota_metrics.go).
 	quotaMetrics *quotaMetrics

@@ -6,12 +6,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// topicTraffic counts, per topic, the records and bytes this node's
-// Connect API took in (produce) and gave out (fetch). Its labels are
-// bounded by the topics that exist: a scrape drops the counts of topics
-// no longer in the backend, so a deleted topic's series end (and start
-// over from zero should the name be created again).
-type topicTraffic struct {
+// TopicTraffic counts, per topic, the records and bytes this node's
+// front ends took in (produce) and gave out (fetch): the Connect API's
+// handlers and the Kafka listener (Server.TopicTraffic) add to the same
+// two families. Its labels are bounded by the topics that exist: a scrape
+// drops the counts of topics no longer in the backend, so a deleted
+// topic's series end (and start over from zero should the name be created
+// again).
+//
+// Bytes are what each front end's clients send and receive as records:
+// the Connect API counts key and value bytes (it decodes every record
+// anyway), the Kafka listener the record batch bytes as stored (it serves
+// them without decoding them; compressed when the producer compressed
+// them), as Kafka's own BytesInPerSec and BytesOutPerSec do.
+type TopicTraffic struct {
 	b  Backend
 	mu sync.Mutex
 	// counts is guarded by mu.
@@ -25,19 +33,24 @@ type topicCounts struct {
 
 var (
 	descTopicRecords = prometheus.NewDesc("logd_topic_records_total",
-		"Records produced to (direction in) or fetched from (out) the topic through this node's API.", []string{"topic", "direction"}, nil)
+		"Records produced to (direction in) or fetched from (out) the topic through this node's Connect API and Kafka listener.", []string{"topic", "direction"}, nil)
 	descTopicBytes = prometheus.NewDesc("logd_topic_bytes_total",
-		"Key and value bytes produced to (direction in) or fetched from (out) the topic through this node's API.", []string{"topic", "direction"}, nil)
+		"Record bytes produced to (direction in) or fetched from (out) the topic through this node's front ends: key and value bytes through the Connect API, record batch bytes as stored through the Kafka listener.", []string{"topic", "direction"}, nil)
 )
 
-func newTopicTraffic(reg *prometheus.Registry, b Backend) *topicTraffic {
-	t := &topicTraffic{b: b, counts: make(map[string]*topicCounts)}
+func newTopicTraffic(reg *prometheus.Registry, b Backend) *TopicTraffic {
+	t := &TopicTraffic{b: b, counts: make(map[string]*topicCounts)}
 	reg.MustRegister(t)
 	return t
 }
 
-// add counts records and bytes of topic, in (produce) or out (fetch).
-func (t *topicTraffic) add(topic string, in bool, records int, bytes int64) {
+// TopicTraffic returns the node's per-topic counters, for the node's other
+// front end (the Kafka listener) to count into the same series.
+func (s *Server) TopicTraffic() *TopicTraffic { return s.traffic }
+
+// Add counts records and bytes of topic, in (produce) or out (fetch). It
+// is safe for concurrent use.
+func (t *TopicTraffic) Add(topic string, in bool, records int, bytes int64) {
 	if records == 0 && bytes == 0 {
 		return
 	}
@@ -57,12 +70,14 @@ func (t *topicTraffic) add(topic string, in bool, records int, bytes int64) {
 	}
 }
 
-func (t *topicTraffic) Describe(ch chan<- *prometheus.Desc) {
+// Describe implements prometheus.Collector.
+func (t *TopicTraffic) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descTopicRecords
 	ch <- descTopicBytes
 }
 
-func (t *topicTraffic) Collect(ch chan<- prometheus.Metric) {
+// Collect implements prometheus.Collector.
+func (t *TopicTraffic) Collect(ch chan<- prometheus.Metric) {
 	exists := make(map[string]bool)
 	for _, st := range t.b.TopicStates() {
 		exists[st.Topic.Name] = true

@@ -196,6 +196,9 @@ func startKafka(k kafkaConfig, ln net.Listener, backend *replication.Backend, sr
 		Groups:     kafka.GroupOptions{InitialRebalanceDelay: cmp.Or(k.groupDelay, -1)},
 		Forward:    forward,
 		Registerer: reg, Logger: logger,
+		// The per-topic series are the API's: one family each, whichever
+		// front end the records went through.
+		Traffic: srv.TopicTraffic(),
 	})
 	if err != nil {
 		// Only options bind checked can fail here.
