@@ -132,6 +132,10 @@ var errorTable = []errorRow{
 	{errs: []error{replication.ErrInvalidTopicName}, code: errInvalidTopic},
 	{errs: []error{replication.ErrInvalidConfig}, code: errInvalidConfig},
 	{errs: []error{replication.ErrInvalidBatch}, code: errCorruptMessage},
+	// A record without a key on a compacted topic, as Kafka answers it
+	// (checkBatch refuses it per partition first; the backend refuses it
+	// too, for a topic that became compacted meanwhile).
+	{errs: []error{replication.ErrKeyRequired}, code: errInvalidRecord},
 	// A growth of a topic's partitions to a smaller count, or past the
 	// per-topic limit (before ErrInvalidArgument, which it also is).
 	{errs: []error{replication.ErrPartitionCount}, code: errInvalidPartitions},

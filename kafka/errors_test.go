@@ -47,6 +47,7 @@ var kafkaSentinels = map[string]struct {
 	"ErrFeatureLevel":        {replication.ErrFeatureLevel, errPolicyViolation},
 	"ErrIdempotencyConflict": {replication.ErrIdempotencyConflict, errInvalidRequest},
 	"ErrDedupRace":           {replication.ErrDedupRace, errUnknownServer},
+	"ErrKeyRequired":         {replication.ErrKeyRequired, errInvalidRecord},
 }
 
 // notMet are the sentinels of package replication that no call of this

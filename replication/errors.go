@@ -28,6 +28,13 @@ var (
 	// peer TLS, presented a certificate of the cluster CA that is not a
 	// node certificate (PeerTLS.HTTPClient).
 	ErrPeerNotNode = errors.New("replication: the peer's server certificate is not a node certificate")
+	// ErrKeyRequired means a write carried a record without a key (a null
+	// key; an empty key is a key) to a topic whose cleanup.policy includes
+	// compact, which keeps the last record of each key: compaction could
+	// neither keep nor remove it by its key. A tombstone, a key with a
+	// null value, is a record with a key. Nothing of the write is
+	// appended.
+	ErrKeyRequired = errors.New("replication: a compacted topic takes only records with a key")
 )
 
 // BehindError is ErrBehind with what the node lacks and where the leader

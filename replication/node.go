@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -704,8 +705,17 @@ func (n *Node) AlterTopic(ctx context.Context, c AlterTopic) (*Topic, error) {
 // each batch's base offset once committed and applied. Batches are
 // validated first, so an invalid one is refused before it reaches Raft;
 // a snappy, lz4 or zstd batch is refused with a *FeatureLevelError until
-// every member reads them (CheckCompression).
+// every member reads them (CheckCompression); on a compacted topic a
+// record without a key is ErrKeyRequired (checkKeys). Any refusal
+// appends nothing of a.
 func (n *Node) Append(ctx context.Context, a Append) ([]int64, error) {
+	return n.appendBatches(ctx, a, false)
+}
+
+// appendBatches is Append; keysChecked says the caller built a's batches
+// from records it checked have keys (Backend.Produce, on a topic that
+// was compacted then), which spares decoding them again.
+func (n *Node) appendBatches(ctx context.Context, a Append, keysChecked bool) ([]int64, error) {
 	t, err := n.fsm.Topic(a.Topic)
 	if err != nil {
 		return nil, err
@@ -713,6 +723,12 @@ func (n *Node) Append(ctx context.Context, a Append) ([]int64, error) {
 	if err := fsm.ValidateAppend(t, a); err != nil {
 		return nil, err
 	}
+	if !keysChecked {
+		if err := checkKeys(t, a); err != nil {
+			return nil, err
+		}
+	}
+
 	for _, b := range a.Batches {
 		info, _ := batch.Peek(b.Batch) // validated above
 		if err := n.CheckCompression(info.Compression()); err != nil {
@@ -732,6 +748,42 @@ func (n *Node) Append(ctx context.Context, a Append) ([]int64, error) {
 		return nil, fmt.Errorf("append: unexpected result %T", res)
 	}
 	return r.BaseOffsets, nil
+}
+
+// checkKeys refuses, on a topic whose cleanup.policy includes compact, a
+// batch with a record without a key (ErrKeyRequired). It decodes the
+// batches (decompressing them) of compacted topics only. The leader
+// checks it before proposing, as Kafka's brokers check it on produce; the
+// state machine does not, so that replicas of builds before the check
+// apply the same entries.
+func checkKeys(t *Topic, a Append) error {
+	if !compacted(t) {
+		return nil
+	}
+	for _, pb := range a.Batches {
+		d, _, err := batch.Decode(pb.Batch)
+		if err != nil {
+			return fmt.Errorf("%w: %s-%d: %v", ErrInvalidArgument, t.Name, pb.Partition, err)
+		}
+		for i := range d.Records {
+			if d.Records[i].Key == nil {
+				return keyRequired(t, fmt.Sprintf("record %d of the batch for partition %d", i, pb.Partition))
+			}
+		}
+	}
+	return nil
+}
+
+// compacted says whether t's cleanup.policy includes compact (as
+// Topic.RetentionPolicy reads it).
+func compacted(t *Topic) bool {
+	return strings.Contains(t.Config[fsm.ConfigCleanupPolicy], "compact")
+}
+
+// keyRequired is ErrKeyRequired for the record what names.
+func keyRequired(t *Topic, what string) error {
+	return fmt.Errorf("%w: %s has a null key, and topic %q has cleanup.policy %s, which keeps the last record of each key (a tombstone is a key with a null value)",
+		ErrKeyRequired, what, t.Name, t.Config[fsm.ConfigCleanupPolicy])
 }
 
 // Snapshot asks Raft for a snapshot now and waits for it.

@@ -76,7 +76,8 @@ type ProduceResult struct {
 // call and nothing is written.
 //
 // Errors: ErrInvalidTopicName, ErrUnknownTopic, ErrUnknownPartition,
-// ErrRecordTooLarge, ErrInvalidArgument (a bad record),
+// ErrRecordTooLarge, ErrInvalidArgument (a bad record), ErrKeyRequired (a
+// record without a key on a compacted topic),
 // ErrIdempotencyConflict, *OverloadedError (admission control), ErrDedupRace
 // (concurrent calls kept racing for the same keys), and the proposal errors
 // (ErrNotLeader, ErrTimeout, ErrStopped, ErrShutdown).
@@ -314,7 +315,9 @@ func (b *Backend) produceRound(ctx context.Context, c *produceCall, lookup bool)
 		app.Batches[i] = PartitionBatch{Partition: g.partition, Batch: bb, Keys: g.keys}
 	}
 	start := time.Now()
-	bases, err := b.Append(ctx, app)
+	// route refused keyless records if the topic was compacted; if it
+	// became compacted since, Append checks the batches.
+	bases, err := b.appendBatches(ctx, app, compacted(c.topic))
 	if err != nil {
 		return err
 	}
@@ -338,6 +341,7 @@ func (b *Backend) route(c *produceCall, positions []int) ([]*partitionGroup, err
 	n := int32(len(t.Partitions))
 	maxBytes := t.MaxBatchBytes()
 	now := b.Now().UnixMilli()
+	keysRequired := compacted(t)
 	byPart := make(map[int32]*partitionGroup)
 	var groups []*partitionGroup
 	of := make([]*partitionGroup, len(positions))
@@ -358,6 +362,9 @@ func (b *Backend) route(c *produceCall, positions []int) ([]*partitionGroup, err
 		}
 		if r.TimestampMs < 0 {
 			return nil, fmt.Errorf("%w: record %d: negative timestamp %d", ErrInvalidArgument, i, r.TimestampMs)
+		}
+		if keysRequired && r.Key == nil {
+			return nil, keyRequired(t, fmt.Sprintf("record %d", i))
 		}
 		if size := batch.RecordSize(batch.Record{Key: r.Key, Value: r.Value, Headers: r.Headers}); int64(size) > maxBytes {
 			return nil, fmt.Errorf("%w: record %d is %d bytes, %s max.message.bytes is %d", ErrRecordTooLarge, i, size, t.Name, maxBytes)

@@ -47,7 +47,8 @@ var errorTable = []errorRow{
 	{errs: []error{replication.ErrUnknownPartition}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_PARTITION},
 	{errs: []error{replication.ErrTopicExists}, code: connect.CodeAlreadyExists, reason: logdv1.Reason_REASON_TOPIC_EXISTS},
 	{errs: []error{replication.ErrRecordTooLarge, replication.ErrBatchTooLarge}, code: connect.CodeInvalidArgument, reason: logdv1.Reason_REASON_RECORD_TOO_LARGE},
-	{errs: []error{replication.ErrInvalidArgument, replication.ErrInvalidConfig, replication.ErrInvalidTopicName, replication.ErrInvalidBatch, replication.ErrPartitionCount},
+	{errs: []error{replication.ErrInvalidArgument, replication.ErrInvalidConfig, replication.ErrInvalidTopicName, replication.ErrInvalidBatch, replication.ErrPartitionCount,
+		replication.ErrKeyRequired},
 		code: connect.CodeInvalidArgument, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
 	{errs: []error{replication.ErrIdempotencyConflict}, code: connect.CodeAlreadyExists, reason: logdv1.Reason_REASON_IDEMPOTENCY_CONFLICT},
 	// A cluster quota: RESOURCE_EXHAUSTED, as gRPC names quotas, but with

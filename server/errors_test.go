@@ -57,6 +57,7 @@ var backendSentinels = map[string]error{
 	"replication.ErrNoSegmentSource":     replication.ErrNoSegmentSource,
 	"replication.ErrSegmentGone":         replication.ErrSegmentGone,
 	"replication.ErrFeatureLevel":        replication.ErrFeatureLevel,
+	"replication.ErrKeyRequired":         replication.ErrKeyRequired,
 	"replication.ErrOffsetOutOfRange":    replication.ErrOffsetOutOfRange,
 	"replication.ErrCorrupt":             replication.ErrCorrupt,
 	"replication.ErrLogClosed":           replication.ErrLogClosed,
