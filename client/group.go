@@ -30,13 +30,23 @@ type GroupSummary struct {
 
 // GroupMember is a live member of a consumer group.
 type GroupMember struct {
-	ID             string           `json:"member_id"`
+	ID string `json:"member_id"`
+	// Protocol is how the member belongs to the group: "logd" (this
+	// client's group consumer, logctl consume --group) or "kafka" (a
+	// Kafka client, which the leader's Kafka group coordinator holds).
+	Protocol       string           `json:"protocol"`
 	Topics         []string         `json:"topics"`
 	Partitions     []TopicPartition `json:"partitions"`
 	LastSeen       time.Time        `json:"last_seen"`
 	Joined         time.Time        `json:"joined"`
 	SessionTimeout time.Duration    `json:"session_timeout_ms"`
 	ResetPolicy    string           `json:"reset_policy"`
+	// ClientID, ClientHost and InstanceID are a Kafka member's client.id,
+	// the address it connected from and its group.instance.id (static
+	// membership); empty for a logd member.
+	ClientID   string `json:"client_id,omitempty"`
+	ClientHost string `json:"client_host,omitempty"`
+	InstanceID string `json:"instance_id,omitempty"`
 }
 
 // GroupPartition is a consumer group's position in one partition.
@@ -117,8 +127,9 @@ func (c *Client) DescribeGroup(ctx context.Context, group string) (GroupDescript
 		m := resp.Msg
 		out = GroupDescription{Group: m.Group, State: m.State, Generation: m.Generation, Rebalances: m.Rebalances, OffsetResets: m.OffsetResets}
 		for _, mm := range m.Members {
-			gm := GroupMember{ID: mm.MemberId, Topics: mm.Topics, LastSeen: msToTime(mm.LastSeenMs), Joined: msToTime(mm.JoinedMs),
-				SessionTimeout: time.Duration(mm.SessionTimeoutMs) * time.Millisecond, ResetPolicy: mm.ResetPolicy}
+			gm := GroupMember{ID: mm.MemberId, Protocol: mm.Protocol, Topics: mm.Topics, LastSeen: msToTime(mm.LastSeenMs), Joined: msToTime(mm.JoinedMs),
+				SessionTimeout: time.Duration(mm.SessionTimeoutMs) * time.Millisecond, ResetPolicy: mm.ResetPolicy,
+				ClientID: mm.ClientId, ClientHost: mm.ClientHost, InstanceID: mm.InstanceId}
 			for _, tp := range mm.Partitions {
 				gm.Partitions = append(gm.Partitions, TopicPartition{Topic: tp.Topic, Partition: tp.Partition})
 			}

@@ -1,12 +1,16 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/replication"
 )
 
 // deleteGroups answers DeleteGroups (versions 0 to 2), on the
@@ -57,19 +61,79 @@ func (c *coordinator) busy(id string) bool {
 	return g != nil && (len(g.members) > 0 || len(g.pending) > 0)
 }
 
-// GroupMembers returns how many members (joined, or handed a member id and
-// not joined yet) a Kafka group has while this node coordinates it, 0
-// otherwise. cmd/logd gives it to the backend
+// GroupMembers returns a Kafka group as this node's coordinator holds it
+// while it leads (none otherwise): its state and its members, joined (in
+// the order they joined, with their client id and host, and, for the
+// "consumer" protocol type, their subscriptions and last synced
+// assignment) and then those handed a member id that have not joined
+// yet. cmd/logd gives it to the backend
 // (replication.Backend.SetExternalGroupMembers), so that `logctl group
-// delete` refuses a group Kafka members hold, as DeleteGroups does.
-func (s *Server) GroupMembers(group string) int {
+// delete` refuses a group Kafka members hold, as DeleteGroups does, and
+// `logctl group describe` shows them.
+func (s *Server) GroupMembers(id string) replication.ExternalGroup {
 	c := s.groups
 	leads, term := s.b.IsLeader(), s.b.Status().Term
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	g := c.groups[group]
-	if !leads || c.closed || term != c.term || g == nil {
-		return 0
+	g := c.groups[id]
+	if !leads || c.closed || term != c.term || g == nil || len(g.members)+len(g.pending) == 0 {
+		return replication.ExternalGroup{}
 	}
-	return len(g.members) + len(g.pending)
+	out := replication.ExternalGroup{State: string(group.StateRebalancing)}
+	switch g.state {
+	case groupStable:
+		out.State = string(group.StateStable)
+	case groupEmpty:
+		out.State = string(group.StateEmpty)
+	}
+	ms := make([]*kmember, 0, len(g.members))
+	for _, m := range g.members {
+		ms = append(ms, m)
+	}
+	slices.SortFunc(ms, func(a, b *kmember) int { return cmp.Compare(a.seq, b.seq) })
+	for _, m := range ms {
+		em := replication.ExternalMember{MemberID: m.id, Protocol: "kafka", ClientID: m.clientID, ClientHost: m.clientHost}
+		if m.instance != nil {
+			em.InstanceID = *m.instance
+		}
+		if g.protocolType == "consumer" {
+			em.Topics, em.Partitions = consumerState(m, g.protocol)
+		}
+		out.Members = append(out.Members, em)
+	}
+	pending := slices.Sorted(maps.Keys(g.pending))
+	for _, mid := range pending {
+		out.Members = append(out.Members, replication.ExternalMember{MemberID: mid, Protocol: "kafka"})
+	}
+	return out
+}
+
+// consumerState reads a "consumer" member's subscription (from its
+// metadata for the group's protocol, or its first while none is chosen)
+// and its assignment, as last synced; what does not parse is left out.
+func consumerState(m *kmember, protocol string) ([]string, []group.TopicPartition) {
+	var topics []string
+	for _, p := range m.protocols {
+		if protocol != "" && p.Name != protocol {
+			continue
+		}
+		var md kmsg.ConsumerMemberMetadata
+		if md.ReadFrom(p.Metadata) == nil {
+			topics = slices.Sorted(slices.Values(md.Topics))
+		}
+		break
+	}
+	var parts []group.TopicPartition
+	var a kmsg.ConsumerMemberAssignment
+	if len(m.assignment) > 0 && a.ReadFrom(m.assignment) == nil {
+		for _, t := range a.Topics {
+			for _, p := range t.Partitions {
+				parts = append(parts, group.TopicPartition{Topic: t.Topic, Partition: p})
+			}
+		}
+		slices.SortFunc(parts, func(x, y group.TopicPartition) int {
+			return cmp.Or(cmp.Compare(x.Topic, y.Topic), cmp.Compare(x.Partition, y.Partition))
+		})
+	}
+	return topics, parts
 }

@@ -644,8 +644,8 @@ func TestDeleteGroupWithKafkaMembers(t *testing.T) {
 	wantCode(t, "commit", m.commit(0, 3), errNone)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if n := tn.srv.GroupMembers("held"); n != 1 {
-		t.Fatalf("%d members counted, want 1", n)
+	if g := tn.srv.GroupMembers("held"); len(g.Members) != 1 || g.State != "stable" || g.Members[0].MemberID != m.id || g.Members[0].Protocol != "kafka" || g.Members[0].ClientHost == "" {
+		t.Fatalf("the coordinator's group %+v; want stable with the one member, protocol kafka, and its host", g)
 	}
 	if err := tn.backend.DeleteGroup(ctx, "held"); !errors.Is(err, group.ErrConsumerGroupNotEmpty) {
 		t.Fatalf("delete of a group with a Kafka member: %v, want %v", err, group.ErrConsumerGroupNotEmpty)

@@ -30,18 +30,57 @@ type Backend struct {
 	*Node
 	// rr holds the round-robin counters of keyless records (produce.go).
 	rr roundRobin
-	// external counts the live members of a group in a coordinator
-	// outside the state machine (SetExternalGroupMembers); nil: none.
-	external atomic.Pointer[func(group string) int]
+	// external returns a group as a coordinator outside the state
+	// machine holds it (SetExternalGroupMembers); nil: none.
+	external atomic.Pointer[func(group string) ExternalGroup]
 }
 
-// SetExternalGroupMembers tells the backend how many live members a group
-// has in a coordinator outside the state machine (the Kafka listener's,
-// on the leader: its members live in its memory only), so that
-// DeleteGroup refuses a group they hold, as it refuses one with live
-// members of logd's own protocol.
-func (b *Backend) SetExternalGroupMembers(members func(group string) int) {
+// ExternalGroup is a consumer group as a coordinator outside the state
+// machine holds it: the Kafka listener's, on the leader, whose members
+// live in its memory only (their offsets are replicated).
+type ExternalGroup struct {
+	// State is the group's state there: "stable", "rebalancing" or
+	// "empty" (the states of logd's groups, group.State).
+	State string
+	// Members are its members, joined or joining, in the order they
+	// joined; none when the coordinator does not hold the group.
+	Members []ExternalMember
+}
+
+// ExternalMember is one member of an ExternalGroup.
+type ExternalMember struct {
+	// MemberID is the id the coordinator gave it; InstanceID its static
+	// membership id (group.instance.id), "" if none.
+	MemberID, InstanceID string
+	// Protocol names the coordinator ("kafka").
+	Protocol string
+	// ClientID and ClientHost are the client's id and the address it
+	// connected from; empty for a member given an id that has not joined
+	// yet.
+	ClientID, ClientHost string
+	// Topics are those it subscribed to and Partitions those it was
+	// assigned, as last synced (none while it joins).
+	Topics     []string
+	Partitions []group.TopicPartition
+}
+
+// SetExternalGroupMembers tells the backend how a coordinator outside the
+// state machine (the Kafka listener's, on the leader: its members live in
+// its memory only) holds a group: DeleteGroup refuses a group its members
+// hold, as it refuses one with live members of logd's own protocol, and
+// ExternalGroup shows them (logctl group describe).
+func (b *Backend) SetExternalGroupMembers(members func(group string) ExternalGroup) {
 	b.external.Store(&members)
+}
+
+// ExternalGroup returns a group as the coordinator SetExternalGroupMembers
+// named holds it; on a node that does not lead, or without a coordinator,
+// none (a follower's Kafka listener coordinates no group).
+func (b *Backend) ExternalGroup(name string) ExternalGroup {
+	if f := b.external.Load(); f != nil && b.Node.IsLeader() {
+		return (*f)(name)
+	}
+	return ExternalGroup{}
 }
 
 // DeleteGroup deletes a consumer group without live members: of logd's
@@ -51,10 +90,8 @@ func (b *Backend) SetExternalGroupMembers(members func(group string) int) {
 // finds the group without offsets). Errors: group.ErrConsumerGroupNotEmpty,
 // group.ErrConsumerGroupNotFound, and Node.DeleteGroup's.
 func (b *Backend) DeleteGroup(ctx context.Context, name string) error {
-	if f := b.external.Load(); f != nil && b.Node.IsLeader() {
-		if n := (*f)(name); n > 0 {
-			return fmt.Errorf("%w: group %q has %d live Kafka members", group.ErrConsumerGroupNotEmpty, name, n)
-		}
+	if n := len(b.ExternalGroup(name).Members); n > 0 {
+		return fmt.Errorf("%w: group %q has %d live Kafka members", group.ErrConsumerGroupNotEmpty, name, n)
 	}
 	return b.Node.DeleteGroup(ctx, name)
 }

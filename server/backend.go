@@ -156,6 +156,10 @@ type GroupBackend interface {
 	DeleteGroup(ctx context.Context, name string) error
 	// ConsumerGroup and ConsumerGroups (sorted by name) return copies.
 	ConsumerGroup(name string) (*group.ConsumerGroup, error)
+	// ExternalGroup returns a group as the leader's Kafka group
+	// coordinator holds it (its members live in that memory only): none
+	// on a follower (replication.Backend.ExternalGroup).
+	ExternalGroup(name string) replication.ExternalGroup
 	ConsumerGroups() []*group.ConsumerGroup
 	// AwaitGroupFetch refuses a read by a member that does not own the
 	// partition at its generation (the fencing errors). A node that has

@@ -107,7 +107,15 @@ func (fw *forwarder) writeError(w http.ResponseWriter, r *http.Request, err erro
 // principal, which the leader cannot check itself, in
 // ForwardedPrincipalHeader.
 func forwardAuthHeaders(in *http.Request, out http.Header) {
-	info := authFrom(in.Context())
+	forwardPrincipal(in.Context(), out)
+}
+
+// forwardPrincipal sets the forwarding headers of the principal of the
+// call ctx serves (forwardAuthHeaders), for a call this node makes to the
+// leader on its caller's behalf (group_describe.go); the caller's bearer
+// token, if any, is for that call to copy.
+func forwardPrincipal(ctx context.Context, out http.Header) {
+	info := authFrom(ctx)
 	out.Del(ForwardedPrincipalHeader)
 	if info.method == methodCertificate || info.method == methodBootstrap {
 		out.Set(ForwardedPrincipalHeader, info.method+" "+info.principal.String())

@@ -73,7 +73,7 @@ func describeGroupMsg(g *group.ConsumerGroup, lag func(topic string, partition i
 	for _, id := range g.MemberIDs() {
 		m := g.Members[id]
 		cm := &logdv1.ConsumerGroupMember{
-			MemberId: id, Topics: m.Topics, LastSeenMs: time.Unix(0, m.LastSeen).UnixMilli(),
+			MemberId: id, Protocol: memberProtocolLogd, Topics: m.Topics, LastSeenMs: time.Unix(0, m.LastSeen).UnixMilli(),
 			SessionTimeoutMs: int32(time.Duration(m.SessionTimeout).Milliseconds()), ResetPolicy: string(m.Reset),
 			JoinedMs: time.Unix(0, m.JoinedAt).UnixMilli(),
 		}

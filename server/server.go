@@ -119,6 +119,9 @@ type Server struct {
 	// peerTLS is Options.PeerTLS; peerHTTP how this node calls peers.
 	peerTLS  *replication.PeerTLS
 	peerHTTP replication.PeerHTTP
+	// leaderHTTP makes this node's own calls to the leader
+	// (group_describe.go).
+	leaderHTTP *http.Client
 	// peerListener is Options.PeerListener.
 	peerListener bool
 	// api is the LogService behind authentication and forwarding, which
@@ -160,6 +163,7 @@ func New(opts Options) *Server {
 	s := &Server{b: opts.Backend, segments: opts.Segments, logger: opts.Logger, reg: opts.Registry, conns: opts.Conns, peers: opts.Peers,
 		peerTLS: opts.PeerTLS, peerHTTP: replication.NewPeerHTTP(opts.Peers, opts.PeerTLS), peerListener: opts.PeerListener,
 		auth: opts.Auth, audit: cmp.Or(opts.Auth.Audit, opts.Logger)}
+	s.leaderHTTP = newLeaderClient(s.peerHTTP)
 	s.sec = opts.Backend
 	s.authz = auth.NewAuthorizer(opts.Auth.Required, opts.Auth.Superusers, s.sec.ACLs)
 	s.authn = newAuthenticator(opts.Auth, s.sec, s.authz, opts.Registry)

@@ -2741,16 +2741,28 @@ func (x *DescribeGroupRequest) GetGroup() string {
 }
 
 type ConsumerGroupMember struct {
-	state            protoimpl.MessageState `protogen:"open.v1"`
-	MemberId         string                 `protobuf:"bytes,1,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
-	Topics           []string               `protobuf:"bytes,2,rep,name=topics,proto3" json:"topics,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	MemberId string                 `protobuf:"bytes,1,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	Topics   []string               `protobuf:"bytes,2,rep,name=topics,proto3" json:"topics,omitempty"`
+	// The partitions the member holds: for a Kafka member, those of the
+	// assignment its group's leader made, as last synced.
 	Partitions       []*GroupTopicPartition `protobuf:"bytes,3,rep,name=partitions,proto3" json:"partitions,omitempty"`
 	LastSeenMs       int64                  `protobuf:"varint,4,opt,name=last_seen_ms,json=lastSeenMs,proto3" json:"last_seen_ms,omitempty"`
 	SessionTimeoutMs int32                  `protobuf:"varint,5,opt,name=session_timeout_ms,json=sessionTimeoutMs,proto3" json:"session_timeout_ms,omitempty"`
 	ResetPolicy      string                 `protobuf:"bytes,6,opt,name=reset_policy,json=resetPolicy,proto3" json:"reset_policy,omitempty"`
 	JoinedMs         int64                  `protobuf:"varint,7,opt,name=joined_ms,json=joinedMs,proto3" json:"joined_ms,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// How the member belongs to the group: "logd" (logd's own protocol,
+	// replicated state) or "kafka" (a Kafka client, held in the memory of
+	// the leader's Kafka group coordinator).
+	Protocol string `protobuf:"bytes,8,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	// A Kafka member's client.id and the address it connected from; empty
+	// for logd members.
+	ClientId   string `protobuf:"bytes,9,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	ClientHost string `protobuf:"bytes,10,opt,name=client_host,json=clientHost,proto3" json:"client_host,omitempty"`
+	// A Kafka member's group.instance.id (static membership), if any.
+	InstanceId    string `protobuf:"bytes,11,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ConsumerGroupMember) Reset() {
@@ -2830,6 +2842,34 @@ func (x *ConsumerGroupMember) GetJoinedMs() int64 {
 		return x.JoinedMs
 	}
 	return 0
+}
+
+func (x *ConsumerGroupMember) GetProtocol() string {
+	if x != nil {
+		return x.Protocol
+	}
+	return ""
+}
+
+func (x *ConsumerGroupMember) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *ConsumerGroupMember) GetClientHost() string {
+	if x != nil {
+		return x.ClientHost
+	}
+	return ""
+}
+
+func (x *ConsumerGroupMember) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
 }
 
 type ConsumerGroupPartition struct {
@@ -7875,7 +7915,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x12ListGroupsResponse\x125\n" +
 	"\x06groups\x18\x01 \x03(\v2\x1d.logd.v1.ConsumerGroupSummaryR\x06groups\",\n" +
 	"\x14DescribeGroupRequest\x12\x14\n" +
-	"\x05group\x18\x01 \x01(\tR\x05group\"\x98\x02\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\"\x93\x03\n" +
 	"\x13ConsumerGroupMember\x12\x1b\n" +
 	"\tmember_id\x18\x01 \x01(\tR\bmemberId\x12\x16\n" +
 	"\x06topics\x18\x02 \x03(\tR\x06topics\x12<\n" +
@@ -7886,7 +7926,14 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"lastSeenMs\x12,\n" +
 	"\x12session_timeout_ms\x18\x05 \x01(\x05R\x10sessionTimeoutMs\x12!\n" +
 	"\freset_policy\x18\x06 \x01(\tR\vresetPolicy\x12\x1b\n" +
-	"\tjoined_ms\x18\a \x01(\x03R\bjoinedMs\"\xd5\x03\n" +
+	"\tjoined_ms\x18\a \x01(\x03R\bjoinedMs\x12\x1a\n" +
+	"\bprotocol\x18\b \x01(\tR\bprotocol\x12\x1b\n" +
+	"\tclient_id\x18\t \x01(\tR\bclientId\x12\x1f\n" +
+	"\vclient_host\x18\n" +
+	" \x01(\tR\n" +
+	"clientHost\x12\x1f\n" +
+	"\vinstance_id\x18\v \x01(\tR\n" +
+	"instanceId\"\xd5\x03\n" +
 	"\x16ConsumerGroupPartition\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12)\n" +

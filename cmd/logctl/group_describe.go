@@ -19,7 +19,12 @@ func newGroupDescribeCmd(opts *globalOpts) *cobra.Command {
 members with their partitions, and per partition the committed offset, the
 log's bounds, the lag in records and in time (age of the oldest record not
 yet committed), the owner, and records skipped by the reset policy after
-retention passed the committed offset.`,
+retention passed the committed offset.
+
+Members are logd's own (PROTOCOL logd: logctl consume --group, the Go
+client's group consumer) or Kafka clients (PROTOCOL kafka), with their
+client id and host, which the leader's Kafka group coordinator holds in
+its memory (a follower asks the leader for them).`,
 		Example: `  logctl group describe billing
   logctl group describe billing -o json`,
 		Args: cobra.ExactArgs(1),
@@ -52,13 +57,20 @@ func printGroup(opts *globalOpts, d client.GroupDescription) error {
 	}
 	fmt.Fprintln(opts.stdout)
 	tw = newTable(opts.stdout)
-	fmt.Fprintln(tw, "MEMBER\tTOPICS\tPARTITIONS\tLAST SEEN\tSESSION\tRESET")
+	fmt.Fprintln(tw, "MEMBER\tTOPICS\tPARTITIONS\tLAST SEEN\tSESSION\tRESET\tPROTOCOL\tCLIENT\tHOST")
 	for _, m := range d.Members {
 		var parts []string
 		for _, p := range m.Partitions {
 			parts = append(parts, fmt.Sprintf("%s:%d", p.Topic, p.Partition))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\n", m.ID, strings.Join(m.Topics, ","), dash(strings.Join(parts, ",")), formatTime(m.LastSeen), m.SessionTimeout, m.ResetPolicy)
+		// A Kafka member's session and heartbeats are its coordinator's,
+		// not replicated: they are not shown.
+		lastSeen, session := formatTime(m.LastSeen), fmt.Sprint(m.SessionTimeout)
+		if m.Protocol == "kafka" {
+			lastSeen, session = "-", "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, dash(strings.Join(m.Topics, ",")), dash(strings.Join(parts, ",")),
+			lastSeen, session, dash(m.ResetPolicy), dash(m.Protocol), dash(m.ClientID), dash(m.ClientHost))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

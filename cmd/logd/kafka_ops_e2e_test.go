@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/client"
 )
 
 // scrapeSeries reads every sample of a Prometheus text page, keyed by its
@@ -98,5 +102,101 @@ func TestKafkaTopicTraffic(t *testing.T) {
 	}
 	if in := series("logd_topic_records_total", "in"); in != n+viaAPI {
 		t.Fatalf("logd_topic_records_total in: %v after %d records by kgo and %d through the Connect API", in, n, viaAPI)
+	}
+}
+
+// TestKafkaGroupDescribeMembers: logctl group describe shows a group's
+// Kafka members (protocol kafka, client id, host, assigned partitions),
+// which live in the leader's Kafka group coordinator only, in its
+// members table and in -o json, with the partitions' owners, through the
+// leader and through a follower (which asks the leader for them); once
+// the member leaves, the group has none.
+func TestKafkaGroupDescribeMembers(t *testing.T) {
+	c := &cluster{t: t}
+	var seeds []string
+	for i := range 3 {
+		kaddr := freeAddr(t)
+		seeds = append(seeds, kaddr)
+		c.nodes = append(c.nodes, newNode(t, fmt.Sprintf("n%d", i+1), kafkaGroupArgs(kaddr)...))
+	}
+	c.start()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	leader := c.leader(ctx)
+	follower := c.nodes[0]
+	if follower == leader {
+		follower = c.nodes[1]
+	}
+	createTopic(t, ctx, leader, "described", 2, nil)
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("kops-describe"), kgo.ConsumerGroup("kd"),
+		kgo.ConsumeTopics("described"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DefaultProduceTopic("described"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			cl.Close()
+		}
+	}()
+	recs := make([]*kgo.Record, 20)
+	for i := range recs {
+		recs[i] = &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "d-%d", i)}
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("kgo produce: %v", err)
+	}
+	for got := 0; got < len(recs); {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("kgo consumed %d of %d records: %v", got, len(recs), err)
+		}
+		got += fs.NumRecords()
+	}
+	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.converge(ctx) // the follower has the commits too
+
+	describe := func(nd *node) client.GroupDescription {
+		t.Helper()
+		var d client.GroupDescription
+		if err := json.Unmarshal([]byte(logctl(t, nd, "group", "describe", "kd", "-o", "json")), &d); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	for _, nd := range []*node{leader, follower} {
+		d := describe(nd)
+		if len(d.Members) != 1 {
+			t.Fatalf("describe -o json through %s: %d members, want the kgo member: %+v", nd.id, len(d.Members), d)
+		}
+		m := d.Members[0]
+		if m.Protocol != "kafka" || m.ClientID != "kops-describe" || !strings.HasPrefix(m.ClientHost, "127.0.0.1") || m.ID == "" ||
+			len(m.Partitions) != 2 || !slices.Equal(m.Topics, []string{"described"}) {
+			t.Fatalf("Kafka member through %s: %+v; want protocol kafka, client id kops-describe, host 127.0.0.1, topic described, both partitions", nd.id, m)
+		}
+		if d.State != "stable" || len(d.Partitions) != 2 {
+			t.Fatalf("through %s: group state %q with %d partitions; want stable with both", nd.id, d.State, len(d.Partitions))
+		}
+		for _, p := range d.Partitions {
+			if p.Owner != m.ID || p.Committed != p.End {
+				t.Fatalf("through %s: partition %d: owner %q, committed %d of %d; want the member's, at the end", nd.id, p.Partition, p.Owner, p.Committed, p.End)
+			}
+		}
+		text := logctl(t, nd, "group", "describe", "kd")
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(m.ID) + `\s+described\s+described:0,described:1\s+-\s+-\s+-\s+kafka\s+kops-describe\s+127\.0\.0\.1\S*$`).MatchString(text) {
+			t.Fatalf("through %s: the members table lacks the Kafka member:\n%s", nd.id, text)
+		}
+	}
+
+	cl.Close() // leaves the group
+	closed = true
+	for _, nd := range []*node{leader, follower} {
+		waitFor(t, ctx, "the member gone from describe through "+nd.id, func() bool {
+			d := describe(nd)
+			return len(d.Members) == 0 && d.State == "empty"
+		})
 	}
 }
