@@ -19,7 +19,8 @@ const protocolTypeLogd = "logd"
 // replicated group (offsets only: Empty; held by logd's own members: their
 // state, protocol type "logd"). Another node coordinates none and lists
 // none, as a Kafka broker lists only its own groups. Every group is of
-// type "classic". Groups the principal may not describe are left out.
+// type "classic". Groups the principal may not describe are left out, and
+// so are logd's internal groups (group.Internal).
 func (s *Server) listGroups(ctx context.Context, rc *reqCtx, req *kmsg.ListGroupsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	if !s.groups.lead(ctx) {
@@ -33,7 +34,9 @@ func (s *Server) listGroups(ctx context.Context, rc *reqCtx, req *kmsg.ListGroup
 		return resp
 	}
 	for _, v := range s.groupViews(nil) {
-		if len(states) > 0 && !states[strings.ToLower(v.state)] || !rc.mayGroup(v.id) {
+		// logd's own groups (a redrive job's position) are left out, as
+		// logctl group list leaves them out without --all.
+		if len(states) > 0 && !states[strings.ToLower(v.state)] || !rc.mayGroup(v.id) || group.Internal(v.id) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()

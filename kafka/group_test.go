@@ -607,6 +607,17 @@ func TestGroupAuthz(t *testing.T) {
 	if !slices.Equal(listed, []string{"mine"}) {
 		t.Errorf("alice lists %q; want mine", listed)
 	}
+	// An internal group (a redrive job's position) is not listed, even to
+	// a principal that may describe every group.
+	internal := group.RedrivePrefix + "1"
+	wantCode(t, "admin's commit to an internal group", commitCode(t, admin.do(simpleCommit(9, internal, "open", 0, 1))), errNone)
+	listed = listed[:0]
+	for _, g := range admin.do(lg).(*kmsg.ListGroupsResponse).Groups {
+		listed = append(listed, g.Group)
+	}
+	if !slices.Equal(listed, []string{"mine", "theirs"}) {
+		t.Errorf("admin lists %q; want mine, theirs (not %s)", listed, internal)
+	}
 	dg := kmsg.NewPtrDeleteGroupsRequest()
 	dg.SetVersion(2)
 	dg.Groups = []string{"mine"}
