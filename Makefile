@@ -71,7 +71,12 @@ cluster-stop:
 
 # The long versions of the end-to-end fault tests (cmd/logd/*_e2e_test.go);
 # the nemesis tests share LOGD_NEMESIS_DURATION (default 20m).
-fault: test-tools
+# go test already runs every fuzz target over its seeds and committed
+# corpus (testdata/fuzz) in make test; new random inputs are searched here
+# (fuzz-short) and in make fuzz: each target's fuzzing build compiles every
+# dependency again with coverage instrumentation, minutes on an empty build
+# cache.
+fault: test-tools fuzz-short
 	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -timeout 90m -run 'Cluster|Kill|Restart|Abuse|Nemesis|PowerCut|Failpoint|SlowDisk|Clock|Kafka' -v ./cmd/logd/
 	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -timeout 20m -run 'Churn' -v ./kafka/
 
@@ -95,7 +100,6 @@ test-tools:
 # still fails the run: the exit code stays 66.
 test: test-tools lint
 	GORACE="$${GORACE:-atexit_sleep_ms=0}" $(GO) test -race -count=1 -timeout 15m $(PKGS)
-	$(MAKE) fuzz-short
 
 # Every fuzz target over its committed corpus plus a bounded number of new inputs.
 fuzz-short:
