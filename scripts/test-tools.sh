@@ -27,6 +27,9 @@ command -v jq >/dev/null 2>&1 || missing+=(jq)
 # under /usr/lib/postgresql/<version>/bin) for the outbox and inbox
 # tests' throwaway server (internal/pgtest).
 command -v initdb >/dev/null 2>&1 || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
+# chromium (Debian package) for the web console's browser tests
+# (console/browser_test.go, driven through the DevTools protocol).
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 
 if [ ${#missing[@]} -gt 0 ]; then
 	if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then

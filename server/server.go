@@ -19,6 +19,7 @@ import (
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/console"
 	"github.com/logd-dev/logd/replication"
 )
 
@@ -186,7 +187,7 @@ func New(opts Options) *Server {
 }
 
 // Handler returns the HTTP handler for the API, /metrics, /healthz,
-// /readyz, grpc.health.v1 and gRPC reflection (health.go), and for the segment endpoint unless Options.PeerListener puts
+// /readyz, the web console at /ui/, grpc.health.v1 and gRPC reflection (health.go), and for the segment endpoint unless Options.PeerListener puts
 // it on PeerHandler (peer.go).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -204,6 +205,11 @@ func (s *Server) Handler() http.Handler {
 	})))
 	mux.Handle("/readyz", s.OpsGuard(http.HandlerFunc(s.serveReadyz)))
 	s.mountProbes(mux) // health.go
+	// The web console's static assets (docs/console.md): public, since
+	// they hold no data; every call they make is an API call, authenticated
+	// and authorized like any other.
+	mux.Handle(console.Prefix, console.Handler())
+	mux.Handle("GET /{$}", http.RedirectHandler(console.Prefix, http.StatusFound))
 	var h http.Handler = mux
 	if s.peerListener {
 		h = dropForwarding(mux)

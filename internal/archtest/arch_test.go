@@ -154,6 +154,10 @@ var table = []row{
 	// The backup file's format (docs/operations.md): replication writes
 	// and restores it, logctl inspects it.
 	{path: "internal/backupfile", layer: layerLeaf, pure: true, stdOnly: true},
+	// The web console's embedded assets and their handler
+	// (docs/console.md): the standard library only; the pages reach the
+	// node through the API like any client.
+	{path: "console", layer: layerLeaf, stdOnly: true},
 }
 
 // pureForbidden are the packages the pure set must not depend on, even

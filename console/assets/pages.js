@@ -1,0 +1,12 @@
+// The console's pages, in the order of the navigation bar (keys 1-9).
+// A page is {path, nav (label in the bar, if any), render(ctx)}; see
+// app.js for ctx.
+import cluster from './pages/cluster.js';
+import help from './pages/help.js';
+import notfound from './pages/notfound.js';
+
+export const pages = [
+  cluster,
+  help,
+  notfound,
+];

@@ -1,0 +1,220 @@
+package console_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/logd-dev/logd/logdtest"
+)
+
+// The browser tests drive the console in a real headless Chromium
+// (Debian's chromium package, which scripts/test-tools.sh installs). One
+// browser serves every test of the binary; each test opens its own tab
+// against its own logd node (logdtest: a real node in process).
+
+var (
+	browserOnce   sync.Once
+	browserCtx    context.Context
+	browserCancel context.CancelFunc
+	browserErr    error
+)
+
+// chromiumPath finds the browser; without it the browser tests skip,
+// except under CI=true, where they fail.
+func chromiumPath(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("no chromium on PATH (scripts/test-tools.sh installs it)")
+	}
+	t.Skip("no chromium on PATH; run scripts/test-tools.sh")
+	return ""
+}
+
+// browser returns the shared browser's context, starting it on first use.
+func browser(t *testing.T) context.Context {
+	path := chromiumPath(t)
+	browserOnce.Do(func() {
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(path),
+			chromedp.NoSandbox, // tests run as root
+			chromedp.DisableGPU,
+			chromedp.Flag("headless", "new"),
+			chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-dev-shm-usage", true),
+			chromedp.Flag("no-first-run", true),
+			chromedp.WindowSize(1280, 800),
+		)
+		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancel := chromedp.NewContext(alloc)
+		browserCtx = ctx
+		browserCancel = func() { cancel(); cancelAlloc() }
+		browserErr = chromedp.Run(ctx) // starts the browser
+	})
+	if browserErr != nil {
+		t.Fatalf("start chromium: %v", browserErr)
+	}
+	return browserCtx
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if browserCancel != nil {
+		browserCancel()
+	}
+	os.Exit(code)
+}
+
+// page is one browser tab on one node's console. It records what the
+// page logs as errors (exceptions, console.error, CSP violations, failed
+// loads); Cleanup fails the test if there are any, unless the test took
+// them with takeErrors.
+type page struct {
+	t    *testing.T
+	ctx  context.Context
+	base string // the node's URL
+
+	mu   sync.Mutex
+	errs []string
+}
+
+// pageTimeout bounds every step of a browser test.
+const pageTimeout = 20 * time.Second
+
+func newPage(t *testing.T, node *logdtest.Server) *page {
+	t.Helper()
+	tab, cancel := chromedp.NewContext(browser(t))
+	p := &page{t: t, ctx: tab, base: node.URL()}
+	chromedp.ListenTarget(tab, func(ev any) {
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			p.addErr("exception: " + ev.ExceptionDetails.Error())
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.APITypeError || ev.Type == runtime.APITypeAssert {
+				var parts []string
+				for _, a := range ev.Args {
+					parts = append(parts, string(a.Value)+a.Description)
+				}
+				p.addErr("console." + string(ev.Type) + ": " + strings.Join(parts, " "))
+			}
+		case *log.EventEntryAdded:
+			if ev.Entry.Level == log.LevelError {
+				p.addErr(fmt.Sprintf("log (%s): %s %s", ev.Entry.Source, ev.Entry.Text, ev.Entry.URL))
+			}
+		}
+	})
+	if err := chromedp.Run(tab, log.Enable(), runtime.Enable()); err != nil {
+		cancel()
+		t.Fatalf("open a tab: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if errs := p.takeErrors(); len(errs) > 0 {
+			t.Errorf("the browser logged errors:\n%s", strings.Join(errs, "\n"))
+		}
+	})
+	return p
+}
+
+func (p *page) addErr(s string) {
+	p.mu.Lock()
+	p.errs = append(p.errs, s)
+	p.mu.Unlock()
+}
+
+// takeErrors returns the errors logged so far and forgets them.
+func (p *page) takeErrors() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	errs := p.errs
+	p.errs = nil
+	return errs
+}
+
+// run runs actions with the step timeout.
+func (p *page) run(actions ...chromedp.Action) error {
+	ctx, cancel := context.WithTimeout(p.ctx, pageTimeout)
+	defer cancel()
+	return chromedp.Run(ctx, actions...)
+}
+
+// must runs actions and fails the test if they fail, saying what step.
+func (p *page) must(step string, actions ...chromedp.Action) {
+	p.t.Helper()
+	if err := p.run(actions...); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w (page text: %q)", err, p.text("body"))
+		}
+		p.t.Fatalf("%s: %v", step, err)
+	}
+}
+
+// open loads the console at route (a hash route such as "/topics") and
+// waits for the page to render.
+func (p *page) open(route string) {
+	p.t.Helper()
+	p.must("open "+route,
+		chromedp.Navigate(p.base+"/ui/#"+route),
+		chromedp.WaitReady("#view", chromedp.ByQuery),
+		chromedp.Poll(`!document.querySelector('#view').textContent.startsWith('Loading')`, nil,
+			chromedp.WithPollingTimeout(pageTimeout)),
+	)
+}
+
+// waitText waits until the element sel's text contains want.
+func (p *page) waitText(sel, want string) {
+	p.t.Helper()
+	js := fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.textContent.includes(%q); })()`, sel, want)
+	if err := p.run(chromedp.Poll(js, nil, chromedp.WithPollingTimeout(pageTimeout))); err != nil {
+		p.t.Fatalf("wait for %q in %s: %v (text: %q)", want, sel, err, p.text(sel))
+	}
+}
+
+// text returns the text of the element sel ("" if there is none).
+func (p *page) text(sel string) string {
+	var s string
+	ctx, cancel := context.WithTimeout(p.ctx, 2*time.Second)
+	defer cancel()
+	_ = chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(`(document.querySelector(%q)||{}).textContent||""`, sel), &s))
+	return s
+}
+
+// eval evaluates a JavaScript expression into out.
+func (p *page) eval(js string, out any) {
+	p.t.Helper()
+	p.must("evaluate "+js, chromedp.Evaluate(js, out))
+}
+
+// click clicks the first element matching sel once it is visible.
+func (p *page) click(sel string) {
+	p.t.Helper()
+	p.must("click "+sel, chromedp.Click(sel, chromedp.ByQuery, chromedp.NodeVisible))
+}
+
+// fill sets an input's value as typing would (input events fire).
+func (p *page) fill(sel, value string) {
+	p.t.Helper()
+	p.must("fill "+sel, chromedp.SetValue(sel, "", chromedp.ByQuery), chromedp.SendKeys(sel, value, chromedp.ByQuery))
+}
+
+// count returns how many elements match sel.
+func (p *page) count(sel string) int {
+	p.t.Helper()
+	var n int
+	p.eval(fmt.Sprintf(`document.querySelectorAll(%q).length`, sel), &n)
+	return n
+}
