@@ -24,7 +24,7 @@ import (
 // on the leader, which sees the same principal.
 //
 // With AuthOptions.Required off nothing is checked. Superusers pass every
-// check. Lists (topics, groups, tokens, ACLs) need only a principal: their
+// check. Lists (topics, groups, queue groups, tokens, ACLs) need only a principal: their
 // handlers leave out the rows the caller may not describe, as Kafka's
 // metadata does, rather than failing.
 //
@@ -278,6 +278,7 @@ var authzTable = map[string]authzRule{
 	logdv1connect.LogServiceDescribeQueueGroupProcedure: {need: onAll(func(m *logdv1.DescribeQueueGroupRequest) []auth.Permission {
 		return []auth.Permission{queuePerm(auth.OpDescribe, m.Group)}
 	})},
+	logdv1connect.LogServiceListQueueGroupsProcedure: {filtered: true},
 	logdv1connect.LogServiceClaimProcedure: {need: onAll(func(m *logdv1.ClaimRequest) []auth.Permission {
 		return []auth.Permission{queuePerm(auth.OpRead, m.Group), topicPerm(auth.OpRead, m.Topic)}
 	})},

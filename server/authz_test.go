@@ -222,6 +222,14 @@ func TestAuthorizationEveryProcedure(t *testing.T) {
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.DescribeQueueGroup(ctx, req(&logdv1.DescribeQueueGroupRequest{Topic: "t", Group: "q"}))
 			})},
+		{proc: "ListQueueGroups", list: true, grant: []auth.ACL{g(qu, "q", auth.OpDescribe)},
+			call: func(ctx context.Context, c logdv1connect.LogServiceClient) (int, error) {
+				r, err := c.ListQueueGroups(ctx, req(&logdv1.ListQueueGroupsRequest{}))
+				if err != nil {
+					return 0, err
+				}
+				return len(r.Msg.Groups), nil
+			}},
 		{proc: "Claim", grant: []auth.ACL{g(qu, "q", auth.OpRead), g(topic, "t", auth.OpRead)},
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.Claim(ctx, req(&logdv1.ClaimRequest{Topic: "t", Group: "q", MaxRecords: 1}))

@@ -74,6 +74,7 @@ var localProcedures = map[string]bool{
 	logdv1connect.LogServiceListGroupsProcedure:         true,
 	logdv1connect.LogServiceDescribeGroupProcedure:      true,
 	logdv1connect.LogServiceDescribeQueueGroupProcedure: true,
+	logdv1connect.LogServiceListQueueGroupsProcedure:    true,
 	logdv1connect.LogServiceWhoAmIProcedure:             true,
 	logdv1connect.LogServiceDescribeRedriveProcedure:    true,
 	logdv1connect.LogServiceListRedrivesProcedure:       true,

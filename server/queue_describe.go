@@ -2,11 +2,15 @@ package server
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"connectrpc.com/connect"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/partition"
+	"github.com/logd-dev/logd/replication"
 )
 
 // MaxDescribeInFlight bounds the in-flight records one describe lists (by
@@ -25,14 +29,7 @@ func (s *Server) DescribeQueueGroup(ctx context.Context, req *connect.Request[lo
 	if err != nil {
 		return nil, toConnectError(err)
 	}
-	resp := &logdv1.DescribeQueueGroupResponse{Topic: info.Topic, Group: info.Group, Config: queueConfigProto(info.Config), CreatedMs: nsToMs(info.CreatedAt),
-		Paused: info.Paused, AdmissionRefusals: s.queueHealth.refusedCount(info.Topic, info.Group),
-		DeadLetterRecords: deadLetterRecords(s.b, info.Config.DeadLetterTopic),
-		BacklogRecords:    info.Backlog.Records, BacklogBytes: info.Backlog.Bytes, BacklogBytesExact: info.ExactBytes,
-		DrainPerSec: info.DrainPerSec, MaxBacklogAgeMs: info.MaxBacklogAgeMs}
-	if info.OldestAppend > 0 && now > info.OldestAppend {
-		resp.OldestUnfinishedAgeMs = (now - info.OldestAppend) / int64(time.Millisecond)
-	}
+	resp := s.describeQueueMsg(info, now)
 	if m.InFlight {
 		recs, _, err := s.b.QueueInFlight(m.Topic, m.Group, now, MaxDescribeInFlight)
 		if err != nil {
@@ -42,6 +39,54 @@ func (s *Server) DescribeQueueGroup(ctx context.Context, req *connect.Request[lo
 			resp.InFlight = append(resp.InFlight, &logdv1.InFlightRecord{Partition: r.Partition, Offset: r.Offset, Worker: r.Worker,
 				Delivery: r.Delivery, DeliveredMs: nsToMs(r.Delivered), LeaseUntilMs: nsToMs(r.LeaseUntil), Extensions: int32(min(r.Extends, 1<<31-1))})
 		}
+	}
+	return connect.NewResponse(resp), nil
+}
+
+// ListQueueGroups describes the queue groups of one topic, or of every
+// topic, from this node's applied state: those the caller may describe,
+// by topic and name, each as DescribeQueueGroup answers without its
+// in-flight records.
+func (s *Server) ListQueueGroups(ctx context.Context, req *connect.Request[logdv1.ListQueueGroupsRequest]) (*connect.Response[logdv1.ListQueueGroupsResponse], error) {
+	var topics []string
+	if t := req.Msg.Topic; t != "" {
+		if err := partition.ValidateTopicName(t); err != nil {
+			return nil, errInvalid("%v", err)
+		}
+		topics = []string{t}
+	} else {
+		for _, t := range s.b.Topics() {
+			topics = append(topics, t.Name)
+		}
+		slices.Sort(topics)
+	}
+	now := s.b.Now().UnixNano()
+	resp := &logdv1.ListQueueGroupsResponse{}
+	for _, t := range topics {
+		for _, name := range s.b.QueueGroups(t) {
+			if !s.may(ctx, queuePerm(auth.OpDescribe, name)) {
+				continue
+			}
+			info, err := s.b.DescribeQueueGroup(t, name, now)
+			if err != nil {
+				continue // deleted meanwhile
+			}
+			resp.Groups = append(resp.Groups, s.describeQueueMsg(info, now))
+		}
+	}
+	return connect.NewResponse(resp), nil
+}
+
+// describeQueueMsg converts a queue group's state at now (Unix ns) for
+// DescribeQueueGroup and ListQueueGroups, and samples its rates.
+func (s *Server) describeQueueMsg(info replication.QueueGroupInfo, now int64) *logdv1.DescribeQueueGroupResponse {
+	resp := &logdv1.DescribeQueueGroupResponse{Topic: info.Topic, Group: info.Group, Config: queueConfigProto(info.Config), CreatedMs: nsToMs(info.CreatedAt),
+		Paused: info.Paused, AdmissionRefusals: s.queueHealth.refusedCount(info.Topic, info.Group),
+		DeadLetterRecords: deadLetterRecords(s.b, info.Config.DeadLetterTopic),
+		BacklogRecords:    info.Backlog.Records, BacklogBytes: info.Backlog.Bytes, BacklogBytesExact: info.ExactBytes,
+		DrainPerSec: info.DrainPerSec, MaxBacklogAgeMs: info.MaxBacklogAgeMs}
+	if info.OldestAppend > 0 && now > info.OldestAppend {
+		resp.OldestUnfinishedAgeMs = (now - info.OldestAppend) / int64(time.Millisecond)
 	}
 	for _, p := range info.Partitions {
 		ps := &logdv1.QueuePartitionState{
@@ -59,5 +104,5 @@ func (s *Server) DescribeQueueGroup(ctx context.Context, req *connect.Request[lo
 		s.queueHealth.observe(info.Topic, info.Group, ps, time.Unix(0, now))
 		resp.Partitions = append(resp.Partitions, ps)
 	}
-	return connect.NewResponse(resp), nil
+	return resp
 }

@@ -84,6 +84,9 @@ const (
 	// LogServiceDescribeQueueGroupProcedure is the fully-qualified name of the LogService's
 	// DescribeQueueGroup RPC.
 	LogServiceDescribeQueueGroupProcedure = "/logd.v1.LogService/DescribeQueueGroup"
+	// LogServiceListQueueGroupsProcedure is the fully-qualified name of the LogService's
+	// ListQueueGroups RPC.
+	LogServiceListQueueGroupsProcedure = "/logd.v1.LogService/ListQueueGroups"
 	// LogServiceClaimProcedure is the fully-qualified name of the LogService's Claim RPC.
 	LogServiceClaimProcedure = "/logd.v1.LogService/Claim"
 	// LogServiceAckProcedure is the fully-qualified name of the LogService's Ack RPC.
@@ -183,6 +186,9 @@ type LogServiceClient interface {
 	// DescribeQueueGroup shows a queue group's settings and, per partition,
 	// ready, in-flight, delayed, done and dead-lettered records.
 	DescribeQueueGroup(context.Context, *connect.Request[logdv1.DescribeQueueGroupRequest]) (*connect.Response[logdv1.DescribeQueueGroupResponse], error)
+	// ListQueueGroups describes every queue group (of one topic, or of all),
+	// those the caller may describe, without their in-flight records.
+	ListQueueGroups(context.Context, *connect.Request[logdv1.ListQueueGroupsRequest]) (*connect.Response[logdv1.ListQueueGroupsResponse], error)
 	// Claim leases up to max_records records, each with a delivery token. It
 	// answers after the claim is committed (fsynced) and applied.
 	Claim(context.Context, *connect.Request[logdv1.ClaimRequest]) (*connect.Response[logdv1.ClaimResponse], error)
@@ -384,6 +390,12 @@ func NewLogServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			connect.WithSchema(logServiceMethods.ByName("DescribeQueueGroup")),
 			connect.WithClientOptions(opts...),
 		),
+		listQueueGroups: connect.NewClient[logdv1.ListQueueGroupsRequest, logdv1.ListQueueGroupsResponse](
+			httpClient,
+			baseURL+LogServiceListQueueGroupsProcedure,
+			connect.WithSchema(logServiceMethods.ByName("ListQueueGroups")),
+			connect.WithClientOptions(opts...),
+		),
 		claim: connect.NewClient[logdv1.ClaimRequest, logdv1.ClaimResponse](
 			httpClient,
 			baseURL+LogServiceClaimProcedure,
@@ -541,6 +553,7 @@ type logServiceClient struct {
 	createQueueGroup   *connect.Client[logdv1.CreateQueueGroupRequest, logdv1.CreateQueueGroupResponse]
 	alterQueueGroup    *connect.Client[logdv1.AlterQueueGroupRequest, logdv1.AlterQueueGroupResponse]
 	describeQueueGroup *connect.Client[logdv1.DescribeQueueGroupRequest, logdv1.DescribeQueueGroupResponse]
+	listQueueGroups    *connect.Client[logdv1.ListQueueGroupsRequest, logdv1.ListQueueGroupsResponse]
 	claim              *connect.Client[logdv1.ClaimRequest, logdv1.ClaimResponse]
 	ack                *connect.Client[logdv1.AckRequest, logdv1.AckResponse]
 	nack               *connect.Client[logdv1.NackRequest, logdv1.NackResponse]
@@ -663,6 +676,11 @@ func (c *logServiceClient) AlterQueueGroup(ctx context.Context, req *connect.Req
 // DescribeQueueGroup calls logd.v1.LogService.DescribeQueueGroup.
 func (c *logServiceClient) DescribeQueueGroup(ctx context.Context, req *connect.Request[logdv1.DescribeQueueGroupRequest]) (*connect.Response[logdv1.DescribeQueueGroupResponse], error) {
 	return c.describeQueueGroup.CallUnary(ctx, req)
+}
+
+// ListQueueGroups calls logd.v1.LogService.ListQueueGroups.
+func (c *logServiceClient) ListQueueGroups(ctx context.Context, req *connect.Request[logdv1.ListQueueGroupsRequest]) (*connect.Response[logdv1.ListQueueGroupsResponse], error) {
+	return c.listQueueGroups.CallUnary(ctx, req)
 }
 
 // Claim calls logd.v1.LogService.Claim.
@@ -824,6 +842,9 @@ type LogServiceHandler interface {
 	// DescribeQueueGroup shows a queue group's settings and, per partition,
 	// ready, in-flight, delayed, done and dead-lettered records.
 	DescribeQueueGroup(context.Context, *connect.Request[logdv1.DescribeQueueGroupRequest]) (*connect.Response[logdv1.DescribeQueueGroupResponse], error)
+	// ListQueueGroups describes every queue group (of one topic, or of all),
+	// those the caller may describe, without their in-flight records.
+	ListQueueGroups(context.Context, *connect.Request[logdv1.ListQueueGroupsRequest]) (*connect.Response[logdv1.ListQueueGroupsResponse], error)
 	// Claim leases up to max_records records, each with a delivery token. It
 	// answers after the claim is committed (fsynced) and applied.
 	Claim(context.Context, *connect.Request[logdv1.ClaimRequest]) (*connect.Response[logdv1.ClaimResponse], error)
@@ -1021,6 +1042,12 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 		connect.WithSchema(logServiceMethods.ByName("DescribeQueueGroup")),
 		connect.WithHandlerOptions(opts...),
 	)
+	logServiceListQueueGroupsHandler := connect.NewUnaryHandler(
+		LogServiceListQueueGroupsProcedure,
+		svc.ListQueueGroups,
+		connect.WithSchema(logServiceMethods.ByName("ListQueueGroups")),
+		connect.WithHandlerOptions(opts...),
+	)
 	logServiceClaimHandler := connect.NewUnaryHandler(
 		LogServiceClaimProcedure,
 		svc.Claim,
@@ -1195,6 +1222,8 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 			logServiceAlterQueueGroupHandler.ServeHTTP(w, r)
 		case LogServiceDescribeQueueGroupProcedure:
 			logServiceDescribeQueueGroupHandler.ServeHTTP(w, r)
+		case LogServiceListQueueGroupsProcedure:
+			logServiceListQueueGroupsHandler.ServeHTTP(w, r)
 		case LogServiceClaimProcedure:
 			logServiceClaimHandler.ServeHTTP(w, r)
 		case LogServiceAckProcedure:
@@ -1326,6 +1355,10 @@ func (UnimplementedLogServiceHandler) AlterQueueGroup(context.Context, *connect.
 
 func (UnimplementedLogServiceHandler) DescribeQueueGroup(context.Context, *connect.Request[logdv1.DescribeQueueGroupRequest]) (*connect.Response[logdv1.DescribeQueueGroupResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.DescribeQueueGroup is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) ListQueueGroups(context.Context, *connect.Request[logdv1.ListQueueGroupsRequest]) (*connect.Response[logdv1.ListQueueGroupsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.ListQueueGroups is not implemented"))
 }
 
 func (UnimplementedLogServiceHandler) Claim(context.Context, *connect.Request[logdv1.ClaimRequest]) (*connect.Response[logdv1.ClaimResponse], error) {
