@@ -2,11 +2,15 @@
 // A page is {path, nav (label in the bar, if any), render(ctx)}; see
 // app.js for ctx.
 import cluster from './pages/cluster.js';
+import groups from './pages/groups.js';
+import queues from './pages/queues.js';
 import help from './pages/help.js';
 import notfound from './pages/notfound.js';
 
 export const pages = [
   cluster,
+  groups,
+  queues,
   help,
   notfound,
 ];

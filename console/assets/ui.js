@@ -90,6 +90,39 @@ export function fmtDuration(ms) {
   return d + 'd' + String(h % 24).padStart(2, '0') + 'h';
 }
 
+// parseDuration reads a duration as logctl's flags take them (Go's
+// syntax: 1h30m, 90s, 250ms, 1.5h, or 0) into milliseconds; null when
+// it is not one (a sign included: none of the settings is negative).
+export function parseDuration(s) {
+  s = String(s || '').trim();
+  if (s === '') return null;
+  if (s === '0') return 0;
+  const unit = { ms: 1, s: 1000, m: 60000, h: 3600000 };
+  let total = 0, rest = s;
+  while (rest) {
+    const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)/.exec(rest);
+    if (!m) return null;
+    total += Number(m[1]) * unit[m[2]];
+    rest = rest.slice(m[0].length);
+  }
+  return Math.round(total);
+}
+
+// fmtGoDuration shows milliseconds in the syntax parseDuration reads
+// (1h30m, 45s, 250ms), so a form can be filled from a setting.
+export function fmtGoDuration(ms) {
+  ms = Math.round(Number(ms || 0));
+  if (ms === 0) return '0s';
+  if (ms % 1000 !== 0) return ms + 'ms';
+  let s = ms / 1000, out = '';
+  const hh = Math.floor(s / 3600); s -= hh * 3600;
+  const mm = Math.floor(s / 60); s -= mm * 60;
+  if (hh) out += hh + 'h';
+  if (mm) out += mm + 'm';
+  if (s) out += s + 's';
+  return out;
+}
+
 export function fmtTime(ms) {
   ms = Number(ms || 0);
   if (!ms) return '—';

@@ -1,0 +1,156 @@
+import { call, num } from '../api.js';
+import { h, replace, table, link, route, fmtNum, fmtDuration, fmtTime, chart, errorBox, confirmTyped } from '../ui.js';
+import { renderReset } from './group_reset.js';
+
+// Consumer groups (docs/console.md, "Consumer groups"): the list, a
+// group's members, offsets and lag with a chart of lag over time, delete,
+// and the offset reset page (group_reset.js).
+export default {
+  path: 'groups',
+  nav: 'Groups',
+  async render(ctx) {
+    if (ctx.params.length === 0) return renderList(ctx);
+    if (ctx.params[1] === 'reset') return renderReset(ctx, ctx.params[0]);
+    return renderGroup(ctx, ctx.params[0]);
+  },
+};
+
+function renderList(ctx) {
+  const filter = h('input', { type: 'search', id: 'groups-filter', placeholder: 'Filter by group or topic (/)', 'aria-label': 'Filter groups',
+    dataset: { filter: '' }, value: ctx.query.get('q') || '' });
+  const all = h('input', { type: 'checkbox', id: 'groups-all', checked: ctx.query.get('all') === '1' });
+  const body = h('div', { id: 'groups-list' });
+  replace(ctx.view, h('h1', null, 'Consumer groups'),
+    h('div', { class: 'toolbar' }, filter,
+      h('label', { title: 'Also list internal groups (a redrive job\'s position), as logctl group list --all' }, all, ' internal groups')),
+    body);
+  let groups = [];
+  const draw = () => {
+    const q = filter.value.trim().toLowerCase();
+    const rows = groups.filter(g => !q || g.group.toLowerCase().includes(q) || (g.topics || []).some(t => t.toLowerCase().includes(q)));
+    replace(body, table([
+      { label: 'Group', value: g => link(route(['groups', g.group]), g.group) },
+      { label: 'State', value: g => stateTag(g.state) },
+      { label: 'Members', num: true, value: g => fmtNum(g.members) },
+      { label: 'Generation', num: true, value: g => fmtNum(num(g.generation)) },
+      { label: 'Topics', value: g => (g.topics || []).join(', ') || '—' },
+      { label: 'Lag (records)', num: true, value: g => fmtNum(num(g.lagRecords)) },
+      { label: 'Max lag (time)', num: true, value: g => fmtDuration(1000 * (g.maxLagSeconds || 0)) },
+    ], rows, { class: 'groups-table', empty: groups.length ? 'No group matches the filter.' : 'No consumer groups.' }),
+    h('p', { class: 'muted' }, rows.length + ' of ' + groups.length + ' groups'));
+    body.firstChild.id = 'groups-table';
+  };
+  filter.addEventListener('input', () => { ctx.setQuery({ q: filter.value, all: all.checked ? '1' : '' }); draw(); });
+  all.addEventListener('change', () => { ctx.setQuery({ q: filter.value, all: all.checked ? '1' : '' }); ctx.refresh(); });
+  ctx.every(async () => {
+    const r = await call('ListGroups', { all: all.checked }, { signal: ctx.signal });
+    groups = (r.groups || []).sort((a, b) => a.group.localeCompare(b.group));
+    draw();
+  });
+}
+
+function stateTag(state) {
+  const cls = state === 'stable' ? 'ok' : state === 'rebalancing' ? 'warn' : '';
+  return h('span', { class: 'tag ' + cls }, state || 'empty');
+}
+
+// maxSamples bounds the lag history kept in the page (two hours at one
+// sample every two seconds).
+const maxSamples = 3600;
+
+function renderGroup(ctx, name) {
+  const summary = h('div', { class: 'cards', id: 'group-summary' });
+  const members = h('div', { id: 'group-members' });
+  const parts = h('div', { id: 'group-partitions' });
+  const lagChart = h('div', { id: 'group-lag-chart' });
+  const result = h('div', { id: 'group-action-result' });
+  const del = h('button', { type: 'button', class: 'danger', id: 'group-delete' }, 'Delete group');
+  replace(ctx.view,
+    h('p', null, link('/groups', '← Consumer groups')),
+    h('h1', null, 'Group ', h('code', null, name)),
+    summary,
+    h('div', { class: 'actions' },
+      h('a', { href: '#' + route(['groups', name, 'reset']), id: 'group-reset-link', class: 'button' }, 'Reset offsets…'),
+      del),
+    result,
+    h('h2', null, 'Members'), members,
+    h('h2', null, 'Offsets and lag'), parts,
+    h('h2', null, 'Lag over time'),
+    h('p', { class: 'muted' }, 'Sampled at each update while this page is open; the history is kept in this tab only.'),
+    lagChart);
+  del.addEventListener('click', async () => {
+    const ok = await confirmTyped('Delete group ' + name,
+      'The group\'s committed offsets are deleted (logctl group delete). The API refuses while the group has members.', name, 'Delete group');
+    if (!ok) return;
+    try {
+      await call('DeleteGroup', { group: name });
+      ctx.go('/groups');
+    } catch (e) {
+      replace(result, errorBox(e));
+    }
+  });
+  const history = { t: [], records: [], seconds: [] };
+  ctx.every(async () => {
+    const g = await call('DescribeGroup', { group: name }, { signal: ctx.signal });
+    const ps = g.partitions || [];
+    const lagRecords = ps.reduce((s, p) => s + num(p.lagRecords), 0);
+    const lagSeconds = ps.reduce((s, p) => Math.max(s, p.lagSeconds || 0), 0);
+    replace(summary,
+      card('State', g.state || 'empty', 'generation ' + fmtNum(num(g.generation))),
+      card('Members', fmtNum((g.members || []).length)),
+      card('Lag', fmtNum(lagRecords) + ' records', 'oldest uncommitted ' + fmtDuration(1000 * lagSeconds)),
+      card('Rebalances', fmtNum(num(g.rebalances)), fmtNum(num(g.offsetResets)) + ' offset resets'));
+    replace(members, table([
+      { label: 'Member', value: m => h('code', null, m.memberId) },
+      { label: 'Protocol', value: m => m.protocol || 'logd' },
+      { label: 'Client', value: m => [m.clientId, m.clientHost, m.instanceId].filter(Boolean).join(' · ') || '—' },
+      { label: 'Topics', value: m => (m.topics || []).join(', ') },
+      { label: 'Assigned', value: m => (m.partitions || []).map(p => p.topic + ':' + (p.partition || 0)).join(', ') || '—' },
+      { label: 'Joined', value: m => fmtTime(num(m.joinedMs)) },
+      { label: 'Last seen', value: m => fmtTime(num(m.lastSeenMs)) },
+      { label: 'Session', num: true, value: m => m.sessionTimeoutMs ? fmtDuration(m.sessionTimeoutMs) : '—' },
+      { label: 'Reset policy', value: m => m.resetPolicy || '—' },
+    ], g.members || [], { empty: 'No members.' }));
+    replace(parts, table([
+      { label: 'Topic', value: p => p.topic },
+      { label: 'Partition', num: true, value: p => String(p.partition || 0) },
+      { label: 'Committed', num: true, value: p => offsetOrDash(p.committedOffset) },
+      { label: 'Log start', num: true, value: p => fmtNum(num(p.logStartOffset)) },
+      { label: 'End', num: true, value: p => fmtNum(num(p.endOffset)) },
+      { label: 'Lag', num: true, value: p => fmtNum(num(p.lagRecords)) },
+      { label: 'Lag time', num: true, value: p => fmtDuration(1000 * (p.lagSeconds || 0)) },
+      { label: 'Owner', value: p => (p.owner || '—') + (p.pendingOwner ? ' → ' + p.pendingOwner : '') },
+      { label: 'Skipped', num: true, value: p => fmtNum(num(p.skippedRecords)) },
+      { label: 'Committed at', value: p => fmtTime(num(p.committedMs)) },
+    ], ps, { empty: 'No committed offsets.' }));
+    history.t.push(Date.now());
+    history.records.push(lagRecords);
+    history.seconds.push(lagSeconds);
+    if (history.t.length > maxSamples) for (const k of Object.keys(history)) history[k].shift();
+    drawChart(lagChart, history);
+  });
+}
+
+function drawChart(el, history) {
+  const n = history.t.length;
+  if (n < 2) {
+    replace(el, h('p', { class: 'muted' }, 'Collecting samples…'));
+    return;
+  }
+  const span = fmtDuration(history.t[n - 1] - history.t[0]);
+  replace(el,
+    h('p', { class: 'muted' }, 'Lag in records, last ' + span + ' (' + n + ' samples; now ' + fmtNum(history.records[n - 1]) + ')'),
+    chart([{ label: 'lag (records)', values: history.records }], { label: 'Lag in records over time', format: v => fmtNum(v) }),
+    h('p', { class: 'muted' }, 'Lag in time (oldest uncommitted record), last ' + span + ' (now ' + fmtDuration(1000 * history.seconds[n - 1]) + ')'),
+    chart([{ label: 'lag (seconds)', values: history.seconds }], { label: 'Lag in seconds over time', format: v => fmtDuration(1000 * v) }));
+}
+
+export function offsetOrDash(v) {
+  const n = num(v);
+  return n < 0 ? '—' : fmtNum(n);
+}
+
+function card(label, value, sub) {
+  return h('div', { class: 'card' }, h('div', { class: 'label' }, label), h('div', { class: 'value' }, value),
+    sub ? h('div', { class: 'sub' }, sub) : null);
+}
