@@ -136,6 +136,17 @@ func cgTakeRefusal(p *page, method string) {
 	}
 }
 
+// cgSelect chooses value in the select sel, firing its change event.
+func cgSelect(p *page, sel, value string) {
+	p.t.Helper()
+	var ok bool
+	p.eval(fmt.Sprintf(`(() => { const s = document.querySelector(%q); if (!s) return false; s.value = %q;
+		s.dispatchEvent(new Event('change', {bubbles: true})); return s.value === %q; })()`, sel, value, value), &ok)
+	if !ok {
+		p.t.Fatalf("select %s in %s: no such element or option", value, sel)
+	}
+}
+
 // cgConfirm types name into the open confirmation dialog and confirms.
 func cgConfirm(p *page, name string) {
 	p.t.Helper()
@@ -272,13 +283,29 @@ func TestGroupOffsetResetPlanThenExecute(t *testing.T) {
 	if strings.Join(targets, " ") != "to-earliest to-latest to-offset to-datetime by-duration shift-by from-plan" {
 		t.Errorf("targets %v", targets)
 	}
-	p.eval(`(() => { const s = document.querySelector('#reset-strategy'); s.value = 'shift-by'; s.dispatchEvent(new Event('change')); return true; })()`, nil)
+	cgSelect(p, "#reset-strategy", "shift-by")
 	cgFill(p, "#reset-shift", "-2")
 	p.click("#reset-all-topics")
 	p.click("#reset-plan-btn")
 	cgPoll(p, "the shift plan", `(() => { const r = document.querySelectorAll('#reset-plan tbody tr'); return r.length === 2 &&
 		r[0].cells[3].textContent === '1' && r[1].cells[3].textContent === '3'; })()`)
+
+	// The plan as JSON (logctl's -o json form) plans the same offsets
+	// when pasted back, as logctl's --from-file applies it.
+	var saved string
+	p.eval(`document.querySelector('#reset-plan-json').textContent`, &saved)
+	cgSelect(p, "#reset-strategy", "from-plan")
+	cgFill(p, "#reset-plan-input", saved)
+	p.click("#reset-plan-btn")
+	cgPoll(p, "the plan from JSON", `(() => { const r = document.querySelectorAll('#reset-plan tbody tr'); return r.length === 2 &&
+		r[0].cells[3].textContent === '1' && r[1].cells[3].textContent === '3'; })()`)
+	// By duration: every record is younger than an hour, so the log start.
+	cgSelect(p, "#reset-strategy", "by-duration")
+	cgFill(p, "#reset-duration", "1h")
+	p.click("#reset-plan-btn")
+	cgPoll(p, "the duration plan", `(() => { const r = document.querySelectorAll('#reset-plan tbody tr'); return r.length === 2 &&
+		r[0].cells[3].textContent === '0' && r[1].cells[3].textContent === '0'; })()`)
 	if got := e.committed(t, "billing"); got[0] != 3 || got[1] != 5 {
-		t.Fatalf("the shift plan changed the offsets: %v", got)
+		t.Fatalf("the plans changed the offsets: %v", got)
 	}
 }

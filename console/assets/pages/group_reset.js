@@ -35,7 +35,7 @@ export function renderReset(ctx, name) {
     'shift-by': field('Shift', shift, 'records; negative moves back'),
     'from-plan': field('Plan', planInput, 'as logctl group reset-offsets -o json writes it, or the JSON below a plan'),
   };
-  const scope = h('div', { id: 'reset-scope' },
+  const scope = h('div', { id: 'reset-scope', class: 'toolbar' },
     h('label', null, allTopics, ' All topics of the group (--all-topics)'), ' ',
     field('Topics', topics, 'T or T:0,1, separated by spaces (--topic, repeatable)'));
   const paramBox = h('div', { id: 'reset-params' });
@@ -175,7 +175,9 @@ export function renderReset(ctx, name) {
   // The group's topics, as a hint for the scope.
   call('DescribeGroup', { group: name }, { signal: ctx.signal }).then(g => {
     const ts = [...new Set((g.partitions || []).map(p => p.topic))];
-    replace(topicsHint, ts.length ? 'The group has offsets for: ' + ts.join(', ') + '.' : 'The group has no committed offsets yet.');
+    const members = (g.members || []).length;
+    replace(topicsHint, ts.length ? 'The group has offsets for: ' + ts.join(', ') + '. ' : 'The group has no committed offsets yet. ',
+      members ? 'It has ' + members + ' live member(s): an executed reset fences them and they continue at the new offsets.' : 'It has no live members.');
   }, e => ctx.fail(e));
 }
 

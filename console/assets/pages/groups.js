@@ -35,7 +35,7 @@ function renderList(ctx) {
       { label: 'Generation', num: true, value: g => fmtNum(num(g.generation)) },
       { label: 'Topics', value: g => (g.topics || []).join(', ') || '—' },
       { label: 'Lag (records)', num: true, value: g => fmtNum(num(g.lagRecords)) },
-      { label: 'Max lag (time)', num: true, value: g => fmtDuration(1000 * (g.maxLagSeconds || 0)) },
+      { label: 'Max lag (time)', num: true, value: g => (g.maxLagSeconds ? fmtDuration(1000 * g.maxLagSeconds) : '—') },
     ], rows, { class: 'groups-table', empty: groups.length ? 'No group matches the filter.' : 'No consumer groups.' }),
     h('p', { class: 'muted' }, rows.length + ' of ' + groups.length + ' groups'));
     body.firstChild.id = 'groups-table';
@@ -118,7 +118,7 @@ function renderGroup(ctx, name) {
       { label: 'Log start', num: true, value: p => fmtNum(num(p.logStartOffset)) },
       { label: 'End', num: true, value: p => fmtNum(num(p.endOffset)) },
       { label: 'Lag', num: true, value: p => fmtNum(num(p.lagRecords)) },
-      { label: 'Lag time', num: true, value: p => fmtDuration(1000 * (p.lagSeconds || 0)) },
+      { label: 'Lag time', num: true, value: p => (p.lagSeconds ? fmtDuration(1000 * p.lagSeconds) : '—') },
       { label: 'Owner', value: p => (p.owner || '—') + (p.pendingOwner ? ' → ' + p.pendingOwner : '') },
       { label: 'Skipped', num: true, value: p => fmtNum(num(p.skippedRecords)) },
       { label: 'Committed at', value: p => fmtTime(num(p.committedMs)) },

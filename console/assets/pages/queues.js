@@ -211,7 +211,7 @@ function renderQueue(ctx, topic, name) {
     const form = h('form', { class: 'settings-form', id: 'queue-alter-form' },
       table([
         { label: 'Setting', value: s => s[1] },
-        { label: 'Now', value: s => h('span', { id: 'queue-setting-' + s[0] }, showSetting(s[2], cfg[s[0]]) || (s[0] === 'ageLimitMs' ? 'none' : '—')) },
+        { label: 'Now', value: s => h('span', { id: 'queue-setting-' + s[0] }, s[0] === 'ageLimitMs' && !num(cfg[s[0]]) ? 'none' : showSetting(s[2], cfg[s[0]]) || '—') },
         { label: 'New value', value: s => inputs[s[0]] },
         { label: 'logctl queue alter', value: s => h('code', null, s[3]) },
         { label: '', value: s => h('small', null, s[4]) },
