@@ -60,7 +60,7 @@ func TestQueuesListAndGroupPage(t *testing.T) {
 		return [0, 1, 3, 4, 5, 6, 7].map(i => c[i].textContent).join('|') === 'jobs|workers|4|2|0|0|0'; })()`)
 	p.waitText("#queues-table", "running")
 
-	p.click("#queues-table a")
+	p.click("#queues-table tbody td:nth-child(2) a")
 	p.waitText("#queue-summary", "In flight")
 	cgPoll(p, "two partitions", `document.querySelectorAll('#queue-partitions tbody tr').length === 2`)
 	p.waitText("#queue-settings", "jobs.workers.dlq")

@@ -112,7 +112,7 @@ function renderGroup(ctx, name) {
       { label: 'Reset policy', value: m => m.resetPolicy || '—' },
     ], g.members || [], { empty: 'No members.' }));
     replace(parts, table([
-      { label: 'Topic', value: p => p.topic },
+      { label: 'Topic', value: p => link(route(['topics', p.topic]), p.topic) },
       { label: 'Partition', num: true, value: p => String(p.partition || 0) },
       { label: 'Committed', num: true, value: p => offsetOrDash(p.committedOffset) },
       { label: 'Log start', num: true, value: p => fmtNum(num(p.logStartOffset)) },

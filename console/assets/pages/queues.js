@@ -54,7 +54,7 @@ function renderList(ctx) {
     const q = filter.value.trim().toLowerCase();
     const rows = groups.filter(g => !q || g.topic.toLowerCase().includes(q) || g.group.toLowerCase().includes(q));
     const t = table([
-      { label: 'Topic', value: g => g.topic },
+      { label: 'Topic', value: g => link(route(['topics', g.topic]), g.topic) },
       { label: 'Group', value: g => link(route(['queues', g.topic, g.group]), g.group) },
       { label: 'State', value: g => stateTags(g, g.t) },
       { label: 'Ready', num: true, value: g => fmtNum(g.t.ready) },
@@ -64,7 +64,8 @@ function renderList(ctx) {
       { label: 'Dead-lettered', num: true, value: g => fmtNum(g.t.deadLettered) },
       { label: 'Oldest ready', num: true, value: g => (g.t.oldestReady ? fmtDuration(g.t.oldestReady) : '—') },
       { label: 'Backlog', num: true, value: g => fmtNum(num(g.backlogRecords)) + ' · ' + fmtBytes(num(g.backlogBytes)) },
-      { label: 'Dead-letter topic', value: g => g.config && g.config.deadLetterTopic ? g.config.deadLetterTopic + ' (' + fmtNum(num(g.deadLetterRecords)) + ')' : '—' },
+      { label: 'Dead-letter topic', value: g => g.config && g.config.deadLetterTopic
+        ? [link(route(['dlq', g.config.deadLetterTopic]), g.config.deadLetterTopic), ' (' + fmtNum(num(g.deadLetterRecords)) + ')'] : '—' },
     ], rows, { empty: groups.length ? 'No queue group matches the filter.' : 'No queue groups.' });
     t.id = 'queues-table';
     replace(body, t, h('p', { class: 'muted' }, rows.length + ' of ' + groups.length + ' queue groups'));
@@ -173,7 +174,7 @@ function renderQueue(ctx, topic, name) {
   const showInflight = h('input', { type: 'checkbox', id: 'queue-show-inflight', checked: ctx.query.get('inflight') === '1' });
   replace(ctx.view,
     h('p', null, link('/queues', '← Queue groups')),
-    h('h1', null, 'Queue group ', h('code', null, name), ' on ', h('code', null, topic)),
+    h('h1', null, 'Queue group ', h('code', null, name), ' on ', link(route(['topics', topic]), h('code', null, topic))),
     summary,
     h('div', { class: 'actions' }, pauseBtn, resumeBtn),
     result,
