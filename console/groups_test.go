@@ -195,7 +195,10 @@ func TestGroupsListPageAndDelete(t *testing.T) {
 	p.waitText("#group-members", "orders:0")
 	p.waitText("#group-partitions", "orders")
 	p.waitText("#group-summary", "5 records") // partition 1: nothing committed, 5 records
-	cgPoll(p, "the lag chart", `document.querySelectorAll('#group-lag-chart svg.chart polyline').length === 2`)
+	// Two charts (records, time), each with the group's line and that of
+	// the one lagging partition.
+	cgPoll(p, "the lag charts", `document.querySelectorAll('#group-lag-chart svg.chart polyline').length === 4`)
+	p.waitText("#group-lag-chart .legend", "orders:1")
 
 	// Delete is refused while the group has a member, and the page says why.
 	p.click("#group-delete")

@@ -89,7 +89,7 @@ function renderGroup(ctx, name) {
       replace(result, errorBox(e));
     }
   });
-  const history = { t: [], records: [], seconds: [] };
+  const history = new LagHistory();
   ctx.every(async () => {
     const g = await call('DescribeGroup', { group: name }, { signal: ctx.signal });
     const ps = g.partitions || [];
@@ -123,13 +123,57 @@ function renderGroup(ctx, name) {
       { label: 'Skipped', num: true, value: p => fmtNum(num(p.skippedRecords)) },
       { label: 'Committed at', value: p => fmtTime(num(p.committedMs)) },
     ], ps, { empty: 'No committed offsets.' }));
-    history.t.push(Date.now());
-    history.records.push(lagRecords);
-    history.seconds.push(lagSeconds);
-    if (history.t.length > maxSamples) for (const k of Object.keys(history)) history[k].shift();
+    history.add(Date.now(), lagRecords, lagSeconds, ps);
     drawChart(lagChart, history);
   });
 }
+
+// LagHistory keeps the lag samples of the page: the group's total lag in
+// records and its largest lag in time, and the same per partition (a
+// partition first seen later counts as at its first value before).
+class LagHistory {
+  constructor() {
+    this.t = [];
+    this.records = [];
+    this.seconds = [];
+    this.parts = new Map(); // "topic:partition" -> {records: [], seconds: []}
+  }
+  add(now, records, seconds, partitions) {
+    const seen = new Set();
+    for (const p of partitions) {
+      const key = p.topic + ':' + (p.partition || 0);
+      seen.add(key);
+      const r = num(p.lagRecords), sec = p.lagSeconds || 0;
+      let e = this.parts.get(key);
+      if (!e) {
+        e = { records: this.t.map(() => r), seconds: this.t.map(() => sec) };
+        this.parts.set(key, e);
+      }
+      e.records.push(r);
+      e.seconds.push(sec);
+    }
+    for (const [key, e] of this.parts) {
+      if (!seen.has(key)) { e.records.push(0); e.seconds.push(0); }
+    }
+    this.t.push(now);
+    this.records.push(records);
+    this.seconds.push(seconds);
+    if (this.t.length > maxSamples) {
+      for (const a of [this.t, this.records, this.seconds]) a.shift();
+      for (const e of this.parts.values()) { e.records.shift(); e.seconds.shift(); }
+    }
+  }
+  // top returns the keys of the n partitions lagging most now, by field.
+  top(field, n) {
+    return [...this.parts].filter(([, e]) => e[field][e[field].length - 1] > 0)
+      .sort((a, b) => b[1][field][b[1][field].length - 1] - a[1][field][a[1][field].length - 1])
+      .slice(0, n).map(([k]) => k);
+  }
+}
+
+// chartPartitions is how many partitions a chart draws besides the total
+// (the ones lagging most now), so it stays readable.
+const chartPartitions = 5;
 
 function drawChart(el, history) {
   const n = history.t.length;
@@ -138,11 +182,17 @@ function drawChart(el, history) {
     return;
   }
   const span = fmtDuration(history.t[n - 1] - history.t[0]);
+  const lines = (field, totalLabel, total) => [{ label: totalLabel, values: total },
+    ...(history.parts.size > 1 ? history.top(field, chartPartitions).map(k => ({ label: k, values: history.parts.get(k)[field] })) : [])];
+  const legend = series => h('p', { class: 'legend' }, series.map((s, i) => h('span', { class: 'legend-item' },
+    h('span', { class: 'legend-swatch c' + (i % 6) }), s.label)));
+  const rec = lines('records', 'group total', history.records);
+  const sec = lines('seconds', 'group (oldest)', history.seconds);
   replace(el,
     h('p', { class: 'muted' }, 'Lag in records, last ' + span + ' (' + n + ' samples; now ' + fmtNum(history.records[n - 1]) + ')'),
-    chart([{ label: 'lag (records)', values: history.records }], { label: 'Lag in records over time', format: v => fmtNum(v) }),
+    chart(rec, { label: 'Lag in records over time', format: v => fmtNum(v) }), legend(rec),
     h('p', { class: 'muted' }, 'Lag in time (oldest uncommitted record), last ' + span + ' (now ' + fmtDuration(1000 * history.seconds[n - 1]) + ')'),
-    chart([{ label: 'lag (seconds)', values: history.seconds }], { label: 'Lag in seconds over time', format: v => fmtDuration(1000 * v) }));
+    chart(sec, { label: 'Lag in seconds over time', format: v => fmtDuration(1000 * v) }), legend(sec));
 }
 
 export function offsetOrDash(v) {
