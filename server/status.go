@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -25,6 +26,23 @@ func (s *Server) Status(ctx context.Context, req *connect.Request[logdv1.StatusR
 		api, _ := s.b.NodeAPIAddress(m.ID)
 		resp.Members = append(resp.Members, &logdv1.Member{Id: m.ID, RaftAddress: m.Address, Suffrage: m.Suffrage, ApiAddress: api,
 			FeatureLevel: uint32(m.FeatureLevel)})
+	}
+	m := s.b.RaftMetrics()
+	resp.LeaderChanges = m.LeaderChanges
+	now := time.Now()
+	for _, f := range m.Followers {
+		fs := &logdv1.FollowerStatus{Id: f.ID, LastIndex: f.LastIndex}
+		if m.LastIndex > f.LastIndex {
+			fs.Lag = m.LastIndex - f.LastIndex
+		}
+		if !f.LastContact.IsZero() {
+			age := now.Sub(f.LastContact).Milliseconds()
+			fs.LastContactAgeMs = &age
+		}
+		resp.Followers = append(resp.Followers, fs)
+	}
+	if du, err := s.b.DiskUsage(); err == nil {
+		resp.Disk = &logdv1.DiskStatus{TotalBytes: du.Total, AvailBytes: du.Avail}
 	}
 	return connect.NewResponse(resp), nil
 }

@@ -349,7 +349,10 @@ func (x *CreateTopicResponse) GetTopic() *TopicInfo {
 }
 
 type ListTopicsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Also answer each topic's stats (TopicInfo.stats) from this node's
+	// partitions.
+	Stats         bool `protobuf:"varint,1,opt,name=stats,proto3" json:"stats,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -382,6 +385,13 @@ func (x *ListTopicsRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use ListTopicsRequest.ProtoReflect.Descriptor instead.
 func (*ListTopicsRequest) Descriptor() ([]byte, []int) {
 	return file_logd_v1_logd_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ListTopicsRequest) GetStats() bool {
+	if x != nil {
+		return x.Stats
+	}
+	return false
 }
 
 type ListTopicsResponse struct {
@@ -612,7 +622,9 @@ type TopicInfo struct {
 	// Effective settings, defaults included.
 	Config map[string]string `protobuf:"bytes,3,rep,name=config,proto3" json:"config,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Creation time, milliseconds since the Unix epoch (leader-stamped).
-	CreatedMs     int64 `protobuf:"varint,4,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	CreatedMs int64 `protobuf:"varint,4,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	// Set by ListTopics when asked for stats; unset elsewhere.
+	Stats         *TopicStats `protobuf:"bytes,5,opt,name=stats,proto3" json:"stats,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -675,6 +687,87 @@ func (x *TopicInfo) GetCreatedMs() int64 {
 	return 0
 }
 
+func (x *TopicInfo) GetStats() *TopicStats {
+	if x != nil {
+		return x.Stats
+	}
+	return nil
+}
+
+// TopicStats sums a topic's partitions as the answering node holds them.
+type TopicStats struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Offsets held: each partition's end offset less its log start offset
+	// (compaction may have removed some of them).
+	Records int64 `protobuf:"varint,1,opt,name=records,proto3" json:"records,omitempty"`
+	// Size of the partitions' segments.
+	Bytes    int64 `protobuf:"varint,2,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Segments int32 `protobuf:"varint,3,opt,name=segments,proto3" json:"segments,omitempty"`
+	// Sum of the partitions' end offsets: it rises by one for each record
+	// appended, so its change over time is the topic's produce rate.
+	EndOffsets    int64 `protobuf:"varint,4,opt,name=end_offsets,json=endOffsets,proto3" json:"end_offsets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopicStats) Reset() {
+	*x = TopicStats{}
+	mi := &file_logd_v1_logd_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopicStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopicStats) ProtoMessage() {}
+
+func (x *TopicStats) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopicStats.ProtoReflect.Descriptor instead.
+func (*TopicStats) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *TopicStats) GetRecords() int64 {
+	if x != nil {
+		return x.Records
+	}
+	return 0
+}
+
+func (x *TopicStats) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *TopicStats) GetSegments() int32 {
+	if x != nil {
+		return x.Segments
+	}
+	return 0
+}
+
+func (x *TopicStats) GetEndOffsets() int64 {
+	if x != nil {
+		return x.EndOffsets
+	}
+	return 0
+}
+
 // PartitionInfo is one partition's state on the answering node.
 type PartitionInfo struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -693,7 +786,7 @@ type PartitionInfo struct {
 
 func (x *PartitionInfo) Reset() {
 	*x = PartitionInfo{}
-	mi := &file_logd_v1_logd_proto_msgTypes[10]
+	mi := &file_logd_v1_logd_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -705,7 +798,7 @@ func (x *PartitionInfo) String() string {
 func (*PartitionInfo) ProtoMessage() {}
 
 func (x *PartitionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[10]
+	mi := &file_logd_v1_logd_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -718,7 +811,7 @@ func (x *PartitionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionInfo.ProtoReflect.Descriptor instead.
 func (*PartitionInfo) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{10}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PartitionInfo) GetPartition() int32 {
@@ -780,7 +873,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_logd_v1_logd_proto_msgTypes[11]
+	mi := &file_logd_v1_logd_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -792,7 +885,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[11]
+	mi := &file_logd_v1_logd_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -805,7 +898,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{11}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Header) GetKey() string {
@@ -846,7 +939,7 @@ type Record struct {
 
 func (x *Record) Reset() {
 	*x = Record{}
-	mi := &file_logd_v1_logd_proto_msgTypes[12]
+	mi := &file_logd_v1_logd_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -858,7 +951,7 @@ func (x *Record) String() string {
 func (*Record) ProtoMessage() {}
 
 func (x *Record) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[12]
+	mi := &file_logd_v1_logd_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -871,7 +964,7 @@ func (x *Record) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Record.ProtoReflect.Descriptor instead.
 func (*Record) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{12}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Record) GetKey() []byte {
@@ -926,7 +1019,7 @@ type ProduceRequest struct {
 
 func (x *ProduceRequest) Reset() {
 	*x = ProduceRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[13]
+	mi := &file_logd_v1_logd_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -938,7 +1031,7 @@ func (x *ProduceRequest) String() string {
 func (*ProduceRequest) ProtoMessage() {}
 
 func (x *ProduceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[13]
+	mi := &file_logd_v1_logd_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -951,7 +1044,7 @@ func (x *ProduceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceRequest.ProtoReflect.Descriptor instead.
 func (*ProduceRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{13}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ProduceRequest) GetTopic() string {
@@ -982,7 +1075,7 @@ type RecordResult struct {
 
 func (x *RecordResult) Reset() {
 	*x = RecordResult{}
-	mi := &file_logd_v1_logd_proto_msgTypes[14]
+	mi := &file_logd_v1_logd_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -994,7 +1087,7 @@ func (x *RecordResult) String() string {
 func (*RecordResult) ProtoMessage() {}
 
 func (x *RecordResult) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[14]
+	mi := &file_logd_v1_logd_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1007,7 +1100,7 @@ func (x *RecordResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordResult.ProtoReflect.Descriptor instead.
 func (*RecordResult) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{14}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RecordResult) GetPartition() int32 {
@@ -1040,7 +1133,7 @@ type ProduceResponse struct {
 
 func (x *ProduceResponse) Reset() {
 	*x = ProduceResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[15]
+	mi := &file_logd_v1_logd_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1052,7 +1145,7 @@ func (x *ProduceResponse) String() string {
 func (*ProduceResponse) ProtoMessage() {}
 
 func (x *ProduceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[15]
+	mi := &file_logd_v1_logd_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1065,7 +1158,7 @@ func (x *ProduceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceResponse.ProtoReflect.Descriptor instead.
 func (*ProduceResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{15}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ProduceResponse) GetResults() []*RecordResult {
@@ -1094,7 +1187,7 @@ type FetchRequest struct {
 
 func (x *FetchRequest) Reset() {
 	*x = FetchRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[16]
+	mi := &file_logd_v1_logd_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1106,7 +1199,7 @@ func (x *FetchRequest) String() string {
 func (*FetchRequest) ProtoMessage() {}
 
 func (x *FetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[16]
+	mi := &file_logd_v1_logd_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1119,7 +1212,7 @@ func (x *FetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchRequest.ProtoReflect.Descriptor instead.
 func (*FetchRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{16}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *FetchRequest) GetTopic() string {
@@ -1178,7 +1271,7 @@ type FetchedRecord struct {
 
 func (x *FetchedRecord) Reset() {
 	*x = FetchedRecord{}
-	mi := &file_logd_v1_logd_proto_msgTypes[17]
+	mi := &file_logd_v1_logd_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1190,7 +1283,7 @@ func (x *FetchedRecord) String() string {
 func (*FetchedRecord) ProtoMessage() {}
 
 func (x *FetchedRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[17]
+	mi := &file_logd_v1_logd_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1203,7 +1296,7 @@ func (x *FetchedRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchedRecord.ProtoReflect.Descriptor instead.
 func (*FetchedRecord) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{17}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *FetchedRecord) GetOffset() int64 {
@@ -1254,7 +1347,7 @@ type FetchResponse struct {
 
 func (x *FetchResponse) Reset() {
 	*x = FetchResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[18]
+	mi := &file_logd_v1_logd_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1266,7 +1359,7 @@ func (x *FetchResponse) String() string {
 func (*FetchResponse) ProtoMessage() {}
 
 func (x *FetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[18]
+	mi := &file_logd_v1_logd_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1279,7 +1372,7 @@ func (x *FetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchResponse.ProtoReflect.Descriptor instead.
 func (*FetchResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{18}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *FetchResponse) GetRecords() []*FetchedRecord {
@@ -1324,7 +1417,7 @@ type ListOffsetsRequest struct {
 
 func (x *ListOffsetsRequest) Reset() {
 	*x = ListOffsetsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[19]
+	mi := &file_logd_v1_logd_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1336,7 +1429,7 @@ func (x *ListOffsetsRequest) String() string {
 func (*ListOffsetsRequest) ProtoMessage() {}
 
 func (x *ListOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[19]
+	mi := &file_logd_v1_logd_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1349,7 +1442,7 @@ func (x *ListOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ListOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{19}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListOffsetsRequest) GetTopic() string {
@@ -1385,7 +1478,7 @@ type ListOffsetsResponse struct {
 
 func (x *ListOffsetsResponse) Reset() {
 	*x = ListOffsetsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[20]
+	mi := &file_logd_v1_logd_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1397,7 +1490,7 @@ func (x *ListOffsetsResponse) String() string {
 func (*ListOffsetsResponse) ProtoMessage() {}
 
 func (x *ListOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[20]
+	mi := &file_logd_v1_logd_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1410,7 +1503,7 @@ func (x *ListOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ListOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{20}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListOffsetsResponse) GetLogStartOffset() int64 {
@@ -1442,7 +1535,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[21]
+	mi := &file_logd_v1_logd_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1454,7 +1547,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[21]
+	mi := &file_logd_v1_logd_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1467,7 +1560,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{21}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{22}
 }
 
 type StatusResponse struct {
@@ -1492,16 +1585,24 @@ type StatusResponse struct {
 	// level a member registered (this node counting at its build's), which
 	// entries may use from now on; once it is above applied_level, the first
 	// entry that needs more raises applied_level. 0 from older builds.
-	BuildLevel    uint32 `protobuf:"varint,12,opt,name=build_level,json=buildLevel,proto3" json:"build_level,omitempty"`
-	AppliedLevel  uint32 `protobuf:"varint,13,opt,name=applied_level,json=appliedLevel,proto3" json:"applied_level,omitempty"`
-	ClusterLevel  uint32 `protobuf:"varint,14,opt,name=cluster_level,json=clusterLevel,proto3" json:"cluster_level,omitempty"`
+	BuildLevel   uint32 `protobuf:"varint,12,opt,name=build_level,json=buildLevel,proto3" json:"build_level,omitempty"`
+	AppliedLevel uint32 `protobuf:"varint,13,opt,name=applied_level,json=appliedLevel,proto3" json:"applied_level,omitempty"`
+	ClusterLevel uint32 `protobuf:"varint,14,opt,name=cluster_level,json=clusterLevel,proto3" json:"cluster_level,omitempty"`
+	// Leaders this node has seen elected since it opened, itself included.
+	LeaderChanges uint64 `protobuf:"varint,15,opt,name=leader_changes,json=leaderChanges,proto3" json:"leader_changes,omitempty"`
+	// On the leader: one entry per other member, what it last answered;
+	// empty on a follower (the leader's Status holds them).
+	Followers []*FollowerStatus `protobuf:"bytes,16,rep,name=followers,proto3" json:"followers,omitempty"`
+	// The file system holding the node's data directory; unset where the
+	// platform cannot tell.
+	Disk          *DiskStatus `protobuf:"bytes,17,opt,name=disk,proto3" json:"disk,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[22]
+	mi := &file_logd_v1_logd_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1513,7 +1614,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[22]
+	mi := &file_logd_v1_logd_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1526,7 +1627,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{22}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *StatusResponse) GetNodeId() string {
@@ -1627,6 +1728,153 @@ func (x *StatusResponse) GetClusterLevel() uint32 {
 	return 0
 }
 
+func (x *StatusResponse) GetLeaderChanges() uint64 {
+	if x != nil {
+		return x.LeaderChanges
+	}
+	return 0
+}
+
+func (x *StatusResponse) GetFollowers() []*FollowerStatus {
+	if x != nil {
+		return x.Followers
+	}
+	return nil
+}
+
+func (x *StatusResponse) GetDisk() *DiskStatus {
+	if x != nil {
+		return x.Disk
+	}
+	return nil
+}
+
+// FollowerStatus is what the leader last heard from one follower.
+type FollowerStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The last index of the follower's Raft log at its last answer, and the
+	// entries of the leader's log it lacked then.
+	LastIndex uint64 `protobuf:"varint,2,opt,name=last_index,json=lastIndex,proto3" json:"last_index,omitempty"`
+	Lag       uint64 `protobuf:"varint,3,opt,name=lag,proto3" json:"lag,omitempty"`
+	// Milliseconds since the follower last answered, by the leader's
+	// clock; unset if it has not answered this leader.
+	LastContactAgeMs *int64 `protobuf:"varint,4,opt,name=last_contact_age_ms,json=lastContactAgeMs,proto3,oneof" json:"last_contact_age_ms,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *FollowerStatus) Reset() {
+	*x = FollowerStatus{}
+	mi := &file_logd_v1_logd_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FollowerStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FollowerStatus) ProtoMessage() {}
+
+func (x *FollowerStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FollowerStatus.ProtoReflect.Descriptor instead.
+func (*FollowerStatus) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *FollowerStatus) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *FollowerStatus) GetLastIndex() uint64 {
+	if x != nil {
+		return x.LastIndex
+	}
+	return 0
+}
+
+func (x *FollowerStatus) GetLag() uint64 {
+	if x != nil {
+		return x.Lag
+	}
+	return 0
+}
+
+func (x *FollowerStatus) GetLastContactAgeMs() int64 {
+	if x != nil && x.LastContactAgeMs != nil {
+		return *x.LastContactAgeMs
+	}
+	return 0
+}
+
+// DiskStatus is a file system's size and what logd may still write on it.
+type DiskStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TotalBytes    uint64                 `protobuf:"varint,1,opt,name=total_bytes,json=totalBytes,proto3" json:"total_bytes,omitempty"`
+	AvailBytes    uint64                 `protobuf:"varint,2,opt,name=avail_bytes,json=availBytes,proto3" json:"avail_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DiskStatus) Reset() {
+	*x = DiskStatus{}
+	mi := &file_logd_v1_logd_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DiskStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DiskStatus) ProtoMessage() {}
+
+func (x *DiskStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DiskStatus.ProtoReflect.Descriptor instead.
+func (*DiskStatus) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *DiskStatus) GetTotalBytes() uint64 {
+	if x != nil {
+		return x.TotalBytes
+	}
+	return 0
+}
+
+func (x *DiskStatus) GetAvailBytes() uint64 {
+	if x != nil {
+		return x.AvailBytes
+	}
+	return 0
+}
+
 type Member struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1643,7 +1891,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_logd_v1_logd_proto_msgTypes[23]
+	mi := &file_logd_v1_logd_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1655,7 +1903,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[23]
+	mi := &file_logd_v1_logd_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1668,7 +1916,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{23}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Member) GetId() string {
@@ -1717,7 +1965,7 @@ type GroupTopicPartition struct {
 
 func (x *GroupTopicPartition) Reset() {
 	*x = GroupTopicPartition{}
-	mi := &file_logd_v1_logd_proto_msgTypes[24]
+	mi := &file_logd_v1_logd_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1729,7 +1977,7 @@ func (x *GroupTopicPartition) String() string {
 func (*GroupTopicPartition) ProtoMessage() {}
 
 func (x *GroupTopicPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[24]
+	mi := &file_logd_v1_logd_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1742,7 +1990,7 @@ func (x *GroupTopicPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupTopicPartition.ProtoReflect.Descriptor instead.
 func (*GroupTopicPartition) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{24}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GroupTopicPartition) GetTopic() string {
@@ -1771,7 +2019,7 @@ type GroupOffset struct {
 
 func (x *GroupOffset) Reset() {
 	*x = GroupOffset{}
-	mi := &file_logd_v1_logd_proto_msgTypes[25]
+	mi := &file_logd_v1_logd_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1783,7 +2031,7 @@ func (x *GroupOffset) String() string {
 func (*GroupOffset) ProtoMessage() {}
 
 func (x *GroupOffset) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[25]
+	mi := &file_logd_v1_logd_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1796,7 +2044,7 @@ func (x *GroupOffset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupOffset.ProtoReflect.Descriptor instead.
 func (*GroupOffset) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{25}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GroupOffset) GetTopic() string {
@@ -1839,7 +2087,7 @@ type JoinGroupRequest struct {
 
 func (x *JoinGroupRequest) Reset() {
 	*x = JoinGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[26]
+	mi := &file_logd_v1_logd_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1851,7 +2099,7 @@ func (x *JoinGroupRequest) String() string {
 func (*JoinGroupRequest) ProtoMessage() {}
 
 func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[26]
+	mi := &file_logd_v1_logd_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1864,7 +2112,7 @@ func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinGroupRequest.ProtoReflect.Descriptor instead.
 func (*JoinGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{26}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *JoinGroupRequest) GetGroup() string {
@@ -1916,7 +2164,7 @@ type GroupAssignment struct {
 
 func (x *GroupAssignment) Reset() {
 	*x = GroupAssignment{}
-	mi := &file_logd_v1_logd_proto_msgTypes[27]
+	mi := &file_logd_v1_logd_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1928,7 +2176,7 @@ func (x *GroupAssignment) String() string {
 func (*GroupAssignment) ProtoMessage() {}
 
 func (x *GroupAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[27]
+	mi := &file_logd_v1_logd_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1941,7 +2189,7 @@ func (x *GroupAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupAssignment.ProtoReflect.Descriptor instead.
 func (*GroupAssignment) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{27}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GroupAssignment) GetGeneration() int64 {
@@ -1983,7 +2231,7 @@ type AssignedPartition struct {
 
 func (x *AssignedPartition) Reset() {
 	*x = AssignedPartition{}
-	mi := &file_logd_v1_logd_proto_msgTypes[28]
+	mi := &file_logd_v1_logd_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1995,7 +2243,7 @@ func (x *AssignedPartition) String() string {
 func (*AssignedPartition) ProtoMessage() {}
 
 func (x *AssignedPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[28]
+	mi := &file_logd_v1_logd_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2008,7 +2256,7 @@ func (x *AssignedPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignedPartition.ProtoReflect.Descriptor instead.
 func (*AssignedPartition) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{28}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *AssignedPartition) GetTopic() string {
@@ -2055,7 +2303,7 @@ type JoinGroupResponse struct {
 
 func (x *JoinGroupResponse) Reset() {
 	*x = JoinGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[29]
+	mi := &file_logd_v1_logd_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2067,7 +2315,7 @@ func (x *JoinGroupResponse) String() string {
 func (*JoinGroupResponse) ProtoMessage() {}
 
 func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[29]
+	mi := &file_logd_v1_logd_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2080,7 +2328,7 @@ func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinGroupResponse.ProtoReflect.Descriptor instead.
 func (*JoinGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{29}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *JoinGroupResponse) GetAssignment() *GroupAssignment {
@@ -2101,7 +2349,7 @@ type GroupHeartbeatRequest struct {
 
 func (x *GroupHeartbeatRequest) Reset() {
 	*x = GroupHeartbeatRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[30]
+	mi := &file_logd_v1_logd_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2113,7 +2361,7 @@ func (x *GroupHeartbeatRequest) String() string {
 func (*GroupHeartbeatRequest) ProtoMessage() {}
 
 func (x *GroupHeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[30]
+	mi := &file_logd_v1_logd_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2126,7 +2374,7 @@ func (x *GroupHeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupHeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*GroupHeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{30}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GroupHeartbeatRequest) GetGroup() string {
@@ -2159,7 +2407,7 @@ type GroupHeartbeatResponse struct {
 
 func (x *GroupHeartbeatResponse) Reset() {
 	*x = GroupHeartbeatResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[31]
+	mi := &file_logd_v1_logd_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2171,7 +2419,7 @@ func (x *GroupHeartbeatResponse) String() string {
 func (*GroupHeartbeatResponse) ProtoMessage() {}
 
 func (x *GroupHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[31]
+	mi := &file_logd_v1_logd_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2184,7 +2432,7 @@ func (x *GroupHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*GroupHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{31}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GroupHeartbeatResponse) GetAssignment() *GroupAssignment {
@@ -2204,7 +2452,7 @@ type LeaveGroupRequest struct {
 
 func (x *LeaveGroupRequest) Reset() {
 	*x = LeaveGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[32]
+	mi := &file_logd_v1_logd_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2216,7 +2464,7 @@ func (x *LeaveGroupRequest) String() string {
 func (*LeaveGroupRequest) ProtoMessage() {}
 
 func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[32]
+	mi := &file_logd_v1_logd_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2229,7 +2477,7 @@ func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupRequest.ProtoReflect.Descriptor instead.
 func (*LeaveGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{32}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *LeaveGroupRequest) GetGroup() string {
@@ -2254,7 +2502,7 @@ type LeaveGroupResponse struct {
 
 func (x *LeaveGroupResponse) Reset() {
 	*x = LeaveGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[33]
+	mi := &file_logd_v1_logd_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2266,7 +2514,7 @@ func (x *LeaveGroupResponse) String() string {
 func (*LeaveGroupResponse) ProtoMessage() {}
 
 func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[33]
+	mi := &file_logd_v1_logd_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2279,7 +2527,7 @@ func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupResponse.ProtoReflect.Descriptor instead.
 func (*LeaveGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{33}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{36}
 }
 
 type CommitOffsetsRequest struct {
@@ -2294,7 +2542,7 @@ type CommitOffsetsRequest struct {
 
 func (x *CommitOffsetsRequest) Reset() {
 	*x = CommitOffsetsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[34]
+	mi := &file_logd_v1_logd_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2306,7 +2554,7 @@ func (x *CommitOffsetsRequest) String() string {
 func (*CommitOffsetsRequest) ProtoMessage() {}
 
 func (x *CommitOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[34]
+	mi := &file_logd_v1_logd_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2319,7 +2567,7 @@ func (x *CommitOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*CommitOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{34}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CommitOffsetsRequest) GetGroup() string {
@@ -2358,7 +2606,7 @@ type CommitOffsetsResponse struct {
 
 func (x *CommitOffsetsResponse) Reset() {
 	*x = CommitOffsetsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[35]
+	mi := &file_logd_v1_logd_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2370,7 +2618,7 @@ func (x *CommitOffsetsResponse) String() string {
 func (*CommitOffsetsResponse) ProtoMessage() {}
 
 func (x *CommitOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[35]
+	mi := &file_logd_v1_logd_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2383,7 +2631,7 @@ func (x *CommitOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*CommitOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{35}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{38}
 }
 
 // GroupFetchRequest is a fetch by a group member: refused with
@@ -2401,7 +2649,7 @@ type GroupFetchRequest struct {
 
 func (x *GroupFetchRequest) Reset() {
 	*x = GroupFetchRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[36]
+	mi := &file_logd_v1_logd_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2413,7 +2661,7 @@ func (x *GroupFetchRequest) String() string {
 func (*GroupFetchRequest) ProtoMessage() {}
 
 func (x *GroupFetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[36]
+	mi := &file_logd_v1_logd_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2426,7 +2674,7 @@ func (x *GroupFetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupFetchRequest.ProtoReflect.Descriptor instead.
 func (*GroupFetchRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{36}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GroupFetchRequest) GetGroup() string {
@@ -2473,7 +2721,7 @@ type GroupFetchResponse struct {
 
 func (x *GroupFetchResponse) Reset() {
 	*x = GroupFetchResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[37]
+	mi := &file_logd_v1_logd_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2485,7 +2733,7 @@ func (x *GroupFetchResponse) String() string {
 func (*GroupFetchResponse) ProtoMessage() {}
 
 func (x *GroupFetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[37]
+	mi := &file_logd_v1_logd_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2498,7 +2746,7 @@ func (x *GroupFetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupFetchResponse.ProtoReflect.Descriptor instead.
 func (*GroupFetchResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{37}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GroupFetchResponse) GetFetch() *FetchResponse {
@@ -2540,7 +2788,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[38]
+	mi := &file_logd_v1_logd_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2552,7 +2800,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[38]
+	mi := &file_logd_v1_logd_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2565,7 +2813,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{38}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListGroupsRequest) GetAll() bool {
@@ -2594,7 +2842,7 @@ type ConsumerGroupSummary struct {
 
 func (x *ConsumerGroupSummary) Reset() {
 	*x = ConsumerGroupSummary{}
-	mi := &file_logd_v1_logd_proto_msgTypes[39]
+	mi := &file_logd_v1_logd_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2606,7 +2854,7 @@ func (x *ConsumerGroupSummary) String() string {
 func (*ConsumerGroupSummary) ProtoMessage() {}
 
 func (x *ConsumerGroupSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[39]
+	mi := &file_logd_v1_logd_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2619,7 +2867,7 @@ func (x *ConsumerGroupSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerGroupSummary.ProtoReflect.Descriptor instead.
 func (*ConsumerGroupSummary) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{39}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ConsumerGroupSummary) GetGroup() string {
@@ -2680,7 +2928,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[40]
+	mi := &file_logd_v1_logd_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2692,7 +2940,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[40]
+	mi := &file_logd_v1_logd_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2705,7 +2953,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{40}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*ConsumerGroupSummary {
@@ -2724,7 +2972,7 @@ type DescribeGroupRequest struct {
 
 func (x *DescribeGroupRequest) Reset() {
 	*x = DescribeGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[41]
+	mi := &file_logd_v1_logd_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2736,7 +2984,7 @@ func (x *DescribeGroupRequest) String() string {
 func (*DescribeGroupRequest) ProtoMessage() {}
 
 func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[41]
+	mi := &file_logd_v1_logd_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2749,7 +2997,7 @@ func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupRequest.ProtoReflect.Descriptor instead.
 func (*DescribeGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{41}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *DescribeGroupRequest) GetGroup() string {
@@ -2786,7 +3034,7 @@ type ConsumerGroupMember struct {
 
 func (x *ConsumerGroupMember) Reset() {
 	*x = ConsumerGroupMember{}
-	mi := &file_logd_v1_logd_proto_msgTypes[42]
+	mi := &file_logd_v1_logd_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2798,7 +3046,7 @@ func (x *ConsumerGroupMember) String() string {
 func (*ConsumerGroupMember) ProtoMessage() {}
 
 func (x *ConsumerGroupMember) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[42]
+	mi := &file_logd_v1_logd_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2811,7 +3059,7 @@ func (x *ConsumerGroupMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerGroupMember.ProtoReflect.Descriptor instead.
 func (*ConsumerGroupMember) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{42}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ConsumerGroupMember) GetMemberId() string {
@@ -2918,7 +3166,7 @@ type ConsumerGroupPartition struct {
 
 func (x *ConsumerGroupPartition) Reset() {
 	*x = ConsumerGroupPartition{}
-	mi := &file_logd_v1_logd_proto_msgTypes[43]
+	mi := &file_logd_v1_logd_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2930,7 +3178,7 @@ func (x *ConsumerGroupPartition) String() string {
 func (*ConsumerGroupPartition) ProtoMessage() {}
 
 func (x *ConsumerGroupPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[43]
+	mi := &file_logd_v1_logd_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2943,7 +3191,7 @@ func (x *ConsumerGroupPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerGroupPartition.ProtoReflect.Descriptor instead.
 func (*ConsumerGroupPartition) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{43}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ConsumerGroupPartition) GetTopic() string {
@@ -3052,7 +3300,7 @@ type DescribeGroupResponse struct {
 
 func (x *DescribeGroupResponse) Reset() {
 	*x = DescribeGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[44]
+	mi := &file_logd_v1_logd_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3064,7 +3312,7 @@ func (x *DescribeGroupResponse) String() string {
 func (*DescribeGroupResponse) ProtoMessage() {}
 
 func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[44]
+	mi := &file_logd_v1_logd_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3077,7 +3325,7 @@ func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupResponse.ProtoReflect.Descriptor instead.
 func (*DescribeGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{44}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *DescribeGroupResponse) GetGroup() string {
@@ -3138,7 +3386,7 @@ type DeleteGroupRequest struct {
 
 func (x *DeleteGroupRequest) Reset() {
 	*x = DeleteGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[45]
+	mi := &file_logd_v1_logd_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3150,7 +3398,7 @@ func (x *DeleteGroupRequest) String() string {
 func (*DeleteGroupRequest) ProtoMessage() {}
 
 func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[45]
+	mi := &file_logd_v1_logd_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3163,7 +3411,7 @@ func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupRequest.ProtoReflect.Descriptor instead.
 func (*DeleteGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{45}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *DeleteGroupRequest) GetGroup() string {
@@ -3181,7 +3429,7 @@ type DeleteGroupResponse struct {
 
 func (x *DeleteGroupResponse) Reset() {
 	*x = DeleteGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[46]
+	mi := &file_logd_v1_logd_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3193,7 +3441,7 @@ func (x *DeleteGroupResponse) String() string {
 func (*DeleteGroupResponse) ProtoMessage() {}
 
 func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[46]
+	mi := &file_logd_v1_logd_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3206,7 +3454,7 @@ func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupResponse.ProtoReflect.Descriptor instead.
 func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{46}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{49}
 }
 
 // ResetTopic selects partitions of a topic; none listed means all.
@@ -3220,7 +3468,7 @@ type ResetTopic struct {
 
 func (x *ResetTopic) Reset() {
 	*x = ResetTopic{}
-	mi := &file_logd_v1_logd_proto_msgTypes[47]
+	mi := &file_logd_v1_logd_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3232,7 +3480,7 @@ func (x *ResetTopic) String() string {
 func (*ResetTopic) ProtoMessage() {}
 
 func (x *ResetTopic) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[47]
+	mi := &file_logd_v1_logd_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3245,7 +3493,7 @@ func (x *ResetTopic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetTopic.ProtoReflect.Descriptor instead.
 func (*ResetTopic) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{47}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ResetTopic) GetTopic() string {
@@ -3284,7 +3532,7 @@ type ResetGroupOffsetsRequest struct {
 
 func (x *ResetGroupOffsetsRequest) Reset() {
 	*x = ResetGroupOffsetsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[48]
+	mi := &file_logd_v1_logd_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3296,7 +3544,7 @@ func (x *ResetGroupOffsetsRequest) String() string {
 func (*ResetGroupOffsetsRequest) ProtoMessage() {}
 
 func (x *ResetGroupOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[48]
+	mi := &file_logd_v1_logd_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3309,7 +3557,7 @@ func (x *ResetGroupOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetGroupOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ResetGroupOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{48}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ResetGroupOffsetsRequest) GetGroup() string {
@@ -3400,7 +3648,7 @@ type ResetPlanEntry struct {
 
 func (x *ResetPlanEntry) Reset() {
 	*x = ResetPlanEntry{}
-	mi := &file_logd_v1_logd_proto_msgTypes[49]
+	mi := &file_logd_v1_logd_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3412,7 +3660,7 @@ func (x *ResetPlanEntry) String() string {
 func (*ResetPlanEntry) ProtoMessage() {}
 
 func (x *ResetPlanEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[49]
+	mi := &file_logd_v1_logd_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3425,7 +3673,7 @@ func (x *ResetPlanEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetPlanEntry.ProtoReflect.Descriptor instead.
 func (*ResetPlanEntry) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{49}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ResetPlanEntry) GetTopic() string {
@@ -3496,7 +3744,7 @@ type ResetGroupOffsetsResponse struct {
 
 func (x *ResetGroupOffsetsResponse) Reset() {
 	*x = ResetGroupOffsetsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[50]
+	mi := &file_logd_v1_logd_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3508,7 +3756,7 @@ func (x *ResetGroupOffsetsResponse) String() string {
 func (*ResetGroupOffsetsResponse) ProtoMessage() {}
 
 func (x *ResetGroupOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[50]
+	mi := &file_logd_v1_logd_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3521,7 +3769,7 @@ func (x *ResetGroupOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetGroupOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ResetGroupOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{50}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ResetGroupOffsetsResponse) GetPlan() []*ResetPlanEntry {
@@ -3575,7 +3823,7 @@ type QueueGroupConfig struct {
 
 func (x *QueueGroupConfig) Reset() {
 	*x = QueueGroupConfig{}
-	mi := &file_logd_v1_logd_proto_msgTypes[51]
+	mi := &file_logd_v1_logd_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3587,7 +3835,7 @@ func (x *QueueGroupConfig) String() string {
 func (*QueueGroupConfig) ProtoMessage() {}
 
 func (x *QueueGroupConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[51]
+	mi := &file_logd_v1_logd_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3600,7 +3848,7 @@ func (x *QueueGroupConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueGroupConfig.ProtoReflect.Descriptor instead.
 func (*QueueGroupConfig) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{51}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *QueueGroupConfig) GetLeaseMs() int64 {
@@ -3672,7 +3920,7 @@ type CreateQueueGroupRequest struct {
 
 func (x *CreateQueueGroupRequest) Reset() {
 	*x = CreateQueueGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[52]
+	mi := &file_logd_v1_logd_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3684,7 +3932,7 @@ func (x *CreateQueueGroupRequest) String() string {
 func (*CreateQueueGroupRequest) ProtoMessage() {}
 
 func (x *CreateQueueGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[52]
+	mi := &file_logd_v1_logd_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3697,7 +3945,7 @@ func (x *CreateQueueGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateQueueGroupRequest.ProtoReflect.Descriptor instead.
 func (*CreateQueueGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{52}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *CreateQueueGroupRequest) GetTopic() string {
@@ -3738,7 +3986,7 @@ type CreateQueueGroupResponse struct {
 
 func (x *CreateQueueGroupResponse) Reset() {
 	*x = CreateQueueGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[53]
+	mi := &file_logd_v1_logd_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3750,7 +3998,7 @@ func (x *CreateQueueGroupResponse) String() string {
 func (*CreateQueueGroupResponse) ProtoMessage() {}
 
 func (x *CreateQueueGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[53]
+	mi := &file_logd_v1_logd_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3763,7 +4011,7 @@ func (x *CreateQueueGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateQueueGroupResponse.ProtoReflect.Descriptor instead.
 func (*CreateQueueGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{53}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *CreateQueueGroupResponse) GetConfig() *QueueGroupConfig {
@@ -3784,7 +4032,7 @@ type AlterQueueGroupRequest struct {
 
 func (x *AlterQueueGroupRequest) Reset() {
 	*x = AlterQueueGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[54]
+	mi := &file_logd_v1_logd_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3796,7 +4044,7 @@ func (x *AlterQueueGroupRequest) String() string {
 func (*AlterQueueGroupRequest) ProtoMessage() {}
 
 func (x *AlterQueueGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[54]
+	mi := &file_logd_v1_logd_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3809,7 +4057,7 @@ func (x *AlterQueueGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterQueueGroupRequest.ProtoReflect.Descriptor instead.
 func (*AlterQueueGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{54}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *AlterQueueGroupRequest) GetTopic() string {
@@ -3842,7 +4090,7 @@ type AlterQueueGroupResponse struct {
 
 func (x *AlterQueueGroupResponse) Reset() {
 	*x = AlterQueueGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[55]
+	mi := &file_logd_v1_logd_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3854,7 +4102,7 @@ func (x *AlterQueueGroupResponse) String() string {
 func (*AlterQueueGroupResponse) ProtoMessage() {}
 
 func (x *AlterQueueGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[55]
+	mi := &file_logd_v1_logd_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3867,7 +4115,7 @@ func (x *AlterQueueGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterQueueGroupResponse.ProtoReflect.Descriptor instead.
 func (*AlterQueueGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{55}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *AlterQueueGroupResponse) GetConfig() *QueueGroupConfig {
@@ -3889,7 +4137,7 @@ type DescribeQueueGroupRequest struct {
 
 func (x *DescribeQueueGroupRequest) Reset() {
 	*x = DescribeQueueGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[56]
+	mi := &file_logd_v1_logd_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3901,7 +4149,7 @@ func (x *DescribeQueueGroupRequest) String() string {
 func (*DescribeQueueGroupRequest) ProtoMessage() {}
 
 func (x *DescribeQueueGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[56]
+	mi := &file_logd_v1_logd_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3914,7 +4162,7 @@ func (x *DescribeQueueGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeQueueGroupRequest.ProtoReflect.Descriptor instead.
 func (*DescribeQueueGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{56}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *DescribeQueueGroupRequest) GetTopic() string {
@@ -3974,7 +4222,7 @@ type QueuePartitionState struct {
 
 func (x *QueuePartitionState) Reset() {
 	*x = QueuePartitionState{}
-	mi := &file_logd_v1_logd_proto_msgTypes[57]
+	mi := &file_logd_v1_logd_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3986,7 +4234,7 @@ func (x *QueuePartitionState) String() string {
 func (*QueuePartitionState) ProtoMessage() {}
 
 func (x *QueuePartitionState) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[57]
+	mi := &file_logd_v1_logd_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3999,7 +4247,7 @@ func (x *QueuePartitionState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueuePartitionState.ProtoReflect.Descriptor instead.
 func (*QueuePartitionState) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{57}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *QueuePartitionState) GetPartition() int32 {
@@ -4170,7 +4418,7 @@ type DescribeQueueGroupResponse struct {
 
 func (x *DescribeQueueGroupResponse) Reset() {
 	*x = DescribeQueueGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[58]
+	mi := &file_logd_v1_logd_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4182,7 +4430,7 @@ func (x *DescribeQueueGroupResponse) String() string {
 func (*DescribeQueueGroupResponse) ProtoMessage() {}
 
 func (x *DescribeQueueGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[58]
+	mi := &file_logd_v1_logd_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4195,7 +4443,7 @@ func (x *DescribeQueueGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeQueueGroupResponse.ProtoReflect.Descriptor instead.
 func (*DescribeQueueGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{58}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *DescribeQueueGroupResponse) GetTopic() string {
@@ -4313,7 +4561,7 @@ type ListQueueGroupsRequest struct {
 
 func (x *ListQueueGroupsRequest) Reset() {
 	*x = ListQueueGroupsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[59]
+	mi := &file_logd_v1_logd_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4325,7 +4573,7 @@ func (x *ListQueueGroupsRequest) String() string {
 func (*ListQueueGroupsRequest) ProtoMessage() {}
 
 func (x *ListQueueGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[59]
+	mi := &file_logd_v1_logd_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4338,7 +4586,7 @@ func (x *ListQueueGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQueueGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListQueueGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{59}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ListQueueGroupsRequest) GetTopic() string {
@@ -4359,7 +4607,7 @@ type ListQueueGroupsResponse struct {
 
 func (x *ListQueueGroupsResponse) Reset() {
 	*x = ListQueueGroupsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[60]
+	mi := &file_logd_v1_logd_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4371,7 +4619,7 @@ func (x *ListQueueGroupsResponse) String() string {
 func (*ListQueueGroupsResponse) ProtoMessage() {}
 
 func (x *ListQueueGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[60]
+	mi := &file_logd_v1_logd_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4384,7 +4632,7 @@ func (x *ListQueueGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQueueGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListQueueGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{60}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ListQueueGroupsResponse) GetGroups() []*DescribeQueueGroupResponse {
@@ -4413,7 +4661,7 @@ type InFlightRecord struct {
 
 func (x *InFlightRecord) Reset() {
 	*x = InFlightRecord{}
-	mi := &file_logd_v1_logd_proto_msgTypes[61]
+	mi := &file_logd_v1_logd_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4425,7 +4673,7 @@ func (x *InFlightRecord) String() string {
 func (*InFlightRecord) ProtoMessage() {}
 
 func (x *InFlightRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[61]
+	mi := &file_logd_v1_logd_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4438,7 +4686,7 @@ func (x *InFlightRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InFlightRecord.ProtoReflect.Descriptor instead.
 func (*InFlightRecord) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{61}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *InFlightRecord) GetPartition() int32 {
@@ -4513,7 +4761,7 @@ type ClaimRequest struct {
 
 func (x *ClaimRequest) Reset() {
 	*x = ClaimRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[62]
+	mi := &file_logd_v1_logd_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4525,7 +4773,7 @@ func (x *ClaimRequest) String() string {
 func (*ClaimRequest) ProtoMessage() {}
 
 func (x *ClaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[62]
+	mi := &file_logd_v1_logd_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4538,7 +4786,7 @@ func (x *ClaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimRequest.ProtoReflect.Descriptor instead.
 func (*ClaimRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{62}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ClaimRequest) GetTopic() string {
@@ -4611,7 +4859,7 @@ type ClaimedRecord struct {
 
 func (x *ClaimedRecord) Reset() {
 	*x = ClaimedRecord{}
-	mi := &file_logd_v1_logd_proto_msgTypes[63]
+	mi := &file_logd_v1_logd_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4623,7 +4871,7 @@ func (x *ClaimedRecord) String() string {
 func (*ClaimedRecord) ProtoMessage() {}
 
 func (x *ClaimedRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[63]
+	mi := &file_logd_v1_logd_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4636,7 +4884,7 @@ func (x *ClaimedRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimedRecord.ProtoReflect.Descriptor instead.
 func (*ClaimedRecord) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{63}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ClaimedRecord) GetPartition() int32 {
@@ -4725,7 +4973,7 @@ type ClaimResponse struct {
 
 func (x *ClaimResponse) Reset() {
 	*x = ClaimResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[64]
+	mi := &file_logd_v1_logd_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4737,7 +4985,7 @@ func (x *ClaimResponse) String() string {
 func (*ClaimResponse) ProtoMessage() {}
 
 func (x *ClaimResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[64]
+	mi := &file_logd_v1_logd_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4750,7 +4998,7 @@ func (x *ClaimResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimResponse.ProtoReflect.Descriptor instead.
 func (*ClaimResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{64}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ClaimResponse) GetRecords() []*ClaimedRecord {
@@ -4806,7 +5054,7 @@ type TokenResult struct {
 
 func (x *TokenResult) Reset() {
 	*x = TokenResult{}
-	mi := &file_logd_v1_logd_proto_msgTypes[65]
+	mi := &file_logd_v1_logd_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4818,7 +5066,7 @@ func (x *TokenResult) String() string {
 func (*TokenResult) ProtoMessage() {}
 
 func (x *TokenResult) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[65]
+	mi := &file_logd_v1_logd_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4831,7 +5079,7 @@ func (x *TokenResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenResult.ProtoReflect.Descriptor instead.
 func (*TokenResult) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{65}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *TokenResult) GetToken() string {
@@ -4894,7 +5142,7 @@ type AckRequest struct {
 
 func (x *AckRequest) Reset() {
 	*x = AckRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[66]
+	mi := &file_logd_v1_logd_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4906,7 +5154,7 @@ func (x *AckRequest) String() string {
 func (*AckRequest) ProtoMessage() {}
 
 func (x *AckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[66]
+	mi := &file_logd_v1_logd_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4919,7 +5167,7 @@ func (x *AckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckRequest.ProtoReflect.Descriptor instead.
 func (*AckRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{66}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *AckRequest) GetTopic() string {
@@ -4952,7 +5200,7 @@ type AckResponse struct {
 
 func (x *AckResponse) Reset() {
 	*x = AckResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[67]
+	mi := &file_logd_v1_logd_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4964,7 +5212,7 @@ func (x *AckResponse) String() string {
 func (*AckResponse) ProtoMessage() {}
 
 func (x *AckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[67]
+	mi := &file_logd_v1_logd_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4977,7 +5225,7 @@ func (x *AckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckResponse.ProtoReflect.Descriptor instead.
 func (*AckResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{67}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *AckResponse) GetResults() []*TokenResult {
@@ -5005,7 +5253,7 @@ type QueueNack struct {
 
 func (x *QueueNack) Reset() {
 	*x = QueueNack{}
-	mi := &file_logd_v1_logd_proto_msgTypes[68]
+	mi := &file_logd_v1_logd_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5017,7 +5265,7 @@ func (x *QueueNack) String() string {
 func (*QueueNack) ProtoMessage() {}
 
 func (x *QueueNack) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[68]
+	mi := &file_logd_v1_logd_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5030,7 +5278,7 @@ func (x *QueueNack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueNack.ProtoReflect.Descriptor instead.
 func (*QueueNack) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{68}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *QueueNack) GetToken() string {
@@ -5072,7 +5320,7 @@ type NackRequest struct {
 
 func (x *NackRequest) Reset() {
 	*x = NackRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[69]
+	mi := &file_logd_v1_logd_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5084,7 +5332,7 @@ func (x *NackRequest) String() string {
 func (*NackRequest) ProtoMessage() {}
 
 func (x *NackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[69]
+	mi := &file_logd_v1_logd_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5097,7 +5345,7 @@ func (x *NackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NackRequest.ProtoReflect.Descriptor instead.
 func (*NackRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{69}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *NackRequest) GetTopic() string {
@@ -5130,7 +5378,7 @@ type NackResponse struct {
 
 func (x *NackResponse) Reset() {
 	*x = NackResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[70]
+	mi := &file_logd_v1_logd_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5142,7 +5390,7 @@ func (x *NackResponse) String() string {
 func (*NackResponse) ProtoMessage() {}
 
 func (x *NackResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[70]
+	mi := &file_logd_v1_logd_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5155,7 +5403,7 @@ func (x *NackResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NackResponse.ProtoReflect.Descriptor instead.
 func (*NackResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{70}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *NackResponse) GetResults() []*TokenResult {
@@ -5178,7 +5426,7 @@ type ExtendRequest struct {
 
 func (x *ExtendRequest) Reset() {
 	*x = ExtendRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[71]
+	mi := &file_logd_v1_logd_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5190,7 +5438,7 @@ func (x *ExtendRequest) String() string {
 func (*ExtendRequest) ProtoMessage() {}
 
 func (x *ExtendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[71]
+	mi := &file_logd_v1_logd_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5203,7 +5451,7 @@ func (x *ExtendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendRequest.ProtoReflect.Descriptor instead.
 func (*ExtendRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{71}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ExtendRequest) GetTopic() string {
@@ -5243,7 +5491,7 @@ type ExtendResponse struct {
 
 func (x *ExtendResponse) Reset() {
 	*x = ExtendResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[72]
+	mi := &file_logd_v1_logd_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5255,7 +5503,7 @@ func (x *ExtendResponse) String() string {
 func (*ExtendResponse) ProtoMessage() {}
 
 func (x *ExtendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[72]
+	mi := &file_logd_v1_logd_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5268,7 +5516,7 @@ func (x *ExtendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendResponse.ProtoReflect.Descriptor instead.
 func (*ExtendResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{72}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ExtendResponse) GetResults() []*TokenResult {
@@ -5293,7 +5541,7 @@ type AlterTopicRequest struct {
 
 func (x *AlterTopicRequest) Reset() {
 	*x = AlterTopicRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[73]
+	mi := &file_logd_v1_logd_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5305,7 +5553,7 @@ func (x *AlterTopicRequest) String() string {
 func (*AlterTopicRequest) ProtoMessage() {}
 
 func (x *AlterTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[73]
+	mi := &file_logd_v1_logd_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5318,7 +5566,7 @@ func (x *AlterTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterTopicRequest.ProtoReflect.Descriptor instead.
 func (*AlterTopicRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{73}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *AlterTopicRequest) GetName() string {
@@ -5352,7 +5600,7 @@ type AlterTopicResponse struct {
 
 func (x *AlterTopicResponse) Reset() {
 	*x = AlterTopicResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[74]
+	mi := &file_logd_v1_logd_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5364,7 +5612,7 @@ func (x *AlterTopicResponse) String() string {
 func (*AlterTopicResponse) ProtoMessage() {}
 
 func (x *AlterTopicResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[74]
+	mi := &file_logd_v1_logd_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5377,7 +5625,7 @@ func (x *AlterTopicResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterTopicResponse.ProtoReflect.Descriptor instead.
 func (*AlterTopicResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{74}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *AlterTopicResponse) GetTopic() *TopicInfo {
@@ -5401,7 +5649,7 @@ type CreatePartitionsRequest struct {
 
 func (x *CreatePartitionsRequest) Reset() {
 	*x = CreatePartitionsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[75]
+	mi := &file_logd_v1_logd_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5413,7 +5661,7 @@ func (x *CreatePartitionsRequest) String() string {
 func (*CreatePartitionsRequest) ProtoMessage() {}
 
 func (x *CreatePartitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[75]
+	mi := &file_logd_v1_logd_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5426,7 +5674,7 @@ func (x *CreatePartitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreatePartitionsRequest.ProtoReflect.Descriptor instead.
 func (*CreatePartitionsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{75}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *CreatePartitionsRequest) GetName() string {
@@ -5462,7 +5710,7 @@ type CreatePartitionsResponse struct {
 
 func (x *CreatePartitionsResponse) Reset() {
 	*x = CreatePartitionsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[76]
+	mi := &file_logd_v1_logd_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5474,7 +5722,7 @@ func (x *CreatePartitionsResponse) String() string {
 func (*CreatePartitionsResponse) ProtoMessage() {}
 
 func (x *CreatePartitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[76]
+	mi := &file_logd_v1_logd_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5487,7 +5735,7 @@ func (x *CreatePartitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreatePartitionsResponse.ProtoReflect.Descriptor instead.
 func (*CreatePartitionsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{76}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *CreatePartitionsResponse) GetTopic() *TopicInfo {
@@ -5521,7 +5769,7 @@ type CleanerRun struct {
 
 func (x *CleanerRun) Reset() {
 	*x = CleanerRun{}
-	mi := &file_logd_v1_logd_proto_msgTypes[77]
+	mi := &file_logd_v1_logd_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5533,7 +5781,7 @@ func (x *CleanerRun) String() string {
 func (*CleanerRun) ProtoMessage() {}
 
 func (x *CleanerRun) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[77]
+	mi := &file_logd_v1_logd_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5546,7 +5794,7 @@ func (x *CleanerRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanerRun.ProtoReflect.Descriptor instead.
 func (*CleanerRun) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{77}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *CleanerRun) GetTimeMs() int64 {
@@ -5608,7 +5856,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[78]
+	mi := &file_logd_v1_logd_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5620,7 +5868,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[78]
+	mi := &file_logd_v1_logd_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5633,7 +5881,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{78}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *JoinRequest) GetNodeId() string {
@@ -5694,7 +5942,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[79]
+	mi := &file_logd_v1_logd_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5706,7 +5954,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[79]
+	mi := &file_logd_v1_logd_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5719,7 +5967,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{79}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *JoinResponse) GetLeaderId() string {
@@ -5738,7 +5986,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[80]
+	mi := &file_logd_v1_logd_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5750,7 +5998,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[80]
+	mi := &file_logd_v1_logd_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5763,7 +6011,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{80}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *RemoveNodeRequest) GetNodeId() string {
@@ -5781,7 +6029,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[81]
+	mi := &file_logd_v1_logd_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5793,7 +6041,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[81]
+	mi := &file_logd_v1_logd_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5806,7 +6054,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{81}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{84}
 }
 
 type TransferLeadershipRequest struct {
@@ -5819,7 +6067,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[82]
+	mi := &file_logd_v1_logd_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5831,7 +6079,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[82]
+	mi := &file_logd_v1_logd_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5844,7 +6092,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{82}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *TransferLeadershipRequest) GetNodeId() string {
@@ -5864,7 +6112,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[83]
+	mi := &file_logd_v1_logd_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5876,7 +6124,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[83]
+	mi := &file_logd_v1_logd_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5889,7 +6137,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{83}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -5914,7 +6162,7 @@ type SaveSnapshotRequest struct {
 
 func (x *SaveSnapshotRequest) Reset() {
 	*x = SaveSnapshotRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[84]
+	mi := &file_logd_v1_logd_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5926,7 +6174,7 @@ func (x *SaveSnapshotRequest) String() string {
 func (*SaveSnapshotRequest) ProtoMessage() {}
 
 func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[84]
+	mi := &file_logd_v1_logd_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5939,7 +6187,7 @@ func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SaveSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{84}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{87}
 }
 
 type SaveSnapshotResponse struct {
@@ -5954,7 +6202,7 @@ type SaveSnapshotResponse struct {
 
 func (x *SaveSnapshotResponse) Reset() {
 	*x = SaveSnapshotResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[85]
+	mi := &file_logd_v1_logd_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5966,7 +6214,7 @@ func (x *SaveSnapshotResponse) String() string {
 func (*SaveSnapshotResponse) ProtoMessage() {}
 
 func (x *SaveSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[85]
+	mi := &file_logd_v1_logd_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5979,7 +6227,7 @@ func (x *SaveSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*SaveSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{85}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *SaveSnapshotResponse) GetInfo() *SnapshotInfo {
@@ -6015,7 +6263,7 @@ type SnapshotInfo struct {
 
 func (x *SnapshotInfo) Reset() {
 	*x = SnapshotInfo{}
-	mi := &file_logd_v1_logd_proto_msgTypes[86]
+	mi := &file_logd_v1_logd_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6027,7 +6275,7 @@ func (x *SnapshotInfo) String() string {
 func (*SnapshotInfo) ProtoMessage() {}
 
 func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[86]
+	mi := &file_logd_v1_logd_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6040,7 +6288,7 @@ func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotInfo.ProtoReflect.Descriptor instead.
 func (*SnapshotInfo) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{86}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *SnapshotInfo) GetIndex() uint64 {
@@ -6097,7 +6345,7 @@ type PauseQueueGroupRequest struct {
 
 func (x *PauseQueueGroupRequest) Reset() {
 	*x = PauseQueueGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[87]
+	mi := &file_logd_v1_logd_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6109,7 +6357,7 @@ func (x *PauseQueueGroupRequest) String() string {
 func (*PauseQueueGroupRequest) ProtoMessage() {}
 
 func (x *PauseQueueGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[87]
+	mi := &file_logd_v1_logd_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6122,7 +6370,7 @@ func (x *PauseQueueGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueGroupRequest.ProtoReflect.Descriptor instead.
 func (*PauseQueueGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{87}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *PauseQueueGroupRequest) GetTopic() string {
@@ -6157,7 +6405,7 @@ type PauseQueueGroupResponse struct {
 
 func (x *PauseQueueGroupResponse) Reset() {
 	*x = PauseQueueGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[88]
+	mi := &file_logd_v1_logd_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6169,7 +6417,7 @@ func (x *PauseQueueGroupResponse) String() string {
 func (*PauseQueueGroupResponse) ProtoMessage() {}
 
 func (x *PauseQueueGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[88]
+	mi := &file_logd_v1_logd_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6182,7 +6430,7 @@ func (x *PauseQueueGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueGroupResponse.ProtoReflect.Descriptor instead.
 func (*PauseQueueGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{88}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *PauseQueueGroupResponse) GetPaused() bool {
@@ -6207,7 +6455,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[89]
+	mi := &file_logd_v1_logd_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6219,7 +6467,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[89]
+	mi := &file_logd_v1_logd_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6232,7 +6480,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{89}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{92}
 }
 
 type WhoAmIResponse struct {
@@ -6252,7 +6500,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[90]
+	mi := &file_logd_v1_logd_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6264,7 +6512,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[90]
+	mi := &file_logd_v1_logd_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6277,7 +6525,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{90}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *WhoAmIResponse) GetPrincipal() string {
@@ -6325,7 +6573,7 @@ type TokenInfo struct {
 
 func (x *TokenInfo) Reset() {
 	*x = TokenInfo{}
-	mi := &file_logd_v1_logd_proto_msgTypes[91]
+	mi := &file_logd_v1_logd_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6337,7 +6585,7 @@ func (x *TokenInfo) String() string {
 func (*TokenInfo) ProtoMessage() {}
 
 func (x *TokenInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[91]
+	mi := &file_logd_v1_logd_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6350,7 +6598,7 @@ func (x *TokenInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenInfo.ProtoReflect.Descriptor instead.
 func (*TokenInfo) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{91}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *TokenInfo) GetId() string {
@@ -6408,7 +6656,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[92]
+	mi := &file_logd_v1_logd_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6420,7 +6668,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[92]
+	mi := &file_logd_v1_logd_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6433,7 +6681,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{92}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *CreateTokenRequest) GetPrincipal() string {
@@ -6468,7 +6716,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[93]
+	mi := &file_logd_v1_logd_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6480,7 +6728,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[93]
+	mi := &file_logd_v1_logd_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6493,7 +6741,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{93}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *CreateTokenResponse) GetToken() string {
@@ -6520,7 +6768,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[94]
+	mi := &file_logd_v1_logd_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6532,7 +6780,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[94]
+	mi := &file_logd_v1_logd_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6545,7 +6793,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{94}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *ListTokensRequest) GetPrincipal() string {
@@ -6564,7 +6812,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[95]
+	mi := &file_logd_v1_logd_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6576,7 +6824,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[95]
+	mi := &file_logd_v1_logd_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6589,7 +6837,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{95}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *ListTokensResponse) GetTokens() []*TokenInfo {
@@ -6608,7 +6856,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[96]
+	mi := &file_logd_v1_logd_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6620,7 +6868,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[96]
+	mi := &file_logd_v1_logd_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6633,7 +6881,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{96}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *RevokeTokenRequest) GetId() string {
@@ -6652,7 +6900,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[97]
+	mi := &file_logd_v1_logd_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6664,7 +6912,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[97]
+	mi := &file_logd_v1_logd_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6677,7 +6925,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{97}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *RevokeTokenResponse) GetInfo() *TokenInfo {
@@ -6705,7 +6953,7 @@ type ACL struct {
 
 func (x *ACL) Reset() {
 	*x = ACL{}
-	mi := &file_logd_v1_logd_proto_msgTypes[98]
+	mi := &file_logd_v1_logd_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6717,7 +6965,7 @@ func (x *ACL) String() string {
 func (*ACL) ProtoMessage() {}
 
 func (x *ACL) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[98]
+	mi := &file_logd_v1_logd_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6730,7 +6978,7 @@ func (x *ACL) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ACL.ProtoReflect.Descriptor instead.
 func (*ACL) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{98}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *ACL) GetPrincipal() string {
@@ -6784,7 +7032,7 @@ type CreateACLsRequest struct {
 
 func (x *CreateACLsRequest) Reset() {
 	*x = CreateACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[99]
+	mi := &file_logd_v1_logd_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6796,7 +7044,7 @@ func (x *CreateACLsRequest) String() string {
 func (*CreateACLsRequest) ProtoMessage() {}
 
 func (x *CreateACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[99]
+	mi := &file_logd_v1_logd_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6809,7 +7057,7 @@ func (x *CreateACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateACLsRequest.ProtoReflect.Descriptor instead.
 func (*CreateACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{99}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *CreateACLsRequest) GetAcls() []*ACL {
@@ -6829,7 +7077,7 @@ type CreateACLsResponse struct {
 
 func (x *CreateACLsResponse) Reset() {
 	*x = CreateACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[100]
+	mi := &file_logd_v1_logd_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6841,7 +7089,7 @@ func (x *CreateACLsResponse) String() string {
 func (*CreateACLsResponse) ProtoMessage() {}
 
 func (x *CreateACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[100]
+	mi := &file_logd_v1_logd_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6854,7 +7102,7 @@ func (x *CreateACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateACLsResponse.ProtoReflect.Descriptor instead.
 func (*CreateACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{100}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *CreateACLsResponse) GetCreated() int32 {
@@ -6879,7 +7127,7 @@ type ACLFilter struct {
 
 func (x *ACLFilter) Reset() {
 	*x = ACLFilter{}
-	mi := &file_logd_v1_logd_proto_msgTypes[101]
+	mi := &file_logd_v1_logd_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6891,7 +7139,7 @@ func (x *ACLFilter) String() string {
 func (*ACLFilter) ProtoMessage() {}
 
 func (x *ACLFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[101]
+	mi := &file_logd_v1_logd_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6904,7 +7152,7 @@ func (x *ACLFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ACLFilter.ProtoReflect.Descriptor instead.
 func (*ACLFilter) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{101}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *ACLFilter) GetPrincipal() string {
@@ -6958,7 +7206,7 @@ type ListACLsRequest struct {
 
 func (x *ListACLsRequest) Reset() {
 	*x = ListACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[102]
+	mi := &file_logd_v1_logd_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6970,7 +7218,7 @@ func (x *ListACLsRequest) String() string {
 func (*ListACLsRequest) ProtoMessage() {}
 
 func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[102]
+	mi := &file_logd_v1_logd_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6983,7 +7231,7 @@ func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListACLsRequest.ProtoReflect.Descriptor instead.
 func (*ListACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{102}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *ListACLsRequest) GetFilter() *ACLFilter {
@@ -7002,7 +7250,7 @@ type ListACLsResponse struct {
 
 func (x *ListACLsResponse) Reset() {
 	*x = ListACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[103]
+	mi := &file_logd_v1_logd_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7014,7 +7262,7 @@ func (x *ListACLsResponse) String() string {
 func (*ListACLsResponse) ProtoMessage() {}
 
 func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[103]
+	mi := &file_logd_v1_logd_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7027,7 +7275,7 @@ func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListACLsResponse.ProtoReflect.Descriptor instead.
 func (*ListACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{103}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *ListACLsResponse) GetAcls() []*ACL {
@@ -7049,7 +7297,7 @@ type DeleteACLsRequest struct {
 
 func (x *DeleteACLsRequest) Reset() {
 	*x = DeleteACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[104]
+	mi := &file_logd_v1_logd_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7061,7 +7309,7 @@ func (x *DeleteACLsRequest) String() string {
 func (*DeleteACLsRequest) ProtoMessage() {}
 
 func (x *DeleteACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[104]
+	mi := &file_logd_v1_logd_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7074,7 +7322,7 @@ func (x *DeleteACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteACLsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{104}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *DeleteACLsRequest) GetFilter() *ACLFilter {
@@ -7101,7 +7349,7 @@ type DeleteACLsResponse struct {
 
 func (x *DeleteACLsResponse) Reset() {
 	*x = DeleteACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[105]
+	mi := &file_logd_v1_logd_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7113,7 +7361,7 @@ func (x *DeleteACLsResponse) String() string {
 func (*DeleteACLsResponse) ProtoMessage() {}
 
 func (x *DeleteACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[105]
+	mi := &file_logd_v1_logd_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7126,7 +7374,7 @@ func (x *DeleteACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteACLsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{105}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *DeleteACLsResponse) GetAcls() []*ACL {
@@ -7165,7 +7413,7 @@ type StartRedriveRequest struct {
 
 func (x *StartRedriveRequest) Reset() {
 	*x = StartRedriveRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[106]
+	mi := &file_logd_v1_logd_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7177,7 +7425,7 @@ func (x *StartRedriveRequest) String() string {
 func (*StartRedriveRequest) ProtoMessage() {}
 
 func (x *StartRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[106]
+	mi := &file_logd_v1_logd_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7190,7 +7438,7 @@ func (x *StartRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRedriveRequest.ProtoReflect.Descriptor instead.
 func (*StartRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{106}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *StartRedriveRequest) GetDeadLetterTopic() string {
@@ -7288,7 +7536,7 @@ type RedriveProgress struct {
 
 func (x *RedriveProgress) Reset() {
 	*x = RedriveProgress{}
-	mi := &file_logd_v1_logd_proto_msgTypes[107]
+	mi := &file_logd_v1_logd_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7300,7 +7548,7 @@ func (x *RedriveProgress) String() string {
 func (*RedriveProgress) ProtoMessage() {}
 
 func (x *RedriveProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[107]
+	mi := &file_logd_v1_logd_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7313,7 +7561,7 @@ func (x *RedriveProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveProgress.ProtoReflect.Descriptor instead.
 func (*RedriveProgress) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{107}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *RedriveProgress) GetScanned() int64 {
@@ -7383,7 +7631,7 @@ type RedriveJob struct {
 
 func (x *RedriveJob) Reset() {
 	*x = RedriveJob{}
-	mi := &file_logd_v1_logd_proto_msgTypes[108]
+	mi := &file_logd_v1_logd_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7395,7 +7643,7 @@ func (x *RedriveJob) String() string {
 func (*RedriveJob) ProtoMessage() {}
 
 func (x *RedriveJob) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[108]
+	mi := &file_logd_v1_logd_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7408,7 +7656,7 @@ func (x *RedriveJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveJob.ProtoReflect.Descriptor instead.
 func (*RedriveJob) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{108}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *RedriveJob) GetId() string {
@@ -7504,7 +7752,7 @@ type StartRedriveResponse struct {
 
 func (x *StartRedriveResponse) Reset() {
 	*x = StartRedriveResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[109]
+	mi := &file_logd_v1_logd_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7516,7 +7764,7 @@ func (x *StartRedriveResponse) String() string {
 func (*StartRedriveResponse) ProtoMessage() {}
 
 func (x *StartRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[109]
+	mi := &file_logd_v1_logd_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7529,7 +7777,7 @@ func (x *StartRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRedriveResponse.ProtoReflect.Descriptor instead.
 func (*StartRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{109}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *StartRedriveResponse) GetJob() *RedriveJob {
@@ -7548,7 +7796,7 @@ type DescribeRedriveRequest struct {
 
 func (x *DescribeRedriveRequest) Reset() {
 	*x = DescribeRedriveRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[110]
+	mi := &file_logd_v1_logd_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7560,7 +7808,7 @@ func (x *DescribeRedriveRequest) String() string {
 func (*DescribeRedriveRequest) ProtoMessage() {}
 
 func (x *DescribeRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[110]
+	mi := &file_logd_v1_logd_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7573,7 +7821,7 @@ func (x *DescribeRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRedriveRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{110}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *DescribeRedriveRequest) GetId() string {
@@ -7592,7 +7840,7 @@ type DescribeRedriveResponse struct {
 
 func (x *DescribeRedriveResponse) Reset() {
 	*x = DescribeRedriveResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[111]
+	mi := &file_logd_v1_logd_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7604,7 +7852,7 @@ func (x *DescribeRedriveResponse) String() string {
 func (*DescribeRedriveResponse) ProtoMessage() {}
 
 func (x *DescribeRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[111]
+	mi := &file_logd_v1_logd_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7617,7 +7865,7 @@ func (x *DescribeRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRedriveResponse.ProtoReflect.Descriptor instead.
 func (*DescribeRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{111}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *DescribeRedriveResponse) GetJob() *RedriveJob {
@@ -7637,7 +7885,7 @@ type ListRedrivesRequest struct {
 
 func (x *ListRedrivesRequest) Reset() {
 	*x = ListRedrivesRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[112]
+	mi := &file_logd_v1_logd_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7649,7 +7897,7 @@ func (x *ListRedrivesRequest) String() string {
 func (*ListRedrivesRequest) ProtoMessage() {}
 
 func (x *ListRedrivesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[112]
+	mi := &file_logd_v1_logd_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7662,7 +7910,7 @@ func (x *ListRedrivesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRedrivesRequest.ProtoReflect.Descriptor instead.
 func (*ListRedrivesRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{112}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *ListRedrivesRequest) GetDeadLetterTopic() string {
@@ -7681,7 +7929,7 @@ type ListRedrivesResponse struct {
 
 func (x *ListRedrivesResponse) Reset() {
 	*x = ListRedrivesResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[113]
+	mi := &file_logd_v1_logd_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7693,7 +7941,7 @@ func (x *ListRedrivesResponse) String() string {
 func (*ListRedrivesResponse) ProtoMessage() {}
 
 func (x *ListRedrivesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[113]
+	mi := &file_logd_v1_logd_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7706,7 +7954,7 @@ func (x *ListRedrivesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRedrivesResponse.ProtoReflect.Descriptor instead.
 func (*ListRedrivesResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{113}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *ListRedrivesResponse) GetJobs() []*RedriveJob {
@@ -7725,7 +7973,7 @@ type StopRedriveRequest struct {
 
 func (x *StopRedriveRequest) Reset() {
 	*x = StopRedriveRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[114]
+	mi := &file_logd_v1_logd_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7737,7 +7985,7 @@ func (x *StopRedriveRequest) String() string {
 func (*StopRedriveRequest) ProtoMessage() {}
 
 func (x *StopRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[114]
+	mi := &file_logd_v1_logd_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7750,7 +7998,7 @@ func (x *StopRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRedriveRequest.ProtoReflect.Descriptor instead.
 func (*StopRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{114}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *StopRedriveRequest) GetId() string {
@@ -7769,7 +8017,7 @@ type StopRedriveResponse struct {
 
 func (x *StopRedriveResponse) Reset() {
 	*x = StopRedriveResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[115]
+	mi := &file_logd_v1_logd_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7781,7 +8029,7 @@ func (x *StopRedriveResponse) String() string {
 func (*StopRedriveResponse) ProtoMessage() {}
 
 func (x *StopRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[115]
+	mi := &file_logd_v1_logd_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7794,7 +8042,7 @@ func (x *StopRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRedriveResponse.ProtoReflect.Descriptor instead.
 func (*StopRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{115}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *StopRedriveResponse) GetJob() *RedriveJob {
@@ -7830,8 +8078,9 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"?\n" +
 	"\x13CreateTopicResponse\x12(\n" +
-	"\x05topic\x18\x01 \x01(\v2\x12.logd.v1.TopicInfoR\x05topic\"\x13\n" +
-	"\x11ListTopicsRequest\"@\n" +
+	"\x05topic\x18\x01 \x01(\v2\x12.logd.v1.TopicInfoR\x05topic\")\n" +
+	"\x11ListTopicsRequest\x12\x14\n" +
+	"\x05stats\x18\x01 \x01(\bR\x05stats\"@\n" +
 	"\x12ListTopicsResponse\x12*\n" +
 	"\x06topics\x18\x01 \x03(\v2\x12.logd.v1.TopicInfoR\x06topics\"*\n" +
 	"\x14DescribeTopicRequest\x12\x12\n" +
@@ -7843,7 +8092,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"partitions\"(\n" +
 	"\x12DeleteTopicRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x15\n" +
-	"\x13DeleteTopicResponse\"\xd1\x01\n" +
+	"\x13DeleteTopicResponse\"\xfc\x01\n" +
 	"\tTopicInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
 	"\n" +
@@ -7851,10 +8100,18 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"partitions\x126\n" +
 	"\x06config\x18\x03 \x03(\v2\x1e.logd.v1.TopicInfo.ConfigEntryR\x06config\x12\x1d\n" +
 	"\n" +
-	"created_ms\x18\x04 \x01(\x03R\tcreatedMs\x1a9\n" +
+	"created_ms\x18\x04 \x01(\x03R\tcreatedMs\x12)\n" +
+	"\x05stats\x18\x05 \x01(\v2\x13.logd.v1.TopicStatsR\x05stats\x1a9\n" +
 	"\vConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x96\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"y\n" +
+	"\n" +
+	"TopicStats\x12\x18\n" +
+	"\arecords\x18\x01 \x01(\x03R\arecords\x12\x14\n" +
+	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\x12\x1a\n" +
+	"\bsegments\x18\x03 \x01(\x05R\bsegments\x12\x1f\n" +
+	"\vend_offsets\x18\x04 \x01(\x03R\n" +
+	"endOffsets\"\x96\x02\n" +
 	"\rPartitionInfo\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12(\n" +
 	"\x10log_start_offset\x18\x02 \x01(\x03R\x0elogStartOffset\x12\x1d\n" +
@@ -7921,7 +8178,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\n" +
 	"end_offset\x18\x02 \x01(\x03R\tendOffset\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\"\x0f\n" +
-	"\rStatusRequest\"\xd2\x03\n" +
+	"\rStatusRequest\"\xd9\x04\n" +
 	"\x0eStatusResponse\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1b\n" +
@@ -7939,7 +8196,23 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\vbuild_level\x18\f \x01(\rR\n" +
 	"buildLevel\x12#\n" +
 	"\rapplied_level\x18\r \x01(\rR\fappliedLevel\x12#\n" +
-	"\rcluster_level\x18\x0e \x01(\rR\fclusterLevel\"\x9d\x01\n" +
+	"\rcluster_level\x18\x0e \x01(\rR\fclusterLevel\x12%\n" +
+	"\x0eleader_changes\x18\x0f \x01(\x04R\rleaderChanges\x125\n" +
+	"\tfollowers\x18\x10 \x03(\v2\x17.logd.v1.FollowerStatusR\tfollowers\x12'\n" +
+	"\x04disk\x18\x11 \x01(\v2\x13.logd.v1.DiskStatusR\x04disk\"\x9d\x01\n" +
+	"\x0eFollowerStatus\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
+	"\n" +
+	"last_index\x18\x02 \x01(\x04R\tlastIndex\x12\x10\n" +
+	"\x03lag\x18\x03 \x01(\x04R\x03lag\x122\n" +
+	"\x13last_contact_age_ms\x18\x04 \x01(\x03H\x00R\x10lastContactAgeMs\x88\x01\x01B\x16\n" +
+	"\x14_last_contact_age_ms\"N\n" +
+	"\n" +
+	"DiskStatus\x12\x1f\n" +
+	"\vtotal_bytes\x18\x01 \x01(\x04R\n" +
+	"totalBytes\x12\x1f\n" +
+	"\vavail_bytes\x18\x02 \x01(\x04R\n" +
+	"availBytes\"\x9d\x01\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12\x1a\n" +
@@ -8541,7 +8814,7 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 119)
+var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 122)
 var file_logd_v1_logd_proto_goTypes = []any{
 	(Reason)(0),                        // 0: logd.v1.Reason
 	(*ErrorInfo)(nil),                  // 1: logd.v1.ErrorInfo
@@ -8554,270 +8827,276 @@ var file_logd_v1_logd_proto_goTypes = []any{
 	(*DeleteTopicRequest)(nil),         // 8: logd.v1.DeleteTopicRequest
 	(*DeleteTopicResponse)(nil),        // 9: logd.v1.DeleteTopicResponse
 	(*TopicInfo)(nil),                  // 10: logd.v1.TopicInfo
-	(*PartitionInfo)(nil),              // 11: logd.v1.PartitionInfo
-	(*Header)(nil),                     // 12: logd.v1.Header
-	(*Record)(nil),                     // 13: logd.v1.Record
-	(*ProduceRequest)(nil),             // 14: logd.v1.ProduceRequest
-	(*RecordResult)(nil),               // 15: logd.v1.RecordResult
-	(*ProduceResponse)(nil),            // 16: logd.v1.ProduceResponse
-	(*FetchRequest)(nil),               // 17: logd.v1.FetchRequest
-	(*FetchedRecord)(nil),              // 18: logd.v1.FetchedRecord
-	(*FetchResponse)(nil),              // 19: logd.v1.FetchResponse
-	(*ListOffsetsRequest)(nil),         // 20: logd.v1.ListOffsetsRequest
-	(*ListOffsetsResponse)(nil),        // 21: logd.v1.ListOffsetsResponse
-	(*StatusRequest)(nil),              // 22: logd.v1.StatusRequest
-	(*StatusResponse)(nil),             // 23: logd.v1.StatusResponse
-	(*Member)(nil),                     // 24: logd.v1.Member
-	(*GroupTopicPartition)(nil),        // 25: logd.v1.GroupTopicPartition
-	(*GroupOffset)(nil),                // 26: logd.v1.GroupOffset
-	(*JoinGroupRequest)(nil),           // 27: logd.v1.JoinGroupRequest
-	(*GroupAssignment)(nil),            // 28: logd.v1.GroupAssignment
-	(*AssignedPartition)(nil),          // 29: logd.v1.AssignedPartition
-	(*JoinGroupResponse)(nil),          // 30: logd.v1.JoinGroupResponse
-	(*GroupHeartbeatRequest)(nil),      // 31: logd.v1.GroupHeartbeatRequest
-	(*GroupHeartbeatResponse)(nil),     // 32: logd.v1.GroupHeartbeatResponse
-	(*LeaveGroupRequest)(nil),          // 33: logd.v1.LeaveGroupRequest
-	(*LeaveGroupResponse)(nil),         // 34: logd.v1.LeaveGroupResponse
-	(*CommitOffsetsRequest)(nil),       // 35: logd.v1.CommitOffsetsRequest
-	(*CommitOffsetsResponse)(nil),      // 36: logd.v1.CommitOffsetsResponse
-	(*GroupFetchRequest)(nil),          // 37: logd.v1.GroupFetchRequest
-	(*GroupFetchResponse)(nil),         // 38: logd.v1.GroupFetchResponse
-	(*ListGroupsRequest)(nil),          // 39: logd.v1.ListGroupsRequest
-	(*ConsumerGroupSummary)(nil),       // 40: logd.v1.ConsumerGroupSummary
-	(*ListGroupsResponse)(nil),         // 41: logd.v1.ListGroupsResponse
-	(*DescribeGroupRequest)(nil),       // 42: logd.v1.DescribeGroupRequest
-	(*ConsumerGroupMember)(nil),        // 43: logd.v1.ConsumerGroupMember
-	(*ConsumerGroupPartition)(nil),     // 44: logd.v1.ConsumerGroupPartition
-	(*DescribeGroupResponse)(nil),      // 45: logd.v1.DescribeGroupResponse
-	(*DeleteGroupRequest)(nil),         // 46: logd.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),        // 47: logd.v1.DeleteGroupResponse
-	(*ResetTopic)(nil),                 // 48: logd.v1.ResetTopic
-	(*ResetGroupOffsetsRequest)(nil),   // 49: logd.v1.ResetGroupOffsetsRequest
-	(*ResetPlanEntry)(nil),             // 50: logd.v1.ResetPlanEntry
-	(*ResetGroupOffsetsResponse)(nil),  // 51: logd.v1.ResetGroupOffsetsResponse
-	(*QueueGroupConfig)(nil),           // 52: logd.v1.QueueGroupConfig
-	(*CreateQueueGroupRequest)(nil),    // 53: logd.v1.CreateQueueGroupRequest
-	(*CreateQueueGroupResponse)(nil),   // 54: logd.v1.CreateQueueGroupResponse
-	(*AlterQueueGroupRequest)(nil),     // 55: logd.v1.AlterQueueGroupRequest
-	(*AlterQueueGroupResponse)(nil),    // 56: logd.v1.AlterQueueGroupResponse
-	(*DescribeQueueGroupRequest)(nil),  // 57: logd.v1.DescribeQueueGroupRequest
-	(*QueuePartitionState)(nil),        // 58: logd.v1.QueuePartitionState
-	(*DescribeQueueGroupResponse)(nil), // 59: logd.v1.DescribeQueueGroupResponse
-	(*ListQueueGroupsRequest)(nil),     // 60: logd.v1.ListQueueGroupsRequest
-	(*ListQueueGroupsResponse)(nil),    // 61: logd.v1.ListQueueGroupsResponse
-	(*InFlightRecord)(nil),             // 62: logd.v1.InFlightRecord
-	(*ClaimRequest)(nil),               // 63: logd.v1.ClaimRequest
-	(*ClaimedRecord)(nil),              // 64: logd.v1.ClaimedRecord
-	(*ClaimResponse)(nil),              // 65: logd.v1.ClaimResponse
-	(*TokenResult)(nil),                // 66: logd.v1.TokenResult
-	(*AckRequest)(nil),                 // 67: logd.v1.AckRequest
-	(*AckResponse)(nil),                // 68: logd.v1.AckResponse
-	(*QueueNack)(nil),                  // 69: logd.v1.QueueNack
-	(*NackRequest)(nil),                // 70: logd.v1.NackRequest
-	(*NackResponse)(nil),               // 71: logd.v1.NackResponse
-	(*ExtendRequest)(nil),              // 72: logd.v1.ExtendRequest
-	(*ExtendResponse)(nil),             // 73: logd.v1.ExtendResponse
-	(*AlterTopicRequest)(nil),          // 74: logd.v1.AlterTopicRequest
-	(*AlterTopicResponse)(nil),         // 75: logd.v1.AlterTopicResponse
-	(*CreatePartitionsRequest)(nil),    // 76: logd.v1.CreatePartitionsRequest
-	(*CreatePartitionsResponse)(nil),   // 77: logd.v1.CreatePartitionsResponse
-	(*CleanerRun)(nil),                 // 78: logd.v1.CleanerRun
-	(*JoinRequest)(nil),                // 79: logd.v1.JoinRequest
-	(*JoinResponse)(nil),               // 80: logd.v1.JoinResponse
-	(*RemoveNodeRequest)(nil),          // 81: logd.v1.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),         // 82: logd.v1.RemoveNodeResponse
-	(*TransferLeadershipRequest)(nil),  // 83: logd.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil), // 84: logd.v1.TransferLeadershipResponse
-	(*SaveSnapshotRequest)(nil),        // 85: logd.v1.SaveSnapshotRequest
-	(*SaveSnapshotResponse)(nil),       // 86: logd.v1.SaveSnapshotResponse
-	(*SnapshotInfo)(nil),               // 87: logd.v1.SnapshotInfo
-	(*PauseQueueGroupRequest)(nil),     // 88: logd.v1.PauseQueueGroupRequest
-	(*PauseQueueGroupResponse)(nil),    // 89: logd.v1.PauseQueueGroupResponse
-	(*WhoAmIRequest)(nil),              // 90: logd.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),             // 91: logd.v1.WhoAmIResponse
-	(*TokenInfo)(nil),                  // 92: logd.v1.TokenInfo
-	(*CreateTokenRequest)(nil),         // 93: logd.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),        // 94: logd.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),          // 95: logd.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),         // 96: logd.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),         // 97: logd.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),        // 98: logd.v1.RevokeTokenResponse
-	(*ACL)(nil),                        // 99: logd.v1.ACL
-	(*CreateACLsRequest)(nil),          // 100: logd.v1.CreateACLsRequest
-	(*CreateACLsResponse)(nil),         // 101: logd.v1.CreateACLsResponse
-	(*ACLFilter)(nil),                  // 102: logd.v1.ACLFilter
-	(*ListACLsRequest)(nil),            // 103: logd.v1.ListACLsRequest
-	(*ListACLsResponse)(nil),           // 104: logd.v1.ListACLsResponse
-	(*DeleteACLsRequest)(nil),          // 105: logd.v1.DeleteACLsRequest
-	(*DeleteACLsResponse)(nil),         // 106: logd.v1.DeleteACLsResponse
-	(*StartRedriveRequest)(nil),        // 107: logd.v1.StartRedriveRequest
-	(*RedriveProgress)(nil),            // 108: logd.v1.RedriveProgress
-	(*RedriveJob)(nil),                 // 109: logd.v1.RedriveJob
-	(*StartRedriveResponse)(nil),       // 110: logd.v1.StartRedriveResponse
-	(*DescribeRedriveRequest)(nil),     // 111: logd.v1.DescribeRedriveRequest
-	(*DescribeRedriveResponse)(nil),    // 112: logd.v1.DescribeRedriveResponse
-	(*ListRedrivesRequest)(nil),        // 113: logd.v1.ListRedrivesRequest
-	(*ListRedrivesResponse)(nil),       // 114: logd.v1.ListRedrivesResponse
-	(*StopRedriveRequest)(nil),         // 115: logd.v1.StopRedriveRequest
-	(*StopRedriveResponse)(nil),        // 116: logd.v1.StopRedriveResponse
-	nil,                                // 117: logd.v1.CreateTopicRequest.ConfigEntry
-	nil,                                // 118: logd.v1.TopicInfo.ConfigEntry
-	nil,                                // 119: logd.v1.AlterTopicRequest.ConfigEntry
+	(*TopicStats)(nil),                 // 11: logd.v1.TopicStats
+	(*PartitionInfo)(nil),              // 12: logd.v1.PartitionInfo
+	(*Header)(nil),                     // 13: logd.v1.Header
+	(*Record)(nil),                     // 14: logd.v1.Record
+	(*ProduceRequest)(nil),             // 15: logd.v1.ProduceRequest
+	(*RecordResult)(nil),               // 16: logd.v1.RecordResult
+	(*ProduceResponse)(nil),            // 17: logd.v1.ProduceResponse
+	(*FetchRequest)(nil),               // 18: logd.v1.FetchRequest
+	(*FetchedRecord)(nil),              // 19: logd.v1.FetchedRecord
+	(*FetchResponse)(nil),              // 20: logd.v1.FetchResponse
+	(*ListOffsetsRequest)(nil),         // 21: logd.v1.ListOffsetsRequest
+	(*ListOffsetsResponse)(nil),        // 22: logd.v1.ListOffsetsResponse
+	(*StatusRequest)(nil),              // 23: logd.v1.StatusRequest
+	(*StatusResponse)(nil),             // 24: logd.v1.StatusResponse
+	(*FollowerStatus)(nil),             // 25: logd.v1.FollowerStatus
+	(*DiskStatus)(nil),                 // 26: logd.v1.DiskStatus
+	(*Member)(nil),                     // 27: logd.v1.Member
+	(*GroupTopicPartition)(nil),        // 28: logd.v1.GroupTopicPartition
+	(*GroupOffset)(nil),                // 29: logd.v1.GroupOffset
+	(*JoinGroupRequest)(nil),           // 30: logd.v1.JoinGroupRequest
+	(*GroupAssignment)(nil),            // 31: logd.v1.GroupAssignment
+	(*AssignedPartition)(nil),          // 32: logd.v1.AssignedPartition
+	(*JoinGroupResponse)(nil),          // 33: logd.v1.JoinGroupResponse
+	(*GroupHeartbeatRequest)(nil),      // 34: logd.v1.GroupHeartbeatRequest
+	(*GroupHeartbeatResponse)(nil),     // 35: logd.v1.GroupHeartbeatResponse
+	(*LeaveGroupRequest)(nil),          // 36: logd.v1.LeaveGroupRequest
+	(*LeaveGroupResponse)(nil),         // 37: logd.v1.LeaveGroupResponse
+	(*CommitOffsetsRequest)(nil),       // 38: logd.v1.CommitOffsetsRequest
+	(*CommitOffsetsResponse)(nil),      // 39: logd.v1.CommitOffsetsResponse
+	(*GroupFetchRequest)(nil),          // 40: logd.v1.GroupFetchRequest
+	(*GroupFetchResponse)(nil),         // 41: logd.v1.GroupFetchResponse
+	(*ListGroupsRequest)(nil),          // 42: logd.v1.ListGroupsRequest
+	(*ConsumerGroupSummary)(nil),       // 43: logd.v1.ConsumerGroupSummary
+	(*ListGroupsResponse)(nil),         // 44: logd.v1.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),       // 45: logd.v1.DescribeGroupRequest
+	(*ConsumerGroupMember)(nil),        // 46: logd.v1.ConsumerGroupMember
+	(*ConsumerGroupPartition)(nil),     // 47: logd.v1.ConsumerGroupPartition
+	(*DescribeGroupResponse)(nil),      // 48: logd.v1.DescribeGroupResponse
+	(*DeleteGroupRequest)(nil),         // 49: logd.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),        // 50: logd.v1.DeleteGroupResponse
+	(*ResetTopic)(nil),                 // 51: logd.v1.ResetTopic
+	(*ResetGroupOffsetsRequest)(nil),   // 52: logd.v1.ResetGroupOffsetsRequest
+	(*ResetPlanEntry)(nil),             // 53: logd.v1.ResetPlanEntry
+	(*ResetGroupOffsetsResponse)(nil),  // 54: logd.v1.ResetGroupOffsetsResponse
+	(*QueueGroupConfig)(nil),           // 55: logd.v1.QueueGroupConfig
+	(*CreateQueueGroupRequest)(nil),    // 56: logd.v1.CreateQueueGroupRequest
+	(*CreateQueueGroupResponse)(nil),   // 57: logd.v1.CreateQueueGroupResponse
+	(*AlterQueueGroupRequest)(nil),     // 58: logd.v1.AlterQueueGroupRequest
+	(*AlterQueueGroupResponse)(nil),    // 59: logd.v1.AlterQueueGroupResponse
+	(*DescribeQueueGroupRequest)(nil),  // 60: logd.v1.DescribeQueueGroupRequest
+	(*QueuePartitionState)(nil),        // 61: logd.v1.QueuePartitionState
+	(*DescribeQueueGroupResponse)(nil), // 62: logd.v1.DescribeQueueGroupResponse
+	(*ListQueueGroupsRequest)(nil),     // 63: logd.v1.ListQueueGroupsRequest
+	(*ListQueueGroupsResponse)(nil),    // 64: logd.v1.ListQueueGroupsResponse
+	(*InFlightRecord)(nil),             // 65: logd.v1.InFlightRecord
+	(*ClaimRequest)(nil),               // 66: logd.v1.ClaimRequest
+	(*ClaimedRecord)(nil),              // 67: logd.v1.ClaimedRecord
+	(*ClaimResponse)(nil),              // 68: logd.v1.ClaimResponse
+	(*TokenResult)(nil),                // 69: logd.v1.TokenResult
+	(*AckRequest)(nil),                 // 70: logd.v1.AckRequest
+	(*AckResponse)(nil),                // 71: logd.v1.AckResponse
+	(*QueueNack)(nil),                  // 72: logd.v1.QueueNack
+	(*NackRequest)(nil),                // 73: logd.v1.NackRequest
+	(*NackResponse)(nil),               // 74: logd.v1.NackResponse
+	(*ExtendRequest)(nil),              // 75: logd.v1.ExtendRequest
+	(*ExtendResponse)(nil),             // 76: logd.v1.ExtendResponse
+	(*AlterTopicRequest)(nil),          // 77: logd.v1.AlterTopicRequest
+	(*AlterTopicResponse)(nil),         // 78: logd.v1.AlterTopicResponse
+	(*CreatePartitionsRequest)(nil),    // 79: logd.v1.CreatePartitionsRequest
+	(*CreatePartitionsResponse)(nil),   // 80: logd.v1.CreatePartitionsResponse
+	(*CleanerRun)(nil),                 // 81: logd.v1.CleanerRun
+	(*JoinRequest)(nil),                // 82: logd.v1.JoinRequest
+	(*JoinResponse)(nil),               // 83: logd.v1.JoinResponse
+	(*RemoveNodeRequest)(nil),          // 84: logd.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),         // 85: logd.v1.RemoveNodeResponse
+	(*TransferLeadershipRequest)(nil),  // 86: logd.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil), // 87: logd.v1.TransferLeadershipResponse
+	(*SaveSnapshotRequest)(nil),        // 88: logd.v1.SaveSnapshotRequest
+	(*SaveSnapshotResponse)(nil),       // 89: logd.v1.SaveSnapshotResponse
+	(*SnapshotInfo)(nil),               // 90: logd.v1.SnapshotInfo
+	(*PauseQueueGroupRequest)(nil),     // 91: logd.v1.PauseQueueGroupRequest
+	(*PauseQueueGroupResponse)(nil),    // 92: logd.v1.PauseQueueGroupResponse
+	(*WhoAmIRequest)(nil),              // 93: logd.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),             // 94: logd.v1.WhoAmIResponse
+	(*TokenInfo)(nil),                  // 95: logd.v1.TokenInfo
+	(*CreateTokenRequest)(nil),         // 96: logd.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),        // 97: logd.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),          // 98: logd.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),         // 99: logd.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),         // 100: logd.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),        // 101: logd.v1.RevokeTokenResponse
+	(*ACL)(nil),                        // 102: logd.v1.ACL
+	(*CreateACLsRequest)(nil),          // 103: logd.v1.CreateACLsRequest
+	(*CreateACLsResponse)(nil),         // 104: logd.v1.CreateACLsResponse
+	(*ACLFilter)(nil),                  // 105: logd.v1.ACLFilter
+	(*ListACLsRequest)(nil),            // 106: logd.v1.ListACLsRequest
+	(*ListACLsResponse)(nil),           // 107: logd.v1.ListACLsResponse
+	(*DeleteACLsRequest)(nil),          // 108: logd.v1.DeleteACLsRequest
+	(*DeleteACLsResponse)(nil),         // 109: logd.v1.DeleteACLsResponse
+	(*StartRedriveRequest)(nil),        // 110: logd.v1.StartRedriveRequest
+	(*RedriveProgress)(nil),            // 111: logd.v1.RedriveProgress
+	(*RedriveJob)(nil),                 // 112: logd.v1.RedriveJob
+	(*StartRedriveResponse)(nil),       // 113: logd.v1.StartRedriveResponse
+	(*DescribeRedriveRequest)(nil),     // 114: logd.v1.DescribeRedriveRequest
+	(*DescribeRedriveResponse)(nil),    // 115: logd.v1.DescribeRedriveResponse
+	(*ListRedrivesRequest)(nil),        // 116: logd.v1.ListRedrivesRequest
+	(*ListRedrivesResponse)(nil),       // 117: logd.v1.ListRedrivesResponse
+	(*StopRedriveRequest)(nil),         // 118: logd.v1.StopRedriveRequest
+	(*StopRedriveResponse)(nil),        // 119: logd.v1.StopRedriveResponse
+	nil,                                // 120: logd.v1.CreateTopicRequest.ConfigEntry
+	nil,                                // 121: logd.v1.TopicInfo.ConfigEntry
+	nil,                                // 122: logd.v1.AlterTopicRequest.ConfigEntry
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
 	0,   // 0: logd.v1.ErrorInfo.reason:type_name -> logd.v1.Reason
-	117, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
+	120, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
 	10,  // 2: logd.v1.CreateTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	10,  // 3: logd.v1.ListTopicsResponse.topics:type_name -> logd.v1.TopicInfo
 	10,  // 4: logd.v1.DescribeTopicResponse.topic:type_name -> logd.v1.TopicInfo
-	11,  // 5: logd.v1.DescribeTopicResponse.partitions:type_name -> logd.v1.PartitionInfo
-	118, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
-	78,  // 7: logd.v1.PartitionInfo.last_cleaner_run:type_name -> logd.v1.CleanerRun
-	12,  // 8: logd.v1.Record.headers:type_name -> logd.v1.Header
-	13,  // 9: logd.v1.ProduceRequest.records:type_name -> logd.v1.Record
-	15,  // 10: logd.v1.ProduceResponse.results:type_name -> logd.v1.RecordResult
-	12,  // 11: logd.v1.FetchedRecord.headers:type_name -> logd.v1.Header
-	18,  // 12: logd.v1.FetchResponse.records:type_name -> logd.v1.FetchedRecord
-	24,  // 13: logd.v1.StatusResponse.members:type_name -> logd.v1.Member
-	29,  // 14: logd.v1.GroupAssignment.partitions:type_name -> logd.v1.AssignedPartition
-	25,  // 15: logd.v1.GroupAssignment.revoke:type_name -> logd.v1.GroupTopicPartition
-	28,  // 16: logd.v1.JoinGroupResponse.assignment:type_name -> logd.v1.GroupAssignment
-	25,  // 17: logd.v1.GroupHeartbeatRequest.released:type_name -> logd.v1.GroupTopicPartition
-	28,  // 18: logd.v1.GroupHeartbeatResponse.assignment:type_name -> logd.v1.GroupAssignment
-	26,  // 19: logd.v1.CommitOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
-	17,  // 20: logd.v1.GroupFetchRequest.fetch:type_name -> logd.v1.FetchRequest
-	19,  // 21: logd.v1.GroupFetchResponse.fetch:type_name -> logd.v1.FetchResponse
-	40,  // 22: logd.v1.ListGroupsResponse.groups:type_name -> logd.v1.ConsumerGroupSummary
-	25,  // 23: logd.v1.ConsumerGroupMember.partitions:type_name -> logd.v1.GroupTopicPartition
-	43,  // 24: logd.v1.DescribeGroupResponse.members:type_name -> logd.v1.ConsumerGroupMember
-	44,  // 25: logd.v1.DescribeGroupResponse.partitions:type_name -> logd.v1.ConsumerGroupPartition
-	48,  // 26: logd.v1.ResetGroupOffsetsRequest.topics:type_name -> logd.v1.ResetTopic
-	26,  // 27: logd.v1.ResetGroupOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
-	50,  // 28: logd.v1.ResetGroupOffsetsResponse.plan:type_name -> logd.v1.ResetPlanEntry
-	52,  // 29: logd.v1.CreateQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
-	52,  // 30: logd.v1.CreateQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
-	52,  // 31: logd.v1.AlterQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
-	52,  // 32: logd.v1.AlterQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
-	52,  // 33: logd.v1.DescribeQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
-	58,  // 34: logd.v1.DescribeQueueGroupResponse.partitions:type_name -> logd.v1.QueuePartitionState
-	62,  // 35: logd.v1.DescribeQueueGroupResponse.in_flight:type_name -> logd.v1.InFlightRecord
-	59,  // 36: logd.v1.ListQueueGroupsResponse.groups:type_name -> logd.v1.DescribeQueueGroupResponse
-	12,  // 37: logd.v1.ClaimedRecord.headers:type_name -> logd.v1.Header
-	64,  // 38: logd.v1.ClaimResponse.records:type_name -> logd.v1.ClaimedRecord
-	0,   // 39: logd.v1.TokenResult.error:type_name -> logd.v1.Reason
-	66,  // 40: logd.v1.AckResponse.results:type_name -> logd.v1.TokenResult
-	69,  // 41: logd.v1.NackRequest.nacks:type_name -> logd.v1.QueueNack
-	66,  // 42: logd.v1.NackResponse.results:type_name -> logd.v1.TokenResult
-	66,  // 43: logd.v1.ExtendResponse.results:type_name -> logd.v1.TokenResult
-	119, // 44: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
-	10,  // 45: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
-	10,  // 46: logd.v1.CreatePartitionsResponse.topic:type_name -> logd.v1.TopicInfo
-	87,  // 47: logd.v1.SaveSnapshotResponse.info:type_name -> logd.v1.SnapshotInfo
-	92,  // 48: logd.v1.CreateTokenResponse.info:type_name -> logd.v1.TokenInfo
-	92,  // 49: logd.v1.ListTokensResponse.tokens:type_name -> logd.v1.TokenInfo
-	92,  // 50: logd.v1.RevokeTokenResponse.info:type_name -> logd.v1.TokenInfo
-	99,  // 51: logd.v1.CreateACLsRequest.acls:type_name -> logd.v1.ACL
-	102, // 52: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACLFilter
-	99,  // 53: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
-	102, // 54: logd.v1.DeleteACLsRequest.filter:type_name -> logd.v1.ACLFilter
-	99,  // 55: logd.v1.DeleteACLsResponse.acls:type_name -> logd.v1.ACL
-	107, // 56: logd.v1.RedriveJob.spec:type_name -> logd.v1.StartRedriveRequest
-	108, // 57: logd.v1.RedriveJob.progress:type_name -> logd.v1.RedriveProgress
-	109, // 58: logd.v1.StartRedriveResponse.job:type_name -> logd.v1.RedriveJob
-	109, // 59: logd.v1.DescribeRedriveResponse.job:type_name -> logd.v1.RedriveJob
-	109, // 60: logd.v1.ListRedrivesResponse.jobs:type_name -> logd.v1.RedriveJob
-	109, // 61: logd.v1.StopRedriveResponse.job:type_name -> logd.v1.RedriveJob
-	2,   // 62: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
-	4,   // 63: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
-	6,   // 64: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
-	8,   // 65: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
-	14,  // 66: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
-	17,  // 67: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
-	20,  // 68: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
-	22,  // 69: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
-	27,  // 70: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
-	31,  // 71: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
-	33,  // 72: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
-	35,  // 73: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
-	37,  // 74: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
-	39,  // 75: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
-	42,  // 76: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
-	46,  // 77: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
-	49,  // 78: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
-	53,  // 79: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
-	55,  // 80: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
-	57,  // 81: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
-	60,  // 82: logd.v1.LogService.ListQueueGroups:input_type -> logd.v1.ListQueueGroupsRequest
-	63,  // 83: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
-	67,  // 84: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
-	70,  // 85: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
-	72,  // 86: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
-	79,  // 87: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
-	81,  // 88: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
-	83,  // 89: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
-	85,  // 90: logd.v1.LogService.SaveSnapshot:input_type -> logd.v1.SaveSnapshotRequest
-	74,  // 91: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
-	76,  // 92: logd.v1.LogService.CreatePartitions:input_type -> logd.v1.CreatePartitionsRequest
-	88,  // 93: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
-	90,  // 94: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
-	93,  // 95: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
-	95,  // 96: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
-	97,  // 97: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
-	100, // 98: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
-	103, // 99: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
-	105, // 100: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
-	107, // 101: logd.v1.LogService.StartRedrive:input_type -> logd.v1.StartRedriveRequest
-	111, // 102: logd.v1.LogService.DescribeRedrive:input_type -> logd.v1.DescribeRedriveRequest
-	113, // 103: logd.v1.LogService.ListRedrives:input_type -> logd.v1.ListRedrivesRequest
-	115, // 104: logd.v1.LogService.StopRedrive:input_type -> logd.v1.StopRedriveRequest
-	3,   // 105: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	5,   // 106: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	7,   // 107: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	9,   // 108: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	16,  // 109: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
-	19,  // 110: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
-	21,  // 111: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	23,  // 112: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
-	30,  // 113: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
-	32,  // 114: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
-	34,  // 115: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
-	36,  // 116: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
-	38,  // 117: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
-	41,  // 118: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
-	45,  // 119: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
-	47,  // 120: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
-	51,  // 121: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
-	54,  // 122: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
-	56,  // 123: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
-	59,  // 124: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
-	61,  // 125: logd.v1.LogService.ListQueueGroups:output_type -> logd.v1.ListQueueGroupsResponse
-	65,  // 126: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
-	68,  // 127: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
-	71,  // 128: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
-	73,  // 129: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
-	80,  // 130: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
-	82,  // 131: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
-	84,  // 132: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
-	86,  // 133: logd.v1.LogService.SaveSnapshot:output_type -> logd.v1.SaveSnapshotResponse
-	75,  // 134: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
-	77,  // 135: logd.v1.LogService.CreatePartitions:output_type -> logd.v1.CreatePartitionsResponse
-	89,  // 136: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
-	91,  // 137: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
-	94,  // 138: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
-	96,  // 139: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
-	98,  // 140: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
-	101, // 141: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
-	104, // 142: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
-	106, // 143: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
-	110, // 144: logd.v1.LogService.StartRedrive:output_type -> logd.v1.StartRedriveResponse
-	112, // 145: logd.v1.LogService.DescribeRedrive:output_type -> logd.v1.DescribeRedriveResponse
-	114, // 146: logd.v1.LogService.ListRedrives:output_type -> logd.v1.ListRedrivesResponse
-	116, // 147: logd.v1.LogService.StopRedrive:output_type -> logd.v1.StopRedriveResponse
-	105, // [105:148] is the sub-list for method output_type
-	62,  // [62:105] is the sub-list for method input_type
-	62,  // [62:62] is the sub-list for extension type_name
-	62,  // [62:62] is the sub-list for extension extendee
-	0,   // [0:62] is the sub-list for field type_name
+	12,  // 5: logd.v1.DescribeTopicResponse.partitions:type_name -> logd.v1.PartitionInfo
+	121, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
+	11,  // 7: logd.v1.TopicInfo.stats:type_name -> logd.v1.TopicStats
+	81,  // 8: logd.v1.PartitionInfo.last_cleaner_run:type_name -> logd.v1.CleanerRun
+	13,  // 9: logd.v1.Record.headers:type_name -> logd.v1.Header
+	14,  // 10: logd.v1.ProduceRequest.records:type_name -> logd.v1.Record
+	16,  // 11: logd.v1.ProduceResponse.results:type_name -> logd.v1.RecordResult
+	13,  // 12: logd.v1.FetchedRecord.headers:type_name -> logd.v1.Header
+	19,  // 13: logd.v1.FetchResponse.records:type_name -> logd.v1.FetchedRecord
+	27,  // 14: logd.v1.StatusResponse.members:type_name -> logd.v1.Member
+	25,  // 15: logd.v1.StatusResponse.followers:type_name -> logd.v1.FollowerStatus
+	26,  // 16: logd.v1.StatusResponse.disk:type_name -> logd.v1.DiskStatus
+	32,  // 17: logd.v1.GroupAssignment.partitions:type_name -> logd.v1.AssignedPartition
+	28,  // 18: logd.v1.GroupAssignment.revoke:type_name -> logd.v1.GroupTopicPartition
+	31,  // 19: logd.v1.JoinGroupResponse.assignment:type_name -> logd.v1.GroupAssignment
+	28,  // 20: logd.v1.GroupHeartbeatRequest.released:type_name -> logd.v1.GroupTopicPartition
+	31,  // 21: logd.v1.GroupHeartbeatResponse.assignment:type_name -> logd.v1.GroupAssignment
+	29,  // 22: logd.v1.CommitOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
+	18,  // 23: logd.v1.GroupFetchRequest.fetch:type_name -> logd.v1.FetchRequest
+	20,  // 24: logd.v1.GroupFetchResponse.fetch:type_name -> logd.v1.FetchResponse
+	43,  // 25: logd.v1.ListGroupsResponse.groups:type_name -> logd.v1.ConsumerGroupSummary
+	28,  // 26: logd.v1.ConsumerGroupMember.partitions:type_name -> logd.v1.GroupTopicPartition
+	46,  // 27: logd.v1.DescribeGroupResponse.members:type_name -> logd.v1.ConsumerGroupMember
+	47,  // 28: logd.v1.DescribeGroupResponse.partitions:type_name -> logd.v1.ConsumerGroupPartition
+	51,  // 29: logd.v1.ResetGroupOffsetsRequest.topics:type_name -> logd.v1.ResetTopic
+	29,  // 30: logd.v1.ResetGroupOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
+	53,  // 31: logd.v1.ResetGroupOffsetsResponse.plan:type_name -> logd.v1.ResetPlanEntry
+	55,  // 32: logd.v1.CreateQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
+	55,  // 33: logd.v1.CreateQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
+	55,  // 34: logd.v1.AlterQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
+	55,  // 35: logd.v1.AlterQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
+	55,  // 36: logd.v1.DescribeQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
+	61,  // 37: logd.v1.DescribeQueueGroupResponse.partitions:type_name -> logd.v1.QueuePartitionState
+	65,  // 38: logd.v1.DescribeQueueGroupResponse.in_flight:type_name -> logd.v1.InFlightRecord
+	62,  // 39: logd.v1.ListQueueGroupsResponse.groups:type_name -> logd.v1.DescribeQueueGroupResponse
+	13,  // 40: logd.v1.ClaimedRecord.headers:type_name -> logd.v1.Header
+	67,  // 41: logd.v1.ClaimResponse.records:type_name -> logd.v1.ClaimedRecord
+	0,   // 42: logd.v1.TokenResult.error:type_name -> logd.v1.Reason
+	69,  // 43: logd.v1.AckResponse.results:type_name -> logd.v1.TokenResult
+	72,  // 44: logd.v1.NackRequest.nacks:type_name -> logd.v1.QueueNack
+	69,  // 45: logd.v1.NackResponse.results:type_name -> logd.v1.TokenResult
+	69,  // 46: logd.v1.ExtendResponse.results:type_name -> logd.v1.TokenResult
+	122, // 47: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
+	10,  // 48: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
+	10,  // 49: logd.v1.CreatePartitionsResponse.topic:type_name -> logd.v1.TopicInfo
+	90,  // 50: logd.v1.SaveSnapshotResponse.info:type_name -> logd.v1.SnapshotInfo
+	95,  // 51: logd.v1.CreateTokenResponse.info:type_name -> logd.v1.TokenInfo
+	95,  // 52: logd.v1.ListTokensResponse.tokens:type_name -> logd.v1.TokenInfo
+	95,  // 53: logd.v1.RevokeTokenResponse.info:type_name -> logd.v1.TokenInfo
+	102, // 54: logd.v1.CreateACLsRequest.acls:type_name -> logd.v1.ACL
+	105, // 55: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACLFilter
+	102, // 56: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
+	105, // 57: logd.v1.DeleteACLsRequest.filter:type_name -> logd.v1.ACLFilter
+	102, // 58: logd.v1.DeleteACLsResponse.acls:type_name -> logd.v1.ACL
+	110, // 59: logd.v1.RedriveJob.spec:type_name -> logd.v1.StartRedriveRequest
+	111, // 60: logd.v1.RedriveJob.progress:type_name -> logd.v1.RedriveProgress
+	112, // 61: logd.v1.StartRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	112, // 62: logd.v1.DescribeRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	112, // 63: logd.v1.ListRedrivesResponse.jobs:type_name -> logd.v1.RedriveJob
+	112, // 64: logd.v1.StopRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	2,   // 65: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
+	4,   // 66: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
+	6,   // 67: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
+	8,   // 68: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
+	15,  // 69: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
+	18,  // 70: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
+	21,  // 71: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
+	23,  // 72: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
+	30,  // 73: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
+	34,  // 74: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
+	36,  // 75: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
+	38,  // 76: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
+	40,  // 77: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
+	42,  // 78: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
+	45,  // 79: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
+	49,  // 80: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
+	52,  // 81: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
+	56,  // 82: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
+	58,  // 83: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
+	60,  // 84: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
+	63,  // 85: logd.v1.LogService.ListQueueGroups:input_type -> logd.v1.ListQueueGroupsRequest
+	66,  // 86: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
+	70,  // 87: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
+	73,  // 88: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
+	75,  // 89: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
+	82,  // 90: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
+	84,  // 91: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
+	86,  // 92: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
+	88,  // 93: logd.v1.LogService.SaveSnapshot:input_type -> logd.v1.SaveSnapshotRequest
+	77,  // 94: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
+	79,  // 95: logd.v1.LogService.CreatePartitions:input_type -> logd.v1.CreatePartitionsRequest
+	91,  // 96: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
+	93,  // 97: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
+	96,  // 98: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
+	98,  // 99: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
+	100, // 100: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
+	103, // 101: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
+	106, // 102: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
+	108, // 103: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
+	110, // 104: logd.v1.LogService.StartRedrive:input_type -> logd.v1.StartRedriveRequest
+	114, // 105: logd.v1.LogService.DescribeRedrive:input_type -> logd.v1.DescribeRedriveRequest
+	116, // 106: logd.v1.LogService.ListRedrives:input_type -> logd.v1.ListRedrivesRequest
+	118, // 107: logd.v1.LogService.StopRedrive:input_type -> logd.v1.StopRedriveRequest
+	3,   // 108: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	5,   // 109: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	7,   // 110: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	9,   // 111: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	17,  // 112: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
+	20,  // 113: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
+	22,  // 114: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	24,  // 115: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
+	33,  // 116: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
+	35,  // 117: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
+	37,  // 118: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
+	39,  // 119: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	41,  // 120: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
+	44,  // 121: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	48,  // 122: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
+	50,  // 123: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
+	54,  // 124: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
+	57,  // 125: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
+	59,  // 126: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
+	62,  // 127: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
+	64,  // 128: logd.v1.LogService.ListQueueGroups:output_type -> logd.v1.ListQueueGroupsResponse
+	68,  // 129: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
+	71,  // 130: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
+	74,  // 131: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
+	76,  // 132: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
+	83,  // 133: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
+	85,  // 134: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
+	87,  // 135: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
+	89,  // 136: logd.v1.LogService.SaveSnapshot:output_type -> logd.v1.SaveSnapshotResponse
+	78,  // 137: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
+	80,  // 138: logd.v1.LogService.CreatePartitions:output_type -> logd.v1.CreatePartitionsResponse
+	92,  // 139: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
+	94,  // 140: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
+	97,  // 141: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
+	99,  // 142: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
+	101, // 143: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
+	104, // 144: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
+	107, // 145: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
+	109, // 146: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
+	113, // 147: logd.v1.LogService.StartRedrive:output_type -> logd.v1.StartRedriveResponse
+	115, // 148: logd.v1.LogService.DescribeRedrive:output_type -> logd.v1.DescribeRedriveResponse
+	117, // 149: logd.v1.LogService.ListRedrives:output_type -> logd.v1.ListRedrivesResponse
+	119, // 150: logd.v1.LogService.StopRedrive:output_type -> logd.v1.StopRedriveResponse
+	108, // [108:151] is the sub-list for method output_type
+	65,  // [65:108] is the sub-list for method input_type
+	65,  // [65:65] is the sub-list for extension type_name
+	65,  // [65:65] is the sub-list for extension extendee
+	0,   // [0:65] is the sub-list for field type_name
 }
 
 func init() { file_logd_v1_logd_proto_init() }
@@ -8825,19 +9104,20 @@ func file_logd_v1_logd_proto_init() {
 	if File_logd_v1_logd_proto != nil {
 		return
 	}
-	file_logd_v1_logd_proto_msgTypes[12].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[17].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[19].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[51].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[63].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[68].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[13].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[18].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[20].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[24].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[54].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[66].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[71].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   119,
+			NumMessages:   122,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
