@@ -205,10 +205,18 @@ func (p *page) click(sel string) {
 	p.must("click "+sel, chromedp.Click(sel, chromedp.ByQuery, chromedp.NodeVisible))
 }
 
-// fill sets an input's value as typing would (input events fire).
+// fill sets an input's value as typing would (input events fire). It
+// empties the input by script: chromedp.SetValue cannot set "" (it reads
+// the empty answer back as a failure).
 func (p *page) fill(sel, value string) {
 	p.t.Helper()
-	p.must("fill "+sel, chromedp.SetValue(sel, "", chromedp.ByQuery), chromedp.SendKeys(sel, value, chromedp.ByQuery))
+	clear := fmt.Sprintf(`(() => { const e = document.querySelector(%q); e.value = ''; e.dispatchEvent(new Event('input', {bubbles: true})); return true; })()`, sel)
+	var ok bool
+	actions := []chromedp.Action{chromedp.WaitVisible(sel, chromedp.ByQuery), chromedp.Evaluate(clear, &ok)}
+	if value != "" {
+		actions = append(actions, chromedp.SendKeys(sel, value, chromedp.ByQuery))
+	}
+	p.must("fill "+sel, actions...)
 }
 
 // count returns how many elements match sel.

@@ -2,6 +2,7 @@
 // A page is {path, nav (label in the bar, if any), render(ctx)}; see
 // app.js for ctx.
 import cluster from './pages/cluster.js';
+import topics from './pages/topics.js';
 import groups from './pages/groups.js';
 import queues from './pages/queues.js';
 import help from './pages/help.js';
@@ -9,6 +10,7 @@ import notfound from './pages/notfound.js';
 
 export const pages = [
   cluster,
+  topics,
   groups,
   queues,
   help,

@@ -1,33 +1,92 @@
 import { call, num } from '../api.js';
-import { h, replace, table, fmtNum } from '../ui.js';
+import { h, replace, table, fmtNum, fmtBytes, fmtDuration } from '../ui.js';
 
-// The cluster as this node sees it: its role, term, indexes and members.
+// A follower that answered within this long is in contact (the leader
+// hears each at least every tenth of the heartbeat timeout).
+const contactMs = 5000;
+
+// The cluster as this node sees it: health at a glance, its role, term,
+// indexes and members; on the leader, each follower's lag and last
+// contact (Status, docs/console.md).
 export default {
   path: 'cluster',
   nav: 'Cluster',
   async render(ctx) {
+    const health = h('ul', { class: 'health', id: 'cluster-health', 'aria-label': 'Health' });
     const summary = h('div', { class: 'cards', id: 'cluster-summary' });
+    const note = h('div', { id: 'cluster-note' });
     const members = h('div', { id: 'cluster-members' });
-    replace(ctx.view, h('h1', null, 'Cluster'), summary, h('h2', null, 'Members'), members);
+    replace(ctx.view, h('h1', null, 'Cluster'), health, summary, note, h('h2', null, 'Members'), members);
     ctx.every(async () => {
       const s = await call('Status', {}, { signal: ctx.signal });
       document.getElementById('node').textContent = 'node ' + s.nodeId + ' (' + s.state + ')';
+      const leads = s.leaderId && s.leaderId === s.nodeId;
+      const followers = new Map((s.followers || []).map(f => [f.id, f]));
+      replace(health, healthItems(s, leads));
       replace(summary,
         card('This node', s.nodeId, s.state + (s.ready ? ', ready' : ', catching up')),
         card('Leader', s.leaderId || 'none', s.leaderId ? s.leaderAddress : 'no leader known'),
-        card('Term', fmtNum(num(s.term))),
+        card('Term', fmtNum(num(s.term)), fmtNum(num(s.leaderChanges)) + ' leader changes seen'),
         card('Commit index', fmtNum(num(s.commitIndex)), 'applied ' + fmtNum(num(s.appliedIndex)) + ', last ' + fmtNum(num(s.lastLogIndex))),
+        s.disk ? card('Disk', fmtBytes(num(s.disk.availBytes)) + ' free', 'of ' + fmtBytes(num(s.disk.totalBytes)) + ' (data directory)') : null,
         card('Feature level', String(s.clusterLevel || 0), 'build ' + (s.buildLevel || 0) + ', applied ' + (s.appliedLevel || 0)));
+      replace(note, leads || !s.leaderId ? null : followerNote(s));
       replace(members, table([
-        { label: 'Node', value: m => m.id },
+        { label: 'Node', value: m => m.id + (m.id === s.nodeId ? ' (this node)' : '') },
         { label: 'Role', value: m => (m.id === s.leaderId ? 'leader' : 'follower') + (m.suffrage && m.suffrage !== 'Voter' ? ' (' + m.suffrage + ')' : '') },
         { label: 'Raft address', value: m => m.raftAddress },
         { label: 'API address', value: m => m.apiAddress || '—' },
+        { label: 'Lag (entries)', num: true, value: m => followers.has(m.id) ? fmtNum(num(followers.get(m.id).lag)) : '—' },
+        { label: 'Last contact', value: m => followers.has(m.id) ? contact(followers.get(m.id)) : '—' },
         { label: 'Level', num: true, value: m => String(m.featureLevel || 0) },
-      ], s.members || []));
+      ], s.members || [], { rowProps: m => ({ dataset: { node: m.id } }) }));
     });
   },
 };
+
+// healthItems are the checks at a glance, each ok, warn or bad.
+function healthItems(s, leads) {
+  const items = [
+    check(s.leaderId ? 'ok' : 'bad', s.leaderId ? 'Leader known: ' + s.leaderId : 'No leader known'),
+    check(s.ready ? 'ok' : 'warn', s.ready ? 'Ready' : 'Catching up, not serving yet'),
+  ];
+  if (leads) {
+    const fs = s.followers || [];
+    const late = fs.filter(f => f.lastContactAgeMs === undefined || num(f.lastContactAgeMs) > contactMs);
+    items.push(check(late.length === 0 ? 'ok' : 'bad', fs.length === 0
+      ? 'No followers (a single node)'
+      : late.length === 0
+        ? 'All ' + fs.length + ' followers in contact within ' + contactMs / 1000 + ' s'
+        : late.length + ' of ' + fs.length + ' followers out of contact: ' + late.map(f => f.id).join(', ')));
+  } else if (s.leaderId) {
+    items.push(check('muted', 'Follower contact: see the leader'));
+  }
+  if (s.disk && num(s.disk.totalBytes) > 0) {
+    const free = num(s.disk.availBytes) / num(s.disk.totalBytes);
+    items.push(check(free < 0.05 ? 'bad' : free < 0.15 ? 'warn' : 'ok', 'Disk ' + Math.round(free * 100) + '% free'));
+  }
+  return items;
+}
+
+function check(level, label) {
+  const mark = { ok: '✓', warn: '!', bad: '✗', muted: '·' }[level];
+  return h('li', { class: level, dataset: { level } }, h('span', { class: 'mark', 'aria-hidden': 'true' }, mark), ' ', label);
+}
+
+function contact(f) {
+  if (f.lastContactAgeMs === undefined) return h('span', { class: 'bad' }, 'never (this term)');
+  const ms = num(f.lastContactAgeMs);
+  return h('span', { class: ms > contactMs ? 'bad' : null }, fmtDuration(ms) + ' ago');
+}
+
+// followerNote says where the follower lags are: only the leader hears
+// the followers, so its console shows them.
+function followerNote(s) {
+  const addr = s.leaderAddress || '';
+  const url = addr && /^[A-Za-z0-9.\-\[\]:]+$/.test(addr) ? location.protocol + '//' + addr + '/ui/#/cluster' : '';
+  return h('p', { class: 'note' }, 'This node is a follower: the leader ', s.leaderId, ' holds the follower lags and last contacts. ',
+    url ? h('a', { href: url, id: 'leader-console', rel: 'noopener noreferrer' }, 'Open the leader\'s console') : 'Its API address is not known.');
+}
 
 function card(label, value, sub) {
   return h('div', { class: 'card' }, h('div', { class: 'label' }, label), h('div', { class: 'value' }, value), sub ? h('div', { class: 'sub' }, sub) : null);
