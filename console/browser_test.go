@@ -97,8 +97,15 @@ const pageTimeout = 20 * time.Second
 
 func newPage(t *testing.T, node *logdtest.Server) *page {
 	t.Helper()
+	return newPageAt(t, node.URL())
+}
+
+// newPageAt is newPage for the console served at base (a server.Server
+// over a stand-in backend, say).
+func newPageAt(t *testing.T, base string) *page {
+	t.Helper()
 	tab, cancel := chromedp.NewContext(browser(t))
-	p := &page{t: t, ctx: tab, base: node.URL()}
+	p := &page{t: t, ctx: tab, base: base}
 	chromedp.ListenTarget(tab, func(ev any) {
 		switch ev := ev.(type) {
 		case *runtime.EventExceptionThrown:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -18,6 +19,8 @@ import (
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/logdtest"
+	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/server"
 )
 
 // The cluster, topics and records pages (docs/console.md). Each test puts
@@ -491,4 +494,78 @@ func tpHasPage(t *testing.T, path string) bool {
 		t.Fatal(err)
 	}
 	return strings.Contains(string(body), "'./pages/"+path+".js'")
+}
+
+// tpRaftBackend is a node as the cluster page sees it through Status: its
+// Raft view, the leader's view of its followers and its disk. Other
+// calls are not implemented (the embedded nil Backend panics).
+type tpRaftBackend struct {
+	server.Backend
+	id, leader string
+	metrics    replication.RaftMetrics
+	disk       replication.DiskUsage
+}
+
+func (b *tpRaftBackend) NodeID() string                       { return b.id }
+func (b *tpRaftBackend) APIAddress() string                   { return b.id + ".example:7070" }
+func (b *tpRaftBackend) Ready() bool                          { return true }
+func (b *tpRaftBackend) Failed() error                        { return nil }
+func (b *tpRaftBackend) IsLeader() bool                       { return b.id == b.leader }
+func (b *tpRaftBackend) MemberAPIAddresses() []string         { return nil }
+func (b *tpRaftBackend) RaftMetrics() replication.RaftMetrics { return b.metrics }
+func (b *tpRaftBackend) LeaderAPIAddress() (string, string) {
+	return b.leader + ".example:7070", b.leader
+}
+func (b *tpRaftBackend) NodeAPIAddress(id string) (string, bool)   { return id + ".example:7070", true }
+func (b *tpRaftBackend) DiskUsage() (replication.DiskUsage, error) { return b.disk, nil }
+
+func (b *tpRaftBackend) Status() replication.Status {
+	st := replication.Status{NodeID: b.id, State: "Follower", LeaderID: b.leader, Term: 4, LastLogIndex: b.metrics.LastIndex}
+	if b.IsLeader() {
+		st.State = "Leader"
+	}
+	for _, id := range []string{"n1", "n2", "n3"} {
+		st.Members = append(st.Members, replication.Member{ID: id, Address: id + ".example:7071", Suffrage: "Voter"})
+	}
+	return st
+}
+
+// TestClusterPageFollowerLagAndHealth: on a leader the page shows each
+// follower's lag and last contact and fails the contact check for one
+// that never answered, and the disk check when it is nearly full; on a
+// follower it says the leader holds the lags and links to its console.
+func TestClusterPageFollowerLagAndHealth(t *testing.T) {
+	serve := func(b *tpRaftBackend) string {
+		srv := httptest.NewServer(server.New(server.Options{Backend: b}).Handler())
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	leader := serve(&tpRaftBackend{id: "n1", leader: "n1", disk: replication.DiskUsage{Total: 100 << 30, Avail: 3 << 30},
+		metrics: replication.RaftMetrics{LeaderChanges: 2, LastIndex: 50, Followers: []replication.FollowerStats{
+			{ID: "n2", LastIndex: 45, LastContact: time.Now().Add(-time.Second)},
+			{ID: "n3"},
+		}}})
+	p := newPageAt(t, leader)
+	p.open("/cluster")
+	p.waitText("#cluster-health", "1 of 2 followers out of contact: n3")
+	p.waitText(`#cluster-members tr[data-node="n2"]`, "ago")
+	if row := p.text(`#cluster-members tr[data-node="n2"]`); !strings.Contains(row, "5") {
+		t.Errorf("n2 row %q lacks its lag of 5 entries", row)
+	}
+	p.waitText(`#cluster-members tr[data-node="n3"]`, "never")
+	p.waitText("#cluster-summary", "2 leader changes seen")
+	if n := p.count(`#cluster-health li[data-level="bad"]`); n != 2 {
+		t.Errorf("%d failed checks, want 2 (contact, disk): %q", n, p.text("#cluster-health"))
+	}
+
+	follower := serve(&tpRaftBackend{id: "n2", leader: "n1", disk: replication.DiskUsage{Total: 100 << 30, Avail: 60 << 30}})
+	f := newPageAt(t, follower)
+	f.open("/cluster")
+	f.waitText("#cluster-note", "the leader n1 holds the follower lags")
+	f.waitText("#cluster-health", "Follower contact: see the leader")
+	var href string
+	f.eval(`document.querySelector('#leader-console').getAttribute('href')`, &href)
+	if href != "http://n1.example:7070/ui/#/cluster" {
+		t.Errorf("leader console link %q", href)
+	}
 }
