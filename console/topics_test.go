@@ -101,7 +101,7 @@ func TestClusterPageShowsHealth(t *testing.T) {
 	for _, want := range []string{"Ready", "No followers (a single node)", "% free"} {
 		p.waitText("#cluster-health", want)
 	}
-	p.waitText("#cluster-summary", "leader changes seen")
+	p.waitText("#cluster-summary", "1 leader change seen")
 	p.waitText("#cluster-summary", "Disk")
 	if n := p.count(`#cluster-health li[data-level="bad"]`); n != 0 {
 		t.Errorf("%d failed health checks on a healthy node: %q", n, p.text("#cluster-health"))

@@ -26,7 +26,7 @@ export default {
       replace(summary,
         card('This node', s.nodeId, s.state + (s.ready ? ', ready' : ', catching up')),
         card('Leader', s.leaderId || 'none', s.leaderId ? s.leaderAddress : 'no leader known'),
-        card('Term', fmtNum(num(s.term)), fmtNum(num(s.leaderChanges)) + ' leader changes seen'),
+        card('Term', fmtNum(num(s.term)), fmtNum(num(s.leaderChanges)) + (num(s.leaderChanges) === 1 ? ' leader change seen' : ' leader changes seen')),
         card('Commit index', fmtNum(num(s.commitIndex)), 'applied ' + fmtNum(num(s.appliedIndex)) + ', last ' + fmtNum(num(s.lastLogIndex))),
         s.disk ? card('Disk', fmtBytes(num(s.disk.availBytes)) + ' free', 'of ' + fmtBytes(num(s.disk.totalBytes)) + ' (data directory)') : null,
         card('Feature level', String(s.clusterLevel || 0), 'build ' + (s.buildLevel || 0) + ', applied ' + (s.appliedLevel || 0)));

@@ -59,10 +59,11 @@ export async function renderRecords(ctx, name) {
     const needle = st.search.toLowerCase();
     const rows = needle ? st.records.filter(r => matches(r, needle)) : st.records;
     const shown = st.records.length;
+    const bounds = ' (partition: log start ' + fmtNum(st.logStart) + ', end ' + fmtNum(st.end) + ')';
     replace(document.getElementById('records-range'), shown === 0
-      ? 'No records from offset ' + fmtNum(st.from) + ' (partition holds ' + fmtNum(st.logStart) + '–' + fmtNum(st.end) + ')'
-      : 'Offsets ' + fmtNum(num(st.records[0].offset)) + '–' + fmtNum(num(st.records[shown - 1].offset)) + ' of ' +
-        fmtNum(st.logStart) + '–' + fmtNum(st.end) + (needle ? ', ' + rows.length + ' of ' + shown + ' match' : ''));
+      ? 'No records from offset ' + fmtNum(st.from) + bounds
+      : 'Offsets ' + fmtNum(num(st.records[0].offset)) + '–' + fmtNum(num(st.records[shown - 1].offset)) + bounds +
+        (needle ? ', ' + rows.length + ' of ' + shown + ' match' : ''));
     replace(list, table([
       { label: 'Offset', num: true, value: r => fmtNum(num(r.offset)) },
       { label: 'Timestamp', value: r => fmtTime(num(r.timestampMs)) },

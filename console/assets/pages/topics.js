@@ -177,7 +177,7 @@ async function renderTopic(ctx, name) {
       card('Records', fmtNum(ps.reduce((a, p) => a + num(p.endOffset) - num(p.logStartOffset), 0)), 'offsets held'),
       card('Bytes', fmtBytes(sum('bytes')), fmtNum(sum('segments')) + ' segments'),
       card('Retention', retention(t.config || {}) || '—'),
-      card('Created', fmtTime(num(t.createdMs))));
+      card('Created', fmtTime(num(t.createdMs)).slice(0, 10), fmtTime(num(t.createdMs)).slice(11)));
     replace(parts, table([
       { label: 'Partition', num: true, value: p => String(p.partition || 0) },
       { label: 'Start offset', num: true, value: p => fmtNum(num(p.logStartOffset)) },
