@@ -132,8 +132,12 @@ func TestTopicsPageListsTopicsAndPartitions(t *testing.T) {
 	}
 	p.waitText(`#topics-list tr[data-topic="users"]`, "compacted")
 
-	// The produce rate: records appended between two polls draw a line.
+	// The produce rate: records appended between two polls show as a
+	// rate above zero, and the samples draw a line.
 	tpProduce(t, api, "orders", 1, tpValues("f", "g", "h", "i")...)
+	p.must("a produce rate above zero", chromedp.Poll(`(() => {
+		const r = document.querySelector('#topics-list tr[data-topic="orders"] .rate');
+		return !!r && /[1-9]/.test(r.textContent); })()`, nil, chromedp.WithPollingTimeout(pageTimeout)))
 	p.must("a rate sparkline", chromedp.Poll(`document.querySelector('#topics-list tr[data-topic="orders"] polyline') !== null`, nil,
 		chromedp.WithPollingTimeout(pageTimeout)))
 

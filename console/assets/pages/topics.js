@@ -65,7 +65,8 @@ function renderList(ctx) {
   const draw = () => {
     const q = filter.value.trim().toLowerCase();
     const rows = q ? last.filter(t => t.name.toLowerCase().includes(q)) : last;
-    count.textContent = rows.length === last.length ? fmtNum(last.length) + ' topics' : fmtNum(rows.length) + ' of ' + fmtNum(last.length) + ' topics';
+    const total = fmtNum(last.length) + (last.length === 1 ? ' topic' : ' topics');
+    count.textContent = rows.length === last.length ? total : fmtNum(rows.length) + ' of ' + total;
     replace(list, table([
       { label: 'Topic', value: t => link(route(['topics', t.name]), t.name) },
       { label: 'Partitions', num: true, value: t => fmtNum(t.partitions) },
