@@ -9,7 +9,7 @@ PKGS    := ./...
 # only in Go 1.27), which failed CI with no crasher. A count has no deadline.
 FUZZTIME ?= 2000x
 
-.PHONY: all build release run test test-tools vet lint bench fuzz fuzz-short generate tools clean cluster cluster-secure cluster-stop fault demo
+.PHONY: all build release run test test-tools vet lint bench bench-system fuzz fuzz-short generate tools clean cluster cluster-secure cluster-stop fault demo
 
 all: build
 
@@ -111,6 +111,13 @@ fuzz:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+# The system benchmark table of docs/performance.md: fresh logd nodes (1,
+# then 3) on 127.0.0.1 driven by logctl bench, with CPU per record and RSS
+# from /proc (scripts/bench-system.sh). QUICK=1 for a short pass, PEERS=1
+# to run ../shared/bench/peers.sh in the same run and print ratios.
+bench-system:
+	@scripts/bench-system.sh
 
 # Regenerates api/logdv1 from api/logd/v1/logd.proto.
 generate: tools
