@@ -77,7 +77,7 @@ cluster-stop:
 # dependency again with coverage instrumentation, minutes on an empty build
 # cache.
 fault: test-tools fuzz-short
-	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -timeout 90m -run 'Cluster|Kill|Restart|Abuse|Nemesis|PowerCut|Failpoint|SlowDisk|Clock|Kafka' -v ./cmd/logd/
+	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -timeout 90m -run 'Cluster|Kill|Restart|Abuse|Nemesis|PowerCut|Failpoint|SlowDisk|Clock|Kafka|BenchSystem' -v ./cmd/logd/
 	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -timeout 20m -run 'Churn' -v ./kafka/
 	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -run Scale -v ./console/
 

@@ -203,6 +203,13 @@ measure() {
 		p50=$(jq .latency_ms.p50 "$out")
 		p99=$(jq .latency_ms.p99 "$out")
 	fi
+	if ! [[ "$recs $rate $mbs $p50 $p99" =~ ^[0-9.e+\ -]+$ ]]; then
+		echo "row $key: unexpected output of logctl:" >&2
+		cat "$out" >&2
+		TABLE+=("$name|FAILED|-|-|-|-|-")
+		FAILED=1
+		return 0
+	fi
 	local total=0 per=() rss=0 hwm=0 r h
 	for i in "${!PIDS[@]}"; do
 		p=${PIDS[$i]}
