@@ -69,6 +69,11 @@ type Config struct {
 	BatchApplyCh bool
 	// ApplyTimeout bounds how long a proposal waits to be enqueued; default 5s.
 	ApplyTimeout time.Duration
+	// RecentLogBytes bounds the memory of the newest Raft entries kept to
+	// answer Raft's reads of its own log (raft_recent.go): a leader sending
+	// entries to followers, a follower applying them. Default
+	// DefaultRecentLogBytes; negative keeps none.
+	RecentLogBytes int
 	// Logger receives structured logs; default slog.Default().
 	Logger *slog.Logger
 	// RaftLogLevel is hashicorp/raft's own log level; default "warn".
@@ -210,6 +215,9 @@ func (c *Config) setDefaults() {
 	if c.ApplyTimeout == 0 {
 		c.ApplyTimeout = 5 * time.Second
 	}
+	if c.RecentLogBytes == 0 {
+		c.RecentLogBytes = DefaultRecentLogBytes
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -325,7 +333,8 @@ func Open(cfg Config) (*Node, error) {
 	// Raft runs on wrappers that measure it (raft_observe.go); stores
 	// keeps the stores and transport themselves.
 	obs := newRaftObserver()
-	r, err := raft.NewRaft(rc, &raftFSM{f: sm, applied: applied, obs: obs}, timeLogStore(stores.logs, &obs.storeLogs), stores.stable, stores.snaps,
+	logs := cacheRecentLogs(timeLogStore(stores.logs, &obs.storeLogs), cfg.RecentLogBytes)
+	r, err := raft.NewRaft(rc, &raftFSM{f: sm, applied: applied, obs: obs}, logs, stores.stable, stores.snaps,
 		observeTransport(stores.transport, obs))
 	if err != nil {
 		stores.close()
