@@ -11,12 +11,12 @@ import (
 	"github.com/logd-dev/logd/log"
 )
 
-// benchAppends builds n Append commands of recs 128-byte records each to
-// topic "b", spread over parts partitions; keyed gives every record a
-// unique idempotency key shaped like logctl bench's.
-func benchAppends(b *testing.B, n, recs, parts int, keyed bool) []Append {
+// benchAppends builds n Append commands of recs records of size bytes
+// each to topic "b", spread over parts partitions; keyed gives every
+// record a unique idempotency key shaped like logctl bench's.
+func benchAppends(b *testing.B, n, recs, parts, size int, keyed bool) []Append {
 	b.Helper()
-	value := make([]byte, 128)
+	value := make([]byte, size)
 	out := make([]Append, n)
 	seq := 0
 	for i := range out {
@@ -48,7 +48,7 @@ func benchAppends(b *testing.B, n, recs, parts int, keyed bool) []Append {
 // and decoding it back, per record, with and without idempotency keys.
 func BenchmarkAppendCodec(b *testing.B) {
 	for _, keyed := range []bool{false, true} {
-		apps := benchAppends(b, 64, 1000, 4, keyed)
+		apps := benchAppends(b, 64, 1000, 4, 128, keyed)
 		b.Run(fmt.Sprintf("encode/keyed=%v", keyed), func(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
 				sealEntry(encodeAppend(1, apps[i%len(apps)]))
@@ -72,11 +72,16 @@ func BenchmarkAppendCodec(b *testing.B) {
 }
 
 // BenchmarkApplyAppend measures the state machine applying Append entries
-// of 1000 128-byte records, with and without idempotency keys, the keyed
-// topic's window full at its default bound: the serial part of a produce.
+// of 1000 records of 128 bytes (with and without idempotency keys, the
+// keyed topic's window full at its default bound) and of 1 KiB: the serial
+// part of a produce, and what every replica does per entry.
 func BenchmarkApplyAppend(b *testing.B) {
-	for _, keyed := range []bool{false, true} {
-		b.Run(fmt.Sprintf("keyed=%v", keyed), func(b *testing.B) {
+	for _, c := range []struct {
+		size  int
+		keyed bool
+	}{{128, false}, {128, true}, {1024, false}} {
+		size, keyed := c.size, c.keyed
+		b.Run(fmt.Sprintf("size=%d/keyed=%v", size, keyed), func(b *testing.B) {
 			dir := b.TempDir()
 			f := New(Config{Dir: filepath.Join(dir, "topics"), Log: log.Options{Sync: log.SyncNone}, Logger: testLogger(), Fatal: func(err error) { b.Fatal(err) }})
 			defer f.Close()
@@ -91,7 +96,7 @@ func BenchmarkApplyAppend(b *testing.B) {
 				}
 			}
 			// Enough distinct keys to fill the window and keep evicting.
-			apps := benchAppends(b, 256, 1000, 4, keyed)
+			apps := benchAppends(b, 256, 1000, 4, size, keyed)
 			data := make([][]byte, len(apps))
 			for i, a := range apps {
 				data[i] = sealEntry(encodeAppend(1, a))
