@@ -21,7 +21,10 @@
 #   PEERS=1            run ../shared/bench/peers.sh after logd's rows and print logd/peer ratios
 #                      (REPS and ONLY pass through to it; its figures: $PEERS_OUT/results/figures.txt)
 #   NODES="1 3"        which cluster sizes to run
-#   ROWS="..."         which rows to run, any of: p128 consume p1k one queue p99 hold (default all)
+#   ROWS="..."         which rows to run, any of: p128 consume p1k one queue p99 hold (the
+#                      default) and curve (produce 128 B in calls of 500 with CURVE="1 2 4 8 16"
+#                      calls in flight, RECORDS_CURVE records each: throughput and CPU against
+#                      calls in flight)
 #   P99_SECONDS=N      length of the p99-at-half-of-peak run (default 15, QUICK 4; the table in
 #                      docs/performance.md uses 65)
 #   RECORDS_128=N      records of the 128 B produce (default 2,000,000; QUICK 200,000)
@@ -52,6 +55,7 @@ if [ "$QUICK" = 1 ]; then
 	RECORDS_ONE=${RECORDS_ONE:-30000}
 	RECORDS_QUEUE=${RECORDS_QUEUE:-20000}
 	RECORDS_HOLD=${RECORDS_HOLD:-200000}
+	RECORDS_CURVE=${RECORDS_CURVE:-30000}
 else
 	P99_SECONDS=${P99_SECONDS:-15}
 	RECORDS_128=${RECORDS_128:-2000000}
@@ -59,7 +63,9 @@ else
 	RECORDS_ONE=${RECORDS_ONE:-300000}
 	RECORDS_QUEUE=${RECORDS_QUEUE:-200000}
 	RECORDS_HOLD=${RECORDS_HOLD:-5000000}
+	RECORDS_CURVE=${RECORDS_CURVE:-300000}
 fi
+CURVE=${CURVE:-"1 2 4 8 16"}
 read -r ONEK_CONC ONEK_PER_CALL <<<"${BENCH_1K_CALLS:-8 500}"
 PROFILE=${PROFILE:-}
 LOGD_ARGS=${LOGD_ARGS:-}
@@ -307,6 +313,16 @@ run_nodes() {
 		measure "p99-$n" "p99 at half of peak ($half/s, ${P99_SECONDS}s)$sfx" records -- \
 			bench produce --records 0 --duration "${P99_SECONDS}s" --rate "$half" --record-size 128 \
 			--concurrency 16 --records-per-call 1000
+		stop_nodes
+	fi
+	if want curve; then
+		start_cluster "$n"
+		local c
+		for c in $CURVE; do
+			# shellcheck disable=SC2046
+			measure "curve-$n-$c" "curve: 128 B, $c x 500 in flight$sfx" records -- \
+				$(produce_args "$RECORDS_CURVE" 128 "$c" 500)
+		done
 		stop_nodes
 	fi
 	if want hold && [ "$n" = 1 ]; then
