@@ -308,11 +308,13 @@ run_nodes() {
 		start_cluster "$n"
 		local half
 		half=$(awk -v r="${RATE[p128-$n]}" 'BEGIN{printf "%d", r / 2}')
-		# Calls of 1000 at a fixed schedule; 16 in flight at most, so a
-		# late call does not hold back the next ones.
+		# The peak's calls (5000 records) on a fixed schedule: half of the
+		# peak in calls of another size would be another fraction of that
+		# size's peak. Up to 16 in flight, so a late call does not hold
+		# back the next ones.
 		measure "p99-$n" "p99 at half of peak ($half/s, ${P99_SECONDS}s)$sfx" records -- \
 			bench produce --records 0 --duration "${P99_SECONDS}s" --rate "$half" --record-size 128 \
-			--concurrency 16 --records-per-call 1000
+			--concurrency 16 --records-per-call 5000
 		stop_nodes
 	fi
 	if want curve; then
