@@ -26,6 +26,11 @@ const recentLogOverhead = 128
 // The cached *raft.Log values are the ones raft handed to StoreLogs; raft
 // does not change an entry once it is stored, and GetLog copies the
 // struct (its Data is shared, read-only, as raft's own LogCache does).
+//
+// raft.LogCache is not used because it bounds entries by count: an entry
+// here is a whole produce batch (up to several MiB), so a count that
+// covers a follower's lag at small batches holds hundreds of MiB at large
+// ones. The budget in bytes bounds the memory whatever the batch size.
 type recentLogs struct {
 	raft.LogStore
 	budget int
