@@ -120,6 +120,9 @@ func TestAwaitGroupFetchOnFollower(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitFor(ctx, "follower applies the topic", func() bool { return follower.FSM().AppliedIndex() == leader.FSM().AppliedIndex() })
+	// The leader registers its API address by a command of its own after
+	// it is elected, which may commit after the topic.
+	c.waitFor(ctx, "follower knows the leader's API address", func() bool { a, _ := follower.LeaderAPIAddress(); return a == "n1-api" })
 	tp := group.TopicPartition{Topic: "orders", Partition: 0}
 
 	// The follower misses the join: the leader commits it with n2.
@@ -136,8 +139,12 @@ func TestAwaitGroupFetchOnFollower(t *testing.T) {
 	if !errors.As(err, &be) || !errors.Is(err, ErrBehind) {
 		t.Fatalf("follower cut off from the leader: %v, want a BehindError", err)
 	}
-	if be.LeaderAddress != "n1-api" {
-		t.Errorf("BehindError names the leader at %q, want n1-api", be.LeaderAddress)
+	// It names the leader it knows; cut off past its heartbeat timeout
+	// (a loaded machine) it stands for election and knows none, and then
+	// names none rather than a stale one.
+	if be.LeaderAddress != "n1-api" && (be.LeaderAddress != "" || follower.Status().LeaderID != "") {
+		t.Errorf("BehindError names the leader at %q, want n1-api (or none once the follower has lost the leader: it knows %q)",
+			be.LeaderAddress, follower.Status().LeaderID)
 	}
 
 	// Reconnected while it waits: it answers once it has applied the join.
