@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	waltypes "github.com/hashicorp/raft-wal/types"
 
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/internal/slogbridge"
@@ -168,6 +169,15 @@ type Config struct {
 	// back (internal/faults); tests hand a restarted InMemory node the log
 	// it had. A wrapper that is an io.Closer is closed before the store.
 	WrapRaftStores func(raft.LogStore, raft.StableStore) (raft.LogStore, raft.StableStore)
+	// RaftLogStore is where Raft's log is kept on disk: LogStoreBoltDB or
+	// LogStoreWAL (logstore.go). Empty: the store the data dir's Raft log
+	// is in, else DefaultRaftLogStore. A data dir whose log is in the
+	// other store is refused (ErrLogStoreMismatch). Ignored InMemory.
+	RaftLogStore string
+	// WrapRaftWALFS, if set, wraps the file system raft-wal writes its
+	// segment files through: fault builds of cmd/logd model a power cut
+	// there (internal/faults).
+	WrapRaftWALFS func(waltypes.VFS) waltypes.VFS
 }
 
 // Validate checks required fields and the Raft timeouts.
@@ -181,6 +191,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: raft bind address is required", ErrInvalidArgument)
 	case c.FeatureLevel > fsm.Level:
 		return fmt.Errorf("%w: feature level %d is above this build's %d", ErrInvalidArgument, c.FeatureLevel, fsm.Level)
+	case !validLogStore(c.RaftLogStore):
+		return fmt.Errorf("%w: raft log store %q: want %s or %s", ErrInvalidArgument, c.RaftLogStore, LogStoreBoltDB, LogStoreWAL)
 	case c.MaxRaftConns < 0:
 		return fmt.Errorf("%w: max raft connections %d is negative", ErrInvalidArgument, c.MaxRaftConns)
 	case c.PeerTLS != nil && c.InMemory:

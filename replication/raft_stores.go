@@ -126,8 +126,9 @@ func (s *raftStores) close() error {
 	return errors.Join(errs...)
 }
 
-// openDiskStores opens the Raft log and stable store (bbolt) and the
-// snapshot store under DataDir/raft, and a TCP transport on RaftBind
+// openDiskStores opens the Raft stable store (bbolt), the log store (the
+// same bbolt file or a WAL, logstore.go) and the snapshot store under
+// DataDir/raft, and a TCP transport on RaftBind
 // over the Raft port's stream layer (raft_stream.go).
 func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 	raftDir := filepath.Join(cfg.DataDir, "raft")
@@ -143,11 +144,22 @@ func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 			Logger: slogbridge.Bbolt(cfg.Logger.With("logger", "bbolt"))},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("open raft log store: %w", err)
+		return nil, fmt.Errorf("open raft stable store: %w", err)
+	}
+	logs, _, err := openLogStore(cfg, raftDir, store, hlog)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	// closeStores closes the log store, if it is not the stable store,
+	// then the stable store.
+	closeStores := store.Close
+	if c, ok := logs.(io.Closer); ok && logs != raft.LogStore(store) {
+		closeStores = func() error { return errors.Join(c.Close(), store.Close()) }
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, hlog)
 	if err != nil {
-		store.Close()
+		closeStores()
 		return nil, fmt.Errorf("open snapshot store: %w", err)
 	}
 	// Without an advertise address the transport advertises the address
@@ -156,20 +168,20 @@ func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 	if cfg.RaftAdvertise != cfg.RaftBind {
 		a, err := net.ResolveTCPAddr("tcp", cfg.RaftAdvertise)
 		if err != nil {
-			store.Close()
+			closeStores()
 			return nil, fmt.Errorf("raft advertise address %q: %w", cfg.RaftAdvertise, err)
 		}
 		adv = a
 	}
 	ln, err := net.Listen("tcp", cfg.RaftBind)
 	if err != nil {
-		store.Close()
+		closeStores()
 		return nil, fmt.Errorf("raft transport on %s: %w", cfg.RaftBind, err)
 	}
 	stream := newRaftStream(ln, adv, cfg.PeerTLS, cfg.MaxRaftConns, cfg.Logger)
 	if a, ok := stream.Addr().(*net.TCPAddr); !ok || a.IP == nil || a.IP.IsUnspecified() {
 		ln.Close()
-		store.Close()
+		closeStores()
 		return nil, fmt.Errorf("%w: raft address %s is not one peers can dial: give an advertise address", ErrInvalidArgument, stream.Addr())
 	}
 	// The address provider is asked for this node's own address too: it
@@ -180,8 +192,8 @@ func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog, ServerAddressProvider: cfg.Peers.raftProvider(cfg.NodeID, local),
 	})
 	stream.start()
-	stores := &raftStores{logs: store, stable: store, snaps: snaps, transport: transport, stream: stream,
-		closers: []func() error{transport.Close, store.Close}}
+	stores := &raftStores{logs: logs, stable: store, snaps: snaps, transport: transport, stream: stream,
+		closers: []func() error{transport.Close, closeStores}}
 	stores.wrap(cfg.WrapRaftStores)
 	return stores, nil
 }

@@ -54,6 +54,9 @@ type config struct {
 	// raftHeartbeat, raftElection and raftLease are Raft's timeouts; 0
 	// takes replication's defaults.
 	raftHeartbeat, raftElection, raftLease time.Duration
+	// raftLogStore is --raft-log-store: boltdb, wal, or empty for the
+	// data dir's own (replication.Config.RaftLogStore).
+	raftLogStore string
 	// limits bounds what clients may cost the node (httpserver.go).
 	limits limitConfig
 	// tls is transport security and --auth (tls.go).
@@ -94,6 +97,8 @@ func defineFlags(fs *pflag.FlagSet) func(getenv func(string) string) (config, er
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error (LOGD_LOG_LEVEL)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "text or json (LOGD_LOG_FORMAT)")
 	fs.StringVar(&c.fsync, "fsync", "raft", "raft: fsync the Raft log before every commit, partition logs at snapshots; always: also fsync partition logs on every append (LOGD_FSYNC)")
+	fs.StringVar(&c.raftLogStore, "raft-log-store", "", "where Raft's log is kept: boltdb or wal; default the store the data dir's Raft log is in, else "+
+		replication.DefaultRaftLogStore+" for a new one; naming the other store of an existing data dir is refused (docs/operations.md) (LOGD_RAFT_LOG_STORE)")
 	fs.BoolVar(&c.pprof, "pprof", false, "serve /debug/pprof/ on the client port (LOGD_PPROF=true)")
 	fs.Uint64Var(&c.snapshotEvery, "snapshot-threshold", 8192, "Raft entries between snapshots (LOGD_SNAPSHOT_THRESHOLD)")
 	fs.DurationVar(&c.snapshotPeriod, "snapshot-interval", 30*time.Second, "how often to check for a snapshot (LOGD_SNAPSHOT_INTERVAL)")
@@ -165,6 +170,11 @@ func defineFlags(fs *pflag.FlagSet) func(getenv func(string) string) (config, er
 		case "raft", "always":
 		default:
 			return c, fmt.Errorf("--fsync: want raft or always, got %q", c.fsync)
+		}
+		switch c.raftLogStore {
+		case "", replication.LogStoreBoltDB, replication.LogStoreWAL:
+		default:
+			return c, fmt.Errorf("--raft-log-store: want %s or %s, got %q", replication.LogStoreBoltDB, replication.LogStoreWAL, c.raftLogStore)
 		}
 		if c.plaintextWarning, err = c.checkExposure(); err != nil {
 			return c, err
@@ -288,6 +298,7 @@ func run(ctx context.Context, c config, getenv func(string) string, stderr io.Wr
 		Peers:             peers,
 		PeerTLS:           peerTLS,
 		SyncPartitions:    c.fsync == "always",
+		RaftLogStore:      c.raftLogStore,
 		SnapshotThreshold: c.snapshotEvery,
 		SnapshotInterval:  c.snapshotPeriod,
 		CleanerInterval:   c.cleanerInterval,

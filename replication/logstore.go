@@ -1,0 +1,148 @@
+package replication
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	wal "github.com/hashicorp/raft-wal"
+	walfs "github.com/hashicorp/raft-wal/fs"
+	"github.com/hashicorp/raft-wal/segment"
+	waltypes "github.com/hashicorp/raft-wal/types"
+)
+
+// Where Raft's log is kept on disk (Config.RaftLogStore). raft-boltdb's
+// file DataDir/raft/raft.db is Raft's stable store (current term, vote)
+// in either case; with LogStoreBoltDB it also holds the log, with
+// LogStoreWAL the log is hashicorp/raft-wal's append-only segment files
+// under DataDir/raft/wal (docs/operations.md, "Raft log store").
+//
+// A data dir's log stays in the store it was written in: Open finds which
+// one holds it (detectLogStore) and refuses a RaftLogStore that names the
+// other (ErrLogStoreMismatch); docs/operations.md says how to move a node
+// from one to the other. Only a data dir whose Raft log is empty (a new
+// one, or one logd restore built) takes RaftLogStore, else
+// DefaultRaftLogStore.
+const (
+	// LogStoreBoltDB keeps Raft's log in raft-boltdb, beside the stable
+	// store.
+	LogStoreBoltDB = "boltdb"
+	// LogStoreWAL keeps Raft's log in raft-wal's segment files.
+	LogStoreWAL = "wal"
+	// DefaultRaftLogStore is the log store of a new data dir when
+	// Config.RaftLogStore is empty. docs/performance.md ("Raft log
+	// store") has the measurements it was chosen by.
+	DefaultRaftLogStore = LogStoreWAL
+	// walDirName is the WAL's directory under DataDir/raft.
+	walDirName = "wal"
+)
+
+// ErrLogStoreMismatch means Config.RaftLogStore names one log store and
+// the data dir's Raft log is in the other.
+var ErrLogStoreMismatch = errors.New("replication: raft log store does not match the data dir's")
+
+// validLogStore reports whether s is a log store name or empty.
+func validLogStore(s string) bool {
+	return s == "" || s == LogStoreBoltDB || s == LogStoreWAL
+}
+
+// detectLogStore says which store holds the Raft log of the data dir
+// whose raft directory is raftDir, given its raft-boltdb file opened as
+// bolt: LogStoreWAL if the WAL directory exists, LogStoreBoltDB if
+// raft.db holds entries, "" if neither (a new data dir, or one restored
+// from a backup, whose Raft state is a snapshot and a term). Both at once
+// is an error: no run of logd writes both.
+func detectLogStore(raftDir string, bolt *raftboltdb.BoltStore) (string, error) {
+	last, err := bolt.LastIndex()
+	if err != nil {
+		return "", fmt.Errorf("read raft.db's last index: %w", err)
+	}
+	_, statErr := os.Stat(filepath.Join(raftDir, walDirName))
+	if statErr != nil && !errors.Is(statErr, fs.ErrNotExist) {
+		return "", fmt.Errorf("raft log store: %w", statErr)
+	}
+	hasWAL := statErr == nil
+	switch {
+	case hasWAL && last > 0:
+		return "", fmt.Errorf("%w: %s holds Raft log entries (up to index %d) and a WAL directory too; move one aside (docs/operations.md, \"Raft log store\")",
+			ErrLogStoreMismatch, raftDir, last)
+	case hasWAL:
+		return LogStoreWAL, nil
+	case last > 0:
+		return LogStoreBoltDB, nil
+	}
+	return "", nil
+}
+
+// chooseLogStore picks the log store of a data dir whose Raft log is in
+// detected ("" for none) when want was asked for ("" for no preference),
+// and says why, for the log line at start.
+func chooseLogStore(want, detected string) (store, reason string, err error) {
+	switch {
+	case detected != "" && want != "" && want != detected:
+		return "", "", fmt.Errorf("%w: the data dir's Raft log is in %s, --raft-log-store asks for %s; start with --raft-log-store %s (or without it), or move the node as docs/operations.md (\"Raft log store\") says",
+			ErrLogStoreMismatch, detected, want, detected)
+	case detected != "":
+		return detected, "the data dir's Raft log is there", nil
+	case want != "":
+		return want, "asked for, and the data dir has no Raft log yet", nil
+	}
+	return DefaultRaftLogStore, "the default for a data dir with no Raft log yet", nil
+}
+
+// openWAL opens (or creates) the WAL under raftDir; wrap, if set, wraps
+// the file system its segment files are written through (fault builds,
+// Config.WrapRaftWALFS).
+func openWAL(raftDir string, hlog hclog.Logger, wrap func(waltypes.VFS) waltypes.VFS) (*wal.WAL, error) {
+	dir := filepath.Join(raftDir, walDirName)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create raft wal dir: %w", err)
+	}
+	// The new directory's entry must be durable before the WAL's files in
+	// it are: detectLogStore goes by it.
+	if err := syncDir(raftDir); err != nil {
+		return nil, fmt.Errorf("create raft wal dir: %w", err)
+	}
+	var vfs waltypes.VFS = walfs.New()
+	if wrap != nil {
+		vfs = wrap(vfs)
+	}
+	w, err := wal.Open(dir, wal.WithLogger(hlog.Named("wal")), wal.WithSegmentFiler(segment.NewFiler(dir, vfs)))
+	if err != nil {
+		return nil, fmt.Errorf("open raft wal: %w", err)
+	}
+	return w, nil
+}
+
+// openLogStore opens the Raft log store of the data dir whose raft
+// directory is raftDir, bolt being its raft-boltdb file (the stable
+// store): bolt itself, or a WAL (chooseLogStore). It logs the choice once.
+func openLogStore(cfg Config, raftDir string, bolt *raftboltdb.BoltStore, hlog hclog.Logger) (raft.LogStore, string, error) {
+	detected, err := detectLogStore(raftDir, bolt)
+	if err != nil {
+		return nil, "", err
+	}
+	store, reason, err := chooseLogStore(cfg.RaftLogStore, detected)
+	if err != nil {
+		return nil, "", err
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	logger.Info("raft log store", "store", store, "why", reason, "asked", cfg.RaftLogStore)
+	if store == LogStoreBoltDB {
+		return bolt, store, nil
+	}
+	w, err := openWAL(raftDir, hlog, cfg.WrapRaftWALFS)
+	if err != nil {
+		return nil, "", err
+	}
+	return w, store, nil
+}
