@@ -34,9 +34,17 @@ func freeAddr(t *testing.T) string {
 // takes new writes after them. A truncated or damaged file is refused with
 // the format's typed errors and leaves the target as it was.
 func TestBackupRestore(t *testing.T) {
+	// A backup taken from a node of either Raft log store restores into
+	// a node of the other (restore writes no Raft log, logstore.go).
+	for _, stores := range [][2]string{{LogStoreBoltDB, LogStoreWAL}, {LogStoreWAL, LogStoreBoltDB}} {
+		t.Run(stores[0]+" to "+stores[1], func(t *testing.T) { testBackupRestore(t, stores[0], stores[1]) })
+	}
+}
+
+func testBackupRestore(t *testing.T, from, to string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n := openSingleNode(t, ctx, Config{DataDir: t.TempDir(), Log: log.Options{SegmentBytes: 300}})
+	n := openSingleNode(t, ctx, Config{DataDir: t.TempDir(), Log: log.Options{SegmentBytes: 300}, RaftLogStore: from})
 	defer n.Close()
 	if _, err := n.CreateTopic(ctx, CreateTopic{Name: "t", Partitions: 2, Config: map[string]string{"segment.bytes": "300"}}); err != nil {
 		t.Fatal(err)
@@ -105,7 +113,8 @@ func TestBackupRestore(t *testing.T) {
 	if _, err := RestoreBackup(bytes.NewReader(b), rcfg); !errors.Is(err, ErrRestoreTarget) {
 		t.Fatalf("a restore over a restored dir: %v", err)
 	}
-	r, err := Open(Config{NodeID: "r1", DataDir: target, RaftBind: raftAddr, Logger: testLogger(), RaftLogLevel: "error", APIAdvertise: "127.0.0.1:1"})
+	r, err := Open(Config{NodeID: "r1", DataDir: target, RaftBind: raftAddr, Logger: testLogger(), RaftLogLevel: "error", APIAdvertise: "127.0.0.1:1",
+		RaftLogStore: to})
 	if err != nil {
 		t.Fatal(err)
 	}
