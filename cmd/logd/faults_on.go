@@ -56,6 +56,33 @@ func applyFaults(cfg *replication.Config, getenv func(string) string, logger *sl
 			fsys, done = pc, pc.Close
 		}
 	}
+	// The same for Raft's log when raft-wal keeps it, through its own
+	// file system seam (replication.Config.WrapRaftWALFS).
+	walJournal := filepath.Join(cfg.DataDir, "faults", "walcut.journal")
+	_, statErr = os.Stat(walJournal)
+	if fc.PowerCut != faults.PowerCutOff || statErr == nil {
+		wpc, rep, err := faults.OpenWALPowerCut(walJournal)
+		if err != nil {
+			done()
+			return nil, err
+		}
+		logger.Warn("fault build: power cut of the Raft WAL", "mode", getenv(faults.EnvPowerCut),
+			"files_removed", rep.Files, "writes_cut", rep.Extents, "bytes_cut", rep.Bytes)
+		if fc.PowerCut == faults.PowerCutOff {
+			if err := wpc.Close(); err != nil {
+				done()
+				return nil, err
+			}
+			if err := os.Remove(walJournal); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				done()
+				return nil, fmt.Errorf("remove wal power-cut journal: %w", err)
+			}
+		} else {
+			cfg.WrapRaftWALFS = wpc.Wrap
+			partDone := done
+			done = func() error { return errors.Join(partDone(), wpc.Close()) }
+		}
+	}
 	if !fc.SlowSync.Zero() {
 		logger.Warn("fault build: slow fsync", "delay", fc.SlowSync.String())
 		fsys = faults.SlowFS{FS: fsys, Delay: fc.SlowSync}

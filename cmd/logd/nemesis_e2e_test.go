@@ -238,7 +238,11 @@ func checkRouted(t *testing.T, nt *nemesis.Net) {
 // history with histcheck's checkers, and every node's copy of the append
 // topic with checkEveryNode. A failing run saves its history, schedule
 // and events (nemesisOut).
-func runNemesis(t *testing.T, kinds ...nemesis.Kind) {
+func runNemesis(t *testing.T, kinds ...nemesis.Kind) { runNemesisOn(t, "", kinds...) }
+
+// runNemesisOn is runNemesis with the nodes' --raft-log-store set to
+// store (LOGD_RAFT_LOG_STORE; empty: logd's default).
+func runNemesisOn(t *testing.T, store string, kinds ...nemesis.Kind) {
 	// Their schedules run for a set time, mostly waiting between faults.
 	parallelShort(t)
 	if s := os.Getenv("LOGD_NEMESIS_KINDS"); s != "" {
@@ -259,6 +263,9 @@ func runNemesis(t *testing.T, kinds ...nemesis.Kind) {
 	ctx, cancel := context.WithTimeout(context.Background(), dur+5*time.Minute)
 	defer cancel()
 	var env []string
+	if store != "" {
+		env = append(env, "LOGD_RAFT_LOG_STORE="+store)
+	}
 	disk := slices.ContainsFunc(kinds, func(k nemesis.Kind) bool { return k.Restarts() || k == nemesis.PowerCutAll })
 	if disk {
 		// Every start after a SIGKILL is then a power cut of that node.
@@ -343,6 +350,16 @@ func runNemesis(t *testing.T, kinds ...nemesis.Kind) {
 // restarted.
 func TestNemesisKill(t *testing.T) {
 	runNemesis(t, nemesis.KillLeader, nemesis.KillRandom, nemesis.KillMajority)
+}
+
+// TestNemesisKillBoltDB: the kills of TestNemesisKill and the power cut
+// of the whole cluster, with Raft's log in raft-boltdb (the default run
+// has them on logd's default store, raft-wal). Long runs only.
+func TestNemesisKillBoltDB(t *testing.T) {
+	if !faultLong() {
+		t.Skip("LOGD_FAULT_LONG=1 (make fault) runs the kills on raft-boltdb too")
+	}
+	runNemesisOn(t, "boltdb", nemesis.KillLeader, nemesis.KillRandom, nemesis.KillMajority, nemesis.PowerCutAll)
 }
 
 // TestNemesisPause: the leader or a minority SIGSTOPped past the election

@@ -60,18 +60,22 @@ func (c *cluster) restartAll(ctx context.Context) {
 	c.leader(ctx)
 }
 
-var bytesCutRE = regexp.MustCompile(`power cut of the partition logs.* bytes_cut=(\d+)`)
+var (
+	bytesCutRE    = regexp.MustCompile(`power cut of the partition logs.* bytes_cut=(\d+)`)
+	walBytesCutRE = regexp.MustCompile(`power cut of the Raft WAL.* bytes_cut=(\d+)`)
+)
 
-// bytesCut sums what the power cuts cut from the partition logs of every
-// node, as their logs report it.
-func (c *cluster) bytesCut() int64 {
+// bytesCut sums what the power cuts cut from the partition logs
+// (bytesCutRE) or the Raft WAL (walBytesCutRE) of every node, as their
+// logs report it.
+func (c *cluster) bytesCut(re *regexp.Regexp) int64 {
 	var sum int64
 	for _, nd := range c.nodes {
 		b, err := os.ReadFile(nd.logs.Name())
 		if err != nil {
 			c.t.Fatal(err)
 		}
-		for _, m := range bytesCutRE.FindAllSubmatch(b, -1) {
+		for _, m := range re.FindAllSubmatch(b, -1) {
 			n, _ := strconv.ParseInt(string(m[1]), 10, 64)
 			sum += n
 		}
@@ -116,14 +120,14 @@ func (r *errRecorder) Errorf(format string, args ...any) {
 // untilLoss it stops after the first cycle whose check complains. It
 // returns what checkEveryNode's checks complained of and how many bytes
 // the cuts dropped.
-func powerCuts(t *testing.T, mode string, cycles int, untilLoss bool) (complaints []string, cut int64) {
+func powerCuts(t *testing.T, store, mode string, cycles int, untilLoss bool) (complaints []string, cut, walCut int64) {
 	t.Setenv("LOGD_FAULT_POWERCUT", mode)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	// Snapshots every 256 entries let Raft drop entries whose records
 	// then live only in the partition logs (synced before each snapshot);
 	// small segments roll, and a roll syncs.
-	c := newCluster(t, 3, "--snapshot-threshold", "256", "--snapshot-interval", "200ms")
+	c := newCluster(t, 3, "--snapshot-threshold", "256", "--snapshot-interval", "200ms", "--raft-log-store", store)
 	const parts = 3
 	createTopic(t, ctx, c.nodes[1], "pc", parts, map[string]string{"segment.bytes": "16384"})
 	rng := rand.New(rand.NewPCG(faultSeed(t), 19))
@@ -158,7 +162,7 @@ func powerCuts(t *testing.T, mode string, cycles int, untilLoss bool) (complaint
 			break
 		}
 	}
-	return complaints, c.bytesCut()
+	return complaints, c.bytesCut(bytesCutRE), c.bytesCut(walBytesCutRE)
 }
 
 // checkEveryNodeTB is checkEveryNode reporting to tb.
@@ -179,32 +183,40 @@ func (c *cluster) checkEveryNodeTB(ctx context.Context, tb testing.TB, topic str
 // TestClusterPowerCut is T2 of docs/faults.md: every node of a cluster
 // loses the unsynced bytes of its partition logs at once, several times,
 // under load; nothing acknowledged may be lost, since Raft's log (fsynced
-// before every commit) replays what the partition logs lost. The control
-// runs the same with Raft's log written back without fsync
-// (LOGD_FAULT_POWERCUT=nosync) and must lose something: otherwise the
-// power cut or the checker is inert.
+// before every commit) replays what the partition logs lost. With Raft's
+// log in raft-wal, its segment files lose their unsynced writes too
+// (internal/faults.WALPowerCut). The control runs the same with Raft's
+// log written back without fsync (LOGD_FAULT_POWERCUT=nosync) and must
+// lose something: otherwise the power cut or the checker is inert. The
+// default run has raft-wal, logd's default; make fault adds raft-boltdb.
 func TestClusterPowerCut(t *testing.T) {
 	cycles := 3
+	stores := []string{"wal"}
 	if faultLong() {
 		cycles = 10
+		stores = append(stores, "boltdb")
 	}
-	t.Run("fsync", func(t *testing.T) {
-		complaints, cut := powerCuts(t, "1", cycles, false)
-		for _, e := range complaints {
-			t.Error(e)
-		}
-		if cut == 0 {
-			t.Error("the power cuts dropped no byte: the test cut nothing")
-		}
-		t.Logf("%d power cuts dropped %d bytes of partition logs in all", cycles, cut)
-	})
-	t.Run("control without fsync", func(t *testing.T) {
-		complaints, cut := powerCuts(t, "nosync", 3, true)
-		if len(complaints) == 0 {
-			t.Fatalf("power cuts with Raft's log not fsynced lost nothing (%d bytes of partition logs cut): the power cut or the checker is inert", cut)
-		}
-		t.Logf("the checker found, as it must without fsync (%d complaints), e.g.: %q", len(complaints), complaints[:min(3, len(complaints))])
-	})
+	for _, store := range stores {
+		t.Run(store, func(t *testing.T) {
+			t.Run("fsync", func(t *testing.T) {
+				complaints, cut, walCut := powerCuts(t, store, "1", cycles, false)
+				for _, e := range complaints {
+					t.Error(e)
+				}
+				if cut == 0 {
+					t.Error("the power cuts dropped no byte: the test cut nothing")
+				}
+				t.Logf("%d power cuts dropped %d bytes of partition logs and %d of the Raft WAL in all", cycles, cut, walCut)
+			})
+			t.Run("control without fsync", func(t *testing.T) {
+				complaints, cut, _ := powerCuts(t, store, "nosync", 3, true)
+				if len(complaints) == 0 {
+					t.Fatalf("power cuts with Raft's log not fsynced lost nothing (%d bytes of partition logs cut): the power cut or the checker is inert", cut)
+				}
+				t.Logf("the checker found, as it must without fsync (%d complaints), e.g.: %q", len(complaints), complaints[:min(3, len(complaints))])
+			})
+		})
+	}
 }
 
 // callCount returns how many produce calls ended, acknowledged or not.
