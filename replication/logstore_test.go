@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
 )
 
 // TestChooseLogStore: a data dir keeps the store its Raft log is in; an
@@ -105,4 +108,45 @@ func TestLogStoreKept(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWALTailTruncateRestart: Raft deletes a suffix of its log (a
+// follower's entries that conflict with a new leader's) and the node
+// restarts: the entries before the suffix are read back, and the log
+// takes entries after them again.
+func TestWALTailTruncateRestart(t *testing.T) {
+	raftDir := t.TempDir()
+	hlog := hclog.NewNullLogger()
+	w, err := openWAL(raftDir, hlog, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := func(w raft.LogStore, from, to uint64, term uint64) {
+		t.Helper()
+		for i := from; i <= to; i++ {
+			if err := w.StoreLogs([]*raft.Log{{Index: i, Term: term, Type: raft.LogCommand, Data: fmt.Appendf(nil, "e%d", i)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	store(w, 1, 10, 1)
+	if err := w.DeleteRange(8, 10); err != nil {
+		t.Fatal(err)
+	}
+	store(w, 8, 9, 2)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w, err = openWAL(raftDir, hlog, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for i := uint64(1); i <= 9; i++ {
+		var l raft.Log
+		if err := w.GetLog(i, &l); err != nil || string(l.Data) != fmt.Sprintf("e%d", i) {
+			t.Fatalf("entry %d after the restart: %q, %v", i, l.Data, err)
+		}
+	}
+	store(w, 10, 12, 2)
 }
