@@ -13,7 +13,6 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
 	walfs "github.com/hashicorp/raft-wal/fs"
-	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/hashicorp/raft-wal/segment"
 	waltypes "github.com/hashicorp/raft-wal/types"
 )
@@ -100,7 +99,7 @@ func chooseLogStore(want, detected string) (store, reason string, err error) {
 // openWAL opens (or creates) the WAL under raftDir; wrap, if set, wraps
 // the file system its segment files are written through (fault builds,
 // Config.WrapRaftWALFS).
-func openWAL(raftDir string, hlog hclog.Logger, wrap func(waltypes.VFS) waltypes.VFS) (*walStore, error) {
+func openWAL(raftDir string, hlog hclog.Logger, wrap func(waltypes.VFS) waltypes.VFS) (*wal.WAL, error) {
 	dir := filepath.Join(raftDir, walDirName)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create raft wal dir: %w", err)
@@ -114,30 +113,11 @@ func openWAL(raftDir string, hlog hclog.Logger, wrap func(waltypes.VFS) waltypes
 	if wrap != nil {
 		vfs = wrap(vfs)
 	}
-	// raft-wal's Close leaves its metadata file open (and locked): the
-	// WAL is handed its own, which walStore.Close closes after it.
-	meta := &metadb.BoltMetaDB{}
-	w, err := wal.Open(dir, wal.WithLogger(hlog.Named("wal")), wal.WithSegmentFiler(segment.NewFiler(dir, vfs)), wal.WithMetaStore(meta))
+	w, err := wal.Open(dir, wal.WithLogger(hlog.Named("wal")), wal.WithSegmentFiler(segment.NewFiler(dir, vfs)))
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("open raft wal: %w", err), meta.Close())
+		return nil, fmt.Errorf("open raft wal: %w", err)
 	}
-	return &walStore{WAL: w, meta: meta}, nil
-}
-
-// walStore is raft-wal's WAL as Raft's log store, with its metadata file.
-type walStore struct {
-	*wal.WAL
-	meta *metadb.BoltMetaDB
-}
-
-var (
-	_ raft.LogStore          = (*walStore)(nil)
-	_ raft.MonotonicLogStore = (*walStore)(nil)
-)
-
-// Close closes the WAL, then its metadata file.
-func (s *walStore) Close() error {
-	return errors.Join(s.WAL.Close(), s.meta.Close())
+	return w, nil
 }
 
 // openLogStore opens the Raft log store of the data dir whose raft
