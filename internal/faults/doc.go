@@ -29,7 +29,9 @@
 // some of the rest); only files written through PowerCutFS are tracked
 // (topic directories, which the state machine creates and removes itself,
 // and Raft's files are not); the journal grows by a line per sync until
-// the next start. Raft's log store and snapshot store fsync every write
+// the next start. Raft's snapshot store and raft-boltdb fsync every write
 // themselves, so a power cut costs them nothing and they are not modelled,
-// unless WriteBack switches that protection off.
+// unless WriteBack switches that protection off. raft-wal's segment files,
+// where Raft's log is kept by default, are: WALPowerCut wraps its file
+// system seam and cuts them back to their synced writes the same way.
 package faults
