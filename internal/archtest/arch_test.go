@@ -165,6 +165,7 @@ var table = []row{
 var pureForbidden = []string{
 	"github.com/hashicorp/raft/...",
 	"github.com/hashicorp/raft-boltdb/...",
+	"github.com/hashicorp/raft-wal/...",
 	"net",
 	"net/http",
 	"crypto/rand",
@@ -190,7 +191,7 @@ var pureVetted = []string{
 // directly: consensus, and (module-relative) the storage and the state
 // machine.
 var (
-	frontEndForbidden       = []string{"github.com/hashicorp/raft/...", "github.com/hashicorp/raft-boltdb/..."}
+	frontEndForbidden       = []string{"github.com/hashicorp/raft/...", "github.com/hashicorp/raft-boltdb/...", "github.com/hashicorp/raft-wal/..."}
 	frontEndForbiddenModule = []string{"log", "replication/fsm/..."}
 )
 
