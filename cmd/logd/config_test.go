@@ -206,3 +206,28 @@ func TestConfigLogRedacts(t *testing.T) {
 		t.Fatalf("secret flag logged as %q", got)
 	}
 }
+
+// TestRaftLogStoreFlag: --raft-log-store comes from the flag, its
+// variable or the file like every flag; empty leaves the choice to the
+// data dir (replication.Config.RaftLogStore), and another name is refused.
+func TestRaftLogStoreFlag(t *testing.T) {
+	file := writeConfig(t, "raft-log-store: boltdb\n")
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{want: ""},
+		{args: []string{"--raft-log-store", "wal"}, want: "wal"},
+		{env: map[string]string{"LOGD_RAFT_LOG_STORE": "boltdb"}, want: "boltdb"},
+		{args: []string{"--config", file}, want: "boltdb"},
+	} {
+		c, err := parseFlags(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
+		if err != nil || c.raftLogStore != tc.want {
+			t.Errorf("%v %v: %q, %v; want %q", tc.args, tc.env, c.raftLogStore, err, tc.want)
+		}
+	}
+	if _, err := parseFlags([]string{"--raft-log-store", "rocksdb"}, noEnv, io.Discard); err == nil || !strings.Contains(err.Error(), "--raft-log-store") {
+		t.Errorf("--raft-log-store rocksdb: %v", err)
+	}
+}
