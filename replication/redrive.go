@@ -36,6 +36,8 @@ type (
 	RedriveSpec = fsm.RedriveSpec
 	// RedriveProgress counts what a redrive job did.
 	RedriveProgress = fsm.RedriveProgress
+	// RedriveRecord names one dead letter a job may move.
+	RedriveRecord = fsm.RedriveRecord
 )
 
 // DefaultMaxRedrives is RedriveSpec.MaxRedrives when zero.
@@ -69,7 +71,8 @@ func RedriveIdempotencyKey(topic string, partition int32, offset int64) string {
 // now bound it; MaxRedrives 0 is DefaultMaxRedrives. Errors:
 // ErrUnknownTopic (the dead-letter topic or the target), ErrInvalidArgument
 // (a bad bound or rate), *FeatureLevelError before every member runs a
-// build with redrive jobs.
+// build with redrive jobs (or, for a spec naming its records, with
+// fsm.RedriveSelectLevel).
 func (n *Node) StartRedrive(ctx context.Context, s RedriveSpec) (RedriveJob, error) {
 	if s.MaxRedrives == 0 {
 		s.MaxRedrives = DefaultMaxRedrives
@@ -77,6 +80,9 @@ func (n *Node) StartRedrive(ctx context.Context, s RedriveSpec) (RedriveJob, err
 	t, err := n.fsm.Topic(s.DeadLetterTopic)
 	if err != nil {
 		return RedriveJob{}, fmt.Errorf("redrive: dead-letter topic: %w", err)
+	}
+	if len(s.Records) > 0 {
+		s.Records = fsm.SortRedriveRecords(s.Records)
 	}
 	s.Ends = make([]int64, len(t.Partitions))
 	for i, p := range t.Partitions {
@@ -132,7 +138,7 @@ func (n *Node) RedrivePosition(j RedriveJob) []int64 {
 }
 
 func (n *Node) proposeRedrive(ctx context.Context, c fsm.Redrive) (RedriveJob, error) {
-	data, err := fsm.EncodeJSON(fsm.CmdRedrive, n.cfg.Now().UnixNano(), c)
+	data, err := fsm.EncodeRedrive(n.cfg.Now().UnixNano(), c)
 	if err != nil {
 		return RedriveJob{}, err
 	}
@@ -288,11 +294,23 @@ func (n *Node) redriveStep(ctx context.Context, b *Backend, j RedriveJob) (done 
 		return true, nil
 	}
 	part := int32(p)
+	var delta RedriveProgress
+	if len(s.Records) > 0 {
+		// A job naming its records passes over the offsets between them
+		// without reading them: scanned and skipped, as the filter would.
+		to := end
+		if next, ok := s.NextRecord(part, from); ok {
+			to = min(next, end)
+		}
+		if to > from {
+			delta.Scanned, delta.Skipped = to-from, to-from
+			return false, n.advanceRedrive(ctx, j, part, to, delta)
+		}
+	}
 	limit := redriveBatch
 	if s.Rate > 0 {
 		limit = max(1, min(redriveBatch, int(s.Rate/10)))
 	}
-	var delta RedriveProgress
 	rd, err := b.Read(s.DeadLetterTopic, part, max(from, 0), redriveReadBytes)
 	var oor *OutOfRangeError
 	if errors.As(err, &oor) && from < oor.Start {
@@ -324,7 +342,7 @@ func (n *Node) redriveStep(ctx context.Context, b *Backend, j RedriveJob) (done 
 		delta.Scanned++
 		d := parseDeadLetter(r)
 		switch {
-		case !redriveMatch(s, d, r.Key):
+		case !s.Selects(part, r.Offset) || !redriveMatch(s, d, r.Key):
 			delta.Skipped++
 			continue
 		case d.redrives >= s.MaxRedrives:

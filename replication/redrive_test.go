@@ -114,6 +114,20 @@ func TestRedriveLeaderChange(t *testing.T) {
 	if _, err := leader.StartRedrive(ctx, RedriveSpec{DeadLetterTopic: "orders-dlq"}); !errors.As(err, &fe) || fe.Need != fsm.RedriveLevel {
 		t.Fatalf("redrive in a base-level cluster: %v", err)
 	}
+	// At the level of redrive jobs, a job naming its records waits for
+	// the level that reads them.
+	for _, nd := range c.nodes[1:] {
+		if err := leader.register(ctx, fsm.NodeRegister{ID: nd.NodeID(), APIAddress: nd.NodeID() + "-api", FeatureLevel: fsm.RedriveLevel}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	named := RedriveSpec{DeadLetterTopic: "orders-dlq", Records: []RedriveRecord{{Partition: 0, Offset: 0}}}
+	if _, err := leader.StartRedrive(ctx, named); !errors.As(err, &fe) || fe.Need != fsm.RedriveSelectLevel || fe.Cluster != fsm.RedriveLevel {
+		t.Fatalf("redrive naming records in a cluster at level %d: %v", fsm.RedriveLevel, err)
+	}
+	if n := len(leader.RedriveJobs()); n != 0 {
+		t.Fatalf("%d jobs after refusals", n)
+	}
 	for _, nd := range c.nodes[1:] {
 		if err := leader.register(ctx, fsm.NodeRegister{ID: nd.NodeID(), APIAddress: nd.NodeID() + "-api", FeatureLevel: fsm.Level}); err != nil {
 			t.Fatal(err)
@@ -199,6 +213,10 @@ func TestRedriveFilters(t *testing.T) {
 			p: RedriveProgress{Scanned: 5, Redriven: 2, Skipped: 3}},
 		{name: "offsets", spec: RedriveSpec{FromOffset: 1, ToOffset: 3}, values: []string{"1", "2"}, p: RedriveProgress{Scanned: 2, Redriven: 2}},
 		{name: "max redrives", spec: RedriveSpec{MaxRedrives: 1, ToOffset: 5}, values: []string{"0", "1", "2"}, p: RedriveProgress{Scanned: 5, Redriven: 3, Refused: 2}},
+		{name: "records", spec: RedriveSpec{Records: []RedriveRecord{{Partition: 0, Offset: 4}, {Partition: 0, Offset: 1}, {Partition: 0, Offset: 3}}},
+			values: []string{"1", "4"}, p: RedriveProgress{Scanned: 5, Redriven: 2, Refused: 1, Skipped: 2}},
+		{name: "records and filter", spec: RedriveSpec{Records: []RedriveRecord{{Partition: 0, Offset: 1}, {Partition: 0, Offset: 2}}, Key: "a", HasKey: true},
+			values: []string{"2"}, p: RedriveProgress{Scanned: 5, Redriven: 1, Skipped: 4}},
 		{name: "target", spec: RedriveSpec{Target: "elsewhere", Reasons: []string{"expired"}}, target: "elsewhere", values: []string{"4"},
 			p: RedriveProgress{Scanned: 5, Redriven: 1, Skipped: 4}},
 	} {

@@ -7406,7 +7406,12 @@ type StartRedriveRequest struct {
 	Rate float64 `protobuf:"fixed64,10,opt,name=rate,proto3" json:"rate,omitempty"`
 	// max_redrives: the loop guard, a record redriven this many times
 	// already is refused; 0 is the default (3).
-	MaxRedrives   int32 `protobuf:"varint,11,opt,name=max_redrives,json=maxRedrives,proto3" json:"max_redrives,omitempty"`
+	MaxRedrives int32 `protobuf:"varint,11,opt,name=max_redrives,json=maxRedrives,proto3" json:"max_redrives,omitempty"`
+	// records, when set, names the dead letters the job may move (at most
+	// 10,000; the filters above still apply to them); empty: every dead
+	// letter the filters select. A job naming records needs feature level
+	// 9 on every member (FAILED_PRECONDITION before).
+	Records       []*RedriveRecordRef `protobuf:"bytes,12,rep,name=records,proto3" json:"records,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -7518,6 +7523,67 @@ func (x *StartRedriveRequest) GetMaxRedrives() int32 {
 	return 0
 }
 
+func (x *StartRedriveRequest) GetRecords() []*RedriveRecordRef {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+// RedriveRecordRef names one dead letter: its partition and offset in the
+// dead-letter topic.
+type RedriveRecordRef struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Partition     int32                  `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	Offset        int64                  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RedriveRecordRef) Reset() {
+	*x = RedriveRecordRef{}
+	mi := &file_logd_v1_logd_proto_msgTypes[110]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RedriveRecordRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RedriveRecordRef) ProtoMessage() {}
+
+func (x *RedriveRecordRef) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[110]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RedriveRecordRef.ProtoReflect.Descriptor instead.
+func (*RedriveRecordRef) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{110}
+}
+
+func (x *RedriveRecordRef) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *RedriveRecordRef) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
 type RedriveProgress struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Scanned  int64                  `protobuf:"varint,1,opt,name=scanned,proto3" json:"scanned,omitempty"`
@@ -7536,7 +7602,7 @@ type RedriveProgress struct {
 
 func (x *RedriveProgress) Reset() {
 	*x = RedriveProgress{}
-	mi := &file_logd_v1_logd_proto_msgTypes[110]
+	mi := &file_logd_v1_logd_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7548,7 +7614,7 @@ func (x *RedriveProgress) String() string {
 func (*RedriveProgress) ProtoMessage() {}
 
 func (x *RedriveProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[110]
+	mi := &file_logd_v1_logd_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7561,7 +7627,7 @@ func (x *RedriveProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveProgress.ProtoReflect.Descriptor instead.
 func (*RedriveProgress) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{110}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *RedriveProgress) GetScanned() int64 {
@@ -7631,7 +7697,7 @@ type RedriveJob struct {
 
 func (x *RedriveJob) Reset() {
 	*x = RedriveJob{}
-	mi := &file_logd_v1_logd_proto_msgTypes[111]
+	mi := &file_logd_v1_logd_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7643,7 +7709,7 @@ func (x *RedriveJob) String() string {
 func (*RedriveJob) ProtoMessage() {}
 
 func (x *RedriveJob) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[111]
+	mi := &file_logd_v1_logd_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7656,7 +7722,7 @@ func (x *RedriveJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveJob.ProtoReflect.Descriptor instead.
 func (*RedriveJob) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{111}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *RedriveJob) GetId() string {
@@ -7752,7 +7818,7 @@ type StartRedriveResponse struct {
 
 func (x *StartRedriveResponse) Reset() {
 	*x = StartRedriveResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[112]
+	mi := &file_logd_v1_logd_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7764,7 +7830,7 @@ func (x *StartRedriveResponse) String() string {
 func (*StartRedriveResponse) ProtoMessage() {}
 
 func (x *StartRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[112]
+	mi := &file_logd_v1_logd_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7777,7 +7843,7 @@ func (x *StartRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRedriveResponse.ProtoReflect.Descriptor instead.
 func (*StartRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{112}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *StartRedriveResponse) GetJob() *RedriveJob {
@@ -7796,7 +7862,7 @@ type DescribeRedriveRequest struct {
 
 func (x *DescribeRedriveRequest) Reset() {
 	*x = DescribeRedriveRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[113]
+	mi := &file_logd_v1_logd_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7808,7 +7874,7 @@ func (x *DescribeRedriveRequest) String() string {
 func (*DescribeRedriveRequest) ProtoMessage() {}
 
 func (x *DescribeRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[113]
+	mi := &file_logd_v1_logd_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7821,7 +7887,7 @@ func (x *DescribeRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRedriveRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{113}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *DescribeRedriveRequest) GetId() string {
@@ -7840,7 +7906,7 @@ type DescribeRedriveResponse struct {
 
 func (x *DescribeRedriveResponse) Reset() {
 	*x = DescribeRedriveResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[114]
+	mi := &file_logd_v1_logd_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7852,7 +7918,7 @@ func (x *DescribeRedriveResponse) String() string {
 func (*DescribeRedriveResponse) ProtoMessage() {}
 
 func (x *DescribeRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[114]
+	mi := &file_logd_v1_logd_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7865,7 +7931,7 @@ func (x *DescribeRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRedriveResponse.ProtoReflect.Descriptor instead.
 func (*DescribeRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{114}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *DescribeRedriveResponse) GetJob() *RedriveJob {
@@ -7885,7 +7951,7 @@ type ListRedrivesRequest struct {
 
 func (x *ListRedrivesRequest) Reset() {
 	*x = ListRedrivesRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[115]
+	mi := &file_logd_v1_logd_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7897,7 +7963,7 @@ func (x *ListRedrivesRequest) String() string {
 func (*ListRedrivesRequest) ProtoMessage() {}
 
 func (x *ListRedrivesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[115]
+	mi := &file_logd_v1_logd_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7910,7 +7976,7 @@ func (x *ListRedrivesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRedrivesRequest.ProtoReflect.Descriptor instead.
 func (*ListRedrivesRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{115}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *ListRedrivesRequest) GetDeadLetterTopic() string {
@@ -7929,7 +7995,7 @@ type ListRedrivesResponse struct {
 
 func (x *ListRedrivesResponse) Reset() {
 	*x = ListRedrivesResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[116]
+	mi := &file_logd_v1_logd_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7941,7 +8007,7 @@ func (x *ListRedrivesResponse) String() string {
 func (*ListRedrivesResponse) ProtoMessage() {}
 
 func (x *ListRedrivesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[116]
+	mi := &file_logd_v1_logd_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7954,7 +8020,7 @@ func (x *ListRedrivesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRedrivesResponse.ProtoReflect.Descriptor instead.
 func (*ListRedrivesResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{116}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *ListRedrivesResponse) GetJobs() []*RedriveJob {
@@ -7973,7 +8039,7 @@ type StopRedriveRequest struct {
 
 func (x *StopRedriveRequest) Reset() {
 	*x = StopRedriveRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[117]
+	mi := &file_logd_v1_logd_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7985,7 +8051,7 @@ func (x *StopRedriveRequest) String() string {
 func (*StopRedriveRequest) ProtoMessage() {}
 
 func (x *StopRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[117]
+	mi := &file_logd_v1_logd_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7998,7 +8064,7 @@ func (x *StopRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRedriveRequest.ProtoReflect.Descriptor instead.
 func (*StopRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{117}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *StopRedriveRequest) GetId() string {
@@ -8017,7 +8083,7 @@ type StopRedriveResponse struct {
 
 func (x *StopRedriveResponse) Reset() {
 	*x = StopRedriveResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[118]
+	mi := &file_logd_v1_logd_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8029,7 +8095,7 @@ func (x *StopRedriveResponse) String() string {
 func (*StopRedriveResponse) ProtoMessage() {}
 
 func (x *StopRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[118]
+	mi := &file_logd_v1_logd_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8042,7 +8108,7 @@ func (x *StopRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRedriveResponse.ProtoReflect.Descriptor instead.
 func (*StopRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{118}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *StopRedriveResponse) GetJob() *RedriveJob {
@@ -8665,7 +8731,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x06filter\x18\x01 \x01(\v2\x12.logd.v1.ACLFilterR\x06filter\x12\x17\n" +
 	"\adry_run\x18\x02 \x01(\bR\x06dryRun\"6\n" +
 	"\x12DeleteACLsResponse\x12 \n" +
-	"\x04acls\x18\x01 \x03(\v2\f.logd.v1.ACLR\x04acls\"\xc9\x02\n" +
+	"\x04acls\x18\x01 \x03(\v2\f.logd.v1.ACLR\x04acls\"\xfe\x02\n" +
 	"\x13StartRedriveRequest\x12*\n" +
 	"\x11dead_letter_topic\x18\x01 \x01(\tR\x0fdeadLetterTopic\x12\x16\n" +
 	"\x06target\x18\x02 \x01(\tR\x06target\x12\x18\n" +
@@ -8679,7 +8745,11 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\tto_offset\x18\t \x01(\x03R\btoOffset\x12\x12\n" +
 	"\x04rate\x18\n" +
 	" \x01(\x01R\x04rate\x12!\n" +
-	"\fmax_redrives\x18\v \x01(\x05R\vmaxRedrives\"\xb1\x01\n" +
+	"\fmax_redrives\x18\v \x01(\x05R\vmaxRedrives\x123\n" +
+	"\arecords\x18\f \x03(\v2\x19.logd.v1.RedriveRecordRefR\arecords\"H\n" +
+	"\x10RedriveRecordRef\x12\x1c\n" +
+	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x16\n" +
+	"\x06offset\x18\x02 \x01(\x03R\x06offset\"\xb1\x01\n" +
 	"\x0fRedriveProgress\x12\x18\n" +
 	"\ascanned\x18\x01 \x01(\x03R\ascanned\x12\x1a\n" +
 	"\bredriven\x18\x02 \x01(\x03R\bredriven\x12\x1e\n" +
@@ -8814,7 +8884,7 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 122)
+var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 123)
 var file_logd_v1_logd_proto_goTypes = []any{
 	(Reason)(0),                        // 0: logd.v1.Reason
 	(*ErrorInfo)(nil),                  // 1: logd.v1.ErrorInfo
@@ -8927,27 +8997,28 @@ var file_logd_v1_logd_proto_goTypes = []any{
 	(*DeleteACLsRequest)(nil),          // 108: logd.v1.DeleteACLsRequest
 	(*DeleteACLsResponse)(nil),         // 109: logd.v1.DeleteACLsResponse
 	(*StartRedriveRequest)(nil),        // 110: logd.v1.StartRedriveRequest
-	(*RedriveProgress)(nil),            // 111: logd.v1.RedriveProgress
-	(*RedriveJob)(nil),                 // 112: logd.v1.RedriveJob
-	(*StartRedriveResponse)(nil),       // 113: logd.v1.StartRedriveResponse
-	(*DescribeRedriveRequest)(nil),     // 114: logd.v1.DescribeRedriveRequest
-	(*DescribeRedriveResponse)(nil),    // 115: logd.v1.DescribeRedriveResponse
-	(*ListRedrivesRequest)(nil),        // 116: logd.v1.ListRedrivesRequest
-	(*ListRedrivesResponse)(nil),       // 117: logd.v1.ListRedrivesResponse
-	(*StopRedriveRequest)(nil),         // 118: logd.v1.StopRedriveRequest
-	(*StopRedriveResponse)(nil),        // 119: logd.v1.StopRedriveResponse
-	nil,                                // 120: logd.v1.CreateTopicRequest.ConfigEntry
-	nil,                                // 121: logd.v1.TopicInfo.ConfigEntry
-	nil,                                // 122: logd.v1.AlterTopicRequest.ConfigEntry
+	(*RedriveRecordRef)(nil),           // 111: logd.v1.RedriveRecordRef
+	(*RedriveProgress)(nil),            // 112: logd.v1.RedriveProgress
+	(*RedriveJob)(nil),                 // 113: logd.v1.RedriveJob
+	(*StartRedriveResponse)(nil),       // 114: logd.v1.StartRedriveResponse
+	(*DescribeRedriveRequest)(nil),     // 115: logd.v1.DescribeRedriveRequest
+	(*DescribeRedriveResponse)(nil),    // 116: logd.v1.DescribeRedriveResponse
+	(*ListRedrivesRequest)(nil),        // 117: logd.v1.ListRedrivesRequest
+	(*ListRedrivesResponse)(nil),       // 118: logd.v1.ListRedrivesResponse
+	(*StopRedriveRequest)(nil),         // 119: logd.v1.StopRedriveRequest
+	(*StopRedriveResponse)(nil),        // 120: logd.v1.StopRedriveResponse
+	nil,                                // 121: logd.v1.CreateTopicRequest.ConfigEntry
+	nil,                                // 122: logd.v1.TopicInfo.ConfigEntry
+	nil,                                // 123: logd.v1.AlterTopicRequest.ConfigEntry
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
 	0,   // 0: logd.v1.ErrorInfo.reason:type_name -> logd.v1.Reason
-	120, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
+	121, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
 	10,  // 2: logd.v1.CreateTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	10,  // 3: logd.v1.ListTopicsResponse.topics:type_name -> logd.v1.TopicInfo
 	10,  // 4: logd.v1.DescribeTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	12,  // 5: logd.v1.DescribeTopicResponse.partitions:type_name -> logd.v1.PartitionInfo
-	121, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
+	122, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
 	11,  // 7: logd.v1.TopicInfo.stats:type_name -> logd.v1.TopicStats
 	81,  // 8: logd.v1.PartitionInfo.last_cleaner_run:type_name -> logd.v1.CleanerRun
 	13,  // 9: logd.v1.Record.headers:type_name -> logd.v1.Header
@@ -8988,7 +9059,7 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	72,  // 44: logd.v1.NackRequest.nacks:type_name -> logd.v1.QueueNack
 	69,  // 45: logd.v1.NackResponse.results:type_name -> logd.v1.TokenResult
 	69,  // 46: logd.v1.ExtendResponse.results:type_name -> logd.v1.TokenResult
-	122, // 47: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
+	123, // 47: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
 	10,  // 48: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	10,  // 49: logd.v1.CreatePartitionsResponse.topic:type_name -> logd.v1.TopicInfo
 	90,  // 50: logd.v1.SaveSnapshotResponse.info:type_name -> logd.v1.SnapshotInfo
@@ -9000,103 +9071,104 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	102, // 56: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
 	105, // 57: logd.v1.DeleteACLsRequest.filter:type_name -> logd.v1.ACLFilter
 	102, // 58: logd.v1.DeleteACLsResponse.acls:type_name -> logd.v1.ACL
-	110, // 59: logd.v1.RedriveJob.spec:type_name -> logd.v1.StartRedriveRequest
-	111, // 60: logd.v1.RedriveJob.progress:type_name -> logd.v1.RedriveProgress
-	112, // 61: logd.v1.StartRedriveResponse.job:type_name -> logd.v1.RedriveJob
-	112, // 62: logd.v1.DescribeRedriveResponse.job:type_name -> logd.v1.RedriveJob
-	112, // 63: logd.v1.ListRedrivesResponse.jobs:type_name -> logd.v1.RedriveJob
-	112, // 64: logd.v1.StopRedriveResponse.job:type_name -> logd.v1.RedriveJob
-	2,   // 65: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
-	4,   // 66: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
-	6,   // 67: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
-	8,   // 68: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
-	15,  // 69: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
-	18,  // 70: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
-	21,  // 71: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
-	23,  // 72: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
-	30,  // 73: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
-	34,  // 74: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
-	36,  // 75: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
-	38,  // 76: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
-	40,  // 77: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
-	42,  // 78: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
-	45,  // 79: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
-	49,  // 80: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
-	52,  // 81: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
-	56,  // 82: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
-	58,  // 83: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
-	60,  // 84: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
-	63,  // 85: logd.v1.LogService.ListQueueGroups:input_type -> logd.v1.ListQueueGroupsRequest
-	66,  // 86: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
-	70,  // 87: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
-	73,  // 88: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
-	75,  // 89: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
-	82,  // 90: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
-	84,  // 91: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
-	86,  // 92: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
-	88,  // 93: logd.v1.LogService.SaveSnapshot:input_type -> logd.v1.SaveSnapshotRequest
-	77,  // 94: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
-	79,  // 95: logd.v1.LogService.CreatePartitions:input_type -> logd.v1.CreatePartitionsRequest
-	91,  // 96: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
-	93,  // 97: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
-	96,  // 98: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
-	98,  // 99: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
-	100, // 100: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
-	103, // 101: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
-	106, // 102: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
-	108, // 103: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
-	110, // 104: logd.v1.LogService.StartRedrive:input_type -> logd.v1.StartRedriveRequest
-	114, // 105: logd.v1.LogService.DescribeRedrive:input_type -> logd.v1.DescribeRedriveRequest
-	116, // 106: logd.v1.LogService.ListRedrives:input_type -> logd.v1.ListRedrivesRequest
-	118, // 107: logd.v1.LogService.StopRedrive:input_type -> logd.v1.StopRedriveRequest
-	3,   // 108: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	5,   // 109: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	7,   // 110: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	9,   // 111: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	17,  // 112: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
-	20,  // 113: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
-	22,  // 114: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	24,  // 115: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
-	33,  // 116: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
-	35,  // 117: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
-	37,  // 118: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
-	39,  // 119: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
-	41,  // 120: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
-	44,  // 121: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
-	48,  // 122: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
-	50,  // 123: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
-	54,  // 124: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
-	57,  // 125: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
-	59,  // 126: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
-	62,  // 127: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
-	64,  // 128: logd.v1.LogService.ListQueueGroups:output_type -> logd.v1.ListQueueGroupsResponse
-	68,  // 129: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
-	71,  // 130: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
-	74,  // 131: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
-	76,  // 132: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
-	83,  // 133: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
-	85,  // 134: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
-	87,  // 135: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
-	89,  // 136: logd.v1.LogService.SaveSnapshot:output_type -> logd.v1.SaveSnapshotResponse
-	78,  // 137: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
-	80,  // 138: logd.v1.LogService.CreatePartitions:output_type -> logd.v1.CreatePartitionsResponse
-	92,  // 139: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
-	94,  // 140: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
-	97,  // 141: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
-	99,  // 142: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
-	101, // 143: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
-	104, // 144: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
-	107, // 145: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
-	109, // 146: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
-	113, // 147: logd.v1.LogService.StartRedrive:output_type -> logd.v1.StartRedriveResponse
-	115, // 148: logd.v1.LogService.DescribeRedrive:output_type -> logd.v1.DescribeRedriveResponse
-	117, // 149: logd.v1.LogService.ListRedrives:output_type -> logd.v1.ListRedrivesResponse
-	119, // 150: logd.v1.LogService.StopRedrive:output_type -> logd.v1.StopRedriveResponse
-	108, // [108:151] is the sub-list for method output_type
-	65,  // [65:108] is the sub-list for method input_type
-	65,  // [65:65] is the sub-list for extension type_name
-	65,  // [65:65] is the sub-list for extension extendee
-	0,   // [0:65] is the sub-list for field type_name
+	111, // 59: logd.v1.StartRedriveRequest.records:type_name -> logd.v1.RedriveRecordRef
+	110, // 60: logd.v1.RedriveJob.spec:type_name -> logd.v1.StartRedriveRequest
+	112, // 61: logd.v1.RedriveJob.progress:type_name -> logd.v1.RedriveProgress
+	113, // 62: logd.v1.StartRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	113, // 63: logd.v1.DescribeRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	113, // 64: logd.v1.ListRedrivesResponse.jobs:type_name -> logd.v1.RedriveJob
+	113, // 65: logd.v1.StopRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	2,   // 66: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
+	4,   // 67: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
+	6,   // 68: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
+	8,   // 69: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
+	15,  // 70: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
+	18,  // 71: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
+	21,  // 72: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
+	23,  // 73: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
+	30,  // 74: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
+	34,  // 75: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
+	36,  // 76: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
+	38,  // 77: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
+	40,  // 78: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
+	42,  // 79: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
+	45,  // 80: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
+	49,  // 81: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
+	52,  // 82: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
+	56,  // 83: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
+	58,  // 84: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
+	60,  // 85: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
+	63,  // 86: logd.v1.LogService.ListQueueGroups:input_type -> logd.v1.ListQueueGroupsRequest
+	66,  // 87: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
+	70,  // 88: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
+	73,  // 89: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
+	75,  // 90: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
+	82,  // 91: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
+	84,  // 92: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
+	86,  // 93: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
+	88,  // 94: logd.v1.LogService.SaveSnapshot:input_type -> logd.v1.SaveSnapshotRequest
+	77,  // 95: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
+	79,  // 96: logd.v1.LogService.CreatePartitions:input_type -> logd.v1.CreatePartitionsRequest
+	91,  // 97: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
+	93,  // 98: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
+	96,  // 99: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
+	98,  // 100: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
+	100, // 101: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
+	103, // 102: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
+	106, // 103: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
+	108, // 104: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
+	110, // 105: logd.v1.LogService.StartRedrive:input_type -> logd.v1.StartRedriveRequest
+	115, // 106: logd.v1.LogService.DescribeRedrive:input_type -> logd.v1.DescribeRedriveRequest
+	117, // 107: logd.v1.LogService.ListRedrives:input_type -> logd.v1.ListRedrivesRequest
+	119, // 108: logd.v1.LogService.StopRedrive:input_type -> logd.v1.StopRedriveRequest
+	3,   // 109: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	5,   // 110: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	7,   // 111: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	9,   // 112: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	17,  // 113: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
+	20,  // 114: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
+	22,  // 115: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	24,  // 116: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
+	33,  // 117: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
+	35,  // 118: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
+	37,  // 119: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
+	39,  // 120: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	41,  // 121: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
+	44,  // 122: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	48,  // 123: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
+	50,  // 124: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
+	54,  // 125: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
+	57,  // 126: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
+	59,  // 127: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
+	62,  // 128: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
+	64,  // 129: logd.v1.LogService.ListQueueGroups:output_type -> logd.v1.ListQueueGroupsResponse
+	68,  // 130: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
+	71,  // 131: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
+	74,  // 132: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
+	76,  // 133: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
+	83,  // 134: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
+	85,  // 135: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
+	87,  // 136: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
+	89,  // 137: logd.v1.LogService.SaveSnapshot:output_type -> logd.v1.SaveSnapshotResponse
+	78,  // 138: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
+	80,  // 139: logd.v1.LogService.CreatePartitions:output_type -> logd.v1.CreatePartitionsResponse
+	92,  // 140: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
+	94,  // 141: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
+	97,  // 142: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
+	99,  // 143: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
+	101, // 144: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
+	104, // 145: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
+	107, // 146: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
+	109, // 147: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
+	114, // 148: logd.v1.LogService.StartRedrive:output_type -> logd.v1.StartRedriveResponse
+	116, // 149: logd.v1.LogService.DescribeRedrive:output_type -> logd.v1.DescribeRedriveResponse
+	118, // 150: logd.v1.LogService.ListRedrives:output_type -> logd.v1.ListRedrivesResponse
+	120, // 151: logd.v1.LogService.StopRedrive:output_type -> logd.v1.StopRedriveResponse
+	109, // [109:152] is the sub-list for method output_type
+	66,  // [66:109] is the sub-list for method input_type
+	66,  // [66:66] is the sub-list for extension type_name
+	66,  // [66:66] is the sub-list for extension extendee
+	0,   // [0:66] is the sub-list for field type_name
 }
 
 func init() { file_logd_v1_logd_proto_init() }
@@ -9117,7 +9189,7 @@ func file_logd_v1_logd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   122,
+			NumMessages:   123,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

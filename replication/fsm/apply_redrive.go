@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -20,6 +21,37 @@ const (
 	// RedriveFinish ends a running job as done, or, with Error, as failed.
 	RedriveFinish = "finish"
 )
+
+// redriveRecordsVersion is the redrive payload version of a start whose
+// spec names its records (RedriveSpec.Records), at RedriveSelectLevel: a
+// build below it would read the JSON, ignore the field and move more than
+// was asked, so it must not be proposed before every member reads it.
+const redriveRecordsVersion = 2
+
+// EncodeRedrive encodes a redrive command stamped with now: in payload
+// version 1, or redriveRecordsVersion for a start that names records.
+func EncodeRedrive(now int64, c Redrive) ([]byte, error) {
+	data, err := encodeJSONCommand(CmdRedrive, now, c)
+	if err != nil {
+		return nil, err
+	}
+	if c.Spec != nil && len(c.Spec.Records) > 0 {
+		data[1] = redriveRecordsVersion
+	}
+	return data, nil
+}
+
+// decodeRedrive reads a redrive payload; version 1 may not name records.
+func decodeRedrive(p []byte, version byte, _ *keyScratch) (Redrive, error) {
+	var c Redrive
+	if err := json.Unmarshal(p, &c); err != nil {
+		return c, fmt.Errorf("%w: redrive: %v", ErrBadCommand, err)
+	}
+	if version < redriveRecordsVersion && c.Spec != nil && len(c.Spec.Records) > 0 {
+		return c, fmt.Errorf("%w: redrive version %d naming records", ErrBadCommand, version)
+	}
+	return c, nil
+}
 
 // Redrive is the payload of CmdRedrive (JSON).
 type Redrive struct {
@@ -51,6 +83,7 @@ func (f *FSM) applyRedrive(index uint64, now int64, c Redrive) any {
 		j := &RedriveJob{ID: redriveID(index), Spec: *c.Spec, State: RedriveRunning, CreatedNanos: now, UpdatedNanos: now}
 		j.Spec.Reasons = slices.Clone(j.Spec.Reasons)
 		j.Spec.Ends = slices.Clone(j.Spec.Ends)
+		j.Spec.Records = slices.Clone(j.Spec.Records)
 		f.redrives.mu.Lock()
 		defer f.redrives.mu.Unlock()
 		if f.redrives.m == nil {

@@ -130,8 +130,13 @@ const (
 	// job's definition, state and counters are replicated, its position
 	// is the committed offsets of its consumer group (RedriveGroup).
 	RedriveLevel FeatureLevel = 8
+	// RedriveSelectLevel adds a redrive job that moves named dead letters
+	// only (RedriveSpec.Records, redrive payload version
+	// redriveRecordsVersion): a build below it would ignore the field and
+	// redrive every dead letter its filter selects.
+	RedriveSelectLevel FeatureLevel = 9
 	// Level is the highest feature level this build understands.
-	Level FeatureLevel = RedriveLevel
+	Level FeatureLevel = RedriveSelectLevel
 )
 
 // commandVersion is the payload version most kinds write after the type
@@ -219,7 +224,10 @@ var commands = [...]command{
 	CmdACLCreate:   securityCommand("acl-create", decodeACLCreate, (*FSM).applyACLCreate),
 	CmdACLDelete:   securityCommand("acl-delete", decodeACLDelete, (*FSM).applyACLDelete),
 
-	CmdRedrive: jsonCommand("redrive", RedriveLevel, (*FSM).applyRedrive),
+	CmdRedrive: row("redrive", RedriveLevel, []payloadVersion{
+		{version: commandVersion, level: RedriveLevel},
+		{version: redriveRecordsVersion, level: RedriveSelectLevel}, // a start naming its records
+	}, decodeRedrive, (*FSM).applyRedrive),
 }
 
 // commandOf returns the row of t, or nil when this build does not know t.

@@ -76,6 +76,66 @@ type RedriveSpec struct {
 	Ends []int64 `json:"ends"`
 	// Principal started the job (empty without authentication).
 	Principal string `json:"principal,omitempty"`
+	// Records, when set, names the dead letters the job may move, in
+	// (partition, offset) order without repeats; the filters above still
+	// apply to them. Empty: every dead letter the filters select. A start
+	// with records is payload version redriveRecordsVersion, at
+	// RedriveSelectLevel.
+	Records []RedriveRecord `json:"records,omitempty"`
+}
+
+// RedriveRecord names one dead letter of a job's dead-letter topic.
+type RedriveRecord struct {
+	Partition int32 `json:"partition"`
+	Offset    int64 `json:"offset"`
+}
+
+// MaxRedriveRecords bounds the records a job may name.
+const MaxRedriveRecords = 10_000
+
+// Selects reports whether the spec lets the job move the dead letter at
+// (partition, offset): always without Records, else when it is named.
+func (s RedriveSpec) Selects(partition int32, offset int64) bool {
+	if len(s.Records) == 0 {
+		return true
+	}
+	_, found := slices.BinarySearchFunc(s.Records, RedriveRecord{Partition: partition, Offset: offset}, compareRedriveRecords)
+	return found
+}
+
+// NextRecord returns the first named offset of partition at or after
+// from; false when the spec names none there (or names no records).
+func (s RedriveSpec) NextRecord(partition int32, from int64) (int64, bool) {
+	i, _ := slices.BinarySearchFunc(s.Records, RedriveRecord{Partition: partition, Offset: from}, compareRedriveRecords)
+	if i < len(s.Records) && s.Records[i].Partition == partition {
+		return s.Records[i].Offset, true
+	}
+	return 0, false
+}
+
+// SortRedriveRecords sorts records by partition and offset and drops
+// repeats, the order a spec keeps them in.
+func SortRedriveRecords(records []RedriveRecord) []RedriveRecord {
+	out := slices.Clone(records)
+	slices.SortFunc(out, compareRedriveRecords)
+	return slices.Compact(out)
+}
+
+func compareRedriveRecords(a, b RedriveRecord) int {
+	if a.Partition != b.Partition {
+		return cmpInt(int64(a.Partition), int64(b.Partition))
+	}
+	return cmpInt(a.Offset, b.Offset)
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // RedriveProgress counts what a job did. Scanned counts dead-letter
@@ -123,6 +183,7 @@ func (j *RedriveJob) clone() RedriveJob {
 	c := *j
 	c.Spec.Reasons = slices.Clone(j.Spec.Reasons)
 	c.Spec.Ends = slices.Clone(j.Spec.Ends)
+	c.Spec.Records = slices.Clone(j.Spec.Records)
 	return c
 }
 
@@ -209,6 +270,19 @@ func (f *FSM) ValidateRedriveSpec(s RedriveSpec) error {
 	for _, e := range s.Ends {
 		if e < 0 {
 			return bad("end offset %d", e)
+		}
+	}
+	if len(s.Records) > MaxRedriveRecords {
+		return bad("%d records named, at most %d", len(s.Records), MaxRedriveRecords)
+	}
+	for i, r := range s.Records {
+		switch {
+		case r.Partition < 0 || int(r.Partition) >= len(s.Ends):
+			return bad("record %d/%d: no such partition", r.Partition, r.Offset)
+		case r.Offset < 0 || r.Offset >= s.Ends[r.Partition]:
+			return bad("record %d/%d: not below the end offset %d", r.Partition, r.Offset, s.Ends[r.Partition])
+		case i > 0 && compareRedriveRecords(s.Records[i-1], r) >= 0:
+			return bad("records not in (partition, offset) order without repeats at %d/%d", r.Partition, r.Offset)
 		}
 	}
 	return nil

@@ -123,3 +123,82 @@ func TestRedriveApply(t *testing.T) {
 		t.Fatal(*fatals)
 	}
 }
+
+// TestRedriveRecordsLevel: a start naming its records is payload version
+// redriveRecordsVersion at RedriveSelectLevel, so a cluster below it
+// refuses to propose it (EntryLevel); a version-1 payload naming records
+// does not decode; records out of order, repeated, in no partition or at
+// or past the end are refused and change nothing; a job keeps its records.
+func TestRedriveRecordsLevel(t *testing.T) {
+	spec := RedriveSpec{DeadLetterTopic: "o-dlq", MaxRedrives: 3, Ends: []int64{3, 2}}
+	plain, err := EncodeRedrive(qnow, Redrive{Op: RedriveStart, Spec: &spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := spec
+	named.Records = []RedriveRecord{{Partition: 0, Offset: 1}, {Partition: 1, Offset: 0}}
+	selected, err := EncodeRedrive(qnow, Redrive{Op: RedriveStart, Spec: &named})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want FeatureLevel
+	}{
+		{name: "filter only", data: plain, want: RedriveLevel},
+		{name: "named records", data: selected, want: RedriveSelectLevel},
+	} {
+		if got, _, err := EntryLevel(tc.data); err != nil || got != tc.want {
+			t.Errorf("%s: level %d, %v; want %d", tc.name, got, err, tc.want)
+		}
+	}
+	if RedriveSelectLevel > Level {
+		t.Fatalf("this build's level %d is below RedriveSelectLevel", Level)
+	}
+	if _, err := decodeRedrive(selected[cmdHeaderSize:], commandVersion, nil); !errors.Is(err, ErrBadCommand) {
+		t.Errorf("version 1 naming records: %v, want ErrBadCommand", err)
+	}
+
+	f, _ := testFSM(t, t.TempDir())
+	a := &applier{t: t, f: f}
+	a.apply(createCmd(t, "o-dlq", 2, qnow))
+	a.apply(appendCmd(t, qnow, "o-dlq", 0, "a", "b", "c"))
+	a.apply(appendCmd(t, qnow, "o-dlq", 1, "d", "e"))
+	start := func(records ...RedriveRecord) any {
+		s := spec
+		s.Records = records
+		data, err := EncodeRedrive(qnow, Redrive{Op: RedriveStart, Spec: &s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.apply(data)
+	}
+	for _, tc := range []struct {
+		name    string
+		records []RedriveRecord
+	}{
+		{name: "out of order", records: []RedriveRecord{{Partition: 1, Offset: 0}, {Partition: 0, Offset: 1}}},
+		{name: "repeated", records: []RedriveRecord{{Partition: 0, Offset: 1}, {Partition: 0, Offset: 1}}},
+		{name: "no such partition", records: []RedriveRecord{{Partition: 2, Offset: 0}}},
+		{name: "at the end", records: []RedriveRecord{{Partition: 1, Offset: 2}}},
+		{name: "negative offset", records: []RedriveRecord{{Partition: 0, Offset: -1}}},
+	} {
+		if err, _ := start(tc.records...).(error); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%s: %v, want ErrInvalidArgument", tc.name, err)
+		}
+	}
+	if len(f.RedriveJobs()) != 0 {
+		t.Fatalf("jobs after refusals: %+v", f.RedriveJobs())
+	}
+	j, ok := start(named.Records...).(RedriveJob)
+	if !ok || len(j.Spec.Records) != 2 || !j.Spec.Selects(0, 1) || j.Spec.Selects(0, 0) || !j.Spec.Selects(1, 0) {
+		t.Fatalf("start naming records: %+v", j)
+	}
+	if next, ok := j.Spec.NextRecord(0, 2); ok {
+		t.Errorf("next named record of partition 0 after offset 1: %d", next)
+	}
+	if next, ok := j.Spec.NextRecord(1, 0); !ok || next != 0 {
+		t.Errorf("next named record of partition 1: %d, %v", next, ok)
+	}
+}
