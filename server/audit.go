@@ -19,7 +19,8 @@ import (
 // tokens, ACLs, membership and leadership). A line names the procedure,
 // the principal and how it authenticated, the client's address, the node
 // that forwarded the call if one did, a summary of the request (names,
-// never record data or token secrets) and the outcome: "ok" or the
+// never record data or token secrets), the kind of client when it said
+// (ClientHeader: "console" for the web console) and the outcome: "ok" or the
 // error's code. Refused calls are logged too: by the node that refused
 // them, whether it refused them before decoding (unauthenticated), at the
 // permission check, or as the follower that checked a write before
@@ -64,6 +65,9 @@ func (s *Server) auditLine(ctx context.Context, info *authInfo, procedure string
 	}
 	if info.forwardedBy != "" {
 		attrs = append(attrs, slog.String("forwarded_by", info.forwardedBy))
+	}
+	if info.client != "" {
+		attrs = append(attrs, slog.String("client", info.client))
 	}
 	if request != nil {
 		attrs = append(attrs, slog.Attr{Key: "request", Value: slog.GroupValue(request...)})

@@ -104,6 +104,27 @@ type authInfo struct {
 	// forwardedBy is the id of the node that forwarded the call, when it
 	// presented its node certificate.
 	forwardedBy string
+	// client is the kind of client that says it made the call (the
+	// ClientHeader), when it names one of knownClients; else empty.
+	client string
+}
+
+// ClientHeader names the kind of client making a call; the web console
+// (console/assets/api.js) sends "console" on every call. It is the
+// caller's claim, not a credential: the audit log records it beside the
+// principal, and nothing is allowed or refused by it.
+const ClientHeader = "X-Logd-Client"
+
+// knownClients are the ClientHeader values recorded; others are dropped,
+// so a caller cannot write arbitrary text into the audit log.
+var knownClients = map[string]bool{"console": true}
+
+// clientOf reads the ClientHeader of r.
+func clientOf(r *http.Request) string {
+	if c := r.Header.Get(ClientHeader); knownClients[c] {
+		return c
+	}
+	return ""
 }
 
 type authKey struct{}
@@ -164,7 +185,7 @@ func errUnauthenticated(format string, args ...any) error {
 // authenticate reads a request's credentials. It drops forwarding headers
 // r may not set, so nothing after it sees them.
 func (a *authenticator) authenticate(r *http.Request) (*authInfo, error) {
-	info := &authInfo{principal: auth.Anonymous, method: methodNone, remote: r.RemoteAddr}
+	info := &authInfo{principal: auth.Anonymous, method: methodNone, remote: r.RemoteAddr, client: clientOf(r)}
 	if node, ok := a.verifiedNode(r.TLS); ok && r.Header.Get(ForwardedHeader) != "" && a.isMember(node) {
 		if fp := r.Header.Get(ForwardedPrincipalHeader); fp != "" {
 			method, ps, _ := strings.Cut(fp, " ")
@@ -275,7 +296,7 @@ func (a *authenticator) refused(r *http.Request, info *authInfo, err error) {
 	a.unauthenticated.Inc()
 	if a.onRefused != nil {
 		if info == nil {
-			info = &authInfo{principal: auth.Anonymous, method: methodNone, remote: r.RemoteAddr}
+			info = &authInfo{principal: auth.Anonymous, method: methodNone, remote: r.RemoteAddr, client: clientOf(r)}
 		}
 		a.onRefused(r, info, err)
 	}

@@ -305,7 +305,7 @@ var authzTable = map[string]authzRule{
 		}),
 		audit: summary(func(m *logdv1.StartRedriveRequest) []slog.Attr {
 			return []slog.Attr{slog.String("dead_letter_topic", m.DeadLetterTopic), slog.String("target", m.Target),
-				slog.Any("reasons", m.Reasons), slog.Float64("rate", m.Rate)}
+				slog.Any("reasons", m.Reasons), slog.Float64("rate", m.Rate), slog.Int("records", len(m.Records))}
 		}),
 	},
 	logdv1connect.LogServiceStopRedriveProcedure: {
