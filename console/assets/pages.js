@@ -5,6 +5,7 @@ import cluster from './pages/cluster.js';
 import topics from './pages/topics.js';
 import groups from './pages/groups.js';
 import queues from './pages/queues.js';
+import dlq from './pages/dlq.js';
 import help from './pages/help.js';
 import notfound from './pages/notfound.js';
 
@@ -13,6 +14,7 @@ export const pages = [
   topics,
   groups,
   queues,
+  dlq,
   help,
   notfound,
 ];
