@@ -9,7 +9,7 @@ PKGS    := ./...
 # only in Go 1.27), which failed CI with no crasher. A count has no deadline.
 FUZZTIME ?= 2000x
 
-.PHONY: all build release run test test-tools vet lint bench bench-system fuzz fuzz-short generate tools clean cluster cluster-secure cluster-stop fault demo
+.PHONY: all build release run test test-tools vet lint bench bench-system fuzz fuzz-short generate tools clean cluster cluster-secure cluster-stop fault demo console-screenshots
 
 all: build
 
@@ -101,6 +101,11 @@ test-tools:
 # still fails the run: the exit code stays 66.
 test: test-tools lint
 	GORACE="$${GORACE:-atexit_sleep_ms=0}" $(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+# PNGs of the web console's pages at 1280x800 (docs/console.md), from a
+# node with demo data, driven in headless Chromium (test-tools installs it).
+console-screenshots: test-tools
+	LOGD_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run '^TestConsoleScreenshots$$' -v ./console/
 
 # Every fuzz target over its committed corpus plus a bounded number of new inputs.
 fuzz-short:
