@@ -285,12 +285,15 @@ function inspect(d, view, setView) {
   ];
   return h('section', { class: 'card dlq-inspect-card' },
     h('h2', null, 'Dead letter ', d.partition + '/' + d.offset),
-    table([{ label: 'Field', value: r => r[0] }, { label: 'Value', value: r => r[1] }], facts, { class: 'facts' }),
-    h('h2', null, 'Value'), h('div', { class: 'toolbar' }, views), value,
-    h('h2', null, 'Headers'),
-    table([{ label: 'Key', value: x => h('code', null, x.key) }, { label: 'Value', value: x => text(x.value) }], d.headers,
-      { empty: 'No headers of its own.', class: 'dlq-headers' }),
-    h('h2', null, 'Attempts'), history(d));
+    h('div', { class: 'dlq-cols' },
+      h('div', null,
+        table([{ label: 'Field', value: r => r[0] }, { label: 'Value', value: r => r[1] }], facts, { class: 'facts' })),
+      h('div', null,
+        h('h3', null, 'Attempts'), history(d),
+        h('h3', null, 'Value'), h('div', { class: 'toolbar' }, views), value,
+        h('h3', null, 'Headers'),
+        table([{ label: 'Key', value: x => h('code', null, x.key) }, { label: 'Value', value: x => text(x.value) }], d.headers,
+          { empty: 'No headers of its own.', class: 'dlq-headers' }))));
 }
 
 // history lists a dead letter's attempts from its logd-dlq-history
