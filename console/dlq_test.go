@@ -208,6 +208,7 @@ func TestDLQRedriveFiltered(t *testing.T) {
 	if jobs, err := c.ListRedrives(ctx, ""); err != nil || len(jobs) != 0 {
 		t.Fatalf("jobs after a cancelled confirmation: %+v, %v", jobs, err)
 	}
+	p.waitText("#redrive-preview", "2 selected, 2 would be redriven, 0 refused by the loop guard")
 	id := dlqStartRedrive(p)
 	p.waitText("#job-redriven", "2")
 

@@ -203,9 +203,9 @@ async function renderTopic(ctx, topic) {
   const formBox = h('div', { id: 'dlq-redrive' });
   const jobsBox = h('div', { id: 'dlq-topic-jobs' });
   const selectedBtn = h('button', { type: 'button', id: 'dlq-redrive-selected', disabled: true,
-    onclick: () => openRedrive(ctx, topic, f, formBox, [...selected].map(s => { const [p, o] = s.split('/'); return { partition: Number(p), offset: o }; })) },
+    onclick: () => openRedrive(ctx, topic, f, formBox, shown.filter(d => selected.has(refOf(d))), true) },
   'Redrive selected (0)');
-  const filteredBtn = h('button', { type: 'button', id: 'dlq-redrive-filtered', onclick: () => openRedrive(ctx, topic, f, formBox, null, shown.length) },
+  const filteredBtn = h('button', { type: 'button', id: 'dlq-redrive-filtered', onclick: () => openRedrive(ctx, topic, f, formBox, shown, false) },
     'Redrive filtered…');
   replace(actions, filteredBtn, selectedBtn);
   replace(ctx.view,
@@ -323,22 +323,35 @@ function history(d) {
   return h('ol', { class: 'history', id: 'dlq-history' }, notes, lines);
 }
 
-// openRedrive shows the redrive form: for the filtered records (records
-// null, count those the page shows) or the selected ones.
-function openRedrive(ctx, topic, f, box, records, count) {
+// openRedrive shows the redrive form for letters, the dead letters the
+// page shows (filtered) or those ticked (named: the job names them). Its
+// preview is logctl dlq redrive --dry-run's: how many the loop guard
+// would refuse.
+function openRedrive(ctx, topic, f, box, letters, named) {
+  const records = named ? letters.map(d => ({ partition: d.partition, offset: String(d.offset) })) : null;
+  const count = letters.length;
   const targetSel = h('select', { id: 'redrive-target-kind' }, h('option', { value: 'origin' }, 'each record\'s origin'), h('option', { value: 'topic' }, 'a topic'));
   const targetIn = h('input', { type: 'text', id: 'redrive-target', placeholder: 'topic', autocomplete: 'off', disabled: true });
   targetSel.addEventListener('change', () => { targetIn.disabled = targetSel.value !== 'topic'; });
   const rateIn = h('input', { type: 'number', id: 'redrive-rate', value: '50', min: 0, step: 'any', class: 'narrow' });
   const maxIn = h('input', { type: 'number', id: 'redrive-max', value: '3', min: 1, class: 'narrow' });
   const err = h('div', { id: 'redrive-error' });
+  const preview = h('p', { id: 'redrive-preview' });
+  const showPreview = () => {
+    const max = Number(maxIn.value) || 3;
+    const refused = letters.filter(d => d.redrives >= max).length;
+    replace(preview, h('strong', null, fmtNum(count) + ' selected, ' + fmtNum(count - refused) + ' would be redriven, ' +
+      fmtNum(refused) + ' refused by the loop guard'), named ? '.' : ' (of the dead letters read here).');
+  };
+  maxIn.addEventListener('input', showPreview);
+  showPreview();
   const what = records
     ? records.length + ' selected dead letter' + (records.length === 1 ? '' : 's')
     : 'the dead letters the filter selects (' + fmtNum(count || 0) + ' shown here; the job reads up to the end offsets as they are when it starts)';
   const form = h('form', { class: 'card', id: 'redrive-form' },
     h('h2', null, records ? 'Redrive selected' : 'Redrive filtered'),
     h('p', null, 'Moves ', what, ' of ', h('code', null, topic), ' back, as a job on the leader (logctl dlq redrive).'),
-    filterText(f),
+    filterText(f), preview,
     field('Target', targetSel), field('Topic', targetIn, 'Routed by key.'),
     field('Rate (records/s)', rateIn, '0: unbounded'), field('Max redrives', maxIn, 'The loop guard: refuse records redriven this often.'),
     h('div', { class: 'actions' },
