@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +26,7 @@ func newDLQRedriveCmd(opts *globalOpts) *cobra.Command {
 		target      string
 		fromOffset  int64
 		toOffset    int64
+		records     []string
 	)
 	cmd := &cobra.Command{
 		Use:   "redrive TOPIC GROUP",
@@ -43,7 +45,8 @@ they were when it started. Follow, list and stop jobs with
 "dlq redrive status|list|stop".`,
 		Example: `  logctl dlq redrive orders workers --reason max_deliveries --dry-run
   logctl dlq redrive orders workers --since 2h --rate 100/s
-  logctl dlq redrive orders workers --rate 10/s --detach`,
+  logctl dlq redrive orders workers --rate 10/s --detach
+  logctl dlq redrive orders workers --record 0/17 --record 2/4`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
@@ -60,6 +63,10 @@ they were when it started. Follow, list and stop jobs with
 			if fromOffset < 0 || toOffset < 0 || toOffset != 0 && toOffset <= fromOffset {
 				return fmt.Errorf("--from-offset %d, --to-offset %d: want 0 <= from < to (to 0: no bound)", fromOffset, toOffset)
 			}
+			refs, err := parseDeadLetterRefs(records)
+			if err != nil {
+				return err
+			}
 			c, err := opts.newClient()
 			if err != nil {
 				return err
@@ -70,10 +77,10 @@ they were when it started. Follow, list and stop jobs with
 				return err
 			}
 			if dryRun {
-				return redriveDryRun(cmd.Context(), c, opts.stdout, output, dlq, f, maxRedrives, fromOffset, toOffset)
+				return redriveDryRun(cmd.Context(), c, opts.stdout, output, dlq, f, maxRedrives, fromOffset, toOffset, refs)
 			}
 			job, err := c.StartRedrive(cmd.Context(), client.RedriveOptions{DeadLetterTopic: dlq, Target: target, Filter: f,
-				FromOffset: fromOffset, ToOffset: toOffset, Rate: perSec, MaxRedrives: maxRedrives})
+				FromOffset: fromOffset, ToOffset: toOffset, Rate: perSec, MaxRedrives: maxRedrives, Records: refs})
 			if err != nil {
 				return err
 			}
@@ -100,6 +107,7 @@ they were when it started. Follow, list and stop jobs with
 	cmd.Flags().StringVar(&target, "target", "", "produce every record to this topic (routed by key) instead of its origin")
 	cmd.Flags().Int64Var(&fromOffset, "from-offset", 0, "only dead letters at or after this offset (in every partition)")
 	cmd.Flags().Int64Var(&toOffset, "to-offset", 0, "only dead letters before this offset (in every partition; 0: no bound)")
+	cmd.Flags().StringSliceVar(&records, "record", nil, "only these dead letters, as PARTITION/OFFSET (repeat or comma-separate; the filters still apply; needs feature level 9)")
 	addOutputFlag(cmd, &output)
 	cmd.AddCommand(newDLQRedriveStatusCmd(opts), newDLQRedriveListCmd(opts), newDLQRedriveStopCmd(opts))
 	return cmd
@@ -107,7 +115,7 @@ they were when it started. Follow, list and stop jobs with
 
 // redriveDryRun lists what a job with these filters would do, reading the
 // dead letters here; it writes nothing.
-func redriveDryRun(ctx context.Context, c *client.Client, w io.Writer, output, dlq string, f client.DeadLetterFilter, maxRedrives int, from, to int64) error {
+func redriveDryRun(ctx context.Context, c *client.Client, w io.Writer, output, dlq string, f client.DeadLetterFilter, maxRedrives int, from, to int64, refs []client.DeadLetterRef) error {
 	if maxRedrives <= 0 {
 		maxRedrives = client.DefaultMaxRedrives
 	}
@@ -119,6 +127,9 @@ func redriveDryRun(ctx context.Context, c *client.Client, w io.Writer, output, d
 	var refused int
 	err := c.ListDeadLetters(ctx, dlq, f, func(d client.DeadLetter) error {
 		if d.Offset < from || to > 0 && d.Offset >= to {
+			return nil
+		}
+		if len(refs) > 0 && !slices.Contains(refs, client.DeadLetterRef{Partition: d.Partition, Offset: d.Offset}) {
 			return nil
 		}
 		outcome := "dry-run"
@@ -310,6 +321,21 @@ func printRedriveJobs(w io.Writer, jobs []client.RedriveJob) error {
 			p.Scanned, j.Total, p.Redriven, p.Duplicates, p.Refused, p.Skipped, formatBytes(p.Bytes), strings.Join(pos, ","), errText)
 	}
 	return tw.Flush()
+}
+
+// parseDeadLetterRefs reads --record values, PARTITION/OFFSET each.
+func parseDeadLetterRefs(vals []string) ([]client.DeadLetterRef, error) {
+	var out []client.DeadLetterRef
+	for _, v := range vals {
+		ps, os, ok := strings.Cut(strings.TrimSpace(v), "/")
+		p, perr := strconv.ParseInt(ps, 10, 32)
+		o, oerr := strconv.ParseInt(os, 10, 64)
+		if !ok || perr != nil || oerr != nil || p < 0 || o < 0 {
+			return nil, fmt.Errorf("--record %q: want PARTITION/OFFSET, as dlq list prints them (e.g. 0/17)", v)
+		}
+		out = append(out, client.DeadLetterRef{Partition: int32(p), Offset: o})
+	}
+	return out, nil
 }
 
 // parseRate reads "50/s", "50" or "3000/m".

@@ -70,6 +70,12 @@ func TestQueueCLI(t *testing.T) {
 				{args: args("dlq list jobs w --history -o json"), stdout: []string{`"outcome": "nacked"`, `"worker": "billing-7"`, `"history": \{`}},
 				{args: args("dlq list jobs w --reason expired -o json"), stdoutExact: "[]\n"},
 				{args: args("queue claim jobs w -o json"), stdoutExact: ""},
+				// Redrive one dead letter by name (the console's "redrive selected").
+				{args: args("dlq redrive jobs w --record 0/1 --dry-run"), stdout: []string{`(?m)^0/1\s+dry-run\s+max_deliveries\s+jobs/0@1`,
+					`(?m)^dry run: 1 selected, 1 would be redriven, 0 refused by the loop guard$`}},
+				{args: args("dlq redrive jobs w --record 1-2"), wantCode: 1, stderr: []string{`--record "1-2": want PARTITION/OFFSET`}},
+				{args: args("dlq redrive jobs w --record 0/1 --no-progress"), stdout: []string{`(?m)^1 selected, 1 redriven, 0 already redriven by an earlier run, 0 refused by the loop guard \(job rd\d+ done`}},
+				{args: args("queue claim jobs w -o json"), stdout: []string{`"offset":3,.*"value":"bob:20"`}},
 			},
 		},
 		{
