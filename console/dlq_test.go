@@ -281,3 +281,32 @@ func TestDLQStopJob(t *testing.T) {
 func waitJS(js string) chromedp.Action {
 	return chromedp.Poll(js, nil, chromedp.WithPollingTimeout(pageTimeout))
 }
+
+// TestDLQRedriveSelectedNeedsLevel9: on a node playing a build of feature
+// level 8, which would ignore a job's named records, redrive selected is
+// refused (failed_precondition, the level named) and starts nothing.
+func TestDLQRedriveSelectedNeedsLevel9(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	node := logdtest.Start(t, logdtest.Options{FeatureLevel: 8})
+	c := dlqClient(t, node, "")
+	dlqFill(t, ctx, c, "a", "b")
+
+	p := newPage(t, node)
+	p.open("/dlq/" + dlqTopic)
+	p.waitRows(2)
+	p.click(`input.dlq-pick[data-ref="0/0"]`)
+	p.click("#dlq-redrive-selected")
+	p.fill("#redrive-rate", "0")
+	p.click("#redrive-start")
+	p.click("#redrive-confirm-ok")
+	p.waitText("#redrive-error", "failed_precondition")
+	p.waitText("#redrive-error", "feature level 9")
+	p.takeRefusals("400")
+	if jobs, err := c.ListRedrives(ctx, ""); err != nil || len(jobs) != 0 {
+		t.Fatalf("jobs after a refused start: %+v, %v", jobs, err)
+	}
+	if end := dlqEnd(t, ctx, c, "orders"); end != 2 {
+		t.Fatalf("orders holds %d records after a refused redrive, want 2", end)
+	}
+}

@@ -45,6 +45,11 @@ type Options struct {
 	// --auth, --superuser and --bootstrap-token-file set them; its clock
 	// defaults to Now. The zero value checks nothing (--auth none).
 	Auth server.AuthOptions
+	// FeatureLevel is the feature level the node runs at; zero is its
+	// build's. A lower one plays an older build in a rolling upgrade: the
+	// node proposes nothing the level does not cover, so a test can see a
+	// newer feature refused (replication.FeatureLevelError).
+	FeatureLevel replication.FeatureLevel
 	// TLS, if set, serves the API over TLS with this configuration
 	// (HTTP/2 and HTTP/1.1): URL is https, and a client certificate it
 	// verifies gives the caller's principal (docs/security.md). Default:
@@ -145,6 +150,7 @@ func (s *Server) start(opts Options) error {
 		ElectionTimeout:    electionTimeout,
 		LeaderLeaseTimeout: leaderLeaseTimeout,
 		Now:                opts.Now,
+		FeatureLevel:       opts.FeatureLevel,
 		Log:                log.Options{FS: opts.FS},
 		// Retention runs when the test calls Clean, not behind its back.
 		CleanerInterval: 24 * time.Hour,
