@@ -81,7 +81,7 @@ function filterOf(q) {
 
 // whenMs reads an RFC 3339 time or a duration before now (30m, 2h, 1d),
 // as logctl's --since and --until do; 0 for none, NaN for unreadable.
-export function whenMs(s, now = Date.now()) {
+function whenMs(s, now = Date.now()) {
   if (!s) return 0;
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(s.trim());
   if (m) return now - Number(m[1]) * { ms: 1, s: 1e3, m: 6e4, h: 36e5, d: 864e5 }[m[2]];
