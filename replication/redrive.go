@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -340,12 +339,12 @@ func (n *Node) redriveStep(ctx context.Context, b *Backend, j RedriveJob) (done 
 		}
 		next = r.Offset + 1
 		delta.Scanned++
-		d := parseDeadLetter(r)
+		d := ParseDeadLetter(r)
 		switch {
-		case !s.Selects(part, r.Offset) || !redriveMatch(s, d, r.Key):
+		case !s.Selects(part, r.Offset) || !RedriveMatch(s, d, r.Key):
 			delta.Skipped++
 			continue
-		case d.redrives >= s.MaxRedrives:
+		case d.Redrives >= s.MaxRedrives:
 			delta.Refused++
 			continue
 		}
@@ -434,80 +433,18 @@ func (n *Node) advanceRedrive(ctx context.Context, j RedriveJob, part int32, nex
 	return err
 }
 
-// deadLetter is what a redrive reads from a dead letter's headers.
-type deadLetter struct {
-	reason          string
-	originTopic     string
-	originPartition int32
-	hasOrigin       bool
-	deadLettered    int64 // Unix ms; the record's timestamp when unreadable
-	redrives        int
-	history         []byte
-	idempotencyKey  string
-	originalKey     string
-	hasOriginalKey  bool
-}
-
-func parseDeadLetter(r batch.Record) deadLetter {
-	d := deadLetter{deadLettered: r.Timestamp}
-	var part, topic bool
-	for _, h := range r.Headers {
-		v := string(h.Value)
-		switch h.Key {
-		case fsm.DLQHeaderReason:
-			d.reason = v
-		case fsm.DLQHeaderTopic:
-			d.originTopic, topic = v, true
-		case fsm.DLQHeaderPartition:
-			if p, err := strconv.ParseInt(v, 10, 32); err == nil && p >= 0 {
-				d.originPartition, part = int32(p), true
-			}
-		case fsm.DLQHeaderDeadLetteredAt:
-			if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-				d.deadLettered = t.UnixMilli()
-			}
-		case redriveCountHeader:
-			if c, err := strconv.Atoi(v); err == nil && c >= 0 {
-				d.redrives = c
-			}
-		case fsm.DLQHeaderHistory:
-			d.history = h.Value
-		case fsm.DLQHeaderIdempotencyKey:
-			d.idempotencyKey = v
-		case redriveKeyHeader:
-			d.originalKey, d.hasOriginalKey = v, true
-		}
-	}
-	d.hasOrigin = topic && part
-	return d
-}
-
-func redriveMatch(s RedriveSpec, d deadLetter, key []byte) bool {
-	switch {
-	case s.HasKey && string(key) != s.Key:
-		return false
-	case len(s.Reasons) > 0 && !slices.Contains(s.Reasons, d.reason):
-		return false
-	case s.SinceMs > 0 && d.deadLettered < s.SinceMs:
-		return false
-	case s.UntilMs > 0 && d.deadLettered >= s.UntilMs:
-		return false
-	}
-	return true
-}
-
 // redriveRecord builds the record a dead letter goes back as: its key,
 // value and original headers, its history in the logd-redrive-history
 // header (its next dead letter appends to it), its redrive count one more,
 // and its original idempotency key kept in a header. It goes to its origin
 // partition, or to the spec's target routed by key.
-func redriveRecord(s RedriveSpec, dlqPartition int32, r batch.Record, d deadLetter) (string, ProduceRecord, bool) {
+func redriveRecord(s RedriveSpec, dlqPartition int32, r batch.Record, d DeadLetter) (string, ProduceRecord, bool) {
 	target := s.Target
 	if target == "" {
-		if !d.hasOrigin {
+		if !d.HasOrigin {
 			return "", ProduceRecord{}, false
 		}
-		target = d.originTopic
+		target = d.OriginTopic
 	}
 	headers := make([]batch.Header, 0, len(r.Headers)+3)
 	for _, h := range r.Headers {
@@ -516,11 +453,11 @@ func redriveRecord(s RedriveSpec, dlqPartition int32, r batch.Record, d deadLett
 		}
 		headers = append(headers, h)
 	}
-	if len(d.history) > 0 {
-		headers = append(headers, batch.Header{Key: fsm.RedriveHeaderHistory, Value: d.history})
+	if len(d.History) > 0 {
+		headers = append(headers, batch.Header{Key: fsm.RedriveHeaderHistory, Value: d.History})
 	}
-	headers = append(headers, batch.Header{Key: redriveCountHeader, Value: []byte(strconv.Itoa(d.redrives + 1))})
-	orig := d.idempotencyKey
+	headers = append(headers, batch.Header{Key: redriveCountHeader, Value: []byte(strconv.Itoa(d.Redrives + 1))})
+	orig := d.IdempotencyKey
 	if d.hasOriginalKey {
 		orig = d.originalKey
 	}
@@ -530,7 +467,7 @@ func redriveRecord(s RedriveSpec, dlqPartition int32, r batch.Record, d deadLett
 	rec := ProduceRecord{Key: r.Key, Value: r.Value, Headers: headers,
 		IdempotencyKey: RedriveIdempotencyKey(s.DeadLetterTopic, dlqPartition, r.Offset)}
 	if s.Target == "" {
-		rec.Partition, rec.HasPartition = d.originPartition, true
+		rec.Partition, rec.HasPartition = d.OriginPartition, true
 	}
 	return target, rec, true
 }

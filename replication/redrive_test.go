@@ -305,7 +305,7 @@ func TestRedriveUncommittedBatch(t *testing.T) {
 	// as the job writes them.
 	spec := RedriveSpec{DeadLetterTopic: "o-dlq"}
 	for _, r := range topicValues(t, n, "o-dlq")[:4] {
-		target, rec, ok := redriveRecord(spec, 0, r, parseDeadLetter(r))
+		target, rec, ok := redriveRecord(spec, 0, r, ParseDeadLetter(r))
 		if !ok {
 			t.Fatalf("no record for %+v", r)
 		}
