@@ -316,6 +316,9 @@ var authzTable = map[string]authzRule{
 		return s.redrivePerms(m.Id)[:1]
 	})},
 	logdv1connect.LogServiceListRedrivesProcedure: {filtered: true},
+	logdv1connect.LogServiceListDeadLettersProcedure: {need: onAll(func(m *logdv1.ListDeadLettersRequest) []auth.Permission {
+		return []auth.Permission{topicPerm(auth.OpRead, m.Topic)}
+	})},
 
 	// The cluster. A node joins as itself (its node certificate) or by an
 	// administrator.

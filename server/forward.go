@@ -78,6 +78,7 @@ var localProcedures = map[string]bool{
 	logdv1connect.LogServiceWhoAmIProcedure:             true,
 	logdv1connect.LogServiceDescribeRedriveProcedure:    true,
 	logdv1connect.LogServiceListRedrivesProcedure:       true,
+	logdv1connect.LogServiceListDeadLettersProcedure:    true,
 	logdv1connect.LogServiceListTokensProcedure:         true,
 	logdv1connect.LogServiceListACLsProcedure:           true,
 	// A backup is a stream the leader writes: a follower answers

@@ -8118,6 +8118,401 @@ func (x *StopRedriveResponse) GetJob() *RedriveJob {
 	return nil
 }
 
+type ListDeadLettersRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// topic is the dead-letter topic read.
+	Topic string `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	// The filters of StartRedriveRequest, with the same meaning.
+	Reasons    []string `protobuf:"bytes,2,rep,name=reasons,proto3" json:"reasons,omitempty"`
+	Key        []byte   `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	HasKey     bool     `protobuf:"varint,4,opt,name=has_key,json=hasKey,proto3" json:"has_key,omitempty"`
+	SinceMs    int64    `protobuf:"varint,5,opt,name=since_ms,json=sinceMs,proto3" json:"since_ms,omitempty"`
+	UntilMs    int64    `protobuf:"varint,6,opt,name=until_ms,json=untilMs,proto3" json:"until_ms,omitempty"`
+	FromOffset int64    `protobuf:"varint,7,opt,name=from_offset,json=fromOffset,proto3" json:"from_offset,omitempty"`
+	ToOffset   int64    `protobuf:"varint,8,opt,name=to_offset,json=toOffset,proto3" json:"to_offset,omitempty"`
+	// max_redrives: the loop guard to mark refused records by; 0 is the
+	// default (3).
+	MaxRedrives int32 `protobuf:"varint,9,opt,name=max_redrives,json=maxRedrives,proto3" json:"max_redrives,omitempty"`
+	// max_records bounds the dead letters answered (0: 1,000; at most
+	// 10,000); max_scan the records read (0: 100,000).
+	MaxRecords    int32 `protobuf:"varint,10,opt,name=max_records,json=maxRecords,proto3" json:"max_records,omitempty"`
+	MaxScan       int32 `protobuf:"varint,11,opt,name=max_scan,json=maxScan,proto3" json:"max_scan,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDeadLettersRequest) Reset() {
+	*x = ListDeadLettersRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[120]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDeadLettersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDeadLettersRequest) ProtoMessage() {}
+
+func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[120]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDeadLettersRequest.ProtoReflect.Descriptor instead.
+func (*ListDeadLettersRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{120}
+}
+
+func (x *ListDeadLettersRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *ListDeadLettersRequest) GetReasons() []string {
+	if x != nil {
+		return x.Reasons
+	}
+	return nil
+}
+
+func (x *ListDeadLettersRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *ListDeadLettersRequest) GetHasKey() bool {
+	if x != nil {
+		return x.HasKey
+	}
+	return false
+}
+
+func (x *ListDeadLettersRequest) GetSinceMs() int64 {
+	if x != nil {
+		return x.SinceMs
+	}
+	return 0
+}
+
+func (x *ListDeadLettersRequest) GetUntilMs() int64 {
+	if x != nil {
+		return x.UntilMs
+	}
+	return 0
+}
+
+func (x *ListDeadLettersRequest) GetFromOffset() int64 {
+	if x != nil {
+		return x.FromOffset
+	}
+	return 0
+}
+
+func (x *ListDeadLettersRequest) GetToOffset() int64 {
+	if x != nil {
+		return x.ToOffset
+	}
+	return 0
+}
+
+func (x *ListDeadLettersRequest) GetMaxRedrives() int32 {
+	if x != nil {
+		return x.MaxRedrives
+	}
+	return 0
+}
+
+func (x *ListDeadLettersRequest) GetMaxRecords() int32 {
+	if x != nil {
+		return x.MaxRecords
+	}
+	return 0
+}
+
+func (x *ListDeadLettersRequest) GetMaxScan() int32 {
+	if x != nil {
+		return x.MaxScan
+	}
+	return 0
+}
+
+// DeadLetter is one record of a dead-letter topic, decoded.
+type DeadLetter struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Partition       int32                  `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	Offset          int64                  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	Reason          string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	Error           string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	OriginTopic     string                 `protobuf:"bytes,5,opt,name=origin_topic,json=originTopic,proto3" json:"origin_topic,omitempty"`
+	OriginPartition int32                  `protobuf:"varint,6,opt,name=origin_partition,json=originPartition,proto3" json:"origin_partition,omitempty"`
+	OriginOffset    int64                  `protobuf:"varint,7,opt,name=origin_offset,json=originOffset,proto3" json:"origin_offset,omitempty"`
+	Group           string                 `protobuf:"bytes,8,opt,name=group,proto3" json:"group,omitempty"`
+	Deliveries      int32                  `protobuf:"varint,9,opt,name=deliveries,proto3" json:"deliveries,omitempty"`
+	// Unix milliseconds, 0 unknown.
+	FirstDeliveryMs int64  `protobuf:"varint,10,opt,name=first_delivery_ms,json=firstDeliveryMs,proto3" json:"first_delivery_ms,omitempty"`
+	LastDeliveryMs  int64  `protobuf:"varint,11,opt,name=last_delivery_ms,json=lastDeliveryMs,proto3" json:"last_delivery_ms,omitempty"`
+	DeadLetteredMs  int64  `protobuf:"varint,12,opt,name=dead_lettered_ms,json=deadLetteredMs,proto3" json:"dead_lettered_ms,omitempty"`
+	IdempotencyKey  string `protobuf:"bytes,13,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	// redrives: how often the record was redriven before; refused: the
+	// loop guard would refuse it (redrives >= max_redrives).
+	Redrives int32 `protobuf:"varint,14,opt,name=redrives,proto3" json:"redrives,omitempty"`
+	Refused  bool  `protobuf:"varint,15,opt,name=refused,proto3" json:"refused,omitempty"`
+	// history: the logd-dlq-history header as written (JSON, README.md
+	// "Work queues"); empty for a dead letter written before level 6.
+	History string `protobuf:"bytes,16,opt,name=history,proto3" json:"history,omitempty"`
+	Key     []byte `protobuf:"bytes,17,opt,name=key,proto3,oneof" json:"key,omitempty"`
+	Value   []byte `protobuf:"bytes,18,opt,name=value,proto3,oneof" json:"value,omitempty"`
+	// headers: the record's own (every header but logd-dlq-*).
+	Headers       []*Header `protobuf:"bytes,19,rep,name=headers,proto3" json:"headers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeadLetter) Reset() {
+	*x = DeadLetter{}
+	mi := &file_logd_v1_logd_proto_msgTypes[121]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeadLetter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeadLetter) ProtoMessage() {}
+
+func (x *DeadLetter) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[121]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeadLetter.ProtoReflect.Descriptor instead.
+func (*DeadLetter) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{121}
+}
+
+func (x *DeadLetter) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *DeadLetter) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *DeadLetter) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *DeadLetter) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *DeadLetter) GetOriginTopic() string {
+	if x != nil {
+		return x.OriginTopic
+	}
+	return ""
+}
+
+func (x *DeadLetter) GetOriginPartition() int32 {
+	if x != nil {
+		return x.OriginPartition
+	}
+	return 0
+}
+
+func (x *DeadLetter) GetOriginOffset() int64 {
+	if x != nil {
+		return x.OriginOffset
+	}
+	return 0
+}
+
+func (x *DeadLetter) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *DeadLetter) GetDeliveries() int32 {
+	if x != nil {
+		return x.Deliveries
+	}
+	return 0
+}
+
+func (x *DeadLetter) GetFirstDeliveryMs() int64 {
+	if x != nil {
+		return x.FirstDeliveryMs
+	}
+	return 0
+}
+
+func (x *DeadLetter) GetLastDeliveryMs() int64 {
+	if x != nil {
+		return x.LastDeliveryMs
+	}
+	return 0
+}
+
+func (x *DeadLetter) GetDeadLetteredMs() int64 {
+	if x != nil {
+		return x.DeadLetteredMs
+	}
+	return 0
+}
+
+func (x *DeadLetter) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *DeadLetter) GetRedrives() int32 {
+	if x != nil {
+		return x.Redrives
+	}
+	return 0
+}
+
+func (x *DeadLetter) GetRefused() bool {
+	if x != nil {
+		return x.Refused
+	}
+	return false
+}
+
+func (x *DeadLetter) GetHistory() string {
+	if x != nil {
+		return x.History
+	}
+	return ""
+}
+
+func (x *DeadLetter) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *DeadLetter) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *DeadLetter) GetHeaders() []*Header {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+type ListDeadLettersResponse struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	DeadLetters []*DeadLetter          `protobuf:"bytes,1,rep,name=dead_letters,json=deadLetters,proto3" json:"dead_letters,omitempty"`
+	// scanned: records read; total: records held between the offsets
+	// asked for; truncated: a bound stopped the read before the end.
+	Scanned       int64 `protobuf:"varint,2,opt,name=scanned,proto3" json:"scanned,omitempty"`
+	Total         int64 `protobuf:"varint,3,opt,name=total,proto3" json:"total,omitempty"`
+	Truncated     bool  `protobuf:"varint,4,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDeadLettersResponse) Reset() {
+	*x = ListDeadLettersResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[122]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDeadLettersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDeadLettersResponse) ProtoMessage() {}
+
+func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[122]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDeadLettersResponse.ProtoReflect.Descriptor instead.
+func (*ListDeadLettersResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{122}
+}
+
+func (x *ListDeadLettersResponse) GetDeadLetters() []*DeadLetter {
+	if x != nil {
+		return x.DeadLetters
+	}
+	return nil
+}
+
+func (x *ListDeadLettersResponse) GetScanned() int64 {
+	if x != nil {
+		return x.Scanned
+	}
+	return 0
+}
+
+func (x *ListDeadLettersResponse) GetTotal() int64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *ListDeadLettersResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
 var File_logd_v1_logd_proto protoreflect.FileDescriptor
 
 const file_logd_v1_logd_proto_rawDesc = "" +
@@ -8790,7 +9185,53 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x12StopRedriveRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"<\n" +
 	"\x13StopRedriveResponse\x12%\n" +
-	"\x03job\x18\x01 \x01(\v2\x13.logd.v1.RedriveJobR\x03job*\xfb\x04\n" +
+	"\x03job\x18\x01 \x01(\v2\x13.logd.v1.RedriveJobR\x03job\"\xc6\x02\n" +
+	"\x16ListDeadLettersRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x18\n" +
+	"\areasons\x18\x02 \x03(\tR\areasons\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x12\x17\n" +
+	"\ahas_key\x18\x04 \x01(\bR\x06hasKey\x12\x19\n" +
+	"\bsince_ms\x18\x05 \x01(\x03R\asinceMs\x12\x19\n" +
+	"\buntil_ms\x18\x06 \x01(\x03R\auntilMs\x12\x1f\n" +
+	"\vfrom_offset\x18\a \x01(\x03R\n" +
+	"fromOffset\x12\x1b\n" +
+	"\tto_offset\x18\b \x01(\x03R\btoOffset\x12!\n" +
+	"\fmax_redrives\x18\t \x01(\x05R\vmaxRedrives\x12\x1f\n" +
+	"\vmax_records\x18\n" +
+	" \x01(\x05R\n" +
+	"maxRecords\x12\x19\n" +
+	"\bmax_scan\x18\v \x01(\x05R\amaxScan\"\x81\x05\n" +
+	"\n" +
+	"DeadLetter\x12\x1c\n" +
+	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x16\n" +
+	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\x12!\n" +
+	"\forigin_topic\x18\x05 \x01(\tR\voriginTopic\x12)\n" +
+	"\x10origin_partition\x18\x06 \x01(\x05R\x0foriginPartition\x12#\n" +
+	"\rorigin_offset\x18\a \x01(\x03R\foriginOffset\x12\x14\n" +
+	"\x05group\x18\b \x01(\tR\x05group\x12\x1e\n" +
+	"\n" +
+	"deliveries\x18\t \x01(\x05R\n" +
+	"deliveries\x12*\n" +
+	"\x11first_delivery_ms\x18\n" +
+	" \x01(\x03R\x0ffirstDeliveryMs\x12(\n" +
+	"\x10last_delivery_ms\x18\v \x01(\x03R\x0elastDeliveryMs\x12(\n" +
+	"\x10dead_lettered_ms\x18\f \x01(\x03R\x0edeadLetteredMs\x12'\n" +
+	"\x0fidempotency_key\x18\r \x01(\tR\x0eidempotencyKey\x12\x1a\n" +
+	"\bredrives\x18\x0e \x01(\x05R\bredrives\x12\x18\n" +
+	"\arefused\x18\x0f \x01(\bR\arefused\x12\x18\n" +
+	"\ahistory\x18\x10 \x01(\tR\ahistory\x12\x15\n" +
+	"\x03key\x18\x11 \x01(\fH\x00R\x03key\x88\x01\x01\x12\x19\n" +
+	"\x05value\x18\x12 \x01(\fH\x01R\x05value\x88\x01\x01\x12)\n" +
+	"\aheaders\x18\x13 \x03(\v2\x0f.logd.v1.HeaderR\aheadersB\x06\n" +
+	"\x04_keyB\b\n" +
+	"\x06_value\"\x9f\x01\n" +
+	"\x17ListDeadLettersResponse\x126\n" +
+	"\fdead_letters\x18\x01 \x03(\v2\x13.logd.v1.DeadLetterR\vdeadLetters\x12\x18\n" +
+	"\ascanned\x18\x02 \x01(\x03R\ascanned\x12\x14\n" +
+	"\x05total\x18\x03 \x01(\x03R\x05total\x12\x1c\n" +
+	"\ttruncated\x18\x04 \x01(\bR\ttruncated*\xfb\x04\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17REASON_INVALID_ARGUMENT\x10\x01\x12\x18\n" +
@@ -8815,7 +9256,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x16REASON_UNAUTHENTICATED\x10<\x12\x1c\n" +
 	"\x18REASON_PERMISSION_DENIED\x10=\x12\x18\n" +
 	"\x14REASON_UNKNOWN_TOKEN\x10>\x12\x1a\n" +
-	"\x16REASON_UNKNOWN_REDRIVE\x10P2\xe1\x18\n" +
+	"\x16REASON_UNKNOWN_REDRIVE\x10P2\xb7\x19\n" +
 	"\n" +
 	"LogService\x12H\n" +
 	"\vCreateTopic\x12\x1b.logd.v1.CreateTopicRequest\x1a\x1c.logd.v1.CreateTopicResponse\x12E\n" +
@@ -8869,7 +9310,8 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\fStartRedrive\x12\x1c.logd.v1.StartRedriveRequest\x1a\x1d.logd.v1.StartRedriveResponse\x12T\n" +
 	"\x0fDescribeRedrive\x12\x1f.logd.v1.DescribeRedriveRequest\x1a .logd.v1.DescribeRedriveResponse\x12K\n" +
 	"\fListRedrives\x12\x1c.logd.v1.ListRedrivesRequest\x1a\x1d.logd.v1.ListRedrivesResponse\x12H\n" +
-	"\vStopRedrive\x12\x1b.logd.v1.StopRedriveRequest\x1a\x1c.logd.v1.StopRedriveResponseB,Z*github.com/logd-dev/logd/api/logdv1;logdv1b\x06proto3"
+	"\vStopRedrive\x12\x1b.logd.v1.StopRedriveRequest\x1a\x1c.logd.v1.StopRedriveResponse\x12T\n" +
+	"\x0fListDeadLetters\x12\x1f.logd.v1.ListDeadLettersRequest\x1a .logd.v1.ListDeadLettersResponseB,Z*github.com/logd-dev/logd/api/logdv1;logdv1b\x06proto3"
 
 var (
 	file_logd_v1_logd_proto_rawDescOnce sync.Once
@@ -8884,7 +9326,7 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 123)
+var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 126)
 var file_logd_v1_logd_proto_goTypes = []any{
 	(Reason)(0),                        // 0: logd.v1.Reason
 	(*ErrorInfo)(nil),                  // 1: logd.v1.ErrorInfo
@@ -9007,18 +9449,21 @@ var file_logd_v1_logd_proto_goTypes = []any{
 	(*ListRedrivesResponse)(nil),       // 118: logd.v1.ListRedrivesResponse
 	(*StopRedriveRequest)(nil),         // 119: logd.v1.StopRedriveRequest
 	(*StopRedriveResponse)(nil),        // 120: logd.v1.StopRedriveResponse
-	nil,                                // 121: logd.v1.CreateTopicRequest.ConfigEntry
-	nil,                                // 122: logd.v1.TopicInfo.ConfigEntry
-	nil,                                // 123: logd.v1.AlterTopicRequest.ConfigEntry
+	(*ListDeadLettersRequest)(nil),     // 121: logd.v1.ListDeadLettersRequest
+	(*DeadLetter)(nil),                 // 122: logd.v1.DeadLetter
+	(*ListDeadLettersResponse)(nil),    // 123: logd.v1.ListDeadLettersResponse
+	nil,                                // 124: logd.v1.CreateTopicRequest.ConfigEntry
+	nil,                                // 125: logd.v1.TopicInfo.ConfigEntry
+	nil,                                // 126: logd.v1.AlterTopicRequest.ConfigEntry
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
 	0,   // 0: logd.v1.ErrorInfo.reason:type_name -> logd.v1.Reason
-	121, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
+	124, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
 	10,  // 2: logd.v1.CreateTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	10,  // 3: logd.v1.ListTopicsResponse.topics:type_name -> logd.v1.TopicInfo
 	10,  // 4: logd.v1.DescribeTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	12,  // 5: logd.v1.DescribeTopicResponse.partitions:type_name -> logd.v1.PartitionInfo
-	122, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
+	125, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
 	11,  // 7: logd.v1.TopicInfo.stats:type_name -> logd.v1.TopicStats
 	81,  // 8: logd.v1.PartitionInfo.last_cleaner_run:type_name -> logd.v1.CleanerRun
 	13,  // 9: logd.v1.Record.headers:type_name -> logd.v1.Header
@@ -9059,7 +9504,7 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	72,  // 44: logd.v1.NackRequest.nacks:type_name -> logd.v1.QueueNack
 	69,  // 45: logd.v1.NackResponse.results:type_name -> logd.v1.TokenResult
 	69,  // 46: logd.v1.ExtendResponse.results:type_name -> logd.v1.TokenResult
-	123, // 47: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
+	126, // 47: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
 	10,  // 48: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	10,  // 49: logd.v1.CreatePartitionsResponse.topic:type_name -> logd.v1.TopicInfo
 	90,  // 50: logd.v1.SaveSnapshotResponse.info:type_name -> logd.v1.SnapshotInfo
@@ -9078,97 +9523,101 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	113, // 63: logd.v1.DescribeRedriveResponse.job:type_name -> logd.v1.RedriveJob
 	113, // 64: logd.v1.ListRedrivesResponse.jobs:type_name -> logd.v1.RedriveJob
 	113, // 65: logd.v1.StopRedriveResponse.job:type_name -> logd.v1.RedriveJob
-	2,   // 66: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
-	4,   // 67: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
-	6,   // 68: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
-	8,   // 69: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
-	15,  // 70: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
-	18,  // 71: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
-	21,  // 72: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
-	23,  // 73: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
-	30,  // 74: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
-	34,  // 75: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
-	36,  // 76: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
-	38,  // 77: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
-	40,  // 78: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
-	42,  // 79: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
-	45,  // 80: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
-	49,  // 81: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
-	52,  // 82: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
-	56,  // 83: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
-	58,  // 84: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
-	60,  // 85: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
-	63,  // 86: logd.v1.LogService.ListQueueGroups:input_type -> logd.v1.ListQueueGroupsRequest
-	66,  // 87: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
-	70,  // 88: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
-	73,  // 89: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
-	75,  // 90: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
-	82,  // 91: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
-	84,  // 92: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
-	86,  // 93: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
-	88,  // 94: logd.v1.LogService.SaveSnapshot:input_type -> logd.v1.SaveSnapshotRequest
-	77,  // 95: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
-	79,  // 96: logd.v1.LogService.CreatePartitions:input_type -> logd.v1.CreatePartitionsRequest
-	91,  // 97: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
-	93,  // 98: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
-	96,  // 99: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
-	98,  // 100: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
-	100, // 101: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
-	103, // 102: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
-	106, // 103: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
-	108, // 104: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
-	110, // 105: logd.v1.LogService.StartRedrive:input_type -> logd.v1.StartRedriveRequest
-	115, // 106: logd.v1.LogService.DescribeRedrive:input_type -> logd.v1.DescribeRedriveRequest
-	117, // 107: logd.v1.LogService.ListRedrives:input_type -> logd.v1.ListRedrivesRequest
-	119, // 108: logd.v1.LogService.StopRedrive:input_type -> logd.v1.StopRedriveRequest
-	3,   // 109: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	5,   // 110: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	7,   // 111: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	9,   // 112: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	17,  // 113: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
-	20,  // 114: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
-	22,  // 115: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	24,  // 116: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
-	33,  // 117: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
-	35,  // 118: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
-	37,  // 119: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
-	39,  // 120: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
-	41,  // 121: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
-	44,  // 122: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
-	48,  // 123: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
-	50,  // 124: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
-	54,  // 125: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
-	57,  // 126: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
-	59,  // 127: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
-	62,  // 128: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
-	64,  // 129: logd.v1.LogService.ListQueueGroups:output_type -> logd.v1.ListQueueGroupsResponse
-	68,  // 130: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
-	71,  // 131: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
-	74,  // 132: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
-	76,  // 133: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
-	83,  // 134: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
-	85,  // 135: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
-	87,  // 136: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
-	89,  // 137: logd.v1.LogService.SaveSnapshot:output_type -> logd.v1.SaveSnapshotResponse
-	78,  // 138: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
-	80,  // 139: logd.v1.LogService.CreatePartitions:output_type -> logd.v1.CreatePartitionsResponse
-	92,  // 140: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
-	94,  // 141: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
-	97,  // 142: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
-	99,  // 143: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
-	101, // 144: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
-	104, // 145: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
-	107, // 146: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
-	109, // 147: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
-	114, // 148: logd.v1.LogService.StartRedrive:output_type -> logd.v1.StartRedriveResponse
-	116, // 149: logd.v1.LogService.DescribeRedrive:output_type -> logd.v1.DescribeRedriveResponse
-	118, // 150: logd.v1.LogService.ListRedrives:output_type -> logd.v1.ListRedrivesResponse
-	120, // 151: logd.v1.LogService.StopRedrive:output_type -> logd.v1.StopRedriveResponse
-	109, // [109:152] is the sub-list for method output_type
-	66,  // [66:109] is the sub-list for method input_type
-	66,  // [66:66] is the sub-list for extension type_name
-	66,  // [66:66] is the sub-list for extension extendee
-	0,   // [0:66] is the sub-list for field type_name
+	13,  // 66: logd.v1.DeadLetter.headers:type_name -> logd.v1.Header
+	122, // 67: logd.v1.ListDeadLettersResponse.dead_letters:type_name -> logd.v1.DeadLetter
+	2,   // 68: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
+	4,   // 69: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
+	6,   // 70: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
+	8,   // 71: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
+	15,  // 72: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
+	18,  // 73: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
+	21,  // 74: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
+	23,  // 75: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
+	30,  // 76: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
+	34,  // 77: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
+	36,  // 78: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
+	38,  // 79: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
+	40,  // 80: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
+	42,  // 81: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
+	45,  // 82: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
+	49,  // 83: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
+	52,  // 84: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
+	56,  // 85: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
+	58,  // 86: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
+	60,  // 87: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
+	63,  // 88: logd.v1.LogService.ListQueueGroups:input_type -> logd.v1.ListQueueGroupsRequest
+	66,  // 89: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
+	70,  // 90: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
+	73,  // 91: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
+	75,  // 92: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
+	82,  // 93: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
+	84,  // 94: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
+	86,  // 95: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
+	88,  // 96: logd.v1.LogService.SaveSnapshot:input_type -> logd.v1.SaveSnapshotRequest
+	77,  // 97: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
+	79,  // 98: logd.v1.LogService.CreatePartitions:input_type -> logd.v1.CreatePartitionsRequest
+	91,  // 99: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
+	93,  // 100: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
+	96,  // 101: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
+	98,  // 102: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
+	100, // 103: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
+	103, // 104: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
+	106, // 105: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
+	108, // 106: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
+	110, // 107: logd.v1.LogService.StartRedrive:input_type -> logd.v1.StartRedriveRequest
+	115, // 108: logd.v1.LogService.DescribeRedrive:input_type -> logd.v1.DescribeRedriveRequest
+	117, // 109: logd.v1.LogService.ListRedrives:input_type -> logd.v1.ListRedrivesRequest
+	119, // 110: logd.v1.LogService.StopRedrive:input_type -> logd.v1.StopRedriveRequest
+	121, // 111: logd.v1.LogService.ListDeadLetters:input_type -> logd.v1.ListDeadLettersRequest
+	3,   // 112: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	5,   // 113: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	7,   // 114: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	9,   // 115: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	17,  // 116: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
+	20,  // 117: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
+	22,  // 118: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	24,  // 119: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
+	33,  // 120: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
+	35,  // 121: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
+	37,  // 122: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
+	39,  // 123: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	41,  // 124: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
+	44,  // 125: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	48,  // 126: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
+	50,  // 127: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
+	54,  // 128: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
+	57,  // 129: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
+	59,  // 130: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
+	62,  // 131: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
+	64,  // 132: logd.v1.LogService.ListQueueGroups:output_type -> logd.v1.ListQueueGroupsResponse
+	68,  // 133: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
+	71,  // 134: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
+	74,  // 135: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
+	76,  // 136: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
+	83,  // 137: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
+	85,  // 138: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
+	87,  // 139: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
+	89,  // 140: logd.v1.LogService.SaveSnapshot:output_type -> logd.v1.SaveSnapshotResponse
+	78,  // 141: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
+	80,  // 142: logd.v1.LogService.CreatePartitions:output_type -> logd.v1.CreatePartitionsResponse
+	92,  // 143: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
+	94,  // 144: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
+	97,  // 145: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
+	99,  // 146: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
+	101, // 147: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
+	104, // 148: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
+	107, // 149: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
+	109, // 150: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
+	114, // 151: logd.v1.LogService.StartRedrive:output_type -> logd.v1.StartRedriveResponse
+	116, // 152: logd.v1.LogService.DescribeRedrive:output_type -> logd.v1.DescribeRedriveResponse
+	118, // 153: logd.v1.LogService.ListRedrives:output_type -> logd.v1.ListRedrivesResponse
+	120, // 154: logd.v1.LogService.StopRedrive:output_type -> logd.v1.StopRedriveResponse
+	123, // 155: logd.v1.LogService.ListDeadLetters:output_type -> logd.v1.ListDeadLettersResponse
+	112, // [112:156] is the sub-list for method output_type
+	68,  // [68:112] is the sub-list for method input_type
+	68,  // [68:68] is the sub-list for extension type_name
+	68,  // [68:68] is the sub-list for extension extendee
+	0,   // [0:68] is the sub-list for field type_name
 }
 
 func init() { file_logd_v1_logd_proto_init() }
@@ -9183,13 +9632,14 @@ func file_logd_v1_logd_proto_init() {
 	file_logd_v1_logd_proto_msgTypes[54].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[66].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[71].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[121].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   123,
+			NumMessages:   126,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

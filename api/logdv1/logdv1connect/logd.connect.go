@@ -135,6 +135,9 @@ const (
 	LogServiceListRedrivesProcedure = "/logd.v1.LogService/ListRedrives"
 	// LogServiceStopRedriveProcedure is the fully-qualified name of the LogService's StopRedrive RPC.
 	LogServiceStopRedriveProcedure = "/logd.v1.LogService/StopRedrive"
+	// LogServiceListDeadLettersProcedure is the fully-qualified name of the LogService's
+	// ListDeadLetters RPC.
+	LogServiceListDeadLettersProcedure = "/logd.v1.LogService/ListDeadLetters"
 )
 
 // LogServiceClient is a client for the logd.v1.LogService service.
@@ -257,6 +260,11 @@ type LogServiceClient interface {
 	ListRedrives(context.Context, *connect.Request[logdv1.ListRedrivesRequest]) (*connect.Response[logdv1.ListRedrivesResponse], error)
 	// StopRedrive stops a running job after the batch in hand.
 	StopRedrive(context.Context, *connect.Request[logdv1.StopRedriveRequest]) (*connect.Response[logdv1.StopRedriveResponse], error)
+	// ListDeadLetters reads a dead-letter topic's records and answers those
+	// a redrive job with the same filters would select, decoded (reason,
+	// error, origin, deliveries, history), each marked when the loop guard
+	// would refuse it: the dry run of a redrive.
+	ListDeadLetters(context.Context, *connect.Request[logdv1.ListDeadLettersRequest]) (*connect.Response[logdv1.ListDeadLettersResponse], error)
 }
 
 // NewLogServiceClient constructs a client for the logd.v1.LogService service. By default, it uses
@@ -528,6 +536,12 @@ func NewLogServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			connect.WithSchema(logServiceMethods.ByName("StopRedrive")),
 			connect.WithClientOptions(opts...),
 		),
+		listDeadLetters: connect.NewClient[logdv1.ListDeadLettersRequest, logdv1.ListDeadLettersResponse](
+			httpClient,
+			baseURL+LogServiceListDeadLettersProcedure,
+			connect.WithSchema(logServiceMethods.ByName("ListDeadLetters")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -576,6 +590,7 @@ type logServiceClient struct {
 	describeRedrive    *connect.Client[logdv1.DescribeRedriveRequest, logdv1.DescribeRedriveResponse]
 	listRedrives       *connect.Client[logdv1.ListRedrivesRequest, logdv1.ListRedrivesResponse]
 	stopRedrive        *connect.Client[logdv1.StopRedriveRequest, logdv1.StopRedriveResponse]
+	listDeadLetters    *connect.Client[logdv1.ListDeadLettersRequest, logdv1.ListDeadLettersResponse]
 }
 
 // CreateTopic calls logd.v1.LogService.CreateTopic.
@@ -793,6 +808,11 @@ func (c *logServiceClient) StopRedrive(ctx context.Context, req *connect.Request
 	return c.stopRedrive.CallUnary(ctx, req)
 }
 
+// ListDeadLetters calls logd.v1.LogService.ListDeadLetters.
+func (c *logServiceClient) ListDeadLetters(ctx context.Context, req *connect.Request[logdv1.ListDeadLettersRequest]) (*connect.Response[logdv1.ListDeadLettersResponse], error) {
+	return c.listDeadLetters.CallUnary(ctx, req)
+}
+
 // LogServiceHandler is an implementation of the logd.v1.LogService service.
 type LogServiceHandler interface {
 	// CreateTopic creates a topic with a number of partitions.
@@ -913,6 +933,11 @@ type LogServiceHandler interface {
 	ListRedrives(context.Context, *connect.Request[logdv1.ListRedrivesRequest]) (*connect.Response[logdv1.ListRedrivesResponse], error)
 	// StopRedrive stops a running job after the batch in hand.
 	StopRedrive(context.Context, *connect.Request[logdv1.StopRedriveRequest]) (*connect.Response[logdv1.StopRedriveResponse], error)
+	// ListDeadLetters reads a dead-letter topic's records and answers those
+	// a redrive job with the same filters would select, decoded (reason,
+	// error, origin, deliveries, history), each marked when the loop guard
+	// would refuse it: the dry run of a redrive.
+	ListDeadLetters(context.Context, *connect.Request[logdv1.ListDeadLettersRequest]) (*connect.Response[logdv1.ListDeadLettersResponse], error)
 }
 
 // NewLogServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -1180,6 +1205,12 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 		connect.WithSchema(logServiceMethods.ByName("StopRedrive")),
 		connect.WithHandlerOptions(opts...),
 	)
+	logServiceListDeadLettersHandler := connect.NewUnaryHandler(
+		LogServiceListDeadLettersProcedure,
+		svc.ListDeadLetters,
+		connect.WithSchema(logServiceMethods.ByName("ListDeadLetters")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/logd.v1.LogService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case LogServiceCreateTopicProcedure:
@@ -1268,6 +1299,8 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 			logServiceListRedrivesHandler.ServeHTTP(w, r)
 		case LogServiceStopRedriveProcedure:
 			logServiceStopRedriveHandler.ServeHTTP(w, r)
+		case LogServiceListDeadLettersProcedure:
+			logServiceListDeadLettersHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -1447,4 +1480,8 @@ func (UnimplementedLogServiceHandler) ListRedrives(context.Context, *connect.Req
 
 func (UnimplementedLogServiceHandler) StopRedrive(context.Context, *connect.Request[logdv1.StopRedriveRequest]) (*connect.Response[logdv1.StopRedriveResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.StopRedrive is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) ListDeadLetters(context.Context, *connect.Request[logdv1.ListDeadLettersRequest]) (*connect.Response[logdv1.ListDeadLettersResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.ListDeadLetters is not implemented"))
 }

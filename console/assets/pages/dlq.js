@@ -4,16 +4,17 @@ import { h, replace, table, link, route, fmtNum, fmtTime, fmtDuration, errorBox,
 // Dead letters (docs/console.md, "Dead letters"): a queue group's
 // dead-letter topics, their records with the reason, error, origin and
 // attempts the server wrote into the logd-dlq-* headers, and redrive jobs,
-// which run on the cluster's leader (StartRedrive and friends). The page
-// reads dead letters with Fetch, as logctl dlq list does, and moves them
-// only through a redrive job: nothing is produced from the browser.
+// which run on the cluster's leader (StartRedrive and friends). The list
+// is ListDeadLetters, which selects with a redrive job's own filter, so the
+// page shows what a redrive moves; records are moved only by a job:
+// nothing is produced from the browser.
 
 // The reasons a dead letter can carry (README.md, "Work queues").
 const reasons = ['rejected', 'max_deliveries', 'deadline_exceeded', 'expired', 'invalid_deadline'];
 
-// scanLimit bounds the dead letters one view reads; narrow with the offset
-// range beyond it.
-const scanLimit = 5000;
+// listLimit bounds the dead letters one view shows; narrow with the
+// filters or the offset range beyond it.
+const listLimit = 2000;
 
 export default {
   path: 'dlq',
@@ -89,76 +90,33 @@ function whenMs(s, now = Date.now()) {
   return Number.isNaN(t) ? NaN : t;
 }
 
-// parseDeadLetter decodes a fetched record of a dead-letter topic (the
-// headers README.md's "Work queues" lists); null for a record without them.
-function parseDeadLetter(partition, r) {
-  const d = {
-    partition, offset: num(r.offset), key: b64bytes(r.key), value: b64bytes(r.value), hasKey: r.key !== undefined,
-    deadLettered: num(r.timestampMs), headers: [], redrives: 0, history: null, historyText: '',
+// fromAPI is a dead letter of a ListDeadLetters answer, ready to show.
+function fromAPI(x) {
+  let history = null;
+  if (x.history) {
+    try { history = JSON.parse(x.history); } catch { history = null; }
+  }
+  return {
+    partition: x.partition || 0, offset: num(x.offset), reason: x.reason || '', error: x.error || '',
+    originTopic: x.originTopic || '', originPartition: x.originPartition || 0, originOffset: num(x.originOffset),
+    group: x.group || '', deliveries: x.deliveries || 0, firstDelivery: num(x.firstDeliveryMs), lastDelivery: num(x.lastDeliveryMs),
+    deadLettered: num(x.deadLetteredMs), idempotencyKey: x.idempotencyKey || '', redrives: x.redrives || 0,
+    history, historyText: x.history || '', hasKey: x.key !== undefined, key: b64bytes(x.key), value: b64bytes(x.value),
+    headers: (x.headers || []).map(hd => ({ key: hd.key, value: b64bytes(hd.value) })),
   };
-  let seen = false;
-  for (const hd of r.headers || []) {
-    const v = text(b64bytes(hd.value));
-    switch (hd.key) {
-      case 'logd-dlq-reason': d.reason = v; seen = true; break;
-      case 'logd-dlq-error': d.error = v; break;
-      case 'logd-dlq-origin-topic': d.originTopic = v; break;
-      case 'logd-dlq-origin-partition': d.originPartition = v; break;
-      case 'logd-dlq-origin-offset': d.originOffset = v; break;
-      case 'logd-dlq-group': d.group = v; break;
-      case 'logd-dlq-deliveries': d.deliveries = Number(v) || 0; break;
-      case 'logd-dlq-first-delivery': d.firstDelivery = Date.parse(v) || 0; break;
-      case 'logd-dlq-last-delivery': d.lastDelivery = Date.parse(v) || 0; break;
-      case 'logd-dlq-idempotency-key': d.idempotencyKey = v; break;
-      case 'logd-dlq-time': d.deadLettered = Date.parse(v) || d.deadLettered; break;
-      case 'logd-dlq-history':
-        d.historyText = v;
-        try { d.history = JSON.parse(v); } catch { d.history = null; }
-        break;
-      default:
-        if (hd.key === 'logd-redrive-count') d.redrives = Number(v) || 0;
-        d.headers.push({ key: hd.key, value: b64bytes(hd.value) });
-    }
-  }
-  return seen && d.originTopic ? d : null;
 }
 
-// matches applies the filter as the server's redrive job does.
-function matches(d, f, since, until) {
-  if (f.reasons.length && !f.reasons.includes(d.reason)) return false;
-  if (f.hasKey && text(d.key) !== f.key) return false;
-  if (since && d.deadLettered < since) return false;
-  if (until && d.deadLettered >= until) return false;
-  if (f.from && d.offset < Number(f.from)) return false;
-  if (f.to && d.offset >= Number(f.to)) return false;
-  return true;
-}
-
-// readDeadLetters reads a dead-letter topic, partition by partition, up
-// to scanLimit records.
-async function readDeadLetters(ctx, topic) {
-  const desc = await call('DescribeTopic', { name: topic }, { signal: ctx.signal });
-  const out = [];
-  let scanned = 0, total = 0;
-  for (const p of desc.partitions || []) {
-    const end = num(p.endOffset);
-    total += end - num(p.logStartOffset);
-    let off = num(p.logStartOffset);
-    while (off < end && scanned < scanLimit) {
-      const resp = await call('Fetch', { topic, partition: p.partition || 0, offset: String(off), maxRecords: 500 }, { signal: ctx.signal });
-      const recs = resp.records || [];
-      for (const r of recs) {
-        if (num(r.offset) >= end) break;
-        scanned++;
-        const d = parseDeadLetter(p.partition || 0, r);
-        if (d) out.push(d);
-      }
-      const next = num(resp.nextOffset);
-      if (next <= off || recs.length === 0) break;
-      off = next;
-    }
-  }
-  return { letters: out, scanned, total, partitions: (desc.partitions || []).length };
+// filterRequest is the page's filter as the fields ListDeadLetters and
+// StartRedrive share.
+function filterRequest(f, since, until) {
+  const req = {};
+  if (f.reasons.length) req.reasons = f.reasons;
+  if (f.hasKey) { req.key = bytesB64(f.key); req.hasKey = true; }
+  if (since) req.sinceMs = String(since);
+  if (until) req.untilMs = String(until);
+  if (f.from) req.fromOffset = String(f.from);
+  if (f.to) req.toOffset = String(f.to);
+  return req;
 }
 
 const refOf = d => d.partition + '/' + d.offset;
@@ -233,12 +191,12 @@ async function renderTopic(ctx, topic) {
     }));
   };
   ctx.every(async () => {
-    const { letters, scanned, total } = await readDeadLetters(ctx, topic);
-    shown = letters.filter(d => matches(d, f, since, until));
+    const resp = await call('ListDeadLetters', { topic, maxRecords: listLimit, ...filterRequest(f, since, until) }, { signal: ctx.signal });
+    shown = (resp.deadLetters || []).map(fromAPI);
     for (const s of [...selected]) if (!shown.some(d => refOf(d) === s)) selected.delete(s);
     updateSelected();
-    replace(summary, fmtNum(shown.length) + ' of ' + fmtNum(letters.length) + ' dead letters match',
-      scanned < total ? ' (read the first ' + fmtNum(scanned) + ' of ' + fmtNum(total) + ' records: narrow with the offset range)' : '');
+    replace(summary, fmtNum(shown.length) + ' dead letters match, of ' + fmtNum(num(resp.total)) + ' records',
+      resp.truncated ? ' (the first ' + fmtNum(shown.length) + ' of the ' + fmtNum(num(resp.scanned)) + ' records read: narrow with the filters or the offset range)' : '');
     const all = h('input', { type: 'checkbox', id: 'dlq-select-all', 'aria-label': 'Select all shown',
       checked: shown.length > 0 && selected.size === shown.length,
       onchange: e => { for (const d of shown) e.target.checked ? selected.add(refOf(d)) : selected.delete(refOf(d));
@@ -366,12 +324,7 @@ function openRedrive(ctx, topic, f, box, letters, named) {
       if (!targetIn.value.trim()) { replace(err, errorBox({ code: 'invalid_argument', message: 'name the target topic' })); return; }
       req.target = targetIn.value.trim();
     }
-    if (f.reasons.length) req.reasons = f.reasons;
-    if (f.hasKey) { req.key = bytesB64(f.key); req.hasKey = true; }
-    if (f.since) req.sinceMs = String(whenMs(f.since));
-    if (f.until) req.untilMs = String(whenMs(f.until));
-    if (f.from) req.fromOffset = String(f.from);
-    if (f.to) req.toOffset = String(f.to);
+    Object.assign(req, filterRequest(f, whenMs(f.since), whenMs(f.until)));
     if (records) req.records = records;
     const ok = await confirmStart(topic, what, req);
     if (!ok) return;

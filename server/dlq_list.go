@@ -1,0 +1,135 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"connectrpc.com/connect"
+
+	"github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/batch"
+	"github.com/logd-dev/logd/partition"
+	"github.com/logd-dev/logd/replication"
+)
+
+// Bounds of a ListDeadLetters call: the dead letters answered and the
+// records read.
+const (
+	defaultDeadLetters = 1000
+	maxDeadLetters     = 10_000
+	defaultDeadScan    = 100_000
+	maxDeadScan        = 1_000_000
+	deadLetterRead     = 1 << 20
+)
+
+// ListDeadLetters reads a dead-letter topic from each partition's start
+// (or from_offset) to its end offset now (or to_offset), and answers the
+// dead letters a redrive job with the same filters would select, decoded
+// by the job's own reader (replication.ParseDeadLetter, RedriveMatch), so
+// what the console lists is what a redrive moves.
+func (s *Server) ListDeadLetters(ctx context.Context, req *connect.Request[logdv1.ListDeadLettersRequest]) (*connect.Response[logdv1.ListDeadLettersResponse], error) {
+	m := req.Msg
+	if err := partition.ValidateTopicName(m.Topic); err != nil {
+		return nil, errInvalid("topic: %v", err)
+	}
+	switch {
+	case m.FromOffset < 0 || m.ToOffset < 0 || m.ToOffset != 0 && m.ToOffset <= m.FromOffset:
+		return nil, errInvalid("offset range [%d, %d) is empty or negative (to_offset 0: no bound)", m.FromOffset, m.ToOffset)
+	case m.SinceMs < 0 || m.UntilMs < 0 || m.UntilMs != 0 && m.UntilMs <= m.SinceMs:
+		return nil, errInvalid("time range [%d, %d) ms is empty or negative", m.SinceMs, m.UntilMs)
+	case m.MaxRedrives < 0 || m.MaxRecords < 0 || m.MaxRecords > maxDeadLetters || m.MaxScan < 0 || m.MaxScan > maxDeadScan:
+		return nil, errInvalid("max_redrives >= 0, max_records in [0, %d], max_scan in [0, %d]", maxDeadLetters, maxDeadScan)
+	}
+	t, err := s.b.DescribeTopic(m.Topic)
+	if err != nil {
+		return nil, toConnectError(err)
+	}
+	spec := replication.RedriveSpec{Reasons: m.Reasons, Key: string(m.Key), HasKey: m.HasKey, SinceMs: m.SinceMs, UntilMs: m.UntilMs,
+		MaxRedrives: int(m.MaxRedrives)}
+	if spec.MaxRedrives == 0 {
+		spec.MaxRedrives = replication.DefaultMaxRedrives
+	}
+	maxRecords, maxScan := int(m.MaxRecords), int64(m.MaxScan)
+	if maxRecords == 0 {
+		maxRecords = defaultDeadLetters
+	}
+	if maxScan == 0 {
+		maxScan = defaultDeadScan
+	}
+	resp := &logdv1.ListDeadLettersResponse{}
+	for _, p := range t.Partitions {
+		from, end := max(p.LogStartOffset, m.FromOffset), p.EndOffset
+		if m.ToOffset > 0 {
+			end = min(end, m.ToOffset)
+		}
+		resp.Total += max(0, end-from)
+		for off := from; off < end; {
+			if len(resp.DeadLetters) >= maxRecords || resp.Scanned >= maxScan {
+				resp.Truncated = true
+				break
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, toConnectError(err)
+			}
+			next, err := s.readDeadLetters(m.Topic, p.Partition, off, end, spec, maxRecords, maxScan, resp)
+			if err != nil {
+				return nil, toConnectError(err)
+			}
+			if next <= off {
+				break
+			}
+			off = next
+		}
+	}
+	return connect.NewResponse(resp), nil
+}
+
+// readDeadLetters reads one batch of a partition at off (below end),
+// adds what it selects to resp, and returns the offset to read next.
+func (s *Server) readDeadLetters(topic string, part int32, off, end int64, spec replication.RedriveSpec, maxRecords int, maxScan int64, resp *logdv1.ListDeadLettersResponse) (int64, error) {
+	r, err := s.b.Read(topic, part, off, deadLetterRead)
+	var oor *replication.OutOfRangeError
+	if errors.As(err, &oor) && off < oor.Start {
+		return min(oor.Start, end), nil // retention moved on
+	}
+	if err != nil {
+		return off, err
+	}
+	if len(r.Batches) == 0 {
+		return off, nil
+	}
+	recs, err := batch.Records(r.Batches, off, 0)
+	if err != nil {
+		return off, fmt.Errorf("%s-%d at %d: %w", topic, part, off, errors.Join(errCorruptRead, err))
+	}
+	next := off
+	for _, rec := range recs {
+		if rec.Offset >= end || len(resp.DeadLetters) >= maxRecords || resp.Scanned >= maxScan {
+			break
+		}
+		next = rec.Offset + 1
+		resp.Scanned++
+		d := replication.ParseDeadLetter(rec)
+		if !d.IsDeadLetter() || !replication.RedriveMatch(spec, d, rec.Key) {
+			continue
+		}
+		resp.DeadLetters = append(resp.DeadLetters, deadLetterProto(part, rec, d, spec.MaxRedrives))
+	}
+	if next == off && len(recs) > 0 && recs[0].Offset > off {
+		next = min(recs[0].Offset, end) // a gap compaction left
+	}
+	return next, nil
+}
+
+func deadLetterProto(part int32, r batch.Record, d replication.DeadLetter, maxRedrives int) *logdv1.DeadLetter {
+	out := &logdv1.DeadLetter{Partition: part, Offset: r.Offset, Reason: d.Reason, Error: d.Error,
+		OriginTopic: d.OriginTopic, OriginPartition: d.OriginPartition, OriginOffset: d.OriginOffset, Group: d.Group,
+		Deliveries: int32(d.Deliveries), FirstDeliveryMs: d.FirstDeliveryMs, LastDeliveryMs: d.LastDeliveryMs, DeadLetteredMs: d.DeadLetteredMs,
+		IdempotencyKey: d.IdempotencyKey, Redrives: int32(d.Redrives), Refused: d.Redrives >= maxRedrives, History: string(d.History),
+		Key: r.Key, Value: r.Value}
+	for _, h := range d.Headers {
+		out.Headers = append(out.Headers, &logdv1.Header{Key: h.Key, Value: h.Value})
+	}
+	return out
+}
