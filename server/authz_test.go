@@ -258,6 +258,10 @@ func TestAuthorizationEveryProcedure(t *testing.T) {
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.DescribeRedrive(ctx, req(&logdv1.DescribeRedriveRequest{Id: redrive.Msg.Job.Id}))
 			})},
+		{proc: "ListDeadLetters", grant: []auth.ACL{g(topic, "t", auth.OpRead)},
+			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
+				return c.ListDeadLetters(ctx, req(&logdv1.ListDeadLettersRequest{Topic: "t"}))
+			})},
 		{proc: "ListRedrives", list: true, grant: []auth.ACL{g(topic, "t", auth.OpRead)},
 			call: func(ctx context.Context, c logdv1connect.LogServiceClient) (int, error) {
 				r, err := c.ListRedrives(ctx, req(&logdv1.ListRedrivesRequest{}))
