@@ -17,8 +17,8 @@ import (
 )
 
 // TestConsoleScreenshots saves a PNG of each page of the navigation bar,
-// and of a dead-letter topic with one record inspected and of a redrive
-// job, at 1280x800 in light mode, plus that topic in dark mode, into
+// of the consumer group's and the queue group's pages, of a dead-letter
+// topic with one record inspected and of a redrive job, at 1280x800 in light mode, plus that topic in dark mode, into
 // the directory LOGD_CONSOLE_SCREENSHOTS names (make console-screenshots:
 // docs/console/). The node holds demo-like data: topics, a consumer group
 // with lag, a queue group with records in flight and dead letters.
@@ -47,6 +47,8 @@ func TestConsoleScreenshots(t *testing.T) {
 		shots = append(shots, shot{name: n, route: "/" + n})
 	}
 	shots = append(shots,
+		shot{name: "group", route: "/groups/billing"},
+		shot{name: "queue", route: "/queues/orders/workers"},
 		shot{name: "dlq-topic", route: "/dlq/" + dlqTopic + "?sel=0%2F1", wait: "#dlq-history"},
 		shot{name: "dlq-job", route: "/dlq/jobs/" + job, wait: "#job-progress"})
 	for _, s := range shots {

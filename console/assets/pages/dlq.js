@@ -27,44 +27,44 @@ export default {
   },
 };
 
-// renderTopics lists the dead-letter topics: the topics named as queue
-// groups name them by default (TOPIC.GROUP.dlq), with their record counts.
-// A group given another dead-letter topic is opened by name.
+// renderTopics lists the dead-letter topics: each queue group's, as
+// logctl dlq finds it (the group's dead-letter-topic setting), with what
+// it holds; and topics named as groups name them by default
+// (TOPIC.GROUP.dlq) that no group names any more. Another topic is opened
+// by name.
 async function renderTopics(ctx) {
   const list = h('div', { id: 'dlq-topics' });
-  const name = h('input', { type: 'text', id: 'dlq-open-name', placeholder: 'orders.workers.dlq', required: true, autocomplete: 'off' });
+  const name = h('input', { type: 'text', id: 'dlq-open-name', placeholder: 'orders.workers.dlq', required: true, autocomplete: 'off', 'data-filter': '' });
   const open = h('form', { class: 'toolbar', id: 'dlq-open' },
-    field('Dead-letter topic', name, 'Any topic a queue group dead-letters to (--dead-letter-topic).'),
+    field('Dead-letter topic', name, 'Any topic of dead letters, by name.'),
     h('button', { type: 'submit' }, 'Open'));
   open.addEventListener('submit', e => { e.preventDefault(); ctx.go(route(['dlq', name.value.trim()])); });
   replace(ctx.view, h('h1', null, 'Dead letters'),
     h('p', null, link('/dlq/jobs', 'Redrive jobs'), ' · dead letters are redriven by a job the leader runs (logctl dlq redrive).'),
     list, open);
   ctx.every(async () => {
-    const { topics = [] } = await call('ListTopics', {}, { signal: ctx.signal });
-    const names = new Set(topics.map(t => t.name));
-    const dlqs = topics.filter(t => t.name.endsWith('.dlq'));
-    const rows = await Promise.all(dlqs.map(async t => {
-      const d = await call('DescribeTopic', { name: t.name }, { signal: ctx.signal });
-      const held = (d.partitions || []).reduce((s, p) => s + num(p.endOffset) - num(p.logStartOffset), 0);
-      return { name: t.name, partitions: t.partitions || 0, held, origin: originOf(t.name, names) };
+    const [{ groups = [] }, { topics = [] }] = await Promise.all([
+      call('ListQueueGroups', {}, { signal: ctx.signal }),
+      call('ListTopics', {}, { signal: ctx.signal }),
+    ]);
+    const rows = groups.filter(g => g.config && g.config.deadLetterTopic).map(g => ({
+      name: g.config.deadLetterTopic, topic: g.topic, group: g.group, held: num(g.deadLetterRecords), paused: !!g.paused,
+      total: (g.partitions || []).reduce((s, p) => s + num(p.deadLettered), 0),
     }));
+    const named = new Set(rows.map(r => r.name));
+    const orphans = topics.filter(t => t.name.endsWith('.dlq') && !named.has(t.name));
+    for (const t of await Promise.all(orphans.map(t => call('DescribeTopic', { name: t.name }, { signal: ctx.signal })))) {
+      const held = (t.partitions || []).reduce((s, p) => s + num(p.endOffset) - num(p.logStartOffset), 0);
+      rows.push({ name: t.topic.name, held, total: null });
+    }
     replace(list, table([
       { label: 'Dead-letter topic', value: r => link(route(['dlq', r.name]), r.name) },
-      { label: 'Queue group', value: r => r.origin ? r.origin.topic + ' / ' + r.origin.group : '—' },
-      { label: 'Partitions', num: true, value: r => fmtNum(r.partitions) },
-      { label: 'Dead letters', num: true, value: r => h('span', { class: r.held > 0 ? 'bad' : null }, fmtNum(r.held)) },
-    ], rows, { class: 'dlq-topics', empty: 'No dead-letter topics (named TOPIC.GROUP.dlq).' }));
+      { label: 'Queue group', value: r => r.group ? link(route(['queues', r.topic, r.group]), r.topic + ' / ' + r.group) : h('span', { class: 'muted' }, 'none names it') },
+      { label: 'Held', num: true, value: r => h('span', { class: r.held > 0 ? 'bad' : null }, fmtNum(r.held)) },
+      { label: 'Dead-lettered in all', num: true, value: r => r.total === null ? '—' : fmtNum(r.total) },
+      { label: 'Group state', value: r => r.group ? (r.paused ? h('span', { class: 'tag warn' }, 'paused') : 'running') : '—' },
+    ], rows, { class: 'dlq-topics', empty: 'No queue group, and no topic named TOPIC.GROUP.dlq.' }));
   }, 5000);
-}
-
-// originOf splits TOPIC.GROUP.dlq where TOPIC is a topic that exists.
-function originOf(name, topics) {
-  const base = name.slice(0, -'.dlq'.length);
-  for (let i = base.lastIndexOf('.'); i > 0; i = base.lastIndexOf('.', i - 1)) {
-    if (topics.has(base.slice(0, i))) return { topic: base.slice(0, i), group: base.slice(i + 1) };
-  }
-  return null;
 }
 
 // filterOf reads the page's filter from its URL query.
