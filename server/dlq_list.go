@@ -20,8 +20,23 @@ const (
 	maxDeadLetters     = 10_000
 	defaultDeadScan    = 100_000
 	maxDeadScan        = 1_000_000
+	defaultDeadBytes   = 4 << 20
+	maxDeadBytes       = 16 << 20
 	deadLetterRead     = 1 << 20
 )
+
+// deadLetterBounds are a call's bounds and what it used of them.
+type deadLetterBounds struct {
+	records int
+	scan    int64
+	bytes   int
+	used    int // bytes answered
+}
+
+// full reports whether resp reached a bound.
+func (b *deadLetterBounds) full(resp *logdv1.ListDeadLettersResponse) bool {
+	return len(resp.DeadLetters) >= b.records || resp.Scanned >= b.scan || len(resp.DeadLetters) > 0 && b.used >= b.bytes
+}
 
 // ListDeadLetters reads a dead-letter topic from each partition's start
 // (or from_offset) to its end offset now (or to_offset), and answers the
@@ -38,8 +53,10 @@ func (s *Server) ListDeadLetters(ctx context.Context, req *connect.Request[logdv
 		return nil, errInvalid("offset range [%d, %d) is empty or negative (to_offset 0: no bound)", m.FromOffset, m.ToOffset)
 	case m.SinceMs < 0 || m.UntilMs < 0 || m.UntilMs != 0 && m.UntilMs <= m.SinceMs:
 		return nil, errInvalid("time range [%d, %d) ms is empty or negative", m.SinceMs, m.UntilMs)
-	case m.MaxRedrives < 0 || m.MaxRecords < 0 || m.MaxRecords > maxDeadLetters || m.MaxScan < 0 || m.MaxScan > maxDeadScan:
-		return nil, errInvalid("max_redrives >= 0, max_records in [0, %d], max_scan in [0, %d]", maxDeadLetters, maxDeadScan)
+	case m.MaxRedrives < 0 || m.MaxRecords < 0 || m.MaxRecords > maxDeadLetters || m.MaxScan < 0 || m.MaxScan > maxDeadScan ||
+		m.MaxBytes < 0 || m.MaxBytes > maxDeadBytes:
+		return nil, errInvalid("want max_redrives >= 0, max_records in [0, %d], max_scan in [0, %d], max_bytes in [0, %d]",
+			maxDeadLetters, maxDeadScan, maxDeadBytes)
 	}
 	t, err := s.b.DescribeTopic(m.Topic)
 	if err != nil {
@@ -50,12 +67,15 @@ func (s *Server) ListDeadLetters(ctx context.Context, req *connect.Request[logdv
 	if spec.MaxRedrives == 0 {
 		spec.MaxRedrives = replication.DefaultMaxRedrives
 	}
-	maxRecords, maxScan := int(m.MaxRecords), int64(m.MaxScan)
-	if maxRecords == 0 {
-		maxRecords = defaultDeadLetters
+	bounds := &deadLetterBounds{records: int(m.MaxRecords), scan: int64(m.MaxScan), bytes: int(m.MaxBytes)}
+	if bounds.records == 0 {
+		bounds.records = defaultDeadLetters
 	}
-	if maxScan == 0 {
-		maxScan = defaultDeadScan
+	if bounds.scan == 0 {
+		bounds.scan = defaultDeadScan
+	}
+	if bounds.bytes == 0 {
+		bounds.bytes = defaultDeadBytes
 	}
 	resp := &logdv1.ListDeadLettersResponse{}
 	for _, p := range t.Partitions {
@@ -65,14 +85,14 @@ func (s *Server) ListDeadLetters(ctx context.Context, req *connect.Request[logdv
 		}
 		resp.Total += max(0, end-from)
 		for off := from; off < end; {
-			if len(resp.DeadLetters) >= maxRecords || resp.Scanned >= maxScan {
+			if bounds.full(resp) {
 				resp.Truncated = true
 				break
 			}
 			if err := ctx.Err(); err != nil {
 				return nil, toConnectError(err)
 			}
-			next, err := s.readDeadLetters(m.Topic, p.Partition, off, end, spec, maxRecords, maxScan, resp)
+			next, err := s.readDeadLetters(m.Topic, p.Partition, off, end, spec, bounds, resp)
 			if err != nil {
 				return nil, toConnectError(err)
 			}
@@ -87,7 +107,7 @@ func (s *Server) ListDeadLetters(ctx context.Context, req *connect.Request[logdv
 
 // readDeadLetters reads one batch of a partition at off (below end),
 // adds what it selects to resp, and returns the offset to read next.
-func (s *Server) readDeadLetters(topic string, part int32, off, end int64, spec replication.RedriveSpec, maxRecords int, maxScan int64, resp *logdv1.ListDeadLettersResponse) (int64, error) {
+func (s *Server) readDeadLetters(topic string, part int32, off, end int64, spec replication.RedriveSpec, bounds *deadLetterBounds, resp *logdv1.ListDeadLettersResponse) (int64, error) {
 	r, err := s.b.Read(topic, part, off, deadLetterRead)
 	var oor *replication.OutOfRangeError
 	if errors.As(err, &oor) && off < oor.Start {
@@ -105,7 +125,7 @@ func (s *Server) readDeadLetters(topic string, part int32, off, end int64, spec 
 	}
 	next := off
 	for _, rec := range recs {
-		if rec.Offset >= end || len(resp.DeadLetters) >= maxRecords || resp.Scanned >= maxScan {
+		if rec.Offset >= end || bounds.full(resp) {
 			break
 		}
 		next = rec.Offset + 1
@@ -115,6 +135,10 @@ func (s *Server) readDeadLetters(topic string, part int32, off, end int64, spec 
 			continue
 		}
 		resp.DeadLetters = append(resp.DeadLetters, deadLetterProto(part, rec, d, spec.MaxRedrives))
+		bounds.used += len(rec.Key) + len(rec.Value)
+		for _, h := range rec.Headers {
+			bounds.used += len(h.Key) + len(h.Value)
+		}
 	}
 	if next == off && len(recs) > 0 && recs[0].Offset > off {
 		next = min(recs[0].Offset, end) // a gap compaction left

@@ -94,6 +94,7 @@ func TestListDeadLetters(t *testing.T) {
 		{name: "time", req: &logdv1.ListDeadLettersRequest{UntilMs: time.Now().Add(-time.Hour).UnixMilli()}},
 		{name: "loop guard", req: &logdv1.ListDeadLettersRequest{MaxRedrives: 1}, offsets: []int64{0, 1, 2, 3}, refused: []int64{3}},
 		{name: "max records", req: &logdv1.ListDeadLettersRequest{MaxRecords: 2}, offsets: []int64{0, 1}, truncated: true},
+		{name: "max bytes: one at least", req: &logdv1.ListDeadLettersRequest{MaxBytes: 1}, offsets: []int64{0}, truncated: true},
 		{name: "max scan", req: &logdv1.ListDeadLettersRequest{MaxScan: 3, Reasons: []string{"rejected"}}, offsets: []int64{0, 1}, truncated: true},
 	} {
 		resp, err := list(tc.req)
@@ -141,6 +142,7 @@ func TestListDeadLetters(t *testing.T) {
 		{name: "offsets", req: &logdv1.ListDeadLettersRequest{FromOffset: 3, ToOffset: 2}, code: connect.CodeInvalidArgument},
 		{name: "time", req: &logdv1.ListDeadLettersRequest{SinceMs: -1}, code: connect.CodeInvalidArgument},
 		{name: "max records", req: &logdv1.ListDeadLettersRequest{MaxRecords: 10_001}, code: connect.CodeInvalidArgument},
+		{name: "max bytes", req: &logdv1.ListDeadLettersRequest{MaxBytes: 16<<20 + 1}, code: connect.CodeInvalidArgument},
 	} {
 		if _, err := list(tc.req); connect.CodeOf(err) != tc.code {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.code)

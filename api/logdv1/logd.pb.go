@@ -8135,8 +8135,11 @@ type ListDeadLettersRequest struct {
 	MaxRedrives int32 `protobuf:"varint,9,opt,name=max_redrives,json=maxRedrives,proto3" json:"max_redrives,omitempty"`
 	// max_records bounds the dead letters answered (0: 1,000; at most
 	// 10,000); max_scan the records read (0: 100,000).
-	MaxRecords    int32 `protobuf:"varint,10,opt,name=max_records,json=maxRecords,proto3" json:"max_records,omitempty"`
-	MaxScan       int32 `protobuf:"varint,11,opt,name=max_scan,json=maxScan,proto3" json:"max_scan,omitempty"`
+	MaxRecords int32 `protobuf:"varint,10,opt,name=max_records,json=maxRecords,proto3" json:"max_records,omitempty"`
+	MaxScan    int32 `protobuf:"varint,11,opt,name=max_scan,json=maxScan,proto3" json:"max_scan,omitempty"`
+	// max_bytes bounds the keys, values and headers answered (0: 4 MiB; at
+	// most 16 MiB); at least one dead letter is answered.
+	MaxBytes      int32 `protobuf:"varint,12,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -8244,6 +8247,13 @@ func (x *ListDeadLettersRequest) GetMaxRecords() int32 {
 func (x *ListDeadLettersRequest) GetMaxScan() int32 {
 	if x != nil {
 		return x.MaxScan
+	}
+	return 0
+}
+
+func (x *ListDeadLettersRequest) GetMaxBytes() int32 {
+	if x != nil {
+		return x.MaxBytes
 	}
 	return 0
 }
@@ -9185,7 +9195,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x12StopRedriveRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"<\n" +
 	"\x13StopRedriveResponse\x12%\n" +
-	"\x03job\x18\x01 \x01(\v2\x13.logd.v1.RedriveJobR\x03job\"\xc6\x02\n" +
+	"\x03job\x18\x01 \x01(\v2\x13.logd.v1.RedriveJobR\x03job\"\xe3\x02\n" +
 	"\x16ListDeadLettersRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x18\n" +
 	"\areasons\x18\x02 \x03(\tR\areasons\x12\x10\n" +
@@ -9200,7 +9210,8 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\vmax_records\x18\n" +
 	" \x01(\x05R\n" +
 	"maxRecords\x12\x19\n" +
-	"\bmax_scan\x18\v \x01(\x05R\amaxScan\"\x81\x05\n" +
+	"\bmax_scan\x18\v \x01(\x05R\amaxScan\x12\x1b\n" +
+	"\tmax_bytes\x18\f \x01(\x05R\bmaxBytes\"\x81\x05\n" +
 	"\n" +
 	"DeadLetter\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x16\n" +
