@@ -111,3 +111,12 @@ func TestContentSecurityPolicyBlocksInlineScript(t *testing.T) {
 		t.Errorf("no CSP violation logged; errors: %q", errs)
 	}
 }
+
+// TestFooterNamesTheNodeOnEveryPage: the footer says which node the
+// console talks to on pages other than the cluster page too.
+func TestFooterNamesTheNodeOnEveryPage(t *testing.T) {
+	node := logdtest.Start(t, logdtest.Options{})
+	p := newPage(t, node)
+	p.open("/topics")
+	p.waitText("#node", "node node-1 (Leader)")
+}

@@ -102,6 +102,7 @@ function showLogin(message) {
     setToken(input.value.trim());
     try {
       await whoami();
+      footer();
       render();
     } catch (err) {
       setToken('');
@@ -122,6 +123,14 @@ async function whoami() {
     throw new ApiError('unauthenticated', 'This node requires a token.');
   }
   return me;
+}
+
+// footer names the node this console talks to, on every page (the
+// cluster page keeps it current).
+function footer() {
+  call('Status', {}).then(s => {
+    document.getElementById('node').textContent = 'node ' + s.nodeId + ' (' + s.state + ')';
+  }, () => {});
 }
 
 function nav(active) {
@@ -211,7 +220,7 @@ function start() {
   });
   window.addEventListener('hashchange', render);
   setPaused(state.paused);
-  whoami().then(render, e => {
+  whoami().then(() => { footer(); render(); }, e => {
     if (e instanceof ApiError && e.code === 'unauthenticated') showLogin(e.message);
     else render();
   });
