@@ -1,10 +1,12 @@
 import { call, num } from '../api.js';
 import { h, replace, table, link, route, fmtNum, fmtBytes, fmtDuration, fmtTime, field, errorBox, parseDuration, fmtGoDuration } from '../ui.js';
+import { claimPanel } from './queue_ops.js';
 
 // Queue groups (docs/console.md, "Queue groups"): the list with each
 // group's health, create (logctl queue create), and a group's page:
 // per-partition state, settings and alter (logctl queue alter),
-// pause/resume, and the records in flight (queue describe --in-flight).
+// pause/resume, the records in flight (queue describe --in-flight), and
+// claim and settle (queue claim, ack, nack, extend; queue_ops.js).
 export default {
   path: 'queues',
   nav: 'Queues',
@@ -182,7 +184,9 @@ function renderQueue(ctx, topic, name) {
     h('h2', null, 'Settings'), settingsBox,
     h('h2', null, 'In flight'),
     h('label', null, showInflight, ' List the records in flight (worker, delivery, lease; the first 10,000)'),
-    inflightBox);
+    inflightBox,
+    h('h2', null, 'Claim and settle'),
+    claimPanel(ctx, topic, name));
 
   const pause = async paused => {
     pauseBtn.disabled = resumeBtn.disabled = true;
