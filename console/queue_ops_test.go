@@ -38,7 +38,9 @@ func qoStart(t *testing.T, n int) (*logdtest.Server, *client.Client, context.Con
 	if _, err := cl.CreateQueueGroup(ctx, "jobs", "workers", cfg, false); err != nil {
 		t.Fatal(err)
 	}
-	qoProduce(t, ctx, cl, 0, n)
+	if n > 0 {
+		qoProduce(t, ctx, cl, 0, n)
+	}
 	return node, cl, ctx
 }
 
@@ -123,9 +125,10 @@ func TestQueueClaimAndSettle(t *testing.T) {
 	p.waitText("#claim-result", "Ack: 1 of 1 accepted")
 	cgPoll(p, "0@0 settled", `!document.querySelector('#claim-table tr[data-record="0@0"]')`)
 
-	// Nack with a reason: the record comes back, delivery 2.
+	// Nack with a reason and a delay: the record comes back, delivery 2.
 	p.click(qoRow(1, "claim-nack"))
 	cgFill(p, "#nack-reason", "ledger timeout")
+	cgFill(p, "#nack-delay", "200ms")
 	p.click("#nack-ok")
 	p.waitText("#claim-result", "available at")
 	again, err := cl.Claim(ctx, client.ClaimRequest{Topic: "jobs", Group: "workers", MaxWait: 5 * time.Second, Worker: "api"})
@@ -199,4 +202,43 @@ func TestQueueClaimExpiredLeaseAckRefused(t *testing.T) {
 	}
 	p.click(qoRow(0, "claim-forget"))
 	cgPoll(p, "the stale record forgotten", `document.querySelectorAll('#claim-table tbody tr[data-record]').length === 0`)
+}
+
+// The records page's produce form with --key and --idempotency-key, as the
+// README's backpressure walk-through produces: a repeat within the
+// topic's idempotency window appends nothing and says so.
+func TestRecordsProduceIdempotencyKey(t *testing.T) {
+	node, cl, ctx := qoStart(t, 0)
+	p := newPage(t, node)
+	p.open("/topics/jobs/records")
+	p.waitText("#records-range", "No records")
+	for i, want := range []string{"Appended at partition 0, offset 0.", "Duplicate: "} {
+		cgFill(p, "#produce-key", "k4")
+		cgFill(p, "#produce-value", "job-4")
+		cgFill(p, "#produce-idempotency-key", "job-4")
+		p.click("#produce-submit")
+		p.waitText("#produce-result", want)
+		if i == 0 {
+			p.waitText("#records-list", "job-4")
+		}
+	}
+	// Several records, one a line: keys KEY-1, KEY-2; a repeat appends nothing.
+	p.click("#produce-lines")
+	for _, want := range []string{"Appended 2 record(s).", "Appended 0 record(s); 2 duplicate(s)"} {
+		cgFill(p, "#produce-value", "job-5\njob-6")
+		cgFill(p, "#produce-idempotency-key", "import")
+		p.click("#produce-submit")
+		p.waitText("#produce-result", want)
+	}
+	f, err := cl.Fetch(ctx, client.FetchRequest{Topic: "jobs", Partition: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range f.Records {
+		got = append(got, string(r.Key)+"="+string(r.Value))
+	}
+	if fmt.Sprint(got) != "[k4=job-4 k4=job-5 k4=job-6]" {
+		t.Fatalf("jobs holds %v", got)
+	}
 }

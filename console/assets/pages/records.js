@@ -157,7 +157,9 @@ function showValue(r, view) {
   return h('pre', { class: 'value' }, text(bytes));
 }
 
-// produceForm is logctl produce of one record: key, value, headers, to a
+// produceForm is logctl produce: key, value (or one record per line, as
+// logctl produce TOPIC V1 V2 ... takes several), headers, an idempotency
+// key (several records: KEY-1, KEY-2, ... as logctl names them), to a
 // partition or routed by the key.
 function produceForm(ctx, name, partitions, st, reread) {
   const part = h('select', { id: 'produce-partition', 'aria-label': 'Partition' },
@@ -165,11 +167,16 @@ function produceForm(ctx, name, partitions, st, reread) {
     Array.from({ length: partitions }, (_, i) => h('option', { value: String(i), selected: i === st.p }, String(i))));
   const key = h('input', { type: 'text', id: 'produce-key', placeholder: 'none', autocomplete: 'off' });
   const value = h('textarea', { id: 'produce-value', class: 'value' });
+  const lines = h('input', { type: 'checkbox', id: 'produce-lines' });
   const headers = h('textarea', { id: 'produce-headers', class: 'value', placeholder: 'trace-id=abc' });
+  const idem = h('input', { type: 'text', id: 'produce-idempotency-key', placeholder: 'none', autocomplete: 'off' });
   const out = h('div', { id: 'produce-result', role: 'status' });
   const form = h('form', { id: 'produce-form', class: 'panel' },
     h('h2', null, 'Produce a test record'),
-    field('Partition', part), field('Key', key, 'empty: no key'), field('Value', value), field('Headers', headers, 'key=value, one a line'),
+    field('Partition', part), field('Key (--key)', key, 'empty: no key'), field('Value', value),
+    field('Headers (-H)', headers, 'key=value, one a line'),
+    field('Idempotency key (--idempotency-key)', idem, 'several records: KEY-1, KEY-2, …; a repeat within the window appends nothing'),
+    h('label', null, lines, ' Each line of the value is a record (as logctl produce TOPIC V1 V2 …)'),
     h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary', id: 'produce-submit' }, 'Produce')), out);
   form.addEventListener('submit', async e => {
     e.preventDefault();
@@ -183,13 +190,36 @@ function produceForm(ctx, name, partitions, st, reread) {
         if (i <= 0) throw new Error('header "' + line + '" is not key=value');
         hs.push({ key: line.slice(0, i).trim(), value: bytesB64(line.slice(i + 1).trim()) });
       }
-      const rec = { value: bytesB64(value.value), headers: hs };
-      if (key.value !== '') rec.key = bytesB64(key.value);
-      if (part.value !== '') rec.partition = Number(part.value);
-      const r = await call('Produce', { topic: name, records: [rec] });
-      const res = (r.results || [])[0] || {};
-      replace(out, h('p', { class: 'ok' }, 'Appended at partition ' + (res.partition || 0) + ', offset ' + fmtNum(num(res.offset)) + '.'));
-      if ((res.partition || 0) === st.p && st.offset === '' && !st.time) await reread();
+      const values = lines.checked ? value.value.split('\n').filter(v => v !== '') : [value.value];
+      if (values.length === 0) throw new Error('no values: each non-empty line is a record');
+      if (values.length > 1000) throw new Error(values.length + ' lines: at most 1,000 records from this form');
+      const ik = idem.value.trim();
+      const records = values.map((v, n) => {
+        const rec = { value: bytesB64(v), headers: hs };
+        if (key.value !== '') rec.key = bytesB64(key.value);
+        if (part.value !== '') rec.partition = Number(part.value);
+        if (ik) rec.idempotencyKey = values.length === 1 ? ik : ik + '-' + (n + 1);
+        return rec;
+      });
+      const r = await call('Produce', { topic: name, records });
+      const results = r.results || [];
+      const dups = results.filter(x => x.duplicate).length;
+      const where = x => 'partition ' + (x.partition || 0) + ', offset ' + fmtNum(num(x.offset));
+      if (results.length === 1) {
+        const res = results[0];
+        replace(out, h('p', { class: 'ok' }, res.duplicate
+          ? 'Duplicate: the idempotency key was seen within the window with the same record; nothing was appended (the original is at ' + where(res) + ').'
+          : 'Appended at ' + where(res) + '.'));
+      } else {
+        replace(out, h('p', { class: 'ok' }, 'Appended ' + (results.length - dups) + ' record(s)' +
+          (dups ? '; ' + dups + ' duplicate(s) of records already written, nothing appended for those' : '') + '.'),
+        table([
+          { label: 'Partition', num: true, value: x => String(x.partition || 0) },
+          { label: 'Offset', num: true, value: x => fmtNum(num(x.offset)) },
+          { label: '', value: x => (x.duplicate ? h('span', { class: 'tag warn' }, 'duplicate') : '') },
+        ], results, { class: 'produce-results' }));
+      }
+      if (results.some(x => (x.partition || 0) === st.p) && st.offset === '' && !st.time) await reread();
     } catch (err) {
       replace(out, errorBox(err));
     }
