@@ -193,6 +193,7 @@ func TestQueueClaimExpiredLeaseAckRefused(t *testing.T) {
 	p.click(qoRow(0, "claim-ack"))
 	p.waitText("#claim-result", "stale")
 	p.waitText("#claim-result", "failed_precondition")
+	p.waitText("#claim-result", "token of 0@0: delivery 1 was superseded by delivery 2") // the record, not its token
 	p.waitText(`#claim-table tr[data-record="0@0"]`, "refused: stale_token")
 	cgTakeRefusal(p, "Ack")
 	// The other worker's delivery is untouched.

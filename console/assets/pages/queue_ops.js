@@ -149,11 +149,18 @@ export function claimPanel(ctx, topic, group) {
       show(what + ': ' + rows.filter(x => !x.err).length + ' of ' + rows.length + ' accepted.', rows);
     } catch (e) {
       if (e && e.name === 'AbortError') return;
+      // The node's message quotes the first stale token; the panel shows
+      // the record instead.
+      let message = e.message || String(e);
       for (const t of tokens) {
         const rec = st.recs.get(t);
-        if (rec && e.reason) { rec.stale = e.message; rec.staleReason = reasonName(e.reason); }
+        if (rec) message = message.split(t).join('of ' + rec.partition + '@' + rec.offset);
       }
-      replace(result, errorBox(e));
+      for (const t of tokens) {
+        const rec = st.recs.get(t);
+        if (rec && e.reason) { rec.stale = message; rec.staleReason = reasonName(e.reason); }
+      }
+      replace(result, errorBox({ code: e.code, reason: e.reason, message }));
     }
     draw();
     ctx.refresh();
