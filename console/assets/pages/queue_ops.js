@@ -44,7 +44,7 @@ export function claimPanel(ctx, topic, group) {
   const st = heldFor(topic, group);
   const maxIn = h('input', { type: 'number', id: 'claim-max', min: 1, max: maxClaim, value: '1', class: 'narrow' });
   const leaseIn = h('input', { type: 'text', id: 'claim-lease', placeholder: "group's", autocomplete: 'off', class: 'narrow' });
-  const workerIn = h('input', { type: 'text', id: 'claim-worker', autocomplete: 'off', maxlength: 128, value: st.worker });
+  const workerIn = h('input', { type: 'text', id: 'claim-worker', autocomplete: 'off', maxlength: 128, size: 30, value: st.worker });
   const waitIn = h('input', { type: 'text', id: 'claim-wait', placeholder: '0s', autocomplete: 'off', class: 'narrow' });
   const claimBtn = h('button', { type: 'submit', class: 'primary', id: 'claim-submit' }, 'Claim');
   const result = h('div', { id: 'claim-result', role: 'status' });
