@@ -72,6 +72,7 @@ var backendSentinels = map[string]error{
 	"replication.ErrTooManyTokens":       replication.ErrTooManyTokens,
 	"replication.ErrTooManyACLs":         replication.ErrTooManyACLs,
 	"replication.ErrRestoreTarget":       replication.ErrRestoreTarget,
+	"replication.ErrLogStoreMismatch":    replication.ErrLogStoreMismatch,
 	"replication.ErrBackupTooNew":        replication.ErrBackupTooNew,
 
 	"group.ErrConsumerGroupNotFound": group.ErrConsumerGroupNotFound,
@@ -112,6 +113,8 @@ var internalErrors = map[string]bool{
 	// Errors of restoring a backup, which logd restore meets, not a node.
 	"replication.ErrRestoreTarget": true,
 	"replication.ErrBackupTooNew":  true,
+	// A data dir whose Raft log is in the other store refuses to start.
+	"replication.ErrLogStoreMismatch": true,
 }
 
 // sentinelNames returns "pkg.ErrX" for every exported package-level
