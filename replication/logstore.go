@@ -96,10 +96,20 @@ func chooseLogStore(want, detected string) (store, reason string, err error) {
 	return DefaultRaftLogStore, "the default for a data dir with no Raft log yet", nil
 }
 
-// openWAL opens (or creates) the WAL under raftDir; wrap, if set, wraps
-// the file system its segment files are written through (fault builds,
-// Config.WrapRaftWALFS).
-func openWAL(raftDir string, hlog hclog.Logger, wrap func(waltypes.VFS) waltypes.VFS) (*wal.WAL, error) {
+// Bounds of Config.WALSegmentBytes. The default is raft-wal's own
+// (wal.DefaultSegmentSize); a segment's size limit is a uint32 in its
+// metadata.
+const (
+	DefaultWALSegmentBytes = 64 << 20
+	MinWALSegmentBytes     = 64 << 10
+	MaxWALSegmentBytes     = 1 << 30
+)
+
+// openWAL opens (or creates) the WAL under raftDir with segment files of
+// segmentBytes (0: the default); wrap, if set, wraps the file system its
+// segment files are written through (fault builds, Config.WrapRaftWALFS).
+// A changed size applies to the segments created from then on.
+func openWAL(raftDir string, segmentBytes int, hlog hclog.Logger, wrap func(waltypes.VFS) waltypes.VFS) (*wal.WAL, error) {
 	dir := filepath.Join(raftDir, walDirName)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create raft wal dir: %w", err)
@@ -113,7 +123,11 @@ func openWAL(raftDir string, hlog hclog.Logger, wrap func(waltypes.VFS) waltypes
 	if wrap != nil {
 		vfs = wrap(vfs)
 	}
-	w, err := wal.Open(dir, wal.WithLogger(hlog.Named("wal")), wal.WithSegmentFiler(segment.NewFiler(dir, vfs)))
+	if segmentBytes == 0 {
+		segmentBytes = DefaultWALSegmentBytes
+	}
+	w, err := wal.Open(dir, wal.WithLogger(hlog.Named("wal")), wal.WithSegmentFiler(segment.NewFiler(dir, vfs)),
+		wal.WithSegmentSize(segmentBytes))
 	if err != nil {
 		return nil, fmt.Errorf("open raft wal: %w", err)
 	}
@@ -140,7 +154,7 @@ func openLogStore(cfg Config, raftDir string, bolt *raftboltdb.BoltStore, hlog h
 	if store == LogStoreBoltDB {
 		return bolt, store, nil
 	}
-	w, err := openWAL(raftDir, hlog, cfg.WrapRaftWALFS)
+	w, err := openWAL(raftDir, cfg.WALSegmentBytes, hlog, cfg.WrapRaftWALFS)
 	if err != nil {
 		return nil, "", err
 	}

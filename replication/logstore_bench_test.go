@@ -26,7 +26,7 @@ func openBenchLogStore(b *testing.B, store string) raft.LogStore {
 	if store == LogStoreBoltDB {
 		return bolt
 	}
-	w, err := openWAL(raftDir, hclog.NewNullLogger(), nil)
+	w, err := openWAL(raftDir, 0, hclog.NewNullLogger(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -117,7 +117,7 @@ func TestLogStoreKept(t *testing.T) {
 func TestWALTailTruncateRestart(t *testing.T) {
 	raftDir := t.TempDir()
 	hlog := hclog.NewNullLogger()
-	w, err := openWAL(raftDir, hlog, nil)
+	w, err := openWAL(raftDir, 0, hlog, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestWALTailTruncateRestart(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	w, err = openWAL(raftDir, hlog, nil)
+	w, err = openWAL(raftDir, 0, hlog, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -174,6 +174,10 @@ type Config struct {
 	// is in, else DefaultRaftLogStore. A data dir whose log is in the
 	// other store is refused (ErrLogStoreMismatch). Ignored InMemory.
 	RaftLogStore string
+	// WALSegmentBytes is the size of one raft-wal segment file;
+	// 0: DefaultWALSegmentBytes. Raft's log is cut after a snapshot by
+	// whole sealed segments only (docs/operations.md, "Raft log store").
+	WALSegmentBytes int
 	// WrapRaftWALFS, if set, wraps the file system raft-wal writes its
 	// segment files through: fault builds of cmd/logd model a power cut
 	// there (internal/faults).
@@ -191,6 +195,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: raft bind address is required", ErrInvalidArgument)
 	case c.FeatureLevel > fsm.Level:
 		return fmt.Errorf("%w: feature level %d is above this build's %d", ErrInvalidArgument, c.FeatureLevel, fsm.Level)
+	case c.WALSegmentBytes != 0 && (c.WALSegmentBytes < MinWALSegmentBytes || c.WALSegmentBytes > MaxWALSegmentBytes):
+		return fmt.Errorf("%w: raft wal segment size %d: want %d to %d bytes", ErrInvalidArgument, c.WALSegmentBytes, MinWALSegmentBytes, MaxWALSegmentBytes)
 	case !validLogStore(c.RaftLogStore):
 		return fmt.Errorf("%w: raft log store %q: want %s or %s", ErrInvalidArgument, c.RaftLogStore, LogStoreBoltDB, LogStoreWAL)
 	case c.MaxRaftConns < 0:

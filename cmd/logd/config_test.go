@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/replication"
 	"github.com/spf13/pflag"
 )
 
@@ -229,5 +230,29 @@ func TestRaftLogStoreFlag(t *testing.T) {
 	}
 	if _, err := parseFlags([]string{"--raft-log-store", "rocksdb"}, noEnv, io.Discard); err == nil || !strings.Contains(err.Error(), "--raft-log-store") {
 		t.Errorf("--raft-log-store rocksdb: %v", err)
+	}
+}
+
+// TestRaftWALSegmentSizeFlag: the segment size defaults to raft-wal's
+// own, is read like every flag, and a size outside the bounds is refused
+// before anything starts.
+func TestRaftWALSegmentSizeFlag(t *testing.T) {
+	c, err := parseFlags(nil, noEnv, io.Discard)
+	if err != nil || c.walSegmentBytes != replication.DefaultWALSegmentBytes {
+		t.Fatalf("default: %d, %v; want %d", c.walSegmentBytes, err, replication.DefaultWALSegmentBytes)
+	}
+	c, err = parseFlags(nil, func(k string) string {
+		if k == "LOGD_RAFT_WAL_SEGMENT_SIZE" {
+			return "1048576"
+		}
+		return ""
+	}, io.Discard)
+	if err != nil || c.walSegmentBytes != 1<<20 {
+		t.Errorf("from the environment: %d, %v", c.walSegmentBytes, err)
+	}
+	for _, bad := range []string{"0", "65535", "-1", "1073741825"} {
+		if _, err := parseFlags([]string{"--raft-wal-segment-size", bad}, noEnv, io.Discard); err == nil || !strings.Contains(err.Error(), "--raft-wal-segment-size") {
+			t.Errorf("--raft-wal-segment-size %s: %v", bad, err)
+		}
 	}
 }

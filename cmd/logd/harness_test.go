@@ -218,9 +218,18 @@ func startNode(t *testing.T, extra ...string) *node {
 	return nd
 }
 
+// testWALSegment is the raft-wal segment size of test nodes, the
+// smallest allowed: Raft's log is cut after a snapshot by whole sealed
+// segments, and the tests' few hundred entries would never fill the
+// default 64 MiB one, so a restarted or new node would replay the whole
+// log where the tests mean it to install a snapshot. A test's own
+// --raft-wal-segment-size comes later and wins.
+const testWALSegment = "65536"
+
 // cmdline returns logd's arguments; join is a member's API address or "".
 func (nd *node) cmdline(join string) []string {
-	args := append([]string{"--data-dir", nd.dataDir, "--listen", nd.listen, "--raft-addr", nd.raft, "--node-id", nd.id}, nd.args...)
+	args := append([]string{"--data-dir", nd.dataDir, "--listen", nd.listen, "--raft-addr", nd.raft, "--node-id", nd.id,
+		"--raft-wal-segment-size", testWALSegment}, nd.args...)
 	if join != "" {
 		args = append(args, "--join", join)
 	}

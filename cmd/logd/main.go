@@ -57,6 +57,8 @@ type config struct {
 	// raftLogStore is --raft-log-store: boltdb, wal, or empty for the
 	// data dir's own (replication.Config.RaftLogStore).
 	raftLogStore string
+	// walSegmentBytes is --raft-wal-segment-size.
+	walSegmentBytes int64
 	// limits bounds what clients may cost the node (httpserver.go).
 	limits limitConfig
 	// tls is transport security and --auth (tls.go).
@@ -100,6 +102,7 @@ func defineFlags(fs *pflag.FlagSet) func(getenv func(string) string) (config, er
 	fs.StringVar(&c.raftLogStore, "raft-log-store", "", "where Raft's log is kept: boltdb or wal; default the store the data dir's Raft log is in, else "+
 		replication.DefaultRaftLogStore+" for a new one; naming the other store of an existing data dir is refused (docs/operations.md) (LOGD_RAFT_LOG_STORE)")
 	fs.BoolVar(&c.pprof, "pprof", false, "serve /debug/pprof/ on the client port (LOGD_PPROF=true)")
+	fs.Int64Var(&c.walSegmentBytes, "raft-wal-segment-size", replication.DefaultWALSegmentBytes, "bytes of one raft-wal segment file (wal log store): after a snapshot Raft's log is cut by whole sealed segments, so smaller ones free disk sooner and leave a lagging follower fewer entries to replay instead of a snapshot; from 64KiB to 1GiB (LOGD_RAFT_WAL_SEGMENT_SIZE)")
 	fs.Uint64Var(&c.snapshotEvery, "snapshot-threshold", 8192, "Raft entries between snapshots (LOGD_SNAPSHOT_THRESHOLD)")
 	fs.DurationVar(&c.snapshotPeriod, "snapshot-interval", 30*time.Second, "how often to check for a snapshot (LOGD_SNAPSHOT_INTERVAL)")
 	fs.DurationVar(&c.cleanerInterval, "cleaner-interval", replication.DefaultCleanerInterval,
@@ -170,6 +173,9 @@ func defineFlags(fs *pflag.FlagSet) func(getenv func(string) string) (config, er
 		case "raft", "always":
 		default:
 			return c, fmt.Errorf("--fsync: want raft or always, got %q", c.fsync)
+		}
+		if c.walSegmentBytes < replication.MinWALSegmentBytes || c.walSegmentBytes > replication.MaxWALSegmentBytes {
+			return c, fmt.Errorf("--raft-wal-segment-size: want %d to %d bytes, got %d", replication.MinWALSegmentBytes, replication.MaxWALSegmentBytes, c.walSegmentBytes)
 		}
 		switch c.raftLogStore {
 		case "", replication.LogStoreBoltDB, replication.LogStoreWAL:
@@ -299,6 +305,7 @@ func run(ctx context.Context, c config, getenv func(string) string, stderr io.Wr
 		PeerTLS:           peerTLS,
 		SyncPartitions:    c.fsync == "always",
 		RaftLogStore:      c.raftLogStore,
+		WALSegmentBytes:   int(c.walSegmentBytes),
 		SnapshotThreshold: c.snapshotEvery,
 		SnapshotInterval:  c.snapshotPeriod,
 		CleanerInterval:   c.cleanerInterval,
