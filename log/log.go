@@ -51,6 +51,7 @@ type Log struct {
 	closed   bool         // Close was called
 	builder  indexBuilder // index state of the active segment
 	unsynced bool         // the active segment has bytes not yet synced
+	writes   uint64       // batches written; Sync compares it across its unlocked fsync
 	lastSync time.Time    // when the active segment was last synced (SyncInterval)
 	cleanSeq uint64       // numbers prepared compactions (their file names)
 	hdr      [headerSize]byte
@@ -133,6 +134,7 @@ func (l *Log) Append(batch []byte, meta AppendMeta) (int64, error) {
 // and its index entries if due.
 func (l *Log) write(seg *segment, pos int64, h header, body []byte) error {
 	l.unsynced = true
+	l.writes++
 	_, err := seg.data.Write(l.hdr[:])
 	if err == nil {
 		failpoint.Inject("logSegmentWrite")
@@ -314,14 +316,55 @@ func (l *Log) Roll(meta AppendMeta) error {
 	return l.roll(applied, l.timeOf(meta))
 }
 
-// Sync makes every appended batch durable.
+// Sync makes every batch appended before it was called durable. The fsync
+// runs without the mutators' lock, so Append goes on meanwhile: a caller
+// that syncs while another appends (a snapshot's Persist beside Apply)
+// holds up no append for the length of an fsync. What is appended meanwhile
+// stays unsynced until the next Sync (or roll). A failed fsync is sticky,
+// as under the lock: every later mutation returns it.
 func (l *Log) Sync() error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if err := l.usable(); err != nil {
+		l.mu.Unlock()
 		return err
 	}
-	return l.syncActive()
+	seg := l.state.Load().active.seg
+	if seg == nil || !l.unsynced {
+		l.mu.Unlock()
+		return nil
+	}
+	writes := l.writes
+	// filesMu keeps the file open and unshrunk through the fsync; its
+	// holders (Close, DeleteBefore, TruncateTo, a compaction swap) wait for
+	// one fsync at most. Taken before mu is released: lock order.
+	l.filesMu.RLock()
+	l.mu.Unlock()
+	failpoint.Inject("logFsync")
+	err := seg.data.Sync()
+	l.filesMu.RUnlock()
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		if l.err == nil {
+			// Cut nothing: batches appended during the fsync were applied
+			// too; recovery cuts a torn tail anyway.
+			size := int64(-1)
+			if st := l.state.Load(); st.active.seg == seg {
+				size = st.active.size
+			}
+			l.err = fmt.Errorf("sync segment %d: %w", seg.base(), err)
+			if size >= 0 {
+				_ = seg.data.Truncate(size)
+			}
+		}
+		return l.err
+	}
+	if l.writes == writes && l.state.Load().active.seg == seg {
+		l.unsynced = false
+		l.lastSync = l.opts.Now()
+	}
+	return nil
 }
 
 // Close syncs the active segment (whatever the policy) and closes every file.

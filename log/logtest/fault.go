@@ -367,6 +367,12 @@ func (f *faultFile) Sync() error {
 	if err != nil {
 		return err
 	}
+	// What the sync makes durable is what was written when it began: a
+	// write racing it (the log syncs without its lock) stays unsynced.
+	st, err := f.File.Stat()
+	if err != nil {
+		return err
+	}
 	time.Sleep(delay)
 	if failed {
 		return &fs.PathError{Op: "fdatasync", Path: f.name, Err: ft.Err}
@@ -374,14 +380,10 @@ func (f *faultFile) Sync() error {
 	if err := f.File.Sync(); err != nil {
 		return err
 	}
-	st, err := f.File.Stat()
-	if err != nil {
-		return err
-	}
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
 	if _, tracked := f.fs.synced[f.name]; tracked && !f.fs.frozen {
-		f.fs.synced[f.name] = st.Size()
+		f.fs.synced[f.name] = max(f.fs.synced[f.name], st.Size())
 	}
 	return nil
 }
