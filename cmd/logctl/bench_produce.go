@@ -32,6 +32,8 @@ type benchProduceFlags struct {
 	compareRounds  int
 	keep           bool
 	kafka          string
+	// slow, if positive, lists each call slower than it on stderr.
+	slow time.Duration
 }
 
 func newBenchProduceCmd(opts *globalOpts) *cobra.Command {
@@ -50,6 +52,10 @@ possible; latency is then measured from each call's scheduled start, so a
 server that falls behind shows it (no coordinated omission). Run once
 without --rate to find the peak, then at half of it.
 
+--slow D lists every call slower than D on stderr, with the wall-clock
+time (UTC) it was due to start and how long it took, so stalls can be
+lined up with the server's log (snapshots, elections).
+
 --compare-keys N measures what idempotency keys cost: after a warm-up run
 of each kind (the keyed one fills the window), N rounds each produce
 --records records without keys to --topic and --records with unique keys
@@ -67,6 +73,7 @@ topic is still created and deleted over logd's API.`,
 		Example: `  logctl bench produce --records 1000000
   logctl bench produce --topic logctl-bench --records 100000 --keep
   logctl bench produce --duration 30s --rate 50000 --output json
+  logctl bench produce --duration 60s --rate 100000 --slow 20ms
   logctl bench produce --compare-keys 5 --records 1000000
   logctl bench produce --kafka 127.0.0.1:9092 --record-size 1024 --keep`,
 		Args: cobra.NoArgs,
@@ -127,6 +134,7 @@ topic is still created and deleted over logd's API.`,
 				res, err = benchProduceKafka(cmd.Context(), opts, f.kafka, &f, prog)
 			} else {
 				res, err = benchProduce(cmd.Context(), c, &f, prog)
+				printSlowCalls(opts.stderr, res.Slow)
 			}
 			prog.Stop()
 			if err != nil {
@@ -146,6 +154,7 @@ topic is still created and deleted over logd's API.`,
 	fl.Float64Var(&f.rate, "rate", 0, "offered load in records/s (0: as fast as possible)")
 	fl.BoolVar(&f.idemKeys, "idempotency-keys", false, "give every record a unique idempotency key (measures the dedup check)")
 	fl.IntVar(&f.compareRounds, "compare-keys", 0, "run this many rounds without and with idempotency keys (to --topic and to --topic plus \"-keyed\") and report the difference")
+	fl.DurationVar(&f.slow, "slow", 0, "list calls slower than this on stderr, with their start time (0: none)")
 	fl.BoolVar(&f.progress, "progress", false, "show progress on stderr even when it is not a terminal")
 	fl.StringVar(&f.kafka, "kafka", "", "produce through this Kafka listener (HOST:PORT) with franz-go instead of logd's API")
 	addKeepFlag(cmd, &f.keep)
@@ -197,6 +206,7 @@ func benchProduce(ctx context.Context, c *client.Client, f *benchProduceFlags, p
 		produced atomic.Int64
 		mu       sync.Mutex
 		lats     []time.Duration
+		slow     []slowCall
 		firstErr error
 		wg       sync.WaitGroup
 	)
@@ -245,7 +255,13 @@ func benchProduce(ctx context.Context, c *client.Client, f *benchProduceFlags, p
 					cancel()
 					return
 				}
-				mine = append(mine, time.Since(began))
+				took := time.Since(began)
+				mine = append(mine, took)
+				if f.slow > 0 && took > f.slow {
+					mu.Lock()
+					slow = append(slow, slowCall{Start: began, Took: took, Records: n})
+					mu.Unlock()
+				}
 				produced.Add(n)
 				prog.Add(n, n, n*int64(f.recordSize))
 			}
@@ -260,7 +276,7 @@ func benchProduce(ctx context.Context, c *client.Client, f *benchProduceFlags, p
 		return benchResult{}, fmt.Errorf("interrupted after %d records: %w", produced.Load(), err)
 	}
 	n := produced.Load()
-	return benchResult{Records: n, Bytes: n * int64(f.recordSize), Elapsed: elapsed, Latency: summarize(lats)}, nil
+	return benchResult{Records: n, Bytes: n * int64(f.recordSize), Elapsed: elapsed, Latency: summarize(lats), Slow: slow}, nil
 }
 
 // sleepUntil waits until t; it reports false if ctx ended first.

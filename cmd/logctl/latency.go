@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"slices"
 	"time"
 )
@@ -33,6 +35,25 @@ type benchResult struct {
 	Bytes   int64
 	Elapsed time.Duration
 	Latency latencySummary
+	// Slow are the calls slower than --slow, in the order they ended.
+	Slow []slowCall
+}
+
+// slowCall is one call slower than --slow: when it was due to start and
+// how long it took.
+type slowCall struct {
+	Start   time.Time
+	Took    time.Duration
+	Records int64
+}
+
+// printSlowCalls lists slow calls by start time, one line each, for lining
+// up with a server's log.
+func printSlowCalls(w io.Writer, calls []slowCall) {
+	slices.SortFunc(calls, func(a, b slowCall) int { return a.Start.Compare(b.Start) })
+	for _, c := range calls {
+		fmt.Fprintf(w, "slow call: start %s took %.1f ms (%d records)\n", c.Start.UTC().Format("15:04:05.000"), ms(c.Took), c.Records)
+	}
 }
 
 // benchJSON is the --output json form of a benchResult.
