@@ -3,6 +3,7 @@ package replication
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -22,6 +23,9 @@ type raftFSM struct {
 	entries []fsm.Entry
 	// obs times applies and snapshot persists (raft_observe.go).
 	obs *raftObserver
+	// logger receives a line per snapshot, so stalls seen by clients can
+	// be lined up with snapshots (docs/performance.md).
+	logger *slog.Logger
 }
 
 var (
@@ -51,11 +55,12 @@ func (a *raftFSM) ApplyBatch(logs []*raft.Log) []any {
 
 // Snapshot captures the state between applies.
 func (a *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
+	start := time.Now()
 	s, err := a.f.Snapshot()
 	if err != nil {
 		return nil, err
 	}
-	return &raftSnapshot{s: s, obs: a.obs}, nil
+	return &raftSnapshot{s: s, obs: a.obs, logger: a.logger, captured: start, capture: time.Since(start)}, nil
 }
 
 // Restore replaces the state with a snapshot's.
@@ -103,8 +108,13 @@ func (s *appliedSignal) fire() {
 
 // raftSnapshot writes an fsm.Snapshot to a Raft snapshot sink.
 type raftSnapshot struct {
-	s   *fsm.Snapshot
-	obs *raftObserver
+	s      *fsm.Snapshot
+	obs    *raftObserver
+	logger *slog.Logger
+	// captured is when the FSM goroutine began the capture, capture how
+	// long it held that goroutine.
+	captured time.Time
+	capture  time.Duration
 }
 
 // Persist writes the snapshot; once the sink is closed (durable), the
@@ -120,7 +130,12 @@ func (r *raftSnapshot) Persist(sink raft.SnapshotSink) error {
 		return err
 	}
 	r.s.Durable()
-	r.obs.persist.observe(time.Since(start))
+	persist := time.Since(start)
+	r.obs.persist.observe(persist)
+	if r.logger != nil {
+		r.logger.Info("snapshot persisted", "index", r.s.Index(), "bytes", w.n, "capture", r.capture, "persist", persist,
+			"started", r.captured.UTC().Format("15:04:05.000"))
+	}
 	r.obs.mu.Lock()
 	r.obs.snapshotBytes = w.n
 	r.obs.mu.Unlock()

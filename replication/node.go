@@ -352,7 +352,7 @@ func Open(cfg Config) (*Node, error) {
 	// keeps the stores and transport themselves.
 	obs := newRaftObserver()
 	logs := cacheRecentLogs(timeLogStore(stores.logs, &obs.storeLogs), cfg.RecentLogBytes)
-	r, err := raft.NewRaft(rc, &raftFSM{f: sm, applied: applied, obs: obs}, logs, stores.stable, stores.snaps,
+	r, err := raft.NewRaft(rc, &raftFSM{f: sm, applied: applied, obs: obs, logger: cfg.Logger}, logs, stores.stable, stores.snaps,
 		observeTransport(stores.transport, obs))
 	if err != nil {
 		stores.close()

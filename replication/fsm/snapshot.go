@@ -143,6 +143,9 @@ type Snapshot struct {
 	windowBytes int64
 }
 
+// Index is the Raft index the snapshot captures.
+func (s *Snapshot) Index() uint64 { return s.m.Index }
+
 // Persist writes the snapshot to w as Restore reads it; the caller makes
 // it durable, then calls Durable.
 //
