@@ -106,6 +106,7 @@ func (f *FSM) applyAppend(index uint64, now int64, a Append) any {
 				return f.stop(fmt.Errorf("append %s-%d at index %d: log assigned offset %d, state machine expected %d", a.Topic, b.Partition, index, got, base))
 			}
 			f.bytesSinceSnapshot.Add(int64(len(b.Batch)))
+			p.unsynced.Add(int64(len(b.Batch)))
 		}
 		// else: replayed after a restart; the log already holds it.
 		info, _ := batch.Peek(b.Batch) // verified above

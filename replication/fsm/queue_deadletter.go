@@ -110,6 +110,7 @@ func (f *FSM) flushDeadLetters(index uint64, now int64, q *queue.Group, src *Top
 				return 0, fmt.Errorf("append dead letters to %s-%d at index %d: log assigned offset %d, state machine expected %d", dlq.Name, dp, index, got, p.next)
 			}
 			f.bytesSinceSnapshot.Add(int64(len(b)))
+			p.unsynced.Add(int64(len(b)))
 		}
 		p.next += int64(len(byPart[dp]))
 		p.signal()

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 
 	"github.com/logd-dev/logd/dedup"
-	"github.com/logd-dev/logd/log"
 
 	"github.com/logd-dev/logd/internal/failpoint"
 )
@@ -150,16 +149,17 @@ func (s *Snapshot) Index() uint64 { return s.m.Index }
 // it durable, then calls Durable.
 //
 // First it fsyncs every partition log, here rather than in Snapshot so the
-// FSM goroutine keeps applying while the disk catches up: a Sync holds
-// only its own partition's lock. The manifest's data is all below what
+// FSM goroutine keeps applying while the disk catches up: a log's Sync
+// holds up no append (log.Log.Sync), and SyncDirty has usually synced all
+// but the last few MiB. The manifest's data is all below what
 // the logs hold now, so it is durable when the manifest is. A log closed
 // meanwhile (its topic deleted) was synced by Close. A failed fsync fails
 // the snapshot, so Raft keeps its log, and leaves the log refusing appends,
 // so the next apply stops the node.
 func (s *Snapshot) Persist(w io.Writer) error {
 	for _, p := range s.syncs {
-		if err := p.log.Sync(); err != nil && !errors.Is(err, log.ErrClosed) {
-			return fmt.Errorf("sync %s-%d: %w", p.Topic, p.Index, err)
+		if err := p.sync(); err != nil {
+			return err
 		}
 	}
 	failpoint.Inject("fsmSnapshotPersist")

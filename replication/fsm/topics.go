@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/logd-dev/logd/dedup"
 	"github.com/logd-dev/logd/log"
@@ -56,6 +57,11 @@ type Partition struct {
 	// replay because the log already holds them, so a replayed entry
 	// knows its offsets. Only the FSM goroutine touches it.
 	next int64
+
+	// unsynced counts the batch bytes appended since the last sync of the
+	// log began (SyncDirty, Snapshot.Persist): Apply adds, the syncing
+	// goroutine takes them.
+	unsynced atomic.Int64
 
 	mu sync.Mutex
 	// notify is closed (and replaced) after every append; guarded by mu.
