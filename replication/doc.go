@@ -42,7 +42,10 @@
 // the last whole batch by log recovery, and Raft's replay of entries after
 // the last snapshot re-appends exactly what is missing
 // (TestPowerCutAfterSnapshot). Config.SyncPartitions fsyncs them on every
-// append as well.
+// append as well. Without it a node goroutine fsyncs a partition once
+// Config.PartitionSyncBytes were appended to it, and a snapshot's Persist
+// syncs the rest, neither holding up Apply (docs/performance.md, "Tail
+// latency").
 //
 // Membership (cluster.go): a node joins as a non-voter and is promoted to
 // voter once caught up; changes run one at a time on the leader. Before
