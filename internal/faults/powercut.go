@@ -268,7 +268,10 @@ func (f *pcFile) Sync() error {
 	if f.node.gone {
 		return f.fs.err
 	}
-	f.node.synced = st.Size()
+	// Syncs of one file may overlap (the log syncs without its appenders'
+	// lock): one that began earlier and ends later must not lower what a
+	// later one made durable.
+	f.node.synced = max(f.node.synced, st.Size())
 	return f.fs.log(opSize, strconv.FormatInt(f.node.synced, 10), strconv.Quote(f.node.name))
 }
 
