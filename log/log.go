@@ -347,8 +347,9 @@ func (l *Log) Sync() error {
 	defer l.mu.Unlock()
 	if err != nil {
 		if l.err == nil {
-			// Cut nothing: batches appended during the fsync were applied
-			// too; recovery cuts a torn tail anyway.
+			// As fail does, cut back to the acknowledged size, which now
+			// includes the batches appended during the fsync (best
+			// effort: recovery cuts a torn tail anyway).
 			size := int64(-1)
 			if st := l.state.Load(); st.active.seg == seg {
 				size = st.active.size
