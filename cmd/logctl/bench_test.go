@@ -50,6 +50,13 @@ func TestBenchProduceThenConsume(t *testing.T) {
 	if regexp.MustCompile(`deleted topic`).MatchString(r.stderr) {
 		t.Fatalf("bench produce deleted a topic it did not create: %q", r.stderr)
 	}
+
+	// --slow lists the calls slower than it (here: every call) on stderr.
+	r = mustRun(t, srv, "", "bench", "produce", "--topic", "b", "--records", "200",
+		"--records-per-call", "50", "--concurrency", "2", "--slow", "1ns")
+	if n := len(regexp.MustCompile(`(?m)^slow call: start \d\d:\d\d:\d\d\.\d{3} took [\d.]+ ms \(50 records\)$`).FindAllString(r.stderr, -1)); n != 4 {
+		t.Fatalf("--slow 1ns listed %d calls of 4:\n%s", n, r.stderr)
+	}
 }
 
 // TestBenchCleansUp: the benchmarks delete the topics they created (bench
