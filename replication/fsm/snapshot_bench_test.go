@@ -36,7 +36,7 @@ func BenchmarkSnapshotCapture(b *testing.B) {
 	}{{8, false}, {64, false}, {512, false}, {8, true}} {
 		b.Run(fmt.Sprintf("partitions=%d/keyed=%v", tc.parts, tc.keyed), func(b *testing.B) {
 			f, index := benchFSM(b, tc.parts)
-			apps := benchAppends(b, 128, 1000, int(min(tc.parts, 8)), tc.keyed)
+			apps := benchAppends(b, 128, 1000, int(min(tc.parts, 8)), 128, tc.keyed)
 			for _, a := range apps {
 				if err, ok := f.applyOne(index, sealEntry(encodeAppend(1, a))).(error); ok {
 					b.Fatal(err)
@@ -65,7 +65,7 @@ func BenchmarkApplyBesidePersist(b *testing.B) {
 	for _, syncBytes := range []int64{0, 4 << 20} {
 		b.Run(fmt.Sprintf("syncDirty=%d", syncBytes), func(b *testing.B) {
 			f, index := benchFSM(b, 8)
-			apps := benchAppends(b, 64, 1000, 8, false)
+			apps := benchAppends(b, 64, 1000, 8, 128, false)
 			data := make([][]byte, len(apps))
 			for i, a := range apps {
 				data[i] = sealEntry(encodeAppend(1, a))
