@@ -126,12 +126,19 @@ func openWAL(raftDir string, segmentBytes int, hlog hclog.Logger, wrap func(walt
 	if segmentBytes == 0 {
 		segmentBytes = DefaultWALSegmentBytes
 	}
-	w, err := wal.Open(dir, wal.WithLogger(hlog.Named("wal")), wal.WithSegmentFiler(segment.NewFiler(dir, vfs)),
+	w, err := wal.Open(dir, wal.WithLogger(hlog.Named("wal")), wal.WithSegmentFiler(walSegmentFiler(dir, vfs)),
 		wal.WithSegmentSize(segmentBytes))
 	if err != nil {
 		return nil, fmt.Errorf("open raft wal: %w", err)
 	}
 	return w, nil
+}
+
+// walSegmentFiler is how the WAL in dir keeps its segment files: raft-wal's
+// own format through vfs, with sealed segments' writers let go of
+// (releaseSealed, wal_sealed.go).
+func walSegmentFiler(dir string, vfs waltypes.VFS) waltypes.SegmentFiler {
+	return releaseSealed(segment.NewFiler(dir, vfs))
 }
 
 // openLogStore opens the Raft log store of the data dir whose raft
