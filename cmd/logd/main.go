@@ -59,6 +59,9 @@ type config struct {
 	raftLogStore string
 	// walSegmentBytes is --raft-wal-segment-size.
 	walSegmentBytes int64
+	// memoryLimit is --memory-limit: the Go runtime's soft memory limit
+	// in bytes, 0 for none of logd's (memory.go).
+	memoryLimit int64
 	// limits bounds what clients may cost the node (httpserver.go).
 	limits limitConfig
 	// tls is transport security and --auth (tls.go).
@@ -103,6 +106,7 @@ func defineFlags(fs *pflag.FlagSet) func(getenv func(string) string) (config, er
 		replication.DefaultRaftLogStore+" for a new one; naming the other store of an existing data dir is refused (docs/operations.md) (LOGD_RAFT_LOG_STORE)")
 	fs.BoolVar(&c.pprof, "pprof", false, "serve /debug/pprof/ on the client port (LOGD_PPROF=true)")
 	fs.Int64Var(&c.walSegmentBytes, "raft-wal-segment-size", replication.DefaultWALSegmentBytes, "bytes of one raft-wal segment file (wal log store): after a snapshot Raft's log is cut by whole sealed segments, so smaller ones free disk sooner and leave a lagging follower fewer entries to replay instead of a snapshot; from 64KiB to 1GiB (LOGD_RAFT_WAL_SEGMENT_SIZE)")
+	fs.Int64Var(&c.memoryLimit, "memory-limit", 0, memoryLimitHelp)
 	fs.Uint64Var(&c.snapshotEvery, "snapshot-threshold", 8192, "Raft entries between snapshots (LOGD_SNAPSHOT_THRESHOLD)")
 	fs.DurationVar(&c.snapshotPeriod, "snapshot-interval", 30*time.Second, "how often to check for a snapshot (LOGD_SNAPSHOT_INTERVAL)")
 	fs.DurationVar(&c.cleanerInterval, "cleaner-interval", replication.DefaultCleanerInterval,
@@ -157,6 +161,9 @@ func defineFlags(fs *pflag.FlagSet) func(getenv func(string) string) (config, er
 		}
 		if c.cleanerInterval <= 0 {
 			return c, fmt.Errorf("--cleaner-interval: want a positive duration, got %s", c.cleanerInterval)
+		}
+		if c.memoryLimit < 0 {
+			return c, fmt.Errorf("--memory-limit: want a number of bytes >= 0, got %d", c.memoryLimit)
 		}
 		if c.cleanerIO < 0 {
 			return c, fmt.Errorf("--cleaner-io-max-bytes-per-second: want a byte rate >= 0, got %d", c.cleanerIO)
@@ -243,6 +250,7 @@ func run(ctx context.Context, c config, getenv func(string) string, stderr io.Wr
 	}
 	logger.Info("logd " + buildinfo.Read().String())
 	logger.Info("configuration", c.effective...)
+	applyMemoryLimit(c.memoryLimit, logger)
 	if c.plaintextWarning != "" {
 		logger.Warn("INSECURE: --insecure-allow-plaintext: anyone who reaches these addresses can read and change every topic, and the Raft port accepts any peer",
 			"exposed", c.plaintextWarning)
