@@ -71,6 +71,26 @@ func walSegmentFiles(t *testing.T, dir string) int {
 	return len(m)
 }
 
+// walTailBase is the base index of the newest segment file in dir
+// (raft-wal names them BASE-ID.wal).
+func walTailBase(t *testing.T, dir string) uint64 {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, "*.wal"))
+	if err != nil || len(m) == 0 {
+		t.Fatalf("segment files: %v, %v", m, err)
+	}
+	var base, id, tail, tailID uint64
+	for _, f := range m {
+		if _, err := fmt.Sscanf(filepath.Base(f), "%020d-%016x.wal", &base, &id); err != nil {
+			t.Fatalf("segment file %s: %v", f, err)
+		}
+		if id > tailID {
+			tail, tailID = base, id
+		}
+	}
+	return tail
+}
+
 func heapAfterGC() uint64 {
 	var ms runtime.MemStats
 	runtime.GC()
@@ -169,15 +189,26 @@ func TestWALSealedSegmentsReadAndTruncate(t *testing.T) {
 
 	// A prefix goes (closing released readers), then a suffix in the
 	// middle of the tail segment: the tail is force-sealed and released.
+	last := uint64(200)
+	tailBase := walTailBase(t, dir)
+	if tailBase+2 > last {
+		storeWAL(t, w, last+1, tailBase+4, 1, 1, size)
+		set(last+1, tailBase+4, 1)
+		last = tailBase + 4
+	}
 	if err := w.DeleteRange(1, 120); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.DeleteRange(195, 200); err != nil {
+	cut := tailBase + 2
+	if err := w.DeleteRange(cut, last); err != nil {
 		t.Fatal(err)
 	}
-	checkWAL(t, w, 121, 194, terms, size)
-	storeWAL(t, w, 195, 230, 2, 2, size)
-	set(195, 230, 2)
+	if got := walTailBase(t, dir); got != cut {
+		t.Fatalf("after deleting %d..%d the tail segment starts at %d, want %d (the old tail force-sealed)", cut, last, got, cut)
+	}
+	checkWAL(t, w, 121, cut-1, terms, size)
+	storeWAL(t, w, cut, 230, 2, 2, size)
+	set(cut, 230, 2)
 	checkWAL(t, w, 121, 230, terms, size)
 	var l raft.Log
 	if err := w.GetLog(100, &l); err == nil {
@@ -193,7 +224,7 @@ func TestWALSealedSegmentsReadAndTruncate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	last, err := w.LastIndex()
+	last, err = w.LastIndex()
 	if err != nil {
 		t.Fatal(err)
 	}
