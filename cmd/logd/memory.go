@@ -14,9 +14,9 @@ const memoryLimitHelp = "soft limit of the Go runtime's memory, in bytes: the ga
 // (runtime/debug.SetMemoryLimit) when it is positive, and logs the limit
 // in force.
 //
-// logd sets none by default: at the loads of docs/performance.md the heap
-// stays well under 300 MB without one, and a limit below what the node
-// really holds (request bodies in flight, up to
+// logd sets none by default: at the loads of docs/performance.md the
+// node stays under 300 MB of RSS without one, and a limit below what
+// the node really holds (request bodies in flight, up to
 // --max-inflight-request-bytes, with their decoded records) makes the
 // collector run back to back, at up to half the CPU, instead of letting
 // the heap grow. Only the operator knows the machine's or container's
