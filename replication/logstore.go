@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -125,6 +126,13 @@ func openWAL(raftDir string, segmentBytes int, hlog hclog.Logger, wrap func(walt
 	}
 	if segmentBytes == 0 {
 		segmentBytes = DefaultWALSegmentBytes
+	}
+	finished, err := finishInterruptedRotation(dir, vfs, segmentBytes, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	if finished {
+		hlog.Warn("raft wal: recorded the seal of a tail segment whose rotation a crash interrupted")
 	}
 	w, err := wal.Open(dir, wal.WithLogger(hlog.Named("wal")), wal.WithSegmentFiler(walSegmentFiler(dir, vfs)),
 		wal.WithSegmentSize(segmentBytes))
