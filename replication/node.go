@@ -287,6 +287,13 @@ type Node struct {
 	stores     *raftStores
 	// applied wakes waiters after each applied batch (adapter.go).
 	applied *appliedSignal
+	// leaderCommits is the leader's commit index as this node heard it
+	// (leader_commit.go); forwardStop ends the transport wrapper's
+	// forward once Raft has shut down, forwardDone is closed when it
+	// has ended.
+	leaderCommits *leaderCommits
+	forwardStop   chan struct{}
+	forwardDone   chan struct{}
 
 	// cleanerDone is closed when the cleaner goroutine (cleaner.go) ends,
 	// registerDone when the self-registration goroutine (register.go)
@@ -363,15 +370,22 @@ func Open(cfg Config) (*Node, error) {
 	// keeps the stores and transport themselves.
 	obs := newRaftObserver()
 	logs := cacheRecentLogs(timeLogStore(stores.logs, &obs.storeLogs), cfg.RecentLogBytes)
-	r, err := raft.NewRaft(rc, &raftFSM{f: sm, applied: applied, obs: obs, logger: cfg.Logger}, logs, stores.stable, stores.snaps,
-		observeTransport(stores.transport, obs))
+	commits := new(leaderCommits)
+	trans, observed := observeTransport(stores.transport, obs, commits)
+	r, err := raft.NewRaft(rc, &raftFSM{f: sm, applied: applied, obs: obs, logger: cfg.Logger}, logs, stores.stable, stores.snaps, trans)
 	if err != nil {
 		stores.close()
 		sm.Close()
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
 	n := &Node{cfg: cfg, raft: r, fsm: sm, stores: stores, applied: applied, stop: make(chan struct{}), done: make(chan struct{}),
-		observer: obs, leaderObs: make(chan raft.Observation, 16)}
+		observer: obs, leaderObs: make(chan raft.Observation, 16),
+		leaderCommits: commits, forwardStop: make(chan struct{}), forwardDone: make(chan struct{})}
+	// Raft receives nothing until forward runs.
+	go func() {
+		defer close(n.forwardDone)
+		observed.forward(n.forwardStop)
+	}()
 	// Leader changes reach housekeeping; an observation that finds the
 	// channel full is dropped rather than stall Raft.
 	n.leaderObsv = raft.NewObserver(n.leaderObs, false, func(o *raft.Observation) bool {
@@ -543,10 +557,11 @@ func snapshotDue(since, snapshotBytes, windowBytes int64) bool {
 }
 
 // Ready reports whether the node's state can be served. A restarted node
-// replays its Raft log first, and until it has applied every entry
+// replays its Raft log first, and a node added with fresh data receives
+// the leader's log or snapshot; until it has applied every entry
 // committed before it started it would answer from an old state (a topic
-// created before the restart would look unknown, an end offset it served
-// before would go back; see caughtUp). A leader, after every
+// created before the restart would look unknown, an end offset it, or
+// the node of its id before, served would go back; see caughtUp). A leader, after every
 // election, must first apply a barrier of its own term: it may hold
 // entries its predecessor acknowledged that it has not applied yet, and
 // answering before would show an acknowledged commit undone. Followers
@@ -560,8 +575,14 @@ func (n *Node) Ready() bool {
 }
 
 // caughtUp: a leader has applied its barrier (every earlier entry); a
-// follower has applied its leader's commit index, once that covers an
-// entry of the leader's term.
+// follower has applied the commit index the first AppendEntries of the
+// current term it received carried, and its own commit index, once that
+// covers an entry of the leader's term.
+//
+// The first condition waits for the leader's commit index as of a moment
+// after this node started: its own commit index is the leader's cut to
+// the last entry it holds, and while it replays a long log in batches it
+// would pass the second after each batch (leader_commit.go).
 //
 // A new leader learns the commit index only when an entry of its own term
 // commits; until then it sends the one it knew in the old term, which may
@@ -584,6 +605,9 @@ func (n *Node) caughtUp() bool {
 			return false
 		}
 		term := n.raft.CurrentTerm()
+		if heard, ok := n.leaderCommits.in(term); !ok || !n.appliedThrough(heard) {
+			return false
+		}
 		stats := n.raft.Stats()
 		commit, err := strconv.ParseUint(stats["commit_index"], 10, 64)
 		if err != nil || commit == 0 || !n.appliedThrough(commit) {
@@ -878,6 +902,8 @@ func (n *Node) Close() error {
 	<-n.syncerDone
 	n.raft.DeregisterObserver(n.leaderObsv)
 	errs := []error{n.raft.Shutdown().Error()}
+	close(n.forwardStop)
+	<-n.forwardDone
 	errs = append(errs, n.stores.close(), n.fsm.Close())
 	return errors.Join(errs...)
 }

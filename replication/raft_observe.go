@@ -190,20 +190,25 @@ func (n *Node) RaftMetrics() RaftMetrics {
 // (heartbeats, and replication while a follower catches up), which carry
 // the follower's last log index. Pipelined batches are left alone: the
 // heartbeats alone refresh every follower many times per heartbeat
-// timeout.
+// timeout. Of the requests it receives, it notes the leader's commit
+// index (leader_commit.go).
 type observedTransport struct {
 	raft.Transport
-	o *raftObserver
+	o       *raftObserver
+	commits *leaderCommits
+	// rpcs is Consumer's channel, fed by forward.
+	rpcs chan raft.RPC
 }
 
 // observeTransport wraps t, keeping the optional interfaces hashicorp/raft
-// looks for (pre-vote, close).
-func observeTransport(t raft.Transport, o *raftObserver) raft.Transport {
-	base := &observedTransport{Transport: t, o: o}
+// looks for (pre-vote, close); it returns the transport to give Raft and
+// the wrapper, whose forward the node runs (leader_commit.go).
+func observeTransport(t raft.Transport, o *raftObserver, c *leaderCommits) (raft.Transport, *observedTransport) {
+	base := &observedTransport{Transport: t, o: o, commits: c, rpcs: make(chan raft.RPC)}
 	if pv, ok := t.(raft.WithPreVote); ok {
-		return &observedPreVoteTransport{observedTransport: base, pv: pv}
+		return &observedPreVoteTransport{observedTransport: base, pv: pv}, base
 	}
-	return base
+	return base, base
 }
 
 // AppendEntries implements raft.Transport.

@@ -1,0 +1,89 @@
+package replication
+
+import (
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+)
+
+// The leader's commit index as this node hears it, for readiness
+// (Node.caughtUp). A follower's own commit index is not the leader's:
+// hashicorp/raft cuts the leader's to the last entry the follower holds.
+// A node that replays a long log (added with fresh data while the leader
+// still holds every entry it needs, or restarted after a long absence)
+// receives it in batches of MaxAppendEntries, and after each one it has
+// applied "its" commit index, an entry of the current term when no
+// election happened since; ready then, it would serve reads far behind
+// what the cluster committed, and served, before it started. Every
+// AppendEntries but a heartbeat carries the leader's commit index as the
+// leader sent it, and the transport wrapper notes it before Raft handles
+// the request, so a node waits for a commit index of the leader taken
+// after it started (docs/faults.md, follower reads).
+
+// termIndex is a commit index and the term of the leader that sent it.
+type termIndex struct{ term, index uint64 }
+
+// leaderCommits keeps, for the newest term an AppendEntries arrived in,
+// the commit index the first one of that term carried. The first, not
+// the latest: under steady writes the latest moves on as fast as the
+// node applies, and a node waiting for it might never be ready. Safe for
+// concurrent use.
+type leaderCommits struct {
+	p atomic.Pointer[termIndex]
+}
+
+// note records the commit index of an AppendEntries of term, unless one
+// of term or a newer term was noted; a zero index (a heartbeat, or a
+// leader with nothing committed) says nothing.
+func (c *leaderCommits) note(term, index uint64) {
+	if index == 0 {
+		return
+	}
+	for {
+		old := c.p.Load()
+		if old != nil && term <= old.term {
+			return
+		}
+		if c.p.CompareAndSwap(old, &termIndex{term: term, index: index}) {
+			return
+		}
+	}
+}
+
+// in returns the commit index noted for term, and whether one was.
+func (c *leaderCommits) in(term uint64) (uint64, bool) {
+	if ti := c.p.Load(); ti != nil && ti.term == term {
+		return ti.index, true
+	}
+	return 0, false
+}
+
+// Consumer implements raft.Transport: the requests the wrapped transport
+// received, each passed on by forward once noted.
+func (t *observedTransport) Consumer() <-chan raft.RPC { return t.rpcs }
+
+// forward passes the requests the wrapped transport receives on to
+// Consumer's channel, in order, noting the leader's commit index of each
+// AppendEntries first, until stop is closed; a request it holds then is
+// answered ErrRaftShutdown. The node runs it from the start of Raft until
+// Raft has shut down.
+func (t *observedTransport) forward(stop <-chan struct{}) {
+	in := t.Transport.Consumer()
+	for {
+		var rpc raft.RPC
+		select {
+		case <-stop:
+			return
+		case rpc = <-in:
+		}
+		if req, ok := rpc.Command.(*raft.AppendEntriesRequest); ok {
+			t.commits.note(req.Term, req.LeaderCommitIndex)
+		}
+		select {
+		case t.rpcs <- rpc:
+		case <-stop:
+			rpc.Respond(nil, raft.ErrRaftShutdown)
+			return
+		}
+	}
+}
