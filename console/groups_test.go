@@ -30,7 +30,9 @@ type cgEnv struct {
 	ctx  context.Context
 }
 
-func cgStart(t *testing.T) *cgEnv {
+// cgNode is a fresh node with a client and an API client on it, and a
+// context that ends with the test (at the latest after a minute).
+func cgNode(t *testing.T) *cgEnv {
 	t.Helper()
 	node := logdtest.Start(t, logdtest.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -41,6 +43,13 @@ func cgStart(t *testing.T) *cgEnv {
 	}
 	t.Cleanup(func() { cl.Close() })
 	e := &cgEnv{node: node, cl: cl, rpc: logdv1connect.NewLogServiceClient(http.DefaultClient, node.URL()), ctx: ctx}
+	return e
+}
+
+func cgStart(t *testing.T) *cgEnv {
+	t.Helper()
+	e := cgNode(t)
+	ctx, cl := e.ctx, e.cl
 	if _, err := cl.CreateTopic(ctx, "orders", 2, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -1,15 +1,11 @@
 package console_test
 
 import (
-	"context"
 	"fmt"
-	"net/http"
 	"testing"
 	"time"
 
-	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/client"
-	"github.com/logd-dev/logd/logdtest"
 )
 
 // The queue groups pages (docs/console.md, "Queue groups"), against a
@@ -20,15 +16,8 @@ import (
 // worker w1 holds under a one-minute lease.
 func qgStart(t *testing.T) *cgEnv {
 	t.Helper()
-	node := logdtest.Start(t, logdtest.Options{})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	cl, err := client.New(node.URL(), client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cl.Close() })
-	e := &cgEnv{node: node, cl: cl, rpc: logdv1connect.NewLogServiceClient(http.DefaultClient, node.URL()), ctx: ctx}
+	e := cgNode(t)
+	ctx, cl := e.ctx, e.cl
 	if _, err := cl.CreateTopic(ctx, "jobs", 2, nil); err != nil {
 		t.Fatal(err)
 	}
