@@ -497,21 +497,25 @@ func (c *cluster) converge(ctx context.Context) {
 // lacks acknowledged records.
 func (c *cluster) convergeNodes(ctx context.Context, nodes []*node) {
 	c.t.Helper()
-	waitFor(c.t, ctx, "nodes converge under a leader", func() bool {
-		var idx []uint64
-		leaders := 0
-		for _, nd := range nodes {
-			st, err := nd.status(ctx)
-			if err != nil || !st.Ready {
-				return false
-			}
-			if st.State == "Leader" {
-				leaders++
-			}
-			idx = append(idx, st.AppliedIndex, st.CommitIndex)
+	waitFor(c.t, ctx, "nodes converge under a leader", func() bool { return c.converged(ctx, nodes) })
+}
+
+// converged reports whether nodes are ready, one of them leads, and all
+// have committed and applied the same index.
+func (c *cluster) converged(ctx context.Context, nodes []*node) bool {
+	var idx []uint64
+	leaders := 0
+	for _, nd := range nodes {
+		st, err := nd.status(ctx)
+		if err != nil || !st.Ready {
+			return false
 		}
-		return leaders == 1 && slices.Min(idx) == slices.Max(idx)
-	})
+		if st.State == "Leader" {
+			leaders++
+		}
+		idx = append(idx, st.AppliedIndex, st.CommitIndex)
+	}
+	return leaders == 1 && slices.Min(idx) == slices.Max(idx)
 }
 
 // checkEveryNode checks each node's copy, and requires every node to hold
