@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/logd-dev/logd/internal/sqlident"
 )
 
 // DefaultTable is the inbox table's default name.
@@ -51,13 +53,8 @@ func (o Options) Validate() error {
 // ValidTable reports whether name may name an inbox table. Names are
 // spliced into SQL text, so only plain identifiers are accepted.
 func ValidTable(name string) error {
-	if name == "" || len(name) > 63 || name[0] >= '0' && name[0] <= '9' {
+	if !sqlident.Valid(name, 63) {
 		return fmt.Errorf("%w: %q", ErrBadTable, name)
-	}
-	for _, c := range name {
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return fmt.Errorf("%w: %q", ErrBadTable, name)
-		}
 	}
 	return nil
 }

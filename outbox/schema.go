@@ -3,6 +3,8 @@ package outbox
 import (
 	"fmt"
 	"strings"
+
+	"github.com/logd-dev/logd/internal/sqlident"
 )
 
 // ValidTable reports whether name may name an outbox table: an SQL
@@ -10,13 +12,8 @@ import (
 // with a digit, at most 57 bytes (so that name+"_lease" fits PostgreSQL's
 // 63). Names are spliced into SQL text, so nothing else is accepted.
 func ValidTable(name string) error {
-	if name == "" || len(name) > 57 || name[0] >= '0' && name[0] <= '9' {
+	if !sqlident.Valid(name, 57) {
 		return fmt.Errorf("%w: %q", ErrBadTable, name)
-	}
-	for _, c := range name {
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return fmt.Errorf("%w: %q", ErrBadTable, name)
-		}
 	}
 	return nil
 }

@@ -108,8 +108,8 @@ var table = []row{
 	// The outbox and the inbox sit beside the client: database/sql, the
 	// standard library and the client only (database drivers in tests and
 	// cmd/logd-demo).
-	{path: "outbox", layer: layerEdge, only: []string{"client"}, siblings: []string{"client"}, onlyDeps: []string{"client", "api/...", "partition"}},
-	{path: "inbox", layer: layerEdge, only: []string{"client"}, siblings: []string{"client"}, onlyDeps: []string{"client", "api/...", "partition"}},
+	{path: "outbox", layer: layerEdge, only: []string{"client", "internal/sqlident"}, siblings: []string{"client"}, onlyDeps: []string{"client", "api/...", "partition", "internal/sqlident"}},
+	{path: "inbox", layer: layerEdge, only: []string{"client", "internal/sqlident"}, siblings: []string{"client"}, onlyDeps: []string{"client", "api/...", "partition", "internal/sqlident"}},
 
 	{path: "api/logdv1", layer: layerAPI, only: []string{"api/..."}},
 	{path: "api/logdv1/logdv1connect", layer: layerAPI, only: []string{"api/..."}, siblings: []string{"api/logdv1"}},
@@ -158,6 +158,8 @@ var table = []row{
 	// (docs/console.md): the standard library only; the pages reach the
 	// node through the API like any client.
 	{path: "console", layer: layerLeaf, stdOnly: true},
+	// The SQL identifiers the outbox and the inbox splice into SQL text.
+	{path: "internal/sqlident", layer: layerLeaf, pure: true, stdOnly: true},
 }
 
 // pureForbidden are the packages the pure set must not depend on, even
