@@ -282,9 +282,14 @@ type Node struct {
 	// acknowledged but that it has not applied yet; until the barrier of
 	// its own term it must not answer from its state (see Ready).
 	leaderTerm atomic.Uint64
-	raft       *raft.Raft
-	fsm        *fsm.FSM
-	stores     *raftStores
+	// applyWaiters counts propose's goroutines still waiting on a Raft
+	// future whose caller may have given up; Close lets them end before
+	// stopping Raft, which never answers a future it has not applied
+	// when it shuts down.
+	applyWaiters atomic.Int64
+	raft         *raft.Raft
+	fsm          *fsm.FSM
+	stores       *raftStores
 	// applied wakes waiters after each applied batch (adapter.go).
 	applied *appliedSignal
 	// leaderCommits is the leader's commit index as this node heard it
@@ -711,7 +716,11 @@ func (n *Node) propose(ctx context.Context, data []byte) (any, error) {
 	}
 	f := n.raft.Apply(fsm.Seal(data), timeout)
 	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
+	n.applyWaiters.Add(1)
+	go func() {
+		defer n.applyWaiters.Add(-1)
+		done <- f.Error()
+	}()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -901,6 +910,7 @@ func (n *Node) Close() error {
 	<-n.registerDone
 	<-n.syncerDone
 	n.raft.DeregisterObserver(n.leaderObsv)
+	n.awaitApplyWaiters()
 	errs := []error{n.raft.Shutdown().Error()}
 	close(n.forwardStop)
 	<-n.forwardDone
@@ -909,3 +919,16 @@ func (n *Node) Close() error {
 }
 
 var _ io.Closer = (*Node)(nil)
+
+// awaitApplyWaiters waits, for at most the apply timeout, until every
+// proposal's wait has ended. A proposal whose caller gave up (its context
+// ended) is still in Raft; while Raft runs it is committed or refused, but
+// a Raft that shuts down drops the futures it has committed and not yet
+// applied, and their waiters would never end. Without a quorum the wait
+// runs out and those waiters outlive the node.
+func (n *Node) awaitApplyWaiters() {
+	deadline := time.Now().Add(n.cfg.ApplyTimeout)
+	for n.applyWaiters.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
