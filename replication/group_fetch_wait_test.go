@@ -19,6 +19,13 @@ type memCluster struct {
 	nodes []*Node
 }
 
+// memRaftTimeout is the in-memory clusters' heartbeat, election and lease
+// timeout: short, so failovers are quick, but long enough that a leader
+// on two loaded cores (the race detector, the other packages' tests) does
+// not lose its lease between heartbeats, which the tests that expect n1 to
+// lead would see as "not the leader".
+const memRaftTimeout = 150 * time.Millisecond
+
 // newMemCluster starts n InMemory nodes, n1 bootstrapping, and makes the
 // others voters.
 func newMemCluster(t *testing.T, ctx context.Context, n int) *memCluster {
@@ -28,7 +35,7 @@ func newMemCluster(t *testing.T, ctx context.Context, n int) *memCluster {
 		id := fmt.Sprintf("n%d", i+1)
 		nd, err := Open(Config{NodeID: id, RaftBind: id, DataDir: t.TempDir(), InMemory: true, Bootstrap: i == 0,
 			APIAdvertise: id + "-api", Logger: testLogger(), RaftLogLevel: "off",
-			HeartbeatTimeout: 50 * time.Millisecond, ElectionTimeout: 50 * time.Millisecond, LeaderLeaseTimeout: 50 * time.Millisecond})
+			HeartbeatTimeout: memRaftTimeout, ElectionTimeout: memRaftTimeout, LeaderLeaseTimeout: memRaftTimeout})
 		if err != nil {
 			t.Fatal(err)
 		}
