@@ -71,6 +71,11 @@ type Config struct {
 	// TrailingLogs is how many entries stay after a snapshot, for followers
 	// that lag a little; default 512.
 	TrailingLogs uint64
+	// TrailingBytes bounds those entries in bytes as well: when the
+	// entries since the last snapshot average more than TrailingBytes /
+	// TrailingLogs, fewer stay (at least minTrailingLogs); default
+	// DefaultTrailingBytes, negative: entries only (trailing.go).
+	TrailingBytes int64
 	// BatchApplyCh buffers Raft's apply channel to MaxAppendEntries, so more
 	// concurrent proposals are waiting when the leader takes a group of
 	// them into one log write (see BenchmarkGroupCommit).
@@ -239,6 +244,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = 512
+	}
+	if c.TrailingBytes == 0 {
+		c.TrailingBytes = DefaultTrailingBytes
 	}
 	if c.ApplyTimeout == 0 {
 		c.ApplyTimeout = 5 * time.Second
@@ -482,6 +490,7 @@ func (n *Node) housekeeping() {
 			n.cfg.Logger.Info("state machine caught up; serving", "applied_index", n.fsm.AppliedIndex())
 		}
 		n.leaderBarrier()
+		n.boundTrailingLogs()
 		if n.stores.stream != nil && time.Since(lastPrune) >= raftPruneInterval {
 			lastPrune = time.Now()
 			n.stores.stream.prune()

@@ -40,6 +40,10 @@ type FSM struct {
 	// bytesSinceSnapshot counts appended batch bytes since the last
 	// snapshot; it drives the node's snapshots by size.
 	bytesSinceSnapshot atomic.Int64
+	// snapshotIndex is the Raft index of the last snapshot taken or
+	// restored: with bytesSinceSnapshot it gives the average size of the
+	// entries since (EntriesSinceSnapshot).
+	snapshotIndex atomic.Uint64
 	// segmentsChanged is set when an applied compaction or trim replaced
 	// or deleted segments after the last snapshot was taken (or a restored
 	// snapshot lists segments the logs no longer hold): that snapshot's

@@ -99,6 +99,7 @@ func (f *FSM) Snapshot() (*Snapshot, error) {
 	f.segmentsChanged.Store(false)
 	f.snapshotted.Store(true)
 	m := manifest{Version: manifestVersion, Index: f.applied.Load(), Now: f.now.Load(), Level: f.AppliedLevel()}
+	f.snapshotIndex.Store(m.Index)
 	var (
 		syncs  []*Partition
 		dedups []*dedup.View
@@ -310,6 +311,8 @@ func (f *FSM) Restore(rc io.Reader) error {
 	f.now.Store(m.Now)
 	f.level.Store(uint32(m.Level))
 	f.applied.Store(m.Index)
+	f.snapshotIndex.Store(m.Index)
+	f.bytesSinceSnapshot.Store(0)
 	f.segmentsChanged.Store(changed)
 	f.snapshotted.Store(true)
 	return nil
@@ -345,6 +348,16 @@ func closeAll(topics map[string]*Topic) {
 // BytesSinceSnapshot is how many batch bytes were appended since the last
 // snapshot was taken.
 func (f *FSM) BytesSinceSnapshot() int64 { return f.bytesSinceSnapshot.Load() }
+
+// EntriesSinceSnapshot is how many Raft entries were applied since the
+// last snapshot taken or restored (all of them after a start without one).
+func (f *FSM) EntriesSinceSnapshot() uint64 {
+	applied, snap := f.applied.Load(), f.snapshotIndex.Load()
+	if applied < snap {
+		return 0
+	}
+	return applied - snap
+}
 
 // SegmentsChangedSinceSnapshot reports whether the latest snapshot taken
 // (or restored) lists segments that applied compactions or trims have
