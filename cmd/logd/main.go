@@ -250,7 +250,7 @@ func run(ctx context.Context, c config, getenv func(string) string, stderr io.Wr
 	}
 	logger.Info("logd " + buildinfo.Read().String())
 	logger.Info("configuration", c.effective...)
-	applyMemoryLimit(c.memoryLimit, logger)
+	applyMemoryLimit(c.memoryLimit, getenv, "/", logger)
 	if c.plaintextWarning != "" {
 		logger.Warn("INSECURE: --insecure-allow-plaintext: anyone who reaches these addresses can read and change every topic, and the Raft port accepts any peer",
 			"exposed", c.plaintextWarning)
