@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"connectrpc.com/connect"
 
@@ -42,7 +43,9 @@ func (b *deadLetterBounds) full(resp *logdv1.ListDeadLettersResponse) bool {
 // (or from_offset) to its end offset now (or to_offset), and answers the
 // dead letters a redrive job with the same filters would select, decoded
 // by the job's own reader (replication.ParseDeadLetter, RedriveMatch), so
-// what the console lists is what a redrive moves.
+// what the console lists is what a redrive moves. A truncated answer says
+// where each partition's read stopped (next_offsets) and up to where it
+// reads (end_offsets), so a client lists the rest with further calls.
 func (s *Server) ListDeadLetters(ctx context.Context, req *connect.Request[logdv1.ListDeadLettersRequest]) (*connect.Response[logdv1.ListDeadLettersResponse], error) {
 	m := req.Msg
 	if err := partition.ValidateTopicName(m.Topic); err != nil {
@@ -62,6 +65,10 @@ func (s *Server) ListDeadLetters(ctx context.Context, req *connect.Request[logdv
 	if err != nil {
 		return nil, toConnectError(err)
 	}
+	if len(m.FromOffsets) > len(t.Partitions) || len(m.ToOffsets) > len(t.Partitions) ||
+		slices.ContainsFunc(m.FromOffsets, negative) || slices.ContainsFunc(m.ToOffsets, negative) {
+		return nil, errInvalid("from_offsets and to_offsets: want at most one offset >= 0 per partition (%d)", len(t.Partitions))
+	}
 	spec := replication.RedriveSpec{Reasons: m.Reasons, Key: string(m.Key), HasKey: m.HasKey, SinceMs: m.SinceMs, UntilMs: m.UntilMs,
 		MaxRedrives: int(m.MaxRedrives)}
 	if spec.MaxRedrives == 0 {
@@ -78,13 +85,20 @@ func (s *Server) ListDeadLetters(ctx context.Context, req *connect.Request[logdv
 		bounds.bytes = defaultDeadBytes
 	}
 	resp := &logdv1.ListDeadLettersResponse{}
-	for _, p := range t.Partitions {
+	for i, p := range t.Partitions {
 		from, end := max(p.LogStartOffset, m.FromOffset), p.EndOffset
 		if m.ToOffset > 0 {
 			end = min(end, m.ToOffset)
 		}
+		if i < len(m.FromOffsets) {
+			from = max(from, m.FromOffsets[i])
+		}
+		if i < len(m.ToOffsets) {
+			end = min(end, m.ToOffsets[i])
+		}
 		resp.Total += max(0, end-from)
-		for off := from; off < end; {
+		off := min(from, end)
+		for off < end {
 			if bounds.full(resp) {
 				resp.Truncated = true
 				break
@@ -101,9 +115,13 @@ func (s *Server) ListDeadLetters(ctx context.Context, req *connect.Request[logdv
 			}
 			off = next
 		}
+		resp.NextOffsets = append(resp.NextOffsets, off)
+		resp.EndOffsets = append(resp.EndOffsets, end)
 	}
 	return connect.NewResponse(resp), nil
 }
+
+func negative(v int64) bool { return v < 0 }
 
 // readDeadLetters reads one batch of a partition at off (below end),
 // adds what it selects to resp, and returns the offset to read next.

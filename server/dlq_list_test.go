@@ -117,7 +117,37 @@ func TestListDeadLetters(t *testing.T) {
 				tc.offsets, tc.refused, tc.truncated, tc.total)
 		}
 	}
-	resp, err := list(&logdv1.ListDeadLettersRequest{FromOffset: 3})
+	// Paging: each answer's next_offsets and end_offsets continue it, up
+	// to the ends of the first; a dead letter added meanwhile is left out.
+	var paged []int64
+	page := &logdv1.ListDeadLettersRequest{MaxRecords: 1}
+	for i := 0; ; i++ {
+		resp, err := list(page)
+		if err != nil || i > 5 {
+			t.Fatalf("page %d: %+v, %v", i, resp, err)
+		}
+		for _, d := range resp.DeadLetters {
+			paged = append(paged, d.Offset)
+		}
+		if !resp.Truncated {
+			if !slices.Equal(resp.NextOffsets, []int64{4}) || !slices.Equal(resp.EndOffsets, []int64{4}) {
+				t.Errorf("last page: next %v end %v, want [4] [4]", resp.NextOffsets, resp.EndOffsets)
+			}
+			break
+		}
+		if i == 0 { // dead letter 0/4, past the first answer's end
+			if _, err := c.Produce(ctx, "orders", []client.Record{{Key: []byte("k3"), Value: []byte("v3")}}); err != nil {
+				t.Fatal(err)
+			}
+			fail(1, false)
+		}
+		page = &logdv1.ListDeadLettersRequest{MaxRecords: 1, FromOffsets: resp.NextOffsets, ToOffsets: resp.EndOffsets}
+	}
+	if !slices.Equal(paged, []int64{0, 1, 2, 3}) {
+		t.Errorf("paged by one: %v, want [0 1 2 3]", paged)
+	}
+
+	resp, err := list(&logdv1.ListDeadLettersRequest{FromOffset: 3, ToOffset: 4})
 	if err != nil || len(resp.DeadLetters) != 1 {
 		t.Fatalf("dead letter 0/3: %+v, %v", resp, err)
 	}
@@ -143,6 +173,8 @@ func TestListDeadLetters(t *testing.T) {
 		{name: "time", req: &logdv1.ListDeadLettersRequest{SinceMs: -1}, code: connect.CodeInvalidArgument},
 		{name: "max records", req: &logdv1.ListDeadLettersRequest{MaxRecords: 10_001}, code: connect.CodeInvalidArgument},
 		{name: "max bytes", req: &logdv1.ListDeadLettersRequest{MaxBytes: 16<<20 + 1}, code: connect.CodeInvalidArgument},
+		{name: "from_offsets: one per partition", req: &logdv1.ListDeadLettersRequest{FromOffsets: []int64{0, 0}}, code: connect.CodeInvalidArgument},
+		{name: "to_offsets: negative", req: &logdv1.ListDeadLettersRequest{ToOffsets: []int64{-1}}, code: connect.CodeInvalidArgument},
 	} {
 		if _, err := list(tc.req); connect.CodeOf(err) != tc.code {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.code)

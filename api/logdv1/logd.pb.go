@@ -8139,7 +8139,14 @@ type ListDeadLettersRequest struct {
 	MaxScan    int32 `protobuf:"varint,11,opt,name=max_scan,json=maxScan,proto3" json:"max_scan,omitempty"`
 	// max_bytes bounds the keys, values and headers answered (0: 4 MiB; at
 	// most 16 MiB); at least one dead letter is answered.
-	MaxBytes      int32 `protobuf:"varint,12,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	MaxBytes int32 `protobuf:"varint,12,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	// from_offsets and to_offsets narrow [from_offset, to_offset) per
+	// partition (index i is partition i; a list may be shorter than the
+	// partitions, or empty): [from_offsets[i], to_offsets[i]). A truncated
+	// answer is continued by a call with its next_offsets and end_offsets
+	// here, which reads on where it stopped, up to the same ends.
+	FromOffsets   []int64 `protobuf:"varint,13,rep,packed,name=from_offsets,json=fromOffsets,proto3" json:"from_offsets,omitempty"`
+	ToOffsets     []int64 `protobuf:"varint,14,rep,packed,name=to_offsets,json=toOffsets,proto3" json:"to_offsets,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -8256,6 +8263,20 @@ func (x *ListDeadLettersRequest) GetMaxBytes() int32 {
 		return x.MaxBytes
 	}
 	return 0
+}
+
+func (x *ListDeadLettersRequest) GetFromOffsets() []int64 {
+	if x != nil {
+		return x.FromOffsets
+	}
+	return nil
+}
+
+func (x *ListDeadLettersRequest) GetToOffsets() []int64 {
+	if x != nil {
+		return x.ToOffsets
+	}
+	return nil
 }
 
 // DeadLetter is one record of a dead-letter topic, decoded.
@@ -8458,9 +8479,15 @@ type ListDeadLettersResponse struct {
 	DeadLetters []*DeadLetter          `protobuf:"bytes,1,rep,name=dead_letters,json=deadLetters,proto3" json:"dead_letters,omitempty"`
 	// scanned: records read; total: records held between the offsets
 	// asked for; truncated: a bound stopped the read before the end.
-	Scanned       int64 `protobuf:"varint,2,opt,name=scanned,proto3" json:"scanned,omitempty"`
-	Total         int64 `protobuf:"varint,3,opt,name=total,proto3" json:"total,omitempty"`
-	Truncated     bool  `protobuf:"varint,4,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	Scanned   int64 `protobuf:"varint,2,opt,name=scanned,proto3" json:"scanned,omitempty"`
+	Total     int64 `protobuf:"varint,3,opt,name=total,proto3" json:"total,omitempty"`
+	Truncated bool  `protobuf:"varint,4,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	// Per partition, in partition order: next_offsets the offset the read
+	// stopped before (its end offset for a partition read to the end),
+	// end_offsets the offset it read up to (the end offset when the call
+	// began, or the bound asked for).
+	NextOffsets   []int64 `protobuf:"varint,5,rep,packed,name=next_offsets,json=nextOffsets,proto3" json:"next_offsets,omitempty"`
+	EndOffsets    []int64 `protobuf:"varint,6,rep,packed,name=end_offsets,json=endOffsets,proto3" json:"end_offsets,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -8521,6 +8548,20 @@ func (x *ListDeadLettersResponse) GetTruncated() bool {
 		return x.Truncated
 	}
 	return false
+}
+
+func (x *ListDeadLettersResponse) GetNextOffsets() []int64 {
+	if x != nil {
+		return x.NextOffsets
+	}
+	return nil
+}
+
+func (x *ListDeadLettersResponse) GetEndOffsets() []int64 {
+	if x != nil {
+		return x.EndOffsets
+	}
+	return nil
 }
 
 var File_logd_v1_logd_proto protoreflect.FileDescriptor
@@ -9195,7 +9236,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x12StopRedriveRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"<\n" +
 	"\x13StopRedriveResponse\x12%\n" +
-	"\x03job\x18\x01 \x01(\v2\x13.logd.v1.RedriveJobR\x03job\"\xe3\x02\n" +
+	"\x03job\x18\x01 \x01(\v2\x13.logd.v1.RedriveJobR\x03job\"\xa5\x03\n" +
 	"\x16ListDeadLettersRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x18\n" +
 	"\areasons\x18\x02 \x03(\tR\areasons\x12\x10\n" +
@@ -9211,7 +9252,10 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	" \x01(\x05R\n" +
 	"maxRecords\x12\x19\n" +
 	"\bmax_scan\x18\v \x01(\x05R\amaxScan\x12\x1b\n" +
-	"\tmax_bytes\x18\f \x01(\x05R\bmaxBytes\"\x81\x05\n" +
+	"\tmax_bytes\x18\f \x01(\x05R\bmaxBytes\x12!\n" +
+	"\ffrom_offsets\x18\r \x03(\x03R\vfromOffsets\x12\x1d\n" +
+	"\n" +
+	"to_offsets\x18\x0e \x03(\x03R\ttoOffsets\"\x81\x05\n" +
 	"\n" +
 	"DeadLetter\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x16\n" +
@@ -9237,12 +9281,15 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x05value\x18\x12 \x01(\fH\x01R\x05value\x88\x01\x01\x12)\n" +
 	"\aheaders\x18\x13 \x03(\v2\x0f.logd.v1.HeaderR\aheadersB\x06\n" +
 	"\x04_keyB\b\n" +
-	"\x06_value\"\x9f\x01\n" +
+	"\x06_value\"\xe3\x01\n" +
 	"\x17ListDeadLettersResponse\x126\n" +
 	"\fdead_letters\x18\x01 \x03(\v2\x13.logd.v1.DeadLetterR\vdeadLetters\x12\x18\n" +
 	"\ascanned\x18\x02 \x01(\x03R\ascanned\x12\x14\n" +
 	"\x05total\x18\x03 \x01(\x03R\x05total\x12\x1c\n" +
-	"\ttruncated\x18\x04 \x01(\bR\ttruncated*\xfb\x04\n" +
+	"\ttruncated\x18\x04 \x01(\bR\ttruncated\x12!\n" +
+	"\fnext_offsets\x18\x05 \x03(\x03R\vnextOffsets\x12\x1f\n" +
+	"\vend_offsets\x18\x06 \x03(\x03R\n" +
+	"endOffsets*\xfb\x04\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17REASON_INVALID_ARGUMENT\x10\x01\x12\x18\n" +
