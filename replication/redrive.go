@@ -341,7 +341,10 @@ func (n *Node) redriveStep(ctx context.Context, b *Backend, j RedriveJob) (done 
 		delta.Scanned++
 		d := ParseDeadLetter(r)
 		switch {
-		case !s.Selects(part, r.Offset) || !RedriveMatch(s, d, r.Key):
+		case !d.IsDeadLetter() || !s.Selects(part, r.Offset) || !RedriveMatch(s, d, r.Key):
+			// A record without a reason and an origin topic is no dead
+			// letter, with a target too: ListDeadLetters (server/dlq_list.go)
+			// lists what a job moves, and it leaves such records out.
 			delta.Skipped++
 			continue
 		case d.Redrives >= s.MaxRedrives:
