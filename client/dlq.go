@@ -4,10 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"connectrpc.com/connect"
+
+	logdv1 "github.com/logd-dev/logd/api/logdv1"
 )
 
 // Dead-letter records. A queue group's dead-letter topic is an ordinary
@@ -110,10 +115,10 @@ type DeadLetterAttempt struct {
 }
 
 // ParseDeadLetter decodes a record of a dead-letter topic; ok is false for
-// a record without the dead-letter headers.
+// a record without the dead-letter headers (a reason and an origin topic,
+// as a redrive job reads them).
 func ParseDeadLetter(r FetchedRecord) (DeadLetter, bool) {
 	d := DeadLetter{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, DeadLettered: r.Timestamp}
-	seen := false
 	atoi := func(b []byte) int64 { v, _ := strconv.ParseInt(string(b), 10, 64); return v }
 	tm := func(b []byte) time.Time { t, _ := time.Parse(time.RFC3339Nano, string(b)); return t }
 	for _, h := range r.Headers {
@@ -126,7 +131,7 @@ func ParseDeadLetter(r FetchedRecord) (DeadLetter, bool) {
 		}
 		switch h.Key {
 		case DLQHeaderReason:
-			d.Reason, seen = string(h.Value), true
+			d.Reason = string(h.Value)
 		case DLQHeaderError:
 			d.LastError = string(h.Value)
 		case DLQHeaderOriginTopic:
@@ -155,10 +160,13 @@ func ParseDeadLetter(r FetchedRecord) (DeadLetter, bool) {
 			d.HistoryJSON = h.Value
 		}
 	}
-	return d, seen && d.OriginTopic != ""
+	return d, d.Reason != "" && d.OriginTopic != ""
 }
 
 // DeadLetterFilter selects dead letters; zero fields select everything.
+// A redrive job (StartRedrive) and ListDeadLetters hand it to the server,
+// which selects with the job's own filter: dead-lettering times to the
+// millisecond.
 type DeadLetterFilter struct {
 	// Reasons: any of these.
 	Reasons []string `json:"reasons,omitempty"`
@@ -169,14 +177,18 @@ type DeadLetterFilter struct {
 	Key string `json:"key,omitempty"`
 }
 
-// Match reports whether d passes the filter.
+// Match reports whether d passes the filter, reading times to the
+// millisecond as the server does. ListDeadLetters uses it only against a
+// node without the ListDeadLetters RPC (it selects on the server
+// otherwise), for dead letters it read itself.
 func (f DeadLetterFilter) Match(d DeadLetter) bool {
+	at := d.DeadLettered.UnixMilli()
 	switch {
 	case len(f.Reasons) > 0 && !slices.Contains(f.Reasons, d.Reason):
 		return false
-	case !f.Since.IsZero() && d.DeadLettered.Before(f.Since):
+	case !f.Since.IsZero() && at < f.Since.UnixMilli():
 		return false
-	case !f.Until.IsZero() && !d.DeadLettered.Before(f.Until):
+	case !f.Until.IsZero() && at >= f.Until.UnixMilli():
 		return false
 	case f.Key != "" && string(d.Key) != f.Key:
 		return false
@@ -187,14 +199,91 @@ func (f DeadLetterFilter) Match(d DeadLetter) bool {
 // ListDeadLetters calls fn for every dead letter of topic (a dead-letter
 // topic) that passes the filter, partition by partition in offset order,
 // up to the end offsets when it started. fn returning an error stops the
-// scan with that error.
+// listing with that error.
+//
+// The server selects them (its ListDeadLetters RPC) with a redrive job's
+// own reader and filter, so the list is what a redrive with the same
+// filter moves; its times are to the millisecond. The client asks page by
+// page, each page continuing where the last stopped. Against a node
+// without that RPC (a build before it, answering Unimplemented) it reads
+// the topic and filters here with DeadLetterFilter.Match, from where the
+// server stopped if an earlier page was answered.
 func (c *Client) ListDeadLetters(ctx context.Context, topic string, f DeadLetterFilter, fn func(DeadLetter) error) error {
+	req := &logdv1.ListDeadLettersRequest{Topic: topic, Reasons: f.Reasons}
+	if f.Key != "" {
+		req.Key, req.HasKey = []byte(f.Key), true
+	}
+	if !f.Since.IsZero() {
+		req.SinceMs = f.Since.UnixMilli()
+	}
+	if !f.Until.IsZero() {
+		req.UntilMs = f.Until.UnixMilli()
+	}
+	for {
+		var resp *logdv1.ListDeadLettersResponse
+		err := c.do(ctx, "ListDeadLetters", retryAny, c.opts.Timeout, func(ctx context.Context) error {
+			r, err := c.rpc.ListDeadLetters(ctx, connect.NewRequest(req))
+			if err != nil {
+				return fromRPC(err)
+			}
+			resp = r.Msg
+			return nil
+		})
+		if connect.CodeOf(err) == connect.CodeUnimplemented {
+			return c.listDeadLettersHere(ctx, topic, f, req.FromOffsets, req.ToOffsets, fn)
+		}
+		if err != nil {
+			return fmt.Errorf("list dead letters of %s: %w", topic, err)
+		}
+		for _, m := range resp.DeadLetters {
+			if err := fn(deadLetterFrom(topic, m)); err != nil {
+				return err
+			}
+		}
+		if !resp.Truncated {
+			return nil
+		}
+		if len(resp.NextOffsets) == 0 {
+			return fmt.Errorf("list dead letters of %s: the server cut its answer short without saying where it stopped", topic)
+		}
+		req.FromOffsets, req.ToOffsets = resp.NextOffsets, resp.EndOffsets
+	}
+}
+
+// deadLetterFrom converts a dead letter the server decoded.
+func deadLetterFrom(topic string, m *logdv1.DeadLetter) DeadLetter {
+	ms := func(v int64) time.Time { return msToTime(v).UTC() } // UTC, as the headers' times parse
+	d := DeadLetter{Topic: topic, Partition: m.Partition, Offset: m.Offset, Reason: m.Reason, LastError: m.Error,
+		OriginTopic: m.OriginTopic, OriginPartition: m.OriginPartition, OriginOffset: m.OriginOffset, Group: m.Group,
+		Deliveries: int(m.Deliveries), FirstDelivery: ms(m.FirstDeliveryMs), LastDelivery: ms(m.LastDeliveryMs),
+		DeadLettered: ms(m.DeadLetteredMs), IdempotencyKey: m.IdempotencyKey, Redrives: int(m.Redrives), Key: m.Key, Value: m.Value}
+	if m.History != "" {
+		d.HistoryJSON = []byte(m.History)
+		var hist DeadLetterHistory
+		if json.Unmarshal(d.HistoryJSON, &hist) == nil {
+			d.History = &hist
+		}
+	}
+	for _, h := range m.Headers {
+		d.Headers = append(d.Headers, Header{Key: h.Key, Value: h.Value})
+	}
+	return d
+}
+
+// listDeadLettersHere is ListDeadLetters read and filtered by the client,
+// for a node without the RPC: each partition from its log start (or
+// from[i]) to its end offset now (or to[i]).
+func (c *Client) listDeadLettersHere(ctx context.Context, topic string, f DeadLetterFilter, from, to []int64, fn func(DeadLetter) error) error {
 	desc, err := c.DescribeTopic(ctx, topic)
 	if err != nil {
 		return err
 	}
 	for _, p := range desc.Partitions {
-		err := c.scanDeadLetters(ctx, topic, p.Partition, p.LogStart, p.End, func(d DeadLetter) error {
+		start, end := p.LogStart, p.End
+		if i := int(p.Partition); i < len(from) && i < len(to) {
+			start, end = max(start, from[i]), min(end, to[i])
+		}
+		err := c.scanDeadLetters(ctx, topic, p.Partition, start, end, func(d DeadLetter) error {
 			if !f.Match(d) {
 				return nil
 			}
