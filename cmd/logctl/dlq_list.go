@@ -23,6 +23,8 @@ func newDLQListCmd(opts *globalOpts) *cobra.Command {
 		Short: "List a queue group's dead letters: reason, origin, attempts, last error, age",
 		Long: `List a queue group's dead letters: where each is in the dead-letter topic,
 why it was dead-lettered, where it came from, its deliveries and redrives.
+The node selects them as a redrive with the same filters would (dead-lettering
+times to the millisecond); a node too old for that is read and filtered here.
 --output json and yaml print the record's key, value and headers as
 consume does: a UTF-8 string, or base64 flagged by key_encoding /
 value_encoding "base64", and null for a null key or value.`,

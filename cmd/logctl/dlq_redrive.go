@@ -113,8 +113,9 @@ they were when it started. Follow, list and stop jobs with
 	return cmd
 }
 
-// redriveDryRun lists what a job with these filters would do, reading the
-// dead letters here; it writes nothing.
+// redriveDryRun lists what a job with these filters would do, from the
+// dead letters the node selects for them (client.ListDeadLetters); it
+// writes nothing.
 func redriveDryRun(ctx context.Context, c *client.Client, w io.Writer, output, dlq string, f client.DeadLetterFilter, maxRedrives int, from, to int64, refs []client.DeadLetterRef) error {
 	if maxRedrives <= 0 {
 		maxRedrives = client.DefaultMaxRedrives
