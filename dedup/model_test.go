@@ -213,8 +213,8 @@ func TestWindowModel(t *testing.T) {
 				if st.Keys != m.live() || st.Evicted != m.evicted || st.Expired != m.expired {
 					t.Fatalf("seed %d op %d: stats %+v, want keys %d evicted %d expired %d", seed, op, st, m.live(), m.evicted, m.expired)
 				}
-				if got, want := fmt.Sprint(win.Keys()), fmt.Sprint(m.keys()); got != want {
-					t.Fatalf("seed %d op %d: keys\n%s\nwant\n%s", seed, op, got, want)
+				if got, want := win.Keys(), m.keys(); !slices.Equal(got, want) {
+					t.Fatalf("seed %d op %d: keys\n%v\nwant\n%v", seed, op, got, want)
 				}
 			}
 		}
