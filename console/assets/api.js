@@ -43,6 +43,9 @@ export async function call(method, request = {}, opts = {}) {
       headers,
       body: JSON.stringify(request),
       signal: opts.signal,
+      // keepalive lets a call finish while the page unloads (a group
+      // member's leave when the tab closes).
+      keepalive: !!opts.keepalive,
       credentials: 'omit',
       cache: 'no-store',
     });

@@ -1,16 +1,19 @@
 import { call, num } from '../api.js';
-import { h, replace, table, link, route, fmtNum, fmtDuration, fmtTime, chart, errorBox, confirmTyped } from '../ui.js';
+import { h, replace, table, link, route, fmtNum, fmtDuration, fmtTime, chart, errorBox, confirmTyped, field } from '../ui.js';
 import { renderReset } from './group_reset.js';
+import { renderConsume, consumePanel } from './group_consume.js';
 
 // Consumer groups (docs/console.md, "Consumer groups"): the list, a
 // group's members, offsets and lag with a chart of lag over time, delete,
-// and the offset reset page (group_reset.js).
+// the offset reset page (group_reset.js) and consuming as a member
+// (group_consume.js).
 export default {
   path: 'groups',
   nav: 'Groups',
   async render(ctx) {
     if (ctx.params.length === 0) return renderList(ctx);
     if (ctx.params[1] === 'reset') return renderReset(ctx, ctx.params[0]);
+    if (ctx.params[1] === 'consume') return renderConsume(ctx, ctx.params[0]);
     return renderGroup(ctx, ctx.params[0]);
   },
 };
@@ -20,10 +23,21 @@ function renderList(ctx) {
     dataset: { filter: '' }, value: ctx.query.get('q') || '' });
   const all = h('input', { type: 'checkbox', id: 'groups-all', checked: ctx.query.get('all') === '1' });
   const body = h('div', { id: 'groups-list' });
+  // Consume as a group, also one that does not exist yet (the first
+  // member's join creates it): the group's consume page.
+  const consumeName = h('input', { type: 'text', id: 'groups-consume-name', placeholder: 'billing', autocomplete: 'off', required: true, size: 16 });
+  const consumeForm = h('form', { id: 'groups-consume-form', class: 'toolbar' },
+    field('Consume as a group…', consumeName, 'logctl consume TOPIC --group NAME'),
+    h('button', { type: 'submit', id: 'groups-consume-go' }, 'Consume…'));
+  consumeForm.addEventListener('submit', e => {
+    e.preventDefault();
+    const n = consumeName.value.trim();
+    if (n) ctx.go(route(['groups', n, 'consume']));
+  });
   replace(ctx.view, h('h1', null, 'Consumer groups'),
     h('div', { class: 'toolbar' }, filter,
       h('label', { title: 'Also list internal groups (a redrive job\'s position), as logctl group list --all' }, all, ' internal groups')),
-    body);
+    body, consumeForm);
   let groups = [];
   const draw = () => {
     const q = filter.value.trim().toLowerCase();
@@ -72,6 +86,10 @@ function renderGroup(ctx, name) {
     h('div', { class: 'actions' },
       h('a', { href: '#' + route(['groups', name, 'reset']), id: 'group-reset-link', class: 'button' }, 'Reset offsets…'),
       del),
+    // Folded until asked for; open when the URL carries a consume's
+    // choices (a shared link, or a reload after one).
+    h('details', { id: 'group-consume', open: ['topics', 'max', 'wait', 'commit', 'reset'].some(k => ctx.query.has(k)) },
+      h('summary', null, 'Consume as a member…'), consumePanel(ctx, name)),
     result,
     h('h2', null, 'Members'), members,
     h('h2', null, 'Offsets and lag'), parts,

@@ -145,7 +145,7 @@ function matches(r, needle) {
 
 // showValue renders a value as text, pretty JSON (text when it is not
 // JSON) or a hex dump, always as a text node.
-function showValue(r, view) {
+export function showValue(r, view) {
   if (r.value === undefined) return h('span', { class: 'nullv' }, 'null (tombstone)');
   const bytes = b64bytes(r.value);
   if (view === 'hex') return h('pre', { class: 'value hex' }, hexdump(bytes));

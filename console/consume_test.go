@@ -1,0 +1,251 @@
+package console_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/client"
+)
+
+// Consuming as a consumer-group member from the console (docs/console.md,
+// "Consume as a group member"): the README's consumer-group walk-through
+// (logctl consume orders --group billing --max 2, then again, then as
+// analytics) done through the page, with the offsets and members checked
+// through the API.
+
+// ccStart is a node with the README's orders: three partitions, created,
+// paid and shipped in partition 1.
+func ccStart(t *testing.T) *cgEnv {
+	t.Helper()
+	e := cgNode(t)
+	if _, err := e.cl.CreateTopic(e.ctx, "orders", 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	ccProduce(t, e, "orders", 1, "created", "paid", "shipped")
+	return e
+}
+
+func ccProduce(t *testing.T, e *cgEnv, topic string, partition int32, values ...string) {
+	t.Helper()
+	var recs []client.Record
+	for _, v := range values {
+		recs = append(recs, client.Record{Key: []byte("order-1"), Value: []byte(v), Partition: &partition})
+	}
+	if _, err := e.cl.Produce(e.ctx, topic, recs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ccGroup returns a group's committed offsets by "topic/partition" (only
+// those committed) and its members; a group that does not exist has
+// neither.
+func ccGroup(t *testing.T, e *cgEnv, group string) (map[string]int64, []string) {
+	t.Helper()
+	d, err := e.cl.DescribeGroup(e.ctx, group)
+	if err != nil {
+		if errors.Is(err, client.ErrUnknownGroup) {
+			return map[string]int64{}, nil
+		}
+		t.Fatalf("describe group %s: %v", group, err)
+	}
+	offsets := map[string]int64{}
+	for _, p := range d.Partitions {
+		if p.Committed >= 0 {
+			offsets[fmt.Sprintf("%s/%d", p.Topic, p.Partition)] = p.Committed
+		}
+	}
+	var members []string
+	for _, m := range d.Members {
+		members = append(members, m.ID)
+	}
+	return offsets, members
+}
+
+// ccConsume submits the consume form and waits for its outcome; it
+// returns the values shown, in order.
+func ccConsume(p *page) []string {
+	p.t.Helper()
+	cgPoll(p, "the member name", `document.querySelector('#consume-member').textContent.startsWith('console/')`)
+	p.click("#consume-submit")
+	cgPoll(p, "the consume's outcome", `!!document.querySelector('#consume-outcome')`)
+	var values []string
+	p.eval(`[...document.querySelectorAll('#consume-records tbody tr')].filter(r => r.cells.length > 1).map(r => r.cells[5].textContent)`, &values)
+	return values
+}
+
+// ccWantGroup checks a group's committed offsets and that it has no
+// members left.
+func ccWantGroup(t *testing.T, e *cgEnv, group string, want map[string]int64) {
+	t.Helper()
+	offsets, members := ccGroup(t, e, group)
+	if len(members) > 0 {
+		t.Errorf("group %s still has members %v: the page did not leave", group, members)
+	}
+	if len(offsets) != len(want) {
+		t.Errorf("group %s committed %v, want %v", group, offsets, want)
+		return
+	}
+	for k, v := range want {
+		if offsets[k] != v {
+			t.Errorf("group %s committed %v, want %v", group, offsets, want)
+			return
+		}
+	}
+}
+
+func TestConsumeAsGroupMember(t *testing.T) {
+	e := ccStart(t)
+	p := newPage(t, e.node)
+
+	// From the groups list, a group that does not exist yet.
+	p.open("/groups")
+	cgFill(p, "#groups-consume-name", "billing")
+	p.click("#groups-consume-go")
+	cgPoll(p, "billing's consume page", `location.hash === '#/groups/billing/consume' && !!document.querySelector('#consume-form')`)
+	cgFill(p, "#consume-topics", "orders")
+	cgFill(p, "#consume-max", "2")
+	if got := ccConsume(p); strings.Join(got, ",") != "created,paid" {
+		t.Fatalf("billing --max 2 showed %q, want created, paid (page: %q)", got, p.text("#consume-result"))
+	}
+	p.waitText("#consume-outcome", "Read 2 records from 1 partition")
+	p.waitText("#consume-outcome", "committed orders/1 → 2")
+	ccWantGroup(t, e, "billing", map[string]int64{"orders/1": 2})
+	var member string
+	p.eval(`document.querySelector('#consume-member').textContent`, &member)
+	if !strings.HasPrefix(member, "console/User:ANONYMOUS/") {
+		t.Errorf("member %q is not named after the console and the principal", member)
+	}
+
+	// On the group's page, commit off: a peek shows shipped and leaves
+	// the offset where it was.
+	p.open("/groups/billing")
+	p.click("#group-consume summary")
+	cgPoll(p, "the group's topics as the default", `document.querySelector('#consume-topics').value === 'orders'`)
+	p.click("#consume-commit")
+	if got := ccConsume(p); strings.Join(got, ",") != "shipped" {
+		t.Fatalf("billing's peek showed %q, want shipped (page: %q)", got, p.text("#consume-result"))
+	}
+	p.waitText("#consume-outcome", "nothing committed (commit after reading is off)")
+	ccWantGroup(t, e, "billing", map[string]int64{"orders/1": 2})
+	var hash string
+	p.eval(`location.hash`, &hash)
+	if !strings.Contains(hash, "commit=0") || !strings.Contains(hash, "topics=orders") {
+		t.Errorf("the consume's choices are not in the URL: %q", hash)
+	}
+
+	// Commit on: billing resumes at shipped and commits 3.
+	p.click("#consume-commit")
+	if got := ccConsume(p); strings.Join(got, ",") != "shipped" {
+		t.Fatalf("billing resumed with %q, want shipped", got)
+	}
+	p.waitText("#consume-outcome", "committed orders/1 → 3")
+	ccWantGroup(t, e, "billing", map[string]int64{"orders/1": 3})
+	// Nothing left: a consume reads nothing and commits nothing.
+	if got := ccConsume(p); len(got) != 0 {
+		t.Fatalf("billing at the end read %q", got)
+	}
+	p.waitText("#consume-outcome", "Read 0 records")
+	ccWantGroup(t, e, "billing", map[string]int64{"orders/1": 3})
+
+	// analytics reads on its own offsets: all three (a shared link, with
+	// the value shown as hex).
+	p.open("/groups/analytics/consume?topics=orders")
+	if got := ccConsume(p); strings.Join(got, ",") != "created,paid,shipped" {
+		t.Fatalf("analytics showed %q, want created, paid, shipped", got)
+	}
+	p.click("#consume-view-hex")
+	p.waitText("#consume-records", "63 72 65 61 74 65 64") // "created"
+	ccWantGroup(t, e, "analytics", map[string]int64{"orders/1": 3})
+	ccWantGroup(t, e, "billing", map[string]int64{"orders/1": 3})
+}
+
+func TestConsumeAsGroupRefused(t *testing.T) {
+	e := ccStart(t)
+	p := newPage(t, e.node)
+
+	// A topic that does not exist: the join is refused, shown, and
+	// nothing is committed.
+	p.open("/groups/billing/consume?topics=nosuch")
+	ccConsume(p)
+	p.waitText("#consume-result", "not_found")
+	p.waitText("#consume-outcome", "refused, nothing committed")
+	cgTakeRefusal(p, "JoinGroup")
+	ccWantGroup(t, e, "billing", map[string]int64{})
+
+	// Bad input is refused by the form, before any call.
+	cgFill(p, "#consume-topics", "orders")
+	cgFill(p, "#consume-wait", "1m")
+	p.click("#consume-submit")
+	p.waitText("#consume-result", "invalid_argument")
+	ccWantGroup(t, e, "billing", map[string]int64{})
+
+	// A reset while the page's member waits for records fences it: the
+	// records it read under the old generation are not committed (the
+	// node refuses the fetch or the commit as stale), and it leaves.
+	e.commit(t, "billing", map[int32]int64{1: 3}, false)
+	if _, err := e.cl.CreateTopic(e.ctx, "payments", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	p.open("/groups/billing/consume?topics=orders&wait=10s")
+	cgPoll(p, "the member name", `document.querySelector('#consume-member').textContent.startsWith('console/')`)
+	p.click("#consume-submit")
+	deadline := time.Now().Add(pageTimeout)
+	for {
+		_, members := ccGroup(t, e, "billing")
+		if len(members) == 1 && strings.HasPrefix(members[0], "console/") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page's member never joined: members %v", members)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := e.rpc.ResetGroupOffsets(e.ctx, connect.NewRequest(&logdv1.ResetGroupOffsetsRequest{
+		Group: "billing", AllTopics: true, Strategy: "to-offset", Offset: 1, Execute: true})); err != nil {
+		t.Fatal(err)
+	}
+	ccProduce(t, e, "orders", 1, "refunded")
+	cgPoll(p, "the consume's outcome", `!!document.querySelector('#consume-outcome')`)
+	p.waitText("#consume-result", "REASON_STALE_GENERATION")
+	p.waitText("#consume-outcome", "refused, nothing committed")
+	for _, msg := range p.takeErrors() {
+		if !strings.Contains(msg, "/logd.v1.LogService/GroupFetch") && !strings.Contains(msg, "/logd.v1.LogService/CommitOffsets") {
+			t.Errorf("the browser logged an error other than the fenced fetch or commit: %s", msg)
+		}
+	}
+	ccWantGroup(t, e, "billing", map[string]int64{"orders/0": 0, "orders/1": 1, "orders/2": 0})
+
+	// Leaving the page while the member waits leaves the group at once
+	// (well before its session timeout would remove it).
+	p.open("/groups/billing/consume?topics=payments&wait=10s")
+	cgPoll(p, "the member name", `document.querySelector('#consume-member').textContent.startsWith('console/')`)
+	p.click("#consume-submit")
+	for deadline := time.Now().Add(pageTimeout); ; time.Sleep(20 * time.Millisecond) {
+		if _, members := ccGroup(t, e, "billing"); len(members) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the page's member never joined")
+		}
+	}
+	left := time.Now()
+	var ok bool
+	p.eval(`(() => { location.hash = '#/topics'; return true; })()`, &ok)
+	for {
+		_, members := ccGroup(t, e, "billing")
+		if len(members) == 0 {
+			break
+		}
+		if time.Since(left) > 5*time.Second {
+			t.Fatalf("members %v 5s after the page was left (the session timeout is 10s): the page did not leave", members)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ccWantGroup(t, e, "billing", map[string]int64{"orders/0": 0, "orders/1": 1, "orders/2": 0})
+}
