@@ -118,10 +118,11 @@ export function consumePanel(ctx, name) {
     }
     remember();
     btn.disabled = true;
-    replace(result, h('p', { class: 'muted', id: 'consume-running' }, 'Consuming as ' + o.member + '…'));
+    const running = h('p', { class: 'muted', id: 'consume-running' }, 'Joining the group as ' + o.member + '…');
+    replace(result, running);
     let out;
     try {
-      out = await consume(o, ctx.signal);
+      out = await consume(o, ctx.signal, s => { running.textContent = s; });
     } catch (err) {
       if (err && err.name === 'AbortError') return; // the page was left; the member left too
       throw err;
@@ -186,8 +187,8 @@ function outcome(o, out) {
 // consume joins, reads and commits as one member of o.group, and always
 // leaves (also when a call is refused, or the page is left: signal). It
 // resolves to what happened; refusals are in error, never thrown. Only an
-// abort by signal rejects.
-async function consume(o, signal) {
+// abort by signal rejects. status(text) tells what it is doing.
+async function consume(o, signal, status) {
   const out = { records: [], assigned: [], committed: [], notes: [], generation: 0, error: null, left: false, leaveError: null };
   const deadline = Date.now() + o.waitMs;
   // joined: the node may hold the member (a join went out and was not
@@ -198,7 +199,7 @@ async function consume(o, signal) {
   const onHide = () => { if (joined) leave().catch(() => {}); };
   window.addEventListener('pagehide', onHide);
   try {
-    await run(o, signal, out, deadline, v => { joined = v; });
+    await run(o, signal, status, out, deadline, v => { joined = v; });
   } catch (e) {
     if (e && e.name === 'AbortError') {
       if (joined) leave().catch(() => {});
@@ -210,6 +211,7 @@ async function consume(o, signal) {
     window.removeEventListener('pagehide', onHide);
   }
   if (joined) {
+    status('Leaving the group…');
     try {
       await leave();
       out.left = true;
@@ -221,7 +223,7 @@ async function consume(o, signal) {
 }
 
 // run is consume's body; setJoined records whether the member exists.
-async function run(o, signal, out, deadline, setJoined) {
+async function run(o, signal, status, out, deadline, setJoined) {
   const base = { group: o.group, memberId: o.member };
   let a;
   setJoined(true);
@@ -237,6 +239,7 @@ async function run(o, signal, out, deadline, setJoined) {
   // once that member released it in a heartbeat (or its session ended);
   // the assignment lists only what this member owns.
   while ((a.partitions || []).length === 0 && Date.now() < deadline) {
+    status('Waiting for an assignment (another member owns the partitions until it releases them)…');
     await sleep(Math.min(beatMs, deadline - Date.now()), signal);
     a = (await call('GroupHeartbeat', base, { signal })).assignment || {};
   }
@@ -306,6 +309,7 @@ async function run(o, signal, out, deadline, setJoined) {
     const waiting = !first && out.records.length === 0;
     const wait = waiting ? Math.min(sliceMs, deadline - Date.now()) : 0;
     if (waiting && wait <= 0) break;
+    status(waiting ? 'Waiting for records, up to ' + Math.ceil(Math.max(0, deadline - Date.now()) / 1000) + 's…' : 'Reading…');
     first = false;
     let moved = false;
     if (wait === 0) {
@@ -333,6 +337,7 @@ async function run(o, signal, out, deadline, setJoined) {
   if (!o.commit) return;
   const offsets = parts.filter(p => p.shownTo >= 0).map(p => ({ topic: p.topic, partition: p.partition, offset: String(p.shownTo) }));
   if (offsets.length === 0) return;
+  status('Committing…');
   await call('CommitOffsets', { ...base, generation, offsets }, { signal });
   out.committed = offsets.map(x => ({ topic: x.topic, partition: x.partition, offset: num(x.offset) }));
 }
