@@ -242,3 +242,51 @@ func TestConsumeAsGroupRefused(t *testing.T) {
 	}
 	ccWantGroup(t, e, "billing", map[string]int64{"orders/0": 0, "orders/1": 1, "orders/2": 0})
 }
+
+func TestConsumeAsGroupWaitsForRelease(t *testing.T) {
+	e := ccStart(t)
+	ccProduce(t, e, "orders", 0, "p0")
+	ccProduce(t, e, "orders", 2, "p2")
+	// A live member owns every partition of orders; billing is at shipped
+	// in partition 1 and has nothing committed in 0 and 2.
+	e.commit(t, "billing", map[int32]int64{1: 2}, true)
+
+	p := newPage(t, e.node)
+	p.open("/groups/billing/consume?topics=orders&wait=10s&max=5")
+	cgPoll(p, "the member name", `document.querySelector('#consume-member').textContent.startsWith('console/')`)
+	p.click("#consume-submit")
+	p.waitText("#consume-running", "Waiting for an assignment")
+
+	// The page's member gets a partition only once the live member
+	// released it (moves are cooperative): release the one the node
+	// asks back.
+	hb, err := e.rpc.GroupHeartbeat(e.ctx, connect.NewRequest(&logdv1.GroupHeartbeatRequest{Group: "billing", MemberId: "m-billing"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	revoke := hb.Msg.Assignment.Revoke
+	if len(revoke) != 1 {
+		t.Fatalf("the live member is asked to release %v, want one partition", revoke)
+	}
+	moved := revoke[0].Partition
+	if _, err := e.rpc.GroupHeartbeat(e.ctx, connect.NewRequest(&logdv1.GroupHeartbeatRequest{Group: "billing", MemberId: "m-billing",
+		Released: revoke})); err != nil {
+		t.Fatal(err)
+	}
+	want := map[int32]string{0: "p0", 1: "shipped", 2: "p2"}[moved]
+	cgPoll(p, "the consume's outcome", `!!document.querySelector('#consume-outcome')`)
+	var values []string
+	p.eval(`[...document.querySelectorAll('#consume-records tbody tr')].filter(r => r.cells.length > 1).map(r => r.cells[5].textContent)`, &values)
+	if strings.Join(values, ",") != want {
+		t.Fatalf("after orders/%d moved to the page's member it showed %q, want %s (page: %q)", moved, values, want, p.text("#consume-result"))
+	}
+	offsets, members := ccGroup(t, e, "billing")
+	wantOffsets := map[string]int64{"orders/1": 2}
+	wantOffsets[fmt.Sprintf("orders/%d", moved)]++
+	if fmt.Sprint(offsets) != fmt.Sprint(wantOffsets) {
+		t.Errorf("billing committed %v, want %v", offsets, wantOffsets)
+	}
+	if strings.Join(members, ",") != "m-billing" {
+		t.Errorf("members %v, want the live member alone (the page left)", members)
+	}
+}
