@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -288,5 +289,64 @@ func TestConsumeAsGroupWaitsForRelease(t *testing.T) {
 	}
 	if strings.Join(members, ",") != "m-billing" {
 		t.Errorf("members %v, want the live member alone (the page left)", members)
+	}
+}
+
+func TestConsumeAsGroupPermissionDenied(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	node, admin, _ := authNode(t)
+	c := dlqClient(t, node, admin)
+	for _, topic := range []string{"orders", "payroll"} {
+		if _, err := c.CreateTopic(ctx, topic, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Produce(ctx, topic, []client.Record{{Value: []byte(topic + "-1")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// bob may read orders as billing, and not payroll.
+	tok, err := c.CreateToken(ctx, client.CreateTokenRequest{Principal: "User:bob", Description: "console test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateACLs(ctx, []client.ACL{
+		{Principal: "User:bob", Resource: "topic", Pattern: "literal", Name: "orders", Operation: "read", Effect: "allow"},
+		{Principal: "User:bob", Resource: "group", Pattern: "literal", Name: "billing", Operation: "read", Effect: "allow"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	p := newPage(t, node)
+	p.open("/groups/billing/consume?topics=payroll")
+	authLogin(p, tok.Token)
+	p.waitText("#whoami", "User:bob")
+	p.takeRefusals("401")
+	p.open("/groups/billing/consume?topics=payroll")
+	var member string
+	cgPoll(p, "the member name", `document.querySelector('#consume-member').textContent.startsWith('console/')`)
+	p.eval(`document.querySelector('#consume-member').textContent`, &member)
+	if !strings.HasPrefix(member, "console/User:bob/") {
+		t.Errorf("member %q is not named after bob", member)
+	}
+	ccConsume(p)
+	p.waitText("#consume-result", "permission_denied")
+	p.waitText("#consume-outcome", "refused, nothing committed")
+	p.takeRefusals("403")
+	if _, err := c.DescribeGroup(ctx, "billing"); !errors.Is(err, client.ErrUnknownGroup) {
+		t.Fatalf("billing after a refused consume: %v, want no group", err)
+	}
+
+	// The topic bob may read: read and committed, as bob's member.
+	cgFill(p, "#consume-topics", "orders")
+	if got := ccConsume(p); strings.Join(got, ",") != "orders-1" {
+		t.Fatalf("bob's consume of orders showed %q (page: %q)", got, p.text("#consume-result"))
+	}
+	d, err := c.DescribeGroup(ctx, "billing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Members) != 0 || len(d.Partitions) != 1 || d.Partitions[0].Committed != 1 {
+		t.Fatalf("billing after bob's consume: members %v, partitions %+v; want none, orders/0 at 1", d.Members, d.Partitions)
 	}
 }
