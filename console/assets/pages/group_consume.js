@@ -35,6 +35,11 @@ const maxRounds = 200;
 
 const views = ['text', 'json', 'hex'];
 
+// refusals are the Connect codes of a call the node refused before
+// changing anything.
+const refusals = ['invalid_argument', 'not_found', 'permission_denied', 'unauthenticated', 'failed_precondition',
+  'out_of_range', 'already_exists', 'resource_exhausted'];
+
 // renderConsume is #/groups/NAME/consume: the panel alone, for any group
 // name, one that does not exist yet included (the first join creates it).
 export function renderConsume(ctx, name) {
@@ -231,8 +236,10 @@ async function run(o, signal, status, out, deadline, setJoined) {
     const r = await call('JoinGroup', { ...base, topics: o.topics, sessionTimeoutMs: sessionMs, resetPolicy: o.resetPolicy }, { signal });
     a = r.assignment || {};
   } catch (e) {
-    // A refused join added no member; an unanswered one may have.
-    if (e instanceof ApiError && e.code !== 'unavailable') setJoined(false);
+    // A join the node refused added no member; one that went
+    // unanswered or failed on the way (unavailable, deadline_exceeded,
+    // internal) may have, and is left.
+    if (e instanceof ApiError && refusals.includes(e.code)) setJoined(false);
     throw e;
   }
   // Cooperative moves: a partition a live member owns comes to this one
