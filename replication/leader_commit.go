@@ -82,8 +82,27 @@ func (t *observedTransport) forward(stop <-chan struct{}) {
 		select {
 		case t.rpcs <- rpc:
 		case <-stop:
-			rpc.Respond(nil, raft.ErrRaftShutdown)
+			rpc.Respond(emptyResponse(rpc.Command), raft.ErrRaftShutdown)
 			return
 		}
 	}
+}
+
+// emptyResponse is a zero response of the type a request's sender
+// expects: hashicorp/raft's in-memory pipeline copies the response before
+// it looks at the error, and a nil one panics its decoding goroutine.
+func emptyResponse(cmd any) any {
+	switch cmd.(type) {
+	case *raft.AppendEntriesRequest:
+		return &raft.AppendEntriesResponse{}
+	case *raft.RequestVoteRequest:
+		return &raft.RequestVoteResponse{}
+	case *raft.RequestPreVoteRequest:
+		return &raft.RequestPreVoteResponse{}
+	case *raft.InstallSnapshotRequest:
+		return &raft.InstallSnapshotResponse{}
+	case *raft.TimeoutNowRequest:
+		return &raft.TimeoutNowResponse{}
+	}
+	return nil
 }
