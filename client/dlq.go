@@ -246,6 +246,10 @@ func (c *Client) ListDeadLetters(ctx context.Context, topic string, f DeadLetter
 		if len(resp.NextOffsets) == 0 {
 			return fmt.Errorf("list dead letters of %s: the server cut its answer short without saying where it stopped", topic)
 		}
+		if len(resp.DeadLetters) == 0 && slices.Equal(resp.NextOffsets, req.FromOffsets) {
+			// Asking again would get the same answer, forever.
+			return fmt.Errorf("list dead letters of %s: the server cut its answer short without moving on from %v", topic, resp.NextOffsets)
+		}
 		req.FromOffsets, req.ToOffsets = resp.NextOffsets, resp.EndOffsets
 	}
 }
