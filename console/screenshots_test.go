@@ -17,7 +17,8 @@ import (
 )
 
 // TestConsoleScreenshots saves a PNG of each page of the navigation bar,
-// of the consumer group's and the queue group's pages, of a dead-letter
+// of the consumer group's and the queue group's pages, of a consume as a
+// group member, of a dead-letter
 // topic with one record inspected and of a redrive job, at 1280x800 in light mode, plus that topic in dark mode, into
 // the directory LOGD_CONSOLE_SCREENSHOTS names (make console-screenshots:
 // docs/console/). The node holds demo-like data: topics, a consumer group
@@ -58,6 +59,13 @@ func TestConsoleScreenshots(t *testing.T) {
 		}
 		shotSave(t, p, filepath.Join(dir, s.name+".png"))
 	}
+	// Reading as a member of a new group, without committing.
+	p.open("/groups/analytics/consume?topics=payments&max=8&commit=0")
+	p.must("wait for the member name", waitJS(`document.querySelector('#consume-member').textContent.startsWith('console/')`))
+	p.click("#consume-submit")
+	p.must("wait for the consume", chromedp.WaitVisible("#consume-outcome", chromedp.ByQuery))
+	shotSave(t, p, filepath.Join(dir, "group-consume.png"))
+
 	p.open("/dlq/" + dlqTopic + "?sel=0%2F1")
 	p.must("wait for the inspector", chromedp.WaitVisible("#dlq-history", chromedp.ByQuery))
 	p.click("#theme")
