@@ -247,8 +247,8 @@ func (s *raftStream) acceptLoop() {
 		delay = 0
 		sc, ok := s.track(c)
 		if !ok {
-			c.Close()
 			s.refuse(refusedCap, c.RemoteAddr(), "", nil)
+			c.Close()
 			continue
 		}
 		if s.peerTLS == nil {
@@ -271,15 +271,15 @@ func (s *raftStream) admit(sc *streamConn) {
 	err := tc.HandshakeContext(ctx)
 	cancel()
 	if err != nil {
-		sc.Close()
 		s.refuse(refusedHandshake, sc.RemoteAddr(), "", err)
+		sc.Close()
 		return
 	}
 	cs := tc.ConnectionState()
 	id, ok := s.peerTLS.VerifiedNode(&cs)
 	if !ok {
-		sc.Close()
 		s.refuse(refusedNotNode, sc.RemoteAddr(), certName(cs), nil)
+		sc.Close()
 		return
 	}
 	select {
@@ -289,8 +289,8 @@ func (s *raftStream) admit(sc *streamConn) {
 		return
 	}
 	if !s.member(id) {
-		sc.Close()
 		s.refuse(refusedNotMember, sc.RemoteAddr(), id, nil)
+		sc.Close()
 		return
 	}
 	s.mu.Lock()
@@ -364,7 +364,9 @@ func (s *raftStream) prune() {
 	}
 }
 
-// refuse counts and logs a refused connection.
+// refuse counts and logs a refused connection. Callers call it before
+// they close the connection, so a peer that sees the close finds it
+// counted.
 func (s *raftStream) refuse(why refusal, remote net.Addr, peer string, err error) {
 	select {
 	case <-s.closed:
