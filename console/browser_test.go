@@ -182,6 +182,14 @@ func (p *page) open(route string) {
 	)
 }
 
+// pollJS waits until the expression js is true. An exception counts as
+// false: a predicate that reads an element the page has not rendered yet
+// (querySelector gives null) waits for it instead of failing the test.
+func pollJS(js string) chromedp.Action {
+	return chromedp.Poll("(() => { try { return !!("+js+"); } catch (e) { return false; } })()", nil,
+		chromedp.WithPollingTimeout(pageTimeout))
+}
+
 // waitText waits until the element sel's text contains want.
 func (p *page) waitText(sel, want string) {
 	p.t.Helper()

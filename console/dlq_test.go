@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
-
 	"github.com/logd-dev/logd/client"
 	"github.com/logd-dev/logd/logdtest"
 )
@@ -107,7 +105,7 @@ func dlqRows(p *page) int {
 func (p *page) waitRows(n int) {
 	p.t.Helper()
 	js := fmt.Sprintf(`document.querySelectorAll('#dlq-list tbody input.dlq-pick').length === %d && !document.querySelector('#dlq-summary').textContent.startsWith('Reading')`, n)
-	p.must(fmt.Sprintf("wait for %d dead letters", n), waitJS(js))
+	p.must(fmt.Sprintf("wait for %d dead letters", n), pollJS(js))
 }
 
 func TestDLQListFilterInspect(t *testing.T) {
@@ -183,7 +181,7 @@ func dlqStartRedrive(p *page) string {
 	p.fill("#redrive-rate", "0")
 	p.click("#redrive-start")
 	p.click("#redrive-confirm-ok")
-	p.must("follow the job", waitJS(`location.hash.startsWith('#/dlq/jobs/rd')`))
+	p.must("follow the job", pollJS(`location.hash.startsWith('#/dlq/jobs/rd')`))
 	p.waitText("#job-state", "done")
 	var hash string
 	p.eval(`location.hash`, &hash)
@@ -275,11 +273,6 @@ func TestDLQStopJob(t *testing.T) {
 	if err != nil || j.State != client.RedriveStopped || j.Progress.Redriven >= int64(len(values)) {
 		t.Fatalf("job after stop %+v, %v", j, err)
 	}
-}
-
-// waitJS waits until the JavaScript expression js is true.
-func waitJS(js string) chromedp.Action {
-	return chromedp.Poll(js, nil, chromedp.WithPollingTimeout(pageTimeout))
 }
 
 // TestDLQRedriveSelectedNeedsLevel9: on a node playing a build of feature

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"github.com/chromedp/chromedp"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
@@ -112,7 +111,7 @@ func (e *cgEnv) committed(t *testing.T, group string) map[int32]int64 {
 // cgPoll waits until the JavaScript expression js is true.
 func cgPoll(p *page, what, js string) {
 	p.t.Helper()
-	if err := p.run(chromedp.Poll(js, nil, chromedp.WithPollingTimeout(pageTimeout))); err != nil {
+	if err := p.run(pollJS(js)); err != nil {
 		p.t.Fatalf("wait for %s: %v (page text: %q)", what, err, p.text("#view"))
 	}
 }

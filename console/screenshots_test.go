@@ -61,7 +61,7 @@ func TestConsoleScreenshots(t *testing.T) {
 	}
 	// Reading as a member of a new group, without committing.
 	p.open("/groups/analytics/consume?topics=payments&max=8&commit=0")
-	p.must("wait for the member name", waitJS(`document.querySelector('#consume-member').textContent.startsWith('console/')`))
+	p.must("wait for the member name", pollJS(`document.querySelector('#consume-member').textContent.startsWith('console/')`))
 	p.click("#consume-submit")
 	p.must("wait for the consume", chromedp.WaitVisible("#consume-outcome", chromedp.ByQuery))
 	shotSave(t, p, filepath.Join(dir, "group-consume.png"))
@@ -82,7 +82,7 @@ func TestConsoleScreenshots(t *testing.T) {
 // saves the viewport as a PNG.
 func shotSave(t *testing.T, p *page, path string) {
 	t.Helper()
-	p.must("settle", waitJS(`!document.querySelector('#view').textContent.includes('Reading…') && !document.querySelector('#view').textContent.startsWith('Loading')`),
+	p.must("settle", pollJS(`!document.querySelector('#view').textContent.includes('Reading…') && !document.querySelector('#view').textContent.startsWith('Loading')`),
 		chromedp.Sleep(700*time.Millisecond)) // polls run every second or two; let the first ones paint
 	var png []byte
 	p.must("screenshot "+path, chromedp.CaptureScreenshot(&png))
