@@ -171,14 +171,15 @@ func (p *page) must(step string, actions ...chromedp.Action) {
 }
 
 // open loads the console at route (a hash route such as "/topics") and
-// waits for the page to render.
+// waits for the page to render: #view is empty until the console's first
+// render (it asks who the caller is first), then says "Loading…" until
+// the page replaces it.
 func (p *page) open(route string) {
 	p.t.Helper()
 	p.must("open "+route,
 		chromedp.Navigate(p.base+"/ui/#"+route),
 		chromedp.WaitReady("#view", chromedp.ByQuery),
-		chromedp.Poll(`!document.querySelector('#view').textContent.startsWith('Loading')`, nil,
-			chromedp.WithPollingTimeout(pageTimeout)),
+		pollJS(`(() => { const t = document.querySelector('#view').textContent; return t !== '' && !t.startsWith('Loading'); })()`),
 	)
 }
 

@@ -239,6 +239,7 @@ func TestGroupOffsetResetPlanThenExecute(t *testing.T) {
 	// The URL carries the target: a shared link opens the same form.
 	p := newPage(t, e.node)
 	p.open("/groups/billing/reset?strategy=to-offset&offset=2&topics=orders:0")
+	cgPoll(p, "the reset form", `!!document.querySelector('#reset-all-topics')`)
 	var form struct {
 		Strategy, Offset, Topics string
 		All                      bool
