@@ -298,8 +298,43 @@ func (nd *node) stop() {
 }
 
 func (nd *node) signal(sig syscall.Signal) {
-	if nd.cmd != nil {
-		nd.cmd.Process.Signal(sig)
+	if nd.cmd == nil {
+		return
+	}
+	nd.cmd.Process.Signal(sig)
+	if sig == syscall.SIGSTOP {
+		waitStopped(nd.cmd.Process.Pid)
+	}
+}
+
+// waitStopped waits (at most 5 s) until every thread of process pid is
+// stopped. kill(2) only queues SIGSTOP: a thread still runs until it
+// next enters the kernel, and a test that writes right after pausing a
+// follower must not have that follower append the write first.
+func waitStopped(pid int) {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+		if err != nil || len(tasks) == 0 {
+			return // gone, or no procfs
+		}
+		stopped := true
+		for _, f := range tasks {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue // the thread ended
+			}
+			// pid (comm) state ...: the state follows the last ')'.
+			i := bytes.LastIndexByte(b, ')')
+			if i < 0 || i+2 >= len(b) || (b[i+2] != 'T' && b[i+2] != 't') {
+				stopped = false
+				break
+			}
+		}
+		if stopped {
+			return
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
