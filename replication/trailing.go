@@ -16,14 +16,6 @@ const minTrailingLogs = 16
 // entries.
 const trailingSample = 32
 
-// Raft keeps a number of entries after each snapshot (TrailingLogs) so a
-// follower that lags a little replays them instead of installing a
-// snapshot. A count alone does not bound the disk: 512 entries of 5,000
-// records of 1 KiB are 2.5 GB of log (docs/performance.md). So the
-// housekeeping loop sets Raft's TrailingLogs, a setting Raft reloads at
-// run time and reads at each log compaction, to what TrailingBytes holds
-// at the average size of the entries applied since the last snapshot.
-
 // trailingLogsFor returns how many entries of the average size
 // bytes/entries fit in budget, within [min(minTrailingLogs, most), most].
 // A negative budget, or no entries, keeps most.
@@ -36,10 +28,15 @@ func trailingLogsFor(bytes int64, entries uint64, budget int64, most uint64) uin
 	return min(max(n, min(minTrailingLogs, most)), most)
 }
 
-// boundTrailingLogs reloads Raft's TrailingLogs when the average entry
-// size since the last snapshot calls for a value more than a quarter away
-// from the current one (or for the bounds). It runs on the housekeeping
-// goroutine, the only one that changes Raft's reloadable settings.
+// boundTrailingLogs bounds in bytes the entries Raft keeps after each
+// snapshot (TrailingLogs) for followers that lag a little. A count alone
+// does not bound the disk: 512 entries of 5,000 records of 1 KiB are
+// 2.5 GB of log (docs/performance.md). So it sets Raft's TrailingLogs, a
+// setting Raft reloads at run time and reads at each log compaction, to
+// what TrailingBytes holds at the average size of the entries applied
+// since the last snapshot, when that is more than a quarter away from the
+// current value (or at a bound). It runs on the housekeeping goroutine,
+// the only one that changes Raft's reloadable settings.
 func (n *Node) boundTrailingLogs() {
 	entries, bytes := n.fsm.EntriesSinceSnapshot(), n.fsm.BytesSinceSnapshot()
 	if entries == 0 || entries < trailingSample && bytes < n.cfg.TrailingBytes {
@@ -71,6 +68,6 @@ func trailingChanged(cur, want, most uint64) bool {
 	return hi-lo > hi/4
 }
 
-// TrailingLogs is how many entries Raft currently keeps after a snapshot
+// trailingLogs is how many entries Raft currently keeps after a snapshot
 // (Config.TrailingLogs, lowered by Config.TrailingBytes).
-func (n *Node) TrailingLogs() uint64 { return n.raft.ReloadableConfig().TrailingLogs }
+func (n *Node) trailingLogs() uint64 { return n.raft.ReloadableConfig().TrailingLogs }

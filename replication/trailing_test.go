@@ -57,10 +57,10 @@ func TestTrailingLogsBoundedInBytes(t *testing.T) {
 		}
 	}
 	// 16 KiB entries in a 256 KiB budget: 16 entries.
-	for n.TrailingLogs() != minTrailingLogs {
+	for n.trailingLogs() != minTrailingLogs {
 		select {
 		case <-ctx.Done():
-			t.Fatalf("trailing logs %d, want %d", n.TrailingLogs(), minTrailingLogs)
+			t.Fatalf("trailing logs %d, want %d", n.trailingLogs(), minTrailingLogs)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

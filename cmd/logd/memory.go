@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -91,7 +92,7 @@ func cgroupMemoryLimit(root string) (int64, string, error) {
 			candidates = append(candidates,
 				filepath.Join(root, "sys/fs/cgroup", parts[2], "memory.max"),
 				filepath.Join(root, "sys/fs/cgroup/memory.max"))
-		case hasController(parts[1], "memory"):
+		case slices.Contains(strings.Split(parts[1], ","), "memory"):
 			candidates = append(candidates,
 				filepath.Join(root, "sys/fs/cgroup/memory", parts[2], "memory.limit_in_bytes"),
 				filepath.Join(root, "sys/fs/cgroup/memory/memory.limit_in_bytes"))
@@ -123,13 +124,4 @@ func cgroupMemoryLimit(root string) (int64, string, error) {
 		return n, strings.TrimPrefix(file, filepath.Clean(root)), nil
 	}
 	return 0, "", nil
-}
-
-func hasController(list, name string) bool {
-	for c := range strings.SplitSeq(list, ",") {
-		if c == name {
-			return true
-		}
-	}
-	return false
 }
