@@ -6,8 +6,7 @@ import (
 	"maps"
 	"sync/atomic"
 
-	"github.com/hashicorp/raft"
-
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/queue"
 	"github.com/logd-dev/logd/replication/fsm"
@@ -15,8 +14,8 @@ import (
 
 // Backend is the node as the front ends see it: the Connect API (package
 // server) and a Kafka-protocol listener declare the interfaces they need,
-// and Backend implements them. It answers in plain values (TopicInfo,
-// ReadResult, ...) so that no front end holds a *log.Log, a *Topic or
+// and Backend implements them. It answers in plain values (backend.TopicInfo,
+// backend.ReadResult, ...) so that no front end holds a *log.Log, a *Topic or
 // anything of Raft: reads are copies, writes go through the Node.
 //
 // Backend adds to the Node what a front end would otherwise do itself:
@@ -32,36 +31,7 @@ type Backend struct {
 	rr roundRobin
 	// external returns a group as a coordinator outside the state
 	// machine holds it (SetExternalGroupMembers); nil: none.
-	external atomic.Pointer[func(group string) ExternalGroup]
-}
-
-// ExternalGroup is a consumer group as a coordinator outside the state
-// machine holds it: the Kafka listener's, on the leader, whose members
-// live in its memory only (their offsets are replicated).
-type ExternalGroup struct {
-	// State is the group's state there: "stable", "rebalancing" or
-	// "empty" (the states of logd's groups, group.State).
-	State string
-	// Members are its members, joined or joining, in the order they
-	// joined; none when the coordinator does not hold the group.
-	Members []ExternalMember
-}
-
-// ExternalMember is one member of an ExternalGroup.
-type ExternalMember struct {
-	// MemberID is the id the coordinator gave it; InstanceID its static
-	// membership id (group.instance.id), "" if none.
-	MemberID, InstanceID string
-	// Protocol names the coordinator ("kafka").
-	Protocol string
-	// ClientID and ClientHost are the client's id and the address it
-	// connected from; empty for a member given an id that has not joined
-	// yet.
-	ClientID, ClientHost string
-	// Topics are those it subscribed to and Partitions those it was
-	// assigned, as last synced (none while it joins).
-	Topics     []string
-	Partitions []group.TopicPartition
+	external atomic.Pointer[func(group string) backend.ExternalGroup]
 }
 
 // SetExternalGroupMembers tells the backend how a coordinator outside the
@@ -69,18 +39,18 @@ type ExternalMember struct {
 // its memory only) holds a group: DeleteGroup refuses a group its members
 // hold, as it refuses one with live members of logd's own protocol, and
 // ExternalGroup shows them (logctl group describe).
-func (b *Backend) SetExternalGroupMembers(members func(group string) ExternalGroup) {
+func (b *Backend) SetExternalGroupMembers(members func(group string) backend.ExternalGroup) {
 	b.external.Store(&members)
 }
 
 // ExternalGroup returns a group as the coordinator SetExternalGroupMembers
 // named holds it; on a node that does not lead, or without a coordinator,
 // none (a follower's Kafka listener coordinates no group).
-func (b *Backend) ExternalGroup(name string) ExternalGroup {
+func (b *Backend) ExternalGroup(name string) backend.ExternalGroup {
 	if f := b.external.Load(); f != nil && b.Node.IsLeader() {
 		return (*f)(name)
 	}
-	return ExternalGroup{}
+	return backend.ExternalGroup{}
 }
 
 // DeleteGroup deletes a consumer group without live members: of logd's
@@ -101,62 +71,15 @@ func NewBackend(n *Node) *Backend {
 	return &Backend{Node: n}
 }
 
-// TopicInfo is a topic's identity and settings, a copy the caller owns.
-type TopicInfo struct {
-	Name       string
-	Partitions int32
-	// Config holds every setting with its effective value.
-	Config map[string]string
-	// CreatedNanos is the creating command's time, Unix nanoseconds.
-	CreatedNanos int64
-}
-
-// PartitionState is one partition's log on this node: its offsets are the
-// half-open range [LogStartOffset, EndOffset) of records held.
-type PartitionState struct {
-	Partition      int32
-	LogStartOffset int64
-	EndOffset      int64
-	// Bytes is the size of the partition's segments.
-	Bytes             int64
-	Segments          int32
-	CompactedSegments int32
-	// LastCleanerRun is the last retention or compaction run applied to
-	// the partition on this node; nil if none.
-	LastCleanerRun *fsm.CleanerRun
-}
-
-// IdempotencyStats describes a topic's idempotency window.
-type IdempotencyStats struct {
-	// Keys held now.
-	Keys int64
-	// Evicted counts keys dropped before their window ended because the
-	// topic reached idempotency.max.keys; Expired keys dropped at its end.
-	Evicted, Expired int64
-}
-
-// TopicState is a topic with each partition's state, for describes and
-// metrics.
-type TopicState struct {
-	Topic       TopicInfo
-	Partitions  []PartitionState
-	Idempotency IdempotencyStats
-}
-
-// Offsets are a partition's bounds: it holds [LogStart, End).
-type Offsets struct {
-	LogStart, End int64
-}
-
-func topicInfo(t *Topic) TopicInfo {
-	return TopicInfo{Name: t.Name, Partitions: int32(len(t.Partitions)), Config: maps.Clone(t.Config), CreatedNanos: t.CreatedNanos}
+func topicInfo(t *fsm.Topic) backend.TopicInfo {
+	return backend.TopicInfo{Name: t.Name, Partitions: int32(len(t.Partitions)), Config: maps.Clone(t.Config), CreatedNanos: t.CreatedNanos}
 }
 
 // CreateTopic creates a topic through Raft and returns it as applied.
-func (b *Backend) CreateTopic(ctx context.Context, c CreateTopic) (TopicInfo, error) {
-	t, err := b.Node.CreateTopic(ctx, c)
+func (b *Backend) CreateTopic(ctx context.Context, c backend.CreateTopic) (backend.TopicInfo, error) {
+	t, err := b.Node.CreateTopic(ctx, createTopicIn(c))
 	if err != nil {
-		return TopicInfo{}, err
+		return backend.TopicInfo{}, err
 	}
 	return topicInfo(t), nil
 }
@@ -164,17 +87,17 @@ func (b *Backend) CreateTopic(ctx context.Context, c CreateTopic) (TopicInfo, er
 // TopicQuota returns the quota this node writes into the topic creations
 // it proposes (Config.Quota) and the cluster's counts of topics and
 // partitions.
-func (b *Backend) TopicQuota() (q TopicQuota, topics, partitions int64) {
+func (b *Backend) TopicQuota() (q backend.TopicQuota, topics, partitions int64) {
 	topics, partitions = b.Node.fsm.TopicCounts()
-	return b.Node.cfg.Quota, topics, partitions
+	return backend.TopicQuota(b.Node.cfg.Quota), topics, partitions
 }
 
 // AlterTopic changes a topic's settings through Raft and returns them as
 // applied.
-func (b *Backend) AlterTopic(ctx context.Context, c AlterTopic) (TopicInfo, error) {
-	t, err := b.Node.AlterTopic(ctx, c)
+func (b *Backend) AlterTopic(ctx context.Context, c backend.AlterTopic) (backend.TopicInfo, error) {
+	t, err := b.Node.AlterTopic(ctx, fsm.AlterTopic(c))
 	if err != nil {
-		return TopicInfo{}, err
+		return backend.TopicInfo{}, err
 	}
 	return topicInfo(t), nil
 }
@@ -188,19 +111,19 @@ func (b *Backend) DeleteTopic(ctx context.Context, name string) error {
 	return nil
 }
 
-// Topic returns a topic as applied on this node, or ErrUnknownTopic.
-func (b *Backend) Topic(name string) (TopicInfo, error) {
+// Topic returns a topic as applied on this node, or backend.ErrUnknownTopic.
+func (b *Backend) Topic(name string) (backend.TopicInfo, error) {
 	t, err := b.FSM().Topic(name)
 	if err != nil {
-		return TopicInfo{}, err
+		return backend.TopicInfo{}, err
 	}
 	return topicInfo(t), nil
 }
 
 // Topics returns every topic applied on this node, sorted by name.
-func (b *Backend) Topics() []TopicInfo {
+func (b *Backend) Topics() []backend.TopicInfo {
 	ts := b.FSM().Topics()
-	out := make([]TopicInfo, len(ts))
+	out := make([]backend.TopicInfo, len(ts))
 	for i, t := range ts {
 		out[i] = topicInfo(t)
 	}
@@ -208,32 +131,32 @@ func (b *Backend) Topics() []TopicInfo {
 }
 
 // DescribeTopic returns a topic with its partitions' state on this node.
-func (b *Backend) DescribeTopic(name string) (TopicState, error) {
+func (b *Backend) DescribeTopic(name string) (backend.TopicState, error) {
 	t, err := b.FSM().Topic(name)
 	if err != nil {
-		return TopicState{}, err
+		return backend.TopicState{}, err
 	}
 	return b.topicState(t), nil
 }
 
 // TopicStates returns DescribeTopic of every topic, sorted by name.
-func (b *Backend) TopicStates() []TopicState {
+func (b *Backend) TopicStates() []backend.TopicState {
 	ts := b.FSM().Topics()
-	out := make([]TopicState, len(ts))
+	out := make([]backend.TopicState, len(ts))
 	for i, t := range ts {
 		out[i] = b.topicState(t)
 	}
 	return out
 }
 
-func (b *Backend) topicState(t *Topic) TopicState {
+func (b *Backend) topicState(t *fsm.Topic) backend.TopicState {
 	ds := t.Dedup().Stats()
-	st := TopicState{Topic: topicInfo(t), Partitions: make([]PartitionState, len(t.Partitions)),
-		Idempotency: IdempotencyStats{Keys: int64(ds.Keys), Evicted: int64(ds.Evicted), Expired: int64(ds.Expired)}}
+	st := backend.TopicState{Topic: topicInfo(t), Partitions: make([]backend.PartitionState, len(t.Partitions)),
+		Idempotency: backend.IdempotencyStats{Keys: int64(ds.Keys), Evicted: int64(ds.Evicted), Expired: int64(ds.Expired)}}
 	for i, p := range t.Partitions {
 		l := p.Log()
 		segs := l.Segments()
-		ps := PartitionState{Partition: p.Index, LogStartOffset: l.StartOffset(), EndOffset: l.EndOffset(), Bytes: l.Size(), Segments: int32(len(segs))}
+		ps := backend.PartitionState{Partition: p.Index, LogStartOffset: l.StartOffset(), EndOffset: l.EndOffset(), Bytes: l.Size(), Segments: int32(len(segs))}
 		for _, s := range segs {
 			if s.Compacted {
 				ps.CompactedSegments++
@@ -248,13 +171,13 @@ func (b *Backend) topicState(t *Topic) TopicState {
 }
 
 // Offsets returns a partition's bounds on this node.
-func (b *Backend) Offsets(topic string, partition int32) (Offsets, error) {
+func (b *Backend) Offsets(topic string, partition int32) (backend.Offsets, error) {
 	p, err := b.FSM().Partition(topic, partition)
 	if err != nil {
-		return Offsets{}, err
+		return backend.Offsets{}, err
 	}
 	l := p.Log()
-	return Offsets{LogStart: l.StartOffset(), End: l.EndOffset()}, nil
+	return backend.Offsets{LogStart: l.StartOffset(), End: l.EndOffset()}, nil
 }
 
 // OffsetForTime returns the first offset of a partition whose batch's max
@@ -265,7 +188,8 @@ func (b *Backend) OffsetForTime(topic string, partition int32, tsMillis int64) (
 	if err != nil {
 		return 0, err
 	}
-	return p.Log().OffsetForTime(tsMillis)
+	off, err := p.Log().OffsetForTime(tsMillis)
+	return off, fromStorage(err)
 }
 
 // Failed returns the error that stopped the state machine, or nil.
@@ -294,19 +218,9 @@ func (b *Backend) MemberAPIAddresses() []string {
 	return addrs
 }
 
-// RaftStates lists the Raft states Status().State takes, in a fixed order.
-func RaftStates() []string {
-	states := []raft.RaftState{raft.Follower, raft.Candidate, raft.Leader, raft.Shutdown}
-	out := make([]string, len(states))
-	for i, s := range states {
-		out[i] = s.String()
-	}
-	return out
-}
-
 // CleanerCounters returns the totals of the retention commands this node
 // applied.
-func (b *Backend) CleanerCounters() CleanerCounters { return b.FSM().CleanerCounters() }
+func (b *Backend) CleanerCounters() backend.CleanerCounters { return b.FSM().CleanerCounters() }
 
 // ConsumerGroup returns a copy of a consumer group's state, or
 // group.ErrConsumerGroupNotFound.
@@ -319,7 +233,7 @@ func (b *Backend) ConsumerGroups() []*group.ConsumerGroup { return b.FSM().Consu
 
 // DescribeQueueGroup describes a queue group at now (Unix ns; lazy expiry
 // is counted, not applied).
-func (b *Backend) DescribeQueueGroup(topic, name string, now int64) (QueueGroupInfo, error) {
+func (b *Backend) DescribeQueueGroup(topic, name string, now int64) (backend.QueueGroupInfo, error) {
 	return b.FSM().DescribeQueueGroup(topic, name, now)
 }
 
@@ -331,3 +245,9 @@ func (b *Backend) QueueGroups(topic string) []string { return b.FSM().QueueGroup
 func (b *Backend) QueueInFlight(topic, name string, now int64, limit int) ([]queue.InFlightRecord, bool, error) {
 	return b.FSM().QueueInFlight(topic, name, now, limit)
 }
+
+// Backend implements both front ends' interfaces.
+var (
+	_ backend.API   = (*Backend)(nil)
+	_ backend.Kafka = (*Backend)(nil)
+)

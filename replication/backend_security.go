@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
@@ -13,18 +14,6 @@ import (
 // only once every member's build understands them: fsm.SecurityLevel),
 // reads answer from this node's applied state without a lock, as a front
 // end needs on every call.
-
-// TokenInfo is what may be shown of a token: its verifier's public fields
-// and who created it.
-type TokenInfo = fsm.TokenInfo
-
-// Bounds of the security state.
-const (
-	// MaxTokens bounds the cluster's live tokens (ErrTooManyTokens).
-	MaxTokens = fsm.MaxTokens
-	// MaxACLs bounds the cluster's ACLs (ErrTooManyACLs).
-	MaxACLs = fsm.MaxACLs
-)
 
 // securityNow is the time a security command is stamped with, and checked
 // against before it is proposed: never behind the state machine's clock,
@@ -40,9 +29,9 @@ func (b *Backend) checksState() bool { return b.fsm.AppliedIndex() >= b.raft.Las
 
 // CreateToken stores v, the verifier of a new token, through Raft;
 // createdBy is the principal creating it ("User:admin"). An invalid v or
-// createdBy is ErrInvalidArgument (and auth.ErrInvalidToken or
-// auth.ErrInvalidPrincipal); an id already stored ErrTokenExists; a full
-// cluster ErrTooManyTokens.
+// createdBy is backend.ErrInvalidArgument (and auth.ErrInvalidToken or
+// auth.ErrInvalidPrincipal); an id already stored backend.ErrTokenExists; a full
+// cluster backend.ErrTooManyTokens.
 func (b *Backend) CreateToken(ctx context.Context, v auth.Verifier, createdBy string) error {
 	now := b.securityNow()
 	data, err := fsm.EncodeTokenCreate(now, v, createdBy)
@@ -59,29 +48,29 @@ func (b *Backend) CreateToken(ctx context.Context, v auth.Verifier, createdBy st
 }
 
 // RevokeToken removes the token id through Raft and returns what it was;
-// ErrUnknownToken if no such token is stored.
-func (b *Backend) RevokeToken(ctx context.Context, id string) (TokenInfo, error) {
+// backend.ErrUnknownToken if no such token is stored.
+func (b *Backend) RevokeToken(ctx context.Context, id string) (backend.TokenInfo, error) {
 	data, err := fsm.EncodeTokenRevoke(b.securityNow(), id)
 	if err != nil {
-		return TokenInfo{}, err
+		return backend.TokenInfo{}, err
 	}
 	if _, ok := b.fsm.Token(id); !ok && b.checksState() {
-		return TokenInfo{}, fmt.Errorf("%w: %s", ErrUnknownToken, id)
+		return backend.TokenInfo{}, fmt.Errorf("%w: %s", backend.ErrUnknownToken, id)
 	}
 	res, err := b.propose(ctx, data)
 	if err != nil {
-		return TokenInfo{}, err
+		return backend.TokenInfo{}, err
 	}
-	info, ok := res.(TokenInfo)
+	info, ok := res.(backend.TokenInfo)
 	if !ok {
-		return TokenInfo{}, fmt.Errorf("revoke token: unexpected result %T", res)
+		return backend.TokenInfo{}, fmt.Errorf("revoke token: unexpected result %T", res)
 	}
 	return info, nil
 }
 
 // Tokens lists the tokens applied on this node, sorted by principal, then
 // creation time (then id).
-func (b *Backend) Tokens() []TokenInfo { return b.fsm.Tokens() }
+func (b *Backend) Tokens() []backend.TokenInfo { return b.fsm.Tokens() }
 
 // Token returns the verifier of the token id as applied on this node, for
 // authenticating a call: no lock, no allocation. The verifier's byte
@@ -90,8 +79,8 @@ func (b *Backend) Token(id string) (auth.Verifier, bool) { return b.fsm.Token(id
 
 // CreateACLs adds acls through Raft and returns how many were new (those
 // already present are kept once). An invalid ACL, or none, is
-// ErrInvalidArgument (and auth.ErrInvalidACL); more than MaxACLs in all
-// ErrTooManyACLs.
+// backend.ErrInvalidArgument (and auth.ErrInvalidACL); more than MaxACLs in all
+// backend.ErrTooManyACLs.
 func (b *Backend) CreateACLs(ctx context.Context, acls []auth.ACL) (created int, err error) {
 	data, err := fsm.EncodeACLCreate(b.securityNow(), acls)
 	if err != nil {
@@ -116,7 +105,7 @@ func (b *Backend) CreateACLs(ctx context.Context, acls []auth.ACL) (created int,
 // DeleteACLs removes the ACLs f matches through Raft and returns them, in
 // the set's order (none matching is no error). With dryRun it changes
 // nothing and returns what this node's applied ACLs would lose. A filter
-// with no field set, or an invalid one, is ErrInvalidArgument.
+// with no field set, or an invalid one, is backend.ErrInvalidArgument.
 func (b *Backend) DeleteACLs(ctx context.Context, f auth.Filter, dryRun bool) ([]auth.ACL, error) {
 	matched, err := b.fsm.MatchACLs(f)
 	if err != nil || dryRun {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
@@ -65,8 +66,8 @@ func TestSecurityStateFailover(t *testing.T) {
 
 	// The followers joined without registering a level: they count as
 	// fsm.BaseLevel, then one registers the level before security.
-	var fe *FeatureLevelError
-	if err := leader.CreateToken(ctx, alice, "User:admin"); !errors.As(err, &fe) || fe.Need != fsm.SecurityLevel || fe.Cluster != fsm.BaseLevel {
+	var fe *backend.FeatureLevelError
+	if err := leader.CreateToken(ctx, alice, "User:admin"); !errors.As(err, &fe) || fe.Need != backend.FeatureLevel(fsm.SecurityLevel) || fe.Cluster != backend.FeatureLevel(fsm.BaseLevel) {
 		t.Fatalf("token in a base-level cluster: %v", err)
 	}
 	if err := c.nodes[0].register(ctx, fsm.NodeRegister{ID: "n2", APIAddress: "n2-api", FeatureLevel: fsm.Level}); err != nil {
@@ -75,7 +76,7 @@ func TestSecurityStateFailover(t *testing.T) {
 	if err := c.nodes[0].register(ctx, fsm.NodeRegister{ID: "n3", APIAddress: "n3-api", FeatureLevel: fsm.QuotaLevel}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := leader.CreateACLs(ctx, []auth.ACL{aclPublic}); !errors.As(err, &fe) || fe.Cluster != fsm.QuotaLevel || !errors.Is(err, ErrFeatureLevel) {
+	if _, err := leader.CreateACLs(ctx, []auth.ACL{aclPublic}); !errors.As(err, &fe) || fe.Cluster != backend.FeatureLevel(fsm.QuotaLevel) || !errors.Is(err, backend.ErrFeatureLevel) {
 		t.Fatalf("ACLs with a member at level %d: %v", fsm.QuotaLevel, err)
 	}
 	if err := c.nodes[0].register(ctx, fsm.NodeRegister{ID: "n3", APIAddress: "n3-api", FeatureLevel: fsm.Level}); err != nil {
@@ -87,16 +88,16 @@ func TestSecurityStateFailover(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := leader.CreateToken(ctx, alice, "User:admin"); !errors.Is(err, ErrTokenExists) {
+	if err := leader.CreateToken(ctx, alice, "User:admin"); !errors.Is(err, backend.ErrTokenExists) {
 		t.Fatalf("the same token again: %v", err)
 	}
 	if n, err := leader.CreateACLs(ctx, []auth.ACL{aclAliceBilling, aclDenySecret, aclPublic, aclPublic}); err != nil || n != 3 {
 		t.Fatalf("create ACLs: %d, %v", n, err)
 	}
-	if _, err := leader.DeleteACLs(ctx, auth.Filter{}, false); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := leader.DeleteACLs(ctx, auth.Filter{}, false); !errors.Is(err, backend.ErrInvalidArgument) {
 		t.Fatalf("delete with an empty filter: %v", err)
 	}
-	if _, err := bs[1].CreateACLs(ctx, []auth.ACL{aclPublic}); !errors.Is(err, ErrNotLeader) {
+	if _, err := bs[1].CreateACLs(ctx, []auth.ACL{aclPublic}); !errors.Is(err, backend.ErrNotLeader) {
 		t.Fatalf("create on a follower: %v", err)
 	}
 	for i := range bs[1:] {
@@ -127,7 +128,7 @@ func TestSecurityStateFailover(t *testing.T) {
 	if info, err := next.RevokeToken(ctx, bob.ID); err != nil || info.ID != bob.ID || info.Principal != "User:bob" || info.CreatedBy != "User:admin" {
 		t.Fatalf("revoke bob: %+v, %v", info, err)
 	}
-	if _, err := next.RevokeToken(ctx, bob.ID); !errors.Is(err, ErrUnknownToken) {
+	if _, err := next.RevokeToken(ctx, bob.ID); !errors.Is(err, backend.ErrUnknownToken) {
 		t.Fatalf("revoke bob again: %v", err)
 	}
 	filter := auth.Filter{Principal: "User:alice", Effect: auth.Deny}
@@ -180,7 +181,7 @@ func TestSecurityStateRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := b.FSM().AppliedIndex()
-	if _, err := b.CreateTopic(ctx, CreateTopic{Name: "after", Partitions: 1}); err != nil {
+	if _, err := b.CreateTopic(ctx, backend.CreateTopic{Name: "after", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Snapshot(); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/internal/backupfile"
 	"github.com/logd-dev/logd/replication/fsm"
 )
@@ -35,13 +36,6 @@ import (
 // changing under it.
 const backupAttempts = 3
 
-// BackupInfo describes a backup about to be streamed.
-type BackupInfo struct {
-	Header backupfile.Header
-	// Size is the number of bytes the backup file will have.
-	Size int64
-}
-
 // openedSegment is a listed segment with its files open.
 type openedSegment struct {
 	seg  backupfile.Segment
@@ -49,52 +43,52 @@ type openedSegment struct {
 }
 
 // Backup writes a backup of this node's state, which must be the leader's
-// (ErrNotLeader otherwise, so that it holds every write acknowledged
+// (backend.ErrNotLeader otherwise, so that it holds every write acknowledged
 // before the call): it takes a Raft snapshot, opens every segment it
 // lists, calls start with the backup's header and size, and streams the
 // file into the writer start returns. Nothing is buffered beyond a frame
 // header and a segment's .meta file. An error from start ends the backup
 // before anything is written; an error after that leaves the writer with
 // a file that a restore refuses (it has no trailer).
-func (n *Node) Backup(ctx context.Context, start func(BackupInfo) (io.Writer, error)) (BackupInfo, error) {
+func (n *Node) Backup(ctx context.Context, start func(backend.BackupInfo) (io.Writer, error)) (backend.BackupInfo, error) {
 	if !n.IsLeader() {
-		return BackupInfo{}, ErrNotLeader
+		return backend.BackupInfo{}, backend.ErrNotLeader
 	}
 	if !n.Ready() {
-		return BackupInfo{}, fmt.Errorf("%w: the leader has not applied its barrier yet", ErrNotLeader)
+		return backend.BackupInfo{}, fmt.Errorf("%w: the leader has not applied its barrier yet", backend.ErrNotLeader)
 	}
 	var lastErr error
 	for range backupAttempts {
 		if err := ctx.Err(); err != nil {
-			return BackupInfo{}, err
+			return backend.BackupInfo{}, err
 		}
 		info, err := n.backupOnce(ctx, start)
-		if !errors.Is(err, fsm.ErrSegmentGone) {
+		if !errors.Is(err, backend.ErrSegmentGone) {
 			return info, err
 		}
 		lastErr = err
 		n.cfg.Logger.Info("backup: a listed segment changed before it was opened; taking a new snapshot", "err", err)
 	}
-	return BackupInfo{}, fmt.Errorf("backup: segments changed under %d snapshots in a row: %w", backupAttempts, lastErr)
+	return backend.BackupInfo{}, fmt.Errorf("backup: segments changed under %d snapshots in a row: %w", backupAttempts, lastErr)
 }
 
-func (n *Node) backupOnce(ctx context.Context, start func(BackupInfo) (io.Writer, error)) (BackupInfo, error) {
+func (n *Node) backupOnce(ctx context.Context, start func(backend.BackupInfo) (io.Writer, error)) (backend.BackupInfo, error) {
 	fut := n.raft.Snapshot()
 	if err := fut.Error(); err != nil {
-		return BackupInfo{}, fmt.Errorf("backup: snapshot: %w", mapRaftError(err))
+		return backend.BackupInfo{}, fmt.Errorf("backup: snapshot: %w", mapRaftError(err))
 	}
 	meta, rc, err := fut.Open()
 	if err != nil {
-		return BackupInfo{}, fmt.Errorf("backup: open snapshot: %w", err)
+		return backend.BackupInfo{}, fmt.Errorf("backup: open snapshot: %w", err)
 	}
 	defer rc.Close()
 	br := bufio.NewReaderSize(rc, 64<<10)
 	line, contents, err := fsm.ReadSnapshotManifest(br)
 	if err != nil {
-		return BackupInfo{}, fmt.Errorf("backup: %w", err)
+		return backend.BackupInfo{}, fmt.Errorf("backup: %w", err)
 	}
 	if contents.Index != meta.Index {
-		return BackupInfo{}, fmt.Errorf("backup: snapshot %s at index %d holds a manifest of index %d", meta.ID, meta.Index, contents.Index)
+		return backend.BackupInfo{}, fmt.Errorf("backup: snapshot %s at index %d holds a manifest of index %d", meta.ID, meta.Index, contents.Index)
 	}
 	segs, err := n.openSegments(contents.Segments)
 	defer func() {
@@ -103,7 +97,7 @@ func (n *Node) backupOnce(ctx context.Context, start func(BackupInfo) (io.Writer
 		}
 	}()
 	if err != nil {
-		return BackupInfo{}, err
+		return backend.BackupInfo{}, err
 	}
 	h := backupfile.Header{
 		FormatVersion: backupfile.Version, Node: n.cfg.NodeID, Index: meta.Index, Term: meta.Term, FeatureLevel: int(contents.Level),
@@ -119,9 +113,9 @@ func (n *Node) backupOnce(ctx context.Context, start func(BackupInfo) (io.Writer
 	}
 	size, err := backupfile.EncodedSize(h, list)
 	if err != nil {
-		return BackupInfo{}, fmt.Errorf("backup: %w", err)
+		return backend.BackupInfo{}, fmt.Errorf("backup: %w", err)
 	}
-	info := BackupInfo{Header: h, Size: size}
+	info := backend.BackupInfo{Header: h, Size: size}
 	w, err := start(info)
 	if err != nil {
 		return info, err
@@ -148,7 +142,7 @@ func (n *Node) backupOnce(ctx context.Context, start func(BackupInfo) (io.Writer
 
 // openSegments opens the data file and reads the .meta file of every
 // listed segment, checking each is still the one listed (see the comment
-// at the top of this file). A segment changed since is fsm.ErrSegmentGone.
+// at the top of this file). A segment changed since is backend.ErrSegmentGone.
 // The files opened are returned even with an error, for the caller to
 // close.
 func (n *Node) openSegments(listed []fsm.SnapshotSegment) ([]openedSegment, error) {
@@ -179,7 +173,7 @@ func (n *Node) openSegments(listed []fsm.SnapshotSegment) ([]openedSegment, erro
 		}
 		if fi.Size() < l.Bytes || s.Info.Compacted && (s.Info.EndOffset != l.End || s.Info.Bytes != l.Bytes) {
 			return out, fmt.Errorf("backup: %s: %w: now %d bytes ending at %d, listed %d ending at %d",
-				name, fsm.ErrSegmentGone, fi.Size(), s.Info.EndOffset, l.Bytes, l.End)
+				name, backend.ErrSegmentGone, fi.Size(), s.Info.EndOffset, l.Bytes, l.End)
 		}
 		out[len(out)-1].seg = backupfile.Segment{Topic: l.Topic, TopicIndex: l.TopicIndex, Partition: l.Partition,
 			Base: l.Base, End: l.End, Bytes: l.Bytes, Meta: metaBytes}
@@ -188,10 +182,10 @@ func (n *Node) openSegments(listed []fsm.SnapshotSegment) ([]openedSegment, erro
 }
 
 // asGone makes a segment file that vanished (retention, a deleted topic)
-// or a partition no longer there ErrSegmentGone, which Backup retries.
+// or a partition no longer there backend.ErrSegmentGone, which Backup retries.
 func asGone(err error) error {
-	if errors.Is(err, os.ErrNotExist) || errors.Is(err, fsm.ErrUnknownTopic) || errors.Is(err, fsm.ErrUnknownPartition) {
-		return fmt.Errorf("%w: %v", fsm.ErrSegmentGone, err)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, backend.ErrUnknownTopic) || errors.Is(err, backend.ErrUnknownPartition) {
+		return fmt.Errorf("%w: %v", backend.ErrSegmentGone, err)
 	}
 	return err
 }

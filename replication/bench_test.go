@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // BenchmarkGroupCommit measures small appends from many concurrent
@@ -30,7 +32,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 				for !n.IsLeader() {
 					time.Sleep(time.Millisecond)
 				}
-				if _, err := n.CreateTopic(ctx, CreateTopic{Name: "b", Partitions: 8}); err != nil {
+				if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "b", Partitions: 8}); err != nil {
 					b.Fatal(err)
 				}
 				payload := mustBatchB(b, string(make([]byte, 128)))
@@ -41,7 +43,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 					i := 0
 					for pb.Next() {
 						i++
-						if _, err := n.Append(ctx, Append{Topic: "b", Batches: []PartitionBatch{{Partition: int32(i % 8), Batch: payload}}}); err != nil {
+						if _, err := n.Append(ctx, fsm.Append{Topic: "b", Batches: []fsm.PartitionBatch{{Partition: int32(i % 8), Batch: payload}}}); err != nil {
 							b.Error(err)
 							return
 						}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
@@ -55,12 +56,12 @@ func TestCatchUpAfterCompaction(t *testing.T) {
 		}
 	}
 	waitUntil("a registered leader", func() bool { _, ok := n.FSM().NodeAddress("n1"); return n.IsLeader() && ok })
-	if _, err := n.CreateTopic(ctx, CreateTopic{Name: "c", Partitions: 1, Config: map[string]string{
-		ConfigSegmentBytes: "100", ConfigCleanupPolicy: "compact", fsm.ConfigDeleteRetentionMs: "0"}}); err != nil {
+	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "c", Partitions: 1, Config: map[string]string{
+		fsm.ConfigSegmentBytes: "100", fsm.ConfigCleanupPolicy: "compact", fsm.ConfigDeleteRetentionMs: "0"}}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 6 {
-		if _, err := n.Append(ctx, Append{Topic: "c", Batches: []PartitionBatch{{Partition: 0, Batch: keyedBatch(t, now().UnixMilli(), fmt.Sprint("k", i%2), fmt.Sprint("v", i))}}}); err != nil {
+		if _, err := n.Append(ctx, fsm.Append{Topic: "c", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: keyedBatch(t, now().UnixMilli(), fmt.Sprint("k", i%2), fmt.Sprint("v", i))}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -94,10 +95,10 @@ func TestCatchUpAfterCompaction(t *testing.T) {
 	if now0.Bytes == listed[0].Bytes || !now0.Compacted {
 		t.Fatalf("segment 0 not compacted: %+v, listed %+v", now0, listed[0])
 	}
-	if _, err := client.SegmentMeta(ctx, addr, ref(0)); !errors.Is(err, ErrSegmentGone) {
+	if _, err := client.SegmentMeta(ctx, addr, ref(0)); !errors.Is(err, backend.ErrSegmentGone) {
 		t.Fatalf("meta of a compacted segment: %v", err)
 	}
-	if _, err := client.SegmentData(ctx, addr, ref(0)); !errors.Is(err, ErrSegmentGone) {
+	if _, err := client.SegmentData(ctx, addr, ref(0)); !errors.Is(err, backend.ErrSegmentGone) {
 		t.Fatalf("data of a compacted segment: %v", err)
 	}
 	// As it is now, it is served.
@@ -115,13 +116,13 @@ func TestCatchUpAfterCompaction(t *testing.T) {
 	// before, never a compacted prefix.
 	old := ref(0)
 	old.End = -1
-	if _, err := client.SegmentData(ctx, addr, old); err == nil || errors.Is(err, ErrSegmentGone) || !strings.Contains(err.Error(), "416") {
+	if _, err := client.SegmentData(ctx, addr, old); err == nil || errors.Is(err, backend.ErrSegmentGone) || !strings.Contains(err.Error(), "416") {
 		t.Fatalf("data without end: %v", err)
 	}
 	// A segment this node does not have yet (it is behind) is not gone.
 	ahead := ref(len(listed) - 1)
 	ahead.Base, ahead.End = p.Log().EndOffset()+10, p.Log().EndOffset()+11
-	if _, err := client.SegmentMeta(ctx, addr, ahead); err == nil || errors.Is(err, ErrSegmentGone) {
+	if _, err := client.SegmentMeta(ctx, addr, ahead); err == nil || errors.Is(err, backend.ErrSegmentGone) {
 		t.Fatalf("a segment past the end: %v", err)
 	}
 
@@ -129,7 +130,7 @@ func TestCatchUpAfterCompaction(t *testing.T) {
 	// for its timeout.
 	f, _ := testFSM(t, t.TempDir(), newSegmentFetcher(client, time.Minute, testLogger()))
 	err = f.Restore(io.NopCloser(bytes.NewReader(snap)))
-	if !errors.Is(err, ErrSegmentGone) || strings.Contains(err.Error(), "within") {
+	if !errors.Is(err, backend.ErrSegmentGone) || strings.Contains(err.Error(), "within") {
 		t.Fatalf("restore of a stale snapshot: %v", err)
 	}
 

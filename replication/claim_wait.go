@@ -4,6 +4,9 @@ import (
 	"context"
 	"math"
 	"time"
+
+	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // QueueClaimWait is QueueClaim with a long poll: while nothing is
@@ -11,15 +14,15 @@ import (
 // group's earliest lease or backoff to end, without proposing empty
 // claims. It returns the first claim that delivers records or reports
 // partitions at their in-flight cap, or the last one at the deadline.
-func (b *Backend) QueueClaimWait(ctx context.Context, c QueueClaim, wait time.Duration) (QueueClaimResult, error) {
+func (b *Backend) QueueClaimWait(ctx context.Context, c backend.QueueClaim, wait time.Duration) (backend.QueueClaimResult, error) {
 	deadline := time.Now().Add(wait)
 	for {
 		if err := b.waitClaimable(ctx, c.Topic, c.Group, deadline); err != nil {
-			return QueueClaimResult{}, err
+			return backend.QueueClaimResult{}, err
 		}
-		res, err := b.QueueClaim(ctx, c)
+		res, err := b.Node.QueueClaim(ctx, fsm.QueueClaim(c))
 		if err != nil {
-			return QueueClaimResult{}, err
+			return backend.QueueClaimResult{}, err
 		}
 		if len(res.Records) > 0 || len(res.AtCap) > 0 || !time.Now().Before(deadline) {
 			return res, nil

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/replication/fsm"
 	"github.com/logd-dev/logd/retention"
@@ -38,25 +39,14 @@ func (n *Node) cleanerIOBytesPerSec() int64 {
 	}
 }
 
-// CleanerStats are this node's cleaner measurements (the leader's work:
-// planning and preparing compactions outside the FSM goroutine).
-type CleanerStats struct {
-	Runs             int64         // passes over every partition
-	Prepared         int64         // compactions prepared
-	PreparedBytes    int64         // their input bytes
-	PrepareDuration  time.Duration // total time spent preparing
-	PassDuration     time.Duration // total time of every pass
-	LastPassDuration time.Duration
-}
-
-// cleanerStats guards CleanerStats.
+// cleanerStats guards backend.CleanerStats.
 type cleanerStats struct {
 	mu sync.Mutex
-	s  CleanerStats // guarded by mu
+	s  backend.CleanerStats // guarded by mu
 }
 
 // CleanerStats returns the cleaner's measurements on this node.
-func (n *Node) CleanerStats() CleanerStats {
+func (n *Node) CleanerStats() backend.CleanerStats {
 	n.cleanerStats.mu.Lock()
 	defer n.cleanerStats.mu.Unlock()
 	return n.cleanerStats.s
@@ -119,10 +109,10 @@ func planSegments(segs []log.SegmentInfo) []retention.Segment {
 // Clean runs one cleaner pass now: for every partition it plans with the
 // leader's clock, proposes a Trim where segments expired, and prepares and
 // proposes a Compact where one is due. Only the leader cleans
-// (ErrNotLeader otherwise).
+// (backend.ErrNotLeader otherwise).
 func (n *Node) Clean(ctx context.Context) error {
 	if !n.IsLeader() {
-		return ErrNotLeader
+		return backend.ErrNotLeader
 	}
 	start := time.Now()
 	var errs []error
@@ -145,7 +135,7 @@ func (n *Node) Clean(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (n *Node) cleanPartition(ctx context.Context, t *Topic, p *Partition, pol retention.Policy) error {
+func (n *Node) cleanPartition(ctx context.Context, t *fsm.Topic, p *fsm.Partition, pol retention.Policy) error {
 	now := n.cfg.Now()
 	in := retention.Input{
 		Segments:      planSegments(p.Log().Segments()),

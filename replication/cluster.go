@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
@@ -20,30 +21,7 @@ import (
 // reports having applied nearly all of the leader's log, as a follower of
 // this leader, when the voters that would then answer are a majority of the
 // new configuration. One membership change (a Join or a RemoveNode) runs at
-// a time; another is refused with ErrMembershipChange, not queued.
-
-// Errors of membership changes. Each leaves the configuration as it was,
-// except ErrNoQuorum and a catch-up that ends early, which leave a joining
-// node a non-voter (a later Join resumes, RemoveNode takes it out).
-var (
-	// ErrUnknownNode means a membership call named a node that is not a
-	// member.
-	ErrUnknownNode = errors.New("replication: unknown node")
-	// ErrMembershipChange means another membership change is in progress
-	// on the leader; retry once it ends.
-	ErrMembershipChange = errors.New("replication: another membership change is in progress")
-	// ErrNodeUnreachable means a joining node does not answer on its API
-	// address as the node it claims to be, or its Raft address refuses a
-	// connection.
-	ErrNodeUnreachable = errors.New("replication: node unreachable")
-	// ErrNodeConflict means a join names a member's id with other
-	// addresses, or an address that is another member's. Remove the
-	// member first.
-	ErrNodeConflict = errors.New("replication: conflicts with a member")
-	// ErrNoQuorum means promoting a node would leave the cluster without a
-	// reachable quorum: too few of its voters answer.
-	ErrNoQuorum = errors.New("replication: no reachable quorum for the change")
-)
+// a time; another is refused with backend.ErrMembershipChange, not queued.
 
 // clusterState serializes membership changes on this node.
 type clusterState struct {
@@ -77,7 +55,7 @@ func (c *memberChange) String() string {
 var errRemovedWhileJoining = errors.New("removed while joining")
 
 // beginChange takes the membership change slot for a join or a removal of
-// id, or fails with ErrMembershipChange when another change holds it. A
+// id, or fails with backend.ErrMembershipChange when another change holds it. A
 // removal of the node a join is waiting for ends that join first, so a
 // node that never catches up can always be removed. The returned context
 // ends with ctx or when such a removal ends the change; end releases the
@@ -101,7 +79,7 @@ func (n *Node) beginChange(ctx context.Context, join bool, id string) (context.C
 		}
 		n.cluster.mu.Unlock()
 		if join || !cur.join || cur.id != id {
-			return nil, nil, fmt.Errorf("%w: %s", ErrMembershipChange, cur)
+			return nil, nil, fmt.Errorf("%w: %s", backend.ErrMembershipChange, cur)
 		}
 		cur.cancel(errRemovedWhileJoining)
 		select {
@@ -112,68 +90,35 @@ func (n *Node) beginChange(ctx context.Context, join bool, id string) (context.C
 	}
 }
 
-// JoinRequest asks the leader to add a node.
-type JoinRequest struct {
-	ID          string
-	RaftAddress string
-	APIAddress  string
-	// FeatureLevel is the highest feature level the node's build
-	// understands (fsm.Level there); 0 when not known, which counts as
-	// fsm.BaseLevel (features.go).
-	FeatureLevel fsm.FeatureLevel
-	// PeerAddress, if set, is where the node serves node-to-node HTTP
-	// (Config.PeerAdvertise): the leader asks the node there, and
-	// registers it. KafkaAddress, if set, is its advertised Kafka
-	// address, registered with it. Builds before them send neither.
-	PeerAddress  string
-	KafkaAddress string
-	// RegisterOnly: the node is a member and asks only that its
-	// addresses and feature level be registered (a node that restarted
-	// with a new build or address, register.go); the leader never adds or
-	// promotes it, and refuses one that is not a member
-	// (ErrUnknownNode).
-	RegisterOnly bool
-	// CallerNodeID and ForwardedBy say who asked, under peer TLS
-	// (Config.PeerTLS); the front end fills them from the connection the
-	// call arrived on (PeerTLS.VerifiedNode). CallerNodeID is the node id
-	// of the verified node certificate the caller presented, "" for none.
-	// On a call another node forwarded, ForwardedBy is that node's id
-	// (its connection's certificate), and CallerNodeID what it found on
-	// its own caller's connection. The leader adds a node only for a
-	// caller that proved to be that node (checkJoinCaller).
-	CallerNodeID string
-	ForwardedBy  string
-}
-
 // Join adds a node to the cluster, on the leader, and returns once it is a
-// voter. It checks the request (ErrInvalidArgument) and the node, through
-// probe (ErrNodeUnreachable), before it changes anything; registers the
+// voter. It checks the request (backend.ErrInvalidArgument) and the node, through
+// probe (backend.ErrNodeUnreachable), before it changes anything; registers the
 // node's addresses and feature level; adds it as a non-voter; waits until
 // probe shows it has applied all but joinMaxLag of the leader's log as a
 // follower of this leader; and promotes it to voter when the voters that
 // answer, the new one included, are a majority of the new configuration
-// (ErrNoQuorum otherwise). A node that is a voter at the same addresses is
+// (backend.ErrNoQuorum otherwise). A node that is a voter at the same addresses is
 // only re-registered when its feature level, peer or Kafka address
 // changed, and a non-voter at the same addresses resumes where an earlier
 // attempt stopped. The leader asks the node at its peer address when it
-// gives one, else at its API address (JoinRequest.callAddress). The same
+// gives one, else at its API address (backend.JoinRequest.callAddress). The same
 // id at another Raft address, or an address of another member, is
-// ErrNodeConflict; a registered API or peer address moves only when its
+// backend.ErrNodeConflict; a registered API or peer address moves only when its
 // old one no longer answers as the node. Another change in progress is
-// ErrMembershipChange. A request with RegisterOnly changes the registry
+// backend.ErrMembershipChange. A request with RegisterOnly changes the registry
 // only, under the same checks, and only of a member.
-func (n *Node) Join(ctx context.Context, req JoinRequest, probe NodeProbe) error {
+func (n *Node) Join(ctx context.Context, req backend.JoinRequest, probe backend.NodeProbe) error {
 	if err := validateJoin(req); err != nil {
 		return err
 	}
 	if probe == nil {
-		return fmt.Errorf("%w: join needs a way to ask the node", ErrInvalidArgument)
+		return fmt.Errorf("%w: join needs a way to ask the node", backend.ErrInvalidArgument)
 	}
 	if err := n.checkJoinCaller(req); err != nil {
 		return err
 	}
 	if !n.IsLeader() {
-		return ErrNotLeader
+		return backend.ErrNotLeader
 	}
 	plan, err := n.planJoin(req)
 	if err != nil || plan.done {
@@ -194,7 +139,7 @@ func (n *Node) Join(ctx context.Context, req JoinRequest, probe NodeProbe) error
 	defer end()
 	if err := n.join(cctx, req, probe); err != nil {
 		if cause := context.Cause(cctx); cause == errRemovedWhileJoining {
-			return fmt.Errorf("join %s: %w: %v", req.ID, ErrUnknownNode, cause)
+			return fmt.Errorf("join %s: %w: %v", req.ID, backend.ErrUnknownNode, cause)
 		}
 		return err
 	}
@@ -202,9 +147,9 @@ func (n *Node) Join(ctx context.Context, req JoinRequest, probe NodeProbe) error
 }
 
 // join is Join once the slot is taken.
-func (n *Node) join(ctx context.Context, req JoinRequest, probe NodeProbe) error {
+func (n *Node) join(ctx context.Context, req backend.JoinRequest, probe backend.NodeProbe) error {
 	if !n.IsLeader() {
-		return ErrNotLeader
+		return backend.ErrNotLeader
 	}
 	// Things may have moved while the joiner was checked.
 	plan, err := n.planJoin(req)
@@ -223,11 +168,11 @@ func (n *Node) join(ctx context.Context, req JoinRequest, probe NodeProbe) error
 		cancel()
 		if err == nil && rep.ID == req.ID {
 			return fmt.Errorf("%w: node %s answers at its registered address %s, not moving it (API address %s, peer address %q)",
-				ErrNodeConflict, req.ID, old, req.APIAddress, req.PeerAddress)
+				backend.ErrNodeConflict, req.ID, old, req.APIAddress, req.PeerAddress)
 		}
 	}
 	if plan.register {
-		reg := fsm.NodeRegister{ID: req.ID, APIAddress: req.APIAddress, FeatureLevel: req.FeatureLevel,
+		reg := fsm.NodeRegister{ID: req.ID, APIAddress: req.APIAddress, FeatureLevel: fsm.FeatureLevel(req.FeatureLevel),
 			PeerAddress: req.PeerAddress, KafkaAddress: req.KafkaAddress}
 		if err := n.register(ctx, reg); err != nil {
 			return err
@@ -275,17 +220,17 @@ type joinPlan struct {
 // registerOnly refuses a request with RegisterOnly from a node that is
 // not a member: registering it would not make it one, and adding it is
 // a join's business.
-func (p joinPlan) registerOnly(req JoinRequest) error {
+func (p joinPlan) registerOnly(req backend.JoinRequest) error {
 	if req.RegisterOnly && p.member == nil {
-		return fmt.Errorf("%w: %s asks to be registered but is not a member (join it first)", ErrUnknownNode, req.ID)
+		return fmt.Errorf("%w: %s asks to be registered but is not a member (join it first)", backend.ErrUnknownNode, req.ID)
 	}
 	return nil
 }
 
 // planJoin compares a join request with the configuration and the node
-// registry: ErrNodeConflict when the id is a member at another Raft
+// registry: backend.ErrNodeConflict when the id is a member at another Raft
 // address, or an address is another member's.
-func (n *Node) planJoin(req JoinRequest) (joinPlan, error) {
+func (n *Node) planJoin(req backend.JoinRequest) (joinPlan, error) {
 	f := n.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return joinPlan{}, mapRaftError(err)
@@ -297,24 +242,24 @@ func (n *Node) planJoin(req JoinRequest) (joinPlan, error) {
 			continue
 		}
 		if string(s.Address) == req.RaftAddress {
-			return p, fmt.Errorf("%w: raft address %s is node %s's", ErrNodeConflict, req.RaftAddress, s.ID)
+			return p, fmt.Errorf("%w: raft address %s is node %s's", backend.ErrNodeConflict, req.RaftAddress, s.ID)
 		}
 		if other, ok := n.fsm.Node(string(s.ID)); ok {
 			if other.APIAddress == req.APIAddress {
-				return p, fmt.Errorf("%w: API address %s is node %s's", ErrNodeConflict, req.APIAddress, s.ID)
+				return p, fmt.Errorf("%w: API address %s is node %s's", backend.ErrNodeConflict, req.APIAddress, s.ID)
 			}
 			if req.PeerAddress != "" && other.PeerAddress == req.PeerAddress {
-				return p, fmt.Errorf("%w: peer address %s is node %s's", ErrNodeConflict, req.PeerAddress, s.ID)
+				return p, fmt.Errorf("%w: peer address %s is node %s's", backend.ErrNodeConflict, req.PeerAddress, s.ID)
 			}
 		}
 	}
 	if p.member != nil && string(p.member.Address) != req.RaftAddress {
 		return p, fmt.Errorf("%w: node %s is a member at raft address %s; remove it before joining it at %s",
-			ErrNodeConflict, req.ID, p.member.Address, req.RaftAddress)
+			backend.ErrNodeConflict, req.ID, p.member.Address, req.RaftAddress)
 	}
 	cur, ok := n.fsm.Node(req.ID)
 	p.register = !ok || cur.APIAddress != req.APIAddress || cur.PeerAddress != req.PeerAddress || cur.KafkaAddress != req.KafkaAddress ||
-		req.FeatureLevel != 0 && n.fsm.NodeFeatureLevel(req.ID) != req.FeatureLevel
+		req.FeatureLevel != 0 && n.fsm.NodeFeatureLevel(req.ID) != fsm.FeatureLevel(req.FeatureLevel)
 	if p.member != nil && ok {
 		if cur.APIAddress != "" && cur.APIAddress != req.APIAddress {
 			p.movedFrom = append(p.movedFrom, cur.APIAddress)
@@ -331,7 +276,7 @@ func (n *Node) planJoin(req JoinRequest) (joinPlan, error) {
 // joiner counted (it has just shown it is caught up), would not be a
 // majority of the configuration with it as a voter. The leader counts
 // itself; other voters are asked in parallel (voterAnswers).
-func (n *Node) checkQuorum(ctx context.Context, joiner string, probe NodeProbe) error {
+func (n *Node) checkQuorum(ctx context.Context, joiner string, probe backend.NodeProbe) error {
 	f := n.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return mapRaftError(err)
@@ -369,7 +314,7 @@ func (n *Node) checkQuorum(ctx context.Context, joiner string, probe NodeProbe) 
 		}
 	}
 	if answering <= voters/2 {
-		return fmt.Errorf("%w: %d of %d voters would answer (not answering: %v)", ErrNoQuorum, answering, voters, silent)
+		return fmt.Errorf("%w: %d of %d voters would answer (not answering: %v)", backend.ErrNoQuorum, answering, voters, silent)
 	}
 	return nil
 }
@@ -378,7 +323,7 @@ func (n *Node) checkQuorum(ctx context.Context, joiner string, probe NodeProbe) 
 // leader in term: at the address nodes call it at (its peer address, else
 // its client API) when it registered one, else by its Raft address
 // accepting a connection.
-func (n *Node) voterAnswers(ctx context.Context, s raft.Server, term uint64, probe NodeProbe) bool {
+func (n *Node) voterAnswers(ctx context.Context, s raft.Server, term uint64, probe backend.NodeProbe) bool {
 	ctx, cancel := context.WithTimeout(ctx, joinProbeTimeout)
 	defer cancel()
 	reg, ok := n.fsm.Node(string(s.ID))
@@ -394,11 +339,11 @@ func (n *Node) voterAnswers(ctx context.Context, s raft.Server, term uint64, pro
 // removed node is no longer part of any quorum and never acknowledges a
 // write again (its votes and entries are ignored); to bring its machine
 // back, wipe its data and join it under a new id. It is refused with
-// ErrMembershipChange while another change runs, except a join of the same
+// backend.ErrMembershipChange while another change runs, except a join of the same
 // node, which it ends first.
 func (n *Node) RemoveNode(ctx context.Context, id string) error {
 	if !n.IsLeader() {
-		return ErrNotLeader
+		return backend.ErrNotLeader
 	}
 	ctx, end, err := n.beginChange(ctx, false, id)
 	if err != nil {
@@ -406,14 +351,14 @@ func (n *Node) RemoveNode(ctx context.Context, id string) error {
 	}
 	defer end()
 	if !n.IsLeader() {
-		return ErrNotLeader
+		return backend.ErrNotLeader
 	}
 	cur, err := n.member(id)
 	if err != nil {
 		return err
 	}
 	if cur == nil {
-		return fmt.Errorf("%w: %q", ErrUnknownNode, id)
+		return fmt.Errorf("%w: %q", backend.ErrUnknownNode, id)
 	}
 	// Forget the address first: removing the leader itself ends its
 	// ability to propose.
@@ -437,7 +382,7 @@ func (n *Node) TransferLeadership(ctx context.Context, id string) error {
 	n.cluster.transferMu.Lock()
 	defer n.cluster.transferMu.Unlock()
 	if !n.IsLeader() {
-		return ErrNotLeader
+		return backend.ErrNotLeader
 	}
 	var f raft.Future
 	if id == "" {
@@ -448,7 +393,7 @@ func (n *Node) TransferLeadership(ctx context.Context, id string) error {
 			return err
 		}
 		if cur == nil || cur.Suffrage != raft.Voter {
-			return fmt.Errorf("%w: %q is not a voter", ErrUnknownNode, id)
+			return fmt.Errorf("%w: %q is not a voter", backend.ErrUnknownNode, id)
 		}
 		if id == n.cfg.NodeID {
 			return nil

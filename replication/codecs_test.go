@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/replication/fsm"
 )
@@ -13,7 +14,7 @@ import (
 // TestAppendCodecsFeatureGate: a snappy, lz4 or zstd batch is appended
 // only once every member's build reads such batches at apply
 // (fsm.CompressionLevel): before, Append refuses it with a
-// *FeatureLevelError naming the codec (and the entry itself would not
+// *backend.FeatureLevelError naming the codec (and the entry itself would not
 // pass the proposal gate), while gzip goes through; after, it is appended
 // and every replica's state machine is at the level.
 func TestAppendCodecsFeatureGate(t *testing.T) {
@@ -21,7 +22,7 @@ func TestAppendCodecsFeatureGate(t *testing.T) {
 	defer cancel()
 	c := newMemCluster(t, ctx, 3)
 	n := c.nodes[0]
-	if _, err := n.CreateTopic(ctx, CreateTopic{Name: "t", Partitions: 1}); err != nil {
+	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "t", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	compress := func(codec batch.Compression, values ...string) []byte {
@@ -31,21 +32,21 @@ func TestAppendCodecsFeatureGate(t *testing.T) {
 		}
 		return b
 	}
-	zstd := Append{Topic: "t", Batches: []PartitionBatch{{Partition: 0, Batch: compress(batch.CompressionZstd, "z1", "z2")}}}
+	zstd := fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: compress(batch.CompressionZstd, "z1", "z2")}}}
 
 	// The followers joined without registering a level: base.
-	var fe *FeatureLevelError
-	if _, err := n.Append(ctx, zstd); !errors.As(err, &fe) || !errors.Is(err, ErrFeatureLevel) ||
-		fe.Need != fsm.CompressionLevel || fe.Cluster != fsm.BaseLevel || fe.Command != "append of zstd batches" {
+	var fe *backend.FeatureLevelError
+	if _, err := n.Append(ctx, zstd); !errors.As(err, &fe) || !errors.Is(err, backend.ErrFeatureLevel) ||
+		fe.Need != backend.FeatureLevel(fsm.CompressionLevel) || fe.Cluster != backend.FeatureLevel(fsm.BaseLevel) || fe.Command != "append of zstd batches" {
 		t.Fatalf("zstd in a base-level cluster: %v", err)
 	}
-	if _, err := n.propose(ctx, fsm.EncodeAppend(n.cfg.Now().UnixNano(), zstd)); !errors.Is(err, ErrFeatureLevel) {
+	if _, err := n.propose(ctx, fsm.EncodeAppend(n.cfg.Now().UnixNano(), zstd)); !errors.Is(err, backend.ErrFeatureLevel) {
 		t.Fatalf("the zstd entry proposed directly: %v", err)
 	}
 	if err := n.CheckCompression(batch.CompressionGzip); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.Append(ctx, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 0, Batch: compress(batch.CompressionGzip, "g0")}}}); err != nil {
+	if _, err := n.Append(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: compress(batch.CompressionGzip, "g0")}}}); err != nil {
 		t.Fatalf("gzip: %v", err)
 	}
 	if err := n.register(ctx, fsm.NodeRegister{ID: "n2", APIAddress: "n2-api", FeatureLevel: fsm.Level}); err != nil {
@@ -55,7 +56,7 @@ func TestAppendCodecsFeatureGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, codec := range []batch.Compression{batch.CompressionSnappy, batch.CompressionLZ4, batch.CompressionZstd} {
-		if err := n.CheckCompression(codec); !errors.As(err, &fe) || fe.Cluster != fsm.SecurityLevel {
+		if err := n.CheckCompression(codec); !errors.As(err, &fe) || fe.Cluster != backend.FeatureLevel(fsm.SecurityLevel) {
 			t.Fatalf("%s with a member at level %d: %v", codec, fsm.SecurityLevel, err)
 		}
 	}

@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/log/logtest"
+	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // openSingleNode opens cfg (its data dir, logs, sync and fatal handler) as
@@ -37,7 +39,7 @@ func openSingleNode(t *testing.T, ctx context.Context, cfg Config) *Node {
 // TestDiskFaultStopsNode: a disk fault on one node. A partition log
 // write failing with ENOSPC, or its fsync with EIO, inside Apply stops the
 // node. The failing append is not acknowledged (its caller gets
-// ErrStopped: the entry is committed, so its outcome is unknown), nothing
+// backend.ErrStopped: the entry is committed, so its outcome is unknown), nothing
 // after it is applied, and after a restart on a healthy disk the Raft log
 // replays it: the partition holds every acknowledged record and the
 // failing batch exactly once, whole, at dense offsets.
@@ -64,12 +66,12 @@ func TestDiskFaultStopsNode(t *testing.T) {
 					Fatal: func(err error) { mu.Lock(); fatals = append(fatals, err); mu.Unlock() }})
 			}
 			n := open(disk)
-			if _, err := n.CreateTopic(ctx, CreateTopic{Name: "d", Partitions: 1}); err != nil {
+			if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "d", Partitions: 1}); err != nil {
 				t.Fatal(err)
 			}
 			var want []string
 			appendValues := func(values ...string) error {
-				_, err := n.Append(ctx, Append{Topic: "d", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, values...)}}})
+				_, err := n.Append(ctx, fsm.Append{Topic: "d", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, values...)}}})
 				return err
 			}
 			for i := range 3 {
@@ -84,8 +86,8 @@ func TestDiskFaultStopsNode(t *testing.T) {
 			// bytes and fail; every sync fails.
 			disk.Inject(logtest.Fault{Op: logtest.OpWrite, Err: tc.err, Keep: logtest.KeepHalf, Match: logtest.HasSuffix(".log")},
 				logtest.Fault{Op: logtest.OpSync, Err: tc.err})
-			if err := appendValues("failing-1", "failing-2"); !errors.Is(err, ErrStopped) {
-				t.Fatalf("append on a failing disk: %v, want ErrStopped", err)
+			if err := appendValues("failing-1", "failing-2"); !errors.Is(err, backend.ErrStopped) {
+				t.Fatalf("append on a failing disk: %v, want backend.ErrStopped", err)
 			}
 			want = append(want, "failing-1", "failing-2") // committed: replayed after the restart
 			mu.Lock()
@@ -96,8 +98,8 @@ func TestDiskFaultStopsNode(t *testing.T) {
 			if err := n.FSM().Failed(); !errors.Is(err, tc.err) {
 				t.Fatalf("Failed() = %v", err)
 			}
-			if err := appendValues("after"); !errors.Is(err, ErrStopped) {
-				t.Fatalf("append after the stop: %v, want ErrStopped", err)
+			if err := appendValues("after"); !errors.Is(err, backend.ErrStopped) {
+				t.Fatalf("append after the stop: %v, want backend.ErrStopped", err)
 			}
 			n.Close()
 
@@ -139,13 +141,13 @@ func TestPowerCutAfterSnapshot(t *testing.T) {
 			Fatal: func(err error) { t.Errorf("fatal: %v", err) }})
 	}
 	n := open(disk)
-	if _, err := n.CreateTopic(ctx, CreateTopic{Name: "p", Partitions: 2}); err != nil {
+	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "p", Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[int32][]string{}
 	appendValues := func(part int32, values ...string) {
 		t.Helper()
-		if _, err := n.Append(ctx, Append{Topic: "p", Batches: []PartitionBatch{{Partition: part, Batch: mustBatch(t, values...)}}}); err != nil {
+		if _, err := n.Append(ctx, fsm.Append{Topic: "p", Batches: []fsm.PartitionBatch{{Partition: part, Batch: mustBatch(t, values...)}}}); err != nil {
 			t.Fatal(err)
 		}
 		want[part] = append(want[part], values...)

@@ -2,6 +2,10 @@
 
 package replication
 
-import "errors"
+import (
+	"errors"
 
-func diskUsage(string) (DiskUsage, error) { return DiskUsage{}, errors.ErrUnsupported }
+	"github.com/logd-dev/logd/backend"
+)
+
+func diskUsage(string) (backend.DiskUsage, error) { return backend.DiskUsage{}, errors.ErrUnsupported }

@@ -1,9 +1,9 @@
 package replication
 
 import (
-	"errors"
 	"fmt"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/replication/fsm"
 )
@@ -21,26 +21,6 @@ import (
 // one would stop on a kind it does not know. A member that registered no
 // level (a build before feature levels, or a node registered by the leader
 // on its behalf) counts as fsm.BaseLevel.
-
-// ErrFeatureLevel means a command was refused before it was proposed: some
-// member of the cluster runs a build that would not understand it. Errors
-// carrying data are *FeatureLevelError.
-var ErrFeatureLevel = errors.New("replication: command not understood by every member yet")
-
-// FeatureLevelError says which command the cluster's feature level does
-// not cover yet.
-type FeatureLevelError struct {
-	Command string
-	// Need is the level the command needs, Cluster the cluster's level.
-	Need, Cluster fsm.FeatureLevel
-}
-
-func (e *FeatureLevelError) Error() string {
-	return fmt.Sprintf("%v: %s needs feature level %d, the cluster is at %d (upgrade every node first)", ErrFeatureLevel, e.Command, e.Need, e.Cluster)
-}
-
-// Is makes errors.Is(err, ErrFeatureLevel) hold.
-func (e *FeatureLevelError) Is(target error) bool { return target == ErrFeatureLevel }
 
 // clusterLevel is the lowest feature level of the members, each member's
 // level given by level (fsm.BaseLevel for one that registered none); with
@@ -60,7 +40,7 @@ func clusterLevel(members []string, level func(id string) fsm.FeatureLevel) fsm.
 // cluster at level cluster.
 func allows(name string, need, cluster fsm.FeatureLevel) error {
 	if need > cluster {
-		return &FeatureLevelError{Command: name, Need: need, Cluster: cluster}
+		return &backend.FeatureLevelError{Command: name, Need: backend.FeatureLevel(need), Cluster: backend.FeatureLevel(cluster)}
 	}
 	return nil
 }
@@ -97,7 +77,7 @@ func (n *Node) featureLevel() (fsm.FeatureLevel, error) {
 // CheckCompression says whether batches compressed with c may be appended
 // now: nil for none and gzip; for snappy, lz4 and zstd, nil once every
 // member's build reads them at apply (fsm.CompressionLevel), a
-// *FeatureLevelError before. Node.Append checks it for every batch; a
+// *backend.FeatureLevelError before. Node.Append checks it for every batch; a
 // front end asks first to refuse one partition's batch alone.
 func (n *Node) CheckCompression(c batch.Compression) error {
 	need := fsm.CodecLevel(c)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
@@ -57,8 +58,8 @@ func TestProposalFeatureGate(t *testing.T) {
 				}
 				return
 			}
-			var fe *FeatureLevelError
-			if !errors.Is(err, ErrFeatureLevel) || !errors.As(err, &fe) || fe.Need != tc.need || fe.Cluster != tc.cluster || fe.Command != "some-kind" {
+			var fe *backend.FeatureLevelError
+			if !errors.Is(err, backend.ErrFeatureLevel) || !errors.As(err, &fe) || fe.Need != backend.FeatureLevel(tc.need) || fe.Cluster != backend.FeatureLevel(tc.cluster) || fe.Command != "some-kind" {
 				t.Fatalf("got %v", err)
 			}
 		})
@@ -87,17 +88,17 @@ func TestFeatureLevelRegistered(t *testing.T) {
 	if got, err := n.featureLevel(); err != nil || got != fsm.Level {
 		t.Fatalf("cluster level %d, %v", got, err)
 	}
-	if _, err := n.CreateTopic(ctx, CreateTopic{Name: "t", Partitions: 1}); err != nil {
+	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "t", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	applied := n.FSM().AppliedIndex()
 	unknown := []byte{99, 1, 0, 0, 0, 0, 0, 0, 0, 0}
-	if _, err := n.propose(ctx, unknown); !errors.Is(err, ErrUnknownCommand) {
+	if _, err := n.propose(ctx, unknown); !errors.Is(err, backend.ErrUnknownCommand) {
 		t.Fatalf("unknown command proposed: %v", err)
 	}
-	newer := mustJSON(t, fsm.CmdCreateTopic, 1, CreateTopic{Name: "v", Partitions: 1})
+	newer := mustJSON(t, fsm.CmdCreateTopic, 1, fsm.CreateTopic{Name: "v", Partitions: 1})
 	newer[1] = 7 // a payload version of a later build
-	if _, err := n.propose(ctx, newer); !errors.Is(err, ErrUnknownCommand) {
+	if _, err := n.propose(ctx, newer); !errors.Is(err, backend.ErrUnknownCommand) {
 		t.Fatalf("unknown version proposed: %v", err)
 	}
 	if err := n.FSM().Failed(); err != nil || n.FSM().AppliedIndex() != applied {

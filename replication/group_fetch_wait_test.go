@@ -9,7 +9,9 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // memCluster is an in-process cluster of InMemory nodes whose Raft
@@ -111,7 +113,7 @@ func (c *memCluster) waitFor(ctx context.Context, what string, cond func() bool)
 // member's join yet waits for it rather than refusing the member as
 // unknown (or not knowing the group), and answers as soon as it has
 // applied it; one that stays behind past the wait names the leader
-// (BehindError); a member that really is fenced is refused at once, and a
+// (backend.BehindError); a member that really is fenced is refused at once, and a
 // member's offset beyond the follower's log is waited for too. Switching
 // the wait off (lacks returning "") makes the first fetch fail with
 // ErrConsumerGroupNotFound.
@@ -120,10 +122,10 @@ func TestAwaitGroupFetchOnFollower(t *testing.T) {
 	defer cancel()
 	c := newMemCluster(t, ctx, 3)
 	leader, follower := c.nodes[0], c.nodes[2]
-	if _, err := leader.CreateTopic(ctx, CreateTopic{Name: "orders", Partitions: 1}); err != nil {
+	if _, err := leader.CreateTopic(ctx, fsm.CreateTopic{Name: "orders", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := leader.Append(ctx, Append{Topic: "orders", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "a", "b")}}}); err != nil {
+	if _, err := leader.Append(ctx, fsm.Append{Topic: "orders", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "a", "b")}}}); err != nil {
 		t.Fatal(err)
 	}
 	c.waitFor(ctx, "follower applies the topic", func() bool { return follower.FSM().AppliedIndex() == leader.FSM().AppliedIndex() })
@@ -134,17 +136,17 @@ func TestAwaitGroupFetchOnFollower(t *testing.T) {
 
 	// The follower misses the join: the leader commits it with n2.
 	c.isolate(2, true)
-	a, err := leader.JoinGroup(ctx, GroupJoin{Group: "g", Member: "m1", Topics: []string{"orders"}, SessionTimeoutMs: 60_000})
+	a, err := leader.JoinGroup(ctx, fsm.GroupJoin{Group: "g", Member: "m1", Topics: []string{"orders"}, SessionTimeoutMs: 60_000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	check := GroupFetchCheck{Group: "g", Member: "m1", Generation: a.Generation, Partition: tp, Offset: 0}
+	check := backend.GroupFetchCheck{Group: "g", Member: "m1", Generation: a.Generation, Partition: tp, Offset: 0}
 
 	// Still cut off past the wait: the follower sends the member to the leader.
 	err = follower.AwaitGroupFetch(ctx, check, 20*time.Millisecond)
-	var be *BehindError
-	if !errors.As(err, &be) || !errors.Is(err, ErrBehind) {
-		t.Fatalf("follower cut off from the leader: %v, want a BehindError", err)
+	var be *backend.BehindError
+	if !errors.As(err, &be) || !errors.Is(err, backend.ErrBehind) {
+		t.Fatalf("follower cut off from the leader: %v, want a backend.BehindError", err)
 	}
 	// It names the leader it knows; cut off past its heartbeat timeout
 	// (a loaded machine) it stands for election and knows none, and then
@@ -184,13 +186,13 @@ func TestAwaitGroupFetchOnFollower(t *testing.T) {
 	// The member's position beyond the follower's log (records it has not
 	// applied yet) is waited for as well.
 	c.isolate(2, true)
-	if _, err := leader.Append(ctx, Append{Topic: "orders", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "c", "d")}}}); err != nil {
+	if _, err := leader.Append(ctx, fsm.Append{Topic: "orders", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "c", "d")}}}); err != nil {
 		t.Fatal(err)
 	}
 	ahead := check
 	ahead.Offset = 4
-	if err := follower.AwaitGroupFetch(ctx, ahead, 20*time.Millisecond); !errors.Is(err, ErrBehind) {
-		t.Fatalf("offset beyond the follower's log: %v, want ErrBehind", err)
+	if err := follower.AwaitGroupFetch(ctx, ahead, 20*time.Millisecond); !errors.Is(err, backend.ErrBehind) {
+		t.Fatalf("offset beyond the follower's log: %v, want backend.ErrBehind", err)
 	}
 	go func() { done <- follower.AwaitGroupFetch(ctx, ahead, time.Hour) }()
 	c.isolate(2, false)

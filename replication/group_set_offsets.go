@@ -6,21 +6,16 @@ import (
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
-// GroupSetOffsets sets the committed offsets of a consumer group
-// coordinated outside the state machine (a Kafka consumer group), fenced
-// by the group's generation (fsm.GroupSetOffsets).
-type GroupSetOffsets = fsm.GroupSetOffsets
-
 // SetGroupOffsets commits (or removes) offsets of a group coordinated
 // outside the state machine. It is checked against a copy of the applied
 // state first, as every group command (proposeGroup), and needs every
-// member at fsm.ExternalGroupsLevel (ErrFeatureLevel before). Errors:
+// member at fsm.ExternalGroupsLevel (backend.ErrFeatureLevel before). Errors:
 // group.ErrStaleGeneration when c.Fence is not the group's generation,
 // group.ErrUnknownMember when members of logd's protocol are live,
 // group.ErrOffsetAboveEnd, group.ErrUnknownGroupTopic,
 // group.ErrInvalidGroupRequest, group.ErrConsumerGroupNotFound (removing
 // offsets of a group that does not exist).
-func (n *Node) SetGroupOffsets(ctx context.Context, c GroupSetOffsets) error {
+func (n *Node) SetGroupOffsets(ctx context.Context, c fsm.GroupSetOffsets) error {
 	now := max(n.cfg.Now().UnixNano(), n.fsm.Now())
 	if n.fsm.AppliedIndex() >= n.raft.LastIndex() {
 		if err, ok := n.fsm.DryRunGroup(fsm.CmdGroupSetOffsets, c.Group, now, c).(error); ok {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/replication/fsm"
 )
@@ -32,13 +33,13 @@ func (n *Node) proposeGroup(ctx context.Context, t fsm.CommandType, name string,
 
 // JoinGroup adds (or updates) a member of a consumer group and returns its
 // assignment.
-func (n *Node) JoinGroup(ctx context.Context, c GroupJoin) (group.Assignment, error) {
+func (n *Node) JoinGroup(ctx context.Context, c fsm.GroupJoin) (group.Assignment, error) {
 	return n.proposeAssignment(ctx, fsm.CmdGroupJoin, c.Group, c)
 }
 
 // GroupHeartbeat keeps a member alive, completes moves of the partitions
 // it released and returns its assignment.
-func (n *Node) GroupHeartbeat(ctx context.Context, c GroupHeartbeat) (group.Assignment, error) {
+func (n *Node) GroupHeartbeat(ctx context.Context, c fsm.GroupHeartbeat) (group.Assignment, error) {
 	return n.proposeAssignment(ctx, fsm.CmdGroupHeartbeat, c.Group, c)
 }
 
@@ -55,27 +56,27 @@ func (n *Node) proposeAssignment(ctx context.Context, t fsm.CommandType, name st
 }
 
 // LeaveGroup removes a member from a consumer group.
-func (n *Node) LeaveGroup(ctx context.Context, c GroupLeave) error {
+func (n *Node) LeaveGroup(ctx context.Context, c fsm.GroupLeave) error {
 	_, err := n.proposeGroup(ctx, fsm.CmdGroupLeave, c.Group, c)
 	return err
 }
 
 // CommitGroupOffsets commits offsets for partitions a member owns.
-func (n *Node) CommitGroupOffsets(ctx context.Context, c GroupCommit) error {
+func (n *Node) CommitGroupOffsets(ctx context.Context, c fsm.GroupCommit) error {
 	_, err := n.proposeGroup(ctx, fsm.CmdGroupCommit, c.Group, c)
 	return err
 }
 
 // ResetGroupOffsets applies an operator's offset reset (offsets already
 // planned and clamped to the log's bounds).
-func (n *Node) ResetGroupOffsets(ctx context.Context, c GroupResetOffsets) error {
+func (n *Node) ResetGroupOffsets(ctx context.Context, c fsm.GroupResetOffsets) error {
 	_, err := n.proposeGroup(ctx, fsm.CmdGroupResetOffsets, c.Group, c)
 	return err
 }
 
 // AutoResetGroupOffset moves a partition's committed offset forward under
 // the member's reset policy and returns the committed offset.
-func (n *Node) AutoResetGroupOffset(ctx context.Context, c GroupAutoReset) (int64, error) {
+func (n *Node) AutoResetGroupOffset(ctx context.Context, c fsm.GroupAutoReset) (int64, error) {
 	res, err := n.proposeGroup(ctx, fsm.CmdGroupAutoReset, c.Group, c)
 	if err != nil {
 		return 0, err
@@ -93,16 +94,6 @@ func (n *Node) DeleteGroup(ctx context.Context, name string) error {
 	return err
 }
 
-// GroupFetchCheck is a group member's fetch, as AwaitGroupFetch checks it.
-type GroupFetchCheck struct {
-	Group, Member string
-	// Generation is the member's assignment generation.
-	Generation int64
-	Partition  group.TopicPartition
-	// Offset is where the member reads from; negative: not checked.
-	Offset int64
-}
-
 // AwaitGroupFetch reports whether a member may read a partition at its
 // generation (group's fencing errors if not), against applied state, once
 // this node has applied what the member already knows.
@@ -118,10 +109,10 @@ type GroupFetchCheck struct {
 // ends before the member's offset, is behind the member, not the member
 // behind the group: AwaitGroupFetch waits, up to wait, for this node to
 // apply more and checks again. A node still behind then fails with
-// *BehindError, naming the leader. A leader answers at once: it serves
+// *backend.BehindError, naming the leader. A leader answers at once: it serves
 // only after a barrier of its term, so it holds every generation it gave
 // out.
-func (n *Node) AwaitGroupFetch(ctx context.Context, c GroupFetchCheck, wait time.Duration) error {
+func (n *Node) AwaitGroupFetch(ctx context.Context, c backend.GroupFetchCheck, wait time.Duration) error {
 	var deadline <-chan time.Time
 	for {
 		// Taken before the check, so an apply in between wakes the wait.
@@ -140,7 +131,7 @@ func (n *Node) AwaitGroupFetch(ctx context.Context, c GroupFetchCheck, wait time
 		case <-applied:
 		case <-deadline:
 			addr, _ := n.LeaderAPIAddress()
-			return &BehindError{What: lack, LeaderAddress: addr}
+			return &backend.BehindError{What: lack, LeaderAddress: addr}
 		case <-ctx.Done():
 			return fmt.Errorf("wait to apply %s: %w", lack, ctx.Err())
 		}
@@ -149,7 +140,7 @@ func (n *Node) AwaitGroupFetch(ctx context.Context, c GroupFetchCheck, wait time
 
 // lacks says what of c this node has not applied, given the result of
 // checking c against its state; "" when it is not behind c.
-func (n *Node) lacks(c GroupFetchCheck, checkErr error) string {
+func (n *Node) lacks(c backend.GroupFetchCheck, checkErr error) string {
 	if checkErr != nil {
 		g, err := n.fsm.ConsumerGroup(c.Group)
 		switch {

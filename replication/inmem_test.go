@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // TestInMemoryNode: with InMemory a node needs no Raft address, writes no
@@ -18,7 +21,7 @@ func TestInMemoryNode(t *testing.T) {
 	dir := t.TempDir()
 	cfg := Config{NodeID: "n1", DataDir: dir, InMemory: true, Bootstrap: true, Logger: testLogger(), RaftLogLevel: "error",
 		HeartbeatTimeout: 30 * time.Millisecond, ElectionTimeout: 40 * time.Millisecond, LeaderLeaseTimeout: 20 * time.Millisecond}
-	if err := (Config{NodeID: "n1", DataDir: dir}).Validate(); !errors.Is(err, ErrInvalidArgument) {
+	if err := (Config{NodeID: "n1", DataDir: dir}).Validate(); !errors.Is(err, backend.ErrInvalidArgument) {
 		t.Fatalf("a TCP node without a Raft address: %v", err)
 	}
 	n, err := Open(cfg)
@@ -40,10 +43,10 @@ func TestInMemoryNode(t *testing.T) {
 		case <-time.After(2 * time.Millisecond):
 		}
 	}
-	if _, err := n.CreateTopic(ctx, CreateTopic{Name: "t", Partitions: 1}); err != nil {
+	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "t", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
-	offs, err := n.Append(ctx, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "a", "b")}}})
+	offs, err := n.Append(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "a", "b")}}})
 	if err != nil || len(offs) != 1 || offs[0] != 0 {
 		t.Fatalf("append: %v, %v", offs, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/replication/fsm"
 )
@@ -81,14 +82,14 @@ const catchUpLogEvery = 10 * time.Second
 // all and installs them in place of every local segment not kept. It
 // retries other peers (and later rounds, backing off) until the timeout,
 // but gives up after a round in which a peer answered that a segment
-// changed since the snapshot listed it (fsm.ErrSegmentGone): the peers
+// changed since the snapshot listed it (backend.ErrSegmentGone): the peers
 // applied a compaction, trim or topic deletion past the snapshot, so no
 // retry of this snapshot can complete. Raft then sends the leader's latest
 // snapshot again, which the leader renews once its segments changed
 // (node.go), so the follower converges without further writes.
 func (s *segmentFetcher) FetchSegments(req fsm.FetchRequest) error {
 	if len(req.Peers) == 0 {
-		return fsm.ErrNoSegmentSource
+		return backend.ErrNoSegmentSource
 	}
 	timeout := s.timeout
 	if timeout == 0 {
@@ -114,7 +115,7 @@ func (s *segmentFetcher) FetchSegments(req fsm.FetchRequest) error {
 				return log.InstallStaged(req.Dir, req.Log, req.Keep, bases)
 			}
 			lastErr = err
-			if errors.Is(err, fsm.ErrSegmentGone) {
+			if errors.Is(err, backend.ErrSegmentGone) {
 				goneErr = err
 			}
 			failures++

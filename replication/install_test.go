@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
@@ -92,11 +93,11 @@ func sortedKeys(m map[string][32]byte) []string {
 func TestRestoreFetchesMissingSegments(t *testing.T) {
 	// The leader's history: a topic with small segments, 40 appends.
 	var cmds [][]byte
-	c := mustJSON(t, fsm.CmdCreateTopic, 1, CreateTopic{Name: "t", Partitions: 2, Config: map[string]string{"segment.bytes": "400"}})
+	c := mustJSON(t, fsm.CmdCreateTopic, 1, fsm.CreateTopic{Name: "t", Partitions: 2, Config: map[string]string{"segment.bytes": "400"}})
 	cmds = append(cmds, c, mustJSON(t, fsm.CmdNodeRegister, 2, fsm.NodeRegister{ID: "a", APIAddress: "a:1"}),
 		mustJSON(t, fsm.CmdNodeRegister, 2, fsm.NodeRegister{ID: "down", APIAddress: "down:1"}))
 	for i := range 40 {
-		cmds = append(cmds, fsm.EncodeAppend(int64(10+i), Append{Topic: "t", Batches: []PartitionBatch{{Partition: int32(i % 2), Batch: mustBatch(t, fmt.Sprintf("v%d", i))}}}))
+		cmds = append(cmds, fsm.EncodeAppend(int64(10+i), fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: int32(i % 2), Batch: mustBatch(t, fmt.Sprintf("v%d", i))}}}))
 	}
 	log := entries(cmds...)
 	leaderDir := t.TempDir()
@@ -139,7 +140,7 @@ func TestRestoreFetchesMissingSegments(t *testing.T) {
 				}
 			}
 			// Replaying the rest of the log is idempotent on the installed data.
-			more := entries(append(cmds, fsm.EncodeAppend(99, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "after")}}}))...)
+			more := entries(append(cmds, fsm.EncodeAppend(99, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "after")}}}))...)
 			f.ApplyBatch(more[len(cmds):])
 			if got := readAll(t, f, "t", 0); got[len(got)-1] != "after" || len(got) != 21 {
 				t.Fatalf("after install, appends go on: %v", got)
@@ -150,10 +151,10 @@ func TestRestoreFetchesMissingSegments(t *testing.T) {
 
 func TestRestoreWithoutPeersRefuses(t *testing.T) {
 	leader, _ := testFSM(t, t.TempDir(), nil)
-	leader.ApplyBatch(entries(mustJSON(t, fsm.CmdCreateTopic, 1, CreateTopic{Name: "t", Partitions: 1}), fsm.EncodeAppend(2, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "x")}}})))
+	leader.ApplyBatch(entries(mustJSON(t, fsm.CmdCreateTopic, 1, fsm.CreateTopic{Name: "t", Partitions: 1}), fsm.EncodeAppend(2, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "x")}}})))
 	snap := snapshotBytes(t, leader)
 	f, _ := testFSM(t, t.TempDir(), newSegmentFetcher(&fileSource{}, 0, testLogger()))
-	if err := f.Restore(io.NopCloser(bytes.NewReader(snap))); err == nil || !strings.Contains(err.Error(), ErrNoSegmentSource.Error()) {
+	if err := f.Restore(io.NopCloser(bytes.NewReader(snap))); err == nil || !strings.Contains(err.Error(), backend.ErrNoSegmentSource.Error()) {
 		t.Fatalf("got %v", err)
 	}
 }

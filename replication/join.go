@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/logd-dev/logd/backend"
 )
 
 // AskJoin makes one attempt to join a cluster: it asks the member whose
@@ -20,7 +21,7 @@ import (
 // attempt may last as long as the catch-up. The front end implements it over
 // the client API, as it implements SegmentSource; this package does not
 // speak the client API.
-type AskJoin func(ctx context.Context, member string, req JoinRequest) (leaderID string, err error)
+type AskJoin func(ctx context.Context, member string, req backend.JoinRequest) (leaderID string, err error)
 
 const (
 	// joinAttemptTimeout bounds one attempt, catch-up included: a node that
@@ -41,15 +42,15 @@ const (
 func (n *Node) JoinCluster(ctx context.Context, member string, ask AskJoin) (string, error) {
 	// The transport's address is the advertised one, or the one it bound
 	// when RaftBind asked for any port.
-	req := JoinRequest{ID: n.cfg.NodeID, RaftAddress: string(n.stores.transport.LocalAddr()), APIAddress: n.cfg.APIAdvertise, FeatureLevel: n.buildLevel(),
+	req := backend.JoinRequest{ID: n.cfg.NodeID, RaftAddress: string(n.stores.transport.LocalAddr()), APIAddress: n.cfg.APIAdvertise, FeatureLevel: backend.FeatureLevel(n.buildLevel()),
 		PeerAddress: n.cfg.PeerAdvertise, KafkaAddress: n.cfg.KafkaAdvertise}
 	return joinLoop(ctx, n.cfg.Logger, member, req, ask, joinAttemptTimeout, joinRetryInterval)
 }
 
 // joinLoop is JoinCluster with its timings as arguments.
-func joinLoop(ctx context.Context, logger *slog.Logger, member string, req JoinRequest, ask AskJoin, attemptTimeout, retry time.Duration) (string, error) {
+func joinLoop(ctx context.Context, logger *slog.Logger, member string, req backend.JoinRequest, ask AskJoin, attemptTimeout, retry time.Duration) (string, error) {
 	if member == "" || ask == nil {
-		return "", fmt.Errorf("%w: joining needs a member's address and a way to ask it", ErrInvalidArgument)
+		return "", fmt.Errorf("%w: joining needs a member's address and a way to ask it", backend.ErrInvalidArgument)
 	}
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
@@ -96,24 +97,9 @@ const (
 	maxAddressLen = 261
 )
 
-// NodeReport is what a node says of itself (its Status).
-type NodeReport struct {
-	ID           string
-	Ready        bool
-	AppliedIndex uint64
-	LeaderID     string
-	Term         uint64
-}
-
-// NodeProbe asks the node called at addr (its peer address, or its client
-// API address when it has none) for its report. The front end implements
-// it over the client API, as it implements AskJoin; an error means the
-// node did not answer.
-type NodeProbe func(ctx context.Context, addr string) (NodeReport, error)
-
 // callAddress is where the leader asks a joining node: its peer address,
 // or its API address when it gives none.
-func (req JoinRequest) callAddress() string {
+func callAddress(req backend.JoinRequest) string {
 	if req.PeerAddress != "" {
 		return req.PeerAddress
 	}
@@ -124,22 +110,22 @@ func (req JoinRequest) callAddress() string {
 // and ".-_:@", and Raft and API addresses (and the peer and Kafka
 // addresses when given) that are host:port with a host a peer can dial
 // (not empty, not an unspecified or multicast IP) and a port in 1..65535.
-func validateJoin(req JoinRequest) error {
+func validateJoin(req backend.JoinRequest) error {
 	if err := validNodeID(req.ID); err != nil {
-		return fmt.Errorf("%w: join: node id %q: %v", ErrInvalidArgument, req.ID, err)
+		return fmt.Errorf("%w: join: node id %q: %v", backend.ErrInvalidArgument, req.ID, err)
 	}
 	if err := validPeerAddress(req.RaftAddress); err != nil {
-		return fmt.Errorf("%w: join %s: raft address %q: %v", ErrInvalidArgument, req.ID, req.RaftAddress, err)
+		return fmt.Errorf("%w: join %s: raft address %q: %v", backend.ErrInvalidArgument, req.ID, req.RaftAddress, err)
 	}
 	if err := validPeerAddress(req.APIAddress); err != nil {
-		return fmt.Errorf("%w: join %s: API address %q: %v", ErrInvalidArgument, req.ID, req.APIAddress, err)
+		return fmt.Errorf("%w: join %s: API address %q: %v", backend.ErrInvalidArgument, req.ID, req.APIAddress, err)
 	}
 	for _, a := range []struct{ name, addr string }{{"peer", req.PeerAddress}, {"Kafka", req.KafkaAddress}} {
 		if a.addr == "" {
 			continue
 		}
 		if err := validPeerAddress(a.addr); err != nil {
-			return fmt.Errorf("%w: join %s: %s address %q: %v", ErrInvalidArgument, req.ID, a.name, a.addr, err)
+			return fmt.Errorf("%w: join %s: %s address %q: %v", backend.ErrInvalidArgument, req.ID, a.name, a.addr, err)
 		}
 	}
 	return nil
@@ -206,7 +192,7 @@ func validHostname(host string) error {
 // call (a node that is not a member is not trusted to say what its caller
 // presented). ErrPeerIdentity otherwise, before anything is asked or
 // changed. Without peer TLS there is nothing to check.
-func (n *Node) checkJoinCaller(req JoinRequest) error {
+func (n *Node) checkJoinCaller(req backend.JoinRequest) error {
 	if n.cfg.PeerTLS == nil {
 		return nil
 	}
@@ -233,21 +219,21 @@ func (n *Node) checkJoinCaller(req JoinRequest) error {
 // nodes will call it (its peer address, else its API address) and that
 // its Raft address accepts a connection (under peer TLS, one whose
 // certificate is that node's: ErrPeerIdentity otherwise):
-// ErrNodeUnreachable otherwise.
-func (n *Node) checkJoiner(ctx context.Context, req JoinRequest, probe NodeProbe) error {
+// backend.ErrNodeUnreachable otherwise.
+func (n *Node) checkJoiner(ctx context.Context, req backend.JoinRequest, probe backend.NodeProbe) error {
 	ctx, cancel := context.WithTimeout(ctx, joinProbeTimeout)
 	defer cancel()
-	addr := req.callAddress()
+	addr := callAddress(req)
 	rep, err := probe(ctx, addr)
 	if err != nil {
-		return fmt.Errorf("%w: node %s does not answer at %s: %v", ErrNodeUnreachable, req.ID, addr, err)
+		return fmt.Errorf("%w: node %s does not answer at %s: %v", backend.ErrNodeUnreachable, req.ID, addr, err)
 	}
 	if rep.ID != req.ID {
-		return fmt.Errorf("%w: %s answers as node %q, not %q", ErrNodeUnreachable, addr, rep.ID, req.ID)
+		return fmt.Errorf("%w: %s answers as node %q, not %q", backend.ErrNodeUnreachable, addr, rep.ID, req.ID)
 	}
 	peer, err := n.dialRaft(ctx, req.ID, req.RaftAddress)
 	if err != nil {
-		return fmt.Errorf("%w: node %s's raft address %s: %v", ErrNodeUnreachable, req.ID, req.RaftAddress, err)
+		return fmt.Errorf("%w: node %s's raft address %s: %v", backend.ErrNodeUnreachable, req.ID, req.RaftAddress, err)
 	}
 	if n.cfg.PeerTLS != nil && peer != req.ID {
 		return fmt.Errorf("%w: join %s: its raft address %s presents node %q's certificate", ErrPeerIdentity, req.ID, req.RaftAddress, peer)
@@ -304,9 +290,9 @@ func (n *Node) raftLastLog(id, addr string) (uint64, error) {
 // and has applied all but joinMaxLag of the leader's committed entries,
 // and until its Raft address answers a heartbeat with a last entry as
 // recent (raftLastLog). It fails when this node stops leading, when the
-// node has not answered for joinSilence (ErrNodeUnreachable), or when ctx
+// node has not answered for joinSilence (backend.ErrNodeUnreachable), or when ctx
 // ends (at the latest after joinCatchUpTimeout).
-func (n *Node) waitCaughtUp(ctx context.Context, req JoinRequest, probe NodeProbe) error {
+func (n *Node) waitCaughtUp(ctx context.Context, req backend.JoinRequest, probe backend.NodeProbe) error {
 	ctx, cancel := context.WithTimeout(ctx, joinCatchUpTimeout)
 	defer cancel()
 	t := time.NewTicker(joinPollInterval)
@@ -315,11 +301,11 @@ func (n *Node) waitCaughtUp(ctx context.Context, req JoinRequest, probe NodeProb
 	var last string
 	for {
 		if !n.IsLeader() {
-			return ErrNotLeader
+			return backend.ErrNotLeader
 		}
 		commit, term := n.raft.CommitIndex(), n.raft.CurrentTerm()
 		pctx, pcancel := context.WithTimeout(ctx, joinProbeTimeout)
-		rep, err := probe(pctx, req.callAddress())
+		rep, err := probe(pctx, callAddress(req))
 		pcancel()
 		switch {
 		case err != nil:
@@ -339,7 +325,7 @@ func (n *Node) waitCaughtUp(ctx context.Context, req JoinRequest, probe NodeProb
 			last = fmt.Sprintf("its raft address holds %d of %d entries (%v)", lastLog, commit, err)
 		}
 		if time.Since(lastAnswer) > joinSilence {
-			return fmt.Errorf("%w: node %s has not answered for %v (last: %s)", ErrNodeUnreachable, req.ID, joinSilence, last)
+			return fmt.Errorf("%w: node %s has not answered for %v (last: %s)", backend.ErrNodeUnreachable, req.ID, joinSilence, last)
 		}
 		select {
 		case <-ctx.Done():

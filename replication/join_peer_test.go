@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/logd-dev/logd/backend"
 )
 
 // TestJoinPeerAddress: a node with a peer listener (Config.PeerAdvertise)
@@ -37,8 +38,8 @@ func TestJoinPeerAddress(t *testing.T) {
 	c.mu.Unlock()
 	c.setSilent(j, true)
 
-	var req JoinRequest
-	if _, err := j.JoinCluster(ctx, "n1.api.test:7070", func(_ context.Context, _ string, r JoinRequest) (string, error) {
+	var req backend.JoinRequest
+	if _, err := j.JoinCluster(ctx, "n1.api.test:7070", func(_ context.Context, _ string, r backend.JoinRequest) (string, error) {
 		req = r
 		return "n1", nil
 	}); err != nil {
@@ -50,14 +51,14 @@ func TestJoinPeerAddress(t *testing.T) {
 	before := membership(t, l)
 	for _, tc := range []struct {
 		name string
-		edit func(*JoinRequest)
+		edit func(*backend.JoinRequest)
 		want error
 	}{
-		{name: "malformed peer address", edit: func(r *JoinRequest) { r.PeerAddress = "n2.peer.test" }, want: ErrInvalidArgument},
-		{name: "peer address on any interface", edit: func(r *JoinRequest) { r.PeerAddress = "0.0.0.0:7072" }, want: ErrInvalidArgument},
-		{name: "malformed Kafka address", edit: func(r *JoinRequest) { r.KafkaAddress = "n2.kafka.test:x" }, want: ErrInvalidArgument},
-		{name: "peer address silent", edit: func(r *JoinRequest) { r.PeerAddress = "nobody.peer.test:7072" }, want: ErrNodeUnreachable},
-		{name: "peer address of a member", edit: func(r *JoinRequest) { r.PeerAddress = "n1.peer.test:7072" }, want: ErrNodeConflict},
+		{name: "malformed peer address", edit: func(r *backend.JoinRequest) { r.PeerAddress = "n2.peer.test" }, want: backend.ErrInvalidArgument},
+		{name: "peer address on any interface", edit: func(r *backend.JoinRequest) { r.PeerAddress = "0.0.0.0:7072" }, want: backend.ErrInvalidArgument},
+		{name: "malformed Kafka address", edit: func(r *backend.JoinRequest) { r.KafkaAddress = "n2.kafka.test:x" }, want: backend.ErrInvalidArgument},
+		{name: "peer address silent", edit: func(r *backend.JoinRequest) { r.PeerAddress = "nobody.peer.test:7072" }, want: backend.ErrNodeUnreachable},
+		{name: "peer address of a member", edit: func(r *backend.JoinRequest) { r.PeerAddress = "n1.peer.test:7072" }, want: backend.ErrNodeConflict},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := req
@@ -97,8 +98,8 @@ func TestJoinPeerAddress(t *testing.T) {
 	c.mu.Lock()
 	c.byAPI[moved.PeerAddress] = j
 	c.mu.Unlock()
-	if err := l.Join(ctx, moved, c.probe); !errors.Is(err, ErrNodeConflict) {
-		t.Errorf("n2 at another peer address while the old one answers: %v, want ErrNodeConflict", err)
+	if err := l.Join(ctx, moved, c.probe); !errors.Is(err, backend.ErrNodeConflict) {
+		t.Errorf("n2 at another peer address while the old one answers: %v, want backend.ErrNodeConflict", err)
 	}
 	c.mu.Lock()
 	c.silent[req.PeerAddress] = true

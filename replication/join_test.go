@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
@@ -21,7 +22,7 @@ import (
 // attempt its own deadline, stops at the first success with the leader's
 // id, and ends with ctx's error when ctx ends during an attempt or a pause.
 func TestJoinLoop(t *testing.T) {
-	req := JoinRequest{ID: "n2", RaftAddress: "127.0.0.1:7081", APIAddress: "127.0.0.1:7080"}
+	req := backend.JoinRequest{ID: "n2", RaftAddress: "127.0.0.1:7081", APIAddress: "127.0.0.1:7080"}
 	errDown := errors.New("connection refused")
 	for _, tc := range []struct {
 		name string
@@ -61,7 +62,7 @@ func TestJoinLoop(t *testing.T) {
 			logger := slog.New(slog.NewTextHandler(&logs, nil))
 			var mu sync.Mutex
 			attempts := 0
-			ask := func(actx context.Context, member string, got JoinRequest) (string, error) {
+			ask := func(actx context.Context, member string, got backend.JoinRequest) (string, error) {
 				mu.Lock()
 				attempts++
 				n := attempts
@@ -115,11 +116,11 @@ func TestJoinLoop(t *testing.T) {
 			}
 		})
 	}
-	if _, err := joinLoop(context.Background(), slog.Default(), "", req, func(context.Context, string, JoinRequest) (string, error) { return "", nil }, time.Second, time.Second); !errors.Is(err, ErrInvalidArgument) {
-		t.Errorf("no member: %v, want ErrInvalidArgument", err)
+	if _, err := joinLoop(context.Background(), slog.Default(), "", req, func(context.Context, string, backend.JoinRequest) (string, error) { return "", nil }, time.Second, time.Second); !errors.Is(err, backend.ErrInvalidArgument) {
+		t.Errorf("no member: %v, want backend.ErrInvalidArgument", err)
 	}
-	if _, err := joinLoop(context.Background(), slog.Default(), "127.0.0.1:7070", req, nil, time.Second, time.Second); !errors.Is(err, ErrInvalidArgument) {
-		t.Errorf("no way to ask: %v, want ErrInvalidArgument", err)
+	if _, err := joinLoop(context.Background(), slog.Default(), "127.0.0.1:7070", req, nil, time.Second, time.Second); !errors.Is(err, backend.ErrInvalidArgument) {
+		t.Errorf("no way to ask: %v, want backend.ErrInvalidArgument", err)
 	}
 }
 
@@ -131,22 +132,22 @@ func TestJoinClusterSendsFeatureLevel(t *testing.T) {
 	defer cancel()
 	n := openSingleNode(t, ctx, Config{DataDir: t.TempDir(), APIAdvertise: "127.0.0.1:7070"})
 	defer n.Close()
-	var got JoinRequest
-	leader, err := n.JoinCluster(ctx, "127.0.0.1:7080", func(_ context.Context, _ string, req JoinRequest) (string, error) {
+	var got backend.JoinRequest
+	leader, err := n.JoinCluster(ctx, "127.0.0.1:7080", func(_ context.Context, _ string, req backend.JoinRequest) (string, error) {
 		got = req
 		return "n0", nil
 	})
 	if err != nil || leader != "n0" {
 		t.Fatalf("JoinCluster: %q, %v", leader, err)
 	}
-	if got.ID != "n1" || got.APIAddress != "127.0.0.1:7070" || got.FeatureLevel != fsm.Level {
+	if got.ID != "n1" || got.APIAddress != "127.0.0.1:7070" || got.FeatureLevel != backend.FeatureLevel(fsm.Level) {
 		t.Fatalf("join request %+v; want n1 at 127.0.0.1:7070 with feature level %d", got, fsm.Level)
 	}
 }
 
 // joinCluster runs real nodes in this process, Raft over TCP on
 // 127.0.0.1, and answers the leader's questions to a node's client API
-// (NodeProbe) from that node's own Status, the way server's Status
+// (backend.NodeProbe) from that node's own backend.Status, the way server's backend.Status
 // handler does. A test can make an API address silent or rewrite what a
 // node says.
 type joinCluster struct {
@@ -158,7 +159,7 @@ type joinCluster struct {
 	// closed are the nodes restart closed, which cleanup leaves alone.
 	closed map[*Node]bool
 	// rewrite, when set, changes what a node says of itself.
-	rewrite func(NodeReport) NodeReport
+	rewrite func(backend.NodeReport) backend.NodeReport
 	probes  int
 	// configure, when set, edits each node's configuration before it
 	// opens (peer TLS, say).
@@ -250,17 +251,17 @@ func (c *joinCluster) restart(n *Node, edit func(*Config)) *Node {
 	return c.start(cfg)
 }
 
-// probe is the NodeProbe of the tests.
-func (c *joinCluster) probe(ctx context.Context, addr string) (NodeReport, error) {
+// probe is the backend.NodeProbe of the tests.
+func (c *joinCluster) probe(ctx context.Context, addr string) (backend.NodeReport, error) {
 	c.mu.Lock()
 	c.probes++
 	n, silent, rewrite := c.byAPI[addr], c.silent[addr], c.rewrite
 	c.mu.Unlock()
 	if n == nil || silent {
-		return NodeReport{}, fmt.Errorf("dial %s: connection refused", addr)
+		return backend.NodeReport{}, fmt.Errorf("dial %s: connection refused", addr)
 	}
 	st := n.Status()
-	rep := NodeReport{ID: st.NodeID, Ready: n.Ready(), AppliedIndex: st.AppliedIndex, LeaderID: st.LeaderID, Term: st.Term}
+	rep := backend.NodeReport{ID: st.NodeID, Ready: n.Ready(), AppliedIndex: st.AppliedIndex, LeaderID: st.LeaderID, Term: st.Term}
 	if rewrite != nil {
 		rep = rewrite(rep)
 	}
@@ -273,7 +274,7 @@ func (c *joinCluster) setSilent(n *Node, silent bool) {
 	c.silent[n.cfg.APIAdvertise] = silent
 }
 
-func (c *joinCluster) setRewrite(f func(NodeReport) NodeReport) {
+func (c *joinCluster) setRewrite(f func(backend.NodeReport) backend.NodeReport) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rewrite = f
@@ -286,8 +287,8 @@ func (c *joinCluster) probeCount() int {
 }
 
 // joinRequest is what n's JoinCluster would send.
-func joinRequest(n *Node) JoinRequest {
-	return JoinRequest{ID: n.cfg.NodeID, RaftAddress: string(n.stores.transport.LocalAddr()), APIAddress: n.cfg.APIAdvertise, FeatureLevel: n.buildLevel()}
+func joinRequest(n *Node) backend.JoinRequest {
+	return backend.JoinRequest{ID: n.cfg.NodeID, RaftAddress: string(n.stores.transport.LocalAddr()), APIAddress: n.cfg.APIAdvertise, FeatureLevel: backend.FeatureLevel(n.buildLevel())}
 }
 
 // membership is the leader's configuration as "id=suffrage" in order,
@@ -320,7 +321,7 @@ func closedAddr(t *testing.T) string {
 }
 
 // TestJoinRefusesBadRequests: a join whose id or addresses are malformed,
-// empty or undialable is refused with ErrInvalidArgument before the node
+// empty or undialable is refused with backend.ErrInvalidArgument before the node
 // is asked anything, and the membership stays as it was.
 func TestJoinRefusesBadRequests(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -328,38 +329,38 @@ func TestJoinRefusesBadRequests(t *testing.T) {
 	c := newJoinCluster(t)
 	l := c.open(ctx, "n1", true)
 	before := membership(t, l)
-	good := JoinRequest{ID: "n9", RaftAddress: "127.0.0.1:7091", APIAddress: "127.0.0.1:7090"}
+	good := backend.JoinRequest{ID: "n9", RaftAddress: "127.0.0.1:7091", APIAddress: "127.0.0.1:7090"}
 	for _, tc := range []struct {
 		name string
-		edit func(*JoinRequest)
+		edit func(*backend.JoinRequest)
 	}{
-		{name: "no id", edit: func(r *JoinRequest) { r.ID = "" }},
-		{name: "id with a space", edit: func(r *JoinRequest) { r.ID = "n 9" }},
-		{name: "id with a newline", edit: func(r *JoinRequest) { r.ID = "n9\n" }},
-		{name: "long id", edit: func(r *JoinRequest) { r.ID = strings.Repeat("n", 129) }},
-		{name: "no API address", edit: func(r *JoinRequest) { r.APIAddress = "" }},
-		{name: "no raft address", edit: func(r *JoinRequest) { r.RaftAddress = "" }},
-		{name: "API address without a port", edit: func(r *JoinRequest) { r.APIAddress = "127.0.0.1" }},
-		{name: "API address without a host", edit: func(r *JoinRequest) { r.APIAddress = ":7090" }},
-		{name: "raft address on any interface", edit: func(r *JoinRequest) { r.RaftAddress = "0.0.0.0:7091" }},
-		{name: "raft address on any IPv6 interface", edit: func(r *JoinRequest) { r.RaftAddress = "[::]:7091" }},
-		{name: "port 0", edit: func(r *JoinRequest) { r.RaftAddress = "127.0.0.1:0" }},
-		{name: "port out of range", edit: func(r *JoinRequest) { r.APIAddress = "127.0.0.1:70000" }},
-		{name: "named port", edit: func(r *JoinRequest) { r.APIAddress = "127.0.0.1:http" }},
-		{name: "a URL", edit: func(r *JoinRequest) { r.APIAddress = "http://127.0.0.1:7090" }},
-		{name: "host with a space", edit: func(r *JoinRequest) { r.APIAddress = "bad host:7090" }},
-		{name: "long address", edit: func(r *JoinRequest) { r.APIAddress = strings.Repeat("a.", 140) + "b:7090" }},
+		{name: "no id", edit: func(r *backend.JoinRequest) { r.ID = "" }},
+		{name: "id with a space", edit: func(r *backend.JoinRequest) { r.ID = "n 9" }},
+		{name: "id with a newline", edit: func(r *backend.JoinRequest) { r.ID = "n9\n" }},
+		{name: "long id", edit: func(r *backend.JoinRequest) { r.ID = strings.Repeat("n", 129) }},
+		{name: "no API address", edit: func(r *backend.JoinRequest) { r.APIAddress = "" }},
+		{name: "no raft address", edit: func(r *backend.JoinRequest) { r.RaftAddress = "" }},
+		{name: "API address without a port", edit: func(r *backend.JoinRequest) { r.APIAddress = "127.0.0.1" }},
+		{name: "API address without a host", edit: func(r *backend.JoinRequest) { r.APIAddress = ":7090" }},
+		{name: "raft address on any interface", edit: func(r *backend.JoinRequest) { r.RaftAddress = "0.0.0.0:7091" }},
+		{name: "raft address on any IPv6 interface", edit: func(r *backend.JoinRequest) { r.RaftAddress = "[::]:7091" }},
+		{name: "port 0", edit: func(r *backend.JoinRequest) { r.RaftAddress = "127.0.0.1:0" }},
+		{name: "port out of range", edit: func(r *backend.JoinRequest) { r.APIAddress = "127.0.0.1:70000" }},
+		{name: "named port", edit: func(r *backend.JoinRequest) { r.APIAddress = "127.0.0.1:http" }},
+		{name: "a URL", edit: func(r *backend.JoinRequest) { r.APIAddress = "http://127.0.0.1:7090" }},
+		{name: "host with a space", edit: func(r *backend.JoinRequest) { r.APIAddress = "bad host:7090" }},
+		{name: "long address", edit: func(r *backend.JoinRequest) { r.APIAddress = strings.Repeat("a.", 140) + "b:7090" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := good
 			tc.edit(&req)
-			if err := l.Join(ctx, req, c.probe); !errors.Is(err, ErrInvalidArgument) {
-				t.Fatalf("Join(%+v) = %v, want ErrInvalidArgument", req, err)
+			if err := l.Join(ctx, req, c.probe); !errors.Is(err, backend.ErrInvalidArgument) {
+				t.Fatalf("Join(%+v) = %v, want backend.ErrInvalidArgument", req, err)
 			}
 		})
 	}
-	if err := l.Join(ctx, good, nil); !errors.Is(err, ErrInvalidArgument) {
-		t.Errorf("Join without a probe = %v, want ErrInvalidArgument", err)
+	if err := l.Join(ctx, good, nil); !errors.Is(err, backend.ErrInvalidArgument) {
+		t.Errorf("Join without a probe = %v, want backend.ErrInvalidArgument", err)
 	}
 	if n := c.probeCount(); n != 0 {
 		t.Errorf("%d probes for malformed requests, want none", n)
@@ -371,8 +372,8 @@ func TestJoinRefusesBadRequests(t *testing.T) {
 
 // TestJoinChecksTheNode: a joining node that does not answer on its API
 // address, answers there as another node, or whose Raft address refuses
-// connections is refused (ErrNodeUnreachable); an address of another
-// member is refused (ErrNodeConflict). None changes the membership. A
+// connections is refused (backend.ErrNodeUnreachable); an address of another
+// member is refused (backend.ErrNodeConflict). None changes the membership. A
 // real node then joins and is a voter; joining it again changes nothing;
 // its id at another Raft address is a conflict.
 func TestJoinChecksTheNode(t *testing.T) {
@@ -384,15 +385,15 @@ func TestJoinChecksTheNode(t *testing.T) {
 	before := membership(t, l)
 	for _, tc := range []struct {
 		name string
-		edit func(*JoinRequest)
+		edit func(*backend.JoinRequest)
 		want error
 	}{
-		{name: "API address silent", edit: func(r *JoinRequest) { r.APIAddress = "nobody.api.test:7070" }, want: ErrNodeUnreachable},
-		{name: "API address answers as another node", edit: func(r *JoinRequest) { r.ID = "n3" }, want: ErrNodeUnreachable},
-		{name: "raft address refuses connections", edit: func(r *JoinRequest) { r.RaftAddress = closedAddr(t) }, want: ErrNodeUnreachable},
-		{name: "raft address of a member", edit: func(r *JoinRequest) { r.RaftAddress = string(l.stores.transport.LocalAddr()) }, want: ErrNodeConflict},
-		{name: "API address of a member", edit: func(r *JoinRequest) { r.ID, r.APIAddress = "n3", l.cfg.APIAdvertise }, want: ErrNodeConflict},
-		{name: "the leader's id at another raft address", edit: func(r *JoinRequest) { r.ID = "n1" }, want: ErrNodeConflict},
+		{name: "API address silent", edit: func(r *backend.JoinRequest) { r.APIAddress = "nobody.api.test:7070" }, want: backend.ErrNodeUnreachable},
+		{name: "API address answers as another node", edit: func(r *backend.JoinRequest) { r.ID = "n3" }, want: backend.ErrNodeUnreachable},
+		{name: "raft address refuses connections", edit: func(r *backend.JoinRequest) { r.RaftAddress = closedAddr(t) }, want: backend.ErrNodeUnreachable},
+		{name: "raft address of a member", edit: func(r *backend.JoinRequest) { r.RaftAddress = string(l.stores.transport.LocalAddr()) }, want: backend.ErrNodeConflict},
+		{name: "API address of a member", edit: func(r *backend.JoinRequest) { r.ID, r.APIAddress = "n3", l.cfg.APIAdvertise }, want: backend.ErrNodeConflict},
+		{name: "the leader's id at another raft address", edit: func(r *backend.JoinRequest) { r.ID = "n1" }, want: backend.ErrNodeConflict},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := joinRequest(j)
@@ -422,8 +423,8 @@ func TestJoinChecksTheNode(t *testing.T) {
 	}
 	moved := joinRequest(j)
 	moved.RaftAddress = closedAddr(t)
-	if err := l.Join(ctx, moved, c.probe); !errors.Is(err, ErrNodeConflict) {
-		t.Errorf("n2 at another raft address: %v, want ErrNodeConflict", err)
+	if err := l.Join(ctx, moved, c.probe); !errors.Is(err, backend.ErrNodeConflict) {
+		t.Errorf("n2 at another raft address: %v, want backend.ErrNodeConflict", err)
 	}
 	// Its API address moves only once the old one stops answering as n2.
 	c.mu.Lock()
@@ -431,8 +432,8 @@ func TestJoinChecksTheNode(t *testing.T) {
 	c.mu.Unlock()
 	newAPI := joinRequest(j)
 	newAPI.APIAddress = "n2-moved.api.test:7070"
-	if err := l.Join(ctx, newAPI, c.probe); !errors.Is(err, ErrNodeConflict) {
-		t.Errorf("n2 at another API address while the old one answers: %v, want ErrNodeConflict", err)
+	if err := l.Join(ctx, newAPI, c.probe); !errors.Is(err, backend.ErrNodeConflict) {
+		t.Errorf("n2 at another API address while the old one answers: %v, want backend.ErrNodeConflict", err)
 	}
 	if after := membership(t, l); after != joined {
 		t.Errorf("membership changed:\nbefore %s\nafter  %s", joined, after)
@@ -449,25 +450,25 @@ func TestJoinChecksTheNode(t *testing.T) {
 // TestJoinPromotesOnlyCaughtUp: a joining node that does not catch up (it
 // says it applied nothing) stays a non-voter when the wait ends. While it
 // waits, another join or a removal of another node is refused with
-// ErrMembershipChange; removing the waiting node ends its join and takes it
+// backend.ErrMembershipChange; removing the waiting node ends its join and takes it
 // out. Once it reports its real progress it joins as a voter.
 func TestJoinPromotesOnlyCaughtUp(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c := newJoinCluster(t)
 	l := c.open(ctx, "n1", true)
-	if _, err := l.CreateTopic(ctx, CreateTopic{Name: "t", Partitions: 1}); err != nil {
+	if _, err := l.CreateTopic(ctx, fsm.CreateTopic{Name: "t", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	// More entries than a non-voter may lag behind.
 	for i := range joinMaxLag + 10 {
-		if _, err := l.Append(ctx, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, fmt.Sprint(i))}}}); err != nil {
+		if _, err := l.Append(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, fmt.Sprint(i))}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	j := c.open(ctx, "n2", false)
 	other := c.open(ctx, "n3", false)
-	c.setRewrite(func(r NodeReport) NodeReport {
+	c.setRewrite(func(r backend.NodeReport) backend.NodeReport {
 		if r.ID == "n2" {
 			r.AppliedIndex = 0
 		}
@@ -493,11 +494,11 @@ func TestJoinPromotesOnlyCaughtUp(t *testing.T) {
 		defer l.cluster.mu.Unlock()
 		return l.cluster.change != nil
 	})
-	if err := l.Join(ctx, joinRequest(other), c.probe); !errors.Is(err, ErrMembershipChange) {
-		t.Errorf("a second join while one waits: %v, want ErrMembershipChange", err)
+	if err := l.Join(ctx, joinRequest(other), c.probe); !errors.Is(err, backend.ErrMembershipChange) {
+		t.Errorf("a second join while one waits: %v, want backend.ErrMembershipChange", err)
 	}
-	if err := l.RemoveNode(ctx, "n3"); !errors.Is(err, ErrMembershipChange) {
-		t.Errorf("a removal of another node while a join waits: %v, want ErrMembershipChange", err)
+	if err := l.RemoveNode(ctx, "n3"); !errors.Is(err, backend.ErrMembershipChange) {
+		t.Errorf("a removal of another node while a join waits: %v, want backend.ErrMembershipChange", err)
 	}
 	if err := l.RemoveNode(ctx, "n2"); err != nil {
 		t.Fatalf("remove the waiting node: %v", err)
@@ -551,7 +552,7 @@ func TestJoinAsksRaftToo(t *testing.T) {
 		}
 	}()
 	defer func() { ln.Close(); <-accepted }()
-	c.setRewrite(func(r NodeReport) NodeReport {
+	c.setRewrite(func(r backend.NodeReport) backend.NodeReport {
 		if r.ID == "n2" {
 			r.Ready, r.AppliedIndex, r.LeaderID, r.Term = true, l.raft.CommitIndex(), "n1", l.raft.CurrentTerm()
 		}
@@ -572,7 +573,7 @@ func TestJoinAsksRaftToo(t *testing.T) {
 
 // TestJoinRefusesWithoutReachableQuorum: with two of three voters silent,
 // promoting a fourth node would make a configuration of four voters of
-// which two answer; it is refused (ErrNoQuorum) and the node stays a
+// which two answer; it is refused (backend.ErrNoQuorum) and the node stays a
 // non-voter. Once one voter answers again, the same join promotes it.
 func TestJoinRefusesWithoutReachableQuorum(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -588,8 +589,8 @@ func TestJoinRefusesWithoutReachableQuorum(t *testing.T) {
 	n4 := c.open(ctx, "n4", false)
 	c.setSilent(n2, true)
 	c.setSilent(n3, true)
-	if err := l.Join(ctx, joinRequest(n4), c.probe); !errors.Is(err, ErrNoQuorum) {
-		t.Fatalf("join n4 with two of three voters silent: %v, want ErrNoQuorum", err)
+	if err := l.Join(ctx, joinRequest(n4), c.probe); !errors.Is(err, backend.ErrNoQuorum) {
+		t.Fatalf("join n4 with two of three voters silent: %v, want backend.ErrNoQuorum", err)
 	}
 	if m, _ := l.member("n4"); m == nil || m.Suffrage != raft.Nonvoter {
 		t.Fatalf("n4 after a refused promotion: %+v, want a non-voter", m)

@@ -14,6 +14,8 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/hashicorp/raft-wal/segment"
+	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // TestChooseLogStore: a data dir keeps the store its Raft log is in; an
@@ -45,7 +47,7 @@ func TestChooseLogStore(t *testing.T) {
 			t.Errorf("want %q, data dir's %q: %q (%q), %v; want %q", tc.want, tc.detected, store, reason, err, tc.store)
 		}
 	}
-	if err := (Config{NodeID: "n1", DataDir: "d", RaftBind: "127.0.0.1:0", RaftLogStore: "rocks"}).Validate(); !errors.Is(err, ErrInvalidArgument) {
+	if err := (Config{NodeID: "n1", DataDir: "d", RaftBind: "127.0.0.1:0", RaftLogStore: "rocks"}).Validate(); !errors.Is(err, backend.ErrInvalidArgument) {
 		t.Errorf("Validate of an unknown log store: %v", err)
 	}
 }
@@ -62,13 +64,13 @@ func TestLogStoreKept(t *testing.T) {
 			dir := t.TempDir()
 			cfg := Config{DataDir: dir, RaftLogStore: store, Fatal: func(err error) { t.Errorf("fatal: %v", err) }}
 			n := openSingleNode(t, ctx, cfg)
-			if _, err := n.CreateTopic(ctx, CreateTopic{Name: "k", Partitions: 1}); err != nil {
+			if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "k", Partitions: 1}); err != nil {
 				t.Fatal(err)
 			}
 			var want []string
 			for i := range 5 {
 				v := fmt.Sprintf("v%d", i)
-				if _, err := n.Append(ctx, Append{Topic: "k", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, v)}}}); err != nil {
+				if _, err := n.Append(ctx, fsm.Append{Topic: "k", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, v)}}}); err != nil {
 					t.Fatal(err)
 				}
 				want = append(want, v)

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/raft"
 	waltypes "github.com/hashicorp/raft-wal/types"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/internal/slogbridge"
 	"github.com/logd-dev/logd/log"
@@ -153,7 +154,7 @@ type Config struct {
 	// concurrent creations may then pass the quota by a few. Its
 	// per-principal bounds count the topics each principal created
 	// (topic_quota.go). Zero: none.
-	Quota TopicQuota
+	Quota fsm.TopicQuota
 	// HeartbeatTimeout, ElectionTimeout and LeaderLeaseTimeout are
 	// hashicorp/raft's timeouts, which decide how fast a failover is and
 	// how much stalling a cluster under load tolerates (raft_stores.go).
@@ -172,7 +173,7 @@ type Config struct {
 	// Register, if set, is how this node asks the leader to register its
 	// addresses and feature level while it follows (register.go): the Join
 	// call over the client API (cmd/logd's joinVia), to the leader's
-	// call address, with JoinRequest.RegisterOnly set. Nil: a follower's
+	// call address, with backend.JoinRequest.RegisterOnly set. Nil: a follower's
 	// registration changes only through JoinCluster; a leader registers
 	// itself either way.
 	Register AskJoin
@@ -200,21 +201,21 @@ type Config struct {
 func (c Config) Validate() error {
 	switch {
 	case c.NodeID == "":
-		return fmt.Errorf("%w: node id is required", ErrInvalidArgument)
+		return fmt.Errorf("%w: node id is required", backend.ErrInvalidArgument)
 	case c.DataDir == "":
-		return fmt.Errorf("%w: data dir is required", ErrInvalidArgument)
+		return fmt.Errorf("%w: data dir is required", backend.ErrInvalidArgument)
 	case c.RaftBind == "" && !c.InMemory:
-		return fmt.Errorf("%w: raft bind address is required", ErrInvalidArgument)
+		return fmt.Errorf("%w: raft bind address is required", backend.ErrInvalidArgument)
 	case c.FeatureLevel > fsm.Level:
-		return fmt.Errorf("%w: feature level %d is above this build's %d", ErrInvalidArgument, c.FeatureLevel, fsm.Level)
+		return fmt.Errorf("%w: feature level %d is above this build's %d", backend.ErrInvalidArgument, c.FeatureLevel, fsm.Level)
 	case c.WALSegmentBytes != 0 && (c.WALSegmentBytes < MinWALSegmentBytes || c.WALSegmentBytes > MaxWALSegmentBytes):
-		return fmt.Errorf("%w: raft wal segment size %d: want %d to %d bytes", ErrInvalidArgument, c.WALSegmentBytes, MinWALSegmentBytes, MaxWALSegmentBytes)
+		return fmt.Errorf("%w: raft wal segment size %d: want %d to %d bytes", backend.ErrInvalidArgument, c.WALSegmentBytes, MinWALSegmentBytes, MaxWALSegmentBytes)
 	case !validLogStore(c.RaftLogStore):
-		return fmt.Errorf("%w: raft log store %q: want %s or %s", ErrInvalidArgument, c.RaftLogStore, LogStoreBoltDB, LogStoreWAL)
+		return fmt.Errorf("%w: raft log store %q: want %s or %s", backend.ErrInvalidArgument, c.RaftLogStore, LogStoreBoltDB, LogStoreWAL)
 	case c.MaxRaftConns < 0:
-		return fmt.Errorf("%w: max raft connections %d is negative", ErrInvalidArgument, c.MaxRaftConns)
+		return fmt.Errorf("%w: max raft connections %d is negative", backend.ErrInvalidArgument, c.MaxRaftConns)
 	case c.PeerTLS != nil && c.InMemory:
-		return fmt.Errorf("%w: peer TLS needs Raft over TCP, not in memory", ErrInvalidArgument)
+		return fmt.Errorf("%w: peer TLS needs Raft over TCP, not in memory", backend.ErrInvalidArgument)
 	case c.PeerTLS != nil:
 		if err := c.PeerTLS.validate(); err != nil {
 			return err
@@ -672,9 +673,9 @@ func (n *Node) raftMember(id string) bool {
 
 // RaftConnStats returns the counters of this node's Raft port; zero for
 // an InMemory node.
-func (n *Node) RaftConnStats() RaftConnStats {
+func (n *Node) RaftConnStats() backend.RaftConnStats {
 	if n.stores.stream == nil {
-		return RaftConnStats{}
+		return backend.RaftConnStats{}
 	}
 	return n.stores.stream.stats()
 }
@@ -708,13 +709,13 @@ func (n *Node) WaitLeader(ctx context.Context) error {
 // propose submits an encoded command and waits until it is committed and
 // applied, returning the FSM's result; it seals data (fsm.Seal). A command
 // the cluster's feature level does not cover is refused (features.go). If
-// ctx ends first the outcome is unknown: ErrTimeout.
+// ctx ends first the outcome is unknown: backend.ErrTimeout.
 func (n *Node) propose(ctx context.Context, data []byte) (any, error) {
 	if err := n.fsm.Failed(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrStopped, err)
+		return nil, fmt.Errorf("%w: %v", backend.ErrStopped, err)
 	}
 	if n.raft.State() != raft.Leader {
-		return nil, ErrNotLeader
+		return nil, backend.ErrNotLeader
 	}
 	if err := n.checkFeatureLevel(data); err != nil {
 		return nil, err
@@ -736,7 +737,7 @@ func (n *Node) propose(ctx context.Context, data []byte) (any, error) {
 			return nil, mapRaftError(err)
 		}
 	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: %v", ErrTimeout, ctx.Err())
+		return nil, fmt.Errorf("%w: %v", backend.ErrTimeout, ctx.Err())
 	}
 	if err, ok := f.Response().(error); ok {
 		return nil, err
@@ -747,25 +748,25 @@ func (n *Node) propose(ctx context.Context, data []byte) (any, error) {
 func mapRaftError(err error) error {
 	switch {
 	case errors.Is(err, raft.ErrNotLeader):
-		return ErrNotLeader
+		return backend.ErrNotLeader
 	case errors.Is(err, raft.ErrEnqueueTimeout):
 		// Never enqueued: definitely not applied.
-		return fmt.Errorf("%w: %v", ErrNotLeader, err)
+		return fmt.Errorf("%w: %v", backend.ErrNotLeader, err)
 	case errors.Is(err, raft.ErrLeadershipLost):
-		return fmt.Errorf("%w: %v", ErrTimeout, err)
+		return fmt.Errorf("%w: %v", backend.ErrTimeout, err)
 	case errors.Is(err, raft.ErrRaftShutdown):
-		return ErrShutdown
+		return backend.ErrShutdown
 	}
 	return err
 }
 
 // CreateTopic proposes a topic creation and returns the created topic.
-func (n *Node) CreateTopic(ctx context.Context, c CreateTopic) (*Topic, error) {
+func (n *Node) CreateTopic(ctx context.Context, c fsm.CreateTopic) (*fsm.Topic, error) {
 	if err := fsm.ValidateCreateTopic(c); err != nil {
 		return nil, err
 	}
 	if _, err := n.fsm.Topic(c.Name); err == nil {
-		return nil, fmt.Errorf("%w: %q", ErrTopicExists, c.Name)
+		return nil, fmt.Errorf("%w: %q", backend.ErrTopicExists, c.Name)
 	}
 	if err := n.stampCreateTopic(ctx, &c); err != nil {
 		return nil, err
@@ -778,7 +779,7 @@ func (n *Node) CreateTopic(ctx context.Context, c CreateTopic) (*Topic, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, _ := res.(*Topic)
+	t, _ := res.(*fsm.Topic)
 	return t, nil
 }
 
@@ -797,7 +798,7 @@ func (n *Node) DeleteTopic(ctx context.Context, name string) error {
 
 // AlterTopic proposes new settings for a topic and returns the topic as
 // altered.
-func (n *Node) AlterTopic(ctx context.Context, c AlterTopic) (*Topic, error) {
+func (n *Node) AlterTopic(ctx context.Context, c fsm.AlterTopic) (*fsm.Topic, error) {
 	t, err := n.fsm.Topic(c.Name)
 	if err != nil {
 		return nil, err
@@ -813,25 +814,25 @@ func (n *Node) AlterTopic(ctx context.Context, c AlterTopic) (*Topic, error) {
 	if err != nil {
 		return nil, err
 	}
-	nt, _ := res.(*Topic)
+	nt, _ := res.(*fsm.Topic)
 	return nt, nil
 }
 
 // Append proposes record batches for partitions of one topic and returns
 // each batch's base offset once committed and applied. Batches are
 // validated first, so an invalid one is refused before it reaches Raft;
-// a snappy, lz4 or zstd batch is refused with a *FeatureLevelError until
+// a snappy, lz4 or zstd batch is refused with a *backend.FeatureLevelError until
 // every member reads them (CheckCompression); on a compacted topic a
-// record without a key is ErrKeyRequired (checkKeys). Any refusal
+// record without a key is backend.ErrKeyRequired (checkKeys). Any refusal
 // appends nothing of a.
-func (n *Node) Append(ctx context.Context, a Append) ([]int64, error) {
+func (n *Node) Append(ctx context.Context, a fsm.Append) ([]int64, error) {
 	return n.appendBatches(ctx, a, false)
 }
 
 // appendBatches is Append; keysChecked says the caller built a's batches
 // from records it checked have keys (Backend.Produce, on a topic that
 // was compacted then), which spares decoding them again.
-func (n *Node) appendBatches(ctx context.Context, a Append, keysChecked bool) ([]int64, error) {
+func (n *Node) appendBatches(ctx context.Context, a fsm.Append, keysChecked bool) ([]int64, error) {
 	t, err := n.fsm.Topic(a.Topic)
 	if err != nil {
 		return nil, err
@@ -867,19 +868,19 @@ func (n *Node) appendBatches(ctx context.Context, a Append, keysChecked bool) ([
 }
 
 // checkKeys refuses, on a topic whose cleanup.policy includes compact, a
-// batch with a record without a key (ErrKeyRequired). It decodes the
+// batch with a record without a key (backend.ErrKeyRequired). It decodes the
 // batches (decompressing them) of compacted topics only. The leader
 // checks it before proposing, as Kafka's brokers check it on produce; the
 // state machine does not, so that replicas of builds before the check
 // apply the same entries.
-func checkKeys(t *Topic, a Append) error {
+func checkKeys(t *fsm.Topic, a fsm.Append) error {
 	if !compacted(t) {
 		return nil
 	}
 	for _, pb := range a.Batches {
 		d, _, err := batch.Decode(pb.Batch)
 		if err != nil {
-			return fmt.Errorf("%w: %s-%d: %v", ErrInvalidArgument, t.Name, pb.Partition, err)
+			return fmt.Errorf("%w: %s-%d: %v", backend.ErrInvalidArgument, t.Name, pb.Partition, err)
 		}
 		for i := range d.Records {
 			if d.Records[i].Key == nil {
@@ -892,14 +893,14 @@ func checkKeys(t *Topic, a Append) error {
 
 // compacted says whether t's cleanup.policy includes compact (as
 // Topic.RetentionPolicy reads it).
-func compacted(t *Topic) bool {
+func compacted(t *fsm.Topic) bool {
 	return strings.Contains(t.Config[fsm.ConfigCleanupPolicy], "compact")
 }
 
-// keyRequired is ErrKeyRequired for the record what names.
-func keyRequired(t *Topic, what string) error {
+// keyRequired is backend.ErrKeyRequired for the record what names.
+func keyRequired(t *fsm.Topic, what string) error {
 	return fmt.Errorf("%w: %s has a null key, and topic %q has cleanup.policy %s, which keeps the last record of each key (a tombstone is a key with a null value)",
-		ErrKeyRequired, what, t.Name, t.Config[fsm.ConfigCleanupPolicy])
+		backend.ErrKeyRequired, what, t.Name, t.Config[fsm.ConfigCleanupPolicy])
 }
 
 // Snapshot asks Raft for a snapshot now and waits for it.

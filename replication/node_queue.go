@@ -6,16 +6,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/queue"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // Bounds on one queue call, so a command stays small and its Apply short.
 const (
-	// MaxQueueClaim bounds the records of one claim.
-	MaxQueueClaim = 10_000
-	// MaxQueueTokens bounds the tokens of one ack, nack or extend.
-	MaxQueueTokens = 10_000
 	// MaxQueueErrorBytes bounds a nack's error text.
 	MaxQueueErrorBytes = 4096
 )
@@ -30,7 +27,7 @@ func (n *Node) proposeQueue(ctx context.Context, t fsm.CommandType, c any) (any,
 
 // CreateQueueGroup proposes a new queue group and returns its settings
 // with defaults applied. The leader picks the group's secret.
-func (n *Node) CreateQueueGroup(ctx context.Context, c QueueCreate) (queue.Config, error) {
+func (n *Node) CreateQueueGroup(ctx context.Context, c fsm.QueueCreate) (queue.Config, error) {
 	t, err := n.fsm.Topic(c.Topic)
 	if err != nil {
 		return queue.Config{}, err
@@ -72,118 +69,118 @@ func (n *Node) AlterQueueGroup(ctx context.Context, topic, name string, change f
 
 // QueueClaim proposes a claim and returns the delivered records once the
 // claim is committed (fsynced by a quorum) and applied.
-func (n *Node) QueueClaim(ctx context.Context, c QueueClaim) (QueueClaimResult, error) {
+func (n *Node) QueueClaim(ctx context.Context, c fsm.QueueClaim) (backend.QueueClaimResult, error) {
 	switch {
-	case c.Max < 1 || c.Max > MaxQueueClaim:
-		return QueueClaimResult{}, fmt.Errorf("%w: max records %d outside [1, %d]", queue.ErrInvalidRequest, c.Max, MaxQueueClaim)
+	case c.Max < 1 || c.Max > backend.MaxQueueClaim:
+		return backend.QueueClaimResult{}, fmt.Errorf("%w: max records %d outside [1, %d]", queue.ErrInvalidRequest, c.Max, backend.MaxQueueClaim)
 	case c.MaxBytes < 0:
-		return QueueClaimResult{}, fmt.Errorf("%w: max bytes %d is negative", queue.ErrInvalidRequest, c.MaxBytes)
+		return backend.QueueClaimResult{}, fmt.Errorf("%w: max bytes %d is negative", queue.ErrInvalidRequest, c.MaxBytes)
 	case c.Lease < 0 || c.Lease > queue.MaxLease:
-		return QueueClaimResult{}, fmt.Errorf("%w: lease %v outside [0, %v]", queue.ErrInvalidRequest, c.Lease, queue.MaxLease)
+		return backend.QueueClaimResult{}, fmt.Errorf("%w: lease %v outside [0, %v]", queue.ErrInvalidRequest, c.Lease, queue.MaxLease)
 	}
 	if _, _, err := n.fsm.QueueClaimable(c.Topic, c.Group, 0); err != nil {
-		return QueueClaimResult{}, err
+		return backend.QueueClaimResult{}, err
 	}
 	if len(c.Worker) > queue.MaxWorkerLen {
-		return QueueClaimResult{}, fmt.Errorf("%w: worker id of %d bytes, at most %d", queue.ErrInvalidRequest, len(c.Worker), queue.MaxWorkerLen)
+		return backend.QueueClaimResult{}, fmt.Errorf("%w: worker id of %d bytes, at most %d", queue.ErrInvalidRequest, len(c.Worker), queue.MaxWorkerLen)
 	}
 	level, err := n.featureLevel()
 	if err != nil {
-		return QueueClaimResult{}, err
+		return backend.QueueClaimResult{}, err
 	}
 	// From fsm.QueueLevel on, every claim carries the worker id (empty or
 	// not), so the first claim after an upgrade raises the applied level.
 	res, err := n.propose(ctx, fsm.EncodeQueueClaim(n.cfg.Now().UnixNano(), c, level))
 	if err != nil {
-		return QueueClaimResult{}, err
+		return backend.QueueClaimResult{}, err
 	}
-	r, ok := res.(QueueClaimResult)
+	r, ok := res.(backend.QueueClaimResult)
 	if !ok {
-		return QueueClaimResult{}, fmt.Errorf("claim: unexpected result %T", res)
+		return backend.QueueClaimResult{}, fmt.Errorf("claim: unexpected result %T", res)
 	}
 	return r, nil
 }
 
 func (n *Node) checkTokens(topic, name string, count int) error {
-	if count == 0 || count > MaxQueueTokens {
-		return fmt.Errorf("%w: %d tokens; want 1 to %d", queue.ErrInvalidRequest, count, MaxQueueTokens)
+	if count == 0 || count > backend.MaxQueueTokens {
+		return fmt.Errorf("%w: %d tokens; want 1 to %d", queue.ErrInvalidRequest, count, backend.MaxQueueTokens)
 	}
 	_, _, err := n.fsm.QueueClaimable(topic, name, 0)
 	return err
 }
 
-func tokensResult(res any) (QueueTokensResult, error) {
-	r, ok := res.(QueueTokensResult)
+func tokensResult(res any) (backend.QueueTokensResult, error) {
+	r, ok := res.(backend.QueueTokensResult)
 	if !ok {
-		return QueueTokensResult{}, fmt.Errorf("unexpected result %T", res)
+		return backend.QueueTokensResult{}, fmt.Errorf("unexpected result %T", res)
 	}
 	return r, nil
 }
 
 // QueueAck proposes acknowledgements; each token gets its own result.
-func (n *Node) QueueAck(ctx context.Context, c QueueAck) (QueueTokensResult, error) {
+func (n *Node) QueueAck(ctx context.Context, c fsm.QueueAck) (backend.QueueTokensResult, error) {
 	if err := n.checkTokens(c.Topic, c.Group, len(c.Tokens)); err != nil {
-		return QueueTokensResult{}, err
+		return backend.QueueTokensResult{}, err
 	}
 	res, err := n.proposeQueue(ctx, fsm.CmdQueueAck, c)
 	if err != nil {
-		return QueueTokensResult{}, err
+		return backend.QueueTokensResult{}, err
 	}
 	return tokensResult(res)
 }
 
 // QueueNack proposes negative acknowledgements.
-func (n *Node) QueueNack(ctx context.Context, c QueueNack) (QueueTokensResult, error) {
+func (n *Node) QueueNack(ctx context.Context, c fsm.QueueNack) (backend.QueueTokensResult, error) {
 	if err := n.checkTokens(c.Topic, c.Group, len(c.Nacks)); err != nil {
-		return QueueTokensResult{}, err
+		return backend.QueueTokensResult{}, err
 	}
 	for i, nk := range c.Nacks {
 		if len(nk.Error) > MaxQueueErrorBytes {
 			c.Nacks[i].Error = nk.Error[:MaxQueueErrorBytes]
 		}
 		if nk.HasDelay && (nk.Delay < 0 || nk.Delay > queue.MaxDelay) {
-			return QueueTokensResult{}, fmt.Errorf("%w: delay %v outside [0, %v]", queue.ErrInvalidRequest, nk.Delay, queue.MaxDelay)
+			return backend.QueueTokensResult{}, fmt.Errorf("%w: delay %v outside [0, %v]", queue.ErrInvalidRequest, nk.Delay, queue.MaxDelay)
 		}
 	}
 	res, err := n.proposeQueue(ctx, fsm.CmdQueueNack, c)
 	if err != nil {
-		return QueueTokensResult{}, err
+		return backend.QueueTokensResult{}, err
 	}
 	return tokensResult(res)
 }
 
 // QueueExtend proposes lease extensions.
-func (n *Node) QueueExtend(ctx context.Context, c QueueExtend) (QueueTokensResult, error) {
+func (n *Node) QueueExtend(ctx context.Context, c fsm.QueueExtend) (backend.QueueTokensResult, error) {
 	if err := n.checkTokens(c.Topic, c.Group, len(c.Tokens)); err != nil {
-		return QueueTokensResult{}, err
+		return backend.QueueTokensResult{}, err
 	}
 	if c.Lease < 0 || c.Lease > queue.MaxLease {
-		return QueueTokensResult{}, fmt.Errorf("%w: lease %v outside [0, %v]", queue.ErrInvalidRequest, c.Lease, queue.MaxLease)
+		return backend.QueueTokensResult{}, fmt.Errorf("%w: lease %v outside [0, %v]", queue.ErrInvalidRequest, c.Lease, queue.MaxLease)
 	}
 	res, err := n.proposeQueue(ctx, fsm.CmdQueueExtend, c)
 	if err != nil {
-		return QueueTokensResult{}, err
+		return backend.QueueTokensResult{}, err
 	}
 	return tokensResult(res)
 }
 
 // PauseQueueGroup pauses or resumes a queue group and waits until that is
 // committed and applied.
-func (n *Node) PauseQueueGroup(ctx context.Context, topic, name string, paused bool) (QueuePauseResult, error) {
+func (n *Node) PauseQueueGroup(ctx context.Context, topic, name string, paused bool) (backend.QueuePauseResult, error) {
 	if _, _, err := n.fsm.QueueClaimable(topic, name, 0); err != nil {
-		return QueuePauseResult{}, err
+		return backend.QueuePauseResult{}, err
 	}
 	data, err := fsm.EncodeJSON(fsm.CmdQueuePause, n.cfg.Now().UnixNano(), fsm.QueuePause{Topic: topic, Group: name, Paused: paused})
 	if err != nil {
-		return QueuePauseResult{}, err
+		return backend.QueuePauseResult{}, err
 	}
 	res, err := n.propose(ctx, data)
 	if err != nil {
-		return QueuePauseResult{}, err
+		return backend.QueuePauseResult{}, err
 	}
-	r, ok := res.(QueuePauseResult)
+	r, ok := res.(backend.QueuePauseResult)
 	if !ok {
-		return QueuePauseResult{}, fmt.Errorf("queue pause: unexpected result %T", res)
+		return backend.QueuePauseResult{}, fmt.Errorf("queue pause: unexpected result %T", res)
 	}
 	return r, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
@@ -15,7 +16,7 @@ import (
 // stampCreatePartitions fills in what the proposer adds to a growth of t:
 // the topic incarnation it saw and this node's quota (Config.Quota),
 // replacing whatever the caller put there.
-func (n *Node) stampCreatePartitions(t *Topic, c *CreatePartitions) {
+func (n *Node) stampCreatePartitions(t *fsm.Topic, c *fsm.CreatePartitions) {
 	c.TopicIndex, c.Quota = t.CreateIndex, nil
 	if !n.cfg.Quota.IsZero() {
 		q := n.cfg.Quota
@@ -25,8 +26,8 @@ func (n *Node) stampCreatePartitions(t *Topic, c *CreatePartitions) {
 
 // checkCreatePartitions checks a stamped growth of t as Apply will, on
 // this node's applied state, and that every member understands the
-// command: *PartitionCountError, *QuotaError, *FeatureLevelError.
-func (n *Node) checkCreatePartitions(t *Topic, c CreatePartitions) error {
+// command: *backend.PartitionCountError, *backend.QuotaError, *backend.FeatureLevelError.
+func (n *Node) checkCreatePartitions(t *fsm.Topic, c fsm.CreatePartitions) error {
 	if err := fsm.ValidateCreatePartitions(t, c); err != nil {
 		return err
 	}
@@ -47,10 +48,10 @@ func (n *Node) checkCreatePartitions(t *Topic, c CreatePartitions) error {
 // topic as it stands afterwards. A count equal to the topic's changes
 // nothing and proposes nothing (counts never shrink, so a topic that has
 // it keeps it): a retry after an unknown outcome succeeds. Errors:
-// ErrUnknownTopic, *PartitionCountError (a smaller count, or one above
-// fsm.MaxPartitions), *QuotaError, *FeatureLevelError; then nothing
+// backend.ErrUnknownTopic, *backend.PartitionCountError (a smaller count, or one above
+// backend.MaxPartitions), *backend.QuotaError, *backend.FeatureLevelError; then nothing
 // changed.
-func (n *Node) CreatePartitions(ctx context.Context, c CreatePartitions) (*Topic, error) {
+func (n *Node) CreatePartitions(ctx context.Context, c fsm.CreatePartitions) (*fsm.Topic, error) {
 	t, err := n.fsm.Topic(c.Name)
 	if err != nil {
 		return nil, err
@@ -70,7 +71,7 @@ func (n *Node) CreatePartitions(ctx context.Context, c CreatePartitions) (*Topic
 	if err != nil {
 		return nil, err
 	}
-	nt, ok := res.(*Topic)
+	nt, ok := res.(*fsm.Topic)
 	if !ok {
 		return nil, fmt.Errorf("create partitions of %s: unexpected result %T", c.Name, res)
 	}
@@ -79,10 +80,10 @@ func (n *Node) CreatePartitions(ctx context.Context, c CreatePartitions) (*Topic
 
 // CreatePartitions grows a topic's partition count through Raft and
 // returns the topic as applied (Node.CreatePartitions lists the errors).
-func (b *Backend) CreatePartitions(ctx context.Context, c CreatePartitions) (TopicInfo, error) {
-	t, err := b.Node.CreatePartitions(ctx, c)
+func (b *Backend) CreatePartitions(ctx context.Context, c backend.CreatePartitions) (backend.TopicInfo, error) {
+	t, err := b.Node.CreatePartitions(ctx, fsm.CreatePartitions{Name: c.Name, Count: c.Count})
 	if err != nil {
-		return TopicInfo{}, err
+		return backend.TopicInfo{}, err
 	}
 	return topicInfo(t), nil
 }
@@ -90,11 +91,12 @@ func (b *Backend) CreatePartitions(ctx context.Context, c CreatePartitions) (Top
 // ValidateCreatePartitions checks a growth as CreatePartitions does before
 // it proposes it, quota and feature level included, without proposing
 // anything.
-func (b *Backend) ValidateCreatePartitions(c CreatePartitions) error {
-	t, err := b.FSM().Topic(c.Name)
+func (b *Backend) ValidateCreatePartitions(r backend.CreatePartitions) error {
+	t, err := b.FSM().Topic(r.Name)
 	if err != nil {
 		return err
 	}
+	c := fsm.CreatePartitions{Name: r.Name, Count: r.Count}
 	b.Node.stampCreatePartitions(t, &c)
 	return b.Node.checkCreatePartitions(t, c)
 }

@@ -10,6 +10,9 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // TestCreatePartitionsRestart grows a topic before and after a snapshot,
@@ -22,12 +25,12 @@ func TestCreatePartitionsRestart(t *testing.T) {
 	dir := t.TempDir()
 	n := openTestNode(t, ctx, dir)
 	b := NewBackend(n)
-	if _, err := n.CreateTopic(ctx, CreateTopic{Name: "g", Partitions: 1}); err != nil {
+	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "g", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	appendTo := func(n *Node, p int32, v string) {
 		t.Helper()
-		bases, err := n.Append(ctx, Append{Topic: "g", Batches: []PartitionBatch{{Partition: p, Batch: mustBatch(t, v)}}})
+		bases, err := n.Append(ctx, fsm.Append{Topic: "g", Batches: []fsm.PartitionBatch{{Partition: p, Batch: mustBatch(t, v)}}})
 		if err != nil {
 			t.Fatalf("append to g-%d: %v", p, err)
 		}
@@ -36,13 +39,13 @@ func TestCreatePartitionsRestart(t *testing.T) {
 		}
 	}
 	appendTo(n, 0, "p0")
-	if err := b.ValidateCreatePartitions(CreatePartitions{Name: "g", Count: 3}); err != nil {
+	if err := b.ValidateCreatePartitions(backend.CreatePartitions{Name: "g", Count: 3}); err != nil {
 		t.Fatalf("validate a growth to 3: %v", err)
 	}
 	if tp, _ := n.FSM().Topic("g"); len(tp.Partitions) != 1 {
 		t.Fatal("a validation grew the topic")
 	}
-	info, err := b.CreatePartitions(ctx, CreatePartitions{Name: "g", Count: 3})
+	info, err := b.CreatePartitions(ctx, backend.CreatePartitions{Name: "g", Count: 3})
 	if err != nil || info.Partitions != 3 {
 		t.Fatalf("grow to 3: %+v, %v", info, err)
 	}
@@ -50,20 +53,20 @@ func TestCreatePartitionsRestart(t *testing.T) {
 	if err := n.Snapshot(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.CreatePartitions(ctx, CreatePartitions{Name: "g", Count: 4}); err != nil {
+	if _, err := b.CreatePartitions(ctx, backend.CreatePartitions{Name: "g", Count: 4}); err != nil {
 		t.Fatal(err)
 	}
 	appendTo(n, 3, "p3")
 	applied := n.FSM().AppliedIndex()
-	for _, c := range []CreatePartitions{{Name: "g", Count: 2}, {Name: "g", Count: 10_001}} {
-		if err := b.ValidateCreatePartitions(c); !errors.Is(err, ErrPartitionCount) {
+	for _, c := range []backend.CreatePartitions{{Name: "g", Count: 2}, {Name: "g", Count: 10_001}} {
+		if err := b.ValidateCreatePartitions(c); !errors.Is(err, backend.ErrPartitionCount) {
 			t.Errorf("validate a growth to %d: %v", c.Count, err)
 		}
-		if _, err := b.CreatePartitions(ctx, c); !errors.Is(err, ErrPartitionCount) || !errors.Is(err, ErrInvalidArgument) {
+		if _, err := b.CreatePartitions(ctx, c); !errors.Is(err, backend.ErrPartitionCount) || !errors.Is(err, backend.ErrInvalidArgument) {
 			t.Errorf("grow to %d: %v", c.Count, err)
 		}
 	}
-	if info, err := b.CreatePartitions(ctx, CreatePartitions{Name: "g", Count: 4}); err != nil || info.Partitions != 4 {
+	if info, err := b.CreatePartitions(ctx, backend.CreatePartitions{Name: "g", Count: 4}); err != nil || info.Partitions != 4 {
 		t.Fatalf("grow to the count it has: %+v, %v", info, err)
 	}
 	if n.FSM().AppliedIndex() != applied {
@@ -95,13 +98,13 @@ func TestCreatePartitionsFollower(t *testing.T) {
 	defer cancel()
 	c := newJoinCluster(t)
 	l := c.open(ctx, "n1", true)
-	if _, err := l.CreateTopic(ctx, CreateTopic{Name: "g", Partitions: 1}); err != nil {
+	if _, err := l.CreateTopic(ctx, fsm.CreateTopic{Name: "g", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.CreatePartitions(ctx, CreatePartitions{Name: "g", Count: 2}); err != nil {
+	if _, err := l.CreatePartitions(ctx, fsm.CreatePartitions{Name: "g", Count: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Append(ctx, Append{Topic: "g", Batches: []PartitionBatch{{Partition: 1, Batch: mustBatch(t, "one")}}}); err != nil {
+	if _, err := l.Append(ctx, fsm.Append{Topic: "g", Batches: []fsm.PartitionBatch{{Partition: 1, Batch: mustBatch(t, "one")}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Snapshot(); err != nil {
@@ -111,10 +114,10 @@ func TestCreatePartitionsFollower(t *testing.T) {
 	if err := l.Join(ctx, joinRequest(j), c.probe); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.CreatePartitions(ctx, CreatePartitions{Name: "g", Count: 3}); err != nil {
+	if _, err := l.CreatePartitions(ctx, fsm.CreatePartitions{Name: "g", Count: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Append(ctx, Append{Topic: "g", Batches: []PartitionBatch{{Partition: 2, Batch: mustBatch(t, "two")}}}); err != nil {
+	if _, err := l.Append(ctx, fsm.Append{Topic: "g", Batches: []fsm.PartitionBatch{{Partition: 2, Batch: mustBatch(t, "two")}}}); err != nil {
 		t.Fatal(err)
 	}
 	waitCond(t, ctx, "n2 applies what n1 did", func() bool { return j.FSM().AppliedIndex() >= l.FSM().AppliedIndex() })
@@ -147,14 +150,14 @@ func TestCreatePartitionsSnapshotInstall(t *testing.T) {
 	go srv.Serve(ln)
 	defer srv.Close()
 	waitCond(t, ctx, "n1 registered", func() bool { _, ok := n.FSM().NodeAddress("n1"); return ok })
-	if _, err := n.CreateTopic(ctx, CreateTopic{Name: "g", Partitions: 1}); err != nil {
+	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "g", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.CreatePartitions(ctx, CreatePartitions{Name: "g", Count: 3}); err != nil {
+	if _, err := n.CreatePartitions(ctx, fsm.CreatePartitions{Name: "g", Count: 3}); err != nil {
 		t.Fatal(err)
 	}
 	for p := range int32(3) {
-		if _, err := n.Append(ctx, Append{Topic: "g", Batches: []PartitionBatch{{Partition: p, Batch: mustBatch(t, fmt.Sprint("v", p))}}}); err != nil {
+		if _, err := n.Append(ctx, fsm.Append{Topic: "g", Batches: []fsm.PartitionBatch{{Partition: p, Batch: mustBatch(t, fmt.Sprint("v", p))}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -190,28 +193,28 @@ func TestCreatePartitionsWakesClaimWait(t *testing.T) {
 	n := openTestNode(t, ctx, t.TempDir())
 	defer n.Close()
 	b := NewBackend(n)
-	if _, err := n.CreateTopic(ctx, CreateTopic{Name: "jobs", Partitions: 1}); err != nil {
+	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "jobs", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.CreateQueueGroup(ctx, QueueCreate{Topic: "jobs", Group: "w"}); err != nil {
+	if _, err := n.CreateQueueGroup(ctx, fsm.QueueCreate{Topic: "jobs", Group: "w"}); err != nil {
 		t.Fatal(err)
 	}
 	type claimed struct {
-		res QueueClaimResult
+		res backend.QueueClaimResult
 		err error
 	}
 	done := make(chan claimed, 1)
 	go func() {
-		res, err := b.QueueClaimWait(ctx, QueueClaim{Topic: "jobs", Group: "w", Max: 10, Lease: time.Minute}, time.Hour)
+		res, err := b.QueueClaimWait(ctx, backend.QueueClaim{Topic: "jobs", Group: "w", Max: 10, Lease: time.Minute}, time.Hour)
 		done <- claimed{res, err}
 	}()
 	// Nothing shows that the claim waits already; it does by the time the
 	// growth is committed in every run seen (without the wake-up, 3 runs
 	// of 3 failed), and where it did not, it reads the grown topic at once.
-	if _, err := n.CreatePartitions(ctx, CreatePartitions{Name: "jobs", Count: 2}); err != nil {
+	if _, err := n.CreatePartitions(ctx, fsm.CreatePartitions{Name: "jobs", Count: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.Append(ctx, Append{Topic: "jobs", Batches: []PartitionBatch{{Partition: 1, Batch: jobBatch(t, "j")}}}); err != nil {
+	if _, err := n.Append(ctx, fsm.Append{Topic: "jobs", Batches: []fsm.PartitionBatch{{Partition: 1, Batch: jobBatch(t, "j")}}}); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -6,6 +6,8 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
+
+	"github.com/logd-dev/logd/backend"
 )
 
 // Peer TLS: node-to-node traffic under mutual TLS with the cluster CA
@@ -63,15 +65,15 @@ type PeerTLS struct {
 func (p *PeerTLS) validate() error {
 	switch {
 	case p.Server == nil || p.Client == nil || p.NodeID == nil:
-		return fmt.Errorf("%w: peer TLS needs a server configuration, a client configuration and a NodeID function", ErrInvalidArgument)
+		return fmt.Errorf("%w: peer TLS needs a server configuration, a client configuration and a NodeID function", backend.ErrInvalidArgument)
 	case len(p.Server.Certificates) == 0 && p.Server.GetCertificate == nil && p.Server.GetConfigForClient == nil:
-		return fmt.Errorf("%w: the peer TLS server configuration has no certificate", ErrInvalidArgument)
+		return fmt.Errorf("%w: the peer TLS server configuration has no certificate", backend.ErrInvalidArgument)
 	case len(p.Client.Certificates) == 0 && p.Client.GetClientCertificate == nil:
-		return fmt.Errorf("%w: the peer TLS client configuration presents no certificate", ErrInvalidArgument)
+		return fmt.Errorf("%w: the peer TLS client configuration presents no certificate", backend.ErrInvalidArgument)
 	case p.Server.ClientAuth != tls.RequireAndVerifyClientCert && p.Server.GetConfigForClient == nil:
-		return fmt.Errorf("%w: the peer TLS server configuration must require and verify client certificates (tls.RequireAndVerifyClientCert)", ErrInvalidArgument)
+		return fmt.Errorf("%w: the peer TLS server configuration must require and verify client certificates (tls.RequireAndVerifyClientCert)", backend.ErrInvalidArgument)
 	case p.Client.InsecureSkipVerify && p.Client.VerifyConnection == nil && p.Client.VerifyPeerCertificate == nil:
-		return fmt.Errorf("%w: the peer TLS client configuration skips Go's verification and verifies nothing itself", ErrInvalidArgument)
+		return fmt.Errorf("%w: the peer TLS client configuration skips Go's verification and verifies nothing itself", backend.ErrInvalidArgument)
 	}
 	return nil
 }

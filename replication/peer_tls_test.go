@@ -17,7 +17,9 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/logd-dev/logd/auth/certid"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/internal/testcerts"
+	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // peerTLSFor is the peer TLS of a node that presents cert and trusts ca.
@@ -77,10 +79,10 @@ func TestPeerTLSCluster(t *testing.T) {
 	}
 
 	t.Run("replicates and elects", func(t *testing.T) {
-		if _, err := l.CreateTopic(ctx, CreateTopic{Name: "t", Partitions: 1}); err != nil {
+		if _, err := l.CreateTopic(ctx, fsm.CreateTopic{Name: "t", Partitions: 1}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Append(ctx, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "a", "b")}}}); err != nil {
+		if _, err := l.Append(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "a", "b")}}}); err != nil {
 			t.Fatal(err)
 		}
 		for _, n := range []*Node{n2, n3} {
@@ -90,7 +92,7 @@ func TestPeerTLSCluster(t *testing.T) {
 			t.Fatalf("transfer the leadership to n3: %v", err)
 		}
 		waitCond(t, ctx, "n3 leads", func() bool { return n3.IsLeader() && n3.Ready() })
-		if _, err := n3.Append(ctx, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "c")}}}); err != nil {
+		if _, err := n3.Append(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "c")}}}); err != nil {
 			t.Fatal(err)
 		}
 		for _, n := range []*Node{l, n2} {
@@ -112,13 +114,13 @@ func TestPeerTLSCluster(t *testing.T) {
 		before := membership(t, l)
 		for _, tc := range []struct {
 			name string
-			edit func(*JoinRequest)
+			edit func(*backend.JoinRequest)
 			want error
 		}{
-			{name: "no node certificate", edit: func(r *JoinRequest) { r.CallerNodeID = "" }, want: ErrPeerIdentity},
-			{name: "another node's certificate", edit: func(r *JoinRequest) { r.CallerNodeID = "n2" }, want: ErrPeerIdentity},
-			{name: "forwarded by a non-member", edit: func(r *JoinRequest) { r.ForwardedBy = "n9" }, want: ErrPeerIdentity},
-			{name: "its raft address is another node's", edit: func(r *JoinRequest) { r.RaftAddress = string(n6.stores.transport.LocalAddr()) }, want: ErrPeerIdentity},
+			{name: "no node certificate", edit: func(r *backend.JoinRequest) { r.CallerNodeID = "" }, want: ErrPeerIdentity},
+			{name: "another node's certificate", edit: func(r *backend.JoinRequest) { r.CallerNodeID = "n2" }, want: ErrPeerIdentity},
+			{name: "forwarded by a non-member", edit: func(r *backend.JoinRequest) { r.ForwardedBy = "n9" }, want: ErrPeerIdentity},
+			{name: "its raft address is another node's", edit: func(r *backend.JoinRequest) { r.RaftAddress = string(n6.stores.transport.LocalAddr()) }, want: ErrPeerIdentity},
 		} {
 			req := joinRequest(n4)
 			req.CallerNodeID = "n4"
@@ -133,8 +135,8 @@ func TestPeerTLSCluster(t *testing.T) {
 		// A node whose certificate another CA signed: the leader's dial
 		// to its Raft port does not trust it.
 		n5 := c.open(ctx, "n5", false)
-		if err := tlsJoin(ctx, c, l, n5); !errors.Is(err, ErrNodeUnreachable) {
-			t.Errorf("join of a node of another CA: %v, want ErrNodeUnreachable", err)
+		if err := tlsJoin(ctx, c, l, n5); !errors.Is(err, backend.ErrNodeUnreachable) {
+			t.Errorf("join of a node of another CA: %v, want backend.ErrNodeUnreachable", err)
 		}
 		if after := membership(t, l); after != before {
 			t.Errorf("membership %s after refused joins, was %s", after, before)
@@ -146,12 +148,12 @@ func TestPeerTLSCluster(t *testing.T) {
 		for _, tc := range []struct {
 			name    string
 			cert    *tls.Certificate // nil: plaintext
-			refused func(RaftConnStats) uint64
+			refused func(backend.RaftConnStats) uint64
 		}{
-			{name: "plaintext", refused: func(s RaftConnStats) uint64 { return s.RefusedHandshake }},
-			{name: "a node certificate of another CA", cert: ptr(other.Node(t, "n2")), refused: func(s RaftConnStats) uint64 { return s.RefusedHandshake }},
-			{name: "a client certificate of the cluster CA", cert: ptr(ca.Client(t, "mallory")), refused: func(s RaftConnStats) uint64 { return s.RefusedNotNode }},
-			{name: "a node certificate of a non-member", cert: ptr(ca.Node(t, "n9")), refused: func(s RaftConnStats) uint64 { return s.RefusedNotMember }},
+			{name: "plaintext", refused: func(s backend.RaftConnStats) uint64 { return s.RefusedHandshake }},
+			{name: "a node certificate of another CA", cert: ptr(other.Node(t, "n2")), refused: func(s backend.RaftConnStats) uint64 { return s.RefusedHandshake }},
+			{name: "a client certificate of the cluster CA", cert: ptr(ca.Client(t, "mallory")), refused: func(s backend.RaftConnStats) uint64 { return s.RefusedNotNode }},
+			{name: "a node certificate of a non-member", cert: ptr(ca.Node(t, "n9")), refused: func(s backend.RaftConnStats) uint64 { return s.RefusedNotMember }},
 		} {
 			before := tc.refused(l.RaftConnStats())
 			term := l.raft.CurrentTerm()
@@ -387,10 +389,10 @@ func TestSegmentsServedToNodesOnly(t *testing.T) {
 	go srv.ServeTLS(ln, "", "")
 	defer srv.Close()
 	waitCond(t, ctx, "a registered leader", func() bool { _, ok := n.FSM().NodeAddress("n1"); return n.IsLeader() && ok })
-	if _, err := n.CreateTopic(ctx, CreateTopic{Name: "t", Partitions: 1}); err != nil {
+	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "t", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.Append(ctx, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "a", "b")}}}); err != nil {
+	if _, err := n.Append(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "a", "b")}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.Snapshot(); err != nil {
@@ -459,7 +461,7 @@ func TestPeerTLSConfigValidate(t *testing.T) {
 		if tc.edit != nil {
 			tc.edit(&cfg)
 		}
-		if err := cfg.Validate(); (err == nil) != tc.ok || err != nil && !errors.Is(err, ErrInvalidArgument) {
+		if err := cfg.Validate(); (err == nil) != tc.ok || err != nil && !errors.Is(err, backend.ErrInvalidArgument) {
 			t.Errorf("%s: %v, want ok %v", tc.name, err, tc.ok)
 		}
 	}

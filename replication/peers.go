@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
@@ -41,7 +42,7 @@ type PeerRoutes map[string]PeerRoute
 // ParsePeerRoutes parses routes written as comma-separated ID/KIND=ADDR
 // entries, KIND raft or api, for example
 // "n2/raft=127.0.0.1:9001,n2/api=127.0.0.1:9002". An empty string is no
-// routes. A malformed entry is an ErrInvalidArgument.
+// routes. A malformed entry is an backend.ErrInvalidArgument.
 func ParsePeerRoutes(s string) (PeerRoutes, error) {
 	out := PeerRoutes{}
 	if strings.TrimSpace(s) == "" {
@@ -51,7 +52,7 @@ func ParsePeerRoutes(s string) (PeerRoutes, error) {
 		key, addr, ok := strings.Cut(strings.TrimSpace(entry), "=")
 		i := strings.LastIndex(key, "/")
 		if !ok || i <= 0 || addr == "" {
-			return nil, fmt.Errorf("%w: peer route %q: want ID/raft=ADDR or ID/api=ADDR", ErrInvalidArgument, entry)
+			return nil, fmt.Errorf("%w: peer route %q: want ID/raft=ADDR or ID/api=ADDR", backend.ErrInvalidArgument, entry)
 		}
 		id, kind := key[:i], key[i+1:]
 		r := out[id]
@@ -61,7 +62,7 @@ func ParsePeerRoutes(s string) (PeerRoutes, error) {
 		case "api":
 			r.API = addr
 		default:
-			return nil, fmt.Errorf("%w: peer route %q: kind %q is neither raft nor api", ErrInvalidArgument, entry, kind)
+			return nil, fmt.Errorf("%w: peer route %q: kind %q is neither raft nor api", backend.ErrInvalidArgument, entry, kind)
 		}
 		out[id] = r
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
@@ -27,8 +28,8 @@ func TestParsePeerRoutes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ParsePeerRoutes(tc.in)
 			if tc.bad {
-				if !errors.Is(err, ErrInvalidArgument) {
-					t.Fatalf("ParsePeerRoutes(%q) = %v, %v; want ErrInvalidArgument", tc.in, got, err)
+				if !errors.Is(err, backend.ErrInvalidArgument) {
+					t.Fatalf("ParsePeerRoutes(%q) = %v, %v; want backend.ErrInvalidArgument", tc.in, got, err)
 				}
 				return
 			}

@@ -9,64 +9,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/dedup"
 	"github.com/logd-dev/logd/partition"
+	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // maxDedupRounds bounds how often a produce call re-checks its keys after
 // a concurrent call committed one of them first.
 const maxDedupRounds = 8
-
-// ProduceRequest is one produce call: records for one topic, appended
-// whole or not at all.
-type ProduceRequest struct {
-	Topic   string
-	Records []ProduceRecord
-}
-
-// ProduceRecord is one record of a produce call. Produce reads it only
-// during the call and keeps no reference to it or its slices.
-type ProduceRecord struct {
-	// Partition is the record's partition if HasPartition; otherwise a
-	// keyed record goes to murmur2 of its key (as Kafka's partitioner) and
-	// a keyless one to the topic's next partition in round-robin order.
-	Partition    int32
-	HasPartition bool
-	// TimestampMs is milliseconds since the Unix epoch; 0 means the time
-	// the call is routed. Negative is invalid.
-	TimestampMs int64
-	// Key is nil for a keyless record (an empty key is a key).
-	Key     []byte
-	Value   []byte
-	Headers []batch.Header
-	// IdempotencyKey, if set, makes the record idempotent within the
-	// topic's window: a repeat with the same payload (key, value,
-	// headers) is answered with the original partition and offset.
-	IdempotencyKey string
-}
-
-// RecordResult is where one record of a produce call is.
-type RecordResult struct {
-	Partition int32
-	Offset    int64
-	// Duplicate: the record repeats an idempotency key (in the window, or
-	// earlier in the same call) and was not appended again.
-	Duplicate bool
-}
-
-// ProduceResult answers a produce call.
-type ProduceResult struct {
-	// Results[i] is where request record i is.
-	Results []RecordResult
-	// Appended and Bytes count the records appended by this call and the
-	// size of their batches; Duplicates the records answered from the
-	// topic's idempotency window. For metrics.
-	Appended, Bytes, Duplicates int
-	// CommitTime is the time from proposing the append to its commit and
-	// apply (0 when nothing was appended).
-	CommitTime time.Duration
-}
 
 // Produce validates every record, answers records whose idempotency key is
 // already in the topic's window, routes the rest to partitions (explicit,
@@ -75,45 +27,50 @@ type ProduceResult struct {
 // that entry is committed and applied; an invalid record refuses the whole
 // call and nothing is written.
 //
-// Errors: ErrInvalidTopicName, ErrUnknownTopic, ErrUnknownPartition,
-// ErrRecordTooLarge, ErrInvalidArgument (a bad record), ErrKeyRequired (a
+// Errors: ErrInvalidTopicName, backend.ErrUnknownTopic, backend.ErrUnknownPartition,
+// backend.ErrRecordTooLarge, backend.ErrInvalidArgument (a bad record), backend.ErrKeyRequired (a
 // record without a key on a compacted topic),
-// ErrIdempotencyConflict, *OverloadedError (admission control), ErrDedupRace
+// ErrIdempotencyConflict, *backend.OverloadedError (admission control), backend.ErrDedupRace
 // (concurrent calls kept racing for the same keys), and the proposal errors
-// (ErrNotLeader, ErrTimeout, ErrStopped, ErrShutdown).
-func (b *Backend) Produce(ctx context.Context, req ProduceRequest) (ProduceResult, error) {
+// (backend.ErrNotLeader, backend.ErrTimeout, backend.ErrStopped, backend.ErrShutdown).
+func (b *Backend) Produce(ctx context.Context, req backend.ProduceRequest) (backend.ProduceResult, error) {
+	res, err := b.produce(ctx, req)
+	return res, fromStorage(err)
+}
+
+func (b *Backend) produce(ctx context.Context, req backend.ProduceRequest) (backend.ProduceResult, error) {
 	if err := partition.ValidateTopicName(req.Topic); err != nil {
-		return ProduceResult{}, err
+		return backend.ProduceResult{}, err
 	}
 	t, err := b.FSM().Topic(req.Topic)
 	if err != nil {
-		return ProduceResult{}, err
+		return backend.ProduceResult{}, err
 	}
 	call := &produceCall{topic: t, records: req.Records}
-	call.res.Results = make([]RecordResult, len(req.Records))
+	call.res.Results = make([]backend.RecordResult, len(req.Records))
 	for i := range call.res.Results {
 		call.res.Results[i].Offset = -1 // not answered yet
 	}
 	defer call.release()
 	if err := call.digestKeys(); err != nil {
-		return ProduceResult{}, err
+		return backend.ProduceResult{}, err
 	}
 	for round := 0; ; round++ {
 		err := b.produceRound(ctx, call, round > 0)
-		if !errors.Is(err, ErrDedupRace) {
+		if !errors.Is(err, backend.ErrDedupRace) {
 			if err != nil {
-				return ProduceResult{}, err
+				return backend.ProduceResult{}, err
 			}
 			break
 		}
 		if round+1 == maxDedupRounds {
-			return ProduceResult{}, fmt.Errorf("%w: %d rounds", err, maxDedupRounds)
+			return backend.ProduceResult{}, fmt.Errorf("%w: %d rounds", err, maxDedupRounds)
 		}
 	}
 	for i, j := range call.sameAs {
 		if j >= 0 {
 			orig := call.res.Results[j]
-			call.res.Results[i] = RecordResult{Partition: orig.Partition, Offset: orig.Offset, Duplicate: true}
+			call.res.Results[i] = backend.RecordResult{Partition: orig.Partition, Offset: orig.Offset, Duplicate: true}
 		}
 	}
 	return call.res, nil
@@ -125,15 +82,15 @@ type partitionGroup struct {
 	partition int32
 	records   []batch.Record
 	positions []int
-	keys      []RecordKey
+	keys      []fsm.RecordKey
 	// n and nkeys count the group's records and keyed records.
 	n, nkeys int
 }
 
 // produceCall is one Produce request being answered.
 type produceCall struct {
-	topic   *Topic
-	records []ProduceRecord
+	topic   *fsm.Topic
+	records []backend.ProduceRecord
 	// digests[i] is record i's payload digest if it has an idempotency
 	// key; sameAs[i] is the position of an earlier record of the call with
 	// the same key and payload, or -1. Both are nil in a call without keys.
@@ -141,7 +98,7 @@ type produceCall struct {
 	sameAs  []int
 	// res is the answer being built; res.Results[i].Offset is -1 until
 	// record i is answered.
-	res ProduceResult
+	res backend.ProduceResult
 	// scratch holds digests, sameAs and the call's key tables; nil in a
 	// call without keys.
 	scratch *keyedScratch
@@ -154,7 +111,7 @@ type keyedScratch struct {
 	digests  []dedup.Digest
 	sameAs   []int
 	slots    []int32
-	keys     []RecordKey
+	keys     []fsm.RecordKey
 	digester *dedup.Digester
 }
 
@@ -201,7 +158,7 @@ func (c *produceCall) digestKeys() error {
 			}
 		}
 		if len(r.IdempotencyKey) > dedup.MaxIdempotencyKeyBytes {
-			return fmt.Errorf("%w: record %d: idempotency key of %d bytes; at most %d", ErrInvalidArgument, i, len(r.IdempotencyKey), dedup.MaxIdempotencyKeyBytes)
+			return fmt.Errorf("%w: record %d: idempotency key of %d bytes; at most %d", backend.ErrInvalidArgument, i, len(r.IdempotencyKey), dedup.MaxIdempotencyKeyBytes)
 		}
 		if dg == nil {
 			if c.scratch.digester == nil {
@@ -255,7 +212,7 @@ func newKeyPositions(scratch *keyedScratch, n int) keyPositions {
 // addOrGet returns the position of the first record keyed key, recording
 // pos as that record if there is none. records[p].IdempotencyKey is the key
 // of a recorded position p.
-func (k keyPositions) addOrGet(key string, pos int, records []ProduceRecord) int {
+func (k keyPositions) addOrGet(key string, pos int, records []backend.ProduceRecord) int {
 	mask := uint64(len(k.slots) - 1)
 	for i := maphash.String(keyPositionSeed, key) & mask; ; i = (i + 1) & mask {
 		p := k.slots[i]
@@ -272,9 +229,9 @@ func (k keyPositions) addOrGet(key string, pos int, records []ProduceRecord) int
 // produceRound appends the unanswered records; with lookup it first answers
 // keyed records found in the window. The first round skips the lookups:
 // new keys (the common case) then cost no window access here, and the state
-// machine refuses the whole append with ErrDedupRace if any key is already
+// machine refuses the whole append with backend.ErrDedupRace if any key is already
 // held, after which the next round looks them up (duplicates and conflicts
-// cost one extra Raft round trip, retries being rare). ErrDedupRace also
+// cost one extra Raft round trip, retries being rare). backend.ErrDedupRace also
 // means a concurrent call committed one of the keys first.
 func (b *Backend) produceRound(ctx context.Context, c *produceCall, lookup bool) error {
 	window := c.topic.Dedup()
@@ -290,7 +247,7 @@ func (b *Backend) produceRound(ctx context.Context, c *produceCall, lookup bool)
 				if e.Digest != c.digests[i] {
 					return fmt.Errorf("%w: key %q (record %d) was appended at %s-%d@%d", dedup.ErrIdempotencyConflict, r.IdempotencyKey, i, c.topic.Name, e.Partition, e.Offset)
 				}
-				c.res.Results[i] = RecordResult{Partition: e.Partition, Offset: e.Offset, Duplicate: true}
+				c.res.Results[i] = backend.RecordResult{Partition: e.Partition, Offset: e.Offset, Duplicate: true}
 				c.res.Duplicates++
 				continue
 			}
@@ -304,15 +261,15 @@ func (b *Backend) produceRound(ctx context.Context, c *produceCall, lookup bool)
 	if err != nil {
 		return err
 	}
-	app := Append{Topic: c.topic.Name, Batches: make([]PartitionBatch, len(groups))}
+	app := fsm.Append{Topic: c.topic.Name, Batches: make([]fsm.PartitionBatch, len(groups))}
 	var bytes int
 	for i, g := range groups {
 		bb, err := batch.Build(g.records)
 		if err != nil {
-			return fmt.Errorf("%w: build batch for %s-%d: %v", ErrInvalidArgument, c.topic.Name, g.partition, err)
+			return fmt.Errorf("%w: build batch for %s-%d: %v", backend.ErrInvalidArgument, c.topic.Name, g.partition, err)
 		}
 		bytes += len(bb)
-		app.Batches[i] = PartitionBatch{Partition: g.partition, Batch: bb, Keys: g.keys}
+		app.Batches[i] = fsm.PartitionBatch{Partition: g.partition, Batch: bb, Keys: g.keys}
 	}
 	start := time.Now()
 	// route refused keyless records if the topic was compacted; if it
@@ -326,7 +283,7 @@ func (b *Backend) produceRound(ctx context.Context, c *produceCall, lookup bool)
 	c.res.Bytes += bytes
 	for i, g := range groups {
 		for j, pos := range g.positions {
-			c.res.Results[pos] = RecordResult{Partition: g.partition, Offset: bases[i] + int64(j)}
+			c.res.Results[pos] = backend.RecordResult{Partition: g.partition, Offset: bases[i] + int64(j)}
 		}
 	}
 	return nil
@@ -353,7 +310,7 @@ func (b *Backend) route(c *produceCall, positions []int) ([]*partitionGroup, err
 		case r.HasPartition:
 			p = r.Partition
 			if p < 0 || p >= n {
-				return nil, fmt.Errorf("%w: %s has %d partitions, not %d", ErrUnknownPartition, t.Name, n, p)
+				return nil, fmt.Errorf("%w: %s has %d partitions, not %d", backend.ErrUnknownPartition, t.Name, n, p)
 			}
 		case r.Key != nil:
 			p = partition.ForKey(r.Key, n)
@@ -361,13 +318,13 @@ func (b *Backend) route(c *produceCall, positions []int) ([]*partitionGroup, err
 			p = int32(b.rr.next(t.Name) % uint32(n))
 		}
 		if r.TimestampMs < 0 {
-			return nil, fmt.Errorf("%w: record %d: negative timestamp %d", ErrInvalidArgument, i, r.TimestampMs)
+			return nil, fmt.Errorf("%w: record %d: negative timestamp %d", backend.ErrInvalidArgument, i, r.TimestampMs)
 		}
 		if keysRequired && r.Key == nil {
 			return nil, keyRequired(t, fmt.Sprintf("record %d", i))
 		}
 		if size := batch.RecordSize(batch.Record{Key: r.Key, Value: r.Value, Headers: r.Headers}); int64(size) > maxBytes {
-			return nil, fmt.Errorf("%w: record %d is %d bytes, %s max.message.bytes is %d", ErrRecordTooLarge, i, size, t.Name, maxBytes)
+			return nil, fmt.Errorf("%w: record %d is %d bytes, %s max.message.bytes is %d", backend.ErrRecordTooLarge, i, size, t.Name, maxBytes)
 		}
 		g, ok := byPart[p]
 		if !ok {
@@ -384,7 +341,7 @@ func (b *Backend) route(c *produceCall, positions []int) ([]*partitionGroup, err
 	}
 	allRecs := make([]batch.Record, len(positions))
 	allPos := make([]int, len(positions))
-	var allKeys []RecordKey
+	var allKeys []fsm.RecordKey
 	if nkeys > 0 {
 		allKeys = grow(c.scratch.keys, nkeys)
 		c.scratch.keys = allKeys
@@ -398,7 +355,7 @@ func (b *Backend) route(c *produceCall, positions []int) ([]*partitionGroup, err
 		g := of[k]
 		r := &c.records[i]
 		if r.IdempotencyKey != "" {
-			g.keys = append(g.keys, RecordKey{Index: int32(len(g.records)), Key: r.IdempotencyKey, Digest: c.digests[i]})
+			g.keys = append(g.keys, fsm.RecordKey{Index: int32(len(g.records)), Key: r.IdempotencyKey, Digest: c.digests[i]})
 		}
 		ts := r.TimestampMs
 		if ts == 0 {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
 )
 
@@ -21,14 +22,14 @@ func TestCompactedTopicNeedsKeys(t *testing.T) {
 	b := openBackend(t, ctx, 2) // "t": not compacted
 	for _, name := range []string{"compact", "both"} {
 		policy := map[string]string{"compact": "compact", "both": "compact,delete"}[name]
-		if _, err := b.CreateTopic(ctx, CreateTopic{Name: name, Partitions: 2, Config: map[string]string{"cleanup.policy": policy}}); err != nil {
+		if _, err := b.CreateTopic(ctx, backend.CreateTopic{Name: name, Partitions: 2, Config: map[string]string{"cleanup.policy": policy}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	keyed := ProduceRecord{Key: []byte("k"), Value: []byte("v")}
-	tombstone := ProduceRecord{Key: []byte("gone")}
-	keyless := ProduceRecord{Value: []byte("no key")}
-	emptyKey := ProduceRecord{Key: []byte{}, Value: []byte("an empty key is a key")}
+	keyed := backend.ProduceRecord{Key: []byte("k"), Value: []byte("v")}
+	tombstone := backend.ProduceRecord{Key: []byte("gone")}
+	keyless := backend.ProduceRecord{Value: []byte("no key")}
+	emptyKey := backend.ProduceRecord{Key: []byte{}, Value: []byte("an empty key is a key")}
 	build := func(recs ...batch.Record) []byte {
 		t.Helper()
 		bb, err := batch.Build(recs)
@@ -40,33 +41,33 @@ func TestCompactedTopicNeedsKeys(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		topic   string
-		records []ProduceRecord
-		batch   []byte // through Append instead
+		records []backend.ProduceRecord
+		batch   []byte // through fsm.Append instead
 		refused bool
 	}{
-		{name: "produce: a keyless record among keyed ones", topic: "compact", records: []ProduceRecord{keyed, keyless, keyed}, refused: true},
-		{name: "produce: keyless, compact and delete", topic: "both", records: []ProduceRecord{keyless}, refused: true},
-		{name: "produce: keyless, explicit partition", topic: "compact", records: []ProduceRecord{{Partition: 1, HasPartition: true, Value: []byte("x")}}, refused: true},
+		{name: "produce: a keyless record among keyed ones", topic: "compact", records: []backend.ProduceRecord{keyed, keyless, keyed}, refused: true},
+		{name: "produce: keyless, compact and delete", topic: "both", records: []backend.ProduceRecord{keyless}, refused: true},
+		{name: "produce: keyless, explicit partition", topic: "compact", records: []backend.ProduceRecord{{Partition: 1, HasPartition: true, Value: []byte("x")}}, refused: true},
 		{name: "append: a keyless record in the batch", topic: "compact",
 			batch: build(batch.Record{Key: []byte("k"), Value: []byte("v")}, batch.Record{Value: []byte("no key")}), refused: true},
 		{name: "append: a gzip batch with a keyless record", topic: "both",
 			batch: gzipped(t, build(batch.Record{Value: []byte("no key")})), refused: true},
-		{name: "produce: keys, a tombstone and an empty key", topic: "compact", records: []ProduceRecord{keyed, tombstone, emptyKey}},
+		{name: "produce: keys, a tombstone and an empty key", topic: "compact", records: []backend.ProduceRecord{keyed, tombstone, emptyKey}},
 		{name: "append: keys and a tombstone", topic: "compact", batch: build(batch.Record{Key: []byte("k"), Value: []byte("v")}, batch.Record{Key: []byte("k")})},
-		{name: "produce: keyless, not compacted", topic: "t", records: []ProduceRecord{keyless}},
+		{name: "produce: keyless, not compacted", topic: "t", records: []backend.ProduceRecord{keyless}},
 		{name: "append: keyless, not compacted", topic: "t", batch: build(batch.Record{Value: []byte("no key")})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := endOffsets(t, b, tc.topic)
 			var err error
 			if tc.batch != nil {
-				_, err = b.Append(ctx, Append{Topic: tc.topic, Batches: []PartitionBatch{{Partition: 0, Batch: tc.batch}}})
+				_, err = b.Append(ctx, backend.Append{Topic: tc.topic, Batches: []backend.PartitionBatch{{Partition: 0, Batch: tc.batch}}})
 			} else {
-				_, err = b.Produce(ctx, ProduceRequest{Topic: tc.topic, Records: tc.records})
+				_, err = b.Produce(ctx, backend.ProduceRequest{Topic: tc.topic, Records: tc.records})
 			}
 			switch {
-			case tc.refused && !errors.Is(err, ErrKeyRequired):
-				t.Fatalf("error %v; want ErrKeyRequired", err)
+			case tc.refused && !errors.Is(err, backend.ErrKeyRequired):
+				t.Fatalf("error %v; want backend.ErrKeyRequired", err)
 			case !tc.refused && err != nil:
 				t.Fatalf("refused: %v", err)
 			}

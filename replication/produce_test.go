@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/dedup"
 	"github.com/logd-dev/logd/partition"
@@ -18,7 +19,7 @@ func openBackend(t *testing.T, ctx context.Context, parts int32) *Backend {
 	n := openSingleNode(t, ctx, Config{DataDir: t.TempDir(), CleanerInterval: time.Hour})
 	t.Cleanup(func() { n.Close() })
 	b := NewBackend(n)
-	if _, err := b.CreateTopic(ctx, CreateTopic{Name: "t", Partitions: parts}); err != nil {
+	if _, err := b.CreateTopic(ctx, backend.CreateTopic{Name: "t", Partitions: parts}); err != nil {
 		t.Fatal(err)
 	}
 	return b
@@ -44,7 +45,7 @@ func TestProduceRouting(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	b := openBackend(t, ctx, 4)
-	recs := []ProduceRecord{
+	recs := []backend.ProduceRecord{
 		{Partition: 3, HasPartition: true, Value: []byte("explicit"), TimestampMs: 5},
 		{Key: []byte("k1"), Value: []byte("keyed")},
 		{Key: []byte("k2"), Value: []byte("keyed"), Headers: []batch.Header{{Key: "h", Value: []byte("v")}}},
@@ -52,7 +53,7 @@ func TestProduceRouting(t *testing.T) {
 		{Value: []byte("rr1")},
 		{Value: []byte("rr2")},
 	}
-	res, err := b.Produce(ctx, ProduceRequest{Topic: "t", Records: recs})
+	res, err := b.Produce(ctx, backend.ProduceRequest{Topic: "t", Records: recs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,17 +78,17 @@ func TestProduceRouting(t *testing.T) {
 	}
 	// The round-robin counter continues across calls and restarts after
 	// the topic is deleted.
-	res, err = b.Produce(ctx, ProduceRequest{Topic: "t", Records: []ProduceRecord{{Value: []byte("rr3")}}})
+	res, err = b.Produce(ctx, backend.ProduceRequest{Topic: "t", Records: []backend.ProduceRecord{{Value: []byte("rr3")}}})
 	if err != nil || res.Results[0].Partition != 3 {
 		t.Fatalf("%+v, %v; want partition 3", res, err)
 	}
 	if err := b.DeleteTopic(ctx, "t"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.CreateTopic(ctx, CreateTopic{Name: "t", Partitions: 4}); err != nil {
+	if _, err := b.CreateTopic(ctx, backend.CreateTopic{Name: "t", Partitions: 4}); err != nil {
 		t.Fatal(err)
 	}
-	res, err = b.Produce(ctx, ProduceRequest{Topic: "t", Records: []ProduceRecord{{Value: []byte("rr0")}}})
+	res, err = b.Produce(ctx, backend.ProduceRequest{Topic: "t", Records: []backend.ProduceRecord{{Value: []byte("rr0")}}})
 	if err != nil || res.Results[0].Partition != 0 {
 		t.Fatalf("%+v, %v; want partition 0", res, err)
 	}
@@ -100,36 +101,36 @@ func TestProduceIdempotencyKeys(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	b := openBackend(t, ctx, 1)
-	produce := func(recs ...ProduceRecord) (ProduceResult, error) {
-		return b.Produce(ctx, ProduceRequest{Topic: "t", Records: recs})
+	produce := func(recs ...backend.ProduceRecord) (backend.ProduceResult, error) {
+		return b.Produce(ctx, backend.ProduceRequest{Topic: "t", Records: recs})
 	}
-	a := ProduceRecord{Value: []byte("a"), IdempotencyKey: "ka"}
-	res, err := produce(a, ProduceRecord{Value: []byte("x")}, a)
+	a := backend.ProduceRecord{Value: []byte("a"), IdempotencyKey: "ka"}
+	res, err := produce(a, backend.ProduceRecord{Value: []byte("x")}, a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := res.Results; r[0] != (RecordResult{Offset: 0}) || r[1] != (RecordResult{Offset: 1}) || r[2] != (RecordResult{Offset: 0, Duplicate: true}) {
+	if r := res.Results; r[0] != (backend.RecordResult{Offset: 0}) || r[1] != (backend.RecordResult{Offset: 1}) || r[2] != (backend.RecordResult{Offset: 0, Duplicate: true}) {
 		t.Fatalf("results %+v", r)
 	}
 	// A retry of the call: the keyed record is a duplicate from the window
 	// (after the state machine refused the first round), the other is new.
-	res, err = produce(a, ProduceRecord{Value: []byte("y"), IdempotencyKey: "kb"})
+	res, err = produce(a, backend.ProduceRecord{Value: []byte("y"), IdempotencyKey: "kb"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := res.Results; r[0] != (RecordResult{Offset: 0, Duplicate: true}) || r[1] != (RecordResult{Offset: 2}) || res.Duplicates != 1 || res.Appended != 1 {
+	if r := res.Results; r[0] != (backend.RecordResult{Offset: 0, Duplicate: true}) || r[1] != (backend.RecordResult{Offset: 2}) || res.Duplicates != 1 || res.Appended != 1 {
 		t.Fatalf("results %+v", res)
 	}
 	for _, tc := range []struct {
 		name string
-		recs []ProduceRecord
+		recs []backend.ProduceRecord
 	}{
-		{name: "in the window", recs: []ProduceRecord{{Value: []byte("other"), IdempotencyKey: "ka"}}},
-		{name: "in the call", recs: []ProduceRecord{{Value: []byte("1"), IdempotencyKey: "kc"}, {Value: []byte("2"), IdempotencyKey: "kc"}}},
-		{name: "headers differ", recs: []ProduceRecord{{Value: []byte("a"), IdempotencyKey: "ka", Headers: []batch.Header{{Key: "h"}}}}},
+		{name: "in the window", recs: []backend.ProduceRecord{{Value: []byte("other"), IdempotencyKey: "ka"}}},
+		{name: "in the call", recs: []backend.ProduceRecord{{Value: []byte("1"), IdempotencyKey: "kc"}, {Value: []byte("2"), IdempotencyKey: "kc"}}},
+		{name: "headers differ", recs: []backend.ProduceRecord{{Value: []byte("a"), IdempotencyKey: "ka", Headers: []batch.Header{{Key: "h"}}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := produce(tc.recs...); !errors.Is(err, ErrIdempotencyConflict) {
+			if _, err := produce(tc.recs...); !errors.Is(err, dedup.ErrIdempotencyConflict) {
 				t.Fatalf("error %v, want ErrIdempotencyConflict", err)
 			}
 		})
@@ -145,24 +146,24 @@ func TestProduceRefusesWhole(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	b := openBackend(t, ctx, 2)
-	ok := ProduceRecord{Value: []byte("fine")}
+	ok := backend.ProduceRecord{Value: []byte("fine")}
 	big := make([]byte, 2<<20)
 	for _, tc := range []struct {
 		name  string
 		topic string
-		bad   ProduceRecord
+		bad   backend.ProduceRecord
 		want  error
 	}{
-		{name: "partition", topic: "t", bad: ProduceRecord{Partition: 2, HasPartition: true}, want: ErrUnknownPartition},
-		{name: "negative partition", topic: "t", bad: ProduceRecord{Partition: -1, HasPartition: true}, want: ErrUnknownPartition},
-		{name: "timestamp", topic: "t", bad: ProduceRecord{TimestampMs: -1}, want: ErrInvalidArgument},
-		{name: "too large", topic: "t", bad: ProduceRecord{Value: big}, want: ErrRecordTooLarge},
-		{name: "key too long", topic: "t", bad: ProduceRecord{IdempotencyKey: string(make([]byte, dedup.MaxIdempotencyKeyBytes+1))}, want: ErrInvalidArgument},
-		{name: "unknown topic", topic: "u", bad: ok, want: ErrUnknownTopic},
-		{name: "topic name", topic: "a/b", bad: ok, want: ErrInvalidTopicName},
+		{name: "partition", topic: "t", bad: backend.ProduceRecord{Partition: 2, HasPartition: true}, want: backend.ErrUnknownPartition},
+		{name: "negative partition", topic: "t", bad: backend.ProduceRecord{Partition: -1, HasPartition: true}, want: backend.ErrUnknownPartition},
+		{name: "timestamp", topic: "t", bad: backend.ProduceRecord{TimestampMs: -1}, want: backend.ErrInvalidArgument},
+		{name: "too large", topic: "t", bad: backend.ProduceRecord{Value: big}, want: backend.ErrRecordTooLarge},
+		{name: "key too long", topic: "t", bad: backend.ProduceRecord{IdempotencyKey: string(make([]byte, dedup.MaxIdempotencyKeyBytes+1))}, want: backend.ErrInvalidArgument},
+		{name: "unknown topic", topic: "u", bad: ok, want: backend.ErrUnknownTopic},
+		{name: "topic name", topic: "a/b", bad: ok, want: partition.ErrInvalidTopicName},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := b.Produce(ctx, ProduceRequest{Topic: tc.topic, Records: []ProduceRecord{ok, tc.bad}})
+			_, err := b.Produce(ctx, backend.ProduceRequest{Topic: tc.topic, Records: []backend.ProduceRecord{ok, tc.bad}})
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("error %v, want %v", err, tc.want)
 			}
@@ -194,7 +195,7 @@ func TestReadLongPoll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Append(ctx, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 0, Batch: stored}}}); err != nil {
+	if _, err := b.Append(ctx, backend.Append{Topic: "t", Batches: []backend.PartitionBatch{{Partition: 0, Batch: stored}}}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -208,7 +209,7 @@ func TestReadLongPoll(t *testing.T) {
 	if err != nil || len(r.Batches) != len(stored) || string(r.Batches[16:]) != string(stored[16:]) || r.LogStartOffset != 0 || r.EndOffset != 1 {
 		t.Fatalf("%+v, %v; want the stored batch", r, err)
 	}
-	var oor *OutOfRangeError
+	var oor *backend.OutOfRangeError
 	if _, err := b.Read("t", 0, 2, 1); !errors.As(err, &oor) || oor.End != 1 {
 		t.Fatalf("error %v, want OutOfRangeError with end 1", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/logd-dev/logd/backend"
 )
 
 // Raft's own measurements, per node. hashicorp/raft reports its timings
@@ -19,25 +20,7 @@ import (
 // and a Raft observer (leader changes). The front end renders them
 // (server/raft_metrics.go); docs/operations.md lists them.
 
-// TimingBounds are the upper bounds of Timings' buckets: 100µs doubling to
-// about 13 s.
-func TimingBounds() []time.Duration {
-	b := make([]time.Duration, 18)
-	for i := range b {
-		b[i] = 100 * time.Microsecond << i
-	}
-	return b
-}
-
-// Timings is a histogram of durations: Count observations summing to Sum,
-// Buckets[i] of them at most TimingBounds()[i] (cumulative).
-type Timings struct {
-	Count   uint64
-	Sum     time.Duration
-	Buckets []uint64
-}
-
-// timing gathers Timings; safe for concurrent use.
+// timing gathers backend.Timings; safe for concurrent use.
 type timing struct {
 	mu sync.Mutex
 	// count, sum and buckets (not cumulative) are guarded by mu.
@@ -62,10 +45,10 @@ func (t *timing) observe(d time.Duration) {
 }
 
 // get returns the histogram so far, with cumulative buckets.
-func (t *timing) get() Timings {
+func (t *timing) get() backend.Timings {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := Timings{Count: t.count, Sum: t.sum, Buckets: make([]uint64, len(t.buckets))}
+	out := backend.Timings{Count: t.count, Sum: t.sum, Buckets: make([]uint64, len(t.buckets))}
 	var c uint64
 	for i, n := range t.buckets {
 		c += n
@@ -74,64 +57,29 @@ func (t *timing) get() Timings {
 	return out
 }
 
-// FollowerStats is what the leader last heard from one follower.
-type FollowerStats struct {
-	// ID is the follower's node id.
-	ID string
-	// LastContact is when the follower last answered an AppendEntries
-	// (a heartbeat at least every tenth of the heartbeat timeout); zero
-	// if it has not answered this leader.
-	LastContact time.Time
-	// LastIndex is the last index of the follower's Raft log, as it last
-	// answered.
-	LastIndex uint64
-}
-
-// RaftMetrics are a node's Raft measurements since it opened.
-type RaftMetrics struct {
-	// Apply times the state machine's application of each batch of
-	// committed entries.
-	Apply Timings
-	// StoreLogs times the Raft log store's writes (the leader's and the
-	// followers'), each durable (fsynced) when it returns.
-	StoreLogs Timings
-	// SnapshotPersist times writing each snapshot to the snapshot store,
-	// segment fsyncs included; SnapshotBytes is the size of the last one.
-	SnapshotPersist Timings
-	SnapshotBytes   uint64
-	// LeaderChanges counts the leaders this node has seen elected
-	// (itself included), each new term's leader once.
-	LeaderChanges uint64
-	// LastIndex is the last index of this node's Raft log.
-	LastIndex uint64
-	// Followers is, on the leader, one entry per other member of the
-	// configuration, by id; empty on a follower.
-	Followers []FollowerStats
-}
-
-// raftObserver holds a node's RaftMetrics as they are gathered.
+// raftObserver holds a node's backend.RaftMetrics as they are gathered.
 type raftObserver struct {
 	apply, storeLogs, persist timing
 
 	mu sync.Mutex
 	// snapshotBytes, leaderChanges and followers (by node id) are guarded
 	// by mu. followers is filled by the transport wrapper on the leader;
-	// entries of peers no longer members are left out by RaftMetrics and
+	// entries of peers no longer members are left out by backend.RaftMetrics and
 	// dropped when leadership is lost, so it stays bounded by the
 	// configuration.
 	snapshotBytes uint64
 	leaderChanges uint64
-	followers     map[raft.ServerID]FollowerStats
+	followers     map[raft.ServerID]backend.FollowerStats
 }
 
 func newRaftObserver() *raftObserver {
-	return &raftObserver{followers: make(map[raft.ServerID]FollowerStats)}
+	return &raftObserver{followers: make(map[raft.ServerID]backend.FollowerStats)}
 }
 
 // heard records a follower's answer to an AppendEntries.
 func (o *raftObserver) heard(id raft.ServerID, lastIndex uint64, at time.Time) {
 	o.mu.Lock()
-	o.followers[id] = FollowerStats{ID: string(id), LastContact: at, LastIndex: lastIndex}
+	o.followers[id] = backend.FollowerStats{ID: string(id), LastContact: at, LastIndex: lastIndex}
 	o.mu.Unlock()
 }
 
@@ -152,9 +100,9 @@ func (o *raftObserver) leaderObserved(leader raft.ServerID, self raft.ServerID) 
 }
 
 // RaftMetrics returns the node's Raft measurements.
-func (n *Node) RaftMetrics() RaftMetrics {
+func (n *Node) RaftMetrics() backend.RaftMetrics {
 	o := n.observer
-	m := RaftMetrics{Apply: o.apply.get(), StoreLogs: o.storeLogs.get(), SnapshotPersist: o.persist.get(), LastIndex: n.raft.LastIndex()}
+	m := backend.RaftMetrics{Apply: o.apply.get(), StoreLogs: o.storeLogs.get(), SnapshotPersist: o.persist.get(), LastIndex: n.raft.LastIndex()}
 	var members []raft.Server
 	leads := n.raft.State() == raft.Leader
 	if f := n.raft.GetConfiguration(); leads && f.Error() == nil {
@@ -169,11 +117,11 @@ func (n *Node) RaftMetrics() RaftMetrics {
 		}
 		f, ok := o.followers[s.ID]
 		if !ok {
-			f = FollowerStats{ID: string(s.ID)}
+			f = backend.FollowerStats{ID: string(s.ID)}
 		}
 		m.Followers = append(m.Followers, f)
 	}
-	slices.SortFunc(m.Followers, func(a, b FollowerStats) int {
+	slices.SortFunc(m.Followers, func(a, b backend.FollowerStats) int {
 		switch {
 		case a.ID < b.ID:
 			return -1

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // TestRaftMetricsFollowers: the leader reports each follower's last
@@ -16,12 +18,12 @@ func TestRaftMetricsFollowers(t *testing.T) {
 	defer cancel()
 	c := newMemCluster(t, ctx, 3)
 	leader := c.nodes[0]
-	if _, err := leader.CreateTopic(ctx, CreateTopic{Name: "orders", Partitions: 1}); err != nil {
+	if _, err := leader.CreateTopic(ctx, fsm.CreateTopic{Name: "orders", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	appendOne := func() {
 		t.Helper()
-		if _, err := leader.Append(ctx, Append{Topic: "orders", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "a")}}}); err != nil {
+		if _, err := leader.Append(ctx, fsm.Append{Topic: "orders", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "a")}}}); err != nil {
 			t.Fatal(err)
 		}
 	}

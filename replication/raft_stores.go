@@ -15,6 +15,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/internal/slogbridge"
 )
 
@@ -69,18 +70,18 @@ func (c Config) raftTimeouts() (heartbeat, election, lease time.Duration) {
 }
 
 // validateRaftTimeouts checks what hashicorp/raft requires of the
-// timeouts, so a bad setting is an ErrInvalidArgument before anything
+// timeouts, so a bad setting is an backend.ErrInvalidArgument before anything
 // opens.
 func (c Config) validateRaftTimeouts() error {
 	heartbeat, election, lease := c.raftTimeouts()
 	switch {
 	case min(heartbeat, election, lease) < minRaftTimeout:
 		return fmt.Errorf("%w: raft timeouts must be at least %v (heartbeat %v, election %v, leader lease %v)",
-			ErrInvalidArgument, minRaftTimeout, heartbeat, election, lease)
+			backend.ErrInvalidArgument, minRaftTimeout, heartbeat, election, lease)
 	case lease > heartbeat:
-		return fmt.Errorf("%w: raft leader lease timeout %v exceeds the heartbeat timeout %v", ErrInvalidArgument, lease, heartbeat)
+		return fmt.Errorf("%w: raft leader lease timeout %v exceeds the heartbeat timeout %v", backend.ErrInvalidArgument, lease, heartbeat)
 	case election < heartbeat:
-		return fmt.Errorf("%w: raft election timeout %v is below the heartbeat timeout %v", ErrInvalidArgument, election, heartbeat)
+		return fmt.Errorf("%w: raft election timeout %v is below the heartbeat timeout %v", backend.ErrInvalidArgument, election, heartbeat)
 	}
 	return nil
 }
@@ -182,7 +183,7 @@ func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 	if a, ok := stream.Addr().(*net.TCPAddr); !ok || a.IP == nil || a.IP.IsUnspecified() {
 		ln.Close()
 		closeStores()
-		return nil, fmt.Errorf("%w: raft address %s is not one peers can dial: give an advertise address", ErrInvalidArgument, stream.Addr())
+		return nil, fmt.Errorf("%w: raft address %s is not one peers can dial: give an advertise address", backend.ErrInvalidArgument, stream.Addr())
 	}
 	// The address provider is asked for this node's own address too: it
 	// is the transport's, known once it is bound.

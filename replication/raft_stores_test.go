@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"github.com/logd-dev/logd/backend"
 )
 
 // TestRaftTimeouts: the defaults follow the heartbeat timeout, and every
@@ -36,8 +37,8 @@ func TestRaftTimeouts(t *testing.T) {
 				HeartbeatTimeout: tc.heartbeat, ElectionTimeout: tc.election, LeaderLeaseTimeout: tc.lease}
 			err := cfg.Validate()
 			if tc.wantErr {
-				if !errors.Is(err, ErrInvalidArgument) {
-					t.Fatalf("Validate: %v, want ErrInvalidArgument", err)
+				if !errors.Is(err, backend.ErrInvalidArgument) {
+					t.Fatalf("Validate: %v, want backend.ErrInvalidArgument", err)
 				}
 				return
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/logd-dev/logd/backend"
 )
 
 // The Raft port: the raft.StreamLayer under a node's Raft transport
@@ -37,29 +38,6 @@ const (
 	// raftRefusalLogInterval spaces the log lines of refused connections.
 	raftRefusalLogInterval = time.Second
 )
-
-// RaftConnStats counts the connections of a node's Raft port since it
-// opened.
-type RaftConnStats struct {
-	// Open is the number of accepted connections open now, in their
-	// handshake or serving Raft.
-	Open int
-	// Admitted counts connections handed to Raft.
-	Admitted uint64
-	// RefusedCap counts connections closed at once because MaxRaftConns
-	// were open.
-	RefusedCap uint64
-	// RefusedHandshake counts TLS handshakes that failed or did not
-	// finish in time: no certificate, one the cluster CA did not sign or
-	// that expired, or not TLS at all.
-	RefusedHandshake uint64
-	// RefusedNotNode counts verified certificates that are not node
-	// certificates (a client's).
-	RefusedNotNode uint64
-	// RefusedNotMember counts node certificates of nodes outside the
-	// latest Raft configuration this node knows.
-	RefusedNotMember uint64
-}
 
 // refusal is why the Raft port closed a connection.
 type refusal int
@@ -389,11 +367,11 @@ func (s *raftStream) refuse(why refusal, remote net.Addr, peer string, err error
 }
 
 // stats returns the port's counters.
-func (s *raftStream) stats() RaftConnStats {
+func (s *raftStream) stats() backend.RaftConnStats {
 	s.mu.Lock()
 	open := len(s.open)
 	s.mu.Unlock()
-	return RaftConnStats{
+	return backend.RaftConnStats{
 		Open: open, Admitted: s.admitted.Load(),
 		RefusedCap: s.refused[refusedCap].Load(), RefusedHandshake: s.refused[refusedHandshake].Load(),
 		RefusedNotNode: s.refused[refusedNotNode].Load(), RefusedNotMember: s.refused[refusedNotMember].Load(),

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/replication/fsm"
@@ -28,27 +29,6 @@ import (
 // answered as duplicates when the next leader produces it again (within
 // the target's idempotency window, docs/architecture.md "Redrive jobs").
 
-type (
-	// RedriveJob is a redrive job as replicated (fsm.RedriveJob).
-	RedriveJob = fsm.RedriveJob
-	// RedriveSpec says what a redrive job does (fsm.RedriveSpec).
-	RedriveSpec = fsm.RedriveSpec
-	// RedriveProgress counts what a redrive job did.
-	RedriveProgress = fsm.RedriveProgress
-	// RedriveRecord names one dead letter a job may move.
-	RedriveRecord = fsm.RedriveRecord
-)
-
-// DefaultMaxRedrives is RedriveSpec.MaxRedrives when zero.
-const DefaultMaxRedrives = 3
-
-// Redrive headers a redriven record carries (the client library reads the
-// same names).
-const (
-	redriveCountHeader = "logd-redrive-count"
-	redriveKeyHeader   = "logd-redrive-idempotency-key"
-)
-
 // redriveBatch bounds the records one batch reads; a rate makes batches
 // smaller (about a tenth of a second of records), so a stop or a leader
 // change waits for little.
@@ -67,18 +47,18 @@ func RedriveIdempotencyKey(topic string, partition int32, offset int64) string {
 }
 
 // StartRedrive starts a redrive job: the dead-letter topic's end offsets
-// now bound it; MaxRedrives 0 is DefaultMaxRedrives. Errors:
-// ErrUnknownTopic (the dead-letter topic or the target), ErrInvalidArgument
-// (a bad bound or rate), *FeatureLevelError before every member runs a
+// now bound it; MaxRedrives 0 is backend.DefaultMaxRedrives. Errors:
+// backend.ErrUnknownTopic (the dead-letter topic or the target), backend.ErrInvalidArgument
+// (a bad bound or rate), *backend.FeatureLevelError before every member runs a
 // build with redrive jobs (or, for a spec naming its records, with
 // fsm.RedriveSelectLevel).
-func (n *Node) StartRedrive(ctx context.Context, s RedriveSpec) (RedriveJob, error) {
+func (n *Node) StartRedrive(ctx context.Context, s fsm.RedriveSpec) (fsm.RedriveJob, error) {
 	if s.MaxRedrives == 0 {
-		s.MaxRedrives = DefaultMaxRedrives
+		s.MaxRedrives = backend.DefaultMaxRedrives
 	}
 	t, err := n.fsm.Topic(s.DeadLetterTopic)
 	if err != nil {
-		return RedriveJob{}, fmt.Errorf("redrive: dead-letter topic: %w", err)
+		return fsm.RedriveJob{}, fmt.Errorf("redrive: dead-letter topic: %w", err)
 	}
 	if len(s.Records) > 0 {
 		s.Records = fsm.SortRedriveRecords(s.Records)
@@ -88,7 +68,7 @@ func (n *Node) StartRedrive(ctx context.Context, s RedriveSpec) (RedriveJob, err
 		s.Ends[i] = p.Log().EndOffset()
 	}
 	if err := n.fsm.ValidateRedriveSpec(s); err != nil {
-		return RedriveJob{}, err
+		return fsm.RedriveJob{}, err
 	}
 	j, err := n.proposeRedrive(ctx, fsm.Redrive{Op: fsm.RedriveStart, Spec: &s})
 	if err == nil {
@@ -99,10 +79,10 @@ func (n *Node) StartRedrive(ctx context.Context, s RedriveSpec) (RedriveJob, err
 
 // StopRedrive stops a running job (its worker stops after the batch in
 // hand, which is committed); stopping an ended job changes nothing.
-// ErrUnknownRedrive for an id not kept.
-func (n *Node) StopRedrive(ctx context.Context, id string) (RedriveJob, error) {
+// backend.ErrUnknownRedrive for an id not kept.
+func (n *Node) StopRedrive(ctx context.Context, id string) (fsm.RedriveJob, error) {
 	if _, err := n.fsm.RedriveJob(id); err != nil {
-		return RedriveJob{}, err
+		return fsm.RedriveJob{}, err
 	}
 	j, err := n.proposeRedrive(ctx, fsm.Redrive{Op: fsm.RedriveStop, ID: id})
 	if err == nil {
@@ -111,16 +91,16 @@ func (n *Node) StopRedrive(ctx context.Context, id string) (RedriveJob, error) {
 	return j, err
 }
 
-// RedriveJob returns a job as applied on this node (ErrUnknownRedrive).
-func (n *Node) RedriveJob(id string) (RedriveJob, error) { return n.fsm.RedriveJob(id) }
+// RedriveJob returns a job as applied on this node (backend.ErrUnknownRedrive).
+func (n *Node) RedriveJob(id string) (fsm.RedriveJob, error) { return n.fsm.RedriveJob(id) }
 
 // RedriveJobs returns the jobs kept, as applied on this node, oldest
 // first.
-func (n *Node) RedriveJobs() []RedriveJob { return n.fsm.RedriveJobs() }
+func (n *Node) RedriveJobs() []fsm.RedriveJob { return n.fsm.RedriveJobs() }
 
 // RedrivePosition returns a job's position: per dead-letter partition, the
 // next offset it reads (its group's committed offset, 0 before any).
-func (n *Node) RedrivePosition(j RedriveJob) []int64 {
+func (n *Node) RedrivePosition(j fsm.RedriveJob) []int64 {
 	pos := make([]int64, len(j.Spec.Ends))
 	g, err := n.fsm.ConsumerGroup(fsm.RedriveGroup(j.ID))
 	if err != nil {
@@ -136,18 +116,18 @@ func (n *Node) RedrivePosition(j RedriveJob) []int64 {
 	return pos
 }
 
-func (n *Node) proposeRedrive(ctx context.Context, c fsm.Redrive) (RedriveJob, error) {
+func (n *Node) proposeRedrive(ctx context.Context, c fsm.Redrive) (fsm.RedriveJob, error) {
 	data, err := fsm.EncodeRedrive(n.cfg.Now().UnixNano(), c)
 	if err != nil {
-		return RedriveJob{}, err
+		return fsm.RedriveJob{}, err
 	}
 	res, err := n.propose(ctx, data)
 	if err != nil {
-		return RedriveJob{}, err
+		return fsm.RedriveJob{}, err
 	}
 	j, ok := res.(fsm.RedriveJob)
 	if !ok {
-		return RedriveJob{}, fmt.Errorf("redrive: unexpected result %T", res)
+		return fsm.RedriveJob{}, fmt.Errorf("redrive: unexpected result %T", res)
 	}
 	return j, nil
 }
@@ -260,8 +240,8 @@ func (n *Node) redriveWorker(ctx context.Context, b *Backend, id string) {
 // retryableRedrive: errors after which the job goes on (on this node, or
 // on the next leader), as opposed to those that fail it.
 func retryableRedrive(err error) bool {
-	return errors.Is(err, ErrNotLeader) || errors.Is(err, ErrTimeout) || errors.Is(err, ErrShutdown) ||
-		errors.Is(err, context.Canceled) || errors.Is(err, ErrDedupRace) || errors.Is(err, ErrStopped)
+	return errors.Is(err, backend.ErrNotLeader) || errors.Is(err, backend.ErrTimeout) || errors.Is(err, backend.ErrShutdown) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, backend.ErrDedupRace) || errors.Is(err, backend.ErrStopped)
 }
 
 // publicError is an error's text without the package prefixes of its
@@ -273,7 +253,7 @@ func publicError(err error) string {
 // redriveStep handles one batch of job j: reads from its position,
 // produces what the filter selects, commits the position and counters.
 // done: the job's position reached its end in every partition.
-func (n *Node) redriveStep(ctx context.Context, b *Backend, j RedriveJob) (done bool, err error) {
+func (n *Node) redriveStep(ctx context.Context, b *Backend, j fsm.RedriveJob) (done bool, err error) {
 	s := j.Spec
 	pos := n.RedrivePosition(j)
 	p := -1
@@ -293,7 +273,7 @@ func (n *Node) redriveStep(ctx context.Context, b *Backend, j RedriveJob) (done 
 		return true, nil
 	}
 	part := int32(p)
-	var delta RedriveProgress
+	var delta fsm.RedriveProgress
 	if len(s.Records) > 0 {
 		// A job naming its records passes over the offsets between them
 		// without reading them: scanned and skipped, as the filter would.
@@ -311,7 +291,7 @@ func (n *Node) redriveStep(ctx context.Context, b *Backend, j RedriveJob) (done 
 		limit = max(1, min(redriveBatch, int(s.Rate/10)))
 	}
 	rd, err := b.Read(s.DeadLetterTopic, part, max(from, 0), redriveReadBytes)
-	var oor *OutOfRangeError
+	var oor *backend.OutOfRangeError
 	if errors.As(err, &oor) && from < oor.Start {
 		// Retention removed dead letters before the job read them.
 		skip := min(oor.Start, end) - from
@@ -331,7 +311,7 @@ func (n *Node) redriveStep(ctx context.Context, b *Backend, j RedriveJob) (done 
 		return false, fmt.Errorf("decode %s-%d at %d: %w", s.DeadLetterTopic, part, from, err)
 	}
 	next := from
-	byTarget := map[string][]ProduceRecord{}
+	byTarget := map[string][]backend.ProduceRecord{}
 	var targets []string
 	for _, r := range recs {
 		if r.Offset >= end {
@@ -339,9 +319,9 @@ func (n *Node) redriveStep(ctx context.Context, b *Backend, j RedriveJob) (done 
 		}
 		next = r.Offset + 1
 		delta.Scanned++
-		d := ParseDeadLetter(r)
+		d := backend.ParseDeadLetter(r)
 		switch {
-		case !d.IsDeadLetter() || !s.Selects(part, r.Offset) || !RedriveMatch(s, d, r.Key):
+		case !d.IsDeadLetter() || !s.Selects(part, r.Offset) || !backend.RedriveMatch(redriveSpecOut(s), d, r.Key):
 			// A record without a reason and an origin topic is no dead
 			// letter, with a target too: ListDeadLetters (server/dlq_list.go)
 			// lists what a job moves, and it leaves such records out.
@@ -414,10 +394,10 @@ func (n *Node) redriveStep(ctx context.Context, b *Backend, j RedriveJob) (done 
 // produceRedrive produces records to topic, waiting while admission
 // control refuses them (a redrive must not add to an overload); the
 // idempotency keys make each retry safe.
-func (n *Node) produceRedrive(ctx context.Context, b *Backend, topic string, rs []ProduceRecord) (ProduceResult, error) {
+func (n *Node) produceRedrive(ctx context.Context, b *Backend, topic string, rs []backend.ProduceRecord) (backend.ProduceResult, error) {
 	for {
-		res, err := b.Produce(ctx, ProduceRequest{Topic: topic, Records: rs})
-		var oe *OverloadedError
+		res, err := b.Produce(ctx, backend.ProduceRequest{Topic: topic, Records: rs})
+		var oe *backend.OverloadedError
 		if !errors.As(err, &oe) {
 			return res, err
 		}
@@ -430,7 +410,7 @@ func (n *Node) produceRedrive(ctx context.Context, b *Backend, topic string, rs 
 	}
 }
 
-func (n *Node) advanceRedrive(ctx context.Context, j RedriveJob, part int32, next int64, delta RedriveProgress) error {
+func (n *Node) advanceRedrive(ctx context.Context, j fsm.RedriveJob, part int32, next int64, delta fsm.RedriveProgress) error {
 	_, err := n.proposeRedrive(ctx, fsm.Redrive{Op: fsm.RedriveAdvance, ID: j.ID, Delta: delta,
 		Offsets: []group.OffsetCommit{{TopicPartition: group.TopicPartition{Topic: j.Spec.DeadLetterTopic, Partition: part}, Offset: next}}})
 	return err
@@ -441,17 +421,17 @@ func (n *Node) advanceRedrive(ctx context.Context, j RedriveJob, part int32, nex
 // header (its next dead letter appends to it), its redrive count one more,
 // and its original idempotency key kept in a header. It goes to its origin
 // partition, or to the spec's target routed by key.
-func redriveRecord(s RedriveSpec, dlqPartition int32, r batch.Record, d DeadLetter) (string, ProduceRecord, bool) {
+func redriveRecord(s fsm.RedriveSpec, dlqPartition int32, r batch.Record, d backend.DeadLetter) (string, backend.ProduceRecord, bool) {
 	target := s.Target
 	if target == "" {
 		if !d.HasOrigin {
-			return "", ProduceRecord{}, false
+			return "", backend.ProduceRecord{}, false
 		}
 		target = d.OriginTopic
 	}
 	headers := make([]batch.Header, 0, len(r.Headers)+3)
 	for _, h := range r.Headers {
-		if h.Key == redriveCountHeader || h.Key == redriveKeyHeader || h.Key == fsm.RedriveHeaderHistory || strings.HasPrefix(h.Key, "logd-dlq-") {
+		if h.Key == backend.RedriveHeaderCount || h.Key == backend.RedriveHeaderKey || h.Key == fsm.RedriveHeaderHistory || strings.HasPrefix(h.Key, "logd-dlq-") {
 			continue
 		}
 		headers = append(headers, h)
@@ -459,15 +439,11 @@ func redriveRecord(s RedriveSpec, dlqPartition int32, r batch.Record, d DeadLett
 	if len(d.History) > 0 {
 		headers = append(headers, batch.Header{Key: fsm.RedriveHeaderHistory, Value: d.History})
 	}
-	headers = append(headers, batch.Header{Key: redriveCountHeader, Value: []byte(strconv.Itoa(d.Redrives + 1))})
-	orig := d.IdempotencyKey
-	if d.hasOriginalKey {
-		orig = d.originalKey
+	headers = append(headers, batch.Header{Key: backend.RedriveHeaderCount, Value: []byte(strconv.Itoa(d.Redrives + 1))})
+	if orig := d.OriginalKey(); orig != "" {
+		headers = append(headers, batch.Header{Key: backend.RedriveHeaderKey, Value: []byte(orig)})
 	}
-	if orig != "" {
-		headers = append(headers, batch.Header{Key: redriveKeyHeader, Value: []byte(orig)})
-	}
-	rec := ProduceRecord{Key: r.Key, Value: r.Value, Headers: headers,
+	rec := backend.ProduceRecord{Key: r.Key, Value: r.Value, Headers: headers,
 		IdempotencyKey: RedriveIdempotencyKey(s.DeadLetterTopic, dlqPartition, r.Offset)}
 	if s.Target == "" {
 		rec.Partition, rec.HasPartition = d.OriginPartition, true

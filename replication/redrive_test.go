@@ -10,33 +10,34 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // dlqRecord is a dead letter as a queue group writes it, for tests: key
 // k and value v from origin (topic, partition), with reason and time.
-func dlqRecord(k, v, origin string, part int32, reason string, at time.Time, redrives int) ProduceRecord {
+func dlqRecord(k, v, origin string, part int32, reason string, at time.Time, redrives int) backend.ProduceRecord {
 	h := []batch.Header{
 		{Key: "app", Value: []byte("kept")},
-		{Key: fsm.DLQHeaderReason, Value: []byte(reason)},
-		{Key: fsm.DLQHeaderTopic, Value: []byte(origin)},
-		{Key: fsm.DLQHeaderPartition, Value: []byte(strconv.Itoa(int(part)))},
-		{Key: fsm.DLQHeaderOffset, Value: []byte("0")},
-		{Key: fsm.DLQHeaderDeadLetteredAt, Value: []byte(at.UTC().Format(time.RFC3339Nano))},
-		{Key: fsm.DLQHeaderHistory, Value: []byte(`{"version":1,"attempts":[]}`)},
+		{Key: backend.DLQHeaderReason, Value: []byte(reason)},
+		{Key: backend.DLQHeaderTopic, Value: []byte(origin)},
+		{Key: backend.DLQHeaderPartition, Value: []byte(strconv.Itoa(int(part)))},
+		{Key: backend.DLQHeaderOffset, Value: []byte("0")},
+		{Key: backend.DLQHeaderDeadLetteredAt, Value: []byte(at.UTC().Format(time.RFC3339Nano))},
+		{Key: backend.DLQHeaderHistory, Value: []byte(`{"version":1,"attempts":[]}`)},
 	}
 	if redrives > 0 {
-		h = append(h, batch.Header{Key: redriveCountHeader, Value: []byte(strconv.Itoa(redrives))})
+		h = append(h, batch.Header{Key: backend.RedriveHeaderCount, Value: []byte(strconv.Itoa(redrives))})
 	}
-	return ProduceRecord{Key: []byte(k), Value: []byte(v), Headers: h}
+	return backend.ProduceRecord{Key: []byte(k), Value: []byte(v), Headers: h}
 }
 
-func produceDLQ(t *testing.T, ctx context.Context, b *Backend, topic string, recs ...ProduceRecord) {
+func produceDLQ(t *testing.T, ctx context.Context, b *Backend, topic string, recs ...backend.ProduceRecord) {
 	t.Helper()
 	for len(recs) > 0 {
 		n := min(len(recs), 100)
-		if _, err := b.Produce(ctx, ProduceRequest{Topic: topic, Records: recs[:n]}); err != nil {
+		if _, err := b.Produce(ctx, backend.ProduceRequest{Topic: topic, Records: recs[:n]}); err != nil {
 			t.Fatal(err)
 		}
 		recs = recs[n:]
@@ -72,7 +73,7 @@ func topicValues(t *testing.T, n *Node, topic string) []batch.Record {
 	return out
 }
 
-func waitJob(t *testing.T, ctx context.Context, n *Node, id string, cond func(RedriveJob) bool) RedriveJob {
+func waitJob(t *testing.T, ctx context.Context, n *Node, id string, cond func(fsm.RedriveJob) bool) fsm.RedriveJob {
 	t.Helper()
 	for {
 		j, err := n.RedriveJob(id)
@@ -96,13 +97,13 @@ func TestRedriveLeaderChange(t *testing.T) {
 	defer cancel()
 	c := newMemCluster(t, ctx, 3)
 	leader := c.nodes[0]
-	for _, tc := range []CreateTopic{{Name: "orders", Partitions: 2}, {Name: "orders-dlq", Partitions: 2}} {
+	for _, tc := range []fsm.CreateTopic{{Name: "orders", Partitions: 2}, {Name: "orders-dlq", Partitions: 2}} {
 		if _, err := leader.CreateTopic(ctx, tc); err != nil {
 			t.Fatal(err)
 		}
 	}
 	const total = 400
-	var recs []ProduceRecord
+	var recs []backend.ProduceRecord
 	at := time.Unix(1_700_000_000, 0)
 	for i := range total {
 		recs = append(recs, dlqRecord(fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i), "orders", int32(i%2), "max_deliveries", at, 0))
@@ -110,8 +111,8 @@ func TestRedriveLeaderChange(t *testing.T) {
 	produceDLQ(t, ctx, NewBackend(leader), "orders-dlq", recs...)
 	// The followers joined without registering a level: a job cannot
 	// start until each runs a build that knows redrive jobs.
-	var fe *FeatureLevelError
-	if _, err := leader.StartRedrive(ctx, RedriveSpec{DeadLetterTopic: "orders-dlq"}); !errors.As(err, &fe) || fe.Need != fsm.RedriveLevel {
+	var fe *backend.FeatureLevelError
+	if _, err := leader.StartRedrive(ctx, fsm.RedriveSpec{DeadLetterTopic: "orders-dlq"}); !errors.As(err, &fe) || fe.Need != backend.FeatureLevel(fsm.RedriveLevel) {
 		t.Fatalf("redrive in a base-level cluster: %v", err)
 	}
 	// At the level of redrive jobs, a job naming its records waits for
@@ -121,8 +122,8 @@ func TestRedriveLeaderChange(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	named := RedriveSpec{DeadLetterTopic: "orders-dlq", Records: []RedriveRecord{{Partition: 0, Offset: 0}}}
-	if _, err := leader.StartRedrive(ctx, named); !errors.As(err, &fe) || fe.Need != fsm.RedriveSelectLevel || fe.Cluster != fsm.RedriveLevel {
+	named := fsm.RedriveSpec{DeadLetterTopic: "orders-dlq", Records: []fsm.RedriveRecord{{Partition: 0, Offset: 0}}}
+	if _, err := leader.StartRedrive(ctx, named); !errors.As(err, &fe) || fe.Need != backend.FeatureLevel(fsm.RedriveSelectLevel) || fe.Cluster != backend.FeatureLevel(fsm.RedriveLevel) {
 		t.Fatalf("redrive naming records in a cluster at level %d: %v", fsm.RedriveLevel, err)
 	}
 	if n := len(leader.RedriveJobs()); n != 0 {
@@ -133,11 +134,11 @@ func TestRedriveLeaderChange(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	job, err := leader.StartRedrive(ctx, RedriveSpec{DeadLetterTopic: "orders-dlq", Rate: 400})
+	job, err := leader.StartRedrive(ctx, fsm.RedriveSpec{DeadLetterTopic: "orders-dlq", Rate: 400})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitJob(t, ctx, leader, job.ID, func(j RedriveJob) bool { return j.Progress.Scanned >= total/4 })
+	waitJob(t, ctx, leader, job.ID, func(j fsm.RedriveJob) bool { return j.Progress.Scanned >= total/4 })
 	c.isolate(0, true)
 	var next *Node
 	c.waitFor(ctx, "a new leader", func() bool {
@@ -149,7 +150,7 @@ func TestRedriveLeaderChange(t *testing.T) {
 		}
 		return false
 	})
-	j := waitJob(t, ctx, next, job.ID, func(j RedriveJob) bool { return j.Ended() })
+	j := waitJob(t, ctx, next, job.ID, func(j fsm.RedriveJob) bool { return j.Ended() })
 	c.isolate(0, false)
 	if j.State != fsm.RedriveDone {
 		t.Fatalf("job %+v, want done", j)
@@ -186,7 +187,7 @@ func TestRedriveFilters(t *testing.T) {
 	n := openTestNode(t, ctx, t.TempDir())
 	defer n.Close()
 	b := NewBackend(n)
-	for _, tc := range []CreateTopic{{Name: "o", Partitions: 1}, {Name: "o-dlq", Partitions: 1}, {Name: "elsewhere", Partitions: 3}} {
+	for _, tc := range []fsm.CreateTopic{{Name: "o", Partitions: 1}, {Name: "o-dlq", Partitions: 1}, {Name: "elsewhere", Partitions: 3}} {
 		if _, err := n.CreateTopic(ctx, tc); err != nil {
 			t.Fatal(err)
 		}
@@ -201,24 +202,24 @@ func TestRedriveFilters(t *testing.T) {
 	)
 	for _, tc := range []struct {
 		name   string
-		spec   RedriveSpec
+		spec   fsm.RedriveSpec
 		values []string
 		target string
-		p      RedriveProgress
+		p      fsm.RedriveProgress
 	}{
-		{name: "all", spec: RedriveSpec{}, values: []string{"0", "1", "2", "4"}, p: RedriveProgress{Scanned: 5, Redriven: 4, Refused: 1}},
-		{name: "reason", spec: RedriveSpec{Reasons: []string{"rejected"}}, values: []string{"1", "2"}, p: RedriveProgress{Scanned: 5, Redriven: 2, Skipped: 3}},
-		{name: "key", spec: RedriveSpec{Key: "a", HasKey: true}, values: []string{"0", "2"}, p: RedriveProgress{Scanned: 5, Redriven: 2, Skipped: 3}},
-		{name: "time", spec: RedriveSpec{SinceMs: t0.Add(time.Minute).UnixMilli(), UntilMs: t0.Add(3 * time.Minute).UnixMilli()}, values: []string{"1", "2"},
-			p: RedriveProgress{Scanned: 5, Redriven: 2, Skipped: 3}},
-		{name: "offsets", spec: RedriveSpec{FromOffset: 1, ToOffset: 3}, values: []string{"1", "2"}, p: RedriveProgress{Scanned: 2, Redriven: 2}},
-		{name: "max redrives", spec: RedriveSpec{MaxRedrives: 1, ToOffset: 5}, values: []string{"0", "1", "2"}, p: RedriveProgress{Scanned: 5, Redriven: 3, Refused: 2}},
-		{name: "records", spec: RedriveSpec{Records: []RedriveRecord{{Partition: 0, Offset: 4}, {Partition: 0, Offset: 1}, {Partition: 0, Offset: 3}}},
-			values: []string{"1", "4"}, p: RedriveProgress{Scanned: 5, Redriven: 2, Refused: 1, Skipped: 2}},
-		{name: "records and filter", spec: RedriveSpec{Records: []RedriveRecord{{Partition: 0, Offset: 1}, {Partition: 0, Offset: 2}}, Key: "a", HasKey: true},
-			values: []string{"2"}, p: RedriveProgress{Scanned: 5, Redriven: 1, Skipped: 4}},
-		{name: "target", spec: RedriveSpec{Target: "elsewhere", Reasons: []string{"expired"}}, target: "elsewhere", values: []string{"4"},
-			p: RedriveProgress{Scanned: 5, Redriven: 1, Skipped: 4}},
+		{name: "all", spec: fsm.RedriveSpec{}, values: []string{"0", "1", "2", "4"}, p: fsm.RedriveProgress{Scanned: 5, Redriven: 4, Refused: 1}},
+		{name: "reason", spec: fsm.RedriveSpec{Reasons: []string{"rejected"}}, values: []string{"1", "2"}, p: fsm.RedriveProgress{Scanned: 5, Redriven: 2, Skipped: 3}},
+		{name: "key", spec: fsm.RedriveSpec{Key: "a", HasKey: true}, values: []string{"0", "2"}, p: fsm.RedriveProgress{Scanned: 5, Redriven: 2, Skipped: 3}},
+		{name: "time", spec: fsm.RedriveSpec{SinceMs: t0.Add(time.Minute).UnixMilli(), UntilMs: t0.Add(3 * time.Minute).UnixMilli()}, values: []string{"1", "2"},
+			p: fsm.RedriveProgress{Scanned: 5, Redriven: 2, Skipped: 3}},
+		{name: "offsets", spec: fsm.RedriveSpec{FromOffset: 1, ToOffset: 3}, values: []string{"1", "2"}, p: fsm.RedriveProgress{Scanned: 2, Redriven: 2}},
+		{name: "max redrives", spec: fsm.RedriveSpec{MaxRedrives: 1, ToOffset: 5}, values: []string{"0", "1", "2"}, p: fsm.RedriveProgress{Scanned: 5, Redriven: 3, Refused: 2}},
+		{name: "records", spec: fsm.RedriveSpec{Records: []fsm.RedriveRecord{{Partition: 0, Offset: 4}, {Partition: 0, Offset: 1}, {Partition: 0, Offset: 3}}},
+			values: []string{"1", "4"}, p: fsm.RedriveProgress{Scanned: 5, Redriven: 2, Refused: 1, Skipped: 2}},
+		{name: "records and filter", spec: fsm.RedriveSpec{Records: []fsm.RedriveRecord{{Partition: 0, Offset: 1}, {Partition: 0, Offset: 2}}, Key: "a", HasKey: true},
+			values: []string{"2"}, p: fsm.RedriveProgress{Scanned: 5, Redriven: 1, Skipped: 4}},
+		{name: "target", spec: fsm.RedriveSpec{Target: "elsewhere", Reasons: []string{"expired"}}, target: "elsewhere", values: []string{"4"},
+			p: fsm.RedriveProgress{Scanned: 5, Redriven: 1, Skipped: 4}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			target := tc.target
@@ -228,7 +229,7 @@ func TestRedriveFilters(t *testing.T) {
 				if err := n.DeleteTopic(ctx, "o"); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := n.CreateTopic(ctx, CreateTopic{Name: "o", Partitions: 1}); err != nil {
+				if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "o", Partitions: 1}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -237,7 +238,7 @@ func TestRedriveFilters(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			j := waitJob(t, ctx, n, job.ID, func(j RedriveJob) bool { return j.Ended() })
+			j := waitJob(t, ctx, n, job.ID, func(j fsm.RedriveJob) bool { return j.Ended() })
 			if j.State != fsm.RedriveDone {
 				t.Fatalf("job %+v", j)
 			}
@@ -251,7 +252,7 @@ func TestRedriveFilters(t *testing.T) {
 				for _, h := range r.Headers {
 					hs[h.Key] = string(h.Value)
 				}
-				if hs["app"] != "kept" || hs[fsm.RedriveHeaderHistory] == "" || hs[redriveCountHeader] == "" || hs[fsm.DLQHeaderReason] != "" {
+				if hs["app"] != "kept" || hs[fsm.RedriveHeaderHistory] == "" || hs[backend.RedriveHeaderCount] == "" || hs[backend.DLQHeaderReason] != "" {
 					t.Errorf("redriven headers %v", hs)
 				}
 			}
@@ -271,11 +272,11 @@ func TestRedriveFilters(t *testing.T) {
 	}
 	// The same dead letters redriven again within the window: duplicates,
 	// nothing written twice.
-	job, err := n.StartRedrive(ctx, RedriveSpec{DeadLetterTopic: "o-dlq", Target: "elsewhere", Reasons: []string{"expired"}})
+	job, err := n.StartRedrive(ctx, fsm.RedriveSpec{DeadLetterTopic: "o-dlq", Target: "elsewhere", Reasons: []string{"expired"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := waitJob(t, ctx, n, job.ID, func(j RedriveJob) bool { return j.Ended() })
+	j := waitJob(t, ctx, n, job.ID, func(j fsm.RedriveJob) bool { return j.Ended() })
 	if j.Progress.Duplicates != 1 || j.Progress.Redriven != 0 || len(topicValues(t, n, "elsewhere")) != 1 {
 		t.Fatalf("second run %+v", j.Progress)
 	}
@@ -291,25 +292,25 @@ func TestRedriveUncommittedBatch(t *testing.T) {
 	n := openTestNode(t, ctx, t.TempDir())
 	defer n.Close()
 	b := NewBackend(n)
-	for _, tc := range []CreateTopic{{Name: "o", Partitions: 2}, {Name: "o-dlq", Partitions: 1}} {
+	for _, tc := range []fsm.CreateTopic{{Name: "o", Partitions: 2}, {Name: "o-dlq", Partitions: 1}} {
 		if _, err := n.CreateTopic(ctx, tc); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var recs []ProduceRecord
+	var recs []backend.ProduceRecord
 	for i := range 10 {
 		recs = append(recs, dlqRecord(fmt.Sprintf("k%d", i), strconv.Itoa(i), "o", int32(i%2), "rejected", time.Unix(1_700_000_000, 0), 0))
 	}
 	produceDLQ(t, ctx, b, "o-dlq", recs...)
 	// What the earlier leader wrote of its first batch: dead letters 0-3,
 	// as the job writes them.
-	spec := RedriveSpec{DeadLetterTopic: "o-dlq"}
+	spec := fsm.RedriveSpec{DeadLetterTopic: "o-dlq"}
 	for _, r := range topicValues(t, n, "o-dlq")[:4] {
-		target, rec, ok := redriveRecord(spec, 0, r, ParseDeadLetter(r))
+		target, rec, ok := redriveRecord(spec, 0, r, backend.ParseDeadLetter(r))
 		if !ok {
 			t.Fatalf("no record for %+v", r)
 		}
-		if _, err := b.Produce(ctx, ProduceRequest{Topic: target, Records: []ProduceRecord{rec}}); err != nil {
+		if _, err := b.Produce(ctx, backend.ProduceRequest{Topic: target, Records: []backend.ProduceRecord{rec}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -317,7 +318,7 @@ func TestRedriveUncommittedBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := waitJob(t, ctx, n, job.ID, func(j RedriveJob) bool { return j.Ended() })
+	j := waitJob(t, ctx, n, job.ID, func(j fsm.RedriveJob) bool { return j.Ended() })
 	if j.State != fsm.RedriveDone || j.Progress.Duplicates != 4 || j.Progress.Redriven != 6 {
 		t.Fatalf("job %+v, want 4 duplicates and 6 redriven", j)
 	}
@@ -340,28 +341,28 @@ func TestRedriveStopAndBadInput(t *testing.T) {
 	n := openTestNode(t, ctx, t.TempDir())
 	defer n.Close()
 	b := NewBackend(n)
-	for _, tc := range []CreateTopic{{Name: "o", Partitions: 1}, {Name: "o-dlq", Partitions: 1}} {
+	for _, tc := range []fsm.CreateTopic{{Name: "o", Partitions: 1}, {Name: "o-dlq", Partitions: 1}} {
 		if _, err := n.CreateTopic(ctx, tc); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var recs []ProduceRecord
+	var recs []backend.ProduceRecord
 	for i := range 50 {
 		recs = append(recs, dlqRecord("k", strconv.Itoa(i), "o", 0, "rejected", time.Unix(1_700_000_000, 0), 0))
 	}
 	produceDLQ(t, ctx, b, "o-dlq", recs...)
 	for _, tc := range []struct {
 		name string
-		spec RedriveSpec
+		spec fsm.RedriveSpec
 		err  error
 	}{
-		{name: "unknown dead-letter topic", spec: RedriveSpec{DeadLetterTopic: "nope"}, err: ErrUnknownTopic},
-		{name: "unknown target", spec: RedriveSpec{DeadLetterTopic: "o-dlq", Target: "nope"}, err: ErrUnknownTopic},
-		{name: "negative rate", spec: RedriveSpec{DeadLetterTopic: "o-dlq", Rate: -1}, err: ErrInvalidArgument},
-		{name: "NaN rate", spec: RedriveSpec{DeadLetterTopic: "o-dlq", Rate: math.NaN()}, err: ErrInvalidArgument},
-		{name: "negative max redrives", spec: RedriveSpec{DeadLetterTopic: "o-dlq", MaxRedrives: -1}, err: ErrInvalidArgument},
-		{name: "empty offsets", spec: RedriveSpec{DeadLetterTopic: "o-dlq", FromOffset: 5, ToOffset: 5}, err: ErrInvalidArgument},
-		{name: "empty time range", spec: RedriveSpec{DeadLetterTopic: "o-dlq", SinceMs: 10, UntilMs: 5}, err: ErrInvalidArgument},
+		{name: "unknown dead-letter topic", spec: fsm.RedriveSpec{DeadLetterTopic: "nope"}, err: backend.ErrUnknownTopic},
+		{name: "unknown target", spec: fsm.RedriveSpec{DeadLetterTopic: "o-dlq", Target: "nope"}, err: backend.ErrUnknownTopic},
+		{name: "negative rate", spec: fsm.RedriveSpec{DeadLetterTopic: "o-dlq", Rate: -1}, err: backend.ErrInvalidArgument},
+		{name: "NaN rate", spec: fsm.RedriveSpec{DeadLetterTopic: "o-dlq", Rate: math.NaN()}, err: backend.ErrInvalidArgument},
+		{name: "negative max redrives", spec: fsm.RedriveSpec{DeadLetterTopic: "o-dlq", MaxRedrives: -1}, err: backend.ErrInvalidArgument},
+		{name: "empty offsets", spec: fsm.RedriveSpec{DeadLetterTopic: "o-dlq", FromOffset: 5, ToOffset: 5}, err: backend.ErrInvalidArgument},
+		{name: "empty time range", spec: fsm.RedriveSpec{DeadLetterTopic: "o-dlq", SinceMs: 10, UntilMs: 5}, err: backend.ErrInvalidArgument},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := n.StartRedrive(ctx, tc.spec); !errors.Is(err, tc.err) {
@@ -373,22 +374,22 @@ func TestRedriveStopAndBadInput(t *testing.T) {
 		})
 	}
 	for _, id := range []string{"rd999", "x"} {
-		if _, err := n.StopRedrive(ctx, id); !errors.Is(err, ErrUnknownRedrive) {
-			t.Fatalf("stop %s: %v, want ErrUnknownRedrive", id, err)
+		if _, err := n.StopRedrive(ctx, id); !errors.Is(err, backend.ErrUnknownRedrive) {
+			t.Fatalf("stop %s: %v, want backend.ErrUnknownRedrive", id, err)
 		}
-		if _, err := n.RedriveJob(id); !errors.Is(err, ErrUnknownRedrive) {
-			t.Fatalf("describe %s: %v, want ErrUnknownRedrive", id, err)
+		if _, err := n.RedriveJob(id); !errors.Is(err, backend.ErrUnknownRedrive) {
+			t.Fatalf("describe %s: %v, want backend.ErrUnknownRedrive", id, err)
 		}
 	}
-	job, err := n.StartRedrive(ctx, RedriveSpec{DeadLetterTopic: "o-dlq", Rate: 20})
+	job, err := n.StartRedrive(ctx, fsm.RedriveSpec{DeadLetterTopic: "o-dlq", Rate: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitJob(t, ctx, n, job.ID, func(j RedriveJob) bool { return j.Progress.Redriven > 0 })
+	waitJob(t, ctx, n, job.ID, func(j fsm.RedriveJob) bool { return j.Progress.Redriven > 0 })
 	if _, err := n.StopRedrive(ctx, job.ID); err != nil {
 		t.Fatal(err)
 	}
-	stopped := waitJob(t, ctx, n, job.ID, func(j RedriveJob) bool { return j.State == fsm.RedriveStopped })
+	stopped := waitJob(t, ctx, n, job.ID, func(j fsm.RedriveJob) bool { return j.State == fsm.RedriveStopped })
 	// The worker ends after the batch in hand: the counters settle.
 	time.Sleep(300 * time.Millisecond)
 	after, _ := n.RedriveJob(job.ID)

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
@@ -17,7 +18,7 @@ import (
 // Config.Register, with the call a join makes (over the same
 // authenticated node-to-node path: the leader registers only a caller
 // that proved to be the node it names, checkJoinCaller) and with
-// JoinRequest.RegisterOnly, so the leader never adds or promotes it.
+// backend.JoinRequest.RegisterOnly, so the leader never adds or promotes it.
 // Nothing is asked or proposed while the registry this node has applied
 // holds its entry, so a steady cluster writes nothing, and the leader
 // proposes nothing for a request that changes nothing (planJoin).
@@ -153,8 +154,8 @@ func (n *Node) registerOnce(ctx context.Context, r *registration) {
 			return // the leader has not registered itself yet
 		}
 		via = addr
-		req := JoinRequest{ID: want.ID, RaftAddress: string(n.stores.transport.LocalAddr()), APIAddress: want.APIAddress,
-			FeatureLevel: want.FeatureLevel, PeerAddress: want.PeerAddress, KafkaAddress: want.KafkaAddress, RegisterOnly: true}
+		req := backend.JoinRequest{ID: want.ID, RaftAddress: string(n.stores.transport.LocalAddr()), APIAddress: want.APIAddress,
+			FeatureLevel: backend.FeatureLevel(want.FeatureLevel), PeerAddress: want.PeerAddress, KafkaAddress: want.KafkaAddress, RegisterOnly: true}
 		_, err = n.cfg.Register(actx, addr, req)
 	}
 	now := time.Now()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
@@ -20,10 +21,10 @@ type registrar struct {
 
 	// calls and last are guarded by c.mu.
 	calls int
-	last  JoinRequest
+	last  backend.JoinRequest
 }
 
-func (r *registrar) ask(ctx context.Context, member string, req JoinRequest) (string, error) {
+func (r *registrar) ask(ctx context.Context, member string, req backend.JoinRequest) (string, error) {
 	r.c.mu.Lock()
 	r.calls++
 	r.last = req
@@ -38,7 +39,7 @@ func (r *registrar) ask(ctx context.Context, member string, req JoinRequest) (st
 	return n.NodeID(), nil
 }
 
-func (r *registrar) lastRequest() (int, JoinRequest) {
+func (r *registrar) lastRequest() (int, backend.JoinRequest) {
 	r.c.mu.Lock()
 	defer r.c.mu.Unlock()
 	return r.calls, r.last
@@ -99,23 +100,23 @@ func TestFollowerRegistersNewLevel(t *testing.T) {
 		t.Errorf("cluster level %d, %v; want %d while n1 and n2 run the old build", got, err, old)
 	}
 	waitRegistry(ctx, t, n3, "n3 applies its registration", func() bool { return n3.FSM().NodeFeatureLevel("n3") == fsm.Level })
-	// Status shows each member's registered level, the node's own, and
+	// backend.Status shows each member's registered level, the node's own, and
 	// the cluster's: what an operator checks during an upgrade.
 	st, st3 := l.Status(), n3.Status()
 	levels := map[string]fsm.FeatureLevel{}
 	for _, m := range st.Members {
-		levels[m.ID] = m.FeatureLevel
+		levels[m.ID] = fsm.FeatureLevel(m.FeatureLevel)
 	}
 	if want := map[string]fsm.FeatureLevel{"n1": old, "n2": old, "n3": fsm.Level}; !maps.Equal(levels, want) {
 		t.Errorf("status shows levels %v, want %v", levels, want)
 	}
-	if st.BuildLevel != old || st.ClusterLevel != old || st3.BuildLevel != fsm.Level || st3.ClusterLevel != old || st.AppliedLevel != l.FSM().AppliedLevel() {
+	if bl := backend.FeatureLevel(old); st.BuildLevel != bl || st.ClusterLevel != bl || st3.BuildLevel != backend.FeatureLevel(fsm.Level) || st3.ClusterLevel != bl || st.AppliedLevel != backend.FeatureLevel(l.FSM().AppliedLevel()) {
 		t.Errorf("status levels: n1 build %d, cluster %d, applied %d; n3 build %d, cluster %d", st.BuildLevel, st.ClusterLevel, st.AppliedLevel, st3.BuildLevel, st3.ClusterLevel)
 	}
 
 	// Asked again with nothing changed, the leader proposes nothing.
 	calls, req := reg.lastRequest()
-	if calls == 0 || !req.RegisterOnly || req.ID != "n3" || req.FeatureLevel != fsm.Level {
+	if calls == 0 || !req.RegisterOnly || req.ID != "n3" || req.FeatureLevel != backend.FeatureLevel(fsm.Level) {
 		t.Fatalf("%d requests, the last %+v; want n3's registration at level %d", calls, req, fsm.Level)
 	}
 	last := l.raft.LastIndex()
@@ -130,8 +131,8 @@ func TestFollowerRegistersNewLevel(t *testing.T) {
 	n4 := c.open(ctx, "n4", false)
 	stranger := joinRequest(n4)
 	stranger.RegisterOnly = true
-	if err := l.Join(ctx, stranger, c.probe); !errors.Is(err, ErrUnknownNode) {
-		t.Errorf("registration of a non-member: %v, want ErrUnknownNode", err)
+	if err := l.Join(ctx, stranger, c.probe); !errors.Is(err, backend.ErrUnknownNode) {
+		t.Errorf("registration of a non-member: %v, want backend.ErrUnknownNode", err)
 	}
 	if m, _ := l.member("n4"); m != nil || l.raft.LastIndex() != last {
 		t.Errorf("registration of a non-member changed the cluster: member %+v, last index %d, was %d", m, l.raft.LastIndex(), last)

@@ -13,6 +13,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/internal/backupfile"
 	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/replication/fsm"
@@ -68,11 +69,11 @@ type RestoreConfig struct {
 func RestoreBackup(r io.Reader, cfg RestoreConfig) (backupfile.Header, error) {
 	switch {
 	case cfg.DataDir == "":
-		return backupfile.Header{}, fmt.Errorf("%w: data dir is required", ErrInvalidArgument)
+		return backupfile.Header{}, fmt.Errorf("%w: data dir is required", backend.ErrInvalidArgument)
 	case cfg.NodeID == "":
-		return backupfile.Header{}, fmt.Errorf("%w: node id is required", ErrInvalidArgument)
+		return backupfile.Header{}, fmt.Errorf("%w: node id is required", backend.ErrInvalidArgument)
 	case cfg.RaftAddress == "":
-		return backupfile.Header{}, fmt.Errorf("%w: raft address is required", ErrInvalidArgument)
+		return backupfile.Header{}, fmt.Errorf("%w: raft address is required", backend.ErrInvalidArgument)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/backend"
 )
 
 // SegmentClient fetches segment files from peers over the endpoint in
@@ -59,7 +59,7 @@ func (c *SegmentClient) get(ctx context.Context, addr, path string, ref SegmentR
 		if resp.StatusCode == http.StatusGone {
 			// The peer applied a compaction, trim or deletion after the
 			// snapshot (segment_serve.go).
-			return nil, fmt.Errorf("%w: %s from %s: %s", fsm.ErrSegmentGone, resp.Status, addr, bytes.TrimSpace(b))
+			return nil, fmt.Errorf("%w: %s from %s: %s", backend.ErrSegmentGone, resp.Status, addr, bytes.TrimSpace(b))
 		}
 		return nil, fmt.Errorf("%s from %s: %s", resp.Status, addr, bytes.TrimSpace(b))
 	}

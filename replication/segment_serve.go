@@ -8,7 +8,7 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/backend"
 )
 
 // Segment transfer for snapshot catch-up (install.go): an HTTP endpoint
@@ -129,7 +129,7 @@ func (b *Backend) SegmentHandler() http.Handler {
 // lookupError answers a failed segment lookup: 410 for a segment deleted
 // or replaced since, 404 for one this node does not know.
 func lookupError(w http.ResponseWriter, err error) {
-	if errors.Is(err, fsm.ErrSegmentGone) {
+	if errors.Is(err, backend.ErrSegmentGone) {
 		http.Error(w, err.Error(), http.StatusGone)
 		return
 	}

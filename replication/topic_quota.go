@@ -4,11 +4,12 @@ import (
 	"context"
 
 	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // stampCreateTopic sets what the proposer adds to a topic creation: the
-// creating principal, taken from ctx (PrincipalFrom; whatever the caller
+// creating principal, taken from ctx (backend.PrincipalFrom; whatever the caller
 // put in c is replaced; one that is not a valid principal is not
 // recorded), and this node's quota (Config.Quota), checked
 // here first against the applied state. Each goes into the command only
@@ -17,9 +18,9 @@ import (
 // fsm.SecurityLevel. Before that, only this check applies the quota, and
 // a topic records no principal: it counts for nobody, so the per-principal
 // bounds start counting at SecurityLevel.
-func (n *Node) stampCreateTopic(ctx context.Context, c *CreateTopic) error {
+func (n *Node) stampCreateTopic(ctx context.Context, c *fsm.CreateTopic) error {
 	c.Quota, c.Principal = nil, ""
-	if p := PrincipalFrom(ctx); auth.ValidName(p.Name) == nil && (p.Type == auth.TypeUser || p.Type == auth.TypeNode) {
+	if p := backend.PrincipalFrom(ctx); auth.ValidName(p.Name) == nil && (p.Type == auth.TypeUser || p.Type == auth.TypeNode) {
 		c.Principal = p.String()
 	}
 	level, levelErr := n.featureLevel()

@@ -7,18 +7,19 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // TestTopicPrincipalQuota: the proposer records the principal of the
 // call's context on the topic, whatever the caller put in the command, and
 // the per-principal quota refuses a principal's creation past it with a
-// *QuotaError naming the principal, while others still create.
+// *backend.QuotaError naming the principal, while others still create.
 func TestTopicPrincipalQuota(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n := openSingleNode(t, ctx, Config{DataDir: t.TempDir(), APIAdvertise: "127.0.0.1:1",
-		Quota: TopicQuota{MaxTopics: 10, MaxTopicsPerPrincipal: 1, MaxPartitionsPerPrincipal: 3}, Fatal: func(err error) { t.Errorf("fatal: %v", err) }})
+		Quota: fsm.TopicQuota{MaxTopics: 10, MaxTopicsPerPrincipal: 1, MaxPartitionsPerPrincipal: 3}, Fatal: func(err error) { t.Errorf("fatal: %v", err) }})
 	defer n.Close()
 	for n.FSM().NodeFeatureLevel("n1") != fsm.Level {
 		select {
@@ -27,21 +28,21 @@ func TestTopicPrincipalQuota(t *testing.T) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	alice, bob := WithPrincipal(ctx, auth.User("alice")), WithPrincipal(ctx, auth.User("bob"))
-	if _, err := n.CreateTopic(alice, CreateTopic{Name: "a1", Partitions: 2, Principal: "User:bob"}); err != nil {
+	alice, bob := backend.WithPrincipal(ctx, auth.User("alice")), backend.WithPrincipal(ctx, auth.User("bob"))
+	if _, err := n.CreateTopic(alice, fsm.CreateTopic{Name: "a1", Partitions: 2, Principal: "User:bob"}); err != nil {
 		t.Fatal(err)
 	}
-	var qe *QuotaError
-	if _, err := n.CreateTopic(alice, CreateTopic{Name: "a2", Partitions: 1}); !errors.As(err, &qe) || qe.Principal != "User:alice" || qe.Resource != "topics" {
+	var qe *backend.QuotaError
+	if _, err := n.CreateTopic(alice, fsm.CreateTopic{Name: "a2", Partitions: 1}); !errors.As(err, &qe) || qe.Principal != "User:alice" || qe.Resource != "topics" {
 		t.Fatalf("alice's second topic: %v", err)
 	}
-	if _, err := n.CreateTopic(bob, CreateTopic{Name: "b1", Partitions: 4}); !errors.As(err, &qe) || qe.Principal != "User:bob" || qe.Resource != "partitions" {
+	if _, err := n.CreateTopic(bob, fsm.CreateTopic{Name: "b1", Partitions: 4}); !errors.As(err, &qe) || qe.Principal != "User:bob" || qe.Resource != "partitions" {
 		t.Fatalf("bob's 4 partitions: %v", err)
 	}
-	if _, err := n.CreateTopic(bob, CreateTopic{Name: "b1", Partitions: 3}); err != nil {
+	if _, err := n.CreateTopic(bob, fsm.CreateTopic{Name: "b1", Partitions: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.CreateTopic(ctx, CreateTopic{Name: "anon", Partitions: 1}); err != nil {
+	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "anon", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]string{"a1": "User:alice", "b1": "User:bob", "anon": auth.Anonymous.String()} {
@@ -49,7 +50,7 @@ func TestTopicPrincipalQuota(t *testing.T) {
 			t.Fatalf("%s created by %q (%v), want %s", name, tp.CreatedBy, err, want)
 		}
 	}
-	if _, err := n.CreateTopic(ctx, CreateTopic{Name: "anon2", Partitions: 1}); !errors.Is(err, ErrQuotaExceeded) {
+	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "anon2", Partitions: 1}); !errors.Is(err, backend.ErrQuotaExceeded) {
 		t.Fatalf("the anonymous principal's second topic: %v", err)
 	}
 }
@@ -63,21 +64,21 @@ func TestTopicPrincipalQuotaBeforeSecurityLevel(t *testing.T) {
 	defer cancel()
 	c := newMemCluster(t, ctx, 3)
 	n := c.nodes[0]
-	n.cfg.Quota = TopicQuota{MaxTopicsPerPrincipal: 1}
+	n.cfg.Quota = fsm.TopicQuota{MaxTopicsPerPrincipal: 1}
 	for _, id := range []string{"n2", "n3"} {
 		if err := n.register(ctx, fsm.NodeRegister{ID: id, APIAddress: id + "-api", FeatureLevel: fsm.QuotaLevel}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	alice := WithPrincipal(ctx, auth.User("alice"))
-	if _, err := n.CreateTopic(alice, CreateTopic{Name: "a1", Partitions: 1}); err != nil {
+	alice := backend.WithPrincipal(ctx, auth.User("alice"))
+	if _, err := n.CreateTopic(alice, fsm.CreateTopic{Name: "a1", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if tp, err := n.FSM().Topic("a1"); err != nil || tp.CreatedBy != "" {
 		t.Fatalf("a topic created at level %d records %q (%v)", fsm.QuotaLevel, tp.CreatedBy, err)
 	}
 	// Unrecorded, it counts for nobody: alice may create another.
-	if _, err := n.CreateTopic(alice, CreateTopic{Name: "a2", Partitions: 1}); err != nil {
+	if _, err := n.CreateTopic(alice, fsm.CreateTopic{Name: "a2", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 }

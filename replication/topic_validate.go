@@ -3,6 +3,7 @@ package replication
 import (
 	"fmt"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
@@ -19,25 +20,26 @@ func (b *Backend) TopicConfigDefaults() map[string]string {
 
 // ValidateCreateTopic checks a creation as CreateTopic does before it
 // proposes it, without proposing anything: ErrInvalidTopicName,
-// ErrInvalidArgument, ErrInvalidConfig, ErrTopicExists (on this node's
+// backend.ErrInvalidArgument, backend.ErrInvalidConfig, backend.ErrTopicExists (on this node's
 // state). The cluster's quota is checked only when the creation is applied.
-func (b *Backend) ValidateCreateTopic(c CreateTopic) error {
+func (b *Backend) ValidateCreateTopic(r backend.CreateTopic) error {
+	c := createTopicIn(r)
 	if err := fsm.ValidateCreateTopic(c); err != nil {
 		return err
 	}
 	if _, err := b.FSM().Topic(c.Name); err == nil {
-		return fmt.Errorf("%w: %q", ErrTopicExists, c.Name)
+		return fmt.Errorf("%w: %q", backend.ErrTopicExists, c.Name)
 	}
 	return nil
 }
 
 // ValidateAlterTopic checks a change of settings as AlterTopic does before
-// it proposes it, without proposing anything: ErrUnknownTopic,
-// ErrInvalidConfig, ErrInvalidArgument.
-func (b *Backend) ValidateAlterTopic(c AlterTopic) error {
+// it proposes it, without proposing anything: backend.ErrUnknownTopic,
+// backend.ErrInvalidConfig, backend.ErrInvalidArgument.
+func (b *Backend) ValidateAlterTopic(c backend.AlterTopic) error {
 	t, err := b.FSM().Topic(c.Name)
 	if err != nil {
 		return err
 	}
-	return fsm.ValidateAlterTopic(t, c)
+	return fsm.ValidateAlterTopic(t, fsm.AlterTopic(c))
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/logd-dev/logd/replication/fsm"
 )
 
 func TestTrailingLogsFor(t *testing.T) {
@@ -47,12 +49,12 @@ func TestTrailingLogsBoundedInBytes(t *testing.T) {
 	n := openSingleNode(t, ctx, Config{DataDir: t.TempDir(), RaftLogStore: LogStoreBoltDB,
 		TrailingBytes: 256 << 10, SnapshotBytes: 1 << 30, SnapshotThreshold: 1 << 20, SnapshotInterval: time.Hour})
 	defer n.Close()
-	if _, err := n.CreateTopic(ctx, CreateTopic{Name: "big", Partitions: 1}); err != nil {
+	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "big", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	value := strings.Repeat("x", 16<<10)
 	for range 100 {
-		if _, err := n.Append(ctx, Append{Topic: "big", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, value)}}}); err != nil {
+		if _, err := n.Append(ctx, fsm.Append{Topic: "big", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, value)}}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+
+	"github.com/logd-dev/logd/backend"
 )
 
 // alterTopicQueueVersion is the alter-topic payload that sets or deletes a
@@ -15,10 +17,10 @@ const alterTopicQueueVersion = 2
 func decodeAlterTopic(p []byte, version byte, _ *keyScratch) (AlterTopic, error) {
 	var c AlterTopic
 	if err := json.Unmarshal(p, &c); err != nil {
-		return c, fmt.Errorf("%w: alter-topic: %v", ErrBadCommand, err)
+		return c, fmt.Errorf("%w: alter-topic: %v", backend.ErrBadCommand, err)
 	}
 	if version < alterTopicQueueVersion && hasQueueLevelKey(c.Config, c.Delete) {
-		return c, fmt.Errorf("%w: alter-topic version %d with a setting of feature level %d", ErrBadCommand, version, QueueLevel)
+		return c, fmt.Errorf("%w: alter-topic version %d with a setting of feature level %d", backend.ErrBadCommand, version, QueueLevel)
 	}
 	return c, nil
 }
@@ -43,15 +45,15 @@ func EncodeAlterTopic(now int64, c AlterTopic) ([]byte, error) {
 // nothing.
 func validateAlterTopic(t *Topic, c AlterTopic) (map[string]string, error) {
 	if len(c.Config) == 0 && len(c.Delete) == 0 {
-		return nil, fmt.Errorf("%w: no settings to change", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: no settings to change", backend.ErrInvalidArgument)
 	}
 	merged := maps.Clone(t.Config)
 	for _, k := range c.Delete {
 		if _, ok := topicConfigSpecs[k]; !ok {
-			return nil, fmt.Errorf("%w: unknown key %q", ErrInvalidConfig, k)
+			return nil, fmt.Errorf("%w: unknown key %q", backend.ErrInvalidConfig, k)
 		}
 		if _, ok := c.Config[k]; ok {
-			return nil, fmt.Errorf("%w: %q is both set and deleted", ErrInvalidConfig, k)
+			return nil, fmt.Errorf("%w: %q is both set and deleted", backend.ErrInvalidConfig, k)
 		}
 		// Resolving fills the default back in.
 		delete(merged, k)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/dedup"
 	"github.com/logd-dev/logd/log"
@@ -20,28 +21,28 @@ const maxAppendBatchBytes = maxRecordBatchLimit
 // anything is written, so an Append is applied whole or not at all.
 func validateAppend(t *Topic, a Append) error {
 	if len(a.Batches) == 0 {
-		return fmt.Errorf("%w: append without batches", ErrInvalidArgument)
+		return fmt.Errorf("%w: append without batches", backend.ErrInvalidArgument)
 	}
 	seen := make(map[int32]bool, len(a.Batches))
 	for _, b := range a.Batches {
 		if b.Partition < 0 || int(b.Partition) >= len(t.Partitions) {
-			return fmt.Errorf("%w: %s has %d partitions, not %d", ErrUnknownPartition, t.Name, len(t.Partitions), b.Partition)
+			return fmt.Errorf("%w: %s has %d partitions, not %d", backend.ErrUnknownPartition, t.Name, len(t.Partitions), b.Partition)
 		}
 		if seen[b.Partition] {
 			// One batch per partition per command keeps idempotency by Raft
 			// index exact: a partition holds at most one batch per index.
-			return fmt.Errorf("%w: partition %d twice in one append", ErrInvalidArgument, b.Partition)
+			return fmt.Errorf("%w: partition %d twice in one append", backend.ErrInvalidArgument, b.Partition)
 		}
 		seen[b.Partition] = true
 		if limit := min(t.MaxBatchBytes(), maxAppendBatchBytes); int64(len(b.Batch)) > limit {
-			return fmt.Errorf("%w: batch of %d bytes for %s-%d, %s max.message.bytes is %d", ErrRecordTooLarge, len(b.Batch), t.Name, b.Partition, t.Name, limit)
+			return fmt.Errorf("%w: batch of %d bytes for %s-%d, %s max.message.bytes is %d", backend.ErrRecordTooLarge, len(b.Batch), t.Name, b.Partition, t.Name, limit)
 		}
 		info, err := batch.Verify(b.Batch)
 		if err == nil && info.Length != len(b.Batch) {
 			err = fmt.Errorf("%d bytes after the batch", len(b.Batch)-info.Length)
 		}
 		if err != nil {
-			return fmt.Errorf("%w: %s-%d: %v", ErrInvalidArgument, t.Name, b.Partition, err)
+			return fmt.Errorf("%w: %s-%d: %v", backend.ErrInvalidArgument, t.Name, b.Partition, err)
 		}
 		// A key repeated within one append is not checked here: the server
 		// answers repeats within a call itself, and were one to arrive, the
@@ -49,11 +50,11 @@ func validateAppend(t *Topic, a Append) error {
 		for _, k := range b.Keys {
 			switch {
 			case k.Key == "":
-				return fmt.Errorf("%w: empty idempotency key", ErrInvalidArgument)
+				return fmt.Errorf("%w: empty idempotency key", backend.ErrInvalidArgument)
 			case len(k.Key) > dedup.MaxIdempotencyKeyBytes:
-				return fmt.Errorf("%w: idempotency key of %d bytes, at most %d", ErrInvalidArgument, len(k.Key), dedup.MaxIdempotencyKeyBytes)
+				return fmt.Errorf("%w: idempotency key of %d bytes, at most %d", backend.ErrInvalidArgument, len(k.Key), dedup.MaxIdempotencyKeyBytes)
 			case k.Index < 0 || k.Index > info.LastOffsetDelta:
-				return fmt.Errorf("%w: idempotency key for record %d of a %d-record batch", ErrInvalidArgument, k.Index, info.LastOffsetDelta+1)
+				return fmt.Errorf("%w: idempotency key for record %d of a %d-record batch", backend.ErrInvalidArgument, k.Index, info.LastOffsetDelta+1)
 			}
 		}
 	}
@@ -89,7 +90,7 @@ func (f *FSM) applyAppend(index uint64, now int64, a Append) any {
 		clear(inserts) // drop the key strings
 		f.dedupScratch = inserts[:0]
 		if !ok {
-			return fmt.Errorf("%w: %q", ErrDedupRace, held)
+			return fmt.Errorf("%w: %q", backend.ErrDedupRace, held)
 		}
 	}
 	res := AppendResult{BaseOffsets: make([]int64, len(a.Batches))}

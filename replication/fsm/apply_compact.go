@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/log"
 )
 
@@ -79,7 +80,7 @@ func (f *FSM) applyCompact(index uint64, now int64, c Compact) any {
 		}
 		if sum := prep.c.Checksum(); sum != c.Checksum {
 			return f.stop(fmt.Errorf("compact %s-%d below %d at index %d: %w: checksum %08x, leader's %08x",
-				c.Topic, c.Partition, c.Below, index, ErrDiverged, sum, c.Checksum))
+				c.Topic, c.Partition, c.Below, index, backend.ErrDiverged, sum, c.Checksum))
 		}
 		err := p.log.CommitCompaction(prep.c)
 		if errors.Is(err, log.ErrCompactionStale) && attempt == 0 {
@@ -101,7 +102,7 @@ func (f *FSM) applyCompact(index uint64, now int64, c Compact) any {
 	f.cleaner.compactions.Add(1)
 	f.cleaner.bytesDeleted.Add(deleted)
 	f.cleaner.recordsCompacted.Add(removed)
-	f.cleaner.setRun(k, CleanerRun{TimeNanos: now, Action: "compact", BytesDeleted: deleted, RecordsRemoved: removed})
+	f.cleaner.setRun(k, backend.CleanerRun{TimeNanos: now, Action: "compact", BytesDeleted: deleted, RecordsRemoved: removed})
 	f.logger.Info("compacted", "topic", c.Topic, "partition", c.Partition, "below", c.Below, "segments", st.Segments,
 		"input_bytes", st.InputBytes, "output_bytes", st.OutputBytes, "records_removed", removed,
 		"prepared_in_apply", preparedHere, "apply_duration", f.clock().Sub(start))

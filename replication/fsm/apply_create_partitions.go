@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/logd-dev/logd/backend"
 )
 
 // CreatePartitions grows a topic to Count partitions (the new total, as
@@ -25,36 +27,15 @@ type CreatePartitions struct {
 	Quota *TopicQuota `json:"quota,omitempty"`
 }
 
-// PartitionCountError is a growth refused for its count; errors.Is(err,
-// ErrPartitionCount) and errors.Is(err, ErrInvalidArgument) hold.
-type PartitionCountError struct {
-	Topic string
-	// Current is the topic's count, Requested the count asked for.
-	Current, Requested int32
-}
-
-func (e *PartitionCountError) Error() string {
-	if e.Requested < e.Current {
-		return fmt.Sprintf("%v: %s has %d partitions and cannot shrink to %d (partitions can only be added)", ErrPartitionCount, e.Topic, e.Current, e.Requested)
-	}
-	return fmt.Sprintf("%v: %s has %d partitions, %d is above the limit of %d per topic", ErrPartitionCount, e.Topic, e.Current, e.Requested, MaxPartitions)
-}
-
-// Is makes errors.Is(err, ErrPartitionCount) and errors.Is(err,
-// ErrInvalidArgument) hold.
-func (e *PartitionCountError) Is(target error) bool {
-	return target == ErrPartitionCount || target == ErrInvalidArgument
-}
-
 // validateCreatePartitions checks a growth against the topic t as it
 // stands; the proposer calls it before proposing and Apply again.
 func validateCreatePartitions(t *Topic, c CreatePartitions) error {
 	if c.TopicIndex != 0 && c.TopicIndex != t.CreateIndex {
-		return fmt.Errorf("%w: %q was deleted and created again", ErrUnknownTopic, c.Name)
+		return fmt.Errorf("%w: %q was deleted and created again", backend.ErrUnknownTopic, c.Name)
 	}
 	n := int32(len(t.Partitions))
-	if c.Count < n || c.Count > MaxPartitions {
-		return &PartitionCountError{Topic: t.Name, Current: n, Requested: c.Count}
+	if c.Count < n || c.Count > backend.MaxPartitions {
+		return &backend.PartitionCountError{Topic: t.Name, Current: n, Requested: c.Count}
 	}
 	return nil
 }
@@ -67,7 +48,7 @@ func ValidateCreatePartitions(t *Topic, c CreatePartitions) error {
 }
 
 // CheckGrowthQuota reports whether growing t as c asks would pass c.Quota
-// (*QuotaError): the cluster's partitions, and those of the principal that
+// (*backend.QuotaError): the cluster's partitions, and those of the principal that
 // created t (a topic created before principals were recorded counts for
 // nobody), each with the partitions added. As for CheckQuota, a proposer
 // asks to refuse early and only Apply's answer is final.
@@ -78,11 +59,11 @@ func (f *FSM) CheckGrowthQuota(t *Topic, c CreatePartitions) error {
 	}
 	_, parts := f.TopicCounts()
 	if q := c.Quota.MaxPartitions; q > 0 && parts+adding > q {
-		return &QuotaError{Resource: "partitions", Current: parts, Adding: adding, Limit: q}
+		return &backend.QuotaError{Resource: "partitions", Current: parts, Adding: adding, Limit: q}
 	}
 	if q := c.Quota.MaxPartitionsPerPrincipal; q > 0 && t.CreatedBy != "" {
 		if _, parts := f.PrincipalTopicCounts(t.CreatedBy); parts+adding > q {
-			return &QuotaError{Resource: "partitions", Principal: t.CreatedBy, Current: parts, Adding: adding, Limit: q}
+			return &backend.QuotaError{Resource: "partitions", Principal: t.CreatedBy, Current: parts, Adding: adding, Limit: q}
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
 )
 
@@ -63,13 +64,13 @@ func TestCreatePartitionsScript(t *testing.T) {
 		c    CreatePartitions
 		want error
 	}{
-		{"shrink", CreatePartitions{Name: "jobs", Count: 3}, ErrPartitionCount},
-		{"above the per-topic limit", CreatePartitions{Name: "jobs", Count: MaxPartitions + 1}, ErrPartitionCount},
-		{"unknown topic", CreatePartitions{Name: "nope", Count: 2}, ErrUnknownTopic},
-		{"another incarnation", CreatePartitions{Name: "jobs", Count: 5, TopicIndex: 99}, ErrUnknownTopic},
+		{"shrink", CreatePartitions{Name: "jobs", Count: 3}, backend.ErrPartitionCount},
+		{"above the per-topic limit", CreatePartitions{Name: "jobs", Count: backend.MaxPartitions + 1}, backend.ErrPartitionCount},
+		{"unknown topic", CreatePartitions{Name: "nope", Count: 2}, backend.ErrUnknownTopic},
+		{"another incarnation", CreatePartitions{Name: "jobs", Count: 5, TopicIndex: 99}, backend.ErrUnknownTopic},
 		// The cluster holds 6 partitions: jobs' 4 and its dead-letter
 		// topic's 2.
-		{"cluster quota", CreatePartitions{Name: "jobs", Count: 6, Quota: &TopicQuota{MaxPartitions: 7}}, ErrQuotaExceeded},
+		{"cluster quota", CreatePartitions{Name: "jobs", Count: 6, Quota: &TopicQuota{MaxPartitions: 7}}, backend.ErrQuotaExceeded},
 	}
 	for _, r := range refusals {
 		err, _ := grow(qnow+6*sec, r.c).(error)
@@ -80,8 +81,8 @@ func TestCreatePartitionsScript(t *testing.T) {
 			t.Fatalf("%s: jobs has %d partitions after the refusal", r.name, len(tp.Partitions))
 		}
 	}
-	var pce *PartitionCountError
-	if err, _ := grow(qnow+6*sec, CreatePartitions{Name: "jobs", Count: 1}).(error); !errors.As(err, &pce) || !errors.Is(err, ErrInvalidArgument) || pce.Current != 4 {
+	var pce *backend.PartitionCountError
+	if err, _ := grow(qnow+6*sec, CreatePartitions{Name: "jobs", Count: 1}).(error); !errors.As(err, &pce) || !errors.Is(err, backend.ErrInvalidArgument) || pce.Current != 4 {
 		t.Fatalf("shrink to 1: %v", err)
 	}
 	if same, ok := grow(qnow+7*sec, CreatePartitions{Name: "jobs", Count: 4}).(*Topic); !ok || len(same.Partitions) != 4 {

@@ -4,20 +4,18 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/partition"
 )
-
-// MaxPartitions bounds a topic's partition count.
-const MaxPartitions = 10000
 
 // validateCreateTopic checks a CreateTopic; the server calls it before
 // proposing and Apply calls it again, so a bad command changes nothing.
 func validateCreateTopic(c CreateTopic) (map[string]string, error) {
 	if err := partition.ValidateTopicName(c.Name); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+		return nil, fmt.Errorf("%w: %v", backend.ErrInvalidArgument, err)
 	}
-	if c.Partitions < 1 || c.Partitions > MaxPartitions {
-		return nil, fmt.Errorf("%w: partitions must be in [1, %d], got %d", ErrInvalidArgument, MaxPartitions, c.Partitions)
+	if c.Partitions < 1 || c.Partitions > backend.MaxPartitions {
+		return nil, fmt.Errorf("%w: partitions must be in [1, %d], got %d", backend.ErrInvalidArgument, backend.MaxPartitions, c.Partitions)
 	}
 	if c.Principal != "" {
 		if err := validPrincipal(c.Principal); err != nil {
@@ -33,7 +31,7 @@ func (f *FSM) applyCreateTopic(index uint64, now int64, c CreateTopic) any {
 		return err
 	}
 	if _, err := f.Topic(c.Name); err == nil {
-		return fmt.Errorf("%w: %q", ErrTopicExists, c.Name)
+		return fmt.Errorf("%w: %q", backend.ErrTopicExists, c.Name)
 	}
 	if err := f.CheckQuota(c); err != nil {
 		return err
@@ -111,31 +109,8 @@ func (q TopicQuota) perPrincipal() bool {
 	return q.MaxTopicsPerPrincipal > 0 || q.MaxPartitionsPerPrincipal > 0
 }
 
-// QuotaError is a create-topic the cluster's quota refused; errors.Is(err,
-// ErrQuotaExceeded) holds.
-type QuotaError struct {
-	// Resource is "topics" or "partitions".
-	Resource string
-	// Principal is the creating principal when its own quota refused;
-	// empty when the cluster's did.
-	Principal string
-	// Current is the cluster's (or the principal's) count before the
-	// creation, Adding what it would add, Limit the quota.
-	Current, Adding, Limit int64
-}
-
-func (e *QuotaError) Error() string {
-	if e.Principal != "" {
-		return fmt.Sprintf("%v: %s created %d %s, creating %d more would pass the quota of %d per principal", ErrQuotaExceeded, e.Principal, e.Current, e.Resource, e.Adding, e.Limit)
-	}
-	return fmt.Sprintf("%v: the cluster has %d %s, creating %d more would pass its quota of %d", ErrQuotaExceeded, e.Current, e.Resource, e.Adding, e.Limit)
-}
-
-// Is makes errors.Is(err, ErrQuotaExceeded) hold.
-func (e *QuotaError) Is(target error) bool { return target == ErrQuotaExceeded }
-
 // CheckQuota reports whether creating c would pass c.Quota, counting the
-// topics and partitions the state machine holds now (*QuotaError). A
+// topics and partitions the state machine holds now (*backend.QuotaError). A
 // proposer calls it to refuse early; Apply calls it again, and only
 // Apply's answer is final (creations in flight are not counted here).
 func (f *FSM) CheckQuota(c CreateTopic) error {
@@ -144,20 +119,20 @@ func (f *FSM) CheckQuota(c CreateTopic) error {
 	}
 	topics, parts := f.TopicCounts()
 	if q := c.Quota.MaxTopics; q > 0 && topics+1 > q {
-		return &QuotaError{Resource: "topics", Current: topics, Adding: 1, Limit: q}
+		return &backend.QuotaError{Resource: "topics", Current: topics, Adding: 1, Limit: q}
 	}
 	if q := c.Quota.MaxPartitions; q > 0 && parts+int64(c.Partitions) > q {
-		return &QuotaError{Resource: "partitions", Current: parts, Adding: int64(c.Partitions), Limit: q}
+		return &backend.QuotaError{Resource: "partitions", Current: parts, Adding: int64(c.Partitions), Limit: q}
 	}
 	if c.Principal == "" || !c.Quota.perPrincipal() {
 		return nil
 	}
 	topics, parts = f.PrincipalTopicCounts(c.Principal)
 	if q := c.Quota.MaxTopicsPerPrincipal; q > 0 && topics+1 > q {
-		return &QuotaError{Resource: "topics", Principal: c.Principal, Current: topics, Adding: 1, Limit: q}
+		return &backend.QuotaError{Resource: "topics", Principal: c.Principal, Current: topics, Adding: 1, Limit: q}
 	}
 	if q := c.Quota.MaxPartitionsPerPrincipal; q > 0 && parts+int64(c.Partitions) > q {
-		return &QuotaError{Resource: "partitions", Principal: c.Principal, Current: parts, Adding: int64(c.Partitions), Limit: q}
+		return &backend.QuotaError{Resource: "partitions", Principal: c.Principal, Current: parts, Adding: int64(c.Partitions), Limit: q}
 	}
 	return nil
 }
@@ -193,16 +168,16 @@ func (f *FSM) PrincipalTopicCounts(principal string) (topics, partitions int64) 
 func decodeCreateTopic(p []byte, version byte, _ *keyScratch) (CreateTopic, error) {
 	var c CreateTopic
 	if err := json.Unmarshal(p, &c); err != nil {
-		return c, fmt.Errorf("%w: create-topic: %v", ErrBadCommand, err)
+		return c, fmt.Errorf("%w: create-topic: %v", backend.ErrBadCommand, err)
 	}
 	if version == commandVersion && c.Quota != nil {
-		return c, fmt.Errorf("%w: create-topic version %d with a quota", ErrBadCommand, version)
+		return c, fmt.Errorf("%w: create-topic version %d with a quota", backend.ErrBadCommand, version)
 	}
 	if version < createTopicPrincipalVersion && (c.Principal != "" || c.Quota != nil && c.Quota.perPrincipal()) {
-		return c, fmt.Errorf("%w: create-topic version %d with a principal or a per-principal quota", ErrBadCommand, version)
+		return c, fmt.Errorf("%w: create-topic version %d with a principal or a per-principal quota", backend.ErrBadCommand, version)
 	}
 	if version < createTopicQueueVersion && hasQueueLevelKey(c.Config, nil) {
-		return c, fmt.Errorf("%w: create-topic version %d with a setting of feature level %d", ErrBadCommand, version, QueueLevel)
+		return c, fmt.Errorf("%w: create-topic version %d with a setting of feature level %d", backend.ErrBadCommand, version, QueueLevel)
 	}
 	return c, nil
 }

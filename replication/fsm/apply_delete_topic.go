@@ -1,6 +1,10 @@
 package fsm
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/logd-dev/logd/backend"
+)
 
 func (f *FSM) applyDeleteTopic(index uint64, _ int64, c DeleteTopic) any {
 	f.mu.Lock()
@@ -10,7 +14,7 @@ func (f *FSM) applyDeleteTopic(index uint64, _ int64, c DeleteTopic) any {
 	}
 	f.mu.Unlock()
 	if !ok {
-		return fmt.Errorf("%w: %q", ErrUnknownTopic, c.Name)
+		return fmt.Errorf("%w: %q", backend.ErrUnknownTopic, c.Name)
 	}
 	// The last snapshot may list its segments, which no peer serves now.
 	f.segmentsChanged.Store(true)

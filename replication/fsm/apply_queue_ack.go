@@ -1,6 +1,10 @@
 package fsm
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/logd-dev/logd/backend"
+)
 
 func (f *FSM) applyQueueAck(_ uint64, now int64, c QueueAck) any {
 	f.queues.mu.Lock()
@@ -12,5 +16,5 @@ func (f *FSM) applyQueueAck(_ uint64, now int64, c QueueAck) any {
 	if _, err := f.Topic(c.Topic); err != nil {
 		return fmt.Errorf("ack: %w", err)
 	}
-	return QueueTokensResult{Results: q.Ack(now, c.Tokens)}
+	return backend.QueueTokensResult{Results: q.Ack(now, c.Tokens)}
 }

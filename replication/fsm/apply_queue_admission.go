@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/queue"
 	"github.com/logd-dev/logd/retention"
@@ -17,49 +18,16 @@ import (
 // (from its append command's time to the append's) with
 // queue.max.backlog.age.ms. An append that would take any group past a
 // bound is refused whole, before anything is written, with an
-// OverloadedError; the client retries after the hint. The check reads only
+// backend.OverloadedError; the client retries after the hint. The check reads only
 // replicated state (queue groups and the state machine's end offsets), so
 // every replica, and a replay, decides the same. Retention never deletes a
 // record a group has not finished (ProtectedFrom), so these bounds are the
 // only limit on a queue's backlog.
 
-// DefaultOverloadRetryAfter is the retry hint when nothing better is known
-// (a refusal that names no group's drain rate).
-const DefaultOverloadRetryAfter = time.Second
-
-// OverloadedError says which group and bound refused an append.
-type OverloadedError struct {
-	Topic, Group string
-	// Bound is "records", "bytes" or "age"; Backlog the group's backlog
-	// before the append (for "age", the oldest unfinished record's age in
-	// milliseconds), Adding what the append would add (0 for "age"), Limit
-	// the bound.
-	Bound                  string
-	Backlog, Adding, Limit int64
-	// DrainPerSec is the group's drain rate (finished records, or bytes
-	// for the byte bound, per second over queue.DrainWindow), from the
-	// replicated counters; RetryAfter the hint derived from it and the
-	// excess over the bound (queue.RetryAfter): the same on every node.
-	DrainPerSec float64
-	RetryAfter  time.Duration
-}
-
-func (e *OverloadedError) Error() string {
-	if e.Bound == "age" {
-		return fmt.Sprintf("%v: queue group %s on %s has an unfinished record appended %v ago, past queue.max.backlog.age.ms=%d",
-			ErrOverloaded, e.Group, e.Topic, time.Duration(e.Backlog)*time.Millisecond, e.Limit)
-	}
-	return fmt.Sprintf("%v: queue group %s on %s has a backlog of %d %s; %d more would pass queue.max.backlog.%s=%d",
-		ErrOverloaded, e.Group, e.Topic, e.Backlog, e.Bound, e.Adding, e.Bound, e.Limit)
-}
-
-// Is makes errors.Is(err, ErrOverloaded) hold.
-func (e *OverloadedError) Is(target error) bool { return target == ErrOverloaded }
-
 // overloaded makes the refusal of a bound, with the retry-after the excess
 // over the bound needs at the drain rate.
-func overloaded(topic, group, bound string, backlog, adding, limit int64, rate float64) *OverloadedError {
-	return &OverloadedError{Topic: topic, Group: group, Bound: bound, Backlog: backlog, Adding: adding, Limit: limit,
+func overloaded(topic, group, bound string, backlog, adding, limit int64, rate float64) *backend.OverloadedError {
+	return &backend.OverloadedError{Topic: topic, Group: group, Bound: bound, Backlog: backlog, Adding: adding, Limit: limit,
 		DrainPerSec: rate, RetryAfter: queue.RetryAfter(float64(backlog+adding-limit), rate)}
 }
 
@@ -140,7 +108,7 @@ func (f *FSM) admit(t *Topic, a Append, ends []int64, now int64) (map[int32]int6
 		b := q.Backlog(ends)
 		if maxRecords >= 0 && b.Records+addRecords > maxRecords {
 			if addRecords > maxRecords {
-				return nil, fmt.Errorf("%w: an append of %d records can never fit queue.max.backlog.records=%d of %s", ErrInvalidArgument, addRecords, maxRecords, t.Name)
+				return nil, fmt.Errorf("%w: an append of %d records can never fit queue.max.backlog.records=%d of %s", backend.ErrInvalidArgument, addRecords, maxRecords, t.Name)
 			}
 			rate, _ := q.DrainRate(now)
 			return nil, overloaded(t.Name, name, "records", b.Records, addRecords, maxRecords, rate)
@@ -151,7 +119,7 @@ func (f *FSM) admit(t *Topic, a Append, ends []int64, now int64) (map[int32]int6
 		}
 		if maxBytes >= 0 && b.Bytes+addBytes > maxBytes {
 			if addBytes > maxBytes {
-				return nil, fmt.Errorf("%w: an append of %d bytes can never fit queue.max.backlog.bytes=%d of %s", ErrInvalidArgument, addBytes, maxBytes, t.Name)
+				return nil, fmt.Errorf("%w: an append of %d bytes can never fit queue.max.backlog.bytes=%d of %s", backend.ErrInvalidArgument, addBytes, maxBytes, t.Name)
 			}
 			records, bytes := q.DrainRate(now)
 			if !q.ExactBytes() && b.Records > 0 {
@@ -168,7 +136,7 @@ func (f *FSM) admit(t *Topic, a Append, ends []int64, now int64) (map[int32]int6
 			rate, _ := q.DrainRate(now)
 			cutoff := now - maxAge*int64(time.Millisecond)
 			excess := q.AppendedBefore(cutoff, ends)
-			return nil, &OverloadedError{Topic: t.Name, Group: name, Bound: "age", Backlog: (now - oldest) / int64(time.Millisecond),
+			return nil, &backend.OverloadedError{Topic: t.Name, Group: name, Bound: "age", Backlog: (now - oldest) / int64(time.Millisecond),
 				Limit: maxAge, DrainPerSec: rate, RetryAfter: queue.RetryAfter(float64(excess), rate)}
 		}
 	}
@@ -216,7 +184,7 @@ func (f *FSM) appendRecordBytes(a Append) (map[int32]int64, error) {
 		}
 		bt, _, err := batch.Decode(b.Batch)
 		if err != nil {
-			return nil, fmt.Errorf("%w: partition %d: %v", ErrInvalidArgument, b.Partition, err)
+			return nil, fmt.Errorf("%w: partition %d: %v", backend.ErrInvalidArgument, b.Partition, err)
 		}
 		if bt.IsControl() {
 			continue

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/queue"
 	"github.com/logd-dev/logd/retention"
 )
@@ -35,14 +36,14 @@ func TestQueueAdmissionAndProtection(t *testing.T) {
 		end     int64
 	}{
 		{name: "fits", cmd: func() any { return a.apply(appendCmd(t, qnow, "jobs", 0, "e", "f")) }, end: 6},
-		{name: "past the bound", cmd: func() any { return a.apply(appendCmd(t, qnow, "jobs", 0, "g", "h")) }, wantErr: ErrOverloaded, end: 6},
-		{name: "larger than the bound", cmd: func() any { return a.apply(appendCmd(t, qnow, "jobs", 0, "1", "2", "3", "4")) }, wantErr: ErrInvalidArgument, end: 6},
+		{name: "past the bound", cmd: func() any { return a.apply(appendCmd(t, qnow, "jobs", 0, "g", "h")) }, wantErr: backend.ErrOverloaded, end: 6},
+		{name: "larger than the bound", cmd: func() any { return a.apply(appendCmd(t, qnow, "jobs", 0, "1", "2", "3", "4")) }, wantErr: backend.ErrInvalidArgument, end: 6},
 		{name: "after an ack", cmd: func() any {
 			c := a.claim(qnow+1, 1, time.Second)
 			a.tokens(CmdQueueAck, qnow+2, QueueAck{Topic: "jobs", Group: "w", Tokens: []queue.Token{c.Records[0].Token}})
 			return a.apply(appendCmd(t, qnow+3, "jobs", 0, "g", "h"))
 		}, end: 8},
-		{name: "full again", cmd: func() any { return a.apply(appendCmd(t, qnow+4, "jobs", 0, "i")) }, wantErr: ErrOverloaded, end: 8},
+		{name: "full again", cmd: func() any { return a.apply(appendCmd(t, qnow+4, "jobs", 0, "i")) }, wantErr: backend.ErrOverloaded, end: 8},
 	}
 	for _, s := range steps {
 		res := s.cmd()
@@ -54,7 +55,7 @@ func TestQueueAdmissionAndProtection(t *testing.T) {
 			t.Fatalf("%s: end offset %d, want %d", s.name, got, s.end)
 		}
 	}
-	var oe *OverloadedError
+	var oe *backend.OverloadedError
 	if err, _ := steps[1].cmd().(error); !errors.As(err, &oe) || oe.Group != "w" || oe.Backlog != 3 || oe.Limit != 3 {
 		t.Fatalf("overloaded error = %v", err)
 	}

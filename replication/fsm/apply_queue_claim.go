@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/queue"
 )
 
@@ -28,13 +29,13 @@ func (f *FSM) applyQueueClaim(index uint64, now int64, c QueueClaim) any {
 	if err != nil {
 		return f.stop(fmt.Errorf("apply index %d: claim %s/%s: %w", index, c.Topic, c.Group, err))
 	}
-	out := QueueClaimResult{AtCap: res.AtCap, Records: make([]ClaimedRecord, 0, len(res.Deliveries)), Paused: q.Paused()}
+	out := backend.QueueClaimResult{AtCap: res.AtCap, Records: make([]backend.ClaimedRecord, 0, len(res.Deliveries)), Paused: q.Paused()}
 	for _, d := range res.Deliveries {
 		r, err := src.record(d.Partition, d.Offset)
 		if err != nil || r == nil {
 			return f.stop(fmt.Errorf("apply index %d: claim %s/%s: record %d@%d vanished: %v", index, c.Topic, c.Group, d.Partition, d.Offset, err))
 		}
-		out.Records = append(out.Records, ClaimedRecord{Delivery: d, Record: *r})
+		out.Records = append(out.Records, backend.ClaimedRecord{Delivery: d, Record: *r})
 	}
 	if out.DeadLettered, err = f.flushDeadLetters(index, now, q, t, src); err != nil {
 		return f.stop(fmt.Errorf("apply index %d: %w", index, err))

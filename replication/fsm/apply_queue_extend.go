@@ -1,5 +1,7 @@
 package fsm
 
+import "github.com/logd-dev/logd/backend"
+
 func (f *FSM) applyQueueExtend(_ uint64, now int64, c QueueExtend) any {
 	if _, err := f.Topic(c.Topic); err != nil {
 		return err
@@ -14,5 +16,5 @@ func (f *FSM) applyQueueExtend(_ uint64, now int64, c QueueExtend) any {
 	if err != nil {
 		return err
 	}
-	return QueueTokensResult{Results: rs}
+	return backend.QueueTokensResult{Results: rs}
 }

@@ -1,6 +1,10 @@
 package fsm
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/logd-dev/logd/backend"
+)
 
 func (f *FSM) applyQueueNack(index uint64, now int64, c QueueNack) any {
 	t, err := f.Topic(c.Topic)
@@ -13,7 +17,7 @@ func (f *FSM) applyQueueNack(index uint64, now int64, c QueueNack) any {
 	if err != nil {
 		return err
 	}
-	res := QueueTokensResult{Results: q.Nack(now, c.Nacks)}
+	res := backend.QueueTokensResult{Results: q.Nack(now, c.Nacks)}
 	// A permanent nack (or one after the last allowed delivery) moves the
 	// record to the dead-letter topic in this same command.
 	src := f.newQueueSource(t, q.Config().DeadlineHeader, f.queues.windowsLocked(t))

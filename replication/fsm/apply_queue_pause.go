@@ -1,16 +1,13 @@
 package fsm
 
+import "github.com/logd-dev/logd/backend"
+
 // QueuePause pauses (Paused) or resumes a queue group: while paused, claims
 // deliver nothing; leases already given keep running and counts are kept.
 type QueuePause struct {
 	Topic  string `json:"topic"`
 	Group  string `json:"group"`
 	Paused bool   `json:"paused"`
-}
-
-// QueuePauseResult says whether the command changed the group.
-type QueuePauseResult struct {
-	Paused, Changed bool
 }
 
 func (f *FSM) applyQueuePause(_ uint64, _ int64, c QueuePause) any {
@@ -21,7 +18,7 @@ func (f *FSM) applyQueuePause(_ uint64, _ int64, c QueuePause) any {
 		return err
 	}
 	changed := q.SetPaused(c.Paused)
-	return QueuePauseResult{Paused: q.Paused(), Changed: changed}
+	return backend.QueuePauseResult{Paused: q.Paused(), Changed: changed}
 }
 
 // QueueGroupPaused reports whether a queue group is paused.

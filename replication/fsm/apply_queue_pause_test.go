@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/queue"
 )
 
@@ -17,9 +18,9 @@ func TestQueuePause(t *testing.T) {
 	a.apply(appendCmd(t, qnow, "jobs", 0, "a", "b", "c"))
 	a.apply(queueCmd(t, CmdQueueCreate, qnow, QueueCreate{Topic: "jobs", Group: "w", Secret: []byte("s")}))
 	c := a.claim(qnow, 1, time.Minute)
-	pause := func(now int64, p bool) QueuePauseResult {
+	pause := func(now int64, p bool) backend.QueuePauseResult {
 		t.Helper()
-		res, ok := a.apply(mustJSON(t, CmdQueuePause, now, QueuePause{Topic: "jobs", Group: "w", Paused: p})).(QueuePauseResult)
+		res, ok := a.apply(mustJSON(t, CmdQueuePause, now, QueuePause{Topic: "jobs", Group: "w", Paused: p})).(backend.QueuePauseResult)
 		if !ok {
 			t.Fatal("pause failed")
 		}

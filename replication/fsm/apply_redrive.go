@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
 )
 
@@ -45,10 +46,10 @@ func EncodeRedrive(now int64, c Redrive) ([]byte, error) {
 func decodeRedrive(p []byte, version byte, _ *keyScratch) (Redrive, error) {
 	var c Redrive
 	if err := json.Unmarshal(p, &c); err != nil {
-		return c, fmt.Errorf("%w: redrive: %v", ErrBadCommand, err)
+		return c, fmt.Errorf("%w: redrive: %v", backend.ErrBadCommand, err)
 	}
 	if version < redriveRecordsVersion && c.Spec != nil && len(c.Spec.Records) > 0 {
-		return c, fmt.Errorf("%w: redrive version %d naming records", ErrBadCommand, version)
+		return c, fmt.Errorf("%w: redrive version %d naming records", backend.ErrBadCommand, version)
 	}
 	return c, nil
 }
@@ -75,7 +76,7 @@ func (f *FSM) applyRedrive(index uint64, now int64, c Redrive) any {
 	switch c.Op {
 	case RedriveStart:
 		if c.Spec == nil {
-			return fmt.Errorf("%w: redrive start without a spec", ErrInvalidArgument)
+			return fmt.Errorf("%w: redrive start without a spec", backend.ErrInvalidArgument)
 		}
 		if err := f.ValidateRedriveSpec(*c.Spec); err != nil {
 			return err
@@ -94,22 +95,22 @@ func (f *FSM) applyRedrive(index uint64, now int64, c Redrive) any {
 		return j.clone()
 	case RedriveAdvance, RedriveStop, RedriveFinish:
 	default:
-		return fmt.Errorf("%w: redrive operation %q", ErrInvalidArgument, c.Op)
+		return fmt.Errorf("%w: redrive operation %q", backend.ErrInvalidArgument, c.Op)
 	}
 	f.redrives.mu.Lock()
 	defer f.redrives.mu.Unlock()
 	j, ok := f.redrives.m[c.ID]
 	if !ok {
-		return fmt.Errorf("%w: %q", ErrUnknownRedrive, c.ID)
+		return fmt.Errorf("%w: %q", backend.ErrUnknownRedrive, c.ID)
 	}
 	switch c.Op {
 	case RedriveAdvance:
 		if !c.Delta.valid() {
-			return fmt.Errorf("%w: redrive counters %+v", ErrInvalidArgument, c.Delta)
+			return fmt.Errorf("%w: redrive counters %+v", backend.ErrInvalidArgument, c.Delta)
 		}
 		for _, o := range c.Offsets {
 			if o.Topic != j.Spec.DeadLetterTopic {
-				return fmt.Errorf("%w: redrive %s commits on %q, reads %q", ErrInvalidArgument, j.ID, o.Topic, j.Spec.DeadLetterTopic)
+				return fmt.Errorf("%w: redrive %s commits on %q, reads %q", backend.ErrInvalidArgument, j.ID, o.Topic, j.Spec.DeadLetterTopic)
 			}
 		}
 		if len(c.Offsets) > 0 {

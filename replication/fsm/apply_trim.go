@@ -1,6 +1,10 @@
 package fsm
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/logd-dev/logd/backend"
+)
 
 // TrimResult is the outcome of an applied Trim.
 type TrimResult struct {
@@ -16,10 +20,10 @@ func (f *FSM) cleanerPartition(topic string, incarnation uint64, partition int32
 		return nil, nil, err
 	}
 	if t.CreateIndex != incarnation {
-		return nil, nil, fmt.Errorf("%w: %q was recreated", ErrUnknownTopic, topic)
+		return nil, nil, fmt.Errorf("%w: %q was recreated", backend.ErrUnknownTopic, topic)
 	}
 	if partition < 0 || int(partition) >= len(t.Partitions) {
-		return nil, nil, fmt.Errorf("%w: %s has %d partitions, not %d", ErrUnknownPartition, topic, len(t.Partitions), partition)
+		return nil, nil, fmt.Errorf("%w: %s has %d partitions, not %d", backend.ErrUnknownPartition, topic, len(t.Partitions), partition)
 	}
 	return t, t.Partitions[partition], nil
 }
@@ -42,7 +46,7 @@ func (f *FSM) applyTrim(index uint64, now int64, c Trim) any {
 		f.segmentsChanged.Store(true)
 		f.cleaner.trims.Add(1)
 		f.cleaner.bytesDeleted.Add(res.BytesDeleted)
-		f.cleaner.setRun(partKey{c.Topic, c.TopicIndex, c.Partition}, CleanerRun{TimeNanos: now, Action: "trim", BytesDeleted: res.BytesDeleted})
+		f.cleaner.setRun(partKey{c.Topic, c.TopicIndex, c.Partition}, backend.CleanerRun{TimeNanos: now, Action: "trim", BytesDeleted: res.BytesDeleted})
 	}
 	return res
 }

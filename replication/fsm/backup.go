@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/logd-dev/logd/backend"
 )
 
 // Backups (docs/operations.md): a backup is a snapshot as Persist writes it
@@ -64,7 +66,7 @@ func ReadSnapshotManifest(r *bufio.Reader) ([]byte, SnapshotContents, error) {
 		return nil, SnapshotContents{}, fmt.Errorf("decode snapshot manifest: %w", err)
 	}
 	if m.Version != manifestVersion && m.Version != 1 {
-		return nil, SnapshotContents{}, fmt.Errorf("%w: manifest version %d", ErrUnknownCommand, m.Version)
+		return nil, SnapshotContents{}, fmt.Errorf("%w: manifest version %d", backend.ErrUnknownCommand, m.Version)
 	}
 	c := SnapshotContents{Index: m.Index, Level: m.Level}
 	for _, t := range m.Topics {

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/logd-dev/logd/backend"
 )
 
 // TestAppendPastMaxMessageBytes: a batch larger than the topic's
 // max.message.bytes (records within it each, but not together) is refused
-// with ErrRecordTooLarge, by the proposer's check and by Apply, and the
+// with backend.ErrRecordTooLarge, by the proposer's check and by Apply, and the
 // node does not stop; once max.message.bytes is raised, such a batch is
 // appended, on the logs opened before the change too.
 func TestAppendPastMaxMessageBytes(t *testing.T) {
@@ -28,12 +30,12 @@ func TestAppendPastMaxMessageBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ValidateAppend(topic, big); !errors.Is(err, ErrRecordTooLarge) {
-		t.Fatalf("proposer's check: %v, want ErrRecordTooLarge", err)
+	if err := ValidateAppend(topic, big); !errors.Is(err, backend.ErrRecordTooLarge) {
+		t.Fatalf("proposer's check: %v, want backend.ErrRecordTooLarge", err)
 	}
 	res := f.apply(Entry{Index: 2, Command: true, Data: encodeAppend(now, big)})
-	if err, _ := res.(error); !errors.Is(err, ErrRecordTooLarge) {
-		t.Fatalf("apply: %v, want ErrRecordTooLarge", res)
+	if err, _ := res.(error); !errors.Is(err, backend.ErrRecordTooLarge) {
+		t.Fatalf("apply: %v, want backend.ErrRecordTooLarge", res)
 	}
 	if len(*fatals) > 0 {
 		t.Fatalf("the node stopped: %v", *fatals)

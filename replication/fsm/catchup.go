@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/log"
 )
 
@@ -74,7 +75,7 @@ type ServedSegment struct {
 
 // LookupSegment finds a segment of the named topic incarnation (a later
 // topic of the same name is not served). A base below the partition's
-// start, or a topic incarnation deleted since, is ErrSegmentGone: a
+// start, or a topic incarnation deleted since, is backend.ErrSegmentGone: a
 // snapshot that lists it cannot be completed from this node.
 func (f *FSM) LookupSegment(topic string, topicIndex uint64, p int32, base int64) (ServedSegment, error) {
 	t, err := f.Topic(topic)
@@ -82,12 +83,12 @@ func (f *FSM) LookupSegment(topic string, topicIndex uint64, p int32, base int64
 		// This node applied the topic's creation and holds no such
 		// incarnation now: it was deleted since.
 		if f.applied.Load() >= topicIndex && (err != nil || t.CreateIndex > topicIndex) {
-			return ServedSegment{}, fmt.Errorf("%w: topic %q created at index %d was deleted", ErrSegmentGone, topic, topicIndex)
+			return ServedSegment{}, fmt.Errorf("%w: topic %q created at index %d was deleted", backend.ErrSegmentGone, topic, topicIndex)
 		}
 		if err != nil {
 			return ServedSegment{}, err
 		}
-		return ServedSegment{}, fmt.Errorf("%w: %q created at index %d, not %d", ErrUnknownTopic, topic, t.CreateIndex, topicIndex)
+		return ServedSegment{}, fmt.Errorf("%w: %q created at index %d, not %d", backend.ErrUnknownTopic, topic, t.CreateIndex, topicIndex)
 	}
 	part, err := f.Partition(topic, p)
 	if err != nil {
@@ -101,9 +102,9 @@ func (f *FSM) LookupSegment(topic string, topicIndex uint64, p int32, base int64
 		}
 	}
 	if len(segs) > 0 && base < segs[0].BaseOffset {
-		return ServedSegment{}, fmt.Errorf("%w: %s-%d starts at %d, after segment %d", ErrSegmentGone, topic, p, segs[0].BaseOffset, base)
+		return ServedSegment{}, fmt.Errorf("%w: %s-%d starts at %d, after segment %d", backend.ErrSegmentGone, topic, p, segs[0].BaseOffset, base)
 	}
-	return ServedSegment{}, fmt.Errorf("%w: %s-%d has no segment at %d", ErrUnknownPartition, topic, p, base)
+	return ServedSegment{}, fmt.Errorf("%w: %s-%d has no segment at %d", backend.ErrUnknownPartition, topic, p, base)
 }
 
 // listsChanged reports whether the segments a manifest lists (listed) are
@@ -198,7 +199,7 @@ func (f *FSM) fetch(t *Topic, p int32, keep []int64, segs []segmentManifest) err
 	// restore from a backup uses needs none (package replication).
 	peers := f.peers()
 	if f.catchUp.fetcher == nil {
-		return ErrNoSegmentSource
+		return backend.ErrNoSegmentSource
 	}
 	req := FetchRequest{Topic: t.Name, TopicIndex: t.CreateIndex, Partition: p, Dir: partitionDir(t, p), Log: f.logOpts, Keep: keep, Peers: peers}
 	for _, s := range segs {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/logd-dev/logd/backend"
 )
 
 // TestAlterTopicApply: an alter sets and resets settings, and a refused one
@@ -25,13 +27,13 @@ func TestAlterTopicApply(t *testing.T) {
 			want: map[string]string{ConfigRetentionMs: "604800000", ConfigCleanupPolicy: "compact"}},
 		{name: "largest segment", alter: AlterTopic{Config: map[string]string{ConfigSegmentBytes: "4294967295"}},
 			want: map[string]string{ConfigSegmentBytes: "4294967295"}},
-		{name: "nothing", alter: AlterTopic{}, wantErr: ErrInvalidArgument},
-		{name: "unknown key", alter: AlterTopic{Config: map[string]string{"bogus": "1"}}, wantErr: ErrInvalidConfig},
-		{name: "delete unknown key", alter: AlterTopic{Delete: []string{"bogus"}}, wantErr: ErrInvalidConfig},
-		{name: "set and delete one key", alter: AlterTopic{Config: map[string]string{ConfigRetentionMs: "5"}, Delete: []string{ConfigRetentionMs}}, wantErr: ErrInvalidConfig},
-		{name: "bad value", alter: AlterTopic{Config: map[string]string{ConfigRetentionMs: "soon"}}, wantErr: ErrInvalidConfig},
-		{name: "segment over 4 GiB-1", alter: AlterTopic{Config: map[string]string{ConfigSegmentBytes: "4294967296"}}, wantErr: ErrInvalidConfig},
-		{name: "unknown topic", alter: AlterTopic{Name: "nope", Config: map[string]string{ConfigRetentionMs: "5"}}, wantErr: ErrUnknownTopic},
+		{name: "nothing", alter: AlterTopic{}, wantErr: backend.ErrInvalidArgument},
+		{name: "unknown key", alter: AlterTopic{Config: map[string]string{"bogus": "1"}}, wantErr: backend.ErrInvalidConfig},
+		{name: "delete unknown key", alter: AlterTopic{Delete: []string{"bogus"}}, wantErr: backend.ErrInvalidConfig},
+		{name: "set and delete one key", alter: AlterTopic{Config: map[string]string{ConfigRetentionMs: "5"}, Delete: []string{ConfigRetentionMs}}, wantErr: backend.ErrInvalidConfig},
+		{name: "bad value", alter: AlterTopic{Config: map[string]string{ConfigRetentionMs: "soon"}}, wantErr: backend.ErrInvalidConfig},
+		{name: "segment over 4 GiB-1", alter: AlterTopic{Config: map[string]string{ConfigSegmentBytes: "4294967296"}}, wantErr: backend.ErrInvalidConfig},
+		{name: "unknown topic", alter: AlterTopic{Name: "nope", Config: map[string]string{ConfigRetentionMs: "5"}}, wantErr: backend.ErrUnknownTopic},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, fatals := testFSM(t, t.TempDir())
@@ -78,8 +80,8 @@ func TestCreateTopicSegmentBytesLimit(t *testing.T) {
 	f, fatals := testFSM(t, t.TempDir())
 	res := f.ApplyBatch(entries(mustJSON(t, CmdCreateTopic, 1, CreateTopic{Name: "big", Partitions: 1,
 		Config: map[string]string{ConfigSegmentBytes: "5000000000"}})))
-	if err, _ := res[0].(error); !errors.Is(err, ErrInvalidConfig) {
-		t.Fatalf("result %v, want ErrInvalidConfig", res[0])
+	if err, _ := res[0].(error); !errors.Is(err, backend.ErrInvalidConfig) {
+		t.Fatalf("result %v, want backend.ErrInvalidConfig", res[0])
 	}
 	if len(*fatals) > 0 {
 		t.Fatalf("node stopped: %v", *fatals)

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+
+	"github.com/logd-dev/logd/backend"
 )
 
 // cleanerManifestVersion versions the cleaner part of a snapshot manifest.
@@ -60,13 +62,13 @@ func (f *FSM) snapshotCleaner() *cleanerManifest {
 // snapshots taken before the field existed). Prepared compactions are not
 // touched: Restore discards them with the logs they were prepared on.
 func (f *FSM) restoreCleaner(m *cleanerManifest) error {
-	runs := map[partKey]CleanerRun{}
+	runs := map[partKey]backend.CleanerRun{}
 	if m != nil {
 		if m.Version != cleanerManifestVersion {
-			return fmt.Errorf("restore: %w: cleaner manifest version %d", ErrUnknownCommand, m.Version)
+			return fmt.Errorf("restore: %w: cleaner manifest version %d", backend.ErrUnknownCommand, m.Version)
 		}
 		for _, r := range m.Runs {
-			runs[partKey{r.Topic, r.TopicIndex, r.Partition}] = CleanerRun{
+			runs[partKey{r.Topic, r.TopicIndex, r.Partition}] = backend.CleanerRun{
 				TimeNanos: r.TimeNanos, Action: r.Action, BytesDeleted: r.BytesDeleted, RecordsRemoved: r.RecordsRemoved}
 		}
 	}

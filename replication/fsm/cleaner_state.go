@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/log"
 )
 
@@ -15,27 +16,11 @@ type partKey struct {
 	partition int32
 }
 
-// CleanerRun describes the last retention or compaction command that
-// changed a partition on this node. It comes from the command and the log
-// only, so it is the same on every replica; it is kept in snapshots
-// (cleaner_snapshot.go), and replayed commands that change nothing (a trim
-// already done, a compaction whose sources are gone) do not replace it.
-type CleanerRun struct {
-	// TimeNanos is the command's (leader-stamped) time.
-	TimeNanos int64
-	// Action is "trim" or "compact".
-	Action string
-	// BytesDeleted is how much smaller the partition became.
-	BytesDeleted int64
-	// RecordsRemoved counts records compaction dropped.
-	RecordsRemoved int64
-}
-
 // cleanerState is the FSM's retention bookkeeping. Its zero value is ready.
 type cleanerState struct {
 	mu sync.Mutex
 	// runs holds each partition's last run; guarded by mu.
-	runs map[partKey]CleanerRun
+	runs map[partKey]backend.CleanerRun
 	// prepared holds compactions the local cleaner prepared and is
 	// proposing, for Apply to commit instead of compacting again; guarded
 	// by mu. Whoever removes an entry owns it (commits or discards it).
@@ -63,16 +48,16 @@ type preparedCompaction struct {
 	c              *log.Compaction
 }
 
-func (s *cleanerState) setRun(k partKey, r CleanerRun) {
+func (s *cleanerState) setRun(k partKey, r backend.CleanerRun) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.runs == nil {
-		s.runs = map[partKey]CleanerRun{}
+		s.runs = map[partKey]backend.CleanerRun{}
 	}
 	s.runs[k] = r
 }
 
-func (s *cleanerState) run(k partKey) (CleanerRun, bool) {
+func (s *cleanerState) run(k partKey) (backend.CleanerRun, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.runs[k]
@@ -163,21 +148,13 @@ func (s *cleanerState) discardAll() {
 
 // LastCleanerRun returns the last retention or compaction run applied to a
 // partition on this node.
-func (f *FSM) LastCleanerRun(topic string, createIndex uint64, partition int32) (CleanerRun, bool) {
+func (f *FSM) LastCleanerRun(topic string, createIndex uint64, partition int32) (backend.CleanerRun, bool) {
 	return f.cleaner.run(partKey{topic, createIndex, partition})
 }
 
-// CleanerCounters are totals over the retention commands this node applied.
-type CleanerCounters struct {
-	BytesDeleted     int64 // by trims and compactions
-	RecordsCompacted int64 // records compaction removed
-	Trims            int64
-	Compactions      int64
-}
-
-// CleanerCounters returns the totals since this node started.
-func (f *FSM) CleanerCounters() CleanerCounters {
-	return CleanerCounters{
+// backend.CleanerCounters returns the totals since this node started.
+func (f *FSM) CleanerCounters() backend.CleanerCounters {
+	return backend.CleanerCounters{
 		BytesDeleted:     f.cleaner.bytesDeleted.Load(),
 		RecordsCompacted: f.cleaner.recordsCompacted.Load(),
 		Trims:            f.cleaner.trims.Load(),

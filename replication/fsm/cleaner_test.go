@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/replication/internal/recordtest"
 )
@@ -124,7 +125,7 @@ func TestCompactDivergenceStops(t *testing.T) {
 	before := liveKV(t, f, "c")
 	res := f.apply(Entry{Index: uint64(len(cmds) + 1), Command: true,
 		Data: mustJSON(t, CmdCompact, now, Compact{Topic: "c", TopicIndex: 1, Partition: 0, Below: 3, Checksum: 1, Sources: sourcesOf(p.Log().Segments(), 3)})})
-	if err, _ := res.(error); !errors.Is(err, ErrStopped) || len(*fatals) != 1 || !errors.Is((*fatals)[0], ErrDiverged) {
+	if err, _ := res.(error); !errors.Is(err, backend.ErrStopped) || len(*fatals) != 1 || !errors.Is((*fatals)[0], backend.ErrDiverged) {
 		t.Fatalf("result %v, fatals %v", res, *fatals)
 	}
 	if got := liveKV(t, f, "c"); !slices.Equal(got, before) {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+
+	"github.com/logd-dev/logd/backend"
 )
 
 // nodeRegistry maps node ids to their advertised addresses (client API,
@@ -93,7 +95,7 @@ func (r *nodeRegistry) restore(m *clusterManifest) error {
 	nodes := map[string]RegisteredNode{}
 	if m != nil {
 		if m.Version != clusterManifestVersion {
-			return fmt.Errorf("restore: %w: cluster manifest version %d", ErrUnknownCommand, m.Version)
+			return fmt.Errorf("restore: %w: cluster manifest version %d", backend.ErrUnknownCommand, m.Version)
 		}
 		for _, n := range m.Nodes {
 			nodes[n.ID] = n

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/log"
 )
@@ -101,7 +102,7 @@ func TestQueueClaimsByAppliedLevel(t *testing.T) {
 	for _, b := range [][]byte{jobBatch(t, "p0"), compress(t, jobBatch(t, "z1", "z2"), batch.CompressionZstd), jobBatch(t, "p3"), compress(t, jobBatch(t, "z4"), batch.CompressionZstd)} {
 		a.apply(legacyAppend(qnow, Append{Topic: "jobs", Batches: []PartitionBatch{{Partition: 0, Batch: b}}}))
 	}
-	values := func(c QueueClaimResult) []string {
+	values := func(c backend.QueueClaimResult) []string {
 		var out []string
 		for _, r := range c.Records {
 			out = append(out, fmt.Sprintf("%d:%s", r.Offset, r.Record.Value))
@@ -140,7 +141,7 @@ func TestQueueClaimsByAppliedLevel(t *testing.T) {
 	b := &applier{t: t, f: g}
 	var results []string
 	for _, cmd := range a.log {
-		if c, ok := b.apply(cmd).(QueueClaimResult); ok {
+		if c, ok := b.apply(cmd).(backend.QueueClaimResult); ok {
 			results = append(results, values(c)...)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/dedup"
 	"github.com/logd-dev/logd/internal/varint"
 )
@@ -191,7 +192,7 @@ func (s *keyScratch) take(n int) ([]RecordKey, []int) {
 // node alone: another topic name or time, a batch refused as invalid there
 // and appended everywhere else, an offset commit with another offset. A
 // sealed entry whose checksum does not match stops the node instead
-// (ErrEntryDamaged). Entries written by older builds carry no flag and are
+// (backend.ErrEntryDamaged). Entries written by older builds carry no flag and are
 // read as before; a build older than the seal stops on a sealed entry (an
 // unknown version) rather than guess.
 const (
@@ -218,12 +219,12 @@ func openEntry(data []byte) ([]byte, byte, error) {
 		return data, v, nil
 	}
 	if len(data) < cmdHeaderSize+entryChecksumSize {
-		return nil, 0, fmt.Errorf("%w: sealed entry of %d bytes", ErrEntryDamaged, len(data))
+		return nil, 0, fmt.Errorf("%w: sealed entry of %d bytes", backend.ErrEntryDamaged, len(data))
 	}
 	body := data[:len(data)-entryChecksumSize]
 	want := binary.BigEndian.Uint32(data[len(body):])
 	if got := crc32.Checksum(body, castagnoli); got != want {
-		return nil, 0, fmt.Errorf("%w: checksum %08x, entry says %08x", ErrEntryDamaged, got, want)
+		return nil, 0, fmt.Errorf("%w: checksum %08x, entry says %08x", backend.ErrEntryDamaged, got, want)
 	}
 	return body, v &^ entryChecksumFlag, nil
 }
@@ -231,7 +232,7 @@ func openEntry(data []byte) ([]byte, byte, error) {
 // decodeCommandWith is decodeCommand decoding keys into scratch.
 func decodeCommandWith(data []byte, scratch *keyScratch) (envelope, error) {
 	if len(data) < cmdHeaderSize {
-		return envelope{}, fmt.Errorf("%w: %d bytes", ErrBadCommand, len(data))
+		return envelope{}, fmt.Errorf("%w: %d bytes", backend.ErrBadCommand, len(data))
 	}
 	data, version, err := openEntry(data)
 	if err != nil {
@@ -240,11 +241,11 @@ func decodeCommandWith(data []byte, scratch *keyScratch) (envelope, error) {
 	env := envelope{Type: CommandType(data[0]), Time: int64(binary.BigEndian.Uint64(data[2:10]))}
 	c := commandOf(env.Type)
 	if c == nil {
-		return env, fmt.Errorf("%w: %s", ErrUnknownCommand, env.Type)
+		return env, fmt.Errorf("%w: %s", backend.ErrUnknownCommand, env.Type)
 	}
 	level, ok := c.levelOf(version)
 	if !ok {
-		return env, fmt.Errorf("%w: %s version %d", ErrUnknownCommand, env.Type, version)
+		return env, fmt.Errorf("%w: %s version %d", backend.ErrUnknownCommand, env.Type, version)
 	}
 	env.Level = level
 	if env.Body, err = c.decode(data[cmdHeaderSize:], version, scratch); err != nil {
@@ -286,7 +287,7 @@ func decodeAppend(p []byte, version byte, scratch *keyScratch) (Append, error) {
 		r.err = fmt.Errorf("%d trailing bytes", len(r.b))
 	}
 	if r.err != nil {
-		return Append{}, fmt.Errorf("%w: append: %v", ErrBadCommand, r.err)
+		return Append{}, fmt.Errorf("%w: append: %v", backend.ErrBadCommand, r.err)
 	}
 	return a, nil
 }

@@ -3,6 +3,8 @@ package fsm
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/logd-dev/logd/backend"
 )
 
 // CommandType is the first byte of every Raft log entry the FSM applies.
@@ -251,20 +253,20 @@ func (c *command) levelOf(v byte) (FeatureLevel, bool) {
 
 // EntryLevel returns the feature level a replica needs to apply the
 // encoded command data (sealed or not), and the command's name. A command
-// this build would not apply itself is ErrUnknownCommand: it must never be
+// this build would not apply itself is backend.ErrUnknownCommand: it must never be
 // proposed.
 func EntryLevel(data []byte) (FeatureLevel, string, error) {
 	if len(data) < cmdHeaderSize {
-		return 0, "", fmt.Errorf("%w: %d bytes", ErrBadCommand, len(data))
+		return 0, "", fmt.Errorf("%w: %d bytes", backend.ErrBadCommand, len(data))
 	}
 	t := CommandType(data[0])
 	c := commandOf(t)
 	if c == nil {
-		return 0, "", fmt.Errorf("%w: %s", ErrUnknownCommand, t)
+		return 0, "", fmt.Errorf("%w: %s", backend.ErrUnknownCommand, t)
 	}
 	level, ok := c.levelOf(data[1] &^ entryChecksumFlag)
 	if !ok {
-		return 0, "", fmt.Errorf("%w: %s version %d", ErrUnknownCommand, t, data[1]&^entryChecksumFlag)
+		return 0, "", fmt.Errorf("%w: %s version %d", backend.ErrUnknownCommand, t, data[1]&^entryChecksumFlag)
 	}
 	return level, c.name, nil
 }
@@ -300,7 +302,7 @@ func jsonCommand[T any](name string, level FeatureLevel, apply func(f *FSM, inde
 	return row(name, level, v1, func(p []byte, _ byte, _ *keyScratch) (T, error) {
 		var v T
 		if err := json.Unmarshal(p, &v); err != nil {
-			return v, fmt.Errorf("%w: %s: %v", ErrBadCommand, name, err)
+			return v, fmt.Errorf("%w: %s: %v", backend.ErrBadCommand, name, err)
 		}
 		return v, nil
 	}, apply)
@@ -323,7 +325,7 @@ func binaryDecoder[T any](name string, decode func(r *reader, version byte) T) f
 		}
 		if r.err != nil {
 			var zero T
-			return zero, fmt.Errorf("%w: %s: %v", ErrBadCommand, name, r.err)
+			return zero, fmt.Errorf("%w: %s: %v", backend.ErrBadCommand, name, r.err)
 		}
 		return v, nil
 	}

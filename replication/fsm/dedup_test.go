@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/dedup"
 )
 
@@ -41,7 +42,7 @@ func TestAppendIdempotencyKeys(t *testing.T) {
 	}
 	f, fatals := testFSM(t, dir)
 	res := f.ApplyBatch(entries(cmds...))
-	for i, want := range []error{nil, nil, ErrDedupRace, ErrDedupRace, nil} {
+	for i, want := range []error{nil, nil, backend.ErrDedupRace, backend.ErrDedupRace, nil} {
 		err, _ := res[i].(error)
 		if want == nil && err != nil || want != nil && !errors.Is(err, want) {
 			t.Fatalf("entry %d: %v, want %v", i+1, res[i], want)
@@ -93,7 +94,7 @@ func TestAppendIdempotencyKeys(t *testing.T) {
 	}
 	rest := entries(cmds...)[2:]
 	res = f3.ApplyBatch(rest)
-	if err, _ := res[0].(error); !errors.Is(err, ErrDedupRace) {
+	if err, _ := res[0].(error); !errors.Is(err, backend.ErrDedupRace) {
 		t.Fatalf("replayed race entry: %v", res[0])
 	}
 	if got := fmt.Sprint(tp3.Dedup().Keys()); got != wantKeys {

@@ -27,10 +27,10 @@
 //     An Append names each partition at most once, so "at or below" is
 //     exact.
 //  3. An entry this build cannot decode (an unknown type or version,
-//     ErrUnknownCommand; a malformed payload, ErrBadCommand) or whose seal
-//     does not match (ErrEntryDamaged), and an I/O error inside Apply, stop
+//     backend.ErrUnknownCommand; a malformed payload, backend.ErrBadCommand) or whose seal
+//     does not match (backend.ErrEntryDamaged), and an I/O error inside Apply, stop
 //     the state machine: Config.Fatal runs before the result could be
-//     acknowledged, and every later entry is refused with ErrStopped
+//     acknowledged, and every later entry is refused with backend.ErrStopped
 //     (TestUnknownCommandStops, TestApplyDamagedEntryStops).
 //  4. Snapshots are small: topic metadata and a per-partition manifest
 //     (start, end, applied index, segments), the groups, queues, node

@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/queue"
 )
 
 // TestEntryChecksum: a sealed entry decodes as the command it was; a flip
-// of any bit of it (but the seal's own flag) is ErrEntryDamaged, never a
+// of any bit of it (but the seal's own flag) is backend.ErrEntryDamaged, never a
 // different command; entries from builds before the seal decode as before.
 func TestEntryChecksum(t *testing.T) {
 	now := int64(1_700_000_000_000_000_000)
@@ -60,7 +61,7 @@ func TestEntryChecksum(t *testing.T) {
 						}
 						continue
 					}
-					if !errors.Is(err, ErrEntryDamaged) {
+					if !errors.Is(err, backend.ErrEntryDamaged) {
 						t.Fatalf("bit %d of byte %d flipped: %v, decoded %+v", bit, i, err, show(got))
 					}
 				}
@@ -99,10 +100,10 @@ func TestApplyDamagedEntryStops(t *testing.T) {
 	}
 	damaged[at] = 's'
 	res := f.ApplyBatch([]Entry{{Index: 3, Command: true, Data: damaged}})
-	if err, _ := res[0].(error); !errors.Is(err, ErrStopped) {
+	if err, _ := res[0].(error); !errors.Is(err, backend.ErrStopped) {
 		t.Fatalf("damaged entry: %v", res[0])
 	}
-	if len(*fatals) != 1 || !errors.Is((*fatals)[0], ErrEntryDamaged) || !errors.Is(f.Failed(), ErrEntryDamaged) {
+	if len(*fatals) != 1 || !errors.Is((*fatals)[0], backend.ErrEntryDamaged) || !errors.Is(f.Failed(), backend.ErrEntryDamaged) {
 		t.Fatalf("fatal errors %v, failed %v", *fatals, f.Failed())
 	}
 	if got := readAll(t, f, "orders", 0); fmt.Sprint(got) != "[a]" {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/logd-dev/logd/backend"
 )
 
 // TestCommandTable: every row is complete, names are unique, and every
@@ -68,9 +70,9 @@ func TestEntryLevel(t *testing.T) {
 		{name: "json", data: createCmd(t, "t", 1, now), want: BaseLevel},
 		{name: "sealed", data: sealEntry(createCmd(t, "t", 1, now)), want: BaseLevel},
 		{name: "append v3", data: keyed, want: BaseLevel},
-		{name: "unknown kind", data: []byte{99, 1, 0, 0, 0, 0, 0, 0, 0, 0}, err: ErrUnknownCommand},
-		{name: "unknown version", data: append([]byte{byte(CmdCreateTopic), 7}, make([]byte, 8)...), err: ErrUnknownCommand},
-		{name: "short", data: []byte{1, 1}, err: ErrBadCommand},
+		{name: "unknown kind", data: []byte{99, 1, 0, 0, 0, 0, 0, 0, 0, 0}, err: backend.ErrUnknownCommand},
+		{name: "unknown version", data: append([]byte{byte(CmdCreateTopic), 7}, make([]byte, 8)...), err: backend.ErrUnknownCommand},
+		{name: "short", data: []byte{1, 1}, err: backend.ErrBadCommand},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, _, err := EntryLevel(tc.data)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/dedup"
 	"github.com/logd-dev/logd/log"
 )
@@ -94,14 +95,14 @@ type Config struct {
 	Logger *slog.Logger
 	// Fatal is called when Apply hits an error it must not continue past
 	// (an I/O error, an entry it cannot decode); nil: only logged. Either
-	// way the FSM refuses every later entry (ErrStopped).
+	// way the FSM refuses every later entry (backend.ErrStopped).
 	Fatal func(error)
 	// Now measures durations for logs; never state. Default time.Now.
 	Now func() time.Time
 	// Self is this node's id: catch-up never fetches from it.
 	Self string
 	// Fetcher fetches segments a snapshot names but the local logs lack
-	// (catchup.go); nil: such a snapshot is refused (ErrNoSegmentSource).
+	// (catchup.go); nil: such a snapshot is refused (backend.ErrNoSegmentSource).
 	Fetcher SegmentFetcher
 }
 
@@ -126,13 +127,13 @@ type AppendResult struct {
 	BaseOffsets []int64
 }
 
-// Topic returns the named topic, or ErrUnknownTopic.
+// Topic returns the named topic, or backend.ErrUnknownTopic.
 func (f *FSM) Topic(name string) (*Topic, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	t, ok := f.topics[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownTopic, name)
+		return nil, fmt.Errorf("%w: %q", backend.ErrUnknownTopic, name)
 	}
 	return t, nil
 }
@@ -144,7 +145,7 @@ func (f *FSM) Partition(topic string, p int32) (*Partition, error) {
 		return nil, err
 	}
 	if p < 0 || int(p) >= len(t.Partitions) {
-		return nil, fmt.Errorf("%w: %s has %d partitions, not %d", ErrUnknownPartition, topic, len(t.Partitions), p)
+		return nil, fmt.Errorf("%w: %s has %d partitions, not %d", backend.ErrUnknownPartition, topic, len(t.Partitions), p)
 	}
 	return t.Partitions[p], nil
 }
@@ -188,12 +189,12 @@ type Entry struct {
 }
 
 // ApplyBatch applies committed entries in order, one result each. After a
-// fatal error every later entry's result is ErrStopped.
+// fatal error every later entry's result is backend.ErrStopped.
 func (f *FSM) ApplyBatch(entries []Entry) []any {
 	out := make([]any, len(entries))
 	for i, e := range entries {
 		if err := f.Failed(); err != nil {
-			out[i] = fmt.Errorf("%w: %v", ErrStopped, err)
+			out[i] = fmt.Errorf("%w: %v", backend.ErrStopped, err)
 			continue
 		}
 		if e.Command {
@@ -230,7 +231,7 @@ func (f *FSM) stop(err error) error {
 	if f.fatal != nil {
 		f.fatal(err)
 	}
-	return fmt.Errorf("%w: %v", ErrStopped, err)
+	return fmt.Errorf("%w: %v", backend.ErrStopped, err)
 }
 
 // Close closes every partition log.

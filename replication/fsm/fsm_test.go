@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/replication/internal/recordtest"
 )
@@ -77,7 +78,7 @@ func TestApplyScript(t *testing.T) {
 		encodeAppend(now+7, Append{Topic: "orders", Batches: []PartitionBatch{{Partition: 1, Batch: []byte("garbage that is not a batch at all, long enough for a header.......")}}}),
 	)
 	res := f.ApplyBatch(script)
-	wantErr := []error{nil, nil, nil, ErrTopicExists, ErrUnknownTopic, ErrUnknownPartition, ErrInvalidArgument, ErrInvalidArgument}
+	wantErr := []error{nil, nil, nil, backend.ErrTopicExists, backend.ErrUnknownTopic, backend.ErrUnknownPartition, backend.ErrInvalidArgument, backend.ErrInvalidArgument}
 	for i, r := range res {
 		err, _ := r.(error)
 		if wantErr[i] == nil && err != nil || wantErr[i] != nil && !errors.Is(err, wantErr[i]) {
@@ -206,11 +207,11 @@ func treeDigest(t *testing.T, root, suffix string) string {
 func TestUnknownCommandStops(t *testing.T) {
 	f, fatals := testFSM(t, t.TempDir())
 	res := f.ApplyBatch(entries([]byte{99, 1, 0, 0, 0, 0, 0, 0, 0, 0}, createCmd(t, "t", 1, 1)))
-	if len(*fatals) != 1 || !errors.Is((*fatals)[0], ErrUnknownCommand) {
+	if len(*fatals) != 1 || !errors.Is((*fatals)[0], backend.ErrUnknownCommand) {
 		t.Fatalf("fatals = %v", *fatals)
 	}
 	// Nothing is applied after a fatal error.
-	if err, _ := res[1].(error); !errors.Is(err, ErrStopped) {
+	if err, _ := res[1].(error); !errors.Is(err, backend.ErrStopped) {
 		t.Fatalf("second result %v", res[1])
 	}
 	if _, err := f.Topic("t"); err == nil {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
 )
 
@@ -132,7 +133,7 @@ func (c *consumerGroups) restore(m *groupsManifest) error {
 	groups := map[string]*group.ConsumerGroup{}
 	if m != nil {
 		if m.Version != groupsManifestVersion {
-			return fmt.Errorf("restore: %w: consumer groups version %d", ErrUnknownCommand, m.Version)
+			return fmt.Errorf("restore: %w: consumer groups version %d", backend.ErrUnknownCommand, m.Version)
 		}
 		for _, g := range m.Groups {
 			if g.Members == nil {
@@ -157,7 +158,7 @@ func (c *consumerGroups) restore(m *groupsManifest) error {
 func (f *FSM) DryRunGroup(t CommandType, name string, now int64, c any) any {
 	row := commandOf(t)
 	if row == nil {
-		return fmt.Errorf("%w: %s", ErrUnknownCommand, t)
+		return fmt.Errorf("%w: %s", backend.ErrUnknownCommand, t)
 	}
 	// Copy only what group commands read: the topic map (its topics are
 	// only read) and the group involved (a deep copy).

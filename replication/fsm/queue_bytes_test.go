@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/queue"
 )
 
@@ -30,11 +31,11 @@ func TestQueueExactBytes(t *testing.T) {
 		t.Fatal(res)
 	}
 	a.apply(queueCmd(t, CmdQueueCreate, qnow, QueueCreate{Topic: "jobs", Group: "w", Secret: []byte("s")}))
-	if err, _ := a.apply(valueAppend(qnow, 60)).(error); !errors.Is(err, ErrInvalidArgument) {
+	if err, _ := a.apply(valueAppend(qnow, 60)).(error); !errors.Is(err, backend.ErrInvalidArgument) {
 		t.Fatalf("below QueueLevel: append of 60 bytes = %v, want the estimate's refusal", err)
 	}
 	res := a.apply(queueCmd(t, CmdQueueClaim, qnow+1, QueueClaim{Topic: "jobs", Group: "w", Max: 1, Worker: "w1"}))
-	if c, ok := res.(QueueClaimResult); !ok || len(c.Records) != 1 {
+	if c, ok := res.(backend.QueueClaimResult); !ok || len(c.Records) != 1 {
 		t.Fatalf("claim = %v", res)
 	}
 	if got := f.AppliedLevel(); got != QueueLevel {
@@ -43,7 +44,7 @@ func TestQueueExactBytes(t *testing.T) {
 	if res := a.apply(valueAppend(qnow+2, 60)); isErr(res) {
 		t.Fatalf("40 + 60 bytes under a bound of 100: %v", res)
 	}
-	var oe *OverloadedError
+	var oe *backend.OverloadedError
 	if err, _ := a.apply(valueAppend(qnow+3, 1)).(error); !errors.As(err, &oe) || oe.Bound != "bytes" || oe.Backlog != 100 || oe.Adding != 1 {
 		t.Fatalf("one byte past the bound = %v, want overloaded with backlog 100 adding 1", err)
 	}
@@ -74,7 +75,7 @@ func TestQueueRetryAfterFromDrainRate(t *testing.T) {
 		Config: map[string]string{ConfigQueueMaxBacklogRecords: "3"}}))
 	a.apply(queueCmd(t, CmdQueueCreate, qnow, QueueCreate{Topic: "jobs", Group: "w", Secret: []byte("s"), FromEnd: true}))
 	a.apply(appendCmd(t, qnow, "jobs", 0, "a", "b", "c"))
-	var oe *OverloadedError
+	var oe *backend.OverloadedError
 	if err, _ := a.apply(appendCmd(t, qnow, "jobs", 0, "x")).(error); !errors.As(err, &oe) || oe.RetryAfter != queue.IdleRetryAfter {
 		t.Fatalf("refusal before anything finished = %v (retry after %v), want the idle hint", err, oe.RetryAfter)
 	}
@@ -84,7 +85,7 @@ func TestQueueRetryAfterFromDrainRate(t *testing.T) {
 	refusal := appendCmd(t, qnow+int64(4*time.Second), "jobs", 0, "f")
 	check := func(name string, res any) {
 		t.Helper()
-		var oe *OverloadedError
+		var oe *backend.OverloadedError
 		if err, _ := res.(error); !errors.As(err, &oe) || oe.DrainPerSec != 0.5 || oe.RetryAfter != 2*time.Second {
 			t.Fatalf("%s: refusal = %v (drain %v/s, retry after %v), want 0.5/s and 2s", name, res, oe.DrainPerSec, oe.RetryAfter)
 		}
@@ -124,7 +125,7 @@ func TestQueueAdmissionByAge(t *testing.T) {
 	}{
 		{name: "first record", now: qnow},
 		{name: "at exactly the bound", now: qnow + sec},
-		{name: "just past the bound", now: qnow + sec + 1, wantErr: ErrOverloaded},
+		{name: "just past the bound", now: qnow + sec + 1, wantErr: backend.ErrOverloaded},
 	}
 	for _, s := range steps {
 		err, _ := a.apply(appendCmd(t, s.now, "jobs", 0, s.name)).(error)
@@ -132,13 +133,13 @@ func TestQueueAdmissionByAge(t *testing.T) {
 			t.Fatalf("%s: %v, want %v", s.name, err, s.wantErr)
 		}
 	}
-	var oe *OverloadedError
+	var oe *backend.OverloadedError
 	if err, _ := a.apply(appendCmd(t, qnow+2*sec, "jobs", 0, "x")).(error); !errors.As(err, &oe) || oe.Bound != "age" || oe.Backlog != 2000 || oe.Limit != 1000 || oe.RetryAfter != queue.IdleRetryAfter {
 		t.Fatalf("refusal = %v (%+v), want the age bound with the idle retry-after (nothing drained)", err, oe)
 	}
 	// A paused group's records count too.
 	a.apply(mustJSON(t, CmdQueuePause, qnow+2*sec, QueuePause{Topic: "jobs", Group: "w", Paused: true}))
-	if err, _ := a.apply(appendCmd(t, qnow+2*sec, "jobs", 0, "y")).(error); !errors.Is(err, ErrOverloaded) {
+	if err, _ := a.apply(appendCmd(t, qnow+2*sec, "jobs", 0, "y")).(error); !errors.Is(err, backend.ErrOverloaded) {
 		t.Fatalf("paused group: %v, want overloaded", err)
 	}
 	a.apply(mustJSON(t, CmdQueuePause, qnow+2*sec, QueuePause{Topic: "jobs", Group: "w", Paused: false}))
@@ -165,7 +166,7 @@ func TestQueueAdmissionByAge(t *testing.T) {
 	}
 	v1 := append([]byte(nil), alter...)
 	v1[1] = commandVersion
-	if _, err := decodeCommandWith(v1, &keyScratch{}); !errors.Is(err, ErrBadCommand) {
+	if _, err := decodeCommandWith(v1, &keyScratch{}); !errors.Is(err, backend.ErrBadCommand) {
 		t.Fatalf("alter-topic version 1 with the age bound decodes: %v", err)
 	}
 }
@@ -187,9 +188,9 @@ func TestQueueLevelSixSnapshot(t *testing.T) {
 	a.apply(queueCmd(t, CmdQueueCreate, qnow, QueueCreate{Topic: "jobs", Group: "w", Secret: []byte("s")}))
 	sec := int64(time.Second)
 	a.apply(appendCmd(t, qnow, "jobs", 0, "a", "b"))
-	c := a.apply(queueCmd(t, CmdQueueClaim, qnow, QueueClaim{Topic: "jobs", Group: "w", Max: 1, Lease: time.Minute, Worker: "w1"})).(QueueClaimResult)
+	c := a.apply(queueCmd(t, CmdQueueClaim, qnow, QueueClaim{Topic: "jobs", Group: "w", Max: 1, Lease: time.Minute, Worker: "w1"})).(backend.QueueClaimResult)
 	a.tokens(CmdQueueAck, qnow+sec/2, QueueAck{Topic: "jobs", Group: "w", Tokens: []queue.Token{c.Records[0].Token}})
-	c = a.apply(queueCmd(t, CmdQueueClaim, qnow+sec/2, QueueClaim{Topic: "jobs", Group: "w", Max: 1, Lease: time.Minute, Worker: "w2"})).(QueueClaimResult)
+	c = a.apply(queueCmd(t, CmdQueueClaim, qnow+sec/2, QueueClaim{Topic: "jobs", Group: "w", Max: 1, Lease: time.Minute, Worker: "w2"})).(backend.QueueClaimResult)
 	refusal := appendCmd(t, qnow+2*sec, "jobs", 0, "c")
 	snap, err := f1.Snapshot()
 	if err != nil {
@@ -262,7 +263,7 @@ func TestQueueClaimPayloads(t *testing.T) {
 			t.Fatalf("%s: decoded %+v, %v; want %+v", tc.name, env.Body, err, tc.want)
 		}
 		if tc.level >= QueueLevel {
-			if _, err := decodeCommandWith(data[:len(data)-1], &keyScratch{}); !errors.Is(err, ErrBadCommand) {
+			if _, err := decodeCommandWith(data[:len(data)-1], &keyScratch{}); !errors.Is(err, backend.ErrBadCommand) {
 				t.Fatalf("%s: a cut payload decodes: %v", tc.name, err)
 			}
 		}

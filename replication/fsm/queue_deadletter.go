@@ -6,27 +6,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/queue"
 )
 
-// Headers added to a dead-letter record; the original key, value and
-// headers are kept as they were.
-const (
-	DLQHeaderReason          = "logd-dlq-reason"
-	DLQHeaderError           = "logd-dlq-error"
-	DLQHeaderTopic           = "logd-dlq-origin-topic"
-	DLQHeaderPartition       = "logd-dlq-origin-partition"
-	DLQHeaderOffset          = "logd-dlq-origin-offset"
-	DLQHeaderGroup           = "logd-dlq-group"
-	DLQHeaderDeliveries      = "logd-dlq-deliveries"
-	DLQHeaderFirstDelivery   = "logd-dlq-first-delivery"
-	DLQHeaderLastDelivery    = "logd-dlq-last-delivery"
-	DLQHeaderIdempotencyKey  = "logd-dlq-idempotency-key"
-	DLQHeaderDeadLetteredAt  = "logd-dlq-time"
-	maxDeadLettersPerCommand = 1000
-)
+// maxDeadLettersPerCommand bounds the records one command dead-letters.
+const maxDeadLettersPerCommand = 1000
 
 // dlqTopicConfig is the config of an automatically created dead-letter
 // topic: room for the source's largest record plus the added headers.
@@ -152,23 +139,23 @@ func deadLetterRecord(topic, groupName string, d queue.DeadLetter, r *batch.Reco
 	}
 	add := func(k, v string) { rec.Headers = append(rec.Headers, batch.Header{Key: k, Value: []byte(v)}) }
 	ts := func(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }
-	add(DLQHeaderReason, d.Reason)
+	add(backend.DLQHeaderReason, d.Reason)
 	if d.LastError != "" {
-		add(DLQHeaderError, d.LastError)
+		add(backend.DLQHeaderError, d.LastError)
 	}
-	add(DLQHeaderTopic, topic)
-	add(DLQHeaderPartition, strconv.Itoa(int(d.Partition)))
-	add(DLQHeaderOffset, strconv.FormatInt(d.Offset, 10))
-	add(DLQHeaderGroup, groupName)
-	add(DLQHeaderDeliveries, strconv.Itoa(int(d.Deliveries)))
+	add(backend.DLQHeaderTopic, topic)
+	add(backend.DLQHeaderPartition, strconv.Itoa(int(d.Partition)))
+	add(backend.DLQHeaderOffset, strconv.FormatInt(d.Offset, 10))
+	add(backend.DLQHeaderGroup, groupName)
+	add(backend.DLQHeaderDeliveries, strconv.Itoa(int(d.Deliveries)))
 	if d.Deliveries > 0 {
-		add(DLQHeaderFirstDelivery, ts(d.FirstDelivered))
-		add(DLQHeaderLastDelivery, ts(d.LastDelivered))
+		add(backend.DLQHeaderFirstDelivery, ts(d.FirstDelivered))
+		add(backend.DLQHeaderLastDelivery, ts(d.LastDelivered))
 	}
 	if k, ok := keys[[2]int64{int64(d.Partition), d.Offset}]; ok {
-		add(DLQHeaderIdempotencyKey, k)
+		add(backend.DLQHeaderIdempotencyKey, k)
 	}
-	add(DLQHeaderDeadLetteredAt, ts(now))
+	add(backend.DLQHeaderDeadLetteredAt, ts(now))
 	if history {
 		rec.Headers = append(rec.Headers, hist)
 	}

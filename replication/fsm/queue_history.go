@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/queue"
 )
@@ -30,7 +31,6 @@ import (
 // maxDLQHistoryAttempts; dropped_attempts counts the attempts left out,
 // and previous_unreadable marks a redrive history that was not valid JSON.
 const (
-	DLQHeaderHistory     = "logd-dlq-history"
 	RedriveHeaderHistory = "logd-redrive-history"
 	redriveCountHeader   = "logd-redrive-count"
 	dlqHistoryVersion    = 1
@@ -104,5 +104,5 @@ func historyHeader(d queue.DeadLetter, headers []batch.Header) (batch.Header, []
 		h.Attempts = []dlqAttempt{}
 	}
 	b, _ := json.Marshal(h) // plain structs: cannot fail
-	return batch.Header{Key: DLQHeaderHistory, Value: b}, kept
+	return batch.Header{Key: backend.DLQHeaderHistory, Value: b}, kept
 }

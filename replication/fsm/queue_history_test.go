@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/queue"
 )
@@ -47,9 +48,9 @@ func header(r batch.Record, key string) (string, bool) {
 // per attempt (redrive number prefixed when not 0).
 func attemptsOf(t *testing.T, r batch.Record) []string {
 	t.Helper()
-	v, ok := header(r, DLQHeaderHistory)
+	v, ok := header(r, backend.DLQHeaderHistory)
 	if !ok {
-		t.Fatalf("dead letter %s has no %s header", r.Value, DLQHeaderHistory)
+		t.Fatalf("dead letter %s has no %s header", r.Value, backend.DLQHeaderHistory)
 	}
 	var h dlqHistory
 	if err := json.Unmarshal([]byte(v), &h); err != nil || h.Version != 1 {
@@ -79,10 +80,10 @@ func TestQueueDeadLetterHistory(t *testing.T) {
 	a.apply(createCmd(t, "jobs", 1, qnow))
 	a.apply(queueCmd(t, CmdQueueCreate, qnow, QueueCreate{Topic: "jobs", Group: "w", Secret: []byte("s"), Config: queue.Config{MaxDeliveries: 5}}))
 	sec := int64(time.Second)
-	claim := func(now int64, worker string) []ClaimedRecord {
+	claim := func(now int64, worker string) []backend.ClaimedRecord {
 		t.Helper()
 		res := a.apply(queueCmd(t, CmdQueueClaim, now, QueueClaim{Topic: "jobs", Group: "w", Max: 1, Lease: time.Second, Worker: worker}))
-		c, ok := res.(QueueClaimResult)
+		c, ok := res.(backend.QueueClaimResult)
 		if !ok {
 			t.Fatalf("claim: %v", res)
 		}
@@ -104,7 +105,7 @@ func TestQueueDeadLetterHistory(t *testing.T) {
 		t.Fatalf("dead letters %d, history %v, want %v", len(dl), attemptsOf(t, dl[0]), want)
 	}
 	// A redrive (a redrive job, replication/redrive.go) produces the record back with its history.
-	hist, _ := header(dl[0], DLQHeaderHistory)
+	hist, _ := header(dl[0], backend.DLQHeaderHistory)
 	redriven, err := batch.Build([]batch.Record{{Timestamp: qnow / 1e6, Key: dl[0].Key, Value: dl[0].Value, Headers: []batch.Header{
 		{Key: redriveCountHeader, Value: []byte("1")}, {Key: RedriveHeaderHistory, Value: []byte(hist)}}}})
 	if err != nil {
@@ -131,7 +132,7 @@ func TestQueueDeadLetterHistory(t *testing.T) {
 		t.Fatalf("a record with an unreadable deadline was delivered")
 	}
 	dl = dlqRecords(t, f, "jobs.w.dlq")
-	if reason, _ := header(dl[2], DLQHeaderReason); len(dl) != 3 || reason != queue.ReasonInvalidDeadline || strings.Join(attemptsOf(t, dl[2]), "") != ":invalid_deadline:" {
+	if reason, _ := header(dl[2], backend.DLQHeaderReason); len(dl) != 3 || reason != queue.ReasonInvalidDeadline || strings.Join(attemptsOf(t, dl[2]), "") != ":invalid_deadline:" {
 		t.Fatalf("unreadable deadline: reason %q, history %v", reason, attemptsOf(t, dl[2]))
 	}
 	if len(*fatals) != 0 {
@@ -151,7 +152,7 @@ func TestQueueDeadLetterHistory(t *testing.T) {
 	b.tokens(CmdQueueNack, qnow, QueueNack{Topic: "jobs", Group: "w", Nacks: []queue.Nack{{Token: c.Records[0].Token, Permanent: true}}})
 	if dl := dlqRecords(t, f2, "jobs.w.dlq"); len(dl) != 1 {
 		t.Fatalf("dead letters %d", len(dl))
-	} else if _, ok := header(dl[0], DLQHeaderHistory); ok || f2.AppliedLevel() >= QueueLevel {
+	} else if _, ok := header(dl[0], backend.DLQHeaderHistory); ok || f2.AppliedLevel() >= QueueLevel {
 		t.Fatalf("below QueueLevel a dead letter has a history")
 	}
 }

@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/queue"
 )
 
@@ -36,7 +37,7 @@ func (f *FSM) restoreQueues(m *queueManifest) error {
 	qs := queueGroups{}
 	if m != nil {
 		if m.Version != queueManifestVersion {
-			return fmt.Errorf("restore: %w: queue manifest version %d", ErrUnknownCommand, m.Version)
+			return fmt.Errorf("restore: %w: queue manifest version %d", backend.ErrUnknownCommand, m.Version)
 		}
 		for _, s := range m.Groups {
 			q, err := queue.Restore(s)

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/queue"
 )
@@ -86,81 +87,27 @@ func (qs *queueGroups) sortedLocked() []*queue.Group {
 	return out
 }
 
-// QueueClaimResult is the outcome of an applied claim.
-type QueueClaimResult struct {
-	Records []ClaimedRecord
-	// AtCap lists partitions whose in-flight cap kept waiting records back.
-	AtCap []int32
-	// DeadLettered counts records this command moved to the dead-letter
-	// topic.
-	DeadLettered int
-	// Paused: the group is paused and delivered nothing.
-	Paused bool
-}
-
-// ClaimedRecord is one delivered record with its content. Key, Value and
-// header values belong to the result.
-type ClaimedRecord struct {
-	queue.Delivery
-	Record batch.Record
-}
-
-// QueueTokensResult is the outcome of an applied ack, nack or extend: one
-// result per token, in command order.
-type QueueTokensResult struct {
-	Results      []queue.TokenResult
-	DeadLettered int
-}
-
-// QueueGroupInfo describes a queue group for describe.
-type QueueGroupInfo struct {
-	Topic      string
-	Group      string
-	Config     queue.Config
-	CreatedAt  int64
-	Partitions []QueuePartitionInfo
-	// Paused: the group delivers nothing (apply_queue_pause.go).
-	Paused bool
-	// Backlog is what admission control bounds (Bytes exact when
-	// ExactBytes, else estimated); DrainPerSec the records finished per
-	// second over queue.DrainWindow; OldestAppend the append time (Unix
-	// ns) of the oldest unfinished record, 0 when none or not known;
-	// MaxBacklogAgeMs the topic's queue.max.backlog.age.ms (-1: none).
-	Backlog         queue.Backlog
-	ExactBytes      bool
-	DrainPerSec     float64
-	OldestAppend    int64
-	MaxBacklogAgeMs int64
-}
-
-// QueuePartitionInfo is one partition's queue state with the timestamp of
-// its oldest ready record (0 when none or unreadable).
-type QueuePartitionInfo struct {
-	queue.PartitionStats
-	OldestReadyTimestamp int64 // Unix ns
-}
-
 // DescribeQueueGroup describes a group at now (for display: lazy expiry is
 // counted, not applied).
-func (f *FSM) DescribeQueueGroup(topic, name string, now int64) (QueueGroupInfo, error) {
+func (f *FSM) DescribeQueueGroup(topic, name string, now int64) (backend.QueueGroupInfo, error) {
 	f.queues.mu.RLock()
 	defer f.queues.mu.RUnlock()
 	q, err := f.queues.getLocked(topic, name)
 	if err != nil {
-		return QueueGroupInfo{}, err
+		return backend.QueueGroupInfo{}, err
 	}
 	t, err := f.Topic(topic)
 	if err != nil {
-		return QueueGroupInfo{}, err
+		return backend.QueueGroupInfo{}, err
 	}
 	ends := queueReadEnds(t)
-	info := QueueGroupInfo{Topic: topic, Group: name, Config: q.Config(), CreatedAt: q.CreatedAt(), Paused: q.Paused(),
+	info := backend.QueueGroupInfo{Topic: topic, Group: name, Config: q.Config(), CreatedAt: q.CreatedAt(), Paused: q.Paused(),
 		Backlog: q.Backlog(ends), ExactBytes: q.ExactBytes(), MaxBacklogAgeMs: configInt(t.Config, ConfigQueueMaxBacklogAgeMs)}
 	info.DrainPerSec, _ = q.DrainRate(now)
 	info.OldestAppend, _ = q.OldestAppend(ends)
 	src := f.newQueueSource(t, q.Config().DeadlineHeader, nil)
 	for _, st := range q.Stats(now, ends) {
-		pi := QueuePartitionInfo{PartitionStats: st}
+		pi := backend.QueuePartitionInfo{PartitionStats: st}
 		if st.OldestReady >= 0 {
 			if ri, err := src.RecordInfo(st.Partition, st.OldestReady); err == nil && ri.Exists {
 				pi.OldestReadyTimestamp = ri.Timestamp

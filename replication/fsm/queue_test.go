@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/queue"
 	"github.com/logd-dev/logd/replication/internal/recordtest"
@@ -47,10 +48,10 @@ func (a *applier) apply(cmd []byte) any {
 	return a.f.apply(Entry{Index: a.index, Command: true, Data: cmd})
 }
 
-func (a *applier) claim(now int64, max int32, lease time.Duration) QueueClaimResult {
+func (a *applier) claim(now int64, max int32, lease time.Duration) backend.QueueClaimResult {
 	a.t.Helper()
 	res := a.apply(queueCmd(a.t, CmdQueueClaim, now, QueueClaim{Topic: "jobs", Group: "w", Max: max, Lease: lease}))
-	r, ok := res.(QueueClaimResult)
+	r, ok := res.(backend.QueueClaimResult)
 	if !ok {
 		a.t.Fatalf("claim: %v", res)
 	}
@@ -60,7 +61,7 @@ func (a *applier) claim(now int64, max int32, lease time.Duration) QueueClaimRes
 func (a *applier) tokens(ct CommandType, now int64, c any) []queue.TokenResult {
 	a.t.Helper()
 	res := a.apply(queueCmd(a.t, ct, now, c))
-	r, ok := res.(QueueTokensResult)
+	r, ok := res.(backend.QueueTokensResult)
 	if !ok {
 		a.t.Fatalf("%s: %v", ct, res)
 	}
@@ -89,7 +90,7 @@ func dlqValues(t *testing.T, f *FSM, topic string) []string {
 				h[x.Key] = string(x.Value)
 			}
 			out = append(out, fmt.Sprintf("%s key=%s job=%s reason=%s error=%q origin=%s/%s@%s deliveries=%s idem=%s",
-				r.Value, r.Key, h["job"], h[DLQHeaderReason], h[DLQHeaderError], h[DLQHeaderTopic], h[DLQHeaderPartition], h[DLQHeaderOffset], h[DLQHeaderDeliveries], h[DLQHeaderIdempotencyKey]))
+				r.Value, r.Key, h["job"], h[backend.DLQHeaderReason], h[backend.DLQHeaderError], h[backend.DLQHeaderTopic], h[backend.DLQHeaderPartition], h[backend.DLQHeaderOffset], h[backend.DLQHeaderDeliveries], h[backend.DLQHeaderIdempotencyKey]))
 			off = r.Offset + 1
 		}
 	}
@@ -166,7 +167,7 @@ func TestQueueReplayDeterministic(t *testing.T) {
 	a.apply(createCmd(t, "jobs", 2, qnow))
 	a.apply(queueCmd(t, CmdQueueCreate, qnow, QueueCreate{Topic: "jobs", Group: "w", Secret: []byte("s"), Config: queue.Config{MaxDeliveries: 1}}))
 	var first []string
-	record := func(c QueueClaimResult) {
+	record := func(c backend.QueueClaimResult) {
 		for _, r := range c.Records {
 			first = append(first, fmt.Sprintf("%d@%d %s %s", r.Partition, r.Offset, r.Token, r.Record.Value))
 		}
@@ -190,7 +191,7 @@ func TestQueueReplayDeterministic(t *testing.T) {
 	var replay []string
 	for _, cmd := range a.log {
 		res := b.apply(cmd)
-		if c, ok := res.(QueueClaimResult); ok {
+		if c, ok := res.(backend.QueueClaimResult); ok {
 			for _, r := range c.Records {
 				replay = append(replay, fmt.Sprintf("%d@%d %s %s", r.Partition, r.Offset, r.Token, r.Record.Value))
 			}

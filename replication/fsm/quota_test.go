@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/logd-dev/logd/backend"
 )
 
 // TestCreateTopicQuota: a creation that would pass the quota it carries is
-// refused with a *QuotaError and creates nothing; the quota counts every
+// refused with a *backend.QuotaError and creates nothing; the quota counts every
 // topic and partition the state machine holds, whoever created them.
 func TestCreateTopicQuota(t *testing.T) {
 	now := int64(1_700_000_000_000_000_000)
@@ -35,11 +37,11 @@ func TestCreateTopicQuota(t *testing.T) {
 	} {
 		res := f.apply(Entry{Index: uint64(i + 1), Command: true, Data: tc.cmd})
 		err, _ := res.(error)
-		var qe *QuotaError
+		var qe *backend.QuotaError
 		switch {
 		case tc.want == "" && err != nil:
 			t.Fatalf("%s: %v", tc.name, err)
-		case tc.want != "" && (!errors.As(err, &qe) || qe.Resource != tc.want || !errors.Is(err, ErrQuotaExceeded)):
+		case tc.want != "" && (!errors.As(err, &qe) || qe.Resource != tc.want || !errors.Is(err, backend.ErrQuotaExceeded)):
 			t.Fatalf("%s: got %v, want a quota error on %s", tc.name, err, tc.want)
 		}
 	}
@@ -73,14 +75,14 @@ func TestCreateTopicQuotaVersion(t *testing.T) {
 	}
 	forged := append([]byte(nil), withQuota...)
 	forged[1] = commandVersion
-	if _, err := decodeCreateTopic(forged[cmdHeaderSize:], commandVersion, nil); !errors.Is(err, ErrBadCommand) {
-		t.Fatalf("version 1 with a quota: %v, want ErrBadCommand", err)
+	if _, err := decodeCreateTopic(forged[cmdHeaderSize:], commandVersion, nil); !errors.Is(err, backend.ErrBadCommand) {
+		t.Fatalf("version 1 with a quota: %v, want backend.ErrBadCommand", err)
 	}
 }
 
 // TestCreateTopicPrincipalQuota: a creation carrying its principal records
 // it on the topic (through a snapshot too), and the per-principal quota
-// counts only that principal's topics: refused with a *QuotaError naming
+// counts only that principal's topics: refused with a *backend.QuotaError naming
 // the principal, creating nothing. Topics without a principal count for
 // nobody; an invalid principal is refused without stopping the node.
 func TestCreateTopicPrincipalQuota(t *testing.T) {
@@ -110,11 +112,11 @@ func TestCreateTopicPrincipalQuota(t *testing.T) {
 		{name: "bob past his partitions", cmd: create("b2", 3, "User:bob"), refused: "partitions", principal: "User:bob"},
 		{name: "bob up to his partitions", cmd: create("b2", 2, "User:bob")},
 		{name: "a node", cmd: create("x1", 5, "Node:n1")},
-		{name: "an invalid principal", cmd: create("x2", 1, "alice"), err: ErrInvalidArgument},
+		{name: "an invalid principal", cmd: create("x2", 1, "alice"), err: backend.ErrInvalidArgument},
 	} {
 		res := f.apply(Entry{Index: uint64(i + 1), Command: true, Data: tc.cmd})
 		err, _ := res.(error)
-		var qe *QuotaError
+		var qe *backend.QuotaError
 		switch {
 		case tc.err != nil:
 			if !errors.Is(err, tc.err) {
@@ -122,7 +124,7 @@ func TestCreateTopicPrincipalQuota(t *testing.T) {
 			}
 		case tc.refused == "" && err != nil:
 			t.Fatalf("%s: %v", tc.name, err)
-		case tc.refused != "" && (!errors.As(err, &qe) || qe.Resource != tc.refused || qe.Principal != tc.principal || !errors.Is(err, ErrQuotaExceeded)):
+		case tc.refused != "" && (!errors.As(err, &qe) || qe.Resource != tc.refused || qe.Principal != tc.principal || !errors.Is(err, backend.ErrQuotaExceeded)):
 			t.Fatalf("%s: got %v, want a quota error of %s on %s", tc.name, err, tc.principal, tc.refused)
 		}
 	}
@@ -174,8 +176,8 @@ func TestCreateTopicPrincipalVersion(t *testing.T) {
 			t.Fatalf("%+v: version %d, level %d, %v; want %d", c, data[1], level, err, SecurityLevel)
 		}
 		for _, v := range []byte{commandVersion, createTopicQuotaVersion} {
-			if _, err := decodeCreateTopic(data[cmdHeaderSize:], v, nil); !errors.Is(err, ErrBadCommand) {
-				t.Fatalf("%+v in version %d: %v, want ErrBadCommand", c, v, err)
+			if _, err := decodeCreateTopic(data[cmdHeaderSize:], v, nil); !errors.Is(err, backend.ErrBadCommand) {
+				t.Fatalf("%+v in version %d: %v, want backend.ErrBadCommand", c, v, err)
 			}
 		}
 	}

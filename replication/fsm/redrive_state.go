@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
 )
 
@@ -196,13 +197,13 @@ type redriveJobs struct {
 	m  map[string]*RedriveJob // guarded by mu
 }
 
-// RedriveJob returns job id, or ErrUnknownRedrive.
+// RedriveJob returns job id, or backend.ErrUnknownRedrive.
 func (f *FSM) RedriveJob(id string) (RedriveJob, error) {
 	f.redrives.mu.RLock()
 	defer f.redrives.mu.RUnlock()
 	j, ok := f.redrives.m[id]
 	if !ok {
-		return RedriveJob{}, fmt.Errorf("%w: %q", ErrUnknownRedrive, id)
+		return RedriveJob{}, fmt.Errorf("%w: %q", backend.ErrUnknownRedrive, id)
 	}
 	return j.clone(), nil
 }
@@ -239,7 +240,7 @@ func compareRedriveIDs(a, b string) int {
 // ValidateRedriveSpec checks a spec against the topics: the dead-letter
 // topic exists, with one end offset per partition; a target, if named,
 // exists; the bounds and the rate make sense. Errors match
-// ErrInvalidArgument or ErrUnknownTopic.
+// backend.ErrInvalidArgument or backend.ErrUnknownTopic.
 func (f *FSM) ValidateRedriveSpec(s RedriveSpec) error {
 	t, err := f.Topic(s.DeadLetterTopic)
 	if err != nil {
@@ -251,7 +252,7 @@ func (f *FSM) ValidateRedriveSpec(s RedriveSpec) error {
 		}
 	}
 	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: redrive: %s", ErrInvalidArgument, fmt.Sprintf(format, a...))
+		return fmt.Errorf("%w: redrive: %s", backend.ErrInvalidArgument, fmt.Sprintf(format, a...))
 	}
 	switch {
 	case math.IsNaN(s.Rate) || math.IsInf(s.Rate, 0) || s.Rate < 0:

@@ -6,6 +6,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
 )
 
@@ -29,12 +30,12 @@ func TestRedriveApply(t *testing.T) {
 		c    Redrive
 		err  error
 	}{
-		{name: "no spec", c: Redrive{Op: RedriveStart}, err: ErrInvalidArgument},
-		{name: "unknown topic", c: Redrive{Op: RedriveStart, Spec: &RedriveSpec{DeadLetterTopic: "nope", MaxRedrives: 3}}, err: ErrUnknownTopic},
-		{name: "ends", c: Redrive{Op: RedriveStart, Spec: &RedriveSpec{DeadLetterTopic: "o-dlq", MaxRedrives: 3, Ends: []int64{3}}}, err: ErrInvalidArgument},
-		{name: "negative rate", c: Redrive{Op: RedriveStart, Spec: &RedriveSpec{DeadLetterTopic: "o-dlq", MaxRedrives: 3, Ends: []int64{3, 0}, Rate: -1}}, err: ErrInvalidArgument},
-		{name: "unknown op", c: Redrive{Op: "resume", ID: "rd1"}, err: ErrInvalidArgument},
-		{name: "unknown job", c: Redrive{Op: RedriveStop, ID: "rd1"}, err: ErrUnknownRedrive},
+		{name: "no spec", c: Redrive{Op: RedriveStart}, err: backend.ErrInvalidArgument},
+		{name: "unknown topic", c: Redrive{Op: RedriveStart, Spec: &RedriveSpec{DeadLetterTopic: "nope", MaxRedrives: 3}}, err: backend.ErrUnknownTopic},
+		{name: "ends", c: Redrive{Op: RedriveStart, Spec: &RedriveSpec{DeadLetterTopic: "o-dlq", MaxRedrives: 3, Ends: []int64{3}}}, err: backend.ErrInvalidArgument},
+		{name: "negative rate", c: Redrive{Op: RedriveStart, Spec: &RedriveSpec{DeadLetterTopic: "o-dlq", MaxRedrives: 3, Ends: []int64{3, 0}, Rate: -1}}, err: backend.ErrInvalidArgument},
+		{name: "unknown op", c: Redrive{Op: "resume", ID: "rd1"}, err: backend.ErrInvalidArgument},
+		{name: "unknown job", c: Redrive{Op: RedriveStop, ID: "rd1"}, err: backend.ErrUnknownRedrive},
 	} {
 		if err, _ := a.apply(cmd(tc.c)).(error); !errors.Is(err, tc.err) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.err)
@@ -56,8 +57,8 @@ func TestRedriveApply(t *testing.T) {
 		c    Redrive
 		err  error
 	}{
-		{name: "other topic", c: Redrive{Op: RedriveAdvance, ID: j.ID, Offsets: []group.OffsetCommit{{TopicPartition: group.TopicPartition{Topic: "o"}, Offset: 1}}}, err: ErrInvalidArgument},
-		{name: "counters", c: Redrive{Op: RedriveAdvance, ID: j.ID, Delta: RedriveProgress{Scanned: 1, Redriven: 2}}, err: ErrInvalidArgument},
+		{name: "other topic", c: Redrive{Op: RedriveAdvance, ID: j.ID, Offsets: []group.OffsetCommit{{TopicPartition: group.TopicPartition{Topic: "o"}, Offset: 1}}}, err: backend.ErrInvalidArgument},
+		{name: "counters", c: Redrive{Op: RedriveAdvance, ID: j.ID, Delta: RedriveProgress{Scanned: 1, Redriven: 2}}, err: backend.ErrInvalidArgument},
 		{name: "beyond the end", c: Redrive{Op: RedriveAdvance, ID: j.ID, Offsets: commit(0, 9)}, err: group.ErrOffsetAboveEnd},
 	} {
 		if err, _ := a.apply(cmd(tc.c)).(error); !errors.Is(err, tc.err) {
@@ -110,7 +111,7 @@ func TestRedriveApply(t *testing.T) {
 		b.apply(cmd(Redrive{Op: RedriveFinish, ID: s.ID}))
 	}
 	b.apply(cmd(Redrive{Op: RedriveStart, Spec: &spec}))
-	if _, err := f2.RedriveJob(j.ID); !errors.Is(err, ErrUnknownRedrive) {
+	if _, err := f2.RedriveJob(j.ID); !errors.Is(err, backend.ErrUnknownRedrive) {
 		t.Fatalf("oldest ended job kept: %v", err)
 	}
 	if _, err := f2.RedriveJob(running.ID); err != nil {
@@ -156,8 +157,8 @@ func TestRedriveRecordsLevel(t *testing.T) {
 	if RedriveSelectLevel > Level {
 		t.Fatalf("this build's level %d is below RedriveSelectLevel", Level)
 	}
-	if _, err := decodeRedrive(selected[cmdHeaderSize:], commandVersion, nil); !errors.Is(err, ErrBadCommand) {
-		t.Errorf("version 1 naming records: %v, want ErrBadCommand", err)
+	if _, err := decodeRedrive(selected[cmdHeaderSize:], commandVersion, nil); !errors.Is(err, backend.ErrBadCommand) {
+		t.Errorf("version 1 naming records: %v, want backend.ErrBadCommand", err)
 	}
 
 	f, _ := testFSM(t, t.TempDir())
@@ -184,8 +185,8 @@ func TestRedriveRecordsLevel(t *testing.T) {
 		{name: "at the end", records: []RedriveRecord{{Partition: 1, Offset: 2}}},
 		{name: "negative offset", records: []RedriveRecord{{Partition: 0, Offset: -1}}},
 	} {
-		if err, _ := start(tc.records...).(error); !errors.Is(err, ErrInvalidArgument) {
-			t.Errorf("%s: %v, want ErrInvalidArgument", tc.name, err)
+		if err, _ := start(tc.records...).(error); !errors.Is(err, backend.ErrInvalidArgument) {
+			t.Errorf("%s: %v, want backend.ErrInvalidArgument", tc.name, err)
 		}
 	}
 	if len(f.RedriveJobs()) != 0 {

@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/backend"
 )
 
 // The security commands (tokens and ACLs, docs/security.md) carry strict
@@ -61,10 +62,10 @@ func wireFilter(f auth.Filter) aclFilter {
 	return aclFilter{Principal: f.Principal, Resource: f.Resource, Pattern: f.Pattern, Name: f.Name, Operation: f.Operation, Effect: f.Effect}
 }
 
-// invalid wraps a validation error so that both ErrInvalidArgument (the
+// invalid wraps a validation error so that both backend.ErrInvalidArgument (the
 // server's INVALID_ARGUMENT) and auth's own sentinel match it.
 func invalid(name string, err error) error {
-	return fmt.Errorf("%w: %s: %w", ErrInvalidArgument, name, err)
+	return fmt.Errorf("%w: %s: %w", backend.ErrInvalidArgument, name, err)
 }
 
 // decodeStrict decodes p, one JSON value, into v: unknown fields and
@@ -107,9 +108,9 @@ func (r tokenRecord) validate() error {
 func validateACLs(acls []auth.ACL) error {
 	switch {
 	case len(acls) == 0:
-		return fmt.Errorf("%w: no ACLs", ErrInvalidArgument)
+		return fmt.Errorf("%w: no ACLs", backend.ErrInvalidArgument)
 	case len(acls) > MaxACLs:
-		return fmt.Errorf("%w: %d ACLs in one change, at most %d", ErrTooManyACLs, len(acls), MaxACLs)
+		return fmt.Errorf("%w: %d ACLs in one change, at most %d", backend.ErrTooManyACLs, len(acls), MaxACLs)
 	}
 	for _, a := range acls {
 		if err := a.Validate(); err != nil {
@@ -124,7 +125,7 @@ func validateACLs(acls []auth.ACL) error {
 // deletes every ACL by accident.
 func ValidateACLFilter(f auth.Filter) error {
 	if f == (auth.Filter{}) {
-		return fmt.Errorf("%w: an ACL filter must set at least one field", ErrInvalidArgument)
+		return fmt.Errorf("%w: an ACL filter must set at least one field", backend.ErrInvalidArgument)
 	}
 	if f.Principal != "" && f.Principal != auth.AnyPrincipal {
 		if err := validPrincipal(f.Principal); err != nil {
@@ -159,7 +160,7 @@ func validEnums(f auth.Filter) error {
 func decodeTokenCreate(p []byte) (tokenRecord, error) {
 	var r tokenRecord
 	if err := decodeStrict(p, &r); err != nil {
-		return tokenRecord{}, fmt.Errorf("%w: token-create: %v", ErrInvalidArgument, err)
+		return tokenRecord{}, fmt.Errorf("%w: token-create: %v", backend.ErrInvalidArgument, err)
 	}
 	if err := r.validate(); err != nil {
 		return tokenRecord{}, err
@@ -170,7 +171,7 @@ func decodeTokenCreate(p []byte) (tokenRecord, error) {
 func decodeTokenRevoke(p []byte) (tokenRevoke, error) {
 	var r tokenRevoke
 	if err := decodeStrict(p, &r); err != nil {
-		return tokenRevoke{}, fmt.Errorf("%w: token-revoke: %v", ErrInvalidArgument, err)
+		return tokenRevoke{}, fmt.Errorf("%w: token-revoke: %v", backend.ErrInvalidArgument, err)
 	}
 	if err := auth.ValidTokenID(r.ID); err != nil {
 		return tokenRevoke{}, invalid("token-revoke", err)
@@ -181,7 +182,7 @@ func decodeTokenRevoke(p []byte) (tokenRevoke, error) {
 func decodeACLCreate(p []byte) (aclCreate, error) {
 	var c aclCreate
 	if err := decodeStrict(p, &c); err != nil {
-		return aclCreate{}, fmt.Errorf("%w: acl-create: %v", ErrInvalidArgument, err)
+		return aclCreate{}, fmt.Errorf("%w: acl-create: %v", backend.ErrInvalidArgument, err)
 	}
 	if err := validateACLs(c.ACLs); err != nil {
 		return aclCreate{}, err
@@ -192,7 +193,7 @@ func decodeACLCreate(p []byte) (aclCreate, error) {
 func decodeACLDelete(p []byte) (auth.Filter, error) {
 	var d aclDelete
 	if err := decodeStrict(p, &d); err != nil {
-		return auth.Filter{}, fmt.Errorf("%w: acl-delete: %v", ErrInvalidArgument, err)
+		return auth.Filter{}, fmt.Errorf("%w: acl-delete: %v", backend.ErrInvalidArgument, err)
 	}
 	f := d.Filter.filter()
 	if err := ValidateACLFilter(f); err != nil {
@@ -228,7 +229,7 @@ func securityCommand[T any](name string, decode func([]byte) (T, error), apply f
 func encodeChecked[T any](t CommandType, now int64, body any, decode func([]byte) (T, error)) ([]byte, error) {
 	data, err := encodeJSONCommand(t, now, body)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+		return nil, fmt.Errorf("%w: %v", backend.ErrInvalidArgument, err)
 	}
 	if _, err := decode(data[cmdHeaderSize:]); err != nil {
 		return nil, err

@@ -6,18 +6,19 @@ import (
 	"testing"
 
 	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/backend"
 )
 
 // The security payload decoders read what a proposer wrote, strictly. Each
 // fuzz target checks that a decoder never panics, that what it refuses is
-// ErrInvalidArgument (never a reason to stop the node), and that what it
+// backend.ErrInvalidArgument (never a reason to stop the node), and that what it
 // accepts encodes back to a payload it decodes to the same value and
 // applies to a state without panicking.
 
 func fuzzRefusal(t *testing.T, err error) {
 	t.Helper()
-	if !errors.Is(err, ErrInvalidArgument) && !errors.Is(err, ErrTooManyACLs) {
-		t.Fatalf("refused with %v, want ErrInvalidArgument", err)
+	if !errors.Is(err, backend.ErrInvalidArgument) && !errors.Is(err, backend.ErrTooManyACLs) {
+		t.Fatalf("refused with %v, want backend.ErrInvalidArgument", err)
 	}
 }
 
@@ -66,7 +67,7 @@ func FuzzDecodeTokenRevoke(f *testing.F) {
 			t.Fatalf("round trip: %+v, %v; want %+v", back, err, r)
 		}
 		var s securityState
-		if _, _, err := s.planTokenRevoke(r.ID); !errors.Is(err, ErrUnknownToken) {
+		if _, _, err := s.planTokenRevoke(r.ID); !errors.Is(err, backend.ErrUnknownToken) {
 			t.Fatalf("revoke on an empty state: %v", err)
 		}
 	})

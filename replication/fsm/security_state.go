@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/backend"
 )
 
 // Bounds of the security state: each token and ACL costs every node memory
@@ -56,22 +57,9 @@ func (s *securityState) install(tokens map[string]tokenRecord, acls *auth.Set) {
 	s.acls.Store(acls)
 }
 
-// TokenInfo is what may be shown of a token: its verifier's public fields
-// and who created it.
-type TokenInfo struct {
-	ID          string
-	Principal   string
-	Description string
-	CreatedMs   int64
-	// ExpiresMs is when the token stops working; 0: never.
-	ExpiresMs int64
-	// CreatedBy is the principal that created the token ("User:admin").
-	CreatedBy string
-}
-
-func (r tokenRecord) info() TokenInfo {
+func (r tokenRecord) info() backend.TokenInfo {
 	v := &r.Verifier
-	return TokenInfo{ID: v.ID, Principal: v.Principal, Description: v.Description, CreatedMs: v.CreatedMs, ExpiresMs: v.ExpiresMs, CreatedBy: r.CreatedBy}
+	return backend.TokenInfo{ID: v.ID, Principal: v.Principal, Description: v.Description, CreatedMs: v.CreatedMs, ExpiresMs: v.ExpiresMs, CreatedBy: r.CreatedBy}
 }
 
 // expired reports whether the token no longer works at nowMs.
@@ -89,13 +77,13 @@ func (f *FSM) Token(id string) (auth.Verifier, bool) {
 
 // Tokens lists the stored tokens, sorted by principal, then creation time,
 // then id. Expired tokens are listed until they are dropped (planTokenCreate).
-func (f *FSM) Tokens() []TokenInfo {
+func (f *FSM) Tokens() []backend.TokenInfo {
 	m := f.security.tokenMap()
-	out := make([]TokenInfo, 0, len(m))
+	out := make([]backend.TokenInfo, 0, len(m))
 	for _, r := range m {
 		out = append(out, r.info())
 	}
-	slices.SortFunc(out, func(a, b TokenInfo) int {
+	slices.SortFunc(out, func(a, b backend.TokenInfo) int {
 		return cmp.Or(cmp.Compare(a.Principal, b.Principal), cmp.Compare(a.CreatedMs, b.CreatedMs), cmp.Compare(a.ID, b.ID))
 	})
 	return out
@@ -108,12 +96,12 @@ func (f *FSM) ACLs() *auth.Set { return f.security.aclSet() }
 
 // planTokenCreate returns the token map with r added, at the state
 // machine's time nowMs. At MaxTokens live tokens it refuses
-// (ErrTooManyTokens); to make room it drops tokens expired at nowMs, which
+// (backend.ErrTooManyTokens); to make room it drops tokens expired at nowMs, which
 // no call can use any more. Nothing is changed.
 func (s *securityState) planTokenCreate(r tokenRecord, nowMs int64) (map[string]tokenRecord, error) {
 	cur := s.tokenMap()
 	if _, ok := cur[r.Verifier.ID]; ok {
-		return nil, fmt.Errorf("%w: %s", ErrTokenExists, r.Verifier.ID)
+		return nil, fmt.Errorf("%w: %s", backend.ErrTokenExists, r.Verifier.ID)
 	}
 	next := maps.Clone(cur)
 	if next == nil {
@@ -122,7 +110,7 @@ func (s *securityState) planTokenCreate(r tokenRecord, nowMs int64) (map[string]
 	if len(next) >= MaxTokens {
 		maps.DeleteFunc(next, func(_ string, t tokenRecord) bool { return t.expired(nowMs) })
 		if len(next) >= MaxTokens {
-			return nil, fmt.Errorf("%w: the cluster holds %d live tokens, at most %d: revoke some", ErrTooManyTokens, len(next), MaxTokens)
+			return nil, fmt.Errorf("%w: the cluster holds %d live tokens, at most %d: revoke some", backend.ErrTooManyTokens, len(next), MaxTokens)
 		}
 	}
 	next[r.Verifier.ID] = r
@@ -134,7 +122,7 @@ func (s *securityState) planTokenRevoke(id string) (map[string]tokenRecord, toke
 	cur := s.tokenMap()
 	r, ok := cur[id]
 	if !ok {
-		return nil, tokenRecord{}, fmt.Errorf("%w: %s", ErrUnknownToken, id)
+		return nil, tokenRecord{}, fmt.Errorf("%w: %s", backend.ErrUnknownToken, id)
 	}
 	next := maps.Clone(cur)
 	delete(next, id)
@@ -150,7 +138,7 @@ func (s *securityState) planACLCreate(acls []auth.ACL) (*auth.Set, int, error) {
 		return nil, 0, invalid("acl-create", err)
 	}
 	if next.Len() > MaxACLs {
-		return nil, 0, fmt.Errorf("%w: the cluster holds %d ACLs, adding %d would pass %d", ErrTooManyACLs, cur.Len(), added, MaxACLs)
+		return nil, 0, fmt.Errorf("%w: the cluster holds %d ACLs, adding %d would pass %d", backend.ErrTooManyACLs, cur.Len(), added, MaxACLs)
 	}
 	return next, added, nil
 }
@@ -230,7 +218,7 @@ func decodeSecurity(m *securityManifest) (map[string]tokenRecord, *auth.Set, err
 		return tokens, noACLs, nil
 	}
 	if m.Version != securityManifestVersion {
-		return nil, nil, fmt.Errorf("restore: %w: security manifest version %d", ErrUnknownCommand, m.Version)
+		return nil, nil, fmt.Errorf("restore: %w: security manifest version %d", backend.ErrUnknownCommand, m.Version)
 	}
 	for _, r := range m.Tokens {
 		if err := r.validate(); err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/backend"
 )
 
 const secNow = int64(1_700_000_000_000_000_000) // Unix ns
@@ -81,16 +82,16 @@ func TestSecurityApply(t *testing.T) {
 		want any   // result, when not an error
 		err  error // wanted error
 	}{
-		{name: "create alice", cmd: must(EncodeTokenCreate(secNow, alice, "User:admin")), want: TokenInfo{ID: alice.ID, Principal: "User:alice", Description: "test", CreatedMs: secNowMs, CreatedBy: "User:admin"}},
-		{name: "create bob", cmd: must(EncodeTokenCreate(secNow+1, bob, "User:ANONYMOUS")), want: TokenInfo{ID: bob.ID, Principal: "User:bob", CreatedMs: secNowMs - 5, CreatedBy: "User:ANONYMOUS"}},
-		{name: "create alice again", cmd: must(EncodeTokenCreate(secNow+2, alice, "User:admin")), err: ErrTokenExists},
-		{name: "revoke bob", cmd: must(EncodeTokenRevoke(secNow+3, bob.ID)), want: TokenInfo{ID: bob.ID, Principal: "User:bob", CreatedMs: secNowMs - 5, CreatedBy: "User:ANONYMOUS"}},
-		{name: "revoke bob again", cmd: must(EncodeTokenRevoke(secNow+4, bob.ID)), err: ErrUnknownToken},
+		{name: "create alice", cmd: must(EncodeTokenCreate(secNow, alice, "User:admin")), want: backend.TokenInfo{ID: alice.ID, Principal: "User:alice", Description: "test", CreatedMs: secNowMs, CreatedBy: "User:admin"}},
+		{name: "create bob", cmd: must(EncodeTokenCreate(secNow+1, bob, "User:ANONYMOUS")), want: backend.TokenInfo{ID: bob.ID, Principal: "User:bob", CreatedMs: secNowMs - 5, CreatedBy: "User:ANONYMOUS"}},
+		{name: "create alice again", cmd: must(EncodeTokenCreate(secNow+2, alice, "User:admin")), err: backend.ErrTokenExists},
+		{name: "revoke bob", cmd: must(EncodeTokenRevoke(secNow+3, bob.ID)), want: backend.TokenInfo{ID: bob.ID, Principal: "User:bob", CreatedMs: secNowMs - 5, CreatedBy: "User:ANONYMOUS"}},
+		{name: "revoke bob again", cmd: must(EncodeTokenRevoke(secNow+4, bob.ID)), err: backend.ErrUnknownToken},
 		{name: "add ACLs", cmd: must(EncodeACLCreate(secNow+5, []auth.ACL{billing, secret, billing})), want: 2},
 		{name: "add ACLs again", cmd: must(EncodeACLCreate(secNow+6, []auth.ACL{secret, public})), want: 1},
 		{name: "delete none", cmd: must(EncodeACLDelete(secNow+7, auth.Filter{Principal: "User:carol"})), want: []auth.ACL{}},
 		{name: "delete alice's topic writes", cmd: must(EncodeACLDelete(secNow+8, auth.Filter{Principal: "User:alice", Operation: auth.OpWrite, Resource: auth.ResourceTopic})), want: []auth.ACL{billing, secret}},
-		{name: "empty filter", cmd: rawCommand(CmdACLDelete, secNow+9, `{"filter":{}}`), err: ErrInvalidArgument},
+		{name: "empty filter", cmd: rawCommand(CmdACLDelete, secNow+9, `{"filter":{}}`), err: backend.ErrInvalidArgument},
 		{name: "add back", cmd: must(EncodeACLCreate(secNow+10, []auth.ACL{secret})), want: 1},
 	}
 	for i, st := range steps {
@@ -133,7 +134,7 @@ func TestSecurityApply(t *testing.T) {
 }
 
 // TestSecurityBadPayloads: a payload the strict decoders refuse, should one
-// reach the log, is an error result on every replica (ErrInvalidArgument,
+// reach the log, is an error result on every replica (backend.ErrInvalidArgument,
 // with auth's sentinel where auth refused), changes nothing and does not
 // stop the node; the Encode functions refuse the same values.
 func TestSecurityBadPayloads(t *testing.T) {
@@ -172,8 +173,8 @@ func TestSecurityBadPayloads(t *testing.T) {
 	for i, tc := range bad {
 		res := f.apply(Entry{Index: uint64(i + 2), Command: true, Data: sealEntry(tc.cmd)})
 		err, _ := res.(error)
-		if !errors.Is(err, ErrInvalidArgument) || tc.also != nil && !errors.Is(err, tc.also) {
-			t.Errorf("%s: got %v, want ErrInvalidArgument (and %v)", tc.name, res, tc.also)
+		if !errors.Is(err, backend.ErrInvalidArgument) || tc.also != nil && !errors.Is(err, tc.also) {
+			t.Errorf("%s: got %v, want backend.ErrInvalidArgument (and %v)", tc.name, res, tc.also)
 		}
 	}
 	if len(*fatals) != 0 || f.Failed() != nil {
@@ -194,11 +195,11 @@ func TestSecurityBadPayloads(t *testing.T) {
 		"bad principal": second(EncodeACLDelete(secNow, auth.Filter{Principal: "alice"})),
 		"bad enum":      second(EncodeACLDelete(secNow, auth.Filter{Operation: 99})),
 	} {
-		if !errors.Is(err, ErrInvalidArgument) {
-			t.Errorf("encode with %s: %v, want ErrInvalidArgument", name, err)
+		if !errors.Is(err, backend.ErrInvalidArgument) {
+			t.Errorf("encode with %s: %v, want backend.ErrInvalidArgument", name, err)
 		}
 	}
-	if _, err := EncodeACLCreate(secNow, make([]auth.ACL, MaxACLs+1)); !errors.Is(err, ErrTooManyACLs) {
+	if _, err := EncodeACLCreate(secNow, make([]auth.ACL, MaxACLs+1)); !errors.Is(err, backend.ErrTooManyACLs) {
 		t.Errorf("encode of %d ACLs: %v", MaxACLs+1, err)
 	}
 }
@@ -212,9 +213,9 @@ func mustJSONPayload(t *testing.T, v any) []byte {
 }
 
 // TestSecurityBounds: at MaxTokens live tokens a creation is refused
-// (ErrTooManyTokens), unless some are expired at the command's time, which
+// (backend.ErrTooManyTokens), unless some are expired at the command's time, which
 // are dropped to make room; past MaxACLs a creation is refused
-// (ErrTooManyACLs). Refusals change nothing.
+// (backend.ErrTooManyACLs). Refusals change nothing.
 func TestSecurityBounds(t *testing.T) {
 	must := mustEncode(t)
 	f, fatals := testFSM(t, t.TempDir())
@@ -234,10 +235,10 @@ func TestSecurityBounds(t *testing.T) {
 		idx++
 		return f.apply(Entry{Index: idx, Command: true, Data: cmd})
 	}
-	if err, _ := apply(must(EncodeTokenCreate(secNow, extra, "User:admin"))).(error); !errors.Is(err, ErrTooManyTokens) {
-		t.Fatalf("token %d: %v, want ErrTooManyTokens", MaxTokens+1, err)
+	if err, _ := apply(must(EncodeTokenCreate(secNow, extra, "User:admin"))).(error); !errors.Is(err, backend.ErrTooManyTokens) {
+		t.Fatalf("token %d: %v, want backend.ErrTooManyTokens", MaxTokens+1, err)
 	}
-	if err := f.CheckTokenCreate(secNow, extra, "User:admin"); !errors.Is(err, ErrTooManyTokens) {
+	if err := f.CheckTokenCreate(secNow, extra, "User:admin"); !errors.Is(err, backend.ErrTooManyTokens) {
 		t.Fatalf("proposer's check: %v", err)
 	}
 	if len(f.Tokens()) != MaxTokens {
@@ -245,7 +246,7 @@ func TestSecurityBounds(t *testing.T) {
 	}
 	// A second later three tokens have expired: room for one, and the
 	// expired ones are gone.
-	if res := apply(must(EncodeTokenCreate(secNow+1e9, extra, "User:admin"))); reflect.TypeOf(res) != reflect.TypeOf(TokenInfo{}) {
+	if res := apply(must(EncodeTokenCreate(secNow+1e9, extra, "User:admin"))); reflect.TypeOf(res) != reflect.TypeOf(backend.TokenInfo{}) {
 		t.Fatalf("after expiry: %v", res)
 	}
 	if n := len(f.Tokens()); n != MaxTokens-2 {
@@ -263,10 +264,10 @@ func TestSecurityBounds(t *testing.T) {
 		t.Fatalf("%d ACLs: %v", MaxACLs, res)
 	}
 	one := []auth.ACL{acl("User:u", auth.ResourceTopic, auth.PatternLiteral, "more", auth.OpRead, auth.Allow)}
-	if err, _ := apply(must(EncodeACLCreate(secNow, one))).(error); !errors.Is(err, ErrTooManyACLs) {
-		t.Fatalf("ACL %d: %v, want ErrTooManyACLs", MaxACLs+1, err)
+	if err, _ := apply(must(EncodeACLCreate(secNow, one))).(error); !errors.Is(err, backend.ErrTooManyACLs) {
+		t.Fatalf("ACL %d: %v, want backend.ErrTooManyACLs", MaxACLs+1, err)
 	}
-	if err := f.CheckACLCreate(one); !errors.Is(err, ErrTooManyACLs) {
+	if err := f.CheckACLCreate(one); !errors.Is(err, backend.ErrTooManyACLs) {
 		t.Fatalf("proposer's check: %v", err)
 	}
 	// Adding ACLs already present is no growth.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/dedup"
 
 	"github.com/logd-dev/logd/internal/failpoint"
@@ -93,7 +94,7 @@ type segmentManifest struct {
 // applies go on.
 func (f *FSM) Snapshot() (*Snapshot, error) {
 	if err := f.Failed(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrStopped, err)
+		return nil, fmt.Errorf("%w: %v", backend.ErrStopped, err)
 	}
 	f.bytesSinceSnapshot.Store(0)
 	f.segmentsChanged.Store(false)
@@ -219,7 +220,7 @@ func (f *FSM) Restore(rc io.Reader) error {
 		return fmt.Errorf("restore: decode manifest: %w", err)
 	}
 	if m.Version != manifestVersion && m.Version != 1 {
-		return fmt.Errorf("restore: %w: manifest version %d", ErrUnknownCommand, m.Version)
+		return fmt.Errorf("restore: %w: manifest version %d", backend.ErrUnknownCommand, m.Version)
 	}
 	// The window sections follow the manifest (version 2); decode them all,
 	// straight into new windows, before changing anything.
@@ -282,7 +283,7 @@ func (f *FSM) Restore(rc io.Reader) error {
 			if l.EndOffset() < pm.End {
 				closeAll(topics)
 				return fmt.Errorf("restore: %w: %s-%d ends at %d, snapshot at index %d has %d",
-					ErrSnapshotAhead, t.Name, i, l.EndOffset(), m.Index, pm.End)
+					backend.ErrSnapshotAhead, t.Name, i, l.EndOffset(), m.Index, pm.End)
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/retention"
 )
 
@@ -137,7 +138,7 @@ func TopicConfigKeys() []string {
 
 // ResolveTopicConfig validates cfg and returns it with every default filled
 // in, but those of keys of QueueLevel. Unknown keys and invalid values are
-// ErrInvalidConfig.
+// backend.ErrInvalidConfig.
 func ResolveTopicConfig(cfg map[string]string) (map[string]string, error) {
 	out := make(map[string]string, len(topicConfigSpecs))
 	for k, spec := range topicConfigSpecs {
@@ -151,10 +152,10 @@ func ResolveTopicConfig(cfg map[string]string) (map[string]string, error) {
 	for k, v := range cfg {
 		spec, ok := topicConfigSpecs[k]
 		if !ok {
-			return nil, fmt.Errorf("%w: unknown key %q", ErrInvalidConfig, k)
+			return nil, fmt.Errorf("%w: unknown key %q", backend.ErrInvalidConfig, k)
 		}
 		if err := spec.check(v); err != nil {
-			return nil, fmt.Errorf("%w: %s=%q: %v", ErrInvalidConfig, k, v, err)
+			return nil, fmt.Errorf("%w: %s=%q: %v", backend.ErrInvalidConfig, k, v, err)
 		}
 		out[k] = v
 	}

@@ -1,0 +1,326 @@
+package backend
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/batch"
+	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/queue"
+)
+
+// API is everything the Connect API's handlers (package server) need from
+// the node: they decode a request, call the backend and map its errors;
+// they hold no storage and see nothing of Raft. Package replication
+// implements it. The Kafka front end needs a different set (Kafka); these
+// contracts hold for both.
+//
+// Contracts, for every method unless it says otherwise:
+//   - Any goroutine may call it; a ctx bounds only methods that take one.
+//   - Returned values and slices are copies the caller owns; the backend
+//     keeps no reference to slices passed in once the call returns.
+//   - Offsets follow Kafka: a partition holds the half-open range
+//     [log start, end); a committed offset is the next offset to read.
+//   - Reads answer from the state this node has applied, which is all
+//     committed. Writes answer after their Raft entry is committed and
+//     applied; on a follower they fail with ErrNotLeader (the server
+//     forwards writes to the leader before that, forward.go).
+//   - Errors match the sentinels and types below with errors.Is/As, and
+//     errors.go maps each to its code. Every method may fail with
+//     ErrStopped (the state machine stopped after an I/O error), and every
+//     write with ErrNotLeader, ErrTimeout (outcome unknown) and ErrShutdown.
+//
+// The caller's principal travels in the context: a front end that
+// authenticates sets it with WithPrincipal before calling the
+// backend, and PrincipalFrom reads it (Anonymous when unset),
+// for audit; the server authorizes calls itself (authz.go) from the
+// security state below.
+type API interface {
+	Cluster
+	Topics
+	Records
+	Groups
+	Queues
+	Redrives
+	Stats
+	Security
+}
+
+// Cluster is the node and its cluster.
+type Cluster interface {
+	// NodeID is this node's id; APIAddress its client API address as
+	// registered ("" if none).
+	NodeID() string
+	APIAddress() string
+	// Ready reports whether the node may answer from its state: it has
+	// applied everything committed before it started, and, when it leads,
+	// a barrier of its current term (so a new leader never answers
+	// without what its predecessor acknowledged). Failed returns the error
+	// that stopped the state machine.
+	Ready() bool
+	Failed() error
+	// IsLeader reports whether this node is the Raft leader now.
+	IsLeader() bool
+	// LeaderAPIAddress returns the leader's registered client API address
+	// and id; "" when no leader is known (or it has not registered).
+	LeaderAPIAddress() (addr, id string)
+	// LeaderCallAddress is LeaderAPIAddress for calls between nodes
+	// (forwarding): the leader's registered peer address, or its API
+	// address when it registered none.
+	LeaderCallAddress() (addr, id string)
+	// MemberAPIAddresses lists the registered nodes' client API addresses.
+	MemberAPIAddresses() []string
+	// NodeAPIAddress returns a node's registered client API address.
+	NodeAPIAddress(id string) (string, bool)
+	// Status is this node's view of the Raft group.
+	Status() Status
+	// Backup streams a backup of the state at one Raft index into the
+	// writer start returns, on the leader only (ErrNotLeader elsewhere);
+	// start is called once, with the backup's description, before any
+	// byte is written (replication/backup.go).
+	Backup(ctx context.Context, start func(BackupInfo) (io.Writer, error)) (BackupInfo, error)
+	// Now is the node's clock, the one that stamps its commands: a
+	// handler that answers by time (queue describe) reads it, so it
+	// answers by the same time the node decides by.
+	Now() time.Time
+	// Join checks a node through probe, adds it as a non-voter and
+	// promotes it once probe shows it caught up (ErrNodeUnreachable,
+	// ErrNodeConflict, ErrNoQuorum, ErrMembershipChange); RemoveNode
+	// removes one (ErrUnknownNode, ErrMembershipChange);
+	// TransferLeadership hands leadership to a voter ("" for any).
+	Join(ctx context.Context, req JoinRequest, probe NodeProbe) error
+	RemoveNode(ctx context.Context, id string) error
+	TransferLeadership(ctx context.Context, id string) error
+}
+
+// Topics creates, changes and describes topics. Errors:
+// ErrInvalidTopicName, ErrUnknownTopic, ErrTopicExists, ErrInvalidConfig,
+// ErrInvalidArgument.
+type Topics interface {
+	CreateTopic(ctx context.Context, c CreateTopic) (TopicInfo, error)
+	AlterTopic(ctx context.Context, c AlterTopic) (TopicInfo, error)
+	// CreatePartitions grows a topic's partition count; never shrinks it
+	// (*PartitionCountError), within the quota
+	// (*QuotaError). ValidateCreatePartitions checks the same
+	// without proposing.
+	CreatePartitions(ctx context.Context, c CreatePartitions) (TopicInfo, error)
+	ValidateCreatePartitions(c CreatePartitions) error
+	DeleteTopic(ctx context.Context, name string) error
+	Topic(name string) (TopicInfo, error)
+	// Topics and TopicStates are sorted by name.
+	Topics() []TopicInfo
+	DescribeTopic(name string) (TopicState, error)
+	TopicStates() []TopicState
+	// TopicQuota is the quota this node writes into the creations it
+	// proposes (CreateTopic fails with *QuotaError past it),
+	// and the cluster's counts of topics and partitions.
+	TopicQuota() (q TopicQuota, topics, partitions int64)
+}
+
+// Records writes and reads records.
+type Records interface {
+	// Produce appends a call's records whole or not at all, routing and
+	// deduplicating them (Backend.Produce lists its errors).
+	Produce(ctx context.Context, req ProduceRequest) (ProduceResult, error)
+	// Read returns whole stored RecordBatch v2 batches from offset, up to
+	// maxBytes but at least one batch, as stored (no re-encoding), copied
+	// out: the caller owns them and releases nothing. Its Changed channel,
+	// taken before the read, is closed by the next append: a long poll
+	// that read nothing waits on it (or on its deadline) and reads again.
+	// Errors: ErrUnknownTopic, ErrUnknownPartition, *OutOfRangeError
+	// (with the bounds), ErrCorrupt, ErrLogClosed (topic deleted).
+	Read(topic string, partition int32, offset int64, maxBytes int) (ReadResult, error)
+	// Offsets returns a partition's bounds; OffsetForTime the first offset
+	// whose batch's max timestamp is at or after tsMillis (the end when
+	// none is).
+	Offsets(topic string, partition int32) (Offsets, error)
+	OffsetForTime(topic string, partition int32, tsMillis int64) (int64, error)
+}
+
+// Groups is consumer groups (package group's errors: fencing with
+// ErrStaleGeneration, ErrNotAssigned, ErrUnknownMember; and
+// ErrConsumerGroupNotFound, ErrConsumerGroupNotEmpty, ErrOffsetAboveEnd,
+// ErrNoResetPolicy, ErrUnknownGroupTopic, ErrInvalidGroupRequest; and
+// ErrBehind).
+type Groups interface {
+	JoinGroup(ctx context.Context, c GroupJoin) (group.Assignment, error)
+	GroupHeartbeat(ctx context.Context, c GroupHeartbeat) (group.Assignment, error)
+	LeaveGroup(ctx context.Context, c GroupLeave) error
+	CommitGroupOffsets(ctx context.Context, c GroupCommit) error
+	ResetGroupOffsets(ctx context.Context, c GroupResetOffsets) error
+	// AutoResetGroupOffset moves a member's committed offset that fell
+	// below the log start by its reset policy; it returns the new one.
+	AutoResetGroupOffset(ctx context.Context, c GroupAutoReset) (int64, error)
+	DeleteGroup(ctx context.Context, name string) error
+	// ConsumerGroup and ConsumerGroups (sorted by name) return copies.
+	ConsumerGroup(name string) (*group.ConsumerGroup, error)
+	// ExternalGroup returns a group as the leader's Kafka group
+	// coordinator holds it (its members live in that memory only): none
+	// on a follower (Backend.ExternalGroup).
+	ExternalGroup(name string) ExternalGroup
+	ConsumerGroups() []*group.ConsumerGroup
+	// AwaitGroupFetch refuses a read by a member that does not own the
+	// partition at its generation (the fencing errors). A node that has
+	// not applied the member's generation or offset yet (a follower right
+	// after the member's forwarded join) first waits up to wait for it,
+	// then fails with *BehindError (ErrBehind), which names
+	// the leader.
+	AwaitGroupFetch(ctx context.Context, c GroupFetchCheck, wait time.Duration) error
+	// GroupLag is a group's lag in a partition at a committed offset.
+	GroupLag(topic string, partition int32, committed int64, now time.Time) (Lag, error)
+}
+
+// Redrives is redrive jobs, run by the leader (replication
+// redrive.go). Errors: ErrUnknownTopic, ErrInvalidArgument,
+// ErrUnknownRedrive, *FeatureLevelError.
+type Redrives interface {
+	StartRedrive(ctx context.Context, s RedriveSpec) (RedriveJob, error)
+	StopRedrive(ctx context.Context, id string) (RedriveJob, error)
+	RedriveJob(id string) (RedriveJob, error)
+	RedriveJobs() []RedriveJob
+	// RedrivePosition is a job's position, per dead-letter partition.
+	RedrivePosition(j RedriveJob) []int64
+}
+
+// Queues is queue groups (package queue's errors: ErrGroupNotFound,
+// ErrGroupExists, ErrInvalidConfig, ErrInvalidRequest, ErrBadToken,
+// ErrStaleToken; and *OverloadedError from Produce when a queue group's
+// backlog is full).
+type Queues interface {
+	CreateQueueGroup(ctx context.Context, c QueueCreate) (queue.Config, error)
+	AlterQueueGroup(ctx context.Context, topic, name string, change func(*queue.Config)) (queue.Config, error)
+	PauseQueueGroup(ctx context.Context, topic, name string, paused bool) (QueuePauseResult, error)
+	// QueueClaimWait claims records, long-polling up to wait while none is
+	// claimable.
+	QueueClaimWait(ctx context.Context, c QueueClaim, wait time.Duration) (QueueClaimResult, error)
+	QueueAck(ctx context.Context, c QueueAck) (QueueTokensResult, error)
+	QueueNack(ctx context.Context, c QueueNack) (QueueTokensResult, error)
+	QueueExtend(ctx context.Context, c QueueExtend) (QueueTokensResult, error)
+	// DescribeQueueGroup describes a group at now (Unix ns); QueueGroups
+	// lists a topic's groups, sorted.
+	DescribeQueueGroup(topic, name string, now int64) (QueueGroupInfo, error)
+	QueueGroups(topic string) []string
+	// QueueInFlight lists a group's records under a live lease at now, at
+	// most limit of them, and whether the list was cut.
+	QueueInFlight(topic, name string, now int64, limit int) ([]queue.InFlightRecord, bool, error)
+}
+
+// Security is the cluster's tokens and ACLs, replicated state
+// (docs/security.md). Token and ACLs are read on every call: they take no
+// lock and, for ACLs, return an immutable set the caller may keep.
+// CreateToken stores a verifier (never the secret) with the principal
+// that created it; RevokeToken removes one and returns what it was
+// (ErrUnknownToken). CreateACLs adds ACLs, keeping those already present
+// once, and returns how many were new; DeleteACLs removes those f
+// matches and returns them (with dryRun, only returns them). Errors:
+// ErrTokenExists, ErrTooManyTokens, ErrTooManyACLs, and auth's
+// ErrInvalidToken and ErrInvalidACL for values that do not validate.
+type Security interface {
+	CreateToken(ctx context.Context, v auth.Verifier, createdBy string) error
+	RevokeToken(ctx context.Context, id string) (TokenInfo, error)
+	// Tokens lists the stored tokens' public fields, sorted by id.
+	Tokens() []TokenInfo
+	Token(id string) (auth.Verifier, bool)
+	CreateACLs(ctx context.Context, acls []auth.ACL) (created int, err error)
+	DeleteACLs(ctx context.Context, f auth.Filter, dryRun bool) ([]auth.ACL, error)
+	ACLs() *auth.Set
+}
+
+// Stats feeds /metrics.
+type Stats interface {
+	CleanerCounters() CleanerCounters
+	CleanerStats() CleanerStats
+	// RaftConnStats counts the connections of the node's Raft port
+	// (raft_metrics.go); zero for a node without one.
+	RaftConnStats() RaftConnStats
+	// RaftMetrics are Raft's timings, leader changes and, on the leader,
+	// what each follower last answered (raft_metrics.go).
+	RaftMetrics() RaftMetrics
+	// DiskUsage is the file system of the node's data directory.
+	DiskUsage() (DiskUsage, error)
+}
+
+// Kafka is what the Kafka front end (package kafka) needs from the node;
+// the contracts written on API hold for these methods too (copies the caller
+// owns, Kafka's offsets, typed errors, writes answered after commit).
+// Backend implements it.
+type Kafka interface {
+	// NodeID is this node's id and APIAddress its registered client API
+	// address; Ready and IsLeader are as in Cluster.
+	NodeID() string
+	APIAddress() string
+	Ready() bool
+	IsLeader() bool
+	// Status is this node's view of the Raft group: its members (the
+	// brokers Metadata lists, the voters being every partition's
+	// replicas) and its leader.
+	Status() Status
+	// RaftMetrics holds, on the leader, when each follower last answered
+	// it (Node.RaftMetrics): the voters that answered lately
+	// are a partition's in-sync replicas.
+	RaftMetrics() RaftMetrics
+	// NodeKafkaAddress returns the Kafka address a node registered (its
+	// --kafka-advertise); false when it registered none (no Kafka
+	// listener, or a build before the field).
+	NodeKafkaAddress(id string) (string, bool)
+	// NodeAPIAddress returns a node's registered client API address, from
+	// which the Kafka address of a node that registered none is derived
+	// (Options.PeerAddress).
+	NodeAPIAddress(id string) (string, bool)
+
+	// Topics.
+	CreateTopic(ctx context.Context, c CreateTopic) (TopicInfo, error)
+	AlterTopic(ctx context.Context, c AlterTopic) (TopicInfo, error)
+	DeleteTopic(ctx context.Context, name string) error
+	Topic(name string) (TopicInfo, error)
+	Topics() []TopicInfo
+	// ValidateCreateTopic and ValidateAlterTopic check a change as the
+	// write would, writing nothing (a request to validate only);
+	// TopicConfigDefaults lists every topic setting with its default.
+	ValidateCreateTopic(c CreateTopic) error
+	ValidateAlterTopic(c AlterTopic) error
+	TopicConfigDefaults() map[string]string
+	// CreatePartitions grows a topic's partition count, never shrinking
+	// it; ValidateCreatePartitions checks the same, writing nothing.
+	CreatePartitions(ctx context.Context, c CreatePartitions) (TopicInfo, error)
+	ValidateCreatePartitions(c CreatePartitions) error
+
+	// Append appends record batches as they are, one per partition of one
+	// topic, in one Raft entry, and returns each batch's base offset once
+	// committed and applied (Node.Append).
+	Append(ctx context.Context, a Append) ([]int64, error)
+	// CheckCompression says whether batches of a codec may be appended
+	// now: snappy, lz4 and zstd only once every member's build reads them
+	// (Node.CheckCompression).
+	CheckCompression(c batch.Compression) error
+	// Read, Offsets and OffsetForTime are as in Records.
+	Read(topic string, partition int32, offset int64, maxBytes int) (ReadResult, error)
+	Offsets(topic string, partition int32) (Offsets, error)
+	OffsetForTime(topic string, partition int32, tsMillis int64) (int64, error)
+
+	// Consumer groups (group_backend.go).
+	KafkaGroups
+}
+
+// KafkaGroups is what the Kafka group coordinator needs from the node: the
+// replicated consumer group state (shared with logd's own protocol, so
+// Kafka groups and logd groups are the same groups), and the commits of
+// groups coordinated outside the state machine. Backend
+// implements it; the contracts written on API hold.
+type KafkaGroups interface {
+	// ConsumerGroup and ConsumerGroups (sorted by name) return copies of
+	// the replicated groups: committed offsets, and logd's own members.
+	ConsumerGroup(name string) (*group.ConsumerGroup, error)
+	ConsumerGroups() []*group.ConsumerGroup
+	// DeleteGroup deletes a group without live members of logd's protocol
+	// (group.ErrConsumerGroupNotFound, group.ErrConsumerGroupNotEmpty).
+	DeleteGroup(ctx context.Context, name string) error
+	// SetGroupOffsets commits or removes offsets, fenced by the group's
+	// generation (Node.SetGroupOffsets lists its errors).
+	SetGroupOffsets(ctx context.Context, c GroupSetOffsets) error
+	// GroupFence returns a group's generation and its live members of
+	// logd's protocol; ok is false when it does not exist.
+	GroupFence(name string) (generation int64, liveMembers int, ok bool)
+}
