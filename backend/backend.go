@@ -38,18 +38,18 @@ import (
 // for audit; the server authorizes calls itself (authz.go) from the
 // security state below.
 type API interface {
-	Cluster
-	Topics
-	Records
-	Groups
-	Queues
-	Redrives
-	Stats
-	Security
+	ClusterAPI
+	TopicAPI
+	RecordAPI
+	GroupAPI
+	QueueAPI
+	RedriveAPI
+	StatsAPI
+	SecurityAPI
 }
 
-// Cluster is the node and its cluster.
-type Cluster interface {
+// ClusterAPI is the node and its cluster.
+type ClusterAPI interface {
 	// NodeID is this node's id; APIAddress its client API address as
 	// registered ("" if none).
 	NodeID() string
@@ -95,10 +95,10 @@ type Cluster interface {
 	TransferLeadership(ctx context.Context, id string) error
 }
 
-// Topics creates, changes and describes topics. Errors:
+// TopicAPI creates, changes and describes topics. Errors:
 // ErrInvalidTopicName, ErrUnknownTopic, ErrTopicExists, ErrInvalidConfig,
 // ErrInvalidArgument.
-type Topics interface {
+type TopicAPI interface {
 	CreateTopic(ctx context.Context, c CreateTopic) (TopicInfo, error)
 	AlterTopic(ctx context.Context, c AlterTopic) (TopicInfo, error)
 	// CreatePartitions grows a topic's partition count; never shrinks it
@@ -119,8 +119,8 @@ type Topics interface {
 	TopicQuota() (q TopicQuota, topics, partitions int64)
 }
 
-// Records writes and reads records.
-type Records interface {
+// RecordAPI writes and reads records.
+type RecordAPI interface {
 	// Produce appends a call's records whole or not at all, routing and
 	// deduplicating them (Backend.Produce lists its errors).
 	Produce(ctx context.Context, req ProduceRequest) (ProduceResult, error)
@@ -139,12 +139,12 @@ type Records interface {
 	OffsetForTime(topic string, partition int32, tsMillis int64) (int64, error)
 }
 
-// Groups is consumer groups (package group's errors: fencing with
+// GroupAPI is consumer groups (package group's errors: fencing with
 // ErrStaleGeneration, ErrNotAssigned, ErrUnknownMember; and
 // ErrConsumerGroupNotFound, ErrConsumerGroupNotEmpty, ErrOffsetAboveEnd,
 // ErrNoResetPolicy, ErrUnknownGroupTopic, ErrInvalidGroupRequest; and
 // ErrBehind).
-type Groups interface {
+type GroupAPI interface {
 	JoinGroup(ctx context.Context, c GroupJoin) (group.Assignment, error)
 	GroupHeartbeat(ctx context.Context, c GroupHeartbeat) (group.Assignment, error)
 	LeaveGroup(ctx context.Context, c GroupLeave) error
@@ -172,10 +172,10 @@ type Groups interface {
 	GroupLag(topic string, partition int32, committed int64, now time.Time) (Lag, error)
 }
 
-// Redrives is redrive jobs, run by the leader (replication
+// RedriveAPI is redrive jobs, run by the leader (replication
 // redrive.go). Errors: ErrUnknownTopic, ErrInvalidArgument,
 // ErrUnknownRedrive, *FeatureLevelError.
-type Redrives interface {
+type RedriveAPI interface {
 	StartRedrive(ctx context.Context, s RedriveSpec) (RedriveJob, error)
 	StopRedrive(ctx context.Context, id string) (RedriveJob, error)
 	RedriveJob(id string) (RedriveJob, error)
@@ -184,11 +184,11 @@ type Redrives interface {
 	RedrivePosition(j RedriveJob) []int64
 }
 
-// Queues is queue groups (package queue's errors: ErrGroupNotFound,
+// QueueAPI is queue groups (package queue's errors: ErrGroupNotFound,
 // ErrGroupExists, ErrInvalidConfig, ErrInvalidRequest, ErrBadToken,
 // ErrStaleToken; and *OverloadedError from Produce when a queue group's
 // backlog is full).
-type Queues interface {
+type QueueAPI interface {
 	CreateQueueGroup(ctx context.Context, c QueueCreate) (queue.Config, error)
 	AlterQueueGroup(ctx context.Context, topic, name string, change func(*queue.Config)) (queue.Config, error)
 	PauseQueueGroup(ctx context.Context, topic, name string, paused bool) (QueuePauseResult, error)
@@ -207,7 +207,7 @@ type Queues interface {
 	QueueInFlight(topic, name string, now int64, limit int) ([]queue.InFlightRecord, bool, error)
 }
 
-// Security is the cluster's tokens and ACLs, replicated state
+// SecurityAPI is the cluster's tokens and ACLs, replicated state
 // (docs/security.md). Token and ACLs are read on every call: they take no
 // lock and, for ACLs, return an immutable set the caller may keep.
 // CreateToken stores a verifier (never the secret) with the principal
@@ -217,7 +217,7 @@ type Queues interface {
 // matches and returns them (with dryRun, only returns them). Errors:
 // ErrTokenExists, ErrTooManyTokens, ErrTooManyACLs, and auth's
 // ErrInvalidToken and ErrInvalidACL for values that do not validate.
-type Security interface {
+type SecurityAPI interface {
 	CreateToken(ctx context.Context, v auth.Verifier, createdBy string) error
 	RevokeToken(ctx context.Context, id string) (TokenInfo, error)
 	// Tokens lists the stored tokens' public fields, sorted by id.
@@ -228,8 +228,8 @@ type Security interface {
 	ACLs() *auth.Set
 }
 
-// Stats feeds /metrics.
-type Stats interface {
+// StatsAPI feeds /metrics.
+type StatsAPI interface {
 	CleanerCounters() CleanerCounters
 	CleanerStats() CleanerStats
 	// RaftConnStats counts the connections of the node's Raft port
@@ -248,7 +248,7 @@ type Stats interface {
 // Backend implements it.
 type Kafka interface {
 	// NodeID is this node's id and APIAddress its registered client API
-	// address; Ready and IsLeader are as in Cluster.
+	// address; Ready and IsLeader are as in ClusterAPI.
 	NodeID() string
 	APIAddress() string
 	Ready() bool
@@ -295,7 +295,7 @@ type Kafka interface {
 	// now: snappy, lz4 and zstd only once every member's build reads them
 	// (Node.CheckCompression).
 	CheckCompression(c batch.Compression) error
-	// Read, Offsets and OffsetForTime are as in Records.
+	// Read, Offsets and OffsetForTime are as in RecordAPI.
 	Read(topic string, partition int32, offset int64, maxBytes int) (ReadResult, error)
 	Offsets(topic string, partition int32) (Offsets, error)
 	OffsetForTime(topic string, partition int32, tsMillis int64) (int64, error)

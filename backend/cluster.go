@@ -208,3 +208,8 @@ type RaftConnStats struct {
 	// latest Raft configuration this node knows.
 	RefusedNotMember uint64
 }
+
+// SegmentPathPrefix is where a front end mounts the node's segment
+// endpoint, which peers catching up from a snapshot fetch segment files
+// from (the handler the backend gives for it).
+const SegmentPathPrefix = "/internal/v1/segment/"

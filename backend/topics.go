@@ -106,3 +106,8 @@ type TopicQuota struct {
 	MaxTopicsPerPrincipal     int64
 	MaxPartitionsPerPrincipal int64
 }
+
+// IsZero reports whether q bounds nothing.
+func (q TopicQuota) IsZero() bool {
+	return q.MaxTopics <= 0 && q.MaxPartitions <= 0 && q.MaxTopicsPerPrincipal <= 0 && q.MaxPartitionsPerPrincipal <= 0
+}

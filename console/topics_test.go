@@ -18,8 +18,8 @@ import (
 
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/logdtest"
-	"github.com/logd-dev/logd/replication"
 	"github.com/logd-dev/logd/server"
 )
 
@@ -504,32 +504,32 @@ func tpHasPage(t *testing.T, path string) bool {
 // Raft view, the leader's view of its followers and its disk. Other
 // calls are not implemented (the embedded nil Backend panics).
 type tpRaftBackend struct {
-	server.Backend
+	backend.API
 	id, leader string
-	metrics    replication.RaftMetrics
-	disk       replication.DiskUsage
+	metrics    backend.RaftMetrics
+	disk       backend.DiskUsage
 }
 
-func (b *tpRaftBackend) NodeID() string                       { return b.id }
-func (b *tpRaftBackend) APIAddress() string                   { return b.id + ".example:7070" }
-func (b *tpRaftBackend) Ready() bool                          { return true }
-func (b *tpRaftBackend) Failed() error                        { return nil }
-func (b *tpRaftBackend) IsLeader() bool                       { return b.id == b.leader }
-func (b *tpRaftBackend) MemberAPIAddresses() []string         { return nil }
-func (b *tpRaftBackend) RaftMetrics() replication.RaftMetrics { return b.metrics }
+func (b *tpRaftBackend) NodeID() string                   { return b.id }
+func (b *tpRaftBackend) APIAddress() string               { return b.id + ".example:7070" }
+func (b *tpRaftBackend) Ready() bool                      { return true }
+func (b *tpRaftBackend) Failed() error                    { return nil }
+func (b *tpRaftBackend) IsLeader() bool                   { return b.id == b.leader }
+func (b *tpRaftBackend) MemberAPIAddresses() []string     { return nil }
+func (b *tpRaftBackend) RaftMetrics() backend.RaftMetrics { return b.metrics }
 func (b *tpRaftBackend) LeaderAPIAddress() (string, string) {
 	return b.leader + ".example:7070", b.leader
 }
-func (b *tpRaftBackend) NodeAPIAddress(id string) (string, bool)   { return id + ".example:7070", true }
-func (b *tpRaftBackend) DiskUsage() (replication.DiskUsage, error) { return b.disk, nil }
+func (b *tpRaftBackend) NodeAPIAddress(id string) (string, bool) { return id + ".example:7070", true }
+func (b *tpRaftBackend) DiskUsage() (backend.DiskUsage, error)   { return b.disk, nil }
 
-func (b *tpRaftBackend) Status() replication.Status {
-	st := replication.Status{NodeID: b.id, State: "Follower", LeaderID: b.leader, Term: 4, LastLogIndex: b.metrics.LastIndex}
+func (b *tpRaftBackend) Status() backend.Status {
+	st := backend.Status{NodeID: b.id, State: "Follower", LeaderID: b.leader, Term: 4, LastLogIndex: b.metrics.LastIndex}
 	if b.IsLeader() {
 		st.State = "Leader"
 	}
 	for _, id := range []string{"n1", "n2", "n3"} {
-		st.Members = append(st.Members, replication.Member{ID: id, Address: id + ".example:7071", Suffrage: "Voter"})
+		st.Members = append(st.Members, backend.Member{ID: id, Address: id + ".example:7071", Suffrage: "Voter"})
 	}
 	return st
 }
@@ -544,8 +544,8 @@ func TestClusterPageFollowerLagAndHealth(t *testing.T) {
 		t.Cleanup(srv.Close)
 		return srv.URL
 	}
-	leader := serve(&tpRaftBackend{id: "n1", leader: "n1", disk: replication.DiskUsage{Total: 100 << 30, Avail: 3 << 30},
-		metrics: replication.RaftMetrics{LeaderChanges: 2, LastIndex: 50, Followers: []replication.FollowerStats{
+	leader := serve(&tpRaftBackend{id: "n1", leader: "n1", disk: backend.DiskUsage{Total: 100 << 30, Avail: 3 << 30},
+		metrics: backend.RaftMetrics{LeaderChanges: 2, LastIndex: 50, Followers: []backend.FollowerStats{
 			{ID: "n2", LastIndex: 45, LastContact: time.Now().Add(-time.Second)},
 			{ID: "n3"},
 		}}})
@@ -562,7 +562,7 @@ func TestClusterPageFollowerLagAndHealth(t *testing.T) {
 		t.Errorf("%d failed checks, want 2 (contact, disk): %q", n, p.text("#cluster-health"))
 	}
 
-	follower := serve(&tpRaftBackend{id: "n2", leader: "n1", disk: replication.DiskUsage{Total: 100 << 30, Avail: 60 << 30}})
+	follower := serve(&tpRaftBackend{id: "n2", leader: "n1", disk: backend.DiskUsage{Total: 100 << 30, Avail: 60 << 30}})
 	f := newPageAt(t, follower)
 	f.open("/cluster")
 	f.waitText("#cluster-note", "the leader n1 holds the follower lags")

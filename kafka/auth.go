@@ -13,8 +13,8 @@ import (
 
 	"github.com/logd-dev/logd/auth"
 	"github.com/logd-dev/logd/auth/certid"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/internal/quota"
-	"github.com/logd-dev/logd/replication"
 )
 
 // Authentication, authorization, quotas and the audit log of the Kafka
@@ -122,8 +122,8 @@ func (c *conn) authenticate() bool {
 	if c.method != methodNone {
 		// The backend records who created a topic, and bounds topics per
 		// principal, from the context.
-		c.ctx = replication.WithPrincipal(c.ctx, c.principal)
-		c.pollCtx = replication.WithPrincipal(c.pollCtx, c.principal)
+		c.ctx = backend.WithPrincipal(c.ctx, c.principal)
+		c.pollCtx = backend.WithPrincipal(c.pollCtx, c.principal)
 	}
 	return true
 }

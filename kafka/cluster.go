@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/backend"
 )
 
 // How the Raft group looks to a Kafka client: every member is a broker,
@@ -92,7 +92,7 @@ const inSyncLag = 5 * time.Second
 // outOfSync returns, on the leader, the voters that have not answered it
 // within inSyncLag (replication's follower stats: AppendEntries answers,
 // heartbeats included); none elsewhere, where it cannot be told.
-func (s *Server) outOfSync(st replication.Status, self string) map[string]bool {
+func (s *Server) outOfSync(st backend.Status, self string) map[string]bool {
 	if st.LeaderID != self {
 		return nil
 	}
@@ -216,7 +216,7 @@ func numericSuffix(id string) (int32, bool) {
 // topicID is a topic's Kafka topic id: a hash of its name and creation
 // time, so that every node gives the same id and a topic deleted and
 // created again gets a new one.
-func topicID(t replication.TopicInfo) [16]byte {
+func topicID(t backend.TopicInfo) [16]byte {
 	h := sha256.New()
 	h.Write([]byte(t.Name))
 	var ts [8]byte

@@ -11,9 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/client"
-	"github.com/logd-dev/logd/replication"
 	"github.com/logd-dev/logd/server"
 )
 
@@ -23,7 +23,7 @@ import (
 // replication gives. With late set, the check passes and the append is
 // refused instead, as when an older member joins between the two.
 type belowCompression struct {
-	Backend
+	backend.Kafka
 	late bool
 }
 
@@ -31,7 +31,7 @@ func (b belowCompression) refusal(c batch.Compression) error {
 	if c == batch.CompressionNone || c == batch.CompressionGzip {
 		return nil
 	}
-	return &replication.FeatureLevelError{Command: fmt.Sprintf("append of %s batches", c), Need: 4, Cluster: 3}
+	return &backend.FeatureLevelError{Command: fmt.Sprintf("append of %s batches", c), Need: 4, Cluster: 3}
 }
 
 func (b belowCompression) CheckCompression(c batch.Compression) error {
@@ -41,13 +41,13 @@ func (b belowCompression) CheckCompression(c batch.Compression) error {
 	return b.refusal(c)
 }
 
-func (b belowCompression) Append(ctx context.Context, a replication.Append) ([]int64, error) {
+func (b belowCompression) Append(ctx context.Context, a backend.Append) ([]int64, error) {
 	for _, pb := range a.Batches {
 		if info, err := batch.Peek(pb.Batch); err == nil && b.refusal(info.Compression()) != nil {
 			return nil, b.refusal(info.Compression())
 		}
 	}
-	return b.Backend.Append(ctx, a)
+	return b.Kafka.Append(ctx, a)
 }
 
 // compressedRecords is records(values) compressed with c.
@@ -81,7 +81,7 @@ func TestProduceCodecsByFeatureLevel(t *testing.T) {
 	}
 	for _, late := range []bool{false, true} {
 		t.Run(fmt.Sprintf("below the level, refused late %t", late), func(t *testing.T) {
-			tn := startNode(t, func(o *Options) { o.Backend = belowCompression{Backend: o.Backend, late: late} })
+			tn := startNode(t, func(o *Options) { o.Backend = belowCompression{Kafka: o.Backend, late: late} })
 			tn.createTopic("plain", 2, nil)
 			tn.createTopic("compacted", 2, map[string]string{"cleanup.policy": "compact"})
 			c := dial(t, tn.addr)

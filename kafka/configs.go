@@ -8,9 +8,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/logd-dev/logd/replication"
 )
 
 // Topic settings as Kafka's DescribeConfigs and IncrementalAlterConfigs see
@@ -194,7 +193,7 @@ func (s *Server) alterTopicConfig(ctx context.Context, w topicWriter, r kmsg.Inc
 	if err != nil {
 		return codeFor(err, opAdmin), errorMessage(err)
 	}
-	c := replication.AlterTopic{Name: t.Name, Config: map[string]string{}}
+	c := backend.AlterTopic{Name: t.Name, Config: map[string]string{}}
 	seen := map[string]bool{}
 	for _, kv := range r.Configs {
 		if seen[kv.Name] {

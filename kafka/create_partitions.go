@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/logd-dev/logd/replication"
 )
 
 // keyCreatePartitions is CreatePartitions' API key.
@@ -77,7 +76,7 @@ func (s *Server) growTopic(ctx context.Context, w topicWriter, t kmsg.CreatePart
 	if t.Count == info.Partitions {
 		return errInvalidPartitions, fmt.Sprintf("topic %s already has %d partitions", t.Topic, info.Partitions)
 	}
-	c := replication.CreatePartitions{Name: t.Topic, Count: t.Count}
+	c := backend.CreatePartitions{Name: t.Topic, Count: t.Count}
 	err = s.b.ValidateCreatePartitions(c) // here too when forwarding: the precise code
 	if err == nil && !validateOnly {
 		_, err = w.CreatePartitions(ctx, c)

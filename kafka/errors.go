@@ -6,7 +6,9 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/dedup"
+	"github.com/logd-dev/logd/partition"
 )
 
 // Kafka error codes this front end answers with (the protocol's numbers).
@@ -124,34 +126,34 @@ var errorTable = []errorRow{
 	// Admission control refused the append and nothing was written: a
 	// code every Kafka client retries (NOT_ENOUGH_REPLICAS also means
 	// "not written"), sent with throttle_time_ms (throttleFor).
-	{errs: []error{replication.ErrOverloaded}, code: errNotEnoughReplicas},
-	{errs: []error{replication.ErrOffsetOutOfRange}, code: errOffsetOutOfRange},
-	{errs: []error{replication.ErrUnknownTopic, replication.ErrLogClosed, replication.ErrUnknownPartition}, code: errUnknownTopicOrPartition},
-	{errs: []error{replication.ErrTopicExists}, code: errTopicAlreadyExists},
-	{errs: []error{replication.ErrRecordTooLarge, replication.ErrBatchTooLarge}, code: errMessageTooLarge},
-	{errs: []error{replication.ErrInvalidTopicName}, code: errInvalidTopic},
-	{errs: []error{replication.ErrInvalidConfig}, code: errInvalidConfig},
-	{errs: []error{replication.ErrInvalidBatch}, code: errCorruptMessage},
+	{errs: []error{backend.ErrOverloaded}, code: errNotEnoughReplicas},
+	{errs: []error{backend.ErrOffsetOutOfRange}, code: errOffsetOutOfRange},
+	{errs: []error{backend.ErrUnknownTopic, backend.ErrLogClosed, backend.ErrUnknownPartition}, code: errUnknownTopicOrPartition},
+	{errs: []error{backend.ErrTopicExists}, code: errTopicAlreadyExists},
+	{errs: []error{backend.ErrRecordTooLarge, backend.ErrBatchTooLarge}, code: errMessageTooLarge},
+	{errs: []error{partition.ErrInvalidTopicName}, code: errInvalidTopic},
+	{errs: []error{backend.ErrInvalidConfig}, code: errInvalidConfig},
+	{errs: []error{backend.ErrInvalidBatch}, code: errCorruptMessage},
 	// A record without a key on a compacted topic, as Kafka answers it
 	// (checkBatch refuses it per partition first; the backend refuses it
 	// too, for a topic that became compacted meanwhile).
-	{errs: []error{replication.ErrKeyRequired}, code: errInvalidRecord},
+	{errs: []error{backend.ErrKeyRequired}, code: errInvalidRecord},
 	// A growth of a topic's partitions to a smaller count, or past the
 	// per-topic limit (before ErrInvalidArgument, which it also is).
-	{errs: []error{replication.ErrPartitionCount}, code: errInvalidPartitions},
-	{errs: []error{replication.ErrInvalidArgument, replication.ErrIdempotencyConflict}, code: errInvalidRequest},
+	{errs: []error{backend.ErrPartitionCount}, code: errInvalidPartitions},
+	{errs: []error{backend.ErrInvalidArgument, dedup.ErrIdempotencyConflict}, code: errInvalidRequest},
 	// The cluster's topic quota: retrying does not help until topics are
 	// deleted or the quota raised.
-	{errs: []error{replication.ErrQuotaExceeded}, code: errPolicyViolation},
+	{errs: []error{backend.ErrQuotaExceeded}, code: errPolicyViolation},
 	// A command some member's build would not understand.
-	{errs: []error{replication.ErrFeatureLevel}, code: errPolicyViolation},
-	{errs: []error{replication.ErrNotLeader, replication.ErrShutdown, replication.ErrBehind}, code: errNotLeaderOrFollower},
+	{errs: []error{backend.ErrFeatureLevel}, code: errPolicyViolation},
+	{errs: []error{backend.ErrNotLeader, backend.ErrShutdown, backend.ErrBehind}, code: errNotLeaderOrFollower},
 	// The outcome is unknown: the write may still commit.
-	{errs: []error{replication.ErrTimeout, context.DeadlineExceeded, context.Canceled}, code: errRequestTimedOut},
-	{errs: []error{replication.ErrStopped, replication.ErrCorrupt}, code: errKafkaStorage},
+	{errs: []error{backend.ErrTimeout, context.DeadlineExceeded, context.Canceled}, code: errRequestTimedOut},
+	{errs: []error{backend.ErrStopped, backend.ErrCorrupt}, code: errKafkaStorage},
 	// Concurrent appends kept committing the same idempotency keys first
 	// (Kafka appends carry none): nothing the client can do but retry.
-	{errs: []error{replication.ErrDedupRace}, code: errUnknownServer},
+	{errs: []error{backend.ErrDedupRace}, code: errUnknownServer},
 }
 
 // codeFor maps a backend error to a Kafka code for an operation of kind.
@@ -182,13 +184,13 @@ func tableCode(err error) int16 {
 // control's retry hint when it refused an append, else 0. Clients hold
 // back their next request to the node for that long.
 func throttleFor(err error) int32 {
-	var oe *replication.OverloadedError
+	var oe *backend.OverloadedError
 	if !errors.As(err, &oe) {
 		return 0
 	}
 	after := oe.RetryAfter
 	if after <= 0 {
-		after = replication.DefaultOverloadRetryAfter
+		after = backend.DefaultOverloadRetryAfter
 	}
 	return int32(min(after, time.Minute).Milliseconds())
 }

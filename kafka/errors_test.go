@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/dedup"
+	"github.com/logd-dev/logd/partition"
 	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/logd-dev/logd/replication"
 )
 
 // kafkaSentinels are the backend's error sentinels the Kafka front end can
@@ -24,33 +25,33 @@ var kafkaSentinels = map[string]struct {
 	err  error
 	code int16
 }{
-	"ErrNotLeader":           {replication.ErrNotLeader, errNotLeaderOrFollower},
-	"ErrBehind":              {replication.ErrBehind, errNotLeaderOrFollower},
-	"ErrShutdown":            {replication.ErrShutdown, errNotLeaderOrFollower},
-	"ErrUnknownTopic":        {replication.ErrUnknownTopic, errUnknownTopicOrPartition},
-	"ErrUnknownPartition":    {replication.ErrUnknownPartition, errUnknownTopicOrPartition},
-	"ErrLogClosed":           {replication.ErrLogClosed, errUnknownTopicOrPartition},
-	"ErrTopicExists":         {replication.ErrTopicExists, errTopicAlreadyExists},
-	"ErrInvalidConfig":       {replication.ErrInvalidConfig, errInvalidConfig},
-	"ErrInvalidArgument":     {replication.ErrInvalidArgument, errInvalidRequest},
-	"ErrInvalidTopicName":    {replication.ErrInvalidTopicName, errInvalidTopic},
-	"ErrInvalidBatch":        {replication.ErrInvalidBatch, errCorruptMessage},
-	"ErrRecordTooLarge":      {replication.ErrRecordTooLarge, errMessageTooLarge},
-	"ErrBatchTooLarge":       {replication.ErrBatchTooLarge, errMessageTooLarge},
-	"ErrOverloaded":          {replication.ErrOverloaded, errNotEnoughReplicas},
-	"ErrOffsetOutOfRange":    {replication.ErrOffsetOutOfRange, errOffsetOutOfRange},
-	"ErrTimeout":             {replication.ErrTimeout, errRequestTimedOut},
-	"ErrStopped":             {replication.ErrStopped, errKafkaStorage},
-	"ErrCorrupt":             {replication.ErrCorrupt, errKafkaStorage},
-	"ErrQuotaExceeded":       {replication.ErrQuotaExceeded, errPolicyViolation},
-	"ErrPartitionCount":      {replication.ErrPartitionCount, errInvalidPartitions},
-	"ErrFeatureLevel":        {replication.ErrFeatureLevel, errPolicyViolation},
-	"ErrIdempotencyConflict": {replication.ErrIdempotencyConflict, errInvalidRequest},
-	"ErrDedupRace":           {replication.ErrDedupRace, errUnknownServer},
-	"ErrKeyRequired":         {replication.ErrKeyRequired, errInvalidRecord},
+	"ErrNotLeader":           {backend.ErrNotLeader, errNotLeaderOrFollower},
+	"ErrBehind":              {backend.ErrBehind, errNotLeaderOrFollower},
+	"ErrShutdown":            {backend.ErrShutdown, errNotLeaderOrFollower},
+	"ErrUnknownTopic":        {backend.ErrUnknownTopic, errUnknownTopicOrPartition},
+	"ErrUnknownPartition":    {backend.ErrUnknownPartition, errUnknownTopicOrPartition},
+	"ErrLogClosed":           {backend.ErrLogClosed, errUnknownTopicOrPartition},
+	"ErrTopicExists":         {backend.ErrTopicExists, errTopicAlreadyExists},
+	"ErrInvalidConfig":       {backend.ErrInvalidConfig, errInvalidConfig},
+	"ErrInvalidArgument":     {backend.ErrInvalidArgument, errInvalidRequest},
+	"ErrInvalidTopicName":    {partition.ErrInvalidTopicName, errInvalidTopic},
+	"ErrInvalidBatch":        {backend.ErrInvalidBatch, errCorruptMessage},
+	"ErrRecordTooLarge":      {backend.ErrRecordTooLarge, errMessageTooLarge},
+	"ErrBatchTooLarge":       {backend.ErrBatchTooLarge, errMessageTooLarge},
+	"ErrOverloaded":          {backend.ErrOverloaded, errNotEnoughReplicas},
+	"ErrOffsetOutOfRange":    {backend.ErrOffsetOutOfRange, errOffsetOutOfRange},
+	"ErrTimeout":             {backend.ErrTimeout, errRequestTimedOut},
+	"ErrStopped":             {backend.ErrStopped, errKafkaStorage},
+	"ErrCorrupt":             {backend.ErrCorrupt, errKafkaStorage},
+	"ErrQuotaExceeded":       {backend.ErrQuotaExceeded, errPolicyViolation},
+	"ErrPartitionCount":      {backend.ErrPartitionCount, errInvalidPartitions},
+	"ErrFeatureLevel":        {backend.ErrFeatureLevel, errPolicyViolation},
+	"ErrIdempotencyConflict": {dedup.ErrIdempotencyConflict, errInvalidRequest},
+	"ErrDedupRace":           {backend.ErrDedupRace, errUnknownServer},
+	"ErrKeyRequired":         {backend.ErrKeyRequired, errInvalidRecord},
 }
 
-// notMet are the sentinels of package replication that no call of this
+// notMet are the sentinels of package backend that no call of this
 // front end returns: membership, catch-up and the state machine's own
 // stops (a stopped node answers ErrStopped), node-to-node identity, and
 // tokens and ACLs, which the Kafka listener does not manage (it reads the
@@ -58,14 +59,10 @@ var kafkaSentinels = map[string]struct {
 var notMet = []string{
 	"ErrBadCommand", "ErrEntryDamaged", "ErrUnknownCommand", "ErrSnapshotAhead", "ErrDiverged",
 	"ErrNoSegmentSource", "ErrSegmentGone", "ErrUnknownNode", "ErrMembershipChange",
-	"ErrNodeUnreachable", "ErrNodeConflict", "ErrNoQuorum", "ErrPeerIdentity", "ErrPeerNotNode",
+	"ErrNodeUnreachable", "ErrNodeConflict", "ErrNoQuorum",
 	"ErrTokenExists", "ErrUnknownToken", "ErrTooManyTokens", "ErrTooManyACLs",
-	// Restoring a backup, which logd restore does, not a node's listener.
-	"ErrRestoreTarget", "ErrBackupTooNew",
 	// Redrive jobs, which only the Connect API drives.
 	"ErrUnknownRedrive",
-	// A data dir whose Raft log is in the other store refuses to start.
-	"ErrLogStoreMismatch",
 }
 
 func TestErrorTableCoversSentinels(t *testing.T) {
@@ -75,19 +72,19 @@ func TestErrorTableCoversSentinels(t *testing.T) {
 			t.Errorf("%s: %s; want %s", name, errorName(got), errorName(s.code))
 		}
 	}
-	if got := codeFor(replication.ErrNotLeader, opAdmin); got != errNotController {
+	if got := codeFor(backend.ErrNotLeader, opAdmin); got != errNotController {
 		t.Errorf("ErrNotLeader in administration: %s; want NOT_CONTROLLER", errorName(got))
 	}
 	if got := codeFor(fmt.Errorf("what"), opRecords); got != errUnknownServer {
 		t.Errorf("an unknown error: %s", errorName(got))
 	}
-	if ms := throttleFor(fmt.Errorf("x: %w", &replication.OverloadedError{RetryAfter: 2 * time.Second})); ms != 2000 {
+	if ms := throttleFor(fmt.Errorf("x: %w", &backend.OverloadedError{RetryAfter: 2 * time.Second})); ms != 2000 {
 		t.Errorf("throttle %d ms; want 2000", ms)
 	}
 
-	// Every sentinel declared in package replication is listed.
+	// Every sentinel declared in package backend is listed.
 	fset := token.NewFileSet()
-	files, err := filepath.Glob(filepath.Join("..", "replication", "*.go"))
+	files, err := filepath.Glob(filepath.Join("..", "backend", "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +115,7 @@ func TestErrorTableCoversSentinels(t *testing.T) {
 						continue
 					}
 					if _, ok := kafkaSentinels[n.Name]; !ok && !listed[n.Name] {
-						t.Errorf("replication.%s (%s) has no Kafka code: add it to kafkaSentinels (and errorTable) or notMet", n.Name, filepath.Base(path))
+						t.Errorf("backend.%s (%s) has no Kafka code: add it to kafkaSentinels (and errorTable) or notMet", n.Name, filepath.Base(path))
 					}
 				}
 			}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
-	"github.com/logd-dev/logd/replication"
 )
 
 // fetch answers Fetch: for each partition, the stored batches from the one
@@ -194,7 +194,7 @@ func (s *Server) fetchPartition(res *fetchResult, rp *kmsg.FetchResponseTopicPar
 	r, err := s.b.Read(topic, p.Partition, p.FetchOffset, int(min(limit, math.MaxInt32)))
 	if err != nil {
 		rp.ErrorCode = codeFor(err, opRecords)
-		var oor *replication.OutOfRangeError
+		var oor *backend.OutOfRangeError
 		if errors.As(err, &oor) {
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = oor.End, oor.End, oor.Start
 		}

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/logd-dev/logd/auth"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/backend"
 )
 
 // Forwarder makes a topic change (CreateTopics, DeleteTopics,
@@ -17,19 +17,19 @@ import (
 // retrying NOT_CONTROLLER. cmd/logd implements it over the leader's API.
 // The errors are the backend's.
 type Forwarder interface {
-	CreateTopic(ctx context.Context, p auth.Principal, c replication.CreateTopic) (replication.TopicInfo, error)
-	AlterTopic(ctx context.Context, p auth.Principal, c replication.AlterTopic) (replication.TopicInfo, error)
+	CreateTopic(ctx context.Context, p auth.Principal, c backend.CreateTopic) (backend.TopicInfo, error)
+	AlterTopic(ctx context.Context, p auth.Principal, c backend.AlterTopic) (backend.TopicInfo, error)
 	DeleteTopic(ctx context.Context, p auth.Principal, name string) error
-	CreatePartitions(ctx context.Context, p auth.Principal, c replication.CreatePartitions) (replication.TopicInfo, error)
+	CreatePartitions(ctx context.Context, p auth.Principal, c backend.CreatePartitions) (backend.TopicInfo, error)
 }
 
 // topicWriter is where a request's topic changes go: the backend on the
 // leader, the leader through the Forwarder elsewhere.
 type topicWriter interface {
-	CreateTopic(ctx context.Context, c replication.CreateTopic) (replication.TopicInfo, error)
-	AlterTopic(ctx context.Context, c replication.AlterTopic) (replication.TopicInfo, error)
+	CreateTopic(ctx context.Context, c backend.CreateTopic) (backend.TopicInfo, error)
+	AlterTopic(ctx context.Context, c backend.AlterTopic) (backend.TopicInfo, error)
 	DeleteTopic(ctx context.Context, name string) error
-	CreatePartitions(ctx context.Context, c replication.CreatePartitions) (replication.TopicInfo, error)
+	CreatePartitions(ctx context.Context, c backend.CreatePartitions) (backend.TopicInfo, error)
 }
 
 // writer returns the request's topicWriter, or nil when this node does
@@ -52,11 +52,11 @@ type forwarded struct {
 	p auth.Principal
 }
 
-func (w forwarded) CreateTopic(ctx context.Context, c replication.CreateTopic) (replication.TopicInfo, error) {
+func (w forwarded) CreateTopic(ctx context.Context, c backend.CreateTopic) (backend.TopicInfo, error) {
 	return w.f.CreateTopic(ctx, w.p, c)
 }
 
-func (w forwarded) AlterTopic(ctx context.Context, c replication.AlterTopic) (replication.TopicInfo, error) {
+func (w forwarded) AlterTopic(ctx context.Context, c backend.AlterTopic) (backend.TopicInfo, error) {
 	return w.f.AlterTopic(ctx, w.p, c)
 }
 
@@ -64,6 +64,6 @@ func (w forwarded) DeleteTopic(ctx context.Context, name string) error {
 	return w.f.DeleteTopic(ctx, w.p, name)
 }
 
-func (w forwarded) CreatePartitions(ctx context.Context, c replication.CreatePartitions) (replication.TopicInfo, error) {
+func (w forwarded) CreatePartitions(ctx context.Context, c backend.CreatePartitions) (backend.TopicInfo, error) {
 	return w.f.CreatePartitions(ctx, w.p, c)
 }

@@ -1,33 +1,8 @@
 package kafka
 
 import (
-	"context"
 	"time"
-
-	"github.com/logd-dev/logd/group"
-	"github.com/logd-dev/logd/replication"
 )
-
-// GroupBackend is what the group coordinator needs from the node: the
-// replicated consumer group state (shared with logd's own protocol, so
-// Kafka groups and logd groups are the same groups), and the commits of
-// groups coordinated outside the state machine. replication.Backend
-// implements it; the contracts of server/backend.go hold.
-type GroupBackend interface {
-	// ConsumerGroup and ConsumerGroups (sorted by name) return copies of
-	// the replicated groups: committed offsets, and logd's own members.
-	ConsumerGroup(name string) (*group.ConsumerGroup, error)
-	ConsumerGroups() []*group.ConsumerGroup
-	// DeleteGroup deletes a group without live members of logd's protocol
-	// (group.ErrConsumerGroupNotFound, group.ErrConsumerGroupNotEmpty).
-	DeleteGroup(ctx context.Context, name string) error
-	// SetGroupOffsets commits or removes offsets, fenced by the group's
-	// generation (replication.Node.SetGroupOffsets lists its errors).
-	SetGroupOffsets(ctx context.Context, c replication.GroupSetOffsets) error
-	// GroupFence returns a group's generation and its live members of
-	// logd's protocol; ok is false when it does not exist.
-	GroupFence(name string) (generation int64, liveMembers int, ok bool)
-}
 
 // Defaults of GroupOptions.
 const (

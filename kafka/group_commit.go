@@ -6,8 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
-	"github.com/logd-dev/logd/replication"
 )
 
 // maxCommitPartitions bounds the partitions of one OffsetCommit, as the
@@ -121,7 +121,7 @@ func (s *Server) offsetCommit(ctx context.Context, rc *reqCtx, req *kmsg.OffsetC
 	if len(offsets) == 0 {
 		return resp
 	}
-	err := s.b.SetGroupOffsets(ctx, replication.GroupSetOffsets{Group: req.Group, Fence: fence, Offsets: offsets})
+	err := s.b.SetGroupOffsets(ctx, backend.GroupSetOffsets{Group: req.Group, Fence: fence, Offsets: offsets})
 	if errors.Is(err, group.ErrConsumerGroupNotFound) {
 		// Only removals, of a group that has no offsets: nothing to
 		// remove.

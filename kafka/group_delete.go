@@ -9,8 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
-	"github.com/logd-dev/logd/replication"
 )
 
 // deleteGroups answers DeleteGroups (versions 0 to 2), on the
@@ -70,16 +70,16 @@ func (c *coordinator) busy(id string) bool {
 // (replication.Backend.SetExternalGroupMembers), so that `logctl group
 // delete` refuses a group Kafka members hold, as DeleteGroups does, and
 // `logctl group describe` shows them.
-func (s *Server) GroupMembers(id string) replication.ExternalGroup {
+func (s *Server) GroupMembers(id string) backend.ExternalGroup {
 	c := s.groups
 	leads, term := s.b.IsLeader(), s.b.Status().Term
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.groups[id]
 	if !leads || c.closed || term != c.term || g == nil || len(g.members)+len(g.pending) == 0 {
-		return replication.ExternalGroup{}
+		return backend.ExternalGroup{}
 	}
-	out := replication.ExternalGroup{State: string(group.StateRebalancing)}
+	out := backend.ExternalGroup{State: string(group.StateRebalancing)}
 	switch g.state {
 	case groupStable:
 		out.State = string(group.StateStable)
@@ -92,7 +92,7 @@ func (s *Server) GroupMembers(id string) replication.ExternalGroup {
 	}
 	slices.SortFunc(ms, func(a, b *kmember) int { return cmp.Compare(a.seq, b.seq) })
 	for _, m := range ms {
-		em := replication.ExternalMember{MemberID: m.id, Protocol: "kafka", ClientID: m.clientID, ClientHost: m.clientHost}
+		em := backend.ExternalMember{MemberID: m.id, Protocol: "kafka", ClientID: m.clientID, ClientHost: m.clientHost}
 		if m.instance != nil {
 			em.InstanceID = *m.instance
 		}
@@ -103,7 +103,7 @@ func (s *Server) GroupMembers(id string) replication.ExternalGroup {
 	}
 	pending := slices.Sorted(maps.Keys(g.pending))
 	for _, mid := range pending {
-		out.Members = append(out.Members, replication.ExternalMember{MemberID: mid, Protocol: "kafka"})
+		out.Members = append(out.Members, backend.ExternalMember{MemberID: mid, Protocol: "kafka"})
 	}
 	return out
 }

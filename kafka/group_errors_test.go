@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
-	"github.com/logd-dev/logd/replication"
 )
 
 // TestGroupErrorTableCoversSentinels: every error of package group maps
@@ -18,7 +18,7 @@ func TestGroupErrorTableCoversSentinels(t *testing.T) {
 			t.Errorf("%v: %s", err, errorName(code))
 		}
 	}
-	if code := groupCode(replication.ErrNotLeader); code != errNotCoordinator {
+	if code := groupCode(backend.ErrNotLeader); code != errNotCoordinator {
 		t.Errorf("not the leader: %s", errorName(code))
 	}
 	for code, name := range groupErrorNames {

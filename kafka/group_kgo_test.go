@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
-	"github.com/logd-dev/logd/replication"
 )
 
 // Consumer groups with franz-go's kgo: its group consumer joins, syncs,
@@ -286,7 +286,7 @@ func TestKgoGroupResetBetweenSessions(t *testing.T) {
 	for p := range int32(2) {
 		offsets = append(offsets, group.OffsetCommit{TopicPartition: group.TopicPartition{Topic: "replay", Partition: p}, Offset: 10})
 	}
-	if err := tn.backend.ResetGroupOffsets(ctx, replication.GroupResetOffsets{Group: "r", Offsets: offsets}); err != nil {
+	if err := tn.backend.ResetGroupOffsets(ctx, backend.GroupResetOffsets{Group: "r", Offsets: offsets}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -321,7 +321,7 @@ func TestKgoResetFencesLiveMember(t *testing.T) {
 	for p := range int32(2) {
 		offsets = append(offsets, group.OffsetCommit{TopicPartition: group.TopicPartition{Topic: "fence", Partition: p}, Offset: 0})
 	}
-	if err := tn.backend.ResetGroupOffsets(ctx, replication.GroupResetOffsets{Group: "f", Offsets: offsets}); err != nil {
+	if err := tn.backend.ResetGroupOffsets(ctx, backend.GroupResetOffsets{Group: "f", Offsets: offsets}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "the member consumes again from the reset", func() bool { _, all := c.total(); return all == 80 })

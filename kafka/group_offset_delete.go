@@ -9,8 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
-	"github.com/logd-dev/logd/replication"
 )
 
 // offsetDelete answers OffsetDelete (version 0), on the coordinator: the
@@ -97,7 +97,7 @@ func (s *Server) offsetDelete(ctx context.Context, rc *reqCtx, req *kmsg.OffsetD
 	if len(offsets) == 0 {
 		return resp
 	}
-	err = s.b.SetGroupOffsets(ctx, replication.GroupSetOffsets{Group: req.Group, Fence: group.NoFence, Offsets: offsets})
+	err = s.b.SetGroupOffsets(ctx, backend.GroupSetOffsets{Group: req.Group, Fence: group.NoFence, Offsets: offsets})
 	code := groupCode(err)
 	if err != nil {
 		msg = errorMessage(err)

@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
-	"github.com/logd-dev/logd/replication"
 )
 
 // Tests of the group coordinator with raw requests, where each step's
@@ -334,7 +334,7 @@ func TestGroupResetFencesMembers(t *testing.T) {
 		t.Fatalf("sync: %s", errorName(code))
 	}
 	wantCode(t, "commit", a.commit(0, 8), errNone)
-	if err := tn.backend.ResetGroupOffsets(ctx, replication.GroupResetOffsets{Group: "g", Offsets: []group.OffsetCommit{
+	if err := tn.backend.ResetGroupOffsets(ctx, backend.GroupResetOffsets{Group: "g", Offsets: []group.OffsetCommit{
 		{TopicPartition: group.TopicPartition{Topic: "orders", Partition: 0}, Offset: 2}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +372,7 @@ func TestGroupResetDuringRebalance(t *testing.T) {
 	b.id = first.MemberID
 	bReq, bCorr := b.startJoin("b")
 	waitState(t, tn, "g", groupPreparingRebalance)
-	if err := tn.backend.ResetGroupOffsets(ctx, replication.GroupResetOffsets{Group: "g", Offsets: []group.OffsetCommit{
+	if err := tn.backend.ResetGroupOffsets(ctx, backend.GroupResetOffsets{Group: "g", Offsets: []group.OffsetCommit{
 		{TopicPartition: group.TopicPartition{Topic: "orders", Partition: 0}, Offset: 1}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -410,7 +410,7 @@ func TestGroupProtocolConflicts(t *testing.T) {
 	tn := groupNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := tn.backend.JoinGroup(ctx, replication.GroupJoin{Group: "logd", Member: "native", Topics: []string{"orders"}, SessionTimeoutMs: 10_000}); err != nil {
+	if _, err := tn.backend.JoinGroup(ctx, backend.GroupJoin{Group: "logd", Member: "native", Topics: []string{"orders"}, SessionTimeoutMs: 10_000}); err != nil {
 		t.Fatal(err)
 	}
 	k := newMember(t, tn, "logd")
@@ -423,7 +423,7 @@ func TestGroupProtocolConflicts(t *testing.T) {
 	if _, code := a.sync(map[string]string{a.id: "x"}); code != errNone {
 		t.Fatalf("sync: %s", errorName(code))
 	}
-	if _, err := tn.backend.JoinGroup(ctx, replication.GroupJoin{Group: "kafka", Member: "native", Topics: []string{"orders"}, SessionTimeoutMs: 10_000}); err != nil {
+	if _, err := tn.backend.JoinGroup(ctx, backend.GroupJoin{Group: "kafka", Member: "native", Topics: []string{"orders"}, SessionTimeoutMs: 10_000}); err != nil {
 		t.Fatal(err)
 	}
 	wantCode(t, "the Kafka member's heartbeat", a.heartbeat(), errIllegalGeneration)
@@ -440,15 +440,15 @@ func TestGroupProtocolConflicts(t *testing.T) {
 
 // leadership is a backend whose leadership and term a test sets.
 type leadership struct {
-	Backend
+	backend.Kafka
 	leads atomic.Bool
 	term  atomic.Uint64
 }
 
-func (b *leadership) IsLeader() bool { return b.leads.Load() && b.Backend.IsLeader() }
+func (b *leadership) IsLeader() bool { return b.leads.Load() && b.Kafka.IsLeader() }
 
-func (b *leadership) Status() replication.Status {
-	st := b.Backend.Status()
+func (b *leadership) Status() backend.Status {
+	st := b.Kafka.Status()
 	st.Term = b.term.Load()
 	return st
 }
@@ -460,7 +460,7 @@ func (b *leadership) Status() replication.Status {
 func TestGroupCoordinatorMoves(t *testing.T) {
 	var lb *leadership
 	tn := groupNode(t, func(o *Options) {
-		lb = &leadership{Backend: o.Backend}
+		lb = &leadership{Kafka: o.Backend}
 		lb.leads.Store(true)
 		lb.term.Store(1)
 		o.Backend = lb

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/replication"
 )
@@ -106,7 +107,7 @@ func (tn *testNode) createTopic(name string, partitions int32, config map[string
 	tn.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := tn.backend.CreateTopic(ctx, replication.CreateTopic{Name: name, Partitions: partitions, Config: config}); err != nil {
+	if _, err := tn.backend.CreateTopic(ctx, backend.CreateTopic{Name: name, Partitions: partitions, Config: config}); err != nil {
 		tn.t.Fatal(err)
 	}
 }

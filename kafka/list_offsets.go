@@ -7,8 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
-	"github.com/logd-dev/logd/replication"
 )
 
 // Special timestamps of ListOffsets.
@@ -69,7 +69,7 @@ func (s *Server) offsetFor(topic string, partition int32, ts int64) (int64, int6
 	case ts == offsetsMaxTimestamp:
 		return s.maxTimestamp(topic, partition, bounds)
 	case ts < 0:
-		return 0, 0, replication.ErrInvalidArgument
+		return 0, 0, backend.ErrInvalidArgument
 	}
 	return s.offsetForTime(topic, partition, ts, bounds)
 }
@@ -78,7 +78,7 @@ func (s *Server) offsetFor(topic string, partition int32, ts int64) (int64, int6
 // the first batch whose max timestamp is at or after it, and the record is
 // found inside (records of one batch need not be in time order; for a
 // batch logd cannot decompress, its first offset is answered).
-func (s *Server) offsetForTime(topic string, partition int32, ts int64, bounds replication.Offsets) (int64, int64, error) {
+func (s *Server) offsetForTime(topic string, partition int32, ts int64, bounds backend.Offsets) (int64, int64, error) {
 	base, err := s.b.OffsetForTime(topic, partition, ts)
 	if err != nil {
 		return 0, 0, err
@@ -88,7 +88,7 @@ func (s *Server) offsetForTime(topic string, partition int32, ts int64, bounds r
 	}
 	r, err := s.b.Read(topic, partition, max(base, bounds.LogStart), 1)
 	if err != nil {
-		if errors.Is(err, replication.ErrOffsetOutOfRange) {
+		if errors.Is(err, backend.ErrOffsetOutOfRange) {
 			return -1, -1, nil // trimmed meanwhile
 		}
 		return 0, 0, err
@@ -113,7 +113,7 @@ func (s *Server) offsetForTime(topic string, partition int32, ts int64, bounds r
 // timestamp t for which the time index still names a batch is the log's
 // largest (a binary search over OffsetForTime, 64 lookups at most), and the
 // first batch whose max timestamp reaches it holds that record.
-func (s *Server) maxTimestamp(topic string, partition int32, bounds replication.Offsets) (int64, int64, error) {
+func (s *Server) maxTimestamp(topic string, partition int32, bounds backend.Offsets) (int64, int64, error) {
 	if bounds.End <= bounds.LogStart {
 		return -1, -1, nil
 	}

@@ -6,8 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/partition"
-	"github.com/logd-dev/logd/replication"
 )
 
 // clusterID is what Metadata gives as the cluster id.
@@ -81,14 +81,14 @@ func (s *Server) metadata(ctx context.Context, rc *reqCtx, req *kmsg.MetadataReq
 			continue
 		}
 		t, err := s.b.Topic(name)
-		if errors.Is(err, replication.ErrUnknownTopic) && autoCreate && rc.mayAutoCreate(name) {
+		if errors.Is(err, backend.ErrUnknownTopic) && autoCreate && rc.mayAutoCreate(name) {
 			t, err = s.autoCreate(ctx, name)
 		}
 		if err != nil {
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.Topic = &name
 			mt.ErrorCode = codeFor(err, opRecords)
-			if errors.Is(err, replication.ErrNotLeader) || errors.Is(err, replication.ErrTimeout) {
+			if errors.Is(err, backend.ErrNotLeader) || errors.Is(err, backend.ErrTimeout) {
 				// Auto-creation on a follower, or not committed in time:
 				// retriable; the client asks again (the leader creates it).
 				mt.ErrorCode = errLeaderNotAvailable
@@ -103,23 +103,23 @@ func (s *Server) metadata(ctx context.Context, rc *reqCtx, req *kmsg.MetadataReq
 }
 
 // topicByID finds a topic by its topic id.
-func (s *Server) topicByID(id [16]byte) (replication.TopicInfo, bool) {
+func (s *Server) topicByID(id [16]byte) (backend.TopicInfo, bool) {
 	for _, t := range s.b.Topics() {
 		if topicID(t) == id {
 			return t, true
 		}
 	}
-	return replication.TopicInfo{}, false
+	return backend.TopicInfo{}, false
 }
 
 // autoCreate creates a topic a Metadata request named, with the default
 // partition count; a topic created meanwhile by another request is fine.
-func (s *Server) autoCreate(ctx context.Context, name string) (replication.TopicInfo, error) {
+func (s *Server) autoCreate(ctx context.Context, name string) (backend.TopicInfo, error) {
 	if err := partition.ValidateTopicName(name); err != nil {
-		return replication.TopicInfo{}, err // INVALID_TOPIC_EXCEPTION, not the state machine's INVALID_REQUEST
+		return backend.TopicInfo{}, err // INVALID_TOPIC_EXCEPTION, not the state machine's INVALID_REQUEST
 	}
-	t, err := s.b.CreateTopic(ctx, replication.CreateTopic{Name: name, Partitions: s.defParts})
-	if errors.Is(err, replication.ErrTopicExists) {
+	t, err := s.b.CreateTopic(ctx, backend.CreateTopic{Name: name, Partitions: s.defParts})
+	if errors.Is(err, backend.ErrTopicExists) {
 		return s.b.Topic(name)
 	}
 	if err == nil {
@@ -129,7 +129,7 @@ func (s *Server) autoCreate(ctx context.Context, name string) (replication.Topic
 }
 
 // topicMetadata describes one topic's partitions.
-func (s *Server) topicMetadata(rc *reqCtx, t replication.TopicInfo, view clusterView) kmsg.MetadataResponseTopic {
+func (s *Server) topicMetadata(rc *reqCtx, t backend.TopicInfo, view clusterView) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name

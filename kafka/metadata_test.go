@@ -5,23 +5,22 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/logd-dev/logd/replication"
 )
 
 // threeNodes is a backend that sees itself (n1) in a group of three nodes
 // plus a non-voter: the registry has the others' API addresses on other
 // hosts and ports (each with the same Kafka port offset).
 type threeNodes struct {
-	Backend
+	backend.Kafka
 	leader string
 }
 
-func (b threeNodes) Status() replication.Status {
-	st := b.Backend.Status()
+func (b threeNodes) Status() backend.Status {
+	st := b.Kafka.Status()
 	st.LeaderID = b.leader
-	st.Members = []replication.Member{
+	st.Members = []backend.Member{
 		{ID: "n1", Suffrage: "voter"}, {ID: "n2", Suffrage: "voter"}, {ID: "n3", Suffrage: "voter"}, {ID: "learner", Suffrage: "nonvoter"},
 	}
 	return st
@@ -39,7 +38,7 @@ func TestMetadataCluster(t *testing.T) {
 	for _, leader := range []string{"n2", ""} {
 		t.Run("leader="+leader, func(t *testing.T) {
 			tn := startNode(t, func(o *Options) {
-				o.Backend = threeNodes{Backend: o.Backend, leader: leader}
+				o.Backend = threeNodes{Kafka: o.Backend, leader: leader}
 				peers, err := PortOffset("127.0.0.1:7070", o.Advertise)
 				if err != nil {
 					t.Fatal(err)
@@ -174,7 +173,7 @@ func TestPortOffset(t *testing.T) {
 // of three voters led by n1: n1 and n2 registered their Kafka addresses,
 // n3 (a build before the field) only its API address.
 type registeredNodes struct {
-	Backend
+	backend.Kafka
 	self  string
 	api   map[string]string
 	kafka map[string]string
@@ -182,10 +181,10 @@ type registeredNodes struct {
 
 func (b registeredNodes) NodeID() string { return b.self }
 
-func (b registeredNodes) Status() replication.Status {
-	st := b.Backend.Status()
+func (b registeredNodes) Status() backend.Status {
+	st := b.Kafka.Status()
 	st.NodeID, st.LeaderID = b.self, "n1"
-	st.Members = []replication.Member{{ID: "n1", Suffrage: "voter"}, {ID: "n2", Suffrage: "voter"}, {ID: "n3", Suffrage: "voter"}}
+	st.Members = []backend.Member{{ID: "n1", Suffrage: "voter"}, {ID: "n2", Suffrage: "voter"}, {ID: "n3", Suffrage: "voter"}}
 	return st
 }
 
@@ -209,7 +208,7 @@ func TestMetadataRegisteredAddresses(t *testing.T) {
 	kafkaAddrs := map[string]string{} // filled once both listen
 	start := func(self string) *testNode {
 		return startNode(t, func(o *Options) {
-			o.Backend = registeredNodes{Backend: o.Backend, self: self, api: api, kafka: kafkaAddrs}
+			o.Backend = registeredNodes{Kafka: o.Backend, self: self, api: api, kafka: kafkaAddrs}
 			peers, err := PortOffset(api[self], o.Advertise)
 			if err != nil {
 				t.Fatal(err)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
-	"github.com/logd-dev/logd/replication"
 )
 
 // defaultProduceTimeout is a produce's commit deadline when the request
@@ -33,7 +33,7 @@ type partResult struct {
 // one Raft entry.
 type topicAppend struct {
 	topic   string
-	batches []replication.PartitionBatch
+	batches []backend.PartitionBatch
 	// results[i] is where batches[i]'s outcome goes.
 	results []*partResult
 }
@@ -201,7 +201,7 @@ func (s *Server) checkTopic(t kmsg.ProduceRequestTopic, results []partResult) *t
 			continue
 		}
 		*r = partResult{records: n, bytes: len(p.Records)}
-		a.batches = append(a.batches, replication.PartitionBatch{Partition: p.Partition, Batch: p.Records})
+		a.batches = append(a.batches, backend.PartitionBatch{Partition: p.Partition, Batch: p.Records})
 		a.results = append(a.results, r)
 	}
 	if len(a.batches) == 0 {
@@ -278,14 +278,14 @@ func unsupportedCompression(c batch.Compression, err error) string {
 // appendTopic appends a topic's valid batches and fills their results; it
 // returns the throttle to answer with (throttleFor).
 func (s *Server) appendTopic(ctx context.Context, a *topicAppend) int32 {
-	bases, err := s.b.Append(ctx, replication.Append{Topic: a.topic, Batches: a.batches})
+	bases, err := s.b.Append(ctx, backend.Append{Topic: a.topic, Batches: a.batches})
 	if err != nil {
 		code := codeFor(err, opRecords)
 		switch {
 		case code == errInvalidRequest:
 			// The state machine's own batch checks: the batch is bad.
 			code = errCorruptMessage
-		case errors.Is(err, replication.ErrFeatureLevel):
+		case errors.Is(err, backend.ErrFeatureLevel):
 			// A member with an older build joined since checkBatch:
 			// the only feature an append needs is a codec.
 			code = errUnsupportedCompression

@@ -10,20 +10,20 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
-	"github.com/logd-dev/logd/replication"
 )
 
 // follower is a backend that is not the leader, as every node but one is.
-type follower struct{ Backend }
+type follower struct{ backend.Kafka }
 
 func (follower) IsLeader() bool { return false }
 
 // overloaded is a backend whose appends admission control refuses.
-type overloaded struct{ Backend }
+type overloaded struct{ backend.Kafka }
 
-func (overloaded) Append(context.Context, replication.Append) ([]int64, error) {
-	return nil, &replication.OverloadedError{Topic: "t", Group: "workers", Bound: "records", Backlog: 10, Adding: 1, Limit: 10, RetryAfter: 750 * time.Millisecond}
+func (overloaded) Append(context.Context, backend.Append) ([]int64, error) {
+	return nil, &backend.OverloadedError{Topic: "t", Group: "workers", Bound: "records", Backlog: 10, Adding: 1, Limit: 10, RetryAfter: 750 * time.Millisecond}
 }
 
 // withAttributes returns a copy of b with its attributes (and CRC) changed

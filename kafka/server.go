@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/internal/quota"
 )
 
@@ -111,7 +112,7 @@ func (l Limits) withDefaults() Limits {
 // Options configures a Server.
 type Options struct {
 	// Backend is the node (replication.NewBackend). Required.
-	Backend Backend
+	Backend backend.Kafka
 	// Advertise is this node's Kafka address as Metadata gives it to
 	// clients, host:port. Required.
 	Advertise string
@@ -152,7 +153,7 @@ type Options struct {
 // Server serves the Kafka protocol over a Backend. Serve runs it on a
 // listener; Close stops it. Its methods are safe for concurrent use.
 type Server struct {
-	b         Backend
+	b         backend.Kafka
 	advertise string
 	peer      func(string) (string, bool)
 	autoMake  bool

@@ -11,8 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/partition"
-	"github.com/logd-dev/logd/replication"
 )
 
 // adminTimeout is an administrative request's commit deadline when it gives
@@ -62,7 +62,7 @@ func (s *Server) createTopics(ctx context.Context, rc *reqCtx, req *kmsg.CreateT
 		case w == nil && !req.ValidateOnly:
 			code = errNotController
 		default:
-			var info replication.TopicInfo
+			var info backend.TopicInfo
 			info, code, msg = s.createTopic(actx, w, t, req.ValidateOnly)
 			if code == errNone {
 				rt.TopicID = topicID(info)
@@ -108,42 +108,42 @@ func configsAttr(cfgs []kmsg.CreateTopicsRequestTopicConfig) slog.Attr {
 
 // createTopic creates (or only validates, here) one topic through w; for
 // a validation the returned info is the topic as it would be created.
-func (s *Server) createTopic(ctx context.Context, w topicWriter, t kmsg.CreateTopicsRequestTopic, validateOnly bool) (replication.TopicInfo, int16, string) {
+func (s *Server) createTopic(ctx context.Context, w topicWriter, t kmsg.CreateTopicsRequestTopic, validateOnly bool) (backend.TopicInfo, int16, string) {
 	if err := partition.ValidateTopicName(t.Topic); err != nil {
-		return replication.TopicInfo{}, errInvalidTopic, errorMessage(err)
+		return backend.TopicInfo{}, errInvalidTopic, errorMessage(err)
 	}
 	if len(t.ReplicaAssignment) > 0 {
-		return replication.TopicInfo{}, errInvalidReplicaAssignment, "logd places every partition on every voter; leave the replica assignment empty"
+		return backend.TopicInfo{}, errInvalidReplicaAssignment, "logd places every partition on every voter; leave the replica assignment empty"
 	}
 	parts := t.NumPartitions
 	if parts == -1 {
 		parts = s.defParts
 	}
 	if parts < 1 {
-		return replication.TopicInfo{}, errInvalidPartitions, fmt.Sprintf("%d partitions: want at least 1 (or -1 for the default)", t.NumPartitions)
+		return backend.TopicInfo{}, errInvalidPartitions, fmt.Sprintf("%d partitions: want at least 1 (or -1 for the default)", t.NumPartitions)
 	}
 	if t.ReplicationFactor == 0 || t.ReplicationFactor < -1 {
-		return replication.TopicInfo{}, errInvalidReplicationFactor, fmt.Sprintf("replication factor %d: want at least 1 (or -1); logd replicates to every voter", t.ReplicationFactor)
+		return backend.TopicInfo{}, errInvalidReplicationFactor, fmt.Sprintf("replication factor %d: want at least 1 (or -1); logd replicates to every voter", t.ReplicationFactor)
 	}
-	c := replication.CreateTopic{Name: t.Topic, Partitions: parts, Config: map[string]string{}}
+	c := backend.CreateTopic{Name: t.Topic, Partitions: parts, Config: map[string]string{}}
 	for _, kv := range t.Configs {
 		if kv.Value == nil {
 			continue // null: the default
 		}
 		c.Config[kv.Name] = *kv.Value
 	}
-	code := func(err error) (replication.TopicInfo, int16, string) {
+	code := func(err error) (backend.TopicInfo, int16, string) {
 		code := codeFor(err, opAdmin)
-		if errors.Is(err, replication.ErrInvalidArgument) {
+		if errors.Is(err, backend.ErrInvalidArgument) {
 			code = errInvalidPartitions // the name is checked above
 		}
-		return replication.TopicInfo{}, code, errorMessage(err)
+		return backend.TopicInfo{}, code, errorMessage(err)
 	}
 	if validateOnly {
 		if err := s.b.ValidateCreateTopic(c); err != nil {
 			return code(err)
 		}
-		info := replication.TopicInfo{Name: c.Name, Partitions: c.Partitions, Config: s.b.TopicConfigDefaults()}
+		info := backend.TopicInfo{Name: c.Name, Partitions: c.Partitions, Config: s.b.TopicConfigDefaults()}
 		for k, v := range c.Config {
 			info.Config[k] = v
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/replication"
 	"github.com/logd-dev/logd/server"
@@ -48,8 +49,8 @@ type Options struct {
 	// FeatureLevel is the feature level the node runs at; zero is its
 	// build's. A lower one plays an older build in a rolling upgrade: the
 	// node proposes nothing the level does not cover, so a test can see a
-	// newer feature refused (replication.FeatureLevelError).
-	FeatureLevel replication.FeatureLevel
+	// newer feature refused (backend.FeatureLevelError).
+	FeatureLevel backend.FeatureLevel
 	// TLS, if set, serves the API over TLS with this configuration
 	// (HTTP/2 and HTTP/1.1): URL is https, and a client certificate it
 	// verifies gives the caller's principal (docs/security.md). Default:

@@ -89,7 +89,7 @@ func (b *Backend) CreateTopic(ctx context.Context, c backend.CreateTopic) (backe
 // partitions.
 func (b *Backend) TopicQuota() (q backend.TopicQuota, topics, partitions int64) {
 	topics, partitions = b.Node.fsm.TopicCounts()
-	return backend.TopicQuota(b.Node.cfg.Quota), topics, partitions
+	return b.Node.cfg.Quota, topics, partitions
 }
 
 // AlterTopic changes a topic's settings through Raft and returns them as

@@ -47,7 +47,7 @@ func allows(name string, need, cluster fsm.FeatureLevel) error {
 
 // buildLevel is the feature level this node registers and counts itself
 // at: its build's, or Config.FeatureLevel's below it.
-func (n *Node) buildLevel() fsm.FeatureLevel { return n.cfg.FeatureLevel }
+func (n *Node) buildLevel() fsm.FeatureLevel { return fsm.FeatureLevel(n.cfg.FeatureLevel) }
 
 // featureLevel returns the cluster's feature level as this node sees it:
 // the lowest level registered by a member of the current Raft

@@ -154,7 +154,7 @@ type Config struct {
 	// concurrent creations may then pass the quota by a few. Its
 	// per-principal bounds count the topics each principal created
 	// (topic_quota.go). Zero: none.
-	Quota fsm.TopicQuota
+	Quota backend.TopicQuota
 	// HeartbeatTimeout, ElectionTimeout and LeaderLeaseTimeout are
 	// hashicorp/raft's timeouts, which decide how fast a failover is and
 	// how much stalling a cluster under load tolerates (raft_stores.go).
@@ -169,7 +169,7 @@ type Config struct {
 	// not be higher. A lower one makes the node act as a build of that
 	// level in a rolling upgrade (it proposes nothing the level does not
 	// cover), which is how tests play an older build.
-	FeatureLevel fsm.FeatureLevel
+	FeatureLevel backend.FeatureLevel
 	// Register, if set, is how this node asks the leader to register its
 	// addresses and feature level while it follows (register.go): the Join
 	// call over the client API (cmd/logd's joinVia), to the leader's
@@ -206,7 +206,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: data dir is required", backend.ErrInvalidArgument)
 	case c.RaftBind == "" && !c.InMemory:
 		return fmt.Errorf("%w: raft bind address is required", backend.ErrInvalidArgument)
-	case c.FeatureLevel > fsm.Level:
+	case c.FeatureLevel > backend.FeatureLevel(fsm.Level):
 		return fmt.Errorf("%w: feature level %d is above this build's %d", backend.ErrInvalidArgument, c.FeatureLevel, fsm.Level)
 	case c.WALSegmentBytes != 0 && (c.WALSegmentBytes < MinWALSegmentBytes || c.WALSegmentBytes > MaxWALSegmentBytes):
 		return fmt.Errorf("%w: raft wal segment size %d: want %d to %d bytes", backend.ErrInvalidArgument, c.WALSegmentBytes, MinWALSegmentBytes, MaxWALSegmentBytes)
@@ -265,7 +265,7 @@ func (c *Config) setDefaults() {
 		c.Now = time.Now
 	}
 	if c.FeatureLevel == 0 {
-		c.FeatureLevel = fsm.Level
+		c.FeatureLevel = backend.FeatureLevel(fsm.Level)
 	}
 	if c.Fatal == nil {
 		logger := c.Logger

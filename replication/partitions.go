@@ -18,8 +18,8 @@ import (
 // replacing whatever the caller put there.
 func (n *Node) stampCreatePartitions(t *fsm.Topic, c *fsm.CreatePartitions) {
 	c.TopicIndex, c.Quota = t.CreateIndex, nil
-	if !n.cfg.Quota.IsZero() {
-		q := n.cfg.Quota
+	if !fsm.TopicQuota(n.cfg.Quota).IsZero() {
+		q := fsm.TopicQuota(n.cfg.Quota)
 		c.Quota = &q
 	}
 }

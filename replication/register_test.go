@@ -58,7 +58,7 @@ func TestFollowerRegistersNewLevel(t *testing.T) {
 	c := newJoinCluster(t)
 	reg := &registrar{c: c}
 	c.configure = func(_ string, cfg *Config) {
-		cfg.FeatureLevel = old
+		cfg.FeatureLevel = backend.FeatureLevel(old)
 		cfg.Register = reg.ask
 	}
 	l := c.open(ctx, "n1", true)
@@ -83,7 +83,7 @@ func TestFollowerRegistersNewLevel(t *testing.T) {
 	// of a minute keeps it from campaigning: only the leader can register
 	// it.
 	n3 = c.restart(n3, func(cfg *Config) {
-		cfg.FeatureLevel = fsm.Level
+		cfg.FeatureLevel = backend.FeatureLevel(fsm.Level)
 		cfg.HeartbeatTimeout, cfg.ElectionTimeout = time.Minute, time.Minute
 	})
 	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)

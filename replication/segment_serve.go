@@ -13,7 +13,7 @@ import (
 
 // Segment transfer for snapshot catch-up (install.go): an HTTP endpoint
 // on the API port, or on the peer listener of a node that has one (the
-// front end mounts SegmentHandler at SegmentPathPrefix), for nodes only under peer TLS, that serves a
+// front end mounts SegmentHandler at backend.SegmentPathPrefix), for nodes only under peer TLS, that serves a
 // segment's .meta file, or the first N bytes of its data file, streamed
 // from disk in small chunks (the serving node never holds a segment in
 // memory).
@@ -32,14 +32,12 @@ import (
 // only the very version listed (same end, same size). Compaction keeps a
 // segment's base and end, so the size tells the versions apart.
 const (
-	// SegmentPathPrefix is where SegmentHandler is mounted.
-	SegmentPathPrefix = "/internal/v1/segment/"
-	segmentMetaPath   = SegmentPathPrefix + "meta"
-	segmentDataPath   = SegmentPathPrefix + "data"
+	segmentMetaPath = backend.SegmentPathPrefix + "meta"
+	segmentDataPath = backend.SegmentPathPrefix + "data"
 )
 
 // SegmentHandler serves the segment files of this node to peers that
-// catch up from a snapshot; mount it at SegmentPathPrefix. Under peer TLS
+// catch up from a snapshot; mount it at backend.SegmentPathPrefix. Under peer TLS
 // (Config.PeerTLS) it answers only callers whose connection presented a
 // verified node certificate, and 403 to anyone else, so the listener it
 // is mounted on must verify client certificates of the cluster CA

@@ -24,8 +24,8 @@ func (n *Node) stampCreateTopic(ctx context.Context, c *fsm.CreateTopic) error {
 		c.Principal = p.String()
 	}
 	level, levelErr := n.featureLevel()
-	if !n.cfg.Quota.IsZero() {
-		q := n.cfg.Quota
+	if !fsm.TopicQuota(n.cfg.Quota).IsZero() {
+		q := fsm.TopicQuota(n.cfg.Quota)
 		c.Quota = &q
 		if err := n.fsm.CheckQuota(*c); err != nil {
 			return err

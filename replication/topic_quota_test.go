@@ -19,7 +19,7 @@ func TestTopicPrincipalQuota(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n := openSingleNode(t, ctx, Config{DataDir: t.TempDir(), APIAdvertise: "127.0.0.1:1",
-		Quota: fsm.TopicQuota{MaxTopics: 10, MaxTopicsPerPrincipal: 1, MaxPartitionsPerPrincipal: 3}, Fatal: func(err error) { t.Errorf("fatal: %v", err) }})
+		Quota: backend.TopicQuota{MaxTopics: 10, MaxTopicsPerPrincipal: 1, MaxPartitionsPerPrincipal: 3}, Fatal: func(err error) { t.Errorf("fatal: %v", err) }})
 	defer n.Close()
 	for n.FSM().NodeFeatureLevel("n1") != fsm.Level {
 		select {
@@ -64,7 +64,7 @@ func TestTopicPrincipalQuotaBeforeSecurityLevel(t *testing.T) {
 	defer cancel()
 	c := newMemCluster(t, ctx, 3)
 	n := c.nodes[0]
-	n.cfg.Quota = fsm.TopicQuota{MaxTopicsPerPrincipal: 1}
+	n.cfg.Quota = backend.TopicQuota{MaxTopicsPerPrincipal: 1}
 	for _, id := range []string{"n2", "n3"} {
 		if err := n.register(ctx, fsm.NodeRegister{ID: id, APIAddress: id + "-api", FeatureLevel: fsm.QuotaLevel}); err != nil {
 			t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/logd-dev/logd/api/logdv1"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/backend"
 )
 
 // AlterTopic changes a topic's settings through Raft and returns its
@@ -18,7 +18,7 @@ func (s *Server) AlterTopic(ctx context.Context, req *connect.Request[logdv1.Alt
 	if m.Name == "" {
 		return nil, errInvalid("topic name is required")
 	}
-	t, err := s.b.AlterTopic(ctx, replication.AlterTopic{Name: m.Name, Config: m.Config, Delete: m.DeleteConfig})
+	t, err := s.b.AlterTopic(ctx, backend.AlterTopic{Name: m.Name, Config: m.Config, Delete: m.DeleteConfig})
 	if err != nil {
 		return nil, toConnectError(err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/auth"
 	"github.com/logd-dev/logd/auth/certid"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/internal/testcerts"
 	"github.com/logd-dev/logd/replication"
 	"github.com/logd-dev/logd/server"
@@ -218,7 +219,7 @@ func (e *authEnv) user(ctx context.Context, name string, acls ...auth.ACL) strin
 
 // addUser stores a token for User:name in sec and adds acls; it returns
 // the token.
-func addUser(t testing.TB, ctx context.Context, sec server.SecurityBackend, name string, acls ...auth.ACL) string {
+func addUser(t testing.TB, ctx context.Context, sec backend.SecurityAPI, name string, acls ...auth.ACL) string {
 	t.Helper()
 	tok, err := auth.NewToken(rand.Reader)
 	if err != nil {
@@ -325,25 +326,25 @@ func (b *memSecurity) CreateToken(_ context.Context, v auth.Verifier, by string)
 	return nil
 }
 
-func (b *memSecurity) RevokeToken(_ context.Context, id string) (replication.TokenInfo, error) {
+func (b *memSecurity) RevokeToken(_ context.Context, id string) (backend.TokenInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.tokens[id]
 	if !ok {
-		return replication.TokenInfo{}, errors.New("replication: unknown token")
+		return backend.TokenInfo{}, errors.New("replication: unknown token")
 	}
 	delete(b.tokens, id)
 	return info(e), nil
 }
 
-func info(e tokenEntry) replication.TokenInfo {
-	return replication.TokenInfo{ID: e.v.ID, Principal: e.v.Principal, Description: e.v.Description, CreatedMs: e.v.CreatedMs, ExpiresMs: e.v.ExpiresMs, CreatedBy: e.by}
+func info(e tokenEntry) backend.TokenInfo {
+	return backend.TokenInfo{ID: e.v.ID, Principal: e.v.Principal, Description: e.v.Description, CreatedMs: e.v.CreatedMs, ExpiresMs: e.v.ExpiresMs, CreatedBy: e.by}
 }
 
-func (b *memSecurity) Tokens() []replication.TokenInfo {
+func (b *memSecurity) Tokens() []backend.TokenInfo {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var out []replication.TokenInfo
+	var out []backend.TokenInfo
 	for _, e := range b.tokens {
 		out = append(out, info(e))
 	}

@@ -19,7 +19,7 @@ import (
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/auth"
 	"github.com/logd-dev/logd/auth/certid"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/backend"
 )
 
 // Authentication (docs/security.md, "Principals"). Every call to the API,
@@ -144,7 +144,7 @@ func (a *authInfo) authenticated() bool { return a.method != methodNone }
 // authenticator turns requests into principals.
 type authenticator struct {
 	opts AuthOptions
-	sec  SecurityBackend
+	sec  backend.SecurityAPI
 	// authz names the superusers (the decision is the Server's).
 	authz *auth.Authorizer
 	// bootstrapSum is the SHA-256 of the bootstrap token's secret.
@@ -164,7 +164,7 @@ type authenticator struct {
 	unauthenticated prometheus.Counter
 }
 
-func newAuthenticator(opts AuthOptions, sec SecurityBackend, authz *auth.Authorizer, reg *prometheus.Registry) *authenticator {
+func newAuthenticator(opts AuthOptions, sec backend.SecurityAPI, authz *auth.Authorizer, reg *prometheus.Registry) *authenticator {
 	a := &authenticator{opts: opts, sec: sec, authz: authz, errw: connect.NewErrorWriter(),
 		unauthenticated: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "logd_unauthenticated_requests_total", Help: "API calls refused for want of valid credentials (UNAUTHENTICATED) before they were decoded.",
@@ -306,7 +306,7 @@ func (a *authenticator) refused(r *http.Request, info *authInfo, err error) {
 func withAuth(ctx context.Context, info *authInfo) context.Context {
 	ctx = context.WithValue(ctx, authKey{}, info)
 	if info.authenticated() {
-		ctx = replication.WithPrincipal(ctx, info.principal)
+		ctx = backend.WithPrincipal(ctx, info.principal)
 	}
 	return ctx
 }

@@ -9,18 +9,18 @@ import (
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/auth"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/backend"
 )
 
 // topicLessBackend knows no topic: enough for the rows that look one up.
-type topicLessBackend struct{ Backend }
+type topicLessBackend struct{ backend.API }
 
-func (topicLessBackend) Topic(string) (replication.TopicInfo, error) {
-	return replication.TopicInfo{}, replication.ErrUnknownTopic
+func (topicLessBackend) Topic(string) (backend.TopicInfo, error) {
+	return backend.TopicInfo{}, backend.ErrUnknownTopic
 }
 
-func (topicLessBackend) RedriveJob(id string) (replication.RedriveJob, error) {
-	return replication.RedriveJob{}, replication.ErrUnknownRedrive
+func (topicLessBackend) RedriveJob(id string) (backend.RedriveJob, error) {
+	return backend.RedriveJob{}, backend.ErrUnknownRedrive
 }
 
 func (topicLessBackend) Token(string) (auth.Verifier, bool) { return auth.Verifier{}, false }
@@ -82,7 +82,7 @@ func TestEveryProcedureHasARule(t *testing.T) {
 
 // staticACLs is a security backend of fixed ACLs.
 type staticACLs struct {
-	SecurityBackend
+	backend.SecurityAPI
 	set *auth.Set
 }
 

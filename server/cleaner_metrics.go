@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/logd-dev/logd/backend"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -8,7 +9,7 @@ import (
 // the FSM's counters (commands applied on this node, so every replica
 // counts the same work) and the node's cleaner stats (the leader's planning
 // and preparing passes).
-type cleanerCollector struct{ b Backend }
+type cleanerCollector struct{ b backend.API }
 
 var (
 	descCleanerBytesDeleted = prometheus.NewDesc("logd_cleaner_bytes_deleted_total",

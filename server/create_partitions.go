@@ -6,7 +6,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/logd-dev/logd/api/logdv1"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/backend"
 )
 
 // CreatePartitions grows a topic's partition count through Raft (one
@@ -26,7 +26,7 @@ func (s *Server) CreatePartitions(ctx context.Context, req *connect.Request[logd
 	if err != nil {
 		return nil, toConnectError(err)
 	}
-	c := replication.CreatePartitions{Name: m.Name, Count: m.Count}
+	c := backend.CreatePartitions{Name: m.Name, Count: m.Count}
 	if m.ValidateOnly {
 		if err := s.b.ValidateCreatePartitions(c); err != nil {
 			return nil, toConnectError(err)

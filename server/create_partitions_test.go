@@ -12,7 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/replication/fsm"
 	"github.com/logd-dev/logd/server"
 )
 
@@ -27,7 +29,7 @@ func TestCreatePartitionsHandler(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	n, err := replication.Open(replication.Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true,
 		Logger: logger, RaftLogLevel: "error", CleanerInterval: time.Hour, Fatal: func(err error) { t.Errorf("fatal: %v", err) },
-		Quota: replication.TopicQuota{MaxPartitions: 6}})
+		Quota: backend.TopicQuota{MaxPartitions: 6}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +43,7 @@ func TestCreatePartitionsHandler(t *testing.T) {
 	}
 	srv := server.New(server.Options{Backend: replication.NewBackend(n), Logger: logger, Registry: prometheus.NewRegistry()})
 	for _, name := range []string{"a", "other"} {
-		if _, err := n.CreateTopic(ctx, replication.CreateTopic{Name: name, Partitions: 1}); err != nil {
+		if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: name, Partitions: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/logd-dev/logd/api/logdv1"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/backend"
 )
 
 // CreateTopic creates a topic through Raft, within the cluster's quota of
@@ -14,7 +14,7 @@ import (
 // machine checks as it applies the creation, so every node agrees.
 func (s *Server) CreateTopic(ctx context.Context, req *connect.Request[logdv1.CreateTopicRequest]) (*connect.Response[logdv1.CreateTopicResponse], error) {
 	m := req.Msg
-	t, err := s.b.CreateTopic(ctx, replication.CreateTopic{Name: m.Name, Partitions: m.Partitions, Config: m.Config})
+	t, err := s.b.CreateTopic(ctx, backend.CreateTopic{Name: m.Name, Partitions: m.Partitions, Config: m.Config})
 	if err != nil {
 		s.quotaMetrics.refusal(err)
 		return nil, toConnectError(err)

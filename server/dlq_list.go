@@ -9,9 +9,9 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/partition"
-	"github.com/logd-dev/logd/replication"
 )
 
 // Bounds of a ListDeadLetters call: the dead letters answered and the
@@ -42,7 +42,7 @@ func (b *deadLetterBounds) full(resp *logdv1.ListDeadLettersResponse) bool {
 // ListDeadLetters reads a dead-letter topic from each partition's start
 // (or from_offset) to its end offset now (or to_offset), and answers the
 // dead letters a redrive job with the same filters would select, decoded
-// by the job's own reader (replication.ParseDeadLetter, RedriveMatch), so
+// by the job's own reader (backend.ParseDeadLetter, RedriveMatch), so
 // what the console lists is what a redrive moves. A truncated answer says
 // where each partition's read stopped (next_offsets) and up to where it
 // reads (end_offsets), so a client lists the rest with further calls.
@@ -69,10 +69,10 @@ func (s *Server) ListDeadLetters(ctx context.Context, req *connect.Request[logdv
 		slices.ContainsFunc(m.FromOffsets, negative) || slices.ContainsFunc(m.ToOffsets, negative) {
 		return nil, errInvalid("from_offsets and to_offsets: want at most one offset >= 0 per partition (%d)", len(t.Partitions))
 	}
-	spec := replication.RedriveSpec{Reasons: m.Reasons, Key: string(m.Key), HasKey: m.HasKey, SinceMs: m.SinceMs, UntilMs: m.UntilMs,
+	spec := backend.RedriveSpec{Reasons: m.Reasons, Key: string(m.Key), HasKey: m.HasKey, SinceMs: m.SinceMs, UntilMs: m.UntilMs,
 		MaxRedrives: int(m.MaxRedrives)}
 	if spec.MaxRedrives == 0 {
-		spec.MaxRedrives = replication.DefaultMaxRedrives
+		spec.MaxRedrives = backend.DefaultMaxRedrives
 	}
 	bounds := &deadLetterBounds{records: int(m.MaxRecords), scan: int64(m.MaxScan), bytes: int(m.MaxBytes)}
 	if bounds.records == 0 {
@@ -125,9 +125,9 @@ func negative(v int64) bool { return v < 0 }
 
 // readDeadLetters reads one batch of a partition at off (below end),
 // adds what it selects to resp, and returns the offset to read next.
-func (s *Server) readDeadLetters(topic string, part int32, off, end int64, spec replication.RedriveSpec, bounds *deadLetterBounds, resp *logdv1.ListDeadLettersResponse) (int64, error) {
+func (s *Server) readDeadLetters(topic string, part int32, off, end int64, spec backend.RedriveSpec, bounds *deadLetterBounds, resp *logdv1.ListDeadLettersResponse) (int64, error) {
 	r, err := s.b.Read(topic, part, off, deadLetterRead)
-	var oor *replication.OutOfRangeError
+	var oor *backend.OutOfRangeError
 	if errors.As(err, &oor) && off < oor.Start {
 		return min(oor.Start, end), nil // retention moved on
 	}
@@ -148,8 +148,8 @@ func (s *Server) readDeadLetters(topic string, part int32, off, end int64, spec 
 		}
 		next = rec.Offset + 1
 		resp.Scanned++
-		d := replication.ParseDeadLetter(rec)
-		if !d.IsDeadLetter() || !replication.RedriveMatch(spec, d, rec.Key) {
+		d := backend.ParseDeadLetter(rec)
+		if !d.IsDeadLetter() || !backend.RedriveMatch(spec, d, rec.Key) {
 			continue
 		}
 		resp.DeadLetters = append(resp.DeadLetters, deadLetterProto(part, rec, d, spec.MaxRedrives))
@@ -164,7 +164,7 @@ func (s *Server) readDeadLetters(topic string, part int32, off, end int64, spec 
 	return next, nil
 }
 
-func deadLetterProto(part int32, r batch.Record, d replication.DeadLetter, maxRedrives int) *logdv1.DeadLetter {
+func deadLetterProto(part int32, r batch.Record, d backend.DeadLetter, maxRedrives int) *logdv1.DeadLetter {
 	out := &logdv1.DeadLetter{Partition: part, Offset: r.Offset, Reason: d.Reason, Error: d.Error,
 		OriginTopic: d.OriginTopic, OriginPartition: d.OriginPartition, OriginOffset: d.OriginOffset, Group: d.Group,
 		Deliveries: int32(d.Deliveries), FirstDeliveryMs: d.FirstDeliveryMs, LastDeliveryMs: d.LastDeliveryMs, DeadLetteredMs: d.DeadLetteredMs,

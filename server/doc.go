@@ -39,7 +39,7 @@
 // Security (docs/security.md): authn.go authenticates every call before
 // it is forwarded or decoded (a bearer token, else a verified client
 // certificate; a bad credential is UNAUTHENTICATED), and puts the
-// principal in the context (replication.WithPrincipal). authz.go holds the
+// principal in the context (backend.WithPrincipal). authz.go holds the
 // one table from procedure to the permissions a call needs, applied by an
 // interceptor against the backend's replicated ACLs; a follower applies it
 // to a write before forwarding it (forward_authz.go), and the leader trusts

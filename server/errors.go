@@ -11,7 +11,10 @@ import (
 	"connectrpc.com/connect"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/dedup"
 	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/partition"
 	"github.com/logd-dev/logd/queue"
 	"github.com/logd-dev/logd/replication"
 )
@@ -41,26 +44,26 @@ var errorTable = []errorRow{
 	{errs: []error{group.ErrInvalidGroupRequest}, code: connect.CodeInvalidArgument, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
 
 	// Records and topics.
-	{errs: []error{replication.ErrOverloaded}, code: connect.CodeResourceExhausted, reason: logdv1.Reason_REASON_OVERLOADED, info: overloadedInfo},
-	{errs: []error{replication.ErrOffsetOutOfRange}, code: connect.CodeOutOfRange, reason: logdv1.Reason_REASON_OFFSET_OUT_OF_RANGE, info: outOfRangeInfo},
-	{errs: []error{replication.ErrUnknownTopic, replication.ErrLogClosed}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_TOPIC},
-	{errs: []error{replication.ErrUnknownPartition}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_PARTITION},
-	{errs: []error{replication.ErrTopicExists}, code: connect.CodeAlreadyExists, reason: logdv1.Reason_REASON_TOPIC_EXISTS},
-	{errs: []error{replication.ErrRecordTooLarge, replication.ErrBatchTooLarge}, code: connect.CodeInvalidArgument, reason: logdv1.Reason_REASON_RECORD_TOO_LARGE},
-	{errs: []error{replication.ErrInvalidArgument, replication.ErrInvalidConfig, replication.ErrInvalidTopicName, replication.ErrInvalidBatch, replication.ErrPartitionCount,
-		replication.ErrKeyRequired},
+	{errs: []error{backend.ErrOverloaded}, code: connect.CodeResourceExhausted, reason: logdv1.Reason_REASON_OVERLOADED, info: overloadedInfo},
+	{errs: []error{backend.ErrOffsetOutOfRange}, code: connect.CodeOutOfRange, reason: logdv1.Reason_REASON_OFFSET_OUT_OF_RANGE, info: outOfRangeInfo},
+	{errs: []error{backend.ErrUnknownTopic, backend.ErrLogClosed}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_TOPIC},
+	{errs: []error{backend.ErrUnknownPartition}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_PARTITION},
+	{errs: []error{backend.ErrTopicExists}, code: connect.CodeAlreadyExists, reason: logdv1.Reason_REASON_TOPIC_EXISTS},
+	{errs: []error{backend.ErrRecordTooLarge, backend.ErrBatchTooLarge}, code: connect.CodeInvalidArgument, reason: logdv1.Reason_REASON_RECORD_TOO_LARGE},
+	{errs: []error{backend.ErrInvalidArgument, backend.ErrInvalidConfig, partition.ErrInvalidTopicName, backend.ErrInvalidBatch, backend.ErrPartitionCount,
+		backend.ErrKeyRequired},
 		code: connect.CodeInvalidArgument, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
-	{errs: []error{replication.ErrIdempotencyConflict}, code: connect.CodeAlreadyExists, reason: logdv1.Reason_REASON_IDEMPOTENCY_CONFLICT},
+	{errs: []error{dedup.ErrIdempotencyConflict}, code: connect.CodeAlreadyExists, reason: logdv1.Reason_REASON_IDEMPOTENCY_CONFLICT},
 	// A cluster quota: RESOURCE_EXHAUSTED, as gRPC names quotas, but with
 	// INVALID_ARGUMENT as its reason, since retrying does not help until
 	// topics are deleted or the quota raised (OVERLOADED would be retried).
-	{errs: []error{replication.ErrQuotaExceeded}, code: connect.CodeResourceExhausted, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
+	{errs: []error{backend.ErrQuotaExceeded}, code: connect.CodeResourceExhausted, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
 
 	// Tokens and ACLs. Their bounds are quotas, as the cluster's is.
-	{errs: []error{replication.ErrUnknownToken}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_TOKEN},
-	{errs: []error{replication.ErrUnknownRedrive}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_REDRIVE},
-	{errs: []error{replication.ErrTokenExists}, code: connect.CodeAlreadyExists, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
-	{errs: []error{replication.ErrTooManyTokens, replication.ErrTooManyACLs}, code: connect.CodeResourceExhausted, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
+	{errs: []error{backend.ErrUnknownToken}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_TOKEN},
+	{errs: []error{backend.ErrUnknownRedrive}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_REDRIVE},
+	{errs: []error{backend.ErrTokenExists}, code: connect.CodeAlreadyExists, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
+	{errs: []error{backend.ErrTooManyTokens, backend.ErrTooManyACLs}, code: connect.CodeResourceExhausted, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
 
 	// Queue groups.
 	{errs: []error{queue.ErrGroupNotFound}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_QUEUE_GROUP},
@@ -69,33 +72,33 @@ var errorTable = []errorRow{
 	{errs: []error{queue.ErrStaleToken}, code: connect.CodeFailedPrecondition, reason: logdv1.Reason_REASON_STALE_TOKEN},
 
 	// The cluster and the node.
-	{errs: []error{replication.ErrUnknownNode}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
+	{errs: []error{backend.ErrUnknownNode}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
 	// Membership changes: one at a time, so another in progress is a
 	// conflict worth retrying (ABORTED, retryable by its reason); a joining
 	// node that does not answer as itself, or clashes with a member, is not
 	// (the joining node's own loop retries anyway); too few voters
 	// answering is retryable once they do.
-	{errs: []error{replication.ErrMembershipChange}, code: connect.CodeAborted, reason: logdv1.Reason_REASON_UNAVAILABLE, info: membershipRetryInfo},
-	{errs: []error{replication.ErrNodeUnreachable, replication.ErrNodeConflict}, code: connect.CodeFailedPrecondition},
-	{errs: []error{replication.ErrNoQuorum}, code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_UNAVAILABLE},
+	{errs: []error{backend.ErrMembershipChange}, code: connect.CodeAborted, reason: logdv1.Reason_REASON_UNAVAILABLE, info: membershipRetryInfo},
+	{errs: []error{backend.ErrNodeUnreachable, backend.ErrNodeConflict}, code: connect.CodeFailedPrecondition},
+	{errs: []error{backend.ErrNoQuorum}, code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_UNAVAILABLE},
 	// A node-to-node call under peer TLS from a caller that did not prove
 	// the node identity it needs (a join by anyone but the node itself).
 	{errs: []error{replication.ErrPeerIdentity}, code: connect.CodePermissionDenied, reason: logdv1.Reason_REASON_PERMISSION_DENIED},
-	{errs: []error{replication.ErrNotLeader}, code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_NOT_LEADER},
+	{errs: []error{backend.ErrNotLeader}, code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_NOT_LEADER},
 	// A follower behind what the client learnt from the leader: the client
 	// moves to the leader, as after NOT_LEADER, and reads there.
-	{errs: []error{replication.ErrBehind}, code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_NOT_LEADER, info: behindInfo},
+	{errs: []error{backend.ErrBehind}, code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_NOT_LEADER, info: behindInfo},
 	// A command some member's build would not understand: retrying cannot
 	// help until every node is upgraded, and the text says so
 	// (*FeatureLevelError). No reason fits, so no ErrorInfo.
-	{errs: []error{replication.ErrFeatureLevel}, code: connect.CodeFailedPrecondition},
+	{errs: []error{backend.ErrFeatureLevel}, code: connect.CodeFailedPrecondition},
 	// The outcome is unknown: the write may still commit.
-	{errs: []error{replication.ErrTimeout}, code: connect.CodeDeadlineExceeded, reason: logdv1.Reason_REASON_UNAVAILABLE},
-	{errs: []error{replication.ErrStopped, replication.ErrShutdown}, code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_UNAVAILABLE},
-	{errs: []error{replication.ErrCorrupt, errCorruptRead}, code: connect.CodeDataLoss, reason: logdv1.Reason_REASON_STORAGE},
+	{errs: []error{backend.ErrTimeout}, code: connect.CodeDeadlineExceeded, reason: logdv1.Reason_REASON_UNAVAILABLE},
+	{errs: []error{backend.ErrStopped, backend.ErrShutdown}, code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_UNAVAILABLE},
+	{errs: []error{backend.ErrCorrupt, errCorruptRead}, code: connect.CodeDataLoss, reason: logdv1.Reason_REASON_STORAGE},
 	// Concurrent produce calls kept committing the same idempotency keys
 	// first: nothing a client can do but retry later.
-	{errs: []error{replication.ErrDedupRace}, code: connect.CodeInternal, reason: logdv1.Reason_REASON_STORAGE},
+	{errs: []error{backend.ErrDedupRace}, code: connect.CodeInternal, reason: logdv1.Reason_REASON_STORAGE},
 
 	// The caller's context.
 	{errs: []error{context.Canceled}, code: connect.CodeCanceled},
@@ -103,8 +106,8 @@ var errorTable = []errorRow{
 }
 
 func overloadedInfo(err error, info *logdv1.ErrorInfo) {
-	after := replication.DefaultOverloadRetryAfter
-	var oe *replication.OverloadedError
+	after := backend.DefaultOverloadRetryAfter
+	var oe *backend.OverloadedError
 	if errors.As(err, &oe) && oe.RetryAfter > 0 {
 		after = oe.RetryAfter
 	}
@@ -112,7 +115,7 @@ func overloadedInfo(err error, info *logdv1.ErrorInfo) {
 }
 
 func behindInfo(err error, info *logdv1.ErrorInfo) {
-	var be *replication.BehindError
+	var be *backend.BehindError
 	if errors.As(err, &be) {
 		info.LeaderAddress = be.LeaderAddress
 	}
@@ -128,7 +131,7 @@ func membershipRetryInfo(_ error, info *logdv1.ErrorInfo) {
 }
 
 func outOfRangeInfo(err error, info *logdv1.ErrorInfo) {
-	var oor *replication.OutOfRangeError
+	var oor *backend.OutOfRangeError
 	if errors.As(err, &oor) {
 		info.LogStartOffset, info.EndOffset = oor.Start, oor.End
 	}

@@ -17,8 +17,10 @@ import (
 	"connectrpc.com/connect"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/dedup"
 	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/partition"
 	"github.com/logd-dev/logd/queue"
 	"github.com/logd-dev/logd/replication"
 )
@@ -28,52 +30,49 @@ import (
 // packages' sources, so a new sentinel fails it until it is listed here,
 // and then until errorTable has a row for it (or it is in internalErrors).
 var backendSentinels = map[string]error{
-	"replication.ErrNotLeader":           replication.ErrNotLeader,
-	"replication.ErrBehind":              replication.ErrBehind,
-	"replication.ErrUnknownTopic":        replication.ErrUnknownTopic,
-	"replication.ErrUnknownRedrive":      replication.ErrUnknownRedrive,
-	"replication.ErrTopicExists":         replication.ErrTopicExists,
-	"replication.ErrUnknownPartition":    replication.ErrUnknownPartition,
-	"replication.ErrInvalidConfig":       replication.ErrInvalidConfig,
-	"replication.ErrInvalidArgument":     replication.ErrInvalidArgument,
-	"replication.ErrBadCommand":          replication.ErrBadCommand,
-	"replication.ErrEntryDamaged":        replication.ErrEntryDamaged,
-	"replication.ErrUnknownCommand":      replication.ErrUnknownCommand,
-	"replication.ErrStopped":             replication.ErrStopped,
-	"replication.ErrShutdown":            replication.ErrShutdown,
-	"replication.ErrTimeout":             replication.ErrTimeout,
-	"replication.ErrOverloaded":          replication.ErrOverloaded,
-	"replication.ErrRecordTooLarge":      replication.ErrRecordTooLarge,
-	"replication.ErrDedupRace":           replication.ErrDedupRace,
-	"replication.ErrSnapshotAhead":       replication.ErrSnapshotAhead,
-	"replication.ErrUnknownNode":         replication.ErrUnknownNode,
-	"replication.ErrMembershipChange":    replication.ErrMembershipChange,
-	"replication.ErrNodeUnreachable":     replication.ErrNodeUnreachable,
-	"replication.ErrNodeConflict":        replication.ErrNodeConflict,
-	"replication.ErrNoQuorum":            replication.ErrNoQuorum,
-	"replication.ErrPeerIdentity":        replication.ErrPeerIdentity,
-	"replication.ErrPeerNotNode":         replication.ErrPeerNotNode,
-	"replication.ErrDiverged":            replication.ErrDiverged,
-	"replication.ErrNoSegmentSource":     replication.ErrNoSegmentSource,
-	"replication.ErrSegmentGone":         replication.ErrSegmentGone,
-	"replication.ErrFeatureLevel":        replication.ErrFeatureLevel,
-	"replication.ErrKeyRequired":         replication.ErrKeyRequired,
-	"replication.ErrOffsetOutOfRange":    replication.ErrOffsetOutOfRange,
-	"replication.ErrCorrupt":             replication.ErrCorrupt,
-	"replication.ErrLogClosed":           replication.ErrLogClosed,
-	"replication.ErrBatchTooLarge":       replication.ErrBatchTooLarge,
-	"replication.ErrInvalidBatch":        replication.ErrInvalidBatch,
-	"replication.ErrInvalidTopicName":    replication.ErrInvalidTopicName,
-	"replication.ErrIdempotencyConflict": replication.ErrIdempotencyConflict,
-	"replication.ErrQuotaExceeded":       replication.ErrQuotaExceeded,
-	"replication.ErrPartitionCount":      replication.ErrPartitionCount,
-	"replication.ErrTokenExists":         replication.ErrTokenExists,
-	"replication.ErrUnknownToken":        replication.ErrUnknownToken,
-	"replication.ErrTooManyTokens":       replication.ErrTooManyTokens,
-	"replication.ErrTooManyACLs":         replication.ErrTooManyACLs,
-	"replication.ErrRestoreTarget":       replication.ErrRestoreTarget,
-	"replication.ErrLogStoreMismatch":    replication.ErrLogStoreMismatch,
-	"replication.ErrBackupTooNew":        replication.ErrBackupTooNew,
+	"backend.ErrNotLeader":          backend.ErrNotLeader,
+	"backend.ErrBehind":             backend.ErrBehind,
+	"backend.ErrUnknownTopic":       backend.ErrUnknownTopic,
+	"backend.ErrUnknownRedrive":     backend.ErrUnknownRedrive,
+	"backend.ErrTopicExists":        backend.ErrTopicExists,
+	"backend.ErrUnknownPartition":   backend.ErrUnknownPartition,
+	"backend.ErrInvalidConfig":      backend.ErrInvalidConfig,
+	"backend.ErrInvalidArgument":    backend.ErrInvalidArgument,
+	"backend.ErrBadCommand":         backend.ErrBadCommand,
+	"backend.ErrEntryDamaged":       backend.ErrEntryDamaged,
+	"backend.ErrUnknownCommand":     backend.ErrUnknownCommand,
+	"backend.ErrStopped":            backend.ErrStopped,
+	"backend.ErrShutdown":           backend.ErrShutdown,
+	"backend.ErrTimeout":            backend.ErrTimeout,
+	"backend.ErrOverloaded":         backend.ErrOverloaded,
+	"backend.ErrRecordTooLarge":     backend.ErrRecordTooLarge,
+	"backend.ErrDedupRace":          backend.ErrDedupRace,
+	"backend.ErrSnapshotAhead":      backend.ErrSnapshotAhead,
+	"backend.ErrUnknownNode":        backend.ErrUnknownNode,
+	"backend.ErrMembershipChange":   backend.ErrMembershipChange,
+	"backend.ErrNodeUnreachable":    backend.ErrNodeUnreachable,
+	"backend.ErrNodeConflict":       backend.ErrNodeConflict,
+	"backend.ErrNoQuorum":           backend.ErrNoQuorum,
+	"replication.ErrPeerIdentity":   replication.ErrPeerIdentity,
+	"replication.ErrPeerNotNode":    replication.ErrPeerNotNode,
+	"backend.ErrDiverged":           backend.ErrDiverged,
+	"backend.ErrNoSegmentSource":    backend.ErrNoSegmentSource,
+	"backend.ErrSegmentGone":        backend.ErrSegmentGone,
+	"backend.ErrFeatureLevel":       backend.ErrFeatureLevel,
+	"backend.ErrKeyRequired":        backend.ErrKeyRequired,
+	"backend.ErrOffsetOutOfRange":   backend.ErrOffsetOutOfRange,
+	"backend.ErrCorrupt":            backend.ErrCorrupt,
+	"backend.ErrLogClosed":          backend.ErrLogClosed,
+	"backend.ErrBatchTooLarge":      backend.ErrBatchTooLarge,
+	"backend.ErrInvalidBatch":       backend.ErrInvalidBatch,
+	"partition.ErrInvalidTopicName": partition.ErrInvalidTopicName,
+	"dedup.ErrIdempotencyConflict":  dedup.ErrIdempotencyConflict,
+	"backend.ErrQuotaExceeded":      backend.ErrQuotaExceeded,
+	"backend.ErrPartitionCount":     backend.ErrPartitionCount,
+	"backend.ErrTokenExists":        backend.ErrTokenExists,
+	"backend.ErrUnknownToken":       backend.ErrUnknownToken,
+	"backend.ErrTooManyTokens":      backend.ErrTooManyTokens,
+	"backend.ErrTooManyACLs":        backend.ErrTooManyACLs,
 
 	"group.ErrConsumerGroupNotFound": group.ErrConsumerGroupNotFound,
 	"group.ErrConsumerGroupNotEmpty": group.ErrConsumerGroupNotEmpty,
@@ -91,8 +90,7 @@ var backendSentinels = map[string]error{
 	"queue.ErrBadToken":              queue.ErrBadToken,
 	"queue.ErrStaleToken":            queue.ErrStaleToken,
 
-	"dedup.ErrIdempotencyConflict": dedup.ErrIdempotencyConflict,
-	"dedup.ErrBadEncoding":         dedup.ErrBadEncoding,
+	"dedup.ErrBadEncoding": dedup.ErrBadEncoding,
 }
 
 // internalErrors never reach a handler as such: they stop the node (which
@@ -101,20 +99,15 @@ var backendSentinels = map[string]error{
 // could not be made, a join's probe as ErrNodeUnreachable). A client that
 // saw one would get INTERNAL, as for any unknown error.
 var internalErrors = map[string]bool{
-	"replication.ErrPeerNotNode":     true,
-	"replication.ErrBadCommand":      true,
-	"replication.ErrEntryDamaged":    true,
-	"replication.ErrUnknownCommand":  true,
-	"replication.ErrSnapshotAhead":   true,
-	"replication.ErrDiverged":        true,
-	"replication.ErrNoSegmentSource": true,
-	"replication.ErrSegmentGone":     true,
-	"dedup.ErrBadEncoding":           true,
-	// Errors of restoring a backup, which logd restore meets, not a node.
-	"replication.ErrRestoreTarget": true,
-	"replication.ErrBackupTooNew":  true,
-	// A data dir whose Raft log is in the other store refuses to start.
-	"replication.ErrLogStoreMismatch": true,
+	"replication.ErrPeerNotNode": true,
+	"backend.ErrBadCommand":      true,
+	"backend.ErrEntryDamaged":    true,
+	"backend.ErrUnknownCommand":  true,
+	"backend.ErrSnapshotAhead":   true,
+	"backend.ErrDiverged":        true,
+	"backend.ErrNoSegmentSource": true,
+	"backend.ErrSegmentGone":     true,
+	"dedup.ErrBadEncoding":       true,
 }
 
 // sentinelNames returns "pkg.ErrX" for every exported package-level
@@ -160,14 +153,8 @@ func sentinelNames(t *testing.T, dir, pkg string) []string {
 // with has a row in errorTable, unless it is internal.
 func TestErrorTableCoversSentinels(t *testing.T) {
 	var names []string
-	names = append(names, sentinelNames(t, "../replication", "replication")...)
-	// The state machine's sentinels reach the server through replication's
-	// re-exports (replication/errors.go), under the same names.
-	for _, name := range sentinelNames(t, "../replication/fsm", "fsm") {
-		if re := "replication." + strings.TrimPrefix(name, "fsm."); !slices.Contains(names, re) {
-			t.Errorf("%s is not re-exported as %s", name, re)
-		}
-	}
+	names = append(names, sentinelNames(t, "../backend", "backend")...)
+	names = append(names, sentinelNames(t, "../partition", "partition")...)
 	names = append(names, sentinelNames(t, "../group", "group")...)
 	names = append(names, sentinelNames(t, "../queue", "queue")...)
 	names = append(names, sentinelNames(t, "../dedup", "dedup")...)
@@ -201,35 +188,35 @@ func TestToConnectError(t *testing.T) {
 		// msg, if set, is a part of the message the client sees.
 		msg string
 	}{
-		{name: "not leader", err: fmt.Errorf("propose: %w", replication.ErrNotLeader), code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_NOT_LEADER},
-		{name: "behind", err: fmt.Errorf("group fetch: %w", &replication.BehindError{What: "generation 4 of group \"g\"", LeaderAddress: "10.0.0.1:7070"}),
+		{name: "not leader", err: fmt.Errorf("propose: %w", backend.ErrNotLeader), code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_NOT_LEADER},
+		{name: "behind", err: fmt.Errorf("group fetch: %w", &backend.BehindError{What: "generation 4 of group \"g\"", LeaderAddress: "10.0.0.1:7070"}),
 			code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_NOT_LEADER, msg: "generation 4",
 			check: func(i *logdv1.ErrorInfo) bool { return i.LeaderAddress == "10.0.0.1:7070" }},
-		{name: "out of range", err: fmt.Errorf("read: %w", &replication.OutOfRangeError{Offset: 9, Start: 3, End: 7}),
+		{name: "out of range", err: fmt.Errorf("read: %w", &backend.OutOfRangeError{Offset: 9, Start: 3, End: 7}),
 			code: connect.CodeOutOfRange, reason: logdv1.Reason_REASON_OFFSET_OUT_OF_RANGE,
 			check: func(i *logdv1.ErrorInfo) bool { return i.LogStartOffset == 3 && i.EndOffset == 7 }},
-		{name: "overloaded", err: &replication.OverloadedError{Topic: "t", Group: "g", RetryAfter: 1500 * 1e6},
+		{name: "overloaded", err: &backend.OverloadedError{Topic: "t", Group: "g", RetryAfter: 1500 * 1e6},
 			code: connect.CodeResourceExhausted, reason: logdv1.Reason_REASON_OVERLOADED,
 			check: func(i *logdv1.ErrorInfo) bool { return i.RetryAfterMs == 1500 }},
-		{name: "overloaded without hint", err: &replication.OverloadedError{Topic: "t", Group: "g"},
+		{name: "overloaded without hint", err: &backend.OverloadedError{Topic: "t", Group: "g"},
 			code: connect.CodeResourceExhausted, reason: logdv1.Reason_REASON_OVERLOADED,
 			check: func(i *logdv1.ErrorInfo) bool {
-				return i.RetryAfterMs == replication.DefaultOverloadRetryAfter.Milliseconds()
+				return i.RetryAfterMs == backend.DefaultOverloadRetryAfter.Milliseconds()
 			}},
 		{name: "stale token", err: fmt.Errorf("ack: %w", queue.ErrStaleToken), code: connect.CodeFailedPrecondition, reason: logdv1.Reason_REASON_STALE_TOKEN},
-		{name: "log closed", err: replication.ErrLogClosed, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_TOPIC},
+		{name: "log closed", err: backend.ErrLogClosed, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_TOPIC},
 		{name: "corrupt read", err: errors.Join(errCorruptRead, errors.New("x")), code: connect.CodeDataLoss, reason: logdv1.Reason_REASON_STORAGE},
-		{name: "feature level", err: fmt.Errorf("propose: %w", &replication.FeatureLevelError{Command: "some-kind", Need: 2, Cluster: 1}),
+		{name: "feature level", err: fmt.Errorf("propose: %w", &backend.FeatureLevelError{Command: "some-kind", Need: 2, Cluster: 1}),
 			code: connect.CodeFailedPrecondition, msg: "upgrade every node"},
-		{name: "membership change in progress", err: fmt.Errorf("join: %w", replication.ErrMembershipChange),
+		{name: "membership change in progress", err: fmt.Errorf("join: %w", backend.ErrMembershipChange),
 			code: connect.CodeAborted, reason: logdv1.Reason_REASON_UNAVAILABLE,
 			check: func(i *logdv1.ErrorInfo) bool { return i.RetryAfterMs == membershipRetryAfter.Milliseconds() }},
-		{name: "joining node unreachable", err: fmt.Errorf("join: %w", replication.ErrNodeUnreachable), code: connect.CodeFailedPrecondition},
-		{name: "joining node conflicts", err: fmt.Errorf("join: %w", replication.ErrNodeConflict), code: connect.CodeFailedPrecondition},
-		{name: "no reachable quorum", err: fmt.Errorf("join: %w", replication.ErrNoQuorum), code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_UNAVAILABLE},
+		{name: "joining node unreachable", err: fmt.Errorf("join: %w", backend.ErrNodeUnreachable), code: connect.CodeFailedPrecondition},
+		{name: "joining node conflicts", err: fmt.Errorf("join: %w", backend.ErrNodeConflict), code: connect.CodeFailedPrecondition},
+		{name: "no reachable quorum", err: fmt.Errorf("join: %w", backend.ErrNoQuorum), code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_UNAVAILABLE},
 		{name: "canceled", err: context.Canceled, code: connect.CodeCanceled},
 		{name: "unknown", err: errors.New("disk on fire"), code: connect.CodeInternal, reason: logdv1.Reason_REASON_STORAGE},
-		{name: "internal sentinel", err: replication.ErrDiverged, code: connect.CodeInternal, reason: logdv1.Reason_REASON_STORAGE},
+		{name: "internal sentinel", err: backend.ErrDiverged, code: connect.CodeInternal, reason: logdv1.Reason_REASON_STORAGE},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var ce *connect.Error

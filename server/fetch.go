@@ -9,8 +9,8 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
-	"github.com/logd-dev/logd/replication"
 )
 
 // Fetch reads whole batches from the partition's log at the requested
@@ -57,7 +57,7 @@ func (s *Server) Fetch(ctx context.Context, req *connect.Request[logdv1.FetchReq
 // fetchResponse decodes the records of a read at or above the requested
 // offset: the Connect API serves records, where a Kafka front end would
 // serve r.Batches as they are.
-func (s *Server) fetchResponse(m *logdv1.FetchRequest, r replication.ReadResult) (*connect.Response[logdv1.FetchResponse], error) {
+func (s *Server) fetchResponse(m *logdv1.FetchRequest, r backend.ReadResult) (*connect.Response[logdv1.FetchResponse], error) {
 	data := r.Batches
 	resp := &logdv1.FetchResponse{LogStartOffset: r.LogStartOffset, EndOffset: r.EndOffset, NextOffset: m.Offset}
 	if len(data) == 0 {

@@ -19,6 +19,7 @@ import (
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/internal/testcerts"
 	"github.com/logd-dev/logd/server"
 )
@@ -102,13 +103,13 @@ func TestForwardedPrincipalTrust(t *testing.T) {
 // followerBackend is a follower that knows its leader and keeps tokens
 // and ACLs; calls outside forwarding panic (the embedded nil Backend).
 type followerBackend struct {
-	server.ClusterBackend
-	server.TopicBackend
-	server.RecordBackend
-	server.GroupBackend
-	server.QueueBackend
-	server.RedriveBackend
-	server.StatsBackend
+	backend.ClusterAPI
+	backend.TopicAPI
+	backend.RecordAPI
+	backend.GroupAPI
+	backend.QueueAPI
+	backend.RedriveAPI
+	backend.StatsAPI
 	*memSecurity
 	leader string
 }

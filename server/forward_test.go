@@ -16,7 +16,7 @@ import (
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/server"
 )
 
@@ -26,7 +26,7 @@ import (
 // embedded nil Backend panics), except Produce, which a node that leads
 // answers with produced.
 type failoverBackend struct {
-	server.Backend
+	backend.API
 
 	mu         sync.Mutex
 	leaderAddr string
@@ -70,14 +70,14 @@ func (b *failoverBackend) LeaderAPIAddress() (string, string) {
 // LeaderCallAddress: the stand-in leader registered no peer address.
 func (b *failoverBackend) LeaderCallAddress() (string, string) { return b.LeaderAPIAddress() }
 
-func (b *failoverBackend) Produce(context.Context, replication.ProduceRequest) (replication.ProduceResult, error) {
+func (b *failoverBackend) Produce(context.Context, backend.ProduceRequest) (backend.ProduceResult, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.leads {
-		return replication.ProduceResult{}, replication.ErrNotLeader
+		return backend.ProduceResult{}, backend.ErrNotLeader
 	}
 	b.produced++
-	return replication.ProduceResult{}, nil
+	return backend.ProduceResult{}, nil
 }
 
 // standInLeader is a leader's API that acknowledges every Produce and

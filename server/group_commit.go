@@ -7,8 +7,8 @@ import (
 	"connectrpc.com/connect"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
-	"github.com/logd-dev/logd/replication"
 )
 
 // maxCommitOffsets bounds the offsets of one commit.
@@ -22,7 +22,7 @@ func (s *Server) CommitOffsets(ctx context.Context, req *connect.Request[logdv1.
 	if len(m.Offsets) > maxCommitOffsets {
 		return nil, errInvalid("%d offsets in one commit; at most %d", len(m.Offsets), maxCommitOffsets)
 	}
-	c := replication.GroupCommit{Group: m.Group, Member: m.MemberId, Generation: m.Generation}
+	c := backend.GroupCommit{Group: m.Group, Member: m.MemberId, Generation: m.Generation}
 	for _, o := range m.Offsets {
 		if o == nil {
 			return nil, errInvalid("empty offset")

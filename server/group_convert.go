@@ -4,8 +4,8 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
-	"github.com/logd-dev/logd/replication"
 )
 
 // bounds returns a partition's log start and end offsets.
@@ -33,10 +33,10 @@ func (s *Server) memberPolicy(groupName, member string) group.ResetPolicy {
 // lagOf returns a group's lag in a partition at a committed offset, in
 // records and in time (the age, at now, of the oldest record the group has
 // not committed); false if the partition does not exist.
-func lagOf(b Backend, topic string, partition int32, committed int64, now time.Time) (replication.Lag, bool) {
+func lagOf(b backend.API, topic string, partition int32, committed int64, now time.Time) (backend.Lag, bool) {
 	l, err := b.GroupLag(topic, partition, committed, now)
 	if err != nil {
-		return replication.Lag{}, false
+		return backend.Lag{}, false
 	}
 	return l, true
 }
@@ -66,7 +66,7 @@ func assignmentMsg(a group.Assignment, policy group.ResetPolicy, bounds func(top
 // describeGroupMsg converts a group for DescribeGroup. lag gives the lag
 // of a partition at a committed offset; false if the partition does not
 // exist.
-func describeGroupMsg(g *group.ConsumerGroup, lag func(topic string, partition int32, committed int64) (replication.Lag, bool)) *logdv1.DescribeGroupResponse {
+func describeGroupMsg(g *group.ConsumerGroup, lag func(topic string, partition int32, committed int64) (backend.Lag, bool)) *logdv1.DescribeGroupResponse {
 	resp := &logdv1.DescribeGroupResponse{
 		Group: g.Name, State: string(g.State()), Generation: g.Generation, Rebalances: g.Rebalances, OffsetResets: g.OffsetResets,
 	}

@@ -10,6 +10,7 @@ import (
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/replication"
 )
@@ -49,7 +50,7 @@ func (s *Server) DescribeGroup(ctx context.Context, req *connect.Request[logdv1.
 	}
 	resp := &logdv1.DescribeGroupResponse{Group: name}
 	if g != nil {
-		resp = describeGroupMsg(g, func(topic string, partition int32, committed int64) (replication.Lag, bool) {
+		resp = describeGroupMsg(g, func(topic string, partition int32, committed int64) (backend.Lag, bool) {
 			return lagOf(s.b, topic, partition, committed, now)
 		})
 	}
@@ -129,7 +130,7 @@ const (
 )
 
 // externalGroupMsg converts a group as the Kafka coordinator holds it.
-func externalGroupMsg(eg replication.ExternalGroup) *logdv1.DescribeGroupResponse {
+func externalGroupMsg(eg backend.ExternalGroup) *logdv1.DescribeGroupResponse {
 	out := &logdv1.DescribeGroupResponse{State: eg.State}
 	for _, m := range eg.Members {
 		cm := &logdv1.ConsumerGroupMember{

@@ -9,13 +9,13 @@ import (
 	"connectrpc.com/connect"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
-	"github.com/logd-dev/logd/replication"
 )
 
 // groupCatchUpWait bounds how long a node that has not applied a member's
 // generation or offset yet waits for it before sending the member to the
-// leader (replication.BehindError). A healthy follower trails the leader
+// leader (backend.BehindError). A healthy follower trails the leader
 // by one commit round (Raft's CommitTimeout, 50 ms); one further behind is
 // better left for the leader.
 const groupCatchUpWait = time.Second
@@ -36,7 +36,7 @@ func (s *Server) GroupFetch(ctx context.Context, req *connect.Request[logdv1.Gro
 		return nil, errInvalid("group fetch without a fetch")
 	}
 	tp := group.TopicPartition{Topic: m.Fetch.Topic, Partition: m.Fetch.Partition}
-	check := replication.GroupFetchCheck{Group: m.Group, Member: m.MemberId, Generation: m.Generation, Partition: tp, Offset: m.Fetch.Offset}
+	check := backend.GroupFetchCheck{Group: m.Group, Member: m.MemberId, Generation: m.Generation, Partition: tp, Offset: m.Fetch.Offset}
 	if err := s.b.AwaitGroupFetch(ctx, check, groupCatchUpWait); err != nil {
 		if errors.Is(err, group.ErrStaleGeneration) || errors.Is(err, group.ErrNotAssigned) || errors.Is(err, group.ErrUnknownMember) {
 			s.groupMetrics.fencedFetches.WithLabelValues(m.Group).Inc()
@@ -55,7 +55,7 @@ func (s *Server) GroupFetch(ctx context.Context, req *connect.Request[logdv1.Gro
 			return nil, toConnectError(fmt.Errorf("%w: group %q at %d in %s-%d, log starts at %d",
 				group.ErrNoResetPolicy, m.Group, m.Fetch.Offset, tp.Topic, tp.Partition, start))
 		}
-		committed, err := s.b.AutoResetGroupOffset(ctx, replication.GroupAutoReset{
+		committed, err := s.b.AutoResetGroupOffset(ctx, backend.GroupAutoReset{
 			Group: m.Group, Member: m.MemberId, Generation: m.Generation, Partition: tp, From: m.Fetch.Offset, To: to,
 		})
 		if err != nil {

@@ -6,15 +6,15 @@ import (
 	"connectrpc.com/connect"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
-	"github.com/logd-dev/logd/replication"
 )
 
 // GroupHeartbeat keeps a member alive, completes the moves of partitions it
 // released, and returns its assignment.
 func (s *Server) GroupHeartbeat(ctx context.Context, req *connect.Request[logdv1.GroupHeartbeatRequest]) (*connect.Response[logdv1.GroupHeartbeatResponse], error) {
 	m := req.Msg
-	hb := replication.GroupHeartbeat{Group: m.Group, Member: m.MemberId}
+	hb := backend.GroupHeartbeat{Group: m.Group, Member: m.MemberId}
 	for _, tp := range m.Released {
 		if tp == nil {
 			return nil, errInvalid("empty released partition")

@@ -6,8 +6,8 @@ import (
 	"connectrpc.com/connect"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
-	"github.com/logd-dev/logd/replication"
 )
 
 // JoinGroup adds a member to a consumer group (creating the group) for
@@ -17,7 +17,7 @@ func (s *Server) JoinGroup(ctx context.Context, req *connect.Request[logdv1.Join
 	if m.SessionTimeoutMs < 0 {
 		return nil, errInvalid("negative session timeout %d ms", m.SessionTimeoutMs)
 	}
-	a, err := s.b.JoinGroup(ctx, replication.GroupJoin{
+	a, err := s.b.JoinGroup(ctx, backend.GroupJoin{
 		Group: m.Group, Member: m.MemberId, Topics: m.Topics,
 		SessionTimeoutMs: int64(m.SessionTimeoutMs), Reset: group.ResetPolicy(m.ResetPolicy),
 	})

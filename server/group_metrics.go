@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
 )
 
@@ -17,7 +18,7 @@ type groupMetrics struct {
 	fencedFetches *prometheus.CounterVec // by group
 }
 
-func newGroupMetrics(reg *prometheus.Registry, b Backend) *groupMetrics {
+func newGroupMetrics(reg *prometheus.Registry, b backend.API) *groupMetrics {
 	m := &groupMetrics{
 		fencedCommits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "logd_group_fenced_commits_total",
@@ -39,7 +40,7 @@ func (m *groupMetrics) forget(group string) {
 }
 
 // groupCollector reports each consumer group's state at scrape time.
-type groupCollector struct{ b Backend }
+type groupCollector struct{ b backend.API }
 
 var (
 	descGroupCommitted   = prometheus.NewDesc("logd_group_committed_offset", "Committed offset (next offset to read) per group and partition; -1 for none.", []string{"group", "topic", "partition"}, nil)

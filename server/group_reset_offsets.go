@@ -8,8 +8,8 @@ import (
 	"connectrpc.com/connect"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
-	"github.com/logd-dev/logd/replication"
 )
 
 // maxResetPartitions bounds the partitions of one reset.
@@ -67,7 +67,7 @@ func (s *Server) ResetGroupOffsets(ctx context.Context, req *connect.Request[log
 		offsets = append(offsets, group.OffsetCommit{TopicPartition: tp, Offset: pr.New})
 	}
 	if m.Execute {
-		if err := s.b.ResetGroupOffsets(ctx, replication.GroupResetOffsets{Group: m.Group, Offsets: offsets}); err != nil {
+		if err := s.b.ResetGroupOffsets(ctx, backend.GroupResetOffsets{Group: m.Group, Offsets: offsets}); err != nil {
 			return nil, toConnectError(err)
 		}
 		resp.Executed = true
@@ -118,7 +118,7 @@ func (s *Server) resetTargets(m *logdv1.ResetGroupOffsetsRequest, g *group.Consu
 		}
 		for _, p := range parts {
 			if p < 0 || p >= t.Partitions {
-				return toConnectError(fmt.Errorf("%w: %s has %d partitions, not %d", replication.ErrUnknownPartition, t.Name, t.Partitions, p))
+				return toConnectError(fmt.Errorf("%w: %s has %d partitions, not %d", backend.ErrUnknownPartition, t.Name, t.Partitions, p))
 			}
 			add(group.TopicPartition{Topic: name, Partition: p})
 		}

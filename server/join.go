@@ -9,6 +9,7 @@ import (
 
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication"
 )
 
@@ -22,7 +23,7 @@ import (
 // build or address) takes the same path and checks.
 func (s *Server) Join(ctx context.Context, req *connect.Request[logdv1.JoinRequest]) (*connect.Response[logdv1.JoinResponse], error) {
 	m := req.Msg
-	jr := replication.JoinRequest{ID: m.NodeId, RaftAddress: m.RaftAddress, APIAddress: m.ApiAddress, FeatureLevel: replication.FeatureLevel(m.FeatureLevel),
+	jr := backend.JoinRequest{ID: m.NodeId, RaftAddress: m.RaftAddress, APIAddress: m.ApiAddress, FeatureLevel: backend.FeatureLevel(m.FeatureLevel),
 		PeerAddress: m.PeerAddress, KafkaAddress: m.KafkaAddress, RegisterOnly: m.RegisterOnly}
 	jr.CallerNodeID, jr.ForwardedBy = s.joinCaller(ctx, req.Header())
 	// No proxy from the environment (peers are dialed directly, through
@@ -59,16 +60,16 @@ func (s *Server) joinCaller(ctx context.Context, h http.Header) (caller, forward
 	return id, ""
 }
 
-// statusProbe is replication.NodeProbe over the client API: the node's
+// statusProbe is backend.NodeProbe over the client API: the node's
 // Status, called as p says.
-func statusProbe(hc *http.Client, p replication.PeerHTTP) replication.NodeProbe {
-	return func(ctx context.Context, addr string) (replication.NodeReport, error) {
+func statusProbe(hc *http.Client, p replication.PeerHTTP) backend.NodeProbe {
+	return func(ctx context.Context, addr string) (backend.NodeReport, error) {
 		c := logdv1connect.NewLogServiceClient(hc, p.URL(addr))
 		st, err := c.Status(ctx, connect.NewRequest(&logdv1.StatusRequest{}))
 		if err != nil {
-			return replication.NodeReport{}, err
+			return backend.NodeReport{}, err
 		}
 		m := st.Msg
-		return replication.NodeReport{ID: m.NodeId, Ready: m.Ready, AppliedIndex: m.AppliedIndex, LeaderID: m.LeaderId, Term: m.Term}, nil
+		return backend.NodeReport{ID: m.NodeId, Ready: m.Ready, AppliedIndex: m.AppliedIndex, LeaderID: m.LeaderId, Term: m.Term}, nil
 	}
 }

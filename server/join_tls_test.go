@@ -15,6 +15,7 @@ import (
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/auth/certid"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/internal/testcerts"
 	"github.com/logd-dev/logd/replication"
 	"github.com/logd-dev/logd/server"
@@ -23,12 +24,12 @@ import (
 // joinBackend is a node as Join and forwarding see it: a leader records
 // the join requests it gets; a follower knows the leader's address.
 type joinBackend struct {
-	server.Backend
+	backend.API
 
 	id, leaderAddr string
 
 	mu   sync.Mutex
-	last *replication.JoinRequest
+	last *backend.JoinRequest
 }
 
 func (b *joinBackend) NodeID() string               { return b.id }
@@ -38,8 +39,8 @@ func (b *joinBackend) MemberAPIAddresses() []string { return nil }
 func (b *joinBackend) Ready() bool                  { return true }
 
 // Status names the members: the leader n1 and the follower n2.
-func (b *joinBackend) Status() replication.Status {
-	return replication.Status{NodeID: b.id, Members: []replication.Member{{ID: "n1"}, {ID: "n2"}}}
+func (b *joinBackend) Status() backend.Status {
+	return backend.Status{NodeID: b.id, Members: []backend.Member{{ID: "n1"}, {ID: "n2"}}}
 }
 func (b *joinBackend) IsLeader() bool { return b.leaderAddr == "" }
 
@@ -52,9 +53,9 @@ func (b *joinBackend) LeaderAPIAddress() (string, string) {
 
 func (b *joinBackend) LeaderCallAddress() (string, string) { return b.LeaderAPIAddress() }
 
-func (b *joinBackend) Join(_ context.Context, req replication.JoinRequest, _ replication.NodeProbe) error {
+func (b *joinBackend) Join(_ context.Context, req backend.JoinRequest, _ backend.NodeProbe) error {
 	if !b.IsLeader() {
-		return replication.ErrNotLeader
+		return backend.ErrNotLeader
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -62,7 +63,7 @@ func (b *joinBackend) Join(_ context.Context, req replication.JoinRequest, _ rep
 	return nil
 }
 
-func (b *joinBackend) take() *replication.JoinRequest {
+func (b *joinBackend) take() *backend.JoinRequest {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r := b.last

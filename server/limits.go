@@ -68,7 +68,7 @@ type Limits struct {
 	// poll. The segment files peers fetch are exempt: they may be large.
 	WriteTimeout time.Duration
 	// RetryAfter is the hint sent with OVERLOADED when the budget is full
-	// (default replication.DefaultOverloadRetryAfter).
+	// (default backend.DefaultOverloadRetryAfter).
 	RetryAfter time.Duration
 }
 

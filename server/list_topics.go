@@ -7,7 +7,7 @@ import (
 
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/auth"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/backend"
 )
 
 // ListTopics lists the topics this node has applied that the caller may
@@ -33,7 +33,7 @@ func (s *Server) ListTopics(ctx context.Context, req *connect.Request[logdv1.Lis
 }
 
 // topicStats sums a topic's partitions as this node holds them.
-func topicStats(ps []replication.PartitionState) *logdv1.TopicStats {
+func topicStats(ps []backend.PartitionState) *logdv1.TopicStats {
 	st := &logdv1.TopicStats{}
 	for _, p := range ps {
 		st.Records += p.EndOffset - p.LogStartOffset

@@ -8,6 +8,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication"
 )
 
@@ -18,8 +19,8 @@ func TestListTopicsStats(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	n, srv, _ := testServer(t, ctx)
-	for _, c := range []replication.CreateTopic{{Name: "a", Partitions: 2}, {Name: "b", Partitions: 1}} {
-		if _, err := n.CreateTopic(ctx, c); err != nil {
+	for _, c := range []backend.CreateTopic{{Name: "a", Partitions: 2}, {Name: "b", Partitions: 1}} {
+		if _, err := replication.NewBackend(n).CreateTopic(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -7,9 +7,8 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/logd-dev/logd/backend"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/logd-dev/logd/replication"
 )
 
 type metrics struct {
@@ -23,7 +22,7 @@ type metrics struct {
 	dedupConflicts  prometheus.Counter // calls refused: key reused with another payload
 }
 
-func newMetrics(reg *prometheus.Registry, b Backend) *metrics {
+func newMetrics(reg *prometheus.Registry, b backend.API) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "logd_requests_total", Help: "API requests by procedure and result code.",
@@ -77,7 +76,7 @@ func (m *metrics) interceptor() connect.UnaryInterceptorFunc {
 
 // stateCollector reports Raft state and per-partition offsets at scrape
 // time, so nothing is updated on the hot path.
-type stateCollector struct{ b Backend }
+type stateCollector struct{ b backend.API }
 
 var (
 	descRaftState    = prometheus.NewDesc("logd_raft_state", "1 for the node's current Raft state.", []string{"state"}, nil)
@@ -100,7 +99,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.b.Status()
-	for _, s := range replication.RaftStates() {
+	for _, s := range backend.RaftStates() {
 		v := 0.0
 		if s == st.State {
 			v = 1

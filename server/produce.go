@@ -7,9 +7,10 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
+	"github.com/logd-dev/logd/dedup"
 	"github.com/logd-dev/logd/partition"
-	"github.com/logd-dev/logd/replication"
 )
 
 // Produce appends a call's records whole or not at all, after checking
@@ -33,9 +34,9 @@ func (s *Server) Produce(ctx context.Context, req *connect.Request[logdv1.Produc
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.b.Produce(ctx, replication.ProduceRequest{Topic: m.Topic, Records: recs})
+	res, err := s.b.Produce(ctx, backend.ProduceRequest{Topic: m.Topic, Records: recs})
 	if err != nil {
-		if errors.Is(err, replication.ErrIdempotencyConflict) {
+		if errors.Is(err, dedup.ErrIdempotencyConflict) {
 			s.metrics.dedupConflicts.Inc()
 		}
 		s.queueHealth.refusal(err) // admission control: count it, set retry-after
@@ -69,8 +70,8 @@ const MaxTimestampMs = 253402300799999
 // produceRecords converts a request's records for the backend, refusing
 // empty records and headers. The records keep referring to the request's
 // keys, values and header values.
-func produceRecords(in []*logdv1.Record) ([]replication.ProduceRecord, error) {
-	out := make([]replication.ProduceRecord, len(in))
+func produceRecords(in []*logdv1.Record) ([]backend.ProduceRecord, error) {
+	out := make([]backend.ProduceRecord, len(in))
 	for i, r := range in {
 		if r == nil {
 			return nil, errInvalid("record %d is empty", i)
@@ -99,7 +100,7 @@ func produceRecords(in []*logdv1.Record) ([]replication.ProduceRecord, error) {
 // appendedBytes sums the key and value bytes of the records a produce
 // appended (not those answered as duplicates), as fetch counts them, so a
 // topic's bytes in and out compare (topic_metrics.go).
-func appendedBytes(recs []*logdv1.Record, results []replication.RecordResult) int64 {
+func appendedBytes(recs []*logdv1.Record, results []backend.RecordResult) int64 {
 	var n int64
 	for i, r := range recs {
 		if i < len(results) && results[i].Duplicate {

@@ -6,7 +6,7 @@ import (
 	"connectrpc.com/connect"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/backend"
 )
 
 // Ack finishes deliveries; each token gets its own result (see
@@ -20,9 +20,9 @@ func (s *Server) Ack(ctx context.Context, req *connect.Request[logdv1.AckRequest
 	if err != nil {
 		return nil, err
 	}
-	var rs replication.QueueTokensResult
+	var rs backend.QueueTokensResult
 	if len(pt.tokens) > 0 {
-		if rs, err = s.b.QueueAck(ctx, replication.QueueAck{Topic: m.Topic, Group: m.Group, Tokens: pt.tokens}); err != nil {
+		if rs, err = s.b.QueueAck(ctx, backend.QueueAck{Topic: m.Topic, Group: m.Group, Tokens: pt.tokens}); err != nil {
 			return nil, toConnectError(err)
 		}
 	}

@@ -7,8 +7,8 @@ import (
 	"connectrpc.com/connect"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/queue"
-	"github.com/logd-dev/logd/replication"
 )
 
 // Claim leases records to the caller. With max_wait_ms it long-polls: while
@@ -23,8 +23,8 @@ func (s *Server) Claim(ctx context.Context, req *connect.Request[logdv1.ClaimReq
 	if maxRecs == 0 {
 		maxRecs = 1
 	}
-	if maxRecs < 0 || maxRecs > replication.MaxQueueClaim {
-		return nil, errInvalid("max_records %d outside [1, %d]", maxRecs, replication.MaxQueueClaim)
+	if maxRecs < 0 || maxRecs > backend.MaxQueueClaim {
+		return nil, errInvalid("max_records %d outside [1, %d]", maxRecs, backend.MaxQueueClaim)
 	}
 	if m.LeaseMs < 0 || m.MaxBytes < 0 || m.MaxWaitMs < 0 {
 		return nil, errInvalid("lease_ms, max_bytes and max_wait_ms must not be negative")
@@ -37,7 +37,7 @@ func (s *Server) Claim(ctx context.Context, req *connect.Request[logdv1.ClaimReq
 	if len(m.Worker) > queue.MaxWorkerLen {
 		return nil, errInvalid("worker id of %d bytes, at most %d", len(m.Worker), queue.MaxWorkerLen)
 	}
-	claim := replication.QueueClaim{Topic: m.Topic, Group: m.Group, Max: maxRecs, MaxBytes: maxBytes, Lease: msDur(m.LeaseMs), Worker: m.Worker}
+	claim := backend.QueueClaim{Topic: m.Topic, Group: m.Group, Max: maxRecs, MaxBytes: maxBytes, Lease: msDur(m.LeaseMs), Worker: m.Worker}
 	res, err := s.b.QueueClaimWait(ctx, claim, wait)
 	if err != nil {
 		return nil, toConnectError(err)
@@ -46,7 +46,7 @@ func (s *Server) Claim(ctx context.Context, req *connect.Request[logdv1.ClaimReq
 	return connect.NewResponse(claimResponse(res)), nil
 }
 
-func claimResponse(res replication.QueueClaimResult) *logdv1.ClaimResponse {
+func claimResponse(res backend.QueueClaimResult) *logdv1.ClaimResponse {
 	out := &logdv1.ClaimResponse{AtCapPartitions: res.AtCap, DeadLettered: int32(res.DeadLettered), Records: make([]*logdv1.ClaimedRecord, len(res.Records)), Paused: res.Paused}
 	for i, r := range res.Records {
 		cr := &logdv1.ClaimedRecord{

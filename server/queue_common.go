@@ -5,9 +5,9 @@ import (
 	"time"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/partition"
 	"github.com/logd-dev/logd/queue"
-	"github.com/logd-dev/logd/replication"
 )
 
 // Limits of queue calls beyond the replication layer's.
@@ -96,8 +96,8 @@ type parsedTokens struct {
 }
 
 func parseTokens(raw []string) (parsedTokens, error) {
-	if len(raw) == 0 || len(raw) > replication.MaxQueueTokens {
-		return parsedTokens{}, errInvalid("%d tokens; want 1 to %d", len(raw), replication.MaxQueueTokens)
+	if len(raw) == 0 || len(raw) > backend.MaxQueueTokens {
+		return parsedTokens{}, errInvalid("%d tokens; want 1 to %d", len(raw), backend.MaxQueueTokens)
 	}
 	pt := parsedTokens{raw: raw, index: make([]int, len(raw)), invalid: map[int]string{}}
 	for i, s := range raw {

@@ -6,8 +6,8 @@ import (
 	"connectrpc.com/connect"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/queue"
-	"github.com/logd-dev/logd/replication"
 )
 
 // CreateQueueGroup creates a queue group on a topic with its settings
@@ -24,7 +24,7 @@ func (s *Server) CreateQueueGroup(ctx context.Context, req *connect.Request[logd
 	if m.Config != nil && m.Config.DeadlineHeader != nil && *m.Config.DeadlineHeader == "" {
 		return nil, errInvalid("deadline header is empty; use %q for none", queue.NoDeadlineHeader)
 	}
-	out, err := s.b.CreateQueueGroup(ctx, replication.QueueCreate{Topic: m.Topic, Group: m.Group, Config: cfg, FromEnd: m.FromEnd})
+	out, err := s.b.CreateQueueGroup(ctx, backend.QueueCreate{Topic: m.Topic, Group: m.Group, Config: cfg, FromEnd: m.FromEnd})
 	if err != nil {
 		return nil, toConnectError(err)
 	}

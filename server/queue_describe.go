@@ -9,8 +9,8 @@ import (
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/partition"
-	"github.com/logd-dev/logd/replication"
 )
 
 // MaxDescribeInFlight bounds the in-flight records one describe lists (by
@@ -79,7 +79,7 @@ func (s *Server) ListQueueGroups(ctx context.Context, req *connect.Request[logdv
 
 // describeQueueMsg converts a queue group's state at now (Unix ns) for
 // DescribeQueueGroup and ListQueueGroups, and samples its rates.
-func (s *Server) describeQueueMsg(info replication.QueueGroupInfo, now int64) *logdv1.DescribeQueueGroupResponse {
+func (s *Server) describeQueueMsg(info backend.QueueGroupInfo, now int64) *logdv1.DescribeQueueGroupResponse {
 	resp := &logdv1.DescribeQueueGroupResponse{Topic: info.Topic, Group: info.Group, Config: queueConfigProto(info.Config), CreatedMs: nsToMs(info.CreatedAt),
 		Paused: info.Paused, AdmissionRefusals: s.queueHealth.refusedCount(info.Topic, info.Group),
 		DeadLetterRecords: deadLetterRecords(s.b, info.Config.DeadLetterTopic),

@@ -6,7 +6,7 @@ import (
 	"connectrpc.com/connect"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/backend"
 )
 
 // Extend moves the lease deadline of live deliveries to now + lease_ms (the
@@ -23,9 +23,9 @@ func (s *Server) Extend(ctx context.Context, req *connect.Request[logdv1.ExtendR
 	if err != nil {
 		return nil, err
 	}
-	var rs replication.QueueTokensResult
+	var rs backend.QueueTokensResult
 	if len(pt.tokens) > 0 {
-		if rs, err = s.b.QueueExtend(ctx, replication.QueueExtend{Topic: m.Topic, Group: m.Group, Tokens: pt.tokens, Lease: msDur(m.LeaseMs)}); err != nil {
+		if rs, err = s.b.QueueExtend(ctx, backend.QueueExtend{Topic: m.Topic, Group: m.Group, Tokens: pt.tokens, Lease: msDur(m.LeaseMs)}); err != nil {
 			return nil, toConnectError(err)
 		}
 	}

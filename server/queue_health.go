@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/backend"
 )
 
 // Queue health: what a queue group's backlog looks like, for
@@ -47,7 +47,7 @@ type rateState struct {
 // closer together reuse the last rates.
 const minRateWindow = time.Second
 
-func newQueueHealth(reg *prometheus.Registry, b Backend) *queueHealth {
+func newQueueHealth(reg *prometheus.Registry, b backend.API) *queueHealth {
 	h := &queueHealth{
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "logd_queue_admission_refusals_total",
@@ -65,7 +65,7 @@ func newQueueHealth(reg *prometheus.Registry, b Backend) *queueHealth {
 // over the bound at the group's replicated drain rate, the same on every
 // node); clients add their own jitter.
 func (h *queueHealth) refusal(err error) {
-	var oe *replication.OverloadedError
+	var oe *backend.OverloadedError
 	if !errors.As(err, &oe) {
 		return
 	}
@@ -107,7 +107,7 @@ func (h *queueHealth) observe(topic, group string, ps *logdv1.QueuePartitionStat
 }
 
 // queueCollector reports every queue group's state at scrape time.
-type queueCollector struct{ b Backend }
+type queueCollector struct{ b backend.API }
 
 var (
 	queueLabels          = []string{"topic", "group", "partition"}
@@ -199,7 +199,7 @@ func ageSeconds(now, since int64) float64 {
 
 // deadLetterRecords is the record count of a dead-letter topic (end minus
 // start over its partitions), 0 if it is missing.
-func deadLetterRecords(b Backend, topic string) int64 {
+func deadLetterRecords(b backend.API, topic string) int64 {
 	t, err := b.Topic(topic)
 	if err != nil {
 		return 0

@@ -6,8 +6,8 @@ import (
 	"connectrpc.com/connect"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/queue"
-	"github.com/logd-dev/logd/replication"
 )
 
 // Nack fails deliveries: transiently (offered again after the backoff or
@@ -29,7 +29,7 @@ func (s *Server) Nack(ctx context.Context, req *connect.Request[logdv1.NackReque
 	if err != nil {
 		return nil, err
 	}
-	cmd := replication.QueueNack{Topic: m.Topic, Group: m.Group}
+	cmd := backend.QueueNack{Topic: m.Topic, Group: m.Group}
 	for i, n := range m.Nacks {
 		if pt.index[i] < 0 {
 			continue
@@ -43,7 +43,7 @@ func (s *Server) Nack(ctx context.Context, req *connect.Request[logdv1.NackReque
 		}
 		cmd.Nacks = append(cmd.Nacks, nk)
 	}
-	var rs replication.QueueTokensResult
+	var rs backend.QueueTokensResult
 	if len(cmd.Nacks) > 0 {
 		if rs, err = s.b.QueueNack(ctx, cmd); err != nil {
 			return nil, toConnectError(err)

@@ -3,15 +3,14 @@ package server
 import (
 	"errors"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/logd-dev/logd/replication"
 )
 
 // quotaMetrics shows the cluster's topic quota beside what it bounds, and
 // counts the creations it refused.
 type quotaMetrics struct {
-	b        Backend
+	b        backend.API
 	refusals *prometheus.CounterVec // by resource
 }
 
@@ -21,7 +20,7 @@ var (
 	descQuota      = prometheus.NewDesc("logd_quota_limit", "The cluster quota this node proposes topic creations under (0: none).", []string{"resource"}, nil)
 )
 
-func newQuotaMetrics(reg *prometheus.Registry, b Backend) *quotaMetrics {
+func newQuotaMetrics(reg *prometheus.Registry, b backend.API) *quotaMetrics {
 	m := &quotaMetrics{b: b, refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "logd_quota_refusals_total", Help: "Topic creations refused by the cluster quota, by resource (topics, partitions).",
 	}, []string{"resource"})}
@@ -34,7 +33,7 @@ func newQuotaMetrics(reg *prometheus.Registry, b Backend) *quotaMetrics {
 
 // refusal counts err if a quota refused a creation.
 func (m *quotaMetrics) refusal(err error) {
-	var qe *replication.QuotaError
+	var qe *backend.QuotaError
 	if errors.As(err, &qe) {
 		m.refusals.WithLabelValues(qe.Resource).Inc()
 	}

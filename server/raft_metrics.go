@@ -4,16 +4,15 @@ import (
 	"math"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/logd-dev/logd/replication"
 )
 
 // raftPortCollector reports the node's Raft port at scrape time: its open
 // connections, those it handed to Raft, and those it refused, by reason
 // (replication/raft_stream.go, docs/security.md "Peers"). A stranger
 // knocking on the Raft port shows here.
-type raftPortCollector struct{ b StatsBackend }
+type raftPortCollector struct{ b backend.StatsAPI }
 
 var (
 	descRaftConnsOpen = prometheus.NewDesc("logd_raft_connections_open",
@@ -49,7 +48,7 @@ func (c *raftPortCollector) Collect(ch chan<- prometheus.Metric) {
 // each follower's lag as the leader sees it, and the data directory's
 // file system.
 type raftCollector struct {
-	b   Backend
+	b   backend.API
 	now func() time.Time
 }
 
@@ -85,8 +84,8 @@ func (c *raftCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
 	m := c.b.RaftMetrics()
-	bounds := replication.TimingBounds()
-	hist := func(d *prometheus.Desc, t replication.Timings) {
+	bounds := backend.TimingBounds()
+	hist := func(d *prometheus.Desc, t backend.Timings) {
 		buckets := make(map[float64]uint64, len(bounds))
 		for i, b := range bounds {
 			buckets[b.Seconds()] = t.Buckets[i]

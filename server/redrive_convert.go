@@ -2,18 +2,18 @@ package server
 
 import (
 	"github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
-	"github.com/logd-dev/logd/replication"
 )
 
 // redriveSpec reads a start request; the bounds and the rate are checked
 // by the backend, which owns their meaning.
-func redriveSpec(m *logdv1.StartRedriveRequest, principal string) replication.RedriveSpec {
-	var records []replication.RedriveRecord
+func redriveSpec(m *logdv1.StartRedriveRequest, principal string) backend.RedriveSpec {
+	var records []backend.RedriveRecord
 	for _, r := range m.Records {
-		records = append(records, replication.RedriveRecord{Partition: r.Partition, Offset: r.Offset})
+		records = append(records, backend.RedriveRecord{Partition: r.Partition, Offset: r.Offset})
 	}
-	return replication.RedriveSpec{Records: records,
+	return backend.RedriveSpec{Records: records,
 		DeadLetterTopic: m.DeadLetterTopic, Target: m.Target, Reasons: m.Reasons,
 		Key: string(m.Key), HasKey: m.HasKey, SinceMs: m.SinceMs, UntilMs: m.UntilMs,
 		FromOffset: m.FromOffset, ToOffset: m.ToOffset, Rate: m.Rate, MaxRedrives: int(m.MaxRedrives),
@@ -22,7 +22,7 @@ func redriveSpec(m *logdv1.StartRedriveRequest, principal string) replication.Re
 }
 
 // redriveJobProto is a job with its position as this node applied it.
-func (s *Server) redriveJobProto(j replication.RedriveJob) *logdv1.RedriveJob {
+func (s *Server) redriveJobProto(j backend.RedriveJob) *logdv1.RedriveJob {
 	sp := j.Spec
 	pos := s.b.RedrivePosition(j)
 	var total int64

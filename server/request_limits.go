@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logd-dev/logd/api/logdv1"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/backend"
 )
 
 // Request limits: every request passes through requestLimiter before the
@@ -46,7 +46,7 @@ import (
 
 // defaultBudgetRetryAfter is the retry hint of a request refused by the
 // memory budget: bodies in flight are served within about that time.
-const defaultBudgetRetryAfter = replication.DefaultOverloadRetryAfter
+const defaultBudgetRetryAfter = backend.DefaultOverloadRetryAfter
 
 // grpcFramingBytes is the room for the 5-byte gRPC frame header of a
 // message of the largest size.

@@ -14,8 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/replication/fsm"
 	"github.com/logd-dev/logd/server"
 )
 
@@ -78,15 +80,15 @@ func TestCompactedTopic(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	n, srv, reg := testServer(t, ctx)
-	if _, err := n.CreateTopic(ctx, replication.CreateTopic{Name: "c", Partitions: 1, Config: map[string]string{
-		replication.ConfigCleanupPolicy: "compact", replication.ConfigSegmentBytes: "100"}}); err != nil {
+	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "c", Partitions: 1, Config: map[string]string{
+		"cleanup.policy": "compact", "segment.bytes": "100"}}); err != nil {
 		t.Fatal(err)
 	}
 	ts := time.Now().Add(-time.Second).UnixMilli()
 	// One segment per batch: [0-2] [3] [4, active]. Compaction drops k3=c
 	// at offset 2, the end of the first batch.
 	for _, b := range [][]byte{keyed(t, ts, "k1", "a", "k2", "b", "k3", "c"), keyed(t, ts, "k3", "d"), keyed(t, ts, "k4", "e")} {
-		if _, err := n.Append(ctx, replication.Append{Topic: "c", Batches: []replication.PartitionBatch{{Partition: 0, Batch: b}}}); err != nil {
+		if _, err := replication.NewBackend(n).Append(ctx, backend.Append{Topic: "c", Batches: []backend.PartitionBatch{{Partition: 0, Batch: b}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -161,7 +163,7 @@ func TestAlterTopicHandler(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	n, srv, _ := testServer(t, ctx)
-	if _, err := n.CreateTopic(ctx, replication.CreateTopic{Name: "a", Partitions: 1}); err != nil {
+	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "a", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {

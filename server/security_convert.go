@@ -5,12 +5,12 @@ import (
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/auth"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/backend"
 )
 
 // Conversions between the API's tokens and ACLs and package auth's.
 
-func tokenInfoProto(t replication.TokenInfo) *logdv1.TokenInfo {
+func tokenInfoProto(t backend.TokenInfo) *logdv1.TokenInfo {
 	return &logdv1.TokenInfo{Id: t.ID, Principal: t.Principal, Description: t.Description, CreatedMs: t.CreatedMs, ExpiresMs: t.ExpiresMs, CreatedBy: t.CreatedBy}
 }
 

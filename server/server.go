@@ -19,6 +19,7 @@ import (
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/console"
 	"github.com/logd-dev/logd/replication"
 )
@@ -43,8 +44,8 @@ const (
 type Options struct {
 	// Backend is the node the handlers serve from (cmd/logd passes
 	// replication.NewBackend of its node). Required.
-	Backend Backend
-	// Segments, if set, is mounted at replication.SegmentPathPrefix: the
+	Backend backend.API
+	// Segments, if set, is mounted at backend.SegmentPathPrefix: the
 	// segment files peers fetch to catch up from a snapshot
 	// (replication.Backend.SegmentHandler). A node of a cluster needs it.
 	// It is served by Handler, or by PeerHandler alone with PeerListener.
@@ -90,7 +91,7 @@ type Server struct {
 	// before their handler exists, so the API can grow ahead of the server.
 	logdv1connect.UnimplementedLogServiceHandler
 
-	b        Backend
+	b        backend.API
 	segments http.Handler
 	logger   *slog.Logger
 	reg      *prometheus.Registry
@@ -137,7 +138,7 @@ type Server struct {
 	auth   AuthOptions
 	authn  *authenticator
 	authz  *auth.Authorizer
-	sec    SecurityBackend
+	sec    backend.SecurityAPI
 	audit  *slog.Logger
 	quotas *quotas
 	// check decodes a write a follower forwards, to authorize it first
@@ -193,7 +194,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/"+logdv1connect.LogServiceName+"/", s.apiHandler())
 	if s.segments != nil && !s.peerListener {
-		mux.Handle(replication.SegmentPathPrefix, s.segments)
+		mux.Handle(backend.SegmentPathPrefix, s.segments)
 	}
 	mux.Handle("/metrics", s.OpsGuard(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})))
 	mux.Handle("/healthz", s.OpsGuard(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -221,7 +222,7 @@ func (s *Server) Handler() http.Handler {
 // backup (save_snapshot.go), whose streamed answers the request limits do
 // not time (request_limits.go): they may be large.
 func isSegmentPath(r *http.Request) bool {
-	return strings.HasPrefix(r.URL.Path, replication.SegmentPathPrefix) || r.URL.Path == logdv1connect.LogServiceSaveSnapshotProcedure
+	return strings.HasPrefix(r.URL.Path, backend.SegmentPathPrefix) || r.URL.Path == logdv1connect.LogServiceSaveSnapshotProcedure
 }
 
 // apiHandler returns the LogService behind authentication and

@@ -10,7 +10,7 @@ import (
 
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/server"
 )
 
@@ -18,8 +18,8 @@ import (
 // last heard from each follower and its disk. Other calls are not
 // implemented (the embedded nil Backend panics).
 type statusBackend struct {
-	server.Backend
-	metrics replication.RaftMetrics
+	backend.API
+	metrics backend.RaftMetrics
 	disk    error
 }
 
@@ -31,17 +31,17 @@ func (b *statusBackend) IsLeader() bool                       { return true }
 func (b *statusBackend) LeaderAPIAddress() (string, string)   { return "n1:7070", "n1" }
 func (b *statusBackend) NodeAPIAddress(string) (string, bool) { return "", false }
 func (b *statusBackend) MemberAPIAddresses() []string         { return nil }
-func (b *statusBackend) RaftMetrics() replication.RaftMetrics { return b.metrics }
+func (b *statusBackend) RaftMetrics() backend.RaftMetrics     { return b.metrics }
 
-func (b *statusBackend) Status() replication.Status {
-	return replication.Status{NodeID: "n1", State: "Leader", LeaderID: "n1", LastLogIndex: b.metrics.LastIndex}
+func (b *statusBackend) Status() backend.Status {
+	return backend.Status{NodeID: "n1", State: "Leader", LeaderID: "n1", LastLogIndex: b.metrics.LastIndex}
 }
 
-func (b *statusBackend) DiskUsage() (replication.DiskUsage, error) {
+func (b *statusBackend) DiskUsage() (backend.DiskUsage, error) {
 	if b.disk != nil {
-		return replication.DiskUsage{}, b.disk
+		return backend.DiskUsage{}, b.disk
 	}
-	return replication.DiskUsage{Total: 1000, Free: 600, Avail: 500}, nil
+	return backend.DiskUsage{Total: 1000, Free: 600, Avail: 500}, nil
 }
 
 // TestStatusReportsFollowersAndDisk: Status answers the leader's view of
@@ -49,7 +49,7 @@ func (b *statusBackend) DiskUsage() (replication.DiskUsage, error) {
 // never answered), the leader changes seen, and the data directory's
 // file system, which it leaves unset where the platform cannot tell.
 func TestStatusReportsFollowersAndDisk(t *testing.T) {
-	b := &statusBackend{metrics: replication.RaftMetrics{LeaderChanges: 3, LastIndex: 100, Followers: []replication.FollowerStats{
+	b := &statusBackend{metrics: backend.RaftMetrics{LeaderChanges: 3, LastIndex: 100, Followers: []backend.FollowerStats{
 		{ID: "n2", LastIndex: 90, LastContact: time.Now().Add(-2 * time.Second)},
 		{ID: "n3"},
 		{ID: "n4", LastIndex: 120, LastContact: time.Now()},

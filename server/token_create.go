@@ -8,7 +8,7 @@ import (
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/auth"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/backend"
 )
 
 // maxTokenTTLMs bounds a token's time to live: a hundred years.
@@ -46,6 +46,6 @@ func (s *Server) CreateToken(ctx context.Context, req *connect.Request[logdv1.Cr
 	if err := s.sec.CreateToken(ctx, v, by); err != nil {
 		return nil, toConnectError(err)
 	}
-	info := replication.TokenInfo{ID: v.ID, Principal: v.Principal, Description: v.Description, CreatedMs: v.CreatedMs, ExpiresMs: v.ExpiresMs, CreatedBy: by}
+	info := backend.TokenInfo{ID: v.ID, Principal: v.Principal, Description: v.Description, CreatedMs: v.CreatedMs, ExpiresMs: v.ExpiresMs, CreatedBy: by}
 	return connect.NewResponse(&logdv1.CreateTokenResponse{Token: tok.String(), Info: tokenInfoProto(info)}), nil
 }

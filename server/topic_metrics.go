@@ -3,6 +3,7 @@ package server
 import (
 	"sync"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -20,7 +21,7 @@ import (
 // them without decoding them; compressed when the producer compressed
 // them), as Kafka's own BytesInPerSec and BytesOutPerSec do.
 type TopicTraffic struct {
-	b  Backend
+	b  backend.API
 	mu sync.Mutex
 	// counts is guarded by mu.
 	counts map[string]*topicCounts
@@ -38,7 +39,7 @@ var (
 		"Record bytes produced to (direction in) or fetched from (out) the topic through this node's front ends: key and value bytes through the Connect API, record batch bytes as stored through the Kafka listener.", []string{"topic", "direction"}, nil)
 )
 
-func newTopicTraffic(reg *prometheus.Registry, b Backend) *TopicTraffic {
+func newTopicTraffic(reg *prometheus.Registry, b backend.API) *TopicTraffic {
 	t := &TopicTraffic{b: b, counts: make(map[string]*topicCounts)}
 	reg.MustRegister(t)
 	return t

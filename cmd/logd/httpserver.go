@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/server"
 	"github.com/spf13/pflag"
 )
@@ -177,8 +177,8 @@ func (c limitConfig) serverLimits() server.Limits {
 }
 
 // quota is the cluster's topic quota for replication.Config.
-func (c limitConfig) quota() replication.TopicQuota {
-	return replication.TopicQuota{MaxTopics: c.maxTopics, MaxPartitions: c.maxPartitions,
+func (c limitConfig) quota() backend.TopicQuota {
+	return backend.TopicQuota{MaxTopics: c.maxTopics, MaxPartitions: c.maxPartitions,
 		MaxTopicsPerPrincipal: c.maxTopicsPerPrincipal, MaxPartitionsPerPrincipal: c.maxPartitionsPerPrincipal}
 }
 

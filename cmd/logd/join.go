@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication"
 )
 
@@ -26,7 +27,7 @@ import (
 // call to the leader.
 func joinVia(p replication.PeerHTTP) replication.AskJoin {
 	hc := &http.Client{Transport: p.Transport(2*time.Second, false)}
-	return func(ctx context.Context, member string, req replication.JoinRequest) (string, error) {
+	return func(ctx context.Context, member string, req backend.JoinRequest) (string, error) {
 		c := logdv1connect.NewLogServiceClient(hc, p.URL(member))
 		resp, err := c.Join(ctx, connect.NewRequest(&logdv1.JoinRequest{NodeId: req.ID, RaftAddress: req.RaftAddress, ApiAddress: req.APIAddress,
 			FeatureLevel: uint32(req.FeatureLevel), PeerAddress: req.PeerAddress, KafkaAddress: req.KafkaAddress, RegisterOnly: req.RegisterOnly}))

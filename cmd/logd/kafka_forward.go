@@ -12,6 +12,7 @@ import (
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/kafka"
 	"github.com/logd-dev/logd/replication"
 	"github.com/logd-dev/logd/server"
@@ -41,7 +42,7 @@ func newKafkaForwarder(b *replication.Backend, nodeID string, peer replication.P
 func (f *kafkaForwarder) call(ctx context.Context, p auth.Principal, req connect.AnyRequest, fn func(logdv1connect.LogServiceClient) error) error {
 	addr, id := f.b.LeaderCallAddress()
 	if addr == "" || id == f.nodeID {
-		return replication.ErrNotLeader // none known, or this node leads now: the client asks again
+		return backend.ErrNotLeader // none known, or this node leads now: the client asks again
 	}
 	req.Header().Set(server.ForwardedHeader, f.nodeID)
 	if p != auth.Anonymous {
@@ -52,19 +53,19 @@ func (f *kafkaForwarder) call(ctx context.Context, p auth.Principal, req connect
 }
 
 // CreateTopic implements kafka.Forwarder.
-func (f *kafkaForwarder) CreateTopic(ctx context.Context, p auth.Principal, c replication.CreateTopic) (replication.TopicInfo, error) {
+func (f *kafkaForwarder) CreateTopic(ctx context.Context, p auth.Principal, c backend.CreateTopic) (backend.TopicInfo, error) {
 	req := connect.NewRequest(&logdv1.CreateTopicRequest{Name: c.Name, Partitions: c.Partitions, Config: c.Config})
 	err := f.call(ctx, p, req, func(rpc logdv1connect.LogServiceClient) error { _, err := rpc.CreateTopic(ctx, req); return err })
 	if err != nil {
-		return replication.TopicInfo{}, err
+		return backend.TopicInfo{}, err
 	}
-	var info replication.TopicInfo
+	var info backend.TopicInfo
 	err = f.applied(ctx, func() bool { info, err = f.b.Topic(c.Name); return err == nil })
 	return info, err
 }
 
 // AlterTopic implements kafka.Forwarder.
-func (f *kafkaForwarder) AlterTopic(ctx context.Context, p auth.Principal, c replication.AlterTopic) (replication.TopicInfo, error) {
+func (f *kafkaForwarder) AlterTopic(ctx context.Context, p auth.Principal, c backend.AlterTopic) (backend.TopicInfo, error) {
 	req := connect.NewRequest(&logdv1.AlterTopicRequest{Name: c.Name, Config: c.Config, DeleteConfig: c.Delete})
 	var resp *connect.Response[logdv1.AlterTopicResponse]
 	err := f.call(ctx, p, req, func(rpc logdv1connect.LogServiceClient) error {
@@ -73,10 +74,10 @@ func (f *kafkaForwarder) AlterTopic(ctx context.Context, p auth.Principal, c rep
 		return err
 	})
 	if err != nil {
-		return replication.TopicInfo{}, err
+		return backend.TopicInfo{}, err
 	}
 	want := resp.Msg.GetTopic().GetConfig()
-	var info replication.TopicInfo
+	var info backend.TopicInfo
 	err = f.applied(ctx, func() bool {
 		info, err = f.b.Topic(c.Name)
 		if err != nil {
@@ -99,17 +100,17 @@ func (f *kafkaForwarder) DeleteTopic(ctx context.Context, p auth.Principal, name
 	if err != nil {
 		return err
 	}
-	return f.applied(ctx, func() bool { _, err := f.b.Topic(name); return errors.Is(err, replication.ErrUnknownTopic) })
+	return f.applied(ctx, func() bool { _, err := f.b.Topic(name); return errors.Is(err, backend.ErrUnknownTopic) })
 }
 
 // CreatePartitions implements kafka.Forwarder.
-func (f *kafkaForwarder) CreatePartitions(ctx context.Context, p auth.Principal, c replication.CreatePartitions) (replication.TopicInfo, error) {
+func (f *kafkaForwarder) CreatePartitions(ctx context.Context, p auth.Principal, c backend.CreatePartitions) (backend.TopicInfo, error) {
 	req := connect.NewRequest(&logdv1.CreatePartitionsRequest{Name: c.Name, Count: c.Count})
 	err := f.call(ctx, p, req, func(rpc logdv1connect.LogServiceClient) error { _, err := rpc.CreatePartitions(ctx, req); return err })
 	if err != nil {
-		return replication.TopicInfo{}, err
+		return backend.TopicInfo{}, err
 	}
-	var info replication.TopicInfo
+	var info backend.TopicInfo
 	err = f.applied(ctx, func() bool { info, err = f.b.Topic(c.Name); return err == nil && info.Partitions >= c.Count })
 	return info, err
 }
@@ -119,7 +120,7 @@ func (f *kafkaForwarder) applied(ctx context.Context, done func() bool) error {
 	for !done() {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w: the leader made the change; this node has not applied it yet", replication.ErrTimeout)
+			return fmt.Errorf("%w: the leader made the change; this node has not applied it yet", backend.ErrTimeout)
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
@@ -130,11 +131,11 @@ func (f *kafkaForwarder) applied(ctx context.Context, done func() bool) error {
 // which the Kafka listener maps to Kafka's codes (the listener checks a
 // change here first, so the leader refuses only what changed since).
 var leaderReasons = map[logdv1.Reason]error{
-	logdv1.Reason_REASON_TOPIC_EXISTS:      replication.ErrTopicExists,
-	logdv1.Reason_REASON_UNKNOWN_TOPIC:     replication.ErrUnknownTopic,
-	logdv1.Reason_REASON_INVALID_ARGUMENT:  replication.ErrInvalidConfig,
-	logdv1.Reason_REASON_NOT_LEADER:        replication.ErrNotLeader,
-	logdv1.Reason_REASON_UNAVAILABLE:       replication.ErrNotLeader,
+	logdv1.Reason_REASON_TOPIC_EXISTS:      backend.ErrTopicExists,
+	logdv1.Reason_REASON_UNKNOWN_TOPIC:     backend.ErrUnknownTopic,
+	logdv1.Reason_REASON_INVALID_ARGUMENT:  backend.ErrInvalidConfig,
+	logdv1.Reason_REASON_NOT_LEADER:        backend.ErrNotLeader,
+	logdv1.Reason_REASON_UNAVAILABLE:       backend.ErrNotLeader,
 	logdv1.Reason_REASON_PERMISSION_DENIED: kafka.ErrLeaderDenied,
 	logdv1.Reason_REASON_UNAUTHENTICATED:   kafka.ErrLeaderDenied,
 }
@@ -158,7 +159,7 @@ func fromLeader(err error) error {
 	}
 	var ce *connect.Error
 	if !errors.As(err, &ce) {
-		return fmt.Errorf("%w: forwarding to the leader: %v", replication.ErrTimeout, err)
+		return fmt.Errorf("%w: forwarding to the leader: %v", backend.ErrTimeout, err)
 	}
 	for _, d := range ce.Details() {
 		v, derr := d.Value()
@@ -168,5 +169,5 @@ func fromLeader(err error) error {
 			}
 		}
 	}
-	return &leaderError{msg: "the leader: " + ce.Message(), err: replication.ErrTimeout}
+	return &leaderError{msg: "the leader: " + ce.Message(), err: backend.ErrTimeout}
 }
