@@ -64,8 +64,6 @@ var notMet = []string{
 	"ErrRestoreTarget", "ErrBackupTooNew",
 	// Redrive jobs, which only the Connect API drives.
 	"ErrUnknownRedrive",
-	// A data dir whose Raft log is in the other store refuses to start.
-	"ErrLogStoreMismatch",
 }
 
 func TestErrorTableCoversSentinels(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/logd-dev/logd/replication/raftstore"
 )
 
 func TestTrailingLogsFor(t *testing.T) {
@@ -44,7 +46,7 @@ func TestTrailingLogsFor(t *testing.T) {
 func TestTrailingLogsBoundedInBytes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	n := openSingleNode(t, ctx, Config{DataDir: t.TempDir(), RaftLogStore: LogStoreBoltDB,
+	n := openSingleNode(t, ctx, Config{DataDir: t.TempDir(), RaftLogStore: raftstore.LogStoreBoltDB,
 		TrailingBytes: 256 << 10, SnapshotBytes: 1 << 30, SnapshotThreshold: 1 << 20, SnapshotInterval: time.Hour})
 	defer n.Close()
 	if _, err := n.CreateTopic(ctx, CreateTopic{Name: "big", Partitions: 1}); err != nil {

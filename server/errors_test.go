@@ -21,6 +21,7 @@ import (
 	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/queue"
 	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/replication/raftstore"
 )
 
 // backendSentinels are the error sentinels of the packages the backend
@@ -72,8 +73,10 @@ var backendSentinels = map[string]error{
 	"replication.ErrTooManyTokens":       replication.ErrTooManyTokens,
 	"replication.ErrTooManyACLs":         replication.ErrTooManyACLs,
 	"replication.ErrRestoreTarget":       replication.ErrRestoreTarget,
-	"replication.ErrLogStoreMismatch":    replication.ErrLogStoreMismatch,
 	"replication.ErrBackupTooNew":        replication.ErrBackupTooNew,
+
+	"raftstore.ErrLogStoreMismatch": raftstore.ErrLogStoreMismatch,
+	"raftstore.ErrInvalidOptions":   raftstore.ErrInvalidOptions,
 
 	"group.ErrConsumerGroupNotFound": group.ErrConsumerGroupNotFound,
 	"group.ErrConsumerGroupNotEmpty": group.ErrConsumerGroupNotEmpty,
@@ -113,8 +116,11 @@ var internalErrors = map[string]bool{
 	// Errors of restoring a backup, which logd restore meets, not a node.
 	"replication.ErrRestoreTarget": true,
 	"replication.ErrBackupTooNew":  true,
-	// A data dir whose Raft log is in the other store refuses to start.
-	"replication.ErrLogStoreMismatch": true,
+	// A data dir whose Raft log is in the other store refuses to start;
+	// options of the Raft stores are refused before a node opens (a
+	// client sees replication.ErrInvalidArgument, which wraps them).
+	"raftstore.ErrLogStoreMismatch": true,
+	"raftstore.ErrInvalidOptions":   true,
 }
 
 // sentinelNames returns "pkg.ErrX" for every exported package-level
@@ -168,6 +174,7 @@ func TestErrorTableCoversSentinels(t *testing.T) {
 			t.Errorf("%s is not re-exported as %s", name, re)
 		}
 	}
+	names = append(names, sentinelNames(t, "../replication/raftstore", "raftstore")...)
 	names = append(names, sentinelNames(t, "../group", "group")...)
 	names = append(names, sentinelNames(t, "../queue", "queue")...)
 	names = append(names, sentinelNames(t, "../dedup", "dedup")...)
