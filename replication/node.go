@@ -74,8 +74,9 @@ type Config struct {
 	TrailingLogs uint64
 	// TrailingBytes bounds those entries in bytes as well: when the
 	// entries since the last snapshot average more than TrailingBytes /
-	// TrailingLogs, fewer stay (at least minTrailingLogs); default
-	// DefaultTrailingBytes, negative: entries only (trailing.go).
+	// TrailingLogs, fewer stay (at least raftstore.MinTrailingLogs);
+	// default raftstore.DefaultTrailingBytes, negative: entries only
+	// (raftstore.TrailingBound).
 	TrailingBytes int64
 	// BatchApplyCh buffers Raft's apply channel to MaxAppendEntries, so more
 	// concurrent proposals are waiting when the leader takes a group of
@@ -249,7 +250,7 @@ func (c *Config) setDefaults() {
 		c.TrailingLogs = 512
 	}
 	if c.TrailingBytes == 0 {
-		c.TrailingBytes = DefaultTrailingBytes
+		c.TrailingBytes = raftstore.DefaultTrailingBytes
 	}
 	if c.ApplyTimeout == 0 {
 		c.ApplyTimeout = 5 * time.Second

@@ -1,10 +1,11 @@
 // Package raftstore opens the stores hashicorp/raft runs on for one Raft
 // group, and keeps the wrappers and repairs they need: the log store
 // (raft-boltdb or raft-wal), the stable store (raft-boltdb), the snapshot
-// store, and a cache of the newest entries for Raft's reads of its own
-// log. Package replication wires them into a node; this package knows
-// nothing of the node, its state machine or its transport, and imports
-// no package of the module but internal/slogbridge.
+// store, a cache of the newest entries for Raft's reads of its own log,
+// and the bound in bytes of the entries kept after a snapshot. Package
+// replication wires them into a node; this package knows nothing of the
+// node, its state machine or its transport, and imports no package of
+// the module but internal/slogbridge.
 //
 // # Layout
 //
@@ -35,8 +36,8 @@
 // raft-wal v0.4.1 is required, not v0.4.0: v0.4.0 marks the tail segment
 // sealed when Raft deletes a suffix of the log (a follower's entries that
 // conflict with a new leader's) without writing its index block, and
-// after a restart every read of that segment fails (TestWALTailTruncateRestart;
-// docs/performance.md, "Raft log store").
+// after a restart every read of that segment fails
+// (TestWALTailTruncateRestart; docs/performance.md, "Raft log store").
 //
 // raft-wal seals a full tail segment inside the append that fills it and
 // records the seal in its metadata afterwards, from another goroutine. A
@@ -62,4 +63,13 @@
 // covers a follower's lag at small calls would hold hundreds of MiB at
 // large ones. Every write goes through it; a failed write, a gap or a
 // DeleteRange empties it (docs/performance.md, "Where the time goes").
+//
+// # The trailing entries
+//
+// Raft keeps TrailingLogs entries after each snapshot, a count. At a few
+// MiB an entry that count is gigabytes of log, so TrailingBound lowers it
+// to what a byte budget holds at the average size of the entries since
+// the last snapshot, never below MinTrailingLogs; the node reloads Raft's
+// setting with what TrailingBound.Next says (docs/performance.md,
+// "Snapshot triggers with the WAL").
 package raftstore
