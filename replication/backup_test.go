@@ -17,6 +17,7 @@ import (
 	"github.com/logd-dev/logd/internal/backupfile"
 	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/raftstore"
 )
 
 // freeAddr returns a loopback address nothing listens on now.
@@ -37,8 +38,9 @@ func freeAddr(t *testing.T) string {
 // the format's typed errors and leaves the target as it was.
 func TestBackupRestore(t *testing.T) {
 	// A backup taken from a node of either Raft log store restores into
-	// a node of the other (restore writes no Raft log, logstore.go).
-	for _, stores := range [][2]string{{LogStoreBoltDB, LogStoreWAL}, {LogStoreWAL, LogStoreBoltDB}} {
+	// a node of the other (restore writes no Raft log, so the restored
+	// data dir takes the store it is asked for: raftstore/logstore.go).
+	for _, stores := range [][2]string{{raftstore.LogStoreBoltDB, raftstore.LogStoreWAL}, {raftstore.LogStoreWAL, raftstore.LogStoreBoltDB}} {
 		t.Run(stores[0]+" to "+stores[1], func(t *testing.T) { testBackupRestore(t, stores[0], stores[1]) })
 	}
 }

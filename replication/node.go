@@ -22,6 +22,7 @@ import (
 	"github.com/logd-dev/logd/internal/slogbridge"
 	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/raftstore"
 )
 
 // Config configures a Node. The zero value of each optional field has the
@@ -74,8 +75,9 @@ type Config struct {
 	TrailingLogs uint64
 	// TrailingBytes bounds those entries in bytes as well: when the
 	// entries since the last snapshot average more than TrailingBytes /
-	// TrailingLogs, fewer stay (at least minTrailingLogs); default
-	// DefaultTrailingBytes, negative: entries only (trailing.go).
+	// TrailingLogs, fewer stay (at least raftstore.MinTrailingLogs);
+	// default raftstore.DefaultTrailingBytes, negative: entries only
+	// (raftstore.TrailingBound).
 	TrailingBytes int64
 	// BatchApplyCh buffers Raft's apply channel to MaxAppendEntries, so more
 	// concurrent proposals are waiting when the leader takes a group of
@@ -84,9 +86,9 @@ type Config struct {
 	// ApplyTimeout bounds how long a proposal waits to be enqueued; default 5s.
 	ApplyTimeout time.Duration
 	// RecentLogBytes bounds the memory of the newest Raft entries kept to
-	// answer Raft's reads of its own log (raft_recent.go): a leader sending
-	// entries to followers, a follower applying them. Default
-	// DefaultRecentLogBytes; negative keeps none.
+	// answer Raft's reads of its own log (raftstore.CacheRecent): a leader
+	// sending entries to followers, a follower applying them. Default
+	// raftstore.DefaultRecentLogBytes; negative keeps none.
 	RecentLogBytes int
 	// Logger receives structured logs; default slog.Default().
 	Logger *slog.Logger
@@ -182,14 +184,16 @@ type Config struct {
 	// back (internal/faults); tests hand a restarted InMemory node the log
 	// it had. A wrapper that is an io.Closer is closed before the store.
 	WrapRaftStores func(raft.LogStore, raft.StableStore) (raft.LogStore, raft.StableStore)
-	// RaftLogStore is where Raft's log is kept on disk: LogStoreBoltDB or
-	// LogStoreWAL (logstore.go). Empty: the store the data dir's Raft log
-	// is in, else DefaultRaftLogStore. A data dir whose log is in the
-	// other store is refused (ErrLogStoreMismatch). Ignored InMemory.
+	// RaftLogStore is where Raft's log is kept on disk:
+	// raftstore.LogStoreBoltDB or raftstore.LogStoreWAL. Empty: the store
+	// the data dir's Raft log is in, else raftstore.DefaultLogStore. A
+	// data dir whose log is in the other store is refused
+	// (raftstore.ErrLogStoreMismatch). Ignored InMemory.
 	RaftLogStore string
-	// WALSegmentBytes is the size of one raft-wal segment file;
-	// 0: DefaultWALSegmentBytes. Raft's log is cut after a snapshot by
-	// whole sealed segments only (docs/operations.md, "Raft log store").
+	// WALSegmentBytes is the size of one raft-wal segment file; 0:
+	// raftstore.DefaultWALSegmentBytes. Raft's log is cut after a
+	// snapshot by whole sealed segments only (docs/operations.md, "Raft
+	// log store").
 	WALSegmentBytes int
 	// WrapRaftWALFS, if set, wraps the file system raft-wal writes its
 	// segment files through: fault builds of cmd/logd model a power cut
@@ -197,8 +201,10 @@ type Config struct {
 	WrapRaftWALFS func(waltypes.VFS) waltypes.VFS
 }
 
-// Validate checks required fields and the Raft timeouts.
+// Validate checks required fields, the Raft stores' options
+// (raftstore.Options.Validate) and the Raft timeouts.
 func (c Config) Validate() error {
+	storeErr := c.storeOptions(nil).Validate()
 	switch {
 	case c.NodeID == "":
 		return fmt.Errorf("%w: node id is required", backend.ErrInvalidArgument)
@@ -208,10 +214,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: raft bind address is required", backend.ErrInvalidArgument)
 	case c.FeatureLevel > backend.FeatureLevel(fsm.Level):
 		return fmt.Errorf("%w: feature level %d is above this build's %d", backend.ErrInvalidArgument, c.FeatureLevel, fsm.Level)
-	case c.WALSegmentBytes != 0 && (c.WALSegmentBytes < MinWALSegmentBytes || c.WALSegmentBytes > MaxWALSegmentBytes):
-		return fmt.Errorf("%w: raft wal segment size %d: want %d to %d bytes", backend.ErrInvalidArgument, c.WALSegmentBytes, MinWALSegmentBytes, MaxWALSegmentBytes)
-	case !validLogStore(c.RaftLogStore):
-		return fmt.Errorf("%w: raft log store %q: want %s or %s", backend.ErrInvalidArgument, c.RaftLogStore, LogStoreBoltDB, LogStoreWAL)
+	case storeErr != nil:
+		return fmt.Errorf("%w: %w", backend.ErrInvalidArgument, storeErr)
 	case c.MaxRaftConns < 0:
 		return fmt.Errorf("%w: max raft connections %d is negative", backend.ErrInvalidArgument, c.MaxRaftConns)
 	case c.PeerTLS != nil && c.InMemory:
@@ -247,13 +251,13 @@ func (c *Config) setDefaults() {
 		c.TrailingLogs = 512
 	}
 	if c.TrailingBytes == 0 {
-		c.TrailingBytes = DefaultTrailingBytes
+		c.TrailingBytes = raftstore.DefaultTrailingBytes
 	}
 	if c.ApplyTimeout == 0 {
 		c.ApplyTimeout = 5 * time.Second
 	}
 	if c.RecentLogBytes == 0 {
-		c.RecentLogBytes = DefaultRecentLogBytes
+		c.RecentLogBytes = raftstore.DefaultRecentLogBytes
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -383,7 +387,7 @@ func Open(cfg Config) (*Node, error) {
 	// Raft runs on wrappers that measure it (raft_observe.go); stores
 	// keeps the stores and transport themselves.
 	obs := newRaftObserver()
-	logs := cacheRecentLogs(timeLogStore(stores.logs, &obs.storeLogs), cfg.RecentLogBytes)
+	logs := raftstore.CacheRecent(timeLogStore(stores.logs, &obs.storeLogs), cfg.RecentLogBytes)
 	commits := new(leaderCommits)
 	trans, observed := observeTransport(stores.transport, obs, commits)
 	r, err := raft.NewRaft(rc, &raftFSM{f: sm, applied: applied, obs: obs, logger: cfg.Logger}, logs, stores.stable, stores.snaps, trans)

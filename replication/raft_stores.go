@@ -5,18 +5,15 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
 
 	"github.com/logd-dev/logd/backend"
-	"github.com/logd-dev/logd/internal/slogbridge"
+	"github.com/logd-dev/logd/replication/raftstore"
 )
 
 // Raft's timing. A follower that has heard nothing from the leader for
@@ -103,9 +100,9 @@ func raftConfig(cfg Config, hlog hclog.Logger) *raft.Config {
 	return rc
 }
 
-// raftStores are what Raft runs on: its log, stable store, snapshot store
-// and transport, on disk and TCP (openDiskStores) or in memory
-// (openMemStores, Config.InMemory).
+// raftStores are what Raft runs on: its log, stable store and snapshot
+// store (package raftstore, under DataDir/raft) and its transport, TCP
+// (openDiskStores) or in memory (openMemStores, Config.InMemory).
 type raftStores struct {
 	logs      raft.LogStore
 	stable    raft.StableStore
@@ -127,41 +124,20 @@ func (s *raftStores) close() error {
 	return errors.Join(errs...)
 }
 
-// openDiskStores opens the Raft stable store (bbolt), the log store (the
-// same bbolt file or a WAL, logstore.go) and the snapshot store under
-// DataDir/raft, and a TCP transport on RaftBind
-// over the Raft port's stream layer (raft_stream.go).
+// storeOptions are the options of cfg's Raft stores, hlog the logger
+// of hashicorp/raft's own lines.
+func (c Config) storeOptions(hlog hclog.Logger) raftstore.Options {
+	return raftstore.Options{Dir: filepath.Join(c.DataDir, "raft"), InMemory: c.InMemory, LogStore: c.RaftLogStore,
+		WALSegmentBytes: c.WALSegmentBytes, WrapWALFS: c.WrapRaftWALFS, Logger: c.Logger, RaftLogger: hlog}
+}
+
+// openDiskStores opens the Raft stores under DataDir/raft
+// (raftstore.Open) and a TCP transport on RaftBind over the Raft port's
+// stream layer (raft_stream.go).
 func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
-	raftDir := filepath.Join(cfg.DataDir, "raft")
-	if err := os.MkdirAll(raftDir, 0o755); err != nil {
-		return nil, fmt.Errorf("create raft dir: %w", err)
-	}
-	store, err := raftboltdb.New(raftboltdb.Options{
-		Path: filepath.Join(raftDir, "raft.db"),
-		// The raft log churns: entries are written once and deleted after
-		// the next snapshot. A hashmap freelist that is rebuilt on open
-		// instead of written on every commit keeps each commit's write small.
-		BoltOptions: &bbolt.Options{Timeout: 5 * time.Second, FreelistType: bbolt.FreelistMapType, NoFreelistSync: true,
-			Logger: slogbridge.Bbolt(cfg.Logger.With("logger", "bbolt"))},
-	})
+	st, err := raftstore.Open(cfg.storeOptions(hlog))
 	if err != nil {
-		return nil, fmt.Errorf("open raft stable store: %w", err)
-	}
-	logs, _, err := openLogStore(cfg, raftDir, store, hlog)
-	if err != nil {
-		store.Close()
 		return nil, err
-	}
-	// closeStores closes the log store, if it is not the stable store,
-	// then the stable store.
-	closeStores := store.Close
-	if c, ok := logs.(io.Closer); ok && logs != raft.LogStore(store) {
-		closeStores = func() error { return errors.Join(c.Close(), store.Close()) }
-	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, hlog)
-	if err != nil {
-		closeStores()
-		return nil, fmt.Errorf("open snapshot store: %w", err)
 	}
 	// Without an advertise address the transport advertises the address
 	// it actually bound (so ":0" works in tests).
@@ -169,20 +145,20 @@ func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 	if cfg.RaftAdvertise != cfg.RaftBind {
 		a, err := net.ResolveTCPAddr("tcp", cfg.RaftAdvertise)
 		if err != nil {
-			closeStores()
+			st.Close()
 			return nil, fmt.Errorf("raft advertise address %q: %w", cfg.RaftAdvertise, err)
 		}
 		adv = a
 	}
 	ln, err := net.Listen("tcp", cfg.RaftBind)
 	if err != nil {
-		closeStores()
+		st.Close()
 		return nil, fmt.Errorf("raft transport on %s: %w", cfg.RaftBind, err)
 	}
 	stream := newRaftStream(ln, adv, cfg.PeerTLS, cfg.MaxRaftConns, cfg.Logger)
 	if a, ok := stream.Addr().(*net.TCPAddr); !ok || a.IP == nil || a.IP.IsUnspecified() {
 		ln.Close()
-		closeStores()
+		st.Close()
 		return nil, fmt.Errorf("%w: raft address %s is not one peers can dial: give an advertise address", backend.ErrInvalidArgument, stream.Addr())
 	}
 	// The address provider is asked for this node's own address too: it
@@ -193,8 +169,8 @@ func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog, ServerAddressProvider: cfg.Peers.raftProvider(cfg.NodeID, local),
 	})
 	stream.start()
-	stores := &raftStores{logs: logs, stable: store, snaps: snaps, transport: transport, stream: stream,
-		closers: []func() error{transport.Close, closeStores}}
+	stores := &raftStores{logs: st.Logs, stable: st.Stable, snaps: st.Snapshots, transport: transport, stream: stream,
+		closers: []func() error{transport.Close, st.Close}}
 	stores.wrap(cfg.WrapRaftStores)
 	return stores, nil
 }
@@ -211,13 +187,17 @@ func (s *raftStores) wrap(w func(raft.LogStore, raft.StableStore) (raft.LogStore
 	}
 }
 
-// openMemStores returns in-memory stores and an in-memory transport
-// addressed RaftBind (a generated address if empty).
-func openMemStores(cfg Config, _ hclog.Logger) (*raftStores, error) {
-	store := raft.NewInmemStore()
+// openMemStores returns in-memory stores (raftstore.Options.InMemory)
+// and an in-memory transport addressed RaftBind (a generated address if
+// empty).
+func openMemStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
+	st, err := raftstore.Open(cfg.storeOptions(hlog))
+	if err != nil {
+		return nil, err
+	}
 	_, transport := raft.NewInmemTransport(raft.ServerAddress(cfg.RaftBind))
-	stores := &raftStores{logs: store, stable: store, snaps: raft.NewInmemSnapshotStore(), transport: transport,
-		closers: []func() error{transport.Close}}
+	stores := &raftStores{logs: st.Logs, stable: st.Stable, snaps: st.Snapshots, transport: transport,
+		closers: []func() error{transport.Close, st.Close}}
 	stores.wrap(cfg.WrapRaftStores)
 	return stores, nil
 }

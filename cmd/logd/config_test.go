@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/replication/raftstore"
 	"github.com/spf13/pflag"
 )
 
@@ -238,8 +238,8 @@ func TestRaftLogStoreFlag(t *testing.T) {
 // before anything starts.
 func TestRaftWALSegmentSizeFlag(t *testing.T) {
 	c, err := parseFlags(nil, noEnv, io.Discard)
-	if err != nil || c.walSegmentBytes != replication.DefaultWALSegmentBytes {
-		t.Fatalf("default: %d, %v; want %d", c.walSegmentBytes, err, replication.DefaultWALSegmentBytes)
+	if err != nil || c.walSegmentBytes != raftstore.DefaultWALSegmentBytes {
+		t.Fatalf("default: %d, %v; want %d", c.walSegmentBytes, err, raftstore.DefaultWALSegmentBytes)
 	}
 	c, err = parseFlags(nil, func(k string) string {
 		if k == "LOGD_RAFT_WAL_SEGMENT_SIZE" {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/logd-dev/logd/internal/buildinfo"
 	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/replication/raftstore"
 	"github.com/logd-dev/logd/server"
 	"github.com/spf13/pflag"
 )
@@ -103,9 +104,9 @@ func defineFlags(fs *pflag.FlagSet) func(getenv func(string) string) (config, er
 	fs.StringVar(&c.logFormat, "log-format", "text", "text or json (LOGD_LOG_FORMAT)")
 	fs.StringVar(&c.fsync, "fsync", "raft", "raft: fsync the Raft log before every commit, partition logs at snapshots; always: also fsync partition logs on every append (LOGD_FSYNC)")
 	fs.StringVar(&c.raftLogStore, "raft-log-store", "", "where Raft's log is kept: boltdb or wal; default the store the data dir's Raft log is in, else "+
-		replication.DefaultRaftLogStore+" for a new one; naming the other store of an existing data dir is refused (docs/operations.md) (LOGD_RAFT_LOG_STORE)")
+		raftstore.DefaultLogStore+" for a new one; naming the other store of an existing data dir is refused (docs/operations.md) (LOGD_RAFT_LOG_STORE)")
 	fs.BoolVar(&c.pprof, "pprof", false, "serve /debug/pprof/ on the client port (LOGD_PPROF=true)")
-	fs.Int64Var(&c.walSegmentBytes, "raft-wal-segment-size", replication.DefaultWALSegmentBytes, "bytes of one raft-wal segment file (wal log store): after a snapshot Raft's log is cut by whole sealed segments, so smaller ones free disk sooner and leave a lagging follower fewer entries to replay instead of a snapshot; from 64KiB to 1GiB (LOGD_RAFT_WAL_SEGMENT_SIZE)")
+	fs.Int64Var(&c.walSegmentBytes, "raft-wal-segment-size", raftstore.DefaultWALSegmentBytes, "bytes of one raft-wal segment file (wal log store): after a snapshot Raft's log is cut by whole sealed segments, so smaller ones free disk sooner and leave a lagging follower fewer entries to replay instead of a snapshot; from 64KiB to 1GiB (LOGD_RAFT_WAL_SEGMENT_SIZE)")
 	fs.Int64Var(&c.memoryLimit, "memory-limit", 0, memoryLimitHelp)
 	fs.Uint64Var(&c.snapshotEvery, "snapshot-threshold", 8192, "Raft entries between snapshots (LOGD_SNAPSHOT_THRESHOLD)")
 	fs.DurationVar(&c.snapshotPeriod, "snapshot-interval", 30*time.Second, "how often to check for a snapshot (LOGD_SNAPSHOT_INTERVAL)")
@@ -181,13 +182,13 @@ func defineFlags(fs *pflag.FlagSet) func(getenv func(string) string) (config, er
 		default:
 			return c, fmt.Errorf("--fsync: want raft or always, got %q", c.fsync)
 		}
-		if c.walSegmentBytes < replication.MinWALSegmentBytes || c.walSegmentBytes > replication.MaxWALSegmentBytes {
-			return c, fmt.Errorf("--raft-wal-segment-size: want %d to %d bytes, got %d", replication.MinWALSegmentBytes, replication.MaxWALSegmentBytes, c.walSegmentBytes)
+		if c.walSegmentBytes < raftstore.MinWALSegmentBytes || c.walSegmentBytes > raftstore.MaxWALSegmentBytes {
+			return c, fmt.Errorf("--raft-wal-segment-size: want %d to %d bytes, got %d", raftstore.MinWALSegmentBytes, raftstore.MaxWALSegmentBytes, c.walSegmentBytes)
 		}
 		switch c.raftLogStore {
-		case "", replication.LogStoreBoltDB, replication.LogStoreWAL:
+		case "", raftstore.LogStoreBoltDB, raftstore.LogStoreWAL:
 		default:
-			return c, fmt.Errorf("--raft-log-store: want %s or %s, got %q", replication.LogStoreBoltDB, replication.LogStoreWAL, c.raftLogStore)
+			return c, fmt.Errorf("--raft-log-store: want %s or %s, got %q", raftstore.LogStoreBoltDB, raftstore.LogStoreWAL, c.raftLogStore)
 		}
 		if c.plaintextWarning, err = c.checkExposure(); err != nil {
 			return c, err

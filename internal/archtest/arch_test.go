@@ -114,7 +114,11 @@ var table = []row{
 	{path: "api/logdv1", layer: layerAPI, only: []string{"api/..."}},
 	{path: "api/logdv1/logdv1connect", layer: layerAPI, only: []string{"api/..."}, siblings: []string{"api/logdv1"}},
 
-	{path: "replication", layer: layerRaft},
+	{path: "replication", layer: layerRaft, siblings: []string{"replication/raftstore"}},
+	// Raft's log, stable and snapshot stores of one Raft group
+	// (raft-boltdb, raft-wal): replication opens them; they know nothing
+	// of the node, so of this module they import only the log bridge.
+	{path: "replication/raftstore", layer: layerRaft, only: []string{"internal/slogbridge"}},
 	// The faults a fault build of cmd/logd injects into its own stores
 	// (wrappers of log.FS and of Raft's stores); only cmd/logd's files
 	// built with -tags faults import it.

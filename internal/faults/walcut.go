@@ -15,7 +15,7 @@ import (
 )
 
 // WALPowerCut models a power cut of Raft's log when raft-wal keeps it
-// (replication/logstore.go), through raft-wal's own file system seam
+// (replication/raftstore/logstore.go), through raft-wal's own file system seam
 // (types.VFS): it wraps the VFS its segment files are written through and
 // journals, before each write, the extent it covers, and after each Sync
 // that the file's writes so far are durable. OpenWALPowerCut, at the next

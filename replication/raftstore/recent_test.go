@@ -1,4 +1,4 @@
-package replication
+package raftstore
 
 import (
 	"errors"
@@ -91,7 +91,7 @@ func TestRecentLogs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			inner := &countingStore{InmemStore: raft.NewInmemStore()}
-			c := cacheRecentLogs(inner, budget)
+			c := CacheRecent(inner, budget)
 			for i, s := range tt.steps {
 				if s.store != nil {
 					inner.failWrites = s.failWrite
@@ -126,7 +126,7 @@ func TestRecentLogs(t *testing.T) {
 
 func TestRecentLogsOff(t *testing.T) {
 	inner := raft.NewInmemStore()
-	if got := cacheRecentLogs(inner, -1); got != raft.LogStore(inner) {
+	if got := CacheRecent(inner, -1); got != raft.LogStore(inner) {
 		t.Fatalf("a negative budget wraps the store: %T", got)
 	}
 }
@@ -143,7 +143,7 @@ func BenchmarkRecentLogs(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer store.Close()
-			logs := cacheRecentLogs(store, budget)
+			logs := CacheRecent(store, budget)
 			const n = 16
 			if err := logs.StoreLogs(raftEntries(1, n, 700_000, "e")); err != nil {
 				b.Fatal(err)

@@ -1,4 +1,4 @@
-package replication
+package raftstore
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 )
 
 // openBenchLogStore opens a log store of kind store under b's temporary
-// directory, as openDiskStores would, and closes it when b ends.
+// directory, as Open would, and closes it when b ends.
 func openBenchLogStore(b *testing.B, store string) raft.LogStore {
 	b.Helper()
 	raftDir := b.TempDir()
@@ -70,7 +70,7 @@ func BenchmarkLogStoreStoreLogs(b *testing.B) {
 }
 
 // BenchmarkLogStoreTruncate measures the compaction after a snapshot: a
-// log of 64 Ki entries of 1 KiB has all but Config.TrailingLogs' default
+// log of 64 Ki entries of 1 KiB has all but a node's default TrailingLogs
 // (512) deleted from its head, one DeleteRange as Raft makes it.
 func BenchmarkLogStoreTruncate(b *testing.B) {
 	const entries, size, trailing = 64 << 10, 1024, 512

@@ -1,8 +1,7 @@
-package replication
+package raftstore
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -14,8 +13,6 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/hashicorp/raft-wal/segment"
-	"github.com/logd-dev/logd/backend"
-	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // TestChooseLogStore: a data dir keeps the store its Raft log is in; an
@@ -26,7 +23,7 @@ func TestChooseLogStore(t *testing.T) {
 		want, detected, store string
 		err                   bool
 	}{
-		{"", "", DefaultRaftLogStore, false},
+		{"", "", DefaultLogStore, false},
 		{LogStoreBoltDB, "", LogStoreBoltDB, false},
 		{LogStoreWAL, "", LogStoreWAL, false},
 		{"", LogStoreBoltDB, LogStoreBoltDB, false},
@@ -46,72 +43,6 @@ func TestChooseLogStore(t *testing.T) {
 		if err != nil || store != tc.store || reason == "" {
 			t.Errorf("want %q, data dir's %q: %q (%q), %v; want %q", tc.want, tc.detected, store, reason, err, tc.store)
 		}
-	}
-	if err := (Config{NodeID: "n1", DataDir: "d", RaftBind: "127.0.0.1:0", RaftLogStore: "rocks"}).Validate(); !errors.Is(err, backend.ErrInvalidArgument) {
-		t.Errorf("Validate of an unknown log store: %v", err)
-	}
-}
-
-// TestLogStoreKept: a node started on either store keeps its records
-// across a restart that names no store, holds its log where it said (a
-// WAL directory, or entries in raft.db), and refuses a restart that names
-// the other store without changing anything.
-func TestLogStoreKept(t *testing.T) {
-	for _, store := range []string{LogStoreBoltDB, LogStoreWAL} {
-		t.Run(store, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			dir := t.TempDir()
-			cfg := Config{DataDir: dir, RaftLogStore: store, Fatal: func(err error) { t.Errorf("fatal: %v", err) }}
-			n := openSingleNode(t, ctx, cfg)
-			if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "k", Partitions: 1}); err != nil {
-				t.Fatal(err)
-			}
-			var want []string
-			for i := range 5 {
-				v := fmt.Sprintf("v%d", i)
-				if _, err := n.Append(ctx, fsm.Append{Topic: "k", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, v)}}}); err != nil {
-					t.Fatal(err)
-				}
-				want = append(want, v)
-			}
-			if err := n.Close(); err != nil {
-				t.Fatal(err)
-			}
-			_, statErr := os.Stat(filepath.Join(dir, "raft", walDirName))
-			if hasWAL := statErr == nil; hasWAL != (store == LogStoreWAL) {
-				t.Fatalf("store %s: WAL directory present %v", store, hasWAL)
-			}
-
-			other := LogStoreWAL
-			if store == LogStoreWAL {
-				other = LogStoreBoltDB
-			}
-			bad := cfg
-			bad.NodeID, bad.RaftBind, bad.Logger = "n1", "127.0.0.1:0", testLogger()
-			bad.RaftLogStore = other
-			if n, err := Open(bad); !errors.Is(err, ErrLogStoreMismatch) {
-				if err == nil {
-					n.Close()
-				}
-				t.Fatalf("restart of a %s data dir asking for %s: %v, want ErrLogStoreMismatch", store, other, err)
-			}
-			_, statErr = os.Stat(filepath.Join(dir, "raft", walDirName))
-			if hasWAL := statErr == nil; hasWAL != (store == LogStoreWAL) {
-				t.Fatalf("the refused restart changed the data dir: WAL directory present %v", hasWAL)
-			}
-
-			cfg.RaftLogStore = ""
-			n = openSingleNode(t, ctx, cfg)
-			defer n.Close()
-			if got := readAll(t, n.FSM(), "k", 0); fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Fatalf("after restart %v, want %v", got, want)
-			}
-			last, err := n.stores.logs.LastIndex()
-			if err != nil || last == 0 {
-				t.Fatalf("the restarted node's log store is empty: %d, %v", last, err)
-			}
-		})
 	}
 }
 

@@ -1,10 +1,9 @@
-package replication
+package raftstore
 
 import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -18,47 +17,43 @@ import (
 	waltypes "github.com/hashicorp/raft-wal/types"
 )
 
-// Where Raft's log is kept on disk (Config.RaftLogStore). raft-boltdb's
-// file DataDir/raft/raft.db is Raft's stable store (current term, vote)
+// Where Raft's log is kept on disk (Options.LogStore). raft-boltdb's
+// file raft.db in Options.Dir is Raft's stable store (current term, vote)
 // in either case; with LogStoreBoltDB it also holds the log, with
 // LogStoreWAL the log is hashicorp/raft-wal's append-only segment files
-// under DataDir/raft/wal (docs/operations.md, "Raft log store").
+// under Dir/wal (docs/operations.md, "Raft log store").
 //
-// A data dir's log stays in the store it was written in: Open finds which
-// one holds it (detectLogStore) and refuses a RaftLogStore that names the
-// other (ErrLogStoreMismatch); docs/operations.md says how to move a node
-// from one to the other. Only a data dir whose Raft log is empty (a new
-// one, or one logd restore built) takes RaftLogStore, else
-// DefaultRaftLogStore.
+// A directory's log stays in the store it was written in: Open finds
+// which one holds it (detectLogStore) and refuses a LogStore that names
+// the other (ErrLogStoreMismatch); docs/operations.md says how to move a
+// node from one to the other. Only a directory whose Raft log is empty (a
+// new one, or one logd restore built) takes Options.LogStore, else
+// DefaultLogStore.
 const (
 	// LogStoreBoltDB keeps Raft's log in raft-boltdb, beside the stable
 	// store.
 	LogStoreBoltDB = "boltdb"
 	// LogStoreWAL keeps Raft's log in raft-wal's segment files.
 	LogStoreWAL = "wal"
-	// DefaultRaftLogStore is the log store of a new data dir when
-	// Config.RaftLogStore is empty. docs/performance.md ("Raft log
-	// store") has the measurements it was chosen by.
-	DefaultRaftLogStore = LogStoreWAL
-	// walDirName is the WAL's directory under DataDir/raft.
+	// DefaultLogStore is the log store of a new directory when
+	// Options.LogStore is empty. docs/performance.md ("Raft log store")
+	// has the measurements it was chosen by.
+	DefaultLogStore = LogStoreWAL
+	// walDirName is the WAL's directory under Options.Dir.
 	walDirName = "wal"
 )
-
-// ErrLogStoreMismatch means Config.RaftLogStore names one log store and
-// the data dir's Raft log is in the other.
-var ErrLogStoreMismatch = errors.New("replication: raft log store does not match the data dir's")
 
 // validLogStore reports whether s is a log store name or empty.
 func validLogStore(s string) bool {
 	return s == "" || s == LogStoreBoltDB || s == LogStoreWAL
 }
 
-// detectLogStore says which store holds the Raft log of the data dir
-// whose raft directory is raftDir, given its raft-boltdb file opened as
-// bolt: LogStoreWAL if the WAL directory exists, LogStoreBoltDB if
-// raft.db holds entries, "" if neither (a new data dir, or one restored
-// from a backup, whose Raft state is a snapshot and a term). Both at once
-// is an error: no run of logd writes both.
+// detectLogStore says which store holds the Raft log of the directory
+// raftDir, given its raft-boltdb file opened as bolt: LogStoreWAL if the
+// WAL directory exists, LogStoreBoltDB if raft.db holds entries, "" if
+// neither (a new data dir, or one restored from a backup, whose Raft
+// state is a snapshot and a term). Both at once is an error: no run of
+// logd writes both.
 func detectLogStore(raftDir string, bolt *raftboltdb.BoltStore) (string, error) {
 	last, err := bolt.LastIndex()
 	if err != nil {
@@ -81,7 +76,7 @@ func detectLogStore(raftDir string, bolt *raftboltdb.BoltStore) (string, error) 
 	return "", nil
 }
 
-// chooseLogStore picks the log store of a data dir whose Raft log is in
+// chooseLogStore picks the log store of a directory whose Raft log is in
 // detected ("" for none) when want was asked for ("" for no preference),
 // and says why, for the log line at start.
 func chooseLogStore(want, detected string) (store, reason string, err error) {
@@ -94,10 +89,10 @@ func chooseLogStore(want, detected string) (store, reason string, err error) {
 	case want != "":
 		return want, "asked for, and the data dir has no Raft log yet", nil
 	}
-	return DefaultRaftLogStore, "the default for a data dir with no Raft log yet", nil
+	return DefaultLogStore, "the default for a data dir with no Raft log yet", nil
 }
 
-// Bounds of Config.WALSegmentBytes. The default is raft-wal's own
+// Bounds of Options.WALSegmentBytes. The default is raft-wal's own
 // (wal.DefaultSegmentSize); a segment's size limit is a uint32 in its
 // metadata.
 const (
@@ -108,8 +103,8 @@ const (
 
 // openWAL opens (or creates) the WAL under raftDir with segment files of
 // segmentBytes (0: the default); wrap, if set, wraps the file system its
-// segment files are written through (fault builds, Config.WrapRaftWALFS).
-// A changed size applies to the segments created from then on.
+// segment files are written through (Options.WrapWALFS). A changed size
+// applies to the segments created from then on.
 func openWAL(raftDir string, segmentBytes int, hlog hclog.Logger, wrap func(waltypes.VFS) waltypes.VFS) (*wal.WAL, error) {
 	dir := filepath.Join(raftDir, walDirName)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -149,29 +144,36 @@ func walSegmentFiler(dir string, vfs waltypes.VFS) waltypes.SegmentFiler {
 	return releaseSealed(segment.NewFiler(dir, vfs))
 }
 
-// openLogStore opens the Raft log store of the data dir whose raft
-// directory is raftDir, bolt being its raft-boltdb file (the stable
-// store): bolt itself, or a WAL (chooseLogStore). It logs the choice once.
-func openLogStore(cfg Config, raftDir string, bolt *raftboltdb.BoltStore, hlog hclog.Logger) (raft.LogStore, string, error) {
-	detected, err := detectLogStore(raftDir, bolt)
+// openLogStore opens the Raft log store of o.Dir, bolt being its
+// raft-boltdb file (the stable store): bolt itself, or a WAL
+// (chooseLogStore). It logs the choice once. o has its defaults set.
+func openLogStore(o Options, bolt *raftboltdb.BoltStore) (raft.LogStore, error) {
+	detected, err := detectLogStore(o.Dir, bolt)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	store, reason, err := chooseLogStore(cfg.RaftLogStore, detected)
+	store, reason, err := chooseLogStore(o.LogStore, detected)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.Default()
-	}
-	logger.Info("raft log store", "store", store, "why", reason, "asked", cfg.RaftLogStore)
+	o.Logger.Info("raft log store", "store", store, "why", reason, "asked", o.LogStore)
 	if store == LogStoreBoltDB {
-		return bolt, store, nil
+		return bolt, nil
 	}
-	w, err := openWAL(raftDir, cfg.WALSegmentBytes, hlog, cfg.WrapRaftWALFS)
+	w, err := openWAL(o.Dir, o.WALSegmentBytes, o.RaftLogger, o.WrapWALFS)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	return w, store, nil
+	return w, nil
+}
+
+// syncDir fsyncs the directory dir, so the entries created in it are
+// durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }

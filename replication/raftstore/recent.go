@@ -1,4 +1,4 @@
-package replication
+package raftstore
 
 import (
 	"sync"
@@ -6,9 +6,10 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// DefaultRecentLogBytes is Config.RecentLogBytes's default: at the
-// entry sizes produce builds (hundreds of KiB to a few MiB) it holds the
-// last few dozen entries, more than a follower that keeps up lags behind.
+// DefaultRecentLogBytes is the CacheRecent budget a node uses by default
+// (replication's Config.RecentLogBytes): at the entry sizes produce
+// builds (hundreds of KiB to a few MiB) it holds the last few dozen
+// entries, more than a follower that keeps up lags behind.
 const DefaultRecentLogBytes = 16 << 20
 
 // recentLogOverhead is what an entry costs in the budget besides its
@@ -41,9 +42,12 @@ type recentLogs struct {
 	bytes int
 }
 
-// cacheRecentLogs wraps s with a cache of budget bytes; a budget of zero
-// or less returns s itself. raft.MonotonicLogStore is kept if s has it.
-func cacheRecentLogs(s raft.LogStore, budget int) raft.LogStore {
+// CacheRecent wraps s with a cache of its newest entries, up to budget
+// bytes (recentLogs); a budget of zero or less returns s itself.
+// raft.MonotonicLogStore is kept if s has it. Every write must go
+// through the cache: one made to s directly would leave stale entries in
+// it.
+func CacheRecent(s raft.LogStore, budget int) raft.LogStore {
 	if budget <= 0 {
 		return s
 	}
