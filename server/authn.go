@@ -20,6 +20,7 @@ import (
 	"github.com/logd-dev/logd/auth"
 	"github.com/logd-dev/logd/auth/certid"
 	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/internal/quota"
 )
 
 // Authentication (docs/security.md, "Principals"). Every call to the API,
@@ -85,7 +86,7 @@ type AuthOptions struct {
 	Audit *slog.Logger
 	// Quotas bound each principal's produce and fetch bytes per second
 	// (quota.go). The zero value bounds nothing.
-	Quotas Quotas
+	Quotas quota.Rates
 	// Now is the clock of token expiry and quota buckets; default
 	// time.Now.
 	Now func() time.Time

@@ -21,15 +21,12 @@ import (
 // debt with OVERLOADED and the time it takes to pay back. Bytes are a
 // record's key, value and headers.
 
-// Quotas bound each principal's record bytes per second; 0 bounds nothing.
-type Quotas = quota.Rates
-
 // quotas applies a node's byte-rate buckets (nil: unbounded).
 type quotas struct {
 	l *quota.Limiter
 }
 
-func newQuotas(q Quotas, now func() time.Time, reg *prometheus.Registry) *quotas {
+func newQuotas(q quota.Rates, now func() time.Time, reg *prometheus.Registry) *quotas {
 	return &quotas{l: quota.New(q, now, reg)}
 }
 

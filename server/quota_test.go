@@ -12,6 +12,7 @@ import (
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/internal/quota"
 	"github.com/logd-dev/logd/server"
 )
 
@@ -41,7 +42,7 @@ func TestQuotas(t *testing.T) {
 	defer cancel()
 	clock := &fakeClock{t: time.Now()}
 	e := newAuthEnv(t, ctx, envConfig{mod: func(o *server.Options) {
-		o.Auth.Quotas = server.Quotas{ProduceBytesPerSec: 1000, FetchBytesPerSec: 2000}
+		o.Auth.Quotas = quota.Rates{ProduceBytesPerSec: 1000, FetchBytesPerSec: 2000}
 		o.Auth.Now = clock.Now
 	}})
 	rw := func(p string) []auth.ACL {

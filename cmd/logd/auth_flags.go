@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/internal/quota"
 	"github.com/logd-dev/logd/server"
 )
 
@@ -105,7 +106,7 @@ func (c authConfig) serverOptions(logger *slog.Logger) (server.AuthOptions, func
 	opts := server.AuthOptions{
 		Required:      c.mode == authRequired,
 		MetricsPublic: c.metricsPublic,
-		Quotas:        server.Quotas{ProduceBytesPerSec: c.quotaProduce, FetchBytesPerSec: c.quotaFetch},
+		Quotas:        quota.Rates{ProduceBytesPerSec: c.quotaProduce, FetchBytesPerSec: c.quotaFetch},
 	}
 	closeAudit := func() error { return nil }
 	for _, s := range c.superusers {

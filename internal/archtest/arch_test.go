@@ -2,8 +2,11 @@ package archtest
 
 import (
 	"fmt"
+	"go/ast"
+	"go/parser"
 	"go/token"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -12,22 +15,23 @@ import (
 const module = "github.com/logd-dev/logd"
 
 // arrows is the layer order of docs/architecture.md, quoted in messages.
-const arrows = "cmd -> {server, kafka} -> replication -> replication/fsm -> {group, queue, dedup, retention} -> {log, batch, partition}"
+const arrows = "cmd -> {server, kafka} -> replication -> replication/fsm -> backend -> {group, queue, dedup, retention} -> {log, batch, partition}"
 
 // layer is a floor of the architecture. A package may import packages of
 // lower layers only, and of its own layer only where its row names them.
 type layer int
 
 const (
-	layerLeaf    layer = iota // helpers of the lowest floor
-	layerStorage              // storage, the batch codec, topic names
-	layerState                // pure state: groups, queues, dedup, retention plans
-	layerMachine              // the deterministic state machine
-	layerRaft                 // the Raft side, implementing the backend
-	layerAPI                  // the protobuf definitions and generated code
-	layerEdge                 // front ends and the Go client: both sides of the API
-	layerSupport              // test support: a real node in process, the fault file system
-	layerTop                  // binaries and tools
+	layerLeaf       layer = iota // helpers of the lowest floor
+	layerStorage                 // storage, the batch codec, topic names
+	layerState                   // pure state: groups, queues, dedup, retention plans
+	layerVocabulary              // the backend's vocabulary: requests, answers, errors, interfaces
+	layerMachine                 // the deterministic state machine
+	layerRaft                    // the Raft side, implementing the backend
+	layerAPI                     // the protobuf definitions and generated code
+	layerEdge                    // front ends and the Go client: both sides of the API
+	layerSupport                 // test support: a real node in process, the fault file system
+	layerTop                     // binaries and tools
 )
 
 func (l layer) String() string {
@@ -38,6 +42,8 @@ func (l layer) String() string {
 		return "storage: log, batch, partition"
 	case layerState:
 		return "pure state: group, queue, dedup, retention"
+	case layerVocabulary:
+		return "vocabulary: backend"
 	case layerMachine:
 		return "state machine: replication/fsm"
 	case layerRaft:
@@ -126,6 +132,11 @@ var table = []row{
 
 	{path: "replication/fsm", layer: layerMachine, pure: true},
 
+	// The front ends' one door into the cluster (docs/architecture.md,
+	// "The backend"): the state machine answers and fails in its values,
+	// replication implements its interfaces, server and kafka call them.
+	{path: "backend", layer: layerVocabulary, pure: true},
+
 	{path: "group", layer: layerState, pure: true},
 	{path: "queue", layer: layerState, pure: true},
 	{path: "dedup", layer: layerState, pure: true},
@@ -198,7 +209,7 @@ var pureVetted = []string{
 // machine.
 var (
 	frontEndForbidden       = []string{"github.com/hashicorp/raft/...", "github.com/hashicorp/raft-boltdb/...", "github.com/hashicorp/raft-wal/..."}
-	frontEndForbiddenModule = []string{"log", "replication/fsm/..."}
+	frontEndForbiddenModule = []string{"log", "replication/..."}
 )
 
 // checker runs the rules of a table over an import graph. Each check
@@ -338,8 +349,8 @@ func (c *checker) clock() []string {
 	return out
 }
 
-// frontEnds: front ends import neither raft nor the storage nor the state
-// machine; they see the backend interface only.
+// frontEnds: front ends depend, directly or not, on neither raft nor the
+// storage nor the state machine; they see package backend only.
 func (c *checker) frontEnds() []string {
 	var out []string
 	forbidden := append(slices.Clone(frontEndForbidden), c.abs(frontEndForbiddenModule)...)
@@ -347,9 +358,10 @@ func (c *checker) frontEnds() []string {
 		if !x.r.frontEnd {
 			continue
 		}
-		for _, imp := range x.p.Imports {
-			if matchAny(imp, forbidden) {
-				out = append(out, fmt.Sprintf("front end: %s imports %s; front ends see the backend interface only (no raft, no log, no replication/fsm)", x.r.path, c.g.short(imp)))
+		prev := c.g.reach(x.p.ImportPath, nil)
+		for _, dep := range x.p.Deps {
+			if _, ok := prev[dep]; ok && matchAny(dep, forbidden) {
+				out = append(out, fmt.Sprintf("front end: %s depends on %s (%s); front ends see package backend only (no raft, no log, no replication)", x.r.path, c.g.short(dep), c.g.pathTo(prev, dep)))
 			}
 		}
 	}
@@ -412,6 +424,7 @@ func (c *checker) rules() []rule {
 		{"pure", c.pure},
 		{"clock", c.clock},
 		{"front-ends", c.frontEnds},
+		{"aliases", c.aliases},
 		{"only-deps", c.onlyDeps},
 		{"std-only", c.stdOnly},
 	}
@@ -435,4 +448,88 @@ func TestArchitecture(t *testing.T) {
 			}
 		})
 	}
+}
+
+// aliases: no package of the module re-exports another package's names:
+// no exported type alias of another package's type, and no exported
+// variable or constant that is another package's name (type X = p.Y, var
+// ErrX = p.ErrX). Such names made one vocabulary look like two and let a
+// front end reach what it should not see under a harmless name.
+func (c *checker) aliases() []string {
+	var out []string
+	fset := token.NewFileSet()
+	for _, x := range c.present() {
+		for _, file := range sourceFiles(x.p) {
+			found, err := reexports(fset, file)
+			if err != nil {
+				out = append(out, fmt.Sprintf("aliases: %s: cannot parse %s: %v", x.r.path, file, err))
+				continue
+			}
+			for _, f := range found {
+				out = append(out, fmt.Sprintf("aliases: %s re-exports %s at %s; use the name where it is declared", x.r.path, f.name, f.pos))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// reexport is one exported name of a file that is another package's.
+type reexport struct{ name, pos string }
+
+// reexports lists the exported declarations of file that name another
+// package's identifier: a type alias of a qualified type, or a variable or
+// constant whose value is a qualified identifier alone.
+func reexports(fset *token.FileSet, file string) ([]reexport, error) {
+	f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
+	if err != nil {
+		return nil, err
+	}
+	// Only names of this module's packages count: a constant set to
+	// time.Second is a value, not a second name for one of ours.
+	own := map[string]bool{}
+	for _, imp := range f.Imports {
+		path, _ := strconv.Unquote(imp.Path.Value)
+		if path != module && !strings.HasPrefix(path, module+"/") {
+			continue
+		}
+		name := path[strings.LastIndex(path, "/")+1:]
+		if imp.Name != nil {
+			name = imp.Name.Name
+		}
+		own[name] = true
+	}
+	var out []reexport
+	qualified := func(e ast.Expr) (string, bool) {
+		sel, ok := e.(*ast.SelectorExpr)
+		if !ok {
+			return "", false
+		}
+		id, ok := sel.X.(*ast.Ident)
+		return id.Name + "." + sel.Sel.Name, ok && own[id.Name]
+	}
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok {
+			continue
+		}
+		for _, spec := range gd.Specs {
+			switch sp := spec.(type) {
+			case *ast.TypeSpec:
+				if q, ok := qualified(sp.Type); ok && sp.Assign.IsValid() && sp.Name.IsExported() {
+					out = append(out, reexport{sp.Name.Name + " = " + q, fset.Position(sp.Pos()).String()})
+				}
+			case *ast.ValueSpec:
+				for i, n := range sp.Names {
+					if i >= len(sp.Values) || !n.IsExported() {
+						continue
+					}
+					if q, ok := qualified(sp.Values[i]); ok {
+						out = append(out, reexport{n.Name + " = " + q, fset.Position(n.Pos()).String()})
+					}
+				}
+			}
+		}
+	}
+	return out, nil
 }

@@ -30,10 +30,6 @@ const (
 	RedriveFailed  = "failed"
 )
 
-// RedriveGroupPrefix starts the name of every redrive job's position
-// group; group.Internal hides such groups from listings and lag metrics.
-const RedriveGroupPrefix = group.RedrivePrefix
-
 // maxEndedRedrives bounds the ended (stopped, done, failed) jobs kept: a
 // start beyond it drops the oldest ended job (by id), with its group's
 // offsets left as they are (the group is an ordinary, internal one).
@@ -44,7 +40,7 @@ const maxRedriveErrorBytes = 1024
 
 // RedriveGroup is the consumer group whose committed offsets on the
 // dead-letter topic are job id's position.
-func RedriveGroup(id string) string { return RedriveGroupPrefix + id }
+func RedriveGroup(id string) string { return group.RedrivePrefix + id }
 
 // RedriveSpec is what a redrive job does; it does not change once started.
 type RedriveSpec struct {
