@@ -65,6 +65,7 @@ var backendSentinels = map[string]error{
 	"backend.ErrLogClosed":          backend.ErrLogClosed,
 	"backend.ErrBatchTooLarge":      backend.ErrBatchTooLarge,
 	"backend.ErrInvalidBatch":       backend.ErrInvalidBatch,
+	"partition.ErrInvalidPartition": partition.ErrInvalidPartition,
 	"partition.ErrInvalidTopicName": partition.ErrInvalidTopicName,
 	"dedup.ErrIdempotencyConflict":  dedup.ErrIdempotencyConflict,
 	"backend.ErrQuotaExceeded":      backend.ErrQuotaExceeded,
@@ -108,6 +109,8 @@ var internalErrors = map[string]bool{
 	"backend.ErrNoSegmentSource": true,
 	"backend.ErrSegmentGone":     true,
 	"dedup.ErrBadEncoding":       true,
+	// Directory names of partitions (partition.Dir), which no call reads.
+	"partition.ErrInvalidPartition": true,
 }
 
 // sentinelNames returns "pkg.ErrX" for every exported package-level

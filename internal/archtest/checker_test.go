@@ -224,7 +224,7 @@ func TestCheckerFindsViolations(t *testing.T) {
 			mutate: func(im map[string][]string) {
 				im["server"] = append(im["server"], "log")
 			},
-			want: []string{"front end: server depends on log"},
+			want: []string{"front end: server imports log"},
 		},
 		{
 			name: "front end imports the state machine and raft",
@@ -232,8 +232,8 @@ func TestCheckerFindsViolations(t *testing.T) {
 				im["server"] = append(im["server"], "replication/fsm", "github.com/hashicorp/raft")
 			},
 			want: []string{
-				"front end: server depends on replication/fsm",
-				"front end: server depends on github.com/hashicorp/raft",
+				"front end: server imports replication/fsm",
+				"front end: server imports github.com/hashicorp/raft",
 			},
 		},
 		{
