@@ -3,7 +3,7 @@
 // librdkafka, franz-go, sarama, kafkajs) produce to and consume from logd
 // topics. It is a sibling of package server over the same backend
 // (replication.Backend): it decodes a request, calls the backend through
-// the interface it declares (backend.go) and maps the backend's typed
+// backend.Kafka and maps the backend's typed
 // errors to Kafka error codes (errors.go). It holds no storage and sees
 // nothing of Raft.
 //

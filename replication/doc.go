@@ -3,11 +3,13 @@
 // snapshot catch-up from peers and the leader's cleaner. See
 // docs/architecture.md for the layout of the packages.
 //
-// Backend (backend.go) is the node as the front ends see it: plain values
-// and copies of stored bytes instead of logs and topics, produce routing
-// and batch building (produce.go), and the long polls of reads and claims.
-// The front ends import replication for it and for the state machine's
-// types and errors it re-exports (types.go, errors.go), never package fsm.
+// Backend (backend.go) is the node as the front ends see it: it
+// implements the interfaces of package backend (backend.API, backend.Kafka)
+// in that package's values: copies of stored bytes instead of logs and
+// topics, produce routing and batch building (produce.go), the long polls
+// of reads and claims, and the state machine's commands built from the
+// front ends' requests (convert.go, backend_commands.go). The front ends
+// see neither this package's Node nor package fsm.
 //
 // One Raft group per cluster (a single node by default). Raft's log and
 // stable store live in raft-boltdb (bbolt) under <data>/raft; the state

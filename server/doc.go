@@ -5,7 +5,7 @@
 // its answer and logged with its lines (request_id.go).
 //
 // The handlers are a thin layer: decode a request, check its shape, call
-// the Backend (backend.go; replication.Backend implements it) and map its
+// the backend (backend.API; replication.Backend implements it) and map its
 // errors through one table (errors.go). They hold no storage and see
 // nothing of Raft: reads come back as copies, writes go through the
 // backend. Handlers validate their requests completely before calling a
