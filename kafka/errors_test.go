@@ -50,11 +50,12 @@ var kafkaSentinels = map[string]struct {
 	"ErrKeyRequired":         {replication.ErrKeyRequired, errInvalidRecord},
 }
 
-// notMet are the sentinels of package replication that no call of this
-// front end returns: membership, catch-up and the state machine's own
-// stops (a stopped node answers ErrStopped), node-to-node identity, and
-// tokens and ACLs, which the Kafka listener does not manage (it reads the
-// ACLs, and asks nothing that could fail with these).
+// notMet are the sentinels of package replication (and of
+// replication/catchup) that no call of this front end returns:
+// membership, catch-up and the state machine's own stops (a stopped node
+// answers ErrStopped), node-to-node identity, and tokens and ACLs, which
+// the Kafka listener does not manage (it reads the ACLs, and asks nothing
+// that could fail with these).
 var notMet = []string{
 	"ErrBadCommand", "ErrEntryDamaged", "ErrUnknownCommand", "ErrSnapshotAhead", "ErrDiverged",
 	"ErrNoSegmentSource", "ErrSegmentGone", "ErrUnknownNode", "ErrMembershipChange",
@@ -85,11 +86,16 @@ func TestErrorTableCoversSentinels(t *testing.T) {
 		t.Errorf("throttle %d ms; want 2000", ms)
 	}
 
-	// Every sentinel declared in package replication is listed.
+	// Every sentinel declared in package replication, or in its catch-up
+	// and backups (replication/catchup), is listed.
 	fset := token.NewFileSet()
-	files, err := filepath.Glob(filepath.Join("..", "replication", "*.go"))
-	if err != nil {
-		t.Fatal(err)
+	var files []string
+	for _, dir := range []string{"replication", filepath.Join("replication", "catchup")} {
+		fs, err := filepath.Glob(filepath.Join("..", dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, fs...)
 	}
 	listed := map[string]bool{}
 	for _, n := range notMet {
@@ -118,7 +124,7 @@ func TestErrorTableCoversSentinels(t *testing.T) {
 						continue
 					}
 					if _, ok := kafkaSentinels[n.Name]; !ok && !listed[n.Name] {
-						t.Errorf("replication.%s (%s) has no Kafka code: add it to kafkaSentinels (and errorTable) or notMet", n.Name, filepath.Base(path))
+						t.Errorf("%s.%s (%s) has no Kafka code: add it to kafkaSentinels (and errorTable) or notMet", filepath.Base(filepath.Dir(path)), n.Name, filepath.Base(path))
 					}
 				}
 			}

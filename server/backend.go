@@ -9,6 +9,7 @@ import (
 	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/queue"
 	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/replication/catchup"
 )
 
 // Backend is everything the handlers need from the node: the handlers
@@ -79,8 +80,8 @@ type ClusterBackend interface {
 	// Backup streams a backup of the state at one Raft index into the
 	// writer start returns, on the leader only (ErrNotLeader elsewhere);
 	// start is called once, with the backup's description, before any
-	// byte is written (replication/backup.go).
-	Backup(ctx context.Context, start func(replication.BackupInfo) (io.Writer, error)) (replication.BackupInfo, error)
+	// byte is written (replication/catchup/backup.go).
+	Backup(ctx context.Context, start func(catchup.BackupInfo) (io.Writer, error)) (catchup.BackupInfo, error)
 	// Now is the node's clock, the one that stamps its commands: a
 	// handler that answers by time (queue describe) reads it, so it
 	// answers by the same time the node decides by.

@@ -21,6 +21,7 @@ import (
 	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/queue"
 	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/replication/catchup"
 )
 
 // backendSentinels are the error sentinels of the packages the backend
@@ -71,9 +72,10 @@ var backendSentinels = map[string]error{
 	"replication.ErrUnknownToken":        replication.ErrUnknownToken,
 	"replication.ErrTooManyTokens":       replication.ErrTooManyTokens,
 	"replication.ErrTooManyACLs":         replication.ErrTooManyACLs,
-	"replication.ErrRestoreTarget":       replication.ErrRestoreTarget,
 	"replication.ErrLogStoreMismatch":    replication.ErrLogStoreMismatch,
-	"replication.ErrBackupTooNew":        replication.ErrBackupTooNew,
+
+	"catchup.ErrRestoreTarget": catchup.ErrRestoreTarget,
+	"catchup.ErrBackupTooNew":  catchup.ErrBackupTooNew,
 
 	"group.ErrConsumerGroupNotFound": group.ErrConsumerGroupNotFound,
 	"group.ErrConsumerGroupNotEmpty": group.ErrConsumerGroupNotEmpty,
@@ -111,8 +113,8 @@ var internalErrors = map[string]bool{
 	"replication.ErrSegmentGone":     true,
 	"dedup.ErrBadEncoding":           true,
 	// Errors of restoring a backup, which logd restore meets, not a node.
-	"replication.ErrRestoreTarget": true,
-	"replication.ErrBackupTooNew":  true,
+	"catchup.ErrRestoreTarget": true,
+	"catchup.ErrBackupTooNew":  true,
 	// A data dir whose Raft log is in the other store refuses to start.
 	"replication.ErrLogStoreMismatch": true,
 }
@@ -161,6 +163,7 @@ func sentinelNames(t *testing.T, dir, pkg string) []string {
 func TestErrorTableCoversSentinels(t *testing.T) {
 	var names []string
 	names = append(names, sentinelNames(t, "../replication", "replication")...)
+	names = append(names, sentinelNames(t, "../replication/catchup", "catchup")...)
 	// The state machine's sentinels reach the server through replication's
 	// re-exports (replication/errors.go), under the same names.
 	for _, name := range sentinelNames(t, "../replication/fsm", "fsm") {

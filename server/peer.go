@@ -4,14 +4,14 @@ import (
 	"net/http"
 
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/replication/catchup"
 )
 
 // The peer listener (docs/security.md, "Peers"). With
 // Options.PeerListener a node serves what its peers call on a listener of
 // its own (cmd/logd's --peer-listen), with PeerHandler:
 //
-//   - the segment endpoint (replication.SegmentPathPrefix), for snapshot
+//   - the segment endpoint (catchup.SegmentPathPrefix), for snapshot
 //     catch-up;
 //   - writes another node forwarded (they carry ForwardedHeader), whose
 //     forwarding headers are believed as on any port: only from a verified
@@ -68,7 +68,7 @@ func (s *Server) PeerHandler() http.Handler {
 		api.ServeHTTP(w, r)
 	}))
 	if s.segments != nil {
-		mux.Handle(replication.SegmentPathPrefix, s.segments)
+		mux.Handle(catchup.SegmentPathPrefix, s.segments)
 	}
 	var h http.Handler = mux
 	if s.peerTLS != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/internal/testcerts"
 	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/replication/catchup"
 	"github.com/logd-dev/logd/server"
 )
 
@@ -81,7 +82,7 @@ func TestPeerListener(t *testing.T) {
 	fwd := http.Header{server.ForwardedHeader: {"n1"}, server.ForwardedPrincipalHeader: {"certificate User:alice"}, server.ForwardedForHeader: {"10.1.2.3:4567"}}
 	// A segment request without its parameters: the segment endpoint
 	// answers 400, a port without it 404.
-	const segment = replication.SegmentPathPrefix + "meta"
+	const segment = catchup.SegmentPathPrefix + "meta"
 
 	t.Run("without a peer listener", func(t *testing.T) {
 		e := newPeerEnv(t, ctx, ca, false)

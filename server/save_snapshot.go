@@ -8,13 +8,13 @@ import (
 
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/replication/catchup"
 )
 
 // snapshotChunkBytes is the data one SaveSnapshotResponse carries at most.
 const snapshotChunkBytes = 256 << 10
 
-// SaveSnapshot streams a backup (replication/backup.go) taken on this
+// SaveSnapshot streams a backup (replication/catchup/backup.go) taken on this
 // node, which must lead: a follower answers NOT_LEADER with the leader's
 // address, and the client calls it there. The interceptors of unary calls
 // do not run for a stream, so the permission table's row is applied, and
@@ -31,7 +31,7 @@ func (s *Server) SaveSnapshot(ctx context.Context, req *connect.Request[logdv1.S
 
 func (s *Server) saveSnapshot(ctx context.Context, stream *connect.ServerStream[logdv1.SaveSnapshotResponse]) error {
 	cw := &chunkWriter{stream: stream, buf: make([]byte, 0, snapshotChunkBytes)}
-	_, err := s.b.Backup(ctx, func(info replication.BackupInfo) (io.Writer, error) {
+	_, err := s.b.Backup(ctx, func(info catchup.BackupInfo) (io.Writer, error) {
 		h := info.Header
 		first := &logdv1.SaveSnapshotResponse{Info: &logdv1.SnapshotInfo{Index: h.Index, Term: h.Term, SizeBytes: info.Size,
 			Segments: int32(h.Segments), SegmentBytes: h.SegmentBytes, NodeId: h.Node}}

@@ -21,6 +21,7 @@ import (
 	"github.com/logd-dev/logd/auth"
 	"github.com/logd-dev/logd/console"
 	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/replication/catchup"
 )
 
 // Limits on requests. A request beyond them is refused whole.
@@ -44,7 +45,7 @@ type Options struct {
 	// Backend is the node the handlers serve from (cmd/logd passes
 	// replication.NewBackend of its node). Required.
 	Backend Backend
-	// Segments, if set, is mounted at replication.SegmentPathPrefix: the
+	// Segments, if set, is mounted at catchup.SegmentPathPrefix: the
 	// segment files peers fetch to catch up from a snapshot
 	// (replication.Backend.SegmentHandler). A node of a cluster needs it.
 	// It is served by Handler, or by PeerHandler alone with PeerListener.
@@ -193,7 +194,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/"+logdv1connect.LogServiceName+"/", s.apiHandler())
 	if s.segments != nil && !s.peerListener {
-		mux.Handle(replication.SegmentPathPrefix, s.segments)
+		mux.Handle(catchup.SegmentPathPrefix, s.segments)
 	}
 	mux.Handle("/metrics", s.OpsGuard(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})))
 	mux.Handle("/healthz", s.OpsGuard(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -221,7 +222,7 @@ func (s *Server) Handler() http.Handler {
 // backup (save_snapshot.go), whose streamed answers the request limits do
 // not time (request_limits.go): they may be large.
 func isSegmentPath(r *http.Request) bool {
-	return strings.HasPrefix(r.URL.Path, replication.SegmentPathPrefix) || r.URL.Path == logdv1connect.LogServiceSaveSnapshotProcedure
+	return strings.HasPrefix(r.URL.Path, catchup.SegmentPathPrefix) || r.URL.Path == logdv1connect.LogServiceSaveSnapshotProcedure
 }
 
 // apiHandler returns the LogService behind authentication and

@@ -16,7 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logd-dev/logd/api/logdv1"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/replication/catchup"
 )
 
 // TestPeerListenCluster: three real nodes with TLS, peer TLS, --auth
@@ -63,7 +63,7 @@ func TestPeerListenCluster(t *testing.T) {
 		t.Helper()
 		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: clientTLS(t, dir, cert)}, Timeout: 10 * time.Second}
 		defer hc.CloseIdleConnections()
-		resp, err := hc.Get("https://" + addr + replication.SegmentPathPrefix + "meta")
+		resp, err := hc.Get("https://" + addr + catchup.SegmentPathPrefix + "meta")
 		if err != nil {
 			t.Fatalf("GET %s as %s: %v", addr, cert, err)
 		}

@@ -1,4 +1,4 @@
-package replication
+package catchup
 
 import (
 	"bytes"
@@ -11,8 +11,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-
-	"github.com/hashicorp/raft"
 
 	"github.com/logd-dev/logd/replication/fsm"
 )
@@ -92,11 +90,11 @@ func sortedKeys(m map[string][32]byte) []string {
 func TestRestoreFetchesMissingSegments(t *testing.T) {
 	// The leader's history: a topic with small segments, 40 appends.
 	var cmds [][]byte
-	c := mustJSON(t, fsm.CmdCreateTopic, 1, CreateTopic{Name: "t", Partitions: 2, Config: map[string]string{"segment.bytes": "400"}})
+	c := mustJSON(t, fsm.CmdCreateTopic, 1, fsm.CreateTopic{Name: "t", Partitions: 2, Config: map[string]string{"segment.bytes": "400"}})
 	cmds = append(cmds, c, mustJSON(t, fsm.CmdNodeRegister, 2, fsm.NodeRegister{ID: "a", APIAddress: "a:1"}),
 		mustJSON(t, fsm.CmdNodeRegister, 2, fsm.NodeRegister{ID: "down", APIAddress: "down:1"}))
 	for i := range 40 {
-		cmds = append(cmds, fsm.EncodeAppend(int64(10+i), Append{Topic: "t", Batches: []PartitionBatch{{Partition: int32(i % 2), Batch: mustBatch(t, fmt.Sprintf("v%d", i))}}}))
+		cmds = append(cmds, fsm.EncodeAppend(int64(10+i), fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: int32(i % 2), Batch: mustBatch(t, fmt.Sprintf("v%d", i))}}}))
 	}
 	log := entries(cmds...)
 	leaderDir := t.TempDir()
@@ -114,7 +112,7 @@ func TestRestoreFetchesMissingSegments(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			src := &fileSource{peers: map[string]*fsm.FSM{"a:1": leader}, fail: map[string]bool{"down:1": true}}
-			f, fatals := testFSM(t, dir, newSegmentFetcher(src, 0, testLogger()))
+			f, fatals := testFSM(t, dir, NewSegmentFetcher(src, 0, testLogger()))
 			if tc.applied > 0 {
 				f.ApplyBatch(log[:tc.applied])
 			}
@@ -139,7 +137,7 @@ func TestRestoreFetchesMissingSegments(t *testing.T) {
 				}
 			}
 			// Replaying the rest of the log is idempotent on the installed data.
-			more := entries(append(cmds, fsm.EncodeAppend(99, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "after")}}}))...)
+			more := entries(append(cmds, fsm.EncodeAppend(99, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "after")}}}))...)
 			f.ApplyBatch(more[len(cmds):])
 			if got := readAll(t, f, "t", 0); got[len(got)-1] != "after" || len(got) != 21 {
 				t.Fatalf("after install, appends go on: %v", got)
@@ -150,12 +148,10 @@ func TestRestoreFetchesMissingSegments(t *testing.T) {
 
 func TestRestoreWithoutPeersRefuses(t *testing.T) {
 	leader, _ := testFSM(t, t.TempDir(), nil)
-	leader.ApplyBatch(entries(mustJSON(t, fsm.CmdCreateTopic, 1, CreateTopic{Name: "t", Partitions: 1}), fsm.EncodeAppend(2, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "x")}}})))
+	leader.ApplyBatch(entries(mustJSON(t, fsm.CmdCreateTopic, 1, fsm.CreateTopic{Name: "t", Partitions: 1}), fsm.EncodeAppend(2, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "x")}}})))
 	snap := snapshotBytes(t, leader)
-	f, _ := testFSM(t, t.TempDir(), newSegmentFetcher(&fileSource{}, 0, testLogger()))
-	if err := f.Restore(io.NopCloser(bytes.NewReader(snap))); err == nil || !strings.Contains(err.Error(), ErrNoSegmentSource.Error()) {
+	f, _ := testFSM(t, t.TempDir(), NewSegmentFetcher(&fileSource{}, 0, testLogger()))
+	if err := f.Restore(io.NopCloser(bytes.NewReader(snap))); err == nil || !strings.Contains(err.Error(), fsm.ErrNoSegmentSource.Error()) {
 		t.Fatalf("got %v", err)
 	}
 }
-
-var _ raft.FSM = (*raftFSM)(nil)

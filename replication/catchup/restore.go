@@ -1,4 +1,4 @@
-package replication
+package catchup
 
 import (
 	"errors"
@@ -37,16 +37,6 @@ import (
 // so a truncated or damaged backup (backupfile.ErrTruncated,
 // *backupfile.CorruptError) leaves the target as it was.
 
-// Errors of RestoreBackup; the backup file's own are backupfile's.
-var (
-	// ErrRestoreTarget means the data directory to restore into exists
-	// and is not empty.
-	ErrRestoreTarget = errors.New("replication: restore target is not empty")
-	// ErrBackupTooNew means the backup was taken at a feature level above
-	// this build's: its state holds commands this build cannot apply.
-	ErrBackupTooNew = errors.New("replication: backup needs a newer build")
-)
-
 // RestoreConfig says where and as which node a backup is restored.
 type RestoreConfig struct {
 	// DataDir is the new node's data directory; it must not exist or be
@@ -55,7 +45,7 @@ type RestoreConfig struct {
 	// NodeID is the new node's id. Required.
 	NodeID string
 	// RaftAddress is the Raft address the new node will advertise
-	// (Config.RaftAdvertise, else RaftBind). Required.
+	// (replication.Config's RaftAdvertise, else RaftBind). Required.
 	RaftAddress string
 	// Log holds the partition log options; its FS is used for them.
 	Log log.Options
@@ -68,11 +58,11 @@ type RestoreConfig struct {
 func RestoreBackup(r io.Reader, cfg RestoreConfig) (backupfile.Header, error) {
 	switch {
 	case cfg.DataDir == "":
-		return backupfile.Header{}, fmt.Errorf("%w: data dir is required", ErrInvalidArgument)
+		return backupfile.Header{}, fmt.Errorf("%w: data dir is required", fsm.ErrInvalidArgument)
 	case cfg.NodeID == "":
-		return backupfile.Header{}, fmt.Errorf("%w: node id is required", ErrInvalidArgument)
+		return backupfile.Header{}, fmt.Errorf("%w: node id is required", fsm.ErrInvalidArgument)
 	case cfg.RaftAddress == "":
-		return backupfile.Header{}, fmt.Errorf("%w: raft address is required", ErrInvalidArgument)
+		return backupfile.Header{}, fmt.Errorf("%w: raft address is required", fsm.ErrInvalidArgument)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
