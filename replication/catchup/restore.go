@@ -14,6 +14,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/logd-dev/logd/internal/backupfile"
+	"github.com/logd-dev/logd/internal/slogbridge"
 	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/replication/fsm"
 )
@@ -113,7 +114,8 @@ func restoreInto(dir string, br *backupfile.Reader, cfg RestoreConfig) error {
 	if err := os.MkdirAll(raftDir, 0o755); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
-	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
+	// Raft's warnings go to the restore's logger, in its format.
+	hlog := slogbridge.HCLog(cfg.Logger.Handler(), "raft", hclog.Warn)
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, hlog)
 	if err != nil {
 		return fmt.Errorf("restore: snapshot store: %w", err)
