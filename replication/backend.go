@@ -22,7 +22,7 @@ import (
 // produce routing and batch building (produce.go), reads of stored bytes
 // with their long-poll channel (reads.go), the claim long poll
 // (claim_wait.go) and the segment endpoint peers fetch from
-// (segment_serve.go). It starts nothing; closing the Node ends it.
+// (catchup.go). It starts nothing; closing the Node ends it.
 //
 // Methods may be called from any goroutine.
 type Backend struct {

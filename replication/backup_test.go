@@ -16,6 +16,7 @@ import (
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/internal/backupfile"
 	"github.com/logd-dev/logd/log"
+	"github.com/logd-dev/logd/replication/catchup"
 	"github.com/logd-dev/logd/replication/fsm"
 	"github.com/logd-dev/logd/replication/raftstore"
 )
@@ -80,7 +81,7 @@ func testBackupRestore(t *testing.T, from, to string) {
 
 	target := filepath.Join(t.TempDir(), "restored")
 	raftAddr := freeAddr(t)
-	rcfg := RestoreConfig{DataDir: target, NodeID: "r1", RaftAddress: raftAddr, Logger: testLogger()}
+	rcfg := catchup.RestoreConfig{DataDir: target, NodeID: "r1", RaftAddress: raftAddr, Logger: testLogger()}
 	b := file.Bytes()
 	for _, tc := range []struct {
 		name string
@@ -95,7 +96,7 @@ func testBackupRestore(t *testing.T, from, to string) {
 			return errors.As(err, &ce) || errors.As(err, &le)
 		}},
 	} {
-		_, err := RestoreBackup(bytes.NewReader(tc.file), rcfg)
+		_, err := catchup.RestoreBackup(bytes.NewReader(tc.file), rcfg)
 		if !tc.want(err) {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -107,14 +108,14 @@ func testBackupRestore(t *testing.T, from, to string) {
 		}
 	}
 
-	h, err := RestoreBackup(bytes.NewReader(b), rcfg)
+	h, err := catchup.RestoreBackup(bytes.NewReader(b), rcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if h.Index != info.Header.Index {
 		t.Fatalf("restored index %d, backup %d", h.Index, info.Header.Index)
 	}
-	if _, err := RestoreBackup(bytes.NewReader(b), rcfg); !errors.Is(err, ErrRestoreTarget) {
+	if _, err := catchup.RestoreBackup(bytes.NewReader(b), rcfg); !errors.Is(err, catchup.ErrRestoreTarget) {
 		t.Fatalf("a restore over a restored dir: %v", err)
 	}
 	r, err := Open(Config{NodeID: "r1", DataDir: target, RaftBind: raftAddr, Logger: testLogger(), RaftLogLevel: "error", APIAdvertise: "127.0.0.1:1",

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/replication/catchup"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
@@ -84,11 +85,11 @@ func TestCatchUpAfterCompaction(t *testing.T) {
 	if n.FSM().CleanerCounters().Compactions == 0 {
 		t.Fatal("nothing compacted")
 	}
-	client := NewSegmentClient(PeerHTTP{})
+	client := catchup.NewSegmentClient(PeerHTTP{})
 	addr := ln.Addr().String()
-	ref := func(i int) SegmentRef {
+	ref := func(i int) catchup.SegmentRef {
 		s := listed[i]
-		return SegmentRef{Topic: "c", TopicIndex: tp.CreateIndex, Partition: 0, Base: s.BaseOffset, End: s.EndOffset, Bytes: s.Bytes}
+		return catchup.SegmentRef{Topic: "c", TopicIndex: tp.CreateIndex, Partition: 0, Base: s.BaseOffset, End: s.EndOffset, Bytes: s.Bytes}
 	}
 	// The first segment was compacted: both files are refused as changed.
 	now0 := p.Log().Segments()[0]
@@ -102,7 +103,7 @@ func TestCatchUpAfterCompaction(t *testing.T) {
 		t.Fatalf("data of a compacted segment: %v", err)
 	}
 	// As it is now, it is served.
-	cur := SegmentRef{Topic: "c", TopicIndex: tp.CreateIndex, Partition: 0, Base: now0.BaseOffset, End: now0.EndOffset, Bytes: now0.Bytes}
+	cur := catchup.SegmentRef{Topic: "c", TopicIndex: tp.CreateIndex, Partition: 0, Base: now0.BaseOffset, End: now0.EndOffset, Bytes: now0.Bytes}
 	rc, err := client.SegmentData(ctx, addr, cur)
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +129,7 @@ func TestCatchUpAfterCompaction(t *testing.T) {
 
 	// A follower installing the stale snapshot gives up without waiting
 	// for its timeout.
-	f, _ := testFSM(t, t.TempDir(), newSegmentFetcher(client, time.Minute, testLogger()))
+	f, _ := testFSM(t, t.TempDir(), catchup.NewSegmentFetcher(client, time.Minute, testLogger()))
 	err = f.Restore(io.NopCloser(bytes.NewReader(snap)))
 	if !errors.Is(err, backend.ErrSegmentGone) || strings.Contains(err.Error(), "within") {
 		t.Fatalf("restore of a stale snapshot: %v", err)
@@ -140,7 +141,7 @@ func TestCatchUpAfterCompaction(t *testing.T) {
 		return idx >= compactedAt && !n.FSM().SegmentsChangedSinceSnapshot()
 	})
 	snap = snapshotBytes(t, n.FSM())
-	f2, _ := testFSM(t, t.TempDir(), newSegmentFetcher(client, time.Minute, testLogger()))
+	f2, _ := testFSM(t, t.TempDir(), catchup.NewSegmentFetcher(client, time.Minute, testLogger()))
 	if err := f2.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
 		t.Fatalf("restore of the renewed snapshot: %v", err)
 	}

@@ -1,7 +1,9 @@
 // Package replication runs logd's state machine (package
-// replication/fsm) on hashicorp/raft: the node, proposals, membership,
-// snapshot catch-up from peers and the leader's cleaner. See
-// docs/architecture.md for the layout of the packages.
+// replication/fsm) on hashicorp/raft: the node, proposals, membership and
+// the leader's cleaner. Snapshot catch-up from peers, backups and their
+// restore live in package replication/catchup, which the node hands what
+// it needs (catchup.go). See docs/architecture.md for the layout of the
+// packages.
 //
 // Backend (backend.go) is the node as the front ends see it: it
 // implements the interfaces of package backend (backend.API, backend.Kafka)
@@ -58,9 +60,9 @@
 // TestJoinRefusesWithoutReachableQuorum). Each node's
 // client API address is replicated state (the node registry, in
 // snapshots), so any node can forward writes to the leader and fetch
-// segments from peers (install.go). A node whose data is wiped must rejoin
-// under a new id (its old id's Raft log position is gone, and reusing the
-// id could let it vote for entries it no longer has).
+// segments from peers (package catchup). A node whose data is wiped must
+// rejoin under a new id (its old id's Raft log position is gone, and
+// reusing the id could let it vote for entries it no longer has).
 //
 // The Raft port (raft_stream.go) bounds its connections, and under peer
 // TLS (peer_tls.go, Config.PeerTLS) admits only node certificates of the

@@ -19,7 +19,7 @@ import (
 // of the leader that added it. The member forwards the call to the leader,
 // which answers once the node has caught up and is a voter (Join), so one
 // attempt may last as long as the catch-up. The front end implements it over
-// the client API, as it implements SegmentSource; this package does not
+// the client API, as it implements catchup.SegmentSource; this package does not
 // speak the client API.
 type AskJoin func(ctx context.Context, member string, req backend.JoinRequest) (leaderID string, err error)
 

@@ -21,6 +21,7 @@ import (
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/internal/slogbridge"
 	"github.com/logd-dev/logd/log"
+	"github.com/logd-dev/logd/replication/catchup"
 	"github.com/logd-dev/logd/replication/fsm"
 	"github.com/logd-dev/logd/replication/raftstore"
 )
@@ -120,10 +121,11 @@ type Config struct {
 	// registered with it (package kafka's Metadata).
 	PeerAdvertise, KafkaAdvertise string
 	// SegmentSource fetches segment bytes from peers when a snapshot names
-	// data this node lacks (install.go); nil: such a snapshot is refused.
-	SegmentSource SegmentSource
+	// data this node lacks (package replication/catchup); nil: such a
+	// snapshot is refused.
+	SegmentSource catchup.SegmentSource
 	// CatchUpTimeout bounds one snapshot catch-up; default
-	// DefaultCatchUpTimeout.
+	// catchup.DefaultCatchUpTimeout.
 	CatchUpTimeout time.Duration
 	// Peers, if set, routes Raft's dials to peers (peers.go); Open
 	// attaches the node registry to it, so the front end's dials to a
@@ -363,7 +365,7 @@ func Open(cfg Config) (*Node, error) {
 	}
 	sm := fsm.New(fsm.Config{
 		Dir: filepath.Join(cfg.DataDir, "topics"), Log: logOpts, Logger: cfg.Logger, Fatal: cfg.Fatal,
-		Self: cfg.NodeID, Fetcher: newSegmentFetcher(cfg.SegmentSource, cfg.CatchUpTimeout, cfg.Logger),
+		Self: cfg.NodeID, Fetcher: catchup.NewSegmentFetcher(cfg.SegmentSource, cfg.CatchUpTimeout, cfg.Logger),
 	})
 
 	cfg.Peers.attach(sm)
@@ -517,10 +519,10 @@ func (n *Node) housekeeping() {
 // deletions have since replaced or deleted, at most once per
 // SnapshotInterval (*last is when it last did). Raft sends a follower that
 // is behind its trailing logs the latest snapshot, and the follower
-// fetches the listed segment bytes from peers (install.go); without this,
-// a cluster that stopped writing would keep a snapshot whose segments no
-// peer serves, and such a follower would never converge. It reports
-// whether it took one.
+// fetches the listed segment bytes from peers (package catchup); without
+// this, a cluster that stopped writing would keep a snapshot whose
+// segments no peer serves, and such a follower would never converge. It
+// reports whether it took one.
 func (n *Node) renewStaleSnapshot(last *time.Time) bool {
 	if n.raft.State() != raft.Leader || !n.fsm.SegmentsChangedSinceSnapshot() || time.Since(*last) < n.cfg.SnapshotInterval {
 		return false

@@ -13,7 +13,7 @@ import (
 // (fsm.RegisteredNode.CallAddress):
 // forwarding writes to the leader and the leader's questions to a joining
 // node (package server), a joining node's Join request (cmd/logd) and
-// segment catch-up (SegmentClient). It is the one place that chooses the
+// segment catch-up (catchup.SegmentClient). It is the one place that chooses the
 // scheme and TLS, so the four agree: https with TLS when it is set, plain
 // http otherwise. NewPeerHTTP makes a node's; the zero value dials
 // plaintext at the addresses given.

@@ -26,7 +26,7 @@ import (
 //     client configuration, and accept only a server that presents a node
 //     certificate (PeerHTTP, HTTPClient);
 //   - the segment endpoint answers only callers with a verified node
-//     certificate (segment_serve.go), and the leader adds a node only for
+//     certificate (catchup.NewSegmentHandler), and the leader adds a node only for
 //     a caller that proved to be that node, and whose Raft port presents
 //     that node's certificate (join.go).
 //

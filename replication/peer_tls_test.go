@@ -19,6 +19,7 @@ import (
 	"github.com/logd-dev/logd/auth/certid"
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/internal/testcerts"
+	"github.com/logd-dev/logd/replication/catchup"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
@@ -402,7 +403,7 @@ func TestSegmentsServedToNodesOnly(t *testing.T) {
 	tp, _ := n.FSM().Topic("t")
 	p, _ := n.FSM().Partition("t", 0)
 	seg := p.Log().Segments()[0]
-	ref := SegmentRef{Topic: "t", TopicIndex: tp.CreateIndex, Partition: 0, Base: seg.BaseOffset, End: seg.EndOffset, Bytes: seg.Bytes}
+	ref := catchup.SegmentRef{Topic: "t", TopicIndex: tp.CreateIndex, Partition: 0, Base: seg.BaseOffset, End: seg.EndOffset, Bytes: seg.Bytes}
 
 	for _, tc := range []struct {
 		name string
@@ -416,7 +417,7 @@ func TestSegmentsServedToNodesOnly(t *testing.T) {
 		{name: "a client certificate of the cluster CA", cfg: ca.ClientConfig(ca.Client(t, "mallory")), want: "403"},
 		{name: "a node of another CA", cfg: &tls.Config{RootCAs: ca.Pool, GetClientCertificate: presenting(other.Node(t, "n2"))}, want: "handshake"},
 	} {
-		_, err := NewSegmentClient(PeerHTTP{TLS: tc.cfg}).SegmentMeta(ctx, addr, ref)
+		_, err := catchup.NewSegmentClient(PeerHTTP{TLS: tc.cfg}).SegmentMeta(ctx, addr, ref)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v, want the segment", tc.name, err)
@@ -427,8 +428,8 @@ func TestSegmentsServedToNodesOnly(t *testing.T) {
 		}
 	}
 	// A follower catches up from the snapshot over TLS.
-	client := NewSegmentClient(PeerHTTP{TLS: ca.ClientConfig(ca.Node(t, "n2"))})
-	f, _ := testFSM(t, t.TempDir(), newSegmentFetcher(client, time.Minute, testLogger()))
+	client := catchup.NewSegmentClient(PeerHTTP{TLS: ca.ClientConfig(ca.Node(t, "n2"))})
+	f, _ := testFSM(t, t.TempDir(), catchup.NewSegmentFetcher(client, time.Minute, testLogger()))
 	if err := f.Restore(io.NopCloser(strings.NewReader(string(snap)))); err != nil {
 		t.Fatalf("restore over TLS: %v", err)
 	}

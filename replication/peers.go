@@ -23,7 +23,7 @@ import (
 // dial goes through one PeerResolver: Raft's transport (as its
 // raft.ServerAddressProvider), forwarding of writes to the leader and the
 // leader's wait for a joining node (package server), segment catch-up
-// (SegmentClient), the leader's check that a joining node's Raft port
+// (catchup.SegmentClient), the leader's check that a joining node's Raft port
 // answers (dialRaft) and cmd/logd's join request.
 
 // PeerRoute is where this node dials one peer; an empty field dials the

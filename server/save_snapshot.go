@@ -14,7 +14,7 @@ import (
 // snapshotChunkBytes is the data one SaveSnapshotResponse carries at most.
 const snapshotChunkBytes = 256 << 10
 
-// SaveSnapshot streams a backup (replication/backup.go) taken on this
+// SaveSnapshot streams a backup (replication/catchup/backup.go) taken on this
 // node, which must lead: a follower answers NOT_LEADER with the leader's
 // address, and the client calls it there. The interceptors of unary calls
 // do not run for a stream, so the permission table's row is applied, and

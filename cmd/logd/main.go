@@ -24,6 +24,7 @@ import (
 
 	"github.com/logd-dev/logd/internal/buildinfo"
 	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/replication/catchup"
 	"github.com/logd-dev/logd/replication/raftstore"
 	"github.com/logd-dev/logd/server"
 	"github.com/spf13/pflag"
@@ -308,7 +309,7 @@ func run(ctx context.Context, c config, getenv func(string) string, stderr io.Wr
 		APIAdvertise:      c.advertise,
 		PeerAdvertise:     c.peer.advertise,
 		KafkaAdvertise:    c.kafka.advertise,
-		SegmentSource:     replication.NewSegmentClient(peerHTTP),
+		SegmentSource:     catchup.NewSegmentClient(peerHTTP),
 		Register:          joinVia(peerHTTP),
 		Peers:             peers,
 		PeerTLS:           peerTLS,

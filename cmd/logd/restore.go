@@ -9,11 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/replication/catchup"
 )
 
 // newRestoreCmd builds logd restore: a new node's data dir from a backup
-// (replication/restore.go, docs/operations.md "Backup and restore").
+// (replication/catchup/restore.go, docs/operations.md "Backup and restore").
 func newRestoreCmd(stdout, stderr io.Writer) *cobra.Command {
 	var from, dataDir, nodeID, raftAddr, raftAdvertise string
 	cmd := &cobra.Command{
@@ -48,7 +48,7 @@ file is refused and DIR is left as it was.`,
 				adv = raftAddr
 			}
 			logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			h, err := replication.RestoreBackup(f, replication.RestoreConfig{DataDir: dataDir, NodeID: nodeID, RaftAddress: adv, Logger: logger})
+			h, err := catchup.RestoreBackup(f, catchup.RestoreConfig{DataDir: dataDir, NodeID: nodeID, RaftAddress: adv, Logger: logger})
 			if err != nil {
 				return err
 			}

@@ -120,11 +120,15 @@ var table = []row{
 	{path: "api/logdv1", layer: layerAPI, only: []string{"api/..."}},
 	{path: "api/logdv1/logdv1connect", layer: layerAPI, only: []string{"api/..."}, siblings: []string{"api/logdv1"}},
 
-	{path: "replication", layer: layerRaft, siblings: []string{"replication/raftstore"}},
 	// Raft's log, stable and snapshot stores of one Raft group
 	// (raft-boltdb, raft-wal): replication opens them; they know nothing
 	// of the node, so of this module they import only the log bridge.
 	{path: "replication/raftstore", layer: layerRaft, only: []string{"internal/slogbridge"}},
+	// replication hands its catch-up, backups and restore what they need
+	// of a node (replication/catchup/doc.go); catchup's row names no
+	// sibling, so it never imports replication.
+	{path: "replication", layer: layerRaft, siblings: []string{"replication/raftstore", "replication/catchup"}},
+	{path: "replication/catchup", layer: layerRaft},
 	// The faults a fault build of cmd/logd injects into its own stores
 	// (wrappers of log.FS and of Raft's stores); only cmd/logd's files
 	// built with -tags faults import it.
@@ -166,8 +170,8 @@ var table = []row{
 	// Which build is running (logd version, logctl version,
 	// logd_build_info): the binary's embedded build information.
 	{path: "internal/buildinfo", layer: layerLeaf, pure: true, stdOnly: true},
-	// The backup file's format (docs/operations.md): replication writes
-	// and restores it, logctl inspects it.
+	// The backup file's format (docs/operations.md): replication/catchup
+	// writes and restores it, logctl inspects it.
 	{path: "internal/backupfile", layer: layerLeaf, pure: true, stdOnly: true},
 	// The web console's embedded assets and their handler
 	// (docs/console.md): the standard library only; the pages reach the

@@ -11,11 +11,11 @@ import (
 
 // Backups (docs/operations.md): a backup is a snapshot as Persist writes it
 // plus the bytes of every segment its manifest lists, which package
-// replication streams into a file (internal/backupfile). Restoring one is
-// Restore with a SegmentFetcher that reads those bytes from the file
-// instead of a peer, the path a follower takes when it catches up. This
-// file reads what the backup side needs out of a snapshot, and rewrites a
-// snapshot for a new cluster.
+// replication/catchup streams into a file (internal/backupfile). Restoring
+// one is Restore with a SegmentFetcher that reads those bytes from the
+// file instead of a peer, the path a follower takes when it catches up.
+// This file reads what the backup side needs out of a snapshot, and
+// rewrites a snapshot for a new cluster.
 
 // maxManifestBytes bounds the JSON manifest a backup reads, so a damaged
 // snapshot cannot make it buffer without limit.

@@ -15,12 +15,13 @@ import (
 // that installs a snapshot naming data it does not hold (it was offline
 // while the leader compacted its Raft log, or it is new) plans here which
 // local segments to keep and which to copy, and hands the copy to its
-// SegmentFetcher: package replication copies them byte for byte from a
-// peer listed in the snapshot's node registry, checking every batch
-// (log.StageSegment), and swaps them in (log.InstallStaged). The network,
-// the retries and their deadlines stay out of this package. A follower
-// killed during an install restarts from its own copy of the snapshot (Raft
-// persisted it before Restore) and installs again from what it has.
+// SegmentFetcher: package replication/catchup copies them byte for byte
+// from a peer listed in the snapshot's node registry, checking every
+// batch (log.StageSegment), and swaps them in (log.InstallStaged). The
+// network, the retries and their deadlines stay out of this package. A
+// follower killed during an install restarts from its own copy of the
+// snapshot (Raft persisted it before Restore) and installs again from what
+// it has.
 
 // SegmentFetcher completes a partition's log from a peer during Restore.
 // It is called on the FSM goroutine with the partition's log closed.
@@ -196,7 +197,7 @@ func (f *FSM) catchUpTopic(t *Topic, tm topicManifest, index uint64) (changed bo
 // fetch has the fetcher copy segs of partition p of t.
 func (f *FSM) fetch(t *Topic, p int32, keep []int64, segs []segmentManifest) error {
 	// A fetcher that reads peers refuses an empty list itself; the one a
-	// restore from a backup uses needs none (package replication).
+	// restore from a backup uses needs none (package replication/catchup).
 	peers := f.peers()
 	if f.catchUp.fetcher == nil {
 		return backend.ErrNoSegmentSource

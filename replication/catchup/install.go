@@ -1,4 +1,4 @@
-package replication
+package catchup
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // catchup.go) and calls its SegmentFetcher; segmentFetcher is that fetcher:
 // it copies the segments, byte for byte, from a peer through a
 // SegmentSource, checking every batch (log.StageSegment), swaps them in
-// (log.InstallStaged), and retries other peers until CatchUpTimeout. The
+// (log.InstallStaged), and retries other peers until its timeout. The
 // peer streams each file; neither side holds more than one batch in memory.
 //
 // A snapshot lists segments as they were at its index; compactions, trims
@@ -26,10 +26,10 @@ import (
 // replica alike, so a snapshot can go stale while no write follows it.
 // Peers answer such a segment as gone (segment_serve.go), the install then
 // fails at once, and the leader, whose latest snapshot lists changed
-// segments, takes a newer one within SnapshotInterval (node.go
-// renewStaleSnapshot), which Raft sends next. A compaction that lands
-// during an install fails that install too; the next one starts from the
-// renewed snapshot.
+// segments, takes a newer one within its snapshot interval (package
+// replication, Node.renewStaleSnapshot), which Raft sends next. A
+// compaction that lands during an install fails that install too; the
+// next one starts from the renewed snapshot.
 
 // SegmentRef names one segment of one partition of one topic incarnation,
 // and its end offset and how many of its bytes the snapshot covers.
@@ -65,11 +65,18 @@ type segmentFetcher struct {
 	logger  *slog.Logger
 }
 
-// newSegmentFetcher returns the state machine's fetcher, nil without a
-// source (the state machine then refuses a snapshot ahead of its data).
-func newSegmentFetcher(source SegmentSource, timeout time.Duration, logger *slog.Logger) fsm.SegmentFetcher {
+// NewSegmentFetcher returns a state machine's fetcher
+// (fsm.Config.Fetcher): it copies segments from peers through source and
+// gives up after timeout (0: DefaultCatchUpTimeout), logging peers'
+// failures to logger (nil: slog.Default()). Without a source it returns
+// nil: the state machine then refuses a snapshot ahead of its data. It
+// starts nothing.
+func NewSegmentFetcher(source SegmentSource, timeout time.Duration, logger *slog.Logger) fsm.SegmentFetcher {
 	if source == nil {
 		return nil
+	}
+	if logger == nil {
+		logger = slog.Default()
 	}
 	return &segmentFetcher{source: source, timeout: timeout, logger: logger}
 }
@@ -86,7 +93,7 @@ const catchUpLogEvery = 10 * time.Second
 // applied a compaction, trim or topic deletion past the snapshot, so no
 // retry of this snapshot can complete. Raft then sends the leader's latest
 // snapshot again, which the leader renews once its segments changed
-// (node.go), so the follower converges without further writes.
+// (package replication), so the follower converges without further writes.
 func (s *segmentFetcher) FetchSegments(req fsm.FetchRequest) error {
 	if len(req.Peers) == 0 {
 		return backend.ErrNoSegmentSource

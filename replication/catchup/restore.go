@@ -1,4 +1,4 @@
-package replication
+package catchup
 
 import (
 	"errors"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/internal/backupfile"
+	"github.com/logd-dev/logd/internal/slogbridge"
 	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/replication/fsm"
 )
@@ -38,16 +39,6 @@ import (
 // so a truncated or damaged backup (backupfile.ErrTruncated,
 // *backupfile.CorruptError) leaves the target as it was.
 
-// Errors of RestoreBackup; the backup file's own are backupfile's.
-var (
-	// ErrRestoreTarget means the data directory to restore into exists
-	// and is not empty.
-	ErrRestoreTarget = errors.New("replication: restore target is not empty")
-	// ErrBackupTooNew means the backup was taken at a feature level above
-	// this build's: its state holds commands this build cannot apply.
-	ErrBackupTooNew = errors.New("replication: backup needs a newer build")
-)
-
 // RestoreConfig says where and as which node a backup is restored.
 type RestoreConfig struct {
 	// DataDir is the new node's data directory; it must not exist or be
@@ -56,7 +47,7 @@ type RestoreConfig struct {
 	// NodeID is the new node's id. Required.
 	NodeID string
 	// RaftAddress is the Raft address the new node will advertise
-	// (Config.RaftAdvertise, else RaftBind). Required.
+	// (replication.Config's RaftAdvertise, else RaftBind). Required.
 	RaftAddress string
 	// Log holds the partition log options; its FS is used for them.
 	Log log.Options
@@ -124,7 +115,8 @@ func restoreInto(dir string, br *backupfile.Reader, cfg RestoreConfig) error {
 	if err := os.MkdirAll(raftDir, 0o755); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
-	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
+	// Raft's warnings go to the restore's logger, in its format.
+	hlog := slogbridge.HCLog(cfg.Logger.Handler(), "raft", hclog.Warn)
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, hlog)
 	if err != nil {
 		return fmt.Errorf("restore: snapshot store: %w", err)

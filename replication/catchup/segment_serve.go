@@ -1,19 +1,23 @@
-package replication
+package catchup
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"strconv"
 
 	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // Segment transfer for snapshot catch-up (install.go): an HTTP endpoint
 // on the API port, or on the peer listener of a node that has one (the
-// front end mounts SegmentHandler at backend.SegmentPathPrefix), for nodes only under peer TLS, that serves a
+// front end mounts the handler NewSegmentHandler returns at
+// backend.SegmentPathPrefix), for nodes only under peer TLS, that serves a
 // segment's .meta file, or the first N bytes of its data file, streamed
 // from disk in small chunks (the serving node never holds a segment in
 // memory).
@@ -36,17 +40,42 @@ const (
 	segmentDataPath = backend.SegmentPathPrefix + "data"
 )
 
-// SegmentHandler serves the segment files of this node to peers that
-// catch up from a snapshot; mount it at backend.SegmentPathPrefix. Under peer TLS
-// (Config.PeerTLS) it answers only callers whose connection presented a
-// verified node certificate, and 403 to anyone else, so the listener it
-// is mounted on must verify client certificates of the cluster CA
-// (PeerTLS.VerifiedNode); without peer TLS it answers anyone, as a
-// plaintext loopback cluster needs.
-func (b *Backend) SegmentHandler() http.Handler {
+// Segments finds the segments this node holds by the names a snapshot
+// lists them under; the node's state machine (*fsm.FSM) implements it. It
+// is called from the goroutines of HTTP requests and of backups.
+type Segments interface {
+	// LookupSegment returns the paths and the current extent of a segment
+	// of the named topic incarnation. A segment deleted or replaced since
+	// a snapshot listed it is backend.ErrSegmentGone; one this node does not
+	// hold (yet) is another error, backend.ErrUnknownTopic or
+	// backend.ErrUnknownPartition among them.
+	LookupSegment(topic string, topicIndex uint64, p int32, base int64) (fsm.ServedSegment, error)
+}
+
+// NodeVerifier tells the nodes of the cluster from other callers of the
+// segment endpoint; replication.PeerTLS implements it.
+type NodeVerifier interface {
+	// VerifiedNode returns the node id of the node certificate presented
+	// on a connection whose state is cs (nil: plaintext), and whether
+	// there is one, verified by the cluster CA.
+	VerifiedNode(cs *tls.ConnectionState) (id string, ok bool)
+}
+
+// NewSegmentHandler returns the handler that serves the segment files segs
+// finds to peers that catch up from a snapshot; mount it at
+// backend.SegmentPathPrefix. With nodes (under peer TLS) it answers only callers
+// whose connection presented a verified node certificate, and 403 to
+// anyone else, so the listener it is mounted on must verify client
+// certificates of the cluster CA; with a nil nodes it answers anyone, as
+// a plaintext loopback cluster needs. Errors of a copy cut short go to
+// logger (nil: slog.Default()) at debug level.
+func NewSegmentHandler(segs Segments, nodes NodeVerifier, logger *slog.Logger) http.Handler {
+	if logger == nil {
+		logger = slog.Default()
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := b.cfg.PeerTLS; p != nil {
-			if _, ok := p.VerifiedNode(r.TLS); !ok {
+		if nodes != nil {
+			if _, ok := nodes.VerifiedNode(r.TLS); !ok {
 				http.Error(w, "segments are served to nodes of the cluster only: present a node certificate of the cluster CA", http.StatusForbidden)
 				return
 			}
@@ -65,7 +94,7 @@ func (b *Backend) SegmentHandler() http.Handler {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		seg, err := b.FSM().LookupSegment(ref.Topic, ref.TopicIndex, ref.Partition, ref.Base)
+		seg, err := segs.LookupSegment(ref.Topic, ref.TopicIndex, ref.Partition, ref.Base)
 		if err != nil {
 			lookupError(w, err)
 			return
@@ -90,7 +119,7 @@ func (b *Backend) SegmentHandler() http.Handler {
 		// a compacted file for the version listed. One swapped in after the
 		// open shows too, and refuses a file that was still right: the
 		// caller asks again.
-		if seg, err = b.FSM().LookupSegment(ref.Topic, ref.TopicIndex, ref.Partition, ref.Base); err != nil {
+		if seg, err = segs.LookupSegment(ref.Topic, ref.TopicIndex, ref.Partition, ref.Base); err != nil {
 			lookupError(w, err)
 			return
 		}
@@ -119,7 +148,7 @@ func (b *Backend) SegmentHandler() http.Handler {
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
 		if _, err := io.Copy(w, io.NewSectionReader(f, 0, n)); err != nil {
-			b.cfg.Logger.Debug("serving segment", "path", path, "err", err)
+			logger.Debug("serving segment", "path", path, "err", err)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package replication
+package catchup
 
 import (
 	"bytes"
@@ -13,6 +13,18 @@ import (
 	"github.com/logd-dev/logd/backend"
 )
 
+// PeerTransport is how a SegmentClient calls peers over HTTP: the one
+// place that chooses the scheme, the TLS and the routes of calls to peers
+// (replication.PeerHTTP).
+type PeerTransport interface {
+	// Scheme is the URL scheme of calls to peers: "https" or "http".
+	Scheme() string
+	// Transport returns a new HTTP transport that dials peers in at most
+	// dialTimeout; h2c asks for cleartext HTTP/2 only. The caller may set
+	// further fields before its first use.
+	Transport(dialTimeout time.Duration, h2c bool) *http.Transport
+}
+
 // SegmentClient fetches segment files from peers over the endpoint in
 // segment_serve.go; it implements SegmentSource.
 type SegmentClient struct {
@@ -23,7 +35,7 @@ type SegmentClient struct {
 // NewSegmentClient returns a SegmentClient that calls peers as p says
 // (routes, and https with this node's certificate under peer TLS). It
 // starts nothing.
-func NewSegmentClient(p PeerHTTP) *SegmentClient {
+func NewSegmentClient(p PeerTransport) *SegmentClient {
 	t := p.Transport(2*time.Second, false)
 	t.ResponseHeaderTimeout = 10 * time.Second
 	return &SegmentClient{hc: &http.Client{Transport: t}, scheme: p.Scheme()}

@@ -1,4 +1,4 @@
-package replication
+package catchup
 
 import (
 	"bytes"
@@ -11,8 +11,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-
-	"github.com/hashicorp/raft"
 
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/fsm"
@@ -115,7 +113,7 @@ func TestRestoreFetchesMissingSegments(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			src := &fileSource{peers: map[string]*fsm.FSM{"a:1": leader}, fail: map[string]bool{"down:1": true}}
-			f, fatals := testFSM(t, dir, newSegmentFetcher(src, 0, testLogger()))
+			f, fatals := testFSM(t, dir, NewSegmentFetcher(src, 0, testLogger()))
 			if tc.applied > 0 {
 				f.ApplyBatch(log[:tc.applied])
 			}
@@ -153,10 +151,8 @@ func TestRestoreWithoutPeersRefuses(t *testing.T) {
 	leader, _ := testFSM(t, t.TempDir(), nil)
 	leader.ApplyBatch(entries(mustJSON(t, fsm.CmdCreateTopic, 1, fsm.CreateTopic{Name: "t", Partitions: 1}), fsm.EncodeAppend(2, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "x")}}})))
 	snap := snapshotBytes(t, leader)
-	f, _ := testFSM(t, t.TempDir(), newSegmentFetcher(&fileSource{}, 0, testLogger()))
+	f, _ := testFSM(t, t.TempDir(), NewSegmentFetcher(&fileSource{}, 0, testLogger()))
 	if err := f.Restore(io.NopCloser(bytes.NewReader(snap))); err == nil || !strings.Contains(err.Error(), backend.ErrNoSegmentSource.Error()) {
 		t.Fatalf("got %v", err)
 	}
 }
-
-var _ raft.FSM = (*raftFSM)(nil)

@@ -1,4 +1,4 @@
-package replication
+package catchup
 
 import (
 	"bufio"
@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -19,10 +21,10 @@ import (
 // Backups (docs/operations.md, "Backup and restore"). A backup is a Raft
 // snapshot, the one followers install, plus the bytes of every segment its
 // manifest lists: the snapshot alone holds only the manifest of the
-// partition logs (fsm/snapshot.go). Everything is at one Raft index: the
-// snapshot is taken between applies, and the segment bytes are each
-// listed segment's first Bytes bytes, which appends after the snapshot do
-// not change. What can change them is a compaction, a trim or a topic
+// partition logs (replication/fsm snapshot.go). Everything is at one Raft
+// index: the snapshot is taken between applies, and the segment bytes are
+// each listed segment's first Bytes bytes, which appends after the
+// snapshot do not change. What can change them is a compaction, a trim or a topic
 // deletion applied after the snapshot; those replace or unlink files, so
 // Backup opens every listed file first and checks each is still the one
 // listed, as the segment endpoint does for a follower (segment_serve.go):
@@ -30,7 +32,7 @@ import (
 // When one changed before it was opened, Backup takes a new snapshot, up
 // to backupAttempts times.
 //
-// Restore (restore.go) is the other half.
+// RestoreBackup (restore.go) is the other half.
 
 // backupAttempts bounds the snapshots one Backup takes when segments keep
 // changing under it.
@@ -42,44 +44,64 @@ type openedSegment struct {
 	data *os.File
 }
 
-// Backup writes a backup of this node's state, which must be the leader's
-// (backend.ErrNotLeader otherwise, so that it holds every write acknowledged
-// before the call): it takes a Raft snapshot, opens every segment it
-// lists, calls start with the backup's header and size, and streams the
-// file into the writer start returns. Nothing is buffered beyond a frame
-// header and a segment's .meta file. An error from start ends the backup
-// before anything is written; an error after that leaves the writer with
-// a file that a restore refuses (it has no trailer).
-func (n *Node) Backup(ctx context.Context, start func(backend.BackupInfo) (io.Writer, error)) (backend.BackupInfo, error) {
-	if !n.IsLeader() {
-		return backend.BackupInfo{}, backend.ErrNotLeader
+// Snapshotter takes the Raft snapshot a backup holds: the node's Raft
+// (package replication).
+type Snapshotter interface {
+	// Snapshot takes a snapshot of the state applied so far and opens it;
+	// the caller closes the reader. Backup returns its error after
+	// "backup: ", so it says which step failed.
+	Snapshot() (*raft.SnapshotMeta, io.ReadCloser, error)
+}
+
+// BackupSource is the node a backup is taken of.
+type BackupSource struct {
+	// Snapshots takes the snapshot the backup holds. Required.
+	Snapshots Snapshotter
+	// Segments finds the files of the segments the snapshot lists: the
+	// node's state machine. Required.
+	Segments Segments
+	// NodeID is the node's id, recorded in the header.
+	NodeID string
+	// Now is the clock of the header's creation time; default time.Now.
+	Now func() time.Time
+	// Logger receives progress; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Backup writes a backup of src, which must hold every write the caller
+// needs in it (package replication takes it on a leader that applied its
+// barrier): it takes a Raft snapshot, opens every segment it lists, calls
+// start with the backup's header and size, and streams the file into the
+// writer start returns. Nothing is buffered beyond a frame header and a
+// segment's .meta file. An error from start ends the backup before
+// anything is written; an error after that leaves the writer with a file
+// that a restore refuses (it has no trailer).
+func Backup(ctx context.Context, src BackupSource, start func(backend.BackupInfo) (io.Writer, error)) (backend.BackupInfo, error) {
+	if src.Now == nil {
+		src.Now = time.Now
 	}
-	if !n.Ready() {
-		return backend.BackupInfo{}, fmt.Errorf("%w: the leader has not applied its barrier yet", backend.ErrNotLeader)
+	if src.Logger == nil {
+		src.Logger = slog.Default()
 	}
 	var lastErr error
 	for range backupAttempts {
 		if err := ctx.Err(); err != nil {
 			return backend.BackupInfo{}, err
 		}
-		info, err := n.backupOnce(ctx, start)
+		info, err := backupOnce(ctx, src, start)
 		if !errors.Is(err, backend.ErrSegmentGone) {
 			return info, err
 		}
 		lastErr = err
-		n.cfg.Logger.Info("backup: a listed segment changed before it was opened; taking a new snapshot", "err", err)
+		src.Logger.Info("backup: a listed segment changed before it was opened; taking a new snapshot", "err", err)
 	}
 	return backend.BackupInfo{}, fmt.Errorf("backup: segments changed under %d snapshots in a row: %w", backupAttempts, lastErr)
 }
 
-func (n *Node) backupOnce(ctx context.Context, start func(backend.BackupInfo) (io.Writer, error)) (backend.BackupInfo, error) {
-	fut := n.raft.Snapshot()
-	if err := fut.Error(); err != nil {
-		return backend.BackupInfo{}, fmt.Errorf("backup: snapshot: %w", mapRaftError(err))
-	}
-	meta, rc, err := fut.Open()
+func backupOnce(ctx context.Context, src BackupSource, start func(backend.BackupInfo) (io.Writer, error)) (backend.BackupInfo, error) {
+	meta, rc, err := src.Snapshots.Snapshot()
 	if err != nil {
-		return backend.BackupInfo{}, fmt.Errorf("backup: open snapshot: %w", err)
+		return backend.BackupInfo{}, fmt.Errorf("backup: %w", err)
 	}
 	defer rc.Close()
 	br := bufio.NewReaderSize(rc, 64<<10)
@@ -90,7 +112,7 @@ func (n *Node) backupOnce(ctx context.Context, start func(backend.BackupInfo) (i
 	if contents.Index != meta.Index {
 		return backend.BackupInfo{}, fmt.Errorf("backup: snapshot %s at index %d holds a manifest of index %d", meta.ID, meta.Index, contents.Index)
 	}
-	segs, err := n.openSegments(contents.Segments)
+	segs, err := openSegments(src.Segments, contents.Segments)
 	defer func() {
 		for _, s := range segs {
 			s.data.Close()
@@ -100,8 +122,8 @@ func (n *Node) backupOnce(ctx context.Context, start func(backend.BackupInfo) (i
 		return backend.BackupInfo{}, err
 	}
 	h := backupfile.Header{
-		FormatVersion: backupfile.Version, Node: n.cfg.NodeID, Index: meta.Index, Term: meta.Term, FeatureLevel: int(contents.Level),
-		Created: n.cfg.Now().UTC(), SnapshotBytes: meta.Size, Segments: len(segs),
+		FormatVersion: backupfile.Version, Node: src.NodeID, Index: meta.Index, Term: meta.Term, FeatureLevel: int(contents.Level),
+		Created: src.Now().UTC(), SnapshotBytes: meta.Size, Segments: len(segs),
 	}
 	for _, s := range meta.Configuration.Servers {
 		h.Cluster = append(h.Cluster, backupfile.Member{ID: string(s.ID), Address: string(s.Address), Voter: s.Suffrage == raft.Voter})
@@ -136,7 +158,7 @@ func (n *Node) backupOnce(ctx context.Context, start func(backend.BackupInfo) (i
 	if err := bw.Close(); err != nil {
 		return info, fmt.Errorf("backup: write trailer: %w", err)
 	}
-	n.cfg.Logger.Info("backup written", "index", h.Index, "term", h.Term, "segments", h.Segments, "bytes", size)
+	src.Logger.Info("backup written", "index", h.Index, "term", h.Term, "segments", h.Segments, "bytes", size)
 	return info, nil
 }
 
@@ -145,11 +167,11 @@ func (n *Node) backupOnce(ctx context.Context, start func(backend.BackupInfo) (i
 // at the top of this file). A segment changed since is backend.ErrSegmentGone.
 // The files opened are returned even with an error, for the caller to
 // close.
-func (n *Node) openSegments(listed []fsm.SnapshotSegment) ([]openedSegment, error) {
+func openSegments(segments Segments, listed []fsm.SnapshotSegment) ([]openedSegment, error) {
 	out := make([]openedSegment, 0, len(listed))
 	for _, l := range listed {
 		name := fmt.Sprintf("segment %d of %s-%d", l.Base, l.Topic, l.Partition)
-		s, err := n.fsm.LookupSegment(l.Topic, l.TopicIndex, l.Partition, l.Base)
+		s, err := segments.LookupSegment(l.Topic, l.TopicIndex, l.Partition, l.Base)
 		if err != nil {
 			return out, fmt.Errorf("backup: %s: %w", name, asGone(err))
 		}
@@ -164,7 +186,7 @@ func (n *Node) openSegments(listed []fsm.SnapshotSegment) ([]openedSegment, erro
 		}
 		// Look again now that both files are open: a compaction swapped in
 		// before the opens shows here.
-		if s, err = n.fsm.LookupSegment(l.Topic, l.TopicIndex, l.Partition, l.Base); err != nil {
+		if s, err = segments.LookupSegment(l.Topic, l.TopicIndex, l.Partition, l.Base); err != nil {
 			return out, fmt.Errorf("backup: %s: %w", name, asGone(err))
 		}
 		fi, err := f.Stat()

@@ -1,0 +1,73 @@
+package replication
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/replication/catchup"
+	"github.com/logd-dev/logd/replication/fsm"
+)
+
+// The node's side of snapshot catch-up and backups, which live in package
+// replication/catchup: what catchup needs of the node (its Raft
+// snapshots, its state machine's segments, its peer TLS) is handed to it
+// here.
+
+// Backup writes a backup of this node's state (catchup.Backup), which
+// must be the leader's (ErrNotLeader otherwise, so that it holds every
+// write acknowledged before the call).
+func (n *Node) Backup(ctx context.Context, start func(backend.BackupInfo) (io.Writer, error)) (backend.BackupInfo, error) {
+	if !n.IsLeader() {
+		return backend.BackupInfo{}, backend.ErrNotLeader
+	}
+	if !n.Ready() {
+		return backend.BackupInfo{}, fmt.Errorf("%w: the leader has not applied its barrier yet", backend.ErrNotLeader)
+	}
+	return catchup.Backup(ctx, catchup.BackupSource{
+		Snapshots: raftSnapshots{n.raft}, Segments: n.fsm,
+		NodeID: n.cfg.NodeID, Now: n.cfg.Now, Logger: n.cfg.Logger,
+	}, start)
+}
+
+// raftSnapshots takes a backup's snapshot through the node's Raft.
+type raftSnapshots struct{ r *raft.Raft }
+
+// Snapshot implements catchup.Snapshotter.
+func (s raftSnapshots) Snapshot() (*raft.SnapshotMeta, io.ReadCloser, error) {
+	fut := s.r.Snapshot()
+	if err := fut.Error(); err != nil {
+		return nil, nil, fmt.Errorf("snapshot: %w", mapRaftError(err))
+	}
+	meta, rc, err := fut.Open()
+	if err != nil {
+		return nil, nil, fmt.Errorf("open snapshot: %w", err)
+	}
+	return meta, rc, nil
+}
+
+// SegmentHandler serves the segment files of this node to peers that
+// catch up from a snapshot (catchup.NewSegmentHandler); mount it at
+// catchup.SegmentPathPrefix. Under peer TLS (Config.PeerTLS) it answers
+// only callers whose connection presented a verified node certificate,
+// so the listener it is mounted on must verify client certificates of
+// the cluster CA (PeerTLS.VerifiedNode); without peer TLS it answers
+// anyone, as a plaintext loopback cluster needs.
+func (b *Backend) SegmentHandler() http.Handler {
+	// A nil *PeerTLS in the interface would refuse every caller.
+	var nodes catchup.NodeVerifier
+	if p := b.cfg.PeerTLS; p != nil {
+		nodes = p
+	}
+	return catchup.NewSegmentHandler(b.fsm, nodes, b.cfg.Logger)
+}
+
+var (
+	_ catchup.PeerTransport = PeerHTTP{}
+	_ catchup.NodeVerifier  = (*PeerTLS)(nil)
+	_ catchup.Segments      = (*fsm.FSM)(nil)
+)
