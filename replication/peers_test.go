@@ -4,8 +4,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
@@ -54,22 +52,8 @@ func TestPeerResolver(t *testing.T) {
 	if got := none.API("a:1"); got != "a:1" {
 		t.Errorf("nil resolver: API(a:1) = %q", got)
 	}
-	local := func() raft.ServerAddress { return "self:1" }
-	if none.raftProvider("a", local) != nil || NewPeerResolver(PeerRoutes{"n2": {API: "p:2"}}).raftProvider("a", local) != nil {
-		t.Error("a resolver without Raft routes gives Raft a provider")
-	}
 
 	r := NewPeerResolver(PeerRoutes{"a": {Raft: "p:1", API: "p:2"}, "b": {Raft: "p:3"}})
-	prov := r.raftProvider("self", local)
-	if got, err := prov.ServerAddr("a"); err != nil || got != raft.ServerAddress("p:1") {
-		t.Errorf("ServerAddr(a) = %q, %v", got, err)
-	}
-	if got, err := prov.ServerAddr("self"); err != nil || got != "self:1" {
-		t.Errorf("ServerAddr(self) = %q, %v; want its own address (Raft sends it to peers)", got, err)
-	}
-	if _, err := prov.ServerAddr("c"); err == nil {
-		t.Error("ServerAddr of an unrouted peer: no error, so Raft would not fall back")
-	}
 	if got, other := r.Raft("a", "a:0"), r.Raft("c", "c:0"); got != "p:1" || other != "c:0" {
 		t.Errorf("Raft(a) = %q, Raft(c) = %q; want the route and the address itself", got, other)
 	}

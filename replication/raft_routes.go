@@ -1,0 +1,44 @@
+package replication
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/raft"
+)
+
+// raftProvider returns the resolver as Raft's address provider for node
+// self, whose own address is local(); nil when it routes no Raft traffic
+// (Raft then dials configured addresses without asking).
+func (r *PeerResolver) raftProvider(self string, local func() raft.ServerAddress) raft.ServerAddressProvider {
+	if r == nil {
+		return nil
+	}
+	for _, route := range r.routes {
+		if route.Raft != "" {
+			return &raftRoutes{routes: r.routes, self: raft.ServerID(self), local: local}
+		}
+	}
+	return nil
+}
+
+// raftRoutes implements raft.ServerAddressProvider over PeerRoutes.
+type raftRoutes struct {
+	routes PeerRoutes
+	self   raft.ServerID
+	local  func() raft.ServerAddress
+}
+
+// ServerAddr implements raft.ServerAddressProvider. Raft also asks it for
+// this node's own address, which it puts in its messages (as the leader's
+// or the candidate's address): that is the node's own, never a route. A
+// peer without a Raft route is an error, on which Raft falls back to the
+// peer's configured address.
+func (r *raftRoutes) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
+	if id == r.self {
+		return r.local(), nil
+	}
+	if a := r.routes[string(id)].Raft; a != "" {
+		return raft.ServerAddress(a), nil
+	}
+	return "", fmt.Errorf("no raft route to %s", id)
+}
