@@ -52,13 +52,13 @@ var kafkaSentinels = map[string]struct {
 
 // notMet are the sentinels of package replication that no call of this
 // front end returns: membership, catch-up and the state machine's own
-// stops (a stopped node answers ErrStopped), node-to-node identity, and
-// tokens and ACLs, which the Kafka listener does not manage (it reads the
-// ACLs, and asks nothing that could fail with these).
+// stops (a stopped node answers ErrStopped), and tokens and ACLs, which
+// the Kafka listener does not manage (it reads the ACLs, and asks nothing
+// that could fail with these).
 var notMet = []string{
 	"ErrBadCommand", "ErrEntryDamaged", "ErrUnknownCommand", "ErrSnapshotAhead", "ErrDiverged",
 	"ErrNoSegmentSource", "ErrSegmentGone", "ErrUnknownNode", "ErrMembershipChange",
-	"ErrNodeUnreachable", "ErrNodeConflict", "ErrNoQuorum", "ErrPeerIdentity", "ErrPeerNotNode",
+	"ErrNodeUnreachable", "ErrNodeConflict", "ErrNoQuorum",
 	"ErrTokenExists", "ErrUnknownToken", "ErrTooManyTokens", "ErrTooManyACLs",
 	// Restoring a backup, which logd restore does, not a node's listener.
 	"ErrRestoreTarget", "ErrBackupTooNew",

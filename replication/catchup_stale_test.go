@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
@@ -83,7 +84,7 @@ func TestCatchUpAfterCompaction(t *testing.T) {
 	if n.FSM().CleanerCounters().Compactions == 0 {
 		t.Fatal("nothing compacted")
 	}
-	client := NewSegmentClient(PeerHTTP{})
+	client := NewSegmentClient(peer.HTTP{})
 	addr := ln.Addr().String()
 	ref := func(i int) SegmentRef {
 		s := listed[i]

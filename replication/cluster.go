@@ -135,7 +135,7 @@ type JoinRequest struct {
 	RegisterOnly bool
 	// CallerNodeID and ForwardedBy say who asked, under peer TLS
 	// (Config.PeerTLS); the front end fills them from the connection the
-	// call arrived on (PeerTLS.VerifiedNode). CallerNodeID is the node id
+	// call arrived on (peer.TLS.VerifiedNode). CallerNodeID is the node id
 	// of the verified node certificate the caller presented, "" for none.
 	// On a call another node forwarded, ForwardedBy is that node's id
 	// (its connection's certificate), and CallerNodeID what it found on

@@ -19,15 +19,6 @@ var (
 	// consumer group's generation or position that the client learnt from
 	// the leader); returned as *BehindError, which names the leader.
 	ErrBehind = errors.New("replication: this node has not applied what the request names yet")
-	// ErrPeerIdentity means a node-to-node request came from a caller
-	// that did not prove the node identity it needs, under peer TLS: a
-	// join whose caller, or whose Raft address, did not present the
-	// joining node's certificate (peer_tls.go).
-	ErrPeerIdentity = errors.New("replication: the caller did not prove the node identity the request needs")
-	// ErrPeerNotNode means a peer's API port, called by this node under
-	// peer TLS, presented a certificate of the cluster CA that is not a
-	// node certificate (PeerTLS.HTTPClient).
-	ErrPeerNotNode = errors.New("replication: the peer's server certificate is not a node certificate")
 	// ErrKeyRequired means a write carried a record without a key (a null
 	// key; an empty key is a key) to a topic whose cleanup.policy includes
 	// compact, which keeps the last record of each key: compaction could

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/logd-dev/logd/peer"
 )
 
 // TestCreatePartitionsRestart grows a topic before and after a snapshot,
@@ -162,7 +164,7 @@ func TestCreatePartitionsSnapshotInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := snapshotBytes(t, n.FSM())
-	f, fatals := testFSM(t, t.TempDir(), newSegmentFetcher(NewSegmentClient(PeerHTTP{}), time.Minute, testLogger()))
+	f, fatals := testFSM(t, t.TempDir(), newSegmentFetcher(NewSegmentClient(peer.HTTP{}), time.Minute, testLogger()))
 	if err := f.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
 		t.Fatalf("install: %v", err)
 	}

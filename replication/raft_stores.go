@@ -16,6 +16,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/logd-dev/logd/internal/slogbridge"
+	"github.com/logd-dev/logd/replication/transport"
 )
 
 // Raft's timing. A follower that has heard nothing from the leader for
@@ -110,9 +111,9 @@ type raftStores struct {
 	stable    raft.StableStore
 	snaps     raft.SnapshotStore
 	transport raft.Transport
-	// stream is the TCP transport's stream layer (raft_stream.go); nil in
-	// memory.
-	stream *raftStream
+	// stream is the TCP transport's stream layer, the Raft port (package
+	// replication/transport); nil in memory.
+	stream *transport.Stream
 	// closers release the transport and the stores, in this order.
 	closers []func() error
 }
@@ -129,7 +130,7 @@ func (s *raftStores) close() error {
 // openDiskStores opens the Raft stable store (bbolt), the log store (the
 // same bbolt file or a WAL, logstore.go) and the snapshot store under
 // DataDir/raft, and a TCP transport on RaftBind
-// over the Raft port's stream layer (raft_stream.go).
+// over the Raft port's stream layer (package replication/transport).
 func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 	raftDir := filepath.Join(cfg.DataDir, "raft")
 	if err := os.MkdirAll(raftDir, 0o755); err != nil {
@@ -178,7 +179,7 @@ func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 		closeStores()
 		return nil, fmt.Errorf("raft transport on %s: %w", cfg.RaftBind, err)
 	}
-	stream := newRaftStream(ln, adv, cfg.PeerTLS, cfg.MaxRaftConns, cfg.Logger)
+	stream := transport.NewStream(ln, adv, cfg.PeerTLS, cfg.MaxRaftConns, cfg.Logger)
 	if a, ok := stream.Addr().(*net.TCPAddr); !ok || a.IP == nil || a.IP.IsUnspecified() {
 		ln.Close()
 		closeStores()
@@ -186,14 +187,15 @@ func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 	}
 	// The address provider is asked for this node's own address too: it
 	// is the transport's, known once it is bound.
-	var transport *raft.NetworkTransport
-	local := func() raft.ServerAddress { return transport.LocalAddr() }
-	transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog, ServerAddressProvider: cfg.Peers.raftProvider(cfg.NodeID, local),
+	var tr *raft.NetworkTransport
+	local := func() raft.ServerAddress { return tr.LocalAddr() }
+	tr = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog,
+		ServerAddressProvider: transport.NewAddressProvider(cfg.Peers.Routes(), cfg.NodeID, local),
 	})
-	stream.start()
-	stores := &raftStores{logs: logs, stable: store, snaps: snaps, transport: transport, stream: stream,
-		closers: []func() error{transport.Close, closeStores}}
+	stream.Start()
+	stores := &raftStores{logs: logs, stable: store, snaps: snaps, transport: tr, stream: stream,
+		closers: []func() error{tr.Close, closeStores}}
 	stores.wrap(cfg.WrapRaftStores)
 	return stores, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
@@ -23,7 +24,7 @@ type SegmentClient struct {
 // NewSegmentClient returns a SegmentClient that calls peers as p says
 // (routes, and https with this node's certificate under peer TLS). It
 // starts nothing.
-func NewSegmentClient(p PeerHTTP) *SegmentClient {
+func NewSegmentClient(p peer.HTTP) *SegmentClient {
 	t := p.Transport(2*time.Second, false)
 	t.ResponseHeaderTimeout = 10 * time.Second
 	return &SegmentClient{hc: &http.Client{Transport: t}, scheme: p.Scheme()}

@@ -43,7 +43,7 @@ const (
 // (Config.PeerTLS) it answers only callers whose connection presented a
 // verified node certificate, and 403 to anyone else, so the listener it
 // is mounted on must verify client certificates of the cluster CA
-// (PeerTLS.VerifiedNode); without peer TLS it answers anyone, as a
+// (peer.TLS.VerifiedNode); without peer TLS it answers anyone, as a
 // plaintext loopback cluster needs.
 func (b *Backend) SegmentHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

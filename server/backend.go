@@ -9,6 +9,7 @@ import (
 	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/queue"
 	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/replication/transport"
 )
 
 // Backend is everything the handlers need from the node: the handlers
@@ -234,7 +235,7 @@ type StatsBackend interface {
 	CleanerStats() replication.CleanerStats
 	// RaftConnStats counts the connections of the node's Raft port
 	// (raft_metrics.go); zero for a node without one.
-	RaftConnStats() replication.RaftConnStats
+	RaftConnStats() transport.ConnStats
 	// RaftMetrics are Raft's timings, leader changes and, on the leader,
 	// what each follower last answered (raft_metrics.go).
 	RaftMetrics() replication.RaftMetrics

@@ -19,6 +19,7 @@ import (
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/dedup"
 	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/queue"
 	"github.com/logd-dev/logd/replication"
 )
@@ -51,8 +52,6 @@ var backendSentinels = map[string]error{
 	"replication.ErrNodeUnreachable":     replication.ErrNodeUnreachable,
 	"replication.ErrNodeConflict":        replication.ErrNodeConflict,
 	"replication.ErrNoQuorum":            replication.ErrNoQuorum,
-	"replication.ErrPeerIdentity":        replication.ErrPeerIdentity,
-	"replication.ErrPeerNotNode":         replication.ErrPeerNotNode,
 	"replication.ErrDiverged":            replication.ErrDiverged,
 	"replication.ErrNoSegmentSource":     replication.ErrNoSegmentSource,
 	"replication.ErrSegmentGone":         replication.ErrSegmentGone,
@@ -74,6 +73,9 @@ var backendSentinels = map[string]error{
 	"replication.ErrRestoreTarget":       replication.ErrRestoreTarget,
 	"replication.ErrLogStoreMismatch":    replication.ErrLogStoreMismatch,
 	"replication.ErrBackupTooNew":        replication.ErrBackupTooNew,
+
+	"peer.ErrIdentity": peer.ErrIdentity,
+	"peer.ErrNotNode":  peer.ErrNotNode,
 
 	"group.ErrConsumerGroupNotFound": group.ErrConsumerGroupNotFound,
 	"group.ErrConsumerGroupNotEmpty": group.ErrConsumerGroupNotEmpty,
@@ -97,11 +99,11 @@ var backendSentinels = map[string]error{
 
 // internalErrors never reach a handler as such: they stop the node (which
 // then answers ErrStopped) or stay inside replication's catch-up or a
-// call to a peer (ErrPeerNotNode: a forward fails as a connection that
+// call to a peer (peer.ErrNotNode: a forward fails as a connection that
 // could not be made, a join's probe as ErrNodeUnreachable). A client that
 // saw one would get INTERNAL, as for any unknown error.
 var internalErrors = map[string]bool{
-	"replication.ErrPeerNotNode":     true,
+	"peer.ErrNotNode":                true,
 	"replication.ErrBadCommand":      true,
 	"replication.ErrEntryDamaged":    true,
 	"replication.ErrUnknownCommand":  true,
@@ -168,6 +170,7 @@ func TestErrorTableCoversSentinels(t *testing.T) {
 			t.Errorf("%s is not re-exported as %s", name, re)
 		}
 	}
+	names = append(names, sentinelNames(t, "../peer", "peer")...)
 	names = append(names, sentinelNames(t, "../group", "group")...)
 	names = append(names, sentinelNames(t, "../queue", "queue")...)
 	names = append(names, sentinelNames(t, "../dedup", "dedup")...)

@@ -11,6 +11,7 @@ import (
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/replication"
 )
 
@@ -146,6 +147,6 @@ func externalGroupMsg(eg replication.ExternalGroup) *logdv1.DescribeGroupRespons
 
 // newLeaderClient returns the HTTP client of this node's own calls to the leader
 // (kafkaMembers): over the peer client (peer TLS, routed dials).
-func newLeaderClient(p replication.PeerHTTP) *http.Client {
+func newLeaderClient(p peer.HTTP) *http.Client {
 	return &http.Client{Transport: p.Transport(forwardDialTimeout, false)}
 }

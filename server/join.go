@@ -9,6 +9,7 @@ import (
 
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
+	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/replication"
 )
 
@@ -61,7 +62,7 @@ func (s *Server) joinCaller(ctx context.Context, h http.Header) (caller, forward
 
 // statusProbe is replication.NodeProbe over the client API: the node's
 // Status, called as p says.
-func statusProbe(hc *http.Client, p replication.PeerHTTP) replication.NodeProbe {
+func statusProbe(hc *http.Client, p peer.HTTP) replication.NodeProbe {
 	return func(ctx context.Context, addr string) (replication.NodeReport, error) {
 		c := logdv1connect.NewLogServiceClient(hc, p.URL(addr))
 		st, err := c.Status(ctx, connect.NewRequest(&logdv1.StatusRequest{}))

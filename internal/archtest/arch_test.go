@@ -114,7 +114,11 @@ var table = []row{
 	{path: "api/logdv1", layer: layerAPI, only: []string{"api/..."}},
 	{path: "api/logdv1/logdv1connect", layer: layerAPI, only: []string{"api/..."}, siblings: []string{"api/logdv1"}},
 
-	{path: "replication", layer: layerRaft},
+	{path: "replication", layer: layerRaft, siblings: []string{"replication/transport"}},
+	// The Raft port (a capped, authenticated raft.StreamLayer) and Raft's
+	// address provider over peer routes: raft and peer, never the node
+	// that drives it.
+	{path: "replication/transport", layer: layerRaft, only: []string{"peer"}},
 	// The faults a fault build of cmd/logd injects into its own stores
 	// (wrappers of log.FS and of Raft's stores); only cmd/logd's files
 	// built with -tags faults import it.
@@ -140,6 +144,10 @@ var table = []row{
 	// nothing outside the standard library besides the identities of
 	// auth/certid, so every layer that speaks TLS may import it.
 	{path: "internal/tlsconf", layer: layerLeaf, stdOnly: true, stdAllow: []string{"auth", "auth/certid"}, siblings: []string{"auth/certid"}},
+	// Node-to-node identity (peer TLS), peer routes and the HTTP client
+	// settings of calls between nodes: the front ends, replication and
+	// cmd/logd share it, so it takes nothing with it, no raft above all.
+	{path: "peer", layer: layerLeaf, stdOnly: true},
 	// The per-principal byte-rate buckets both front ends draw from
 	// (docs/security.md, "Quotas"): a clock injected, metrics registered.
 	{path: "internal/quota", layer: layerLeaf, siblings: []string{"auth"}},

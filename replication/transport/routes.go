@@ -1,29 +1,30 @@
-package replication
+package transport
 
 import (
 	"fmt"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/logd-dev/logd/peer"
 )
 
-// raftProvider returns the resolver as Raft's address provider for node
-// self, whose own address is local(); nil when it routes no Raft traffic
-// (Raft then dials configured addresses without asking).
-func (r *PeerResolver) raftProvider(self string, local func() raft.ServerAddress) raft.ServerAddressProvider {
-	if r == nil {
-		return nil
-	}
-	for _, route := range r.routes {
+// NewAddressProvider returns routes as Raft's address provider
+// (raft.NetworkTransportConfig.ServerAddressProvider) for node self,
+// whose own address is local(); nil when routes route no Raft traffic
+// (Raft then dials configured addresses without asking). It does not
+// copy routes (the caller must not change them).
+func NewAddressProvider(routes peer.Routes, self string, local func() raft.ServerAddress) raft.ServerAddressProvider {
+	for _, route := range routes {
 		if route.Raft != "" {
-			return &raftRoutes{routes: r.routes, self: raft.ServerID(self), local: local}
+			return &raftRoutes{routes: routes, self: raft.ServerID(self), local: local}
 		}
 	}
 	return nil
 }
 
-// raftRoutes implements raft.ServerAddressProvider over PeerRoutes.
+// raftRoutes implements raft.ServerAddressProvider over peer.Routes.
 type raftRoutes struct {
-	routes PeerRoutes
+	routes peer.Routes
 	self   raft.ServerID
 	local  func() raft.ServerAddress
 }

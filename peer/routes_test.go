@@ -1,32 +1,29 @@
-package replication
+package peer
 
 import (
-	"errors"
 	"testing"
-
-	"github.com/logd-dev/logd/replication/fsm"
 )
 
-func TestParsePeerRoutes(t *testing.T) {
+func TestParseRoutes(t *testing.T) {
 	for _, tc := range []struct {
 		name, in string
-		want     PeerRoutes
+		want     Routes
 		bad      bool
 	}{
-		{name: "empty", in: "", want: PeerRoutes{}},
+		{name: "empty", in: "", want: Routes{}},
 		{name: "both kinds", in: "n2/raft=127.0.0.1:1,n2/api=127.0.0.1:2,n3/api=h:3",
-			want: PeerRoutes{"n2": {Raft: "127.0.0.1:1", API: "127.0.0.1:2"}, "n3": {API: "h:3"}}},
-		{name: "id with a slash", in: "a/b/raft=x:1", want: PeerRoutes{"a/b": {Raft: "x:1"}}},
+			want: Routes{"n2": {Raft: "127.0.0.1:1", API: "127.0.0.1:2"}, "n3": {API: "h:3"}}},
+		{name: "id with a slash", in: "a/b/raft=x:1", want: Routes{"a/b": {Raft: "x:1"}}},
 		{name: "no kind", in: "n2=127.0.0.1:1", bad: true},
 		{name: "unknown kind", in: "n2/grpc=127.0.0.1:1", bad: true},
 		{name: "no address", in: "n2/raft=", bad: true},
 		{name: "no id", in: "/raft=x:1", bad: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ParsePeerRoutes(tc.in)
+			got, err := ParseRoutes(tc.in)
 			if tc.bad {
-				if !errors.Is(err, ErrInvalidArgument) {
-					t.Fatalf("ParsePeerRoutes(%q) = %v, %v; want ErrInvalidArgument", tc.in, got, err)
+				if err == nil {
+					t.Fatalf("ParseRoutes(%q) = %v; want an error", tc.in, got)
 				}
 				return
 			}
@@ -34,9 +31,9 @@ func TestParsePeerRoutes(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got.String() != tc.want.String() || len(got) != len(tc.want) {
-				t.Fatalf("ParsePeerRoutes(%q) = %v, want %v", tc.in, got, tc.want)
+				t.Fatalf("ParseRoutes(%q) = %v, want %v", tc.in, got, tc.want)
 			}
-			again, err := ParsePeerRoutes(got.String())
+			again, err := ParseRoutes(got.String())
 			if err != nil || again.String() != got.String() {
 				t.Fatalf("round trip of %q: %v, %v", got.String(), again, err)
 			}
@@ -44,16 +41,21 @@ func TestParsePeerRoutes(t *testing.T) {
 	}
 }
 
-// TestPeerResolver: Raft dials a routed peer at its route and falls back
+// TestResolver: Raft dials a routed peer at its route and falls back
 // for others; an API or peer address is routed once the registry names
 // its node.
-func TestPeerResolver(t *testing.T) {
-	var none *PeerResolver
+func TestResolver(t *testing.T) {
+	var none *Resolver
 	if got := none.API("a:1"); got != "a:1" {
 		t.Errorf("nil resolver: API(a:1) = %q", got)
 	}
+	if none.Routes() != nil {
+		t.Error("nil resolver: routes")
+	}
+	none.Attach(func(string) (string, bool) { return "a", true })
 
-	r := NewPeerResolver(PeerRoutes{"a": {Raft: "p:1", API: "p:2"}, "b": {Raft: "p:3"}})
+	routes := Routes{"a": {Raft: "p:1", API: "p:2"}, "b": {Raft: "p:3"}}
+	r := NewResolver(routes)
 	if got, other := r.Raft("a", "a:0"), r.Raft("c", "c:0"); got != "p:1" || other != "c:0" {
 		t.Errorf("Raft(a) = %q, Raft(c) = %q; want the route and the address itself", got, other)
 	}
@@ -63,11 +65,11 @@ func TestPeerResolver(t *testing.T) {
 	if got := r.API("a:1"); got != "a:1" {
 		t.Errorf("before the registry is attached: API(a:1) = %q", got)
 	}
-	f, _ := testFSM(t, t.TempDir(), nil)
-	f.ApplyBatch(entries(
-		mustJSON(t, fsm.CmdNodeRegister, 1, fsm.NodeRegister{ID: "a", APIAddress: "a:1", PeerAddress: "a:9"}),
-		mustJSON(t, fsm.CmdNodeRegister, 2, fsm.NodeRegister{ID: "b", APIAddress: "b:1"})))
-	r.attach(f)
+	if got := r.Routes(); got.String() != routes.String() {
+		t.Errorf("Routes() = %v, want %v", got, routes)
+	}
+	registered := map[string]string{"a:1": "a", "a:9": "a", "b:1": "b"}
+	r.Attach(func(addr string) (string, bool) { id, ok := registered[addr]; return id, ok })
 	// A node's route covers its peer address as well as its API address.
 	for addr, want := range map[string]string{"a:1": "p:2", "a:9": "p:2", "b:1": "b:1", "c:1": "c:1"} {
 		if got := r.API(addr); got != want {

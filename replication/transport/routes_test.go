@@ -1,21 +1,22 @@
-package replication
+package transport
 
 import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/logd-dev/logd/peer"
 )
 
-// TestRaftAddressProvider: Raft dials a routed peer at its route, falls
+// TestNewAddressProvider: Raft dials a routed peer at its route, falls
 // back for others, and gives its own address as itself; without Raft
 // routes there is no provider.
-func TestRaftAddressProvider(t *testing.T) {
-	var none *PeerResolver
+func TestNewAddressProvider(t *testing.T) {
 	local := func() raft.ServerAddress { return "self:1" }
-	if none.raftProvider("a", local) != nil || NewPeerResolver(PeerRoutes{"n2": {API: "p:2"}}).raftProvider("a", local) != nil {
-		t.Error("a resolver without Raft routes gives Raft a provider")
+	if NewAddressProvider(nil, "a", local) != nil || NewAddressProvider(peer.Routes{"n2": {API: "p:2"}}, "a", local) != nil {
+		t.Error("routes without Raft routes give Raft a provider")
 	}
-	prov := NewPeerResolver(PeerRoutes{"a": {Raft: "p:1", API: "p:2"}, "b": {Raft: "p:3"}}).raftProvider("self", local)
+	prov := NewAddressProvider(peer.Routes{"a": {Raft: "p:1", API: "p:2"}, "b": {Raft: "p:3"}, "self": {Raft: "p:9"}}, "self", local)
 	if got, err := prov.ServerAddr("a"); err != nil || got != raft.ServerAddress("p:1") {
 		t.Errorf("ServerAddr(a) = %q, %v", got, err)
 	}
