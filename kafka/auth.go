@@ -55,10 +55,10 @@ type AuthOptions struct {
 	// HandshakeTimeout bounds a TLS handshake; default 10s.
 	HandshakeTimeout time.Duration
 	// VerifiedNode returns the node id of a connection's certificate when
-	// the cluster CA signed it (replication.PeerTLS.VerifiedNode; nil:
-	// none is). A certificate whose URI SAN claims a node, signed by any
-	// other CA the listener trusts for clients, is refused: only the
-	// cluster CA names nodes, as on the Connect API.
+	// the cluster CA signed it (peer.TLS.VerifiedNode; nil: none is). A
+	// certificate whose URI SAN claims a node, signed by any other CA the
+	// listener trusts for clients, is refused: only the cluster CA names
+	// nodes, as on the Connect API.
 	VerifiedNode func(*tls.ConnectionState) (string, bool)
 }
 

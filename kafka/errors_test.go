@@ -53,9 +53,9 @@ var kafkaSentinels = map[string]struct {
 
 // notMet are the sentinels of package backend that no call of this
 // front end returns: membership, catch-up and the state machine's own
-// stops (a stopped node answers ErrStopped), node-to-node identity, and
-// tokens and ACLs, which the Kafka listener does not manage (it reads the
-// ACLs, and asks nothing that could fail with these).
+// stops (a stopped node answers ErrStopped), and tokens and ACLs, which
+// the Kafka listener does not manage (it reads the ACLs, and asks nothing
+// that could fail with these).
 var notMet = []string{
 	"ErrBadCommand", "ErrEntryDamaged", "ErrUnknownCommand", "ErrSnapshotAhead", "ErrDiverged",
 	"ErrNoSegmentSource", "ErrSegmentGone", "ErrUnknownNode", "ErrMembershipChange",

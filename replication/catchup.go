@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/replication/catchup"
 	"github.com/logd-dev/logd/replication/fsm"
 )
@@ -67,7 +68,7 @@ func (b *Backend) SegmentHandler() http.Handler {
 }
 
 var (
-	_ catchup.PeerTransport = PeerHTTP{}
-	_ catchup.NodeVerifier  = (*PeerTLS)(nil)
+	_ catchup.PeerTransport = peer.HTTP{}
+	_ catchup.NodeVerifier  = (*peer.TLS)(nil)
 	_ catchup.Segments      = (*fsm.FSM)(nil)
 )

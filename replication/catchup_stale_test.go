@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/replication/catchup"
 	"github.com/logd-dev/logd/replication/fsm"
 )
@@ -85,7 +86,7 @@ func TestCatchUpAfterCompaction(t *testing.T) {
 	if n.FSM().CleanerCounters().Compactions == 0 {
 		t.Fatal("nothing compacted")
 	}
-	client := catchup.NewSegmentClient(PeerHTTP{})
+	client := catchup.NewSegmentClient(peer.HTTP{})
 	addr := ln.Addr().String()
 	ref := func(i int) catchup.SegmentRef {
 		s := listed[i]

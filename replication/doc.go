@@ -64,13 +64,14 @@
 // rejoin under a new id (its old id's Raft log position is gone, and
 // reusing the id could let it vote for entries it no longer has).
 //
-// The Raft port (raft_stream.go) bounds its connections, and under peer
-// TLS (peer_tls.go, Config.PeerTLS) admits only node certificates of the
-// cluster CA whose node is a member; segments are served to nodes only,
-// and a node joins only as itself (TestPeerTLSCluster, TestRaftStreamCap,
+// The Raft port (package replication/transport) bounds its connections,
+// and under peer TLS (package peer, Config.PeerTLS) admits only node
+// certificates of the cluster CA whose node is a member (Node.raftMember);
+// segments are served to nodes only, and a node joins only as itself
+// (TestPeerTLSCluster, transport's TestStreamCap,
 // TestSegmentsServedToNodesOnly). Raft's RPCs carry no identity bound to
 // their connection, so the check is per connection (docs/security.md,
 // "Peers"). Calls to peers' API ports, or to their peer listeners when
 // they registered a peer address (Config.PeerAdvertise), take their
-// scheme and TLS from PeerHTTP.
+// scheme and TLS from peer.HTTP.
 package replication

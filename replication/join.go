@@ -12,6 +12,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/logd-dev/logd/backend"
+
+	"github.com/logd-dev/logd/peer"
 )
 
 // AskJoin makes one attempt to join a cluster: it asks the member whose
@@ -190,7 +192,7 @@ func validHostname(host string) error {
 // the node it asks to add: its connection presented a verified node
 // certificate of req.ID, to this node or to the member that forwarded the
 // call (a node that is not a member is not trusted to say what its caller
-// presented). ErrPeerIdentity otherwise, before anything is asked or
+// presented). peer.ErrIdentity otherwise, before anything is asked or
 // changed. Without peer TLS there is nothing to check.
 func (n *Node) checkJoinCaller(req backend.JoinRequest) error {
 	if n.cfg.PeerTLS == nil {
@@ -202,23 +204,23 @@ func (n *Node) checkJoinCaller(req backend.JoinRequest) error {
 			return err
 		}
 		if m == nil {
-			return fmt.Errorf("%w: join %s: forwarded by node %q, which is not a member", ErrPeerIdentity, req.ID, req.ForwardedBy)
+			return fmt.Errorf("%w: join %s: forwarded by node %q, which is not a member", peer.ErrIdentity, req.ID, req.ForwardedBy)
 		}
 	}
 	switch req.CallerNodeID {
 	case req.ID:
 		return nil
 	case "":
-		return fmt.Errorf("%w: join %s: the caller presented no node certificate", ErrPeerIdentity, req.ID)
+		return fmt.Errorf("%w: join %s: the caller presented no node certificate", peer.ErrIdentity, req.ID)
 	default:
-		return fmt.Errorf("%w: join %s: the caller's certificate is node %q's", ErrPeerIdentity, req.ID, req.CallerNodeID)
+		return fmt.Errorf("%w: join %s: the caller's certificate is node %q's", peer.ErrIdentity, req.ID, req.CallerNodeID)
 	}
 }
 
 // checkJoiner checks that the node answers with the id it claims where
 // nodes will call it (its peer address, else its API address) and that
 // its Raft address accepts a connection (under peer TLS, one whose
-// certificate is that node's: ErrPeerIdentity otherwise):
+// certificate is that node's: peer.ErrIdentity otherwise):
 // backend.ErrNodeUnreachable otherwise.
 func (n *Node) checkJoiner(ctx context.Context, req backend.JoinRequest, probe backend.NodeProbe) error {
 	ctx, cancel := context.WithTimeout(ctx, joinProbeTimeout)
@@ -231,12 +233,12 @@ func (n *Node) checkJoiner(ctx context.Context, req backend.JoinRequest, probe b
 	if rep.ID != req.ID {
 		return fmt.Errorf("%w: %s answers as node %q, not %q", backend.ErrNodeUnreachable, addr, rep.ID, req.ID)
 	}
-	peer, err := n.dialRaft(ctx, req.ID, req.RaftAddress)
+	presented, err := n.dialRaft(ctx, req.ID, req.RaftAddress)
 	if err != nil {
 		return fmt.Errorf("%w: node %s's raft address %s: %v", backend.ErrNodeUnreachable, req.ID, req.RaftAddress, err)
 	}
-	if n.cfg.PeerTLS != nil && peer != req.ID {
-		return fmt.Errorf("%w: join %s: its raft address %s presents node %q's certificate", ErrPeerIdentity, req.ID, req.RaftAddress, peer)
+	if n.cfg.PeerTLS != nil && presented != req.ID {
+		return fmt.Errorf("%w: join %s: its raft address %s presents node %q's certificate", peer.ErrIdentity, req.ID, req.RaftAddress, presented)
 	}
 	return nil
 }
@@ -250,12 +252,12 @@ func (n *Node) dialRaft(ctx context.Context, id, addr string) (string, error) {
 	if n.cfg.InMemory {
 		return "", nil
 	}
-	c, peer, err := n.stores.stream.dial(ctx, n.cfg.Peers.Raft(id, addr))
+	c, presented, err := n.stores.stream.DialNode(ctx, n.cfg.Peers.Raft(id, addr))
 	if err != nil {
 		return "", err
 	}
 	c.Close()
-	return peer, nil
+	return presented, nil
 }
 
 // raftLastLog sends the Raft server at addr a heartbeat of this leader's

@@ -21,6 +21,7 @@ import (
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/internal/slogbridge"
 	"github.com/logd-dev/logd/log"
+	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/replication/catchup"
 	"github.com/logd-dev/logd/replication/fsm"
 	"github.com/logd-dev/logd/replication/raftstore"
@@ -127,21 +128,21 @@ type Config struct {
 	// CatchUpTimeout bounds one snapshot catch-up; default
 	// catchup.DefaultCatchUpTimeout.
 	CatchUpTimeout time.Duration
-	// Peers, if set, routes Raft's dials to peers (peers.go); Open
+	// Peers, if set, routes Raft's dials to peers (package peer); Open
 	// attaches the node registry to it, so the front end's dials to a
 	// peer's registered API address can be routed too. Nil: peers are
 	// dialed at their advertised addresses.
-	Peers *PeerResolver
+	Peers *peer.Resolver
 	// PeerTLS, if set, puts node-to-node traffic under mutual TLS with the
-	// cluster CA (peer_tls.go): the Raft port, which admits only node
+	// cluster CA (package peer): the Raft port, which admits only node
 	// certificates of members; the segment endpoint, which answers only
 	// node certificates; and Join, which adds only a node that proved its
 	// identity. Nil: plaintext, as a loopback cluster runs. Dials over
-	// HTTP take PeerTLS.Client through PeerHTTP.
-	PeerTLS *PeerTLS
+	// HTTP take PeerTLS.Client through peer.HTTP.
+	PeerTLS *peer.TLS
 	// MaxRaftConns bounds the connections open on the Raft port, with or
-	// without TLS; more are closed at once (raft_stream.go). Zero is
-	// DefaultMaxRaftConns.
+	// without TLS; more are closed at once (package replication/transport).
+	// Zero is DefaultMaxRaftConns.
 	MaxRaftConns int
 	// InMemory keeps Raft's log, stable store and snapshots in memory and
 	// connects Raft through raft.NewInmemTransport instead of TCP, so a
@@ -223,12 +224,15 @@ func (c Config) Validate() error {
 	case c.PeerTLS != nil && c.InMemory:
 		return fmt.Errorf("%w: peer TLS needs Raft over TCP, not in memory", backend.ErrInvalidArgument)
 	case c.PeerTLS != nil:
-		if err := c.PeerTLS.validate(); err != nil {
-			return err
+		if err := c.PeerTLS.Validate(); err != nil {
+			return fmt.Errorf("%w: %w", backend.ErrInvalidArgument, err)
 		}
 	}
 	return c.validateRaftTimeouts()
 }
+
+// DefaultMaxRaftConns is Config.MaxRaftConns's default.
+const DefaultMaxRaftConns = 256
 
 func (c *Config) setDefaults() {
 	if c.RaftAdvertise == "" {
@@ -368,7 +372,7 @@ func Open(cfg Config) (*Node, error) {
 		Self: cfg.NodeID, Fetcher: catchup.NewSegmentFetcher(cfg.SegmentSource, cfg.CatchUpTimeout, cfg.Logger),
 	})
 
-	cfg.Peers.attach(sm)
+	cfg.Peers.Attach(registeredAt(sm))
 
 	if cfg.Bootstrap {
 		has, err := raft.HasExistingState(stores.logs, stores.stable, stores.snaps)
@@ -414,7 +418,7 @@ func Open(cfg Config) (*Node, error) {
 	})
 	r.RegisterObserver(n.leaderObsv)
 	if stores.stream != nil {
-		stores.stream.attach(n.raftMember)
+		stores.stream.Attach(n.raftMember)
 	}
 	go n.housekeeping()
 	n.cleanerDone = make(chan struct{})
@@ -500,7 +504,7 @@ func (n *Node) housekeeping() {
 		n.boundTrailingLogs()
 		if n.stores.stream != nil && time.Since(lastPrune) >= raftPruneInterval {
 			lastPrune = time.Now()
-			n.stores.stream.prune()
+			n.stores.stream.Prune()
 		}
 		if n.renewStaleSnapshot(&lastRenewal) {
 			continue
@@ -656,7 +660,7 @@ func (n *Node) entryTerm(index uint64, stats map[string]string) uint64 {
 }
 
 // raftPruneInterval is how often the node closes the Raft connections of
-// nodes no longer members (raftStream.prune).
+// nodes no longer members (transport.Stream.Prune).
 const raftPruneInterval = time.Second
 
 // raftMember reports whether node id may open Raft connections to this
@@ -683,7 +687,7 @@ func (n *Node) RaftConnStats() backend.RaftConnStats {
 	if n.stores.stream == nil {
 		return backend.RaftConnStats{}
 	}
-	return n.stores.stream.stats()
+	return backend.RaftConnStats(n.stores.stream.Stats())
 }
 
 // FSM returns the node's state machine for reads.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/replication/catchup"
 	"github.com/logd-dev/logd/replication/fsm"
 )
@@ -166,7 +167,7 @@ func TestCreatePartitionsSnapshotInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := snapshotBytes(t, n.FSM())
-	f, fatals := testFSM(t, t.TempDir(), catchup.NewSegmentFetcher(catchup.NewSegmentClient(PeerHTTP{}), time.Minute, testLogger()))
+	f, fatals := testFSM(t, t.TempDir(), catchup.NewSegmentFetcher(catchup.NewSegmentClient(peer.HTTP{}), time.Minute, testLogger()))
 	if err := f.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
 		t.Fatalf("install: %v", err)
 	}

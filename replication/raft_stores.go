@@ -14,6 +14,7 @@ import (
 
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/raftstore"
+	"github.com/logd-dev/logd/replication/transport"
 )
 
 // Raft's timing. A follower that has heard nothing from the leader for
@@ -108,9 +109,9 @@ type raftStores struct {
 	stable    raft.StableStore
 	snaps     raft.SnapshotStore
 	transport raft.Transport
-	// stream is the TCP transport's stream layer (raft_stream.go); nil in
-	// memory.
-	stream *raftStream
+	// stream is the TCP transport's stream layer, the Raft port (package
+	// replication/transport); nil in memory.
+	stream *transport.Stream
 	// closers release the transport and the stores, in this order.
 	closers []func() error
 }
@@ -134,6 +135,10 @@ func (c Config) storeOptions(hlog hclog.Logger) raftstore.Options {
 // openDiskStores opens the Raft stores under DataDir/raft
 // (raftstore.Open) and a TCP transport on RaftBind over the Raft port's
 // stream layer (raft_stream.go).
+// openDiskStores opens the Raft stable store (bbolt), the log store (the
+// same bbolt file or a WAL, logstore.go) and the snapshot store under
+// DataDir/raft, and a TCP transport on RaftBind
+// over the Raft port's stream layer (package replication/transport).
 func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 	st, err := raftstore.Open(cfg.storeOptions(hlog))
 	if err != nil {
@@ -155,7 +160,7 @@ func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 		st.Close()
 		return nil, fmt.Errorf("raft transport on %s: %w", cfg.RaftBind, err)
 	}
-	stream := newRaftStream(ln, adv, cfg.PeerTLS, cfg.MaxRaftConns, cfg.Logger)
+	stream := transport.NewStream(ln, adv, cfg.PeerTLS, cfg.MaxRaftConns, cfg.Logger)
 	if a, ok := stream.Addr().(*net.TCPAddr); !ok || a.IP == nil || a.IP.IsUnspecified() {
 		ln.Close()
 		st.Close()
@@ -163,14 +168,15 @@ func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 	}
 	// The address provider is asked for this node's own address too: it
 	// is the transport's, known once it is bound.
-	var transport *raft.NetworkTransport
-	local := func() raft.ServerAddress { return transport.LocalAddr() }
-	transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog, ServerAddressProvider: cfg.Peers.raftProvider(cfg.NodeID, local),
+	var tr *raft.NetworkTransport
+	local := func() raft.ServerAddress { return tr.LocalAddr() }
+	tr = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog,
+		ServerAddressProvider: transport.NewAddressProvider(cfg.Peers.Routes(), cfg.NodeID, local),
 	})
-	stream.start()
-	stores := &raftStores{logs: st.Logs, stable: st.Stable, snaps: st.Snapshots, transport: transport, stream: stream,
-		closers: []func() error{transport.Close, st.Close}}
+	stream.Start()
+	stores := &raftStores{logs: st.Logs, stable: st.Stable, snaps: st.Snapshots, transport: tr, stream: stream,
+		closers: []func() error{tr.Close, st.Close}}
 	stores.wrap(cfg.WrapRaftStores)
 	return stores, nil
 }
@@ -195,9 +201,9 @@ func openMemStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, transport := raft.NewInmemTransport(raft.ServerAddress(cfg.RaftBind))
-	stores := &raftStores{logs: st.Logs, stable: st.Stable, snaps: st.Snapshots, transport: transport,
-		closers: []func() error{transport.Close, st.Close}}
+	_, tr := raft.NewInmemTransport(raft.ServerAddress(cfg.RaftBind))
+	stores := &raftStores{logs: st.Logs, stable: st.Stable, snaps: st.Snapshots, transport: tr,
+		closers: []func() error{tr.Close, st.Close}}
 	stores.wrap(cfg.WrapRaftStores)
 	return stores, nil
 }

@@ -176,3 +176,17 @@ func (n *Node) registerOnce(ctx context.Context, r *registration) {
 	n.cfg.Logger.Info("registered own addresses and feature level", "leader", string(leader), "via", via,
 		"feature_level", want.FeatureLevel, "api", want.APIAddress, "peer", want.PeerAddress, "kafka", want.KafkaAddress)
 }
+
+// registeredAt is the node registry of f as the peer resolver's lookup
+// (peer.Resolver.Attach): the id of the node registered at addr, as its
+// client API address or its peer address.
+func registeredAt(f *fsm.FSM) func(addr string) (string, bool) {
+	return func(addr string) (string, bool) {
+		for _, n := range f.Nodes() {
+			if n.APIAddress == addr || n.PeerAddress != "" && n.PeerAddress == addr {
+				return n.ID, true
+			}
+		}
+		return "", false
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
@@ -180,6 +181,23 @@ func waitRegistry(ctx context.Context, t *testing.T, n *Node, what string, cond 
 		case <-ctx.Done():
 			t.Fatalf("%s: %v; %s's registry: %+v", what, ctx.Err(), n.NodeID(), n.FSM().Nodes())
 		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// TestPeerRoutesFollowTheRegistry: attached to a resolver (as Open does),
+// the node registry routes a node's API and peer addresses to its API
+// route; an address no node is registered at is dialed as it is.
+func TestPeerRoutesFollowTheRegistry(t *testing.T) {
+	f, _ := testFSM(t, t.TempDir(), nil)
+	f.ApplyBatch(entries(
+		mustJSON(t, fsm.CmdNodeRegister, 1, fsm.NodeRegister{ID: "a", APIAddress: "a:1", PeerAddress: "a:9"}),
+		mustJSON(t, fsm.CmdNodeRegister, 2, fsm.NodeRegister{ID: "b", APIAddress: "b:1"})))
+	r := peer.NewResolver(peer.Routes{"a": {Raft: "p:1", API: "p:2"}, "b": {Raft: "p:3"}})
+	r.Attach(registeredAt(f))
+	for addr, want := range map[string]string{"a:1": "p:2", "a:9": "p:2", "b:1": "b:1", "c:1": "c:1", "": ""} {
+		if got := r.API(addr); got != want {
+			t.Errorf("API(%q) = %q, want %q", addr, got, want)
 		}
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/logd-dev/logd/auth/certid"
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/internal/testcerts"
+	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/replication"
 	"github.com/logd-dev/logd/server"
 )
@@ -119,7 +120,7 @@ func newAuthEnv(t testing.TB, ctx context.Context, cfg envConfig) *authEnv {
 	}}
 	if cfg.ca != nil {
 		n1 := cfg.ca.Node(t, "n1")
-		opts.PeerTLS = &replication.PeerTLS{Server: cfg.ca.ServerConfig(n1), Client: cfg.ca.ClientConfig(n1), NodeID: clusterNodeID(cfg.ca)}
+		opts.PeerTLS = &peer.TLS{Server: cfg.ca.ServerConfig(n1), Client: cfg.ca.ClientConfig(n1), NodeID: clusterNodeID(cfg.ca)}
 	}
 	if cfg.mod != nil {
 		cfg.mod(&opts)

@@ -157,9 +157,9 @@ type authenticator struct {
 	// isMember reports whether a node id is in the Raft configuration.
 	isMember func(id string) bool
 	// verifiedNode returns the node id of a connection's certificate when
-	// the cluster CA signed it (replication.PeerTLS.VerifiedNode); a node
-	// URI SAN in a certificate of any other CA the API port trusts for
-	// clients names no node.
+	// the cluster CA signed it (peer.TLS.VerifiedNode); a node URI SAN in
+	// a certificate of any other CA the API port trusts for clients names
+	// no node.
 	verifiedNode func(*tls.ConnectionState) (string, bool)
 	// unauthenticated counts those refusals.
 	unauthenticated prometheus.Counter

@@ -15,8 +15,8 @@ import (
 	"github.com/logd-dev/logd/dedup"
 	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/partition"
+	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/queue"
-	"github.com/logd-dev/logd/replication"
 )
 
 // errorRow maps the backend errors that match one of errs (errors.Is) to a
@@ -83,7 +83,7 @@ var errorTable = []errorRow{
 	{errs: []error{backend.ErrNoQuorum}, code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_UNAVAILABLE},
 	// A node-to-node call under peer TLS from a caller that did not prove
 	// the node identity it needs (a join by anyone but the node itself).
-	{errs: []error{replication.ErrPeerIdentity}, code: connect.CodePermissionDenied, reason: logdv1.Reason_REASON_PERMISSION_DENIED},
+	{errs: []error{peer.ErrIdentity}, code: connect.CodePermissionDenied, reason: logdv1.Reason_REASON_PERMISSION_DENIED},
 	{errs: []error{backend.ErrNotLeader}, code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_NOT_LEADER},
 	// A follower behind what the client learnt from the leader: the client
 	// moves to the leader, as after NOT_LEADER, and reads there.

@@ -21,8 +21,8 @@ import (
 	"github.com/logd-dev/logd/dedup"
 	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/partition"
+	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/queue"
-	"github.com/logd-dev/logd/replication"
 )
 
 // backendSentinels are the error sentinels of the packages the backend
@@ -53,8 +53,8 @@ var backendSentinels = map[string]error{
 	"backend.ErrNodeUnreachable":    backend.ErrNodeUnreachable,
 	"backend.ErrNodeConflict":       backend.ErrNodeConflict,
 	"backend.ErrNoQuorum":           backend.ErrNoQuorum,
-	"replication.ErrPeerIdentity":   replication.ErrPeerIdentity,
-	"replication.ErrPeerNotNode":    replication.ErrPeerNotNode,
+	"peer.ErrIdentity":              peer.ErrIdentity,
+	"peer.ErrNotNode":               peer.ErrNotNode,
 	"backend.ErrDiverged":           backend.ErrDiverged,
 	"backend.ErrNoSegmentSource":    backend.ErrNoSegmentSource,
 	"backend.ErrSegmentGone":        backend.ErrSegmentGone,
@@ -96,11 +96,11 @@ var backendSentinels = map[string]error{
 
 // internalErrors never reach a handler as such: they stop the node (which
 // then answers ErrStopped) or stay inside replication's catch-up or a
-// call to a peer (ErrPeerNotNode: a forward fails as a connection that
+// call to a peer (peer.ErrNotNode: a forward fails as a connection that
 // could not be made, a join's probe as ErrNodeUnreachable). A client that
 // saw one would get INTERNAL, as for any unknown error.
 var internalErrors = map[string]bool{
-	"replication.ErrPeerNotNode": true,
+	"peer.ErrNotNode":            true,
 	"backend.ErrBadCommand":      true,
 	"backend.ErrEntryDamaged":    true,
 	"backend.ErrUnknownCommand":  true,
@@ -158,6 +158,7 @@ func TestErrorTableCoversSentinels(t *testing.T) {
 	var names []string
 	names = append(names, sentinelNames(t, "../backend", "backend")...)
 	names = append(names, sentinelNames(t, "../partition", "partition")...)
+	names = append(names, sentinelNames(t, "../peer", "peer")...)
 	names = append(names, sentinelNames(t, "../group", "group")...)
 	names = append(names, sentinelNames(t, "../queue", "queue")...)
 	names = append(names, sentinelNames(t, "../dedup", "dedup")...)

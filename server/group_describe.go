@@ -12,7 +12,7 @@ import (
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/peer"
 )
 
 // kafkaMembersWait bounds a follower's call to the leader for a group's
@@ -147,6 +147,6 @@ func externalGroupMsg(eg backend.ExternalGroup) *logdv1.DescribeGroupResponse {
 
 // newLeaderClient returns the HTTP client of this node's own calls to the leader
 // (kafkaMembers): over the peer client (peer TLS, routed dials).
-func newLeaderClient(p replication.PeerHTTP) *http.Client {
+func newLeaderClient(p peer.HTTP) *http.Client {
 	return &http.Client{Transport: p.Transport(forwardDialTimeout, false)}
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/backend"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/peer"
 )
 
 // Join adds a node (on the leader; followers forward it). The backend
@@ -62,7 +62,7 @@ func (s *Server) joinCaller(ctx context.Context, h http.Header) (caller, forward
 
 // statusProbe is backend.NodeProbe over the client API: the node's
 // Status, called as p says.
-func statusProbe(hc *http.Client, p replication.PeerHTTP) backend.NodeProbe {
+func statusProbe(hc *http.Client, p peer.HTTP) backend.NodeProbe {
 	return func(ctx context.Context, addr string) (backend.NodeReport, error) {
 		c := logdv1connect.NewLogServiceClient(hc, p.URL(addr))
 		st, err := c.Status(ctx, connect.NewRequest(&logdv1.StatusRequest{}))

@@ -17,7 +17,7 @@ import (
 	"github.com/logd-dev/logd/auth/certid"
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/internal/testcerts"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/server"
 )
 
@@ -90,9 +90,9 @@ func serveNode(t *testing.T, ca *testcerts.CA, cert tls.Certificate, h http.Hand
 // forwarding headers from a caller that is not a node.
 func TestJoinCallerUnderPeerTLS(t *testing.T) {
 	ca := testcerts.NewCA(t, "cluster")
-	peerTLS := func(id string) *replication.PeerTLS {
+	peerTLS := func(id string) *peer.TLS {
 		cert := ca.Node(t, id)
-		return &replication.PeerTLS{Server: ca.ServerConfig(cert), Client: ca.ClientConfig(cert), NodeID: certid.NodeID}
+		return &peer.TLS{Server: ca.ServerConfig(cert), Client: ca.ClientConfig(cert), NodeID: certid.NodeID}
 	}
 	leader := &joinBackend{id: "n1"}
 	leaderAddr := serveNode(t, ca, ca.Node(t, "n1"), server.New(server.Options{Backend: leader, PeerTLS: peerTLS("n1")}).Handler())
@@ -121,7 +121,7 @@ func TestJoinCallerUnderPeerTLS(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
-			tr := replication.PeerHTTP{TLS: ca.ClientConfig(tc.cert)}.Transport(2*time.Second, false)
+			tr := peer.HTTP{TLS: ca.ClientConfig(tc.cert)}.Transport(2*time.Second, false)
 			defer tr.CloseIdleConnections()
 			c := logdv1connect.NewLogServiceClient(&http.Client{Transport: tr}, "https://"+tc.to)
 			req := connect.NewRequest(&logdv1.JoinRequest{NodeId: "n4", RaftAddress: "127.0.0.1:1", ApiAddress: "127.0.0.1:2"})

@@ -10,7 +10,7 @@ import (
 
 // raftPortCollector reports the node's Raft port at scrape time: its open
 // connections, those it handed to Raft, and those it refused, by reason
-// (replication/raft_stream.go, docs/security.md "Peers"). A stranger
+// (package replication/transport, docs/security.md "Peers"). A stranger
 // knocking on the Raft port shows here.
 type raftPortCollector struct{ b backend.StatsAPI }
 

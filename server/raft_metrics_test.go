@@ -13,6 +13,7 @@ import (
 
 	"github.com/logd-dev/logd/auth/certid"
 	"github.com/logd-dev/logd/internal/testcerts"
+	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/replication"
 	"github.com/logd-dev/logd/server"
 )
@@ -50,7 +51,7 @@ func TestRaftPortMetrics(t *testing.T) {
 	ca, other := testcerts.NewCA(t, "cluster"), testcerts.NewCA(t, "other")
 	self := ca.Node(t, "n1")
 	n, err := replication.Open(replication.Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true,
-		PeerTLS: &replication.PeerTLS{Server: ca.ServerConfig(self), Client: ca.ClientConfig(self), NodeID: certid.NodeID},
+		PeerTLS: &peer.TLS{Server: ca.ServerConfig(self), Client: ca.ClientConfig(self), NodeID: certid.NodeID},
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)), RaftLogLevel: "error", CleanerInterval: time.Hour,
 		Fatal: func(err error) { t.Errorf("fatal: %v", err) }})
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 	"github.com/logd-dev/logd/auth"
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/console"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/peer"
 )
 
 // Limits on requests. A request beyond them is refused whole.
@@ -71,14 +71,14 @@ type Options struct {
 	Conns ConnLimits
 	// Peers routes this node's dials to other nodes' API addresses
 	// (forwarding to the leader, the questions to a joining node); nil
-	// dials the registered addresses (replication.PeerResolver).
-	Peers *replication.PeerResolver
+	// dials the registered addresses (peer.Resolver).
+	Peers *peer.Resolver
 	// PeerTLS, when set (the node's replication.Config.PeerTLS), makes
 	// this node's calls to peers' API ports (forwarding, the questions to
 	// a joining node) https with PeerTLS.HTTPClient (the peer must present
 	// a node certificate), and names the node behind a Join's connection
 	// (join.go). Nil: plaintext.
-	PeerTLS *replication.PeerTLS
+	PeerTLS *peer.TLS
 	// Auth is authentication, authorization, the audit log and quotas
 	// (authn.go, authz.go, audit.go, quota.go). The zero value checks
 	// nothing (--auth none).
@@ -117,10 +117,10 @@ type Server struct {
 	poolOnce    sync.Once
 	pool        *connPool
 	// peers maps a peer's API address to the one this node dials.
-	peers *replication.PeerResolver
+	peers *peer.Resolver
 	// peerTLS is Options.PeerTLS; peerHTTP how this node calls peers.
-	peerTLS  *replication.PeerTLS
-	peerHTTP replication.PeerHTTP
+	peerTLS  *peer.TLS
+	peerHTTP peer.HTTP
 	// leaderHTTP makes this node's own calls to the leader
 	// (group_describe.go).
 	leaderHTTP *http.Client
@@ -163,7 +163,7 @@ func New(opts Options) *Server {
 		opts.Auth.Audit = slog.New(requestIDHandler{opts.Auth.Audit.Handler()})
 	}
 	s := &Server{b: opts.Backend, segments: opts.Segments, logger: opts.Logger, reg: opts.Registry, conns: opts.Conns, peers: opts.Peers,
-		peerTLS: opts.PeerTLS, peerHTTP: replication.NewPeerHTTP(opts.Peers, opts.PeerTLS), peerListener: opts.PeerListener,
+		peerTLS: opts.PeerTLS, peerHTTP: peer.NewHTTP(opts.Peers, opts.PeerTLS), peerListener: opts.PeerListener,
 		auth: opts.Auth, audit: cmp.Or(opts.Auth.Audit, opts.Logger)}
 	s.leaderHTTP = newLeaderClient(s.peerHTTP)
 	s.sec = opts.Backend

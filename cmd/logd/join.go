@@ -13,6 +13,7 @@ import (
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/replication"
 )
 
@@ -25,7 +26,7 @@ import (
 // The retry loop is replication.(*Node).JoinCluster; a member's
 // registration of itself (replication.Config.Register) makes the same
 // call to the leader.
-func joinVia(p replication.PeerHTTP) replication.AskJoin {
+func joinVia(p peer.HTTP) replication.AskJoin {
 	hc := &http.Client{Transport: p.Transport(2*time.Second, false)}
 	return func(ctx context.Context, member string, req backend.JoinRequest) (string, error) {
 		c := logdv1connect.NewLogServiceClient(hc, p.URL(member))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/logd-dev/logd/auth"
 	"github.com/logd-dev/logd/kafka"
+	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/replication"
 	"github.com/logd-dev/logd/server"
 )
@@ -173,7 +174,7 @@ func newRegistry() *prometheus.Registry {
 // ACLs, the same superusers), draw from the API's per-principal quotas,
 // and write the same audit log.
 func startKafka(k kafkaConfig, ln net.Listener, backend *replication.Backend, srv *server.Server, reg prometheus.Registerer,
-	apiAdvertise string, limits limitConfig, tlsc *nodeTLS, authOpts server.AuthOptions, peerTLS *replication.PeerTLS,
+	apiAdvertise string, limits limitConfig, tlsc *nodeTLS, authOpts server.AuthOptions, peerTLS *peer.TLS,
 	forward *kafkaForwarder, logger *slog.Logger) func() {
 	if ln == nil {
 		return func() {}

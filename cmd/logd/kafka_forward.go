@@ -14,6 +14,7 @@ import (
 	"github.com/logd-dev/logd/auth"
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/kafka"
+	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/replication"
 	"github.com/logd-dev/logd/server"
 )
@@ -30,12 +31,12 @@ import (
 type kafkaForwarder struct {
 	b      *replication.Backend
 	nodeID string
-	peer   replication.PeerHTTP
+	peer   peer.HTTP
 	http   *http.Client
 }
 
-func newKafkaForwarder(b *replication.Backend, nodeID string, peer replication.PeerHTTP) *kafkaForwarder {
-	return &kafkaForwarder{b: b, nodeID: nodeID, peer: peer, http: &http.Client{Transport: peer.Transport(5*time.Second, false)}}
+func newKafkaForwarder(b *replication.Backend, nodeID string, p peer.HTTP) *kafkaForwarder {
+	return &kafkaForwarder{b: b, nodeID: nodeID, peer: p, http: &http.Client{Transport: p.Transport(5*time.Second, false)}}
 }
 
 // call runs fn against the leader's API for principal p.

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/internal/buildinfo"
+	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/replication"
 	"github.com/logd-dev/logd/replication/catchup"
 	"github.com/logd-dev/logd/replication/raftstore"
@@ -71,10 +72,10 @@ type config struct {
 	// plaintextWarning says what --insecure-allow-plaintext let the node
 	// serve without TLS or authentication; run logs it.
 	plaintextWarning string
-	// peerRoutes is where this node dials its peers
-	// (replication.ParsePeerRoutes), from LOGD_PEER_ROUTES only: a test
-	// puts its fault proxies there, so it is not a flag users see.
-	peerRoutes replication.PeerRoutes
+	// peerRoutes is where this node dials its peers (peer.ParseRoutes),
+	// from LOGD_PEER_ROUTES only: a test puts its fault proxies there, so
+	// it is not a flag users see.
+	peerRoutes peer.Routes
 	// authn is who may call the node and what they may cost it
 	// (auth_flags.go).
 	authn authConfig
@@ -175,7 +176,7 @@ func defineFlags(fs *pflag.FlagSet) func(getenv func(string) string) (config, er
 				return c, fmt.Errorf("--%s: want a positive duration, got %s", f.name, *f.to)
 			}
 		}
-		if c.peerRoutes, err = replication.ParsePeerRoutes(getenv("LOGD_PEER_ROUTES")); err != nil {
+		if c.peerRoutes, err = peer.ParseRoutes(getenv("LOGD_PEER_ROUTES")); err != nil {
 			return c, fmt.Errorf("LOGD_PEER_ROUTES: %w", err)
 		}
 		switch c.fsync {
@@ -295,11 +296,11 @@ func run(ctx context.Context, c config, getenv func(string) string, stderr io.Wr
 	if kln != nil {
 		defer kln.Close()
 	}
-	peers := replication.NewPeerResolver(c.peerRoutes)
+	peers := peer.NewResolver(c.peerRoutes)
 	// Calls to peers' API ports: https with the peer client configuration
 	// under peer TLS, to a server that presents a node certificate.
 	peerTLS := tlsc.peer.replication()
-	peerHTTP := replication.NewPeerHTTP(peers, peerTLS)
+	peerHTTP := peer.NewHTTP(peers, peerTLS)
 	cfg := replication.Config{
 		NodeID:            c.nodeID,
 		DataDir:           c.dataDir,

@@ -18,7 +18,7 @@ import (
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/internal/histcheck"
 	"github.com/logd-dev/logd/internal/nemesis"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/peer"
 )
 
 // Nemesis tests (T4, T15 and the process faults of T1 and T3 in
@@ -106,11 +106,11 @@ func newNemesisCluster(t *testing.T, n int, seed uint64, env []string, extra ...
 		}
 	})
 	for i, nd := range c.nodes {
-		routes := replication.PeerRoutes{}
-		for j, peer := range c.nodes {
+		routes := peer.Routes{}
+		for j, other := range c.nodes {
 			if i != j {
 				r := nt.Route(i, j)
-				routes[peer.id] = replication.PeerRoute{Raft: r.Raft, API: r.API}
+				routes[other.id] = peer.Route{Raft: r.Raft, API: r.API}
 			}
 		}
 		nd.env = append(slices.Clone(env), "LOGD_PEER_ROUTES="+routes.String())

@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/peer"
 )
 
 // serviceCert is a certificate the CA in dir signs for 127.0.0.1, usable
@@ -86,7 +86,7 @@ func TestPeerCallsVerifyANode(t *testing.T) {
 			srv.Config.ErrorLog = stdlog.New(io.Discard, "", 0)
 			srv.StartTLS()
 			defer srv.Close()
-			p := replication.NewPeerHTTP(nil, n.peer.replication())
+			p := peer.NewHTTP(nil, n.peer.replication())
 			tr := p.Transport(2*time.Second, false)
 			defer tr.CloseIdleConnections()
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -102,8 +102,8 @@ func TestPeerCallsVerifyANode(t *testing.T) {
 			switch {
 			case tc.ok && err != nil:
 				t.Fatalf("call to a node: %v", err)
-			case !tc.ok && !errors.Is(err, replication.ErrPeerNotNode):
-				t.Fatalf("call to a server that is not a node: %v, want %v", err, replication.ErrPeerNotNode)
+			case !tc.ok && !errors.Is(err, peer.ErrNotNode):
+				t.Fatalf("call to a server that is not a node: %v, want %v", err, peer.ErrNotNode)
 			}
 		})
 	}

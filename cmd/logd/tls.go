@@ -18,7 +18,7 @@ import (
 
 	"github.com/logd-dev/logd/auth/certid"
 	"github.com/logd-dev/logd/internal/tlsconf"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/peer"
 )
 
 // defaultTLSReloadInterval is how often a node polls its certificate
@@ -194,7 +194,7 @@ type nodeTLS struct {
 
 // peerTLS is the node-to-node TLS of a node: the Raft transport,
 // forwarding, segment catch-up and join use its configurations
-// (replication.PeerTLS, docs/security.md "Peers").
+// (peer.TLS, docs/security.md "Peers").
 type peerTLS struct {
 	r *tlsconf.Reloader
 	// ownCA: the client API verifies client certificates against the
@@ -226,11 +226,11 @@ func (p *peerTLS) NodeID(cert *x509.Certificate) (string, bool) {
 
 // replication is p as replication.Config.PeerTLS and
 // server.Options.PeerTLS; nil p (plaintext peers) is nil.
-func (p *peerTLS) replication() *replication.PeerTLS {
+func (p *peerTLS) replication() *peer.TLS {
 	if p == nil {
 		return nil
 	}
-	return &replication.PeerTLS{Server: p.Server(), Client: p.Client(), NodeID: p.NodeID}
+	return &peer.TLS{Server: p.Server(), Client: p.Client(), NodeID: p.NodeID}
 }
 
 // apiClientAuthFor is the client API's client-certificate policy:
@@ -270,8 +270,8 @@ func loadTLS(t tlsConfig, nodeID string, logger *slog.Logger) (*nodeTLS, error) 
 		api := tlsconf.Config{CertFile: t.cert, KeyFile: t.key, CAFiles: cas, Logger: logger}
 		if n.peer != nil {
 			// Peers call this port and accept only a node certificate
-			// (replication.PeerTLS.HTTPClient): this node's, which a
-			// reload must keep.
+			// (peer.TLS.HTTPClient): this node's, which a reload must
+			// keep.
 			api.Check = func(leaf *x509.Certificate) error {
 				if err := isNodeCert(leaf, nodeID); err != nil {
 					return fmt.Errorf("%w (with peer TLS, peers call the API port and accept only a node certificate)", err)

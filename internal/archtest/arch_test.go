@@ -127,8 +127,12 @@ var table = []row{
 	// replication hands its catch-up, backups and restore what they need
 	// of a node (replication/catchup/doc.go); catchup's row names no
 	// sibling, so it never imports replication.
-	{path: "replication", layer: layerRaft, siblings: []string{"replication/raftstore", "replication/catchup"}},
+	{path: "replication", layer: layerRaft, siblings: []string{"replication/raftstore", "replication/catchup", "replication/transport"}},
 	{path: "replication/catchup", layer: layerRaft},
+	// The Raft port (a capped, authenticated raft.StreamLayer) and Raft's
+	// address provider over peer routes: raft and peer, never the node
+	// that drives it.
+	{path: "replication/transport", layer: layerRaft, only: []string{"peer"}},
 	// The faults a fault build of cmd/logd injects into its own stores
 	// (wrappers of log.FS and of Raft's stores); only cmd/logd's files
 	// built with -tags faults import it.
@@ -159,6 +163,10 @@ var table = []row{
 	// nothing outside the standard library besides the identities of
 	// auth/certid, so every layer that speaks TLS may import it.
 	{path: "internal/tlsconf", layer: layerLeaf, stdOnly: true, stdAllow: []string{"auth", "auth/certid"}, siblings: []string{"auth/certid"}},
+	// Node-to-node identity (peer TLS), peer routes and the HTTP client
+	// settings of calls between nodes: the front ends, replication and
+	// cmd/logd share it, so it takes nothing with it, no raft above all.
+	{path: "peer", layer: layerLeaf, stdOnly: true},
 	// The per-principal byte-rate buckets both front ends draw from
 	// (docs/security.md, "Quotas"): a clock injected, metrics registered.
 	{path: "internal/quota", layer: layerLeaf, siblings: []string{"auth"}},
@@ -213,7 +221,7 @@ var pureVetted = []string{
 // machine.
 var (
 	frontEndForbidden       = []string{"github.com/hashicorp/raft/...", "github.com/hashicorp/raft-boltdb/...", "github.com/hashicorp/raft-wal/..."}
-	frontEndForbiddenModule = []string{"log", "replication/fsm/...", "replication/raftstore/..."}
+	frontEndForbiddenModule = []string{"log", "replication/..."}
 )
 
 // checker runs the rules of a table over an import graph. Each check
@@ -353,12 +361,8 @@ func (c *checker) clock() []string {
 	return out
 }
 
-// frontEnds: front ends import neither raft nor the storage nor the state
-// machine nor the Raft stores; they see package backend. Today server
-// still imports replication itself for the node-to-node TLS and HTTP
-// settings (PeerTLS, PeerHTTP, PeerResolver), so the rule holds for direct
-// imports; once those move to a package of their own it can hold for the
-// whole dependency closure (docs/architecture.md, "The backend").
+// frontEnds: front ends depend, directly or not, on neither raft nor the
+// storage nor any package of replication; they see package backend.
 func (c *checker) frontEnds() []string {
 	var out []string
 	forbidden := append(slices.Clone(frontEndForbidden), c.abs(frontEndForbiddenModule)...)
@@ -366,9 +370,10 @@ func (c *checker) frontEnds() []string {
 		if !x.r.frontEnd {
 			continue
 		}
-		for _, imp := range x.p.Imports {
-			if matchAny(imp, forbidden) {
-				out = append(out, fmt.Sprintf("front end: %s imports %s; front ends see package backend only (no raft, no log, no replication/fsm)", x.r.path, c.g.short(imp)))
+		prev := c.g.reach(x.p.ImportPath, nil)
+		for _, dep := range x.p.Deps {
+			if _, ok := prev[dep]; ok && matchAny(dep, forbidden) {
+				out = append(out, fmt.Sprintf("front end: %s depends on %s (%s); front ends see package backend only (no raft, no log, no replication)", x.r.path, c.g.short(dep), c.g.pathTo(prev, dep)))
 			}
 		}
 	}

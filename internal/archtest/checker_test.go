@@ -224,7 +224,7 @@ func TestCheckerFindsViolations(t *testing.T) {
 			mutate: func(im map[string][]string) {
 				im["server"] = append(im["server"], "log")
 			},
-			want: []string{"front end: server imports log"},
+			want: []string{"front end: server depends on log"},
 		},
 		{
 			name: "front end imports the state machine and raft",
@@ -232,8 +232,8 @@ func TestCheckerFindsViolations(t *testing.T) {
 				im["server"] = append(im["server"], "replication/fsm", "github.com/hashicorp/raft")
 			},
 			want: []string{
-				"front end: server imports replication/fsm",
-				"front end: server imports github.com/hashicorp/raft",
+				"front end: server depends on replication/fsm",
+				"front end: server depends on github.com/hashicorp/raft",
 			},
 		},
 		{
@@ -348,6 +348,42 @@ func TestClockCalls(t *testing.T) {
 			}
 			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
 				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestReexports: the aliases rule finds a module package's names declared
+// again under another package's name, and nothing else.
+func TestReexports(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"type alias", "package p\n\nimport \"github.com/logd-dev/logd/replication/fsm\"\n\ntype Topic = fsm.Topic\n", []string{"Topic = fsm.Topic"}},
+		{"error variable", "package p\n\nimport \"github.com/logd-dev/logd/log\"\n\nvar ErrCorrupt = log.ErrCorrupt\n", []string{"ErrCorrupt = log.ErrCorrupt"}},
+		{"renamed import", "package p\n\nimport q \"github.com/logd-dev/logd/queue\"\n\nconst Max = q.MaxAttempts\n", []string{"Max = q.MaxAttempts"}},
+		{"grouped", "package p\n\nimport \"github.com/logd-dev/logd/group\"\n\nvar (\n\tA = 1\n\tB = group.NoFence\n)\n", []string{"B = group.NoFence"}},
+		{"standard library value", "package p\n\nimport \"time\"\n\nconst Default = time.Second\n", nil},
+		{"unexported", "package p\n\nimport \"github.com/logd-dev/logd/log\"\n\nvar errCorrupt = log.ErrCorrupt\n", nil},
+		{"defined type", "package p\n\nimport \"github.com/logd-dev/logd/replication/fsm\"\n\ntype Topic fsm.Topic\n", nil},
+		{"expression", "package p\n\nimport \"github.com/logd-dev/logd/log\"\n\nvar ErrX = fmt.Errorf(\"x: %w\", log.ErrCorrupt)\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "p.go")
+			if err := os.WriteFile(file, []byte(tc.src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			found, err := reexports(token.NewFileSet(), file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, f := range found {
+				got = append(got, f.name)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
 	}

@@ -4,10 +4,10 @@
 //
 // A Net puts a TCP proxy on every ordered pair of nodes, one for Raft and
 // one for the client API: node i dials node j only through its own proxy
-// (logd's LOGD_PEER_ROUTES, replication.PeerResolver), so one direction of
-// one link can be cut (closing its connections, then refusing or
-// blackholing new ones), made lossy (a connection dropped at a chunk, with
-// a probability) or slow (latency and jitter per chunk), and healed.
+// (logd's LOGD_PEER_ROUTES, peer.Resolver), so one direction of one link
+// can be cut (closing its connections, then refusing or blackholing new
+// ones), made lossy (a connection dropped at a chunk, with a probability)
+// or slow (latency and jitter per chunk), and healed.
 // Clients reach the nodes directly: a partition separates nodes, not the
 // test from them.
 //

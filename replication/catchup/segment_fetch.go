@@ -15,7 +15,7 @@ import (
 
 // PeerTransport is how a SegmentClient calls peers over HTTP: the one
 // place that chooses the scheme, the TLS and the routes of calls to peers
-// (replication.PeerHTTP).
+// (peer.HTTP).
 type PeerTransport interface {
 	// Scheme is the URL scheme of calls to peers: "https" or "http".
 	Scheme() string

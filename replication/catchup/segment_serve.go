@@ -53,7 +53,7 @@ type Segments interface {
 }
 
 // NodeVerifier tells the nodes of the cluster from other callers of the
-// segment endpoint; replication.PeerTLS implements it.
+// segment endpoint; peer.TLS implements it.
 type NodeVerifier interface {
 	// VerifiedNode returns the node id of the node certificate presented
 	// on a connection whose state is cs (nil: plaintext), and whether

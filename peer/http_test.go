@@ -1,4 +1,4 @@
-package replication
+package peer
 
 import (
 	"context"
@@ -16,14 +16,14 @@ import (
 	"github.com/logd-dev/logd/internal/testcerts"
 )
 
-// TestPeerHTTPRequiresANodeCertificate: under peer TLS, a call to a
-// peer's API port reaches a server that presents a node certificate of
-// the cluster CA, and is refused by one that presents any other
-// certificate of that CA valid for the address, before anything is sent;
-// PeerTLS.Client alone would accept it.
-func TestPeerHTTPRequiresANodeCertificate(t *testing.T) {
+// TestHTTPRequiresANodeCertificate: under peer TLS, a call to a peer's
+// API port reaches a server that presents a node certificate of the
+// cluster CA, and is refused by one that presents any other certificate
+// of that CA valid for the address, before anything is sent; TLS.Client
+// alone would accept it.
+func TestHTTPRequiresANodeCertificate(t *testing.T) {
 	ca := testcerts.NewCA(t, "cluster")
-	p := peerTLSFor(ca, ca.Node(t, "n1"))
+	p := tlsFor(ca, ca.Node(t, "n1"))
 	for _, tc := range []struct {
 		name   string
 		server tls.Certificate
@@ -40,7 +40,7 @@ func TestPeerHTTPRequiresANodeCertificate(t *testing.T) {
 			srv.StartTLS()
 			defer srv.Close()
 			addr := strings.TrimPrefix(srv.URL, "https://")
-			call := func(h PeerHTTP) error {
+			call := func(h HTTP) error {
 				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 				defer cancel()
 				tr := h.Transport(2*time.Second, false)
@@ -56,19 +56,19 @@ func TestPeerHTTPRequiresANodeCertificate(t *testing.T) {
 				resp.Body.Close()
 				return nil
 			}
-			err := call(NewPeerHTTP(nil, p))
+			err := call(NewHTTP(nil, p))
 			switch {
 			case tc.ok && err != nil:
 				t.Fatalf("call to a node: %v", err)
-			case !tc.ok && !errors.Is(err, ErrPeerNotNode):
-				t.Fatalf("call to a server that is not a node: %v, want %v", err, ErrPeerNotNode)
+			case !tc.ok && !errors.Is(err, ErrNotNode):
+				t.Fatalf("call to a server that is not a node: %v, want %v", err, ErrNotNode)
 			case !tc.ok && reached.Load():
 				t.Fatal("the request reached a server that is not a node")
 			}
 			// Without the check (the client configuration alone), the
 			// same server is accepted: the check is what refuses it.
-			if err := call(PeerHTTP{TLS: p.Client}); err != nil {
-				t.Fatalf("PeerTLS.Client alone: %v", err)
+			if err := call(HTTP{TLS: p.Client}); err != nil {
+				t.Fatalf("TLS.Client alone: %v", err)
 			}
 		})
 	}

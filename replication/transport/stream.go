@@ -1,4 +1,4 @@
-package replication
+package transport
 
 import (
 	"context"
@@ -11,33 +11,57 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/logd-dev/logd/backend"
+
+	"github.com/logd-dev/logd/peer"
 )
 
 // The Raft port: the raft.StreamLayer under a node's Raft transport
-// (raft.NewNetworkTransportWithConfig), over TCP, with TLS when
-// Config.PeerTLS is set (peer_tls.go).
+// (raft.NewNetworkTransportWithConfig), over TCP, with TLS when the node
+// has peer TLS (package peer).
 //
 // Accept hands Raft only connections it admitted. A separate goroutine
 // accepts TCP connections; with TLS, each handshake runs in a goroutine of
-// its own under raftHandshakeTimeout, so a peer that never finishes holds
+// its own under handshakeTimeout, so a peer that never finishes holds
 // one slot for that long and never the accept loop. A connection is
 // admitted when its certificate is a verified node certificate of a node
-// this node's Raft admits (Node.raftMember), and otherwise closed, counted
-// and logged (at most one line per raftRefusalLogInterval). At most
-// MaxRaftConns accepted connections are open at once, with or without TLS:
-// beyond that a new one is closed at once (a member needs a few: Raft
-// pools up to three per peer, plus one per pipeline), so a flood of
-// sockets cannot take the file descriptors the partition logs need.
+// the member function admits (Attach; replication's Node.raftMember), and
+// otherwise closed, counted and logged (at most one line per
+// refusalLogInterval). At most maxConns (NewStream) accepted connections
+// are open at once, with or without TLS: beyond that a new one is closed
+// at once (a member needs a few: Raft pools up to three per peer, plus
+// one per pipeline), so a flood of sockets cannot take the file
+// descriptors the partition logs need.
 
 const (
-	// DefaultMaxRaftConns is Config.MaxRaftConns's default.
-	DefaultMaxRaftConns = 256
-	// raftHandshakeTimeout bounds a TLS handshake on the Raft port.
-	raftHandshakeTimeout = 5 * time.Second
-	// raftRefusalLogInterval spaces the log lines of refused connections.
-	raftRefusalLogInterval = time.Second
+	// handshakeTimeout bounds a TLS handshake on the Raft port.
+	handshakeTimeout = 5 * time.Second
+	// refusalLogInterval spaces the log lines of refused connections.
+	refusalLogInterval = time.Second
 )
+
+// ConnStats counts the connections of a node's Raft port since it
+// opened (the server shows them in /metrics, docs/operations.md).
+type ConnStats struct {
+	// Open is the number of accepted connections open now, in their
+	// handshake or serving Raft.
+	Open int
+	// Admitted counts connections handed to Raft.
+	Admitted uint64
+	// RefusedCap counts connections closed at once because the cap of
+	// open connections was reached.
+	RefusedCap uint64
+	// RefusedHandshake counts TLS handshakes that failed or did not
+	// finish in time: no certificate, one the cluster CA did not sign or
+	// that expired, or not TLS at all.
+	RefusedHandshake uint64
+	// RefusedNotNode counts verified certificates that are not node
+	// certificates (a client's).
+	RefusedNotNode uint64
+	// RefusedNotMember counts node certificates of nodes the member
+	// function refused (Attach: outside the latest Raft configuration
+	// the node knows).
+	RefusedNotMember uint64
+}
 
 // refusal is why the Raft port closed a connection.
 type refusal int
@@ -64,18 +88,19 @@ func (r refusal) String() string {
 	return "unknown"
 }
 
-// raftStream implements raft.StreamLayer. start starts its accept loop;
-// Close stops it, closes every connection it accepted and waits for its
-// goroutines.
-type raftStream struct {
+// Stream is a node's Raft port: it implements raft.StreamLayer. Start
+// starts its accept loop; Close stops it, closes every connection it
+// accepted and waits for its goroutines. Start and Attach are called
+// once each; the other methods are safe for concurrent use.
+type Stream struct {
 	ln        net.Listener
-	advertise net.Addr // nil: ln's address
-	peerTLS   *PeerTLS // nil: plaintext
+	advertise net.Addr  // nil: ln's address
+	peerTLS   *peer.TLS // nil: plaintext
 	maxConns  int
 	handshake time.Duration
 	logger    *slog.Logger
 
-	// member reports whether a node may open connections; attach sets it
+	// member reports whether a node may open connections; Attach sets it
 	// once and then closes attached. Handshakes that finish before wait.
 	member   func(id string) bool
 	attached chan struct{}
@@ -105,35 +130,41 @@ type raftStream struct {
 	unlogged int
 }
 
-var _ raft.StreamLayer = (*raftStream)(nil)
+var _ raft.StreamLayer = (*Stream)(nil)
 
-// newRaftStream returns the stream layer over ln, which it owns. It
-// starts nothing.
-func newRaftStream(ln net.Listener, advertise net.Addr, peerTLS *PeerTLS, maxConns int, logger *slog.Logger) *raftStream {
+// NewStream returns the Raft port over ln, which it owns: it advertises
+// advertise (nil: ln's address), speaks TLS with peerTLS (nil:
+// plaintext), holds at most maxConns accepted connections open and logs
+// to logger. It starts nothing.
+func NewStream(ln net.Listener, advertise net.Addr, peerTLS *peer.TLS, maxConns int, logger *slog.Logger) *Stream {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &raftStream{
-		ln: ln, advertise: advertise, peerTLS: peerTLS, maxConns: maxConns, handshake: raftHandshakeTimeout, logger: logger,
+	return &Stream{
+		ln: ln, advertise: advertise, peerTLS: peerTLS, maxConns: maxConns, handshake: handshakeTimeout, logger: logger,
 		attached: make(chan struct{}), conns: make(chan net.Conn), closed: make(chan struct{}),
 		ctx: ctx, cancel: cancel, open: map[*streamConn]string{},
 	}
 }
 
-// start starts the accept loop.
-func (s *raftStream) start() {
+// Start starts the accept loop. Under TLS, a connection whose handshake
+// finishes before Attach waits for it.
+func (s *Stream) Start() {
 	s.wg.Add(1)
 	go s.acceptLoop()
 }
 
-// attach sets the check of which nodes may connect (Node.raftMember); a
-// node calls it once its Raft exists, which knows the configuration.
-func (s *raftStream) attach(member func(id string) bool) {
+// Attach sets the check of which nodes may connect: member reports
+// whether node id may open connections (replication's Node.raftMember:
+// the latest Raft configuration the node knows). A node calls it once,
+// when its Raft exists, which knows the configuration; member must be
+// safe for concurrent use.
+func (s *Stream) Attach(member func(id string) bool) {
 	s.member = member
 	close(s.attached)
 }
 
 // Accept implements net.Listener: it returns the next admitted
 // connection.
-func (s *raftStream) Accept() (net.Conn, error) {
+func (s *Stream) Accept() (net.Conn, error) {
 	select {
 	case c := <-s.conns:
 		return c, nil
@@ -144,7 +175,7 @@ func (s *raftStream) Accept() (net.Conn, error) {
 
 // Close implements net.Listener: it stops accepting, closes every
 // connection accepted and waits for the accept loop and the handshakes.
-func (s *raftStream) Close() error {
+func (s *Stream) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		close(s.closed)
@@ -165,7 +196,7 @@ func (s *raftStream) Close() error {
 }
 
 // Addr implements net.Listener: the advertised address, or the bound one.
-func (s *raftStream) Addr() net.Addr {
+func (s *Stream) Addr() net.Addr {
 	if s.advertise != nil {
 		return s.advertise
 	}
@@ -173,17 +204,18 @@ func (s *raftStream) Addr() net.Addr {
 }
 
 // Dial implements raft.StreamLayer.
-func (s *raftStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+func (s *Stream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	c, _, err := s.dial(ctx, string(addr))
+	c, _, err := s.DialNode(ctx, string(addr))
 	return c, err
 }
 
-// dial connects to the Raft port at addr and returns the connection with,
-// under TLS, the node id its certificate carries; a server that presents
-// no node certificate is refused.
-func (s *raftStream) dial(ctx context.Context, addr string) (net.Conn, string, error) {
+// DialNode connects to the Raft port at addr and returns the connection
+// with, under TLS, the node id its certificate carries ("" in plaintext);
+// a server that presents no node certificate is refused. Raft dials
+// through it, and so does a node that checks a joining node's Raft port.
+func (s *Stream) DialNode(ctx context.Context, addr string) (net.Conn, string, error) {
 	var d net.Dialer
 	raw, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -192,7 +224,7 @@ func (s *raftStream) dial(ctx context.Context, addr string) (net.Conn, string, e
 	if s.peerTLS == nil {
 		return raw, "", nil
 	}
-	c, id, err := s.peerTLS.handshake(ctx, raw, addr)
+	c, id, err := s.peerTLS.Handshake(ctx, raw, addr)
 	if err != nil {
 		return nil, "", err
 	}
@@ -200,7 +232,7 @@ func (s *raftStream) dial(ctx context.Context, addr string) (net.Conn, string, e
 }
 
 // acceptLoop accepts TCP connections until Close.
-func (s *raftStream) acceptLoop() {
+func (s *Stream) acceptLoop() {
 	defer s.wg.Done()
 	var delay time.Duration
 	for {
@@ -242,7 +274,7 @@ func (s *raftStream) acceptLoop() {
 
 // admit runs sc's TLS handshake and hands it to Raft if its certificate
 // is a node's that Raft admits; it closes it otherwise.
-func (s *raftStream) admit(sc *streamConn) {
+func (s *Stream) admit(sc *streamConn) {
 	defer s.wg.Done()
 	tc := tls.Server(sc, s.peerTLS.Server)
 	ctx, cancel := context.WithTimeout(s.ctx, s.handshake)
@@ -288,7 +320,7 @@ func certName(cs tls.ConnectionState) string {
 }
 
 // deliver hands c to Accept, or closes it at Close.
-func (s *raftStream) deliver(c net.Conn) {
+func (s *Stream) deliver(c net.Conn) {
 	select {
 	case s.conns <- c:
 		s.admitted.Add(1)
@@ -298,7 +330,7 @@ func (s *raftStream) deliver(c net.Conn) {
 }
 
 // track counts c among the open connections, unless maxConns are open.
-func (s *raftStream) track(c net.Conn) (*streamConn, bool) {
+func (s *Stream) track(c net.Conn) (*streamConn, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.open) >= s.maxConns {
@@ -309,11 +341,12 @@ func (s *raftStream) track(c net.Conn) (*streamConn, bool) {
 	return sc, true
 }
 
-// prune closes the admitted connections of nodes Raft no longer admits (a
-// node removed from the configuration), so a removed node keeps no
-// connection it opened while it was a member. The node's housekeeping
-// calls it.
-func (s *raftStream) prune() {
+// Prune closes the admitted connections of nodes the member check of
+// Attach no longer admits (a node removed from the configuration), so a
+// removed node keeps no connection it opened while it was a member. The
+// node's housekeeping calls it; before Attach, and in plaintext, it does
+// nothing.
+func (s *Stream) Prune() {
 	if s.peerTLS == nil {
 		return
 	}
@@ -345,7 +378,7 @@ func (s *raftStream) prune() {
 // refuse counts and logs a refused connection. Callers call it before
 // they close the connection, so a peer that sees the close finds it
 // counted.
-func (s *raftStream) refuse(why refusal, remote net.Addr, peer string, err error) {
+func (s *Stream) refuse(why refusal, remote net.Addr, who string, err error) {
 	select {
 	case <-s.closed:
 		return // closing: the handshakes Close cut short are no refusals
@@ -354,7 +387,7 @@ func (s *raftStream) refuse(why refusal, remote net.Addr, peer string, err error
 	s.refused[why].Add(1)
 	s.logMu.Lock()
 	now := time.Now()
-	if now.Sub(s.lastLog) < raftRefusalLogInterval {
+	if now.Sub(s.lastLog) < refusalLogInterval {
 		s.unlogged++
 		s.logMu.Unlock()
 		return
@@ -362,16 +395,16 @@ func (s *raftStream) refuse(why refusal, remote net.Addr, peer string, err error
 	unlogged := s.unlogged
 	s.lastLog, s.unlogged = now, 0
 	s.logMu.Unlock()
-	s.logger.Warn("raft port: refused a connection", "reason", why.String(), "remote", remote, "peer", peer, "err", err,
+	s.logger.Warn("raft port: refused a connection", "reason", why.String(), "remote", remote, "peer", who, "err", err,
 		"refused_unlogged", unlogged)
 }
 
-// stats returns the port's counters.
-func (s *raftStream) stats() backend.RaftConnStats {
+// Stats returns the port's counters.
+func (s *Stream) Stats() ConnStats {
 	s.mu.Lock()
 	open := len(s.open)
 	s.mu.Unlock()
-	return backend.RaftConnStats{
+	return ConnStats{
 		Open: open, Admitted: s.admitted.Load(),
 		RefusedCap: s.refused[refusedCap].Load(), RefusedHandshake: s.refused[refusedHandshake].Load(),
 		RefusedNotNode: s.refused[refusedNotNode].Load(), RefusedNotMember: s.refused[refusedNotMember].Load(),
@@ -381,7 +414,7 @@ func (s *raftStream) stats() backend.RaftConnStats {
 // streamConn is an accepted connection; closing it frees its slot.
 type streamConn struct {
 	net.Conn
-	s *raftStream
+	s *Stream
 	// closed is set by Close.
 	closed atomic.Bool
 }

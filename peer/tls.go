@@ -1,44 +1,43 @@
-package replication
+package peer
 
 import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
-
-	"github.com/logd-dev/logd/backend"
 )
 
 // Peer TLS: node-to-node traffic under mutual TLS with the cluster CA
-// (docs/security.md, "Peers"). With Config.PeerTLS set:
+// (docs/security.md, "Peers"). With a node's TLS set:
 //
 //   - the Raft port speaks TLS and admits a connection only from a node
 //     certificate of the cluster CA whose node id is a member of the
 //     latest Raft configuration this node knows, or any node certificate
 //     while it knows none (a fresh node waiting for its leader's first
-//     contact) (raft_stream.go);
+//     contact) (package replication/transport, VerifiedNode);
 //   - Raft dials present this node's certificate and accept only a peer
-//     that presents a node certificate;
+//     that presents a node certificate (Handshake);
 //   - calls to peers' client API ports or peer listeners (forwarding,
 //     segment catch-up, join and the leader's questions to a joining
-//     node) go over https with the
-//     client configuration, and accept only a server that presents a node
-//     certificate (PeerHTTP, HTTPClient);
+//     node) go over https with the client configuration, and accept only
+//     a server that presents a node certificate (HTTP, HTTPClient);
 //   - the segment endpoint answers only callers with a verified node
-//     certificate (catchup.NewSegmentHandler), and the leader adds a node only for
-//     a caller that proved to be that node, and whose Raft port presents
-//     that node's certificate (join.go).
+//     certificate (replication's segment_serve.go), and the leader adds a
+//     node only for a caller that proved to be that node, and whose Raft
+//     port presents that node's certificate (replication's join.go,
+//     ErrIdentity).
 //
 // Raft's RPCs carry a sender id that nothing binds to the connection, so
 // the checks are per connection, at accept; docs/security.md says what
 // that leaves open.
 
-// PeerTLS is a node's TLS for node-to-node traffic. The configurations
-// may reload their material through their callbacks (GetCertificate,
+// TLS is a node's TLS for node-to-node traffic. The configurations may
+// reload their material through their callbacks (GetCertificate,
 // GetConfigForClient, GetClientCertificate): each handshake uses what is
 // current.
-type PeerTLS struct {
+type TLS struct {
 	// Server is the Raft listener's configuration. It must require and
 	// verify client certificates of the cluster CA with Go's verifier:
 	// ClientAuth tls.RequireAndVerifyClientCert with ClientCAs, directly
@@ -59,21 +58,22 @@ type PeerTLS struct {
 	NodeID func(*x509.Certificate) (id string, ok bool)
 }
 
-// validate checks that p is complete: both sides present a certificate,
+// Validate checks that p is complete: both sides present a certificate,
 // the server verifies client certificates, and the client verifies
-// servers.
-func (p *PeerTLS) validate() error {
+// servers. Its errors say what is missing; the configuration that holds p
+// wraps them in its own invalid-argument error (replication.Config).
+func (p *TLS) Validate() error {
 	switch {
 	case p.Server == nil || p.Client == nil || p.NodeID == nil:
-		return fmt.Errorf("%w: peer TLS needs a server configuration, a client configuration and a NodeID function", backend.ErrInvalidArgument)
+		return errors.New("peer TLS needs a server configuration, a client configuration and a NodeID function")
 	case len(p.Server.Certificates) == 0 && p.Server.GetCertificate == nil && p.Server.GetConfigForClient == nil:
-		return fmt.Errorf("%w: the peer TLS server configuration has no certificate", backend.ErrInvalidArgument)
+		return errors.New("the peer TLS server configuration has no certificate")
 	case len(p.Client.Certificates) == 0 && p.Client.GetClientCertificate == nil:
-		return fmt.Errorf("%w: the peer TLS client configuration presents no certificate", backend.ErrInvalidArgument)
+		return errors.New("the peer TLS client configuration presents no certificate")
 	case p.Server.ClientAuth != tls.RequireAndVerifyClientCert && p.Server.GetConfigForClient == nil:
-		return fmt.Errorf("%w: the peer TLS server configuration must require and verify client certificates (tls.RequireAndVerifyClientCert)", backend.ErrInvalidArgument)
+		return errors.New("the peer TLS server configuration must require and verify client certificates (tls.RequireAndVerifyClientCert)")
 	case p.Client.InsecureSkipVerify && p.Client.VerifyConnection == nil && p.Client.VerifyPeerCertificate == nil:
-		return fmt.Errorf("%w: the peer TLS client configuration skips Go's verification and verifies nothing itself", backend.ErrInvalidArgument)
+		return errors.New("the peer TLS client configuration skips Go's verification and verifies nothing itself")
 	}
 	return nil
 }
@@ -84,9 +84,9 @@ func (p *PeerTLS) validate() error {
 // fills cs.VerifiedChains when the listener's configuration verifies
 // client certificates: tls.VerifyClientCertIfGiven or stronger, with the
 // cluster CA among its ClientCAs) and the leaf is a node certificate. A
-// nil p (no peer TLS) or cs (plaintext) is never a node. The segment
-// endpoint and the Join handler ask it about their callers.
-func (p *PeerTLS) VerifiedNode(cs *tls.ConnectionState) (id string, ok bool) {
+// nil p (no peer TLS) or cs (plaintext) is never a node. The Raft port,
+// the segment endpoint and the Join handler ask it about their callers.
+func (p *TLS) VerifiedNode(cs *tls.ConnectionState) (id string, ok bool) {
 	if p == nil || cs == nil || len(cs.VerifiedChains) == 0 || len(cs.PeerCertificates) == 0 {
 		return "", false
 	}
@@ -95,7 +95,7 @@ func (p *PeerTLS) VerifiedNode(cs *tls.ConnectionState) (id string, ok bool) {
 
 // dialedNode returns the node id of the certificate the server this node
 // dialed with p.Client presented.
-func (p *PeerTLS) dialedNode(cs tls.ConnectionState) (string, bool) {
+func (p *TLS) dialedNode(cs tls.ConnectionState) (string, bool) {
 	if len(cs.PeerCertificates) == 0 || !p.Client.InsecureSkipVerify && len(cs.VerifiedChains) == 0 {
 		return "", false
 	}
@@ -103,14 +103,14 @@ func (p *PeerTLS) dialedNode(cs tls.ConnectionState) (string, bool) {
 }
 
 // HTTPClient is the configuration of this node's calls to its peers' API
-// ports (NewPeerHTTP): Client, and the server must present a node
+// ports (NewHTTP): Client, and the server must present a node
 // certificate (NodeID) besides what Client verifies (its chain to the
-// cluster CA, with server usage, valid now). crypto/tls reports no server
-// name for an IP address, so Client checks no address for a peer dialed
-// at one; this check keeps a certificate of the cluster CA that is not a
-// node's (a client's, or a server certificate of another kind) from
-// answering as a peer's API.
-func (p *PeerTLS) HTTPClient() *tls.Config {
+// cluster CA, with server usage, valid now); ErrNotNode otherwise.
+// crypto/tls reports no server name for an IP address, so Client checks
+// no address for a peer dialed at one; this check keeps a certificate of
+// the cluster CA that is not a node's (a client's, or a server
+// certificate of another kind) from answering as a peer's API.
+func (p *TLS) HTTPClient() *tls.Config {
 	cfg := p.Client.Clone()
 	verify := cfg.VerifyConnection
 	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
@@ -120,18 +120,19 @@ func (p *PeerTLS) HTTPClient() *tls.Config {
 			}
 		}
 		if _, ok := p.dialedNode(cs); !ok {
-			return fmt.Errorf("%w: %s", ErrPeerNotNode, certName(cs))
+			return fmt.Errorf("%w: %s", ErrNotNode, certName(cs))
 		}
 		return nil
 	}
 	return cfg
 }
 
-// handshake runs the client side of a TLS handshake over raw, a
-// connection to addr, and returns the connection with the node id its
-// server's certificate carries. It closes raw when it fails, or when the
-// server is not a node.
-func (p *PeerTLS) handshake(ctx context.Context, raw net.Conn, addr string) (*tls.Conn, string, error) {
+// Handshake runs the client side of a TLS handshake with Client over
+// raw, a connection this node dialed to addr, and returns the connection
+// with the node id its server's certificate carries. It closes raw when
+// it fails, or when the server is not a node. The Raft port's dials
+// (package replication/transport) shake hands through it.
+func (p *TLS) Handshake(ctx context.Context, raw net.Conn, addr string) (*tls.Conn, string, error) {
 	cfg := p.Client
 	if cfg.ServerName == "" {
 		host, _, err := net.SplitHostPort(addr)
@@ -152,4 +153,12 @@ func (p *PeerTLS) handshake(ctx context.Context, raw net.Conn, addr string) (*tl
 		return nil, "", fmt.Errorf("%s did not present a node certificate", addr)
 	}
 	return c, id, nil
+}
+
+// certName names the peer's certificate in an error.
+func certName(cs tls.ConnectionState) string {
+	if len(cs.PeerCertificates) == 0 {
+		return ""
+	}
+	return cs.PeerCertificates[0].Subject.String()
 }
