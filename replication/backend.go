@@ -63,7 +63,7 @@ func (b *Backend) DeleteGroup(ctx context.Context, name string) error {
 	if n := len(b.ExternalGroup(name).Members); n > 0 {
 		return fmt.Errorf("%w: group %q has %d live Kafka members", group.ErrConsumerGroupNotEmpty, name, n)
 	}
-	return b.Node.DeleteGroup(ctx, name)
+	return b.deleteGroup(ctx, name)
 }
 
 // NewBackend returns the backend over n.
@@ -77,7 +77,7 @@ func topicInfo(t *fsm.Topic) backend.TopicInfo {
 
 // CreateTopic creates a topic through Raft and returns it as applied.
 func (b *Backend) CreateTopic(ctx context.Context, c backend.CreateTopic) (backend.TopicInfo, error) {
-	t, err := b.Node.CreateTopic(ctx, createTopicIn(c))
+	t, err := b.createTopic(ctx, createTopicIn(c))
 	if err != nil {
 		return backend.TopicInfo{}, err
 	}
@@ -95,7 +95,7 @@ func (b *Backend) TopicQuota() (q backend.TopicQuota, topics, partitions int64) 
 // AlterTopic changes a topic's settings through Raft and returns them as
 // applied.
 func (b *Backend) AlterTopic(ctx context.Context, c backend.AlterTopic) (backend.TopicInfo, error) {
-	t, err := b.Node.AlterTopic(ctx, fsm.AlterTopic(c))
+	t, err := b.alterTopic(ctx, fsm.AlterTopic(c))
 	if err != nil {
 		return backend.TopicInfo{}, err
 	}
@@ -104,7 +104,7 @@ func (b *Backend) AlterTopic(ctx context.Context, c backend.AlterTopic) (backend
 
 // DeleteTopic deletes a topic and its files through Raft.
 func (b *Backend) DeleteTopic(ctx context.Context, name string) error {
-	if err := b.Node.DeleteTopic(ctx, name); err != nil {
+	if err := b.deleteTopic(ctx, name); err != nil {
 		return err
 	}
 	b.rr.forget(name)

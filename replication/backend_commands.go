@@ -15,65 +15,65 @@ import (
 // Append appends whole record batches as they are, one per partition of
 // one topic, in one Raft entry (Node.Append).
 func (b *Backend) Append(ctx context.Context, a backend.Append) ([]int64, error) {
-	offs, err := b.Node.Append(ctx, appendIn(a))
+	offs, err := b.appendCommand(ctx, appendIn(a))
 	return offs, fromStorage(err)
 }
 
 // JoinGroup adds a member to a consumer group (Node.JoinGroup).
 func (b *Backend) JoinGroup(ctx context.Context, c backend.GroupJoin) (group.Assignment, error) {
-	return b.Node.JoinGroup(ctx, fsm.GroupJoin(c))
+	return b.joinGroup(ctx, fsm.GroupJoin(c))
 }
 
 // GroupHeartbeat keeps a member alive (Node.GroupHeartbeat).
 func (b *Backend) GroupHeartbeat(ctx context.Context, c backend.GroupHeartbeat) (group.Assignment, error) {
-	return b.Node.GroupHeartbeat(ctx, fsm.GroupHeartbeat(c))
+	return b.groupHeartbeat(ctx, fsm.GroupHeartbeat(c))
 }
 
 // LeaveGroup removes a member (Node.LeaveGroup).
 func (b *Backend) LeaveGroup(ctx context.Context, c backend.GroupLeave) error {
-	return b.Node.LeaveGroup(ctx, fsm.GroupLeave(c))
+	return b.leaveGroup(ctx, fsm.GroupLeave(c))
 }
 
 // CommitGroupOffsets commits a member's offsets (Node.CommitGroupOffsets).
 func (b *Backend) CommitGroupOffsets(ctx context.Context, c backend.GroupCommit) error {
-	return b.Node.CommitGroupOffsets(ctx, fsm.GroupCommit(c))
+	return b.commitGroupOffsets(ctx, fsm.GroupCommit(c))
 }
 
 // ResetGroupOffsets sets a group's offsets (Node.ResetGroupOffsets).
 func (b *Backend) ResetGroupOffsets(ctx context.Context, c backend.GroupResetOffsets) error {
-	return b.Node.ResetGroupOffsets(ctx, fsm.GroupResetOffsets(c))
+	return b.resetGroupOffsets(ctx, fsm.GroupResetOffsets(c))
 }
 
 // AutoResetGroupOffset moves a member's offset under its reset policy
 // (Node.AutoResetGroupOffset).
 func (b *Backend) AutoResetGroupOffset(ctx context.Context, c backend.GroupAutoReset) (int64, error) {
-	return b.Node.AutoResetGroupOffset(ctx, fsm.GroupAutoReset(c))
+	return b.autoResetGroupOffset(ctx, fsm.GroupAutoReset(c))
 }
 
 // SetGroupOffsets commits or removes offsets of a group coordinated
 // outside the state machine (Node.SetGroupOffsets).
 func (b *Backend) SetGroupOffsets(ctx context.Context, c backend.GroupSetOffsets) error {
-	return b.Node.SetGroupOffsets(ctx, fsm.GroupSetOffsets(c))
+	return b.setGroupOffsets(ctx, fsm.GroupSetOffsets(c))
 }
 
 // CreateQueueGroup creates a queue group (Node.CreateQueueGroup).
 func (b *Backend) CreateQueueGroup(ctx context.Context, c backend.QueueCreate) (queue.Config, error) {
-	return b.Node.CreateQueueGroup(ctx, fsm.QueueCreate{Topic: c.Topic, Group: c.Group, Config: c.Config, FromEnd: c.FromEnd})
+	return b.createQueueGroup(ctx, fsm.QueueCreate{Topic: c.Topic, Group: c.Group, Config: c.Config, FromEnd: c.FromEnd})
 }
 
 // QueueAck acknowledges deliveries (Node.QueueAck).
 func (b *Backend) QueueAck(ctx context.Context, c backend.QueueAck) (backend.QueueTokensResult, error) {
-	return b.Node.QueueAck(ctx, fsm.QueueAck(c))
+	return b.queueAck(ctx, fsm.QueueAck(c))
 }
 
 // QueueNack fails deliveries (Node.QueueNack).
 func (b *Backend) QueueNack(ctx context.Context, c backend.QueueNack) (backend.QueueTokensResult, error) {
-	return b.Node.QueueNack(ctx, fsm.QueueNack(c))
+	return b.queueNack(ctx, fsm.QueueNack(c))
 }
 
 // QueueExtend extends leases (Node.QueueExtend).
 func (b *Backend) QueueExtend(ctx context.Context, c backend.QueueExtend) (backend.QueueTokensResult, error) {
-	return b.Node.QueueExtend(ctx, fsm.QueueExtend(c))
+	return b.queueExtend(ctx, fsm.QueueExtend(c))
 }
 
 // StartRedrive starts a redrive job (Node.StartRedrive).

@@ -51,17 +51,17 @@ func testBackupRestore(t *testing.T, from, to string) {
 	defer cancel()
 	n := openSingleNode(t, ctx, Config{DataDir: t.TempDir(), Log: log.Options{SegmentBytes: 300}, RaftLogStore: from})
 	defer n.Close()
-	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "t", Partitions: 2, Config: map[string]string{"segment.bytes": "300"}}); err != nil {
+	if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "t", Partitions: 2, Config: map[string]string{"segment.bytes": "300"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "empty", Partitions: 1}); err != nil {
+	if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "empty", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	var want [2][]string
 	for i := range 20 {
 		p := int32(i % 2)
 		v := fmt.Sprintf("v%02d", i)
-		if _, err := n.Append(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: p, Batch: mustBatch(t, v)}}}); err != nil {
+		if _, err := NewBackend(n).appendCommand(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: p, Batch: mustBatch(t, v)}}}); err != nil {
 			t.Fatal(err)
 		}
 		want[p] = append(want[p], v)
@@ -75,7 +75,7 @@ func testBackupRestore(t *testing.T, from, to string) {
 		t.Fatalf("backup of %d bytes: %+v", file.Len(), info)
 	}
 	// Writes after the backup are not in it.
-	if _, err := n.Append(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "after")}}}); err != nil {
+	if _, err := NewBackend(n).appendCommand(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "after")}}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -139,7 +139,7 @@ func testBackupRestore(t *testing.T, from, to string) {
 	if got := readAll(t, r.FSM(), "empty", 0); len(got) != 0 {
 		t.Fatalf("empty topic restored with %v", got)
 	}
-	offs, err := r.Append(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "new")}}})
+	offs, err := NewBackend(r).appendCommand(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "new")}}})
 	if err != nil || offs[0] != int64(len(want[0])) {
 		t.Fatalf("append after restore: %v, %v", offs, err)
 	}

@@ -32,7 +32,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 				for !n.IsLeader() {
 					time.Sleep(time.Millisecond)
 				}
-				if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "b", Partitions: 8}); err != nil {
+				if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "b", Partitions: 8}); err != nil {
 					b.Fatal(err)
 				}
 				payload := mustBatchB(b, string(make([]byte, 128)))
@@ -43,7 +43,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 					i := 0
 					for pb.Next() {
 						i++
-						if _, err := n.Append(ctx, fsm.Append{Topic: "b", Batches: []fsm.PartitionBatch{{Partition: int32(i % 8), Batch: payload}}}); err != nil {
+						if _, err := NewBackend(n).appendCommand(ctx, fsm.Append{Topic: "b", Batches: []fsm.PartitionBatch{{Partition: int32(i % 8), Batch: payload}}}); err != nil {
 							b.Error(err)
 							return
 						}

@@ -28,11 +28,11 @@ func BenchmarkStateMemory(b *testing.B) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		n := openBenchNode(b, ctx)
 		h0 := heapInUse()
-		if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "p", Partitions: 2000}); err != nil {
+		if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "p", Partitions: 2000}); err != nil {
 			b.Fatal(err)
 		}
 		b.ReportMetric(float64(heapInUse()-h0)/2000, "B/partition")
-		if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "q", Partitions: 2}); err != nil {
+		if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "q", Partitions: 2}); err != nil {
 			b.Fatal(err)
 		}
 		vals := make([]string, 100)
@@ -40,17 +40,17 @@ func BenchmarkStateMemory(b *testing.B) {
 			vals[j] = "0123456789abcdef"
 		}
 		for i := range 200 {
-			if _, err := n.Append(ctx, fsm.Append{Topic: "q", Batches: []fsm.PartitionBatch{{Partition: int32(i % 2), Batch: mustBatchB(b, vals...)}}}); err != nil {
+			if _, err := NewBackend(n).appendCommand(ctx, fsm.Append{Topic: "q", Batches: []fsm.PartitionBatch{{Partition: int32(i % 2), Batch: mustBatchB(b, vals...)}}}); err != nil {
 				b.Fatal(err)
 			}
 		}
-		if _, err := n.CreateQueueGroup(ctx, fsm.QueueCreate{Topic: "q", Group: "w", Config: queue.Config{MaxInFlight: 100_000, Lease: time.Hour}}); err != nil {
+		if _, err := NewBackend(n).createQueueGroup(ctx, fsm.QueueCreate{Topic: "q", Group: "w", Config: queue.Config{MaxInFlight: 100_000, Lease: time.Hour}}); err != nil {
 			b.Fatal(err)
 		}
 		h1 := heapInUse()
 		claimed := 0
 		for claimed < 20_000 {
-			r, err := n.QueueClaim(ctx, fsm.QueueClaim{Topic: "q", Group: "w", Max: 1000, Lease: time.Hour})
+			r, err := NewBackend(n).queueClaim(ctx, fsm.QueueClaim{Topic: "q", Group: "w", Max: 1000, Lease: time.Hour})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -58,12 +58,12 @@ func TestCatchUpAfterCompaction(t *testing.T) {
 		}
 	}
 	waitUntil("a registered leader", func() bool { _, ok := n.FSM().NodeAddress("n1"); return n.IsLeader() && ok })
-	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "c", Partitions: 1, Config: map[string]string{
+	if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "c", Partitions: 1, Config: map[string]string{
 		fsm.ConfigSegmentBytes: "100", fsm.ConfigCleanupPolicy: "compact", fsm.ConfigDeleteRetentionMs: "0"}}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 6 {
-		if _, err := n.Append(ctx, fsm.Append{Topic: "c", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: keyedBatch(t, now().UnixMilli(), fmt.Sprint("k", i%2), fmt.Sprint("v", i))}}}); err != nil {
+		if _, err := NewBackend(n).appendCommand(ctx, fsm.Append{Topic: "c", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: keyedBatch(t, now().UnixMilli(), fmt.Sprint("k", i%2), fmt.Sprint("v", i))}}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -20,7 +20,7 @@ func (b *Backend) QueueClaimWait(ctx context.Context, c backend.QueueClaim, wait
 		if err := b.waitClaimable(ctx, c.Topic, c.Group, deadline); err != nil {
 			return backend.QueueClaimResult{}, err
 		}
-		res, err := b.Node.QueueClaim(ctx, fsm.QueueClaim(c))
+		res, err := b.queueClaim(ctx, fsm.QueueClaim(c))
 		if err != nil {
 			return backend.QueueClaimResult{}, err
 		}

@@ -36,13 +36,13 @@ func TestCleanerDirtyRatio(t *testing.T) {
 		}
 	}
 	// segment.bytes 100: every batch rolls a segment.
-	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "c", Partitions: 1, Config: map[string]string{
+	if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "c", Partitions: 1, Config: map[string]string{
 		fsm.ConfigSegmentBytes: "100", fsm.ConfigCleanupPolicy: "compact"}}); err != nil {
 		t.Fatal(err)
 	}
 	appendKV := func(i int) {
 		t.Helper()
-		if _, err := n.Append(ctx, fsm.Append{Topic: "c", Batches: []fsm.PartitionBatch{{Partition: 0,
+		if _, err := NewBackend(n).appendCommand(ctx, fsm.Append{Topic: "c", Batches: []fsm.PartitionBatch{{Partition: 0,
 			Batch: keyedBatch(t, now().UnixMilli(), fmt.Sprint("k", i%2), fmt.Sprint("value-", i))}}}); err != nil {
 			t.Fatal(err)
 		}
@@ -63,11 +63,11 @@ func TestCleanerDirtyRatio(t *testing.T) {
 	clean(1) // all clean
 	appendKV(8)
 	clean(1) // one small dirty segment beside the compacted ones
-	if _, err := n.AlterTopic(ctx, fsm.AlterTopic{Name: "c", Config: map[string]string{fsm.ConfigMinCleanableDirtyRatio: "0.01"}}); err != nil {
+	if _, err := NewBackend(n).alterTopic(ctx, fsm.AlterTopic{Name: "c", Config: map[string]string{fsm.ConfigMinCleanableDirtyRatio: "0.01"}}); err != nil {
 		t.Fatal(err)
 	}
 	clean(2)
-	if _, err := n.AlterTopic(ctx, fsm.AlterTopic{Name: "c", Config: map[string]string{fsm.ConfigMinCleanableDirtyRatio: "1.5"}}); !errors.Is(err, backend.ErrInvalidConfig) {
+	if _, err := NewBackend(n).alterTopic(ctx, fsm.AlterTopic{Name: "c", Config: map[string]string{fsm.ConfigMinCleanableDirtyRatio: "1.5"}}); !errors.Is(err, backend.ErrInvalidConfig) {
 		t.Fatalf("ratio 1.5: %v, want backend.ErrInvalidConfig", err)
 	}
 }

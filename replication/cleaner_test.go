@@ -41,7 +41,7 @@ func TestCleanerNode(t *testing.T) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "r", Partitions: 1, Config: map[string]string{
+	if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "r", Partitions: 1, Config: map[string]string{
 		fsm.ConfigRetentionMs: "1000", fsm.ConfigSegmentBytes: "100", fsm.ConfigCleanupPolicy: "compact,delete", fsm.ConfigDeleteRetentionMs: "0"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestCleanerNode(t *testing.T) {
 	for i := range 6 {
 		// Records 0-2 at base, 3-5 at base+500.
 		ts := base + int64(i/3)*500
-		if _, err := n.Append(ctx, fsm.Append{Topic: "r", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: keyedBatch(t, ts, fmt.Sprint("k", i%2), fmt.Sprint("v", i))}}}); err != nil {
+		if _, err := NewBackend(n).appendCommand(ctx, fsm.Append{Topic: "r", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: keyedBatch(t, ts, fmt.Sprint("k", i%2), fmt.Sprint("v", i))}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -97,10 +97,10 @@ func TestCleanerNode(t *testing.T) {
 		}
 	}
 	// Alter through the node.
-	if _, err := n.AlterTopic(ctx, fsm.AlterTopic{Name: "r", Config: map[string]string{fsm.ConfigRetentionMs: "-1"}}); err != nil {
+	if _, err := NewBackend(n).alterTopic(ctx, fsm.AlterTopic{Name: "r", Config: map[string]string{fsm.ConfigRetentionMs: "-1"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.AlterTopic(ctx, fsm.AlterTopic{Name: "r", Config: map[string]string{"bogus": "1"}}); !errors.Is(err, backend.ErrInvalidConfig) {
+	if _, err := NewBackend(n).alterTopic(ctx, fsm.AlterTopic{Name: "r", Config: map[string]string{"bogus": "1"}}); !errors.Is(err, backend.ErrInvalidConfig) {
 		t.Fatalf("bad alter: %v", err)
 	}
 	tp, _ := n.FSM().Topic("r")

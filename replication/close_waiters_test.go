@@ -20,7 +20,7 @@ func TestCloseEndsAbandonedProposals(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	n := openTestNode(t, ctx, t.TempDir())
-	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "w", Partitions: 1}); err != nil {
+	if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "w", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -31,7 +31,7 @@ func TestCloseEndsAbandonedProposals(t *testing.T) {
 			// The caller gives up at once; the append itself goes on.
 			pctx, pcancel := context.WithTimeout(ctx, time.Microsecond)
 			defer pcancel()
-			_, _ = n.Append(pctx, fsm.Append{Topic: "w", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, fmt.Sprint(i))}}})
+			_, _ = NewBackend(n).appendCommand(pctx, fsm.Append{Topic: "w", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, fmt.Sprint(i))}}})
 		}()
 	}
 	wg.Wait()

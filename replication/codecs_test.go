@@ -22,7 +22,7 @@ func TestAppendCodecsFeatureGate(t *testing.T) {
 	defer cancel()
 	c := newMemCluster(t, ctx, 3)
 	n := c.nodes[0]
-	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "t", Partitions: 1}); err != nil {
+	if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "t", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	compress := func(codec batch.Compression, values ...string) []byte {
@@ -36,7 +36,7 @@ func TestAppendCodecsFeatureGate(t *testing.T) {
 
 	// The followers joined without registering a level: base.
 	var fe *backend.FeatureLevelError
-	if _, err := n.Append(ctx, zstd); !errors.As(err, &fe) || !errors.Is(err, backend.ErrFeatureLevel) ||
+	if _, err := NewBackend(n).appendCommand(ctx, zstd); !errors.As(err, &fe) || !errors.Is(err, backend.ErrFeatureLevel) ||
 		fe.Need != backend.FeatureLevel(fsm.CompressionLevel) || fe.Cluster != backend.FeatureLevel(fsm.BaseLevel) || fe.Command != "append of zstd batches" {
 		t.Fatalf("zstd in a base-level cluster: %v", err)
 	}
@@ -46,7 +46,7 @@ func TestAppendCodecsFeatureGate(t *testing.T) {
 	if err := n.CheckCompression(batch.CompressionGzip); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.Append(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: compress(batch.CompressionGzip, "g0")}}}); err != nil {
+	if _, err := NewBackend(n).appendCommand(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: compress(batch.CompressionGzip, "g0")}}}); err != nil {
 		t.Fatalf("gzip: %v", err)
 	}
 	if err := n.register(ctx, fsm.NodeRegister{ID: "n2", APIAddress: "n2-api", FeatureLevel: fsm.Level}); err != nil {
@@ -69,7 +69,7 @@ func TestAppendCodecsFeatureGate(t *testing.T) {
 	if err := n.register(ctx, fsm.NodeRegister{ID: "n3", APIAddress: "n3-api", FeatureLevel: fsm.Level}); err != nil {
 		t.Fatal(err)
 	}
-	bases, err := n.Append(ctx, zstd)
+	bases, err := NewBackend(n).appendCommand(ctx, zstd)
 	if err != nil || bases[0] != 1 {
 		t.Fatalf("zstd once every member reads it: %v, %v", bases, err)
 	}

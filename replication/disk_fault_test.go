@@ -66,12 +66,12 @@ func TestDiskFaultStopsNode(t *testing.T) {
 					Fatal: func(err error) { mu.Lock(); fatals = append(fatals, err); mu.Unlock() }})
 			}
 			n := open(disk)
-			if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "d", Partitions: 1}); err != nil {
+			if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "d", Partitions: 1}); err != nil {
 				t.Fatal(err)
 			}
 			var want []string
 			appendValues := func(values ...string) error {
-				_, err := n.Append(ctx, fsm.Append{Topic: "d", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, values...)}}})
+				_, err := NewBackend(n).appendCommand(ctx, fsm.Append{Topic: "d", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, values...)}}})
 				return err
 			}
 			for i := range 3 {
@@ -141,13 +141,13 @@ func TestPowerCutAfterSnapshot(t *testing.T) {
 			Fatal: func(err error) { t.Errorf("fatal: %v", err) }})
 	}
 	n := open(disk)
-	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "p", Partitions: 2}); err != nil {
+	if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "p", Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[int32][]string{}
 	appendValues := func(part int32, values ...string) {
 		t.Helper()
-		if _, err := n.Append(ctx, fsm.Append{Topic: "p", Batches: []fsm.PartitionBatch{{Partition: part, Batch: mustBatch(t, values...)}}}); err != nil {
+		if _, err := NewBackend(n).appendCommand(ctx, fsm.Append{Topic: "p", Batches: []fsm.PartitionBatch{{Partition: part, Batch: mustBatch(t, values...)}}}); err != nil {
 			t.Fatal(err)
 		}
 		want[part] = append(want[part], values...)

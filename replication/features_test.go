@@ -88,7 +88,7 @@ func TestFeatureLevelRegistered(t *testing.T) {
 	if got, err := n.featureLevel(); err != nil || got != fsm.Level {
 		t.Fatalf("cluster level %d, %v", got, err)
 	}
-	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "t", Partitions: 1}); err != nil {
+	if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "t", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	applied := n.FSM().AppliedIndex()

@@ -122,10 +122,10 @@ func TestAwaitGroupFetchOnFollower(t *testing.T) {
 	defer cancel()
 	c := newMemCluster(t, ctx, 3)
 	leader, follower := c.nodes[0], c.nodes[2]
-	if _, err := leader.CreateTopic(ctx, fsm.CreateTopic{Name: "orders", Partitions: 1}); err != nil {
+	if _, err := NewBackend(leader).createTopic(ctx, fsm.CreateTopic{Name: "orders", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := leader.Append(ctx, fsm.Append{Topic: "orders", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "a", "b")}}}); err != nil {
+	if _, err := NewBackend(leader).appendCommand(ctx, fsm.Append{Topic: "orders", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "a", "b")}}}); err != nil {
 		t.Fatal(err)
 	}
 	c.waitFor(ctx, "follower applies the topic", func() bool { return follower.FSM().AppliedIndex() == leader.FSM().AppliedIndex() })
@@ -136,14 +136,14 @@ func TestAwaitGroupFetchOnFollower(t *testing.T) {
 
 	// The follower misses the join: the leader commits it with n2.
 	c.isolate(2, true)
-	a, err := leader.JoinGroup(ctx, fsm.GroupJoin{Group: "g", Member: "m1", Topics: []string{"orders"}, SessionTimeoutMs: 60_000})
+	a, err := NewBackend(leader).joinGroup(ctx, fsm.GroupJoin{Group: "g", Member: "m1", Topics: []string{"orders"}, SessionTimeoutMs: 60_000})
 	if err != nil {
 		t.Fatal(err)
 	}
 	check := backend.GroupFetchCheck{Group: "g", Member: "m1", Generation: a.Generation, Partition: tp, Offset: 0}
 
 	// Still cut off past the wait: the follower sends the member to the leader.
-	err = follower.AwaitGroupFetch(ctx, check, 20*time.Millisecond)
+	err = NewBackend(follower).AwaitGroupFetch(ctx, check, 20*time.Millisecond)
 	var be *backend.BehindError
 	if !errors.As(err, &be) || !errors.Is(err, backend.ErrBehind) {
 		t.Fatalf("follower cut off from the leader: %v, want a backend.BehindError", err)
@@ -158,7 +158,7 @@ func TestAwaitGroupFetchOnFollower(t *testing.T) {
 
 	// Reconnected while it waits: it answers once it has applied the join.
 	done := make(chan error, 1)
-	go func() { done <- follower.AwaitGroupFetch(ctx, check, time.Hour) }()
+	go func() { done <- NewBackend(follower).AwaitGroupFetch(ctx, check, time.Hour) }()
 	c.isolate(2, false)
 	select {
 	case err := <-done:
@@ -174,27 +174,27 @@ func TestAwaitGroupFetchOnFollower(t *testing.T) {
 	// the test's deadline.
 	stale := check
 	stale.Generation = a.Generation - 1
-	if err := follower.AwaitGroupFetch(ctx, stale, time.Hour); !errors.Is(err, group.ErrStaleGeneration) {
+	if err := NewBackend(follower).AwaitGroupFetch(ctx, stale, time.Hour); !errors.Is(err, group.ErrStaleGeneration) {
 		t.Fatalf("fenced member on the follower: %v, want ErrStaleGeneration", err)
 	}
 	unknown := check
 	unknown.Member = "m-gone"
-	if err := follower.AwaitGroupFetch(ctx, unknown, time.Hour); !errors.Is(err, group.ErrUnknownMember) {
+	if err := NewBackend(follower).AwaitGroupFetch(ctx, unknown, time.Hour); !errors.Is(err, group.ErrUnknownMember) {
 		t.Fatalf("unknown member on the follower: %v, want ErrUnknownMember", err)
 	}
 
 	// The member's position beyond the follower's log (records it has not
 	// applied yet) is waited for as well.
 	c.isolate(2, true)
-	if _, err := leader.Append(ctx, fsm.Append{Topic: "orders", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "c", "d")}}}); err != nil {
+	if _, err := NewBackend(leader).appendCommand(ctx, fsm.Append{Topic: "orders", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "c", "d")}}}); err != nil {
 		t.Fatal(err)
 	}
 	ahead := check
 	ahead.Offset = 4
-	if err := follower.AwaitGroupFetch(ctx, ahead, 20*time.Millisecond); !errors.Is(err, backend.ErrBehind) {
+	if err := NewBackend(follower).AwaitGroupFetch(ctx, ahead, 20*time.Millisecond); !errors.Is(err, backend.ErrBehind) {
 		t.Fatalf("offset beyond the follower's log: %v, want backend.ErrBehind", err)
 	}
-	go func() { done <- follower.AwaitGroupFetch(ctx, ahead, time.Hour) }()
+	go func() { done <- NewBackend(follower).AwaitGroupFetch(ctx, ahead, time.Hour) }()
 	c.isolate(2, false)
 	if err := <-done; err != nil {
 		t.Fatalf("offset after catching up: %v", err)
@@ -202,7 +202,7 @@ func TestAwaitGroupFetchOnFollower(t *testing.T) {
 
 	// The leader never waits: it holds every generation it gave out.
 	ahead.Generation = a.Generation + 5
-	if err := leader.AwaitGroupFetch(ctx, ahead, time.Hour); !errors.Is(err, group.ErrInvalidGroupRequest) {
+	if err := NewBackend(leader).AwaitGroupFetch(ctx, ahead, time.Hour); !errors.Is(err, group.ErrInvalidGroupRequest) {
 		t.Fatalf("leader, generation ahead of the group: %v, want ErrInvalidGroupRequest", err)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
-// SetGroupOffsets commits (or removes) offsets of a group coordinated
+// setGroupOffsets commits (or removes) offsets of a group coordinated
 // outside the state machine. It is checked against a copy of the applied
 // state first, as every group command (proposeGroup), and needs every
 // member at fsm.ExternalGroupsLevel (backend.ErrFeatureLevel before). Errors:
@@ -15,14 +15,14 @@ import (
 // group.ErrOffsetAboveEnd, group.ErrUnknownGroupTopic,
 // group.ErrInvalidGroupRequest, group.ErrConsumerGroupNotFound (removing
 // offsets of a group that does not exist).
-func (n *Node) SetGroupOffsets(ctx context.Context, c fsm.GroupSetOffsets) error {
-	now := max(n.cfg.Now().UnixNano(), n.fsm.Now())
-	if n.fsm.AppliedIndex() >= n.raft.LastIndex() {
-		if err, ok := n.fsm.DryRunGroup(fsm.CmdGroupSetOffsets, c.Group, now, c).(error); ok {
+func (b *Backend) setGroupOffsets(ctx context.Context, c fsm.GroupSetOffsets) error {
+	now := max(b.cfg.Now().UnixNano(), b.fsm.Now())
+	if b.fsm.AppliedIndex() >= b.raft.LastIndex() {
+		if err, ok := b.fsm.DryRunGroup(fsm.CmdGroupSetOffsets, c.Group, now, c).(error); ok {
 			return err
 		}
 	}
-	_, err := n.propose(ctx, fsm.EncodeGroupSetOffsets(now, c))
+	_, err := b.propose(ctx, fsm.EncodeGroupSetOffsets(now, c))
 	return err
 }
 
@@ -31,6 +31,6 @@ func (n *Node) SetGroupOffsets(ctx context.Context, c fsm.GroupSetOffsets) error
 // applied state; ok is false when the group does not exist (generation 0).
 // A coordinator outside the state machine forms its generations against
 // the generation and fences its commits with it (SetGroupOffsets).
-func (n *Node) GroupFence(name string) (generation int64, liveMembers int, ok bool) {
-	return n.fsm.GroupFence(name, max(n.cfg.Now().UnixNano(), n.fsm.Now()))
+func (b *Backend) GroupFence(name string) (generation int64, liveMembers int, ok bool) {
+	return b.fsm.GroupFence(name, max(b.cfg.Now().UnixNano(), b.fsm.Now()))
 }

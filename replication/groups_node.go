@@ -14,13 +14,13 @@ import (
 // of the applied state at the leader's time (so a refused request never
 // reaches the Raft log), then proposes it stamped with that time and
 // returns Apply's result.
-func (n *Node) proposeGroup(ctx context.Context, t fsm.CommandType, name string, c any) (any, error) {
-	now := max(n.cfg.Now().UnixNano(), n.fsm.Now())
+func (b *Backend) proposeGroup(ctx context.Context, t fsm.CommandType, name string, c any) (any, error) {
+	now := max(b.cfg.Now().UnixNano(), b.fsm.Now())
 	// The dry run is only an early refusal; it needs a state machine that
 	// has applied the whole log (not so right after a restart or while
 	// other proposals are in flight). Apply checks the same rules anyway.
-	if n.fsm.AppliedIndex() >= n.raft.LastIndex() {
-		if err, ok := n.fsm.DryRunGroup(t, name, now, c).(error); ok {
+	if b.fsm.AppliedIndex() >= b.raft.LastIndex() {
+		if err, ok := b.fsm.DryRunGroup(t, name, now, c).(error); ok {
 			return nil, err
 		}
 	}
@@ -28,23 +28,23 @@ func (n *Node) proposeGroup(ctx context.Context, t fsm.CommandType, name string,
 	if err != nil {
 		return nil, err
 	}
-	return n.propose(ctx, data)
+	return b.propose(ctx, data)
 }
 
-// JoinGroup adds (or updates) a member of a consumer group and returns its
+// joinGroup adds (or updates) a member of a consumer group and returns its
 // assignment.
-func (n *Node) JoinGroup(ctx context.Context, c fsm.GroupJoin) (group.Assignment, error) {
-	return n.proposeAssignment(ctx, fsm.CmdGroupJoin, c.Group, c)
+func (b *Backend) joinGroup(ctx context.Context, c fsm.GroupJoin) (group.Assignment, error) {
+	return b.proposeAssignment(ctx, fsm.CmdGroupJoin, c.Group, c)
 }
 
-// GroupHeartbeat keeps a member alive, completes moves of the partitions
+// groupHeartbeat keeps a member alive, completes moves of the partitions
 // it released and returns its assignment.
-func (n *Node) GroupHeartbeat(ctx context.Context, c fsm.GroupHeartbeat) (group.Assignment, error) {
-	return n.proposeAssignment(ctx, fsm.CmdGroupHeartbeat, c.Group, c)
+func (b *Backend) groupHeartbeat(ctx context.Context, c fsm.GroupHeartbeat) (group.Assignment, error) {
+	return b.proposeAssignment(ctx, fsm.CmdGroupHeartbeat, c.Group, c)
 }
 
-func (n *Node) proposeAssignment(ctx context.Context, t fsm.CommandType, name string, c any) (group.Assignment, error) {
-	res, err := n.proposeGroup(ctx, t, name, c)
+func (b *Backend) proposeAssignment(ctx context.Context, t fsm.CommandType, name string, c any) (group.Assignment, error) {
+	res, err := b.proposeGroup(ctx, t, name, c)
 	if err != nil {
 		return group.Assignment{}, err
 	}
@@ -55,29 +55,29 @@ func (n *Node) proposeAssignment(ctx context.Context, t fsm.CommandType, name st
 	return a, nil
 }
 
-// LeaveGroup removes a member from a consumer group.
-func (n *Node) LeaveGroup(ctx context.Context, c fsm.GroupLeave) error {
-	_, err := n.proposeGroup(ctx, fsm.CmdGroupLeave, c.Group, c)
+// leaveGroup removes a member from a consumer group.
+func (b *Backend) leaveGroup(ctx context.Context, c fsm.GroupLeave) error {
+	_, err := b.proposeGroup(ctx, fsm.CmdGroupLeave, c.Group, c)
 	return err
 }
 
-// CommitGroupOffsets commits offsets for partitions a member owns.
-func (n *Node) CommitGroupOffsets(ctx context.Context, c fsm.GroupCommit) error {
-	_, err := n.proposeGroup(ctx, fsm.CmdGroupCommit, c.Group, c)
+// commitGroupOffsets commits offsets for partitions a member owns.
+func (b *Backend) commitGroupOffsets(ctx context.Context, c fsm.GroupCommit) error {
+	_, err := b.proposeGroup(ctx, fsm.CmdGroupCommit, c.Group, c)
 	return err
 }
 
-// ResetGroupOffsets applies an operator's offset reset (offsets already
+// resetGroupOffsets applies an operator's offset reset (offsets already
 // planned and clamped to the log's bounds).
-func (n *Node) ResetGroupOffsets(ctx context.Context, c fsm.GroupResetOffsets) error {
-	_, err := n.proposeGroup(ctx, fsm.CmdGroupResetOffsets, c.Group, c)
+func (b *Backend) resetGroupOffsets(ctx context.Context, c fsm.GroupResetOffsets) error {
+	_, err := b.proposeGroup(ctx, fsm.CmdGroupResetOffsets, c.Group, c)
 	return err
 }
 
-// AutoResetGroupOffset moves a partition's committed offset forward under
+// autoResetGroupOffset moves a partition's committed offset forward under
 // the member's reset policy and returns the committed offset.
-func (n *Node) AutoResetGroupOffset(ctx context.Context, c fsm.GroupAutoReset) (int64, error) {
-	res, err := n.proposeGroup(ctx, fsm.CmdGroupAutoReset, c.Group, c)
+func (b *Backend) autoResetGroupOffset(ctx context.Context, c fsm.GroupAutoReset) (int64, error) {
+	res, err := b.proposeGroup(ctx, fsm.CmdGroupAutoReset, c.Group, c)
 	if err != nil {
 		return 0, err
 	}
@@ -88,9 +88,9 @@ func (n *Node) AutoResetGroupOffset(ctx context.Context, c fsm.GroupAutoReset) (
 	return off, nil
 }
 
-// DeleteGroup deletes a consumer group that has no live members.
-func (n *Node) DeleteGroup(ctx context.Context, name string) error {
-	_, err := n.proposeGroup(ctx, fsm.CmdGroupDelete, name, fsm.GroupDelete{Group: name})
+// deleteGroup deletes a consumer group that has no live members.
+func (b *Backend) deleteGroup(ctx context.Context, name string) error {
+	_, err := b.proposeGroup(ctx, fsm.CmdGroupDelete, name, fsm.GroupDelete{Group: name})
 	return err
 }
 
@@ -112,14 +112,14 @@ func (n *Node) DeleteGroup(ctx context.Context, name string) error {
 // *backend.BehindError, naming the leader. A leader answers at once: it serves
 // only after a barrier of its term, so it holds every generation it gave
 // out.
-func (n *Node) AwaitGroupFetch(ctx context.Context, c backend.GroupFetchCheck, wait time.Duration) error {
+func (b *Backend) AwaitGroupFetch(ctx context.Context, c backend.GroupFetchCheck, wait time.Duration) error {
 	var deadline <-chan time.Time
 	for {
 		// Taken before the check, so an apply in between wakes the wait.
-		applied := n.applied.wait()
-		err := n.fsm.CheckGroupFetch(c.Group, c.Member, c.Generation, c.Partition)
-		lack := n.lacks(c, err)
-		if lack == "" || n.IsLeader() {
+		applied := b.applied.wait()
+		err := b.fsm.CheckGroupFetch(c.Group, c.Member, c.Generation, c.Partition)
+		lack := b.lacks(c, err)
+		if lack == "" || b.IsLeader() {
 			return err
 		}
 		if deadline == nil {
@@ -130,7 +130,7 @@ func (n *Node) AwaitGroupFetch(ctx context.Context, c backend.GroupFetchCheck, w
 		select {
 		case <-applied:
 		case <-deadline:
-			addr, _ := n.LeaderAPIAddress()
+			addr, _ := b.LeaderAPIAddress()
 			return &backend.BehindError{What: lack, LeaderAddress: addr}
 		case <-ctx.Done():
 			return fmt.Errorf("wait to apply %s: %w", lack, ctx.Err())
@@ -140,9 +140,9 @@ func (n *Node) AwaitGroupFetch(ctx context.Context, c backend.GroupFetchCheck, w
 
 // lacks says what of c this node has not applied, given the result of
 // checking c against its state; "" when it is not behind c.
-func (n *Node) lacks(c backend.GroupFetchCheck, checkErr error) string {
+func (b *Backend) lacks(c backend.GroupFetchCheck, checkErr error) string {
 	if checkErr != nil {
-		g, err := n.fsm.ConsumerGroup(c.Group)
+		g, err := b.fsm.ConsumerGroup(c.Group)
 		switch {
 		case err != nil:
 			return fmt.Sprintf("group %q (the member is at generation %d)", c.Group, c.Generation)
@@ -154,7 +154,7 @@ func (n *Node) lacks(c backend.GroupFetchCheck, checkErr error) string {
 	if c.Offset < 0 {
 		return ""
 	}
-	p, err := n.fsm.Partition(c.Partition.Topic, c.Partition.Partition)
+	p, err := b.fsm.Partition(c.Partition.Topic, c.Partition.Partition)
 	if err != nil {
 		return ""
 	}

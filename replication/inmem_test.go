@@ -43,10 +43,10 @@ func TestInMemoryNode(t *testing.T) {
 		case <-time.After(2 * time.Millisecond):
 		}
 	}
-	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "t", Partitions: 1}); err != nil {
+	if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "t", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
-	offs, err := n.Append(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "a", "b")}}})
+	offs, err := NewBackend(n).appendCommand(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "a", "b")}}})
 	if err != nil || len(offs) != 1 || offs[0] != 0 {
 		t.Fatalf("append: %v, %v", offs, err)
 	}

@@ -457,12 +457,12 @@ func TestJoinPromotesOnlyCaughtUp(t *testing.T) {
 	defer cancel()
 	c := newJoinCluster(t)
 	l := c.open(ctx, "n1", true)
-	if _, err := l.CreateTopic(ctx, fsm.CreateTopic{Name: "t", Partitions: 1}); err != nil {
+	if _, err := NewBackend(l).createTopic(ctx, fsm.CreateTopic{Name: "t", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	// More entries than a non-voter may lag behind.
 	for i := range joinMaxLag + 10 {
-		if _, err := l.Append(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, fmt.Sprint(i))}}}); err != nil {
+		if _, err := NewBackend(l).appendCommand(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, fmt.Sprint(i))}}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -770,22 +770,22 @@ func mapRaftError(err error) error {
 	return err
 }
 
-// CreateTopic proposes a topic creation and returns the created topic.
-func (n *Node) CreateTopic(ctx context.Context, c fsm.CreateTopic) (*fsm.Topic, error) {
+// createTopic proposes a topic creation and returns the created topic.
+func (b *Backend) createTopic(ctx context.Context, c fsm.CreateTopic) (*fsm.Topic, error) {
 	if err := fsm.ValidateCreateTopic(c); err != nil {
 		return nil, err
 	}
-	if _, err := n.fsm.Topic(c.Name); err == nil {
+	if _, err := b.fsm.Topic(c.Name); err == nil {
 		return nil, fmt.Errorf("%w: %q", backend.ErrTopicExists, c.Name)
 	}
-	if err := n.stampCreateTopic(ctx, &c); err != nil {
+	if err := b.stampCreateTopic(ctx, &c); err != nil {
 		return nil, err
 	}
-	data, err := fsm.EncodeCreateTopic(n.cfg.Now().UnixNano(), c)
+	data, err := fsm.EncodeCreateTopic(b.cfg.Now().UnixNano(), c)
 	if err != nil {
 		return nil, err
 	}
-	res, err := n.propose(ctx, data)
+	res, err := b.propose(ctx, data)
 	if err != nil {
 		return nil, err
 	}
@@ -793,34 +793,34 @@ func (n *Node) CreateTopic(ctx context.Context, c fsm.CreateTopic) (*fsm.Topic, 
 	return t, nil
 }
 
-// DeleteTopic proposes a topic deletion.
-func (n *Node) DeleteTopic(ctx context.Context, name string) error {
-	if _, err := n.fsm.Topic(name); err != nil {
+// deleteTopic proposes a topic deletion.
+func (b *Backend) deleteTopic(ctx context.Context, name string) error {
+	if _, err := b.fsm.Topic(name); err != nil {
 		return err
 	}
-	data, err := fsm.EncodeJSON(fsm.CmdDeleteTopic, n.cfg.Now().UnixNano(), fsm.DeleteTopic{Name: name})
+	data, err := fsm.EncodeJSON(fsm.CmdDeleteTopic, b.cfg.Now().UnixNano(), fsm.DeleteTopic{Name: name})
 	if err != nil {
 		return err
 	}
-	_, err = n.propose(ctx, data)
+	_, err = b.propose(ctx, data)
 	return err
 }
 
-// AlterTopic proposes new settings for a topic and returns the topic as
+// alterTopic proposes new settings for a topic and returns the topic as
 // altered.
-func (n *Node) AlterTopic(ctx context.Context, c fsm.AlterTopic) (*fsm.Topic, error) {
-	t, err := n.fsm.Topic(c.Name)
+func (b *Backend) alterTopic(ctx context.Context, c fsm.AlterTopic) (*fsm.Topic, error) {
+	t, err := b.fsm.Topic(c.Name)
 	if err != nil {
 		return nil, err
 	}
 	if err := fsm.ValidateAlterTopic(t, c); err != nil {
 		return nil, err
 	}
-	data, err := fsm.EncodeAlterTopic(n.cfg.Now().UnixNano(), c)
+	data, err := fsm.EncodeAlterTopic(b.cfg.Now().UnixNano(), c)
 	if err != nil {
 		return nil, err
 	}
-	res, err := n.propose(ctx, data)
+	res, err := b.propose(ctx, data)
 	if err != nil {
 		return nil, err
 	}
@@ -828,22 +828,22 @@ func (n *Node) AlterTopic(ctx context.Context, c fsm.AlterTopic) (*fsm.Topic, er
 	return nt, nil
 }
 
-// Append proposes record batches for partitions of one topic and returns
+// appendCommand proposes record batches for partitions of one topic and returns
 // each batch's base offset once committed and applied. Batches are
 // validated first, so an invalid one is refused before it reaches Raft;
 // a snappy, lz4 or zstd batch is refused with a *backend.FeatureLevelError until
 // every member reads them (CheckCompression); on a compacted topic a
 // record without a key is backend.ErrKeyRequired (checkKeys). Any refusal
 // appends nothing of a.
-func (n *Node) Append(ctx context.Context, a fsm.Append) ([]int64, error) {
-	return n.appendBatches(ctx, a, false)
+func (b *Backend) appendCommand(ctx context.Context, a fsm.Append) ([]int64, error) {
+	return b.appendBatches(ctx, a, false)
 }
 
 // appendBatches is Append; keysChecked says the caller built a's batches
 // from records it checked have keys (Backend.Produce, on a topic that
 // was compacted then), which spares decoding them again.
-func (n *Node) appendBatches(ctx context.Context, a fsm.Append, keysChecked bool) ([]int64, error) {
-	t, err := n.fsm.Topic(a.Topic)
+func (b *Backend) appendBatches(ctx context.Context, a fsm.Append, keysChecked bool) ([]int64, error) {
+	t, err := b.fsm.Topic(a.Topic)
 	if err != nil {
 		return nil, err
 	}
@@ -856,17 +856,17 @@ func (n *Node) appendBatches(ctx context.Context, a fsm.Append, keysChecked bool
 		}
 	}
 
-	for _, b := range a.Batches {
-		info, _ := batch.Peek(b.Batch) // validated above
-		if err := n.CheckCompression(info.Compression()); err != nil {
+	for _, pb := range a.Batches {
+		info, _ := batch.Peek(pb.Batch) // validated above
+		if err := b.CheckCompression(info.Compression()); err != nil {
 			return nil, err
 		}
 	}
 	// The leader refuses early what Apply would refuse (Apply decides).
-	if err := n.fsm.Admit(t, a); err != nil {
+	if err := b.fsm.Admit(t, a); err != nil {
 		return nil, err
 	}
-	res, err := n.propose(ctx, fsm.EncodeAppend(n.cfg.Now().UnixNano(), a))
+	res, err := b.propose(ctx, fsm.EncodeAppend(b.cfg.Now().UnixNano(), a))
 	if err != nil {
 		return nil, err
 	}

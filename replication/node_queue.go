@@ -17,18 +17,18 @@ const (
 	MaxQueueErrorBytes = 4096
 )
 
-func (n *Node) proposeQueue(ctx context.Context, t fsm.CommandType, c any) (any, error) {
-	data, err := fsm.EncodeQueue(t, n.cfg.Now().UnixNano(), c)
+func (b *Backend) proposeQueue(ctx context.Context, t fsm.CommandType, c any) (any, error) {
+	data, err := fsm.EncodeQueue(t, b.cfg.Now().UnixNano(), c)
 	if err != nil {
 		return nil, err
 	}
-	return n.propose(ctx, data)
+	return b.propose(ctx, data)
 }
 
-// CreateQueueGroup proposes a new queue group and returns its settings
+// createQueueGroup proposes a new queue group and returns its settings
 // with defaults applied. The leader picks the group's secret.
-func (n *Node) CreateQueueGroup(ctx context.Context, c fsm.QueueCreate) (queue.Config, error) {
-	t, err := n.fsm.Topic(c.Topic)
+func (b *Backend) createQueueGroup(ctx context.Context, c fsm.QueueCreate) (queue.Config, error) {
+	t, err := b.fsm.Topic(c.Topic)
 	if err != nil {
 		return queue.Config{}, err
 	}
@@ -39,7 +39,7 @@ func (n *Node) CreateQueueGroup(ctx context.Context, c fsm.QueueCreate) (queue.C
 	if _, err := rand.Read(c.Secret); err != nil {
 		return queue.Config{}, fmt.Errorf("queue group secret: %w", err)
 	}
-	res, err := n.proposeQueue(ctx, fsm.CmdQueueCreate, c)
+	res, err := b.proposeQueue(ctx, fsm.CmdQueueCreate, c)
 	if err != nil {
 		return queue.Config{}, err
 	}
@@ -49,8 +49,8 @@ func (n *Node) CreateQueueGroup(ctx context.Context, c fsm.QueueCreate) (queue.C
 
 // AlterQueueGroup applies change to the group's current settings (on this
 // leader's state) and proposes the result.
-func (n *Node) AlterQueueGroup(ctx context.Context, topic, name string, change func(*queue.Config)) (queue.Config, error) {
-	info, err := n.fsm.DescribeQueueGroup(topic, name, n.fsm.Now())
+func (b *Backend) AlterQueueGroup(ctx context.Context, topic, name string, change func(*queue.Config)) (queue.Config, error) {
+	info, err := b.fsm.DescribeQueueGroup(topic, name, b.fsm.Now())
 	if err != nil {
 		return queue.Config{}, err
 	}
@@ -59,7 +59,7 @@ func (n *Node) AlterQueueGroup(ctx context.Context, topic, name string, change f
 	if err := cfg.WithDefaults(topic, name).Validate(); err != nil {
 		return queue.Config{}, err
 	}
-	res, err := n.proposeQueue(ctx, fsm.CmdQueueAlter, fsm.QueueAlter{Topic: topic, Group: name, Config: cfg})
+	res, err := b.proposeQueue(ctx, fsm.CmdQueueAlter, fsm.QueueAlter{Topic: topic, Group: name, Config: cfg})
 	if err != nil {
 		return queue.Config{}, err
 	}
@@ -67,9 +67,9 @@ func (n *Node) AlterQueueGroup(ctx context.Context, topic, name string, change f
 	return out, nil
 }
 
-// QueueClaim proposes a claim and returns the delivered records once the
+// queueClaim proposes a claim and returns the delivered records once the
 // claim is committed (fsynced by a quorum) and applied.
-func (n *Node) QueueClaim(ctx context.Context, c fsm.QueueClaim) (backend.QueueClaimResult, error) {
+func (b *Backend) queueClaim(ctx context.Context, c fsm.QueueClaim) (backend.QueueClaimResult, error) {
 	switch {
 	case c.Max < 1 || c.Max > backend.MaxQueueClaim:
 		return backend.QueueClaimResult{}, fmt.Errorf("%w: max records %d outside [1, %d]", queue.ErrInvalidRequest, c.Max, backend.MaxQueueClaim)
@@ -78,19 +78,19 @@ func (n *Node) QueueClaim(ctx context.Context, c fsm.QueueClaim) (backend.QueueC
 	case c.Lease < 0 || c.Lease > queue.MaxLease:
 		return backend.QueueClaimResult{}, fmt.Errorf("%w: lease %v outside [0, %v]", queue.ErrInvalidRequest, c.Lease, queue.MaxLease)
 	}
-	if _, _, err := n.fsm.QueueClaimable(c.Topic, c.Group, 0); err != nil {
+	if _, _, err := b.fsm.QueueClaimable(c.Topic, c.Group, 0); err != nil {
 		return backend.QueueClaimResult{}, err
 	}
 	if len(c.Worker) > queue.MaxWorkerLen {
 		return backend.QueueClaimResult{}, fmt.Errorf("%w: worker id of %d bytes, at most %d", queue.ErrInvalidRequest, len(c.Worker), queue.MaxWorkerLen)
 	}
-	level, err := n.featureLevel()
+	level, err := b.featureLevel()
 	if err != nil {
 		return backend.QueueClaimResult{}, err
 	}
 	// From fsm.QueueLevel on, every claim carries the worker id (empty or
 	// not), so the first claim after an upgrade raises the applied level.
-	res, err := n.propose(ctx, fsm.EncodeQueueClaim(n.cfg.Now().UnixNano(), c, level))
+	res, err := b.propose(ctx, fsm.EncodeQueueClaim(b.cfg.Now().UnixNano(), c, level))
 	if err != nil {
 		return backend.QueueClaimResult{}, err
 	}
@@ -101,11 +101,11 @@ func (n *Node) QueueClaim(ctx context.Context, c fsm.QueueClaim) (backend.QueueC
 	return r, nil
 }
 
-func (n *Node) checkTokens(topic, name string, count int) error {
+func (b *Backend) checkTokens(topic, name string, count int) error {
 	if count == 0 || count > backend.MaxQueueTokens {
 		return fmt.Errorf("%w: %d tokens; want 1 to %d", queue.ErrInvalidRequest, count, backend.MaxQueueTokens)
 	}
-	_, _, err := n.fsm.QueueClaimable(topic, name, 0)
+	_, _, err := b.fsm.QueueClaimable(topic, name, 0)
 	return err
 }
 
@@ -117,21 +117,21 @@ func tokensResult(res any) (backend.QueueTokensResult, error) {
 	return r, nil
 }
 
-// QueueAck proposes acknowledgements; each token gets its own result.
-func (n *Node) QueueAck(ctx context.Context, c fsm.QueueAck) (backend.QueueTokensResult, error) {
-	if err := n.checkTokens(c.Topic, c.Group, len(c.Tokens)); err != nil {
+// queueAck proposes acknowledgements; each token gets its own result.
+func (b *Backend) queueAck(ctx context.Context, c fsm.QueueAck) (backend.QueueTokensResult, error) {
+	if err := b.checkTokens(c.Topic, c.Group, len(c.Tokens)); err != nil {
 		return backend.QueueTokensResult{}, err
 	}
-	res, err := n.proposeQueue(ctx, fsm.CmdQueueAck, c)
+	res, err := b.proposeQueue(ctx, fsm.CmdQueueAck, c)
 	if err != nil {
 		return backend.QueueTokensResult{}, err
 	}
 	return tokensResult(res)
 }
 
-// QueueNack proposes negative acknowledgements.
-func (n *Node) QueueNack(ctx context.Context, c fsm.QueueNack) (backend.QueueTokensResult, error) {
-	if err := n.checkTokens(c.Topic, c.Group, len(c.Nacks)); err != nil {
+// queueNack proposes negative acknowledgements.
+func (b *Backend) queueNack(ctx context.Context, c fsm.QueueNack) (backend.QueueTokensResult, error) {
+	if err := b.checkTokens(c.Topic, c.Group, len(c.Nacks)); err != nil {
 		return backend.QueueTokensResult{}, err
 	}
 	for i, nk := range c.Nacks {
@@ -142,22 +142,22 @@ func (n *Node) QueueNack(ctx context.Context, c fsm.QueueNack) (backend.QueueTok
 			return backend.QueueTokensResult{}, fmt.Errorf("%w: delay %v outside [0, %v]", queue.ErrInvalidRequest, nk.Delay, queue.MaxDelay)
 		}
 	}
-	res, err := n.proposeQueue(ctx, fsm.CmdQueueNack, c)
+	res, err := b.proposeQueue(ctx, fsm.CmdQueueNack, c)
 	if err != nil {
 		return backend.QueueTokensResult{}, err
 	}
 	return tokensResult(res)
 }
 
-// QueueExtend proposes lease extensions.
-func (n *Node) QueueExtend(ctx context.Context, c fsm.QueueExtend) (backend.QueueTokensResult, error) {
-	if err := n.checkTokens(c.Topic, c.Group, len(c.Tokens)); err != nil {
+// queueExtend proposes lease extensions.
+func (b *Backend) queueExtend(ctx context.Context, c fsm.QueueExtend) (backend.QueueTokensResult, error) {
+	if err := b.checkTokens(c.Topic, c.Group, len(c.Tokens)); err != nil {
 		return backend.QueueTokensResult{}, err
 	}
 	if c.Lease < 0 || c.Lease > queue.MaxLease {
 		return backend.QueueTokensResult{}, fmt.Errorf("%w: lease %v outside [0, %v]", queue.ErrInvalidRequest, c.Lease, queue.MaxLease)
 	}
-	res, err := n.proposeQueue(ctx, fsm.CmdQueueExtend, c)
+	res, err := b.proposeQueue(ctx, fsm.CmdQueueExtend, c)
 	if err != nil {
 		return backend.QueueTokensResult{}, err
 	}
@@ -166,15 +166,15 @@ func (n *Node) QueueExtend(ctx context.Context, c fsm.QueueExtend) (backend.Queu
 
 // PauseQueueGroup pauses or resumes a queue group and waits until that is
 // committed and applied.
-func (n *Node) PauseQueueGroup(ctx context.Context, topic, name string, paused bool) (backend.QueuePauseResult, error) {
-	if _, _, err := n.fsm.QueueClaimable(topic, name, 0); err != nil {
+func (b *Backend) PauseQueueGroup(ctx context.Context, topic, name string, paused bool) (backend.QueuePauseResult, error) {
+	if _, _, err := b.fsm.QueueClaimable(topic, name, 0); err != nil {
 		return backend.QueuePauseResult{}, err
 	}
-	data, err := fsm.EncodeJSON(fsm.CmdQueuePause, n.cfg.Now().UnixNano(), fsm.QueuePause{Topic: topic, Group: name, Paused: paused})
+	data, err := fsm.EncodeJSON(fsm.CmdQueuePause, b.cfg.Now().UnixNano(), fsm.QueuePause{Topic: topic, Group: name, Paused: paused})
 	if err != nil {
 		return backend.QueuePauseResult{}, err
 	}
-	res, err := n.propose(ctx, data)
+	res, err := b.propose(ctx, data)
 	if err != nil {
 		return backend.QueuePauseResult{}, err
 	}

@@ -24,13 +24,13 @@ func TestNodeRestart(t *testing.T) {
 	for run := 0; run < 4; run++ {
 		n := openTestNode(t, ctx, dir)
 		if run == 0 {
-			if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "r", Partitions: 1}); err != nil {
+			if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "r", Partitions: 1}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		for i := 0; i < 5; i++ {
 			v := fmt.Sprintf("run%d-%d", run, i)
-			bases, err := n.Append(ctx, fsm.Append{Topic: "r", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, v)}}})
+			bases, err := NewBackend(n).appendCommand(ctx, fsm.Append{Topic: "r", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, v)}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,21 +66,21 @@ func TestDeleteTopicAfterSnapshot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	n := openTestNode(t, ctx, dir)
-	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "gone", Partitions: 1}); err != nil {
+	if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "gone", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "kept", Partitions: 1}); err != nil {
+	if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "kept", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for _, topic := range []string{"gone", "kept"} {
-		if _, err := n.Append(ctx, fsm.Append{Topic: topic, Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "x", "y")}}}); err != nil {
+		if _, err := NewBackend(n).appendCommand(ctx, fsm.Append{Topic: topic, Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "x", "y")}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := n.Snapshot(); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.DeleteTopic(ctx, "gone"); err != nil {
+	if err := NewBackend(n).deleteTopic(ctx, "gone"); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.Close(); err != nil {
@@ -133,13 +133,13 @@ func TestGroupNodeRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		if run == 0 {
-			if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "orders", Partitions: 1}); err != nil {
+			if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "orders", Partitions: 1}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := n.Append(ctx, fsm.Append{Topic: "orders", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "1", "2", "3", "4")}}}); err != nil {
+			if _, err := NewBackend(n).appendCommand(ctx, fsm.Append{Topic: "orders", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "1", "2", "3", "4")}}}); err != nil {
 				t.Fatal(err)
 			}
-			a, err := n.JoinGroup(ctx, fsm.GroupJoin{Group: "g", Member: "m", Topics: []string{"orders"}, SessionTimeoutMs: 60_000})
+			a, err := NewBackend(n).joinGroup(ctx, fsm.GroupJoin{Group: "g", Member: "m", Topics: []string{"orders"}, SessionTimeoutMs: 60_000})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,12 +154,12 @@ func TestGroupNodeRestart(t *testing.T) {
 				t.Fatalf("run %d: committed %d after restart, want %d", run, c, run)
 			}
 		}
-		if err := n.CommitGroupOffsets(ctx, fsm.GroupCommit{Group: "g", Member: "m", Generation: gen, Offsets: []group.OffsetCommit{{TopicPartition: tp, Offset: int64(run + 1)}}}); err != nil {
+		if err := NewBackend(n).commitGroupOffsets(ctx, fsm.GroupCommit{Group: "g", Member: "m", Generation: gen, Offsets: []group.OffsetCommit{{TopicPartition: tp, Offset: int64(run + 1)}}}); err != nil {
 			t.Fatal(err)
 		}
 		// Refused before reaching Raft: the state is unchanged.
 		before := n.FSM().AppliedIndex()
-		err := n.CommitGroupOffsets(ctx, fsm.GroupCommit{Group: "g", Member: "m", Generation: gen - 1, Offsets: []group.OffsetCommit{{TopicPartition: tp, Offset: 4}}})
+		err := NewBackend(n).commitGroupOffsets(ctx, fsm.GroupCommit{Group: "g", Member: "m", Generation: gen - 1, Offsets: []group.OffsetCommit{{TopicPartition: tp, Offset: 4}}})
 		if !errors.Is(err, group.ErrStaleGeneration) {
 			t.Fatalf("stale commit: %v", err)
 		}
@@ -188,19 +188,19 @@ func BenchmarkGroupOffsetCommit(b *testing.B) {
 	for !n.IsLeader() {
 		time.Sleep(time.Millisecond) // no event to wait on for leadership here
 	}
-	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "b", Partitions: 1}); err != nil {
+	if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "b", Partitions: 1}); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := n.Append(ctx, fsm.Append{Topic: "b", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatchB(b, "x")}}}); err != nil {
+	if _, err := NewBackend(n).appendCommand(ctx, fsm.Append{Topic: "b", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatchB(b, "x")}}}); err != nil {
 		b.Fatal(err)
 	}
-	a, err := n.JoinGroup(ctx, fsm.GroupJoin{Group: "g", Member: "m", Topics: []string{"b"}, SessionTimeoutMs: 600_000})
+	a, err := NewBackend(n).joinGroup(ctx, fsm.GroupJoin{Group: "g", Member: "m", Topics: []string{"b"}, SessionTimeoutMs: 600_000})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := n.CommitGroupOffsets(ctx, fsm.GroupCommit{Group: "g", Member: "m", Generation: a.Generation, Offsets: []group.OffsetCommit{{TopicPartition: group.TopicPartition{Topic: "b"}, Offset: 1}}}); err != nil {
+		if err := NewBackend(n).commitGroupOffsets(ctx, fsm.GroupCommit{Group: "g", Member: "m", Generation: a.Generation, Offsets: []group.OffsetCommit{{TopicPartition: group.TopicPartition{Topic: "b"}, Offset: 1}}}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -214,16 +214,16 @@ func TestQueueNodeRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	n := openTestNode(t, ctx, dir)
-	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "jobs", Partitions: 1}); err != nil {
+	if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "jobs", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.Append(ctx, fsm.Append{Topic: "jobs", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: jobBatch(t, "a", "b")}}}); err != nil {
+	if _, err := NewBackend(n).appendCommand(ctx, fsm.Append{Topic: "jobs", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: jobBatch(t, "a", "b")}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.CreateQueueGroup(ctx, fsm.QueueCreate{Topic: "jobs", Group: "w"}); err != nil {
+	if _, err := NewBackend(n).createQueueGroup(ctx, fsm.QueueCreate{Topic: "jobs", Group: "w"}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := n.QueueClaim(ctx, fsm.QueueClaim{Topic: "jobs", Group: "w", Max: 1, Lease: time.Hour})
+	c, err := NewBackend(n).queueClaim(ctx, fsm.QueueClaim{Topic: "jobs", Group: "w", Max: 1, Lease: time.Hour})
 	if err != nil || len(c.Records) != 1 {
 		t.Fatalf("claim: %+v %v", c, err)
 	}
@@ -254,7 +254,7 @@ func TestQueueNodeRestart(t *testing.T) {
 			t.Fatalf("run %d: describe after restart: %+v", run, p)
 		}
 	}
-	rs, err := n.QueueExtend(ctx, fsm.QueueExtend{Topic: "jobs", Group: "w", Tokens: []queue.Token{tok}, Lease: time.Hour})
+	rs, err := NewBackend(n).queueExtend(ctx, fsm.QueueExtend{Topic: "jobs", Group: "w", Tokens: []queue.Token{tok}, Lease: time.Hour})
 	if err != nil || rs.Results[0].Outcome != queue.TokenOK {
 		t.Fatalf("extend after restart: %+v %v", rs, err)
 	}

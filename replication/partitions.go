@@ -16,10 +16,10 @@ import (
 // stampCreatePartitions fills in what the proposer adds to a growth of t:
 // the topic incarnation it saw and this node's quota (Config.Quota),
 // replacing whatever the caller put there.
-func (n *Node) stampCreatePartitions(t *fsm.Topic, c *fsm.CreatePartitions) {
+func (b *Backend) stampCreatePartitions(t *fsm.Topic, c *fsm.CreatePartitions) {
 	c.TopicIndex, c.Quota = t.CreateIndex, nil
-	if !fsm.TopicQuota(n.cfg.Quota).IsZero() {
-		q := fsm.TopicQuota(n.cfg.Quota)
+	if !fsm.TopicQuota(b.cfg.Quota).IsZero() {
+		q := fsm.TopicQuota(b.cfg.Quota)
 		c.Quota = &q
 	}
 }
@@ -27,47 +27,47 @@ func (n *Node) stampCreatePartitions(t *fsm.Topic, c *fsm.CreatePartitions) {
 // checkCreatePartitions checks a stamped growth of t as Apply will, on
 // this node's applied state, and that every member understands the
 // command: *backend.PartitionCountError, *backend.QuotaError, *backend.FeatureLevelError.
-func (n *Node) checkCreatePartitions(t *fsm.Topic, c fsm.CreatePartitions) error {
+func (b *Backend) checkCreatePartitions(t *fsm.Topic, c fsm.CreatePartitions) error {
 	if err := fsm.ValidateCreatePartitions(t, c); err != nil {
 		return err
 	}
 	if int(c.Count) == len(t.Partitions) {
 		return nil
 	}
-	if err := n.fsm.CheckGrowthQuota(t, c); err != nil {
+	if err := b.fsm.CheckGrowthQuota(t, c); err != nil {
 		return err
 	}
-	level, err := n.featureLevel()
+	level, err := b.featureLevel()
 	if err != nil {
 		return err
 	}
 	return allows("create-partitions", fsm.PartitionsLevel, level)
 }
 
-// CreatePartitions grows a topic to c.Count partitions and returns the
+// createPartitions grows a topic to c.Count partitions and returns the
 // topic as it stands afterwards. A count equal to the topic's changes
 // nothing and proposes nothing (counts never shrink, so a topic that has
 // it keeps it): a retry after an unknown outcome succeeds. Errors:
 // backend.ErrUnknownTopic, *backend.PartitionCountError (a smaller count, or one above
 // backend.MaxPartitions), *backend.QuotaError, *backend.FeatureLevelError; then nothing
 // changed.
-func (n *Node) CreatePartitions(ctx context.Context, c fsm.CreatePartitions) (*fsm.Topic, error) {
-	t, err := n.fsm.Topic(c.Name)
+func (b *Backend) createPartitions(ctx context.Context, c fsm.CreatePartitions) (*fsm.Topic, error) {
+	t, err := b.fsm.Topic(c.Name)
 	if err != nil {
 		return nil, err
 	}
-	n.stampCreatePartitions(t, &c)
-	if err := n.checkCreatePartitions(t, c); err != nil {
+	b.stampCreatePartitions(t, &c)
+	if err := b.checkCreatePartitions(t, c); err != nil {
 		return nil, err
 	}
 	if int(c.Count) == len(t.Partitions) {
 		return t, nil
 	}
-	data, err := fsm.EncodeJSON(fsm.CmdCreatePartitions, n.cfg.Now().UnixNano(), c)
+	data, err := fsm.EncodeJSON(fsm.CmdCreatePartitions, b.cfg.Now().UnixNano(), c)
 	if err != nil {
 		return nil, err
 	}
-	res, err := n.propose(ctx, data)
+	res, err := b.propose(ctx, data)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (n *Node) CreatePartitions(ctx context.Context, c fsm.CreatePartitions) (*f
 // CreatePartitions grows a topic's partition count through Raft and
 // returns the topic as applied (Node.CreatePartitions lists the errors).
 func (b *Backend) CreatePartitions(ctx context.Context, c backend.CreatePartitions) (backend.TopicInfo, error) {
-	t, err := b.Node.CreatePartitions(ctx, fsm.CreatePartitions{Name: c.Name, Count: c.Count})
+	t, err := b.createPartitions(ctx, fsm.CreatePartitions{Name: c.Name, Count: c.Count})
 	if err != nil {
 		return backend.TopicInfo{}, err
 	}
@@ -97,6 +97,6 @@ func (b *Backend) ValidateCreatePartitions(r backend.CreatePartitions) error {
 		return err
 	}
 	c := fsm.CreatePartitions{Name: r.Name, Count: r.Count}
-	b.Node.stampCreatePartitions(t, &c)
-	return b.Node.checkCreatePartitions(t, c)
+	b.stampCreatePartitions(t, &c)
+	return b.checkCreatePartitions(t, c)
 }

@@ -27,12 +27,12 @@ func TestCreatePartitionsRestart(t *testing.T) {
 	dir := t.TempDir()
 	n := openTestNode(t, ctx, dir)
 	b := NewBackend(n)
-	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "g", Partitions: 1}); err != nil {
+	if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "g", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	appendTo := func(n *Node, p int32, v string) {
 		t.Helper()
-		bases, err := n.Append(ctx, fsm.Append{Topic: "g", Batches: []fsm.PartitionBatch{{Partition: p, Batch: mustBatch(t, v)}}})
+		bases, err := NewBackend(n).appendCommand(ctx, fsm.Append{Topic: "g", Batches: []fsm.PartitionBatch{{Partition: p, Batch: mustBatch(t, v)}}})
 		if err != nil {
 			t.Fatalf("append to g-%d: %v", p, err)
 		}
@@ -100,13 +100,13 @@ func TestCreatePartitionsFollower(t *testing.T) {
 	defer cancel()
 	c := newJoinCluster(t)
 	l := c.open(ctx, "n1", true)
-	if _, err := l.CreateTopic(ctx, fsm.CreateTopic{Name: "g", Partitions: 1}); err != nil {
+	if _, err := NewBackend(l).createTopic(ctx, fsm.CreateTopic{Name: "g", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.CreatePartitions(ctx, fsm.CreatePartitions{Name: "g", Count: 2}); err != nil {
+	if _, err := NewBackend(l).createPartitions(ctx, fsm.CreatePartitions{Name: "g", Count: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Append(ctx, fsm.Append{Topic: "g", Batches: []fsm.PartitionBatch{{Partition: 1, Batch: mustBatch(t, "one")}}}); err != nil {
+	if _, err := NewBackend(l).appendCommand(ctx, fsm.Append{Topic: "g", Batches: []fsm.PartitionBatch{{Partition: 1, Batch: mustBatch(t, "one")}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Snapshot(); err != nil {
@@ -116,10 +116,10 @@ func TestCreatePartitionsFollower(t *testing.T) {
 	if err := l.Join(ctx, joinRequest(j), c.probe); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.CreatePartitions(ctx, fsm.CreatePartitions{Name: "g", Count: 3}); err != nil {
+	if _, err := NewBackend(l).createPartitions(ctx, fsm.CreatePartitions{Name: "g", Count: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Append(ctx, fsm.Append{Topic: "g", Batches: []fsm.PartitionBatch{{Partition: 2, Batch: mustBatch(t, "two")}}}); err != nil {
+	if _, err := NewBackend(l).appendCommand(ctx, fsm.Append{Topic: "g", Batches: []fsm.PartitionBatch{{Partition: 2, Batch: mustBatch(t, "two")}}}); err != nil {
 		t.Fatal(err)
 	}
 	waitCond(t, ctx, "n2 applies what n1 did", func() bool { return j.FSM().AppliedIndex() >= l.FSM().AppliedIndex() })
@@ -152,14 +152,14 @@ func TestCreatePartitionsSnapshotInstall(t *testing.T) {
 	go srv.Serve(ln)
 	defer srv.Close()
 	waitCond(t, ctx, "n1 registered", func() bool { _, ok := n.FSM().NodeAddress("n1"); return ok })
-	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "g", Partitions: 1}); err != nil {
+	if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "g", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.CreatePartitions(ctx, fsm.CreatePartitions{Name: "g", Count: 3}); err != nil {
+	if _, err := NewBackend(n).createPartitions(ctx, fsm.CreatePartitions{Name: "g", Count: 3}); err != nil {
 		t.Fatal(err)
 	}
 	for p := range int32(3) {
-		if _, err := n.Append(ctx, fsm.Append{Topic: "g", Batches: []fsm.PartitionBatch{{Partition: p, Batch: mustBatch(t, fmt.Sprint("v", p))}}}); err != nil {
+		if _, err := NewBackend(n).appendCommand(ctx, fsm.Append{Topic: "g", Batches: []fsm.PartitionBatch{{Partition: p, Batch: mustBatch(t, fmt.Sprint("v", p))}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -195,10 +195,10 @@ func TestCreatePartitionsWakesClaimWait(t *testing.T) {
 	n := openTestNode(t, ctx, t.TempDir())
 	defer n.Close()
 	b := NewBackend(n)
-	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "jobs", Partitions: 1}); err != nil {
+	if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "jobs", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.CreateQueueGroup(ctx, fsm.QueueCreate{Topic: "jobs", Group: "w"}); err != nil {
+	if _, err := NewBackend(n).createQueueGroup(ctx, fsm.QueueCreate{Topic: "jobs", Group: "w"}); err != nil {
 		t.Fatal(err)
 	}
 	type claimed struct {
@@ -213,10 +213,10 @@ func TestCreatePartitionsWakesClaimWait(t *testing.T) {
 	// Nothing shows that the claim waits already; it does by the time the
 	// growth is committed in every run seen (without the wake-up, 3 runs
 	// of 3 failed), and where it did not, it reads the grown topic at once.
-	if _, err := n.CreatePartitions(ctx, fsm.CreatePartitions{Name: "jobs", Count: 2}); err != nil {
+	if _, err := NewBackend(n).createPartitions(ctx, fsm.CreatePartitions{Name: "jobs", Count: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.Append(ctx, fsm.Append{Topic: "jobs", Batches: []fsm.PartitionBatch{{Partition: 1, Batch: jobBatch(t, "j")}}}); err != nil {
+	if _, err := NewBackend(n).appendCommand(ctx, fsm.Append{Topic: "jobs", Batches: []fsm.PartitionBatch{{Partition: 1, Batch: jobBatch(t, "j")}}}); err != nil {
 		t.Fatal(err)
 	}
 	select {

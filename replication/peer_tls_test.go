@@ -83,10 +83,10 @@ func TestPeerTLSCluster(t *testing.T) {
 	}
 
 	t.Run("replicates and elects", func(t *testing.T) {
-		if _, err := l.CreateTopic(ctx, fsm.CreateTopic{Name: "t", Partitions: 1}); err != nil {
+		if _, err := NewBackend(l).createTopic(ctx, fsm.CreateTopic{Name: "t", Partitions: 1}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Append(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "a", "b")}}}); err != nil {
+		if _, err := NewBackend(l).appendCommand(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "a", "b")}}}); err != nil {
 			t.Fatal(err)
 		}
 		for _, n := range []*Node{n2, n3} {
@@ -96,7 +96,7 @@ func TestPeerTLSCluster(t *testing.T) {
 			t.Fatalf("transfer the leadership to n3: %v", err)
 		}
 		waitCond(t, ctx, "n3 leads", func() bool { return n3.IsLeader() && n3.Ready() })
-		if _, err := n3.Append(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "c")}}}); err != nil {
+		if _, err := NewBackend(n3).appendCommand(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "c")}}}); err != nil {
 			t.Fatal(err)
 		}
 		for _, n := range []*Node{l, n2} {
@@ -319,10 +319,10 @@ func TestSegmentsServedToNodesOnly(t *testing.T) {
 	go srv.ServeTLS(ln, "", "")
 	defer srv.Close()
 	waitCond(t, ctx, "a registered leader", func() bool { _, ok := n.FSM().NodeAddress("n1"); return n.IsLeader() && ok })
-	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "t", Partitions: 1}); err != nil {
+	if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "t", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.Append(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "a", "b")}}}); err != nil {
+	if _, err := NewBackend(n).appendCommand(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "a", "b")}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.Snapshot(); err != nil {

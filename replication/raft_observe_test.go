@@ -18,12 +18,12 @@ func TestRaftMetricsFollowers(t *testing.T) {
 	defer cancel()
 	c := newMemCluster(t, ctx, 3)
 	leader := c.nodes[0]
-	if _, err := leader.CreateTopic(ctx, fsm.CreateTopic{Name: "orders", Partitions: 1}); err != nil {
+	if _, err := NewBackend(leader).createTopic(ctx, fsm.CreateTopic{Name: "orders", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	appendOne := func() {
 		t.Helper()
-		if _, err := leader.Append(ctx, fsm.Append{Topic: "orders", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "a")}}}); err != nil {
+		if _, err := NewBackend(leader).appendCommand(ctx, fsm.Append{Topic: "orders", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "a")}}}); err != nil {
 			t.Fatal(err)
 		}
 	}

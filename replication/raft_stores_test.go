@@ -100,13 +100,13 @@ func TestLogStoreKept(t *testing.T) {
 			dir := t.TempDir()
 			cfg := Config{DataDir: dir, RaftLogStore: store, Fatal: func(err error) { t.Errorf("fatal: %v", err) }}
 			n := openSingleNode(t, ctx, cfg)
-			if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "k", Partitions: 1}); err != nil {
+			if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "k", Partitions: 1}); err != nil {
 				t.Fatal(err)
 			}
 			var want []string
 			for i := range 5 {
 				v := fmt.Sprintf("v%d", i)
-				if _, err := n.Append(ctx, fsm.Append{Topic: "k", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, v)}}}); err != nil {
+				if _, err := NewBackend(n).appendCommand(ctx, fsm.Append{Topic: "k", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, v)}}}); err != nil {
 					t.Fatal(err)
 				}
 				want = append(want, v)

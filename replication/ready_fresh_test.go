@@ -49,7 +49,7 @@ func TestFreshNodeWaitsForLeaderCommit(t *testing.T) {
 	defer cancel()
 	c := newMemCluster(t, ctx, 1)
 	leader := c.nodes[0]
-	if _, err := leader.CreateTopic(ctx, fsm.CreateTopic{Name: "t", Partitions: 1}); err != nil {
+	if _, err := NewBackend(leader).createTopic(ctx, fsm.CreateTopic{Name: "t", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	// Enough entries for five AppendEntries batches, from a few writers.
@@ -61,7 +61,7 @@ func TestFreshNodeWaitsForLeaderCommit(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range perWriter {
-				if _, err := leader.Append(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "v")}}}); err != nil {
+				if _, err := NewBackend(leader).appendCommand(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "v")}}}); err != nil {
 					errs <- err
 					return
 				}

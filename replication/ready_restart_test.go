@@ -39,13 +39,13 @@ func TestRestartedFollowerWaitsForLeaderTerm(t *testing.T) {
 		case <-time.After(2 * time.Millisecond):
 		}
 	}
-	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "t", Partitions: 1}); err != nil {
+	if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "t", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	firstAppend, _ := n.stores.logs.LastIndex()
 	firstAppend++
 	for _, b := range [][]byte{mustBatch(t, "a", "b"), mustBatch(t, "c")} {
-		if _, err := n.Append(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: b}}}); err != nil {
+		if _, err := NewBackend(n).appendCommand(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: b}}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -98,7 +98,7 @@ func TestRedriveLeaderChange(t *testing.T) {
 	c := newMemCluster(t, ctx, 3)
 	leader := c.nodes[0]
 	for _, tc := range []fsm.CreateTopic{{Name: "orders", Partitions: 2}, {Name: "orders-dlq", Partitions: 2}} {
-		if _, err := leader.CreateTopic(ctx, tc); err != nil {
+		if _, err := NewBackend(leader).createTopic(ctx, tc); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -188,7 +188,7 @@ func TestRedriveFilters(t *testing.T) {
 	defer n.Close()
 	b := NewBackend(n)
 	for _, tc := range []fsm.CreateTopic{{Name: "o", Partitions: 1}, {Name: "o-dlq", Partitions: 1}, {Name: "elsewhere", Partitions: 3}} {
-		if _, err := n.CreateTopic(ctx, tc); err != nil {
+		if _, err := NewBackend(n).createTopic(ctx, tc); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -226,10 +226,10 @@ func TestRedriveFilters(t *testing.T) {
 			if target == "" {
 				target = "o"
 				// A fresh origin per case: delete and create it again.
-				if err := n.DeleteTopic(ctx, "o"); err != nil {
+				if err := NewBackend(n).deleteTopic(ctx, "o"); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "o", Partitions: 1}); err != nil {
+				if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "o", Partitions: 1}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -293,7 +293,7 @@ func TestRedriveUncommittedBatch(t *testing.T) {
 	defer n.Close()
 	b := NewBackend(n)
 	for _, tc := range []fsm.CreateTopic{{Name: "o", Partitions: 2}, {Name: "o-dlq", Partitions: 1}} {
-		if _, err := n.CreateTopic(ctx, tc); err != nil {
+		if _, err := NewBackend(n).createTopic(ctx, tc); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -342,7 +342,7 @@ func TestRedriveStopAndBadInput(t *testing.T) {
 	defer n.Close()
 	b := NewBackend(n)
 	for _, tc := range []fsm.CreateTopic{{Name: "o", Partitions: 1}, {Name: "o-dlq", Partitions: 1}} {
-		if _, err := n.CreateTopic(ctx, tc); err != nil {
+		if _, err := NewBackend(n).createTopic(ctx, tc); err != nil {
 			t.Fatal(err)
 		}
 	}

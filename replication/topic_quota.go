@@ -18,16 +18,16 @@ import (
 // fsm.SecurityLevel. Before that, only this check applies the quota, and
 // a topic records no principal: it counts for nobody, so the per-principal
 // bounds start counting at SecurityLevel.
-func (n *Node) stampCreateTopic(ctx context.Context, c *fsm.CreateTopic) error {
+func (b *Backend) stampCreateTopic(ctx context.Context, c *fsm.CreateTopic) error {
 	c.Quota, c.Principal = nil, ""
 	if p := backend.PrincipalFrom(ctx); auth.ValidName(p.Name) == nil && (p.Type == auth.TypeUser || p.Type == auth.TypeNode) {
 		c.Principal = p.String()
 	}
-	level, levelErr := n.featureLevel()
-	if !fsm.TopicQuota(n.cfg.Quota).IsZero() {
-		q := fsm.TopicQuota(n.cfg.Quota)
+	level, levelErr := b.featureLevel()
+	if !fsm.TopicQuota(b.cfg.Quota).IsZero() {
+		q := fsm.TopicQuota(b.cfg.Quota)
 		c.Quota = &q
-		if err := n.fsm.CheckQuota(*c); err != nil {
+		if err := b.fsm.CheckQuota(*c); err != nil {
 			return err
 		}
 	}

@@ -29,20 +29,20 @@ func TestTopicPrincipalQuota(t *testing.T) {
 		}
 	}
 	alice, bob := backend.WithPrincipal(ctx, auth.User("alice")), backend.WithPrincipal(ctx, auth.User("bob"))
-	if _, err := n.CreateTopic(alice, fsm.CreateTopic{Name: "a1", Partitions: 2, Principal: "User:bob"}); err != nil {
+	if _, err := NewBackend(n).createTopic(alice, fsm.CreateTopic{Name: "a1", Partitions: 2, Principal: "User:bob"}); err != nil {
 		t.Fatal(err)
 	}
 	var qe *backend.QuotaError
-	if _, err := n.CreateTopic(alice, fsm.CreateTopic{Name: "a2", Partitions: 1}); !errors.As(err, &qe) || qe.Principal != "User:alice" || qe.Resource != "topics" {
+	if _, err := NewBackend(n).createTopic(alice, fsm.CreateTopic{Name: "a2", Partitions: 1}); !errors.As(err, &qe) || qe.Principal != "User:alice" || qe.Resource != "topics" {
 		t.Fatalf("alice's second topic: %v", err)
 	}
-	if _, err := n.CreateTopic(bob, fsm.CreateTopic{Name: "b1", Partitions: 4}); !errors.As(err, &qe) || qe.Principal != "User:bob" || qe.Resource != "partitions" {
+	if _, err := NewBackend(n).createTopic(bob, fsm.CreateTopic{Name: "b1", Partitions: 4}); !errors.As(err, &qe) || qe.Principal != "User:bob" || qe.Resource != "partitions" {
 		t.Fatalf("bob's 4 partitions: %v", err)
 	}
-	if _, err := n.CreateTopic(bob, fsm.CreateTopic{Name: "b1", Partitions: 3}); err != nil {
+	if _, err := NewBackend(n).createTopic(bob, fsm.CreateTopic{Name: "b1", Partitions: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "anon", Partitions: 1}); err != nil {
+	if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "anon", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]string{"a1": "User:alice", "b1": "User:bob", "anon": auth.Anonymous.String()} {
@@ -50,7 +50,7 @@ func TestTopicPrincipalQuota(t *testing.T) {
 			t.Fatalf("%s created by %q (%v), want %s", name, tp.CreatedBy, err, want)
 		}
 	}
-	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "anon2", Partitions: 1}); !errors.Is(err, backend.ErrQuotaExceeded) {
+	if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "anon2", Partitions: 1}); !errors.Is(err, backend.ErrQuotaExceeded) {
 		t.Fatalf("the anonymous principal's second topic: %v", err)
 	}
 }
@@ -71,14 +71,14 @@ func TestTopicPrincipalQuotaBeforeSecurityLevel(t *testing.T) {
 		}
 	}
 	alice := backend.WithPrincipal(ctx, auth.User("alice"))
-	if _, err := n.CreateTopic(alice, fsm.CreateTopic{Name: "a1", Partitions: 1}); err != nil {
+	if _, err := NewBackend(n).createTopic(alice, fsm.CreateTopic{Name: "a1", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if tp, err := n.FSM().Topic("a1"); err != nil || tp.CreatedBy != "" {
 		t.Fatalf("a topic created at level %d records %q (%v)", fsm.QuotaLevel, tp.CreatedBy, err)
 	}
 	// Unrecorded, it counts for nobody: alice may create another.
-	if _, err := n.CreateTopic(alice, fsm.CreateTopic{Name: "a2", Partitions: 1}); err != nil {
+	if _, err := NewBackend(n).createTopic(alice, fsm.CreateTopic{Name: "a2", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -20,12 +20,12 @@ func TestTrailingLogsBoundedInBytes(t *testing.T) {
 	n := openSingleNode(t, ctx, Config{DataDir: t.TempDir(), RaftLogStore: raftstore.LogStoreBoltDB,
 		TrailingBytes: 256 << 10, SnapshotBytes: 1 << 30, SnapshotThreshold: 1 << 20, SnapshotInterval: time.Hour})
 	defer n.Close()
-	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "big", Partitions: 1}); err != nil {
+	if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "big", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	value := strings.Repeat("x", 16<<10)
 	for range 100 {
-		if _, err := n.Append(ctx, fsm.Append{Topic: "big", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, value)}}}); err != nil {
+		if _, err := NewBackend(n).appendCommand(ctx, fsm.Append{Topic: "big", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, value)}}}); err != nil {
 			t.Fatal(err)
 		}
 	}

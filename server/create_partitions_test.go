@@ -14,7 +14,6 @@ import (
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication"
-	"github.com/logd-dev/logd/replication/fsm"
 	"github.com/logd-dev/logd/server"
 )
 
@@ -43,7 +42,7 @@ func TestCreatePartitionsHandler(t *testing.T) {
 	}
 	srv := server.New(server.Options{Backend: replication.NewBackend(n), Logger: logger, Registry: prometheus.NewRegistry()})
 	for _, name := range []string{"a", "other"} {
-		if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: name, Partitions: 1}); err != nil {
+		if _, err := replication.NewBackend(n).CreateTopic(ctx, backend.CreateTopic{Name: name, Partitions: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}

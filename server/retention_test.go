@@ -17,7 +17,6 @@ import (
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/replication"
-	"github.com/logd-dev/logd/replication/fsm"
 	"github.com/logd-dev/logd/server"
 )
 
@@ -80,7 +79,7 @@ func TestCompactedTopic(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	n, srv, reg := testServer(t, ctx)
-	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "c", Partitions: 1, Config: map[string]string{
+	if _, err := replication.NewBackend(n).CreateTopic(ctx, backend.CreateTopic{Name: "c", Partitions: 1, Config: map[string]string{
 		"cleanup.policy": "compact", "segment.bytes": "100"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +162,7 @@ func TestAlterTopicHandler(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	n, srv, _ := testServer(t, ctx)
-	if _, err := n.CreateTopic(ctx, fsm.CreateTopic{Name: "a", Partitions: 1}); err != nil {
+	if _, err := replication.NewBackend(n).CreateTopic(ctx, backend.CreateTopic{Name: "a", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
