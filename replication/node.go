@@ -23,6 +23,7 @@ import (
 	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/replication/fsm"
 	"github.com/logd-dev/logd/replication/raftstore"
+	"github.com/logd-dev/logd/replication/redrive"
 )
 
 // Config configures a Node. The zero value of each optional field has the
@@ -320,10 +321,10 @@ type Node struct {
 	registerDone chan struct{}
 	syncerDone   chan struct{}
 	cleanerStats cleanerStats
-	// redriveDone is closed when the redrive loop (redrive.go) ends;
-	// redriveWake wakes it early.
+	// redrive runs the leader's redrive jobs (jobs.go); redriveDone is
+	// closed when its loop ends.
+	redrive     *redrive.Runner
 	redriveDone chan struct{}
-	redriveWake chan struct{}
 	// cluster serializes membership changes (cluster.go).
 	cluster clusterState
 	// observer gathers Raft's measurements (raft_observe.go); leaderObs
@@ -417,8 +418,7 @@ func Open(cfg Config) (*Node, error) {
 	go n.housekeeping()
 	n.cleanerDone = make(chan struct{})
 	go n.runCleaner()
-	n.redriveDone, n.redriveWake = make(chan struct{}), make(chan struct{}, 1)
-	go n.runRedrives()
+	n.startJobs()
 	n.registerDone = make(chan struct{})
 	go n.runRegistration()
 	n.syncerDone = make(chan struct{})
