@@ -21,6 +21,7 @@ import (
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/internal/slogbridge"
 	"github.com/logd-dev/logd/log"
+	"github.com/logd-dev/logd/replication/cleaner"
 	"github.com/logd-dev/logd/replication/fsm"
 	"github.com/logd-dev/logd/replication/raftstore"
 	"github.com/logd-dev/logd/replication/redrive"
@@ -102,11 +103,12 @@ type Config struct {
 	// Now stamps commands on the leader; default time.Now.
 	Now func() time.Time
 	// CleanerInterval is how often the leader plans retention and
-	// compaction (cleaner.go); default DefaultCleanerInterval.
+	// compaction (package replication/cleaner); default
+	// cleaner.DefaultInterval.
 	CleanerInterval time.Duration
 	// CleanerIOBytesPerSec bounds the I/O (reads plus writes, bytes per
-	// second) of the leader's compaction preparation (cleaner.go); 0 is
-	// DefaultCleanerIOBytesPerSec, negative unbounded.
+	// second) of the leader's compaction preparation; 0 is
+	// cleaner.DefaultIOBytesPerSec, negative unbounded.
 	CleanerIOBytesPerSec int64
 	// APIAdvertise is the client API address (host:port) other nodes and
 	// clients use to reach this node; the leader registers it in the
@@ -314,13 +316,13 @@ type Node struct {
 	forwardStop   chan struct{}
 	forwardDone   chan struct{}
 
-	// cleanerDone is closed when the cleaner goroutine (cleaner.go) ends,
+	// cleanerDone is closed when the cleaner's loop (jobs.go) ends,
 	// registerDone when the self-registration goroutine (register.go)
 	// does, syncerDone when syncPartitions does.
 	cleanerDone  chan struct{}
 	registerDone chan struct{}
 	syncerDone   chan struct{}
-	cleanerStats cleanerStats
+	cleaner      *cleaner.Cleaner
 	// redrive runs the leader's redrive jobs (jobs.go); redriveDone is
 	// closed when its loop ends.
 	redrive     *redrive.Runner
@@ -416,8 +418,6 @@ func Open(cfg Config) (*Node, error) {
 		stores.stream.attach(n.raftMember)
 	}
 	go n.housekeeping()
-	n.cleanerDone = make(chan struct{})
-	go n.runCleaner()
 	n.startJobs()
 	n.registerDone = make(chan struct{})
 	go n.runRegistration()

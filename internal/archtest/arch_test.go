@@ -120,16 +120,18 @@ var table = []row{
 	{path: "api/logdv1", layer: layerAPI, only: []string{"api/..."}},
 	{path: "api/logdv1/logdv1connect", layer: layerAPI, only: []string{"api/..."}, siblings: []string{"api/logdv1"}},
 
-	{path: "replication", layer: layerRaft, siblings: []string{"replication/raftstore", "replication/redrive"}},
+	{path: "replication", layer: layerRaft, siblings: []string{"replication/raftstore", "replication/cleaner", "replication/redrive"}},
 	// Raft's log, stable and snapshot stores of one Raft group
 	// (raft-boltdb, raft-wal): replication opens them; they know nothing
 	// of the node, so of this module they import only the log bridge.
 	{path: "replication/raftstore", layer: layerRaft, only: []string{"internal/slogbridge"}},
-	// The leader's redrive jobs (docs/architecture.md, "Redrive jobs"):
-	// they see the node through the interfaces they declare, which
-	// replication implements, so they import no package of the Raft
-	// layer, and of this module only the vocabulary, the state machine
-	// and what it reads.
+	// The leader's jobs: the retention and compaction scheduler and the
+	// redrive jobs (docs/architecture.md, "Redrive jobs"). They see the
+	// node through the interfaces they declare, which replication
+	// implements, so they import no package of the Raft layer, and of
+	// this module only the vocabulary, the state machine and what it
+	// reads.
+	{path: "replication/cleaner", layer: layerRaft, only: []string{"backend", "log", "replication/fsm", "retention"}},
 	{path: "replication/redrive", layer: layerRaft, only: []string{"backend", "batch", "group", "replication/fsm"}},
 	// The faults a fault build of cmd/logd injects into its own stores
 	// (wrappers of log.FS and of Raft's stores); only cmd/logd's files
