@@ -1,6 +1,9 @@
 // Package replication runs logd's state machine (package
-// replication/fsm) on hashicorp/raft: the node, proposals, membership,
-// snapshot catch-up from peers and the leader's cleaner. See
+// replication/fsm) on hashicorp/raft: the node, proposals, membership and
+// snapshot catch-up from peers. The leader's jobs, the cleaner (package
+// replication/cleaner) and the redrive jobs (package replication/redrive),
+// see the node through interfaces they declare, which jobs.go implements;
+// the node starts them with itself and Close ends them. See
 // docs/architecture.md for the layout of the packages.
 //
 // Backend (backend.go) is the node as the front ends see it: it
