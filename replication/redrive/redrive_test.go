@@ -103,11 +103,16 @@ func TestRecord(t *testing.T) {
 }
 
 // node is a node for the runner's lifecycle: it leads while leads is set,
-// holds one running job over an empty dead-letter partition, and blocks
-// every proposal until its context ends.
+// reads its dead-letter partition empty, and hands every proposal to
+// proposed, then blocks it until its context ends.
 type node struct {
 	leads    atomic.Bool
-	proposed chan context.Context
+	proposed chan proposal
+}
+
+type proposal struct {
+	ctx context.Context
+	c   fsm.Redrive
 }
 
 func (n *node) Leads() bool { return n.leads.Load() }
@@ -121,25 +126,24 @@ func (n *node) Produce(ctx context.Context, req backend.ProduceRequest) (backend
 }
 
 func (n *node) ProposeRedrive(ctx context.Context, c fsm.Redrive) (fsm.RedriveJob, error) {
-	n.proposed <- ctx
+	n.proposed <- proposal{ctx, c}
 	<-ctx.Done()
 	return fsm.RedriveJob{}, ctx.Err()
 }
 
-type state struct{}
+// state holds one job, running, over ten dead-letter offsets.
+type state struct{ job fsm.RedriveJob }
 
-var job = fsm.RedriveJob{ID: "rd1", State: fsm.RedriveRunning, Spec: fsm.RedriveSpec{DeadLetterTopic: "dlq", Ends: []int64{10}}}
-
-func (state) Topic(name string) (*fsm.Topic, error)     { return nil, backend.ErrUnknownTopic }
-func (state) ValidateRedriveSpec(fsm.RedriveSpec) error { return nil }
-func (state) RedriveJob(id string) (fsm.RedriveJob, error) {
-	if id != job.ID {
+func (s state) Topic(name string) (*fsm.Topic, error)     { return nil, backend.ErrUnknownTopic }
+func (s state) ValidateRedriveSpec(fsm.RedriveSpec) error { return nil }
+func (s state) RedriveJob(id string) (fsm.RedriveJob, error) {
+	if id != s.job.ID {
 		return fsm.RedriveJob{}, fmt.Errorf("%w: %s", backend.ErrUnknownRedrive, id)
 	}
-	return job, nil
+	return s.job, nil
 }
-func (state) RedriveJobs() []fsm.RedriveJob { return []fsm.RedriveJob{job} }
-func (state) ConsumerGroup(name string) (*group.ConsumerGroup, error) {
+func (s state) RedriveJobs() []fsm.RedriveJob { return []fsm.RedriveJob{s.job} }
+func (s state) ConsumerGroup(name string) (*group.ConsumerGroup, error) {
 	return nil, group.ErrConsumerGroupNotFound
 }
 
@@ -147,9 +151,10 @@ func (state) ConsumerGroup(name string) (*group.ConsumerGroup, error) {
 // cancelled when it stops leading, and Run returns, after its workers,
 // when its context ends (TestMain checks no goroutine is left).
 func TestRunLifecycle(t *testing.T) {
-	n := &node{proposed: make(chan context.Context)}
+	n := &node{proposed: make(chan proposal)}
 	n.leads.Store(true)
-	r := New(n, state{}, Options{})
+	job := fsm.RedriveJob{ID: "rd1", State: fsm.RedriveRunning, Spec: fsm.RedriveSpec{DeadLetterTopic: "dlq", Ends: []int64{10}}}
+	r := New(n, state{job: job}, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -165,22 +170,26 @@ func TestRunLifecycle(t *testing.T) {
 		}
 	}
 	// The partition reads empty below its end: the worker advances the
-	// position past it.
-	var first context.Context
-	select {
-	case first = <-n.proposed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no advance proposed while leading")
+	// position past it, counting the offsets scanned and skipped.
+	advance := func(what string) context.Context {
+		t.Helper()
+		select {
+		case p := <-n.proposed:
+			want := fsm.RedriveProgress{Scanned: 10, Skipped: 10}
+			if p.c.Op != fsm.RedriveAdvance || p.c.ID != job.ID || p.c.Delta != want || len(p.c.Offsets) != 1 || p.c.Offsets[0].Offset != 10 {
+				t.Fatalf("%s: proposed %+v, want an advance to 10 with %+v", what, p.c, want)
+			}
+			return p.ctx
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no advance proposed", what)
+		}
+		return nil
 	}
+	first := advance("while leading")
 	n.leads.Store(false)
 	wait("worker cancelled when the node stopped leading", first.Done())
 	n.leads.Store(true)
-	var second context.Context
-	select {
-	case second = <-n.proposed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no advance proposed when leading again")
-	}
+	second := advance("when leading again")
 	cancel()
 	wait("worker cancelled with Run's context", second.Done())
 	wait("Run returned", done)
