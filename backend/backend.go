@@ -172,8 +172,8 @@ type GroupAPI interface {
 	GroupLag(topic string, partition int32, committed int64, now time.Time) (Lag, error)
 }
 
-// RedriveAPI is redrive jobs, run by the leader (replication
-// redrive.go). Errors: ErrUnknownTopic, ErrInvalidArgument,
+// RedriveAPI is redrive jobs, run by the leader (package
+// replication/redrive). Errors: ErrUnknownTopic, ErrInvalidArgument,
 // ErrUnknownRedrive, *FeatureLevelError.
 type RedriveAPI interface {
 	StartRedrive(ctx context.Context, s RedriveSpec) (RedriveJob, error)

@@ -27,8 +27,9 @@ import (
 // Methods may be called from any goroutine.
 type Backend struct {
 	*Node
-	// rr holds the round-robin counters of keyless records (produce.go).
-	rr roundRobin
+	// prod is the produce path, with the round-robin counters of keyless
+	// records (produce.go).
+	prod producer
 	// external returns a group as a coordinator outside the state
 	// machine holds it (SetExternalGroupMembers); nil: none.
 	external atomic.Pointer[func(group string) backend.ExternalGroup]
@@ -68,7 +69,7 @@ func (b *Backend) DeleteGroup(ctx context.Context, name string) error {
 
 // NewBackend returns the backend over n.
 func NewBackend(n *Node) *Backend {
-	return &Backend{Node: n}
+	return &Backend{Node: n, prod: producer{n: n}}
 }
 
 func topicInfo(t *fsm.Topic) backend.TopicInfo {
@@ -107,7 +108,7 @@ func (b *Backend) DeleteTopic(ctx context.Context, name string) error {
 	if err := b.deleteTopic(ctx, name); err != nil {
 		return err
 	}
-	b.rr.forget(name)
+	b.prod.rr.forget(name)
 	return nil
 }
 

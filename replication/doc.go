@@ -1,9 +1,12 @@
 // Package replication runs logd's state machine (package
 // replication/fsm) on hashicorp/raft: the node, proposals, membership and
-// the leader's cleaner. Snapshot catch-up from peers, backups and their
+// the leader's jobs. Snapshot catch-up from peers, backups and their
 // restore live in package replication/catchup, which the node hands what
-// it needs (catchup.go). See docs/architecture.md for the layout of the
-// packages.
+// it needs (catchup.go). The leader's jobs, the cleaner (package
+// replication/cleaner) and the redrive jobs (package replication/redrive),
+// see the node through interfaces they declare, which jobs.go implements;
+// the node starts them with itself and Close ends them. See
+// docs/architecture.md for the layout of the packages.
 //
 // Backend (backend.go) is the node as the front ends see it: it
 // implements the interfaces of package backend (backend.API, backend.Kafka)

@@ -23,8 +23,10 @@ import (
 	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/replication/catchup"
+	"github.com/logd-dev/logd/replication/cleaner"
 	"github.com/logd-dev/logd/replication/fsm"
 	"github.com/logd-dev/logd/replication/raftstore"
+	"github.com/logd-dev/logd/replication/redrive"
 )
 
 // Config configures a Node. The zero value of each optional field has the
@@ -103,11 +105,12 @@ type Config struct {
 	// Now stamps commands on the leader; default time.Now.
 	Now func() time.Time
 	// CleanerInterval is how often the leader plans retention and
-	// compaction (cleaner.go); default DefaultCleanerInterval.
+	// compaction (package replication/cleaner); default
+	// cleaner.DefaultInterval.
 	CleanerInterval time.Duration
 	// CleanerIOBytesPerSec bounds the I/O (reads plus writes, bytes per
-	// second) of the leader's compaction preparation (cleaner.go); 0 is
-	// DefaultCleanerIOBytesPerSec, negative unbounded.
+	// second) of the leader's compaction preparation; 0 is
+	// cleaner.DefaultIOBytesPerSec, negative unbounded.
 	CleanerIOBytesPerSec int64
 	// APIAdvertise is the client API address (host:port) other nodes and
 	// clients use to reach this node; the leader registers it in the
@@ -319,17 +322,17 @@ type Node struct {
 	forwardStop   chan struct{}
 	forwardDone   chan struct{}
 
-	// cleanerDone is closed when the cleaner goroutine (cleaner.go) ends,
+	// cleanerDone is closed when the cleaner's loop (jobs.go) ends,
 	// registerDone when the self-registration goroutine (register.go)
 	// does, syncerDone when syncPartitions does.
 	cleanerDone  chan struct{}
 	registerDone chan struct{}
 	syncerDone   chan struct{}
-	cleanerStats cleanerStats
-	// redriveDone is closed when the redrive loop (redrive.go) ends;
-	// redriveWake wakes it early.
+	cleaner      *cleaner.Cleaner
+	// redrive runs the leader's redrive jobs (jobs.go); redriveDone is
+	// closed when its loop ends.
+	redrive     *redrive.Runner
 	redriveDone chan struct{}
-	redriveWake chan struct{}
 	// cluster serializes membership changes (cluster.go).
 	cluster clusterState
 	// observer gathers Raft's measurements (raft_observe.go); leaderObs
@@ -421,10 +424,7 @@ func Open(cfg Config) (*Node, error) {
 		stores.stream.Attach(n.raftMember)
 	}
 	go n.housekeeping()
-	n.cleanerDone = make(chan struct{})
-	go n.runCleaner()
-	n.redriveDone, n.redriveWake = make(chan struct{}), make(chan struct{}, 1)
-	go n.runRedrives()
+	n.startJobs()
 	n.registerDone = make(chan struct{})
 	go n.runRegistration()
 	n.syncerDone = make(chan struct{})
@@ -836,45 +836,7 @@ func (b *Backend) alterTopic(ctx context.Context, c fsm.AlterTopic) (*fsm.Topic,
 // record without a key is backend.ErrKeyRequired (checkKeys). Any refusal
 // appends nothing of a.
 func (b *Backend) appendCommand(ctx context.Context, a fsm.Append) ([]int64, error) {
-	return b.appendBatches(ctx, a, false)
-}
-
-// appendBatches is Append; keysChecked says the caller built a's batches
-// from records it checked have keys (Backend.Produce, on a topic that
-// was compacted then), which spares decoding them again.
-func (b *Backend) appendBatches(ctx context.Context, a fsm.Append, keysChecked bool) ([]int64, error) {
-	t, err := b.fsm.Topic(a.Topic)
-	if err != nil {
-		return nil, err
-	}
-	if err := fsm.ValidateAppend(t, a); err != nil {
-		return nil, err
-	}
-	if !keysChecked {
-		if err := checkKeys(t, a); err != nil {
-			return nil, err
-		}
-	}
-
-	for _, pb := range a.Batches {
-		info, _ := batch.Peek(pb.Batch) // validated above
-		if err := b.CheckCompression(info.Compression()); err != nil {
-			return nil, err
-		}
-	}
-	// The leader refuses early what Apply would refuse (Apply decides).
-	if err := b.fsm.Admit(t, a); err != nil {
-		return nil, err
-	}
-	res, err := b.propose(ctx, fsm.EncodeAppend(b.cfg.Now().UnixNano(), a))
-	if err != nil {
-		return nil, err
-	}
-	r, ok := res.(fsm.AppendResult)
-	if !ok {
-		return nil, fmt.Errorf("append: unexpected result %T", res)
-	}
-	return r.BaseOffsets, nil
+	return b.prod.appendBatches(ctx, a, false)
 }
 
 // checkKeys refuses, on a topic whose cleanup.policy includes compact, a

@@ -34,15 +34,30 @@ const maxDedupRounds = 8
 // (concurrent calls kept racing for the same keys), and the proposal errors
 // (backend.ErrNotLeader, backend.ErrTimeout, backend.ErrStopped, backend.ErrShutdown).
 func (b *Backend) Produce(ctx context.Context, req backend.ProduceRequest) (backend.ProduceResult, error) {
-	res, err := b.produce(ctx, req)
+	return b.prod.Produce(ctx, req)
+}
+
+// producer is a node's produce path: routing, batch building and the
+// rounds of idempotency keys, over the node's proposals, with round-robin
+// counters of its own. A Backend has one, and so have the node's leader
+// jobs (jobs.go), which produce without a Backend.
+type producer struct {
+	n *Node
+	// rr holds the round-robin counters of keyless records.
+	rr roundRobin
+}
+
+// Produce is Backend.Produce on p's node and counters.
+func (p *producer) Produce(ctx context.Context, req backend.ProduceRequest) (backend.ProduceResult, error) {
+	res, err := p.produce(ctx, req)
 	return res, fromStorage(err)
 }
 
-func (b *Backend) produce(ctx context.Context, req backend.ProduceRequest) (backend.ProduceResult, error) {
+func (p *producer) produce(ctx context.Context, req backend.ProduceRequest) (backend.ProduceResult, error) {
 	if err := partition.ValidateTopicName(req.Topic); err != nil {
 		return backend.ProduceResult{}, err
 	}
-	t, err := b.FSM().Topic(req.Topic)
+	t, err := p.n.FSM().Topic(req.Topic)
 	if err != nil {
 		return backend.ProduceResult{}, err
 	}
@@ -56,7 +71,7 @@ func (b *Backend) produce(ctx context.Context, req backend.ProduceRequest) (back
 		return backend.ProduceResult{}, err
 	}
 	for round := 0; ; round++ {
-		err := b.produceRound(ctx, call, round > 0)
+		err := p.produceRound(ctx, call, round > 0)
 		if !errors.Is(err, backend.ErrDedupRace) {
 			if err != nil {
 				return backend.ProduceResult{}, err
@@ -233,9 +248,9 @@ func (k keyPositions) addOrGet(key string, pos int, records []backend.ProduceRec
 // held, after which the next round looks them up (duplicates and conflicts
 // cost one extra Raft round trip, retries being rare). backend.ErrDedupRace also
 // means a concurrent call committed one of the keys first.
-func (b *Backend) produceRound(ctx context.Context, c *produceCall, lookup bool) error {
+func (p *producer) produceRound(ctx context.Context, c *produceCall, lookup bool) error {
 	window := c.topic.Dedup()
-	now := b.FSM().Now()
+	now := p.n.FSM().Now()
 	var pending []int
 	for i := range c.records {
 		r := &c.records[i]
@@ -257,7 +272,7 @@ func (b *Backend) produceRound(ctx context.Context, c *produceCall, lookup bool)
 	if len(pending) == 0 {
 		return nil
 	}
-	groups, err := b.route(c, pending)
+	groups, err := p.route(c, pending)
 	if err != nil {
 		return err
 	}
@@ -274,7 +289,7 @@ func (b *Backend) produceRound(ctx context.Context, c *produceCall, lookup bool)
 	start := time.Now()
 	// route refused keyless records if the topic was compacted; if it
 	// became compacted since, Append checks the batches.
-	bases, err := b.appendBatches(ctx, app, compacted(c.topic))
+	bases, err := p.appendBatches(ctx, app, compacted(c.topic))
 	if err != nil {
 		return err
 	}
@@ -293,11 +308,11 @@ func (b *Backend) produceRound(ctx context.Context, c *produceCall, lookup bool)
 // partition, in order of first appearance. The groups' slices are cut from
 // one array each, sized by a first pass: growing them record by record
 // allocated several times over for every group of every call.
-func (b *Backend) route(c *produceCall, positions []int) ([]*partitionGroup, error) {
+func (p *producer) route(c *produceCall, positions []int) ([]*partitionGroup, error) {
 	t := c.topic
 	n := int32(len(t.Partitions))
 	maxBytes := t.MaxBatchBytes()
-	now := b.Now().UnixMilli()
+	now := p.n.Now().UnixMilli()
 	keysRequired := compacted(t)
 	byPart := make(map[int32]*partitionGroup)
 	var groups []*partitionGroup
@@ -305,17 +320,17 @@ func (b *Backend) route(c *produceCall, positions []int) ([]*partitionGroup, err
 	nkeys := 0
 	for k, i := range positions {
 		r := &c.records[i]
-		var p int32
+		var part int32
 		switch {
 		case r.HasPartition:
-			p = r.Partition
-			if p < 0 || p >= n {
-				return nil, fmt.Errorf("%w: %s has %d partitions, not %d", backend.ErrUnknownPartition, t.Name, n, p)
+			part = r.Partition
+			if part < 0 || part >= n {
+				return nil, fmt.Errorf("%w: %s has %d partitions, not %d", backend.ErrUnknownPartition, t.Name, n, part)
 			}
 		case r.Key != nil:
-			p = partition.ForKey(r.Key, n)
+			part = partition.ForKey(r.Key, n)
 		default:
-			p = int32(b.rr.next(t.Name) % uint32(n))
+			part = int32(p.rr.next(t.Name) % uint32(n))
 		}
 		if r.TimestampMs < 0 {
 			return nil, fmt.Errorf("%w: record %d: negative timestamp %d", backend.ErrInvalidArgument, i, r.TimestampMs)
@@ -326,10 +341,10 @@ func (b *Backend) route(c *produceCall, positions []int) ([]*partitionGroup, err
 		if size := batch.RecordSize(batch.Record{Key: r.Key, Value: r.Value, Headers: r.Headers}); int64(size) > maxBytes {
 			return nil, fmt.Errorf("%w: record %d is %d bytes, %s max.message.bytes is %d", backend.ErrRecordTooLarge, i, size, t.Name, maxBytes)
 		}
-		g, ok := byPart[p]
+		g, ok := byPart[part]
 		if !ok {
-			g = &partitionGroup{partition: p}
-			byPart[p] = g
+			g = &partitionGroup{partition: part}
+			byPart[part] = g
 			groups = append(groups, g)
 		}
 		g.n++
@@ -396,4 +411,42 @@ func (r *roundRobin) forget(topic string) {
 	r.mu.Lock()
 	delete(r.counters, topic)
 	r.mu.Unlock()
+}
+
+// appendBatches is Backend.appendCommand on p's node; keysChecked says the caller built a's batches
+// from records it checked have keys (Backend.Produce, on a topic that
+// was compacted then), which spares decoding them again.
+func (p *producer) appendBatches(ctx context.Context, a fsm.Append, keysChecked bool) ([]int64, error) {
+	t, err := p.n.fsm.Topic(a.Topic)
+	if err != nil {
+		return nil, err
+	}
+	if err := fsm.ValidateAppend(t, a); err != nil {
+		return nil, err
+	}
+	if !keysChecked {
+		if err := checkKeys(t, a); err != nil {
+			return nil, err
+		}
+	}
+
+	for _, pb := range a.Batches {
+		info, _ := batch.Peek(pb.Batch) // validated above
+		if err := p.n.CheckCompression(info.Compression()); err != nil {
+			return nil, err
+		}
+	}
+	// The leader refuses early what Apply would refuse (Apply decides).
+	if err := p.n.fsm.Admit(t, a); err != nil {
+		return nil, err
+	}
+	res, err := p.n.propose(ctx, fsm.EncodeAppend(p.n.cfg.Now().UnixNano(), a))
+	if err != nil {
+		return nil, err
+	}
+	r, ok := res.(fsm.AppendResult)
+	if !ok {
+		return nil, fmt.Errorf("append: unexpected result %T", res)
+	}
+	return r.BaseOffsets, nil
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // Read returns whole stored batches of a partition from offset, up to
@@ -17,7 +18,12 @@ import (
 // is empty. Stored bytes that fail their checks are ErrCorrupt: the
 // damaged range is never served.
 func (b *Backend) Read(topic string, partition int32, offset int64, maxBytes int) (backend.ReadResult, error) {
-	p, err := b.FSM().Partition(topic, partition)
+	return readBatches(b.FSM(), topic, partition, offset, maxBytes)
+}
+
+// readBatches is Backend.Read on the state machine f.
+func readBatches(f *fsm.FSM, topic string, partition int32, offset int64, maxBytes int) (backend.ReadResult, error) {
+	p, err := f.Partition(topic, partition)
 	if err != nil {
 		return backend.ReadResult{}, err
 	}

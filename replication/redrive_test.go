@@ -13,6 +13,7 @@ import (
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/redrive"
 )
 
 // dlqRecord is a dead letter as a queue group writes it, for tests: key
@@ -306,7 +307,7 @@ func TestRedriveUncommittedBatch(t *testing.T) {
 	// as the job writes them.
 	spec := fsm.RedriveSpec{DeadLetterTopic: "o-dlq"}
 	for _, r := range topicValues(t, n, "o-dlq")[:4] {
-		target, rec, ok := redriveRecord(spec, 0, r, backend.ParseDeadLetter(r))
+		target, rec, ok := redrive.Record(spec, 0, r, backend.ParseDeadLetter(r))
 		if !ok {
 			t.Fatalf("no record for %+v", r)
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/replication"
 	"github.com/logd-dev/logd/replication/catchup"
+	"github.com/logd-dev/logd/replication/cleaner"
 	"github.com/logd-dev/logd/replication/raftstore"
 	"github.com/logd-dev/logd/server"
 	"github.com/spf13/pflag"
@@ -112,9 +113,9 @@ func defineFlags(fs *pflag.FlagSet) func(getenv func(string) string) (config, er
 	fs.Int64Var(&c.memoryLimit, "memory-limit", 0, memoryLimitHelp)
 	fs.Uint64Var(&c.snapshotEvery, "snapshot-threshold", 8192, "Raft entries between snapshots (LOGD_SNAPSHOT_THRESHOLD)")
 	fs.DurationVar(&c.snapshotPeriod, "snapshot-interval", 30*time.Second, "how often to check for a snapshot (LOGD_SNAPSHOT_INTERVAL)")
-	fs.DurationVar(&c.cleanerInterval, "cleaner-interval", replication.DefaultCleanerInterval,
+	fs.DurationVar(&c.cleanerInterval, "cleaner-interval", cleaner.DefaultInterval,
 		"how often the leader applies retention and compaction (LOGD_CLEANER_INTERVAL)")
-	fs.Int64Var(&c.cleanerIO, "cleaner-io-max-bytes-per-second", replication.DefaultCleanerIOBytesPerSec,
+	fs.Int64Var(&c.cleanerIO, "cleaner-io-max-bytes-per-second", cleaner.DefaultIOBytesPerSec,
 		"bound on the compaction preparation's reads plus writes, bytes/s; 0 unbounded (LOGD_CLEANER_IO_MAX_BYTES_PER_SECOND)")
 	raftTimeouts := []struct {
 		name, env, help string

@@ -127,12 +127,20 @@ var table = []row{
 	// replication hands its catch-up, backups and restore what they need
 	// of a node (replication/catchup/doc.go); catchup's row names no
 	// sibling, so it never imports replication.
-	{path: "replication", layer: layerRaft, siblings: []string{"replication/raftstore", "replication/catchup", "replication/transport"}},
+	{path: "replication", layer: layerRaft, siblings: []string{"replication/raftstore", "replication/catchup", "replication/transport", "replication/cleaner", "replication/redrive"}},
 	{path: "replication/catchup", layer: layerRaft},
 	// The Raft port (a capped, authenticated raft.StreamLayer) and Raft's
 	// address provider over peer routes: raft and peer, never the node
 	// that drives it.
 	{path: "replication/transport", layer: layerRaft, only: []string{"peer"}},
+	// The leader's jobs: the retention and compaction scheduler and the
+	// redrive jobs (docs/architecture.md, "Redrive jobs"). They see the
+	// node through the interfaces they declare, which replication
+	// implements, so they import no package of the Raft layer, and of
+	// this module only the vocabulary, the state machine and what it
+	// reads.
+	{path: "replication/cleaner", layer: layerRaft, only: []string{"backend", "log", "replication/fsm", "retention"}},
+	{path: "replication/redrive", layer: layerRaft, only: []string{"backend", "batch", "group", "replication/fsm"}},
 	// The faults a fault build of cmd/logd injects into its own stores
 	// (wrappers of log.FS and of Raft's stores); only cmd/logd's files
 	// built with -tags faults import it.

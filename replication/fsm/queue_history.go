@@ -26,10 +26,11 @@ import (
 // error_truncated marks an error cut to 1 KiB, error_dropped one dropped
 // for the group's history budget; redrive is the record's redrive count
 // when the attempt ran (0 before any). A redriven record carries its
-// history in the logd-redrive-history header (a redrive job copies it, replication/redrive.go),
-// and its next dead letter appends to it, keeping the last
-// maxDLQHistoryAttempts; dropped_attempts counts the attempts left out,
-// and previous_unreadable marks a redrive history that was not valid JSON.
+// history in the logd-redrive-history header (a redrive job copies it,
+// package replication/redrive), and its next dead letter appends to it,
+// keeping the last maxDLQHistoryAttempts; dropped_attempts counts the
+// attempts left out, and previous_unreadable marks a redrive history that
+// was not valid JSON.
 const (
 	RedriveHeaderHistory = "logd-redrive-history"
 	redriveCountHeader   = "logd-redrive-count"

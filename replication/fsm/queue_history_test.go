@@ -104,7 +104,7 @@ func TestQueueDeadLetterHistory(t *testing.T) {
 	if len(dl) != 1 || strings.Join(attemptsOf(t, dl[0]), " | ") != strings.Join(want, " | ") {
 		t.Fatalf("dead letters %d, history %v, want %v", len(dl), attemptsOf(t, dl[0]), want)
 	}
-	// A redrive (a redrive job, replication/redrive.go) produces the record back with its history.
+	// A redrive (a redrive job, package replication/redrive) produces the record back with its history.
 	hist, _ := header(dl[0], backend.DLQHeaderHistory)
 	redriven, err := batch.Build([]batch.Record{{Timestamp: qnow / 1e6, Key: dl[0].Key, Value: dl[0].Value, Headers: []batch.Header{
 		{Key: redriveCountHeader, Value: []byte("1")}, {Key: RedriveHeaderHistory, Value: []byte(hist)}}}})

@@ -14,7 +14,7 @@ import (
 
 // Redrive jobs (from RedriveLevel). A redrive job moves selected dead
 // letters of a dead-letter topic back to their origin topic (or another
-// target), run by the leader (package replication, redrive.go). What the
+// target), run by the leader (package replication/redrive). What the
 // state machine keeps of a job is its definition (RedriveSpec), its state
 // and its counters; its position is the committed offsets, on the
 // dead-letter topic, of its consumer group RedriveGroup(id), which each

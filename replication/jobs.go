@@ -1,0 +1,132 @@
+package replication
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/replication/cleaner"
+	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/redrive"
+)
+
+// The leader's jobs live in packages of their own (replication/cleaner,
+// replication/redrive), each seeing the node through the narrow
+// interfaces it declares. jobNode implements them over the Node, with a
+// produce path of its own, so the Node never builds the front ends'
+// Backend; the Node starts the jobs' loops with itself and Close ends
+// them.
+
+// jobNode is the node as its leader jobs see it.
+type jobNode struct {
+	n *Node
+	// prod is the jobs' produce path, with round-robin counters of its
+	// own (produce.go).
+	prod producer
+}
+
+var (
+	_ cleaner.Node = (*jobNode)(nil)
+	_ redrive.Node = (*jobNode)(nil)
+)
+
+// IsLeader reports whether the node is the Raft leader.
+func (j *jobNode) IsLeader() bool { return j.n.IsLeader() }
+
+// Leads reports whether the node leads with its barrier applied (Ready).
+func (j *jobNode) Leads() bool { return j.n.IsLeader() && j.n.Ready() }
+
+// Read is Backend.Read.
+func (j *jobNode) Read(topic string, partition int32, offset int64, maxBytes int) (backend.ReadResult, error) {
+	return readBatches(j.n.fsm, topic, partition, offset, maxBytes)
+}
+
+// Produce is Backend.Produce.
+func (j *jobNode) Produce(ctx context.Context, req backend.ProduceRequest) (backend.ProduceResult, error) {
+	return j.prod.Produce(ctx, req)
+}
+
+// Propose proposes an encoded command.
+func (j *jobNode) Propose(ctx context.Context, cmd []byte) error {
+	_, err := j.n.propose(ctx, cmd)
+	return err
+}
+
+// ProposeRedrive proposes a redrive command stamped with the node's clock.
+func (j *jobNode) ProposeRedrive(ctx context.Context, c fsm.Redrive) (fsm.RedriveJob, error) {
+	data, err := fsm.EncodeRedrive(j.n.cfg.Now().UnixNano(), c)
+	if err != nil {
+		return fsm.RedriveJob{}, err
+	}
+	res, err := j.n.propose(ctx, data)
+	if err != nil {
+		return fsm.RedriveJob{}, err
+	}
+	job, ok := res.(fsm.RedriveJob)
+	if !ok {
+		return fsm.RedriveJob{}, fmt.Errorf("redrive: unexpected result %T", res)
+	}
+	return job, nil
+}
+
+// startJobs builds the leader's jobs and starts their loops; they end
+// when Close closes n.stop, and Close waits for them (cleanerDone,
+// redriveDone).
+func (n *Node) startJobs() {
+	jn := &jobNode{n: n, prod: producer{n: n}}
+	n.cleaner = cleaner.New(jn, n.fsm, cleaner.Options{Interval: n.cfg.CleanerInterval, IOBytesPerSec: n.cfg.CleanerIOBytesPerSec,
+		Now: n.cfg.Now, Logger: n.cfg.Logger})
+	n.redrive = redrive.New(jn, n.fsm, redrive.Options{Logger: n.cfg.Logger})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-n.stop
+		cancel()
+	}()
+	n.cleanerDone, n.redriveDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(n.cleanerDone)
+		n.cleaner.Run(ctx)
+	}()
+	go func() {
+		defer close(n.redriveDone)
+		n.redrive.Run(ctx)
+	}()
+}
+
+// StartRedrive starts a redrive job (redrive.Runner.Start): the
+// dead-letter topic's end offsets now bound it; MaxRedrives 0 is
+// backend.DefaultMaxRedrives. Errors: backend.ErrUnknownTopic (the
+// dead-letter topic or the target), backend.ErrInvalidArgument (a bad
+// bound or rate), *backend.FeatureLevelError before every member runs a
+// build with redrive jobs (or, for a spec naming its records, with
+// fsm.RedriveSelectLevel).
+func (n *Node) StartRedrive(ctx context.Context, s fsm.RedriveSpec) (fsm.RedriveJob, error) {
+	return n.redrive.Start(ctx, s)
+}
+
+// StopRedrive stops a running job (its worker stops after the batch in
+// hand, which is committed); stopping an ended job changes nothing.
+// backend.ErrUnknownRedrive for an id not kept.
+func (n *Node) StopRedrive(ctx context.Context, id string) (fsm.RedriveJob, error) {
+	return n.redrive.Stop(ctx, id)
+}
+
+// RedriveJob returns a job as applied on this node (backend.ErrUnknownRedrive).
+func (n *Node) RedriveJob(id string) (fsm.RedriveJob, error) { return n.fsm.RedriveJob(id) }
+
+// RedriveJobs returns the jobs kept, as applied on this node, oldest
+// first.
+func (n *Node) RedriveJobs() []fsm.RedriveJob { return n.fsm.RedriveJobs() }
+
+// RedrivePosition returns a job's position: per dead-letter partition, the
+// next offset it reads (its group's committed offset, 0 before any).
+func (n *Node) RedrivePosition(j fsm.RedriveJob) []int64 { return n.redrive.Position(j) }
+
+// Clean runs one cleaner pass now (cleaner.Cleaner.Pass): for every
+// partition it plans with the leader's clock, proposes a Trim where
+// segments expired, and prepares and proposes a Compact where one is due.
+// Only the leader cleans (backend.ErrNotLeader otherwise).
+func (n *Node) Clean(ctx context.Context) error { return n.cleaner.Pass(ctx) }
+
+// CleanerStats returns the cleaner's measurements on this node.
+func (n *Node) CleanerStats() backend.CleanerStats { return n.cleaner.Stats() }
