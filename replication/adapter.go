@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/observe"
 )
 
 // raftFSM adapts the state machine to hashicorp/raft: Raft's entries become
@@ -21,8 +22,8 @@ type raftFSM struct {
 	applied *appliedSignal
 	// entries is reused by ApplyBatch (Raft's FSM goroutine only).
 	entries []fsm.Entry
-	// obs times applies and snapshot persists (raft_observe.go).
-	obs *raftObserver
+	// obs times applies and snapshot persists (package replication/observe).
+	obs *observe.Metrics
 	// logger receives a line per snapshot, so stalls seen by clients can
 	// be lined up with snapshots (docs/performance.md).
 	logger *slog.Logger
@@ -41,7 +42,7 @@ func (a *raftFSM) Apply(l *raft.Log) any {
 // ApplyBatch applies entries committed together in one call.
 func (a *raftFSM) ApplyBatch(logs []*raft.Log) []any {
 	start := time.Now()
-	defer func() { a.obs.apply.observe(time.Since(start)) }()
+	defer func() { a.obs.Apply.Observe(time.Since(start)) }()
 	es := a.entries[:0]
 	for _, l := range logs {
 		es = append(es, fsm.Entry{Index: l.Index, Command: l.Type == raft.LogCommand, Data: l.Data})
@@ -109,7 +110,7 @@ func (s *appliedSignal) fire() {
 // raftSnapshot writes an fsm.Snapshot to a Raft snapshot sink.
 type raftSnapshot struct {
 	s      *fsm.Snapshot
-	obs    *raftObserver
+	obs    *observe.Metrics
 	logger *slog.Logger
 	// captured is when the FSM goroutine began the capture, capture how
 	// long it held that goroutine.
@@ -131,16 +132,26 @@ func (r *raftSnapshot) Persist(sink raft.SnapshotSink) error {
 	}
 	r.s.Durable()
 	persist := time.Since(start)
-	r.obs.persist.observe(persist)
+	r.obs.SnapshotPersist.Observe(persist)
 	if r.logger != nil {
 		r.logger.Info("snapshot persisted", "index", r.s.Index(), "bytes", w.n, "capture", r.capture, "persist", persist,
 			"started", r.captured.UTC().Format("15:04:05.000"))
 	}
-	r.obs.mu.Lock()
-	r.obs.snapshotBytes = w.n
-	r.obs.mu.Unlock()
+	r.obs.SnapshotPersisted(w.n)
 	return nil
 }
 
 // Release releases what the snapshot holds.
 func (r *raftSnapshot) Release() { r.s.Release() }
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n uint64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += uint64(n)
+	return n, err
+}

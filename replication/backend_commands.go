@@ -76,18 +76,19 @@ func (b *Backend) QueueExtend(ctx context.Context, c backend.QueueExtend) (backe
 	return b.queueExtend(ctx, fsm.QueueExtend(c))
 }
 
-// StartRedrive starts a redrive job (Node.StartRedrive).
+// StartRedrive starts a redrive job (redrive.Runner.Start): the leader
+// runs it from its next batch.
 func (b *Backend) StartRedrive(ctx context.Context, s backend.RedriveSpec) (backend.RedriveJob, error) {
-	j, err := b.Node.StartRedrive(ctx, redriveSpecIn(s))
+	j, err := b.redrive.Start(ctx, redriveSpecIn(s))
 	if err != nil {
 		return backend.RedriveJob{}, err
 	}
 	return redriveJobOut(j), nil
 }
 
-// StopRedrive stops a running job (Node.StopRedrive).
+// StopRedrive stops a running job (redrive.Runner.Stop).
 func (b *Backend) StopRedrive(ctx context.Context, id string) (backend.RedriveJob, error) {
-	j, err := b.Node.StopRedrive(ctx, id)
+	j, err := b.redrive.Stop(ctx, id)
 	if err != nil {
 		return backend.RedriveJob{}, err
 	}
@@ -96,7 +97,7 @@ func (b *Backend) StopRedrive(ctx context.Context, id string) (backend.RedriveJo
 
 // RedriveJob returns a job, or backend.ErrUnknownRedrive.
 func (b *Backend) RedriveJob(id string) (backend.RedriveJob, error) {
-	j, err := b.Node.RedriveJob(id)
+	j, err := b.fsm.RedriveJob(id)
 	if err != nil {
 		return backend.RedriveJob{}, err
 	}
@@ -105,7 +106,7 @@ func (b *Backend) RedriveJob(id string) (backend.RedriveJob, error) {
 
 // RedriveJobs returns every job kept.
 func (b *Backend) RedriveJobs() []backend.RedriveJob {
-	js := b.Node.RedriveJobs()
+	js := b.fsm.RedriveJobs()
 	out := make([]backend.RedriveJob, len(js))
 	for i, j := range js {
 		out[i] = redriveJobOut(j)
@@ -115,5 +116,5 @@ func (b *Backend) RedriveJobs() []backend.RedriveJob {
 
 // RedrivePosition is a job's position, per dead-letter partition.
 func (b *Backend) RedrivePosition(j backend.RedriveJob) []int64 {
-	return b.Node.RedrivePosition(fsm.RedriveJob{ID: j.ID, Spec: redriveSpecIn(j.Spec)})
+	return b.redrive.Position(fsm.RedriveJob{ID: j.ID, Spec: redriveSpecIn(j.Spec)})
 }

@@ -93,35 +93,6 @@ func (n *Node) startJobs() {
 	}()
 }
 
-// StartRedrive starts a redrive job (redrive.Runner.Start): the
-// dead-letter topic's end offsets now bound it; MaxRedrives 0 is
-// backend.DefaultMaxRedrives. Errors: backend.ErrUnknownTopic (the
-// dead-letter topic or the target), backend.ErrInvalidArgument (a bad
-// bound or rate), *backend.FeatureLevelError before every member runs a
-// build with redrive jobs (or, for a spec naming its records, with
-// fsm.RedriveSelectLevel).
-func (n *Node) StartRedrive(ctx context.Context, s fsm.RedriveSpec) (fsm.RedriveJob, error) {
-	return n.redrive.Start(ctx, s)
-}
-
-// StopRedrive stops a running job (its worker stops after the batch in
-// hand, which is committed); stopping an ended job changes nothing.
-// backend.ErrUnknownRedrive for an id not kept.
-func (n *Node) StopRedrive(ctx context.Context, id string) (fsm.RedriveJob, error) {
-	return n.redrive.Stop(ctx, id)
-}
-
-// RedriveJob returns a job as applied on this node (backend.ErrUnknownRedrive).
-func (n *Node) RedriveJob(id string) (fsm.RedriveJob, error) { return n.fsm.RedriveJob(id) }
-
-// RedriveJobs returns the jobs kept, as applied on this node, oldest
-// first.
-func (n *Node) RedriveJobs() []fsm.RedriveJob { return n.fsm.RedriveJobs() }
-
-// RedrivePosition returns a job's position: per dead-letter partition, the
-// next offset it reads (its group's committed offset, 0 before any).
-func (n *Node) RedrivePosition(j fsm.RedriveJob) []int64 { return n.redrive.Position(j) }
-
 // Clean runs one cleaner pass now (cleaner.Cleaner.Pass): for every
 // partition it plans with the leader's clock, proposes a Trim where
 // segments expired, and prepares and proposes a Compact where one is due.

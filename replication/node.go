@@ -25,6 +25,7 @@ import (
 	"github.com/logd-dev/logd/replication/catchup"
 	"github.com/logd-dev/logd/replication/cleaner"
 	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/observe"
 	"github.com/logd-dev/logd/replication/raftstore"
 	"github.com/logd-dev/logd/replication/redrive"
 )
@@ -315,10 +316,10 @@ type Node struct {
 	// applied wakes waiters after each applied batch (adapter.go).
 	applied *appliedSignal
 	// leaderCommits is the leader's commit index as this node heard it
-	// (leader_commit.go); forwardStop ends the transport wrapper's
+	// (package replication/observe); forwardStop ends the transport wrapper's
 	// forward once Raft has shut down, forwardDone is closed when it
 	// has ended.
-	leaderCommits *leaderCommits
+	leaderCommits *observe.LeaderCommits
 	forwardStop   chan struct{}
 	forwardDone   chan struct{}
 
@@ -335,10 +336,10 @@ type Node struct {
 	redriveDone chan struct{}
 	// cluster serializes membership changes (cluster.go).
 	cluster clusterState
-	// observer gathers Raft's measurements (raft_observe.go); leaderObs
+	// observer gathers Raft's measurements (package replication/observe); leaderObs
 	// receives Raft's leader observations, which housekeeping counts,
 	// through leaderObsv.
-	observer   *raftObserver
+	observer   *observe.Metrics
 	leaderObs  chan raft.Observation
 	leaderObsv *raft.Observer
 }
@@ -393,12 +394,12 @@ func Open(cfg Config) (*Node, error) {
 		}
 	}
 	applied := new(appliedSignal)
-	// Raft runs on wrappers that measure it (raft_observe.go); stores
+	// Raft runs on wrappers that measure it (package replication/observe); stores
 	// keeps the stores and transport themselves.
-	obs := newRaftObserver()
-	logs := raftstore.CacheRecent(timeLogStore(stores.logs, &obs.storeLogs), cfg.RecentLogBytes)
-	commits := new(leaderCommits)
-	trans, observed := observeTransport(stores.transport, obs, commits)
+	obs := observe.NewMetrics()
+	logs := raftstore.CacheRecent(observe.TimeLogStore(stores.logs, &obs.StoreLogs), cfg.RecentLogBytes)
+	commits := new(observe.LeaderCommits)
+	trans, observed := observe.WrapTransport(stores.transport, obs, commits)
 	r, err := raft.NewRaft(rc, &raftFSM{f: sm, applied: applied, obs: obs, logger: cfg.Logger}, logs, stores.stable, stores.snaps, trans)
 	if err != nil {
 		stores.close()
@@ -411,7 +412,7 @@ func Open(cfg Config) (*Node, error) {
 	// Raft receives nothing until forward runs.
 	go func() {
 		defer close(n.forwardDone)
-		observed.forward(n.forwardStop)
+		observed.Forward(n.forwardStop)
 	}()
 	// Leader changes reach housekeeping; an observation that finds the
 	// channel full is dropped rather than stall Raft.
@@ -481,7 +482,7 @@ func (n *Node) housekeeping() {
 			return
 		case o := <-n.leaderObs:
 			if lo, ok := o.Data.(raft.LeaderObservation); ok {
-				n.observer.leaderObserved(lo.LeaderID, raft.ServerID(n.cfg.NodeID))
+				n.observer.LeaderObserved(lo.LeaderID, raft.ServerID(n.cfg.NodeID))
 			}
 			continue
 		case leads := <-n.raft.LeaderCh():
@@ -607,7 +608,7 @@ func (n *Node) Ready() bool {
 // The first condition waits for the leader's commit index as of a moment
 // after this node started: its own commit index is the leader's cut to
 // the last entry it holds, and while it replays a long log in batches it
-// would pass the second after each batch (leader_commit.go).
+// would pass the second after each batch (observe.LeaderCommits).
 //
 // A new leader learns the commit index only when an entry of its own term
 // commits; until then it sends the one it knew in the old term, which may
@@ -630,7 +631,7 @@ func (n *Node) caughtUp() bool {
 			return false
 		}
 		term := n.raft.CurrentTerm()
-		if heard, ok := n.leaderCommits.in(term); !ok || !n.appliedThrough(heard) {
+		if heard, ok := n.leaderCommits.In(term); !ok || !n.appliedThrough(heard) {
 			return false
 		}
 		stats := n.raft.Stats()

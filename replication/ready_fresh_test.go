@@ -128,28 +128,3 @@ func partitionEnd(n *Node, topic string) int64 {
 	}
 	return p.Log().EndOffset()
 }
-
-// TestLeaderCommitsNote: the first commit index of the newest term is
-// kept; a heartbeat's zero, a later one of the same term and one of an
-// older term change nothing.
-func TestLeaderCommitsNote(t *testing.T) {
-	var c leaderCommits
-	for _, step := range []struct {
-		term, index uint64
-		want        map[uint64]uint64 // term -> index noted; absent: none
-	}{
-		{term: 2, index: 0, want: map[uint64]uint64{}},
-		{term: 2, index: 10, want: map[uint64]uint64{2: 10}},
-		{term: 2, index: 20, want: map[uint64]uint64{2: 10}},
-		{term: 1, index: 30, want: map[uint64]uint64{2: 10}},
-		{term: 3, index: 5, want: map[uint64]uint64{3: 5}},
-	} {
-		c.note(step.term, step.index)
-		for term := uint64(1); term <= 3; term++ {
-			got, ok := c.in(term)
-			if want, wantOK := step.want[term]; got != want || ok != wantOK {
-				t.Fatalf("after note(%d, %d): in(%d) = %d, %v; want %d, %v", step.term, step.index, term, got, ok, want, wantOK)
-			}
-		}
-	}
-}

@@ -77,7 +77,7 @@ func topicValues(t *testing.T, n *Node, topic string) []batch.Record {
 func waitJob(t *testing.T, ctx context.Context, n *Node, id string, cond func(fsm.RedriveJob) bool) fsm.RedriveJob {
 	t.Helper()
 	for {
-		j, err := n.RedriveJob(id)
+		j, err := n.FSM().RedriveJob(id)
 		if err == nil && cond(j) {
 			return j
 		}
@@ -113,7 +113,7 @@ func TestRedriveLeaderChange(t *testing.T) {
 	// The followers joined without registering a level: a job cannot
 	// start until each runs a build that knows redrive jobs.
 	var fe *backend.FeatureLevelError
-	if _, err := leader.StartRedrive(ctx, fsm.RedriveSpec{DeadLetterTopic: "orders-dlq"}); !errors.As(err, &fe) || fe.Need != backend.FeatureLevel(fsm.RedriveLevel) {
+	if _, err := leader.redrive.Start(ctx, fsm.RedriveSpec{DeadLetterTopic: "orders-dlq"}); !errors.As(err, &fe) || fe.Need != backend.FeatureLevel(fsm.RedriveLevel) {
 		t.Fatalf("redrive in a base-level cluster: %v", err)
 	}
 	// At the level of redrive jobs, a job naming its records waits for
@@ -124,10 +124,10 @@ func TestRedriveLeaderChange(t *testing.T) {
 		}
 	}
 	named := fsm.RedriveSpec{DeadLetterTopic: "orders-dlq", Records: []fsm.RedriveRecord{{Partition: 0, Offset: 0}}}
-	if _, err := leader.StartRedrive(ctx, named); !errors.As(err, &fe) || fe.Need != backend.FeatureLevel(fsm.RedriveSelectLevel) || fe.Cluster != backend.FeatureLevel(fsm.RedriveLevel) {
+	if _, err := leader.redrive.Start(ctx, named); !errors.As(err, &fe) || fe.Need != backend.FeatureLevel(fsm.RedriveSelectLevel) || fe.Cluster != backend.FeatureLevel(fsm.RedriveLevel) {
 		t.Fatalf("redrive naming records in a cluster at level %d: %v", fsm.RedriveLevel, err)
 	}
-	if n := len(leader.RedriveJobs()); n != 0 {
+	if n := len(leader.FSM().RedriveJobs()); n != 0 {
 		t.Fatalf("%d jobs after refusals", n)
 	}
 	for _, nd := range c.nodes[1:] {
@@ -135,7 +135,7 @@ func TestRedriveLeaderChange(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	job, err := leader.StartRedrive(ctx, fsm.RedriveSpec{DeadLetterTopic: "orders-dlq", Rate: 400})
+	job, err := leader.redrive.Start(ctx, fsm.RedriveSpec{DeadLetterTopic: "orders-dlq", Rate: 400})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestRedriveLeaderChange(t *testing.T) {
 	if len(got) != total || int64(len(got)) != p.Redriven {
 		t.Fatalf("%d records in orders, %d counted redriven, want %d", len(got), p.Redriven, total)
 	}
-	if pos := next.RedrivePosition(j); !slices.Equal(pos, j.Spec.Ends) {
+	if pos := next.redrive.Position(j); !slices.Equal(pos, j.Spec.Ends) {
 		t.Fatalf("position %v, want the ends %v", pos, j.Spec.Ends)
 	}
 	t.Logf("progress %+v", p)
@@ -235,7 +235,7 @@ func TestRedriveFilters(t *testing.T) {
 				}
 			}
 			tc.spec.DeadLetterTopic = "o-dlq"
-			job, err := n.StartRedrive(ctx, tc.spec)
+			job, err := n.redrive.Start(ctx, tc.spec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -273,7 +273,7 @@ func TestRedriveFilters(t *testing.T) {
 	}
 	// The same dead letters redriven again within the window: duplicates,
 	// nothing written twice.
-	job, err := n.StartRedrive(ctx, fsm.RedriveSpec{DeadLetterTopic: "o-dlq", Target: "elsewhere", Reasons: []string{"expired"}})
+	job, err := n.redrive.Start(ctx, fsm.RedriveSpec{DeadLetterTopic: "o-dlq", Target: "elsewhere", Reasons: []string{"expired"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestRedriveUncommittedBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	job, err := n.StartRedrive(ctx, spec)
+	job, err := n.redrive.Start(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,41 +366,41 @@ func TestRedriveStopAndBadInput(t *testing.T) {
 		{name: "empty time range", spec: fsm.RedriveSpec{DeadLetterTopic: "o-dlq", SinceMs: 10, UntilMs: 5}, err: backend.ErrInvalidArgument},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := n.StartRedrive(ctx, tc.spec); !errors.Is(err, tc.err) {
+			if _, err := n.redrive.Start(ctx, tc.spec); !errors.Is(err, tc.err) {
 				t.Fatalf("got %v, want %v", err, tc.err)
 			}
-			if jobs := n.RedriveJobs(); len(jobs) != 0 {
+			if jobs := n.FSM().RedriveJobs(); len(jobs) != 0 {
 				t.Fatalf("jobs after a refused start: %+v", jobs)
 			}
 		})
 	}
 	for _, id := range []string{"rd999", "x"} {
-		if _, err := n.StopRedrive(ctx, id); !errors.Is(err, backend.ErrUnknownRedrive) {
+		if _, err := n.redrive.Stop(ctx, id); !errors.Is(err, backend.ErrUnknownRedrive) {
 			t.Fatalf("stop %s: %v, want backend.ErrUnknownRedrive", id, err)
 		}
-		if _, err := n.RedriveJob(id); !errors.Is(err, backend.ErrUnknownRedrive) {
+		if _, err := n.FSM().RedriveJob(id); !errors.Is(err, backend.ErrUnknownRedrive) {
 			t.Fatalf("describe %s: %v, want backend.ErrUnknownRedrive", id, err)
 		}
 	}
-	job, err := n.StartRedrive(ctx, fsm.RedriveSpec{DeadLetterTopic: "o-dlq", Rate: 20})
+	job, err := n.redrive.Start(ctx, fsm.RedriveSpec{DeadLetterTopic: "o-dlq", Rate: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitJob(t, ctx, n, job.ID, func(j fsm.RedriveJob) bool { return j.Progress.Redriven > 0 })
-	if _, err := n.StopRedrive(ctx, job.ID); err != nil {
+	if _, err := n.redrive.Stop(ctx, job.ID); err != nil {
 		t.Fatal(err)
 	}
 	stopped := waitJob(t, ctx, n, job.ID, func(j fsm.RedriveJob) bool { return j.State == fsm.RedriveStopped })
 	// The worker ends after the batch in hand: the counters settle.
 	time.Sleep(300 * time.Millisecond)
-	after, _ := n.RedriveJob(job.ID)
+	after, _ := n.FSM().RedriveJob(job.ID)
 	if after.Progress.Redriven >= 50 || after.Progress.Redriven > stopped.Progress.Redriven+2 {
 		t.Fatalf("after the stop: %+v, at the stop %+v", after.Progress, stopped.Progress)
 	}
 	if got := len(topicValues(t, n, "o")); int64(got) != after.Progress.Redriven {
 		t.Fatalf("%d records in o, %d counted", got, after.Progress.Redriven)
 	}
-	if j, err := n.StopRedrive(ctx, job.ID); err != nil || j.State != fsm.RedriveStopped {
+	if j, err := n.redrive.Stop(ctx, job.ID); err != nil || j.State != fsm.RedriveStopped {
 		t.Fatalf("second stop: %+v, %v", j, err)
 	}
 }

@@ -45,3 +45,13 @@ func suffrage(s raft.ServerSuffrage) string {
 	}
 	return "nonvoter"
 }
+
+// RaftMetrics returns the node's Raft measurements (package
+// replication/observe); on the leader, with what each member last answered.
+func (n *Node) RaftMetrics() backend.RaftMetrics {
+	var members []raft.Server
+	if f := n.raft.GetConfiguration(); n.raft.State() == raft.Leader && f.Error() == nil {
+		members = f.Configuration().Servers
+	}
+	return n.observer.Get(n.cfg.NodeID, members, n.raft.LastIndex())
+}

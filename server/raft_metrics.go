@@ -43,7 +43,7 @@ func (c *raftPortCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // raftCollector reports Raft's own measurements at scrape time
-// (replication/raft_observe.go): apply, log store and snapshot timings,
+// (replication/observe): apply, log store and snapshot timings,
 // the last snapshot's size, leader changes, whether a leader is known,
 // each follower's lag as the leader sees it, and the data directory's
 // file system.

@@ -127,7 +127,7 @@ var table = []row{
 	// replication hands its catch-up, backups and restore what they need
 	// of a node (replication/catchup/doc.go); catchup's row names no
 	// sibling, so it never imports replication.
-	{path: "replication", layer: layerRaft, siblings: []string{"replication/raftstore", "replication/catchup", "replication/transport", "replication/cleaner", "replication/redrive"}},
+	{path: "replication", layer: layerRaft, siblings: []string{"replication/raftstore", "replication/catchup", "replication/transport", "replication/cleaner", "replication/redrive", "replication/observe"}},
 	{path: "replication/catchup", layer: layerRaft},
 	// The Raft port (a capped, authenticated raft.StreamLayer) and Raft's
 	// address provider over peer routes: raft and peer, never the node
@@ -139,6 +139,10 @@ var table = []row{
 	// implements, so they import no package of the Raft layer, and of
 	// this module only the vocabulary, the state machine and what it
 	// reads.
+	// What a node sees of its Raft group's traffic: Raft's measurements
+	// and the leader's commit index as heard (wrappers of raft's
+	// transport and log store).
+	{path: "replication/observe", layer: layerRaft, only: []string{"backend"}},
 	{path: "replication/cleaner", layer: layerRaft, only: []string{"backend", "log", "replication/fsm", "retention"}},
 	{path: "replication/redrive", layer: layerRaft, only: []string{"backend", "batch", "group", "replication/fsm"}},
 	// The faults a fault build of cmd/logd injects into its own stores

@@ -1,4 +1,4 @@
-package replication
+package observe
 
 import (
 	"sync/atomic"
@@ -7,7 +7,7 @@ import (
 )
 
 // The leader's commit index as this node hears it, for readiness
-// (Node.caughtUp). A follower's own commit index is not the leader's:
+// (package replication, Node.caughtUp). A follower's own commit index is not the leader's:
 // hashicorp/raft cuts the leader's to the last entry the follower holds.
 // A node that replays a long log (added with fresh data while the leader
 // still holds every entry it needs, or restarted after a long absence)
@@ -23,19 +23,19 @@ import (
 // termIndex is a commit index and the term of the leader that sent it.
 type termIndex struct{ term, index uint64 }
 
-// leaderCommits keeps, for the newest term an AppendEntries arrived in,
+// LeaderCommits keeps, for the newest term an AppendEntries arrived in,
 // the commit index the first one of that term carried. The first, not
 // the latest: under steady writes the latest moves on as fast as the
 // node applies, and a node waiting for it might never be ready. Safe for
 // concurrent use.
-type leaderCommits struct {
+type LeaderCommits struct {
 	p atomic.Pointer[termIndex]
 }
 
 // note records the commit index of an AppendEntries of term, unless one
 // of term or a newer term was noted; a zero index (a heartbeat, or a
 // leader with nothing committed) says nothing.
-func (c *leaderCommits) note(term, index uint64) {
+func (c *LeaderCommits) note(term, index uint64) {
 	if index == 0 {
 		return
 	}
@@ -50,8 +50,8 @@ func (c *leaderCommits) note(term, index uint64) {
 	}
 }
 
-// in returns the commit index noted for term, and whether one was.
-func (c *leaderCommits) in(term uint64) (uint64, bool) {
+// In returns the commit index noted for term, and whether one was.
+func (c *LeaderCommits) In(term uint64) (uint64, bool) {
 	if ti := c.p.Load(); ti != nil && ti.term == term {
 		return ti.index, true
 	}
@@ -59,15 +59,15 @@ func (c *leaderCommits) in(term uint64) (uint64, bool) {
 }
 
 // Consumer implements raft.Transport: the requests the wrapped transport
-// received, each passed on by forward once noted.
-func (t *observedTransport) Consumer() <-chan raft.RPC { return t.rpcs }
+// received, each passed on by Forward once noted.
+func (t *Transport) Consumer() <-chan raft.RPC { return t.rpcs }
 
-// forward passes the requests the wrapped transport receives on to
+// Forward passes the requests the wrapped transport receives on to
 // Consumer's channel, in order, noting the leader's commit index of each
 // AppendEntries first, until stop is closed; a request it holds then is
 // answered ErrRaftShutdown. The node runs it from the start of Raft until
 // Raft has shut down.
-func (t *observedTransport) forward(stop <-chan struct{}) {
+func (t *Transport) Forward(stop <-chan struct{}) {
 	in := t.Transport.Consumer()
 	for {
 		var rpc raft.RPC

@@ -1,16 +1,17 @@
-package replication
+package observe
 
 import (
-	"io"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
+
 	"github.com/logd-dev/logd/backend"
 )
 
-// Raft's own measurements, per node. hashicorp/raft reports its timings
+// Raft's own measurements, per Raft group. hashicorp/raft reports its timings
 // through armon/go-metrics' process-wide sink, which would mix the nodes of
 // one test process and hold what it gathers in memory; logd measures what
 // an operator needs itself, at the seams it already owns: the FSM adapter
@@ -20,8 +21,9 @@ import (
 // and a Raft observer (leader changes). The front end renders them
 // (server/raft_metrics.go); docs/operations.md lists them.
 
-// timing gathers backend.Timings; safe for concurrent use.
-type timing struct {
+// Timing gathers backend.Timings; safe for concurrent use. The zero value
+// is ready.
+type Timing struct {
 	mu sync.Mutex
 	// count, sum and buckets (not cumulative) are guarded by mu.
 	count   uint64
@@ -29,8 +31,8 @@ type timing struct {
 	buckets [18]uint64
 }
 
-// observe records one duration.
-func (t *timing) observe(d time.Duration) {
+// Observe records one duration.
+func (t *Timing) Observe(d time.Duration) {
 	i := 0
 	for bound := 100 * time.Microsecond; i < len(t.buckets)-1 && d > bound; bound <<= 1 {
 		i++
@@ -44,8 +46,8 @@ func (t *timing) observe(d time.Duration) {
 	t.mu.Unlock()
 }
 
-// get returns the histogram so far, with cumulative buckets.
-func (t *timing) get() backend.Timings {
+// Get returns the histogram so far, with cumulative buckets.
+func (t *Timing) Get() backend.Timings {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := backend.Timings{Count: t.count, Sum: t.sum, Buckets: make([]uint64, len(t.buckets))}
@@ -57,9 +59,13 @@ func (t *timing) get() backend.Timings {
 	return out
 }
 
-// raftObserver holds a node's backend.RaftMetrics as they are gathered.
-type raftObserver struct {
-	apply, storeLogs, persist timing
+// Metrics holds a Raft group's backend.RaftMetrics as they are gathered:
+// the timings its owner observes (Apply, StoreLogs through TimeLogStore,
+// SnapshotPersist), what the transport wrapper hears from followers, and
+// the leader changes and snapshot sizes its owner reports. Safe for
+// concurrent use; make one with NewMetrics.
+type Metrics struct {
+	Apply, StoreLogs, SnapshotPersist Timing
 
 	mu sync.Mutex
 	// snapshotBytes, leaderChanges and followers (by node id) are guarded
@@ -72,21 +78,29 @@ type raftObserver struct {
 	followers     map[raft.ServerID]backend.FollowerStats
 }
 
-func newRaftObserver() *raftObserver {
-	return &raftObserver{followers: make(map[raft.ServerID]backend.FollowerStats)}
+// NewMetrics returns empty metrics.
+func NewMetrics() *Metrics {
+	return &Metrics{followers: make(map[raft.ServerID]backend.FollowerStats)}
+}
+
+// SnapshotPersisted records the size of the snapshot just persisted.
+func (o *Metrics) SnapshotPersisted(bytes uint64) {
+	o.mu.Lock()
+	o.snapshotBytes = bytes
+	o.mu.Unlock()
 }
 
 // heard records a follower's answer to an AppendEntries.
-func (o *raftObserver) heard(id raft.ServerID, lastIndex uint64, at time.Time) {
+func (o *Metrics) heard(id raft.ServerID, lastIndex uint64, at time.Time) {
 	o.mu.Lock()
 	o.followers[id] = backend.FollowerStats{ID: string(id), LastContact: at, LastIndex: lastIndex}
 	o.mu.Unlock()
 }
 
-// leaderObserved counts a leader change seen by Raft's observer (a
-// LeaderObservation naming a leader) and forgets the followers when this
-// node is not the new leader.
-func (o *raftObserver) leaderObserved(leader raft.ServerID, self raft.ServerID) {
+// LeaderObserved counts a leader change seen by Raft's observer (a
+// LeaderObservation naming a leader) and forgets the followers when self
+// is not the new leader.
+func (o *Metrics) LeaderObserved(leader raft.ServerID, self raft.ServerID) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if leader == "" {
@@ -99,20 +113,17 @@ func (o *raftObserver) leaderObserved(leader raft.ServerID, self raft.ServerID) 
 	}
 }
 
-// RaftMetrics returns the node's Raft measurements.
-func (n *Node) RaftMetrics() backend.RaftMetrics {
-	o := n.observer
-	m := backend.RaftMetrics{Apply: o.apply.get(), StoreLogs: o.storeLogs.get(), SnapshotPersist: o.persist.get(), LastIndex: n.raft.LastIndex()}
-	var members []raft.Server
-	leads := n.raft.State() == raft.Leader
-	if f := n.raft.GetConfiguration(); leads && f.Error() == nil {
-		members = f.Configuration().Servers
-	}
+// Get returns the measurements so far. lastIndex is the group's last log
+// index; members, the voters and non-voters of the configuration when
+// self leads (none otherwise), are the followers listed, self left out,
+// sorted by id: a follower not heard from yet is listed with no contact.
+func (o *Metrics) Get(self string, members []raft.Server, lastIndex uint64) backend.RaftMetrics {
+	m := backend.RaftMetrics{Apply: o.Apply.Get(), StoreLogs: o.StoreLogs.Get(), SnapshotPersist: o.SnapshotPersist.Get(), LastIndex: lastIndex}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	m.SnapshotBytes, m.LeaderChanges = o.snapshotBytes, o.leaderChanges
 	for _, s := range members {
-		if string(s.ID) == n.cfg.NodeID {
+		if string(s.ID) == self {
 			continue
 		}
 		f, ok := o.followers[s.ID]
@@ -121,46 +132,38 @@ func (n *Node) RaftMetrics() backend.RaftMetrics {
 		}
 		m.Followers = append(m.Followers, f)
 	}
-	slices.SortFunc(m.Followers, func(a, b backend.FollowerStats) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(m.Followers, func(a, b backend.FollowerStats) int { return strings.Compare(a.ID, b.ID) })
 	return m
 }
 
-// observedTransport times nothing itself: it notes each follower's answer
+// Transport times nothing itself: it notes each follower's answer
 // to the leader's AppendEntries calls that do not go through a pipeline
 // (heartbeats, and replication while a follower catches up), which carry
 // the follower's last log index. Pipelined batches are left alone: the
 // heartbeats alone refresh every follower many times per heartbeat
 // timeout. Of the requests it receives, it notes the leader's commit
-// index (leader_commit.go).
-type observedTransport struct {
+// index (LeaderCommits).
+type Transport struct {
 	raft.Transport
-	o       *raftObserver
-	commits *leaderCommits
+	o       *Metrics
+	commits *LeaderCommits
 	// rpcs is Consumer's channel, fed by forward.
 	rpcs chan raft.RPC
 }
 
-// observeTransport wraps t, keeping the optional interfaces hashicorp/raft
+// WrapTransport wraps t, keeping the optional interfaces hashicorp/raft
 // looks for (pre-vote, close); it returns the transport to give Raft and
-// the wrapper, whose forward the node runs (leader_commit.go).
-func observeTransport(t raft.Transport, o *raftObserver, c *leaderCommits) (raft.Transport, *observedTransport) {
-	base := &observedTransport{Transport: t, o: o, commits: c, rpcs: make(chan raft.RPC)}
+// the wrapper, whose Forward its owner runs until Raft is shut down.
+func WrapTransport(t raft.Transport, o *Metrics, c *LeaderCommits) (raft.Transport, *Transport) {
+	base := &Transport{Transport: t, o: o, commits: c, rpcs: make(chan raft.RPC)}
 	if pv, ok := t.(raft.WithPreVote); ok {
-		return &observedPreVoteTransport{observedTransport: base, pv: pv}, base
+		return &preVoteTransport{Transport: base, pv: pv}, base
 	}
 	return base, base
 }
 
 // AppendEntries implements raft.Transport.
-func (t *observedTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+func (t *Transport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
 	err := t.Transport.AppendEntries(id, target, args, resp)
 	if err == nil {
 		t.o.heard(id, resp.LastLog, time.Now())
@@ -169,33 +172,33 @@ func (t *observedTransport) AppendEntries(id raft.ServerID, target raft.ServerAd
 }
 
 // Close implements raft.WithClose when the wrapped transport does.
-func (t *observedTransport) Close() error {
+func (t *Transport) Close() error {
 	if c, ok := t.Transport.(raft.WithClose); ok {
 		return c.Close()
 	}
 	return nil
 }
 
-// observedPreVoteTransport is an observedTransport over a transport with
-// pre-vote.
-type observedPreVoteTransport struct {
-	*observedTransport
+// preVoteTransport is a Transport over a transport with pre-vote.
+type preVoteTransport struct {
+	*Transport
 	pv raft.WithPreVote
 }
 
 // RequestPreVote implements raft.WithPreVote.
-func (t *observedPreVoteTransport) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
+func (t *preVoteTransport) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
 	return t.pv.RequestPreVote(id, target, args, resp)
 }
 
 // timedLogStore times the Raft log store's writes.
 type timedLogStore struct {
 	raft.LogStore
-	t *timing
+	t *Timing
 }
 
-// timeLogStore wraps s, keeping raft.MonotonicLogStore if s has it.
-func timeLogStore(s raft.LogStore, t *timing) raft.LogStore {
+// TimeLogStore wraps s so that its writes are timed into t, keeping
+// raft.MonotonicLogStore if s has it.
+func TimeLogStore(s raft.LogStore, t *Timing) raft.LogStore {
 	base := &timedLogStore{LogStore: s, t: t}
 	if m, ok := s.(raft.MonotonicLogStore); ok {
 		return &timedMonotonicLogStore{timedLogStore: base, m: m}
@@ -207,7 +210,7 @@ func timeLogStore(s raft.LogStore, t *timing) raft.LogStore {
 func (s *timedLogStore) StoreLog(l *raft.Log) error {
 	start := time.Now()
 	err := s.LogStore.StoreLog(l)
-	s.t.observe(time.Since(start))
+	s.t.Observe(time.Since(start))
 	return err
 }
 
@@ -215,7 +218,7 @@ func (s *timedLogStore) StoreLog(l *raft.Log) error {
 func (s *timedLogStore) StoreLogs(logs []*raft.Log) error {
 	start := time.Now()
 	err := s.LogStore.StoreLogs(logs)
-	s.t.observe(time.Since(start))
+	s.t.Observe(time.Since(start))
 	return err
 }
 
@@ -227,15 +230,3 @@ type timedMonotonicLogStore struct {
 
 // IsMonotonic implements raft.MonotonicLogStore.
 func (s *timedMonotonicLogStore) IsMonotonic() bool { return s.m.IsMonotonic() }
-
-// countingWriter counts the bytes written through it.
-type countingWriter struct {
-	w io.Writer
-	n uint64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += uint64(n)
-	return n, err
-}

@@ -1,4 +1,4 @@
-package replication
+package observe
 
 import (
 	"errors"
@@ -19,9 +19,9 @@ func TestForwardStopAnswersTyped(t *testing.T) {
 	defer a.Close()
 	defer b.Close()
 	a.Connect("b", b)
-	_, wrapped := observeTransport(b, newRaftObserver(), new(leaderCommits))
+	_, wrapped := WrapTransport(b, NewMetrics(), new(LeaderCommits))
 	stop, done := make(chan struct{}), make(chan struct{})
-	go func() { defer close(done); wrapped.forward(stop) }()
+	go func() { defer close(done); wrapped.Forward(stop) }()
 
 	p, err := a.AppendEntriesPipeline("b", "b")
 	if err != nil {
@@ -35,7 +35,7 @@ func TestForwardStopAnswersTyped(t *testing.T) {
 	}
 	deadline := time.After(10 * time.Second)
 	for {
-		if idx, ok := wrapped.commits.in(3); ok && idx == 7 {
+		if idx, ok := wrapped.commits.In(3); ok && idx == 7 {
 			break
 		}
 		select {
@@ -53,5 +53,30 @@ func TestForwardStopAnswersTyped(t *testing.T) {
 		}
 	case <-deadline:
 		t.Fatal("the held request was never answered")
+	}
+}
+
+// TestLeaderCommitsNote: the first commit index of the newest term is
+// kept; a heartbeat's zero, a later one of the same term and one of an
+// older term change nothing.
+func TestLeaderCommitsNote(t *testing.T) {
+	var c LeaderCommits
+	for _, step := range []struct {
+		term, index uint64
+		want        map[uint64]uint64 // term -> index noted; absent: none
+	}{
+		{term: 2, index: 0, want: map[uint64]uint64{}},
+		{term: 2, index: 10, want: map[uint64]uint64{2: 10}},
+		{term: 2, index: 20, want: map[uint64]uint64{2: 10}},
+		{term: 1, index: 30, want: map[uint64]uint64{2: 10}},
+		{term: 3, index: 5, want: map[uint64]uint64{3: 5}},
+	} {
+		c.note(step.term, step.index)
+		for term := uint64(1); term <= 3; term++ {
+			got, ok := c.In(term)
+			if want, wantOK := step.want[term]; got != want || ok != wantOK {
+				t.Fatalf("after note(%d, %d): in(%d) = %d, %v; want %d, %v", step.term, step.index, term, got, ok, want, wantOK)
+			}
+		}
 	}
 }
