@@ -16,11 +16,17 @@
 // front ends' requests (convert.go, backend_commands.go). The front ends
 // see neither this package's Node nor package fsm.
 //
-// One Raft group per cluster (a single node by default). Raft's log and
-// stable store live in raft-boltdb (bbolt) under <data>/raft; the state
-// machine's state is the set of topics and their partition logs under
-// <data>/topics. raftFSM (adapter.go) adapts the state machine to raft's
-// BatchingFSM and FSMSnapshot interfaces.
+// A Node is one Raft group: its Raft, proposals, readiness and the
+// membership of that group. One Raft group per cluster today (a single
+// node by default). Raft's log and stable store live in package
+// replication/raftstore under <data>/raft; the state machine's state is
+// the set of topics and their partition logs under <data>/topics.
+// raftFSM (adapter.go) adapts the state machine to raft's BatchingFSM and
+// FSMSnapshot interfaces. Nothing of a Node is package-level state: a
+// process may open several, each with its own Config (DataDir, RaftBind,
+// and a Logger whose attributes name the group), and the packages it
+// drives (raftstore, catchup, observe, cleaner, redrive, transport) take
+// their directories, loggers and clocks as arguments.
 //
 // Invariants, each with a test:
 //
