@@ -18,6 +18,7 @@ import (
 	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/replication/catchup"
 	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/internal/fsmtest"
 	"github.com/logd-dev/logd/replication/raftstore"
 )
 
@@ -81,7 +82,7 @@ func testBackupRestore(t *testing.T, from, to string) {
 
 	target := filepath.Join(t.TempDir(), "restored")
 	raftAddr := freeAddr(t)
-	rcfg := catchup.RestoreConfig{DataDir: target, NodeID: "r1", RaftAddress: raftAddr, Logger: testLogger()}
+	rcfg := catchup.RestoreConfig{DataDir: target, NodeID: "r1", RaftAddress: raftAddr, Logger: fsmtest.Logger()}
 	b := file.Bytes()
 	for _, tc := range []struct {
 		name string
@@ -118,7 +119,7 @@ func testBackupRestore(t *testing.T, from, to string) {
 	if _, err := catchup.RestoreBackup(bytes.NewReader(b), rcfg); !errors.Is(err, catchup.ErrRestoreTarget) {
 		t.Fatalf("a restore over a restored dir: %v", err)
 	}
-	r, err := Open(Config{NodeID: "r1", DataDir: target, RaftBind: raftAddr, Logger: testLogger(), RaftLogLevel: "error", APIAdvertise: "127.0.0.1:1",
+	r, err := Open(Config{NodeID: "r1", DataDir: target, RaftBind: raftAddr, Logger: fsmtest.Logger(), RaftLogLevel: "error", APIAdvertise: "127.0.0.1:1",
 		RaftLogStore: to})
 	if err != nil {
 		t.Fatal(err)
@@ -132,11 +133,11 @@ func testBackupRestore(t *testing.T, from, to string) {
 		}
 	}
 	for p := range int32(2) {
-		if got := readAll(t, r.FSM(), "t", p); !slices.Equal(got, want[p]) {
+		if got := fsmtest.ReadAll(t, r.FSM(), "t", p); !slices.Equal(got, want[p]) {
 			t.Fatalf("partition %d restored %v, want %v", p, got, want[p])
 		}
 	}
-	if got := readAll(t, r.FSM(), "empty", 0); len(got) != 0 {
+	if got := fsmtest.ReadAll(t, r.FSM(), "empty", 0); len(got) != 0 {
 		t.Fatalf("empty topic restored with %v", got)
 	}
 	offs, err := NewBackend(r).appendCommand(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "new")}}})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/internal/fsmtest"
 )
 
 // BenchmarkGroupCommit measures small appends from many concurrent
@@ -19,7 +20,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 			b.Run(fmt.Sprintf("batchApplyCh=%v/proposers=%d", batchCh, par), func(b *testing.B) {
 				dir := b.TempDir()
 				n, err := Open(Config{NodeID: "n1", DataDir: dir, RaftBind: "127.0.0.1:0", Bootstrap: true,
-					Logger: testLogger(), RaftLogLevel: "error", BatchApplyCh: batchCh})
+					Logger: fsmtest.Logger(), RaftLogLevel: "error", BatchApplyCh: batchCh})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/logd-dev/logd/queue"
 	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/internal/fsmtest"
 )
 
 // heapInUse is the heap allocated after two collections.
@@ -68,7 +69,7 @@ func BenchmarkStateMemory(b *testing.B) {
 // openBenchNode is openSingleNode for a benchmark.
 func openBenchNode(b *testing.B, ctx context.Context) *Node {
 	b.Helper()
-	n, err := Open(Config{NodeID: "n1", DataDir: b.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true, Logger: testLogger(), RaftLogLevel: "error"})
+	n, err := Open(Config{NodeID: "n1", DataDir: b.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true, Logger: fsmtest.Logger(), RaftLogLevel: "error"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/replication/catchup"
 	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/internal/fsmtest"
 )
 
 // TestCatchUpAfterCompaction: once the leader compacted segments its
@@ -37,7 +38,7 @@ func TestCatchUpAfterCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	n, err := Open(Config{NodeID: "n1", DataDir: dir, RaftBind: "127.0.0.1:0", Bootstrap: true, Logger: testLogger(),
+	n, err := Open(Config{NodeID: "n1", DataDir: dir, RaftBind: "127.0.0.1:0", Bootstrap: true, Logger: fsmtest.Logger(),
 		RaftLogLevel: "error", Fatal: func(err error) { t.Errorf("fatal: %v", err) }, Now: now,
 		CleanerInterval: time.Hour, SnapshotInterval: time.Hour, APIAdvertise: ln.Addr().String()})
 	if err != nil {
@@ -72,7 +73,7 @@ func TestCatchUpAfterCompaction(t *testing.T) {
 	if err := n.Snapshot(); err != nil {
 		t.Fatal(err)
 	}
-	snap := snapshotBytes(t, n.FSM()) // what the snapshot lists, as a follower receives it
+	snap := fsmtest.Snapshot(t, n.FSM()) // what the snapshot lists, as a follower receives it
 	listed := p.Log().Segments()
 	if n.FSM().SegmentsChangedSinceSnapshot() {
 		t.Fatal("segments changed right after a snapshot")
@@ -130,7 +131,7 @@ func TestCatchUpAfterCompaction(t *testing.T) {
 
 	// A follower installing the stale snapshot gives up without waiting
 	// for its timeout.
-	f, _ := testFSM(t, t.TempDir(), catchup.NewSegmentFetcher(client, time.Minute, testLogger()))
+	f, _ := fsmtest.New(t, t.TempDir(), catchup.NewSegmentFetcher(client, time.Minute, fsmtest.Logger()))
 	err = f.Restore(io.NopCloser(bytes.NewReader(snap)))
 	if !errors.Is(err, backend.ErrSegmentGone) || strings.Contains(err.Error(), "within") {
 		t.Fatalf("restore of a stale snapshot: %v", err)
@@ -141,8 +142,8 @@ func TestCatchUpAfterCompaction(t *testing.T) {
 		idx, _ := strconv.ParseUint(n.raft.Stats()["last_snapshot_index"], 10, 64)
 		return idx >= compactedAt && !n.FSM().SegmentsChangedSinceSnapshot()
 	})
-	snap = snapshotBytes(t, n.FSM())
-	f2, _ := testFSM(t, t.TempDir(), catchup.NewSegmentFetcher(client, time.Minute, testLogger()))
+	snap = fsmtest.Snapshot(t, n.FSM())
+	f2, _ := fsmtest.New(t, t.TempDir(), catchup.NewSegmentFetcher(client, time.Minute, fsmtest.Logger()))
 	if err := f2.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
 		t.Fatalf("restore of the renewed snapshot: %v", err)
 	}

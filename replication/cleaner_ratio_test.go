@@ -10,6 +10,7 @@ import (
 
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/internal/fsmtest"
 )
 
 // TestCleanerDirtyRatio: after a first compaction, a little new data does
@@ -22,7 +23,7 @@ func TestCleanerDirtyRatio(t *testing.T) {
 	var mu sync.Mutex
 	clock := time.UnixMilli(1_700_000_000_000)
 	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
-	n, err := Open(Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true, Logger: testLogger(),
+	n, err := Open(Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true, Logger: fsmtest.Logger(),
 		RaftLogLevel: "error", Fatal: func(err error) { t.Errorf("fatal: %v", err) }, Now: now, CleanerInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)

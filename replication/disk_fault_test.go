@@ -13,6 +13,7 @@ import (
 	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/log/logtest"
 	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/internal/fsmtest"
 )
 
 // openSingleNode opens cfg (its data dir, logs, sync and fatal handler) as
@@ -20,7 +21,7 @@ import (
 // caught up.
 func openSingleNode(t *testing.T, ctx context.Context, cfg Config) *Node {
 	t.Helper()
-	cfg.NodeID, cfg.RaftBind, cfg.Bootstrap, cfg.Logger, cfg.RaftLogLevel = "n1", "127.0.0.1:0", true, testLogger(), "error"
+	cfg.NodeID, cfg.RaftBind, cfg.Bootstrap, cfg.Logger, cfg.RaftLogLevel = "n1", "127.0.0.1:0", true, fsmtest.Logger(), "error"
 	n, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -105,13 +106,13 @@ func TestDiskFaultStopsNode(t *testing.T) {
 
 			n = open(log.OSFS{})
 			defer n.Close()
-			if got := readAll(t, n.FSM(), "d", 0); fmt.Sprint(got) != fmt.Sprint(want) {
+			if got := fsmtest.ReadAll(t, n.FSM(), "d", 0); fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("after the restart the partition holds\n%v\nwant\n%v", got, want)
 			}
 			if err := appendValues("later"); err != nil {
 				t.Fatal(err)
 			}
-			if got := readAll(t, n.FSM(), "d", 0); len(got) != len(want)+1 || got[len(got)-1] != "later" {
+			if got := fsmtest.ReadAll(t, n.FSM(), "d", 0); len(got) != len(want)+1 || got[len(got)-1] != "later" {
 				t.Fatalf("after an append on the healthy disk: %v", got)
 			}
 			mu.Lock()
@@ -174,7 +175,7 @@ func TestPowerCutAfterSnapshot(t *testing.T) {
 	n = open(log.OSFS{})
 	defer n.Close()
 	for part := range int32(2) {
-		if got := readAll(t, n.FSM(), "p", part); fmt.Sprint(got) != fmt.Sprint(want[part]) {
+		if got := fsmtest.ReadAll(t, n.FSM(), "p", part); fmt.Sprint(got) != fmt.Sprint(want[part]) {
 			t.Fatalf("partition %d after the power cut:\n got %v\nwant %v", part, got, want[part])
 		}
 	}

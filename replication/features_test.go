@@ -8,6 +8,7 @@ import (
 
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/internal/fsmtest"
 )
 
 func TestClusterLevel(t *testing.T) {
@@ -96,7 +97,7 @@ func TestFeatureLevelRegistered(t *testing.T) {
 	if _, err := n.propose(ctx, unknown); !errors.Is(err, backend.ErrUnknownCommand) {
 		t.Fatalf("unknown command proposed: %v", err)
 	}
-	newer := mustJSON(t, fsm.CmdCreateTopic, 1, fsm.CreateTopic{Name: "v", Partitions: 1})
+	newer := fsmtest.Command(t, fsm.CmdCreateTopic, 1, fsm.CreateTopic{Name: "v", Partitions: 1})
 	newer[1] = 7 // a payload version of a later build
 	if _, err := n.propose(ctx, newer); !errors.Is(err, backend.ErrUnknownCommand) {
 		t.Fatalf("unknown version proposed: %v", err)

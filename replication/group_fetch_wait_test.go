@@ -12,6 +12,7 @@ import (
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/internal/fsmtest"
 )
 
 // memCluster is an in-process cluster of InMemory nodes whose Raft
@@ -36,7 +37,7 @@ func newMemCluster(t *testing.T, ctx context.Context, n int) *memCluster {
 	for i := range n {
 		id := fmt.Sprintf("n%d", i+1)
 		nd, err := Open(Config{NodeID: id, RaftBind: id, DataDir: t.TempDir(), InMemory: true, Bootstrap: i == 0,
-			APIAdvertise: id + "-api", Logger: testLogger(), RaftLogLevel: "off",
+			APIAdvertise: id + "-api", Logger: fsmtest.Logger(), RaftLogLevel: "off",
 			HeartbeatTimeout: memRaftTimeout, ElectionTimeout: memRaftTimeout, LeaderLeaseTimeout: memRaftTimeout})
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/internal/fsmtest"
 )
 
 // TestInMemoryNode: with InMemory a node needs no Raft address, writes no
@@ -19,7 +20,7 @@ func TestInMemoryNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	cfg := Config{NodeID: "n1", DataDir: dir, InMemory: true, Bootstrap: true, Logger: testLogger(), RaftLogLevel: "error",
+	cfg := Config{NodeID: "n1", DataDir: dir, InMemory: true, Bootstrap: true, Logger: fsmtest.Logger(), RaftLogLevel: "error",
 		HeartbeatTimeout: 30 * time.Millisecond, ElectionTimeout: 40 * time.Millisecond, LeaderLeaseTimeout: 20 * time.Millisecond}
 	if err := (Config{NodeID: "n1", DataDir: dir}).Validate(); !errors.Is(err, backend.ErrInvalidArgument) {
 		t.Fatalf("a TCP node without a Raft address: %v", err)

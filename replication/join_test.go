@@ -16,6 +16,7 @@ import (
 
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/internal/fsmtest"
 )
 
 // TestJoinLoop: the loop retries failed attempts after the pause, gives each
@@ -175,7 +176,7 @@ func newJoinCluster(t *testing.T) *joinCluster {
 func (c *joinCluster) open(ctx context.Context, id string, bootstrap bool) *Node {
 	c.t.Helper()
 	cfg := Config{NodeID: id, DataDir: c.t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: bootstrap,
-		APIAdvertise: id + ".api.test:7070", Logger: testLogger(), RaftLogLevel: "error",
+		APIAdvertise: id + ".api.test:7070", Logger: fsmtest.Logger(), RaftLogLevel: "error",
 		// Timeouts above the default: these tests run beside others under
 		// -race, where a 150ms lease lost leadership mid-test.
 		HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond, LeaderLeaseTimeout: 500 * time.Millisecond,

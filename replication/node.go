@@ -688,7 +688,7 @@ func (n *Node) RaftConnStats() backend.RaftConnStats {
 	if n.stores.stream == nil {
 		return backend.RaftConnStats{}
 	}
-	return backend.RaftConnStats(n.stores.stream.Stats())
+	return n.stores.stream.Stats()
 }
 
 // FSM returns the node's state machine for reads.

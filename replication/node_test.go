@@ -11,6 +11,7 @@ import (
 	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/queue"
 	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/internal/fsmtest"
 )
 
 // TestNodeRestart runs a real single-node Raft group: create, produce,
@@ -44,7 +45,7 @@ func TestNodeRestart(t *testing.T) {
 				}
 			}
 		}
-		if got := readAll(t, n.FSM(), "r", 0); fmt.Sprint(got) != fmt.Sprint(want) {
+		if got := fsmtest.ReadAll(t, n.FSM(), "r", 0); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("run %d:\n got %v\nwant %v", run, got, want)
 		}
 		if err := n.Close(); err != nil {
@@ -91,7 +92,7 @@ func TestDeleteTopicAfterSnapshot(t *testing.T) {
 	if _, err := n.FSM().Topic("gone"); err == nil {
 		t.Fatal("deleted topic is back after restart")
 	}
-	if got := readAll(t, n.FSM(), "kept", 0); fmt.Sprint(got) != "[x y]" {
+	if got := fsmtest.ReadAll(t, n.FSM(), "kept", 0); fmt.Sprint(got) != "[x y]" {
 		t.Fatalf("kept = %v", got)
 	}
 }
@@ -105,7 +106,7 @@ func TestProposeSameBufferTwice(t *testing.T) {
 	defer cancel()
 	n := openTestNode(t, ctx, t.TempDir())
 	defer n.Close()
-	data := mustJSON(t, fsm.CmdCreateTopic, time.Now().UnixNano(), fsm.CreateTopic{Name: "once", Partitions: 1})
+	data := fsmtest.Command(t, fsm.CmdCreateTopic, time.Now().UnixNano(), fsm.CreateTopic{Name: "once", Partitions: 1})
 	if _, err := n.propose(ctx, data); err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func TestGroupNodeRestart(t *testing.T) {
 
 func BenchmarkGroupOffsetCommit(b *testing.B) {
 	dir := b.TempDir()
-	n, err := Open(Config{NodeID: "n1", DataDir: dir, RaftBind: "127.0.0.1:0", Bootstrap: true, Logger: testLogger(), RaftLogLevel: "error"})
+	n, err := Open(Config{NodeID: "n1", DataDir: dir, RaftBind: "127.0.0.1:0", Bootstrap: true, Logger: fsmtest.Logger(), RaftLogLevel: "error"})
 	if err != nil {
 		b.Fatal(err)
 	}

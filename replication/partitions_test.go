@@ -15,6 +15,7 @@ import (
 	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/replication/catchup"
 	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/internal/fsmtest"
 )
 
 // TestCreatePartitionsRestart grows a topic before and after a snapshot,
@@ -86,7 +87,7 @@ func TestCreatePartitionsRestart(t *testing.T) {
 	}
 	want := []string{"[p0]", "[]", "[p2]", "[p3]"}
 	for p, w := range want {
-		if got := fmt.Sprint(readAll(t, n.FSM(), "g", int32(p))); got != w {
+		if got := fmt.Sprint(fsmtest.ReadAll(t, n.FSM(), "g", int32(p))); got != w {
 			t.Errorf("g-%d after restart: %s, want %s", p, got, w)
 		}
 	}
@@ -128,7 +129,7 @@ func TestCreatePartitionsFollower(t *testing.T) {
 		t.Fatalf("g on n2: %v", err)
 	}
 	for p, w := range []string{"[]", "[one]", "[two]"} {
-		if got := fmt.Sprint(readAll(t, j.FSM(), "g", int32(p))); got != w {
+		if got := fmt.Sprint(fsmtest.ReadAll(t, j.FSM(), "g", int32(p))); got != w {
 			t.Errorf("g-%d on n2: %s, want %s", p, got, w)
 		}
 	}
@@ -166,8 +167,8 @@ func TestCreatePartitionsSnapshotInstall(t *testing.T) {
 	if err := n.Snapshot(); err != nil {
 		t.Fatal(err)
 	}
-	snap := snapshotBytes(t, n.FSM())
-	f, fatals := testFSM(t, t.TempDir(), catchup.NewSegmentFetcher(catchup.NewSegmentClient(peer.HTTP{}), time.Minute, testLogger()))
+	snap := fsmtest.Snapshot(t, n.FSM())
+	f, fatals := fsmtest.New(t, t.TempDir(), catchup.NewSegmentFetcher(catchup.NewSegmentClient(peer.HTTP{}), time.Minute, fsmtest.Logger()))
 	if err := f.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
 		t.Fatalf("install: %v", err)
 	}
@@ -176,7 +177,7 @@ func TestCreatePartitionsSnapshotInstall(t *testing.T) {
 		t.Fatalf("g after the install: %v", err)
 	}
 	for p := range int32(3) {
-		if got := fmt.Sprint(readAll(t, f, "g", p)); got != fmt.Sprintf("[v%d]", p) {
+		if got := fmt.Sprint(fsmtest.ReadAll(t, f, "g", p)); got != fmt.Sprintf("[v%d]", p) {
 			t.Errorf("g-%d after the install: %s", p, got)
 		}
 	}

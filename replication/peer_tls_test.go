@@ -24,6 +24,7 @@ import (
 	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/replication/catchup"
 	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/internal/fsmtest"
 )
 
 // peerTLSFor is the peer TLS of a node that presents cert and trusts ca.
@@ -47,7 +48,7 @@ func waitValues(t *testing.T, ctx context.Context, n *Node, topic string, want .
 		if err != nil || p.Log().EndOffset() < int64(len(want)) {
 			return false
 		}
-		return slices.Equal(readAll(t, n.fsm, topic, 0), want)
+		return slices.Equal(fsmtest.ReadAll(t, n.fsm, topic, 0), want)
 	})
 }
 
@@ -306,7 +307,7 @@ func TestSegmentsServedToNodesOnly(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	cert := ca.Node(t, "n1")
-	n, err := Open(Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true, Logger: testLogger(),
+	n, err := Open(Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true, Logger: fsmtest.Logger(),
 		RaftLogLevel: "error", Fatal: func(err error) { t.Errorf("fatal: %v", err) }, PeerTLS: peerTLSFor(ca, cert),
 		CleanerInterval: time.Hour, SnapshotInterval: time.Hour, APIAdvertise: addr})
 	if err != nil {
@@ -328,7 +329,7 @@ func TestSegmentsServedToNodesOnly(t *testing.T) {
 	if err := n.Snapshot(); err != nil {
 		t.Fatal(err)
 	}
-	snap := snapshotBytes(t, n.FSM())
+	snap := fsmtest.Snapshot(t, n.FSM())
 	tp, _ := n.FSM().Topic("t")
 	p, _ := n.FSM().Partition("t", 0)
 	seg := p.Log().Segments()[0]
@@ -358,11 +359,11 @@ func TestSegmentsServedToNodesOnly(t *testing.T) {
 	}
 	// A follower catches up from the snapshot over TLS.
 	client := catchup.NewSegmentClient(peer.HTTP{TLS: ca.ClientConfig(ca.Node(t, "n2"))})
-	f, _ := testFSM(t, t.TempDir(), catchup.NewSegmentFetcher(client, time.Minute, testLogger()))
+	f, _ := fsmtest.New(t, t.TempDir(), catchup.NewSegmentFetcher(client, time.Minute, fsmtest.Logger()))
 	if err := f.Restore(io.NopCloser(strings.NewReader(string(snap)))); err != nil {
 		t.Fatalf("restore over TLS: %v", err)
 	}
-	if got := readAll(t, f, "t", 0); !slices.Equal(got, []string{"a", "b"}) {
+	if got := fsmtest.ReadAll(t, f, "t", 0); !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("follower reads %v", got)
 	}
 }

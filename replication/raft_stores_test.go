@@ -15,6 +15,7 @@ import (
 
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/internal/fsmtest"
 	"github.com/logd-dev/logd/replication/raftstore"
 )
 
@@ -124,7 +125,7 @@ func TestLogStoreKept(t *testing.T) {
 				other = raftstore.LogStoreBoltDB
 			}
 			bad := cfg
-			bad.NodeID, bad.RaftBind, bad.Logger = "n1", "127.0.0.1:0", testLogger()
+			bad.NodeID, bad.RaftBind, bad.Logger = "n1", "127.0.0.1:0", fsmtest.Logger()
 			bad.RaftLogStore = other
 			if n, err := Open(bad); !errors.Is(err, raftstore.ErrLogStoreMismatch) {
 				if err == nil {
@@ -140,7 +141,7 @@ func TestLogStoreKept(t *testing.T) {
 			cfg.RaftLogStore = ""
 			n = openSingleNode(t, ctx, cfg)
 			defer n.Close()
-			if got := readAll(t, n.FSM(), "k", 0); fmt.Sprint(got) != fmt.Sprint(want) {
+			if got := fsmtest.ReadAll(t, n.FSM(), "k", 0); fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("after restart %v, want %v", got, want)
 			}
 			last, err := n.stores.logs.LastIndex()

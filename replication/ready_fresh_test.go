@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/internal/fsmtest"
 )
 
 // pacedLogStore is a follower's Raft log whose writes wait until the
@@ -80,7 +81,7 @@ func TestFreshNodeWaitsForLeaderCommit(t *testing.T) {
 	// n2 starts with nothing and a paced Raft log.
 	var paced atomic.Pointer[Node]
 	fresh, err := Open(Config{NodeID: "n2", RaftBind: "n2", DataDir: t.TempDir(), InMemory: true, APIAdvertise: "n2-api",
-		Logger: testLogger(), RaftLogLevel: "off",
+		Logger: fsmtest.Logger(), RaftLogLevel: "off",
 		HeartbeatTimeout: 50 * time.Millisecond, ElectionTimeout: 50 * time.Millisecond, LeaderLeaseTimeout: 50 * time.Millisecond,
 		WrapRaftStores: func(l raft.LogStore, s raft.StableStore) (raft.LogStore, raft.StableStore) {
 			return pacedLogStore{LogStore: l, node: &paced}, s

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/internal/fsmtest"
 )
 
 // TestRestartedFollowerWaitsForLeaderTerm: a node that led, applied every
@@ -25,7 +26,7 @@ func TestRestartedFollowerWaitsForLeaderTerm(t *testing.T) {
 	defer cancel()
 
 	// The node leads alone and applies a topic and two appends: end 3.
-	cfg := Config{NodeID: "b", RaftBind: "b", DataDir: t.TempDir(), InMemory: true, Bootstrap: true, Logger: testLogger(), RaftLogLevel: "error",
+	cfg := Config{NodeID: "b", RaftBind: "b", DataDir: t.TempDir(), InMemory: true, Bootstrap: true, Logger: fsmtest.Logger(), RaftLogLevel: "error",
 		HeartbeatTimeout: 30 * time.Millisecond, ElectionTimeout: 40 * time.Millisecond, LeaderLeaseTimeout: 20 * time.Millisecond}
 	n, err := Open(cfg)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/internal/fsmtest"
 )
 
 // registrar is the Config.Register of a joinCluster's nodes: the Join the
@@ -189,10 +190,10 @@ func waitRegistry(ctx context.Context, t *testing.T, n *Node, what string, cond 
 // the node registry routes a node's API and peer addresses to its API
 // route; an address no node is registered at is dialed as it is.
 func TestPeerRoutesFollowTheRegistry(t *testing.T) {
-	f, _ := testFSM(t, t.TempDir(), nil)
-	f.ApplyBatch(entries(
-		mustJSON(t, fsm.CmdNodeRegister, 1, fsm.NodeRegister{ID: "a", APIAddress: "a:1", PeerAddress: "a:9"}),
-		mustJSON(t, fsm.CmdNodeRegister, 2, fsm.NodeRegister{ID: "b", APIAddress: "b:1"})))
+	f, _ := fsmtest.New(t, t.TempDir(), nil)
+	f.ApplyBatch(fsmtest.Entries(
+		fsmtest.Command(t, fsm.CmdNodeRegister, 1, fsm.NodeRegister{ID: "a", APIAddress: "a:1", PeerAddress: "a:9"}),
+		fsmtest.Command(t, fsm.CmdNodeRegister, 2, fsm.NodeRegister{ID: "b", APIAddress: "b:1"})))
 	r := peer.NewResolver(peer.Routes{"a": {Raft: "p:1", API: "p:2"}, "b": {Raft: "p:3"}})
 	r.Attach(registeredAt(f))
 	for addr, want := range map[string]string{"a:1": "p:2", "a:9": "p:2", "b:1": "b:1", "c:1": "c:1", "": ""} {

@@ -103,6 +103,9 @@ var table = []row{
 	{path: "logdtest", layer: layerSupport, support: true, siblings: []string{"log/logtest"}},
 	{path: "log/logtest", layer: layerSupport, support: true},
 	{path: "replication/internal/recordtest", layer: layerSupport, support: true},
+	// A state machine in process for the tests of replication and its
+	// sub-packages.
+	{path: "replication/internal/fsmtest", layer: layerSupport, support: true, siblings: []string{"replication/internal/recordtest"}},
 	{path: "internal/histcheck", layer: layerSupport, support: true, stdOnly: true, external: []string{"github.com/anishathalye/porcupine/..."}},
 	{path: "internal/nemesis", layer: layerSupport, support: true, stdOnly: true},
 	{path: "internal/testcerts", layer: layerSupport, support: true, stdOnly: true},
@@ -132,7 +135,7 @@ var table = []row{
 	// The Raft port (a capped, authenticated raft.StreamLayer) and Raft's
 	// address provider over peer routes: raft and peer, never the node
 	// that drives it.
-	{path: "replication/transport", layer: layerRaft, only: []string{"peer"}},
+	{path: "replication/transport", layer: layerRaft, only: []string{"backend", "peer"}},
 	// The leader's jobs: the retention and compaction scheduler and the
 	// redrive jobs (docs/architecture.md, "Redrive jobs"). They see the
 	// node through the interfaces they declare, which replication

@@ -14,6 +14,7 @@ import (
 
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/internal/fsmtest"
 )
 
 // fileSource serves segments straight from peer FSMs in this process.
@@ -91,17 +92,17 @@ func sortedKeys(m map[string][32]byte) []string {
 func TestRestoreFetchesMissingSegments(t *testing.T) {
 	// The leader's history: a topic with small segments, 40 appends.
 	var cmds [][]byte
-	c := mustJSON(t, fsm.CmdCreateTopic, 1, fsm.CreateTopic{Name: "t", Partitions: 2, Config: map[string]string{"segment.bytes": "400"}})
-	cmds = append(cmds, c, mustJSON(t, fsm.CmdNodeRegister, 2, fsm.NodeRegister{ID: "a", APIAddress: "a:1"}),
-		mustJSON(t, fsm.CmdNodeRegister, 2, fsm.NodeRegister{ID: "down", APIAddress: "down:1"}))
+	c := fsmtest.Command(t, fsm.CmdCreateTopic, 1, fsm.CreateTopic{Name: "t", Partitions: 2, Config: map[string]string{"segment.bytes": "400"}})
+	cmds = append(cmds, c, fsmtest.Command(t, fsm.CmdNodeRegister, 2, fsm.NodeRegister{ID: "a", APIAddress: "a:1"}),
+		fsmtest.Command(t, fsm.CmdNodeRegister, 2, fsm.NodeRegister{ID: "down", APIAddress: "down:1"}))
 	for i := range 40 {
 		cmds = append(cmds, fsm.EncodeAppend(int64(10+i), fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: int32(i % 2), Batch: mustBatch(t, fmt.Sprintf("v%d", i))}}}))
 	}
-	log := entries(cmds...)
+	log := fsmtest.Entries(cmds...)
 	leaderDir := t.TempDir()
-	leader, _ := testFSM(t, leaderDir, nil)
+	leader, _ := fsmtest.New(t, leaderDir, nil)
 	leader.ApplyBatch(log)
-	snap := snapshotBytes(t, leader)
+	snap := fsmtest.Snapshot(t, leader)
 
 	for _, tc := range []struct {
 		name    string
@@ -113,7 +114,7 @@ func TestRestoreFetchesMissingSegments(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			src := &fileSource{peers: map[string]*fsm.FSM{"a:1": leader}, fail: map[string]bool{"down:1": true}}
-			f, fatals := testFSM(t, dir, NewSegmentFetcher(src, 0, testLogger()))
+			f, fatals := fsmtest.New(t, dir, NewSegmentFetcher(src, 0, fsmtest.Logger()))
 			if tc.applied > 0 {
 				f.ApplyBatch(log[:tc.applied])
 			}
@@ -124,7 +125,7 @@ func TestRestoreFetchesMissingSegments(t *testing.T) {
 				t.Fatal(*fatals)
 			}
 			for p := int32(0); p < 2; p++ {
-				if got, want := readAll(t, f, "t", p), readAll(t, leader, "t", p); strings.Join(got, ",") != strings.Join(want, ",") {
+				if got, want := fsmtest.ReadAll(t, f, "t", p), fsmtest.ReadAll(t, leader, "t", p); strings.Join(got, ",") != strings.Join(want, ",") {
 					t.Fatalf("partition %d: %v, want %v", p, got, want)
 				}
 			}
@@ -138,9 +139,9 @@ func TestRestoreFetchesMissingSegments(t *testing.T) {
 				}
 			}
 			// Replaying the rest of the log is idempotent on the installed data.
-			more := entries(append(cmds, fsm.EncodeAppend(99, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "after")}}}))...)
+			more := fsmtest.Entries(append(cmds, fsm.EncodeAppend(99, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "after")}}}))...)
 			f.ApplyBatch(more[len(cmds):])
-			if got := readAll(t, f, "t", 0); got[len(got)-1] != "after" || len(got) != 21 {
+			if got := fsmtest.ReadAll(t, f, "t", 0); got[len(got)-1] != "after" || len(got) != 21 {
 				t.Fatalf("after install, appends go on: %v", got)
 			}
 		})
@@ -148,10 +149,10 @@ func TestRestoreFetchesMissingSegments(t *testing.T) {
 }
 
 func TestRestoreWithoutPeersRefuses(t *testing.T) {
-	leader, _ := testFSM(t, t.TempDir(), nil)
-	leader.ApplyBatch(entries(mustJSON(t, fsm.CmdCreateTopic, 1, fsm.CreateTopic{Name: "t", Partitions: 1}), fsm.EncodeAppend(2, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "x")}}})))
-	snap := snapshotBytes(t, leader)
-	f, _ := testFSM(t, t.TempDir(), NewSegmentFetcher(&fileSource{}, 0, testLogger()))
+	leader, _ := fsmtest.New(t, t.TempDir(), nil)
+	leader.ApplyBatch(fsmtest.Entries(fsmtest.Command(t, fsm.CmdCreateTopic, 1, fsm.CreateTopic{Name: "t", Partitions: 1}), fsm.EncodeAppend(2, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "x")}}})))
+	snap := fsmtest.Snapshot(t, leader)
+	f, _ := fsmtest.New(t, t.TempDir(), NewSegmentFetcher(&fileSource{}, 0, fsmtest.Logger()))
 	if err := f.Restore(io.NopCloser(bytes.NewReader(snap))); err == nil || !strings.Contains(err.Error(), backend.ErrNoSegmentSource.Error()) {
 		t.Fatalf("got %v", err)
 	}

@@ -13,7 +13,7 @@
 //     accepted connections are open at once, in their handshake or
 //     serving Raft.
 //   - A refusal is counted before its connection is closed, so a peer
-//     that sees the close finds it counted (ConnStats).
+//     that sees the close finds it counted (Stream.Stats).
 //   - Close closes every connection the port accepted and waits for every
 //     goroutine it started.
 //

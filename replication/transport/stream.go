@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/peer"
 )
 
@@ -38,30 +39,6 @@ const (
 	// refusalLogInterval spaces the log lines of refused connections.
 	refusalLogInterval = time.Second
 )
-
-// ConnStats counts the connections of a node's Raft port since it
-// opened (the server shows them in /metrics, docs/operations.md).
-type ConnStats struct {
-	// Open is the number of accepted connections open now, in their
-	// handshake or serving Raft.
-	Open int
-	// Admitted counts connections handed to Raft.
-	Admitted uint64
-	// RefusedCap counts connections closed at once because the cap of
-	// open connections was reached.
-	RefusedCap uint64
-	// RefusedHandshake counts TLS handshakes that failed or did not
-	// finish in time: no certificate, one the cluster CA did not sign or
-	// that expired, or not TLS at all.
-	RefusedHandshake uint64
-	// RefusedNotNode counts verified certificates that are not node
-	// certificates (a client's).
-	RefusedNotNode uint64
-	// RefusedNotMember counts node certificates of nodes the member
-	// function refused (Attach: outside the latest Raft configuration
-	// the node knows).
-	RefusedNotMember uint64
-}
 
 // refusal is why the Raft port closed a connection.
 type refusal int
@@ -400,11 +377,11 @@ func (s *Stream) refuse(why refusal, remote net.Addr, who string, err error) {
 }
 
 // Stats returns the port's counters.
-func (s *Stream) Stats() ConnStats {
+func (s *Stream) Stats() backend.RaftConnStats {
 	s.mu.Lock()
 	open := len(s.open)
 	s.mu.Unlock()
-	return ConnStats{
+	return backend.RaftConnStats{
 		Open: open, Admitted: s.admitted.Load(),
 		RefusedCap: s.refused[refusedCap].Load(), RefusedHandshake: s.refused[refusedHandshake].Load(),
 		RefusedNotNode: s.refused[refusedNotNode].Load(), RefusedNotMember: s.refused[refusedNotMember].Load(),

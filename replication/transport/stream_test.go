@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/auth/certid"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/internal/testcerts"
 	"github.com/logd-dev/logd/peer"
 )
@@ -92,12 +93,12 @@ func TestStreamRefuses(t *testing.T) {
 		name string
 		cert *tls.Certificate // nil: plaintext
 		// counted is the counter the connection moves; nil: admitted.
-		counted func(ConnStats) uint64
+		counted func(backend.RaftConnStats) uint64
 	}{
-		{name: "plaintext", counted: func(s ConnStats) uint64 { return s.RefusedHandshake }},
-		{name: "a node certificate of another CA", cert: ptr(other.Node(t, "n2")), counted: func(s ConnStats) uint64 { return s.RefusedHandshake }},
-		{name: "a client certificate of the cluster CA", cert: ptr(ca.Client(t, "mallory")), counted: func(s ConnStats) uint64 { return s.RefusedNotNode }},
-		{name: "a node certificate of a non-member", cert: ptr(ca.Node(t, "n9")), counted: func(s ConnStats) uint64 { return s.RefusedNotMember }},
+		{name: "plaintext", counted: func(s backend.RaftConnStats) uint64 { return s.RefusedHandshake }},
+		{name: "a node certificate of another CA", cert: ptr(other.Node(t, "n2")), counted: func(s backend.RaftConnStats) uint64 { return s.RefusedHandshake }},
+		{name: "a client certificate of the cluster CA", cert: ptr(ca.Client(t, "mallory")), counted: func(s backend.RaftConnStats) uint64 { return s.RefusedNotNode }},
+		{name: "a node certificate of a non-member", cert: ptr(ca.Node(t, "n9")), counted: func(s backend.RaftConnStats) uint64 { return s.RefusedNotMember }},
 		{name: "a member", cert: ptr(ca.Node(t, "n2"))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
