@@ -79,7 +79,7 @@ type ClusterAPI interface {
 	// Backup streams a backup of the state at one Raft index into the
 	// writer start returns, on the leader only (ErrNotLeader elsewhere);
 	// start is called once, with the backup's description, before any
-	// byte is written (replication/backup.go).
+	// byte is written (package replication/catchup).
 	Backup(ctx context.Context, start func(BackupInfo) (io.Writer, error)) (BackupInfo, error)
 	// Now is the node's clock, the one that stamps its commands: a
 	// handler that answers by time (queue describe) reads it, so it

@@ -12,17 +12,20 @@ import (
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
-// Backend is the node as the front ends see it: the Connect API (package
-// server) and a Kafka-protocol listener declare the interfaces they need,
-// and Backend implements them. It answers in plain values (backend.TopicInfo,
-// backend.ReadResult, ...) so that no front end holds a *log.Log, a *Topic or
-// anything of Raft: reads are copies, writes go through the Node.
+// Backend is the facade of the cluster as the front ends see it: it
+// implements the interfaces of package backend (backend.API for the
+// Connect API, backend.Kafka for the Kafka listener) in that package's
+// values, so that no front end holds a *log.Log, a *fsm.Topic or anything
+// of Raft: reads are copies, writes are the state machine's commands,
+// built here from the front ends' requests (convert.go,
+// backend_commands.go) and proposed through the Node.
 //
 // Backend adds to the Node what a front end would otherwise do itself:
-// produce routing and batch building (produce.go), reads of stored bytes
-// with their long-poll channel (reads.go), the claim long poll
-// (claim_wait.go) and the segment endpoint peers fetch from
-// (catchup.go). It starts nothing; closing the Node ends it.
+// the commands (topics, appends, consumer and queue groups), produce
+// routing and batch building (produce.go), reads of stored bytes with
+// their long-poll channel (reads.go), the claim long poll (claim_wait.go)
+// and the segment endpoint peers fetch from (catchup.go). It starts
+// nothing; closing the Node ends it.
 //
 // Methods may be called from any goroutine.
 type Backend struct {

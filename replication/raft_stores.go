@@ -134,11 +134,7 @@ func (c Config) storeOptions(hlog hclog.Logger) raftstore.Options {
 
 // openDiskStores opens the Raft stores under DataDir/raft
 // (raftstore.Open) and a TCP transport on RaftBind over the Raft port's
-// stream layer (raft_stream.go).
-// openDiskStores opens the Raft stable store (bbolt), the log store (the
-// same bbolt file or a WAL, logstore.go) and the snapshot store under
-// DataDir/raft, and a TCP transport on RaftBind
-// over the Raft port's stream layer (package replication/transport).
+// stream layer (package replication/transport).
 func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 	st, err := raftstore.Open(cfg.storeOptions(hlog))
 	if err != nil {
