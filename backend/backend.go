@@ -26,7 +26,7 @@ import (
 //   - Reads answer from the state this node has applied, which is all
 //     committed. Writes answer after their Raft entry is committed and
 //     applied; on a follower they fail with ErrNotLeader (the server
-//     forwards writes to the leader before that, forward.go).
+//     forwards writes to the leader before that).
 //   - Errors match the sentinels and types below with errors.Is/As, and
 //     errors.go maps each to its code. Every method may fail with
 //     ErrStopped (the state machine stopped after an I/O error), and every
@@ -35,7 +35,7 @@ import (
 // The caller's principal travels in the context: a front end that
 // authenticates sets it with WithPrincipal before calling the
 // backend, and PrincipalFrom reads it (Anonymous when unset),
-// for audit; the server authorizes calls itself (authz.go) from the
+// for audit; the server authorizes calls itself from the
 // security state below.
 type API interface {
 	ClusterAPI
@@ -233,10 +233,10 @@ type StatsAPI interface {
 	CleanerCounters() CleanerCounters
 	CleanerStats() CleanerStats
 	// RaftConnStats counts the connections of the node's Raft port
-	// (raft_metrics.go); zero for a node without one.
+	// zero for a node without one.
 	RaftConnStats() RaftConnStats
 	// RaftMetrics are Raft's timings, leader changes and, on the leader,
-	// what each follower last answered (raft_metrics.go).
+	// what each follower last answered.
 	RaftMetrics() RaftMetrics
 	// DiskUsage is the file system of the node's data directory.
 	DiskUsage() (DiskUsage, error)
@@ -258,7 +258,7 @@ type Kafka interface {
 	// replicas) and its leader.
 	Status() Status
 	// RaftMetrics holds, on the leader, when each follower last answered
-	// it (Node.RaftMetrics): the voters that answered lately
+	// it: the voters that answered lately
 	// are a partition's in-sync replicas.
 	RaftMetrics() RaftMetrics
 	// NodeKafkaAddress returns the Kafka address a node registered (its
@@ -289,18 +289,18 @@ type Kafka interface {
 
 	// Append appends record batches as they are, one per partition of one
 	// topic, in one Raft entry, and returns each batch's base offset once
-	// committed and applied (Node.Append).
+	// committed and applied.
 	Append(ctx context.Context, a Append) ([]int64, error)
 	// CheckCompression says whether batches of a codec may be appended
 	// now: snappy, lz4 and zstd only once every member's build reads them
-	// (Node.CheckCompression).
+	// (*FeatureLevelError before).
 	CheckCompression(c batch.Compression) error
 	// Read, Offsets and OffsetForTime are as in RecordAPI.
 	Read(topic string, partition int32, offset int64, maxBytes int) (ReadResult, error)
 	Offsets(topic string, partition int32) (Offsets, error)
 	OffsetForTime(topic string, partition int32, tsMillis int64) (int64, error)
 
-	// Consumer groups (group_backend.go).
+	// Consumer groups.
 	KafkaGroups
 }
 
@@ -318,7 +318,10 @@ type KafkaGroups interface {
 	// (group.ErrConsumerGroupNotFound, group.ErrConsumerGroupNotEmpty).
 	DeleteGroup(ctx context.Context, name string) error
 	// SetGroupOffsets commits or removes offsets, fenced by the group's
-	// generation (Node.SetGroupOffsets lists its errors).
+	// generation: group.ErrStaleGeneration when Fence is not the
+	// group's generation, group.ErrUnknownMember while members of logd's
+	// protocol are live, *FeatureLevelError before every member's build
+	// understands such commits.
 	SetGroupOffsets(ctx context.Context, c GroupSetOffsets) error
 	// GroupFence returns a group's generation and its live members of
 	// logd's protocol; ok is false when it does not exist.

@@ -23,7 +23,7 @@ type Status struct {
 	// applied entry needed (the state machine's), which decides how
 	// entries apply. ClusterLevel is the lowest level a member of the
 	// configuration registered, this node counting at BuildLevel: what
-	// this node may propose now (features.go); BaseLevel when the
+	// this node may propose now; BaseLevel when the
 	// configuration cannot be read.
 	BuildLevel, AppliedLevel, ClusterLevel FeatureLevel
 }
@@ -45,7 +45,7 @@ type JoinRequest struct {
 	APIAddress  string
 	// FeatureLevel is the highest feature level the node's build
 	// understands (its build's level); 0 when not known, which counts as
-	// the base level, 1 (features.go).
+	// the base level, 1.
 	FeatureLevel FeatureLevel
 	// PeerAddress, if set, is where the node serves node-to-node HTTP
 	// (Config.PeerAdvertise): the leader asks the node there, and
@@ -55,7 +55,7 @@ type JoinRequest struct {
 	KafkaAddress string
 	// RegisterOnly: the node is a member and asks only that its
 	// addresses and feature level be registered (a node that restarted
-	// with a new build or address, register.go); the leader never adds or
+	// with a new build or address); the leader never adds or
 	// promotes it, and refuses one that is not a member
 	// (ErrUnknownNode).
 	RegisterOnly bool

@@ -40,7 +40,7 @@ type QueueGroupInfo struct {
 	Config     queue.Config
 	CreatedAt  int64
 	Partitions []QueuePartitionInfo
-	// Paused: the group delivers nothing (apply_queue_pause.go).
+	// Paused: the group delivers nothing.
 	Paused bool
 	// Backlog is what admission control bounds (Bytes exact when
 	// ExactBytes, else estimated); DrainPerSec the records finished per
