@@ -3,6 +3,7 @@ package replication
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/log"
+	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // TestRaftStatesAreRafts: the states package backend lists are the
@@ -46,5 +48,26 @@ func TestFromStorage(t *testing.T) {
 	other := errors.New("other")
 	if fromStorage(other) != other || fromStorage(nil) != nil {
 		t.Error("other errors changed")
+	}
+}
+
+// TestRedriveSpecConversion: every field of a redrive spec survives the
+// trip to the state machine's job definition and back, so a field added
+// to one side and not converted fails here.
+func TestRedriveSpecConversion(t *testing.T) {
+	in := backend.RedriveSpec{DeadLetterTopic: "orders.dlq", Target: "orders", Reasons: []string{"rejected"}, Key: "k", HasKey: true,
+		SinceMs: 1, UntilMs: 2, FromOffset: 3, ToOffset: 4, Rate: 5.5, MaxRedrives: 6, Records: []backend.RedriveRecord{{Partition: 1, Offset: 7}},
+		Ends: []int64{8, 9}, Principal: "User:alice"}
+	if v := reflect.ValueOf(in); slices.ContainsFunc(reflect.VisibleFields(v.Type()), func(f reflect.StructField) bool { return v.FieldByIndex(f.Index).IsZero() }) {
+		t.Fatalf("the test spec leaves a field zero: %+v", in)
+	}
+	if out := redriveSpecOut(redriveSpecIn(in)); !reflect.DeepEqual(out, in) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", out, in)
+	}
+	job := fsm.RedriveJob{ID: "j", Spec: redriveSpecIn(in), State: backend.RedriveRunning, Error: "e",
+		Progress: fsm.RedriveProgress{Scanned: 1, Redriven: 2, Duplicates: 3, Refused: 4, Skipped: 5, Bytes: 6}, CreatedNanos: 7, UpdatedNanos: 8}
+	got := redriveJobOut(job)
+	if v := reflect.ValueOf(got); slices.ContainsFunc(reflect.VisibleFields(v.Type()), func(f reflect.StructField) bool { return v.FieldByIndex(f.Index).IsZero() }) {
+		t.Errorf("a job field did not come across: %+v", got)
 	}
 }
