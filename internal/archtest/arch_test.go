@@ -158,7 +158,7 @@ var table = []row{
 	// The front ends' one door into the cluster (docs/architecture.md,
 	// "The backend"): the state machine answers and fails in its values,
 	// replication implements its interfaces, server and kafka call them.
-	{path: "backend", layer: layerVocabulary, pure: true},
+	{path: "backend", layer: layerVocabulary, pure: true, only: []string{"auth", "batch", "group", "queue", "internal/backupfile"}},
 
 	{path: "group", layer: layerState, pure: true},
 	{path: "queue", layer: layerState, pure: true},
