@@ -18,7 +18,7 @@ import (
 // replacing whatever the caller put there.
 func (b *Backend) stampCreatePartitions(t *fsm.Topic, c *fsm.CreatePartitions) {
 	c.TopicIndex, c.Quota = t.CreateIndex, nil
-	if !fsm.TopicQuota(b.cfg.Quota).IsZero() {
+	if !b.cfg.Quota.IsZero() {
 		q := fsm.TopicQuota(b.cfg.Quota)
 		c.Quota = &q
 	}

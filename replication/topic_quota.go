@@ -24,7 +24,7 @@ func (b *Backend) stampCreateTopic(ctx context.Context, c *fsm.CreateTopic) erro
 		c.Principal = p.String()
 	}
 	level, levelErr := b.featureLevel()
-	if !fsm.TopicQuota(b.cfg.Quota).IsZero() {
+	if !b.cfg.Quota.IsZero() {
 		q := fsm.TopicQuota(b.cfg.Quota)
 		c.Quota = &q
 		if err := b.fsm.CheckQuota(*c); err != nil {

@@ -355,21 +355,33 @@ func (c *checker) pure() []string {
 // clock: no code of the pure set calls time.Now, time.Since or
 // time.Until.
 func (c *checker) clock() []string {
+	return c.perFile("clock", func(r row) bool { return r.pure }, func(fset *token.FileSet, path, file string) ([]string, error) {
+		calls, err := clockCalls(fset, file, nil)
+		var out []string
+		for _, call := range calls {
+			out = append(out, fmt.Sprintf("pure set: %s calls %s at %s; take the time from the command or an injected clock (naming time.Now as a default is fine)", path, call.call, call.pos))
+		}
+		return out, err
+	})
+}
+
+// perFile runs check over the non-test source files of every placed
+// package whose row keep selects, sorted; a file it cannot parse is
+// reported under the rule's name.
+func (c *checker) perFile(rule string, keep func(row) bool, check func(fset *token.FileSet, path, file string) ([]string, error)) []string {
 	var out []string
 	fset := token.NewFileSet()
 	for _, x := range c.present() {
-		if !x.r.pure {
+		if !keep(x.r) {
 			continue
 		}
 		for _, file := range sourceFiles(x.p) {
-			calls, err := clockCalls(fset, file, nil)
+			found, err := check(fset, x.r.path, file)
 			if err != nil {
-				out = append(out, fmt.Sprintf("clock: %s: cannot parse %s: %v", x.r.path, file, err))
+				out = append(out, fmt.Sprintf("%s: %s: cannot parse %s: %v", rule, x.r.path, file, err))
 				continue
 			}
-			for _, call := range calls {
-				out = append(out, fmt.Sprintf("pure set: %s calls %s at %s; take the time from the command or an injected clock (naming time.Now as a default is fine)", x.r.path, call.call, call.pos))
-			}
+			out = append(out, found...)
 		}
 	}
 	slices.Sort(out)
@@ -483,22 +495,14 @@ func TestArchitecture(t *testing.T) {
 // ErrX = p.ErrX). Such names made one vocabulary look like two and let a
 // front end reach what it should not see under a harmless name.
 func (c *checker) aliases() []string {
-	var out []string
-	fset := token.NewFileSet()
-	for _, x := range c.present() {
-		for _, file := range sourceFiles(x.p) {
-			found, err := reexports(fset, file)
-			if err != nil {
-				out = append(out, fmt.Sprintf("aliases: %s: cannot parse %s: %v", x.r.path, file, err))
-				continue
-			}
-			for _, f := range found {
-				out = append(out, fmt.Sprintf("aliases: %s re-exports %s at %s; use the name where it is declared", x.r.path, f.name, f.pos))
-			}
+	return c.perFile("aliases", func(row) bool { return true }, func(fset *token.FileSet, path, file string) ([]string, error) {
+		found, err := reexports(fset, file)
+		var out []string
+		for _, f := range found {
+			out = append(out, fmt.Sprintf("aliases: %s re-exports %s at %s; use the name where it is declared", path, f.name, f.pos))
 		}
-	}
-	slices.Sort(out)
-	return out
+		return out, err
+	})
 }
 
 // reexport is one exported name of a file that is another package's.
