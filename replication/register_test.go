@@ -102,7 +102,7 @@ func TestFollowerRegistersNewLevel(t *testing.T) {
 		t.Errorf("cluster level %d, %v; want %d while n1 and n2 run the old build", got, err, old)
 	}
 	waitRegistry(ctx, t, n3, "n3 applies its registration", func() bool { return n3.FSM().NodeFeatureLevel("n3") == fsm.Level })
-	// backend.Status shows each member's registered level, the node's own, and
+	// Status shows each member's registered level, the node's own, and
 	// the cluster's: what an operator checks during an upgrade.
 	st, st3 := l.Status(), n3.Status()
 	levels := map[string]fsm.FeatureLevel{}

@@ -152,7 +152,7 @@ func (f *FSM) LastCleanerRun(topic string, createIndex uint64, partition int32) 
 	return f.cleaner.run(partKey{topic, createIndex, partition})
 }
 
-// backend.CleanerCounters returns the totals since this node started.
+// CleanerCounters returns the totals since this node started.
 func (f *FSM) CleanerCounters() backend.CleanerCounters {
 	return backend.CleanerCounters{
 		BytesDeleted:     f.cleaner.bytesDeleted.Load(),
