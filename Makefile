@@ -9,7 +9,7 @@ PKGS    := ./...
 # only in Go 1.27), which failed CI with no crasher. A count has no deadline.
 FUZZTIME ?= 2000x
 
-.PHONY: all build release run test test-tools vet lint bench bench-system fuzz fuzz-short generate tools clean cluster cluster-secure cluster-stop fault demo console-screenshots
+.PHONY: all build release run test test-under-load test-tools vet lint bench bench-system fuzz fuzz-short generate tools clean cluster cluster-secure cluster-stop fault demo console-screenshots
 
 all: build
 
@@ -101,6 +101,14 @@ test-tools:
 # still fails the run: the exit code stays 66.
 test: test-tools lint
 	GORACE="$${GORACE:-atexit_sleep_ms=0}" $(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+# The timing-sensitive packages (cmd/logd, replication, kafka, console,
+# server) under LOAD (default 4) busy loops per CPU at the tests' own
+# priority, with the go test timeout scaled to the load
+# (scripts/test-under-load.sh; docs/faults.md, "A suite that holds under
+# load"). Not part of make test: it takes several times as long.
+test-under-load: test-tools
+	@scripts/test-under-load.sh
 
 # PNGs of the web console's pages at 1280x800 (docs/console.md), from a
 # node with demo data, driven in headless Chromium (test-tools installs it).
