@@ -90,7 +90,7 @@ type Lag struct {
 }
 
 // DeadLetter is a record of a dead-letter topic as the state machine wrote
-// it (fsm's logd-dlq-* headers, README.md "Work queues"), decoded the way
+// it (fsm's logd-dlq-* headers, docs/guide.md "Work queues"), decoded the way
 // a redrive job reads it: the job's selection (RedriveMatch) and the
 // console's list (server's ListDeadLetters) read the same fields.
 type DeadLetter struct {
@@ -216,7 +216,7 @@ func RedriveMatch(s RedriveSpec, d DeadLetter, key []byte) bool {
 	return true
 }
 
-// Headers the state machine adds to a dead-letter record (README.md,
+// Headers the state machine adds to a dead-letter record (docs/guide.md,
 // "Work queues"); the original key, value and headers are kept as they
 // were.
 const (

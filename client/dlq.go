@@ -34,7 +34,7 @@ const (
 	DLQHeaderIdempotencyKey = "logd-dlq-idempotency-key"
 	DLQHeaderTime           = "logd-dlq-time"
 	// DLQHeaderHistory holds the record's attempts as JSON
-	// (DeadLetterHistory; README.md, "Work queues").
+	// (DeadLetterHistory; docs/guide.md, "Work queues").
 	DLQHeaderHistory = "logd-dlq-history"
 	// RedriveHistoryHeader carries a redriven record's history back to its
 	// origin, so that its next dead letter appends to it.

@@ -14,7 +14,7 @@ import (
 
 // accounts stands in for the handler's own database. In production this is
 // SQLite or Postgres: the job id goes into a processed_jobs table in the
-// same transaction as the balance change (see the README), so the effect
+// same transaction as the balance change (docs/guide.md, "Workers in Go"), so the effect
 // and the record of having done it commit together or not at all.
 type accounts struct {
 	mu        sync.Mutex // the "transaction"

@@ -15,12 +15,12 @@ import (
 )
 
 // Consuming as a consumer-group member from the console (docs/console.md,
-// "Consume as a group member"): the README's consumer-group walk-through
+// "Consume as a group member"): the guide's consumer-group walk-through
 // (logctl consume orders --group billing --max 2, then again, then as
 // analytics) done through the page, with the offsets and members checked
 // through the API.
 
-// ccStart is a node with the README's orders: three partitions, created,
+// ccStart is a node with the guide's orders: three partitions, created,
 // paid and shipped in partition 1.
 func ccStart(t *testing.T) *cgEnv {
 	t.Helper()

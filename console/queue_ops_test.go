@@ -206,7 +206,7 @@ func TestQueueClaimExpiredLeaseAckRefused(t *testing.T) {
 }
 
 // The records page's produce form with --key and --idempotency-key, as the
-// README's backpressure walk-through produces: a repeat within the
+// guide's backpressure walk-through (docs/guide.md) produces: a repeat within the
 // topic's idempotency window appends nothing and says so.
 func TestRecordsProduceIdempotencyKey(t *testing.T) {
 	node, cl, ctx := qoStart(t, 0)

@@ -1,7 +1,7 @@
 // Package queue holds the pure state of queue groups, the work-queue mode:
 // a group consumes a topic record by record under per-record leases,
 // acknowledges or fails each delivery by its token, backs failures off and
-// moves poison records to a dead-letter topic (README.md, "Work queues").
+// moves poison records to a dead-letter topic (docs/guide.md, "Work queues").
 // Like package group, its sibling for consumer groups, it reads no clock,
 // no randomness, no network and no storage: the replicated state machine
 // (package replication) applies commands to a Group with the

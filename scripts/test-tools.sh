@@ -5,8 +5,9 @@
 # npm) and the kafkajs that cmd/logd/testdata/kafkajs/package-lock.json
 # pins, for cmd/logd/kafkajs_e2e_test.go; systemd-analyze (Debian package
 # systemd) for cmd/logd/deploy_test.go's check of the unit file; jq, which
-# the README's tested examples use (cmd/logd/readme_e2e_test.go). Idempotent: npm ci runs only
-# when node_modules is missing or the lock file changed since it last ran.
+# the tested examples of README.md and docs/guide.md use
+# (cmd/logd/readme_e2e_test.go). Idempotent: npm ci runs only when
+# node_modules is missing or the lock file changed since it last ran.
 # `make test` runs it first. Without root or apt-get, or when npm ci fails,
 # it says what is missing and goes on: those tests then skip, except under
 # CI=true, where they fail.

@@ -8300,7 +8300,7 @@ type DeadLetter struct {
 	// loop guard would refuse it (redrives >= max_redrives).
 	Redrives int32 `protobuf:"varint,14,opt,name=redrives,proto3" json:"redrives,omitempty"`
 	Refused  bool  `protobuf:"varint,15,opt,name=refused,proto3" json:"refused,omitempty"`
-	// history: the logd-dlq-history header as written (JSON, README.md
+	// history: the logd-dlq-history header as written (JSON, docs/guide.md
 	// "Work queues"); empty for a dead letter written before level 6.
 	History string `protobuf:"bytes,16,opt,name=history,proto3" json:"history,omitempty"`
 	Key     []byte `protobuf:"bytes,17,opt,name=key,proto3,oneof" json:"key,omitempty"`

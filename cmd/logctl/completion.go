@@ -7,7 +7,7 @@ import (
 // newCompletionCmd builds `completion bash|zsh|fish`, cobra's generated
 // scripts. It is built here rather than taken from cobra's default
 // command so that it has an example like every other command and no
-// shells the README does not cover.
+// shells the user guide (docs/guide.md) does not cover.
 func newCompletionCmd(opts *globalOpts) *cobra.Command {
 	return &cobra.Command{
 		Use:   "completion bash|zsh|fish",

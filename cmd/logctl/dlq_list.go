@@ -117,7 +117,7 @@ type deadLetterOut struct {
 	DeadLettered    time.Time `json:"dead_lettered"`
 	IdempotencyKey  string    `json:"idempotency_key,omitempty"`
 	Redrives        int       `json:"redrives"`
-	// History is each attempt (with --history; README.md, "Work queues").
+	// History is each attempt (with --history; docs/guide.md, "Work queues").
 	History *client.DeadLetterHistory `json:"history,omitempty"`
 	recordBytes
 }

@@ -18,7 +18,7 @@ import (
 
 // The --output json and yaml forms of every command are built by toTree
 // from one value, so both say the same thing in the same field order, and
-// three rules hold everywhere (logctl --help and README.md's quick start
+// three rules hold everywhere (logctl --help and docs/guide.md's quick start
 // state them):
 //
 //   - a time.Duration is an integer number of milliseconds, and its field

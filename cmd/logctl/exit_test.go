@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -139,8 +140,9 @@ func TestHelpDocumentsExitCodes(t *testing.T) {
 }
 
 // TestExitCodesDocumented: every exit code logctl returns is described,
-// once and in order, in logctl --help and in the README's table, so that
-// neither can drift from the constants in main.go.
+// once and in order, in logctl --help and in the table of the user
+// guide's "Exit codes" section, so that neither can drift from the
+// constants in main.go.
 func TestExitCodesDocumented(t *testing.T) {
 	codes := []int{exitOK, exitError, exitUsage, exitNotFound, exitRetryable, exitOutcomeUnknown, exitAuth}
 	help := mustRun(t, nil, "", "--help").stdout
@@ -149,17 +151,14 @@ func TestExitCodesDocumented(t *testing.T) {
 		t.Fatalf("--help has no Exit codes section:\n%s", help)
 	}
 	section, _, _ = strings.Cut(section, "\n\n")
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	guide := docSection(t, "docs/guide.md", "### Exit codes")
 	docs := []struct {
 		name string
 		re   *regexp.Regexp
 		text string
 	}{
 		{name: "--help", re: regexp.MustCompile(`(?m)^  (\d+)  \S`), text: section},
-		{name: "README.md", re: regexp.MustCompile(`(?m)^\| (\d+) \| \S`), text: string(readme)},
+		{name: `docs/guide.md, "Exit codes"`, re: regexp.MustCompile(`(?m)^\| (\d+) \| \S`), text: guide},
 	}
 	for _, d := range docs {
 		var got []int
@@ -171,4 +170,41 @@ func TestExitCodesDocumented(t *testing.T) {
 			t.Errorf("%s documents exit codes %v, want %v", d.name, got, codes)
 		}
 	}
+}
+
+// docSection returns the section of the module's document rel (a path
+// from the module's root) under the line heading, up to the next heading
+// of its level or above; it fails the test, naming both, when the
+// document has no such heading.
+func docSection(t *testing.T, rel, heading string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(rel)))
+	if err != nil {
+		t.Fatalf("%v (the test reads its table from %s)", err, rel)
+	}
+	level := strings.IndexFunc(heading, func(r rune) bool { return r != '#' })
+	var out []string
+	in, fenced := false, false
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "```") {
+			fenced = !fenced
+		}
+		if !fenced && strings.HasPrefix(l, "#") {
+			n := strings.IndexFunc(l, func(r rune) bool { return r != '#' })
+			switch {
+			case l == heading:
+				in = true
+				continue
+			case in && n > 0 && n <= level:
+				return strings.Join(out, "\n")
+			}
+		}
+		if in {
+			out = append(out, l)
+		}
+	}
+	if !in {
+		t.Fatalf("%s has no %q section, where this test reads its table; if the section moved, point the test at its new place", rel, heading)
+	}
+	return strings.Join(out, "\n")
 }

@@ -24,7 +24,7 @@ func main() {
 }
 
 // Exit codes, documented in the root command's help (root.go) and the
-// README. Scripts branch on them, so each kind of failure keeps its code.
+// user guide (docs/guide.md, "Exit codes"). Scripts branch on them, so each kind of failure keeps its code.
 const (
 	exitOK             = 0
 	exitError          = 1 // any other failure

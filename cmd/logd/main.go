@@ -95,7 +95,7 @@ type config struct {
 // result into a config.
 func defineFlags(fs *pflag.FlagSet) func(getenv func(string) string) (config, error) {
 	var c config
-	fs.String(configFlag, "", "YAML file of flag values, keyed by the flags' names (README.md, Configuration); flags and LOGD_* variables override it (LOGD_CONFIG)")
+	fs.String(configFlag, "", "YAML file of flag values, keyed by the flags' names (docs/guide.md, Configuration); flags and LOGD_* variables override it (LOGD_CONFIG)")
 	fs.StringVar(&c.dataDir, "data-dir", "./data", "data directory (LOGD_DATA_DIR)")
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:7070", "client API, /metrics, /healthz, /readyz address (LOGD_LISTEN)")
 	fs.StringVar(&c.raftAddr, "raft-addr", "127.0.0.1:7071", "Raft listen address (LOGD_RAFT_ADDR)")

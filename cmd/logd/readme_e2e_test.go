@@ -14,8 +14,8 @@ import (
 	"time"
 )
 
-// The README's tested examples: a ```sh block right after the line
-// readmeMarker. Such a block is a transcript when a line starts with "$ ":
+// The tested examples of README.md and docs/guide.md (readmeDocs): a
+// ```sh block right after the line readmeMarker. Such a block is a transcript when a line starts with "$ ":
 // each such line (with its continuation lines, ending in \) is a command
 // and the lines up to the next command its expected output, stdout and
 // stderr as a terminal shows them. Otherwise every line is a command and
@@ -23,12 +23,25 @@ import (
 // runs of spaces, drops a trailing "  # comment", and takes "..." for any
 // text within a line, or any lines when alone on its line, and the
 // placeholders of readmePlaceholders. A command must exit 0 unless its
-// comment says "exit N". Commands run in order, in one bash, in a fresh
-// directory, against a fresh node (127.0.0.1:7070 in a command is its
-// address, and LOGCTL_SERVER names it), with logd and logctl on PATH.
+// comment says "exit N". A document's commands run in order, in one bash,
+// in a fresh directory, against a fresh node of its own (127.0.0.1:7070 in
+// a command is its address, and LOGCTL_SERVER names it), with logd and
+// logctl on PATH.
 const readmeMarker = "<!-- tested: cmd/logd/readme_e2e_test.go -->"
 
-// readmePlaceholders are what the README's outputs may show for values
+// readmeDocs are the documents with tested examples, relative to the
+// module's root, each with the fewest tested commands it must have: a
+// document that lost its examples (a section moved elsewhere) fails
+// instead of passing with nothing run.
+var readmeDocs = []struct {
+	path string
+	min  int
+}{
+	{path: "README.md", min: 3},      // the quick start
+	{path: "docs/guide.md", min: 20}, // the walk-throughs
+}
+
+// readmePlaceholders are what the documents' outputs may show for values
 // that change from run to run.
 var readmePlaceholders = map[string]string{
 	"<time>":     `\d{4}-\d\d-\d\dT[0-9:.]+Z`,  // an RFC 3339 time
@@ -40,9 +53,10 @@ var readmePlaceholders = map[string]string{
 	"<datetime>": `\S+`,                        // any timestamp form
 }
 
-// readmeCommand is one command of the README and what it should print.
+// readmeCommand is one tested command of a document and what it should
+// print.
 type readmeCommand struct {
-	line     int // in README.md
+	line     int // in its document
 	cmd      string
 	want     []string // nil: not compared
 	exitCode int
@@ -51,8 +65,9 @@ type readmeCommand struct {
 // exitComment finds "exit N" in a command's trailing comment.
 var exitComment = regexp.MustCompile(`#.*\bexit (\d+)`)
 
-// readmeCommands extracts the tested commands of the README at path.
-func readmeCommands(t *testing.T, path string) []readmeCommand {
+// readmeCommands extracts the tested commands of the document at path,
+// named name in messages.
+func readmeCommands(t *testing.T, path, name string) []readmeCommand {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -65,7 +80,7 @@ func readmeCommands(t *testing.T, path string) []readmeCommand {
 			continue
 		}
 		if i+1 >= len(lines) || strings.TrimSpace(lines[i+1]) != "```sh" {
-			t.Fatalf("README.md:%d: the marker is not followed by a ```sh block", i+1)
+			t.Fatalf("%s:%d: the marker is not followed by a ```sh block", name, i+1)
 		}
 		start := i + 2
 		end := start
@@ -82,7 +97,7 @@ func readmeCommands(t *testing.T, path string) []readmeCommand {
 		for j := 0; j < len(block); j++ {
 			l := block[j]
 			if transcript && !strings.HasPrefix(l, "$ ") {
-				t.Fatalf("README.md:%d: output before the block's first command", start+j+1)
+				t.Fatalf("%s:%d: output before the block's first command", name, start+j+1)
 			}
 			if strings.TrimSpace(l) == "" || strings.HasPrefix(strings.TrimSpace(l), "#") {
 				continue
@@ -113,7 +128,7 @@ func readmeCommands(t *testing.T, path string) []readmeCommand {
 // trailingComment is a comment after output, set off by two spaces.
 var trailingComment = regexp.MustCompile(`\s{2,}#.*$`)
 
-// readmeLineRegexp turns one line of a README's expected output into a
+// readmeLineRegexp turns one line of a document's expected output into a
 // regular expression over an output line with runs of spaces collapsed.
 func readmeLineRegexp(l string) *regexp.Regexp {
 	l = strings.Join(strings.Fields(trailingComment.ReplaceAllString(l, "")), " ")
@@ -152,7 +167,7 @@ func readmeLineRegexp(l string) *regexp.Regexp {
 }
 
 // readmeOutputMatches says whether output (normalized) is what the
-// README's lines want: each line matches its line (readmeLineRegexp), and
+// document's lines want: each line matches its line (readmeLineRegexp), and
 // a line "..." alone stands for any number of lines.
 func readmeOutputMatches(want []string, output string) bool {
 	for len(want) > 0 && strings.TrimSpace(want[len(want)-1]) == "" {
@@ -190,7 +205,7 @@ func normalizeOutput(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-// readmeShell is one bash that runs the README's commands in turn, so
+// readmeShell is one bash that runs a document's commands in turn, so
 // that variables set by one command reach the next.
 type readmeShell struct {
 	cmd *exec.Cmd
@@ -258,8 +273,8 @@ func (sh *readmeShell) run(command string, timeout time.Duration) (string, int, 
 	}
 }
 
-// TestReadme runs the README's tested examples, top to bottom, against
-// one fresh node.
+// TestReadme runs the tested examples of README.md and docs/guide.md,
+// each document top to bottom against a fresh node of its own.
 func TestReadme(t *testing.T) {
 	for _, tool := range []string{"bash", "curl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -269,10 +284,21 @@ func TestReadme(t *testing.T) {
 			t.Skipf("%s: %v (scripts/test-tools.sh installs it)", tool, err)
 		}
 	}
-	commands := readmeCommands(t, "../../README.md")
-	if len(commands) < 20 {
-		t.Fatalf("%d tested commands in README.md, want the walk-throughs", len(commands))
+	for _, doc := range readmeDocs {
+		t.Run(doc.path, func(t *testing.T) {
+			commands := readmeCommands(t, filepath.Join("..", "..", filepath.FromSlash(doc.path)), doc.path)
+			if len(commands) < doc.min {
+				t.Fatalf("%s has %d tested commands (after a %q line), want at least %d: were its examples moved to another document? Add that one to readmeDocs", doc.path, len(commands), readmeMarker, doc.min)
+			}
+			runReadmeCommands(t, doc.path, commands)
+		})
 	}
+}
+
+// runReadmeCommands runs the tested commands of the document name in one
+// shell against a fresh node.
+func runReadmeCommands(t *testing.T, name string, commands []readmeCommand) {
+	t.Helper()
 	nd := startNode(t)
 	bin := filepath.Dir(buildLogctl(t)) // logd and logctl
 	dir := t.TempDir()
@@ -284,19 +310,19 @@ func TestReadme(t *testing.T) {
 		cmd := strings.ReplaceAll(c.cmd, "127.0.0.1:7070", nd.listen)
 		out, code, err := sh.run(cmd, 30*time.Second)
 		if err != nil {
-			t.Fatalf("README.md:%d: %s: %v\n%s", c.line, c.cmd, err, out)
+			t.Fatalf("%s:%d: %s: %v\n%s", name, c.line, c.cmd, err, out)
 		}
 		if code != c.exitCode {
-			t.Fatalf("README.md:%d: %s: exit %d, want %d; output:\n%s", c.line, c.cmd, code, c.exitCode, out)
+			t.Fatalf("%s:%d: %s: exit %d, want %d; output:\n%s", name, c.line, c.cmd, code, c.exitCode, out)
 		}
 		if c.want != nil && !readmeOutputMatches(c.want, normalizeOutput(out)) {
-			t.Fatalf("README.md:%d: %s: output\n%s\nwant (README.md)\n%s", c.line, c.cmd, out, strings.Join(c.want, "\n"))
+			t.Fatalf("%s:%d: %s: output\n%s\nwant (%s)\n%s", name, c.line, c.cmd, out, name, strings.Join(c.want, "\n"))
 		}
 	}
-	t.Logf("%d commands of README.md in %v", len(commands), time.Since(start).Round(time.Millisecond))
+	t.Logf("%d commands of %s in %v", len(commands), name, time.Since(start).Round(time.Millisecond))
 }
 
-// TestReadmeOutputMatches: the comparison's rules, which a README
+// TestReadmeOutputMatches: the comparison's rules, which a document's
 // transcript relies on.
 func TestReadmeOutputMatches(t *testing.T) {
 	for _, tc := range []struct {

@@ -93,7 +93,10 @@ type row struct {
 }
 
 // table has a row for every package of the module, and for the packages
-// docs/architecture.md plans. A package without a row fails the test.
+// docs/architecture.md plans. A package without a row fails the test, and
+// so does a package that docs/architecture.md's Packages table lists and
+// this table does not, or the other way round (doctable_test.go): the
+// document says what each package holds, this table where it sits.
 var table = []row{
 	{path: "cmd/logd", layer: layerTop},
 	{path: "cmd/logctl", layer: layerTop, only: []string{"client", "api/...", "internal/buildinfo", "internal/backupfile"}},
@@ -239,15 +242,17 @@ var (
 	frontEndForbiddenModule = []string{"log", "replication/..."}
 )
 
-// checker runs the rules of a table over an import graph. Each check
-// returns its violations, one message each, sorted.
+// checker runs the rules of a table over an import graph, and checks the
+// table against a document's. Each check returns its violations, one
+// message each, sorted.
 type checker struct {
 	g    *graph
 	rows map[string]row // by full import path
+	doc  docTable
 }
 
-func newChecker(g *graph, rows []row) *checker {
-	c := &checker{g: g, rows: map[string]row{}}
+func newChecker(g *graph, rows []row, doc docTable) *checker {
+	c := &checker{g: g, rows: map[string]row{}, doc: doc}
 	for _, r := range rows {
 		c.rows[g.module+"/"+r.path] = r
 	}
@@ -289,7 +294,7 @@ func (c *checker) placed() []string {
 	for _, p := range c.g.own() {
 		own[p.ImportPath] = true
 		if _, ok := c.rows[p.ImportPath]; !ok {
-			out = append(out, fmt.Sprintf("no row: package %s is not in the architecture table; give it a layer in internal/archtest/arch_test.go (see docs/architecture.md)", c.g.rel(p.ImportPath)))
+			out = append(out, fmt.Sprintf("no row: package %s is not in the architecture table; give it a layer in internal/archtest/arch_test.go and a row in docs/architecture.md's Packages table", c.g.rel(p.ImportPath)))
 		}
 	}
 	for path, r := range c.rows {
@@ -459,6 +464,7 @@ type rule struct {
 func (c *checker) rules() []rule {
 	return []rule{
 		{"placed", c.placed},
+		{"documented", c.documented},
 		{"layers", c.layers},
 		{"pure", c.pure},
 		{"clock", c.clock},
@@ -469,8 +475,9 @@ func (c *checker) rules() []rule {
 	}
 }
 
-// TestArchitecture checks the module's import graph against the table.
-// Each rule is a subtest that lists every violation it finds.
+// TestArchitecture checks the module's import graph against the table,
+// and the table against the Packages table of docs/architecture.md. Each
+// rule is a subtest that lists every violation it finds.
 func TestArchitecture(t *testing.T) {
 	g, err := loadGraph(module)
 	if err != nil {
@@ -479,7 +486,11 @@ func TestArchitecture(t *testing.T) {
 	if len(g.own()) == 0 {
 		t.Fatalf("go list found no package of %s", module)
 	}
-	c := newChecker(g, table)
+	doc, err := readDocTable(moduleDoc(archDoc), archDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newChecker(g, table, doc)
 	for _, r := range c.rules() {
 		t.Run(r.name, func(t *testing.T) {
 			for _, v := range r.check() {

@@ -121,6 +121,16 @@ var syntheticTable = []row{
 	{path: "internal/varint", layer: layerLeaf, pure: true, stdOnly: true},
 }
 
+// syntheticDoc is a document's Packages table that lists every row of
+// syntheticTable.
+func syntheticDoc() docTable {
+	d := docTable{name: "docs/synthetic.md"}
+	for _, r := range syntheticTable {
+		d.paths = append(d.paths, r.path)
+	}
+	return d
+}
+
 // violations runs every rule and returns all messages.
 func violations(c *checker) []string {
 	var out []string
@@ -134,7 +144,7 @@ func violations(c *checker) []string {
 // module passes, and each case adds one forbidden edge (or package, or
 // call) that must be reported under the rule it breaks.
 func TestCheckerFindsViolations(t *testing.T) {
-	if v := violations(newChecker(synthetic(cleanImports()), syntheticTable)); len(v) > 0 {
+	if v := violations(newChecker(synthetic(cleanImports()), syntheticTable, syntheticDoc())); len(v) > 0 {
 		t.Fatalf("the clean module has violations:\n%s", strings.Join(v, "\n"))
 	}
 	for _, tc := range []struct {
@@ -143,7 +153,9 @@ func TestCheckerFindsViolations(t *testing.T) {
 		mutate func(imports map[string][]string)
 		// clock, if set, is a source file of replication/fsm.
 		clock string
-		want  []string // substrings of violations that must be reported
+		// doc, if set, changes the document's rows.
+		doc  func(paths []string) []string
+		want []string // substrings of violations that must be reported
 	}{
 		{
 			name: "storage imports the state machine (upward)",
@@ -291,6 +303,40 @@ func TestCheckerFindsViolations(t *testing.T) {
 			},
 			want: []string{"stale row: batch has a row but is not a package of the module"},
 		},
+		{
+			name: "a package without a row in the document",
+			doc: func(paths []string) []string {
+				return slices.DeleteFunc(paths, func(p string) bool { return p == "dedup" })
+			},
+			want: []string{"no row in docs/synthetic.md: package dedup is not in the document's Packages table"},
+		},
+		{
+			name: "a new package in neither table",
+			mutate: func(im map[string][]string) {
+				im["newthing"] = []string{"log"}
+			},
+			want: []string{
+				"no row: package newthing is not in the architecture table",
+				"no row in docs/synthetic.md: package newthing is not in the document's Packages table",
+			},
+		},
+		{
+			name: "a planned package the document lacks",
+			doc: func(paths []string) []string {
+				return slices.DeleteFunc(paths, func(p string) bool { return p == "kafka" })
+			},
+			want: []string{"the table of internal/archtest/arch_test.go has a row for kafka, the Packages table of docs/synthetic.md has none"},
+		},
+		{
+			name: "a document row the test's table lacks",
+			doc: func(paths []string) []string {
+				return append(paths, "oldthing", "group")
+			},
+			want: []string{
+				"the Packages table of docs/synthetic.md has a row for oldthing, the table of internal/archtest/arch_test.go has none",
+				"docs/synthetic.md: package group has more than one row in the Packages table",
+			},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			im := cleanImports()
@@ -309,7 +355,11 @@ func TestCheckerFindsViolations(t *testing.T) {
 				p := g.pkgs[g.module+"/replication/fsm"]
 				p.Dir, p.GoFiles = dir, []string{"clock.go"}
 			}
-			got := violations(newChecker(g, syntheticTable))
+			doc := syntheticDoc()
+			if tc.doc != nil {
+				doc.paths = tc.doc(doc.paths)
+			}
+			got := violations(newChecker(g, syntheticTable, doc))
 			for _, w := range tc.want {
 				if !slices.ContainsFunc(got, func(v string) bool { return strings.Contains(v, w) }) {
 					t.Errorf("not reported: %q\ngot:\n%s", w, strings.Join(got, "\n"))
@@ -384,6 +434,50 @@ func TestReexports(t *testing.T) {
 			}
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestParseDocTable: the rows of the first table of the Packages section,
+// trailing slashes dropped; a document without the section or without
+// rows is an error that says what is missing.
+func TestParseDocTable(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		text string
+		want []string
+		err  string
+	}{
+		{
+			name: "rows",
+			text: "# A\n\n## Packages\n\nIntro.\n\n| Package | Holds |\n|---|---|\n| `server/` | the handlers |\n| `internal/varint` | sizes \\| varints |\n\n| Other | table |\n|---|---|\n| `not/this` | x |\n\n## Rules\n\n| `nor/this` | y |\n",
+			want: []string{"server", "internal/varint"},
+		},
+		{
+			name: "no section",
+			text: "# A\n\n## Layers\n\n| Package | Holds |\n|---|---|\n| `log/` | x |\n",
+			err:  `no "## Packages" section`,
+		},
+		{
+			name: "no rows",
+			text: "## Packages\n\nNone yet.\n\n## Rules\n",
+			err:  "no table rows",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseDocTable(tc.text)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("rows %q, want %q", got, tc.want)
 			}
 		})
 	}

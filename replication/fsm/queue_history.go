@@ -11,7 +11,7 @@ import (
 )
 
 // The attempt history of a dead-letter record (from QueueLevel): the
-// logd-dlq-history header holds JSON of this schema (README.md, "Work
+// logd-dlq-history header holds JSON of this schema (docs/guide.md, "Work
 // queues"; version 1):
 //
 //	{"version": 1,

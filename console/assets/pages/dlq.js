@@ -9,7 +9,7 @@ import { h, replace, table, link, route, fmtNum, fmtTime, fmtDuration, errorBox,
 // page shows what a redrive moves; records are moved only by a job:
 // nothing is produced from the browser.
 
-// The reasons a dead letter can carry (README.md, "Work queues").
+// The reasons a dead letter can carry (docs/guide.md, "Work queues").
 const reasons = ['rejected', 'max_deliveries', 'deadline_exceeded', 'expired', 'invalid_deadline'];
 
 // listLimit bounds the dead letters one view shows; narrow with the
