@@ -48,6 +48,7 @@ var readmePlaceholders = map[string]string{
 	"<age>":      `-|[0-9.]+(ns|µs|ms|s|m|h)+`, // a duration, or - for none
 	"<token>":    `\d+\.\d+\.\d+\.[0-9a-f]+`,   // a delivery token
 	"<n>":        `\d+`,                        // a number
+	"<rate>":     `\d+\.\d`,                    // a rate per second, which depends on when the calls ran
 	"<version>":  `\S+`,                        // a version, commit or date
 	"<redrive>":  `logd-redrive\.[\w.-]+`,      // a redrive position's group
 	"<datetime>": `\S+`,                        // any timestamp form
