@@ -100,7 +100,10 @@ var table = []row{
 	{path: "cmd/logd-demo", layer: layerTop},
 	{path: "internal/archtest", layer: layerTop},
 
-	{path: "logdtest", layer: layerSupport, support: true, siblings: []string{"log/logtest"}},
+	{path: "logdtest", layer: layerSupport, support: true, siblings: []string{"log/logtest", "replication/replicationtest"}},
+	// A real single-node Raft group in process, which the tests of the
+	// front ends and logdtest share.
+	{path: "replication/replicationtest", layer: layerSupport, support: true},
 	{path: "log/logtest", layer: layerSupport, support: true},
 	{path: "replication/internal/recordtest", layer: layerSupport, support: true},
 	// A state machine in process for the tests of replication and its
