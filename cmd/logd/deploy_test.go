@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/logd-dev/logd/internal/e2e"
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 )
@@ -438,7 +439,7 @@ func TestSystemdUnit(t *testing.T) {
 		t.Skipf("systemd-analyze: %v (scripts/test-tools.sh installs it)", err)
 	}
 	tmp := filepath.Join(t.TempDir(), "logd.service")
-	if err := os.WriteFile(tmp, []byte(strings.ReplaceAll(string(unit), "/usr/local/bin/logd", logdBinary)), 0o644); err != nil {
+	if err := os.WriteFile(tmp, []byte(strings.ReplaceAll(string(unit), "/usr/local/bin/logd", e2e.Logd())), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(sa, "verify", tmp).CombinedOutput()

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // The README's tested examples: a ```sh block right after the line
@@ -273,15 +275,15 @@ func TestReadme(t *testing.T) {
 	if len(commands) < 20 {
 		t.Fatalf("%d tested commands in README.md, want the walk-throughs", len(commands))
 	}
-	nd := startNode(t)
-	bin := filepath.Dir(buildLogctl(t)) // logd and logctl
+	nd := e2e.StartNode(t)
+	bin := filepath.Dir(e2e.LogctlBinary(t)) // logd and logctl
 	dir := t.TempDir()
 	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"LOGCTL_SERVER="+nd.listen, "HOME="+dir, "NO_COLOR=1")
+		"LOGCTL_SERVER="+nd.Listen, "HOME="+dir, "NO_COLOR=1")
 	sh := startReadmeShell(t, dir, env)
 	start := time.Now()
 	for _, c := range commands {
-		cmd := strings.ReplaceAll(c.cmd, "127.0.0.1:7070", nd.listen)
+		cmd := strings.ReplaceAll(c.cmd, "127.0.0.1:7070", nd.Listen)
 		out, code, err := sh.run(cmd, 30*time.Second)
 		if err != nil {
 			t.Fatalf("README.md:%d: %s: %v\n%s", c.line, c.cmd, err, out)

@@ -111,6 +111,9 @@ var table = []row{
 	{path: "replication/internal/fsmtest", layer: layerSupport, support: true, siblings: []string{"replication/internal/recordtest"}},
 	{path: "internal/histcheck", layer: layerSupport, support: true, stdOnly: true, external: []string{"github.com/anishathalye/porcupine/..."}},
 	{path: "internal/nemesis", layer: layerSupport, support: true, stdOnly: true},
+	// The end-to-end harness: real logd processes, built once per test
+	// process, and the checks of what they hold.
+	{path: "internal/e2e", layer: layerSupport, support: true, only: []string{"api/...", "client"}},
 	{path: "internal/testcerts", layer: layerSupport, support: true, stdOnly: true},
 	{path: "internal/pgtest", layer: layerSupport, support: true, stdOnly: true},
 
