@@ -12,9 +12,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/logd-dev/logd/internal/e2e"
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // deployDir holds the packaging files the tests below check.

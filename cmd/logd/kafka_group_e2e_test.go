@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logd-dev/logd/internal/e2e"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // TestKafkaGroupLeaderKill: a kgo group consumer reads a three-node

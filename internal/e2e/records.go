@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"connectrpc.com/connect"
+
 	"github.com/logd-dev/logd/api/logdv1"
 )
 
