@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // Consumer groups with franz-go's kgo: its group consumer joins, syncs,
@@ -145,16 +145,13 @@ func produceValues(t *testing.T, ctx context.Context, addr, topic string, from, 
 	}
 }
 
-// waitFor polls cond every 10ms until it holds, failing after d.
+// waitFor polls cond until it holds, failing after d; a long wait logs
+// what it waits for (e2e.WaitFor).
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	defer cancel()
+	e2e.WaitFor(t, ctx, what, cond)
 }
 
 // assignedMembers counts the members of a stable group that were assigned
@@ -417,7 +414,7 @@ func TestKgoSimpleCommit(t *testing.T) {
 // with more records.
 func TestKgoGroupChurn(t *testing.T) {
 	total, churn, every := 1200, 3*time.Second, 300*time.Millisecond
-	if os.Getenv("LOGD_FAULT_LONG") == "1" {
+	if e2e.FaultLong() {
 		total, churn, every = 30_000, time.Minute, 2*time.Second
 	}
 	tn := startNode(t, fastGroups)

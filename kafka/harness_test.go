@@ -19,18 +19,18 @@ import (
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/replication/replicationtest"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// testNode is a real single-node logd in process (Raft's in-memory
-// transport and store, partition logs in a temporary directory, as
-// logdtest builds one) with the Kafka listener on 127.0.0.1:0.
+// testNode is a real single-node logd in process (package
+// replication/replicationtest) with the Kafka listener on 127.0.0.1:0.
 type testNode struct {
 	t       testing.TB
-	node    *replication.Node
+	node    *replicationtest.Node
 	backend *replication.Backend
 	srv     *Server
 	reg     *prometheus.Registry
@@ -42,39 +42,16 @@ type testNode struct {
 func startNode(t testing.TB, opts ...func(*Options)) *testNode {
 	t.Helper()
 	logger := slog.New(slog.DiscardHandler)
-	node, err := replication.Open(replication.Config{
-		NodeID:             "n1",
-		DataDir:            t.TempDir(),
-		InMemory:           true,
-		RaftBind:           "mem:" + t.Name(),
-		Bootstrap:          true,
-		Logger:             logger,
-		RaftLogLevel:       "error",
-		HeartbeatTimeout:   5 * time.Millisecond,
-		ElectionTimeout:    5 * time.Millisecond,
-		LeaderLeaseTimeout: 5 * time.Millisecond,
-		CleanerInterval:    24 * time.Hour,
+	node := replicationtest.Start(t, replicationtest.Options{
 		// Not dialed: the API address other nodes' Kafka addresses derive
 		// from.
 		APIAdvertise: "127.0.0.1:7070",
 	})
-	if err != nil {
-		t.Fatalf("open node: %v", err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !(node.IsLeader() && node.Ready()) {
-		if time.Now().After(deadline) {
-			node.Close()
-			t.Fatal("node did not lead within 10s")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		node.Close()
 		t.Fatal(err)
 	}
-	tn := &testNode{t: t, node: node, backend: replication.NewBackend(node), reg: prometheus.NewRegistry(), addr: ln.Addr().String()}
+	tn := &testNode{t: t, node: node, backend: node.Backend, reg: prometheus.NewRegistry(), addr: ln.Addr().String()}
 	o := Options{Backend: tn.backend, Advertise: tn.addr, Registerer: tn.reg, Logger: logger}
 	for _, f := range opts {
 		f(&o)
@@ -82,7 +59,6 @@ func startNode(t testing.TB, opts ...func(*Options)) *testNode {
 	srv, err := New(o)
 	if err != nil {
 		ln.Close()
-		node.Close()
 		t.Fatal(err)
 	}
 	tn.srv = srv
@@ -94,9 +70,6 @@ func startNode(t testing.TB, opts ...func(*Options)) *testNode {
 		}
 		if err := <-done; !errors.Is(err, ErrServerClosed) {
 			t.Errorf("serve: %v", err)
-		}
-		if err := node.Close(); err != nil {
-			t.Errorf("close node: %v", err)
 		}
 	})
 	return tn

@@ -347,7 +347,7 @@ func (l *Log) readSource(seg *segment, p []byte, pos int64) error {
 	if !slices.ContainsFunc(st.closed, func(v segView) bool { return v.seg == seg }) {
 		return fmt.Errorf("%w: segment %d is gone", ErrCompactionStale, seg.base())
 	}
-	if _, err := seg.data.ReadAt(p, pos); err != nil {
+	if err := readFull(seg.data, p, pos); err != nil {
 		return fmt.Errorf("log: compaction: read segment %d: %w", seg.base(), err)
 	}
 	return nil

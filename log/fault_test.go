@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"syscall"
 	"testing"
 
@@ -543,5 +544,75 @@ func TestOpenLeftovers(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestFailedOrShortRead: a read of segment data that fails, or comes back
+// short with or without an error, reaches the reader of the log as an
+// error, or (where the bytes it lost were not needed) as the very batches a
+// sound read returns; never as other or fewer batches. The fault hits the
+// first one, two or three reads of data files, so both the search for the
+// first batch and the read of the batches meet it. A restart whose
+// recovery reads (of data, index or meta files) fail either refuses to open or keeps every batch, never
+// cutting acknowledged ones as a torn tail.
+func TestFailedOrShortRead(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error // nil: a short read that reports no error
+		keep int
+	}{
+		{name: "EIO", err: syscall.EIO},
+		{name: "EIO after half", err: syscall.EIO, keep: logtest.KeepHalf},
+		{name: "short with EOF", err: io.EOF, keep: logtest.KeepHalf},
+		{name: "short without an error", keep: logtest.KeepHalf},
+		{name: "one byte without an error", keep: 1},
+	} {
+		for times := 1; times <= 3; times++ {
+			t.Run(fmt.Sprintf("%s x%d", tc.name, times), func(t *testing.T) {
+				fsys := logtest.Wrap(logtest.NewMemFS())
+				opts := log.Options{FS: fsys}
+				l := mustOpen(t, memDir, opts)
+				var h history
+				if err := workload(l, &h, 12); err != nil {
+					t.Fatal(err)
+				}
+				arm := func(match func(string) bool) {
+					fsys.Inject(logtest.Fault{Op: logtest.OpRead, Err: tc.err, Keep: tc.keep, Match: match, Times: times})
+				}
+				start := l.StartOffset()
+				want, err := l.Read(start, 1<<20)
+				if err != nil || len(want) == 0 {
+					t.Fatalf("Read: %d bytes, %v", len(want), err)
+				}
+				arm(logtest.HasSuffix(".log"))
+				reads := fsys.Reads()
+				got, err := l.Read(start, 1<<20)
+				if fsys.Reads() == reads {
+					t.Fatal("Read read nothing through the file system")
+				}
+				switch {
+				case err != nil && got != nil:
+					t.Fatalf("Read returned %d bytes and %v", len(got), err)
+				case err != nil && tc.err != nil && tc.err != io.EOF && !errors.Is(err, tc.err):
+					t.Fatalf("Read: %v, want %v", err, tc.err)
+				case err == nil && !bytes.Equal(got, want):
+					t.Fatalf("Read after a faulty read returned %d bytes and no error; a sound read returns %d other bytes", len(got), len(want))
+				}
+				fsys.Clear()
+				checkPrefix(t, l, &h, len(h.acked))
+				l.Close()
+
+				arm(nil) // data, index and meta files alike
+				if l, err := log.Open(memDir, opts); err == nil {
+					defer l.Close()
+					if n := checkPrefix(t, l, &h, len(h.acked)); n != len(h.acked) {
+						t.Fatalf("opened after a faulty read with %d batches, want %d", n, len(h.acked))
+					}
+				}
+				fsys.Clear()
+				l = mustOpen(t, memDir, opts)
+				checkPrefix(t, l, &h, len(h.acked))
+			})
+		}
 	}
 }

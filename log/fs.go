@@ -1,6 +1,7 @@
 package log
 
 import (
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -18,6 +19,21 @@ type File interface {
 	Truncate(size int64) error
 	Stat() (fs.FileInfo, error)
 	Close() error
+}
+
+// readFull reads len(p) bytes of f at pos. A read that returns fewer is
+// an error even when f reports none (io.ErrUnexpectedEOF): io.ReaderAt
+// promises one, but the bytes it did not fill must never pass for data.
+// The n = len(p) bytes of a read that ends the file may come with io.EOF.
+func readFull(f io.ReaderAt, p []byte, pos int64) error {
+	n, err := f.ReadAt(p, pos)
+	switch {
+	case n == len(p) && (err == nil || err == io.EOF):
+		return nil
+	case err == nil || err == io.EOF:
+		return fmt.Errorf("short read of %d bytes at %d, want %d: %w", n, pos, len(p), io.ErrUnexpectedEOF)
+	}
+	return err
 }
 
 // FS is the file system seam: the OS by default, in tests an in-memory or

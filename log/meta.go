@@ -128,7 +128,7 @@ func readAll(f File) ([]byte, error) {
 		return nil, fmt.Errorf("file of %d bytes too large to read whole", n)
 	}
 	b := make([]byte, n)
-	if _, err := f.ReadAt(b, 0); err != nil {
+	if err := readFull(f, b, 0); err != nil {
 		return nil, err
 	}
 	return b, nil

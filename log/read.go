@@ -97,7 +97,7 @@ func readAt(v *segView, offset int64, maxBytes int, atLeastOne, useIndex bool) (
 	}
 	n := min(max(h.size, int64(maxBytes)), v.size-pos)
 	buf := make([]byte, n)
-	if _, err := v.seg.data.ReadAt(buf, pos); err != nil {
+	if err := readFull(v.seg.data, buf, pos); err != nil {
 		return nil, fmt.Errorf("log: read segment %d: %w", base, err)
 	}
 	p, next := int64(0), h.baseOffset

@@ -3,9 +3,9 @@
 // logctl, applications).
 //
 // A Server is one replication.Node, bootstrapped as a single-node Raft
-// group, and the server package's Connect handler over its
-// replication.Backend (built as cmd/logd builds it), on an httptest server
-// at 127.0.0.1. Raft runs on hashicorp/raft's in-memory transport and
+// group by package replication/replicationtest, and the server package's
+// Connect handler over its replication.Backend (built as cmd/logd builds
+// it), on an httptest server at 127.0.0.1. Raft runs on hashicorp/raft's in-memory transport and
 // stores with short timeouts, so a node leads within milliseconds; the
 // partition logs live in a temporary directory. Every answer is the real
 // server's: there is no second implementation of logd's semantics to keep

@@ -18,7 +18,7 @@ import (
 
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/log"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/replication/replicationtest"
 	"github.com/logd-dev/logd/server"
 )
 
@@ -58,22 +58,10 @@ type Options struct {
 	TLS *tls.Config
 }
 
-// Raft timeouts of a test node, raft's smallest: a single voter elects
-// itself after one heartbeat timeout, and with no peer to miss it cannot
-// lose its leadership by a short one.
-const (
-	heartbeatTimeout   = 5 * time.Millisecond
-	electionTimeout    = 5 * time.Millisecond
-	leaderLeaseTimeout = 5 * time.Millisecond
-)
-
-// startTimeout bounds how long New waits for the node to lead.
-const startTimeout = 10 * time.Second
-
 // Server is a real logd node served over HTTP on 127.0.0.1. Its methods
 // are safe for concurrent use.
 type Server struct {
-	node  *replication.Node
+	node  *replicationtest.Node
 	http  *httptest.Server
 	reg   *prometheus.Registry
 	hooks *hooks
@@ -137,38 +125,22 @@ func (s *Server) start(opts Options) error {
 	// client API address, which Status reports.
 	s.http = httptest.NewUnstartedServer(nil)
 	logger := slog.New(slog.DiscardHandler)
-	node, err := replication.Open(replication.Config{
-		NodeID:    opts.NodeID,
-		DataDir:   opts.Dir,
-		InMemory:  true,
-		RaftBind:  "mem:" + opts.NodeID,
-		Bootstrap: true,
-		Logger:    logger,
-		// Raft's own errors go to stderr; warnings about a leader without
-		// peers would only be noise.
-		RaftLogLevel:       "error",
-		HeartbeatTimeout:   heartbeatTimeout,
-		ElectionTimeout:    electionTimeout,
-		LeaderLeaseTimeout: leaderLeaseTimeout,
-		Now:                opts.Now,
-		FeatureLevel:       opts.FeatureLevel,
-		Log:                log.Options{FS: opts.FS},
-		// Retention runs when the test calls Clean, not behind its back.
-		CleanerInterval: 24 * time.Hour,
-		APIAdvertise:    s.http.Listener.Addr().String(),
-		Fatal:           s.stopped,
+	node, err := replicationtest.Open(replicationtest.Options{
+		NodeID:       opts.NodeID,
+		Dir:          opts.Dir,
+		Now:          opts.Now,
+		FS:           opts.FS,
+		FeatureLevel: opts.FeatureLevel,
+		APIAdvertise: s.http.Listener.Addr().String(),
+		Fatal:        s.stopped,
 	})
 	if err != nil {
-		return fmt.Errorf("open node: %w", err)
-	}
-	if err := waitServing(node); err != nil {
-		node.Close()
 		return err
 	}
 	s.node = node
 	// As cmd/logd builds it: the handlers over the node's backend, with
 	// the segment endpoint a peer would catch up from.
-	backend := replication.NewBackend(node)
+	backend := node.Backend
 	if opts.Auth.Now == nil {
 		opts.Auth.Now = opts.Now
 	}
@@ -184,21 +156,6 @@ func (s *Server) start(opts Options) error {
 	}
 	s.http.Start()
 	return nil
-}
-
-// waitServing waits until the node leads, has applied its log and has
-// registered its API address (which Status reports as the leader's).
-func waitServing(node *replication.Node) error {
-	deadline := time.Now().Add(startTimeout)
-	for {
-		if addr, _ := node.LeaderAPIAddress(); node.IsLeader() && node.Ready() && addr == node.APIAddress() {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("node did not lead and serve within %v", startTimeout)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 // stopped records a state machine failure: the node stops there, as a

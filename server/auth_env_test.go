@@ -30,6 +30,7 @@ import (
 	"github.com/logd-dev/logd/internal/testcerts"
 	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/replication/replicationtest"
 	"github.com/logd-dev/logd/server"
 )
 
@@ -96,25 +97,13 @@ func newAuthEnv(t testing.TB, ctx context.Context, cfg envConfig) *authEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := replication.Open(replication.Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true, APIAdvertise: ln.Addr().String(),
-		Logger: logger, RaftLogLevel: "error", CleanerInterval: time.Hour, Fatal: func(err error) { t.Errorf("fatal: %v", err) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	b := replication.NewBackend(n)
-	for addr, _ := b.LeaderAPIAddress(); !n.IsLeader() || !b.Ready() || addr == ""; addr, _ = b.LeaderAPIAddress() {
-		select {
-		case <-ctx.Done():
-			t.Fatal("no leader")
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	n := replicationtest.Start(t, replicationtest.Options{APIAdvertise: ln.Addr().String()})
+	b := n.Backend
 	boot, err := auth.NewToken(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &authEnv{t: t, node: n, backend: b, reg: prometheus.NewRegistry(), audit: &syncBuffer{}, admin: boot.String()}
+	e := &authEnv{t: t, node: n.Node, backend: b, reg: prometheus.NewRegistry(), audit: &syncBuffer{}, admin: boot.String()}
 	opts := server.Options{Backend: b, Logger: logger, Registry: e.reg, Auth: server.AuthOptions{
 		Required: true, BootstrapToken: &boot, Audit: slog.New(slog.NewJSONHandler(e.audit, nil)),
 	}}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/backend"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/replication/replicationtest"
 	"github.com/logd-dev/logd/server"
 )
 
@@ -26,23 +26,10 @@ func TestCreatePartitionsHandler(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	n, err := replication.Open(replication.Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true,
-		Logger: logger, RaftLogLevel: "error", CleanerInterval: time.Hour, Fatal: func(err error) { t.Errorf("fatal: %v", err) },
-		Quota: backend.TopicQuota{MaxPartitions: 6}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	for !n.IsLeader() {
-		select {
-		case <-ctx.Done():
-			t.Fatal("no leader")
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-	srv := server.New(server.Options{Backend: replication.NewBackend(n), Logger: logger, Registry: prometheus.NewRegistry()})
+	n := replicationtest.Start(t, replicationtest.Options{Quota: backend.TopicQuota{MaxPartitions: 6}})
+	srv := server.New(server.Options{Backend: n.Backend, Logger: logger, Registry: prometheus.NewRegistry()})
 	for _, name := range []string{"a", "other"} {
-		if _, err := replication.NewBackend(n).CreateTopic(ctx, backend.CreateTopic{Name: name, Partitions: 1}); err != nil {
+		if _, err := n.Backend.CreateTopic(ctx, backend.CreateTopic{Name: name, Partitions: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}

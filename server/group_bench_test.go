@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/client"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/replication/replicationtest"
 	"github.com/logd-dev/logd/server"
 )
 
@@ -128,15 +128,8 @@ func BenchmarkConsumeGroupVsFetch(b *testing.B) {
 func newBenchServer(b *testing.B, topic string, partitions int32) *client.Client {
 	b.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	n, err := replication.Open(replication.Config{NodeID: "n1", DataDir: b.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true, Logger: logger, RaftLogLevel: "error"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { n.Close() })
-	for !n.IsLeader() {
-		time.Sleep(time.Millisecond) // no event to wait on for leadership
-	}
-	hs := httptest.NewServer(server.New(server.Options{Backend: replication.NewBackend(n), Logger: logger}).Handler())
+	n := replicationtest.Start(b, replicationtest.Options{})
+	hs := httptest.NewServer(server.New(server.Options{Backend: n.Backend, Logger: logger}).Handler())
 	b.Cleanup(hs.Close)
 	c, err := client.New(hs.URL, client.Options{})
 	if err != nil {

@@ -16,22 +16,17 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/replication/replicationtest"
 	"github.com/logd-dev/logd/server"
 )
 
-// probeEnv serves a node (bootstrapped or not) over HTTP/1.1 and
-// cleartext HTTP/2, as cmd/logd does, so gRPC clients reach it too.
-func probeEnv(t *testing.T, bootstrap bool) (*replication.Node, *httptest.Server, *http.Client) {
+// probeEnv serves a node (bootstrapped, and then leading, or not) over
+// HTTP/1.1 and cleartext HTTP/2, as cmd/logd does, so gRPC clients reach
+// it too.
+func probeEnv(t *testing.T, bootstrap bool) (*httptest.Server, *http.Client) {
 	t.Helper()
-	n, err := replication.Open(replication.Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: bootstrap,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RaftLogLevel: "error", CleanerInterval: time.Hour,
-		Fatal: func(err error) { t.Errorf("fatal: %v", err) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	srv := server.New(server.Options{Backend: replication.NewBackend(n), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	n := replicationtest.Start(t, replicationtest.Options{NoBootstrap: !bootstrap})
+	srv := server.New(server.Options{Backend: n.Backend, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	hs := httptest.NewUnstartedServer(srv.Handler())
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
@@ -44,7 +39,7 @@ func probeEnv(t *testing.T, bootstrap bool) (*replication.Node, *httptest.Server
 	h2.SetUnencryptedHTTP2(true)
 	h2c := &http.Client{Transport: &http.Transport{Protocols: &h2}}
 	t.Cleanup(h2c.CloseIdleConnections)
-	return n, hs, h2c
+	return hs, h2c
 }
 
 // checkHealth asks grpc.health.v1 Check for service over the Connect
@@ -85,7 +80,7 @@ func TestGRPCHealth(t *testing.T) {
 	defer cancel()
 
 	t.Run("no leader", func(t *testing.T) {
-		_, hs, h2c := probeEnv(t, false)
+		hs, h2c := probeEnv(t, false)
 		for _, service := range []string{"", logdv1connect.LogServiceName} {
 			if st, err := checkHealth(t, ctx, hs, h2c, service); err != nil || st != grpchealth.StatusNotServing {
 				t.Errorf("Check(%q) = %v, %v; want NOT_SERVING", service, st, err)
@@ -97,14 +92,7 @@ func TestGRPCHealth(t *testing.T) {
 	})
 
 	t.Run("leader", func(t *testing.T) {
-		n, hs, h2c := probeEnv(t, true)
-		for !n.IsLeader() || !n.Ready() {
-			select {
-			case <-ctx.Done():
-				t.Fatal("no leader")
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
+		hs, h2c := probeEnv(t, true)
 		for _, service := range []string{"", logdv1connect.LogServiceName} {
 			if st, err := checkHealth(t, ctx, hs, h2c, service); err != nil || st != grpchealth.StatusServing {
 				t.Errorf("Check(%q) = %v, %v; want SERVING", service, st, err)
@@ -124,7 +112,7 @@ func TestGRPCHealth(t *testing.T) {
 func TestGRPCReflection(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	_, hs, h2c := probeEnv(t, false)
+	hs, h2c := probeEnv(t, false)
 	stream := grpcreflect.NewClient(h2c, hs.URL, connect.WithGRPC()).NewStream(ctx)
 	defer stream.Close()
 	names, err := stream.ListServices()

@@ -23,7 +23,7 @@ import (
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/replication/replicationtest"
 	"github.com/logd-dev/logd/server"
 )
 
@@ -32,20 +32,7 @@ import (
 func limitServer(t *testing.T, ctx context.Context, limits server.Limits, conns server.ConnLimits) (*httptest.Server, *prometheus.Registry) {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	n, err := replication.Open(replication.Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true,
-		Logger: logger, RaftLogLevel: "error", CleanerInterval: time.Hour, Fatal: func(err error) { t.Errorf("fatal: %v", err) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	backend := replication.NewBackend(n)
-	for !n.IsLeader() || !backend.Ready() {
-		select {
-		case <-ctx.Done():
-			t.Fatal("no leader")
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	backend := replicationtest.Start(t, replicationtest.Options{}).Backend
 	if err := limits.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -419,13 +406,8 @@ func TestListenersShareOnePool(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	n, err := replication.Open(replication.Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true,
-		Logger: logger, RaftLogLevel: "error", CleanerInterval: time.Hour, Fatal: func(err error) { t.Errorf("fatal: %v", err) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	srv := server.New(server.Options{Backend: replication.NewBackend(n), Logger: logger, Registry: prometheus.NewRegistry(),
+	n := replicationtest.Start(t, replicationtest.Options{})
+	srv := server.New(server.Options{Backend: n.Backend, Logger: logger, Registry: prometheus.NewRegistry(),
 		Conns: server.ConnLimits{Max: 2}})
 	accepted := map[string]chan net.Conn{}
 	addrs := map[string]string{}

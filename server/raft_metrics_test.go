@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"io"
-	"log/slog"
 	"net"
 	"testing"
 	"time"
@@ -14,7 +13,7 @@ import (
 	"github.com/logd-dev/logd/auth/certid"
 	"github.com/logd-dev/logd/internal/testcerts"
 	"github.com/logd-dev/logd/peer"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/replication/replicationtest"
 	"github.com/logd-dev/logd/server"
 )
 
@@ -50,23 +49,12 @@ func TestRaftPortMetrics(t *testing.T) {
 	defer cancel()
 	ca, other := testcerts.NewCA(t, "cluster"), testcerts.NewCA(t, "other")
 	self := ca.Node(t, "n1")
-	n, err := replication.Open(replication.Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true,
+	// A real Raft port under peer TLS, for strangers to knock on.
+	n := replicationtest.Start(t, replicationtest.Options{
 		PeerTLS: &peer.TLS{Server: ca.ServerConfig(self), Client: ca.ClientConfig(self), NodeID: certid.NodeID},
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)), RaftLogLevel: "error", CleanerInterval: time.Hour,
-		Fatal: func(err error) { t.Errorf("fatal: %v", err) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	for !n.IsLeader() {
-		select {
-		case <-ctx.Done():
-			t.Fatal("no leader")
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	})
 	reg := prometheus.NewRegistry()
-	server.New(server.Options{Backend: replication.NewBackend(n), Registry: reg})
+	server.New(server.Options{Backend: n.Backend, Registry: reg})
 	raftAddr := n.Status().Members[0].Address
 
 	// knock dials the Raft port with cert (none: the zero value) and

@@ -16,7 +16,7 @@ import (
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
-	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/replication/replicationtest"
 	"github.com/logd-dev/logd/server"
 )
 
@@ -29,20 +29,8 @@ func TestRequestID(t *testing.T) {
 	defer cancel()
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
-	n, err := replication.Open(replication.Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true,
-		Logger: slog.New(slog.DiscardHandler), RaftLogLevel: "off", CleanerInterval: time.Hour, Fatal: func(err error) { t.Errorf("fatal: %v", err) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	for !n.IsLeader() || !n.Ready() {
-		select {
-		case <-ctx.Done():
-			t.Fatal("no leader")
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-	hs := httptest.NewServer(server.New(server.Options{Backend: replication.NewBackend(n), Logger: logger}).Handler())
+	n := replicationtest.Start(t, replicationtest.Options{RaftLogLevel: "off"})
+	hs := httptest.NewServer(server.New(server.Options{Backend: n.Backend, Logger: logger}).Handler())
 	defer hs.Close()
 	c := logdv1connect.NewLogServiceClient(hs.Client(), hs.URL)
 	made := regexp.MustCompile(`^[0-9a-f]{32}$`)
@@ -93,7 +81,7 @@ func TestRequestID(t *testing.T) {
 	// An error answers with the id too.
 	req := connect.NewRequest(&logdv1.FetchRequest{Topic: "nope"})
 	req.Header().Set(server.RequestIDHeader, "req-err")
-	_, err = c.Fetch(ctx, req)
+	_, err := c.Fetch(ctx, req)
 	var ce *connect.Error
 	if !errors.As(err, &ce) || ce.Meta().Get(server.RequestIDHeader) != "req-err" {
 		t.Errorf("fetch of an unknown topic: %v, %s %q; want the id echoed", err, server.RequestIDHeader, ce.Meta().Get(server.RequestIDHeader))

@@ -17,6 +17,7 @@ import (
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/replication"
+	"github.com/logd-dev/logd/replication/replicationtest"
 	"github.com/logd-dev/logd/server"
 )
 
@@ -25,23 +26,9 @@ import (
 func testServer(t *testing.T, ctx context.Context) (*replication.Node, *server.Server, *prometheus.Registry) {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	n, err := replication.Open(replication.Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true,
-		Logger: logger, RaftLogLevel: "error", CleanerInterval: time.Hour, Fatal: func(err error) { t.Errorf("fatal: %v", err) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !n.IsLeader() {
-		select {
-		case <-ctx.Done():
-			t.Fatal("no leader")
-		case <-tick.C:
-		}
-	}
+	n := replicationtest.Start(t, replicationtest.Options{})
 	reg := prometheus.NewRegistry()
-	return n, server.New(server.Options{Backend: replication.NewBackend(n), Logger: logger, Registry: reg}), reg
+	return n.Node, server.New(server.Options{Backend: n.Backend, Logger: logger, Registry: reg}), reg
 }
 
 func keyed(t *testing.T, ts int64, kv ...string) []byte {

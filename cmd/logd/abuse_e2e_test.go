@@ -28,6 +28,7 @@ import (
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // Attacks on one node's client port, scripted: a slow-body connection
@@ -41,19 +42,19 @@ import (
 
 // startNodeLimited starts a single node whose open-file limit (soft and
 // hard) is nofile, through the shell's ulimit, and waits until it leads.
-func startNodeLimited(t *testing.T, nofile int, extra ...string) *node {
+func startNodeLimited(t *testing.T, nofile int, extra ...string) *e2e.Node {
 	t.Helper()
-	nd := newNode(t, "n1", append(slices.Clone(singleNodeRaft), extra...)...)
+	nd := e2e.NewNode(t, "n1", append(e2e.SingleNodeRaft(), extra...)...)
 	script := fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, nofile)
-	nd.cmd = exec.Command("sh", append([]string{"-c", script, logdBinary}, nd.cmdline("")...)...)
-	nd.cmd.Stdout, nd.cmd.Stderr = nd.logs, nd.logs
-	if err := nd.cmd.Start(); err != nil {
+	nd.Cmd = exec.Command("sh", append([]string{"-c", script, e2e.Logd()}, nd.Cmdline("")...)...)
+	nd.Cmd.Stdout, nd.Cmd.Stderr = nd.Logs, nd.Logs
+	if err := nd.Cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	waitFor(t, ctx, "n1 leads", func() bool {
-		st, err := nd.status(ctx)
+	e2e.WaitFor(t, ctx, "n1 leads", func() bool {
+		st, err := nd.Status(ctx)
 		return err == nil && st.Ready && st.State == "Leader"
 	})
 	return nd
@@ -85,7 +86,7 @@ func procStats(pid int) (rssKiB int64, fds int, alive bool) {
 // watcher samples a node every 50 ms while an attack runs: its memory,
 // descriptors and liveness, and the largest value seen of some metrics.
 type watcher struct {
-	nd   *node
+	nd   *e2e.Node
 	stop chan struct{}
 	done chan struct{}
 
@@ -96,9 +97,9 @@ type watcher struct {
 	maxMetric, lastSeen map[string]float64
 }
 
-func watch(nd *node, metrics ...string) *watcher {
+func watch(nd *e2e.Node, metrics ...string) *watcher {
 	w := &watcher{nd: nd, stop: make(chan struct{}), done: make(chan struct{}), maxMetric: map[string]float64{}, lastSeen: map[string]float64{}}
-	pid := nd.cmd.Process.Pid
+	pid := nd.Cmd.Process.Pid
 	// One kept-alive connection, so scrapes are not queued behind an
 	// attack at the connection cap once it is open.
 	hc := &http.Client{Timeout: 2 * time.Second}
@@ -109,7 +110,7 @@ func watch(nd *node, metrics ...string) *watcher {
 			rss, fds, alive := procStats(pid)
 			vals := map[string]float64{}
 			if len(metrics) > 0 {
-				vals = scrapeSome(hc, "http://"+nd.listen+"/metrics", metrics)
+				vals = scrapeSome(hc, "http://"+nd.Listen+"/metrics", metrics)
 			}
 			w.mu.Lock()
 			w.maxRSS, w.lastRSS, w.maxFDs = max(w.maxRSS, rss), rss, max(w.maxFDs, fds)
@@ -185,11 +186,11 @@ type victims struct {
 	stop     chan struct{}
 }
 
-func startVictims(t *testing.T, nd *node, topic string, n int) *victims {
+func startVictims(t *testing.T, nd *e2e.Node, topic string, n int) *victims {
 	t.Helper()
 	v := &victims{stop: make(chan struct{})}
 	for i := range n {
-		c, err := client.New(nd.listen, client.Options{Timeout: 60 * time.Second})
+		c, err := client.New(nd.Listen, client.Options{Timeout: 60 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,21 +244,21 @@ func (v *victims) finish(t *testing.T) string {
 }
 
 // requireAlive fails the test if the node exited or stopped serving.
-func requireAlive(t *testing.T, nd *node, w *watcher) {
+func requireAlive(t *testing.T, nd *e2e.Node, w *watcher) {
 	t.Helper()
 	w.mu.Lock()
 	died := w.died
 	w.mu.Unlock()
-	if _, _, alive := procStats(nd.cmd.Process.Pid); died || !alive {
+	if _, _, alive := procStats(nd.Cmd.Process.Pid); died || !alive {
 		t.Fatal("the node exited during the attack")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	waitFor(t, ctx, "node serves after the attack", func() bool {
-		st, err := nd.status(ctx)
+	e2e.WaitFor(t, ctx, "node serves after the attack", func() bool {
+		st, err := nd.Status(ctx)
 		return err == nil && st.Ready
 	})
-	if b, err := os.ReadFile(nd.logs.Name()); err == nil && bytes.Contains(b, []byte("too many open files")) {
+	if b, err := os.ReadFile(nd.Logs.Name()); err == nil && bytes.Contains(b, []byte("too many open files")) {
 		t.Error("the node ran out of file descriptors (its log says: too many open files)")
 	}
 }
@@ -274,7 +275,7 @@ func requireAlive(t *testing.T, nd *node, w *watcher) {
 func TestAbuseSlowBodyFlood(t *testing.T) {
 	const nofile = 1024
 	sources, perSource, attack := 6, 500, 8*time.Second
-	if faultLong() {
+	if e2e.FaultLong() {
 		sources, perSource, attack = 7, 1000, 40*time.Second
 	}
 	nd := startNodeLimited(t, nofile, "--http-body-timeout", "2s", "--http-read-header-timeout", "2s", "--max-connections-per-ip", "200")
@@ -283,7 +284,7 @@ func TestAbuseSlowBodyFlood(t *testing.T) {
 	// A new segment every quarter second of appends: each roll opens
 	// files. (By time, so that the segments, which keep a descriptor
 	// each, stay well within the reserve however fast the producers go.)
-	createTopic(t, ctx, nd, "victim", 1, map[string]string{"segment.ms": "250"})
+	e2e.CreateTopic(t, ctx, nd, "victim", 1, map[string]string{"segment.ms": "250"})
 
 	w := watch(nd, "logd_connections_open", "logd_connection_limit_waits_total", "logd_connections_refused_total", "logd_request_body_timeouts_total")
 	v := startVictims(t, nd, "victim", 2)
@@ -293,7 +294,7 @@ func TestAbuseSlowBodyFlood(t *testing.T) {
 	for s := range sources {
 		src := &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(10+s))}
 		for range perSource {
-			wg.Go(func() { trickle(nd.listen, src, stop, &opened, &cut) })
+			wg.Go(func() { trickle(nd.Listen, src, stop, &opened, &cut) })
 		}
 	}
 	// The attack lasts at least attack, and then until it has done what
@@ -302,7 +303,7 @@ func TestAbuseSlowBodyFlood(t *testing.T) {
 	// machine's business (a busy one opens them slower); what the node
 	// does once they are open is the node's.
 	segmentFiles := func() []string {
-		m, _ := filepath.Glob(filepath.Join(nd.dataDir, "topics", "victim~*", "0", "*.log"))
+		m, _ := filepath.Glob(filepath.Join(nd.DataDir, "topics", "victim~*", "0", "*.log"))
 		return m
 	}
 	// The watcher's scrapes give up after 2 s, and on a busy machine every
@@ -314,7 +315,7 @@ func TestAbuseSlowBodyFlood(t *testing.T) {
 	counters := []string{"logd_connection_limit_waits_total", "logd_request_body_timeouts_total"}
 	seen := map[string]float64{}
 	reached := func() bool {
-		for k, v := range scrapeSome(patient, "http://"+nd.listen+"/metrics", counters) {
+		for k, v := range scrapeSome(patient, "http://"+nd.Listen+"/metrics", counters) {
 			seen[k] = max(seen[k], v)
 		}
 		return seen[counters[0]] > 0 && seen[counters[1]] > 0 && len(segmentFiles()) >= 3
@@ -457,15 +458,15 @@ func pacedProduce(t *testing.T, size int) io.Reader {
 // never pass the budget; producers of small records are served throughout.
 func TestAbuseLargeBodies(t *testing.T) {
 	declared, streamed, size, budget, bound := 1, 3, 20<<20, int64(48<<20), int64(32<<20)
-	if faultLong() {
+	if e2e.FaultLong() {
 		// The defaults.
 		declared, streamed, size, budget, bound = 6, 6, 100<<20, 256<<20, 64<<20
 	}
-	nd := startNode(t, "--max-inflight-request-bytes", strconv.FormatInt(budget, 10), "--max-request-bytes", strconv.FormatInt(bound, 10))
+	nd := e2e.StartNode(t, "--max-inflight-request-bytes", strconv.FormatInt(budget, 10), "--max-request-bytes", strconv.FormatInt(bound, 10))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	createTopic(t, ctx, nd, "victim", 1, nil)
-	createTopic(t, ctx, nd, "big", 1, map[string]string{"max.message.bytes": "67108864"})
+	e2e.CreateTopic(t, ctx, nd, "victim", 1, nil)
+	e2e.CreateTopic(t, ctx, nd, "big", 1, map[string]string{"max.message.bytes": "67108864"})
 	bodies := make([]io.Reader, streamed)
 	for i := range bodies {
 		bodies[i] = pacedProduce(t, size)
@@ -488,9 +489,9 @@ func TestAbuseLargeBodies(t *testing.T) {
 			o := outcome{declared: i < declared}
 			if o.declared {
 				const big = 100 << 20
-				o.status, o.text, o.err = postBody(ctx, nd.listen, io.LimitReader(zeros{}, big), big, nil)
+				o.status, o.text, o.err = postBody(ctx, nd.Listen, io.LimitReader(zeros{}, big), big, nil)
 			} else {
-				o.status, o.text, o.err = postBody(ctx, nd.listen, bodies[i-declared], -1, nil)
+				o.status, o.text, o.err = postBody(ctx, nd.Listen, bodies[i-declared], -1, nil)
 			}
 			o.took = time.Since(start)
 			out[i] = o
@@ -548,16 +549,16 @@ func gzipBomb(size int64) []byte {
 // (16 MiB here, to keep the test short), without inflating the rest;
 // producers are served meanwhile.
 func TestAbuseGzipBomb(t *testing.T) {
-	nd := startNode(t, "--max-request-bytes", strconv.Itoa(16<<20))
+	nd := e2e.StartNode(t, "--max-request-bytes", strconv.Itoa(16<<20))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	createTopic(t, ctx, nd, "victim", 1, nil)
+	e2e.CreateTopic(t, ctx, nd, "victim", 1, nil)
 	bomb := gzipBomb(8 << 30)
 
 	w := watch(nd)
 	v := startVictims(t, nd, "victim", 2)
 	start := time.Now()
-	status, text, err := postBody(ctx, nd.listen, bytes.NewReader(bomb), int64(len(bomb)), http.Header{"Content-Encoding": {"gzip"}})
+	status, text, err := postBody(ctx, nd.Listen, bytes.NewReader(bomb), int64(len(bomb)), http.Header{"Content-Encoding": {"gzip"}})
 	connectTook := time.Since(start)
 	if err != nil || !strings.Contains(text, "larger than this node accepts") || !strings.Contains(text, "REASON_RECORD_TOO_LARGE") {
 		t.Errorf("Connect gzip bomb: %d %s %v, want RECORD_TOO_LARGE", status, text, err)
@@ -568,7 +569,7 @@ func TestAbuseGzipBomb(t *testing.T) {
 	var h2 http.Protocols
 	h2.SetUnencryptedHTTP2(true)
 	hc := &http.Client{Transport: &http.Transport{Protocols: &h2}}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+nd.listen+logdv1connect.LogServiceProduceProcedure, bytes.NewReader(frame))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+nd.Listen+logdv1connect.LogServiceProduceProcedure, bytes.NewReader(frame))
 	req.Header.Set("Content-Type", "application/grpc")
 	req.Header.Set("Grpc-Encoding", "gzip")
 	req.Header.Set("Te", "trailers")
@@ -595,19 +596,19 @@ func TestAbuseGzipBomb(t *testing.T) {
 // year 9999] are refused with INVALID_ARGUMENT and nothing is written;
 // the last millisecond of 9999 is accepted, and logctl prints it as JSON.
 func TestAbuseExtremeTimestamps(t *testing.T) {
-	nd := startNode(t)
+	nd := e2e.StartNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	createTopic(t, ctx, nd, "ts", 1, nil)
+	e2e.CreateTopic(t, ctx, nd, "ts", 1, nil)
 	for _, ts := range []int64{1<<63 - 1, 253402300800000, -1, -1 << 63} {
-		_, err := nd.rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "ts", Records: []*logdv1.Record{
+		_, err := nd.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "ts", Records: []*logdv1.Record{
 			{Value: []byte("fine")}, {Value: []byte("bad"), TimestampMs: ts},
 		}}))
 		if connect.CodeOf(err) != connect.CodeInvalidArgument || reasonOfErr(err) != logdv1.Reason_REASON_INVALID_ARGUMENT {
 			t.Fatalf("timestamp %d: %v, want INVALID_ARGUMENT", ts, err)
 		}
 	}
-	offs, err := nd.rpc.ListOffsets(ctx, connect.NewRequest(&logdv1.ListOffsetsRequest{Topic: "ts"}))
+	offs, err := nd.RPC.ListOffsets(ctx, connect.NewRequest(&logdv1.ListOffsetsRequest{Topic: "ts"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -615,10 +616,10 @@ func TestAbuseExtremeTimestamps(t *testing.T) {
 		t.Fatalf("refused produces wrote records: end offset %d", offs.Msg.EndOffset)
 	}
 	const last = 253402300799999
-	if _, err := nd.rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "ts", Records: []*logdv1.Record{{Value: []byte("end of time"), TimestampMs: last}}})); err != nil {
+	if _, err := nd.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "ts", Records: []*logdv1.Record{{Value: []byte("end of time"), TimestampMs: last}}})); err != nil {
 		t.Fatal(err)
 	}
-	if out := logctl(t, nd, "consume", "ts", "-o", "json"); !strings.Contains(out, "9999-12-31T23:59:59.999Z") || !strings.Contains(out, "end of time") {
+	if out := e2e.Logctl(t, nd, "consume", "ts", "-o", "json"); !strings.Contains(out, "9999-12-31T23:59:59.999Z") || !strings.Contains(out, "end of time") {
 		t.Fatalf("logctl consume -o json:\n%s", out)
 	}
 }
@@ -629,7 +630,7 @@ func reasonOfErr(err error) logdv1.Reason {
 	if !errors.As(err, &ce) {
 		return logdv1.Reason_REASON_UNSPECIFIED
 	}
-	return reasonOf(ce)
+	return e2e.ReasonOf(ce)
 }
 
 // TestAbuseTopicFlood: clients create topics through every node of a
@@ -640,7 +641,7 @@ func reasonOfErr(err error) logdv1.Reason {
 // the quota in its metrics.
 func TestAbuseTopicFlood(t *testing.T) {
 	const maxTopics, maxPartitions = 20, 40
-	c := newCluster(t, 3, "--max-topics", strconv.Itoa(maxTopics), "--max-partitions", strconv.Itoa(maxPartitions))
+	c := e2e.NewCluster(t, 3, "--max-topics", strconv.Itoa(maxTopics), "--max-partitions", strconv.Itoa(maxPartitions))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
@@ -649,11 +650,11 @@ func TestAbuseTopicFlood(t *testing.T) {
 	var wg sync.WaitGroup
 	start := time.Now()
 	for g := range 9 {
-		nd := c.nodes[g%3]
+		nd := c.Nodes[g%3]
 		wg.Go(func() {
 			for i := range 10 {
 				parts := int32(1 + 2*(i%2)) // 1 or 3
-				_, err := nd.rpc.CreateTopic(ctx, connect.NewRequest(&logdv1.CreateTopicRequest{Name: fmt.Sprintf("flood-%d-%d", g, i), Partitions: parts}))
+				_, err := nd.RPC.CreateTopic(ctx, connect.NewRequest(&logdv1.CreateTopicRequest{Name: fmt.Sprintf("flood-%d-%d", g, i), Partitions: parts}))
 				mu.Lock()
 				switch {
 				case err == nil:
@@ -661,7 +662,7 @@ func TestAbuseTopicFlood(t *testing.T) {
 				case connect.CodeOf(err) == connect.CodeResourceExhausted && reasonOfErr(err) == logdv1.Reason_REASON_INVALID_ARGUMENT && strings.Contains(err.Error(), "quota"):
 					refused++
 				default:
-					t.Errorf("create through %s: %v", nd.id, err)
+					t.Errorf("create through %s: %v", nd.ID, err)
 				}
 				mu.Unlock()
 			}
@@ -669,10 +670,10 @@ func TestAbuseTopicFlood(t *testing.T) {
 	}
 	wg.Wait()
 	took := time.Since(start)
-	c.converge(ctx)
+	c.Converge(ctx)
 	var first []string
-	for i, nd := range c.nodes {
-		resp, err := nd.rpc.ListTopics(ctx, connect.NewRequest(&logdv1.ListTopicsRequest{}))
+	for i, nd := range c.Nodes {
+		resp, err := nd.RPC.ListTopics(ctx, connect.NewRequest(&logdv1.ListTopicsRequest{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -684,7 +685,7 @@ func TestAbuseTopicFlood(t *testing.T) {
 		}
 		slices.Sort(names)
 		if len(names) > maxTopics || parts > maxPartitions {
-			t.Errorf("%s holds %d topics with %d partitions, past the quota of %d and %d", nd.id, len(names), parts, maxTopics, maxPartitions)
+			t.Errorf("%s holds %d topics with %d partitions, past the quota of %d and %d", nd.ID, len(names), parts, maxTopics, maxPartitions)
 		}
 		if i == 0 {
 			first = names
@@ -692,23 +693,23 @@ func TestAbuseTopicFlood(t *testing.T) {
 				t.Errorf("%d creations acknowledged, %d topics held", created, len(names))
 			}
 		} else if !slices.Equal(names, first) {
-			t.Errorf("%s holds other topics than %s", nd.id, c.nodes[0].id)
+			t.Errorf("%s holds other topics than %s", nd.ID, c.Nodes[0].ID)
 		}
 		if got, _ := metric(t, nd, "logd_topics"); int(got) != len(names) {
-			t.Errorf("%s: logd_topics = %v, want %d", nd.id, got, len(names))
+			t.Errorf("%s: logd_topics = %v, want %d", nd.ID, got, len(names))
 		}
 		if got, _ := metric(t, nd, "logd_quota_limit", `resource="topics"`); got != maxTopics {
-			t.Errorf("%s: logd_quota_limit{resource=topics} = %v, want %d", nd.id, got, maxTopics)
+			t.Errorf("%s: logd_quota_limit{resource=topics} = %v, want %d", nd.ID, got, maxTopics)
 		}
 	}
-	leader := c.leader(ctx)
+	leader := c.Leader(ctx)
 	refusals, _ := metric(t, leader, "logd_quota_refusals_total")
 	t.Logf("topic flood: 90 creations through 3 nodes in %v: %d created, %d refused by the quota (leader counted %v)", took.Round(time.Millisecond), created, refused, refusals)
 	if refused == 0 || created == 0 {
 		t.Errorf("created %d, refused %d: the flood should fill the quota and pass it", created, refused)
 	}
 	// The cluster still serves writes.
-	if _, err := leader.rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: first[0], Records: []*logdv1.Record{{Value: []byte("still serving")}}})); err != nil {
+	if _, err := leader.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: first[0], Records: []*logdv1.Record{{Value: []byte("still serving")}}})); err != nil {
 		t.Errorf("the cluster does not take writes after the flood: %v", err)
 	}
 }

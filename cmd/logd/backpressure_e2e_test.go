@@ -17,14 +17,15 @@ import (
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // Backpressure and dead-letter operations against a real logd.
 
 // noRetryClient fails at once, so the test sees each refusal.
-func noRetryClient(t *testing.T, p *node) *client.Client {
+func noRetryClient(t *testing.T, p *e2e.Node) *client.Client {
 	t.Helper()
-	c, err := client.New(p.listen, client.Options{Timeout: 5 * time.Second, Retry: client.RetryPolicy{MaxAttempts: 1}})
+	c, err := client.New(p.Listen, client.Options{Timeout: 5 * time.Second, Retry: client.RetryPolicy{MaxAttempts: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,9 +35,9 @@ func noRetryClient(t *testing.T, p *node) *client.Client {
 
 // metric returns the sum of the samples of a metric whose line contains
 // every label given (0 if none).
-func metric(t *testing.T, p *node, name string, labels ...string) (float64, bool) {
+func metric(t *testing.T, p *e2e.Node, name string, labels ...string) (float64, bool) {
 	t.Helper()
-	resp, err := http.Get("http://" + p.listen + "/metrics")
+	resp, err := http.Get("http://" + p.Listen + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ lines:
 // producers that wait as told get every record in; nothing is lost or
 // duplicated, and the worker handles each record once.
 func TestOverloadBurst(t *testing.T) {
-	p := startNode(t)
+	p := e2e.StartNode(t)
 	c := newQueueClient(t, p)
 	raw := noRetryClient(t, p)
 	ctx := context.Background()
@@ -95,9 +96,9 @@ func TestOverloadBurst(t *testing.T) {
 	if !errors.As(err, &oe) || oe.RetryAfter <= 0 {
 		t.Fatalf("produce past the bound: %v, want OverloadedError with retry-after", err)
 	}
-	resp, rerr := p.rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "jobs", Records: []*logdv1.Record{{Value: []byte("x")}}}))
+	resp, rerr := p.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "jobs", Records: []*logdv1.Record{{Value: []byte("x")}}}))
 	var ce *connect.Error
-	if !errors.As(rerr, &ce) || ce.Code() != connect.CodeResourceExhausted || reasonOf(ce) != logdv1.Reason_REASON_OVERLOADED {
+	if !errors.As(rerr, &ce) || ce.Code() != connect.CodeResourceExhausted || e2e.ReasonOf(ce) != logdv1.Reason_REASON_OVERLOADED {
 		t.Fatalf("raw produce past the bound: %v %v", resp, rerr)
 	}
 	// Producers wait as told while a slow worker drains.
@@ -142,7 +143,7 @@ func TestOverloadBurst(t *testing.T) {
 	}
 	// Every record exactly once in the topic and in the handler.
 	seen := map[string]int{}
-	for _, recs := range p.readAll(ctx, "jobs", 2) {
+	for _, recs := range p.ReadAll(ctx, "jobs", 2) {
 		for _, r := range recs {
 			seen[string(r.Value)]++
 		}
@@ -171,7 +172,7 @@ func TestOverloadBurst(t *testing.T) {
 // count; a record that fails again and was redriven already is refused by
 // the loop guard.
 func TestRedriveAfterFix(t *testing.T) {
-	p := startNode(t)
+	p := e2e.StartNode(t)
 	c := newQueueClient(t, p)
 	ctx := context.Background()
 	const n = 6
@@ -205,16 +206,16 @@ func TestRedriveAfterFix(t *testing.T) {
 		LastError   string `json:"last_error"`
 		OriginTopic string `json:"origin_topic"`
 	}
-	if err := json.Unmarshal([]byte(logctl(t, p, "dlq", "list", "pay", "billing", "--reason", "max_deliveries", "--output", "json")), &listed); err != nil {
+	if err := json.Unmarshal([]byte(e2e.Logctl(t, p, "dlq", "list", "pay", "billing", "--reason", "max_deliveries", "--output", "json")), &listed); err != nil {
 		t.Fatal(err)
 	}
 	if len(listed) != n || listed[0].Deliveries != 2 || listed[0].LastError != "downstream unavailable" || listed[0].OriginTopic != "pay" {
 		t.Fatalf("dlq list: %+v", listed)
 	}
-	if out := logctl(t, p, "dlq", "list", "pay", "billing", "--key", "k1"); !strings.Contains(out, "pay/0@1") || strings.Contains(out, "pay/0@2") {
+	if out := e2e.Logctl(t, p, "dlq", "list", "pay", "billing", "--key", "k1"); !strings.Contains(out, "pay/0@1") || strings.Contains(out, "pay/0@2") {
 		t.Fatalf("dlq list --key k1:\n%s", out)
 	}
-	if out := logctl(t, p, "dlq", "redrive", "pay", "billing", "--dry-run"); !strings.Contains(out, fmt.Sprintf("%d would be redriven", n)) {
+	if out := e2e.Logctl(t, p, "dlq", "redrive", "pay", "billing", "--dry-run"); !strings.Contains(out, fmt.Sprintf("%d would be redriven", n)) {
 		t.Fatalf("dry run:\n%s", out)
 	}
 	if end := endOffset(t, c, "pay"); end != n {
@@ -226,30 +227,30 @@ func TestRedriveAfterFix(t *testing.T) {
 		ID    string `json:"id"`
 		State string `json:"state"`
 	}
-	if err := json.Unmarshal([]byte(logctl(t, p, "dlq", "redrive", "pay", "billing", "--rate", "4/s", "--detach", "-o", "json")), &job); err != nil || job.ID == "" {
+	if err := json.Unmarshal([]byte(e2e.Logctl(t, p, "dlq", "redrive", "pay", "billing", "--rate", "4/s", "--detach", "-o", "json")), &job); err != nil || job.ID == "" {
 		t.Fatalf("redrive --detach: %+v, %v", job, err)
 	}
-	waitFor(t, ctx, "redriven records", func() bool { return endOffset(t, c, "pay") >= n+2 })
+	e2e.WaitFor(t, ctx, "redriven records", func() bool { return endOffset(t, c, "pay") >= n+2 })
 	// ...stopped after a few records...
-	logctl(t, p, "dlq", "redrive", "stop", job.ID)
-	if err := json.Unmarshal([]byte(logctl(t, p, "dlq", "redrive", "status", job.ID, "-o", "json")), &job); err != nil || job.State != "stopped" {
+	e2e.Logctl(t, p, "dlq", "redrive", "stop", job.ID)
+	if err := json.Unmarshal([]byte(e2e.Logctl(t, p, "dlq", "redrive", "status", job.ID, "-o", "json")), &job); err != nil || job.State != "stopped" {
 		t.Fatalf("status after stop: %+v, %v", job, err)
 	}
 	first := endOffset(t, c, "pay") - n
 	// ...and a new job redrives them all: those the first one wrote are
 	// answered as duplicates, not written again.
-	out := logctl(t, p, "dlq", "redrive", "pay", "billing", "--rate", "0", "--no-progress")
+	out := e2e.Logctl(t, p, "dlq", "redrive", "pay", "billing", "--rate", "0", "--no-progress")
 	if !strings.Contains(out, fmt.Sprintf("%d selected", n)) || !strings.Contains(out, fmt.Sprintf("%d already redriven by an earlier run", first)) {
 		t.Fatalf("second redrive (the first wrote %d):\n%s", first, out)
 	}
-	if out := logctl(t, p, "group", "list"); strings.Contains(out, "logd-redrive.") {
+	if out := e2e.Logctl(t, p, "group", "list"); strings.Contains(out, "logd-redrive.") {
 		t.Fatalf("group list shows redrive positions:\n%s", out)
 	}
-	if out := logctl(t, p, "group", "list", "--all"); !strings.Contains(out, "logd-redrive."+job.ID) {
+	if out := e2e.Logctl(t, p, "group", "list", "--all"); !strings.Contains(out, "logd-redrive."+job.ID) {
 		t.Fatalf("group list --all misses the redrive position:\n%s", out)
 	}
 	redriven := map[string]int{}
-	for _, r := range p.readAll(ctx, "pay", 1)[0] {
+	for _, r := range p.ReadAll(ctx, "pay", 1)[0] {
 		for _, h := range r.Headers {
 			if h.Key == client.RedriveCountHeader {
 				if string(h.Value) != "1" {
@@ -291,7 +292,7 @@ func TestRedriveAfterFix(t *testing.T) {
 	}
 	// The poison record is back in the DLQ with one redrive: the loop
 	// guard refuses a second one.
-	out = logctl(t, p, "dlq", "redrive", "pay", "billing", "--reason", "rejected", "--max-redrives", "1")
+	out = e2e.Logctl(t, p, "dlq", "redrive", "pay", "billing", "--reason", "rejected", "--max-redrives", "1")
 	if !strings.Contains(out, "1 refused by the loop guard") {
 		t.Fatalf("loop guard:\n%s", out)
 	}
@@ -320,7 +321,7 @@ func endOffset(t *testing.T, c *client.Client, topic string) int64 {
 // oldest ready record gets older, in describe, in /metrics and in
 // `logctl queue top --once`; pausing the group stops deliveries.
 func TestOldestReadyAgeGrows(t *testing.T) {
-	p := startNode(t)
+	p := e2e.StartNode(t)
 	c := newQueueClient(t, p)
 	ctx := context.Background()
 	if _, err := c.CreateTopic(ctx, "feed", 1, nil); err != nil {
@@ -370,18 +371,18 @@ func TestOldestReadyAgeGrows(t *testing.T) {
 		t.Errorf("logd_queue_acked_total = %v, want some but not all", acked)
 	}
 	// Pause: a claim gets nothing, the counts stay.
-	logctl(t, p, "queue", "pause", "feed", "slow")
+	e2e.Logctl(t, p, "queue", "pause", "feed", "slow")
 	res, err := c.Claim(ctx, client.ClaimRequest{Topic: "feed", Group: "slow", MaxRecords: 5})
 	if err != nil || len(res.Jobs) != 0 {
 		t.Fatalf("claim while paused: %d jobs, %v", len(res.Jobs), err)
 	}
-	top := logctl(t, p, "queue", "top", "feed", "slow", "--once")
+	top := e2e.Logctl(t, p, "queue", "top", "feed", "slow", "--once")
 	for _, want := range []string{"PAUSED", "OLDEST READY", "ACK/S", "admission refusals 0"} {
 		if !strings.Contains(top, want) {
 			t.Errorf("queue top --once lacks %q:\n%s", want, top)
 		}
 	}
-	logctl(t, p, "queue", "resume", "feed", "slow")
+	e2e.Logctl(t, p, "queue", "resume", "feed", "slow")
 	res, err = c.Claim(ctx, client.ClaimRequest{Topic: "feed", Group: "slow", MaxRecords: 5})
 	if err != nil || len(res.Jobs) != 5 {
 		t.Fatalf("claim after resume: %d jobs, %v", len(res.Jobs), err)

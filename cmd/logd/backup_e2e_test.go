@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // TestBackupRestore: a backup saved with logctl from a running node after
@@ -34,21 +35,21 @@ import (
 func TestBackupRestore(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	nd := startNode(t)
+	nd := e2e.StartNode(t)
 	call := func(what string, err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	createTopic(t, ctx, nd, "orders", 3, map[string]string{"segment.bytes": "1024"})
-	createTopic(t, ctx, nd, "users", 1, map[string]string{"cleanup.policy": "compact"})
-	createTopic(t, ctx, nd, "jobs", 2, nil)
+	e2e.CreateTopic(t, ctx, nd, "orders", 3, map[string]string{"segment.bytes": "1024"})
+	e2e.CreateTopic(t, ctx, nd, "users", 1, map[string]string{"cleanup.policy": "compact"})
+	e2e.CreateTopic(t, ctx, nd, "jobs", 2, nil)
 
 	// Keyed records, each with an idempotency key.
 	produce := func(topic string, recs ...*logdv1.Record) []*logdv1.RecordResult {
 		t.Helper()
-		r, err := nd.rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: topic, Records: recs}))
+		r, err := nd.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: topic, Records: recs}))
 		call("produce "+topic, err)
 		return r.Msg.Results
 	}
@@ -72,32 +73,32 @@ func TestBackupRestore(t *testing.T) {
 	}
 
 	// A consumer group with committed offsets.
-	j, err := nd.rpc.JoinGroup(ctx, connect.NewRequest(&logdv1.JoinGroupRequest{Group: "billing", MemberId: "m1", Topics: []string{"orders"}, SessionTimeoutMs: 60000}))
+	j, err := nd.RPC.JoinGroup(ctx, connect.NewRequest(&logdv1.JoinGroupRequest{Group: "billing", MemberId: "m1", Topics: []string{"orders"}, SessionTimeoutMs: 60000}))
 	call("join", err)
-	_, err = nd.rpc.CommitOffsets(ctx, connect.NewRequest(&logdv1.CommitOffsetsRequest{Group: "billing", MemberId: "m1", Generation: j.Msg.Assignment.Generation,
+	_, err = nd.RPC.CommitOffsets(ctx, connect.NewRequest(&logdv1.CommitOffsetsRequest{Group: "billing", MemberId: "m1", Generation: j.Msg.Assignment.Generation,
 		Offsets: []*logdv1.GroupOffset{{Topic: "orders", Partition: 0, Offset: 3}, {Topic: "orders", Partition: 1, Offset: 5}, {Topic: "orders", Partition: 2, Offset: 1}}}))
 	call("commit", err)
 
 	// A queue group: some acked, some in flight, some dead-lettered.
-	_, err = nd.rpc.CreateQueueGroup(ctx, connect.NewRequest(&logdv1.CreateQueueGroupRequest{Topic: "jobs", Group: "workers"}))
+	_, err = nd.RPC.CreateQueueGroup(ctx, connect.NewRequest(&logdv1.CreateQueueGroupRequest{Topic: "jobs", Group: "workers"}))
 	call("create queue group", err)
-	cl, err := nd.rpc.Claim(ctx, connect.NewRequest(&logdv1.ClaimRequest{Topic: "jobs", Group: "workers", MaxRecords: 6, LeaseMs: 10 * 60 * 1000}))
+	cl, err := nd.RPC.Claim(ctx, connect.NewRequest(&logdv1.ClaimRequest{Topic: "jobs", Group: "workers", MaxRecords: 6, LeaseMs: 10 * 60 * 1000}))
 	call("claim", err)
 	if len(cl.Msg.Records) != 6 {
 		t.Fatalf("claimed %d records, want 6", len(cl.Msg.Records))
 	}
 	recs := cl.Msg.Records
-	_, err = nd.rpc.Ack(ctx, connect.NewRequest(&logdv1.AckRequest{Topic: "jobs", Group: "workers", Tokens: []string{recs[0].Token, recs[1].Token}}))
+	_, err = nd.RPC.Ack(ctx, connect.NewRequest(&logdv1.AckRequest{Topic: "jobs", Group: "workers", Tokens: []string{recs[0].Token, recs[1].Token}}))
 	call("ack", err)
-	_, err = nd.rpc.Nack(ctx, connect.NewRequest(&logdv1.NackRequest{Topic: "jobs", Group: "workers",
+	_, err = nd.RPC.Nack(ctx, connect.NewRequest(&logdv1.NackRequest{Topic: "jobs", Group: "workers",
 		Nacks: []*logdv1.QueueNack{{Token: recs[2].Token, Permanent: true, Error: "poison"}}}))
 	call("nack", err)
 	inFlight := recs[3:] // leased for ten minutes
 
 	// A token and an ACL.
-	_, err = nd.rpc.CreateToken(ctx, connect.NewRequest(&logdv1.CreateTokenRequest{Principal: "User:alice", Description: "backup test"}))
+	_, err = nd.RPC.CreateToken(ctx, connect.NewRequest(&logdv1.CreateTokenRequest{Principal: "User:alice", Description: "backup test"}))
 	call("create token", err)
-	_, err = nd.rpc.CreateACLs(ctx, connect.NewRequest(&logdv1.CreateACLsRequest{Acls: []*logdv1.ACL{
+	_, err = nd.RPC.CreateACLs(ctx, connect.NewRequest(&logdv1.CreateACLsRequest{Acls: []*logdv1.ACL{
 		{Principal: "User:alice", Resource: "topic", Pattern: "literal", Name: "orders", Operation: "read", Effect: "allow"}}}))
 	call("create acl", err)
 
@@ -105,22 +106,22 @@ func TestBackupRestore(t *testing.T) {
 	before := captureState(t, ctx, nd, topics)
 
 	file := filepath.Join(t.TempDir(), "backup.logd")
-	out := logctl(t, nd, "cluster", "snapshot", "save", file)
+	out := e2e.Logctl(t, nd, "cluster", "snapshot", "save", file)
 	if !strings.Contains(out, "saved "+file) {
 		t.Fatalf("save printed %q", out)
 	}
 	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("backup file: %v, %v (want mode 0600: it holds token hashes)", fi, err)
 	}
-	if out := logctl(t, nd, "cluster", "snapshot", "inspect", file); !strings.Contains(out, "orders") || !strings.Contains(out, "Verified:") {
+	if out := e2e.Logctl(t, nd, "cluster", "snapshot", "inspect", file); !strings.Contains(out, "orders") || !strings.Contains(out, "Verified:") {
 		t.Fatalf("inspect printed %q", out)
 	}
 
 	// Wipe the node, as a lost machine.
-	nd.stop()
-	call("wipe", os.RemoveAll(nd.dataDir))
+	nd.Stop()
+	call("wipe", os.RemoveAll(nd.DataDir))
 
-	r := newNode(t, "r1")
+	r := e2e.NewNode(t, "r1")
 	good, err := os.ReadFile(file)
 	call("read backup", err)
 	for name, damaged := range map[string][]byte{
@@ -132,10 +133,10 @@ func TestBackupRestore(t *testing.T) {
 		if out, err := restoreCmd(bad, r).CombinedOutput(); err == nil {
 			t.Fatalf("restore of a %s backup succeeded:\n%s", name, out)
 		}
-		if entries, _ := os.ReadDir(r.dataDir); len(entries) != 0 {
+		if entries, _ := os.ReadDir(r.DataDir); len(entries) != 0 {
 			t.Fatalf("restore of a %s backup left %d entries in the data dir", name, len(entries))
 		}
-		cmd := exec.Command(buildLogctl(t), "cluster", "snapshot", "inspect", bad)
+		cmd := exec.Command(e2e.LogctlBinary(t), "cluster", "snapshot", "inspect", bad)
 		if out, err := cmd.CombinedOutput(); err == nil {
 			t.Fatalf("inspect of a %s backup succeeded:\n%s", name, out)
 		}
@@ -143,7 +144,7 @@ func TestBackupRestore(t *testing.T) {
 	if out, err := restoreCmd(file, r).CombinedOutput(); err != nil {
 		t.Fatalf("restore: %v\n%s", err, out)
 	}
-	r.start()
+	r.Start()
 
 	after := captureState(t, ctx, r, topics)
 	for _, k := range sortedKeys(before) {
@@ -152,7 +153,7 @@ func TestBackupRestore(t *testing.T) {
 		}
 	}
 	// A retried keyed produce is still a duplicate of the original.
-	res, err := r.rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "orders",
+	res, err := r.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "orders",
 		Records: []*logdv1.Record{rec("customer-0", "order-000", "order-000")}}))
 	call("retried produce", err)
 	if got := res.Msg.Results[0]; !got.Duplicate || got.Partition != firstOrder.Partition || got.Offset != firstOrder.Offset {
@@ -163,10 +164,10 @@ func TestBackupRestore(t *testing.T) {
 	for _, c := range inFlight {
 		tokens = append(tokens, c.Token)
 	}
-	_, err = r.rpc.Ack(ctx, connect.NewRequest(&logdv1.AckRequest{Topic: "jobs", Group: "workers", Tokens: tokens}))
+	_, err = r.RPC.Ack(ctx, connect.NewRequest(&logdv1.AckRequest{Topic: "jobs", Group: "workers", Tokens: tokens}))
 	call("ack in-flight records after restore", err)
 	// New writes go after the restored ones.
-	res, err = r.rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "users", Records: []*logdv1.Record{rec("carol", "v1", "")}}))
+	res, err = r.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "users", Records: []*logdv1.Record{rec("carol", "v1", "")}}))
 	call("produce after restore", err)
 	if res.Msg.Results[0].Offset != 4 {
 		t.Fatalf("first record after restore at offset %d, want 4", res.Msg.Results[0].Offset)
@@ -176,33 +177,33 @@ func TestBackupRestore(t *testing.T) {
 	// snapshot, fetches the segments from the restored node (registered
 	// only after the restore, so the snapshot is renewed) and serves the
 	// same records.
-	j2 := newNode(t, "r2")
-	j2.launch(r.listen)
-	c := &cluster{t: t, nodes: []*node{r, j2}}
-	c.waitVoters(ctx, 2)
-	c.converge(ctx)
+	j2 := e2e.NewNode(t, "r2")
+	j2.Launch(r.Listen)
+	c := &e2e.Cluster{T: t, Nodes: []*e2e.Node{r, j2}}
+	c.WaitVoters(ctx, 2)
+	c.Converge(ctx)
 	for name, parts := range topics {
-		if got, want := render(j2.readAll(ctx, name, parts)), render(r.readAll(ctx, name, parts)); got != want {
+		if got, want := e2e.Render(j2.ReadAll(ctx, name, parts)), e2e.Render(r.ReadAll(ctx, name, parts)); got != want {
 			t.Errorf("%s on the joined node:\n%s\nwant:\n%s", name, got, want)
 		}
 	}
 	// Asked of a follower, logctl is sent to the leader, which writes it.
 	file2 := filepath.Join(t.TempDir(), "again.logd")
 	follower := j2
-	if st, err := j2.status(ctx); err == nil && st.State == "Leader" {
+	if st, err := j2.Status(ctx); err == nil && st.State == "Leader" {
 		follower = r
 	}
-	if out := logctl(t, follower, "cluster", "snapshot", "save", file2, "-o", "json"); !strings.Contains(out, `"node_id"`) {
+	if out := e2e.Logctl(t, follower, "cluster", "snapshot", "save", file2, "-o", "json"); !strings.Contains(out, `"node_id"`) {
 		t.Fatalf("save through a follower printed %q", out)
 	}
-	if out := logctl(t, follower, "cluster", "snapshot", "inspect", file2); !strings.Contains(out, "Cluster:        r1") {
+	if out := e2e.Logctl(t, follower, "cluster", "snapshot", "inspect", file2); !strings.Contains(out, "Cluster:        r1") {
 		t.Fatalf("inspect of the new cluster's backup printed %q", out)
 	}
 }
 
 // restoreCmd is logd restore of file into nd's data dir, as nd.
-func restoreCmd(file string, nd *node) *exec.Cmd {
-	return exec.Command(logdBinary, "restore", "--from", file, "--data-dir", nd.dataDir, "--node-id", nd.id, "--raft-addr", nd.raft)
+func restoreCmd(file string, nd *e2e.Node) *exec.Cmd {
+	return exec.Command(e2e.Logd(), "restore", "--from", file, "--data-dir", nd.DataDir, "--node-id", nd.ID, "--raft-addr", nd.Raft)
 }
 
 func flipped(b []byte, i int) []byte {
@@ -215,19 +216,19 @@ func flipped(b []byte, i int) []byte {
 // topic's records, the group's committed offsets, the queue group's
 // per-partition state (without ages and rates, which move with the
 // clock), the tokens and the ACLs.
-func captureState(t *testing.T, ctx context.Context, nd *node, topics map[string]int32) map[string]string {
+func captureState(t *testing.T, ctx context.Context, nd *e2e.Node, topics map[string]int32) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for name, parts := range topics {
 		var b strings.Builder
-		for p, recs := range nd.readAll(ctx, name, parts) {
+		for p, recs := range nd.ReadAll(ctx, name, parts) {
 			for _, r := range recs {
 				fmt.Fprintf(&b, "%d@%d key=%q value=%q headers=%d ts=%d\n", p, r.Offset, r.Key, r.Value, len(r.Headers), r.TimestampMs)
 			}
 		}
 		out["topic "+name] = sortLines(b.String())
 	}
-	g, err := nd.rpc.DescribeGroup(ctx, connect.NewRequest(&logdv1.DescribeGroupRequest{Group: "billing"}))
+	g, err := nd.RPC.DescribeGroup(ctx, connect.NewRequest(&logdv1.DescribeGroupRequest{Group: "billing"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +237,7 @@ func captureState(t *testing.T, ctx context.Context, nd *node, topics map[string
 		fmt.Fprintf(&b, "%s-%d committed=%d\n", p.Topic, p.Partition, p.CommittedOffset)
 	}
 	out["group billing"] = sortLines(b.String())
-	q, err := nd.rpc.DescribeQueueGroup(ctx, connect.NewRequest(&logdv1.DescribeQueueGroupRequest{Topic: "jobs", Group: "workers"}))
+	q, err := nd.RPC.DescribeQueueGroup(ctx, connect.NewRequest(&logdv1.DescribeQueueGroupRequest{Topic: "jobs", Group: "workers"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +250,7 @@ func captureState(t *testing.T, ctx context.Context, nd *node, topics map[string
 	}
 	fmt.Fprintf(&b, "dead letters %d paused %v\n", q.Msg.DeadLetterRecords, q.Msg.Paused)
 	out["queue workers"] = b.String()
-	tok, err := nd.rpc.ListTokens(ctx, connect.NewRequest(&logdv1.ListTokensRequest{}))
+	tok, err := nd.RPC.ListTokens(ctx, connect.NewRequest(&logdv1.ListTokensRequest{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +259,7 @@ func captureState(t *testing.T, ctx context.Context, nd *node, topics map[string
 		fmt.Fprintln(&b, protojson.Format(ti))
 	}
 	out["tokens"] = sortLines(b.String())
-	acls, err := nd.rpc.ListACLs(ctx, connect.NewRequest(&logdv1.ListACLsRequest{}))
+	acls, err := nd.RPC.ListACLs(ctx, connect.NewRequest(&logdv1.ListACLsRequest{}))
 	if err != nil {
 		t.Fatal(err)
 	}

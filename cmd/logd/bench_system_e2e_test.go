@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // benchSystemRows are the one-node rows of scripts/bench-system.sh's
@@ -29,7 +31,7 @@ var benchSystemRows = []string{
 // of logctl bench's JSON and of /proc stays in step with them. It asserts
 // no figure.
 func TestBenchSystemScript(t *testing.T) {
-	if !faultLong() {
+	if !e2e.FaultLong() {
 		t.Skip("a pass of bench-system.sh takes about 30 s; it runs under LOGD_FAULT_LONG=1 (make fault)")
 	}
 	for _, tool := range []string{"bash", "curl", "jq", "column"} {
@@ -43,7 +45,7 @@ func TestBenchSystemScript(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	env := []string{
-		"LOGD_BIN=" + logdBinary, "LOGCTL_BIN=" + buildLogctl(t),
+		"LOGD_BIN=" + e2e.Logd(), "LOGCTL_BIN=" + e2e.LogctlBinary(t),
 		"BENCH_TMP=" + t.TempDir(), "TMPDIR=" + t.TempDir(),
 		"QUICK=1", "NODES=1", "PEERS=0", "RUN_TIMEOUT=60",
 		"RECORDS_128=20000", "RECORDS_1K=4000", "RECORDS_ONE=2000",

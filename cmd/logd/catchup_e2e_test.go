@@ -12,6 +12,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // TestClusterCatchUpAfterCompaction is T10 of docs/faults.md with the
@@ -25,15 +26,15 @@ import (
 func TestClusterCatchUpAfterCompaction(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c := newCluster(t, 3, "--snapshot-threshold", "64", "--snapshot-interval", "200ms", "--cleaner-interval", "200ms")
-	createTopic(t, ctx, c.nodes[0], "cmp", 1, map[string]string{"segment.bytes": "1024", "cleanup.policy": "compact",
+	c := e2e.NewCluster(t, 3, "--snapshot-threshold", "64", "--snapshot-interval", "200ms", "--cleaner-interval", "200ms")
+	e2e.CreateTopic(t, ctx, c.Nodes[0], "cmp", 1, map[string]string{"segment.bytes": "1024", "cleanup.policy": "compact",
 		"min.cleanable.dirty.ratio": "0.01", "min.compaction.lag.ms": "0"})
-	l := c.leader(ctx)
-	victim := c.nodes[2]
+	l := c.Leader(ctx)
+	victim := c.Nodes[2]
 	if victim == l {
-		victim = c.nodes[1]
+		victim = c.Nodes[1]
 	}
-	victim.kill()
+	victim.Kill()
 	// One writer per key, the keys written concurrently: a key's writes
 	// stay in order, so its newest acknowledged value is well defined, and
 	// every call is still its own Raft entry.
@@ -53,7 +54,7 @@ func TestClusterCatchUpAfterCompaction(t *testing.T) {
 					mu.Lock()
 					ld := l
 					mu.Unlock()
-					_, err := ld.rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "cmp", Records: []*logdv1.Record{{Key: []byte(k), Value: []byte(v)}}}))
+					_, err := ld.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "cmp", Records: []*logdv1.Record{{Key: []byte(k), Value: []byte(v)}}}))
 					if err == nil {
 						break
 					}
@@ -62,8 +63,8 @@ func TestClusterCatchUpAfterCompaction(t *testing.T) {
 						return
 					}
 					time.Sleep(100 * time.Millisecond)
-					for _, nd := range c.nodes {
-						if st, err := nd.status(ctx); nd != victim && err == nil && st.State == "Leader" && st.Ready {
+					for _, nd := range c.Nodes {
+						if st, err := nd.Status(ctx); nd != victim && err == nil && st.State == "Leader" && st.Ready {
 							mu.Lock()
 							l = nd
 							mu.Unlock()
@@ -81,16 +82,16 @@ func TestClusterCatchUpAfterCompaction(t *testing.T) {
 	// The cleaner compacts what the last snapshot listed; nothing is
 	// written after it.
 	time.Sleep(2 * time.Second)
-	victim.launch("")
+	victim.Launch("")
 	cctx, ccancel := context.WithTimeout(ctx, 60*time.Second)
 	defer ccancel()
 	start := time.Now()
-	c.converge(cctx)
-	t.Logf("%s converged %v after its restart", victim.id, time.Since(start).Round(time.Millisecond))
+	c.Converge(cctx)
+	t.Logf("%s converged %v after its restart", victim.ID, time.Since(start).Round(time.Millisecond))
 
-	logs, _ := os.ReadFile(victim.logs.Name())
+	logs, _ := os.ReadFile(victim.Logs.Name())
 	if !strings.Contains(string(logs), "snapshot catch-up") {
-		t.Errorf("%s caught up without installing a snapshot; the test did not exercise catch-up", victim.id)
+		t.Errorf("%s caught up without installing a snapshot; the test did not exercise catch-up", victim.ID)
 	}
 	// Every node must end with the same records and byte-identical
 	// segments. Converged means the same Raft index applied, not the same
@@ -100,7 +101,7 @@ func TestClusterCatchUpAfterCompaction(t *testing.T) {
 	// value of every key must read back on every node at every attempt.
 	var diff string
 	for attempt := 1; ; attempt++ {
-		c.converge(cctx)
+		c.Converge(cctx)
 		if diff = recordDiff(t, ctx, c, newest); diff == "" {
 			diff = segmentDiff(t, c)
 		}
@@ -121,24 +122,24 @@ func TestClusterCatchUpAfterCompaction(t *testing.T) {
 // a key's newest acknowledged value (newest[i] for key ki) does not read
 // back, and returns "" if every node holds the same records as the first,
 // or which node differs.
-func recordDiff(t *testing.T, ctx context.Context, c *cluster, newest []string) string {
+func recordDiff(t *testing.T, ctx context.Context, c *e2e.Cluster, newest []string) string {
 	t.Helper()
 	var first string
-	for i, nd := range c.nodes {
-		got := nd.readAll(ctx, "cmp", 1)
+	for i, nd := range c.Nodes {
+		got := nd.ReadAll(ctx, "cmp", 1)
 		last := map[string]string{}
 		for _, r := range got[0] {
 			last[string(r.Key)] = string(r.Value)
 		}
 		for key, v := range newest {
 			if k := fmt.Sprintf("k%d", key); last[k] != v {
-				t.Errorf("%s: key %s reads %q, newest acknowledged %q", nd.id, k, last[k], v)
+				t.Errorf("%s: key %s reads %q, newest acknowledged %q", nd.ID, k, last[k], v)
 			}
 		}
-		if r := render(got); i == 0 {
+		if r := e2e.Render(got); i == 0 {
 			first = r
 		} else if r != first {
-			return fmt.Sprintf("%s holds different records than %s", nd.id, c.nodes[0].id)
+			return fmt.Sprintf("%s holds different records than %s", nd.ID, c.Nodes[0].ID)
 		}
 	}
 	return ""
@@ -146,16 +147,16 @@ func recordDiff(t *testing.T, ctx context.Context, c *cluster, newest []string) 
 
 // segmentDiff compares every node's segment files with the first node's;
 // "" if all are identical.
-func segmentDiff(t *testing.T, c *cluster) string {
-	want := segmentSums(t, c.nodes[0].dataDir)
-	for _, nd := range c.nodes[1:] {
-		got := segmentSums(t, nd.dataDir)
+func segmentDiff(t *testing.T, c *e2e.Cluster) string {
+	want := segmentSums(t, c.Nodes[0].DataDir)
+	for _, nd := range c.Nodes[1:] {
+		got := segmentSums(t, nd.DataDir)
 		if fmt.Sprint(sortedNames(got)) != fmt.Sprint(sortedNames(want)) {
-			return fmt.Sprintf("%s has files %v, %s has %v", nd.id, sortedNames(got), c.nodes[0].id, sortedNames(want))
+			return fmt.Sprintf("%s has files %v, %s has %v", nd.ID, sortedNames(got), c.Nodes[0].ID, sortedNames(want))
 		}
 		for name, sum := range want {
 			if got[name] != sum {
-				return fmt.Sprintf("%s: %s differs from %s's", nd.id, name, c.nodes[0].id)
+				return fmt.Sprintf("%s: %s differs from %s's", nd.ID, name, c.Nodes[0].ID)
 			}
 		}
 	}

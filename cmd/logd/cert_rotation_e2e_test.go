@@ -22,6 +22,7 @@ import (
 
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // Certificate rotation under load (docs/security.md, "Reloading" and
@@ -134,14 +135,14 @@ const reloadWait = 30 * time.Second
 type rotationRig struct {
 	t   *testing.T
 	dir string
-	c   *cluster
+	c   *e2e.Cluster
 	// rpc is the TLS of the nodes' rpc clients and of the producers.
 	rpc *rotatingTLS
 }
 
 // reload makes the nodes reload their files: n1 by SIGHUP, the others by
 // their file watch.
-func (r *rotationRig) reload() { r.c.nodes[0].signal(syscall.SIGHUP) }
+func (r *rotationRig) reload() { r.c.Nodes[0].Signal(syscall.SIGHUP) }
 
 // waitPresented waits until every node presents the certificate now in
 // its files on both its API and its Raft port: both of its reloaders took
@@ -150,10 +151,10 @@ func (r *rotationRig) waitPresented(ctx context.Context) {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, reloadWait)
 	defer cancel()
-	for _, nd := range r.c.nodes {
-		want := certFile(r.t, filepath.Join(r.dir, nd.id+".crt"))
-		for _, port := range []struct{ name, addr string }{{"API", nd.listen}, {"Raft", nd.raft}} {
-			waitFor(r.t, ctx, fmt.Sprintf("%s presents its new certificate on its %s port", nd.id, port.name), func() bool {
+	for _, nd := range r.c.Nodes {
+		want := certFile(r.t, filepath.Join(r.dir, nd.ID+".crt"))
+		for _, port := range []struct{ name, addr string }{{"API", nd.Listen}, {"Raft", nd.Raft}} {
+			e2e.WaitFor(r.t, ctx, fmt.Sprintf("%s presents its new certificate on its %s port", nd.ID, port.name), func() bool {
 				got := presented(port.addr)
 				return got != nil && got.Equal(want)
 			})
@@ -164,24 +165,24 @@ func (r *rotationRig) waitPresented(ctx context.Context) {
 // transfer hands the leadership to another node, whose Raft then dials
 // the others afresh, under the current material, and waits until the
 // producers get acknowledgements again.
-func (r *rotationRig) transfer(ctx context.Context, ps *producers, acks int) {
+func (r *rotationRig) transfer(ctx context.Context, ps *e2e.Producers, acks int) {
 	r.t.Helper()
-	leader := r.c.leader(ctx)
-	var target *node
-	for _, nd := range r.c.nodes {
+	leader := r.c.Leader(ctx)
+	var target *e2e.Node
+	for _, nd := range r.c.Nodes {
 		if nd != leader {
 			target = nd
 			break
 		}
 	}
-	if _, err := leader.rpc.TransferLeadership(ctx, connect.NewRequest(&logdv1.TransferLeadershipRequest{NodeId: target.id})); err != nil {
-		r.t.Fatalf("transfer the leadership from %s to %s: %v", leader.id, target.id, err)
+	if _, err := leader.RPC.TransferLeadership(ctx, connect.NewRequest(&logdv1.TransferLeadershipRequest{NodeId: target.ID})); err != nil {
+		r.t.Fatalf("transfer the leadership from %s to %s: %v", leader.ID, target.ID, err)
 	}
-	waitFor(r.t, ctx, target.id+" leads", func() bool {
-		st, err := target.status(ctx)
+	e2e.WaitFor(r.t, ctx, target.ID+" leads", func() bool {
+		st, err := target.Status(ctx)
 		return err == nil && st.State == "Leader" && st.Ready
 	})
-	ps.waitAcks(r.t, ctx, "acknowledgements under the new leader "+target.id, acks)
+	ps.WaitAcks(r.t, ctx, "acknowledgements under the new leader "+target.ID, acks)
 }
 
 // TestClusterCertRotation: a secure three-node cluster (TLS on the API
@@ -196,7 +197,7 @@ func (r *rotationRig) transfer(ctx context.Context, ps *producers, acks int) {
 // and a node certificate of the old CA are refused at their next
 // handshake, resumed or not, on every node's API and Raft port.
 func TestClusterCertRotation(t *testing.T) {
-	long := faultLong()
+	long := e2e.FaultLong()
 	dir, next := t.TempDir(), t.TempDir()
 	ids := []string{"n1", "n2", "n3"}
 	issueNow(t, "ca", "--dir", dir)
@@ -213,7 +214,7 @@ func TestClusterCertRotation(t *testing.T) {
 		caFiles = append(caFiles, filepath.Join(next, "ca.crt"))
 	}
 
-	rig := &rotationRig{t: t, dir: dir, c: &cluster{t: t},
+	rig := &rotationRig{t: t, dir: dir, c: &e2e.Cluster{T: t},
 		rpc: newRotatingTLS(t, filepath.Join(dir, "admin.crt"), filepath.Join(dir, "admin.key"), caFiles...)}
 	for i, id := range ids {
 		reload := "200ms"
@@ -221,10 +222,10 @@ func TestClusterCertRotation(t *testing.T) {
 			reload = "0" // SIGHUP only
 		}
 		nd := secureNode(t, dir, id, "--tls-reload-interval", reload)
-		nd.rpc = logdv1connect.NewLogServiceClient(&http.Client{Transport: rig.rpc.transport(), Timeout: 10 * time.Second}, "https://"+nd.listen)
-		rig.c.nodes = append(rig.c.nodes, nd)
+		nd.RPC = logdv1connect.NewLogServiceClient(&http.Client{Transport: rig.rpc.transport(), Timeout: 10 * time.Second}, "https://"+nd.Listen)
+		rig.c.Nodes = append(rig.c.Nodes, nd)
 	}
-	rig.c.start()
+	rig.c.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	if long {
 		ctx, cancel = context.WithTimeout(context.Background(), 10*time.Minute)
@@ -232,8 +233,8 @@ func TestClusterCertRotation(t *testing.T) {
 	defer cancel()
 	c := rig.c
 	const topic, parts = "rotation", 3
-	createTopic(t, ctx, c.leader(ctx), topic, parts, nil)
-	st, err := c.leader(ctx).status(ctx)
+	e2e.CreateTopic(t, ctx, c.Leader(ctx), topic, parts, nil)
+	st, err := c.Leader(ctx).Status(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,13 +248,13 @@ func TestClusterCertRotation(t *testing.T) {
 		perPhase, producersPerNode = 2000, 3
 	}
 	tr := rig.rpc.transport()
-	ps := newProducers(5)
-	ps.hc = &http.Client{Transport: tr}
+	ps := e2e.NewProducers(5)
+	ps.HTTPClient = &http.Client{Transport: tr}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	for i := range producersPerNode * len(c.nodes) {
-		nd := c.nodes[i%len(c.nodes)]
-		wg.Go(func() { ps.run(ctx, t, "https://"+nd.listen, topic, i, stop) })
+	for i := range producersPerNode * len(c.Nodes) {
+		nd := c.Nodes[i%len(c.Nodes)]
+		wg.Go(func() { ps.Run(ctx, t, "https://"+nd.Listen, topic, i, stop) })
 	}
 	wg.Go(func() {
 		for {
@@ -274,7 +275,7 @@ func TestClusterCertRotation(t *testing.T) {
 		}
 	}
 	defer stopLoad()
-	ps.waitAcks(t, ctx, "acknowledgements before the rotation", perPhase)
+	ps.WaitAcks(t, ctx, "acknowledgements before the rotation", perPhase)
 	transfers := 0
 
 	// New keys and certificates of the same CA, the key first as
@@ -284,7 +285,7 @@ func TestClusterCertRotation(t *testing.T) {
 	}
 	rig.reload()
 	rig.waitPresented(ctx)
-	ps.waitAcks(t, ctx, "acknowledgements after the node certificates changed", perPhase)
+	ps.WaitAcks(t, ctx, "acknowledgements after the node certificates changed", perPhase)
 	rig.transfer(ctx, ps, perPhase)
 	transfers++
 
@@ -294,13 +295,10 @@ func TestClusterCertRotation(t *testing.T) {
 	}
 
 	stopLoad()
-	c.converge(ctx)
-	ps.mu.Lock()
-	acks, attempted := ps.acks, ps.attempted
-	calls, failed := ps.calls, ps.failed
-	ps.mu.Unlock()
-	c.checkEveryNode(ctx, topic, parts, acks, attempted)
-	st, err = c.leader(ctx).status(ctx)
+	c.Converge(ctx)
+	acks, attempted, calls, failed := ps.Results()
+	c.CheckEveryNode(ctx, topic, parts, acks, attempted)
+	st, err = c.Leader(ctx).Status(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +309,7 @@ func TestClusterCertRotation(t *testing.T) {
 // rotateCA moves the cluster from the CA in r.dir to the CA in next, in
 // docs/security.md's three steps, under the producers' load, and checks
 // that certificates of the old CA are refused afterwards.
-func (r *rotationRig) rotateCA(ctx context.Context, next string, ps *producers, perPhase int) {
+func (r *rotationRig) rotateCA(ctx context.Context, next string, ps *e2e.Producers, perPhase int) {
 	t := r.t
 	bundle := filepath.Join(r.dir, "ca.crt")
 	oldCA, newCA := readFile(t, bundle), readFile(t, filepath.Join(next, "ca.crt"))
@@ -329,20 +327,20 @@ func (r *rotationRig) rotateCA(ctx context.Context, next string, ps *producers, 
 	newAdmin := newRotatingTLS(t, filepath.Join(next, "admin.crt"), filepath.Join(next, "admin.key"), bundle)
 	actx, cancel := context.WithTimeout(ctx, reloadWait)
 	defer cancel()
-	for _, nd := range r.c.nodes {
-		rpc := logdv1connect.NewLogServiceClient(&http.Client{Transport: newAdmin.transport(), Timeout: 10 * time.Second}, "https://"+nd.listen)
-		waitFor(t, actx, nd.id+" lets a client of the new CA in", func() bool {
+	for _, nd := range r.c.Nodes {
+		rpc := logdv1connect.NewLogServiceClient(&http.Client{Transport: newAdmin.transport(), Timeout: 10 * time.Second}, "https://"+nd.Listen)
+		e2e.WaitFor(t, actx, nd.ID+" lets a client of the new CA in", func() bool {
 			_, err := rpc.Status(actx, connect.NewRequest(&logdv1.StatusRequest{}))
 			return err == nil
 		})
 	}
-	ps.waitAcks(t, ctx, "acknowledgements with both CAs in the bundles", perPhase)
+	ps.WaitAcks(t, ctx, "acknowledgements with both CAs in the bundles", perPhase)
 
 	// 2. Node certificates of the new CA, and the clients' too.
-	for _, nd := range r.c.nodes {
-		issueNow(t, "node", "--dir", next, "--id", nd.id, "--hosts", "127.0.0.1")
-		replaceFile(t, filepath.Join(r.dir, nd.id+".key"), readFile(t, filepath.Join(next, nd.id+".key")))
-		replaceFile(t, filepath.Join(r.dir, nd.id+".crt"), readFile(t, filepath.Join(next, nd.id+".crt")))
+	for _, nd := range r.c.Nodes {
+		issueNow(t, "node", "--dir", next, "--id", nd.ID, "--hosts", "127.0.0.1")
+		replaceFile(t, filepath.Join(r.dir, nd.ID+".key"), readFile(t, filepath.Join(next, nd.ID+".key")))
+		replaceFile(t, filepath.Join(r.dir, nd.ID+".crt"), readFile(t, filepath.Join(next, nd.ID+".crt")))
 	}
 	r.reload()
 	r.waitPresented(ctx)
@@ -354,11 +352,11 @@ func (r *rotationRig) rotateCA(ctx context.Context, next string, ps *producers, 
 	old := newRotatingTLS(t, filepath.Join(r.dir, "admin.crt"), filepath.Join(r.dir, "admin.key"), bundle)
 	oldTr := old.transport()
 	defer oldTr.CloseIdleConnections()
-	oldRPC := map[*node]logdv1connect.LogServiceClient{}
-	for _, nd := range r.c.nodes {
-		oldRPC[nd] = logdv1connect.NewLogServiceClient(&http.Client{Transport: oldTr, Timeout: 10 * time.Second}, "https://"+nd.listen)
+	oldRPC := map[*e2e.Node]logdv1connect.LogServiceClient{}
+	for _, nd := range r.c.Nodes {
+		oldRPC[nd] = logdv1connect.NewLogServiceClient(&http.Client{Transport: oldTr, Timeout: 10 * time.Second}, "https://"+nd.Listen)
 		if _, err := oldRPC[nd].Status(ctx, connect.NewRequest(&logdv1.StatusRequest{})); err != nil {
-			t.Fatalf("%s: a client of the old CA before the old CA is removed: %v", nd.id, err)
+			t.Fatalf("%s: a client of the old CA before the old CA is removed: %v", nd.ID, err)
 		}
 	}
 
@@ -367,17 +365,17 @@ func (r *rotationRig) rotateCA(ctx context.Context, next string, ps *producers, 
 	r.reload()
 	rctx, cancel := context.WithTimeout(ctx, reloadWait)
 	defer cancel()
-	for _, nd := range r.c.nodes {
-		waitFor(t, rctx, nd.id+" refuses a client of the old CA at its next handshake", func() bool {
+	for _, nd := range r.c.Nodes {
+		e2e.WaitFor(t, rctx, nd.ID+" refuses a client of the old CA at its next handshake", func() bool {
 			oldTr.CloseIdleConnections()
 			_, err := oldRPC[nd].Status(ctx, connect.NewRequest(&logdv1.StatusRequest{}))
 			return err != nil && strings.Contains(err.Error(), "tls: ")
 		})
-		waitFor(t, rctx, nd.id+"'s Raft port refuses a node certificate of the old CA", func() bool {
-			return raftRefuses(nd.raft, oldNode)
+		e2e.WaitFor(t, rctx, nd.ID+"'s Raft port refuses a node certificate of the old CA", func() bool {
+			return raftRefuses(nd.Raft, oldNode)
 		})
 	}
-	ps.waitAcks(t, ctx, "acknowledgements with the new CA alone", perPhase)
+	ps.WaitAcks(t, ctx, "acknowledgements with the new CA alone", perPhase)
 	r.transfer(ctx, ps, perPhase)
 }
 

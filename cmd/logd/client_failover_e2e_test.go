@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // produceCall is one run of logctl produce with an idempotency key.
@@ -34,12 +36,12 @@ type produceCall struct {
 func TestClientKeyedProduceAcrossLeaderKill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	bin := buildLogctl(t)
-	c := newCluster(t, 3)
-	createTopic(t, ctx, c.nodes[0], "pay", 1, nil)
-	l := c.leader(ctx)
-	var survivors []*node
-	for _, nd := range c.nodes {
+	bin := e2e.LogctlBinary(t)
+	c := e2e.NewCluster(t, 3)
+	e2e.CreateTopic(t, ctx, c.Nodes[0], "pay", 1, nil)
+	l := c.Leader(ctx)
+	var survivors []*e2e.Node
+	for _, nd := range c.Nodes {
 		if nd != l {
 			survivors = append(survivors, nd)
 		}
@@ -65,7 +67,7 @@ func TestClientKeyedProduceAcrossLeaderKill(t *testing.T) {
 				default:
 				}
 				v := fmt.Sprintf("w%d-%d", w, n)
-				cmd := exec.CommandContext(ctx, bin, "--server", nd.listen, "produce", "pay", v, "--idempotency-key", v, "-o", "json")
+				cmd := exec.CommandContext(ctx, bin, "--server", nd.Listen, "produce", "pay", v, "--idempotency-key", v, "-o", "json")
 				var stdout, stderr bytes.Buffer
 				cmd.Stdout, cmd.Stderr = &stdout, &stderr
 				pc := produceCall{value: v, start: time.Now()}
@@ -90,7 +92,7 @@ func TestClientKeyedProduceAcrossLeaderKill(t *testing.T) {
 	}
 	// Kill the leader once every writer has written, then wait until every
 	// writer has finished a call it started after the kill.
-	waitFor(t, ctx, "every writer writes", func() bool {
+	e2e.WaitFor(t, ctx, "every writer writes", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, s := range lastStart {
@@ -101,8 +103,8 @@ func TestClientKeyedProduceAcrossLeaderKill(t *testing.T) {
 		return true
 	})
 	killed := time.Now()
-	l.kill()
-	waitFor(t, ctx, "every writer writes after the kill", func() bool {
+	l.Kill()
+	e2e.WaitFor(t, ctx, "every writer writes after the kill", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, s := range lastStart {
@@ -117,9 +119,9 @@ func TestClientKeyedProduceAcrossLeaderKill(t *testing.T) {
 
 	// Followers learn that the last entries are committed only from a
 	// leader: read once a new one serves and both survivors caught up.
-	c.leader(ctx)
-	c.convergeNodes(ctx, survivors)
-	var acks []ack
+	c.Leader(ctx)
+	c.ConvergeNodes(ctx, survivors)
+	var acks []e2e.Ack
 	attempted := map[string]bool{}
 	unknown := map[string]bool{}
 	spanning := 0
@@ -141,7 +143,7 @@ func TestClientKeyedProduceAcrossLeaderKill(t *testing.T) {
 				t.Errorf("%s: exit 0 with output %q (%v)", pc.value, pc.stdout, err)
 				continue
 			}
-			acks = append(acks, ack{out.Results[0].Partition, out.Results[0].Offset, pc.value})
+			acks = append(acks, e2e.Ack{Partition: out.Results[0].Partition, Offset: out.Results[0].Offset, Value: pc.value})
 		case 5:
 			unknown[pc.value] = true
 			if !strings.Contains(pc.stderr, "outcome unknown") {
@@ -154,7 +156,7 @@ func TestClientKeyedProduceAcrossLeaderKill(t *testing.T) {
 	// check finds acknowledged records missing or moved, values written
 	// twice and values never attempted, on each surviving node.
 	for _, nd := range survivors {
-		check(t, nd.readAll(ctx, "pay", 1), acks, attempted)
+		e2e.Check(t, nd.ReadAll(ctx, "pay", 1), acks, attempted)
 	}
 	t.Logf("%d calls, %d acknowledged, %d outcome unknown, %d in flight at the kill", len(calls), len(acks), len(unknown), spanning)
 }

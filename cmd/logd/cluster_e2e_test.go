@@ -20,6 +20,7 @@ import (
 
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // Cluster end-to-end tests: three real logd processes on 127.0.0.1.
@@ -29,39 +30,39 @@ import (
 // and restarted; every acknowledged record is then read back from every
 // node.
 func TestClusterLeaderKill(t *testing.T) {
-	parallelShort(t)
+	e2e.ParallelShort(t)
 	kills, between := 3, 150
-	if faultLong() {
+	if e2e.FaultLong() {
 		kills, between = 10, 2000
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	c := newCluster(t, 3, "--snapshot-threshold", "256", "--snapshot-interval", "200ms")
+	c := e2e.NewCluster(t, 3, "--snapshot-threshold", "256", "--snapshot-interval", "200ms")
 	const parts = 3
-	createTopic(t, ctx, c.nodes[1], "t1", parts, nil) // forwarded to the leader
-	ps := newProducers(5)
+	e2e.CreateTopic(t, ctx, c.Nodes[1], "t1", parts, nil) // forwarded to the leader
+	ps := e2e.NewProducers(5)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Add(1)
-		go func() { defer wg.Done(); ps.run(ctx, t, c.nodes[i%3].listen, "t1", i, stop) }()
+		go func() { defer wg.Done(); ps.Run(ctx, t, c.Nodes[i%3].Listen, "t1", i, stop) }()
 	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 9))
 	for k := range kills {
-		target := ps.ackCount() + between/2 + rng.IntN(between)
-		waitFor(t, ctx, "acks before a kill", func() bool { return ps.ackCount() >= target })
-		l := c.leader(ctx)
-		l.kill()
-		t.Logf("kill %d: SIGKILLed leader %s at %d acks", k+1, l.id, ps.ackCount())
-		ps.waitAcks(t, ctx, "acks after a kill", between/2)
-		l.launch(c.nodes[(slices.Index(c.nodes, l)+1)%3].listen)
+		target := ps.AckCount() + between/2 + rng.IntN(between)
+		e2e.WaitFor(t, ctx, "acks before a kill", func() bool { return ps.AckCount() >= target })
+		l := c.Leader(ctx)
+		l.Kill()
+		t.Logf("kill %d: SIGKILLed leader %s at %d acks", k+1, l.ID, ps.AckCount())
+		ps.WaitAcks(t, ctx, "acks after a kill", between/2)
+		l.Launch(c.Nodes[(slices.Index(c.Nodes, l)+1)%3].Listen)
 	}
-	ps.waitAcks(t, ctx, "final acks", between)
+	ps.WaitAcks(t, ctx, "final acks", between)
 	close(stop)
 	wg.Wait()
-	c.converge(ctx)
-	c.checkEveryNode(ctx, "t1", parts, ps.acks, ps.attempted)
-	t.Logf("%d calls (%d failed or unknown), %d records acknowledged, %d kills", ps.calls, ps.failed, len(ps.acks), kills)
+	c.Converge(ctx)
+	c.CheckEveryNode(ctx, "t1", parts, ps.Acks, ps.Attempted)
+	t.Logf("%d calls (%d failed or unknown), %d records acknowledged, %d kills", ps.Calls, ps.Failed, len(ps.Acks), kills)
 }
 
 // segmentSums returns relative path -> SHA-256 of every segment data and
@@ -96,20 +97,20 @@ func segmentSums(t *testing.T, dataDir string) map[string][32]byte {
 // in that install. Afterwards every node holds byte-identical segments.
 func TestClusterSnapshotCatchUp(t *testing.T) {
 	calls := 700
-	if faultLong() {
+	if e2e.FaultLong() {
 		calls = 5000
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c := newCluster(t, 3, "--snapshot-threshold", "128", "--snapshot-interval", "100ms")
+	c := e2e.NewCluster(t, 3, "--snapshot-threshold", "128", "--snapshot-interval", "100ms")
 	const parts = 2
-	createTopic(t, ctx, c.nodes[0], "s", parts, map[string]string{"segment.bytes": "8192"})
-	lagging := c.nodes[2]
-	if l := c.leader(ctx); l == lagging {
-		lagging = c.nodes[1]
+	e2e.CreateTopic(t, ctx, c.Nodes[0], "s", parts, map[string]string{"segment.bytes": "8192"})
+	lagging := c.Nodes[2]
+	if l := c.Leader(ctx); l == lagging {
+		lagging = c.Nodes[1]
 	}
 	attempted := map[string]bool{}
-	var acks []ack
+	var acks []e2e.Ack
 	var mu sync.Mutex
 	produce := func(from, to int) {
 		var wg sync.WaitGroup
@@ -122,19 +123,19 @@ func TestClusterSnapshotCatchUp(t *testing.T) {
 					mu.Lock()
 					attempted[v] = true
 					mu.Unlock()
-					nd := c.nodes[i%3]
-					if nd == lagging || nd.cmd == nil {
-						nd = c.nodes[(i+1)%3]
+					nd := c.Nodes[i%3]
+					if nd == lagging || nd.Cmd == nil {
+						nd = c.Nodes[(i+1)%3]
 						if nd == lagging {
-							nd = c.nodes[(i+2)%3]
+							nd = c.Nodes[(i+2)%3]
 						}
 					}
-					resp, err := nd.rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "s", Records: []*logdv1.Record{{Key: []byte(v), Value: []byte(v)}}}))
+					resp, err := nd.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "s", Records: []*logdv1.Record{{Key: []byte(v), Value: []byte(v)}}}))
 					if err != nil {
 						continue
 					}
 					mu.Lock()
-					acks = append(acks, ack{resp.Msg.Results[0].Partition, resp.Msg.Results[0].Offset, v})
+					acks = append(acks, e2e.Ack{Partition: resp.Msg.Results[0].Partition, Offset: resp.Msg.Results[0].Offset, Value: v})
 					mu.Unlock()
 				}
 			}()
@@ -142,30 +143,30 @@ func TestClusterSnapshotCatchUp(t *testing.T) {
 		wg.Wait()
 	}
 	produce(0, 50)
-	lagging.kill()
+	lagging.Kill()
 	produce(50, 50+calls)
 	// Killed twice during its catch-up, then left to finish.
 	for _, d := range []time.Duration{300 * time.Millisecond, 800 * time.Millisecond} {
-		lagging.launch("")
+		lagging.Launch("")
 		time.Sleep(d) // a random moment of the install; the process is real
-		lagging.kill()
+		lagging.Kill()
 	}
-	lagging.launch("")
-	c.converge(ctx)
-	c.checkEveryNode(ctx, "s", parts, acks, attempted)
-	logs, _ := os.ReadFile(lagging.logs.Name())
+	lagging.Launch("")
+	c.Converge(ctx)
+	c.CheckEveryNode(ctx, "s", parts, acks, attempted)
+	logs, _ := os.ReadFile(lagging.Logs.Name())
 	if !strings.Contains(string(logs), "snapshot catch-up") {
-		t.Errorf("%s caught up without installing a snapshot; the test did not exercise catch-up", lagging.id)
+		t.Errorf("%s caught up without installing a snapshot; the test did not exercise catch-up", lagging.ID)
 	}
-	want := segmentSums(t, c.nodes[0].dataDir)
-	for _, nd := range c.nodes[1:] {
-		got := segmentSums(t, nd.dataDir)
+	want := segmentSums(t, c.Nodes[0].DataDir)
+	for _, nd := range c.Nodes[1:] {
+		got := segmentSums(t, nd.DataDir)
 		if fmt.Sprint(sortedNames(got)) != fmt.Sprint(sortedNames(want)) {
-			t.Fatalf("%s has files %v, %s has %v", nd.id, sortedNames(got), c.nodes[0].id, sortedNames(want))
+			t.Fatalf("%s has files %v, %s has %v", nd.ID, sortedNames(got), c.Nodes[0].ID, sortedNames(want))
 		}
 		for name, sum := range want {
 			if got[name] != sum {
-				t.Errorf("%s: %s differs from %s's", nd.id, name, c.nodes[0].id)
+				t.Errorf("%s: %s differs from %s's", nd.ID, name, c.Nodes[0].ID)
 			}
 		}
 	}
@@ -186,32 +187,32 @@ func sortedNames(m map[string][32]byte) []string {
 // Then the majority side is the paused leader: the others elect a new
 // leader, and the old one, resumed, acknowledges nothing it did not commit.
 func TestClusterMinorityNeverAcks(t *testing.T) {
-	parallelShort(t)
+	e2e.ParallelShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c := newCluster(t, 3)
-	createTopic(t, ctx, c.nodes[0], "m", 1, nil)
+	c := e2e.NewCluster(t, 3)
+	e2e.CreateTopic(t, ctx, c.Nodes[0], "m", 1, nil)
 	attempted := map[string]bool{}
-	var acks []ack
-	produce := func(nd *node, v string, timeout time.Duration) error {
+	var acks []e2e.Ack
+	produce := func(nd *e2e.Node, v string, timeout time.Duration) error {
 		attempted[v] = true
 		cctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		resp, err := nd.rpc.Produce(cctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "m", Records: []*logdv1.Record{{Value: []byte(v)}}}))
+		resp, err := nd.RPC.Produce(cctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "m", Records: []*logdv1.Record{{Value: []byte(v)}}}))
 		if err == nil {
-			acks = append(acks, ack{resp.Msg.Results[0].Partition, resp.Msg.Results[0].Offset, v})
+			acks = append(acks, e2e.Ack{Partition: resp.Msg.Results[0].Partition, Offset: resp.Msg.Results[0].Offset, Value: v})
 		}
 		return err
 	}
-	l := c.leader(ctx)
+	l := c.Leader(ctx)
 	if err := produce(l, "before", 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	var followers []*node
-	for _, nd := range c.nodes {
+	var followers []*e2e.Node
+	for _, nd := range c.Nodes {
 		if nd != l {
 			followers = append(followers, nd)
-			nd.signal(syscall.SIGSTOP)
+			nd.Signal(syscall.SIGSTOP)
 		}
 	}
 	for i := range 5 {
@@ -220,18 +221,18 @@ func TestClusterMinorityNeverAcks(t *testing.T) {
 		}
 	}
 	// Now the old leader is the one cut off.
-	l.signal(syscall.SIGSTOP)
+	l.Signal(syscall.SIGSTOP)
 	for _, nd := range followers {
-		nd.signal(syscall.SIGCONT)
+		nd.Signal(syscall.SIGCONT)
 	}
 	// Both of the majority must know the new leader, and the leader must
 	// serve, before writes through either are sure to land: the other one
 	// may still be a candidate that knows no leader.
-	waitFor(t, ctx, "a new leader known to the majority", func() bool {
+	e2e.WaitFor(t, ctx, "a new leader known to the majority", func() bool {
 		leaders := map[string]bool{}
 		for _, nd := range followers {
-			st, err := nd.status(ctx)
-			if err != nil || st.LeaderId == "" || st.LeaderId == l.id {
+			st, err := nd.Status(ctx)
+			if err != nil || st.LeaderId == "" || st.LeaderId == l.ID {
 				return false
 			}
 			leaders[st.LeaderId] = true
@@ -246,12 +247,12 @@ func TestClusterMinorityNeverAcks(t *testing.T) {
 			t.Fatalf("majority write %d: %v", i, err)
 		}
 	}
-	l.signal(syscall.SIGCONT)
+	l.Signal(syscall.SIGCONT)
 	for i := range 5 {
 		produce(l, fmt.Sprintf("rejoined-%d", i), 3*time.Second) // forwarded, or refused while it steps down
 	}
-	c.converge(ctx)
-	c.checkEveryNode(ctx, "m", 1, acks, attempted)
+	c.Converge(ctx)
+	c.CheckEveryNode(ctx, "m", 1, acks, attempted)
 	t.Logf("%d writes acknowledged", len(acks))
 }
 
@@ -261,27 +262,27 @@ func TestClusterMinorityNeverAcks(t *testing.T) {
 // the survivors' logs. Long runs only (make fault); it reports figures and
 // asserts none (a shared machine's timings are noise).
 func TestClusterFailoverTime(t *testing.T) {
-	if !faultLong() {
+	if !e2e.FaultLong() {
 		t.Skip("LOGD_FAULT_LONG=1 (make fault) measures failover")
 	}
 	const kills = 20
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	c := newCluster(t, 3)
-	createTopic(t, ctx, c.nodes[0], "f", 1, nil)
+	c := e2e.NewCluster(t, 3)
+	e2e.CreateTopic(t, ctx, c.Nodes[0], "f", 1, nil)
 	var samples []failoverSample
 	for k := range kills {
-		l := c.leader(ctx)
+		l := c.Leader(ctx)
 		// One attempt per call: the loop below retries every 10 ms, so the
 		// figure is the cluster's, not a retry policy's backoff.
-		cl, err := client.New(l.listen, client.Options{Timeout: 2 * time.Second,
+		cl, err := client.New(l.Listen, client.Options{Timeout: 2 * time.Second,
 			Retry: client.RetryPolicy{MaxAttempts: 1}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		// A client with the default options makes one call, riding out the
 		// failover with its own retries: what an application sees.
-		plain, err := client.New(l.listen, client.Options{})
+		plain, err := client.New(l.Listen, client.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -290,13 +291,13 @@ func TestClusterFailoverTime(t *testing.T) {
 				t.Fatal(err) // also teaches the client the members
 			}
 		}
-		var survivors []*node
-		for _, nd := range c.nodes {
+		var survivors []*e2e.Node
+		for _, nd := range c.Nodes {
 			if nd != l {
 				survivors = append(survivors, nd)
 			}
 		}
-		l.kill()
+		l.Kill()
 		start := time.Now()
 		plainDone := make(chan struct{})
 		var plainTook time.Duration
@@ -329,8 +330,8 @@ func TestClusterFailoverTime(t *testing.T) {
 		samples = append(samples, s)
 		cl.Close()
 		plain.Close()
-		l.launch(survivors[0].listen)
-		c.converge(ctx)
+		l.Launch(survivors[0].Listen)
+		c.Converge(ctx)
 	}
 	phase := func(name string, get func(failoverSample) time.Duration) {
 		var ds []time.Duration
@@ -394,7 +395,7 @@ func (s failoverSample) String() string {
 
 // readFailover reads the phases of the failover that began at kill from
 // the survivors' logs (lines stamped from kill on).
-func readFailover(t *testing.T, kill time.Time, acked time.Duration, survivors []*node) failoverSample {
+func readFailover(t *testing.T, kill time.Time, acked time.Duration, survivors []*e2e.Node) failoverSample {
 	t.Helper()
 	s := failoverSample{detect: -1, bothDetect: -1, elected: -1, ready: -1, acked: acked, plain: -1}
 	first := func(cur, d time.Duration) time.Duration {
@@ -405,7 +406,7 @@ func readFailover(t *testing.T, kill time.Time, acked time.Duration, survivors [
 	}
 	timedOut := 0
 	for _, nd := range survivors {
-		b, err := os.ReadFile(nd.logs.Name())
+		b, err := os.ReadFile(nd.Logs.Name())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -457,18 +458,18 @@ func logTime(line string) (time.Time, bool) {
 // missed heartbeats, or a leader that lost its lease, under load alone. It
 // reports figures and asserts none.
 func TestClusterElectionsUnderLoad(t *testing.T) {
-	if !faultLong() {
+	if !e2e.FaultLong() {
 		t.Skip("LOGD_FAULT_LONG=1 (make fault) counts elections under load")
 	}
 	const run = time.Minute
 	ctx, cancel := context.WithTimeout(context.Background(), run+3*time.Minute)
 	defer cancel()
-	c := newCluster(t, 3)
-	l := c.leader(ctx)
-	logctlPath := buildLogctl(t)
+	c := e2e.NewCluster(t, 3)
+	l := c.Leader(ctx)
+	logctlPath := e2e.LogctlBinary(t)
 	terms := func() (maxTerm uint64, leader string) {
-		for _, nd := range c.nodes {
-			if st, err := nd.status(ctx); err == nil && st.Term >= maxTerm {
+		for _, nd := range c.Nodes {
+			if st, err := nd.Status(ctx); err == nil && st.Term >= maxTerm {
 				maxTerm = st.Term
 				if st.LeaderId != "" {
 					leader = st.LeaderId
@@ -483,9 +484,9 @@ func TestClusterElectionsUnderLoad(t *testing.T) {
 	// forwards), so every node is busy. A bench stops at its first failed
 	// call; each is restarted until the minute is over, so the load never
 	// pauses for long.
-	follower := c.nodes[0]
+	follower := c.Nodes[0]
 	if follower == l {
-		follower = c.nodes[1]
+		follower = c.Nodes[1]
 	}
 	var (
 		benches                  sync.WaitGroup
@@ -494,17 +495,17 @@ func TestClusterElectionsUnderLoad(t *testing.T) {
 		benchOut                 []string
 	)
 	end := time.Now().Add(run)
-	for _, nd := range []*node{l, follower} {
+	for _, nd := range []*e2e.Node{l, follower} {
 		benches.Add(1)
 		go func() {
 			defer benches.Done()
 			for left := time.Until(end); left > time.Second && ctx.Err() == nil; left = time.Until(end) {
-				cmd := exec.CommandContext(ctx, logctlPath, "--server", nd.listen, "bench", "produce", "--topic", "load", "--keep",
+				cmd := exec.CommandContext(ctx, logctlPath, "--server", nd.Listen, "bench", "produce", "--topic", "load", "--keep",
 					"--duration", left.Round(time.Second).String(), "--concurrency", "8", "--records-per-call", "500")
 				out, err := cmd.CombinedOutput()
 				benchMu.Lock()
 				benchRuns++
-				benchOut = append(benchOut, fmt.Sprintf("through %s:\n%s", nd.id, tail(string(out), 400)))
+				benchOut = append(benchOut, fmt.Sprintf("through %s:\n%s", nd.ID, e2e.Tail(string(out), 400)))
 				if err != nil {
 					benchFailures++
 				}
@@ -531,8 +532,8 @@ func TestClusterElectionsUnderLoad(t *testing.T) {
 	elapsed := time.Since(start)
 	term1, _ := terms()
 	timeouts := 0
-	for _, nd := range c.nodes {
-		b, _ := os.ReadFile(nd.logs.Name())
+	for _, nd := range c.Nodes {
+		b, _ := os.ReadFile(nd.Logs.Name())
 		for _, line := range strings.Split(string(b), "\n") {
 			if at, ok := logTime(line); ok && !at.Before(start) && strings.Contains(line, "heartbeat timeout reached") {
 				timeouts++

@@ -14,6 +14,7 @@ import (
 
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // Consumer-group offsets and queue leases across leader kills:
@@ -62,7 +63,7 @@ func (cl *commitLog) okCount() int {
 // failures, until stop is closed; then it repeats its last commit until it
 // is acknowledged, so the last acknowledged commit is the group's final
 // state.
-func (c *cluster) runCommitter(ctx context.Context, cl *commitLog, topic string, parts int32, end int64, stop <-chan struct{}) {
+func runCommitter(ctx context.Context, c *e2e.Cluster, cl *commitLog, topic string, parts int32, end int64, stop <-chan struct{}) {
 	member := "m-" + cl.group
 	node := 0
 	var gen int64
@@ -70,10 +71,10 @@ func (c *cluster) runCommitter(ctx context.Context, cl *commitLog, topic string,
 	join := func() bool {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		resp, err := c.nodes[node].rpc.JoinGroup(cctx, connect.NewRequest(&logdv1.JoinGroupRequest{
+		resp, err := c.Nodes[node].RPC.JoinGroup(cctx, connect.NewRequest(&logdv1.JoinGroupRequest{
 			Group: cl.group, MemberId: member, Topics: []string{topic}, SessionTimeoutMs: 60_000}))
 		if err != nil {
-			node = (node + 1) % len(c.nodes)
+			node = (node + 1) % len(c.Nodes)
 			return false
 		}
 		a := resp.Msg.Assignment
@@ -84,7 +85,7 @@ func (c *cluster) runCommitter(ctx context.Context, cl *commitLog, topic string,
 		cl.mu.Unlock()
 		for _, p := range a.Partitions {
 			if a, ok := acked[p.Partition]; ok && p.CommittedOffset < a {
-				cl.violate("%s: join on %s reports %d committed in partition %d, below the acked %d", cl.group, c.nodes[node].id, p.CommittedOffset, p.Partition, acked[p.Partition])
+				cl.violate("%s: join on %s reports %d committed in partition %d, below the acked %d", cl.group, c.Nodes[node].ID, p.CommittedOffset, p.Partition, acked[p.Partition])
 			}
 			next[p.Partition] = max(next[p.Partition], p.CommittedOffset+1, acked[p.Partition]+1)
 		}
@@ -123,7 +124,7 @@ func (c *cluster) runCommitter(ctx context.Context, cl *commitLog, topic string,
 		}
 		req.Generation = gen
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := c.nodes[node].rpc.CommitOffsets(cctx, connect.NewRequest(req))
+		_, err := c.Nodes[node].RPC.CommitOffsets(cctx, connect.NewRequest(req))
 		cancel()
 		cl.mu.Lock()
 		cl.calls++
@@ -145,7 +146,7 @@ func (c *cluster) runCommitter(ctx context.Context, cl *commitLog, topic string,
 		var ce *connect.Error
 		reason := logdv1.Reason_REASON_UNSPECIFIED
 		if errors.As(err, &ce) {
-			reason = reasonOf(ce)
+			reason = e2e.ReasonOf(ce)
 		}
 		switch reason {
 		case logdv1.Reason_REASON_STALE_GENERATION, logdv1.Reason_REASON_UNKNOWN_MEMBER:
@@ -167,7 +168,7 @@ func (c *cluster) runCommitter(ctx context.Context, cl *commitLog, topic string,
 		}
 		pending = req
 		cl.mu.Unlock()
-		node = (node + 1) % len(c.nodes)
+		node = (node + 1) % len(c.Nodes)
 		time.Sleep(20 * time.Millisecond)
 	}
 }
@@ -183,19 +184,19 @@ type offsetSampler struct {
 	violations []string
 }
 
-func (c *cluster) sample(ctx context.Context, s *offsetSampler, logs []*commitLog) {
-	for _, nd := range c.nodes {
+func sample(ctx context.Context, c *e2e.Cluster, s *offsetSampler, logs []*commitLog) {
+	for _, nd := range c.Nodes {
 		before := map[string]map[int32]int64{}
 		for _, cl := range logs {
 			before[cl.group] = cl.lastAcked()
 		}
-		st, err := nd.status(ctx)
+		st, err := nd.Status(ctx)
 		if err != nil || !st.Ready {
 			continue
 		}
 		for _, cl := range logs {
 			cctx, cancel := context.WithTimeout(ctx, time.Second)
-			resp, err := nd.rpc.DescribeGroup(cctx, connect.NewRequest(&logdv1.DescribeGroupRequest{Group: cl.group}))
+			resp, err := nd.RPC.DescribeGroup(cctx, connect.NewRequest(&logdv1.DescribeGroupRequest{Group: cl.group}))
 			cancel()
 			if err != nil {
 				continue
@@ -203,7 +204,7 @@ func (c *cluster) sample(ctx context.Context, s *offsetSampler, logs []*commitLo
 			s.mu.Lock()
 			s.samples++
 			for _, p := range resp.Msg.Partitions {
-				key := fmt.Sprintf("%s/%s/%d", nd.id, cl.group, p.Partition)
+				key := fmt.Sprintf("%s/%s/%d", nd.ID, cl.group, p.Partition)
 				if prev, ok := s.seen[key]; ok && p.CommittedOffset < prev {
 					s.violations = append(s.violations, fmt.Sprintf("%s: committed offset went backwards from %d to %d", key, prev, p.CommittedOffset))
 				}
@@ -341,22 +342,22 @@ func runQueueWorker(ctx context.Context, t *testing.T, seed, topic, group string
 // no record is delivered after its ack was acknowledged, none is lost.
 func TestClusterGroupsSurviveLeaderKill(t *testing.T) {
 	kills, between := 2, 60
-	if faultLong() {
+	if e2e.FaultLong() {
 		kills, between = 8, 300
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	c := newCluster(t, 3, "--snapshot-threshold", "256", "--snapshot-interval", "200ms")
+	c := e2e.NewCluster(t, 3, "--snapshot-threshold", "256", "--snapshot-interval", "200ms")
 
 	// Offsets to commit: a topic with enough records that commits never
 	// reach its end.
 	const gparts = 3
 	end := int64(1500)
-	if faultLong() {
+	if e2e.FaultLong() {
 		end = 6000
 	}
-	createTopic(t, ctx, c.nodes[0], "g", gparts, nil)
-	seed, err := client.New(c.nodes[0].listen, client.Options{Timeout: 10 * time.Second})
+	e2e.CreateTopic(t, ctx, c.Nodes[0], "g", gparts, nil)
+	seed, err := client.New(c.Nodes[0].Listen, client.Options{Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,10 +377,10 @@ func TestClusterGroupsSurviveLeaderKill(t *testing.T) {
 	// The queue: records produced up front, every 20th one poison.
 	const qparts = 2
 	queueN := 240
-	if faultLong() {
+	if e2e.FaultLong() {
 		queueN = 2000
 	}
-	createTopic(t, ctx, c.nodes[0], "q", qparts, nil)
+	e2e.CreateTopic(t, ctx, c.Nodes[0], "q", qparts, nil)
 	q := &queueLedger{recs: map[string]*qrecord{}}
 	for n := 0; n < queueN; n += 40 {
 		recs := make([]client.Record, 40)
@@ -412,11 +413,11 @@ func TestClusterGroupsSurviveLeaderKill(t *testing.T) {
 	var commitWG, workWG, sampleWG sync.WaitGroup
 	for _, cl := range logs {
 		commitWG.Add(1)
-		go func() { defer commitWG.Done(); c.runCommitter(ctx, cl, "g", gparts, end, stopCommits) }()
+		go func() { defer commitWG.Done(); runCommitter(ctx, c, cl, "g", gparts, end, stopCommits) }()
 	}
 	for i := range 3 {
 		workWG.Add(1)
-		go func() { defer workWG.Done(); runQueueWorker(ctx, t, c.nodes[i].listen, "q", "w", q, stopWorkers) }()
+		go func() { defer workWG.Done(); runQueueWorker(ctx, t, c.Nodes[i].Listen, "q", "w", q, stopWorkers) }()
 	}
 	sampleWG.Add(1)
 	go func() {
@@ -427,26 +428,26 @@ func TestClusterGroupsSurviveLeaderKill(t *testing.T) {
 				return
 			case <-time.After(100 * time.Millisecond):
 			}
-			c.sample(ctx, sampler, logs)
+			sample(ctx, c, sampler, logs)
 		}
 	}()
 
 	progress := func() int { return logs[0].okCount() + logs[1].okCount() + q.finished() }
 	for k := range kills {
 		target := progress() + between
-		waitFor(t, ctx, "progress before a kill", func() bool { return progress() >= target })
-		l := c.leader(ctx)
-		l.kill()
-		t.Logf("kill %d: SIGKILLed leader %s (commits acked %d+%d, queue records finished %d)", k+1, l.id, logs[0].okCount(), logs[1].okCount(), q.finished())
+		e2e.WaitFor(t, ctx, "progress before a kill", func() bool { return progress() >= target })
+		l := c.Leader(ctx)
+		l.Kill()
+		t.Logf("kill %d: SIGKILLed leader %s (commits acked %d+%d, queue records finished %d)", k+1, l.ID, logs[0].okCount(), logs[1].okCount(), q.finished())
 		after := progress() + between/2
-		waitFor(t, ctx, "progress after a kill", func() bool { return progress() >= after })
-		l.launch(c.nodes[(slices.Index(c.nodes, l)+1)%3].listen)
+		e2e.WaitFor(t, ctx, "progress after a kill", func() bool { return progress() >= after })
+		l.Launch(c.Nodes[(slices.Index(c.Nodes, l)+1)%3].Listen)
 	}
 	// Let the workers drain the queue; the committers stop with their
 	// last commit acknowledged.
 	dctx, dcancel := context.WithTimeout(ctx, time.Minute)
 	defer dcancel()
-	waitFor(t, dctx, "queue drained", func() bool {
+	e2e.WaitFor(t, dctx, "queue drained", func() bool {
 		if q.finished() == queueN {
 			return true
 		}
@@ -466,8 +467,8 @@ func TestClusterGroupsSurviveLeaderKill(t *testing.T) {
 	close(stopCommits)
 	workWG.Wait()
 	commitWG.Wait()
-	c.converge(ctx)
-	c.sample(ctx, sampler, logs)
+	c.Converge(ctx)
+	sample(ctx, c, sampler, logs)
 	close(stopSampler)
 	sampleWG.Wait()
 
@@ -476,14 +477,14 @@ func TestClusterGroupsSurviveLeaderKill(t *testing.T) {
 		for _, v := range cl.violations {
 			t.Error(v)
 		}
-		for _, nd := range c.nodes {
-			resp, err := nd.rpc.DescribeGroup(ctx, connect.NewRequest(&logdv1.DescribeGroupRequest{Group: cl.group}))
+		for _, nd := range c.Nodes {
+			resp, err := nd.RPC.DescribeGroup(ctx, connect.NewRequest(&logdv1.DescribeGroupRequest{Group: cl.group}))
 			if err != nil {
-				t.Fatalf("%s: describe %s: %v", nd.id, cl.group, err)
+				t.Fatalf("%s: describe %s: %v", nd.ID, cl.group, err)
 			}
 			for _, p := range resp.Msg.Partitions {
 				if want := cl.acked[p.Partition]; p.CommittedOffset != want {
-					t.Errorf("%s: group %s partition %d committed %d, last acknowledged commit %d (highest sent %d)", nd.id, cl.group, p.Partition, p.CommittedOffset, want, cl.attempted[p.Partition])
+					t.Errorf("%s: group %s partition %d committed %d, last acknowledged commit %d (highest sent %d)", nd.ID, cl.group, p.Partition, p.CommittedOffset, want, cl.attempted[p.Partition])
 				}
 			}
 		}
@@ -496,18 +497,18 @@ func TestClusterGroupsSurviveLeaderKill(t *testing.T) {
 	// Queue: acked once or dead-lettered once; never delivered after an
 	// acknowledged ack; nothing lost.
 	dead := map[string]int{}
-	for i, nd := range c.nodes {
-		dt, err := nd.rpc.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: "q.w.dlq"}))
+	for i, nd := range c.Nodes {
+		dt, err := nd.RPC.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: "q.w.dlq"}))
 		if err != nil {
-			t.Fatalf("%s: describe the dead-letter topic: %v", nd.id, err)
+			t.Fatalf("%s: describe the dead-letter topic: %v", nd.ID, err)
 		}
 		nodeDead := map[string]int{}
-		got := nd.readAll(ctx, "q.w.dlq", int32(len(dt.Msg.Partitions)))
+		got := nd.ReadAll(ctx, "q.w.dlq", int32(len(dt.Msg.Partitions)))
 		for part, recs := range got {
 			for _, r := range recs {
 				d, ok := client.ParseDeadLetter(client.FetchedRecord{Topic: "q.w.dlq", Partition: part, Offset: r.Offset, Key: r.Key, Value: r.Value, Headers: fetchedHeaders(r)})
 				if !ok {
-					t.Errorf("%s: dead-letter record %d/%d without dead-letter headers", nd.id, part, r.Offset)
+					t.Errorf("%s: dead-letter record %d/%d without dead-letter headers", nd.ID, part, r.Offset)
 					continue
 				}
 				nodeDead[fmt.Sprintf("%d/%d", d.OriginPartition, d.OriginOffset)]++
@@ -516,11 +517,11 @@ func TestClusterGroupsSurviveLeaderKill(t *testing.T) {
 		if i == 0 {
 			dead = nodeDead
 		} else if fmt.Sprint(nodeDead) != fmt.Sprint(dead) {
-			t.Errorf("%s holds different dead letters than %s", nd.id, c.nodes[0].id)
+			t.Errorf("%s holds different dead letters than %s", nd.ID, c.Nodes[0].ID)
 		}
-		d, err := nd.rpc.DescribeQueueGroup(ctx, connect.NewRequest(&logdv1.DescribeQueueGroupRequest{Topic: "q", Group: "w"}))
+		d, err := nd.RPC.DescribeQueueGroup(ctx, connect.NewRequest(&logdv1.DescribeQueueGroupRequest{Topic: "q", Group: "w"}))
 		if err != nil {
-			t.Fatalf("%s: describe queue group: %v", nd.id, err)
+			t.Fatalf("%s: describe queue group: %v", nd.ID, err)
 		}
 		var acked, deadLettered, open int64
 		for _, p := range d.Msg.Partitions {
@@ -530,7 +531,7 @@ func TestClusterGroupsSurviveLeaderKill(t *testing.T) {
 		}
 		if acked != int64(q.acked()) || deadLettered != int64(len(nodeDead)) || open != 0 {
 			t.Errorf("%s: queue group reports %d acked, %d dead-lettered, %d open; the workers saw %d acks and the dead-letter topic holds %d",
-				nd.id, acked, deadLettered, open, q.acked(), len(nodeDead))
+				nd.ID, acked, deadLettered, open, q.acked(), len(nodeDead))
 		}
 	}
 	redelivered := 0

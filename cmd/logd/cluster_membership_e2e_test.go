@@ -18,6 +18,7 @@ import (
 
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // TestClusterRemoveAndTransferUnderLoad: while six producers write,
@@ -30,48 +31,48 @@ func TestClusterRemoveAndTransferUnderLoad(t *testing.T) {
 	// wait its whole second for an answer, so they overlap, and together
 	// they span several of its election timeouts.
 	between, probeEvery := 150, 100*time.Millisecond
-	if faultLong() {
+	if e2e.FaultLong() {
 		between, probeEvery = 1500, time.Second
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c := newCluster(t, 3)
+	c := e2e.NewCluster(t, 3)
 	const parts = 3
-	createTopic(t, ctx, c.nodes[0], "r", parts, nil)
-	ps := newProducers(5)
+	e2e.CreateTopic(t, ctx, c.Nodes[0], "r", parts, nil)
+	ps := e2e.NewProducers(5)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range 6 {
 		wg.Add(1)
-		go func() { defer wg.Done(); ps.run(ctx, t, c.nodes[i%3].listen, "r", i, stop) }()
+		go func() { defer wg.Done(); ps.Run(ctx, t, c.Nodes[i%3].Listen, "r", i, stop) }()
 	}
-	progress := func(what string) { ps.waitAcks(t, ctx, what, between) }
+	progress := func(what string) { ps.WaitAcks(t, ctx, what, between) }
 	progress("acks before the first transfer")
 
 	// 1. Hand leadership to a named follower, through a follower.
-	l := c.leader(ctx)
-	var target, via *node
-	for _, nd := range c.nodes {
+	l := c.Leader(ctx)
+	var target, via *e2e.Node
+	for _, nd := range c.Nodes {
 		if nd != l && target == nil {
 			target = nd
 		} else if nd != l {
 			via = nd
 		}
 	}
-	out := logctl(t, via, "cluster", "transfer-leadership", target.id)
-	t.Logf("transfer-leadership %s (leader was %s): %s", target.id, l.id, strings.TrimSpace(out))
-	if got := c.leader(ctx); got != target {
-		t.Fatalf("leader after the transfer is %s, want %s", got.id, target.id)
+	out := e2e.Logctl(t, via, "cluster", "transfer-leadership", target.ID)
+	t.Logf("transfer-leadership %s (leader was %s): %s", target.ID, l.ID, strings.TrimSpace(out))
+	if got := c.Leader(ctx); got != target {
+		t.Fatalf("leader after the transfer is %s, want %s", got.ID, target.ID)
 	}
 	progress("acks after the first transfer")
 
 	// 2. Remove a follower (the old leader), through the new leader.
 	removed := l
-	out = logctl(t, target, "cluster", "remove", removed.id)
-	t.Logf("remove %s: %s", removed.id, strings.TrimSpace(out))
-	acksAtRemoval := ps.ackCount()
-	var rest []*node
-	for _, nd := range c.nodes {
+	out = e2e.Logctl(t, target, "cluster", "remove", removed.ID)
+	t.Logf("remove %s: %s", removed.ID, strings.TrimSpace(out))
+	acksAtRemoval := ps.AckCount()
+	var rest []*e2e.Node
+	for _, nd := range c.Nodes {
 		if nd != removed {
 			rest = append(rest, nd)
 		}
@@ -83,8 +84,8 @@ func TestClusterRemoveAndTransferUnderLoad(t *testing.T) {
 	if other == target {
 		other = rest[1]
 	}
-	out = logctl(t, target, "cluster", "transfer-leadership", other.id)
-	t.Logf("transfer-leadership %s: %s", other.id, strings.TrimSpace(out))
+	out = e2e.Logctl(t, target, "cluster", "transfer-leadership", other.ID)
+	t.Logf("transfer-leadership %s: %s", other.ID, strings.TrimSpace(out))
 	progress("acks after the second transfer")
 
 	// The removed node, still running, is asked directly: whatever it
@@ -94,45 +95,41 @@ func TestClusterRemoveAndTransferUnderLoad(t *testing.T) {
 	var pwg sync.WaitGroup
 	for i := range probes {
 		v := fmt.Sprintf("removed-%d", i)
-		ps.mu.Lock()
-		ps.attempted[v] = true
-		ps.mu.Unlock()
+		ps.AddAttempt(v)
 		pwg.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, time.Second)
 			defer cancel()
-			resp, err := removed.rpc.Produce(cctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "r", Records: []*logdv1.Record{{Value: []byte(v)}}}))
+			resp, err := removed.RPC.Produce(cctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "r", Records: []*logdv1.Record{{Value: []byte(v)}}}))
 			if err == nil {
 				probeAcked.Add(1)
-				ps.mu.Lock()
-				ps.acks = append(ps.acks, ack{resp.Msg.Results[0].Partition, resp.Msg.Results[0].Offset, v})
-				ps.mu.Unlock()
+				ps.AddAck(e2e.Ack{Partition: resp.Msg.Results[0].Partition, Offset: resp.Msg.Results[0].Offset, Value: v})
 			}
 		})
 		time.Sleep(probeEvery)
 	}
 	pwg.Wait()
-	if st, err := removed.status(ctx); err == nil && st.State == "Leader" {
-		t.Errorf("the removed node %s reports itself leader", removed.id)
+	if st, err := removed.Status(ctx); err == nil && st.State == "Leader" {
+		t.Errorf("the removed node %s reports itself leader", removed.ID)
 	}
 	close(stop)
 	wg.Wait()
 
-	remaining := &cluster{t: t, nodes: rest}
-	remaining.converge(ctx)
+	remaining := &e2e.Cluster{T: t, Nodes: rest}
+	remaining.Converge(ctx)
 	for _, nd := range rest {
-		st, err := nd.status(ctx)
+		st, err := nd.Status(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, m := range st.Members {
-			if m.Id == removed.id {
-				t.Errorf("%s still lists %s as a member (%s)", nd.id, removed.id, m.Suffrage)
+			if m.Id == removed.ID {
+				t.Errorf("%s still lists %s as a member (%s)", nd.ID, removed.ID, m.Suffrage)
 			}
 		}
 	}
-	remaining.checkEveryNode(ctx, "r", parts, ps.acks, ps.attempted)
+	remaining.CheckEveryNode(ctx, "r", parts, ps.Acks, ps.Attempted)
 	t.Logf("%d calls (%d failed or unknown), %d records acknowledged (%d after the removal); removed node acknowledged %d of %d direct writes",
-		ps.calls, ps.failed, len(ps.acks), len(ps.acks)-acksAtRemoval, probeAcked.Load(), probes)
+		ps.Calls, ps.Failed, len(ps.Acks), len(ps.Acks)-acksAtRemoval, probeAcked.Load(), probes)
 }
 
 // joinJSON sends a Join as curl would: Connect's JSON over HTTP/1.1 to any
@@ -171,11 +168,11 @@ func joinJSON(ctx context.Context, addr string, req map[string]string) (int, str
 }
 
 // membersOf returns a node's view of the configuration as id -> suffrage.
-func membersOf(t *testing.T, ctx context.Context, nd *node) map[string]string {
+func membersOf(t *testing.T, ctx context.Context, nd *e2e.Node) map[string]string {
 	t.Helper()
-	st, err := nd.status(ctx)
+	st, err := nd.Status(ctx)
 	if err != nil {
-		t.Fatalf("%s status: %v", nd.id, err)
+		t.Fatalf("%s status: %v", nd.ID, err)
 	}
 	out := map[string]string{}
 	for _, m := range st.Members {
@@ -194,32 +191,32 @@ func membersOf(t *testing.T, ctx context.Context, nd *node) map[string]string {
 func TestClusterRefusesBogusJoins(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c := newCluster(t, 3)
+	c := e2e.NewCluster(t, 3)
 	const parts = 3
-	createTopic(t, ctx, c.nodes[0], "m", parts, nil)
-	ps := newProducers(5)
+	e2e.CreateTopic(t, ctx, c.Nodes[0], "m", parts, nil)
+	ps := e2e.NewProducers(5)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range 3 {
 		wg.Add(1)
-		go func() { defer wg.Done(); ps.run(ctx, t, c.nodes[i].listen, "m", i, stop) }()
+		go func() { defer wg.Done(); ps.Run(ctx, t, c.Nodes[i].Listen, "m", i, stop) }()
 	}
-	ps.waitAcks(t, ctx, "acks before the attack", 100)
+	ps.WaitAcks(t, ctx, "acks before the attack", 100)
 	want := map[string]string{"n1": "voter", "n2": "voter", "n3": "voter"}
 	checkMembers := func(when string) {
 		t.Helper()
-		for _, nd := range c.nodes {
+		for _, nd := range c.Nodes {
 			got := membersOf(t, ctx, nd)
 			if fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Fatalf("%s: %s sees members %v, want %v", when, nd.id, got, want)
+				t.Fatalf("%s: %s sees members %v, want %v", when, nd.ID, got, want)
 			}
 		}
 	}
 
-	// 1. The three joins of the report: unreachable Raft addresses (a
-	// freeAddr is never bound), no API address.
+	// 1. The three joins of the report: unreachable Raft addresses (an
+	// address of e2e.FreeAddr is never bound), no API address.
 	for i := range 3 {
-		code, msg, err := joinJSON(ctx, c.nodes[i].listen, map[string]string{"nodeId": fmt.Sprintf("evil%d", i), "raftAddress": freeAddr(t)})
+		code, msg, err := joinJSON(ctx, c.Nodes[i].Listen, map[string]string{"nodeId": fmt.Sprintf("evil%d", i), "raftAddress": e2e.FreeAddr(t)})
 		if err != nil || code == http.StatusOK || !strings.HasPrefix(msg, "invalid_argument") {
 			t.Fatalf("join evil%d without an API address: HTTP %d %q %v; want invalid_argument", i, code, msg, err)
 		}
@@ -228,19 +225,19 @@ func TestClusterRefusesBogusJoins(t *testing.T) {
 	checkMembers("after the joins without an API address")
 
 	// 2. Each way of lying, once.
-	n2host, n2port, _ := net.SplitHostPort(c.nodes[1].listen)
+	n2host, n2port, _ := net.SplitHostPort(c.Nodes[1].Listen)
 	for _, tc := range []struct {
 		name string
 		req  map[string]string
 		want string
 	}{
-		{name: "unreachable API and raft addresses", req: map[string]string{"nodeId": "evil10", "raftAddress": freeAddr(t), "apiAddress": freeAddr(t)}, want: "failed_precondition"},
-		{name: "n2's API under another name claiming another id", req: map[string]string{"nodeId": "evil11", "raftAddress": freeAddr(t), "apiAddress": "localhost:" + n2port}, want: "failed_precondition"},
-		{name: "n2's API and raft addresses under another id", req: map[string]string{"nodeId": "evil12", "raftAddress": c.nodes[1].raft, "apiAddress": n2host + ":" + n2port}, want: "failed_precondition"},
-		{name: "n2's id at another raft address", req: map[string]string{"nodeId": "n2", "raftAddress": freeAddr(t), "apiAddress": c.nodes[1].listen}, want: "failed_precondition"},
-		{name: "an unspecified raft address", req: map[string]string{"nodeId": "evil13", "raftAddress": "0.0.0.0:7071", "apiAddress": freeAddr(t)}, want: "invalid_argument"},
+		{name: "unreachable API and raft addresses", req: map[string]string{"nodeId": "evil10", "raftAddress": e2e.FreeAddr(t), "apiAddress": e2e.FreeAddr(t)}, want: "failed_precondition"},
+		{name: "n2's API under another name claiming another id", req: map[string]string{"nodeId": "evil11", "raftAddress": e2e.FreeAddr(t), "apiAddress": "localhost:" + n2port}, want: "failed_precondition"},
+		{name: "n2's API and raft addresses under another id", req: map[string]string{"nodeId": "evil12", "raftAddress": c.Nodes[1].Raft, "apiAddress": n2host + ":" + n2port}, want: "failed_precondition"},
+		{name: "n2's id at another raft address", req: map[string]string{"nodeId": "n2", "raftAddress": e2e.FreeAddr(t), "apiAddress": c.Nodes[1].Listen}, want: "failed_precondition"},
+		{name: "an unspecified raft address", req: map[string]string{"nodeId": "evil13", "raftAddress": "0.0.0.0:7071", "apiAddress": e2e.FreeAddr(t)}, want: "invalid_argument"},
 	} {
-		code, msg, err := joinJSON(ctx, c.nodes[0].listen, tc.req)
+		code, msg, err := joinJSON(ctx, c.Nodes[0].Listen, tc.req)
 		if err != nil || code == http.StatusOK || !strings.HasPrefix(msg, tc.want) {
 			t.Fatalf("join with %s: HTTP %d %q %v; want %s", tc.name, code, msg, err, tc.want)
 		}
@@ -249,22 +246,22 @@ func TestClusterRefusesBogusJoins(t *testing.T) {
 	checkMembers("after the lying joins")
 
 	// 3. A flood: 50 joins at once, through every node.
-	acksBefore := ps.ackCount()
+	acksBefore := ps.AckCount()
 	var fwg sync.WaitGroup
 	var fmu sync.Mutex
 	refused := map[string]int{}
 	for i := range 50 {
-		req := map[string]string{"nodeId": fmt.Sprintf("flood%d", i), "raftAddress": freeAddr(t)}
+		req := map[string]string{"nodeId": fmt.Sprintf("flood%d", i), "raftAddress": e2e.FreeAddr(t)}
 		switch i % 3 {
 		case 1:
-			req["apiAddress"] = freeAddr(t)
+			req["apiAddress"] = e2e.FreeAddr(t)
 		case 2:
 			req["apiAddress"] = "localhost:" + n2port
 		}
 		fwg.Add(1)
 		go func() {
 			defer fwg.Done()
-			code, msg, err := joinJSON(ctx, c.nodes[i%3].listen, req)
+			code, msg, err := joinJSON(ctx, c.Nodes[i%3].Listen, req)
 			fmu.Lock()
 			defer fmu.Unlock()
 			switch {
@@ -278,21 +275,21 @@ func TestClusterRefusesBogusJoins(t *testing.T) {
 		}()
 	}
 	fwg.Wait()
-	t.Logf("flood of 50 joins refused: %v; %d records acknowledged meanwhile", refused, ps.ackCount()-acksBefore)
+	t.Logf("flood of 50 joins refused: %v; %d records acknowledged meanwhile", refused, ps.AckCount()-acksBefore)
 	checkMembers("after the flood")
-	ps.waitAcks(t, ctx, "acks after the attack", 100)
+	ps.WaitAcks(t, ctx, "acks after the attack", 100)
 
 	// 4. A real node still joins, and is a voter once caught up.
-	n4 := newNode(t, "n4")
-	n4.launch(c.nodes[1].listen)
-	c.nodes = append(c.nodes, n4)
-	c.waitVoters(ctx, 4)
+	n4 := e2e.NewNode(t, "n4")
+	n4.Launch(c.Nodes[1].Listen)
+	c.Nodes = append(c.Nodes, n4)
+	c.WaitVoters(ctx, 4)
 	want["n4"] = "voter"
-	ps.waitAcks(t, ctx, "acks after the join", 100)
+	ps.WaitAcks(t, ctx, "acks after the join", 100)
 	close(stop)
 	wg.Wait()
-	c.converge(ctx)
+	c.Converge(ctx)
 	checkMembers("after n4 joined")
-	c.checkEveryNode(ctx, "m", parts, ps.acks, ps.attempted)
-	t.Logf("%d calls (%d failed or unknown), %d records acknowledged", ps.calls, ps.failed, len(ps.acks))
+	c.CheckEveryNode(ctx, "m", parts, ps.Acks, ps.Attempted)
+	t.Logf("%d calls (%d failed or unknown), %d records acknowledged", ps.Calls, ps.Failed, len(ps.Acks))
 }

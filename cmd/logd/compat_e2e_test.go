@@ -18,6 +18,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // The compatibility fixture is a single node's data dir written by the build
@@ -188,12 +189,12 @@ func TestCompatFixture(t *testing.T) {
 
 	// The cleaner stays out of the way: what it would do to old data is
 	// retention's business, not compatibility's.
-	p := newNode(t, "n1", "--cleaner-interval", "1h")
-	p.dataDir = filepath.Join(dir, "data")
-	p.start()
+	p := e2e.NewNode(t, "n1", "--cleaner-interval", "1h")
+	p.DataDir = filepath.Join(dir, "data")
+	p.Start()
 
 	want := fixtureRecords()
-	topics, err := p.rpc.ListTopics(ctx, connect.NewRequest(&logdv1.ListTopicsRequest{}))
+	topics, err := p.RPC.ListTopics(ctx, connect.NewRequest(&logdv1.ListTopicsRequest{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +214,7 @@ func TestCompatFixture(t *testing.T) {
 		"jobs.w.dlq": fixtureConfig("max.message.bytes=1114124"), // room for the dead-letter headers
 	}
 	for _, name := range names {
-		d, err := p.rpc.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: name}))
+		d, err := p.RPC.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: name}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,7 +226,7 @@ func TestCompatFixture(t *testing.T) {
 		if got := d.Msg.Topic.Config; fmt.Sprint(got) != fmt.Sprint(wantConfig[name]) {
 			t.Errorf("%s: config\n got %v\nwant %v", name, got, wantConfig[name])
 		}
-		all := p.readAll(ctx, name, int32(len(parts)))
+		all := p.ReadAll(ctx, name, int32(len(parts)))
 		for part, recs := range parts {
 			got := all[int32(part)]
 			if end, wend := d.Msg.Partitions[part].EndOffset, recs[len(recs)-1].offset+1; end != wend {
@@ -241,7 +242,7 @@ func TestCompatFixture(t *testing.T) {
 			}
 		}
 	}
-	if d, err := p.rpc.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: "state"})); err == nil && d.Msg.Partitions[0].CompactedSegments != 5 {
+	if d, err := p.RPC.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: "state"})); err == nil && d.Msg.Partitions[0].CompactedSegments != 5 {
 		t.Errorf("state: %d compacted segments, want the fixture's 5", d.Msg.Partitions[0].CompactedSegments)
 	}
 
@@ -261,7 +262,7 @@ func TestCompatFixture(t *testing.T) {
 			{key: "pay-2", recKey: "acct-2", value: `{"id":"pay-2","amount":30}`, part: 1, offset: 0},
 			{key: "import-1-2", recKey: "acct-9", value: "imp-2", part: 0, offset: 3},
 		} {
-			resp, err := p.rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "payments",
+			resp, err := p.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "payments",
 				Records: []*logdv1.Record{{Key: []byte(tc.recKey), Value: []byte(tc.value), IdempotencyKey: tc.key}}}))
 			if err != nil {
 				t.Fatalf("%s: %v", tc.key, err)
@@ -270,13 +271,13 @@ func TestCompatFixture(t *testing.T) {
 				t.Errorf("%s: re-produced at %d/%d duplicate=%v, want the original %d/%d", tc.key, r.Partition, r.Offset, r.Duplicate, tc.part, tc.offset)
 			}
 		}
-		_, err := p.rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "payments",
+		_, err := p.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "payments",
 			Records: []*logdv1.Record{{Key: []byte("acct-0"), Value: []byte("another payload"), IdempotencyKey: "pay-0"}}}))
 		var ce *connect.Error
-		if !errors.As(err, &ce) || reasonOf(ce) != logdv1.Reason_REASON_IDEMPOTENCY_CONFLICT {
+		if !errors.As(err, &ce) || e2e.ReasonOf(ce) != logdv1.Reason_REASON_IDEMPOTENCY_CONFLICT {
 			t.Errorf("pay-0 with another payload: %v, want an idempotency conflict", err)
 		}
-		d, err := p.rpc.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: "payments"}))
+		d, err := p.RPC.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: "payments"}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -316,7 +317,7 @@ func renderWant(recs []fixtureRec) string {
 
 // checkFixtureGroups: billing's offsets were reset to 2 on each partition of
 // orders; analytics read 3 records of jobs as a member and committed.
-func checkFixtureGroups(t *testing.T, ctx context.Context, p *node) {
+func checkFixtureGroups(t *testing.T, ctx context.Context, p *e2e.Node) {
 	t.Helper()
 	for _, tc := range []struct {
 		group                          string
@@ -326,7 +327,7 @@ func checkFixtureGroups(t *testing.T, ctx context.Context, p *node) {
 		{group: "billing", generation: 1, rebalances: 0, resets: 1, committed: []string{"orders/0=2", "orders/1=2", "orders/2=2"}},
 		{group: "analytics", generation: 2, rebalances: 2, resets: 0, committed: []string{"jobs/0=3"}},
 	} {
-		d, err := p.rpc.DescribeGroup(ctx, connect.NewRequest(&logdv1.DescribeGroupRequest{Group: tc.group}))
+		d, err := p.RPC.DescribeGroup(ctx, connect.NewRequest(&logdv1.DescribeGroupRequest{Group: tc.group}))
 		if err != nil {
 			t.Errorf("%s: %v", tc.group, err)
 			continue
@@ -354,9 +355,9 @@ func checkFixtureGroups(t *testing.T, ctx context.Context, p *node) {
 // delivered j6..j9. The lease and the delay run out with time, so what is
 // in flight or delayed depends on the fixture's age: created is after the
 // lease and the delay were set, and at most a minute after.
-func checkFixtureQueue(t *testing.T, ctx context.Context, p *node, created time.Time) {
+func checkFixtureQueue(t *testing.T, ctx context.Context, p *e2e.Node, created time.Time) {
 	t.Helper()
-	d, err := p.rpc.DescribeQueueGroup(ctx, connect.NewRequest(&logdv1.DescribeQueueGroupRequest{Topic: "jobs", Group: "w"}))
+	d, err := p.RPC.DescribeQueueGroup(ctx, connect.NewRequest(&logdv1.DescribeQueueGroupRequest{Topic: "jobs", Group: "w"}))
 	if err != nil {
 		t.Fatal(err)
 	}

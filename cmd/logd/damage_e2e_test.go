@@ -19,6 +19,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // TestClusterDamagedRaftLog is T8 of docs/faults.md for the Raft log: while a
@@ -34,15 +35,15 @@ func TestClusterDamagedRaftLog(t *testing.T) {
 	defer cancel()
 	// The damage is made in raft-boltdb's file, so the log is kept there
 	// (raft-wal's frames carry a CRC of their own).
-	c := newCluster(t, 3, "--raft-log-store", "boltdb")
-	createTopic(t, ctx, c.nodes[0], "d", 1, nil)
-	leader := c.leader(ctx)
-	victim := c.nodes[2]
+	c := e2e.NewCluster(t, 3, "--raft-log-store", "boltdb")
+	e2e.CreateTopic(t, ctx, c.Nodes[0], "d", 1, nil)
+	leader := c.Leader(ctx)
+	victim := c.Nodes[2]
 	if victim == leader {
-		victim = c.nodes[1]
+		victim = c.Nodes[1]
 	}
 	attempted := map[string]bool{}
-	var acks []ack
+	var acks []e2e.Ack
 	keys := map[int]string{}
 	produce := func(from, to int) {
 		for i := from; i < to; i++ {
@@ -50,19 +51,19 @@ func TestClusterDamagedRaftLog(t *testing.T) {
 			// One keyed record per call: the entry holds the key whole.
 			keys[i] = fmt.Sprintf("t8-key-%04d-%016x", i, rand.Uint64())
 			attempted[v] = true
-			resp, err := leader.rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "d",
+			resp, err := leader.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "d",
 				Records: []*logdv1.Record{{Value: []byte(v), IdempotencyKey: keys[i]}}}))
 			if err != nil {
 				t.Fatalf("produce %s: %v", v, err)
 			}
-			acks = append(acks, ack{resp.Msg.Results[0].Partition, resp.Msg.Results[0].Offset, v})
+			acks = append(acks, e2e.Ack{Partition: resp.Msg.Results[0].Partition, Offset: resp.Msg.Results[0].Offset, Value: v})
 		}
 	}
 	produce(0, 40)
-	c.converge(ctx)
-	victim.kill()
+	c.Converge(ctx)
+	victim.Kill()
 
-	path := filepath.Join(victim.dataDir, "raft", "raft.db")
+	path := filepath.Join(victim.DataDir, "raft", "raft.db")
 	db, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -79,48 +80,48 @@ func TestClusterDamagedRaftLog(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	victim.launch("")
+	victim.Launch("")
 	exited := make(chan error, 1)
-	cmd := victim.cmd
+	cmd := victim.Cmd
 	go func() { exited <- cmd.Wait() }()
 	select {
 	case err := <-exited:
-		victim.cmd = nil
+		victim.Cmd = nil
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 70 {
-			t.Fatalf("%s ended with %v, want exit status 70", victim.id, err)
+			t.Fatalf("%s ended with %v, want exit status 70", victim.ID, err)
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatalf("%s still runs 30 s after restarting over a damaged Raft log", victim.id)
+		t.Fatalf("%s still runs 30 s after restarting over a damaged Raft log", victim.ID)
 	}
-	logs, _ := os.ReadFile(victim.logs.Name())
+	logs, _ := os.ReadFile(victim.Logs.Name())
 	if !strings.Contains(string(logs), "raft log entry damaged on this node") {
-		t.Fatalf("%s exited without naming the damage:\n%s", victim.id, tail(string(logs), 2000))
+		t.Fatalf("%s exited without naming the damage:\n%s", victim.ID, e2e.Tail(string(logs), 2000))
 	}
 
 	// Two of three nodes still acknowledge, and hold everything.
 	produce(40, 60)
-	var healthy []*node
-	for _, nd := range c.nodes {
+	var healthy []*e2e.Node
+	for _, nd := range c.Nodes {
 		if nd != victim {
 			healthy = append(healthy, nd)
 		}
 	}
-	c.convergeNodes(ctx, healthy)
+	c.ConvergeNodes(ctx, healthy)
 	for _, nd := range healthy {
-		check(t, nd.readAll(ctx, "d", 1), acks, attempted)
+		e2e.Check(t, nd.ReadAll(ctx, "d", 1), acks, attempted)
 	}
 	// The real key is still a duplicate on the nodes that serve.
-	resp, err := leader.rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "d",
+	resp, err := leader.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "d",
 		Records: []*logdv1.Record{{Value: []byte("d-20"), IdempotencyKey: keys[20]}}}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := resp.Msg.Results[0]; !r.Duplicate || r.Offset != acks[20].offset {
-		t.Fatalf("retry of record 20's key: %+v, want a duplicate at offset %d", r, acks[20].offset)
+	if r := resp.Msg.Results[0]; !r.Duplicate || r.Offset != acks[20].Offset {
+		t.Fatalf("retry of record 20's key: %+v, want a duplicate at offset %d", r, acks[20].Offset)
 	}
 	t.Logf("%d copies of the key changed in %s; it exited with status 70; %d records acknowledged, all on %s and %s",
-		n, victim.id, len(acks), healthy[0].id, healthy[1].id)
+		n, victim.ID, len(acks), healthy[0].ID, healthy[1].ID)
 }
 
 // snapshotDirs lists a node's complete Raft snapshots, oldest first
@@ -174,12 +175,12 @@ func flipByte(t *testing.T, path string, div int) {
 func TestDamagedSnapshot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p := startNode(t, "--snapshot-threshold", "16", "--snapshot-interval", "100ms")
-	if _, err := p.rpc.CreateTopic(ctx, connect.NewRequest(&logdv1.CreateTopicRequest{Name: "s", Partitions: 2})); err != nil {
+	p := e2e.StartNode(t, "--snapshot-threshold", "16", "--snapshot-interval", "100ms")
+	if _, err := p.RPC.CreateTopic(ctx, connect.NewRequest(&logdv1.CreateTopicRequest{Name: "s", Partitions: 2})); err != nil {
 		t.Fatal(err)
 	}
 	attempted := map[string]bool{}
-	var acks []ack
+	var acks []e2e.Ack
 	// Until two snapshots exist, then 20 records more, which only the Raft
 	// log holds.
 	extra := -1
@@ -189,53 +190,53 @@ func TestDamagedSnapshot(t *testing.T) {
 		}
 		v := fmt.Sprintf("s-%d", i)
 		attempted[v] = true
-		resp, err := p.rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "s",
+		resp, err := p.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "s",
 			Records: []*logdv1.Record{{Value: []byte(v), IdempotencyKey: "key-" + v}}}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		acks = append(acks, ack{resp.Msg.Results[0].Partition, resp.Msg.Results[0].Offset, v})
-		if extra < 0 && len(snapshotDirs(t, p.dataDir)) >= 2 {
+		acks = append(acks, e2e.Ack{Partition: resp.Msg.Results[0].Partition, Offset: resp.Msg.Results[0].Offset, Value: v})
+		if extra < 0 && len(snapshotDirs(t, p.DataDir)) >= 2 {
 			extra = 20
 		} else if extra > 0 {
 			extra--
 		}
 	}
-	p.kill()
-	dirs := snapshotDirs(t, p.dataDir)
+	p.Kill()
+	dirs := snapshotDirs(t, p.DataDir)
 	flipByte(t, filepath.Join(dirs[len(dirs)-1], "state.bin"), 2)
 
-	p.start()
-	check(t, p.readAll(ctx, "s", 2), acks, attempted)
+	p.Start()
+	e2e.Check(t, p.ReadAll(ctx, "s", 2), acks, attempted)
 	for _, a := range acks {
-		resp, err := p.rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "s",
-			Records: []*logdv1.Record{{Value: []byte(a.value), IdempotencyKey: "key-" + a.value}}}))
+		resp, err := p.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "s",
+			Records: []*logdv1.Record{{Value: []byte(a.Value), IdempotencyKey: "key-" + a.Value}}}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := resp.Msg.Results[0]; !r.Duplicate || r.Partition != a.partition || r.Offset != a.offset {
-			t.Fatalf("retry of %s after the fallback: %+v, want a duplicate at %d/%d", a.value, r, a.partition, a.offset)
+		if r := resp.Msg.Results[0]; !r.Duplicate || r.Partition != a.Partition || r.Offset != a.Offset {
+			t.Fatalf("retry of %s after the fallback: %+v, want a duplicate at %d/%d", a.Value, r, a.Partition, a.Offset)
 		}
 	}
-	logs, _ := os.ReadFile(p.logs.Name())
+	logs, _ := os.ReadFile(p.Logs.Name())
 	if !strings.Contains(string(logs), "CRC mismatch") {
 		t.Fatal("the node started without reporting the damaged snapshot; the test did not exercise the fallback")
 	}
 
-	p.kill()
-	before := segmentSums(t, p.dataDir)
-	for _, d := range snapshotDirs(t, p.dataDir) {
+	p.Kill()
+	before := segmentSums(t, p.DataDir)
+	for _, d := range snapshotDirs(t, p.DataDir) {
 		flipByte(t, filepath.Join(d, "state.bin"), 3) // not the bit flipped above: that would mend it
 	}
 	startCtx, cancelStart := context.WithTimeout(ctx, 30*time.Second)
 	defer cancelStart()
-	p.cmd = exec.CommandContext(startCtx, logdBinary, p.cmdline("")...)
-	out, err := p.cmd.CombinedOutput()
-	p.cmd = nil
+	p.Cmd = exec.CommandContext(startCtx, e2e.Logd(), p.Cmdline("")...)
+	out, err := p.Cmd.CombinedOutput()
+	p.Cmd = nil
 	if err == nil || !strings.Contains(string(out), "failed to load any existing snapshots") {
-		t.Fatalf("started over damaged snapshots only: %v\n%s", err, tail(string(out), 2000))
+		t.Fatalf("started over damaged snapshots only: %v\n%s", err, e2e.Tail(string(out), 2000))
 	}
-	if after := segmentSums(t, p.dataDir); fmt.Sprint(after) != fmt.Sprint(before) || len(after) == 0 {
+	if after := segmentSums(t, p.DataDir); fmt.Sprint(after) != fmt.Sprint(before) || len(after) == 0 {
 		t.Fatalf("topic files changed by the refused start: %d files before, %d after", len(before), len(after))
 	}
 }

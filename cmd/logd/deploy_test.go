@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // deployDir holds the packaging files the tests below check.
@@ -438,7 +440,7 @@ func TestSystemdUnit(t *testing.T) {
 		t.Skipf("systemd-analyze: %v (scripts/test-tools.sh installs it)", err)
 	}
 	tmp := filepath.Join(t.TempDir(), "logd.service")
-	if err := os.WriteFile(tmp, []byte(strings.ReplaceAll(string(unit), "/usr/local/bin/logd", logdBinary)), 0o644); err != nil {
+	if err := os.WriteFile(tmp, []byte(strings.ReplaceAll(string(unit), "/usr/local/bin/logd", e2e.Logd())), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(sa, "verify", tmp).CombinedOutput()

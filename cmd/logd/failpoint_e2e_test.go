@@ -12,6 +12,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // Crashes inside durability steps (T6 of docs/faults.md) at process level,
@@ -38,18 +39,18 @@ var durabilityPoints = []struct {
 // readFrom renders a topic as a node holds it, from each partition's log
 // start: for topics whose start moves (retention) or whose records go
 // (compaction), which check cannot judge but every node must agree on.
-func readFrom(ctx context.Context, nd *node, topic string) (string, error) {
-	d, err := nd.rpc.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: topic}))
+func readFrom(ctx context.Context, nd *e2e.Node, topic string) (string, error) {
+	d, err := nd.RPC.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: topic}))
 	if err != nil {
-		return "", fmt.Errorf("%s: describe %s: %w", nd.id, topic, err)
+		return "", fmt.Errorf("%s: describe %s: %w", nd.ID, topic, err)
 	}
 	var b strings.Builder
 	for _, p := range d.Msg.Partitions {
 		fmt.Fprintf(&b, "%d [%d, %d):", p.Partition, p.LogStartOffset, p.EndOffset)
 		for off := p.LogStartOffset; off < p.EndOffset; {
-			resp, err := nd.rpc.Fetch(ctx, connect.NewRequest(&logdv1.FetchRequest{Topic: topic, Partition: p.Partition, Offset: off, MaxBytes: 1 << 20}))
+			resp, err := nd.RPC.Fetch(ctx, connect.NewRequest(&logdv1.FetchRequest{Topic: topic, Partition: p.Partition, Offset: off, MaxBytes: 1 << 20}))
 			if err != nil {
-				return "", fmt.Errorf("%s: fetch %s-%d@%d: %w", nd.id, topic, p.Partition, off, err)
+				return "", fmt.Errorf("%s: fetch %s-%d@%d: %w", nd.ID, topic, p.Partition, off, err)
 			}
 			for _, r := range resp.Msg.Records {
 				fmt.Fprintf(&b, " %d=%s/%s", r.Offset, r.Key, r.Value)
@@ -68,7 +69,7 @@ func readFrom(ctx context.Context, nd *node, topic string) (string, error) {
 // ("ret") and one with compaction ("cmp", ten keys rewritten over and
 // over), so the cleaner has work on every pass. Its writes are not
 // checked for loss; every node must hold the same.
-func sideWriter(ctx context.Context, nd *node, stop <-chan struct{}) {
+func sideWriter(ctx context.Context, nd *e2e.Node, stop <-chan struct{}) {
 	pad := strings.Repeat("x", 100)
 	for i := 0; ; i++ {
 		select {
@@ -81,7 +82,7 @@ func sideWriter(ctx context.Context, nd *node, stop <-chan struct{}) {
 			{Topic: "cmp", Records: []*logdv1.Record{{Key: []byte(fmt.Sprintf("k%d", i%10)), Value: []byte(fmt.Sprintf("c%d-%s", i, pad))}}},
 		} {
 			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			_, err := nd.rpc.Produce(cctx, connect.NewRequest(r))
+			_, err := nd.RPC.Produce(cctx, connect.NewRequest(r))
 			cancel()
 			if err != nil {
 				time.Sleep(20 * time.Millisecond)
@@ -100,19 +101,19 @@ func TestClusterFailpoints(t *testing.T) {
 	t.Setenv("LOGD_FAULT_POWERCUT", "1")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	c := newCluster(t, 3, "--snapshot-threshold", "64", "--snapshot-interval", "200ms", "--cleaner-interval", "200ms")
+	c := e2e.NewCluster(t, 3, "--snapshot-threshold", "64", "--snapshot-interval", "200ms", "--cleaner-interval", "200ms")
 	const parts = 2
-	createTopic(t, ctx, c.nodes[0], "fp", parts, map[string]string{"segment.bytes": "4096"})
-	createTopic(t, ctx, c.nodes[0], "ret", 1, map[string]string{"segment.bytes": "1024", "retention.bytes": "4096"})
-	createTopic(t, ctx, c.nodes[0], "cmp", 1, map[string]string{"segment.bytes": "1024", "cleanup.policy": "compact",
+	e2e.CreateTopic(t, ctx, c.Nodes[0], "fp", parts, map[string]string{"segment.bytes": "4096"})
+	e2e.CreateTopic(t, ctx, c.Nodes[0], "ret", 1, map[string]string{"segment.bytes": "1024", "retention.bytes": "4096"})
+	e2e.CreateTopic(t, ctx, c.Nodes[0], "cmp", 1, map[string]string{"segment.bytes": "1024", "cleanup.policy": "compact",
 		"min.cleanable.dirty.ratio": "0.01", "min.compaction.lag.ms": "0"})
-	ps := newProducers(2)
+	ps := e2e.NewProducers(2)
 	id := 0
 	// load writes to "fp" through the live nodes other than victim, and
 	// with side to "ret" and "cmp", until the returned stops are called.
-	load := func(victim *node, producers int, side bool) (stopProducers, stopSide func()) {
-		var others []*node
-		for _, nd := range c.nodes {
+	load := func(victim *e2e.Node, producers int, side bool) (stopProducers, stopSide func()) {
+		var others []*e2e.Node
+		for _, nd := range c.Nodes {
 			if nd != victim {
 				others = append(others, nd)
 			}
@@ -122,7 +123,7 @@ func TestClusterFailpoints(t *testing.T) {
 		for i := range producers {
 			id++
 			wg.Add(1)
-			go func(id int) { defer wg.Done(); ps.run(ctx, t, others[i%2].listen, "fp", id, done) }(id)
+			go func(id int) { defer wg.Done(); ps.Run(ctx, t, others[i%2].Listen, "fp", id, done) }(id)
 		}
 		if side {
 			sideWG.Add(1)
@@ -134,7 +135,7 @@ func TestClusterFailpoints(t *testing.T) {
 	}
 	// make fault runs every point three times, on varying followers.
 	rounds := 1
-	if faultLong() {
+	if e2e.FaultLong() {
 		rounds = 3
 	}
 	for k := range rounds * len(durabilityPoints) {
@@ -144,56 +145,56 @@ func TestClusterFailpoints(t *testing.T) {
 			name = fmt.Sprintf("round%d/%s", k/len(durabilityPoints)+1, point.name)
 		}
 		ok := t.Run(name, func(t *testing.T) {
-			leader := c.leader(ctx)
-			victim := c.nodes[(k+k/len(durabilityPoints)+1)%3]
+			leader := c.Leader(ctx)
+			victim := c.Nodes[(k+k/len(durabilityPoints)+1)%3]
 			if victim == leader {
-				victim = c.nodes[(k+k/len(durabilityPoints)+2)%3]
+				victim = c.Nodes[(k+k/len(durabilityPoints)+2)%3]
 			}
-			victim.kill()
+			victim.Kill()
 			if point.name == "logInstall" {
 				// Behind by more than Raft's trailing logs (512), it can
 				// only catch up by a snapshot install, copying segments.
 				stop, _ := load(victim, 8, false)
-				before := ps.callCount()
-				waitFor(t, ctx, "entries while the victim is down", func() bool { return ps.callCount()-before > 700 })
+				before := ps.CallCount()
+				e2e.WaitFor(t, ctx, "entries while the victim is down", func() bool { return ps.CallCount()-before > 700 })
 				stop()
 			}
 			stop, stopSide := load(victim, 3, point.side)
 			defer stop()
-			victim.launchWith("", "GOFAIL_FAILPOINTS="+point.name+"=panic")
+			victim.LaunchWith("", "GOFAIL_FAILPOINTS="+point.name+"=panic")
 			exited := make(chan struct{})
-			go func(p *os.Process) { p.Wait(); close(exited) }(victim.cmd.Process)
+			go func(p *os.Process) { p.Wait(); close(exited) }(victim.Cmd.Process)
 			select {
 			case <-exited:
 			case <-time.After(time.Minute):
-				t.Fatalf("%s did not reach %s within a minute", victim.id, point.name)
+				t.Fatalf("%s did not reach %s within a minute", victim.ID, point.name)
 			}
-			victim.cmd = nil
+			victim.Cmd = nil
 			// The cleaner goes idle before the restart: a catch-up copies
 			// the segments the leader's latest snapshot lists, by base and
 			// size, and fails while the peers have compacted or deleted
 			// them since and no newer snapshot was taken.
 			stopSide()
-			out, _ := os.ReadFile(victim.logs.Name())
+			out, _ := os.ReadFile(victim.Logs.Name())
 			if !strings.Contains(string(out), "failpoint "+point.name) {
-				t.Fatalf("%s exited, but not at failpoint %s:\n%s", victim.id, point.name, tail(string(out), 3000))
+				t.Fatalf("%s exited, but not at failpoint %s:\n%s", victim.ID, point.name, e2e.Tail(string(out), 3000))
 			}
-			t.Logf("%s crashed at %s; %d records acknowledged so far", victim.id, point.name, ps.ackCount())
+			t.Logf("%s crashed at %s; %d records acknowledged so far", victim.ID, point.name, ps.AckCount())
 			// Restarted with no failpoint, it recovers on its own while
 			// the others keep taking writes, and so snapshots.
-			victim.launch("")
+			victim.Launch("")
 			cctx, ccancel := context.WithTimeout(ctx, 90*time.Second)
 			defer ccancel()
-			waitFor(t, cctx, victim.id+" ready again", func() bool {
-				st, err := victim.status(cctx)
+			e2e.WaitFor(t, cctx, victim.ID+" ready again", func() bool {
+				st, err := victim.Status(cctx)
 				return err == nil && st.Ready
 			})
 			stop()
-			c.converge(cctx)
-			c.checkEveryNode(cctx, "fp", parts, ps.acks, ps.attempted)
+			c.Converge(cctx)
+			c.CheckEveryNode(cctx, "fp", parts, ps.Acks, ps.Attempted)
 			for _, topic := range []string{"ret", "cmp"} {
 				var first string
-				for i, nd := range c.nodes {
+				for i, nd := range c.Nodes {
 					got, err := readFrom(cctx, nd, topic)
 					if err != nil {
 						t.Fatal(err)
@@ -201,7 +202,7 @@ func TestClusterFailpoints(t *testing.T) {
 					if i == 0 {
 						first = got
 					} else if got != first {
-						t.Errorf("%s: %s holds\n%s\nbut %s holds\n%s", topic, nd.id, tail(got, 600), c.nodes[0].id, tail(first, 600))
+						t.Errorf("%s: %s holds\n%s\nbut %s holds\n%s", topic, nd.ID, e2e.Tail(got, 600), c.Nodes[0].ID, e2e.Tail(first, 600))
 					}
 				}
 			}

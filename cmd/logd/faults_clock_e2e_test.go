@@ -9,6 +9,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // TestClockOffset: a node started with LOGD_FAULT_CLOCK_OFFSET stamps
@@ -17,7 +18,7 @@ import (
 func TestClockOffset(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	nd := newNode(t, "n1")
+	nd := e2e.NewNode(t, "n1")
 	for i, tc := range []struct {
 		offset string
 		want   time.Duration
@@ -26,19 +27,19 @@ func TestClockOffset(t *testing.T) {
 		{offset: "-3h", want: -3 * time.Hour},
 	} {
 		topic := fmt.Sprintf("clock%d", i)
-		nd.kill()
-		nd.launchWith("", "LOGD_FAULT_CLOCK_OFFSET="+tc.offset)
-		waitFor(t, ctx, "n1 leads", func() bool {
-			st, err := nd.status(ctx)
+		nd.Kill()
+		nd.LaunchWith("", "LOGD_FAULT_CLOCK_OFFSET="+tc.offset)
+		e2e.WaitFor(t, ctx, "n1 leads", func() bool {
+			st, err := nd.Status(ctx)
 			return err == nil && st.Ready && st.State == "Leader"
 		})
-		createTopic(t, ctx, nd, topic, 1, nil)
+		e2e.CreateTopic(t, ctx, nd, topic, 1, nil)
 		before := time.Now()
-		if _, err := nd.rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: topic, Records: []*logdv1.Record{{Value: []byte("v")}}})); err != nil {
+		if _, err := nd.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: topic, Records: []*logdv1.Record{{Value: []byte("v")}}})); err != nil {
 			t.Fatal(err)
 		}
 		after := time.Now()
-		recs := nd.readAll(ctx, topic, 1)[0]
+		recs := nd.ReadAll(ctx, topic, 1)[0]
 		if len(recs) != 1 {
 			t.Fatalf("offset %q: read %d records", tc.offset, len(recs))
 		}

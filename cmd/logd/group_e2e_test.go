@@ -11,12 +11,13 @@ import (
 
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // groupClient returns a client of p, closed with the test.
-func groupClient(t *testing.T, p *node) *client.Client {
+func groupClient(t *testing.T, p *e2e.Node) *client.Client {
 	t.Helper()
-	c, err := client.New(p.listen, client.Options{Retry: client.RetryPolicy{MaxAttempts: 20, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}})
+	c, err := client.New(p.Listen, client.Options{Retry: client.RetryPolicy{MaxAttempts: 20, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func pollValues(t *testing.T, ctx context.Context, gc *client.GroupConsumer, n i
 func TestGroupBillingAnalytics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p := startNode(t)
+	p := e2e.StartNode(t)
 	c := groupClient(t, p)
 	if _, err := c.CreateTopic(ctx, "orders", 1, nil); err != nil {
 		t.Fatal(err)
@@ -82,8 +83,8 @@ func TestGroupBillingAnalytics(t *testing.T) {
 	}
 
 	// A restart (the leader comes back) keeps the committed offset.
-	p.stop()
-	p.start()
+	p.Stop()
+	p.Start()
 
 	billing, err = c.NewGroupConsumer(opts("billing", "billing-2"))
 	if err != nil {
@@ -158,7 +159,7 @@ func TestGroupBillingAnalytics(t *testing.T) {
 func TestGroupFencingAndTakeover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p := startNode(t)
+	p := e2e.StartNode(t)
 	c := groupClient(t, p)
 	if _, err := c.CreateTopic(ctx, "jobs", 2, nil); err != nil {
 		t.Fatal(err)
@@ -202,7 +203,7 @@ func TestGroupFencingAndTakeover(t *testing.T) {
 	moved := b.Assignment()[0]
 	kept := a.Assignment()[0]
 	// a's commit for the moved partition, with its old generation, is refused.
-	raw := p.rpc
+	raw := p.RPC
 	_, err := raw.CommitOffsets(ctx, connect.NewRequest(&logdv1.CommitOffsetsRequest{Group: "workers", MemberId: "a", Generation: staleGen,
 		Offsets: []*logdv1.GroupOffset{{Topic: moved.Topic, Partition: moved.Partition, Offset: 9}}}))
 	if connect.CodeOf(err) != connect.CodeFailedPrecondition {

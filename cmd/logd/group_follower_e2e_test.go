@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // TestClusterGroupConsumeOnFollower: `logctl consume TOPIC --group G`
@@ -23,8 +24,8 @@ import (
 func TestClusterGroupConsumeOnFollower(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c := newCluster(t, 3)
-	ld := c.leader(ctx)
+	c := e2e.NewCluster(t, 3)
+	ld := c.Leader(ctx)
 	cl := groupClient(t, ld)
 	const parts, perPart = 3, 20
 	if _, err := cl.CreateTopic(ctx, "orders", parts, nil); err != nil {
@@ -45,32 +46,32 @@ func TestClusterGroupConsumeOnFollower(t *testing.T) {
 	slices.Sort(all)
 	// Every node holds the records and the topic: only the group's own
 	// writes (join, commits) are new to a follower when it is asked.
-	c.converge(ctx)
+	c.Converge(ctx)
 
 	lines := func(out string) []string {
 		return strings.Fields(out)
 	}
-	for i, f := range c.nodes {
+	for i, f := range c.Nodes {
 		if f == ld {
 			continue
 		}
 		group := fmt.Sprintf("billing-%d", i)
-		first := lines(logctl(t, ld, "consume", "orders", "--group", group, "--max", "7"))
+		first := lines(e2e.Logctl(t, ld, "consume", "orders", "--group", group, "--max", "7"))
 		if len(first) != 7 {
 			t.Fatalf("%s through the leader: printed %v, want 7 records", group, first)
 		}
-		c.converge(ctx) // the follower knows the group and its commits
-		rest := lines(logctl(t, f, "consume", "orders", "--group", group))
+		c.Converge(ctx) // the follower knows the group and its commits
+		rest := lines(e2e.Logctl(t, f, "consume", "orders", "--group", group))
 		got := slices.Sorted(slices.Values(append(slices.Clone(first), rest...)))
 		if !slices.Equal(got, all) {
 			t.Errorf("%s through follower %s: printed %d records after the leader's %d, want the %d not consumed yet; together %v",
-				group, f.id, len(rest), len(first), len(all)-len(first), got)
+				group, f.ID, len(rest), len(first), len(all)-len(first), got)
 		}
 
 		fresh := fmt.Sprintf("analytics-%d", i)
-		out := lines(logctl(t, f, "consume", "orders", "--group", fresh))
+		out := lines(e2e.Logctl(t, f, "consume", "orders", "--group", fresh))
 		if got := slices.Sorted(slices.Values(out)); !slices.Equal(got, all) {
-			t.Errorf("new group %s through follower %s: printed %d records, want all %d: %v", fresh, f.id, len(out), len(all), got)
+			t.Errorf("new group %s through follower %s: printed %d records, want all %d: %v", fresh, f.ID, len(out), len(all), got)
 		}
 		for _, g := range []string{group, fresh} {
 			d, err := cl.DescribeGroup(ctx, g)
@@ -79,7 +80,7 @@ func TestClusterGroupConsumeOnFollower(t *testing.T) {
 			}
 			for _, p := range d.Partitions {
 				if p.LagRecords != 0 {
-					t.Errorf("group %s partition %d: lag %d after consuming through %s, want 0", g, p.Partition, p.LagRecords, f.id)
+					t.Errorf("group %s partition %d: lag %d after consuming through %s, want 0", g, p.Partition, p.LagRecords, f.ID)
 				}
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // killProxy forwards TCP connections to a logd process. Armed, it kills
@@ -110,10 +111,10 @@ func (kp *killProxy) serve(c net.Conn) {
 func TestIdempotentRetryAfterKill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p := startNode(t)
+	p := e2e.StartNode(t)
 	fired := make(chan struct{})
-	kp := startKillProxy(t, p.listen, func() {
-		p.cmd.Process.Kill() // SIGKILL; the test goroutine reaps and restarts it
+	kp := startKillProxy(t, p.Listen, func() {
+		p.Cmd.Process.Kill() // SIGKILL; the test goroutine reaps and restarts it
 		close(fired)
 	})
 	c, err := client.New(kp.ln.Addr().String(), client.Options{
@@ -147,8 +148,8 @@ func TestIdempotentRetryAfterKill(t *testing.T) {
 	case o := <-done:
 		t.Fatalf("produce finished before the kill: %+v", o)
 	}
-	p.kill()
-	p.start()
+	p.Kill()
+	p.Start()
 	o := <-done
 	res, err := o.res, o.err
 	if err != nil {
@@ -159,7 +160,7 @@ func TestIdempotentRetryAfterKill(t *testing.T) {
 	}
 	// The record is in the topic exactly once, at the offset the retry
 	// reported.
-	got := p.readAll(ctx, "pay", 2)
+	got := p.ReadAll(ctx, "pay", 2)
 	count := 0
 	for part, recs := range got {
 		for _, r := range recs {
@@ -183,8 +184,8 @@ func TestIdempotentRetryAfterKill(t *testing.T) {
 func TestIdempotencyConflictAndBatch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	p := startNode(t)
-	c, err := client.New(p.listen, client.Options{})
+	p := e2e.StartNode(t)
+	c, err := client.New(p.Listen, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,8 +208,8 @@ func TestIdempotencyConflictAndBatch(t *testing.T) {
 	if !errors.Is(err, client.ErrIdempotencyConflict) {
 		t.Fatalf("reused key with another payload: %v, want ErrIdempotencyConflict", err)
 	}
-	p.stop()
-	p.start()
+	p.Stop()
+	p.Start()
 	r2, err := c.Produce(ctx, "orders", recs("b", "c", "a", "c"))
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +228,7 @@ func TestIdempotencyConflictAndBatch(t *testing.T) {
 	if !errors.Is(err, client.ErrIdempotencyConflict) {
 		t.Fatalf("one key with two payloads in one call: %v, want ErrIdempotencyConflict", err)
 	}
-	got := render(p.readAll(ctx, "orders", 1))
+	got := e2e.Render(p.ReadAll(ctx, "orders", 1))
 	if got != "0: 0=v-a 1=v-b 2=v-c" {
 		t.Fatalf("log = %s", got)
 	}
@@ -242,8 +243,8 @@ func TestIdempotencyConflictAndBatch(t *testing.T) {
 func TestIdempotencyWindowAcrossSnapshotsAndKill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p := startNode(t, "--snapshot-threshold", "8", "--snapshot-interval", "50ms")
-	c, err := client.New(p.listen, client.Options{})
+	p := e2e.StartNode(t, "--snapshot-threshold", "8", "--snapshot-interval", "50ms")
+	c, err := client.New(p.Listen, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,12 +302,12 @@ func TestIdempotencyWindowAcrossSnapshotsAndKill(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	snaps, _ := filepath.Glob(filepath.Join(p.dataDir, "raft", "snapshots", "*", "state.bin"))
+	snaps, _ := filepath.Glob(filepath.Join(p.DataDir, "raft", "snapshots", "*", "state.bin"))
 	if len(snaps) == 0 {
 		t.Fatal("no snapshot was taken during the load")
 	}
-	p.kill()
-	p.start()
+	p.Kill()
+	p.Start()
 	// Retry every record, in calls of 500 (a producer that never saw its
 	// replies would): all are duplicates at their original offsets.
 	for g := range producers {
@@ -328,7 +329,7 @@ func TestIdempotencyWindowAcrossSnapshotsAndKill(t *testing.T) {
 		}
 	}
 	total := 0
-	for part, recs := range p.readAll(ctx, "snap", parts) {
+	for part, recs := range p.ReadAll(ctx, "snap", parts) {
 		for _, r := range recs {
 			total++
 			if w, ok := want[string(r.Key)]; !ok || w.part != part || w.off != r.Offset {

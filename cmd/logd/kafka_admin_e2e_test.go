@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // TestKafkaAdminOnFollower: on a three-node cluster, CreateTopics,
@@ -24,27 +25,27 @@ import (
 // (IncrementalAlterConfigs, sent to any broker and not retried on
 // NOT_CONTROLLER).
 func TestKafkaAdminOnFollower(t *testing.T) {
-	c := &cluster{t: t}
+	c := &e2e.Cluster{T: t}
 	kaddrs := map[string]string{}
 	for i := range 3 {
 		id := fmt.Sprintf("n%d", i+1)
-		kaddrs[id] = freeAddr(t)
-		c.nodes = append(c.nodes, newNode(t, id, "--kafka-listen", kaddrs[id]))
+		kaddrs[id] = e2e.FreeAddr(t)
+		c.Nodes = append(c.Nodes, e2e.NewNode(t, id, "--kafka-listen", kaddrs[id]))
 	}
-	c.start()
+	c.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	leader := c.leader(ctx)
-	var follower *node
-	for _, nd := range c.nodes {
+	leader := c.Leader(ctx)
+	var follower *e2e.Node
+	for _, nd := range c.Nodes {
 		if nd != leader {
 			follower = nd
 			break
 		}
 	}
 	var brokerID int32
-	fmt.Sscanf(follower.id, "n%d", &brokerID)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kaddrs[follower.id]))
+	fmt.Sscanf(follower.ID, "n%d", &brokerID)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kaddrs[follower.ID]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,12 +53,12 @@ func TestKafkaAdminOnFollower(t *testing.T) {
 	if err := cl.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
-	lc, err := client.New(leader.listen, client.Options{Timeout: 10 * time.Second})
+	lc, err := client.New(leader.Listen, client.Options{Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lc.Close()
-	fc, err := client.New(follower.listen, client.Options{Timeout: 10 * time.Second})
+	fc, err := client.New(follower.Listen, client.Options{Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestKafkaAdminOnFollower(t *testing.T) {
 
 	// sarama's admin, which knows only the follower.
 	cfg := saramaConfig()
-	admin, err := sarama.NewClusterAdmin([]string{kaddrs[follower.id]}, cfg)
+	admin, err := sarama.NewClusterAdmin([]string{kaddrs[follower.ID]}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,28 +177,28 @@ func TestKafkaAdminOnFollower(t *testing.T) {
 // voters that answered it lately: all three, then two once a follower is
 // killed (5 s after its last answer), then three again once it is back.
 func TestKafkaISR(t *testing.T) {
-	c := &cluster{t: t}
+	c := &e2e.Cluster{T: t}
 	var kaddr string
 	kaddrs := map[string]string{}
 	for i := range 3 {
 		id := fmt.Sprintf("n%d", i+1)
-		kaddrs[id] = freeAddr(t)
-		c.nodes = append(c.nodes, newNode(t, id, "--kafka-listen", kaddrs[id]))
+		kaddrs[id] = e2e.FreeAddr(t)
+		c.Nodes = append(c.Nodes, e2e.NewNode(t, id, "--kafka-listen", kaddrs[id]))
 	}
-	c.start()
+	c.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	leader := c.leader(ctx)
-	kaddr = kaddrs[leader.id]
-	createTopic(t, ctx, leader, "isr", 1, nil)
-	var victim *node
-	for _, nd := range c.nodes {
+	leader := c.Leader(ctx)
+	kaddr = kaddrs[leader.ID]
+	e2e.CreateTopic(t, ctx, leader, "isr", 1, nil)
+	var victim *e2e.Node
+	for _, nd := range c.Nodes {
 		if nd != leader {
 			victim = nd
 		}
 	}
 	var victimID int32
-	fmt.Sscanf(victim.id, "n%d", &victimID)
+	fmt.Sscanf(victim.ID, "n%d", &victimID)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(kaddr))
 	if err != nil {
 		t.Fatal(err)
@@ -219,14 +220,14 @@ func TestKafkaISR(t *testing.T) {
 	}
 	waitISR := func(what string, want int, in bool) {
 		t.Helper()
-		waitFor(t, ctx, what, func() bool {
+		e2e.WaitFor(t, ctx, what, func() bool {
 			replicas, got := isr()
 			return len(replicas) == 3 && len(got) == want && slices.Contains(got, victimID) == in
 		})
 	}
 	waitISR("all three voters in sync", 3, true)
-	victim.kill()
-	waitISR(victim.id+" out of the ISR once killed", 2, false)
-	victim.launch("")
-	waitISR(victim.id+" back in the ISR", 3, true)
+	victim.Kill()
+	waitISR(victim.ID+" out of the ISR once killed", 2, false)
+	victim.Launch("")
+	waitISR(victim.ID+" back in the ISR", 3, true)
 }

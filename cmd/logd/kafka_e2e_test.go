@@ -20,6 +20,7 @@ import (
 
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // kafkaGroupArgs are the flags of a node whose Kafka listener on addr
@@ -53,7 +54,7 @@ func runKcat(t *testing.T, ctx context.Context, bin string, args ...string) stri
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("kcat %s: %v\n%s", strings.Join(args, " "), err, tail(stderr.String(), 2000))
+		t.Fatalf("kcat %s: %v\n%s", strings.Join(args, " "), err, e2e.Tail(stderr.String(), 2000))
 	}
 	return stdout.String()
 }
@@ -66,14 +67,14 @@ func runKcat(t *testing.T, ctx context.Context, bin string, args ...string) stri
 func TestKafkaKcat(t *testing.T) {
 	bin := kcat(t)
 	n := 10_000
-	if faultLong() {
+	if e2e.FaultLong() {
 		n = 100_000
 	}
-	kaddr := freeAddr(t)
-	nd := startNode(t, "--kafka-listen", kaddr)
+	kaddr := e2e.FreeAddr(t)
+	nd := e2e.StartNode(t, "--kafka-listen", kaddr)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	createTopic(t, ctx, nd, "kcat", 3, nil)
+	e2e.CreateTopic(t, ctx, nd, "kcat", 3, nil)
 
 	meta := runKcat(t, ctx, bin, "-b", kaddr, "-L", "-t", "kcat")
 	for _, want := range []string{"broker 1 at " + kaddr + " (controller)", `topic "kcat" with 3 partitions`, "partition 2, leader 1, replicas: 1, isrs: 1"} {
@@ -118,7 +119,7 @@ func TestKafkaKcat(t *testing.T) {
 
 	// The same records through logd's own API.
 	total := 0
-	for _, recs := range nd.readAll(ctx, "kcat", 3) {
+	for _, recs := range nd.ReadAll(ctx, "kcat", 3) {
 		for _, r := range recs {
 			if !want[string(r.Value)] {
 				t.Fatalf("logd's API read %q", r.Value)
@@ -147,7 +148,7 @@ func kcatFails(t *testing.T, ctx context.Context, bin string, args ...string) st
 	cmd := exec.CommandContext(ctx, bin, args...)
 	out, err := cmd.CombinedOutput()
 	if err == nil {
-		t.Fatalf("kcat %s succeeded:\n%s", strings.Join(args, " "), tail(string(out), 2000))
+		t.Fatalf("kcat %s succeeded:\n%s", strings.Join(args, " "), e2e.Tail(string(out), 2000))
 	}
 	return string(out)
 }
@@ -164,19 +165,19 @@ func TestKafkaKcatTLS(t *testing.T) {
 	const n = 1000
 	dir := certDir(t) // the CA, n1 and alice
 	issueNow(t, "client", "--dir", dir, "--name", "admin")
-	kaddr := freeAddr(t)
+	kaddr := e2e.FreeAddr(t)
 	nd := secureNode(t, dir, "n1", "--kafka-listen", kaddr)
-	nd.start()
+	nd.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for _, topic := range []string{"tls", "readonly", "private"} {
-		createTopic(t, ctx, nd, topic, 1, nil)
+		e2e.CreateTopic(t, ctx, nd, topic, 1, nil)
 	}
 	var acls []*logdv1.ACL
 	for _, g := range []struct{ topic, op string }{{"tls", "write"}, {"tls", "read"}, {"readonly", "read"}} {
 		acls = append(acls, &logdv1.ACL{Principal: "User:alice", Resource: "topic", Pattern: "literal", Name: g.topic, Operation: g.op, Effect: "allow"})
 	}
-	if _, err := nd.rpc.CreateACLs(ctx, connect.NewRequest(&logdv1.CreateACLsRequest{Acls: acls})); err != nil {
+	if _, err := nd.RPC.CreateACLs(ctx, connect.NewRequest(&logdv1.CreateACLsRequest{Acls: acls})); err != nil {
 		t.Fatal(err)
 	}
 	alice := append([]string{"-b", kaddr}, kcatTLS(dir, "alice")...)
@@ -202,9 +203,9 @@ func TestKafkaKcatTLS(t *testing.T) {
 
 	refused := kcatFails(t, ctx, bin, append(alice, "-P", "-t", "readonly", "-l", file)...)
 	if !strings.Contains(refused, "uthorization failed") {
-		t.Errorf("kcat -P to readonly: want an authorization failure:\n%s", tail(refused, 2000))
+		t.Errorf("kcat -P to readonly: want an authorization failure:\n%s", e2e.Tail(refused, 2000))
 	}
-	if recs := nd.readAll(ctx, "readonly", 1)[0]; len(recs) != 0 {
+	if recs := nd.ReadAll(ctx, "readonly", 1)[0]; len(recs) != 0 {
 		t.Fatalf("readonly holds %d records after a refused produce", len(recs))
 	}
 
@@ -242,7 +243,7 @@ func TestKafkaKcatTLS(t *testing.T) {
 		r := <-results
 		out := string(r.out)
 		if r.err == nil || strings.Contains(out, `topic "tls"`) || !strings.Contains(out, cases[r.name].want) {
-			t.Errorf("%s: kcat -L: %v, want a failure with %q:\n%s", r.name, r.err, cases[r.name].want, tail(out, 2000))
+			t.Errorf("%s: kcat -L: %v, want a failure with %q:\n%s", r.name, r.err, cases[r.name].want, e2e.Tail(out, 2000))
 		}
 	}
 }
@@ -318,7 +319,7 @@ func startKcatMember(t *testing.T, ctx context.Context, bin, addr, groupID, topi
 		<-m.done
 		if t.Failed() {
 			m.mu.Lock()
-			t.Logf("kcat -G (pid %d) stderr:\n%s", m.cmd.Process.Pid, tail(m.stderr.String(), 3000))
+			t.Logf("kcat -G (pid %d) stderr:\n%s", m.cmd.Process.Pid, e2e.Tail(m.stderr.String(), 3000))
 			m.mu.Unlock()
 		}
 	})
@@ -340,7 +341,7 @@ func (m *kcatMember) stop(t *testing.T) {
 	select {
 	case <-m.done:
 	case <-time.After(30 * time.Second):
-		t.Fatalf("kcat did not exit within 30s of SIGTERM:\n%s", tail(m.stderr.String(), 2000))
+		t.Fatalf("kcat did not exit within 30s of SIGTERM:\n%s", e2e.Tail(m.stderr.String(), 2000))
 	}
 }
 
@@ -354,15 +355,15 @@ func (m *kcatMember) stop(t *testing.T) {
 func TestKafkaKcatGroup(t *testing.T) {
 	bin := kcat(t)
 	const parts, n = 4, 2000
-	kaddr := freeAddr(t)
-	nd := startNode(t, kafkaGroupArgs(kaddr)...)
+	kaddr := e2e.FreeAddr(t)
+	nd := e2e.StartNode(t, kafkaGroupArgs(kaddr)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	createTopic(t, ctx, nd, "kgroup", parts, nil)
+	e2e.CreateTopic(t, ctx, nd, "kgroup", parts, nil)
 
 	a := startKcatMember(t, ctx, bin, kaddr, "kg", "kgroup")
 	b := startKcatMember(t, ctx, bin, kaddr, "kg", "kgroup")
-	waitFor(t, ctx, "both kcat consumers assigned partitions", func() bool {
+	e2e.WaitFor(t, ctx, "both kcat consumers assigned partitions", func() bool {
 		return a.assignment() > 0 && b.assignment() > 0 && a.assignment()+b.assignment() == parts
 	})
 
@@ -393,19 +394,19 @@ func TestKafkaKcatGroup(t *testing.T) {
 		}
 		return got, counts[0], counts[1]
 	}
-	waitFor(t, ctx, "every record consumed by the group", func() bool { got, _, _ := seen(); return len(got) == n })
+	e2e.WaitFor(t, ctx, "every record consumed by the group", func() bool { got, _, _ := seen(); return len(got) == n })
 	// The group's Kafka members hold it: `logctl group delete` is
 	// refused (as Kafka's NON_EMPTY_GROUP), and its offsets stay.
-	lc, err := client.New(nd.listen, client.Options{Timeout: 10 * time.Second})
+	lc, err := client.New(nd.Listen, client.Options{Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lc.Close()
-	waitFor(t, ctx, "the members' first commits", func() bool {
+	e2e.WaitFor(t, ctx, "the members' first commits", func() bool {
 		d, err := lc.DescribeGroup(ctx, "kg")
 		return err == nil && len(d.Partitions) > 0
 	})
-	out, err := exec.CommandContext(ctx, buildLogctl(t), "--server", nd.listen, "group", "delete", "kg").CombinedOutput()
+	out, err := exec.CommandContext(ctx, e2e.LogctlBinary(t), "--server", nd.Listen, "group", "delete", "kg").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "live") {
 		t.Fatalf("logctl group delete of a group with live kcat members: %v\n%s", err, out)
 	}
@@ -426,13 +427,13 @@ func TestKafkaKcatGroup(t *testing.T) {
 
 	describe := func() client.GroupDescription {
 		var d client.GroupDescription
-		if err := json.Unmarshal([]byte(logctl(t, nd, "group", "describe", "kg", "-o", "json")), &d); err != nil {
+		if err := json.Unmarshal([]byte(e2e.Logctl(t, nd, "group", "describe", "kg", "-o", "json")), &d); err != nil {
 			t.Fatal(err)
 		}
 		return d
 	}
 	var d client.GroupDescription
-	waitFor(t, ctx, "the group's commits at the end", func() bool {
+	e2e.WaitFor(t, ctx, "the group's commits at the end", func() bool {
 		d = describe()
 		done := len(d.Partitions) == parts
 		for _, p := range d.Partitions {
@@ -444,7 +445,7 @@ func TestKafkaKcatGroup(t *testing.T) {
 		t.Fatalf("group after kcat left: state %s, %d members of logd's protocol", d.State, len(d.Members))
 	}
 
-	logctl(t, nd, "group", "reset-offsets", "kg", "--topic", "kgroup", "--to-offset", "5", "--execute")
+	e2e.Logctl(t, nd, "group", "reset-offsets", "kg", "--topic", "kgroup", "--to-offset", "5", "--execute")
 	for _, p := range describe().Partitions {
 		if want := min(5, p.End); p.Committed != want {
 			t.Fatalf("after the reset, partition %d is committed at %d; want %d", p.Partition, p.Committed, want)
@@ -455,7 +456,7 @@ func TestKafkaKcatGroup(t *testing.T) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			logMu.Lock()
-			t.Logf("kgo's log:\n%s", tail(kgoLog.String(), 6000))
+			t.Logf("kgo's log:\n%s", e2e.Tail(kgoLog.String(), 6000))
 			logMu.Unlock()
 		}
 	})

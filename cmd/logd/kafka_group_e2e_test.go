@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // TestKafkaGroupLeaderKill: a kgo group consumer reads a three-node
@@ -24,22 +26,22 @@ import (
 // TestGroupCoordinatorMoves covers a coordinator that stops leading in
 // the default run.
 func TestKafkaGroupLeaderKill(t *testing.T) {
-	if !faultLong() {
+	if !e2e.FaultLong() {
 		t.Skip("a cluster with leader kills: make fault (LOGD_FAULT_LONG=1) runs it")
 	}
 	total, kills := 20_000, 3
 	const parts = 3
-	c := &cluster{t: t}
+	c := &e2e.Cluster{T: t}
 	var seeds []string
 	for i := range 3 {
-		kaddr := freeAddr(t)
+		kaddr := e2e.FreeAddr(t)
 		seeds = append(seeds, kaddr)
-		c.nodes = append(c.nodes, newNode(t, fmt.Sprintf("n%d", i+1), kafkaGroupArgs(kaddr)...))
+		c.Nodes = append(c.Nodes, e2e.NewNode(t, fmt.Sprintf("n%d", i+1), kafkaGroupArgs(kaddr)...))
 	}
-	c.start()
+	c.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	createTopic(t, ctx, c.leader(ctx), "failover", parts, nil)
+	e2e.CreateTopic(t, ctx, c.Leader(ctx), "failover", parts, nil)
 
 	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("failover"),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.RetryTimeout(time.Minute))
@@ -77,7 +79,7 @@ func TestKafkaGroupLeaderKill(t *testing.T) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			logMu.Lock()
-			t.Logf("kgo's log:\n%s", tail(kgoLog.String(), 8000))
+			t.Logf("kgo's log:\n%s", e2e.Tail(kgoLog.String(), 8000))
 			logMu.Unlock()
 		}
 	})
@@ -118,27 +120,27 @@ func TestKafkaGroupLeaderKill(t *testing.T) {
 	}()
 
 	for k := range kills {
-		waitFor(t, ctx, "the consumer progresses", func() bool { n, _ := count(); return n >= (k+1)*total/(kills+2) })
-		ld := c.leader(ctx)
-		t.Logf("kill %d: SIGKILL the leader %s after %d records", k+1, ld.id, func() int { n, _ := count(); return n }())
-		ld.kill()
+		e2e.WaitFor(t, ctx, "the consumer progresses", func() bool { n, _ := count(); return n >= (k+1)*total/(kills+2) })
+		ld := c.Leader(ctx)
+		t.Logf("kill %d: SIGKILL the leader %s after %d records", k+1, ld.ID, func() int { n, _ := count(); return n }())
+		ld.Kill()
 		if k < kills-1 {
-			ld.launch("") // back as a follower, from its own Raft state
+			ld.Launch("") // back as a follower, from its own Raft state
 		}
 	}
-	waitFor(t, ctx, "every record consumed", func() bool { n, _ := count(); return n == total })
+	e2e.WaitFor(t, ctx, "every record consumed", func() bool { n, _ := count(); return n == total })
 	distinct, all := count()
 	t.Logf("%d records consumed %d times over %d leader kills (under shared load)", distinct, all, kills)
 
 	// The group's commits reach the end of every partition, on a live node.
-	var live *node
-	for _, nd := range c.nodes {
-		if nd.cmd != nil {
+	var live *e2e.Node
+	for _, nd := range c.Nodes {
+		if nd.Cmd != nil {
 			live = nd
 		}
 	}
 	gc := groupClient(t, live)
-	waitFor(t, ctx, "the group's commits at the end", func() bool {
+	e2e.WaitFor(t, ctx, "the group's commits at the end", func() bool {
 		d, err := gc.DescribeGroup(ctx, "fo-group")
 		if err != nil || len(d.Partitions) != parts {
 			return false

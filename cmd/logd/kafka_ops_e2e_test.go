@@ -18,6 +18,7 @@ import (
 
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // scrapeSeries reads every sample of a Prometheus text page, keyed by its
@@ -48,11 +49,11 @@ func scrapeSeries(t *testing.T, url string) map[string]float64 {
 // /metrics page, and a Connect produce adds to the same series.
 func TestKafkaTopicTraffic(t *testing.T) {
 	const n, viaAPI = 50, 7
-	kaddr := freeAddr(t)
-	nd := startNode(t, "--kafka-listen", kaddr)
+	kaddr := e2e.FreeAddr(t)
+	nd := e2e.StartNode(t, "--kafka-listen", kaddr)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	createTopic(t, ctx, nd, "traffic", 2, nil)
+	e2e.CreateTopic(t, ctx, nd, "traffic", 2, nil)
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(kaddr), kgo.DefaultProduceTopic("traffic"),
 		kgo.ConsumeTopics("traffic"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -76,7 +77,7 @@ func TestKafkaTopicTraffic(t *testing.T) {
 		got += fs.NumRecords()
 	}
 
-	url := "http://" + nd.listen + "/metrics"
+	url := "http://" + nd.Listen + "/metrics"
 	series := func(family, direction string) float64 {
 		return scrapeSeries(t, url)[fmt.Sprintf(`%s{direction=%q,topic="traffic"}`, family, direction)]
 	}
@@ -84,7 +85,7 @@ func TestKafkaTopicTraffic(t *testing.T) {
 		t.Fatalf("logd_topic_records_total in: %v after %d records produced by kgo", in, n)
 	}
 	// kgo may fetch a batch again (a fetch it abandoned), never fewer.
-	waitFor(t, ctx, "the fetched records counted", func() bool { return series("logd_topic_records_total", "out") >= n })
+	e2e.WaitFor(t, ctx, "the fetched records counted", func() bool { return series("logd_topic_records_total", "out") >= n })
 	// Batch bytes: kgo compresses (snappy) by default, so the records'
 	// own bytes bound nothing; what was served was at least what came in.
 	kafkaIn, kafkaOut := series("logd_topic_bytes_total", "in"), series("logd_topic_bytes_total", "out")
@@ -97,7 +98,7 @@ func TestKafkaTopicTraffic(t *testing.T) {
 	for i := range viaAPI {
 		apiRecs = append(apiRecs, &logdv1.Record{Value: fmt.Appendf(nil, "api-%d", i)})
 	}
-	if _, err := nd.rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "traffic", Records: apiRecs})); err != nil {
+	if _, err := nd.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "traffic", Records: apiRecs})); err != nil {
 		t.Fatal(err)
 	}
 	if in := series("logd_topic_records_total", "in"); in != n+viaAPI {
@@ -112,22 +113,22 @@ func TestKafkaTopicTraffic(t *testing.T) {
 // leader and through a follower (which asks the leader for them); once
 // the member leaves, the group has none.
 func TestKafkaGroupDescribeMembers(t *testing.T) {
-	c := &cluster{t: t}
+	c := &e2e.Cluster{T: t}
 	var seeds []string
 	for i := range 3 {
-		kaddr := freeAddr(t)
+		kaddr := e2e.FreeAddr(t)
 		seeds = append(seeds, kaddr)
-		c.nodes = append(c.nodes, newNode(t, fmt.Sprintf("n%d", i+1), kafkaGroupArgs(kaddr)...))
+		c.Nodes = append(c.Nodes, e2e.NewNode(t, fmt.Sprintf("n%d", i+1), kafkaGroupArgs(kaddr)...))
 	}
-	c.start()
+	c.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	leader := c.leader(ctx)
-	follower := c.nodes[0]
+	leader := c.Leader(ctx)
+	follower := c.Nodes[0]
 	if follower == leader {
-		follower = c.nodes[1]
+		follower = c.Nodes[1]
 	}
-	createTopic(t, ctx, leader, "described", 2, nil)
+	e2e.CreateTopic(t, ctx, leader, "described", 2, nil)
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("kops-describe"), kgo.ConsumerGroup("kd"),
 		kgo.ConsumeTopics("described"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DefaultProduceTopic("described"))
@@ -157,44 +158,44 @@ func TestKafkaGroupDescribeMembers(t *testing.T) {
 	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c.converge(ctx) // the follower has the commits too
+	c.Converge(ctx) // the follower has the commits too
 
-	describe := func(nd *node) client.GroupDescription {
+	describe := func(nd *e2e.Node) client.GroupDescription {
 		t.Helper()
 		var d client.GroupDescription
-		if err := json.Unmarshal([]byte(logctl(t, nd, "group", "describe", "kd", "-o", "json")), &d); err != nil {
+		if err := json.Unmarshal([]byte(e2e.Logctl(t, nd, "group", "describe", "kd", "-o", "json")), &d); err != nil {
 			t.Fatal(err)
 		}
 		return d
 	}
-	for _, nd := range []*node{leader, follower} {
+	for _, nd := range []*e2e.Node{leader, follower} {
 		d := describe(nd)
 		if len(d.Members) != 1 {
-			t.Fatalf("describe -o json through %s: %d members, want the kgo member: %+v", nd.id, len(d.Members), d)
+			t.Fatalf("describe -o json through %s: %d members, want the kgo member: %+v", nd.ID, len(d.Members), d)
 		}
 		m := d.Members[0]
 		if m.Protocol != "kafka" || m.ClientID != "kops-describe" || !strings.HasPrefix(m.ClientHost, "127.0.0.1") || m.ID == "" ||
 			len(m.Partitions) != 2 || !slices.Equal(m.Topics, []string{"described"}) {
-			t.Fatalf("Kafka member through %s: %+v; want protocol kafka, client id kops-describe, host 127.0.0.1, topic described, both partitions", nd.id, m)
+			t.Fatalf("Kafka member through %s: %+v; want protocol kafka, client id kops-describe, host 127.0.0.1, topic described, both partitions", nd.ID, m)
 		}
 		if d.State != "stable" || len(d.Partitions) != 2 {
-			t.Fatalf("through %s: group state %q with %d partitions; want stable with both", nd.id, d.State, len(d.Partitions))
+			t.Fatalf("through %s: group state %q with %d partitions; want stable with both", nd.ID, d.State, len(d.Partitions))
 		}
 		for _, p := range d.Partitions {
 			if p.Owner != m.ID || p.Committed != p.End {
-				t.Fatalf("through %s: partition %d: owner %q, committed %d of %d; want the member's, at the end", nd.id, p.Partition, p.Owner, p.Committed, p.End)
+				t.Fatalf("through %s: partition %d: owner %q, committed %d of %d; want the member's, at the end", nd.ID, p.Partition, p.Owner, p.Committed, p.End)
 			}
 		}
-		text := logctl(t, nd, "group", "describe", "kd")
+		text := e2e.Logctl(t, nd, "group", "describe", "kd")
 		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(m.ID) + `\s+described\s+described:0,described:1\s+-\s+-\s+-\s+kafka\s+kops-describe\s+127\.0\.0\.1\S*$`).MatchString(text) {
-			t.Fatalf("through %s: the members table lacks the Kafka member:\n%s", nd.id, text)
+			t.Fatalf("through %s: the members table lacks the Kafka member:\n%s", nd.ID, text)
 		}
 	}
 
 	cl.Close() // leaves the group
 	closed = true
-	for _, nd := range []*node{leader, follower} {
-		waitFor(t, ctx, "the member gone from describe through "+nd.id, func() bool {
+	for _, nd := range []*e2e.Node{leader, follower} {
+		e2e.WaitFor(t, ctx, "the member gone from describe through "+nd.ID, func() bool {
 			d := describe(nd)
 			return len(d.Members) == 0 && d.State == "empty"
 		})

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // TestKafkaThrottleRetry: each Kafka client (kgo, sarama, kafkajs, kcat)
@@ -30,11 +31,11 @@ func TestKafkaThrottleRetry(t *testing.T) {
 	// than the bound could never fit and is refused outright, so the bound
 	// is above n.
 	const bound, n = 40, 30
-	kaddr := freeAddr(t)
-	nd := startNode(t, "--kafka-listen", kaddr)
+	kaddr := e2e.FreeAddr(t)
+	nd := e2e.StartNode(t, "--kafka-listen", kaddr)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := client.New(nd.listen, client.Options{Timeout: 10 * time.Second})
+	c, err := client.New(nd.Listen, client.Options{Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestKafkaThrottleRetry(t *testing.T) {
 				done <- result{vs, err}
 			}()
 			// Refused, and retried after the throttle: two refusals.
-			waitFor(t, ctx, "the client refused twice", func() bool {
+			e2e.WaitFor(t, ctx, "the client refused twice", func() bool {
 				select {
 				case r := <-done:
 					done <- r

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/internal/e2e"
 	"github.com/logd-dev/logd/partition"
 )
 
@@ -91,10 +92,10 @@ func execKafkajs(ctx context.Context, bin, command string, args map[string]any, 
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("kafkajs %s: %v\n%s", command, err, tail(stderr.String(), 4000))
+		return fmt.Errorf("kafkajs %s: %v\n%s", command, err, e2e.Tail(stderr.String(), 4000))
 	}
 	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
-		return fmt.Errorf("kafkajs %s printed %q: %v\n%s", command, tail(stdout.String(), 2000), err, tail(stderr.String(), 4000))
+		return fmt.Errorf("kafkajs %s printed %q: %v\n%s", command, e2e.Tail(stdout.String(), 2000), err, e2e.Tail(stderr.String(), 4000))
 	}
 	return nil
 }
@@ -135,9 +136,9 @@ func kafkajsRecord(i int) client.FetchedRecord {
 
 // readByValue reads every record of topic through logd's Go client and
 // indexes them by value; a value read twice fails the test.
-func readByValue(t *testing.T, ctx context.Context, nd *node, topic string) map[string]client.FetchedRecord {
+func readByValue(t *testing.T, ctx context.Context, nd *e2e.Node, topic string) map[string]client.FetchedRecord {
 	t.Helper()
-	c, err := client.New(nd.listen, client.Options{Timeout: 10 * time.Second})
+	c, err := client.New(nd.Listen, client.Options{Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,11 +194,11 @@ func sameHeaders(a, b []client.Header) bool {
 //     of the deleted topic is UNKNOWN_TOPIC_OR_PARTITION.
 func TestKafkaKafkajs(t *testing.T) {
 	bin := kafkajsNode(t)
-	kaddr := freeAddr(t)
-	nd := startNode(t, "--kafka-listen", kaddr, "--kafka-auto-create-topics=false")
+	kaddr := e2e.FreeAddr(t)
+	nd := e2e.StartNode(t, "--kafka-listen", kaddr, "--kafka-auto-create-topics=false")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := client.New(nd.listen, client.Options{Timeout: 10 * time.Second})
+	c, err := client.New(nd.Listen, client.Options{Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +218,7 @@ func TestKafkaKafkajs(t *testing.T) {
 
 	t.Run("produce", func(t *testing.T) {
 		const parts, n, perSend = 3, 300, 30
-		createTopic(t, ctx, nd, "js", parts, nil)
+		e2e.CreateTopic(t, ctx, nd, "js", parts, nil)
 		var res struct {
 			Sends []struct {
 				First int `json:"first"`
@@ -427,10 +428,10 @@ type kafkajsGroup struct {
 }
 
 // describeGroup is `logctl group describe group -o json`.
-func describeGroup(t *testing.T, nd *node, group string) client.GroupDescription {
+func describeGroup(t *testing.T, nd *e2e.Node, group string) client.GroupDescription {
 	t.Helper()
 	var d client.GroupDescription
-	if err := json.Unmarshal([]byte(logctl(t, nd, "group", "describe", group, "-o", "json")), &d); err != nil {
+	if err := json.Unmarshal([]byte(e2e.Logctl(t, nd, "group", "describe", group, "-o", "json")), &d); err != nil {
 		t.Fatal(err)
 	}
 	return d
@@ -438,10 +439,10 @@ func describeGroup(t *testing.T, nd *node, group string) client.GroupDescription
 
 // waitCommittedAtEnd waits until `logctl group describe` shows group's
 // commits at the end of every one of parts partitions.
-func waitCommittedAtEnd(t *testing.T, ctx context.Context, nd *node, group string, parts int) client.GroupDescription {
+func waitCommittedAtEnd(t *testing.T, ctx context.Context, nd *e2e.Node, group string, parts int) client.GroupDescription {
 	t.Helper()
 	var d client.GroupDescription
-	waitFor(t, ctx, "logctl group describe "+group+": commits at the end of every partition", func() bool {
+	e2e.WaitFor(t, ctx, "logctl group describe "+group+": commits at the end of every partition", func() bool {
 		d = describeGroup(t, nd, group)
 		done := len(d.Partitions) == parts
 		for _, p := range d.Partitions {
@@ -463,12 +464,12 @@ func waitCommittedAtEnd(t *testing.T, ctx context.Context, nd *node, group strin
 func TestKafkaKafkajsGroup(t *testing.T) {
 	bin := kafkajsNode(t)
 	const parts, early, late = 4, 200, 200
-	kaddr := freeAddr(t)
-	nd := startNode(t, kafkaGroupArgs(kaddr)...)
+	kaddr := e2e.FreeAddr(t)
+	nd := e2e.StartNode(t, kafkaGroupArgs(kaddr)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	createTopic(t, ctx, nd, "jsgroup", parts, nil)
-	c, err := client.New(nd.listen, client.Options{Timeout: 10 * time.Second})
+	e2e.CreateTopic(t, ctx, nd, "jsgroup", parts, nil)
+	c, err := client.New(nd.Listen, client.Options{Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -546,11 +547,11 @@ func TestKafkaMixedGroup(t *testing.T) {
 	kc := kcat(t)
 	bin := kafkajsNode(t)
 	const parts, n, reset = 3, 300, 40
-	kaddr := freeAddr(t)
-	nd := startNode(t, kafkaGroupArgs(kaddr)...)
+	kaddr := e2e.FreeAddr(t)
+	nd := e2e.StartNode(t, kafkaGroupArgs(kaddr)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	createTopic(t, ctx, nd, "mixed", parts, nil)
+	e2e.CreateTopic(t, ctx, nd, "mixed", parts, nil)
 
 	file := filepath.Join(t.TempDir(), "records.txt")
 	var sb strings.Builder
@@ -569,7 +570,7 @@ func TestKafkaMixedGroup(t *testing.T) {
 	}
 	at := map[pos]string{}
 	seen := map[string]bool{}
-	for line := range strings.SplitSeq(strings.TrimSpace(logctl(t, nd, "consume", "mixed", "--group", "mx", "-o", "json")), "\n") {
+	for line := range strings.SplitSeq(strings.TrimSpace(e2e.Logctl(t, nd, "consume", "mixed", "--group", "mx", "-o", "json")), "\n") {
 		var r struct {
 			Partition int32  `json:"partition"`
 			Offset    int64  `json:"offset"`
@@ -590,7 +591,7 @@ func TestKafkaMixedGroup(t *testing.T) {
 	}
 	d := waitCommittedAtEnd(t, ctx, nd, "mx", parts)
 
-	logctl(t, nd, "group", "reset-offsets", "mx", "--topic", "mixed", "--to-offset", strconv.Itoa(reset), "--execute")
+	e2e.Logctl(t, nd, "group", "reset-offsets", "mx", "--topic", "mixed", "--to-offset", strconv.Itoa(reset), "--execute")
 	want := 0
 	for _, p := range d.Partitions {
 		want += int(p.End - reset)
@@ -637,12 +638,12 @@ func TestKafkaMixedGroup(t *testing.T) {
 func TestKafkaKafkajsResetOffsets(t *testing.T) {
 	bin := kafkajsNode(t)
 	const parts, n = 2, 20
-	kaddr := freeAddr(t)
-	nd := startNode(t, kafkaGroupArgs(kaddr)...)
+	kaddr := e2e.FreeAddr(t)
+	nd := e2e.StartNode(t, kafkaGroupArgs(kaddr)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	createTopic(t, ctx, nd, "jsreset", parts, nil)
-	c, err := client.New(nd.listen, client.Options{Timeout: 10 * time.Second})
+	e2e.CreateTopic(t, ctx, nd, "jsreset", parts, nil)
+	c, err := client.New(nd.Listen, client.Options{Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -712,7 +713,7 @@ func TestKafkaKafkajsResetOffsets(t *testing.T) {
 		}
 	}
 
-	if !faultLong() {
+	if !e2e.FaultLong() {
 		return
 	}
 	adminSteps([][]offset{{{0, "-1"}, {1, "-1"}}}, map[string]any{"reset": "latest"})

@@ -11,6 +11,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/internal/e2e"
 	"github.com/logd-dev/logd/server"
 )
 
@@ -23,10 +24,10 @@ import (
 func TestJSONLogsEveryLine(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c := newCluster(t, 3, "--log-format", "json")
-	leader := c.leader(ctx)
-	var victim *node
-	for _, nd := range c.nodes {
+	c := e2e.NewCluster(t, 3, "--log-format", "json")
+	leader := c.Leader(ctx)
+	var victim *e2e.Node
+	for _, nd := range c.Nodes {
 		if nd != leader {
 			victim = nd
 			break
@@ -36,15 +37,15 @@ func TestJSONLogsEveryLine(t *testing.T) {
 	// echoes it once, and the leader's line for the call carries it.
 	req := connect.NewRequest(&logdv1.CreateTopicRequest{Name: "traced", Partitions: 1})
 	req.Header().Set(server.RequestIDHeader, "e2e-forwarded-1")
-	resp, err := victim.rpc.CreateTopic(ctx, req)
+	resp, err := victim.RPC.CreateTopic(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := resp.Header().Values(server.RequestIDHeader); len(got) != 1 || got[0] != "e2e-forwarded-1" {
 		t.Errorf("forwarded call answered %s %q, want [e2e-forwarded-1]", server.RequestIDHeader, got)
 	}
-	waitFor(t, ctx, "the leader's line with the request id", func() bool {
-		b, err := os.ReadFile(leader.logs.Name())
+	e2e.WaitFor(t, ctx, "the leader's line with the request id", func() bool {
+		b, err := os.ReadFile(leader.Logs.Name())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,11 +57,11 @@ func TestJSONLogsEveryLine(t *testing.T) {
 		}
 		return false
 	})
-	victim.kill()
+	victim.Kill()
 	// The leader's Raft warns once its heartbeats to the dead follower
 	// fail (every 300 ms by default; its backoff keeps the lines few).
-	raftLines := func(nd *node) int {
-		b, err := os.ReadFile(nd.logs.Name())
+	raftLines := func(nd *e2e.Node) int {
+		b, err := os.ReadFile(nd.Logs.Name())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,19 +74,19 @@ func TestJSONLogsEveryLine(t *testing.T) {
 		}
 		return n
 	}
-	waitFor(t, ctx, "a Raft line on the leader", func() bool { return raftLines(leader) > 0 })
-	for _, nd := range c.nodes {
-		nd.stop()
+	e2e.WaitFor(t, ctx, "a Raft line on the leader", func() bool { return raftLines(leader) > 0 })
+	for _, nd := range c.Nodes {
+		nd.Stop()
 	}
-	for _, nd := range c.nodes {
-		b, err := os.ReadFile(nd.logs.Name())
+	for _, nd := range c.Nodes {
+		b, err := os.ReadFile(nd.Logs.Name())
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
 			var m map[string]any
 			if err := json.Unmarshal([]byte(line), &m); err != nil {
-				t.Errorf("%s line %d is not JSON: %q", nd.id, i+1, line)
+				t.Errorf("%s line %d is not JSON: %q", nd.ID, i+1, line)
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/internal/e2e"
 	"github.com/logd-dev/logd/internal/histcheck"
 )
 
@@ -36,7 +37,7 @@ func powerCutMode() string {
 // 100 ms (with the forwarded header, so it cannot pass the call to the
 // leader): it must not acknowledge one.
 type members struct {
-	c  *cluster
+	c  *e2e.Cluster
 	w  *workload
 	id int // the history's client id of the membership calls
 
@@ -48,7 +49,7 @@ type members struct {
 // call with the node.
 func (m *members) probe(i int, stop chan struct{}) {
 	defer m.probeDone.Done()
-	nd := m.c.nodes[i]
+	nd := m.c.Nodes[i]
 	id := int(m.w.clients.Add(1))
 	for n := 0; ; n++ {
 		select {
@@ -58,9 +59,9 @@ func (m *members) probe(i int, stop chan struct{}) {
 		}
 		p := int32(n % wParts)
 		v := fmt.Sprintf("probe%d-%d", id, n)
-		c := m.w.rec.Begin(histcheck.Op{Kind: histcheck.Append, Client: id, Node: nd.id, Leader: true, Topic: wTopic, Partition: p, Value: v})
+		c := m.w.rec.Begin(histcheck.Op{Kind: histcheck.Append, Client: id, Node: nd.ID, Leader: true, Topic: wTopic, Partition: p, Value: v})
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		resp, err := nd.rpc.Produce(ctx, req(true, &logdv1.ProduceRequest{Topic: wTopic, Records: []*logdv1.Record{{Value: []byte(v), Partition: &p}}}))
+		resp, err := nd.RPC.Produce(ctx, req(true, &logdv1.ProduceRequest{Topic: wTopic, Records: []*logdv1.Record{{Value: []byte(v), Partition: &p}}}))
 		cancel()
 		end(c, err, func(op *histcheck.Op) { op.Offset = resp.Msg.Results[0].Offset })
 		if err == nil {
@@ -87,12 +88,12 @@ func (m *members) client() int {
 }
 
 // leader returns the ready leader other than node i, or nil.
-func (m *members) leader(ctx context.Context, i int) *node {
+func (m *members) leader(ctx context.Context, i int) *e2e.Node {
 	l := m.w.leaderOf(ctx)
 	if l < 0 || l == i {
 		return nil
 	}
-	return m.c.nodes[l]
+	return m.c.Nodes[l]
 }
 
 // listed reports how the leader lists node i: as a member at all, and as
@@ -102,12 +103,12 @@ func (m *members) listed(ctx context.Context, i int) (member, voter, ok bool) {
 	if l == nil {
 		return false, false, false
 	}
-	st, err := l.status(ctx)
+	st, err := l.Status(ctx)
 	if err != nil {
 		return false, false, false
 	}
 	for _, mb := range st.Members {
-		if mb.Id == m.c.nodes[i].id {
+		if mb.Id == m.c.Nodes[i].ID {
 			return true, mb.Suffrage == "voter", true
 		}
 	}
@@ -118,7 +119,7 @@ func (m *members) listed(ctx context.Context, i int) (member, voter, ok bool) {
 // error (ABORTED while another change runs, or no leader), for up to 30 s.
 // Every call is in the history.
 func (m *members) Remove(ctx context.Context, i int) error {
-	target := m.c.nodes[i]
+	target := m.c.Nodes[i]
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var last error
@@ -128,13 +129,13 @@ func (m *members) Remove(ctx context.Context, i int) error {
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
-		c := m.w.rec.Begin(histcheck.Op{Kind: histcheck.RemoveNode, Client: m.client(), Node: via.id, Target: target.id})
+		c := m.w.rec.Begin(histcheck.Op{Kind: histcheck.RemoveNode, Client: m.client(), Node: via.ID, Target: target.ID})
 		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := via.rpc.RemoveNode(cctx, connect.NewRequest(&logdv1.RemoveNodeRequest{NodeId: target.id}))
+		_, err := via.RPC.RemoveNode(cctx, connect.NewRequest(&logdv1.RemoveNodeRequest{NodeId: target.ID}))
 		ccancel()
 		end(c, err, nil)
 		if err == nil {
-			if target.cmd != nil {
+			if target.Cmd != nil {
 				m.probeStop = make(chan struct{})
 				m.probeDone.Add(1)
 				go m.probe(i, m.probeStop)
@@ -147,7 +148,7 @@ func (m *members) Remove(ctx context.Context, i int) error {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return fmt.Errorf("%s still a member after 30s: %w", target.id, errors.Join(last, ctx.Err()))
+	return fmt.Errorf("%s still a member after 30s: %w", target.ID, errors.Join(last, ctx.Err()))
 }
 
 // Rejoin kills node i if it runs, gives it a fresh data directory, starts
@@ -155,11 +156,11 @@ func (m *members) Remove(ctx context.Context, i int) error {
 // it as a voter and it is ready. The add is in the history from the start
 // to the wait's end.
 func (m *members) Rejoin(ctx context.Context, i int) error {
-	nd := m.c.nodes[i]
+	nd := m.c.Nodes[i]
 	m.stopProbe()
-	nd.kill()
-	nd.dataDir = m.c.t.TempDir()
-	var via *node
+	nd.Kill()
+	nd.DataDir = m.c.T.TempDir()
+	var via *e2e.Node
 	for via == nil && ctx.Err() == nil {
 		if via = m.leader(ctx, i); via == nil {
 			time.Sleep(100 * time.Millisecond)
@@ -168,18 +169,18 @@ func (m *members) Rejoin(ctx context.Context, i int) error {
 	if via == nil {
 		return fmt.Errorf("no leader to join: %w", ctx.Err())
 	}
-	c := m.w.rec.Begin(histcheck.Op{Kind: histcheck.AddNode, Client: m.client(), Node: via.id, Target: nd.id})
-	nd.launch(via.listen)
+	c := m.w.rec.Begin(histcheck.Op{Kind: histcheck.AddNode, Client: m.client(), Node: via.ID, Target: nd.ID})
+	nd.Launch(via.Listen)
 	for ctx.Err() == nil {
 		if _, voter, _ := m.listed(ctx, i); voter {
-			if st, err := nd.status(ctx); err == nil && st.Ready {
+			if st, err := nd.Status(ctx); err == nil && st.Ready {
 				c.OK(nil)
 				return nil
 			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	err := fmt.Errorf("%s not a ready voter: %w", nd.id, ctx.Err())
+	err := fmt.Errorf("%s not a ready voter: %w", nd.ID, ctx.Err())
 	c.Unknown(err)
 	return err
 }

@@ -16,6 +16,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/internal/e2e"
 	"github.com/logd-dev/logd/internal/histcheck"
 	"github.com/logd-dev/logd/internal/nemesis"
 	"github.com/logd-dev/logd/peer"
@@ -67,7 +68,7 @@ func nemesisSeed(t *testing.T) uint64 {
 // nemesisDuration is how long one nemesis test's schedule runs.
 func nemesisDuration(t *testing.T) time.Duration {
 	t.Helper()
-	if !faultLong() {
+	if !e2e.FaultLong() {
 		return nemesisShort
 	}
 	total := nemesisLongTotal
@@ -85,14 +86,14 @@ func nemesisDuration(t *testing.T) time.Duration {
 // proxies of the returned Net (LOGD_PEER_ROUTES), and waits until all are
 // voters.
 // env (KEY=VALUE) is added to every node's environment.
-func newNemesisCluster(t *testing.T, n int, seed uint64, env []string, extra ...string) (*cluster, *nemesis.Net) {
+func newNemesisCluster(t *testing.T, n int, seed uint64, env []string, extra ...string) (*e2e.Cluster, *nemesis.Net) {
 	t.Helper()
-	c := &cluster{t: t}
+	c := &e2e.Cluster{T: t}
 	var targets []nemesis.Target
 	for i := range n {
-		nd := newNode(t, fmt.Sprintf("n%d", i+1), extra...)
-		c.nodes = append(c.nodes, nd)
-		targets = append(targets, nemesis.Target{Raft: nd.raft, API: nd.listen})
+		nd := e2e.NewNode(t, fmt.Sprintf("n%d", i+1), extra...)
+		c.Nodes = append(c.Nodes, nd)
+		targets = append(targets, nemesis.Target{Raft: nd.Raft, API: nd.Listen})
 	}
 	nt, err := nemesis.StartNet(targets, seed)
 	if err != nil {
@@ -105,33 +106,33 @@ func newNemesisCluster(t *testing.T, n int, seed uint64, env []string, extra ...
 			t.Errorf("close proxies: %v", err)
 		}
 	})
-	for i, nd := range c.nodes {
+	for i, nd := range c.Nodes {
 		routes := peer.Routes{}
-		for j, other := range c.nodes {
+		for j, other := range c.Nodes {
 			if i != j {
 				r := nt.Route(i, j)
-				routes[other.id] = peer.Route{Raft: r.Raft, API: r.API}
+				routes[other.ID] = peer.Route{Raft: r.Raft, API: r.API}
 			}
 		}
-		nd.env = append(slices.Clone(env), "LOGD_PEER_ROUTES="+routes.String())
+		nd.Env = append(slices.Clone(env), "LOGD_PEER_ROUTES="+routes.String())
 	}
-	c.start()
+	c.Start()
 	return c, nt
 }
 
 // procs implements nemesis.Processes over a cluster's nodes. Its methods
 // run on the test goroutine (the runner's).
-type procs struct{ c *cluster }
+type procs struct{ c *e2e.Cluster }
 
 // Leader returns the ready leader of the highest term: during a partition
 // an isolated old leader may still report itself leader.
 func (p procs) Leader(ctx context.Context) (int, bool) {
 	best, term := -1, uint64(0)
-	for i, nd := range p.c.nodes {
-		if nd.cmd == nil {
+	for i, nd := range p.c.Nodes {
+		if nd.Cmd == nil {
 			continue
 		}
-		st, err := nd.status(ctx)
+		st, err := nd.Status(ctx)
 		if err == nil && st.State == "Leader" && st.Term >= term {
 			best, term = i, st.Term
 		}
@@ -139,56 +140,56 @@ func (p procs) Leader(ctx context.Context) (int, bool) {
 	return best, best >= 0
 }
 
-func (p procs) Kill(i int) error { p.c.nodes[i].kill(); return nil }
+func (p procs) Kill(i int) error { p.c.Nodes[i].Kill(); return nil }
 
 func (p procs) Restart(i int) error {
-	nd := p.c.nodes[i]
-	if nd.cmd != nil {
-		return fmt.Errorf("%s is running", nd.id)
+	nd := p.c.Nodes[i]
+	if nd.Cmd != nil {
+		return fmt.Errorf("%s is running", nd.ID)
 	}
-	nd.launch("")
+	nd.Launch("")
 	return nil
 }
 
-func (p procs) Pause(i int) error  { p.c.nodes[i].signal(syscall.SIGSTOP); return nil }
-func (p procs) Resume(i int) error { p.c.nodes[i].signal(syscall.SIGCONT); return nil }
+func (p procs) Pause(i int) error  { p.c.Nodes[i].Signal(syscall.SIGSTOP); return nil }
+func (p procs) Resume(i int) error { p.c.Nodes[i].Signal(syscall.SIGCONT); return nil }
 
 func (p procs) KillAll(nodes []int) error {
-	sub := &cluster{t: p.c.t}
+	sub := &e2e.Cluster{T: p.c.T}
 	for _, i := range nodes {
-		sub.nodes = append(sub.nodes, p.c.nodes[i])
+		sub.Nodes = append(sub.Nodes, p.c.Nodes[i])
 	}
-	sub.killAll()
+	sub.KillAll()
 	return nil
 }
 
 // RestartEnv launches node i with env after its own (the peer routes and
 // the power-cut mode); a later KEY wins.
 func (p procs) RestartEnv(i int, env []string) error {
-	nd := p.c.nodes[i]
-	if nd.cmd != nil {
-		return fmt.Errorf("%s is running", nd.id)
+	nd := p.c.Nodes[i]
+	if nd.Cmd != nil {
+		return fmt.Errorf("%s is running", nd.ID)
 	}
-	base := nd.env
-	nd.env = append(slices.Clone(base), env...)
-	nd.launch("")
-	nd.env = base
+	base := nd.Env
+	nd.Env = append(slices.Clone(base), env...)
+	nd.Launch("")
+	nd.Env = base
 	return nil
 }
 
 // Lead waits until node i is ready, then asks it for a leadership
 // transfer to itself (any node forwards it to the leader) until it leads.
 func (p procs) Lead(ctx context.Context, i int) error {
-	nd := p.c.nodes[i]
+	nd := p.c.Nodes[i]
 	var last error
 	for ctx.Err() == nil {
-		st, err := nd.status(ctx)
+		st, err := nd.Status(ctx)
 		if err == nil && st.Ready && st.State == "Leader" {
 			return nil
 		}
 		if err == nil && st.Ready {
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			_, last = nd.rpc.TransferLeadership(cctx, connect.NewRequest(&logdv1.TransferLeadershipRequest{NodeId: nd.id}))
+			_, last = nd.RPC.TransferLeadership(cctx, connect.NewRequest(&logdv1.TransferLeadershipRequest{NodeId: nd.ID}))
 			cancel()
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -199,11 +200,11 @@ func (p procs) Lead(ctx context.Context, i int) error {
 // Exited reports whether node i's process is a zombie: it ended and is
 // not reaped yet (kill reaps it). Linux only, as /proc is.
 func (p procs) Exited(i int) bool {
-	nd := p.c.nodes[i]
-	if nd.cmd == nil || nd.cmd.Process == nil {
+	nd := p.c.Nodes[i]
+	if nd.Cmd == nil || nd.Cmd.Process == nil {
 		return false
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", nd.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", nd.Cmd.Process.Pid))
 	if err != nil {
 		return false
 	}
@@ -236,7 +237,7 @@ func checkRouted(t *testing.T, nt *nemesis.Net) {
 // runNemesis runs a schedule of the given kinds against a three-node
 // cluster under the workloads, then heals, converges and checks: the
 // history with histcheck's checkers, and every node's copy of the append
-// topic with checkEveryNode. A failing run saves its history, schedule
+// topic with e2e.Cluster.CheckEveryNode. A failing run saves its history, schedule
 // and events (nemesisOut).
 func runNemesis(t *testing.T, kinds ...nemesis.Kind) { runNemesisOn(t, "", kinds...) }
 
@@ -244,7 +245,7 @@ func runNemesis(t *testing.T, kinds ...nemesis.Kind) { runNemesisOn(t, "", kinds
 // store (LOGD_RAFT_LOG_STORE; empty: logd's default).
 func runNemesisOn(t *testing.T, store string, kinds ...nemesis.Kind) {
 	// Their schedules run for a set time, mostly waiting between faults.
-	parallelShort(t)
+	e2e.ParallelShort(t)
 	if s := os.Getenv("LOGD_NEMESIS_KINDS"); s != "" {
 		ks, err := nemesis.ParseKinds(s)
 		if err != nil {
@@ -308,18 +309,18 @@ func runNemesisOn(t *testing.T, store string, kinds ...nemesis.Kind) {
 	rcancel()
 	w.halt()
 	phase("recovery")
-	c.converge(ctx)
+	c.Converge(ctx)
 	w.resendKeyed(ctx, 50)
 	w.drainQueue(ctx)
-	c.converge(ctx)
+	c.Converge(ctx)
 	phase("drain")
-	for _, nd := range c.nodes {
+	for _, nd := range c.Nodes {
 		w.finalQueue(ctx, nd)
 	}
 	w.scan(ctx)
 	checkRouted(t, nt)
 	acks, attempted := w.acks()
-	c.checkEveryNode(ctx, wTopic, wParts, acks, attempted)
+	c.CheckEveryNode(ctx, wTopic, wParts, acks, attempted)
 	phase("final reads")
 
 	ops := w.rec.Ops()
@@ -356,7 +357,7 @@ func TestNemesisKill(t *testing.T) {
 // of the whole cluster, with Raft's log in raft-boltdb (the default run
 // has them on logd's default store, raft-wal). Long runs only.
 func TestNemesisKillBoltDB(t *testing.T) {
-	if !faultLong() {
+	if !e2e.FaultLong() {
 		t.Skip("LOGD_FAULT_LONG=1 (make fault) runs the kills on raft-boltdb too")
 	}
 	runNemesisOn(t, "boltdb", nemesis.KillLeader, nemesis.KillRandom, nemesis.KillMajority, nemesis.PowerCutAll)
@@ -400,7 +401,7 @@ func TestNemesisMembership(t *testing.T) {
 // TestNemesisMixed: every kind of fault, drawn from one schedule (long
 // runs only).
 func TestNemesisMixed(t *testing.T) {
-	if !faultLong() {
+	if !e2e.FaultLong() {
 		t.Skip("LOGD_FAULT_LONG=1 (make fault) mixes every kind of fault")
 	}
 	runNemesis(t, nemesis.AllKinds()...)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/internal/e2e"
 	"github.com/logd-dev/logd/internal/histcheck"
 	"github.com/logd-dev/logd/server"
 )
@@ -54,7 +55,7 @@ const (
 // workload runs the nemesis workloads against a cluster.
 type workload struct {
 	t   *testing.T
-	c   *cluster
+	c   *e2e.Cluster
 	rec *histcheck.Recorder
 	// seed draws the clients' choices; each client has its own source.
 	seed    uint64
@@ -79,7 +80,7 @@ type keyedAppend struct {
 	partition  int32
 }
 
-func newWorkload(t *testing.T, c *cluster, seed uint64) *workload {
+func newWorkload(t *testing.T, c *e2e.Cluster, seed uint64) *workload {
 	return &workload{t: t, c: c, rec: histcheck.NewRecorder(), seed: seed, stop: make(chan struct{})}
 }
 
@@ -98,7 +99,7 @@ func (w *workload) newClient(i int) *goClient {
 	g := &goClient{id: int(w.clients.Add(1))}
 	g.rng = rand.New(rand.NewPCG(w.seed, uint64(g.id)))
 	// The default retry policy, which rides out an election.
-	cl, err := client.New(w.c.nodes[i%len(w.c.nodes)].listen, client.Options{Timeout: 2 * time.Second,
+	cl, err := client.New(w.c.Nodes[i%len(w.c.Nodes)].Listen, client.Options{Timeout: 2 * time.Second,
 		Retry: client.RetryPolicy{OnRetry: func(e client.RetryEvent) {
 			g.retried = append(g.retried, fmt.Sprintf("attempt %d: %v", e.Attempt, e.Err))
 		}}})
@@ -151,7 +152,7 @@ func definite(err error) (bool, histcheck.Reason) {
 	}
 	var ce *connect.Error
 	if errors.As(err, &ce) {
-		switch reasonOf(ce) {
+		switch e2e.ReasonOf(ce) {
 		case logdv1.Reason_REASON_STALE_TOKEN:
 			return true, histcheck.Stale
 		case logdv1.Reason_REASON_STALE_GENERATION, logdv1.Reason_REASON_UNKNOWN_MEMBER:
@@ -197,10 +198,10 @@ func (w *workload) prepare(ctx context.Context) {
 	if w.segmentBytes != "" {
 		config = map[string]string{"segment.bytes": w.segmentBytes}
 	}
-	createTopic(t, ctx, w.c.nodes[0], wTopic, wParts, config)
-	createTopic(t, ctx, w.c.nodes[0], gTopic, gParts, nil)
-	createTopic(t, ctx, w.c.nodes[0], qTopic, qParts, nil)
-	cl, err := client.New(w.c.nodes[0].listen, client.Options{Timeout: 10 * time.Second})
+	e2e.CreateTopic(t, ctx, w.c.Nodes[0], wTopic, wParts, config)
+	e2e.CreateTopic(t, ctx, w.c.Nodes[0], gTopic, gParts, nil)
+	e2e.CreateTopic(t, ctx, w.c.Nodes[0], qTopic, qParts, nil)
+	cl, err := client.New(w.c.Nodes[0].Listen, client.Options{Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +293,7 @@ func (w *workload) acked() int { return int(w.oks.Load()) }
 func (w *workload) waitAcks(ctx context.Context, what string, n int) {
 	w.t.Helper()
 	target := w.acked() + n
-	waitFor(w.t, ctx, what, func() bool { return w.acked() >= target })
+	e2e.WaitFor(w.t, ctx, what, func() bool { return w.acked() >= target })
 }
 
 // appender appends unique values to random partitions through the Go
@@ -360,8 +361,8 @@ func (w *workload) leaderOf(ctx context.Context) int {
 // leaderTerm is leaderOf with the leader's term.
 func (w *workload) leaderTerm(ctx context.Context) (int, uint64) {
 	best, term := -1, uint64(0)
-	for i, nd := range w.c.nodes {
-		st, err := nd.status(ctx)
+	for i, nd := range w.c.Nodes {
+		st, err := nd.Status(ctx)
 		if err == nil && st.State == "Leader" && st.Ready && st.Term >= term {
 			best, term = i, st.Term
 		}
@@ -374,8 +375,8 @@ func (w *workload) leaderTerm(ctx context.Context) (int, uint64) {
 // applied state without asking whether they lead (server/forward.go): a
 // leader that handed over its leadership (a transfer) since the look-up
 // answers as a follower would, and its read is recorded as one.
-func (w *workload) stillLeads(ctx context.Context, nd *node, term uint64) bool {
-	st, err := nd.status(ctx)
+func (w *workload) stillLeads(ctx context.Context, nd *e2e.Node, term uint64) bool {
+	st, err := nd.Status(ctx)
 	return err == nil && st.State == "Leader" && st.Term == term
 }
 
@@ -393,7 +394,7 @@ func (w *workload) reader(ctx context.Context, node int, leader bool) {
 	target, looked, term := node, time.Time{}, uint64(0)
 	// led says whether an ok read of nd counts as a leader read.
 	led := func(i int) bool {
-		if leader && !w.stillLeads(ctx, w.c.nodes[i], term) {
+		if leader && !w.stillLeads(ctx, w.c.Nodes[i], term) {
 			looked = time.Time{}
 			return false
 		}
@@ -408,12 +409,12 @@ func (w *workload) reader(ctx context.Context, node int, leader bool) {
 				continue
 			}
 		}
-		nd := w.c.nodes[target]
+		nd := w.c.Nodes[target]
 		p := int32(rng.IntN(wParts))
 		off := rng.Int64N(ends[p] + 2)
-		c := w.rec.Begin(histcheck.Op{Kind: histcheck.Read, Client: id, Node: nd.id, Leader: leader, Topic: wTopic, Partition: p, Offset: off})
+		c := w.rec.Begin(histcheck.Op{Kind: histcheck.Read, Client: id, Node: nd.ID, Leader: leader, Topic: wTopic, Partition: p, Offset: off})
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		resp, err := nd.rpc.Fetch(cctx, connect.NewRequest(&logdv1.FetchRequest{Topic: wTopic, Partition: p, Offset: off, MaxRecords: 1}))
+		resp, err := nd.RPC.Fetch(cctx, connect.NewRequest(&logdv1.FetchRequest{Topic: wTopic, Partition: p, Offset: off, MaxRecords: 1}))
 		cancel()
 		if err != nil {
 			if info := errorInfo(err); info != nil && info.Reason == logdv1.Reason_REASON_OFFSET_OUT_OF_RANGE && off >= info.EndOffset {
@@ -461,7 +462,7 @@ func (w *workload) member(ctx context.Context, i int) {
 	id := int(w.clients.Add(1))
 	rng := rand.New(rand.NewPCG(w.seed, uint64(id)))
 	member := fmt.Sprintf("m%d", i)
-	node := i % len(w.c.nodes)
+	node := i % len(w.c.Nodes)
 	direct := i%2 == 0
 	// who is the node to record for a call to nd.
 	who := func(id string) string {
@@ -488,7 +489,7 @@ func (w *workload) member(ctx context.Context, i int) {
 		})
 		if err != nil {
 			joined = false
-			node = (node + 1) % len(w.c.nodes)
+			node = (node + 1) % len(w.c.Nodes)
 			return
 		}
 		gen, owned, revoke, joined, beat = a.Generation, a.Partitions, a.Revoke, true, time.Now()
@@ -497,12 +498,12 @@ func (w *workload) member(ctx context.Context, i int) {
 		}
 	}
 	for !w.stopped(time.Duration(10+rng.IntN(20)) * time.Millisecond) {
-		nd := w.c.nodes[node]
+		nd := w.c.Nodes[node]
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		switch {
 		case !joined:
-			c := w.rec.Begin(histcheck.Op{Kind: histcheck.Join, Client: id, Node: who(nd.id), Group: gGroup, Member: member})
-			resp, err := nd.rpc.JoinGroup(cctx, req(direct, &logdv1.JoinGroupRequest{Group: gGroup, MemberId: member,
+			c := w.rec.Begin(histcheck.Op{Kind: histcheck.Join, Client: id, Node: who(nd.ID), Group: gGroup, Member: member})
+			resp, err := nd.RPC.JoinGroup(cctx, req(direct, &logdv1.JoinGroupRequest{Group: gGroup, MemberId: member,
 				Topics: []string{gTopic}, SessionTimeoutMs: int32(gSession.Milliseconds())}))
 			var a *logdv1.GroupAssignment
 			if err == nil {
@@ -510,8 +511,8 @@ func (w *workload) member(ctx context.Context, i int) {
 			}
 			assignment(c, a, err)
 		case time.Since(beat) > gSession/4 || len(revoke) > 0:
-			c := w.rec.Begin(histcheck.Op{Kind: histcheck.Join, Client: id, Node: who(nd.id), Group: gGroup, Member: member})
-			resp, err := nd.rpc.GroupHeartbeat(cctx, req(direct, &logdv1.GroupHeartbeatRequest{Group: gGroup, MemberId: member, Released: revoke}))
+			c := w.rec.Begin(histcheck.Op{Kind: histcheck.Join, Client: id, Node: who(nd.ID), Group: gGroup, Member: member})
+			resp, err := nd.RPC.GroupHeartbeat(cctx, req(direct, &logdv1.GroupHeartbeatRequest{Group: gGroup, MemberId: member, Released: revoke}))
 			var a *logdv1.GroupAssignment
 			if err == nil {
 				a = resp.Msg.Assignment
@@ -521,15 +522,15 @@ func (w *workload) member(ctx context.Context, i int) {
 			p := owned[rng.IntN(len(owned))].Partition
 			off := min(next[p], gEnd)
 			next[p]++
-			c := w.rec.Begin(histcheck.Op{Kind: histcheck.Commit, Client: id, Node: who(nd.id), Group: gGroup, Member: member,
+			c := w.rec.Begin(histcheck.Op{Kind: histcheck.Commit, Client: id, Node: who(nd.ID), Group: gGroup, Member: member,
 				Generation: gen, Topic: gTopic, Partition: p, Offset: off})
-			_, err := nd.rpc.CommitOffsets(cctx, req(direct, &logdv1.CommitOffsetsRequest{Group: gGroup, MemberId: member,
+			_, err := nd.RPC.CommitOffsets(cctx, req(direct, &logdv1.CommitOffsetsRequest{Group: gGroup, MemberId: member,
 				Generation: gen, Offsets: []*logdv1.GroupOffset{{Topic: gTopic, Partition: p, Offset: off}}}))
 			end(c, err, nil)
 			if ok, reason := definite(err); ok && reason == histcheck.Fenced {
 				joined = false
 			} else if err != nil {
-				node = (node + 1) % len(w.c.nodes)
+				node = (node + 1) % len(w.c.Nodes)
 			}
 		}
 		cancel()
@@ -553,11 +554,11 @@ func (w *workload) committedReader(ctx context.Context, node int, leader bool) {
 				continue
 			}
 		}
-		nd := w.c.nodes[target]
+		nd := w.c.Nodes[target]
 		p := int32(rng.IntN(gParts))
-		c := w.rec.Begin(histcheck.Op{Kind: histcheck.FetchCommitted, Client: id, Node: nd.id, Leader: leader, Group: gGroup, Topic: gTopic, Partition: p})
+		c := w.rec.Begin(histcheck.Op{Kind: histcheck.FetchCommitted, Client: id, Node: nd.ID, Leader: leader, Group: gGroup, Topic: gTopic, Partition: p})
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		resp, err := nd.rpc.DescribeGroup(cctx, connect.NewRequest(&logdv1.DescribeGroupRequest{Group: gGroup}))
+		resp, err := nd.RPC.DescribeGroup(cctx, connect.NewRequest(&logdv1.DescribeGroupRequest{Group: gGroup}))
 		cancel()
 		if err != nil {
 			c.Unknown(err) // a read changes nothing either way
@@ -708,32 +709,32 @@ func (w *workload) drainQueue(ctx context.Context) {
 // finalQueue records, from node nd, the final state of every record of
 // the queue's partitions: dead-lettered (with how many dead letters name
 // it), acked (below the done offset, and no dead letter), or unfinished.
-func (w *workload) finalQueue(ctx context.Context, nd *node) {
+func (w *workload) finalQueue(ctx context.Context, nd *e2e.Node) {
 	t := w.t
 	start := w.rec.Now()
-	dt, err := nd.rpc.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: qTopic + "." + qGroup + ".dlq"}))
+	dt, err := nd.RPC.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: qTopic + "." + qGroup + ".dlq"}))
 	dead := map[[2]int64]int{}
 	if err == nil {
-		for part, recs := range nd.readAll(ctx, qTopic+"."+qGroup+".dlq", int32(len(dt.Msg.Partitions))) {
+		for part, recs := range nd.ReadAll(ctx, qTopic+"."+qGroup+".dlq", int32(len(dt.Msg.Partitions))) {
 			for _, r := range recs {
 				d, ok := client.ParseDeadLetter(client.FetchedRecord{Partition: part, Offset: r.Offset, Key: r.Key, Value: r.Value, Headers: fetchedHeaders(r)})
 				if !ok {
-					t.Errorf("%s: dead-letter record %d/%d without dead-letter headers", nd.id, part, r.Offset)
+					t.Errorf("%s: dead-letter record %d/%d without dead-letter headers", nd.ID, part, r.Offset)
 					continue
 				}
 				dead[[2]int64{int64(d.OriginPartition), d.OriginOffset}]++
 			}
 		}
 	}
-	d, err := nd.rpc.DescribeQueueGroup(ctx, connect.NewRequest(&logdv1.DescribeQueueGroupRequest{Topic: qTopic, Group: qGroup}))
+	d, err := nd.RPC.DescribeQueueGroup(ctx, connect.NewRequest(&logdv1.DescribeQueueGroupRequest{Topic: qTopic, Group: qGroup}))
 	if err != nil {
-		t.Fatalf("%s: describe queue group: %v", nd.id, err)
+		t.Fatalf("%s: describe queue group: %v", nd.ID, err)
 	}
 	ret := w.rec.Now()
 	for _, p := range d.Msg.Partitions {
 		for off := int64(0); off < p.EndOffset; off++ {
 			k := [2]int64{int64(p.Partition), off}
-			op := histcheck.Op{Kind: histcheck.QueueFinal, Client: -1, Node: nd.id, Call: start, Return: ret, Outcome: histcheck.OK,
+			op := histcheck.Op{Kind: histcheck.QueueFinal, Client: -1, Node: nd.ID, Call: start, Return: ret, Outcome: histcheck.OK,
 				Group: qGroup, Topic: qTopic, Partition: p.Partition, Offset: off, DeadLetters: dead[k]}
 			switch {
 			case dead[k] > 0:
@@ -750,12 +751,12 @@ func (w *workload) finalQueue(ctx context.Context, nd *node) {
 
 // scan records every node's copy of every partition of the append topic.
 func (w *workload) scan(ctx context.Context) {
-	for _, nd := range w.c.nodes {
+	for _, nd := range w.c.Nodes {
 		start := w.rec.Now()
-		got := nd.readAll(ctx, wTopic, wParts)
+		got := nd.ReadAll(ctx, wTopic, wParts)
 		ret := w.rec.Now()
 		for p := range int32(wParts) {
-			op := histcheck.Op{Kind: histcheck.Scan, Client: -1, Node: nd.id, Call: start, Return: ret, Outcome: histcheck.OK, Topic: wTopic, Partition: p}
+			op := histcheck.Op{Kind: histcheck.Scan, Client: -1, Node: nd.ID, Call: start, Return: ret, Outcome: histcheck.OK, Topic: wTopic, Partition: p}
 			for _, r := range got[p] {
 				op.Records = append(op.Records, histcheck.Record{Offset: r.Offset, Value: string(r.Value)})
 			}
@@ -765,9 +766,9 @@ func (w *workload) scan(ctx context.Context) {
 }
 
 // acks returns the ok appends and every attempted value, for the
-// harness's checkEveryNode.
-func (w *workload) acks() ([]ack, map[string]bool) {
-	var out []ack
+// harness's Cluster.CheckEveryNode.
+func (w *workload) acks() ([]e2e.Ack, map[string]bool) {
+	var out []e2e.Ack
 	attempted := map[string]bool{}
 	seen := map[string]bool{}
 	for _, op := range w.rec.Ops() {
@@ -777,7 +778,7 @@ func (w *workload) acks() ([]ack, map[string]bool) {
 		attempted[op.Value] = true
 		if op.Outcome == histcheck.OK && !seen[op.Value] {
 			seen[op.Value] = true
-			out = append(out, ack{op.Partition, op.Offset, op.Value})
+			out = append(out, e2e.Ack{Partition: op.Partition, Offset: op.Offset, Value: op.Value})
 		}
 	}
 	return out, attempted

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // The operator's side of observability: deploy/prometheus/alerts.yml
@@ -153,7 +154,7 @@ scrape_configs:
 	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	listen := freeAddr(t)
+	listen := e2e.FreeAddr(t)
 	var out bytes.Buffer
 	cmd := exec.Command(bin, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+listen, "--log.level=warn")
@@ -165,11 +166,11 @@ scrape_configs:
 		cmd.Process.Kill()
 		cmd.Wait()
 		if t.Failed() {
-			t.Logf("prometheus output:\n%s", tail(out.String(), 4000))
+			t.Logf("prometheus output:\n%s", e2e.Tail(out.String(), 4000))
 		}
 	})
 	base := "http://" + listen
-	waitFor(t, ctx, "prometheus ready", func() bool {
+	e2e.WaitFor(t, ctx, "prometheus ready", func() bool {
 		resp, err := http.Get(base + "/-/ready")
 		if err != nil {
 			return false
@@ -186,24 +187,24 @@ scrape_configs:
 // dead letter), and every panel of the Grafana dashboard answers with a
 // number. Renaming a panel's metric to one logd does not export fails it.
 func TestDashboardQueriesReturnData(t *testing.T) {
-	parallelShort(t)
+	e2e.ParallelShort(t)
 	queries := dashboardQueries(t)
 	prometheusTool(t, "prometheus")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	c := newCluster(t, 3, "--snapshot-threshold", "16", "--snapshot-interval", "500ms")
+	c := e2e.NewCluster(t, 3, "--snapshot-threshold", "16", "--snapshot-interval", "500ms")
 	var targets []string
-	for _, nd := range c.nodes {
-		targets = append(targets, nd.listen)
+	for _, nd := range c.Nodes {
+		targets = append(targets, nd.Listen)
 	}
 	prom := startPrometheus(t, ctx, targets)
-	waitFor(t, ctx, "prometheus scraped every node", func() bool {
+	e2e.WaitFor(t, ctx, "prometheus scraped every node", func() bool {
 		n, err := promQuery(ctx, prom, `up{job="logd"} == 1`)
 		return err == nil && n == len(targets)
 	})
 
-	leader := c.leader(ctx)
-	cl, err := client.New(leader.listen, client.Options{Timeout: 5 * time.Second})
+	leader := c.Leader(ctx)
+	cl, err := client.New(leader.Listen, client.Options{Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // TestPeerListenCluster: three real nodes with TLS, peer TLS, --auth
@@ -42,16 +43,16 @@ func TestPeerListenCluster(t *testing.T) {
 	}
 	issueNow(t, "client", "--dir", dir, "--name", "admin")
 	peerAddr, kafkaAddr := map[string]string{}, map[string]string{}
-	c := &cluster{t: t}
+	c := &e2e.Cluster{T: t}
 	for _, id := range ids {
-		peerAddr[id], kafkaAddr[id] = freeAddr(t), freeAddr(t)
-		c.nodes = append(c.nodes, secureNode(t, dir, id, "--peer-listen", peerAddr[id], "--kafka-listen", kafkaAddr[id],
+		peerAddr[id], kafkaAddr[id] = e2e.FreeAddr(t), e2e.FreeAddr(t)
+		c.Nodes = append(c.Nodes, secureNode(t, dir, id, "--peer-listen", peerAddr[id], "--kafka-listen", kafkaAddr[id],
 			"--snapshot-threshold", "64", "--snapshot-interval", "200ms"))
 	}
-	c.start()
-	leader := c.leader(ctx)
-	var followers []*node
-	for _, nd := range c.nodes {
+	c.Start()
+	leader := c.Leader(ctx)
+	var followers []*e2e.Node
+	for _, nd := range c.Nodes {
 		if nd != leader {
 			followers = append(followers, nd)
 		}
@@ -70,30 +71,30 @@ func TestPeerListenCluster(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	if code := get(leader.listen, leader.id); code != http.StatusNotFound {
+	if code := get(leader.Listen, leader.ID); code != http.StatusNotFound {
 		t.Errorf("client port, segment endpoint, node certificate: %d, want 404", code)
 	}
-	if code := get(peerAddr[leader.id], followers[0].id); code != http.StatusBadRequest {
+	if code := get(peerAddr[leader.ID], followers[0].ID); code != http.StatusBadRequest {
 		t.Errorf("peer port, segment endpoint, node certificate: %d, want 400 from the endpoint", code)
 	}
-	if code := get(peerAddr[leader.id], "admin"); code != http.StatusForbidden {
+	if code := get(peerAddr[leader.ID], "admin"); code != http.StatusForbidden {
 		t.Errorf("peer port, segment endpoint, client certificate: %d, want 403", code)
 	}
 
 	// A write through a follower, as admin (a superuser by its client
 	// certificate).
-	createTopic(t, ctx, followers[0], "peers", 1, nil)
+	e2e.CreateTopic(t, ctx, followers[0], "peers", 1, nil)
 	var want []string
 	for i := range 5 {
 		v := fmt.Sprintf("v%d", i)
 		want = append(want, v)
-		if _, err := followers[1].rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "peers", Records: []*logdv1.Record{{Value: []byte(v)}}})); err != nil {
-			t.Fatalf("produce through follower %s: %v", followers[1].id, err)
+		if _, err := followers[1].RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "peers", Records: []*logdv1.Record{{Value: []byte(v)}}})); err != nil {
+			t.Fatalf("produce through follower %s: %v", followers[1].ID, err)
 		}
 	}
-	for _, nd := range c.nodes {
-		waitFor(t, ctx, nd.id+" has every record", func() bool {
-			resp, err := nd.rpc.Fetch(ctx, connect.NewRequest(&logdv1.FetchRequest{Topic: "peers", MaxBytes: 1 << 20}))
+	for _, nd := range c.Nodes {
+		e2e.WaitFor(t, ctx, nd.ID+" has every record", func() bool {
+			resp, err := nd.RPC.Fetch(ctx, connect.NewRequest(&logdv1.FetchRequest{Topic: "peers", MaxBytes: 1 << 20}))
 			return err == nil && len(resp.Msg.Records) == len(want)
 		})
 	}
@@ -101,14 +102,14 @@ func TestPeerListenCluster(t *testing.T) {
 	// Snapshot catch-up: a follower misses more entries than Raft keeps
 	// after a snapshot (512).
 	victim := followers[0]
-	victim.kill()
+	victim.Kill()
 	const writers, perWriter = 8, 80
 	var wg sync.WaitGroup
 	for w := range writers {
 		wg.Go(func() {
 			for i := range perWriter {
 				v := fmt.Sprintf("w%d-%d", w, i)
-				if _, err := leader.rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "peers", Records: []*logdv1.Record{{Value: []byte(v)}}})); err != nil {
+				if _, err := leader.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "peers", Records: []*logdv1.Record{{Value: []byte(v)}}})); err != nil {
 					t.Errorf("produce %s: %v", v, err)
 					return
 				}
@@ -119,33 +120,33 @@ func TestPeerListenCluster(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	victim.launch("")
+	victim.Launch("")
 	start := time.Now()
 	cctx, ccancel := context.WithTimeout(ctx, time.Minute)
 	defer ccancel()
-	c.converge(cctx)
-	t.Logf("%s converged %v after its restart", victim.id, time.Since(start).Round(time.Millisecond))
-	logs, _ := os.ReadFile(victim.logs.Name())
+	c.Converge(cctx)
+	t.Logf("%s converged %v after its restart", victim.ID, time.Since(start).Round(time.Millisecond))
+	logs, _ := os.ReadFile(victim.Logs.Name())
 	if !strings.Contains(string(logs), "snapshot catch-up: fetching segments") {
-		t.Errorf("%s caught up without installing a snapshot; the test did not exercise catch-up", victim.id)
+		t.Errorf("%s caught up without installing a snapshot; the test did not exercise catch-up", victim.ID)
 	}
 	if strings.Contains(string(logs), "snapshot catch-up: peer failed") {
-		t.Errorf("%s asked a peer that failed to serve segments:\n%s", victim.id, tail(string(logs), 3000))
+		t.Errorf("%s asked a peer that failed to serve segments:\n%s", victim.ID, e2e.Tail(string(logs), 3000))
 	}
-	first := render(c.nodes[0].readAll(ctx, "peers", 1))
+	first := e2e.Render(c.Nodes[0].ReadAll(ctx, "peers", 1))
 	if n := strings.Count(first, "="); n != len(want)+writers*perWriter {
-		t.Errorf("%s holds %d records, want %d", c.nodes[0].id, n, len(want)+writers*perWriter)
+		t.Errorf("%s holds %d records, want %d", c.Nodes[0].ID, n, len(want)+writers*perWriter)
 	}
-	for _, nd := range c.nodes[1:] {
-		if got := render(nd.readAll(ctx, "peers", 1)); got != first {
-			t.Errorf("%s holds different records than %s", nd.id, c.nodes[0].id)
+	for _, nd := range c.Nodes[1:] {
+		if got := e2e.Render(nd.ReadAll(ctx, "peers", 1)); got != first {
+			t.Errorf("%s holds different records than %s", nd.ID, c.Nodes[0].ID)
 		}
 	}
 
 	// Kafka Metadata on every node names every node at its own address.
 	offsets := map[int]bool{}
 	for _, id := range ids {
-		offsets[port(t, kafkaAddr[id])-port(t, c.nodes[slices.Index(ids, id)].listen)] = true
+		offsets[port(t, kafkaAddr[id])-port(t, c.Nodes[slices.Index(ids, id)].Listen)] = true
 	}
 	if len(offsets) < 2 {
 		t.Logf("the Kafka ports happen to share one offset %v; the Metadata check proves less", offsets)
@@ -177,7 +178,7 @@ func TestPeerListenCluster(t *testing.T) {
 	// leader's peer port as admin's (the follower's own node certificate
 	// may not create topics): the leader believes the principal.
 	f := followers[1]
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkaAddr[f.id]), kgo.DialTLSConfig(clientTLS(t, dir, "admin")))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkaAddr[f.ID]), kgo.DialTLSConfig(clientTLS(t, dir, "admin")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,9 +192,9 @@ func TestPeerListenCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := resp.(*kmsg.CreateTopicsResponse).Topics[0]; got.ErrorCode != 0 {
-		t.Fatalf("CreateTopics as admin through follower %s's Kafka port: code %d (%v)", f.id, got.ErrorCode, got.ErrorMessage)
+		t.Fatalf("CreateTopics as admin through follower %s's Kafka port: code %d (%v)", f.ID, got.ErrorCode, got.ErrorMessage)
 	}
-	if _, err := leader.rpc.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: "via-kafka"})); err != nil {
+	if _, err := leader.RPC.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: "via-kafka"})); err != nil {
 		t.Fatalf("the leader after CreateTopics through a follower: %v", err)
 	}
 }

@@ -5,60 +5,20 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // Power cuts of a whole cluster (T2 of docs/faults.md), through the fault
-// build TestMain makes: with LOGD_FAULT_POWERCUT, each node journals what
+// build e2e.Main makes: with LOGD_FAULT_POWERCUT, each node journals what
 // of its partition logs is durable, and a restart after SIGKILL first cuts
 // them back to that (internal/faults). SIGKILL of every node at once, then
 // a restart, is then a power cut of the cluster.
-
-// launchWith launches nd like launch, with env (KEY=VALUE) added to the
-// test's environment.
-func (nd *node) launchWith(join string, env ...string) {
-	nd.t.Helper()
-	nd.cmd = exec.Command(logdBinary, nd.cmdline(join)...)
-	nd.cmd.Env = append(os.Environ(), env...)
-	nd.cmd.Stdout = nd.logs
-	nd.cmd.Stderr = nd.logs
-	if err := nd.cmd.Start(); err != nil {
-		nd.t.Fatal(err)
-	}
-}
-
-// killAll SIGKILLs every running node before reaping any, so none runs on
-// after another died.
-func (c *cluster) killAll() {
-	var running []*node
-	for _, nd := range c.nodes {
-		if nd.cmd != nil {
-			nd.cmd.Process.Signal(syscall.SIGCONT)
-			nd.cmd.Process.Signal(syscall.SIGKILL)
-			running = append(running, nd)
-		}
-	}
-	for _, nd := range running {
-		nd.cmd.Wait()
-		nd.cmd = nil
-	}
-}
-
-// restartAll launches every node again (each has its state: none
-// bootstraps) and waits for a ready leader.
-func (c *cluster) restartAll(ctx context.Context) {
-	c.t.Helper()
-	for _, nd := range c.nodes {
-		nd.launch("")
-	}
-	c.leader(ctx)
-}
 
 var (
 	bytesCutRE    = regexp.MustCompile(`power cut of the partition logs.* bytes_cut=(\d+)`)
@@ -66,14 +26,14 @@ var (
 )
 
 // bytesCut sums what the power cuts cut from the partition logs
-// (bytesCutRE) or the Raft WAL (walBytesCutRE) of every node, as their
+// (bytesCutRE) or the Raft WAL (walBytesCutRE) of every node of c, as their
 // logs report it.
-func (c *cluster) bytesCut(re *regexp.Regexp) int64 {
+func bytesCut(c *e2e.Cluster, re *regexp.Regexp) int64 {
 	var sum int64
-	for _, nd := range c.nodes {
-		b, err := os.ReadFile(nd.logs.Name())
+	for _, nd := range c.Nodes {
+		b, err := os.ReadFile(nd.Logs.Name())
 		if err != nil {
-			c.t.Fatal(err)
+			c.T.Fatal(err)
 		}
 		for _, m := range re.FindAllSubmatch(b, -1) {
 			n, _ := strconv.ParseInt(string(m[1]), 10, 64)
@@ -118,7 +78,7 @@ func (r *errRecorder) Errorf(format string, args ...any) {
 // powerCuts runs a three-node cluster with LOGD_FAULT_POWERCUT=mode under
 // six producers and cuts the power of every node cycles times; with
 // untilLoss it stops after the first cycle whose check complains. It
-// returns what checkEveryNode's checks complained of and how many bytes
+// returns what CheckEveryNode's checks complained of and how many bytes
 // the cuts dropped.
 func powerCuts(t *testing.T, store, mode string, cycles int, untilLoss bool) (complaints []string, cut, walCut int64) {
 	t.Setenv("LOGD_FAULT_POWERCUT", mode)
@@ -127,53 +87,53 @@ func powerCuts(t *testing.T, store, mode string, cycles int, untilLoss bool) (co
 	// Snapshots every 256 entries let Raft drop entries whose records
 	// then live only in the partition logs (synced before each snapshot);
 	// small segments roll, and a roll syncs.
-	c := newCluster(t, 3, "--snapshot-threshold", "256", "--snapshot-interval", "200ms", "--raft-log-store", store)
+	c := e2e.NewCluster(t, 3, "--snapshot-threshold", "256", "--snapshot-interval", "200ms", "--raft-log-store", store)
 	const parts = 3
-	createTopic(t, ctx, c.nodes[1], "pc", parts, map[string]string{"segment.bytes": "16384"})
+	e2e.CreateTopic(t, ctx, c.Nodes[1], "pc", parts, map[string]string{"segment.bytes": "16384"})
 	rng := rand.New(rand.NewPCG(faultSeed(t), 19))
-	ps := newProducers(5)
+	ps := e2e.NewProducers(5)
 	for k := range cycles {
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		for i := range 6 {
 			wg.Add(1)
-			go func() { defer wg.Done(); ps.run(ctx, t, c.nodes[i%3].listen, "pc", i+10*k, stop) }()
+			go func() { defer wg.Done(); ps.Run(ctx, t, c.Nodes[i%3].Listen, "pc", i+10*k, stop) }()
 		}
-		target, start := ps.ackCount()+200+rng.IntN(400), time.Now()
+		target, start := ps.AckCount()+200+rng.IntN(400), time.Now()
 		// Past the write-back interval of LOGD_FAULT_POWERCUT=nosync, so
 		// the membership of the new cluster is on disk and only records
 		// can be lost.
-		waitFor(t, ctx, "acks before the power cut", func() bool {
-			return ps.ackCount() >= target && time.Since(start) > time.Second
+		e2e.WaitFor(t, ctx, "acks before the power cut", func() bool {
+			return ps.AckCount() >= target && time.Since(start) > time.Second
 		})
-		c.killAll() // producers still writing
+		c.KillAll() // producers still writing
 		close(stop)
 		wg.Wait()
-		t.Logf("cycle %d: power cut of every node at %d acks in all (%d calls, %d failed or unknown)", k+1, len(ps.acks), ps.calls, ps.failed)
+		t.Logf("cycle %d: power cut of every node at %d acks in all (%d calls, %d failed or unknown)", k+1, len(ps.Acks), ps.Calls, ps.Failed)
 		cctx, ccancel := context.WithTimeout(ctx, 2*time.Minute)
-		c.restartAll(cctx)
+		c.RestartAll(cctx)
 		if untilLoss {
 			// The control breaks Raft's durability on purpose: a node may
 			// come back without entries it acknowledged, and the cluster
 			// may then never agree again, which is itself a loss.
-			if !convergesWithin(cctx, func() bool { return c.converged(cctx, c.nodes) }) {
+			if !convergesWithin(cctx, func() bool { return c.Converged(cctx, c.Nodes) }) {
 				ccancel()
 				complaints = append(complaints, fmt.Sprintf("cycle %d: the nodes did not converge under a leader after the power cut", k+1))
 				break
 			}
 		} else {
-			c.converge(cctx)
+			c.Converge(cctx)
 		}
 		ccancel()
 		// Every record acknowledged so far, in this cycle or before.
 		rec := &errRecorder{TB: t}
-		c.checkEveryNodeTB(ctx, rec, "pc", parts, ps.acks, ps.attempted)
+		c.CheckEveryNodeTB(ctx, rec, "pc", parts, ps.Acks, ps.Attempted)
 		complaints = append(complaints, rec.errs...)
 		if untilLoss && len(rec.errs) > 0 {
 			break
 		}
 	}
-	return complaints, c.bytesCut(bytesCutRE), c.bytesCut(walBytesCutRE)
+	return complaints, bytesCut(c, bytesCutRE), bytesCut(c, walBytesCutRE)
 }
 
 // convergesWithin polls ok until it holds or ctx ends.
@@ -190,21 +150,6 @@ func convergesWithin(ctx context.Context, ok func() bool) bool {
 	return true
 }
 
-// checkEveryNodeTB is checkEveryNode reporting to tb.
-func (c *cluster) checkEveryNodeTB(ctx context.Context, tb testing.TB, topic string, parts int32, acks []ack, attempted map[string]bool) {
-	var first string
-	for i, nd := range c.nodes {
-		got := nd.readAll(ctx, topic, parts)
-		check(tb, got, acks, attempted)
-		r := render(got)
-		if i == 0 {
-			first = r
-		} else if r != first {
-			tb.Errorf("%s holds different records than %s", nd.id, c.nodes[0].id)
-		}
-	}
-}
-
 // TestClusterPowerCut is T2 of docs/faults.md: every node of a cluster
 // loses the unsynced bytes of its partition logs at once, several times,
 // under load; nothing acknowledged may be lost, since Raft's log (fsynced
@@ -217,7 +162,7 @@ func (c *cluster) checkEveryNodeTB(ctx context.Context, tb testing.TB, topic str
 func TestClusterPowerCut(t *testing.T) {
 	cycles := 3
 	stores := []string{"wal"}
-	if faultLong() {
+	if e2e.FaultLong() {
 		cycles = 10
 		stores = append(stores, "boltdb")
 	}
@@ -242,11 +187,4 @@ func TestClusterPowerCut(t *testing.T) {
 			})
 		})
 	}
-}
-
-// callCount returns how many produce calls ended, acknowledged or not.
-func (ps *producers) callCount() int {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	return ps.calls
 }

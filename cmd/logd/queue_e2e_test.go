@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // ledger is a handler's own store in these tests: account balances plus the
@@ -69,9 +70,9 @@ func creditHandler(l *ledger, calls *sync.Map, failing bool) client.Handler {
 	}
 }
 
-func newQueueClient(t *testing.T, p *node) *client.Client {
+func newQueueClient(t *testing.T, p *e2e.Node) *client.Client {
 	t.Helper()
-	c, err := client.New(p.listen, client.Options{Timeout: 5 * time.Second})
+	c, err := client.New(p.Listen, client.Options{Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func runWorker(t *testing.T, c *client.Client, opts client.WorkerOptions, h clie
 // restarted in between) gets the job redelivered, with its delivery count
 // intact; the idempotent handler applies the effect once.
 func TestQueueRedeliveryAfterWorkerDeath(t *testing.T) {
-	p := startNode(t)
+	p := e2e.StartNode(t)
 	c := newQueueClient(t, p)
 	ctx := context.Background()
 	if _, err := c.CreateTopic(ctx, "credits", 1, nil); err != nil {
@@ -135,8 +136,8 @@ func TestQueueRedeliveryAfterWorkerDeath(t *testing.T) {
 	job := res.Jobs[0]
 	l.credit(fmt.Sprintf("%s/%d@%d", job.Topic, job.Partition, job.Offset), "alice", 10)
 	// The server dies too, and comes back: the lease state is replicated.
-	p.kill()
-	p.start()
+	p.Kill()
+	p.Start()
 	d, err := c.DescribeQueueGroup(ctx, "credits", "billing")
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +176,7 @@ func TestQueueRedeliveryAfterWorkerDeath(t *testing.T) {
 // its deadline without delivery (reason deadline_exceeded); the account is
 // unchanged by all of them.
 func TestQueueDeadLetters(t *testing.T) {
-	p := startNode(t)
+	p := e2e.StartNode(t)
 	c := newQueueClient(t, p)
 	ctx := context.Background()
 	for _, topic := range []string{"ok", "flaky"} {
@@ -252,10 +253,10 @@ func TestQueueDeadLetters(t *testing.T) {
 }
 
 // dlq reads a dead-letter topic and returns value -> "reason deliveries".
-func dlq(t *testing.T, p *node, topic string, partitions int32) map[string]string {
+func dlq(t *testing.T, p *e2e.Node, topic string, partitions int32) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for _, recs := range p.readAll(context.Background(), topic, partitions) {
+	for _, recs := range p.ReadAll(context.Background(), topic, partitions) {
 		for _, r := range recs {
 			h := map[string]string{}
 			for _, x := range r.Headers {

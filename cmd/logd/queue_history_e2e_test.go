@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // TestQueueAttemptHistory: a record's first worker (a logctl claim whose
@@ -19,7 +20,7 @@ import (
 // their workers and outcomes, in the Go client and in logctl dlq list
 // --history.
 func TestQueueAttemptHistory(t *testing.T) {
-	p := startNode(t)
+	p := e2e.StartNode(t)
 	c := newQueueClient(t, p)
 	ctx := context.Background()
 	if _, err := c.CreateTopic(ctx, "pay", 1, nil); err != nil {
@@ -33,10 +34,10 @@ func TestQueueAttemptHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Worker A claims and is gone: its lease of 1 s runs out.
-	if out := logctl(t, p, "queue", "claim", "pay", "billing", "--worker", "worker-a", "--lease", "1s"); !strings.Contains(out, "acct-7:-250") {
+	if out := e2e.Logctl(t, p, "queue", "claim", "pay", "billing", "--worker", "worker-a", "--lease", "1s"); !strings.Contains(out, "acct-7:-250") {
 		t.Fatalf("logctl claim: %s", out)
 	}
-	if out := logctl(t, p, "queue", "describe", "pay", "billing", "--in-flight"); !strings.Contains(out, "worker-a") {
+	if out := e2e.Logctl(t, p, "queue", "describe", "pay", "billing", "--in-flight"); !strings.Contains(out, "worker-a") {
 		t.Fatalf("describe --in-flight does not show worker-a:\n%s", out)
 	}
 	var handled atomic.Int32
@@ -65,7 +66,7 @@ func TestQueueAttemptHistory(t *testing.T) {
 	var dls []client.DeadLetter
 	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	waitFor(t, waitCtx, "the dead letter", func() bool {
+	e2e.WaitFor(t, waitCtx, "the dead letter", func() bool {
 		dls = dls[:0]
 		err := c.ListDeadLetters(ctx, "pay.billing.dlq", client.DeadLetterFilter{}, func(d client.DeadLetter) error { dls = append(dls, d); return nil })
 		return err == nil && len(dls) == 1
@@ -85,7 +86,7 @@ func TestQueueAttemptHistory(t *testing.T) {
 	if strings.Join(got, "; ") != strings.Join(want, "; ") {
 		t.Fatalf("history:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	out := logctl(t, p, "dlq", "list", "pay", "billing", "--history")
+	out := e2e.Logctl(t, p, "dlq", "list", "pay", "billing", "--history")
 	for _, w := range []string{"worker worker-a", "lease_expired", "worker worker-b", "ledger timeout", "worker worker-c", "negative amount"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("dlq list --history lacks %q:\n%s", w, out)
@@ -99,7 +100,7 @@ func TestQueueAttemptHistory(t *testing.T) {
 // come back. No record is lost or duplicated, every refusal carries a
 // retry-after, and describe and the metrics show the bound and the age.
 func TestQueueAdmissionByAge(t *testing.T) {
-	p := startNode(t)
+	p := e2e.StartNode(t)
 	c := newQueueClient(t, p)
 	raw := noRetryClient(t, p)
 	ctx := context.Background()
@@ -153,7 +154,7 @@ func TestQueueAdmissionByAge(t *testing.T) {
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	waitFor(t, waitCtx, "a refusal by age", func() bool {
+	e2e.WaitFor(t, waitCtx, "a refusal by age", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return refusals > 0
@@ -190,7 +191,7 @@ func TestQueueAdmissionByAge(t *testing.T) {
 		}
 	}
 	seen := map[string]int{}
-	for _, recs := range p.readAll(ctx, "jobs", 2) {
+	for _, recs := range p.ReadAll(ctx, "jobs", 2) {
 		for _, r := range recs {
 			seen[string(r.Value)]++
 		}

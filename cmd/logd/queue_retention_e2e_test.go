@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // TestQueueRetentionKeepsUnfinished runs the leader's cleaner in a real
@@ -21,7 +22,7 @@ import (
 func TestQueueRetentionKeepsUnfinished(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p := startNode(t, "--cleaner-interval", "50ms")
+	p := e2e.StartNode(t, "--cleaner-interval", "50ms")
 	c := newQueueClient(t, p)
 	// Small segments: a few records each, so the cleaner has segments
 	// below, around and above the unfinished records to choose from.
@@ -83,12 +84,12 @@ func TestQueueRetentionKeepsUnfinished(t *testing.T) {
 	if before.LogStart != 0 || before.Segments < 8 {
 		t.Fatalf("before the alter: %+v", before)
 	}
-	passes := func() float64 { return scrape(t, "http://"+p.listen+"/metrics")["logd_cleaner_passes_total"] }
+	passes := func() float64 { return scrape(t, "http://"+p.Listen+"/metrics")["logd_cleaner_passes_total"] }
 	if _, err := c.AlterTopic(ctx, "jobs", map[string]string{"retention.ms": "1"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	// The segments wholly below the done offset go...
-	waitFor(t, ctx, "retention deletes finished segments", func() bool {
+	e2e.WaitFor(t, ctx, "retention deletes finished segments", func() bool {
 		pi := describe()
 		if pi.LogStart > firstUnfinished {
 			t.Fatalf("log start %d passed the first unfinished offset %d", pi.LogStart, firstUnfinished)
@@ -97,7 +98,7 @@ func TestQueueRetentionKeepsUnfinished(t *testing.T) {
 	})
 	// ...and over many more passes nothing unfinished does.
 	start := passes()
-	waitFor(t, ctx, "ten more cleaner passes", func() bool {
+	e2e.WaitFor(t, ctx, "ten more cleaner passes", func() bool {
 		if pi := describe(); pi.LogStart > firstUnfinished || pi.LogStart == 0 {
 			t.Fatalf("log start %d (first unfinished offset %d)", pi.LogStart, firstUnfinished)
 		}
@@ -153,7 +154,7 @@ func TestQueueRetentionKeepsUnfinished(t *testing.T) {
 	if !slices.ContainsFunc(res.Jobs, func(j client.Job) bool { return j.Offset == 20 }) {
 		// Still protected: offset 20 is unfinished.
 		mid := passes()
-		waitFor(t, ctx, "five cleaner passes with a record unfinished", func() bool {
+		e2e.WaitFor(t, ctx, "five cleaner passes with a record unfinished", func() bool {
 			pi := describe()
 			if pi.LogStart > 20 {
 				t.Fatalf("log start %d passed the unfinished record 20", pi.LogStart)
@@ -169,7 +170,7 @@ func TestQueueRetentionKeepsUnfinished(t *testing.T) {
 		}
 	}
 
-	waitFor(t, ctx, "retention after everything finished", func() bool {
+	e2e.WaitFor(t, ctx, "retention after everything finished", func() bool {
 		pi := describe()
 		return pi.Segments == 1 && pi.LogStart > 20
 	})

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // The tested examples of README.md and docs/guide.md (readmeDocs): a
@@ -300,15 +302,15 @@ func TestReadme(t *testing.T) {
 // shell against a fresh node.
 func runReadmeCommands(t *testing.T, name string, commands []readmeCommand) {
 	t.Helper()
-	nd := startNode(t)
-	bin := filepath.Dir(buildLogctl(t)) // logd and logctl
+	nd := e2e.StartNode(t)
+	bin := filepath.Dir(e2e.LogctlBinary(t)) // logd and logctl
 	dir := t.TempDir()
 	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"LOGCTL_SERVER="+nd.listen, "HOME="+dir, "NO_COLOR=1")
+		"LOGCTL_SERVER="+nd.Listen, "HOME="+dir, "NO_COLOR=1")
 	sh := startReadmeShell(t, dir, env)
 	start := time.Now()
 	for _, c := range commands {
-		cmd := strings.ReplaceAll(c.cmd, "127.0.0.1:7070", nd.listen)
+		cmd := strings.ReplaceAll(c.cmd, "127.0.0.1:7070", nd.Listen)
 		out, code, err := sh.run(cmd, 30*time.Second)
 		if err != nil {
 			t.Fatalf("%s:%d: %s: %v\n%s", name, c.line, c.cmd, err, out)

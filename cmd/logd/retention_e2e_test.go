@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // TestRetentionEndToEnd runs the leader's cleaner in a real process: a
@@ -26,8 +27,8 @@ import (
 func TestRetentionEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p := startNode(t, "--cleaner-interval", "100ms", "--snapshot-threshold", "4", "--snapshot-interval", "100ms")
-	c, err := client.New(p.listen, client.Options{})
+	p := e2e.StartNode(t, "--cleaner-interval", "100ms", "--snapshot-threshold", "4", "--snapshot-interval", "100ms")
+	c, err := client.New(p.Listen, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestRetentionEndToEnd(t *testing.T) {
 		t.Fatalf("config after the alter: %v", tp.Config)
 	}
 	var after client.PartitionInfo
-	waitFor(t, ctx, "a cleaner run deleting segments", func() bool {
+	e2e.WaitFor(t, ctx, "a cleaner run deleting segments", func() bool {
 		// The run is recorded just after the segments go.
 		after = describe()
 		return after.LogStart > 0 && after.LastCleanerRun != nil
@@ -95,7 +96,7 @@ func TestRetentionEndToEnd(t *testing.T) {
 		t.Fatalf("fetch at the log start: %d records", len(resp.Records))
 	}
 
-	metrics := scrape(t, "http://"+p.listen+"/metrics")
+	metrics := scrape(t, "http://"+p.Listen+"/metrics")
 	for name, want := range map[string]float64{"logd_cleaner_trims_total": 1, "logd_cleaner_bytes_deleted_total": float64(run.BytesDeleted)} {
 		if got := metrics[name]; got != want {
 			t.Errorf("%s = %v, want %v", name, got, want)
@@ -115,9 +116,9 @@ func TestRetentionEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, ctx, "a snapshot of the cleaner run", func() bool { return latestSnapshotIndex(t, p.dataDir) >= st.AppliedIndex })
-	p.kill()
-	p.start()
+	e2e.WaitFor(t, ctx, "a snapshot of the cleaner run", func() bool { return latestSnapshotIndex(t, p.DataDir) >= st.AppliedIndex })
+	p.Kill()
+	p.Start()
 	if got := describe(); got.LastCleanerRun == nil || *got.LastCleanerRun != *run || got.LogStart != after.LogStart {
 		t.Fatalf("after a restart: %+v, run %+v; want run %+v", got, got.LastCleanerRun, run)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // saramaConfig is sarama's configuration for the tests: its defaults
@@ -56,11 +57,11 @@ func saramaMessage(topic, prefix string, i int) *sarama.ProducerMessage {
 // UNKNOWN_TOPIC_OR_PARTITION and creates nothing.
 func TestKafkaSarama(t *testing.T) {
 	const parts = 3
-	kaddr := freeAddr(t)
-	nd := startNode(t, "--kafka-listen", kaddr, "--kafka-auto-create-topics=false")
+	kaddr := e2e.FreeAddr(t)
+	nd := e2e.StartNode(t, "--kafka-listen", kaddr, "--kafka-auto-create-topics=false")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	createTopic(t, ctx, nd, "sarama", parts, nil)
+	e2e.CreateTopic(t, ctx, nd, "sarama", parts, nil)
 
 	// Every message sarama acknowledged, by value.
 	acked := map[string]*sarama.ProducerMessage{}
@@ -183,7 +184,7 @@ func TestKafkaSarama(t *testing.T) {
 			t.Fatalf("sarama cluster admin: %v", err)
 		}
 		defer a.Close()
-		c, err := client.New(nd.listen, client.Options{Timeout: 10 * time.Second})
+		c, err := client.New(nd.Listen, client.Options{Timeout: 10 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,7 +243,7 @@ func TestKafkaSarama(t *testing.T) {
 		if !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
 			t.Fatalf("sarama produce to a missing topic: %v, want %v", err, sarama.ErrUnknownTopicOrPartition)
 		}
-		c, err := client.New(nd.listen, client.Options{Timeout: 10 * time.Second})
+		c, err := client.New(nd.Listen, client.Options{Timeout: 10 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

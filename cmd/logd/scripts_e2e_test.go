@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // scriptPorts are the ports the scripts of a test use: make run's node
@@ -27,7 +29,7 @@ func (p scriptPorts) raft(n int) string  { return fmt.Sprintf("127.0.0.1:%d", p.
 func (p scriptPorts) kafka(n int) string { return fmt.Sprintf("127.0.0.1:%d", p.base+10*(n-1)+5) }
 
 // freeScriptPorts finds a base whose nine ports are free (below the
-// ephemeral range, as freeAddr).
+// ephemeral range, as e2e.FreeAddr).
 func freeScriptPorts(t *testing.T) scriptPorts {
 	t.Helper()
 	for range 200 {
@@ -35,13 +37,7 @@ func freeScriptPorts(t *testing.T) scriptPorts {
 		ok := true
 		for n := 1; n <= 3 && ok; n++ {
 			for _, a := range []string{p.api(n), p.raft(n), p.kafka(n)} {
-				ln, err := net.Listen("tcp", a)
-				if err != nil {
-					ok = false
-					break
-				}
-				ln.Close()
-				if _, dup := handedOut.LoadOrStore(a, true); dup {
+				if !e2e.ClaimAddr(a) {
 					ok = false
 					break
 				}
@@ -94,7 +90,7 @@ func listening(addr string) bool {
 // the port free, make run refuses beside it, and stop stops its three
 // nodes.
 func TestScriptsRefuseToJoinARunningNode(t *testing.T) {
-	parallelShort(t)
+	e2e.ParallelShort(t)
 	for _, tool := range []string{"bash", "curl"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("CI") == "true" {
@@ -108,8 +104,8 @@ func TestScriptsRefuseToJoinARunningNode(t *testing.T) {
 	p := freeScriptPorts(t)
 	dir := t.TempDir()
 	data, clusterDir := filepath.Join(dir, "data"), filepath.Join(dir, "data", "cluster")
-	runEnv := []string{"LOGD_BIN=" + logdBinary, "LOGD_DATA_DIR=" + data, "LOGD_LISTEN=" + p.api(1), "LOGD_RAFT_ADDR=" + p.raft(1), "LOGD_KAFKA_LISTEN=" + p.kafka(1)}
-	clusterEnv := []string{"LOGD_BIN=" + logdBinary, "LOGD_CLUSTER_DIR=" + clusterDir,
+	runEnv := []string{"LOGD_BIN=" + e2e.Logd(), "LOGD_DATA_DIR=" + data, "LOGD_LISTEN=" + p.api(1), "LOGD_RAFT_ADDR=" + p.raft(1), "LOGD_KAFKA_LISTEN=" + p.kafka(1)}
+	clusterEnv := []string{"LOGD_BIN=" + e2e.Logd(), "LOGD_CLUSTER_DIR=" + clusterDir,
 		fmt.Sprintf("LOGD_CLUSTER_PORT=%d", p.base), fmt.Sprintf("LOGD_CLUSTER_KAFKA_PORT=%d", p.base+5)}
 
 	// make run, in its own terminal.
@@ -133,10 +129,10 @@ func TestScriptsRefuseToJoinARunningNode(t *testing.T) {
 	}
 	defer func() {
 		if t.Failed() {
-			t.Logf("make run's log:\n%s", tail(runLog.String(), 30))
+			t.Logf("make run's log:\n%s", e2e.Tail(runLog.String(), 30))
 		}
 	}()
-	waitFor(t, ctx, "make run's node ready", func() bool { return ready(p.api(1)) })
+	e2e.WaitFor(t, ctx, "make run's node ready", func() bool { return ready(p.api(1)) })
 
 	// make cluster beside it: refused, nothing started.
 	out, err := script(ctx, clusterEnv, "cluster.sh", "start")
@@ -152,7 +148,7 @@ func TestScriptsRefuseToJoinARunningNode(t *testing.T) {
 			t.Errorf("n%d listens after the refusal", n)
 		}
 	}
-	status := logctl(t, &node{listen: p.api(1)}, "cluster", "status")
+	status := e2e.Logctl(t, &e2e.Node{Listen: p.api(1)}, "cluster", "status")
 	if strings.Count(status, " voter ") != 1 || strings.Contains(status, "n2") || strings.Contains(status, "n3") {
 		t.Errorf("make run's node after the refusal, want one voter:\n%s", status)
 	}
@@ -204,34 +200,34 @@ func TestScriptsRefuseToJoinARunningNode(t *testing.T) {
 // rather than merge its Raft log into another cluster; without --join it
 // runs as before.
 func TestJoinRefusesOwnCluster(t *testing.T) {
-	other := startNode(t)
-	nd := startNode(t)
-	nd.stop()
-	nd.launch(other.listen)
+	other := e2e.StartNode(t)
+	nd := e2e.StartNode(t)
+	nd.Stop()
+	nd.Launch(other.Listen)
 	done := make(chan error, 1)
-	go func() { done <- nd.cmd.Wait() }()
+	go func() { done <- nd.Cmd.Wait() }()
 	select {
 	case err := <-done:
-		nd.cmd = nil
+		nd.Cmd = nil
 		if err == nil {
 			t.Fatal("logd --join over its own cluster's data exited 0")
 		}
 	case <-time.After(30 * time.Second):
-		nd.cmd.Process.Kill()
+		nd.Cmd.Process.Kill()
 		<-done
-		nd.cmd = nil
+		nd.Cmd = nil
 		t.Fatal("logd --join over its own cluster's data still runs after 30s")
 	}
-	logs, err := os.ReadFile(nd.logs.Name())
+	logs, err := os.ReadFile(nd.Logs.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(logs), "refusing --join "+other.listen) || !strings.Contains(string(logs), "only member") {
-		t.Fatalf("no refusal in the node's output:\n%s", tail(string(logs), 2000))
+	if !strings.Contains(string(logs), "refusing --join "+other.Listen) || !strings.Contains(string(logs), "only member") {
+		t.Fatalf("no refusal in the node's output:\n%s", e2e.Tail(string(logs), 2000))
 	}
-	st, err := other.status(context.Background())
+	st, err := other.Status(context.Background())
 	if err != nil || len(st.GetMembers()) != 1 {
 		t.Fatalf("the other cluster after the refusal: %v, %v", st, err)
 	}
-	nd.start() // without --join, its own cluster again
+	nd.Start() // without --join, its own cluster again
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -10,47 +9,14 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/internal/e2e"
 )
-
-// latencies records how long acknowledged produce calls took.
-type latencies struct {
-	mu sync.Mutex
-	d  []time.Duration
-}
-
-func (l *latencies) add(d time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.d = append(l.d, d)
-}
-
-// take returns the calls recorded since the last take, sorted.
-func (l *latencies) take() []time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := l.d
-	l.d = nil
-	slices.Sort(out)
-	return out
-}
 
 func quantile(sorted []time.Duration, q float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
 	}
 	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
-}
-
-// term is the highest Raft term a live node reports: how many elections
-// the cluster has held.
-func (c *cluster) term(ctx context.Context) uint64 {
-	var max uint64
-	for _, nd := range c.nodes {
-		if st, err := nd.status(ctx); err == nil && st.Term > max {
-			max = st.Term
-		}
-	}
-	return max
 }
 
 // TestClusterSlowDisk is the slow disk of T15 (docs/faults.md): one node's
@@ -63,54 +29,54 @@ func TestClusterSlowDisk(t *testing.T) {
 	// Each phase is timed: its length is its cost. The short run's phases
 	// still take hundreds of writes each; make fault measures.
 	phase, delay := 2*time.Second, "20ms,20ms"
-	if faultLong() {
+	if e2e.FaultLong() {
 		phase = 60 * time.Second
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	c := newCluster(t, 3, "--snapshot-threshold", "1024", "--snapshot-interval", "1s")
+	c := e2e.NewCluster(t, 3, "--snapshot-threshold", "1024", "--snapshot-interval", "1s")
 	const parts = 3
-	createTopic(t, ctx, c.nodes[0], "slow", parts, nil)
-	ps := newProducers(1)
-	lat := &latencies{}
-	ps.lat = lat
+	e2e.CreateTopic(t, ctx, c.Nodes[0], "slow", parts, nil)
+	ps := e2e.NewProducers(1)
+	lat := &e2e.Latencies{}
+	ps.Lat = lat
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Add(1)
-		go func() { defer wg.Done(); ps.run(ctx, t, c.nodes[i%3].listen, "slow", i, stop) }()
+		go func() { defer wg.Done(); ps.Run(ctx, t, c.Nodes[i%3].Listen, "slow", i, stop) }()
 	}
 	measure := func(name string) {
-		lat.take()
-		term := c.term(ctx)
+		lat.Take()
+		term := c.Term(ctx)
 		time.Sleep(phase) // a timed phase of load: the measurement is the wait
-		d := lat.take()
+		d := lat.Take()
 		t.Logf("%s: %d acknowledged calls in %v, latency p50 %v p99 %v max %v, %d elections",
-			name, len(d), phase, quantile(d, 0.5), quantile(d, 0.99), quantile(d, 1), c.term(ctx)-term)
+			name, len(d), phase, quantile(d, 0.5), quantile(d, 0.99), quantile(d, 1), c.Term(ctx)-term)
 	}
 	measure("baseline")
 
-	slow := c.nodes[2]
-	if slow == c.leader(ctx) {
-		slow = c.nodes[1]
+	slow := c.Nodes[2]
+	if slow == c.Leader(ctx) {
+		slow = c.Nodes[1]
 	}
-	slow.kill()
-	slow.launchWith("", "LOGD_FAULT_SLOW_FSYNC="+delay)
-	waitFor(t, ctx, slow.id+" ready with a slow disk", func() bool {
-		st, err := slow.status(ctx)
+	slow.Kill()
+	slow.LaunchWith("", "LOGD_FAULT_SLOW_FSYNC="+delay)
+	e2e.WaitFor(t, ctx, slow.ID+" ready with a slow disk", func() bool {
+		st, err := slow.Status(ctx)
 		return err == nil && st.Ready
 	})
 	measure("slow follower (" + delay + ")")
 
-	if _, err := c.leader(ctx).rpc.TransferLeadership(ctx, connect.NewRequest(&logdv1.TransferLeadershipRequest{NodeId: slow.id})); err != nil {
-		t.Fatalf("transfer leadership to %s: %v", slow.id, err)
+	if _, err := c.Leader(ctx).RPC.TransferLeadership(ctx, connect.NewRequest(&logdv1.TransferLeadershipRequest{NodeId: slow.ID})); err != nil {
+		t.Fatalf("transfer leadership to %s: %v", slow.ID, err)
 	}
-	waitFor(t, ctx, slow.id+" leads", func() bool { return c.leader(ctx) == slow })
+	e2e.WaitFor(t, ctx, slow.ID+" leads", func() bool { return c.Leader(ctx) == slow })
 	measure("slow leader (" + delay + ")")
 
 	close(stop)
 	wg.Wait()
-	c.converge(ctx)
-	c.checkEveryNode(ctx, "slow", parts, ps.acks, ps.attempted)
-	t.Logf("%d calls (%d failed or unknown), %d acknowledged", ps.calls, ps.failed, len(ps.acks))
+	c.Converge(ctx)
+	c.CheckEveryNode(ctx, "slow", parts, ps.Acks, ps.Attempted)
+	t.Logf("%d calls (%d failed or unknown), %d acknowledged", ps.Calls, ps.Failed, len(ps.Acks))
 }

@@ -14,21 +14,22 @@ import (
 
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // secureNode prepares node id with its certificate from dir (logd cert
 // output), TLS on the API and between nodes, --auth required and the
 // admin client as superuser; its rpc client is the admin.
-func secureNode(t *testing.T, dir, id string, extra ...string) *node {
+func secureNode(t *testing.T, dir, id string, extra ...string) *e2e.Node {
 	t.Helper()
-	nd := newNode(t, id, append([]string{
+	nd := e2e.NewNode(t, id, append([]string{
 		"--tls-cert", filepath.Join(dir, id+".crt"), "--tls-key", filepath.Join(dir, id+".key"), "--tls-client-ca", filepath.Join(dir, "ca.crt"),
 		"--auth", "required", "--superuser", "admin",
 	}, extra...)...)
-	nd.rpc = logdv1connect.NewLogServiceClient(&http.Client{
+	nd.RPC = logdv1connect.NewLogServiceClient(&http.Client{
 		Transport: &http.Transport{TLSClientConfig: clientTLS(t, dir, "admin"), ForceAttemptHTTP2: true},
 		Timeout:   10 * time.Second,
-	}, "https://"+nd.listen)
+	}, "https://"+nd.Listen)
 	return nd
 }
 
@@ -45,39 +46,39 @@ func TestSecureCluster(t *testing.T) {
 	}
 	issueNow(t, "client", "--dir", dir, "--name", "admin")
 
-	c := &cluster{t: t}
+	c := &e2e.Cluster{T: t}
 	for _, id := range []string{"n1", "n2", "n3"} {
-		c.nodes = append(c.nodes, secureNode(t, dir, id))
+		c.Nodes = append(c.Nodes, secureNode(t, dir, id))
 	}
-	c.start()
+	c.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	leader := c.leader(ctx)
-	var followers []*node
-	for _, nd := range c.nodes {
+	leader := c.Leader(ctx)
+	var followers []*e2e.Node
+	for _, nd := range c.Nodes {
 		if nd != leader {
 			followers = append(followers, nd)
 		}
 	}
 
-	createTopic(t, ctx, followers[0], "secure", 1, nil)
+	e2e.CreateTopic(t, ctx, followers[0], "secure", 1, nil)
 	var want []string
 	for i := range 5 {
 		v := fmt.Sprintf("v%d", i)
 		want = append(want, v)
-		if _, err := followers[1].rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "secure", Records: []*logdv1.Record{{Value: []byte(v)}}})); err != nil {
-			t.Fatalf("produce through follower %s: %v", followers[1].id, err)
+		if _, err := followers[1].RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "secure", Records: []*logdv1.Record{{Value: []byte(v)}}})); err != nil {
+			t.Fatalf("produce through follower %s: %v", followers[1].ID, err)
 		}
 	}
-	for _, nd := range c.nodes {
-		waitFor(t, ctx, nd.id+" has every record", func() bool {
-			resp, err := nd.rpc.Fetch(ctx, connect.NewRequest(&logdv1.FetchRequest{Topic: "secure", MaxBytes: 1 << 20}))
+	for _, nd := range c.Nodes {
+		e2e.WaitFor(t, ctx, nd.ID+" has every record", func() bool {
+			resp, err := nd.RPC.Fetch(ctx, connect.NewRequest(&logdv1.FetchRequest{Topic: "secure", MaxBytes: 1 << 20}))
 			if err != nil || len(resp.Msg.Records) != len(want) {
 				return false
 			}
 			for i, r := range resp.Msg.Records {
 				if string(r.Value) != want[i] {
-					t.Fatalf("%s: record %d is %q, want %q", nd.id, i, r.Value, want[i])
+					t.Fatalf("%s: record %d is %q, want %q", nd.ID, i, r.Value, want[i])
 				}
 			}
 			return true
@@ -85,14 +86,14 @@ func TestSecureCluster(t *testing.T) {
 	}
 
 	// Clients without TLS, or without a certificate of the CA.
-	if resp, err := http.Get("http://" + leader.listen + "/readyz"); err == nil {
+	if resp, err := http.Get("http://" + leader.Listen + "/readyz"); err == nil {
 		resp.Body.Close()
 		if resp.StatusCode == http.StatusOK {
 			t.Error("a plaintext request was answered 200")
 		}
 	}
 	noCert := &http.Client{Transport: &http.Transport{TLSClientConfig: clientTLS(t, dir, "")}, Timeout: 10 * time.Second}
-	if resp, err := noCert.Get("https://" + leader.listen + "/readyz"); err == nil {
+	if resp, err := noCert.Get("https://" + leader.Listen + "/readyz"); err == nil {
 		resp.Body.Close()
 		t.Errorf("a client without a certificate got %s", resp.Status)
 	}
@@ -116,15 +117,15 @@ func TestSecureCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	n4 := secureNode(t, strangers, "n4")
-	n4.launch(c.nodes[0].listen)
-	waitFor(t, ctx, "n4's join refused by the cluster", func() bool {
-		b, _ := os.ReadFile(n4.logs.Name())
+	n4.Launch(c.Nodes[0].Listen)
+	e2e.WaitFor(t, ctx, "n4's join refused by the cluster", func() bool {
+		b, _ := os.ReadFile(n4.Logs.Name())
 		return strings.Count(string(b), "join failed") >= 2
 	})
-	if b, _ := os.ReadFile(n4.logs.Name()); strings.Contains(string(b), "verify server") {
-		t.Fatalf("n4 refused the cluster, not the other way round:\n%s", tail(string(b), 2000))
+	if b, _ := os.ReadFile(n4.Logs.Name()); strings.Contains(string(b), "verify server") {
+		t.Fatalf("n4 refused the cluster, not the other way round:\n%s", e2e.Tail(string(b), 2000))
 	}
-	st, err := leader.status(ctx)
+	st, err := leader.Status(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

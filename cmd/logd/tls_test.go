@@ -20,6 +20,7 @@ import (
 
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // lockedBuffer is a log destination shared by run and the test.
@@ -106,12 +107,12 @@ func TestServeTLS(t *testing.T) {
 	issueNow(t, "ca", "--dir", strangers)
 	issueNow(t, "client", "--dir", strangers, "--name", "mallory")
 
-	listen := freeAddr(t)
+	listen := e2e.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var stderr lockedBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- runArgs(ctx, []string{"--node-id", "n1", "--data-dir", t.TempDir(), "--listen", listen, "--raft-addr", freeAddr(t),
+		done <- runArgs(ctx, []string{"--node-id", "n1", "--data-dir", t.TempDir(), "--listen", listen, "--raft-addr", e2e.FreeAddr(t),
 			"--tls-cert", filepath.Join(dir, "n1.crt"), "--tls-key", filepath.Join(dir, "n1.key"), "--tls-client-ca", filepath.Join(dir, "ca.crt"),
 			// Only SIGHUP reloads here (the watch: TestServeReloads).
 			"--tls-reload-interval", "1h"}, noEnv, &stderr)
@@ -134,7 +135,7 @@ func TestServeTLS(t *testing.T) {
 	base := "https://" + listen
 	readyCtx, readyCancel := context.WithTimeout(ctx, 60*time.Second)
 	defer readyCancel()
-	waitFor(t, readyCtx, "node ready over TLS", func() bool {
+	e2e.WaitFor(t, readyCtx, "node ready over TLS", func() bool {
 		select {
 		case err := <-done:
 			done <- err // for the deferred check
@@ -207,7 +208,7 @@ func TestServeTLS(t *testing.T) {
 		}
 		reloadCtx, reloadCancel := context.WithTimeout(ctx, 10*time.Second)
 		defer reloadCancel()
-		waitFor(t, reloadCtx, "the renewed certificate served", func() bool { return !servedCert(t, base, alice).Equal(old) })
+		e2e.WaitFor(t, reloadCtx, "the renewed certificate served", func() bool { return !servedCert(t, base, alice).Equal(old) })
 		if !strings.Contains(stderr.String(), "reloaded on SIGHUP") {
 			t.Fatal("no reload in the log")
 		}
@@ -259,10 +260,10 @@ func TestServeReloads(t *testing.T) {
 	issueNow(t, "node", "--dir", dir, "--id", "n1", "--force")
 	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
 	defer wcancel()
-	waitFor(t, wctx, "the watch reloads both", func() bool { return !n.api.Leaf().Equal(oldAPI) && !n.peer.r.Leaf().Equal(oldPeer) })
+	e2e.WaitFor(t, wctx, "the watch reloads both", func() bool { return !n.api.Leaf().Equal(oldAPI) && !n.peer.r.Leaf().Equal(oldPeer) })
 
 	hup <- syscall.SIGHUP
-	waitFor(t, wctx, "the hup reload in the log", func() bool { return strings.Count(logs.String(), "reloaded on SIGHUP") == 2 })
+	e2e.WaitFor(t, wctx, "the hup reload in the log", func() bool { return strings.Count(logs.String(), "reloaded on SIGHUP") == 2 })
 }
 
 // TestLoadTLSRefusesAnotherNodesCertificate: the peer certificate must

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logd-dev/logd/internal/buildinfo"
+	"github.com/logd-dev/logd/internal/e2e"
 )
 
 // TestVersionCommands: logd version (text and JSON) and --version print
@@ -57,22 +58,16 @@ func TestVersionCommands(t *testing.T) {
 	}
 }
 
-// The version the e2e harness stamps into its logd.
-const (
-	buildinfoVersionVar = "github.com/logd-dev/logd/internal/buildinfo.version"
-	e2eVersion          = "v0.0.0-e2e"
-)
-
 // TestBuildInfoStamped: the linker's version reaches logd version and a
 // running node's logd_build_info.
 func TestBuildInfoStamped(t *testing.T) {
-	out, err := exec.Command(logdBinary, "version", "-o", "json").Output()
+	out, err := exec.Command(e2e.Logd(), "version", "-o", "json").Output()
 	var info buildinfo.Info
-	if err != nil || json.Unmarshal(out, &info) != nil || info.Version != e2eVersion {
+	if err != nil || json.Unmarshal(out, &info) != nil || info.Version != e2e.Version {
 		t.Fatalf("logd version -o json: %v, %s", err, out)
 	}
-	nd := startNode(t)
-	resp, err := http.Get("http://" + nd.listen + "/metrics")
+	nd := e2e.StartNode(t)
+	resp, err := http.Get("http://" + nd.Listen + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +76,7 @@ func TestBuildInfoStamped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `logd_build_info{commit="` + info.Commit + `",go_version="` + info.GoVersion + `",version="` + e2eVersion + `"} 1`
+	want := `logd_build_info{commit="` + info.Commit + `",go_version="` + info.GoVersion + `",version="` + e2e.Version + `"} 1`
 	if !strings.Contains(string(body), want) {
 		t.Fatalf("/metrics lacks %s", want)
 	}

@@ -103,7 +103,10 @@ var table = []row{
 	{path: "cmd/logd-demo", layer: layerTop},
 	{path: "internal/archtest", layer: layerTop},
 
-	{path: "logdtest", layer: layerSupport, support: true, siblings: []string{"log/logtest"}},
+	{path: "logdtest", layer: layerSupport, support: true, siblings: []string{"log/logtest", "replication/replicationtest"}},
+	// A real single-node Raft group in process, which the tests of the
+	// front ends and logdtest share.
+	{path: "replication/replicationtest", layer: layerSupport, support: true},
 	{path: "log/logtest", layer: layerSupport, support: true},
 	{path: "replication/internal/recordtest", layer: layerSupport, support: true},
 	// A state machine in process for the tests of replication and its
@@ -111,6 +114,9 @@ var table = []row{
 	{path: "replication/internal/fsmtest", layer: layerSupport, support: true, siblings: []string{"replication/internal/recordtest"}},
 	{path: "internal/histcheck", layer: layerSupport, support: true, stdOnly: true, external: []string{"github.com/anishathalye/porcupine/..."}},
 	{path: "internal/nemesis", layer: layerSupport, support: true, stdOnly: true},
+	// The end-to-end harness: real logd processes, built once per test
+	// process, and the checks of what they hold.
+	{path: "internal/e2e", layer: layerSupport, support: true, only: []string{"api/...", "client"}},
 	{path: "internal/testcerts", layer: layerSupport, support: true, stdOnly: true},
 	{path: "internal/pgtest", layer: layerSupport, support: true, stdOnly: true},
 

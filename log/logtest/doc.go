@@ -14,13 +14,14 @@
 //   - FaultFS wraps any log.FS (a MemFS, or log.OSFS when other code shares
 //     the directory) and injects failures: a write that stores only some of
 //     its bytes and fails (a torn write, ENOSPC), a failing fsync (EIO), a
-//     slow fsync, and a process that dies at its n-th mutating operation.
+//     slow fsync, a read that fails (EIO) or comes back short, and a
+//     process that dies at its n-th mutating operation.
 //     Over a file system that cannot be cloned it also models a power cut
 //     of file contents: DropUnsynced truncates every file it opened to its
 //     last synced size.
 //
-// Faults are given as values (Fault) or through the shortcuts FailNextWrite
-// and FailNextSync. Errors are *fs.PathError wrapping the injected error, so
+// Faults are given as values (Fault) or through the shortcuts
+// FailNextWrite, FailNextSync, FailNextRead and ShortNextRead. Errors are *fs.PathError wrapping the injected error, so
 // callers test them with errors.Is, as they would a real one.
 //
 // Both types are safe for concurrent use. They are meant for tests: files

@@ -25,6 +25,8 @@ const (
 	OpSync
 	// OpSyncDir is FS.SyncDir.
 	OpSyncDir
+	// OpRead is File.ReadAt.
+	OpRead
 )
 
 func (o Op) String() string {
@@ -35,12 +37,14 @@ func (o Op) String() string {
 		return "fdatasync"
 	case OpSyncDir:
 		return "syncdir"
+	case OpRead:
+		return "read"
 	}
 	return fmt.Sprintf("Op(%d)", int(o))
 }
 
-// KeepHalf as Fault.Keep makes a failing write store the first half of its
-// bytes.
+// KeepHalf as Fault.Keep makes a failing write store, or a failing read
+// return, the first half of its bytes.
 const KeepHalf = -1
 
 // Fault is one injected failure.
@@ -48,11 +52,14 @@ type Fault struct {
 	// Op is the operation that fails.
 	Op Op
 	// Err is the error it fails with, e.g. syscall.EIO or syscall.ENOSPC;
-	// it is returned wrapped in an *fs.PathError.
+	// it is returned wrapped in an *fs.PathError. For a read, nil makes a
+	// short read that reports no error (see Keep).
 	Err error
 	// Keep is, for a write, how many of its bytes reach the file before the
-	// error (a torn write, as when a disk fills mid-write); KeepHalf for
-	// half of them. A failing sync writes nothing durable.
+	// error (a torn write, as when a disk fills mid-write); for a read, how
+	// many bytes it returns (a read cut short by a media error, or by a
+	// file shorter than the reader thinks); KeepHalf for half of them. A
+	// failing sync writes nothing durable.
 	Keep int
 	// Match selects the files (full names) the fault applies to; nil
 	// matches every file.
@@ -69,7 +76,8 @@ func HasSuffix(suffix string) func(string) bool {
 }
 
 // FaultFS wraps a log.FS and injects failures into it: failing and torn
-// writes, failing and slow syncs, a process that dies at a chosen operation.
+// writes, failing and slow syncs, failing and short reads, a process that
+// dies at a chosen operation.
 // It also tracks how much of each file it opened was synced, so
 // DropUnsynced can model a power cut over a file system that cannot be
 // cloned (the operating system's).
@@ -82,8 +90,8 @@ type FaultFS struct {
 	syncDelay time.Duration
 	// ops counts mutating operations; once it reaches dieAt (if > 0) every
 	// mutating operation fails with EIO, as if the process had died there.
-	ops, dieAt    int
-	writes, syncs int
+	ops, dieAt           int
+	writes, syncs, reads int
 	// synced is each tracked file's size at its last sync; frozen stops
 	// syncs from counting (CutPower).
 	synced map[string]int64
@@ -108,6 +116,20 @@ func (f *FaultFS) Inject(faults ...Fault) {
 // them), then fail with err.
 func (f *FaultFS) FailNextWrite(err error, keep int) {
 	f.Inject(Fault{Op: OpWrite, Err: err, Keep: keep, Times: 1})
+}
+
+// FailNextRead makes the next file read return keep bytes (at most all it
+// asked for), then fail with err.
+func (f *FaultFS) FailNextRead(err error, keep int) {
+	f.Inject(Fault{Op: OpRead, Err: err, Keep: keep, Times: 1})
+}
+
+// ShortNextRead makes the next file read return only keep bytes (at most
+// all it asked for) and no error: a file that breaks io.ReaderAt's
+// contract, for checking that a reader does not trust a read's count
+// blindly.
+func (f *FaultFS) ShortNextRead(keep int) {
+	f.Inject(Fault{Op: OpRead, Keep: keep, Times: 1})
 }
 
 // FailNextSync makes the next file sync fail with err, syncing nothing.
@@ -148,8 +170,8 @@ func (f *FaultFS) Ops() int {
 	return f.ops
 }
 
-// Writes and Syncs return how many file writes and file syncs were asked
-// for, failed ones included.
+// Writes, Syncs and Reads return how many file writes, file syncs and file
+// reads were asked for, failed ones included.
 func (f *FaultFS) Writes() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -161,6 +183,13 @@ func (f *FaultFS) Syncs() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.syncs
+}
+
+// Reads: see Writes.
+func (f *FaultFS) Reads() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reads
 }
 
 // CutPower marks the moment of a power cut: syncs from now on (a clean
@@ -354,6 +383,31 @@ func (f *faultFile) Write(p []byte) (int, error) {
 		err = &fs.PathError{Op: "write", Path: f.name, Err: ft.Err}
 	}
 	return n, err
+}
+
+// ReadAt reads into p at off, or the part a fault keeps. Reads mutate
+// nothing: they neither count towards DieAt nor fail once the process is
+// dead.
+func (f *faultFile) ReadAt(p []byte, off int64) (int, error) {
+	f.fs.mu.Lock()
+	f.fs.reads++
+	ft, failed := f.fs.fault(OpRead, f.name)
+	f.fs.mu.Unlock()
+	if !failed {
+		return f.File.ReadAt(p, off)
+	}
+	keep := ft.Keep
+	if keep < 0 {
+		keep = len(p) / 2
+	}
+	n, err := f.File.ReadAt(p[:min(keep, len(p))], off)
+	if err != nil {
+		return n, err
+	}
+	if ft.Err == nil {
+		return n, nil
+	}
+	return n, &fs.PathError{Op: "read", Path: f.name, Err: ft.Err}
 }
 
 // Sync syncs the file after the sync delay, unless a fault fails it.

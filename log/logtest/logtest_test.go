@@ -194,6 +194,47 @@ func TestFaults(t *testing.T) {
 					t.Fatalf("Syncs() = %d", f.Syncs())
 				}
 			})
+			t.Run("failing and short reads", func(t *testing.T) {
+				inner, dir := tc.inner(t)
+				f := logtest.Wrap(inner)
+				file := create(t, f, filepath.Join(dir, "a"))
+				write(t, file, "abcdef")
+				for _, rc := range []struct {
+					name  string
+					arm   func()
+					n     int
+					err   error // nil: no error
+					bytes string
+				}{
+					{name: "EIO", arm: func() { f.FailNextRead(syscall.EIO, 0) }, err: syscall.EIO},
+					{name: "EIO after two bytes", arm: func() { f.FailNextRead(syscall.EIO, 2) }, n: 2, err: syscall.EIO, bytes: "ab"},
+					{name: "cut short at half", arm: func() { f.FailNextRead(io.ErrUnexpectedEOF, logtest.KeepHalf) }, n: 3, err: io.ErrUnexpectedEOF, bytes: "abc"},
+					{name: "short without an error", arm: func() { f.ShortNextRead(4) }, n: 4, bytes: "abcd"},
+					{name: "the next read is whole", arm: func() {}, n: 6, bytes: "abcdef"},
+				} {
+					rc.arm()
+					p := make([]byte, 6)
+					n, err := file.ReadAt(p, 0)
+					if n != rc.n || string(p[:n]) != rc.bytes || (rc.err == nil) != (err == nil) || (rc.err != nil && !errors.Is(err, rc.err)) {
+						t.Fatalf("%s: ReadAt = %d %q, %v; want %d %q, %v", rc.name, n, p[:n], err, rc.n, rc.bytes, rc.err)
+					}
+					var pe *fs.PathError
+					if err != nil && (!errors.As(err, &pe) || pe.Op != "read") {
+						t.Fatalf("%s: %v is not a read *fs.PathError", rc.name, err)
+					}
+				}
+				if f.Reads() != 5 {
+					t.Fatalf("Reads() = %d", f.Reads())
+				}
+				// Only matching files fail.
+				other := create(t, f, filepath.Join(dir, "b.index"))
+				write(t, other, "xy")
+				f.Inject(logtest.Fault{Op: logtest.OpRead, Err: syscall.EIO, Match: logtest.HasSuffix(".log")})
+				if _, err := other.ReadAt(make([]byte, 2), 0); err != nil {
+					t.Fatalf("read of an unmatched file: %v", err)
+				}
+				f.Clear()
+			})
 			t.Run("persistent fault on matching files", func(t *testing.T) {
 				inner, dir := tc.inner(t)
 				f := logtest.Wrap(inner)

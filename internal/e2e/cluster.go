@@ -1,0 +1,188 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Cluster is a test cluster; Nodes[0] bootstraps, the others join it.
+type Cluster struct {
+	T     *testing.T
+	Nodes []*Node
+}
+
+// NewCluster starts n nodes with extra flags and waits until all are
+// voters.
+func NewCluster(t *testing.T, n int, extra ...string) *Cluster {
+	t.Helper()
+	c := &Cluster{T: t}
+	for i := range n {
+		c.Nodes = append(c.Nodes, NewNode(t, fmt.Sprintf("n%d", i+1), extra...))
+	}
+	c.Start()
+	return c
+}
+
+// Start launches c's prepared nodes: Nodes[0] bootstraps, the others join
+// it; it waits until all are voters.
+func (c *Cluster) Start() {
+	t := c.T
+	t.Helper()
+	n := len(c.Nodes)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	first := c.Nodes[0]
+	first.Launch("")
+	WaitFor(t, ctx, first.ID+" ready", func() bool {
+		st, err := first.Status(ctx)
+		return err == nil && st.Ready && st.LeaderId != ""
+	})
+	for _, nd := range c.Nodes[1:] {
+		nd.Launch(first.Listen)
+	}
+	c.WaitVoters(ctx, n)
+}
+
+// WaitVoters waits until the first live node sees n voters and a leader.
+func (c *Cluster) WaitVoters(ctx context.Context, n int) {
+	c.T.Helper()
+	WaitFor(c.T, ctx, fmt.Sprintf("%d voters", n), func() bool {
+		for _, nd := range c.Nodes {
+			if nd.Cmd == nil {
+				continue
+			}
+			st, err := nd.Status(ctx)
+			if err != nil || st.LeaderId == "" {
+				return false
+			}
+			voters := 0
+			for _, m := range st.Members {
+				if m.Suffrage == "voter" {
+					voters++
+				}
+			}
+			return voters == n
+		}
+		return false
+	})
+}
+
+// Leader returns the node that reports itself leader.
+func (c *Cluster) Leader(ctx context.Context) *Node {
+	c.T.Helper()
+	var out *Node
+	WaitFor(c.T, ctx, "a leader", func() bool {
+		for _, nd := range c.Nodes {
+			if nd.Cmd == nil {
+				continue
+			}
+			if st, err := nd.Status(ctx); err == nil && st.State == "Leader" && st.Ready {
+				out = nd
+				return true
+			}
+		}
+		return false
+	})
+	return out
+}
+
+// Converge waits until every node is ready and has applied the same index.
+func (c *Cluster) Converge(ctx context.Context) {
+	c.T.Helper()
+	c.ConvergeNodes(ctx, c.Nodes)
+}
+
+// ConvergeNodes is Converge for some of the nodes. One of them must be a
+// ready leader: followers learn that the last entries are committed only
+// from a leader, so without one they can agree on an index that still
+// lacks acknowledged records.
+func (c *Cluster) ConvergeNodes(ctx context.Context, nodes []*Node) {
+	c.T.Helper()
+	WaitFor(c.T, ctx, "nodes converge under a leader", func() bool { return c.Converged(ctx, nodes) })
+}
+
+// Converged reports whether nodes are ready, one of them leads, and all
+// have committed and applied the same index.
+func (c *Cluster) Converged(ctx context.Context, nodes []*Node) bool {
+	var idx []uint64
+	leaders := 0
+	for _, nd := range nodes {
+		st, err := nd.Status(ctx)
+		if err != nil || !st.Ready {
+			return false
+		}
+		if st.State == "Leader" {
+			leaders++
+		}
+		idx = append(idx, st.AppliedIndex, st.CommitIndex)
+	}
+	return leaders == 1 && slices.Min(idx) == slices.Max(idx)
+}
+
+// CheckEveryNode checks each node's copy (Check), and requires every node
+// to hold the same records at the same offsets.
+func (c *Cluster) CheckEveryNode(ctx context.Context, topic string, parts int32, acks []Ack, attempted map[string]bool) {
+	c.T.Helper()
+	c.CheckEveryNodeTB(ctx, c.T, topic, parts, acks, attempted)
+}
+
+// CheckEveryNodeTB is CheckEveryNode reporting to tb, such as a recorder
+// of complaints a test expects.
+func (c *Cluster) CheckEveryNodeTB(ctx context.Context, tb testing.TB, topic string, parts int32, acks []Ack, attempted map[string]bool) {
+	tb.Helper()
+	var first string
+	for i, nd := range c.Nodes {
+		got := nd.ReadAll(ctx, topic, parts)
+		Check(tb, got, acks, attempted)
+		r := Render(got)
+		if i == 0 {
+			first = r
+		} else if r != first {
+			tb.Errorf("%s holds different records than %s", nd.ID, c.Nodes[0].ID)
+		}
+	}
+}
+
+// KillAll SIGKILLs every running node before reaping any, so none runs on
+// after another died: with every node's writes cut at once, a power cut
+// of the cluster.
+func (c *Cluster) KillAll() {
+	var running []*Node
+	for _, nd := range c.Nodes {
+		if nd.Cmd != nil {
+			nd.Cmd.Process.Signal(syscall.SIGCONT)
+			nd.Cmd.Process.Signal(syscall.SIGKILL)
+			running = append(running, nd)
+		}
+	}
+	for _, nd := range running {
+		nd.Cmd.Wait()
+		nd.Cmd = nil
+	}
+}
+
+// RestartAll launches every node again (each has its state: none
+// bootstraps) and waits for a ready leader.
+func (c *Cluster) RestartAll(ctx context.Context) {
+	c.T.Helper()
+	for _, nd := range c.Nodes {
+		nd.Launch("")
+	}
+	c.Leader(ctx)
+}
+
+// Term is the highest Raft term a live node reports: how many elections
+// the cluster has held.
+func (c *Cluster) Term(ctx context.Context) uint64 {
+	var term uint64
+	for _, nd := range c.Nodes {
+		if st, err := nd.Status(ctx); err == nil && st.Term > term {
+			term = st.Term
+		}
+	}
+	return term
+}
