@@ -31,8 +31,6 @@ func testFSM(t *testing.T, dir string) (*FSM, *[]error) {
 
 func mustBatch(t *testing.T, values ...string) []byte { return recordtest.Batch(t, values...) }
 
-func mustBatchB(t testing.TB, values ...string) []byte { return recordtest.Batch(t, values...) }
-
 func createCmd(t *testing.T, name string, parts int32, now int64) []byte {
 	t.Helper()
 	d, err := encodeJSONCommand(CmdCreateTopic, now, CreateTopic{Name: name, Partitions: parts})
