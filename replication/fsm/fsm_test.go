@@ -227,7 +227,7 @@ func TestDecodeCommandHostile(t *testing.T) {
 		"batch too long":   append(append(encodeHeader(nil, CmdAppend, 0), 1, 't', 1, 0), 0xff, 0xff, 0x03),
 		"bad json":         append(encodeHeader(nil, CmdCreateTopic, 0), '{'),
 	} {
-		if _, err := decodeCommand(data); err == nil {
+		if _, err := decodeCommandWith(data, &keyScratch{}); err == nil {
 			t.Errorf("%s: decoded without error", name)
 		}
 	}
