@@ -98,15 +98,19 @@ vet:
 # which a fresh CI machine pays once, beside the race build it does anyway:
 # cheap enough that the check is never skipped. No check is switched off;
 # the few findings kept on purpose carry a //lint:ignore comment with the
-# reason.
+# reason. Then tsc type-checks the web console's JavaScript
+# (scripts/check-console.sh, under a second with the tsc that
+# tools/package-lock.json pins and test-tools installs).
 STATICCHECK := $(GO) tool -modfile=tools/go.mod staticcheck
 
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(STATICCHECK) $(PKGS)
+	@scripts/check-console.sh
 
-# The client tools the tests run (kcat; node, npm and the pinned kafkajs),
-# installed only when missing (npm ci only when its lock file changed).
+# The client tools the tests run (kcat; node, npm and the pinned kafkajs)
+# and the pinned tsc lint runs, installed only when missing (npm ci only
+# when a lock file changed).
 test-tools:
 	@scripts/test-tools.sh
 
