@@ -95,12 +95,6 @@ func dlqValues(t *testing.T, ctx context.Context, c *client.Client, topic string
 	return out
 }
 
-// dlqRows counts the dead-letter rows the page shows.
-func dlqRows(p *page) int {
-	p.t.Helper()
-	return p.count("#dlq-list tbody input.dlq-pick")
-}
-
 // waitRows waits until the page shows n dead-letter rows.
 func (p *page) waitRows(n int) {
 	p.t.Helper()

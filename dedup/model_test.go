@@ -187,10 +187,23 @@ func TestWindowModel(t *testing.T) {
 				win.SetMaxKeys(maxKeys)
 				m.maxKeys = maxKeys
 			case r < 94 && seed%3 != 0: // seeds 3, 6, …: one window throughout, for the long-lived view
-				keys := win.Keys()
-				win = NewWindow(maxKeys)
+				// A snapshot and its restore, as the state machine does
+				// them; the restored window then takes the test's hash
+				// mask again.
+				v := win.View()
+				var snap bytes.Buffer
+				n, err := v.WriteTo(&snap)
+				v.Release()
+				if err != nil {
+					t.Fatalf("seed %d op %d: write window: %v", seed, op, err)
+				}
+				if win, err = ReadWindow(&snap, n, maxKeys); err != nil {
+					t.Fatalf("seed %d op %d: read window: %v", seed, op, err)
+				}
+				win.mu.Lock()
 				win.hashMask = hashMask
-				win.restore(keys)
+				win.rebuildLocked()
+				win.mu.Unlock()
 				m.evicted, m.expired = 0, 0 // counters are per process, not snapshotted
 			case r < 96:
 				// The first view lives to the end, past chunks the window

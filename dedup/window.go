@@ -443,12 +443,5 @@ func (w *Window) KeysAt(now int64, at map[[2]int64]string) {
 	}
 }
 
-// restore inserts keys into an empty window.
-func (w *Window) restore(keys []Key) {
-	for _, k := range keys {
-		w.insertLocked(k.Key, w.hash(k.Key), k.Entry)
-	}
-}
-
 // MaxIdempotencyKeyBytes bounds an idempotency key.
 const MaxIdempotencyKeyBytes = 1024

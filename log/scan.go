@@ -16,10 +16,6 @@ type reader struct {
 	compacted bool
 }
 
-func newReader(f File, limit int64, window int) *reader {
-	return &reader{f: f, limit: limit, window: window}
-}
-
 // segReader is a reader over a segment's data file.
 func segReader(s *segment, limit int64, window int) *reader {
 	return &reader{f: s.data, limit: limit, window: window, compacted: s.meta.compacted}

@@ -9,8 +9,7 @@ var (
 	// ErrInvalidTopicName means a topic name breaks Kafka's naming rules.
 	ErrInvalidTopicName = errors.New("partition: invalid topic name")
 
-	// ErrInvalidPartition means a partition number is negative or a
-	// partition directory name is malformed.
+	// ErrInvalidPartition means a partition number is negative.
 	ErrInvalidPartition = errors.New("partition: invalid partition")
 )
 

@@ -2,7 +2,6 @@ package partition
 
 import (
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -29,6 +28,7 @@ func TestValidateTopicName(t *testing.T) {
 		{name: "space", topic: "a b"},
 		{name: "nul", topic: "a\x00b"},
 		{name: "colon", topic: "a:b"},
+		{name: "tilde", topic: "a~1"},
 		{name: "non-ascii", topic: "café"},
 		{name: "newline", topic: "a\n"},
 	}
@@ -48,88 +48,7 @@ func TestValidateTopicName(t *testing.T) {
 			if !errors.As(err, &tne) || tne.Reason == "" {
 				t.Errorf("error %v carries no reason", err)
 			}
-			if _, err := Dir("/data", tt.topic, 0); !errors.Is(err, ErrInvalidTopicName) {
-				t.Errorf("Dir accepted invalid topic %q: %v", tt.topic, err)
-			}
 		})
-	}
-}
-
-func TestDir(t *testing.T) {
-	tests := []struct {
-		name    string
-		root    string
-		topic   string
-		p       int32
-		want    string
-		wantErr error
-	}{
-		{name: "absolute root", root: "/data", topic: "orders", p: 3, want: filepath.Join("/data", "orders-3")},
-		{name: "relative root", root: "data", topic: "a.b", p: 0, want: filepath.Join("data", "a.b-0")},
-		{name: "unclean root", root: "/data/../srv/", topic: "t", p: 12, want: filepath.Join("/srv", "t-12")},
-		{name: "dashes in topic", root: "/d", topic: "my-topic-2", p: 2147483647, want: filepath.Join("/d", "my-topic-2-2147483647")},
-		{name: "negative partition", root: "/d", topic: "t", p: -1, wantErr: ErrInvalidPartition},
-		{name: "traversal", root: "/d", topic: "..", p: 1, wantErr: ErrInvalidTopicName},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := Dir(tt.root, tt.topic, tt.p)
-			if tt.wantErr != nil {
-				if !errors.Is(err, tt.wantErr) || got != "" {
-					t.Fatalf("Dir = %q, %v; want error %v", got, err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || got != tt.want {
-				t.Fatalf("Dir = %q, %v; want %q", got, err, tt.want)
-			}
-		})
-	}
-}
-
-func TestIDAndParseDirName(t *testing.T) {
-	tests := []struct {
-		dir     string
-		want    ID
-		wantErr bool
-	}{
-		{dir: "orders-3", want: ID{Topic: "orders", Partition: 3}},
-		{dir: "my-topic-0", want: ID{Topic: "my-topic", Partition: 0}},
-		{dir: "...-7", want: ID{Topic: "...", Partition: 7}},
-		{dir: "t-2147483647", want: ID{Topic: "t", Partition: 2147483647}},
-		{dir: "orders", wantErr: true},
-		{dir: "orders-", wantErr: true},
-		{dir: "-3", wantErr: true},
-		{dir: "..-3", wantErr: true},
-		{dir: "orders-03", wantErr: true},
-		{dir: "orders-+3", wantErr: true},
-		{dir: "orders--3", want: ID{Topic: "orders-", Partition: 3}},
-		{dir: "orders-2147483648", wantErr: true},
-		{dir: "a/b-1", wantErr: true},
-		{dir: "orders-3.deleted", wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.dir, func(t *testing.T) {
-			got, err := ParseDirName(tt.dir)
-			if tt.wantErr {
-				if err == nil {
-					t.Fatalf("ParseDirName(%q) = %+v, want an error", tt.dir, got)
-				}
-				return
-			}
-			if err != nil || got != tt.want {
-				t.Fatalf("ParseDirName(%q) = %+v, %v; want %+v", tt.dir, got, err, tt.want)
-			}
-			if got.String() != tt.dir {
-				t.Errorf("String() = %q, want %q", got.String(), tt.dir)
-			}
-		})
-	}
-}
-
-func TestMetricsName(t *testing.T) {
-	if MetricsName("a.b_c.d") != "a_b_c_d" || MetricsName("a.b") != MetricsName("a_b") {
-		t.Errorf("MetricsName does not fold '.' into '_'")
 	}
 }
 

@@ -275,7 +275,11 @@ func (n *Node) raftLastLog(id, addr string) (uint64, error) {
 	req := raft.AppendEntriesRequest{
 		RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(self), Addr: me},
 		Term:      term,
-		Leader:    me,
+		// Leader is deprecated for RPCHeader.Addr, but a peer whose Raft
+		// predates Addr reads only Leader; Raft's own heartbeat sets both,
+		// and this is the same request.
+		//lint:ignore SA1019 the same heartbeat Raft sends, for peers that read only Leader
+		Leader: me,
 	}
 	var resp raft.AppendEntriesResponse
 	if err := tr.AppendEntries(raft.ServerID(id), raft.ServerAddress(addr), &req, &resp); err != nil {

@@ -134,8 +134,7 @@ func (n *Node) registerOnce(ctx context.Context, r *registration) {
 	if leader == "" || time.Now().Before(r.next) {
 		return
 	}
-	reg := fsm.NodeRegister{ID: want.ID, APIAddress: want.APIAddress, FeatureLevel: want.FeatureLevel,
-		PeerAddress: want.PeerAddress, KafkaAddress: want.KafkaAddress}
+	reg := fsm.NodeRegister(want)
 	actx, cancel := context.WithTimeout(ctx, registerAttemptTimeout)
 	defer cancel()
 	var err error

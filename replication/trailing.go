@@ -24,7 +24,3 @@ func (n *Node) boundTrailingLogs() {
 	}
 	n.cfg.Logger.Debug("raft trailing logs bounded in bytes", "trailing_logs", want, "entries_since_snapshot", entries, "bytes_since_snapshot", bytes)
 }
-
-// trailingLogs is how many entries Raft currently keeps after a snapshot
-// (Config.TrailingLogs, lowered by Config.TrailingBytes).
-func (n *Node) trailingLogs() uint64 { return n.raft.ReloadableConfig().TrailingLogs }

@@ -30,10 +30,12 @@ func TestTrailingLogsBoundedInBytes(t *testing.T) {
 		}
 	}
 	// 16 KiB entries in a 256 KiB budget: 16 entries.
-	for n.trailingLogs() != raftstore.MinTrailingLogs {
+	// Raft's TrailingLogs, which the housekeeping goroutine lowers.
+	trailing := func() uint64 { return n.raft.ReloadableConfig().TrailingLogs }
+	for trailing() != raftstore.MinTrailingLogs {
 		select {
 		case <-ctx.Done():
-			t.Fatalf("trailing logs %d, want %d", n.trailingLogs(), raftstore.MinTrailingLogs)
+			t.Fatalf("trailing logs %d, want %d", trailing(), raftstore.MinTrailingLogs)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

@@ -3,11 +3,13 @@
 # kcat (Debian package) for the Kafka listener's end-to-end tests
 # (cmd/logd/kafka_e2e_test.go), node and npm (Debian packages nodejs and
 # npm) and the kafkajs that cmd/logd/testdata/kafkajs/package-lock.json
-# pins, for cmd/logd/kafkajs_e2e_test.go; systemd-analyze (Debian package
+# pins, for cmd/logd/kafkajs_e2e_test.go; TypeScript's tsc, which
+# tools/package-lock.json pins, for make lint's check of the web console's
+# JavaScript (scripts/check-console.sh); systemd-analyze (Debian package
 # systemd) for cmd/logd/deploy_test.go's check of the unit file; jq, which
 # the tested examples of README.md and docs/guide.md use
 # (cmd/logd/readme_e2e_test.go). Idempotent: npm ci runs only when
-# node_modules is missing or the lock file changed since it last ran.
+# node_modules is missing or a lock file changed since it last ran.
 # `make test` runs it first. Without root or apt-get, or when npm ci fails,
 # it says what is missing and goes on: those tests then skip, except under
 # CI=true, where they fail.
@@ -53,21 +55,30 @@ if [[ " ${missing[*]} " == *" postgresql "* ]] && [ "$(id -u)" = 0 ] && systemct
 	systemctl disable --now postgresql >/dev/null 2>&1 || true
 fi
 
-# kafkajs, pinned by its lock file. The stamp in node_modules records the
-# lock file's hash from the last npm ci (which empties node_modules first).
+# npm packages pinned by lock files: kafkajs, and TypeScript's tsc for
+# make lint's check of the web console (scripts/check-console.sh). npm ci
+# runs in a directory only when its node_modules is missing or its lock
+# file changed since it last ran there: the stamp in node_modules records
+# the lock file's hash from the last npm ci (which empties node_modules
+# first).
 kafkajs=cmd/logd/testdata/kafkajs
-stamp=$kafkajs/node_modules/.logd-lock.sha256
 if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
-	echo "test-tools: no node or npm; the kafkajs tests skip (fail under CI=true)" >&2
+	echo "test-tools: no node or npm; the kafkajs tests and the console's type check skip (fail under CI=true)" >&2
 	exit 0
 fi
-lock=$(sha256sum "$kafkajs/package-lock.json" | cut -d' ' -f1)
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$lock" ]; then
-	exit 0
-fi
-echo "test-tools: npm ci in $kafkajs" >&2
-if (cd "$kafkajs" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
-	echo "$lock" >"$stamp"
-else
-	echo "test-tools: npm ci in $kafkajs failed; the kafkajs tests skip (fail under CI=true)" >&2
-fi
+npm_ci() {
+	local dir=$1 what=$2 lock stamp
+	stamp=$dir/node_modules/.logd-lock.sha256
+	lock=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
+	if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$lock" ]; then
+		return 0
+	fi
+	echo "test-tools: npm ci in $dir" >&2
+	if (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
+		echo "$lock" >"$stamp"
+	else
+		echo "test-tools: npm ci in $dir failed; $what skip (fail under CI=true)" >&2
+	fi
+}
+npm_ci "$kafkajs" "the kafkajs tests"
+npm_ci tools "the console's type check"

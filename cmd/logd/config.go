@@ -29,20 +29,6 @@ const (
 // LOGD_CONFIG, and the file cannot name itself.
 const configFlag = "config"
 
-// secretAnnotation marks a flag whose value is a secret itself (not the
-// path of a file holding one): the configuration log redacts it.
-const secretAnnotation = "logd_secret"
-
-// redacted stands for a secret in the configuration log.
-const redacted = "[redacted]"
-
-// markSecret marks the flag name of fs as a secret (secretAnnotation).
-func markSecret(fs *pflag.FlagSet, name string) {
-	if err := fs.SetAnnotation(name, secretAnnotation, []string{"true"}); err != nil {
-		panic(fmt.Sprintf("markSecret %q: %v", name, err)) // a programming error: no such flag
-	}
-}
-
 // envName is the variable of the flag name: LOGD_ and the name in upper
 // case with underscores, except --superuser, whose variable lists several.
 func envName(name string) string {
@@ -203,9 +189,10 @@ func yamlValues(v any, list bool) ([]string, error) {
 }
 
 // effectiveConfig lists every flag of fs (as slog key-value pairs, sorted
-// by name) with its value and source, for the log line at start. Secret
-// flags are redacted, and so is a password in a URL's user information;
-// file paths (keys, token files) are shown, never their contents.
+// by name) with its value and source, for the log line at start. A
+// password in a URL's user information is redacted; no flag holds a secret
+// itself: secrets come in files (keys, token files), whose paths are
+// shown, never their contents.
 func effectiveConfig(fs *pflag.FlagSet, src map[string]string) []any {
 	var out []any
 	fs.VisitAll(func(f *pflag.Flag) {
@@ -216,12 +203,7 @@ func effectiveConfig(fs *pflag.FlagSet, src map[string]string) []any {
 		if v == "" {
 			v = `""`
 		}
-		if _, secret := f.Annotations[secretAnnotation]; secret && v != `""` {
-			v = redacted
-		} else {
-			v = redactURL(v)
-		}
-		out = append(out, f.Name, v+" ("+src[f.Name]+")")
+		out = append(out, f.Name, redactURL(v)+" ("+src[f.Name]+")")
 	})
 	return out
 }

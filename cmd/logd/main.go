@@ -18,7 +18,6 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -84,8 +83,8 @@ type config struct {
 	kafka kafkaConfig
 	// peer is the listener for calls between nodes (peer_listen.go).
 	peer peerListenConfig
-	// effective is every flag's value and where it came from, secrets
-	// redacted (config.go), which run logs at start.
+	// effective is every flag's value and where it came from, a URL's
+	// password redacted (config.go), which run logs at start.
 	effective []any
 }
 
@@ -198,22 +197,6 @@ func defineFlags(fs *pflag.FlagSet) func(getenv func(string) string) (config, er
 		}
 		return c, nil
 	}
-}
-
-// parseFlags parses the flags of logd run as the command line, getenv and
-// the configuration file give them. Single-dash long flags (-data-dir)
-// are accepted, as the standard flag package took them.
-func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
-	fs := pflag.NewFlagSet("logd", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	resolve := defineFlags(fs)
-	if err := fs.Parse(longFlagArgs(fs, args)); err != nil {
-		return config{}, err
-	}
-	if fs.NArg() > 0 {
-		return config{}, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
-	}
-	return resolve(getenv)
 }
 
 func newLogger(c config, w io.Writer) (*slog.Logger, error) {

@@ -1,3 +1,4 @@
+// @ts-check
 // The console's only way to the node: the Connect API, JSON over HTTP,
 // the same calls and permissions as every other client (docs/console.md).
 
@@ -25,9 +26,19 @@ export function setToken(t) {
   else sessionStorage.removeItem(tokenKey);
 }
 
+/** @typedef {import('../apitypes.js').Procedures} Procedures */
+
 // call runs one unary procedure with a JSON request and returns the JSON
 // answer. Field names follow protobuf's JSON mapping: lowerCamelCase,
-// 64-bit integers as strings, bytes as base64.
+// 64-bit integers as strings, bytes as base64 (their types:
+// ../apitypes.js).
+/**
+ * @template {keyof Procedures} M
+ * @param {M} method
+ * @param {Procedures[M][0]} [request]
+ * @param {{signal?: AbortSignal, keepalive?: boolean}} [opts]
+ * @returns {Promise<Procedures[M][1]>}
+ */
 export async function call(method, request = {}, opts = {}) {
   const headers = {
     'Content-Type': 'application/json',

@@ -1,3 +1,4 @@
+// @ts-check
 // The console's shell: hash routes, live updates, login, theme and keys.
 // Pages (pages/*.js) render into #view from the API's answers.
 import { call, token, setToken, ApiError } from './api.js';
@@ -197,7 +198,7 @@ function onKey(e) {
     toggleTheme();
   } else if (e.key === '/') {
     const f = view.querySelector('input[data-filter]');
-    if (f) { e.preventDefault(); f.focus(); }
+    if (f instanceof HTMLInputElement) { e.preventDefault(); f.focus(); }
   } else if (e.key === '?') {
     location.hash = '#/help';
   } else {

@@ -1,3 +1,4 @@
+// @ts-check
 // The console's pages, in the order of the navigation bar (keys 1-9).
 // A page is {path, nav (label in the bar, if any), render(ctx)}; see
 // app.js for ctx.

@@ -1,3 +1,4 @@
+// @ts-check
 // DOM helpers. Every piece of data reaches the page as a text node or an
 // attribute value, never as markup: nothing here (or in the pages) sets
 // innerHTML, so a record value like <img onerror=...> is shown, not run.

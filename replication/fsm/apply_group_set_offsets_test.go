@@ -86,7 +86,7 @@ func TestGroupSetOffsetsCodec(t *testing.T) {
 		{TopicPartition: group.TopicPartition{Topic: "a", Partition: 2}, Offset: 0},
 	}}
 	data := EncodeGroupSetOffsets(42, c)
-	env, err := decodeCommand(sealEntry(data))
+	env, err := decodeCommandWith(sealEntry(data), &keyScratch{})
 	if err != nil {
 		t.Fatal(err)
 	}

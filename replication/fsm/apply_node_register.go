@@ -7,8 +7,7 @@ func (f *FSM) applyNodeRegister(_ uint64, _ int64, c NodeRegister) any {
 	if c.ID == "" {
 		return nil
 	}
-	n := RegisteredNode{ID: c.ID, APIAddress: c.APIAddress, FeatureLevel: c.FeatureLevel,
-		PeerAddress: c.PeerAddress, KafkaAddress: c.KafkaAddress}
+	n := RegisteredNode(c)
 	if cur, ok := f.nodes.get(c.ID); f.snapshotted.Load() && (!ok || cur.CallAddress() != n.CallAddress()) {
 		// The latest snapshot names this node at no or another address,
 		// so a follower installing it could not fetch segments here.

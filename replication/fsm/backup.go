@@ -73,7 +73,7 @@ func ReadSnapshotManifest(r *bufio.Reader) ([]byte, SnapshotContents, error) {
 		for p, pm := range t.Partitions {
 			for _, s := range pm.Segments {
 				c.Segments = append(c.Segments, SnapshotSegment{Topic: t.Name, TopicIndex: t.CreateIndex, Partition: int32(p),
-					SegmentExtent: SegmentExtent{Base: s.Base, End: s.End, Bytes: s.Bytes}})
+					SegmentExtent: SegmentExtent(s)})
 			}
 		}
 	}

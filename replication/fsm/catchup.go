@@ -204,7 +204,7 @@ func (f *FSM) fetch(t *Topic, p int32, keep []int64, segs []segmentManifest) err
 	}
 	req := FetchRequest{Topic: t.Name, TopicIndex: t.CreateIndex, Partition: p, Dir: partitionDir(t, p), Log: f.logOpts, Keep: keep, Peers: peers}
 	for _, s := range segs {
-		req.Segments = append(req.Segments, SegmentExtent{Base: s.Base, End: s.End, Bytes: s.Bytes})
+		req.Segments = append(req.Segments, SegmentExtent(s))
 	}
 	return f.catchUp.fetcher.FetchSegments(req)
 }

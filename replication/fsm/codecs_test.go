@@ -75,7 +75,7 @@ func TestAppendCodecVersion(t *testing.T) {
 			if got := CodecLevel(tc.codec); (got == CompressionLevel) != (tc.level == CompressionLevel) {
 				t.Errorf("CodecLevel(%s) = %d", tc.codec, got)
 			}
-			env, err := decodeCommand(data)
+			env, err := decodeCommandWith(data, &keyScratch{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -151,9 +151,6 @@ func encodeAppend(now int64, a Append) []byte {
 	return dst
 }
 
-// decodeCommand decodes a Raft entry's data. Batches in an Append alias data.
-func decodeCommand(data []byte) (envelope, error) { return decodeCommandWith(data, &keyScratch{}) }
-
 // keyScratch is memory an Append's idempotency keys are decoded into,
 // reused from one command to the next: the state machine decodes every
 // keyed record of every entry, so the key tables and the keys' bytes are
@@ -229,7 +226,8 @@ func openEntry(data []byte) ([]byte, byte, error) {
 	return body, v &^ entryChecksumFlag, nil
 }
 
-// decodeCommandWith is decodeCommand decoding keys into scratch.
+// decodeCommandWith decodes a Raft entry's data, an Append's idempotency
+// keys into scratch. Batches in an Append alias data.
 func decodeCommandWith(data []byte, scratch *keyScratch) (envelope, error) {
 	if len(data) < cmdHeaderSize {
 		return envelope{}, fmt.Errorf("%w: %d bytes", backend.ErrBadCommand, len(data))

@@ -199,7 +199,7 @@ func TestAppendKeysCodec(t *testing.T) {
 		}},
 	}}
 	enc := encodeAppend(42, a)
-	env, err := decodeCommand(enc)
+	env, err := decodeCommandWith(enc, &keyScratch{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestAppendKeysCodec(t *testing.T) {
 		}
 	}
 	// Version 2, written by older builds, still decodes.
-	v2, err := decodeCommand(encodeAppendV2(42, a))
+	v2, err := decodeCommandWith(encodeAppendV2(42, a), &keyScratch{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestAppendKeysCodec(t *testing.T) {
 	}
 	// Truncating a keyed command anywhere is an error, never a panic.
 	for i := cmdHeaderSize; i < len(enc); i++ {
-		if _, err := decodeCommand(enc[:i]); err == nil {
+		if _, err := decodeCommandWith(enc[:i], &keyScratch{}); err == nil {
 			t.Fatalf("truncated at %d decoded", i)
 		}
 	}
@@ -267,7 +267,7 @@ func FuzzDecodeAppend(f *testing.F) {
 	f.Add(encodeAppend(1, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 1, Batch: []byte("z")}}}))
 	scratch := &keyScratch{}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		env, err := decodeCommand(data)
+		env, err := decodeCommandWith(data, &keyScratch{})
 		if err != nil {
 			return
 		}
@@ -275,7 +275,7 @@ func FuzzDecodeAppend(f *testing.F) {
 		if !ok {
 			return
 		}
-		again, err := decodeCommand(encodeAppend(env.Time, got))
+		again, err := decodeCommandWith(encodeAppend(env.Time, got), &keyScratch{})
 		if err != nil {
 			t.Fatalf("re-encoded append does not decode: %v", err)
 		}

@@ -31,7 +31,7 @@ func TestEntryChecksum(t *testing.T) {
 	}
 	for name, plain := range commands {
 		t.Run(name, func(t *testing.T) {
-			want, err := decodeCommand(plain) // an entry as older builds wrote it
+			want, err := decodeCommandWith(plain, &keyScratch{}) // an entry as older builds wrote it
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -39,7 +39,7 @@ func TestEntryChecksum(t *testing.T) {
 			if len(sealed) != len(plain)+entryChecksumSize || sealed[1]&entryChecksumFlag == 0 {
 				t.Fatalf("sealed entry: %d bytes, version byte %#x", len(sealed), sealed[1])
 			}
-			got, err := decodeCommand(sealed)
+			got, err := decodeCommandWith(sealed, &keyScratch{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -51,7 +51,7 @@ func TestEntryChecksum(t *testing.T) {
 				for bit := range 8 {
 					copy(damaged, sealed)
 					damaged[i] ^= 1 << bit
-					got, err := decodeCommand(damaged)
+					got, err := decodeCommandWith(damaged, &keyScratch{})
 					if i == 1 && 1<<bit == entryChecksumFlag {
 						// The flag cleared: the entry reads as unsealed, its
 						// checksum as trailing bytes. An error or the same
@@ -67,7 +67,7 @@ func TestEntryChecksum(t *testing.T) {
 				}
 			}
 			for n := range len(sealed) {
-				if _, err := decodeCommand(sealed[:n]); err == nil {
+				if _, err := decodeCommandWith(sealed[:n], &keyScratch{}); err == nil {
 					t.Fatalf("sealed entry cut to %d bytes decodes", n)
 				}
 			}

@@ -31,8 +31,6 @@ func testFSM(t *testing.T, dir string) (*FSM, *[]error) {
 
 func mustBatch(t *testing.T, values ...string) []byte { return recordtest.Batch(t, values...) }
 
-func mustBatchB(t testing.TB, values ...string) []byte { return recordtest.Batch(t, values...) }
-
 func createCmd(t *testing.T, name string, parts int32, now int64) []byte {
 	t.Helper()
 	d, err := encodeJSONCommand(CmdCreateTopic, now, CreateTopic{Name: name, Partitions: parts})
@@ -229,7 +227,7 @@ func TestDecodeCommandHostile(t *testing.T) {
 		"batch too long":   append(append(encodeHeader(nil, CmdAppend, 0), 1, 't', 1, 0), 0xff, 0xff, 0x03),
 		"bad json":         append(encodeHeader(nil, CmdCreateTopic, 0), '{'),
 	} {
-		if _, err := decodeCommand(data); err == nil {
+		if _, err := decodeCommandWith(data, &keyScratch{}); err == nil {
 			t.Errorf("%s: decoded without error", name)
 		}
 	}

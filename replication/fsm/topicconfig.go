@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -124,16 +123,6 @@ var topicConfigSpecs = map[string]configSpec{
 		}
 		return fmt.Errorf("must be delete, compact or compact,delete")
 	}},
-}
-
-// TopicConfigKeys lists the settable topic configuration keys, sorted.
-func TopicConfigKeys() []string {
-	keys := make([]string, 0, len(topicConfigSpecs))
-	for k := range topicConfigSpecs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // ResolveTopicConfig validates cfg and returns it with every default filled

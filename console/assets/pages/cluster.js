@@ -1,3 +1,4 @@
+// @ts-check
 import { call, num } from '../api.js';
 import { h, replace, table, fmtNum, fmtBytes, fmtDuration } from '../ui.js';
 

@@ -1,3 +1,4 @@
+// @ts-check
 import { call, num } from '../api.js';
 import { h, replace, table, link, route, fmtNum, fmtTime, fmtDuration, errorBox, field, b64bytes, bytesB64, text, hexdump, prettyJSON } from '../ui.js';
 
@@ -47,6 +48,11 @@ async function renderTopics(ctx) {
       call('ListQueueGroups', {}, { signal: ctx.signal }),
       call('ListTopics', {}, { signal: ctx.signal }),
     ]);
+    /**
+     * A row per dead-letter topic; one no group names has no topic, group
+     * or total.
+     * @type {{name: string, topic?: string, group?: string, held: number, paused?: boolean, total: number | null}[]}
+     */
     const rows = groups.filter(g => g.config && g.config.deadLetterTopic).map(g => ({
       name: g.config.deadLetterTopic, topic: g.topic, group: g.group, held: num(g.deadLetterRecords), paused: !!g.paused,
       total: (g.partitions || []).reduce((s, p) => s + num(p.deadLettered), 0),

@@ -1,3 +1,4 @@
+// @ts-check
 import { call, num, ApiError } from '../api.js';
 import { h, replace, table, link, route, fmtNum, fmtTime, field, errorBox, parseDuration, b64bytes, text } from '../ui.js';
 import { showValue } from './records.js';
@@ -349,7 +350,12 @@ async function run(o, signal, status, out, deadline, setJoined) {
   out.committed = offsets.map(x => ({ topic: x.topic, partition: x.partition, offset: num(x.offset) }));
 }
 
-// sleep waits ms, or rejects with an AbortError when signal ends first.
+/**
+ * sleep waits ms, or rejects with an AbortError when signal ends first.
+ * @param {number} ms
+ * @param {AbortSignal} signal
+ * @returns {Promise<void>}
+ */
 function sleep(ms, signal) {
   return new Promise((resolve, reject) => {
     if (signal.aborted) { reject(new DOMException('left the page', 'AbortError')); return; }

@@ -1,3 +1,4 @@
+// @ts-check
 import { call, num } from '../api.js';
 import { h, replace, table, link, route, fmtNum, field, errorBox, confirmTyped, parseDuration } from '../ui.js';
 

@@ -1,3 +1,4 @@
+// @ts-check
 import { call, num } from '../api.js';
 import { h, replace, table, link, route, fmtNum, fmtDuration, fmtTime, chart, errorBox, confirmTyped, field } from '../ui.js';
 import { renderReset } from './group_reset.js';

@@ -1,3 +1,4 @@
+// @ts-check
 import { h, replace, table } from '../ui.js';
 import { pages } from '../pages.js';
 

@@ -1,3 +1,4 @@
+// @ts-check
 import { h, replace, link } from '../ui.js';
 
 // Any route no page claims.

@@ -1,3 +1,4 @@
+// @ts-check
 import { call, num } from '../api.js';
 import { h, replace, table, fmtNum, fmtDuration, fmtTime, field, errorBox, parseDuration, b64bytes, text } from '../ui.js';
 

@@ -1,3 +1,4 @@
+// @ts-check
 import { call, num } from '../api.js';
 import { h, replace, table, link, route, fmtNum, fmtBytes, fmtDuration, fmtTime, field, errorBox, parseDuration, fmtGoDuration } from '../ui.js';
 import { claimPanel } from './queue_ops.js';

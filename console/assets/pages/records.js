@@ -1,3 +1,4 @@
+// @ts-check
 import { call, num } from '../api.js';
 import { h, replace, table, link, route, fmtNum, fmtTime, errorBox, field, b64bytes, bytesB64, text, hexdump, prettyJSON } from '../ui.js';
 
@@ -72,8 +73,8 @@ export async function renderRecords(ctx, name) {
       { label: 'Value', value: r => showValue(r, st.view) },
     ], rows, { class: 'records-table', empty: needle ? 'No fetched record matches.' : 'No records here.',
       rowProps: r => ({ dataset: { offset: num(r.offset) } }) }));
-    document.getElementById('records-prev').disabled = st.from <= st.logStart;
-    document.getElementById('records-next').disabled = st.next >= st.end;
+    /** @type {HTMLButtonElement} */ (document.getElementById('records-prev')).disabled = st.from <= st.logStart;
+    /** @type {HTMLButtonElement} */ (document.getElementById('records-next')).disabled = st.next >= st.end;
   };
 
   // readAt reads a page from offset (null: the newest page, or what the

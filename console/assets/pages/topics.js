@@ -1,3 +1,4 @@
+// @ts-check
 import { call, num } from '../api.js';
 import { h, replace, table, link, route, fmtNum, fmtBytes, fmtDuration, fmtTime, sparkline, errorBox, confirmTyped, field } from '../ui.js';
 import { renderRecords } from './records.js';
