@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"testing"
 	"time"
 )
@@ -11,8 +13,10 @@ const WaitProgress = 10 * time.Second
 
 // WaitFor calls cond every 10 ms until it holds, failing the test when ctx
 // ends first. Polling real processes, there is no event to wait on. Every
-// WaitProgress it logs the test and what it waits for, so a wait that
-// hangs under load is found in the test's log.
+// WaitProgress it writes the test and what it waits for to the test
+// binary's standard error, not only to the test's log: go test prints a
+// still-running test's log only with -v, while the binary's own output
+// reaches CI's log when a package times out.
 func WaitFor(t testing.TB, ctx context.Context, what string, cond func() bool) {
 	t.Helper()
 	start := time.Now()
@@ -25,7 +29,7 @@ func WaitFor(t testing.TB, ctx context.Context, what string, cond func() bool) {
 			t.Fatalf("%s: %v after %s", what, ctx.Err(), time.Since(start).Round(time.Millisecond))
 		case now := <-tick.C:
 			if now.After(next) {
-				t.Logf("%s: still waiting for %s (%s elapsed)", t.Name(), what, now.Sub(start).Round(time.Second))
+				fmt.Fprintf(os.Stderr, "e2e: %s: still waiting for %s (%s elapsed)\n", t.Name(), what, now.Sub(start).Round(time.Second))
 				next = now.Add(WaitProgress)
 			}
 		}
