@@ -13,7 +13,10 @@
 #   LOAD=2 scripts/test-under-load.sh ./cmd/logd/ -run 'Abuse'
 #
 # Arguments, when given, replace the package list; everything after the
-# packages goes to go test.
+# packages goes to go test. After --, the arguments are a command to run
+# under the same load instead of go test:
+#
+#   scripts/test-under-load.sh -- make test
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,16 +43,21 @@ for _ in $(seq "$loops"); do
 done
 echo "test-under-load: $loops busy loops ($load per CPU, $cpus CPUs), PIDs ${pids[*]}" >&2
 
-if [ $# -eq 0 ]; then
-	set -- ./cmd/logd/ ./replication/... ./kafka/ ./console/ ./server/
-fi
-# The go test timeout: the default run's 15 minutes, once more per busy
-# loop per CPU.
-timeout=$((15 * (load + 1)))m
 start=$(date +%s)
 status=0
-GORACE="${GORACE:-atexit_sleep_ms=0}" \
-	go test -race -count=1 -timeout "$timeout" "$@" || status=$?
+if [ "${1:-}" = -- ]; then
+	shift
+	"$@" || status=$?
+else
+	if [ $# -eq 0 ]; then
+		set -- ./cmd/logd/ ./replication/... ./kafka/ ./console/ ./server/
+	fi
+	# The go test timeout: the default run's 15 minutes, once more per
+	# busy loop per CPU.
+	timeout=$((15 * (load + 1)))m
+	GORACE="${GORACE:-atexit_sleep_ms=0}" \
+		go test -race -count=1 -timeout "$timeout" "$@" || status=$?
+fi
 stop_loops
 echo "test-under-load: exit $status after $(($(date +%s) - start)) s under $loops busy loops" >&2
 exit $status
