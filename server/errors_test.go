@@ -20,6 +20,7 @@ import (
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/dedup"
 	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/internal/doctext"
 	"github.com/logd-dev/logd/partition"
 	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/queue"
@@ -307,7 +308,7 @@ func TestErrorMessagesWithoutPackagePrefixes(t *testing.T) {
 // guide's "Errors" section names each reason of the API once, as it is on
 // the wire (REASON_...), and no other.
 func TestGuideListsEveryReason(t *testing.T) {
-	section := docSection(t, "docs/guide.md", "### Errors")
+	section := doctext.ReadSection(t, "docs/guide.md", "### Errors")
 	var documented []string
 	for _, m := range regexp.MustCompile("(?m)^\\| `(REASON_[A-Z_]+)` \\|").FindAllStringSubmatch(section, -1) {
 		documented = append(documented, m[1])
@@ -323,41 +324,4 @@ func TestGuideListsEveryReason(t *testing.T) {
 	if !slices.Equal(documented, want) {
 		t.Fatalf("docs/guide.md, \"Errors\", documents reasons %v,\nthe API has %v", documented, want)
 	}
-}
-
-// docSection returns the section of the module's document rel (a path
-// from the module's root) under the line heading, up to the next heading
-// of its level or above; it fails the test, naming both, when the
-// document has no such heading.
-func docSection(t *testing.T, rel, heading string) string {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", filepath.FromSlash(rel)))
-	if err != nil {
-		t.Fatalf("%v (the test reads its table from %s)", err, rel)
-	}
-	level := strings.IndexFunc(heading, func(r rune) bool { return r != '#' })
-	var out []string
-	in, fenced := false, false
-	for _, l := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(l, "```") {
-			fenced = !fenced
-		}
-		if !fenced && strings.HasPrefix(l, "#") {
-			n := strings.IndexFunc(l, func(r rune) bool { return r != '#' })
-			switch {
-			case l == heading:
-				in = true
-				continue
-			case in && n > 0 && n <= level:
-				return strings.Join(out, "\n")
-			}
-		}
-		if in {
-			out = append(out, l)
-		}
-	}
-	if !in {
-		t.Fatalf("%s has no %q section, where this test reads its table; if the section moved, point the test at its new place", rel, heading)
-	}
-	return strings.Join(out, "\n")
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -17,6 +15,7 @@ import (
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/internal/doctext"
 	"github.com/logd-dev/logd/logdtest"
 )
 
@@ -151,7 +150,7 @@ func TestExitCodesDocumented(t *testing.T) {
 		t.Fatalf("--help has no Exit codes section:\n%s", help)
 	}
 	section, _, _ = strings.Cut(section, "\n\n")
-	guide := docSection(t, "docs/guide.md", "### Exit codes")
+	guide := doctext.ReadSection(t, "docs/guide.md", "### Exit codes")
 	docs := []struct {
 		name string
 		re   *regexp.Regexp
@@ -170,41 +169,4 @@ func TestExitCodesDocumented(t *testing.T) {
 			t.Errorf("%s documents exit codes %v, want %v", d.name, got, codes)
 		}
 	}
-}
-
-// docSection returns the section of the module's document rel (a path
-// from the module's root) under the line heading, up to the next heading
-// of its level or above; it fails the test, naming both, when the
-// document has no such heading.
-func docSection(t *testing.T, rel, heading string) string {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(rel)))
-	if err != nil {
-		t.Fatalf("%v (the test reads its table from %s)", err, rel)
-	}
-	level := strings.IndexFunc(heading, func(r rune) bool { return r != '#' })
-	var out []string
-	in, fenced := false, false
-	for _, l := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(l, "```") {
-			fenced = !fenced
-		}
-		if !fenced && strings.HasPrefix(l, "#") {
-			n := strings.IndexFunc(l, func(r rune) bool { return r != '#' })
-			switch {
-			case l == heading:
-				in = true
-				continue
-			case in && n > 0 && n <= level:
-				return strings.Join(out, "\n")
-			}
-		}
-		if in {
-			out = append(out, l)
-		}
-	}
-	if !in {
-		t.Fatalf("%s has no %q section, where this test reads its table; if the section moved, point the test at its new place", rel, heading)
-	}
-	return strings.Join(out, "\n")
 }

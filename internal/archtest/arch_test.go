@@ -119,6 +119,7 @@ var table = []row{
 	{path: "internal/e2e", layer: layerSupport, support: true, only: []string{"api/...", "client"}},
 	{path: "internal/testcerts", layer: layerSupport, support: true, stdOnly: true},
 	{path: "internal/pgtest", layer: layerSupport, support: true, stdOnly: true},
+	{path: "internal/doctext", layer: layerSupport, support: true, stdOnly: true},
 
 	{path: "server", layer: layerEdge, frontEnd: true},
 	{path: "kafka", layer: layerEdge, frontEnd: true},
