@@ -10,7 +10,7 @@ import "github.com/logd-dev/logd/replication/raftstore"
 // from the current value. It runs on the housekeeping goroutine, the only
 // one that changes Raft's reloadable settings.
 func (n *Node) boundTrailingLogs() {
-	entries, bytes := n.fsm.EntriesSinceSnapshot(), n.fsm.BytesSinceSnapshot()
+	entries, bytes := n.fsm.SinceSnapshot()
 	rc := n.raft.ReloadableConfig()
 	bound := raftstore.TrailingBound{Logs: n.cfg.TrailingLogs, Bytes: n.cfg.TrailingBytes}
 	want, change := bound.Next(rc.TrailingLogs, entries, bytes)

@@ -43,8 +43,12 @@ type FSM struct {
 	bytesSinceSnapshot atomic.Int64
 	// snapshotIndex is the Raft index of the last snapshot taken or
 	// restored: with bytesSinceSnapshot it gives the average size of the
-	// entries since (EntriesSinceSnapshot).
+	// entries since (SinceSnapshot).
 	snapshotIndex atomic.Uint64
+	// sinceMu makes a snapshot's resets of bytesSinceSnapshot and
+	// snapshotIndex one step for SinceSnapshot, which reads the two
+	// together; the applies' additions do not take it.
+	sinceMu sync.Mutex
 	// segmentsChanged is set when an applied compaction or trim replaced
 	// or deleted segments after the last snapshot was taken (or a restored
 	// snapshot lists segments the logs no longer hold): that snapshot's

@@ -96,11 +96,10 @@ func (f *FSM) Snapshot() (*Snapshot, error) {
 	if err := f.Failed(); err != nil {
 		return nil, fmt.Errorf("%w: %v", backend.ErrStopped, err)
 	}
-	f.bytesSinceSnapshot.Store(0)
 	f.segmentsChanged.Store(false)
 	f.snapshotted.Store(true)
 	m := manifest{Version: manifestVersion, Index: f.applied.Load(), Now: f.now.Load(), Level: f.AppliedLevel()}
-	f.snapshotIndex.Store(m.Index)
+	f.resetSinceSnapshot(m.Index)
 	var (
 		syncs  []*Partition
 		dedups []*dedup.View
@@ -312,8 +311,7 @@ func (f *FSM) Restore(rc io.Reader) error {
 	f.now.Store(m.Now)
 	f.level.Store(uint32(m.Level))
 	f.applied.Store(m.Index)
-	f.snapshotIndex.Store(m.Index)
-	f.bytesSinceSnapshot.Store(0)
+	f.resetSinceSnapshot(m.Index)
 	f.segmentsChanged.Store(changed)
 	f.snapshotted.Store(true)
 	return nil
@@ -350,14 +348,28 @@ func closeAll(topics map[string]*Topic) {
 // snapshot was taken.
 func (f *FSM) BytesSinceSnapshot() int64 { return f.bytesSinceSnapshot.Load() }
 
-// EntriesSinceSnapshot is how many Raft entries were applied since the
-// last snapshot taken or restored (all of them after a start without one).
-func (f *FSM) EntriesSinceSnapshot() uint64 {
+// SinceSnapshot is how many Raft entries were applied (all of them after a
+// start without a snapshot) and how many batch bytes appended since the
+// last snapshot taken or restored. The two are read together: a reader
+// between a snapshot's two resets would see the entries from before it
+// with the bytes from after it, an average entry size of nothing.
+func (f *FSM) SinceSnapshot() (entries uint64, bytes int64) {
+	f.sinceMu.Lock()
+	defer f.sinceMu.Unlock()
 	applied, snap := f.applied.Load(), f.snapshotIndex.Load()
-	if applied < snap {
-		return 0
+	if applied > snap {
+		entries = applied - snap
 	}
-	return applied - snap
+	return entries, f.bytesSinceSnapshot.Load()
+}
+
+// resetSinceSnapshot starts SinceSnapshot's counts again at the snapshot
+// of Raft index index.
+func (f *FSM) resetSinceSnapshot(index uint64) {
+	f.sinceMu.Lock()
+	defer f.sinceMu.Unlock()
+	f.snapshotIndex.Store(index)
+	f.bytesSinceSnapshot.Store(0)
 }
 
 // SegmentsChangedSinceSnapshot reports whether the latest snapshot taken
