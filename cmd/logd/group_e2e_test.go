@@ -45,7 +45,7 @@ func pollValues(t *testing.T, ctx context.Context, gc *client.GroupConsumer, n i
 	return out
 }
 
-// TestGroupBillingAnalytics is the README walk-through: two groups read
+// TestGroupBillingAnalytics is the guide's walk-through (docs/guide.md): two groups read
 // the same topic independently; billing resumes after its commit while
 // analytics reads everything; a reset of billing to earliest (with billing
 // live) replays all three; offsets survive a restart of the node.

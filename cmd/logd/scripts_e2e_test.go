@@ -21,7 +21,7 @@ import (
 // scriptPorts are the ports the scripts of a test use: make run's node
 // on api, raft and kafka, and the three nodes of scripts/cluster.sh from
 // the same bases (LOGD_CLUSTER_PORT, LOGD_CLUSTER_KAFKA_PORT), so that
-// the cluster's n1 collides with make run's node as in the README.
+// the cluster's n1 collides with make run's node as the README says.
 type scriptPorts struct{ base int }
 
 func (p scriptPorts) api(n int) string   { return fmt.Sprintf("127.0.0.1:%d", p.base+10*(n-1)) }
@@ -83,7 +83,7 @@ func listening(addr string) bool {
 	return true
 }
 
-// TestScriptsRefuseToJoinARunningNode runs the README's bad sequence, make
+// TestScriptsRefuseToJoinARunningNode runs the bad sequence docs/guide.md warns of, make
 // run and then make cluster: the cluster script refuses, starts and joins
 // nothing, and its stop leaves make run's node alone; a data directory
 // the script did not create is refused too. Then the cluster starts with
