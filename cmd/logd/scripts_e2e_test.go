@@ -83,12 +83,12 @@ func listening(addr string) bool {
 	return true
 }
 
-// TestScriptsRefuseToJoinARunningNode runs the bad sequence docs/guide.md warns of, make
-// run and then make cluster: the cluster script refuses, starts and joins
-// nothing, and its stop leaves make run's node alone; a data directory
-// the script did not create is refused too. Then the cluster starts with
-// the port free, make run refuses beside it, and stop stops its three
-// nodes.
+// TestScriptsRefuseToJoinARunningNode runs the bad sequence docs/guide.md
+// warns of, make run and then make cluster: the cluster script refuses,
+// starts and joins nothing, and its stop leaves make run's node alone; a
+// data directory the script did not create is refused too. Then the
+// cluster starts with the port free, make run refuses beside it, and stop
+// stops its three nodes.
 func TestScriptsRefuseToJoinARunningNode(t *testing.T) {
 	e2e.ParallelShort(t)
 	for _, tool := range []string{"bash", "curl"} {
