@@ -80,6 +80,7 @@ fault: test-tools fuzz-short
 	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -timeout 90m -run 'Cluster|Kill|Restart|Abuse|Nemesis|PowerCut|Failpoint|SlowDisk|Clock|Kafka|BenchSystem' -v ./cmd/logd/
 	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -timeout 20m -run 'Churn' -v ./kafka/
 	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -run Scale -v ./console/
+	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -run 'TestRestoreReplays' -v ./replication/fsm/
 
 # vet builds with -race so that the packages it compiles for type
 # information are the ones go test -race compiles next: on an empty build

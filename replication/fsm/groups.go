@@ -29,7 +29,11 @@ type groupsManifest struct {
 	Groups  []*group.ConsumerGroup `json:"groups"`
 }
 
-// fsmTopics answers the group package's questions from applied state.
+// fsmTopics answers the group package's questions from applied state. It
+// is used on the Raft goroutine only: EndOffset is the state machine's end
+// (Partition.next), not the log's, which runs ahead of it while a restart
+// or a snapshot install replays entries the log already holds; a commit or
+// reset decided against the log's end would then differ between replicas.
 type fsmTopics struct{ f *FSM }
 
 func (t fsmTopics) Topic(name string) (int32, uint64, bool) {
@@ -45,7 +49,7 @@ func (t fsmTopics) EndOffset(topic string, p int32) int64 {
 	if err != nil {
 		return 0
 	}
-	return part.log.EndOffset()
+	return part.next
 }
 
 // ConsumerGroup returns a copy of a consumer group's state.
