@@ -42,7 +42,13 @@ func (a *raftFSM) Apply(l *raft.Log) any {
 // ApplyBatch applies entries committed together in one call.
 func (a *raftFSM) ApplyBatch(logs []*raft.Log) []any {
 	start := time.Now()
-	defer func() { a.obs.Apply.Observe(time.Since(start)) }()
+	defer func() {
+		took := time.Since(start)
+		a.obs.Apply.Observe(took)
+		if took >= slowApply {
+			a.logger.Warn("slow apply", "entries", len(logs), "first_index", logs[0].Index, "took", took)
+		}
+	}()
 	es := a.entries[:0]
 	for _, l := range logs {
 		es = append(es, fsm.Entry{Index: l.Index, Command: l.Type == raft.LogCommand, Data: l.Data})
@@ -68,8 +74,18 @@ func (a *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
 func (a *raftFSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	defer a.applied.fire()
-	return a.f.Restore(rc)
+	start := time.Now()
+	err := a.f.Restore(rc)
+	if err != nil {
+		a.logger.Warn("snapshot restore failed", "took", time.Since(start), "err", err)
+	}
+	return err
 }
+
+// slowApply is how long an applied batch may take before it is logged: the
+// state machine applies nothing else meanwhile, so every write and every
+// follower read waiting for it stalls that long.
+const slowApply = time.Second
 
 // appliedSignal wakes readers waiting for this node to apply more of the
 // log: a follower serving a group member that learnt its generation from

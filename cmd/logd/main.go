@@ -43,6 +43,7 @@ type config struct {
 	join           string
 	nodeID         string
 	logLevel       string
+	raftLogLevel   string
 	logFormat      string
 	fsync          string
 	pprof          bool
@@ -104,6 +105,7 @@ func defineFlags(fs *pflag.FlagSet) func(getenv func(string) string) (config, er
 	fs.StringVar(&c.join, "join", "", "client API address (or --peer-advertise address) of any cluster member to join; without it a node with no state bootstraps a single-node cluster (LOGD_JOIN)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error (LOGD_LOG_LEVEL)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "text or json (LOGD_LOG_FORMAT)")
+	fs.StringVar(&c.raftLogLevel, "raft-log-level", "warn", "hashicorp/raft's own lines: off, error, warn, info (elections, snapshots installed), debug or trace (LOGD_RAFT_LOG_LEVEL)")
 	fs.StringVar(&c.fsync, "fsync", "raft", "raft: fsync the Raft log before every commit, partition logs at snapshots; always: also fsync partition logs on every append (LOGD_FSYNC)")
 	fs.StringVar(&c.raftLogStore, "raft-log-store", "", "where Raft's log is kept: boltdb or wal; default the store the data dir's Raft log is in, else "+
 		raftstore.DefaultLogStore+" for a new one; naming the other store of an existing data dir is refused (docs/operations.md) (LOGD_RAFT_LOG_STORE)")
@@ -204,6 +206,11 @@ func newLogger(c config, w io.Writer) (*slog.Logger, error) {
 	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
+	switch c.raftLogLevel {
+	case "off", "error", "warn", "info", "debug", "trace":
+	default:
+		return nil, fmt.Errorf("--raft-log-level: want off, error, warn, info, debug or trace, got %q", c.raftLogLevel)
+	}
 	opts := &slog.HandlerOptions{Level: level}
 	switch c.logFormat {
 	case "text":
@@ -287,6 +294,7 @@ func run(ctx context.Context, c config, getenv func(string) string, stderr io.Wr
 	peerHTTP := peer.NewHTTP(peers, peerTLS)
 	cfg := replication.Config{
 		NodeID:            c.nodeID,
+		RaftLogLevel:      c.raftLogLevel,
 		DataDir:           c.dataDir,
 		RaftBind:          c.raftAddr,
 		RaftAdvertise:     c.raftAdvertise,

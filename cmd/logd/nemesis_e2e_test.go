@@ -272,7 +272,8 @@ func runNemesisOn(t *testing.T, store string, kinds ...nemesis.Kind) {
 		// Every start after a SIGKILL is then a power cut of that node.
 		env = append(env, "LOGD_FAULT_POWERCUT="+powerCutMode())
 	}
-	c, nt := newNemesisCluster(t, 3, seed, env, "--snapshot-threshold", "256", "--snapshot-interval", "200ms")
+	// Raft at info: a failing run's saved logs show its elections and installs.
+	c, nt := newNemesisCluster(t, 3, seed, env, "--snapshot-threshold", "256", "--snapshot-interval", "200ms", "--raft-log-level", "info")
 	w := newWorkload(t, c, seed)
 	if disk {
 		// Small segments, so the logRoll failpoint is reached.
@@ -284,7 +285,7 @@ func runNemesisOn(t *testing.T, store string, kinds ...nemesis.Kind) {
 	save := func(verdicts []histcheck.Verdict) {
 		if (t.Failed() || os.Getenv("LOGD_NEMESIS_SAVE") == "1") && !saved {
 			saved = true
-			saveRun(t, seed, sched, r.Events(), w.rec.Ops(), verdicts)
+			saveRun(t, seed, sched, r.Events(), w.rec.Ops(), verdicts, c.Nodes)
 		}
 	}
 	defer save(nil) // a run that stops before its checks saves what it has
@@ -425,8 +426,9 @@ func runDir(t *testing.T, seed uint64) string {
 
 // saveRun writes a failing run's history (history.jsonl, which
 // internal/histcheck's TestRecheck re-checks offline), its schedule and
-// events, and its verdicts, under nemesisOut, and prints where.
-func saveRun(t *testing.T, seed uint64, sched nemesis.Schedule, events []nemesis.Event, ops []histcheck.Op, verdicts []histcheck.Verdict) {
+// events, its verdicts and every node's whole log (<id>.log; the test's
+// output has only their tails), under nemesisOut, and prints where.
+func saveRun(t *testing.T, seed uint64, sched nemesis.Schedule, events []nemesis.Event, ops []histcheck.Op, verdicts []histcheck.Verdict, nodes []*e2e.Node) {
 	t.Helper()
 	dir := runDir(t, seed)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -447,6 +449,15 @@ func saveRun(t *testing.T, seed uint64, sched nemesis.Schedule, events []nemesis
 	if err := os.WriteFile(filepath.Join(dir, "run.txt"), []byte(b.String()), 0o644); err != nil {
 		t.Errorf("save the schedule: %v", err)
 	}
-	t.Logf("saved the history, schedule and verdicts in %s (re-check: go test ./internal/histcheck -run TestRecheck -args -history %s)",
+	for _, nd := range nodes {
+		b, err := os.ReadFile(nd.Logs.Name())
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, nd.ID+".log"), b, 0o644)
+		}
+		if err != nil {
+			t.Errorf("save %s's log: %v", nd.ID, err)
+		}
+	}
+	t.Logf("saved the history, schedule, verdicts and node logs in %s (re-check: go test ./internal/histcheck -run TestRecheck -args -history %s)",
 		dir, filepath.Join(dir, "history.jsonl"))
 }

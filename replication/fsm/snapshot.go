@@ -261,6 +261,7 @@ func (f *FSM) Restore(rc io.Reader) error {
 	topics := map[string]*Topic{}
 	keep := map[string]bool{}
 	changed := false
+	ahead := 0 // partitions holding entries past the snapshot, replayed next
 	for ti, tm := range m.Topics {
 		t := &Topic{Name: tm.Name, Config: tm.Config, CreatedNanos: tm.CreatedNanos, CreateIndex: tm.CreateIndex, CreatedBy: tm.CreatedBy}
 		if err := openTopic(f.root, t, int32(len(tm.Partitions)), f.logOpts); err != nil {
@@ -283,6 +284,9 @@ func (f *FSM) Restore(rc io.Reader) error {
 				closeAll(topics)
 				return fmt.Errorf("restore: %w: %s-%d ends at %d, snapshot at index %d has %d",
 					backend.ErrSnapshotAhead, t.Name, i, l.EndOffset(), m.Index, pm.End)
+			}
+			if l.EndOffset() > pm.End {
+				ahead++
 			}
 		}
 	}
@@ -314,6 +318,7 @@ func (f *FSM) Restore(rc io.Reader) error {
 	f.resetSinceSnapshot(m.Index)
 	f.segmentsChanged.Store(changed)
 	f.snapshotted.Store(true)
+	f.logger.Info("snapshot restored", "index", m.Index, "topics", len(m.Topics), "partitions_ahead", ahead)
 	return nil
 }
 
