@@ -272,8 +272,11 @@ func runNemesisOn(t *testing.T, store string, kinds ...nemesis.Kind) {
 		// Every start after a SIGKILL is then a power cut of that node.
 		env = append(env, "LOGD_FAULT_POWERCUT="+powerCutMode())
 	}
-	// Raft at info: a failing run's saved logs show its elections and installs.
-	c, nt := newNemesisCluster(t, 3, seed, env, "--snapshot-threshold", "256", "--snapshot-interval", "200ms", "--raft-log-level", "info")
+	// Raft at info and logd at debug: a failing run's saved logs show its
+	// elections and installs, and each applied entry's result, so two
+	// nodes' logs can be compared entry by entry.
+	c, nt := newNemesisCluster(t, 3, seed, env, "--snapshot-threshold", "256", "--snapshot-interval", "200ms",
+		"--raft-log-level", "info", "--log-level", "debug")
 	w := newWorkload(t, c, seed)
 	if disk {
 		// Small segments, so the logRoll failpoint is reached.
@@ -288,7 +291,23 @@ func runNemesisOn(t *testing.T, store string, kinds ...nemesis.Kind) {
 			saveRun(t, seed, sched, r.Events(), w.rec.Ops(), verdicts, c.Nodes)
 		}
 	}
-	defer save(nil) // a run that stops before its checks saves what it has
+	// A run that stops before its checks (a cluster that never
+	// converges, say) saves what it has, with the verdicts on the history
+	// so far: a divergence that kept the nodes apart is named there.
+	defer func() {
+		if saved || !t.Failed() {
+			save(nil)
+			return
+		}
+		ops := w.rec.Ops()
+		verdicts := histcheck.CheckAll(ops, histcheck.Options{ClockSlack: int64(time.Second)})
+		for _, v := range verdicts {
+			if !v.OK() {
+				t.Logf("verdict on the history so far %v", &v)
+			}
+		}
+		save(verdicts)
+	}()
 	w.start(ctx)
 	w.waitAcks(ctx, "appends before the faults", 20)
 

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -197,6 +198,11 @@ type Entry struct {
 func (f *FSM) ApplyBatch(entries []Entry) []any {
 	out := make([]any, len(entries))
 	for i, e := range entries {
+		if prev := f.applied.Load(); e.Index <= prev {
+			// Raft hands each committed entry over once, in order (its
+			// own entries, no-ops and barriers, leave gaps).
+			f.logger.Error("entry applied again or out of order", "applied_index", prev, "index", e.Index)
+		}
 		if err := f.Failed(); err != nil {
 			out[i] = fmt.Errorf("%w: %v", backend.ErrStopped, err)
 			continue
@@ -223,7 +229,29 @@ func (f *FSM) applyOne(index uint64, data []byte) any {
 			return f.stop(fmt.Errorf("apply index %d: %w", index, err))
 		}
 	}
-	return commands[env.Type].apply(f, index, f.now.Load(), env.Body)
+	res := commands[env.Type].apply(f, index, f.now.Load(), env.Body)
+	if f.logger.Enabled(context.Background(), slog.LevelDebug) {
+		f.logger.Debug("applied", "index", index, "command", commands[env.Type].name, "result", resultSummary(res))
+	}
+	return res
+}
+
+// resultSummary is an applied command's result for the debug log, which
+// lets the logs of two replicas be compared entry by entry.
+func resultSummary(r any) string {
+	switch r := r.(type) {
+	case nil:
+		return "ok"
+	case error:
+		return "error: " + r.Error()
+	case AppendResult:
+		return fmt.Sprint(r.BaseOffsets)
+	}
+	s := fmt.Sprintf("%+v", r)
+	if len(s) > 300 {
+		s = s[:300]
+	}
+	return s
 }
 
 // stop records a fatal error and hands it to the node's fatal handler, which
