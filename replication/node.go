@@ -399,16 +399,19 @@ func Open(cfg Config) (*Node, error) {
 	obs := observe.NewMetrics()
 	logs := raftstore.CacheRecent(observe.TimeLogStore(stores.logs, &obs.StoreLogs), cfg.RecentLogBytes)
 	commits := new(observe.LeaderCommits)
-	trans, observed := observe.WrapTransport(stores.transport, obs, commits)
+	forwardStop := make(chan struct{})
+	trans, observed := observe.WrapTransport(stores.transport, obs, commits, forwardStop)
 	r, err := raft.NewRaft(rc, &raftFSM{f: sm, applied: applied, obs: obs, logger: cfg.Logger}, logs, stores.stable, stores.snaps, trans)
 	if err != nil {
+		close(forwardStop)
 		stores.close()
 		sm.Close()
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
 	n := &Node{cfg: cfg, raft: r, fsm: sm, stores: stores, applied: applied, stop: make(chan struct{}), done: make(chan struct{}),
 		observer: obs, leaderObs: make(chan raft.Observation, 16),
-		leaderCommits: commits, forwardStop: make(chan struct{}), forwardDone: make(chan struct{})}
+		leaderCommits: commits, forwardStop: forwardStop, forwardDone: make(chan struct{})}
+	observed.SetTerm(r.CurrentTerm)
 	// Raft receives nothing until forward runs.
 	go func() {
 		defer close(n.forwardDone)

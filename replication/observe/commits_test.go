@@ -19,8 +19,8 @@ func TestForwardStopAnswersTyped(t *testing.T) {
 	defer a.Close()
 	defer b.Close()
 	a.Connect("b", b)
-	_, wrapped := WrapTransport(b, NewMetrics(), new(LeaderCommits))
 	stop, done := make(chan struct{}), make(chan struct{})
+	_, wrapped := WrapTransport(b, NewMetrics(), new(LeaderCommits), stop)
 	go func() { defer close(done); wrapped.Forward(stop) }()
 
 	p, err := a.AppendEntriesPipeline("b", "b")

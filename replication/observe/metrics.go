@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -147,15 +148,21 @@ type Transport struct {
 	raft.Transport
 	o       *Metrics
 	commits *LeaderCommits
-	// rpcs is Consumer's channel, fed by forward.
+	// rpcs is Consumer's channel, fed by Forward and by the heartbeats
+	// kept off Raft's fast path (heartbeat.go).
 	rpcs chan raft.RPC
+	// stop is closed once Raft has shut down (Forward's stop).
+	stop <-chan struct{}
+	// term returns the node's current term; nil until SetTerm.
+	term atomic.Pointer[func() uint64]
 }
 
 // WrapTransport wraps t, keeping the optional interfaces hashicorp/raft
 // looks for (pre-vote, close); it returns the transport to give Raft and
-// the wrapper, whose Forward its owner runs until Raft is shut down.
-func WrapTransport(t raft.Transport, o *Metrics, c *LeaderCommits) (raft.Transport, *Transport) {
-	base := &Transport{Transport: t, o: o, commits: c, rpcs: make(chan raft.RPC)}
+// the wrapper, whose Forward its owner runs until Raft is shut down, with
+// stop, closed then. Its owner calls SetTerm once Raft is made.
+func WrapTransport(t raft.Transport, o *Metrics, c *LeaderCommits, stop <-chan struct{}) (raft.Transport, *Transport) {
+	base := &Transport{Transport: t, o: o, commits: c, rpcs: make(chan raft.RPC), stop: stop}
 	if pv, ok := t.(raft.WithPreVote); ok {
 		return &preVoteTransport{Transport: base, pv: pv}, base
 	}
