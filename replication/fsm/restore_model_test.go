@@ -108,6 +108,39 @@ type modelWindow struct {
 	pad               string
 }
 
+// modelSource returns a replica that has applied script[:s], half the
+// time as a deposed leader does: it had applied past s, installed an older
+// snapshot (its logs kept what they held past it) and replayed up to s, so
+// its logs hold more than its state machine and the segments its snapshot
+// lists end past the snapshot's end offsets.
+func modelSource(t *testing.T, rng *rand.Rand, script []Entry, s int) *FSM {
+	t.Helper()
+	src, _ := testFSM(t, t.TempDir())
+	if rng.IntN(2) == 0 {
+		src.ApplyBatch(script[:s])
+		return src
+	}
+	older, _ := testFSM(t, t.TempDir())
+	o := s - 1 - rng.IntN(s/4)
+	older.ApplyBatch(script[:o])
+	snap, err := older.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := snap.Persist(&buf); err != nil {
+		t.Fatal(err)
+	}
+	snap.Release()
+	src.ApplyBatch(script[:min(len(script), s+1+rng.IntN(s/4))])
+	if err := src.Restore(bytes.NewReader(buf.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	older.Close()
+	src.ApplyBatch(script[o:s])
+	return src
+}
+
 // outcome is an entry's result as a replica must reproduce it.
 func outcome(r any) string {
 	switch r := r.(type) {
@@ -166,8 +199,7 @@ func TestRestoreReplaysLikeTheLeader(t *testing.T) {
 				s := len(script)/4 + rng.IntN(len(script)/2) // the snapshot's index
 				// The source takes the snapshot at s and goes on applying
 				// before it writes it, as Raft persists beside applies.
-				src, _ := testFSM(t, t.TempDir())
-				src.ApplyBatch(script[:s])
+				src := modelSource(t, rng, script, s)
 				snap, err := src.Snapshot()
 				if err != nil {
 					t.Fatal(err)
@@ -334,8 +366,7 @@ func TestRestoreReplaysQueuesAndGroupsLikeTheLeader(t *testing.T) {
 			}
 			for range 3 {
 				s := len(script)/4 + rng.IntN(len(script)/2)
-				src, _ := testFSM(t, t.TempDir())
-				src.ApplyBatch(script[:s])
+				src := modelSource(t, rng, script, s)
 				snap, err := src.Snapshot()
 				if err != nil {
 					t.Fatal(err)

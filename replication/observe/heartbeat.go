@@ -14,8 +14,8 @@ import (
 // follower, while the main loop may still be leading the old term: it then
 // writes the client entries it is dispatching with the new term, entries
 // the new leader never sent. They pass for the new leader's at the same
-// index and are applied as committed, and the replicas' state diverges
-// (hashicorp/raft#695). The Transport wrapper therefore keeps the fast
+// index and are applied as committed, and the replicas' state diverges.
+// The Transport wrapper therefore keeps the fast
 // path only for heartbeats of a term the node is already in, the steady
 // state; one of a newer term goes through Consumer, where the main loop
 // steps down before it dispatches anything more (docs/faults.md).
