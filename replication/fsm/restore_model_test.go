@@ -141,6 +141,59 @@ func modelSource(t *testing.T, rng *rand.Rand, script []Entry, s int) *FSM {
 	return src
 }
 
+// modelSnapshot returns a source replica (modelSource) and the snapshot
+// it took at s, written while it went on applying, as Raft persists a
+// snapshot beside applies.
+func modelSnapshot(t *testing.T, rng *rand.Rand, script []Entry, s int) (*FSM, *bytes.Buffer) {
+	t.Helper()
+	src := modelSource(t, rng, script, s)
+	snap, err := src.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	persisted := make(chan error, 1)
+	go func() { persisted <- snap.Persist(&buf) }()
+	for _, e := range script[s:min(len(script), s+len(script)/20)] {
+		src.apply(e)
+	}
+	if err := <-persisted; err != nil {
+		t.Fatal(err)
+	}
+	snap.Release()
+	return src, &buf
+}
+
+// eachRestore installs, three times, a snapshot of script taken at a
+// random index s (modelSnapshot) on a fresh replica that applied none of
+// it, one that applied less than s, one that applied exactly s and one
+// that applied more, and calls check with the replica, which then applies
+// script[s:] itself. A first install may fail midway (its fetches stop),
+// and is made again, as Raft does.
+func eachRestore(t *testing.T, rng *rand.Rand, script []Entry, check func(s, held int, f *FSM, fatals *[]error)) {
+	t.Helper()
+	for range 3 {
+		s := len(script)/4 + rng.IntN(len(script)/2)
+		src, buf := modelSnapshot(t, rng, script, s)
+		d := len(script) / 16
+		for _, held := range []int{0, s - 1 - rng.IntN(d), s, s + 1 + rng.IntN(d)} {
+			f, fatals := testFSM(t, t.TempDir())
+			f.ApplyBatch(script[:held])
+			failAfter := rng.IntN(3)
+			f.catchUp.fetcher = dirFetcher{src: src, failAfter: &failAfter}
+			if err := f.Restore(bytes.NewReader(buf.Bytes())); err != nil {
+				f.catchUp.fetcher = dirFetcher{src: src}
+				if err := f.Restore(bytes.NewReader(buf.Bytes())); err != nil {
+					t.Fatalf("snapshot %d, held %d: restore: %v", s, held, err)
+				}
+			}
+			check(s, held, f, fatals)
+			f.Close()
+		}
+		src.Close()
+	}
+}
+
 // outcome is an entry's result as a replica must reproduce it.
 func outcome(r any) string {
 	switch r := r.(type) {
@@ -195,56 +248,21 @@ func TestRestoreReplaysLikeTheLeader(t *testing.T) {
 			if len(*fatals) > 0 {
 				t.Fatal(*fatals)
 			}
-			for range 3 {
-				s := len(script)/4 + rng.IntN(len(script)/2) // the snapshot's index
-				// The source takes the snapshot at s and goes on applying
-				// before it writes it, as Raft persists beside applies.
-				src := modelSource(t, rng, script, s)
-				snap, err := src.Snapshot()
-				if err != nil {
-					t.Fatal(err)
-				}
-				var buf bytes.Buffer
-				persisted := make(chan error, 1)
-				go func() { persisted <- snap.Persist(&buf) }()
-				for _, e := range script[s : s+len(script)/20] {
-					src.apply(e)
-				}
-				if err := <-persisted; err != nil {
-					t.Fatal(err)
-				}
-				snap.Release()
-				d := len(script) / 16
-				for _, held := range []int{0, s - 1 - rng.IntN(d), s, s + 1 + rng.IntN(d)} {
-					f, fatals := testFSM(t, t.TempDir())
-					f.ApplyBatch(script[:held])
-					// The first install may fail midway (its fetches stop),
-					// and Raft installs again.
-					failAfter := rng.IntN(3)
-					f.catchUp.fetcher = dirFetcher{src: src, failAfter: &failAfter}
-					if err := f.Restore(bytes.NewReader(buf.Bytes())); err != nil {
-						f.catchUp.fetcher = dirFetcher{src: src}
-						if err := f.Restore(bytes.NewReader(buf.Bytes())); err != nil {
-							t.Fatalf("snapshot %d, held %d: restore: %v", s, held, err)
-						}
+			eachRestore(t, rng, script, func(s, held int, f *FSM, fatals *[]error) {
+				for i, r := range f.ApplyBatch(script[s:]) {
+					if got := outcome(r); got != want[s+i] {
+						t.Fatalf("snapshot %d, held %d: entry %d: %s, the replica that applied every entry got %s", s, held, s+i+1, got, want[s+i])
 					}
-					for i, r := range f.ApplyBatch(script[s:]) {
-						if got := outcome(r); got != want[s+i] {
-							t.Fatalf("snapshot %d, held %d: entry %d: %s, the replica that applied every entry got %s", s, held, s+i+1, got, want[s+i])
-						}
-					}
-					if len(*fatals) > 0 {
-						t.Fatalf("snapshot %d, held %d: %v", s, held, *fatals)
-					}
-					for p := range int32(3) {
-						if got, w := readAll(t, f, "m", p), readAll(t, ref, "m", p); fmt.Sprint(got) != fmt.Sprint(w) {
-							t.Fatalf("snapshot %d, held %d: partition %d holds %v, want %v", s, held, p, got, w)
-						}
-					}
-					f.Close()
 				}
-				src.Close()
-			}
+				if len(*fatals) > 0 {
+					t.Fatalf("snapshot %d, held %d: %v", s, held, *fatals)
+				}
+				for p := range int32(3) {
+					if got, w := readAll(t, f, "m", p), readAll(t, ref, "m", p); fmt.Sprint(got) != fmt.Sprint(w) {
+						t.Fatalf("snapshot %d, held %d: partition %d holds %v, want %v", s, held, p, got, w)
+					}
+				}
+			})
 		})
 	}
 }
@@ -364,46 +382,19 @@ func TestRestoreReplaysQueuesAndGroupsLikeTheLeader(t *testing.T) {
 			if len(*fatals) > 0 {
 				t.Fatal(*fatals)
 			}
-			for range 3 {
-				s := len(script)/4 + rng.IntN(len(script)/2)
-				src := modelSource(t, rng, script, s)
-				snap, err := src.Snapshot()
-				if err != nil {
-					t.Fatal(err)
-				}
-				var buf bytes.Buffer
-				persisted := make(chan error, 1)
-				go func() { persisted <- snap.Persist(&buf) }()
-				for _, e := range script[s : s+len(script)/20] {
-					src.apply(e)
-				}
-				if err := <-persisted; err != nil {
-					t.Fatal(err)
-				}
-				snap.Release()
-				d := len(script) / 16
-				for _, held := range []int{0, s - 1 - rng.IntN(d), s, s + 1 + rng.IntN(d)} {
-					f, fatals := testFSM(t, t.TempDir())
-					f.ApplyBatch(script[:held])
-					f.catchUp.fetcher = dirFetcher{src: src}
-					if err := f.Restore(bytes.NewReader(buf.Bytes())); err != nil {
-						t.Fatalf("snapshot %d, held %d: restore: %v", s, held, err)
+			eachRestore(t, rng, script, func(s, held int, f *FSM, fatals *[]error) {
+				for i, e := range script[s:] {
+					if got := workOutcome(f.apply(e)); got != want[s+i] {
+						t.Fatalf("snapshot %d, held %d: entry %d: %s\nthe replica that applied every entry got %s", s, held, s+i+1, got, want[s+i])
 					}
-					for i, e := range script[s:] {
-						if got := workOutcome(f.apply(e)); got != want[s+i] {
-							t.Fatalf("snapshot %d, held %d: entry %d: %s\nthe replica that applied every entry got %s", s, held, s+i+1, got, want[s+i])
-						}
-					}
-					if len(*fatals) > 0 {
-						t.Fatalf("snapshot %d, held %d: %v", s, held, *fatals)
-					}
-					if got, w := groupsJSON(t, f), groupsJSON(t, ref); got != w {
-						t.Fatalf("snapshot %d, held %d: groups\n%s\nwant\n%s", s, held, got, w)
-					}
-					f.Close()
 				}
-				src.Close()
-			}
+				if len(*fatals) > 0 {
+					t.Fatalf("snapshot %d, held %d: %v", s, held, *fatals)
+				}
+				if got, w := groupsJSON(t, f), groupsJSON(t, ref); got != w {
+					t.Fatalf("snapshot %d, held %d: groups\n%s\nwant\n%s", s, held, got, w)
+				}
+			})
 		})
 	}
 }
