@@ -78,6 +78,7 @@ func (t *Transport) Forward(stop <-chan struct{}) {
 		}
 		if req, ok := rpc.Command.(*raft.AppendEntriesRequest); ok {
 			t.commits.note(req.Term, req.LeaderCommitIndex)
+			rpc.Command = clampCommit(req)
 		}
 		select {
 		case t.rpcs <- rpc:
@@ -86,6 +87,27 @@ func (t *Transport) Forward(stop <-chan struct{}) {
 			return
 		}
 	}
+}
+
+// clampCommit returns req, or a copy of it whose leader's commit index is
+// cut to the last entry the request vouches for: its previous entry plus
+// its entries. hashicorp/raft commits on a follower up to the leader's
+// commit index or its own last entry, whichever is lower; but the entries
+// past this request's last may be a deposed leader's own that the new
+// leader never sent, and it would apply them as committed. The Raft paper
+// takes the lower of the leader's commit index and the index of the last
+// new entry, which is what the cut gives (docs/faults.md). A follower that
+// is caught up gets requests whose previous entry is the leader's last,
+// so its commit index still follows the leader's.
+func clampCommit(req *raft.AppendEntriesRequest) *raft.AppendEntriesRequest {
+	last := req.PrevLogEntry + uint64(len(req.Entries))
+	if req.LeaderCommitIndex <= last {
+		return req
+	}
+	// A copy: an in-memory transport hands over the sender's own request.
+	cp := *req
+	cp.LeaderCommitIndex = last
+	return &cp
 }
 
 // emptyResponse is a zero response of the type a request's sender

@@ -80,3 +80,54 @@ func TestLeaderCommitsNote(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardCutsCommitToTheRequest: an AppendEntries reaches Raft with
+// the leader's commit index cut to the request's last entry (its previous
+// entry plus its entries), so a follower never commits entries past what
+// the leader vouched for in that request; readiness still notes the
+// leader's commit index as sent, and the sender's request is not changed.
+func TestForwardCutsCommitToTheRequest(t *testing.T) {
+	_, a := raft.NewInmemTransport("a")
+	_, b := raft.NewInmemTransport("b")
+	defer a.Close()
+	defer b.Close()
+	a.Connect("b", b)
+	stop, done := make(chan struct{}), make(chan struct{})
+	_, wrapped := WrapTransport(b, NewMetrics(), new(LeaderCommits), stop)
+	go func() { defer close(done); wrapped.Forward(stop) }()
+	defer func() { close(stop); <-done }()
+	for _, c := range []struct {
+		prev, entries, commit, want uint64
+	}{
+		{prev: 10, entries: 0, commit: 20, want: 10}, // nothing sent past 10
+		{prev: 10, entries: 3, commit: 20, want: 13},
+		{prev: 10, entries: 3, commit: 12, want: 12}, // below the last entry: as sent
+		{prev: 30, entries: 0, commit: 30, want: 30}, // a caught-up follower
+	} {
+		req := &raft.AppendEntriesRequest{Term: 4, PrevLogEntry: c.prev, PrevLogTerm: 4, LeaderCommitIndex: c.commit}
+		for i := range c.entries {
+			req.Entries = append(req.Entries, &raft.Log{Index: c.prev + 1 + i, Term: 4})
+		}
+		errc := make(chan error, 1)
+		go func() { errc <- a.AppendEntries("b", "b", req, new(raft.AppendEntriesResponse)) }()
+		select {
+		case rpc := <-wrapped.Consumer():
+			got := rpc.Command.(*raft.AppendEntriesRequest).LeaderCommitIndex
+			rpc.Respond(&raft.AppendEntriesResponse{Term: 4, Success: true}, nil)
+			if got != c.want {
+				t.Errorf("prev %d, %d entries, commit %d: Raft got commit %d, want %d", c.prev, c.entries, c.commit, got, c.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the request never reached Raft")
+		}
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+		if req.LeaderCommitIndex != c.commit {
+			t.Errorf("the sender's request was changed: commit %d, sent %d", req.LeaderCommitIndex, c.commit)
+		}
+	}
+	if idx, ok := wrapped.commits.In(4); !ok || idx != 20 {
+		t.Errorf("readiness noted commit %d (%v) for term 4, want the leader's 20", idx, ok)
+	}
+}

@@ -21,10 +21,11 @@
 // holds at shutdown with an empty response of the request's type, as
 // hashicorp/raft's in-memory pipeline needs.
 //
-// The Transport wrapper also keeps heartbeats of a newer term off Raft's
-// fast path (heartbeat.go): handled beside the main loop, such a heartbeat
-// raises the term while a deposed leader's main loop still writes entries,
-// which then carry the new term (docs/faults.md).
+// The Transport wrapper also keeps hashicorp/raft from applying a deposed
+// leader's own entries as committed (docs/faults.md): heartbeats of a
+// newer term go through Raft's main loop rather than its fast path
+// (heartbeat.go), and each AppendEntries reaches Raft with the leader's
+// commit index cut to the request's last entry (clampCommit).
 //
 // Nothing here is package-level state: each Raft group of a process has
 // its own Metrics, LeaderCommits and wrappers.
