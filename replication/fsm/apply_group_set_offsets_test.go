@@ -3,6 +3,7 @@ package fsm
 import (
 	"errors"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -141,3 +142,36 @@ type noTopics struct{}
 
 func (noTopics) Topic(string) (int32, uint64, bool) { return 0, 0, false }
 func (noTopics) EndOffset(string, int32) int64      { return 0 }
+
+// TestDryRunGroupBesideApplies: a proposer dry-runs a group command on its
+// own goroutine while Raft's applies appends: the dry run reads no state
+// that only the Raft goroutine may touch (the race detector checks), and
+// judges offsets against the log's end.
+func TestDryRunGroupBesideApplies(t *testing.T) {
+	f, fatals := testFSM(t, t.TempDir())
+	f.apply(Entry{Index: 1, Command: true, Data: createCmd(t, "orders", 1, 1)})
+	tp := group.TopicPartition{Topic: "orders", Partition: 0}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			f.DryRunGroup(CmdGroupSetOffsets, "g", 1, GroupSetOffsets{Group: "g", Fence: group.NoFence, Offsets: []group.OffsetCommit{{TopicPartition: tp, Offset: 1}}})
+		}
+	})
+	for i := range uint64(200) {
+		f.apply(Entry{Index: 2 + i, Command: true, Data: encodeAppend(1, Append{Topic: "orders", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "x")}}})})
+	}
+	close(stop)
+	wg.Wait()
+	if len(*fatals) > 0 {
+		t.Fatal(*fatals)
+	}
+	if err, ok := f.DryRunGroup(CmdGroupSetOffsets, "g", 1, GroupSetOffsets{Group: "g", Fence: group.NoFence, Offsets: []group.OffsetCommit{{TopicPartition: tp, Offset: 201}}}).(error); !ok || !errors.Is(err, group.ErrOffsetAboveEnd) {
+		t.Fatalf("a dry run past the end of 200 records: %v, want ErrOffsetAboveEnd", err)
+	}
+}

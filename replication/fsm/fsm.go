@@ -23,7 +23,10 @@ import (
 // partition log stores the Raft index of its last append with its data, and
 // an append at or below that index is skipped on replay.
 type FSM struct {
-	root    string // <data>/topics
+	root string // <data>/topics
+	// dryRun marks DryRunGroup's shadow, which runs off the Raft goroutine
+	// (fsmTopics reads no Partition.next there).
+	dryRun  bool
 	logOpts log.Options
 	logger  *slog.Logger
 	fatal   func(error)

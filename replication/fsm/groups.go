@@ -29,11 +29,14 @@ type groupsManifest struct {
 	Groups  []*group.ConsumerGroup `json:"groups"`
 }
 
-// fsmTopics answers the group package's questions from applied state. It
-// is used on the Raft goroutine only: EndOffset is the state machine's end
-// (Partition.next), not the log's, which runs ahead of it while a restart
-// or a snapshot install replays entries the log already holds; a commit or
-// reset decided against the log's end would then differ between replicas.
+// fsmTopics answers the group package's questions from applied state.
+// EndOffset is the state machine's end (Partition.next), not the log's,
+// which runs ahead of it while a restart or a snapshot install replays
+// entries the log already holds: a commit or reset decided against the
+// log's end would then differ between replicas. Partition.next is the Raft
+// goroutine's alone, so a dry run (DryRunGroup, on a proposer's goroutine)
+// reads the log's end instead: it only refuses early what Apply would
+// refuse, and Apply decides.
 type fsmTopics struct{ f *FSM }
 
 func (t fsmTopics) Topic(name string) (int32, uint64, bool) {
@@ -48,6 +51,9 @@ func (t fsmTopics) EndOffset(topic string, p int32) int64 {
 	part, err := t.f.Partition(topic, p)
 	if err != nil {
 		return 0
+	}
+	if t.f.dryRun {
+		return part.log.EndOffset()
 	}
 	return part.next
 }
@@ -166,7 +172,7 @@ func (f *FSM) DryRunGroup(t CommandType, name string, now int64, c any) any {
 	}
 	// Copy only what group commands read: the topic map (its topics are
 	// only read) and the group involved (a deep copy).
-	shadow := &FSM{}
+	shadow := &FSM{dryRun: true}
 	f.mu.RLock()
 	shadow.topics = maps.Clone(f.topics)
 	f.mu.RUnlock()
