@@ -73,7 +73,7 @@ func TestQueueCLI(t *testing.T) {
 				// Redrive one dead letter by name (the console's "redrive selected").
 				{args: args("dlq redrive jobs w --record 0/1 --dry-run"), stdout: []string{`(?m)^0/1\s+dry-run\s+max_deliveries\s+jobs/0@1`,
 					`(?m)^dry run: 1 selected, 1 would be redriven, 0 refused by the loop guard$`}},
-				{args: args("dlq redrive jobs w --record 1-2"), wantCode: 1, stderr: []string{`--record "1-2": want PARTITION/OFFSET`}},
+				{args: args("dlq redrive jobs w --record 1-2"), wantCode: exitUsage, stderr: []string{`--record "1-2": want PARTITION/OFFSET`}},
 				{args: args("dlq redrive jobs w --record 0/1 --no-progress"), stdout: []string{`(?m)^1 selected, 1 redriven, 0 already redriven by an earlier run, 0 refused by the loop guard \(job rd\d+ done`}},
 				{args: args("queue claim jobs w -o json"), stdout: []string{`"offset":3,.*"value":"bob:20"`}},
 			},
@@ -101,7 +101,7 @@ func TestQueueCLI(t *testing.T) {
 				{args: args("queue alter jobs w --lease 1m"), stdout: []string{`(?m)^Age limit:\s+1h0m0s$`}},
 				{args: args("queue alter jobs w --age-limit 0"), stdout: []string{`(?m)^Age limit:\s+none$`}},
 				{args: args("queue alter jobs w --age-limit 200h"), wantCode: 1, stderr: []string{`age_limit_ms 720000000 outside \[0, 604800000\] \(168h0m0s\) \(0: no limit\)`}},
-				{args: args("queue alter jobs w --age-limit -1s"), wantCode: 1, stderr: []string{`--age-limit -1s: want 0 \(no limit\) or a duration up to 168h0m0s`}},
+				{args: args("queue alter jobs w --age-limit -1s"), wantCode: exitUsage, stderr: []string{`--age-limit -1s: want 0 \(no limit\) or a duration up to 168h0m0s`}},
 				{args: args("queue describe jobs w"), stdout: []string{`(?m)^Age limit:\s+none$`}},
 			},
 		},
@@ -287,7 +287,7 @@ func TestBenchQueue(t *testing.T) {
 		}
 	}
 	r := runCLI(t, srv, "", "bench", "queue", "--rate", "10")
-	if r.code != 1 || !strings.Contains(r.stderr, "--end-to-end") {
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--end-to-end") {
 		t.Fatalf("--rate without --end-to-end: exit %d, %q", r.code, r.stderr)
 	}
 }
