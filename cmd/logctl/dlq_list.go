@@ -88,7 +88,7 @@ value_encoding "base64", and null for a null key or value.`,
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			fmt.Fprintf(opts.stderr, "%d dead letters in %s\n", len(out), dlq)
+			fmt.Fprintf(opts.stderr, "%s in %s\n", count(len(out), "dead letter"), dlq)
 			return nil
 		},
 	}

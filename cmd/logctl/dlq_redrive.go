@@ -88,7 +88,7 @@ they were when it started. Follow, list and stop jobs with
 				if output != outputText {
 					return writeData(opts.stdout, output, job)
 				}
-				fmt.Fprintf(opts.stdout, "redrive %s started on %s: %d records to scan (follow: logctl dlq redrive status %s)\n", job.ID, dlq, job.Total, job.ID)
+				fmt.Fprintf(opts.stdout, "redrive %s started on %s: %s to scan (follow: logctl dlq redrive status %s)\n", job.ID, dlq, count(job.Total, "record"), job.ID)
 				return nil
 			}
 			job, err = followRedrive(cmd.Context(), c, opts.stderr, job, !noProgress)
