@@ -230,3 +230,18 @@ func TestUsageErrorsExit2(t *testing.T) {
 		}
 	}
 }
+
+// TestConnectionRefusedHint: a server that is not there is named, with
+// how to start one or name another, not only "try again later".
+func TestConnectionRefusedHint(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	r := runCLI(t, nil, "", "--server", addr, "--max-retry-time", "0", "topic", "list")
+	if r.code != exitRetryable || !strings.Contains(r.stderr, "nothing listens at "+addr) || !strings.Contains(r.stderr, "make run") {
+		t.Fatalf("exit %d, stderr %q; want 4 with a hint naming %s", r.code, r.stderr, addr)
+	}
+}

@@ -71,7 +71,7 @@ func TestGroupCLI(t *testing.T) {
 			stderr: []string{`dry run: nothing changed`}},
 		{args: args("group describe billing -o json"), stdout: []string{`"committed_offset": 3`}},
 		{args: args("group reset-offsets billing --topic orders:0 --to-offset 9"), stdout: []string{`(?m)^orders\s+0\s+3\s+3\s+0\s+0\s+clamped \(asked 9\)$`},
-			stderr: []string{`offset 9 is outside the log \[start, end\]; clamped to 3`}},
+			stderr: []string{`offset 9 is outside the log; clamped to its end, 3`}},
 		{args: args("group reset-offsets billing --all-topics --to-latest -o json"), stdout: []string{`"executed": false`, `"partition": 1`}},
 		{args: args("group reset-offsets billing --topic orders:0 --shift-by -2 --execute -o json"), stdout: []string{`"executed": true`, `"new_offset": 1`, `"current_offset": 3`},
 			stderr: []string{`reset applied to 1 partition; group billing is at generation \d+`}},

@@ -79,7 +79,12 @@ before the reset can undo it.`,
 			}
 			for _, p := range plan.Partitions {
 				if p.Clamped {
-					opts.logf("%s:%d: offset %d is outside the log [start, end]; clamped to %d", p.Topic, p.Partition, p.Requested, p.New)
+					// Clamped to the log's end above it, to its start below it.
+					edge := "end"
+					if p.Requested < p.New {
+						edge = "start"
+					}
+					opts.logf("%s:%d: offset %d is outside the log; clamped to its %s, %d", p.Topic, p.Partition, p.Requested, edge, p.New)
 				}
 			}
 			if plan.Executed {
