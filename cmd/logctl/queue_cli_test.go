@@ -56,7 +56,7 @@ func TestQueueCLI(t *testing.T) {
 				{args: args("queue nack jobs w {0.2.1} --permanent --reason negative-amount"), stdout: []string{`(?m)^{0.2.1}\s+ok\s+dead-lettered$`}},
 				// The second failed delivery of two allowed dead-letters.
 				{args: args("queue nack jobs w {0.1.2} --reason db-down -o json"), stdout: []string{`"dead_lettered": true`}},
-				{args: args("queue ack jobs w not-a-token"), wantCode: 1, stderr: []string{`no valid token`}},
+				{args: args("queue ack jobs w not-a-token"), wantCode: 1, stderr: []string{`^logctl: .*no valid token: "not-a-token" is not a delivery token \(a claim answers them, as PARTITION.OFFSET.DELIVERY.MAC\)\n$`}},
 				{args: args("queue describe jobs w -o json"), stdout: []string{`"acked": 1`, `"dead_lettered": 2`, `"done_offset": 3`, `"dead_letter_records": 2`}},
 				{args: args("dlq list jobs w"), stdout: []string{
 					`(?m)^DLQ OFFSET\s+REASON\s+ORIGIN\s+KEY\s+ATTEMPTS\s+REDRIVES\s+AGE\s+LAST ERROR$`,
