@@ -162,6 +162,6 @@ func printHistory(w io.Writer, h *client.DeadLetterHistory) {
 			redrive = fmt.Sprintf(" redrive %d", a.Redrive)
 		}
 		fmt.Fprintf(w, "  #%d%s\t%s\t%s\tworker %s\theld %s\textended %d\t%s\t%s\n", a.Delivery, redrive, a.Outcome,
-			a.Claimed.UTC().Format(time.RFC3339Nano), worker, held, a.Extensions, "", text)
+			a.Claimed.UTC().Format("2006-01-02T15:04:05.000Z"), worker, held, a.Extensions, "", text)
 	}
 }

@@ -66,7 +66,7 @@ func TestQueueCLI(t *testing.T) {
 				{args: args("dlq list jobs w --reason max_deliveries -o json"), stdout: []string{`"reason": "max_deliveries"`, `"origin_offset": 1`}},
 				{args: args("dlq list jobs w --reason rejected"), stdout: []string{`(?m)^0/0\s+rejected\s+`}, stderr: []string{`^1 dead letter in jobs.w.dlq\n$`}},
 				{args: args("dlq list jobs w --history"), stdout: []string{
-					`(?m)^0/1\s+max_deliveries\s+jobs/0@1\s+""\s+2\s+0\s+\S+\s+db-down\n\s+#1\s+nacked\s+\S+\s+worker billing-7\s+held \S+\s+extended 0\s+db-down\n\s+#2\s+nacked\s+\S+\s+worker -\s+held \S+\s+extended 1\s+db-down$`,
+					`(?m)^0/1\s+max_deliveries\s+jobs/0@1\s+""\s+2\s+0\s+\S+\s+db-down\n\s+#1\s+nacked\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\s+worker billing-7\s+held \S+\s+extended 0\s+db-down\n\s+#2\s+nacked\s+\S+\s+worker -\s+held \S+\s+extended 1\s+db-down$`,
 					`(?m)^0/0\s+rejected\s+jobs/0@2\s+""\s+1\s+0\s+\S+\s+negative-amount\n\s+#1\s+rejected\s+\S+\s+worker -\s+held \S+\s+extended 0\s+negative-amount$`}},
 				{args: args("dlq list jobs w --history -o json"), stdout: []string{`"outcome": "nacked"`, `"worker": "billing-7"`, `"history": \{`}},
 				{args: args("dlq list jobs w --reason expired -o json"), stdoutExact: "[]\n"},
