@@ -103,8 +103,9 @@ func parseTokens(raw []string) (parsedTokens, error) {
 	for i, s := range raw {
 		t, err := queue.ParseToken(s)
 		if err != nil {
+			// Said in the caller's terms, not the queue package's.
 			pt.index[i] = -1
-			pt.invalid[i] = err.Error()
+			pt.invalid[i] = fmt.Sprintf("%q is not a delivery token (a claim answers them, as PARTITION.OFFSET.DELIVERY.MAC)", s)
 			continue
 		}
 		pt.index[i] = len(pt.tokens)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -161,10 +160,10 @@ func printCompare(w io.Writer, output string, s compareSummary) error {
 // checkCompareFlags refuses flags --compare-keys does not combine with.
 func checkCompareFlags(f *benchProduceFlags) error {
 	if f.compareRounds < 0 {
-		return errors.New("--compare-keys must not be negative")
+		return usagef("--compare-keys must not be negative")
 	}
 	if f.compareRounds > 0 && (f.idemKeys || f.duration > 0 || f.rate > 0 || f.records == 0) {
-		return errors.New("--compare-keys runs --records records per run, as fast as possible: it does not take --idempotency-keys, --duration or --rate")
+		return usagef("--compare-keys runs --records records per run, as fast as possible: it does not take --idempotency-keys, --duration or --rate")
 	}
 	return nil
 }

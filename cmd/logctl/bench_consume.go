@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -48,7 +47,7 @@ instead of logd's API: one client fetching every partition at once
 				return err
 			}
 			if f.recordsPerCall < 0 || f.maxBytes < 0 || f.concurrency < 1 || f.records < 0 || f.duration < 0 {
-				return errors.New("--concurrency must be positive; --records-per-call, --max-bytes, --records and --duration must not be negative")
+				return usagef("--concurrency must be positive; --records-per-call, --max-bytes, --records and --duration must not be negative")
 			}
 			c, err := opts.newClient()
 			if err != nil {

@@ -82,13 +82,13 @@ topic is still created and deleted over logd's API.`,
 				return err
 			}
 			if f.recordSize < 0 || f.recordsPerCall < 1 || f.concurrency < 1 || f.records < 0 || f.duration < 0 || f.rate < 0 || f.partitions < 1 {
-				return errors.New("--record-size must not be negative; --records-per-call, --concurrency and --partitions must be positive; --records, --duration and --rate must not be negative")
+				return usagef("--record-size must not be negative; --records-per-call, --concurrency and --partitions must be positive; --records, --duration and --rate must not be negative")
 			}
 			if f.duration > 0 && !cmd.Flags().Changed("records") {
 				f.records = 0 // the duration alone bounds the run
 			}
 			if f.records == 0 && f.duration == 0 {
-				return errors.New("give --records or --duration")
+				return usagef("give --records or --duration")
 			}
 			if err := checkCompareFlags(&f); err != nil {
 				return err

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -75,13 +74,13 @@ when the benchmark ends, unless --keep is given.`,
 				return err
 			}
 			if f.records < 1 || f.workers < 1 || f.batch < 1 || f.batch > 10000 || f.recordSize < 0 || f.partitions < 1 || f.fillBatch < 1 || f.fillWorkers < 1 {
-				return errors.New("--records, --workers, --partitions, --fill-batch and --fill-workers must be positive, --batch in [1, 10000], --record-size not negative")
+				return usagef("--records, --workers, --partitions, --fill-batch and --fill-workers must be positive, --batch in [1, 10000], --record-size not negative")
 			}
 			if f.rate < 0 || f.rate > 0 && !f.endToEnd {
-				return errors.New("--rate must not be negative, and paces only --end-to-end producers")
+				return usagef("--rate must not be negative, and paces only --end-to-end producers")
 			}
 			if f.endToEnd && f.recordSize < 8 {
-				return errors.New("--end-to-end needs --record-size of at least 8 (the send time)")
+				return usagef("--end-to-end needs --record-size of at least 8 (the send time)")
 			}
 			c, err := opts.newClient()
 			if err != nil {

@@ -229,7 +229,7 @@ func TestBenchCompareKeys(t *testing.T) {
 
 	for _, bad := range [][]string{{"--idempotency-keys"}, {"--duration", "1s"}, {"--rate", "100"}} {
 		args := append([]string{"bench", "produce", "--topic", "cmp", "--compare-keys", "2"}, bad...)
-		if r := runCLI(t, srv, "", args...); r.code != 1 || !regexp.MustCompile(`--compare-keys runs --records`).MatchString(r.stderr) {
+		if r := runCLI(t, srv, "", args...); r.code != exitUsage || !regexp.MustCompile(`--compare-keys runs --records`).MatchString(r.stderr) {
 			t.Errorf("%v: exit %d, stderr %q", bad, r.code, r.stderr)
 		}
 	}

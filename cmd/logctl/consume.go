@@ -73,12 +73,12 @@ group may still have lag), and leaves the group.`,
 				return err
 			}
 			if f.max < 0 || f.timeout < 0 {
-				return errors.New("--max and --timeout must not be negative")
+				return usagef("--max and --timeout must not be negative")
 			}
 			if !cmd.Flags().Changed("partition") {
 				f.partition = -1
 			} else if f.partition < 0 {
-				return fmt.Errorf("--partition %d: must not be negative", f.partition)
+				return usagef("--partition %d: must not be negative", f.partition)
 			}
 			start, err := parseFrom(f.from)
 			if err != nil {
@@ -126,14 +126,14 @@ func parseFrom(s string) (startPos, error) {
 	}
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		if n < 0 {
-			return startPos{}, fmt.Errorf("--from %d: offsets are not negative", n)
+			return startPos{}, usagef("--from %d: offsets are not negative", n)
 		}
 		return startPos{offset: n}, nil
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return startPos{time: t}, nil
 	}
-	return startPos{}, fmt.Errorf("--from %q: want earliest, latest, an offset or an RFC 3339 time", s)
+	return startPos{}, usagef("--from %q: want earliest, latest, an offset or an RFC 3339 time", s)
 }
 
 // partitionRead is the plan for one partition.
@@ -186,6 +186,7 @@ func consume(ctx context.Context, opts *globalOpts, c *client.Client, topic stri
 		plans = append(plans, pr)
 	}
 	if len(past) > 0 {
+		// Not a usage error: it depends on what the topic holds now.
 		return fmt.Errorf("--from %d is past the end of %q (%s); the highest --from is the end, where only new records are read",
 			from.offset, topic, strings.Join(past, "; "))
 	}

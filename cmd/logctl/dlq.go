@@ -44,15 +44,15 @@ func (f *dlqFlags) filter(now time.Time) (client.DeadLetterFilter, error) {
 		case "rejected", "max_deliveries", "deadline_exceeded", "expired":
 			out.Reasons = append(out.Reasons, r)
 		default:
-			return out, fmt.Errorf("--reason %q: want rejected, max_deliveries, deadline_exceeded or expired", r)
+			return out, usagef("--reason %q: want rejected, max_deliveries, deadline_exceeded or expired", r)
 		}
 	}
 	var err error
 	if out.Since, err = parseWhen(f.since, now); err != nil {
-		return out, fmt.Errorf("--since: %w", err)
+		return out, usagef("--since: %w", err)
 	}
 	if out.Until, err = parseWhen(f.until, now); err != nil {
-		return out, fmt.Errorf("--until: %w", err)
+		return out, usagef("--until: %w", err)
 	}
 	return out, nil
 }

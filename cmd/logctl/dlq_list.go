@@ -88,7 +88,7 @@ value_encoding "base64", and null for a null key or value.`,
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			fmt.Fprintf(opts.stderr, "%d dead letters in %s\n", len(out), dlq)
+			fmt.Fprintf(opts.stderr, "%s in %s\n", count(len(out), "dead letter"), dlq)
 			return nil
 		},
 	}
@@ -162,6 +162,6 @@ func printHistory(w io.Writer, h *client.DeadLetterHistory) {
 			redrive = fmt.Sprintf(" redrive %d", a.Redrive)
 		}
 		fmt.Fprintf(w, "  #%d%s\t%s\t%s\tworker %s\theld %s\textended %d\t%s\t%s\n", a.Delivery, redrive, a.Outcome,
-			a.Claimed.UTC().Format(time.RFC3339Nano), worker, held, a.Extensions, "", text)
+			a.Claimed.UTC().Format("2006-01-02T15:04:05.000Z"), worker, held, a.Extensions, "", text)
 	}
 }

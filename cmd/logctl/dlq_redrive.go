@@ -61,7 +61,7 @@ they were when it started. Follow, list and stop jobs with
 				return err
 			}
 			if fromOffset < 0 || toOffset < 0 || toOffset != 0 && toOffset <= fromOffset {
-				return fmt.Errorf("--from-offset %d, --to-offset %d: want 0 <= from < to (to 0: no bound)", fromOffset, toOffset)
+				return usagef("--from-offset %d, --to-offset %d: want 0 <= from < to (to 0: no bound)", fromOffset, toOffset)
 			}
 			refs, err := parseDeadLetterRefs(records)
 			if err != nil {
@@ -88,7 +88,7 @@ they were when it started. Follow, list and stop jobs with
 				if output != outputText {
 					return writeData(opts.stdout, output, job)
 				}
-				fmt.Fprintf(opts.stdout, "redrive %s started on %s: %d records to scan (follow: logctl dlq redrive status %s)\n", job.ID, dlq, job.Total, job.ID)
+				fmt.Fprintf(opts.stdout, "redrive %s started on %s: %s to scan (follow: logctl dlq redrive status %s)\n", job.ID, dlq, count(job.Total, "record"), job.ID)
 				return nil
 			}
 			job, err = followRedrive(cmd.Context(), c, opts.stderr, job, !noProgress)
@@ -332,7 +332,7 @@ func parseDeadLetterRefs(vals []string) ([]client.DeadLetterRef, error) {
 		p, perr := strconv.ParseInt(ps, 10, 32)
 		o, oerr := strconv.ParseInt(os, 10, 64)
 		if !ok || perr != nil || oerr != nil || p < 0 || o < 0 {
-			return nil, fmt.Errorf("--record %q: want PARTITION/OFFSET, as dlq list prints them (e.g. 0/17)", v)
+			return nil, usagef("--record %q: want PARTITION/OFFSET, as dlq list prints them (e.g. 0/17)", v)
 		}
 		out = append(out, client.DeadLetterRef{Partition: int32(p), Offset: o})
 	}
@@ -344,7 +344,7 @@ func parseRate(s string) (float64, error) {
 	num, unit, _ := strings.Cut(s, "/")
 	v, err := strconv.ParseFloat(num, 64)
 	if err != nil || v < 0 {
-		return 0, fmt.Errorf("--rate %q: want N/s", s)
+		return 0, usagef("--rate %q: want N/s", s)
 	}
 	switch unit {
 	case "", "s":
@@ -352,5 +352,5 @@ func parseRate(s string) (float64, error) {
 	case "m":
 		return v / 60, nil
 	}
-	return 0, fmt.Errorf("--rate %q: unit must be /s or /m", s)
+	return 0, usagef("--rate %q: unit must be /s or /m", s)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"connectrpc.com/connect"
+	"github.com/spf13/cobra"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/client"
@@ -168,5 +169,79 @@ func TestExitCodesDocumented(t *testing.T) {
 		if !slices.Equal(got, codes) {
 			t.Errorf("%s documents exit codes %v, want %v", d.name, got, codes)
 		}
+	}
+}
+
+// TestTypoAtEveryLevelExits2: at every command that groups subcommands, an
+// argument that names none of them is a usage error (exit 2) with cobra's
+// suggestion, never help and exit 0; the bare command still prints its
+// help and exits 0.
+func TestTypoAtEveryLevelExits2(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		var subs []string
+		for _, sub := range c.Commands() {
+			if sub.IsAvailableCommand() {
+				subs = append(subs, sub.Name())
+			}
+			walk(sub)
+		}
+		// A command of its own that also has subcommands (dlq redrive
+		// TOPIC GROUP, dlq redrive status) takes the typo as its argument.
+		if len(subs) == 0 || c.HasParent() && c.Annotations[groupOnly] == "" {
+			return
+		}
+		path := strings.Fields(c.CommandPath())[1:]
+		typo := subs[0] + "x"
+		r := runCLI(t, nil, "", append(slices.Clone(path), typo)...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "Did you mean this?") || !strings.Contains(r.stderr, subs[0]) {
+			t.Errorf("logctl %s: exit %d, stderr %q; want exit 2 suggesting %q", strings.Join(append(path, typo), " "), r.code, r.stderr, subs[0])
+		}
+		if len(path) > 0 {
+			if r := runCLI(t, nil, "", path...); r.code != exitOK || !strings.Contains(r.stdout, "Available Commands") {
+				t.Errorf("logctl %s: exit %d, stdout %.80q; want its help and exit 0", strings.Join(path, " "), r.code, r.stdout)
+			}
+		}
+	}
+	walk(newRootCmd(&globalOpts{getenv: func(string) string { return "" }}))
+}
+
+// TestUsageErrorsExit2: a command line that cannot run as given exits 2
+// before logctl calls any server, whether cobra or the command's own
+// checks of its flags refuse it.
+func TestUsageErrorsExit2(t *testing.T) {
+	for _, args := range [][]string{
+		{"group", "reset-offsets", "billing", "--to-offset", "2"},
+		{"group", "reset-offsets", "billing", "--topic", "orders"},
+		{"group", "reset-offsets", "billing", "--topic", "orders", "--to-offset", "-1"},
+		{"consume", "orders", "--from", "yesterday"},
+		{"consume", "orders", "--partition", "-1"},
+		{"consume", "orders", "--group", "g", "--partition", "0"},
+		{"produce", "orders", "--batch", "0", "x"},
+		{"dlq", "list", "orders", "--reason", "bored"},
+		{"bench", "produce", "--concurrency", "0"},
+		{"queue", "top", "orders", "w", "--interval", "0s"},
+		{"topic", "list", "--output", "xml"},
+		{"topic", "create"},
+	} {
+		r := runCLI(t, nil, "", append([]string{"--server", "127.0.0.1:1"}, args...)...)
+		if r.code != exitUsage {
+			t.Errorf("logctl %s: exit %d, stderr %q; want 2", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+}
+
+// TestConnectionRefusedHint: a server that is not there is named, with
+// how to start one or name another, not only "try again later".
+func TestConnectionRefusedHint(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	r := runCLI(t, nil, "", "--server", addr, "--max-retry-time", "0", "topic", "list")
+	if r.code != exitRetryable || !strings.Contains(r.stderr, "nothing listens at "+addr) || !strings.Contains(r.stderr, "make run") {
+		t.Fatalf("exit %d, stderr %q; want 4 with a hint naming %s", r.code, r.stderr, addr)
 	}
 }

@@ -55,7 +55,7 @@ func TestGroupCLI(t *testing.T) {
 		// Committed after printing: nothing new for billing.
 		{args: args("consume orders --group billing"), stdoutExact: ""},
 		{args: args("consume orders --group analytics --max 2"), stdoutExact: "created\npaid\n"},
-		{args: args("consume orders --group analytics --partition 0"), wantCode: 1, stderr: []string{`--partition and --group exclude each other`}},
+		{args: args("consume orders --group analytics --partition 0"), wantCode: exitUsage, stderr: []string{`--partition and --group exclude each other`}},
 		{args: args("group list"), stdout: []string{`(?m)^GROUP\s+STATE\s+MEMBERS\s+GENERATION\s+TOPICS$`, `(?m)^analytics\s+empty\s+0\s+\d+\s+orders$`, `(?m)^billing\s+empty\s+0\s+\d+\s+orders$`}},
 		{args: args("group list -o json"), stdout: []string{`"group": "analytics"`, `"group": "billing"`, `"members": 0`}},
 		{args: args("group describe analytics"), stdout: []string{`(?m)^Group:\s+analytics$`, `(?m)^State:\s+empty$`,
@@ -71,14 +71,14 @@ func TestGroupCLI(t *testing.T) {
 			stderr: []string{`dry run: nothing changed`}},
 		{args: args("group describe billing -o json"), stdout: []string{`"committed_offset": 3`}},
 		{args: args("group reset-offsets billing --topic orders:0 --to-offset 9"), stdout: []string{`(?m)^orders\s+0\s+3\s+3\s+0\s+0\s+clamped \(asked 9\)$`},
-			stderr: []string{`offset 9 is outside the log \[start, end\]; clamped to 3`}},
+			stderr: []string{`offset 9 is outside the log; clamped to its end, 3`}},
 		{args: args("group reset-offsets billing --all-topics --to-latest -o json"), stdout: []string{`"executed": false`, `"partition": 1`}},
 		{args: args("group reset-offsets billing --topic orders:0 --shift-by -2 --execute -o json"), stdout: []string{`"executed": true`, `"new_offset": 1`, `"current_offset": 3`},
 			stderr: []string{`reset applied to 1 partition; group billing is at generation \d+`}},
 		{args: args("consume orders --group billing"), stdoutExact: "paid\nshipped\n"},
-		{args: args("group reset-offsets billing --topic orders --to-earliest --to-latest"), wantCode: 1, stderr: []string{`give exactly one of`}},
-		{args: args("group reset-offsets billing --to-earliest"), wantCode: 1, stderr: []string{`give --topic \(repeatable\) or --all-topics`}},
-		{args: args("group reset-offsets billing --topic orders:x --to-earliest"), wantCode: 1, stderr: []string{`partition "x" is not a number`}},
+		{args: args("group reset-offsets billing --topic orders --to-earliest --to-latest"), wantCode: exitUsage, stderr: []string{`give exactly one of`}},
+		{args: args("group reset-offsets billing --to-earliest"), wantCode: exitUsage, stderr: []string{`give --topic \(repeatable\) or --all-topics`}},
+		{args: args("group reset-offsets billing --topic orders:x --to-earliest"), wantCode: exitUsage, stderr: []string{`partition "x" is not a number`}},
 		{args: args("group reset-offsets billing --topic orders:7 --to-earliest"), wantCode: 3, stderr: []string{`unknown partition: orders has 2 partitions, not 7`}},
 		{args: args("group delete billing"), stdoutExact: "deleted group billing\n"},
 		{args: args("group delete billing"), wantCode: 3, stderr: []string{`^logctl: delete group "billing": `}},
@@ -105,8 +105,8 @@ func TestGroupCLIResetFromFileAndLiveMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	runGroupSteps(t, srv, []step{
-		{args: []string{"group", "reset-offsets", "g", "--from-file", path, "--topic", "orders"}, wantCode: 1, stderr: []string{`--from-file names its partitions`}},
-		{args: []string{"group", "reset-offsets", "other", "--from-file", path}, wantCode: 1, stderr: []string{`is a plan for group "g", not "other"`}},
+		{args: []string{"group", "reset-offsets", "g", "--from-file", path, "--topic", "orders"}, wantCode: exitUsage, stderr: []string{`--from-file names its partitions`}},
+		{args: []string{"group", "reset-offsets", "other", "--from-file", path}, wantCode: exitUsage, stderr: []string{`is a plan for group "g", not "other"`}},
 		{args: []string{"group", "reset-offsets", "g", "--from-file", path, "--execute"}, stdout: []string{`(?m)^orders\s+0\s+3\s+2\s+`, `(?m)^orders\s+1\s+2\s+1\s+`}},
 		{args: args("consume orders --group g"), stdout: []string{`(?m)^c$`, `(?m)^e$`}},
 	})

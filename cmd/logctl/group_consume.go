@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"time"
 
@@ -26,7 +25,7 @@ const groupConsumeWait = time.Second
 // stops it after that long without a record, with or without --follow.
 func consumeGroup(cmd *cobra.Command, opts *globalOpts, c *client.Client, topic string, f *consumeFlags) error {
 	if f.partition >= 0 {
-		return errors.New("--partition and --group exclude each other: the group assigns partitions")
+		return usagef("--partition and --group exclude each other: the group assigns partitions")
 	}
 	policy, err := groupResetPolicy(cmd, f)
 	if err != nil {

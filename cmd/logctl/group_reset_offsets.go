@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -80,7 +79,12 @@ before the reset can undo it.`,
 			}
 			for _, p := range plan.Partitions {
 				if p.Clamped {
-					opts.logf("%s:%d: offset %d is outside the log [start, end]; clamped to %d", p.Topic, p.Partition, p.Requested, p.New)
+					// Clamped to the log's end above it, to its start below it.
+					edge := "end"
+					if p.Requested < p.New {
+						edge = "start"
+					}
+					opts.logf("%s:%d: offset %d is outside the log; clamped to its %s, %d", p.Topic, p.Partition, p.Requested, edge, p.New)
 				}
 			}
 			if plan.Executed {
@@ -118,7 +122,7 @@ func (f *resetFlags) request(cmd *cobra.Command, group string) (client.ResetOffs
 		}
 	}
 	if len(strategies) != 1 {
-		return req, fmt.Errorf("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime, --shift-by, --by-duration, --from-file (got %d)", len(strategies))
+		return req, usagef("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime, --shift-by, --by-duration, --from-file (got %d)", len(strategies))
 	}
 	switch {
 	case f.toEarliest:
@@ -127,20 +131,20 @@ func (f *resetFlags) request(cmd *cobra.Command, group string) (client.ResetOffs
 		req.Strategy = client.ResetToLatest
 	case changed("to-offset"):
 		if f.toOffset < 0 {
-			return req, fmt.Errorf("--to-offset %d: offsets are not negative", f.toOffset)
+			return req, usagef("--to-offset %d: offsets are not negative", f.toOffset)
 		}
 		req.Strategy, req.Offset = client.ResetToOffset, f.toOffset
 	case changed("to-datetime"):
 		t, err := time.Parse(time.RFC3339Nano, f.toDatetime)
 		if err != nil {
-			return req, fmt.Errorf("--to-datetime %q: want an RFC 3339 time", f.toDatetime)
+			return req, usagef("--to-datetime %q: want an RFC 3339 time", f.toDatetime)
 		}
 		req.Strategy, req.Time = client.ResetToDatetime, t
 	case changed("shift-by"):
 		req.Strategy, req.Shift = client.ResetShiftBy, f.shiftBy
 	case changed("by-duration"):
 		if f.byDuration < 0 {
-			return req, fmt.Errorf("--by-duration %v: must not be negative", f.byDuration)
+			return req, usagef("--by-duration %v: must not be negative", f.byDuration)
 		}
 		req.Strategy, req.Duration = client.ResetByDuration, f.byDuration
 	case changed("from-file"):
@@ -149,16 +153,16 @@ func (f *resetFlags) request(cmd *cobra.Command, group string) (client.ResetOffs
 			return req, err
 		}
 		if plan.Group != "" && plan.Group != group {
-			return req, fmt.Errorf("--from-file %s is a plan for group %q, not %q", f.fromFile, plan.Group, group)
+			return req, usagef("--from-file %s is a plan for group %q, not %q", f.fromFile, plan.Group, group)
 		}
 		req.Strategy, req.Offsets = client.ResetExplicit, plan.Partitions
 		if len(f.topics) > 0 || f.allTopics {
-			return req, errors.New("--from-file names its partitions; do not add --topic or --all-topics")
+			return req, usagef("--from-file names its partitions; do not add --topic or --all-topics")
 		}
 		return req, nil
 	}
 	if len(f.topics) > 0 == f.allTopics {
-		return req, errors.New("give --topic (repeatable) or --all-topics")
+		return req, usagef("give --topic (repeatable) or --all-topics")
 	}
 	req.Topics = map[string][]int32{}
 	for _, s := range f.topics {
@@ -175,7 +179,7 @@ func (f *resetFlags) request(cmd *cobra.Command, group string) (client.ResetOffs
 func parseTopicPartitions(s string) (string, []int32, error) {
 	name, list, ok := strings.Cut(s, ":")
 	if name == "" {
-		return "", nil, fmt.Errorf("--topic %q: empty topic", s)
+		return "", nil, usagef("--topic %q: empty topic", s)
 	}
 	if !ok {
 		return name, nil, nil
@@ -184,7 +188,7 @@ func parseTopicPartitions(s string) (string, []int32, error) {
 	for _, p := range strings.Split(list, ",") {
 		n, err := strconv.ParseInt(p, 10, 32)
 		if err != nil || n < 0 {
-			return "", nil, fmt.Errorf("--topic %q: partition %q is not a number", s, p)
+			return "", nil, usagef("--topic %q: partition %q is not a number", s, p)
 		}
 		parts = append(parts, int32(n))
 	}
@@ -198,10 +202,10 @@ func readPlanFile(path string) (client.ResetPlan, error) {
 		return plan, fmt.Errorf("--from-file: %w", err)
 	}
 	if err := json.Unmarshal(b, &plan); err != nil {
-		return plan, fmt.Errorf("--from-file %s: not a plan saved with --output json: %w", path, err)
+		return plan, usagef("--from-file %s: not a plan saved with --output json: %w", path, err)
 	}
 	if len(plan.Partitions) == 0 {
-		return plan, fmt.Errorf("--from-file %s: the plan has no partitions", path)
+		return plan, usagef("--from-file %s: the plan has no partitions", path)
 	}
 	return plan, nil
 }

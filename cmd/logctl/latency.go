@@ -52,7 +52,7 @@ type slowCall struct {
 func printSlowCalls(w io.Writer, calls []slowCall) {
 	slices.SortFunc(calls, func(a, b slowCall) int { return a.Start.Compare(b.Start) })
 	for _, c := range calls {
-		fmt.Fprintf(w, "slow call: start %s took %.1f ms (%d records)\n", c.Start.UTC().Format("15:04:05.000"), ms(c.Took), c.Records)
+		fmt.Fprintf(w, "slow call: start %s took %.1f ms (%s)\n", c.Start.UTC().Format("15:04:05.000"), ms(c.Took), count(c.Records, "record"))
 	}
 }
 

@@ -111,6 +111,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return code
 	}
 	hint := exitHint(code)
+	if code == exitRetryable && strings.Contains(err.Error(), "connection refused") {
+		hint += fmt.Sprintf("; nothing listens at %s: is logd running there? (make run starts one; --server or LOGCTL_SERVER names another)", opts.addr)
+	}
 	if code == exitError && opts.plaintext && strings.HasSuffix(err.Error(), "400 Bad Request") {
 		// What a TLS listener answers to plain HTTP (net/http writes the
 		// reason in a body the client does not read).

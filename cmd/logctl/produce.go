@@ -66,10 +66,10 @@ key's earlier records, and the tombstone itself after delete.retention.ms.`,
 				return err
 			}
 			if f.batch < 1 {
-				return fmt.Errorf("--batch %d: must be at least 1", f.batch)
+				return usagef("--batch %d: must be at least 1", f.batch)
 			}
 			if len(args) > 1 && f.file != "" {
-				return errors.New("give values as arguments or --file, not both")
+				return usagef("give values as arguments or --file, not both")
 			}
 			if f.tombstone && (len(args) > 1 || f.file != "") {
 				return usagef("--tombstone writes a null value: give no values and no --file")
@@ -163,7 +163,7 @@ func (f *produceFlags) template(cmd *cobra.Command) (client.Record, error) {
 	}
 	if cmd.Flags().Changed("partition") {
 		if f.partition < 0 {
-			return r, fmt.Errorf("--partition %d: must not be negative", f.partition)
+			return r, usagef("--partition %d: must not be negative", f.partition)
 		}
 		p := f.partition
 		r.Partition = &p

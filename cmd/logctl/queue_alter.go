@@ -24,7 +24,7 @@ func newQueueAlterCmd(opts *globalOpts) *cobra.Command {
 				change := f.config()
 				if cmd.Flags().Changed("age-limit") {
 					if f.ageLimit < 0 {
-						return fmt.Errorf("--age-limit %v: want 0 (no limit) or a duration up to %v: %w", f.ageLimit, maxQueueDelay, client.ErrInvalidArgument)
+						return usagef("--age-limit %v: want 0 (no limit) or a duration up to %v: %w", f.ageLimit, maxQueueDelay, client.ErrInvalidArgument)
 					}
 					if f.ageLimit == 0 {
 						change.AgeLimit = -1 // an alter's 0 means unchanged; negative removes the limit

@@ -56,7 +56,7 @@ func TestQueueCLI(t *testing.T) {
 				{args: args("queue nack jobs w {0.2.1} --permanent --reason negative-amount"), stdout: []string{`(?m)^{0.2.1}\s+ok\s+dead-lettered$`}},
 				// The second failed delivery of two allowed dead-letters.
 				{args: args("queue nack jobs w {0.1.2} --reason db-down -o json"), stdout: []string{`"dead_lettered": true`}},
-				{args: args("queue ack jobs w not-a-token"), wantCode: 1, stderr: []string{`no valid token`}},
+				{args: args("queue ack jobs w not-a-token"), wantCode: 1, stderr: []string{`^logctl: .*no valid token: "not-a-token" is not a delivery token \(a claim answers them, as PARTITION.OFFSET.DELIVERY.MAC\)\n$`}},
 				{args: args("queue describe jobs w -o json"), stdout: []string{`"acked": 1`, `"dead_lettered": 2`, `"done_offset": 3`, `"dead_letter_records": 2`}},
 				{args: args("dlq list jobs w"), stdout: []string{
 					`(?m)^DLQ OFFSET\s+REASON\s+ORIGIN\s+KEY\s+ATTEMPTS\s+REDRIVES\s+AGE\s+LAST ERROR$`,
@@ -64,8 +64,9 @@ func TestQueueCLI(t *testing.T) {
 					`(?m)^0/1\s+max_deliveries\s+jobs/0@1\s+""\s+2\s+0\s+\S+\s+db-down$`},
 					stderr: []string{`^2 dead letters in jobs.w.dlq\n$`}},
 				{args: args("dlq list jobs w --reason max_deliveries -o json"), stdout: []string{`"reason": "max_deliveries"`, `"origin_offset": 1`}},
+				{args: args("dlq list jobs w --reason rejected"), stdout: []string{`(?m)^0/0\s+rejected\s+`}, stderr: []string{`^1 dead letter in jobs.w.dlq\n$`}},
 				{args: args("dlq list jobs w --history"), stdout: []string{
-					`(?m)^0/1\s+max_deliveries\s+jobs/0@1\s+""\s+2\s+0\s+\S+\s+db-down\n\s+#1\s+nacked\s+\S+\s+worker billing-7\s+held \S+\s+extended 0\s+db-down\n\s+#2\s+nacked\s+\S+\s+worker -\s+held \S+\s+extended 1\s+db-down$`,
+					`(?m)^0/1\s+max_deliveries\s+jobs/0@1\s+""\s+2\s+0\s+\S+\s+db-down\n\s+#1\s+nacked\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\s+worker billing-7\s+held \S+\s+extended 0\s+db-down\n\s+#2\s+nacked\s+\S+\s+worker -\s+held \S+\s+extended 1\s+db-down$`,
 					`(?m)^0/0\s+rejected\s+jobs/0@2\s+""\s+1\s+0\s+\S+\s+negative-amount\n\s+#1\s+rejected\s+\S+\s+worker -\s+held \S+\s+extended 0\s+negative-amount$`}},
 				{args: args("dlq list jobs w --history -o json"), stdout: []string{`"outcome": "nacked"`, `"worker": "billing-7"`, `"history": \{`}},
 				{args: args("dlq list jobs w --reason expired -o json"), stdoutExact: "[]\n"},
@@ -73,7 +74,7 @@ func TestQueueCLI(t *testing.T) {
 				// Redrive one dead letter by name (the console's "redrive selected").
 				{args: args("dlq redrive jobs w --record 0/1 --dry-run"), stdout: []string{`(?m)^0/1\s+dry-run\s+max_deliveries\s+jobs/0@1`,
 					`(?m)^dry run: 1 selected, 1 would be redriven, 0 refused by the loop guard$`}},
-				{args: args("dlq redrive jobs w --record 1-2"), wantCode: 1, stderr: []string{`--record "1-2": want PARTITION/OFFSET`}},
+				{args: args("dlq redrive jobs w --record 1-2"), wantCode: exitUsage, stderr: []string{`--record "1-2": want PARTITION/OFFSET`}},
 				{args: args("dlq redrive jobs w --record 0/1 --no-progress"), stdout: []string{`(?m)^1 selected, 1 redriven, 0 already redriven by an earlier run, 0 refused by the loop guard \(job rd\d+ done`}},
 				{args: args("queue claim jobs w -o json"), stdout: []string{`"offset":3,.*"value":"bob:20"`}},
 			},
@@ -101,7 +102,7 @@ func TestQueueCLI(t *testing.T) {
 				{args: args("queue alter jobs w --lease 1m"), stdout: []string{`(?m)^Age limit:\s+1h0m0s$`}},
 				{args: args("queue alter jobs w --age-limit 0"), stdout: []string{`(?m)^Age limit:\s+none$`}},
 				{args: args("queue alter jobs w --age-limit 200h"), wantCode: 1, stderr: []string{`age_limit_ms 720000000 outside \[0, 604800000\] \(168h0m0s\) \(0: no limit\)`}},
-				{args: args("queue alter jobs w --age-limit -1s"), wantCode: 1, stderr: []string{`--age-limit -1s: want 0 \(no limit\) or a duration up to 168h0m0s`}},
+				{args: args("queue alter jobs w --age-limit -1s"), wantCode: exitUsage, stderr: []string{`--age-limit -1s: want 0 \(no limit\) or a duration up to 168h0m0s`}},
 				{args: args("queue describe jobs w"), stdout: []string{`(?m)^Age limit:\s+none$`}},
 			},
 		},
@@ -287,7 +288,7 @@ func TestBenchQueue(t *testing.T) {
 		}
 	}
 	r := runCLI(t, srv, "", "bench", "queue", "--rate", "10")
-	if r.code != 1 || !strings.Contains(r.stderr, "--end-to-end") {
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--end-to-end") {
 		t.Fatalf("--rate without --end-to-end: exit %d, %q", r.code, r.stderr)
 	}
 }

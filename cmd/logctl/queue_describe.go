@@ -40,7 +40,7 @@ func newQueueDescribeCmd(opts *globalOpts) *cobra.Command {
 				if d.Paused {
 					state = "PAUSED (no deliveries)"
 				}
-				fmt.Fprintf(opts.stdout, "State: %s; admission refusals: %d; dead-letter topic holds %d records\n", state, d.AdmissionRefusals, d.DeadLetterRecords)
+				fmt.Fprintf(opts.stdout, "State: %s; admission refusals: %d; dead-letter topic holds %s\n", state, d.AdmissionRefusals, count(d.DeadLetterRecords, "record"))
 				fmt.Fprintln(opts.stdout, backlogLine(d))
 				fmt.Fprintln(opts.stdout)
 				tw := newTable(opts.stdout)

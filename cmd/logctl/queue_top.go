@@ -28,7 +28,7 @@ size. Rates are measured between frames from the group's counters.`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if interval <= 0 {
-				return fmt.Errorf("--interval %v: want a positive duration", interval)
+				return usagef("--interval %v: want a positive duration", interval)
 			}
 			c, err := opts.newClient()
 			if err != nil {

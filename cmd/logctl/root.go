@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -119,9 +120,51 @@ process list.`,
 	)
 	// Completion of --context's value; cannot fail for a flag just defined.
 	_ = cmd.RegisterFlagCompletionFunc("context", completeContextNames)
+	refuseUnknownSubcommands(cmd)
 	markStarted(cmd, opts)
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	return cmd
+}
+
+// groupOnly annotates a command that only groups subcommands: it runs
+// nothing of its own (refuseUnknownSubcommands).
+const groupOnly = "logctl.group-only"
+
+// refuseUnknownSubcommands makes every command below the root that only
+// groups subcommands (topic, queue, context...) refuse an argument that
+// names none of them, with cobra's suggestions, as a usage error (exit 2).
+// Cobra itself does that at the root only: below it, such a command
+// printed its help and exited 0, so a script saw a typo succeed. Without
+// arguments it prints its help, as before.
+func refuseUnknownSubcommands(root *cobra.Command) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		if c == root || !c.HasAvailableSubCommands() || c.Runnable() {
+			return
+		}
+		c.Args = cobra.ArbitraryArgs
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations[groupOnly] = "true"
+		c.RunE = func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return c.Help()
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+			if c.SuggestionsMinimumDistance <= 0 {
+				c.SuggestionsMinimumDistance = 2 // cobra's own, as at the root
+			}
+			if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+			}
+			return usagef("%s\n\nRun '%s --help' for usage.", msg, c.CommandPath())
+		}
+	}
+	walk(root)
 }
 
 // markStarted wraps the RunE of cmd and its subcommands so that

@@ -60,7 +60,7 @@ func parsePairs(flag string, in []string) ([][2]string, error) {
 	for _, s := range in {
 		k, v, ok := strings.Cut(s, "=")
 		if !ok || k == "" {
-			return nil, fmt.Errorf("%s %q: want key=value", flag, s)
+			return nil, usagef("%s %q: want key=value", flag, s)
 		}
 		out = append(out, [2]string{k, v})
 	}
