@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -152,21 +153,16 @@ func TestDryRunGroupBesideApplies(t *testing.T) {
 	f.apply(Entry{Index: 1, Command: true, Data: createCmd(t, "orders", 1, 1)})
 	tp := group.TopicPartition{Topic: "orders", Partition: 0}
 	var wg sync.WaitGroup
-	stop := make(chan struct{})
+	var done atomic.Bool
 	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		for !done.Load() {
 			f.DryRunGroup(CmdGroupSetOffsets, "g", 1, GroupSetOffsets{Group: "g", Fence: group.NoFence, Offsets: []group.OffsetCommit{{TopicPartition: tp, Offset: 1}}})
 		}
 	})
 	for i := range uint64(200) {
 		f.apply(Entry{Index: 2 + i, Command: true, Data: encodeAppend(1, Append{Topic: "orders", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "x")}}})})
 	}
-	close(stop)
+	done.Store(true)
 	wg.Wait()
 	if len(*fatals) > 0 {
 		t.Fatal(*fatals)

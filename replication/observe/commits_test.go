@@ -8,20 +8,27 @@ import (
 	"github.com/hashicorp/raft"
 )
 
+// forwarding connects in-memory transport a to b, wraps b and runs the
+// wrapper's Forward until stop is closed (done is closed after it).
+func forwarding(t *testing.T) (a *raft.InmemTransport, wrapped *Transport, stop, done chan struct{}) {
+	t.Helper()
+	_, a = raft.NewInmemTransport("a")
+	_, b := raft.NewInmemTransport("b")
+	t.Cleanup(func() { a.Close(); b.Close() })
+	a.Connect("b", b)
+	stop, done = make(chan struct{}), make(chan struct{})
+	_, wrapped = WrapTransport(b, NewMetrics(), new(LeaderCommits), stop)
+	go func() { defer close(done); wrapped.Forward(stop) }()
+	return a, wrapped, stop, done
+}
+
 // TestForwardStopAnswersTyped: a request the transport wrapper holds when
 // Raft shuts down is answered ErrRaftShutdown with a response of the
 // sender's type. hashicorp/raft's in-memory pipeline copies the response
 // before it reads the error, so a nil one panicked its goroutine (and the
 // test binary of in-memory clusters).
 func TestForwardStopAnswersTyped(t *testing.T) {
-	_, a := raft.NewInmemTransport("a")
-	_, b := raft.NewInmemTransport("b")
-	defer a.Close()
-	defer b.Close()
-	a.Connect("b", b)
-	stop, done := make(chan struct{}), make(chan struct{})
-	_, wrapped := WrapTransport(b, NewMetrics(), new(LeaderCommits), stop)
-	go func() { defer close(done); wrapped.Forward(stop) }()
+	a, wrapped, stop, done := forwarding(t)
 
 	p, err := a.AppendEntriesPipeline("b", "b")
 	if err != nil {
@@ -87,14 +94,7 @@ func TestLeaderCommitsNote(t *testing.T) {
 // the leader vouched for in that request; readiness still notes the
 // leader's commit index as sent, and the sender's request is not changed.
 func TestForwardCutsCommitToTheRequest(t *testing.T) {
-	_, a := raft.NewInmemTransport("a")
-	_, b := raft.NewInmemTransport("b")
-	defer a.Close()
-	defer b.Close()
-	a.Connect("b", b)
-	stop, done := make(chan struct{}), make(chan struct{})
-	_, wrapped := WrapTransport(b, NewMetrics(), new(LeaderCommits), stop)
-	go func() { defer close(done); wrapped.Forward(stop) }()
+	a, wrapped, stop, done := forwarding(t)
 	defer func() { close(stop); <-done }()
 	for _, c := range []struct {
 		prev, entries, commit, want uint64
