@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -286,6 +288,19 @@ func (e *serverError) Error() string {
 }
 
 func (e *serverError) Unwrap() []error { return []error{e.sentinel, e.cause} }
+
+// ReasonOf names the server's reason for err: its logdv1.Reason without
+// the REASON_ prefix, such as "OVERLOADED" or "UNKNOWN_TOPIC", for scripts
+// that branch on it; "" for an error that carries no server reason.
+func ReasonOf(err error) string {
+	values := slices.Sorted(maps.Keys(logdv1.Reason_name))
+	for _, v := range values {
+		if s := reasonSentinel(logdv1.Reason(v)); s != nil && errors.Is(err, s) {
+			return strings.TrimPrefix(logdv1.Reason_name[v], "REASON_")
+		}
+	}
+	return ""
+}
 
 // reasonSentinel maps a server Reason to its sentinel (nil if unknown).
 func reasonSentinel(r logdv1.Reason) error {

@@ -177,3 +177,22 @@ func TestConnectionRefusedIsUnavailable(t *testing.T) {
 		t.Fatalf("retries = %d, want 2", retries)
 	}
 }
+
+// TestReasonOf: an error from a server names its reason without the
+// REASON_ prefix, through any wrapping; a client-side error names none.
+func TestReasonOf(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("produce: %w", &client.OverloadedError{RetryAfter: time.Second}), "OVERLOADED"},
+		{fmt.Errorf("describe: %w", client.ErrUnknownTopic), "UNKNOWN_TOPIC"},
+		{client.ErrStaleToken, "STALE_TOKEN"},
+		{errors.New("boom"), ""},
+		{nil, ""},
+	} {
+		if got := client.ReasonOf(c.err); got != c.want {
+			t.Errorf("ReasonOf(%v) = %q, want %q", c.err, got, c.want)
+		}
+	}
+}

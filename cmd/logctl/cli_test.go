@@ -128,7 +128,8 @@ func TestCLI(t *testing.T) {
 			steps: []step{
 				{args: args("consume nope"), wantCode: 3, stderr: []string{`^logctl: describe topic "nope": .*unknown topic: "nope"\n$`}},
 				{args: args("produce nope x"), wantCode: 3, stderr: []string{`^logctl: produce to "nope": .*unknown topic: "nope"\n$`}},
-				{args: args("topic describe nope -o json"), wantCode: 3, stderr: []string{`unknown topic: "nope"`}},
+				// Under -o json the error is an object a script can read.
+				{args: args("topic describe nope -o json"), wantCode: 3, stderr: []string{`^\{"error":\{"code":3,"reason":"UNKNOWN_TOPIC","message":".*unknown topic: \\"nope\\""\}\}\n$`}},
 				{args: args("produce"), wantCode: 2, stderr: []string{`requires at least 1 arg`}},
 				{args: args("topic list --output xml"), wantCode: 2, stderr: []string{`--output "xml": want text, json or yaml`}},
 				{args: args("consume t --from yesterday"), wantCode: exitUsage, stderr: []string{`--from "yesterday"`}},

@@ -74,6 +74,7 @@ func TestExitCodes(t *testing.T) {
 	ln.Close()
 	unavailable := logdtest.Error(connect.CodeUnavailable, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_UNAVAILABLE}, "forwarding to the leader failed; outcome unknown: unexpected EOF")
 	notLeader := logdtest.Error(connect.CodeUnavailable, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_NOT_LEADER}, "not the leader")
+	overloaded := logdtest.Error(connect.CodeResourceExhausted, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_OVERLOADED, RetryAfterMs: 1500}, "queue w of t is at its backlog bound")
 
 	tests := []struct {
 		name   string
@@ -92,6 +93,10 @@ func TestExitCodes(t *testing.T) {
 		{name: "node unreachable", args: "status --max-retry-time 50ms --server " + down, want: 4, stderr: `connection refused.*\(not applied; try again later\)`},
 		{name: "no leader, retries off", fail: []error{notLeader}, args: "produce t v --max-retry-time 0", want: 4, stderr: `not the leader`},
 		{name: "no leader, then one", fail: []error{notLeader, notLeader}, args: "produce t v", want: 0},
+		{name: "overloaded, retries off: the server's retry-after", fail: []error{overloaded}, args: "produce t v --max-retry-time 0", want: 4, stderr: `backlog bound \(not applied; the server asks to wait 1.5s before trying again`},
+		{name: "overloaded under -o json: one error object", fail: []error{overloaded}, args: "produce t v --max-retry-time 0 -o json", want: 4,
+			stderr: `^\{"error":\{"code":4,"reason":"OVERLOADED","message":".*backlog bound","retry_after_ms":1500\}\}\n$`},
+		{name: "unknown topic under -o yaml", args: "produce nope v -o yaml", want: 3, stderr: `(?s)^error:\n  code: 3\n  reason: UNKNOWN_TOPIC\n  message: .*unknown topic`},
 		{name: "outcome unknown", fail: []error{unavailable}, args: "produce t v", want: 5, stderr: `outcome unknown, the write may or may not have been applied: forwarding.*check whether it was applied`},
 		{name: "outcome unknown, then not leader until the retry window ends", fail: append([]error{unavailable}, repeat(notLeader, 100)...), args: "produce t v --idempotency-key k1 --max-retry-time 300ms", want: 5,
 			stderr: `outcome unknown.*attempt 1 of \d+ failed with "forwarding.*the last failed with: .*not the leader`},
@@ -114,7 +119,7 @@ func TestExitCodes(t *testing.T) {
 			if tt.stderr != "" && !regexp.MustCompile(tt.stderr).MatchString(r.stderr) {
 				t.Fatalf("logctl %s: stderr %q, want %q", tt.args, r.stderr, tt.stderr)
 			}
-			if tt.want != 0 && strings.Count(r.stderr, "\n") != 1 {
+			if tt.want != 0 && !strings.Contains(tt.args, " -o ") && strings.Count(r.stderr, "\n") != 1 {
 				t.Fatalf("logctl %s: stderr is not one line: %q", tt.args, r.stderr)
 			}
 		})

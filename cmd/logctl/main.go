@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,8 +13,10 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/logd-dev/logd/client"
+	"github.com/spf13/cobra"
 )
 
 func main() {
@@ -93,7 +96,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
@@ -103,6 +106,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = &usageError{err}
 	}
 	code := exitCode(err)
+	if format := structuredOutput(cmd); format != "" {
+		// A script reading --output json|yaml reads the error too.
+		writeErrorObject(stderr, format, code, err)
+		return code
+	}
 	var ae *client.AuthError
 	if code == exitAuth && errors.As(err, &ae) {
 		// The refusal says it all (who lacks what); the call it came
@@ -111,6 +119,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return code
 	}
 	hint := exitHint(code)
+	var oe *client.OverloadedError
+	if code == exitRetryable && errors.As(err, &oe) && oe.RetryAfter > 0 {
+		hint = fmt.Sprintf(" (not applied; the server asks to wait %v before trying again; --max-retry-time says how long logctl retries)", oe.RetryAfter.Round(time.Millisecond))
+	}
 	if code == exitRetryable && strings.Contains(err.Error(), "connection refused") {
 		hint += fmt.Sprintf("; nothing listens at %s: is logd running there? (make run starts one; --server or LOGCTL_SERVER names another)", opts.addr)
 	}
@@ -121,6 +133,53 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	fmt.Fprintf(stderr, "logctl: %v%s\n", err, hint)
 	return code
+}
+
+// structuredOutput is the --output of the command that ran, when it is
+// json or yaml, else "".
+func structuredOutput(cmd *cobra.Command) string {
+	if cmd == nil {
+		return ""
+	}
+	if f := cmd.Flags().Lookup("output"); f != nil && (f.Value.String() == outputJSON || f.Value.String() == outputYAML) {
+		return f.Value.String()
+	}
+	return ""
+}
+
+// errorObject is an error as logctl writes it under --output json (one
+// line) or yaml:
+// the exit code, the server's reason (client.ReasonOf; empty for an error
+// of logctl's own), the message, and the server's retry-after when it
+// gave one.
+type errorObject struct {
+	Error errorFields `json:"error"`
+}
+
+type errorFields struct {
+	Code         int    `json:"code"`
+	Reason       string `json:"reason,omitempty"`
+	Message      string `json:"message"`
+	RetryAfterMs int64  `json:"retry_after_ms,omitempty"`
+}
+
+// writeErrorObject writes err as one errorObject in format.
+func writeErrorObject(w io.Writer, format string, code int, err error) {
+	o := errorObject{Error: errorFields{Code: code, Reason: client.ReasonOf(err), Message: err.Error()}}
+	var oe *client.OverloadedError
+	if errors.As(err, &oe) {
+		o.Error.RetryAfterMs = oe.RetryAfter.Milliseconds()
+	}
+	if format == outputJSON {
+		// One line, as every error logctl prints: a script reads one object.
+		if b, jerr := json.Marshal(o); jerr == nil {
+			fmt.Fprintf(w, "%s\n", b)
+			return
+		}
+	} else if werr := writeData(w, format, o); werr == nil {
+		return
+	}
+	fmt.Fprintf(w, "logctl: %v\n", err)
 }
 
 // authHint says how to get past a refusal: which credentials logctl

@@ -157,7 +157,7 @@ func TestCLITokens(t *testing.T) {
 		{args: "token revoke {id}", env: admin, wantCode: 3, stderr: []string{`^logctl: revoke token {id}: .*unknown token`}},
 		{args: "whoami", env: alice, wantCode: 6, calls: map[string]int{"WhoAmI": 1},
 			stderr: []string{`^logctl: not authenticated: token {id} is invalid, expired or revoked \(give a token with --token-file, --token or LOGCTL_TOKEN, or a client certificate with --tls-cert and --tls-key\)\n$`}},
-		{args: "token list -o json", wantCode: 6, calls: map[string]int{"ListTokens": 1}, stderr: []string{`^logctl: not authenticated: authentication required`}},
+		{args: "token list -o json", wantCode: 6, calls: map[string]int{"ListTokens": 1}, stderr: []string{`^\{"error":\{"code":6,"reason":"UNAUTHENTICATED","message":"list tokens: not authenticated: authentication required`}},
 		{args: "token create", env: admin, wantCode: 2, calls: map[string]int{"CreateToken": 0}, stderr: []string{`required flag\(s\) "principal" not set`}},
 		{args: "token create --principal x --ttl -1h", env: admin, wantCode: 2, calls: map[string]int{"CreateToken": 0}, stderr: []string{`--ttl -1h0m0s is negative`}},
 		{args: "token create --principal two,names", env: admin, wantCode: 1, stderr: []string{`invalid argument|invalid principal`}},
