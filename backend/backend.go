@@ -91,6 +91,10 @@ type ClusterAPI interface {
 	// removes one (ErrUnknownNode, ErrMembershipChange);
 	// TransferLeadership hands leadership to a voter ("" for any).
 	Join(ctx context.Context, req JoinRequest, probe NodeProbe) error
+	// ClusterSecret is the secret the node's Raft port proves and
+	// requires (docs/security.md, "Peers"), nil for none; a front end
+	// hands it only to a caller allowed to join.
+	ClusterSecret() []byte
 	RemoveNode(ctx context.Context, id string) error
 	TransferLeadership(ctx context.Context, id string) error
 }

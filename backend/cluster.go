@@ -59,6 +59,11 @@ type JoinRequest struct {
 	// promotes it, and refuses one that is not a member
 	// (ErrUnknownNode).
 	RegisterOnly bool
+	// SecretOnly: the node asks only for the cluster secret before it
+	// joins (docs/security.md, "Peers"); the front end answers it with
+	// ClusterAPI.ClusterSecret and changes nothing. Older leaders ignore
+	// it and take the call for a join.
+	SecretOnly bool
 	// CallerNodeID and ForwardedBy say who asked, under peer TLS
 	// (Config.PeerTLS); the front end fills them from the connection the
 	// call arrived on (PeerTLS.VerifiedNode). CallerNodeID is the node id
@@ -205,8 +210,14 @@ type RaftConnStats struct {
 	// certificates (a client's).
 	RefusedNotNode uint64
 	// RefusedNotMember counts node certificates of nodes outside the
-	// latest Raft configuration this node knows.
+	// latest Raft configuration this node knows (and, for streams of a
+	// session, nodes the cluster secret proved).
 	RefusedNotMember uint64
+	// RefusedSecret counts sessions refused for the cluster secret (the
+	// node holds one and the peer proved none, or another) and
+	// connections of the previous framing refused because the node
+	// holds one.
+	RefusedSecret uint64
 }
 
 // SegmentPathPrefix is where a front end mounts the node's segment

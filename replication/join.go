@@ -41,12 +41,24 @@ const (
 // API address is re-registered once its old address no longer answers as
 // this node (a restart on another port). Every refusal is retried, a
 // conflict included: it may clear once an operator removes the old member.
+//
+// Before it joins, a node that holds no cluster secret asks member for
+// it (Config.AskSecret, secret.go), so that its Raft port proves the
+// secret by the time the leader first dials it.
 func (n *Node) JoinCluster(ctx context.Context, member string, ask AskJoin) (string, error) {
-	// The transport's address is the advertised one, or the one it bound
-	// when RaftBind asked for any port.
-	req := backend.JoinRequest{ID: n.cfg.NodeID, RaftAddress: string(n.stores.transport.LocalAddr()), APIAddress: n.cfg.APIAdvertise, FeatureLevel: backend.FeatureLevel(n.buildLevel()),
+	leader, joined, err := n.fetchSecret(ctx, member, n.cfg.AskSecret)
+	if err != nil || joined {
+		return leader, err
+	}
+	return joinLoop(ctx, n.cfg.Logger, member, n.joinRequest(), ask, joinAttemptTimeout, joinRetryInterval)
+}
+
+// joinRequest is this node's request to join. The transport's address is
+// the advertised one, or the one it bound when RaftBind asked for any
+// port.
+func (n *Node) joinRequest() backend.JoinRequest {
+	return backend.JoinRequest{ID: n.cfg.NodeID, RaftAddress: string(n.stores.transport.LocalAddr()), APIAddress: n.cfg.APIAdvertise, FeatureLevel: backend.FeatureLevel(n.buildLevel()),
 		PeerAddress: n.cfg.PeerAdvertise, KafkaAddress: n.cfg.KafkaAdvertise}
-	return joinLoop(ctx, n.cfg.Logger, member, req, ask, joinAttemptTimeout, joinRetryInterval)
 }
 
 // joinLoop is JoinCluster with its timings as arguments.
@@ -59,13 +71,19 @@ func joinLoop(ctx context.Context, logger *slog.Logger, member string, req backe
 		leader, err := ask(actx, member, req)
 		cancel()
 		if err == nil {
-			logger.Info("joined the cluster", "via", member, "leader", leader)
+			if !req.SecretOnly {
+				logger.Info("joined the cluster", "via", member, "leader", leader)
+			}
 			return leader, nil
 		}
 		if ctx.Err() != nil {
 			return "", fmt.Errorf("join via %s: %w", member, ctx.Err())
 		}
-		logger.Warn("join failed; retrying", "via", member, "attempt", attempt, "err", err)
+		what := "join"
+		if req.SecretOnly {
+			what = "asking for the cluster secret"
+		}
+		logger.Warn(what+" failed; retrying", "via", member, "attempt", attempt, "err", err)
 		select {
 		case <-ctx.Done():
 			return "", fmt.Errorf("join via %s: %w", member, ctx.Err())
@@ -237,27 +255,23 @@ func (n *Node) checkJoiner(ctx context.Context, req backend.JoinRequest, probe b
 	if err != nil {
 		return fmt.Errorf("%w: node %s's raft address %s: %v", backend.ErrNodeUnreachable, req.ID, req.RaftAddress, err)
 	}
-	if n.cfg.PeerTLS != nil && presented != req.ID {
-		return fmt.Errorf("%w: join %s: its raft address %s presents node %q's certificate", peer.ErrIdentity, req.ID, req.RaftAddress, presented)
+	if (n.cfg.PeerTLS != nil || presented != "") && presented != req.ID {
+		return fmt.Errorf("%w: join %s: its raft address %s proves to be node %q", peer.ErrIdentity, req.ID, req.RaftAddress, presented)
 	}
 	return nil
 }
 
-// dialRaft checks that peer id's Raft address accepts a connection (and
-// closes it: Raft's transport takes a closed connection quietly), and
-// returns, under peer TLS, the node id of the certificate it presented.
+// dialRaft checks that peer id's Raft address answers a session's hello
+// (transport.Port.CheckNode, on a connection it then closes), and returns
+// the node id the peer proved: its certificate's under peer TLS, or the
+// one the cluster secret proved ("" when neither did).
 // It is the one place membership dials a Raft port. An in-memory node's
 // transport has nothing to dial; Raft's own replication is its check.
 func (n *Node) dialRaft(ctx context.Context, id, addr string) (string, error) {
 	if n.cfg.InMemory {
 		return "", nil
 	}
-	c, presented, err := n.stores.stream.DialNode(ctx, n.cfg.Peers.Raft(id, addr))
-	if err != nil {
-		return "", err
-	}
-	c.Close()
-	return presented, nil
+	return n.stores.port.CheckNode(ctx, n.cfg.Peers.Raft(id, addr))
 }
 
 // raftLastLog sends the Raft server at addr a heartbeat of this leader's

@@ -17,6 +17,7 @@ import (
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/fsm"
 	"github.com/logd-dev/logd/replication/internal/fsmtest"
+	"github.com/logd-dev/logd/replication/transport"
 )
 
 // TestJoinLoop: the loop retries failed attempts after the pause, gives each
@@ -167,6 +168,10 @@ type joinCluster struct {
 	configure func(id string, cfg *Config)
 }
 
+// testClusterSecret is the cluster secret of the nodes tests join by
+// hand (without Config.AskSecret).
+var testClusterSecret = bytes.Repeat([]byte{0x5e}, secretLen)
+
 func newJoinCluster(t *testing.T) *joinCluster {
 	return &joinCluster{t: t, byAPI: map[string]*Node{}, silent: map[string]bool{}, closed: map[*Node]bool{}}
 }
@@ -180,7 +185,7 @@ func (c *joinCluster) open(ctx context.Context, id string, bootstrap bool) *Node
 		// Timeouts above the default: these tests run beside others under
 		// -race, where a 150ms lease lost leadership mid-test.
 		HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond, LeaderLeaseTimeout: 500 * time.Millisecond,
-		Fatal: func(err error) { c.t.Errorf("%s: fatal: %v", id, err) }}
+		Fatal: func(err error) { c.t.Errorf("%s: fatal: %v", id, err) }, ClusterSecret: testClusterSecret}
 	if c.configure != nil {
 		c.configure(id, &cfg)
 	}
@@ -537,22 +542,15 @@ func TestJoinAsksRaftToo(t *testing.T) {
 	c := newJoinCluster(t)
 	l := c.open(ctx, "n1", true)
 	j := c.open(ctx, "n2", false)
+	// A Raft port that proves to be n2 and serves no Raft group.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	accepted := make(chan struct{})
-	go func() {
-		defer close(accepted)
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conn.Close()
-		}
-	}()
-	defer func() { ln.Close(); <-accepted }()
+	port := transport.NewPort(ln, nil, nil, "n2", 16, fsmtest.Logger())
+	port.SetSecret(testClusterSecret)
+	port.Start()
+	defer port.Close()
 	c.setRewrite(func(r backend.NodeReport) backend.NodeReport {
 		if r.ID == "n2" {
 			r.Ready, r.AppliedIndex, r.LeaderID, r.Term = true, l.raft.CommitIndex(), "n1", l.raft.CurrentTerm()

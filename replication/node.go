@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -186,6 +187,16 @@ type Config struct {
 	// registration changes only through JoinCluster; a leader registers
 	// itself either way.
 	Register AskJoin
+	// AskSecret, if set, is how a joining node that holds no cluster
+	// secret asks for it before it joins (secret.go): the Join call with
+	// backend.JoinRequest.SecretOnly set (cmd/logd's secretVia). Nil: a
+	// joining node goes without one unless ClusterSecret gives it.
+	AskSecret AskSecret
+	// ClusterSecret, if set, is the cluster secret (secret.go) of a data
+	// dir that holds none yet, which the node stores; one that holds
+	// another is an error (ErrClusterSecret). Nil: the data dir's, made
+	// at bootstrap or asked for at join.
+	ClusterSecret []byte
 	// WrapRaftStores, if set, wraps Raft's log and stable store once they
 	// are open: fault builds of cmd/logd slow them down or hold log writes
 	// back (internal/faults); tests hand a restarted InMemory node the log
@@ -293,9 +304,12 @@ func (c *Config) setDefaults() {
 // Node is one member of the Raft group: the Raft instance, its stores and
 // the FSM.
 type Node struct {
-	cfg  Config
-	stop chan struct{}
-	done chan struct{}
+	cfg Config
+	// secretMu guards secret, the cluster secret (secret.go); nil: none.
+	secretMu sync.Mutex
+	secret   []byte
+	stop     chan struct{}
+	done     chan struct{}
 	// ready is set once this node's state machine has applied everything
 	// committed before it started serving (see Ready).
 	ready atomic.Bool
@@ -424,8 +438,12 @@ func Open(cfg Config) (*Node, error) {
 		return ok
 	})
 	r.RegisterObserver(n.leaderObsv)
-	if stores.stream != nil {
-		stores.stream.Attach(n.raftMember)
+	if stores.port != nil {
+		stores.layer.Attach(n.raftMember)
+		n.secret = stores.secret
+		if err := n.ensureSecret(); err != nil {
+			n.cfg.Logger.Error("make the cluster secret", "err", err)
+		}
 	}
 	go n.housekeeping()
 	n.startJobs()
@@ -506,9 +524,9 @@ func (n *Node) housekeeping() {
 		}
 		n.leaderBarrier()
 		n.boundTrailingLogs()
-		if n.stores.stream != nil && time.Since(lastPrune) >= raftPruneInterval {
+		if n.stores.port != nil && time.Since(lastPrune) >= raftPruneInterval {
 			lastPrune = time.Now()
-			n.stores.stream.Prune()
+			n.stores.port.Prune()
 		}
 		if n.renewStaleSnapshot(&lastRenewal) {
 			continue
@@ -664,7 +682,7 @@ func (n *Node) entryTerm(index uint64, stats map[string]string) uint64 {
 }
 
 // raftPruneInterval is how often the node closes the Raft connections of
-// nodes no longer members (transport.Stream.Prune).
+// nodes no longer members (transport.Port.Prune).
 const raftPruneInterval = time.Second
 
 // raftMember reports whether node id may open Raft connections to this
@@ -688,10 +706,10 @@ func (n *Node) raftMember(id string) bool {
 // RaftConnStats returns the counters of this node's Raft port; zero for
 // an InMemory node.
 func (n *Node) RaftConnStats() backend.RaftConnStats {
-	if n.stores.stream == nil {
+	if n.stores.port == nil {
 		return backend.RaftConnStats{}
 	}
-	return n.stores.stream.Stats()
+	return n.stores.port.Stats()
 }
 
 // FSM returns the node's state machine for reads.

@@ -25,6 +25,7 @@ import (
 	"github.com/logd-dev/logd/replication/catchup"
 	"github.com/logd-dev/logd/replication/fsm"
 	"github.com/logd-dev/logd/replication/internal/fsmtest"
+	"github.com/logd-dev/logd/replication/transport"
 )
 
 // peerTLSFor is the peer TLS of a node that presents cert and trusts ca.
@@ -158,7 +159,10 @@ func TestPeerTLSCluster(t *testing.T) {
 			{name: "plaintext", refused: func(s backend.RaftConnStats) uint64 { return s.RefusedHandshake }},
 			{name: "a node certificate of another CA", cert: ptr(other.Node(t, "n2")), refused: func(s backend.RaftConnStats) uint64 { return s.RefusedHandshake }},
 			{name: "a client certificate of the cluster CA", cert: ptr(ca.Client(t, "mallory")), refused: func(s backend.RaftConnStats) uint64 { return s.RefusedNotNode }},
-			{name: "a node certificate of a non-member", cert: ptr(ca.Node(t, "n9")), refused: func(s backend.RaftConnStats) uint64 { return s.RefusedNotMember }},
+			// Raft's own framing proves no cluster secret: refused
+			// whatever the certificate.
+			{name: "a node certificate of a non-member", cert: ptr(ca.Node(t, "n9")), refused: func(s backend.RaftConnStats) uint64 { return s.RefusedSecret }},
+			{name: "a member's certificate without the secret", cert: ptr(ca.Node(t, "n2")), refused: func(s backend.RaftConnStats) uint64 { return s.RefusedSecret }},
 		} {
 			before := tc.refused(l.RaftConnStats())
 			term := l.raft.CurrentTerm()
@@ -181,7 +185,7 @@ func TestPeerTLSCluster(t *testing.T) {
 	t.Run("a removed node's connections are closed", func(t *testing.T) {
 		// A connection in n3's name that Raft answers: admitted while n3
 		// is a member.
-		c := raftConnAs(t, "n3", ca.Node(t, "n3"), string(l.stores.transport.LocalAddr()))
+		c := raftConnAs(t, ca, "n3", ca.Node(t, "n3"), l.ClusterSecret(), string(l.stores.transport.LocalAddr()))
 		if err := l.RemoveNode(ctx, "n3"); err != nil {
 			t.Fatal(err)
 		}
@@ -196,19 +200,22 @@ func TestPeerTLSCluster(t *testing.T) {
 	})
 }
 
-// raftConnAs opens a connection to the Raft port at addr over TLS with
-// cert, node id's, sends an AppendEntries of a past term over it in id's
-// name (Raft answers, and changes nothing) and returns the connection,
-// which the test's end closes.
-func raftConnAs(t *testing.T, id string, cert tls.Certificate, addr string) net.Conn {
+// raftConnAs opens a session to the Raft port at addr over TLS with
+// cert, node id's, proving secret, sends an AppendEntries of a past term
+// over it in id's name (Raft answers, and changes nothing) and returns
+// the stream it went over, which the test's end closes.
+func raftConnAs(t *testing.T, ca *testcerts.CA, id string, cert tls.Certificate, secret []byte, addr string) net.Conn {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &spoofDialer{Listener: ln, cfg: &tls.Config{GetClientCertificate: presenting(cert), InsecureSkipVerify: true}}
+	port := transport.NewPort(ln, nil, peerTLSFor(ca, cert), id, 16, fsmtest.Logger())
+	port.SetSecret(secret)
+	port.Start()
+	d := &recordingLayer{Layer: port.Group(0)}
 	tr := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: d, MaxPool: 1, Timeout: 5 * time.Second, Logger: hclog.NewNullLogger()})
-	t.Cleanup(func() { tr.Close(); tr.CloseStreams() })
+	t.Cleanup(func() { tr.Close(); tr.CloseStreams(); port.Close() })
 	req := &raft.AppendEntriesRequest{
 		RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(id), Addr: tr.EncodePeer(raft.ServerID(id), tr.LocalAddr())},
 		Term:      0,
@@ -223,6 +230,23 @@ func raftConnAs(t *testing.T, id string, cert tls.Certificate, addr string) net.
 		t.Fatalf("%d connections dialed, want 1", len(d.dialed))
 	}
 	return d.dialed[0]
+}
+
+// recordingLayer is a group's layer that keeps the connections it dialed.
+type recordingLayer struct {
+	*transport.Layer
+	mu     sync.Mutex
+	dialed []net.Conn // guarded by mu
+}
+
+func (d *recordingLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	c, err := d.Layer.Dial(addr, timeout)
+	if err == nil {
+		d.mu.Lock()
+		d.dialed = append(d.dialed, c)
+		d.mu.Unlock()
+	}
+	return c, err
 }
 
 func ptr[T any](v T) *T { return &v }

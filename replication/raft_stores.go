@@ -109,9 +109,13 @@ type raftStores struct {
 	stable    raft.StableStore
 	snaps     raft.SnapshotStore
 	transport raft.Transport
-	// stream is the TCP transport's stream layer, the Raft port (package
-	// replication/transport); nil in memory.
-	stream *transport.Stream
+	// port is the Raft port (package replication/transport) and layer
+	// the group's side of it, under the TCP transport; nil in memory.
+	port  *transport.Port
+	layer *transport.Layer
+	// secret is the cluster secret the data dir holds (secret.go); nil:
+	// none.
+	secret []byte
 	// closers release the transport and the stores, in this order.
 	closers []func() error
 }
@@ -151,28 +155,36 @@ func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 		}
 		adv = a
 	}
+	secret, err := loadSecret(cfg)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", cfg.RaftBind)
 	if err != nil {
 		st.Close()
 		return nil, fmt.Errorf("raft transport on %s: %w", cfg.RaftBind, err)
 	}
-	stream := transport.NewStream(ln, adv, cfg.PeerTLS, cfg.MaxRaftConns, cfg.Logger)
-	if a, ok := stream.Addr().(*net.TCPAddr); !ok || a.IP == nil || a.IP.IsUnspecified() {
+	port := transport.NewPort(ln, adv, cfg.PeerTLS, cfg.NodeID, cfg.MaxRaftConns, cfg.Logger)
+	port.SetSecret(secret)
+	if a, ok := port.Addr().(*net.TCPAddr); !ok || a.IP == nil || a.IP.IsUnspecified() {
 		ln.Close()
 		st.Close()
-		return nil, fmt.Errorf("%w: raft address %s is not one peers can dial: give an advertise address", backend.ErrInvalidArgument, stream.Addr())
+		return nil, fmt.Errorf("%w: raft address %s is not one peers can dial: give an advertise address", backend.ErrInvalidArgument, port.Addr())
 	}
+	// Today's one group is group 0 of the port.
+	layer := port.Group(0)
 	// The address provider is asked for this node's own address too: it
 	// is the transport's, known once it is bound.
 	var tr *raft.NetworkTransport
 	local := func() raft.ServerAddress { return tr.LocalAddr() }
 	tr = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog,
+		Stream: layer, MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog,
 		ServerAddressProvider: transport.NewAddressProvider(cfg.Peers.Routes(), cfg.NodeID, local),
 	})
-	stream.Start()
-	stores := &raftStores{logs: st.Logs, stable: st.Stable, snaps: st.Snapshots, transport: tr, stream: stream,
-		closers: []func() error{tr.Close, st.Close}}
+	port.Start()
+	stores := &raftStores{logs: st.Logs, stable: st.Stable, snaps: st.Snapshots, transport: tr, port: port, layer: layer, secret: secret,
+		closers: []func() error{tr.Close, port.Close, st.Close}}
 	stores.wrap(cfg.WrapRaftStores)
 	return stores, nil
 }

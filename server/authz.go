@@ -338,6 +338,9 @@ var authzTable = map[string]authzRule{
 			if m.RegisterOnly {
 				attrs = append(attrs, slog.Bool("register_only", true), slog.Uint64("feature_level", uint64(m.FeatureLevel)))
 			}
+			if m.SecretOnly {
+				attrs = append(attrs, slog.Bool("secret_only", true))
+			}
 			return attrs
 		}),
 	},

@@ -21,8 +21,17 @@ import (
 // TLS it also checks that the caller is that node (joinCaller). A member
 // that asks only to be registered (register_only: a restart with a new
 // build or address) takes the same path and checks.
+//
+// A call with secret_only, which a joining node makes before it joins,
+// is answered with the cluster secret and changes nothing; it passes the
+// same authorization as a join (authz.go: a cluster admin, or under peer
+// TLS the node's own certificate), and this handler is reached only
+// through it.
 func (s *Server) Join(ctx context.Context, req *connect.Request[logdv1.JoinRequest]) (*connect.Response[logdv1.JoinResponse], error) {
 	m := req.Msg
+	if m.SecretOnly {
+		return connect.NewResponse(&logdv1.JoinResponse{LeaderId: s.b.NodeID(), ClusterSecret: s.b.ClusterSecret(), SecretOnly: true}), nil
+	}
 	jr := backend.JoinRequest{ID: m.NodeId, RaftAddress: m.RaftAddress, APIAddress: m.ApiAddress, FeatureLevel: backend.FeatureLevel(m.FeatureLevel),
 		PeerAddress: m.PeerAddress, KafkaAddress: m.KafkaAddress, RegisterOnly: m.RegisterOnly}
 	jr.CallerNodeID, jr.ForwardedBy = s.joinCaller(ctx, req.Header())

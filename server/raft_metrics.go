@@ -20,7 +20,7 @@ var (
 	descRaftConnsAdmitted = prometheus.NewDesc("logd_raft_connections_admitted_total",
 		"Connections the Raft port handed to Raft.", nil, nil)
 	descRaftConnsRefused = prometheus.NewDesc("logd_raft_connections_refused_total",
-		"Connections the Raft port closed, by reason: cap (too many open), handshake (TLS failed: no certificate, not the cluster CA's, expired, not TLS), not_node (a certificate that is not a node's), not_member (a node outside the configuration).",
+		"Connections the Raft port closed, by reason: cap (too many open), handshake (TLS failed: no certificate, not the cluster CA's, expired, not TLS), not_node (a certificate that is not a node's), not_member (a node outside the configuration), secret (the cluster secret not proven, or the previous framing from a node that holds one).",
 		[]string{"reason"}, nil)
 )
 
@@ -37,7 +37,7 @@ func (c *raftPortCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range []struct {
 		reason string
 		n      uint64
-	}{{"cap", st.RefusedCap}, {"handshake", st.RefusedHandshake}, {"not_node", st.RefusedNotNode}, {"not_member", st.RefusedNotMember}} {
+	}{{"cap", st.RefusedCap}, {"handshake", st.RefusedHandshake}, {"not_node", st.RefusedNotNode}, {"not_member", st.RefusedNotMember}, {"secret", st.RefusedSecret}} {
 		ch <- prometheus.MustNewConstMetric(descRaftConnsRefused, prometheus.CounterValue, float64(r.n), r.reason)
 	}
 }

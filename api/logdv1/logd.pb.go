@@ -5849,7 +5849,11 @@ type JoinRequest struct {
 	// and answers NOT_FOUND for a node that is not a member. Older leaders
 	// ignore the field and take the call for a join, which for a voter at
 	// the same Raft address is a re-registration too.
-	RegisterOnly  bool `protobuf:"varint,7,opt,name=register_only,json=registerOnly,proto3" json:"register_only,omitempty"`
+	RegisterOnly bool `protobuf:"varint,7,opt,name=register_only,json=registerOnly,proto3" json:"register_only,omitempty"`
+	// The node asks only for the cluster secret, before it joins (see
+	// docs/security.md, Peers): the answer carries it and nothing changes.
+	// Older builds ignore the field and take the call for a join.
+	SecretOnly    bool `protobuf:"varint,8,opt,name=secret_only,json=secretOnly,proto3" json:"secret_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5933,9 +5937,23 @@ func (x *JoinRequest) GetRegisterOnly() bool {
 	return false
 }
 
+func (x *JoinRequest) GetSecretOnly() bool {
+	if x != nil {
+		return x.SecretOnly
+	}
+	return false
+}
+
 type JoinResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	LeaderId      string                 `protobuf:"bytes,1,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	LeaderId string                 `protobuf:"bytes,1,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	// The cluster secret, in the answer to a call with secret_only set;
+	// empty for a cluster that holds none.
+	ClusterSecret []byte `protobuf:"bytes,2,opt,name=cluster_secret,json=clusterSecret,proto3" json:"cluster_secret,omitempty"`
+	// Set in the answer to a call with secret_only, by a build that read
+	// it: the node was not added. Unset from an older build, which took
+	// the call for a join.
+	SecretOnly    bool `protobuf:"varint,3,opt,name=secret_only,json=secretOnly,proto3" json:"secret_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5975,6 +5993,20 @@ func (x *JoinResponse) GetLeaderId() string {
 		return x.LeaderId
 	}
 	return ""
+}
+
+func (x *JoinResponse) GetClusterSecret() []byte {
+	if x != nil {
+		return x.ClusterSecret
+	}
+	return nil
+}
+
+func (x *JoinResponse) GetSecretOnly() bool {
+	if x != nil {
+		return x.SecretOnly
+	}
+	return false
 }
 
 type RemoveNodeRequest struct {
@@ -9081,7 +9113,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\atime_ms\x18\x01 \x01(\x03R\x06timeMs\x12\x16\n" +
 	"\x06action\x18\x02 \x01(\tR\x06action\x12#\n" +
 	"\rbytes_deleted\x18\x03 \x01(\x03R\fbytesDeleted\x12'\n" +
-	"\x0frecords_removed\x18\x04 \x01(\x03R\x0erecordsRemoved\"\xfc\x01\n" +
+	"\x0frecords_removed\x18\x04 \x01(\x03R\x0erecordsRemoved\"\x9d\x02\n" +
 	"\vJoinRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12\x1f\n" +
@@ -9090,9 +9122,14 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\rfeature_level\x18\x04 \x01(\rR\ffeatureLevel\x12!\n" +
 	"\fpeer_address\x18\x05 \x01(\tR\vpeerAddress\x12#\n" +
 	"\rkafka_address\x18\x06 \x01(\tR\fkafkaAddress\x12#\n" +
-	"\rregister_only\x18\a \x01(\bR\fregisterOnly\"+\n" +
+	"\rregister_only\x18\a \x01(\bR\fregisterOnly\x12\x1f\n" +
+	"\vsecret_only\x18\b \x01(\bR\n" +
+	"secretOnly\"s\n" +
 	"\fJoinResponse\x12\x1b\n" +
-	"\tleader_id\x18\x01 \x01(\tR\bleaderId\",\n" +
+	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12%\n" +
+	"\x0ecluster_secret\x18\x02 \x01(\fR\rclusterSecret\x12\x1f\n" +
+	"\vsecret_only\x18\x03 \x01(\bR\n" +
+	"secretOnly\",\n" +
 	"\x11RemoveNodeRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"\x14\n" +
 	"\x12RemoveNodeResponse\"4\n" +

@@ -39,6 +39,28 @@ func joinVia(p peer.HTTP) replication.AskJoin {
 	}
 }
 
+// secretVia returns replication.AskSecret over the client API: the Join
+// call of joinVia with secret_only set. A member of an earlier build
+// takes it for a join, which the answer shows.
+func secretVia(p peer.HTTP) replication.AskSecret {
+	hc := &http.Client{Transport: p.Transport(2*time.Second, false)}
+	return func(ctx context.Context, member string, req backend.JoinRequest) ([]byte, string, bool, error) {
+		c := logdv1connect.NewLogServiceClient(hc, p.URL(member))
+		resp, err := c.Join(ctx, connect.NewRequest(&logdv1.JoinRequest{NodeId: req.ID, RaftAddress: req.RaftAddress, ApiAddress: req.APIAddress,
+			FeatureLevel: uint32(req.FeatureLevel), PeerAddress: req.PeerAddress, KafkaAddress: req.KafkaAddress, SecretOnly: true}))
+		if err != nil {
+			return nil, "", false, err
+		}
+		if !resp.Msg.SecretOnly {
+			return nil, resp.Msg.LeaderId, true, nil
+		}
+		if len(resp.Msg.ClusterSecret) == 0 {
+			return nil, resp.Msg.LeaderId, false, nil
+		}
+		return resp.Msg.ClusterSecret, resp.Msg.LeaderId, false, nil
+	}
+}
+
 // errJoinOwnCluster is a --join of a node whose data dir holds a cluster
 // of its own.
 var errJoinOwnCluster = errors.New("refusing --join")

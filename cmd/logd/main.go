@@ -304,6 +304,7 @@ func run(ctx context.Context, c config, getenv func(string) string, stderr io.Wr
 		KafkaAdvertise:    c.kafka.advertise,
 		SegmentSource:     catchup.NewSegmentClient(peerHTTP),
 		Register:          joinVia(peerHTTP),
+		AskSecret:         secretVia(peerHTTP),
 		Peers:             peers,
 		PeerTLS:           peerTLS,
 		SyncPartitions:    c.fsync == "always",

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"io"
@@ -10,31 +11,37 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/raft"
+	"github.com/hashicorp/yamux"
 
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/peer"
 )
 
-// The Raft port: the raft.StreamLayer under a node's Raft transport
-// (raft.NewNetworkTransportWithConfig), over TCP, with TLS when the node
-// has peer TLS (package peer).
+// The Raft port: one TCP listener (with TLS when the node has peer TLS,
+// package peer) that carries every Raft group of the node, each through
+// a Layer (mux.go), the raft.StreamLayer under that group's Raft
+// transport.
 //
-// Accept hands Raft only connections it admitted. A separate goroutine
-// accepts TCP connections; with TLS, each handshake runs in a goroutine of
-// its own under handshakeTimeout, so a peer that never finishes holds
-// one slot for that long and never the accept loop. A connection is
-// admitted when its certificate is a verified node certificate of a node
-// the member function admits (Attach; replication's Node.raftMember), and
-// otherwise closed, counted and logged (at most one line per
-// refusalLogInterval). At most maxConns (NewStream) accepted connections
-// are open at once, with or without TLS: beyond that a new one is closed
-// at once (a member needs a few: Raft pools up to three per peer, plus
-// one per pipeline), so a flood of sockets cannot take the file
-// descriptors the partition logs need.
+// A separate goroutine accepts TCP connections and hands each to a
+// goroutine of its own, which under handshakeTimeout runs the TLS
+// handshake (a connection must present a verified node certificate) and
+// reads the first bytes: the mux hello (mux.go) starts a session, which
+// proves the cluster secret when either side holds one and then carries
+// one stream per Raft connection, each naming its group; the first byte
+// of a Raft RPC is a connection of the previous framing, one connection
+// per Raft connection, which only group 0 receives and only while the
+// node holds no cluster secret (a cluster that predates the secret,
+// docs/security.md "Peers"). Anything else is refused, counted and
+// logged (at most one line per refusalLogInterval). At most maxConns
+// (NewPort) accepted connections are open at once, in their handshake
+// or serving: beyond that a new one is closed at once, so a flood of
+// sockets cannot take the file descriptors the partition logs need. A
+// member needs one connection for its session (Raft of the previous
+// framing pooled up to three per peer, plus one per pipeline).
 
 const (
-	// handshakeTimeout bounds a TLS handshake on the Raft port.
+	// handshakeTimeout bounds a connection's TLS handshake and hello on
+	// the Raft port.
 	handshakeTimeout = 5 * time.Second
 	// refusalLogInterval spaces the log lines of refused connections.
 	refusalLogInterval = time.Second
@@ -48,6 +55,7 @@ const (
 	refusedHandshake
 	refusedNotNode
 	refusedNotMember
+	refusedSecret
 	numRefusals
 )
 
@@ -56,46 +64,58 @@ func (r refusal) String() string {
 	case refusedCap:
 		return "connection cap reached"
 	case refusedHandshake:
-		return "tls handshake failed"
+		return "handshake failed"
 	case refusedNotNode:
 		return "not a node certificate"
 	case refusedNotMember:
 		return "node is not a member"
+	case refusedSecret:
+		return "cluster secret not proven"
 	}
 	return "unknown"
 }
 
-// Stream is a node's Raft port: it implements raft.StreamLayer. Start
-// starts its accept loop; Close stops it, closes every connection it
-// accepted and waits for its goroutines. Start and Attach are called
-// once each; the other methods are safe for concurrent use.
-type Stream struct {
+// Port is a node's Raft port. Start starts its accept loop; Close stops
+// it, closes every connection and session it accepted or dialed and
+// waits for its goroutines. Start is called once; the other methods are
+// safe for concurrent use.
+type Port struct {
 	ln        net.Listener
 	advertise net.Addr  // nil: ln's address
 	peerTLS   *peer.TLS // nil: plaintext
+	nodeID    string
 	maxConns  int
 	handshake time.Duration
 	logger    *slog.Logger
+	muxConf   *yamux.Config
 
-	// member reports whether a node may open connections; Attach sets it
-	// once and then closes attached. Handshakes that finish before wait.
-	member   func(id string) bool
-	attached chan struct{}
+	// secret is the cluster secret (SetSecret); nil: none.
+	secret atomic.Pointer[[]byte]
 
-	// conns hands admitted connections to Accept.
-	conns  chan net.Conn
+	groupsMu sync.Mutex
+	// groups are the layers by group id. Guarded by groupsMu.
+	groups map[uint64]*Layer
+
 	closed chan struct{}
-	// ctx ends at Close; it bounds handshakes.
+	// ctx ends at Close; it bounds handshakes and dials.
 	ctx       context.Context
 	cancel    context.CancelFunc
 	closeOnce sync.Once
-	wg        sync.WaitGroup // the accept loop and the handshakes
+	wg        sync.WaitGroup // the accept loop, handshakes and sessions
 
 	mu sync.Mutex
 	// open holds the accepted connections not closed yet, each with the
-	// node id it was admitted as ("" in its handshake, or in plaintext).
-	// Guarded by mu.
+	// node id it proved ("" in its handshake, or when nothing proved
+	// one: plaintext without a cluster secret). Guarded by mu.
 	open map[*streamConn]string
+
+	// dialed are the sessions this node opened, by address (mux.go).
+	dialMu sync.Mutex
+	dialed map[string]*dialEntry
+	// legacyUntil holds the addresses that answered the mux hello as a
+	// build of the previous framing does, and until when to dial them
+	// that way. Guarded by dialMu.
+	legacyUntil map[string]time.Time
 
 	admitted atomic.Uint64
 	refused  [numRefusals]atomic.Uint64
@@ -107,185 +127,198 @@ type Stream struct {
 	unlogged int
 }
 
-var _ raft.StreamLayer = (*Stream)(nil)
-
-// NewStream returns the Raft port over ln, which it owns: it advertises
-// advertise (nil: ln's address), speaks TLS with peerTLS (nil:
-// plaintext), holds at most maxConns accepted connections open and logs
-// to logger. It starts nothing.
-func NewStream(ln net.Listener, advertise net.Addr, peerTLS *peer.TLS, maxConns int, logger *slog.Logger) *Stream {
+// NewPort returns the Raft port of node nodeID over ln, which it owns:
+// it advertises advertise (nil: ln's address), speaks TLS with peerTLS
+// (nil: plaintext), holds at most maxConns accepted connections open and
+// logs to logger. It starts nothing.
+func NewPort(ln net.Listener, advertise net.Addr, peerTLS *peer.TLS, nodeID string, maxConns int, logger *slog.Logger) *Port {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Stream{
-		ln: ln, advertise: advertise, peerTLS: peerTLS, maxConns: maxConns, handshake: handshakeTimeout, logger: logger,
-		attached: make(chan struct{}), conns: make(chan net.Conn), closed: make(chan struct{}),
-		ctx: ctx, cancel: cancel, open: map[*streamConn]string{},
+	return &Port{
+		ln: ln, advertise: advertise, peerTLS: peerTLS, nodeID: nodeID, maxConns: maxConns, handshake: handshakeTimeout, logger: logger,
+		muxConf: muxConfig(logger), groups: map[uint64]*Layer{}, closed: make(chan struct{}),
+		ctx: ctx, cancel: cancel, open: map[*streamConn]string{}, dialed: map[string]*dialEntry{}, legacyUntil: map[string]time.Time{},
 	}
 }
 
-// Start starts the accept loop. Under TLS, a connection whose handshake
-// finishes before Attach waits for it.
-func (s *Stream) Start() {
-	s.wg.Add(1)
-	go s.acceptLoop()
+// Start starts the accept loop. A connection that names a group before
+// its layer exists, or is attached, waits for it until its handshake
+// deadline.
+func (p *Port) Start() {
+	p.wg.Add(1)
+	go p.acceptLoop()
 }
 
-// Attach sets the check of which nodes may connect: member reports
-// whether node id may open connections (replication's Node.raftMember:
-// the latest Raft configuration the node knows). A node calls it once,
-// when its Raft exists, which knows the configuration; member must be
-// safe for concurrent use.
-func (s *Stream) Attach(member func(id string) bool) {
-	s.member = member
-	close(s.attached)
-}
-
-// Accept implements net.Listener: it returns the next admitted
-// connection.
-func (s *Stream) Accept() (net.Conn, error) {
-	select {
-	case c := <-s.conns:
-		return c, nil
-	case <-s.closed:
-		return nil, net.ErrClosed
+// SetSecret sets the cluster secret the port proves and requires on
+// every session from now on (replication's cluster-secret file);
+// sessions open before keep going. Empty: none.
+func (p *Port) SetSecret(secret []byte) {
+	if len(secret) == 0 {
+		p.secret.Store(nil)
+		return
 	}
+	b := append([]byte(nil), secret...)
+	p.secret.Store(&b)
 }
 
-// Close implements net.Listener: it stops accepting, closes every
-// connection accepted and waits for the accept loop and the handshakes.
-func (s *Stream) Close() error {
+// clusterSecret returns the cluster secret, nil for none.
+func (p *Port) clusterSecret() []byte {
+	if b := p.secret.Load(); b != nil {
+		return *b
+	}
+	return nil
+}
+
+// Close stops accepting, closes every connection accepted and every
+// session dialed, and waits for the port's goroutines.
+func (p *Port) Close() error {
 	var err error
-	s.closeOnce.Do(func() {
-		close(s.closed)
-		s.cancel()
-		err = s.ln.Close()
-		s.mu.Lock()
-		open := make([]*streamConn, 0, len(s.open))
-		for c := range s.open {
+	p.closeOnce.Do(func() {
+		close(p.closed)
+		p.cancel()
+		err = p.ln.Close()
+		p.mu.Lock()
+		open := make([]*streamConn, 0, len(p.open))
+		for c := range p.open {
 			open = append(open, c)
 		}
-		s.mu.Unlock()
+		p.mu.Unlock()
 		for _, c := range open {
 			c.Close()
 		}
-		s.wg.Wait()
+		p.closeDialed()
+		p.wg.Wait()
 	})
 	return err
 }
 
-// Addr implements net.Listener: the advertised address, or the bound one.
-func (s *Stream) Addr() net.Addr {
-	if s.advertise != nil {
-		return s.advertise
+// Addr is the advertised address, or the bound one.
+func (p *Port) Addr() net.Addr {
+	if p.advertise != nil {
+		return p.advertise
 	}
-	return s.ln.Addr()
-}
-
-// Dial implements raft.StreamLayer.
-func (s *Stream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	c, _, err := s.DialNode(ctx, string(addr))
-	return c, err
-}
-
-// DialNode connects to the Raft port at addr and returns the connection
-// with, under TLS, the node id its certificate carries ("" in plaintext);
-// a server that presents no node certificate is refused. Raft dials
-// through it, and so does a node that checks a joining node's Raft port.
-func (s *Stream) DialNode(ctx context.Context, addr string) (net.Conn, string, error) {
-	var d net.Dialer
-	raw, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, "", err
-	}
-	if s.peerTLS == nil {
-		return raw, "", nil
-	}
-	c, id, err := s.peerTLS.Handshake(ctx, raw, addr)
-	if err != nil {
-		return nil, "", err
-	}
-	return c, id, nil
+	return p.ln.Addr()
 }
 
 // acceptLoop accepts TCP connections until Close.
-func (s *Stream) acceptLoop() {
-	defer s.wg.Done()
+func (p *Port) acceptLoop() {
+	defer p.wg.Done()
 	var delay time.Duration
 	for {
-		c, err := s.ln.Accept()
+		c, err := p.ln.Accept()
 		if err != nil {
 			select {
-			case <-s.closed:
+			case <-p.closed:
 				return
 			default:
 			}
 			// Out of file descriptors, say: wait a little, as net/http
 			// does, rather than spin.
 			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			s.logger.Warn("raft port: accept failed; retrying", "err", err, "retry_in", delay)
+			p.logger.Warn("raft port: accept failed; retrying", "err", err, "retry_in", delay)
 			select {
-			case <-s.closed:
+			case <-p.closed:
 				return
 			case <-time.After(delay):
 			}
 			continue
 		}
 		delay = 0
-		sc, ok := s.track(c)
+		sc, ok := p.track(c)
 		if !ok {
-			s.refuse(refusedCap, c.RemoteAddr(), "", nil)
+			p.refuse(refusedCap, c.RemoteAddr(), "", nil)
 			c.Close()
 			continue
 		}
-		if s.peerTLS == nil {
-			// No handshake to wait for: Raft's own accept loop takes
-			// connections as fast as they come.
-			s.deliver(sc)
-			continue
-		}
-		s.wg.Add(1)
-		go s.admit(sc)
+		p.wg.Add(1)
+		go p.admit(sc)
 	}
 }
 
-// admit runs sc's TLS handshake and hands it to Raft if its certificate
-// is a node's that Raft admits; it closes it otherwise.
-func (s *Stream) admit(sc *streamConn) {
-	defer s.wg.Done()
-	tc := tls.Server(sc, s.peerTLS.Server)
-	ctx, cancel := context.WithTimeout(s.ctx, s.handshake)
-	err := tc.HandshakeContext(ctx)
-	cancel()
+// admit runs sc's TLS handshake, if any, and reads its first bytes: it
+// starts a session for a mux hello (serveSession, mux.go) and hands a
+// connection of the previous framing to group 0; it closes sc
+// otherwise.
+func (p *Port) admit(sc *streamConn) {
+	defer p.wg.Done()
+	deadline := time.Now().Add(p.handshake)
+	sc.SetDeadline(deadline)
+	var (
+		conn net.Conn = sc
+		id   string   // the verified node id, under TLS
+	)
+	if p.peerTLS != nil {
+		tc := tls.Server(sc, p.peerTLS.Server)
+		ctx, cancel := context.WithDeadline(p.ctx, deadline)
+		err := tc.HandshakeContext(ctx)
+		cancel()
+		if err != nil {
+			p.refuse(refusedHandshake, sc.RemoteAddr(), "", err)
+			sc.Close()
+			return
+		}
+		cs := tc.ConnectionState()
+		var ok bool
+		if id, ok = p.peerTLS.VerifiedNode(&cs); !ok {
+			p.refuse(refusedNotNode, sc.RemoteAddr(), certName(cs), nil)
+			sc.Close()
+			return
+		}
+		conn = tc
+	}
+	br := bufio.NewReaderSize(conn, 64)
+	first, err := br.Peek(1)
 	if err != nil {
-		s.refuse(refusedHandshake, sc.RemoteAddr(), "", err)
+		p.refuse(refusedHandshake, sc.RemoteAddr(), id, err)
 		sc.Close()
 		return
 	}
-	cs := tc.ConnectionState()
-	id, ok := s.peerTLS.VerifiedNode(&cs)
-	if !ok {
-		s.refuse(refusedNotNode, sc.RemoteAddr(), certName(cs), nil)
+	rc := &readerConn{Conn: conn, r: br}
+	switch {
+	case first[0] == muxMagic[0]:
+		peerID, err := p.serverHello(rc, id)
+		if err != nil {
+			p.refuse(refusalOf(err), sc.RemoteAddr(), id, err)
+			sc.Close()
+			return
+		}
+		sc.SetDeadline(time.Time{})
+		p.setPeer(sc, peerID)
+		p.serveSession(sc, rc, peerID)
+	case first[0] <= maxLegacyRPC:
+		if p.clusterSecret() != nil {
+			// The previous framing proves nothing: a node that holds
+			// the cluster secret takes sessions only.
+			p.refuse(refusedSecret, sc.RemoteAddr(), id, errLegacyFraming)
+			sc.Close()
+			return
+		}
+		l, err := p.layer(0, deadline)
+		if err != nil {
+			p.refuse(refusedHandshake, sc.RemoteAddr(), id, err)
+			sc.Close()
+			return
+		}
+		if id != "" && !l.member(id) {
+			p.refuse(refusedNotMember, sc.RemoteAddr(), id, nil)
+			sc.Close()
+			return
+		}
+		sc.SetDeadline(time.Time{})
+		p.setPeer(sc, id)
+		l.deliver(rc)
+	default:
+		p.refuse(refusedHandshake, sc.RemoteAddr(), id, errNotRaft)
 		sc.Close()
-		return
 	}
-	select {
-	case <-s.attached:
-	case <-s.closed:
-		sc.Close()
-		return
+}
+
+// setPeer records the node id sc proved.
+func (p *Port) setPeer(sc *streamConn, id string) {
+	p.mu.Lock()
+	if _, open := p.open[sc]; open {
+		p.open[sc] = id
 	}
-	if !s.member(id) {
-		s.refuse(refusedNotMember, sc.RemoteAddr(), id, nil)
-		sc.Close()
-		return
-	}
-	s.mu.Lock()
-	if _, open := s.open[sc]; open {
-		s.open[sc] = id
-	}
-	s.mu.Unlock()
-	s.deliver(tc)
+	p.mu.Unlock()
 }
 
 // certName names the peer's certificate in a log line.
@@ -296,102 +329,109 @@ func certName(cs tls.ConnectionState) string {
 	return cs.PeerCertificates[0].Subject.String()
 }
 
-// deliver hands c to Accept, or closes it at Close.
-func (s *Stream) deliver(c net.Conn) {
-	select {
-	case s.conns <- c:
-		s.admitted.Add(1)
-	case <-s.closed:
-		c.Close()
-	}
-}
-
 // track counts c among the open connections, unless maxConns are open.
-func (s *Stream) track(c net.Conn) (*streamConn, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.open) >= s.maxConns {
+func (p *Port) track(c net.Conn) (*streamConn, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.open) >= p.maxConns {
 		return nil, false
 	}
-	sc := &streamConn{Conn: c, s: s}
-	s.open[sc] = ""
+	sc := &streamConn{Conn: c, p: p}
+	p.open[sc] = ""
 	return sc, true
 }
 
-// Prune closes the admitted connections of nodes the member check of
-// Attach no longer admits (a node removed from the configuration), so a
-// removed node keeps no connection it opened while it was a member. The
-// node's housekeeping calls it; before Attach, and in plaintext, it does
-// nothing.
-func (s *Stream) Prune() {
-	if s.peerTLS == nil {
-		return
-	}
-	select {
-	case <-s.attached:
-	default:
-		return
-	}
+// Prune closes the accepted connections (and so the sessions) of nodes
+// that are members of none of the port's groups any more (a node removed
+// from the configuration), so a removed node keeps no connection it
+// opened while it was a member. The node's housekeeping calls it. Only
+// connections whose node proved who it is (a node certificate, or the
+// cluster secret) are checked.
+func (p *Port) Prune() {
 	type entry struct {
 		c  *streamConn
 		id string
 	}
-	s.mu.Lock()
-	admitted := make([]entry, 0, len(s.open))
-	for c, id := range s.open {
+	p.mu.Lock()
+	proven := make([]entry, 0, len(p.open))
+	for c, id := range p.open {
 		if id != "" {
-			admitted = append(admitted, entry{c, id})
+			proven = append(proven, entry{c, id})
 		}
 	}
-	s.mu.Unlock()
-	for _, e := range admitted {
-		if !s.member(e.id) {
-			s.logger.Info("raft port: closing a connection of a node no longer a member", "node", e.id, "remote", e.c.RemoteAddr())
+	p.mu.Unlock()
+	for _, e := range proven {
+		if !p.memberOfAny(e.id) {
+			p.logger.Info("raft port: closing a connection of a node no longer a member", "node", e.id, "remote", e.c.RemoteAddr())
 			e.c.Close()
 		}
 	}
 }
 
-// refuse counts and logs a refused connection. Callers call it before
-// they close the connection, so a peer that sees the close finds it
-// counted.
-func (s *Stream) refuse(why refusal, remote net.Addr, who string, err error) {
+// memberOfAny reports whether any attached layer admits node id; with no
+// layer attached, true.
+func (p *Port) memberOfAny(id string) bool {
+	p.groupsMu.Lock()
+	layers := make([]*Layer, 0, len(p.groups))
+	for _, l := range p.groups {
+		layers = append(layers, l)
+	}
+	p.groupsMu.Unlock()
+	any := false
+	for _, l := range layers {
+		select {
+		case <-l.attached:
+		default:
+			continue
+		}
+		if l.member(id) {
+			return true
+		}
+		any = true
+	}
+	return !any
+}
+
+// refuse counts and logs a refused connection or stream. Callers call it
+// before they close it, so a peer that sees the close finds it counted.
+func (p *Port) refuse(why refusal, remote net.Addr, who string, err error) {
 	select {
-	case <-s.closed:
+	case <-p.closed:
 		return // closing: the handshakes Close cut short are no refusals
 	default:
 	}
-	s.refused[why].Add(1)
-	s.logMu.Lock()
+	p.refused[why].Add(1)
+	p.logMu.Lock()
 	now := time.Now()
-	if now.Sub(s.lastLog) < refusalLogInterval {
-		s.unlogged++
-		s.logMu.Unlock()
+	if now.Sub(p.lastLog) < refusalLogInterval {
+		p.unlogged++
+		p.logMu.Unlock()
 		return
 	}
-	unlogged := s.unlogged
-	s.lastLog, s.unlogged = now, 0
-	s.logMu.Unlock()
-	s.logger.Warn("raft port: refused a connection", "reason", why.String(), "remote", remote, "peer", who, "err", err,
+	unlogged := p.unlogged
+	p.lastLog, p.unlogged = now, 0
+	p.logMu.Unlock()
+	p.logger.Warn("raft port: refused a connection", "reason", why.String(), "remote", remote, "peer", who, "err", err,
 		"refused_unlogged", unlogged)
 }
 
 // Stats returns the port's counters.
-func (s *Stream) Stats() backend.RaftConnStats {
-	s.mu.Lock()
-	open := len(s.open)
-	s.mu.Unlock()
+func (p *Port) Stats() backend.RaftConnStats {
+	p.mu.Lock()
+	open := len(p.open)
+	p.mu.Unlock()
 	return backend.RaftConnStats{
-		Open: open, Admitted: s.admitted.Load(),
-		RefusedCap: s.refused[refusedCap].Load(), RefusedHandshake: s.refused[refusedHandshake].Load(),
-		RefusedNotNode: s.refused[refusedNotNode].Load(), RefusedNotMember: s.refused[refusedNotMember].Load(),
+		Open: open, Admitted: p.admitted.Load(),
+		RefusedCap: p.refused[refusedCap].Load(), RefusedHandshake: p.refused[refusedHandshake].Load(),
+		RefusedNotNode: p.refused[refusedNotNode].Load(), RefusedNotMember: p.refused[refusedNotMember].Load(),
+		RefusedSecret: p.refused[refusedSecret].Load(),
 	}
 }
 
 // streamConn is an accepted connection; closing it frees its slot.
 type streamConn struct {
 	net.Conn
-	s *Stream
+	p *Port
 	// closed is set by Close.
 	closed atomic.Bool
 }
@@ -399,8 +439,8 @@ type streamConn struct {
 // Read reads from the connection; once Close was called, a read it cut
 // short ends as at the peer's close (Raft's transport logs any other
 // error of an idle connection as a failure).
-func (c *streamConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
+func (c *streamConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
 	if err != nil && c.closed.Load() {
 		err = io.EOF
 	}
@@ -412,8 +452,17 @@ func (c *streamConn) Read(p []byte) (int, error) {
 func (c *streamConn) Close() error {
 	c.closed.Store(true)
 	err := c.Conn.Close()
-	c.s.mu.Lock()
-	delete(c.s.open, c)
-	c.s.mu.Unlock()
+	c.p.mu.Lock()
+	delete(c.p.open, c)
+	c.p.mu.Unlock()
 	return err
 }
+
+// readerConn is a connection whose first bytes were read ahead into r.
+type readerConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+// Read reads what was read ahead, then the connection.
+func (c *readerConn) Read(b []byte) (int, error) { return c.r.Read(b) }

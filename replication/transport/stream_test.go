@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -38,31 +37,41 @@ func waitCond(t *testing.T, ctx context.Context, what string, cond func() bool) 
 	}
 }
 
-// startStream starts a Raft port on a loopback address with peer TLS p
-// (nil: plaintext) whose member check is member, and returns it with the
-// connections it admits, which it closes at the test's end.
-func startStream(t *testing.T, p *peer.TLS, maxConns int, member func(string) bool) (*Stream, <-chan net.Conn) {
+// startStream starts the Raft port of node n1 on a loopback address with
+// peer TLS p (nil: plaintext) whose group 0's member check is member, and
+// returns it with the connections group 0 admits; it closes the port at
+// the test's end.
+func startStream(t *testing.T, p *peer.TLS, maxConns int, member func(string) bool) (*Port, <-chan net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewStream(ln, nil, p, maxConns, testLogger())
-	s.Attach(member)
+	s := NewPort(ln, nil, p, "n1", maxConns, testLogger())
+	s.Group(0).Attach(member)
 	s.Start()
 	t.Cleanup(func() { s.Close() })
+	return s, accepted(s.Group(0))
+}
+
+// accepted returns the connections l accepts, until its port closes.
+func accepted(l *Layer) <-chan net.Conn {
 	admitted := make(chan net.Conn, 16)
 	go func() {
 		for {
-			c, err := s.Accept()
+			c, err := l.Accept()
 			if err != nil {
 				return
 			}
 			admitted <- c
 		}
 	}()
-	return s, admitted
+	return admitted
 }
+
+// legacyRPC is the first byte of a Raft connection of the previous
+// framing (an AppendEntries).
+var legacyRPC = []byte{0}
 
 // closedByPeer waits until the other side closed c.
 func closedByPeer(t *testing.T, what string, c net.Conn) {
@@ -121,6 +130,7 @@ func TestStreamRefuses(t *testing.T) {
 					t.Fatalf("a member's handshake: %v", err)
 				}
 				c = tlsConn
+				c.Write(legacyRPC)
 			}
 			if tc.counted == nil {
 				select {
@@ -174,6 +184,7 @@ func TestStreamPrune(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
+		c.Write(legacyRPC)
 		select {
 		case <-admitted:
 		case <-ctx.Done():
@@ -220,21 +231,12 @@ func TestStreamCap(t *testing.T) {
 				ptls = tlsFor(ca, ca.Node(t, "n1"))
 			}
 			const max = 3
-			s := NewStream(ln, nil, ptls, max, testLogger())
+			s := NewPort(ln, nil, ptls, "n1", max, testLogger())
 			s.handshake = 500 * time.Millisecond
-			s.Attach(func(string) bool { return true })
+			s.Group(0).Attach(func(string) bool { return true })
 			s.Start()
 			defer s.Close()
-			admitted := make(chan net.Conn, 16)
-			go func() {
-				for {
-					c, err := s.Accept()
-					if err != nil {
-						return
-					}
-					admitted <- c
-				}
-			}()
+			admitted := accepted(s.Group(0))
 			addr := ln.Addr().String()
 			dialRaw := func() net.Conn {
 				t.Helper()
@@ -245,13 +247,20 @@ func TestStreamCap(t *testing.T) {
 				t.Cleanup(func() { c.Close() })
 				return c
 			}
+			// A Raft connection of the previous framing, plaintext.
+			dialRaft := func() net.Conn {
+				t.Helper()
+				c := dialRaw()
+				c.Write(legacyRPC)
+				return c
+			}
 			open := func(n int) func() bool { return func() bool { return s.Stats().Open == n } }
 
 			if !tc.tls {
 				for range max {
-					dialRaw()
+					dialRaft()
 				}
-				waitCond(t, ctx, "three admitted", open(max))
+				waitCond(t, ctx, "three admitted", func() bool { return s.Stats().Admitted == max })
 				closedByPeer(t, "a fourth connection", dialRaw())
 				if st := s.Stats(); st.RefusedCap != 1 || st.Admitted != max {
 					t.Fatalf("stats %+v: want 1 refused by the cap, %d admitted", st, max)
@@ -259,7 +268,7 @@ func TestStreamCap(t *testing.T) {
 				// One closes: a new one takes its place.
 				(<-admitted).Close()
 				waitCond(t, ctx, "a slot free", open(max-1))
-				dialRaw()
+				dialRaft()
 				waitCond(t, ctx, "the new one admitted", func() bool { return s.Stats().Admitted == max+1 })
 				return
 			}
@@ -272,6 +281,7 @@ func TestStreamCap(t *testing.T) {
 				t.Fatalf("member's handshake while strangers stall: %v", err)
 			}
 			defer c.Close()
+			c.Write(legacyRPC)
 			select {
 			case <-admitted:
 			case <-ctx.Done():
@@ -288,10 +298,4 @@ func TestStreamCap(t *testing.T) {
 			}
 		})
 	}
-}
-
-// isReset reports whether err is a connection reset by the peer, which a
-// read may see instead of EOF when the server closed with unread data.
-func isReset(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "connection reset")
 }

@@ -1,0 +1,249 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/logd-dev/logd/internal/testcerts"
+	"github.com/logd-dev/logd/peer"
+)
+
+// newPort starts the Raft port of node id on a loopback address, with
+// secret (nil: none) and peer TLS p (nil: plaintext), its groups attached
+// with member; it closes at the test's end.
+func newPort(t *testing.T, id string, secret []byte, p *peer.TLS, member func(string) bool, groups ...uint64) *Port {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := NewPort(ln, nil, p, id, 64, testLogger())
+	port.SetSecret(secret)
+	for _, g := range groups {
+		port.Group(g).Attach(member)
+	}
+	port.Start()
+	t.Cleanup(func() { port.Close() })
+	return port
+}
+
+func anyone(string) bool { return true }
+
+var (
+	secretA = bytes.Repeat([]byte{'a'}, 32)
+	secretB = bytes.Repeat([]byte{'b'}, 32)
+)
+
+// roundTrip writes msg on c and reads it back from the accepted side.
+func roundTrip(t *testing.T, ctx context.Context, c net.Conn, admitted <-chan net.Conn, msg string) {
+	t.Helper()
+	if _, err := c.Write([]byte(msg)); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	var a net.Conn
+	select {
+	case a = <-admitted:
+	case <-ctx.Done():
+		t.Fatal("no stream admitted")
+	}
+	defer a.Close()
+	got := make([]byte, len(msg))
+	a.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadFull(a, got); err != nil || string(got) != msg {
+		t.Fatalf("read %q, %v; want %q", got, err, msg)
+	}
+}
+
+// TestSessionCarriesGroups: streams of one session reach the layer of
+// the group they name, over one connection; a stream naming a group of
+// which the proven node is no member is refused.
+func TestSessionCarriesGroups(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	server := newPort(t, "n1", secretA, nil, nil)
+	server.Group(0).Attach(anyone)
+	server.Group(7).Attach(func(id string) bool { return id == "n2" })
+	server.Group(8).Attach(func(id string) bool { return id == "n3" })
+	g0, g7, g8 := accepted(server.Group(0)), accepted(server.Group(7)), accepted(server.Group(8))
+	client := newPort(t, "n2", secretA, nil, anyone, 0)
+	addr := raft.ServerAddress(server.Addr().String())
+	for i := range 3 {
+		for _, g := range []struct {
+			id       uint64
+			admitted <-chan net.Conn
+		}{{0, g0}, {7, g7}} {
+			c, err := client.Group(g.id).Dial(addr, 5*time.Second)
+			if err != nil {
+				t.Fatalf("dial group %d: %v", g.id, err)
+			}
+			defer c.Close()
+			roundTrip(t, ctx, c, g.admitted, "hello group "+string(rune('0'+i)))
+		}
+	}
+	if st := server.Stats(); st.Open != 1 || st.Admitted != 6 {
+		t.Errorf("stats %+v: want 6 streams admitted over 1 connection", st)
+	}
+	c, err := client.Group(8).Dial(addr, 5*time.Second)
+	if err != nil {
+		t.Fatalf("dial group 8: %v", err)
+	}
+	defer c.Close()
+	closedByPeer(t, "a stream of a group the node is no member of", c)
+	if st := server.Stats(); st.RefusedNotMember != 1 {
+		t.Errorf("stats %+v: want the stream refused as a non-member's", st)
+	}
+	select {
+	case <-g8:
+		t.Error("group 8 admitted a non-member's stream")
+	default:
+	}
+}
+
+// TestSessionSecret: a node that holds the cluster secret takes a
+// session only from a node that proves the same one, and dials only a
+// node that proves it; two nodes without one run unproven.
+func TestSessionSecret(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		serverKey, clientKey []byte
+		// refused: the server counts a refusal; else the client refuses
+		// the server, or (ok) all goes through.
+		refused, ok bool
+	}{
+		{name: "same secret", serverKey: secretA, clientKey: secretA, ok: true},
+		{name: "neither holds one", ok: true},
+		{name: "client holds none", serverKey: secretA, refused: true},
+		// The client finds the server's proof wrong first.
+		{name: "client holds another", serverKey: secretA, clientKey: secretB},
+		{name: "server holds none", clientKey: secretA},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			server := newPort(t, "n1", tc.serverKey, nil, anyone, 0)
+			admitted := accepted(server.Group(0))
+			client := newPort(t, "n2", tc.clientKey, nil, anyone, 0)
+			c, err := client.Group(0).Dial(raft.ServerAddress(server.Addr().String()), 5*time.Second)
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("dial: %v", err)
+				}
+				defer c.Close()
+				roundTrip(t, ctx, c, admitted, "append")
+				return
+			}
+			if !errors.Is(err, ErrSecret) {
+				t.Fatalf("dial: %v, want ErrSecret", err)
+			}
+			if tc.refused {
+				waitCond(t, ctx, "the refusal counted", func() bool { return server.Stats().RefusedSecret == 1 })
+			}
+			if st := server.Stats(); st.Admitted != 0 {
+				t.Errorf("stats %+v: want nothing admitted", st)
+			}
+		})
+	}
+}
+
+// TestSessionIdentityUnderTLS: under peer TLS a hello naming another node
+// than the certificate is refused.
+func TestSessionIdentityUnderTLS(t *testing.T) {
+	ca := testcerts.NewCA(t, "cluster")
+	server := newPort(t, "n1", secretA, tlsFor(ca, ca.Node(t, "n1")), anyone, 0)
+	// n3's certificate, n2's name in the hello.
+	client := newPort(t, "n2", secretA, tlsFor(ca, ca.Node(t, "n3")), anyone, 0)
+	_, err := client.Group(0).Dial(raft.ServerAddress(server.Addr().String()), 5*time.Second)
+	if !errors.Is(err, ErrIdentity) {
+		t.Fatalf("dial: %v, want ErrIdentity", err)
+	}
+	good := newPort(t, "n3", secretA, tlsFor(ca, ca.Node(t, "n3")), anyone, 0)
+	id, err := good.CheckNode(context.Background(), server.Addr().String())
+	if err != nil || id != "n1" {
+		t.Fatalf("check: %q, %v; want n1", id, err)
+	}
+}
+
+// legacyServer is a node of the previous framing: hashicorp/raft's own
+// TCP transport, whose RPCs the test answers.
+func legacyServer(t *testing.T) *raft.NetworkTransport {
+	t.Helper()
+	tr, err := raft.NewTCPTransport("127.0.0.1:0", nil, 3, 5*time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	answer(t, tr, func(rpc raft.RPC) { rpc.Respond(&raft.AppendEntriesResponse{Term: 7, Success: true}, nil) })
+	return tr
+}
+
+// answer hands the RPCs tr receives to f until the test ends.
+func answer(t *testing.T, tr *raft.NetworkTransport, f func(raft.RPC)) {
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case rpc := <-tr.Consumer():
+				f(rpc)
+			case <-done:
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(done)
+		<-stopped
+	})
+}
+
+// heartbeat sends an AppendEntries over tr to addr.
+func heartbeat(tr *raft.NetworkTransport, addr raft.ServerAddress) (*raft.AppendEntriesResponse, error) {
+	var resp raft.AppendEntriesResponse
+	err := tr.AppendEntries("peer", addr, &raft.AppendEntriesRequest{Term: 7, RPCHeader: raft.RPCHeader{ID: []byte("n2"), Addr: []byte("x")}}, &resp)
+	return &resp, err
+}
+
+// TestPreviousFraming: during a rolling upgrade a node without a secret
+// dials a node of the previous framing that way and takes its
+// connections into group 0; a node that holds the secret does neither,
+// so a process without it cannot send Raft RPCs the old way.
+func TestPreviousFraming(t *testing.T) {
+	old := legacyServer(t)
+
+	newNode := newPort(t, "n2", nil, nil, anyone, 0)
+	tr := raft.NewNetworkTransport(newNode.Group(0), 3, 5*time.Second, io.Discard)
+	defer tr.Close()
+	if resp, err := heartbeat(tr, old.LocalAddr()); err != nil || !resp.Success {
+		t.Fatalf("new → old without a secret: %+v, %v; want the previous framing", resp, err)
+	}
+	// old → new: the new node's transport answers.
+	oldClient := legacyServer(t)
+	answer(t, tr, func(rpc raft.RPC) { rpc.Respond(&raft.AppendEntriesResponse{Term: 7, Success: true}, nil) })
+	if resp, err := heartbeat(oldClient, tr.LocalAddr()); err != nil || !resp.Success {
+		t.Fatalf("old → new without a secret: %+v, %v; want it admitted", resp, err)
+	}
+
+	guarded := newPort(t, "n3", secretA, nil, anyone, 0)
+	gtr := raft.NewNetworkTransport(guarded.Group(0), 3, 5*time.Second, io.Discard)
+	defer gtr.Close()
+	answer(t, gtr, func(rpc raft.RPC) {
+		t.Errorf("a node with a secret received %T over the previous framing", rpc.Command)
+		rpc.Respond(nil, errors.New("refused"))
+	})
+	if _, err := heartbeat(gtr, old.LocalAddr()); err == nil {
+		t.Error("a node with a secret dialed the previous framing")
+	}
+	if _, err := heartbeat(oldClient, gtr.LocalAddr()); err == nil {
+		t.Error("a node with a secret answered the previous framing")
+	}
+	if st := guarded.Stats(); st.RefusedSecret == 0 {
+		t.Errorf("stats %+v: want the previous framing refused for the secret", st)
+	}
+}
