@@ -192,6 +192,11 @@ func TestCompatFixture(t *testing.T) {
 	p := e2e.NewNode(t, "n1", "--cleaner-interval", "1h")
 	p.DataDir = filepath.Join(dir, "data")
 	p.Start()
+	// A single node of an earlier build makes its cluster secret at its
+	// first start on this one (docs/security.md, "Peers").
+	if _, err := os.Stat(filepath.Join(p.DataDir, "cluster-secret")); err != nil {
+		t.Errorf("the upgraded single node holds no cluster secret: %v", err)
+	}
 
 	want := fixtureRecords()
 	topics, err := p.RPC.ListTopics(ctx, connect.NewRequest(&logdv1.ListTopicsRequest{}))

@@ -51,6 +51,7 @@ type Node struct {
 	DataDir string                         // --data-dir
 	Listen  string                         // --listen, the client API's 127.0.0.1:port
 	Raft    string                         // --raft-addr
+	Binary  string                         // the logd to run; "": Logd()
 	Args    []string                       // more flags, after the harness's own
 	Env     []string                       // added to the test's environment, KEY=VALUE
 	Cmd     *exec.Cmd                      // nil while not running
@@ -125,7 +126,11 @@ func (nd *Node) Launch(join string) {
 // environment and Env for this start only.
 func (nd *Node) LaunchWith(join string, env ...string) {
 	nd.T.Helper()
-	nd.Cmd = exec.Command(Logd(), nd.Cmdline(join)...)
+	bin := nd.Binary
+	if bin == "" {
+		bin = Logd()
+	}
+	nd.Cmd = exec.Command(bin, nd.Cmdline(join)...)
 	if len(nd.Env) > 0 || len(env) > 0 {
 		nd.Cmd.Env = slices.Concat(os.Environ(), nd.Env, env)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -245,5 +246,54 @@ func TestPreviousFraming(t *testing.T) {
 	}
 	if st := guarded.Stats(); st.RefusedSecret == 0 {
 		t.Errorf("stats %+v: want the previous framing refused for the secret", st)
+	}
+}
+
+// TestSessionNoHeadOfLine: a group whose stream is not read (a snapshot
+// install its receiver is slow to take in) does not hold up another
+// group's stream on the same session: yamux's window per stream stops
+// the blocked sender, never the connection.
+func TestSessionNoHeadOfLine(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	server := newPort(t, "n1", secretA, nil, anyone, 0, 1)
+	g0, g1 := accepted(server.Group(0)), accepted(server.Group(1))
+	client := newPort(t, "n2", secretA, nil, anyone, 0, 1)
+	addr := raft.ServerAddress(server.Addr().String())
+	big, err := client.Group(1).Dial(addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer big.Close()
+	// Group 1's receiver takes the stream and never reads it; its
+	// sender writes until the window is full and stays blocked.
+	writing := make(chan error, 1)
+	go func() {
+		chunk := make([]byte, 256<<10)
+		for {
+			if _, err := big.Write(chunk); err != nil {
+				writing <- err
+				return
+			}
+		}
+	}()
+	select {
+	case s := <-g1:
+		defer s.Close()
+	case <-ctx.Done():
+		t.Fatal("group 1's stream was not admitted")
+	}
+	for i := range 20 {
+		c, err := client.Group(0).Dial(addr, 5*time.Second)
+		if err != nil {
+			t.Fatalf("dial group 0 beside a blocked stream: %v", err)
+		}
+		roundTrip(t, ctx, c, g0, fmt.Sprintf("heartbeat %d", i))
+		c.Close()
+	}
+	select {
+	case err := <-writing:
+		t.Fatalf("the blocked sender's write ended: %v", err)
+	default:
 	}
 }

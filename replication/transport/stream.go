@@ -263,6 +263,11 @@ func (p *Port) admit(sc *streamConn) {
 			sc.Close()
 			return
 		}
+		if !p.memberOfAny(id) {
+			p.refuse(refusedNotMember, sc.RemoteAddr(), id, nil)
+			sc.Close()
+			return
+		}
 		conn = tc
 	}
 	br := bufio.NewReaderSize(conn, 64)
