@@ -57,14 +57,15 @@ func (s raftSnapshots) Snapshot() (*raft.SnapshotMeta, io.ReadCloser, error) {
 // only callers whose connection presented a verified node certificate,
 // so the listener it is mounted on must verify client certificates of
 // the cluster CA (PeerTLS.VerifiedNode); without peer TLS it answers
-// anyone, as a plaintext loopback cluster needs.
+// callers that prove the cluster secret (secret.go), or anyone in a
+// cluster that holds none.
 func (b *Backend) SegmentHandler() http.Handler {
 	// A nil *PeerTLS in the interface would refuse every caller.
 	var nodes catchup.NodeVerifier
 	if p := b.cfg.PeerTLS; p != nil {
 		nodes = p
 	}
-	return catchup.NewSegmentHandler(b.fsm, nodes, b.cfg.Logger)
+	return catchup.NewSegmentHandler(b.fsm, nodes, b.ClusterSecret, b.cfg.Logger)
 }
 
 var (

@@ -88,6 +88,7 @@ func TestCatchUpAfterCompaction(t *testing.T) {
 		t.Fatal("nothing compacted")
 	}
 	client := catchup.NewSegmentClient(peer.HTTP{})
+	signPeerCalls(client, n.stores.port, Config{NodeID: "n2"})
 	addr := ln.Addr().String()
 	ref := func(i int) catchup.SegmentRef {
 		s := listed[i]

@@ -128,7 +128,9 @@ type Config struct {
 	PeerAdvertise, KafkaAdvertise string
 	// SegmentSource fetches segment bytes from peers when a snapshot names
 	// data this node lacks (package replication/catchup); nil: such a
-	// snapshot is refused.
+	// snapshot is refused. A *catchup.SegmentClient without Sign is given
+	// one that proves the cluster secret to peers without peer TLS
+	// (secret.go).
 	SegmentSource catchup.SegmentSource
 	// CatchUpTimeout bounds one snapshot catch-up; default
 	// catchup.DefaultCatchUpTimeout.
@@ -305,9 +307,9 @@ func (c *Config) setDefaults() {
 // the FSM.
 type Node struct {
 	cfg Config
-	// secretMu guards secret, the cluster secret (secret.go); nil: none.
+	// secretMu orders writes of the cluster secret (secret.go), which the
+	// Raft port holds.
 	secretMu sync.Mutex
-	secret   []byte
 	stop     chan struct{}
 	done     chan struct{}
 	// ready is set once this node's state machine has applied everything
@@ -385,6 +387,9 @@ func Open(cfg Config) (*Node, error) {
 	if cfg.SyncPartitions {
 		logOpts.Sync = log.SyncEveryAppend
 	}
+	if sc, ok := cfg.SegmentSource.(*catchup.SegmentClient); ok {
+		signPeerCalls(sc, stores.port, cfg)
+	}
 	sm := fsm.New(fsm.Config{
 		Dir: filepath.Join(cfg.DataDir, "topics"), Log: logOpts, Logger: cfg.Logger, Fatal: cfg.Fatal,
 		Self: cfg.NodeID, Fetcher: catchup.NewSegmentFetcher(cfg.SegmentSource, cfg.CatchUpTimeout, cfg.Logger),
@@ -440,7 +445,6 @@ func Open(cfg Config) (*Node, error) {
 	r.RegisterObserver(n.leaderObsv)
 	if stores.port != nil {
 		stores.layer.Attach(n.raftMember)
-		n.secret = stores.secret
 		if err := n.ensureSecret(); err != nil {
 			n.cfg.Logger.Error("make the cluster secret", "err", err)
 		}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -168,7 +169,15 @@ func TestCreatePartitionsSnapshotInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := fsmtest.Snapshot(t, n.FSM())
-	f, fatals := fsmtest.New(t, t.TempDir(), catchup.NewSegmentFetcher(catchup.NewSegmentClient(peer.HTTP{}), time.Minute, fsmtest.Logger()))
+	// Without peer TLS, the segments go only to a caller that proves the
+	// cluster secret (docs/security.md, "Peers").
+	stranger, _ := fsmtest.New(t, t.TempDir(), catchup.NewSegmentFetcher(catchup.NewSegmentClient(peer.HTTP{}), time.Minute, fsmtest.Logger()))
+	if err := stranger.Restore(io.NopCloser(bytes.NewReader(snap))); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Fatalf("install by a caller without the cluster secret: %v, want 403", err)
+	}
+	sc := catchup.NewSegmentClient(peer.HTTP{})
+	signPeerCalls(sc, n.stores.port, Config{NodeID: "n2"})
+	f, fatals := fsmtest.New(t, t.TempDir(), catchup.NewSegmentFetcher(sc, time.Minute, fsmtest.Logger()))
 	if err := f.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
 		t.Fatalf("install: %v", err)
 	}

@@ -113,9 +113,6 @@ type raftStores struct {
 	// the group's side of it, under the TCP transport; nil in memory.
 	port  *transport.Port
 	layer *transport.Layer
-	// secret is the cluster secret the data dir holds (secret.go); nil:
-	// none.
-	secret []byte
 	// closers release the transport and the stores, in this order.
 	closers []func() error
 }
@@ -183,7 +180,7 @@ func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 		ServerAddressProvider: transport.NewAddressProvider(cfg.Peers.Routes(), cfg.NodeID, local),
 	})
 	port.Start()
-	stores := &raftStores{logs: st.Logs, stable: st.Stable, snaps: st.Snapshots, transport: tr, port: port, layer: layer, secret: secret,
+	stores := &raftStores{logs: st.Logs, stable: st.Stable, snaps: st.Snapshots, transport: tr, port: port, layer: layer,
 		closers: []func() error{tr.Close, port.Close, st.Close}}
 	stores.wrap(cfg.WrapRaftStores)
 	return stores, nil

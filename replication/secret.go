@@ -8,11 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/peer"
+	"github.com/logd-dev/logd/replication/catchup"
+	"github.com/logd-dev/logd/replication/transport"
 )
 
 // The cluster secret: 32 random bytes every member holds, which the Raft
@@ -122,9 +127,10 @@ func loadSecret(cfg Config) ([]byte, error) {
 // nil for none (an in-memory node, or a cluster of an earlier build). The
 // front end hands it only to a caller allowed to join.
 func (n *Node) ClusterSecret() []byte {
-	n.secretMu.Lock()
-	defer n.secretMu.Unlock()
-	return append([]byte(nil), n.secret...)
+	if n.stores.port == nil {
+		return nil
+	}
+	return bytes.Clone(n.stores.port.ClusterSecret())
 }
 
 // setSecret stores secret and has the Raft port prove it.
@@ -134,7 +140,6 @@ func (n *Node) setSecret(secret []byte) error {
 	if err := writeSecret(n.cfg.DataDir, secret); err != nil {
 		return err
 	}
-	n.secret = append([]byte(nil), secret...)
 	n.stores.port.SetSecret(secret)
 	return nil
 }
@@ -202,4 +207,18 @@ func (n *Node) fetchSecret(ctx context.Context, member string, ask AskSecret) (s
 	}
 	n.cfg.Logger.Info("received the cluster secret", "via", member)
 	return "", false, nil
+}
+
+// signPeerCalls has sc prove the cluster secret that port holds on each
+// request, without peer TLS (under it, the node certificate proves the
+// node), unless sc signs already.
+func signPeerCalls(sc *catchup.SegmentClient, port *transport.Port, cfg Config) {
+	if sc == nil || port == nil || sc.Sign != nil || cfg.PeerTLS != nil {
+		return
+	}
+	sc.Sign = func(r *http.Request) {
+		if s := port.ClusterSecret(); s != nil {
+			peer.SignRequest(r, cfg.NodeID, s, time.Now())
+		}
+	}
 }

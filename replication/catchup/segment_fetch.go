@@ -30,6 +30,10 @@ type PeerTransport interface {
 type SegmentClient struct {
 	hc     *http.Client
 	scheme string
+	// Sign, if set, adds this node's proof of the cluster secret to each
+	// request (peer.SignRequest), which a peer without peer TLS
+	// requires; set it before the first fetch.
+	Sign func(*http.Request)
 }
 
 // NewSegmentClient returns a SegmentClient that calls peers as p says
@@ -60,6 +64,9 @@ func (c *SegmentClient) get(ctx context.Context, addr, path string, ref SegmentR
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, segmentURL(c.scheme, addr, path, ref), nil)
 	if err != nil {
 		return nil, err
+	}
+	if c.Sign != nil {
+		c.Sign(req)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/peer"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
@@ -66,14 +68,24 @@ type NodeVerifier interface {
 // backend.SegmentPathPrefix. With nodes (under peer TLS) it answers only callers
 // whose connection presented a verified node certificate, and 403 to
 // anyone else, so the listener it is mounted on must verify client
-// certificates of the cluster CA; with a nil nodes it answers anyone, as
-// a plaintext loopback cluster needs. Errors of a copy cut short go to
-// logger (nil: slog.Default()) at debug level.
-func NewSegmentHandler(segs Segments, nodes NodeVerifier, logger *slog.Logger) http.Handler {
+// certificates of the cluster CA. With a nil nodes (a plaintext loopback
+// cluster) it answers callers that prove the cluster secret
+// (peer.VerifyRequest) once secret returns one, and anyone while it
+// returns nil (a cluster of an earlier build). Errors of a copy cut short
+// go to logger (nil: slog.Default()) at debug level.
+func NewSegmentHandler(segs Segments, nodes NodeVerifier, secret func() []byte, logger *slog.Logger) http.Handler {
 	if logger == nil {
 		logger = slog.Default()
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if nodes == nil && secret != nil {
+			if s := secret(); s != nil {
+				if _, err := peer.VerifyRequest(r, s, time.Now()); err != nil {
+					http.Error(w, "segments are served to nodes of the cluster only: "+err.Error(), http.StatusForbidden)
+					return
+				}
+			}
+		}
 		if nodes != nil {
 			if _, ok := nodes.VerifiedNode(r.TLS); !ok {
 				http.Error(w, "segments are served to nodes of the cluster only: present a node certificate of the cluster CA", http.StatusForbidden)

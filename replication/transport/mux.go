@@ -154,7 +154,7 @@ func (p *Port) serverHello(c net.Conn, certID string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read the hello: %w", err)
 	}
-	secret := p.clusterSecret()
+	secret := p.ClusterSecret()
 	var out bytes.Buffer
 	serverNonce := make([]byte, nonceLen)
 	rand.Read(serverNonce)
@@ -212,7 +212,7 @@ func (p *Port) serverHello(c net.Conn, certID string) (string, error) {
 // secret, or "" when nothing proved one. A server that closes before it
 // answers is errOldPeer.
 func (p *Port) clientHello(c net.Conn, certID string) (string, error) {
-	secret := p.clusterSecret()
+	secret := p.ClusterSecret()
 	clientNonce := make([]byte, nonceLen)
 	rand.Read(clientNonce)
 	var out bytes.Buffer
@@ -466,7 +466,7 @@ func (p *Port) legacy(addr string) bool {
 // node holds no cluster secret, a connection of that framing (group 0
 // only).
 func (p *Port) dial(ctx context.Context, addr string, gid uint64) (net.Conn, error) {
-	fallback := gid == 0 && p.clusterSecret() == nil
+	fallback := gid == 0 && p.ClusterSecret() == nil
 	if fallback && p.legacy(addr) {
 		c, _, err := p.dialConn(ctx, addr)
 		return c, err
@@ -511,7 +511,7 @@ func (p *Port) CheckNode(ctx context.Context, addr string) (string, error) {
 		c.SetDeadline(d)
 	}
 	id, err := p.clientHello(c, certID)
-	if errors.Is(err, errOldPeer) && p.clusterSecret() == nil {
+	if errors.Is(err, errOldPeer) && p.ClusterSecret() == nil {
 		return certID, nil
 	}
 	return id, err

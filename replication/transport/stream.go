@@ -160,8 +160,9 @@ func (p *Port) SetSecret(secret []byte) {
 	p.secret.Store(&b)
 }
 
-// clusterSecret returns the cluster secret, nil for none.
-func (p *Port) clusterSecret() []byte {
+// ClusterSecret returns the cluster secret the port proves, nil for
+// none; the caller must not change it.
+func (p *Port) ClusterSecret() []byte {
 	if b := p.secret.Load(); b != nil {
 		return *b
 	}
@@ -290,7 +291,7 @@ func (p *Port) admit(sc *streamConn) {
 		p.setPeer(sc, peerID)
 		p.serveSession(sc, rc, peerID)
 	case first[0] <= maxLegacyRPC:
-		if p.clusterSecret() != nil {
+		if p.ClusterSecret() != nil {
 			// The previous framing proves nothing: a node that holds
 			// the cluster secret takes sessions only.
 			p.refuse(refusedSecret, sc.RemoteAddr(), id, errLegacyFraming)
