@@ -91,10 +91,11 @@ type ClusterAPI interface {
 	// removes one (ErrUnknownNode, ErrMembershipChange);
 	// TransferLeadership hands leadership to a voter ("" for any).
 	Join(ctx context.Context, req JoinRequest, probe NodeProbe) error
-	// ClusterSecret is the secret the node's Raft port proves and
-	// requires (docs/security.md, "Peers"), nil for none; a front end
-	// hands it only to a caller allowed to join.
-	ClusterSecret() []byte
+	// ClusterSecret is the secret the node's Raft port proves (nil for
+	// none), and whether it requires it of every peer yet
+	// (docs/security.md, "Peers"); a front end hands it only to a caller
+	// allowed to join.
+	ClusterSecret() (secret []byte, required bool)
 	RemoveNode(ctx context.Context, id string) error
 	TransferLeadership(ctx context.Context, id string) error
 }

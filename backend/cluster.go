@@ -64,6 +64,9 @@ type JoinRequest struct {
 	// ClusterAPI.ClusterSecret and changes nothing. Older leaders ignore
 	// it and take the call for a join.
 	SecretOnly bool
+	// SecretFingerprint names the cluster secret the node holds (never
+	// the secret), registered with its addresses; "" for none.
+	SecretFingerprint string
 	// CallerNodeID and ForwardedBy say who asked, under peer TLS
 	// (Config.PeerTLS); the front end fills them from the connection the
 	// call arrived on (PeerTLS.VerifiedNode). CallerNodeID is the node id

@@ -57,15 +57,25 @@ func (s raftSnapshots) Snapshot() (*raft.SnapshotMeta, io.ReadCloser, error) {
 // only callers whose connection presented a verified node certificate,
 // so the listener it is mounted on must verify client certificates of
 // the cluster CA (PeerTLS.VerifiedNode); without peer TLS it answers
-// callers that prove the cluster secret (secret.go), or anyone in a
-// cluster that holds none.
+// callers that prove the cluster secret once it requires it (secret.go),
+// and anyone before.
 func (b *Backend) SegmentHandler() http.Handler {
 	// A nil *PeerTLS in the interface would refuse every caller.
 	var nodes catchup.NodeVerifier
 	if p := b.cfg.PeerTLS; p != nil {
 		nodes = p
 	}
-	return catchup.NewSegmentHandler(b.fsm, nodes, b.ClusterSecret, b.cfg.Logger)
+	return catchup.NewSegmentHandler(b.fsm, nodes, b.requiredSecret, b.cfg.Logger)
+}
+
+// requiredSecret is the cluster secret once the node requires it, nil
+// before: while a cluster is handed its secret, peers that do not hold it
+// yet still catch up.
+func (b *Backend) requiredSecret() []byte {
+	if s, required := b.ClusterSecret(); required {
+		return s
+	}
+	return nil
 }
 
 var (

@@ -173,7 +173,7 @@ func (n *Node) join(ctx context.Context, req backend.JoinRequest, probe backend.
 	}
 	if plan.register {
 		reg := fsm.NodeRegister{ID: req.ID, APIAddress: req.APIAddress, FeatureLevel: fsm.FeatureLevel(req.FeatureLevel),
-			PeerAddress: req.PeerAddress, KafkaAddress: req.KafkaAddress}
+			PeerAddress: req.PeerAddress, KafkaAddress: req.KafkaAddress, SecretFingerprint: req.SecretFingerprint}
 		if err := n.register(ctx, reg); err != nil {
 			return err
 		}
@@ -259,7 +259,8 @@ func (n *Node) planJoin(req backend.JoinRequest) (joinPlan, error) {
 	}
 	cur, ok := n.fsm.Node(req.ID)
 	p.register = !ok || cur.APIAddress != req.APIAddress || cur.PeerAddress != req.PeerAddress || cur.KafkaAddress != req.KafkaAddress ||
-		req.FeatureLevel != 0 && n.fsm.NodeFeatureLevel(req.ID) != fsm.FeatureLevel(req.FeatureLevel)
+		req.FeatureLevel != 0 && n.fsm.NodeFeatureLevel(req.ID) != fsm.FeatureLevel(req.FeatureLevel) ||
+		req.SecretFingerprint != "" && cur.SecretFingerprint != req.SecretFingerprint
 	if p.member != nil && ok {
 		if cur.APIAddress != "" && cur.APIAddress != req.APIAddress {
 			p.movedFrom = append(p.movedFrom, cur.APIAddress)

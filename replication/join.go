@@ -58,7 +58,7 @@ func (n *Node) JoinCluster(ctx context.Context, member string, ask AskJoin) (str
 // port.
 func (n *Node) joinRequest() backend.JoinRequest {
 	return backend.JoinRequest{ID: n.cfg.NodeID, RaftAddress: string(n.stores.transport.LocalAddr()), APIAddress: n.cfg.APIAdvertise, FeatureLevel: backend.FeatureLevel(n.buildLevel()),
-		PeerAddress: n.cfg.PeerAdvertise, KafkaAddress: n.cfg.KafkaAdvertise}
+		PeerAddress: n.cfg.PeerAdvertise, KafkaAddress: n.cfg.KafkaAdvertise, SecretFingerprint: n.ownEntry().SecretFingerprint}
 }
 
 // joinLoop is JoinCluster with its timings as arguments.

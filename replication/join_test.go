@@ -548,7 +548,7 @@ func TestJoinAsksRaftToo(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := transport.NewPort(ln, nil, nil, "n2", 16, fsmtest.Logger())
-	port.SetSecret(testClusterSecret)
+	port.SetSecret(testClusterSecret, true)
 	port.Start()
 	defer port.Close()
 	c.setRewrite(func(r backend.NodeReport) backend.NodeReport {

@@ -159,9 +159,9 @@ func TestPeerTLSCluster(t *testing.T) {
 			{name: "plaintext", refused: func(s backend.RaftConnStats) uint64 { return s.RefusedHandshake }},
 			{name: "a node certificate of another CA", cert: ptr(other.Node(t, "n2")), refused: func(s backend.RaftConnStats) uint64 { return s.RefusedHandshake }},
 			{name: "a client certificate of the cluster CA", cert: ptr(ca.Client(t, "mallory")), refused: func(s backend.RaftConnStats) uint64 { return s.RefusedNotNode }},
+			{name: "a node certificate of a non-member", cert: ptr(ca.Node(t, "n9")), refused: func(s backend.RaftConnStats) uint64 { return s.RefusedNotMember }},
 			// Raft's own framing proves no cluster secret: refused
 			// whatever the certificate.
-			{name: "a node certificate of a non-member", cert: ptr(ca.Node(t, "n9")), refused: func(s backend.RaftConnStats) uint64 { return s.RefusedSecret }},
 			{name: "a member's certificate without the secret", cert: ptr(ca.Node(t, "n2")), refused: func(s backend.RaftConnStats) uint64 { return s.RefusedSecret }},
 		} {
 			before := tc.refused(l.RaftConnStats())
@@ -185,7 +185,7 @@ func TestPeerTLSCluster(t *testing.T) {
 	t.Run("a removed node's connections are closed", func(t *testing.T) {
 		// A connection in n3's name that Raft answers: admitted while n3
 		// is a member.
-		c := raftConnAs(t, ca, "n3", ca.Node(t, "n3"), l.ClusterSecret(), string(l.stores.transport.LocalAddr()))
+		c := raftConnAs(t, ca, "n3", ca.Node(t, "n3"), l.clusterSecretKey(), string(l.stores.transport.LocalAddr()))
 		if err := l.RemoveNode(ctx, "n3"); err != nil {
 			t.Fatal(err)
 		}
@@ -211,7 +211,7 @@ func raftConnAs(t *testing.T, ca *testcerts.CA, id string, cert tls.Certificate,
 		t.Fatal(err)
 	}
 	port := transport.NewPort(ln, nil, peerTLSFor(ca, cert), id, 16, fsmtest.Logger())
-	port.SetSecret(secret)
+	port.SetSecret(secret, true)
 	port.Start()
 	d := &recordingLayer{Layer: port.Group(0)}
 	tr := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: d, MaxPool: 1, Timeout: 5 * time.Second, Logger: hclog.NewNullLogger()})

@@ -152,7 +152,7 @@ func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 		}
 		adv = a
 	}
-	secret, err := loadSecret(cfg)
+	secret, required, err := loadSecret(cfg)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -163,7 +163,7 @@ func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 		return nil, fmt.Errorf("raft transport on %s: %w", cfg.RaftBind, err)
 	}
 	port := transport.NewPort(ln, adv, cfg.PeerTLS, cfg.NodeID, cfg.MaxRaftConns, cfg.Logger)
-	port.SetSecret(secret)
+	port.SetSecret(secret, required)
 	if a, ok := port.Addr().(*net.TCPAddr); !ok || a.IP == nil || a.IP.IsUnspecified() {
 		ln.Close()
 		st.Close()

@@ -83,11 +83,16 @@ func (r *registration) sawLeader(id string) {
 
 // ownEntry is the registry entry this node wants for itself.
 func (n *Node) ownEntry() fsm.RegisteredNode {
-	return fsm.RegisteredNode{ID: n.cfg.NodeID, APIAddress: n.cfg.APIAdvertise, FeatureLevel: n.buildLevel(),
+	e := fsm.RegisteredNode{ID: n.cfg.NodeID, APIAddress: n.cfg.APIAdvertise, FeatureLevel: n.buildLevel(),
 		PeerAddress: n.cfg.PeerAdvertise, KafkaAddress: n.cfg.KafkaAdvertise}
+	if n.secretAware() {
+		e.SecretFingerprint = fingerprint(n.clusterSecretKey())
+	}
+	return e
 }
 
-// runRegistration keeps this node's registry entry current, until Close.
+// runRegistration keeps this node's registry entry current, and hands
+// over the cluster secret (secret.go), until Close.
 // It waits until the node is ready: the registry of a node still
 // replaying its log is an old one.
 func (n *Node) runRegistration() {
@@ -103,7 +108,10 @@ func (n *Node) runRegistration() {
 	}()
 	t := time.NewTicker(registerInterval)
 	defer t.Stop()
-	var r registration
+	var (
+		r registration
+		h handover
+	)
 	for {
 		select {
 		case <-n.stop:
@@ -111,6 +119,7 @@ func (n *Node) runRegistration() {
 		case <-t.C:
 		}
 		n.registerOnce(ctx, &r)
+		n.handOverSecret(ctx, &h)
 	}
 }
 
@@ -154,7 +163,8 @@ func (n *Node) registerOnce(ctx context.Context, r *registration) {
 		}
 		via = addr
 		req := backend.JoinRequest{ID: want.ID, RaftAddress: string(n.stores.transport.LocalAddr()), APIAddress: want.APIAddress,
-			FeatureLevel: backend.FeatureLevel(want.FeatureLevel), PeerAddress: want.PeerAddress, KafkaAddress: want.KafkaAddress, RegisterOnly: true}
+			FeatureLevel: backend.FeatureLevel(want.FeatureLevel), PeerAddress: want.PeerAddress, KafkaAddress: want.KafkaAddress, RegisterOnly: true,
+			SecretFingerprint: want.SecretFingerprint}
 		_, err = n.cfg.Register(actx, addr, req)
 	}
 	now := time.Now()

@@ -22,11 +22,12 @@ import (
 // askSecretOf is the AskSecret of a joining node whose Join call reaches
 // leader l (the front end answers it with ClusterSecret).
 func askSecretOf(l *Node) AskSecret {
-	return func(ctx context.Context, member string, req backend.JoinRequest) ([]byte, string, bool, error) {
+	return func(ctx context.Context, member string, req backend.JoinRequest) (SecretAnswer, error) {
 		if !req.SecretOnly {
-			return nil, "", false, errors.New("not a secret-only call")
+			return SecretAnswer{}, errors.New("not a secret-only call")
 		}
-		return l.ClusterSecret(), l.NodeID(), false, nil
+		s, required := l.ClusterSecret()
+		return SecretAnswer{Secret: s, Required: required, LeaderID: l.NodeID()}, nil
 	}
 }
 
@@ -43,7 +44,7 @@ func TestClusterSecretPlaintext(t *testing.T) {
 	// Nodes of this test make and fetch the secret themselves.
 	c.configure = func(id string, cfg *Config) { cfg.ClusterSecret = nil }
 	l := c.open(ctx, "n1", true)
-	secret := l.ClusterSecret()
+	secret := l.clusterSecretKey()
 	if len(secret) != secretLen {
 		t.Fatalf("the bootstrapped node's secret has %d bytes, want %d", len(secret), secretLen)
 	}
@@ -58,7 +59,7 @@ func TestClusterSecretPlaintext(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("join n2: %v", err)
 	}
-	if !bytes.Equal(n2.ClusterSecret(), secret) {
+	if !bytes.Equal(n2.clusterSecretKey(), secret) {
 		t.Fatal("the joined node holds another secret")
 	}
 	if _, err := NewBackend(l).createTopic(ctx, fsm.CreateTopic{Name: "t", Partitions: 1}); err != nil {
@@ -114,7 +115,7 @@ func TestClusterSecretPlaintext(t *testing.T) {
 	})
 	t.Run("a restart keeps the secret", func(t *testing.T) {
 		n2 = c.restart(n2, nil)
-		if !bytes.Equal(n2.ClusterSecret(), secret) {
+		if !bytes.Equal(n2.clusterSecretKey(), secret) {
 			t.Fatal("the restarted node holds another secret")
 		}
 		if _, err := NewBackend(l).appendCommand(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "after restart")}}}); err != nil {
@@ -134,7 +135,7 @@ func strangerTransport(t *testing.T, id string, secret []byte) *raft.NetworkTran
 		t.Fatal(err)
 	}
 	port := transport.NewPort(ln, nil, nil, id, 16, fsmtest.Logger())
-	port.SetSecret(secret)
+	port.SetSecret(secret, true)
 	port.Start()
 	tr := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: port.Group(0), MaxPool: 1, Timeout: 2 * time.Second, Logger: hclog.NewNullLogger()})
 	t.Cleanup(func() { tr.Close(); tr.CloseStreams(); port.Close() })
@@ -156,7 +157,7 @@ func TestClusterSecretFile(t *testing.T) {
 		}
 		t.Fatalf("open with a broken secret file: %v, want ErrClusterSecret", err)
 	}
-	if err := writeSecret(dir, bytes.Repeat([]byte{2}, secretLen)); err != nil {
+	if err := writeSecret(dir, bytes.Repeat([]byte{2}, secretLen), true); err != nil {
 		t.Fatal(err)
 	}
 	cfg.ClusterSecret = bytes.Repeat([]byte{3}, secretLen)
@@ -166,8 +167,123 @@ func TestClusterSecretFile(t *testing.T) {
 		}
 		t.Fatalf("open with another secret than the data dir's: %v, want ErrClusterSecret", err)
 	}
-	got, err := readSecret(dir)
+	got, _, err := readSecret(dir)
 	if err != nil || !bytes.Equal(got, bytes.Repeat([]byte{2}, secretLen)) {
 		t.Fatalf("the data dir's secret after refused opens: %x, %v", got, err)
+	}
+}
+
+// TestClusterSecretHandover: a cluster of three nodes of an earlier build
+// holds no secret; upgraded one node at a time, once every member runs a
+// build at fsm.SessionLevel the leader makes one, the followers ask it
+// for it, and once every member registered its fingerprint each requires
+// it. The cluster takes writes throughout, and a spoofed vote is refused
+// at the end.
+func TestClusterSecretHandover(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := newJoinCluster(t)
+	c.configure = func(id string, cfg *Config) {
+		cfg.ClusterSecret, cfg.FeatureLevel = nil, backend.FeatureLevel(fsm.SessionLevel-1)
+	}
+	l := c.open(ctx, "n1", true)
+	nodes := []*Node{l, c.open(ctx, "n2", false), c.open(ctx, "n3", false)}
+	for _, n := range nodes[1:] {
+		if err := l.Join(ctx, joinRequest(n), c.probe); err != nil {
+			t.Fatalf("join %s: %v", n.NodeID(), err)
+		}
+	}
+	for _, n := range nodes {
+		if s, _ := n.ClusterSecret(); s != nil {
+			t.Fatalf("%s of an earlier build holds a secret", n.NodeID())
+		}
+	}
+	if _, err := NewBackend(l).createTopic(ctx, fsm.CreateTopic{Name: "t", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var values []string
+	write := func(v string) {
+		t.Helper()
+		for _, n := range nodes {
+			if !n.IsLeader() {
+				continue
+			}
+			if _, err := NewBackend(n).appendCommand(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, v)}}}); err != nil {
+				t.Fatalf("append %s: %v", v, err)
+			}
+			values = append(values, v)
+			return
+		}
+		t.Fatal("no leader to write to")
+	}
+	write("before")
+	// The secret-only Join call, answered by the node at the address
+	// asked, as the front end answers it.
+	ask := func(ctx context.Context, member string, req backend.JoinRequest) (SecretAnswer, error) {
+		c.mu.Lock()
+		n := c.byAPI[member]
+		c.mu.Unlock()
+		if n == nil || !req.SecretOnly {
+			return SecretAnswer{}, errors.New("no such member")
+		}
+		s, required := n.ClusterSecret()
+		return SecretAnswer{Secret: s, Required: required, LeaderID: n.NodeID()}, nil
+	}
+	// A follower's registration: the Join call, register_only, to the
+	// leader at the address asked.
+	register := func(ctx context.Context, member string, req backend.JoinRequest) (string, error) {
+		c.mu.Lock()
+		n := c.byAPI[member]
+		c.mu.Unlock()
+		if n == nil {
+			return "", errors.New("no such member")
+		}
+		return n.NodeID(), n.Join(ctx, req, c.probe)
+	}
+	for i := range nodes {
+		nodes[i] = c.restart(nodes[i], func(cfg *Config) {
+			cfg.FeatureLevel, cfg.AskSecret, cfg.Register = backend.FeatureLevel(fsm.Level), ask, register
+		})
+		waitCond(t, ctx, "a leader after restarting "+nodes[i].NodeID(), func() bool {
+			for _, n := range nodes {
+				if n.IsLeader() && n.Ready() {
+					return true
+				}
+			}
+			return false
+		})
+		write("after " + nodes[i].NodeID())
+	}
+	waitCond(t, ctx, "every node requires the same secret", func() bool {
+		first, _ := nodes[0].ClusterSecret()
+		for _, n := range nodes {
+			s, required := n.ClusterSecret()
+			if !required || s == nil || !bytes.Equal(s, first) {
+				return false
+			}
+		}
+		return true
+	})
+	write("secret required")
+	for _, n := range nodes {
+		waitValues(t, ctx, n, "t", values...)
+		if _, required, err := readSecret(n.cfg.DataDir); err != nil || !required {
+			t.Errorf("%s's secret file: required %v, %v", n.NodeID(), required, err)
+		}
+	}
+	var leader, follower *Node
+	for _, n := range nodes {
+		if n.IsLeader() {
+			leader = n
+		} else {
+			follower = n
+		}
+	}
+	term := leader.raft.CurrentTerm()
+	if err := spoofVote(t, nil, string(leader.stores.transport.LocalAddr()), follower, term+10); err == nil {
+		t.Error("a spoofed RequestVote was answered once the secret is required")
+	}
+	if got := leader.raft.CurrentTerm(); got >= term+10 {
+		t.Errorf("after a spoofed vote the leader is in term %d (was %d)", got, term)
 	}
 }

@@ -56,6 +56,7 @@ var backendSentinels = map[string]error{
 	"backend.ErrNoQuorum":           backend.ErrNoQuorum,
 	"peer.ErrIdentity":              peer.ErrIdentity,
 	"peer.ErrNotNode":               peer.ErrNotNode,
+	"peer.ErrProof":                 peer.ErrProof,
 	"backend.ErrDiverged":           backend.ErrDiverged,
 	"backend.ErrNoSegmentSource":    backend.ErrNoSegmentSource,
 	"backend.ErrSegmentGone":        backend.ErrSegmentGone,
@@ -98,10 +99,13 @@ var backendSentinels = map[string]error{
 // internalErrors never reach a handler as such: they stop the node (which
 // then answers ErrStopped) or stay inside replication's catch-up or a
 // call to a peer (peer.ErrNotNode: a forward fails as a connection that
-// could not be made, a join's probe as ErrNodeUnreachable). A client that
+// could not be made, a join's probe as ErrNodeUnreachable; peer.ErrProof:
+// the segment endpoint answers it as 403 to a caller without the cluster
+// secret). A client that
 // saw one would get INTERNAL, as for any unknown error.
 var internalErrors = map[string]bool{
 	"peer.ErrNotNode":            true,
+	"peer.ErrProof":              true,
 	"backend.ErrBadCommand":      true,
 	"backend.ErrEntryDamaged":    true,
 	"backend.ErrUnknownCommand":  true,

@@ -30,10 +30,11 @@ import (
 func (s *Server) Join(ctx context.Context, req *connect.Request[logdv1.JoinRequest]) (*connect.Response[logdv1.JoinResponse], error) {
 	m := req.Msg
 	if m.SecretOnly {
-		return connect.NewResponse(&logdv1.JoinResponse{LeaderId: s.b.NodeID(), ClusterSecret: s.b.ClusterSecret(), SecretOnly: true}), nil
+		secret, required := s.b.ClusterSecret()
+		return connect.NewResponse(&logdv1.JoinResponse{LeaderId: s.b.NodeID(), ClusterSecret: secret, SecretOnly: true, SecretRequired: required}), nil
 	}
 	jr := backend.JoinRequest{ID: m.NodeId, RaftAddress: m.RaftAddress, APIAddress: m.ApiAddress, FeatureLevel: backend.FeatureLevel(m.FeatureLevel),
-		PeerAddress: m.PeerAddress, KafkaAddress: m.KafkaAddress, RegisterOnly: m.RegisterOnly}
+		PeerAddress: m.PeerAddress, KafkaAddress: m.KafkaAddress, RegisterOnly: m.RegisterOnly, SecretFingerprint: m.SecretFingerprint}
 	jr.CallerNodeID, jr.ForwardedBy = s.joinCaller(ctx, req.Header())
 	// No proxy from the environment (peers are dialed directly, through
 	// s.peers), and bounded dials; each question's context bounds the

@@ -5853,9 +5853,13 @@ type JoinRequest struct {
 	// The node asks only for the cluster secret, before it joins (see
 	// docs/security.md, Peers): the answer carries it and nothing changes.
 	// Older builds ignore the field and take the call for a join.
-	SecretOnly    bool `protobuf:"varint,8,opt,name=secret_only,json=secretOnly,proto3" json:"secret_only,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SecretOnly bool `protobuf:"varint,8,opt,name=secret_only,json=secretOnly,proto3" json:"secret_only,omitempty"`
+	// Names the cluster secret the node holds (a hash of it, never the
+	// secret; see docs/security.md, Peers), registered with its addresses;
+	// empty: none. Older builds ignore it.
+	SecretFingerprint string `protobuf:"bytes,9,opt,name=secret_fingerprint,json=secretFingerprint,proto3" json:"secret_fingerprint,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *JoinRequest) Reset() {
@@ -5944,6 +5948,13 @@ func (x *JoinRequest) GetSecretOnly() bool {
 	return false
 }
 
+func (x *JoinRequest) GetSecretFingerprint() string {
+	if x != nil {
+		return x.SecretFingerprint
+	}
+	return ""
+}
+
 type JoinResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	LeaderId string                 `protobuf:"bytes,1,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
@@ -5953,9 +5964,13 @@ type JoinResponse struct {
 	// Set in the answer to a call with secret_only, by a build that read
 	// it: the node was not added. Unset from an older build, which took
 	// the call for a join.
-	SecretOnly    bool `protobuf:"varint,3,opt,name=secret_only,json=secretOnly,proto3" json:"secret_only,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SecretOnly bool `protobuf:"varint,3,opt,name=secret_only,json=secretOnly,proto3" json:"secret_only,omitempty"`
+	// Set with cluster_secret when the cluster requires the secret on
+	// every session already; unset while it is being handed to the nodes
+	// of an upgraded cluster.
+	SecretRequired bool `protobuf:"varint,4,opt,name=secret_required,json=secretRequired,proto3" json:"secret_required,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *JoinResponse) Reset() {
@@ -6005,6 +6020,13 @@ func (x *JoinResponse) GetClusterSecret() []byte {
 func (x *JoinResponse) GetSecretOnly() bool {
 	if x != nil {
 		return x.SecretOnly
+	}
+	return false
+}
+
+func (x *JoinResponse) GetSecretRequired() bool {
+	if x != nil {
+		return x.SecretRequired
 	}
 	return false
 }
@@ -9113,7 +9135,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\atime_ms\x18\x01 \x01(\x03R\x06timeMs\x12\x16\n" +
 	"\x06action\x18\x02 \x01(\tR\x06action\x12#\n" +
 	"\rbytes_deleted\x18\x03 \x01(\x03R\fbytesDeleted\x12'\n" +
-	"\x0frecords_removed\x18\x04 \x01(\x03R\x0erecordsRemoved\"\x9d\x02\n" +
+	"\x0frecords_removed\x18\x04 \x01(\x03R\x0erecordsRemoved\"\xcc\x02\n" +
 	"\vJoinRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12\x1f\n" +
@@ -9124,12 +9146,14 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\rkafka_address\x18\x06 \x01(\tR\fkafkaAddress\x12#\n" +
 	"\rregister_only\x18\a \x01(\bR\fregisterOnly\x12\x1f\n" +
 	"\vsecret_only\x18\b \x01(\bR\n" +
-	"secretOnly\"s\n" +
+	"secretOnly\x12-\n" +
+	"\x12secret_fingerprint\x18\t \x01(\tR\x11secretFingerprint\"\x9c\x01\n" +
 	"\fJoinResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12%\n" +
 	"\x0ecluster_secret\x18\x02 \x01(\fR\rclusterSecret\x12\x1f\n" +
 	"\vsecret_only\x18\x03 \x01(\bR\n" +
-	"secretOnly\",\n" +
+	"secretOnly\x12'\n" +
+	"\x0fsecret_required\x18\x04 \x01(\bR\x0esecretRequired\",\n" +
 	"\x11RemoveNodeRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"\x14\n" +
 	"\x12RemoveNodeResponse\"4\n" +

@@ -31,7 +31,8 @@ func joinVia(p peer.HTTP) replication.AskJoin {
 	return func(ctx context.Context, member string, req backend.JoinRequest) (string, error) {
 		c := logdv1connect.NewLogServiceClient(hc, p.URL(member))
 		resp, err := c.Join(ctx, connect.NewRequest(&logdv1.JoinRequest{NodeId: req.ID, RaftAddress: req.RaftAddress, ApiAddress: req.APIAddress,
-			FeatureLevel: uint32(req.FeatureLevel), PeerAddress: req.PeerAddress, KafkaAddress: req.KafkaAddress, RegisterOnly: req.RegisterOnly}))
+			FeatureLevel: uint32(req.FeatureLevel), PeerAddress: req.PeerAddress, KafkaAddress: req.KafkaAddress, RegisterOnly: req.RegisterOnly,
+			SecretFingerprint: req.SecretFingerprint}))
 		if err != nil {
 			return "", err
 		}
@@ -44,20 +45,22 @@ func joinVia(p peer.HTTP) replication.AskJoin {
 // takes it for a join, which the answer shows.
 func secretVia(p peer.HTTP) replication.AskSecret {
 	hc := &http.Client{Transport: p.Transport(2*time.Second, false)}
-	return func(ctx context.Context, member string, req backend.JoinRequest) ([]byte, string, bool, error) {
+	return func(ctx context.Context, member string, req backend.JoinRequest) (replication.SecretAnswer, error) {
 		c := logdv1connect.NewLogServiceClient(hc, p.URL(member))
 		resp, err := c.Join(ctx, connect.NewRequest(&logdv1.JoinRequest{NodeId: req.ID, RaftAddress: req.RaftAddress, ApiAddress: req.APIAddress,
 			FeatureLevel: uint32(req.FeatureLevel), PeerAddress: req.PeerAddress, KafkaAddress: req.KafkaAddress, SecretOnly: true}))
 		if err != nil {
-			return nil, "", false, err
+			return replication.SecretAnswer{}, err
 		}
-		if !resp.Msg.SecretOnly {
-			return nil, resp.Msg.LeaderId, true, nil
+		m := resp.Msg
+		if !m.SecretOnly {
+			return replication.SecretAnswer{LeaderID: m.LeaderId, Joined: true}, nil
 		}
-		if len(resp.Msg.ClusterSecret) == 0 {
-			return nil, resp.Msg.LeaderId, false, nil
+		a := replication.SecretAnswer{LeaderID: m.LeaderId, Required: m.SecretRequired}
+		if len(m.ClusterSecret) > 0 {
+			a.Secret = m.ClusterSecret
 		}
-		return resp.Msg.ClusterSecret, resp.Msg.LeaderId, false, nil
+		return a, nil
 	}
 }
 

@@ -50,10 +50,10 @@ func buildPinned(t *testing.T, commit string) string {
 // TestClusterRollingUpgrade upgrades a running 3-node cluster of the
 // pinned earlier build (upgradeFrom) to this one, one node at a time,
 // followers first, while producers write: upgraded nodes talk Raft's own
-// framing with the old ones and sessions with each other, no
-// acknowledged record is lost, every node ends with the same records,
-// and the cluster, of an earlier build, holds no cluster secret
-// (docs/operations.md, "Rolling upgrade"). It builds the earlier commit,
+// framing with the old ones and sessions with each other; once all run
+// this build the cluster is handed a cluster secret, which every node
+// then requires; no acknowledged record is lost and every node ends with
+// the same records (docs/operations.md, "Rolling upgrade"). It builds the earlier commit,
 // so it runs under make fault only; replication/transport's
 // TestPreviousFraming checks both framings in make test.
 func TestClusterRollingUpgrade(t *testing.T) {
@@ -118,6 +118,22 @@ func TestClusterRollingUpgrade(t *testing.T) {
 	progress("writes under an upgraded leader of old followers")
 	upgrade(order[1])
 	upgrade(leader)
+	// Every member runs this build: the leader hands the cluster a
+	// secret, and each node requires it once all registered it.
+	secretOf := func(nd *e2e.Node) string {
+		b, _ := os.ReadFile(filepath.Join(nd.DataDir, "cluster-secret"))
+		return string(b)
+	}
+	e2e.WaitFor(t, ctx, "every node requires the same cluster secret", func() bool {
+		first := secretOf(c.Nodes[0])
+		for _, nd := range c.Nodes {
+			if s := secretOf(nd); s != first || !strings.HasSuffix(s, "\nrequired\n") {
+				return false
+			}
+		}
+		return true
+	})
+	progress("writes once the secret is required")
 	close(stop)
 	wg.Wait()
 	c.Converge(ctx)
@@ -126,15 +142,12 @@ func TestClusterRollingUpgrade(t *testing.T) {
 	t.Logf("%d records acknowledged across the upgrade", len(acks))
 
 	for _, nd := range c.Nodes {
-		if _, err := os.Stat(filepath.Join(nd.DataDir, "cluster-secret")); err == nil {
-			t.Errorf("%s holds a cluster secret in a cluster of an earlier build", nd.ID)
-		}
 		b, err := os.ReadFile(nd.Logs.Name())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(b), "this cluster has no cluster secret") {
-			t.Errorf("%s did not warn that its cluster has no cluster secret", nd.ID)
+		if !strings.Contains(string(b), "this cluster has no cluster secret yet") {
+			t.Errorf("%s did not warn that its cluster has no cluster secret yet", nd.ID)
 		}
 	}
 	b, err := os.ReadFile(first.Logs.Name())

@@ -23,6 +23,9 @@ type NodeRegister struct {
 	FeatureLevel FeatureLevel `json:"feature_level,omitempty"`
 	PeerAddress  string       `json:"peer_address,omitempty"`
 	KafkaAddress string       `json:"kafka_address,omitempty"`
+	// SecretFingerprint is RegisteredNode.SecretFingerprint: optional,
+	// and no Apply decision depends on it either.
+	SecretFingerprint string `json:"secret_fingerprint,omitempty"`
 }
 
 // NodeDeregister forgets a node that was removed from the cluster.

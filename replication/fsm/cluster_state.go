@@ -31,6 +31,10 @@ type RegisteredNode struct {
 	// KafkaAddress is its advertised Kafka address; "" when it registered
 	// none (no Kafka listener, or a build before the field).
 	KafkaAddress string `json:"kafka_address,omitempty"`
+	// SecretFingerprint names the cluster secret the node holds
+	// (replication's secret.go: a hash of it, never the secret); "" when
+	// it holds none, or its build predates the field.
+	SecretFingerprint string `json:"secret_fingerprint,omitempty"`
 }
 
 // CallAddress is the address other nodes call n at for node-to-node HTTP:

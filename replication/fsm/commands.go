@@ -137,8 +137,13 @@ const (
 	// redriveRecordsVersion): a build below it would ignore the field and
 	// redrive every dead letter its filter selects.
 	RedriveSelectLevel FeatureLevel = 9
+	// SessionLevel adds no command: a node at it speaks the Raft port's
+	// sessions and proves the cluster secret (replication/transport), so
+	// once every member registered it, a cluster of an earlier build gets
+	// a secret (replication's secret.go). Apply decides nothing by it.
+	SessionLevel FeatureLevel = 10
 	// Level is the highest feature level this build understands.
-	Level FeatureLevel = RedriveSelectLevel
+	Level FeatureLevel = SessionLevel
 )
 
 // commandVersion is the payload version most kinds write after the type

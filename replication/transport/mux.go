@@ -34,12 +34,13 @@ import (
 //	client: client proof(32, if both hold a secret)
 //	server: verdict(1): verdictOK, or why it refuses, and then it closes
 //
-// flagSecret says the side holds a cluster secret. The proofs are
-// HMAC-SHA256 under the secret of a label for the side, both nonces and
-// both node ids, so neither can be replayed on another connection or
-// for another node. A side that holds a secret requires the other's
-// proof (a server without one is refused by the client, a client
-// without one by the server); two sides without one run unproven (a
+// flagSecret says the side holds a cluster secret; the proofs are sent
+// when both do. They are HMAC-SHA256 under the secret of a label for the
+// side, both nonces and both node ids, so neither can be replayed on
+// another connection or for another node. A side that requires the
+// secret (Port.SetSecret) refuses a peer that proves none or another; a
+// side that holds it without requiring it (a cluster being handed its
+// secret) takes such a peer unproven, as do two sides without one (a
 // cluster that predates the secret). Under peer TLS the node ids must
 // also be those of the certificates. Each stream starts with its group
 // id (8 bytes); the server checks that group's member function for the
@@ -154,7 +155,7 @@ func (p *Port) serverHello(c net.Conn, certID string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read the hello: %w", err)
 	}
-	secret := p.ClusterSecret()
+	secret, required := p.ClusterSecret()
 	var out bytes.Buffer
 	serverNonce := make([]byte, nonceLen)
 	rand.Read(serverNonce)
@@ -172,20 +173,21 @@ func (p *Port) serverHello(c net.Conn, certID string) (string, error) {
 	if _, err := c.Write(out.Bytes()); err != nil {
 		return "", fmt.Errorf("answer the hello: %w", err)
 	}
-	verdict := byte(verdictOK)
-	switch {
-	case certID != "" && clientID != certID:
-		verdict = verdictIdentity
-	case secret != nil && clientFlags&flagSecret == 0:
-		verdict = verdictNoSecret
-	case secret != nil:
+	verdict, proven := byte(verdictOK), false
+	if secret != nil && clientFlags&flagSecret != 0 {
 		got := make([]byte, proofLen)
 		if _, err := io.ReadFull(c, got); err != nil {
 			return "", fmt.Errorf("read the client's proof: %w", err)
 		}
-		if !hmac.Equal(got, proof(secret, "client", clientNonce, serverNonce, clientID, p.nodeID)) {
-			verdict = verdictBadProof
-		}
+		proven = hmac.Equal(got, proof(secret, "client", clientNonce, serverNonce, clientID, p.nodeID))
+	}
+	switch {
+	case certID != "" && clientID != certID:
+		verdict = verdictIdentity
+	case required && clientFlags&flagSecret == 0:
+		verdict = verdictNoSecret
+	case required && !proven:
+		verdict = verdictBadProof
 	}
 	if _, err := c.Write([]byte{verdict}); err != nil {
 		return "", fmt.Errorf("answer the hello: %w", err)
@@ -201,7 +203,7 @@ func (p *Port) serverHello(c net.Conn, certID string) (string, error) {
 	if certID != "" {
 		return certID, nil
 	}
-	if secret != nil {
+	if proven {
 		return clientID, nil
 	}
 	return "", nil
@@ -212,7 +214,7 @@ func (p *Port) serverHello(c net.Conn, certID string) (string, error) {
 // secret, or "" when nothing proved one. A server that closes before it
 // answers is errOldPeer.
 func (p *Port) clientHello(c net.Conn, certID string) (string, error) {
-	secret := p.ClusterSecret()
+	secret, required := p.ClusterSecret()
 	clientNonce := make([]byte, nonceLen)
 	rand.Read(clientNonce)
 	var out bytes.Buffer
@@ -250,15 +252,19 @@ func (p *Port) clientHello(c net.Conn, certID string) (string, error) {
 			return "", fmt.Errorf("read the answer: %w", err)
 		}
 	}
+	proven := false
 	if secret != nil {
-		if serverProof == nil {
+		proven = serverProof != nil && hmac.Equal(serverProof, proof(secret, "server", clientNonce, serverNonce, p.nodeID, serverID))
+		switch {
+		case required && serverProof == nil:
 			return "", fmt.Errorf("%w: node %q at %s holds none", ErrSecret, serverID, c.RemoteAddr())
-		}
-		if !hmac.Equal(serverProof, proof(secret, "server", clientNonce, serverNonce, p.nodeID, serverID)) {
+		case required && !proven:
 			return "", fmt.Errorf("%w: node %q at %s proved another", ErrSecret, serverID, c.RemoteAddr())
 		}
-		if _, err := c.Write(proof(secret, "client", clientNonce, serverNonce, p.nodeID, serverID)); err != nil {
-			return "", fmt.Errorf("send the proof: %w", err)
+		if serverProof != nil {
+			if _, err := c.Write(proof(secret, "client", clientNonce, serverNonce, p.nodeID, serverID)); err != nil {
+				return "", fmt.Errorf("send the proof: %w", err)
+			}
 		}
 	}
 	var verdict [1]byte
@@ -279,7 +285,7 @@ func (p *Port) clientHello(c net.Conn, certID string) (string, error) {
 	if certID != "" {
 		return certID, nil
 	}
-	if secret != nil {
+	if proven {
 		return serverID, nil
 	}
 	return "", nil
@@ -466,7 +472,7 @@ func (p *Port) legacy(addr string) bool {
 // node holds no cluster secret, a connection of that framing (group 0
 // only).
 func (p *Port) dial(ctx context.Context, addr string, gid uint64) (net.Conn, error) {
-	fallback := gid == 0 && p.ClusterSecret() == nil
+	fallback := gid == 0 && !p.strict()
 	if fallback && p.legacy(addr) {
 		c, _, err := p.dialConn(ctx, addr)
 		return c, err
@@ -511,7 +517,7 @@ func (p *Port) CheckNode(ctx context.Context, addr string) (string, error) {
 		c.SetDeadline(d)
 	}
 	id, err := p.clientHello(c, certID)
-	if errors.Is(err, errOldPeer) && p.ClusterSecret() == nil {
+	if errors.Is(err, errOldPeer) && !p.strict() {
 		return certID, nil
 	}
 	return id, err

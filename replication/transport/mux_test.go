@@ -26,7 +26,7 @@ func newPort(t *testing.T, id string, secret []byte, p *peer.TLS, member func(st
 		t.Fatal(err)
 	}
 	port := NewPort(ln, nil, p, id, 64, testLogger())
-	port.SetSecret(secret)
+	port.SetSecret(secret, true)
 	for _, g := range groups {
 		port.Group(g).Attach(member)
 	}
@@ -112,8 +112,9 @@ func TestSessionCarriesGroups(t *testing.T) {
 // node that proves it; two nodes without one run unproven.
 func TestSessionSecret(t *testing.T) {
 	for _, tc := range []struct {
-		name                 string
-		serverKey, clientKey []byte
+		name                         string
+		serverKey, clientKey         []byte
+		serverLenient, clientLenient bool
 		// refused: the server counts a refusal; else the client refuses
 		// the server, or (ok) all goes through.
 		refused, ok bool
@@ -124,13 +125,20 @@ func TestSessionSecret(t *testing.T) {
 		// The client finds the server's proof wrong first.
 		{name: "client holds another", serverKey: secretA, clientKey: secretB},
 		{name: "server holds none", clientKey: secretA},
+		// A port that holds a secret without requiring it (an upgraded
+		// cluster being handed one) takes unproven peers.
+		{name: "lenient server, client holds none", serverKey: secretA, serverLenient: true, ok: true},
+		{name: "lenient server, client holds another", serverKey: secretA, serverLenient: true, clientKey: secretB, clientLenient: true, ok: true},
+		{name: "lenient client, server holds none", clientKey: secretA, clientLenient: true, ok: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			server := newPort(t, "n1", tc.serverKey, nil, anyone, 0)
+			server.SetSecret(tc.serverKey, !tc.serverLenient)
 			admitted := accepted(server.Group(0))
 			client := newPort(t, "n2", tc.clientKey, nil, anyone, 0)
+			client.SetSecret(tc.clientKey, !tc.clientLenient)
 			c, err := client.Group(0).Dial(raft.ServerAddress(server.Addr().String()), 5*time.Second)
 			if tc.ok {
 				if err != nil {
@@ -229,6 +237,19 @@ func TestPreviousFraming(t *testing.T) {
 	answer(t, tr, func(rpc raft.RPC) { rpc.Respond(&raft.AppendEntriesResponse{Term: 7, Success: true}, nil) })
 	if resp, err := heartbeat(oldClient, tr.LocalAddr()); err != nil || !resp.Success {
 		t.Fatalf("old → new without a secret: %+v, %v; want it admitted", resp, err)
+	}
+
+	// A node handed a secret it does not require yet still takes them.
+	lenient := newPort(t, "n4", nil, nil, anyone, 0)
+	lenient.SetSecret(secretA, false)
+	ltr := raft.NewNetworkTransport(lenient.Group(0), 3, 5*time.Second, io.Discard)
+	defer ltr.Close()
+	answer(t, ltr, func(rpc raft.RPC) { rpc.Respond(&raft.AppendEntriesResponse{Term: 7, Success: true}, nil) })
+	if resp, err := heartbeat(oldClient, ltr.LocalAddr()); err != nil || !resp.Success {
+		t.Fatalf("old → a node not requiring its secret yet: %+v, %v; want it admitted", resp, err)
+	}
+	if resp, err := heartbeat(ltr, old.LocalAddr()); err != nil || !resp.Success {
+		t.Fatalf("a node not requiring its secret yet → old: %+v, %v; want the previous framing", resp, err)
 	}
 
 	guarded := newPort(t, "n3", secretA, nil, anyone, 0)

@@ -89,8 +89,9 @@ type Port struct {
 	logger    *slog.Logger
 	muxConf   *yamux.Config
 
-	// secret is the cluster secret (SetSecret); nil: none.
-	secret atomic.Pointer[[]byte]
+	// secret is the cluster secret and whether it is required
+	// (SetSecret); nil: none.
+	secret atomic.Pointer[secretState]
 
 	groupsMu sync.Mutex
 	// groups are the layers by group id. Guarded by groupsMu.
@@ -148,25 +149,39 @@ func (p *Port) Start() {
 	go p.acceptLoop()
 }
 
-// SetSecret sets the cluster secret the port proves and requires on
-// every session from now on (replication's cluster-secret file);
-// sessions open before keep going. Empty: none.
-func (p *Port) SetSecret(secret []byte) {
+// secretState is the port's cluster secret.
+type secretState struct {
+	key []byte
+	// required: sessions must prove key, and Raft's own framing is
+	// refused; else the port proves key to a peer that can check it and
+	// takes unproven peers too (a cluster being handed its secret).
+	required bool
+}
+
+// SetSecret sets the cluster secret the port proves from now on
+// (replication's secret.go), and whether it requires it of every
+// session; sessions open before keep going. Empty: none.
+func (p *Port) SetSecret(secret []byte, required bool) {
 	if len(secret) == 0 {
 		p.secret.Store(nil)
 		return
 	}
-	b := append([]byte(nil), secret...)
-	p.secret.Store(&b)
+	p.secret.Store(&secretState{key: append([]byte(nil), secret...), required: required})
 }
 
-// ClusterSecret returns the cluster secret the port proves, nil for
-// none; the caller must not change it.
-func (p *Port) ClusterSecret() []byte {
-	if b := p.secret.Load(); b != nil {
-		return *b
+// ClusterSecret returns the cluster secret the port proves (nil for
+// none; the caller must not change it) and whether it requires it.
+func (p *Port) ClusterSecret() ([]byte, bool) {
+	if st := p.secret.Load(); st != nil {
+		return st.key, st.required
 	}
-	return nil
+	return nil, false
+}
+
+// strict reports whether the port requires the cluster secret.
+func (p *Port) strict() bool {
+	_, required := p.ClusterSecret()
+	return required
 }
 
 // Close stops accepting, closes every connection accepted and every
@@ -291,8 +306,8 @@ func (p *Port) admit(sc *streamConn) {
 		p.setPeer(sc, peerID)
 		p.serveSession(sc, rc, peerID)
 	case first[0] <= maxLegacyRPC:
-		if p.ClusterSecret() != nil {
-			// The previous framing proves nothing: a node that holds
+		if p.strict() {
+			// The previous framing proves nothing: a node that requires
 			// the cluster secret takes sessions only.
 			p.refuse(refusedSecret, sc.RemoteAddr(), id, errLegacyFraming)
 			sc.Close()
