@@ -9,7 +9,7 @@ PKGS    := ./...
 # only in Go 1.27), which failed CI with no crasher. A count has no deadline.
 FUZZTIME ?= 2000x
 
-.PHONY: all build release run test test-under-load test-tools vet lint bench bench-system fuzz fuzz-short generate tools clean cluster cluster-secure cluster-stop fault demo console-screenshots
+.PHONY: bench-groups all build release run test test-under-load test-tools vet lint bench bench-system fuzz fuzz-short generate tools clean cluster cluster-secure cluster-stop fault demo console-screenshots
 
 all: build
 
@@ -156,6 +156,15 @@ bench:
 # to run ../shared/bench/peers.sh in the same run and print ratios.
 bench-system:
 	@scripts/bench-system.sh
+
+# What idle Raft groups cost: three processes of G groups each (sessions,
+# the cluster secret, raft-wal), CPU and RPC/s per process and disk per
+# group (replication/groupcost_test.go). GROUPS and SEGMENT (raft-wal
+# segment bytes) choose what to measure.
+GROUPS ?= 12,48,96
+SEGMENT ?= 4194304
+bench-groups:
+	LOGD_GROUP_COST=$(GROUPS) LOGD_GROUP_COST_SEGMENT=$(SEGMENT) $(GO) test -count=1 -timeout 30m -run 'TestGroupCost$$' -v ./replication/
 
 # Regenerates api/logdv1 from api/logd/v1/logd.proto.
 generate: tools
