@@ -281,6 +281,8 @@ func (c *conn) dispatch(rc *reqCtx, r *request) (kmsg.Response, error) {
 		resp = c.s.createPartitions(ctx, rc, req)
 	case *kmsg.AlterConfigsRequest:
 		resp = c.s.alterConfigs(ctx, rc, req)
+	case *kmsg.InitProducerIDRequest:
+		resp = c.s.initProducerID(ctx, rc, req)
 	case *kmsg.SASLHandshakeRequest:
 		resp = c.s.saslHandshake(rc, req)
 	case *kmsg.FindCoordinatorRequest:

@@ -164,6 +164,14 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 				if info, _ := tn.backend.Topic("rt"); info.Config["retention.ms"] != want {
 					t.Errorf("%s: retention.ms %q, want %q", name, info.Config["retention.ms"], want)
 				}
+			case keyInitProducerID:
+				req := kmsg.NewPtrInitProducerIDRequest()
+				req.SetVersion(v)
+				req.ProducerID, req.ProducerEpoch = -1, -1
+				resp := c.do(req).(*kmsg.InitProducerIDResponse)
+				if resp.ErrorCode != 0 || resp.ProducerID < 0 || resp.ProducerEpoch != 0 {
+					t.Errorf("%s: code %d, producer %d epoch %d", name, resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch)
+				}
 			case keySaslHandshake:
 				req := kmsg.NewPtrSASLHandshakeRequest()
 				req.SetVersion(v)
@@ -264,9 +272,9 @@ func golden(t *testing.T, name string, got []byte) {
 func TestUnservedRequestsCloseTheConnection(t *testing.T) {
 	tn := startNode(t, func(o *Options) { o.Limits.MaxRequestBytes = 1 << 20 })
 	cases := map[string]func(c *rawClient){
-		"InitProducerId": func(c *rawClient) {
-			req := kmsg.NewPtrInitProducerIDRequest()
-			req.SetVersion(4)
+		"AddPartitionsToTxn": func(c *rawClient) {
+			req := kmsg.NewPtrAddPartitionsToTxnRequest()
+			req.SetVersion(3)
 			c.send(req)
 		},
 		"Produce v12": func(c *rawClient) { c.send(produceReq(12, -1, "t", 0, records(t, "x"))) },
