@@ -156,7 +156,7 @@ func parseRequest(buf []byte) (requestHeader, []byte, string) {
 		}
 		return h, body, ""
 	}
-	if !served(h.key, h.version) {
+	if !served(h.key, h.version) && !answeredOld(h.key, h.version) {
 		return h, nil, "unsupported"
 	}
 	req := kmsg.RequestForKey(h.key)
@@ -253,6 +253,9 @@ func (c *conn) dispatch(rc *reqCtx, r *request) (kmsg.Response, error) {
 	req, err := decodeRequest(r.h, r.body)
 	if err != nil {
 		return nil, err
+	}
+	if !served(r.h.key, r.h.version) {
+		return unsupportedOld(rc, req), nil // answeredOld (old_versions.go)
 	}
 	ctx := c.ctx
 	var resp kmsg.Response
