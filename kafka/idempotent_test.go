@@ -7,7 +7,7 @@ import (
 	"hash/crc32"
 	"log/slog"
 	"net"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,24 +21,6 @@ import (
 // Idempotent producers at the protocol level (docs/kafka.md, "Idempotent
 // producers"): raw kmsg requests against a real node, each batch built
 // with the producer id, epoch and sequence a client would give it.
-
-// testClock is a node's clock that a test moves.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // producerBatch returns a batch of values from producer id at epoch,
 // first sequence seq.
@@ -112,8 +94,10 @@ func (tn *testNode) endOffset(topic string, p int32) int64 {
 // apart in one request, and, a day later by the node's clock, a producer
 // the partition forgot, which is taken at any sequence as Kafka takes it.
 func TestIdempotentSequences(t *testing.T) {
-	clk := &testClock{now: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
-	tn := startNodeWith(t, replicationtest.Options{Now: clk.Now})
+	// The node's clock runs ahead of the wall clock by skew.
+	var skew atomic.Int64
+	now := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	tn := startNodeWith(t, replicationtest.Options{Now: now})
 	tn.createTopic("idem", 2, nil)
 	c := dial(t, tn.addr)
 	id := initProducerID(t, c)
@@ -159,7 +143,7 @@ func TestIdempotentSequences(t *testing.T) {
 	// A day later by the node's clock the producer is forgotten: its next
 	// batch is taken at any sequence, a retry of its last one appended
 	// again (Kafka answers alike once it expired the producer).
-	clk.add(25 * time.Hour)
+	skew.Add(int64(25 * time.Hour))
 	runSeq(t, c, "idem", id, []seqStep{
 		{name: "retry after expiry", epoch: 1, seq: 0, n: 1, base: 9},
 		{name: "then in order", epoch: 1, seq: 1, n: 1, base: 10},

@@ -42,44 +42,52 @@ func unsupportedOld(rc *reqCtx, req kmsg.Request) kmsg.Response {
 			return nil
 		}
 		resp := req.ResponseKind().(*kmsg.ProduceResponse)
-		for _, t := range req.Topics {
+		resp.Topics = each(req.Topics, func(t kmsg.ProduceRequestTopic) kmsg.ProduceResponseTopic {
 			rt := kmsg.NewProduceResponseTopic()
 			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
+			rt.Partitions = each(t.Partitions, func(p kmsg.ProduceRequestTopicPartition) kmsg.ProduceResponseTopicPartition {
 				rp := kmsg.NewProduceResponseTopicPartition()
 				rp.Partition, rp.ErrorCode, rp.BaseOffset = p.Partition, errUnsupportedVersion, -1
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
+				return rp
+			})
+			return rt
+		})
 		return resp
 	case *kmsg.FetchRequest:
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
-		for _, t := range req.Topics {
+		resp.Topics = each(req.Topics, func(t kmsg.FetchRequestTopic) kmsg.FetchResponseTopic {
 			rt := kmsg.NewFetchResponseTopic()
 			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
+			rt.Partitions = each(t.Partitions, func(p kmsg.FetchRequestTopicPartition) kmsg.FetchResponseTopicPartition {
 				rp := kmsg.NewFetchResponseTopicPartition()
-				rp.Partition, rp.ErrorCode, rp.HighWatermark = p.Partition, errUnsupportedVersion, -1
-				rp.RecordBatches = []byte{}
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
+				rp.Partition, rp.ErrorCode, rp.HighWatermark, rp.RecordBatches = p.Partition, errUnsupportedVersion, -1, []byte{}
+				return rp
+			})
+			return rt
+		})
 		return resp
 	case *kmsg.ListOffsetsRequest:
 		resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
-		for _, t := range req.Topics {
+		resp.Topics = each(req.Topics, func(t kmsg.ListOffsetsRequestTopic) kmsg.ListOffsetsResponseTopic {
 			rt := kmsg.NewListOffsetsResponseTopic()
 			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
+			rt.Partitions = each(t.Partitions, func(p kmsg.ListOffsetsRequestTopicPartition) kmsg.ListOffsetsResponseTopicPartition {
 				rp := kmsg.NewListOffsetsResponseTopicPartition()
 				rp.Partition, rp.ErrorCode = p.Partition, errUnsupportedVersion
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
+				return rp
+			})
+			return rt
+		})
 		return resp
 	}
 	return nil
+}
+
+// each returns f of every element of in, in order.
+func each[In, Out any](in []In, f func(In) Out) []Out {
+	out := make([]Out, 0, len(in))
+	for _, v := range in {
+		out = append(out, f(v))
+	}
+	return out
 }
