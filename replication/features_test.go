@@ -22,7 +22,7 @@ func TestClusterLevel(t *testing.T) {
 		{name: "one member at this build's level", members: []string{"a"}, registered: map[string]fsm.FeatureLevel{"a": fsm.Level}, want: fsm.Level},
 		{name: "an unregistered member counts as base", members: []string{"a", "b"}, registered: map[string]fsm.FeatureLevel{"a": 3}, want: fsm.BaseLevel},
 		{name: "the lowest member rules", members: []string{"a", "b", "c"}, registered: map[string]fsm.FeatureLevel{"a": 3, "b": 2, "c": 3}, want: min(2, fsm.Level)},
-		{name: "never above this build", members: []string{"a", "b"}, registered: map[string]fsm.FeatureLevel{"a": 9, "b": 9}, want: fsm.Level},
+		{name: "never above this build", members: []string{"a", "b"}, registered: map[string]fsm.FeatureLevel{"a": fsm.Level + 1, "b": fsm.Level + 1}, want: fsm.Level},
 		{name: "a registered node that left does not count", members: []string{"a"}, registered: map[string]fsm.FeatureLevel{"a": fsm.Level, "gone": fsm.BaseLevel}, want: fsm.Level},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
