@@ -80,6 +80,7 @@ var errorNames = map[int16]string{
 	errKafkaStorage:               "KAFKA_STORAGE_ERROR",
 	errUnknownProducerID:          "UNKNOWN_PRODUCER_ID",
 	errOutOfOrderSequence:         "OUT_OF_ORDER_SEQUENCE_NUMBER",
+	errCoordinatorLoadInProgress:  "COORDINATOR_LOAD_IN_PROGRESS",
 	errInvalidProducerEpoch:       "INVALID_PRODUCER_EPOCH",
 	errFetchSessionIDNotFound:     "FETCH_SESSION_ID_NOT_FOUND",
 	errUnsupportedCompression:     "UNSUPPORTED_COMPRESSION_TYPE",

@@ -153,7 +153,9 @@ func TestIdempotentSequences(t *testing.T) {
 
 // TestIdempotentBelowFeatureLevel: a cluster below the producers' feature
 // level does not list InitProducerId, answers it UNSUPPORTED_VERSION if
-// sent anyway, and refuses a batch with a producer id as before.
+// sent anyway, and refuses a batch with a producer id as before; a node
+// that does not lead answers COORDINATOR_LOAD_IN_PROGRESS, and a
+// transactional id is INVALID_REQUEST.
 func TestIdempotentBelowFeatureLevel(t *testing.T) {
 	tn := startNodeWith(t, replicationtest.Options{FeatureLevel: 9})
 	tn.createTopic("old", 1, nil)
@@ -172,6 +174,11 @@ func TestIdempotentBelowFeatureLevel(t *testing.T) {
 	}
 	if code, _ := produceCode(t, c.do(produceReq(9, -1, "old", 0, producerBatch(t, 7, 0, 0, "x")))); code != errInvalidRecord {
 		t.Fatalf("batch with a producer id below the level: %s", errorName(code))
+	}
+	// On a node that does not lead: a code every client retries as is.
+	fl := startNode(t, func(o *Options) { o.Backend = follower{o.Backend} })
+	if code := dial(t, fl.addr).do(req).(*kmsg.InitProducerIDResponse).ErrorCode; code != errCoordinatorLoadInProgress {
+		t.Fatalf("InitProducerId on a follower: %s", errorName(code))
 	}
 	txn := kmsg.NewPtrInitProducerIDRequest()
 	txn.SetVersion(4)

@@ -14,8 +14,9 @@ const keyInitProducerID int16 = 22
 
 // Kafka error codes of idempotent producers.
 const (
-	errOutOfOrderSequence   int16 = 45
-	errInvalidProducerEpoch int16 = 47
+	errCoordinatorLoadInProgress int16 = 14
+	errOutOfOrderSequence        int16 = 45
+	errInvalidProducerEpoch      int16 = 47
 )
 
 // initProducerID answers InitProducerId (docs/kafka.md, "Idempotent
@@ -26,8 +27,10 @@ const (
 // FindCoordinator of a transaction key). The principal needs write on
 // the cluster or on some topic (Kafka's IdempotentWrite, which write on
 // any topic implies since KIP-679). Only the leader allocates: elsewhere
-// NOT_COORDINATOR, which clients retry, on another broker at random (kgo,
-// librdkafka) or after a metadata refresh. Until every member's build
+// COORDINATOR_LOAD_IN_PROGRESS, which every client retries as is (kgo
+// and librdkafka on another broker, Java's producer on its least loaded
+// one), where NOT_COORDINATOR would send Java's producer looking for a
+// transaction coordinator of no transactional id. Until every member's build
 // judges idempotent batches (the backend's CheckIdempotence) the key is
 // not advertised, and a request that comes anyway is
 // UNSUPPORTED_VERSION.
@@ -42,12 +45,12 @@ func (s *Server) initProducerID(ctx context.Context, rc *reqCtx, req *kmsg.InitP
 	case s.b.CheckIdempotence() != nil:
 		resp.ErrorCode = errUnsupportedVersion
 	case !s.waitReady(ctx) || !s.b.IsLeader():
-		resp.ErrorCode = errNotCoordinator
+		resp.ErrorCode = errCoordinatorLoadInProgress
 	default:
 		id, epoch, err := s.b.InitProducerID(ctx)
 		switch {
 		case errors.Is(err, backend.ErrNotLeader):
-			resp.ErrorCode = errNotCoordinator
+			resp.ErrorCode = errCoordinatorLoadInProgress
 		case err != nil:
 			resp.ErrorCode = codeFor(err, opRecords)
 		default:
