@@ -2,31 +2,25 @@ package fsm
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"io"
 	"testing"
 	"time"
 
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
+	"github.com/logd-dev/logd/replication/internal/recordtest"
 )
 
-// idempotentBatch returns a batch of n records from producer id at epoch,
-// its first sequence seq.
+// idempotentBatch returns a batch of n records from producer id at
+// epoch, its first sequence seq.
 func idempotentBatch(t *testing.T, id int64, epoch int16, seq int32, n int) []byte {
 	t.Helper()
 	vals := make([]string, n)
 	for i := range vals {
 		vals[i] = "v"
 	}
-	b := mustBatch(t, vals...)
-	binary.BigEndian.PutUint64(b[43:], uint64(id))
-	binary.BigEndian.PutUint16(b[51:], uint16(epoch))
-	binary.BigEndian.PutUint32(b[53:], uint32(seq))
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
-	return b
+	return recordtest.ProducerBatch(t, id, epoch, seq, vals...)
 }
 
 // TestProducerState: Kafka's rules, applied through append entries, kept
