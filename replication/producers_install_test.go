@@ -69,7 +69,7 @@ func TestProducerStateInstalledSnapshot(t *testing.T) {
 	snap := fsmtest.Snapshot(t, n.FSM())
 	index := n.FSM().AppliedIndex()
 
-	f, fatals := fsmtest.New(t, t.TempDir(), catchup.NewSegmentFetcher(catchup.NewSegmentClient(peer.HTTP{}), time.Minute, fsmtest.Logger()))
+	f, fatals := fsmtest.New(t, t.TempDir(), catchup.NewSegmentFetcher(catchup.NewSegmentClient(peer.HTTP{}), 10*time.Second, fsmtest.Logger()))
 	if err := f.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
 		t.Fatal(err)
 	}
