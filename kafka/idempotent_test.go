@@ -275,3 +275,35 @@ func TestIdempotentRestart(t *testing.T) {
 		t.Fatalf("after the restart InitProducerId handed out %d, not above %d", next, id)
 	}
 }
+
+// lateBelowProducers is a backend whose cluster gains a member below the
+// producers' feature level between the produce's check and its append.
+type lateBelowProducers struct {
+	backend.Kafka
+	checks *atomic.Int32
+}
+
+func (b lateBelowProducers) CheckIdempotence() error {
+	if b.checks.Add(1) == 1 {
+		return nil
+	}
+	return &backend.FeatureLevelError{Command: "idempotent produce", Need: 10, Cluster: 9}
+}
+
+func (b lateBelowProducers) Append(context.Context, backend.Append) ([]int64, error) {
+	return nil, &backend.FeatureLevelError{Command: "append", Need: 10, Cluster: 9}
+}
+
+// TestIdempotentLevelLostBeforeAppend: a batch with a producer id that
+// passed the produce's check, then met a member below the producers'
+// feature level at the append, is INVALID_RECORD (as before the check),
+// not a codec's refusal.
+func TestIdempotentLevelLostBeforeAppend(t *testing.T) {
+	var checks atomic.Int32
+	tn := startNode(t, func(o *Options) { o.Backend = lateBelowProducers{Kafka: o.Backend, checks: &checks} })
+	tn.createTopic("late", 1, nil)
+	c := dial(t, tn.addr)
+	if code, _ := produceCode(t, c.do(produceReq(9, -1, "late", 0, producerBatch(t, 1, 0, 0, "x")))); code != errInvalidRecord {
+		t.Fatalf("producer batch after the level was lost: %s", errorName(code))
+	}
+}

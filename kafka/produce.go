@@ -308,9 +308,13 @@ func (s *Server) appendTopic(ctx context.Context, a *topicAppend) int32 {
 		case code == errInvalidRequest:
 			// The state machine's own batch checks: the batch is bad.
 			code = errCorruptMessage
+		case errors.Is(err, backend.ErrFeatureLevel) && hasProducerID(a.batches) && s.b.CheckIdempotence() != nil:
+			// A member with an older build joined since checkBatch, and
+			// the batches carry producer ids it would not judge.
+			code = errInvalidRecord
 		case errors.Is(err, backend.ErrFeatureLevel):
 			// A member with an older build joined since checkBatch:
-			// the only feature an append needs is a codec.
+			// the other feature an append needs is a codec.
 			code = errUnsupportedCompression
 		}
 		msg := errorMessage(err)
@@ -323,4 +327,14 @@ func (s *Server) appendTopic(ctx context.Context, a *topicAppend) int32 {
 		r.base = bases[i]
 	}
 	return 0
+}
+
+// hasProducerID reports whether a batch of bs carries a producer id.
+func hasProducerID(bs []backend.PartitionBatch) bool {
+	for _, b := range bs {
+		if info, err := batch.Peek(b.Batch); err == nil && info.ProducerID >= 0 {
+			return true
+		}
+	}
+	return false
 }
