@@ -300,6 +300,15 @@ type Kafka interface {
 	// now: snappy, lz4 and zstd only once every member's build reads them
 	// (*FeatureLevelError before).
 	CheckCompression(c batch.Compression) error
+	// InitProducerID hands out a new Kafka producer id, epoch 0, from the
+	// cluster's allocator, which never hands out an id twice; on a node
+	// that does not lead, ErrNotLeader. CheckIdempotence says whether the
+	// cluster serves idempotent producers yet (*FeatureLevelError
+	// before): producer ids, and batches carrying one, which Append then
+	// judges by their partition's producer state (a refused batch is
+	// reported in a *PartialAppendError, the others written).
+	InitProducerID(ctx context.Context) (id int64, epoch int16, err error)
+	CheckIdempotence() error
 	// Read, Offsets and OffsetForTime are as in RecordAPI.
 	Read(topic string, partition int32, offset int64, maxBytes int) (ReadResult, error)
 	Offsets(topic string, partition int32) (Offsets, error)

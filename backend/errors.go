@@ -282,3 +282,52 @@ func (e *OutOfRangeError) Error() string {
 
 // Is makes errors.Is(err, ErrOffsetOutOfRange) hold.
 func (e *OutOfRangeError) Is(target error) bool { return target == ErrOffsetOutOfRange }
+
+// Errors of an idempotent producer's batch (a batch carrying a Kafka
+// producer id), decided by the partition's producer state as Kafka's
+// brokers decide them (docs/kafka.md, "Idempotent producers"). Only the
+// batch of that partition is refused; the others of the append are
+// written (PartialAppendError).
+var (
+	// ErrOutOfOrderSequence means the batch's first sequence does not
+	// follow the producer's last on the partition (a gap, a batch older
+	// than the last five, or a new epoch not starting at 0).
+	ErrOutOfOrderSequence = errors.New("replication: out of order sequence number")
+	// ErrInvalidProducerEpoch means the batch's producer epoch is below the
+	// epoch the partition last saw from that producer id.
+	ErrInvalidProducerEpoch = errors.New("replication: producer epoch older than the partition's")
+)
+
+// PartialAppendError is an append of which some batches were refused by
+// their partition's producer state and the others written: Errs[i] is
+// batch i's refusal (nil where it was written, or found to be a
+// duplicate), Offsets[i] its base offset where it was.
+type PartialAppendError struct {
+	Offsets []int64
+	Errs    []error
+}
+
+func (e *PartialAppendError) Error() string {
+	n := 0
+	var first error
+	for _, err := range e.Errs {
+		if err != nil {
+			n++
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	return fmt.Sprintf("%d of %d batches refused: %v", n, len(e.Errs), first)
+}
+
+// Unwrap returns the batches' refusals, so errors.Is finds each.
+func (e *PartialAppendError) Unwrap() []error {
+	out := make([]error, 0, len(e.Errs))
+	for _, err := range e.Errs {
+		if err != nil {
+			out = append(out, err)
+		}
+	}
+	return out
+}

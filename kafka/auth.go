@@ -180,6 +180,8 @@ var authzTable = map[int16]authzRule{
 	kmsg.IncrementalAlterConfigs.Int16(): {topic: auth.OpAlter, cluster: auth.OpAlter, audit: true},
 	kmsg.CreatePartitions.Int16():        {topic: auth.OpAlter, audit: true},
 	kmsg.AlterConfigs.Int16():            {topic: auth.OpAlter, cluster: auth.OpAlter, audit: true},
+	// Kafka's IdempotentWrite: write on the cluster or on any topic.
+	kmsg.InitProducerID.Int16(): {topic: auth.OpWrite, cluster: auth.OpWrite},
 
 	kmsg.FindCoordinator.Int16(): {group: auth.OpDescribe},
 	kmsg.JoinGroup.Int16():       {group: auth.OpRead},

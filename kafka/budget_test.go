@@ -82,7 +82,7 @@ func TestMetrics(t *testing.T) {
 	c.do(produceReq(9, -1, "nope", 0, records(t, "a")))
 	c.do(fetchReq(12, "m", 0, 0, 0, 1, 1<<20))
 	bad := dial(t, tn.addr)
-	bad.send(kmsg.NewPtrInitProducerIDRequest())
+	bad.send(kmsg.NewPtrAddPartitionsToTxnRequest())
 	bad.expectClosed()
 
 	m := tn.srv.metrics

@@ -156,7 +156,7 @@ func parseRequest(buf []byte) (requestHeader, []byte, string) {
 		}
 		return h, body, ""
 	}
-	if !served(h.key, h.version) {
+	if !served(h.key, h.version) && !answeredOld(h.key, h.version) {
 		return h, nil, "unsupported"
 	}
 	req := kmsg.RequestForKey(h.key)
@@ -254,6 +254,9 @@ func (c *conn) dispatch(rc *reqCtx, r *request) (kmsg.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !served(r.h.key, r.h.version) {
+		return unsupportedOld(rc, req), nil // answeredOld (old_versions.go)
+	}
 	ctx := c.ctx
 	var resp kmsg.Response
 	switch req := req.(type) {
@@ -281,6 +284,8 @@ func (c *conn) dispatch(rc *reqCtx, r *request) (kmsg.Response, error) {
 		resp = c.s.createPartitions(ctx, rc, req)
 	case *kmsg.AlterConfigsRequest:
 		resp = c.s.alterConfigs(ctx, rc, req)
+	case *kmsg.InitProducerIDRequest:
+		resp = c.s.initProducerID(ctx, rc, req)
 	case *kmsg.SASLHandshakeRequest:
 		resp = c.s.saslHandshake(rc, req)
 	case *kmsg.FindCoordinatorRequest:

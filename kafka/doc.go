@@ -43,9 +43,12 @@
 // # Records
 //
 // logd stores Kafka RecordBatch v2 as produced: a produce request's batch
-// for a partition is verified (one batch, magic 2, CRC-32C, counts, no
-// producer id, not transactional) and appended as it is, compressed or not,
-// in one Raft entry per topic. A fetch serves stored batches as stored,
+// for a partition is verified (one batch, magic 2, CRC-32C, counts, not
+// transactional; a producer id only once the cluster serves idempotent
+// producers) and appended as it is, compressed or not, in one Raft entry
+// per topic; the state machine judges an idempotent producer's batch by
+// its partition's producer state (init_producer_id.go, package
+// replication/fsm producers.go). A fetch serves stored batches as stored,
 // starting with the batch that holds the requested offset; only the
 // partition leader epoch field, outside the CRC, is rewritten, since the
 // log keeps its own bookkeeping there. The batch bytes are copied once,

@@ -79,6 +79,9 @@ var errorNames = map[int16]string{
 	errInvalidTxnState:            "INVALID_TXN_STATE",
 	errKafkaStorage:               "KAFKA_STORAGE_ERROR",
 	errUnknownProducerID:          "UNKNOWN_PRODUCER_ID",
+	errOutOfOrderSequence:         "OUT_OF_ORDER_SEQUENCE_NUMBER",
+	errCoordinatorLoadInProgress:  "COORDINATOR_LOAD_IN_PROGRESS",
+	errInvalidProducerEpoch:       "INVALID_PRODUCER_EPOCH",
 	errFetchSessionIDNotFound:     "FETCH_SESSION_ID_NOT_FOUND",
 	errUnsupportedCompression:     "UNSUPPORTED_COMPRESSION_TYPE",
 	errInvalidRecord:              "INVALID_RECORD",
@@ -138,6 +141,10 @@ var errorTable = []errorRow{
 	// (checkBatch refuses it per partition first; the backend refuses it
 	// too, for a topic that became compacted meanwhile).
 	{errs: []error{backend.ErrKeyRequired}, code: errInvalidRecord},
+	// An idempotent producer's batch its partition's producer state
+	// refuses, as Kafka's brokers answer it.
+	{errs: []error{backend.ErrOutOfOrderSequence}, code: errOutOfOrderSequence},
+	{errs: []error{backend.ErrInvalidProducerEpoch}, code: errInvalidProducerEpoch},
 	// A growth of a topic's partitions to a smaller count, or past the
 	// per-topic limit (before ErrInvalidArgument, which it also is).
 	{errs: []error{backend.ErrPartitionCount}, code: errInvalidPartitions},

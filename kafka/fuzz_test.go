@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
 )
 
@@ -37,8 +38,8 @@ func FuzzRequest(f *testing.F) {
 		if p, ok := req.(*kmsg.ProduceRequest); ok {
 			for _, t := range p.Topics {
 				for _, part := range t.Partitions {
-					checkBatch(part.Records, func(batch.Compression) error { return nil }, true)
-					checkBatch(part.Records, func(c batch.Compression) error { return &batch.UnsupportedCompressionError{Codec: c} }, false)
+					checkBatch(part.Records, fuzzFeatures{}, true)
+					checkBatch(part.Records, fuzzFeatures{refuse: true}, false)
 				}
 			}
 		}
@@ -48,4 +49,21 @@ func FuzzRequest(f *testing.F) {
 			t.Fatalf("%s v%d decoded, but its encoding does not: %v", apiName(h.key), h.version, err)
 		}
 	})
+}
+
+// fuzzFeatures allows every codec and producer ids, or refuses them all.
+type fuzzFeatures struct{ refuse bool }
+
+func (f fuzzFeatures) CheckCompression(c batch.Compression) error {
+	if f.refuse {
+		return &batch.UnsupportedCompressionError{Codec: c}
+	}
+	return nil
+}
+
+func (f fuzzFeatures) CheckIdempotence() error {
+	if f.refuse {
+		return backend.ErrFeatureLevel
+	}
+	return nil
 }

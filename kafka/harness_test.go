@@ -41,12 +41,18 @@ type testNode struct {
 // set there, if any, wraps the node's).
 func startNode(t testing.TB, opts ...func(*Options)) *testNode {
 	t.Helper()
+	return startNodeWith(t, replicationtest.Options{}, opts...)
+}
+
+// startNodeWith is startNode with the node's options (its clock, its
+// feature level).
+func startNodeWith(t testing.TB, nopts replicationtest.Options, opts ...func(*Options)) *testNode {
+	t.Helper()
 	logger := slog.New(slog.DiscardHandler)
-	node := replicationtest.Start(t, replicationtest.Options{
-		// Not dialed: the API address other nodes' Kafka addresses derive
-		// from.
-		APIAdvertise: "127.0.0.1:7070",
-	})
+	// Not dialed: the API address other nodes' Kafka addresses derive
+	// from.
+	nopts.APIAdvertise = "127.0.0.1:7070"
+	node := replicationtest.Start(t, nopts)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -30,8 +30,8 @@ func newKgo(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
 }
 
 // TestKgoProduceConsumeEveryCodec produces with acks=all (kgo's defaults
-// otherwise: it asks for idempotence, finds no InitProducerId and produces
-// without a producer id) once per compression codec, then consumes the
+// otherwise: an idempotent producer, so every batch goes through its
+// partition's producer state) once per compression codec, then consumes the
 // topic from the start and finds every record, with its key and headers,
 // by value; offsets are dense in every partition.
 func TestKgoProduceConsumeEveryCodec(t *testing.T) {

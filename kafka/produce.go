@@ -195,7 +195,7 @@ func (s *Server) checkTopic(t kmsg.ProduceRequestTopic, results []partResult) *t
 			continue
 		}
 		seen[p.Partition] = true
-		n, code, msg := checkBatch(p.Records, s.b.CheckCompression, compacted)
+		n, code, msg := checkBatch(p.Records, s.b, compacted)
 		if code != errNone {
 			*r = partResult{code: code, msg: msg}
 			continue
@@ -210,11 +210,19 @@ func (s *Server) checkTopic(t kmsg.ProduceRequestTopic, results []partResult) *t
 	return a
 }
 
+// features is what checkBatch asks the backend: which codecs and whether
+// producer ids may be appended now.
+type features interface {
+	CheckCompression(c batch.Compression) error
+	CheckIdempotence() error
+}
+
 // checkBatch checks a partition's records as a producer must send them:
 // exactly one RecordBatch v2 with a valid CRC-32C, dense offsets from 0,
-// at least one record, not a control batch, not transactional, without a
-// producer id (no idempotent producer has one from this front end), and
-// with create-time timestamps. The batch is decoded whole, decompressed
+// at least one record, not a control batch, not transactional, a producer
+// id only once the cluster serves idempotent producers (allowed's
+// CheckIdempotence; then with an epoch and a first sequence of 0 or
+// more), and with create-time timestamps. The batch is decoded whole, decompressed
 // if it is, so every record's framing is checked. A codec the cluster does
 // not read yet (snappy, lz4 and zstd until every member's build reads them
 // at apply: allowed, the backend's CheckCompression) is
@@ -222,7 +230,7 @@ func (s *Server) checkTopic(t kmsg.ProduceRequestTopic, results []partResult) *t
 // key (a null one is INVALID_RECORD, as in Kafka: compaction keeps the
 // last record of each key). It returns the record count, or a Kafka code
 // and message.
-func checkBatch(b []byte, allowed func(batch.Compression) error, compacted bool) (int, int16, string) {
+func checkBatch(b []byte, allowed features, compacted bool) (int, int16, string) {
 	if len(b) == 0 {
 		return 0, errCorruptMessage, "no records"
 	}
@@ -242,14 +250,16 @@ func checkBatch(b []byte, allowed func(batch.Compression) error, compacted bool)
 		return 0, errInvalidRecord, "control batches are written by brokers only"
 	case info.IsTransactional():
 		return 0, errInvalidTxnState, "transactions are not supported"
-	case info.ProducerID >= 0:
-		return 0, errInvalidRecord, "idempotent producers are not supported yet (InitProducerId is not served); produce without a producer id"
+	case info.ProducerID >= 0 && allowed.CheckIdempotence() != nil:
+		return 0, errInvalidRecord, "idempotent producers are served once every node runs a build that serves them; produce without a producer id until then"
+	case info.ProducerID >= 0 && (info.ProducerEpoch < 0 || info.BaseSequence < 0):
+		return 0, errInvalidRecord, fmt.Sprintf("producer %d with epoch %d and first sequence %d", info.ProducerID, info.ProducerEpoch, info.BaseSequence)
 	case info.Attributes&0x08 != 0:
 		return 0, errInvalidTimestamp, "LogAppendTime batches are written by brokers only"
 	}
 	switch c := info.Compression(); c {
 	case batch.CompressionNone, batch.CompressionGzip, batch.CompressionSnappy, batch.CompressionLZ4, batch.CompressionZstd:
-		if err := allowed(c); err != nil {
+		if err := allowed.CheckCompression(c); err != nil {
 			return 0, errUnsupportedCompression, unsupportedCompression(c, err)
 		}
 		d, _, err := batch.Decode(b)
@@ -279,15 +289,32 @@ func unsupportedCompression(c batch.Compression, err error) string {
 // returns the throttle to answer with (throttleFor).
 func (s *Server) appendTopic(ctx context.Context, a *topicAppend) int32 {
 	bases, err := s.b.Append(ctx, backend.Append{Topic: a.topic, Batches: a.batches})
+	var partial *backend.PartialAppendError
+	if errors.As(err, &partial) {
+		// Some batches were refused by their partition's producer state
+		// (docs/kafka.md, "Idempotent producers"), the others written.
+		for i, r := range a.results {
+			if e := partial.Errs[i]; e != nil {
+				*r = partResult{code: codeFor(e, opRecords), msg: errorMessage(e)}
+			} else {
+				r.base = partial.Offsets[i]
+			}
+		}
+		return 0
+	}
 	if err != nil {
 		code := codeFor(err, opRecords)
 		switch {
 		case code == errInvalidRequest:
 			// The state machine's own batch checks: the batch is bad.
 			code = errCorruptMessage
+		case errors.Is(err, backend.ErrFeatureLevel) && hasProducerID(a.batches) && s.b.CheckIdempotence() != nil:
+			// A member with an older build joined since checkBatch, and
+			// the batches carry producer ids it would not judge.
+			code = errInvalidRecord
 		case errors.Is(err, backend.ErrFeatureLevel):
 			// A member with an older build joined since checkBatch:
-			// the only feature an append needs is a codec.
+			// the other feature an append needs is a codec.
 			code = errUnsupportedCompression
 		}
 		msg := errorMessage(err)
@@ -300,4 +327,14 @@ func (s *Server) appendTopic(ctx context.Context, a *topicAppend) int32 {
 		r.base = bases[i]
 	}
 	return 0
+}
+
+// hasProducerID reports whether a batch of bs carries a producer id.
+func hasProducerID(bs []backend.PartitionBatch) bool {
+	for _, b := range bs {
+		if info, err := batch.Peek(b.Batch); err == nil && info.ProducerID >= 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -65,7 +65,7 @@ func TestProduceRefusals(t *testing.T) {
 		{"truncated", "p", 0, good[:40], -1, false, errCorruptMessage},
 		{"two batches", "p", 0, append(append([]byte(nil), good...), good...), -1, false, errInvalidRecord},
 		{"too large", "p", 0, big, -1, false, errMessageTooLarge},
-		{"producer id", "p", 0, withAttributes(good, 0, 42), -1, false, errInvalidRecord},
+		{"producer id without an epoch or sequence", "p", 0, withAttributes(good, 0, 42), -1, false, errInvalidRecord},
 		{"transactional batch", "p", 0, withAttributes(good, 0x10, -1), -1, false, errInvalidTxnState},
 		{"control batch", "p", 0, withAttributes(good, 0x20, -1), -1, false, errInvalidRecord},
 		{"log append time", "p", 0, withAttributes(good, 0x08, -1), -1, false, errInvalidTimestamp},

@@ -32,9 +32,11 @@ func adminContext(ctx context.Context, timeoutMs int32) (context.Context, contex
 // controller Metadata names) creates the topics, another node forwards
 // them to it (forward.go; without a Forwarder, NOT_CONTROLLER, and the
 // client asks the leader). logd
-// replicates every partition to every voter, so a replication factor is
-// accepted as asked but not applied (the response gives the voters'
-// count) and a manual replica assignment is refused. The settings are
+// replicates every partition to every voter, so a replication factor up
+// to the voters' count is accepted but not applied (the response gives
+// the voters' count), one above it is INVALID_REPLICATION_FACTOR, as
+// Kafka answers a factor above its brokers' count, and a manual replica
+// assignment is refused. The settings are
 // logd's topic settings, named as Kafka's (docs/kafka.md lists them). A
 // topic the principal may not create is TOPIC_AUTHORIZATION_FAILED;
 // every topic's outcome has a line in the audit log, unless the request
@@ -63,7 +65,7 @@ func (s *Server) createTopics(ctx context.Context, rc *reqCtx, req *kmsg.CreateT
 			code = errNotController
 		default:
 			var info backend.TopicInfo
-			info, code, msg = s.createTopic(actx, w, t, req.ValidateOnly)
+			info, code, msg = s.createTopic(actx, w, t, req.ValidateOnly, replicas)
 			if code == errNone {
 				rt.TopicID = topicID(info)
 				rt.NumPartitions = info.Partitions
@@ -108,7 +110,7 @@ func configsAttr(cfgs []kmsg.CreateTopicsRequestTopicConfig) slog.Attr {
 
 // createTopic creates (or only validates, here) one topic through w; for
 // a validation the returned info is the topic as it would be created.
-func (s *Server) createTopic(ctx context.Context, w topicWriter, t kmsg.CreateTopicsRequestTopic, validateOnly bool) (backend.TopicInfo, int16, string) {
+func (s *Server) createTopic(ctx context.Context, w topicWriter, t kmsg.CreateTopicsRequestTopic, validateOnly bool, voters int16) (backend.TopicInfo, int16, string) {
 	if err := partition.ValidateTopicName(t.Topic); err != nil {
 		return backend.TopicInfo{}, errInvalidTopic, errorMessage(err)
 	}
@@ -124,6 +126,9 @@ func (s *Server) createTopic(ctx context.Context, w topicWriter, t kmsg.CreateTo
 	}
 	if t.ReplicationFactor == 0 || t.ReplicationFactor < -1 {
 		return backend.TopicInfo{}, errInvalidReplicationFactor, fmt.Sprintf("replication factor %d: want at least 1 (or -1); logd replicates to every voter", t.ReplicationFactor)
+	}
+	if voters > 0 && t.ReplicationFactor > voters {
+		return backend.TopicInfo{}, errInvalidReplicationFactor, fmt.Sprintf("replication factor %d: larger than the cluster's %d voters (logd replicates to every voter)", t.ReplicationFactor, voters)
 	}
 	c := backend.CreateTopic{Name: t.Topic, Partitions: parts, Config: map[string]string{}}
 	for _, kv := range t.Configs {

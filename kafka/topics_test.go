@@ -31,6 +31,7 @@ func TestCreateTopicsRefusals(t *testing.T) {
 		{topic("zero", 0, 1, nil), errInvalidPartitions},
 		{topic("many", 20000, 1, nil), errInvalidPartitions},
 		{topic("rf", 1, 0, nil), errInvalidReplicationFactor},
+		{topic("rf3", 1, 3, nil), errInvalidReplicationFactor}, // one voter
 		{assigned, errInvalidReplicaAssignment},
 		{topic("cfg", 1, 1, map[string]string{"no.such.setting": "1"}), errInvalidConfig},
 		{topic("cfg2", 1, 1, map[string]string{"retention.ms": "soon"}), errInvalidConfig},
@@ -62,7 +63,7 @@ func TestCreateTopicsRefusals(t *testing.T) {
 	}
 
 	// Validate only: answered as a creation, nothing created.
-	req.Topics = []kmsg.CreateTopicsRequestTopic{topic("dry", 4, 3, map[string]string{"cleanup.policy": "compact"}), topic("dry-bad", 1, 1, map[string]string{"segment.bytes": "1"})}
+	req.Topics = []kmsg.CreateTopicsRequestTopic{topic("dry", 4, 1, map[string]string{"cleanup.policy": "compact"}), topic("dry-bad", 1, 1, map[string]string{"segment.bytes": "1"})}
 	req.ValidateOnly = true
 	resp = c.do(req).(*kmsg.CreateTopicsResponse)
 	if resp.Topics[0].ErrorCode != 0 || resp.Topics[0].NumPartitions != 4 || resp.Topics[1].ErrorCode != errInvalidConfig {

@@ -19,8 +19,9 @@ type versionRange struct {
 // not have (Produce 12 is KIP-890 transactions and 13 topic ids, Fetch 13
 // topic ids). librdkafka enables RecordBatch v2 only when Produce 3 and
 // Fetch 4 are in range, and zstd when Produce 7 and Fetch 10 are.
-// InitProducerId and every transaction API are left out: clients then
-// produce without a producer id, and refuse transactions themselves. The
+// InitProducerId is listed only once the cluster serves idempotent
+// producers (apiKeys); every transaction API is left out, and clients
+// refuse transactions themselves. The
 // group APIs are the classic protocol's (KIP-848's ConsumerGroupHeartbeat
 // is left out, so clients use the classic one). SaslHandshake is listed
 // only to be refused (auth_sasl.go).
@@ -42,6 +43,7 @@ var advertised = []versionRange{
 	{keyApiVersions, 0, 4},
 	{keyCreateTopics, 2, 7},
 	{keyDeleteTopics, 1, 6},
+	{keyInitProducerID, 0, 5},
 	{keyDescribeConfigs, 1, 4},
 	{keyAlterConfigs, 0, 2},
 	{keyCreatePartitions, 0, 3},
@@ -66,7 +68,7 @@ func (s *Server) apiVersions(h requestHeader, body []byte) kmsg.Response {
 	if h.version > max || h.version < 0 {
 		resp.SetVersion(0)
 		resp.ErrorCode = errUnsupportedVersion
-		resp.ApiKeys = apiKeys()
+		resp.ApiKeys = s.apiKeys()
 		return resp
 	}
 	resp.SetVersion(h.version)
@@ -76,16 +78,24 @@ func (s *Server) apiVersions(h requestHeader, body []byte) kmsg.Response {
 		resp.ErrorCode = errInvalidRequest
 		return resp
 	}
-	resp.ApiKeys = apiKeys()
+	resp.ApiKeys = s.apiKeys()
 	return resp
 }
 
-func apiKeys() []kmsg.ApiVersionsResponseApiKey {
-	keys := make([]kmsg.ApiVersionsResponseApiKey, len(advertised))
-	for i, r := range advertised {
+// apiKeys is the advertised table as ApiVersions lists it: InitProducerId
+// only once every member's build judges idempotent batches (the
+// backend's CheckIdempotence), since kgo and librdkafka produce with a
+// producer id as soon as it is listed.
+func (s *Server) apiKeys() []kmsg.ApiVersionsResponseApiKey {
+	idempotent := s.b.CheckIdempotence() == nil
+	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(advertised))
+	for _, r := range advertised {
+		if r.key == keyInitProducerID && !idempotent {
+			continue
+		}
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = r.key, r.min, r.max
-		keys[i] = k
+		keys = append(keys, k)
 	}
 	return keys
 }

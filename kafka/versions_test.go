@@ -164,6 +164,14 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 				if info, _ := tn.backend.Topic("rt"); info.Config["retention.ms"] != want {
 					t.Errorf("%s: retention.ms %q, want %q", name, info.Config["retention.ms"], want)
 				}
+			case keyInitProducerID:
+				req := kmsg.NewPtrInitProducerIDRequest()
+				req.SetVersion(v)
+				req.ProducerID, req.ProducerEpoch = -1, -1
+				resp := c.do(req).(*kmsg.InitProducerIDResponse)
+				if resp.ErrorCode != 0 || resp.ProducerID < 0 || resp.ProducerEpoch != 0 {
+					t.Errorf("%s: code %d, producer %d epoch %d", name, resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch)
+				}
 			case keySaslHandshake:
 				req := kmsg.NewPtrSASLHandshakeRequest()
 				req.SetVersion(v)
@@ -264,13 +272,17 @@ func golden(t *testing.T, name string, got []byte) {
 func TestUnservedRequestsCloseTheConnection(t *testing.T) {
 	tn := startNode(t, func(o *Options) { o.Limits.MaxRequestBytes = 1 << 20 })
 	cases := map[string]func(c *rawClient){
-		"InitProducerId": func(c *rawClient) {
-			req := kmsg.NewPtrInitProducerIDRequest()
-			req.SetVersion(4)
+		"AddPartitionsToTxn": func(c *rawClient) {
+			req := kmsg.NewPtrAddPartitionsToTxnRequest()
+			req.SetVersion(3)
 			c.send(req)
 		},
 		"Produce v12": func(c *rawClient) { c.send(produceReq(12, -1, "t", 0, records(t, "x"))) },
-		"Fetch v3":    func(c *rawClient) { c.send(fetchReq(3, "t", 0, 0, 0, 1, 1<<20)) },
+		"OffsetCommit v1": func(c *rawClient) {
+			req := kmsg.NewPtrOffsetCommitRequest()
+			req.SetVersion(1)
+			c.send(req)
+		},
 		"ConsumerGroupHeartbeat (KIP-848)": func(c *rawClient) {
 			req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 			req.SetVersion(0)
@@ -303,5 +315,42 @@ func TestUnservedRequestsCloseTheConnection(t *testing.T) {
 	resp := dial(t, tn.addr).do(kmsg.NewPtrMetadataRequest()).(*kmsg.MetadataResponse)
 	if len(resp.Brokers) != 1 {
 		t.Fatalf("metadata after closed connections: %+v", resp)
+	}
+}
+
+// TestOldVersionsAnswered: the data path's old versions, which clients
+// pinned to Kafka 0.10 send (Produce 0-2, Fetch 0-3, ListOffsets 0), are
+// answered at their own version with UNSUPPORTED_VERSION for every
+// partition, nothing written, and the connection stays open.
+func TestOldVersionsAnswered(t *testing.T) {
+	tn := startNode(t)
+	tn.createTopic("old", 1, nil)
+	c := dial(t, tn.addr)
+	for v := int16(0); v < 3; v++ {
+		if code, _ := produceCode(t, c.do(produceReq(v, -1, "old", 0, records(t, "x")))); code != errUnsupportedVersion {
+			t.Errorf("Produce v%d: %s", v, errorName(code))
+		}
+	}
+	// acks=0 gets no answer, as any produce with acks 0.
+	c.send(produceReq(2, 0, "old", 0, records(t, "x")))
+	for v := int16(0); v < 4; v++ {
+		resp := c.do(fetchReq(v, "old", 0, 0, 0, 1, 1<<20)).(*kmsg.FetchResponse)
+		if p := resp.Topics[0].Partitions[0]; p.ErrorCode != errUnsupportedVersion || len(p.RecordBatches) != 0 {
+			t.Errorf("Fetch v%d: %s, %d bytes", v, errorName(p.ErrorCode), len(p.RecordBatches))
+		}
+	}
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lo.SetVersion(0)
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = "old"
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp, rp.MaxNumOffsets = 0, -1, 1
+	rt.Partitions = append(rt.Partitions, rp)
+	lo.Topics = append(lo.Topics, rt)
+	if p := c.do(lo).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]; p.ErrorCode != errUnsupportedVersion {
+		t.Errorf("ListOffsets v0: %s", errorName(p.ErrorCode))
+	}
+	if code, base := produceCode(t, c.do(produceReq(9, -1, "old", 0, records(t, "y")))); code != 0 || base != 0 {
+		t.Fatalf("produce v9 after the old versions: %s at %d; nothing old may be written", errorName(code), base)
 	}
 }

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
@@ -117,4 +118,23 @@ func (b *Backend) RedriveJobs() []backend.RedriveJob {
 // RedrivePosition is a job's position, per dead-letter partition.
 func (b *Backend) RedrivePosition(j backend.RedriveJob) []int64 {
 	return b.redrive.Position(fsm.RedriveJob{ID: j.ID, Spec: redriveSpecIn(j.Spec)})
+}
+
+// InitProducerID hands out a new Kafka producer id, epoch 0
+// (fsm.ProducerInit): Kafka hands an idempotent producer a new id at every
+// InitProducerId.
+func (b *Backend) InitProducerID(ctx context.Context) (int64, int16, error) {
+	data, err := fsm.EncodeProducerInit(b.cfg.Now().UnixNano())
+	if err != nil {
+		return 0, 0, err
+	}
+	res, err := b.propose(ctx, data)
+	if err != nil {
+		return 0, 0, err
+	}
+	r, ok := res.(fsm.ProducerInitResult)
+	if !ok {
+		return 0, 0, fmt.Errorf("init producer id: unexpected result %T", res)
+	}
+	return r.ID, r.Epoch, nil
 }

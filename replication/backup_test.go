@@ -19,6 +19,7 @@ import (
 	"github.com/logd-dev/logd/replication/catchup"
 	"github.com/logd-dev/logd/replication/fsm"
 	"github.com/logd-dev/logd/replication/internal/fsmtest"
+	"github.com/logd-dev/logd/replication/internal/recordtest"
 	"github.com/logd-dev/logd/replication/raftstore"
 )
 
@@ -58,6 +59,18 @@ func testBackupRestore(t *testing.T, from, to string) {
 	if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "empty", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
+	// An idempotent producer's batch: its partition's producer state goes
+	// into the backup.
+	if _, err := NewBackend(n).createTopic(ctx, fsm.CreateTopic{Name: "idem", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	pid, _, err := NewBackend(n).InitProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewBackend(n).appendCommand(ctx, fsm.Append{Topic: "idem", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: recordtest.ProducerBatch(t, pid, 0, 0, "p0")}}}); err != nil {
+		t.Fatal(err)
+	}
 	var want [2][]string
 	for i := range 20 {
 		p := int32(i % 2)
@@ -79,10 +92,18 @@ func testBackupRestore(t *testing.T, from, to string) {
 	if _, err := NewBackend(n).appendCommand(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "after")}}}); err != nil {
 		t.Fatal(err)
 	}
+	// Nor is a producer id handed out after it, which the restored
+	// cluster must never hand out again.
+	after, _, err := NewBackend(n).InitProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	target := filepath.Join(t.TempDir(), "restored")
 	raftAddr := freeAddr(t)
-	rcfg := catchup.RestoreConfig{DataDir: target, NodeID: "r1", RaftAddress: raftAddr, Logger: fsmtest.Logger()}
+	restoredAt := time.Now()
+	rcfg := catchup.RestoreConfig{DataDir: target, NodeID: "r1", RaftAddress: raftAddr, Logger: fsmtest.Logger(),
+		Now: func() time.Time { return restoredAt }}
 	b := file.Bytes()
 	for _, tc := range []struct {
 		name string
@@ -143,6 +164,18 @@ func testBackupRestore(t *testing.T, from, to string) {
 	offs, err := NewBackend(r).appendCommand(ctx, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "new")}}})
 	if err != nil || offs[0] != int64(len(want[0])) {
 		t.Fatalf("append after restore: %v, %v", offs, err)
+	}
+	// The producer state came with the backup: a retry of the producer's
+	// batch is answered with its offset, not written again; and the new
+	// cluster's ids start above any the old one handed out.
+	if offs, err := NewBackend(r).appendCommand(ctx, fsm.Append{Topic: "idem", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: recordtest.ProducerBatch(t, pid, 0, 0, "p0")}}}); err != nil || offs[0] != 0 {
+		t.Fatalf("the producer's retry after restore: %v, %v", offs, err)
+	}
+	if got := fsmtest.ReadAll(t, r.FSM(), "idem", 0); !slices.Equal(got, []string{"p0"}) {
+		t.Fatalf("idem restored and retried: %v", got)
+	}
+	if id, _, err := NewBackend(r).InitProducerID(ctx); err != nil || id <= after || id < fsm.ProducerIDRestoreBase(restoredAt) {
+		t.Fatalf("producer id after restore: %d (%v); the old cluster handed out %d, the restore's base is %d", id, err, after, fsm.ProducerIDRestoreBase(restoredAt))
 	}
 	// The registry names only the new cluster's node.
 	for _, nd := range r.FSM().Nodes() {

@@ -109,3 +109,14 @@ func (n *Node) checkFeatureLevel(data []byte) error {
 	}
 	return allows(name, need, cluster)
 }
+
+// CheckIdempotence says whether idempotent Kafka producers are served:
+// nil once every member's build judges their batches at apply
+// (fsm.ProducerLevel), a *backend.FeatureLevelError before.
+func (n *Node) CheckIdempotence() error {
+	cluster, err := n.featureLevel()
+	if err != nil {
+		return err
+	}
+	return allows("idempotent produce", fsm.ProducerLevel, cluster)
+}

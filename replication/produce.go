@@ -448,5 +448,8 @@ func (p *producer) appendBatches(ctx context.Context, a fsm.Append, keysChecked 
 	if !ok {
 		return nil, fmt.Errorf("append: unexpected result %T", res)
 	}
+	if r.Errors != nil {
+		return r.BaseOffsets, &backend.PartialAppendError{Offsets: r.BaseOffsets, Errs: r.Errors}
+	}
 	return r.BaseOffsets, nil
 }

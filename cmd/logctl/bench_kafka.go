@@ -37,8 +37,10 @@ func (o *globalOpts) kafkaBenchOpts(addr string) ([]kgo.Opt, error) {
 // benchProduceKafka produces like benchProduce, through the Kafka
 // listener: up to concurrency × records-per-call records are buffered in
 // kgo, which batches them per partition (acks=all, uncompressed as logd's
-// API sends them, no producer id: logd does not advertise InitProducerId). Latency is per record, from the
-// Produce call to its acknowledgement.
+// API sends them, idempotent as kgo is by default, so every batch goes
+// through its partition's producer state where the cluster serves
+// InitProducerId). Latency is per record, from the Produce call to its
+// acknowledgement.
 func benchProduceKafka(ctx context.Context, o *globalOpts, addr string, f *benchProduceFlags, prog *progress) (benchResult, error) {
 	if f.rate > 0 || f.idemKeys || f.compareRounds > 0 {
 		return benchResult{}, usagef("--kafka measures the Kafka path as fast as it goes: not with --rate, --idempotency-keys or --compare-keys")
@@ -51,12 +53,10 @@ func benchProduceKafka(ctx context.Context, o *globalOpts, addr string, f *bench
 	kopts = append(kopts,
 		kgo.DefaultProduceTopic(f.topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.DisableIdempotentWrite(),
 		// kgo compresses with snappy by default, and every record here
 		// carries the same value: batches would shrink to almost nothing
 		// and measure the codec, not the path logd's API takes.
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.MaxProduceRequestsInflightPerBroker(f.concurrency),
 		kgo.MaxBufferedRecords(buffered),
 		// kgo's default batch bound (about 1 MB) stays under the topic's
 		// default max.message.bytes.

@@ -65,11 +65,12 @@ least the keyed topic's idempotency.max.keys, so the window is full and
 every key evicts the oldest, as in steady state.
 
 --kafka HOST:PORT produces through that node's Kafka listener with
-franz-go instead of logd's API (acks=all, uncompressed, no producer id), so the two
-front ends can be compared in one sitting: kgo batches the records per
-partition, with up to --concurrency requests and --concurrency ×
---records-per-call records in flight, and latency is per record. The
-topic is still created and deleted over logd's API.`,
+franz-go instead of logd's API (acks=all, uncompressed, idempotent as kgo
+is by default), so the two front ends can be compared in one sitting: kgo
+batches the records per partition, with up to 5 requests in flight (its
+bound for an idempotent producer) and --concurrency × --records-per-call
+records buffered, and latency is per record. The topic is still created
+and deleted over logd's API.`,
 		Example: `  logctl bench produce --records 1000000
   logctl bench produce --topic logctl-bench --records 100000 --keep
   logctl bench produce --duration 30s --rate 50000 --output json

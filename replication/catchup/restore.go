@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -53,6 +54,10 @@ type RestoreConfig struct {
 	Log log.Options
 	// Logger receives progress; default slog.Default().
 	Logger *slog.Logger
+	// Now is the restore's clock, which places the new cluster's Kafka
+	// producer ids above the backup's (fsm.ProducerIDRestoreBase); default
+	// time.Now.
+	Now func() time.Time
 }
 
 // RestoreBackup reads a backup from r and builds cfg.DataDir from it (see
@@ -68,6 +73,9 @@ func RestoreBackup(r io.Reader, cfg RestoreConfig) (backupfile.Header, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	target := filepath.Clean(cfg.DataDir)
 	if entries, err := os.ReadDir(target); err == nil && len(entries) > 0 {
@@ -136,7 +144,7 @@ func restoreInto(dir string, br *backupfile.Reader, cfg RestoreConfig) error {
 		sink.Cancel()
 		return fmt.Errorf("restore: %w", err)
 	}
-	if err := fsm.ForNewCluster(sink, snap); err != nil {
+	if err := fsm.ForNewCluster(sink, snap, cfg.Now()); err != nil {
 		sink.Cancel()
 		return fmt.Errorf("restore: snapshot: %w", err)
 	}

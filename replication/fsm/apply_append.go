@@ -69,7 +69,19 @@ func (f *FSM) applyAppend(index uint64, now int64, a Append) any {
 	if err := validateAppend(t, a); err != nil {
 		return err
 	}
-	sizes, err := f.admit(t, a, queueEnds(t), now)
+	// An idempotent producer's batch is judged by its partition's
+	// producer state first (producers.go): a duplicate is answered with
+	// its original offset and a refused batch with its error, and only the
+	// rest is written, as one append.
+	var verdicts producerVerdicts
+	write := a
+	if a.producers {
+		verdicts, write = f.judgeProducers(t, a, now)
+		if len(write.Batches) == 0 {
+			return verdicts.result(nil)
+		}
+	}
+	sizes, err := f.admit(t, write, queueEnds(t), now)
 	if err != nil {
 		return err
 	}
@@ -80,7 +92,7 @@ func (f *FSM) applyAppend(index uint64, now int64, a Append) any {
 	// failed write stops the node, so the window may change first.
 	window := t.IdempotencyWindow()
 	inserts := f.dedupScratch[:0]
-	for _, b := range a.Batches {
+	for _, b := range write.Batches {
 		for _, k := range b.Keys {
 			inserts = append(inserts, dedup.Key{Key: k.Key, Entry: partitionDedupEntry(k, b.Partition, t.Partitions[b.Partition].next, now+window)})
 		}
@@ -93,9 +105,9 @@ func (f *FSM) applyAppend(index uint64, now int64, a Append) any {
 			return fmt.Errorf("%w: %q", backend.ErrDedupRace, held)
 		}
 	}
-	res := AppendResult{BaseOffsets: make([]int64, len(a.Batches))}
+	res := AppendResult{BaseOffsets: make([]int64, len(write.Batches))}
 	meta := log.AppendMeta{AppliedIndex: index, Time: time.Unix(0, now)}
-	for i, b := range a.Batches {
+	for i, b := range write.Batches {
 		p := t.Partitions[b.Partition]
 		base := p.next
 		if index > p.log.AppliedIndex() {
@@ -113,10 +125,69 @@ func (f *FSM) applyAppend(index uint64, now int64, a Append) any {
 		info, _ := batch.Peek(b.Batch) // verified above
 		p.next = base + int64(info.LastOffsetDelta) + 1
 		res.BaseOffsets[i] = base
+		if a.producers && info.ProducerID >= 0 {
+			p.producers.record(&info, base, now)
+		}
 	}
-	f.noteAppend(t, a, res.BaseOffsets, sizes, now)
-	for _, b := range a.Batches {
+	f.noteAppend(t, write, res.BaseOffsets, sizes, now)
+	for _, b := range write.Batches {
 		t.Partitions[b.Partition].signal()
+	}
+	if verdicts != nil {
+		return verdicts.result(res.BaseOffsets)
+	}
+	return res
+}
+
+// producerVerdict is the producer state's judgement of one batch of an
+// append: written (the written'th batch written), a duplicate of the batch
+// at base, or refused with err.
+type producerVerdict struct {
+	written int
+	dup     bool
+	base    int64
+	err     error
+}
+
+type producerVerdicts []producerVerdict
+
+// judgeProducers judges every batch of a with a producer id against its
+// partition's producer state at now, and returns the verdicts and the
+// append of the batches to write.
+func (f *FSM) judgeProducers(t *Topic, a Append, now int64) (producerVerdicts, Append) {
+	verdicts := make(producerVerdicts, len(a.Batches))
+	write := Append{Topic: a.Topic, producers: true}
+	for i, b := range a.Batches {
+		info, _ := batch.Peek(b.Batch) // verified by validateAppend
+		v := &verdicts[i]
+		if info.ProducerID >= 0 {
+			v.base, v.dup, v.err = t.Partitions[b.Partition].producers.check(&info, now)
+		}
+		if v.dup || v.err != nil {
+			continue
+		}
+		v.written = len(write.Batches)
+		write.Batches = append(write.Batches, b)
+	}
+	return verdicts, write
+}
+
+// result is the AppendResult of an append judged into vs, whose written
+// batches got bases.
+func (vs producerVerdicts) result(bases []int64) AppendResult {
+	res := AppendResult{BaseOffsets: make([]int64, len(vs))}
+	for i, v := range vs {
+		switch {
+		case v.err != nil:
+			if res.Errors == nil {
+				res.Errors = make([]error, len(vs))
+			}
+			res.Errors[i], res.BaseOffsets[i] = v.err, -1
+		case v.dup:
+			res.BaseOffsets[i] = v.base
+		default:
+			res.BaseOffsets[i] = bases[v.written]
+		}
 	}
 	return res
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/logd-dev/logd/backend"
 )
@@ -81,12 +82,15 @@ func ReadSnapshotManifest(r *bufio.Reader) ([]byte, SnapshotContents, error) {
 }
 
 // ForNewCluster copies the snapshot read from r to w as the first snapshot
-// of a new cluster: the node registry is emptied, since the nodes it names
-// belong to the cluster the backup was taken from (a new node that
-// installs the snapshot must never fetch segments from them: they may
-// hold other data past the backup's index). The new cluster's nodes
-// register as they start; everything else is copied as it is.
-func ForNewCluster(w io.Writer, r io.Reader) error {
+// of a new cluster restored at restoredAt: the node registry is emptied,
+// since the nodes it names belong to the cluster the backup was taken
+// from (a new node that installs the snapshot must never fetch segments
+// from them: they may hold other data past the backup's index), and the
+// Kafka producer id allocator moves up to ProducerIDRestoreBase(restoredAt)
+// at least, above the ids the backup's cluster may have handed out after
+// the backup. The new cluster's nodes register as they start; everything
+// else is copied as it is.
+func ForNewCluster(w io.Writer, r io.Reader, restoredAt time.Time) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	line, _, err := ReadSnapshotManifest(br)
 	if err != nil {
@@ -97,6 +101,7 @@ func ForNewCluster(w io.Writer, r io.Reader) error {
 		return fmt.Errorf("decode snapshot manifest: %w", err)
 	}
 	m.Nodes = &clusterManifest{Version: clusterManifestVersion, Nodes: []RegisteredNode{}}
+	m.NextProducerID = max(m.NextProducerID, ProducerIDRestoreBase(restoredAt))
 	if err := json.NewEncoder(w).Encode(m); err != nil {
 		return fmt.Errorf("write snapshot manifest: %w", err)
 	}

@@ -64,10 +64,16 @@ type RecordKey struct {
 // batches (see CompressionLevel), so it must stop on the entry rather than
 // apply it, and the proposer sends one only once every member is at the
 // level.
+//
+// Version 5 (appendProducerVersion, at ProducerLevel) is version 3's
+// layout, written when a batch of the append carries a Kafka producer id:
+// such batches are judged by their partition's producer state
+// (producers.go), which a build below that level would not do.
 const (
-	appendKeysVersion   = 2
-	appendKeysVersionV3 = 3
-	appendCodecsVersion = 4
+	appendKeysVersion     = 2
+	appendKeysVersionV3   = 3
+	appendCodecsVersion   = 4
+	appendProducerVersion = 5
 )
 
 // Append appends record batches to partitions of one topic. Either every
@@ -75,6 +81,11 @@ const (
 type Append struct {
 	Topic   string
 	Batches []PartitionBatch
+	// producers is set on an Append decoded from payload version
+	// appendProducerVersion: its batches with a producer id are judged by
+	// their partitions' producer state. Set only by decoding, so replicas
+	// of every build decide by the entry alone.
+	producers bool
 }
 
 // envelope is the decoded form of any command: its type, the leader-stamped
@@ -126,6 +137,10 @@ func encodeAppend(now int64, a Append) []byte {
 	if newCodecs(a) {
 		keyed = true // version 4 has version 3's layout
 		dst[1] = appendCodecsVersion
+	}
+	if hasProducerBatch(a) {
+		keyed = true // version 5 has version 3's layout
+		dst[1] = appendProducerVersion
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(a.Topic)))
 	dst = append(dst, a.Topic...)
@@ -276,7 +291,7 @@ func decodeAppend(p []byte, version byte, scratch *keyScratch) (Append, error) {
 		switch version {
 		case appendKeysVersion:
 			pb.Keys = r.keysV2()
-		case appendKeysVersionV3, appendCodecsVersion:
+		case appendKeysVersionV3, appendCodecsVersion, appendProducerVersion:
 			pb.Keys = r.keysV3()
 		}
 		a.Batches = append(a.Batches, pb)
@@ -287,6 +302,7 @@ func decodeAppend(p []byte, version byte, scratch *keyScratch) (Append, error) {
 	if r.err != nil {
 		return Append{}, fmt.Errorf("%w: append: %v", backend.ErrBadCommand, r.err)
 	}
+	a.producers = version == appendProducerVersion
 	return a, nil
 }
 

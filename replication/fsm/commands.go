@@ -18,6 +18,8 @@ const (
 	CmdCreateTopic CommandType = 1
 	CmdDeleteTopic CommandType = 2
 	CmdAppend      CommandType = 3
+	// CmdProducerInit allocates a Kafka producer id, at ProducerLevel.
+	CmdProducerInit CommandType = 4
 
 	// Consumer groups (10-19).
 	CmdGroupJoin         CommandType = 10
@@ -142,8 +144,13 @@ const (
 	// once every member registered it, a cluster of an earlier build gets
 	// a secret (replication's secret.go). Apply decides nothing by it.
 	SessionLevel FeatureLevel = 10
+	// ProducerLevel adds idempotent Kafka producers: producer ids
+	// (CmdProducerInit) and appends judged by their partition's producer
+	// state (append payload version appendProducerVersion), which a build
+	// below it would append without looking at their sequences.
+	ProducerLevel FeatureLevel = 11
 	// Level is the highest feature level this build understands.
-	Level FeatureLevel = SessionLevel
+	Level FeatureLevel = ProducerLevel
 )
 
 // commandVersion is the payload version most kinds write after the type
@@ -192,7 +199,9 @@ var commands = [...]command{
 		{version: appendKeysVersion, level: BaseLevel},          // read only
 		{version: appendKeysVersionV3, level: BaseLevel},        // with keys
 		{version: appendCodecsVersion, level: CompressionLevel}, // with a snappy, lz4 or zstd batch
+		{version: appendProducerVersion, level: ProducerLevel},  // with an idempotent producer's batch
 	}, decodeAppendPayload, (*FSM).applyAppend),
+	CmdProducerInit: jsonCommand("producer-init", ProducerLevel, (*FSM).applyProducerInit),
 
 	CmdGroupJoin:         jsonCommand("group-join", BaseLevel, (*FSM).applyGroupJoin),
 	CmdGroupHeartbeat:    jsonCommand("group-heartbeat", BaseLevel, (*FSM).applyGroupHeartbeat),

@@ -1,7 +1,8 @@
 // Package fsm is logd's replicated state machine: topics and their
 // partition logs, topic settings, consumer groups, queue groups, the
-// retention bookkeeping, the node registry and the idempotency windows, as
-// applied from the Raft log. Package replication runs it on hashicorp/raft;
+// retention bookkeeping, the node registry, the idempotency windows and
+// the Kafka producer ids and per-partition producer state (producers.go),
+// as applied from the Raft log. Package replication runs it on hashicorp/raft;
 // this package knows nothing of Raft, the network, randomness or the clock
 // (see docs/architecture.md for the layout and the import arrows; an
 // architecture test keeps them).
@@ -33,8 +34,9 @@
 //     acknowledged, and every later entry is refused with backend.ErrStopped
 //     (TestUnknownCommandStops, TestApplyDamagedEntryStops).
 //  4. Snapshots are small: topic metadata and a per-partition manifest
-//     (start, end, applied index, segments), the groups, queues, node
-//     registry and cleaner runs, then each topic's idempotency window.
+//     (start, end, applied index, segments, live producers), the groups,
+//     queues, node registry, cleaner runs and the next producer id, then
+//     each topic's idempotency window.
 //     Snapshot captures it between applies; Snapshot.Persist fsyncs every
 //     partition log before writing it (while applies go on), so Raft never
 //     compacts its log past partition data that is not durable. Restore

@@ -12,7 +12,7 @@ import (
 // kind and payload version this build has is within its feature levels;
 // all kinds that existed before feature levels are at BaseLevel, the
 // security kinds at SecurityLevel, group-set-offsets at ExternalGroupsLevel,
-// redrive at RedriveLevel.
+// redrive at RedriveLevel, producer-init at ProducerLevel.
 func TestCommandTable(t *testing.T) {
 	names := map[string]CommandType{}
 	rows := 0
@@ -43,6 +43,8 @@ func TestCommandTable(t *testing.T) {
 			want = PartitionsLevel
 		case ct == CmdRedrive:
 			want = RedriveLevel
+		case ct == CmdProducerInit:
+			want = ProducerLevel
 		}
 		if c.level != want {
 			t.Errorf("%s: level %d, want %d", c.name, c.level, want)
@@ -53,8 +55,8 @@ func TestCommandTable(t *testing.T) {
 			}
 		}
 	}
-	if rows != 29 {
-		t.Fatalf("%d kinds in the table, want 29", rows)
+	if rows != 30 {
+		t.Fatalf("%d kinds in the table, want 30", rows)
 	}
 }
 

@@ -82,6 +82,9 @@ type FSM struct {
 	nodes nodeRegistry
 	// security is the tokens and ACLs (security_state.go).
 	security securityState
+	// nextProducerID is the Kafka producer id the next ProducerInit hands
+	// out (apply_producer_init.go); only the Raft goroutine touches it.
+	nextProducerID int64
 	// redrives are the redrive jobs (redrive_state.go).
 	redrives redriveJobs
 	// catchUp fetches missing segments from peers on Restore (catchup.go).
@@ -133,6 +136,11 @@ func New(cfg Config) *FSM {
 // to each batch, in command order.
 type AppendResult struct {
 	BaseOffsets []int64
+	// Errors, when not nil, holds each batch's refusal by its partition's
+	// producer state (nil where the batch was written or was a duplicate,
+	// whose BaseOffsets entry is then the original's); the other batches
+	// were written.
+	Errors []error
 }
 
 // Topic returns the named topic, or backend.ErrUnknownTopic.

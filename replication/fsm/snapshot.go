@@ -53,6 +53,9 @@ type manifest struct {
 	// Redrives holds the redrive jobs (redrive_state.go); their positions
 	// are in Groups.
 	Redrives *redriveManifest `json:"redrives,omitempty"`
+	// NextProducerID is the Kafka producer id the allocator hands out next
+	// (apply_producer_init.go); absent before ProducerLevel.
+	NextProducerID int64 `json:"next_producer_id,omitempty"`
 }
 
 type topicManifest struct {
@@ -78,6 +81,9 @@ type partitionManifest struct {
 	End          int64             `json:"end"`
 	AppliedIndex uint64            `json:"applied_index"`
 	Segments     []segmentManifest `json:"segments"`
+	// Producers is the partition's idempotent producers live at the
+	// snapshot's time, by id (producers.go).
+	Producers []producerManifest `json:"producers,omitempty"`
 }
 
 type segmentManifest struct {
@@ -98,7 +104,7 @@ func (f *FSM) Snapshot() (*Snapshot, error) {
 	}
 	f.segmentsChanged.Store(false)
 	f.snapshotted.Store(true)
-	m := manifest{Version: manifestVersion, Index: f.applied.Load(), Now: f.now.Load(), Level: f.AppliedLevel()}
+	m := manifest{Version: manifestVersion, Index: f.applied.Load(), Now: f.now.Load(), Level: f.AppliedLevel(), NextProducerID: f.nextProducerID}
 	f.resetSinceSnapshot(m.Index)
 	var (
 		syncs  []*Partition
@@ -109,7 +115,7 @@ func (f *FSM) Snapshot() (*Snapshot, error) {
 		tm := topicManifest{Name: t.Name, Config: t.Config, CreatedNanos: t.CreatedNanos, CreateIndex: t.CreateIndex, CreatedBy: t.CreatedBy}
 		for _, p := range t.Partitions {
 			syncs = append(syncs, p)
-			pm := partitionManifest{Start: p.log.StartOffset(), End: p.next, AppliedIndex: p.log.AppliedIndex()}
+			pm := partitionManifest{Start: p.log.StartOffset(), End: p.next, AppliedIndex: p.log.AppliedIndex(), Producers: p.producers.snapshot(m.Now)}
 			for _, s := range p.log.Segments() {
 				pm.Segments = append(pm.Segments, segmentManifest{Base: s.BaseOffset, End: s.EndOffset, Bytes: s.Bytes})
 			}
@@ -247,6 +253,20 @@ func (f *FSM) Restore(rc io.Reader) error {
 			return fmt.Errorf("restore: %s: idempotency window: %w", tm.Name, err)
 		}
 	}
+	producers := make([][]producerState, len(m.Topics))
+	for i, tm := range m.Topics {
+		producers[i] = make([]producerState, len(tm.Partitions))
+		for j, pm := range tm.Partitions {
+			ps, err := restoreProducers(pm.Producers)
+			if err != nil {
+				return fmt.Errorf("restore: %s-%d: producers: %w", tm.Name, j, err)
+			}
+			producers[i][j] = ps
+		}
+	}
+	if m.NextProducerID < 0 {
+		return fmt.Errorf("restore: next producer id %d", m.NextProducerID)
+	}
 	tokens, acls, err := decodeSecurity(m.Security)
 	if err != nil {
 		return err
@@ -279,6 +299,7 @@ func (f *FSM) Restore(rc io.Reader) error {
 		t.dedup = windows[ti]
 		for i, pm := range tm.Partitions {
 			t.Partitions[i].next = pm.End
+			t.Partitions[i].producers = producers[ti][i]
 			l := t.Partitions[i].log
 			if l.EndOffset() < pm.End {
 				closeAll(topics)
@@ -314,6 +335,7 @@ func (f *FSM) Restore(rc io.Reader) error {
 	f.restoreRedrives(m.Redrives)
 	f.now.Store(m.Now)
 	f.level.Store(uint32(m.Level))
+	f.nextProducerID = m.NextProducerID
 	f.applied.Store(m.Index)
 	f.resetSinceSnapshot(m.Index)
 	f.segmentsChanged.Store(changed)

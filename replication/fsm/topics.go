@@ -58,6 +58,10 @@ type Partition struct {
 	// knows its offsets. Only the FSM goroutine touches it.
 	next int64
 
+	// producers is the partition's idempotent producers (producers.go);
+	// only the FSM goroutine touches it.
+	producers producerState
+
 	// unsynced counts the batch bytes appended since the last sync of the
 	// log began (SyncDirty, Snapshot.Persist): Apply adds, the syncing
 	// goroutine takes them.

@@ -5,7 +5,9 @@
 package recordtest
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +25,18 @@ func Batch(t testing.TB, values ...string) []byte {
 		recs[i] = batch.Record{Timestamp: 1_700_000_000_000 + int64(i), Value: []byte(v)}
 	}
 	return build(t, recs)
+}
+
+// ProducerBatch is Batch as an idempotent Kafka producer sends it: from
+// producer id at epoch, its first sequence seq.
+func ProducerBatch(t testing.TB, id int64, epoch int16, seq int32, values ...string) []byte {
+	t.Helper()
+	b := Batch(t, values...)
+	binary.BigEndian.PutUint64(b[43:], uint64(id))
+	binary.BigEndian.PutUint16(b[51:], uint16(epoch))
+	binary.BigEndian.PutUint32(b[53:], uint32(seq))
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
 }
 
 // KeyedBatch builds a batch of key, value pairs at timestamp ts (ms); the

@@ -54,9 +54,12 @@ function record (i) {
 
 // produce sends args.count records in sends of args.perSend, acks -1,
 // every other send gzip-compressed, and reports each send's answer per
-// partition.
+// partition; with args.idempotent, as an idempotent producer (one request
+// in flight, as kafkajs asks of one).
 async function produce () {
-  const producer = kafka.producer({ allowAutoTopicCreation: false, idempotent: false })
+  const producer = args.idempotent
+    ? kafka.producer({ allowAutoTopicCreation: false, idempotent: true, maxInFlightRequests: 1 })
+    : kafka.producer({ allowAutoTopicCreation: false, idempotent: false })
   await producer.connect()
   const sends = []
   try {
