@@ -56,7 +56,6 @@ const (
 	maxLegacyRPC = 3
 	nonceLen     = 32
 	proofLen     = sha256.Size
-	maxHelloID   = 255
 	flagSecret   = 1
 
 	verdictOK       = 0
@@ -138,6 +137,22 @@ func readID(r io.Reader) (string, error) {
 	return string(b), nil
 }
 
+// helloHead writes this side's part of the hello common to both sides
+// (flags, a new nonce, the node id) to out, and returns the nonce.
+func (p *Port) helloHead(out *bytes.Buffer, secret []byte) []byte {
+	flags := byte(0)
+	if secret != nil {
+		flags |= flagSecret
+	}
+	nonce := make([]byte, nonceLen)
+	rand.Read(nonce)
+	out.WriteByte(flags)
+	out.Write(nonce)
+	out.WriteByte(byte(len(p.nodeID)))
+	out.WriteString(p.nodeID)
+	return nonce
+}
+
 // serverHello runs the server's side of the hello on c (its deadline set
 // by the caller) and returns the client's node id, proven by its
 // certificate (certID, "" in plaintext) or the cluster secret, or ""
@@ -157,16 +172,7 @@ func (p *Port) serverHello(c net.Conn, certID string) (string, error) {
 	}
 	secret, required := p.ClusterSecret()
 	var out bytes.Buffer
-	serverNonce := make([]byte, nonceLen)
-	rand.Read(serverNonce)
-	flags := byte(0)
-	if secret != nil {
-		flags |= flagSecret
-	}
-	out.WriteByte(flags)
-	out.Write(serverNonce)
-	out.WriteByte(byte(len(p.nodeID)))
-	out.WriteString(p.nodeID)
+	serverNonce := p.helloHead(&out, secret)
 	if secret != nil {
 		out.Write(proof(secret, "server", clientNonce, serverNonce, clientID, p.nodeID))
 	}
@@ -215,18 +221,9 @@ func (p *Port) serverHello(c net.Conn, certID string) (string, error) {
 // answers is errOldPeer.
 func (p *Port) clientHello(c net.Conn, certID string) (string, error) {
 	secret, required := p.ClusterSecret()
-	clientNonce := make([]byte, nonceLen)
-	rand.Read(clientNonce)
 	var out bytes.Buffer
 	out.WriteString(muxMagic)
-	flags := byte(0)
-	if secret != nil {
-		flags |= flagSecret
-	}
-	out.WriteByte(flags)
-	out.Write(clientNonce)
-	out.WriteByte(byte(len(p.nodeID)))
-	out.WriteString(p.nodeID)
+	clientNonce := p.helloHead(&out, secret)
 	if _, err := c.Write(out.Bytes()); err != nil {
 		return "", fmt.Errorf("send the hello: %w", err)
 	}
