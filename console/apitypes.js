@@ -711,11 +711,16 @@
  * @property {string} [peerAddress]
  * @property {string} [kafkaAddress]
  * @property {boolean} [registerOnly]
+ * @property {boolean} [secretOnly]
+ * @property {string} [secretFingerprint]
  */
 
 /**
  * @typedef {object} JoinResponse
  * @property {string} [leaderId]
+ * @property {string} [clusterSecret]
+ * @property {boolean} [secretOnly]
+ * @property {boolean} [secretRequired]
  */
 
 /**
