@@ -63,6 +63,16 @@ type ClusterAPI interface {
 	Failed() error
 	// IsLeader reports whether this node is the Raft leader now.
 	IsLeader() bool
+	// AppliedIndex is the Raft index of the last entry this node applied.
+	// AwaitApplied waits, at most wait and while ctx lasts, until this
+	// node has applied index, then fails with *BehindError. ReadIndex, on
+	// the leader only (ErrNotLeader elsewhere), returns an index that
+	// covers every write acknowledged before the call: a read that waits
+	// to apply it is linearizable (docs/architecture.md, "Read
+	// guarantees").
+	AppliedIndex() uint64
+	AwaitApplied(ctx context.Context, index uint64, wait time.Duration) error
+	ReadIndex() (uint64, error)
 	// LeaderAPIAddress returns the leader's registered client API address
 	// and id; "" when no leader is known (or it has not registered).
 	LeaderAPIAddress() (addr, id string)
