@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/internal/membudget"
 )
 
 // conn is one client connection: a goroutine reads requests (serve's
@@ -180,6 +181,7 @@ func (c *conn) handle(r *request) bool {
 	}
 	api := apiName(r.h.key)
 	rc := &reqCtx{c: c, key: r.h.key}
+	defer rc.releaseAnswer()
 	resp, err := c.dispatch(rc, r)
 	if err != nil {
 		// The body did not parse: Kafka closes the connection.
@@ -225,6 +227,17 @@ type reqCtx struct {
 	c     *conn
 	key   int16
 	codes map[int16]struct{}
+	// answers is what the answer holds of the answer budget (fetch.go),
+	// released once it is written.
+	answers []*membudget.Charge
+}
+
+// releaseAnswer gives back what the answer holds of the answer budget.
+func (rc *reqCtx) releaseAnswer() {
+	for _, c := range rc.answers {
+		c.Release()
+	}
+	rc.answers = nil
 }
 
 // note records an error code answered (NONE is not recorded).
