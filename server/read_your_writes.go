@@ -99,16 +99,26 @@ func (w *appliedIndexWriter) Flush() {
 func (w *appliedIndexWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // readFloorInterceptor makes a read wait until this node applied the
-// read floor. Status answers at once: it reports the node's state.
+// read floor, and for a consistent read (read_index.go) the leader's read
+// index too. Status answers at once: it reports the node's state.
 func (s *Server) readFloorInterceptor() connect.UnaryInterceptorFunc {
 	return func(next connect.UnaryFunc) connect.UnaryFunc {
 		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 			p := req.Spec().Procedure
-			if localProcedures[p] && p != logdv1connect.LogServiceStatusProcedure {
-				if floor := s.fwd.floor.v.Load(); floor > s.b.AppliedIndex() {
-					if err := s.b.AwaitApplied(ctx, floor, readFloorWait); err != nil {
-						return nil, toConnectError(err)
-					}
+			if !localProcedures[p] || p == logdv1connect.LogServiceStatusProcedure {
+				return next(ctx, req)
+			}
+			floor := s.fwd.floor.v.Load()
+			if req.Header().Get(ConsistentReadHeader) == "true" {
+				i, err := s.readIndex(ctx, req)
+				if err != nil {
+					return nil, err
+				}
+				floor = max(floor, i)
+			}
+			if floor > 0 && floor > s.b.AppliedIndex() {
+				if err := s.b.AwaitApplied(ctx, floor, readFloorWait); err != nil {
+					return nil, toConnectError(err)
 				}
 			}
 			return next(ctx, req)

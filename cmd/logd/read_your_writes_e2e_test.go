@@ -12,6 +12,7 @@ import (
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/internal/e2e"
 	"github.com/logd-dev/logd/internal/nemesis"
+	"github.com/logd-dev/logd/server"
 )
 
 // TestReadYourWritesThroughFollower: a record produced through a follower
@@ -19,10 +20,12 @@ import (
 // through that follower, at once, although Raft reaches the follower
 // late: the link from the leader to it carries ryWLatency, so the leader
 // commits with the other follower and acknowledges before this one has
-// the entry (docs/architecture.md, "Read guarantees"). Without the read
-// floor (server/read_your_writes.go) the fetch misses the record every
-// time. The default run tries ryWShortRounds writes; LOGD_FAULT_LONG=1
-// (make fault) tries ryWLongRounds.
+// the entry (docs/architecture.md, "Read guarantees"). And a record
+// produced through the other follower is in a consistent fetch
+// (server.ConsistentReadHeader) through the slow one. Without the read
+// floor (server/read_your_writes.go), or the read index, the fetch misses
+// the record every time. The default run tries ryWShortRounds writes of
+// each kind; LOGD_FAULT_LONG=1 (make fault) tries ryWLongRounds.
 func TestReadYourWritesThroughFollower(t *testing.T) {
 	e2e.ParallelShort(t)
 	const (
@@ -46,26 +49,43 @@ func TestReadYourWritesThroughFollower(t *testing.T) {
 	nt.Set(li, fi, nemesis.Link{Latency: ryWLatency})
 	defer nt.Heal()
 
-	var missed []string
-	for i := range rounds {
-		v := fmt.Sprintf("ryw-%d", i)
-		resp, err := f.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "ryw", Records: []*logdv1.Record{{Value: []byte(v)}}}))
-		if err != nil {
-			t.Fatalf("produce %s through %s: %v", v, f.ID, err)
+	// Written through the slow follower itself, then through the other
+	// one and read with a consistent start through the slow one.
+	other := c.Nodes[(li+2)%len(c.Nodes)]
+	for _, tc := range []struct {
+		name       string
+		via        *e2e.Node
+		consistent bool
+	}{
+		{name: "read your writes", via: f},
+		{name: "consistent read", via: other, consistent: true},
+	} {
+		var missed []string
+		for i := range rounds {
+			v := fmt.Sprintf("%s-%d", tc.via.ID, i)
+			resp, err := tc.via.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "ryw", Records: []*logdv1.Record{{Value: []byte(v)}}}))
+			if err != nil {
+				t.Fatalf("%s: produce %s through %s: %v", tc.name, v, tc.via.ID, err)
+			}
+			off := resp.Msg.Results[0].Offset
+			req := connect.NewRequest(&logdv1.FetchRequest{Topic: "ryw", Offset: off, MaxRecords: 1})
+			if tc.consistent {
+				req.Header().Set(server.ConsistentReadHeader, "true")
+			}
+			got, err := f.RPC.Fetch(ctx, req)
+			switch {
+			case err != nil:
+				missed = append(missed, fmt.Sprintf("%s at %d: %v", v, off, err))
+			case len(got.Msg.Records) == 0 || string(got.Msg.Records[0].Value) != v:
+				missed = append(missed, fmt.Sprintf("%s at %d: fetch answered %d records, end %d", v, off, len(got.Msg.Records), got.Msg.EndOffset))
+			}
 		}
 		if cur := c.Leader(ctx); cur != ld {
 			t.Fatalf("leadership moved from %s to %s: the test needs a stable leader", ld.ID, cur.ID)
 		}
-		off := resp.Msg.Results[0].Offset
-		got, err := f.RPC.Fetch(ctx, connect.NewRequest(&logdv1.FetchRequest{Topic: "ryw", Offset: off, MaxRecords: 1}))
-		switch {
-		case err != nil:
-			missed = append(missed, fmt.Sprintf("%s at %d: %v", v, off, err))
-		case len(got.Msg.Records) == 0 || string(got.Msg.Records[0].Value) != v:
-			missed = append(missed, fmt.Sprintf("%s at %d: fetch answered %d records, end %d", v, off, len(got.Msg.Records), got.Msg.EndOffset))
+		if len(missed) > 0 {
+			t.Errorf("%s: %d of %d acknowledged writes through %s were not in the next fetch through follower %s; first: %s",
+				tc.name, len(missed), rounds, tc.via.ID, f.ID, missed[0])
 		}
-	}
-	if len(missed) > 0 {
-		t.Fatalf("%d of %d acknowledged writes through follower %s were not in the next fetch through it; first: %s", len(missed), rounds, f.ID, missed[0])
 	}
 }
