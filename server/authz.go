@@ -359,7 +359,7 @@ var authzTable = map[string]authzRule{
 	logdv1connect.LogServiceStatusProcedure: {},
 	// An index, as Status shows the applied one.
 	logdv1connect.LogServiceReadIndexProcedure: {},
-	logdv1connect.LogServiceWhoAmIProcedure: {},
+	logdv1connect.LogServiceWhoAmIProcedure:    {},
 
 	// Tokens: the resource is the name of the user a token is for.
 	logdv1connect.LogServiceCreateTokenProcedure: {
