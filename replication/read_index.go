@@ -24,12 +24,25 @@ func (b *Backend) AppliedIndex() uint64 { return b.fsm.AppliedIndex() }
 // while ctx lasts. Past wait it fails with *backend.BehindError naming the
 // leader, which has applied everything it acknowledged.
 func (b *Backend) AwaitApplied(ctx context.Context, index uint64, wait time.Duration) error {
+	return b.awaitApplies(ctx, wait, func() string {
+		if have := b.fsm.AppliedIndex(); have < index {
+			return fmt.Sprintf("raft index %d (this node applied %d)", index, have)
+		}
+		return ""
+	})
+}
+
+// awaitApplies waits while lacking names something this node has not
+// applied (it returns "" once nothing is lacking), checking again after
+// each apply: at most wait, then *backend.BehindError naming what is
+// lacking and the leader; or until ctx ends.
+func (b *Backend) awaitApplies(ctx context.Context, wait time.Duration, lacking func() string) error {
 	var deadline <-chan time.Time
 	for {
 		// Taken before the check, so an apply in between wakes the wait.
 		applied := b.applied.wait()
-		have := b.fsm.AppliedIndex()
-		if have >= index {
+		what := lacking()
+		if what == "" {
 			return nil
 		}
 		if deadline == nil {
@@ -41,9 +54,9 @@ func (b *Backend) AwaitApplied(ctx context.Context, index uint64, wait time.Dura
 		case <-applied:
 		case <-deadline:
 			addr, _ := b.LeaderAPIAddress()
-			return &backend.BehindError{What: fmt.Sprintf("raft index %d (this node applied %d)", index, have), LeaderAddress: addr}
+			return &backend.BehindError{What: what, LeaderAddress: addr}
 		case <-ctx.Done():
-			return fmt.Errorf("wait to apply raft index %d: %w", index, ctx.Err())
+			return fmt.Errorf("wait to apply %s: %w", what, ctx.Err())
 		}
 	}
 }
