@@ -175,7 +175,7 @@ type Server struct {
 	limits    Limits
 	logger    *slog.Logger
 	metrics   *metrics
-	budget    *budget
+	budget    *membudget.Budget
 	// answers and answerWait are Options.Answers and AnswerWait.
 	answers    *membudget.Budget
 	answerWait time.Duration
@@ -223,7 +223,10 @@ func New(opts Options) (*Server, error) {
 		b: opts.Backend, advertise: opts.Advertise, peer: opts.PeerAddress,
 		autoMake: opts.AutoCreateTopics, defParts: opts.DefaultPartitions,
 		limits: l, logger: opts.Logger,
-		budget:  &budget{limit: l.InflightBytes},
+		// The request budget: a reader waits for room (conn.go), as a
+		// Kafka client cannot be told to retry before its request is read,
+		// and a reader that stops reading holds the client back by TCP.
+		budget:  membudget.New(l.InflightBytes, 0),
 		answers: opts.Answers, answerWait: cmp.Or(opts.AnswerWait, DefaultAnswerWait),
 		authz: opts.Auth.Authorizer, quotas: opts.Auth.Quotas,
 		auditLog: cmp.Or(opts.Auth.Audit, opts.Logger), handshakeTimeout: cmp.Or(opts.Auth.HandshakeTimeout, defaultHandshakeTimeout),

@@ -1,10 +1,11 @@
-// Package membudget is a node's memory budget for answers being built
-// and sent: a Fetch's records, a Kafka Fetch's batches. Each answer is
-// charged before it is built, for the most it may reach, and the charge is
-// trimmed to what was built, then released once the answer is written
-// (docs/architecture.md, "Memory budgets"). The Connect API and the Kafka
-// listener draw from one Budget, so the answers of both front ends
-// together stay within it.
+// Package membudget is a memory budget of bytes in flight, first of all
+// the node's budget for answers being built and sent: a Fetch's records,
+// a Kafka Fetch's batches. Each answer is charged before it is built, for
+// the most it may reach, and the charge is trimmed to what was built,
+// then released once the answer is written (docs/architecture.md, "Memory
+// budgets"). The Connect API and the Kafka listener draw from one Budget,
+// so the answers of both front ends together stay within it. The Kafka
+// listener's request budget is one too, whose readers wait without bound.
 //
 // Invariants:
 //   - The bytes charged never exceed the limit: a charge larger than the

@@ -94,9 +94,10 @@ func (b *Budget) Stats() Stats {
 }
 
 // Acquire charges n bytes to key, waiting while they do not fit, at most
-// wait and while ctx lasts; n is cut to the budget (and to the key's cap).
-// It fails with *FullError after wait, or with ctx's error, having
-// charged nothing.
+// wait (a negative wait: no bound) and while ctx lasts; n is cut to the
+// budget (and to the key's cap), so a charge larger than the budget waits
+// for an empty one. It fails with *FullError after wait, or with ctx's
+// error, having charged nothing.
 func (b *Budget) Acquire(ctx context.Context, key string, n int64, wait time.Duration) (*Charge, error) {
 	n = max(n, 0)
 	if b.limit > 0 {
@@ -116,13 +117,17 @@ func (b *Budget) Acquire(ctx context.Context, key string, n int64, wait time.Dur
 	b.waiters = append(b.waiters, w)
 	b.waited++
 	b.mu.Unlock()
-	t := time.NewTimer(wait)
-	defer t.Stop()
+	var timeout <-chan time.Time
+	if wait >= 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timeout = t.C
+	}
 	var err error
 	select {
 	case <-w.ready:
 		return c, nil
-	case <-t.C:
+	case <-timeout:
 	case <-ctx.Done():
 		err = ctx.Err()
 	}

@@ -103,3 +103,43 @@ func TestBudgetCancel(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// TestBudgetOrder: a charge that does not fit holds back the later ones
+// that would (first come, first served); a charge larger than the budget
+// waits for an empty one; a negative wait waits while ctx lasts.
+func TestBudgetOrder(t *testing.T) {
+	b := New(100, 0)
+	ctx := context.Background()
+	first, err := b.Acquire(ctx, "", 60, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted := make(chan *Charge, 2)
+	queue := func(n int64, queued int64) {
+		go func() {
+			if c, err := b.Acquire(ctx, "", n, -1); err == nil {
+				granted <- c
+			}
+		}()
+		for b.Stats().Waited < queued {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	queue(50, 1) // does not fit beside 60
+	queue(10, 2) // would fit, but waits its turn
+	if got := b.Stats().InUse; got != 60 {
+		t.Fatalf("in use %d while both wait; want 60", got)
+	}
+	first.Release()
+	a, c := <-granted, <-granted
+	if a.Bytes()+c.Bytes() != 60 {
+		t.Fatalf("granted %d and %d; want 50 and 10", a.Bytes(), c.Bytes())
+	}
+	a.Release()
+	c.Release()
+	big, err := b.Acquire(ctx, "", 500, -1)
+	if err != nil || b.Stats().InUse != 100 {
+		t.Fatalf("oversized charge on an empty budget: %v, in use %d", err, b.Stats().InUse)
+	}
+	big.Release()
+}
