@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"net/http"
 
 	"connectrpc.com/connect"
 
@@ -46,14 +47,22 @@ func (s *Server) readIndex(ctx context.Context, req connect.AnyRequest) (uint64,
 		return 0, toConnectError(errors.Join(backend.ErrNotLeader, errors.New("a consistent read needs the leader's read index, and no leader is known")))
 	}
 	call := connect.NewRequest(&logdv1.ReadIndexRequest{})
-	call.Header().Set(ForwardedHeader, s.b.NodeID())
-	if a := req.Header().Get("Authorization"); a != "" {
-		call.Header().Set("Authorization", a)
-	}
-	forwardPrincipal(ctx, call.Header())
+	s.onBehalf(ctx, req.Header(), call.Header())
 	resp, err := logdv1connect.NewLogServiceClient(s.leaderHTTP, s.peerHTTP.URL(addr)).ReadIndex(ctx, call)
 	if err != nil {
 		return 0, err
 	}
 	return resp.Msg.Index, nil
+}
+
+// onBehalf sets the headers of a call this node makes to the leader for
+// the caller of the call in ctx (whose headers are in): the call is
+// forwarded, with the caller's credentials and principal, as the
+// forwarder sends a write (forward.go).
+func (s *Server) onBehalf(ctx context.Context, in, out http.Header) {
+	out.Set(ForwardedHeader, s.b.NodeID())
+	if a := in.Get("Authorization"); a != "" {
+		out.Set("Authorization", a)
+	}
+	forwardPrincipal(ctx, out)
 }
