@@ -18,7 +18,7 @@ import (
 // once never pass the client's share (half the budget: every connection
 // comes from one address), the fetches past it wait or are answered
 // empty with throttle_time_ms, and every charge is given back once the
-// answers are written. With the budget switched off (a limit of -1) the
+// answers are written. With the budget switched off (membudget.New(-1, 0)) the
 // peak passes the share and nothing waits, and the test fails.
 func TestFetchAnswerBudget(t *testing.T) {
 	const (
