@@ -203,8 +203,13 @@ type QueueAPI interface {
 	AlterQueueGroup(ctx context.Context, topic, name string, change func(*queue.Config)) (queue.Config, error)
 	PauseQueueGroup(ctx context.Context, topic, name string, paused bool) (QueuePauseResult, error)
 	// QueueClaimWait claims records, long-polling up to wait while none is
-	// claimable.
-	QueueClaimWait(ctx context.Context, c QueueClaim, wait time.Duration) (QueueClaimResult, error)
+	// claimable. admit, if not nil, is called once records are claimable,
+	// before any is claimed (and leased); its error ends the call with
+	// nothing claimed. It may be called more than once (a claim that
+	// found nothing after all waits again). The server charges the
+	// answer's memory there (server/answer_budget.go), so a long poll
+	// holds none while it waits.
+	QueueClaimWait(ctx context.Context, c QueueClaim, wait time.Duration, admit func(context.Context) error) (QueueClaimResult, error)
 	QueueAck(ctx context.Context, c QueueAck) (QueueTokensResult, error)
 	QueueNack(ctx context.Context, c QueueNack) (QueueTokensResult, error)
 	QueueExtend(ctx context.Context, c QueueExtend) (QueueTokensResult, error)

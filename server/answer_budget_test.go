@@ -102,3 +102,79 @@ func retryAfterOf(ce *connect.Error) time.Duration {
 	}
 	return 0
 }
+
+// TestClaimAnswerBudget: claims are charged once records are claimable,
+// before they are leased: a claim refused with OVERLOADED leased nothing,
+// so every record is claimed exactly once in the end, and the bytes
+// charged at once never pass the client's share.
+func TestClaimAnswerBudget(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	const (
+		budget  = 4 << 20
+		share   = budget / 2
+		records = 12
+		claims  = 12
+	)
+	hs, reg := limitServer(t, ctx, server.Limits{InflightResponseBytes: budget, ResponseWait: 10 * time.Millisecond}, server.ConnLimits{})
+	rpc := logdv1connect.NewLogServiceClient(hs.Client(), hs.URL)
+	if _, err := rpc.CreateQueueGroup(ctx, connect.NewRequest(&logdv1.CreateQueueGroupRequest{Topic: "t", Group: "w"})); err != nil {
+		t.Fatal(err)
+	}
+	for range records {
+		rec := &logdv1.Record{Value: make([]byte, 256<<10)}
+		if _, err := rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "t", Records: []*logdv1.Record{rec}})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var (
+		mu      sync.Mutex
+		claimed = map[int64]int{}
+		refused int
+		wg      sync.WaitGroup
+	)
+	claim := func() error {
+		resp, err := rpc.Claim(ctx, connect.NewRequest(&logdv1.ClaimRequest{Topic: "t", Group: "w", MaxRecords: 3, MaxBytes: math.MaxInt32, LeaseMs: 60_000}))
+		mu.Lock()
+		defer mu.Unlock()
+		var ce *connect.Error
+		switch {
+		case errors.As(err, &ce) && ce.Code() == connect.CodeResourceExhausted && retryAfterOf(ce) > 0:
+			refused++
+			return nil
+		case err != nil:
+			return err
+		}
+		for _, r := range resp.Msg.Records {
+			claimed[r.Offset]++
+		}
+		return nil
+	}
+	for range claims {
+		wg.Go(func() {
+			if err := claim(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for len(claimed) < records && ctx.Err() == nil {
+		if err := claim(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for off, n := range claimed {
+		if n != 1 {
+			t.Errorf("offset %d claimed %d times", off, n)
+		}
+	}
+	if len(claimed) != records {
+		t.Errorf("%d of %d records claimed", len(claimed), records)
+	}
+	peak := metric(t, reg, "logd_response_inflight_peak_bytes")
+	t.Logf("%d claims at once: %d refused; peak %.0f bytes charged", claims, refused, peak)
+	if peak <= 0 || peak > share {
+		t.Errorf("peak charge %.0f bytes; want in (0, %d]", peak, share)
+	}
+	waitMetric(t, ctx, reg, "logd_response_inflight_bytes", func(v float64) bool { return v == 0 })
+}
