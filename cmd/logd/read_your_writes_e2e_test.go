@@ -15,7 +15,7 @@ import (
 	"github.com/logd-dev/logd/server"
 )
 
-// TestReadYourWritesThroughFollower: a record produced through a follower
+// TestClusterReadYourWritesThroughFollower: a record produced through a follower
 // (which forwards it to the leader) and acknowledged is in the next fetch
 // through that follower, at once, although Raft reaches the follower
 // late: the link from the leader to it carries ryWLatency, so the leader
@@ -26,7 +26,7 @@ import (
 // floor (server/read_your_writes.go), or the read index, the fetch misses
 // the record every time. The default run tries ryWShortRounds writes of
 // each kind; LOGD_FAULT_LONG=1 (make fault) tries ryWLongRounds.
-func TestReadYourWritesThroughFollower(t *testing.T) {
+func TestClusterReadYourWritesThroughFollower(t *testing.T) {
 	e2e.ParallelShort(t)
 	const (
 		ryWLatency     = 100 * time.Millisecond
