@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/server"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestResponseBudget: fetches asking for as much as they may, many at once
@@ -21,26 +23,17 @@ import (
 // charged at once never pass the client's share of it (half the budget;
 // every call here comes from one address), the fetches past it wait or
 // are refused with OVERLOADED and a retry-after, and every charge is
-// given back. With the budget switched off (InflightResponseBytes -1)
-// the peak passes the share and nothing waits, and the test fails.
+// given back. With the budget switched off (InflightResponseBytes -1 in
+// budgetServer) the peak passes the share and nothing waits, and the test
+// fails.
 func TestResponseBudget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	const (
-		budget    = 4 << 20
-		share     = budget / 2
-		records   = 16
-		recordLen = 256 << 10
-		fetches   = 24
+		records = 16
+		fetches = 24
 	)
-	hs, reg := limitServer(t, ctx, server.Limits{InflightResponseBytes: budget, ResponseWait: 200 * time.Millisecond}, server.ConnLimits{})
-	rpc := logdv1connect.NewLogServiceClient(hs.Client(), hs.URL)
-	for range records {
-		rec := &logdv1.Record{Value: make([]byte, recordLen)}
-		if _, err := rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "t", Records: []*logdv1.Record{rec}})); err != nil {
-			t.Fatal(err)
-		}
-	}
+	hs, reg, _ := budgetServer(t, ctx, 200*time.Millisecond, records)
 
 	// One HTTP/2 connection carries every fetch.
 	tr := &http.Transport{Protocols: new(http.Protocols)}
@@ -76,11 +69,11 @@ func TestResponseBudget(t *testing.T) {
 	peak := metric(t, reg, "logd_response_inflight_peak_bytes")
 	waits := metric(t, reg, "logd_response_budget_waits_total")
 	t.Logf("%d fetches: %d served, %d refused; peak %.0f bytes charged, %v waits", fetches, served, refused, peak, waits)
-	if peak <= 0 || peak > share {
-		t.Errorf("peak charge %.0f bytes; want in (0, %d], the client's share of the budget", peak, share)
+	if peak <= 0 || peak > testShare {
+		t.Errorf("peak charge %.0f bytes; want in (0, %d], the client's share of the budget", peak, testShare)
 	}
 	if waits == 0 {
-		t.Errorf("no fetch waited: %d answers of up to %d bytes each fit in a share of %d at once", fetches, records*recordLen, share)
+		t.Errorf("no fetch waited: %d answers of up to %d bytes each fit in a share of %d at once", fetches, records*recordLen, testShare)
 	}
 	if served == 0 {
 		t.Errorf("no fetch served")
@@ -89,6 +82,29 @@ func TestResponseBudget(t *testing.T) {
 		t.Errorf("refusals metric %v, %d refused", got, refused)
 	}
 	waitMetric(t, ctx, reg, "logd_response_inflight_bytes", func(v float64) bool { return v == 0 })
+}
+
+// The answer budget of the tests, and one client's share of it.
+const (
+	testBudget = 4 << 20
+	testShare  = testBudget / 2
+	recordLen  = 256 << 10
+)
+
+// budgetServer serves a node with an answer budget of testBudget whose
+// answers wait for room up to wait, and topic t holding records of
+// recordLen bytes.
+func budgetServer(t *testing.T, ctx context.Context, wait time.Duration, records int) (*httptest.Server, *prometheus.Registry, logdv1connect.LogServiceClient) {
+	t.Helper()
+	hs, reg := limitServer(t, ctx, server.Limits{InflightResponseBytes: testBudget, ResponseWait: wait}, server.ConnLimits{})
+	rpc := logdv1connect.NewLogServiceClient(hs.Client(), hs.URL)
+	for range records {
+		rec := &logdv1.Record{Value: make([]byte, recordLen)}
+		if _, err := rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "t", Records: []*logdv1.Record{rec}})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return hs, reg, rpc
 }
 
 // retryAfterOf returns the retry-after an error carries.
@@ -111,21 +127,12 @@ func TestClaimAnswerBudget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	const (
-		budget  = 4 << 20
-		share   = budget / 2
 		records = 12
 		claims  = 12
 	)
-	hs, reg := limitServer(t, ctx, server.Limits{InflightResponseBytes: budget, ResponseWait: 10 * time.Millisecond}, server.ConnLimits{})
-	rpc := logdv1connect.NewLogServiceClient(hs.Client(), hs.URL)
+	_, reg, rpc := budgetServer(t, ctx, 10*time.Millisecond, records)
 	if _, err := rpc.CreateQueueGroup(ctx, connect.NewRequest(&logdv1.CreateQueueGroupRequest{Topic: "t", Group: "w"})); err != nil {
 		t.Fatal(err)
-	}
-	for range records {
-		rec := &logdv1.Record{Value: make([]byte, 256<<10)}
-		if _, err := rpc.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "t", Records: []*logdv1.Record{rec}})); err != nil {
-			t.Fatal(err)
-		}
 	}
 	var (
 		mu      sync.Mutex
@@ -173,8 +180,8 @@ func TestClaimAnswerBudget(t *testing.T) {
 	}
 	peak := metric(t, reg, "logd_response_inflight_peak_bytes")
 	t.Logf("%d claims at once: %d refused; peak %.0f bytes charged", claims, refused, peak)
-	if peak <= 0 || peak > share {
-		t.Errorf("peak charge %.0f bytes; want in (0, %d]", peak, share)
+	if peak <= 0 || peak > testShare {
+		t.Errorf("peak charge %.0f bytes; want in (0, %d]", peak, testShare)
 	}
 	waitMetric(t, ctx, reg, "logd_response_inflight_bytes", func(v float64) bool { return v == 0 })
 }
