@@ -63,6 +63,16 @@ type ClusterAPI interface {
 	Failed() error
 	// IsLeader reports whether this node is the Raft leader now.
 	IsLeader() bool
+	// AppliedIndex is the Raft index of the last entry this node applied.
+	// AwaitApplied waits, at most wait and while ctx lasts, until this
+	// node has applied index, then fails with *BehindError. ReadIndex, on
+	// the leader only (ErrNotLeader elsewhere), returns an index that
+	// covers every write acknowledged before the call: a read that waits
+	// to apply it is linearizable (docs/architecture.md, "Read
+	// guarantees").
+	AppliedIndex() uint64
+	AwaitApplied(ctx context.Context, index uint64, wait time.Duration) error
+	ReadIndex() (uint64, error)
 	// LeaderAPIAddress returns the leader's registered client API address
 	// and id; "" when no leader is known (or it has not registered).
 	LeaderAPIAddress() (addr, id string)
@@ -198,8 +208,13 @@ type QueueAPI interface {
 	AlterQueueGroup(ctx context.Context, topic, name string, change func(*queue.Config)) (queue.Config, error)
 	PauseQueueGroup(ctx context.Context, topic, name string, paused bool) (QueuePauseResult, error)
 	// QueueClaimWait claims records, long-polling up to wait while none is
-	// claimable.
-	QueueClaimWait(ctx context.Context, c QueueClaim, wait time.Duration) (QueueClaimResult, error)
+	// claimable. admit, if not nil, is called once records are claimable,
+	// before any is claimed (and leased); its error ends the call with
+	// nothing claimed. It may be called more than once (a claim that
+	// found nothing after all waits again). The server charges the
+	// answer's memory there (server/answer_budget.go), so a long poll
+	// holds none while it waits.
+	QueueClaimWait(ctx context.Context, c QueueClaim, wait time.Duration, admit func(context.Context) error) (QueueClaimResult, error)
 	QueueAck(ctx context.Context, c QueueAck) (QueueTokensResult, error)
 	QueueNack(ctx context.Context, c QueueNack) (QueueTokensResult, error)
 	QueueExtend(ctx context.Context, c QueueExtend) (QueueTokensResult, error)

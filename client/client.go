@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -84,6 +85,9 @@ func New(server string, opts Options) (*Client, error) {
 	if src := opts.tokenSource(); src != nil {
 		c.connectOpts = append(c.connectOpts, connect.WithInterceptors(bearer(src)))
 	}
+	if opts.ConsistentReads {
+		c.connectOpts = append(c.connectOpts, connect.WithInterceptors(consistentReads()))
+	}
 	c.rpc = logdv1connect.NewLogServiceClient(c.hc, base, c.connectOpts...)
 	return c, nil
 }
@@ -152,4 +156,18 @@ func timeToMs(t time.Time) int64 {
 		return 0
 	}
 	return t.UnixMilli()
+}
+
+// consistentReadHeader asks a node for a linearizable read (the server's
+// ConsistentReadHeader); writes ignore it.
+const consistentReadHeader = "Logd-Consistent-Read"
+
+// consistentReads sets consistentReadHeader on every unary call.
+func consistentReads() connect.UnaryInterceptorFunc {
+	return func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			req.Header().Set(consistentReadHeader, "true")
+			return next(ctx, req)
+		}
+	}
 }

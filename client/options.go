@@ -37,6 +37,16 @@ type Options struct {
 	// Retry controls how calls that fail with a retryable error are repeated.
 	Retry RetryPolicy
 
+	// ConsistentReads makes every read linearizable at its start: its
+	// answer holds every write the cluster acknowledged before the call,
+	// through any node (the node asks the leader for its read index and
+	// waits until it applied it: a round to the leader and its quorum per
+	// call). Without it, a node's reads hold the writes acknowledged
+	// through that node, and a follower's may miss, for about a commit
+	// round, writes acknowledged through others (docs/architecture.md,
+	// "Read guarantees").
+	ConsistentReads bool
+
 	// TLS, if set, makes the client speak HTTPS with this configuration
 	// (a copy of it): RootCAs to trust the cluster's CA, Certificates or
 	// GetClientCertificate for mutual TLS. HTTP/2 is negotiated by ALPN. A

@@ -20,6 +20,7 @@
  * @property {[FetchRequest, FetchResponse]} Fetch
  * @property {[ListOffsetsRequest, ListOffsetsResponse]} ListOffsets
  * @property {[StatusRequest, StatusResponse]} Status
+ * @property {[ReadIndexRequest, ReadIndexResponse]} ReadIndex
  * @property {[JoinGroupRequest, JoinGroupResponse]} JoinGroup
  * @property {[GroupHeartbeatRequest, GroupHeartbeatResponse]} GroupHeartbeat
  * @property {[LeaveGroupRequest, LeaveGroupResponse]} LeaveGroup
@@ -217,6 +218,15 @@
 
 /**
  * @typedef {object} StatusRequest
+ */
+
+/**
+ * @typedef {object} ReadIndexRequest
+ */
+
+/**
+ * @typedef {object} ReadIndexResponse
+ * @property {string | number} [index]
  */
 
 /**

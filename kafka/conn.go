@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/internal/membudget"
 )
 
 // conn is one client connection: a goroutine reads requests (serve's
@@ -40,10 +41,10 @@ type conn struct {
 type request struct {
 	h    requestHeader
 	body []byte
-	// charged is what the request holds of the server's budget, released
-	// once it is answered.
-	charged int64
-	start   time.Time
+	// charge is what the request holds of the server's request budget,
+	// released once it is answered.
+	charge *membudget.Charge
+	start  time.Time
 	// closeReason, if set, closes the connection once the requests before
 	// this one are answered (a request Kafka would close it for).
 	closeReason string
@@ -77,13 +78,13 @@ func (c *conn) serve() {
 		c.cancel()
 		c.nc.Close()
 		for r := range reqs {
-			c.s.budget.release(r.charged)
+			r.charge.Release()
 		}
 		<-readerDone
 	}()
 	for r := range reqs {
 		ok := c.handle(r)
-		c.s.budget.release(r.charged)
+		r.charge.Release()
 		if !ok {
 			return
 		}
@@ -109,10 +110,11 @@ func (c *conn) read(reqs chan<- *request) bool {
 			c.s.logger.Debug("kafka: closing connection: request size out of bounds", "remote", c.nc.RemoteAddr().String(), "size", n, "max", l.MaxRequestBytes)
 			return false
 		}
-		if err := c.s.budget.acquire(c.ctx, n); err != nil {
+		charge, err := c.s.budget.Acquire(c.ctx, "", n, -1)
+		if err != nil {
 			return false
 		}
-		r := &request{charged: n}
+		r := &request{charge: charge}
 		if l.RequestTimeout > 0 {
 			d := l.RequestTimeout
 			if l.RequestMinRate > 0 {
@@ -122,7 +124,7 @@ func (c *conn) read(reqs chan<- *request) bool {
 		}
 		buf := make([]byte, n)
 		if _, err := io.ReadFull(br, buf); err != nil {
-			c.s.budget.release(n)
+			charge.Release()
 			return false
 		}
 		r.start = time.Now()
@@ -130,7 +132,7 @@ func (c *conn) read(reqs chan<- *request) bool {
 		select {
 		case reqs <- r:
 		case <-c.ctx.Done():
-			c.s.budget.release(n)
+			charge.Release()
 			return false
 		}
 		if r.closeReason != "" {
@@ -180,6 +182,7 @@ func (c *conn) handle(r *request) bool {
 	}
 	api := apiName(r.h.key)
 	rc := &reqCtx{c: c, key: r.h.key}
+	defer rc.releaseAnswer()
 	resp, err := c.dispatch(rc, r)
 	if err != nil {
 		// The body did not parse: Kafka closes the connection.
@@ -225,6 +228,17 @@ type reqCtx struct {
 	c     *conn
 	key   int16
 	codes map[int16]struct{}
+	// answers is what the answer holds of the answer budget (fetch.go),
+	// released once it is written.
+	answers []*membudget.Charge
+}
+
+// releaseAnswer gives back what the answer holds of the answer budget.
+func (rc *reqCtx) releaseAnswer() {
+	for _, c := range rc.answers {
+		c.Release()
+	}
+	rc.answers = nil
 }
 
 // note records an error code answered (NONE is not recorded).

@@ -11,6 +11,7 @@ import (
 
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
+	"github.com/logd-dev/logd/internal/membudget"
 )
 
 // fetch answers Fetch: for each partition, the stored batches from the one
@@ -62,18 +63,53 @@ func (s *Server) fetch(ctx context.Context, rc *reqCtx, req *kmsg.FetchRequest) 
 		maxBytes = int64(req.MaxBytes)
 	}
 	maxBytes = min(maxBytes, int64(s.limits.MaxFetchBytes))
+	if s.answers != nil && s.answers.MaxCharge() > 0 {
+		maxBytes = min(maxBytes, s.answers.MaxCharge())
+	}
 	wait := time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond
 	if s.limits.MaxFetchWait > 0 {
 		wait = min(wait, s.limits.MaxFetchWait)
 	}
+	// pass reads every partition once under a charge of the answer budget
+	// (Options.Answers), which the connection releases once the answer is
+	// written (conn.go); false: the budget stayed full, and the answer is
+	// empty and throttled.
+	pass := func() (fetchResult, bool) {
+		rc.releaseAnswer()
+		charge, ok := s.chargeAnswer(ctx, rc, maxBytes)
+		if !ok {
+			return fetchResult{}, false
+		}
+		res := s.fetchOnce(req, leader, denied, maxBytes)
+		if over := res.bytes - charge.Bytes(); over > 0 {
+			// The one batch KIP-74 serves past the limits.
+			if _, ok := s.chargeAnswer(ctx, rc, over); !ok {
+				rc.releaseAnswer()
+				return fetchResult{}, false
+			}
+		} else {
+			charge.Trim(res.bytes)
+		}
+		return res, true
+	}
+	throttled := func() kmsg.Response {
+		resp.Topics = nil
+		resp.ThrottleMillis = int32(backend.DefaultOverloadRetryAfter.Milliseconds())
+		return resp
+	}
 	var timer *time.Timer
 	for {
-		res := s.fetchOnce(req, leader, denied, maxBytes)
+		res, ok := pass()
+		if !ok {
+			return throttled()
+		}
 		resp.Topics = res.topics
 		if !leader || res.failed || res.bytes >= int64(max(req.MinBytes, 1)) || wait <= 0 {
 			s.noteFetch(rc, resp, res)
 			return resp
 		}
+		// A long poll holds nothing of the budget while it waits.
+		rc.releaseAnswer()
 		if timer == nil {
 			timer = time.NewTimer(wait)
 			defer timer.Stop()
@@ -89,7 +125,10 @@ func (s *Server) fetch(ctx context.Context, rc *reqCtx, req *kmsg.FetchRequest) 
 		case 0, 1:
 			// Deadline or the connection went away: answer what there
 			// is now (a record may have come just before).
-			res = s.fetchOnce(req, leader, denied, maxBytes)
+			res, ok := pass()
+			if !ok {
+				return throttled()
+			}
 			resp.Topics = res.topics
 			s.noteFetch(rc, resp, res)
 			return resp
@@ -237,4 +276,25 @@ func servedBatches(b []byte) []byte {
 		rest = rest[info.Length:]
 	}
 	return b
+}
+
+// chargeAnswer charges n bytes of a Fetch answer to the answer budget for
+// rc's client, waiting at most Options.AnswerWait; the connection releases
+// it once the answer is written. False: the budget stayed full (or the
+// connection ended), and nothing was charged. Without a budget it charges
+// nothing and returns true.
+func (s *Server) chargeAnswer(ctx context.Context, rc *reqCtx, n int64) (*membudget.Charge, bool) {
+	if s.answers == nil {
+		return nil, true
+	}
+	key := membudget.AddressKey(rc.c.nc.RemoteAddr().String())
+	if rc.c.method != methodNone {
+		key = membudget.PrincipalKey(rc.c.principal.String())
+	}
+	c, err := s.answers.Acquire(ctx, key, n, s.answerWait)
+	if err != nil {
+		return nil, false
+	}
+	rc.answers = append(rc.answers, c)
+	return c, true
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logd-dev/logd/batch"
+	"github.com/logd-dev/logd/internal/membudget"
 )
 
 // metrics are the front end's Prometheus metrics, per API key where it
@@ -28,7 +29,7 @@ type metrics struct {
 	bytes           *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer, b *budget) *metrics {
+func newMetrics(reg prometheus.Registerer, b *membudget.Budget) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "logd_kafka_requests_total", Help: "Kafka-protocol requests handled, by API.",
@@ -54,7 +55,7 @@ func newMetrics(reg prometheus.Registerer, b *budget) *metrics {
 		}),
 		budgetBytes: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "logd_kafka_inflight_request_bytes", Help: "Bytes of Kafka requests being read or handled (the memory budget's use).",
-		}, func() float64 { return float64(b.inUse()) }),
+		}, func() float64 { return float64(b.Stats().InUse) }),
 		records: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "logd_kafka_records_total", Help: "Records appended by Kafka produce requests (op=produce).",
 		}, []string{"op"}),

@@ -16,6 +16,7 @@ import (
 
 	"github.com/logd-dev/logd/auth"
 	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/internal/membudget"
 	"github.com/logd-dev/logd/internal/quota"
 )
 
@@ -25,6 +26,9 @@ const (
 	// default bounds one body: the largest max.message.bytes a topic may
 	// have.
 	DefaultMaxRequestBytes = 64 << 20
+	// DefaultAnswerWait is how long a Fetch waits for room in the answer
+	// budget (Options.Answers) before it is answered empty and throttled.
+	DefaultAnswerWait = 500 * time.Millisecond
 	// DefaultInflightBytes is the memory budget of requests being read or
 	// handled at once, as the Connect API's.
 	DefaultInflightBytes = 256 << 20
@@ -144,6 +148,16 @@ type Options struct {
 	// into the node's per-topic series, which the Connect API counts into
 	// too (server.Server.TopicTraffic); nil counts nothing.
 	Traffic TopicTraffic
+	// Answers is the node's answer memory budget, which the Connect API
+	// shares (server.Server.AnswerBudget): each Fetch answer is charged
+	// before it is read, for the most it may reach, trimmed to what it
+	// holds, and released once written; one that does not fit within
+	// AnswerWait is answered empty with throttle_time_ms, as Kafka
+	// throttles. Nil: answers are not bounded.
+	Answers *membudget.Budget
+	// AnswerWait is how long a Fetch waits for room in Answers
+	// (DefaultAnswerWait).
+	AnswerWait time.Duration
 	// Registerer receives the metrics (metrics.go); nil registers none.
 	Registerer prometheus.Registerer
 	// Logger defaults to slog.Default().
@@ -161,7 +175,10 @@ type Server struct {
 	limits    Limits
 	logger    *slog.Logger
 	metrics   *metrics
-	budget    *budget
+	budget    *membudget.Budget
+	// answers and answerWait are Options.Answers and AnswerWait.
+	answers    *membudget.Budget
+	answerWait time.Duration
 	// authz, quotas, auditLog and handshakeTimeout are Options.Auth's
 	// (auth.go).
 	authz            *auth.Authorizer
@@ -206,8 +223,12 @@ func New(opts Options) (*Server, error) {
 		b: opts.Backend, advertise: opts.Advertise, peer: opts.PeerAddress,
 		autoMake: opts.AutoCreateTopics, defParts: opts.DefaultPartitions,
 		limits: l, logger: opts.Logger,
-		budget: &budget{limit: l.InflightBytes},
-		authz:  opts.Auth.Authorizer, quotas: opts.Auth.Quotas,
+		// The request budget: a reader waits for room (conn.go), as a
+		// Kafka client cannot be told to retry before its request is read,
+		// and a reader that stops reading holds the client back by TCP.
+		budget:  membudget.New(l.InflightBytes, 0),
+		answers: opts.Answers, answerWait: cmp.Or(opts.AnswerWait, DefaultAnswerWait),
+		authz: opts.Auth.Authorizer, quotas: opts.Auth.Quotas,
 		auditLog: cmp.Or(opts.Auth.Audit, opts.Logger), handshakeTimeout: cmp.Or(opts.Auth.HandshakeTimeout, defaultHandshakeTimeout),
 		nodeOf: opts.Auth.VerifiedNode, forward: opts.Forward, traffic: opts.Traffic,
 		lns: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{},

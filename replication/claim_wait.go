@@ -14,11 +14,16 @@ import (
 // group's earliest lease or backoff to end, without proposing empty
 // claims. It returns the first claim that delivers records or reports
 // partitions at their in-flight cap, or the last one at the deadline.
-func (b *Backend) QueueClaimWait(ctx context.Context, c backend.QueueClaim, wait time.Duration) (backend.QueueClaimResult, error) {
+func (b *Backend) QueueClaimWait(ctx context.Context, c backend.QueueClaim, wait time.Duration, admit func(context.Context) error) (backend.QueueClaimResult, error) {
 	deadline := time.Now().Add(wait)
 	for {
 		if err := b.waitClaimable(ctx, c.Topic, c.Group, deadline); err != nil {
 			return backend.QueueClaimResult{}, err
+		}
+		if admit != nil {
+			if err := admit(ctx); err != nil {
+				return backend.QueueClaimResult{}, err
+			}
 		}
 		res, err := b.queueClaim(ctx, fsm.QueueClaim(c))
 		if err != nil {

@@ -113,29 +113,17 @@ func (b *Backend) deleteGroup(ctx context.Context, name string) error {
 // only after a barrier of its term, so it holds every generation it gave
 // out.
 func (b *Backend) AwaitGroupFetch(ctx context.Context, c backend.GroupFetchCheck, wait time.Duration) error {
-	var deadline <-chan time.Time
-	for {
-		// Taken before the check, so an apply in between wakes the wait.
-		applied := b.applied.wait()
-		err := b.fsm.CheckGroupFetch(c.Group, c.Member, c.Generation, c.Partition)
-		lack := b.lacks(c, err)
-		if lack == "" || b.IsLeader() {
-			return err
+	var checkErr error
+	if err := b.awaitApplies(ctx, wait, func() string {
+		checkErr = b.fsm.CheckGroupFetch(c.Group, c.Member, c.Generation, c.Partition)
+		if b.IsLeader() {
+			return ""
 		}
-		if deadline == nil {
-			t := time.NewTimer(wait)
-			defer t.Stop()
-			deadline = t.C
-		}
-		select {
-		case <-applied:
-		case <-deadline:
-			addr, _ := b.LeaderAPIAddress()
-			return &backend.BehindError{What: lack, LeaderAddress: addr}
-		case <-ctx.Done():
-			return fmt.Errorf("wait to apply %s: %w", lack, ctx.Err())
-		}
+		return b.lacks(c, checkErr)
+	}); err != nil {
+		return err
 	}
+	return checkErr
 }
 
 // lacks says what of c this node has not applied, given the result of

@@ -217,7 +217,7 @@ func TestCreatePartitionsWakesClaimWait(t *testing.T) {
 	}
 	done := make(chan claimed, 1)
 	go func() {
-		res, err := b.QueueClaimWait(ctx, backend.QueueClaim{Topic: "jobs", Group: "w", Max: 10, Lease: time.Minute}, time.Hour)
+		res, err := b.QueueClaimWait(ctx, backend.QueueClaim{Topic: "jobs", Group: "w", Max: 10, Lease: time.Minute}, time.Hour, nil)
 		done <- claimed{res, err}
 	}()
 	// Nothing shows that the claim waits already; it does by the time the

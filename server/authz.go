@@ -360,7 +360,9 @@ var authzTable = map[string]authzRule{
 		audit: summary(func(*logdv1.SaveSnapshotRequest) []slog.Attr { return nil }),
 	},
 	logdv1connect.LogServiceStatusProcedure: {},
-	logdv1connect.LogServiceWhoAmIProcedure: {},
+	// An index, as Status shows the applied one.
+	logdv1connect.LogServiceReadIndexProcedure: {},
+	logdv1connect.LogServiceWhoAmIProcedure:    {},
 
 	// Tokens: the resource is the name of the user a token is for.
 	logdv1connect.LogServiceCreateTokenProcedure: {

@@ -160,6 +160,10 @@ func TestAuthorizationEveryProcedure(t *testing.T) {
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.Status(ctx, req(&logdv1.StatusRequest{}))
 			})},
+		{proc: "ReadIndex", anyone: true,
+			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
+				return c.ReadIndex(ctx, req(&logdv1.ReadIndexRequest{}))
+			})},
 		{proc: "WhoAmI", anyone: true,
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.WhoAmI(ctx, req(&logdv1.WhoAmIRequest{}))

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/backend"
@@ -84,7 +85,14 @@ func (s *Server) ListDeadLetters(ctx context.Context, req *connect.Request[logdv
 	if bounds.bytes == 0 {
 		bounds.bytes = defaultDeadBytes
 	}
+	// Charged for the most it may build, trimmed to what it built
+	// (answer_budget.go).
+	charge, err := s.chargeAnswer(ctx, answerCost(int64(bounds.bytes)))
+	if err != nil {
+		return nil, err
+	}
 	resp := &logdv1.ListDeadLettersResponse{}
+	defer func() { charge.Trim(answerCost(int64(proto.Size(resp)))) }()
 	for i, p := range t.Partitions {
 		from, end := max(p.LogStartOffset, m.FromOffset), p.EndOffset
 		if m.ToOffset > 0 {

@@ -29,6 +29,9 @@ func (s *Server) Fetch(ctx context.Context, req *connect.Request[logdv1.FetchReq
 		maxBytes = DefaultFetchBytes
 	}
 	maxBytes = min(maxBytes, MaxFetchBytes)
+	if mb := s.answers.maxAnswerBytes(); mb > 0 {
+		maxBytes = int(min(int64(maxBytes), mb))
+	}
 	wait := time.Duration(min(m.MaxWaitMs, MaxFetchWaitMs)) * time.Millisecond
 	var timer <-chan time.Time
 	if wait > 0 {
@@ -37,13 +40,32 @@ func (s *Server) Fetch(ctx context.Context, req *connect.Request[logdv1.FetchReq
 		timer = t.C
 	}
 	for {
+		// Charged before the read, for the most it may build; trimmed to
+		// what it built; released once written (answer_budget.go). A long
+		// poll holds nothing while it waits.
+		charge, err := s.chargeAnswer(ctx, answerCost(int64(maxBytes)))
+		if err != nil {
+			return nil, err
+		}
 		r, err := s.b.Read(m.Topic, m.Partition, m.Offset, maxBytes)
 		if err != nil {
+			charge.Release()
 			return nil, toConnectError(err)
 		}
 		if len(r.Batches) > 0 || timer == nil {
+			built := answerCost(int64(len(r.Batches)))
+			if over := built - charge.Bytes(); over > 0 {
+				// One batch larger than max_bytes is served whole: charge
+				// the rest, or refuse and drop it.
+				if _, err := s.chargeAnswer(ctx, over); err != nil {
+					charge.Release()
+					return nil, err
+				}
+			}
+			charge.Trim(built)
 			return s.fetchResponse(m, r)
 		}
+		charge.Release()
 		select {
 		case <-r.Changed:
 		case <-timer:

@@ -93,6 +93,9 @@ type forwarder struct {
 	proxy     *httputil.ReverseProxy
 	errw      *connect.ErrorWriter
 	forwarded prometheus.Counter
+	// floor is the highest index the leader answered a forwarded call at
+	// (read_your_writes.go).
+	floor readFloor
 
 	mu sync.Mutex
 	// refused is the leader address a forward last failed to connect to,
@@ -166,6 +169,7 @@ func newForwarder(s *Server) *forwarder {
 			// This node set the request id header already (request_id.go);
 			// the leader echoes the same id.
 			resp.Header.Del(RequestIDHeader)
+			fw.floor.noteAcked(resp.Header)
 			fw.reached(resp.Request.URL.Host)
 			return nil
 		},
@@ -208,7 +212,13 @@ func (fw *forwarder) wrap(next http.Handler) http.Handler {
 		if m := fw.s.membersHeader(); m != "" {
 			w.Header().Set(MembersHeader, m)
 		}
-		if localProcedures[r.URL.Path] || r.Header.Get(ForwardedHeader) != "" || fw.s.b.IsLeader() {
+		if r.Header.Get(ForwardedHeader) != "" {
+			// The forwarding node learns what its reads must wait for
+			// (read_your_writes.go).
+			next.ServeHTTP(&appliedIndexWriter{ResponseWriter: w, applied: fw.s.b.AppliedIndex}, r)
+			return
+		}
+		if localProcedures[r.URL.Path] || fw.s.b.IsLeader() {
 			next.ServeHTTP(w, r)
 			return
 		}

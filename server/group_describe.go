@@ -102,11 +102,7 @@ func (s *Server) kafkaMembers(ctx context.Context, req *connect.Request[logdv1.D
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	call := connect.NewRequest(&logdv1.DescribeGroupRequest{Group: req.Msg.Group})
-	call.Header().Set(ForwardedHeader, s.b.NodeID())
-	if a := req.Header().Get("Authorization"); a != "" {
-		call.Header().Set("Authorization", a)
-	}
-	forwardPrincipal(ctx, call.Header())
+	s.onBehalf(ctx, req.Header(), call.Header())
 	resp, err := logdv1connect.NewLogServiceClient(s.leaderHTTP, s.peerHTTP.URL(addr)).DescribeGroup(ctx, call)
 	if err != nil {
 		if connect.CodeOf(err) != connect.CodeNotFound {

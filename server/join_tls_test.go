@@ -37,6 +37,7 @@ func (b *joinBackend) APIAddress() string           { return b.id + ":1" }
 func (b *joinBackend) Failed() error                { return nil }
 func (b *joinBackend) MemberAPIAddresses() []string { return nil }
 func (b *joinBackend) Ready() bool                  { return true }
+func (b *joinBackend) AppliedIndex() uint64         { return 0 }
 
 // Status names the members: the leader n1 and the follower n2.
 func (b *joinBackend) Status() backend.Status {

@@ -67,6 +67,13 @@ type Limits struct {
 	// its answer (DefaultWriteTimeout). It must exceed the longest long
 	// poll. The segment files peers fetch are exempt: they may be large.
 	WriteTimeout time.Duration
+	// InflightResponseBytes is the memory budget of answers being built
+	// or sent, the API's and the Kafka listener's together
+	// (DefaultInflightResponseBytes; answer_budget.go).
+	InflightResponseBytes int64
+	// ResponseWait is how long an answer waits for room in its budget
+	// before it is refused with OVERLOADED (DefaultResponseWait).
+	ResponseWait time.Duration
 	// RetryAfter is the hint sent with OVERLOADED when the budget is full
 	// (default backend.DefaultOverloadRetryAfter).
 	RetryAfter time.Duration
@@ -84,6 +91,9 @@ func (l Limits) Validate() error {
 	if l.InflightBytes > 0 && l.MaxRequestBytes > 0 && l.InflightBytes-l.InflightBytes/8 < l.MaxRequestBytes {
 		return fmt.Errorf("in-flight budget of %d bytes is too small for the request bound of %d: a request of the largest size may use seven eighths of the budget, and could never be served", l.InflightBytes, l.MaxRequestBytes)
 	}
+	if l.InflightResponseBytes > 0 && l.InflightResponseBytes < answerCost(DefaultFetchBytes) {
+		return fmt.Errorf("in-flight response budget of %d bytes is too small: a fetch of the default %d bytes is charged %d", l.InflightResponseBytes, DefaultFetchBytes, answerCost(DefaultFetchBytes))
+	}
 	return nil
 }
 
@@ -100,9 +110,11 @@ func (l Limits) withDefaults() Limits {
 	}
 	def(&l.MaxRequestBytes, MaxRequestBytes)
 	def(&l.InflightBytes, DefaultInflightBytes)
+	def(&l.InflightResponseBytes, DefaultInflightResponseBytes)
 	def(&l.BodyMinRate, DefaultBodyMinRate)
 	defd(&l.BodyTimeout, DefaultBodyTimeout)
 	defd(&l.WriteTimeout, DefaultWriteTimeout)
+	defd(&l.ResponseWait, DefaultResponseWait)
 	defd(&l.RetryAfter, defaultBudgetRetryAfter)
 	return l
 }

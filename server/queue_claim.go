@@ -2,12 +2,14 @@ package server
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"connectrpc.com/connect"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/internal/membudget"
 	"github.com/logd-dev/logd/queue"
 )
 
@@ -33,15 +35,38 @@ func (s *Server) Claim(ctx context.Context, req *connect.Request[logdv1.ClaimReq
 	if maxBytes == 0 {
 		maxBytes = DefaultClaimBytes
 	}
+	if mb := s.answers.maxAnswerBytes(); mb > 0 {
+		maxBytes = int32(min(int64(maxBytes), mb))
+	}
 	wait := time.Duration(min(m.MaxWaitMs, MaxClaimWaitMs)) * time.Millisecond
 	if len(m.Worker) > queue.MaxWorkerLen {
 		return nil, errInvalid("worker id of %d bytes, at most %d", len(m.Worker), queue.MaxWorkerLen)
 	}
 	claim := backend.QueueClaim{Topic: m.Topic, Group: m.Group, Max: maxRecs, MaxBytes: maxBytes, Lease: msDur(m.LeaseMs), Worker: m.Worker}
-	res, err := s.b.QueueClaimWait(ctx, claim, wait)
+	// Charged for the most it may build once records are claimable, not
+	// while it waits for them; trimmed to what it built (answer_budget.go).
+	var charge *membudget.Charge
+	admit := func(ctx context.Context) error {
+		if charge != nil {
+			return nil
+		}
+		var err error
+		charge, err = s.chargeAnswer(ctx, answerCost(int64(claim.MaxBytes)))
+		return err
+	}
+	res, err := s.b.QueueClaimWait(ctx, claim, wait, admit)
 	if err != nil {
+		var ce *connect.Error
+		if errors.As(err, &ce) {
+			return nil, err
+		}
 		return nil, toConnectError(err)
 	}
+	var built int64
+	for _, r := range res.Records {
+		built += int64(len(r.Record.Key) + len(r.Record.Value))
+	}
+	charge.Trim(answerCost(built))
 	s.metrics.records.WithLabelValues("claim").Add(float64(len(res.Records)))
 	return connect.NewResponse(claimResponse(res)), nil
 }

@@ -30,6 +30,11 @@ func (s *Server) SaveSnapshot(ctx context.Context, req *connect.Request[logdv1.S
 }
 
 func (s *Server) saveSnapshot(ctx context.Context, stream *connect.ServerStream[logdv1.SaveSnapshotResponse]) error {
+	// A backup holds a chunk and its encoded message at a time, for as
+	// long as it streams (answer_budget.go).
+	if _, err := s.chargeAnswer(ctx, answerCost(snapshotChunkBytes)); err != nil {
+		return err
+	}
 	cw := &chunkWriter{stream: stream, buf: make([]byte, 0, snapshotChunkBytes)}
 	_, err := s.b.Backup(ctx, func(info backend.BackupInfo) (io.Writer, error) {
 		h := info.Header

@@ -111,7 +111,9 @@ type Server struct {
 	// limiter bounds requests (request_limits.go); conns and connMetrics
 	// bound and count connections (listener.go), pool those of the
 	// listeners under conns, made once by poolOnce.
-	limiter     *requestLimiter
+	limiter *requestLimiter
+	// answers is the answer memory budget (answer_budget.go).
+	answers     *answers
 	conns       ConnLimits
 	connMetrics *connMetrics
 	poolOnce    sync.Once
@@ -177,6 +179,7 @@ func New(opts Options) *Server {
 	}
 	s.quotas = newQuotas(opts.Auth.Quotas, s.auth.Now, opts.Registry)
 	s.limiter = newRequestLimiter(opts.Limits, opts.Registry)
+	s.answers = newAnswers(opts.Limits.withDefaults(), opts.Registry)
 	s.connMetrics = newConnMetrics(opts.Registry)
 	s.metrics = newMetrics(opts.Registry, opts.Backend)
 	s.traffic = newTopicTraffic(opts.Registry, opts.Backend)
@@ -253,10 +256,10 @@ func (s *Server) buildAPI() http.Handler {
 	// inside the audit log (which records refusals) and before the quotas
 	// (a refused call costs its principal nothing).
 	_, h := logdv1connect.NewLogServiceHandler(s, append(options,
-		connect.WithInterceptors(s.metrics.interceptor(), s.errorLogInterceptor(), s.leaderHintInterceptor(), s.readyInterceptor(),
+		connect.WithInterceptors(s.metrics.interceptor(), s.errorLogInterceptor(), s.leaderHintInterceptor(), s.readyInterceptor(), s.readFloorInterceptor(),
 			s.auditInterceptor(), s.authzInterceptor(), s.quotas.interceptor()))...)
 	_, s.check = logdv1connect.NewLogServiceHandler(s, append(options, connect.WithInterceptors(s.checkInterceptor()))...)
-	return s.authn.wrap(s.fwd.wrap(h))
+	return s.authn.wrap(s.fwd.wrap(s.answers.wrap(h)))
 }
 
 // readyInterceptor holds calls until the node is ready (it has caught up

@@ -1563,6 +1563,88 @@ func (*StatusRequest) Descriptor() ([]byte, []int) {
 	return file_logd_v1_logd_proto_rawDescGZIP(), []int{22}
 }
 
+type ReadIndexRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadIndexRequest) Reset() {
+	*x = ReadIndexRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadIndexRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadIndexRequest) ProtoMessage() {}
+
+func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadIndexRequest.ProtoReflect.Descriptor instead.
+func (*ReadIndexRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{23}
+}
+
+type ReadIndexResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The leader's commit index, after it confirmed with a quorum that it
+	// still leads.
+	Index         uint64 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadIndexResponse) Reset() {
+	*x = ReadIndexResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadIndexResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadIndexResponse) ProtoMessage() {}
+
+func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadIndexResponse.ProtoReflect.Descriptor instead.
+func (*ReadIndexResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ReadIndexResponse) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
 type StatusResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
@@ -1602,7 +1684,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[23]
+	mi := &file_logd_v1_logd_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1614,7 +1696,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[23]
+	mi := &file_logd_v1_logd_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1627,7 +1709,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{23}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *StatusResponse) GetNodeId() string {
@@ -1766,7 +1848,7 @@ type FollowerStatus struct {
 
 func (x *FollowerStatus) Reset() {
 	*x = FollowerStatus{}
-	mi := &file_logd_v1_logd_proto_msgTypes[24]
+	mi := &file_logd_v1_logd_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1778,7 +1860,7 @@ func (x *FollowerStatus) String() string {
 func (*FollowerStatus) ProtoMessage() {}
 
 func (x *FollowerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[24]
+	mi := &file_logd_v1_logd_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1791,7 +1873,7 @@ func (x *FollowerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FollowerStatus.ProtoReflect.Descriptor instead.
 func (*FollowerStatus) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{24}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *FollowerStatus) GetId() string {
@@ -1833,7 +1915,7 @@ type DiskStatus struct {
 
 func (x *DiskStatus) Reset() {
 	*x = DiskStatus{}
-	mi := &file_logd_v1_logd_proto_msgTypes[25]
+	mi := &file_logd_v1_logd_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1845,7 +1927,7 @@ func (x *DiskStatus) String() string {
 func (*DiskStatus) ProtoMessage() {}
 
 func (x *DiskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[25]
+	mi := &file_logd_v1_logd_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1858,7 +1940,7 @@ func (x *DiskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiskStatus.ProtoReflect.Descriptor instead.
 func (*DiskStatus) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{25}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DiskStatus) GetTotalBytes() uint64 {
@@ -1891,7 +1973,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_logd_v1_logd_proto_msgTypes[26]
+	mi := &file_logd_v1_logd_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1903,7 +1985,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[26]
+	mi := &file_logd_v1_logd_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1916,7 +1998,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{26}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Member) GetId() string {
@@ -1965,7 +2047,7 @@ type GroupTopicPartition struct {
 
 func (x *GroupTopicPartition) Reset() {
 	*x = GroupTopicPartition{}
-	mi := &file_logd_v1_logd_proto_msgTypes[27]
+	mi := &file_logd_v1_logd_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1977,7 +2059,7 @@ func (x *GroupTopicPartition) String() string {
 func (*GroupTopicPartition) ProtoMessage() {}
 
 func (x *GroupTopicPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[27]
+	mi := &file_logd_v1_logd_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1990,7 +2072,7 @@ func (x *GroupTopicPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupTopicPartition.ProtoReflect.Descriptor instead.
 func (*GroupTopicPartition) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{27}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GroupTopicPartition) GetTopic() string {
@@ -2019,7 +2101,7 @@ type GroupOffset struct {
 
 func (x *GroupOffset) Reset() {
 	*x = GroupOffset{}
-	mi := &file_logd_v1_logd_proto_msgTypes[28]
+	mi := &file_logd_v1_logd_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2031,7 +2113,7 @@ func (x *GroupOffset) String() string {
 func (*GroupOffset) ProtoMessage() {}
 
 func (x *GroupOffset) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[28]
+	mi := &file_logd_v1_logd_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2044,7 +2126,7 @@ func (x *GroupOffset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupOffset.ProtoReflect.Descriptor instead.
 func (*GroupOffset) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{28}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GroupOffset) GetTopic() string {
@@ -2087,7 +2169,7 @@ type JoinGroupRequest struct {
 
 func (x *JoinGroupRequest) Reset() {
 	*x = JoinGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[29]
+	mi := &file_logd_v1_logd_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2099,7 +2181,7 @@ func (x *JoinGroupRequest) String() string {
 func (*JoinGroupRequest) ProtoMessage() {}
 
 func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[29]
+	mi := &file_logd_v1_logd_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2112,7 +2194,7 @@ func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinGroupRequest.ProtoReflect.Descriptor instead.
 func (*JoinGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{29}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *JoinGroupRequest) GetGroup() string {
@@ -2164,7 +2246,7 @@ type GroupAssignment struct {
 
 func (x *GroupAssignment) Reset() {
 	*x = GroupAssignment{}
-	mi := &file_logd_v1_logd_proto_msgTypes[30]
+	mi := &file_logd_v1_logd_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2176,7 +2258,7 @@ func (x *GroupAssignment) String() string {
 func (*GroupAssignment) ProtoMessage() {}
 
 func (x *GroupAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[30]
+	mi := &file_logd_v1_logd_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2189,7 +2271,7 @@ func (x *GroupAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupAssignment.ProtoReflect.Descriptor instead.
 func (*GroupAssignment) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{30}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GroupAssignment) GetGeneration() int64 {
@@ -2231,7 +2313,7 @@ type AssignedPartition struct {
 
 func (x *AssignedPartition) Reset() {
 	*x = AssignedPartition{}
-	mi := &file_logd_v1_logd_proto_msgTypes[31]
+	mi := &file_logd_v1_logd_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2243,7 +2325,7 @@ func (x *AssignedPartition) String() string {
 func (*AssignedPartition) ProtoMessage() {}
 
 func (x *AssignedPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[31]
+	mi := &file_logd_v1_logd_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2256,7 +2338,7 @@ func (x *AssignedPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignedPartition.ProtoReflect.Descriptor instead.
 func (*AssignedPartition) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{31}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *AssignedPartition) GetTopic() string {
@@ -2303,7 +2385,7 @@ type JoinGroupResponse struct {
 
 func (x *JoinGroupResponse) Reset() {
 	*x = JoinGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[32]
+	mi := &file_logd_v1_logd_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2315,7 +2397,7 @@ func (x *JoinGroupResponse) String() string {
 func (*JoinGroupResponse) ProtoMessage() {}
 
 func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[32]
+	mi := &file_logd_v1_logd_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2328,7 +2410,7 @@ func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinGroupResponse.ProtoReflect.Descriptor instead.
 func (*JoinGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{32}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *JoinGroupResponse) GetAssignment() *GroupAssignment {
@@ -2349,7 +2431,7 @@ type GroupHeartbeatRequest struct {
 
 func (x *GroupHeartbeatRequest) Reset() {
 	*x = GroupHeartbeatRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[33]
+	mi := &file_logd_v1_logd_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2361,7 +2443,7 @@ func (x *GroupHeartbeatRequest) String() string {
 func (*GroupHeartbeatRequest) ProtoMessage() {}
 
 func (x *GroupHeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[33]
+	mi := &file_logd_v1_logd_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2374,7 +2456,7 @@ func (x *GroupHeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupHeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*GroupHeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{33}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GroupHeartbeatRequest) GetGroup() string {
@@ -2407,7 +2489,7 @@ type GroupHeartbeatResponse struct {
 
 func (x *GroupHeartbeatResponse) Reset() {
 	*x = GroupHeartbeatResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[34]
+	mi := &file_logd_v1_logd_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2419,7 +2501,7 @@ func (x *GroupHeartbeatResponse) String() string {
 func (*GroupHeartbeatResponse) ProtoMessage() {}
 
 func (x *GroupHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[34]
+	mi := &file_logd_v1_logd_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2432,7 +2514,7 @@ func (x *GroupHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*GroupHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{34}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GroupHeartbeatResponse) GetAssignment() *GroupAssignment {
@@ -2452,7 +2534,7 @@ type LeaveGroupRequest struct {
 
 func (x *LeaveGroupRequest) Reset() {
 	*x = LeaveGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[35]
+	mi := &file_logd_v1_logd_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2464,7 +2546,7 @@ func (x *LeaveGroupRequest) String() string {
 func (*LeaveGroupRequest) ProtoMessage() {}
 
 func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[35]
+	mi := &file_logd_v1_logd_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2477,7 +2559,7 @@ func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupRequest.ProtoReflect.Descriptor instead.
 func (*LeaveGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{35}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *LeaveGroupRequest) GetGroup() string {
@@ -2502,7 +2584,7 @@ type LeaveGroupResponse struct {
 
 func (x *LeaveGroupResponse) Reset() {
 	*x = LeaveGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[36]
+	mi := &file_logd_v1_logd_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2514,7 +2596,7 @@ func (x *LeaveGroupResponse) String() string {
 func (*LeaveGroupResponse) ProtoMessage() {}
 
 func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[36]
+	mi := &file_logd_v1_logd_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2527,7 +2609,7 @@ func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupResponse.ProtoReflect.Descriptor instead.
 func (*LeaveGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{36}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{38}
 }
 
 type CommitOffsetsRequest struct {
@@ -2542,7 +2624,7 @@ type CommitOffsetsRequest struct {
 
 func (x *CommitOffsetsRequest) Reset() {
 	*x = CommitOffsetsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[37]
+	mi := &file_logd_v1_logd_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2554,7 +2636,7 @@ func (x *CommitOffsetsRequest) String() string {
 func (*CommitOffsetsRequest) ProtoMessage() {}
 
 func (x *CommitOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[37]
+	mi := &file_logd_v1_logd_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2567,7 +2649,7 @@ func (x *CommitOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*CommitOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{37}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CommitOffsetsRequest) GetGroup() string {
@@ -2606,7 +2688,7 @@ type CommitOffsetsResponse struct {
 
 func (x *CommitOffsetsResponse) Reset() {
 	*x = CommitOffsetsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[38]
+	mi := &file_logd_v1_logd_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2618,7 +2700,7 @@ func (x *CommitOffsetsResponse) String() string {
 func (*CommitOffsetsResponse) ProtoMessage() {}
 
 func (x *CommitOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[38]
+	mi := &file_logd_v1_logd_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2631,7 +2713,7 @@ func (x *CommitOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*CommitOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{38}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{40}
 }
 
 // GroupFetchRequest is a fetch by a group member: refused with
@@ -2649,7 +2731,7 @@ type GroupFetchRequest struct {
 
 func (x *GroupFetchRequest) Reset() {
 	*x = GroupFetchRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[39]
+	mi := &file_logd_v1_logd_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2661,7 +2743,7 @@ func (x *GroupFetchRequest) String() string {
 func (*GroupFetchRequest) ProtoMessage() {}
 
 func (x *GroupFetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[39]
+	mi := &file_logd_v1_logd_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2674,7 +2756,7 @@ func (x *GroupFetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupFetchRequest.ProtoReflect.Descriptor instead.
 func (*GroupFetchRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{39}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GroupFetchRequest) GetGroup() string {
@@ -2721,7 +2803,7 @@ type GroupFetchResponse struct {
 
 func (x *GroupFetchResponse) Reset() {
 	*x = GroupFetchResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[40]
+	mi := &file_logd_v1_logd_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2733,7 +2815,7 @@ func (x *GroupFetchResponse) String() string {
 func (*GroupFetchResponse) ProtoMessage() {}
 
 func (x *GroupFetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[40]
+	mi := &file_logd_v1_logd_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2746,7 +2828,7 @@ func (x *GroupFetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupFetchResponse.ProtoReflect.Descriptor instead.
 func (*GroupFetchResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{40}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GroupFetchResponse) GetFetch() *FetchResponse {
@@ -2788,7 +2870,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[41]
+	mi := &file_logd_v1_logd_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2800,7 +2882,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[41]
+	mi := &file_logd_v1_logd_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2813,7 +2895,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{41}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListGroupsRequest) GetAll() bool {
@@ -2842,7 +2924,7 @@ type ConsumerGroupSummary struct {
 
 func (x *ConsumerGroupSummary) Reset() {
 	*x = ConsumerGroupSummary{}
-	mi := &file_logd_v1_logd_proto_msgTypes[42]
+	mi := &file_logd_v1_logd_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2854,7 +2936,7 @@ func (x *ConsumerGroupSummary) String() string {
 func (*ConsumerGroupSummary) ProtoMessage() {}
 
 func (x *ConsumerGroupSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[42]
+	mi := &file_logd_v1_logd_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2867,7 +2949,7 @@ func (x *ConsumerGroupSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerGroupSummary.ProtoReflect.Descriptor instead.
 func (*ConsumerGroupSummary) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{42}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ConsumerGroupSummary) GetGroup() string {
@@ -2928,7 +3010,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[43]
+	mi := &file_logd_v1_logd_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2940,7 +3022,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[43]
+	mi := &file_logd_v1_logd_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2953,7 +3035,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{43}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*ConsumerGroupSummary {
@@ -2972,7 +3054,7 @@ type DescribeGroupRequest struct {
 
 func (x *DescribeGroupRequest) Reset() {
 	*x = DescribeGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[44]
+	mi := &file_logd_v1_logd_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2984,7 +3066,7 @@ func (x *DescribeGroupRequest) String() string {
 func (*DescribeGroupRequest) ProtoMessage() {}
 
 func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[44]
+	mi := &file_logd_v1_logd_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2997,7 +3079,7 @@ func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupRequest.ProtoReflect.Descriptor instead.
 func (*DescribeGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{44}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *DescribeGroupRequest) GetGroup() string {
@@ -3034,7 +3116,7 @@ type ConsumerGroupMember struct {
 
 func (x *ConsumerGroupMember) Reset() {
 	*x = ConsumerGroupMember{}
-	mi := &file_logd_v1_logd_proto_msgTypes[45]
+	mi := &file_logd_v1_logd_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3046,7 +3128,7 @@ func (x *ConsumerGroupMember) String() string {
 func (*ConsumerGroupMember) ProtoMessage() {}
 
 func (x *ConsumerGroupMember) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[45]
+	mi := &file_logd_v1_logd_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3059,7 +3141,7 @@ func (x *ConsumerGroupMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerGroupMember.ProtoReflect.Descriptor instead.
 func (*ConsumerGroupMember) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{45}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ConsumerGroupMember) GetMemberId() string {
@@ -3166,7 +3248,7 @@ type ConsumerGroupPartition struct {
 
 func (x *ConsumerGroupPartition) Reset() {
 	*x = ConsumerGroupPartition{}
-	mi := &file_logd_v1_logd_proto_msgTypes[46]
+	mi := &file_logd_v1_logd_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3178,7 +3260,7 @@ func (x *ConsumerGroupPartition) String() string {
 func (*ConsumerGroupPartition) ProtoMessage() {}
 
 func (x *ConsumerGroupPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[46]
+	mi := &file_logd_v1_logd_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3191,7 +3273,7 @@ func (x *ConsumerGroupPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerGroupPartition.ProtoReflect.Descriptor instead.
 func (*ConsumerGroupPartition) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{46}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ConsumerGroupPartition) GetTopic() string {
@@ -3300,7 +3382,7 @@ type DescribeGroupResponse struct {
 
 func (x *DescribeGroupResponse) Reset() {
 	*x = DescribeGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[47]
+	mi := &file_logd_v1_logd_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3312,7 +3394,7 @@ func (x *DescribeGroupResponse) String() string {
 func (*DescribeGroupResponse) ProtoMessage() {}
 
 func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[47]
+	mi := &file_logd_v1_logd_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3325,7 +3407,7 @@ func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupResponse.ProtoReflect.Descriptor instead.
 func (*DescribeGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{47}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *DescribeGroupResponse) GetGroup() string {
@@ -3386,7 +3468,7 @@ type DeleteGroupRequest struct {
 
 func (x *DeleteGroupRequest) Reset() {
 	*x = DeleteGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[48]
+	mi := &file_logd_v1_logd_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3398,7 +3480,7 @@ func (x *DeleteGroupRequest) String() string {
 func (*DeleteGroupRequest) ProtoMessage() {}
 
 func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[48]
+	mi := &file_logd_v1_logd_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3411,7 +3493,7 @@ func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupRequest.ProtoReflect.Descriptor instead.
 func (*DeleteGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{48}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *DeleteGroupRequest) GetGroup() string {
@@ -3429,7 +3511,7 @@ type DeleteGroupResponse struct {
 
 func (x *DeleteGroupResponse) Reset() {
 	*x = DeleteGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[49]
+	mi := &file_logd_v1_logd_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3441,7 +3523,7 @@ func (x *DeleteGroupResponse) String() string {
 func (*DeleteGroupResponse) ProtoMessage() {}
 
 func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[49]
+	mi := &file_logd_v1_logd_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3454,7 +3536,7 @@ func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupResponse.ProtoReflect.Descriptor instead.
 func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{49}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{51}
 }
 
 // ResetTopic selects partitions of a topic; none listed means all.
@@ -3468,7 +3550,7 @@ type ResetTopic struct {
 
 func (x *ResetTopic) Reset() {
 	*x = ResetTopic{}
-	mi := &file_logd_v1_logd_proto_msgTypes[50]
+	mi := &file_logd_v1_logd_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3480,7 +3562,7 @@ func (x *ResetTopic) String() string {
 func (*ResetTopic) ProtoMessage() {}
 
 func (x *ResetTopic) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[50]
+	mi := &file_logd_v1_logd_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3493,7 +3575,7 @@ func (x *ResetTopic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetTopic.ProtoReflect.Descriptor instead.
 func (*ResetTopic) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{50}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ResetTopic) GetTopic() string {
@@ -3532,7 +3614,7 @@ type ResetGroupOffsetsRequest struct {
 
 func (x *ResetGroupOffsetsRequest) Reset() {
 	*x = ResetGroupOffsetsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[51]
+	mi := &file_logd_v1_logd_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3544,7 +3626,7 @@ func (x *ResetGroupOffsetsRequest) String() string {
 func (*ResetGroupOffsetsRequest) ProtoMessage() {}
 
 func (x *ResetGroupOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[51]
+	mi := &file_logd_v1_logd_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3557,7 +3639,7 @@ func (x *ResetGroupOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetGroupOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ResetGroupOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{51}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ResetGroupOffsetsRequest) GetGroup() string {
@@ -3648,7 +3730,7 @@ type ResetPlanEntry struct {
 
 func (x *ResetPlanEntry) Reset() {
 	*x = ResetPlanEntry{}
-	mi := &file_logd_v1_logd_proto_msgTypes[52]
+	mi := &file_logd_v1_logd_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3660,7 +3742,7 @@ func (x *ResetPlanEntry) String() string {
 func (*ResetPlanEntry) ProtoMessage() {}
 
 func (x *ResetPlanEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[52]
+	mi := &file_logd_v1_logd_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3673,7 +3755,7 @@ func (x *ResetPlanEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetPlanEntry.ProtoReflect.Descriptor instead.
 func (*ResetPlanEntry) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{52}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ResetPlanEntry) GetTopic() string {
@@ -3744,7 +3826,7 @@ type ResetGroupOffsetsResponse struct {
 
 func (x *ResetGroupOffsetsResponse) Reset() {
 	*x = ResetGroupOffsetsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[53]
+	mi := &file_logd_v1_logd_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3756,7 +3838,7 @@ func (x *ResetGroupOffsetsResponse) String() string {
 func (*ResetGroupOffsetsResponse) ProtoMessage() {}
 
 func (x *ResetGroupOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[53]
+	mi := &file_logd_v1_logd_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3769,7 +3851,7 @@ func (x *ResetGroupOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetGroupOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ResetGroupOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{53}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ResetGroupOffsetsResponse) GetPlan() []*ResetPlanEntry {
@@ -3823,7 +3905,7 @@ type QueueGroupConfig struct {
 
 func (x *QueueGroupConfig) Reset() {
 	*x = QueueGroupConfig{}
-	mi := &file_logd_v1_logd_proto_msgTypes[54]
+	mi := &file_logd_v1_logd_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3835,7 +3917,7 @@ func (x *QueueGroupConfig) String() string {
 func (*QueueGroupConfig) ProtoMessage() {}
 
 func (x *QueueGroupConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[54]
+	mi := &file_logd_v1_logd_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3848,7 +3930,7 @@ func (x *QueueGroupConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueGroupConfig.ProtoReflect.Descriptor instead.
 func (*QueueGroupConfig) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{54}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *QueueGroupConfig) GetLeaseMs() int64 {
@@ -3920,7 +4002,7 @@ type CreateQueueGroupRequest struct {
 
 func (x *CreateQueueGroupRequest) Reset() {
 	*x = CreateQueueGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[55]
+	mi := &file_logd_v1_logd_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3932,7 +4014,7 @@ func (x *CreateQueueGroupRequest) String() string {
 func (*CreateQueueGroupRequest) ProtoMessage() {}
 
 func (x *CreateQueueGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[55]
+	mi := &file_logd_v1_logd_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3945,7 +4027,7 @@ func (x *CreateQueueGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateQueueGroupRequest.ProtoReflect.Descriptor instead.
 func (*CreateQueueGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{55}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *CreateQueueGroupRequest) GetTopic() string {
@@ -3986,7 +4068,7 @@ type CreateQueueGroupResponse struct {
 
 func (x *CreateQueueGroupResponse) Reset() {
 	*x = CreateQueueGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[56]
+	mi := &file_logd_v1_logd_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3998,7 +4080,7 @@ func (x *CreateQueueGroupResponse) String() string {
 func (*CreateQueueGroupResponse) ProtoMessage() {}
 
 func (x *CreateQueueGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[56]
+	mi := &file_logd_v1_logd_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4011,7 +4093,7 @@ func (x *CreateQueueGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateQueueGroupResponse.ProtoReflect.Descriptor instead.
 func (*CreateQueueGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{56}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *CreateQueueGroupResponse) GetConfig() *QueueGroupConfig {
@@ -4032,7 +4114,7 @@ type AlterQueueGroupRequest struct {
 
 func (x *AlterQueueGroupRequest) Reset() {
 	*x = AlterQueueGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[57]
+	mi := &file_logd_v1_logd_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4044,7 +4126,7 @@ func (x *AlterQueueGroupRequest) String() string {
 func (*AlterQueueGroupRequest) ProtoMessage() {}
 
 func (x *AlterQueueGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[57]
+	mi := &file_logd_v1_logd_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4057,7 +4139,7 @@ func (x *AlterQueueGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterQueueGroupRequest.ProtoReflect.Descriptor instead.
 func (*AlterQueueGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{57}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *AlterQueueGroupRequest) GetTopic() string {
@@ -4090,7 +4172,7 @@ type AlterQueueGroupResponse struct {
 
 func (x *AlterQueueGroupResponse) Reset() {
 	*x = AlterQueueGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[58]
+	mi := &file_logd_v1_logd_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4102,7 +4184,7 @@ func (x *AlterQueueGroupResponse) String() string {
 func (*AlterQueueGroupResponse) ProtoMessage() {}
 
 func (x *AlterQueueGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[58]
+	mi := &file_logd_v1_logd_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4115,7 +4197,7 @@ func (x *AlterQueueGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterQueueGroupResponse.ProtoReflect.Descriptor instead.
 func (*AlterQueueGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{58}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *AlterQueueGroupResponse) GetConfig() *QueueGroupConfig {
@@ -4137,7 +4219,7 @@ type DescribeQueueGroupRequest struct {
 
 func (x *DescribeQueueGroupRequest) Reset() {
 	*x = DescribeQueueGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[59]
+	mi := &file_logd_v1_logd_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4149,7 +4231,7 @@ func (x *DescribeQueueGroupRequest) String() string {
 func (*DescribeQueueGroupRequest) ProtoMessage() {}
 
 func (x *DescribeQueueGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[59]
+	mi := &file_logd_v1_logd_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4162,7 +4244,7 @@ func (x *DescribeQueueGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeQueueGroupRequest.ProtoReflect.Descriptor instead.
 func (*DescribeQueueGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{59}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *DescribeQueueGroupRequest) GetTopic() string {
@@ -4222,7 +4304,7 @@ type QueuePartitionState struct {
 
 func (x *QueuePartitionState) Reset() {
 	*x = QueuePartitionState{}
-	mi := &file_logd_v1_logd_proto_msgTypes[60]
+	mi := &file_logd_v1_logd_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4234,7 +4316,7 @@ func (x *QueuePartitionState) String() string {
 func (*QueuePartitionState) ProtoMessage() {}
 
 func (x *QueuePartitionState) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[60]
+	mi := &file_logd_v1_logd_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4247,7 +4329,7 @@ func (x *QueuePartitionState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueuePartitionState.ProtoReflect.Descriptor instead.
 func (*QueuePartitionState) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{60}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *QueuePartitionState) GetPartition() int32 {
@@ -4418,7 +4500,7 @@ type DescribeQueueGroupResponse struct {
 
 func (x *DescribeQueueGroupResponse) Reset() {
 	*x = DescribeQueueGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[61]
+	mi := &file_logd_v1_logd_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4430,7 +4512,7 @@ func (x *DescribeQueueGroupResponse) String() string {
 func (*DescribeQueueGroupResponse) ProtoMessage() {}
 
 func (x *DescribeQueueGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[61]
+	mi := &file_logd_v1_logd_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4443,7 +4525,7 @@ func (x *DescribeQueueGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeQueueGroupResponse.ProtoReflect.Descriptor instead.
 func (*DescribeQueueGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{61}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *DescribeQueueGroupResponse) GetTopic() string {
@@ -4561,7 +4643,7 @@ type ListQueueGroupsRequest struct {
 
 func (x *ListQueueGroupsRequest) Reset() {
 	*x = ListQueueGroupsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[62]
+	mi := &file_logd_v1_logd_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4573,7 +4655,7 @@ func (x *ListQueueGroupsRequest) String() string {
 func (*ListQueueGroupsRequest) ProtoMessage() {}
 
 func (x *ListQueueGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[62]
+	mi := &file_logd_v1_logd_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4586,7 +4668,7 @@ func (x *ListQueueGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQueueGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListQueueGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{62}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ListQueueGroupsRequest) GetTopic() string {
@@ -4607,7 +4689,7 @@ type ListQueueGroupsResponse struct {
 
 func (x *ListQueueGroupsResponse) Reset() {
 	*x = ListQueueGroupsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[63]
+	mi := &file_logd_v1_logd_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4619,7 +4701,7 @@ func (x *ListQueueGroupsResponse) String() string {
 func (*ListQueueGroupsResponse) ProtoMessage() {}
 
 func (x *ListQueueGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[63]
+	mi := &file_logd_v1_logd_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4632,7 +4714,7 @@ func (x *ListQueueGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQueueGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListQueueGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{63}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ListQueueGroupsResponse) GetGroups() []*DescribeQueueGroupResponse {
@@ -4661,7 +4743,7 @@ type InFlightRecord struct {
 
 func (x *InFlightRecord) Reset() {
 	*x = InFlightRecord{}
-	mi := &file_logd_v1_logd_proto_msgTypes[64]
+	mi := &file_logd_v1_logd_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4673,7 +4755,7 @@ func (x *InFlightRecord) String() string {
 func (*InFlightRecord) ProtoMessage() {}
 
 func (x *InFlightRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[64]
+	mi := &file_logd_v1_logd_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4686,7 +4768,7 @@ func (x *InFlightRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InFlightRecord.ProtoReflect.Descriptor instead.
 func (*InFlightRecord) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{64}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *InFlightRecord) GetPartition() int32 {
@@ -4761,7 +4843,7 @@ type ClaimRequest struct {
 
 func (x *ClaimRequest) Reset() {
 	*x = ClaimRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[65]
+	mi := &file_logd_v1_logd_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4773,7 +4855,7 @@ func (x *ClaimRequest) String() string {
 func (*ClaimRequest) ProtoMessage() {}
 
 func (x *ClaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[65]
+	mi := &file_logd_v1_logd_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4786,7 +4868,7 @@ func (x *ClaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimRequest.ProtoReflect.Descriptor instead.
 func (*ClaimRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{65}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ClaimRequest) GetTopic() string {
@@ -4859,7 +4941,7 @@ type ClaimedRecord struct {
 
 func (x *ClaimedRecord) Reset() {
 	*x = ClaimedRecord{}
-	mi := &file_logd_v1_logd_proto_msgTypes[66]
+	mi := &file_logd_v1_logd_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4871,7 +4953,7 @@ func (x *ClaimedRecord) String() string {
 func (*ClaimedRecord) ProtoMessage() {}
 
 func (x *ClaimedRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[66]
+	mi := &file_logd_v1_logd_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4884,7 +4966,7 @@ func (x *ClaimedRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimedRecord.ProtoReflect.Descriptor instead.
 func (*ClaimedRecord) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{66}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ClaimedRecord) GetPartition() int32 {
@@ -4973,7 +5055,7 @@ type ClaimResponse struct {
 
 func (x *ClaimResponse) Reset() {
 	*x = ClaimResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[67]
+	mi := &file_logd_v1_logd_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4985,7 +5067,7 @@ func (x *ClaimResponse) String() string {
 func (*ClaimResponse) ProtoMessage() {}
 
 func (x *ClaimResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[67]
+	mi := &file_logd_v1_logd_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4998,7 +5080,7 @@ func (x *ClaimResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimResponse.ProtoReflect.Descriptor instead.
 func (*ClaimResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{67}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ClaimResponse) GetRecords() []*ClaimedRecord {
@@ -5054,7 +5136,7 @@ type TokenResult struct {
 
 func (x *TokenResult) Reset() {
 	*x = TokenResult{}
-	mi := &file_logd_v1_logd_proto_msgTypes[68]
+	mi := &file_logd_v1_logd_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5066,7 +5148,7 @@ func (x *TokenResult) String() string {
 func (*TokenResult) ProtoMessage() {}
 
 func (x *TokenResult) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[68]
+	mi := &file_logd_v1_logd_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5079,7 +5161,7 @@ func (x *TokenResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenResult.ProtoReflect.Descriptor instead.
 func (*TokenResult) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{68}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *TokenResult) GetToken() string {
@@ -5142,7 +5224,7 @@ type AckRequest struct {
 
 func (x *AckRequest) Reset() {
 	*x = AckRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[69]
+	mi := &file_logd_v1_logd_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5154,7 +5236,7 @@ func (x *AckRequest) String() string {
 func (*AckRequest) ProtoMessage() {}
 
 func (x *AckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[69]
+	mi := &file_logd_v1_logd_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5167,7 +5249,7 @@ func (x *AckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckRequest.ProtoReflect.Descriptor instead.
 func (*AckRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{69}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *AckRequest) GetTopic() string {
@@ -5200,7 +5282,7 @@ type AckResponse struct {
 
 func (x *AckResponse) Reset() {
 	*x = AckResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[70]
+	mi := &file_logd_v1_logd_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5212,7 +5294,7 @@ func (x *AckResponse) String() string {
 func (*AckResponse) ProtoMessage() {}
 
 func (x *AckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[70]
+	mi := &file_logd_v1_logd_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5225,7 +5307,7 @@ func (x *AckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckResponse.ProtoReflect.Descriptor instead.
 func (*AckResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{70}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *AckResponse) GetResults() []*TokenResult {
@@ -5253,7 +5335,7 @@ type QueueNack struct {
 
 func (x *QueueNack) Reset() {
 	*x = QueueNack{}
-	mi := &file_logd_v1_logd_proto_msgTypes[71]
+	mi := &file_logd_v1_logd_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5265,7 +5347,7 @@ func (x *QueueNack) String() string {
 func (*QueueNack) ProtoMessage() {}
 
 func (x *QueueNack) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[71]
+	mi := &file_logd_v1_logd_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5278,7 +5360,7 @@ func (x *QueueNack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueNack.ProtoReflect.Descriptor instead.
 func (*QueueNack) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{71}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *QueueNack) GetToken() string {
@@ -5320,7 +5402,7 @@ type NackRequest struct {
 
 func (x *NackRequest) Reset() {
 	*x = NackRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[72]
+	mi := &file_logd_v1_logd_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5332,7 +5414,7 @@ func (x *NackRequest) String() string {
 func (*NackRequest) ProtoMessage() {}
 
 func (x *NackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[72]
+	mi := &file_logd_v1_logd_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5345,7 +5427,7 @@ func (x *NackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NackRequest.ProtoReflect.Descriptor instead.
 func (*NackRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{72}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *NackRequest) GetTopic() string {
@@ -5378,7 +5460,7 @@ type NackResponse struct {
 
 func (x *NackResponse) Reset() {
 	*x = NackResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[73]
+	mi := &file_logd_v1_logd_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5390,7 +5472,7 @@ func (x *NackResponse) String() string {
 func (*NackResponse) ProtoMessage() {}
 
 func (x *NackResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[73]
+	mi := &file_logd_v1_logd_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5403,7 +5485,7 @@ func (x *NackResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NackResponse.ProtoReflect.Descriptor instead.
 func (*NackResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{73}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *NackResponse) GetResults() []*TokenResult {
@@ -5426,7 +5508,7 @@ type ExtendRequest struct {
 
 func (x *ExtendRequest) Reset() {
 	*x = ExtendRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[74]
+	mi := &file_logd_v1_logd_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5438,7 +5520,7 @@ func (x *ExtendRequest) String() string {
 func (*ExtendRequest) ProtoMessage() {}
 
 func (x *ExtendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[74]
+	mi := &file_logd_v1_logd_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5451,7 +5533,7 @@ func (x *ExtendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendRequest.ProtoReflect.Descriptor instead.
 func (*ExtendRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{74}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ExtendRequest) GetTopic() string {
@@ -5491,7 +5573,7 @@ type ExtendResponse struct {
 
 func (x *ExtendResponse) Reset() {
 	*x = ExtendResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[75]
+	mi := &file_logd_v1_logd_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5503,7 +5585,7 @@ func (x *ExtendResponse) String() string {
 func (*ExtendResponse) ProtoMessage() {}
 
 func (x *ExtendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[75]
+	mi := &file_logd_v1_logd_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5516,7 +5598,7 @@ func (x *ExtendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendResponse.ProtoReflect.Descriptor instead.
 func (*ExtendResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{75}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ExtendResponse) GetResults() []*TokenResult {
@@ -5541,7 +5623,7 @@ type AlterTopicRequest struct {
 
 func (x *AlterTopicRequest) Reset() {
 	*x = AlterTopicRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[76]
+	mi := &file_logd_v1_logd_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5553,7 +5635,7 @@ func (x *AlterTopicRequest) String() string {
 func (*AlterTopicRequest) ProtoMessage() {}
 
 func (x *AlterTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[76]
+	mi := &file_logd_v1_logd_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5566,7 +5648,7 @@ func (x *AlterTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterTopicRequest.ProtoReflect.Descriptor instead.
 func (*AlterTopicRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{76}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *AlterTopicRequest) GetName() string {
@@ -5600,7 +5682,7 @@ type AlterTopicResponse struct {
 
 func (x *AlterTopicResponse) Reset() {
 	*x = AlterTopicResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[77]
+	mi := &file_logd_v1_logd_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5612,7 +5694,7 @@ func (x *AlterTopicResponse) String() string {
 func (*AlterTopicResponse) ProtoMessage() {}
 
 func (x *AlterTopicResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[77]
+	mi := &file_logd_v1_logd_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5625,7 +5707,7 @@ func (x *AlterTopicResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterTopicResponse.ProtoReflect.Descriptor instead.
 func (*AlterTopicResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{77}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *AlterTopicResponse) GetTopic() *TopicInfo {
@@ -5649,7 +5731,7 @@ type CreatePartitionsRequest struct {
 
 func (x *CreatePartitionsRequest) Reset() {
 	*x = CreatePartitionsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[78]
+	mi := &file_logd_v1_logd_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5661,7 +5743,7 @@ func (x *CreatePartitionsRequest) String() string {
 func (*CreatePartitionsRequest) ProtoMessage() {}
 
 func (x *CreatePartitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[78]
+	mi := &file_logd_v1_logd_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5674,7 +5756,7 @@ func (x *CreatePartitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreatePartitionsRequest.ProtoReflect.Descriptor instead.
 func (*CreatePartitionsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{78}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *CreatePartitionsRequest) GetName() string {
@@ -5710,7 +5792,7 @@ type CreatePartitionsResponse struct {
 
 func (x *CreatePartitionsResponse) Reset() {
 	*x = CreatePartitionsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[79]
+	mi := &file_logd_v1_logd_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5722,7 +5804,7 @@ func (x *CreatePartitionsResponse) String() string {
 func (*CreatePartitionsResponse) ProtoMessage() {}
 
 func (x *CreatePartitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[79]
+	mi := &file_logd_v1_logd_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5735,7 +5817,7 @@ func (x *CreatePartitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreatePartitionsResponse.ProtoReflect.Descriptor instead.
 func (*CreatePartitionsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{79}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *CreatePartitionsResponse) GetTopic() *TopicInfo {
@@ -5769,7 +5851,7 @@ type CleanerRun struct {
 
 func (x *CleanerRun) Reset() {
 	*x = CleanerRun{}
-	mi := &file_logd_v1_logd_proto_msgTypes[80]
+	mi := &file_logd_v1_logd_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5781,7 +5863,7 @@ func (x *CleanerRun) String() string {
 func (*CleanerRun) ProtoMessage() {}
 
 func (x *CleanerRun) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[80]
+	mi := &file_logd_v1_logd_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5794,7 +5876,7 @@ func (x *CleanerRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanerRun.ProtoReflect.Descriptor instead.
 func (*CleanerRun) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{80}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *CleanerRun) GetTimeMs() int64 {
@@ -5864,7 +5946,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[81]
+	mi := &file_logd_v1_logd_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5876,7 +5958,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[81]
+	mi := &file_logd_v1_logd_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5889,7 +5971,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{81}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *JoinRequest) GetNodeId() string {
@@ -5975,7 +6057,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[82]
+	mi := &file_logd_v1_logd_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5987,7 +6069,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[82]
+	mi := &file_logd_v1_logd_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6000,7 +6082,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{82}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *JoinResponse) GetLeaderId() string {
@@ -6040,7 +6122,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[83]
+	mi := &file_logd_v1_logd_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6052,7 +6134,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[83]
+	mi := &file_logd_v1_logd_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6065,7 +6147,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{83}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *RemoveNodeRequest) GetNodeId() string {
@@ -6083,7 +6165,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[84]
+	mi := &file_logd_v1_logd_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6095,7 +6177,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[84]
+	mi := &file_logd_v1_logd_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6108,7 +6190,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{84}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{86}
 }
 
 type TransferLeadershipRequest struct {
@@ -6121,7 +6203,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[85]
+	mi := &file_logd_v1_logd_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6133,7 +6215,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[85]
+	mi := &file_logd_v1_logd_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6146,7 +6228,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{85}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *TransferLeadershipRequest) GetNodeId() string {
@@ -6166,7 +6248,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[86]
+	mi := &file_logd_v1_logd_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6178,7 +6260,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[86]
+	mi := &file_logd_v1_logd_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6191,7 +6273,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{86}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -6216,7 +6298,7 @@ type SaveSnapshotRequest struct {
 
 func (x *SaveSnapshotRequest) Reset() {
 	*x = SaveSnapshotRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[87]
+	mi := &file_logd_v1_logd_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6228,7 +6310,7 @@ func (x *SaveSnapshotRequest) String() string {
 func (*SaveSnapshotRequest) ProtoMessage() {}
 
 func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[87]
+	mi := &file_logd_v1_logd_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6241,7 +6323,7 @@ func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SaveSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{87}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{89}
 }
 
 type SaveSnapshotResponse struct {
@@ -6256,7 +6338,7 @@ type SaveSnapshotResponse struct {
 
 func (x *SaveSnapshotResponse) Reset() {
 	*x = SaveSnapshotResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[88]
+	mi := &file_logd_v1_logd_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6268,7 +6350,7 @@ func (x *SaveSnapshotResponse) String() string {
 func (*SaveSnapshotResponse) ProtoMessage() {}
 
 func (x *SaveSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[88]
+	mi := &file_logd_v1_logd_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6281,7 +6363,7 @@ func (x *SaveSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*SaveSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{88}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *SaveSnapshotResponse) GetInfo() *SnapshotInfo {
@@ -6317,7 +6399,7 @@ type SnapshotInfo struct {
 
 func (x *SnapshotInfo) Reset() {
 	*x = SnapshotInfo{}
-	mi := &file_logd_v1_logd_proto_msgTypes[89]
+	mi := &file_logd_v1_logd_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6329,7 +6411,7 @@ func (x *SnapshotInfo) String() string {
 func (*SnapshotInfo) ProtoMessage() {}
 
 func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[89]
+	mi := &file_logd_v1_logd_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6342,7 +6424,7 @@ func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotInfo.ProtoReflect.Descriptor instead.
 func (*SnapshotInfo) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{89}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *SnapshotInfo) GetIndex() uint64 {
@@ -6399,7 +6481,7 @@ type PauseQueueGroupRequest struct {
 
 func (x *PauseQueueGroupRequest) Reset() {
 	*x = PauseQueueGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[90]
+	mi := &file_logd_v1_logd_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6411,7 +6493,7 @@ func (x *PauseQueueGroupRequest) String() string {
 func (*PauseQueueGroupRequest) ProtoMessage() {}
 
 func (x *PauseQueueGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[90]
+	mi := &file_logd_v1_logd_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6424,7 +6506,7 @@ func (x *PauseQueueGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueGroupRequest.ProtoReflect.Descriptor instead.
 func (*PauseQueueGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{90}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *PauseQueueGroupRequest) GetTopic() string {
@@ -6459,7 +6541,7 @@ type PauseQueueGroupResponse struct {
 
 func (x *PauseQueueGroupResponse) Reset() {
 	*x = PauseQueueGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[91]
+	mi := &file_logd_v1_logd_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6471,7 +6553,7 @@ func (x *PauseQueueGroupResponse) String() string {
 func (*PauseQueueGroupResponse) ProtoMessage() {}
 
 func (x *PauseQueueGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[91]
+	mi := &file_logd_v1_logd_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6484,7 +6566,7 @@ func (x *PauseQueueGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueGroupResponse.ProtoReflect.Descriptor instead.
 func (*PauseQueueGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{91}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *PauseQueueGroupResponse) GetPaused() bool {
@@ -6509,7 +6591,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[92]
+	mi := &file_logd_v1_logd_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6521,7 +6603,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[92]
+	mi := &file_logd_v1_logd_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6534,7 +6616,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{92}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{94}
 }
 
 type WhoAmIResponse struct {
@@ -6554,7 +6636,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[93]
+	mi := &file_logd_v1_logd_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6566,7 +6648,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[93]
+	mi := &file_logd_v1_logd_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6579,7 +6661,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{93}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *WhoAmIResponse) GetPrincipal() string {
@@ -6627,7 +6709,7 @@ type TokenInfo struct {
 
 func (x *TokenInfo) Reset() {
 	*x = TokenInfo{}
-	mi := &file_logd_v1_logd_proto_msgTypes[94]
+	mi := &file_logd_v1_logd_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6639,7 +6721,7 @@ func (x *TokenInfo) String() string {
 func (*TokenInfo) ProtoMessage() {}
 
 func (x *TokenInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[94]
+	mi := &file_logd_v1_logd_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6652,7 +6734,7 @@ func (x *TokenInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenInfo.ProtoReflect.Descriptor instead.
 func (*TokenInfo) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{94}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *TokenInfo) GetId() string {
@@ -6710,7 +6792,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[95]
+	mi := &file_logd_v1_logd_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6722,7 +6804,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[95]
+	mi := &file_logd_v1_logd_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6735,7 +6817,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{95}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *CreateTokenRequest) GetPrincipal() string {
@@ -6770,7 +6852,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[96]
+	mi := &file_logd_v1_logd_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6782,7 +6864,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[96]
+	mi := &file_logd_v1_logd_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6795,7 +6877,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{96}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *CreateTokenResponse) GetToken() string {
@@ -6822,7 +6904,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[97]
+	mi := &file_logd_v1_logd_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6834,7 +6916,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[97]
+	mi := &file_logd_v1_logd_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6847,7 +6929,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{97}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *ListTokensRequest) GetPrincipal() string {
@@ -6866,7 +6948,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[98]
+	mi := &file_logd_v1_logd_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6878,7 +6960,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[98]
+	mi := &file_logd_v1_logd_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6891,7 +6973,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{98}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *ListTokensResponse) GetTokens() []*TokenInfo {
@@ -6910,7 +6992,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[99]
+	mi := &file_logd_v1_logd_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6922,7 +7004,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[99]
+	mi := &file_logd_v1_logd_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6935,7 +7017,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{99}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *RevokeTokenRequest) GetId() string {
@@ -6954,7 +7036,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[100]
+	mi := &file_logd_v1_logd_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6966,7 +7048,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[100]
+	mi := &file_logd_v1_logd_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6979,7 +7061,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{100}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *RevokeTokenResponse) GetInfo() *TokenInfo {
@@ -7007,7 +7089,7 @@ type ACL struct {
 
 func (x *ACL) Reset() {
 	*x = ACL{}
-	mi := &file_logd_v1_logd_proto_msgTypes[101]
+	mi := &file_logd_v1_logd_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7019,7 +7101,7 @@ func (x *ACL) String() string {
 func (*ACL) ProtoMessage() {}
 
 func (x *ACL) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[101]
+	mi := &file_logd_v1_logd_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7032,7 +7114,7 @@ func (x *ACL) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ACL.ProtoReflect.Descriptor instead.
 func (*ACL) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{101}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *ACL) GetPrincipal() string {
@@ -7086,7 +7168,7 @@ type CreateACLsRequest struct {
 
 func (x *CreateACLsRequest) Reset() {
 	*x = CreateACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[102]
+	mi := &file_logd_v1_logd_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7098,7 +7180,7 @@ func (x *CreateACLsRequest) String() string {
 func (*CreateACLsRequest) ProtoMessage() {}
 
 func (x *CreateACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[102]
+	mi := &file_logd_v1_logd_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7111,7 +7193,7 @@ func (x *CreateACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateACLsRequest.ProtoReflect.Descriptor instead.
 func (*CreateACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{102}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *CreateACLsRequest) GetAcls() []*ACL {
@@ -7131,7 +7213,7 @@ type CreateACLsResponse struct {
 
 func (x *CreateACLsResponse) Reset() {
 	*x = CreateACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[103]
+	mi := &file_logd_v1_logd_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7143,7 +7225,7 @@ func (x *CreateACLsResponse) String() string {
 func (*CreateACLsResponse) ProtoMessage() {}
 
 func (x *CreateACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[103]
+	mi := &file_logd_v1_logd_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7156,7 +7238,7 @@ func (x *CreateACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateACLsResponse.ProtoReflect.Descriptor instead.
 func (*CreateACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{103}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *CreateACLsResponse) GetCreated() int32 {
@@ -7181,7 +7263,7 @@ type ACLFilter struct {
 
 func (x *ACLFilter) Reset() {
 	*x = ACLFilter{}
-	mi := &file_logd_v1_logd_proto_msgTypes[104]
+	mi := &file_logd_v1_logd_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7193,7 +7275,7 @@ func (x *ACLFilter) String() string {
 func (*ACLFilter) ProtoMessage() {}
 
 func (x *ACLFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[104]
+	mi := &file_logd_v1_logd_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7206,7 +7288,7 @@ func (x *ACLFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ACLFilter.ProtoReflect.Descriptor instead.
 func (*ACLFilter) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{104}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *ACLFilter) GetPrincipal() string {
@@ -7260,7 +7342,7 @@ type ListACLsRequest struct {
 
 func (x *ListACLsRequest) Reset() {
 	*x = ListACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[105]
+	mi := &file_logd_v1_logd_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7272,7 +7354,7 @@ func (x *ListACLsRequest) String() string {
 func (*ListACLsRequest) ProtoMessage() {}
 
 func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[105]
+	mi := &file_logd_v1_logd_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7285,7 +7367,7 @@ func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListACLsRequest.ProtoReflect.Descriptor instead.
 func (*ListACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{105}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *ListACLsRequest) GetFilter() *ACLFilter {
@@ -7304,7 +7386,7 @@ type ListACLsResponse struct {
 
 func (x *ListACLsResponse) Reset() {
 	*x = ListACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[106]
+	mi := &file_logd_v1_logd_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7316,7 +7398,7 @@ func (x *ListACLsResponse) String() string {
 func (*ListACLsResponse) ProtoMessage() {}
 
 func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[106]
+	mi := &file_logd_v1_logd_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7329,7 +7411,7 @@ func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListACLsResponse.ProtoReflect.Descriptor instead.
 func (*ListACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{106}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *ListACLsResponse) GetAcls() []*ACL {
@@ -7351,7 +7433,7 @@ type DeleteACLsRequest struct {
 
 func (x *DeleteACLsRequest) Reset() {
 	*x = DeleteACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[107]
+	mi := &file_logd_v1_logd_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7363,7 +7445,7 @@ func (x *DeleteACLsRequest) String() string {
 func (*DeleteACLsRequest) ProtoMessage() {}
 
 func (x *DeleteACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[107]
+	mi := &file_logd_v1_logd_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7376,7 +7458,7 @@ func (x *DeleteACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteACLsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{107}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *DeleteACLsRequest) GetFilter() *ACLFilter {
@@ -7403,7 +7485,7 @@ type DeleteACLsResponse struct {
 
 func (x *DeleteACLsResponse) Reset() {
 	*x = DeleteACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[108]
+	mi := &file_logd_v1_logd_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7415,7 +7497,7 @@ func (x *DeleteACLsResponse) String() string {
 func (*DeleteACLsResponse) ProtoMessage() {}
 
 func (x *DeleteACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[108]
+	mi := &file_logd_v1_logd_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7428,7 +7510,7 @@ func (x *DeleteACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteACLsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{108}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *DeleteACLsResponse) GetAcls() []*ACL {
@@ -7472,7 +7554,7 @@ type StartRedriveRequest struct {
 
 func (x *StartRedriveRequest) Reset() {
 	*x = StartRedriveRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[109]
+	mi := &file_logd_v1_logd_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7484,7 +7566,7 @@ func (x *StartRedriveRequest) String() string {
 func (*StartRedriveRequest) ProtoMessage() {}
 
 func (x *StartRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[109]
+	mi := &file_logd_v1_logd_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7497,7 +7579,7 @@ func (x *StartRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRedriveRequest.ProtoReflect.Descriptor instead.
 func (*StartRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{109}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *StartRedriveRequest) GetDeadLetterTopic() string {
@@ -7596,7 +7678,7 @@ type RedriveRecordRef struct {
 
 func (x *RedriveRecordRef) Reset() {
 	*x = RedriveRecordRef{}
-	mi := &file_logd_v1_logd_proto_msgTypes[110]
+	mi := &file_logd_v1_logd_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7608,7 +7690,7 @@ func (x *RedriveRecordRef) String() string {
 func (*RedriveRecordRef) ProtoMessage() {}
 
 func (x *RedriveRecordRef) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[110]
+	mi := &file_logd_v1_logd_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7621,7 +7703,7 @@ func (x *RedriveRecordRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveRecordRef.ProtoReflect.Descriptor instead.
 func (*RedriveRecordRef) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{110}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *RedriveRecordRef) GetPartition() int32 {
@@ -7656,7 +7738,7 @@ type RedriveProgress struct {
 
 func (x *RedriveProgress) Reset() {
 	*x = RedriveProgress{}
-	mi := &file_logd_v1_logd_proto_msgTypes[111]
+	mi := &file_logd_v1_logd_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7668,7 +7750,7 @@ func (x *RedriveProgress) String() string {
 func (*RedriveProgress) ProtoMessage() {}
 
 func (x *RedriveProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[111]
+	mi := &file_logd_v1_logd_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7681,7 +7763,7 @@ func (x *RedriveProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveProgress.ProtoReflect.Descriptor instead.
 func (*RedriveProgress) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{111}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *RedriveProgress) GetScanned() int64 {
@@ -7751,7 +7833,7 @@ type RedriveJob struct {
 
 func (x *RedriveJob) Reset() {
 	*x = RedriveJob{}
-	mi := &file_logd_v1_logd_proto_msgTypes[112]
+	mi := &file_logd_v1_logd_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7763,7 +7845,7 @@ func (x *RedriveJob) String() string {
 func (*RedriveJob) ProtoMessage() {}
 
 func (x *RedriveJob) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[112]
+	mi := &file_logd_v1_logd_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7776,7 +7858,7 @@ func (x *RedriveJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveJob.ProtoReflect.Descriptor instead.
 func (*RedriveJob) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{112}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *RedriveJob) GetId() string {
@@ -7872,7 +7954,7 @@ type StartRedriveResponse struct {
 
 func (x *StartRedriveResponse) Reset() {
 	*x = StartRedriveResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[113]
+	mi := &file_logd_v1_logd_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7884,7 +7966,7 @@ func (x *StartRedriveResponse) String() string {
 func (*StartRedriveResponse) ProtoMessage() {}
 
 func (x *StartRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[113]
+	mi := &file_logd_v1_logd_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7897,7 +7979,7 @@ func (x *StartRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRedriveResponse.ProtoReflect.Descriptor instead.
 func (*StartRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{113}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *StartRedriveResponse) GetJob() *RedriveJob {
@@ -7916,7 +7998,7 @@ type DescribeRedriveRequest struct {
 
 func (x *DescribeRedriveRequest) Reset() {
 	*x = DescribeRedriveRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[114]
+	mi := &file_logd_v1_logd_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7928,7 +8010,7 @@ func (x *DescribeRedriveRequest) String() string {
 func (*DescribeRedriveRequest) ProtoMessage() {}
 
 func (x *DescribeRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[114]
+	mi := &file_logd_v1_logd_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7941,7 +8023,7 @@ func (x *DescribeRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRedriveRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{114}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *DescribeRedriveRequest) GetId() string {
@@ -7960,7 +8042,7 @@ type DescribeRedriveResponse struct {
 
 func (x *DescribeRedriveResponse) Reset() {
 	*x = DescribeRedriveResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[115]
+	mi := &file_logd_v1_logd_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7972,7 +8054,7 @@ func (x *DescribeRedriveResponse) String() string {
 func (*DescribeRedriveResponse) ProtoMessage() {}
 
 func (x *DescribeRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[115]
+	mi := &file_logd_v1_logd_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7985,7 +8067,7 @@ func (x *DescribeRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRedriveResponse.ProtoReflect.Descriptor instead.
 func (*DescribeRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{115}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *DescribeRedriveResponse) GetJob() *RedriveJob {
@@ -8005,7 +8087,7 @@ type ListRedrivesRequest struct {
 
 func (x *ListRedrivesRequest) Reset() {
 	*x = ListRedrivesRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[116]
+	mi := &file_logd_v1_logd_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8017,7 +8099,7 @@ func (x *ListRedrivesRequest) String() string {
 func (*ListRedrivesRequest) ProtoMessage() {}
 
 func (x *ListRedrivesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[116]
+	mi := &file_logd_v1_logd_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8030,7 +8112,7 @@ func (x *ListRedrivesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRedrivesRequest.ProtoReflect.Descriptor instead.
 func (*ListRedrivesRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{116}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *ListRedrivesRequest) GetDeadLetterTopic() string {
@@ -8049,7 +8131,7 @@ type ListRedrivesResponse struct {
 
 func (x *ListRedrivesResponse) Reset() {
 	*x = ListRedrivesResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[117]
+	mi := &file_logd_v1_logd_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8061,7 +8143,7 @@ func (x *ListRedrivesResponse) String() string {
 func (*ListRedrivesResponse) ProtoMessage() {}
 
 func (x *ListRedrivesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[117]
+	mi := &file_logd_v1_logd_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8074,7 +8156,7 @@ func (x *ListRedrivesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRedrivesResponse.ProtoReflect.Descriptor instead.
 func (*ListRedrivesResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{117}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *ListRedrivesResponse) GetJobs() []*RedriveJob {
@@ -8093,7 +8175,7 @@ type StopRedriveRequest struct {
 
 func (x *StopRedriveRequest) Reset() {
 	*x = StopRedriveRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[118]
+	mi := &file_logd_v1_logd_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8105,7 +8187,7 @@ func (x *StopRedriveRequest) String() string {
 func (*StopRedriveRequest) ProtoMessage() {}
 
 func (x *StopRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[118]
+	mi := &file_logd_v1_logd_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8118,7 +8200,7 @@ func (x *StopRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRedriveRequest.ProtoReflect.Descriptor instead.
 func (*StopRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{118}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *StopRedriveRequest) GetId() string {
@@ -8137,7 +8219,7 @@ type StopRedriveResponse struct {
 
 func (x *StopRedriveResponse) Reset() {
 	*x = StopRedriveResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[119]
+	mi := &file_logd_v1_logd_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8149,7 +8231,7 @@ func (x *StopRedriveResponse) String() string {
 func (*StopRedriveResponse) ProtoMessage() {}
 
 func (x *StopRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[119]
+	mi := &file_logd_v1_logd_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8162,7 +8244,7 @@ func (x *StopRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRedriveResponse.ProtoReflect.Descriptor instead.
 func (*StopRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{119}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *StopRedriveResponse) GetJob() *RedriveJob {
@@ -8207,7 +8289,7 @@ type ListDeadLettersRequest struct {
 
 func (x *ListDeadLettersRequest) Reset() {
 	*x = ListDeadLettersRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[120]
+	mi := &file_logd_v1_logd_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8219,7 +8301,7 @@ func (x *ListDeadLettersRequest) String() string {
 func (*ListDeadLettersRequest) ProtoMessage() {}
 
 func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[120]
+	mi := &file_logd_v1_logd_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8232,7 +8314,7 @@ func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{120}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *ListDeadLettersRequest) GetTopic() string {
@@ -8367,7 +8449,7 @@ type DeadLetter struct {
 
 func (x *DeadLetter) Reset() {
 	*x = DeadLetter{}
-	mi := &file_logd_v1_logd_proto_msgTypes[121]
+	mi := &file_logd_v1_logd_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8379,7 +8461,7 @@ func (x *DeadLetter) String() string {
 func (*DeadLetter) ProtoMessage() {}
 
 func (x *DeadLetter) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[121]
+	mi := &file_logd_v1_logd_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8392,7 +8474,7 @@ func (x *DeadLetter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetter.ProtoReflect.Descriptor instead.
 func (*DeadLetter) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{121}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *DeadLetter) GetPartition() int32 {
@@ -8548,7 +8630,7 @@ type ListDeadLettersResponse struct {
 
 func (x *ListDeadLettersResponse) Reset() {
 	*x = ListDeadLettersResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[122]
+	mi := &file_logd_v1_logd_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8560,7 +8642,7 @@ func (x *ListDeadLettersResponse) String() string {
 func (*ListDeadLettersResponse) ProtoMessage() {}
 
 func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[122]
+	mi := &file_logd_v1_logd_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8573,7 +8655,7 @@ func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{122}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *ListDeadLettersResponse) GetDeadLetters() []*DeadLetter {
@@ -8744,7 +8826,10 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\n" +
 	"end_offset\x18\x02 \x01(\x03R\tendOffset\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\"\x0f\n" +
-	"\rStatusRequest\"\xd9\x04\n" +
+	"\rStatusRequest\"\x12\n" +
+	"\x10ReadIndexRequest\")\n" +
+	"\x11ReadIndexResponse\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\"\xd9\x04\n" +
 	"\x0eStatusResponse\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1b\n" +
@@ -9375,7 +9460,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x16REASON_UNAUTHENTICATED\x10<\x12\x1c\n" +
 	"\x18REASON_PERMISSION_DENIED\x10=\x12\x18\n" +
 	"\x14REASON_UNKNOWN_TOKEN\x10>\x12\x1a\n" +
-	"\x16REASON_UNKNOWN_REDRIVE\x10P2\xb7\x19\n" +
+	"\x16REASON_UNKNOWN_REDRIVE\x10P2\xfb\x19\n" +
 	"\n" +
 	"LogService\x12H\n" +
 	"\vCreateTopic\x12\x1b.logd.v1.CreateTopicRequest\x1a\x1c.logd.v1.CreateTopicResponse\x12E\n" +
@@ -9387,6 +9472,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x05Fetch\x12\x15.logd.v1.FetchRequest\x1a\x16.logd.v1.FetchResponse\x12H\n" +
 	"\vListOffsets\x12\x1b.logd.v1.ListOffsetsRequest\x1a\x1c.logd.v1.ListOffsetsResponse\x129\n" +
 	"\x06Status\x12\x16.logd.v1.StatusRequest\x1a\x17.logd.v1.StatusResponse\x12B\n" +
+	"\tReadIndex\x12\x19.logd.v1.ReadIndexRequest\x1a\x1a.logd.v1.ReadIndexResponse\x12B\n" +
 	"\tJoinGroup\x12\x19.logd.v1.JoinGroupRequest\x1a\x1a.logd.v1.JoinGroupResponse\x12Q\n" +
 	"\x0eGroupHeartbeat\x12\x1e.logd.v1.GroupHeartbeatRequest\x1a\x1f.logd.v1.GroupHeartbeatResponse\x12E\n" +
 	"\n" +
@@ -9445,7 +9531,7 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 126)
+var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 128)
 var file_logd_v1_logd_proto_goTypes = []any{
 	(Reason)(0),                        // 0: logd.v1.Reason
 	(*ErrorInfo)(nil),                  // 1: logd.v1.ErrorInfo
@@ -9471,179 +9557,181 @@ var file_logd_v1_logd_proto_goTypes = []any{
 	(*ListOffsetsRequest)(nil),         // 21: logd.v1.ListOffsetsRequest
 	(*ListOffsetsResponse)(nil),        // 22: logd.v1.ListOffsetsResponse
 	(*StatusRequest)(nil),              // 23: logd.v1.StatusRequest
-	(*StatusResponse)(nil),             // 24: logd.v1.StatusResponse
-	(*FollowerStatus)(nil),             // 25: logd.v1.FollowerStatus
-	(*DiskStatus)(nil),                 // 26: logd.v1.DiskStatus
-	(*Member)(nil),                     // 27: logd.v1.Member
-	(*GroupTopicPartition)(nil),        // 28: logd.v1.GroupTopicPartition
-	(*GroupOffset)(nil),                // 29: logd.v1.GroupOffset
-	(*JoinGroupRequest)(nil),           // 30: logd.v1.JoinGroupRequest
-	(*GroupAssignment)(nil),            // 31: logd.v1.GroupAssignment
-	(*AssignedPartition)(nil),          // 32: logd.v1.AssignedPartition
-	(*JoinGroupResponse)(nil),          // 33: logd.v1.JoinGroupResponse
-	(*GroupHeartbeatRequest)(nil),      // 34: logd.v1.GroupHeartbeatRequest
-	(*GroupHeartbeatResponse)(nil),     // 35: logd.v1.GroupHeartbeatResponse
-	(*LeaveGroupRequest)(nil),          // 36: logd.v1.LeaveGroupRequest
-	(*LeaveGroupResponse)(nil),         // 37: logd.v1.LeaveGroupResponse
-	(*CommitOffsetsRequest)(nil),       // 38: logd.v1.CommitOffsetsRequest
-	(*CommitOffsetsResponse)(nil),      // 39: logd.v1.CommitOffsetsResponse
-	(*GroupFetchRequest)(nil),          // 40: logd.v1.GroupFetchRequest
-	(*GroupFetchResponse)(nil),         // 41: logd.v1.GroupFetchResponse
-	(*ListGroupsRequest)(nil),          // 42: logd.v1.ListGroupsRequest
-	(*ConsumerGroupSummary)(nil),       // 43: logd.v1.ConsumerGroupSummary
-	(*ListGroupsResponse)(nil),         // 44: logd.v1.ListGroupsResponse
-	(*DescribeGroupRequest)(nil),       // 45: logd.v1.DescribeGroupRequest
-	(*ConsumerGroupMember)(nil),        // 46: logd.v1.ConsumerGroupMember
-	(*ConsumerGroupPartition)(nil),     // 47: logd.v1.ConsumerGroupPartition
-	(*DescribeGroupResponse)(nil),      // 48: logd.v1.DescribeGroupResponse
-	(*DeleteGroupRequest)(nil),         // 49: logd.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),        // 50: logd.v1.DeleteGroupResponse
-	(*ResetTopic)(nil),                 // 51: logd.v1.ResetTopic
-	(*ResetGroupOffsetsRequest)(nil),   // 52: logd.v1.ResetGroupOffsetsRequest
-	(*ResetPlanEntry)(nil),             // 53: logd.v1.ResetPlanEntry
-	(*ResetGroupOffsetsResponse)(nil),  // 54: logd.v1.ResetGroupOffsetsResponse
-	(*QueueGroupConfig)(nil),           // 55: logd.v1.QueueGroupConfig
-	(*CreateQueueGroupRequest)(nil),    // 56: logd.v1.CreateQueueGroupRequest
-	(*CreateQueueGroupResponse)(nil),   // 57: logd.v1.CreateQueueGroupResponse
-	(*AlterQueueGroupRequest)(nil),     // 58: logd.v1.AlterQueueGroupRequest
-	(*AlterQueueGroupResponse)(nil),    // 59: logd.v1.AlterQueueGroupResponse
-	(*DescribeQueueGroupRequest)(nil),  // 60: logd.v1.DescribeQueueGroupRequest
-	(*QueuePartitionState)(nil),        // 61: logd.v1.QueuePartitionState
-	(*DescribeQueueGroupResponse)(nil), // 62: logd.v1.DescribeQueueGroupResponse
-	(*ListQueueGroupsRequest)(nil),     // 63: logd.v1.ListQueueGroupsRequest
-	(*ListQueueGroupsResponse)(nil),    // 64: logd.v1.ListQueueGroupsResponse
-	(*InFlightRecord)(nil),             // 65: logd.v1.InFlightRecord
-	(*ClaimRequest)(nil),               // 66: logd.v1.ClaimRequest
-	(*ClaimedRecord)(nil),              // 67: logd.v1.ClaimedRecord
-	(*ClaimResponse)(nil),              // 68: logd.v1.ClaimResponse
-	(*TokenResult)(nil),                // 69: logd.v1.TokenResult
-	(*AckRequest)(nil),                 // 70: logd.v1.AckRequest
-	(*AckResponse)(nil),                // 71: logd.v1.AckResponse
-	(*QueueNack)(nil),                  // 72: logd.v1.QueueNack
-	(*NackRequest)(nil),                // 73: logd.v1.NackRequest
-	(*NackResponse)(nil),               // 74: logd.v1.NackResponse
-	(*ExtendRequest)(nil),              // 75: logd.v1.ExtendRequest
-	(*ExtendResponse)(nil),             // 76: logd.v1.ExtendResponse
-	(*AlterTopicRequest)(nil),          // 77: logd.v1.AlterTopicRequest
-	(*AlterTopicResponse)(nil),         // 78: logd.v1.AlterTopicResponse
-	(*CreatePartitionsRequest)(nil),    // 79: logd.v1.CreatePartitionsRequest
-	(*CreatePartitionsResponse)(nil),   // 80: logd.v1.CreatePartitionsResponse
-	(*CleanerRun)(nil),                 // 81: logd.v1.CleanerRun
-	(*JoinRequest)(nil),                // 82: logd.v1.JoinRequest
-	(*JoinResponse)(nil),               // 83: logd.v1.JoinResponse
-	(*RemoveNodeRequest)(nil),          // 84: logd.v1.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),         // 85: logd.v1.RemoveNodeResponse
-	(*TransferLeadershipRequest)(nil),  // 86: logd.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil), // 87: logd.v1.TransferLeadershipResponse
-	(*SaveSnapshotRequest)(nil),        // 88: logd.v1.SaveSnapshotRequest
-	(*SaveSnapshotResponse)(nil),       // 89: logd.v1.SaveSnapshotResponse
-	(*SnapshotInfo)(nil),               // 90: logd.v1.SnapshotInfo
-	(*PauseQueueGroupRequest)(nil),     // 91: logd.v1.PauseQueueGroupRequest
-	(*PauseQueueGroupResponse)(nil),    // 92: logd.v1.PauseQueueGroupResponse
-	(*WhoAmIRequest)(nil),              // 93: logd.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),             // 94: logd.v1.WhoAmIResponse
-	(*TokenInfo)(nil),                  // 95: logd.v1.TokenInfo
-	(*CreateTokenRequest)(nil),         // 96: logd.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),        // 97: logd.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),          // 98: logd.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),         // 99: logd.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),         // 100: logd.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),        // 101: logd.v1.RevokeTokenResponse
-	(*ACL)(nil),                        // 102: logd.v1.ACL
-	(*CreateACLsRequest)(nil),          // 103: logd.v1.CreateACLsRequest
-	(*CreateACLsResponse)(nil),         // 104: logd.v1.CreateACLsResponse
-	(*ACLFilter)(nil),                  // 105: logd.v1.ACLFilter
-	(*ListACLsRequest)(nil),            // 106: logd.v1.ListACLsRequest
-	(*ListACLsResponse)(nil),           // 107: logd.v1.ListACLsResponse
-	(*DeleteACLsRequest)(nil),          // 108: logd.v1.DeleteACLsRequest
-	(*DeleteACLsResponse)(nil),         // 109: logd.v1.DeleteACLsResponse
-	(*StartRedriveRequest)(nil),        // 110: logd.v1.StartRedriveRequest
-	(*RedriveRecordRef)(nil),           // 111: logd.v1.RedriveRecordRef
-	(*RedriveProgress)(nil),            // 112: logd.v1.RedriveProgress
-	(*RedriveJob)(nil),                 // 113: logd.v1.RedriveJob
-	(*StartRedriveResponse)(nil),       // 114: logd.v1.StartRedriveResponse
-	(*DescribeRedriveRequest)(nil),     // 115: logd.v1.DescribeRedriveRequest
-	(*DescribeRedriveResponse)(nil),    // 116: logd.v1.DescribeRedriveResponse
-	(*ListRedrivesRequest)(nil),        // 117: logd.v1.ListRedrivesRequest
-	(*ListRedrivesResponse)(nil),       // 118: logd.v1.ListRedrivesResponse
-	(*StopRedriveRequest)(nil),         // 119: logd.v1.StopRedriveRequest
-	(*StopRedriveResponse)(nil),        // 120: logd.v1.StopRedriveResponse
-	(*ListDeadLettersRequest)(nil),     // 121: logd.v1.ListDeadLettersRequest
-	(*DeadLetter)(nil),                 // 122: logd.v1.DeadLetter
-	(*ListDeadLettersResponse)(nil),    // 123: logd.v1.ListDeadLettersResponse
-	nil,                                // 124: logd.v1.CreateTopicRequest.ConfigEntry
-	nil,                                // 125: logd.v1.TopicInfo.ConfigEntry
-	nil,                                // 126: logd.v1.AlterTopicRequest.ConfigEntry
+	(*ReadIndexRequest)(nil),           // 24: logd.v1.ReadIndexRequest
+	(*ReadIndexResponse)(nil),          // 25: logd.v1.ReadIndexResponse
+	(*StatusResponse)(nil),             // 26: logd.v1.StatusResponse
+	(*FollowerStatus)(nil),             // 27: logd.v1.FollowerStatus
+	(*DiskStatus)(nil),                 // 28: logd.v1.DiskStatus
+	(*Member)(nil),                     // 29: logd.v1.Member
+	(*GroupTopicPartition)(nil),        // 30: logd.v1.GroupTopicPartition
+	(*GroupOffset)(nil),                // 31: logd.v1.GroupOffset
+	(*JoinGroupRequest)(nil),           // 32: logd.v1.JoinGroupRequest
+	(*GroupAssignment)(nil),            // 33: logd.v1.GroupAssignment
+	(*AssignedPartition)(nil),          // 34: logd.v1.AssignedPartition
+	(*JoinGroupResponse)(nil),          // 35: logd.v1.JoinGroupResponse
+	(*GroupHeartbeatRequest)(nil),      // 36: logd.v1.GroupHeartbeatRequest
+	(*GroupHeartbeatResponse)(nil),     // 37: logd.v1.GroupHeartbeatResponse
+	(*LeaveGroupRequest)(nil),          // 38: logd.v1.LeaveGroupRequest
+	(*LeaveGroupResponse)(nil),         // 39: logd.v1.LeaveGroupResponse
+	(*CommitOffsetsRequest)(nil),       // 40: logd.v1.CommitOffsetsRequest
+	(*CommitOffsetsResponse)(nil),      // 41: logd.v1.CommitOffsetsResponse
+	(*GroupFetchRequest)(nil),          // 42: logd.v1.GroupFetchRequest
+	(*GroupFetchResponse)(nil),         // 43: logd.v1.GroupFetchResponse
+	(*ListGroupsRequest)(nil),          // 44: logd.v1.ListGroupsRequest
+	(*ConsumerGroupSummary)(nil),       // 45: logd.v1.ConsumerGroupSummary
+	(*ListGroupsResponse)(nil),         // 46: logd.v1.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),       // 47: logd.v1.DescribeGroupRequest
+	(*ConsumerGroupMember)(nil),        // 48: logd.v1.ConsumerGroupMember
+	(*ConsumerGroupPartition)(nil),     // 49: logd.v1.ConsumerGroupPartition
+	(*DescribeGroupResponse)(nil),      // 50: logd.v1.DescribeGroupResponse
+	(*DeleteGroupRequest)(nil),         // 51: logd.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),        // 52: logd.v1.DeleteGroupResponse
+	(*ResetTopic)(nil),                 // 53: logd.v1.ResetTopic
+	(*ResetGroupOffsetsRequest)(nil),   // 54: logd.v1.ResetGroupOffsetsRequest
+	(*ResetPlanEntry)(nil),             // 55: logd.v1.ResetPlanEntry
+	(*ResetGroupOffsetsResponse)(nil),  // 56: logd.v1.ResetGroupOffsetsResponse
+	(*QueueGroupConfig)(nil),           // 57: logd.v1.QueueGroupConfig
+	(*CreateQueueGroupRequest)(nil),    // 58: logd.v1.CreateQueueGroupRequest
+	(*CreateQueueGroupResponse)(nil),   // 59: logd.v1.CreateQueueGroupResponse
+	(*AlterQueueGroupRequest)(nil),     // 60: logd.v1.AlterQueueGroupRequest
+	(*AlterQueueGroupResponse)(nil),    // 61: logd.v1.AlterQueueGroupResponse
+	(*DescribeQueueGroupRequest)(nil),  // 62: logd.v1.DescribeQueueGroupRequest
+	(*QueuePartitionState)(nil),        // 63: logd.v1.QueuePartitionState
+	(*DescribeQueueGroupResponse)(nil), // 64: logd.v1.DescribeQueueGroupResponse
+	(*ListQueueGroupsRequest)(nil),     // 65: logd.v1.ListQueueGroupsRequest
+	(*ListQueueGroupsResponse)(nil),    // 66: logd.v1.ListQueueGroupsResponse
+	(*InFlightRecord)(nil),             // 67: logd.v1.InFlightRecord
+	(*ClaimRequest)(nil),               // 68: logd.v1.ClaimRequest
+	(*ClaimedRecord)(nil),              // 69: logd.v1.ClaimedRecord
+	(*ClaimResponse)(nil),              // 70: logd.v1.ClaimResponse
+	(*TokenResult)(nil),                // 71: logd.v1.TokenResult
+	(*AckRequest)(nil),                 // 72: logd.v1.AckRequest
+	(*AckResponse)(nil),                // 73: logd.v1.AckResponse
+	(*QueueNack)(nil),                  // 74: logd.v1.QueueNack
+	(*NackRequest)(nil),                // 75: logd.v1.NackRequest
+	(*NackResponse)(nil),               // 76: logd.v1.NackResponse
+	(*ExtendRequest)(nil),              // 77: logd.v1.ExtendRequest
+	(*ExtendResponse)(nil),             // 78: logd.v1.ExtendResponse
+	(*AlterTopicRequest)(nil),          // 79: logd.v1.AlterTopicRequest
+	(*AlterTopicResponse)(nil),         // 80: logd.v1.AlterTopicResponse
+	(*CreatePartitionsRequest)(nil),    // 81: logd.v1.CreatePartitionsRequest
+	(*CreatePartitionsResponse)(nil),   // 82: logd.v1.CreatePartitionsResponse
+	(*CleanerRun)(nil),                 // 83: logd.v1.CleanerRun
+	(*JoinRequest)(nil),                // 84: logd.v1.JoinRequest
+	(*JoinResponse)(nil),               // 85: logd.v1.JoinResponse
+	(*RemoveNodeRequest)(nil),          // 86: logd.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),         // 87: logd.v1.RemoveNodeResponse
+	(*TransferLeadershipRequest)(nil),  // 88: logd.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil), // 89: logd.v1.TransferLeadershipResponse
+	(*SaveSnapshotRequest)(nil),        // 90: logd.v1.SaveSnapshotRequest
+	(*SaveSnapshotResponse)(nil),       // 91: logd.v1.SaveSnapshotResponse
+	(*SnapshotInfo)(nil),               // 92: logd.v1.SnapshotInfo
+	(*PauseQueueGroupRequest)(nil),     // 93: logd.v1.PauseQueueGroupRequest
+	(*PauseQueueGroupResponse)(nil),    // 94: logd.v1.PauseQueueGroupResponse
+	(*WhoAmIRequest)(nil),              // 95: logd.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),             // 96: logd.v1.WhoAmIResponse
+	(*TokenInfo)(nil),                  // 97: logd.v1.TokenInfo
+	(*CreateTokenRequest)(nil),         // 98: logd.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),        // 99: logd.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),          // 100: logd.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),         // 101: logd.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),         // 102: logd.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),        // 103: logd.v1.RevokeTokenResponse
+	(*ACL)(nil),                        // 104: logd.v1.ACL
+	(*CreateACLsRequest)(nil),          // 105: logd.v1.CreateACLsRequest
+	(*CreateACLsResponse)(nil),         // 106: logd.v1.CreateACLsResponse
+	(*ACLFilter)(nil),                  // 107: logd.v1.ACLFilter
+	(*ListACLsRequest)(nil),            // 108: logd.v1.ListACLsRequest
+	(*ListACLsResponse)(nil),           // 109: logd.v1.ListACLsResponse
+	(*DeleteACLsRequest)(nil),          // 110: logd.v1.DeleteACLsRequest
+	(*DeleteACLsResponse)(nil),         // 111: logd.v1.DeleteACLsResponse
+	(*StartRedriveRequest)(nil),        // 112: logd.v1.StartRedriveRequest
+	(*RedriveRecordRef)(nil),           // 113: logd.v1.RedriveRecordRef
+	(*RedriveProgress)(nil),            // 114: logd.v1.RedriveProgress
+	(*RedriveJob)(nil),                 // 115: logd.v1.RedriveJob
+	(*StartRedriveResponse)(nil),       // 116: logd.v1.StartRedriveResponse
+	(*DescribeRedriveRequest)(nil),     // 117: logd.v1.DescribeRedriveRequest
+	(*DescribeRedriveResponse)(nil),    // 118: logd.v1.DescribeRedriveResponse
+	(*ListRedrivesRequest)(nil),        // 119: logd.v1.ListRedrivesRequest
+	(*ListRedrivesResponse)(nil),       // 120: logd.v1.ListRedrivesResponse
+	(*StopRedriveRequest)(nil),         // 121: logd.v1.StopRedriveRequest
+	(*StopRedriveResponse)(nil),        // 122: logd.v1.StopRedriveResponse
+	(*ListDeadLettersRequest)(nil),     // 123: logd.v1.ListDeadLettersRequest
+	(*DeadLetter)(nil),                 // 124: logd.v1.DeadLetter
+	(*ListDeadLettersResponse)(nil),    // 125: logd.v1.ListDeadLettersResponse
+	nil,                                // 126: logd.v1.CreateTopicRequest.ConfigEntry
+	nil,                                // 127: logd.v1.TopicInfo.ConfigEntry
+	nil,                                // 128: logd.v1.AlterTopicRequest.ConfigEntry
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
 	0,   // 0: logd.v1.ErrorInfo.reason:type_name -> logd.v1.Reason
-	124, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
+	126, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
 	10,  // 2: logd.v1.CreateTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	10,  // 3: logd.v1.ListTopicsResponse.topics:type_name -> logd.v1.TopicInfo
 	10,  // 4: logd.v1.DescribeTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	12,  // 5: logd.v1.DescribeTopicResponse.partitions:type_name -> logd.v1.PartitionInfo
-	125, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
+	127, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
 	11,  // 7: logd.v1.TopicInfo.stats:type_name -> logd.v1.TopicStats
-	81,  // 8: logd.v1.PartitionInfo.last_cleaner_run:type_name -> logd.v1.CleanerRun
+	83,  // 8: logd.v1.PartitionInfo.last_cleaner_run:type_name -> logd.v1.CleanerRun
 	13,  // 9: logd.v1.Record.headers:type_name -> logd.v1.Header
 	14,  // 10: logd.v1.ProduceRequest.records:type_name -> logd.v1.Record
 	16,  // 11: logd.v1.ProduceResponse.results:type_name -> logd.v1.RecordResult
 	13,  // 12: logd.v1.FetchedRecord.headers:type_name -> logd.v1.Header
 	19,  // 13: logd.v1.FetchResponse.records:type_name -> logd.v1.FetchedRecord
-	27,  // 14: logd.v1.StatusResponse.members:type_name -> logd.v1.Member
-	25,  // 15: logd.v1.StatusResponse.followers:type_name -> logd.v1.FollowerStatus
-	26,  // 16: logd.v1.StatusResponse.disk:type_name -> logd.v1.DiskStatus
-	32,  // 17: logd.v1.GroupAssignment.partitions:type_name -> logd.v1.AssignedPartition
-	28,  // 18: logd.v1.GroupAssignment.revoke:type_name -> logd.v1.GroupTopicPartition
-	31,  // 19: logd.v1.JoinGroupResponse.assignment:type_name -> logd.v1.GroupAssignment
-	28,  // 20: logd.v1.GroupHeartbeatRequest.released:type_name -> logd.v1.GroupTopicPartition
-	31,  // 21: logd.v1.GroupHeartbeatResponse.assignment:type_name -> logd.v1.GroupAssignment
-	29,  // 22: logd.v1.CommitOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
+	29,  // 14: logd.v1.StatusResponse.members:type_name -> logd.v1.Member
+	27,  // 15: logd.v1.StatusResponse.followers:type_name -> logd.v1.FollowerStatus
+	28,  // 16: logd.v1.StatusResponse.disk:type_name -> logd.v1.DiskStatus
+	34,  // 17: logd.v1.GroupAssignment.partitions:type_name -> logd.v1.AssignedPartition
+	30,  // 18: logd.v1.GroupAssignment.revoke:type_name -> logd.v1.GroupTopicPartition
+	33,  // 19: logd.v1.JoinGroupResponse.assignment:type_name -> logd.v1.GroupAssignment
+	30,  // 20: logd.v1.GroupHeartbeatRequest.released:type_name -> logd.v1.GroupTopicPartition
+	33,  // 21: logd.v1.GroupHeartbeatResponse.assignment:type_name -> logd.v1.GroupAssignment
+	31,  // 22: logd.v1.CommitOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
 	18,  // 23: logd.v1.GroupFetchRequest.fetch:type_name -> logd.v1.FetchRequest
 	20,  // 24: logd.v1.GroupFetchResponse.fetch:type_name -> logd.v1.FetchResponse
-	43,  // 25: logd.v1.ListGroupsResponse.groups:type_name -> logd.v1.ConsumerGroupSummary
-	28,  // 26: logd.v1.ConsumerGroupMember.partitions:type_name -> logd.v1.GroupTopicPartition
-	46,  // 27: logd.v1.DescribeGroupResponse.members:type_name -> logd.v1.ConsumerGroupMember
-	47,  // 28: logd.v1.DescribeGroupResponse.partitions:type_name -> logd.v1.ConsumerGroupPartition
-	51,  // 29: logd.v1.ResetGroupOffsetsRequest.topics:type_name -> logd.v1.ResetTopic
-	29,  // 30: logd.v1.ResetGroupOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
-	53,  // 31: logd.v1.ResetGroupOffsetsResponse.plan:type_name -> logd.v1.ResetPlanEntry
-	55,  // 32: logd.v1.CreateQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
-	55,  // 33: logd.v1.CreateQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
-	55,  // 34: logd.v1.AlterQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
-	55,  // 35: logd.v1.AlterQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
-	55,  // 36: logd.v1.DescribeQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
-	61,  // 37: logd.v1.DescribeQueueGroupResponse.partitions:type_name -> logd.v1.QueuePartitionState
-	65,  // 38: logd.v1.DescribeQueueGroupResponse.in_flight:type_name -> logd.v1.InFlightRecord
-	62,  // 39: logd.v1.ListQueueGroupsResponse.groups:type_name -> logd.v1.DescribeQueueGroupResponse
+	45,  // 25: logd.v1.ListGroupsResponse.groups:type_name -> logd.v1.ConsumerGroupSummary
+	30,  // 26: logd.v1.ConsumerGroupMember.partitions:type_name -> logd.v1.GroupTopicPartition
+	48,  // 27: logd.v1.DescribeGroupResponse.members:type_name -> logd.v1.ConsumerGroupMember
+	49,  // 28: logd.v1.DescribeGroupResponse.partitions:type_name -> logd.v1.ConsumerGroupPartition
+	53,  // 29: logd.v1.ResetGroupOffsetsRequest.topics:type_name -> logd.v1.ResetTopic
+	31,  // 30: logd.v1.ResetGroupOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
+	55,  // 31: logd.v1.ResetGroupOffsetsResponse.plan:type_name -> logd.v1.ResetPlanEntry
+	57,  // 32: logd.v1.CreateQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
+	57,  // 33: logd.v1.CreateQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
+	57,  // 34: logd.v1.AlterQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
+	57,  // 35: logd.v1.AlterQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
+	57,  // 36: logd.v1.DescribeQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
+	63,  // 37: logd.v1.DescribeQueueGroupResponse.partitions:type_name -> logd.v1.QueuePartitionState
+	67,  // 38: logd.v1.DescribeQueueGroupResponse.in_flight:type_name -> logd.v1.InFlightRecord
+	64,  // 39: logd.v1.ListQueueGroupsResponse.groups:type_name -> logd.v1.DescribeQueueGroupResponse
 	13,  // 40: logd.v1.ClaimedRecord.headers:type_name -> logd.v1.Header
-	67,  // 41: logd.v1.ClaimResponse.records:type_name -> logd.v1.ClaimedRecord
+	69,  // 41: logd.v1.ClaimResponse.records:type_name -> logd.v1.ClaimedRecord
 	0,   // 42: logd.v1.TokenResult.error:type_name -> logd.v1.Reason
-	69,  // 43: logd.v1.AckResponse.results:type_name -> logd.v1.TokenResult
-	72,  // 44: logd.v1.NackRequest.nacks:type_name -> logd.v1.QueueNack
-	69,  // 45: logd.v1.NackResponse.results:type_name -> logd.v1.TokenResult
-	69,  // 46: logd.v1.ExtendResponse.results:type_name -> logd.v1.TokenResult
-	126, // 47: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
+	71,  // 43: logd.v1.AckResponse.results:type_name -> logd.v1.TokenResult
+	74,  // 44: logd.v1.NackRequest.nacks:type_name -> logd.v1.QueueNack
+	71,  // 45: logd.v1.NackResponse.results:type_name -> logd.v1.TokenResult
+	71,  // 46: logd.v1.ExtendResponse.results:type_name -> logd.v1.TokenResult
+	128, // 47: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
 	10,  // 48: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	10,  // 49: logd.v1.CreatePartitionsResponse.topic:type_name -> logd.v1.TopicInfo
-	90,  // 50: logd.v1.SaveSnapshotResponse.info:type_name -> logd.v1.SnapshotInfo
-	95,  // 51: logd.v1.CreateTokenResponse.info:type_name -> logd.v1.TokenInfo
-	95,  // 52: logd.v1.ListTokensResponse.tokens:type_name -> logd.v1.TokenInfo
-	95,  // 53: logd.v1.RevokeTokenResponse.info:type_name -> logd.v1.TokenInfo
-	102, // 54: logd.v1.CreateACLsRequest.acls:type_name -> logd.v1.ACL
-	105, // 55: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACLFilter
-	102, // 56: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
-	105, // 57: logd.v1.DeleteACLsRequest.filter:type_name -> logd.v1.ACLFilter
-	102, // 58: logd.v1.DeleteACLsResponse.acls:type_name -> logd.v1.ACL
-	111, // 59: logd.v1.StartRedriveRequest.records:type_name -> logd.v1.RedriveRecordRef
-	110, // 60: logd.v1.RedriveJob.spec:type_name -> logd.v1.StartRedriveRequest
-	112, // 61: logd.v1.RedriveJob.progress:type_name -> logd.v1.RedriveProgress
-	113, // 62: logd.v1.StartRedriveResponse.job:type_name -> logd.v1.RedriveJob
-	113, // 63: logd.v1.DescribeRedriveResponse.job:type_name -> logd.v1.RedriveJob
-	113, // 64: logd.v1.ListRedrivesResponse.jobs:type_name -> logd.v1.RedriveJob
-	113, // 65: logd.v1.StopRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	92,  // 50: logd.v1.SaveSnapshotResponse.info:type_name -> logd.v1.SnapshotInfo
+	97,  // 51: logd.v1.CreateTokenResponse.info:type_name -> logd.v1.TokenInfo
+	97,  // 52: logd.v1.ListTokensResponse.tokens:type_name -> logd.v1.TokenInfo
+	97,  // 53: logd.v1.RevokeTokenResponse.info:type_name -> logd.v1.TokenInfo
+	104, // 54: logd.v1.CreateACLsRequest.acls:type_name -> logd.v1.ACL
+	107, // 55: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACLFilter
+	104, // 56: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
+	107, // 57: logd.v1.DeleteACLsRequest.filter:type_name -> logd.v1.ACLFilter
+	104, // 58: logd.v1.DeleteACLsResponse.acls:type_name -> logd.v1.ACL
+	113, // 59: logd.v1.StartRedriveRequest.records:type_name -> logd.v1.RedriveRecordRef
+	112, // 60: logd.v1.RedriveJob.spec:type_name -> logd.v1.StartRedriveRequest
+	114, // 61: logd.v1.RedriveJob.progress:type_name -> logd.v1.RedriveProgress
+	115, // 62: logd.v1.StartRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	115, // 63: logd.v1.DescribeRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	115, // 64: logd.v1.ListRedrivesResponse.jobs:type_name -> logd.v1.RedriveJob
+	115, // 65: logd.v1.StopRedriveResponse.job:type_name -> logd.v1.RedriveJob
 	13,  // 66: logd.v1.DeadLetter.headers:type_name -> logd.v1.Header
-	122, // 67: logd.v1.ListDeadLettersResponse.dead_letters:type_name -> logd.v1.DeadLetter
+	124, // 67: logd.v1.ListDeadLettersResponse.dead_letters:type_name -> logd.v1.DeadLetter
 	2,   // 68: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
 	4,   // 69: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
 	6,   // 70: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
@@ -9652,88 +9740,90 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	18,  // 73: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
 	21,  // 74: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
 	23,  // 75: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
-	30,  // 76: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
-	34,  // 77: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
-	36,  // 78: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
-	38,  // 79: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
-	40,  // 80: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
-	42,  // 81: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
-	45,  // 82: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
-	49,  // 83: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
-	52,  // 84: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
-	56,  // 85: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
-	58,  // 86: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
-	60,  // 87: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
-	63,  // 88: logd.v1.LogService.ListQueueGroups:input_type -> logd.v1.ListQueueGroupsRequest
-	66,  // 89: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
-	70,  // 90: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
-	73,  // 91: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
-	75,  // 92: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
-	82,  // 93: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
-	84,  // 94: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
-	86,  // 95: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
-	88,  // 96: logd.v1.LogService.SaveSnapshot:input_type -> logd.v1.SaveSnapshotRequest
-	77,  // 97: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
-	79,  // 98: logd.v1.LogService.CreatePartitions:input_type -> logd.v1.CreatePartitionsRequest
-	91,  // 99: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
-	93,  // 100: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
-	96,  // 101: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
-	98,  // 102: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
-	100, // 103: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
-	103, // 104: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
-	106, // 105: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
-	108, // 106: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
-	110, // 107: logd.v1.LogService.StartRedrive:input_type -> logd.v1.StartRedriveRequest
-	115, // 108: logd.v1.LogService.DescribeRedrive:input_type -> logd.v1.DescribeRedriveRequest
-	117, // 109: logd.v1.LogService.ListRedrives:input_type -> logd.v1.ListRedrivesRequest
-	119, // 110: logd.v1.LogService.StopRedrive:input_type -> logd.v1.StopRedriveRequest
-	121, // 111: logd.v1.LogService.ListDeadLetters:input_type -> logd.v1.ListDeadLettersRequest
-	3,   // 112: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	5,   // 113: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	7,   // 114: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	9,   // 115: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	17,  // 116: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
-	20,  // 117: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
-	22,  // 118: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	24,  // 119: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
-	33,  // 120: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
-	35,  // 121: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
-	37,  // 122: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
-	39,  // 123: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
-	41,  // 124: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
-	44,  // 125: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
-	48,  // 126: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
-	50,  // 127: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
-	54,  // 128: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
-	57,  // 129: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
-	59,  // 130: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
-	62,  // 131: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
-	64,  // 132: logd.v1.LogService.ListQueueGroups:output_type -> logd.v1.ListQueueGroupsResponse
-	68,  // 133: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
-	71,  // 134: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
-	74,  // 135: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
-	76,  // 136: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
-	83,  // 137: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
-	85,  // 138: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
-	87,  // 139: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
-	89,  // 140: logd.v1.LogService.SaveSnapshot:output_type -> logd.v1.SaveSnapshotResponse
-	78,  // 141: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
-	80,  // 142: logd.v1.LogService.CreatePartitions:output_type -> logd.v1.CreatePartitionsResponse
-	92,  // 143: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
-	94,  // 144: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
-	97,  // 145: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
-	99,  // 146: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
-	101, // 147: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
-	104, // 148: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
-	107, // 149: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
-	109, // 150: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
-	114, // 151: logd.v1.LogService.StartRedrive:output_type -> logd.v1.StartRedriveResponse
-	116, // 152: logd.v1.LogService.DescribeRedrive:output_type -> logd.v1.DescribeRedriveResponse
-	118, // 153: logd.v1.LogService.ListRedrives:output_type -> logd.v1.ListRedrivesResponse
-	120, // 154: logd.v1.LogService.StopRedrive:output_type -> logd.v1.StopRedriveResponse
-	123, // 155: logd.v1.LogService.ListDeadLetters:output_type -> logd.v1.ListDeadLettersResponse
-	112, // [112:156] is the sub-list for method output_type
-	68,  // [68:112] is the sub-list for method input_type
+	24,  // 76: logd.v1.LogService.ReadIndex:input_type -> logd.v1.ReadIndexRequest
+	32,  // 77: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
+	36,  // 78: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
+	38,  // 79: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
+	40,  // 80: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
+	42,  // 81: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
+	44,  // 82: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
+	47,  // 83: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
+	51,  // 84: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
+	54,  // 85: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
+	58,  // 86: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
+	60,  // 87: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
+	62,  // 88: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
+	65,  // 89: logd.v1.LogService.ListQueueGroups:input_type -> logd.v1.ListQueueGroupsRequest
+	68,  // 90: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
+	72,  // 91: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
+	75,  // 92: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
+	77,  // 93: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
+	84,  // 94: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
+	86,  // 95: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
+	88,  // 96: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
+	90,  // 97: logd.v1.LogService.SaveSnapshot:input_type -> logd.v1.SaveSnapshotRequest
+	79,  // 98: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
+	81,  // 99: logd.v1.LogService.CreatePartitions:input_type -> logd.v1.CreatePartitionsRequest
+	93,  // 100: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
+	95,  // 101: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
+	98,  // 102: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
+	100, // 103: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
+	102, // 104: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
+	105, // 105: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
+	108, // 106: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
+	110, // 107: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
+	112, // 108: logd.v1.LogService.StartRedrive:input_type -> logd.v1.StartRedriveRequest
+	117, // 109: logd.v1.LogService.DescribeRedrive:input_type -> logd.v1.DescribeRedriveRequest
+	119, // 110: logd.v1.LogService.ListRedrives:input_type -> logd.v1.ListRedrivesRequest
+	121, // 111: logd.v1.LogService.StopRedrive:input_type -> logd.v1.StopRedriveRequest
+	123, // 112: logd.v1.LogService.ListDeadLetters:input_type -> logd.v1.ListDeadLettersRequest
+	3,   // 113: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	5,   // 114: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	7,   // 115: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	9,   // 116: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	17,  // 117: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
+	20,  // 118: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
+	22,  // 119: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	26,  // 120: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
+	25,  // 121: logd.v1.LogService.ReadIndex:output_type -> logd.v1.ReadIndexResponse
+	35,  // 122: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
+	37,  // 123: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
+	39,  // 124: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
+	41,  // 125: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	43,  // 126: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
+	46,  // 127: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	50,  // 128: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
+	52,  // 129: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
+	56,  // 130: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
+	59,  // 131: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
+	61,  // 132: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
+	64,  // 133: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
+	66,  // 134: logd.v1.LogService.ListQueueGroups:output_type -> logd.v1.ListQueueGroupsResponse
+	70,  // 135: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
+	73,  // 136: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
+	76,  // 137: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
+	78,  // 138: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
+	85,  // 139: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
+	87,  // 140: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
+	89,  // 141: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
+	91,  // 142: logd.v1.LogService.SaveSnapshot:output_type -> logd.v1.SaveSnapshotResponse
+	80,  // 143: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
+	82,  // 144: logd.v1.LogService.CreatePartitions:output_type -> logd.v1.CreatePartitionsResponse
+	94,  // 145: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
+	96,  // 146: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
+	99,  // 147: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
+	101, // 148: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
+	103, // 149: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
+	106, // 150: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
+	109, // 151: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
+	111, // 152: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
+	116, // 153: logd.v1.LogService.StartRedrive:output_type -> logd.v1.StartRedriveResponse
+	118, // 154: logd.v1.LogService.DescribeRedrive:output_type -> logd.v1.DescribeRedriveResponse
+	120, // 155: logd.v1.LogService.ListRedrives:output_type -> logd.v1.ListRedrivesResponse
+	122, // 156: logd.v1.LogService.StopRedrive:output_type -> logd.v1.StopRedriveResponse
+	125, // 157: logd.v1.LogService.ListDeadLetters:output_type -> logd.v1.ListDeadLettersResponse
+	113, // [113:158] is the sub-list for method output_type
+	68,  // [68:113] is the sub-list for method input_type
 	68,  // [68:68] is the sub-list for extension type_name
 	68,  // [68:68] is the sub-list for extension extendee
 	0,   // [0:68] is the sub-list for field type_name
@@ -9747,18 +9837,18 @@ func file_logd_v1_logd_proto_init() {
 	file_logd_v1_logd_proto_msgTypes[13].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[18].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[20].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[24].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[54].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[66].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[71].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[121].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[26].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[56].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[68].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[73].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[123].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   126,
+			NumMessages:   128,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

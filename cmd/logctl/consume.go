@@ -32,6 +32,9 @@ type consumeFlags struct {
 	meta      bool
 	group     string // consume as a member of this consumer group (group_consume.go)
 	reset     string // the group's reset policy (--reset-policy)
+	// consistent: every read (the end offsets at start, each fetch) holds
+	// every write acknowledged before it, through any node.
+	consistent bool
 }
 
 func newConsumeCmd(opts *globalOpts) *cobra.Command {
@@ -62,7 +65,11 @@ where it goes when retention has removed the records at its committed
 offset: such a skip is reported on stderr with the offsets skipped; with
 none it is an error instead. Without --follow it stops once every partition assigned to it is
 read up to the end offsets seen at start (an empty poll is not the end: the
-group may still have lag), and leaves the group.`,
+group may still have lag), and leaves the group.
+
+Through a follower, consume sees every record acknowledged through that
+node before it started; --consistent makes it see every record
+acknowledged through any node (each read then asks the leader).`,
 		Example: `  logctl consume orders --from earliest
   logctl consume orders --partition 2 --from 1200 --max 10 --output json
   logctl consume orders --from 2026-01-02T15:04:05Z --follow --timeout 30s
@@ -84,6 +91,7 @@ group may still have lag), and leaves the group.`,
 			if err != nil {
 				return err
 			}
+			opts.consistentReads = f.consistent
 			c, err := opts.newClient()
 			if err != nil {
 				return err
@@ -107,6 +115,7 @@ group may still have lag), and leaves the group.`,
 	fl.BoolVar(&f.meta, "meta", false, "text output: prefix each value with partition, offset, time and key")
 	fl.StringVar(&f.group, "group", "", "consume as a member of this consumer group, from its committed offsets, committing after each printed batch")
 	fl.StringVar(&f.reset, "reset-policy", "", "with --group: where to start without a committed offset, and where to go when retention removed the records at it: earliest, latest or none (an error) (default earliest, or --from's)")
+	fl.BoolVar(&f.consistent, "consistent", false, "read linearizably: see every record acknowledged before each read, through any node (each read asks the leader)")
 	addOutputFlag(cmd, &f.output)
 	return cmd
 }

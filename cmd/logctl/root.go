@@ -28,8 +28,11 @@ type globalOpts struct {
 	token          string
 	tokenFile      string
 	requestTimeout time.Duration
-	maxRetryTime   time.Duration
-	verbose        bool
+	// consistentReads is set by a command that reads linearizably
+	// (consume --consistent) before it calls newClient.
+	consistentReads bool
+	maxRetryTime    time.Duration
+	verbose         bool
 
 	// ctxName and ctx are the context newClient found (contexts.go); nil
 	// for none.
@@ -198,7 +201,7 @@ func (o *globalOpts) newClient() (*client.Client, error) {
 			break
 		}
 	}
-	copts := client.Options{Timeout: o.requestTimeout}
+	copts := client.Options{Timeout: o.requestTimeout, ConsistentReads: o.consistentReads}
 	switch {
 	case o.maxRetryTime < 0:
 		return nil, usagef("--max-retry-time %v is negative", o.maxRetryTime)

@@ -17,14 +17,18 @@ import (
 // the cluster's topic quota. Every bound is on by default; 0 switches one
 // off.
 type limitConfig struct {
-	maxRequestBytes   int64
-	inflightBytes     int64
-	readHeaderTimeout time.Duration
-	bodyTimeout       time.Duration
-	bodyMinRate       int64
-	writeTimeout      time.Duration
-	idleTimeout       time.Duration
-	maxHeaderBytes    int64
+	maxRequestBytes int64
+	inflightBytes   int64
+	// inflightResponseBytes is the answer budget; maxStreams the HTTP/2
+	// streams one connection may have open.
+	inflightResponseBytes int64
+	maxStreams            int64
+	readHeaderTimeout     time.Duration
+	bodyTimeout           time.Duration
+	bodyMinRate           int64
+	writeTimeout          time.Duration
+	idleTimeout           time.Duration
+	maxHeaderBytes        int64
 	// maxConns and fdReserve are -1 for "auto" (connCaps).
 	maxConns      int64
 	maxConnsPerIP int64
@@ -43,8 +47,12 @@ const (
 	defaultIdleTimeout       = 2 * time.Minute
 	defaultMaxHeaderBytes    = 64 << 10
 	defaultMaxConnsPerIP     = 1024
-	defaultMaxTopics         = 10_000
-	defaultMaxPartitions     = 100_000
+	// defaultMaxStreams is the HTTP/2 streams one connection may have
+	// open (Go's default is 250): enough for a client's calls in flight;
+	// the answer budget, not this cap, bounds what they cost.
+	defaultMaxStreams    = 100
+	defaultMaxTopics     = 10_000
+	defaultMaxPartitions = 100_000
 	// minConns is the fewest connections the automatic cap allows, however
 	// low the open-file limit.
 	minConns = 64
@@ -70,6 +78,10 @@ func addLimitFlags(fs *pflag.FlagSet) func() (limitConfig, error) {
 			help: "largest request body, as sent and once inflated; larger ones are refused unread (RECORD_TOO_LARGE)"},
 		{name: "max-inflight-request-bytes", envName: "LOGD_MAX_INFLIGHT_REQUEST_BYTES", dst: &c.inflightBytes,
 			help: "memory budget of request bodies being read or served at once; a request past it is refused with OVERLOADED and retry-after, unread"},
+		{name: "max-inflight-response-bytes", envName: "LOGD_MAX_INFLIGHT_RESPONSE_BYTES", dst: &c.inflightResponseBytes,
+			help: "memory budget of answers being built or sent at once (API and Kafka fetches), one client at most half of it; an answer past it waits briefly, then is refused with OVERLOADED and retry-after (Kafka: answered empty and throttled)"},
+		{name: "max-concurrent-streams", envName: "LOGD_MAX_CONCURRENT_STREAMS", dst: &c.maxStreams,
+			help: "HTTP/2 streams (calls) one client connection may have open at once; more wait for one to end", zero: "net/http's default, 250"},
 		{name: "http-body-min-rate", envName: "LOGD_HTTP_BODY_MIN_RATE", dst: &c.bodyMinRate,
 			help: "bytes/s a request body must keep up after --http-body-timeout; each byte received extends the body's deadline"},
 		{name: "max-header-bytes", envName: "LOGD_MAX_HEADER_BYTES", dst: &c.maxHeaderBytes,
@@ -91,6 +103,7 @@ func addLimitFlags(fs *pflag.FlagSet) func() (limitConfig, error) {
 	}
 	defs := map[string]int64{
 		"max-request-bytes": server.MaxRequestBytes, "max-inflight-request-bytes": server.DefaultInflightBytes,
+		"max-inflight-response-bytes": server.DefaultInflightResponseBytes, "max-concurrent-streams": defaultMaxStreams,
 		"http-body-min-rate": server.DefaultBodyMinRate, "max-header-bytes": defaultMaxHeaderBytes,
 		"max-connections-per-ip": defaultMaxConnsPerIP, "max-topics": defaultMaxTopics, "max-partitions": defaultMaxPartitions,
 	}
@@ -151,7 +164,7 @@ func addLimitFlags(fs *pflag.FlagSet) func() (limitConfig, error) {
 			return c, fmt.Errorf("--max-header-bytes: at most 1 GiB, got %d", c.maxHeaderBytes)
 		}
 		if err := c.serverLimits().Validate(); err != nil {
-			return c, fmt.Errorf("request limits (--max-request-bytes, --max-inflight-request-bytes, --http-write-timeout): %w", err)
+			return c, fmt.Errorf("request limits (--max-request-bytes, --max-inflight-request-bytes, --max-inflight-response-bytes, --http-write-timeout): %w", err)
 		}
 		return c, nil
 	}
@@ -168,11 +181,12 @@ func off[T int64 | time.Duration](v T) T {
 // serverLimits are the request limits for server.Options.
 func (c limitConfig) serverLimits() server.Limits {
 	return server.Limits{
-		MaxRequestBytes: off(c.maxRequestBytes),
-		InflightBytes:   off(c.inflightBytes),
-		BodyTimeout:     off(c.bodyTimeout),
-		BodyMinRate:     off(c.bodyMinRate),
-		WriteTimeout:    off(c.writeTimeout),
+		MaxRequestBytes:       off(c.maxRequestBytes),
+		InflightBytes:         off(c.inflightBytes),
+		InflightResponseBytes: off(c.inflightResponseBytes),
+		BodyTimeout:           off(c.bodyTimeout),
+		BodyMinRate:           off(c.bodyMinRate),
+		WriteTimeout:          off(c.writeTimeout),
 	}
 }
 
@@ -221,7 +235,8 @@ func (c limitConfig) connCaps(nofile uint64, logger *slog.Logger) (server.ConnLi
 
 // newHTTPServer is the client API's HTTP server: HTTP/1.1 for Connect and
 // JSON clients, HTTP/2 for gRPC (cleartext, or by ALPN over TLS), with
-// the header, idle and header-size bounds of c. A request's body and
+// the header, idle and header-size bounds of c and its cap of HTTP/2
+// streams per connection. A request's body and
 // answer are timed by the server package's limits (server.Limits), per
 // request, so that a long poll is not cut by a whole-request read
 // timeout; ReadTimeout and WriteTimeout stay unset for that reason.
@@ -236,6 +251,7 @@ func newHTTPServer(c limitConfig, handler http.Handler, logger *slog.Logger) *ht
 		ReadHeaderTimeout: c.readHeaderTimeout,
 		IdleTimeout:       c.idleTimeout,
 		MaxHeaderBytes:    int(c.maxHeaderBytes),
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: int(c.maxStreams)},
 		// Accept errors (EMFILE) and bad requests, in the node's log.
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}

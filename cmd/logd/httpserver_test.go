@@ -80,6 +80,21 @@ func TestLimitFlags(t *testing.T) {
 			t.Errorf("%v: %v, want an error naming the flag", args, err)
 		}
 	}
+	// The answer budget and the HTTP/2 streams per connection.
+	if l.inflightResponseBytes != server.DefaultInflightResponseBytes || l.maxStreams != defaultMaxStreams ||
+		newHTTPServer(l, nil, slog.New(slog.DiscardHandler)).HTTP2.MaxConcurrentStreams != defaultMaxStreams {
+		t.Fatalf("answer budget %d, streams %d: want the defaults", l.inflightResponseBytes, l.maxStreams)
+	}
+	c, err = parseFlags([]string{"--max-inflight-response-bytes", "0", "--max-concurrent-streams", "7"}, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sl := c.limits.serverLimits(); sl.InflightResponseBytes >= 0 || newHTTPServer(c.limits, nil, slog.New(slog.DiscardHandler)).HTTP2.MaxConcurrentStreams != 7 {
+		t.Fatalf("--max-inflight-response-bytes 0 should switch the budget off (%d), --max-concurrent-streams 7 set the cap", sl.InflightResponseBytes)
+	}
+	if _, err := parseFlags([]string{"--max-inflight-response-bytes", "1000"}, func(string) string { return "" }, io.Discard); err == nil || !strings.Contains(err.Error(), "response budget") {
+		t.Errorf("an answer budget below a default fetch: %v, want an error", err)
+	}
 	c, err = parseFlags(nil, func(name string) string {
 		if name == "LOGD_MAX_CONNECTIONS_PER_IP" {
 			return "7"

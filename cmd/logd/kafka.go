@@ -186,6 +186,8 @@ func startKafka(k kafkaConfig, ln net.Listener, backend *replication.Backend, sr
 			MaxRequestBytes: off(limits.maxRequestBytes),
 			InflightBytes:   off(limits.inflightBytes),
 		},
+		// The API's answer budget: answers of both front ends together.
+		Answers: srv.AnswerBudget(),
 		Auth: kafka.AuthOptions{
 			Authorizer:       auth.NewAuthorizer(authOpts.Required, authOpts.Superusers, backend.ACLs),
 			Quotas:           srv.QuotaLimiter(),

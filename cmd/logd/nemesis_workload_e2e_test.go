@@ -264,11 +264,12 @@ func (w *workload) start(ctx context.Context) {
 		goClient(func() { w.appender(ctx, i+1, true) })
 	}
 	for i := range 2 {
-		goClient(func() { w.reader(ctx, i, true) })
+		goClient(func() { w.reader(ctx, i, readLeader) })
 	}
 	for i := range 2 {
-		goClient(func() { w.reader(ctx, i+1, false) })
+		goClient(func() { w.reader(ctx, i+1, readFollower) })
 	}
+	goClient(func() { w.reader(ctx, 2, readConsistent) })
 	for i := range 2 {
 		goClient(func() { w.member(ctx, i) })
 	}
@@ -380,20 +381,39 @@ func (w *workload) stillLeads(ctx context.Context, nd *e2e.Node, term uint64) bo
 	return err == nil && st.State == "Leader" && st.Term == term
 }
 
+// readKind is what reads a reader makes.
+type readKind int
+
+const (
+	// readLeader reads from the node that leads.
+	readLeader readKind = iota
+	// readFollower reads from one node, whichever leads.
+	readFollower
+	// readConsistent reads from one node with server.ConsistentReadHeader.
+	readConsistent
+)
+
 // reader reads single offsets of random partitions: from the node that
-// leads (leader reads, which must be linearizable; the leader is looked
-// up again every 200 ms and after a failure, and a read is recorded as a
-// leader read only if its node still leads in the same term after it,
-// stillLeads), or always from node i
-// (follower reads, which may trail but never go back). Offsets are drawn
-// up to a little past the end last seen, so some reads are out of range.
-func (w *workload) reader(ctx context.Context, node int, leader bool) {
+// leads (readLeader: leader reads, which must be linearizable; the leader
+// is looked up again every 200 ms and after a failure, and a read is
+// recorded as a leader read only if its node still leads in the same term
+// after it, stillLeads), or always from node i (readFollower: follower
+// reads, which may trail but never go back; readConsistent: consistent
+// reads, recorded as leader reads, since they must be linearizable
+// wherever they are served: docs/architecture.md, "Read guarantees").
+// Offsets are drawn up to a little past the end last seen, so some reads
+// are out of range.
+func (w *workload) reader(ctx context.Context, node int, kind readKind) {
+	leader, consistent := kind == readLeader, kind == readConsistent
 	id := int(w.clients.Add(1))
 	rng := rand.New(rand.NewPCG(w.seed, uint64(id)))
 	ends := make([]int64, wParts)
 	target, looked, term := node, time.Time{}, uint64(0)
 	// led says whether an ok read of nd counts as a leader read.
 	led := func(i int) bool {
+		if consistent {
+			return true
+		}
 		if leader && !w.stillLeads(ctx, w.c.Nodes[i], term) {
 			looked = time.Time{}
 			return false
@@ -412,9 +432,13 @@ func (w *workload) reader(ctx context.Context, node int, leader bool) {
 		nd := w.c.Nodes[target]
 		p := int32(rng.IntN(wParts))
 		off := rng.Int64N(ends[p] + 2)
-		c := w.rec.Begin(histcheck.Op{Kind: histcheck.Read, Client: id, Node: nd.ID, Leader: leader, Topic: wTopic, Partition: p, Offset: off})
+		c := w.rec.Begin(histcheck.Op{Kind: histcheck.Read, Client: id, Node: nd.ID, Leader: leader || consistent, Topic: wTopic, Partition: p, Offset: off})
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		resp, err := nd.RPC.Fetch(cctx, connect.NewRequest(&logdv1.FetchRequest{Topic: wTopic, Partition: p, Offset: off, MaxRecords: 1}))
+		req := connect.NewRequest(&logdv1.FetchRequest{Topic: wTopic, Partition: p, Offset: off, MaxRecords: 1})
+		if consistent {
+			req.Header().Set(server.ConsistentReadHeader, "true")
+		}
+		resp, err := nd.RPC.Fetch(cctx, req)
 		cancel()
 		if err != nil {
 			if info := errorInfo(err); info != nil && info.Reason == logdv1.Reason_REASON_OFFSET_OUT_OF_RANGE && off >= info.EndOffset {

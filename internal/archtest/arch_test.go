@@ -195,6 +195,9 @@ var table = []row{
 	// The per-principal byte-rate buckets both front ends draw from
 	// (docs/security.md, "Quotas"): a clock injected, metrics registered.
 	{path: "internal/quota", layer: layerLeaf, siblings: []string{"auth"}},
+	// The answer memory budget both front ends draw from (answers being
+	// built and sent): counters and timers, nothing else.
+	{path: "internal/membudget", layer: layerLeaf, stdOnly: true},
 	{path: "internal/varint", layer: layerLeaf, pure: true, stdOnly: true},
 	// slogbridge routes hashicorp/raft's hclog and bbolt's logger into
 	// the node's slog handler.

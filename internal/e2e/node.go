@@ -46,7 +46,7 @@ func Tail(s string, n int) string {
 // test fails. A test may set Args and Env before a start and replace Cmd
 // to start logd its own way (Cmdline gives the arguments).
 type Node struct {
-	T       *testing.T
+	T       testing.TB
 	ID      string                         // --node-id
 	DataDir string                         // --data-dir
 	Listen  string                         // --listen, the client API's 127.0.0.1:port
@@ -61,7 +61,7 @@ type Node struct {
 
 // NewNode prepares a node (not started) with extra flags, killed at the
 // end of the test.
-func NewNode(t *testing.T, id string, extra ...string) *Node {
+func NewNode(t testing.TB, id string, extra ...string) *Node {
 	t.Helper()
 	nd := &Node{T: t, ID: id, DataDir: t.TempDir(), Listen: FreeAddr(t), Raft: FreeAddr(t), Args: extra}
 	logs, err := os.Create(filepath.Join(t.TempDir(), id+".log"))
@@ -91,7 +91,7 @@ func SingleNodeRaft() []string { return []string{"--raft-heartbeat-timeout", "50
 
 // StartNode starts a single-node cluster, node "n1", and waits until it
 // leads.
-func StartNode(t *testing.T, extra ...string) *Node {
+func StartNode(t testing.TB, extra ...string) *Node {
 	t.Helper()
 	nd := NewNode(t, "n1", append(SingleNodeRaft(), extra...)...)
 	nd.Start()

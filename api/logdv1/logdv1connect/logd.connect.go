@@ -53,6 +53,8 @@ const (
 	LogServiceListOffsetsProcedure = "/logd.v1.LogService/ListOffsets"
 	// LogServiceStatusProcedure is the fully-qualified name of the LogService's Status RPC.
 	LogServiceStatusProcedure = "/logd.v1.LogService/Status"
+	// LogServiceReadIndexProcedure is the fully-qualified name of the LogService's ReadIndex RPC.
+	LogServiceReadIndexProcedure = "/logd.v1.LogService/ReadIndex"
 	// LogServiceJoinGroupProcedure is the fully-qualified name of the LogService's JoinGroup RPC.
 	LogServiceJoinGroupProcedure = "/logd.v1.LogService/JoinGroup"
 	// LogServiceGroupHeartbeatProcedure is the fully-qualified name of the LogService's GroupHeartbeat
@@ -161,6 +163,12 @@ type LogServiceClient interface {
 	ListOffsets(context.Context, *connect.Request[logdv1.ListOffsetsRequest]) (*connect.Response[logdv1.ListOffsetsResponse], error)
 	// Status describes the node and its view of the Raft cluster.
 	Status(context.Context, *connect.Request[logdv1.StatusRequest]) (*connect.Response[logdv1.StatusResponse], error)
+	// ReadIndex answers, from the leader (another node forwards it there),
+	// a Raft index that covers every write acknowledged before the call: a
+	// node that has applied it serves reads that see them. A read with the
+	// header Logd-Consistent-Read: true gets one and waits for it
+	// (docs/architecture.md, "Read guarantees").
+	ReadIndex(context.Context, *connect.Request[logdv1.ReadIndexRequest]) (*connect.Response[logdv1.ReadIndexResponse], error)
 	// Consumer groups
 	// JoinGroup adds a member for topics and returns its assignment.
 	JoinGroup(context.Context, *connect.Request[logdv1.JoinGroupRequest]) (*connect.Response[logdv1.JoinGroupResponse], error)
@@ -324,6 +332,12 @@ func NewLogServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			httpClient,
 			baseURL+LogServiceStatusProcedure,
 			connect.WithSchema(logServiceMethods.ByName("Status")),
+			connect.WithClientOptions(opts...),
+		),
+		readIndex: connect.NewClient[logdv1.ReadIndexRequest, logdv1.ReadIndexResponse](
+			httpClient,
+			baseURL+LogServiceReadIndexProcedure,
+			connect.WithSchema(logServiceMethods.ByName("ReadIndex")),
 			connect.WithClientOptions(opts...),
 		),
 		joinGroup: connect.NewClient[logdv1.JoinGroupRequest, logdv1.JoinGroupResponse](
@@ -555,6 +569,7 @@ type logServiceClient struct {
 	fetch              *connect.Client[logdv1.FetchRequest, logdv1.FetchResponse]
 	listOffsets        *connect.Client[logdv1.ListOffsetsRequest, logdv1.ListOffsetsResponse]
 	status             *connect.Client[logdv1.StatusRequest, logdv1.StatusResponse]
+	readIndex          *connect.Client[logdv1.ReadIndexRequest, logdv1.ReadIndexResponse]
 	joinGroup          *connect.Client[logdv1.JoinGroupRequest, logdv1.JoinGroupResponse]
 	groupHeartbeat     *connect.Client[logdv1.GroupHeartbeatRequest, logdv1.GroupHeartbeatResponse]
 	leaveGroup         *connect.Client[logdv1.LeaveGroupRequest, logdv1.LeaveGroupResponse]
@@ -631,6 +646,11 @@ func (c *logServiceClient) ListOffsets(ctx context.Context, req *connect.Request
 // Status calls logd.v1.LogService.Status.
 func (c *logServiceClient) Status(ctx context.Context, req *connect.Request[logdv1.StatusRequest]) (*connect.Response[logdv1.StatusResponse], error) {
 	return c.status.CallUnary(ctx, req)
+}
+
+// ReadIndex calls logd.v1.LogService.ReadIndex.
+func (c *logServiceClient) ReadIndex(ctx context.Context, req *connect.Request[logdv1.ReadIndexRequest]) (*connect.Response[logdv1.ReadIndexResponse], error) {
+	return c.readIndex.CallUnary(ctx, req)
 }
 
 // JoinGroup calls logd.v1.LogService.JoinGroup.
@@ -834,6 +854,12 @@ type LogServiceHandler interface {
 	ListOffsets(context.Context, *connect.Request[logdv1.ListOffsetsRequest]) (*connect.Response[logdv1.ListOffsetsResponse], error)
 	// Status describes the node and its view of the Raft cluster.
 	Status(context.Context, *connect.Request[logdv1.StatusRequest]) (*connect.Response[logdv1.StatusResponse], error)
+	// ReadIndex answers, from the leader (another node forwards it there),
+	// a Raft index that covers every write acknowledged before the call: a
+	// node that has applied it serves reads that see them. A read with the
+	// header Logd-Consistent-Read: true gets one and waits for it
+	// (docs/architecture.md, "Read guarantees").
+	ReadIndex(context.Context, *connect.Request[logdv1.ReadIndexRequest]) (*connect.Response[logdv1.ReadIndexResponse], error)
 	// Consumer groups
 	// JoinGroup adds a member for topics and returns its assignment.
 	JoinGroup(context.Context, *connect.Request[logdv1.JoinGroupRequest]) (*connect.Response[logdv1.JoinGroupResponse], error)
@@ -993,6 +1019,12 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 		LogServiceStatusProcedure,
 		svc.Status,
 		connect.WithSchema(logServiceMethods.ByName("Status")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceReadIndexHandler := connect.NewUnaryHandler(
+		LogServiceReadIndexProcedure,
+		svc.ReadIndex,
+		connect.WithSchema(logServiceMethods.ByName("ReadIndex")),
 		connect.WithHandlerOptions(opts...),
 	)
 	logServiceJoinGroupHandler := connect.NewUnaryHandler(
@@ -1229,6 +1261,8 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 			logServiceListOffsetsHandler.ServeHTTP(w, r)
 		case LogServiceStatusProcedure:
 			logServiceStatusHandler.ServeHTTP(w, r)
+		case LogServiceReadIndexProcedure:
+			logServiceReadIndexHandler.ServeHTTP(w, r)
 		case LogServiceJoinGroupProcedure:
 			logServiceJoinGroupHandler.ServeHTTP(w, r)
 		case LogServiceGroupHeartbeatProcedure:
@@ -1340,6 +1374,10 @@ func (UnimplementedLogServiceHandler) ListOffsets(context.Context, *connect.Requ
 
 func (UnimplementedLogServiceHandler) Status(context.Context, *connect.Request[logdv1.StatusRequest]) (*connect.Response[logdv1.StatusResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.Status is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) ReadIndex(context.Context, *connect.Request[logdv1.ReadIndexRequest]) (*connect.Response[logdv1.ReadIndexResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.ReadIndex is not implemented"))
 }
 
 func (UnimplementedLogServiceHandler) JoinGroup(context.Context, *connect.Request[logdv1.JoinGroupRequest]) (*connect.Response[logdv1.JoinGroupResponse], error) {

@@ -1,0 +1,127 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
+)
+
+// Read your writes through a follower (docs/architecture.md, "Read
+// guarantees"). A write a follower forwards is answered by the leader
+// once applied there; the leader's answer carries AppliedIndexHeader, the
+// Raft index it had applied when it answered, so at least the write's.
+// The follower keeps the highest such index (readFloor) and, before it
+// serves a read, waits until it has applied it (at most readFloorWait,
+// then BEHIND, which sends the client to the leader). Every read through
+// the follower that starts after it passed a write's acknowledgement on
+// then sees the write.
+//
+// The wait is before the next read, not before answering the write: a
+// writer that never reads through this node pays nothing, and a read
+// that cannot catch up in time fails with an error rather than answering
+// without the write, which a write answered after a bounded wait could
+// not promise.
+
+// AppliedIndexHeader, on the leader's answer to a forwarded call, is the
+// Raft index the leader had applied when it answered.
+const AppliedIndexHeader = "Logd-Applied-Index"
+
+// readFloorWait bounds how long a read waits for this node to apply what
+// writes it forwarded were acknowledged at. A healthy follower trails the
+// leader by one commit round (Raft's CommitTimeout, 50 ms).
+const readFloorWait = 2 * time.Second
+
+// readFloor is the highest index a forwarded write was acknowledged at.
+type readFloor struct{ v atomic.Uint64 }
+
+// raise makes the floor at least i.
+func (f *readFloor) raise(i uint64) {
+	for {
+		cur := f.v.Load()
+		if i <= cur || f.v.CompareAndSwap(cur, i) {
+			return
+		}
+	}
+}
+
+// noteAcked raises the floor to the index a forwarded call's answer
+// carries, and drops the header: clients are not told it.
+func (f *readFloor) noteAcked(h http.Header) {
+	if v := h.Get(AppliedIndexHeader); v != "" {
+		if i, err := strconv.ParseUint(v, 10, 64); err == nil {
+			f.raise(i)
+		}
+		h.Del(AppliedIndexHeader)
+	}
+}
+
+// appliedIndexWriter sets AppliedIndexHeader when the answer's header is
+// written: after the handler decided, so after the write it served was
+// applied.
+type appliedIndexWriter struct {
+	http.ResponseWriter
+	applied func() uint64
+	wrote   bool
+}
+
+func (w *appliedIndexWriter) stamp() {
+	if !w.wrote {
+		w.wrote = true
+		w.Header().Set(AppliedIndexHeader, strconv.FormatUint(w.applied(), 10))
+	}
+}
+
+func (w *appliedIndexWriter) WriteHeader(code int) {
+	w.stamp()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *appliedIndexWriter) Write(p []byte) (int, error) {
+	w.stamp()
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush lets streaming answers through (http.Flusher).
+func (w *appliedIndexWriter) Flush() {
+	w.stamp()
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the writer beneath.
+func (w *appliedIndexWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// readFloorInterceptor makes a read wait until this node applied the
+// read floor, and for a consistent read (read_index.go) the leader's read
+// index too. Status answers at once: it reports the node's state.
+func (s *Server) readFloorInterceptor() connect.UnaryInterceptorFunc {
+	return func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			p := req.Spec().Procedure
+			if !localProcedures[p] || p == logdv1connect.LogServiceStatusProcedure {
+				return next(ctx, req)
+			}
+			floor := s.fwd.floor.v.Load()
+			if req.Header().Get(ConsistentReadHeader) == "true" {
+				i, err := s.readIndex(ctx, req)
+				if err != nil {
+					return nil, err
+				}
+				floor = max(floor, i)
+			}
+			if floor > 0 && floor > s.b.AppliedIndex() {
+				if err := s.b.AwaitApplied(ctx, floor, readFloorWait); err != nil {
+					return nil, toConnectError(err)
+				}
+			}
+			return next(ctx, req)
+		}
+	}
+}
