@@ -146,6 +146,9 @@ var table = []row{
 	// address provider over peer routes: raft and peer, never the node
 	// that drives it.
 	{path: "replication/transport", layer: layerRaft, only: []string{"backend", "peer"}},
+	// Where data groups live, as pure functions (replicas, preferred
+	// leaders, a new topic's partitions): the standard library only.
+	{path: "replication/placement", layer: layerRaft, stdOnly: true},
 	// The leader's jobs: the retention and compaction scheduler and the
 	// redrive jobs (docs/architecture.md, "Redrive jobs"). They see the
 	// node through the interfaces they declare, which replication

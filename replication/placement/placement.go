@@ -1,0 +1,264 @@
+// Package placement decides where data groups live, as pure functions of
+// what it is given: which nodes hold each group's replicas, which of them
+// is the group's preferred leader, and which group a new topic's
+// partitions go to. It keeps no state and reads no clock; the meta group
+// that will hold the placement applies its answers, and the balance of
+// replicas under change (moving replicas between nodes) is not its
+// business yet.
+//
+// The rules:
+//
+//   - A group's replicas are distinct nodes, min(rf, nodes) of them.
+//   - A new group (Grow) is led by the node that leads the fewest
+//     groups, and its other replicas are the nodes that hold the fewest
+//     (ties: the other count, then the lowest id); so, when groups are
+//     placed over a fixed set of nodes, the nodes' preferred-leader
+//     counts stay within one of each other and their replica counts
+//     within two (the leader of a group is chosen before its replica
+//     count is looked at).
+//   - A joining node (Join) becomes a replica of every group below the
+//     replication factor, and then the preferred leader of groups it holds
+//     until it leads its share (⌈G/N⌉ at most), taking them from the nodes
+//     that lead the most.
+//   - A topic's partitions go round robin over the groups from an offset
+//     its creation index gives (Partitions), so one hot topic spreads
+//     over every group's leader and topics do not all start at group 0.
+//     The assignment is made once, at creation, with the groups of that
+//     time: partitions never move when groups are added.
+//
+// Invariants: every function returns a new plan and leaves its argument
+// alone, and the same arguments give the same answer (ties are broken by
+// node id and group id).
+package placement
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+)
+
+// Group is one data group's placement.
+type Group struct {
+	// ID is the group's id, unique in a plan.
+	ID uint64
+	// Replicas are the node ids that hold the group, the preferred leader
+	// first.
+	Replicas []string
+}
+
+// Preferred is the group's preferred leader, "" for a group without
+// replicas.
+func (g Group) Preferred() string {
+	if len(g.Replicas) == 0 {
+		return ""
+	}
+	return g.Replicas[0]
+}
+
+// Plan is the placement of every data group, by ascending id.
+type Plan []Group
+
+// ErrInvalid is a plan, node list or factor that breaks the rules.
+var ErrInvalid = errors.New("placement: invalid")
+
+// clone returns a deep copy of p.
+func (p Plan) clone() Plan {
+	out := make(Plan, len(p))
+	for i, g := range p {
+		out[i] = Group{ID: g.ID, Replicas: slices.Clone(g.Replicas)}
+	}
+	return out
+}
+
+// load counts, per node of nodes, the replicas and preferred leaderships
+// p gives it.
+type load struct {
+	replicas, preferred map[string]int
+}
+
+func loadOf(p Plan, nodes []string) load {
+	l := load{replicas: map[string]int{}, preferred: map[string]int{}}
+	for _, n := range nodes {
+		l.replicas[n], l.preferred[n] = 0, 0
+	}
+	for _, g := range p {
+		for i, r := range g.Replicas {
+			l.replicas[r]++
+			if i == 0 {
+				l.preferred[r]++
+			}
+		}
+	}
+	return l
+}
+
+// Check reports whether p is a plan over nodes with factor rf: ids
+// unique and ascending, every replica a node of nodes, distinct within a
+// group, and min(rf, len(nodes)) replicas per group at most.
+func Check(p Plan, nodes []string, rf int) error {
+	if err := checkArgs(nodes, rf); err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	for _, n := range nodes {
+		known[n] = true
+	}
+	want := min(rf, len(nodes))
+	for i, g := range p {
+		if i > 0 && g.ID <= p[i-1].ID {
+			return fmt.Errorf("%w: group ids %d and %d are not ascending", ErrInvalid, p[i-1].ID, g.ID)
+		}
+		if len(g.Replicas) == 0 || len(g.Replicas) > want {
+			return fmt.Errorf("%w: group %d has %d replicas, want 1 to %d", ErrInvalid, g.ID, len(g.Replicas), want)
+		}
+		seen := map[string]bool{}
+		for _, r := range g.Replicas {
+			if !known[r] {
+				return fmt.Errorf("%w: group %d: %q is no node", ErrInvalid, g.ID, r)
+			}
+			if seen[r] {
+				return fmt.Errorf("%w: group %d holds %q twice", ErrInvalid, g.ID, r)
+			}
+			seen[r] = true
+		}
+	}
+	return nil
+}
+
+// checkArgs checks a node list and a replication factor.
+func checkArgs(nodes []string, rf int) error {
+	if len(nodes) == 0 {
+		return fmt.Errorf("%w: no nodes", ErrInvalid)
+	}
+	if rf < 1 {
+		return fmt.Errorf("%w: replication factor %d", ErrInvalid, rf)
+	}
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		if n == "" || seen[n] {
+			return fmt.Errorf("%w: node %q empty or listed twice", ErrInvalid, n)
+		}
+		seen[n] = true
+	}
+	return nil
+}
+
+// Grow returns p with add new groups, ids after p's highest, each placed
+// on min(rf, len(nodes)) distinct nodes: led by the node that leads the
+// fewest groups, its other replicas on the nodes that hold the fewest.
+func Grow(p Plan, nodes []string, add, rf int) (Plan, error) {
+	if err := Check(p, nodes, rf); err != nil {
+		return nil, err
+	}
+	if add < 0 {
+		return nil, fmt.Errorf("%w: %d groups to add", ErrInvalid, add)
+	}
+	out := p.clone()
+	l := loadOf(out, nodes)
+	next := uint64(0)
+	if len(out) > 0 {
+		next = out[len(out)-1].ID + 1
+	}
+	want := min(rf, len(nodes))
+	for range add {
+		// The preferred leader first: the node that leads the fewest
+		// (then holds the fewest, then the lowest id); then the other
+		// replicas, the nodes that hold the fewest.
+		lead := slices.Clone(nodes)
+		sort.SliceStable(lead, func(i, j int) bool {
+			a, b := lead[i], lead[j]
+			if l.preferred[a] != l.preferred[b] {
+				return l.preferred[a] < l.preferred[b]
+			}
+			if l.replicas[a] != l.replicas[b] {
+				return l.replicas[a] < l.replicas[b]
+			}
+			return a < b
+		})
+		rest := slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return n == lead[0] })
+		sort.SliceStable(rest, func(i, j int) bool {
+			a, b := rest[i], rest[j]
+			if l.replicas[a] != l.replicas[b] {
+				return l.replicas[a] < l.replicas[b]
+			}
+			if l.preferred[a] != l.preferred[b] {
+				return l.preferred[a] < l.preferred[b]
+			}
+			return a < b
+		})
+		replicas := append([]string{lead[0]}, rest[:want-1]...)
+		for i, r := range replicas {
+			l.replicas[r]++
+			if i == 0 {
+				l.preferred[r]++
+			}
+		}
+		out = append(out, Group{ID: next, Replicas: slices.Clone(replicas)})
+		next++
+	}
+	return out, nil
+}
+
+// Join returns p once node joins nodes (which lists it): every group
+// with fewer than min(rf, len(nodes)) replicas gains node as a replica,
+// and node then becomes the preferred leader of groups it holds, taken
+// from the nodes that lead the most, until it leads ⌊G/N⌋ or no node
+// leads two more than it.
+func Join(p Plan, nodes []string, node string, rf int) (Plan, error) {
+	if !slices.Contains(nodes, node) {
+		return nil, fmt.Errorf("%w: the joining node %q is not among the nodes", ErrInvalid, node)
+	}
+	if err := Check(p, nodes, rf); err != nil {
+		return nil, err
+	}
+	out := p.clone()
+	want := min(rf, len(nodes))
+	for i := range out {
+		if len(out[i].Replicas) < want && !slices.Contains(out[i].Replicas, node) {
+			out[i].Replicas = append(out[i].Replicas, node)
+		}
+	}
+	share := len(out) / len(nodes)
+	l := loadOf(out, nodes)
+	for l.preferred[node] < share {
+		// The group node holds whose preferred leader leads the most
+		// (the lowest id among equals).
+		best := -1
+		for i, g := range out {
+			if g.Preferred() == node || !slices.Contains(g.Replicas, node) {
+				continue
+			}
+			if best < 0 || l.preferred[g.Preferred()] > l.preferred[out[best].Preferred()] {
+				best = i
+			}
+		}
+		if best < 0 || l.preferred[out[best].Preferred()] <= l.preferred[node]+1 {
+			break
+		}
+		g := &out[best]
+		l.preferred[g.Preferred()]--
+		l.preferred[node]++
+		at := slices.Index(g.Replicas, node)
+		g.Replicas[0], g.Replicas[at] = g.Replicas[at], g.Replicas[0]
+	}
+	return out, nil
+}
+
+// Partitions returns the group of each of a new topic's partitions: round
+// robin over p's groups from the one createIndex picks (the Raft index of
+// the topic's creation, so each topic starts elsewhere).
+func Partitions(p Plan, createIndex uint64, partitions int) ([]uint64, error) {
+	if len(p) == 0 {
+		return nil, fmt.Errorf("%w: no groups", ErrInvalid)
+	}
+	if partitions < 0 {
+		return nil, fmt.Errorf("%w: %d partitions", ErrInvalid, partitions)
+	}
+	out := make([]uint64, partitions)
+	start := int(createIndex % uint64(len(p)))
+	for i := range out {
+		out[i] = p[(start+i)%len(p)].ID
+	}
+	return out, nil
+}

@@ -1,0 +1,205 @@
+package placement
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// nodesN returns node ids n1..nN.
+func nodesN(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("n%d", i+1)
+	}
+	return out
+}
+
+// spread returns the lowest and highest count among nodes.
+func spread(counts map[string]int, nodes []string) (lo, hi int) {
+	lo, hi = counts[nodes[0]], counts[nodes[0]]
+	for _, n := range nodes {
+		lo, hi = min(lo, counts[n]), max(hi, counts[n])
+	}
+	return lo, hi
+}
+
+// TestGrowBalances: groups placed over a fixed set of nodes have
+// min(rf, N) distinct replicas each, and every node holds preferred
+// leaderships within one, and replicas within two, of every other node,
+// for every node count, group count and factor tried.
+func TestGrowBalances(t *testing.T) {
+	for n := 1; n <= 9; n++ {
+		for _, g := range []int{1, 2, 3, 7, 12, 24, 48, 96} {
+			for rf := 1; rf <= 5; rf++ {
+				nodes := nodesN(n)
+				p, err := Grow(nil, nodes, g, rf)
+				if err != nil {
+					t.Fatalf("n=%d g=%d rf=%d: %v", n, g, rf, err)
+				}
+				if err := Check(p, nodes, rf); err != nil {
+					t.Fatalf("n=%d g=%d rf=%d: %v", n, g, rf, err)
+				}
+				for _, grp := range p {
+					if len(grp.Replicas) != min(rf, n) {
+						t.Fatalf("n=%d g=%d rf=%d: group %d has %d replicas", n, g, rf, grp.ID, len(grp.Replicas))
+					}
+				}
+				l := loadOf(p, nodes)
+				if lo, hi := spread(l.replicas, nodes); hi-lo > 2 {
+					t.Errorf("n=%d g=%d rf=%d: replicas per node from %d to %d", n, g, rf, lo, hi)
+				}
+				if lo, hi := spread(l.preferred, nodes); hi-lo > 1 {
+					t.Errorf("n=%d g=%d rf=%d: preferred leaderships per node from %d to %d", n, g, rf, lo, hi)
+				}
+			}
+		}
+	}
+}
+
+// TestJoinsFromOneNode: a cluster that starts as one node with G groups
+// and grows by joins, one at a time, up to its replication factor: every
+// group gains each joining node until it has rf replicas (none stays at
+// one replica once three nodes are up), and each node leads ⌈G/N⌉ ± 1
+// groups after every join.
+func TestJoinsFromOneNode(t *testing.T) {
+	for _, g := range []int{1, 4, 12, 48, 96} {
+		for _, rf := range []int{1, 3, 5} {
+			nodes := nodesN(1)
+			p, err := Grow(nil, nodes, g, rf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for n := 2; n <= rf; n++ {
+				nodes = nodesN(n)
+				if p, err = Join(p, nodes, nodes[n-1], rf); err != nil {
+					t.Fatalf("g=%d rf=%d join n%d: %v", g, rf, n, err)
+				}
+				if err := Check(p, nodes, rf); err != nil {
+					t.Fatalf("g=%d rf=%d after n%d: %v", g, rf, n, err)
+				}
+				for _, grp := range p {
+					if len(grp.Replicas) != n {
+						t.Fatalf("g=%d rf=%d after n%d: group %d has %d replicas", g, rf, n, grp.ID, len(grp.Replicas))
+					}
+				}
+				share := (g + n - 1) / n
+				l := loadOf(p, nodes)
+				for _, nd := range nodes {
+					if c := l.preferred[nd]; c < share-1 || c > share+1 {
+						t.Errorf("g=%d rf=%d after n%d: %s leads %d groups, want %d ± 1", g, rf, n, nd, c, share)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestJoinAtFactor: a node that joins groups already at the replication
+// factor gains no replica and leads nothing (moving replicas is not
+// placement's business yet), and the plan is otherwise unchanged; Grow
+// then puts new groups on it first.
+func TestJoinAtFactor(t *testing.T) {
+	p, err := Grow(nil, nodesN(3), 12, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined, err := Join(p, nodesN(4), "n4", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(joined) != fmt.Sprint(p) {
+		t.Errorf("a join at the factor changed the plan:\n%v\n%v", p, joined)
+	}
+	grown, err := Grow(joined, nodesN(4), 4, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, grp := range grown[12:] {
+		if grp.Preferred() != "n4" {
+			t.Errorf("new group %d prefers %s, want the empty node n4", grp.ID, grp.Preferred())
+		}
+	}
+}
+
+// TestPlacementIsPure: the same arguments give the same plan, and the
+// argument is left alone.
+func TestPlacementIsPure(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		n, g, rf := 1+r.IntN(7), r.IntN(40), 1+r.IntN(4)
+		nodes := nodesN(n)
+		a, err := Grow(nil, nodes, g, rf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := Grow(nil, nodes, g, rf)
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Fatalf("Grow gave two plans for the same arguments")
+		}
+		before := fmt.Sprint(a)
+		more := append(slices.Clone(nodes), "new")
+		if _, err := Join(a, more, "new", rf); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Grow(a, more, 3, rf); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(a) != before {
+			t.Fatalf("Join or Grow changed its argument")
+		}
+	}
+}
+
+// TestPartitionsRoundRobin: a topic's partitions go to consecutive groups
+// from the one its creation index picks, each group at most ⌈P/G⌉ times.
+func TestPartitionsRoundRobin(t *testing.T) {
+	p, err := Grow(nil, nodesN(3), 12, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Partitions(p, 17, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[uint64]int{}
+	for i, g := range got {
+		count[g]++
+		if want := p[(17+i)%12].ID; g != want {
+			t.Fatalf("partition %d in group %d, want %d", i, g, want)
+		}
+	}
+	for g, c := range count {
+		if c > 3 {
+			t.Errorf("group %d holds %d of 30 partitions over 12 groups", g, c)
+		}
+	}
+	if other, _ := Partitions(p, 18, 1); other[0] == got[0] {
+		t.Errorf("topics created at indexes 17 and 18 start in the same group")
+	}
+}
+
+// TestPlacementRefuses: bad arguments are ErrInvalid and change nothing.
+func TestPlacementRefuses(t *testing.T) {
+	p, _ := Grow(nil, nodesN(3), 4, 3)
+	for name, f := range map[string]func() error{
+		"no nodes":              func() error { _, err := Grow(nil, nil, 1, 3); return err },
+		"factor 0":              func() error { _, err := Grow(nil, nodesN(3), 1, 0); return err },
+		"a node twice":          func() error { _, err := Grow(nil, []string{"a", "a"}, 1, 1); return err },
+		"negative groups":       func() error { _, err := Grow(nil, nodesN(3), -1, 3); return err },
+		"a replica not a node":  func() error { _, err := Grow(p, nodesN(2), 1, 3); return err },
+		"joiner not among them": func() error { _, err := Join(p, nodesN(3), "n9", 3); return err },
+		"no groups":             func() error { _, err := Partitions(nil, 1, 1); return err },
+		"negative partitions":   func() error { _, err := Partitions(p, 1, -1); return err },
+		"a group twice": func() error {
+			return Check(Plan{{ID: 1, Replicas: []string{"n1"}}, {ID: 1, Replicas: []string{"n2"}}}, nodesN(3), 3)
+		},
+		"a replica twice": func() error { return Check(Plan{{ID: 1, Replicas: []string{"n1", "n1"}}}, nodesN(3), 3) },
+	} {
+		if err := f(); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+}
