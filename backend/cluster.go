@@ -200,8 +200,14 @@ type RaftConnStats struct {
 	// Open is the number of accepted connections open now, in their
 	// handshake or serving Raft.
 	Open int
-	// Admitted counts connections handed to Raft.
+	// Admitted counts Raft connections handed to Raft: streams of
+	// sessions, and connections of the previous framing.
 	Admitted uint64
+	// Sessions is the number of sessions open now, accepted and dialed.
+	Sessions int
+	// Secret says whether the node holds a cluster secret (SecretHeld)
+	// and requires it (SecretRequired), or holds none (SecretNone).
+	Secret SecretState
 	// RefusedCap counts connections closed at once because MaxRaftConns
 	// were open.
 	RefusedCap uint64
@@ -222,6 +228,21 @@ type RaftConnStats struct {
 	// holds one.
 	RefusedSecret uint64
 }
+
+// SecretState is where a node stands with the cluster secret
+// (docs/security.md, "Peers").
+type SecretState int
+
+const (
+	// SecretNone: the node holds no cluster secret (a cluster of an
+	// earlier build, or an in-memory node).
+	SecretNone SecretState = iota
+	// SecretHeld: the node proves the secret but does not require it yet
+	// (the cluster is being handed it).
+	SecretHeld
+	// SecretRequired: the node requires the secret of every peer.
+	SecretRequired
+)
 
 // SegmentPathPrefix is where a front end mounts the node's segment
 // endpoint, which peers catching up from a snapshot fetch segment files

@@ -18,7 +18,11 @@ var (
 	descRaftConnsOpen = prometheus.NewDesc("logd_raft_connections_open",
 		"Connections accepted on the Raft port and open now, in their TLS handshake or serving Raft.", nil, nil)
 	descRaftConnsAdmitted = prometheus.NewDesc("logd_raft_connections_admitted_total",
-		"Connections the Raft port handed to Raft.", nil, nil)
+		"Raft connections the Raft port handed to Raft: streams of sessions, and connections of the previous framing.", nil, nil)
+	descRaftSessions = prometheus.NewDesc("logd_raft_sessions_open",
+		"Sessions of the Raft port open now, accepted and dialed (one per peer and direction).", nil, nil)
+	descClusterSecret = prometheus.NewDesc("logd_cluster_secret_state",
+		"Where the node stands with the cluster secret: 0 holds none, 1 holds it without requiring it yet (being handed over), 2 requires it of every peer.", nil, nil)
 	descRaftConnsRefused = prometheus.NewDesc("logd_raft_connections_refused_total",
 		"Connections the Raft port closed, by reason: cap (too many open), handshake (TLS failed: no certificate, not the cluster CA's, expired, not TLS), not_node (a certificate that is not a node's), not_member (a node outside the configuration), secret (the cluster secret not proven, or the previous framing from a node that holds one).",
 		[]string{"reason"}, nil)
@@ -28,12 +32,16 @@ func (c *raftPortCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descRaftConnsOpen
 	ch <- descRaftConnsAdmitted
 	ch <- descRaftConnsRefused
+	ch <- descRaftSessions
+	ch <- descClusterSecret
 }
 
 func (c *raftPortCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.b.RaftConnStats()
 	ch <- prometheus.MustNewConstMetric(descRaftConnsOpen, prometheus.GaugeValue, float64(st.Open))
 	ch <- prometheus.MustNewConstMetric(descRaftConnsAdmitted, prometheus.CounterValue, float64(st.Admitted))
+	ch <- prometheus.MustNewConstMetric(descRaftSessions, prometheus.GaugeValue, float64(st.Sessions))
+	ch <- prometheus.MustNewConstMetric(descClusterSecret, prometheus.GaugeValue, float64(st.Secret))
 	for _, r := range []struct {
 		reason string
 		n      uint64

@@ -297,6 +297,8 @@ func (p *Port) serveSession(sc *streamConn, c net.Conn, peerID string) {
 		sc.Close()
 		return
 	}
+	p.sessions.Add(1)
+	defer p.sessions.Add(-1)
 	defer sess.Close()
 	for {
 		st, err := sess.AcceptStream()
@@ -417,6 +419,13 @@ func (p *Port) dialSession(ctx context.Context, addr string) (*yamux.Session, st
 		return nil, "", net.ErrClosed
 	default:
 	}
+	p.sessions.Add(1)
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		<-sess.CloseChan()
+		p.sessions.Add(-1)
+	}()
 	return sess, id, nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/internal/testcerts"
 	"github.com/logd-dev/logd/peer"
 )
@@ -88,8 +89,15 @@ func TestSessionCarriesGroups(t *testing.T) {
 			roundTrip(t, ctx, c, g.admitted, "hello group "+string(rune('0'+i)))
 		}
 	}
-	if st := server.Stats(); st.Open != 1 || st.Admitted != 6 {
-		t.Errorf("stats %+v: want 6 streams admitted over 1 connection", st)
+	if st := server.Stats(); st.Open != 1 || st.Admitted != 6 || st.Sessions != 1 || st.Secret != backend.SecretRequired {
+		t.Errorf("stats %+v: want 6 streams admitted over 1 connection and session, the secret required", st)
+	}
+	if st := client.Stats(); st.Sessions != 1 {
+		t.Errorf("the dialing node's stats %+v: want 1 session", st)
+	}
+	client.SetSecret(secretA, false)
+	if st := client.Stats(); st.Secret != backend.SecretHeld {
+		t.Errorf("stats %+v: want the secret held, not required", st)
 	}
 	c, err := client.Group(8).Dial(addr, 5*time.Second)
 	if err != nil {

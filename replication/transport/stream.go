@@ -120,6 +120,8 @@ type Port struct {
 
 	admitted atomic.Uint64
 	refused  [numRefusals]atomic.Uint64
+	// sessions counts the sessions open, accepted and dialed.
+	sessions atomic.Int64
 
 	logMu sync.Mutex
 	// lastLog is when a refusal was last logged, unlogged how many were
@@ -441,8 +443,14 @@ func (p *Port) Stats() backend.RaftConnStats {
 	p.mu.Lock()
 	open := len(p.open)
 	p.mu.Unlock()
+	secret := backend.SecretNone
+	if key, required := p.ClusterSecret(); required {
+		secret = backend.SecretRequired
+	} else if key != nil {
+		secret = backend.SecretHeld
+	}
 	return backend.RaftConnStats{
-		Open: open, Admitted: p.admitted.Load(),
+		Open: open, Admitted: p.admitted.Load(), Sessions: int(p.sessions.Load()), Secret: secret,
 		RefusedCap: p.refused[refusedCap].Load(), RefusedHandshake: p.refused[refusedHandshake].Load(),
 		RefusedNotNode: p.refused[refusedNotNode].Load(), RefusedNotMember: p.refused[refusedNotMember].Load(),
 		RefusedSecret: p.refused[refusedSecret].Load(),
