@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -80,7 +79,7 @@ value_encoding "base64", and null for a null key or value.`,
 			fmt.Fprintln(tw, "DLQ OFFSET\tREASON\tORIGIN\tKEY\tATTEMPTS\tREDRIVES\tAGE\tLAST ERROR")
 			for _, d := range out {
 				fmt.Fprintf(tw, "%d/%d\t%s\t%s/%d@%d\t%s\t%d\t%d\t%s\t%s\n", d.Partition, d.Offset, d.Reason, d.OriginTopic, d.OriginPartition, d.OriginOffset,
-					strconv.Quote(string(d.Key)), d.Deliveries, d.Redrives, age(now.Sub(d.DeadLettered)), d.LastError)
+					keyText(d.Key), d.Deliveries, d.Redrives, age(now.Sub(d.DeadLettered)), d.LastError)
 				if history {
 					printHistory(tw, d.History)
 				}
