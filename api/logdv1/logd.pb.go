@@ -864,9 +864,11 @@ func (x *PartitionInfo) GetLastCleanerRun() *CleanerRun {
 }
 
 type Header struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
-	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// A value absent (not set) is a null value, as a Kafka client may write;
+	// an empty value is a value.
+	Value         []byte `protobuf:"bytes,2,opt,name=value,proto3,oneof" json:"value,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -8769,10 +8771,11 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\bsegments\x18\x05 \x01(\x05R\bsegments\x12-\n" +
 	"\x12compacted_segments\x18\n" +
 	" \x01(\x05R\x11compactedSegments\x12=\n" +
-	"\x10last_cleaner_run\x18\v \x01(\v2\x13.logd.v1.CleanerRunR\x0elastCleanerRun\"0\n" +
+	"\x10last_cleaner_run\x18\v \x01(\v2\x13.logd.v1.CleanerRunR\x0elastCleanerRun\"?\n" +
 	"\x06Header\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value\"\xf4\x01\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x19\n" +
+	"\x05value\x18\x02 \x01(\fH\x00R\x05value\x88\x01\x01B\b\n" +
+	"\x06_value\"\xf4\x01\n" +
 	"\x06Record\x12\x15\n" +
 	"\x03key\x18\x01 \x01(\fH\x00R\x03key\x88\x01\x01\x12\x19\n" +
 	"\x05value\x18\x02 \x01(\fH\x01R\x05value\x88\x01\x01\x12)\n" +
@@ -9834,6 +9837,7 @@ func file_logd_v1_logd_proto_init() {
 	if File_logd_v1_logd_proto != nil {
 		return
 	}
+	file_logd_v1_logd_proto_msgTypes[12].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[13].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[18].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[20].OneofWrappers = []any{}
