@@ -84,12 +84,12 @@ type coordinator struct {
 // kgroup is one Kafka group in the coordinator's memory. Guarded by
 // coordinator.mu.
 type kgroup struct {
-	id           string
-	state        groupState
-	generation   int32
+	id         string
+	state      groupState
+	generation int32
 	// rebalances counts the generations with members formed here, for
 	// describe (GroupMembers).
-	rebalances int64
+	rebalances   int64
 	protocolType string
 	// protocol is the assignor chosen for the generation ("" when Empty).
 	protocol string
