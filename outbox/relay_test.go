@@ -1,7 +1,6 @@
 package outbox_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/internal/syncbuf"
 	"github.com/logd-dev/logd/outbox"
 )
 
@@ -375,7 +375,7 @@ func standbyRelay(t *testing.T, b backend) {
 	want := committed{byKey: map[string][]string{}, rolledBack: map[string]bool{}}
 	writeTxs(t, ctx, e, "orders", rng, 4, &want)
 	rows := pending(t, ctx, e.db)
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	r, err := e.ob.NewRelay(outbox.RelayOptions{Client: e.c, DB: e.db, PollInterval: 2 * time.Millisecond, Holder: "standby",
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
@@ -415,22 +415,4 @@ func standbyRelay(t *testing.T, b backend) {
 			t.Errorf("the log lacks %s:\n%s", want, logs.String())
 		}
 	}
-}
-
-// lockedBuffer is a bytes.Buffer a logger may write while a test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -60,16 +60,9 @@ func TestCompleteNamesServerSilent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Never accepted: the kernel completes the connections, and the
+	// requests wait for an answer that never comes.
 	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { c.Close() })
-		}
-	}()
 	start := time.Now()
 	r := mustRun(t, nil, "", "__complete", "topic", "describe", "--server", ln.Addr().String(), "")
 	if took := time.Since(start); took >= client.DefaultTimeout {
