@@ -39,7 +39,7 @@ func TestRedriveMarks(t *testing.T) {
 		{name: "a running job not there yet", jobs: []markJob{job("rd1", running, 5, []int64{2, 0}, backend.RedriveSpec{})}, offset: 3, reason: "rejected", want: "rd1", pending: true},
 		{name: "a stopped job that did not reach it", jobs: []markJob{job("rd1", backend.RedriveStopped, 5, []int64{2, 0}, backend.RedriveSpec{})}, offset: 3, reason: "rejected"},
 		{name: "the oldest that moved it, not a pending one",
-			jobs: []markJob{job("rd1", running, 5, []int64{2, 0}, backend.RedriveSpec{}), job("rd2", done, 7, ends, backend.RedriveSpec{}), job("rd3", done, 9, ends, backend.RedriveSpec{})},
+			jobs:   []markJob{job("rd1", running, 5, []int64{2, 0}, backend.RedriveSpec{}), job("rd2", done, 7, ends, backend.RedriveSpec{}), job("rd3", done, 9, ends, backend.RedriveSpec{})},
 			offset: 3, reason: "rejected", want: "rd2", at: 7},
 	}
 	for _, tt := range tests {
