@@ -9,6 +9,10 @@ type ExternalGroup struct {
 	// State is the group's state there: "stable", "rebalancing" or
 	// "empty" (the states of logd's groups, group.State).
 	State string
+	// Generation is the coordinator's generation of the group and
+	// Rebalances how many generations with members it formed, both since
+	// the coordinator took the group (a new leader's start from 0).
+	Generation, Rebalances int64
 	// Members are its members, joined or joining, in the order they
 	// joined; none when the coordinator does not hold the group.
 	Members []ExternalMember

@@ -125,7 +125,7 @@ func TestProduceFetchRoundTrip(t *testing.T) {
 	in := []client.Record{
 		{Key: nil, Value: []byte("null key"), Partition: &one},
 		{Key: []byte{}, Value: nil, Partition: &one},
-		{Key: []byte("k"), Value: []byte("v"), Headers: []client.Header{{Key: "h", Value: []byte("x")}, {Key: "h", Value: nil}}, Timestamp: ts, Partition: &one},
+		{Key: []byte("k"), Value: []byte("v"), Headers: []client.Header{{Key: "h", Value: []byte("x")}, {Key: "h", Value: nil}, {Key: "e", Value: []byte{}}}, Timestamp: ts, Partition: &one},
 	}
 	res, err := c.Produce(ctx, "t", in)
 	if err != nil {
@@ -155,8 +155,12 @@ func TestProduceFetchRoundTrip(t *testing.T) {
 	if r1.Key == nil || len(r1.Key) != 0 || r1.Value != nil {
 		t.Errorf("record 1 = %+v, want empty key and null value", r1)
 	}
-	if !bytes.Equal(r2.Key, []byte("k")) || !r2.Timestamp.Equal(ts) || len(r2.Headers) != 2 || string(r2.Headers[0].Value) != "x" || r2.Offset != 2 {
+	if !bytes.Equal(r2.Key, []byte("k")) || !r2.Timestamp.Equal(ts) || len(r2.Headers) != 3 || string(r2.Headers[0].Value) != "x" || r2.Offset != 2 {
 		t.Errorf("record 2 = %+v", r2)
+	}
+	// A null header value and an empty one stay apart.
+	if h := r2.Headers; len(h) == 3 && (h[1].Value != nil || h[2].Value == nil || len(h[2].Value) != 0) {
+		t.Errorf("record 2 headers = %#v, want a null value then an empty one", h)
 	}
 
 	// Fetch at the end with no wait returns nothing and the same offset.

@@ -79,6 +79,22 @@ type DeadLetter struct {
 	Key     []byte   `json:"key"`
 	Value   []byte   `json:"value"`
 	Headers []Header `json:"headers,omitempty"`
+	// Redrive is the redrive job that moved the dead letter, or a running
+	// one that will; nil when none did (or the node is older than this
+	// field). The server derives it from the jobs it keeps and their
+	// positions (docs/guide.md, "Redriven dead letters").
+	Redrive *DeadLetterRedrive `json:"redrive,omitempty"`
+}
+
+// DeadLetterRedrive is the redrive job that moved a dead letter.
+type DeadLetterRedrive struct {
+	// Job is the job's id (RedriveJob.ID).
+	Job string `json:"job"`
+	// Pending: the job runs and has not reached the dead letter yet.
+	Pending bool `json:"pending"`
+	// At is the job's last update, at or after the move; zero while
+	// pending.
+	At time.Time `json:"at,omitzero"`
 }
 
 // DeadLetterHistory is the logd-dlq-history header: a dead letter's
@@ -175,6 +191,11 @@ type DeadLetterFilter struct {
 	Until time.Time `json:"until,omitzero"`
 	// Key: the record key equals it.
 	Key string `json:"key,omitempty"`
+	// NotRedriven leaves out the dead letters a redrive job moved or
+	// will (DeadLetter.Redrive set). ListDeadLetters only: a redrive job
+	// ignores it (it finds what an earlier job moved a duplicate anyway),
+	// and a node before it lists them all.
+	NotRedriven bool `json:"-"`
 }
 
 // Match reports whether d passes the filter, reading times to the
@@ -209,7 +230,7 @@ func (f DeadLetterFilter) Match(d DeadLetter) bool {
 // the topic and filters here with DeadLetterFilter.Match, from where the
 // server stopped if an earlier page was answered.
 func (c *Client) ListDeadLetters(ctx context.Context, topic string, f DeadLetterFilter, fn func(DeadLetter) error) error {
-	req := &logdv1.ListDeadLettersRequest{Topic: topic, Reasons: f.Reasons}
+	req := &logdv1.ListDeadLettersRequest{Topic: topic, Reasons: f.Reasons, NotRedriven: f.NotRedriven}
 	if f.Key != "" {
 		req.Key, req.HasKey = []byte(f.Key), true
 	}
@@ -270,6 +291,12 @@ func deadLetterFrom(topic string, m *logdv1.DeadLetter) DeadLetter {
 	}
 	for _, h := range m.Headers {
 		d.Headers = append(d.Headers, Header{Key: h.Key, Value: h.Value})
+	}
+	if m.RedriveJob != "" {
+		d.Redrive = &DeadLetterRedrive{Job: m.RedriveJob, Pending: m.RedrivePending}
+		if !m.RedrivePending {
+			d.Redrive.At = ms(m.RedriveMs)
+		}
 	}
 	return d
 }

@@ -111,6 +111,9 @@ type AuthError struct {
 	// Principal is who the server checked the permission for
 	// ("User:alice"). Empty when the server did not say.
 	Principal string
+	// TLS is true when the refusal came at the TLS layer: the server
+	// requires a client certificate before it reads any token.
+	TLS bool
 
 	msg   string
 	cause error
@@ -398,7 +401,7 @@ func fromRPC(err error) error {
 		return err
 	}
 	if _, refused := tlsFailure(err); refused {
-		return &AuthError{Unauthenticated: true, msg: "the server refused the TLS client certificate: " + ce.Message(), cause: ce}
+		return &AuthError{Unauthenticated: true, TLS: true, msg: "the server refused the TLS client certificate: " + ce.Message(), cause: ce}
 	}
 	msg := ce.Message()
 	info := errorInfo(ce)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"sync"
@@ -72,6 +73,11 @@ type GroupConsumerOptions struct {
 	// Now is the clock that schedules heartbeats and commits; default
 	// time.Now.
 	Now func() time.Time
+	// Logger receives, at info, that the member waits for partitions a
+	// previous member holds until its session expires (a consumer
+	// restarted after a crash would otherwise look hung for up to that
+	// member's SessionTimeout). Default slog.Default().
+	Logger *slog.Logger
 }
 
 // AutoReset reports that a group's position in a partition was moved by
@@ -180,6 +186,9 @@ func (c *Client) NewGroupConsumer(opts GroupConsumerOptions) (*GroupConsumer, er
 	}
 	if opts.ResetPolicy == "" {
 		opts.ResetPolicy = "earliest"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
 	}
 	member := opts.MemberID
 	if member == "" {
@@ -361,6 +370,9 @@ func (gc *GroupConsumer) apply(ctx context.Context, a *logdv1.GroupAssignment) e
 	if len(added) > 0 && gc.opts.OnAssigned != nil {
 		gc.opts.OnAssigned(ctx, added)
 	}
+	if a.Generation != prevGen {
+		gc.noteWaiting(ctx)
+	}
 	if len(a.Revoke) > 0 {
 		var revoke []TopicPartition
 		for _, r := range a.Revoke {
@@ -380,6 +392,32 @@ func (gc *GroupConsumer) apply(ctx context.Context, a *logdv1.GroupAssignment) e
 		return gc.heartbeat(ctx, revoke)
 	}
 	return noOffset
+}
+
+// noteWaiting logs the partitions that wait for this member while another
+// holds them, with the holder and when its session expires unless it
+// heartbeats: the group's description says (DescribeGroup). It is called
+// once per generation; a failure to describe (a principal without
+// describe permission) only leaves the log out.
+func (gc *GroupConsumer) noteWaiting(ctx context.Context) {
+	d, err := gc.c.DescribeGroup(ctx, gc.opts.Group)
+	if err != nil {
+		gc.opts.Logger.DebugContext(ctx, "group consumer: cannot tell whom the member waits for", "group", gc.opts.Group, "err", err)
+		return
+	}
+	held := map[string][]string{}
+	for _, p := range d.Partitions {
+		if p.PendingOwner == gc.member && p.Owner != "" && p.Owner != gc.member {
+			held[p.Owner] = append(held[p.Owner], fmt.Sprintf("%s/%d", p.Topic, p.Partition))
+		}
+	}
+	for _, m := range d.Members {
+		if ps := held[m.ID]; len(ps) > 0 {
+			gc.opts.Logger.InfoContext(ctx, "group consumer: waiting for a previous member's session to expire (or for it to release the partitions)",
+				"group", gc.opts.Group, "member", gc.member, "holder", m.ID, "partitions", ps,
+				"until", m.LastSeen.Add(m.SessionTimeout).UTC().Format(time.RFC3339Nano))
+		}
+	}
 }
 
 // fetchResult is the answer to one partition's prefetch, decoded on the

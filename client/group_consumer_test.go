@@ -1,8 +1,11 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"regexp"
 	"slices"
 	"sync"
 	"testing"
@@ -445,5 +448,28 @@ func TestGroupAdminCalls(t *testing.T) {
 	}
 	if groups, _ := c.ListGroups(ctx); len(groups) != 0 {
 		t.Fatalf("groups after delete: %+v", groups)
+	}
+}
+
+// TestGroupConsumerLogsWaitForPreviousMember: a member that joins while a
+// silent member (a crashed process) holds the partitions logs, at info,
+// whom it waits for and until when that member's session lasts.
+func TestGroupConsumerLogsWaitForPreviousMember(t *testing.T) {
+	c, _ := newTestClient(t, client.Options{})
+	mustCreate(t, c, "t", 2)
+	old := newGroupConsumer(t, c, client.GroupConsumerOptions{Group: "g", Topics: []string{"t"}, MemberID: "crashed", SessionTimeout: time.Minute})
+	if _, err := old.Poll(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	// The old member polls no more, as if its process were killed.
+	var logs bytes.Buffer
+	gc := newGroupConsumer(t, c, client.GroupConsumerOptions{Group: "g", Topics: []string{"t"}, MemberID: "restarted",
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if _, err := gc.Poll(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	want := regexp.MustCompile(`level=INFO msg="group consumer: waiting for a previous member's session to expire \(or for it to release the partitions\)" group=g member=restarted holder=crashed partitions=\[t/\d\] until=\d{4}-\d\d-\d\dT`)
+	if !want.MatchString(logs.String()) {
+		t.Fatalf("the log lacks the wait for the crashed member:\n%s", logs.String())
 	}
 }

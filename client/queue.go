@@ -211,31 +211,58 @@ func (c *Client) describeQueueGroup(ctx context.Context, topic, group string, in
 		if err != nil {
 			return fromRPC(err)
 		}
-		m := resp.Msg
-		out = QueueGroupDescription{Topic: m.Topic, Group: m.Group, Config: queueConfigFrom(m.Config), Created: msToTime(m.CreatedMs)}
-		for _, p := range m.Partitions {
-			out.Partitions = append(out.Partitions, QueuePartitionState{
-				Partition: p.Partition, DoneOffset: p.DoneOffset, NextOffset: p.NextOffset, EndOffset: p.EndOffset,
-				Ready: p.Ready, InFlight: p.InFlight, Delayed: p.Delayed, DeadPending: p.DeadPending,
-				Acked: p.Acked, DeadLettered: p.DeadLettered, AtCap: p.AtCap,
-				OldestReadyAge: time.Duration(p.OldestReadyAgeMs) * time.Millisecond,
-				QueueHealth:    queueHealthFrom(p),
-			})
-		}
-		out.Paused, out.AdmissionRefusals, out.DeadLetterRecords = m.Paused, m.AdmissionRefusals, m.DeadLetterRecords
-		out.BacklogRecords, out.BacklogBytes, out.BacklogBytesExact, out.DrainPerSec = m.BacklogRecords, m.BacklogBytes, m.BacklogBytesExact, m.DrainPerSec
-		out.OldestUnfinishedAge = time.Duration(m.OldestUnfinishedAgeMs) * time.Millisecond
-		out.MaxBacklogAge = time.Duration(m.MaxBacklogAgeMs) * time.Millisecond
-		for _, r := range m.InFlight {
-			out.InFlight = append(out.InFlight, InFlightRecord{Partition: r.Partition, Offset: r.Offset, Worker: r.Worker, Delivery: int(r.Delivery),
-				Delivered: msToTime(r.DeliveredMs), LeaseDeadline: msToTime(r.LeaseUntilMs), Extensions: int(r.Extensions)})
-		}
+		out = queueGroupFrom(resp.Msg)
 		return nil
 	})
 	if err != nil {
 		return QueueGroupDescription{}, fmt.Errorf("describe queue group %s/%s: %w", topic, group, err)
 	}
 	return out, nil
+}
+
+// ListQueueGroups lists the queue groups of topic (of every topic when
+// topic is empty), sorted by topic, then group, each as
+// DescribeQueueGroup answers it.
+func (c *Client) ListQueueGroups(ctx context.Context, topic string) ([]QueueGroupDescription, error) {
+	var out []QueueGroupDescription
+	err := c.do(ctx, "ListQueueGroups", retryAny, c.opts.Timeout, func(ctx context.Context) error {
+		resp, err := c.rpc.ListQueueGroups(ctx, connect.NewRequest(&logdv1.ListQueueGroupsRequest{Topic: topic}))
+		if err != nil {
+			return fromRPC(err)
+		}
+		out = make([]QueueGroupDescription, 0, len(resp.Msg.Groups))
+		for _, m := range resp.Msg.Groups {
+			out = append(out, queueGroupFrom(m))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list queue groups: %w", err)
+	}
+	return out, nil
+}
+
+// queueGroupFrom converts a DescribeQueueGroup answer.
+func queueGroupFrom(m *logdv1.DescribeQueueGroupResponse) QueueGroupDescription {
+	out := QueueGroupDescription{Topic: m.Topic, Group: m.Group, Config: queueConfigFrom(m.Config), Created: msToTime(m.CreatedMs)}
+	for _, p := range m.Partitions {
+		out.Partitions = append(out.Partitions, QueuePartitionState{
+			Partition: p.Partition, DoneOffset: p.DoneOffset, NextOffset: p.NextOffset, EndOffset: p.EndOffset,
+			Ready: p.Ready, InFlight: p.InFlight, Delayed: p.Delayed, DeadPending: p.DeadPending,
+			Acked: p.Acked, DeadLettered: p.DeadLettered, AtCap: p.AtCap,
+			OldestReadyAge: time.Duration(p.OldestReadyAgeMs) * time.Millisecond,
+			QueueHealth:    queueHealthFrom(p),
+		})
+	}
+	out.Paused, out.AdmissionRefusals, out.DeadLetterRecords = m.Paused, m.AdmissionRefusals, m.DeadLetterRecords
+	out.BacklogRecords, out.BacklogBytes, out.BacklogBytesExact, out.DrainPerSec = m.BacklogRecords, m.BacklogBytes, m.BacklogBytesExact, m.DrainPerSec
+	out.OldestUnfinishedAge = time.Duration(m.OldestUnfinishedAgeMs) * time.Millisecond
+	out.MaxBacklogAge = time.Duration(m.MaxBacklogAgeMs) * time.Millisecond
+	for _, r := range m.InFlight {
+		out.InFlight = append(out.InFlight, InFlightRecord{Partition: r.Partition, Offset: r.Offset, Worker: r.Worker, Delivery: int(r.Delivery),
+			Delivered: msToTime(r.DeliveredMs), LeaseDeadline: msToTime(r.LeaseUntilMs), Extensions: int(r.Extensions)})
+	}
+	return out
 }
 
 // ClaimRequest asks for records of a queue group.

@@ -991,6 +991,7 @@
  * @property {number} [maxBytes]
  * @property {(string | number)[]} [fromOffsets]
  * @property {(string | number)[]} [toOffsets]
+ * @property {boolean} [notRedriven]
  */
 
 /**
@@ -1014,6 +1015,9 @@
  * @property {string} [key]
  * @property {string} [value]
  * @property {Header[]} [headers]
+ * @property {string} [redriveJob]
+ * @property {boolean} [redrivePending]
+ * @property {string | number} [redriveMs]
  */
 
 /**

@@ -230,6 +230,11 @@ func TestDLQRedriveSelected(t *testing.T) {
 	p.click(`input.dlq-pick[data-ref="0/3"]`)
 	p.waitText("#dlq-redrive-selected", "Redrive selected (2)")
 	p.click("#dlq-redrive-selected")
+	// The form does not say it moves every dead letter above "Moves 2".
+	p.waitText("#redrive-filter", "Only the selected dead letters")
+	if s := p.text("#redrive-form"); strings.Contains(s, "every dead letter") {
+		t.Fatalf("the redrive form of 2 selected dead letters says: %s", s)
+	}
 	id := dlqStartRedrive(p)
 
 	j, err := c.DescribeRedrive(ctx, id)
@@ -239,6 +244,14 @@ func TestDLQRedriveSelected(t *testing.T) {
 	}
 	if got := dlqValues(t, ctx, c, "orders", 4); !slices.Equal(got, []string{"b", "d"}) {
 		t.Fatalf("orders after the redrive: %q, want the two selected records back", got)
+	}
+	// The list marks the two it moved, and only them.
+	p.open("/dlq/" + dlqTopic)
+	p.waitRows(4)
+	p.waitText(`tr:has(button[data-ref="0/1"]) .dlq-state`, "redriven by job "+id+" at ")
+	p.waitText(`tr:has(button[data-ref="0/3"]) .dlq-state`, "redriven by job "+id)
+	if s := p.text(`tr:has(button[data-ref="0/0"]) .dlq-state`); s != "—" {
+		t.Fatalf("dead letter 0/0, not redriven, shows state %q", s)
 	}
 }
 

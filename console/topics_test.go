@@ -103,6 +103,10 @@ func TestClusterPageShowsHealth(t *testing.T) {
 	}
 	p.waitText("#cluster-summary", "1 leader change seen")
 	p.waitText("#cluster-summary", "Disk")
+	// The feature level in words, not "build N, applied M".
+	p.waitText("#feature-level-text", "The cluster may use every feature up to level ")
+	// The header's clock is UTC, as every other time.
+	p.waitText("#live", " UTC")
 	if n := p.count(`#cluster-health li[data-level="bad"]`); n != 0 {
 		t.Errorf("%d failed health checks on a healthy node: %q", n, p.text("#cluster-health"))
 	}
@@ -203,6 +207,19 @@ func TestTopicsPageCreateAlterGrowDelete(t *testing.T) {
 	// Alter a setting, then return it to its default.
 	p.open("/topics/payments")
 	p.waitText("#settings", "retention.ms")
+	// Durations and sizes in human units, the raw value on hover.
+	p.waitText(`#settings .setting-means[data-key="retention.ms"]`, "1h00m")
+	var raw string
+	p.eval(`document.querySelector('#settings .setting-means[data-key="retention.ms"] .human').title`, &raw)
+	if raw != "3600000 ms" {
+		t.Errorf("retention.ms's raw value on hover is %q, want 3600000 ms", raw)
+	}
+	p.waitText(`#settings .setting-means[data-key="max.message.bytes"]`, "64 KiB")
+	// The delete button is not among the everyday links but set apart.
+	if n := p.count(".toolbar #topic-delete"); n != 0 {
+		t.Error("Delete topic… sits in the toolbar beside Browse records")
+	}
+	p.waitText("#topic-danger", "Delete topic")
 	p.fill(`#settings input[data-key="retention.ms"]`, "7200000")
 	p.click("#settings-save")
 	p.waitText("#topic-message", "Changed retention.ms")

@@ -84,9 +84,12 @@ type coordinator struct {
 // kgroup is one Kafka group in the coordinator's memory. Guarded by
 // coordinator.mu.
 type kgroup struct {
-	id           string
-	state        groupState
-	generation   int32
+	id         string
+	state      groupState
+	generation int32
+	// rebalances counts the generations with members formed here, for
+	// describe (GroupMembers).
+	rebalances   int64
 	protocolType string
 	// protocol is the assignor chosen for the generation ("" when Empty).
 	protocol string
@@ -481,6 +484,7 @@ func (c *coordinator) completeJoin(g *kgroup) {
 	}
 	g.fence = fence
 	c.rebalances.Inc()
+	g.rebalances++
 	timeout := time.Duration(0)
 	for _, m := range g.members {
 		timeout = max(timeout, m.rebalance)

@@ -79,7 +79,7 @@ func (s *Server) GroupMembers(id string) backend.ExternalGroup {
 	if !leads || c.closed || term != c.term || g == nil || len(g.members)+len(g.pending) == 0 {
 		return backend.ExternalGroup{}
 	}
-	out := backend.ExternalGroup{State: string(group.StateRebalancing)}
+	out := backend.ExternalGroup{State: string(group.StateRebalancing), Generation: int64(g.generation), Rebalances: g.rebalances}
 	switch g.state {
 	case groupStable:
 		out.State = string(group.StateStable)

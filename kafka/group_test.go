@@ -669,3 +669,21 @@ func TestDeleteGroupWithKafkaMembers(t *testing.T) {
 		t.Fatalf("delete once the member left: %v", err)
 	}
 }
+
+// TestGroupMembersGenerations: the coordinator's group, as describe shows
+// it, carries its generation and how many generations with members it
+// formed (the replicated group knows neither for Kafka members).
+func TestGroupMembersGenerations(t *testing.T) {
+	tn := groupNode(t)
+	m := newMember(t, tn, "gens")
+	for round := 1; round <= 3; round++ {
+		wantCode(t, "join", m.join(""), errNone)
+		_, code := m.sync(map[string]string{m.id: ""})
+		wantCode(t, "sync", code, errNone)
+		g := tn.srv.GroupMembers("gens")
+		if g.Generation != int64(m.generation) || g.Rebalances != int64(round) || g.State != "stable" {
+			t.Fatalf("after join %d: generation %d, rebalances %d, state %q; want generation %d (the member's), %d rebalances, stable",
+				round, g.Generation, g.Rebalances, g.State, m.generation, round)
+		}
+	}
+}

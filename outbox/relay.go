@@ -65,7 +65,8 @@ type RelayOptions struct {
 	// idempotency.window.ms is shorter, or whose idempotency.max.keys is
 	// below BatchSize, draws a warning. Default DefaultMaxRedelivery.
 	MaxRedelivery time.Duration
-	// Logger receives warnings and errors. Default slog.Default().
+	// Logger receives the lease's changes (info: started, took, waits
+	// for, lost), warnings and errors. Default slog.Default().
 	Logger *slog.Logger
 }
 
@@ -133,7 +134,9 @@ type Stats struct {
 	// Active is true while this relay holds the lease.
 	Active bool
 	// Pending is the number of rows in the table; OldestPendingAge the
-	// age of the oldest (zero when none).
+	// age of the oldest (zero when none). A standby counts them too, at
+	// most once a second, so they say how far the active relay (or a
+	// dead one whose lease has not expired) is behind.
 	Pending          int64
 	OldestPendingAge time.Duration
 	// Relayed counts rows appended and deleted by this relay; Duplicates
@@ -169,6 +172,11 @@ type Relay struct {
 	hook func(point) error
 
 	gauged time.Time // owned by Run's goroutine: the last gauge
+	// holding and waitingFor are owned by Run's goroutine: whether the
+	// last step held the lease, and the other holder last logged as
+	// holding it (so each change is logged once).
+	holding    bool
+	waitingFor string
 
 	mu      sync.Mutex
 	stats   Stats           // guarded by mu
@@ -199,11 +207,13 @@ func (r *Relay) Stats() Stats {
 // either in the table or appended (or both, which the next relay's
 // idempotent append resolves).
 func (r *Relay) Run(ctx context.Context) error {
+	r.opts.Logger.Info("outbox relay: started", "table", r.ob.table, "lease", r.opts.Name, "holder", r.opts.Holder)
 	backoff := time.Duration(0)
 	for {
 		wait, err := r.step(ctx)
 		if ctx.Err() != nil {
 			r.release()
+			r.opts.Logger.Info("outbox relay: stopped; lease released", "table", r.ob.table, "lease", r.opts.Name, "holder", r.opts.Holder)
 			return nil
 		}
 		if err != nil {
@@ -223,6 +233,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			case <-ctx.Done():
 				t.Stop()
 				r.release()
+				r.opts.Logger.Info("outbox relay: stopped; lease released", "table", r.ob.table, "lease", r.opts.Name, "holder", r.opts.Holder)
 				return nil
 			case <-t.C:
 			}
@@ -244,7 +255,15 @@ func (r *Relay) step(ctx context.Context) (time.Duration, error) {
 		return 0, fmt.Errorf("lease: %w", err)
 	}
 	r.count(func(s *Stats) { s.Active = ok })
+	r.noteLease(ctx, ok)
 	if !ok {
+		// A standby's gauges too say how far behind the table is.
+		if time.Since(r.gauged) > gaugeEvery {
+			if err := r.gauge(ctx); err != nil {
+				return 0, err
+			}
+			r.gauged = time.Now()
+		}
 		return r.opts.PollInterval, nil
 	}
 	rows, err := r.read(ctx)
@@ -411,6 +430,42 @@ func (r *Relay) acquire(ctx context.Context) (time.Time, bool, error) {
 	}
 	n, _ := res.RowsAffected()
 	return exp, n == 1, nil
+}
+
+// noteLease logs the lease's changes: taken, lost, and whom this relay
+// waits for until when (a relay killed with its lease held makes its
+// successor wait up to LeaseTTL, which would otherwise look like a hang).
+func (r *Relay) noteLease(ctx context.Context, ok bool) {
+	log := r.opts.Logger
+	switch {
+	case ok && !r.holding:
+		log.Info("outbox relay: took the lease", "table", r.ob.table, "lease", r.opts.Name, "holder", r.opts.Holder)
+		r.waitingFor = ""
+	case !ok:
+		holder, until, err := r.leaseHolder(ctx)
+		if err != nil || holder == r.waitingFor && !r.holding {
+			break
+		}
+		msg := "outbox relay: waiting for the lease"
+		if r.holding {
+			msg = "outbox relay: lost the lease"
+		}
+		log.Info(msg, "table", r.ob.table, "lease", r.opts.Name, "holder", r.opts.Holder, "held_by", holder,
+			"expires", until.UTC().Format(time.RFC3339Nano))
+		r.waitingFor = holder
+	}
+	r.holding = ok
+}
+
+// leaseHolder reads who holds the lease and until when.
+func (r *Relay) leaseHolder(ctx context.Context) (string, time.Time, error) {
+	var holder string
+	var ms int64
+	err := r.opts.DB.QueryRowContext(ctx, "SELECT holder, expires_ms FROM "+r.ob.lease+" WHERE name = $1", r.opts.Name).Scan(&holder, &ms)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("read lease %q: %w", r.opts.Name, err)
+	}
+	return holder, time.UnixMilli(ms), nil
 }
 
 // release gives the lease up so a successor need not wait for it to

@@ -10,11 +10,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/internal/syncbuf"
 	"github.com/logd-dev/logd/outbox"
 )
 
@@ -348,5 +350,69 @@ func twoRelays(t *testing.T, b backend) {
 	}
 	if bad := check(readAll(t, e.c, "orders"), want); len(bad) > 0 {
 		t.Fatal(bad)
+	}
+}
+
+// TestRelayStandbyStatsAndLeaseLog: a standby relay counts the pending
+// rows without the lease, and logs whom it waits for until when; then
+// that it took the lease once the holder's expired, that it lost it to
+// another, and that it stopped.
+func TestRelayStandbyStatsAndLeaseLog(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) { standbyRelay(t, b) })
+	}
+}
+
+func standbyRelay(t *testing.T, b backend) {
+	e := newEnv(t, b, map[string]map[string]string{"orders": nil})
+	ctx := testContext(t)
+	lease := outbox.DefaultTable + "_lease"
+	// A relay killed with its lease held: the lease runs for an hour.
+	if _, err := e.db.ExecContext(ctx, "INSERT INTO "+lease+" (name, holder, expires_ms) VALUES ('default', 'dead-relay', $1)", time.Now().Add(time.Hour).UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	want := committed{byKey: map[string][]string{}, rolledBack: map[string]bool{}}
+	writeTxs(t, ctx, e, "orders", rng, 4, &want)
+	rows := pending(t, ctx, e.db)
+	var logs syncbuf.Buffer
+	r, err := e.ob.NewRelay(outbox.RelayOptions{Client: e.c, DB: e.db, PollInterval: 2 * time.Millisecond, Holder: "standby",
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := r.Run(rctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	defer func() { cancel(); <-done }()
+
+	waitFor(t, 10*time.Second, "the standby to count the pending rows", func() bool { s := r.Stats(); return !s.Active && s.Pending == int64(rows) })
+	waitFor(t, 10*time.Second, "the standby to say whom it waits for", func() bool {
+		return strings.Contains(logs.String(), `msg="outbox relay: waiting for the lease"`) && strings.Contains(logs.String(), "held_by=dead-relay expires=")
+	})
+	if _, err := e.db.ExecContext(ctx, "UPDATE "+lease+" SET expires_ms = 0"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the standby to take over and drain", func() bool { return pending(t, ctx, e.db) == 0 })
+	if !strings.Contains(logs.String(), `msg="outbox relay: took the lease"`) {
+		t.Fatalf("no log of the lease taken:\n%s", logs.String())
+	}
+	if _, err := e.db.ExecContext(ctx, "UPDATE "+lease+" SET holder = 'thief', expires_ms = $1", time.Now().Add(time.Hour).UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the relay to say it lost the lease", func() bool {
+		return strings.Contains(logs.String(), `msg="outbox relay: lost the lease"`) && strings.Contains(logs.String(), "held_by=thief")
+	})
+	cancel()
+	<-done
+	for _, want := range []string{`msg="outbox relay: started" table=logd_outbox lease=default holder=standby`, `msg="outbox relay: stopped; lease released"`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the log lacks %s:\n%s", want, logs.String())
+		}
 	}
 }

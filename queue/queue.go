@@ -474,12 +474,21 @@ func (q *Group) current(t Token, now int64, ack bool) (*partitionState, *leaseRe
 		if t.Offset >= p.Next {
 			return nil, nil, TokenResult{Outcome: TokenStale, Detail: "record was never delivered"}
 		}
+		another := false
 		for _, fd := range p.Recent {
 			if fd.Offset == t.Offset && fd.Tag == t.Tag {
 				return nil, nil, finishedResult(fd.Dead, ack)
 			}
+			another = another || fd.Offset == t.Offset
 		}
-		return nil, nil, TokenResult{Outcome: TokenStale, Detail: "record already finished by another delivery"}
+		if another {
+			return nil, nil, TokenResult{Outcome: TokenStale, Detail: "record already finished by another delivery"}
+		}
+		// Below the unfinished records and not among the recent
+		// deliveries: finished long ago, or before the group began (an
+		// offset it never delivered). Say only what is known.
+		return nil, nil, TokenResult{Outcome: TokenStale, Detail: fmt.Sprintf(
+			"no delivery of offset %d is in flight or recently finished; the group's unfinished records start at offset %d", t.Offset, p.Start)}
 	}
 	switch {
 	case r.Deliveries != t.Delivery || r.Tag != t.Tag:

@@ -160,7 +160,11 @@ func (s *queueScript) exec(line string) string {
 			BackoffBase: s.dur(kv, "backoff-base"), BackoffMax: s.dur(kv, "backoff-max"),
 			MaxInFlight: s.num(kv, "cap", 0), AgeLimit: s.dur(kv, "age-limit"),
 		}
-		q, err := New("jobs", "workers", cfg, make([]int64, parts), []byte("0123456789abcdef"), 1, now)
+		starts := make([]int64, parts)
+		for i := range starts {
+			starts[i] = int64(s.num(kv, "start", 0))
+		}
+		q, err := New("jobs", "workers", cfg, starts, []byte("0123456789abcdef"), 1, now)
 		if err != nil {
 			return fmt.Sprintf("error: %v\n", err)
 		}
@@ -366,7 +370,12 @@ func (s *queueScript) exec(line string) string {
 
 func (s *queueScript) token(name string) Token {
 	t, ok := s.tokens[name]
-	if !ok {
+	if ok {
+		return t
+	}
+	// A token's text form stands for a token the group never issued.
+	t, err := ParseToken(name)
+	if err != nil {
 		s.t.Fatalf("unknown token %s", name)
 	}
 	return t

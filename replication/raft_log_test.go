@@ -1,33 +1,18 @@
 package replication
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/logd-dev/logd/internal/syncbuf"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the node's writers and the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type lockedBuffer = syncbuf.Buffer
 
 // TestRaftLinesInNodeFormat: with a JSON handler, every line a node on
 // disk writes, hashicorp/raft's included (its transport, snapshot store

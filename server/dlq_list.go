@@ -47,6 +47,8 @@ func (b *deadLetterBounds) full(resp *logdv1.ListDeadLettersResponse) bool {
 // what the console lists is what a redrive moves. A truncated answer says
 // where each partition's read stopped (next_offsets) and up to where it
 // reads (end_offsets), so a client lists the rest with further calls.
+// Each dead letter says which redrive job moved it or will (redriveMarks),
+// and not_redriven leaves those out.
 func (s *Server) ListDeadLetters(ctx context.Context, req *connect.Request[logdv1.ListDeadLettersRequest]) (*connect.Response[logdv1.ListDeadLettersResponse], error) {
 	m := req.Msg
 	if err := partition.ValidateTopicName(m.Topic); err != nil {
@@ -91,6 +93,7 @@ func (s *Server) ListDeadLetters(ctx context.Context, req *connect.Request[logdv
 	if err != nil {
 		return nil, err
 	}
+	sel := deadLetterSelection{spec: spec, marks: s.redriveMarksOf(m.Topic), notRedriven: m.NotRedriven}
 	resp := &logdv1.ListDeadLettersResponse{}
 	defer func() { charge.Trim(answerCost(int64(proto.Size(resp)))) }()
 	for i, p := range t.Partitions {
@@ -114,7 +117,7 @@ func (s *Server) ListDeadLetters(ctx context.Context, req *connect.Request[logdv
 			if err := ctx.Err(); err != nil {
 				return nil, toConnectError(err)
 			}
-			next, err := s.readDeadLetters(m.Topic, p.Partition, off, end, spec, bounds, resp)
+			next, err := s.readDeadLetters(m.Topic, p.Partition, off, end, sel, bounds, resp)
 			if err != nil {
 				return nil, toConnectError(err)
 			}
@@ -131,9 +134,17 @@ func (s *Server) ListDeadLetters(ctx context.Context, req *connect.Request[logdv
 
 func negative(v int64) bool { return v < 0 }
 
+// deadLetterSelection is what a ListDeadLetters call selects: a redrive
+// job's filters, and whether dead letters a job moved are left out.
+type deadLetterSelection struct {
+	spec        backend.RedriveSpec
+	marks       redriveMarks
+	notRedriven bool
+}
+
 // readDeadLetters reads one batch of a partition at off (below end),
 // adds what it selects to resp, and returns the offset to read next.
-func (s *Server) readDeadLetters(topic string, part int32, off, end int64, spec backend.RedriveSpec, bounds *deadLetterBounds, resp *logdv1.ListDeadLettersResponse) (int64, error) {
+func (s *Server) readDeadLetters(topic string, part int32, off, end int64, sel deadLetterSelection, bounds *deadLetterBounds, resp *logdv1.ListDeadLettersResponse) (int64, error) {
 	r, err := s.b.Read(topic, part, off, deadLetterRead)
 	var oor *backend.OutOfRangeError
 	if errors.As(err, &oor) && off < oor.Start {
@@ -157,10 +168,15 @@ func (s *Server) readDeadLetters(topic string, part int32, off, end int64, spec 
 		next = rec.Offset + 1
 		resp.Scanned++
 		d := backend.ParseDeadLetter(rec)
-		if !d.IsDeadLetter() || !backend.RedriveMatch(spec, d, rec.Key) {
+		if !d.IsDeadLetter() || !backend.RedriveMatch(sel.spec, d, rec.Key) {
 			continue
 		}
-		resp.DeadLetters = append(resp.DeadLetters, deadLetterProto(part, rec, d, spec.MaxRedrives))
+		dl := deadLetterProto(part, rec, d, sel.spec.MaxRedrives)
+		sel.marks.mark(dl, d, rec.Key)
+		if sel.notRedriven && dl.RedriveJob != "" {
+			continue
+		}
+		resp.DeadLetters = append(resp.DeadLetters, dl)
 		bounds.used += len(rec.Key) + len(rec.Value)
 		for _, h := range rec.Headers {
 			bounds.used += len(h.Key) + len(h.Value)

@@ -55,7 +55,9 @@ func (s *Server) DescribeGroup(ctx context.Context, req *connect.Request[logdv1.
 		})
 	}
 	if len(ext.GetMembers()) > 0 {
-		resp.State, resp.Members = ext.State, ext.Members
+		// The Kafka coordinator's generations, not the replicated
+		// group's (which counts only logd members' rebalances and resets).
+		resp.State, resp.Members, resp.Generation, resp.Rebalances = ext.State, ext.Members, ext.Generation, ext.Rebalances
 		owner := map[group.TopicPartition]string{}
 		for _, m := range ext.Members {
 			for _, tp := range m.Partitions {
@@ -110,7 +112,7 @@ func (s *Server) kafkaMembers(ctx context.Context, req *connect.Request[logdv1.D
 		}
 		return nil
 	}
-	out := &logdv1.DescribeGroupResponse{State: resp.Msg.State}
+	out := &logdv1.DescribeGroupResponse{State: resp.Msg.State, Generation: resp.Msg.Generation, Rebalances: resp.Msg.Rebalances}
 	for _, m := range resp.Msg.Members {
 		if m.Protocol == memberProtocolKafka {
 			out.Members = append(out.Members, m)
@@ -127,7 +129,7 @@ const (
 
 // externalGroupMsg converts a group as the Kafka coordinator holds it.
 func externalGroupMsg(eg backend.ExternalGroup) *logdv1.DescribeGroupResponse {
-	out := &logdv1.DescribeGroupResponse{State: eg.State}
+	out := &logdv1.DescribeGroupResponse{State: eg.State, Generation: eg.Generation, Rebalances: eg.Rebalances}
 	for _, m := range eg.Members {
 		cm := &logdv1.ConsumerGroupMember{
 			MemberId: m.MemberID, Protocol: memberProtocolKafka, ClientId: m.ClientID, ClientHost: m.ClientHost,

@@ -864,9 +864,11 @@ func (x *PartitionInfo) GetLastCleanerRun() *CleanerRun {
 }
 
 type Header struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
-	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// A value absent (not set) is a null value, as a Kafka client may write;
+	// an empty value is a value.
+	Value         []byte `protobuf:"bytes,2,opt,name=value,proto3,oneof" json:"value,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -8281,8 +8283,11 @@ type ListDeadLettersRequest struct {
 	// partitions, or empty): [from_offsets[i], to_offsets[i]). A truncated
 	// answer is continued by a call with its next_offsets and end_offsets
 	// here, which reads on where it stopped, up to the same ends.
-	FromOffsets   []int64 `protobuf:"varint,13,rep,packed,name=from_offsets,json=fromOffsets,proto3" json:"from_offsets,omitempty"`
-	ToOffsets     []int64 `protobuf:"varint,14,rep,packed,name=to_offsets,json=toOffsets,proto3" json:"to_offsets,omitempty"`
+	FromOffsets []int64 `protobuf:"varint,13,rep,packed,name=from_offsets,json=fromOffsets,proto3" json:"from_offsets,omitempty"`
+	ToOffsets   []int64 `protobuf:"varint,14,rep,packed,name=to_offsets,json=toOffsets,proto3" json:"to_offsets,omitempty"`
+	// not_redriven leaves out the dead letters a redrive job moved or will
+	// move (DeadLetter.redrive_job set).
+	NotRedriven   bool `protobuf:"varint,15,opt,name=not_redriven,json=notRedriven,proto3" json:"not_redriven,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -8415,6 +8420,13 @@ func (x *ListDeadLettersRequest) GetToOffsets() []int64 {
 	return nil
 }
 
+func (x *ListDeadLettersRequest) GetNotRedriven() bool {
+	if x != nil {
+		return x.NotRedriven
+	}
+	return false
+}
+
 // DeadLetter is one record of a dead-letter topic, decoded.
 type DeadLetter struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
@@ -8442,9 +8454,19 @@ type DeadLetter struct {
 	Key     []byte `protobuf:"bytes,17,opt,name=key,proto3,oneof" json:"key,omitempty"`
 	Value   []byte `protobuf:"bytes,18,opt,name=value,proto3,oneof" json:"value,omitempty"`
 	// headers: the record's own (every header but logd-dlq-*).
-	Headers       []*Header `protobuf:"bytes,19,rep,name=headers,proto3" json:"headers,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Headers []*Header `protobuf:"bytes,19,rep,name=headers,proto3" json:"headers,omitempty"`
+	// redrive_job is the oldest kept redrive job that moved the dead letter
+	// (its position passed it, its filters selected it and its loop guard
+	// let it through), or, with redrive_pending, a running job that will;
+	// empty: none did. redrive_ms is that job's last update (Unix
+	// milliseconds): the dead letter was moved at or before it. Derived
+	// from the jobs and their positions (docs/guide.md, "Redriven dead
+	// letters"), so it is forgotten with the job.
+	RedriveJob     string `protobuf:"bytes,20,opt,name=redrive_job,json=redriveJob,proto3" json:"redrive_job,omitempty"`
+	RedrivePending bool   `protobuf:"varint,21,opt,name=redrive_pending,json=redrivePending,proto3" json:"redrive_pending,omitempty"`
+	RedriveMs      int64  `protobuf:"varint,22,opt,name=redrive_ms,json=redriveMs,proto3" json:"redrive_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *DeadLetter) Reset() {
@@ -8610,6 +8632,27 @@ func (x *DeadLetter) GetHeaders() []*Header {
 	return nil
 }
 
+func (x *DeadLetter) GetRedriveJob() string {
+	if x != nil {
+		return x.RedriveJob
+	}
+	return ""
+}
+
+func (x *DeadLetter) GetRedrivePending() bool {
+	if x != nil {
+		return x.RedrivePending
+	}
+	return false
+}
+
+func (x *DeadLetter) GetRedriveMs() int64 {
+	if x != nil {
+		return x.RedriveMs
+	}
+	return 0
+}
+
 type ListDeadLettersResponse struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	DeadLetters []*DeadLetter          `protobuf:"bytes,1,rep,name=dead_letters,json=deadLetters,proto3" json:"dead_letters,omitempty"`
@@ -8769,10 +8812,11 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\bsegments\x18\x05 \x01(\x05R\bsegments\x12-\n" +
 	"\x12compacted_segments\x18\n" +
 	" \x01(\x05R\x11compactedSegments\x12=\n" +
-	"\x10last_cleaner_run\x18\v \x01(\v2\x13.logd.v1.CleanerRunR\x0elastCleanerRun\"0\n" +
+	"\x10last_cleaner_run\x18\v \x01(\v2\x13.logd.v1.CleanerRunR\x0elastCleanerRun\"?\n" +
 	"\x06Header\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value\"\xf4\x01\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x19\n" +
+	"\x05value\x18\x02 \x01(\fH\x00R\x05value\x88\x01\x01B\b\n" +
+	"\x06_value\"\xf4\x01\n" +
 	"\x06Record\x12\x15\n" +
 	"\x03key\x18\x01 \x01(\fH\x00R\x03key\x88\x01\x01\x12\x19\n" +
 	"\x05value\x18\x02 \x01(\fH\x01R\x05value\x88\x01\x01\x12)\n" +
@@ -9382,7 +9426,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x12StopRedriveRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"<\n" +
 	"\x13StopRedriveResponse\x12%\n" +
-	"\x03job\x18\x01 \x01(\v2\x13.logd.v1.RedriveJobR\x03job\"\xa5\x03\n" +
+	"\x03job\x18\x01 \x01(\v2\x13.logd.v1.RedriveJobR\x03job\"\xc8\x03\n" +
 	"\x16ListDeadLettersRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x18\n" +
 	"\areasons\x18\x02 \x03(\tR\areasons\x12\x10\n" +
@@ -9401,7 +9445,8 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\tmax_bytes\x18\f \x01(\x05R\bmaxBytes\x12!\n" +
 	"\ffrom_offsets\x18\r \x03(\x03R\vfromOffsets\x12\x1d\n" +
 	"\n" +
-	"to_offsets\x18\x0e \x03(\x03R\ttoOffsets\"\x81\x05\n" +
+	"to_offsets\x18\x0e \x03(\x03R\ttoOffsets\x12!\n" +
+	"\fnot_redriven\x18\x0f \x01(\bR\vnotRedriven\"\xea\x05\n" +
 	"\n" +
 	"DeadLetter\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x16\n" +
@@ -9425,7 +9470,12 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\ahistory\x18\x10 \x01(\tR\ahistory\x12\x15\n" +
 	"\x03key\x18\x11 \x01(\fH\x00R\x03key\x88\x01\x01\x12\x19\n" +
 	"\x05value\x18\x12 \x01(\fH\x01R\x05value\x88\x01\x01\x12)\n" +
-	"\aheaders\x18\x13 \x03(\v2\x0f.logd.v1.HeaderR\aheadersB\x06\n" +
+	"\aheaders\x18\x13 \x03(\v2\x0f.logd.v1.HeaderR\aheaders\x12\x1f\n" +
+	"\vredrive_job\x18\x14 \x01(\tR\n" +
+	"redriveJob\x12'\n" +
+	"\x0fredrive_pending\x18\x15 \x01(\bR\x0eredrivePending\x12\x1d\n" +
+	"\n" +
+	"redrive_ms\x18\x16 \x01(\x03R\tredriveMsB\x06\n" +
 	"\x04_keyB\b\n" +
 	"\x06_value\"\xe3\x01\n" +
 	"\x17ListDeadLettersResponse\x126\n" +
@@ -9834,6 +9884,7 @@ func file_logd_v1_logd_proto_init() {
 	if File_logd_v1_logd_proto != nil {
 		return
 	}
+	file_logd_v1_logd_proto_msgTypes[12].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[13].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[18].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[20].OneofWrappers = []any{}

@@ -388,11 +388,7 @@ func (p *recordPrinter) print(r client.FetchedRecord) error {
 		}
 	} else {
 		if p.meta {
-			key := "-"
-			if r.Key != nil {
-				key = strconv.Quote(string(r.Key))
-			}
-			fmt.Fprintf(&p.buf, "%d:%d\t%s\t%s\t", r.Partition, r.Offset, r.Timestamp.UTC().Format(time.RFC3339Nano), key)
+			fmt.Fprintf(&p.buf, "%d:%d\t%s\t%s\t", r.Partition, r.Offset, r.Timestamp.UTC().Format(time.RFC3339Nano), keyText(r.Key))
 		}
 		p.buf.Write(r.Value)
 		p.buf.WriteByte('\n')

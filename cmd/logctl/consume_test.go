@@ -193,3 +193,19 @@ func TestProduceTombstone(t *testing.T) {
 		{args: args("topic describe users"), stdout: []string{`(?m)^0\s+0\s+3\s+3\s+\d+\s+\d+\s+[1-9]\d*\s+compact \S+ -\d+ bytes -1 records$`}},
 	})
 }
+
+// TestEmptyHeaderValue: -H k= writes an empty header value, which consume
+// prints as "" (a null value would be null), in JSON and YAML.
+func TestEmptyHeaderValue(t *testing.T) {
+	srv := logdtest.Start(t, logdtest.Options{})
+	mustRun(t, srv, "", "topic", "create", "events")
+	mustRun(t, srv, "x\n", "produce", "events", "-H", "empty=", "-H", "k=v")
+	out := mustRun(t, srv, "", "consume", "events", "-o", "json").stdout
+	if want := `"headers":[{"key":"empty","value":""},{"key":"k","value":"v"}]`; !strings.Contains(out, want) {
+		t.Errorf("consume -o json printed\n%s\nwant %s", out, want)
+	}
+	out = mustRun(t, srv, "", "consume", "events", "-o", "yaml").stdout
+	if want := regexp.MustCompile(`(?m)^ *- key: empty\n *value: ""$`); !want.MatchString(out) {
+		t.Errorf("consume -o yaml printed\n%s\nwant %s", out, want)
+	}
+}

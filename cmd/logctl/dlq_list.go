@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,10 +12,11 @@ import (
 
 func newDLQListCmd(opts *globalOpts) *cobra.Command {
 	var (
-		output  string
-		flags   dlqFlags
-		limit   int
-		history bool
+		output      string
+		flags       dlqFlags
+		limit       int
+		history     bool
+		notRedriven bool
 	)
 	cmd := &cobra.Command{
 		Use:   "list TOPIC GROUP",
@@ -27,11 +27,16 @@ The node selects them as a redrive with the same filters would (dead-lettering
 times to the millisecond); a node too old for that is read and filtered here.
 --output json and yaml print the record's key, value and headers as
 consume does: a UTF-8 string, or base64 flagged by key_encoding /
-value_encoding "base64", and null for a null key or value.`,
+value_encoding "base64", and null for a null key or value.
+STATE says which redrive job moved a dead letter ("redriven by job rd3
+at T": the job's last update, at or after the move) or will ("pending in
+job rd3"), as the node derives it from the redrive jobs it keeps;
+--not-redriven leaves those out.`,
 		Example: `  logctl dlq list orders workers
   logctl dlq list orders workers --reason max_deliveries --since 1h -o json
   logctl dlq list orders workers --key order-7 --limit 10
-  logctl dlq list orders workers --history`,
+  logctl dlq list orders workers --history
+  logctl dlq list orders workers --not-redriven`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
@@ -42,6 +47,7 @@ value_encoding "base64", and null for a null key or value.`,
 			if err != nil {
 				return err
 			}
+			f.NotRedriven = notRedriven
 			c, err := opts.newClient()
 			if err != nil {
 				return err
@@ -77,10 +83,10 @@ value_encoding "base64", and null for a null key or value.`,
 				return writeData(opts.stdout, output, rows)
 			}
 			tw := newTable(opts.stdout)
-			fmt.Fprintln(tw, "DLQ OFFSET\tREASON\tORIGIN\tKEY\tATTEMPTS\tREDRIVES\tAGE\tLAST ERROR")
+			fmt.Fprintln(tw, "DLQ OFFSET\tREASON\tORIGIN\tKEY\tATTEMPTS\tREDRIVES\tAGE\tSTATE\tLAST ERROR")
 			for _, d := range out {
-				fmt.Fprintf(tw, "%d/%d\t%s\t%s/%d@%d\t%s\t%d\t%d\t%s\t%s\n", d.Partition, d.Offset, d.Reason, d.OriginTopic, d.OriginPartition, d.OriginOffset,
-					strconv.Quote(string(d.Key)), d.Deliveries, d.Redrives, age(now.Sub(d.DeadLettered)), d.LastError)
+				fmt.Fprintf(tw, "%d/%d\t%s\t%s/%d@%d\t%s\t%d\t%d\t%s\t%s\t%s\n", d.Partition, d.Offset, d.Reason, d.OriginTopic, d.OriginPartition, d.OriginOffset,
+					keyText(d.Key), d.Deliveries, d.Redrives, age(now.Sub(d.DeadLettered)), redriveState(d.Redrive), d.LastError)
 				if history {
 					printHistory(tw, d.History)
 				}
@@ -94,6 +100,7 @@ value_encoding "base64", and null for a null key or value.`,
 	}
 	flags.add(cmd)
 	cmd.Flags().IntVar(&limit, "limit", 0, "list at most this many (0: all)")
+	cmd.Flags().BoolVar(&notRedriven, "not-redriven", false, "leave out the dead letters a redrive job moved or will")
 	cmd.Flags().BoolVar(&history, "history", false, "show each attempt under its dead letter: claim time, worker, lease, outcome, error")
 	addOutputFlag(cmd, &output)
 	return cmd
@@ -119,14 +126,28 @@ type deadLetterOut struct {
 	Redrives        int       `json:"redrives"`
 	// History is each attempt (with --history; docs/guide.md, "Work queues").
 	History *client.DeadLetterHistory `json:"history,omitempty"`
+	// Redrive is the job that moved the dead letter or will (docs/guide.md,
+	// "Redriven dead letters").
+	Redrive *client.DeadLetterRedrive `json:"redrive,omitempty"`
 	recordBytes
+}
+
+// redriveState is a dead letter's STATE column.
+func redriveState(r *client.DeadLetterRedrive) string {
+	switch {
+	case r == nil:
+		return "-"
+	case r.Pending:
+		return "pending in job " + r.Job
+	}
+	return fmt.Sprintf("redriven by job %s at %s", r.Job, r.At.UTC().Format(timeMillis))
 }
 
 func newDeadLetterOut(d client.DeadLetter) deadLetterOut {
 	return deadLetterOut{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset, Reason: d.Reason, LastError: d.LastError,
 		OriginTopic: d.OriginTopic, OriginPartition: d.OriginPartition, OriginOffset: d.OriginOffset, Group: d.Group,
 		Deliveries: d.Deliveries, FirstDelivery: d.FirstDelivery.UTC(), LastDelivery: d.LastDelivery.UTC(), DeadLettered: d.DeadLettered.UTC(),
-		IdempotencyKey: d.IdempotencyKey, Redrives: d.Redrives, History: d.History, recordBytes: newRecordBytes(d.Key, d.Value, d.Headers)}
+		IdempotencyKey: d.IdempotencyKey, Redrives: d.Redrives, History: d.History, Redrive: d.Redrive, recordBytes: newRecordBytes(d.Key, d.Value, d.Headers)}
 }
 
 // printHistory lists a dead letter's attempts, indented under its row.
@@ -162,6 +183,9 @@ func printHistory(w io.Writer, h *client.DeadLetterHistory) {
 			redrive = fmt.Sprintf(" redrive %d", a.Redrive)
 		}
 		fmt.Fprintf(w, "  #%d%s\t%s\t%s\tworker %s\theld %s\textended %d\t%s\t%s\n", a.Delivery, redrive, a.Outcome,
-			a.Claimed.UTC().Format("2006-01-02T15:04:05.000Z"), worker, held, a.Extensions, "", text)
+			a.Claimed.UTC().Format(timeMillis), worker, held, a.Extensions, "", text)
 	}
 }
+
+// timeMillis is how dlq list prints times: UTC to the millisecond.
+const timeMillis = "2006-01-02T15:04:05.000Z"

@@ -152,7 +152,7 @@ func redriveDryRun(ctx context.Context, c *client.Client, w io.Writer, output, d
 		fmt.Fprintln(tw, "DLQ OFFSET\tOUTCOME\tREASON\tORIGIN\tKEY\tREDRIVES")
 		for _, r := range rows {
 			fmt.Fprintf(tw, "%d/%d\t%s\t%s\t%s/%d@%d\t%s\t%d\n", r.Partition, r.Offset, r.Outcome, r.Reason, r.OriginTopic, r.OriginPartition, r.OriginOffset,
-				strconv.Quote(string(r.Key)), r.Redrives)
+				keyText(r.Key), r.Redrives)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

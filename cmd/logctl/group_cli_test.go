@@ -62,7 +62,8 @@ func TestGroupCLI(t *testing.T) {
 			`(?m)^TOPIC\s+PARTITION\s+COMMITTED\s+LOG START\s+END OFFSET\s+LAG\s+LAG TIME\s+OWNER\s+SKIPPED$`,
 			`(?m)^orders\s+0\s+2\s+0\s+3\s+1\s+\S+\s+-\s+0$`, `(?m)^orders\s+1\s+-\s+0\s+0\s+0\s+0s\s+-\s+0$`}},
 		{args: args("group describe billing -o json"), stdout: []string{`"committed_offset": 3`, `"lag_records": 0`, `"lag_ms": 0,`, `"members": \[\]`}},
-		{args: args("group describe analytics -o json"), stdout: []string{`"lag_records": 1,\s+"lag_ms": [1-9]\d*,`}},
+		{args: args("group describe analytics -o json"), stdout: []string{`"lag_records": 1,\s+"lag_ms": [1-9]\d*,`, `"partition": 1,\s+"committed_offset": null,`}},
+		{args: args("group describe analytics -o yaml"), stdout: []string{`(?m)^    partition: 1\n    committed_offset: null$`}},
 		{args: args("group describe billing -o yaml"), stdout: []string{`(?m)^group: billing$`, `(?m)^members: \[\]$`, `(?m)^partitions:$`, `(?m)^  - topic: orders$`, `(?m)^    committed_offset: 3$`, `(?m)^    lag_ms: 0$`}},
 		{args: args("group describe nope"), wantCode: 3, stderr: []string{`^logctl: describe group "nope": `}},
 		// A plan without --execute changes nothing.
@@ -76,6 +77,8 @@ func TestGroupCLI(t *testing.T) {
 		{args: args("group reset-offsets billing --topic orders:0 --shift-by -2 --execute -o json"), stdout: []string{`"executed": true`, `"new_offset": 1`, `"current_offset": 3`},
 			stderr: []string{`reset applied to 1 partition; group billing is at generation \d+`}},
 		{args: args("consume orders --group billing"), stdoutExact: "paid\nshipped\n"},
+		{args: args("group reset-offsets billing --topic orders:0 --shift-by -9"), stdout: []string{`(?m)^orders\s+0\s+3\s+0\s+0\s+3\s+clamped \(asked -6\)$`},
+			stderr: []string{`offset -6 is outside the log; clamped to its start, 0`}},
 		{args: args("group reset-offsets billing --topic orders --to-earliest --to-latest"), wantCode: exitUsage, stderr: []string{`give exactly one of`}},
 		{args: args("group reset-offsets billing --to-earliest"), wantCode: exitUsage, stderr: []string{`give --topic \(repeatable\) or --all-topics`}},
 		{args: args("group reset-offsets billing --topic orders:x --to-earliest"), wantCode: exitUsage, stderr: []string{`partition "x" is not a number`}},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -35,7 +36,11 @@ its memory (a follower asks the leader for them).`,
 					return err
 				}
 				if output != outputText {
-					return writeData(opts.stdout, output, d)
+					tree, err := groupTree(d)
+					if err != nil {
+						return err
+					}
+					return writeTree(opts.stdout, output, tree)
 				}
 				return printGroup(opts, d)
 			})
@@ -43,6 +48,29 @@ its memory (a follower asks the leader for them).`,
 	}
 	addOutputFlag(cmd, &output)
 	return cmd
+}
+
+// groupTree is d's structured form, in which a partition with nothing
+// committed has committed_offset null, as the text's "-" says, instead of
+// the client's -1.
+func groupTree(d client.GroupDescription) (any, error) {
+	tree, err := toTree(d)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range tree.(object) {
+		if f.name != "partitions" {
+			continue
+		}
+		for _, p := range f.value.([]any) {
+			for i, pf := range p.(object) {
+				if pf.name == "committed_offset" && pf.value == json.Number("-1") {
+					p.(object)[i].value = nil
+				}
+			}
+		}
+	}
+	return tree, nil
 }
 
 func printGroup(opts *globalOpts, d client.GroupDescription) error {

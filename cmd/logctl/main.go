@@ -128,8 +128,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if code == exitError && opts.plaintext && strings.HasSuffix(err.Error(), "400 Bad Request") {
 		// What a TLS listener answers to plain HTTP (net/http writes the
-		// reason in a body the client does not read).
-		hint = " (is it a TLS port? give --tls-ca, or an https:// --server)"
+		// reason in a body the client does not read): the connect
+		// error's "internal: 400 Bad Request" would only mislead.
+		fmt.Fprintf(stderr, "logctl: %s answered this plain-HTTP call with 400 Bad Request, as a TLS port does: give --tls-ca, or an https:// --server\n", opts.addr)
+		return code
 	}
 	fmt.Fprintf(stderr, "logctl: %v%s\n", err, hint)
 	return code
@@ -185,6 +187,10 @@ func writeErrorObject(w io.Writer, format string, code int, err error) {
 // authHint says how to get past a refusal: which credentials logctl
 // takes, or the ACL that would grant the missing permission.
 func authHint(ae *client.AuthError) string {
+	if ae.TLS {
+		// A token cannot help: the handshake failed before any request.
+		return " (the server requires a client certificate at the TLS layer, before any token is read: give --tls-cert and --tls-key, or LOGCTL_TLS_CERT and LOGCTL_TLS_KEY)"
+	}
 	if ae.Unauthenticated {
 		return " (give a token with --token-file, --token or LOGCTL_TOKEN, or a client certificate with --tls-cert and --tls-key)"
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -40,6 +41,16 @@ func writeData(w io.Writer, output string, v any) error {
 		return err
 	}
 	return writeTree(w, output, tree)
+}
+
+// keyText is a record's key in a table: quoted, so an empty key ("") is
+// told apart from a record without one (-), in every command that prints
+// keys (consume --meta, queue claim, dlq list, dlq redrive).
+func keyText(key []byte) string {
+	if key == nil {
+		return "-"
+	}
+	return strconv.Quote(string(key))
 }
 
 // newTable returns a writer aligning tab-separated columns; Flush it.

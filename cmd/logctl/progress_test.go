@@ -1,31 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/logd-dev/logd/internal/syncbuf"
 )
 
 // syncBuffer is a bytes.Buffer safe for the drawing goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = syncbuf.Buffer
 
 // TestProgressNotATerminal: into a file or pipe, progress writes whole
 // lines, never a carriage return, and a last line with the final counts.

@@ -47,7 +47,7 @@ func newQueueClaimCmd(opts *globalOpts) *cobra.Command {
 				tw := newTable(opts.stdout)
 				fmt.Fprintln(tw, "PARTITION\tOFFSET\tDELIVERY\tLEASE UNTIL\tTOKEN\tKEY\tVALUE")
 				for _, j := range res.Jobs {
-					fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%s\n", j.Partition, j.Offset, j.Delivery, j.LeaseDeadline.UTC().Format(time.RFC3339Nano), j.Token, printable(j.Key), printable(j.Value))
+					fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%s\n", j.Partition, j.Offset, j.Delivery, j.LeaseDeadline.UTC().Format(time.RFC3339Nano), j.Token, keyText(j.Key), printable(j.Value))
 				}
 				return tw.Flush()
 			})

@@ -123,6 +123,7 @@ process list.`,
 	)
 	// Completion of --context's value; cannot fail for a flag just defined.
 	_ = cmd.RegisterFlagCompletionFunc("context", completeContextNames)
+	addNameCompletion(cmd, opts)
 	refuseUnknownSubcommands(cmd)
 	markStarted(cmd, opts)
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })

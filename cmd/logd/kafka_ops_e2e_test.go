@@ -108,7 +108,8 @@ func TestKafkaTopicTraffic(t *testing.T) {
 
 // TestKafkaGroupDescribeMembers: logctl group describe shows a group's
 // Kafka members (protocol kafka, client id, host, assigned partitions),
-// which live in the leader's Kafka group coordinator only, in its
+// which live in the leader's Kafka group coordinator only, with its
+// generation and rebalances, in its
 // members table and in -o json, with the partitions' owners, through the
 // leader and through a follower (which asks the leader for them); once
 // the member leaves, the group has none.
@@ -180,6 +181,10 @@ func TestKafkaGroupDescribeMembers(t *testing.T) {
 		}
 		if d.State != "stable" || len(d.Partitions) != 2 {
 			t.Fatalf("through %s: group state %q with %d partitions; want stable with both", nd.ID, d.State, len(d.Partitions))
+		}
+		// The Kafka coordinator's generations, not the replicated group's.
+		if d.Generation < 1 || d.Rebalances < 1 {
+			t.Fatalf("through %s: generation %d, rebalances %d; want the coordinator's (at least 1 each)", nd.ID, d.Generation, d.Rebalances)
 		}
 		for _, p := range d.Partitions {
 			if p.Owner != m.ID || p.Committed != p.End {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -16,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/internal/syncbuf"
+
 	"connectrpc.com/connect"
 
 	"github.com/logd-dev/logd/api/logdv1"
@@ -24,22 +25,7 @@ import (
 )
 
 // lockedBuffer is a log destination shared by run and the test.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type lockedBuffer = syncbuf.Buffer
 
 // certDir makes a CA, node n1's certificate and client alice's with logd
 // cert in a temporary directory.

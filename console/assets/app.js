@@ -35,7 +35,8 @@ class Ctx {
         try {
           await fn();
           clearBanner();
-          live.textContent = 'updated ' + new Date().toLocaleTimeString();
+          // UTC, as every other time on the pages (ui.js fmtTime).
+          live.textContent = 'updated ' + new Date().toISOString().slice(11, 19) + ' UTC';
         } catch (e) {
           this.fail(e);
         } finally {

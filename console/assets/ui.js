@@ -79,6 +79,18 @@ export function fmtBytes(n) {
   return (i === 0 ? String(n) : n.toFixed(n < 10 ? 1 : 0)) + ' ' + units[i];
 }
 
+// settingValue shows a topic setting in human units when its name says
+// its unit (*.ms: a duration, *.bytes: a size), with the raw value on
+// hover; -1 is "unbounded"; anything else is shown as it is.
+export function settingValue(key, value) {
+  const v = Number(value);
+  const unit = key.endsWith('.ms') ? 'ms' : key.endsWith('.bytes') ? 'bytes' : '';
+  if (!unit || value === '' || !Number.isFinite(v)) return value;
+  const raw = value + ' ' + unit;
+  if (v < 0) return h('span', { class: 'human', title: raw }, 'unbounded');
+  return h('span', { class: 'human', title: raw }, unit === 'ms' ? fmtDuration(v) : fmtBytes(v));
+}
+
 // fmtDuration shows milliseconds as 850ms, 12.3s, 4m05s, 2h03m, 3d04h.
 export function fmtDuration(ms) {
   ms = Number(ms || 0);

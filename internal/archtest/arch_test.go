@@ -120,6 +120,7 @@ var table = []row{
 	{path: "internal/testcerts", layer: layerSupport, support: true, stdOnly: true},
 	{path: "internal/pgtest", layer: layerSupport, support: true, stdOnly: true},
 	{path: "internal/doctext", layer: layerSupport, support: true, stdOnly: true},
+	{path: "internal/syncbuf", layer: layerSupport, support: true, stdOnly: true},
 
 	{path: "server", layer: layerEdge, frontEnd: true},
 	{path: "kafka", layer: layerEdge, frontEnd: true},

@@ -1,7 +1,6 @@
 package tlsconf
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -9,9 +8,10 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/logd-dev/logd/internal/syncbuf"
 
 	"github.com/logd-dev/logd/auth/certid"
 )
@@ -30,22 +30,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 }
 
 // syncBuffer is a log destination shared by Watch and the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer = syncbuf.Buffer
 
 // TestWatchReloadsChangedFiles: Watch notices replaced files, the next
 // handshake presents the new certificate, and a change that does not

@@ -30,7 +30,7 @@ export default {
         card('Term', fmtNum(num(s.term)), fmtNum(num(s.leaderChanges)) + (num(s.leaderChanges) === 1 ? ' leader change seen' : ' leader changes seen')),
         card('Commit index', fmtNum(num(s.commitIndex)), 'applied ' + fmtNum(num(s.appliedIndex)) + ', last ' + fmtNum(num(s.lastLogIndex))),
         s.disk ? card('Disk', fmtBytes(num(s.disk.availBytes)) + ' free', 'of ' + fmtBytes(num(s.disk.totalBytes)) + ' (data directory)') : null,
-        card('Feature level', String(s.clusterLevel || 0), 'build ' + (s.buildLevel || 0) + ', applied ' + (s.appliedLevel || 0)));
+        card('Feature level', String(s.clusterLevel || 0), featureText(s)));
       replace(note, leads || !s.leaderId ? null : followerNote(s));
       replace(members, table([
         { label: 'Node', value: m => m.id + (m.id === s.nodeId ? ' (this node)' : '') },
@@ -44,6 +44,22 @@ export default {
     });
   },
 };
+
+// featureText says in words what the feature levels mean
+// (docs/architecture.md, "Rolling upgrades"): a build proposes a command
+// of a level only once every member runs a build at that level.
+function featureText(s) {
+  const cluster = s.clusterLevel || 0, build = s.buildLevel || 0, applied = s.appliedLevel || 0;
+  const parts = ['The cluster may use every feature up to level ' + cluster + ', the lowest level its members run.'];
+  if (applied < cluster) {
+    parts.push('The entries applied so far needed level ' + applied + ' at most; the first that needs a newer feature raises that.');
+  }
+  if (build > cluster) {
+    parts.push('This node\'s build understands level ' + build + '; its newer features wait until every member runs it.');
+  }
+  const el = h('span', { id: 'feature-level-text', title: 'build ' + build + ', applied ' + applied + ', cluster ' + cluster }, parts.join(' '));
+  return el;
+}
 
 // healthItems are the checks at a glance, each ok, warn or bad.
 function healthItems(s, leads) {

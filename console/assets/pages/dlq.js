@@ -109,7 +109,17 @@ function fromAPI(x) {
     deadLettered: num(x.deadLetteredMs), idempotencyKey: x.idempotencyKey || '', redrives: x.redrives || 0,
     history, historyText: x.history || '', hasKey: x.key !== undefined, key: b64bytes(x.key), value: b64bytes(x.value),
     headers: (x.headers || []).map(hd => ({ key: hd.key, value: b64bytes(hd.value) })),
+    // The redrive job that moved it, or will (docs/guide.md, "Redriven
+    // dead letters"); null when none did.
+    redrive: x.redriveJob ? { job: x.redriveJob, pending: !!x.redrivePending, at: num(x.redriveMs) } : null,
   };
+}
+
+// redriveText is a dead letter's redrive state, as logctl dlq list says it.
+function redriveText(d) {
+  if (!d.redrive) return '—';
+  if (d.redrive.pending) return 'pending in job ' + d.redrive.job;
+  return 'redriven by job ' + d.redrive.job + ' at ' + fmtTime(d.redrive.at);
 }
 
 // filterRequest is the page's filter as the fields ListDeadLetters and
@@ -218,6 +228,7 @@ async function renderTopic(ctx, topic) {
       { label: 'Origin', value: d => d.originTopic + '/' + d.originPartition + '@' + d.originOffset },
       { label: 'Deliveries', num: true, value: d => String(d.deliveries || 0) },
       { label: 'Redrives', num: true, value: d => String(d.redrives) },
+      { label: 'State', value: d => h('span', { class: d.redrive ? 'tag ok dlq-state' : 'muted dlq-state' }, redriveText(d)) },
       { label: 'Key', value: d => h('code', null, keyText(d)) },
     ];
     replace(listBox, table(cols, shown, { class: 'dlq-letters', empty: 'No dead letters match.',
@@ -243,7 +254,7 @@ function inspect(d, view, setView) {
     ['Dead letter', d.partition + '/' + d.offset],
     ['Reason', d.reason], ['Last error', d.error || '—'],
     ['Origin', d.originTopic + ' partition ' + d.originPartition + ' offset ' + d.originOffset],
-    ['Queue group', d.group || '—'], ['Deliveries', String(d.deliveries || 0)], ['Redrives before', String(d.redrives)],
+    ['Queue group', d.group || '—'], ['Deliveries', String(d.deliveries || 0)], ['Redrives before', String(d.redrives)], ['Redrive', redriveText(d)],
     ['First delivery', fmtTime(d.firstDelivery)], ['Last delivery', fmtTime(d.lastDelivery)], ['Dead-lettered', fmtTime(d.deadLettered)],
     ['Idempotency key', d.idempotencyKey || '—'], ['Key', keyText(d)],
   ];
@@ -315,7 +326,7 @@ function openRedrive(ctx, topic, f, box, letters, named) {
   const form = h('form', { class: 'card', id: 'redrive-form' },
     h('h2', null, records ? 'Redrive selected' : 'Redrive filtered'),
     h('p', null, 'Moves ', what, ' of ', h('code', null, topic), ' back, as a job on the leader (logctl dlq redrive).'),
-    filterText(f), preview,
+    filterText(f, !!records), preview,
     field('Target', targetSel), field('Topic', targetIn, 'Routed by key.'),
     field('Rate (records/s)', rateIn, '0: unbounded'), field('Max redrives', maxIn, 'The loop guard: refuse records redriven this often.'),
     h('div', { class: 'actions' },
@@ -344,14 +355,22 @@ function openRedrive(ctx, topic, f, box, letters, named) {
   replace(box, form);
 }
 
-function filterText(f) {
+// filterText says what the job's filter adds: for named dead letters
+// only what narrows them further (the job moves the named ones the filter
+// selects).
+function filterText(f, named) {
   const parts = [];
   if (f.reasons.length) parts.push('reason ' + f.reasons.join(' or '));
   if (f.hasKey) parts.push('key ' + JSON.stringify(f.key));
   if (f.since) parts.push('since ' + f.since);
   if (f.until) parts.push('until ' + f.until);
   if (f.from || f.to) parts.push('offsets [' + (f.from || 0) + ', ' + (f.to || 'end') + ')');
-  return h('p', { class: 'muted' }, 'Filter: ' + (parts.length ? parts.join(', ') : 'none (every dead letter)') + '.');
+  if (named) {
+    return h('p', { class: 'muted', id: 'redrive-filter' }, parts.length
+      ? 'Of those, only the ones the filter selects: ' + parts.join(', ') + '.'
+      : 'Only the selected dead letters; no filter narrows them.');
+  }
+  return h('p', { class: 'muted', id: 'redrive-filter' }, 'Filter: ' + (parts.length ? parts.join(', ') : 'none (every dead letter)') + '.');
 }
 
 // confirmStart asks before a job starts; resolves true to go on.

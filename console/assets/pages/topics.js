@@ -1,6 +1,6 @@
 // @ts-check
 import { call, num } from '../api.js';
-import { h, replace, table, link, route, fmtNum, fmtBytes, fmtDuration, fmtTime, sparkline, errorBox, confirmTyped, field } from '../ui.js';
+import { h, replace, table, link, route, fmtNum, fmtBytes, fmtDuration, fmtTime, sparkline, errorBox, confirmTyped, field, settingValue } from '../ui.js';
 import { renderRecords } from './records.js';
 
 // Samples of each topic's summed end offsets, kept while the console is
@@ -149,11 +149,16 @@ async function renderTopic(ctx, name) {
   const grow = h('div', { id: 'grow' });
   const msg = h('div', { id: 'topic-message', role: 'status' });
   const del = h('button', { type: 'button', class: 'danger', id: 'topic-delete' }, 'Delete topic…');
+  // Destructive actions sit apart, at the end of the page, not among the
+  // everyday links.
+  const danger = h('section', { class: 'danger-zone', id: 'topic-danger' },
+    h('h2', null, 'Danger zone'),
+    h('p', { class: 'muted' }, 'Deleting the topic removes its records on every node; it cannot be undone.'), del);
   replace(ctx.view,
     h('p', null, link('/topics', '← Topics')),
     h('h1', null, 'Topic ', h('code', { id: 'topic-name' }, name)),
-    h('div', { class: 'toolbar' }, h('a', { href: '#' + route(['topics', name, 'records']), id: 'topic-browse' }, 'Browse records'), del),
-    msg, head, h('h2', null, 'Partitions'), parts, h('h2', null, 'Settings'), settings, h('h2', null, 'Add partitions'), grow);
+    h('div', { class: 'toolbar' }, h('a', { href: '#' + route(['topics', name, 'records']), id: 'topic-browse' }, 'Browse records')),
+    msg, head, h('h2', null, 'Partitions'), parts, h('h2', null, 'Settings'), settings, h('h2', null, 'Add partitions'), grow, danger);
 
   del.addEventListener('click', async () => {
     const ok = await confirmTyped('Delete topic ' + name,
@@ -227,6 +232,7 @@ function settingsForm(ctx, name, config, msg) {
     table([
       { label: 'Setting', value: k => h('code', null, k) },
       { label: 'Value', value: k => inputs.get(k) },
+      { label: 'Means', value: k => h('span', { class: 'setting-means', dataset: { key: k } }, settingValue(k, config[k])) },
       { label: '', value: k => h('button', { type: 'button', class: 'setting-default', dataset: { key: k },
         onclick: () => alter({ deleteConfig: [k] }, k + ' returned to its default.') }, 'Default') },
     ], rows, { class: 'settings' }),
