@@ -35,6 +35,14 @@ type conn struct {
 	// (auth.go); set before the first request is read.
 	principal auth.Principal
 	method    string
+	// sasl is the connection's SASL exchange (auth_sasl.go), and
+	// saslPending says it must authenticate by SASL before any request
+	// but ApiVersions, SaslHandshake and SaslAuthenticate.
+	sasl        saslState
+	saslPending bool
+	// closeAfter, if set, closes the connection once the response being
+	// written is (a failed SASL authentication), with its reason.
+	closeAfter string
 }
 
 // request is a request read whole, with the budget it holds.
@@ -66,10 +74,13 @@ func (c *conn) serve() {
 	}
 	reqs := make(chan *request, c.s.limits.ReadAhead-1)
 	readerDone := make(chan struct{})
+	// The reader keeps the context it starts with: the handler goroutine
+	// replaces c.ctx with one naming a SASL principal.
+	readCtx := c.ctx
 	go func() {
 		defer close(readerDone)
 		defer close(reqs)
-		if !c.read(reqs) {
+		if !c.read(readCtx, reqs) {
 			c.pollCancel()
 		}
 	}()
@@ -93,7 +104,7 @@ func (c *conn) serve() {
 
 // read reads requests into reqs until the connection fails (false) or a
 // request closes it (true).
-func (c *conn) read(reqs chan<- *request) bool {
+func (c *conn) read(ctx context.Context, reqs chan<- *request) bool {
 	l := c.s.limits
 	br := bufio.NewReaderSize(c.nc, 64<<10)
 	var size [4]byte
@@ -110,7 +121,7 @@ func (c *conn) read(reqs chan<- *request) bool {
 			c.s.logger.Debug("kafka: closing connection: request size out of bounds", "remote", c.nc.RemoteAddr().String(), "size", n, "max", l.MaxRequestBytes)
 			return false
 		}
-		charge, err := c.s.budget.Acquire(c.ctx, "", n, -1)
+		charge, err := c.s.budget.Acquire(ctx, "", n, -1)
 		if err != nil {
 			return false
 		}
@@ -131,7 +142,7 @@ func (c *conn) read(reqs chan<- *request) bool {
 		r.h, r.body, r.closeReason = parseRequest(buf)
 		select {
 		case reqs <- r:
-		case <-c.ctx.Done():
+		case <-ctx.Done():
 			charge.Release()
 			return false
 		}
@@ -180,6 +191,12 @@ func (c *conn) handle(r *request) bool {
 			"client_id", r.h.clientID, "api", apiName(r.h.key), "version", r.h.version)
 		return false
 	}
+	if c.saslPending && !saslAllowed(r.h.key) {
+		s.metrics.unauthenticated.WithLabelValues("sasl_required").Inc()
+		s.logger.Debug("kafka: closing connection: authentication required", "remote", c.nc.RemoteAddr().String(),
+			"client_id", r.h.clientID, "api", apiName(r.h.key))
+		return false
+	}
 	api := apiName(r.h.key)
 	rc := &reqCtx{c: c, key: r.h.key}
 	defer rc.releaseAnswer()
@@ -217,6 +234,10 @@ func (c *conn) handle(r *request) bool {
 	}
 	if cap(c.out) > 1<<20 {
 		c.out = nil // do not keep a large fetch's buffer per connection
+	}
+	if c.closeAfter != "" {
+		s.metrics.unauthenticated.WithLabelValues(c.closeAfter).Inc()
+		return false
 	}
 	return werr == nil
 }
@@ -302,6 +323,12 @@ func (c *conn) dispatch(rc *reqCtx, r *request) (kmsg.Response, error) {
 		resp = c.s.initProducerID(ctx, rc, req)
 	case *kmsg.SASLHandshakeRequest:
 		resp = c.s.saslHandshake(rc, req)
+	case *kmsg.SASLAuthenticateRequest:
+		resp = c.s.saslAuthenticate(rc, req)
+	case *kmsg.DescribeUserSCRAMCredentialsRequest:
+		resp = c.s.describeUserSCRAM(rc, req)
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		resp = c.s.alterUserSCRAM(ctx, rc, req)
 	case *kmsg.FindCoordinatorRequest:
 		resp = c.s.findCoordinator(rc, req)
 	case *kmsg.JoinGroupRequest:
