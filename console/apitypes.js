@@ -48,6 +48,9 @@
  * @property {[CreateTokenRequest, CreateTokenResponse]} CreateToken
  * @property {[ListTokensRequest, ListTokensResponse]} ListTokens
  * @property {[RevokeTokenRequest, RevokeTokenResponse]} RevokeToken
+ * @property {[SetScramCredentialRequest, SetScramCredentialResponse]} SetScramCredential
+ * @property {[ListScramCredentialsRequest, ListScramCredentialsResponse]} ListScramCredentials
+ * @property {[DeleteScramCredentialRequest, DeleteScramCredentialResponse]} DeleteScramCredential
  * @property {[CreateACLsRequest, CreateACLsResponse]} CreateACLs
  * @property {[ListACLsRequest, ListACLsResponse]} ListACLs
  * @property {[DeleteACLsRequest, DeleteACLsResponse]} DeleteACLs
@@ -839,6 +842,49 @@
 /**
  * @typedef {object} RevokeTokenResponse
  * @property {TokenInfo} [info]
+ */
+
+/**
+ * @typedef {object} ScramCredentialInfo
+ * @property {string} [user]
+ * @property {string} [mechanism]
+ * @property {number} [iterations]
+ * @property {string} [setBy]
+ * @property {string | number} [setMs]
+ */
+
+/**
+ * @typedef {object} SetScramCredentialRequest
+ * @property {string} [user]
+ * @property {string} [mechanism]
+ * @property {string} [password]
+ * @property {number} [iterations]
+ */
+
+/**
+ * @typedef {object} SetScramCredentialResponse
+ * @property {ScramCredentialInfo} [info]
+ */
+
+/**
+ * @typedef {object} ListScramCredentialsRequest
+ * @property {string} [user]
+ */
+
+/**
+ * @typedef {object} ListScramCredentialsResponse
+ * @property {ScramCredentialInfo[]} [credentials]
+ */
+
+/**
+ * @typedef {object} DeleteScramCredentialRequest
+ * @property {string} [user]
+ * @property {string} [mechanism]
+ */
+
+/**
+ * @typedef {object} DeleteScramCredentialResponse
+ * @property {ScramCredentialInfo} [info]
  */
 
 /**

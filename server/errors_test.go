@@ -107,17 +107,13 @@ var backendSentinels = map[string]error{
 // the segment endpoint answers it as 403 to a caller without the cluster
 // secret; backend.ErrOutOfOrderSequence and ErrInvalidProducerEpoch: the
 // Connect API writes no batch with a Kafka producer id, and the Kafka
-// listener maps them to Kafka's codes; backend.ErrUnknownSCRAM and
-// ErrTooManySCRAM: SCRAM credentials are managed through the Kafka
-// listener's KIP-554 keys only, which map them). A client that
+// listener maps them to Kafka's codes). A client that
 // saw one would get INTERNAL, as for any unknown error.
 var internalErrors = map[string]bool{
 	"peer.ErrNotNode":                 true,
 	"peer.ErrProof":                   true,
 	"backend.ErrOutOfOrderSequence":   true,
 	"backend.ErrInvalidProducerEpoch": true,
-	"backend.ErrUnknownSCRAM":         true,
-	"backend.ErrTooManySCRAM":         true,
 	"backend.ErrBadCommand":           true,
 	"backend.ErrEntryDamaged":         true,
 	"backend.ErrUnknownCommand":       true,
