@@ -57,6 +57,9 @@ const (
 	Reason_REASON_PERMISSION_DENIED Reason = 61
 	// UNKNOWN_TOKEN: no token with that id.
 	Reason_REASON_UNKNOWN_TOKEN Reason = 62
+	// UNKNOWN_SCRAM_CREDENTIAL: the user holds no SCRAM credential of that
+	// mechanism.
+	Reason_REASON_UNKNOWN_SCRAM_CREDENTIAL Reason = 63
 	// Redrive jobs.
 	// UNKNOWN_REDRIVE: no redrive job with that id is kept.
 	Reason_REASON_UNKNOWN_REDRIVE Reason = 80
@@ -87,32 +90,34 @@ var (
 		60: "REASON_UNAUTHENTICATED",
 		61: "REASON_PERMISSION_DENIED",
 		62: "REASON_UNKNOWN_TOKEN",
+		63: "REASON_UNKNOWN_SCRAM_CREDENTIAL",
 		80: "REASON_UNKNOWN_REDRIVE",
 	}
 	Reason_value = map[string]int32{
-		"REASON_UNSPECIFIED":          0,
-		"REASON_INVALID_ARGUMENT":     1,
-		"REASON_UNKNOWN_TOPIC":        2,
-		"REASON_TOPIC_EXISTS":         3,
-		"REASON_UNKNOWN_PARTITION":    4,
-		"REASON_OFFSET_OUT_OF_RANGE":  5,
-		"REASON_RECORD_TOO_LARGE":     6,
-		"REASON_NOT_LEADER":           7,
-		"REASON_OVERLOADED":           8,
-		"REASON_UNAVAILABLE":          9,
-		"REASON_STALE_TOKEN":          10,
-		"REASON_IDEMPOTENCY_CONFLICT": 11,
-		"REASON_STORAGE":              12,
-		"REASON_STALE_GENERATION":     20,
-		"REASON_UNKNOWN_MEMBER":       21,
-		"REASON_UNKNOWN_GROUP":        22,
-		"REASON_GROUP_NOT_EMPTY":      23,
-		"REASON_UNKNOWN_QUEUE_GROUP":  40,
-		"REASON_QUEUE_GROUP_EXISTS":   41,
-		"REASON_UNAUTHENTICATED":      60,
-		"REASON_PERMISSION_DENIED":    61,
-		"REASON_UNKNOWN_TOKEN":        62,
-		"REASON_UNKNOWN_REDRIVE":      80,
+		"REASON_UNSPECIFIED":              0,
+		"REASON_INVALID_ARGUMENT":         1,
+		"REASON_UNKNOWN_TOPIC":            2,
+		"REASON_TOPIC_EXISTS":             3,
+		"REASON_UNKNOWN_PARTITION":        4,
+		"REASON_OFFSET_OUT_OF_RANGE":      5,
+		"REASON_RECORD_TOO_LARGE":         6,
+		"REASON_NOT_LEADER":               7,
+		"REASON_OVERLOADED":               8,
+		"REASON_UNAVAILABLE":              9,
+		"REASON_STALE_TOKEN":              10,
+		"REASON_IDEMPOTENCY_CONFLICT":     11,
+		"REASON_STORAGE":                  12,
+		"REASON_STALE_GENERATION":         20,
+		"REASON_UNKNOWN_MEMBER":           21,
+		"REASON_UNKNOWN_GROUP":            22,
+		"REASON_GROUP_NOT_EMPTY":          23,
+		"REASON_UNKNOWN_QUEUE_GROUP":      40,
+		"REASON_QUEUE_GROUP_EXISTS":       41,
+		"REASON_UNAUTHENTICATED":          60,
+		"REASON_PERMISSION_DENIED":        61,
+		"REASON_UNKNOWN_TOKEN":            62,
+		"REASON_UNKNOWN_SCRAM_CREDENTIAL": 63,
+		"REASON_UNKNOWN_REDRIVE":          80,
 	}
 )
 
@@ -9839,7 +9844,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\ttruncated\x18\x04 \x01(\bR\ttruncated\x12!\n" +
 	"\fnext_offsets\x18\x05 \x03(\x03R\vnextOffsets\x12\x1f\n" +
 	"\vend_offsets\x18\x06 \x03(\x03R\n" +
-	"endOffsets*\xfb\x04\n" +
+	"endOffsets*\xa0\x05\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17REASON_INVALID_ARGUMENT\x10\x01\x12\x18\n" +
@@ -9863,7 +9868,8 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x19REASON_QUEUE_GROUP_EXISTS\x10)\x12\x1a\n" +
 	"\x16REASON_UNAUTHENTICATED\x10<\x12\x1c\n" +
 	"\x18REASON_PERMISSION_DENIED\x10=\x12\x18\n" +
-	"\x14REASON_UNKNOWN_TOKEN\x10>\x12\x1a\n" +
+	"\x14REASON_UNKNOWN_TOKEN\x10>\x12#\n" +
+	"\x1fREASON_UNKNOWN_SCRAM_CREDENTIAL\x10?\x12\x1a\n" +
 	"\x16REASON_UNKNOWN_REDRIVE\x10P2\xa7\x1c\n" +
 	"\n" +
 	"LogService\x12H\n" +

@@ -67,7 +67,7 @@ func exitCode(err error) int {
 		return exitAuth
 	case errors.Is(err, client.ErrUnknownTopic), errors.Is(err, client.ErrUnknownPartition),
 		errors.Is(err, client.ErrUnknownGroup), errors.Is(err, client.ErrUnknownQueueGroup),
-		errors.Is(err, client.ErrUnknownToken), errors.Is(err, errUnknownContext):
+		errors.Is(err, client.ErrUnknownToken), errors.Is(err, client.ErrUnknownSCRAMCredential), errors.Is(err, errUnknownContext):
 		return exitNotFound
 	case errors.Is(err, client.ErrRetryBudgetExhausted), client.IsRetryable(err):
 		return exitRetryable
