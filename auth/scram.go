@@ -281,8 +281,11 @@ func (s *SCRAMServer) ClientFinal(msg []byte) ([]byte, error) {
 	if err != nil || (string(cb) != "n,," && string(cb) != "y,," && !strings.HasPrefix(string(cb), "n,a=") && !strings.HasPrefix(string(cb), "y,a=")) {
 		return nil, fmt.Errorf("%w: bad channel binding", ErrInvalidSCRAM)
 	}
-	if attrs[1][2:] != s.nonce {
-		return nil, fmt.Errorf("%w: nonce does not match", ErrInvalidSCRAM)
+	// The nonce must be the server's; Kafka's brokers accept one that
+	// ends with it, since librdkafka sends its own nonce before the
+	// server's (which begins with it already), and so does this server.
+	if !strings.HasSuffix(attrs[1][2:], s.nonce) {
+		return nil, fmt.Errorf("%w: nonce %q does not match %q", ErrInvalidSCRAM, attrs[1][2:], s.nonce)
 	}
 	h, size := s.mech.hash()
 	proof, err := base64.StdEncoding.DecodeString(proofB64)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,10 +22,14 @@ import (
 // SASL on the Kafka listener (docs/kafka.md, "Authentication";
 // docs/security.md, "SASL"). Each connection runs one exchange:
 //
-//   - SaslHandshake v1 names the mechanism (v0, after which raw SASL
-//     frames follow without a Kafka header, is not served, so clients
-//     pick v1 from ApiVersions); a mechanism not enabled is
-//     UNSUPPORTED_SASL_MECHANISM with the enabled ones listed.
+//   - SaslHandshake names the mechanism; a mechanism not enabled is
+//     UNSUPPORTED_SASL_MECHANISM with the enabled ones listed. After a
+//     version 1 handshake the mechanism's messages come in
+//     SaslAuthenticate requests; after a version 0 one (old clients) they
+//     come as raw frames, a size and the token, without a Kafka header,
+//     and are answered the same way, an empty frame for PLAIN's success
+//     (handleRawSASL). librdkafka needs version 0 in the advertised range
+//     to use SCRAM at all, though it sends version 1.
 //   - SaslAuthenticate (v0-2) carries the mechanism's messages: one for
 //     PLAIN, two for SCRAM. A failure is SASL_AUTHENTICATION_FAILED, and
 //     the connection is closed once it is answered, as Kafka does.
@@ -205,6 +210,35 @@ func (s *Server) saslAuthenticate(rc *reqCtx, req *kmsg.SASLAuthenticateRequest)
 		resp.SASLAuthBytes = final
 		return resp
 	}
+}
+
+// handleRawSASL answers a raw SASL token (after a SaslHandshake v0) with
+// a raw frame, as SaslAuthenticate would; a failure closes the connection
+// without an answer, as Kafka does. It tells the reader whether another
+// raw token follows.
+func (c *conn) handleRawSASL(r *request) bool {
+	more := false
+	defer func() { r.next <- more }()
+	rc := &reqCtx{c: c, key: keySaslAuthenticate}
+	req := kmsg.NewPtrSASLAuthenticateRequest()
+	req.SASLAuthBytes = r.body
+	resp := c.s.saslAuthenticate(rc, req).(*kmsg.SASLAuthenticateResponse)
+	c.s.metrics.requests.WithLabelValues(apiName(keySaslAuthenticate)).Inc()
+	if resp.ErrorCode != errNone {
+		c.s.metrics.errors.WithLabelValues(apiName(keySaslAuthenticate), errorName(resp.ErrorCode)).Inc()
+		c.s.metrics.unauthenticated.WithLabelValues(c.closeAfter).Inc()
+		return false
+	}
+	frame := binary.BigEndian.AppendUint32(nil, uint32(len(resp.SASLAuthBytes)))
+	frame = append(frame, resp.SASLAuthBytes...)
+	if w := c.s.limits.WriteTimeout; w > 0 {
+		c.nc.SetWriteDeadline(time.Now().Add(w))
+	}
+	if _, err := c.nc.Write(frame); err != nil {
+		return false
+	}
+	more = !c.sasl.done
+	return true
 }
 
 // newNonce is a server nonce: 18 random bytes, base64.

@@ -56,6 +56,13 @@ type request struct {
 	// closeReason, if set, closes the connection once the requests before
 	// this one are answered (a request Kafka would close it for).
 	closeReason string
+	// raw: body is a raw SASL token, which follows a SaslHandshake v0
+	// without a Kafka header (auth_sasl.go).
+	raw bool
+	// next, on a SaslHandshake v0 and on a raw token, is where the
+	// handler tells the reader whether the next frame is a raw token:
+	// the reader waits for it before reading on.
+	next chan bool
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -108,6 +115,7 @@ func (c *conn) read(ctx context.Context, reqs chan<- *request) bool {
 	l := c.s.limits
 	br := bufio.NewReaderSize(c.nc, 64<<10)
 	var size [4]byte
+	raw := false // the next frame is a raw SASL token
 	for {
 		if l.IdleTimeout > 0 {
 			c.nc.SetReadDeadline(time.Now().Add(l.IdleTimeout))
@@ -139,7 +147,14 @@ func (c *conn) read(ctx context.Context, reqs chan<- *request) bool {
 			return false
 		}
 		r.start = time.Now()
-		r.h, r.body, r.closeReason = parseRequest(buf)
+		if raw {
+			r.raw, r.body = true, buf
+		} else {
+			r.h, r.body, r.closeReason = parseRequest(buf)
+		}
+		if r.raw || r.closeReason == "" && r.h.key == keySaslHandshake && r.h.version == 0 {
+			r.next = make(chan bool, 1)
+		}
 		select {
 		case reqs <- r:
 		case <-ctx.Done():
@@ -148,6 +163,13 @@ func (c *conn) read(ctx context.Context, reqs chan<- *request) bool {
 		}
 		if r.closeReason != "" {
 			return true
+		}
+		if r.next != nil {
+			select {
+			case raw = <-r.next:
+			case <-ctx.Done():
+				return false
+			}
 		}
 	}
 }
@@ -190,6 +212,13 @@ func (c *conn) handle(r *request) bool {
 		s.logger.Debug("kafka: closing connection", "reason", r.closeReason, "remote", c.nc.RemoteAddr().String(),
 			"client_id", r.h.clientID, "api", apiName(r.h.key), "version", r.h.version)
 		return false
+	}
+	if r.raw {
+		return c.handleRawSASL(r)
+	}
+	if r.next != nil {
+		// A SaslHandshake v0: raw tokens follow once it succeeded.
+		defer func() { r.next <- c.sasl.mech != "" && !c.sasl.done && c.closeAfter == "" }()
 	}
 	if c.saslPending && !saslAllowed(r.h.key) {
 		s.metrics.unauthenticated.WithLabelValues("sasl_required").Inc()

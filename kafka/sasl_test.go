@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -325,5 +327,93 @@ func TestSCRAMAdminKadm(t *testing.T) {
 	}
 	if _, err := eve.DescribeUserSCRAMs(ctx); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
 		t.Errorf("eve describes: %v; want CLUSTER_AUTHORIZATION_FAILED", err)
+	}
+}
+
+// rawToken writes a raw SASL token (after a SaslHandshake v0) and reads
+// the raw answer; an error when the server closed the connection.
+func (c *rawClient) rawToken(tok []byte) ([]byte, error) {
+	c.t.Helper()
+	c.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.conn.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(tok))), tok...)); err != nil {
+		return nil, err
+	}
+	c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var size [4]byte
+	if _, err := io.ReadFull(c.br, size[:]); err != nil {
+		return nil, err
+	}
+	out := make([]byte, binary.BigEndian.Uint32(size[:]))
+	_, err := io.ReadFull(c.br, out)
+	return out, err
+}
+
+// TestSASLHandshakeV0Raw: after a SaslHandshake v0 the exchange is raw
+// frames without a Kafka header: PLAIN is one token answered by an empty
+// frame, SCRAM two (franz-go's SCRAM client makes them), and then Kafka
+// requests go on, as the principal authenticated; a wrong password closes
+// the connection without an answer.
+func TestSASLHandshakeV0Raw(t *testing.T) {
+	sn := startSASLNode(t, Mechanisms...)
+	sn.setSCRAM("alice", "alice-pw", auth.SCRAMSHA256)
+	sn.createTopic("raw", 1, nil)
+	sn.grant("User:alice", "raw", auth.OpDescribe)
+	tlsc := sn.ca.ClientConfig(tls0)
+	handshakeV0 := func(c *rawClient, mech string) {
+		req := kmsg.NewPtrSASLHandshakeRequest()
+		req.SetVersion(0)
+		req.Mechanism = mech
+		if code := c.do(req).(*kmsg.SASLHandshakeResponse).ErrorCode; code != errNone {
+			t.Fatalf("%s handshake v0: %s", mech, errorName(code))
+		}
+	}
+	described := func(c *rawClient) bool {
+		req := kmsg.NewPtrMetadataRequest()
+		req.SetVersion(9)
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr("raw")
+		req.Topics = append(req.Topics, rt)
+		resp := c.do(req).(*kmsg.MetadataResponse)
+		return len(resp.Topics) == 1 && resp.Topics[0].ErrorCode == errNone
+	}
+
+	c := dialTLS(t, sn.tls, tlsc)
+	handshakeV0(c, MechPlain)
+	if out, err := c.rawToken([]byte("\x00alice\x00alice-pw")); err != nil || len(out) != 0 {
+		t.Fatalf("raw PLAIN: %q, %v; want an empty frame", out, err)
+	}
+	if !described(c) {
+		t.Fatal("after raw PLAIN, alice may not describe raw")
+	}
+
+	c = dialTLS(t, sn.tls, tlsc)
+	handshakeV0(c, MechSCRAMSHA256)
+	ctx := context.Background()
+	sess, first, err := scram.Auth{User: "alice", Pass: "alice-pw"}.AsSha256Mechanism().Authenticate(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tok := first; ; {
+		challenge, err := c.rawToken(tok)
+		if err != nil {
+			t.Fatalf("raw SCRAM: %v", err)
+		}
+		done, next, err := sess.Challenge(challenge)
+		if err != nil {
+			t.Fatalf("raw SCRAM: the server's message: %v", err)
+		}
+		if done {
+			break
+		}
+		tok = next
+	}
+	if !described(c) {
+		t.Fatal("after raw SCRAM, alice may not describe raw")
+	}
+
+	c = dialTLS(t, sn.tls, tlsc)
+	handshakeV0(c, MechPlain)
+	if out, err := c.rawToken([]byte("\x00alice\x00nope")); err == nil {
+		t.Fatalf("raw PLAIN with a wrong password answered %q", out)
 	}
 }

@@ -23,9 +23,8 @@ type versionRange struct {
 // producers (apiKeys); every transaction API is left out, and clients
 // refuse transactions themselves. The
 // group APIs are the classic protocol's (KIP-848's ConsumerGroupHeartbeat
-// is left out, so clients use the classic one). SaslHandshake is served
-// from version 1 only: version 0 is followed by raw SASL frames, which
-// are not (auth_sasl.go).
+// is left out, so clients use the classic one). SaslHandshake version 0
+// is followed by raw SASL frames, served too (auth_sasl.go).
 var advertised = []versionRange{
 	{keyProduce, 3, 11},
 	{keyFetch, 4, 12},
@@ -40,7 +39,7 @@ var advertised = []versionRange{
 	{keySyncGroup, 0, 5},
 	{keyDescribeGroups, 0, 5},
 	{keyListGroups, 0, 5},
-	{keySaslHandshake, 1, 1},
+	{keySaslHandshake, 0, 1},
 	{keyApiVersions, 0, 4},
 	{keyCreateTopics, 2, 7},
 	{keyDeleteTopics, 1, 6},
