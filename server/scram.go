@@ -19,12 +19,9 @@ import (
 // fresh salt, the iterations asked for) and stores it, replacing the
 // user's credential of that mechanism.
 func (s *Server) SetScramCredential(ctx context.Context, req *connect.Request[logdv1.SetScramCredentialRequest]) (*connect.Response[logdv1.SetScramCredentialResponse], error) {
-	m, err := auth.ParseSCRAMMechanism(req.Msg.Mechanism)
+	m, err := scramTarget(req.Msg.User, req.Msg.Mechanism)
 	if err != nil {
-		return nil, errInvalid("%v", err)
-	}
-	if err := auth.ValidName(req.Msg.User); err != nil {
-		return nil, errInvalid("user %q: %v", req.Msg.User, err)
+		return nil, err
 	}
 	iters := int(req.Msg.Iterations)
 	if iters == 0 {
@@ -55,18 +52,28 @@ func (s *Server) ListScramCredentials(_ context.Context, req *connect.Request[lo
 
 // DeleteScramCredential deletes a user's credential of one mechanism.
 func (s *Server) DeleteScramCredential(ctx context.Context, req *connect.Request[logdv1.DeleteScramCredentialRequest]) (*connect.Response[logdv1.DeleteScramCredentialResponse], error) {
-	m, err := auth.ParseSCRAMMechanism(req.Msg.Mechanism)
+	m, err := scramTarget(req.Msg.User, req.Msg.Mechanism)
 	if err != nil {
-		return nil, errInvalid("%v", err)
-	}
-	if err := auth.ValidName(req.Msg.User); err != nil {
-		return nil, errInvalid("user %q: %v", req.Msg.User, err)
+		return nil, err
 	}
 	info, err := s.sec.DeleteSCRAMCredential(ctx, req.Msg.User, m)
 	if err != nil {
 		return nil, toConnectError(err)
 	}
 	return connect.NewResponse(&logdv1.DeleteScramCredentialResponse{Info: scramInfoProto(info)}), nil
+}
+
+// scramTarget checks a request's user and mechanism (INVALID_ARGUMENT)
+// and returns the mechanism.
+func scramTarget(user, mechanism string) (auth.SCRAMMechanism, error) {
+	m, err := auth.ParseSCRAMMechanism(mechanism)
+	if err != nil {
+		return "", errInvalid("%v", err)
+	}
+	if err := auth.ValidName(user); err != nil {
+		return "", errInvalid("user %q: %v", user, err)
+	}
+	return m, nil
 }
 
 func scramInfoProto(c backend.SCRAMInfo) *logdv1.ScramCredentialInfo {
