@@ -32,7 +32,7 @@ const (
 	exitOK             = 0
 	exitError          = 1 // any other failure
 	exitUsage          = 2 // the command line cannot run as given
-	exitNotFound       = 3 // a topic, partition, group, queue group, token or logctl context does not exist
+	exitNotFound       = 3 // a topic, partition, group, queue group, token, SCRAM credential or logctl context does not exist
 	exitRetryable      = 4 // not applied, and may succeed later (no leader, overloaded, unreachable)
 	exitOutcomeUnknown = 5 // a write may or may not have been applied
 	exitAuth           = 6 // not authenticated, or not permitted
