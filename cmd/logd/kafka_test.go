@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -29,6 +30,8 @@ func TestKafkaFlags(t *testing.T) {
 		clientAuth tls.ClientAuthType
 		sasl       []string
 		err        bool
+		// errHas, if set, is in the error.
+		errHas string
 	}{
 		{name: "embedded default", listen: defaultKafkaListen},
 		{name: "--listen given", args: []string{"--listen", "127.0.0.1:7000"}},
@@ -64,7 +67,10 @@ func TestKafkaFlags(t *testing.T) {
 		{name: "SASL env", env: map[string]string{"LOGD_KAFKA_SASL_MECHANISMS": "PLAIN"}, listen: defaultKafkaListen, sasl: []string{"PLAIN"}},
 		{name: "SASL plaintext on loopback", args: []string{"--kafka-sasl-mechanisms", "PLAIN", "--kafka-listen", "127.0.0.1:9092"},
 			listen: "127.0.0.1:9092", sasl: []string{"PLAIN"}},
-		{name: "SASL plaintext off loopback: refused", args: []string{"--kafka-sasl-mechanisms", "PLAIN", "--kafka-listen", ":9092", "--auth", "required", "--tls-client-ca", "ca.crt"}, err: true},
+		{name: "SASL plaintext off loopback: refused", args: []string{"--kafka-sasl-mechanisms", "PLAIN", "--kafka-listen", ":9092", "--auth", "required"},
+			err: true, errHas: "SASL over plaintext sends passwords and tokens in the clear"},
+		{name: "SASL plaintext advertised off loopback: refused", args: []string{"--kafka-sasl-mechanisms", "SCRAM-SHA-256", "--kafka-listen", "127.0.0.1:9092", "--kafka-advertise", "kafka.example:9092"},
+			err: true, errHas: "--kafka-advertise kafka.example:9092 not on loopback needs TLS"},
 		{name: "SASL plaintext off loopback, insecure", args: []string{"--kafka-sasl-mechanisms", "PLAIN", "--kafka-listen", ":9092", "--insecure-allow-plaintext"},
 			listen: ":9092", sasl: []string{"PLAIN"}},
 		{name: "SASL unknown mechanism", args: []string{"--kafka-sasl-mechanisms", "GSSAPI"}, err: true},
@@ -74,6 +80,9 @@ func TestKafkaFlags(t *testing.T) {
 			c, err := parseFlags(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
 			if (err != nil) != tc.err {
 				t.Fatalf("error %v, want one: %v", err, tc.err)
+			}
+			if err != nil && !strings.Contains(err.Error(), tc.errHas) {
+				t.Fatalf("error %v, want one saying %q", err, tc.errHas)
 			}
 			if err == nil && (c.kafka.listen != tc.listen || c.kafka.autoCreate != tc.auto || c.kafka.tls != tc.tls || c.kafka.clientAuth != tc.clientAuth ||
 				!slices.Equal(c.kafka.sasl, tc.sasl)) {
