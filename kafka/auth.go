@@ -126,6 +126,7 @@ func (c *conn) authenticate() bool {
 		}
 		// The connection authenticates by SASL before anything else.
 		c.saslPending = true
+		c.preAuth.Store(true)
 	}
 	if c.method != methodNone {
 		// The backend records who created a topic, and bounds topics per

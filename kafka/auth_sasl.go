@@ -59,6 +59,11 @@ const (
 // Mechanisms lists the mechanisms SASLOptions.Mechanisms may name.
 var Mechanisms = []string{MechPlain, MechSCRAMSHA256, MechSCRAMSHA512}
 
+// maxPreAuthBytes bounds a request of a connection that must still
+// authenticate by SASL (Kafka's sasl.server.max.receive.size): a larger
+// one closes it.
+const maxPreAuthBytes = 512 << 10
+
 // Kafka's SASL keys and errors.
 const (
 	keySaslAuthenticate int16 = 36
@@ -294,6 +299,7 @@ func (c *conn) saslAuthenticated(p auth.Principal) {
 	c.sasl.done, c.sasl.scram = true, nil
 	c.principal, c.method = p, saslMethod(c.sasl.mech)
 	c.saslPending = false
+	c.preAuth.Store(false)
 	c.ctx = backend.WithPrincipal(c.ctx, p)
 	c.pollCtx = backend.WithPrincipal(c.pollCtx, p)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -40,6 +41,10 @@ type conn struct {
 	// but ApiVersions, SaslHandshake and SaslAuthenticate.
 	sasl        saslState
 	saslPending bool
+	// preAuth mirrors saslPending for the reader, which bounds the
+	// requests of a connection still to authenticate by SASL
+	// (maxPreAuthBytes).
+	preAuth atomic.Bool
 	// closeAfter, if set, closes the connection once the response being
 	// written is (a failed SASL authentication), with its reason.
 	closeAfter string
@@ -124,6 +129,11 @@ func (c *conn) read(ctx context.Context, reqs chan<- *request) bool {
 			return false
 		}
 		n := int64(int32(binary.BigEndian.Uint32(size[:])))
+		if c.preAuth.Load() && n > maxPreAuthBytes {
+			c.s.metrics.unauthenticated.WithLabelValues("sasl_size").Inc()
+			c.s.logger.Debug("kafka: closing connection: request before SASL authentication too large", "remote", c.nc.RemoteAddr().String(), "size", n, "max", maxPreAuthBytes)
+			return false
+		}
 		if n < minRequestBytes || l.MaxRequestBytes > 0 && n > l.MaxRequestBytes {
 			c.s.metrics.refused.WithLabelValues("size").Inc()
 			c.s.logger.Debug("kafka: closing connection: request size out of bounds", "remote", c.nc.RemoteAddr().String(), "size", n, "max", l.MaxRequestBytes)

@@ -235,6 +235,16 @@ func TestSASLRefusals(t *testing.T) {
 	if n := testutilCount(t, sn, "sasl_required"); n != 1 {
 		t.Errorf("sasl_required counted %v times, want 1", n)
 	}
+	// Nor a request above 512 KiB, even a SASL one.
+	c = dialTLS(t, sn.tls, tlsc)
+	saslHandshake(c, MechPlain)
+	big := &kmsg.SASLAuthenticateRequest{Version: 2, SASLAuthBytes: make([]byte, 600<<10)}
+	c.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	c.conn.Write(c.f.AppendRequest(nil, big, 99)) // the server may close before all is sent
+	c.expectClosed()
+	if n := testutilCount(t, sn, "sasl_size"); n != 1 {
+		t.Errorf("sasl_size counted %v times, want 1", n)
+	}
 }
 
 // TestSCRAMAdminKadm manages credentials with kadm (KIP-554): an upsert
