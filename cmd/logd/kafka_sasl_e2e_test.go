@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -83,17 +84,31 @@ func TestKafkaKcatSASL(t *testing.T) {
 		}
 	}
 
-	for name, tc := range map[string]struct {
+	// Refused, in parallel (each kcat waits out its -m).
+	cases := map[string]struct {
 		args []string
 		want string
 	}{
 		"wrong password":   {kcatSASL(dir, "SCRAM-SHA-512", "bob", "nope"), "Authentication failed"},
 		"not enabled":      {kcatSASL(dir, "SCRAM-SHA-256", "bob", "bob-pw"), "Unsupported SASL mechanism"},
 		"token of another": {kcatSASL(dir, "PLAIN", "bob", tok.Msg.Token), "Authentication failed"},
-	} {
-		out := kcatFails(t, ctx, bin, append([]string{"-b", kaddr, "-m", "3", "-L"}, tc.args...)...)
-		if !strings.Contains(out, tc.want) {
-			t.Errorf("%s: kcat -L: want %q:\n%s", name, tc.want, e2e.Tail(out, 2000))
+	}
+	type result struct {
+		name string
+		out  []byte
+		err  error
+	}
+	results := make(chan result, len(cases))
+	for name, tc := range cases {
+		go func() {
+			out, err := exec.CommandContext(ctx, bin, append([]string{"-b", kaddr, "-m", "3", "-L"}, tc.args...)...).CombinedOutput()
+			results <- result{name, out, err}
+		}()
+	}
+	for range cases {
+		r := <-results
+		if out := string(r.out); r.err == nil || !strings.Contains(out, cases[r.name].want) {
+			t.Errorf("%s: kcat -L: %v, want a failure with %q:\n%s", r.name, r.err, cases[r.name].want, e2e.Tail(out, 2000))
 		}
 	}
 }
