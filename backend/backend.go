@@ -246,6 +246,15 @@ type SecurityAPI interface {
 	CreateACLs(ctx context.Context, acls []auth.ACL) (created int, err error)
 	DeleteACLs(ctx context.Context, f auth.Filter, dryRun bool) ([]auth.ACL, error)
 	ACLs() *auth.Set
+	// SCRAM credentials (the Kafka listener's SASL): SetSCRAMCredential
+	// sets one (replacing the user's of that mechanism; ErrTooManySCRAM),
+	// DeleteSCRAMCredential deletes one (ErrUnknownSCRAM),
+	// SCRAMCredentials lists them without keys, sorted by user then
+	// mechanism, and SCRAMCredential reads one without a lock.
+	SetSCRAMCredential(ctx context.Context, c auth.SCRAMCredential, setBy string) (SCRAMInfo, error)
+	DeleteSCRAMCredential(ctx context.Context, user string, m auth.SCRAMMechanism) (SCRAMInfo, error)
+	SCRAMCredentials() []SCRAMInfo
+	SCRAMCredential(user string, m auth.SCRAMMechanism) (auth.SCRAMCredential, bool)
 }
 
 // StatsAPI feeds /metrics.

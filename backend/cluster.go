@@ -179,6 +179,18 @@ type TokenInfo struct {
 	CreatedBy string
 }
 
+// SCRAMInfo is what may be shown of a SCRAM credential: never its salt
+// or keys.
+type SCRAMInfo struct {
+	User string
+	// Mechanism is "SCRAM-SHA-256" or "SCRAM-SHA-512".
+	Mechanism  string
+	Iterations int
+	// SetBy is the principal that set the credential, SetMs when.
+	SetBy string
+	SetMs int64
+}
+
 // FeatureLevel numbers the command kinds a build understands: a cluster
 // proposes a kind only once every member registered a level that covers
 // it (docs/architecture.md, "Rolling upgrades").

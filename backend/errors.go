@@ -122,6 +122,12 @@ var (
 	// ErrTooManyTokens means a token was not created because the cluster
 	// holds MaxTokens live tokens already.
 	ErrTooManyTokens = errors.New("replication: too many tokens")
+	// ErrUnknownSCRAM means the user holds no SCRAM credential of that
+	// mechanism.
+	ErrUnknownSCRAM = errors.New("replication: unknown SCRAM credential")
+	// ErrTooManySCRAM means a SCRAM credential was not set because the
+	// cluster holds fsm.MaxSCRAMCredentials.
+	ErrTooManySCRAM = errors.New("replication: too many SCRAM credentials")
 	// ErrTooManyACLs means ACLs were not created because the cluster would
 	// hold more than MaxACLs.
 	ErrTooManyACLs = errors.New("replication: too many ACLs")

@@ -89,6 +89,9 @@ var (
 	ErrPermissionDenied = errors.New("logd: permission denied")
 	// ErrUnknownToken: no token has that id (RevokeToken).
 	ErrUnknownToken = errors.New("logd: unknown token")
+	// ErrUnknownSCRAMCredential: the user holds no SCRAM credential of
+	// that mechanism (DeleteSCRAMCredential).
+	ErrUnknownSCRAMCredential = errors.New("logd: unknown SCRAM credential")
 	// ErrUnknownRedrive: no redrive job has that id (DescribeRedrive,
 	// StopRedrive).
 	ErrUnknownRedrive = errors.New("logd: unknown redrive job")
@@ -350,6 +353,8 @@ func reasonSentinel(r logdv1.Reason) error {
 		return ErrPermissionDenied
 	case logdv1.Reason_REASON_UNKNOWN_TOKEN:
 		return ErrUnknownToken
+	case logdv1.Reason_REASON_UNKNOWN_SCRAM_CREDENTIAL:
+		return ErrUnknownSCRAMCredential
 	case logdv1.Reason_REASON_UNKNOWN_REDRIVE:
 		return ErrUnknownRedrive
 	}

@@ -48,6 +48,9 @@
  * @property {[CreateTokenRequest, CreateTokenResponse]} CreateToken
  * @property {[ListTokensRequest, ListTokensResponse]} ListTokens
  * @property {[RevokeTokenRequest, RevokeTokenResponse]} RevokeToken
+ * @property {[SetScramCredentialRequest, SetScramCredentialResponse]} SetScramCredential
+ * @property {[ListScramCredentialsRequest, ListScramCredentialsResponse]} ListScramCredentials
+ * @property {[DeleteScramCredentialRequest, DeleteScramCredentialResponse]} DeleteScramCredential
  * @property {[CreateACLsRequest, CreateACLsResponse]} CreateACLs
  * @property {[ListACLsRequest, ListACLsResponse]} ListACLs
  * @property {[DeleteACLsRequest, DeleteACLsResponse]} DeleteACLs
@@ -58,7 +61,7 @@
  * @property {[ListDeadLettersRequest, ListDeadLettersResponse]} ListDeadLetters
  */
 
-/** @typedef {'REASON_UNSPECIFIED' | 'REASON_INVALID_ARGUMENT' | 'REASON_UNKNOWN_TOPIC' | 'REASON_TOPIC_EXISTS' | 'REASON_UNKNOWN_PARTITION' | 'REASON_OFFSET_OUT_OF_RANGE' | 'REASON_RECORD_TOO_LARGE' | 'REASON_NOT_LEADER' | 'REASON_OVERLOADED' | 'REASON_UNAVAILABLE' | 'REASON_STALE_TOKEN' | 'REASON_IDEMPOTENCY_CONFLICT' | 'REASON_STORAGE' | 'REASON_STALE_GENERATION' | 'REASON_UNKNOWN_MEMBER' | 'REASON_UNKNOWN_GROUP' | 'REASON_GROUP_NOT_EMPTY' | 'REASON_UNKNOWN_QUEUE_GROUP' | 'REASON_QUEUE_GROUP_EXISTS' | 'REASON_UNAUTHENTICATED' | 'REASON_PERMISSION_DENIED' | 'REASON_UNKNOWN_TOKEN' | 'REASON_UNKNOWN_REDRIVE'} Reason */
+/** @typedef {'REASON_UNSPECIFIED' | 'REASON_INVALID_ARGUMENT' | 'REASON_UNKNOWN_TOPIC' | 'REASON_TOPIC_EXISTS' | 'REASON_UNKNOWN_PARTITION' | 'REASON_OFFSET_OUT_OF_RANGE' | 'REASON_RECORD_TOO_LARGE' | 'REASON_NOT_LEADER' | 'REASON_OVERLOADED' | 'REASON_UNAVAILABLE' | 'REASON_STALE_TOKEN' | 'REASON_IDEMPOTENCY_CONFLICT' | 'REASON_STORAGE' | 'REASON_STALE_GENERATION' | 'REASON_UNKNOWN_MEMBER' | 'REASON_UNKNOWN_GROUP' | 'REASON_GROUP_NOT_EMPTY' | 'REASON_UNKNOWN_QUEUE_GROUP' | 'REASON_QUEUE_GROUP_EXISTS' | 'REASON_UNAUTHENTICATED' | 'REASON_PERMISSION_DENIED' | 'REASON_UNKNOWN_TOKEN' | 'REASON_UNKNOWN_SCRAM_CREDENTIAL' | 'REASON_UNKNOWN_REDRIVE'} Reason */
 
 /**
  * @typedef {object} ErrorInfo
@@ -839,6 +842,49 @@
 /**
  * @typedef {object} RevokeTokenResponse
  * @property {TokenInfo} [info]
+ */
+
+/**
+ * @typedef {object} ScramCredentialInfo
+ * @property {string} [user]
+ * @property {string} [mechanism]
+ * @property {number} [iterations]
+ * @property {string} [setBy]
+ * @property {string | number} [setMs]
+ */
+
+/**
+ * @typedef {object} SetScramCredentialRequest
+ * @property {string} [user]
+ * @property {string} [mechanism]
+ * @property {string} [password]
+ * @property {number} [iterations]
+ */
+
+/**
+ * @typedef {object} SetScramCredentialResponse
+ * @property {ScramCredentialInfo} [info]
+ */
+
+/**
+ * @typedef {object} ListScramCredentialsRequest
+ * @property {string} [user]
+ */
+
+/**
+ * @typedef {object} ListScramCredentialsResponse
+ * @property {ScramCredentialInfo[]} [credentials]
+ */
+
+/**
+ * @typedef {object} DeleteScramCredentialRequest
+ * @property {string} [user]
+ * @property {string} [mechanism]
+ */
+
+/**
+ * @typedef {object} DeleteScramCredentialResponse
+ * @property {ScramCredentialInfo} [info]
  */
 
 /**

@@ -20,13 +20,15 @@ import (
 // Authentication, authorization, quotas and the audit log of the Kafka
 // listener (docs/security.md, "Kafka listener").
 //
-// A connection is authenticated once, when it opens: over TLS, the
-// principal of the client certificate the handshake verified (package
-// auth/certid, as the Connect API reads it); otherwise, or without a
-// certificate, the anonymous principal. With the Authorizer's checks on
-// (--auth required), a connection without a verified certificate naming
-// a principal is closed before any request is read: SASL is not served
-// yet, so a certificate is the only credential (auth_sasl.go).
+// A connection is authenticated when it opens: over TLS, the principal of
+// the client certificate the handshake verified (package auth/certid, as
+// the Connect API reads it); otherwise, or without a certificate, the
+// anonymous principal. It may then authenticate once by SASL
+// (auth_sasl.go), whose principal replaces the certificate's. With the
+// Authorizer's checks on (--auth required), a connection without a
+// verified certificate naming a principal is closed before any request
+// is read when no SASL mechanism is enabled, and otherwise may send
+// nothing but ApiVersions and the SASL requests until it authenticates.
 //
 // Every request is then checked against one table, authzTable, which says
 // for each API key the operation it needs on each topic and group it
@@ -60,6 +62,8 @@ type AuthOptions struct {
 	// listener trusts for clients, is refused: only the cluster CA names
 	// nodes, as on the Connect API.
 	VerifiedNode func(*tls.ConnectionState) (string, bool)
+	// SASL enables SASL mechanisms (auth_sasl.go).
+	SASL SASLOptions
 }
 
 // defaultHandshakeTimeout is AuthOptions.HandshakeTimeout's default.
@@ -117,7 +121,12 @@ func (c *conn) authenticate() bool {
 		}
 	}
 	if s.required() && c.method == methodNone {
-		return c.refuse("no_certificate", errors.New("authentication required: connect over TLS with a client certificate (SASL is not served yet)"))
+		if len(s.sasl.Mechanisms) == 0 {
+			return c.refuse("no_certificate", errors.New("authentication required: connect over TLS with a client certificate (no SASL mechanism is enabled)"))
+		}
+		// The connection authenticates by SASL before anything else.
+		c.saslPending = true
+		c.preAuth.Store(true)
 	}
 	if c.method != methodNone {
 		// The backend records who created a topic, and bounds topics per
@@ -163,12 +172,17 @@ type authzRule struct {
 // OffsetDelete deletes in the group and reads the topic). A member's
 // subscribed topics, opaque in JoinGroup, are checked where they are
 // read and committed. A Metadata request that creates a topic needs
-// CreateTopics' permission on it (mayAutoCreate). ApiVersions and
-// SaslHandshake need nothing.
+// CreateTopics' permission on it (mayAutoCreate). ApiVersions,
+// SaslHandshake and SaslAuthenticate need nothing; the SCRAM admin keys
+// describe and alter the cluster, as in Kafka.
 // auth_test.go fails for a served key without a row.
 var authzTable = map[int16]authzRule{
-	kmsg.ApiVersions.Int16():   {},
-	kmsg.SASLHandshake.Int16(): {},
+	kmsg.ApiVersions.Int16():      {},
+	kmsg.SASLHandshake.Int16():    {},
+	kmsg.SASLAuthenticate.Int16(): {},
+	// Kafka's: describe and alter the cluster.
+	kmsg.DescribeUserSCRAMCredentials.Int16(): {cluster: auth.OpDescribe},
+	kmsg.AlterUserSCRAMCredentials.Int16():    {cluster: auth.OpAlter, audit: true},
 
 	kmsg.Produce.Int16():                 {topic: auth.OpWrite},
 	kmsg.Fetch.Int16():                   {topic: auth.OpRead},

@@ -50,6 +50,14 @@ type syncBuffer = syncbuf.Buffer
 
 func startSecureNode(t *testing.T, opts ...func(*Options)) *secureNode {
 	t.Helper()
+	return startSecureNodeTLS(t, (*testcerts.CA).ServerConfig, opts...)
+}
+
+// startSecureNodeTLS is startSecureNode with the listener's TLS
+// configuration made by serverConfig from the CA and the node's
+// certificate.
+func startSecureNodeTLS(t *testing.T, serverConfig func(*testcerts.CA, tls.Certificate) *tls.Config, opts ...func(*Options)) *secureNode {
+	t.Helper()
 	ca := testcerts.NewCA(t, "cluster")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -64,7 +72,7 @@ func startSecureNode(t *testing.T, opts ...func(*Options)) *secureNode {
 	}}, opts...)...)
 	sn.testNode = tn
 	done := make(chan error, 1)
-	go func() { done <- tn.srv.Serve(tls.NewListener(ln, ca.ServerConfig(ca.Node(t, "n1")))) }()
+	go func() { done <- tn.srv.Serve(tls.NewListener(ln, serverConfig(ca, ca.Node(t, "n1")))) }()
 	t.Cleanup(func() {
 		tn.srv.Close()
 		if err := <-done; !errors.Is(err, ErrServerClosed) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -35,6 +36,18 @@ type conn struct {
 	// (auth.go); set before the first request is read.
 	principal auth.Principal
 	method    string
+	// sasl is the connection's SASL exchange (auth_sasl.go), and
+	// saslPending says it must authenticate by SASL before any request
+	// but ApiVersions, SaslHandshake and SaslAuthenticate.
+	sasl        saslState
+	saslPending bool
+	// preAuth mirrors saslPending for the reader, which bounds the
+	// requests of a connection still to authenticate by SASL
+	// (maxPreAuthBytes).
+	preAuth atomic.Bool
+	// closeAfter, if set, closes the connection once the response being
+	// written is (a failed SASL authentication), with its reason.
+	closeAfter string
 }
 
 // request is a request read whole, with the budget it holds.
@@ -48,6 +61,13 @@ type request struct {
 	// closeReason, if set, closes the connection once the requests before
 	// this one are answered (a request Kafka would close it for).
 	closeReason string
+	// raw: body is a raw SASL token, which follows a SaslHandshake v0
+	// without a Kafka header (auth_sasl.go).
+	raw bool
+	// next, on a SaslHandshake v0 and on a raw token, is where the
+	// handler tells the reader whether the next frame is a raw token:
+	// the reader waits for it before reading on.
+	next chan bool
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -66,10 +86,13 @@ func (c *conn) serve() {
 	}
 	reqs := make(chan *request, c.s.limits.ReadAhead-1)
 	readerDone := make(chan struct{})
+	// The reader keeps the context it starts with: the handler goroutine
+	// replaces c.ctx with one naming a SASL principal.
+	readCtx := c.ctx
 	go func() {
 		defer close(readerDone)
 		defer close(reqs)
-		if !c.read(reqs) {
+		if !c.read(readCtx, reqs) {
 			c.pollCancel()
 		}
 	}()
@@ -93,10 +116,11 @@ func (c *conn) serve() {
 
 // read reads requests into reqs until the connection fails (false) or a
 // request closes it (true).
-func (c *conn) read(reqs chan<- *request) bool {
+func (c *conn) read(ctx context.Context, reqs chan<- *request) bool {
 	l := c.s.limits
 	br := bufio.NewReaderSize(c.nc, 64<<10)
 	var size [4]byte
+	raw := false // the next frame is a raw SASL token
 	for {
 		if l.IdleTimeout > 0 {
 			c.nc.SetReadDeadline(time.Now().Add(l.IdleTimeout))
@@ -105,12 +129,17 @@ func (c *conn) read(reqs chan<- *request) bool {
 			return false
 		}
 		n := int64(int32(binary.BigEndian.Uint32(size[:])))
+		if c.preAuth.Load() && n > maxPreAuthBytes {
+			c.s.metrics.unauthenticated.WithLabelValues("sasl_size").Inc()
+			c.s.logger.Debug("kafka: closing connection: request before SASL authentication too large", "remote", c.nc.RemoteAddr().String(), "size", n, "max", maxPreAuthBytes)
+			return false
+		}
 		if n < minRequestBytes || l.MaxRequestBytes > 0 && n > l.MaxRequestBytes {
 			c.s.metrics.refused.WithLabelValues("size").Inc()
 			c.s.logger.Debug("kafka: closing connection: request size out of bounds", "remote", c.nc.RemoteAddr().String(), "size", n, "max", l.MaxRequestBytes)
 			return false
 		}
-		charge, err := c.s.budget.Acquire(c.ctx, "", n, -1)
+		charge, err := c.s.budget.Acquire(ctx, "", n, -1)
 		if err != nil {
 			return false
 		}
@@ -128,15 +157,29 @@ func (c *conn) read(reqs chan<- *request) bool {
 			return false
 		}
 		r.start = time.Now()
-		r.h, r.body, r.closeReason = parseRequest(buf)
+		if raw {
+			r.raw, r.body = true, buf
+		} else {
+			r.h, r.body, r.closeReason = parseRequest(buf)
+		}
+		if r.raw || r.closeReason == "" && r.h.key == keySaslHandshake && r.h.version == 0 {
+			r.next = make(chan bool, 1)
+		}
 		select {
 		case reqs <- r:
-		case <-c.ctx.Done():
+		case <-ctx.Done():
 			charge.Release()
 			return false
 		}
 		if r.closeReason != "" {
 			return true
+		}
+		if r.next != nil {
+			select {
+			case raw = <-r.next:
+			case <-ctx.Done():
+				return false
+			}
 		}
 	}
 }
@@ -180,6 +223,19 @@ func (c *conn) handle(r *request) bool {
 			"client_id", r.h.clientID, "api", apiName(r.h.key), "version", r.h.version)
 		return false
 	}
+	if r.raw {
+		return c.handleRawSASL(r)
+	}
+	if r.next != nil {
+		// A SaslHandshake v0: raw tokens follow once it succeeded.
+		defer func() { r.next <- c.sasl.mech != "" && !c.sasl.done && c.closeAfter == "" }()
+	}
+	if c.saslPending && !saslAllowed(r.h.key) {
+		s.metrics.unauthenticated.WithLabelValues("sasl_required").Inc()
+		s.logger.Debug("kafka: closing connection: authentication required", "remote", c.nc.RemoteAddr().String(),
+			"client_id", r.h.clientID, "api", apiName(r.h.key))
+		return false
+	}
 	api := apiName(r.h.key)
 	rc := &reqCtx{c: c, key: r.h.key}
 	defer rc.releaseAnswer()
@@ -217,6 +273,10 @@ func (c *conn) handle(r *request) bool {
 	}
 	if cap(c.out) > 1<<20 {
 		c.out = nil // do not keep a large fetch's buffer per connection
+	}
+	if c.closeAfter != "" {
+		s.metrics.unauthenticated.WithLabelValues(c.closeAfter).Inc()
+		return false
 	}
 	return werr == nil
 }
@@ -302,6 +362,12 @@ func (c *conn) dispatch(rc *reqCtx, r *request) (kmsg.Response, error) {
 		resp = c.s.initProducerID(ctx, rc, req)
 	case *kmsg.SASLHandshakeRequest:
 		resp = c.s.saslHandshake(rc, req)
+	case *kmsg.SASLAuthenticateRequest:
+		resp = c.s.saslAuthenticate(rc, req)
+	case *kmsg.DescribeUserSCRAMCredentialsRequest:
+		resp = c.s.describeUserSCRAM(rc, req)
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		resp = c.s.alterUserSCRAM(ctx, rc, req)
 	case *kmsg.FindCoordinatorRequest:
 		resp = c.s.findCoordinator(rc, req)
 	case *kmsg.JoinGroupRequest:

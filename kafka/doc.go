@@ -30,15 +30,19 @@
 //
 // # Security
 //
-// A connection names its principal once, from the client certificate its
-// TLS handshake verified (the caller wraps the listener in TLS); with the
-// checks on, one without is closed before its first request. Each request
+// A connection names its principal when it opens, from the client
+// certificate its TLS handshake verified (the caller wraps the listener in
+// TLS); with the checks on, one without is closed before its first
+// request, unless SASL is enabled, when it must authenticate by SASL
+// first. Each request
 // is then authorized per topic and group from one table of API keys
 // (auth.go), by the auth.Authorizer the Connect API asks too; the node's
 // byte-rate quotas (package internal/quota) answer with
-// throttle_time_ms, and admin actions write the audit log. SASL is not
-// served (auth_sasl.go). docs/security.md, "Kafka listener", has the
-// rules.
+// throttle_time_ms, and admin actions write the audit log. SASL (PLAIN,
+// SCRAM-SHA-256/512, auth_sasl.go) authenticates a connection once, its
+// principal replacing the certificate's; SCRAM credentials are managed
+// by the KIP-554 keys (user_scram.go). docs/security.md, "Kafka
+// listener", has the rules.
 //
 // # Records
 //

@@ -86,6 +86,11 @@ var errorNames = map[int16]string{
 	errUnsupportedCompression:     "UNSUPPORTED_COMPRESSION_TYPE",
 	errInvalidRecord:              "INVALID_RECORD",
 	errUnknownTopicID:             "UNKNOWN_TOPIC_ID",
+	errIllegalSaslState:           "ILLEGAL_SASL_STATE",
+	errSaslAuthenticationFail:     "SASL_AUTHENTICATION_FAILED",
+	errResourceNotFound:           "RESOURCE_NOT_FOUND",
+	errDuplicateResource:          "DUPLICATE_RESOURCE",
+	errUnacceptableCredential:     "UNACCEPTABLE_CREDENTIAL",
 }
 
 func errorName(code int16) string {
@@ -152,6 +157,9 @@ var errorTable = []errorRow{
 	// The cluster's topic quota: retrying does not help until topics are
 	// deleted or the quota raised.
 	{errs: []error{backend.ErrQuotaExceeded}, code: errPolicyViolation},
+	// SCRAM credentials (user_scram.go answers a missing one per user).
+	{errs: []error{backend.ErrUnknownSCRAM}, code: errResourceNotFound},
+	{errs: []error{backend.ErrTooManySCRAM}, code: errPolicyViolation},
 	// A command some member's build would not understand.
 	{errs: []error{backend.ErrFeatureLevel}, code: errPolicyViolation},
 	{errs: []error{backend.ErrNotLeader, backend.ErrShutdown, backend.ErrBehind}, code: errNotLeaderOrFollower},

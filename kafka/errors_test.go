@@ -51,6 +51,8 @@ var kafkaSentinels = map[string]struct {
 	"ErrKeyRequired":          {backend.ErrKeyRequired, errInvalidRecord},
 	"ErrOutOfOrderSequence":   {backend.ErrOutOfOrderSequence, errOutOfOrderSequence},
 	"ErrInvalidProducerEpoch": {backend.ErrInvalidProducerEpoch, errInvalidProducerEpoch},
+	"ErrUnknownSCRAM":         {backend.ErrUnknownSCRAM, errResourceNotFound},
+	"ErrTooManySCRAM":         {backend.ErrTooManySCRAM, errPolicyViolation},
 }
 
 // notMet are the sentinels of package backend that no call of this

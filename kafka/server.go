@@ -186,6 +186,7 @@ type Server struct {
 	auditLog         *slog.Logger
 	handshakeTimeout time.Duration
 	nodeOf           func(*tls.ConnectionState) (string, bool)
+	sasl             SASLOptions
 	groups           *coordinator
 	forward          Forwarder
 	traffic          TopicTraffic
@@ -215,6 +216,12 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if err := opts.Auth.SASL.check(); err != nil {
+		return nil, err
+	}
+	if opts.Auth.SASL.Now == nil {
+		opts.Auth.SASL.Now = time.Now
+	}
 	if opts.DefaultPartitions <= 0 {
 		opts.DefaultPartitions = 1
 	}
@@ -230,7 +237,7 @@ func New(opts Options) (*Server, error) {
 		answers: opts.Answers, answerWait: cmp.Or(opts.AnswerWait, DefaultAnswerWait),
 		authz: opts.Auth.Authorizer, quotas: opts.Auth.Quotas,
 		auditLog: cmp.Or(opts.Auth.Audit, opts.Logger), handshakeTimeout: cmp.Or(opts.Auth.HandshakeTimeout, defaultHandshakeTimeout),
-		nodeOf: opts.Auth.VerifiedNode, forward: opts.Forward, traffic: opts.Traffic,
+		nodeOf: opts.Auth.VerifiedNode, sasl: opts.Auth.SASL, forward: opts.Forward, traffic: opts.Traffic,
 		lns: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{},
 	}
 	if l.MaxRequestBytes > 0 && l.InflightBytes > 0 && l.MaxRequestBytes > l.InflightBytes {

@@ -23,8 +23,8 @@ type versionRange struct {
 // producers (apiKeys); every transaction API is left out, and clients
 // refuse transactions themselves. The
 // group APIs are the classic protocol's (KIP-848's ConsumerGroupHeartbeat
-// is left out, so clients use the classic one). SaslHandshake is listed
-// only to be refused (auth_sasl.go).
+// is left out, so clients use the classic one). SaslHandshake version 0
+// is followed by raw SASL frames, served too (auth_sasl.go).
 var advertised = []versionRange{
 	{keyProduce, 3, 11},
 	{keyFetch, 4, 12},
@@ -46,10 +46,13 @@ var advertised = []versionRange{
 	{keyInitProducerID, 0, 5},
 	{keyDescribeConfigs, 1, 4},
 	{keyAlterConfigs, 0, 2},
+	{keySaslAuthenticate, 0, 2},
 	{keyCreatePartitions, 0, 3},
 	{keyDeleteGroups, 0, 2},
 	{keyIncrementalAlterConfigs, 0, 1},
 	{keyOffsetDelete, 0, 0},
+	{keyDescribeUserSCRAM, 0, 0},
+	{keyAlterUserSCRAM, 0, 0},
 }
 
 // served reports whether key at version is in the advertised table.

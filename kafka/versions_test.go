@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logd-dev/logd/auth"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -21,9 +23,10 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 // bytes sent). The requests build on each other: a topic is created,
 // written, read, listed, described, altered and deleted at every version.
 func TestEveryAdvertisedVersion(t *testing.T) {
-	tn := startNode(t, fastGroups)
+	tn := startNode(t, fastGroups, withSASL(Mechanisms...))
 	c := dial(t, tn.addr)
 	tn.createTopic("rt", 2, nil)
+	tn.setSCRAM("versions", "pw-versions", auth.SCRAMSHA256)
 
 	for _, r := range advertised {
 		for v := r.min; v <= r.max; v++ {
@@ -173,12 +176,47 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 					t.Errorf("%s: code %d, producer %d epoch %d", name, resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch)
 				}
 			case keySaslHandshake:
+				// On a connection of its own: one exchange per connection.
+				sc := dial(t, tn.addr)
 				req := kmsg.NewPtrSASLHandshakeRequest()
 				req.SetVersion(v)
 				req.Mechanism = "PLAIN"
-				resp := c.do(req).(*kmsg.SASLHandshakeResponse)
-				if resp.ErrorCode != errUnsupportedSaslMechanism || len(resp.SupportedMechanisms) != 0 {
-					t.Errorf("%s: code %d, mechanisms %q; want UNSUPPORTED_SASL_MECHANISM, none", name, resp.ErrorCode, resp.SupportedMechanisms)
+				resp := sc.do(req).(*kmsg.SASLHandshakeResponse)
+				if resp.ErrorCode != errNone || !slices.Equal(resp.SupportedMechanisms, Mechanisms) {
+					t.Errorf("%s: code %d, mechanisms %q; want NONE, %q", name, resp.ErrorCode, resp.SupportedMechanisms, Mechanisms)
+				}
+			case keySaslAuthenticate:
+				sc := dial(t, tn.addr)
+				if code := saslHandshake(sc, MechPlain); code != errNone {
+					t.Fatalf("%s: handshake: %s", name, errorName(code))
+				}
+				req := kmsg.NewPtrSASLAuthenticateRequest()
+				req.SetVersion(v)
+				req.SASLAuthBytes = []byte("\x00versions\x00pw-versions")
+				resp := sc.do(req).(*kmsg.SASLAuthenticateResponse)
+				if resp.ErrorCode != errNone {
+					t.Errorf("%s: code %s", name, errorName(resp.ErrorCode))
+				}
+			case keyDescribeUserSCRAM:
+				req := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+				req.SetVersion(v)
+				resp := c.do(req).(*kmsg.DescribeUserSCRAMCredentialsResponse)
+				if resp.ErrorCode != errNone || len(resp.Results) != 1 || resp.Results[0].User != "versions" ||
+					len(resp.Results[0].CredentialInfos) != 1 || resp.Results[0].CredentialInfos[0].Iterations != 4096 {
+					t.Errorf("%s: %+v", name, resp)
+				}
+			case keyAlterUserSCRAM:
+				req := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+				req.SetVersion(v)
+				d := kmsg.NewAlterUserSCRAMCredentialsRequestDeletion()
+				d.Name, d.Mechanism = "versions", 1
+				req.Deletions = append(req.Deletions, d)
+				resp := c.do(req).(*kmsg.AlterUserSCRAMCredentialsResponse)
+				if len(resp.Results) != 1 || resp.Results[0].ErrorCode != errNone {
+					t.Errorf("%s: %+v", name, resp)
+				}
+				if _, ok := tn.backend.SCRAMCredential("versions", auth.SCRAMSHA256); ok {
+					t.Errorf("%s: the credential is still there", name)
 				}
 			default:
 				if !groupVersionCase(t, tn, c, r.key, v, name) {

@@ -130,3 +130,59 @@ func (b *Backend) DeleteACLs(ctx context.Context, f auth.Filter, dryRun bool) ([
 // without a lock or an allocation (auth.Set.Authorize allocates nothing
 // either), replaced whole when a change is applied.
 func (b *Backend) ACLs() *auth.Set { return b.fsm.ACLs() }
+
+// SetSCRAMCredential sets c, a user's SCRAM credential for one mechanism
+// (replacing the one it held), through Raft, once every member's build
+// understands it (fsm.SCRAMLevel); setBy is the principal setting it. An
+// invalid c or setBy is backend.ErrInvalidArgument (and
+// auth.ErrInvalidSCRAM or auth.ErrInvalidPrincipal); a full cluster
+// backend.ErrTooManySCRAM.
+func (b *Backend) SetSCRAMCredential(ctx context.Context, c auth.SCRAMCredential, setBy string) (backend.SCRAMInfo, error) {
+	data, err := fsm.EncodeSCRAMSet(b.securityNow(), c, setBy)
+	if err != nil {
+		return backend.SCRAMInfo{}, err
+	}
+	if b.checksState() {
+		if err := b.fsm.CheckSCRAMSet(c, setBy); err != nil {
+			return backend.SCRAMInfo{}, err
+		}
+	}
+	return b.proposeSCRAM(ctx, data, "set SCRAM credential")
+}
+
+// DeleteSCRAMCredential deletes user's SCRAM credential for m through Raft
+// and returns what it was; backend.ErrUnknownSCRAM if the user holds none.
+func (b *Backend) DeleteSCRAMCredential(ctx context.Context, user string, m auth.SCRAMMechanism) (backend.SCRAMInfo, error) {
+	data, err := fsm.EncodeSCRAMDelete(b.securityNow(), user, m)
+	if err != nil {
+		return backend.SCRAMInfo{}, err
+	}
+	if _, ok := b.fsm.SCRAMCredential(user, m); !ok && b.checksState() {
+		return backend.SCRAMInfo{}, fmt.Errorf("%w: %s of user %s", backend.ErrUnknownSCRAM, m, user)
+	}
+	return b.proposeSCRAM(ctx, data, "delete SCRAM credential")
+}
+
+// proposeSCRAM proposes a SCRAM command and returns its result.
+func (b *Backend) proposeSCRAM(ctx context.Context, data []byte, what string) (backend.SCRAMInfo, error) {
+	res, err := b.propose(ctx, data)
+	if err != nil {
+		return backend.SCRAMInfo{}, err
+	}
+	info, ok := res.(backend.SCRAMInfo)
+	if !ok {
+		return backend.SCRAMInfo{}, fmt.Errorf("%s: unexpected result %T", what, res)
+	}
+	return info, nil
+}
+
+// SCRAMCredentials lists the SCRAM credentials applied on this node
+// (never their keys), sorted by user, then mechanism.
+func (b *Backend) SCRAMCredentials() []backend.SCRAMInfo { return b.fsm.SCRAMCredentials() }
+
+// SCRAMCredential returns user's credential for m as applied on this node,
+// for a SASL exchange: no lock. Its byte slices are shared with the state
+// and must not be modified.
+func (b *Backend) SCRAMCredential(user string, m auth.SCRAMMechanism) (auth.SCRAMCredential, bool) {
+	return b.fsm.SCRAMCredential(user, m)
+}

@@ -45,10 +45,14 @@ func sameSecurity(t *testing.T, what string, b, want *Backend) {
 	if got, w := b.ACLs().ACLs(), want.ACLs().ACLs(); !reflect.DeepEqual(got, w) {
 		t.Fatalf("%s: ACLs %v, want %v", what, got, w)
 	}
+	if got, w := b.SCRAMCredentials(), want.SCRAMCredentials(); !reflect.DeepEqual(got, w) {
+		t.Fatalf("%s: SCRAM credentials %+v, want %+v", what, got, w)
+	}
 }
 
 // TestSecurityStateFailover: tokens and ACLs are proposed only once every
-// member's build understands them (fsm.SecurityLevel), are replicated to
+// member's build understands them (fsm.SecurityLevel; SCRAM credentials
+// fsm.SCRAMLevel), are replicated to
 // every node, survive the leader's loss, can be changed on the new leader,
 // and reach the old leader when it is back.
 func TestSecurityStateFailover(t *testing.T) {
@@ -79,7 +83,21 @@ func TestSecurityStateFailover(t *testing.T) {
 	if _, err := leader.CreateACLs(ctx, []auth.ACL{aclPublic}); !errors.As(err, &fe) || fe.Cluster != backend.FeatureLevel(fsm.QuotaLevel) || !errors.Is(err, backend.ErrFeatureLevel) {
 		t.Fatalf("ACLs with a member at level %d: %v", fsm.QuotaLevel, err)
 	}
+	// A member below fsm.SCRAMLevel: no SCRAM credential is proposed.
+	if err := c.nodes[0].register(ctx, fsm.NodeRegister{ID: "n3", APIAddress: "n3-api", FeatureLevel: fsm.ProducerLevel}); err != nil {
+		t.Fatal(err)
+	}
+	cred, err := auth.SCRAMCredentialFromSalted(auth.SCRAMSHA256, "alice", "pw", []byte("salt"), auth.MinSCRAMIterations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leader.SetSCRAMCredential(ctx, cred, "User:admin"); !errors.As(err, &fe) || fe.Need != backend.FeatureLevel(fsm.SCRAMLevel) || fe.Cluster != backend.FeatureLevel(fsm.ProducerLevel) {
+		t.Fatalf("SCRAM credential with a member at level %d: %v", fsm.ProducerLevel, err)
+	}
 	if err := c.nodes[0].register(ctx, fsm.NodeRegister{ID: "n3", APIAddress: "n3-api", FeatureLevel: fsm.Level}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leader.SetSCRAMCredential(ctx, cred, "User:admin"); err != nil {
 		t.Fatal(err)
 	}
 

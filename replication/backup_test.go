@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/auth"
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/internal/backupfile"
 	"github.com/logd-dev/logd/log"
@@ -69,6 +70,14 @@ func testBackupRestore(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 	if _, err := NewBackend(n).appendCommand(ctx, fsm.Append{Topic: "idem", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: recordtest.ProducerBatch(t, pid, 0, 0, "p0")}}}); err != nil {
+		t.Fatal(err)
+	}
+	// A SCRAM credential: the security state goes into the backup.
+	cred, err := auth.SCRAMCredentialFromSalted(auth.SCRAMSHA512, "alice", "pw", []byte("salt"), auth.MinSCRAMIterations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewBackend(n).SetSCRAMCredential(ctx, cred, "User:admin"); err != nil {
 		t.Fatal(err)
 	}
 	var want [2][]string
@@ -176,6 +185,9 @@ func testBackupRestore(t *testing.T, from, to string) {
 	}
 	if id, _, err := NewBackend(r).InitProducerID(ctx); err != nil || id <= after || id < fsm.ProducerIDRestoreBase(restoredAt) {
 		t.Fatalf("producer id after restore: %d (%v); the old cluster handed out %d, the restore's base is %d", id, err, after, fsm.ProducerIDRestoreBase(restoredAt))
+	}
+	if c, ok := NewBackend(r).SCRAMCredential("alice", auth.SCRAMSHA512); !ok || !c.CheckPassword("pw") {
+		t.Fatalf("alice's SCRAM credential after restore: %+v, %v", c, ok)
 	}
 	// The registry names only the new cluster's node.
 	for _, nd := range r.FSM().Nodes() {

@@ -380,6 +380,23 @@ func (b *memSecurity) ACLs() *auth.Set {
 	return b.acls
 }
 
+// The follower these tests make stores no SCRAM credentials: its
+// writes are forwarded, and it lists none.
+
+func (b *memSecurity) SetSCRAMCredential(context.Context, auth.SCRAMCredential, string) (backend.SCRAMInfo, error) {
+	return backend.SCRAMInfo{}, backend.ErrNotLeader
+}
+
+func (b *memSecurity) DeleteSCRAMCredential(context.Context, string, auth.SCRAMMechanism) (backend.SCRAMInfo, error) {
+	return backend.SCRAMInfo{}, backend.ErrNotLeader
+}
+
+func (b *memSecurity) SCRAMCredentials() []backend.SCRAMInfo { return nil }
+
+func (b *memSecurity) SCRAMCredential(string, auth.SCRAMMechanism) (auth.SCRAMCredential, bool) {
+	return auth.SCRAMCredential{}, false
+}
+
 // clusterNodeID is the node id of a node certificate ca signed, as
 // tlsconf.Reloader.NodeID gives it: a certificate of another CA is no node.
 func clusterNodeID(ca *testcerts.CA) func(*x509.Certificate) (string, bool) {

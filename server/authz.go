@@ -90,6 +90,13 @@ func queuePerm(op auth.Operation, name string) auth.Permission {
 // clusterAdmin is cluster administration: membership and leadership.
 var clusterAdmin = perm(auth.OpAdmin, auth.ResourceCluster, auth.ClusterName)
 
+// clusterAlter and clusterDescribe are what the SCRAM credential
+// procedures need.
+var (
+	clusterAlter    = perm(auth.OpAlter, auth.ResourceCluster, auth.ClusterName)
+	clusterDescribe = perm(auth.OpDescribe, auth.ResourceCluster, auth.ClusterName)
+)
+
 // withTopics appends "op topic T" for each distinct topic.
 func withTopics(ps []auth.Permission, op auth.Operation, topics ...string) []auth.Permission {
 	for _, t := range topics {
@@ -385,6 +392,24 @@ var authzTable = map[string]authzRule{
 			return []auth.Permission{perm(auth.OpDelete, auth.ResourceToken, name)}
 		}),
 		audit: summary(func(m *logdv1.RevokeTokenRequest) []slog.Attr { return []slog.Attr{slog.String("token", m.Id)} }),
+	},
+
+	// SCRAM credentials: the cluster, as Kafka's KIP-554 keys ask (and
+	// the Kafka listener's, kafka/user_scram.go).
+	logdv1connect.LogServiceSetScramCredentialProcedure: {
+		need: onAll(func(*logdv1.SetScramCredentialRequest) []auth.Permission { return []auth.Permission{clusterAlter} }),
+		audit: summary(func(m *logdv1.SetScramCredentialRequest) []slog.Attr {
+			return []slog.Attr{slog.String("user", m.User), slog.String("mechanism", m.Mechanism), slog.Int("iterations", int(m.Iterations))}
+		}),
+	},
+	logdv1connect.LogServiceListScramCredentialsProcedure: {
+		need: onAll(func(*logdv1.ListScramCredentialsRequest) []auth.Permission { return []auth.Permission{clusterDescribe} }),
+	},
+	logdv1connect.LogServiceDeleteScramCredentialProcedure: {
+		need: onAll(func(*logdv1.DeleteScramCredentialRequest) []auth.Permission { return []auth.Permission{clusterAlter} }),
+		audit: summary(func(m *logdv1.DeleteScramCredentialRequest) []slog.Attr {
+			return []slog.Attr{slog.String("user", m.User), slog.String("mechanism", m.Mechanism)}
+		}),
 	},
 
 	// ACLs: the resource is the resource type of the ACLs changed.

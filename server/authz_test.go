@@ -318,6 +318,19 @@ func TestAuthorizationEveryProcedure(t *testing.T) {
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.RevokeToken(ctx, req(&logdv1.RevokeTokenRequest{Id: erin.Msg.Info.Id}))
 			})},
+		{proc: "SetScramCredential", admin: true, grant: []auth.ACL{g(cluster, auth.ClusterName, auth.OpAlter)},
+			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
+				return c.SetScramCredential(ctx, req(&logdv1.SetScramCredentialRequest{User: "carol", Mechanism: "SCRAM-SHA-256", Password: "pw"}))
+			})},
+		{proc: "ListScramCredentials", grant: []auth.ACL{g(cluster, auth.ClusterName, auth.OpDescribe)},
+			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
+				return c.ListScramCredentials(ctx, req(&logdv1.ListScramCredentialsRequest{}))
+			})},
+		{proc: "DeleteScramCredential", admin: true, grant: []auth.ACL{g(cluster, auth.ClusterName, auth.OpAlter)},
+			// The credential SetScramCredential's case set.
+			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
+				return c.DeleteScramCredential(ctx, req(&logdv1.DeleteScramCredentialRequest{User: "carol", Mechanism: "SCRAM-SHA-256"}))
+			})},
 		{proc: "CreateACLs", admin: true, grant: []auth.ACL{g(acl, "topic", auth.OpAlter)},
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.CreateACLs(ctx, req(&logdv1.CreateACLsRequest{Acls: []*logdv1.ACL{

@@ -63,7 +63,8 @@ var errorTable = []errorRow{
 	{errs: []error{backend.ErrUnknownToken}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_TOKEN},
 	{errs: []error{backend.ErrUnknownRedrive}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_REDRIVE},
 	{errs: []error{backend.ErrTokenExists}, code: connect.CodeAlreadyExists, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
-	{errs: []error{backend.ErrTooManyTokens, backend.ErrTooManyACLs}, code: connect.CodeResourceExhausted, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
+	{errs: []error{backend.ErrTooManyTokens, backend.ErrTooManyACLs, backend.ErrTooManySCRAM}, code: connect.CodeResourceExhausted, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
+	{errs: []error{backend.ErrUnknownSCRAM}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_SCRAM_CREDENTIAL},
 
 	// Queue groups.
 	{errs: []error{queue.ErrGroupNotFound}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_QUEUE_GROUP},

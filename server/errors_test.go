@@ -78,6 +78,8 @@ var backendSentinels = map[string]error{
 	"backend.ErrUnknownToken":         backend.ErrUnknownToken,
 	"backend.ErrTooManyTokens":        backend.ErrTooManyTokens,
 	"backend.ErrTooManyACLs":          backend.ErrTooManyACLs,
+	"backend.ErrUnknownSCRAM":         backend.ErrUnknownSCRAM,
+	"backend.ErrTooManySCRAM":         backend.ErrTooManySCRAM,
 
 	"group.ErrConsumerGroupNotFound": group.ErrConsumerGroupNotFound,
 	"group.ErrConsumerGroupNotEmpty": group.ErrConsumerGroupNotEmpty,

@@ -57,6 +57,9 @@ const (
 	Reason_REASON_PERMISSION_DENIED Reason = 61
 	// UNKNOWN_TOKEN: no token with that id.
 	Reason_REASON_UNKNOWN_TOKEN Reason = 62
+	// UNKNOWN_SCRAM_CREDENTIAL: the user holds no SCRAM credential of that
+	// mechanism.
+	Reason_REASON_UNKNOWN_SCRAM_CREDENTIAL Reason = 63
 	// Redrive jobs.
 	// UNKNOWN_REDRIVE: no redrive job with that id is kept.
 	Reason_REASON_UNKNOWN_REDRIVE Reason = 80
@@ -87,32 +90,34 @@ var (
 		60: "REASON_UNAUTHENTICATED",
 		61: "REASON_PERMISSION_DENIED",
 		62: "REASON_UNKNOWN_TOKEN",
+		63: "REASON_UNKNOWN_SCRAM_CREDENTIAL",
 		80: "REASON_UNKNOWN_REDRIVE",
 	}
 	Reason_value = map[string]int32{
-		"REASON_UNSPECIFIED":          0,
-		"REASON_INVALID_ARGUMENT":     1,
-		"REASON_UNKNOWN_TOPIC":        2,
-		"REASON_TOPIC_EXISTS":         3,
-		"REASON_UNKNOWN_PARTITION":    4,
-		"REASON_OFFSET_OUT_OF_RANGE":  5,
-		"REASON_RECORD_TOO_LARGE":     6,
-		"REASON_NOT_LEADER":           7,
-		"REASON_OVERLOADED":           8,
-		"REASON_UNAVAILABLE":          9,
-		"REASON_STALE_TOKEN":          10,
-		"REASON_IDEMPOTENCY_CONFLICT": 11,
-		"REASON_STORAGE":              12,
-		"REASON_STALE_GENERATION":     20,
-		"REASON_UNKNOWN_MEMBER":       21,
-		"REASON_UNKNOWN_GROUP":        22,
-		"REASON_GROUP_NOT_EMPTY":      23,
-		"REASON_UNKNOWN_QUEUE_GROUP":  40,
-		"REASON_QUEUE_GROUP_EXISTS":   41,
-		"REASON_UNAUTHENTICATED":      60,
-		"REASON_PERMISSION_DENIED":    61,
-		"REASON_UNKNOWN_TOKEN":        62,
-		"REASON_UNKNOWN_REDRIVE":      80,
+		"REASON_UNSPECIFIED":              0,
+		"REASON_INVALID_ARGUMENT":         1,
+		"REASON_UNKNOWN_TOPIC":            2,
+		"REASON_TOPIC_EXISTS":             3,
+		"REASON_UNKNOWN_PARTITION":        4,
+		"REASON_OFFSET_OUT_OF_RANGE":      5,
+		"REASON_RECORD_TOO_LARGE":         6,
+		"REASON_NOT_LEADER":               7,
+		"REASON_OVERLOADED":               8,
+		"REASON_UNAVAILABLE":              9,
+		"REASON_STALE_TOKEN":              10,
+		"REASON_IDEMPOTENCY_CONFLICT":     11,
+		"REASON_STORAGE":                  12,
+		"REASON_STALE_GENERATION":         20,
+		"REASON_UNKNOWN_MEMBER":           21,
+		"REASON_UNKNOWN_GROUP":            22,
+		"REASON_GROUP_NOT_EMPTY":          23,
+		"REASON_UNKNOWN_QUEUE_GROUP":      40,
+		"REASON_QUEUE_GROUP_EXISTS":       41,
+		"REASON_UNAUTHENTICATED":          60,
+		"REASON_PERMISSION_DENIED":        61,
+		"REASON_UNKNOWN_TOKEN":            62,
+		"REASON_UNKNOWN_SCRAM_CREDENTIAL": 63,
+		"REASON_UNKNOWN_REDRIVE":          80,
 	}
 )
 
@@ -7073,6 +7078,384 @@ func (x *RevokeTokenResponse) GetInfo() *TokenInfo {
 	return nil
 }
 
+// ScramCredentialInfo is what may be shown of a SCRAM credential.
+type ScramCredentialInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	User  string                 `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	// mechanism is "SCRAM-SHA-256" or "SCRAM-SHA-512".
+	Mechanism  string `protobuf:"bytes,2,opt,name=mechanism,proto3" json:"mechanism,omitempty"`
+	Iterations int32  `protobuf:"varint,3,opt,name=iterations,proto3" json:"iterations,omitempty"`
+	// set_by is the principal that set it, set_ms when.
+	SetBy         string `protobuf:"bytes,4,opt,name=set_by,json=setBy,proto3" json:"set_by,omitempty"`
+	SetMs         int64  `protobuf:"varint,5,opt,name=set_ms,json=setMs,proto3" json:"set_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScramCredentialInfo) Reset() {
+	*x = ScramCredentialInfo{}
+	mi := &file_logd_v1_logd_proto_msgTypes[103]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScramCredentialInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScramCredentialInfo) ProtoMessage() {}
+
+func (x *ScramCredentialInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[103]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScramCredentialInfo.ProtoReflect.Descriptor instead.
+func (*ScramCredentialInfo) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{103}
+}
+
+func (x *ScramCredentialInfo) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *ScramCredentialInfo) GetMechanism() string {
+	if x != nil {
+		return x.Mechanism
+	}
+	return ""
+}
+
+func (x *ScramCredentialInfo) GetIterations() int32 {
+	if x != nil {
+		return x.Iterations
+	}
+	return 0
+}
+
+func (x *ScramCredentialInfo) GetSetBy() string {
+	if x != nil {
+		return x.SetBy
+	}
+	return ""
+}
+
+func (x *ScramCredentialInfo) GetSetMs() int64 {
+	if x != nil {
+		return x.SetMs
+	}
+	return 0
+}
+
+type SetScramCredentialRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// user is the user name (the principal User:<user>).
+	User      string `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	Mechanism string `protobuf:"bytes,2,opt,name=mechanism,proto3" json:"mechanism,omitempty"`
+	Password  string `protobuf:"bytes,3,opt,name=password,proto3" json:"password,omitempty"`
+	// iterations is 4096 to 16384; 0 is 4096.
+	Iterations    int32 `protobuf:"varint,4,opt,name=iterations,proto3" json:"iterations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetScramCredentialRequest) Reset() {
+	*x = SetScramCredentialRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[104]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetScramCredentialRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetScramCredentialRequest) ProtoMessage() {}
+
+func (x *SetScramCredentialRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[104]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetScramCredentialRequest.ProtoReflect.Descriptor instead.
+func (*SetScramCredentialRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{104}
+}
+
+func (x *SetScramCredentialRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *SetScramCredentialRequest) GetMechanism() string {
+	if x != nil {
+		return x.Mechanism
+	}
+	return ""
+}
+
+func (x *SetScramCredentialRequest) GetPassword() string {
+	if x != nil {
+		return x.Password
+	}
+	return ""
+}
+
+func (x *SetScramCredentialRequest) GetIterations() int32 {
+	if x != nil {
+		return x.Iterations
+	}
+	return 0
+}
+
+type SetScramCredentialResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Info          *ScramCredentialInfo   `protobuf:"bytes,1,opt,name=info,proto3" json:"info,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetScramCredentialResponse) Reset() {
+	*x = SetScramCredentialResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[105]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetScramCredentialResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetScramCredentialResponse) ProtoMessage() {}
+
+func (x *SetScramCredentialResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[105]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetScramCredentialResponse.ProtoReflect.Descriptor instead.
+func (*SetScramCredentialResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{105}
+}
+
+func (x *SetScramCredentialResponse) GetInfo() *ScramCredentialInfo {
+	if x != nil {
+		return x.Info
+	}
+	return nil
+}
+
+type ListScramCredentialsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// user, if set, lists only that user's credentials.
+	User          string `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListScramCredentialsRequest) Reset() {
+	*x = ListScramCredentialsRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[106]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListScramCredentialsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListScramCredentialsRequest) ProtoMessage() {}
+
+func (x *ListScramCredentialsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[106]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListScramCredentialsRequest.ProtoReflect.Descriptor instead.
+func (*ListScramCredentialsRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{106}
+}
+
+func (x *ListScramCredentialsRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+type ListScramCredentialsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Credentials   []*ScramCredentialInfo `protobuf:"bytes,1,rep,name=credentials,proto3" json:"credentials,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListScramCredentialsResponse) Reset() {
+	*x = ListScramCredentialsResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[107]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListScramCredentialsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListScramCredentialsResponse) ProtoMessage() {}
+
+func (x *ListScramCredentialsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[107]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListScramCredentialsResponse.ProtoReflect.Descriptor instead.
+func (*ListScramCredentialsResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{107}
+}
+
+func (x *ListScramCredentialsResponse) GetCredentials() []*ScramCredentialInfo {
+	if x != nil {
+		return x.Credentials
+	}
+	return nil
+}
+
+type DeleteScramCredentialRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	User          string                 `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	Mechanism     string                 `protobuf:"bytes,2,opt,name=mechanism,proto3" json:"mechanism,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteScramCredentialRequest) Reset() {
+	*x = DeleteScramCredentialRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[108]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteScramCredentialRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteScramCredentialRequest) ProtoMessage() {}
+
+func (x *DeleteScramCredentialRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[108]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteScramCredentialRequest.ProtoReflect.Descriptor instead.
+func (*DeleteScramCredentialRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{108}
+}
+
+func (x *DeleteScramCredentialRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *DeleteScramCredentialRequest) GetMechanism() string {
+	if x != nil {
+		return x.Mechanism
+	}
+	return ""
+}
+
+type DeleteScramCredentialResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Info          *ScramCredentialInfo   `protobuf:"bytes,1,opt,name=info,proto3" json:"info,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteScramCredentialResponse) Reset() {
+	*x = DeleteScramCredentialResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[109]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteScramCredentialResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteScramCredentialResponse) ProtoMessage() {}
+
+func (x *DeleteScramCredentialResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[109]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteScramCredentialResponse.ProtoReflect.Descriptor instead.
+func (*DeleteScramCredentialResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{109}
+}
+
+func (x *DeleteScramCredentialResponse) GetInfo() *ScramCredentialInfo {
+	if x != nil {
+		return x.Info
+	}
+	return nil
+}
+
 // ACL is one rule in Kafka's model. Enums are by name, lower case:
 // resource topic|group|queue|cluster|token|acl, pattern literal|prefix,
 // operation read|write|create|delete|alter|describe|admin|all, effect
@@ -7091,7 +7474,7 @@ type ACL struct {
 
 func (x *ACL) Reset() {
 	*x = ACL{}
-	mi := &file_logd_v1_logd_proto_msgTypes[103]
+	mi := &file_logd_v1_logd_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7103,7 +7486,7 @@ func (x *ACL) String() string {
 func (*ACL) ProtoMessage() {}
 
 func (x *ACL) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[103]
+	mi := &file_logd_v1_logd_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7116,7 +7499,7 @@ func (x *ACL) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ACL.ProtoReflect.Descriptor instead.
 func (*ACL) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{103}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *ACL) GetPrincipal() string {
@@ -7170,7 +7553,7 @@ type CreateACLsRequest struct {
 
 func (x *CreateACLsRequest) Reset() {
 	*x = CreateACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[104]
+	mi := &file_logd_v1_logd_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7182,7 +7565,7 @@ func (x *CreateACLsRequest) String() string {
 func (*CreateACLsRequest) ProtoMessage() {}
 
 func (x *CreateACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[104]
+	mi := &file_logd_v1_logd_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7195,7 +7578,7 @@ func (x *CreateACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateACLsRequest.ProtoReflect.Descriptor instead.
 func (*CreateACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{104}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *CreateACLsRequest) GetAcls() []*ACL {
@@ -7215,7 +7598,7 @@ type CreateACLsResponse struct {
 
 func (x *CreateACLsResponse) Reset() {
 	*x = CreateACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[105]
+	mi := &file_logd_v1_logd_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7227,7 +7610,7 @@ func (x *CreateACLsResponse) String() string {
 func (*CreateACLsResponse) ProtoMessage() {}
 
 func (x *CreateACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[105]
+	mi := &file_logd_v1_logd_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7240,7 +7623,7 @@ func (x *CreateACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateACLsResponse.ProtoReflect.Descriptor instead.
 func (*CreateACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{105}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *CreateACLsResponse) GetCreated() int32 {
@@ -7265,7 +7648,7 @@ type ACLFilter struct {
 
 func (x *ACLFilter) Reset() {
 	*x = ACLFilter{}
-	mi := &file_logd_v1_logd_proto_msgTypes[106]
+	mi := &file_logd_v1_logd_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7277,7 +7660,7 @@ func (x *ACLFilter) String() string {
 func (*ACLFilter) ProtoMessage() {}
 
 func (x *ACLFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[106]
+	mi := &file_logd_v1_logd_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7290,7 +7673,7 @@ func (x *ACLFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ACLFilter.ProtoReflect.Descriptor instead.
 func (*ACLFilter) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{106}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *ACLFilter) GetPrincipal() string {
@@ -7344,7 +7727,7 @@ type ListACLsRequest struct {
 
 func (x *ListACLsRequest) Reset() {
 	*x = ListACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[107]
+	mi := &file_logd_v1_logd_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7356,7 +7739,7 @@ func (x *ListACLsRequest) String() string {
 func (*ListACLsRequest) ProtoMessage() {}
 
 func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[107]
+	mi := &file_logd_v1_logd_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7369,7 +7752,7 @@ func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListACLsRequest.ProtoReflect.Descriptor instead.
 func (*ListACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{107}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *ListACLsRequest) GetFilter() *ACLFilter {
@@ -7388,7 +7771,7 @@ type ListACLsResponse struct {
 
 func (x *ListACLsResponse) Reset() {
 	*x = ListACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[108]
+	mi := &file_logd_v1_logd_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7400,7 +7783,7 @@ func (x *ListACLsResponse) String() string {
 func (*ListACLsResponse) ProtoMessage() {}
 
 func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[108]
+	mi := &file_logd_v1_logd_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7413,7 +7796,7 @@ func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListACLsResponse.ProtoReflect.Descriptor instead.
 func (*ListACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{108}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *ListACLsResponse) GetAcls() []*ACL {
@@ -7435,7 +7818,7 @@ type DeleteACLsRequest struct {
 
 func (x *DeleteACLsRequest) Reset() {
 	*x = DeleteACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[109]
+	mi := &file_logd_v1_logd_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7447,7 +7830,7 @@ func (x *DeleteACLsRequest) String() string {
 func (*DeleteACLsRequest) ProtoMessage() {}
 
 func (x *DeleteACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[109]
+	mi := &file_logd_v1_logd_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7460,7 +7843,7 @@ func (x *DeleteACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteACLsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{109}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *DeleteACLsRequest) GetFilter() *ACLFilter {
@@ -7487,7 +7870,7 @@ type DeleteACLsResponse struct {
 
 func (x *DeleteACLsResponse) Reset() {
 	*x = DeleteACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[110]
+	mi := &file_logd_v1_logd_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7499,7 +7882,7 @@ func (x *DeleteACLsResponse) String() string {
 func (*DeleteACLsResponse) ProtoMessage() {}
 
 func (x *DeleteACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[110]
+	mi := &file_logd_v1_logd_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7512,7 +7895,7 @@ func (x *DeleteACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteACLsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{110}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *DeleteACLsResponse) GetAcls() []*ACL {
@@ -7556,7 +7939,7 @@ type StartRedriveRequest struct {
 
 func (x *StartRedriveRequest) Reset() {
 	*x = StartRedriveRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[111]
+	mi := &file_logd_v1_logd_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7568,7 +7951,7 @@ func (x *StartRedriveRequest) String() string {
 func (*StartRedriveRequest) ProtoMessage() {}
 
 func (x *StartRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[111]
+	mi := &file_logd_v1_logd_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7581,7 +7964,7 @@ func (x *StartRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRedriveRequest.ProtoReflect.Descriptor instead.
 func (*StartRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{111}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *StartRedriveRequest) GetDeadLetterTopic() string {
@@ -7680,7 +8063,7 @@ type RedriveRecordRef struct {
 
 func (x *RedriveRecordRef) Reset() {
 	*x = RedriveRecordRef{}
-	mi := &file_logd_v1_logd_proto_msgTypes[112]
+	mi := &file_logd_v1_logd_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7692,7 +8075,7 @@ func (x *RedriveRecordRef) String() string {
 func (*RedriveRecordRef) ProtoMessage() {}
 
 func (x *RedriveRecordRef) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[112]
+	mi := &file_logd_v1_logd_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7705,7 +8088,7 @@ func (x *RedriveRecordRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveRecordRef.ProtoReflect.Descriptor instead.
 func (*RedriveRecordRef) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{112}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *RedriveRecordRef) GetPartition() int32 {
@@ -7740,7 +8123,7 @@ type RedriveProgress struct {
 
 func (x *RedriveProgress) Reset() {
 	*x = RedriveProgress{}
-	mi := &file_logd_v1_logd_proto_msgTypes[113]
+	mi := &file_logd_v1_logd_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7752,7 +8135,7 @@ func (x *RedriveProgress) String() string {
 func (*RedriveProgress) ProtoMessage() {}
 
 func (x *RedriveProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[113]
+	mi := &file_logd_v1_logd_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7765,7 +8148,7 @@ func (x *RedriveProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveProgress.ProtoReflect.Descriptor instead.
 func (*RedriveProgress) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{113}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *RedriveProgress) GetScanned() int64 {
@@ -7835,7 +8218,7 @@ type RedriveJob struct {
 
 func (x *RedriveJob) Reset() {
 	*x = RedriveJob{}
-	mi := &file_logd_v1_logd_proto_msgTypes[114]
+	mi := &file_logd_v1_logd_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7847,7 +8230,7 @@ func (x *RedriveJob) String() string {
 func (*RedriveJob) ProtoMessage() {}
 
 func (x *RedriveJob) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[114]
+	mi := &file_logd_v1_logd_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7860,7 +8243,7 @@ func (x *RedriveJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveJob.ProtoReflect.Descriptor instead.
 func (*RedriveJob) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{114}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *RedriveJob) GetId() string {
@@ -7956,7 +8339,7 @@ type StartRedriveResponse struct {
 
 func (x *StartRedriveResponse) Reset() {
 	*x = StartRedriveResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[115]
+	mi := &file_logd_v1_logd_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7968,7 +8351,7 @@ func (x *StartRedriveResponse) String() string {
 func (*StartRedriveResponse) ProtoMessage() {}
 
 func (x *StartRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[115]
+	mi := &file_logd_v1_logd_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7981,7 +8364,7 @@ func (x *StartRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRedriveResponse.ProtoReflect.Descriptor instead.
 func (*StartRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{115}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *StartRedriveResponse) GetJob() *RedriveJob {
@@ -8000,7 +8383,7 @@ type DescribeRedriveRequest struct {
 
 func (x *DescribeRedriveRequest) Reset() {
 	*x = DescribeRedriveRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[116]
+	mi := &file_logd_v1_logd_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8012,7 +8395,7 @@ func (x *DescribeRedriveRequest) String() string {
 func (*DescribeRedriveRequest) ProtoMessage() {}
 
 func (x *DescribeRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[116]
+	mi := &file_logd_v1_logd_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8025,7 +8408,7 @@ func (x *DescribeRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRedriveRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{116}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *DescribeRedriveRequest) GetId() string {
@@ -8044,7 +8427,7 @@ type DescribeRedriveResponse struct {
 
 func (x *DescribeRedriveResponse) Reset() {
 	*x = DescribeRedriveResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[117]
+	mi := &file_logd_v1_logd_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8056,7 +8439,7 @@ func (x *DescribeRedriveResponse) String() string {
 func (*DescribeRedriveResponse) ProtoMessage() {}
 
 func (x *DescribeRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[117]
+	mi := &file_logd_v1_logd_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8069,7 +8452,7 @@ func (x *DescribeRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRedriveResponse.ProtoReflect.Descriptor instead.
 func (*DescribeRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{117}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *DescribeRedriveResponse) GetJob() *RedriveJob {
@@ -8089,7 +8472,7 @@ type ListRedrivesRequest struct {
 
 func (x *ListRedrivesRequest) Reset() {
 	*x = ListRedrivesRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[118]
+	mi := &file_logd_v1_logd_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8101,7 +8484,7 @@ func (x *ListRedrivesRequest) String() string {
 func (*ListRedrivesRequest) ProtoMessage() {}
 
 func (x *ListRedrivesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[118]
+	mi := &file_logd_v1_logd_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8114,7 +8497,7 @@ func (x *ListRedrivesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRedrivesRequest.ProtoReflect.Descriptor instead.
 func (*ListRedrivesRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{118}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *ListRedrivesRequest) GetDeadLetterTopic() string {
@@ -8133,7 +8516,7 @@ type ListRedrivesResponse struct {
 
 func (x *ListRedrivesResponse) Reset() {
 	*x = ListRedrivesResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[119]
+	mi := &file_logd_v1_logd_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8145,7 +8528,7 @@ func (x *ListRedrivesResponse) String() string {
 func (*ListRedrivesResponse) ProtoMessage() {}
 
 func (x *ListRedrivesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[119]
+	mi := &file_logd_v1_logd_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8158,7 +8541,7 @@ func (x *ListRedrivesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRedrivesResponse.ProtoReflect.Descriptor instead.
 func (*ListRedrivesResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{119}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *ListRedrivesResponse) GetJobs() []*RedriveJob {
@@ -8177,7 +8560,7 @@ type StopRedriveRequest struct {
 
 func (x *StopRedriveRequest) Reset() {
 	*x = StopRedriveRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[120]
+	mi := &file_logd_v1_logd_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8189,7 +8572,7 @@ func (x *StopRedriveRequest) String() string {
 func (*StopRedriveRequest) ProtoMessage() {}
 
 func (x *StopRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[120]
+	mi := &file_logd_v1_logd_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8202,7 +8585,7 @@ func (x *StopRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRedriveRequest.ProtoReflect.Descriptor instead.
 func (*StopRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{120}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *StopRedriveRequest) GetId() string {
@@ -8221,7 +8604,7 @@ type StopRedriveResponse struct {
 
 func (x *StopRedriveResponse) Reset() {
 	*x = StopRedriveResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[121]
+	mi := &file_logd_v1_logd_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8233,7 +8616,7 @@ func (x *StopRedriveResponse) String() string {
 func (*StopRedriveResponse) ProtoMessage() {}
 
 func (x *StopRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[121]
+	mi := &file_logd_v1_logd_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8246,7 +8629,7 @@ func (x *StopRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRedriveResponse.ProtoReflect.Descriptor instead.
 func (*StopRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{121}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *StopRedriveResponse) GetJob() *RedriveJob {
@@ -8294,7 +8677,7 @@ type ListDeadLettersRequest struct {
 
 func (x *ListDeadLettersRequest) Reset() {
 	*x = ListDeadLettersRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[122]
+	mi := &file_logd_v1_logd_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8306,7 +8689,7 @@ func (x *ListDeadLettersRequest) String() string {
 func (*ListDeadLettersRequest) ProtoMessage() {}
 
 func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[122]
+	mi := &file_logd_v1_logd_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8319,7 +8702,7 @@ func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{122}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *ListDeadLettersRequest) GetTopic() string {
@@ -8471,7 +8854,7 @@ type DeadLetter struct {
 
 func (x *DeadLetter) Reset() {
 	*x = DeadLetter{}
-	mi := &file_logd_v1_logd_proto_msgTypes[123]
+	mi := &file_logd_v1_logd_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8483,7 +8866,7 @@ func (x *DeadLetter) String() string {
 func (*DeadLetter) ProtoMessage() {}
 
 func (x *DeadLetter) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[123]
+	mi := &file_logd_v1_logd_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8496,7 +8879,7 @@ func (x *DeadLetter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetter.ProtoReflect.Descriptor instead.
 func (*DeadLetter) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{123}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *DeadLetter) GetPartition() int32 {
@@ -8673,7 +9056,7 @@ type ListDeadLettersResponse struct {
 
 func (x *ListDeadLettersResponse) Reset() {
 	*x = ListDeadLettersResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[124]
+	mi := &file_logd_v1_logd_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8685,7 +9068,7 @@ func (x *ListDeadLettersResponse) String() string {
 func (*ListDeadLettersResponse) ProtoMessage() {}
 
 func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[124]
+	mi := &file_logd_v1_logd_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8698,7 +9081,7 @@ func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{124}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *ListDeadLettersResponse) GetDeadLetters() []*DeadLetter {
@@ -9340,7 +9723,33 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x12RevokeTokenRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"=\n" +
 	"\x13RevokeTokenResponse\x12&\n" +
-	"\x04info\x18\x01 \x01(\v2\x12.logd.v1.TokenInfoR\x04info\"\xa3\x01\n" +
+	"\x04info\x18\x01 \x01(\v2\x12.logd.v1.TokenInfoR\x04info\"\x95\x01\n" +
+	"\x13ScramCredentialInfo\x12\x12\n" +
+	"\x04user\x18\x01 \x01(\tR\x04user\x12\x1c\n" +
+	"\tmechanism\x18\x02 \x01(\tR\tmechanism\x12\x1e\n" +
+	"\n" +
+	"iterations\x18\x03 \x01(\x05R\n" +
+	"iterations\x12\x15\n" +
+	"\x06set_by\x18\x04 \x01(\tR\x05setBy\x12\x15\n" +
+	"\x06set_ms\x18\x05 \x01(\x03R\x05setMs\"\x89\x01\n" +
+	"\x19SetScramCredentialRequest\x12\x12\n" +
+	"\x04user\x18\x01 \x01(\tR\x04user\x12\x1c\n" +
+	"\tmechanism\x18\x02 \x01(\tR\tmechanism\x12\x1a\n" +
+	"\bpassword\x18\x03 \x01(\tR\bpassword\x12\x1e\n" +
+	"\n" +
+	"iterations\x18\x04 \x01(\x05R\n" +
+	"iterations\"N\n" +
+	"\x1aSetScramCredentialResponse\x120\n" +
+	"\x04info\x18\x01 \x01(\v2\x1c.logd.v1.ScramCredentialInfoR\x04info\"1\n" +
+	"\x1bListScramCredentialsRequest\x12\x12\n" +
+	"\x04user\x18\x01 \x01(\tR\x04user\"^\n" +
+	"\x1cListScramCredentialsResponse\x12>\n" +
+	"\vcredentials\x18\x01 \x03(\v2\x1c.logd.v1.ScramCredentialInfoR\vcredentials\"P\n" +
+	"\x1cDeleteScramCredentialRequest\x12\x12\n" +
+	"\x04user\x18\x01 \x01(\tR\x04user\x12\x1c\n" +
+	"\tmechanism\x18\x02 \x01(\tR\tmechanism\"Q\n" +
+	"\x1dDeleteScramCredentialResponse\x120\n" +
+	"\x04info\x18\x01 \x01(\v2\x1c.logd.v1.ScramCredentialInfoR\x04info\"\xa3\x01\n" +
 	"\x03ACL\x12\x1c\n" +
 	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x1a\n" +
 	"\bresource\x18\x02 \x01(\tR\bresource\x12\x18\n" +
@@ -9485,7 +9894,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\ttruncated\x18\x04 \x01(\bR\ttruncated\x12!\n" +
 	"\fnext_offsets\x18\x05 \x03(\x03R\vnextOffsets\x12\x1f\n" +
 	"\vend_offsets\x18\x06 \x03(\x03R\n" +
-	"endOffsets*\xfb\x04\n" +
+	"endOffsets*\xa0\x05\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17REASON_INVALID_ARGUMENT\x10\x01\x12\x18\n" +
@@ -9509,8 +9918,9 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x19REASON_QUEUE_GROUP_EXISTS\x10)\x12\x1a\n" +
 	"\x16REASON_UNAUTHENTICATED\x10<\x12\x1c\n" +
 	"\x18REASON_PERMISSION_DENIED\x10=\x12\x18\n" +
-	"\x14REASON_UNKNOWN_TOKEN\x10>\x12\x1a\n" +
-	"\x16REASON_UNKNOWN_REDRIVE\x10P2\xfb\x19\n" +
+	"\x14REASON_UNKNOWN_TOKEN\x10>\x12#\n" +
+	"\x1fREASON_UNKNOWN_SCRAM_CREDENTIAL\x10?\x12\x1a\n" +
+	"\x16REASON_UNKNOWN_REDRIVE\x10P2\xa7\x1c\n" +
 	"\n" +
 	"LogService\x12H\n" +
 	"\vCreateTopic\x12\x1b.logd.v1.CreateTopicRequest\x1a\x1c.logd.v1.CreateTopicResponse\x12E\n" +
@@ -9556,7 +9966,10 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\vCreateToken\x12\x1b.logd.v1.CreateTokenRequest\x1a\x1c.logd.v1.CreateTokenResponse\x12E\n" +
 	"\n" +
 	"ListTokens\x12\x1a.logd.v1.ListTokensRequest\x1a\x1b.logd.v1.ListTokensResponse\x12H\n" +
-	"\vRevokeToken\x12\x1b.logd.v1.RevokeTokenRequest\x1a\x1c.logd.v1.RevokeTokenResponse\x12E\n" +
+	"\vRevokeToken\x12\x1b.logd.v1.RevokeTokenRequest\x1a\x1c.logd.v1.RevokeTokenResponse\x12]\n" +
+	"\x12SetScramCredential\x12\".logd.v1.SetScramCredentialRequest\x1a#.logd.v1.SetScramCredentialResponse\x12c\n" +
+	"\x14ListScramCredentials\x12$.logd.v1.ListScramCredentialsRequest\x1a%.logd.v1.ListScramCredentialsResponse\x12f\n" +
+	"\x15DeleteScramCredential\x12%.logd.v1.DeleteScramCredentialRequest\x1a&.logd.v1.DeleteScramCredentialResponse\x12E\n" +
 	"\n" +
 	"CreateACLs\x12\x1a.logd.v1.CreateACLsRequest\x1a\x1b.logd.v1.CreateACLsResponse\x12?\n" +
 	"\bListACLs\x12\x18.logd.v1.ListACLsRequest\x1a\x19.logd.v1.ListACLsResponse\x12E\n" +
@@ -9581,146 +9994,153 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 128)
+var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 135)
 var file_logd_v1_logd_proto_goTypes = []any{
-	(Reason)(0),                        // 0: logd.v1.Reason
-	(*ErrorInfo)(nil),                  // 1: logd.v1.ErrorInfo
-	(*CreateTopicRequest)(nil),         // 2: logd.v1.CreateTopicRequest
-	(*CreateTopicResponse)(nil),        // 3: logd.v1.CreateTopicResponse
-	(*ListTopicsRequest)(nil),          // 4: logd.v1.ListTopicsRequest
-	(*ListTopicsResponse)(nil),         // 5: logd.v1.ListTopicsResponse
-	(*DescribeTopicRequest)(nil),       // 6: logd.v1.DescribeTopicRequest
-	(*DescribeTopicResponse)(nil),      // 7: logd.v1.DescribeTopicResponse
-	(*DeleteTopicRequest)(nil),         // 8: logd.v1.DeleteTopicRequest
-	(*DeleteTopicResponse)(nil),        // 9: logd.v1.DeleteTopicResponse
-	(*TopicInfo)(nil),                  // 10: logd.v1.TopicInfo
-	(*TopicStats)(nil),                 // 11: logd.v1.TopicStats
-	(*PartitionInfo)(nil),              // 12: logd.v1.PartitionInfo
-	(*Header)(nil),                     // 13: logd.v1.Header
-	(*Record)(nil),                     // 14: logd.v1.Record
-	(*ProduceRequest)(nil),             // 15: logd.v1.ProduceRequest
-	(*RecordResult)(nil),               // 16: logd.v1.RecordResult
-	(*ProduceResponse)(nil),            // 17: logd.v1.ProduceResponse
-	(*FetchRequest)(nil),               // 18: logd.v1.FetchRequest
-	(*FetchedRecord)(nil),              // 19: logd.v1.FetchedRecord
-	(*FetchResponse)(nil),              // 20: logd.v1.FetchResponse
-	(*ListOffsetsRequest)(nil),         // 21: logd.v1.ListOffsetsRequest
-	(*ListOffsetsResponse)(nil),        // 22: logd.v1.ListOffsetsResponse
-	(*StatusRequest)(nil),              // 23: logd.v1.StatusRequest
-	(*ReadIndexRequest)(nil),           // 24: logd.v1.ReadIndexRequest
-	(*ReadIndexResponse)(nil),          // 25: logd.v1.ReadIndexResponse
-	(*StatusResponse)(nil),             // 26: logd.v1.StatusResponse
-	(*FollowerStatus)(nil),             // 27: logd.v1.FollowerStatus
-	(*DiskStatus)(nil),                 // 28: logd.v1.DiskStatus
-	(*Member)(nil),                     // 29: logd.v1.Member
-	(*GroupTopicPartition)(nil),        // 30: logd.v1.GroupTopicPartition
-	(*GroupOffset)(nil),                // 31: logd.v1.GroupOffset
-	(*JoinGroupRequest)(nil),           // 32: logd.v1.JoinGroupRequest
-	(*GroupAssignment)(nil),            // 33: logd.v1.GroupAssignment
-	(*AssignedPartition)(nil),          // 34: logd.v1.AssignedPartition
-	(*JoinGroupResponse)(nil),          // 35: logd.v1.JoinGroupResponse
-	(*GroupHeartbeatRequest)(nil),      // 36: logd.v1.GroupHeartbeatRequest
-	(*GroupHeartbeatResponse)(nil),     // 37: logd.v1.GroupHeartbeatResponse
-	(*LeaveGroupRequest)(nil),          // 38: logd.v1.LeaveGroupRequest
-	(*LeaveGroupResponse)(nil),         // 39: logd.v1.LeaveGroupResponse
-	(*CommitOffsetsRequest)(nil),       // 40: logd.v1.CommitOffsetsRequest
-	(*CommitOffsetsResponse)(nil),      // 41: logd.v1.CommitOffsetsResponse
-	(*GroupFetchRequest)(nil),          // 42: logd.v1.GroupFetchRequest
-	(*GroupFetchResponse)(nil),         // 43: logd.v1.GroupFetchResponse
-	(*ListGroupsRequest)(nil),          // 44: logd.v1.ListGroupsRequest
-	(*ConsumerGroupSummary)(nil),       // 45: logd.v1.ConsumerGroupSummary
-	(*ListGroupsResponse)(nil),         // 46: logd.v1.ListGroupsResponse
-	(*DescribeGroupRequest)(nil),       // 47: logd.v1.DescribeGroupRequest
-	(*ConsumerGroupMember)(nil),        // 48: logd.v1.ConsumerGroupMember
-	(*ConsumerGroupPartition)(nil),     // 49: logd.v1.ConsumerGroupPartition
-	(*DescribeGroupResponse)(nil),      // 50: logd.v1.DescribeGroupResponse
-	(*DeleteGroupRequest)(nil),         // 51: logd.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),        // 52: logd.v1.DeleteGroupResponse
-	(*ResetTopic)(nil),                 // 53: logd.v1.ResetTopic
-	(*ResetGroupOffsetsRequest)(nil),   // 54: logd.v1.ResetGroupOffsetsRequest
-	(*ResetPlanEntry)(nil),             // 55: logd.v1.ResetPlanEntry
-	(*ResetGroupOffsetsResponse)(nil),  // 56: logd.v1.ResetGroupOffsetsResponse
-	(*QueueGroupConfig)(nil),           // 57: logd.v1.QueueGroupConfig
-	(*CreateQueueGroupRequest)(nil),    // 58: logd.v1.CreateQueueGroupRequest
-	(*CreateQueueGroupResponse)(nil),   // 59: logd.v1.CreateQueueGroupResponse
-	(*AlterQueueGroupRequest)(nil),     // 60: logd.v1.AlterQueueGroupRequest
-	(*AlterQueueGroupResponse)(nil),    // 61: logd.v1.AlterQueueGroupResponse
-	(*DescribeQueueGroupRequest)(nil),  // 62: logd.v1.DescribeQueueGroupRequest
-	(*QueuePartitionState)(nil),        // 63: logd.v1.QueuePartitionState
-	(*DescribeQueueGroupResponse)(nil), // 64: logd.v1.DescribeQueueGroupResponse
-	(*ListQueueGroupsRequest)(nil),     // 65: logd.v1.ListQueueGroupsRequest
-	(*ListQueueGroupsResponse)(nil),    // 66: logd.v1.ListQueueGroupsResponse
-	(*InFlightRecord)(nil),             // 67: logd.v1.InFlightRecord
-	(*ClaimRequest)(nil),               // 68: logd.v1.ClaimRequest
-	(*ClaimedRecord)(nil),              // 69: logd.v1.ClaimedRecord
-	(*ClaimResponse)(nil),              // 70: logd.v1.ClaimResponse
-	(*TokenResult)(nil),                // 71: logd.v1.TokenResult
-	(*AckRequest)(nil),                 // 72: logd.v1.AckRequest
-	(*AckResponse)(nil),                // 73: logd.v1.AckResponse
-	(*QueueNack)(nil),                  // 74: logd.v1.QueueNack
-	(*NackRequest)(nil),                // 75: logd.v1.NackRequest
-	(*NackResponse)(nil),               // 76: logd.v1.NackResponse
-	(*ExtendRequest)(nil),              // 77: logd.v1.ExtendRequest
-	(*ExtendResponse)(nil),             // 78: logd.v1.ExtendResponse
-	(*AlterTopicRequest)(nil),          // 79: logd.v1.AlterTopicRequest
-	(*AlterTopicResponse)(nil),         // 80: logd.v1.AlterTopicResponse
-	(*CreatePartitionsRequest)(nil),    // 81: logd.v1.CreatePartitionsRequest
-	(*CreatePartitionsResponse)(nil),   // 82: logd.v1.CreatePartitionsResponse
-	(*CleanerRun)(nil),                 // 83: logd.v1.CleanerRun
-	(*JoinRequest)(nil),                // 84: logd.v1.JoinRequest
-	(*JoinResponse)(nil),               // 85: logd.v1.JoinResponse
-	(*RemoveNodeRequest)(nil),          // 86: logd.v1.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),         // 87: logd.v1.RemoveNodeResponse
-	(*TransferLeadershipRequest)(nil),  // 88: logd.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil), // 89: logd.v1.TransferLeadershipResponse
-	(*SaveSnapshotRequest)(nil),        // 90: logd.v1.SaveSnapshotRequest
-	(*SaveSnapshotResponse)(nil),       // 91: logd.v1.SaveSnapshotResponse
-	(*SnapshotInfo)(nil),               // 92: logd.v1.SnapshotInfo
-	(*PauseQueueGroupRequest)(nil),     // 93: logd.v1.PauseQueueGroupRequest
-	(*PauseQueueGroupResponse)(nil),    // 94: logd.v1.PauseQueueGroupResponse
-	(*WhoAmIRequest)(nil),              // 95: logd.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),             // 96: logd.v1.WhoAmIResponse
-	(*TokenInfo)(nil),                  // 97: logd.v1.TokenInfo
-	(*CreateTokenRequest)(nil),         // 98: logd.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),        // 99: logd.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),          // 100: logd.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),         // 101: logd.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),         // 102: logd.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),        // 103: logd.v1.RevokeTokenResponse
-	(*ACL)(nil),                        // 104: logd.v1.ACL
-	(*CreateACLsRequest)(nil),          // 105: logd.v1.CreateACLsRequest
-	(*CreateACLsResponse)(nil),         // 106: logd.v1.CreateACLsResponse
-	(*ACLFilter)(nil),                  // 107: logd.v1.ACLFilter
-	(*ListACLsRequest)(nil),            // 108: logd.v1.ListACLsRequest
-	(*ListACLsResponse)(nil),           // 109: logd.v1.ListACLsResponse
-	(*DeleteACLsRequest)(nil),          // 110: logd.v1.DeleteACLsRequest
-	(*DeleteACLsResponse)(nil),         // 111: logd.v1.DeleteACLsResponse
-	(*StartRedriveRequest)(nil),        // 112: logd.v1.StartRedriveRequest
-	(*RedriveRecordRef)(nil),           // 113: logd.v1.RedriveRecordRef
-	(*RedriveProgress)(nil),            // 114: logd.v1.RedriveProgress
-	(*RedriveJob)(nil),                 // 115: logd.v1.RedriveJob
-	(*StartRedriveResponse)(nil),       // 116: logd.v1.StartRedriveResponse
-	(*DescribeRedriveRequest)(nil),     // 117: logd.v1.DescribeRedriveRequest
-	(*DescribeRedriveResponse)(nil),    // 118: logd.v1.DescribeRedriveResponse
-	(*ListRedrivesRequest)(nil),        // 119: logd.v1.ListRedrivesRequest
-	(*ListRedrivesResponse)(nil),       // 120: logd.v1.ListRedrivesResponse
-	(*StopRedriveRequest)(nil),         // 121: logd.v1.StopRedriveRequest
-	(*StopRedriveResponse)(nil),        // 122: logd.v1.StopRedriveResponse
-	(*ListDeadLettersRequest)(nil),     // 123: logd.v1.ListDeadLettersRequest
-	(*DeadLetter)(nil),                 // 124: logd.v1.DeadLetter
-	(*ListDeadLettersResponse)(nil),    // 125: logd.v1.ListDeadLettersResponse
-	nil,                                // 126: logd.v1.CreateTopicRequest.ConfigEntry
-	nil,                                // 127: logd.v1.TopicInfo.ConfigEntry
-	nil,                                // 128: logd.v1.AlterTopicRequest.ConfigEntry
+	(Reason)(0),                           // 0: logd.v1.Reason
+	(*ErrorInfo)(nil),                     // 1: logd.v1.ErrorInfo
+	(*CreateTopicRequest)(nil),            // 2: logd.v1.CreateTopicRequest
+	(*CreateTopicResponse)(nil),           // 3: logd.v1.CreateTopicResponse
+	(*ListTopicsRequest)(nil),             // 4: logd.v1.ListTopicsRequest
+	(*ListTopicsResponse)(nil),            // 5: logd.v1.ListTopicsResponse
+	(*DescribeTopicRequest)(nil),          // 6: logd.v1.DescribeTopicRequest
+	(*DescribeTopicResponse)(nil),         // 7: logd.v1.DescribeTopicResponse
+	(*DeleteTopicRequest)(nil),            // 8: logd.v1.DeleteTopicRequest
+	(*DeleteTopicResponse)(nil),           // 9: logd.v1.DeleteTopicResponse
+	(*TopicInfo)(nil),                     // 10: logd.v1.TopicInfo
+	(*TopicStats)(nil),                    // 11: logd.v1.TopicStats
+	(*PartitionInfo)(nil),                 // 12: logd.v1.PartitionInfo
+	(*Header)(nil),                        // 13: logd.v1.Header
+	(*Record)(nil),                        // 14: logd.v1.Record
+	(*ProduceRequest)(nil),                // 15: logd.v1.ProduceRequest
+	(*RecordResult)(nil),                  // 16: logd.v1.RecordResult
+	(*ProduceResponse)(nil),               // 17: logd.v1.ProduceResponse
+	(*FetchRequest)(nil),                  // 18: logd.v1.FetchRequest
+	(*FetchedRecord)(nil),                 // 19: logd.v1.FetchedRecord
+	(*FetchResponse)(nil),                 // 20: logd.v1.FetchResponse
+	(*ListOffsetsRequest)(nil),            // 21: logd.v1.ListOffsetsRequest
+	(*ListOffsetsResponse)(nil),           // 22: logd.v1.ListOffsetsResponse
+	(*StatusRequest)(nil),                 // 23: logd.v1.StatusRequest
+	(*ReadIndexRequest)(nil),              // 24: logd.v1.ReadIndexRequest
+	(*ReadIndexResponse)(nil),             // 25: logd.v1.ReadIndexResponse
+	(*StatusResponse)(nil),                // 26: logd.v1.StatusResponse
+	(*FollowerStatus)(nil),                // 27: logd.v1.FollowerStatus
+	(*DiskStatus)(nil),                    // 28: logd.v1.DiskStatus
+	(*Member)(nil),                        // 29: logd.v1.Member
+	(*GroupTopicPartition)(nil),           // 30: logd.v1.GroupTopicPartition
+	(*GroupOffset)(nil),                   // 31: logd.v1.GroupOffset
+	(*JoinGroupRequest)(nil),              // 32: logd.v1.JoinGroupRequest
+	(*GroupAssignment)(nil),               // 33: logd.v1.GroupAssignment
+	(*AssignedPartition)(nil),             // 34: logd.v1.AssignedPartition
+	(*JoinGroupResponse)(nil),             // 35: logd.v1.JoinGroupResponse
+	(*GroupHeartbeatRequest)(nil),         // 36: logd.v1.GroupHeartbeatRequest
+	(*GroupHeartbeatResponse)(nil),        // 37: logd.v1.GroupHeartbeatResponse
+	(*LeaveGroupRequest)(nil),             // 38: logd.v1.LeaveGroupRequest
+	(*LeaveGroupResponse)(nil),            // 39: logd.v1.LeaveGroupResponse
+	(*CommitOffsetsRequest)(nil),          // 40: logd.v1.CommitOffsetsRequest
+	(*CommitOffsetsResponse)(nil),         // 41: logd.v1.CommitOffsetsResponse
+	(*GroupFetchRequest)(nil),             // 42: logd.v1.GroupFetchRequest
+	(*GroupFetchResponse)(nil),            // 43: logd.v1.GroupFetchResponse
+	(*ListGroupsRequest)(nil),             // 44: logd.v1.ListGroupsRequest
+	(*ConsumerGroupSummary)(nil),          // 45: logd.v1.ConsumerGroupSummary
+	(*ListGroupsResponse)(nil),            // 46: logd.v1.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),          // 47: logd.v1.DescribeGroupRequest
+	(*ConsumerGroupMember)(nil),           // 48: logd.v1.ConsumerGroupMember
+	(*ConsumerGroupPartition)(nil),        // 49: logd.v1.ConsumerGroupPartition
+	(*DescribeGroupResponse)(nil),         // 50: logd.v1.DescribeGroupResponse
+	(*DeleteGroupRequest)(nil),            // 51: logd.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),           // 52: logd.v1.DeleteGroupResponse
+	(*ResetTopic)(nil),                    // 53: logd.v1.ResetTopic
+	(*ResetGroupOffsetsRequest)(nil),      // 54: logd.v1.ResetGroupOffsetsRequest
+	(*ResetPlanEntry)(nil),                // 55: logd.v1.ResetPlanEntry
+	(*ResetGroupOffsetsResponse)(nil),     // 56: logd.v1.ResetGroupOffsetsResponse
+	(*QueueGroupConfig)(nil),              // 57: logd.v1.QueueGroupConfig
+	(*CreateQueueGroupRequest)(nil),       // 58: logd.v1.CreateQueueGroupRequest
+	(*CreateQueueGroupResponse)(nil),      // 59: logd.v1.CreateQueueGroupResponse
+	(*AlterQueueGroupRequest)(nil),        // 60: logd.v1.AlterQueueGroupRequest
+	(*AlterQueueGroupResponse)(nil),       // 61: logd.v1.AlterQueueGroupResponse
+	(*DescribeQueueGroupRequest)(nil),     // 62: logd.v1.DescribeQueueGroupRequest
+	(*QueuePartitionState)(nil),           // 63: logd.v1.QueuePartitionState
+	(*DescribeQueueGroupResponse)(nil),    // 64: logd.v1.DescribeQueueGroupResponse
+	(*ListQueueGroupsRequest)(nil),        // 65: logd.v1.ListQueueGroupsRequest
+	(*ListQueueGroupsResponse)(nil),       // 66: logd.v1.ListQueueGroupsResponse
+	(*InFlightRecord)(nil),                // 67: logd.v1.InFlightRecord
+	(*ClaimRequest)(nil),                  // 68: logd.v1.ClaimRequest
+	(*ClaimedRecord)(nil),                 // 69: logd.v1.ClaimedRecord
+	(*ClaimResponse)(nil),                 // 70: logd.v1.ClaimResponse
+	(*TokenResult)(nil),                   // 71: logd.v1.TokenResult
+	(*AckRequest)(nil),                    // 72: logd.v1.AckRequest
+	(*AckResponse)(nil),                   // 73: logd.v1.AckResponse
+	(*QueueNack)(nil),                     // 74: logd.v1.QueueNack
+	(*NackRequest)(nil),                   // 75: logd.v1.NackRequest
+	(*NackResponse)(nil),                  // 76: logd.v1.NackResponse
+	(*ExtendRequest)(nil),                 // 77: logd.v1.ExtendRequest
+	(*ExtendResponse)(nil),                // 78: logd.v1.ExtendResponse
+	(*AlterTopicRequest)(nil),             // 79: logd.v1.AlterTopicRequest
+	(*AlterTopicResponse)(nil),            // 80: logd.v1.AlterTopicResponse
+	(*CreatePartitionsRequest)(nil),       // 81: logd.v1.CreatePartitionsRequest
+	(*CreatePartitionsResponse)(nil),      // 82: logd.v1.CreatePartitionsResponse
+	(*CleanerRun)(nil),                    // 83: logd.v1.CleanerRun
+	(*JoinRequest)(nil),                   // 84: logd.v1.JoinRequest
+	(*JoinResponse)(nil),                  // 85: logd.v1.JoinResponse
+	(*RemoveNodeRequest)(nil),             // 86: logd.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),            // 87: logd.v1.RemoveNodeResponse
+	(*TransferLeadershipRequest)(nil),     // 88: logd.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil),    // 89: logd.v1.TransferLeadershipResponse
+	(*SaveSnapshotRequest)(nil),           // 90: logd.v1.SaveSnapshotRequest
+	(*SaveSnapshotResponse)(nil),          // 91: logd.v1.SaveSnapshotResponse
+	(*SnapshotInfo)(nil),                  // 92: logd.v1.SnapshotInfo
+	(*PauseQueueGroupRequest)(nil),        // 93: logd.v1.PauseQueueGroupRequest
+	(*PauseQueueGroupResponse)(nil),       // 94: logd.v1.PauseQueueGroupResponse
+	(*WhoAmIRequest)(nil),                 // 95: logd.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),                // 96: logd.v1.WhoAmIResponse
+	(*TokenInfo)(nil),                     // 97: logd.v1.TokenInfo
+	(*CreateTokenRequest)(nil),            // 98: logd.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),           // 99: logd.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),             // 100: logd.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),            // 101: logd.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),            // 102: logd.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),           // 103: logd.v1.RevokeTokenResponse
+	(*ScramCredentialInfo)(nil),           // 104: logd.v1.ScramCredentialInfo
+	(*SetScramCredentialRequest)(nil),     // 105: logd.v1.SetScramCredentialRequest
+	(*SetScramCredentialResponse)(nil),    // 106: logd.v1.SetScramCredentialResponse
+	(*ListScramCredentialsRequest)(nil),   // 107: logd.v1.ListScramCredentialsRequest
+	(*ListScramCredentialsResponse)(nil),  // 108: logd.v1.ListScramCredentialsResponse
+	(*DeleteScramCredentialRequest)(nil),  // 109: logd.v1.DeleteScramCredentialRequest
+	(*DeleteScramCredentialResponse)(nil), // 110: logd.v1.DeleteScramCredentialResponse
+	(*ACL)(nil),                           // 111: logd.v1.ACL
+	(*CreateACLsRequest)(nil),             // 112: logd.v1.CreateACLsRequest
+	(*CreateACLsResponse)(nil),            // 113: logd.v1.CreateACLsResponse
+	(*ACLFilter)(nil),                     // 114: logd.v1.ACLFilter
+	(*ListACLsRequest)(nil),               // 115: logd.v1.ListACLsRequest
+	(*ListACLsResponse)(nil),              // 116: logd.v1.ListACLsResponse
+	(*DeleteACLsRequest)(nil),             // 117: logd.v1.DeleteACLsRequest
+	(*DeleteACLsResponse)(nil),            // 118: logd.v1.DeleteACLsResponse
+	(*StartRedriveRequest)(nil),           // 119: logd.v1.StartRedriveRequest
+	(*RedriveRecordRef)(nil),              // 120: logd.v1.RedriveRecordRef
+	(*RedriveProgress)(nil),               // 121: logd.v1.RedriveProgress
+	(*RedriveJob)(nil),                    // 122: logd.v1.RedriveJob
+	(*StartRedriveResponse)(nil),          // 123: logd.v1.StartRedriveResponse
+	(*DescribeRedriveRequest)(nil),        // 124: logd.v1.DescribeRedriveRequest
+	(*DescribeRedriveResponse)(nil),       // 125: logd.v1.DescribeRedriveResponse
+	(*ListRedrivesRequest)(nil),           // 126: logd.v1.ListRedrivesRequest
+	(*ListRedrivesResponse)(nil),          // 127: logd.v1.ListRedrivesResponse
+	(*StopRedriveRequest)(nil),            // 128: logd.v1.StopRedriveRequest
+	(*StopRedriveResponse)(nil),           // 129: logd.v1.StopRedriveResponse
+	(*ListDeadLettersRequest)(nil),        // 130: logd.v1.ListDeadLettersRequest
+	(*DeadLetter)(nil),                    // 131: logd.v1.DeadLetter
+	(*ListDeadLettersResponse)(nil),       // 132: logd.v1.ListDeadLettersResponse
+	nil,                                   // 133: logd.v1.CreateTopicRequest.ConfigEntry
+	nil,                                   // 134: logd.v1.TopicInfo.ConfigEntry
+	nil,                                   // 135: logd.v1.AlterTopicRequest.ConfigEntry
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
 	0,   // 0: logd.v1.ErrorInfo.reason:type_name -> logd.v1.Reason
-	126, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
+	133, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
 	10,  // 2: logd.v1.CreateTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	10,  // 3: logd.v1.ListTopicsResponse.topics:type_name -> logd.v1.TopicInfo
 	10,  // 4: logd.v1.DescribeTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	12,  // 5: logd.v1.DescribeTopicResponse.partitions:type_name -> logd.v1.PartitionInfo
-	127, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
+	134, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
 	11,  // 7: logd.v1.TopicInfo.stats:type_name -> logd.v1.TopicStats
 	83,  // 8: logd.v1.PartitionInfo.last_cleaner_run:type_name -> logd.v1.CleanerRun
 	13,  // 9: logd.v1.Record.headers:type_name -> logd.v1.Header
@@ -9761,122 +10181,131 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	74,  // 44: logd.v1.NackRequest.nacks:type_name -> logd.v1.QueueNack
 	71,  // 45: logd.v1.NackResponse.results:type_name -> logd.v1.TokenResult
 	71,  // 46: logd.v1.ExtendResponse.results:type_name -> logd.v1.TokenResult
-	128, // 47: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
+	135, // 47: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
 	10,  // 48: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	10,  // 49: logd.v1.CreatePartitionsResponse.topic:type_name -> logd.v1.TopicInfo
 	92,  // 50: logd.v1.SaveSnapshotResponse.info:type_name -> logd.v1.SnapshotInfo
 	97,  // 51: logd.v1.CreateTokenResponse.info:type_name -> logd.v1.TokenInfo
 	97,  // 52: logd.v1.ListTokensResponse.tokens:type_name -> logd.v1.TokenInfo
 	97,  // 53: logd.v1.RevokeTokenResponse.info:type_name -> logd.v1.TokenInfo
-	104, // 54: logd.v1.CreateACLsRequest.acls:type_name -> logd.v1.ACL
-	107, // 55: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACLFilter
-	104, // 56: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
-	107, // 57: logd.v1.DeleteACLsRequest.filter:type_name -> logd.v1.ACLFilter
-	104, // 58: logd.v1.DeleteACLsResponse.acls:type_name -> logd.v1.ACL
-	113, // 59: logd.v1.StartRedriveRequest.records:type_name -> logd.v1.RedriveRecordRef
-	112, // 60: logd.v1.RedriveJob.spec:type_name -> logd.v1.StartRedriveRequest
-	114, // 61: logd.v1.RedriveJob.progress:type_name -> logd.v1.RedriveProgress
-	115, // 62: logd.v1.StartRedriveResponse.job:type_name -> logd.v1.RedriveJob
-	115, // 63: logd.v1.DescribeRedriveResponse.job:type_name -> logd.v1.RedriveJob
-	115, // 64: logd.v1.ListRedrivesResponse.jobs:type_name -> logd.v1.RedriveJob
-	115, // 65: logd.v1.StopRedriveResponse.job:type_name -> logd.v1.RedriveJob
-	13,  // 66: logd.v1.DeadLetter.headers:type_name -> logd.v1.Header
-	124, // 67: logd.v1.ListDeadLettersResponse.dead_letters:type_name -> logd.v1.DeadLetter
-	2,   // 68: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
-	4,   // 69: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
-	6,   // 70: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
-	8,   // 71: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
-	15,  // 72: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
-	18,  // 73: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
-	21,  // 74: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
-	23,  // 75: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
-	24,  // 76: logd.v1.LogService.ReadIndex:input_type -> logd.v1.ReadIndexRequest
-	32,  // 77: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
-	36,  // 78: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
-	38,  // 79: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
-	40,  // 80: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
-	42,  // 81: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
-	44,  // 82: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
-	47,  // 83: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
-	51,  // 84: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
-	54,  // 85: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
-	58,  // 86: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
-	60,  // 87: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
-	62,  // 88: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
-	65,  // 89: logd.v1.LogService.ListQueueGroups:input_type -> logd.v1.ListQueueGroupsRequest
-	68,  // 90: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
-	72,  // 91: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
-	75,  // 92: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
-	77,  // 93: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
-	84,  // 94: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
-	86,  // 95: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
-	88,  // 96: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
-	90,  // 97: logd.v1.LogService.SaveSnapshot:input_type -> logd.v1.SaveSnapshotRequest
-	79,  // 98: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
-	81,  // 99: logd.v1.LogService.CreatePartitions:input_type -> logd.v1.CreatePartitionsRequest
-	93,  // 100: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
-	95,  // 101: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
-	98,  // 102: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
-	100, // 103: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
-	102, // 104: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
-	105, // 105: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
-	108, // 106: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
-	110, // 107: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
-	112, // 108: logd.v1.LogService.StartRedrive:input_type -> logd.v1.StartRedriveRequest
-	117, // 109: logd.v1.LogService.DescribeRedrive:input_type -> logd.v1.DescribeRedriveRequest
-	119, // 110: logd.v1.LogService.ListRedrives:input_type -> logd.v1.ListRedrivesRequest
-	121, // 111: logd.v1.LogService.StopRedrive:input_type -> logd.v1.StopRedriveRequest
-	123, // 112: logd.v1.LogService.ListDeadLetters:input_type -> logd.v1.ListDeadLettersRequest
-	3,   // 113: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	5,   // 114: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	7,   // 115: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	9,   // 116: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	17,  // 117: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
-	20,  // 118: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
-	22,  // 119: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	26,  // 120: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
-	25,  // 121: logd.v1.LogService.ReadIndex:output_type -> logd.v1.ReadIndexResponse
-	35,  // 122: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
-	37,  // 123: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
-	39,  // 124: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
-	41,  // 125: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
-	43,  // 126: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
-	46,  // 127: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
-	50,  // 128: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
-	52,  // 129: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
-	56,  // 130: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
-	59,  // 131: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
-	61,  // 132: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
-	64,  // 133: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
-	66,  // 134: logd.v1.LogService.ListQueueGroups:output_type -> logd.v1.ListQueueGroupsResponse
-	70,  // 135: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
-	73,  // 136: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
-	76,  // 137: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
-	78,  // 138: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
-	85,  // 139: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
-	87,  // 140: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
-	89,  // 141: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
-	91,  // 142: logd.v1.LogService.SaveSnapshot:output_type -> logd.v1.SaveSnapshotResponse
-	80,  // 143: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
-	82,  // 144: logd.v1.LogService.CreatePartitions:output_type -> logd.v1.CreatePartitionsResponse
-	94,  // 145: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
-	96,  // 146: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
-	99,  // 147: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
-	101, // 148: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
-	103, // 149: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
-	106, // 150: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
-	109, // 151: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
-	111, // 152: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
-	116, // 153: logd.v1.LogService.StartRedrive:output_type -> logd.v1.StartRedriveResponse
-	118, // 154: logd.v1.LogService.DescribeRedrive:output_type -> logd.v1.DescribeRedriveResponse
-	120, // 155: logd.v1.LogService.ListRedrives:output_type -> logd.v1.ListRedrivesResponse
-	122, // 156: logd.v1.LogService.StopRedrive:output_type -> logd.v1.StopRedriveResponse
-	125, // 157: logd.v1.LogService.ListDeadLetters:output_type -> logd.v1.ListDeadLettersResponse
-	113, // [113:158] is the sub-list for method output_type
-	68,  // [68:113] is the sub-list for method input_type
-	68,  // [68:68] is the sub-list for extension type_name
-	68,  // [68:68] is the sub-list for extension extendee
-	0,   // [0:68] is the sub-list for field type_name
+	104, // 54: logd.v1.SetScramCredentialResponse.info:type_name -> logd.v1.ScramCredentialInfo
+	104, // 55: logd.v1.ListScramCredentialsResponse.credentials:type_name -> logd.v1.ScramCredentialInfo
+	104, // 56: logd.v1.DeleteScramCredentialResponse.info:type_name -> logd.v1.ScramCredentialInfo
+	111, // 57: logd.v1.CreateACLsRequest.acls:type_name -> logd.v1.ACL
+	114, // 58: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACLFilter
+	111, // 59: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
+	114, // 60: logd.v1.DeleteACLsRequest.filter:type_name -> logd.v1.ACLFilter
+	111, // 61: logd.v1.DeleteACLsResponse.acls:type_name -> logd.v1.ACL
+	120, // 62: logd.v1.StartRedriveRequest.records:type_name -> logd.v1.RedriveRecordRef
+	119, // 63: logd.v1.RedriveJob.spec:type_name -> logd.v1.StartRedriveRequest
+	121, // 64: logd.v1.RedriveJob.progress:type_name -> logd.v1.RedriveProgress
+	122, // 65: logd.v1.StartRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	122, // 66: logd.v1.DescribeRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	122, // 67: logd.v1.ListRedrivesResponse.jobs:type_name -> logd.v1.RedriveJob
+	122, // 68: logd.v1.StopRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	13,  // 69: logd.v1.DeadLetter.headers:type_name -> logd.v1.Header
+	131, // 70: logd.v1.ListDeadLettersResponse.dead_letters:type_name -> logd.v1.DeadLetter
+	2,   // 71: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
+	4,   // 72: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
+	6,   // 73: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
+	8,   // 74: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
+	15,  // 75: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
+	18,  // 76: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
+	21,  // 77: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
+	23,  // 78: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
+	24,  // 79: logd.v1.LogService.ReadIndex:input_type -> logd.v1.ReadIndexRequest
+	32,  // 80: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
+	36,  // 81: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
+	38,  // 82: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
+	40,  // 83: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
+	42,  // 84: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
+	44,  // 85: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
+	47,  // 86: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
+	51,  // 87: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
+	54,  // 88: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
+	58,  // 89: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
+	60,  // 90: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
+	62,  // 91: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
+	65,  // 92: logd.v1.LogService.ListQueueGroups:input_type -> logd.v1.ListQueueGroupsRequest
+	68,  // 93: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
+	72,  // 94: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
+	75,  // 95: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
+	77,  // 96: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
+	84,  // 97: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
+	86,  // 98: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
+	88,  // 99: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
+	90,  // 100: logd.v1.LogService.SaveSnapshot:input_type -> logd.v1.SaveSnapshotRequest
+	79,  // 101: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
+	81,  // 102: logd.v1.LogService.CreatePartitions:input_type -> logd.v1.CreatePartitionsRequest
+	93,  // 103: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
+	95,  // 104: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
+	98,  // 105: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
+	100, // 106: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
+	102, // 107: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
+	105, // 108: logd.v1.LogService.SetScramCredential:input_type -> logd.v1.SetScramCredentialRequest
+	107, // 109: logd.v1.LogService.ListScramCredentials:input_type -> logd.v1.ListScramCredentialsRequest
+	109, // 110: logd.v1.LogService.DeleteScramCredential:input_type -> logd.v1.DeleteScramCredentialRequest
+	112, // 111: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
+	115, // 112: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
+	117, // 113: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
+	119, // 114: logd.v1.LogService.StartRedrive:input_type -> logd.v1.StartRedriveRequest
+	124, // 115: logd.v1.LogService.DescribeRedrive:input_type -> logd.v1.DescribeRedriveRequest
+	126, // 116: logd.v1.LogService.ListRedrives:input_type -> logd.v1.ListRedrivesRequest
+	128, // 117: logd.v1.LogService.StopRedrive:input_type -> logd.v1.StopRedriveRequest
+	130, // 118: logd.v1.LogService.ListDeadLetters:input_type -> logd.v1.ListDeadLettersRequest
+	3,   // 119: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	5,   // 120: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	7,   // 121: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	9,   // 122: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	17,  // 123: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
+	20,  // 124: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
+	22,  // 125: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	26,  // 126: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
+	25,  // 127: logd.v1.LogService.ReadIndex:output_type -> logd.v1.ReadIndexResponse
+	35,  // 128: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
+	37,  // 129: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
+	39,  // 130: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
+	41,  // 131: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	43,  // 132: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
+	46,  // 133: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	50,  // 134: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
+	52,  // 135: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
+	56,  // 136: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
+	59,  // 137: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
+	61,  // 138: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
+	64,  // 139: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
+	66,  // 140: logd.v1.LogService.ListQueueGroups:output_type -> logd.v1.ListQueueGroupsResponse
+	70,  // 141: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
+	73,  // 142: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
+	76,  // 143: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
+	78,  // 144: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
+	85,  // 145: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
+	87,  // 146: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
+	89,  // 147: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
+	91,  // 148: logd.v1.LogService.SaveSnapshot:output_type -> logd.v1.SaveSnapshotResponse
+	80,  // 149: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
+	82,  // 150: logd.v1.LogService.CreatePartitions:output_type -> logd.v1.CreatePartitionsResponse
+	94,  // 151: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
+	96,  // 152: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
+	99,  // 153: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
+	101, // 154: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
+	103, // 155: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
+	106, // 156: logd.v1.LogService.SetScramCredential:output_type -> logd.v1.SetScramCredentialResponse
+	108, // 157: logd.v1.LogService.ListScramCredentials:output_type -> logd.v1.ListScramCredentialsResponse
+	110, // 158: logd.v1.LogService.DeleteScramCredential:output_type -> logd.v1.DeleteScramCredentialResponse
+	113, // 159: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
+	116, // 160: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
+	118, // 161: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
+	123, // 162: logd.v1.LogService.StartRedrive:output_type -> logd.v1.StartRedriveResponse
+	125, // 163: logd.v1.LogService.DescribeRedrive:output_type -> logd.v1.DescribeRedriveResponse
+	127, // 164: logd.v1.LogService.ListRedrives:output_type -> logd.v1.ListRedrivesResponse
+	129, // 165: logd.v1.LogService.StopRedrive:output_type -> logd.v1.StopRedriveResponse
+	132, // 166: logd.v1.LogService.ListDeadLetters:output_type -> logd.v1.ListDeadLettersResponse
+	119, // [119:167] is the sub-list for method output_type
+	71,  // [71:119] is the sub-list for method input_type
+	71,  // [71:71] is the sub-list for extension type_name
+	71,  // [71:71] is the sub-list for extension extendee
+	0,   // [0:71] is the sub-list for field type_name
 }
 
 func init() { file_logd_v1_logd_proto_init() }
@@ -9892,14 +10321,14 @@ func file_logd_v1_logd_proto_init() {
 	file_logd_v1_logd_proto_msgTypes[56].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[68].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[73].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[123].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[130].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   128,
+			NumMessages:   135,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

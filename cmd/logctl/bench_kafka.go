@@ -19,8 +19,8 @@ import (
 
 // kafkaBenchOpts are the kgo options common to producing and consuming:
 // the seed broker and, when logctl's TLS settings switch TLS on, the same
-// CA and client certificate (the Kafka listener takes client-certificate
-// principals; it has no SASL).
+// CA and client certificate (the bench authenticates to the Kafka
+// listener with a client certificate, never SASL).
 func (o *globalOpts) kafkaBenchOpts(addr string) ([]kgo.Opt, error) {
 	kopts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID("logctl-bench")}
 	conf, err := o.tlsConfig()

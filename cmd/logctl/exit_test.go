@@ -40,6 +40,7 @@ func TestExitCode(t *testing.T) {
 		{name: "unknown group", err: client.ErrUnknownGroup, want: 3},
 		{name: "unknown queue group", err: client.ErrUnknownQueueGroup, want: 3},
 		{name: "unknown token", err: fmt.Errorf("revoke token: %w", client.ErrUnknownToken), want: 3},
+		{name: "unknown SCRAM credential", err: fmt.Errorf("delete: %w", client.ErrUnknownSCRAMCredential), want: 3},
 		{name: "unauthenticated", err: fmt.Errorf("list topics: %w", &client.AuthError{Unauthenticated: true}), want: 6},
 		{name: "permission denied", err: fmt.Errorf("produce: %w", &client.AuthError{Permission: "write topic orders", Principal: "User:alice"}), want: 6},
 		{name: "permission denied, sentinel only", err: client.ErrPermissionDenied, want: 6},

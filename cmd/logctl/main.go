@@ -32,7 +32,7 @@ const (
 	exitOK             = 0
 	exitError          = 1 // any other failure
 	exitUsage          = 2 // the command line cannot run as given
-	exitNotFound       = 3 // a topic, partition, group, queue group, token or logctl context does not exist
+	exitNotFound       = 3 // a topic, partition, group, queue group, token, SCRAM credential or logctl context does not exist
 	exitRetryable      = 4 // not applied, and may succeed later (no leader, overloaded, unreachable)
 	exitOutcomeUnknown = 5 // a write may or may not have been applied
 	exitAuth           = 6 // not authenticated, or not permitted
@@ -67,7 +67,7 @@ func exitCode(err error) int {
 		return exitAuth
 	case errors.Is(err, client.ErrUnknownTopic), errors.Is(err, client.ErrUnknownPartition),
 		errors.Is(err, client.ErrUnknownGroup), errors.Is(err, client.ErrUnknownQueueGroup),
-		errors.Is(err, client.ErrUnknownToken), errors.Is(err, errUnknownContext):
+		errors.Is(err, client.ErrUnknownToken), errors.Is(err, client.ErrUnknownSCRAMCredential), errors.Is(err, errUnknownContext):
 		return exitNotFound
 	case errors.Is(err, client.ErrRetryBudgetExhausted), client.IsRetryable(err):
 		return exitRetryable

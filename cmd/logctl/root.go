@@ -68,8 +68,8 @@ Exit codes:
   0  success
   1  error (any failure not listed below)
   2  usage: unknown command or flag, wrong arguments, bad flag value
-  3  not found: the topic, partition, group, queue group, token or context
-     does not exist
+  3  not found: the topic, partition, group, queue group, token, SCRAM
+     credential or context does not exist
   4  retryable: not applied (no leader, overloaded, node unreachable); try again later
   5  outcome unknown: a write may or may not have been applied (a lost reply,
      a timeout, a node lost during the call); check before repeating it, or
@@ -116,6 +116,7 @@ process list.`,
 		newDLQCmd(opts),
 		newWhoAmICmd(opts),
 		newTokenCmd(opts),
+		newUserCmd(opts),
 		newACLCmd(opts),
 		newVersionCmd(opts),
 		newContextCmd(opts),

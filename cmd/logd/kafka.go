@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,6 +54,10 @@ type kafkaConfig struct {
 	// insecure says what --insecure-allow-plaintext let the listener
 	// expose ("" when it is on loopback); startKafka logs it.
 	insecure string
+	// sasl is the enabled SASL mechanisms (--kafka-sasl-mechanisms),
+	// saslFlag the flag as given.
+	sasl     []string
+	saslFlag string
 }
 
 // addKafkaFlags registers the Kafka flags on fs (env gives LOGD_*
@@ -62,13 +67,17 @@ type kafkaConfig struct {
 // LOGD_LISTEN) is given either; --kafka-listen "" switches it off.
 //
 // The listener serves TLS whenever the API does, with the same
-// certificate (docs/security.md, "Kafka listener"). Its only credential
-// is a client certificate (SASL is not served yet), so under --auth
-// required it needs TLS with client certificates (--tls-client-ca, or
-// peer TLS's cluster CA): without them it is off unless asked for, and
-// asking for it is an error, since it would let nobody in. As the API,
-// it follows the loopback rule: off loopback it needs TLS and --auth
-// required, or --insecure-allow-plaintext.
+// certificate (docs/security.md, "Kafka listener"). Its credentials are a
+// client certificate and, with --kafka-sasl-mechanisms, SASL (PLAIN,
+// SCRAM-SHA-256, SCRAM-SHA-512). Under --auth required without SASL it
+// needs TLS with client certificates (--tls-client-ca, or peer TLS's
+// cluster CA): without them it is off unless asked for, and asking for it
+// is an error, since it would let nobody in; with SASL, a certificate is
+// verified when given but not required. As the API, it follows the
+// loopback rule: off loopback it needs TLS and --auth required, or
+// --insecure-allow-plaintext; SASL off loopback without TLS is refused
+// with its own message (passwords would cross the network in the clear)
+// unless --insecure-allow-plaintext.
 //
 // The function it returns takes configured, which says whether a flag was
 // given by any source (flag, environment or file; config.go).
@@ -80,20 +89,35 @@ func addKafkaFlags(fs *pflag.FlagSet) func(configured func(name string) bool, au
 		"Kafka address clients are given for this node, registered for the other nodes' Metadata answers; default the --kafka-listen address (LOGD_KAFKA_ADVERTISE)")
 	fs.BoolVar(&c.autoCreate, "kafka-auto-create-topics", false,
 		"let Kafka Metadata requests create the topics they name, with one partition (LOGD_KAFKA_AUTO_CREATE_TOPICS=true)")
+	fs.StringVar(&c.saslFlag, "kafka-sasl-mechanisms", "",
+		"SASL mechanisms the Kafka listener serves, comma-separated: "+strings.Join(kafka.Mechanisms, ", ")+"; none by default (LOGD_KAFKA_SASL_MECHANISMS)")
 	fs.DurationVar(&c.groupDelay, "kafka-group-initial-rebalance-delay", kafka.DefaultInitialRebalanceDelay,
 		"how long a Kafka consumer group that was empty waits for more members before its first generation, as Kafka's group.initial.rebalance.delay.ms; 0 waits for nothing (LOGD_KAFKA_GROUP_INITIAL_REBALANCE_DELAY)")
 	return func(configured func(name string) bool, authRequired bool, t tlsConfig) (kafkaConfig, error) {
 		if c.groupDelay < 0 || c.groupDelay > maxGroupDelay {
 			return c, fmt.Errorf("--kafka-group-initial-rebalance-delay: want a duration from 0 to %s, got %s", maxGroupDelay, c.groupDelay)
 		}
+		sasl, err := parseMechanisms(c.saslFlag)
+		if err != nil {
+			return c, err
+		}
+		c.sasl = sasl
 		c.tls = t.apiTLS()
-		c.clientAuth = kafkaClientAuth(t, authRequired)
+		c.clientAuth = kafkaClientAuth(t, authRequired, len(sasl) > 0)
 		certs := c.clientAuth == tls.RequireAndVerifyClientCert
-		if !configured("kafka-listen") && !configured("listen") && (!authRequired || certs) {
+		if !configured("kafka-listen") && !configured("listen") && (!authRequired || certs || len(sasl) > 0) {
 			c.listen = defaultKafkaListen
 		}
-		if authRequired && c.listen != "" && !certs {
-			return c, errors.New("--kafka-listen under --auth required needs TLS with client certificates (--tls-cert, --tls-key and --tls-client-ca, or peer TLS's CA): a client certificate is the Kafka listener's only credential (SASL is not served yet)")
+		if authRequired && c.listen != "" && !certs && len(sasl) == 0 {
+			return c, errors.New("--kafka-listen under --auth required needs TLS with client certificates (--tls-cert, --tls-key and --tls-client-ca, or peer TLS's CA), or SASL (--kafka-sasl-mechanisms)")
+		}
+		if len(sasl) > 0 && !c.tls && !t.insecurePlaintext {
+			for _, f := range []struct{ flag, addr string }{{"--kafka-listen", c.listen}, {"--kafka-advertise", c.advertise}} {
+				if f.addr != "" && !isLoopback(f.addr) {
+					return c, fmt.Errorf("--kafka-sasl-mechanisms %s on %s %s not on loopback needs TLS (--tls-cert, --tls-key): SASL over plaintext sends passwords and tokens in the clear; --insecure-allow-plaintext serves it all the same (docs/kafka.md)",
+						strings.Join(sasl, ","), f.flag, f.addr)
+				}
+			}
 		}
 		if c.listen == "" && c.advertise != "" {
 			return c, errors.New("--kafka-advertise needs the Kafka listener (--kafka-listen)")
@@ -125,14 +149,40 @@ func addKafkaFlags(fs *pflag.FlagSet) func(configured func(name string) bool, au
 // kafkaClientAuth is the Kafka listener's client-certificate policy:
 // under --auth required, certificates are required (verified against the
 // client CA and the cluster CA, as on the API), when there is a CA to
-// verify them; otherwise the API's policy (apiClientAuthFor). Under
-// --auth required without a CA it is the API's, which kafkaConfig's
-// reader refuses.
-func kafkaClientAuth(t tlsConfig, authRequired bool) tls.ClientAuthType {
+// verify them, and verified when given with SASL enabled (a SASL client
+// has none); otherwise the API's policy (apiClientAuthFor). Under --auth
+// required without a CA it is the API's, which kafkaConfig's reader
+// refuses without SASL.
+func kafkaClientAuth(t tlsConfig, authRequired, sasl bool) tls.ClientAuthType {
 	if authRequired && t.apiTLS() && (t.clientCA != "" || t.peerTLS()) {
+		if sasl {
+			return tls.VerifyClientCertIfGiven
+		}
 		return tls.RequireAndVerifyClientCert
 	}
+	if sasl && apiClientAuthFor(t) == tls.RequireAndVerifyClientCert {
+		return tls.VerifyClientCertIfGiven
+	}
 	return apiClientAuthFor(t)
+}
+
+// parseMechanisms reads --kafka-sasl-mechanisms: names of
+// kafka.Mechanisms, comma-separated, each once.
+func parseMechanisms(s string) ([]string, error) {
+	var out []string
+	for _, m := range strings.Split(s, ",") {
+		m = strings.ToUpper(strings.TrimSpace(m))
+		switch {
+		case m == "":
+			continue
+		case !slices.Contains(kafka.Mechanisms, m):
+			return nil, fmt.Errorf("--kafka-sasl-mechanisms: unknown mechanism %q (want %s)", m, strings.Join(kafka.Mechanisms, ", "))
+		case slices.Contains(out, m):
+			return nil, fmt.Errorf("--kafka-sasl-mechanisms: %s given twice", m)
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }
 
 // bind binds the Kafka listener, before Raft starts (a port in use fails
@@ -194,6 +244,7 @@ func startKafka(k kafkaConfig, ln net.Listener, backend *replication.Backend, sr
 			Audit:            authOpts.Audit,
 			HandshakeTimeout: limits.readHeaderTimeout,
 			VerifiedNode:     peerTLS.VerifiedNode,
+			SASL:             kafka.SASLOptions{Mechanisms: k.sasl, Credentials: backend},
 		},
 		// GroupOptions reads 0 as the default; the flag's 0 waits for nothing.
 		Groups:     kafka.GroupOptions{InitialRebalanceDelay: cmp.Or(k.groupDelay, -1)},
@@ -228,7 +279,7 @@ func startKafka(k kafkaConfig, ln net.Listener, backend *replication.Backend, sr
 		logger.Warn("INSECURE: --insecure-allow-plaintext: the Kafka listener is exposed without TLS or without --auth required", "exposed", k.insecure)
 	}
 	logger.Info("kafka listener started", "listen", ln.Addr().String(), "advertise", k.advertise, "auto_create_topics", k.autoCreate,
-		"tls", k.tls, "client_certificates", clientAuthName(k.clientAuth), "auth", authOpts.Required)
+		"tls", k.tls, "client_certificates", clientAuthName(k.clientAuth), "auth", authOpts.Required, "sasl", strings.Join(k.sasl, ","))
 	return func() {
 		if err := ks.Close(); err != nil {
 			logger.Warn("kafka shutdown", "err", err)

@@ -3,6 +3,8 @@ package main
 import (
 	"crypto/tls"
 	"io"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -12,7 +14,9 @@ import (
 // LOGD_KAFKA_LISTEN) says; "" switches it off. It serves TLS when the API
 // does; under --auth required it needs client certificates (on by default
 // only with them, refused when asked for without), and off loopback TLS
-// and --auth required, unless --insecure-allow-plaintext.
+// and --auth required, unless --insecure-allow-plaintext. With
+// --kafka-sasl-mechanisms it is on under --auth required without client
+// certificates (verified when given), and SASL off loopback needs TLS.
 func TestKafkaFlags(t *testing.T) {
 	apiTLS := []string{"--tls-cert", "n1.crt", "--tls-key", "n1.key"}
 	mTLS := append([]string{"--tls-client-ca", "ca.crt"}, apiTLS...)
@@ -24,7 +28,10 @@ func TestKafkaFlags(t *testing.T) {
 		auto       bool
 		tls        bool
 		clientAuth tls.ClientAuthType
+		sasl       []string
 		err        bool
+		// errHas, if set, is in the error.
+		errHas string
 	}{
 		{name: "embedded default", listen: defaultKafkaListen},
 		{name: "--listen given", args: []string{"--listen", "127.0.0.1:7000"}},
@@ -53,13 +60,32 @@ func TestKafkaFlags(t *testing.T) {
 		{name: "not on loopback with TLS but auth none", args: append([]string{"--kafka-listen", ":9092"}, mTLS...), err: true},
 		{name: "not on loopback with TLS and auth required", args: append([]string{"--kafka-listen", ":9092", "--auth", "required"}, mTLS...),
 			listen: ":9092", tls: true, clientAuth: tls.RequireAndVerifyClientCert},
+		{name: "SASL under auth required with client certificates: verified if given", args: append([]string{"--auth", "required", "--kafka-sasl-mechanisms", "SCRAM-SHA-512,PLAIN"}, mTLS...),
+			listen: defaultKafkaListen, tls: true, clientAuth: tls.VerifyClientCertIfGiven, sasl: []string{"SCRAM-SHA-512", "PLAIN"}},
+		{name: "SASL under auth required without a CA: on", args: append([]string{"--auth", "required", "--kafka-sasl-mechanisms", "scram-sha-256"}, apiTLS...),
+			listen: defaultKafkaListen, tls: true, clientAuth: tls.NoClientCert, sasl: []string{"SCRAM-SHA-256"}},
+		{name: "SASL env", env: map[string]string{"LOGD_KAFKA_SASL_MECHANISMS": "PLAIN"}, listen: defaultKafkaListen, sasl: []string{"PLAIN"}},
+		{name: "SASL plaintext on loopback", args: []string{"--kafka-sasl-mechanisms", "PLAIN", "--kafka-listen", "127.0.0.1:9092"},
+			listen: "127.0.0.1:9092", sasl: []string{"PLAIN"}},
+		{name: "SASL plaintext off loopback: refused", args: []string{"--kafka-sasl-mechanisms", "PLAIN", "--kafka-listen", ":9092", "--auth", "required"},
+			err: true, errHas: "SASL over plaintext sends passwords and tokens in the clear"},
+		{name: "SASL plaintext advertised off loopback: refused", args: []string{"--kafka-sasl-mechanisms", "SCRAM-SHA-256", "--kafka-listen", "127.0.0.1:9092", "--kafka-advertise", "kafka.example:9092"},
+			err: true, errHas: "--kafka-advertise kafka.example:9092 not on loopback needs TLS"},
+		{name: "SASL plaintext off loopback, insecure", args: []string{"--kafka-sasl-mechanisms", "PLAIN", "--kafka-listen", ":9092", "--insecure-allow-plaintext"},
+			listen: ":9092", sasl: []string{"PLAIN"}},
+		{name: "SASL unknown mechanism", args: []string{"--kafka-sasl-mechanisms", "GSSAPI"}, err: true},
+		{name: "SASL mechanism twice", args: []string{"--kafka-sasl-mechanisms", "PLAIN,plain"}, err: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := parseFlags(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
 			if (err != nil) != tc.err {
 				t.Fatalf("error %v, want one: %v", err, tc.err)
 			}
-			if err == nil && (c.kafka.listen != tc.listen || c.kafka.autoCreate != tc.auto || c.kafka.tls != tc.tls || c.kafka.clientAuth != tc.clientAuth) {
+			if err != nil && !strings.Contains(err.Error(), tc.errHas) {
+				t.Fatalf("error %v, want one saying %q", err, tc.errHas)
+			}
+			if err == nil && (c.kafka.listen != tc.listen || c.kafka.autoCreate != tc.auto || c.kafka.tls != tc.tls || c.kafka.clientAuth != tc.clientAuth ||
+				!slices.Equal(c.kafka.sasl, tc.sasl)) {
 				t.Errorf("listen %q auto-create %v tls %v client certificates %s; want %q %v %v %s", c.kafka.listen, c.kafka.autoCreate, c.kafka.tls,
 					clientAuthName(c.kafka.clientAuth), tc.listen, tc.auto, tc.tls, clientAuthName(tc.clientAuth))
 			}

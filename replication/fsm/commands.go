@@ -73,6 +73,10 @@ const (
 	CmdACLCreate CommandType = 72
 	// CmdACLDelete removes the ACLs a filter matches.
 	CmdACLDelete CommandType = 73
+	// CmdSCRAMSet sets a user's SCRAM credential, at SCRAMLevel.
+	CmdSCRAMSet CommandType = 74
+	// CmdSCRAMDelete deletes a user's SCRAM credential, at SCRAMLevel.
+	CmdSCRAMDelete CommandType = 75
 
 	// Redrive jobs (80-89), at RedriveLevel.
 
@@ -149,8 +153,11 @@ const (
 	// state (append payload version appendProducerVersion), which a build
 	// below it would append without looking at their sequences.
 	ProducerLevel FeatureLevel = 11
+	// SCRAMLevel adds SCRAM credentials (CmdSCRAMSet, CmdSCRAMDelete) to
+	// the security state, and to its snapshot section.
+	SCRAMLevel FeatureLevel = 12
 	// Level is the highest feature level this build understands.
-	Level FeatureLevel = ProducerLevel
+	Level FeatureLevel = SCRAMLevel
 )
 
 // commandVersion is the payload version most kinds write after the type
@@ -239,6 +246,8 @@ var commands = [...]command{
 	CmdTokenRevoke: securityCommand("token-revoke", decodeTokenRevoke, (*FSM).applyTokenRevoke),
 	CmdACLCreate:   securityCommand("acl-create", decodeACLCreate, (*FSM).applyACLCreate),
 	CmdACLDelete:   securityCommand("acl-delete", decodeACLDelete, (*FSM).applyACLDelete),
+	CmdSCRAMSet:    leveledSecurityCommand("scram-set", SCRAMLevel, decodeSCRAMSet, (*FSM).applySCRAMSet),
+	CmdSCRAMDelete: leveledSecurityCommand("scram-delete", SCRAMLevel, decodeSCRAMDelete, (*FSM).applySCRAMDelete),
 
 	CmdRedrive: row("redrive", RedriveLevel, []payloadVersion{
 		{version: commandVersion, level: RedriveLevel},

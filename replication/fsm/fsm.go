@@ -128,7 +128,7 @@ func New(cfg Config) *FSM {
 	}
 	f := &FSM{root: cfg.Dir, logOpts: cfg.Log, logger: cfg.Logger, fatal: cfg.Fatal, clock: cfg.Now,
 		catchUp: catchUpConfig{self: cfg.Self, fetcher: cfg.Fetcher}, topics: map[string]*Topic{}}
-	f.security.install(nil, nil)
+	f.security.install(nil, nil, nil)
 	return f
 }
 

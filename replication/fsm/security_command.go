@@ -212,7 +212,12 @@ type checked[T any] struct {
 // version 1, strict JSON read by decode). A payload decode refuses does not
 // stop the node: apply answers with decode's error and changes nothing.
 func securityCommand[T any](name string, decode func([]byte) (T, error), apply func(f *FSM, index uint64, now int64, c T) any) command {
-	return row(name, SecurityLevel, v1, func(p []byte, _ byte, _ *keyScratch) (checked[T], error) {
+	return leveledSecurityCommand(name, SecurityLevel, decode, apply)
+}
+
+// leveledSecurityCommand is securityCommand for a kind introduced at level.
+func leveledSecurityCommand[T any](name string, level FeatureLevel, decode func([]byte) (T, error), apply func(f *FSM, index uint64, now int64, c T) any) command {
+	return row(name, level, []payloadVersion{{version: commandVersion, level: level}}, func(p []byte, _ byte, _ *keyScratch) (checked[T], error) {
 		v, err := decode(p)
 		return checked[T]{v: v, err: err}, nil
 	}, func(f *FSM, index uint64, now int64, c checked[T]) any {

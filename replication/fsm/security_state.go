@@ -30,6 +30,9 @@ type securityState struct {
 	tokens atomic.Pointer[map[string]tokenRecord]
 	// acls is never nil once the FSM is made.
 	acls atomic.Pointer[auth.Set]
+	// scram is the SCRAM credentials (security_scram.go); the map is
+	// never modified once stored.
+	scram atomic.Pointer[map[scramKey]scramRecord]
 }
 
 // noACLs is the empty set: it allows nothing.
@@ -49,12 +52,13 @@ func (s *securityState) aclSet() *auth.Set {
 	return noACLs
 }
 
-func (s *securityState) install(tokens map[string]tokenRecord, acls *auth.Set) {
+func (s *securityState) install(tokens map[string]tokenRecord, acls *auth.Set, scram map[scramKey]scramRecord) {
 	if acls == nil {
 		acls = noACLs
 	}
 	s.tokens.Store(&tokens)
 	s.acls.Store(acls)
+	s.scram.Store(&scram)
 }
 
 func (r tokenRecord) info() backend.TokenInfo {
@@ -187,22 +191,25 @@ func (f *FSM) MatchACLs(flt auth.Filter) ([]auth.ACL, error) {
 // securityManifestVersion versions the security part of a snapshot.
 const securityManifestVersion = 1
 
-// securityManifest is the tokens (sorted by id) and the ACLs (in the set's
-// order) in a snapshot; absent when there are none, as in snapshots taken
-// before they existed.
+// securityManifest is the tokens (sorted by id), the ACLs (in the set's
+// order) and the SCRAM credentials (sorted by user, then mechanism) in a
+// snapshot; absent when there are none, as in snapshots taken before they
+// existed. SCRAM credentials exist only from SCRAMLevel on, so a build
+// below it never reads a snapshot that lists them.
 type securityManifest struct {
 	Version int           `json:"version"`
 	Tokens  []tokenRecord `json:"tokens,omitempty"`
 	ACLs    []auth.ACL    `json:"acls,omitempty"`
+	SCRAM   []scramRecord `json:"scram,omitempty"`
 }
 
 // snapshotSecurity captures the state; nil when there is none.
 func (f *FSM) snapshotSecurity() *securityManifest {
 	m, acls := f.security.tokenMap(), f.ACLs()
-	if len(m) == 0 && acls.Len() == 0 {
+	if len(m) == 0 && acls.Len() == 0 && len(f.security.scramMap()) == 0 {
 		return nil
 	}
-	out := &securityManifest{Version: securityManifestVersion, ACLs: acls.ACLs()}
+	out := &securityManifest{Version: securityManifestVersion, ACLs: acls.ACLs(), SCRAM: f.security.snapshotSCRAM()}
 	for _, id := range slices.Sorted(maps.Keys(m)) {
 		out.Tokens = append(out.Tokens, m[id])
 	}
@@ -212,26 +219,30 @@ func (f *FSM) snapshotSecurity() *securityManifest {
 // decodeSecurity checks a snapshot's security section and returns the
 // state it holds (nil: empty). Every token and ACL must validate: a
 // snapshot is read as strictly as a command.
-func decodeSecurity(m *securityManifest) (map[string]tokenRecord, *auth.Set, error) {
+func decodeSecurity(m *securityManifest) (map[string]tokenRecord, *auth.Set, map[scramKey]scramRecord, error) {
 	tokens := map[string]tokenRecord{}
 	if m == nil {
-		return tokens, noACLs, nil
+		return tokens, noACLs, map[scramKey]scramRecord{}, nil
 	}
 	if m.Version != securityManifestVersion {
-		return nil, nil, fmt.Errorf("restore: %w: security manifest version %d", backend.ErrUnknownCommand, m.Version)
+		return nil, nil, nil, fmt.Errorf("restore: %w: security manifest version %d", backend.ErrUnknownCommand, m.Version)
 	}
 	for _, r := range m.Tokens {
 		if err := r.validate(); err != nil {
-			return nil, nil, fmt.Errorf("restore: %w", err)
+			return nil, nil, nil, fmt.Errorf("restore: %w", err)
 		}
 		if _, dup := tokens[r.Verifier.ID]; dup {
-			return nil, nil, fmt.Errorf("restore: token %s listed twice", r.Verifier.ID)
+			return nil, nil, nil, fmt.Errorf("restore: token %s listed twice", r.Verifier.ID)
 		}
 		tokens[r.Verifier.ID] = r
 	}
 	acls, err := auth.NewSet(m.ACLs)
 	if err != nil {
-		return nil, nil, fmt.Errorf("restore: %w", err)
+		return nil, nil, nil, fmt.Errorf("restore: %w", err)
 	}
-	return tokens, acls, nil
+	scram, err := decodeSCRAM(m.SCRAM)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return tokens, acls, scram, nil
 }

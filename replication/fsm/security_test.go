@@ -228,7 +228,7 @@ func TestSecurityBounds(t *testing.T) {
 		v := fakeVerifier(i, "User:u", 1, exp)
 		full[v.ID] = tokenRecord{Verifier: v, CreatedBy: "User:admin"}
 	}
-	f.security.install(full, nil)
+	f.security.install(full, nil, nil)
 	extra := fakeVerifier(MaxTokens, "User:u", 1, 0)
 	idx := uint64(0)
 	apply := func(cmd []byte) any {

@@ -267,7 +267,7 @@ func (f *FSM) Restore(rc io.Reader) error {
 	if m.NextProducerID < 0 {
 		return fmt.Errorf("restore: next producer id %d", m.NextProducerID)
 	}
-	tokens, acls, err := decodeSecurity(m.Security)
+	tokens, acls, scram, err := decodeSecurity(m.Security)
 	if err != nil {
 		return err
 	}
@@ -331,7 +331,7 @@ func (f *FSM) Restore(rc io.Reader) error {
 	f.mu.Lock()
 	f.topics = topics
 	f.mu.Unlock()
-	f.security.install(tokens, acls)
+	f.security.install(tokens, acls, scram)
 	f.restoreRedrives(m.Redrives)
 	f.now.Store(m.Now)
 	f.level.Store(uint32(m.Level))

@@ -122,6 +122,15 @@ const (
 	LogServiceListTokensProcedure = "/logd.v1.LogService/ListTokens"
 	// LogServiceRevokeTokenProcedure is the fully-qualified name of the LogService's RevokeToken RPC.
 	LogServiceRevokeTokenProcedure = "/logd.v1.LogService/RevokeToken"
+	// LogServiceSetScramCredentialProcedure is the fully-qualified name of the LogService's
+	// SetScramCredential RPC.
+	LogServiceSetScramCredentialProcedure = "/logd.v1.LogService/SetScramCredential"
+	// LogServiceListScramCredentialsProcedure is the fully-qualified name of the LogService's
+	// ListScramCredentials RPC.
+	LogServiceListScramCredentialsProcedure = "/logd.v1.LogService/ListScramCredentials"
+	// LogServiceDeleteScramCredentialProcedure is the fully-qualified name of the LogService's
+	// DeleteScramCredential RPC.
+	LogServiceDeleteScramCredentialProcedure = "/logd.v1.LogService/DeleteScramCredential"
 	// LogServiceCreateACLsProcedure is the fully-qualified name of the LogService's CreateACLs RPC.
 	LogServiceCreateACLsProcedure = "/logd.v1.LogService/CreateACLs"
 	// LogServiceListACLsProcedure is the fully-qualified name of the LogService's ListACLs RPC.
@@ -250,6 +259,16 @@ type LogServiceClient interface {
 	ListTokens(context.Context, *connect.Request[logdv1.ListTokensRequest]) (*connect.Response[logdv1.ListTokensResponse], error)
 	// RevokeToken revokes a token: the next call with it is UNAUTHENTICATED.
 	RevokeToken(context.Context, *connect.Request[logdv1.RevokeTokenRequest]) (*connect.Response[logdv1.RevokeTokenResponse], error)
+	// SetScramCredential sets a user's SCRAM credential for one mechanism
+	// (the Kafka listener's SASL/SCRAM and PLAIN), replacing the one it
+	// held. The password is salted and hashed by the node; the cluster
+	// stores the salt and keys only.
+	SetScramCredential(context.Context, *connect.Request[logdv1.SetScramCredentialRequest]) (*connect.Response[logdv1.SetScramCredentialResponse], error)
+	// ListScramCredentials lists SCRAM credentials (never their keys).
+	ListScramCredentials(context.Context, *connect.Request[logdv1.ListScramCredentialsRequest]) (*connect.Response[logdv1.ListScramCredentialsResponse], error)
+	// DeleteScramCredential deletes a user's SCRAM credential for one
+	// mechanism.
+	DeleteScramCredential(context.Context, *connect.Request[logdv1.DeleteScramCredentialRequest]) (*connect.Response[logdv1.DeleteScramCredentialResponse], error)
 	// CreateACLs adds ACLs (those already present are kept once).
 	CreateACLs(context.Context, *connect.Request[logdv1.CreateACLsRequest]) (*connect.Response[logdv1.CreateACLsResponse], error)
 	// ListACLs lists the ACLs matching a filter.
@@ -508,6 +527,24 @@ func NewLogServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			connect.WithSchema(logServiceMethods.ByName("RevokeToken")),
 			connect.WithClientOptions(opts...),
 		),
+		setScramCredential: connect.NewClient[logdv1.SetScramCredentialRequest, logdv1.SetScramCredentialResponse](
+			httpClient,
+			baseURL+LogServiceSetScramCredentialProcedure,
+			connect.WithSchema(logServiceMethods.ByName("SetScramCredential")),
+			connect.WithClientOptions(opts...),
+		),
+		listScramCredentials: connect.NewClient[logdv1.ListScramCredentialsRequest, logdv1.ListScramCredentialsResponse](
+			httpClient,
+			baseURL+LogServiceListScramCredentialsProcedure,
+			connect.WithSchema(logServiceMethods.ByName("ListScramCredentials")),
+			connect.WithClientOptions(opts...),
+		),
+		deleteScramCredential: connect.NewClient[logdv1.DeleteScramCredentialRequest, logdv1.DeleteScramCredentialResponse](
+			httpClient,
+			baseURL+LogServiceDeleteScramCredentialProcedure,
+			connect.WithSchema(logServiceMethods.ByName("DeleteScramCredential")),
+			connect.WithClientOptions(opts...),
+		),
 		createACLs: connect.NewClient[logdv1.CreateACLsRequest, logdv1.CreateACLsResponse](
 			httpClient,
 			baseURL+LogServiceCreateACLsProcedure,
@@ -561,51 +598,54 @@ func NewLogServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 
 // logServiceClient implements LogServiceClient.
 type logServiceClient struct {
-	createTopic        *connect.Client[logdv1.CreateTopicRequest, logdv1.CreateTopicResponse]
-	listTopics         *connect.Client[logdv1.ListTopicsRequest, logdv1.ListTopicsResponse]
-	describeTopic      *connect.Client[logdv1.DescribeTopicRequest, logdv1.DescribeTopicResponse]
-	deleteTopic        *connect.Client[logdv1.DeleteTopicRequest, logdv1.DeleteTopicResponse]
-	produce            *connect.Client[logdv1.ProduceRequest, logdv1.ProduceResponse]
-	fetch              *connect.Client[logdv1.FetchRequest, logdv1.FetchResponse]
-	listOffsets        *connect.Client[logdv1.ListOffsetsRequest, logdv1.ListOffsetsResponse]
-	status             *connect.Client[logdv1.StatusRequest, logdv1.StatusResponse]
-	readIndex          *connect.Client[logdv1.ReadIndexRequest, logdv1.ReadIndexResponse]
-	joinGroup          *connect.Client[logdv1.JoinGroupRequest, logdv1.JoinGroupResponse]
-	groupHeartbeat     *connect.Client[logdv1.GroupHeartbeatRequest, logdv1.GroupHeartbeatResponse]
-	leaveGroup         *connect.Client[logdv1.LeaveGroupRequest, logdv1.LeaveGroupResponse]
-	commitOffsets      *connect.Client[logdv1.CommitOffsetsRequest, logdv1.CommitOffsetsResponse]
-	groupFetch         *connect.Client[logdv1.GroupFetchRequest, logdv1.GroupFetchResponse]
-	listGroups         *connect.Client[logdv1.ListGroupsRequest, logdv1.ListGroupsResponse]
-	describeGroup      *connect.Client[logdv1.DescribeGroupRequest, logdv1.DescribeGroupResponse]
-	deleteGroup        *connect.Client[logdv1.DeleteGroupRequest, logdv1.DeleteGroupResponse]
-	resetGroupOffsets  *connect.Client[logdv1.ResetGroupOffsetsRequest, logdv1.ResetGroupOffsetsResponse]
-	createQueueGroup   *connect.Client[logdv1.CreateQueueGroupRequest, logdv1.CreateQueueGroupResponse]
-	alterQueueGroup    *connect.Client[logdv1.AlterQueueGroupRequest, logdv1.AlterQueueGroupResponse]
-	describeQueueGroup *connect.Client[logdv1.DescribeQueueGroupRequest, logdv1.DescribeQueueGroupResponse]
-	listQueueGroups    *connect.Client[logdv1.ListQueueGroupsRequest, logdv1.ListQueueGroupsResponse]
-	claim              *connect.Client[logdv1.ClaimRequest, logdv1.ClaimResponse]
-	ack                *connect.Client[logdv1.AckRequest, logdv1.AckResponse]
-	nack               *connect.Client[logdv1.NackRequest, logdv1.NackResponse]
-	extend             *connect.Client[logdv1.ExtendRequest, logdv1.ExtendResponse]
-	join               *connect.Client[logdv1.JoinRequest, logdv1.JoinResponse]
-	removeNode         *connect.Client[logdv1.RemoveNodeRequest, logdv1.RemoveNodeResponse]
-	transferLeadership *connect.Client[logdv1.TransferLeadershipRequest, logdv1.TransferLeadershipResponse]
-	saveSnapshot       *connect.Client[logdv1.SaveSnapshotRequest, logdv1.SaveSnapshotResponse]
-	alterTopic         *connect.Client[logdv1.AlterTopicRequest, logdv1.AlterTopicResponse]
-	createPartitions   *connect.Client[logdv1.CreatePartitionsRequest, logdv1.CreatePartitionsResponse]
-	pauseQueueGroup    *connect.Client[logdv1.PauseQueueGroupRequest, logdv1.PauseQueueGroupResponse]
-	whoAmI             *connect.Client[logdv1.WhoAmIRequest, logdv1.WhoAmIResponse]
-	createToken        *connect.Client[logdv1.CreateTokenRequest, logdv1.CreateTokenResponse]
-	listTokens         *connect.Client[logdv1.ListTokensRequest, logdv1.ListTokensResponse]
-	revokeToken        *connect.Client[logdv1.RevokeTokenRequest, logdv1.RevokeTokenResponse]
-	createACLs         *connect.Client[logdv1.CreateACLsRequest, logdv1.CreateACLsResponse]
-	listACLs           *connect.Client[logdv1.ListACLsRequest, logdv1.ListACLsResponse]
-	deleteACLs         *connect.Client[logdv1.DeleteACLsRequest, logdv1.DeleteACLsResponse]
-	startRedrive       *connect.Client[logdv1.StartRedriveRequest, logdv1.StartRedriveResponse]
-	describeRedrive    *connect.Client[logdv1.DescribeRedriveRequest, logdv1.DescribeRedriveResponse]
-	listRedrives       *connect.Client[logdv1.ListRedrivesRequest, logdv1.ListRedrivesResponse]
-	stopRedrive        *connect.Client[logdv1.StopRedriveRequest, logdv1.StopRedriveResponse]
-	listDeadLetters    *connect.Client[logdv1.ListDeadLettersRequest, logdv1.ListDeadLettersResponse]
+	createTopic           *connect.Client[logdv1.CreateTopicRequest, logdv1.CreateTopicResponse]
+	listTopics            *connect.Client[logdv1.ListTopicsRequest, logdv1.ListTopicsResponse]
+	describeTopic         *connect.Client[logdv1.DescribeTopicRequest, logdv1.DescribeTopicResponse]
+	deleteTopic           *connect.Client[logdv1.DeleteTopicRequest, logdv1.DeleteTopicResponse]
+	produce               *connect.Client[logdv1.ProduceRequest, logdv1.ProduceResponse]
+	fetch                 *connect.Client[logdv1.FetchRequest, logdv1.FetchResponse]
+	listOffsets           *connect.Client[logdv1.ListOffsetsRequest, logdv1.ListOffsetsResponse]
+	status                *connect.Client[logdv1.StatusRequest, logdv1.StatusResponse]
+	readIndex             *connect.Client[logdv1.ReadIndexRequest, logdv1.ReadIndexResponse]
+	joinGroup             *connect.Client[logdv1.JoinGroupRequest, logdv1.JoinGroupResponse]
+	groupHeartbeat        *connect.Client[logdv1.GroupHeartbeatRequest, logdv1.GroupHeartbeatResponse]
+	leaveGroup            *connect.Client[logdv1.LeaveGroupRequest, logdv1.LeaveGroupResponse]
+	commitOffsets         *connect.Client[logdv1.CommitOffsetsRequest, logdv1.CommitOffsetsResponse]
+	groupFetch            *connect.Client[logdv1.GroupFetchRequest, logdv1.GroupFetchResponse]
+	listGroups            *connect.Client[logdv1.ListGroupsRequest, logdv1.ListGroupsResponse]
+	describeGroup         *connect.Client[logdv1.DescribeGroupRequest, logdv1.DescribeGroupResponse]
+	deleteGroup           *connect.Client[logdv1.DeleteGroupRequest, logdv1.DeleteGroupResponse]
+	resetGroupOffsets     *connect.Client[logdv1.ResetGroupOffsetsRequest, logdv1.ResetGroupOffsetsResponse]
+	createQueueGroup      *connect.Client[logdv1.CreateQueueGroupRequest, logdv1.CreateQueueGroupResponse]
+	alterQueueGroup       *connect.Client[logdv1.AlterQueueGroupRequest, logdv1.AlterQueueGroupResponse]
+	describeQueueGroup    *connect.Client[logdv1.DescribeQueueGroupRequest, logdv1.DescribeQueueGroupResponse]
+	listQueueGroups       *connect.Client[logdv1.ListQueueGroupsRequest, logdv1.ListQueueGroupsResponse]
+	claim                 *connect.Client[logdv1.ClaimRequest, logdv1.ClaimResponse]
+	ack                   *connect.Client[logdv1.AckRequest, logdv1.AckResponse]
+	nack                  *connect.Client[logdv1.NackRequest, logdv1.NackResponse]
+	extend                *connect.Client[logdv1.ExtendRequest, logdv1.ExtendResponse]
+	join                  *connect.Client[logdv1.JoinRequest, logdv1.JoinResponse]
+	removeNode            *connect.Client[logdv1.RemoveNodeRequest, logdv1.RemoveNodeResponse]
+	transferLeadership    *connect.Client[logdv1.TransferLeadershipRequest, logdv1.TransferLeadershipResponse]
+	saveSnapshot          *connect.Client[logdv1.SaveSnapshotRequest, logdv1.SaveSnapshotResponse]
+	alterTopic            *connect.Client[logdv1.AlterTopicRequest, logdv1.AlterTopicResponse]
+	createPartitions      *connect.Client[logdv1.CreatePartitionsRequest, logdv1.CreatePartitionsResponse]
+	pauseQueueGroup       *connect.Client[logdv1.PauseQueueGroupRequest, logdv1.PauseQueueGroupResponse]
+	whoAmI                *connect.Client[logdv1.WhoAmIRequest, logdv1.WhoAmIResponse]
+	createToken           *connect.Client[logdv1.CreateTokenRequest, logdv1.CreateTokenResponse]
+	listTokens            *connect.Client[logdv1.ListTokensRequest, logdv1.ListTokensResponse]
+	revokeToken           *connect.Client[logdv1.RevokeTokenRequest, logdv1.RevokeTokenResponse]
+	setScramCredential    *connect.Client[logdv1.SetScramCredentialRequest, logdv1.SetScramCredentialResponse]
+	listScramCredentials  *connect.Client[logdv1.ListScramCredentialsRequest, logdv1.ListScramCredentialsResponse]
+	deleteScramCredential *connect.Client[logdv1.DeleteScramCredentialRequest, logdv1.DeleteScramCredentialResponse]
+	createACLs            *connect.Client[logdv1.CreateACLsRequest, logdv1.CreateACLsResponse]
+	listACLs              *connect.Client[logdv1.ListACLsRequest, logdv1.ListACLsResponse]
+	deleteACLs            *connect.Client[logdv1.DeleteACLsRequest, logdv1.DeleteACLsResponse]
+	startRedrive          *connect.Client[logdv1.StartRedriveRequest, logdv1.StartRedriveResponse]
+	describeRedrive       *connect.Client[logdv1.DescribeRedriveRequest, logdv1.DescribeRedriveResponse]
+	listRedrives          *connect.Client[logdv1.ListRedrivesRequest, logdv1.ListRedrivesResponse]
+	stopRedrive           *connect.Client[logdv1.StopRedriveRequest, logdv1.StopRedriveResponse]
+	listDeadLetters       *connect.Client[logdv1.ListDeadLettersRequest, logdv1.ListDeadLettersResponse]
 }
 
 // CreateTopic calls logd.v1.LogService.CreateTopic.
@@ -793,6 +833,21 @@ func (c *logServiceClient) RevokeToken(ctx context.Context, req *connect.Request
 	return c.revokeToken.CallUnary(ctx, req)
 }
 
+// SetScramCredential calls logd.v1.LogService.SetScramCredential.
+func (c *logServiceClient) SetScramCredential(ctx context.Context, req *connect.Request[logdv1.SetScramCredentialRequest]) (*connect.Response[logdv1.SetScramCredentialResponse], error) {
+	return c.setScramCredential.CallUnary(ctx, req)
+}
+
+// ListScramCredentials calls logd.v1.LogService.ListScramCredentials.
+func (c *logServiceClient) ListScramCredentials(ctx context.Context, req *connect.Request[logdv1.ListScramCredentialsRequest]) (*connect.Response[logdv1.ListScramCredentialsResponse], error) {
+	return c.listScramCredentials.CallUnary(ctx, req)
+}
+
+// DeleteScramCredential calls logd.v1.LogService.DeleteScramCredential.
+func (c *logServiceClient) DeleteScramCredential(ctx context.Context, req *connect.Request[logdv1.DeleteScramCredentialRequest]) (*connect.Response[logdv1.DeleteScramCredentialResponse], error) {
+	return c.deleteScramCredential.CallUnary(ctx, req)
+}
+
 // CreateACLs calls logd.v1.LogService.CreateACLs.
 func (c *logServiceClient) CreateACLs(ctx context.Context, req *connect.Request[logdv1.CreateACLsRequest]) (*connect.Response[logdv1.CreateACLsResponse], error) {
 	return c.createACLs.CallUnary(ctx, req)
@@ -941,6 +996,16 @@ type LogServiceHandler interface {
 	ListTokens(context.Context, *connect.Request[logdv1.ListTokensRequest]) (*connect.Response[logdv1.ListTokensResponse], error)
 	// RevokeToken revokes a token: the next call with it is UNAUTHENTICATED.
 	RevokeToken(context.Context, *connect.Request[logdv1.RevokeTokenRequest]) (*connect.Response[logdv1.RevokeTokenResponse], error)
+	// SetScramCredential sets a user's SCRAM credential for one mechanism
+	// (the Kafka listener's SASL/SCRAM and PLAIN), replacing the one it
+	// held. The password is salted and hashed by the node; the cluster
+	// stores the salt and keys only.
+	SetScramCredential(context.Context, *connect.Request[logdv1.SetScramCredentialRequest]) (*connect.Response[logdv1.SetScramCredentialResponse], error)
+	// ListScramCredentials lists SCRAM credentials (never their keys).
+	ListScramCredentials(context.Context, *connect.Request[logdv1.ListScramCredentialsRequest]) (*connect.Response[logdv1.ListScramCredentialsResponse], error)
+	// DeleteScramCredential deletes a user's SCRAM credential for one
+	// mechanism.
+	DeleteScramCredential(context.Context, *connect.Request[logdv1.DeleteScramCredentialRequest]) (*connect.Response[logdv1.DeleteScramCredentialResponse], error)
 	// CreateACLs adds ACLs (those already present are kept once).
 	CreateACLs(context.Context, *connect.Request[logdv1.CreateACLsRequest]) (*connect.Response[logdv1.CreateACLsResponse], error)
 	// ListACLs lists the ACLs matching a filter.
@@ -1195,6 +1260,24 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 		connect.WithSchema(logServiceMethods.ByName("RevokeToken")),
 		connect.WithHandlerOptions(opts...),
 	)
+	logServiceSetScramCredentialHandler := connect.NewUnaryHandler(
+		LogServiceSetScramCredentialProcedure,
+		svc.SetScramCredential,
+		connect.WithSchema(logServiceMethods.ByName("SetScramCredential")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceListScramCredentialsHandler := connect.NewUnaryHandler(
+		LogServiceListScramCredentialsProcedure,
+		svc.ListScramCredentials,
+		connect.WithSchema(logServiceMethods.ByName("ListScramCredentials")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceDeleteScramCredentialHandler := connect.NewUnaryHandler(
+		LogServiceDeleteScramCredentialProcedure,
+		svc.DeleteScramCredential,
+		connect.WithSchema(logServiceMethods.ByName("DeleteScramCredential")),
+		connect.WithHandlerOptions(opts...),
+	)
 	logServiceCreateACLsHandler := connect.NewUnaryHandler(
 		LogServiceCreateACLsProcedure,
 		svc.CreateACLs,
@@ -1319,6 +1402,12 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 			logServiceListTokensHandler.ServeHTTP(w, r)
 		case LogServiceRevokeTokenProcedure:
 			logServiceRevokeTokenHandler.ServeHTTP(w, r)
+		case LogServiceSetScramCredentialProcedure:
+			logServiceSetScramCredentialHandler.ServeHTTP(w, r)
+		case LogServiceListScramCredentialsProcedure:
+			logServiceListScramCredentialsHandler.ServeHTTP(w, r)
+		case LogServiceDeleteScramCredentialProcedure:
+			logServiceDeleteScramCredentialHandler.ServeHTTP(w, r)
 		case LogServiceCreateACLsProcedure:
 			logServiceCreateACLsHandler.ServeHTTP(w, r)
 		case LogServiceListACLsProcedure:
@@ -1490,6 +1579,18 @@ func (UnimplementedLogServiceHandler) ListTokens(context.Context, *connect.Reque
 
 func (UnimplementedLogServiceHandler) RevokeToken(context.Context, *connect.Request[logdv1.RevokeTokenRequest]) (*connect.Response[logdv1.RevokeTokenResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.RevokeToken is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) SetScramCredential(context.Context, *connect.Request[logdv1.SetScramCredentialRequest]) (*connect.Response[logdv1.SetScramCredentialResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.SetScramCredential is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) ListScramCredentials(context.Context, *connect.Request[logdv1.ListScramCredentialsRequest]) (*connect.Response[logdv1.ListScramCredentialsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.ListScramCredentials is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) DeleteScramCredential(context.Context, *connect.Request[logdv1.DeleteScramCredentialRequest]) (*connect.Response[logdv1.DeleteScramCredentialResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.DeleteScramCredential is not implemented"))
 }
 
 func (UnimplementedLogServiceHandler) CreateACLs(context.Context, *connect.Request[logdv1.CreateACLsRequest]) (*connect.Response[logdv1.CreateACLsResponse], error) {

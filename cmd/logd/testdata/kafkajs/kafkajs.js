@@ -13,8 +13,14 @@
 //     "produce":200,"prefix":"late","expect":400,"settleMs":500,"timeoutMs":60000,"fromBeginning":true}'
 //   node kafkajs.js admin-offsets '{"broker":...,"group":"g","topic":"t","steps":[
 //     {"set":[{"partition":0,"offset":"5"}]},{"reset":"earliest"},{"reset":"latest"}]}'
+//   node kafkajs.js sasl '{"broker":...,"ca":"ca.crt","sasl":{"mechanism":"scram-sha-512","username":"u","password":"p"},
+//     "topic":"t","group":"g","count":10,"timeoutMs":30000}'
+//
+// With "ca" every command connects over TLS trusting that CA file; with
+// "sasl" it authenticates with that kafkajs SASL configuration.
 'use strict'
 
+const fs = require('fs')
 const { Kafka, logLevel, CompressionTypes, ConfigResourceTypes } = require('kafkajs')
 
 const [command, raw] = process.argv.slice(2)
@@ -24,6 +30,8 @@ const args = JSON.parse(raw || '{}')
 const kafka = new Kafka({
   clientId: 'logd-kafkajs-e2e',
   brokers: [args.broker],
+  ssl: args.ca ? { ca: [fs.readFileSync(args.ca, 'utf8')] } : undefined,
+  sasl: args.sasl,
   logLevel: logLevel.WARN,
   connectionTimeout: 5000,
   requestTimeout: 30000,
@@ -269,7 +277,43 @@ async function adminOffsets () {
   return out
 }
 
-const commands = { produce, offsets, 'produce-missing': produceMissing, 'admin-create': adminCreate, 'admin-delete': adminDelete, group, 'admin-offsets': adminOffsets }
+// sasl produces args.count records to args.topic and consumes them back
+// in group args.group, authenticated as args.sasl says; a failure (a
+// refused authentication, a refused topic) is the outcome's error.
+async function sasl () {
+  const producer = kafka.producer({ allowAutoTopicCreation: false, idempotent: false })
+  const consumer = kafka.consumer({ groupId: args.group, retry: { retries: 0 } })
+  const out = { produced: 0, consumed: [] }
+  try {
+    await producer.connect()
+    const messages = []
+    for (let i = 0; i < args.count; i++) messages.push({ value: `${args.sasl.username}-${i}` })
+    await producer.send({ topic: args.topic, acks: -1, messages })
+    out.produced = messages.length
+    await consumer.connect()
+    await consumer.subscribe({ topic: args.topic, fromBeginning: true })
+    await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`consumed ${out.consumed.length} of ${args.count}`)), args.timeoutMs)
+      consumer.run({
+        eachMessage: async ({ message }) => {
+          out.consumed.push(message.value.toString())
+          if (out.consumed.length >= args.count) {
+            clearTimeout(timer)
+            resolve()
+          }
+        },
+      }).catch(reject)
+    })
+  } catch (e) {
+    out.error = describe(e)
+  } finally {
+    await producer.disconnect()
+    await consumer.disconnect()
+  }
+  return out
+}
+
+const commands = { sasl, produce, offsets, 'produce-missing': produceMissing, 'admin-create': adminCreate, 'admin-delete': adminDelete, group, 'admin-offsets': adminOffsets }
 
 async function main () {
   const fn = commands[command]
