@@ -187,6 +187,7 @@ type Server struct {
 	handshakeTimeout time.Duration
 	nodeOf           func(*tls.ConnectionState) (string, bool)
 	groups           *coordinator
+	share            *shareCoordinator
 	forward          Forwarder
 	traffic          TopicTraffic
 
@@ -241,6 +242,7 @@ func New(opts Options) (*Server, error) {
 		s.traffic = noTraffic{}
 	}
 	s.groups = newCoordinator(s, opts.Groups, opts.Registerer)
+	s.share = newShareCoordinator(s, opts.Groups.withDefaults())
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
 }
@@ -321,6 +323,7 @@ func (s *Server) Close() error {
 	s.closed = true
 	s.cancel()
 	s.groups.close()
+	s.share.close()
 	var errs []error
 	for ln := range s.lns {
 		if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {

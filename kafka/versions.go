@@ -50,6 +50,9 @@ var advertised = []versionRange{
 	{keyDeleteGroups, 0, 2},
 	{keyIncrementalAlterConfigs, 0, 1},
 	{keyOffsetDelete, 0, 0},
+	{keyShareGroupHeartbeat, 1, 1},
+	{keyShareFetch, 1, 2},
+	{keyShareAcknowledge, 1, 2},
 }
 
 // served reports whether key at version is in the advertised table.
