@@ -336,6 +336,7 @@ type Kafka interface {
 	// groups of its name on the topics it subscribes to (docs/kafka.md,
 	// "Share groups").
 	CreateQueueGroup(ctx context.Context, c QueueCreate) (queue.Config, error)
+	AlterQueueGroup(ctx context.Context, topic, name string, change func(*queue.Config)) (queue.Config, error)
 	QueueClaimWait(ctx context.Context, c QueueClaim, wait time.Duration, admit func(context.Context) error) (QueueClaimResult, error)
 	QueueAck(ctx context.Context, c QueueAck) (QueueTokensResult, error)
 	QueueNack(ctx context.Context, c QueueNack) (QueueTokensResult, error)

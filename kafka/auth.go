@@ -176,8 +176,8 @@ var authzTable = map[int16]authzRule{
 	kmsg.Metadata.Int16():                {topic: auth.OpDescribe, filtered: true},
 	kmsg.CreateTopics.Int16():            {topic: auth.OpCreate, audit: true},
 	kmsg.DeleteTopics.Int16():            {topic: auth.OpDelete, audit: true},
-	kmsg.DescribeConfigs.Int16():         {topic: auth.OpDescribe, cluster: auth.OpDescribe},
-	kmsg.IncrementalAlterConfigs.Int16(): {topic: auth.OpAlter, cluster: auth.OpAlter, audit: true},
+	kmsg.DescribeConfigs.Int16():         {topic: auth.OpDescribe, cluster: auth.OpDescribe, group: auth.OpDescribe},
+	kmsg.IncrementalAlterConfigs.Int16(): {topic: auth.OpAlter, cluster: auth.OpAlter, group: auth.OpAlter, audit: true},
 	kmsg.CreatePartitions.Int16():        {topic: auth.OpAlter, audit: true},
 	kmsg.AlterConfigs.Int16():            {topic: auth.OpAlter, cluster: auth.OpAlter, audit: true},
 	// Kafka's IdempotentWrite: write on the cluster or on any topic.

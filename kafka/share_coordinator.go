@@ -105,6 +105,9 @@ type shareCoordinator struct {
 	term     uint64                 // guarded by mu: the Raft term the groups formed in
 	groups   map[string]*shareGroup // guarded by mu
 	sessions int                    // guarded by mu: the open share sessions
+	// configs are the groups' settings (share_configs.go); kept across
+	// terms, as they are set before a group exists.
+	configs map[string]shareConfig // guarded by mu
 	closed   bool                   // guarded by mu
 }
 
@@ -138,7 +141,7 @@ type shareSession struct {
 }
 
 func newShareCoordinator(s *Server, o GroupOptions) *shareCoordinator {
-	return &shareCoordinator{s: s, groups: map[string]*shareGroup{}, opts: shareOptions{
+	return &shareCoordinator{s: s, groups: map[string]*shareGroup{}, configs: map[string]shareConfig{}, opts: shareOptions{
 		sessionTimeout:    o.ShareSessionTimeout,
 		heartbeatInterval: o.ShareHeartbeatInterval,
 		lockDuration:      o.ShareLockDuration,
@@ -315,7 +318,9 @@ func (c *shareCoordinator) ensureQueueGroups(ctx context.Context, group string, 
 		if _, err := c.s.b.Topic(t); err != nil {
 			continue // not assigned until it exists
 		}
-		_, err := c.s.b.CreateQueueGroup(ctx, backend.QueueCreate{Topic: t, Group: group, FromEnd: true})
+		cfg := c.config(group)
+		_, err := c.s.b.CreateQueueGroup(ctx, backend.QueueCreate{Topic: t, Group: group, FromEnd: !cfg.earliest,
+			Config: queue.Config{Lease: cfg.lock, MaxDeliveries: cfg.maxDeliveries}})
 		if err != nil && !errors.Is(err, queue.ErrGroupExists) {
 			return fmt.Errorf("create queue group %s on %s: %w", group, t, err)
 		}

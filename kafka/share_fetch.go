@@ -27,7 +27,6 @@ var errNoRoom = errors.New("kafka: no room in the answer budget")
 // the answer budget (Options.Answers) before records are claimed.
 func (s *Server) shareFetch(ctx context.Context, rc *reqCtx, req *kmsg.ShareFetchRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
-	resp.AcquisitionLockTimeoutMillis = int32(min(s.share.opts.lockDuration.Milliseconds(), math.MaxInt32))
 	fail := func(code int16, msg string) kmsg.Response {
 		resp.ErrorCode = code
 		if msg != "" {
@@ -40,6 +39,7 @@ func (s *Server) shareFetch(ctx context.Context, rc *reqCtx, req *kmsg.ShareFetc
 		return fail(errInvalidRequest, "a group id and a member id are required")
 	}
 	groupName, member := *req.GroupID, *req.MemberID
+	resp.AcquisitionLockTimeoutMillis = int32(min(s.share.lockFor(groupName).Milliseconds(), math.MaxInt32))
 	if !rc.mayGroup(groupName) {
 		return fail(errGroupAuthorizationFailed, "")
 	}
@@ -214,7 +214,7 @@ func (s *Server) shareClaim(ctx context.Context, rc *reqCtx, req *kmsg.ShareFetc
 		}
 		res, err := s.b.QueueClaimWait(ctx, backend.QueueClaim{
 			Topic: t, Group: groupName, Max: int32(maxRecords - got), MaxBytes: int32(min(maxBytes-used, math.MaxInt32)),
-			Lease: s.share.opts.lockDuration, Worker: shareWorker(member),
+			Lease: s.share.lockFor(groupName), Worker: shareWorker(member),
 		}, w, admit)
 		switch {
 		case errors.Is(err, errNoRoom):

@@ -307,7 +307,7 @@ func (c *shareCoordinator) apply(ctx context.Context, groupName, topic string, k
 			}
 			res, err = c.s.b.QueueNack(ctx, backend.QueueNack{Topic: topic, Group: groupName, Nacks: nacks})
 		case ackRenew:
-			res, err = c.s.b.QueueExtend(ctx, backend.QueueExtend{Topic: topic, Group: groupName, Lease: c.opts.lockDuration, Tokens: tokens})
+			res, err = c.s.b.QueueExtend(ctx, backend.QueueExtend{Topic: topic, Group: groupName, Lease: c.lockFor(groupName), Tokens: tokens})
 		}
 		if err != nil {
 			return out, fmt.Errorf("share acknowledgement on %s: %w", topic, err)
