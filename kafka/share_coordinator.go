@@ -108,7 +108,7 @@ type shareCoordinator struct {
 	// configs are the groups' settings (share_configs.go); kept across
 	// terms, as they are set before a group exists.
 	configs map[string]shareConfig // guarded by mu
-	closed   bool                   // guarded by mu
+	closed  bool                   // guarded by mu
 }
 
 // shareGroup is one share group.
