@@ -328,7 +328,9 @@ func (c *conn) dispatch(rc *reqCtx, r *request) (kmsg.Response, error) {
 	case *kmsg.DeleteGroupsRequest:
 		resp = c.s.deleteGroups(ctx, rc, req)
 	case *kmsg.ShareGroupHeartbeatRequest:
-		resp = c.s.shareGroupHeartbeat(ctx, rc, req)
+		resp = c.s.shareGroupHeartbeat(ctx, rc, req, r.h.clientID, c.remoteHost())
+	case *kmsg.ShareGroupDescribeRequest:
+		resp = c.s.shareGroupDescribe(ctx, rc, req)
 	case *kmsg.ShareFetchRequest:
 		resp = c.s.shareFetch(c.pollCtx, rc, req)
 	case *kmsg.ShareAcknowledgeRequest:

@@ -124,6 +124,8 @@ type shareMember struct {
 	id     string
 	epoch  int32
 	topics []string
+	// clientID and clientHost are the client's, for ShareGroupDescribe.
+	clientID, clientHost string
 	// assigned is the assignment last sent, to send it again only when it
 	// changes.
 	assigned string

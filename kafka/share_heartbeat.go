@@ -19,7 +19,7 @@ import (
 // of the topics it subscribes to: records, not partitions, are what a
 // share group divides, and the queue group hands each record to one
 // member at a time.
-func (s *Server) shareGroupHeartbeat(ctx context.Context, rc *reqCtx, req *kmsg.ShareGroupHeartbeatRequest) kmsg.Response {
+func (s *Server) shareGroupHeartbeat(ctx context.Context, rc *reqCtx, req *kmsg.ShareGroupHeartbeatRequest, clientID, clientHost string) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 	fail := func(code int16, msg string) kmsg.Response {
 		resp.ErrorCode = code
@@ -60,7 +60,7 @@ func (s *Server) shareGroupHeartbeat(ctx context.Context, rc *reqCtx, req *kmsg.
 			return fail(groupCode(err), err.Error())
 		}
 	}
-	code, msg := s.share.heartbeat(req, resp)
+	code, msg := s.share.heartbeat(req, resp, clientID, clientHost)
 	if code != errNone {
 		return fail(code, msg)
 	}
@@ -80,7 +80,7 @@ func (c *shareCoordinator) leave(groupName, member string) {
 	c.giveBack(groupName, r, "released: share-group member left")
 }
 
-func (c *shareCoordinator) heartbeat(req *kmsg.ShareGroupHeartbeatRequest, resp *kmsg.ShareGroupHeartbeatResponse) (int16, string) {
+func (c *shareCoordinator) heartbeat(req *kmsg.ShareGroupHeartbeatRequest, resp *kmsg.ShareGroupHeartbeatResponse, clientID, clientHost string) (int16, string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -101,7 +101,7 @@ func (c *shareCoordinator) heartbeat(req *kmsg.ShareGroupHeartbeatRequest, resp 
 			return errGroupMaxSizeReached, ""
 		}
 		g.epoch++
-		m = &shareMember{id: req.MemberID, epoch: 0}
+		m = &shareMember{id: req.MemberID, epoch: 0, clientID: clientID, clientHost: clientHost}
 		name := req.GroupID
 		m.timer = time.AfterFunc(c.opts.sessionTimeout, func() { c.onSession(name, m) })
 		g.members[m.id] = m

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -458,6 +459,29 @@ func shareVersionCase(t *testing.T, tn *testNode, c *rawClient, key, v int16, na
 		resp := c.shareHeartbeat(groupID, "m", 0, "rt")
 		if resp.ErrorCode != 0 || resp.MemberEpoch <= 0 || resp.Assignment == nil || len(resp.Assignment.TopicPartitions) != 1 {
 			t.Errorf("%s: %+v", name, resp)
+		}
+	case keyShareGroupDescribe:
+		c.shareHeartbeat(groupID, "m", 0, "rt")
+		req := kmsg.NewPtrShareGroupDescribeRequest()
+		req.SetVersion(v)
+		req.GroupIDs = []string{groupID, "no-such-group"}
+		resp := c.do(req).(*kmsg.ShareGroupDescribeResponse)
+		g, missing := resp.Groups[0], resp.Groups[1]
+		if g.ErrorCode != 0 || g.GroupState != "Stable" || len(g.Members) != 1 || g.Members[0].MemberID != "m" ||
+			len(g.Members[0].Assignment.TopicPartitions) != 1 || len(g.Members[0].Assignment.TopicPartitions[0].Partitions) != 2 {
+			t.Errorf("%s: %+v", name, g)
+		}
+		if missing.ErrorCode != errGroupIDNotFound {
+			t.Errorf("%s: unknown group: code %d, want GROUP_ID_NOT_FOUND", name, missing.ErrorCode)
+		}
+		list := kmsg.NewPtrListGroupsRequest()
+		list.SetVersion(5)
+		list.TypesFilter = []string{"share"}
+		lresp := c.do(list).(*kmsg.ListGroupsResponse)
+		if !slices.ContainsFunc(lresp.Groups, func(lg kmsg.ListGroupsResponseGroup) bool {
+			return lg.Group == groupID && lg.GroupType == "share" && lg.GroupState == "Stable"
+		}) || slices.ContainsFunc(lresp.Groups, func(lg kmsg.ListGroupsResponseGroup) bool { return lg.GroupType != "share" }) {
+			t.Errorf("%s: ListGroups of type share: %+v", name, lresp.Groups)
 		}
 	case keyShareFetch, keyShareAcknowledge:
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)

@@ -51,6 +51,7 @@ var advertised = []versionRange{
 	{keyIncrementalAlterConfigs, 0, 1},
 	{keyOffsetDelete, 0, 0},
 	{keyShareGroupHeartbeat, 1, 1},
+	{keyShareGroupDescribe, 1, 1},
 	{keyShareFetch, 1, 2},
 	{keyShareAcknowledge, 1, 2},
 }
