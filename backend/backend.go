@@ -342,6 +342,7 @@ type Kafka interface {
 	QueueNack(ctx context.Context, c QueueNack) (QueueTokensResult, error)
 	QueueExtend(ctx context.Context, c QueueExtend) (QueueTokensResult, error)
 	QueueGroups(topic string) []string
+	DescribeQueueGroup(topic, name string, now int64) (QueueGroupInfo, error)
 }
 
 // KafkaGroups is what the Kafka group coordinator needs from the node: the

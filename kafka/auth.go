@@ -195,10 +195,11 @@ var authzTable = map[int16]authzRule{
 	kmsg.DeleteGroups.Int16():    {group: auth.OpDelete, audit: true},
 	kmsg.OffsetDelete.Int16():    {group: auth.OpDelete, topic: auth.OpRead, audit: true},
 	// Share groups (KIP-932), as Kafka authorizes them.
-	kmsg.ShareGroupHeartbeat.Int16(): {group: auth.OpRead, topic: auth.OpDescribe},
-	kmsg.ShareGroupDescribe.Int16():  {group: auth.OpDescribe},
-	kmsg.ShareFetch.Int16():          {group: auth.OpRead, topic: auth.OpRead},
-	kmsg.ShareAcknowledge.Int16():    {group: auth.OpRead, topic: auth.OpRead},
+	kmsg.ShareGroupHeartbeat.Int16():       {group: auth.OpRead, topic: auth.OpDescribe},
+	kmsg.ShareGroupDescribe.Int16():        {group: auth.OpDescribe},
+	kmsg.DescribeShareGroupOffsets.Int16(): {group: auth.OpDescribe, topic: auth.OpDescribe},
+	kmsg.ShareFetch.Int16():                {group: auth.OpRead, topic: auth.OpRead},
+	kmsg.ShareAcknowledge.Int16():          {group: auth.OpRead, topic: auth.OpRead},
 }
 
 // may reports whether the request's principal holds op on resource r

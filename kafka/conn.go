@@ -331,6 +331,8 @@ func (c *conn) dispatch(rc *reqCtx, r *request) (kmsg.Response, error) {
 		resp = c.s.shareGroupHeartbeat(ctx, rc, req, r.h.clientID, c.remoteHost())
 	case *kmsg.ShareGroupDescribeRequest:
 		resp = c.s.shareGroupDescribe(ctx, rc, req)
+	case *kmsg.DescribeShareGroupOffsetsRequest:
+		resp = c.s.describeShareGroupOffsets(ctx, rc, req)
 	case *kmsg.ShareFetchRequest:
 		resp = c.s.shareFetch(c.pollCtx, rc, req)
 	case *kmsg.ShareAcknowledgeRequest:

@@ -483,6 +483,28 @@ func shareVersionCase(t *testing.T, tn *testNode, c *rawClient, key, v int16, na
 		}) || slices.ContainsFunc(lresp.Groups, func(lg kmsg.ListGroupsResponseGroup) bool { return lg.GroupType != "share" }) {
 			t.Errorf("%s: ListGroups of type share: %+v", name, lresp.Groups)
 		}
+	case keyDescribeShareGroupOffsets:
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		if _, err := tn.backend.CreateQueueGroup(ctx, backend.QueueCreate{Topic: "rt", Group: groupID}); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		info, _ := tn.backend.DescribeQueueGroup("rt", groupID, time.Now().UnixNano())
+		req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+		req.SetVersion(v)
+		rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+		rg.GroupID = groupID // Topics nil: every topic of the group
+		req.Groups = append(req.Groups, rg)
+		resp := c.do(req).(*kmsg.DescribeShareGroupOffsetsResponse)
+		g := resp.Groups[0]
+		if g.ErrorCode != 0 || len(g.Topics) != 1 || g.Topics[0].Topic != "rt" || len(g.Topics[0].Partitions) != 2 {
+			t.Fatalf("%s: %+v", name, g)
+		}
+		p := g.Topics[0].Partitions[1]
+		wantLag := info.Partitions[1].End - info.Partitions[1].Start
+		if p.StartOffset != 0 || v >= 1 && p.Lag != wantLag {
+			t.Errorf("%s: partition 1 start %d lag %d, want 0 and %d", name, p.StartOffset, p.Lag, wantLag)
+		}
 	case keyShareFetch, keyShareAcknowledge:
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()

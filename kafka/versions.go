@@ -54,6 +54,7 @@ var advertised = []versionRange{
 	{keyShareGroupDescribe, 1, 1},
 	{keyShareFetch, 1, 2},
 	{keyShareAcknowledge, 1, 2},
+	{keyDescribeShareGroupOffsets, 0, 1},
 }
 
 // served reports whether key at version is in the advertised table.
