@@ -12,23 +12,10 @@ import (
 // needs version 2 and IsRenewAck.
 func (s *Server) shareAcknowledge(ctx context.Context, rc *reqCtx, req *kmsg.ShareAcknowledgeRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
-	fail := func(code int16, msg string) kmsg.Response {
-		resp.ErrorCode = code
-		if msg != "" {
-			resp.ErrorMessage = kmsg.StringPtr(msg)
-		}
-		rc.note(code)
-		return resp
-	}
-	if req.GroupID == nil || req.MemberID == nil || *req.MemberID == "" {
-		return fail(errInvalidRequest, "a group id and a member id are required")
-	}
-	groupName, member := *req.GroupID, *req.MemberID
-	if !rc.mayGroup(groupName) {
-		return fail(errGroupAuthorizationFailed, "")
-	}
-	if !s.share.lead(ctx) {
-		return fail(errNotLeaderOrFollower, "")
+	fail := refuser(rc, resp, &resp.ErrorCode, &resp.ErrorMessage)
+	groupName, member, code, msg := s.shareCaller(ctx, rc, req.GroupID, req.MemberID)
+	if code != errNone {
+		return fail(code, msg)
 	}
 	// The same shape as ShareFetch's topics, to resolve them alike.
 	asFetch := make([]kmsg.ShareFetchRequestTopic, 0, len(req.Topics))
@@ -59,26 +46,19 @@ func (s *Server) shareAcknowledge(ctx context.Context, rc *reqCtx, req *kmsg.Sha
 	if step == sessionClose {
 		s.share.giveBack(groupName, s.share.closeSession(rc.c, groupName, member), "released: share session closed")
 	}
-	parts := make([]sharePart, 0, len(codes))
-	for p := range codes {
-		parts = append(parts, p)
-	}
-	sortParts(parts)
-	for _, p := range parts {
-		info := topics[p.topic]
-		if len(resp.Topics) == 0 || resp.Topics[len(resp.Topics)-1].TopicID != topicID(info) {
+	byTopic(s, topics, codes, func(p sharePart, code int16, first bool, id [16]byte) {
+		if first {
 			rt := kmsg.NewShareAcknowledgeResponseTopic()
-			rt.TopicID = topicID(info)
+			rt.TopicID = id
 			resp.Topics = append(resp.Topics, rt)
 		}
 		rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
-		rp.Partition = p.partition
-		rp.ErrorCode = codes[p]
+		rp.Partition, rp.ErrorCode = p.partition, code
 		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
-		rc.note(rp.ErrorCode)
+		rc.note(code)
 		rt := &resp.Topics[len(resp.Topics)-1]
 		rt.Partitions = append(rt.Partitions, rp)
-	}
+	})
 	return resp
 }
 

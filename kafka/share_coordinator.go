@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/queue"
@@ -156,21 +158,10 @@ func newShareCoordinator(s *Server, o GroupOptions) *shareCoordinator {
 // leader); a new term forgets every group, as the classic coordinator
 // does (group_coordinator.go).
 func (c *shareCoordinator) lead(ctx context.Context) bool {
-	leads := c.s.waitReady(ctx) && c.s.b.IsLeader()
-	var term uint64
-	if leads {
-		term = c.s.b.Status().Term
-	}
+	leads, term := c.s.leaderTerm(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return false
-	}
-	if !leads || term != c.term {
-		c.dropLocked()
-		c.term = term
-	}
-	return leads
+	return gateTerm(leads, term, c.closed, &c.term, c.dropLocked)
 }
 
 // dropLocked forgets every group; the leases they held expire.
@@ -192,6 +183,45 @@ func (c *shareCoordinator) close() {
 	c.closed = true
 }
 
+// refuser returns what a share handler answers a refused request with:
+// resp, with its top-level code (noted for the metrics) and message (nil
+// when empty) set.
+func refuser(rc *reqCtx, resp kmsg.Response, code *int16, msg **string) func(int16, string) kmsg.Response {
+	return func(c int16, m string) kmsg.Response {
+		rc.note(c)
+		*code = c
+		if m != "" {
+			*msg = &m
+		}
+		return resp
+	}
+}
+
+// shareCaller checks a ShareFetch's or ShareAcknowledge's group and
+// member ids, the principal's right on the group, and that this node
+// serves share groups; it returns the ids, or a code and a message.
+func (s *Server) shareCaller(ctx context.Context, rc *reqCtx, groupID, memberID *string) (string, string, int16, string) {
+	switch {
+	case groupID == nil || memberID == nil || *memberID == "":
+		return "", "", errInvalidRequest, "a group id and a member id are required"
+	case !rc.mayGroup(*groupID):
+		return "", "", errGroupAuthorizationFailed, ""
+	case !s.share.lead(ctx):
+		return "", "", errNotLeaderOrFollower, ""
+	}
+	return *groupID, *memberID, errNone, ""
+}
+
+// memberLocked returns a group and its member (nil when either is
+// unknown).
+func (c *shareCoordinator) memberLocked(groupName, member string) (*shareGroup, *shareMember) {
+	g := c.groups[groupName]
+	if g == nil {
+		return nil, nil
+	}
+	return g, g.members[member]
+}
+
 // release is the deliveries to give back, per topic.
 type release map[string][]queue.Token
 
@@ -202,12 +232,7 @@ func (g *shareGroup) takeLocked(member string) release {
 	for p := range g.held {
 		parts = append(parts, p)
 	}
-	sort.Slice(parts, func(i, j int) bool {
-		if parts[i].topic != parts[j].topic {
-			return parts[i].topic < parts[j].topic
-		}
-		return parts[i].partition < parts[j].partition
-	})
+	sortParts(parts)
 	for _, p := range parts {
 		offs := g.held[p]
 		for off, h := range offs {
@@ -287,12 +312,7 @@ func (c *shareCoordinator) connClosed(cn *conn) {
 		r     release
 	}
 	var rels []rel
-	names := make([]string, 0, len(c.groups))
-	for name := range c.groups {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(c.groups)) {
 		g := c.groups[name]
 		for _, m := range g.members {
 			if m.session != nil && m.session.conn == cn {

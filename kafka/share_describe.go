@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -65,12 +66,7 @@ func (c *shareCoordinator) describe(id string, out *kmsg.ShareGroupDescribeRespo
 	if len(g.members) > 0 {
 		out.GroupState = "Stable"
 	}
-	ids := make([]string, 0, len(g.members))
-	for mid := range g.members {
-		ids = append(ids, mid)
-	}
-	slices.Sort(ids)
-	for _, mid := range ids {
+	for _, mid := range slices.Sorted(maps.Keys(g.members)) {
 		m := g.members[mid]
 		dm := kmsg.NewShareGroupDescribeResponseGroupMember()
 		dm.MemberID, dm.MemberEpoch, dm.ClientID, dm.ClientHost = m.id, m.epoch, m.clientID, "/"+m.clientHost
@@ -97,13 +93,8 @@ func (c *shareCoordinator) describe(id string, out *kmsg.ShareGroupDescribeRespo
 func (c *shareCoordinator) listed() []kmsg.ListGroupsResponseGroup {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ids := make([]string, 0, len(c.groups))
-	for id := range c.groups {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	out := make([]kmsg.ListGroupsResponseGroup, 0, len(ids))
-	for _, id := range ids {
+	out := make([]kmsg.ListGroupsResponseGroup, 0, len(c.groups))
+	for _, id := range slices.Sorted(maps.Keys(c.groups)) {
 		lg := kmsg.NewListGroupsResponseGroup()
 		lg.Group, lg.ProtocolType, lg.GroupType, lg.GroupState = id, "share", "share", "Empty"
 		if len(c.groups[id].members) > 0 {

@@ -27,25 +27,12 @@ var errNoRoom = errors.New("kafka: no room in the answer budget")
 // the answer budget (Options.Answers) before records are claimed.
 func (s *Server) shareFetch(ctx context.Context, rc *reqCtx, req *kmsg.ShareFetchRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
-	fail := func(code int16, msg string) kmsg.Response {
-		resp.ErrorCode = code
-		if msg != "" {
-			resp.ErrorMessage = kmsg.StringPtr(msg)
-		}
-		rc.note(code)
-		return resp
+	fail := refuser(rc, resp, &resp.ErrorCode, &resp.ErrorMessage)
+	groupName, member, code, msg := s.shareCaller(ctx, rc, req.GroupID, req.MemberID)
+	if code != errNone {
+		return fail(code, msg)
 	}
-	if req.GroupID == nil || req.MemberID == nil || *req.MemberID == "" {
-		return fail(errInvalidRequest, "a group id and a member id are required")
-	}
-	groupName, member := *req.GroupID, *req.MemberID
 	resp.AcquisitionLockTimeoutMillis = int32(min(s.share.lockFor(groupName).Milliseconds(), math.MaxInt32))
-	if !rc.mayGroup(groupName) {
-		return fail(errGroupAuthorizationFailed, "")
-	}
-	if !s.share.lead(ctx) {
-		return fail(errNotLeaderOrFollower, "")
-	}
 	topics, add, acks, code := s.shareTopics(rc, req.Topics, fetchAckBatches)
 	if code != errNone {
 		return fail(code, "")
@@ -99,26 +86,15 @@ func (s *Server) shareFetch(ctx context.Context, rc *reqCtx, req *kmsg.ShareFetc
 		throttle := s.shareClaim(ctx, rc, req, groupName, member, parts, answer)
 		resp.ThrottleMillis = throttle
 	}
-	keys := make([]sharePart, 0, len(out))
-	for p := range out {
-		keys = append(keys, p)
-	}
-	sortParts(keys)
-	for _, p := range keys {
-		info := topics[p.topic]
-		if len(resp.Topics) == 0 || resp.Topics[len(resp.Topics)-1].TopicID != topicID(info) {
-			if info.Name == "" {
-				if t, err := s.b.Topic(p.topic); err == nil {
-					info = t
-				}
-			}
+	byTopic(s, topics, out, func(p sharePart, rp *kmsg.ShareFetchResponseTopicPartition, first bool, id [16]byte) {
+		if first {
 			rt := kmsg.NewShareFetchResponseTopic()
-			rt.TopicID = topicID(info)
+			rt.TopicID = id
 			resp.Topics = append(resp.Topics, rt)
 		}
 		rt := &resp.Topics[len(resp.Topics)-1]
-		rt.Partitions = append(rt.Partitions, *out[p])
-	}
+		rt.Partitions = append(rt.Partitions, *rp)
+	})
 	return resp
 }
 
@@ -130,6 +106,24 @@ func sortParts(ps []sharePart) {
 		}
 		return ps[i].partition < ps[j].partition
 	})
+}
+
+// byTopic calls add for each partition of m in order, saying whether it
+// is its topic's first and giving the topic's id (from topics, else the
+// backend), to build an answer's topics.
+func byTopic[V any](s *Server, topics map[string]backend.TopicInfo, m map[sharePart]V, add func(p sharePart, v V, first bool, id [16]byte)) {
+	keys := make([]sharePart, 0, len(m))
+	for p := range m {
+		keys = append(keys, p)
+	}
+	sortParts(keys)
+	for i, p := range keys {
+		info, ok := topics[p.topic]
+		if !ok {
+			info, _ = s.b.Topic(p.topic)
+		}
+		add(p, m[p], i == 0 || keys[i-1].topic != p.topic, topicID(info))
+	}
 }
 
 // shareTopics resolves a request's topics by id: the partitions it names
@@ -183,18 +177,7 @@ func (s *Server) shareClaim(ctx context.Context, rc *reqCtx, req *kmsg.ShareFetc
 		maxRecords = 500
 	}
 	maxRecords = min(maxRecords, maxShareRecords)
-	maxBytes := int64(math.MaxInt32)
-	if req.MaxBytes > 0 {
-		maxBytes = int64(req.MaxBytes)
-	}
-	maxBytes = min(maxBytes, int64(s.limits.MaxFetchBytes))
-	if s.answers != nil && s.answers.MaxCharge() > 0 {
-		maxBytes = min(maxBytes, s.answers.MaxCharge())
-	}
-	wait := time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond
-	if s.limits.MaxFetchWait > 0 {
-		wait = min(wait, s.limits.MaxFetchWait)
-	}
+	maxBytes, wait := s.fetchBounds(req.MaxBytes, req.MaxWaitMillis)
 	per := wait / time.Duration(len(topics))
 	var used int64
 	got := 0

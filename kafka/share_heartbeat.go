@@ -21,14 +21,7 @@ import (
 // member at a time.
 func (s *Server) shareGroupHeartbeat(ctx context.Context, rc *reqCtx, req *kmsg.ShareGroupHeartbeatRequest, clientID, clientHost string) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
-	fail := func(code int16, msg string) kmsg.Response {
-		resp.ErrorCode = code
-		if msg != "" {
-			resp.ErrorMessage = kmsg.StringPtr(msg)
-		}
-		rc.note(code)
-		return resp
-	}
+	fail := refuser(rc, resp, &resp.ErrorCode, &resp.ErrorMessage)
 	switch {
 	case group.ValidateName("group", req.GroupID) != nil:
 		return fail(errInvalidGroupID, "")

@@ -32,11 +32,7 @@ const (
 func (c *shareCoordinator) useSession(cn *conn, groupName, member string, epoch int32, fetch bool) (sessionStep, release, int16, string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	g := c.groups[groupName]
-	var m *shareMember
-	if g != nil {
-		m = g.members[member]
-	}
+	g, m := c.memberLocked(groupName, member)
 	if m == nil {
 		return 0, nil, errUnknownMemberID, "not a member of the share group"
 	}
@@ -114,11 +110,7 @@ func (c *shareCoordinator) sessionParts(groupName, member string, add, forget []
 func (c *shareCoordinator) hold(groupName, member, topic string, recs []backend.ClaimedRecord) release {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	g := c.groups[groupName]
-	var m *shareMember
-	if g != nil {
-		m = g.members[member]
-	}
+	g, m := c.memberLocked(groupName, member)
 	r := release{}
 	for _, rec := range recs {
 		p := sharePart{topic, rec.Partition}
