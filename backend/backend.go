@@ -343,6 +343,10 @@ type Kafka interface {
 	QueueExtend(ctx context.Context, c QueueExtend) (QueueTokensResult, error)
 	QueueGroups(topic string) []string
 	DescribeQueueGroup(topic, name string, now int64) (QueueGroupInfo, error)
+	// ReleaseQueueWorker ends the live leases of a queue group whose
+	// claims named worker, offering their records again at once
+	// (*FeatureLevelError before every member's build applies it).
+	ReleaseQueueWorker(ctx context.Context, topic, name, worker, why string) (QueueReleaseResult, error)
 }
 
 // KafkaGroups is what the Kafka group coordinator needs from the node: the

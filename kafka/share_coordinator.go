@@ -299,8 +299,25 @@ func (c *shareCoordinator) onSession(groupName string, m *shareMember) {
 		return
 	}
 	r := c.removeMemberLocked(g, m)
+	topics := m.topics
 	c.mu.Unlock()
-	c.giveBack(groupName, r, "released: share-group member's session timed out")
+	const why = "released: share-group member's session timed out"
+	c.giveBack(groupName, r, why)
+	c.releaseWorker(groupName, m.id, topics, why)
+}
+
+// releaseWorker releases, on each of topics, every lease the member's
+// claims hold, whether this node handed them out or an earlier leader
+// did (a replicated release, fsm.QueueReleaseLevel). Before every
+// member's build applies it, those leases expire on their own.
+func (c *shareCoordinator) releaseWorker(groupName, member string, topics []string, why string) {
+	ctx, cancel := context.WithTimeout(c.s.ctx, 10*time.Second)
+	defer cancel()
+	for _, t := range topics {
+		if _, err := c.s.b.ReleaseQueueWorker(ctx, t, groupName, shareWorker(member), why); err != nil {
+			c.s.logger.Debug("kafka: share group release failed", "group", groupName, "topic", t, "member", member, "err", err)
+		}
+	}
 }
 
 // connClosed closes the share sessions bound to a connection and releases

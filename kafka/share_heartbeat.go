@@ -53,11 +53,27 @@ func (s *Server) shareGroupHeartbeat(ctx context.Context, rc *reqCtx, req *kmsg.
 			return fail(groupCode(err), err.Error())
 		}
 	}
+	joined := req.MemberEpoch == 0 && !s.share.known(req.GroupID, req.MemberID)
 	code, msg := s.share.heartbeat(req, resp, clientID, clientHost)
 	if code != errNone {
 		return fail(code, msg)
 	}
+	if joined {
+		// A member this node does not know may hold leases an earlier
+		// leader handed it, in a session that ended with that leader's
+		// term: its client dropped them, so they are offered again now
+		// rather than when their locks expire.
+		s.share.releaseWorker(req.GroupID, req.MemberID, req.SubscribedTopicNames, "released: share-group member joined a new leader")
+	}
 	return resp
+}
+
+// known reports whether a group has a member.
+func (c *shareCoordinator) known(groupName, member string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, m := c.memberLocked(groupName, member)
+	return m != nil
 }
 
 // leave removes a member and releases what it holds.

@@ -11,6 +11,8 @@ import (
 
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/queue"
+	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/replicationtest"
 )
 
 // shareHeartbeat sends a ShareGroupHeartbeat v1.
@@ -538,4 +540,46 @@ func shareVersionCase(t *testing.T, tn *testNode, c *rawClient, key, v int16, na
 		return false
 	}
 	return true
+}
+
+// TestShareJoinReleasesEarlierLeases: leases a member's claims hold that
+// this node does not know of (handed out by an earlier leader, here
+// claimed straight through the backend under the member's worker name)
+// are released, replicated, when the member joins: another member
+// acquires the records at once, at delivery 2, not when their hour-long
+// lock expires. At a feature level below the release's the join still
+// succeeds, and the leases are kept.
+func TestShareJoinReleasesEarlierLeases(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		level    backend.FeatureLevel
+		released bool
+	}{
+		{name: "release level", released: true},
+		{name: "before the release level", level: backend.FeatureLevel(fsm.ProducerLevel)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tn := startNodeWith(t, replicationtest.Options{FeatureLevel: tc.level}, withShare(time.Minute, time.Hour, 10))
+			shareSetup(t, tn, "rj", "g", 3, queue.Config{})
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			res, err := tn.backend.QueueClaimWait(ctx, backend.QueueClaim{Topic: "rj", Group: "g", Max: 3, Lease: time.Hour, Worker: shareWorker("a")}, 0, nil)
+			if err != nil || len(res.Records) != 3 {
+				t.Fatalf("claim: %d records, %v", len(res.Records), err)
+			}
+			a, b := dial(t, tn.addr), dial(t, tn.addr)
+			b.join("g", "b", "rj")
+			a.join("g", "a", "rj")
+			got := acquired(b.shareFetch(1, tn, "g", "b", 0, "rj", true, 0))[0]
+			if !tc.released {
+				if len(got) != 0 {
+					t.Fatalf("acquired %v below the release level", got)
+				}
+				return
+			}
+			if len(got) != 3 || got[0] != 2 {
+				t.Fatalf("b acquired %v, want offsets 0-2 at delivery 2", got)
+			}
+		})
+	}
 }

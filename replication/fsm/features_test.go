@@ -12,7 +12,8 @@ import (
 // kind and payload version this build has is within its feature levels;
 // all kinds that existed before feature levels are at BaseLevel, the
 // security kinds at SecurityLevel, group-set-offsets at ExternalGroupsLevel,
-// redrive at RedriveLevel, producer-init at ProducerLevel.
+// redrive at RedriveLevel, producer-init at ProducerLevel, queue-release
+// at QueueReleaseLevel.
 func TestCommandTable(t *testing.T) {
 	names := map[string]CommandType{}
 	rows := 0
@@ -45,6 +46,8 @@ func TestCommandTable(t *testing.T) {
 			want = RedriveLevel
 		case ct == CmdProducerInit:
 			want = ProducerLevel
+		case ct == CmdQueueRelease:
+			want = QueueReleaseLevel
 		}
 		if c.level != want {
 			t.Errorf("%s: level %d, want %d", c.name, c.level, want)
@@ -55,8 +58,8 @@ func TestCommandTable(t *testing.T) {
 			}
 		}
 	}
-	if rows != 30 {
-		t.Fatalf("%d kinds in the table, want 30", rows)
+	if rows != 31 {
+		t.Fatalf("%d kinds in the table, want 31", rows)
 	}
 }
 
