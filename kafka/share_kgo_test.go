@@ -115,14 +115,15 @@ func setShareConfigs(t *testing.T, ctx context.Context, cl *kgo.Client, groupID 
 // dead letter lacks its history. LOGD_FAULT_LONG=1 (make fault) drains
 // 100,000 records of 6 partitions.
 func TestKgoShareGroupChurn(t *testing.T) {
-	n, partitions := 900, int32(3)
+	// The long run takes about a minute without the race detector.
+	n, partitions, wait := 900, int32(3), time.Minute
 	if e2e.FaultLong() {
-		n, partitions = 100_000, 6
+		n, partitions, wait = 100_000, 6, 15*time.Minute
 	}
 	tn := startNode(t)
 	const topic, groupID = "share-churn", "workers"
 	tn.createTopic(topic, partitions, nil)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), wait+time.Minute)
 	defer cancel()
 	admin := newKgo(t, tn.addr)
 	setShareConfigs(t, ctx, admin, groupID, map[string]string{
@@ -134,11 +135,17 @@ func TestKgoShareGroupChurn(t *testing.T) {
 	var rmu sync.Mutex
 	rng := rand.New(rand.NewPCG(1, 2))
 	sleeps := 0
+	// The slow consumer sits past the lock of its first record (the
+	// others start once it has one) and of a few more.
+	first := make(chan struct{})
 	pick := func(r *kgo.Record, slow bool) kgo.AckStatus {
 		rmu.Lock()
 		x := rng.IntN(20)
-		sleep := slow && x == 0 && sleeps < 3
+		sleep := slow && (sleeps == 0 || x == 0 && sleeps < 3)
 		if sleep {
+			if sleeps == 0 {
+				close(first)
+			}
 			sleeps++
 		}
 		rmu.Unlock()
@@ -162,6 +169,13 @@ func TestKgoShareGroupChurn(t *testing.T) {
 	var clients []*kgo.Client
 	for i := range 3 {
 		clients = append(clients, runShareConsumer(cctx, t, tn.addr, groupID, topic, out, func(r *kgo.Record) kgo.AckStatus { return pick(r, i == 0) }))
+		if i == 0 {
+			select {
+			case <-first:
+			case <-ctx.Done():
+				t.Fatal("the slow consumer got no record")
+			}
+		}
 	}
 	// A worker of logd's own queue API on the same queue group.
 	workerDone := make(chan struct{})
@@ -182,7 +196,7 @@ func TestKgoShareGroupChurn(t *testing.T) {
 			tn.backend.QueueAck(cctx, backend.QueueAck{Topic: topic, Group: groupID, Tokens: toks})
 		}
 	}()
-	waitFor(t, 9*time.Minute, "every record finished", func() bool {
+	waitFor(t, wait, "every record finished", func() bool {
 		_, _, done := queueTotals(t, tn, topic, groupID)
 		return done
 	})
