@@ -48,10 +48,14 @@ func (s *Server) shareGroupHeartbeat(ctx context.Context, rc *reqCtx, req *kmsg.
 		resp.MemberEpoch = -1
 		return resp
 	}
-	if req.SubscribedTopicNames != nil {
-		if err := s.share.ensureQueueGroups(ctx, req.GroupID, req.SubscribedTopicNames); err != nil {
-			return fail(groupCode(err), err.Error())
-		}
+	// Every heartbeat, so that a subscribed topic created later gets its
+	// queue group (the subscription is sent only when it changes).
+	topics := req.SubscribedTopicNames
+	if topics == nil {
+		topics = s.share.topicsOf(req.GroupID, req.MemberID)
+	}
+	if err := s.share.ensureQueueGroups(ctx, req.GroupID, topics); err != nil {
+		return fail(groupCode(err), err.Error())
 	}
 	joined := req.MemberEpoch == 0 && !s.share.known(req.GroupID, req.MemberID)
 	code, msg := s.share.heartbeat(req, resp, clientID, clientHost)
@@ -66,6 +70,16 @@ func (s *Server) shareGroupHeartbeat(ctx context.Context, rc *reqCtx, req *kmsg.
 		s.share.releaseWorker(req.GroupID, req.MemberID, req.SubscribedTopicNames, "released: share-group member joined a new leader")
 	}
 	return resp
+}
+
+// topicsOf is a member's subscription (nil for an unknown member).
+func (c *shareCoordinator) topicsOf(groupName, member string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, m := c.memberLocked(groupName, member); m != nil {
+		return m.topics
+	}
+	return nil
 }
 
 // known reports whether a group has a member.

@@ -585,3 +585,24 @@ func TestShareJoinReleasesEarlierLeases(t *testing.T) {
 		})
 	}
 }
+
+// TestShareTopicCreatedLater: a member subscribed to a topic that does
+// not exist yet is assigned it, and fetches from its queue group, once
+// the topic is created (the client sends its subscription only once).
+func TestShareTopicCreatedLater(t *testing.T) {
+	tn := startNode(t)
+	c := dial(t, tn.addr)
+	epoch := c.join("g", "m", "later")
+	tn.createTopic("later", 1, nil)
+	resp := c.shareHeartbeat("g", "m", epoch)
+	if resp.ErrorCode != 0 || resp.Assignment == nil || len(resp.Assignment.TopicPartitions) != 1 {
+		t.Fatalf("after the topic was created: %+v", resp)
+	}
+	if !queueGroupExists(tn, "later", "g") {
+		t.Fatal("no queue group on the topic created later")
+	}
+	fetch := c.shareFetch(1, tn, "g", "m", 0, "later", true, 0)
+	if codes, _ := shareCodes(fetch); fetch.ErrorCode != 0 || codes[0] != 0 {
+		t.Fatalf("fetch: code %d, partition codes %v", fetch.ErrorCode, codes)
+	}
+}
