@@ -1,9 +1,8 @@
 package fsm
 
 import (
-	"fmt"
-
 	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/queue"
 )
 
 // QueueRelease ends the live leases of a queue group whose claims named
@@ -20,22 +19,9 @@ type QueueRelease struct {
 }
 
 func (f *FSM) applyQueueRelease(index uint64, now int64, c QueueRelease) any {
-	t, err := f.Topic(c.Topic)
-	if err != nil {
-		return err
-	}
-	f.queues.mu.Lock()
-	defer f.queues.mu.Unlock()
-	q, err := f.queues.getLocked(c.Topic, c.Group)
-	if err != nil {
-		return err
-	}
-	res := backend.QueueReleaseResult{Released: q.Release(now, c.Worker, c.Why)}
-	// A record released after its last allowed delivery moves to the
-	// dead-letter topic in this same command.
-	src := f.newQueueSource(t, q.Config().DeadlineHeader, f.queues.windowsLocked(t))
-	if res.DeadLettered, err = f.flushDeadLetters(index, now, q, t, src); err != nil {
-		return f.stop(fmt.Errorf("apply index %d: %w", index, err))
-	}
-	return res
+	var res backend.QueueReleaseResult
+	return f.applyQueueFailing(index, now, c.Topic, c.Group, func(q *queue.Group) *int {
+		res.Released = q.Release(now, c.Worker, c.Why)
+		return &res.DeadLettered
+	}, func() any { return res })
 }
