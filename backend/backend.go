@@ -340,6 +340,22 @@ type Kafka interface {
 
 	// Consumer groups.
 	KafkaGroups
+
+	// Queue groups, as in QueueAPI: a Kafka share group is the queue
+	// groups of its name on the topics it subscribes to (docs/kafka.md,
+	// "Share groups").
+	CreateQueueGroup(ctx context.Context, c QueueCreate) (queue.Config, error)
+	AlterQueueGroup(ctx context.Context, topic, name string, change func(*queue.Config)) (queue.Config, error)
+	QueueClaimWait(ctx context.Context, c QueueClaim, wait time.Duration, admit func(context.Context) error) (QueueClaimResult, error)
+	QueueAck(ctx context.Context, c QueueAck) (QueueTokensResult, error)
+	QueueNack(ctx context.Context, c QueueNack) (QueueTokensResult, error)
+	QueueExtend(ctx context.Context, c QueueExtend) (QueueTokensResult, error)
+	QueueGroups(topic string) []string
+	DescribeQueueGroup(topic, name string, now int64) (QueueGroupInfo, error)
+	// ReleaseQueueWorker ends the live leases of a queue group whose
+	// claims named worker, offering their records again at once
+	// (*FeatureLevelError before every member's build applies it).
+	ReleaseQueueWorker(ctx context.Context, topic, name, worker, why string) (QueueReleaseResult, error)
 }
 
 // KafkaGroups is what the Kafka group coordinator needs from the node: the

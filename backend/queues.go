@@ -61,6 +61,13 @@ type QueuePartitionInfo struct {
 	OldestReadyTimestamp int64 // Unix ns
 }
 
+// QueueReleaseResult is the outcome of an applied release of a worker's
+// leases: how many it ended, and how many of those records went to the
+// dead-letter topic (their last allowed delivery).
+type QueueReleaseResult struct {
+	Released, DeadLettered int
+}
+
 // QueuePauseResult says whether the command changed the group.
 type QueuePauseResult struct {
 	Paused, Changed bool

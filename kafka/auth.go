@@ -190,8 +190,8 @@ var authzTable = map[int16]authzRule{
 	kmsg.Metadata.Int16():                {topic: auth.OpDescribe, filtered: true},
 	kmsg.CreateTopics.Int16():            {topic: auth.OpCreate, audit: true},
 	kmsg.DeleteTopics.Int16():            {topic: auth.OpDelete, audit: true},
-	kmsg.DescribeConfigs.Int16():         {topic: auth.OpDescribe, cluster: auth.OpDescribe},
-	kmsg.IncrementalAlterConfigs.Int16(): {topic: auth.OpAlter, cluster: auth.OpAlter, audit: true},
+	kmsg.DescribeConfigs.Int16():         {topic: auth.OpDescribe, cluster: auth.OpDescribe, group: auth.OpDescribe},
+	kmsg.IncrementalAlterConfigs.Int16(): {topic: auth.OpAlter, cluster: auth.OpAlter, group: auth.OpAlter, audit: true},
 	kmsg.CreatePartitions.Int16():        {topic: auth.OpAlter, audit: true},
 	kmsg.AlterConfigs.Int16():            {topic: auth.OpAlter, cluster: auth.OpAlter, audit: true},
 	// Kafka's IdempotentWrite: write on the cluster or on any topic.
@@ -208,6 +208,12 @@ var authzTable = map[int16]authzRule{
 	kmsg.ListGroups.Int16():      {group: auth.OpDescribe, filtered: true},
 	kmsg.DeleteGroups.Int16():    {group: auth.OpDelete, audit: true},
 	kmsg.OffsetDelete.Int16():    {group: auth.OpDelete, topic: auth.OpRead, audit: true},
+	// Share groups (KIP-932), as Kafka authorizes them.
+	kmsg.ShareGroupHeartbeat.Int16():       {group: auth.OpRead, topic: auth.OpDescribe},
+	kmsg.ShareGroupDescribe.Int16():        {group: auth.OpDescribe},
+	kmsg.DescribeShareGroupOffsets.Int16(): {group: auth.OpDescribe, topic: auth.OpDescribe},
+	kmsg.ShareFetch.Int16():                {group: auth.OpRead, topic: auth.OpRead},
+	kmsg.ShareAcknowledge.Int16():          {group: auth.OpRead, topic: auth.OpRead},
 }
 
 // may reports whether the request's principal holds op on resource r

@@ -83,6 +83,13 @@ func (s *Server) describeConfigs(ctx context.Context, rc *reqCtx, req *kmsg.Desc
 				}
 				rr.Configs = append(rr.Configs, describeConfig(req, k, t.Config[k], defaults))
 			}
+		case kmsg.ConfigResourceTypeGroupConfig:
+			// A share group's settings (share_configs.go).
+			if !rc.mayGroup(r.ResourceName) {
+				rr.ErrorCode = errGroupAuthorizationFailed
+				break
+			}
+			s.describeShareGroupConfig(req, r, &rr)
 		case kmsg.ConfigResourceTypeBroker:
 			// No broker settings are exposed: an empty list.
 			if !rc.mayCluster() {
@@ -157,6 +164,12 @@ func (s *Server) alterResource(ctx context.Context, rc *reqCtx, w topicWriter, r
 		code = errTopicAuthorizationFailed
 	case r.ResourceType == kmsg.ConfigResourceTypeBroker && !rc.mayCluster():
 		code = errClusterAuthorizationFailed
+	case r.ResourceType == kmsg.ConfigResourceTypeGroupConfig && !rc.mayGroup(r.ResourceName):
+		code = errGroupAuthorizationFailed
+	case r.ResourceType == kmsg.ConfigResourceTypeGroupConfig && !validateOnly && !s.share.lead(ctx):
+		code = errNotController
+	case r.ResourceType == kmsg.ConfigResourceTypeGroupConfig:
+		code, msg = s.alterShareGroupConfig(ctx, r, validateOnly)
 	case r.ResourceType != kmsg.ConfigResourceTypeTopic:
 		code, msg = errInvalidRequest, fmt.Sprintf("logd alters topic configs only, not %s", r.ResourceType)
 	case w == nil && !validateOnly:

@@ -81,6 +81,9 @@ func newConn(s *Server, nc net.Conn) *conn {
 func (c *conn) serve() {
 	defer c.nc.Close()
 	defer c.cancel()
+	// Kafka releases the records of the share sessions a connection
+	// carried when it closes (share_coordinator.go).
+	defer c.s.share.connClosed(c)
 	if !c.authenticate() {
 		return
 	}
@@ -390,6 +393,16 @@ func (c *conn) dispatch(rc *reqCtx, r *request) (kmsg.Response, error) {
 		resp = c.s.describeGroups(ctx, rc, req)
 	case *kmsg.DeleteGroupsRequest:
 		resp = c.s.deleteGroups(ctx, rc, req)
+	case *kmsg.ShareGroupHeartbeatRequest:
+		resp = c.s.shareGroupHeartbeat(ctx, rc, req, r.h.clientID, c.remoteHost())
+	case *kmsg.ShareGroupDescribeRequest:
+		resp = c.s.shareGroupDescribe(ctx, rc, req)
+	case *kmsg.DescribeShareGroupOffsetsRequest:
+		resp = c.s.describeShareGroupOffsets(ctx, rc, req)
+	case *kmsg.ShareFetchRequest:
+		resp = c.s.shareFetch(c.pollCtx, rc, req)
+	case *kmsg.ShareAcknowledgeRequest:
+		resp = c.s.shareAcknowledge(ctx, rc, req)
 	default:
 		// served() admitted a key without a handler: a bug, and the
 		// client is told so rather than left waiting.

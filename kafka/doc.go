@@ -28,6 +28,15 @@
 // client back through TCP. The caller bounds the connections themselves by
 // wrapping the listener (server.Server.Listener in cmd/logd).
 //
+// # Share groups
+//
+// Kafka's share groups (KIP-932) are logd's queue groups: the share
+// coordinator (share_coordinator.go) keeps members, their share sessions
+// and the deliveries each holds, on the Raft leader only; records are
+// claimed, acknowledged and released through the queue groups' replicated
+// commands, so leases, fencing and dead letters are the queue groups'
+// (docs/kafka.md, "Share groups").
+//
 // # Security
 //
 // A connection names its principal when it opens, from the client

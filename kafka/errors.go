@@ -100,6 +100,9 @@ func errorName(code int16) string {
 	if n, ok := groupErrorNames[code]; ok {
 		return n
 	}
+	if n, ok := shareErrorNames[code]; ok {
+		return n
+	}
 	return "OTHER"
 }
 

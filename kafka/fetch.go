@@ -58,18 +58,11 @@ func (s *Server) fetch(ctx context.Context, rc *reqCtx, req *kmsg.FetchRequest) 
 		}
 	}
 	leader := s.waitReady(ctx) && s.b.IsLeader()
-	maxBytes := int64(math.MaxInt32)
-	if req.Version >= 3 && req.MaxBytes > 0 {
-		maxBytes = int64(req.MaxBytes)
+	asked := int32(0)
+	if req.Version >= 3 {
+		asked = req.MaxBytes
 	}
-	maxBytes = min(maxBytes, int64(s.limits.MaxFetchBytes))
-	if s.answers != nil && s.answers.MaxCharge() > 0 {
-		maxBytes = min(maxBytes, s.answers.MaxCharge())
-	}
-	wait := time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond
-	if s.limits.MaxFetchWait > 0 {
-		wait = min(wait, s.limits.MaxFetchWait)
-	}
+	maxBytes, wait := s.fetchBounds(asked, req.MaxWaitMillis)
 	// pass reads every partition once under a charge of the answer budget
 	// (Options.Answers), which the connection releases once the answer is
 	// written (conn.go); false: the budget stayed full, and the answer is
@@ -276,6 +269,25 @@ func servedBatches(b []byte) []byte {
 		rest = rest[info.Length:]
 	}
 	return b
+}
+
+// fetchBounds is the most a fetch answer may hold (what the request asks,
+// 0 or less for no bound, within the listener's bound and the answer
+// budget's largest charge) and how long it may wait.
+func (s *Server) fetchBounds(maxBytes, maxWaitMillis int32) (int64, time.Duration) {
+	bytes := int64(math.MaxInt32)
+	if maxBytes > 0 {
+		bytes = int64(maxBytes)
+	}
+	bytes = min(bytes, int64(s.limits.MaxFetchBytes))
+	if s.answers != nil && s.answers.MaxCharge() > 0 {
+		bytes = min(bytes, s.answers.MaxCharge())
+	}
+	wait := time.Duration(max(maxWaitMillis, 0)) * time.Millisecond
+	if s.limits.MaxFetchWait > 0 {
+		wait = min(wait, s.limits.MaxFetchWait)
+	}
+	return bytes, wait
 }
 
 // chargeAnswer charges n bytes of a Fetch answer to the answer budget for

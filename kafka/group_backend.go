@@ -32,6 +32,13 @@ type GroupOptions struct {
 	InitialRebalanceDelay time.Duration
 	MaxGroupMembers       int
 	MaxGroupBytes         int64
+	// ShareSessionTimeout, ShareHeartbeatInterval, ShareLockDuration and
+	// MaxShareSessions configure share groups (share_coordinator.go's
+	// defaults, Kafka's).
+	ShareSessionTimeout    time.Duration
+	ShareHeartbeatInterval time.Duration
+	ShareLockDuration      time.Duration
+	MaxShareSessions       int
 }
 
 func (o GroupOptions) withDefaults() GroupOptions {
@@ -52,6 +59,18 @@ func (o GroupOptions) withDefaults() GroupOptions {
 	}
 	if o.MaxGroupBytes <= 0 {
 		o.MaxGroupBytes = DefaultMaxGroupBytes
+	}
+	if o.ShareSessionTimeout <= 0 {
+		o.ShareSessionTimeout = DefaultShareSessionTimeout
+	}
+	if o.ShareHeartbeatInterval <= 0 {
+		o.ShareHeartbeatInterval = DefaultShareHeartbeatInterval
+	}
+	if o.ShareLockDuration <= 0 {
+		o.ShareLockDuration = DefaultShareLockDuration
+	}
+	if o.MaxShareSessions <= 0 {
+		o.MaxShareSessions = DefaultMaxShareSessions
 	}
 	return o
 }

@@ -196,21 +196,33 @@ func (c *coordinator) stats() coordinatorStats {
 // formed, the groups in memory are dropped (their waiting members are
 // answered NOT_COORDINATOR): members find the coordinator again and join.
 func (c *coordinator) lead(ctx context.Context) bool {
-	leads := c.s.waitReady(ctx) && c.s.b.IsLeader()
-	var term uint64
-	if leads {
-		term = c.s.b.Status().Term
-	}
+	leads, term := c.s.leaderTerm(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
+	return gateTerm(leads, term, c.closed, &c.term, c.dropLocked)
+}
+
+// gateTerm is a coordinator's lead under its lock: a closed one does not
+// lead, and one that does not lead, or leads in a term other than *formed
+// (the term its groups formed in), drops its groups and takes the term.
+func gateTerm(leads bool, term uint64, closed bool, formed *uint64, drop func()) bool {
+	if closed {
 		return false
 	}
-	if !leads || term != c.term {
-		c.dropLocked()
-		c.term = term
+	if !leads || term != *formed {
+		drop()
+		*formed = term
 	}
 	return leads
+}
+
+// leaderTerm reports whether this node is the ready Raft leader, and its
+// term when it is.
+func (s *Server) leaderTerm(ctx context.Context) (bool, uint64) {
+	if !s.waitReady(ctx) || !s.b.IsLeader() {
+		return false, 0
+	}
+	return true, s.b.Status().Term
 }
 
 // dropLocked forgets every group.

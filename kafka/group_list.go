@@ -19,7 +19,8 @@ const protocolTypeLogd = "logd"
 // replicated group (offsets only: Empty; held by logd's own members: their
 // state, protocol type "logd"). Another node coordinates none and lists
 // none, as a Kafka broker lists only its own groups. Every group is of
-// type "classic". Groups the principal may not describe are left out, and
+// type "classic", but the share groups the leader coordinates (listed
+// from version 5, under the "share" type). Groups the principal may not describe are left out, and
 // so are logd's internal groups (group.Internal).
 func (s *Server) listGroups(ctx context.Context, rc *reqCtx, req *kmsg.ListGroupsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
@@ -30,7 +31,20 @@ func (s *Server) listGroups(ctx context.Context, rc *reqCtx, req *kmsg.ListGroup
 	for _, st := range req.StatesFilter {
 		states[strings.ToLower(st)] = true
 	}
-	if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(t string) bool { return strings.EqualFold(t, "classic") }) {
+	wants := func(typ string) bool {
+		return len(req.TypesFilter) == 0 || slices.ContainsFunc(req.TypesFilter, func(t string) bool { return strings.EqualFold(t, typ) })
+	}
+	if wants("share") && req.Version >= 5 && s.share.lead(ctx) {
+		// Share groups (share_describe.go), from version 5, which
+		// carries the group type.
+		for _, lg := range s.share.listed() {
+			if len(states) > 0 && !states[strings.ToLower(lg.GroupState)] || !rc.mayGroup(lg.Group) {
+				continue
+			}
+			resp.Groups = append(resp.Groups, lg)
+		}
+	}
+	if !wants("classic") {
 		return resp
 	}
 	for _, v := range s.groupViews(nil) {

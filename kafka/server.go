@@ -188,6 +188,7 @@ type Server struct {
 	nodeOf           func(*tls.ConnectionState) (string, bool)
 	sasl             SASLOptions
 	groups           *coordinator
+	share            *shareCoordinator
 	forward          Forwarder
 	traffic          TopicTraffic
 
@@ -248,6 +249,7 @@ func New(opts Options) (*Server, error) {
 		s.traffic = noTraffic{}
 	}
 	s.groups = newCoordinator(s, opts.Groups, opts.Registerer)
+	s.share = newShareCoordinator(s, opts.Groups.withDefaults())
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
 }
@@ -328,6 +330,7 @@ func (s *Server) Close() error {
 	s.closed = true
 	s.cancel()
 	s.groups.close()
+	s.share.close()
 	var errs []error
 	for ln := range s.lns {
 		if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {

@@ -53,6 +53,11 @@ var advertised = []versionRange{
 	{keyOffsetDelete, 0, 0},
 	{keyDescribeUserSCRAM, 0, 0},
 	{keyAlterUserSCRAM, 0, 0},
+	{keyShareGroupHeartbeat, 1, 1},
+	{keyShareGroupDescribe, 1, 1},
+	{keyShareFetch, 1, 2},
+	{keyShareAcknowledge, 1, 2},
+	{keyDescribeShareGroupOffsets, 0, 1},
 }
 
 // served reports whether key at version is in the advertised table.

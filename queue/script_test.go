@@ -256,6 +256,8 @@ func (s *queueScript) exec(line string) string {
 		for i, r := range s.q.Nack(now, ns) {
 			s.printResult(&b, s.names[ns[i].Token], r)
 		}
+	case "release":
+		fmt.Fprintf(&b, "released %d\n", s.q.Release(now, kv["worker"], kv["err"]))
 	case "deadletters":
 		// Moves pending dead letters as the FSM would, at most limit.
 		dls := s.q.PendingDeadLetters(s.num(kv, "limit", 0))

@@ -164,6 +164,32 @@ func (b *Backend) queueExtend(ctx context.Context, c fsm.QueueExtend) (backend.Q
 	return tokensResult(res)
 }
 
+// ReleaseQueueWorker ends the live leases of a queue group whose claims
+// named worker, offering their records again at once, once every
+// member's build applies it (fsm.QueueReleaseLevel: propose answers a
+// *backend.FeatureLevelError before).
+func (b *Backend) ReleaseQueueWorker(ctx context.Context, topic, name, worker, why string) (backend.QueueReleaseResult, error) {
+	if worker == "" || len(worker) > queue.MaxWorkerLen {
+		return backend.QueueReleaseResult{}, fmt.Errorf("%w: worker id of %d bytes, want 1 to %d", queue.ErrInvalidRequest, len(worker), queue.MaxWorkerLen)
+	}
+	if _, _, err := b.fsm.QueueClaimable(topic, name, 0); err != nil {
+		return backend.QueueReleaseResult{}, err
+	}
+	data, err := fsm.EncodeJSON(fsm.CmdQueueRelease, b.cfg.Now().UnixNano(), fsm.QueueRelease{Topic: topic, Group: name, Worker: worker, Why: why})
+	if err != nil {
+		return backend.QueueReleaseResult{}, err
+	}
+	res, err := b.propose(ctx, data)
+	if err != nil {
+		return backend.QueueReleaseResult{}, err
+	}
+	r, ok := res.(backend.QueueReleaseResult)
+	if !ok {
+		return backend.QueueReleaseResult{}, fmt.Errorf("queue release: unexpected result %T", res)
+	}
+	return r, nil
+}
+
 // PauseQueueGroup pauses or resumes a queue group and waits until that is
 // committed and applied.
 func (b *Backend) PauseQueueGroup(ctx context.Context, topic, name string, paused bool) (backend.QueuePauseResult, error) {

@@ -55,6 +55,8 @@ const (
 	CmdQueueExtend CommandType = 45
 	// CmdQueuePause pauses or resumes a queue group.
 	CmdQueuePause CommandType = 46
+	// CmdQueueRelease ends a worker's live leases, at QueueReleaseLevel.
+	CmdQueueRelease CommandType = 47
 
 	// Cluster membership (60-69).
 
@@ -156,8 +158,12 @@ const (
 	// SCRAMLevel adds SCRAM credentials (CmdSCRAMSet, CmdSCRAMDelete) to
 	// the security state, and to its snapshot section.
 	SCRAMLevel FeatureLevel = 12
+	// QueueReleaseLevel adds the release of a worker's live leases in a
+	// queue group (CmdQueueRelease), which the Kafka listener proposes for
+	// a share-group member whose session ended.
+	QueueReleaseLevel FeatureLevel = 13
 	// Level is the highest feature level this build understands.
-	Level FeatureLevel = SCRAMLevel
+	Level FeatureLevel = QueueReleaseLevel
 )
 
 // commandVersion is the payload version most kinds write after the type
@@ -234,10 +240,11 @@ var commands = [...]command{
 		{version: commandVersion, level: BaseLevel},
 		{version: queueClaimWorkerVersion, level: QueueLevel}, // with a worker id
 	}, binaryDecoder("queue-claim", decodeQueueClaim), (*FSM).applyQueueClaim),
-	CmdQueueAck:    binaryCommand("queue-ack", BaseLevel, decodeQueueAck, (*FSM).applyQueueAck),
-	CmdQueueNack:   binaryCommand("queue-nack", BaseLevel, decodeQueueNack, (*FSM).applyQueueNack),
-	CmdQueueExtend: binaryCommand("queue-extend", BaseLevel, decodeQueueExtend, (*FSM).applyQueueExtend),
-	CmdQueuePause:  jsonCommand("queue-pause", BaseLevel, (*FSM).applyQueuePause),
+	CmdQueueAck:     binaryCommand("queue-ack", BaseLevel, decodeQueueAck, (*FSM).applyQueueAck),
+	CmdQueueNack:    binaryCommand("queue-nack", BaseLevel, decodeQueueNack, (*FSM).applyQueueNack),
+	CmdQueueExtend:  binaryCommand("queue-extend", BaseLevel, decodeQueueExtend, (*FSM).applyQueueExtend),
+	CmdQueuePause:   jsonCommand("queue-pause", BaseLevel, (*FSM).applyQueuePause),
+	CmdQueueRelease: jsonCommand("queue-release", QueueReleaseLevel, (*FSM).applyQueueRelease),
 
 	CmdNodeRegister:   jsonCommand("node-register", BaseLevel, (*FSM).applyNodeRegister),
 	CmdNodeDeregister: jsonCommand("node-deregister", BaseLevel, (*FSM).applyNodeDeregister),

@@ -13,7 +13,7 @@ import (
 // all kinds that existed before feature levels are at BaseLevel, the
 // security kinds at SecurityLevel, group-set-offsets at ExternalGroupsLevel,
 // redrive at RedriveLevel, producer-init at ProducerLevel, the SCRAM kinds
-// at SCRAMLevel.
+// at SCRAMLevel, queue-release at QueueReleaseLevel.
 func TestCommandTable(t *testing.T) {
 	names := map[string]CommandType{}
 	rows := 0
@@ -48,6 +48,8 @@ func TestCommandTable(t *testing.T) {
 			want = ProducerLevel
 		case ct == CmdSCRAMSet || ct == CmdSCRAMDelete:
 			want = SCRAMLevel
+		case ct == CmdQueueRelease:
+			want = QueueReleaseLevel
 		}
 		if c.level != want {
 			t.Errorf("%s: level %d, want %d", c.name, c.level, want)
@@ -58,8 +60,8 @@ func TestCommandTable(t *testing.T) {
 			}
 		}
 	}
-	if rows != 32 {
-		t.Fatalf("%d kinds in the table, want 32", rows)
+	if rows != 33 {
+		t.Fatalf("%d kinds in the table, want 33", rows)
 	}
 }
 

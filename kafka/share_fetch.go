@@ -1,0 +1,289 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/batch"
+	"github.com/logd-dev/logd/queue"
+)
+
+// errNoRoom ends a claim the answer budget had no room for.
+var errNoRoom = errors.New("kafka: no room in the answer budget")
+
+// shareFetch answers ShareFetch (versions 1 and 2): it checks and
+// advances the member's share session, applies the acknowledgements it
+// carries, then claims records of the session's partitions from the
+// queue groups under a lease of the lock duration, for the member. Each
+// record comes with its delivery count in the acquired ranges; records
+// are sent as batches of consecutive offsets. The answer is charged to
+// the answer budget (Options.Answers) before records are claimed.
+func (s *Server) shareFetch(ctx context.Context, rc *reqCtx, req *kmsg.ShareFetchRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
+	fail := refuser(rc, resp, &resp.ErrorCode, &resp.ErrorMessage)
+	groupName, member, code, msg := s.shareCaller(ctx, rc, req.GroupID, req.MemberID)
+	if code != errNone {
+		return fail(code, msg)
+	}
+	resp.AcquisitionLockTimeoutMillis = int32(min(s.share.lockFor(groupName).Milliseconds(), math.MaxInt32))
+	topics, add, acks, code := s.shareTopics(rc, req.Topics, fetchAckBatches)
+	if code != errNone {
+		return fail(code, "")
+	}
+	renew := req.Version >= 2 && req.IsRenewAck
+	if req.ShareSessionEpoch == 0 && len(acks) > 0 {
+		return fail(errInvalidRequest, "acknowledgements cannot open a share session")
+	}
+	step, r, code, msg := s.share.useSession(rc.c, groupName, member, req.ShareSessionEpoch, true)
+	s.share.giveBack(groupName, r, "released: share session replaced")
+	if code != errNone {
+		return fail(code, msg)
+	}
+	var forget []sharePart
+	for _, f := range req.ForgottenTopicsData {
+		t, ok := s.topicByID(f.TopicID)
+		if !ok {
+			continue
+		}
+		for _, p := range f.Partitions {
+			forget = append(forget, sharePart{t.Name, p})
+		}
+	}
+	parts, ok := s.share.sessionParts(groupName, member, add, forget)
+	if !ok {
+		return fail(errShareSessionNotFound, "")
+	}
+	ackCodes := s.share.acknowledge(ctx, groupName, member, acks, renew)
+
+	out := map[sharePart]*kmsg.ShareFetchResponseTopicPartition{}
+	answer := func(p sharePart) *kmsg.ShareFetchResponseTopicPartition {
+		if rp := out[p]; rp != nil {
+			return rp
+		}
+		rp := kmsg.NewShareFetchResponseTopicPartition()
+		rp.Partition = p.partition
+		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
+		out[p] = &rp
+		return &rp
+	}
+	for p, code := range ackCodes {
+		answer(p).AcknowledgeErrorCode = code
+		rc.note(code)
+	}
+	for _, p := range add {
+		answer(p)
+	}
+	if step == sessionClose {
+		s.share.giveBack(groupName, s.share.closeSession(rc.c, groupName, member), "released: share session closed")
+	} else if !renew {
+		throttle := s.shareClaim(ctx, rc, req, groupName, member, parts, answer)
+		resp.ThrottleMillis = throttle
+	}
+	byTopic(s, topics, out, func(p sharePart, rp *kmsg.ShareFetchResponseTopicPartition, first bool, id [16]byte) {
+		if first {
+			rt := kmsg.NewShareFetchResponseTopic()
+			rt.TopicID = id
+			resp.Topics = append(resp.Topics, rt)
+		}
+		rt := &resp.Topics[len(resp.Topics)-1]
+		rt.Partitions = append(rt.Partitions, *rp)
+	})
+	return resp
+}
+
+// sortParts sorts partitions by topic, then partition.
+func sortParts(ps []sharePart) {
+	sort.Slice(ps, func(i, j int) bool {
+		if ps[i].topic != ps[j].topic {
+			return ps[i].topic < ps[j].topic
+		}
+		return ps[i].partition < ps[j].partition
+	})
+}
+
+// byTopic calls add for each partition of m in order, saying whether it
+// is its topic's first and giving the topic's id (from topics, else the
+// backend), to build an answer's topics.
+func byTopic[V any](s *Server, topics map[string]backend.TopicInfo, m map[sharePart]V, add func(p sharePart, v V, first bool, id [16]byte)) {
+	keys := make([]sharePart, 0, len(m))
+	for p := range m {
+		keys = append(keys, p)
+	}
+	sortParts(keys)
+	for i, p := range keys {
+		info, ok := topics[p.topic]
+		if !ok {
+			info, _ = s.b.Topic(p.topic)
+		}
+		add(p, m[p], i == 0 || keys[i-1].topic != p.topic, topicID(info))
+	}
+}
+
+// shareTopics resolves a request's topics by id: the partitions it names
+// and their acknowledgements. An unknown topic id or one the principal
+// may not read fails the request (UNKNOWN_TOPIC_ID,
+// TOPIC_AUTHORIZATION_FAILED).
+func (s *Server) shareTopics(rc *reqCtx, reqTopics []kmsg.ShareFetchRequestTopic, batches func(kmsg.ShareFetchRequestTopicPartition) []ackBatch) (map[string]backend.TopicInfo, []sharePart, []partAcks, int16) {
+	topics := map[string]backend.TopicInfo{}
+	var parts []sharePart
+	var acks []partAcks
+	for _, t := range reqTopics {
+		info, ok := s.topicByID(t.TopicID)
+		if !ok {
+			return nil, nil, nil, errUnknownTopicID
+		}
+		if !rc.mayTopic(info.Name) {
+			return nil, nil, nil, errTopicAuthorizationFailed
+		}
+		topics[info.Name] = info
+		for _, p := range t.Partitions {
+			if p.Partition < 0 || p.Partition >= info.Partitions {
+				return nil, nil, nil, errUnknownTopicOrPartition
+			}
+			sp := sharePart{info.Name, p.Partition}
+			parts = append(parts, sp)
+			if b := batches(p); len(b) > 0 {
+				acks = append(acks, partAcks{part: sp, batches: b})
+			}
+		}
+	}
+	return topics, parts, acks, errNone
+}
+
+// shareClaim claims records of parts for a member and puts them in the
+// answer; it returns the throttle of an answer the budget had no room
+// for. With several topics, each topic's claim may wait its share of
+// MaxWait, in turn.
+func (s *Server) shareClaim(ctx context.Context, rc *reqCtx, req *kmsg.ShareFetchRequest, groupName, member string, parts []sharePart, answer func(sharePart) *kmsg.ShareFetchResponseTopicPartition) int32 {
+	var topics []string
+	for _, p := range parts {
+		if !slices.Contains(topics, p.topic) {
+			topics = append(topics, p.topic)
+		}
+	}
+	if len(topics) == 0 {
+		return 0
+	}
+	slices.Sort(topics)
+	maxRecords := int(req.MaxRecords)
+	if maxRecords <= 0 {
+		maxRecords = 500
+	}
+	maxRecords = min(maxRecords, maxShareRecords)
+	maxBytes, wait := s.fetchBounds(req.MaxBytes, req.MaxWaitMillis)
+	per := wait / time.Duration(len(topics))
+	var used int64
+	got := 0
+	for _, t := range topics {
+		if got >= maxRecords || used >= maxBytes {
+			break
+		}
+		w := per
+		if got > 0 {
+			w = 0 // something to answer already
+		}
+		admit := func(ctx context.Context) error {
+			if _, ok := s.chargeAnswer(ctx, rc, maxBytes-used); !ok {
+				return errNoRoom
+			}
+			return nil
+		}
+		res, err := s.b.QueueClaimWait(ctx, backend.QueueClaim{
+			Topic: t, Group: groupName, Max: int32(maxRecords - got), MaxBytes: int32(min(maxBytes-used, math.MaxInt32)),
+			Lease: s.share.lockFor(groupName), Worker: shareWorker(member),
+		}, w, admit)
+		switch {
+		case errors.Is(err, errNoRoom):
+			return int32(min(s.answerWait.Milliseconds(), math.MaxInt32))
+		case err != nil:
+			code := groupCode(err)
+			for _, p := range parts {
+				if p.topic == t {
+					answer(p).ErrorCode = code
+				}
+			}
+			rc.note(code)
+			continue
+		}
+		s.share.giveBack(groupName, s.share.hold(groupName, member, t, res.Records), "released: claimed for a partition outside the share session")
+		n := s.putRecords(t, res.Records, parts, answer)
+		used += n
+		got += len(res.Records)
+	}
+	// The charges reserved the most the answer could reach: keep what it
+	// holds.
+	left := used
+	for _, c := range rc.answers {
+		keep := min(left, c.Bytes())
+		c.Trim(keep)
+		left -= keep
+	}
+	return 0
+}
+
+// shareWorker is the worker name a member's claims carry, which `logctl
+// queue describe` shows.
+func shareWorker(member string) string {
+	w := "kafka-share:" + member
+	if len(w) > queue.MaxWorkerLen {
+		w = w[:queue.MaxWorkerLen]
+	}
+	return w
+}
+
+// putRecords adds one topic's claimed records to the answer: per
+// partition, batches of consecutive offsets and the acquired ranges (a
+// range per run of consecutive offsets with one delivery count). It
+// returns the bytes added.
+func (s *Server) putRecords(topic string, recs []backend.ClaimedRecord, parts []sharePart, answer func(sharePart) *kmsg.ShareFetchResponseTopicPartition) int64 {
+	byPart := map[int32][]backend.ClaimedRecord{}
+	for _, r := range recs {
+		if slices.Contains(parts, sharePart{topic, r.Partition}) {
+			byPart[r.Partition] = append(byPart[r.Partition], r)
+		}
+	}
+	var n int64
+	for p, rs := range byPart {
+		sort.Slice(rs, func(i, j int) bool { return rs[i].Offset < rs[j].Offset })
+		rp := answer(sharePart{topic, p})
+		for i := 0; i < len(rs); {
+			j := i + 1
+			for j < len(rs) && rs[j].Offset == rs[j-1].Offset+1 {
+				j++
+			}
+			run := make([]batch.Record, 0, j-i)
+			for _, r := range rs[i:j] {
+				run = append(run, r.Record)
+			}
+			b, err := batch.Build(run)
+			if err != nil {
+				s.logger.Warn("kafka: share fetch could not encode records", "topic", topic, "partition", p, "err", err)
+				i = j
+				continue
+			}
+			batch.SetBaseOffset(b, rs[i].Offset)
+			rp.Records = append(rp.Records, b...)
+			n += int64(len(b))
+			for k := i; k < j; {
+				l := k + 1
+				for l < j && rs[l].Deliveries == rs[k].Deliveries {
+					l++
+				}
+				a := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
+				a.FirstOffset, a.LastOffset = rs[k].Offset, rs[l-1].Offset
+				a.DeliveryCount = int16(min(rs[k].Deliveries, math.MaxInt16))
+				rp.AcquiredRecords = append(rp.AcquiredRecords, a)
+				k = l
+			}
+			i = j
+		}
+	}
+	return n
+}
