@@ -21,6 +21,7 @@
  * @property {[ListOffsetsRequest, ListOffsetsResponse]} ListOffsets
  * @property {[StatusRequest, StatusResponse]} Status
  * @property {[ReadIndexRequest, ReadIndexResponse]} ReadIndex
+ * @property {[InitProducerIdRequest, InitProducerIdResponse]} InitProducerId
  * @property {[JoinGroupRequest, JoinGroupResponse]} JoinGroup
  * @property {[GroupHeartbeatRequest, GroupHeartbeatResponse]} GroupHeartbeat
  * @property {[LeaveGroupRequest, LeaveGroupResponse]} LeaveGroup
@@ -225,6 +226,17 @@
 
 /**
  * @typedef {object} ReadIndexRequest
+ */
+
+/**
+ * @typedef {object} InitProducerIdRequest
+ * @property {string} [topic]
+ */
+
+/**
+ * @typedef {object} InitProducerIdResponse
+ * @property {string | number} [producerId]
+ * @property {number} [producerEpoch]
  */
 
 /**

@@ -8,7 +8,8 @@ import (
 )
 
 // Forwarder makes a topic change (CreateTopics, DeleteTopics,
-// CreatePartitions, the config changes) on the Raft leader for a node
+// CreatePartitions, the config changes), or hands out a producer id
+// (InitProducerId), on the Raft leader for a node
 // that does not lead, on behalf of the principal a Kafka connection
 // authenticated as (auth.Anonymous without authentication; a
 // certificate's otherwise), as the Connect API forwards its writes:
@@ -21,6 +22,10 @@ type Forwarder interface {
 	AlterTopic(ctx context.Context, p auth.Principal, c backend.AlterTopic) (backend.TopicInfo, error)
 	DeleteTopic(ctx context.Context, p auth.Principal, name string) error
 	CreatePartitions(ctx context.Context, p auth.Principal, c backend.CreatePartitions) (backend.TopicInfo, error)
+	// InitProducerID hands out a producer id on the leader for an
+	// idempotent producer whose right rests on write on topic ("": on
+	// the cluster).
+	InitProducerID(ctx context.Context, p auth.Principal, topic string) (int64, int16, error)
 }
 
 // topicWriter is where a request's topic changes go: the backend on the

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/logd-dev/logd/auth"
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/replicationtest"
 )
@@ -180,6 +181,17 @@ func TestIdempotentBelowFeatureLevel(t *testing.T) {
 	if code := dial(t, fl.addr).do(req).(*kmsg.InitProducerIDResponse).ErrorCode; code != errCoordinatorLoadInProgress {
 		t.Fatalf("InitProducerId on a follower: %s", errorName(code))
 	}
+	// With a Forwarder the leader hands the id out: librdkafka asks one
+	// broker again and again, and would never get one from a node that
+	// only refused.
+	fw := &idForwarder{id: 42}
+	ff := startNode(t, func(o *Options) { o.Backend, o.Forward = follower{o.Backend}, fw })
+	if r := dial(t, ff.addr).do(req).(*kmsg.InitProducerIDResponse); r.ErrorCode != 0 || r.ProducerID != 42 || r.ProducerEpoch != 0 {
+		t.Fatalf("InitProducerId on a follower with a Forwarder: %s, id %d epoch %d; want the leader's id 42", errorName(r.ErrorCode), r.ProducerID, r.ProducerEpoch)
+	}
+	if fw.calls.Load() != 1 {
+		t.Fatalf("%d calls forwarded, want 1", fw.calls.Load())
+	}
 	txn := kmsg.NewPtrInitProducerIDRequest()
 	txn.SetVersion(4)
 	txnID := "t"
@@ -306,4 +318,16 @@ func TestIdempotentLevelLostBeforeAppend(t *testing.T) {
 	if code, _ := produceCode(t, c.do(produceReq(9, -1, "late", 0, producerBatch(t, 1, 0, 0, "x")))); code != errInvalidRecord {
 		t.Fatalf("producer batch after the level was lost: %s", errorName(code))
 	}
+}
+
+// idForwarder is a Forwarder whose leader hands out producer id id.
+type idForwarder struct {
+	Forwarder
+	id    int64
+	calls atomic.Int32
+}
+
+func (f *idForwarder) InitProducerID(context.Context, auth.Principal, string) (int64, int16, error) {
+	f.calls.Add(1)
+	return f.id, 0, nil
 }

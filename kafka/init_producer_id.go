@@ -26,28 +26,41 @@ const (
 // it is refused as every transaction is (INVALID_REQUEST, as the
 // FindCoordinator of a transaction key). The principal needs write on
 // the cluster or on some topic (Kafka's IdempotentWrite, which write on
-// any topic implies since KIP-679). Only the leader allocates: elsewhere
-// COORDINATOR_LOAD_IN_PROGRESS, which every client retries as is (kgo
-// and librdkafka on another broker, Java's producer on its least loaded
-// one), where NOT_COORDINATOR would send Java's producer looking for a
-// transaction coordinator of no transactional id. Until every member's build
+// any topic implies since KIP-679). Only the leader allocates; another
+// node asks it through the Forwarder (forward.go), as Kafka's brokers
+// take ids from their controller, since librdkafka asks one broker again
+// and again: it would never get an id from a node that only refused.
+// Without a Forwarder, or while no leader answers, a node answers
+// COORDINATOR_LOAD_IN_PROGRESS, which every client retries, where
+// NOT_COORDINATOR would send Java's producer looking for a transaction
+// coordinator of no transactional id. Until every member's build
 // judges idempotent batches (the backend's CheckIdempotence) the key is
 // not advertised, and a request that comes anyway is
 // UNSUPPORTED_VERSION.
 func (s *Server) initProducerID(ctx context.Context, rc *reqCtx, req *kmsg.InitProducerIDRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	may, topic := rc.mayIdempotentWrite(s.b)
 	switch {
 	case req.TransactionalID != nil:
 		resp.ErrorCode = errInvalidRequest
-	case !rc.mayIdempotentWrite(s.b):
+	case !may:
 		resp.ErrorCode = errClusterAuthorizationFailed
 	case s.b.CheckIdempotence() != nil:
 		resp.ErrorCode = errUnsupportedVersion
-	case !s.waitReady(ctx) || !s.b.IsLeader():
+	case !s.waitReady(ctx) || !s.b.IsLeader() && s.forward == nil:
 		resp.ErrorCode = errCoordinatorLoadInProgress
 	default:
-		id, epoch, err := s.b.InitProducerID(ctx)
+		var (
+			id    int64
+			epoch int16
+			err   error
+		)
+		if s.b.IsLeader() {
+			id, epoch, err = s.b.InitProducerID(ctx)
+		} else {
+			id, epoch, err = s.forward.InitProducerID(ctx, rc.c.principal, topic)
+		}
 		switch {
 		case errors.Is(err, backend.ErrNotLeader):
 			resp.ErrorCode = errCoordinatorLoadInProgress
@@ -62,15 +75,17 @@ func (s *Server) initProducerID(ctx context.Context, rc *reqCtx, req *kmsg.InitP
 }
 
 // mayIdempotentWrite reports whether the request's principal may
-// produce idempotently: write on the cluster, or on any topic.
-func (rc *reqCtx) mayIdempotentWrite(b backend.Kafka) bool {
+// produce idempotently: write on the cluster (topic ""), or on a topic,
+// which it returns (the leader checks the same right of a forwarded
+// call).
+func (rc *reqCtx) mayIdempotentWrite(b backend.Kafka) (bool, string) {
 	if rc.mayCluster() {
-		return true
+		return true, ""
 	}
 	for _, t := range b.Topics() {
 		if rc.mayTopic(t.Name) {
-			return true
+			return true, t.Name
 		}
 	}
-	return false
+	return false, ""
 }

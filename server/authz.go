@@ -369,6 +369,16 @@ var authzTable = map[string]authzRule{
 	logdv1connect.LogServiceStatusProcedure: {},
 	// An index, as Status shows the applied one.
 	logdv1connect.LogServiceReadIndexProcedure: {},
+	// A Kafka producer id: Kafka's IdempotentWrite, write on the topic
+	// named (one the caller may write), or on the cluster.
+	logdv1connect.LogServiceInitProducerIdProcedure: {
+		need: onAll(func(m *logdv1.InitProducerIdRequest) []auth.Permission {
+			if m.Topic == "" {
+				return []auth.Permission{perm(auth.OpWrite, auth.ResourceCluster, auth.ClusterName)}
+			}
+			return []auth.Permission{topicPerm(auth.OpWrite, m.Topic)}
+		}),
+	},
 	logdv1connect.LogServiceWhoAmIProcedure:    {},
 
 	// Tokens: the resource is the name of the user a token is for.

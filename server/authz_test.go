@@ -144,6 +144,11 @@ func TestAuthorizationEveryProcedure(t *testing.T) {
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.CreatePartitions(ctx, req(&logdv1.CreatePartitionsRequest{Name: "t", Count: 2}))
 			})},
+		// A Kafka producer id rests on write on the topic named.
+		{proc: "InitProducerId", grant: []auth.ACL{g(topic, "t", auth.OpWrite)},
+			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
+				return c.InitProducerId(ctx, req(&logdv1.InitProducerIdRequest{Topic: "t"}))
+			})},
 		{proc: "Produce", grant: []auth.ACL{g(topic, "t", auth.OpWrite)},
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.Produce(ctx, req(&logdv1.ProduceRequest{Topic: "t", Records: []*logdv1.Record{{Value: []byte("x")}}}))

@@ -65,6 +65,21 @@ func (f *kafkaForwarder) CreateTopic(ctx context.Context, p auth.Principal, c ba
 	return info, err
 }
 
+// InitProducerID implements kafka.Forwarder.
+func (f *kafkaForwarder) InitProducerID(ctx context.Context, p auth.Principal, topic string) (int64, int16, error) {
+	req := connect.NewRequest(&logdv1.InitProducerIdRequest{Topic: topic})
+	var resp *connect.Response[logdv1.InitProducerIdResponse]
+	err := f.call(ctx, p, req, func(rpc logdv1connect.LogServiceClient) error {
+		var err error
+		resp, err = rpc.InitProducerId(ctx, req)
+		return err
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	return resp.Msg.ProducerId, int16(resp.Msg.ProducerEpoch), nil
+}
+
 // AlterTopic implements kafka.Forwarder.
 func (f *kafkaForwarder) AlterTopic(ctx context.Context, p auth.Principal, c backend.AlterTopic) (backend.TopicInfo, error) {
 	req := connect.NewRequest(&logdv1.AlterTopicRequest{Name: c.Name, Config: c.Config, DeleteConfig: c.Delete})

@@ -55,6 +55,9 @@ const (
 	LogServiceStatusProcedure = "/logd.v1.LogService/Status"
 	// LogServiceReadIndexProcedure is the fully-qualified name of the LogService's ReadIndex RPC.
 	LogServiceReadIndexProcedure = "/logd.v1.LogService/ReadIndex"
+	// LogServiceInitProducerIdProcedure is the fully-qualified name of the LogService's InitProducerId
+	// RPC.
+	LogServiceInitProducerIdProcedure = "/logd.v1.LogService/InitProducerId"
 	// LogServiceJoinGroupProcedure is the fully-qualified name of the LogService's JoinGroup RPC.
 	LogServiceJoinGroupProcedure = "/logd.v1.LogService/JoinGroup"
 	// LogServiceGroupHeartbeatProcedure is the fully-qualified name of the LogService's GroupHeartbeat
@@ -178,6 +181,11 @@ type LogServiceClient interface {
 	// header Logd-Consistent-Read: true gets one and waits for it
 	// (docs/architecture.md, "Read guarantees").
 	ReadIndex(context.Context, *connect.Request[logdv1.ReadIndexRequest]) (*connect.Response[logdv1.ReadIndexResponse], error)
+	// A Kafka producer id for an idempotent producer (the Kafka listener's
+	// InitProducerId), from the cluster's allocator on the leader; a
+	// follower's Kafka listener forwards its clients' requests here (see
+	// docs/kafka.md, Idempotent producers).
+	InitProducerId(context.Context, *connect.Request[logdv1.InitProducerIdRequest]) (*connect.Response[logdv1.InitProducerIdResponse], error)
 	// Consumer groups
 	// JoinGroup adds a member for topics and returns its assignment.
 	JoinGroup(context.Context, *connect.Request[logdv1.JoinGroupRequest]) (*connect.Response[logdv1.JoinGroupResponse], error)
@@ -357,6 +365,12 @@ func NewLogServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			httpClient,
 			baseURL+LogServiceReadIndexProcedure,
 			connect.WithSchema(logServiceMethods.ByName("ReadIndex")),
+			connect.WithClientOptions(opts...),
+		),
+		initProducerId: connect.NewClient[logdv1.InitProducerIdRequest, logdv1.InitProducerIdResponse](
+			httpClient,
+			baseURL+LogServiceInitProducerIdProcedure,
+			connect.WithSchema(logServiceMethods.ByName("InitProducerId")),
 			connect.WithClientOptions(opts...),
 		),
 		joinGroup: connect.NewClient[logdv1.JoinGroupRequest, logdv1.JoinGroupResponse](
@@ -607,6 +621,7 @@ type logServiceClient struct {
 	listOffsets           *connect.Client[logdv1.ListOffsetsRequest, logdv1.ListOffsetsResponse]
 	status                *connect.Client[logdv1.StatusRequest, logdv1.StatusResponse]
 	readIndex             *connect.Client[logdv1.ReadIndexRequest, logdv1.ReadIndexResponse]
+	initProducerId        *connect.Client[logdv1.InitProducerIdRequest, logdv1.InitProducerIdResponse]
 	joinGroup             *connect.Client[logdv1.JoinGroupRequest, logdv1.JoinGroupResponse]
 	groupHeartbeat        *connect.Client[logdv1.GroupHeartbeatRequest, logdv1.GroupHeartbeatResponse]
 	leaveGroup            *connect.Client[logdv1.LeaveGroupRequest, logdv1.LeaveGroupResponse]
@@ -691,6 +706,11 @@ func (c *logServiceClient) Status(ctx context.Context, req *connect.Request[logd
 // ReadIndex calls logd.v1.LogService.ReadIndex.
 func (c *logServiceClient) ReadIndex(ctx context.Context, req *connect.Request[logdv1.ReadIndexRequest]) (*connect.Response[logdv1.ReadIndexResponse], error) {
 	return c.readIndex.CallUnary(ctx, req)
+}
+
+// InitProducerId calls logd.v1.LogService.InitProducerId.
+func (c *logServiceClient) InitProducerId(ctx context.Context, req *connect.Request[logdv1.InitProducerIdRequest]) (*connect.Response[logdv1.InitProducerIdResponse], error) {
+	return c.initProducerId.CallUnary(ctx, req)
 }
 
 // JoinGroup calls logd.v1.LogService.JoinGroup.
@@ -915,6 +935,11 @@ type LogServiceHandler interface {
 	// header Logd-Consistent-Read: true gets one and waits for it
 	// (docs/architecture.md, "Read guarantees").
 	ReadIndex(context.Context, *connect.Request[logdv1.ReadIndexRequest]) (*connect.Response[logdv1.ReadIndexResponse], error)
+	// A Kafka producer id for an idempotent producer (the Kafka listener's
+	// InitProducerId), from the cluster's allocator on the leader; a
+	// follower's Kafka listener forwards its clients' requests here (see
+	// docs/kafka.md, Idempotent producers).
+	InitProducerId(context.Context, *connect.Request[logdv1.InitProducerIdRequest]) (*connect.Response[logdv1.InitProducerIdResponse], error)
 	// Consumer groups
 	// JoinGroup adds a member for topics and returns its assignment.
 	JoinGroup(context.Context, *connect.Request[logdv1.JoinGroupRequest]) (*connect.Response[logdv1.JoinGroupResponse], error)
@@ -1090,6 +1115,12 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 		LogServiceReadIndexProcedure,
 		svc.ReadIndex,
 		connect.WithSchema(logServiceMethods.ByName("ReadIndex")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceInitProducerIdHandler := connect.NewUnaryHandler(
+		LogServiceInitProducerIdProcedure,
+		svc.InitProducerId,
+		connect.WithSchema(logServiceMethods.ByName("InitProducerId")),
 		connect.WithHandlerOptions(opts...),
 	)
 	logServiceJoinGroupHandler := connect.NewUnaryHandler(
@@ -1346,6 +1377,8 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 			logServiceStatusHandler.ServeHTTP(w, r)
 		case LogServiceReadIndexProcedure:
 			logServiceReadIndexHandler.ServeHTTP(w, r)
+		case LogServiceInitProducerIdProcedure:
+			logServiceInitProducerIdHandler.ServeHTTP(w, r)
 		case LogServiceJoinGroupProcedure:
 			logServiceJoinGroupHandler.ServeHTTP(w, r)
 		case LogServiceGroupHeartbeatProcedure:
@@ -1467,6 +1500,10 @@ func (UnimplementedLogServiceHandler) Status(context.Context, *connect.Request[l
 
 func (UnimplementedLogServiceHandler) ReadIndex(context.Context, *connect.Request[logdv1.ReadIndexRequest]) (*connect.Response[logdv1.ReadIndexResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.ReadIndex is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) InitProducerId(context.Context, *connect.Request[logdv1.InitProducerIdRequest]) (*connect.Response[logdv1.InitProducerIdResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.InitProducerId is not implemented"))
 }
 
 func (UnimplementedLogServiceHandler) JoinGroup(context.Context, *connect.Request[logdv1.JoinGroupRequest]) (*connect.Response[logdv1.JoinGroupResponse], error) {
