@@ -379,7 +379,7 @@ var authzTable = map[string]authzRule{
 			return []auth.Permission{topicPerm(auth.OpWrite, m.Topic)}
 		}),
 	},
-	logdv1connect.LogServiceWhoAmIProcedure:    {},
+	logdv1connect.LogServiceWhoAmIProcedure: {},
 
 	// Tokens: the resource is the name of the user a token is for.
 	logdv1connect.LogServiceCreateTokenProcedure: {
