@@ -166,27 +166,9 @@ func Grow(p Plan, nodes []string, add, rf int) (Plan, error) {
 		// (then holds the fewest, then the lowest id); then the other
 		// replicas, the nodes that hold the fewest.
 		lead := slices.Clone(nodes)
-		sort.SliceStable(lead, func(i, j int) bool {
-			a, b := lead[i], lead[j]
-			if l.preferred[a] != l.preferred[b] {
-				return l.preferred[a] < l.preferred[b]
-			}
-			if l.replicas[a] != l.replicas[b] {
-				return l.replicas[a] < l.replicas[b]
-			}
-			return a < b
-		})
+		sortBy(lead, l.preferred, l.replicas)
 		rest := slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return n == lead[0] })
-		sort.SliceStable(rest, func(i, j int) bool {
-			a, b := rest[i], rest[j]
-			if l.replicas[a] != l.replicas[b] {
-				return l.replicas[a] < l.replicas[b]
-			}
-			if l.preferred[a] != l.preferred[b] {
-				return l.preferred[a] < l.preferred[b]
-			}
-			return a < b
-		})
+		sortBy(rest, l.replicas, l.preferred)
 		replicas := append([]string{lead[0]}, rest[:want-1]...)
 		for i, r := range replicas {
 			l.replicas[r]++
@@ -198,6 +180,20 @@ func Grow(p Plan, nodes []string, add, rf int) (Plan, error) {
 		next++
 	}
 	return out, nil
+}
+
+// sortBy sorts nodes by first, then second, then id, all ascending.
+func sortBy(nodes []string, first, second map[string]int) {
+	sort.SliceStable(nodes, func(i, j int) bool {
+		a, b := nodes[i], nodes[j]
+		if first[a] != first[b] {
+			return first[a] < first[b]
+		}
+		if second[a] != second[b] {
+			return second[a] < second[b]
+		}
+		return a < b
+	})
 }
 
 // Join returns p once node joins nodes (which lists it): every group
