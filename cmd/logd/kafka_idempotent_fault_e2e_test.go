@@ -175,8 +175,15 @@ func idempotentLeaderFault(t *testing.T, clientName, fault string, n int) {
 
 	faulted := make(chan int64, 1) // records stored when the fault struck
 	fctx, stopFault := context.WithCancel(ctx)
-	defer stopFault()
+	faultDone := make(chan struct{})
+	// The fault's goroutine ends (its relaunch of the leader included)
+	// before the test's cleanup kills the nodes.
+	defer func() {
+		stopFault()
+		<-faultDone
+	}()
 	go func() {
+		defer close(faultDone)
 		stored := waitStored(fctx, watcher, topic, int64(n/4))
 		switch fault {
 		case "kill":
