@@ -16,20 +16,25 @@ import (
 )
 
 // registrar is the Config.Register of a joinCluster's nodes: the Join the
-// front end would make on the node called at member, counted, with the
-// last request kept.
+// front end would make on the node called at member, counted, with each
+// node's last request kept (nodes register on their own schedules: a
+// follower also registers the cluster secret's fingerprint when it gets
+// one).
 type registrar struct {
 	c *joinCluster
 
 	// calls and last are guarded by c.mu.
-	calls int
-	last  backend.JoinRequest
+	calls map[string]int
+	last  map[string]backend.JoinRequest
 }
 
 func (r *registrar) ask(ctx context.Context, member string, req backend.JoinRequest) (string, error) {
 	r.c.mu.Lock()
-	r.calls++
-	r.last = req
+	if r.calls == nil {
+		r.calls, r.last = map[string]int{}, map[string]backend.JoinRequest{}
+	}
+	r.calls[req.ID]++
+	r.last[req.ID] = req
 	n, silent := r.c.byAPI[member], r.c.silent[member]
 	r.c.mu.Unlock()
 	if n == nil || silent {
@@ -41,10 +46,11 @@ func (r *registrar) ask(ctx context.Context, member string, req backend.JoinRequ
 	return n.NodeID(), nil
 }
 
-func (r *registrar) lastRequest() (int, backend.JoinRequest) {
+// lastRequest is how many registrations node id made and its last one.
+func (r *registrar) lastRequest(id string) (int, backend.JoinRequest) {
 	r.c.mu.Lock()
 	defer r.c.mu.Unlock()
-	return r.calls, r.last
+	return r.calls[id], r.last[id]
 }
 
 // TestFollowerRegistersNewLevel: in a rolling upgrade, a follower
@@ -117,7 +123,7 @@ func TestFollowerRegistersNewLevel(t *testing.T) {
 	}
 
 	// Asked again with nothing changed, the leader proposes nothing.
-	calls, req := reg.lastRequest()
+	calls, req := reg.lastRequest("n3")
 	if calls == 0 || !req.RegisterOnly || req.ID != "n3" || req.FeatureLevel != backend.FeatureLevel(fsm.Level) {
 		t.Fatalf("%d requests, the last %+v; want n3's registration at level %d", calls, req, fsm.Level)
 	}
