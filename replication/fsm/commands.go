@@ -64,6 +64,9 @@ const (
 	CmdNodeRegister CommandType = 60
 	// CmdNodeDeregister forgets a removed node's address.
 	CmdNodeDeregister CommandType = 61
+	// CmdDataGroups replaces the table of data groups, at
+	// DataGroupLevel.
+	CmdDataGroups CommandType = 62
 
 	// Tokens and ACLs (70-79), at SecurityLevel.
 
@@ -162,8 +165,12 @@ const (
 	// queue group (CmdQueueRelease), which the Kafka listener proposes for
 	// a share-group member whose session ended.
 	QueueReleaseLevel FeatureLevel = 13
+	// DataGroupLevel adds data groups: the meta group's table of them
+	// (CmdDataGroups), which Raft groups beside the meta group each node
+	// runs (package replication).
+	DataGroupLevel FeatureLevel = 14
 	// Level is the highest feature level this build understands.
-	Level FeatureLevel = QueueReleaseLevel
+	Level FeatureLevel = DataGroupLevel
 )
 
 // commandVersion is the payload version most kinds write after the type
@@ -248,6 +255,7 @@ var commands = [...]command{
 
 	CmdNodeRegister:   jsonCommand("node-register", BaseLevel, (*FSM).applyNodeRegister),
 	CmdNodeDeregister: jsonCommand("node-deregister", BaseLevel, (*FSM).applyNodeDeregister),
+	CmdDataGroups:     jsonCommand("data-groups", DataGroupLevel, (*FSM).applyDataGroups),
 
 	CmdTokenCreate: securityCommand("token-create", decodeTokenCreate, (*FSM).applyTokenCreate),
 	CmdTokenRevoke: securityCommand("token-revoke", decodeTokenRevoke, (*FSM).applyTokenRevoke),

@@ -85,6 +85,9 @@ type FSM struct {
 	// nextProducerID is the Kafka producer id the next ProducerInit hands
 	// out (apply_producer_init.go); only the Raft goroutine touches it.
 	nextProducerID int64
+	// dataGroups is the meta group's table of data groups
+	// (data_groups.go).
+	dataGroups dataGroupTable
 	// redrives are the redrive jobs (redrive_state.go).
 	redrives redriveJobs
 	// catchUp fetches missing segments from peers on Restore (catchup.go).

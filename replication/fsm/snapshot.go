@@ -56,6 +56,9 @@ type manifest struct {
 	// NextProducerID is the Kafka producer id the allocator hands out next
 	// (apply_producer_init.go); absent before ProducerLevel.
 	NextProducerID int64 `json:"next_producer_id,omitempty"`
+	// DataGroups is the meta group's table of data groups
+	// (data_groups.go); absent before DataGroupLevel.
+	DataGroups *dataGroupsManifest `json:"data_groups,omitempty"`
 }
 
 type topicManifest struct {
@@ -104,7 +107,8 @@ func (f *FSM) Snapshot() (*Snapshot, error) {
 	}
 	f.segmentsChanged.Store(false)
 	f.snapshotted.Store(true)
-	m := manifest{Version: manifestVersion, Index: f.applied.Load(), Now: f.now.Load(), Level: f.AppliedLevel(), NextProducerID: f.nextProducerID}
+	m := manifest{Version: manifestVersion, Index: f.applied.Load(), Now: f.now.Load(), Level: f.AppliedLevel(), NextProducerID: f.nextProducerID,
+		DataGroups: f.dataGroupsSnapshot()}
 	f.resetSinceSnapshot(m.Index)
 	var (
 		syncs  []*Partition
@@ -267,6 +271,9 @@ func (f *FSM) Restore(rc io.Reader) error {
 	if m.NextProducerID < 0 {
 		return fmt.Errorf("restore: next producer id %d", m.NextProducerID)
 	}
+	if err := checkDataGroupsManifest(m.DataGroups); err != nil {
+		return err
+	}
 	tokens, acls, scram, err := decodeSecurity(m.Security)
 	if err != nil {
 		return err
@@ -336,6 +343,7 @@ func (f *FSM) Restore(rc io.Reader) error {
 	f.now.Store(m.Now)
 	f.level.Store(uint32(m.Level))
 	f.nextProducerID = m.NextProducerID
+	f.restoreDataGroups(m.DataGroups)
 	f.applied.Store(m.Index)
 	f.resetSinceSnapshot(m.Index)
 	f.segmentsChanged.Store(changed)

@@ -94,7 +94,7 @@ func loadOf(p Plan, nodes []string) load {
 }
 
 // Check reports whether p is a plan over nodes with factor rf: ids
-// unique and ascending, every replica a node of nodes, distinct within a
+// unique, ascending and above 0, every replica a node of nodes, distinct within a
 // group, and min(rf, len(nodes)) replicas per group at most.
 func Check(p Plan, nodes []string, rf int) error {
 	if err := checkArgs(nodes, rf); err != nil {
@@ -106,6 +106,9 @@ func Check(p Plan, nodes []string, rf int) error {
 	}
 	want := min(rf, len(nodes))
 	for i, g := range p {
+		if g.ID == 0 {
+			return fmt.Errorf("%w: group 0 is the meta group, not placed", ErrInvalid)
+		}
 		if i > 0 && g.ID <= p[i-1].ID {
 			return fmt.Errorf("%w: group ids %d and %d are not ascending", ErrInvalid, p[i-1].ID, g.ID)
 		}
@@ -144,7 +147,8 @@ func checkArgs(nodes []string, rf int) error {
 	return nil
 }
 
-// Grow returns p with add new groups, ids after p's highest, each placed
+// Grow returns p with add new groups, ids after p's highest (from 1: 0
+// is the meta group, which placement does not place), each placed
 // on min(rf, len(nodes)) distinct nodes: led by the node that leads the
 // fewest groups, its other replicas on the nodes that hold the fewest.
 func Grow(p Plan, nodes []string, add, rf int) (Plan, error) {
@@ -156,7 +160,7 @@ func Grow(p Plan, nodes []string, add, rf int) (Plan, error) {
 	}
 	out := p.clone()
 	l := loadOf(out, nodes)
-	next := uint64(0)
+	next := uint64(1)
 	if len(out) > 0 {
 		next = out[len(out)-1].ID + 1
 	}

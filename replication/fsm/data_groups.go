@@ -1,0 +1,190 @@
+package fsm
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/logd-dev/logd/backend"
+)
+
+// DataGroup is one data group as the meta group places it: its id and the
+// nodes that hold its replicas, the preferred leader first (package
+// replication/placement decides them; docs/architecture.md, "Data
+// groups"). Group 0 is the meta group itself, which is not in the table:
+// every member of the cluster holds it.
+type DataGroup struct {
+	ID       uint64   `json:"id"`
+	Replicas []string `json:"replicas"`
+	// Bootstrap is the group's replicas when it was made, which start it
+	// together with this configuration; a replica added later starts
+	// empty and is added by the group's leader.
+	Bootstrap []string `json:"bootstrap"`
+}
+
+// DataGroupsSet replaces the table of data groups (CmdDataGroups, at
+// DataGroupLevel). Base is the epoch of the table the proposer computed
+// Groups from: a set whose Base is not the current epoch is refused, so
+// two proposers' plans never interleave, and the epoch after an applied
+// set is its Raft index. A set keeps every group of the table (a group is
+// never removed here) and lists them by ascending id from 1, each on
+// distinct nodes.
+type DataGroupsSet struct {
+	Base   uint64      `json:"base"`
+	Groups []DataGroup `json:"groups"`
+	// Nodes are the nodes placement has placed groups over so far, in
+	// the order they were added: a member not listed is a joiner whose
+	// share is still to be placed.
+	Nodes []string `json:"nodes"`
+}
+
+// dataGroupTable is the meta group's table of data groups.
+type dataGroupTable struct {
+	mu sync.RWMutex
+	// groups by ascending id and epoch, the Raft index of the set that
+	// made them (0: none yet); guarded by mu.
+	groups []DataGroup
+	nodes  []string
+	epoch  uint64
+}
+
+// DataGroupTable is the table of data groups as the meta group holds it.
+type DataGroupTable struct {
+	// Groups by ascending id.
+	Groups []DataGroup
+	// Nodes placed over so far (DataGroupsSet.Nodes).
+	Nodes []string
+	// Epoch is the Raft index of the set that made the table; 0 for
+	// none yet.
+	Epoch uint64
+}
+
+// DataGroups returns a copy of the table of data groups.
+func (f *FSM) DataGroups() DataGroupTable {
+	t := &f.dataGroups
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return DataGroupTable{Groups: cloneDataGroups(t.groups), Nodes: slices.Clone(t.nodes), Epoch: t.epoch}
+}
+
+func cloneDataGroups(gs []DataGroup) []DataGroup {
+	if gs == nil {
+		return nil
+	}
+	out := make([]DataGroup, len(gs))
+	for i, g := range gs {
+		out[i] = DataGroup{ID: g.ID, Replicas: slices.Clone(g.Replicas), Bootstrap: slices.Clone(g.Bootstrap)}
+	}
+	return out
+}
+
+// checkDataGroups reports whether next (over nodes) is a table that may
+// follow prev: ids ascending from 1, replicas distinct and named, every
+// group of prev kept with its bootstrap replicas.
+func checkDataGroups(prev, next []DataGroup, nodes []string) error {
+	if err := distinctNames("placed nodes", nodes); err != nil {
+		return err
+	}
+	var last uint64
+	ids := make(map[uint64]bool, len(next))
+	for _, g := range next {
+		if g.ID <= last {
+			return fmt.Errorf("%w: data group ids must ascend from 1 (%d after %d)", backend.ErrInvalidArgument, g.ID, last)
+		}
+		last = g.ID
+		ids[g.ID] = true
+		if len(g.Replicas) == 0 {
+			return fmt.Errorf("%w: data group %d has no replicas", backend.ErrInvalidArgument, g.ID)
+		}
+		if err := distinctNames(fmt.Sprintf("data group %d's replicas", g.ID), g.Replicas); err != nil {
+			return err
+		}
+		if err := distinctNames(fmt.Sprintf("data group %d's bootstrap replicas", g.ID), g.Bootstrap); err != nil {
+			return err
+		}
+		if len(g.Bootstrap) == 0 {
+			return fmt.Errorf("%w: data group %d has no bootstrap replicas", backend.ErrInvalidArgument, g.ID)
+		}
+	}
+	for _, g := range prev {
+		i := slices.IndexFunc(next, func(n DataGroup) bool { return n.ID == g.ID })
+		if i < 0 {
+			return fmt.Errorf("%w: data group %d would be dropped", backend.ErrInvalidArgument, g.ID)
+		}
+		if !slices.Equal(next[i].Bootstrap, g.Bootstrap) {
+			return fmt.Errorf("%w: data group %d's bootstrap replicas would change", backend.ErrInvalidArgument, g.ID)
+		}
+	}
+	return nil
+}
+
+// distinctNames reports whether names are distinct and none is empty.
+func distinctNames(what string, names []string) error {
+	seen := make(map[string]bool, len(names))
+	for _, r := range names {
+		if r == "" || seen[r] {
+			return fmt.Errorf("%w: %s list %q empty or twice", backend.ErrInvalidArgument, what, r)
+		}
+		seen[r] = true
+	}
+	return nil
+}
+
+// applyDataGroups replaces the table when c's base is the current epoch.
+func (f *FSM) applyDataGroups(index uint64, _ int64, c DataGroupsSet) any {
+	t := &f.dataGroups
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c.Base != t.epoch {
+		return fmt.Errorf("%w: the data groups changed at index %d since the plan's %d", backend.ErrMembershipChange, t.epoch, c.Base)
+	}
+	if err := checkDataGroups(t.groups, c.Groups, c.Nodes); err != nil {
+		return err
+	}
+	t.groups, t.nodes, t.epoch = cloneDataGroups(c.Groups), slices.Clone(c.Nodes), index
+	return nil
+}
+
+// EncodeDataGroups is the Raft entry of a DataGroupsSet.
+func EncodeDataGroups(now int64, c DataGroupsSet) ([]byte, error) {
+	return EncodeJSON(CmdDataGroups, now, c)
+}
+
+// dataGroupsManifest is the table in a snapshot.
+type dataGroupsManifest struct {
+	Epoch  uint64      `json:"epoch"`
+	Groups []DataGroup `json:"groups"`
+	Nodes  []string    `json:"nodes"`
+}
+
+// dataGroupsSnapshot returns the table for a manifest; nil without one.
+func (f *FSM) dataGroupsSnapshot() *dataGroupsManifest {
+	t := f.DataGroups()
+	if t.Epoch == 0 {
+		return nil
+	}
+	return &dataGroupsManifest{Epoch: t.Epoch, Groups: t.Groups, Nodes: t.Nodes}
+}
+
+// checkDataGroupsManifest checks a manifest's table (nil: none).
+func checkDataGroupsManifest(m *dataGroupsManifest) error {
+	if m == nil {
+		return nil
+	}
+	if err := checkDataGroups(nil, m.Groups, m.Nodes); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	return nil
+}
+
+// restoreDataGroups installs a checked manifest's table (nil: none).
+func (f *FSM) restoreDataGroups(m *dataGroupsManifest) {
+	t := &f.dataGroups
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if m == nil {
+		t.groups, t.nodes, t.epoch = nil, nil, 0
+		return
+	}
+	t.groups, t.nodes, t.epoch = cloneDataGroups(m.Groups), slices.Clone(m.Nodes), m.Epoch
+}

@@ -1,0 +1,92 @@
+package fsm
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"reflect"
+	"testing"
+
+	"github.com/logd-dev/logd/backend"
+)
+
+// TestDataGroupsTable: the table of data groups changes only by a set
+// based on its current epoch, keeps every group, refuses malformed
+// tables without changing, and survives a snapshot.
+func TestDataGroupsTable(t *testing.T) {
+	dir := t.TempDir()
+	f, _ := testFSM(t, dir)
+	now := int64(1_700_000_000_000_000_000)
+	index := uint64(0)
+	set := func(c DataGroupsSet) any {
+		t.Helper()
+		d, err := EncodeDataGroups(now, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		index++
+		return f.apply(Entry{Index: index, Command: true, Data: d})
+	}
+	n1 := []string{"n1"}
+	one := []DataGroup{{ID: 1, Replicas: n1, Bootstrap: n1}, {ID: 2, Replicas: n1, Bootstrap: n1}}
+	if r := set(DataGroupsSet{Base: 0, Groups: one, Nodes: n1}); r != nil {
+		t.Fatalf("first set: %v", r)
+	}
+	tab := f.DataGroups()
+	if tab.Epoch != index || !reflect.DeepEqual(tab.Groups, one) || !reflect.DeepEqual(tab.Nodes, n1) {
+		t.Fatalf("table %+v, want %v at %d", tab, one, index)
+	}
+	first := tab.Epoch
+	two := []DataGroup{{ID: 1, Replicas: []string{"n1", "n2"}, Bootstrap: n1}, {ID: 2, Replicas: []string{"n2", "n1"}, Bootstrap: n1},
+		{ID: 3, Replicas: []string{"n2", "n1"}, Bootstrap: []string{"n2", "n1"}}}
+	nodes := []string{"n1", "n2"}
+	for _, c := range []struct {
+		name string
+		set  DataGroupsSet
+		want error
+	}{
+		{"stale base", DataGroupsSet{Base: 0, Groups: two, Nodes: nodes}, backend.ErrMembershipChange},
+		{"a group dropped", DataGroupsSet{Base: first, Groups: two[1:], Nodes: nodes}, backend.ErrInvalidArgument},
+		{"ids out of order", DataGroupsSet{Base: first, Groups: []DataGroup{two[1], two[0]}, Nodes: nodes}, backend.ErrInvalidArgument},
+		{"group 0 is the meta group", DataGroupsSet{Base: first, Groups: append([]DataGroup{{ID: 0, Replicas: n1, Bootstrap: n1}}, two...), Nodes: nodes}, backend.ErrInvalidArgument},
+		{"no replicas", DataGroupsSet{Base: first, Groups: []DataGroup{two[0], {ID: 2, Bootstrap: n1}}, Nodes: nodes}, backend.ErrInvalidArgument},
+		{"no bootstrap replicas", DataGroupsSet{Base: first, Groups: []DataGroup{two[0], {ID: 2, Replicas: n1}}, Nodes: nodes}, backend.ErrInvalidArgument},
+		{"bootstrap replicas changed", DataGroupsSet{Base: first, Groups: []DataGroup{two[0], {ID: 2, Replicas: n1, Bootstrap: nodes}}, Nodes: nodes}, backend.ErrInvalidArgument},
+		{"a replica twice", DataGroupsSet{Base: first, Groups: []DataGroup{two[0], {ID: 2, Replicas: []string{"n1", "n1"}, Bootstrap: n1}}, Nodes: nodes}, backend.ErrInvalidArgument},
+		{"an empty replica", DataGroupsSet{Base: first, Groups: []DataGroup{two[0], {ID: 2, Replicas: []string{""}, Bootstrap: n1}}, Nodes: nodes}, backend.ErrInvalidArgument},
+		{"a node twice", DataGroupsSet{Base: first, Groups: two, Nodes: []string{"n1", "n1"}}, backend.ErrInvalidArgument},
+	} {
+		err, _ := set(c.set).(error)
+		if !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		}
+		if tab := f.DataGroups(); tab.Epoch != first || !reflect.DeepEqual(tab.Groups, one) {
+			t.Errorf("%s changed the table: %+v", c.name, tab)
+		}
+	}
+	if r := set(DataGroupsSet{Base: first, Groups: two, Nodes: nodes}); r != nil {
+		t.Fatalf("second set: %v", r)
+	}
+	// A copy is handed out: changing it changes nothing.
+	tab = f.DataGroups()
+	tab.Groups[0].Replicas[0] = "x"
+	if again := f.DataGroups(); again.Groups[0].Replicas[0] != "n1" {
+		t.Fatal("DataGroups handed out the table itself")
+	}
+	tab = f.DataGroups()
+
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := persist(t, snap)
+	snap.Release()
+	f.Close()
+	f2, _ := testFSM(t, t.TempDir())
+	if err := f2.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	if got := f2.DataGroups(); !reflect.DeepEqual(got, tab) {
+		t.Errorf("restored %+v, want %+v", got, tab)
+	}
+}
