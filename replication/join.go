@@ -282,10 +282,14 @@ func (n *Node) dialRaft(ctx context.Context, id, addr string) (string, error) {
 // beside what the node's client API says. It goes through this node's
 // Raft transport, so it reaches the peer the way replication does.
 func (n *Node) raftLastLog(id, addr string) (uint64, error) {
-	tr := n.stores.transport
-	self := raft.ServerID(n.cfg.NodeID)
+	return lastLogOf(n.stores.transport, n.raft.CurrentTerm(), n.cfg.NodeID, id, addr)
+}
+
+// lastLogOf asks node id at addr, over tr, for the index of its last Raft
+// entry with a heartbeat of term from self (the leader of tr's group).
+func lastLogOf(tr raft.Transport, term uint64, selfID, id, addr string) (uint64, error) {
+	self := raft.ServerID(selfID)
 	me := tr.EncodePeer(self, tr.LocalAddr())
-	term := n.raft.CurrentTerm()
 	req := raft.AppendEntriesRequest{
 		RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(self), Addr: me},
 		Term:      term,

@@ -215,6 +215,15 @@ type Config struct {
 	// snapshot by whole sealed segments only (docs/operations.md, "Raft
 	// log store").
 	WALSegmentBytes int
+	// DataGroupsPerNode is how many data groups each member adds to the
+	// cluster: it starts with that many, and each node that joins adds
+	// as many (data_groups.go). 0: none, every partition in the meta
+	// group, as before data groups. At most MaxDataGroupsPerNode; not
+	// with InMemory.
+	DataGroupsPerNode int
+	// ReplicationFactor is how many replicas a data group gets, fewer
+	// while the cluster has fewer nodes; 0: DefaultReplicationFactor.
+	ReplicationFactor int
 	// WrapRaftWALFS, if set, wraps the file system raft-wal writes its
 	// segment files through: fault builds of cmd/logd model a power cut
 	// there (internal/faults).
@@ -236,6 +245,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: feature level %d is above this build's %d", backend.ErrInvalidArgument, c.FeatureLevel, fsm.Level)
 	case storeErr != nil:
 		return fmt.Errorf("%w: %w", backend.ErrInvalidArgument, storeErr)
+	case c.DataGroupsPerNode < 0 || c.DataGroupsPerNode > MaxDataGroupsPerNode:
+		return fmt.Errorf("%w: %d data groups per node, want 0 to %d", backend.ErrInvalidArgument, c.DataGroupsPerNode, MaxDataGroupsPerNode)
+	case c.DataGroupsPerNode > 0 && c.InMemory:
+		return fmt.Errorf("%w: data groups need Raft over TCP, not in memory", backend.ErrInvalidArgument)
+	case c.ReplicationFactor < 0:
+		return fmt.Errorf("%w: replication factor %d is negative", backend.ErrInvalidArgument, c.ReplicationFactor)
 	case c.MaxRaftConns < 0:
 		return fmt.Errorf("%w: max raft connections %d is negative", backend.ErrInvalidArgument, c.MaxRaftConns)
 	case c.PeerTLS != nil && c.InMemory:
@@ -257,6 +272,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxRaftConns == 0 {
 		c.MaxRaftConns = DefaultMaxRaftConns
+	}
+	if c.ReplicationFactor == 0 {
+		c.ReplicationFactor = DefaultReplicationFactor
 	}
 	if c.SnapshotInterval == 0 {
 		c.SnapshotInterval = 30 * time.Second
@@ -358,6 +376,8 @@ type Node struct {
 	observer   *observe.Metrics
 	leaderObs  chan raft.Observation
 	leaderObsv *raft.Observer
+	// data runs this node's replicas of data groups (data_groups.go).
+	data *dataGroups
 }
 
 // Open starts a node: it opens the stores, restores the latest snapshot,
@@ -455,6 +475,7 @@ func Open(cfg Config) (*Node, error) {
 	go n.runRegistration()
 	n.syncerDone = make(chan struct{})
 	go n.syncPartitions()
+	n.startDataGroups()
 	return n, nil
 }
 
@@ -917,9 +938,10 @@ func (n *Node) Close() error {
 	<-n.redriveDone
 	<-n.registerDone
 	<-n.syncerDone
+	errs := []error{n.data.close()}
 	n.raft.DeregisterObserver(n.leaderObsv)
 	n.awaitApplyWaiters()
-	errs := []error{n.raft.Shutdown().Error()}
+	errs = append(errs, n.raft.Shutdown().Error())
 	close(n.forwardStop)
 	<-n.forwardDone
 	errs = append(errs, n.stores.close(), n.fsm.Close())

@@ -1,0 +1,446 @@
+package replication
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"github.com/logd-dev/logd/internal/slogbridge"
+	"github.com/logd-dev/logd/log"
+	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/observe"
+	"github.com/logd-dev/logd/replication/placement"
+	"github.com/logd-dev/logd/replication/raftstore"
+	"github.com/logd-dev/logd/replication/transport"
+)
+
+// Data groups (docs/architecture.md, "Data groups"). Beside its meta group
+// (the Raft group every member holds: today's group, which keeps every
+// partition made before data groups) a node runs a replica of each data
+// group the meta group's table (fsm.DataGroupTable) lists it in: a Raft
+// group of its own, on the same Raft port (transport.Port.Group), with
+// its own Raft stores and state machine under DataDir/groups/g<id>/.
+//
+// The table is desired state; the nodes converge on it:
+//
+//   - The meta leader places: each member of the meta group's
+//     configuration that the table has not placed yet is placed as it
+//     would have been had it joined (placement.Join fills every group
+//     below the replication factor with it), and DataGroupsPerNode new
+//     groups are added over the nodes (placement.Grow), in one
+//     data-groups command based on the table's epoch.
+//   - Every node opens the groups that list it. A group's first replicas
+//     (DataGroup.Bootstrap) start it together with that configuration;
+//     a replica added later starts empty and waits for the group's
+//     leader.
+//   - The leader of a group adds a listed node as a non-voter, promotes
+//     it once it holds the leader's committed entries, removes a node the
+//     table no longer lists, and hands the leadership to the preferred
+//     leader (the first replica) once that one has caught up.
+
+// Defaults of data groups.
+const (
+	// DefaultReplicationFactor is Config.ReplicationFactor's default.
+	DefaultReplicationFactor = 3
+	// MaxDataGroupsPerNode bounds Config.DataGroupsPerNode: every group
+	// costs heartbeats and goroutines on each of its replicas
+	// (docs/performance.md, "Raft groups").
+	MaxDataGroupsPerNode = 64
+	// dataGroupWALSegment is a data group's raft-wal segment: raft-wal
+	// allocates each segment in full, and an idle group's log needs
+	// little (docs/performance.md, "Raft groups").
+	dataGroupWALSegment = 4 << 20
+	// dataGroupTick is how often a node looks at the table and at the
+	// groups it leads.
+	dataGroupTick = 250 * time.Millisecond
+	// dataGroupChangeTimeout bounds one configuration change of a group.
+	dataGroupChangeTimeout = 10 * time.Second
+	// dataGroupTransferPause spaces leadership transfers of one group to
+	// its preferred leader.
+	dataGroupTransferPause = 10 * time.Second
+)
+
+// dataGroups runs this node's replicas of data groups (see above).
+type dataGroups struct {
+	n    *Node
+	stop chan struct{}
+	done chan struct{}
+
+	mu sync.Mutex
+	// open are the groups this node runs, by id; guarded by mu.
+	open map[uint64]*dataGroup
+}
+
+// dataGroup is one replica of a data group.
+type dataGroup struct {
+	id      uint64
+	raft    *raft.Raft
+	fsm     *fsm.FSM
+	stores  *raftStores
+	applied *appliedSignal
+	// lastTransfer is when this node last handed the group's leadership
+	// to its preferred leader (the runner's goroutine only).
+	lastTransfer time.Time
+}
+
+// startDataGroups starts the runner of data groups; without a Raft port
+// (InMemory) there are none.
+func (n *Node) startDataGroups() {
+	n.data = &dataGroups{n: n, stop: make(chan struct{}), done: make(chan struct{}), open: map[uint64]*dataGroup{}}
+	if n.stores.port == nil {
+		close(n.data.done)
+		return
+	}
+	go n.data.run()
+}
+
+// run converges on the table until close.
+func (d *dataGroups) run() {
+	defer close(d.done)
+	t := time.NewTicker(dataGroupTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-t.C:
+		}
+		d.step()
+	}
+}
+
+// step is one pass: place (on the meta leader), open what the table lists
+// here, and converge the groups this node leads.
+func (d *dataGroups) step() {
+	n := d.n
+	if !n.Ready() {
+		return
+	}
+	if n.IsLeader() {
+		if err := d.place(); err != nil {
+			n.cfg.Logger.Warn("place data groups", "err", err)
+		}
+	}
+	tab := n.fsm.DataGroups()
+	self := n.cfg.NodeID
+	for _, g := range tab.Groups {
+		if !slices.Contains(g.Replicas, self) {
+			continue
+		}
+		dg, err := d.openGroup(g)
+		if err != nil {
+			n.cfg.Logger.Error("open data group", "group", g.ID, "err", err)
+			continue
+		}
+		if dg.raft.State() == raft.Leader {
+			d.converge(dg, g)
+		}
+	}
+}
+
+// place proposes the table with every member placed (see above), when the
+// cluster is at DataGroupLevel and DataGroupsPerNode is set; nothing when
+// the table is already so.
+func (d *dataGroups) place() error {
+	n := d.n
+	if n.cfg.DataGroupsPerNode == 0 {
+		return nil
+	}
+	if level, err := n.featureLevel(); err != nil || level < fsm.DataGroupLevel {
+		return err
+	}
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return err
+	}
+	tab := n.fsm.DataGroups()
+	set, changed, err := plan(tab, cf.Configuration().Servers, n.cfg.DataGroupsPerNode, n.cfg.ReplicationFactor)
+	if err != nil || !changed {
+		return err
+	}
+	data, err := fsm.EncodeDataGroups(n.cfg.Now().UnixNano(), set)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
+	defer cancel()
+	if _, err := n.propose(ctx, data); err != nil {
+		return err
+	}
+	n.cfg.Logger.Info("placed data groups", "groups", len(set.Groups), "nodes", set.Nodes)
+	return nil
+}
+
+// plan returns the table with every voter of servers placed in the order
+// the configuration lists them (each joins, then perNode groups are
+// added), and whether that changed anything.
+func plan(tab fsm.DataGroupTable, servers []raft.Server, perNode, rf int) (fsm.DataGroupsSet, bool, error) {
+	p := make(placement.Plan, len(tab.Groups))
+	boot := make(map[uint64][]string, len(tab.Groups))
+	for i, g := range tab.Groups {
+		p[i] = placement.Group{ID: g.ID, Replicas: slices.Clone(g.Replicas)}
+		boot[g.ID] = g.Bootstrap
+	}
+	nodes := slices.Clone(tab.Nodes)
+	changed := false
+	for _, s := range servers {
+		id := string(s.ID)
+		if s.Suffrage != raft.Voter || slices.Contains(nodes, id) {
+			continue
+		}
+		nodes = append(nodes, id)
+		var err error
+		if p, err = placement.Join(p, nodes, id, rf); err != nil {
+			return fsm.DataGroupsSet{}, false, fmt.Errorf("place node %s: %w", id, err)
+		}
+		if p, err = placement.Grow(p, nodes, perNode, rf); err != nil {
+			return fsm.DataGroupsSet{}, false, fmt.Errorf("add the groups of node %s: %w", id, err)
+		}
+		changed = true
+	}
+	set := fsm.DataGroupsSet{Base: tab.Epoch, Nodes: nodes, Groups: make([]fsm.DataGroup, len(p))}
+	for i, g := range p {
+		b, ok := boot[g.ID]
+		if !ok {
+			b = g.Replicas
+		}
+		set.Groups[i] = fsm.DataGroup{ID: g.ID, Replicas: g.Replicas, Bootstrap: slices.Clone(b)}
+	}
+	return set, changed, nil
+}
+
+// dataGroupDir is where data group id keeps its Raft stores and state.
+func dataGroupDir(dataDir string, id uint64) string {
+	return filepath.Join(dataDir, "groups", "g"+strconv.FormatUint(id, 10))
+}
+
+// openGroup returns the running replica of g, opening it first if needed:
+// its stores, its state machine and its Raft, bootstrapped with
+// g.Bootstrap when this node is one of those and the group has no state.
+func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
+	d.mu.Lock()
+	dg := d.open[g.ID]
+	d.mu.Unlock()
+	if dg != nil {
+		return dg, nil
+	}
+	n := d.n
+	cfg := n.cfg
+	logger := cfg.Logger.With("group", g.ID)
+	hlog := slogbridge.HCLog(logger.Handler(), "raft", hclog.LevelFromString(cfg.RaftLogLevel))
+	dir := dataGroupDir(cfg.DataDir, g.ID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("data group %d: %w", g.ID, err)
+	}
+	opts := cfg.storeOptions(hlog)
+	opts.Dir = filepath.Join(dir, "raft")
+	if opts.WALSegmentBytes == 0 || opts.WALSegmentBytes > dataGroupWALSegment {
+		opts.WALSegmentBytes = dataGroupWALSegment
+	}
+	st, err := raftstore.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("data group %d: %w", g.ID, err)
+	}
+	layer := n.stores.port.Group(g.ID)
+	var tr *raft.NetworkTransport
+	local := func() raft.ServerAddress { return tr.LocalAddr() }
+	tr = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: layer, MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog,
+		ServerAddressProvider: transport.NewAddressProvider(cfg.Peers.Routes(), cfg.NodeID, local),
+	})
+	stores := &raftStores{logs: st.Logs, stable: st.Stable, snaps: st.Snapshots, transport: tr,
+		closers: []func() error{tr.Close, layer.Close, st.Close}}
+	logOpts := cfg.Log
+	logOpts.Sync = log.SyncNone
+	if cfg.SyncPartitions {
+		logOpts.Sync = log.SyncEveryAppend
+	}
+	sm := fsm.New(fsm.Config{Dir: filepath.Join(dir, "topics"), Log: logOpts, Logger: logger, Fatal: cfg.Fatal, Self: cfg.NodeID})
+	fail := func(err error) (*dataGroup, error) {
+		stores.close()
+		sm.Close()
+		return nil, fmt.Errorf("data group %d: %w", g.ID, err)
+	}
+	rc := raftConfig(cfg, hlog)
+	has, err := raft.HasExistingState(st.Logs, st.Stable, st.Snapshots)
+	if err != nil {
+		return fail(err)
+	}
+	if !has && slices.Contains(g.Bootstrap, cfg.NodeID) {
+		conf, err := d.bootstrapConfiguration(g.Bootstrap)
+		if err != nil {
+			return fail(err)
+		}
+		if err := raft.BootstrapCluster(rc, st.Logs, st.Stable, st.Snapshots, tr, conf); err != nil {
+			return fail(fmt.Errorf("bootstrap: %w", err))
+		}
+	}
+	applied := new(appliedSignal)
+	r, err := raft.NewRaft(rc, &raftFSM{f: sm, applied: applied, obs: observe.NewMetrics(), logger: logger}, st.Logs, st.Stable, st.Snapshots, tr)
+	if err != nil {
+		return fail(fmt.Errorf("start raft: %w", err))
+	}
+	layer.Attach(func(id string) bool { return groupMember(r, id) })
+	dg = &dataGroup{id: g.ID, raft: r, fsm: sm, stores: stores, applied: applied}
+	d.mu.Lock()
+	d.open[g.ID] = dg
+	d.mu.Unlock()
+	logger.Info("opened a data group replica", "bootstrapped", !has && slices.Contains(g.Bootstrap, cfg.NodeID))
+	return dg, nil
+}
+
+// groupMember reports whether node id may open connections of the group r
+// runs: it is in the group's latest configuration, or this replica knows
+// none yet (it waits for its leader's first contact).
+func groupMember(r *raft.Raft, id string) bool {
+	servers := r.GetConfiguration().Configuration().Servers
+	return len(servers) == 0 || slices.ContainsFunc(servers, func(s raft.Server) bool { return string(s.ID) == id })
+}
+
+// bootstrapConfiguration is the first configuration of a group whose
+// first replicas are ids: voters at their meta-group addresses.
+func (d *dataGroups) bootstrapConfiguration(ids []string) (raft.Configuration, error) {
+	var conf raft.Configuration
+	for _, id := range ids {
+		addr, err := d.n.raftAddress(id)
+		if err != nil {
+			return conf, err
+		}
+		conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(id), Address: addr})
+	}
+	return conf, nil
+}
+
+// raftAddress is node id's Raft address, as the meta group's configuration
+// holds it (every group of a node is on its one Raft port).
+func (n *Node) raftAddress(id string) (raft.ServerAddress, error) {
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return "", err
+	}
+	for _, s := range cf.Configuration().Servers {
+		if string(s.ID) == id {
+			return s.Address, nil
+		}
+	}
+	return "", fmt.Errorf("node %s is not a member", id)
+}
+
+// converge moves the configuration of dg, which this node leads, one step
+// toward g's replicas: it adds a missing one as a non-voter, promotes a
+// caught-up non-voter, removes a node g no longer lists, or hands the
+// leadership to g's preferred leader once that one is a caught-up voter.
+func (d *dataGroups) converge(dg *dataGroup, g fsm.DataGroup) {
+	n := d.n
+	logger := n.cfg.Logger.With("group", g.ID)
+	cf := dg.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return
+	}
+	servers := cf.Configuration().Servers
+	find := func(id string) (raft.Server, bool) {
+		i := slices.IndexFunc(servers, func(s raft.Server) bool { return string(s.ID) == id })
+		if i < 0 {
+			return raft.Server{}, false
+		}
+		return servers[i], true
+	}
+	change := func(what, id string, f raft.IndexFuture) {
+		if err := f.Error(); err != nil {
+			logger.Warn("data group change failed", "change", what, "node", id, "err", err)
+			return
+		}
+		logger.Info("data group changed", "change", what, "node", id)
+	}
+	for _, id := range g.Replicas {
+		s, in := find(id)
+		addr, err := n.raftAddress(id)
+		if err != nil {
+			continue
+		}
+		switch {
+		case !in:
+			change("add non-voter", id, dg.raft.AddNonvoter(raft.ServerID(id), addr, 0, dataGroupChangeTimeout))
+			return
+		case s.Suffrage != raft.Voter && d.caughtUp(dg, id, string(addr)):
+			change("promote", id, dg.raft.AddVoter(raft.ServerID(id), addr, 0, dataGroupChangeTimeout))
+			return
+		}
+	}
+	for _, s := range servers {
+		if !slices.Contains(g.Replicas, string(s.ID)) && string(s.ID) != n.cfg.NodeID {
+			change("remove", string(s.ID), dg.raft.RemoveServer(s.ID, 0, dataGroupChangeTimeout))
+			return
+		}
+	}
+	pref := g.Replicas[0]
+	if pref == n.cfg.NodeID || time.Since(dg.lastTransfer) < dataGroupTransferPause {
+		return
+	}
+	if s, in := find(pref); in && s.Suffrage == raft.Voter && d.caughtUp(dg, pref, string(s.Address)) {
+		dg.lastTransfer = time.Now()
+		if err := dg.raft.LeadershipTransferToServer(s.ID, s.Address).Error(); err != nil {
+			logger.Warn("hand the data group's leadership to its preferred leader", "node", pref, "err", err)
+			return
+		}
+		logger.Info("handed the data group's leadership to its preferred leader", "node", pref)
+	}
+}
+
+// caughtUp reports whether node id's replica of dg, which this node leads,
+// holds all but joinMaxLag of the group's committed entries.
+func (d *dataGroups) caughtUp(dg *dataGroup, id, addr string) bool {
+	last, err := lastLogOf(dg.stores.transport, dg.raft.CurrentTerm(), d.n.cfg.NodeID, id, addr)
+	return err == nil && last+joinMaxLag >= dg.raft.CommitIndex()
+}
+
+// close shuts down every replica this node runs, after the runner ended.
+func (d *dataGroups) close() error {
+	close(d.stop)
+	<-d.done
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var errs []error
+	for id, dg := range d.open {
+		errs = append(errs, dg.raft.Shutdown().Error())
+		// Raft's transport keeps its pooled connections open after
+		// Close, each with a reader goroutine.
+		dg.stores.transport.(*raft.NetworkTransport).CloseStreams()
+		errs = append(errs, dg.stores.close(), dg.fsm.Close())
+		delete(d.open, id)
+	}
+	return errors.Join(errs...)
+}
+
+// DataGroupReplica is one data group replica a node runs, as tests and
+// status see it.
+type DataGroupReplica struct {
+	ID uint64
+	// Raft is the replica's Raft, FSM its state machine.
+	Raft *raft.Raft
+	FSM  *fsm.FSM
+}
+
+// DataGroupReplicas returns the replicas of data groups this node runs,
+// by ascending id.
+func (n *Node) DataGroupReplicas() []DataGroupReplica {
+	d := n.data
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]DataGroupReplica, 0, len(d.open))
+	for _, dg := range d.open {
+		out = append(out, DataGroupReplica{ID: dg.id, Raft: dg.raft, FSM: dg.fsm})
+	}
+	slices.SortFunc(out, func(a, b DataGroupReplica) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
