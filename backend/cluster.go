@@ -26,6 +26,28 @@ type Status struct {
 	// this node may propose now; BaseLevel when the
 	// configuration cannot be read.
 	BuildLevel, AppliedLevel, ClusterLevel FeatureLevel
+	// DataGroups are the cluster's data groups as the meta group places
+	// them, with this node's replica of each it holds.
+	DataGroups []DataGroupStatus
+}
+
+// DataGroupStatus is one data group: where the meta group places it and,
+// when this node holds a replica, what that replica knows.
+type DataGroupStatus struct {
+	ID uint64
+	// Replicas are the nodes the meta group places the group on, the
+	// preferred leader first.
+	Replicas []string
+	// State is this node's replica's Raft state ("Leader", "Follower",
+	// "Candidate"); "" when this node runs no replica of the group.
+	State string
+	// LeaderID, Term, CommitIndex and AppliedIndex are this node's
+	// replica's (zero without one).
+	LeaderID                       string
+	Term, CommitIndex, AppliedIndex uint64
+	// Voters are the voters of the group's configuration as this node's
+	// replica knows it.
+	Voters []string
 }
 
 // Member is one server of the Raft configuration.

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"connectrpc.com/connect"
@@ -35,7 +36,30 @@ type NodeStatus struct {
 	// holds the cluster at the lower level.
 	FeatureLevel uint32 `json:"feature_level"`
 	BuildLevel   uint32 `json:"build_level"`
-	Error        string `json:"error,omitempty"`
+	// LeadsGroups is how many data groups the node leads, as its own
+	// replicas report.
+	LeadsGroups int    `json:"leads_groups"`
+	Error       string `json:"error,omitempty"`
+}
+
+// DataGroupStatus is one data group, merged from every member's report:
+// where the meta group places it, who leads it, and how far its replicas
+// lag.
+type DataGroupStatus struct {
+	ID uint64 `json:"id"`
+	// Replicas are the nodes the group is placed on, the preferred
+	// leader first; Voters the voters of its configuration as its leader
+	// (or, without one, any replica) reports them.
+	Replicas []string `json:"replicas"`
+	Voters   []string `json:"voters"`
+	// Leader is the node whose replica reports it leads, in the highest
+	// term; "" when none answered so.
+	Leader      string `json:"leader"`
+	Term        uint64 `json:"term"`
+	CommitIndex uint64 `json:"commit_index"`
+	// Lag is the most entries a replica that answered has applied
+	// behind the group's highest commit index.
+	Lag uint64 `json:"lag_entries"`
 }
 
 // ClusterStatus is every member's status, in configuration order.
@@ -51,6 +75,8 @@ type ClusterStatus struct {
 	AppliedLevel uint32       `json:"applied_level"`
 	ClusterLevel uint32       `json:"cluster_level"`
 	Nodes        []NodeStatus `json:"nodes"`
+	// DataGroups are the cluster's data groups by id; empty without.
+	DataGroups []DataGroupStatus `json:"data_groups,omitempty"`
 }
 
 // ClusterStatus asks the client's node for the configuration, then every
@@ -63,8 +89,10 @@ func (c *Client) ClusterStatus(ctx context.Context) (ClusterStatus, error) {
 	}
 	out := ClusterStatus{LeaderID: st.LeaderID, Term: st.Term, AppliedLevel: st.AppliedLevel, ClusterLevel: st.ClusterLevel,
 		Nodes: make([]NodeStatus, len(st.Members))}
-	// levels are the leader's feature levels, by node index.
+	// levels are the leader's feature levels, by node index; groups
+	// each node's data groups.
 	levels := make([][2]uint32, len(st.Members))
+	groups := make([][]*logdv1.DataGroupStatus, len(st.Members))
 	var wg sync.WaitGroup
 	for i, m := range st.Members {
 		out.Nodes[i] = NodeStatus{ID: m.ID, APIAddress: m.APIAddress, RaftAddress: m.RaftAddress, Suffrage: m.Suffrage, FeatureLevel: m.FeatureLevel}
@@ -73,7 +101,7 @@ func (c *Client) ClusterStatus(ctx context.Context) (ClusterStatus, error) {
 			continue
 		}
 		wg.Add(1)
-		go func(ns *NodeStatus, levels *[2]uint32) {
+		go func(ns *NodeStatus, levels *[2]uint32, groups *[]*logdv1.DataGroupStatus) {
 			defer wg.Done()
 			rpc := logdv1connect.NewLogServiceClient(c.httpClient(), c.scheme+"://"+ns.APIAddress, c.connectOpts...)
 			cctx, cancel := context.WithTimeout(direct(ctx), c.opts.Timeout)
@@ -87,7 +115,8 @@ func (c *Client) ClusterStatus(ctx context.Context) (ClusterStatus, error) {
 			ns.State, ns.Term, ns.CommitIndex, ns.AppliedIndex, ns.Ready = m.GetState(), m.GetTerm(), m.GetCommitIndex(), m.GetAppliedIndex(), m.GetReady()
 			ns.BuildLevel = m.GetBuildLevel()
 			*levels = [2]uint32{m.GetAppliedLevel(), m.GetClusterLevel()}
-		}(&out.Nodes[i], &levels[i])
+			*groups = m.GetDataGroups()
+		}(&out.Nodes[i], &levels[i], &groups[i])
 	}
 	wg.Wait()
 	var commit uint64
@@ -103,7 +132,55 @@ func (c *Client) ClusterStatus(ctx context.Context) (ClusterStatus, error) {
 			out.Nodes[i].Lag = commit - out.Nodes[i].AppliedIndex
 		}
 	}
+	out.DataGroups = mergeDataGroups(out.Nodes, groups)
 	return out, nil
+}
+
+// mergeDataGroups merges the members' reports of data groups (groups[i]
+// is out's node i's) into one row per group, and counts the groups each
+// node leads into nodes.
+func mergeDataGroups(nodes []NodeStatus, groups [][]*logdv1.DataGroupStatus) []DataGroupStatus {
+	byID := map[uint64]*DataGroupStatus{}
+	var ids []uint64
+	applied := map[uint64][]uint64{}
+	for i, gs := range groups {
+		for _, g := range gs {
+			row := byID[g.GetId()]
+			if row == nil {
+				row = &DataGroupStatus{ID: g.GetId(), Replicas: g.GetReplicas()}
+				byID[g.GetId()] = row
+				ids = append(ids, g.GetId())
+			}
+			if g.GetState() == "" {
+				continue
+			}
+			row.CommitIndex = max(row.CommitIndex, g.GetCommitIndex())
+			applied[g.GetId()] = append(applied[g.GetId()], g.GetAppliedIndex())
+			if row.Voters == nil {
+				row.Voters = g.GetVoters()
+			}
+			if g.GetState() == "Leader" && g.GetTerm() >= row.Term {
+				row.Leader, row.Term, row.Voters = nodes[i].ID, g.GetTerm(), g.GetVoters()
+			}
+		}
+	}
+	slices.Sort(ids)
+	out := make([]DataGroupStatus, 0, len(ids))
+	for _, id := range ids {
+		row := byID[id]
+		for _, a := range applied[id] {
+			if a < row.CommitIndex {
+				row.Lag = max(row.Lag, row.CommitIndex-a)
+			}
+		}
+		for i := range nodes {
+			if nodes[i].ID == row.Leader {
+				nodes[i].LeadsGroups++
+			}
+		}
+		out = append(out, *row)
+	}
+	return out
 }
 
 // httpClient is the routed HTTP client the client's calls use.

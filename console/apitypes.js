@@ -263,6 +263,19 @@
  * @property {string | number} [leaderChanges]
  * @property {FollowerStatus[]} [followers]
  * @property {DiskStatus} [disk]
+ * @property {DataGroupStatus[]} [dataGroups]
+ */
+
+/**
+ * @typedef {object} DataGroupStatus
+ * @property {string | number} [id]
+ * @property {string[]} [replicas]
+ * @property {string} [state]
+ * @property {string} [leaderId]
+ * @property {string | number} [term]
+ * @property {string | number} [commitIndex]
+ * @property {string | number} [appliedIndex]
+ * @property {string[]} [voters]
  */
 
 /**

@@ -36,7 +36,38 @@ func (n *Node) Status() backend.Status {
 	if l, err := n.featureLevel(); err == nil {
 		st.ClusterLevel = backend.FeatureLevel(l)
 	}
+	st.DataGroups = n.dataGroupStatus()
 	return st
+}
+
+// dataGroupStatus is the table of data groups with this node's replicas.
+func (n *Node) dataGroupStatus() []backend.DataGroupStatus {
+	tab := n.fsm.DataGroups()
+	if len(tab.Groups) == 0 {
+		return nil
+	}
+	local := map[uint64]DataGroupReplica{}
+	for _, r := range n.DataGroupReplicas() {
+		local[r.ID] = r
+	}
+	out := make([]backend.DataGroupStatus, len(tab.Groups))
+	for i, g := range tab.Groups {
+		ds := backend.DataGroupStatus{ID: g.ID, Replicas: g.Replicas}
+		if r, ok := local[g.ID]; ok {
+			_, lid := r.Raft.LeaderWithID()
+			ds.State, ds.LeaderID, ds.Term = r.Raft.State().String(), string(lid), r.Raft.CurrentTerm()
+			ds.CommitIndex, ds.AppliedIndex = r.Raft.CommitIndex(), r.Raft.AppliedIndex()
+			if f := r.Raft.GetConfiguration(); f.Error() == nil {
+				for _, s := range f.Configuration().Servers {
+					if s.Suffrage == raft.Voter {
+						ds.Voters = append(ds.Voters, string(s.ID))
+					}
+				}
+			}
+		}
+		out[i] = ds
+	}
+	return out
 }
 
 func suffrage(s raft.ServerSuffrage) string {

@@ -41,6 +41,10 @@ func (s *Server) Status(ctx context.Context, req *connect.Request[logdv1.StatusR
 		}
 		resp.Followers = append(resp.Followers, fs)
 	}
+	for _, g := range st.DataGroups {
+		resp.DataGroups = append(resp.DataGroups, &logdv1.DataGroupStatus{Id: g.ID, Replicas: g.Replicas, State: g.State, LeaderId: g.LeaderID,
+			Term: g.Term, CommitIndex: g.CommitIndex, AppliedIndex: g.AppliedIndex, Voters: g.Voters})
+	}
 	if du, err := s.b.DiskUsage(); err == nil {
 		resp.Disk = &logdv1.DiskStatus{TotalBytes: du.Total, AvailBytes: du.Avail}
 	}

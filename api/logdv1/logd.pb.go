@@ -1783,7 +1783,11 @@ type StatusResponse struct {
 	Followers []*FollowerStatus `protobuf:"bytes,16,rep,name=followers,proto3" json:"followers,omitempty"`
 	// The file system holding the node's data directory; unset where the
 	// platform cannot tell.
-	Disk          *DiskStatus `protobuf:"bytes,17,opt,name=disk,proto3" json:"disk,omitempty"`
+	Disk *DiskStatus `protobuf:"bytes,17,opt,name=disk,proto3" json:"disk,omitempty"`
+	// The cluster's data groups as the meta group places them, with this
+	// node's replica of each it holds (docs/architecture.md, "Data
+	// groups"); empty without data groups.
+	DataGroups    []*DataGroupStatus `protobuf:"bytes,18,rep,name=data_groups,json=dataGroups,proto3" json:"data_groups,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1937,6 +1941,119 @@ func (x *StatusResponse) GetDisk() *DiskStatus {
 	return nil
 }
 
+func (x *StatusResponse) GetDataGroups() []*DataGroupStatus {
+	if x != nil {
+		return x.DataGroups
+	}
+	return nil
+}
+
+// DataGroupStatus is one data group: its placement and, when the node
+// holds a replica, what that replica knows.
+type DataGroupStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The nodes the group is placed on, the preferred leader first.
+	Replicas []string `protobuf:"bytes,2,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	// This node's replica's Raft state (Leader, Follower, Candidate); empty
+	// when the node holds no replica of the group.
+	State        string `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	LeaderId     string `protobuf:"bytes,4,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	Term         uint64 `protobuf:"varint,5,opt,name=term,proto3" json:"term,omitempty"`
+	CommitIndex  uint64 `protobuf:"varint,6,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
+	AppliedIndex uint64 `protobuf:"varint,7,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	// The voters of the group's configuration as this replica knows it.
+	Voters        []string `protobuf:"bytes,8,rep,name=voters,proto3" json:"voters,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DataGroupStatus) Reset() {
+	*x = DataGroupStatus{}
+	mi := &file_logd_v1_logd_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DataGroupStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DataGroupStatus) ProtoMessage() {}
+
+func (x *DataGroupStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DataGroupStatus.ProtoReflect.Descriptor instead.
+func (*DataGroupStatus) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *DataGroupStatus) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *DataGroupStatus) GetReplicas() []string {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
+func (x *DataGroupStatus) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *DataGroupStatus) GetLeaderId() string {
+	if x != nil {
+		return x.LeaderId
+	}
+	return ""
+}
+
+func (x *DataGroupStatus) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
+}
+
+func (x *DataGroupStatus) GetCommitIndex() uint64 {
+	if x != nil {
+		return x.CommitIndex
+	}
+	return 0
+}
+
+func (x *DataGroupStatus) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
+func (x *DataGroupStatus) GetVoters() []string {
+	if x != nil {
+		return x.Voters
+	}
+	return nil
+}
+
 // FollowerStatus is what the leader last heard from one follower.
 type FollowerStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1954,7 +2071,7 @@ type FollowerStatus struct {
 
 func (x *FollowerStatus) Reset() {
 	*x = FollowerStatus{}
-	mi := &file_logd_v1_logd_proto_msgTypes[28]
+	mi := &file_logd_v1_logd_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1966,7 +2083,7 @@ func (x *FollowerStatus) String() string {
 func (*FollowerStatus) ProtoMessage() {}
 
 func (x *FollowerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[28]
+	mi := &file_logd_v1_logd_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1979,7 +2096,7 @@ func (x *FollowerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FollowerStatus.ProtoReflect.Descriptor instead.
 func (*FollowerStatus) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{28}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *FollowerStatus) GetId() string {
@@ -2021,7 +2138,7 @@ type DiskStatus struct {
 
 func (x *DiskStatus) Reset() {
 	*x = DiskStatus{}
-	mi := &file_logd_v1_logd_proto_msgTypes[29]
+	mi := &file_logd_v1_logd_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2033,7 +2150,7 @@ func (x *DiskStatus) String() string {
 func (*DiskStatus) ProtoMessage() {}
 
 func (x *DiskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[29]
+	mi := &file_logd_v1_logd_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2046,7 +2163,7 @@ func (x *DiskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiskStatus.ProtoReflect.Descriptor instead.
 func (*DiskStatus) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{29}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DiskStatus) GetTotalBytes() uint64 {
@@ -2079,7 +2196,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_logd_v1_logd_proto_msgTypes[30]
+	mi := &file_logd_v1_logd_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2091,7 +2208,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[30]
+	mi := &file_logd_v1_logd_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2104,7 +2221,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{30}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Member) GetId() string {
@@ -2153,7 +2270,7 @@ type GroupTopicPartition struct {
 
 func (x *GroupTopicPartition) Reset() {
 	*x = GroupTopicPartition{}
-	mi := &file_logd_v1_logd_proto_msgTypes[31]
+	mi := &file_logd_v1_logd_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2165,7 +2282,7 @@ func (x *GroupTopicPartition) String() string {
 func (*GroupTopicPartition) ProtoMessage() {}
 
 func (x *GroupTopicPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[31]
+	mi := &file_logd_v1_logd_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2178,7 +2295,7 @@ func (x *GroupTopicPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupTopicPartition.ProtoReflect.Descriptor instead.
 func (*GroupTopicPartition) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{31}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GroupTopicPartition) GetTopic() string {
@@ -2207,7 +2324,7 @@ type GroupOffset struct {
 
 func (x *GroupOffset) Reset() {
 	*x = GroupOffset{}
-	mi := &file_logd_v1_logd_proto_msgTypes[32]
+	mi := &file_logd_v1_logd_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2219,7 +2336,7 @@ func (x *GroupOffset) String() string {
 func (*GroupOffset) ProtoMessage() {}
 
 func (x *GroupOffset) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[32]
+	mi := &file_logd_v1_logd_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2232,7 +2349,7 @@ func (x *GroupOffset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupOffset.ProtoReflect.Descriptor instead.
 func (*GroupOffset) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{32}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GroupOffset) GetTopic() string {
@@ -2275,7 +2392,7 @@ type JoinGroupRequest struct {
 
 func (x *JoinGroupRequest) Reset() {
 	*x = JoinGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[33]
+	mi := &file_logd_v1_logd_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2287,7 +2404,7 @@ func (x *JoinGroupRequest) String() string {
 func (*JoinGroupRequest) ProtoMessage() {}
 
 func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[33]
+	mi := &file_logd_v1_logd_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2300,7 +2417,7 @@ func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinGroupRequest.ProtoReflect.Descriptor instead.
 func (*JoinGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{33}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *JoinGroupRequest) GetGroup() string {
@@ -2352,7 +2469,7 @@ type GroupAssignment struct {
 
 func (x *GroupAssignment) Reset() {
 	*x = GroupAssignment{}
-	mi := &file_logd_v1_logd_proto_msgTypes[34]
+	mi := &file_logd_v1_logd_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2364,7 +2481,7 @@ func (x *GroupAssignment) String() string {
 func (*GroupAssignment) ProtoMessage() {}
 
 func (x *GroupAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[34]
+	mi := &file_logd_v1_logd_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2377,7 +2494,7 @@ func (x *GroupAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupAssignment.ProtoReflect.Descriptor instead.
 func (*GroupAssignment) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{34}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GroupAssignment) GetGeneration() int64 {
@@ -2419,7 +2536,7 @@ type AssignedPartition struct {
 
 func (x *AssignedPartition) Reset() {
 	*x = AssignedPartition{}
-	mi := &file_logd_v1_logd_proto_msgTypes[35]
+	mi := &file_logd_v1_logd_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2431,7 +2548,7 @@ func (x *AssignedPartition) String() string {
 func (*AssignedPartition) ProtoMessage() {}
 
 func (x *AssignedPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[35]
+	mi := &file_logd_v1_logd_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2444,7 +2561,7 @@ func (x *AssignedPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignedPartition.ProtoReflect.Descriptor instead.
 func (*AssignedPartition) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{35}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *AssignedPartition) GetTopic() string {
@@ -2491,7 +2608,7 @@ type JoinGroupResponse struct {
 
 func (x *JoinGroupResponse) Reset() {
 	*x = JoinGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[36]
+	mi := &file_logd_v1_logd_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2503,7 +2620,7 @@ func (x *JoinGroupResponse) String() string {
 func (*JoinGroupResponse) ProtoMessage() {}
 
 func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[36]
+	mi := &file_logd_v1_logd_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2516,7 +2633,7 @@ func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinGroupResponse.ProtoReflect.Descriptor instead.
 func (*JoinGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{36}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *JoinGroupResponse) GetAssignment() *GroupAssignment {
@@ -2537,7 +2654,7 @@ type GroupHeartbeatRequest struct {
 
 func (x *GroupHeartbeatRequest) Reset() {
 	*x = GroupHeartbeatRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[37]
+	mi := &file_logd_v1_logd_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2549,7 +2666,7 @@ func (x *GroupHeartbeatRequest) String() string {
 func (*GroupHeartbeatRequest) ProtoMessage() {}
 
 func (x *GroupHeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[37]
+	mi := &file_logd_v1_logd_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2562,7 +2679,7 @@ func (x *GroupHeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupHeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*GroupHeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{37}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GroupHeartbeatRequest) GetGroup() string {
@@ -2595,7 +2712,7 @@ type GroupHeartbeatResponse struct {
 
 func (x *GroupHeartbeatResponse) Reset() {
 	*x = GroupHeartbeatResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[38]
+	mi := &file_logd_v1_logd_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2607,7 +2724,7 @@ func (x *GroupHeartbeatResponse) String() string {
 func (*GroupHeartbeatResponse) ProtoMessage() {}
 
 func (x *GroupHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[38]
+	mi := &file_logd_v1_logd_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2620,7 +2737,7 @@ func (x *GroupHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*GroupHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{38}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GroupHeartbeatResponse) GetAssignment() *GroupAssignment {
@@ -2640,7 +2757,7 @@ type LeaveGroupRequest struct {
 
 func (x *LeaveGroupRequest) Reset() {
 	*x = LeaveGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[39]
+	mi := &file_logd_v1_logd_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2652,7 +2769,7 @@ func (x *LeaveGroupRequest) String() string {
 func (*LeaveGroupRequest) ProtoMessage() {}
 
 func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[39]
+	mi := &file_logd_v1_logd_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2665,7 +2782,7 @@ func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupRequest.ProtoReflect.Descriptor instead.
 func (*LeaveGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{39}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *LeaveGroupRequest) GetGroup() string {
@@ -2690,7 +2807,7 @@ type LeaveGroupResponse struct {
 
 func (x *LeaveGroupResponse) Reset() {
 	*x = LeaveGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[40]
+	mi := &file_logd_v1_logd_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2702,7 +2819,7 @@ func (x *LeaveGroupResponse) String() string {
 func (*LeaveGroupResponse) ProtoMessage() {}
 
 func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[40]
+	mi := &file_logd_v1_logd_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2715,7 +2832,7 @@ func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupResponse.ProtoReflect.Descriptor instead.
 func (*LeaveGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{40}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{41}
 }
 
 type CommitOffsetsRequest struct {
@@ -2730,7 +2847,7 @@ type CommitOffsetsRequest struct {
 
 func (x *CommitOffsetsRequest) Reset() {
 	*x = CommitOffsetsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[41]
+	mi := &file_logd_v1_logd_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2742,7 +2859,7 @@ func (x *CommitOffsetsRequest) String() string {
 func (*CommitOffsetsRequest) ProtoMessage() {}
 
 func (x *CommitOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[41]
+	mi := &file_logd_v1_logd_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2755,7 +2872,7 @@ func (x *CommitOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*CommitOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{41}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CommitOffsetsRequest) GetGroup() string {
@@ -2794,7 +2911,7 @@ type CommitOffsetsResponse struct {
 
 func (x *CommitOffsetsResponse) Reset() {
 	*x = CommitOffsetsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[42]
+	mi := &file_logd_v1_logd_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2806,7 +2923,7 @@ func (x *CommitOffsetsResponse) String() string {
 func (*CommitOffsetsResponse) ProtoMessage() {}
 
 func (x *CommitOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[42]
+	mi := &file_logd_v1_logd_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2819,7 +2936,7 @@ func (x *CommitOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*CommitOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{42}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{43}
 }
 
 // GroupFetchRequest is a fetch by a group member: refused with
@@ -2837,7 +2954,7 @@ type GroupFetchRequest struct {
 
 func (x *GroupFetchRequest) Reset() {
 	*x = GroupFetchRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[43]
+	mi := &file_logd_v1_logd_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2849,7 +2966,7 @@ func (x *GroupFetchRequest) String() string {
 func (*GroupFetchRequest) ProtoMessage() {}
 
 func (x *GroupFetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[43]
+	mi := &file_logd_v1_logd_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2862,7 +2979,7 @@ func (x *GroupFetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupFetchRequest.ProtoReflect.Descriptor instead.
 func (*GroupFetchRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{43}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GroupFetchRequest) GetGroup() string {
@@ -2909,7 +3026,7 @@ type GroupFetchResponse struct {
 
 func (x *GroupFetchResponse) Reset() {
 	*x = GroupFetchResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[44]
+	mi := &file_logd_v1_logd_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2921,7 +3038,7 @@ func (x *GroupFetchResponse) String() string {
 func (*GroupFetchResponse) ProtoMessage() {}
 
 func (x *GroupFetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[44]
+	mi := &file_logd_v1_logd_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2934,7 +3051,7 @@ func (x *GroupFetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupFetchResponse.ProtoReflect.Descriptor instead.
 func (*GroupFetchResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{44}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GroupFetchResponse) GetFetch() *FetchResponse {
@@ -2976,7 +3093,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[45]
+	mi := &file_logd_v1_logd_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2988,7 +3105,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[45]
+	mi := &file_logd_v1_logd_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3001,7 +3118,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{45}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListGroupsRequest) GetAll() bool {
@@ -3030,7 +3147,7 @@ type ConsumerGroupSummary struct {
 
 func (x *ConsumerGroupSummary) Reset() {
 	*x = ConsumerGroupSummary{}
-	mi := &file_logd_v1_logd_proto_msgTypes[46]
+	mi := &file_logd_v1_logd_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3042,7 +3159,7 @@ func (x *ConsumerGroupSummary) String() string {
 func (*ConsumerGroupSummary) ProtoMessage() {}
 
 func (x *ConsumerGroupSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[46]
+	mi := &file_logd_v1_logd_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3055,7 +3172,7 @@ func (x *ConsumerGroupSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerGroupSummary.ProtoReflect.Descriptor instead.
 func (*ConsumerGroupSummary) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{46}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ConsumerGroupSummary) GetGroup() string {
@@ -3116,7 +3233,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[47]
+	mi := &file_logd_v1_logd_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3128,7 +3245,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[47]
+	mi := &file_logd_v1_logd_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3141,7 +3258,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{47}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*ConsumerGroupSummary {
@@ -3160,7 +3277,7 @@ type DescribeGroupRequest struct {
 
 func (x *DescribeGroupRequest) Reset() {
 	*x = DescribeGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[48]
+	mi := &file_logd_v1_logd_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3172,7 +3289,7 @@ func (x *DescribeGroupRequest) String() string {
 func (*DescribeGroupRequest) ProtoMessage() {}
 
 func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[48]
+	mi := &file_logd_v1_logd_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3185,7 +3302,7 @@ func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupRequest.ProtoReflect.Descriptor instead.
 func (*DescribeGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{48}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *DescribeGroupRequest) GetGroup() string {
@@ -3222,7 +3339,7 @@ type ConsumerGroupMember struct {
 
 func (x *ConsumerGroupMember) Reset() {
 	*x = ConsumerGroupMember{}
-	mi := &file_logd_v1_logd_proto_msgTypes[49]
+	mi := &file_logd_v1_logd_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3234,7 +3351,7 @@ func (x *ConsumerGroupMember) String() string {
 func (*ConsumerGroupMember) ProtoMessage() {}
 
 func (x *ConsumerGroupMember) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[49]
+	mi := &file_logd_v1_logd_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3247,7 +3364,7 @@ func (x *ConsumerGroupMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerGroupMember.ProtoReflect.Descriptor instead.
 func (*ConsumerGroupMember) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{49}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ConsumerGroupMember) GetMemberId() string {
@@ -3354,7 +3471,7 @@ type ConsumerGroupPartition struct {
 
 func (x *ConsumerGroupPartition) Reset() {
 	*x = ConsumerGroupPartition{}
-	mi := &file_logd_v1_logd_proto_msgTypes[50]
+	mi := &file_logd_v1_logd_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3366,7 +3483,7 @@ func (x *ConsumerGroupPartition) String() string {
 func (*ConsumerGroupPartition) ProtoMessage() {}
 
 func (x *ConsumerGroupPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[50]
+	mi := &file_logd_v1_logd_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3379,7 +3496,7 @@ func (x *ConsumerGroupPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerGroupPartition.ProtoReflect.Descriptor instead.
 func (*ConsumerGroupPartition) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{50}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ConsumerGroupPartition) GetTopic() string {
@@ -3488,7 +3605,7 @@ type DescribeGroupResponse struct {
 
 func (x *DescribeGroupResponse) Reset() {
 	*x = DescribeGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[51]
+	mi := &file_logd_v1_logd_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3500,7 +3617,7 @@ func (x *DescribeGroupResponse) String() string {
 func (*DescribeGroupResponse) ProtoMessage() {}
 
 func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[51]
+	mi := &file_logd_v1_logd_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3513,7 +3630,7 @@ func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupResponse.ProtoReflect.Descriptor instead.
 func (*DescribeGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{51}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *DescribeGroupResponse) GetGroup() string {
@@ -3574,7 +3691,7 @@ type DeleteGroupRequest struct {
 
 func (x *DeleteGroupRequest) Reset() {
 	*x = DeleteGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[52]
+	mi := &file_logd_v1_logd_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3586,7 +3703,7 @@ func (x *DeleteGroupRequest) String() string {
 func (*DeleteGroupRequest) ProtoMessage() {}
 
 func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[52]
+	mi := &file_logd_v1_logd_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3599,7 +3716,7 @@ func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupRequest.ProtoReflect.Descriptor instead.
 func (*DeleteGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{52}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *DeleteGroupRequest) GetGroup() string {
@@ -3617,7 +3734,7 @@ type DeleteGroupResponse struct {
 
 func (x *DeleteGroupResponse) Reset() {
 	*x = DeleteGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[53]
+	mi := &file_logd_v1_logd_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3629,7 +3746,7 @@ func (x *DeleteGroupResponse) String() string {
 func (*DeleteGroupResponse) ProtoMessage() {}
 
 func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[53]
+	mi := &file_logd_v1_logd_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3642,7 +3759,7 @@ func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupResponse.ProtoReflect.Descriptor instead.
 func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{53}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{54}
 }
 
 // ResetTopic selects partitions of a topic; none listed means all.
@@ -3656,7 +3773,7 @@ type ResetTopic struct {
 
 func (x *ResetTopic) Reset() {
 	*x = ResetTopic{}
-	mi := &file_logd_v1_logd_proto_msgTypes[54]
+	mi := &file_logd_v1_logd_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3668,7 +3785,7 @@ func (x *ResetTopic) String() string {
 func (*ResetTopic) ProtoMessage() {}
 
 func (x *ResetTopic) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[54]
+	mi := &file_logd_v1_logd_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3681,7 +3798,7 @@ func (x *ResetTopic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetTopic.ProtoReflect.Descriptor instead.
 func (*ResetTopic) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{54}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ResetTopic) GetTopic() string {
@@ -3720,7 +3837,7 @@ type ResetGroupOffsetsRequest struct {
 
 func (x *ResetGroupOffsetsRequest) Reset() {
 	*x = ResetGroupOffsetsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[55]
+	mi := &file_logd_v1_logd_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3732,7 +3849,7 @@ func (x *ResetGroupOffsetsRequest) String() string {
 func (*ResetGroupOffsetsRequest) ProtoMessage() {}
 
 func (x *ResetGroupOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[55]
+	mi := &file_logd_v1_logd_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3745,7 +3862,7 @@ func (x *ResetGroupOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetGroupOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ResetGroupOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{55}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ResetGroupOffsetsRequest) GetGroup() string {
@@ -3836,7 +3953,7 @@ type ResetPlanEntry struct {
 
 func (x *ResetPlanEntry) Reset() {
 	*x = ResetPlanEntry{}
-	mi := &file_logd_v1_logd_proto_msgTypes[56]
+	mi := &file_logd_v1_logd_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3848,7 +3965,7 @@ func (x *ResetPlanEntry) String() string {
 func (*ResetPlanEntry) ProtoMessage() {}
 
 func (x *ResetPlanEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[56]
+	mi := &file_logd_v1_logd_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3861,7 +3978,7 @@ func (x *ResetPlanEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetPlanEntry.ProtoReflect.Descriptor instead.
 func (*ResetPlanEntry) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{56}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ResetPlanEntry) GetTopic() string {
@@ -3932,7 +4049,7 @@ type ResetGroupOffsetsResponse struct {
 
 func (x *ResetGroupOffsetsResponse) Reset() {
 	*x = ResetGroupOffsetsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[57]
+	mi := &file_logd_v1_logd_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3944,7 +4061,7 @@ func (x *ResetGroupOffsetsResponse) String() string {
 func (*ResetGroupOffsetsResponse) ProtoMessage() {}
 
 func (x *ResetGroupOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[57]
+	mi := &file_logd_v1_logd_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3957,7 +4074,7 @@ func (x *ResetGroupOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetGroupOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ResetGroupOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{57}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ResetGroupOffsetsResponse) GetPlan() []*ResetPlanEntry {
@@ -4011,7 +4128,7 @@ type QueueGroupConfig struct {
 
 func (x *QueueGroupConfig) Reset() {
 	*x = QueueGroupConfig{}
-	mi := &file_logd_v1_logd_proto_msgTypes[58]
+	mi := &file_logd_v1_logd_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4023,7 +4140,7 @@ func (x *QueueGroupConfig) String() string {
 func (*QueueGroupConfig) ProtoMessage() {}
 
 func (x *QueueGroupConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[58]
+	mi := &file_logd_v1_logd_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4036,7 +4153,7 @@ func (x *QueueGroupConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueGroupConfig.ProtoReflect.Descriptor instead.
 func (*QueueGroupConfig) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{58}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *QueueGroupConfig) GetLeaseMs() int64 {
@@ -4108,7 +4225,7 @@ type CreateQueueGroupRequest struct {
 
 func (x *CreateQueueGroupRequest) Reset() {
 	*x = CreateQueueGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[59]
+	mi := &file_logd_v1_logd_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4120,7 +4237,7 @@ func (x *CreateQueueGroupRequest) String() string {
 func (*CreateQueueGroupRequest) ProtoMessage() {}
 
 func (x *CreateQueueGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[59]
+	mi := &file_logd_v1_logd_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4133,7 +4250,7 @@ func (x *CreateQueueGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateQueueGroupRequest.ProtoReflect.Descriptor instead.
 func (*CreateQueueGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{59}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *CreateQueueGroupRequest) GetTopic() string {
@@ -4174,7 +4291,7 @@ type CreateQueueGroupResponse struct {
 
 func (x *CreateQueueGroupResponse) Reset() {
 	*x = CreateQueueGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[60]
+	mi := &file_logd_v1_logd_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4186,7 +4303,7 @@ func (x *CreateQueueGroupResponse) String() string {
 func (*CreateQueueGroupResponse) ProtoMessage() {}
 
 func (x *CreateQueueGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[60]
+	mi := &file_logd_v1_logd_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4199,7 +4316,7 @@ func (x *CreateQueueGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateQueueGroupResponse.ProtoReflect.Descriptor instead.
 func (*CreateQueueGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{60}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *CreateQueueGroupResponse) GetConfig() *QueueGroupConfig {
@@ -4220,7 +4337,7 @@ type AlterQueueGroupRequest struct {
 
 func (x *AlterQueueGroupRequest) Reset() {
 	*x = AlterQueueGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[61]
+	mi := &file_logd_v1_logd_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4232,7 +4349,7 @@ func (x *AlterQueueGroupRequest) String() string {
 func (*AlterQueueGroupRequest) ProtoMessage() {}
 
 func (x *AlterQueueGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[61]
+	mi := &file_logd_v1_logd_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4245,7 +4362,7 @@ func (x *AlterQueueGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterQueueGroupRequest.ProtoReflect.Descriptor instead.
 func (*AlterQueueGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{61}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *AlterQueueGroupRequest) GetTopic() string {
@@ -4278,7 +4395,7 @@ type AlterQueueGroupResponse struct {
 
 func (x *AlterQueueGroupResponse) Reset() {
 	*x = AlterQueueGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[62]
+	mi := &file_logd_v1_logd_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4290,7 +4407,7 @@ func (x *AlterQueueGroupResponse) String() string {
 func (*AlterQueueGroupResponse) ProtoMessage() {}
 
 func (x *AlterQueueGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[62]
+	mi := &file_logd_v1_logd_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4303,7 +4420,7 @@ func (x *AlterQueueGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterQueueGroupResponse.ProtoReflect.Descriptor instead.
 func (*AlterQueueGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{62}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *AlterQueueGroupResponse) GetConfig() *QueueGroupConfig {
@@ -4325,7 +4442,7 @@ type DescribeQueueGroupRequest struct {
 
 func (x *DescribeQueueGroupRequest) Reset() {
 	*x = DescribeQueueGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[63]
+	mi := &file_logd_v1_logd_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4337,7 +4454,7 @@ func (x *DescribeQueueGroupRequest) String() string {
 func (*DescribeQueueGroupRequest) ProtoMessage() {}
 
 func (x *DescribeQueueGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[63]
+	mi := &file_logd_v1_logd_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4350,7 +4467,7 @@ func (x *DescribeQueueGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeQueueGroupRequest.ProtoReflect.Descriptor instead.
 func (*DescribeQueueGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{63}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *DescribeQueueGroupRequest) GetTopic() string {
@@ -4410,7 +4527,7 @@ type QueuePartitionState struct {
 
 func (x *QueuePartitionState) Reset() {
 	*x = QueuePartitionState{}
-	mi := &file_logd_v1_logd_proto_msgTypes[64]
+	mi := &file_logd_v1_logd_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4422,7 +4539,7 @@ func (x *QueuePartitionState) String() string {
 func (*QueuePartitionState) ProtoMessage() {}
 
 func (x *QueuePartitionState) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[64]
+	mi := &file_logd_v1_logd_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4435,7 +4552,7 @@ func (x *QueuePartitionState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueuePartitionState.ProtoReflect.Descriptor instead.
 func (*QueuePartitionState) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{64}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *QueuePartitionState) GetPartition() int32 {
@@ -4606,7 +4723,7 @@ type DescribeQueueGroupResponse struct {
 
 func (x *DescribeQueueGroupResponse) Reset() {
 	*x = DescribeQueueGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[65]
+	mi := &file_logd_v1_logd_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4618,7 +4735,7 @@ func (x *DescribeQueueGroupResponse) String() string {
 func (*DescribeQueueGroupResponse) ProtoMessage() {}
 
 func (x *DescribeQueueGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[65]
+	mi := &file_logd_v1_logd_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4631,7 +4748,7 @@ func (x *DescribeQueueGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeQueueGroupResponse.ProtoReflect.Descriptor instead.
 func (*DescribeQueueGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{65}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *DescribeQueueGroupResponse) GetTopic() string {
@@ -4749,7 +4866,7 @@ type ListQueueGroupsRequest struct {
 
 func (x *ListQueueGroupsRequest) Reset() {
 	*x = ListQueueGroupsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[66]
+	mi := &file_logd_v1_logd_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4761,7 +4878,7 @@ func (x *ListQueueGroupsRequest) String() string {
 func (*ListQueueGroupsRequest) ProtoMessage() {}
 
 func (x *ListQueueGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[66]
+	mi := &file_logd_v1_logd_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4774,7 +4891,7 @@ func (x *ListQueueGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQueueGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListQueueGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{66}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ListQueueGroupsRequest) GetTopic() string {
@@ -4795,7 +4912,7 @@ type ListQueueGroupsResponse struct {
 
 func (x *ListQueueGroupsResponse) Reset() {
 	*x = ListQueueGroupsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[67]
+	mi := &file_logd_v1_logd_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4807,7 +4924,7 @@ func (x *ListQueueGroupsResponse) String() string {
 func (*ListQueueGroupsResponse) ProtoMessage() {}
 
 func (x *ListQueueGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[67]
+	mi := &file_logd_v1_logd_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4820,7 +4937,7 @@ func (x *ListQueueGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQueueGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListQueueGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{67}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ListQueueGroupsResponse) GetGroups() []*DescribeQueueGroupResponse {
@@ -4849,7 +4966,7 @@ type InFlightRecord struct {
 
 func (x *InFlightRecord) Reset() {
 	*x = InFlightRecord{}
-	mi := &file_logd_v1_logd_proto_msgTypes[68]
+	mi := &file_logd_v1_logd_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4861,7 +4978,7 @@ func (x *InFlightRecord) String() string {
 func (*InFlightRecord) ProtoMessage() {}
 
 func (x *InFlightRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[68]
+	mi := &file_logd_v1_logd_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4874,7 +4991,7 @@ func (x *InFlightRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InFlightRecord.ProtoReflect.Descriptor instead.
 func (*InFlightRecord) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{68}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *InFlightRecord) GetPartition() int32 {
@@ -4949,7 +5066,7 @@ type ClaimRequest struct {
 
 func (x *ClaimRequest) Reset() {
 	*x = ClaimRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[69]
+	mi := &file_logd_v1_logd_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4961,7 +5078,7 @@ func (x *ClaimRequest) String() string {
 func (*ClaimRequest) ProtoMessage() {}
 
 func (x *ClaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[69]
+	mi := &file_logd_v1_logd_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4974,7 +5091,7 @@ func (x *ClaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimRequest.ProtoReflect.Descriptor instead.
 func (*ClaimRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{69}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ClaimRequest) GetTopic() string {
@@ -5047,7 +5164,7 @@ type ClaimedRecord struct {
 
 func (x *ClaimedRecord) Reset() {
 	*x = ClaimedRecord{}
-	mi := &file_logd_v1_logd_proto_msgTypes[70]
+	mi := &file_logd_v1_logd_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5059,7 +5176,7 @@ func (x *ClaimedRecord) String() string {
 func (*ClaimedRecord) ProtoMessage() {}
 
 func (x *ClaimedRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[70]
+	mi := &file_logd_v1_logd_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5072,7 +5189,7 @@ func (x *ClaimedRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimedRecord.ProtoReflect.Descriptor instead.
 func (*ClaimedRecord) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{70}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ClaimedRecord) GetPartition() int32 {
@@ -5161,7 +5278,7 @@ type ClaimResponse struct {
 
 func (x *ClaimResponse) Reset() {
 	*x = ClaimResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[71]
+	mi := &file_logd_v1_logd_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5173,7 +5290,7 @@ func (x *ClaimResponse) String() string {
 func (*ClaimResponse) ProtoMessage() {}
 
 func (x *ClaimResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[71]
+	mi := &file_logd_v1_logd_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5186,7 +5303,7 @@ func (x *ClaimResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimResponse.ProtoReflect.Descriptor instead.
 func (*ClaimResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{71}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ClaimResponse) GetRecords() []*ClaimedRecord {
@@ -5242,7 +5359,7 @@ type TokenResult struct {
 
 func (x *TokenResult) Reset() {
 	*x = TokenResult{}
-	mi := &file_logd_v1_logd_proto_msgTypes[72]
+	mi := &file_logd_v1_logd_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5254,7 +5371,7 @@ func (x *TokenResult) String() string {
 func (*TokenResult) ProtoMessage() {}
 
 func (x *TokenResult) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[72]
+	mi := &file_logd_v1_logd_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5267,7 +5384,7 @@ func (x *TokenResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenResult.ProtoReflect.Descriptor instead.
 func (*TokenResult) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{72}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *TokenResult) GetToken() string {
@@ -5330,7 +5447,7 @@ type AckRequest struct {
 
 func (x *AckRequest) Reset() {
 	*x = AckRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[73]
+	mi := &file_logd_v1_logd_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5342,7 +5459,7 @@ func (x *AckRequest) String() string {
 func (*AckRequest) ProtoMessage() {}
 
 func (x *AckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[73]
+	mi := &file_logd_v1_logd_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5355,7 +5472,7 @@ func (x *AckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckRequest.ProtoReflect.Descriptor instead.
 func (*AckRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{73}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *AckRequest) GetTopic() string {
@@ -5388,7 +5505,7 @@ type AckResponse struct {
 
 func (x *AckResponse) Reset() {
 	*x = AckResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[74]
+	mi := &file_logd_v1_logd_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5400,7 +5517,7 @@ func (x *AckResponse) String() string {
 func (*AckResponse) ProtoMessage() {}
 
 func (x *AckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[74]
+	mi := &file_logd_v1_logd_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5413,7 +5530,7 @@ func (x *AckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckResponse.ProtoReflect.Descriptor instead.
 func (*AckResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{74}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *AckResponse) GetResults() []*TokenResult {
@@ -5441,7 +5558,7 @@ type QueueNack struct {
 
 func (x *QueueNack) Reset() {
 	*x = QueueNack{}
-	mi := &file_logd_v1_logd_proto_msgTypes[75]
+	mi := &file_logd_v1_logd_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5453,7 +5570,7 @@ func (x *QueueNack) String() string {
 func (*QueueNack) ProtoMessage() {}
 
 func (x *QueueNack) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[75]
+	mi := &file_logd_v1_logd_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5466,7 +5583,7 @@ func (x *QueueNack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueNack.ProtoReflect.Descriptor instead.
 func (*QueueNack) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{75}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *QueueNack) GetToken() string {
@@ -5508,7 +5625,7 @@ type NackRequest struct {
 
 func (x *NackRequest) Reset() {
 	*x = NackRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[76]
+	mi := &file_logd_v1_logd_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5520,7 +5637,7 @@ func (x *NackRequest) String() string {
 func (*NackRequest) ProtoMessage() {}
 
 func (x *NackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[76]
+	mi := &file_logd_v1_logd_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5533,7 +5650,7 @@ func (x *NackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NackRequest.ProtoReflect.Descriptor instead.
 func (*NackRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{76}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *NackRequest) GetTopic() string {
@@ -5566,7 +5683,7 @@ type NackResponse struct {
 
 func (x *NackResponse) Reset() {
 	*x = NackResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[77]
+	mi := &file_logd_v1_logd_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5578,7 +5695,7 @@ func (x *NackResponse) String() string {
 func (*NackResponse) ProtoMessage() {}
 
 func (x *NackResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[77]
+	mi := &file_logd_v1_logd_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5591,7 +5708,7 @@ func (x *NackResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NackResponse.ProtoReflect.Descriptor instead.
 func (*NackResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{77}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *NackResponse) GetResults() []*TokenResult {
@@ -5614,7 +5731,7 @@ type ExtendRequest struct {
 
 func (x *ExtendRequest) Reset() {
 	*x = ExtendRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[78]
+	mi := &file_logd_v1_logd_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5626,7 +5743,7 @@ func (x *ExtendRequest) String() string {
 func (*ExtendRequest) ProtoMessage() {}
 
 func (x *ExtendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[78]
+	mi := &file_logd_v1_logd_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5639,7 +5756,7 @@ func (x *ExtendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendRequest.ProtoReflect.Descriptor instead.
 func (*ExtendRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{78}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ExtendRequest) GetTopic() string {
@@ -5679,7 +5796,7 @@ type ExtendResponse struct {
 
 func (x *ExtendResponse) Reset() {
 	*x = ExtendResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[79]
+	mi := &file_logd_v1_logd_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5691,7 +5808,7 @@ func (x *ExtendResponse) String() string {
 func (*ExtendResponse) ProtoMessage() {}
 
 func (x *ExtendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[79]
+	mi := &file_logd_v1_logd_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5704,7 +5821,7 @@ func (x *ExtendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendResponse.ProtoReflect.Descriptor instead.
 func (*ExtendResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{79}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ExtendResponse) GetResults() []*TokenResult {
@@ -5729,7 +5846,7 @@ type AlterTopicRequest struct {
 
 func (x *AlterTopicRequest) Reset() {
 	*x = AlterTopicRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[80]
+	mi := &file_logd_v1_logd_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5741,7 +5858,7 @@ func (x *AlterTopicRequest) String() string {
 func (*AlterTopicRequest) ProtoMessage() {}
 
 func (x *AlterTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[80]
+	mi := &file_logd_v1_logd_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5754,7 +5871,7 @@ func (x *AlterTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterTopicRequest.ProtoReflect.Descriptor instead.
 func (*AlterTopicRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{80}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *AlterTopicRequest) GetName() string {
@@ -5788,7 +5905,7 @@ type AlterTopicResponse struct {
 
 func (x *AlterTopicResponse) Reset() {
 	*x = AlterTopicResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[81]
+	mi := &file_logd_v1_logd_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5800,7 +5917,7 @@ func (x *AlterTopicResponse) String() string {
 func (*AlterTopicResponse) ProtoMessage() {}
 
 func (x *AlterTopicResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[81]
+	mi := &file_logd_v1_logd_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5813,7 +5930,7 @@ func (x *AlterTopicResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterTopicResponse.ProtoReflect.Descriptor instead.
 func (*AlterTopicResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{81}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *AlterTopicResponse) GetTopic() *TopicInfo {
@@ -5837,7 +5954,7 @@ type CreatePartitionsRequest struct {
 
 func (x *CreatePartitionsRequest) Reset() {
 	*x = CreatePartitionsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[82]
+	mi := &file_logd_v1_logd_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5849,7 +5966,7 @@ func (x *CreatePartitionsRequest) String() string {
 func (*CreatePartitionsRequest) ProtoMessage() {}
 
 func (x *CreatePartitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[82]
+	mi := &file_logd_v1_logd_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5862,7 +5979,7 @@ func (x *CreatePartitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreatePartitionsRequest.ProtoReflect.Descriptor instead.
 func (*CreatePartitionsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{82}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *CreatePartitionsRequest) GetName() string {
@@ -5898,7 +6015,7 @@ type CreatePartitionsResponse struct {
 
 func (x *CreatePartitionsResponse) Reset() {
 	*x = CreatePartitionsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[83]
+	mi := &file_logd_v1_logd_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5910,7 +6027,7 @@ func (x *CreatePartitionsResponse) String() string {
 func (*CreatePartitionsResponse) ProtoMessage() {}
 
 func (x *CreatePartitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[83]
+	mi := &file_logd_v1_logd_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5923,7 +6040,7 @@ func (x *CreatePartitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreatePartitionsResponse.ProtoReflect.Descriptor instead.
 func (*CreatePartitionsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{83}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *CreatePartitionsResponse) GetTopic() *TopicInfo {
@@ -5957,7 +6074,7 @@ type CleanerRun struct {
 
 func (x *CleanerRun) Reset() {
 	*x = CleanerRun{}
-	mi := &file_logd_v1_logd_proto_msgTypes[84]
+	mi := &file_logd_v1_logd_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5969,7 +6086,7 @@ func (x *CleanerRun) String() string {
 func (*CleanerRun) ProtoMessage() {}
 
 func (x *CleanerRun) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[84]
+	mi := &file_logd_v1_logd_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5982,7 +6099,7 @@ func (x *CleanerRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanerRun.ProtoReflect.Descriptor instead.
 func (*CleanerRun) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{84}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *CleanerRun) GetTimeMs() int64 {
@@ -6052,7 +6169,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[85]
+	mi := &file_logd_v1_logd_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6064,7 +6181,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[85]
+	mi := &file_logd_v1_logd_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6077,7 +6194,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{85}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *JoinRequest) GetNodeId() string {
@@ -6163,7 +6280,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[86]
+	mi := &file_logd_v1_logd_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6175,7 +6292,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[86]
+	mi := &file_logd_v1_logd_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6188,7 +6305,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{86}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *JoinResponse) GetLeaderId() string {
@@ -6228,7 +6345,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[87]
+	mi := &file_logd_v1_logd_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6240,7 +6357,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[87]
+	mi := &file_logd_v1_logd_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6253,7 +6370,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{87}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *RemoveNodeRequest) GetNodeId() string {
@@ -6271,7 +6388,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[88]
+	mi := &file_logd_v1_logd_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6283,7 +6400,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[88]
+	mi := &file_logd_v1_logd_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6296,7 +6413,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{88}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{89}
 }
 
 type TransferLeadershipRequest struct {
@@ -6309,7 +6426,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[89]
+	mi := &file_logd_v1_logd_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6321,7 +6438,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[89]
+	mi := &file_logd_v1_logd_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6334,7 +6451,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{89}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *TransferLeadershipRequest) GetNodeId() string {
@@ -6354,7 +6471,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[90]
+	mi := &file_logd_v1_logd_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6366,7 +6483,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[90]
+	mi := &file_logd_v1_logd_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6379,7 +6496,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{90}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -6404,7 +6521,7 @@ type SaveSnapshotRequest struct {
 
 func (x *SaveSnapshotRequest) Reset() {
 	*x = SaveSnapshotRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[91]
+	mi := &file_logd_v1_logd_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6416,7 +6533,7 @@ func (x *SaveSnapshotRequest) String() string {
 func (*SaveSnapshotRequest) ProtoMessage() {}
 
 func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[91]
+	mi := &file_logd_v1_logd_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6429,7 +6546,7 @@ func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SaveSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{91}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{92}
 }
 
 type SaveSnapshotResponse struct {
@@ -6444,7 +6561,7 @@ type SaveSnapshotResponse struct {
 
 func (x *SaveSnapshotResponse) Reset() {
 	*x = SaveSnapshotResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[92]
+	mi := &file_logd_v1_logd_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6456,7 +6573,7 @@ func (x *SaveSnapshotResponse) String() string {
 func (*SaveSnapshotResponse) ProtoMessage() {}
 
 func (x *SaveSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[92]
+	mi := &file_logd_v1_logd_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6469,7 +6586,7 @@ func (x *SaveSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*SaveSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{92}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *SaveSnapshotResponse) GetInfo() *SnapshotInfo {
@@ -6505,7 +6622,7 @@ type SnapshotInfo struct {
 
 func (x *SnapshotInfo) Reset() {
 	*x = SnapshotInfo{}
-	mi := &file_logd_v1_logd_proto_msgTypes[93]
+	mi := &file_logd_v1_logd_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6517,7 +6634,7 @@ func (x *SnapshotInfo) String() string {
 func (*SnapshotInfo) ProtoMessage() {}
 
 func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[93]
+	mi := &file_logd_v1_logd_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6530,7 +6647,7 @@ func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotInfo.ProtoReflect.Descriptor instead.
 func (*SnapshotInfo) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{93}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *SnapshotInfo) GetIndex() uint64 {
@@ -6587,7 +6704,7 @@ type PauseQueueGroupRequest struct {
 
 func (x *PauseQueueGroupRequest) Reset() {
 	*x = PauseQueueGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[94]
+	mi := &file_logd_v1_logd_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6599,7 +6716,7 @@ func (x *PauseQueueGroupRequest) String() string {
 func (*PauseQueueGroupRequest) ProtoMessage() {}
 
 func (x *PauseQueueGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[94]
+	mi := &file_logd_v1_logd_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6612,7 +6729,7 @@ func (x *PauseQueueGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueGroupRequest.ProtoReflect.Descriptor instead.
 func (*PauseQueueGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{94}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *PauseQueueGroupRequest) GetTopic() string {
@@ -6647,7 +6764,7 @@ type PauseQueueGroupResponse struct {
 
 func (x *PauseQueueGroupResponse) Reset() {
 	*x = PauseQueueGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[95]
+	mi := &file_logd_v1_logd_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6659,7 +6776,7 @@ func (x *PauseQueueGroupResponse) String() string {
 func (*PauseQueueGroupResponse) ProtoMessage() {}
 
 func (x *PauseQueueGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[95]
+	mi := &file_logd_v1_logd_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6672,7 +6789,7 @@ func (x *PauseQueueGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueGroupResponse.ProtoReflect.Descriptor instead.
 func (*PauseQueueGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{95}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *PauseQueueGroupResponse) GetPaused() bool {
@@ -6697,7 +6814,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[96]
+	mi := &file_logd_v1_logd_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6709,7 +6826,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[96]
+	mi := &file_logd_v1_logd_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6722,7 +6839,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{96}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{97}
 }
 
 type WhoAmIResponse struct {
@@ -6742,7 +6859,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[97]
+	mi := &file_logd_v1_logd_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6754,7 +6871,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[97]
+	mi := &file_logd_v1_logd_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6767,7 +6884,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{97}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *WhoAmIResponse) GetPrincipal() string {
@@ -6815,7 +6932,7 @@ type TokenInfo struct {
 
 func (x *TokenInfo) Reset() {
 	*x = TokenInfo{}
-	mi := &file_logd_v1_logd_proto_msgTypes[98]
+	mi := &file_logd_v1_logd_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6827,7 +6944,7 @@ func (x *TokenInfo) String() string {
 func (*TokenInfo) ProtoMessage() {}
 
 func (x *TokenInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[98]
+	mi := &file_logd_v1_logd_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6840,7 +6957,7 @@ func (x *TokenInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenInfo.ProtoReflect.Descriptor instead.
 func (*TokenInfo) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{98}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *TokenInfo) GetId() string {
@@ -6898,7 +7015,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[99]
+	mi := &file_logd_v1_logd_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6910,7 +7027,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[99]
+	mi := &file_logd_v1_logd_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6923,7 +7040,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{99}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *CreateTokenRequest) GetPrincipal() string {
@@ -6958,7 +7075,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[100]
+	mi := &file_logd_v1_logd_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6970,7 +7087,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[100]
+	mi := &file_logd_v1_logd_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6983,7 +7100,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{100}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *CreateTokenResponse) GetToken() string {
@@ -7010,7 +7127,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[101]
+	mi := &file_logd_v1_logd_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7022,7 +7139,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[101]
+	mi := &file_logd_v1_logd_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7035,7 +7152,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{101}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *ListTokensRequest) GetPrincipal() string {
@@ -7054,7 +7171,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[102]
+	mi := &file_logd_v1_logd_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7066,7 +7183,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[102]
+	mi := &file_logd_v1_logd_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7079,7 +7196,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{102}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *ListTokensResponse) GetTokens() []*TokenInfo {
@@ -7098,7 +7215,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[103]
+	mi := &file_logd_v1_logd_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7110,7 +7227,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[103]
+	mi := &file_logd_v1_logd_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7123,7 +7240,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{103}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *RevokeTokenRequest) GetId() string {
@@ -7142,7 +7259,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[104]
+	mi := &file_logd_v1_logd_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7154,7 +7271,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[104]
+	mi := &file_logd_v1_logd_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7167,7 +7284,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{104}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *RevokeTokenResponse) GetInfo() *TokenInfo {
@@ -7193,7 +7310,7 @@ type ScramCredentialInfo struct {
 
 func (x *ScramCredentialInfo) Reset() {
 	*x = ScramCredentialInfo{}
-	mi := &file_logd_v1_logd_proto_msgTypes[105]
+	mi := &file_logd_v1_logd_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7205,7 +7322,7 @@ func (x *ScramCredentialInfo) String() string {
 func (*ScramCredentialInfo) ProtoMessage() {}
 
 func (x *ScramCredentialInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[105]
+	mi := &file_logd_v1_logd_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7218,7 +7335,7 @@ func (x *ScramCredentialInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScramCredentialInfo.ProtoReflect.Descriptor instead.
 func (*ScramCredentialInfo) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{105}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *ScramCredentialInfo) GetUser() string {
@@ -7270,7 +7387,7 @@ type SetScramCredentialRequest struct {
 
 func (x *SetScramCredentialRequest) Reset() {
 	*x = SetScramCredentialRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[106]
+	mi := &file_logd_v1_logd_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7282,7 +7399,7 @@ func (x *SetScramCredentialRequest) String() string {
 func (*SetScramCredentialRequest) ProtoMessage() {}
 
 func (x *SetScramCredentialRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[106]
+	mi := &file_logd_v1_logd_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7295,7 +7412,7 @@ func (x *SetScramCredentialRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetScramCredentialRequest.ProtoReflect.Descriptor instead.
 func (*SetScramCredentialRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{106}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *SetScramCredentialRequest) GetUser() string {
@@ -7335,7 +7452,7 @@ type SetScramCredentialResponse struct {
 
 func (x *SetScramCredentialResponse) Reset() {
 	*x = SetScramCredentialResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[107]
+	mi := &file_logd_v1_logd_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7347,7 +7464,7 @@ func (x *SetScramCredentialResponse) String() string {
 func (*SetScramCredentialResponse) ProtoMessage() {}
 
 func (x *SetScramCredentialResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[107]
+	mi := &file_logd_v1_logd_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7360,7 +7477,7 @@ func (x *SetScramCredentialResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetScramCredentialResponse.ProtoReflect.Descriptor instead.
 func (*SetScramCredentialResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{107}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *SetScramCredentialResponse) GetInfo() *ScramCredentialInfo {
@@ -7380,7 +7497,7 @@ type ListScramCredentialsRequest struct {
 
 func (x *ListScramCredentialsRequest) Reset() {
 	*x = ListScramCredentialsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[108]
+	mi := &file_logd_v1_logd_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7392,7 +7509,7 @@ func (x *ListScramCredentialsRequest) String() string {
 func (*ListScramCredentialsRequest) ProtoMessage() {}
 
 func (x *ListScramCredentialsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[108]
+	mi := &file_logd_v1_logd_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7405,7 +7522,7 @@ func (x *ListScramCredentialsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListScramCredentialsRequest.ProtoReflect.Descriptor instead.
 func (*ListScramCredentialsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{108}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *ListScramCredentialsRequest) GetUser() string {
@@ -7424,7 +7541,7 @@ type ListScramCredentialsResponse struct {
 
 func (x *ListScramCredentialsResponse) Reset() {
 	*x = ListScramCredentialsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[109]
+	mi := &file_logd_v1_logd_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7436,7 +7553,7 @@ func (x *ListScramCredentialsResponse) String() string {
 func (*ListScramCredentialsResponse) ProtoMessage() {}
 
 func (x *ListScramCredentialsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[109]
+	mi := &file_logd_v1_logd_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7449,7 +7566,7 @@ func (x *ListScramCredentialsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListScramCredentialsResponse.ProtoReflect.Descriptor instead.
 func (*ListScramCredentialsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{109}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *ListScramCredentialsResponse) GetCredentials() []*ScramCredentialInfo {
@@ -7469,7 +7586,7 @@ type DeleteScramCredentialRequest struct {
 
 func (x *DeleteScramCredentialRequest) Reset() {
 	*x = DeleteScramCredentialRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[110]
+	mi := &file_logd_v1_logd_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7481,7 +7598,7 @@ func (x *DeleteScramCredentialRequest) String() string {
 func (*DeleteScramCredentialRequest) ProtoMessage() {}
 
 func (x *DeleteScramCredentialRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[110]
+	mi := &file_logd_v1_logd_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7494,7 +7611,7 @@ func (x *DeleteScramCredentialRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteScramCredentialRequest.ProtoReflect.Descriptor instead.
 func (*DeleteScramCredentialRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{110}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *DeleteScramCredentialRequest) GetUser() string {
@@ -7520,7 +7637,7 @@ type DeleteScramCredentialResponse struct {
 
 func (x *DeleteScramCredentialResponse) Reset() {
 	*x = DeleteScramCredentialResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[111]
+	mi := &file_logd_v1_logd_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7532,7 +7649,7 @@ func (x *DeleteScramCredentialResponse) String() string {
 func (*DeleteScramCredentialResponse) ProtoMessage() {}
 
 func (x *DeleteScramCredentialResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[111]
+	mi := &file_logd_v1_logd_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7545,7 +7662,7 @@ func (x *DeleteScramCredentialResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteScramCredentialResponse.ProtoReflect.Descriptor instead.
 func (*DeleteScramCredentialResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{111}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *DeleteScramCredentialResponse) GetInfo() *ScramCredentialInfo {
@@ -7573,7 +7690,7 @@ type ACL struct {
 
 func (x *ACL) Reset() {
 	*x = ACL{}
-	mi := &file_logd_v1_logd_proto_msgTypes[112]
+	mi := &file_logd_v1_logd_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7585,7 +7702,7 @@ func (x *ACL) String() string {
 func (*ACL) ProtoMessage() {}
 
 func (x *ACL) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[112]
+	mi := &file_logd_v1_logd_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7598,7 +7715,7 @@ func (x *ACL) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ACL.ProtoReflect.Descriptor instead.
 func (*ACL) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{112}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *ACL) GetPrincipal() string {
@@ -7652,7 +7769,7 @@ type CreateACLsRequest struct {
 
 func (x *CreateACLsRequest) Reset() {
 	*x = CreateACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[113]
+	mi := &file_logd_v1_logd_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7664,7 +7781,7 @@ func (x *CreateACLsRequest) String() string {
 func (*CreateACLsRequest) ProtoMessage() {}
 
 func (x *CreateACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[113]
+	mi := &file_logd_v1_logd_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7677,7 +7794,7 @@ func (x *CreateACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateACLsRequest.ProtoReflect.Descriptor instead.
 func (*CreateACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{113}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *CreateACLsRequest) GetAcls() []*ACL {
@@ -7697,7 +7814,7 @@ type CreateACLsResponse struct {
 
 func (x *CreateACLsResponse) Reset() {
 	*x = CreateACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[114]
+	mi := &file_logd_v1_logd_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7709,7 +7826,7 @@ func (x *CreateACLsResponse) String() string {
 func (*CreateACLsResponse) ProtoMessage() {}
 
 func (x *CreateACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[114]
+	mi := &file_logd_v1_logd_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7722,7 +7839,7 @@ func (x *CreateACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateACLsResponse.ProtoReflect.Descriptor instead.
 func (*CreateACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{114}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *CreateACLsResponse) GetCreated() int32 {
@@ -7747,7 +7864,7 @@ type ACLFilter struct {
 
 func (x *ACLFilter) Reset() {
 	*x = ACLFilter{}
-	mi := &file_logd_v1_logd_proto_msgTypes[115]
+	mi := &file_logd_v1_logd_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7759,7 +7876,7 @@ func (x *ACLFilter) String() string {
 func (*ACLFilter) ProtoMessage() {}
 
 func (x *ACLFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[115]
+	mi := &file_logd_v1_logd_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7772,7 +7889,7 @@ func (x *ACLFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ACLFilter.ProtoReflect.Descriptor instead.
 func (*ACLFilter) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{115}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *ACLFilter) GetPrincipal() string {
@@ -7826,7 +7943,7 @@ type ListACLsRequest struct {
 
 func (x *ListACLsRequest) Reset() {
 	*x = ListACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[116]
+	mi := &file_logd_v1_logd_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7838,7 +7955,7 @@ func (x *ListACLsRequest) String() string {
 func (*ListACLsRequest) ProtoMessage() {}
 
 func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[116]
+	mi := &file_logd_v1_logd_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7851,7 +7968,7 @@ func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListACLsRequest.ProtoReflect.Descriptor instead.
 func (*ListACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{116}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *ListACLsRequest) GetFilter() *ACLFilter {
@@ -7870,7 +7987,7 @@ type ListACLsResponse struct {
 
 func (x *ListACLsResponse) Reset() {
 	*x = ListACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[117]
+	mi := &file_logd_v1_logd_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7882,7 +7999,7 @@ func (x *ListACLsResponse) String() string {
 func (*ListACLsResponse) ProtoMessage() {}
 
 func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[117]
+	mi := &file_logd_v1_logd_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7895,7 +8012,7 @@ func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListACLsResponse.ProtoReflect.Descriptor instead.
 func (*ListACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{117}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *ListACLsResponse) GetAcls() []*ACL {
@@ -7917,7 +8034,7 @@ type DeleteACLsRequest struct {
 
 func (x *DeleteACLsRequest) Reset() {
 	*x = DeleteACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[118]
+	mi := &file_logd_v1_logd_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7929,7 +8046,7 @@ func (x *DeleteACLsRequest) String() string {
 func (*DeleteACLsRequest) ProtoMessage() {}
 
 func (x *DeleteACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[118]
+	mi := &file_logd_v1_logd_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7942,7 +8059,7 @@ func (x *DeleteACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteACLsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{118}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *DeleteACLsRequest) GetFilter() *ACLFilter {
@@ -7969,7 +8086,7 @@ type DeleteACLsResponse struct {
 
 func (x *DeleteACLsResponse) Reset() {
 	*x = DeleteACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[119]
+	mi := &file_logd_v1_logd_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7981,7 +8098,7 @@ func (x *DeleteACLsResponse) String() string {
 func (*DeleteACLsResponse) ProtoMessage() {}
 
 func (x *DeleteACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[119]
+	mi := &file_logd_v1_logd_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7994,7 +8111,7 @@ func (x *DeleteACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteACLsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{119}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *DeleteACLsResponse) GetAcls() []*ACL {
@@ -8038,7 +8155,7 @@ type StartRedriveRequest struct {
 
 func (x *StartRedriveRequest) Reset() {
 	*x = StartRedriveRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[120]
+	mi := &file_logd_v1_logd_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8050,7 +8167,7 @@ func (x *StartRedriveRequest) String() string {
 func (*StartRedriveRequest) ProtoMessage() {}
 
 func (x *StartRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[120]
+	mi := &file_logd_v1_logd_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8063,7 +8180,7 @@ func (x *StartRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRedriveRequest.ProtoReflect.Descriptor instead.
 func (*StartRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{120}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *StartRedriveRequest) GetDeadLetterTopic() string {
@@ -8162,7 +8279,7 @@ type RedriveRecordRef struct {
 
 func (x *RedriveRecordRef) Reset() {
 	*x = RedriveRecordRef{}
-	mi := &file_logd_v1_logd_proto_msgTypes[121]
+	mi := &file_logd_v1_logd_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8174,7 +8291,7 @@ func (x *RedriveRecordRef) String() string {
 func (*RedriveRecordRef) ProtoMessage() {}
 
 func (x *RedriveRecordRef) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[121]
+	mi := &file_logd_v1_logd_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8187,7 +8304,7 @@ func (x *RedriveRecordRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveRecordRef.ProtoReflect.Descriptor instead.
 func (*RedriveRecordRef) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{121}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *RedriveRecordRef) GetPartition() int32 {
@@ -8222,7 +8339,7 @@ type RedriveProgress struct {
 
 func (x *RedriveProgress) Reset() {
 	*x = RedriveProgress{}
-	mi := &file_logd_v1_logd_proto_msgTypes[122]
+	mi := &file_logd_v1_logd_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8234,7 +8351,7 @@ func (x *RedriveProgress) String() string {
 func (*RedriveProgress) ProtoMessage() {}
 
 func (x *RedriveProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[122]
+	mi := &file_logd_v1_logd_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8247,7 +8364,7 @@ func (x *RedriveProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveProgress.ProtoReflect.Descriptor instead.
 func (*RedriveProgress) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{122}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *RedriveProgress) GetScanned() int64 {
@@ -8317,7 +8434,7 @@ type RedriveJob struct {
 
 func (x *RedriveJob) Reset() {
 	*x = RedriveJob{}
-	mi := &file_logd_v1_logd_proto_msgTypes[123]
+	mi := &file_logd_v1_logd_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8329,7 +8446,7 @@ func (x *RedriveJob) String() string {
 func (*RedriveJob) ProtoMessage() {}
 
 func (x *RedriveJob) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[123]
+	mi := &file_logd_v1_logd_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8342,7 +8459,7 @@ func (x *RedriveJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveJob.ProtoReflect.Descriptor instead.
 func (*RedriveJob) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{123}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *RedriveJob) GetId() string {
@@ -8438,7 +8555,7 @@ type StartRedriveResponse struct {
 
 func (x *StartRedriveResponse) Reset() {
 	*x = StartRedriveResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[124]
+	mi := &file_logd_v1_logd_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8450,7 +8567,7 @@ func (x *StartRedriveResponse) String() string {
 func (*StartRedriveResponse) ProtoMessage() {}
 
 func (x *StartRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[124]
+	mi := &file_logd_v1_logd_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8463,7 +8580,7 @@ func (x *StartRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRedriveResponse.ProtoReflect.Descriptor instead.
 func (*StartRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{124}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *StartRedriveResponse) GetJob() *RedriveJob {
@@ -8482,7 +8599,7 @@ type DescribeRedriveRequest struct {
 
 func (x *DescribeRedriveRequest) Reset() {
 	*x = DescribeRedriveRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[125]
+	mi := &file_logd_v1_logd_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8494,7 +8611,7 @@ func (x *DescribeRedriveRequest) String() string {
 func (*DescribeRedriveRequest) ProtoMessage() {}
 
 func (x *DescribeRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[125]
+	mi := &file_logd_v1_logd_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8507,7 +8624,7 @@ func (x *DescribeRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRedriveRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{125}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *DescribeRedriveRequest) GetId() string {
@@ -8526,7 +8643,7 @@ type DescribeRedriveResponse struct {
 
 func (x *DescribeRedriveResponse) Reset() {
 	*x = DescribeRedriveResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[126]
+	mi := &file_logd_v1_logd_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8538,7 +8655,7 @@ func (x *DescribeRedriveResponse) String() string {
 func (*DescribeRedriveResponse) ProtoMessage() {}
 
 func (x *DescribeRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[126]
+	mi := &file_logd_v1_logd_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8551,7 +8668,7 @@ func (x *DescribeRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRedriveResponse.ProtoReflect.Descriptor instead.
 func (*DescribeRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{126}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *DescribeRedriveResponse) GetJob() *RedriveJob {
@@ -8571,7 +8688,7 @@ type ListRedrivesRequest struct {
 
 func (x *ListRedrivesRequest) Reset() {
 	*x = ListRedrivesRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[127]
+	mi := &file_logd_v1_logd_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8583,7 +8700,7 @@ func (x *ListRedrivesRequest) String() string {
 func (*ListRedrivesRequest) ProtoMessage() {}
 
 func (x *ListRedrivesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[127]
+	mi := &file_logd_v1_logd_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8596,7 +8713,7 @@ func (x *ListRedrivesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRedrivesRequest.ProtoReflect.Descriptor instead.
 func (*ListRedrivesRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{127}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *ListRedrivesRequest) GetDeadLetterTopic() string {
@@ -8615,7 +8732,7 @@ type ListRedrivesResponse struct {
 
 func (x *ListRedrivesResponse) Reset() {
 	*x = ListRedrivesResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[128]
+	mi := &file_logd_v1_logd_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8627,7 +8744,7 @@ func (x *ListRedrivesResponse) String() string {
 func (*ListRedrivesResponse) ProtoMessage() {}
 
 func (x *ListRedrivesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[128]
+	mi := &file_logd_v1_logd_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8640,7 +8757,7 @@ func (x *ListRedrivesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRedrivesResponse.ProtoReflect.Descriptor instead.
 func (*ListRedrivesResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{128}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *ListRedrivesResponse) GetJobs() []*RedriveJob {
@@ -8659,7 +8776,7 @@ type StopRedriveRequest struct {
 
 func (x *StopRedriveRequest) Reset() {
 	*x = StopRedriveRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[129]
+	mi := &file_logd_v1_logd_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8671,7 +8788,7 @@ func (x *StopRedriveRequest) String() string {
 func (*StopRedriveRequest) ProtoMessage() {}
 
 func (x *StopRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[129]
+	mi := &file_logd_v1_logd_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8684,7 +8801,7 @@ func (x *StopRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRedriveRequest.ProtoReflect.Descriptor instead.
 func (*StopRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{129}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *StopRedriveRequest) GetId() string {
@@ -8703,7 +8820,7 @@ type StopRedriveResponse struct {
 
 func (x *StopRedriveResponse) Reset() {
 	*x = StopRedriveResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[130]
+	mi := &file_logd_v1_logd_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8715,7 +8832,7 @@ func (x *StopRedriveResponse) String() string {
 func (*StopRedriveResponse) ProtoMessage() {}
 
 func (x *StopRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[130]
+	mi := &file_logd_v1_logd_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8728,7 +8845,7 @@ func (x *StopRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRedriveResponse.ProtoReflect.Descriptor instead.
 func (*StopRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{130}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *StopRedriveResponse) GetJob() *RedriveJob {
@@ -8776,7 +8893,7 @@ type ListDeadLettersRequest struct {
 
 func (x *ListDeadLettersRequest) Reset() {
 	*x = ListDeadLettersRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[131]
+	mi := &file_logd_v1_logd_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8788,7 +8905,7 @@ func (x *ListDeadLettersRequest) String() string {
 func (*ListDeadLettersRequest) ProtoMessage() {}
 
 func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[131]
+	mi := &file_logd_v1_logd_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8801,7 +8918,7 @@ func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{131}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *ListDeadLettersRequest) GetTopic() string {
@@ -8953,7 +9070,7 @@ type DeadLetter struct {
 
 func (x *DeadLetter) Reset() {
 	*x = DeadLetter{}
-	mi := &file_logd_v1_logd_proto_msgTypes[132]
+	mi := &file_logd_v1_logd_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8965,7 +9082,7 @@ func (x *DeadLetter) String() string {
 func (*DeadLetter) ProtoMessage() {}
 
 func (x *DeadLetter) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[132]
+	mi := &file_logd_v1_logd_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8978,7 +9095,7 @@ func (x *DeadLetter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetter.ProtoReflect.Descriptor instead.
 func (*DeadLetter) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{132}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{133}
 }
 
 func (x *DeadLetter) GetPartition() int32 {
@@ -9155,7 +9272,7 @@ type ListDeadLettersResponse struct {
 
 func (x *ListDeadLettersResponse) Reset() {
 	*x = ListDeadLettersResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[133]
+	mi := &file_logd_v1_logd_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9167,7 +9284,7 @@ func (x *ListDeadLettersResponse) String() string {
 func (*ListDeadLettersResponse) ProtoMessage() {}
 
 func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[133]
+	mi := &file_logd_v1_logd_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9180,7 +9297,7 @@ func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{133}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{134}
 }
 
 func (x *ListDeadLettersResponse) GetDeadLetters() []*DeadLetter {
@@ -9361,7 +9478,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"producerId\x12%\n" +
 	"\x0eproducer_epoch\x18\x02 \x01(\x05R\rproducerEpoch\")\n" +
 	"\x11ReadIndexResponse\x12\x14\n" +
-	"\x05index\x18\x01 \x01(\x04R\x05index\"\xd9\x04\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\"\x94\x05\n" +
 	"\x0eStatusResponse\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1b\n" +
@@ -9382,7 +9499,18 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\rcluster_level\x18\x0e \x01(\rR\fclusterLevel\x12%\n" +
 	"\x0eleader_changes\x18\x0f \x01(\x04R\rleaderChanges\x125\n" +
 	"\tfollowers\x18\x10 \x03(\v2\x17.logd.v1.FollowerStatusR\tfollowers\x12'\n" +
-	"\x04disk\x18\x11 \x01(\v2\x13.logd.v1.DiskStatusR\x04disk\"\x9d\x01\n" +
+	"\x04disk\x18\x11 \x01(\v2\x13.logd.v1.DiskStatusR\x04disk\x129\n" +
+	"\vdata_groups\x18\x12 \x03(\v2\x18.logd.v1.DataGroupStatusR\n" +
+	"dataGroups\"\xe4\x01\n" +
+	"\x0fDataGroupStatus\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1a\n" +
+	"\breplicas\x18\x02 \x03(\tR\breplicas\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\x12\x1b\n" +
+	"\tleader_id\x18\x04 \x01(\tR\bleaderId\x12\x12\n" +
+	"\x04term\x18\x05 \x01(\x04R\x04term\x12!\n" +
+	"\fcommit_index\x18\x06 \x01(\x04R\vcommitIndex\x12#\n" +
+	"\rapplied_index\x18\a \x01(\x04R\fappliedIndex\x12\x16\n" +
+	"\x06voters\x18\b \x03(\tR\x06voters\"\x9d\x01\n" +
 	"\x0eFollowerStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -10100,7 +10228,7 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 137)
+var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 138)
 var file_logd_v1_logd_proto_goTypes = []any{
 	(Reason)(0),                           // 0: logd.v1.Reason
 	(*ErrorInfo)(nil),                     // 1: logd.v1.ErrorInfo
@@ -10131,291 +10259,293 @@ var file_logd_v1_logd_proto_goTypes = []any{
 	(*InitProducerIdResponse)(nil),        // 26: logd.v1.InitProducerIdResponse
 	(*ReadIndexResponse)(nil),             // 27: logd.v1.ReadIndexResponse
 	(*StatusResponse)(nil),                // 28: logd.v1.StatusResponse
-	(*FollowerStatus)(nil),                // 29: logd.v1.FollowerStatus
-	(*DiskStatus)(nil),                    // 30: logd.v1.DiskStatus
-	(*Member)(nil),                        // 31: logd.v1.Member
-	(*GroupTopicPartition)(nil),           // 32: logd.v1.GroupTopicPartition
-	(*GroupOffset)(nil),                   // 33: logd.v1.GroupOffset
-	(*JoinGroupRequest)(nil),              // 34: logd.v1.JoinGroupRequest
-	(*GroupAssignment)(nil),               // 35: logd.v1.GroupAssignment
-	(*AssignedPartition)(nil),             // 36: logd.v1.AssignedPartition
-	(*JoinGroupResponse)(nil),             // 37: logd.v1.JoinGroupResponse
-	(*GroupHeartbeatRequest)(nil),         // 38: logd.v1.GroupHeartbeatRequest
-	(*GroupHeartbeatResponse)(nil),        // 39: logd.v1.GroupHeartbeatResponse
-	(*LeaveGroupRequest)(nil),             // 40: logd.v1.LeaveGroupRequest
-	(*LeaveGroupResponse)(nil),            // 41: logd.v1.LeaveGroupResponse
-	(*CommitOffsetsRequest)(nil),          // 42: logd.v1.CommitOffsetsRequest
-	(*CommitOffsetsResponse)(nil),         // 43: logd.v1.CommitOffsetsResponse
-	(*GroupFetchRequest)(nil),             // 44: logd.v1.GroupFetchRequest
-	(*GroupFetchResponse)(nil),            // 45: logd.v1.GroupFetchResponse
-	(*ListGroupsRequest)(nil),             // 46: logd.v1.ListGroupsRequest
-	(*ConsumerGroupSummary)(nil),          // 47: logd.v1.ConsumerGroupSummary
-	(*ListGroupsResponse)(nil),            // 48: logd.v1.ListGroupsResponse
-	(*DescribeGroupRequest)(nil),          // 49: logd.v1.DescribeGroupRequest
-	(*ConsumerGroupMember)(nil),           // 50: logd.v1.ConsumerGroupMember
-	(*ConsumerGroupPartition)(nil),        // 51: logd.v1.ConsumerGroupPartition
-	(*DescribeGroupResponse)(nil),         // 52: logd.v1.DescribeGroupResponse
-	(*DeleteGroupRequest)(nil),            // 53: logd.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),           // 54: logd.v1.DeleteGroupResponse
-	(*ResetTopic)(nil),                    // 55: logd.v1.ResetTopic
-	(*ResetGroupOffsetsRequest)(nil),      // 56: logd.v1.ResetGroupOffsetsRequest
-	(*ResetPlanEntry)(nil),                // 57: logd.v1.ResetPlanEntry
-	(*ResetGroupOffsetsResponse)(nil),     // 58: logd.v1.ResetGroupOffsetsResponse
-	(*QueueGroupConfig)(nil),              // 59: logd.v1.QueueGroupConfig
-	(*CreateQueueGroupRequest)(nil),       // 60: logd.v1.CreateQueueGroupRequest
-	(*CreateQueueGroupResponse)(nil),      // 61: logd.v1.CreateQueueGroupResponse
-	(*AlterQueueGroupRequest)(nil),        // 62: logd.v1.AlterQueueGroupRequest
-	(*AlterQueueGroupResponse)(nil),       // 63: logd.v1.AlterQueueGroupResponse
-	(*DescribeQueueGroupRequest)(nil),     // 64: logd.v1.DescribeQueueGroupRequest
-	(*QueuePartitionState)(nil),           // 65: logd.v1.QueuePartitionState
-	(*DescribeQueueGroupResponse)(nil),    // 66: logd.v1.DescribeQueueGroupResponse
-	(*ListQueueGroupsRequest)(nil),        // 67: logd.v1.ListQueueGroupsRequest
-	(*ListQueueGroupsResponse)(nil),       // 68: logd.v1.ListQueueGroupsResponse
-	(*InFlightRecord)(nil),                // 69: logd.v1.InFlightRecord
-	(*ClaimRequest)(nil),                  // 70: logd.v1.ClaimRequest
-	(*ClaimedRecord)(nil),                 // 71: logd.v1.ClaimedRecord
-	(*ClaimResponse)(nil),                 // 72: logd.v1.ClaimResponse
-	(*TokenResult)(nil),                   // 73: logd.v1.TokenResult
-	(*AckRequest)(nil),                    // 74: logd.v1.AckRequest
-	(*AckResponse)(nil),                   // 75: logd.v1.AckResponse
-	(*QueueNack)(nil),                     // 76: logd.v1.QueueNack
-	(*NackRequest)(nil),                   // 77: logd.v1.NackRequest
-	(*NackResponse)(nil),                  // 78: logd.v1.NackResponse
-	(*ExtendRequest)(nil),                 // 79: logd.v1.ExtendRequest
-	(*ExtendResponse)(nil),                // 80: logd.v1.ExtendResponse
-	(*AlterTopicRequest)(nil),             // 81: logd.v1.AlterTopicRequest
-	(*AlterTopicResponse)(nil),            // 82: logd.v1.AlterTopicResponse
-	(*CreatePartitionsRequest)(nil),       // 83: logd.v1.CreatePartitionsRequest
-	(*CreatePartitionsResponse)(nil),      // 84: logd.v1.CreatePartitionsResponse
-	(*CleanerRun)(nil),                    // 85: logd.v1.CleanerRun
-	(*JoinRequest)(nil),                   // 86: logd.v1.JoinRequest
-	(*JoinResponse)(nil),                  // 87: logd.v1.JoinResponse
-	(*RemoveNodeRequest)(nil),             // 88: logd.v1.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),            // 89: logd.v1.RemoveNodeResponse
-	(*TransferLeadershipRequest)(nil),     // 90: logd.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil),    // 91: logd.v1.TransferLeadershipResponse
-	(*SaveSnapshotRequest)(nil),           // 92: logd.v1.SaveSnapshotRequest
-	(*SaveSnapshotResponse)(nil),          // 93: logd.v1.SaveSnapshotResponse
-	(*SnapshotInfo)(nil),                  // 94: logd.v1.SnapshotInfo
-	(*PauseQueueGroupRequest)(nil),        // 95: logd.v1.PauseQueueGroupRequest
-	(*PauseQueueGroupResponse)(nil),       // 96: logd.v1.PauseQueueGroupResponse
-	(*WhoAmIRequest)(nil),                 // 97: logd.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),                // 98: logd.v1.WhoAmIResponse
-	(*TokenInfo)(nil),                     // 99: logd.v1.TokenInfo
-	(*CreateTokenRequest)(nil),            // 100: logd.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),           // 101: logd.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),             // 102: logd.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),            // 103: logd.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),            // 104: logd.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),           // 105: logd.v1.RevokeTokenResponse
-	(*ScramCredentialInfo)(nil),           // 106: logd.v1.ScramCredentialInfo
-	(*SetScramCredentialRequest)(nil),     // 107: logd.v1.SetScramCredentialRequest
-	(*SetScramCredentialResponse)(nil),    // 108: logd.v1.SetScramCredentialResponse
-	(*ListScramCredentialsRequest)(nil),   // 109: logd.v1.ListScramCredentialsRequest
-	(*ListScramCredentialsResponse)(nil),  // 110: logd.v1.ListScramCredentialsResponse
-	(*DeleteScramCredentialRequest)(nil),  // 111: logd.v1.DeleteScramCredentialRequest
-	(*DeleteScramCredentialResponse)(nil), // 112: logd.v1.DeleteScramCredentialResponse
-	(*ACL)(nil),                           // 113: logd.v1.ACL
-	(*CreateACLsRequest)(nil),             // 114: logd.v1.CreateACLsRequest
-	(*CreateACLsResponse)(nil),            // 115: logd.v1.CreateACLsResponse
-	(*ACLFilter)(nil),                     // 116: logd.v1.ACLFilter
-	(*ListACLsRequest)(nil),               // 117: logd.v1.ListACLsRequest
-	(*ListACLsResponse)(nil),              // 118: logd.v1.ListACLsResponse
-	(*DeleteACLsRequest)(nil),             // 119: logd.v1.DeleteACLsRequest
-	(*DeleteACLsResponse)(nil),            // 120: logd.v1.DeleteACLsResponse
-	(*StartRedriveRequest)(nil),           // 121: logd.v1.StartRedriveRequest
-	(*RedriveRecordRef)(nil),              // 122: logd.v1.RedriveRecordRef
-	(*RedriveProgress)(nil),               // 123: logd.v1.RedriveProgress
-	(*RedriveJob)(nil),                    // 124: logd.v1.RedriveJob
-	(*StartRedriveResponse)(nil),          // 125: logd.v1.StartRedriveResponse
-	(*DescribeRedriveRequest)(nil),        // 126: logd.v1.DescribeRedriveRequest
-	(*DescribeRedriveResponse)(nil),       // 127: logd.v1.DescribeRedriveResponse
-	(*ListRedrivesRequest)(nil),           // 128: logd.v1.ListRedrivesRequest
-	(*ListRedrivesResponse)(nil),          // 129: logd.v1.ListRedrivesResponse
-	(*StopRedriveRequest)(nil),            // 130: logd.v1.StopRedriveRequest
-	(*StopRedriveResponse)(nil),           // 131: logd.v1.StopRedriveResponse
-	(*ListDeadLettersRequest)(nil),        // 132: logd.v1.ListDeadLettersRequest
-	(*DeadLetter)(nil),                    // 133: logd.v1.DeadLetter
-	(*ListDeadLettersResponse)(nil),       // 134: logd.v1.ListDeadLettersResponse
-	nil,                                   // 135: logd.v1.CreateTopicRequest.ConfigEntry
-	nil,                                   // 136: logd.v1.TopicInfo.ConfigEntry
-	nil,                                   // 137: logd.v1.AlterTopicRequest.ConfigEntry
+	(*DataGroupStatus)(nil),               // 29: logd.v1.DataGroupStatus
+	(*FollowerStatus)(nil),                // 30: logd.v1.FollowerStatus
+	(*DiskStatus)(nil),                    // 31: logd.v1.DiskStatus
+	(*Member)(nil),                        // 32: logd.v1.Member
+	(*GroupTopicPartition)(nil),           // 33: logd.v1.GroupTopicPartition
+	(*GroupOffset)(nil),                   // 34: logd.v1.GroupOffset
+	(*JoinGroupRequest)(nil),              // 35: logd.v1.JoinGroupRequest
+	(*GroupAssignment)(nil),               // 36: logd.v1.GroupAssignment
+	(*AssignedPartition)(nil),             // 37: logd.v1.AssignedPartition
+	(*JoinGroupResponse)(nil),             // 38: logd.v1.JoinGroupResponse
+	(*GroupHeartbeatRequest)(nil),         // 39: logd.v1.GroupHeartbeatRequest
+	(*GroupHeartbeatResponse)(nil),        // 40: logd.v1.GroupHeartbeatResponse
+	(*LeaveGroupRequest)(nil),             // 41: logd.v1.LeaveGroupRequest
+	(*LeaveGroupResponse)(nil),            // 42: logd.v1.LeaveGroupResponse
+	(*CommitOffsetsRequest)(nil),          // 43: logd.v1.CommitOffsetsRequest
+	(*CommitOffsetsResponse)(nil),         // 44: logd.v1.CommitOffsetsResponse
+	(*GroupFetchRequest)(nil),             // 45: logd.v1.GroupFetchRequest
+	(*GroupFetchResponse)(nil),            // 46: logd.v1.GroupFetchResponse
+	(*ListGroupsRequest)(nil),             // 47: logd.v1.ListGroupsRequest
+	(*ConsumerGroupSummary)(nil),          // 48: logd.v1.ConsumerGroupSummary
+	(*ListGroupsResponse)(nil),            // 49: logd.v1.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),          // 50: logd.v1.DescribeGroupRequest
+	(*ConsumerGroupMember)(nil),           // 51: logd.v1.ConsumerGroupMember
+	(*ConsumerGroupPartition)(nil),        // 52: logd.v1.ConsumerGroupPartition
+	(*DescribeGroupResponse)(nil),         // 53: logd.v1.DescribeGroupResponse
+	(*DeleteGroupRequest)(nil),            // 54: logd.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),           // 55: logd.v1.DeleteGroupResponse
+	(*ResetTopic)(nil),                    // 56: logd.v1.ResetTopic
+	(*ResetGroupOffsetsRequest)(nil),      // 57: logd.v1.ResetGroupOffsetsRequest
+	(*ResetPlanEntry)(nil),                // 58: logd.v1.ResetPlanEntry
+	(*ResetGroupOffsetsResponse)(nil),     // 59: logd.v1.ResetGroupOffsetsResponse
+	(*QueueGroupConfig)(nil),              // 60: logd.v1.QueueGroupConfig
+	(*CreateQueueGroupRequest)(nil),       // 61: logd.v1.CreateQueueGroupRequest
+	(*CreateQueueGroupResponse)(nil),      // 62: logd.v1.CreateQueueGroupResponse
+	(*AlterQueueGroupRequest)(nil),        // 63: logd.v1.AlterQueueGroupRequest
+	(*AlterQueueGroupResponse)(nil),       // 64: logd.v1.AlterQueueGroupResponse
+	(*DescribeQueueGroupRequest)(nil),     // 65: logd.v1.DescribeQueueGroupRequest
+	(*QueuePartitionState)(nil),           // 66: logd.v1.QueuePartitionState
+	(*DescribeQueueGroupResponse)(nil),    // 67: logd.v1.DescribeQueueGroupResponse
+	(*ListQueueGroupsRequest)(nil),        // 68: logd.v1.ListQueueGroupsRequest
+	(*ListQueueGroupsResponse)(nil),       // 69: logd.v1.ListQueueGroupsResponse
+	(*InFlightRecord)(nil),                // 70: logd.v1.InFlightRecord
+	(*ClaimRequest)(nil),                  // 71: logd.v1.ClaimRequest
+	(*ClaimedRecord)(nil),                 // 72: logd.v1.ClaimedRecord
+	(*ClaimResponse)(nil),                 // 73: logd.v1.ClaimResponse
+	(*TokenResult)(nil),                   // 74: logd.v1.TokenResult
+	(*AckRequest)(nil),                    // 75: logd.v1.AckRequest
+	(*AckResponse)(nil),                   // 76: logd.v1.AckResponse
+	(*QueueNack)(nil),                     // 77: logd.v1.QueueNack
+	(*NackRequest)(nil),                   // 78: logd.v1.NackRequest
+	(*NackResponse)(nil),                  // 79: logd.v1.NackResponse
+	(*ExtendRequest)(nil),                 // 80: logd.v1.ExtendRequest
+	(*ExtendResponse)(nil),                // 81: logd.v1.ExtendResponse
+	(*AlterTopicRequest)(nil),             // 82: logd.v1.AlterTopicRequest
+	(*AlterTopicResponse)(nil),            // 83: logd.v1.AlterTopicResponse
+	(*CreatePartitionsRequest)(nil),       // 84: logd.v1.CreatePartitionsRequest
+	(*CreatePartitionsResponse)(nil),      // 85: logd.v1.CreatePartitionsResponse
+	(*CleanerRun)(nil),                    // 86: logd.v1.CleanerRun
+	(*JoinRequest)(nil),                   // 87: logd.v1.JoinRequest
+	(*JoinResponse)(nil),                  // 88: logd.v1.JoinResponse
+	(*RemoveNodeRequest)(nil),             // 89: logd.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),            // 90: logd.v1.RemoveNodeResponse
+	(*TransferLeadershipRequest)(nil),     // 91: logd.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil),    // 92: logd.v1.TransferLeadershipResponse
+	(*SaveSnapshotRequest)(nil),           // 93: logd.v1.SaveSnapshotRequest
+	(*SaveSnapshotResponse)(nil),          // 94: logd.v1.SaveSnapshotResponse
+	(*SnapshotInfo)(nil),                  // 95: logd.v1.SnapshotInfo
+	(*PauseQueueGroupRequest)(nil),        // 96: logd.v1.PauseQueueGroupRequest
+	(*PauseQueueGroupResponse)(nil),       // 97: logd.v1.PauseQueueGroupResponse
+	(*WhoAmIRequest)(nil),                 // 98: logd.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),                // 99: logd.v1.WhoAmIResponse
+	(*TokenInfo)(nil),                     // 100: logd.v1.TokenInfo
+	(*CreateTokenRequest)(nil),            // 101: logd.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),           // 102: logd.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),             // 103: logd.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),            // 104: logd.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),            // 105: logd.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),           // 106: logd.v1.RevokeTokenResponse
+	(*ScramCredentialInfo)(nil),           // 107: logd.v1.ScramCredentialInfo
+	(*SetScramCredentialRequest)(nil),     // 108: logd.v1.SetScramCredentialRequest
+	(*SetScramCredentialResponse)(nil),    // 109: logd.v1.SetScramCredentialResponse
+	(*ListScramCredentialsRequest)(nil),   // 110: logd.v1.ListScramCredentialsRequest
+	(*ListScramCredentialsResponse)(nil),  // 111: logd.v1.ListScramCredentialsResponse
+	(*DeleteScramCredentialRequest)(nil),  // 112: logd.v1.DeleteScramCredentialRequest
+	(*DeleteScramCredentialResponse)(nil), // 113: logd.v1.DeleteScramCredentialResponse
+	(*ACL)(nil),                           // 114: logd.v1.ACL
+	(*CreateACLsRequest)(nil),             // 115: logd.v1.CreateACLsRequest
+	(*CreateACLsResponse)(nil),            // 116: logd.v1.CreateACLsResponse
+	(*ACLFilter)(nil),                     // 117: logd.v1.ACLFilter
+	(*ListACLsRequest)(nil),               // 118: logd.v1.ListACLsRequest
+	(*ListACLsResponse)(nil),              // 119: logd.v1.ListACLsResponse
+	(*DeleteACLsRequest)(nil),             // 120: logd.v1.DeleteACLsRequest
+	(*DeleteACLsResponse)(nil),            // 121: logd.v1.DeleteACLsResponse
+	(*StartRedriveRequest)(nil),           // 122: logd.v1.StartRedriveRequest
+	(*RedriveRecordRef)(nil),              // 123: logd.v1.RedriveRecordRef
+	(*RedriveProgress)(nil),               // 124: logd.v1.RedriveProgress
+	(*RedriveJob)(nil),                    // 125: logd.v1.RedriveJob
+	(*StartRedriveResponse)(nil),          // 126: logd.v1.StartRedriveResponse
+	(*DescribeRedriveRequest)(nil),        // 127: logd.v1.DescribeRedriveRequest
+	(*DescribeRedriveResponse)(nil),       // 128: logd.v1.DescribeRedriveResponse
+	(*ListRedrivesRequest)(nil),           // 129: logd.v1.ListRedrivesRequest
+	(*ListRedrivesResponse)(nil),          // 130: logd.v1.ListRedrivesResponse
+	(*StopRedriveRequest)(nil),            // 131: logd.v1.StopRedriveRequest
+	(*StopRedriveResponse)(nil),           // 132: logd.v1.StopRedriveResponse
+	(*ListDeadLettersRequest)(nil),        // 133: logd.v1.ListDeadLettersRequest
+	(*DeadLetter)(nil),                    // 134: logd.v1.DeadLetter
+	(*ListDeadLettersResponse)(nil),       // 135: logd.v1.ListDeadLettersResponse
+	nil,                                   // 136: logd.v1.CreateTopicRequest.ConfigEntry
+	nil,                                   // 137: logd.v1.TopicInfo.ConfigEntry
+	nil,                                   // 138: logd.v1.AlterTopicRequest.ConfigEntry
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
 	0,   // 0: logd.v1.ErrorInfo.reason:type_name -> logd.v1.Reason
-	135, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
+	136, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
 	10,  // 2: logd.v1.CreateTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	10,  // 3: logd.v1.ListTopicsResponse.topics:type_name -> logd.v1.TopicInfo
 	10,  // 4: logd.v1.DescribeTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	12,  // 5: logd.v1.DescribeTopicResponse.partitions:type_name -> logd.v1.PartitionInfo
-	136, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
+	137, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
 	11,  // 7: logd.v1.TopicInfo.stats:type_name -> logd.v1.TopicStats
-	85,  // 8: logd.v1.PartitionInfo.last_cleaner_run:type_name -> logd.v1.CleanerRun
+	86,  // 8: logd.v1.PartitionInfo.last_cleaner_run:type_name -> logd.v1.CleanerRun
 	13,  // 9: logd.v1.Record.headers:type_name -> logd.v1.Header
 	14,  // 10: logd.v1.ProduceRequest.records:type_name -> logd.v1.Record
 	16,  // 11: logd.v1.ProduceResponse.results:type_name -> logd.v1.RecordResult
 	13,  // 12: logd.v1.FetchedRecord.headers:type_name -> logd.v1.Header
 	19,  // 13: logd.v1.FetchResponse.records:type_name -> logd.v1.FetchedRecord
-	31,  // 14: logd.v1.StatusResponse.members:type_name -> logd.v1.Member
-	29,  // 15: logd.v1.StatusResponse.followers:type_name -> logd.v1.FollowerStatus
-	30,  // 16: logd.v1.StatusResponse.disk:type_name -> logd.v1.DiskStatus
-	36,  // 17: logd.v1.GroupAssignment.partitions:type_name -> logd.v1.AssignedPartition
-	32,  // 18: logd.v1.GroupAssignment.revoke:type_name -> logd.v1.GroupTopicPartition
-	35,  // 19: logd.v1.JoinGroupResponse.assignment:type_name -> logd.v1.GroupAssignment
-	32,  // 20: logd.v1.GroupHeartbeatRequest.released:type_name -> logd.v1.GroupTopicPartition
-	35,  // 21: logd.v1.GroupHeartbeatResponse.assignment:type_name -> logd.v1.GroupAssignment
-	33,  // 22: logd.v1.CommitOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
-	18,  // 23: logd.v1.GroupFetchRequest.fetch:type_name -> logd.v1.FetchRequest
-	20,  // 24: logd.v1.GroupFetchResponse.fetch:type_name -> logd.v1.FetchResponse
-	47,  // 25: logd.v1.ListGroupsResponse.groups:type_name -> logd.v1.ConsumerGroupSummary
-	32,  // 26: logd.v1.ConsumerGroupMember.partitions:type_name -> logd.v1.GroupTopicPartition
-	50,  // 27: logd.v1.DescribeGroupResponse.members:type_name -> logd.v1.ConsumerGroupMember
-	51,  // 28: logd.v1.DescribeGroupResponse.partitions:type_name -> logd.v1.ConsumerGroupPartition
-	55,  // 29: logd.v1.ResetGroupOffsetsRequest.topics:type_name -> logd.v1.ResetTopic
-	33,  // 30: logd.v1.ResetGroupOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
-	57,  // 31: logd.v1.ResetGroupOffsetsResponse.plan:type_name -> logd.v1.ResetPlanEntry
-	59,  // 32: logd.v1.CreateQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
-	59,  // 33: logd.v1.CreateQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
-	59,  // 34: logd.v1.AlterQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
-	59,  // 35: logd.v1.AlterQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
-	59,  // 36: logd.v1.DescribeQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
-	65,  // 37: logd.v1.DescribeQueueGroupResponse.partitions:type_name -> logd.v1.QueuePartitionState
-	69,  // 38: logd.v1.DescribeQueueGroupResponse.in_flight:type_name -> logd.v1.InFlightRecord
-	66,  // 39: logd.v1.ListQueueGroupsResponse.groups:type_name -> logd.v1.DescribeQueueGroupResponse
-	13,  // 40: logd.v1.ClaimedRecord.headers:type_name -> logd.v1.Header
-	71,  // 41: logd.v1.ClaimResponse.records:type_name -> logd.v1.ClaimedRecord
-	0,   // 42: logd.v1.TokenResult.error:type_name -> logd.v1.Reason
-	73,  // 43: logd.v1.AckResponse.results:type_name -> logd.v1.TokenResult
-	76,  // 44: logd.v1.NackRequest.nacks:type_name -> logd.v1.QueueNack
-	73,  // 45: logd.v1.NackResponse.results:type_name -> logd.v1.TokenResult
-	73,  // 46: logd.v1.ExtendResponse.results:type_name -> logd.v1.TokenResult
-	137, // 47: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
-	10,  // 48: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
-	10,  // 49: logd.v1.CreatePartitionsResponse.topic:type_name -> logd.v1.TopicInfo
-	94,  // 50: logd.v1.SaveSnapshotResponse.info:type_name -> logd.v1.SnapshotInfo
-	99,  // 51: logd.v1.CreateTokenResponse.info:type_name -> logd.v1.TokenInfo
-	99,  // 52: logd.v1.ListTokensResponse.tokens:type_name -> logd.v1.TokenInfo
-	99,  // 53: logd.v1.RevokeTokenResponse.info:type_name -> logd.v1.TokenInfo
-	106, // 54: logd.v1.SetScramCredentialResponse.info:type_name -> logd.v1.ScramCredentialInfo
-	106, // 55: logd.v1.ListScramCredentialsResponse.credentials:type_name -> logd.v1.ScramCredentialInfo
-	106, // 56: logd.v1.DeleteScramCredentialResponse.info:type_name -> logd.v1.ScramCredentialInfo
-	113, // 57: logd.v1.CreateACLsRequest.acls:type_name -> logd.v1.ACL
-	116, // 58: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACLFilter
-	113, // 59: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
-	116, // 60: logd.v1.DeleteACLsRequest.filter:type_name -> logd.v1.ACLFilter
-	113, // 61: logd.v1.DeleteACLsResponse.acls:type_name -> logd.v1.ACL
-	122, // 62: logd.v1.StartRedriveRequest.records:type_name -> logd.v1.RedriveRecordRef
-	121, // 63: logd.v1.RedriveJob.spec:type_name -> logd.v1.StartRedriveRequest
-	123, // 64: logd.v1.RedriveJob.progress:type_name -> logd.v1.RedriveProgress
-	124, // 65: logd.v1.StartRedriveResponse.job:type_name -> logd.v1.RedriveJob
-	124, // 66: logd.v1.DescribeRedriveResponse.job:type_name -> logd.v1.RedriveJob
-	124, // 67: logd.v1.ListRedrivesResponse.jobs:type_name -> logd.v1.RedriveJob
-	124, // 68: logd.v1.StopRedriveResponse.job:type_name -> logd.v1.RedriveJob
-	13,  // 69: logd.v1.DeadLetter.headers:type_name -> logd.v1.Header
-	133, // 70: logd.v1.ListDeadLettersResponse.dead_letters:type_name -> logd.v1.DeadLetter
-	2,   // 71: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
-	4,   // 72: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
-	6,   // 73: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
-	8,   // 74: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
-	15,  // 75: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
-	18,  // 76: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
-	21,  // 77: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
-	23,  // 78: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
-	24,  // 79: logd.v1.LogService.ReadIndex:input_type -> logd.v1.ReadIndexRequest
-	25,  // 80: logd.v1.LogService.InitProducerId:input_type -> logd.v1.InitProducerIdRequest
-	34,  // 81: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
-	38,  // 82: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
-	40,  // 83: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
-	42,  // 84: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
-	44,  // 85: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
-	46,  // 86: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
-	49,  // 87: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
-	53,  // 88: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
-	56,  // 89: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
-	60,  // 90: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
-	62,  // 91: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
-	64,  // 92: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
-	67,  // 93: logd.v1.LogService.ListQueueGroups:input_type -> logd.v1.ListQueueGroupsRequest
-	70,  // 94: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
-	74,  // 95: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
-	77,  // 96: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
-	79,  // 97: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
-	86,  // 98: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
-	88,  // 99: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
-	90,  // 100: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
-	92,  // 101: logd.v1.LogService.SaveSnapshot:input_type -> logd.v1.SaveSnapshotRequest
-	81,  // 102: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
-	83,  // 103: logd.v1.LogService.CreatePartitions:input_type -> logd.v1.CreatePartitionsRequest
-	95,  // 104: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
-	97,  // 105: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
-	100, // 106: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
-	102, // 107: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
-	104, // 108: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
-	107, // 109: logd.v1.LogService.SetScramCredential:input_type -> logd.v1.SetScramCredentialRequest
-	109, // 110: logd.v1.LogService.ListScramCredentials:input_type -> logd.v1.ListScramCredentialsRequest
-	111, // 111: logd.v1.LogService.DeleteScramCredential:input_type -> logd.v1.DeleteScramCredentialRequest
-	114, // 112: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
-	117, // 113: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
-	119, // 114: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
-	121, // 115: logd.v1.LogService.StartRedrive:input_type -> logd.v1.StartRedriveRequest
-	126, // 116: logd.v1.LogService.DescribeRedrive:input_type -> logd.v1.DescribeRedriveRequest
-	128, // 117: logd.v1.LogService.ListRedrives:input_type -> logd.v1.ListRedrivesRequest
-	130, // 118: logd.v1.LogService.StopRedrive:input_type -> logd.v1.StopRedriveRequest
-	132, // 119: logd.v1.LogService.ListDeadLetters:input_type -> logd.v1.ListDeadLettersRequest
-	3,   // 120: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	5,   // 121: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	7,   // 122: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	9,   // 123: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	17,  // 124: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
-	20,  // 125: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
-	22,  // 126: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	28,  // 127: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
-	27,  // 128: logd.v1.LogService.ReadIndex:output_type -> logd.v1.ReadIndexResponse
-	26,  // 129: logd.v1.LogService.InitProducerId:output_type -> logd.v1.InitProducerIdResponse
-	37,  // 130: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
-	39,  // 131: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
-	41,  // 132: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
-	43,  // 133: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
-	45,  // 134: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
-	48,  // 135: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
-	52,  // 136: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
-	54,  // 137: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
-	58,  // 138: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
-	61,  // 139: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
-	63,  // 140: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
-	66,  // 141: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
-	68,  // 142: logd.v1.LogService.ListQueueGroups:output_type -> logd.v1.ListQueueGroupsResponse
-	72,  // 143: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
-	75,  // 144: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
-	78,  // 145: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
-	80,  // 146: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
-	87,  // 147: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
-	89,  // 148: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
-	91,  // 149: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
-	93,  // 150: logd.v1.LogService.SaveSnapshot:output_type -> logd.v1.SaveSnapshotResponse
-	82,  // 151: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
-	84,  // 152: logd.v1.LogService.CreatePartitions:output_type -> logd.v1.CreatePartitionsResponse
-	96,  // 153: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
-	98,  // 154: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
-	101, // 155: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
-	103, // 156: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
-	105, // 157: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
-	108, // 158: logd.v1.LogService.SetScramCredential:output_type -> logd.v1.SetScramCredentialResponse
-	110, // 159: logd.v1.LogService.ListScramCredentials:output_type -> logd.v1.ListScramCredentialsResponse
-	112, // 160: logd.v1.LogService.DeleteScramCredential:output_type -> logd.v1.DeleteScramCredentialResponse
-	115, // 161: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
-	118, // 162: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
-	120, // 163: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
-	125, // 164: logd.v1.LogService.StartRedrive:output_type -> logd.v1.StartRedriveResponse
-	127, // 165: logd.v1.LogService.DescribeRedrive:output_type -> logd.v1.DescribeRedriveResponse
-	129, // 166: logd.v1.LogService.ListRedrives:output_type -> logd.v1.ListRedrivesResponse
-	131, // 167: logd.v1.LogService.StopRedrive:output_type -> logd.v1.StopRedriveResponse
-	134, // 168: logd.v1.LogService.ListDeadLetters:output_type -> logd.v1.ListDeadLettersResponse
-	120, // [120:169] is the sub-list for method output_type
-	71,  // [71:120] is the sub-list for method input_type
-	71,  // [71:71] is the sub-list for extension type_name
-	71,  // [71:71] is the sub-list for extension extendee
-	0,   // [0:71] is the sub-list for field type_name
+	32,  // 14: logd.v1.StatusResponse.members:type_name -> logd.v1.Member
+	30,  // 15: logd.v1.StatusResponse.followers:type_name -> logd.v1.FollowerStatus
+	31,  // 16: logd.v1.StatusResponse.disk:type_name -> logd.v1.DiskStatus
+	29,  // 17: logd.v1.StatusResponse.data_groups:type_name -> logd.v1.DataGroupStatus
+	37,  // 18: logd.v1.GroupAssignment.partitions:type_name -> logd.v1.AssignedPartition
+	33,  // 19: logd.v1.GroupAssignment.revoke:type_name -> logd.v1.GroupTopicPartition
+	36,  // 20: logd.v1.JoinGroupResponse.assignment:type_name -> logd.v1.GroupAssignment
+	33,  // 21: logd.v1.GroupHeartbeatRequest.released:type_name -> logd.v1.GroupTopicPartition
+	36,  // 22: logd.v1.GroupHeartbeatResponse.assignment:type_name -> logd.v1.GroupAssignment
+	34,  // 23: logd.v1.CommitOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
+	18,  // 24: logd.v1.GroupFetchRequest.fetch:type_name -> logd.v1.FetchRequest
+	20,  // 25: logd.v1.GroupFetchResponse.fetch:type_name -> logd.v1.FetchResponse
+	48,  // 26: logd.v1.ListGroupsResponse.groups:type_name -> logd.v1.ConsumerGroupSummary
+	33,  // 27: logd.v1.ConsumerGroupMember.partitions:type_name -> logd.v1.GroupTopicPartition
+	51,  // 28: logd.v1.DescribeGroupResponse.members:type_name -> logd.v1.ConsumerGroupMember
+	52,  // 29: logd.v1.DescribeGroupResponse.partitions:type_name -> logd.v1.ConsumerGroupPartition
+	56,  // 30: logd.v1.ResetGroupOffsetsRequest.topics:type_name -> logd.v1.ResetTopic
+	34,  // 31: logd.v1.ResetGroupOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
+	58,  // 32: logd.v1.ResetGroupOffsetsResponse.plan:type_name -> logd.v1.ResetPlanEntry
+	60,  // 33: logd.v1.CreateQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
+	60,  // 34: logd.v1.CreateQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
+	60,  // 35: logd.v1.AlterQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
+	60,  // 36: logd.v1.AlterQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
+	60,  // 37: logd.v1.DescribeQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
+	66,  // 38: logd.v1.DescribeQueueGroupResponse.partitions:type_name -> logd.v1.QueuePartitionState
+	70,  // 39: logd.v1.DescribeQueueGroupResponse.in_flight:type_name -> logd.v1.InFlightRecord
+	67,  // 40: logd.v1.ListQueueGroupsResponse.groups:type_name -> logd.v1.DescribeQueueGroupResponse
+	13,  // 41: logd.v1.ClaimedRecord.headers:type_name -> logd.v1.Header
+	72,  // 42: logd.v1.ClaimResponse.records:type_name -> logd.v1.ClaimedRecord
+	0,   // 43: logd.v1.TokenResult.error:type_name -> logd.v1.Reason
+	74,  // 44: logd.v1.AckResponse.results:type_name -> logd.v1.TokenResult
+	77,  // 45: logd.v1.NackRequest.nacks:type_name -> logd.v1.QueueNack
+	74,  // 46: logd.v1.NackResponse.results:type_name -> logd.v1.TokenResult
+	74,  // 47: logd.v1.ExtendResponse.results:type_name -> logd.v1.TokenResult
+	138, // 48: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
+	10,  // 49: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
+	10,  // 50: logd.v1.CreatePartitionsResponse.topic:type_name -> logd.v1.TopicInfo
+	95,  // 51: logd.v1.SaveSnapshotResponse.info:type_name -> logd.v1.SnapshotInfo
+	100, // 52: logd.v1.CreateTokenResponse.info:type_name -> logd.v1.TokenInfo
+	100, // 53: logd.v1.ListTokensResponse.tokens:type_name -> logd.v1.TokenInfo
+	100, // 54: logd.v1.RevokeTokenResponse.info:type_name -> logd.v1.TokenInfo
+	107, // 55: logd.v1.SetScramCredentialResponse.info:type_name -> logd.v1.ScramCredentialInfo
+	107, // 56: logd.v1.ListScramCredentialsResponse.credentials:type_name -> logd.v1.ScramCredentialInfo
+	107, // 57: logd.v1.DeleteScramCredentialResponse.info:type_name -> logd.v1.ScramCredentialInfo
+	114, // 58: logd.v1.CreateACLsRequest.acls:type_name -> logd.v1.ACL
+	117, // 59: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACLFilter
+	114, // 60: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
+	117, // 61: logd.v1.DeleteACLsRequest.filter:type_name -> logd.v1.ACLFilter
+	114, // 62: logd.v1.DeleteACLsResponse.acls:type_name -> logd.v1.ACL
+	123, // 63: logd.v1.StartRedriveRequest.records:type_name -> logd.v1.RedriveRecordRef
+	122, // 64: logd.v1.RedriveJob.spec:type_name -> logd.v1.StartRedriveRequest
+	124, // 65: logd.v1.RedriveJob.progress:type_name -> logd.v1.RedriveProgress
+	125, // 66: logd.v1.StartRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	125, // 67: logd.v1.DescribeRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	125, // 68: logd.v1.ListRedrivesResponse.jobs:type_name -> logd.v1.RedriveJob
+	125, // 69: logd.v1.StopRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	13,  // 70: logd.v1.DeadLetter.headers:type_name -> logd.v1.Header
+	134, // 71: logd.v1.ListDeadLettersResponse.dead_letters:type_name -> logd.v1.DeadLetter
+	2,   // 72: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
+	4,   // 73: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
+	6,   // 74: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
+	8,   // 75: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
+	15,  // 76: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
+	18,  // 77: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
+	21,  // 78: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
+	23,  // 79: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
+	24,  // 80: logd.v1.LogService.ReadIndex:input_type -> logd.v1.ReadIndexRequest
+	25,  // 81: logd.v1.LogService.InitProducerId:input_type -> logd.v1.InitProducerIdRequest
+	35,  // 82: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
+	39,  // 83: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
+	41,  // 84: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
+	43,  // 85: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
+	45,  // 86: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
+	47,  // 87: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
+	50,  // 88: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
+	54,  // 89: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
+	57,  // 90: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
+	61,  // 91: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
+	63,  // 92: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
+	65,  // 93: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
+	68,  // 94: logd.v1.LogService.ListQueueGroups:input_type -> logd.v1.ListQueueGroupsRequest
+	71,  // 95: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
+	75,  // 96: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
+	78,  // 97: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
+	80,  // 98: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
+	87,  // 99: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
+	89,  // 100: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
+	91,  // 101: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
+	93,  // 102: logd.v1.LogService.SaveSnapshot:input_type -> logd.v1.SaveSnapshotRequest
+	82,  // 103: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
+	84,  // 104: logd.v1.LogService.CreatePartitions:input_type -> logd.v1.CreatePartitionsRequest
+	96,  // 105: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
+	98,  // 106: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
+	101, // 107: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
+	103, // 108: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
+	105, // 109: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
+	108, // 110: logd.v1.LogService.SetScramCredential:input_type -> logd.v1.SetScramCredentialRequest
+	110, // 111: logd.v1.LogService.ListScramCredentials:input_type -> logd.v1.ListScramCredentialsRequest
+	112, // 112: logd.v1.LogService.DeleteScramCredential:input_type -> logd.v1.DeleteScramCredentialRequest
+	115, // 113: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
+	118, // 114: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
+	120, // 115: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
+	122, // 116: logd.v1.LogService.StartRedrive:input_type -> logd.v1.StartRedriveRequest
+	127, // 117: logd.v1.LogService.DescribeRedrive:input_type -> logd.v1.DescribeRedriveRequest
+	129, // 118: logd.v1.LogService.ListRedrives:input_type -> logd.v1.ListRedrivesRequest
+	131, // 119: logd.v1.LogService.StopRedrive:input_type -> logd.v1.StopRedriveRequest
+	133, // 120: logd.v1.LogService.ListDeadLetters:input_type -> logd.v1.ListDeadLettersRequest
+	3,   // 121: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	5,   // 122: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	7,   // 123: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	9,   // 124: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	17,  // 125: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
+	20,  // 126: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
+	22,  // 127: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	28,  // 128: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
+	27,  // 129: logd.v1.LogService.ReadIndex:output_type -> logd.v1.ReadIndexResponse
+	26,  // 130: logd.v1.LogService.InitProducerId:output_type -> logd.v1.InitProducerIdResponse
+	38,  // 131: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
+	40,  // 132: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
+	42,  // 133: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
+	44,  // 134: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	46,  // 135: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
+	49,  // 136: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	53,  // 137: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
+	55,  // 138: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
+	59,  // 139: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
+	62,  // 140: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
+	64,  // 141: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
+	67,  // 142: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
+	69,  // 143: logd.v1.LogService.ListQueueGroups:output_type -> logd.v1.ListQueueGroupsResponse
+	73,  // 144: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
+	76,  // 145: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
+	79,  // 146: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
+	81,  // 147: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
+	88,  // 148: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
+	90,  // 149: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
+	92,  // 150: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
+	94,  // 151: logd.v1.LogService.SaveSnapshot:output_type -> logd.v1.SaveSnapshotResponse
+	83,  // 152: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
+	85,  // 153: logd.v1.LogService.CreatePartitions:output_type -> logd.v1.CreatePartitionsResponse
+	97,  // 154: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
+	99,  // 155: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
+	102, // 156: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
+	104, // 157: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
+	106, // 158: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
+	109, // 159: logd.v1.LogService.SetScramCredential:output_type -> logd.v1.SetScramCredentialResponse
+	111, // 160: logd.v1.LogService.ListScramCredentials:output_type -> logd.v1.ListScramCredentialsResponse
+	113, // 161: logd.v1.LogService.DeleteScramCredential:output_type -> logd.v1.DeleteScramCredentialResponse
+	116, // 162: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
+	119, // 163: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
+	121, // 164: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
+	126, // 165: logd.v1.LogService.StartRedrive:output_type -> logd.v1.StartRedriveResponse
+	128, // 166: logd.v1.LogService.DescribeRedrive:output_type -> logd.v1.DescribeRedriveResponse
+	130, // 167: logd.v1.LogService.ListRedrives:output_type -> logd.v1.ListRedrivesResponse
+	132, // 168: logd.v1.LogService.StopRedrive:output_type -> logd.v1.StopRedriveResponse
+	135, // 169: logd.v1.LogService.ListDeadLetters:output_type -> logd.v1.ListDeadLettersResponse
+	121, // [121:170] is the sub-list for method output_type
+	72,  // [72:121] is the sub-list for method input_type
+	72,  // [72:72] is the sub-list for extension type_name
+	72,  // [72:72] is the sub-list for extension extendee
+	0,   // [0:72] is the sub-list for field type_name
 }
 
 func init() { file_logd_v1_logd_proto_init() }
@@ -10427,18 +10557,18 @@ func file_logd_v1_logd_proto_init() {
 	file_logd_v1_logd_proto_msgTypes[13].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[18].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[20].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[28].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[58].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[70].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[75].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[132].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[29].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[59].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[71].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[76].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[133].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   137,
+			NumMessages:   138,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -21,7 +22,15 @@ Feature levels (docs/operations.md, "Rolling upgrade"): LEVEL is the level a
 node registered, BUILD the level its build understands. The cluster uses what
 the lowest LEVEL allows ("available"); "applied" is the highest level an
 applied entry needed, below which no build can run the cluster any more. A
-node whose LEVEL stays below its BUILD has not registered its new build yet.`,
+node whose LEVEL stays below its BUILD has not registered its new build yet.
+
+With data groups (docs/architecture.md, "Data groups"), LEADS is how many
+data groups each node leads, and a second table shows each group: the node
+that leads it, its preferred leader (the first of REPLICAS, which the group
+hands its leadership back to), the voters of its configuration, and LAG,
+the most entries a replica that answered has applied behind the group's
+commit index. A group with fewer VOTERS than REPLICAS is still adding a
+replica.`,
 		Example: `  logctl cluster status
   logctl cluster status --output json`,
 		Args: cobra.NoArgs,
@@ -41,15 +50,38 @@ node whose LEVEL stays below its BUILD has not registered its new build yet.`,
 				fmt.Fprintf(opts.stdout, "Leader: %s  Term: %d\n", leader, st.Term)
 				fmt.Fprintf(opts.stdout, "Feature level: applied %s, available %s (the lowest LEVEL)\n\n", level(st.AppliedLevel), level(st.ClusterLevel))
 				tw := newTable(opts.stdout)
-				fmt.Fprintln(tw, "NODE\tAPI ADDRESS\tRAFT ADDRESS\tROLE\tSTATE\tTERM\tCOMMIT\tAPPLIED\tLAG\tREADY\tLEVEL\tBUILD")
+				groups := len(st.DataGroups) > 0
+				head := "NODE\tAPI ADDRESS\tRAFT ADDRESS\tROLE\tSTATE\tTERM\tCOMMIT\tAPPLIED\tLAG\tREADY\tLEVEL\tBUILD"
+				if groups {
+					head += "\tLEADS"
+				}
+				fmt.Fprintln(tw, head)
 				for _, n := range st.Nodes {
 					state := n.State
 					if n.Error != "" {
 						state = "unreachable: " + n.Error
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%v\t%s\t%s\n",
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%v\t%s\t%s",
 						n.ID, dash(n.APIAddress), n.RaftAddress, n.Suffrage, state, n.Term, n.CommitIndex, n.AppliedIndex, n.Lag, n.Ready,
 						level(n.FeatureLevel), level(n.BuildLevel))
+					if groups {
+						fmt.Fprintf(tw, "\t%d", n.LeadsGroups)
+					}
+					fmt.Fprintln(tw)
+				}
+				if err := tw.Flush(); err != nil || !groups {
+					return err
+				}
+				fmt.Fprintf(opts.stdout, "\nData groups: %d\n", len(st.DataGroups))
+				tw = newTable(opts.stdout)
+				fmt.Fprintln(tw, "GROUP\tLEADER\tPREFERRED\tREPLICAS\tVOTERS\tTERM\tCOMMIT\tLAG")
+				for _, g := range st.DataGroups {
+					pref := "-"
+					if len(g.Replicas) > 0 {
+						pref = g.Replicas[0]
+					}
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", g.ID, dash(g.Leader), pref, strings.Join(g.Replicas, ","),
+						dash(strings.Join(g.Voters, ",")), g.Term, g.CommitIndex, g.Lag)
 				}
 				return tw.Flush()
 			})

@@ -63,6 +63,9 @@ type config struct {
 	raftLogStore string
 	// walSegmentBytes is --raft-wal-segment-size.
 	walSegmentBytes int64
+	// dataGroupsPerNode is --data-groups-per-node, replicationFactor
+	// --replication-factor (replication.Config's).
+	dataGroupsPerNode, replicationFactor int
 	// memoryLimit is --memory-limit: the Go runtime's soft memory limit
 	// in bytes, 0 for none of logd's (memory.go).
 	memoryLimit int64
@@ -112,6 +115,8 @@ func defineFlags(fs *pflag.FlagSet) func(getenv func(string) string) (config, er
 	fs.BoolVar(&c.pprof, "pprof", false, "serve /debug/pprof/ on the client port (LOGD_PPROF=true)")
 	fs.Int64Var(&c.walSegmentBytes, "raft-wal-segment-size", raftstore.DefaultWALSegmentBytes, "bytes of one raft-wal segment file (wal log store): after a snapshot Raft's log is cut by whole sealed segments, so smaller ones free disk sooner and leave a lagging follower fewer entries to replay instead of a snapshot; from 64KiB to 1GiB (LOGD_RAFT_WAL_SEGMENT_SIZE)")
 	fs.Int64Var(&c.memoryLimit, "memory-limit", 0, memoryLimitHelp)
+	fs.IntVar(&c.dataGroupsPerNode, "data-groups-per-node", 0, fmt.Sprintf("Raft data groups each node adds to the cluster beside the meta group: it starts with that many and each join adds as many; 0 to %d; 0: none (data groups hold no partitions yet: docs/architecture.md, \"Data groups\") (LOGD_DATA_GROUPS_PER_NODE)", replication.MaxDataGroupsPerNode))
+	fs.IntVar(&c.replicationFactor, "replication-factor", replication.DefaultReplicationFactor, "replicas of each data group, fewer while the cluster has fewer nodes (LOGD_REPLICATION_FACTOR)")
 	fs.Uint64Var(&c.snapshotEvery, "snapshot-threshold", 8192, "Raft entries between snapshots (LOGD_SNAPSHOT_THRESHOLD)")
 	fs.DurationVar(&c.snapshotPeriod, "snapshot-interval", 30*time.Second, "how often to check for a snapshot (LOGD_SNAPSHOT_INTERVAL)")
 	fs.DurationVar(&c.cleanerInterval, "cleaner-interval", cleaner.DefaultInterval,
@@ -188,6 +193,12 @@ func defineFlags(fs *pflag.FlagSet) func(getenv func(string) string) (config, er
 		}
 		if c.walSegmentBytes < raftstore.MinWALSegmentBytes || c.walSegmentBytes > raftstore.MaxWALSegmentBytes {
 			return c, fmt.Errorf("--raft-wal-segment-size: want %d to %d bytes, got %d", raftstore.MinWALSegmentBytes, raftstore.MaxWALSegmentBytes, c.walSegmentBytes)
+		}
+		if c.replicationFactor < 1 {
+			return c, fmt.Errorf("--replication-factor: want 1 or more, got %d", c.replicationFactor)
+		}
+		if c.dataGroupsPerNode < 0 || c.dataGroupsPerNode > replication.MaxDataGroupsPerNode {
+			return c, fmt.Errorf("--data-groups-per-node: want 0 to %d, got %d", replication.MaxDataGroupsPerNode, c.dataGroupsPerNode)
 		}
 		switch c.raftLogStore {
 		case "", raftstore.LogStoreBoltDB, raftstore.LogStoreWAL:
@@ -310,6 +321,8 @@ func run(ctx context.Context, c config, getenv func(string) string, stderr io.Wr
 		SyncPartitions:    c.fsync == "always",
 		RaftLogStore:      c.raftLogStore,
 		WALSegmentBytes:   int(c.walSegmentBytes),
+		DataGroupsPerNode: c.dataGroupsPerNode,
+		ReplicationFactor: c.replicationFactor,
 		SnapshotThreshold: c.snapshotEvery,
 		SnapshotInterval:  c.snapshotPeriod,
 		CleanerInterval:   c.cleanerInterval,
