@@ -326,6 +326,10 @@ func (p *Port) routeStream(sc *streamConn, st *yamux.Stream, peerID string) {
 		return
 	}
 	st.SetReadDeadline(time.Time{})
+	if id := binary.BigEndian.Uint64(gid[:]); id&callBit != 0 {
+		p.serveCall(st, peerID, id&^callBit, deadline)
+		return
+	}
 	l, err := p.layer(binary.BigEndian.Uint64(gid[:]), deadline)
 	if err != nil {
 		p.refuse(refusedHandshake, sc.RemoteAddr(), peerID, err)

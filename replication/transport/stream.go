@@ -92,6 +92,8 @@ type Port struct {
 	// secret is the cluster secret and whether it is required
 	// (SetSecret); nil: none.
 	secret atomic.Pointer[secretState]
+	// calls answers calls (call.go); nil: none taken.
+	calls atomic.Pointer[CallHandler]
 
 	groupsMu sync.Mutex
 	// groups are the layers by group id. Guarded by groupsMu.
