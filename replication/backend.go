@@ -157,7 +157,15 @@ func (b *Backend) topicState(t *fsm.Topic) backend.TopicState {
 	ds := t.Dedup().Stats()
 	st := backend.TopicState{Topic: topicInfo(t), Partitions: make([]backend.PartitionState, len(t.Partitions)),
 		Idempotency: backend.IdempotencyStats{Keys: int64(ds.Keys), Evicted: int64(ds.Evicted), Expired: int64(ds.Expired)}}
-	for i, p := range t.Partitions {
+	for i := range t.Partitions {
+		// A partition of a data group is read from this node's replica
+		// of the group; one this node holds no replica of shows as
+		// empty.
+		p, err := b.hostedPartition(t, int32(i))
+		if err != nil {
+			st.Partitions[i] = backend.PartitionState{Partition: int32(i)}
+			continue
+		}
 		l := p.Log()
 		segs := l.Segments()
 		ps := backend.PartitionState{Partition: p.Index, LogStartOffset: l.StartOffset(), EndOffset: l.EndOffset(), Bytes: l.Size(), Segments: int32(len(segs))}
@@ -176,7 +184,11 @@ func (b *Backend) topicState(t *fsm.Topic) backend.TopicState {
 
 // Offsets returns a partition's bounds on this node.
 func (b *Backend) Offsets(topic string, partition int32) (backend.Offsets, error) {
-	p, err := b.FSM().Partition(topic, partition)
+	f, err := b.partitionFSM(topic, partition)
+	if err != nil {
+		return backend.Offsets{}, err
+	}
+	p, err := f.Partition(topic, partition)
 	if err != nil {
 		return backend.Offsets{}, err
 	}
@@ -188,7 +200,11 @@ func (b *Backend) Offsets(topic string, partition int32) (backend.Offsets, error
 // timestamp is at or after tsMillis (the end offset if none is), from the
 // log's time index.
 func (b *Backend) OffsetForTime(topic string, partition int32, tsMillis int64) (int64, error) {
-	p, err := b.FSM().Partition(topic, partition)
+	f, err := b.partitionFSM(topic, partition)
+	if err != nil {
+		return 0, err
+	}
+	p, err := f.Partition(topic, partition)
 	if err != nil {
 		return 0, err
 	}

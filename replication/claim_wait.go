@@ -50,7 +50,9 @@ func (b *Backend) waitClaimable(ctx context.Context, topic, name string, deadlin
 		// Subscribe before checking, so an append in between wakes us.
 		chans := make([]<-chan struct{}, len(t.Partitions))
 		for i, p := range t.Partitions {
-			chans[i] = p.Changed()
+			if p != nil { // nil: another data group's
+				chans[i] = p.Changed()
+			}
 		}
 		// The node's clock stamps the claim, so it decides what is due;
 		// the wait itself is on the wall clock (the same one in production).

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -144,6 +145,7 @@ func (d *dataGroups) step() {
 		}
 		if dg.raft.State() == raft.Leader {
 			d.converge(dg, g)
+			d.adopt(dg)
 		}
 	}
 }
@@ -265,7 +267,7 @@ func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 	if cfg.SyncPartitions {
 		logOpts.Sync = log.SyncEveryAppend
 	}
-	sm := fsm.New(fsm.Config{Dir: filepath.Join(dir, "topics"), Log: logOpts, Logger: logger, Fatal: cfg.Fatal, Self: cfg.NodeID})
+	sm := fsm.New(fsm.Config{Dir: filepath.Join(dir, "topics"), Log: logOpts, Logger: logger, Fatal: cfg.Fatal, Self: cfg.NodeID, Group: g.ID})
 	fail := func(err error) (*dataGroup, error) {
 		stores.close()
 		sm.Close()
@@ -404,10 +406,14 @@ func (d *dataGroups) caughtUp(dg *dataGroup, id, addr string) bool {
 	return err == nil && last+joinMaxLag >= dg.raft.CommitIndex()
 }
 
-// close shuts down every replica this node runs, after the runner ended.
-func (d *dataGroups) close() error {
+// stopRunner ends the runner: nothing opens or changes groups after it.
+func (d *dataGroups) stopRunner() {
 	close(d.stop)
 	<-d.done
+}
+
+// close shuts down every replica this node runs, after stopRunner.
+func (d *dataGroups) close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var errs []error
@@ -443,4 +449,71 @@ func (n *Node) DataGroupReplicas() []DataGroupReplica {
 	}
 	slices.SortFunc(out, func(a, b DataGroupReplica) int { return cmp.Compare(a.ID, b.ID) })
 	return out
+}
+
+// adopt moves the topics of dg, which this node leads, one step toward
+// the meta group's: it drops an incarnation the meta group no longer
+// holds (deleted, or replaced by a later one), has the group adopt the
+// partitions a topic's placement puts in it, and gives a topic the meta
+// group's settings. The meta group's state this node applied may lag;
+// an incarnation created after it is left alone.
+func (d *dataGroups) adopt(dg *dataGroup) {
+	n := d.n
+	logger := n.cfg.Logger.With("group", dg.id)
+	want := map[string]*fsm.Topic{}
+	for _, t := range n.fsm.Topics() {
+		if slices.Contains(t.Placement, dg.id) {
+			want[t.Name] = t
+		}
+	}
+	applied := n.fsm.AppliedIndex()
+	propose := func(what string, data []byte, err error) bool {
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
+			_, err = n.proposeOn(ctx, dg.raft, dg.fsm, data)
+			cancel()
+		}
+		if err != nil {
+			logger.Warn("data group: "+what, "err", err)
+			return false
+		}
+		logger.Info("data group: " + what)
+		return true
+	}
+	now := n.cfg.Now().UnixNano()
+	for _, gt := range dg.fsm.Topics() {
+		mt := want[gt.Name]
+		if mt != nil && mt.CreateIndex == gt.CreateIndex || gt.CreateIndex > applied {
+			continue
+		}
+		data, err := fsm.EncodeDeleteTopic(now, fsm.DeleteTopic{Name: gt.Name, TopicIndex: gt.CreateIndex})
+		propose(fmt.Sprintf("drop topic %s~%d", gt.Name, gt.CreateIndex), data, err)
+		return
+	}
+	names := slices.Sorted(maps.Keys(want))
+	for _, name := range names {
+		mt := want[name]
+		gt, err := dg.fsm.Topic(name)
+		switch {
+		case err != nil || gt.CreateIndex == mt.CreateIndex && (gt.PlacementEpoch < mt.PlacementEpoch || len(gt.Partitions) < len(mt.Partitions)):
+			c := fsm.PartitionAdopt{Topic: mt.Name, CreateIndex: mt.CreateIndex, Partitions: int32(len(mt.Partitions)), Config: mt.Config,
+				CreatedNanos: mt.CreatedNanos, CreatedBy: mt.CreatedBy, Placement: mt.Placement, Epoch: mt.PlacementEpoch}
+			data, err := fsm.EncodeJSON(fsm.CmdPartitionAdopt, now, c)
+			if !propose(fmt.Sprintf("adopt the partitions of %s~%d", mt.Name, mt.CreateIndex), data, err) {
+				return
+			}
+		case gt.CreateIndex == mt.CreateIndex && !maps.Equal(gt.Config, mt.Config):
+			c := fsm.AlterTopic{Name: name, Config: maps.Clone(mt.Config)}
+			for k := range gt.Config {
+				if _, ok := mt.Config[k]; !ok {
+					c.Delete = append(c.Delete, k)
+				}
+			}
+			slices.Sort(c.Delete)
+			data, err := fsm.EncodeAlterTopic(now, c)
+			if !propose("take the settings of "+name, data, err) {
+				return
+			}
+		}
+	}
 }

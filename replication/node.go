@@ -464,6 +464,7 @@ func Open(cfg Config) (*Node, error) {
 	})
 	r.RegisterObserver(n.leaderObsv)
 	if stores.port != nil {
+		stores.port.HandleCalls(n.answerCall)
 		stores.layer.Attach(n.raftMember)
 		if err := n.ensureSecret(); err != nil {
 			n.cfg.Logger.Error("make the cluster secret", "err", err)
@@ -768,10 +769,16 @@ func (n *Node) WaitLeader(ctx context.Context) error {
 // the cluster's feature level does not cover is refused (features.go). If
 // ctx ends first the outcome is unknown: backend.ErrTimeout.
 func (n *Node) propose(ctx context.Context, data []byte) (any, error) {
-	if err := n.fsm.Failed(); err != nil {
+	return n.proposeOn(ctx, n.raft, n.fsm, data)
+}
+
+// proposeOn is propose into the Raft group r runs, whose state machine
+// is f: the meta group's, or a data group's (data_groups.go).
+func (n *Node) proposeOn(ctx context.Context, r *raft.Raft, sm *fsm.FSM, data []byte) (any, error) {
+	if err := sm.Failed(); err != nil {
 		return nil, fmt.Errorf("%w: %v", backend.ErrStopped, err)
 	}
-	if n.raft.State() != raft.Leader {
+	if r.State() != raft.Leader {
 		return nil, backend.ErrNotLeader
 	}
 	if err := n.checkFeatureLevel(data); err != nil {
@@ -781,7 +788,7 @@ func (n *Node) propose(ctx context.Context, data []byte) (any, error) {
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
 		timeout = time.Until(d)
 	}
-	f := n.raft.Apply(fsm.Seal(data), timeout)
+	f := r.Apply(fsm.Seal(data), timeout)
 	done := make(chan error, 1)
 	n.applyWaiters.Add(1)
 	go func() {
@@ -827,6 +834,13 @@ func (b *Backend) createTopic(ctx context.Context, c fsm.CreateTopic) (*fsm.Topi
 	}
 	if err := b.stampCreateTopic(ctx, &c); err != nil {
 		return nil, err
+	}
+	if c.Placement == nil {
+		pl, epoch, err := b.placeTopic(c.Name, int(c.Partitions))
+		if err != nil {
+			return nil, err
+		}
+		c.Placement, c.PlacementEpoch = pl, epoch
 	}
 	data, err := fsm.EncodeCreateTopic(b.cfg.Now().UnixNano(), c)
 	if err != nil {
@@ -938,10 +952,10 @@ func (n *Node) Close() error {
 	<-n.redriveDone
 	<-n.registerDone
 	<-n.syncerDone
-	errs := []error{n.data.close()}
+	n.data.stopRunner()
 	n.raft.DeregisterObserver(n.leaderObsv)
 	n.awaitApplyWaiters()
-	errs = append(errs, n.raft.Shutdown().Error())
+	errs := []error{n.data.close(), n.raft.Shutdown().Error()}
 	close(n.forwardStop)
 	<-n.forwardDone
 	errs = append(errs, n.stores.close(), n.fsm.Close())

@@ -61,7 +61,17 @@ func (p *producer) produce(ctx context.Context, req backend.ProduceRequest) (bac
 	if err != nil {
 		return backend.ProduceResult{}, err
 	}
-	call := &produceCall{topic: t, records: req.Records}
+	if t.Placement != nil {
+		return p.produceSpread(ctx, t, req)
+	}
+	return p.produceOn(ctx, p.n.metaGroup(), t, req)
+}
+
+// produceOn answers req on group g, which holds every partition the
+// records name (the meta group for a topic without a placement), whose
+// state machine holds t.
+func (p *producer) produceOn(ctx context.Context, g groupHandle, t *fsm.Topic, req backend.ProduceRequest) (backend.ProduceResult, error) {
+	call := &produceCall{topic: t, records: req.Records, g: g}
 	call.res.Results = make([]backend.RecordResult, len(req.Records))
 	for i := range call.res.Results {
 		call.res.Results[i].Offset = -1 // not answered yet
@@ -104,6 +114,9 @@ type partitionGroup struct {
 
 // produceCall is one Produce request being answered.
 type produceCall struct {
+	// g is the group the call appends to, whose state machine holds
+	// topic.
+	g       groupHandle
 	topic   *fsm.Topic
 	records []backend.ProduceRecord
 	// digests[i] is record i's payload digest if it has an idempotency
@@ -250,7 +263,7 @@ func (k keyPositions) addOrGet(key string, pos int, records []backend.ProduceRec
 // means a concurrent call committed one of the keys first.
 func (p *producer) produceRound(ctx context.Context, c *produceCall, lookup bool) error {
 	window := c.topic.Dedup()
-	now := p.n.FSM().Now()
+	now := c.g.fsm.Now()
 	var pending []int
 	for i := range c.records {
 		r := &c.records[i]
@@ -289,7 +302,7 @@ func (p *producer) produceRound(ctx context.Context, c *produceCall, lookup bool
 	start := time.Now()
 	// route refused keyless records if the topic was compacted; if it
 	// became compacted since, Append checks the batches.
-	bases, err := p.appendBatches(ctx, app, compacted(c.topic))
+	bases, err := p.appendOn(ctx, c.g, app, compacted(c.topic))
 	if err != nil {
 		return err
 	}
@@ -421,6 +434,19 @@ func (p *producer) appendBatches(ctx context.Context, a fsm.Append, keysChecked 
 	if err != nil {
 		return nil, err
 	}
+	if t.Placement != nil {
+		return p.appendSpread(ctx, t, a)
+	}
+	return p.appendOn(ctx, p.n.metaGroup(), a, keysChecked)
+}
+
+// appendOn is appendBatches on group g, which holds every partition of
+// a.
+func (p *producer) appendOn(ctx context.Context, g groupHandle, a fsm.Append, keysChecked bool) ([]int64, error) {
+	t, err := g.fsm.Topic(a.Topic)
+	if err != nil {
+		return nil, err
+	}
 	if err := fsm.ValidateAppend(t, a); err != nil {
 		return nil, err
 	}
@@ -437,10 +463,10 @@ func (p *producer) appendBatches(ctx context.Context, a fsm.Append, keysChecked 
 		}
 	}
 	// The leader refuses early what Apply would refuse (Apply decides).
-	if err := p.n.fsm.Admit(t, a); err != nil {
+	if err := g.fsm.Admit(t, a); err != nil {
 		return nil, err
 	}
-	res, err := p.n.propose(ctx, fsm.EncodeAppend(p.n.cfg.Now().UnixNano(), a))
+	res, err := g.propose(ctx, fsm.EncodeAppend(p.n.cfg.Now().UnixNano(), a))
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,11 @@ import (
 // is empty. Stored bytes that fail their checks are ErrCorrupt: the
 // damaged range is never served.
 func (b *Backend) Read(topic string, partition int32, offset int64, maxBytes int) (backend.ReadResult, error) {
-	return readBatches(b.FSM(), topic, partition, offset, maxBytes)
+	f, err := b.partitionFSM(topic, partition)
+	if err != nil {
+		return backend.ReadResult{}, err
+	}
+	return readBatches(f, topic, partition, offset, maxBytes)
 }
 
 // readBatches is Backend.Read on the state machine f.
@@ -47,7 +51,11 @@ func (b *Backend) GroupLag(topic string, partition int32, committed int64, now t
 }
 
 func (b *Backend) groupLag(topic string, partition int32, committed int64, now time.Time) (backend.Lag, error) {
-	p, err := b.FSM().Partition(topic, partition)
+	f, err := b.partitionFSM(topic, partition)
+	if err != nil {
+		return backend.Lag{}, err
+	}
+	p, err := f.Partition(topic, partition)
 	if err != nil {
 		return backend.Lag{}, err
 	}

@@ -1,0 +1,512 @@
+package replication
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/partition"
+	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/placement"
+)
+
+// Routing to data groups (docs/architecture.md, "Data groups"). A topic
+// the meta group placed (fsm.Topic.Placement) has each partition in a
+// data group. A produce or an append to it is split by group; each part is
+// answered by its group's leader, here when this node leads the group,
+// else by a call over the Raft port (transport.Port.Call) to the node
+// that leads it, and the answers are merged in the caller's order. Each
+// part is atomic in its group; the call as a whole is not (a part can
+// fail after another was appended: the error says so, and a retry with
+// idempotency keys appends nothing twice).
+//
+// Keyless records without an idempotency key go, per call, to the
+// partitions of one group (round robin over the groups, then over the
+// group's partitions), so such a call is atomic; a keyless record with an
+// idempotency key goes to the partition its key hashes to, so a retry
+// meets its first attempt in the same group's window.
+
+// groupHandle is a group this node can append to: its state machine and
+// its proposals (the node leads it).
+type groupHandle struct {
+	id      uint64
+	fsm     *fsm.FSM
+	propose func(ctx context.Context, data []byte) (any, error)
+}
+
+// metaGroup is the meta group's handle.
+func (n *Node) metaGroup() groupHandle {
+	return groupHandle{id: 0, fsm: n.fsm, propose: n.propose}
+}
+
+// dataGroup returns this node's replica of data group id, nil without
+// one.
+func (n *Node) dataGroup(id uint64) *dataGroup {
+	n.data.mu.Lock()
+	defer n.data.mu.Unlock()
+	return n.data.open[id]
+}
+
+// handle is dg's groupHandle on node n.
+func (dg *dataGroup) handle(n *Node) groupHandle {
+	return groupHandle{id: dg.id, fsm: dg.fsm, propose: func(ctx context.Context, data []byte) (any, error) {
+		return n.proposeOn(ctx, dg.raft, dg.fsm, data)
+	}}
+}
+
+// partitionFSM returns the state machine that holds partition p of topic
+// here: the meta group's for a topic without a placement, else this
+// node's replica of the partition's data group; a
+// *fsm.PartitionElsewhereError when this node holds no replica of it.
+func (n *Node) partitionFSM(topic string, p int32) (*fsm.FSM, error) {
+	t, err := n.fsm.Topic(topic)
+	if err != nil || t.Placement == nil {
+		return n.fsm, err
+	}
+	if _, err := t.Partition(p); err == nil {
+		return n.fsm, nil
+	} else if !errors.Is(err, fsm.ErrPartitionElsewhere) {
+		return nil, err
+	}
+	g := t.PartitionGroup(p)
+	if dg := n.dataGroup(g); dg != nil {
+		return dg.fsm, nil
+	}
+	return nil, &fsm.PartitionElsewhereError{Topic: topic, Partition: p, Group: g}
+}
+
+// placeTopic returns the data group of each of a new topic's partitions
+// (placement.Partitions over the table, from a group the topic's name
+// picks) and the placement's epoch, the table's; nil without data groups.
+func (n *Node) placeTopic(name string, partitions int) ([]uint64, uint64, error) {
+	tab := n.fsm.DataGroups()
+	if len(tab.Groups) == 0 {
+		return nil, 0, nil
+	}
+	p := make(placement.Plan, len(tab.Groups))
+	for i, g := range tab.Groups {
+		p[i] = placement.Group{ID: g.ID, Replicas: g.Replicas}
+	}
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	pl, err := placement.Partitions(p, h.Sum64(), partitions)
+	if err != nil {
+		return nil, 0, fmt.Errorf("place topic %s: %w", name, err)
+	}
+	return pl, tab.Epoch, nil
+}
+
+// hostedPartition returns partition p of t (a topic of the meta group)
+// as this node holds it: from the meta group, or from its replica of the
+// partition's data group.
+func (n *Node) hostedPartition(t *fsm.Topic, p int32) (*fsm.Partition, error) {
+	if t.Placement == nil {
+		return t.Partition(p)
+	}
+	f, err := n.partitionFSM(t.Name, p)
+	if err != nil {
+		return nil, err
+	}
+	return f.Partition(t.Name, p)
+}
+
+// spreadPart is the records of one call bound for one data group, with
+// their positions in the call.
+type spreadPart struct {
+	group     uint64
+	req       backend.ProduceRequest
+	positions []int
+}
+
+// produceSpread answers req on a topic with a placement: each record gets
+// its partition here (see above), and each group's records are produced
+// by that group's leader.
+func (p *producer) produceSpread(ctx context.Context, t *fsm.Topic, req backend.ProduceRequest) (backend.ProduceResult, error) {
+	n := int32(len(t.Placement))
+	if n == 0 {
+		return backend.ProduceResult{}, fmt.Errorf("%w: %s has no partitions", backend.ErrUnknownPartition, t.Name)
+	}
+	byGroup := map[uint64]*spreadPart{}
+	var parts []*spreadPart
+	var keyless []int32 // the partitions of the call's keyless group
+	var next uint32
+	for i, r := range req.Records {
+		part := r.Partition
+		switch {
+		case r.HasPartition:
+			if part < 0 || part >= n {
+				return backend.ProduceResult{}, fmt.Errorf("%w: %s has %d partitions, not %d", backend.ErrUnknownPartition, t.Name, n, part)
+			}
+		case r.Key != nil:
+			part = partition.ForKey(r.Key, n)
+		case r.IdempotencyKey != "":
+			h := fnv.New32a()
+			h.Write([]byte(r.IdempotencyKey))
+			part = int32(h.Sum32() % uint32(n))
+		default:
+			if keyless == nil {
+				groups := placementGroups(t.Placement)
+				c := p.rr.next(t.Name)
+				g := groups[int(c%uint32(len(groups)))]
+				for q, pg := range t.Placement {
+					if pg == g {
+						keyless = append(keyless, int32(q))
+					}
+				}
+				next = c / uint32(len(groups))
+			}
+			part = keyless[next%uint32(len(keyless))]
+			next++
+		}
+		g := t.Placement[part]
+		sp := byGroup[g]
+		if sp == nil {
+			sp = &spreadPart{group: g, req: backend.ProduceRequest{Topic: req.Topic}}
+			byGroup[g] = sp
+			parts = append(parts, sp)
+		}
+		rec := r
+		rec.Partition, rec.HasPartition = part, true
+		sp.req.Records = append(sp.req.Records, rec)
+		sp.positions = append(sp.positions, i)
+	}
+	results := make([]backend.ProduceResult, len(parts))
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, sp := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = p.n.produceInGroup(ctx, p, sp.group, sp.req)
+		}()
+	}
+	wg.Wait()
+	out := backend.ProduceResult{Results: make([]backend.RecordResult, len(req.Records))}
+	for i, sp := range parts {
+		if errs[i] != nil {
+			if len(parts) > 1 {
+				return backend.ProduceResult{}, fmt.Errorf("data group %d (%d of the call's records; other groups' records may be appended): %w", sp.group, len(sp.positions), errs[i])
+			}
+			return backend.ProduceResult{}, errs[i]
+		}
+		r := results[i]
+		for j, pos := range sp.positions {
+			out.Results[pos] = r.Results[j]
+		}
+		out.Appended += r.Appended
+		out.Duplicates += r.Duplicates
+		out.Bytes += r.Bytes
+		out.CommitTime = max(out.CommitTime, r.CommitTime)
+	}
+	return out, nil
+}
+
+// placementGroups are the distinct groups of a placement, in order of
+// first appearance.
+func placementGroups(pl []uint64) []uint64 {
+	var out []uint64
+	for _, g := range pl {
+		if !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// appendSpread is appendBatches on a topic with a placement: each group's
+// batches are appended by that group's leader.
+func (p *producer) appendSpread(ctx context.Context, t *fsm.Topic, a fsm.Append) ([]int64, error) {
+	type part struct {
+		group     uint64
+		app       fsm.Append
+		positions []int
+	}
+	byGroup := map[uint64]*part{}
+	var parts []*part
+	for i, b := range a.Batches {
+		if b.Partition < 0 || int(b.Partition) >= len(t.Placement) {
+			return nil, fmt.Errorf("%w: %s has %d partitions, not %d", backend.ErrUnknownPartition, t.Name, len(t.Placement), b.Partition)
+		}
+		g := t.Placement[b.Partition]
+		pt := byGroup[g]
+		if pt == nil {
+			pt = &part{group: g, app: fsm.Append{Topic: a.Topic}}
+			byGroup[g] = pt
+			parts = append(parts, pt)
+		}
+		pt.app.Batches = append(pt.app.Batches, b)
+		pt.positions = append(pt.positions, i)
+	}
+	bases := make([]int64, len(a.Batches))
+	var partial *backend.PartialAppendError
+	results := make([][]int64, len(parts))
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, pt := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = p.n.appendInGroup(ctx, p, pt.group, pt.app)
+		}()
+	}
+	wg.Wait()
+	for i, pt := range parts {
+		var pe *backend.PartialAppendError
+		switch {
+		case errors.As(errs[i], &pe):
+			if partial == nil {
+				partial = &backend.PartialAppendError{Offsets: bases, Errs: make([]error, len(a.Batches))}
+			}
+			for j, pos := range pt.positions {
+				bases[pos], partial.Errs[pos] = pe.Offsets[j], pe.Errs[j]
+			}
+		case errs[i] != nil:
+			if partial == nil {
+				partial = &backend.PartialAppendError{Offsets: bases, Errs: make([]error, len(a.Batches))}
+			}
+			for _, pos := range pt.positions {
+				bases[pos], partial.Errs[pos] = -1, errs[i]
+			}
+		default:
+			for j, pos := range pt.positions {
+				bases[pos] = results[i][j]
+			}
+		}
+	}
+	if partial != nil {
+		if len(parts) == 1 {
+			return nil, errs[0]
+		}
+		return bases, partial
+	}
+	return bases, nil
+}
+
+// Calls between nodes for data groups (transport.Port.Call): a request
+// names what it asks, the answer is a groupAnswer.
+const (
+	callProduce = "produce"
+	callAppend  = "append"
+)
+
+// groupCall is a call's request.
+type groupCall struct {
+	Kind    string                 `json:"kind"`
+	Produce *backend.ProduceRequest `json:"produce,omitempty"`
+	Append  *fsm.Append            `json:"append,omitempty"`
+}
+
+// groupAnswer is a call's answer: its result, or its error.
+type groupAnswer struct {
+	Produce *backend.ProduceResult `json:"produce,omitempty"`
+	Bases   []int64                `json:"bases,omitempty"`
+	// BatchErrs are an append's errors by batch when some of its
+	// batches were refused (backend.PartialAppendError), nil for a
+	// written one.
+	BatchErrs []*wireError `json:"batch_errs,omitempty"`
+	Err       *wireError   `json:"err,omitempty"`
+	// Leader is the node this node knows leads the group, when it does
+	// not (Err is then backend.ErrNotLeader).
+	Leader string `json:"leader,omitempty"`
+}
+
+// groupCallWait bounds how long a call for a group waits for the group to
+// have a leader it can reach.
+const groupCallWait = 5 * time.Second
+
+// produceInGroup produces req in data group g: here when this node leads
+// it, else at its leader.
+func (n *Node) produceInGroup(ctx context.Context, p *producer, g uint64, req backend.ProduceRequest) (backend.ProduceResult, error) {
+	var res backend.ProduceResult
+	err := n.inGroup(ctx, g, func(h groupHandle) error {
+		t, err := h.fsm.Topic(req.Topic)
+		if err != nil {
+			return err
+		}
+		res, err = p.produceOn(ctx, h, t, req)
+		return err
+	}, groupCall{Kind: callProduce, Produce: &req}, func(a groupAnswer) error {
+		if a.Produce == nil || len(a.Produce.Results) != len(req.Records) {
+			return fmt.Errorf("data group %d: a produce answer without its results", g)
+		}
+		res = *a.Produce
+		return nil
+	})
+	return res, err
+}
+
+// appendInGroup appends a in data group g: here when this node leads it,
+// else at its leader.
+func (n *Node) appendInGroup(ctx context.Context, p *producer, g uint64, a fsm.Append) ([]int64, error) {
+	var bases []int64
+	err := n.inGroup(ctx, g, func(h groupHandle) error {
+		var err error
+		bases, err = p.appendOn(ctx, h, a, false)
+		return err
+	}, groupCall{Kind: callAppend, Append: &a}, func(ans groupAnswer) error {
+		if len(ans.Bases) != len(a.Batches) || ans.BatchErrs != nil && len(ans.BatchErrs) != len(a.Batches) {
+			return fmt.Errorf("data group %d: an append answer without its offsets", g)
+		}
+		bases = ans.Bases
+		if ans.BatchErrs != nil {
+			pe := &backend.PartialAppendError{Offsets: bases, Errs: make([]error, len(bases))}
+			for i, w := range ans.BatchErrs {
+				if w != nil {
+					pe.Errs[i] = w.decode()
+				}
+			}
+			return pe
+		}
+		return nil
+	})
+	return bases, err
+}
+
+// inGroup runs local on this node's replica of group g when it leads it,
+// else sends call to the node that does and hands its answer to remote,
+// following the answers' leader hints, while the group has no reachable
+// leader for at most groupCallWait.
+func (n *Node) inGroup(ctx context.Context, g uint64, local func(groupHandle) error, call groupCall, remote func(groupAnswer) error) error {
+	if g == 0 {
+		return local(n.metaGroup())
+	}
+	deadline := time.Now().Add(groupCallWait)
+	hint := ""
+	var last error
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			if time.Now().After(deadline) {
+				return last
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%w: %v (data group %d: %v)", backend.ErrTimeout, ctx.Err(), g, last)
+			case <-time.After(min(time.Duration(attempt)*20*time.Millisecond, 200*time.Millisecond)):
+			}
+		}
+		dg := n.dataGroup(g)
+		if dg != nil && dg.raft.State() == raft.Leader {
+			err := local(dg.handle(n))
+			if !errors.Is(err, backend.ErrNotLeader) {
+				return err
+			}
+			last = err
+			continue
+		}
+		target := hint
+		if target == "" && dg != nil {
+			_, id := dg.raft.LeaderWithID()
+			target = string(id)
+		}
+		if target == "" {
+			target = n.groupReplica(g, attempt)
+		}
+		if target == "" || target == n.cfg.NodeID {
+			last = fmt.Errorf("%w: data group %d has no leader this node knows", backend.ErrNotLeader, g)
+			hint = ""
+			continue
+		}
+		ans, err := n.callGroup(ctx, target, g, call)
+		hint = ""
+		switch {
+		case err != nil:
+			last = fmt.Errorf("%w: data group %d at %s: %v", backend.ErrNotLeader, g, target, err)
+		case ans.Err != nil && errors.Is(ans.Err.decode(), backend.ErrNotLeader):
+			last, hint = ans.Err.decode(), ans.Leader
+		case ans.Err != nil:
+			return ans.Err.decode()
+		default:
+			return remote(ans)
+		}
+	}
+}
+
+// groupReplica is a replica of group g to ask for its leader: the
+// table's replicas in turn, the preferred leader first.
+func (n *Node) groupReplica(g uint64, attempt int) string {
+	for _, dg := range n.fsm.DataGroups().Groups {
+		if dg.ID == g && len(dg.Replicas) > 0 {
+			return dg.Replicas[attempt%len(dg.Replicas)]
+		}
+	}
+	return ""
+}
+
+// callGroup sends call for group g to node id over the Raft port.
+func (n *Node) callGroup(ctx context.Context, id string, g uint64, call groupCall) (groupAnswer, error) {
+	addr, err := n.raftAddress(id)
+	if err != nil {
+		return groupAnswer{}, err
+	}
+	req, err := json.Marshal(call)
+	if err != nil {
+		return groupAnswer{}, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, n.cfg.ApplyTimeout+time.Second)
+	defer cancel()
+	out, err := n.stores.port.Call(cctx, string(addr), g, req)
+	if err != nil {
+		return groupAnswer{}, err
+	}
+	var ans groupAnswer
+	if err := json.Unmarshal(out, &ans); err != nil {
+		return groupAnswer{}, fmt.Errorf("data group %d: answer from %s: %w", g, id, err)
+	}
+	return ans, nil
+}
+
+// answerCall answers a call for group g from another node
+// (transport.Port.HandleCalls).
+func (n *Node) answerCall(ctx context.Context, _ string, g uint64, req []byte) ([]byte, error) {
+	var call groupCall
+	if err := json.Unmarshal(req, &call); err != nil {
+		return nil, fmt.Errorf("%w: call: %v", backend.ErrInvalidArgument, err)
+	}
+	var ans groupAnswer
+	dg := n.dataGroup(g)
+	switch {
+	case dg == nil:
+		ans.Err = encodeWireError(fmt.Errorf("%w: this node holds no replica of data group %d", backend.ErrNotLeader, g))
+	case dg.raft.State() != raft.Leader:
+		_, id := dg.raft.LeaderWithID()
+		ans.Err, ans.Leader = encodeWireError(fmt.Errorf("%w: data group %d", backend.ErrNotLeader, g)), string(id)
+	default:
+		p := &producer{n: n}
+		h := dg.handle(n)
+		var err error
+		switch {
+		case call.Kind == callProduce && call.Produce != nil:
+			var t *fsm.Topic
+			if t, err = h.fsm.Topic(call.Produce.Topic); err == nil {
+				var res backend.ProduceResult
+				res, err = p.produceOn(ctx, h, t, *call.Produce)
+				ans.Produce = &res
+			}
+		case call.Kind == callAppend && call.Append != nil:
+			ans.Bases, err = p.appendOn(ctx, h, *call.Append, false)
+		default:
+			err = fmt.Errorf("%w: call of kind %q", backend.ErrInvalidArgument, call.Kind)
+		}
+		var pe *backend.PartialAppendError
+		switch {
+		case call.Kind == callAppend && errors.As(err, &pe):
+			ans = groupAnswer{Bases: pe.Offsets, BatchErrs: make([]*wireError, len(pe.Offsets))}
+			for i, e := range pe.Errs {
+				if e != nil {
+					ans.BatchErrs[i] = encodeWireError(e)
+				}
+			}
+		case err != nil:
+			ans = groupAnswer{Err: encodeWireError(err)}
+		}
+	}
+	return json.Marshal(ans)
+}

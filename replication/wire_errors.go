@@ -1,0 +1,87 @@
+package replication
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/dedup"
+	"github.com/logd-dev/logd/partition"
+	"github.com/logd-dev/logd/queue"
+	"github.com/logd-dev/logd/replication/fsm"
+)
+
+// wireError is an error a node answers another's call with: the sentinel
+// it matches, by name, and its text; the typed errors a caller acts on
+// keep their fields. decode makes the caller's error, which errors.Is
+// matches as the answering node's did.
+type wireError struct {
+	Code string `json:"code,omitempty"`
+	Msg  string `json:"msg"`
+	// Overloaded and Elsewhere are the typed errors' fields.
+	Overloaded *backend.OverloadedError     `json:"overloaded,omitempty"`
+	Elsewhere  *fsm.PartitionElsewhereError `json:"elsewhere,omitempty"`
+}
+
+// wireSentinels are the errors a call's answer names, by code. The code
+// is the wire name: never rename one.
+var wireSentinels = []struct {
+	code string
+	err  error
+}{
+	{"not_leader", backend.ErrNotLeader},
+	{"shutdown", backend.ErrShutdown},
+	{"timeout", backend.ErrTimeout},
+	{"stopped", backend.ErrStopped},
+	{"key_required", backend.ErrKeyRequired},
+	{"unknown_topic", backend.ErrUnknownTopic},
+	{"unknown_partition", backend.ErrUnknownPartition},
+	{"invalid_argument", backend.ErrInvalidArgument},
+	{"record_too_large", backend.ErrRecordTooLarge},
+	{"dedup_race", backend.ErrDedupRace},
+	{"feature_level", backend.ErrFeatureLevel},
+	{"out_of_order_sequence", backend.ErrOutOfOrderSequence},
+	{"invalid_producer_epoch", backend.ErrInvalidProducerEpoch},
+	{"batch_too_large", backend.ErrBatchTooLarge},
+	{"invalid_batch", backend.ErrInvalidBatch},
+	{"idempotency_conflict", dedup.ErrIdempotencyConflict},
+	{"invalid_topic_name", partition.ErrInvalidTopicName},
+	{"queue_group_not_found", queue.ErrGroupNotFound},
+}
+
+// encodeWireError is err as a call's answer carries it.
+func encodeWireError(err error) *wireError {
+	w := &wireError{Msg: err.Error()}
+	var over *backend.OverloadedError
+	var else_ *fsm.PartitionElsewhereError
+	switch {
+	case errors.As(err, &over):
+		w.Overloaded = over
+	case errors.As(err, &else_):
+		w.Elsewhere = else_
+	}
+	for _, s := range wireSentinels {
+		if errors.Is(err, s.err) {
+			w.Code = s.code
+			break
+		}
+	}
+	return w
+}
+
+// decode is the caller's error for w.
+func (w *wireError) decode() error {
+	switch {
+	case w.Overloaded != nil:
+		return w.Overloaded
+	case w.Elsewhere != nil:
+		return w.Elsewhere
+	}
+	for _, s := range wireSentinels {
+		if s.code == w.Code {
+			return fmt.Errorf("%w%s", s.err, strings.TrimPrefix(w.Msg, s.err.Error()))
+		}
+	}
+	return errors.New(w.Msg)
+}
