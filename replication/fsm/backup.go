@@ -72,6 +72,7 @@ func ReadSnapshotManifest(r *bufio.Reader) ([]byte, SnapshotContents, error) {
 	c := SnapshotContents{Index: m.Index, Level: m.Level}
 	for _, t := range m.Topics {
 		for p, pm := range t.Partitions {
+			// Another data group's partition lists no segments.
 			for _, s := range pm.Segments {
 				c.Segments = append(c.Segments, SnapshotSegment{Topic: t.Name, TopicIndex: t.CreateIndex, Partition: int32(p),
 					SegmentExtent: SegmentExtent(s)})
