@@ -39,6 +39,11 @@ type CreateTopic struct {
 // DeleteTopic deletes a topic and its data.
 type DeleteTopic struct {
 	Name string `json:"name"`
+	// TopicIndex, when not 0, is the CreateIndex of the incarnation to
+	// delete: a later incarnation of the name is left alone (a data
+	// group's drop of a topic the meta group deleted; payload version
+	// deleteTopicIndexVersion, at DataGroupLevel).
+	TopicIndex uint64 `json:"topic_index,omitempty"`
 }
 
 // PartitionBatch is one record batch destined for one partition.
@@ -479,6 +484,9 @@ func (r *reader) bytes() []byte {
 func EncodeJSON(t CommandType, now int64, body any) ([]byte, error) {
 	if c, ok := body.(CreatePartitions); ok && t == CmdCreatePartitions {
 		return EncodeCreatePartitions(now, c) // versioned by its fields
+	}
+	if c, ok := body.(DeleteTopic); ok && t == CmdDeleteTopic {
+		return EncodeDeleteTopic(now, c) // versioned by its fields
 	}
 	return encodeJSONCommand(t, now, body)
 }

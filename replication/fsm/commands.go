@@ -217,7 +217,10 @@ var commands = [...]command{
 		{version: createTopicQueueVersion, level: QueueLevel},         // with a setting of QueueLevel
 		{version: createTopicPlacementVersion, level: DataGroupLevel}, // with a placement
 	}, decodeCreateTopic, (*FSM).applyCreateTopic),
-	CmdDeleteTopic: jsonCommand("delete-topic", BaseLevel, (*FSM).applyDeleteTopic),
+	CmdDeleteTopic: row("delete-topic", BaseLevel, []payloadVersion{
+		{version: commandVersion, level: BaseLevel},
+		{version: deleteTopicIndexVersion, level: DataGroupLevel}, // naming the incarnation
+	}, decodeDeleteTopic, (*FSM).applyDeleteTopic),
 	CmdAppend: row("append", BaseLevel, []payloadVersion{
 		{version: commandVersion, level: BaseLevel},             // without idempotency keys
 		{version: appendKeysVersion, level: BaseLevel},          // read only

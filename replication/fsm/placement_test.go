@@ -550,3 +550,44 @@ func TestPlacementPayloadVersions(t *testing.T) {
 		t.Fatalf("create-partitions version 1 with a placement: %v", err)
 	}
 }
+
+// TestDropAdoptedTopic: a data group drops the incarnation the meta group
+// deleted (delete-topic naming it, at DataGroupLevel) and leaves another
+// incarnation of the name alone, changing nothing.
+func TestDropAdoptedTopic(t *testing.T) {
+	dir := t.TempDir()
+	f, fatals := groupFSM(t, dir, 1)
+	a := &applier{t: t, f: f}
+	a.apply(mustJSON(t, CmdPartitionAdopt, qnow, PartitionAdopt{Topic: "t", CreateIndex: 7, Partitions: 2, Placement: []uint64{1, 2}, Epoch: 1}))
+	a.apply(appendCmd(t, qnow, "t", 0, "a"))
+	drop := func(c DeleteTopic) []byte { return mustEncode(t)(EncodeJSON(CmdDeleteTopic, qnow, c)) }
+	if level, _, err := EntryLevel(drop(DeleteTopic{Name: "t", TopicIndex: 7})); err != nil || level != DataGroupLevel {
+		t.Fatalf("delete-topic naming an incarnation: level %d, %v", level, err)
+	}
+	if level, _, err := EntryLevel(drop(DeleteTopic{Name: "t"})); err != nil || level != BaseLevel {
+		t.Fatalf("delete-topic: level %d, %v", level, err)
+	}
+	before := stateDigest(t, f, dir)
+	if err, _ := a.apply(drop(DeleteTopic{Name: "t", TopicIndex: 5})).(error); !errors.Is(err, backend.ErrUnknownTopic) {
+		t.Fatalf("drop of another incarnation: %v", err)
+	}
+	if stateDigest(t, f, dir) != before {
+		t.Fatal("a refused drop changed the state")
+	}
+	if res := a.apply(drop(DeleteTopic{Name: "t", TopicIndex: 7})); res != nil {
+		t.Fatalf("drop: %v", res)
+	}
+	if _, err := f.Topic("t"); !errors.Is(err, backend.ErrUnknownTopic) {
+		t.Fatalf("topic after the drop: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "topics", "t~7")); !os.IsNotExist(err) {
+		t.Fatalf("files of the dropped topic: %v", err)
+	}
+	if len(*fatals) != 0 {
+		t.Fatal(*fatals)
+	}
+	old := mustJSON(t, CmdDeleteTopic, qnow, DeleteTopic{Name: "t", TopicIndex: 7}) // version 1
+	if _, err := decodeCommandWith(old, &keyScratch{}); !errors.Is(err, backend.ErrBadCommand) {
+		t.Fatalf("delete-topic version 1 naming an incarnation: %v", err)
+	}
+}
