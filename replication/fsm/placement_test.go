@@ -467,6 +467,9 @@ func TestSparseSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if contents.Group != 0 || len(contents.Segments) != 2 { // s-0 and s-2; dense is empty
+		t.Fatalf("snapshot contents %+v", contents)
+	}
 	for _, s := range contents.Segments {
 		if s.Topic == "s" && s.Partition == 1 {
 			t.Fatalf("the snapshot lists a segment of another group's partition: %+v", s)
