@@ -594,3 +594,48 @@ func TestDropAdoptedTopic(t *testing.T) {
 		t.Fatalf("delete-topic version 1 naming an incarnation: %v", err)
 	}
 }
+
+// TestSparseCatchUp: a follower of a data group that installs a snapshot
+// into an empty directory fetches the segments of its group's partitions
+// only, and creates nothing for the others.
+func TestSparseCatchUp(t *testing.T) {
+	src, _ := groupFSM(t, t.TempDir(), 2)
+	src.ApplyBatch(entries(
+		mustJSON(t, CmdPartitionAdopt, qnow, PartitionAdopt{Topic: "t", CreateIndex: 3, Partitions: 3, Placement: []uint64{2, 1, 2}, Epoch: 1}),
+		encodeAppend(qnow, Append{Topic: "t", Batches: []PartitionBatch{{Partition: 0, Batch: mustBatch(t, "a")}, {Partition: 2, Batch: mustBatch(t, "b", "c")}}}),
+	))
+	snap, err := src.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := persist(t, snap)
+	snap.Release()
+	dir := t.TempDir()
+	var fetched []int32
+	dst := New(Config{Dir: filepath.Join(dir, "topics"), Log: log.Options{Sync: log.SyncNone}, Logger: testLogger(), Group: 2,
+		Fetcher: fetchRecorder{dirFetcher{src: src}, &fetched}})
+	t.Cleanup(func() { dst.Close() })
+	if err := dst.Restore(sink); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(fetched, []int32{0, 2}) {
+		t.Fatalf("fetched partitions %v", fetched)
+	}
+	if got := fmt.Sprint(readAll(t, dst, "t", 0), readAll(t, dst, "t", 2)); got != "[a] [b c]" {
+		t.Fatalf("records %s", got)
+	}
+	if got := partitionDirs(t, filepath.Join(dir, "topics", "t~3")); !slices.Equal(got, []string{"0", "2"}) {
+		t.Fatalf("partition dirs %v", got)
+	}
+}
+
+// fetchRecorder records which partitions a fetcher was asked for.
+type fetchRecorder struct {
+	f  SegmentFetcher
+	ps *[]int32
+}
+
+func (r fetchRecorder) FetchSegments(req FetchRequest) error {
+	*r.ps = append(*r.ps, req.Partition)
+	return r.f.FetchSegments(req)
+}
