@@ -89,7 +89,7 @@ func validateCreatePartitions(t *Topic, c CreatePartitions) error {
 		return err
 	}
 	if !samePlacementPrefix(t.Placement, int(n), t.group, c.Placement) {
-		return fmt.Errorf("%w: placement moves partitions of %s (partition-adopt and its successors move them)", backend.ErrInvalidArgument, t.Name)
+		return fmt.Errorf("%w: the placement moves partitions %s has (a growth only places new ones)", backend.ErrInvalidArgument, t.Name)
 	}
 	if c.PlacementEpoch < t.PlacementEpoch {
 		return &PlacementEpochError{Topic: t.Name, Epoch: c.PlacementEpoch, Current: t.PlacementEpoch}
