@@ -79,7 +79,7 @@ func (f *FSM) applyAlterTopic(index uint64, _ int64, c AlterTopic) any {
 	}
 	segBytes := min(configInt(cfg, ConfigSegmentBytes), maxSegmentBytes)
 	segAge := msDuration(configInt(cfg, ConfigSegmentMs))
-	for _, p := range t.Partitions {
+	for _, p := range t.Hosted() {
 		if err := p.log.SetRollPolicy(segBytes, segAge); err != nil {
 			return f.stop(fmt.Errorf("alter topic %s at index %d: %w", c.Name, index, err))
 		}

@@ -28,6 +28,9 @@ func validateAppend(t *Topic, a Append) error {
 		if b.Partition < 0 || int(b.Partition) >= len(t.Partitions) {
 			return fmt.Errorf("%w: %s has %d partitions, not %d", backend.ErrUnknownPartition, t.Name, len(t.Partitions), b.Partition)
 		}
+		if err := checkHosted(t, b.Partition); err != nil {
+			return err
+		}
 		if seen[b.Partition] {
 			// One batch per partition per command keeps idempotency by Raft
 			// index exact: a partition holds at most one batch per index.

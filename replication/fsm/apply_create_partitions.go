@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -25,6 +26,44 @@ type CreatePartitions struct {
 	// count against the cluster's partitions and against those of the
 	// principal that created the topic.
 	Quota *TopicQuota `json:"quota,omitempty"`
+	// Placement is the data group of every partition of the grown topic
+	// (len Count), at DataGroupLevel (payload version
+	// createPartitionsPlacementVersion): the partitions the topic has keep
+	// theirs, and the state machine opens the new ones its group hosts.
+	// nil puts the new partitions where a topic without a placement has
+	// its partitions: in the state machine's group. PlacementEpoch is the
+	// topic's placement epoch from then on (with a Placement only).
+	Placement      []uint64 `json:"placement,omitempty"`
+	PlacementEpoch uint64   `json:"placement_epoch,omitempty"`
+}
+
+// createPartitionsPlacementVersion is the create-partitions payload that
+// may carry a placement (DataGroupLevel), which a build before would
+// ignore.
+const createPartitionsPlacementVersion = 2
+
+// EncodeCreatePartitions encodes a create-partitions stamped with now, in
+// payload version 1 or, with a placement, createPartitionsPlacementVersion.
+func EncodeCreatePartitions(now int64, c CreatePartitions) ([]byte, error) {
+	data, err := encodeJSONCommand(CmdCreatePartitions, now, c)
+	if err != nil {
+		return nil, err
+	}
+	if c.Placement != nil || c.PlacementEpoch != 0 {
+		data[1] = createPartitionsPlacementVersion
+	}
+	return data, nil
+}
+
+func decodeCreatePartitions(p []byte, version byte, _ *keyScratch) (CreatePartitions, error) {
+	var c CreatePartitions
+	if err := json.Unmarshal(p, &c); err != nil {
+		return c, fmt.Errorf("%w: create-partitions: %v", backend.ErrBadCommand, err)
+	}
+	if version < createPartitionsPlacementVersion && (c.Placement != nil || c.PlacementEpoch != 0) {
+		return c, fmt.Errorf("%w: create-partitions version %d with a placement", backend.ErrBadCommand, version)
+	}
+	return c, nil
 }
 
 // validateCreatePartitions checks a growth against the topic t as it
@@ -36,6 +75,24 @@ func validateCreatePartitions(t *Topic, c CreatePartitions) error {
 	n := int32(len(t.Partitions))
 	if c.Count < n || c.Count > backend.MaxPartitions {
 		return &backend.PartitionCountError{Topic: t.Name, Current: n, Requested: c.Count}
+	}
+	if c.Placement == nil {
+		if c.PlacementEpoch != 0 {
+			return fmt.Errorf("%w: placement epoch %d without a placement", backend.ErrInvalidArgument, c.PlacementEpoch)
+		}
+		if t.Placement != nil && c.Count > n {
+			return fmt.Errorf("%w: %s has a placement; its new partitions need one", backend.ErrInvalidArgument, t.Name)
+		}
+		return nil
+	}
+	if err := validatePlacement(c.Placement, c.Count); err != nil {
+		return err
+	}
+	if !samePlacementPrefix(t.Placement, int(n), t.group, c.Placement) {
+		return fmt.Errorf("%w: the placement moves partitions %s has (a growth only places new ones)", backend.ErrInvalidArgument, t.Name)
+	}
+	if c.PlacementEpoch < t.PlacementEpoch {
+		return &PlacementEpochError{Topic: t.Name, Epoch: c.PlacementEpoch, Current: t.PlacementEpoch}
 	}
 	return nil
 }
@@ -93,6 +150,9 @@ func (f *FSM) applyCreatePartitions(index uint64, now int64, c CreatePartitions)
 	}
 	nt := *t // fields are copied; the partitions slice is extended below
 	nt.Partitions = slices.Clip(t.Partitions)
+	if c.Placement != nil {
+		nt.Placement, nt.PlacementEpoch = slices.Clone(c.Placement), c.PlacementEpoch
+	}
 	if err := nt.openPartitions(c.Count, f.logOpts); err != nil {
 		return f.stop(fmt.Errorf("create partitions of %s at index %d: %w", c.Name, index, err))
 	}
@@ -114,7 +174,7 @@ func (f *FSM) applyCreatePartitions(index uint64, now int64, c CreatePartitions)
 	// Waiters on the old partitions (a queue claim's long poll watches
 	// every partition of the topic) wake and read the topic again, so they
 	// watch the new partitions too.
-	for _, p := range t.Partitions {
+	for _, p := range t.Hosted() {
 		p.signal()
 	}
 	f.groups.mu.Lock()

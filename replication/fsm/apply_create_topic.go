@@ -22,6 +22,12 @@ func validateCreateTopic(c CreateTopic) (map[string]string, error) {
 			return nil, invalid("create-topic principal", err)
 		}
 	}
+	if err := validatePlacement(c.Placement, c.Partitions); err != nil {
+		return nil, err
+	}
+	if c.Placement == nil && c.PlacementEpoch != 0 {
+		return nil, fmt.Errorf("%w: placement epoch %d without a placement", backend.ErrInvalidArgument, c.PlacementEpoch)
+	}
 	return ResolveTopicConfig(c.Config)
 }
 
@@ -36,7 +42,8 @@ func (f *FSM) applyCreateTopic(index uint64, now int64, c CreateTopic) any {
 	if err := f.CheckQuota(c); err != nil {
 		return err
 	}
-	t := &Topic{Name: c.Name, Config: cfg, CreatedNanos: now, CreateIndex: index, CreatedBy: c.Principal}
+	t := &Topic{Name: c.Name, Config: cfg, CreatedNanos: now, CreateIndex: index, CreatedBy: c.Principal,
+		Placement: c.Placement, PlacementEpoch: c.PlacementEpoch, group: f.group}
 	if err := openTopic(f.root, t, c.Partitions, f.logOpts); err != nil {
 		return f.stop(fmt.Errorf("create topic %s at index %d: %w", c.Name, index, err))
 	}
@@ -69,6 +76,11 @@ const createTopicPrincipalVersion = 3
 // createTopicQueueVersion is the create-topic payload that may set a topic
 // setting of QueueLevel (queueLevelKey), which builds before refuse.
 const createTopicQueueVersion = 4
+
+// createTopicPlacementVersion is the create-topic payload that may carry
+// a placement (DataGroupLevel): a build before would ignore it and open
+// every partition.
+const createTopicPlacementVersion = 5
 
 // hasQueueLevelKey reports whether a config sets a key of QueueLevel.
 func hasQueueLevelKey(cfg map[string]string, deleted []string) bool {
@@ -179,6 +191,9 @@ func decodeCreateTopic(p []byte, version byte, _ *keyScratch) (CreateTopic, erro
 	if version < createTopicQueueVersion && hasQueueLevelKey(c.Config, nil) {
 		return c, fmt.Errorf("%w: create-topic version %d with a setting of feature level %d", backend.ErrBadCommand, version, QueueLevel)
 	}
+	if version < createTopicPlacementVersion && (c.Placement != nil || c.PlacementEpoch != 0) {
+		return c, fmt.Errorf("%w: create-topic version %d with a placement", backend.ErrBadCommand, version)
+	}
 	return c, nil
 }
 
@@ -193,6 +208,8 @@ func EncodeCreateTopic(now int64, c CreateTopic) ([]byte, error) {
 		return nil, err
 	}
 	switch {
+	case c.Placement != nil || c.PlacementEpoch != 0:
+		data[1] = createTopicPlacementVersion
 	case hasQueueLevelKey(c.Config, nil):
 		data[1] = createTopicQueueVersion
 	case c.Principal != "" || c.Quota != nil && c.Quota.perPrincipal():

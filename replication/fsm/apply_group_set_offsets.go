@@ -90,6 +90,9 @@ func decodeGroupSetOffsets(r *reader) GroupSetOffsets {
 // creates its group; removing offsets of a group that does not exist is
 // ErrConsumerGroupNotFound.
 func (f *FSM) applyGroupSetOffsets(_ uint64, now int64, c GroupSetOffsets) any {
+	if err := f.checkHostedOffsets(offsetPartitions(c.Offsets)...); err != nil {
+		return err
+	}
 	create := slices.ContainsFunc(c.Offsets, func(o group.OffsetCommit) bool { return o.Offset >= 0 })
 	return f.mutateGroup(c.Group, create, func(g *group.ConsumerGroup) (any, error) {
 		return nil, g.SetOffsets(now, c.Fence, c.Offsets, fsmTopics{f})

@@ -13,8 +13,12 @@ func (f *FSM) applyQueueAck(_ uint64, now int64, c QueueAck) any {
 	if err != nil {
 		return err
 	}
-	if _, err := f.Topic(c.Topic); err != nil {
+	t, err := f.Topic(c.Topic)
+	if err != nil {
 		return fmt.Errorf("ack: %w", err)
+	}
+	if err := checkHosted(t, tokenPartitions(c.Tokens)...); err != nil {
+		return err
 	}
 	return backend.QueueTokensResult{Results: q.Ack(now, c.Tokens)}
 }

@@ -3,7 +3,11 @@ package fsm
 import "github.com/logd-dev/logd/backend"
 
 func (f *FSM) applyQueueExtend(_ uint64, now int64, c QueueExtend) any {
-	if _, err := f.Topic(c.Topic); err != nil {
+	t, err := f.Topic(c.Topic)
+	if err != nil {
+		return err
+	}
+	if err := checkHosted(t, tokenPartitions(c.Tokens)...); err != nil {
 		return err
 	}
 	f.queues.mu.Lock()

@@ -8,6 +8,15 @@ import (
 )
 
 func (f *FSM) applyQueueNack(index uint64, now int64, c QueueNack) any {
+	if t, err := f.Topic(c.Topic); err == nil {
+		parts := make([]int32, len(c.Nacks))
+		for i, n := range c.Nacks {
+			parts[i] = n.Token.Partition
+		}
+		if err := checkHosted(t, parts...); err != nil {
+			return err
+		}
+	}
 	var res backend.QueueTokensResult
 	return f.applyQueueFailing(index, now, c.Topic, c.Group, func(q *queue.Group) *int {
 		res.Results = q.Nack(now, c.Nacks)

@@ -22,10 +22,11 @@ func (f *FSM) cleanerPartition(topic string, incarnation uint64, partition int32
 	if t.CreateIndex != incarnation {
 		return nil, nil, fmt.Errorf("%w: %q was recreated", backend.ErrUnknownTopic, topic)
 	}
-	if partition < 0 || int(partition) >= len(t.Partitions) {
-		return nil, nil, fmt.Errorf("%w: %s has %d partitions, not %d", backend.ErrUnknownPartition, topic, len(t.Partitions), partition)
+	p, err := t.Partition(partition)
+	if err != nil {
+		return nil, nil, err
 	}
-	return t, t.Partitions[partition], nil
+	return t, p, nil
 }
 
 func (f *FSM) applyTrim(index uint64, now int64, c Trim) any {

@@ -29,6 +29,10 @@ type SnapshotContents struct {
 	Index uint64
 	// Level is the highest feature level an applied entry needed.
 	Level FeatureLevel
+	// Group is the data group whose state machine took the snapshot (0:
+	// the meta group and data group 0); only its state machines restore
+	// it.
+	Group uint64
 	// Segments are the segments the manifest lists, in the order Restore
 	// asks a SegmentFetcher for them: topics, then partitions, then
 	// offsets, in manifest order.
@@ -69,9 +73,10 @@ func ReadSnapshotManifest(r *bufio.Reader) ([]byte, SnapshotContents, error) {
 	if m.Version != manifestVersion && m.Version != 1 {
 		return nil, SnapshotContents{}, fmt.Errorf("%w: manifest version %d", backend.ErrUnknownCommand, m.Version)
 	}
-	c := SnapshotContents{Index: m.Index, Level: m.Level}
+	c := SnapshotContents{Index: m.Index, Level: m.Level, Group: m.Group}
 	for _, t := range m.Topics {
 		for p, pm := range t.Partitions {
+			// Another data group's partition lists no segments.
 			for _, s := range pm.Segments {
 				c.Segments = append(c.Segments, SnapshotSegment{Topic: t.Name, TopicIndex: t.CreateIndex, Partition: int32(p),
 					SegmentExtent: SegmentExtent(s)})

@@ -144,6 +144,9 @@ func (f *FSM) catchUpTopic(t *Topic, tm topicManifest, index uint64) (changed bo
 	}
 	var plans []plan
 	for i, pm := range tm.Partitions {
+		if pm.Elsewhere {
+			continue
+		}
 		l := t.Partitions[i].log
 		if l.EndOffset() >= pm.End {
 			changed = changed || listsChanged(l.Segments(), pm.Segments)
@@ -184,6 +187,9 @@ func (f *FSM) catchUpTopic(t *Topic, tm topicManifest, index uint64) (changed bo
 		}
 	}
 	for i, pm := range tm.Partitions {
+		if pm.Elsewhere {
+			continue
+		}
 		l := t.Partitions[i].log
 		if l.StartOffset() < pm.Start {
 			if _, err := l.DeleteBefore(pm.Start); err != nil {

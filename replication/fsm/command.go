@@ -27,11 +27,23 @@ type CreateTopic struct {
 	// the topic records it, and the per-principal quota counts by it
 	// (payload version createTopicPrincipalVersion; empty before).
 	Principal string `json:"principal,omitempty"`
+	// Placement is the data group of each partition (len Partitions); a
+	// state machine opens only those of its own group (placement.go). nil
+	// puts every partition in the state machine's group, as before
+	// DataGroupLevel (payload version createTopicPlacementVersion).
+	Placement []uint64 `json:"placement,omitempty"`
+	// PlacementEpoch is the placement's epoch (with a Placement only).
+	PlacementEpoch uint64 `json:"placement_epoch,omitempty"`
 }
 
 // DeleteTopic deletes a topic and its data.
 type DeleteTopic struct {
 	Name string `json:"name"`
+	// TopicIndex, when not 0, is the CreateIndex of the incarnation to
+	// delete: a later incarnation of the name is left alone (a data
+	// group's drop of a topic the meta group deleted; payload version
+	// deleteTopicIndexVersion, at DataGroupLevel).
+	TopicIndex uint64 `json:"topic_index,omitempty"`
 }
 
 // PartitionBatch is one record batch destined for one partition.
@@ -470,6 +482,12 @@ func (r *reader) bytes() []byte {
 // Append and the queue's claim, ack, nack and extend), stamped with now.
 // The result is unsealed and has room for the seal (Seal).
 func EncodeJSON(t CommandType, now int64, body any) ([]byte, error) {
+	if c, ok := body.(CreatePartitions); ok && t == CmdCreatePartitions {
+		return EncodeCreatePartitions(now, c) // versioned by its fields
+	}
+	if c, ok := body.(DeleteTopic); ok && t == CmdDeleteTopic {
+		return EncodeDeleteTopic(now, c) // versioned by its fields
+	}
 	return encodeJSONCommand(t, now, body)
 }
 

@@ -20,6 +20,9 @@ const (
 	CmdAppend      CommandType = 3
 	// CmdProducerInit allocates a Kafka producer id, at ProducerLevel.
 	CmdProducerInit CommandType = 4
+	// CmdPartitionAdopt opens partitions of a topic in a data group's
+	// state machine, at DataGroupLevel.
+	CmdPartitionAdopt CommandType = 5
 
 	// Consumer groups (10-19).
 	CmdGroupJoin         CommandType = 10
@@ -165,9 +168,15 @@ const (
 	// queue group (CmdQueueRelease), which the Kafka listener proposes for
 	// a share-group member whose session ended.
 	QueueReleaseLevel FeatureLevel = 13
-	// DataGroupLevel adds data groups: the meta group's table of them
-	// (CmdDataGroups), which Raft groups beside the meta group each node
-	// runs (package replication).
+	// DataGroupLevel adds topics hosted over several data groups: a
+	// placement in create-topic and create-partitions (payload versions
+	// createTopicPlacementVersion and createPartitionsPlacementVersion),
+	// which a build below it would ignore and open every partition, and
+	// the adoption of partitions by a data group's state machine
+	// (CmdPartitionAdopt), and the meta group's table of data groups
+	// (CmdDataGroups), whose Raft groups each node runs beside the meta
+	// group (package replication). See docs/architecture.md, "Data
+	// groups".
 	DataGroupLevel FeatureLevel = 14
 	// Level is the highest feature level this build understands.
 	Level FeatureLevel = DataGroupLevel
@@ -209,11 +218,15 @@ var v1 = []payloadVersion{{version: commandVersion, level: BaseLevel}}
 var commands = [...]command{
 	CmdCreateTopic: row("create-topic", BaseLevel, []payloadVersion{
 		{version: commandVersion, level: BaseLevel},
-		{version: createTopicQuotaVersion, level: QuotaLevel},        // with a quota
-		{version: createTopicPrincipalVersion, level: SecurityLevel}, // with a principal
-		{version: createTopicQueueVersion, level: QueueLevel},        // with a setting of QueueLevel
+		{version: createTopicQuotaVersion, level: QuotaLevel},         // with a quota
+		{version: createTopicPrincipalVersion, level: SecurityLevel},  // with a principal
+		{version: createTopicQueueVersion, level: QueueLevel},         // with a setting of QueueLevel
+		{version: createTopicPlacementVersion, level: DataGroupLevel}, // with a placement
 	}, decodeCreateTopic, (*FSM).applyCreateTopic),
-	CmdDeleteTopic: jsonCommand("delete-topic", BaseLevel, (*FSM).applyDeleteTopic),
+	CmdDeleteTopic: row("delete-topic", BaseLevel, []payloadVersion{
+		{version: commandVersion, level: BaseLevel},
+		{version: deleteTopicIndexVersion, level: DataGroupLevel}, // naming the incarnation
+	}, decodeDeleteTopic, (*FSM).applyDeleteTopic),
 	CmdAppend: row("append", BaseLevel, []payloadVersion{
 		{version: commandVersion, level: BaseLevel},             // without idempotency keys
 		{version: appendKeysVersion, level: BaseLevel},          // read only
@@ -239,7 +252,11 @@ var commands = [...]command{
 	CmdTrim:    jsonCommand("trim", BaseLevel, (*FSM).applyTrim),
 	CmdCompact: jsonCommand("compact", BaseLevel, (*FSM).applyCompact),
 
-	CmdCreatePartitions: jsonCommand("create-partitions", PartitionsLevel, (*FSM).applyCreatePartitions),
+	CmdCreatePartitions: row("create-partitions", PartitionsLevel, []payloadVersion{
+		{version: commandVersion, level: PartitionsLevel},
+		{version: createPartitionsPlacementVersion, level: DataGroupLevel}, // with a placement
+	}, decodeCreatePartitions, (*FSM).applyCreatePartitions),
+	CmdPartitionAdopt: jsonCommand("partition-adopt", DataGroupLevel, (*FSM).applyPartitionAdopt),
 
 	CmdQueueCreate: jsonCommand("queue-create", BaseLevel, (*FSM).applyQueueCreate),
 	CmdQueueAlter:  jsonCommand("queue-alter", BaseLevel, (*FSM).applyQueueAlter),

@@ -45,5 +45,15 @@
 //     (catchup.go).
 //
 // Topic directories are named "<name>~<create index>", so the files of a
-// deleted topic are never mistaken for a later topic of the same name.
+// deleted topic are never mistaken for a later topic of the same name; a
+// topic a data group adopted (CmdPartitionAdopt) is named after the meta
+// group's create index.
+//
+// A state machine runs one data group (Config.Group, 0 by default: the
+// meta group, which is also data group 0) and may host only some
+// partitions of a topic: those its placement puts in the group
+// (placement.go). The others are nil in Topic.Partitions, have no files,
+// and every command naming one is refused with a *PartitionElsewhereError
+// before anything changes (TestPartitionElsewhereRefusals); see
+// docs/architecture.md, "Data groups".
 package fsm

@@ -13,7 +13,8 @@ import (
 // all kinds that existed before feature levels are at BaseLevel, the
 // security kinds at SecurityLevel, group-set-offsets at ExternalGroupsLevel,
 // redrive at RedriveLevel, producer-init at ProducerLevel, the SCRAM kinds
-// at SCRAMLevel, queue-release at QueueReleaseLevel.
+// at SCRAMLevel, queue-release at QueueReleaseLevel, partition-adopt at
+// DataGroupLevel.
 func TestCommandTable(t *testing.T) {
 	names := map[string]CommandType{}
 	rows := 0
@@ -50,6 +51,8 @@ func TestCommandTable(t *testing.T) {
 			want = SCRAMLevel
 		case ct == CmdQueueRelease:
 			want = QueueReleaseLevel
+		case ct == CmdPartitionAdopt:
+			want = DataGroupLevel
 		}
 		if c.level != want {
 			t.Errorf("%s: level %d, want %d", c.name, c.level, want)
@@ -60,8 +63,8 @@ func TestCommandTable(t *testing.T) {
 			}
 		}
 	}
-	if rows != 33 {
-		t.Fatalf("%d kinds in the table, want 33", rows)
+	if rows != 34 {
+		t.Fatalf("%d kinds in the table, want 34", rows)
 	}
 }
 

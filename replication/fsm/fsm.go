@@ -24,6 +24,8 @@ import (
 // an append at or below that index is skipped on replay.
 type FSM struct {
 	root string // <data>/topics
+	// group is the data group this state machine runs (Config.Group).
+	group uint64
 	// dryRun marks DryRunGroup's shadow, which runs off the Raft goroutine
 	// (fsmTopics reads no Partition.next there).
 	dryRun  bool
@@ -118,6 +120,11 @@ type Config struct {
 	// Fetcher fetches segments a snapshot names but the local logs lack
 	// (catchup.go); nil: such a snapshot is refused (backend.ErrNoSegmentSource).
 	Fetcher SegmentFetcher
+	// Group is the data group this state machine runs: it opens only the
+	// partitions a topic's placement puts in it (placement.go). Default 0,
+	// the meta group, which is also data group 0 and hosts every
+	// partition of a topic without a placement, as before data groups.
+	Group uint64
 }
 
 // New makes an FSM over cfg.Dir. It opens nothing until Restore or the
@@ -129,7 +136,7 @@ func New(cfg Config) *FSM {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	f := &FSM{root: cfg.Dir, logOpts: cfg.Log, logger: cfg.Logger, fatal: cfg.Fatal, clock: cfg.Now,
+	f := &FSM{root: cfg.Dir, group: cfg.Group, logOpts: cfg.Log, logger: cfg.Logger, fatal: cfg.Fatal, clock: cfg.Now,
 		catchUp: catchUpConfig{self: cfg.Self, fetcher: cfg.Fetcher}, topics: map[string]*Topic{}}
 	f.security.install(nil, nil, nil)
 	return f
@@ -157,17 +164,18 @@ func (f *FSM) Topic(name string) (*Topic, error) {
 	return t, nil
 }
 
-// Partition returns one partition of a topic.
+// Partition returns one partition of a topic: a *PartitionElsewhereError
+// when another data group hosts it (Topic.Partition).
 func (f *FSM) Partition(topic string, p int32) (*Partition, error) {
 	t, err := f.Topic(topic)
 	if err != nil {
 		return nil, err
 	}
-	if p < 0 || int(p) >= len(t.Partitions) {
-		return nil, fmt.Errorf("%w: %s has %d partitions, not %d", backend.ErrUnknownPartition, topic, len(t.Partitions), p)
-	}
-	return t.Partitions[p], nil
+	return t.Partition(p)
 }
+
+// Group is the data group this state machine runs (Config.Group).
+func (f *FSM) Group() uint64 { return f.group }
 
 // Topics returns all topics sorted by name.
 func (f *FSM) Topics() []*Topic {

@@ -28,7 +28,10 @@ func (f *FSM) ensureDeadLetterTopic(index uint64, now int64, src *Topic, name st
 	if t, err := f.Topic(name); err == nil {
 		return t, nil
 	}
-	res := f.applyCreateTopic(index, now, CreateTopic{Name: name, Partitions: int32(len(src.Partitions)), Config: dlqTopicConfig(src)})
+	// A sparse origin's dead-letter topic follows its placement, so each
+	// dead letter stays in its origin partition's data group.
+	res := f.applyCreateTopic(index, now, CreateTopic{Name: name, Partitions: int32(len(src.Partitions)), Config: dlqTopicConfig(src),
+		Placement: src.Placement, PlacementEpoch: src.PlacementEpoch})
 	if err, ok := res.(error); ok {
 		return nil, fmt.Errorf("create dead-letter topic %s: %w", name, err)
 	}
@@ -61,7 +64,10 @@ func (f *FSM) flushDeadLetters(index uint64, now int64, q *queue.Group, src *Top
 			return 0, err
 		}
 		rec := deadLetterRecord(src.Name, q.Name(), d, r, keys, now, f.AppliedLevel() >= QueueLevel)
-		dp := d.Partition % int32(len(dlq.Partitions))
+		dp, ok := deadLetterPartition(dlq, d.Partition)
+		if !ok {
+			continue // stays pending: no partition of dlq is hosted here
+		}
 		size := batch.RecordSize(rec) + 16
 		if len(byPart[dp]) > 0 && sizes[dp]+size > budget {
 			continue // next command
@@ -181,4 +187,18 @@ func idempotencyKeys(t *Topic, pend []queue.DeadLetter, now int64) map[[2]int64]
 		}
 	}
 	return at
+}
+
+// deadLetterPartition is the partition of dlq a dead letter of origin
+// partition p goes to: p modulo dlq's partitions, or when another data
+// group hosts that one (a dead-letter topic placed unlike its origin), the
+// next hosted after it. ok is false when dlq has none here.
+func deadLetterPartition(dlq *Topic, p int32) (int32, bool) {
+	n := int32(len(dlq.Partitions))
+	for i := int32(0); i < n; i++ {
+		if dp := (p + i) % n; dlq.Partitions[dp] != nil {
+			return dp, true
+		}
+	}
+	return 0, false
 }

@@ -55,8 +55,8 @@ func (s *queueSource) record(p int32, off int64) (*batch.Record, error) {
 		}
 		return nil, nil
 	}
-	if p < 0 || int(p) >= len(s.t.Partitions) {
-		return nil, nil
+	if p < 0 || int(p) >= len(s.t.Partitions) || s.t.Partitions[p] == nil {
+		return nil, nil // another data group's partition holds nothing here
 	}
 	l := s.t.Partitions[p].log
 	b, err := l.Read(off, queueReadBytes)

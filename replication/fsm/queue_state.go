@@ -167,7 +167,9 @@ func (f *FSM) QueueClaimable(topic, name string, now int64) (bool, int64, error)
 func queueEnds(t *Topic) []int64 {
 	ends := make([]int64, len(t.Partitions))
 	for i, p := range t.Partitions {
-		ends[i] = p.next
+		if p != nil { // another data group's partition ends at 0 here
+			ends[i] = p.next
+		}
 	}
 	return ends
 }
@@ -177,7 +179,9 @@ func queueEnds(t *Topic) []int64 {
 func queueReadEnds(t *Topic) []int64 {
 	ends := make([]int64, len(t.Partitions))
 	for i, p := range t.Partitions {
-		ends[i] = p.log.EndOffset()
+		if p != nil {
+			ends[i] = p.log.EndOffset()
+		}
 	}
 	return ends
 }

@@ -59,15 +59,25 @@ type manifest struct {
 	// DataGroups is the meta group's table of data groups
 	// (data_groups.go); absent before DataGroupLevel.
 	DataGroups *dataGroupsManifest `json:"data_groups,omitempty"`
+	// Group is the data group of the state machine that took the snapshot
+	// (Config.Group); a state machine of another group refuses it. Absent
+	// for group 0 and before DataGroupLevel.
+	Group uint64 `json:"group,omitempty"`
 }
 
 type topicManifest struct {
-	Name         string              `json:"name"`
-	Config       map[string]string   `json:"config"`
-	CreatedNanos int64               `json:"created_nanos"`
-	CreateIndex  uint64              `json:"create_index"`
-	CreatedBy    string              `json:"created_by,omitempty"`
-	Partitions   []partitionManifest `json:"partitions"`
+	Name         string            `json:"name"`
+	Config       map[string]string `json:"config"`
+	CreatedNanos int64             `json:"created_nanos"`
+	CreateIndex  uint64            `json:"create_index"`
+	CreatedBy    string            `json:"created_by,omitempty"`
+	// Partitions lists every partition by index, those another data group
+	// hosts as Elsewhere entries.
+	Partitions []partitionManifest `json:"partitions"`
+	// Placement and PlacementEpoch are the topic's (placement.go); absent
+	// for a topic without a placement.
+	Placement      []uint64 `json:"placement,omitempty"`
+	PlacementEpoch uint64   `json:"placement_epoch,omitempty"`
 	// Dedup is the topic's idempotency window, oldest key first, in
 	// the window encoding of dedup.View.WriteTo (manifest version 1
 	// only).
@@ -78,7 +88,10 @@ type topicManifest struct {
 }
 
 type partitionManifest struct {
-	Start int64 `json:"start"`
+	// Elsewhere marks a partition another data group hosts: this state
+	// machine has no log for it, and the other fields are zero.
+	Elsewhere bool  `json:"elsewhere,omitempty"`
+	Start     int64 `json:"start"`
 	// End is the state machine's end offset at the snapshot's index. The
 	// log may hold more while a restart replays entries it already has.
 	End          int64             `json:"end"`
@@ -108,7 +121,7 @@ func (f *FSM) Snapshot() (*Snapshot, error) {
 	f.segmentsChanged.Store(false)
 	f.snapshotted.Store(true)
 	m := manifest{Version: manifestVersion, Index: f.applied.Load(), Now: f.now.Load(), Level: f.AppliedLevel(), NextProducerID: f.nextProducerID,
-		DataGroups: f.dataGroupsSnapshot()}
+		DataGroups: f.dataGroupsSnapshot(), Group: f.group}
 	f.resetSinceSnapshot(m.Index)
 	var (
 		syncs  []*Partition
@@ -116,8 +129,13 @@ func (f *FSM) Snapshot() (*Snapshot, error) {
 	)
 	for _, t := range f.Topics() {
 		dedups = append(dedups, t.dedup.View())
-		tm := topicManifest{Name: t.Name, Config: t.Config, CreatedNanos: t.CreatedNanos, CreateIndex: t.CreateIndex, CreatedBy: t.CreatedBy}
+		tm := topicManifest{Name: t.Name, Config: t.Config, CreatedNanos: t.CreatedNanos, CreateIndex: t.CreateIndex, CreatedBy: t.CreatedBy,
+			Placement: t.Placement, PlacementEpoch: t.PlacementEpoch}
 		for _, p := range t.Partitions {
+			if p == nil {
+				tm.Partitions = append(tm.Partitions, partitionManifest{Elsewhere: true})
+				continue
+			}
 			syncs = append(syncs, p)
 			pm := partitionManifest{Start: p.log.StartOffset(), End: p.next, AppliedIndex: p.log.AppliedIndex(), Producers: p.producers.snapshot(m.Now)}
 			for _, s := range p.log.Segments() {
@@ -231,6 +249,14 @@ func (f *FSM) Restore(rc io.Reader) error {
 	if m.Version != manifestVersion && m.Version != 1 {
 		return fmt.Errorf("restore: %w: manifest version %d", backend.ErrUnknownCommand, m.Version)
 	}
+	if m.Group != f.group {
+		return fmt.Errorf("restore: a snapshot of data group %d, this state machine runs group %d", m.Group, f.group)
+	}
+	for _, tm := range m.Topics {
+		if err := checkPlacementManifest(tm, f.group); err != nil {
+			return fmt.Errorf("restore: %w", err)
+		}
+	}
 	// The window sections follow the manifest (version 2); decode them all,
 	// straight into new windows, before changing anything.
 	sections := io.MultiReader(dec.Buffered(), rc)
@@ -290,7 +316,8 @@ func (f *FSM) Restore(rc io.Reader) error {
 	changed := false
 	ahead := 0 // partitions holding entries past the snapshot, replayed next
 	for ti, tm := range m.Topics {
-		t := &Topic{Name: tm.Name, Config: tm.Config, CreatedNanos: tm.CreatedNanos, CreateIndex: tm.CreateIndex, CreatedBy: tm.CreatedBy}
+		t := &Topic{Name: tm.Name, Config: tm.Config, CreatedNanos: tm.CreatedNanos, CreateIndex: tm.CreateIndex, CreatedBy: tm.CreatedBy,
+			Placement: tm.Placement, PlacementEpoch: tm.PlacementEpoch, group: f.group}
 		if err := openTopic(f.root, t, int32(len(tm.Partitions)), f.logOpts); err != nil {
 			closeAll(topics)
 			return fmt.Errorf("restore: %w", err)
@@ -305,6 +332,9 @@ func (f *FSM) Restore(rc io.Reader) error {
 		changed = changed || ch
 		t.dedup = windows[ti]
 		for i, pm := range tm.Partitions {
+			if pm.Elsewhere {
+				continue
+			}
 			t.Partitions[i].next = pm.End
 			t.Partitions[i].producers = producers[ti][i]
 			l := t.Partitions[i].log
@@ -416,3 +446,17 @@ func (f *FSM) SegmentsChangedSinceSnapshot() bool { return f.segmentsChanged.Loa
 // WindowBytes is the size of the idempotency windows the last durable
 // snapshot wrote.
 func (f *FSM) WindowBytes() int64 { return f.windowBytes.Load() }
+
+// checkPlacementManifest checks that a snapshot's topic marks Elsewhere
+// exactly the partitions its placement puts in groups other than group.
+func checkPlacementManifest(tm topicManifest, group uint64) error {
+	if tm.Placement != nil && len(tm.Placement) != len(tm.Partitions) {
+		return fmt.Errorf("%s: placement of %d partitions for %d", tm.Name, len(tm.Placement), len(tm.Partitions))
+	}
+	for i, pm := range tm.Partitions {
+		if here := tm.Placement == nil || tm.Placement[i] == group; pm.Elsewhere == here {
+			return fmt.Errorf("%s-%d: placement and manifest disagree on whether data group %d hosts it", tm.Name, i, group)
+		}
+	}
+	return nil
+}

@@ -23,7 +23,7 @@ import (
 // meanwhile (its topic deleted) was synced by Close.
 func (f *FSM) SyncDirty(minBytes int64) error {
 	for _, t := range f.Topics() {
-		for _, p := range t.Partitions {
+		for _, p := range t.Hosted() {
 			if n := p.unsynced.Load(); n == 0 || n < minBytes {
 				continue
 			}

@@ -28,9 +28,21 @@ type Topic struct {
 	CreateIndex uint64
 	// CreatedBy is the principal that created the topic; empty for a
 	// topic created before principals were recorded (SecurityLevel).
-	CreatedBy  string
+	CreatedBy string
+	// Partitions holds every partition of the topic by index; a partition
+	// another data group hosts is nil here (Placement says which group),
+	// so read them through Topic.Partition.
 	Partitions []*Partition
-	dir        string
+	// Placement is the data group of each partition, by index; nil when
+	// every partition is in this state machine's group (every topic
+	// before DataGroupLevel). PlacementEpoch orders placements of one
+	// topic incarnation: a partition-adopt older than it is refused.
+	Placement      []uint64
+	PlacementEpoch uint64
+	// group is the data group of the state machine that holds this Topic
+	// value (Config.Group).
+	group uint64
+	dir   string
 	// dedup holds the topic's idempotency keys (nil until opened).
 	dedup *dedup.Window
 }
@@ -126,11 +138,36 @@ func openTopic(root string, t *Topic, partitions int32, base log.Options) error 
 }
 
 // openPartitions opens (creating if needed) the logs of partitions
-// len(t.Partitions) to n-1 and appends them to t.Partitions; on an error
+// len(t.Partitions) to n-1 that this data group hosts (t.hosts) and
+// appends them to t.Partitions, nil for the others; on an error
 // the logs it opened are closed again and t.Partitions is as before.
 // Partition p's directory is "<topic dir>/<p>", so a partition added by a
 // growth replayed after a restart finds the data it held.
 func (t *Topic) openPartitions(n int32, base log.Options) error {
+	have := len(t.Partitions)
+	for p := int32(have); p < n; p++ {
+		if !t.hosts(p) {
+			// Another data group's: no directory, no log.
+			t.Partitions = append(t.Partitions, nil)
+			continue
+		}
+		np, err := t.openPartition(p, base)
+		if err != nil {
+			for _, opened := range t.Partitions[have:] {
+				if opened != nil {
+					opened.log.Close()
+				}
+			}
+			t.Partitions = t.Partitions[:have]
+			return err
+		}
+		t.Partitions = append(t.Partitions, np)
+	}
+	return nil
+}
+
+// openPartition opens (creating if needed) the log of partition p.
+func (t *Topic) openPartition(p int32, base log.Options) (*Partition, error) {
 	opts := base
 	// The config check refuses larger values; clamped anyway (as alter
 	// does), because the log refusing them here would stop the node.
@@ -141,25 +178,20 @@ func (t *Topic) openPartitions(n int32, base log.Options) error {
 	opts.MaxBatchBytes = maxAppendBatchBytes
 	// segment.ms is applied by age against the command time.
 	opts.SegmentMaxAge = msDuration(configInt(t.Config, ConfigSegmentMs))
-	have := len(t.Partitions)
-	for p := int32(have); p < n; p++ {
-		l, err := log.Open(filepath.Join(t.dir, strconv.Itoa(int(p))), opts)
-		if err != nil {
-			for _, opened := range t.Partitions[have:] {
-				opened.log.Close()
-			}
-			t.Partitions = t.Partitions[:have]
-			return fmt.Errorf("open %s-%d: %w", t.Name, p, err)
-		}
-		t.Partitions = append(t.Partitions, &Partition{Topic: t.Name, Index: p, log: l, notify: make(chan struct{})})
+	l, err := log.Open(filepath.Join(t.dir, strconv.Itoa(int(p))), opts)
+	if err != nil {
+		return nil, fmt.Errorf("open %s-%d: %w", t.Name, p, err)
 	}
-	return nil
+	return &Partition{Topic: t.Name, Index: p, log: l, notify: make(chan struct{})}, nil
 }
 
 // close closes every partition log and wakes long polls.
 func (t *Topic) close() error {
 	var first error
 	for _, p := range t.Partitions {
+		if p == nil {
+			continue
+		}
 		if err := p.log.Close(); err != nil && first == nil {
 			first = err
 		}
@@ -178,7 +210,11 @@ func (t *Topic) remove(index uint64) error {
 	if t.dir == "" {
 		return nil
 	}
-	if err := os.Rename(t.dir, t.dir+deletedSuffix+strconv.FormatUint(index, 10)); err != nil {
+	err := os.Rename(t.dir, t.dir+deletedSuffix+strconv.FormatUint(index, 10))
+	if os.IsNotExist(err) {
+		return nil // a sparse topic hosting no partition here has no files
+	}
+	if err != nil {
 		return fmt.Errorf("set aside files of deleted topic %s: %w", t.Name, err)
 	}
 	return nil
