@@ -24,6 +24,13 @@ var ErrTimeout = errors.New("replication: timed out waiting for commit; outcome 
 // the leader); returned as *BehindError, which names the leader.
 var ErrBehind = errors.New("replication: this node has not applied what the request names yet")
 
+// ErrPartitionElsewhere means a request named a partition of a data group
+// that this node cannot serve it from: it holds no replica of the group,
+// or the request is one not yet served for a topic placed over data
+// groups (docs/architecture.md, "Data groups"). Another node, or a later
+// build, serves it; the error names the group.
+var ErrPartitionElsewhere = errors.New("replication: the partition is in a data group this node does not serve it from")
+
 // ErrKeyRequired means a write carried a record without a key (a null
 // key; an empty key is a key) to a topic whose cleanup.policy includes
 // compact, which keeps the last record of each key: compaction could

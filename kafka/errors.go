@@ -165,7 +165,9 @@ var errorTable = []errorRow{
 	{errs: []error{backend.ErrTooManySCRAM}, code: errPolicyViolation},
 	// A command some member's build would not understand.
 	{errs: []error{backend.ErrFeatureLevel}, code: errPolicyViolation},
-	{errs: []error{backend.ErrNotLeader, backend.ErrShutdown, backend.ErrBehind}, code: errNotLeaderOrFollower},
+	// A partition of a data group this node does not serve it from: the
+	// client refreshes its metadata and goes to the partition's leader.
+	{errs: []error{backend.ErrNotLeader, backend.ErrShutdown, backend.ErrBehind, backend.ErrPartitionElsewhere}, code: errNotLeaderOrFollower},
 	// The outcome is unknown: the write may still commit.
 	{errs: []error{backend.ErrTimeout, context.DeadlineExceeded, context.Canceled}, code: errRequestTimedOut},
 	{errs: []error{backend.ErrStopped, backend.ErrCorrupt}, code: errKafkaStorage},

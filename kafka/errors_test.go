@@ -26,6 +26,7 @@ var kafkaSentinels = map[string]struct {
 	code int16
 }{
 	"ErrNotLeader":            {backend.ErrNotLeader, errNotLeaderOrFollower},
+	"ErrPartitionElsewhere":   {backend.ErrPartitionElsewhere, errNotLeaderOrFollower},
 	"ErrBehind":               {backend.ErrBehind, errNotLeaderOrFollower},
 	"ErrShutdown":             {backend.ErrShutdown, errNotLeaderOrFollower},
 	"ErrUnknownTopic":         {backend.ErrUnknownTopic, errUnknownTopicOrPartition},

@@ -11,6 +11,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
@@ -207,4 +209,159 @@ func TestDataGroupsPlan(t *testing.T) {
 			t.Errorf("new group %d: bootstrap %v, want its replicas %v", g.ID, g.Bootstrap, g.Replicas)
 		}
 	}
+}
+
+// TestDataGroupsServeTopics: with data groups, a topic's partitions are
+// placed over them; each group adopts its partitions; a produce through
+// any node (keyed, explicit and keyless records) is appended by each
+// group's leader and answered in the caller's order; every node reads
+// every partition from its own replica; with a node closed, produces
+// still succeed; a deleted topic is dropped by every group.
+func TestDataGroupsServeTopics(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := newJoinCluster(t)
+	c.configure = func(_ string, cfg *Config) { cfg.DataGroupsPerNode = 2 }
+	l := c.open(ctx, "n1", true)
+	nodes := []*Node{l}
+	for _, id := range []string{"n2", "n3"} {
+		n := c.open(ctx, id, false)
+		if err := l.Join(ctx, joinRequest(n), c.probe); err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	describe := func() string {
+		voters, leaders := dataGroupsView(nodes)
+		return fmt.Sprintf("table %+v; voters %v; leaders %v", l.FSM().DataGroups(), voters, leaders)
+	}
+	waitFor(ctx, t, "six groups with leaders", func() bool {
+		_, leaders := dataGroupsView(nodes)
+		return len(l.FSM().DataGroups().Groups) == 6 && len(leaders) == 6
+	}, describe)
+
+	b := NewBackend(l)
+	if _, err := b.CreateTopic(ctx, backend.CreateTopic{Name: "orders", Partitions: 12}); err != nil {
+		t.Fatal(err)
+	}
+	mt, err := l.FSM().Topic("orders")
+	if err != nil || len(mt.Placement) != 12 {
+		t.Fatalf("orders: %+v, %v", mt, err)
+	}
+	if got := len(placementGroups(mt.Placement)); got != 6 {
+		t.Errorf("12 partitions over %d groups, want 6: %v", got, mt.Placement)
+	}
+	// Every group adopts its partitions on every replica.
+	waitFor(ctx, t, "every replica adopts its partitions", func() bool {
+		for _, n := range nodes {
+			for _, r := range n.DataGroupReplicas() {
+				gt, err := r.FSM.Topic("orders")
+				if err != nil || gt.CreateIndex != mt.CreateIndex {
+					return false
+				}
+				for p, g := range mt.Placement {
+					if _, err := gt.Partition(int32(p)); (err == nil) != (g == r.ID) {
+						return false
+					}
+				}
+			}
+		}
+		return true
+	}, describe)
+
+	var recs []backend.ProduceRecord
+	for i := range 30 {
+		r := backend.ProduceRecord{Value: fmt.Appendf(nil, "v%d", i)}
+		switch i % 3 {
+		case 0:
+			r.Key = fmt.Appendf(nil, "k%d", i)
+		case 1:
+			r.Partition, r.HasPartition = int32(i%12), true
+		}
+		recs = append(recs, r)
+	}
+	produce := func(n *Node, recs []backend.ProduceRecord) backend.ProduceResult {
+		t.Helper()
+		res, err := NewBackend(n).Produce(ctx, backend.ProduceRequest{Topic: "orders", Records: recs})
+		if err != nil {
+			t.Fatalf("produce through %s: %v", n.NodeID(), err)
+		}
+		if len(res.Results) != len(recs) || res.Appended != len(recs) {
+			t.Fatalf("produce through %s: %+v", n.NodeID(), res)
+		}
+		return res
+	}
+	res := produce(nodes[1], recs)
+	// Each record is where its result says, on every node.
+	check := func(live []*Node, recs []backend.ProduceRecord, res backend.ProduceResult) {
+		t.Helper()
+		for i, r := range res.Results {
+			want := recs[i]
+			if want.HasPartition && r.Partition != want.Partition {
+				t.Errorf("record %d went to partition %d, asked %d", i, r.Partition, want.Partition)
+			}
+			for _, n := range live {
+				var got backend.ReadResult
+				waitFor(ctx, t, fmt.Sprintf("%s applies record %d", n.NodeID(), i), func() bool {
+					var err error
+					got, err = NewBackend(n).Read("orders", r.Partition, r.Offset, 1<<20)
+					return err == nil && len(got.Batches) > 0
+				}, describe)
+				bs, err := batch.DecodeAll(got.Batches)
+				if err != nil {
+					t.Fatal(err)
+				}
+				found := false
+				for _, bt := range bs {
+					for _, d := range bt.Records {
+						if d.Offset == r.Offset {
+							found = string(d.Value) == string(want.Value)
+						}
+					}
+				}
+				if !found {
+					t.Errorf("%s: record %d not at %d@%d", n.NodeID(), i, r.Partition, r.Offset)
+				}
+			}
+		}
+	}
+	check(nodes, recs, res)
+	// A keyless call stays in one group.
+	var keyless []backend.ProduceRecord
+	for i := range 8 {
+		keyless = append(keyless, backend.ProduceRecord{Value: fmt.Appendf(nil, "kl%d", i)})
+	}
+	kres := produce(nodes[2], keyless)
+	groups := map[uint64]bool{}
+	for _, r := range kres.Results {
+		groups[mt.Placement[r.Partition]] = true
+	}
+	if len(groups) != 1 {
+		t.Errorf("a keyless call spread over groups %v", groups)
+	}
+	check(nodes, keyless, kres)
+
+	// Close n3: produces through n1 and n2 still succeed.
+	c.mu.Lock()
+	c.closed[nodes[2]] = true
+	c.mu.Unlock()
+	c.close(nodes[2])
+	live := nodes[:2]
+	res = produce(nodes[1], recs)
+	check(live, recs, res)
+
+	// The topic deleted: every live replica drops it.
+	if err := b.DeleteTopic(ctx, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "every replica drops the deleted topic", func() bool {
+		for _, n := range live {
+			for _, r := range n.DataGroupReplicas() {
+				if _, err := r.FSM.Topic("orders"); err == nil {
+					return false
+				}
+			}
+		}
+		return true
+	}, describe)
 }

@@ -48,6 +48,10 @@ var errorTable = []errorRow{
 	{errs: []error{backend.ErrOffsetOutOfRange}, code: connect.CodeOutOfRange, reason: logdv1.Reason_REASON_OFFSET_OUT_OF_RANGE, info: outOfRangeInfo},
 	{errs: []error{backend.ErrUnknownTopic, backend.ErrLogClosed}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_TOPIC},
 	{errs: []error{backend.ErrUnknownPartition}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_UNKNOWN_PARTITION},
+	// A partition of a data group this node cannot serve the request
+	// from: not retryable here (FAILED_PRECONDITION); the text names the
+	// group.
+	{errs: []error{backend.ErrPartitionElsewhere}, code: connect.CodeFailedPrecondition},
 	{errs: []error{backend.ErrTopicExists}, code: connect.CodeAlreadyExists, reason: logdv1.Reason_REASON_TOPIC_EXISTS},
 	{errs: []error{backend.ErrRecordTooLarge, backend.ErrBatchTooLarge}, code: connect.CodeInvalidArgument, reason: logdv1.Reason_REASON_RECORD_TOO_LARGE},
 	{errs: []error{backend.ErrInvalidArgument, backend.ErrInvalidConfig, partition.ErrInvalidTopicName, backend.ErrInvalidBatch, backend.ErrPartitionCount,

@@ -32,6 +32,7 @@ import (
 // and then until errorTable has a row for it (or it is in internalErrors).
 var backendSentinels = map[string]error{
 	"backend.ErrNotLeader":            backend.ErrNotLeader,
+	"backend.ErrPartitionElsewhere":   backend.ErrPartitionElsewhere,
 	"backend.ErrBehind":               backend.ErrBehind,
 	"backend.ErrUnknownTopic":         backend.ErrUnknownTopic,
 	"backend.ErrUnknownRedrive":       backend.ErrUnknownRedrive,

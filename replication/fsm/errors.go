@@ -3,13 +3,15 @@ package fsm
 import (
 	"errors"
 	"fmt"
+
+	"github.com/logd-dev/logd/backend"
 )
 
 // ErrPartitionElsewhere is the error of a command or read that names a
 // partition another data group hosts: this state machine holds no log for
 // it (docs/architecture.md, "Data groups"). Errors that carry it are
 // *PartitionElsewhereError.
-var ErrPartitionElsewhere = errors.New("fsm: partition hosted by another data group")
+var ErrPartitionElsewhere = backend.ErrPartitionElsewhere
 
 // ErrStalePlacement is the error of a partition-adopt whose placement
 // epoch is older than the one the state machine holds for the topic.
