@@ -13,7 +13,8 @@ import (
 // all kinds that existed before feature levels are at BaseLevel, the
 // security kinds at SecurityLevel, group-set-offsets at ExternalGroupsLevel,
 // redrive at RedriveLevel, producer-init at ProducerLevel, the SCRAM kinds
-// at SCRAMLevel, queue-release at QueueReleaseLevel.
+// at SCRAMLevel, queue-release at QueueReleaseLevel, queue-set-starts and queue-delete at
+// QueueStartsLevel.
 func TestCommandTable(t *testing.T) {
 	names := map[string]CommandType{}
 	rows := 0
@@ -50,6 +51,8 @@ func TestCommandTable(t *testing.T) {
 			want = SCRAMLevel
 		case ct == CmdQueueRelease:
 			want = QueueReleaseLevel
+		case ct == CmdQueueSetStarts, ct == CmdQueueDelete:
+			want = QueueStartsLevel
 		}
 		if c.level != want {
 			t.Errorf("%s: level %d, want %d", c.name, c.level, want)
@@ -60,8 +63,8 @@ func TestCommandTable(t *testing.T) {
 			}
 		}
 	}
-	if rows != 33 {
-		t.Fatalf("%d kinds in the table, want 33", rows)
+	if rows != 35 {
+		t.Fatalf("%d kinds in the table, want 35", rows)
 	}
 }
 
