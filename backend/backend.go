@@ -361,9 +361,10 @@ type Kafka interface {
 	// leased, queue.ErrInvalidRequest for a start outside [0, end]), and
 	// DeleteQueueGroup deletes a queue group (queue.ErrGroupBusy too);
 	// both answer *FeatureLevelError before every member's build applies
-	// them.
+	// them, which CheckQueueStarts tells beforehand.
 	SetQueueStarts(ctx context.Context, topic, name string, starts []queue.PartitionStart) error
 	DeleteQueueGroup(ctx context.Context, topic, name string) error
+	CheckQueueStarts() error
 }
 
 // KafkaGroups is what the Kafka group coordinator needs from the node: the
