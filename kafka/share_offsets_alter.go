@@ -22,7 +22,8 @@ const keyAlterShareGroupOffsets int16 = 91
 // flight (a worker of logd's API holds one) is not empty either. Per
 // partition: a partition the topic lacks is UNKNOWN_TOPIC_OR_PARTITION, a
 // negative start INVALID_REQUEST, a start past the partition's end
-// OFFSET_OUT_OF_RANGE. The partitions of a topic move in one command.
+// OFFSET_OUT_OF_RANGE; a start below the log start (records retention
+// removed) is the log start. The partitions of a topic move in one command.
 // Until every member's build applies that command the key is not
 // advertised, and a request that comes anyway is UNSUPPORTED_VERSION.
 func (s *Server) alterShareGroupOffsets(ctx context.Context, rc *reqCtx, req *kmsg.AlterShareGroupOffsetsRequest) kmsg.Response {
@@ -73,7 +74,8 @@ func (s *Server) alterShareGroupOffsets(ctx context.Context, rc *reqCtx, req *km
 			case rp.StartOffset < 0:
 				answer(rp.Partition, errInvalidRequest, "a start offset of 0 or more is required")
 			default:
-				if o, err := s.b.Offsets(rt.Topic, rp.Partition); err != nil || rp.StartOffset > o.End {
+				o, err := s.b.Offsets(rt.Topic, rp.Partition)
+				if err != nil || rp.StartOffset > o.End {
 					code, msg := errOffsetOutOfRange, "the start offset is past the partition's end"
 					if err != nil {
 						code, msg = codeFor(err, opAdmin), errorMessage(err)
@@ -81,7 +83,9 @@ func (s *Server) alterShareGroupOffsets(ctx context.Context, rc *reqCtx, req *km
 					answer(rp.Partition, code, msg)
 					continue
 				}
-				starts = append(starts, queue.PartitionStart{Partition: rp.Partition, Offset: rp.StartOffset})
+				// Below the log start there are no records to work: the
+				// queue group starts where they do.
+				starts = append(starts, queue.PartitionStart{Partition: rp.Partition, Offset: max(rp.StartOffset, o.LogStart)})
 			}
 		}
 		if len(starts) > 0 {
