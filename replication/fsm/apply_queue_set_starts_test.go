@@ -12,7 +12,7 @@ import (
 // refused while a lease is live and for a start past the end; once the
 // lease ends, the next claim delivers from the new start, and a deleted
 // group is gone (a claim finds no group, and the group can be created
-// again).
+// again). The moved group survives a snapshot.
 func TestQueueSetStartsAndDelete(t *testing.T) {
 	f, _ := testFSM(t, t.TempDir())
 	a := &applier{t: t, f: f}
@@ -38,6 +38,18 @@ func TestQueueSetStartsAndDelete(t *testing.T) {
 	}
 	if res := starts(after, 3); res != nil {
 		t.Fatalf("starts: %v", res)
+	}
+	info, err := f.DescribeQueueGroup("jobs", "w", after)
+	if err != nil || info.Partitions[0].Start != 3 || info.Backlog.Records != 1 || !info.ExactBytes || info.Backlog.Bytes <= 0 {
+		t.Fatalf("after the move: %+v, %v; want start 3 and one record of backlog, its exact bytes", info, err)
+	}
+	f.queues.mu.RLock()
+	snap := f.queues.byTopic["jobs"]["w"].Snapshot()
+	f.queues.mu.RUnlock()
+	if q, err := queue.Restore(snap); err != nil {
+		t.Fatalf("restore after the move: %v", err)
+	} else if start, _ := q.PartitionStart(0); start != 3 {
+		t.Fatalf("restored start %d, want 3", start)
 	}
 	c := a.claim(after, 5, time.Second)
 	if len(c.Records) != 1 || c.Records[0].Offset != 3 {
