@@ -11,8 +11,8 @@ import (
 // TestQueueSetStartsAndDelete: moving a group's starts and deleting it are
 // refused while a lease is live and for a start past the end; once the
 // lease ends, the next claim delivers from the new start, and a deleted
-// group is gone (a claim finds no group, and the group can be created
-// again). The moved group survives a snapshot.
+// group is gone (a second delete finds no group, and the group can be
+// created again). The moved group survives a snapshot.
 func TestQueueSetStartsAndDelete(t *testing.T) {
 	f, _ := testFSM(t, t.TempDir())
 	a := &applier{t: t, f: f}
