@@ -356,6 +356,15 @@ type Kafka interface {
 	// claims named worker, offering their records again at once
 	// (*FeatureLevelError before every member's build applies it).
 	ReleaseQueueWorker(ctx context.Context, topic, name, worker, why string) (QueueReleaseResult, error)
+	// SetQueueStarts moves the start offsets of partitions of a queue
+	// group (queue.Group.SetStarts: queue.ErrGroupBusy while a record is
+	// leased, queue.ErrInvalidRequest for a start outside [0, end]), and
+	// DeleteQueueGroup deletes a queue group (queue.ErrGroupBusy too);
+	// both answer *FeatureLevelError before every member's build applies
+	// them, which CheckQueueStarts tells beforehand.
+	SetQueueStarts(ctx context.Context, topic, name string, starts []queue.PartitionStart) error
+	DeleteQueueGroup(ctx context.Context, topic, name string) error
+	CheckQueueStarts() error
 }
 
 // KafkaGroups is what the Kafka group coordinator needs from the node: the

@@ -212,6 +212,8 @@ var authzTable = map[int16]authzRule{
 	kmsg.ShareGroupHeartbeat.Int16():       {group: auth.OpRead, topic: auth.OpDescribe},
 	kmsg.ShareGroupDescribe.Int16():        {group: auth.OpDescribe},
 	kmsg.DescribeShareGroupOffsets.Int16(): {group: auth.OpDescribe, topic: auth.OpDescribe},
+	kmsg.AlterShareGroupOffsets.Int16():    {group: auth.OpRead, topic: auth.OpRead, audit: true},
+	kmsg.DeleteShareGroupOffsets.Int16():   {group: auth.OpDelete, topic: auth.OpRead, audit: true},
 	kmsg.ShareFetch.Int16():                {group: auth.OpRead, topic: auth.OpRead},
 	kmsg.ShareAcknowledge.Int16():          {group: auth.OpRead, topic: auth.OpRead},
 }

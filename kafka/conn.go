@@ -399,6 +399,10 @@ func (c *conn) dispatch(rc *reqCtx, r *request) (kmsg.Response, error) {
 		resp = c.s.shareGroupDescribe(ctx, rc, req)
 	case *kmsg.DescribeShareGroupOffsetsRequest:
 		resp = c.s.describeShareGroupOffsets(ctx, rc, req)
+	case *kmsg.AlterShareGroupOffsetsRequest:
+		resp = c.s.alterShareGroupOffsets(ctx, rc, req)
+	case *kmsg.DeleteShareGroupOffsetsRequest:
+		resp = c.s.deleteShareGroupOffsets(ctx, rc, req)
 	case *kmsg.ShareFetchRequest:
 		resp = c.s.shareFetch(c.pollCtx, rc, req)
 	case *kmsg.ShareAcknowledgeRequest:

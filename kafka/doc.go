@@ -35,7 +35,10 @@
 // and the deliveries each holds, on the Raft leader only; records are
 // claimed, acknowledged and released through the queue groups' replicated
 // commands, so leases, fencing and dead letters are the queue groups'
-// (docs/kafka.md, "Share groups").
+// (docs/kafka.md, "Share groups"). A share group's offsets are its queue
+// groups' start offsets: AlterShareGroupOffsets moves them and
+// DeleteShareGroupOffsets deletes the queue groups, each through one
+// replicated command per topic.
 //
 // # Security
 //

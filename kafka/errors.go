@@ -9,6 +9,7 @@ import (
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/dedup"
 	"github.com/logd-dev/logd/partition"
+	"github.com/logd-dev/logd/queue"
 )
 
 // Kafka error codes this front end answers with (the protocol's numbers).
@@ -139,6 +140,15 @@ var errorTable = []errorRow{
 	// "not written"), sent with throttle_time_ms (throttleFor).
 	{errs: []error{backend.ErrOverloaded}, code: errNotEnoughReplicas},
 	{errs: []error{backend.ErrOffsetOutOfRange}, code: errOffsetOutOfRange},
+	// Queue groups, which serve share groups (docs/kafka.md, "Share
+	// groups"): a group with records in flight is not empty, as Kafka
+	// calls a share group with members; a token that is not the current
+	// delivery's is an acknowledgement of a record not held.
+	{errs: []error{queue.ErrGroupNotFound}, code: errGroupIDNotFound},
+	{errs: []error{queue.ErrGroupBusy}, code: errNonEmptyGroup},
+	{errs: []error{queue.ErrStaleToken, queue.ErrBadToken}, code: errInvalidRecordState},
+	{errs: []error{queue.ErrInvalidConfig}, code: errInvalidConfig},
+	{errs: []error{queue.ErrInvalidRequest, queue.ErrGroupExists}, code: errInvalidRequest},
 	{errs: []error{backend.ErrUnknownTopic, backend.ErrLogClosed, backend.ErrUnknownPartition}, code: errUnknownTopicOrPartition},
 	{errs: []error{backend.ErrTopicExists}, code: errTopicAlreadyExists},
 	{errs: []error{backend.ErrRecordTooLarge, backend.ErrBatchTooLarge}, code: errMessageTooLarge},

@@ -14,6 +14,7 @@ import (
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/dedup"
 	"github.com/logd-dev/logd/partition"
+	"github.com/logd-dev/logd/queue"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -88,15 +89,68 @@ func TestErrorTableCoversSentinels(t *testing.T) {
 	}
 
 	// Every sentinel declared in package backend is listed.
-	fset := token.NewFileSet()
-	files, err := filepath.Glob(filepath.Join("..", "backend", "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	listed := map[string]bool{}
 	for _, n := range notMet {
 		listed[n] = true
 	}
+	for _, d := range declaredSentinels(t, filepath.Join("..", "backend")) {
+		if _, ok := kafkaSentinels[d.name]; !ok && !listed[d.name] {
+			t.Errorf("backend.%s (%s) has no Kafka code: add it to kafkaSentinels (and errorTable) or notMet", d.name, d.file)
+		}
+	}
+}
+
+// queueSentinels are package queue's errors, which share-group requests
+// meet (a share group is a queue group per topic), with the code each
+// maps to. TestQueueErrorsHaveKafkaCodes reads package queue's sources,
+// so a new sentinel fails it until it has a row here and in errorTable.
+var queueSentinels = map[string]struct {
+	err  error
+	code int16
+}{
+	"ErrGroupNotFound":  {queue.ErrGroupNotFound, errGroupIDNotFound},
+	"ErrGroupExists":    {queue.ErrGroupExists, errInvalidRequest},
+	"ErrInvalidConfig":  {queue.ErrInvalidConfig, errInvalidConfig},
+	"ErrInvalidRequest": {queue.ErrInvalidRequest, errInvalidRequest},
+	"ErrBadToken":       {queue.ErrBadToken, errInvalidRecordState},
+	"ErrStaleToken":     {queue.ErrStaleToken, errInvalidRecordState},
+	"ErrGroupBusy":      {queue.ErrGroupBusy, errNonEmptyGroup},
+}
+
+// TestQueueErrorsHaveKafkaCodes: every sentinel of package queue maps to
+// its own Kafka code, through errorTable (codeFor) and through the
+// group requests' mapping (groupCode) that the share handlers use, never
+// to UNKNOWN_SERVER_ERROR.
+func TestQueueErrorsHaveKafkaCodes(t *testing.T) {
+	for name, s := range queueSentinels {
+		wrapped := fmt.Errorf("context: %w", s.err)
+		if got := codeFor(wrapped, opAdmin); got != s.code {
+			t.Errorf("queue.%s: codeFor %s; want %s", name, errorName(got), errorName(s.code))
+		}
+		if got := groupCode(wrapped); got != s.code {
+			t.Errorf("queue.%s: groupCode %s; want %s", name, errorName(got), errorName(s.code))
+		}
+	}
+	for _, d := range declaredSentinels(t, filepath.Join("..", "queue")) {
+		if _, ok := queueSentinels[d.name]; !ok {
+			t.Errorf("queue.%s (%s) has no Kafka code: add it to queueSentinels and errorTable", d.name, d.file)
+		}
+	}
+}
+
+// sentinel is an Err* variable declared in a package's sources.
+type sentinel struct{ name, file string }
+
+// declaredSentinels parses the non-test sources of the package in dir and
+// returns its package-level Err* variables.
+func declaredSentinels(t *testing.T, dir string) []sentinel {
+	t.Helper()
+	fset := token.NewFileSet()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no sources in %s: %v", dir, err)
+	}
+	var out []sentinel
 	for _, path := range files {
 		if strings.HasSuffix(path, "_test.go") {
 			continue
@@ -116,16 +170,14 @@ func TestErrorTableCoversSentinels(t *testing.T) {
 			}
 			for _, spec := range g.Specs {
 				for _, n := range spec.(*ast.ValueSpec).Names {
-					if !strings.HasPrefix(n.Name, "Err") {
-						continue
-					}
-					if _, ok := kafkaSentinels[n.Name]; !ok && !listed[n.Name] {
-						t.Errorf("backend.%s (%s) has no Kafka code: add it to kafkaSentinels (and errorTable) or notMet", n.Name, filepath.Base(path))
+					if strings.HasPrefix(n.Name, "Err") {
+						out = append(out, sentinel{name: n.Name, file: filepath.Base(path)})
 					}
 				}
 			}
 		}
 	}
+	return out
 }
 
 // TestErrorCodesAreKafkas checks the numbers and names of errors.go against

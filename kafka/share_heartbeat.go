@@ -179,3 +179,15 @@ func (c *shareCoordinator) assignment(topics []string) (*kmsg.ShareGroupHeartbea
 	}
 	return &a, sig.String()
 }
+
+// memberCount is the number of members a share group has here, or -1
+// when the coordinator does not know the group.
+func (c *shareCoordinator) memberCount(groupName string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[groupName]
+	if g == nil {
+		return -1
+	}
+	return len(g.members)
+}

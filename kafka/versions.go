@@ -20,7 +20,8 @@ type versionRange struct {
 // topic ids). librdkafka enables RecordBatch v2 only when Produce 3 and
 // Fetch 4 are in range, and zstd when Produce 7 and Fetch 10 are.
 // InitProducerId is listed only once the cluster serves idempotent
-// producers (apiKeys); every transaction API is left out, and clients
+// producers, AlterShareGroupOffsets and DeleteShareGroupOffsets only once
+// it moves and deletes queue groups (apiKeys); every transaction API is left out, and clients
 // refuse transactions themselves. The
 // group APIs are the classic protocol's (KIP-848's ConsumerGroupHeartbeat
 // is left out, so clients use the classic one). SaslHandshake version 0
@@ -58,6 +59,8 @@ var advertised = []versionRange{
 	{keyShareFetch, 1, 2},
 	{keyShareAcknowledge, 1, 2},
 	{keyDescribeShareGroupOffsets, 0, 1},
+	{keyAlterShareGroupOffsets, 0, 0},
+	{keyDeleteShareGroupOffsets, 0, 0},
 }
 
 // served reports whether key at version is in the advertised table.
@@ -93,12 +96,18 @@ func (s *Server) apiVersions(h requestHeader, body []byte) kmsg.Response {
 // apiKeys is the advertised table as ApiVersions lists it: InitProducerId
 // only once every member's build judges idempotent batches (the
 // backend's CheckIdempotence), since kgo and librdkafka produce with a
-// producer id as soon as it is listed.
+// producer id as soon as it is listed; AlterShareGroupOffsets and
+// DeleteShareGroupOffsets only once every member's build applies their
+// commands (CheckQueueStarts).
 func (s *Server) apiKeys() []kmsg.ApiVersionsResponseApiKey {
 	idempotent := s.b.CheckIdempotence() == nil
+	queueStarts := s.b.CheckQueueStarts() == nil
 	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(advertised))
 	for _, r := range advertised {
 		if r.key == keyInitProducerID && !idempotent {
+			continue
+		}
+		if (r.key == keyAlterShareGroupOffsets || r.key == keyDeleteShareGroupOffsets) && !queueStarts {
 			continue
 		}
 		k := kmsg.NewApiVersionsResponseApiKey()

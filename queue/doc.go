@@ -14,7 +14,8 @@
 // health.go (backlog and retention inputs for admission control), age.go
 // (append times, for the backlog's age), drain.go (the drain rate and
 // retry-after hints), history.go (each record's attempts), stats.go,
-// pause.go, snapshot.go.
+// pause.go, release.go (a worker's leases ended), reset.go (start
+// offsets moved), snapshot.go.
 //
 // Invariants:
 //

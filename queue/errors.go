@@ -22,4 +22,7 @@ var (
 	// ErrStaleToken means a token is not the current delivery's, or its
 	// lease has expired; the operation changed nothing.
 	ErrStaleToken = errors.New("queue: stale delivery token")
+	// ErrGroupBusy means an operation that needs the group idle (moving
+	// its start offsets, deleting it) found a record under a live lease.
+	ErrGroupBusy = errors.New("queue: queue group has records in flight")
 )

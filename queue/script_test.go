@@ -291,6 +291,13 @@ func (s *queueScript) exec(line string) string {
 		} else {
 			fmt.Fprintf(&b, "claimable at %s\n", fmtTime(wake))
 		}
+	case "starts":
+		// starts t=... p=0 offset=5: moves a partition's start.
+		err := s.q.SetStarts(now, []PartitionStart{{Partition: int32(s.num(kv, "p", 0)), Offset: int64(s.num(kv, "offset", 0))}}, s.src, s.src.ends)
+		if err != nil {
+			return fmt.Sprintf("error: %v\n", err)
+		}
+		b.WriteString("moved\n")
 	case "exact":
 		// The state machine reached the level of exact bytes.
 		if err := s.q.SetExactBytes(s.src, s.src.ends, now); err != nil {

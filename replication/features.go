@@ -120,3 +120,15 @@ func (n *Node) CheckIdempotence() error {
 	}
 	return allows("idempotent produce", fsm.ProducerLevel, cluster)
 }
+
+// CheckQueueStarts says whether a queue group's start offsets may be
+// moved and a queue group deleted (AlterShareGroupOffsets and
+// DeleteShareGroupOffsets): nil once every member's build applies those
+// commands (fsm.QueueStartsLevel), a *backend.FeatureLevelError before.
+func (n *Node) CheckQueueStarts() error {
+	cluster, err := n.featureLevel()
+	if err != nil {
+		return err
+	}
+	return allows("moving a queue group's starts", fsm.QueueStartsLevel, cluster)
+}

@@ -190,6 +190,46 @@ func (b *Backend) ReleaseQueueWorker(ctx context.Context, topic, name, worker, w
 	return r, nil
 }
 
+// SetQueueStarts moves the start offsets of partitions of a queue group
+// (fsm.QueueSetStarts) and waits until that is committed and applied,
+// once every member's build applies it (fsm.QueueStartsLevel).
+func (b *Backend) SetQueueStarts(ctx context.Context, topic, name string, starts []queue.PartitionStart) error {
+	if len(starts) == 0 {
+		return nil
+	}
+	if _, _, err := b.fsm.QueueClaimable(topic, name, 0); err != nil {
+		return err
+	}
+	return b.proposeQueueAdmin(ctx, fsm.CmdQueueSetStarts, fsm.QueueSetStarts{Topic: topic, Group: name, Starts: starts})
+}
+
+// DeleteQueueGroup deletes a queue group (fsm.QueueDelete) and waits
+// until that is committed and applied, once every member's build applies
+// it (fsm.QueueStartsLevel).
+func (b *Backend) DeleteQueueGroup(ctx context.Context, topic, name string) error {
+	if _, _, err := b.fsm.QueueClaimable(topic, name, 0); err != nil {
+		return err
+	}
+	return b.proposeQueueAdmin(ctx, fsm.CmdQueueDelete, fsm.QueueDelete{Topic: topic, Group: name})
+}
+
+// proposeQueueAdmin proposes a JSON queue command whose result is nil or
+// an error.
+func (b *Backend) proposeQueueAdmin(ctx context.Context, ct fsm.CommandType, body any) error {
+	data, err := fsm.EncodeJSON(ct, b.cfg.Now().UnixNano(), body)
+	if err != nil {
+		return err
+	}
+	res, err := b.propose(ctx, data)
+	if err != nil {
+		return err
+	}
+	if res != nil {
+		return fmt.Errorf("%v: unexpected result %T", ct, res)
+	}
+	return nil
+}
+
 // PauseQueueGroup pauses or resumes a queue group and waits until that is
 // committed and applied.
 func (b *Backend) PauseQueueGroup(ctx context.Context, topic, name string, paused bool) (backend.QueuePauseResult, error) {

@@ -75,6 +75,9 @@ var errorTable = []errorRow{
 	{errs: []error{queue.ErrGroupExists}, code: connect.CodeAlreadyExists, reason: logdv1.Reason_REASON_QUEUE_GROUP_EXISTS},
 	{errs: []error{queue.ErrInvalidConfig, queue.ErrInvalidRequest, queue.ErrBadToken}, code: connect.CodeInvalidArgument, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
 	{errs: []error{queue.ErrStaleToken}, code: connect.CodeFailedPrecondition, reason: logdv1.Reason_REASON_STALE_TOKEN},
+	// A queue group with records in flight cannot have its start moved or
+	// be deleted, as a consumer group with members cannot be deleted.
+	{errs: []error{queue.ErrGroupBusy}, code: connect.CodeFailedPrecondition, reason: logdv1.Reason_REASON_GROUP_NOT_EMPTY},
 
 	// The cluster and the node.
 	{errs: []error{backend.ErrUnknownNode}, code: connect.CodeNotFound, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},

@@ -97,6 +97,7 @@ var backendSentinels = map[string]error{
 	"queue.ErrInvalidRequest":        queue.ErrInvalidRequest,
 	"queue.ErrBadToken":              queue.ErrBadToken,
 	"queue.ErrStaleToken":            queue.ErrStaleToken,
+	"queue.ErrGroupBusy":             queue.ErrGroupBusy,
 
 	"dedup.ErrBadEncoding": dedup.ErrBadEncoding,
 }

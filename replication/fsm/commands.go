@@ -60,6 +60,11 @@ const (
 	CmdQueuePause CommandType = 46
 	// CmdQueueRelease ends a worker's live leases, at QueueReleaseLevel.
 	CmdQueueRelease CommandType = 47
+	// CmdQueueSetStarts moves a queue group's start offsets, at
+	// QueueStartsLevel.
+	CmdQueueSetStarts CommandType = 48
+	// CmdQueueDelete deletes a queue group, at QueueStartsLevel.
+	CmdQueueDelete CommandType = 49
 
 	// Cluster membership (60-69).
 
@@ -178,8 +183,13 @@ const (
 	// group (package replication). See docs/architecture.md, "Data
 	// groups".
 	DataGroupLevel FeatureLevel = 14
+	// QueueStartsLevel adds moving a queue group's start offsets
+	// (CmdQueueSetStarts) and deleting a queue group (CmdQueueDelete),
+	// which the Kafka listener proposes for AlterShareGroupOffsets and
+	// DeleteShareGroupOffsets.
+	QueueStartsLevel FeatureLevel = 15
 	// Level is the highest feature level this build understands.
-	Level FeatureLevel = DataGroupLevel
+	Level FeatureLevel = QueueStartsLevel
 )
 
 // commandVersion is the payload version most kinds write after the type
@@ -264,11 +274,13 @@ var commands = [...]command{
 		{version: commandVersion, level: BaseLevel},
 		{version: queueClaimWorkerVersion, level: QueueLevel}, // with a worker id
 	}, binaryDecoder("queue-claim", decodeQueueClaim), (*FSM).applyQueueClaim),
-	CmdQueueAck:     binaryCommand("queue-ack", BaseLevel, decodeQueueAck, (*FSM).applyQueueAck),
-	CmdQueueNack:    binaryCommand("queue-nack", BaseLevel, decodeQueueNack, (*FSM).applyQueueNack),
-	CmdQueueExtend:  binaryCommand("queue-extend", BaseLevel, decodeQueueExtend, (*FSM).applyQueueExtend),
-	CmdQueuePause:   jsonCommand("queue-pause", BaseLevel, (*FSM).applyQueuePause),
-	CmdQueueRelease: jsonCommand("queue-release", QueueReleaseLevel, (*FSM).applyQueueRelease),
+	CmdQueueAck:       binaryCommand("queue-ack", BaseLevel, decodeQueueAck, (*FSM).applyQueueAck),
+	CmdQueueNack:      binaryCommand("queue-nack", BaseLevel, decodeQueueNack, (*FSM).applyQueueNack),
+	CmdQueueExtend:    binaryCommand("queue-extend", BaseLevel, decodeQueueExtend, (*FSM).applyQueueExtend),
+	CmdQueuePause:     jsonCommand("queue-pause", BaseLevel, (*FSM).applyQueuePause),
+	CmdQueueRelease:   jsonCommand("queue-release", QueueReleaseLevel, (*FSM).applyQueueRelease),
+	CmdQueueSetStarts: jsonCommand("queue-set-starts", QueueStartsLevel, (*FSM).applyQueueSetStarts),
+	CmdQueueDelete:    jsonCommand("queue-delete", QueueStartsLevel, (*FSM).applyQueueDelete),
 
 	CmdNodeRegister:   jsonCommand("node-register", BaseLevel, (*FSM).applyNodeRegister),
 	CmdNodeDeregister: jsonCommand("node-deregister", BaseLevel, (*FSM).applyNodeDeregister),

@@ -13,8 +13,9 @@ import (
 // all kinds that existed before feature levels are at BaseLevel, the
 // security kinds at SecurityLevel, group-set-offsets at ExternalGroupsLevel,
 // redrive at RedriveLevel, producer-init at ProducerLevel, the SCRAM kinds
-// at SCRAMLevel, queue-release at QueueReleaseLevel, partition-adopt at
-// DataGroupLevel.
+// at SCRAMLevel, queue-release at QueueReleaseLevel, partition-adopt and
+// data-groups at DataGroupLevel, queue-set-starts and queue-delete at
+// QueueStartsLevel.
 func TestCommandTable(t *testing.T) {
 	names := map[string]CommandType{}
 	rows := 0
@@ -51,8 +52,10 @@ func TestCommandTable(t *testing.T) {
 			want = SCRAMLevel
 		case ct == CmdQueueRelease:
 			want = QueueReleaseLevel
-		case ct == CmdPartitionAdopt:
+		case ct == CmdPartitionAdopt, ct == CmdDataGroups:
 			want = DataGroupLevel
+		case ct == CmdQueueSetStarts, ct == CmdQueueDelete:
+			want = QueueStartsLevel
 		}
 		if c.level != want {
 			t.Errorf("%s: level %d, want %d", c.name, c.level, want)
@@ -63,8 +66,8 @@ func TestCommandTable(t *testing.T) {
 			}
 		}
 	}
-	if rows != 34 {
-		t.Fatalf("%d kinds in the table, want 34", rows)
+	if rows != 37 {
+		t.Fatalf("%d kinds in the table, want 37", rows)
 	}
 }
 
