@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -65,7 +66,25 @@ func (b *Backend) SegmentHandler() http.Handler {
 	if p := b.cfg.PeerTLS; p != nil {
 		nodes = p
 	}
-	return catchup.NewSegmentHandler(b.fsm, nodes, b.requiredSecret, b.cfg.Logger)
+	return catchup.NewSegmentHandler(segmentRouter{b.Node}, nodes, b.requiredSecret, b.cfg.Logger)
+}
+
+// segmentRouter finds a segment a peer asks for in the meta group's state
+// machine or, for a partition of a data group, in this node's replica of
+// it.
+type segmentRouter struct{ n *Node }
+
+func (r segmentRouter) LookupSegment(topic string, topicIndex uint64, p int32, base int64) (fsm.ServedSegment, error) {
+	seg, err := r.n.fsm.LookupSegment(topic, topicIndex, p, base)
+	if err == nil || !errors.Is(err, backend.ErrPartitionElsewhere) && !errors.Is(err, backend.ErrUnknownTopic) && !errors.Is(err, backend.ErrSegmentGone) {
+		return seg, err
+	}
+	for _, dg := range r.n.DataGroupReplicas() {
+		if s, derr := dg.FSM.LookupSegment(topic, topicIndex, p, base); derr == nil {
+			return s, nil
+		}
+	}
+	return seg, err
 }
 
 // requiredSecret is the cluster secret once the node requires it, nil

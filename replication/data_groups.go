@@ -18,6 +18,7 @@ import (
 
 	"github.com/logd-dev/logd/internal/slogbridge"
 	"github.com/logd-dev/logd/log"
+	"github.com/logd-dev/logd/replication/catchup"
 	"github.com/logd-dev/logd/replication/fsm"
 	"github.com/logd-dev/logd/replication/observe"
 	"github.com/logd-dev/logd/replication/placement"
@@ -267,7 +268,10 @@ func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 	if cfg.SyncPartitions {
 		logOpts.Sync = log.SyncEveryAppend
 	}
-	sm := fsm.New(fsm.Config{Dir: filepath.Join(dir, "topics"), Log: logOpts, Logger: logger, Fatal: cfg.Fatal, Self: cfg.NodeID, Group: g.ID})
+	// Catch-up fetches segments from the peers the meta group's registry
+	// lists: the group's state machine holds no registry.
+	sm := fsm.New(fsm.Config{Dir: filepath.Join(dir, "topics"), Log: logOpts, Logger: logger, Fatal: cfg.Fatal, Self: cfg.NodeID, Group: g.ID,
+		Fetcher: catchup.NewSegmentFetcher(cfg.SegmentSource, cfg.CatchUpTimeout, logger), Peers: n.fsm.Peers})
 	fail := func(err error) (*dataGroup, error) {
 		stores.close()
 		sm.Close()

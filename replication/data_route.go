@@ -16,6 +16,7 @@ import (
 	"github.com/logd-dev/logd/partition"
 	"github.com/logd-dev/logd/replication/fsm"
 	"github.com/logd-dev/logd/replication/placement"
+	"github.com/logd-dev/logd/replication/transport"
 )
 
 // Routing to data groups (docs/architecture.md, "Data groups"). A topic
@@ -417,6 +418,10 @@ func (n *Node) inGroup(ctx context.Context, g uint64, local func(groupHandle) er
 		ans, err := n.callGroup(ctx, target, g, call)
 		hint = ""
 		switch {
+		case errors.Is(err, transport.ErrCallUnanswered):
+			// The leader may have appended it: the outcome is unknown,
+			// and a retry elsewhere could append it twice.
+			return fmt.Errorf("%w: data group %d at %s: %v", backend.ErrTimeout, g, target, err)
 		case err != nil:
 			last = fmt.Errorf("%w: data group %d at %s: %v", backend.ErrNotLeader, g, target, err)
 		case ans.Err != nil && errors.Is(ans.Err.decode(), backend.ErrNotLeader):

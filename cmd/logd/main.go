@@ -66,6 +66,8 @@ type config struct {
 	// dataGroupsPerNode is --data-groups-per-node, replicationFactor
 	// --replication-factor (replication.Config's).
 	dataGroupsPerNode, replicationFactor int
+	// trailingLogs is --raft-trailing-logs.
+	trailingLogs uint64
 	// memoryLimit is --memory-limit: the Go runtime's soft memory limit
 	// in bytes, 0 for none of logd's (memory.go).
 	memoryLimit int64
@@ -118,6 +120,7 @@ func defineFlags(fs *pflag.FlagSet) func(getenv func(string) string) (config, er
 	fs.IntVar(&c.dataGroupsPerNode, "data-groups-per-node", 0, fmt.Sprintf("Raft data groups each node adds to the cluster beside the meta group: it starts with that many and each join adds as many; 0 to %d; 0: none (data groups hold no partitions yet: docs/architecture.md, \"Data groups\") (LOGD_DATA_GROUPS_PER_NODE)", replication.MaxDataGroupsPerNode))
 	fs.IntVar(&c.replicationFactor, "replication-factor", replication.DefaultReplicationFactor, "replicas of each data group, fewer while the cluster has fewer nodes (LOGD_REPLICATION_FACTOR)")
 	fs.Uint64Var(&c.snapshotEvery, "snapshot-threshold", 8192, "Raft entries between snapshots (LOGD_SNAPSHOT_THRESHOLD)")
+	fs.Uint64Var(&c.trailingLogs, "raft-trailing-logs", 512, "Raft entries kept after a snapshot for followers behind it; one further behind installs the snapshot and fetches segments from a peer (LOGD_RAFT_TRAILING_LOGS)")
 	fs.DurationVar(&c.snapshotPeriod, "snapshot-interval", 30*time.Second, "how often to check for a snapshot (LOGD_SNAPSHOT_INTERVAL)")
 	fs.DurationVar(&c.cleanerInterval, "cleaner-interval", cleaner.DefaultInterval,
 		"how often the leader applies retention and compaction (LOGD_CLEANER_INTERVAL)")
@@ -324,6 +327,7 @@ func run(ctx context.Context, c config, getenv func(string) string, stderr io.Wr
 		DataGroupsPerNode: c.dataGroupsPerNode,
 		ReplicationFactor: c.replicationFactor,
 		SnapshotThreshold: c.snapshotEvery,
+		TrailingLogs:      c.trailingLogs,
 		SnapshotInterval:  c.snapshotPeriod,
 		CleanerInterval:   c.cleanerInterval,
 		// The flag's 0 (unbounded) is the Config's negative.

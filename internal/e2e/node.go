@@ -252,14 +252,24 @@ func CreateTopic(t testing.TB, ctx context.Context, nd *Node, name string, parts
 
 // ReadAll reads every partition of a topic from its start to its end. A
 // fetch may answer no records and a later next offset (a compacted range).
+// A failed fetch fails the test.
 func (nd *Node) ReadAll(ctx context.Context, topic string, partitions int32) map[int32][]*logdv1.FetchedRecord {
 	nd.T.Helper()
+	out, err := nd.TryReadAll(ctx, topic, partitions)
+	if err != nil {
+		nd.T.Fatal(err)
+	}
+	return out
+}
+
+// TryReadAll is ReadAll answering a failed fetch's error.
+func (nd *Node) TryReadAll(ctx context.Context, topic string, partitions int32) (map[int32][]*logdv1.FetchedRecord, error) {
 	out := map[int32][]*logdv1.FetchedRecord{}
 	for part := range partitions {
 		for off := int64(0); ; {
 			resp, err := nd.RPC.Fetch(ctx, connect.NewRequest(&logdv1.FetchRequest{Topic: topic, Partition: part, Offset: off, MaxBytes: 1 << 20}))
 			if err != nil {
-				nd.T.Fatalf("%s: fetch %s-%d@%d: %v", nd.ID, topic, part, off, err)
+				return nil, fmt.Errorf("%s: fetch %s-%d@%d: %w", nd.ID, topic, part, off, err)
 			}
 			out[part] = append(out[part], resp.Msg.Records...)
 			if resp.Msg.NextOffset <= off || resp.Msg.NextOffset >= resp.Msg.EndOffset {
@@ -268,5 +278,5 @@ func (nd *Node) ReadAll(ctx context.Context, topic string, partitions int32) map
 			off = resp.Msg.NextOffset
 		}
 	}
-	return out
+	return out, nil
 }

@@ -218,6 +218,9 @@ func (f *FSM) fetch(t *Topic, p int32, keep []int64, segs []segmentManifest) err
 // peers lists the addresses other nodes are called at, by node id: a
 // node with a peer listener serves segments there only.
 func (f *FSM) peers() []string {
+	if f.catchUp.peers != nil {
+		return f.catchUp.peers()
+	}
 	var out []string
 	for _, n := range f.nodes.list() {
 		if a := n.CallAddress(); n.ID != f.catchUp.self && a != "" {
@@ -232,4 +235,11 @@ func (f *FSM) peers() []string {
 type catchUpConfig struct {
 	self    string // this node's id, never its own source
 	fetcher SegmentFetcher
+	// peers, when set, lists the peers instead of the registry
+	// (Config.Peers).
+	peers func() []string
 }
+
+// Peers lists the addresses other nodes are called at for segments: the
+// node registry's (or Config.Peers's).
+func (f *FSM) Peers() []string { return f.peers() }

@@ -120,6 +120,10 @@ type Config struct {
 	// Fetcher fetches segments a snapshot names but the local logs lack
 	// (catchup.go); nil: such a snapshot is refused (backend.ErrNoSegmentSource).
 	Fetcher SegmentFetcher
+	// Peers, when set, lists the addresses catch-up fetches segments
+	// from, instead of this state machine's node registry: a data group's
+	// state machine holds no registry and asks the meta group's.
+	Peers func() []string
 	// Group is the data group this state machine runs: it opens only the
 	// partitions a topic's placement puts in it (placement.go). Default 0,
 	// the meta group, which is also data group 0 and hosts every
@@ -137,7 +141,7 @@ func New(cfg Config) *FSM {
 		cfg.Now = time.Now
 	}
 	f := &FSM{root: cfg.Dir, group: cfg.Group, logOpts: cfg.Log, logger: cfg.Logger, fatal: cfg.Fatal, clock: cfg.Now,
-		catchUp: catchUpConfig{self: cfg.Self, fetcher: cfg.Fetcher}, topics: map[string]*Topic{}}
+		catchUp: catchUpConfig{self: cfg.Self, fetcher: cfg.Fetcher, peers: cfg.Peers}, topics: map[string]*Topic{}}
 	f.security.install(nil, nil, nil)
 	return f
 }

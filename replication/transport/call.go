@@ -35,6 +35,11 @@ const (
 	callRefused = 1
 )
 
+// ErrCallUnanswered is a call whose request was sent whole and whose
+// answer never came (the connection broke, or the caller gave up): the
+// other end may have acted on it.
+var ErrCallUnanswered = errors.New("raft port: call sent, no answer")
+
 // ErrCallRefused is a call the port at the other end refused (no handler,
 // not a member, too large); the handler's own errors are its answer's
 // business.
@@ -73,11 +78,14 @@ func (p *Port) Call(ctx context.Context, addr string, group uint64, req []byte) 
 	binary.BigEndian.PutUint64(head, group|callBit)
 	binary.BigEndian.PutUint32(head[8:], uint32(len(req)))
 	if _, err := st.Write(append(head, req...)); err != nil {
+		// The other end acts only on a whole request; a write that
+		// failed may have sent part of it, never all (yamux delivers a
+		// write in order, and its error says some of it is unsent).
 		return nil, callErr(ctx, addr, err)
 	}
 	var status [5]byte
 	if _, err := io.ReadFull(st, status[:]); err != nil {
-		return nil, callErr(ctx, addr, err)
+		return nil, fmt.Errorf("%w: %w", ErrCallUnanswered, callErr(ctx, addr, err))
 	}
 	n := binary.BigEndian.Uint32(status[1:])
 	if n > MaxCallBytes {
@@ -85,7 +93,7 @@ func (p *Port) Call(ctx context.Context, addr string, group uint64, req []byte) 
 	}
 	ans := make([]byte, n)
 	if _, err := io.ReadFull(st, ans); err != nil {
-		return nil, callErr(ctx, addr, err)
+		return nil, fmt.Errorf("%w: %w", ErrCallUnanswered, callErr(ctx, addr, err))
 	}
 	if status[0] != callOK {
 		return nil, fmt.Errorf("%w by %s: %s", ErrCallRefused, addr, ans)

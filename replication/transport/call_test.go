@@ -24,7 +24,7 @@ func TestCalls(t *testing.T) {
 	stranger := newPort(t, "n9", secretA, nil, anyone, 0)
 	addr := server.Addr().String()
 
-	if _, err := client.Call(ctx, addr, 3, []byte("x")); !errors.Is(err, ErrCallRefused) {
+	if _, err := client.Call(ctx, addr, 3, []byte("x")); !errors.Is(err, ErrCallRefused) || errors.Is(err, ErrCallUnanswered) {
 		t.Errorf("call before a handler: %v, want ErrCallRefused", err)
 	}
 	ended := make(chan error, 1)
@@ -59,8 +59,8 @@ func TestCalls(t *testing.T) {
 	}
 	cctx, ccancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer ccancel()
-	if _, err := client.Call(cctx, addr, 1, []byte("block")); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("a call past its deadline: %v", err)
+	if _, err := client.Call(cctx, addr, 1, []byte("block")); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrCallUnanswered) {
+		t.Errorf("a call past its deadline: %v, want ErrCallUnanswered and the deadline", err)
 	}
 	select {
 	case err := <-ended:
