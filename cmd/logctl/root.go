@@ -32,7 +32,12 @@ type globalOpts struct {
 	// (consume --consistent) before it calls newClient.
 	consistentReads bool
 	maxRetryTime    time.Duration
+	maxOverloadWait optionalDuration // --max-overload-wait
 	verbose         bool
+
+	// overload follows the waits on an overloaded server (overload.go);
+	// run makes it.
+	overload *overloadWaits
 
 	// ctxName and ctx are the context newClient found (contexts.go); nil
 	// for none.
@@ -102,6 +107,7 @@ process list.`,
 	f.StringVar(&opts.tokenFile, "token-file", "", "file holding the bearer token (env LOGCTL_TOKEN_FILE)")
 	f.DurationVar(&opts.requestTimeout, "request-timeout", client.DefaultTimeout, "timeout of each request attempt")
 	f.DurationVar(&opts.maxRetryTime, "max-retry-time", client.DefaultMaxRetryTime, "retry a failed request that may succeed later for up to this long (0: no retries)")
+	f.Var(&opts.maxOverloadWait, "max-overload-wait", "when a server refuses a request for overload (admission control, quotas, queue backlog bounds), retry it for up to this long, waiting at least the retry-after it gives each time; 0 fails at once with exit 4 and the retry-after (default: as --max-retry-time)")
 	f.BoolVarP(&opts.verbose, "verbose", "v", false, "log retries and other diagnostics to stderr")
 
 	cmd.AddCommand(
@@ -212,10 +218,17 @@ func (o *globalOpts) newClient() (*client.Client, error) {
 	default:
 		copts.Retry.MaxRetryTime = o.maxRetryTime
 	}
+	if err := overloadRetry(&copts.Retry, o.maxOverloadWait); err != nil {
+		return nil, err
+	}
 	if o.verbose {
-		copts.Retry.OnRetry = func(e client.RetryEvent) {
+		o.overload.quiet()
+	}
+	copts.Retry.OnRetry = func(e client.RetryEvent) {
+		if o.verbose {
 			fmt.Fprintf(o.stderr, "logctl: %s attempt %d failed, retrying in %v: %v\n", e.Method, e.Attempt, e.Delay.Round(time.Millisecond), e.Err)
 		}
+		o.overload.retry(e)
 	}
 	var err error
 	if copts.Token, err = o.bearerToken(); err != nil {
