@@ -67,7 +67,12 @@ list is [] (never null). Every command's --help has examples;
 Failed requests that may succeed later (no leader during an election, a
 node restarting, admission control) are retried for up to --max-retry-time;
 writes are retried only when that cannot write twice (nothing was written,
-or every record has an --idempotency-key).
+or every record has an --idempotency-key). A request refused for overload
+(admission control, quotas, queue backlog bounds) is retried no sooner
+than the server's retry-after, within --max-overload-wait when it is
+given: 0 fails at once with exit 4 and the retry-after, for a script that
+applies backpressure itself. On a terminal the wait shows on one line of
+stderr.
 
 Exit codes:
   0  success
