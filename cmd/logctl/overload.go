@@ -62,7 +62,8 @@ const overloadWaitInterval = 250 * time.Millisecond
 // place (attempt, waited so far, next retry in) and erased when the wait
 // ends, so that the command's own output never lands after it. Its
 // methods are safe for concurrent use (bench calls from many
-// goroutines); Close joins the drawing goroutine.
+// goroutines), and do nothing on a nil *overloadWaits; Close joins the
+// drawing goroutine.
 type overloadWaits struct {
 	w        io.Writer
 	now      func() time.Time
@@ -93,7 +94,7 @@ func newOverloadWaits(w io.Writer, tty bool) *overloadWaits {
 // retry records a retry about to wait; it ignores retries after other
 // failures than overload.
 func (s *overloadWaits) retry(e client.RetryEvent) {
-	if !errors.Is(e.Err, client.ErrOverloaded) {
+	if s == nil || !errors.Is(e.Err, client.ErrOverloaded) {
 		return
 	}
 	s.mu.Lock()
@@ -159,11 +160,48 @@ func (s *overloadWaits) eraseLocked() {
 	}
 }
 
-// quiet stops drawing: -v prints each retry on a line of its own.
+// quiet stops drawing, and erases the line if one is shown: -v prints
+// each retry on a line of its own, and a progress report tells of the
+// wait in its own line (note).
 func (s *overloadWaits) quiet() {
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.eraseLocked()
 	s.tty = false
+}
+
+// note is the end of a progress report during a wait: "  (server
+// overloaded: retry after 1s; next attempt in 800ms)", or "" when no wait
+// is under way.
+func (s *overloadWaits) note() string {
+	if s == nil {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.retries == 0 {
+		return ""
+	}
+	left := s.cur.Delay - s.now().Sub(s.at)
+	if left <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("  (server overloaded%s; next attempt in %v)", retryAfterText(s.cur.Err), roundWait(left))
+}
+
+// newProgress is a progress report on stderr (newProgress) that tells of
+// waits on an overloaded server: the report owns the terminal's line, so
+// the wait's own line is not drawn beside it.
+func (o *globalOpts) newProgress(enabled bool, total int64, label string) *progress {
+	p := newProgress(o.stderr, enabled, total, label)
+	if p != nil {
+		o.overload.quiet()
+		p.note = o.overload.note
+	}
+	return p
 }
 
 // erase erases the line if one is shown, before other output.

@@ -219,6 +219,24 @@ func TestOverloadWaitLine(t *testing.T) {
 		}
 	})
 
+	t.Run("beside a progress report", func(t *testing.T) {
+		// The report owns the line: it tells of the wait at its end.
+		var out syncBuffer
+		clock := &fakeNow{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+		s := newOverloadWaits(&out, true)
+		s.now = clock.Now
+		opts := &globalOpts{stderr: &out, overload: s}
+		p := opts.newProgress(true, 0, "records")
+		p.Start()
+		s.retry(refused)
+		clock.Advance(300 * time.Millisecond)
+		p.Stop()
+		s.Close()
+		if got := out.String(); strings.Contains(got, "\r") || !regexp.MustCompile(`^0 records  .*  \(server overloaded: retry after 1s; next attempt in 500ms\)\n$`).MatchString(got) {
+			t.Fatalf("progress during a wait: %q", got)
+		}
+	})
+
 	t.Run("verbose", func(t *testing.T) {
 		var out syncBuffer
 		s := newOverloadWaits(&out, true)
