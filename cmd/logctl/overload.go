@@ -128,12 +128,18 @@ func (s *overloadWaits) run() {
 		case <-s.stop:
 			return
 		case <-s.poke:
+			// A new wait, which retry drew: the next frame is due an
+			// interval on, or at its end.
+			s.mu.Lock()
+			left := s.cur.Delay - s.now().Sub(s.at)
+			s.mu.Unlock()
+			t.Reset(max(0, min(s.interval, left)))
 		case <-t.C:
+			s.mu.Lock()
+			next := s.drawLocked()
+			s.mu.Unlock()
+			t.Reset(next)
 		}
-		s.mu.Lock()
-		next := s.drawLocked()
-		s.mu.Unlock()
-		t.Reset(next)
 	}
 }
 
