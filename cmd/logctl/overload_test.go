@@ -38,7 +38,7 @@ func TestOverloadedProduce(t *testing.T) {
 		stderr string
 	}{
 		{name: "fail at once", args: "produce jobs job-2 --max-overload-wait 0", calls: 1,
-			stderr: `^logctl: produce to "jobs": .*backlog of 1 record.* \(not applied: server overloaded: retry after 1s\)\n$`},
+			stderr: `^logctl: produce to "jobs": .*backlog of 1 record; .* \(not applied: server overloaded: retry after 1s\)\n$`},
 		{name: "fail at once whatever --max-retry-time says", args: "produce jobs job-2 --max-overload-wait 0 --max-retry-time 1m", calls: 1,
 			stderr: `\(not applied: server overloaded: retry after 1s\)\n$`},
 		{name: "retries off", args: "produce jobs job-2 --max-retry-time 0", calls: 1,
@@ -94,7 +94,7 @@ func TestOverloadedProduceJSON(t *testing.T) {
 	e := got["error"]
 	msg, _ := e["message"].(string)
 	if len(got) != 1 || e["code"] != float64(4) || e["reason"] != "OVERLOADED" || e["retry_after_ms"] != float64(1000) ||
-		!strings.Contains(msg, "backlog of 1 record") || len(e) != 4 {
+		!strings.Contains(msg, "backlog of 1 record;") || len(e) != 4 {
 		t.Fatalf("error object %v", got)
 	}
 }
