@@ -34,7 +34,7 @@ func TestQueueCLI(t *testing.T) {
 					`(?m)^\{.*"offset":1,.*"token":"{0.1.1}","delivery":1,`}},
 				// PARTITION READY IN-FLIGHT DELAYED ACKED DEAD-LETTERED DONE END
 				{args: args("queue describe jobs w"), stdout: []string{`(?m)^0\s+1\s+2\s+0\s+0\s+0\s+0\s+3\s+`, `State: running`,
-					`(?m)^Backlog: 3 records, 22 bytes \(exact\); oldest unfinished \S+ \(no age bound\); drain 0.0 records/s$`}},
+					`(?m)^Backlog: 3 records, 22 B \(exact\); oldest unfinished \S+ \(no age bound\); drain 0.0 records/s$`}},
 				{args: args("queue describe jobs w --in-flight -o json"), stdout: []string{`"backlog_records": 3`, `"backlog_bytes": 22`, `"backlog_bytes_exact": true`,
 					`"max_backlog_age_ms": -1`, `"oldest_unfinished_age_ms": \d+`, `"worker": "billing-7"`, `"lease_deadline": "\d{4}-`}},
 				{args: args("queue describe jobs w --in-flight"), stdout: []string{`(?m)^In flight: 2 records$`,
