@@ -112,7 +112,7 @@ process list.`,
 	f.StringVar(&opts.tokenFile, "token-file", "", "file holding the bearer token (env LOGCTL_TOKEN_FILE)")
 	f.DurationVar(&opts.requestTimeout, "request-timeout", client.DefaultTimeout, "timeout of each request attempt")
 	f.DurationVar(&opts.maxRetryTime, "max-retry-time", client.DefaultMaxRetryTime, "retry a failed request that may succeed later for up to this long (0: no retries)")
-	f.Var(&opts.maxOverloadWait, "max-overload-wait", "when a server refuses a request for overload (admission control, quotas, queue backlog bounds), retry it for up to this long, waiting at least the retry-after it gives each time; 0 fails at once with exit 4 and the retry-after (default: as --max-retry-time)")
+	f.Var(&opts.maxOverloadWait, "max-overload-wait", "retry a request refused for overload (admission control, quotas, backlog bounds) for up to this long, each time after the server's retry-after (0: fail at once; default: as --max-retry-time)")
 	f.BoolVarP(&opts.verbose, "verbose", "v", false, "log retries and other diagnostics to stderr")
 
 	cmd.AddCommand(
