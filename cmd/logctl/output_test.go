@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestConfigValueText: tables show a setting's value as --config takes it,
 // and durations and sizes in human units beside it.
@@ -30,6 +33,25 @@ func TestConfigValueText(t *testing.T) {
 	for _, tt := range tests {
 		if got := configValueText(tt.key, tt.value); got != tt.want {
 			t.Errorf("configValueText(%q, %q) = %q, want %q", tt.key, tt.value, got, tt.want)
+		}
+	}
+}
+
+// TestHumanDuration: days, and no zero units.
+func TestHumanDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0:                                    "0s",
+		250 * time.Millisecond:               "250ms",
+		30 * time.Second:                     "30s",
+		5 * time.Minute:                      "5m",
+		90 * time.Minute:                     "1h30m",
+		2 * time.Hour:                        "2h",
+		7 * 24 * time.Hour:                   "7d",
+		26*time.Hour + 30*time.Second:        "1d2h0m30s",
+		24*time.Hour + 1500*time.Millisecond: "1d1.5s",
+	} {
+		if got := humanDuration(d); got != want {
+			t.Errorf("humanDuration(%v) = %q, want %q", d, got, want)
 		}
 	}
 }

@@ -116,7 +116,7 @@ func backlogLine(d client.QueueGroupDescription) string {
 	}
 	bound := "no age bound"
 	if d.MaxBacklogAge >= 0 {
-		bound = "bound " + d.MaxBacklogAge.String()
+		bound = "bound " + humanDuration(d.MaxBacklogAge)
 	}
 	return fmt.Sprintf("Backlog: %s, %s (%s); oldest unfinished %s (%s); drain %.1f records/s",
 		count(d.BacklogRecords, "record"), formatBytes(d.BacklogBytes), exact, durationOrDash(d.OldestUnfinishedAge), bound, d.DrainPerSec)
