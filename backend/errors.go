@@ -3,6 +3,7 @@ package backend
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -212,8 +213,12 @@ func (e *OverloadedError) Error() string {
 		return fmt.Sprintf("%v: queue group %s on %s has an unfinished record appended %v ago, past queue.max.backlog.age.ms=%d",
 			ErrOverloaded, e.Group, e.Topic, time.Duration(e.Backlog)*time.Millisecond, e.Limit)
 	}
+	unit := e.Bound
+	if e.Backlog == 1 {
+		unit = strings.TrimSuffix(unit, "s") // "1 record", "1 byte"
+	}
 	return fmt.Sprintf("%v: queue group %s on %s has a backlog of %d %s; %d more would pass queue.max.backlog.%s=%d",
-		ErrOverloaded, e.Group, e.Topic, e.Backlog, e.Bound, e.Adding, e.Bound, e.Limit)
+		ErrOverloaded, e.Group, e.Topic, e.Backlog, unit, e.Adding, e.Bound, e.Limit)
 }
 
 // Is makes errors.Is(err, ErrOverloaded) hold.

@@ -58,6 +58,9 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "negative timeout", opts: client.Options{Timeout: -1}},
 		{name: "negative attempts", opts: client.Options{Retry: client.RetryPolicy{MaxAttempts: -1}}},
 		{name: "max below initial", opts: client.Options{Retry: client.RetryPolicy{InitialBackoff: time.Second, MaxBackoff: time.Millisecond}}},
+		{name: "overload wait", opts: client.Options{Retry: client.RetryPolicy{MaxAttempts: 1, MaxOverloadWait: time.Minute}}, ok: true},
+		{name: "negative overload wait", opts: client.Options{Retry: client.RetryPolicy{MaxOverloadWait: -time.Second}}},
+		{name: "fail overloaded and an overload wait", opts: client.Options{Retry: client.RetryPolicy{FailOverloaded: true, MaxOverloadWait: time.Second}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -28,8 +28,11 @@
 // Calls are retried under Options.Retry (capped exponential backoff with
 // equal jitter, retries for up to ten seconds by default so that a call
 // rides out a leader election, a bounded number of attempts, the server's
-// retry-after hint honoured, an optional deadline over all attempts, and a
-// retry budget shared by the client's calls). Reads, and writes whose
+// retry-after hint honoured, bounds of their own for refusals for overload
+// when asked (RetryPolicy.MaxOverloadWait to wait out backpressure,
+// RetryPolicy.FailOverloaded to fail at once), an optional deadline over
+// all attempts, and a retry budget shared by the client's calls). Reads,
+// and writes whose
 // repetition changes nothing more (offset commits, acks, nacks, extends,
 // alters, pauses, group membership calls, a Produce whose records all
 // carry an idempotency key), retry on every retryable error. Other writes

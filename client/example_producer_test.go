@@ -182,3 +182,35 @@ func ExampleGroupConsumer() {
 	// orders/0@2: shipped
 	// billing resumes orders/0 at 3
 }
+
+// ExampleRetryPolicy_failOverloaded fails a produce at the server's first
+// refusal for overload, for a caller that applies backpressure itself:
+// the error says how long the server asks it to wait. (MaxOverloadWait
+// would instead wait out the refusals for as long as it says.)
+func ExampleRetryPolicy_failOverloaded() {
+	addr, stop := startExampleServer()
+	defer stop()
+	ctx := context.Background()
+	c, err := client.New(addr, client.Options{Retry: client.RetryPolicy{FailOverloaded: true}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	// A queue group whose backlog may hold one record, and holds one.
+	if _, err := c.CreateTopic(ctx, "jobs", 1, map[string]string{"queue.max.backlog.records": "1"}); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := c.CreateQueueGroup(ctx, "jobs", "workers", client.QueueGroupConfig{}, false); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := c.Produce(ctx, "jobs", []client.Record{{Value: []byte("job-1")}}); err != nil {
+		log.Fatal(err)
+	}
+
+	_, err = c.Produce(ctx, "jobs", []client.Record{{Value: []byte("job-2")}})
+	var oe *client.OverloadedError
+	if errors.As(err, &oe) {
+		fmt.Println("not written; the server asks to wait", oe.RetryAfter)
+	}
+	// Output: not written; the server asks to wait 1s
+}

@@ -76,7 +76,8 @@ type Options struct {
 // jitter"), and is at least the server's retry-after hint when it gave one.
 // Retries stop after MaxAttempts attempts, when no retry could start within
 // MaxRetryTime of the first attempt (or within Deadline), and when the
-// caller's context ends: whichever comes first.
+// caller's context ends: whichever comes first. Refusals for overload may
+// have bounds of their own (MaxOverloadWait, FailOverloaded).
 //
 // Which calls are retried: reads and metadata reads (ListTopics,
 // DescribeTopic, Fetch, Status) on every retryable error, and so are writes
@@ -114,6 +115,23 @@ type RetryPolicy struct {
 	// Default for a Client: a budget of its own, NewRetryBudget(0, 0, 0,
 	// nil), shared by all its calls; for a standalone Retrier: unlimited.
 	Budget *RetryBudget
+	// MaxOverloadWait, if positive, gives refusals for overload
+	// (ErrOverloaded: admission control, quotas, queue backlog bounds)
+	// bounds of their own, so that a caller can wait out backpressure for
+	// longer, or shorter, than it rides out an election: after such a
+	// refusal a retry may start up to MaxOverloadWait after the first
+	// attempt, in place of MaxRetryTime, and attempts refused for
+	// overload do not count toward MaxAttempts. Each wait is still at
+	// least the server's RetryAfter, and Deadline, the context and the
+	// Budget still apply. Default: 0, overload refusals are retried
+	// within MaxAttempts and MaxRetryTime like any retryable failure.
+	MaxOverloadWait time.Duration
+	// FailOverloaded ends a call at its first refusal for overload, with
+	// the *OverloadedError whose RetryAfter says when to try again: for a
+	// caller that applies backpressure itself (or a script that would
+	// rather fail fast than wait). Other failures are retried as usual.
+	// Default: false.
+	FailOverloaded bool
 }
 
 // Validate reports options that cannot be used. Zero values are valid.
@@ -154,6 +172,12 @@ func (p RetryPolicy) Validate() error {
 	}
 	if p.Deadline < 0 {
 		errs = append(errs, fmt.Errorf("retry: deadline %v is negative", p.Deadline))
+	}
+	if p.MaxOverloadWait < 0 {
+		errs = append(errs, fmt.Errorf("retry: max overload wait %v is negative", p.MaxOverloadWait))
+	}
+	if p.FailOverloaded && p.MaxOverloadWait > 0 {
+		errs = append(errs, fmt.Errorf("retry: FailOverloaded with a max overload wait of %v: choose one", p.MaxOverloadWait))
 	}
 	if p.InitialBackoff > 0 && p.MaxBackoff > 0 && p.MaxBackoff < p.InitialBackoff {
 		errs = append(errs, fmt.Errorf("retry: max backoff %v is below initial backoff %v", p.MaxBackoff, p.InitialBackoff))

@@ -154,7 +154,9 @@ func (b *RetryBudget) Tokens() float64 {
 // An attempt is repeated only when Retryable says its error may succeed
 // later, the attempt cap is not reached, the budget has a token, and the
 // backoff ends before both the deadline and the end of the retry window
-// (MaxRetryTime from the first attempt). A nil Policy.Budget is unlimited.
+// (MaxRetryTime from the first attempt; for a refusal for overload,
+// MaxOverloadWait when it is set, and never with FailOverloaded). A nil
+// Policy.Budget is unlimited.
 // The deadline is the earlier of the context's and Policy.Deadline from the
 // first attempt; each attempt's timeout (AttemptTimeout) is clipped to what
 // remains of it. The delay before attempt n+1 is drawn uniformly from
@@ -218,12 +220,15 @@ func (r Retrier) Do(ctx context.Context, fn func(ctx context.Context) error) err
 		}
 	}
 	// The retry window bounds when a retry may start, not how long an
-	// attempt may take (a long poll may outlast it).
+	// attempt may take (a long poll may outlast it). Refusals for
+	// overload may have a window of their own (MaxOverloadWait).
 	window := start.Add(p.MaxRetryTime)
+	overloadWindow := start.Add(p.MaxOverloadWait)
 	var (
 		err     error
 		unknown *OutcomeUnknownError // set by the first ambiguous attempt
 		made    int                  // attempts made
+		counted int                  // attempts that count toward MaxAttempts
 	)
 	// fail returns the call's error: the last one, kept ambiguous once an
 	// attempt's outcome was unknown.
@@ -263,19 +268,33 @@ func (r Retrier) Do(ctx context.Context, fn func(ctx context.Context) error) err
 		if unknown == nil && r.Ambiguous != nil && r.Ambiguous(err) {
 			unknown = &OutcomeUnknownError{Attempt: attempt, Cause: err}
 		}
-		if attempt >= p.MaxAttempts || ctx.Err() != nil || !retryable(err) {
+		overloaded := errors.Is(err, ErrOverloaded)
+		if overloaded && p.FailOverloaded {
+			return fail(err)
+		}
+		// An overload refusal with bounds of its own waits within them.
+		ownBounds := overloaded && p.MaxOverloadWait > 0
+		if !ownBounds {
+			counted++
+		}
+		if counted >= p.MaxAttempts || ctx.Err() != nil || !retryable(err) {
 			return fail(err)
 		}
 		delay := r.backoff(p, attempt, err)
-		wake := clock.Now().Add(delay)
-		if hasDeadline && !wake.Before(deadline) || wake.After(window) {
+		now := clock.Now()
+		wake := now.Add(delay)
+		last := window
+		if ownBounds {
+			last = overloadWindow
+		}
+		if hasDeadline && !wake.Before(deadline) || wake.After(last) {
 			return fail(err) // the wait would outlive the deadline or the window: fail now, not later
 		}
 		if !p.Budget.withdraw() {
 			return fail(fmt.Errorf("%w (%w)", err, ErrRetryBudgetExhausted))
 		}
 		if p.OnRetry != nil {
-			p.OnRetry(RetryEvent{Method: r.Name, Attempt: attempt, Delay: delay, Err: err})
+			p.OnRetry(RetryEvent{Method: r.Name, Attempt: attempt, Delay: delay, Elapsed: now.Sub(start), Err: err})
 		}
 		if clock.Sleep(ctx, delay) != nil {
 			return fail(err)

@@ -68,6 +68,9 @@ func failing(calls *int, errs ...error) func(context.Context) error {
 
 var errRetryable = client.ErrUnavailable
 
+// overload100ms is a refusal for overload with a retry-after of 100ms.
+var overload100ms = &client.OverloadedError{RetryAfter: 100 * time.Millisecond}
+
 func TestRetrierPolicy(t *testing.T) {
 	ms := time.Millisecond
 	tests := []struct {
@@ -143,6 +146,49 @@ func TestRetrierPolicy(t *testing.T) {
 			wantCalls: 1,
 			wantErr:   client.ErrOverloaded,
 		},
+		{
+			name: "overload refusals wait within MaxOverloadWait, past MaxAttempts and MaxRetryTime",
+			// each wait is the hint plus the largest jitter: 150ms-1
+			policy:     client.RetryPolicy{MaxAttempts: 2, InitialBackoff: ms, MaxBackoff: ms, MaxRetryTime: 5 * ms, MaxOverloadWait: time.Second},
+			errs:       []error{overload100ms, overload100ms, overload100ms, overload100ms},
+			wantCalls:  5,
+			wantSleeps: []time.Duration{150*ms - 1, 150*ms - 1, 150*ms - 1, 150*ms - 1},
+		},
+		{
+			name: "no overload retry starts after MaxOverloadWait",
+			// retries start at about 150ms and 300ms; a third would start
+			// at about 450ms, past the 400ms wait
+			policy:     client.RetryPolicy{MaxOverloadWait: 400 * ms},
+			errs:       []error{overload100ms, overload100ms, overload100ms, overload100ms},
+			wantCalls:  3,
+			wantErr:    client.ErrOverloaded,
+			wantSleeps: []time.Duration{150*ms - 1, 150*ms - 1},
+		},
+		{
+			name: "other failures keep MaxAttempts beside MaxOverloadWait",
+			// the two overload refusals do not count; the second
+			// unavailable is the second counted attempt
+			policy:     client.RetryPolicy{MaxAttempts: 2, InitialBackoff: ms, MaxBackoff: ms, MaxOverloadWait: time.Second},
+			errs:       []error{overload100ms, overload100ms, errRetryable, errRetryable, errRetryable},
+			wantCalls:  4,
+			wantErr:    client.ErrUnavailable,
+			wantSleeps: []time.Duration{150*ms - 1, 150*ms - 1, ms - 1},
+		},
+		{
+			name:      "FailOverloaded: the first refusal for overload ends the call",
+			policy:    client.RetryPolicy{MaxAttempts: 5, FailOverloaded: true},
+			errs:      []error{overload100ms, overload100ms},
+			wantCalls: 1,
+			wantErr:   client.ErrOverloaded,
+		},
+		{
+			name:       "FailOverloaded: other failures are retried",
+			policy:     client.RetryPolicy{MaxAttempts: 5, InitialBackoff: ms, MaxBackoff: ms, FailOverloaded: true},
+			errs:       []error{errRetryable, overload100ms, errRetryable},
+			wantCalls:  2,
+			wantErr:    client.ErrOverloaded,
+			wantSleeps: []time.Duration{ms - 1},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -170,6 +216,15 @@ func TestRetrierPolicy(t *testing.T) {
 			}
 			if len(events) != len(tt.wantSleeps) {
 				t.Errorf("OnRetry called %d times, want %d", len(events), len(tt.wantSleeps))
+			}
+			// The clock moves only in Sleep: each event's Elapsed is the
+			// sum of the waits before it.
+			var elapsed time.Duration
+			for i, e := range events {
+				if e.Elapsed != elapsed {
+					t.Errorf("retry event %d: Elapsed %v, want %v", i, e.Elapsed, elapsed)
+				}
+				elapsed += e.Delay
 			}
 		})
 	}

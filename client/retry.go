@@ -72,6 +72,10 @@ type RetryEvent struct {
 	Attempt int
 	// Delay is the wait before the next attempt.
 	Delay time.Duration
+	// Elapsed is the time from the start of the call's first attempt to
+	// now, the start of the wait: with Delay, how long the call will have
+	// taken when the next attempt starts.
+	Elapsed time.Duration
 	// Err is the failure of the attempt.
 	Err error
 }

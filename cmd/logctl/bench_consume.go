@@ -69,7 +69,7 @@ instead of logd's API: one client fetching every partition at once
 			if f.records > 0 {
 				total = min(total, f.records)
 			}
-			prog := newProgress(opts.stderr, f.progress || isTerminal(opts.stderr), total, "records")
+			prog := opts.newProgress(f.progress || isTerminal(opts.stderr), total, "records")
 			prog.Start()
 			var res benchResult
 			if f.kafka != "" {

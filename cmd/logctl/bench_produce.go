@@ -120,7 +120,7 @@ and deleted over logd's API.`,
 			if f.compareRounds > 0 {
 				total *= int64(2*f.compareRounds + 2)
 			}
-			prog := newProgress(opts.stderr, f.progress || isTerminal(opts.stderr), total, "records")
+			prog := opts.newProgress(f.progress || isTerminal(opts.stderr), total, "records")
 			prog.Start()
 			if f.compareRounds > 0 {
 				rounds, err := benchCompareKeys(cmd.Context(), c, &f, prog)

@@ -117,7 +117,7 @@ when the benchmark ends, unless --keep is given.`,
 				// deletion takes the queue group but not that.
 				cleanup.add(cfg.DeadLetterTopic)
 			}
-			prog := newProgress(opts.stderr, f.progress || isTerminal(opts.stderr), f.records, "records")
+			prog := opts.newProgress(f.progress || isTerminal(opts.stderr), f.records, "records")
 			prog.Start()
 			res, err := benchQueue(ctx, c, &f, prog)
 			prog.Stop()

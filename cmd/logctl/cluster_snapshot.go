@@ -87,7 +87,7 @@ func saveSnapshot(cmd *cobra.Command, opts *globalOpts, c *client.Client, path s
 	info, err := c.SaveSnapshot(cmd.Context(), f, func(done, total int64) {
 		if !started {
 			started = true
-			bar = newProgress(opts.stderr, showProgress, total, bytesLabel)
+			bar = opts.newProgress(showProgress, total, bytesLabel)
 			bar.Start()
 		}
 		bar.Add(done-last, 0, 0)

@@ -190,7 +190,7 @@ func TestProduceTombstone(t *testing.T) {
 	}
 	runGroupSteps(t, srv, []step{
 		{args: args("consume users -o json"), stdout: []string{`^\{[^\n]*"offset":1,[^\n]*"key":"u1","value":null\}\n\{[^\n]*"offset":2,[^\n]*"value":"bob"\}\n$`}},
-		{args: args("topic describe users"), stdout: []string{`(?m)^0\s+0\s+3\s+3\s+\d+\s+\d+\s+[1-9]\d*\s+compact \S+ -\d+ bytes -1 records$`}},
+		{args: args("topic describe users"), stdout: []string{`(?m)^0\s+0\s+3\s+3\s+\d+(\.\d)? K?i?B\s+\d+\s+[1-9]\d*\s+compact \S+ -\d+(\.\d)? K?i?B -1 record$`}},
 	})
 }
 

@@ -94,7 +94,7 @@ func TestExitCodes(t *testing.T) {
 		{name: "node unreachable", args: "status --max-retry-time 50ms --server " + down, want: 4, stderr: `connection refused.*\(not applied; try again later\)`},
 		{name: "no leader, retries off", fail: []error{notLeader}, args: "produce t v --max-retry-time 0", want: 4, stderr: `not the leader`},
 		{name: "no leader, then one", fail: []error{notLeader, notLeader}, args: "produce t v", want: 0},
-		{name: "overloaded, retries off: the server's retry-after", fail: []error{overloaded}, args: "produce t v --max-retry-time 0", want: 4, stderr: `backlog bound \(not applied; the server asks to wait 1.5s before trying again`},
+		{name: "overloaded, retries off: the server's retry-after", fail: []error{overloaded}, args: "produce t v --max-retry-time 0", want: 4, stderr: `backlog bound \(not applied: server overloaded: retry after 1.5s; --max-overload-wait sets how long logctl waits\)\n$`},
 		{name: "overloaded under -o json: one error object", fail: []error{overloaded}, args: "produce t v --max-retry-time 0 -o json", want: 4,
 			stderr: `^\{"error":\{"code":4,"reason":"OVERLOADED","message":".*backlog bound","retry_after_ms":1500\}\}\n$`},
 		{name: "unknown topic under -o yaml", args: "produce nope v -o yaml", want: 3, stderr: `(?s)^error:\n  code: 3\n  reason: UNKNOWN_TOPIC\n  message: .*unknown topic`},

@@ -13,7 +13,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/logd-dev/logd/client"
 	"github.com/spf13/cobra"
@@ -91,12 +90,18 @@ func exitHint(code int) string {
 // reporting a failure as one line on stderr.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	opts := &globalOpts{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	tty := isTerminal(stderr)
+	opts.overload = newOverloadWaits(stderr, tty)
+	if tty {
+		opts.stdout = eraseFirst{w: stdout, s: opts.overload}
+	}
 	root := newRootCmd(opts)
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(ctx)
+	opts.overload.Close()
 	if err == nil {
 		return exitOK
 	}
@@ -119,9 +124,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return code
 	}
 	hint := exitHint(code)
-	var oe *client.OverloadedError
-	if code == exitRetryable && errors.As(err, &oe) && oe.RetryAfter > 0 {
-		hint = fmt.Sprintf(" (not applied; the server asks to wait %v before trying again; --max-retry-time says how long logctl retries)", oe.RetryAfter.Round(time.Millisecond))
+	if code == exitRetryable && errors.Is(err, client.ErrOverloaded) {
+		hint = opts.overloadHint(err)
 	}
 	if code == exitRetryable && strings.Contains(err.Error(), "connection refused") {
 		hint += fmt.Sprintf("; nothing listens at %s: is logd running there? (make run starts one; --server or LOGCTL_SERVER names another)", opts.addr)

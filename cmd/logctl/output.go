@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -137,4 +140,51 @@ func writeRecord(w io.Writer, output string, v any) error {
 	}
 	_, err = w.Write(append(b, '\n'))
 	return err
+}
+
+// configValueText is a topic setting's value as tables print it: the
+// value as set, which is what --config takes, followed for a duration
+// (*.ms) or a size (*.bytes) by the same in human units when they read
+// differently: "604800000 (7d)", "1073741824 (1.0 GiB)"; -1, no bound, of
+// those and of a count (*.records) is "-1 (unbounded)". Structured output
+// keeps the value alone.
+func configValueText(key, value string) string {
+	isMs, isBytes := strings.HasSuffix(key, ".ms"), strings.HasSuffix(key, ".bytes")
+	if !isMs && !isBytes && !strings.HasSuffix(key, ".records") {
+		return value
+	}
+	n, err := strconv.ParseInt(value, 10, 64)
+	switch {
+	case err != nil:
+		return value
+	case n < 0:
+		return value + " (unbounded)"
+	case isMs && n >= 1000 && n <= math.MaxInt64/int64(time.Millisecond):
+		return value + " (" + humanDuration(time.Duration(n)*time.Millisecond) + ")"
+	case isBytes && n >= 1024:
+		return value + " (" + formatBytes(n) + ")"
+	}
+	return value
+}
+
+// humanDuration prints a duration with days and without zero units:
+// "7d", "1d2h", "1h30m", "1.5s".
+func humanDuration(d time.Duration) string {
+	const day = 24 * time.Hour
+	var s string
+	if d >= day {
+		s = fmt.Sprintf("%dd", d/day)
+		d %= day
+		if d == 0 {
+			return s
+		}
+	}
+	r := d.String()
+	if strings.HasSuffix(r, "m0s") {
+		r = strings.TrimSuffix(r, "0s")
+	}
+	if strings.HasSuffix(r, "h0m") {
+		r = strings.TrimSuffix(r, "0m")
+	}
+	return s + r
 }

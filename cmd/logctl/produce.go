@@ -112,7 +112,7 @@ key's earlier records, and the tombstone itself after delete.retention.ms.`,
 				}
 				src = newLineSource(opts.stdin)
 			}
-			prog := newProgress(opts.stderr, f.progress || isTerminal(opts.stderr), total, "records")
+			prog := opts.newProgress(f.progress || isTerminal(opts.stderr), total, "records")
 			prog.Start()
 			var keyFor func(n int64) string
 			if f.idemKey != "" {

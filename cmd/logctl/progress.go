@@ -42,6 +42,9 @@ type progress struct {
 	total int64
 	// label names the counted things, e.g. "records".
 	label string
+	// note, if set, returns text to end each report with (a wait on an
+	// overloaded server); it is called from the drawing goroutine.
+	note func() string
 
 	done    atomic.Int64 // work done, in the unit of total
 	records atomic.Int64
@@ -140,6 +143,9 @@ func (p *progress) draw() {
 			formatBytes(int64(float64(p.done.Load())/max(elapsed.Seconds(), 1e-9))), elapsed.Round(100*time.Millisecond))
 	} else {
 		p.drawCounts(&b, recs, bytes, rate, elapsed)
+	}
+	if p.note != nil {
+		b.WriteString(p.note())
 	}
 	if p.tty {
 		b.WriteString("\x1b[K") // erase what a longer earlier frame left

@@ -69,11 +69,11 @@ func printQueueConfig(w io.Writer, cfg client.QueueGroupConfig) error {
 	tw := newTable(w)
 	age := "none"
 	if cfg.AgeLimit > 0 {
-		age = cfg.AgeLimit.String()
+		age = humanDuration(cfg.AgeLimit)
 	}
-	fmt.Fprintf(tw, "Lease:\t%v\n", cfg.Lease)
+	fmt.Fprintf(tw, "Lease:\t%s\n", humanDuration(cfg.Lease))
 	fmt.Fprintf(tw, "Max deliveries:\t%d\n", cfg.MaxDeliveries)
-	fmt.Fprintf(tw, "Backoff:\t%v .. %v (full jitter)\n", cfg.BackoffBase, cfg.BackoffMax)
+	fmt.Fprintf(tw, "Backoff:\t%s .. %s (full jitter)\n", humanDuration(cfg.BackoffBase), humanDuration(cfg.BackoffMax))
 	fmt.Fprintf(tw, "Max in flight:\t%d per partition\n", cfg.MaxInFlight)
 	fmt.Fprintf(tw, "Age limit:\t%s\n", age)
 	fmt.Fprintf(tw, "Dead-letter topic:\t%s\n", cfg.DeadLetterTopic)

@@ -77,7 +77,7 @@ const maxInFlightListed = 10_000
 
 // printInFlight lists the records in flight under the partition table.
 func printInFlight(opts *globalOpts, recs []client.InFlightRecord) error {
-	fmt.Fprintf(opts.stdout, "\nIn flight: %d records", len(recs))
+	fmt.Fprintf(opts.stdout, "\nIn flight: %s", count(len(recs), "record"))
 	if len(recs) >= maxInFlightListed {
 		fmt.Fprintf(opts.stdout, " (the first %d)", maxInFlightListed)
 	}
@@ -116,8 +116,8 @@ func backlogLine(d client.QueueGroupDescription) string {
 	}
 	bound := "no age bound"
 	if d.MaxBacklogAge >= 0 {
-		bound = "bound " + d.MaxBacklogAge.String()
+		bound = "bound " + humanDuration(d.MaxBacklogAge)
 	}
-	return fmt.Sprintf("Backlog: %d records, %d bytes (%s); oldest unfinished %s (%s); drain %.1f records/s",
-		d.BacklogRecords, d.BacklogBytes, exact, durationOrDash(d.OldestUnfinishedAge), bound, d.DrainPerSec)
+	return fmt.Sprintf("Backlog: %s, %s (%s); oldest unfinished %s (%s); drain %.1f records/s",
+		count(d.BacklogRecords, "record"), formatBytes(d.BacklogBytes), exact, durationOrDash(d.OldestUnfinishedAge), bound, d.DrainPerSec)
 }

@@ -90,7 +90,7 @@ func drawTop(w io.Writer, cur, prev *topSample) error {
 		state = "PAUSED"
 	}
 	fmt.Fprintf(w, "queue %s on %s  %s  %s\n", d.Group, d.Topic, state, cur.at.UTC().Format(time.TimeOnly))
-	fmt.Fprintf(w, "admission refusals %d   dead-letter topic %s: %d records\n", d.AdmissionRefusals, d.Config.DeadLetterTopic, d.DeadLetterRecords)
+	fmt.Fprintf(w, "admission refusals %d   dead-letter topic %s: %s\n", d.AdmissionRefusals, d.Config.DeadLetterTopic, count(d.DeadLetterRecords, "record"))
 	fmt.Fprintf(w, "%s\n\n", backlogLine(d))
 	tw := newTable(w)
 	fmt.Fprintln(tw, "PART\tREADY\tIN FLIGHT\tDELAYED\tDEAD\tOLDEST READY\tOLDEST LEASE\tACK/S\tNACK/S\tEXPIRE/S\tDLQ/S")

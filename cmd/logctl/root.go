@@ -32,7 +32,12 @@ type globalOpts struct {
 	// (consume --consistent) before it calls newClient.
 	consistentReads bool
 	maxRetryTime    time.Duration
+	maxOverloadWait optionalDuration // --max-overload-wait
 	verbose         bool
+
+	// overload follows the waits on an overloaded server (overload.go);
+	// run makes it.
+	overload *overloadWaits
 
 	// ctxName and ctx are the context newClient found (contexts.go); nil
 	// for none.
@@ -62,7 +67,12 @@ list is [] (never null). Every command's --help has examples;
 Failed requests that may succeed later (no leader during an election, a
 node restarting, admission control) are retried for up to --max-retry-time;
 writes are retried only when that cannot write twice (nothing was written,
-or every record has an --idempotency-key).
+or every record has an --idempotency-key). A request refused for overload
+(admission control, quotas, queue backlog bounds) is retried no sooner
+than the server's retry-after, within --max-overload-wait when it is
+given: 0 fails at once with exit 4 and the retry-after, for a script that
+applies backpressure itself. On a terminal the wait shows on one line of
+stderr.
 
 Exit codes:
   0  success
@@ -102,6 +112,7 @@ process list.`,
 	f.StringVar(&opts.tokenFile, "token-file", "", "file holding the bearer token (env LOGCTL_TOKEN_FILE)")
 	f.DurationVar(&opts.requestTimeout, "request-timeout", client.DefaultTimeout, "timeout of each request attempt")
 	f.DurationVar(&opts.maxRetryTime, "max-retry-time", client.DefaultMaxRetryTime, "retry a failed request that may succeed later for up to this long (0: no retries)")
+	f.Var(&opts.maxOverloadWait, "max-overload-wait", "retry a request refused for overload (admission control, quotas, backlog bounds) for up to this long, each time after the server's retry-after (0: fail at once; default: as --max-retry-time)")
 	f.BoolVarP(&opts.verbose, "verbose", "v", false, "log retries and other diagnostics to stderr")
 
 	cmd.AddCommand(
@@ -212,10 +223,17 @@ func (o *globalOpts) newClient() (*client.Client, error) {
 	default:
 		copts.Retry.MaxRetryTime = o.maxRetryTime
 	}
+	if err := overloadRetry(&copts.Retry, o.maxOverloadWait); err != nil {
+		return nil, err
+	}
 	if o.verbose {
-		copts.Retry.OnRetry = func(e client.RetryEvent) {
+		o.overload.quiet()
+	}
+	copts.Retry.OnRetry = func(e client.RetryEvent) {
+		if o.verbose {
 			fmt.Fprintf(o.stderr, "logctl: %s attempt %d failed, retrying in %v: %v\n", e.Method, e.Attempt, e.Delay.Round(time.Millisecond), e.Err)
 		}
+		o.overload.retry(e)
 	}
 	var err error
 	if copts.Token, err = o.bearerToken(); err != nil {

@@ -104,7 +104,7 @@ is a change of its own: it does not combine with --config.`,
 			tw := newTable(opts.stdout)
 			fmt.Fprintln(tw, "KEY\tVALUE")
 			for _, k := range slices.Sorted(maps.Keys(t.Config)) {
-				fmt.Fprintf(tw, "%s\t%s\n", k, t.Config[k])
+				fmt.Fprintf(tw, "%s\t%s\n", k, configValueText(k, t.Config[k]))
 			}
 			return tw.Flush()
 		},

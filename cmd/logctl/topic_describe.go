@@ -42,7 +42,7 @@ and segments on the answering node.`,
 					if i == 0 {
 						label = "Config:"
 					}
-					fmt.Fprintf(tw, "%s\t%s=%s\n", label, k, d.Topic.Config[k])
+					fmt.Fprintf(tw, "%s\t%s=%s\n", label, k, configValueText(k, d.Topic.Config[k]))
 				}
 				if err := tw.Flush(); err != nil {
 					return err
@@ -51,7 +51,7 @@ and segments on the answering node.`,
 				tw = newTable(opts.stdout)
 				fmt.Fprintln(tw, "PARTITION\tLOG START\tEND OFFSET\tOFFSETS\tBYTES\tSEGMENTS\tCOMPACTED\tLAST CLEANER RUN")
 				for _, p := range d.Partitions {
-					fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", p.Partition, p.LogStart, p.End, p.End-p.LogStart, p.Bytes, p.Segments,
+					fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%d\t%d\t%s\n", p.Partition, p.LogStart, p.End, p.End-p.LogStart, formatBytes(p.Bytes), p.Segments,
 						p.CompactedSegments, formatCleanerRun(p.LastCleanerRun))
 				}
 				return tw.Flush()
@@ -63,14 +63,14 @@ and segments on the answering node.`,
 }
 
 // formatCleanerRun prints a cleaner run for tables, "-" when none is known:
-// "compact 2026-01-02T03:04:05Z -1048576 bytes -2000 records".
+// "compact 2026-01-02T03:04:05Z -1.0 MiB -2000 records".
 func formatCleanerRun(r *client.CleanerRun) string {
 	if r == nil {
 		return "-"
 	}
-	s := fmt.Sprintf("%s %s -%d bytes", r.Action, formatTime(r.Time), r.BytesDeleted)
+	s := fmt.Sprintf("%s %s -%s", r.Action, formatTime(r.Time), formatBytes(r.BytesDeleted))
 	if r.Action == "compact" {
-		s += fmt.Sprintf(" -%d records", r.RecordsRemoved)
+		s += " -" + count(r.RecordsRemoved, "record")
 	}
 	return s
 }
