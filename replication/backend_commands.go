@@ -80,6 +80,9 @@ func (b *Backend) QueueExtend(ctx context.Context, c backend.QueueExtend) (backe
 // StartRedrive starts a redrive job (redrive.Runner.Start): the leader
 // runs it from its next batch.
 func (b *Backend) StartRedrive(ctx context.Context, s backend.RedriveSpec) (backend.RedriveJob, error) {
+	if err := b.notOnDataGroups(s.DeadLetterTopic, "a redrive"); err != nil {
+		return backend.RedriveJob{}, err
+	}
 	j, err := b.redrive.Start(ctx, redriveSpecIn(s))
 	if err != nil {
 		return backend.RedriveJob{}, err

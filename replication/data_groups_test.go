@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -340,6 +341,39 @@ func TestDataGroupsServeTopics(t *testing.T) {
 		t.Errorf("a keyless call spread over groups %v", groups)
 	}
 	check(nodes, keyless, kres)
+
+	// What keeps its state in the meta group is refused, changing nothing.
+	if _, err := b.CreateQueueGroup(ctx, backend.QueueCreate{Topic: "orders", Group: "workers"}); !errors.Is(err, backend.ErrPartitionElsewhere) {
+		t.Errorf("a queue group on a placed topic: %v, want ErrPartitionElsewhere", err)
+	}
+	if _, err := b.JoinGroup(ctx, backend.GroupJoin{Group: "billing", Member: "m1", Topics: []string{"orders"}, SessionTimeoutMs: 10000}); !errors.Is(err, backend.ErrPartitionElsewhere) {
+		t.Errorf("a consumer group on a placed topic: %v, want ErrPartitionElsewhere", err)
+	}
+	if qs := l.FSM().QueueGroups("orders"); len(qs) != 0 {
+		t.Errorf("queue groups after the refusal: %v", qs)
+	}
+
+	// Growth: the old partitions stay where they are, the new ones are
+	// placed over the groups and adopted; a record to one is served.
+	if _, err := b.CreatePartitions(ctx, backend.CreatePartitions{Name: "orders", Count: 14}); err != nil {
+		t.Fatal(err)
+	}
+	grown, _ := l.FSM().Topic("orders")
+	if len(grown.Placement) != 14 || !slices.Equal(grown.Placement[:12], mt.Placement) {
+		t.Fatalf("grown placement %v, was %v", grown.Placement, mt.Placement)
+	}
+	more := []backend.ProduceRecord{{Partition: 13, HasPartition: true, Value: []byte("p13")}}
+	waitFor(ctx, t, "the new partition's group adopts it", func() bool {
+		for _, n := range nodes {
+			if f, err := n.partitionFSM("orders", 13); err != nil {
+				return false
+			} else if _, err := f.Partition("orders", 13); err != nil {
+				return false
+			}
+		}
+		return true
+	}, describe)
+	check(nodes, more, produce(nodes[0], more))
 
 	// Close n3: produces through n1 and n2 still succeed.
 	c.mu.Lock()

@@ -16,6 +16,9 @@ import (
 // group.ErrInvalidGroupRequest, group.ErrConsumerGroupNotFound (removing
 // offsets of a group that does not exist).
 func (b *Backend) setGroupOffsets(ctx context.Context, c fsm.GroupSetOffsets) error {
+	if err := b.offsetsOnDataGroups(c.Offsets); err != nil {
+		return err
+	}
 	now := max(b.cfg.Now().UnixNano(), b.fsm.Now())
 	if b.fsm.AppliedIndex() >= b.raft.LastIndex() {
 		if err, ok := b.fsm.DryRunGroup(fsm.CmdGroupSetOffsets, c.Group, now, c).(error); ok {

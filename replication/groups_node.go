@@ -34,6 +34,11 @@ func (b *Backend) proposeGroup(ctx context.Context, t fsm.CommandType, name stri
 // joinGroup adds (or updates) a member of a consumer group and returns its
 // assignment.
 func (b *Backend) joinGroup(ctx context.Context, c fsm.GroupJoin) (group.Assignment, error) {
+	for _, t := range c.Topics {
+		if err := b.notOnDataGroups(t, "a consumer group"); err != nil {
+			return group.Assignment{}, err
+		}
+	}
 	return b.proposeAssignment(ctx, fsm.CmdGroupJoin, c.Group, c)
 }
 
@@ -63,6 +68,9 @@ func (b *Backend) leaveGroup(ctx context.Context, c fsm.GroupLeave) error {
 
 // commitGroupOffsets commits offsets for partitions a member owns.
 func (b *Backend) commitGroupOffsets(ctx context.Context, c fsm.GroupCommit) error {
+	if err := b.offsetsOnDataGroups(c.Offsets); err != nil {
+		return err
+	}
 	_, err := b.proposeGroup(ctx, fsm.CmdGroupCommit, c.Group, c)
 	return err
 }
@@ -70,6 +78,9 @@ func (b *Backend) commitGroupOffsets(ctx context.Context, c fsm.GroupCommit) err
 // resetGroupOffsets applies an operator's offset reset (offsets already
 // planned and clamped to the log's bounds).
 func (b *Backend) resetGroupOffsets(ctx context.Context, c fsm.GroupResetOffsets) error {
+	if err := b.offsetsOnDataGroups(c.Offsets); err != nil {
+		return err
+	}
 	_, err := b.proposeGroup(ctx, fsm.CmdGroupResetOffsets, c.Group, c)
 	return err
 }

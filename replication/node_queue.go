@@ -28,6 +28,9 @@ func (b *Backend) proposeQueue(ctx context.Context, t fsm.CommandType, c any) (a
 // createQueueGroup proposes a new queue group and returns its settings
 // with defaults applied. The leader picks the group's secret.
 func (b *Backend) createQueueGroup(ctx context.Context, c fsm.QueueCreate) (queue.Config, error) {
+	if err := b.notOnDataGroups(c.Topic, "a queue group"); err != nil {
+		return queue.Config{}, err
+	}
 	t, err := b.fsm.Topic(c.Topic)
 	if err != nil {
 		return queue.Config{}, err

@@ -3,6 +3,7 @@ package replication
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/fsm"
@@ -21,6 +22,16 @@ func (b *Backend) stampCreatePartitions(t *fsm.Topic, c *fsm.CreatePartitions) {
 	if !b.cfg.Quota.IsZero() {
 		q := fsm.TopicQuota(b.cfg.Quota)
 		c.Quota = &q
+	}
+	// A topic placed over data groups keeps its partitions where they
+	// are; the new ones are placed as a new topic's would be, after them.
+	if t.Placement != nil && int(c.Count) > len(t.Placement) {
+		if more, epoch, err := b.placeTopic(t.Name, int(c.Count)); err == nil && more != nil {
+			c.Placement = append(slices.Clone(t.Placement), more[len(t.Placement):]...)
+			// A new epoch: data groups extend a topic's placement only
+			// at a later one.
+			c.PlacementEpoch = max(epoch, t.PlacementEpoch+1)
+		}
 	}
 }
 
