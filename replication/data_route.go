@@ -323,9 +323,9 @@ const (
 
 // groupCall is a call's request.
 type groupCall struct {
-	Kind    string                 `json:"kind"`
+	Kind    string                  `json:"kind"`
 	Produce *backend.ProduceRequest `json:"produce,omitempty"`
-	Append  *fsm.Append            `json:"append,omitempty"`
+	Append  *fsm.Append             `json:"append,omitempty"`
 }
 
 // groupAnswer is a call's answer: its result, or its error.
