@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logd-dev/logd/batch"
+	"github.com/logd-dev/logd/replication/replicationtest"
 )
 
 // Tests with franz-go's kgo, a real client, against an in-process node:
@@ -35,7 +36,33 @@ func newKgo(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
 // topic from the start and finds every record, with its key and headers,
 // by value; offsets are dense in every partition.
 func TestKgoProduceConsumeEveryCodec(t *testing.T) {
-	tn := startNode(t)
+	produceConsumeEveryCodec(t, startNode(t))
+}
+
+// TestKgoDataGroups is TestKgoProduceConsumeEveryCodec on a node with
+// three data groups, over which the topic's partitions are placed: each
+// produce is split by group and each group's producer state judges its
+// batches (docs/architecture.md, "Data groups").
+func TestKgoDataGroups(t *testing.T) {
+	tn := startNodeWith(t, replicationtest.Options{DataGroupsPerNode: 3})
+	produceConsumeEveryCodec(t, tn)
+	topic, err := tn.node.FSM().Topic("codecs")
+	if err != nil || len(topic.Placement) != 3 || len(placementGroups(topic.Placement)) != 3 {
+		t.Errorf("codecs is not placed over the three data groups: %v, %v", topic.Placement, err)
+	}
+}
+
+// placementGroups are the distinct groups of a placement.
+func placementGroups(pl []uint64) map[uint64]bool {
+	out := map[uint64]bool{}
+	for _, g := range pl {
+		out[g] = true
+	}
+	return out
+}
+
+// produceConsumeEveryCodec is TestKgoProduceConsumeEveryCodec on tn.
+func produceConsumeEveryCodec(t *testing.T, tn *testNode) {
 	tn.createTopic("codecs", 3, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/peer"
@@ -49,6 +50,10 @@ type Options struct {
 	// RaftLogLevel is hashicorp/raft's own log level; default "error"
 	// (warnings about a leader without peers are only noise).
 	RaftLogLevel string
+	// DataGroupsPerNode runs that many data groups beside the meta group
+	// (replication.Config.DataGroupsPerNode); it implies TCP, and Open
+	// returns once every group leads.
+	DataGroupsPerNode int
 	// Fatal hears the state machine's failures, at which the node stops
 	// as a production node would exit. Start defaults it to failing the
 	// test; Open requires it, since the process would otherwise exit.
@@ -133,8 +138,10 @@ func Open(opts Options) (*Node, error) {
 		APIAdvertise:    opts.APIAdvertise,
 		PeerTLS:         opts.PeerTLS,
 		Fatal:           opts.Fatal,
+		// Data groups are placed and elected at the leader's pace.
+		DataGroupsPerNode: opts.DataGroupsPerNode,
 	}
-	if opts.TCP || opts.PeerTLS != nil {
+	if opts.TCP || opts.PeerTLS != nil || opts.DataGroupsPerNode > 0 {
 		cfg.InMemory, cfg.RaftBind = false, "127.0.0.1:0"
 	}
 	node, err := replication.Open(cfg)
@@ -145,7 +152,7 @@ func Open(opts Options) (*Node, error) {
 	if opts.NoBootstrap {
 		return n, nil
 	}
-	if err := n.waitServing(opts.APIAdvertise); err != nil {
+	if err := n.waitServing(opts.APIAdvertise, opts.DataGroupsPerNode); err != nil {
 		node.Close()
 		return nil, err
 	}
@@ -153,12 +160,13 @@ func Open(opts Options) (*Node, error) {
 }
 
 // waitServing waits until the node leads, has applied its log and, if it
-// advertises an API address, reports itself as the leader at it.
-func (n *Node) waitServing(api string) error {
+// advertises an API address, reports itself as the leader at it, and
+// leads groups data groups.
+func (n *Node) waitServing(api string, groups int) error {
 	deadline := time.Now().Add(StartTimeout)
 	for {
 		addr, _ := n.LeaderAPIAddress()
-		if n.IsLeader() && n.Ready() && addr == api {
+		if n.IsLeader() && n.Ready() && addr == api && n.leadsDataGroups(groups) {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -167,4 +175,19 @@ func (n *Node) waitServing(api string) error {
 		// Raft announces no event a caller could wait on for this.
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// leadsDataGroups reports whether the node runs and leads want data
+// groups.
+func (n *Node) leadsDataGroups(want int) bool {
+	rs := n.DataGroupReplicas()
+	if len(rs) != want {
+		return false
+	}
+	for _, r := range rs {
+		if r.Raft.State() != raft.Leader {
+			return false
+		}
+	}
+	return true
 }
