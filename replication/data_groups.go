@@ -78,6 +78,10 @@ type dataGroups struct {
 	stop chan struct{}
 	done chan struct{}
 
+	// lastPlaceErr is the text of place's last error (the runner's
+	// goroutine only).
+	lastPlaceErr string
+
 	mu sync.Mutex
 	// open are the groups this node runs, by id; guarded by mu.
 	open map[uint64]*dataGroup
@@ -129,9 +133,13 @@ func (d *dataGroups) step() {
 		return
 	}
 	if n.IsLeader() {
-		if err := d.place(); err != nil {
+		// A refusal repeats every tick while its cause lasts: it is
+		// logged when it changes.
+		err := d.place()
+		if msg := fmt.Sprint(err); err != nil && msg != d.lastPlaceErr {
 			n.cfg.Logger.Warn("place data groups", "err", err)
 		}
+		d.lastPlaceErr = fmt.Sprint(err)
 	}
 	tab := n.fsm.DataGroups()
 	self := n.cfg.NodeID
@@ -196,6 +204,14 @@ func plan(tab fsm.DataGroupTable, servers []raft.Server, perNode, rf int) (fsm.D
 	}
 	nodes := slices.Clone(tab.Nodes)
 	changed := false
+	// A placed node that left the configuration still holds replicas in
+	// the table; placing more over it would put replicas on a node that
+	// is gone. Until replicas move (balance and heal), nothing is placed.
+	for _, id := range nodes {
+		if !slices.ContainsFunc(servers, func(s raft.Server) bool { return string(s.ID) == id }) {
+			return fsm.DataGroupsSet{}, false, fmt.Errorf("placed node %s is no longer a member: new nodes get no data groups until its replicas move", id)
+		}
+	}
 	for _, s := range servers {
 		id := string(s.ID)
 		if s.Suffrage != raft.Voter || slices.Contains(nodes, id) {

@@ -191,6 +191,10 @@ func TestDataGroupsPlan(t *testing.T) {
 	if err != nil || changed || again.Base != 7 {
 		t.Errorf("plan of a placed table: changed %v, base %d, %v", changed, again.Base, err)
 	}
+	// With a placed node gone from the configuration, nothing is placed.
+	if _, changed, err := plan(tab, []raft.Server{srv("a", raft.Voter), srv("c", raft.Voter)}, 2, 3); err == nil || changed {
+		t.Errorf("plan without placed node b: changed %v, %v; want a refusal", changed, err)
+	}
 	// c becomes a voter: it joins every group (below the factor of 3)
 	// without changing their bootstrap replicas, and its own two groups
 	// start on three nodes.
