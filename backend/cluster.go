@@ -43,7 +43,7 @@ type DataGroupStatus struct {
 	State string
 	// LeaderID, Term, CommitIndex and AppliedIndex are this node's
 	// replica's (zero without one).
-	LeaderID                       string
+	LeaderID                        string
 	Term, CommitIndex, AppliedIndex uint64
 	// Voters are the voters of the group's configuration as this node's
 	// replica knows it.
