@@ -203,16 +203,10 @@ func (p *producer) produceSpread(ctx context.Context, t *fsm.Topic, req backend.
 		sp.positions = append(sp.positions, i)
 	}
 	results := make([]backend.ProduceResult, len(parts))
-	errs := make([]error, len(parts))
-	var wg sync.WaitGroup
-	for i, sp := range parts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i], errs[i] = p.n.produceInGroup(ctx, p, sp.group, sp.req)
-		}()
-	}
-	wg.Wait()
+	errs := inParallel(len(parts), func(i int) (err error) {
+		results[i], err = p.n.produceInGroup(ctx, p, parts[i].group, parts[i].req)
+		return err
+	})
 	out := backend.ProduceResult{Results: make([]backend.RecordResult, len(req.Records))}
 	for i, sp := range parts {
 		if errs[i] != nil {
@@ -231,6 +225,22 @@ func (p *producer) produceSpread(ctx context.Context, t *fsm.Topic, req backend.
 		out.CommitTime = max(out.CommitTime, r.CommitTime)
 	}
 	return out, nil
+}
+
+// inParallel runs f(0) .. f(n-1) at once, each group's part of a call on
+// its own goroutine, and returns their errors by i once all have ended.
+func inParallel(n int, f func(i int) error) []error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f(i)
+		}()
+	}
+	wg.Wait()
+	return errs
 }
 
 // placementGroups are the distinct groups of a placement, in order of
@@ -272,16 +282,10 @@ func (p *producer) appendSpread(ctx context.Context, t *fsm.Topic, a fsm.Append)
 	bases := make([]int64, len(a.Batches))
 	var partial *backend.PartialAppendError
 	results := make([][]int64, len(parts))
-	errs := make([]error, len(parts))
-	var wg sync.WaitGroup
-	for i, pt := range parts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i], errs[i] = p.n.appendInGroup(ctx, p, pt.group, pt.app)
-		}()
-	}
-	wg.Wait()
+	errs := inParallel(len(parts), func(i int) (err error) {
+		results[i], err = p.n.appendInGroup(ctx, p, parts[i].group, parts[i].app)
+		return err
+	})
 	for i, pt := range parts {
 		var pe *backend.PartialAppendError
 		switch {
