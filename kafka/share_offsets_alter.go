@@ -29,16 +29,10 @@ const keyAlterShareGroupOffsets int16 = 91
 func (s *Server) alterShareGroupOffsets(ctx context.Context, rc *reqCtx, req *kmsg.AlterShareGroupOffsetsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
 	fail := refuser(rc, resp, &resp.ErrorCode, &resp.ErrorMessage)
-	switch {
-	case group.ValidateName("group", req.GroupID) != nil:
-		return fail(errInvalidGroupID, "")
-	case !rc.mayGroup(req.GroupID):
-		return fail(errGroupAuthorizationFailed, "")
-	case !s.share.lead(ctx):
-		return fail(errNotCoordinator, "")
-	case s.b.CheckQueueStarts() != nil:
-		return fail(errUnsupportedVersion, "not every node of the cluster serves AlterShareGroupOffsets yet")
-	case s.share.memberCount(req.GroupID) > 0:
+	if code, msg := s.shareOffsetsRefusal(ctx, rc, req.GroupID, "AlterShareGroupOffsets"); code != errNone {
+		return fail(code, msg)
+	}
+	if s.share.memberCount(req.GroupID) > 0 {
 		return fail(errNonEmptyGroup, "the share group has members")
 	}
 	for _, rt := range req.Topics {
@@ -104,4 +98,21 @@ func (s *Server) alterShareGroupOffsets(ctx context.Context, rc *reqCtx, req *km
 		resp.Topics = append(resp.Topics, t)
 	}
 	return resp
+}
+
+// shareOffsetsRefusal is the refusal every share-offsets change of group
+// starts with (errNone for none): an invalid or unauthorized group, a
+// node that does not coordinate, a cluster below the level of api.
+func (s *Server) shareOffsetsRefusal(ctx context.Context, rc *reqCtx, groupID, api string) (int16, string) {
+	switch {
+	case group.ValidateName("group", groupID) != nil:
+		return errInvalidGroupID, ""
+	case !rc.mayGroup(groupID):
+		return errGroupAuthorizationFailed, ""
+	case !s.share.lead(ctx):
+		return errNotCoordinator, ""
+	case s.b.CheckQueueStarts() != nil:
+		return errUnsupportedVersion, "not every node of the cluster serves " + api + " yet"
+	}
+	return errNone, ""
 }

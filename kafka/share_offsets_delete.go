@@ -5,8 +5,6 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/logd-dev/logd/group"
 )
 
 // keyDeleteShareGroupOffsets is DeleteShareGroupOffsets' key.
@@ -27,15 +25,8 @@ const keyDeleteShareGroupOffsets int16 = 92
 func (s *Server) deleteShareGroupOffsets(ctx context.Context, rc *reqCtx, req *kmsg.DeleteShareGroupOffsetsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
 	fail := refuser(rc, resp, &resp.ErrorCode, &resp.ErrorMessage)
-	switch {
-	case group.ValidateName("group", req.GroupID) != nil:
-		return fail(errInvalidGroupID, "")
-	case !rc.mayGroup(req.GroupID):
-		return fail(errGroupAuthorizationFailed, "")
-	case !s.share.lead(ctx):
-		return fail(errNotCoordinator, "")
-	case s.b.CheckQueueStarts() != nil:
-		return fail(errUnsupportedVersion, "not every node of the cluster serves DeleteShareGroupOffsets yet")
+	if code, msg := s.shareOffsetsRefusal(ctx, rc, req.GroupID, "DeleteShareGroupOffsets"); code != errNone {
+		return fail(code, msg)
 	}
 	members := s.share.memberCount(req.GroupID)
 	switch {
