@@ -282,6 +282,11 @@ type Kafka interface {
 	APIAddress() string
 	Ready() bool
 	IsLeader() bool
+	// LeadsPartition reports whether this node leads a partition: leads
+	// the data group that holds it, with a barrier of its term applied,
+	// or, for a partition of the meta group (or an unknown one), leads
+	// the meta group (docs/architecture.md, "Data groups").
+	LeadsPartition(topic string, partition int32) bool
 	// Status is this node's view of the Raft group: its members (the
 	// brokers Metadata lists, the voters being every partition's
 	// replicas) and its leader.

@@ -8,6 +8,10 @@ type TopicInfo struct {
 	Config map[string]string
 	// CreatedNanos is the creating command's time, Unix nanoseconds.
 	CreatedNanos int64
+	// Placement is the data group of each partition, by index; nil for
+	// a topic whose partitions are all in the meta group
+	// (docs/architecture.md, "Data groups").
+	Placement []uint64
 }
 
 // PartitionState is one partition's log on this node: its offsets are the

@@ -37,6 +37,28 @@ type clusterView struct {
 	// replicas are the voters' broker ids, sorted; isr those the leader
 	// is in contact with.
 	replicas, isr []int32
+	// groups are the data groups this node knows a leader of: their
+	// leader, replicas and voters (docs/architecture.md, "Data groups").
+	groups map[uint64]dataGroupView
+}
+
+// dataGroupView is one data group in Kafka's terms: the partitions it holds
+// are led by its leader, replicated on its replicas, in sync on its
+// voters.
+type dataGroupView struct {
+	leader        int32
+	replicas, isr []int32
+}
+
+// partition returns the leader, replicas and in-sync replicas of a
+// partition in data group g (placed: the topic has a placement): the
+// group's when this node knows its leader, else the meta group's, whose
+// leader routes a produce to the group's (replication's routing).
+func (v clusterView) partition(placed bool, g uint64) (leader int32, replicas, isr []int32) {
+	if gv, ok := v.groups[g]; ok && placed {
+		return gv.leader, gv.replicas, gv.isr
+	}
+	return v.leader, v.replicas, v.isr
 }
 
 // cluster returns the Raft group as this node sees it now.
@@ -81,6 +103,32 @@ func (s *Server) cluster() clusterView {
 	slices.SortFunc(v.brokers, func(a, b broker) int { return int(a.id) - int(b.id) })
 	slices.Sort(v.replicas)
 	slices.Sort(v.isr)
+	known := map[string]bool{}
+	for _, b := range v.brokers {
+		known[b.node] = true
+	}
+	for _, g := range st.DataGroups {
+		if g.LeaderID == "" || !known[g.LeaderID] {
+			continue
+		}
+		gv := dataGroupView{leader: ids[g.LeaderID]}
+		for _, r := range g.Replicas {
+			if known[r] {
+				gv.replicas = append(gv.replicas, ids[r])
+			}
+		}
+		for _, r := range g.Voters {
+			if known[r] {
+				gv.isr = append(gv.isr, ids[r])
+			}
+		}
+		slices.Sort(gv.replicas)
+		slices.Sort(gv.isr)
+		if v.groups == nil {
+			v.groups = map[uint64]dataGroupView{}
+		}
+		v.groups[g.ID] = gv
+	}
 	return v
 }
 

@@ -57,7 +57,8 @@ func (s *Server) fetch(ctx context.Context, rc *reqCtx, req *kmsg.FetchRequest) 
 			denied[t.Topic] = true
 		}
 	}
-	leader := s.waitReady(ctx) && s.b.IsLeader()
+	ready := s.waitReady(ctx)
+	leads := func(topic string, p int32) bool { return ready && s.b.LeadsPartition(topic, p) }
 	asked := int32(0)
 	if req.Version >= 3 {
 		asked = req.MaxBytes
@@ -73,7 +74,7 @@ func (s *Server) fetch(ctx context.Context, rc *reqCtx, req *kmsg.FetchRequest) 
 		if !ok {
 			return fetchResult{}, false
 		}
-		res := s.fetchOnce(req, leader, denied, maxBytes)
+		res := s.fetchOnce(req, leads, denied, maxBytes)
 		if over := res.bytes - charge.Bytes(); over > 0 {
 			// The one batch KIP-74 serves past the limits.
 			if _, ok := s.chargeAnswer(ctx, rc, over); !ok {
@@ -97,7 +98,7 @@ func (s *Server) fetch(ctx context.Context, rc *reqCtx, req *kmsg.FetchRequest) 
 			return throttled()
 		}
 		resp.Topics = res.topics
-		if !leader || res.failed || res.bytes >= int64(max(req.MinBytes, 1)) || wait <= 0 {
+		if !ready || res.failed || res.bytes >= int64(max(req.MinBytes, 1)) || wait <= 0 {
 			s.noteFetch(rc, resp, res)
 			return resp
 		}
@@ -165,7 +166,7 @@ func (s *Server) noteFetch(rc *reqCtx, resp *kmsg.FetchResponse, res fetchResult
 
 // fetchOnce reads every partition of a fetch once; the topics in denied
 // are refused.
-func (s *Server) fetchOnce(req *kmsg.FetchRequest, leader bool, denied map[string]bool, maxBytes int64) fetchResult {
+func (s *Server) fetchOnce(req *kmsg.FetchRequest, leads func(topic string, p int32) bool, denied map[string]bool, maxBytes int64) fetchResult {
 	var res fetchResult
 	full := false // the response's max bytes are spent
 	for _, t := range req.Topics {
@@ -184,7 +185,7 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, leader bool, denied map[strin
 			switch {
 			case denied[t.Topic]:
 				rp.ErrorCode = errTopicAuthorizationFailed
-			case !leader:
+			case !leads(t.Topic, p.Partition):
 				rp.ErrorCode = errNotLeaderOrFollower
 			default:
 				s.fetchPartition(&res, &rp, t.Topic, p, maxBytes, &full)

@@ -26,7 +26,7 @@ const (
 // timestamps come from the log's time index (offsetForTime).
 func (s *Server) listOffsets(ctx context.Context, rc *reqCtx, req *kmsg.ListOffsetsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
-	leader := s.waitReady(ctx) && s.b.IsLeader()
+	ready := s.waitReady(ctx)
 	for _, t := range req.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic
@@ -37,7 +37,7 @@ func (s *Server) listOffsets(ctx context.Context, rc *reqCtx, req *kmsg.ListOffs
 			switch {
 			case !allowed:
 				rp.ErrorCode = errTopicAuthorizationFailed
-			case !leader:
+			case !ready || !s.b.LeadsPartition(t.Topic, p.Partition):
 				rp.ErrorCode = errNotLeaderOrFollower
 			default:
 				off, ts, err := s.offsetFor(t.Topic, p.Partition, p.Timestamp)

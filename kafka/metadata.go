@@ -144,12 +144,15 @@ func (s *Server) topicMetadata(rc *reqCtx, t backend.TopicInfo, view clusterView
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p
 		mp.ErrorCode = code
-		mp.Leader = view.leader
+		// A partition of a data group is led by the group's leader.
+		var g uint64
+		if int(p) < len(t.Placement) {
+			g = t.Placement[p]
+		}
+		mp.Leader, mp.Replicas, mp.ISR = view.partition(t.Placement != nil, g)
 		// The leader epoch stays unknown (-1): clients then skip the
 		// truncation checks that would need OffsetForLeaderEpoch.
 		mp.LeaderEpoch = -1
-		mp.Replicas = view.replicas
-		mp.ISR = view.isr
 		mp.OfflineReplicas = []int32{}
 		mt.Partitions[p] = mp
 	}

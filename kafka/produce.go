@@ -79,7 +79,7 @@ func (s *Server) produce(ctx context.Context, rc *reqCtx, req *kmsg.ProduceReque
 		fail(errInvalidRequiredAcks, fmt.Sprintf("acks %d: want -1, 0 or 1", req.Acks))
 	case req.TransactionID != nil:
 		fail(errInvalidTxnState, "transactions are not supported")
-	case !s.waitReady(ctx) || !s.b.IsLeader():
+	case !s.waitReady(ctx) || !s.b.IsLeader() && !s.allPlaced(req):
 		fail(errNotLeaderOrFollower, "")
 		deny()
 	default:
@@ -337,4 +337,17 @@ func hasProducerID(bs []backend.PartitionBatch) bool {
 		}
 	}
 	return false
+}
+
+// allPlaced reports whether every topic of req is placed over data
+// groups: any node appends those, at each partition's group leader
+// (docs/architecture.md, "Data groups"); the rest only the meta leader.
+func (s *Server) allPlaced(req *kmsg.ProduceRequest) bool {
+	for _, t := range req.Topics {
+		info, err := s.b.Topic(t.Topic)
+		if err != nil || info.Placement == nil {
+			return false
+		}
+	}
+	return len(req.Topics) > 0
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync/atomic"
 
 	"github.com/logd-dev/logd/backend"
@@ -76,7 +77,8 @@ func NewBackend(n *Node) *Backend {
 }
 
 func topicInfo(t *fsm.Topic) backend.TopicInfo {
-	return backend.TopicInfo{Name: t.Name, Partitions: int32(len(t.Partitions)), Config: maps.Clone(t.Config), CreatedNanos: t.CreatedNanos}
+	return backend.TopicInfo{Name: t.Name, Partitions: int32(len(t.Partitions)), Config: maps.Clone(t.Config), CreatedNanos: t.CreatedNanos,
+		Placement: slices.Clone(t.Placement)}
 }
 
 // CreateTopic creates a topic through Raft and returns it as applied.

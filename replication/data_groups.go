@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -97,6 +98,17 @@ type dataGroup struct {
 	// lastTransfer is when this node last handed the group's leadership
 	// to its preferred leader (the runner's goroutine only).
 	lastTransfer time.Time
+	// barrierTerm is the term in which this replica, as leader, applied
+	// a barrier: it has applied everything committed before, and may
+	// answer as the group's leader from its state (Node.Ready's rule, per
+	// group).
+	barrierTerm atomic.Uint64
+}
+
+// leadsReady reports whether this replica leads its group and applied a
+// barrier of its term.
+func (dg *dataGroup) leadsReady() bool {
+	return dg.raft.State() == raft.Leader && dg.barrierTerm.Load() == dg.raft.CurrentTerm()
 }
 
 // startDataGroups starts the runner of data groups; without a Raft port
@@ -153,6 +165,7 @@ func (d *dataGroups) step() {
 			continue
 		}
 		if dg.raft.State() == raft.Leader {
+			d.barrier(dg)
 			d.converge(dg, g)
 			d.adopt(dg)
 		}
@@ -319,6 +332,21 @@ func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 	d.mu.Unlock()
 	logger.Info("opened a data group replica", "bootstrapped", !has && slices.Contains(g.Bootstrap, cfg.NodeID))
 	return dg, nil
+}
+
+// barrier applies a barrier of the current term on dg, which this node
+// leads, once per term.
+func (d *dataGroups) barrier(dg *dataGroup) {
+	term := dg.raft.CurrentTerm()
+	if dg.barrierTerm.Load() == term {
+		return
+	}
+	if err := dg.raft.Barrier(d.n.cfg.ApplyTimeout).Error(); err != nil {
+		return
+	}
+	if dg.raft.CurrentTerm() == term {
+		dg.barrierTerm.Store(term)
+	}
 }
 
 // groupMember reports whether node id may open connections of the group r

@@ -142,6 +142,19 @@ func (n *Node) offsetsOnDataGroups(offsets []group.OffsetCommit) error {
 	return nil
 }
 
+// LeadsPartition reports whether this node leads partition p of topic:
+// the partition's data group, with a barrier of its term applied, or,
+// for a partition of the meta group (or one it does not know), the meta
+// group.
+func (n *Node) LeadsPartition(topic string, p int32) bool {
+	t, err := n.fsm.Topic(topic)
+	if err != nil || t.Placement == nil || p < 0 || int(p) >= len(t.Placement) {
+		return n.IsLeader()
+	}
+	dg := n.dataGroup(t.Placement[p])
+	return dg != nil && dg.leadsReady()
+}
+
 // spreadPart is the records of one call bound for one data group, with
 // their positions in the call.
 type spreadPart struct {

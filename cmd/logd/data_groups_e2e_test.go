@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/logd-dev/logd/client"
 	"github.com/logd-dev/logd/internal/e2e"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // clusterStatus is logctl cluster status --output json, from nd.
@@ -164,4 +167,104 @@ func TestClusterDataGroupsKillAndCatchUp(t *testing.T) {
 		t.Errorf("n3 caught up without installing a data group's snapshot; its log:\n%s", e2e.Tail(string(logs), 40))
 	}
 	t.Logf("%d calls (%d failed or unknown), %d records acknowledged", calls, failed, len(acks))
+}
+
+// TestClusterDataGroupsKafka: a 3-node cluster with data groups, seen
+// from kgo (an idempotent producer, its defaults): Metadata names each
+// partition's data-group leader, so the partitions have different
+// leaders; kgo sends each node the produce requests of the partitions it
+// leads, and every node answers produce requests directly (its
+// logd_kafka_requests_total{api="Produce"} rises); every record is
+// consumed back, once, at the offset it was acknowledged at.
+func TestClusterDataGroupsKafka(t *testing.T) {
+	e2e.ParallelShort(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := &e2e.Cluster{T: t}
+	kaddrs := map[string]string{}
+	for i := range 3 {
+		id := fmt.Sprintf("n%d", i+1)
+		kaddrs[id] = e2e.FreeAddr(t)
+		c.Nodes = append(c.Nodes, e2e.NewNode(t, id, "--kafka-listen", kaddrs[id], "--data-groups-per-node", "2"))
+	}
+	c.Start()
+	e2e.WaitFor(t, ctx, "six data groups led by their preferred leaders", func() bool {
+		st, err := clusterStatus(t, c.Nodes[0])
+		if err != nil || len(st.DataGroups) != 6 {
+			return false
+		}
+		for _, g := range st.DataGroups {
+			if g.Leader != g.Replicas[0] || len(g.Voters) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	const parts = 12
+	e2e.CreateTopic(t, ctx, c.Nodes[0], "kdg", parts, nil)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kaddrs["n2"]), kgo.DefaultProduceTopic("kdg"), kgo.RetryTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	// Metadata: each partition led by its group's leader.
+	var leaders map[int32]int32
+	e2e.WaitFor(t, ctx, "Metadata names the groups' leaders", func() bool {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr("kdg")
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != parts {
+			return false
+		}
+		leaders = map[int32]int32{}
+		distinct := map[int32]bool{}
+		for _, p := range resp.Topics[0].Partitions {
+			if p.ErrorCode != 0 || p.Leader < 0 || len(p.Replicas) != 3 {
+				return false
+			}
+			leaders[p.Partition] = p.Leader
+			distinct[p.Leader] = true
+		}
+		return len(distinct) == 3
+	})
+	want := map[string]*kgo.Record{}
+	var recs []*kgo.Record
+	for i := range 600 {
+		r := &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "v%d", i)}
+		recs = append(recs, r)
+		want[string(r.Value)] = r
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	for _, nd := range c.Nodes {
+		if n := scrapeSeries(t, "http://"+nd.Listen+"/metrics")[`logd_kafka_requests_total{api="Produce"}`]; n == 0 {
+			t.Errorf("%s answered no produce request (partition leaders %v)", nd.ID, leaders)
+		}
+	}
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(kaddrs["n3"]), kgo.ConsumeTopics("kdg"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	got := map[string]bool{}
+	for len(got) < len(want) && ctx.Err() == nil {
+		fs := consumer.PollFetches(ctx)
+		fs.EachError(func(topic string, p int32, err error) { t.Logf("fetch %s-%d: %v", topic, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			w, ok := want[string(r.Value)]
+			switch {
+			case !ok || got[string(r.Value)]:
+				t.Errorf("%q consumed unexpectedly or twice", r.Value)
+			case w.Partition != r.Partition || w.Offset != r.Offset:
+				t.Errorf("%q consumed at %d@%d, acknowledged at %d@%d", r.Value, r.Partition, r.Offset, w.Partition, w.Offset)
+			}
+			got[string(r.Value)] = true
+		})
+	}
+	if len(got) != len(want) {
+		t.Errorf("consumed %d of %d records", len(got), len(want))
+	}
 }
