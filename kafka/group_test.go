@@ -447,6 +447,10 @@ type leadership struct {
 
 func (b *leadership) IsLeader() bool { return b.leads.Load() && b.Kafka.IsLeader() }
 
+func (b *leadership) LeadsPartition(topic string, p int32) bool {
+	return b.leads.Load() && b.Kafka.LeadsPartition(topic, p)
+}
+
 func (b *leadership) Status() backend.Status {
 	st := b.Kafka.Status()
 	st.Term = b.term.Load()

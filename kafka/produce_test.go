@@ -19,6 +19,8 @@ type follower struct{ backend.Kafka }
 
 func (follower) IsLeader() bool { return false }
 
+func (follower) LeadsPartition(string, int32) bool { return false }
+
 // overloaded is a backend whose appends admission control refuses.
 type overloaded struct{ backend.Kafka }
 
