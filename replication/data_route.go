@@ -75,7 +75,7 @@ func (n *Node) partitionFSM(topic string, p int32) (*fsm.FSM, error) {
 	}
 	if _, err := t.Partition(p); err == nil {
 		return n.fsm, nil
-	} else if !errors.Is(err, fsm.ErrPartitionElsewhere) {
+	} else if !errors.Is(err, backend.ErrPartitionElsewhere) {
 		return nil, err
 	}
 	g := t.PartitionGroup(p)

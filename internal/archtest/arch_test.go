@@ -141,7 +141,7 @@ var table = []row{
 	// replication hands its catch-up, backups and restore what they need
 	// of a node (replication/catchup/doc.go); catchup's row names no
 	// sibling, so it never imports replication.
-	{path: "replication", layer: layerRaft, siblings: []string{"replication/raftstore", "replication/catchup", "replication/transport", "replication/cleaner", "replication/redrive", "replication/observe"}},
+	{path: "replication", layer: layerRaft, siblings: []string{"replication/raftstore", "replication/catchup", "replication/transport", "replication/cleaner", "replication/redrive", "replication/observe", "replication/placement"}},
 	{path: "replication/catchup", layer: layerRaft},
 	// The Raft port (a capped, authenticated raft.StreamLayer) and Raft's
 	// address provider over peer routes: raft and peer, never the node

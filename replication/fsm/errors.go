@@ -7,12 +7,6 @@ import (
 	"github.com/logd-dev/logd/backend"
 )
 
-// ErrPartitionElsewhere is the error of a command or read that names a
-// partition another data group hosts: this state machine holds no log for
-// it (docs/architecture.md, "Data groups"). Errors that carry it are
-// *PartitionElsewhereError.
-var ErrPartitionElsewhere = backend.ErrPartitionElsewhere
-
 // ErrStalePlacement is the error of a partition-adopt whose placement
 // epoch is older than the one the state machine holds for the topic.
 // Errors that carry it are *PlacementEpochError.
@@ -29,11 +23,14 @@ type PartitionElsewhereError struct {
 }
 
 func (e *PartitionElsewhereError) Error() string {
-	return fmt.Sprintf("%v: %s-%d is in data group %d", ErrPartitionElsewhere, e.Topic, e.Partition, e.Group)
+	return fmt.Sprintf("%v: %s-%d is in data group %d", backend.ErrPartitionElsewhere, e.Topic, e.Partition, e.Group)
 }
 
-// Unwrap makes errors.Is(err, ErrPartitionElsewhere) hold.
-func (e *PartitionElsewhereError) Unwrap() error { return ErrPartitionElsewhere }
+// Unwrap makes errors.Is(err, backend.ErrPartitionElsewhere) hold: the
+// error of a command or read that names a partition another data group
+// hosts, for which this state machine holds no log (docs/architecture.md,
+// "Data groups").
+func (e *PartitionElsewhereError) Unwrap() error { return backend.ErrPartitionElsewhere }
 
 // PlacementEpochError is a partition-adopt refused because the topic's
 // placement is already at a later epoch.

@@ -65,7 +65,7 @@ func wantElsewhere(t *testing.T, what string, res any, p int32, g uint64) {
 	t.Helper()
 	err, _ := res.(error)
 	var pe *PartitionElsewhereError
-	if !errors.Is(err, ErrPartitionElsewhere) || !errors.As(err, &pe) || pe.Partition != p || pe.Group != g {
+	if !errors.Is(err, backend.ErrPartitionElsewhere) || !errors.As(err, &pe) || pe.Partition != p || pe.Group != g {
 		t.Fatalf("%s: %v, want partition %d elsewhere, in group %d", what, res, p, g)
 	}
 }
