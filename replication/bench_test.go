@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/fsm"
 	"github.com/logd-dev/logd/replication/internal/fsmtest"
 )
@@ -54,4 +56,81 @@ func BenchmarkGroupCommit(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkDataGroupsProduce measures Produce on one node with 0 data
+// groups (every partition in the meta group, as before data groups) and
+// with 1 and 4 (an 8-partition topic placed over them): 16 concurrent
+// callers, each call 100 keyed records of 100 bytes (spread over the
+// partitions, so a call spans every group) or one record. On one machine
+// more groups add Raft logs to fsync, not cores: the figures say what the
+// split and the per-group entries cost (docs/performance.md, "Raft
+// groups").
+func BenchmarkDataGroupsProduce(b *testing.B) {
+	for _, groups := range []int{0, 1, 4} {
+		for _, perCall := range []int{100, 1} {
+			b.Run(fmt.Sprintf("groups=%d/records=%d", groups, perCall), func(b *testing.B) {
+				n, err := Open(Config{NodeID: "n1", DataDir: b.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true,
+					Logger: fsmtest.Logger(), RaftLogLevel: "error", DataGroupsPerNode: groups, BatchApplyCh: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer n.Close()
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+				defer cancel()
+				for !n.IsLeader() || !n.Ready() || len(n.DataGroupReplicas()) != groups || !leadsAll(n) {
+					time.Sleep(5 * time.Millisecond)
+				}
+				bk := NewBackend(n)
+				if _, err := bk.CreateTopic(ctx, backend.CreateTopic{Name: "b", Partitions: 8}); err != nil {
+					b.Fatal(err)
+				}
+				// Every group adopts its partitions before the clock runs.
+				for {
+					if _, err := bk.Produce(ctx, backend.ProduceRequest{Topic: "b", Records: spreadRecords(0, 8)}); err == nil {
+						break
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				value := make([]byte, 100)
+				b.SetBytes(int64(100 * perCall))
+				b.SetParallelism(8) // 16 callers on 2 cores
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					i := 0
+					for pb.Next() {
+						recs := make([]backend.ProduceRecord, perCall)
+						for j := range recs {
+							i++
+							recs[j] = backend.ProduceRecord{Key: fmt.Appendf(nil, "k%d", i), Value: value}
+						}
+						if _, err := bk.Produce(ctx, backend.ProduceRequest{Topic: "b", Records: recs}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+				b.ReportMetric(float64(b.N*perCall)/b.Elapsed().Seconds(), "records/s")
+			})
+		}
+	}
+}
+
+// leadsAll reports whether n leads every data group it runs.
+func leadsAll(n *Node) bool {
+	for _, r := range n.DataGroupReplicas() {
+		if r.Raft.State() != raft.Leader {
+			return false
+		}
+	}
+	return true
+}
+
+// spreadRecords is one record for each of n partitions, from first.
+func spreadRecords(first, n int) []backend.ProduceRecord {
+	out := make([]backend.ProduceRecord, n)
+	for i := range out {
+		out[i] = backend.ProduceRecord{Partition: int32(first + i), HasPartition: true, Value: []byte("warm")}
+	}
+	return out
 }

@@ -64,6 +64,16 @@ func (dg *dataGroup) handle(n *Node) groupHandle {
 	}}
 }
 
+// stateMachines are the meta group's state machine and this node's data
+// group replicas'.
+func (n *Node) stateMachines() []*fsm.FSM {
+	out := []*fsm.FSM{n.fsm}
+	for _, r := range n.DataGroupReplicas() {
+		out = append(out, r.FSM)
+	}
+	return out
+}
+
 // partitionFSM returns the state machine that holds partition p of topic
 // here: the meta group's for a topic without a placement, else this
 // node's replica of the partition's data group; a

@@ -507,9 +507,12 @@ func (n *Node) syncPartitions() {
 			return
 		case <-t.C:
 		}
-		if err := n.fsm.SyncDirty(n.cfg.PartitionSyncBytes); err != nil {
-			n.cfg.Logger.Error("background partition sync failed; the next append to that partition stops the node", "err", err)
-			return
+		// The data groups' partitions too (data_groups.go).
+		for _, f := range n.stateMachines() {
+			if err := f.SyncDirty(n.cfg.PartitionSyncBytes); err != nil {
+				n.cfg.Logger.Error("background partition sync failed; the next append to that partition stops the node", "err", err)
+				return
+			}
 		}
 	}
 }
