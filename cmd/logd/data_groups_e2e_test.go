@@ -268,3 +268,100 @@ func TestClusterDataGroupsKafka(t *testing.T) {
 		t.Errorf("consumed %d of %d records", len(got), len(want))
 	}
 }
+
+// TestClusterDataGroupsLeaderKill is TestClusterLeaderKill over data
+// groups: producers write a 12-partition topic placed over six data
+// groups through every node, while the node that leads the most groups is
+// killed with SIGKILL and restarted, again and again; every acknowledged
+// record is then read back from every node, once, at its offset.
+func TestClusterDataGroupsLeaderKill(t *testing.T) {
+	e2e.ParallelShort(t)
+	kills, between := 3, 150
+	if e2e.FaultLong() {
+		kills, between = 10, 2000
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c := e2e.NewCluster(t, 3, "--data-groups-per-node", "2", "--snapshot-threshold", "256", "--snapshot-interval", "200ms")
+	// led counts the groups each node leads, as a running node sees them
+	// (nil when none answers).
+	led := func() map[string]int {
+		var st client.ClusterStatus
+		var err error
+		for _, nd := range c.Nodes {
+			if nd.Cmd != nil {
+				if st, err = clusterStatus(t, nd); err == nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			return nil
+		}
+		out := map[string]int{}
+		for _, g := range st.DataGroups {
+			if g.Leader != "" {
+				out[g.Leader]++
+			}
+		}
+		return out
+	}
+	allLed := func() bool {
+		n := 0
+		for _, v := range led() {
+			n += v
+		}
+		return n == 6
+	}
+	e2e.WaitFor(t, ctx, "six data groups led", allLed)
+	const parts = 12
+	e2e.CreateTopic(t, ctx, c.Nodes[1], "dgk", parts, nil)
+	ps := e2e.NewProducers(5)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 6 {
+		wg.Add(1)
+		go func() { defer wg.Done(); ps.Run(ctx, t, c.Nodes[i%3].Listen, "dgk", i, stop) }()
+	}
+	for k := range kills {
+		ps.WaitAcks(t, ctx, "acks before a kill", between)
+		e2e.WaitFor(t, ctx, "every data group led before a kill", allLed)
+		var victim *e2e.Node
+		most := -1
+		leads := led()
+		for _, nd := range c.Nodes {
+			if leads[nd.ID] > most {
+				victim, most = nd, leads[nd.ID]
+			}
+		}
+		victim.Kill()
+		t.Logf("kill %d: SIGKILLed %s, which led %d data groups, at %d acks", k+1, victim.ID, most, ps.AckCount())
+		ps.WaitAcks(t, ctx, "acks after a kill", between/2)
+		other := c.Nodes[0]
+		if other == victim {
+			other = c.Nodes[1]
+		}
+		victim.Launch(other.Listen)
+	}
+	ps.WaitAcks(t, ctx, "final acks", between)
+	close(stop)
+	wg.Wait()
+	acks, attempted, calls, failed := ps.Results()
+	e2e.WaitFor(t, ctx, "every node holds the same records", func() bool {
+		var first string
+		for i, nd := range c.Nodes {
+			got, err := nd.TryReadAll(ctx, "dgk", parts)
+			if err != nil {
+				return false
+			}
+			if r := e2e.Render(got); i == 0 {
+				first = r
+			} else if r != first {
+				return false
+			}
+		}
+		return true
+	})
+	c.CheckEveryNode(ctx, "dgk", parts, acks, attempted)
+	t.Logf("%d calls (%d failed or unknown), %d records acknowledged, %d kills", calls, failed, len(acks), kills)
+}
