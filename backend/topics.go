@@ -27,6 +27,12 @@ type PartitionState struct {
 	// LastCleanerRun is the last retention or compaction run applied to
 	// the partition on this node; nil if none.
 	LastCleanerRun *CleanerRun
+	// Group is the data group that holds the partition (0: the meta
+	// group), and Leader the node this node knows leads it ("" when
+	// none: this node holds no replica of the group, or no leader is
+	// known).
+	Group  uint64
+	Leader string
 }
 
 // IdempotencyStats describes a topic's idempotency window.

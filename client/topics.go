@@ -35,6 +35,11 @@ type PartitionInfo struct {
 	// LastCleanerRun is the last retention or compaction run that changed
 	// the partition; nil when none is known.
 	LastCleanerRun *CleanerRun `json:"last_cleaner_run,omitempty"`
+	// DataGroup is the data group that holds the partition (0: the meta
+	// group), Leader the node the answering node knows leads it ("" when
+	// it does not know).
+	DataGroup uint64 `json:"data_group"`
+	Leader    string `json:"leader,omitempty"`
 }
 
 // CleanerRun is a retention or compaction run applied to a partition.
@@ -133,6 +138,8 @@ func (c *Client) DescribeTopic(ctx context.Context, name string) (TopicDescripti
 
 				CompactedSegments: p.GetCompactedSegments(),
 				LastCleanerRun:    cleanerRunFromProto(p.GetLastCleanerRun()),
+				DataGroup:         p.GetDataGroup(),
+				Leader:            p.GetLeader(),
 			})
 		}
 		return nil

@@ -143,6 +143,8 @@
  * @property {number} [segments]
  * @property {number} [compactedSegments]
  * @property {CleanerRun} [lastCleanerRun]
+ * @property {string | number} [dataGroup]
+ * @property {string} [leader]
  */
 
 /**

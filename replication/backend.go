@@ -163,9 +163,10 @@ func (b *Backend) topicState(t *fsm.Topic) backend.TopicState {
 		// A partition of a data group is read from this node's replica
 		// of the group; one this node holds no replica of shows as
 		// empty.
+		group, leader := b.partitionLeader(t, int32(i))
 		p, err := b.hostedPartition(t, int32(i))
 		if err != nil {
-			st.Partitions[i] = backend.PartitionState{Partition: int32(i)}
+			st.Partitions[i] = backend.PartitionState{Partition: int32(i), Group: group, Leader: leader}
 			continue
 		}
 		l := p.Log()
@@ -179,6 +180,7 @@ func (b *Backend) topicState(t *fsm.Topic) backend.TopicState {
 		if r, ok := b.FSM().LastCleanerRun(t.Name, t.CreateIndex, p.Index); ok {
 			ps.LastCleanerRun = &r
 		}
+		ps.Group, ps.Leader = group, leader
 		st.Partitions[i] = ps
 	}
 	return st

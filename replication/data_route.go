@@ -165,6 +165,22 @@ func (n *Node) LeadsPartition(topic string, p int32) bool {
 	return dg != nil && dg.leadsReady()
 }
 
+// partitionLeader returns the group that holds partition p of t and the
+// node this node knows leads it ("" when none is known).
+func (n *Node) partitionLeader(t *fsm.Topic, p int32) (uint64, string) {
+	if t.Placement == nil || p < 0 || int(p) >= len(t.Placement) {
+		_, id := n.raft.LeaderWithID()
+		return 0, string(id)
+	}
+	g := t.Placement[p]
+	dg := n.dataGroup(g)
+	if dg == nil {
+		return g, ""
+	}
+	_, id := dg.raft.LeaderWithID()
+	return g, string(id)
+}
+
 // spreadPart is the records of one call bound for one data group, with
 // their positions in the call.
 type spreadPart struct {

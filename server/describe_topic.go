@@ -24,6 +24,8 @@ func (s *Server) DescribeTopic(ctx context.Context, req *connect.Request[logdv1.
 			Bytes:             p.Bytes,
 			Segments:          p.Segments,
 			CompactedSegments: p.CompactedSegments,
+			DataGroup:         p.Group,
+			Leader:            p.Leader,
 		}
 		if r := p.LastCleanerRun; r != nil {
 			pi.LastCleanerRun = &logdv1.CleanerRun{

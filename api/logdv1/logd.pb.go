@@ -785,8 +785,14 @@ type PartitionInfo struct {
 	// cleaner run that changed the partition (unset: none known).
 	CompactedSegments int32       `protobuf:"varint,10,opt,name=compacted_segments,json=compactedSegments,proto3" json:"compacted_segments,omitempty"`
 	LastCleanerRun    *CleanerRun `protobuf:"bytes,11,opt,name=last_cleaner_run,json=lastCleanerRun,proto3" json:"last_cleaner_run,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The data group that holds the partition (0: the meta group) and the
+	// node the answering node knows leads it (empty when it holds no
+	// replica of the group, or knows no leader); docs/architecture.md,
+	// "Data groups".
+	DataGroup     uint64 `protobuf:"varint,12,opt,name=data_group,json=dataGroup,proto3" json:"data_group,omitempty"`
+	Leader        string `protobuf:"bytes,13,opt,name=leader,proto3" json:"leader,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PartitionInfo) Reset() {
@@ -866,6 +872,20 @@ func (x *PartitionInfo) GetLastCleanerRun() *CleanerRun {
 		return x.LastCleanerRun
 	}
 	return nil
+}
+
+func (x *PartitionInfo) GetDataGroup() uint64 {
+	if x != nil {
+		return x.DataGroup
+	}
+	return 0
+}
+
+func (x *PartitionInfo) GetLeader() string {
+	if x != nil {
+		return x.Leader
+	}
+	return ""
 }
 
 type Header struct {
@@ -9401,7 +9421,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\x12\x1a\n" +
 	"\bsegments\x18\x03 \x01(\x05R\bsegments\x12\x1f\n" +
 	"\vend_offsets\x18\x04 \x01(\x03R\n" +
-	"endOffsets\"\x96\x02\n" +
+	"endOffsets\"\xcd\x02\n" +
 	"\rPartitionInfo\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12(\n" +
 	"\x10log_start_offset\x18\x02 \x01(\x03R\x0elogStartOffset\x12\x1d\n" +
@@ -9411,7 +9431,10 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\bsegments\x18\x05 \x01(\x05R\bsegments\x12-\n" +
 	"\x12compacted_segments\x18\n" +
 	" \x01(\x05R\x11compactedSegments\x12=\n" +
-	"\x10last_cleaner_run\x18\v \x01(\v2\x13.logd.v1.CleanerRunR\x0elastCleanerRun\"?\n" +
+	"\x10last_cleaner_run\x18\v \x01(\v2\x13.logd.v1.CleanerRunR\x0elastCleanerRun\x12\x1d\n" +
+	"\n" +
+	"data_group\x18\f \x01(\x04R\tdataGroup\x12\x16\n" +
+	"\x06leader\x18\r \x01(\tR\x06leader\"?\n" +
 	"\x06Header\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x19\n" +
 	"\x05value\x18\x02 \x01(\fH\x00R\x05value\x88\x01\x01B\b\n" +

@@ -49,9 +49,20 @@ and segments on the answering node.`,
 				}
 				fmt.Fprintln(opts.stdout)
 				tw = newTable(opts.stdout)
-				fmt.Fprintln(tw, "PARTITION\tLOG START\tEND OFFSET\tOFFSETS\tBYTES\tSEGMENTS\tCOMPACTED\tLAST CLEANER RUN")
+				// A topic placed over data groups shows each partition's
+				// group and leader.
+				placed := slices.ContainsFunc(d.Partitions, func(p client.PartitionInfo) bool { return p.DataGroup != 0 })
+				head := "PARTITION\tLOG START\tEND OFFSET\tOFFSETS\tBYTES\tSEGMENTS\tCOMPACTED\tLAST CLEANER RUN"
+				if placed {
+					head = "PARTITION\tGROUP\tLEADER\tLOG START\tEND OFFSET\tOFFSETS\tBYTES\tSEGMENTS\tCOMPACTED\tLAST CLEANER RUN"
+				}
+				fmt.Fprintln(tw, head)
 				for _, p := range d.Partitions {
-					fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%d\t%d\t%s\n", p.Partition, p.LogStart, p.End, p.End-p.LogStart, formatBytes(p.Bytes), p.Segments,
+					fmt.Fprintf(tw, "%d\t", p.Partition)
+					if placed {
+						fmt.Fprintf(tw, "%d\t%s\t", p.DataGroup, dash(p.Leader))
+					}
+					fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%d\t%d\t%s\n", p.LogStart, p.End, p.End-p.LogStart, formatBytes(p.Bytes), p.Segments,
 						p.CompactedSegments, formatCleanerRun(p.LastCleanerRun))
 				}
 				return tw.Flush()

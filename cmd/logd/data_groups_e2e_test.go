@@ -202,6 +202,10 @@ func TestClusterDataGroupsKafka(t *testing.T) {
 	})
 	const parts = 12
 	e2e.CreateTopic(t, ctx, c.Nodes[0], "kdg", parts, nil)
+	if out := e2e.Logctl(t, c.Nodes[0], "topic", "describe", "kdg"); !regexp.MustCompile(`(?m)^PARTITION\s+GROUP\s+LEADER\s+LOG START`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^11\s+\d+\s+n\d\s+0\s+`).MatchString(out) {
+		t.Errorf("topic describe does not show each partition's group and leader:\n%s", out)
+	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(kaddrs["n2"]), kgo.DefaultProduceTopic("kdg"), kgo.RetryTimeout(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -364,4 +368,105 @@ func TestClusterDataGroupsLeaderKill(t *testing.T) {
 	})
 	c.CheckEveryNode(ctx, "dgk", parts, acks, attempted)
 	t.Logf("%d calls (%d failed or unknown), %d records acknowledged, %d kills", calls, failed, len(acks), kills)
+}
+
+// TestClusterDataGroupsFailover measures failover per partition (make
+// fault): six processes, two data groups per node (twelve groups of
+// three replicas), a 24-partition topic. Each node in turn is killed with
+// SIGKILL; every partition whose group it led is then probed every 100 ms
+// with a one-record produce through a surviving node (one attempt, the
+// node's routing riding out the election), and the time from the kill to
+// the partition's first acknowledged write is its failover. The median
+// and the largest over partitions are logged (the goal: under 1 s and
+// 1.5 s); nothing is asserted of them, the machine's load decides them.
+func TestClusterDataGroupsFailover(t *testing.T) {
+	if !e2e.FaultLong() {
+		t.Skip("LOGD_FAULT_LONG=1 (make fault) measures failover over data groups")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	c := e2e.NewCluster(t, 6, "--data-groups-per-node", "2")
+	status := func() (client.ClusterStatus, bool) {
+		for _, nd := range c.Nodes {
+			if nd.Cmd != nil {
+				if st, err := clusterStatus(t, nd); err == nil {
+					return st, true
+				}
+			}
+		}
+		return client.ClusterStatus{}, false
+	}
+	settled := func() bool {
+		st, ok := status()
+		if !ok || len(st.DataGroups) != 12 {
+			return false
+		}
+		for _, g := range st.DataGroups {
+			if g.Leader != g.Replicas[0] || len(g.Voters) != 3 {
+				return false
+			}
+		}
+		return true
+	}
+	e2e.WaitFor(t, ctx, "twelve data groups of three, led by their preferred leaders", settled)
+	const parts = 24
+	e2e.CreateTopic(t, ctx, c.Nodes[0], "fo", parts, nil)
+	var all []time.Duration
+	for k, victim := range c.Nodes {
+		e2e.WaitFor(t, ctx, "groups back with their preferred leaders", settled)
+		via := c.Nodes[(k+1)%len(c.Nodes)]
+		cl, err := client.New(via.Listen, client.Options{Timeout: 5 * time.Second, Retry: client.RetryPolicy{MaxAttempts: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := cl.DescribeTopic(ctx, "fo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var affected []int32
+		for _, p := range d.Partitions {
+			if p.Leader == victim.ID {
+				affected = append(affected, p.Partition)
+			}
+		}
+		for _, p := range affected { // warm: the client knows the node
+			if _, err := cl.Produce(ctx, "fo", []client.Record{{Partition: &p, Value: []byte("warm")}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		victim.Kill()
+		start := time.Now()
+		took := make([]time.Duration, len(affected))
+		var wg sync.WaitGroup
+		for i, p := range affected {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					if _, err := cl.Produce(ctx, "fo", []client.Record{{Partition: &p, Value: fmt.Appendf(nil, "k%d", k)}}); err == nil {
+						took[i] = time.Since(start)
+						return
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+			}()
+		}
+		wg.Wait()
+		cl.Close()
+		slices.Sort(took)
+		if len(took) > 0 {
+			t.Logf("kill %d: %s led %d partitions; first acknowledged write after median %v, max %v", k+1, victim.ID, len(took),
+				took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
+		}
+		all = append(all, took...)
+		victim.Launch(via.Listen)
+	}
+	if len(all) < parts {
+		t.Errorf("%d partitions measured over %d kills, want every one of %d (each led by one node)", len(all), len(c.Nodes), parts)
+	}
+	slices.Sort(all)
+	if len(all) > 0 {
+		t.Logf("failover per partition over %d kills of 6 nodes (%d partitions): median %v, max %v (goal: 1 s, 1.5 s)", len(c.Nodes), len(all),
+			all[len(all)/2].Round(time.Millisecond), all[len(all)-1].Round(time.Millisecond))
+	}
 }
