@@ -816,6 +816,9 @@ func mapRaftError(err error) error {
 	switch {
 	case errors.Is(err, raft.ErrNotLeader):
 		return backend.ErrNotLeader
+	case errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		// Refused before it was logged: a leader hands over.
+		return fmt.Errorf("%w: %v", backend.ErrNotLeader, err)
 	case errors.Is(err, raft.ErrEnqueueTimeout):
 		// Never enqueued: definitely not applied.
 		return fmt.Errorf("%w: %v", backend.ErrNotLeader, err)

@@ -419,10 +419,11 @@ func TestClusterDataGroupsFailover(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := cl.DescribeTopic(ctx, "fo")
-		if err != nil {
-			t.Fatal(err)
-		}
+		var d client.TopicDescription
+		e2e.WaitFor(t, ctx, via.ID+" knows the topic and its leaders", func() bool {
+			d, err = cl.DescribeTopic(ctx, "fo")
+			return err == nil && !slices.ContainsFunc(d.Partitions, func(p client.PartitionInfo) bool { return p.Leader == "" })
+		})
 		var affected []int32
 		for _, p := range d.Partitions {
 			if p.Leader == victim.ID {
