@@ -111,10 +111,14 @@ func (dg *dataGroup) leadsReady() bool {
 	return dg.raft.State() == raft.Leader && dg.barrierTerm.Load() == dg.raft.CurrentTerm()
 }
 
+// newDataGroups is n's runner of data groups, not started.
+func newDataGroups(n *Node) *dataGroups {
+	return &dataGroups{n: n, stop: make(chan struct{}), done: make(chan struct{}), open: map[uint64]*dataGroup{}}
+}
+
 // startDataGroups starts the runner of data groups; without a Raft port
 // (InMemory) there are none.
 func (n *Node) startDataGroups() {
-	n.data = &dataGroups{n: n, stop: make(chan struct{}), done: make(chan struct{}), open: map[uint64]*dataGroup{}}
 	if n.stores.port == nil {
 		close(n.data.done)
 		return

@@ -450,6 +450,7 @@ func Open(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, raft: r, fsm: sm, stores: stores, applied: applied, stop: make(chan struct{}), done: make(chan struct{}),
 		observer: obs, leaderObs: make(chan raft.Observation, 16),
 		leaderCommits: commits, forwardStop: forwardStop, forwardDone: make(chan struct{})}
+	n.data = newDataGroups(n)
 	observed.SetTerm(r.CurrentTerm)
 	// Raft receives nothing until forward runs.
 	go func() {
