@@ -98,6 +98,8 @@ type dataGroup struct {
 	// lastTransfer is when this node last handed the group's leadership
 	// to its preferred leader (the runner's goroutine only).
 	lastTransfer time.Time
+	// adoptMu orders adopt's passes over the group.
+	adoptMu sync.Mutex
 	// barrierTerm is the term in which this replica, as leader, applied
 	// a barrier: it has applied everything committed before, and may
 	// answer as the group's leader from its state (Node.Ready's rule, per
@@ -510,6 +512,11 @@ func (n *Node) DataGroupReplicas() []DataGroupReplica {
 // group's settings. The meta group's state this node applied may lag;
 // an incarnation created after it is left alone.
 func (d *dataGroups) adopt(dg *dataGroup) {
+	// The runner and a produce that finds its topic missing may both
+	// adopt; one at a time (a second adopt of the same would change
+	// nothing, but would cost a Raft entry).
+	dg.adoptMu.Lock()
+	defer dg.adoptMu.Unlock()
 	n := d.n
 	logger := n.cfg.Logger.With("group", dg.id)
 	want := map[string]*fsm.Topic{}

@@ -42,6 +42,21 @@ type groupHandle struct {
 	id      uint64
 	fsm     *fsm.FSM
 	propose func(ctx context.Context, data []byte) (any, error)
+	// adopt, for a data group, has it adopt its partitions of the meta
+	// group's topics now, rather than at the runner's next pass.
+	adopt func()
+}
+
+// topic returns the group's state machine's topic name. A data group that
+// does not hold the topic yet, though the meta group placed it there (a
+// produce right after the creation), adopts it first.
+func (g groupHandle) topic(name string) (*fsm.Topic, error) {
+	t, err := g.fsm.Topic(name)
+	if err != nil && g.adopt != nil && errors.Is(err, backend.ErrUnknownTopic) {
+		g.adopt()
+		t, err = g.fsm.Topic(name)
+	}
+	return t, err
 }
 
 // metaGroup is the meta group's handle.
@@ -61,7 +76,7 @@ func (n *Node) dataGroup(id uint64) *dataGroup {
 func (dg *dataGroup) handle(n *Node) groupHandle {
 	return groupHandle{id: dg.id, fsm: dg.fsm, propose: func(ctx context.Context, data []byte) (any, error) {
 		return n.proposeOn(ctx, dg.raft, dg.fsm, data)
-	}}
+	}, adopt: func() { n.data.adopt(dg) }}
 }
 
 // stateMachines are the meta group's state machine and this node's data
@@ -394,7 +409,7 @@ const groupCallWait = 5 * time.Second
 func (n *Node) produceInGroup(ctx context.Context, p *producer, g uint64, req backend.ProduceRequest) (backend.ProduceResult, error) {
 	var res backend.ProduceResult
 	err := n.inGroup(ctx, g, func(h groupHandle) error {
-		t, err := h.fsm.Topic(req.Topic)
+		t, err := h.topic(req.Topic)
 		if err != nil {
 			return err
 		}
@@ -556,7 +571,7 @@ func (n *Node) answerCall(ctx context.Context, _ string, g uint64, req []byte) (
 		switch {
 		case call.Kind == callProduce && call.Produce != nil:
 			var t *fsm.Topic
-			if t, err = h.fsm.Topic(call.Produce.Topic); err == nil {
+			if t, err = h.topic(call.Produce.Topic); err == nil {
 				var res backend.ProduceResult
 				res, err = p.produceOn(ctx, h, t, *call.Produce)
 				ans.Produce = &res

@@ -443,7 +443,7 @@ func (p *producer) appendBatches(ctx context.Context, a fsm.Append, keysChecked 
 // appendOn is appendBatches on group g, which holds every partition of
 // a.
 func (p *producer) appendOn(ctx context.Context, g groupHandle, a fsm.Append, keysChecked bool) ([]int64, error) {
-	t, err := g.fsm.Topic(a.Topic)
+	t, err := g.topic(a.Topic)
 	if err != nil {
 		return nil, err
 	}

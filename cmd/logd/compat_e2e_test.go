@@ -173,6 +173,58 @@ func untar(t *testing.T, path, dst string) {
 // idempotency keys. To write the fixture again, see the head of
 // testdata/compat/make-fixture.sh.
 func TestCompatFixture(t *testing.T) {
+	compatFixture(t)
+}
+
+// TestCompatFixtureDataGroups starts this build with data groups on the
+// same data dir: the fixture's topics stay in the meta group (its data
+// group 0) and serve as before, groups and queue state included, while a
+// topic created now is placed over the new data groups and served from
+// them (docs/architecture.md, "Data groups").
+func TestCompatFixtureDataGroups(t *testing.T) {
+	p := compatFixture(t, "--data-groups-per-node", "2")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e2e.WaitFor(t, ctx, "two data groups led", func() bool {
+		st, err := clusterStatus(t, p)
+		if err != nil || len(st.DataGroups) != 2 {
+			return false
+		}
+		return st.DataGroups[0].Leader == "n1" && st.DataGroups[1].Leader == "n1"
+	})
+	e2e.CreateTopic(t, ctx, p, "fresh", 4, nil)
+	d, err := p.RPC.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: "fresh"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pi := range d.Msg.Partitions {
+		if pi.DataGroup == 0 {
+			t.Errorf("fresh-%d is in the meta group, want a data group", pi.Partition)
+		}
+	}
+	if d, err := p.RPC.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: "orders"})); err != nil || d.Msg.Partitions[0].DataGroup != 0 {
+		t.Errorf("orders, the fixture's, moved out of the meta group: %v", err)
+	}
+	resp, err := p.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "fresh",
+		Records: []*logdv1.Record{{Key: []byte("a"), Value: []byte("1")}, {Key: []byte("b"), Value: []byte("2")}, {Key: []byte("c"), Value: []byte("3")}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := p.ReadAll(ctx, "fresh", 4)
+	for i, r := range resp.Msg.Results {
+		found := false
+		for _, f := range got[r.Partition] {
+			found = found || f.Offset == r.Offset && string(f.Value) == fmt.Sprint(i+1)
+		}
+		if !found {
+			t.Errorf("record %d not read back at %d@%d", i, r.Partition, r.Offset)
+		}
+	}
+}
+
+// compatFixture runs TestCompatFixture's checks on a node started with
+// extra flags, and returns it, running.
+func compatFixture(t *testing.T, extra ...string) *e2e.Node {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dir := t.TempDir()
@@ -189,7 +241,7 @@ func TestCompatFixture(t *testing.T) {
 
 	// The cleaner stays out of the way: what it would do to old data is
 	// retention's business, not compatibility's.
-	p := e2e.NewNode(t, "n1", "--cleaner-interval", "1h")
+	p := e2e.NewNode(t, "n1", append([]string{"--cleaner-interval", "1h"}, extra...)...)
 	p.DataDir = filepath.Join(dir, "data")
 	p.Start()
 	// A single node of an earlier build makes its cluster secret at its
@@ -290,6 +342,7 @@ func TestCompatFixture(t *testing.T) {
 			t.Errorf("payments end offsets %d, %d after duplicates, want 5, 2", e0, e1)
 		}
 	})
+	return p
 }
 
 // renderFixture prints fetched records like renderWant; header values that
