@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -189,6 +190,13 @@ func (b *Backend) topicState(t *fsm.Topic) backend.TopicState {
 // Offsets returns a partition's bounds on this node.
 func (b *Backend) Offsets(topic string, partition int32) (backend.Offsets, error) {
 	f, err := b.partitionFSM(topic, partition)
+	var pe *fsm.PartitionElsewhereError
+	if errors.As(err, &pe) && b.stores.port != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.ApplyTimeout)
+		defer cancel()
+		r, err := b.readRemote(ctx, pe.Group, topic, partition, 0, 0)
+		return backend.Offsets{LogStart: r.LogStartOffset, End: r.EndOffset}, err
+	}
 	if err != nil {
 		return backend.Offsets{}, err
 	}

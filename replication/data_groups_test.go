@@ -403,3 +403,83 @@ func TestDataGroupsServeTopics(t *testing.T) {
 		return true
 	}, describe)
 }
+
+// TestDataGroupsReadElsewhere: with a replication factor of 2 over three
+// nodes, each node lacks a replica of some group; a produce through any
+// node reaches the group's leader, and a read of any partition through
+// any node is answered, by a replica of its group when the node holds
+// none.
+func TestDataGroupsReadElsewhere(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := newJoinCluster(t)
+	c.configure = func(_ string, cfg *Config) { cfg.DataGroupsPerNode, cfg.ReplicationFactor = 1, 2 }
+	l := c.open(ctx, "n1", true)
+	nodes := []*Node{l}
+	for _, id := range []string{"n2", "n3"} {
+		n := c.open(ctx, id, false)
+		if err := l.Join(ctx, joinRequest(n), c.probe); err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	describe := func() string {
+		voters, leaders := dataGroupsView(nodes)
+		return fmt.Sprintf("table %+v; voters %v; leaders %v", l.FSM().DataGroups(), voters, leaders)
+	}
+	waitFor(ctx, t, "three groups of two voters with leaders", func() bool {
+		voters, leaders := dataGroupsView(nodes)
+		if len(l.FSM().DataGroups().Groups) != 3 || len(leaders) != 3 {
+			return false
+		}
+		for _, v := range voters {
+			if len(v) != 2 {
+				return false
+			}
+		}
+		return true
+	}, describe)
+	lacking := 0
+	for _, n := range nodes {
+		if len(n.DataGroupReplicas()) < 3 {
+			lacking++
+		}
+	}
+	if lacking == 0 {
+		t.Fatalf("every node holds every group: %s", describe())
+	}
+	if _, err := NewBackend(l).CreateTopic(ctx, backend.CreateTopic{Name: "far", Partitions: 6}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		var recs []backend.ProduceRecord
+		for p := range int32(6) {
+			recs = append(recs, backend.ProduceRecord{Partition: p, HasPartition: true, Value: []byte(n.NodeID())})
+		}
+		// A client that created the topic through n1 would carry n1's
+		// applied index to n (read your writes); here, n applies it.
+		if err := NewBackend(n).AwaitApplied(ctx, l.FSM().AppliedIndex(), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := NewBackend(n).Produce(ctx, backend.ProduceRequest{Topic: "far", Records: recs}); err != nil {
+			t.Fatalf("produce through %s: %v", n.NodeID(), err)
+		}
+	}
+	for _, n := range nodes {
+		for p := range int32(6) {
+			var got backend.ReadResult
+			waitFor(ctx, t, fmt.Sprintf("%s reads far-%d", n.NodeID(), p), func() bool {
+				var err error
+				got, err = NewBackend(n).Read("far", p, 0, 1<<20)
+				return err == nil && got.EndOffset == 3
+			}, describe)
+			bs, err := batch.DecodeAll(got.Batches)
+			if err != nil || len(bs) != 3 {
+				t.Errorf("%s: far-%d: %d batches, %v", n.NodeID(), p, len(bs), err)
+			}
+			if o, err := NewBackend(n).Offsets("far", p); err != nil || o.End != 3 || o.LogStart != 0 {
+				t.Errorf("%s: far-%d offsets %+v, %v", n.NodeID(), p, o, err)
+			}
+		}
+	}
+}

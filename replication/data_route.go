@@ -196,6 +196,50 @@ func (n *Node) partitionLeader(t *fsm.Topic, p int32) (uint64, string) {
 	return g, string(id)
 }
 
+// remotePoll is how soon a read a replica of another node answered lets
+// a long poll read again: no append can wake a waiter across nodes.
+const remotePoll = 100 * time.Millisecond
+
+// readRemote reads partition p of topic, in data group g of which this
+// node holds no replica, from the group's replicas (the preferred leader
+// first): Backend.Read for a node outside the group. The answer's Changed
+// closes after remotePoll.
+func (n *Node) readRemote(ctx context.Context, g uint64, topic string, p int32, offset int64, maxBytes int) (backend.ReadResult, error) {
+	var replicas []string
+	for _, dg := range n.fsm.DataGroups().Groups {
+		if dg.ID == g {
+			replicas = dg.Replicas
+		}
+	}
+	last := fmt.Errorf("%w: data group %d has no replica this node can reach", backend.ErrPartitionElsewhere, g)
+	call := groupCall{Kind: callRead, Read: &readCall{Topic: topic, Partition: p, Offset: offset, MaxBytes: maxBytes}}
+	for _, id := range replicas {
+		if id == n.cfg.NodeID {
+			continue
+		}
+		ans, err := n.callGroup(ctx, id, g, call)
+		switch {
+		case err != nil:
+			last = fmt.Errorf("%w: data group %d at %s: %v", backend.ErrPartitionElsewhere, g, id, err)
+			continue
+		case ans.Err != nil:
+			err := ans.Err.decode()
+			if errors.Is(err, backend.ErrNotLeader) { // holds no replica (any more)
+				last = err
+				continue
+			}
+			return backend.ReadResult{}, err
+		case ans.Read == nil:
+			last = fmt.Errorf("data group %d at %s: a read answer without its batches", g, id)
+			continue
+		}
+		changed := make(chan struct{})
+		time.AfterFunc(remotePoll, func() { close(changed) })
+		return backend.ReadResult{Batches: ans.Read.Batches, LogStartOffset: ans.Read.LogStart, EndOffset: ans.Read.End, Changed: changed}, nil
+	}
+	return backend.ReadResult{}, last
+}
+
 // spreadPart is the records of one call bound for one data group, with
 // their positions in the call.
 type spreadPart struct {
@@ -377,18 +421,42 @@ func (p *producer) appendSpread(ctx context.Context, t *fsm.Topic, a fsm.Append)
 const (
 	callProduce = "produce"
 	callAppend  = "append"
+	callRead    = "read"
 )
 
 // groupCall is a call's request.
 type groupCall struct {
-	Kind    string                  `json:"kind"`
-	Produce *backend.ProduceRequest `json:"produce,omitempty"`
-	Append  *fsm.Append             `json:"append,omitempty"`
+	Kind string `json:"kind"`
+	// MetaIndex is the meta group's index the caller had applied: the
+	// answering node applies it first, so that it knows the topics the
+	// caller knew (a topic just created, say).
+	MetaIndex uint64                  `json:"meta_index,omitempty"`
+	Produce   *backend.ProduceRequest `json:"produce,omitempty"`
+	Append    *fsm.Append             `json:"append,omitempty"`
+	Read      *readCall               `json:"read,omitempty"`
+}
+
+// readCall asks a replica of a group for a partition's stored batches
+// from Offset (at most MaxBytes, at least one batch), as Backend.Read;
+// with MaxBytes 0, for its bounds only.
+type readCall struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	MaxBytes  int    `json:"max_bytes"`
+}
+
+// readAnswer is a readCall's answer.
+type readAnswer struct {
+	Batches  []byte `json:"batches"`
+	LogStart int64  `json:"log_start"`
+	End      int64  `json:"end"`
 }
 
 // groupAnswer is a call's answer: its result, or its error.
 type groupAnswer struct {
 	Produce *backend.ProduceResult `json:"produce,omitempty"`
+	Read    *readAnswer            `json:"read,omitempty"`
 	Bases   []int64                `json:"bases,omitempty"`
 	// BatchErrs are an append's errors by batch when some of its
 	// batches were refused (backend.PartialAppendError), nil for a
@@ -532,6 +600,7 @@ func (n *Node) callGroup(ctx context.Context, id string, g uint64, call groupCal
 	if err != nil {
 		return groupAnswer{}, err
 	}
+	call.MetaIndex = n.fsm.AppliedIndex()
 	req, err := json.Marshal(call)
 	if err != nil {
 		return groupAnswer{}, err
@@ -557,8 +626,30 @@ func (n *Node) answerCall(ctx context.Context, _ string, g uint64, req []byte) (
 		return nil, fmt.Errorf("%w: call: %v", backend.ErrInvalidArgument, err)
 	}
 	var ans groupAnswer
+	if err := NewBackend(n).AwaitApplied(ctx, call.MetaIndex, groupCallWait); err != nil {
+		ans.Err = encodeWireError(err)
+		return json.Marshal(ans)
+	}
 	dg := n.dataGroup(g)
 	switch {
+	case dg != nil && call.Kind == callRead && call.Read != nil:
+		// Any replica reads what it applied, as a follower serves reads.
+		r := call.Read
+		if r.MaxBytes == 0 { // the bounds only
+			part, err := dg.fsm.Partition(r.Topic, r.Partition)
+			if err != nil {
+				ans.Err = encodeWireError(err)
+				break
+			}
+			ans.Read = &readAnswer{LogStart: part.Log().StartOffset(), End: part.Log().EndOffset()}
+			break
+		}
+		res, err := readBatches(dg.fsm, r.Topic, r.Partition, r.Offset, r.MaxBytes)
+		if err != nil {
+			ans.Err = encodeWireError(err)
+			break
+		}
+		ans.Read = &readAnswer{Batches: res.Batches, LogStart: res.LogStartOffset, End: res.EndOffset}
 	case dg == nil:
 		ans.Err = encodeWireError(fmt.Errorf("%w: this node holds no replica of data group %d", backend.ErrNotLeader, g))
 	case dg.raft.State() != raft.Leader:

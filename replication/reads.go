@@ -1,6 +1,8 @@
 package replication
 
 import (
+	"context"
+	"errors"
 	"time"
 
 	"github.com/logd-dev/logd/backend"
@@ -19,6 +21,14 @@ import (
 // damaged range is never served.
 func (b *Backend) Read(topic string, partition int32, offset int64, maxBytes int) (backend.ReadResult, error) {
 	f, err := b.partitionFSM(topic, partition)
+	var pe *fsm.PartitionElsewhereError
+	if errors.As(err, &pe) && b.stores.port != nil {
+		// A partition of a data group this node holds no replica of: a
+		// replica of the group reads it.
+		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.ApplyTimeout)
+		defer cancel()
+		return b.readRemote(ctx, pe.Group, topic, partition, offset, maxBytes)
+	}
 	if err != nil {
 		return backend.ReadResult{}, err
 	}
