@@ -329,6 +329,10 @@ func (p *producer) produceSpread(ctx context.Context, t *fsm.Topic, req backend.
 // its own goroutine, and returns their errors by i once all have ended.
 func inParallel(n int, f func(i int) error) []error {
 	errs := make([]error, n)
+	if n == 1 { // a call in one group: no goroutine to wait for
+		errs[0] = f(0)
+		return errs
+	}
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Add(1)
