@@ -483,3 +483,94 @@ func TestDataGroupsReadElsewhere(t *testing.T) {
 		}
 	}
 }
+
+// TestDataGroupLosesQuorumAlone: with a replication factor of 2 over
+// three nodes, closing one node leaves each group it held without a
+// majority: produces to those groups' partitions fail (NOT_LEADER, or an
+// unknown outcome), while the group it did not hold, and the meta group,
+// go on accepting writes.
+func TestDataGroupLosesQuorumAlone(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := newJoinCluster(t)
+	c.configure = func(_ string, cfg *Config) {
+		cfg.DataGroupsPerNode, cfg.ReplicationFactor = 1, 2
+		cfg.ApplyTimeout = 2 * time.Second
+	}
+	l := c.open(ctx, "n1", true)
+	nodes := []*Node{l}
+	for _, id := range []string{"n2", "n3"} {
+		n := c.open(ctx, id, false)
+		if err := l.Join(ctx, joinRequest(n), c.probe); err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	describe := func() string {
+		voters, leaders := dataGroupsView(nodes)
+		return fmt.Sprintf("table %+v; voters %v; leaders %v", l.FSM().DataGroups(), voters, leaders)
+	}
+	waitFor(ctx, t, "three groups of two voters with leaders", func() bool {
+		voters, leaders := dataGroupsView(nodes)
+		if len(voters) != 3 || len(leaders) != 3 {
+			return false
+		}
+		for _, v := range voters {
+			if len(v) != 2 {
+				return false
+			}
+		}
+		return true
+	}, describe)
+	if _, err := NewBackend(l).CreateTopic(ctx, backend.CreateTopic{Name: "q", Partitions: 3}); err != nil {
+		t.Fatal(err)
+	}
+	mt, _ := l.FSM().Topic("q")
+	// Every group adopts its partition (the first produce has it adopt).
+	for p := range int32(3) {
+		if _, err := NewBackend(l).Produce(ctx, backend.ProduceRequest{Topic: "q", Records: []backend.ProduceRecord{{Partition: p, HasPartition: true, Value: []byte("before")}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The victim: a node other than n1 (the meta leader, which must stay).
+	victim := nodes[2]
+	tab := l.FSM().DataGroups()
+	held := map[uint64]bool{}
+	for _, g := range tab.Groups {
+		held[g.ID] = slices.Contains(g.Replicas, victim.NodeID())
+	}
+	c.mu.Lock()
+	c.closed[victim] = true
+	c.mu.Unlock()
+	c.close(victim)
+	b := NewBackend(l)
+	stopped, going := 0, 0
+	for p, g := range mt.Placement {
+		rec := []backend.ProduceRecord{{Partition: int32(p), HasPartition: true, Value: []byte("after")}}
+		if held[g] {
+			pctx, pcancel := context.WithTimeout(ctx, 3*time.Second)
+			_, err := b.Produce(pctx, backend.ProduceRequest{Topic: "q", Records: rec})
+			pcancel()
+			if err == nil {
+				t.Errorf("q-%d in group %d, which lost %s of its two replicas, took a write", p, g, victim.NodeID())
+			} else if !errors.Is(err, backend.ErrNotLeader) && !errors.Is(err, backend.ErrTimeout) {
+				t.Errorf("q-%d: %v, want NOT_LEADER or an unknown outcome", p, err)
+			}
+			stopped++
+			continue
+		}
+		var err error
+		waitFor(ctx, t, fmt.Sprintf("q-%d in group %d, which kept its replicas, takes a write", p, g), func() bool {
+			_, err = b.Produce(ctx, backend.ProduceRequest{Topic: "q", Records: rec})
+			return err == nil
+		}, func() string { return fmt.Sprint(err) })
+		going++
+	}
+	if stopped == 0 || going == 0 {
+		t.Fatalf("placement %v over groups %v: %d partitions stopped, %d going; the test needs both", mt.Placement, held, stopped, going)
+	}
+	// The meta group has its majority: a topic can still be created.
+	if _, err := b.CreateTopic(ctx, backend.CreateTopic{Name: "meta-still", Partitions: 1}); err != nil {
+		t.Errorf("the meta group refused a topic without one node: %v", err)
+	}
+}

@@ -54,7 +54,12 @@ func (g groupHandle) topic(name string) (*fsm.Topic, error) {
 	t, err := g.fsm.Topic(name)
 	if err != nil && g.adopt != nil && errors.Is(err, backend.ErrUnknownTopic) {
 		g.adopt()
-		t, err = g.fsm.Topic(name)
+		if t, err = g.fsm.Topic(name); err != nil {
+			// The meta group placed it here (the caller found it there),
+			// and the group could not adopt it now (no majority, say):
+			// unavailable for now, not unknown.
+			return nil, fmt.Errorf("%w: data group %d has not adopted topic %s yet", backend.ErrNotLeader, g.id, name)
+		}
 	}
 	return t, err
 }
