@@ -147,6 +147,13 @@ type RecordAPI interface {
 	// Errors: ErrUnknownTopic, ErrUnknownPartition, *OutOfRangeError
 	// (with the bounds), ErrCorrupt, ErrLogClosed (topic deleted).
 	Read(topic string, partition int32, offset int64, maxBytes int) (ReadResult, error)
+	// ReadLeader is Read as the leader of the partition's data group
+	// answers it, once it confirmed its leadership: a linearizable read of
+	// a partition placed over data groups, whose replica here may lag its
+	// group (a consistent read, docs/architecture.md, "Read guarantees").
+	// For a partition of the meta group it is Read: the caller's read
+	// index orders that one.
+	ReadLeader(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (ReadResult, error)
 	// Offsets returns a partition's bounds; OffsetForTime the first offset
 	// whose batch's max timestamp is at or after tsMillis (the end when
 	// none is).

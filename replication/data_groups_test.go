@@ -480,6 +480,11 @@ func TestDataGroupsReadElsewhere(t *testing.T) {
 			if o, err := NewBackend(n).Offsets("far", p); err != nil || o.End != 3 || o.LogStart != 0 {
 				t.Errorf("%s: far-%d offsets %+v, %v", n.NodeID(), p, o, err)
 			}
+			// A consistent read: the group's leader answers it, at once
+			// holding every acknowledged write.
+			if r, err := NewBackend(n).ReadLeader(ctx, "far", p, 0, 1<<20); err != nil || r.EndOffset != 3 {
+				t.Errorf("%s: far-%d read at the leader: end %d, %v", n.NodeID(), p, r.EndOffset, err)
+			}
 		}
 	}
 }

@@ -245,6 +245,44 @@ func (n *Node) readRemote(ctx context.Context, g uint64, topic string, p int32, 
 	return backend.ReadResult{}, last
 }
 
+// confirmLeader reports whether dg's replica leads its group, applied a
+// barrier of its term, and still leads once a majority confirmed it
+// (raft.VerifyLeader): it then holds every write its group acknowledged.
+func (dg *dataGroup) confirmLeader() bool {
+	return dg.leadsReady() && dg.raft.VerifyLeader().Error() == nil
+}
+
+// ReadLeader is Backend.Read as the leader of the partition's data group
+// answers it once it confirmed its leadership: here when this node leads
+// the group, else at the group's leader (following its replicas' hints,
+// for at most groupCallWait). A partition of the meta group is read here.
+func (b *Backend) ReadLeader(ctx context.Context, topic string, p int32, offset int64, maxBytes int) (backend.ReadResult, error) {
+	t, err := b.fsm.Topic(topic)
+	if err != nil || t.Placement == nil || p < 0 || int(p) >= len(t.Placement) {
+		return b.Read(topic, p, offset, maxBytes)
+	}
+	g := t.Placement[p]
+	var res backend.ReadResult
+	err = b.inGroup(ctx, g, func(h groupHandle) error {
+		dg := b.dataGroup(g)
+		if dg == nil || !dg.confirmLeader() {
+			return fmt.Errorf("%w: data group %d", backend.ErrNotLeader, g)
+		}
+		var err error
+		res, err = readBatches(dg.fsm, topic, p, offset, maxBytes)
+		return err
+	}, groupCall{Kind: callRead, Read: &readCall{Topic: topic, Partition: p, Offset: offset, MaxBytes: maxBytes, Leader: true}}, func(a groupAnswer) error {
+		if a.Read == nil {
+			return fmt.Errorf("data group %d: a read answer without its batches", g)
+		}
+		changed := make(chan struct{})
+		time.AfterFunc(remotePoll, func() { close(changed) })
+		res = backend.ReadResult{Batches: a.Read.Batches, LogStartOffset: a.Read.LogStart, EndOffset: a.Read.End, Changed: changed}
+		return nil
+	})
+	return res, fromStorage(err)
+}
+
 // spreadPart is the records of one call bound for one data group, with
 // their positions in the call.
 type spreadPart struct {
@@ -447,12 +485,14 @@ type groupCall struct {
 
 // readCall asks a replica of a group for a partition's stored batches
 // from Offset (at most MaxBytes, at least one batch), as Backend.Read;
-// with MaxBytes 0, for its bounds only.
+// with MaxBytes 0, for its bounds only. With Leader, only the group's
+// leader answers, once it confirmed its leadership (ReadLeader).
 type readCall struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
 	Offset    int64  `json:"offset"`
 	MaxBytes  int    `json:"max_bytes"`
+	Leader    bool   `json:"leader,omitempty"`
 }
 
 // readAnswer is a readCall's answer.
@@ -641,6 +681,9 @@ func (n *Node) answerCall(ctx context.Context, _ string, g uint64, req []byte) (
 	}
 	dg := n.dataGroup(g)
 	switch {
+	case dg != nil && call.Kind == callRead && call.Read != nil && call.Read.Leader && !dg.confirmLeader():
+		_, id := dg.raft.LeaderWithID()
+		ans.Err, ans.Leader = encodeWireError(fmt.Errorf("%w: data group %d", backend.ErrNotLeader, g)), string(id)
 	case dg != nil && call.Kind == callRead && call.Read != nil:
 		// Any replica reads what it applied, as a follower serves reads.
 		r := call.Read

@@ -33,6 +33,7 @@ func (s *Server) Fetch(ctx context.Context, req *connect.Request[logdv1.FetchReq
 		maxBytes = int(min(int64(maxBytes), mb))
 	}
 	wait := time.Duration(min(m.MaxWaitMs, MaxFetchWaitMs)) * time.Millisecond
+	consistent := req.Header().Get(ConsistentReadHeader) == "true"
 	var timer <-chan time.Time
 	if wait > 0 {
 		t := time.NewTimer(wait)
@@ -47,7 +48,15 @@ func (s *Server) Fetch(ctx context.Context, req *connect.Request[logdv1.FetchReq
 		if err != nil {
 			return nil, err
 		}
-		r, err := s.b.Read(m.Topic, m.Partition, m.Offset, maxBytes)
+		// A consistent read of a partition of a data group is answered
+		// by the group's leader (the read index orders only the meta
+		// group's).
+		var r backend.ReadResult
+		if consistent {
+			r, err = s.b.ReadLeader(ctx, m.Topic, m.Partition, m.Offset, maxBytes)
+		} else {
+			r, err = s.b.Read(m.Topic, m.Partition, m.Offset, maxBytes)
+		}
 		if err != nil {
 			charge.Release()
 			return nil, toConnectError(err)
