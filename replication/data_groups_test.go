@@ -297,6 +297,14 @@ func TestDataGroupsServeTopics(t *testing.T) {
 		return res
 	}
 	res := produce(nodes[1], recs)
+	// Read your writes through the node written to, at once: it waited
+	// for its replicas to apply what the groups' leaders acknowledged.
+	for i, r := range res.Results {
+		got, err := NewBackend(nodes[1]).Read("orders", r.Partition, r.Offset, 1<<20)
+		if err != nil || len(got.Batches) == 0 {
+			t.Errorf("record %d, just acknowledged through n2, not read back through n2 at %d@%d: %v", i, r.Partition, r.Offset, err)
+		}
+	}
 	// Each record is where its result says, on every node.
 	check := func(live []*Node, recs []backend.ProduceRecord, res backend.ProduceResult) {
 		t.Helper()

@@ -245,6 +245,31 @@ func (n *Node) readRemote(ctx context.Context, g uint64, topic string, p int32, 
 	return backend.ReadResult{}, last
 }
 
+// readYourWritesWait bounds how long a node waits for its replica of a
+// group to apply a write the group's leader acknowledged to it.
+const readYourWritesWait = 2 * time.Second
+
+// awaitApplied waits until dg's replica applied index, at most wait or
+// until ctx ends; a replica that stays behind is left so (a read through
+// this node may then miss the write, as through another follower).
+func (dg *dataGroup) awaitApplied(ctx context.Context, index uint64, wait time.Duration) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		ch := dg.applied.wait()
+		if dg.fsm.AppliedIndex() >= index {
+			return
+		}
+		select {
+		case <-ch:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 // confirmLeader reports whether dg's replica leads its group, applied a
 // barrier of its term, and still leads once a majority confirmed it
 // (raft.VerifyLeader): it then holds every write its group acknowledged.
@@ -515,6 +540,11 @@ type groupAnswer struct {
 	// Leader is the node this node knows leads the group, when it does
 	// not (Err is then backend.ErrNotLeader).
 	Leader string `json:"leader,omitempty"`
+	// Applied is the group's index the answering leader had applied when
+	// it answered a write: a caller that holds a replica of the group
+	// applies it before answering its own caller, so a read through the
+	// same node sees the write.
+	Applied uint64 `json:"applied,omitempty"`
 }
 
 // groupCallWait bounds how long a call for a group waits for the group to
@@ -627,7 +657,13 @@ func (n *Node) inGroup(ctx context.Context, g uint64, local func(groupHandle) er
 		case ans.Err != nil:
 			return ans.Err.decode()
 		default:
-			return remote(ans)
+			if err := remote(ans); err != nil {
+				return err
+			}
+			if dg != nil && ans.Applied > 0 {
+				dg.awaitApplied(ctx, ans.Applied, readYourWritesWait)
+			}
+			return nil
 		}
 	}
 }
@@ -735,6 +771,8 @@ func (n *Node) answerCall(ctx context.Context, _ string, g uint64, req []byte) (
 			}
 		case err != nil:
 			ans = groupAnswer{Err: encodeWireError(err)}
+		default:
+			ans.Applied = dg.fsm.AppliedIndex()
 		}
 	}
 	return json.Marshal(ans)
