@@ -89,10 +89,14 @@ var (
 	descDedupEvicted = prometheus.NewDesc("logd_idempotency_keys_evicted_total", "Keys evicted before their window ended because the topic reached idempotency.max.keys.", []string{"topic"}, nil)
 	descDedupExpired = prometheus.NewDesc("logd_idempotency_keys_expired_total", "Keys dropped at the end of their window.", []string{"topic"}, nil)
 	descNodeFailed   = prometheus.NewDesc("logd_node_failed", "1 if the node stopped after a state-machine I/O error.", nil, nil)
+	descGroupLeader  = prometheus.NewDesc("logd_data_group_leader", "1 if this node leads the data group, for each group it holds a replica of.", []string{"group"}, nil)
+	descGroupIndex   = prometheus.NewDesc("logd_data_group_index", "Raft indexes of this node's replica of the data group: commit, applied.", []string{"group", "kind"}, nil)
+	descGroupTerm    = prometheus.NewDesc("logd_data_group_term", "Raft term of this node's replica of the data group.", []string{"group"}, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRaftState, descRaftIndex, descRaftTerm, descPartEnd, descPartStart, descPartBytes, descNodeFailed, descDedupKeys, descDedupEvicted, descDedupExpired} {
+	for _, d := range []*prometheus.Desc{descRaftState, descRaftIndex, descRaftTerm, descPartEnd, descPartStart, descPartBytes, descNodeFailed, descDedupKeys, descDedupEvicted, descDedupExpired,
+		descGroupLeader, descGroupIndex, descGroupTerm} {
 		ch <- d
 	}
 }
@@ -110,6 +114,20 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descRaftIndex, prometheus.GaugeValue, float64(st.AppliedIndex), "applied")
 	ch <- prometheus.MustNewConstMetric(descRaftIndex, prometheus.GaugeValue, float64(st.LastLogIndex), "last")
 	ch <- prometheus.MustNewConstMetric(descRaftTerm, prometheus.GaugeValue, float64(st.Term))
+	for _, g := range st.DataGroups {
+		if g.State == "" {
+			continue // no replica here
+		}
+		id := strconv.FormatUint(g.ID, 10)
+		leads := 0.0
+		if g.State == "Leader" {
+			leads = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descGroupLeader, prometheus.GaugeValue, leads, id)
+		ch <- prometheus.MustNewConstMetric(descGroupIndex, prometheus.GaugeValue, float64(g.CommitIndex), id, "commit")
+		ch <- prometheus.MustNewConstMetric(descGroupIndex, prometheus.GaugeValue, float64(g.AppliedIndex), id, "applied")
+		ch <- prometheus.MustNewConstMetric(descGroupTerm, prometheus.GaugeValue, float64(g.Term), id)
+	}
 	failed := 0.0
 	if c.b.Failed() != nil {
 		failed = 1

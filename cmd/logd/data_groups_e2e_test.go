@@ -64,6 +64,20 @@ func TestClusterDataGroups(t *testing.T) {
 			t.Errorf("%s leads %d data groups, want 2: %+v", n.ID, n.LeadsGroups, st.DataGroups)
 		}
 	}
+	// Each node's metrics show its six replicas and the two it leads.
+	for _, nd := range c.Nodes {
+		series := scrapeSeries(t, "http://"+nd.Listen+"/metrics")
+		replicas, leads := 0, 0.0
+		for k, v := range series {
+			if strings.HasPrefix(k, "logd_data_group_leader{") {
+				replicas++
+				leads += v
+			}
+		}
+		if replicas != 6 || leads != 2 {
+			t.Errorf("%s's metrics: %d data group replicas, leading %v; want 6 and 2", nd.ID, replicas, leads)
+		}
+	}
 	text := e2e.Logctl(t, c.Nodes[0], "cluster", "status")
 	for _, want := range []string{"LEADS", "Data groups: 6", "GROUP", "PREFERRED", "VOTERS"} {
 		if !strings.Contains(text, want) {
