@@ -1,5 +1,6 @@
 // @ts-check
 import { call, num } from '../api.js';
+import { historyCharts } from '../history.js';
 import { h, replace, table, link, route, fmtNum, fmtDuration, fmtTime, chart, errorBox, confirmTyped, field, duration } from '../ui.js';
 import { renderReset } from './group_reset.js';
 import { renderConsume, consumePanel } from './group_consume.js';
@@ -91,6 +92,7 @@ function renderGroup(ctx, name) {
     h('details', { id: 'group-consume', open: ['topics', 'max', 'wait', 'commit', 'reset'].some(k => ctx.query.has(k)) },
       h('summary', null, 'Consume as a member…'), consumePanel(ctx, name)),
     result,
+    historyCharts(ctx, { group: name }),
     h('h2', null, 'Members'), members,
     h('h2', null, 'Offsets and lag'), parts,
     h('h2', null, 'Lag over time'),

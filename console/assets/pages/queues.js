@@ -1,5 +1,6 @@
 // @ts-check
 import { call, num } from '../api.js';
+import { historyCharts } from '../history.js';
 import { h, replace, table, link, route, fmtNum, fmtDuration, fmtTime, field, errorBox, parseDuration, fmtGoDuration, duration, size } from '../ui.js';
 import { claimPanel } from './queue_ops.js';
 
@@ -181,6 +182,7 @@ function renderQueue(ctx, topic, name) {
     summary,
     h('div', { class: 'actions' }, pauseBtn, resumeBtn),
     result,
+    historyCharts(ctx, { topic, queueGroup: name }),
     h('h2', null, 'Partitions'), parts,
     h('h2', null, 'Settings'), settingsBox,
     h('h2', null, 'In flight'),

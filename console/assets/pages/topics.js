@@ -1,5 +1,6 @@
 // @ts-check
 import { call, num } from '../api.js';
+import { historyCharts } from '../history.js';
 import { h, replace, table, link, route, fmtNum, fmtTime, sparkline, errorBox, confirmTyped, field, settingValue, duration, size } from '../ui.js';
 import { renderRecords } from './records.js';
 
@@ -158,7 +159,7 @@ async function renderTopic(ctx, name) {
     h('p', null, link('/topics', '← Topics')),
     h('h1', null, 'Topic ', h('code', { id: 'topic-name' }, name)),
     h('div', { class: 'toolbar' }, h('a', { href: '#' + route(['topics', name, 'records']), id: 'topic-browse' }, 'Browse records')),
-    msg, head, h('h2', null, 'Partitions'), parts, h('h2', null, 'Settings'), settings, h('h2', null, 'Add partitions'), grow, danger);
+    msg, head, historyCharts(ctx, { topic: name }), h('h2', null, 'Partitions'), parts, h('h2', null, 'Settings'), settings, h('h2', null, 'Add partitions'), grow, danger);
 
   del.addEventListener('click', async () => {
     const ok = await confirmTyped('Delete topic ' + name,
