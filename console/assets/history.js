@@ -34,10 +34,13 @@ function fmtValue(unit, v) {
 export function historyCharts(ctx, req) {
   const charts = h('div', { class: 'history-charts' });
   const note = h('p', { class: 'muted', id: 'history-note' });
-  const box = h('section', { id: 'history' }, h('h2', null, 'Last 15 minutes'), note, charts);
+  const title = h('h2', null, 'Last 15 minutes');
+  const box = h('section', { id: 'history' }, title, note, charts);
   ctx.every(async () => {
     const r = await call('GetHistory', req, { signal: ctx.signal });
-    const span = fmtDuration(num(r.intervalMs) * (r.capacity || 0));
+    const windowMs = num(r.intervalMs) * (r.capacity || 0);
+    const span = windowMs % 60000 === 0 ? windowMs / 60000 + ' minutes' : fmtDuration(windowMs);
+    title.textContent = 'Last ' + span;
     note.textContent = 'Sampled by node ' + r.nodeId + ' every ' + fmtDuration(num(r.intervalMs)) + ', kept ' + span +
       ' in its memory: this node\'s view (with data groups, a node sees only the partitions it holds).';
     const series = r.series || [];
@@ -47,7 +50,7 @@ export function historyCharts(ctx, req) {
       return;
     }
     const end = Date.now();
-    replace(charts, series.map(s => timeChart(s, end - num(r.intervalMs) * (r.capacity || 0), end)));
+    replace(charts, series.map(s => timeChart(s, end - windowMs, end)));
   });
   return box;
 }
@@ -70,7 +73,7 @@ function timeChart(s, from, to) {
   const svg = h('svg:svg', { class: 'chart small', viewBox: `0 0 ${w} ${ht}`, role: 'img',
     'aria-label': (titles[s.name] || s.name) + ' over the last 15 minutes' },
   h('svg:text', { x: 2, y: 10, class: 'chart-axis' }, fmtValue(s.unit || '', max)),
-  h('svg:text', { x: 2, y: ht - 2, class: 'chart-axis' }, '−15m'),
+  h('svg:text', { x: 2, y: ht - 2, class: 'chart-axis' }, '−' + fmtDuration(to - from)),
   h('svg:text', { x: w - 2, y: ht - 2, class: 'chart-axis end' }, 'now'),
   h('svg:line', { x1: 0, y1: ht - bottom, x2: w, y2: ht - bottom, class: 'chart-grid' }),
   h('svg:polyline', { points: pts.join(' '), fill: 'none', class: 'chart-line c0',
