@@ -101,15 +101,13 @@ type history struct {
 	mu     sync.Mutex
 	series map[historyKey]*ring         // guarded by mu
 	prev   map[historyKey]counterSample // guarded by mu: rates' last raw values
-	over   map[historyKey]struct{}      // guarded by mu: left out by the cap this round
 }
 
 func newHistory(interval time.Duration) *history {
 	if interval <= 0 {
 		interval = DefaultHistoryInterval
 	}
-	return &history{interval: interval, series: make(map[historyKey]*ring), prev: make(map[historyKey]counterSample),
-		over: make(map[historyKey]struct{})}
+	return &history{interval: interval, series: make(map[historyKey]*ring), prev: make(map[historyKey]counterSample)}
 }
 
 // aggregate reads the metric families into this sample's values: gauges
@@ -148,17 +146,19 @@ func aggregate(families []*dto.MetricFamily) (gauges, counters map[historyKey]fl
 	return gauges, counters
 }
 
-// sample records one sample taken at now from the metric families.
-func (h *history) sample(now time.Time, families []*dto.MetricFamily) {
+// sample records one sample taken at now from the metric families. It
+// returns how many series the cap left out.
+func (h *history) sample(now time.Time, families []*dto.MetricFamily) (over int) {
 	gauges, counters := aggregate(families)
 	ms := now.UnixMilli()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	clear(h.over)
 	seen := make(map[historyKey]bool, len(gauges)+len(counters))
 	for k, v := range gauges {
 		seen[k] = true
-		h.push(k, ms, v)
+		if !h.push(k, ms, v) {
+			over++
+		}
 	}
 	for k, v := range counters {
 		seen[k] = true
@@ -169,7 +169,9 @@ func (h *history) sample(now time.Time, families []*dto.MetricFamily) {
 		}
 		// A counter that went back (an offset reset, a node that lost a
 		// partition) counts as no progress, not as a negative rate.
-		h.push(k, ms, math.Max(v-p.v, 0)/(float64(ms-p.ms)/1e3))
+		if !h.push(k, ms, math.Max(v-p.v, 0)/(float64(ms-p.ms)/1e3)) {
+			over++
+		}
 	}
 	for k := range h.series {
 		if !seen[k] {
@@ -181,21 +183,22 @@ func (h *history) sample(now time.Time, families []*dto.MetricFamily) {
 			delete(h.prev, k)
 		}
 	}
+	return over
 }
 
-// push appends to k's ring, making it unless the cap is reached. h.mu
-// is held.
-func (h *history) push(k historyKey, ms int64, v float64) {
+// push appends to k's ring, making it unless the cap is reached (then
+// it returns false). h.mu is held.
+func (h *history) push(k historyKey, ms int64, v float64) bool {
 	r := h.series[k]
 	if r == nil {
 		if len(h.series) >= MaxHistorySeries {
-			h.over[k] = struct{}{}
-			return
+			return false
 		}
 		r = &ring{}
 		h.series[k] = r
 	}
 	r.push(ms, v)
+	return true
 }
 
 // get returns copies of the samples of the series names of one thing, in
@@ -246,5 +249,7 @@ func (s *Server) sampleHistory(now time.Time, g prometheus.Gatherer) {
 		s.logger.Warn("history: read the metrics", "err", err)
 		return
 	}
-	s.history.sample(now, families)
+	if over := s.history.sample(now, families); over > 0 {
+		s.logger.Warn("history: series over the cap are not kept", "left_out", over, "max_series", MaxHistorySeries)
+	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -86,5 +87,25 @@ func TestHistorySamplesRatesGaugesAndBounds(t *testing.T) {
 	h.sample(t0.Add(time.Hour), nil)
 	if n := len(h.series); n != 0 {
 		t.Errorf("%d series kept after every source went", n)
+	}
+}
+
+// TestHistoryKeepsAtMostMaxHistorySeries: the series of things first seen
+// once the cap is reached are not kept.
+func TestHistoryKeepsAtMostMaxHistorySeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	age := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "logd_queue_oldest_unfinished_age_seconds"}, []string{"topic", "group"})
+	for i := range MaxHistorySeries + 10 {
+		age.WithLabelValues("t", strconv.Itoa(i)).Set(1)
+	}
+	reg.MustRegister(age)
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHistory(0)
+	over := h.sample(time.UnixMilli(1), fams)
+	if n := len(h.series); n != MaxHistorySeries || over != 10 {
+		t.Errorf("%d series kept, %d left out; want %d and 10", n, over, MaxHistorySeries)
 	}
 }
