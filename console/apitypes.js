@@ -20,6 +20,7 @@
  * @property {[FetchRequest, FetchResponse]} Fetch
  * @property {[ListOffsetsRequest, ListOffsetsResponse]} ListOffsets
  * @property {[StatusRequest, StatusResponse]} Status
+ * @property {[GetHistoryRequest, GetHistoryResponse]} GetHistory
  * @property {[ReadIndexRequest, ReadIndexResponse]} ReadIndex
  * @property {[InitProducerIdRequest, InitProducerIdResponse]} InitProducerId
  * @property {[JoinGroupRequest, JoinGroupResponse]} JoinGroup
@@ -224,6 +225,30 @@
 
 /**
  * @typedef {object} StatusRequest
+ */
+
+/**
+ * @typedef {object} GetHistoryRequest
+ * @property {string} [topic]
+ * @property {string} [group]
+ * @property {string} [queueGroup]
+ */
+
+/**
+ * @typedef {object} HistorySeries
+ * @property {string} [name]
+ * @property {string} [unit]
+ * @property {string} [nodeId]
+ * @property {(string | number)[]} [timeMs]
+ * @property {number[]} [values]
+ */
+
+/**
+ * @typedef {object} GetHistoryResponse
+ * @property {string} [nodeId]
+ * @property {string | number} [intervalMs]
+ * @property {number} [capacity]
+ * @property {HistorySeries[]} [series]
  */
 
 /**

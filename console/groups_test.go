@@ -207,6 +207,22 @@ func TestGroupsListPageAndDelete(t *testing.T) {
 	// the one lagging partition.
 	cgPoll(p, "the lag charts", `document.querySelectorAll('#group-lag-chart svg.chart polyline').length === 4`)
 	p.waitText("#group-lag-chart .legend", "orders:1")
+	// Lag in time in human units, the raw value on hover.
+	var raws []string
+	p.eval(`Array.from(document.querySelectorAll('#group-partitions td .human, #group-summary .human')).map(e => e.title)`, &raws)
+	if len(raws) == 0 {
+		t.Errorf("no lag time shows its raw value on hover: %q", p.text("#group-partitions"))
+	}
+	for _, r := range raws {
+		if !strings.HasSuffix(r, " ms") {
+			t.Errorf("a lag time's raw value on hover is %q, want N ms", r)
+		}
+	}
+	// Delete is set apart from Reset offsets, at the end of the page.
+	if n := p.count(".actions #group-delete"); n != 0 {
+		t.Error("Delete group sits beside Reset offsets")
+	}
+	p.waitText("#group-danger", "Delete group")
 
 	// Delete is refused while the group has a member, and the page says why.
 	p.click("#group-delete")

@@ -3,15 +3,19 @@ package console_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
+	"github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
 	"github.com/logd-dev/logd/client"
 	"github.com/logd-dev/logd/logdtest"
 )
@@ -33,9 +37,13 @@ func TestConsoleScreenshots(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	node := logdtest.Start(t, logdtest.Options{})
+	// Samples every second, so the charts have a shape after a little
+	// traffic (the node's default is every 10 s).
+	node := logdtest.Start(t, logdtest.Options{HistoryInterval: time.Second})
 	c := dlqClient(t, node, "")
 	job := shotFill(t, ctx, c)
+	stopTraffic := shotTraffic(t, ctx, c, node)
+	defer stopTraffic()
 
 	p := newPage(t, node)
 	p.must("viewport", emulation.SetDeviceMetricsOverride(1280, 800, 1, false))
@@ -48,8 +56,9 @@ func TestConsoleScreenshots(t *testing.T) {
 		shots = append(shots, shot{name: n, route: "/" + n})
 	}
 	shots = append(shots,
-		shot{name: "group", route: "/groups/billing"},
-		shot{name: "queue", route: "/queues/orders/workers"},
+		shot{name: "topic", route: "/topics/payments", wait: "#history polyline"},
+		shot{name: "group", route: "/groups/billing", wait: "#history polyline"},
+		shot{name: "queue", route: "/queues/orders/workers", wait: "#history polyline"},
 		shot{name: "dlq-topic", route: "/dlq/" + dlqTopic + "?sel=0%2F1", wait: "#dlq-history"},
 		shot{name: "dlq-job", route: "/dlq/jobs/" + job, wait: "#job-progress"})
 	for _, s := range shots {
@@ -90,6 +99,50 @@ func shotSave(t *testing.T, p *page, path string) {
 		t.Fatal(err)
 	}
 	t.Logf("%s: %d KiB", path, len(png)/1024)
+}
+
+// shotTraffic produces to payments and commits billing's offsets forward
+// in the background, with a varying rate, until the history has 20
+// samples of it; the returned function stops it.
+func shotTraffic(t *testing.T, ctx context.Context, c *client.Client, node *logdtest.Server) (stop func()) {
+	t.Helper()
+	tctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; tctx.Err() == nil; i++ {
+			n := 4 + (i*7)%13
+			var recs []client.Record
+			for k := range n {
+				recs = append(recs, client.Record{Key: []byte(fmt.Sprintf("acct-%d", k)), Value: []byte(`{"amount":1}`)})
+			}
+			if _, err := c.Produce(tctx, "payments", recs); err != nil {
+				return
+			}
+			select {
+			case <-tctx.Done():
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+	}()
+	stop = func() { cancel(); <-done }
+	rpc := logdv1connect.NewLogServiceClient(http.DefaultClient, node.URL())
+	for {
+		r, err := rpc.GetHistory(ctx, connect.NewRequest(&logdv1.GetHistoryRequest{Topic: "payments"}))
+		if err != nil {
+			stop()
+			t.Fatal(err)
+		}
+		if len(r.Msg.Series) > 0 && len(r.Msg.Series[0].Values) >= 20 {
+			return stop
+		}
+		select {
+		case <-ctx.Done():
+			stop()
+			t.Fatal("the history did not fill")
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // shotFill writes the demo data and returns a finished redrive job's id.

@@ -135,6 +135,13 @@ func TestTopicsPageListsTopicsAndPartitions(t *testing.T) {
 		}
 	}
 	p.waitText(`#topics-list tr[data-topic="users"]`, "compacted")
+	// Sizes and durations in human units, the raw value on hover: the
+	// retention (1d00h) and the bytes.
+	var titles []string
+	p.eval(`Array.from(document.querySelectorAll('#topics-list tr[data-topic="orders"] .human')).map(e => e.title)`, &titles)
+	if got := strings.Join(titles, "|"); !strings.Contains(got, " bytes") || !strings.Contains(got, "86400000 ms") {
+		t.Errorf("the orders row's raw values on hover are %q, want its bytes and 86400000 ms", got)
+	}
 
 	// The produce rate: records appended between two polls show as a
 	// rate above zero, and the samples draw a line.
@@ -158,6 +165,9 @@ func TestTopicsPageListsTopicsAndPartitions(t *testing.T) {
 	p.open("/topics/orders")
 	p.waitText("#partitions", "Segments")
 	p.waitText("#topic-summary", "9")
+	if n := p.count("#partitions td .human[title$=' bytes']"); n != 3 {
+		t.Errorf("partitions whose bytes show the raw value on hover: %d, want 3", n)
+	}
 	if n := p.count("#partitions tbody tr"); n != 3 {
 		t.Errorf("partition rows: %d, want 3", n)
 	}

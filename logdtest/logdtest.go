@@ -56,6 +56,10 @@ type Options struct {
 	// verifies gives the caller's principal (docs/security.md). Default:
 	// plain HTTP.
 	TLS *tls.Config
+	// HistoryInterval is how often the node samples what the console
+	// charts (server.Options.HistoryInterval); default 10 s, shorter for a
+	// test that reads the charts.
+	HistoryInterval time.Duration
 }
 
 // Server is a real logd node served over HTTP on 127.0.0.1. Its methods
@@ -70,6 +74,11 @@ type Server struct {
 
 	fatalMu sync.Mutex
 	fatal   []error // guarded by fatalMu: state machine failures
+
+	// stopHistory ends the server's history sampling; historyDone is
+	// closed once it returned.
+	stopHistory context.CancelFunc
+	historyDone chan struct{}
 
 	closeOnce sync.Once
 	closeErr  error
@@ -144,7 +153,12 @@ func (s *Server) start(opts Options) error {
 	if opts.Auth.Now == nil {
 		opts.Auth.Now = opts.Now
 	}
-	srv := server.New(server.Options{Backend: backend, Segments: backend.SegmentHandler(), Logger: logger, Registry: s.reg, Auth: opts.Auth})
+	srv := server.New(server.Options{Backend: backend, Segments: backend.SegmentHandler(), Logger: logger, Registry: s.reg, Auth: opts.Auth,
+		HistoryInterval: opts.HistoryInterval})
+	var historyCtx context.Context
+	historyCtx, s.stopHistory = context.WithCancel(context.Background())
+	s.historyDone = make(chan struct{})
+	go func() { defer close(s.historyDone); srv.RunHistory(historyCtx) }()
 	s.http.Config.Handler = s.hooks.wrap(srv.Handler())
 	if opts.TLS != nil {
 		// Handshakes a test refuses are not news.
@@ -194,6 +208,10 @@ func (s *Server) Close() error {
 		// wait for them.
 		s.http.CloseClientConnections()
 		s.http.Close()
+		if s.stopHistory != nil {
+			s.stopHistory()
+			<-s.historyDone
+		}
 		errs := []error{s.node.Close()}
 		s.fatalMu.Lock()
 		for _, err := range s.fatal {

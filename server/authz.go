@@ -367,6 +367,16 @@ var authzTable = map[string]authzRule{
 		audit: summary(func(*logdv1.SaveSnapshotRequest) []slog.Attr { return nil }),
 	},
 	logdv1connect.LogServiceStatusProcedure: {},
+	// Samples of what a describe of the same thing shows.
+	logdv1connect.LogServiceGetHistoryProcedure: {need: onAll(func(m *logdv1.GetHistoryRequest) []auth.Permission {
+		switch {
+		case m.QueueGroup != "":
+			return []auth.Permission{queuePerm(auth.OpDescribe, m.QueueGroup), topicPerm(auth.OpDescribe, m.Topic)}
+		case m.Group != "":
+			return []auth.Permission{groupPerm(auth.OpDescribe, m.Group)}
+		}
+		return []auth.Permission{topicPerm(auth.OpDescribe, m.Topic)}
+	})},
 	// An index, as Status shows the applied one.
 	logdv1connect.LogServiceReadIndexProcedure: {},
 	// A Kafka producer id: Kafka's IdempotentWrite, write on the topic

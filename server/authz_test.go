@@ -132,6 +132,18 @@ func TestAuthorizationEveryProcedure(t *testing.T) {
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.DescribeTopic(ctx, req(&logdv1.DescribeTopicRequest{Name: "t"}))
 			})},
+		{proc: "GetHistory", grant: []auth.ACL{g(topic, "t", auth.OpDescribe)},
+			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
+				return c.GetHistory(ctx, req(&logdv1.GetHistoryRequest{Topic: "t"}))
+			})},
+		{proc: "GetHistory", grant: []auth.ACL{g(group, "g", auth.OpDescribe)},
+			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
+				return c.GetHistory(ctx, req(&logdv1.GetHistoryRequest{Group: "g"}))
+			})},
+		{proc: "GetHistory", grant: []auth.ACL{g(qu, "q", auth.OpDescribe), g(topic, "t", auth.OpDescribe)},
+			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
+				return c.GetHistory(ctx, req(&logdv1.GetHistoryRequest{Topic: "t", QueueGroup: "q"}))
+			})},
 		{proc: "DeleteTopic", admin: true, grant: []auth.ACL{g(topic, "del1", auth.OpDelete)},
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.DeleteTopic(ctx, req(&logdv1.DeleteTopicRequest{Name: "del1"}))

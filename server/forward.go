@@ -82,6 +82,8 @@ var localProcedures = map[string]bool{
 	logdv1connect.LogServiceListTokensProcedure:           true,
 	logdv1connect.LogServiceListACLsProcedure:             true,
 	logdv1connect.LogServiceListScramCredentialsProcedure: true,
+	// The node's own samples (history.go): each node answers its view.
+	logdv1connect.LogServiceGetHistoryProcedure: true,
 	// A backup is a stream the leader writes: a follower answers
 	// NOT_LEADER with the leader's address rather than proxy it
 	// (save_snapshot.go).

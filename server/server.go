@@ -83,6 +83,9 @@ type Options struct {
 	// (authn.go, authz.go, audit.go, quota.go). The zero value checks
 	// nothing (--auth none).
 	Auth AuthOptions
+	// HistoryInterval is how often RunHistory samples the metrics the
+	// console charts (history.go); default DefaultHistoryInterval.
+	HistoryInterval time.Duration
 }
 
 // Server implements the LogService handlers over a Backend.
@@ -100,6 +103,8 @@ type Server struct {
 	groupMetrics *groupMetrics
 	// queueHealth holds queue health rates and refusals (queue_health.go).
 	queueHealth *queueHealth
+	// history holds the samples the console charts (history.go).
+	history *history
 	// fwd forwards writes to the leader (forward.go).
 	fwd *forwarder
 	// traffic counts records and bytes in and out per topic
@@ -185,6 +190,7 @@ func New(opts Options) *Server {
 	s.traffic = newTopicTraffic(opts.Registry, opts.Backend)
 	s.groupMetrics = newGroupMetrics(opts.Registry, opts.Backend)
 	s.queueHealth = newQueueHealth(opts.Registry, opts.Backend)
+	s.history = newHistory(opts.HistoryInterval)
 	s.fwd = newForwarder(s)
 	s.quotaMetrics = newQuotaMetrics(opts.Registry, opts.Backend)
 	return s

@@ -1590,6 +1590,228 @@ func (*StatusRequest) Descriptor() ([]byte, []int) {
 	return file_logd_v1_logd_proto_rawDescGZIP(), []int{22}
 }
 
+// GetHistoryRequest names one thing to chart: a topic alone, a consumer
+// group alone, or a queue group with its topic.
+type GetHistoryRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The topic: its produce rate; with queue_group, that queue group's.
+	Topic string `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	// A consumer group: its commit rate and lag.
+	Group string `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	// A queue group of topic: its ack rate, backlog and backlog age.
+	QueueGroup    string `protobuf:"bytes,3,opt,name=queue_group,json=queueGroup,proto3" json:"queue_group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetHistoryRequest) Reset() {
+	*x = GetHistoryRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetHistoryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetHistoryRequest) ProtoMessage() {}
+
+func (x *GetHistoryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetHistoryRequest.ProtoReflect.Descriptor instead.
+func (*GetHistoryRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *GetHistoryRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *GetHistoryRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *GetHistoryRequest) GetQueueGroup() string {
+	if x != nil {
+		return x.QueueGroup
+	}
+	return ""
+}
+
+// HistorySeries is one sampled series, oldest sample first.
+type HistorySeries struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What is sampled: "produce_rate", "consume_rate", "lag_records",
+	// "lag_seconds", "backlog_records", "backlog_age_seconds".
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Its unit: "records/s", "records" or "seconds".
+	Unit string `protobuf:"bytes,2,opt,name=unit,proto3" json:"unit,omitempty"`
+	// The node that sampled it (with data groups, a node sees only the
+	// partitions it holds).
+	NodeId string `protobuf:"bytes,3,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// When each sample was taken (Unix milliseconds), as many as values.
+	TimeMs []int64 `protobuf:"varint,4,rep,packed,name=time_ms,json=timeMs,proto3" json:"time_ms,omitempty"`
+	// The samples.
+	Values        []float64 `protobuf:"fixed64,5,rep,packed,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HistorySeries) Reset() {
+	*x = HistorySeries{}
+	mi := &file_logd_v1_logd_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HistorySeries) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HistorySeries) ProtoMessage() {}
+
+func (x *HistorySeries) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HistorySeries.ProtoReflect.Descriptor instead.
+func (*HistorySeries) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *HistorySeries) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *HistorySeries) GetUnit() string {
+	if x != nil {
+		return x.Unit
+	}
+	return ""
+}
+
+func (x *HistorySeries) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *HistorySeries) GetTimeMs() []int64 {
+	if x != nil {
+		return x.TimeMs
+	}
+	return nil
+}
+
+func (x *HistorySeries) GetValues() []float64 {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+type GetHistoryResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The node that answered, whose samples these are.
+	NodeId string `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// How often the node samples (10000 by default).
+	IntervalMs int64 `protobuf:"varint,2,opt,name=interval_ms,json=intervalMs,proto3" json:"interval_ms,omitempty"`
+	// How many samples a series keeps at most (90 by default: 15 minutes).
+	Capacity int32 `protobuf:"varint,3,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	// The series of what the request names; none yet on a node that has
+	// not sampled it twice (a rate needs two samples).
+	Series        []*HistorySeries `protobuf:"bytes,4,rep,name=series,proto3" json:"series,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetHistoryResponse) Reset() {
+	*x = GetHistoryResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetHistoryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetHistoryResponse) ProtoMessage() {}
+
+func (x *GetHistoryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetHistoryResponse.ProtoReflect.Descriptor instead.
+func (*GetHistoryResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *GetHistoryResponse) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *GetHistoryResponse) GetIntervalMs() int64 {
+	if x != nil {
+		return x.IntervalMs
+	}
+	return 0
+}
+
+func (x *GetHistoryResponse) GetCapacity() int32 {
+	if x != nil {
+		return x.Capacity
+	}
+	return 0
+}
+
+func (x *GetHistoryResponse) GetSeries() []*HistorySeries {
+	if x != nil {
+		return x.Series
+	}
+	return nil
+}
+
 type ReadIndexRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1598,7 +1820,7 @@ type ReadIndexRequest struct {
 
 func (x *ReadIndexRequest) Reset() {
 	*x = ReadIndexRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[23]
+	mi := &file_logd_v1_logd_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1610,7 +1832,7 @@ func (x *ReadIndexRequest) String() string {
 func (*ReadIndexRequest) ProtoMessage() {}
 
 func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[23]
+	mi := &file_logd_v1_logd_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1623,7 +1845,7 @@ func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexRequest.ProtoReflect.Descriptor instead.
 func (*ReadIndexRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{23}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{26}
 }
 
 type InitProducerIdRequest struct {
@@ -1638,7 +1860,7 @@ type InitProducerIdRequest struct {
 
 func (x *InitProducerIdRequest) Reset() {
 	*x = InitProducerIdRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[24]
+	mi := &file_logd_v1_logd_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1650,7 +1872,7 @@ func (x *InitProducerIdRequest) String() string {
 func (*InitProducerIdRequest) ProtoMessage() {}
 
 func (x *InitProducerIdRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[24]
+	mi := &file_logd_v1_logd_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1663,7 +1885,7 @@ func (x *InitProducerIdRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitProducerIdRequest.ProtoReflect.Descriptor instead.
 func (*InitProducerIdRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{24}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *InitProducerIdRequest) GetTopic() string {
@@ -1683,7 +1905,7 @@ type InitProducerIdResponse struct {
 
 func (x *InitProducerIdResponse) Reset() {
 	*x = InitProducerIdResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[25]
+	mi := &file_logd_v1_logd_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1695,7 +1917,7 @@ func (x *InitProducerIdResponse) String() string {
 func (*InitProducerIdResponse) ProtoMessage() {}
 
 func (x *InitProducerIdResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[25]
+	mi := &file_logd_v1_logd_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1708,7 +1930,7 @@ func (x *InitProducerIdResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitProducerIdResponse.ProtoReflect.Descriptor instead.
 func (*InitProducerIdResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{25}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *InitProducerIdResponse) GetProducerId() int64 {
@@ -1736,7 +1958,7 @@ type ReadIndexResponse struct {
 
 func (x *ReadIndexResponse) Reset() {
 	*x = ReadIndexResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[26]
+	mi := &file_logd_v1_logd_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1748,7 +1970,7 @@ func (x *ReadIndexResponse) String() string {
 func (*ReadIndexResponse) ProtoMessage() {}
 
 func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[26]
+	mi := &file_logd_v1_logd_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1761,7 +1983,7 @@ func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexResponse.ProtoReflect.Descriptor instead.
 func (*ReadIndexResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{26}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ReadIndexResponse) GetIndex() uint64 {
@@ -1814,7 +2036,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[27]
+	mi := &file_logd_v1_logd_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1826,7 +2048,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[27]
+	mi := &file_logd_v1_logd_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1839,7 +2061,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{27}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *StatusResponse) GetNodeId() string {
@@ -1990,7 +2212,7 @@ type DataGroupStatus struct {
 
 func (x *DataGroupStatus) Reset() {
 	*x = DataGroupStatus{}
-	mi := &file_logd_v1_logd_proto_msgTypes[28]
+	mi := &file_logd_v1_logd_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2002,7 +2224,7 @@ func (x *DataGroupStatus) String() string {
 func (*DataGroupStatus) ProtoMessage() {}
 
 func (x *DataGroupStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[28]
+	mi := &file_logd_v1_logd_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2015,7 +2237,7 @@ func (x *DataGroupStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataGroupStatus.ProtoReflect.Descriptor instead.
 func (*DataGroupStatus) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{28}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *DataGroupStatus) GetId() uint64 {
@@ -2091,7 +2313,7 @@ type FollowerStatus struct {
 
 func (x *FollowerStatus) Reset() {
 	*x = FollowerStatus{}
-	mi := &file_logd_v1_logd_proto_msgTypes[29]
+	mi := &file_logd_v1_logd_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2103,7 +2325,7 @@ func (x *FollowerStatus) String() string {
 func (*FollowerStatus) ProtoMessage() {}
 
 func (x *FollowerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[29]
+	mi := &file_logd_v1_logd_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2116,7 +2338,7 @@ func (x *FollowerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FollowerStatus.ProtoReflect.Descriptor instead.
 func (*FollowerStatus) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{29}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *FollowerStatus) GetId() string {
@@ -2158,7 +2380,7 @@ type DiskStatus struct {
 
 func (x *DiskStatus) Reset() {
 	*x = DiskStatus{}
-	mi := &file_logd_v1_logd_proto_msgTypes[30]
+	mi := &file_logd_v1_logd_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2170,7 +2392,7 @@ func (x *DiskStatus) String() string {
 func (*DiskStatus) ProtoMessage() {}
 
 func (x *DiskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[30]
+	mi := &file_logd_v1_logd_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2183,7 +2405,7 @@ func (x *DiskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiskStatus.ProtoReflect.Descriptor instead.
 func (*DiskStatus) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{30}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *DiskStatus) GetTotalBytes() uint64 {
@@ -2216,7 +2438,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_logd_v1_logd_proto_msgTypes[31]
+	mi := &file_logd_v1_logd_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2228,7 +2450,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[31]
+	mi := &file_logd_v1_logd_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2241,7 +2463,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{31}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Member) GetId() string {
@@ -2290,7 +2512,7 @@ type GroupTopicPartition struct {
 
 func (x *GroupTopicPartition) Reset() {
 	*x = GroupTopicPartition{}
-	mi := &file_logd_v1_logd_proto_msgTypes[32]
+	mi := &file_logd_v1_logd_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2302,7 +2524,7 @@ func (x *GroupTopicPartition) String() string {
 func (*GroupTopicPartition) ProtoMessage() {}
 
 func (x *GroupTopicPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[32]
+	mi := &file_logd_v1_logd_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2315,7 +2537,7 @@ func (x *GroupTopicPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupTopicPartition.ProtoReflect.Descriptor instead.
 func (*GroupTopicPartition) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{32}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GroupTopicPartition) GetTopic() string {
@@ -2344,7 +2566,7 @@ type GroupOffset struct {
 
 func (x *GroupOffset) Reset() {
 	*x = GroupOffset{}
-	mi := &file_logd_v1_logd_proto_msgTypes[33]
+	mi := &file_logd_v1_logd_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2356,7 +2578,7 @@ func (x *GroupOffset) String() string {
 func (*GroupOffset) ProtoMessage() {}
 
 func (x *GroupOffset) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[33]
+	mi := &file_logd_v1_logd_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2369,7 +2591,7 @@ func (x *GroupOffset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupOffset.ProtoReflect.Descriptor instead.
 func (*GroupOffset) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{33}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GroupOffset) GetTopic() string {
@@ -2412,7 +2634,7 @@ type JoinGroupRequest struct {
 
 func (x *JoinGroupRequest) Reset() {
 	*x = JoinGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[34]
+	mi := &file_logd_v1_logd_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2424,7 +2646,7 @@ func (x *JoinGroupRequest) String() string {
 func (*JoinGroupRequest) ProtoMessage() {}
 
 func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[34]
+	mi := &file_logd_v1_logd_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2437,7 +2659,7 @@ func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinGroupRequest.ProtoReflect.Descriptor instead.
 func (*JoinGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{34}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *JoinGroupRequest) GetGroup() string {
@@ -2489,7 +2711,7 @@ type GroupAssignment struct {
 
 func (x *GroupAssignment) Reset() {
 	*x = GroupAssignment{}
-	mi := &file_logd_v1_logd_proto_msgTypes[35]
+	mi := &file_logd_v1_logd_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2501,7 +2723,7 @@ func (x *GroupAssignment) String() string {
 func (*GroupAssignment) ProtoMessage() {}
 
 func (x *GroupAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[35]
+	mi := &file_logd_v1_logd_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2514,7 +2736,7 @@ func (x *GroupAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupAssignment.ProtoReflect.Descriptor instead.
 func (*GroupAssignment) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{35}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GroupAssignment) GetGeneration() int64 {
@@ -2556,7 +2778,7 @@ type AssignedPartition struct {
 
 func (x *AssignedPartition) Reset() {
 	*x = AssignedPartition{}
-	mi := &file_logd_v1_logd_proto_msgTypes[36]
+	mi := &file_logd_v1_logd_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2568,7 +2790,7 @@ func (x *AssignedPartition) String() string {
 func (*AssignedPartition) ProtoMessage() {}
 
 func (x *AssignedPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[36]
+	mi := &file_logd_v1_logd_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2581,7 +2803,7 @@ func (x *AssignedPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignedPartition.ProtoReflect.Descriptor instead.
 func (*AssignedPartition) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{36}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *AssignedPartition) GetTopic() string {
@@ -2628,7 +2850,7 @@ type JoinGroupResponse struct {
 
 func (x *JoinGroupResponse) Reset() {
 	*x = JoinGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[37]
+	mi := &file_logd_v1_logd_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2640,7 +2862,7 @@ func (x *JoinGroupResponse) String() string {
 func (*JoinGroupResponse) ProtoMessage() {}
 
 func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[37]
+	mi := &file_logd_v1_logd_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2653,7 +2875,7 @@ func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinGroupResponse.ProtoReflect.Descriptor instead.
 func (*JoinGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{37}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *JoinGroupResponse) GetAssignment() *GroupAssignment {
@@ -2674,7 +2896,7 @@ type GroupHeartbeatRequest struct {
 
 func (x *GroupHeartbeatRequest) Reset() {
 	*x = GroupHeartbeatRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[38]
+	mi := &file_logd_v1_logd_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2686,7 +2908,7 @@ func (x *GroupHeartbeatRequest) String() string {
 func (*GroupHeartbeatRequest) ProtoMessage() {}
 
 func (x *GroupHeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[38]
+	mi := &file_logd_v1_logd_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2699,7 +2921,7 @@ func (x *GroupHeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupHeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*GroupHeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{38}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GroupHeartbeatRequest) GetGroup() string {
@@ -2732,7 +2954,7 @@ type GroupHeartbeatResponse struct {
 
 func (x *GroupHeartbeatResponse) Reset() {
 	*x = GroupHeartbeatResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[39]
+	mi := &file_logd_v1_logd_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2744,7 +2966,7 @@ func (x *GroupHeartbeatResponse) String() string {
 func (*GroupHeartbeatResponse) ProtoMessage() {}
 
 func (x *GroupHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[39]
+	mi := &file_logd_v1_logd_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2757,7 +2979,7 @@ func (x *GroupHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*GroupHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{39}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GroupHeartbeatResponse) GetAssignment() *GroupAssignment {
@@ -2777,7 +2999,7 @@ type LeaveGroupRequest struct {
 
 func (x *LeaveGroupRequest) Reset() {
 	*x = LeaveGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[40]
+	mi := &file_logd_v1_logd_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2789,7 +3011,7 @@ func (x *LeaveGroupRequest) String() string {
 func (*LeaveGroupRequest) ProtoMessage() {}
 
 func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[40]
+	mi := &file_logd_v1_logd_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2802,7 +3024,7 @@ func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupRequest.ProtoReflect.Descriptor instead.
 func (*LeaveGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{40}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *LeaveGroupRequest) GetGroup() string {
@@ -2827,7 +3049,7 @@ type LeaveGroupResponse struct {
 
 func (x *LeaveGroupResponse) Reset() {
 	*x = LeaveGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[41]
+	mi := &file_logd_v1_logd_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2839,7 +3061,7 @@ func (x *LeaveGroupResponse) String() string {
 func (*LeaveGroupResponse) ProtoMessage() {}
 
 func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[41]
+	mi := &file_logd_v1_logd_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2852,7 +3074,7 @@ func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupResponse.ProtoReflect.Descriptor instead.
 func (*LeaveGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{41}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{44}
 }
 
 type CommitOffsetsRequest struct {
@@ -2867,7 +3089,7 @@ type CommitOffsetsRequest struct {
 
 func (x *CommitOffsetsRequest) Reset() {
 	*x = CommitOffsetsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[42]
+	mi := &file_logd_v1_logd_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2879,7 +3101,7 @@ func (x *CommitOffsetsRequest) String() string {
 func (*CommitOffsetsRequest) ProtoMessage() {}
 
 func (x *CommitOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[42]
+	mi := &file_logd_v1_logd_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2892,7 +3114,7 @@ func (x *CommitOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*CommitOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{42}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *CommitOffsetsRequest) GetGroup() string {
@@ -2931,7 +3153,7 @@ type CommitOffsetsResponse struct {
 
 func (x *CommitOffsetsResponse) Reset() {
 	*x = CommitOffsetsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[43]
+	mi := &file_logd_v1_logd_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2943,7 +3165,7 @@ func (x *CommitOffsetsResponse) String() string {
 func (*CommitOffsetsResponse) ProtoMessage() {}
 
 func (x *CommitOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[43]
+	mi := &file_logd_v1_logd_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2956,7 +3178,7 @@ func (x *CommitOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*CommitOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{43}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{46}
 }
 
 // GroupFetchRequest is a fetch by a group member: refused with
@@ -2974,7 +3196,7 @@ type GroupFetchRequest struct {
 
 func (x *GroupFetchRequest) Reset() {
 	*x = GroupFetchRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[44]
+	mi := &file_logd_v1_logd_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2986,7 +3208,7 @@ func (x *GroupFetchRequest) String() string {
 func (*GroupFetchRequest) ProtoMessage() {}
 
 func (x *GroupFetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[44]
+	mi := &file_logd_v1_logd_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2999,7 +3221,7 @@ func (x *GroupFetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupFetchRequest.ProtoReflect.Descriptor instead.
 func (*GroupFetchRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{44}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *GroupFetchRequest) GetGroup() string {
@@ -3046,7 +3268,7 @@ type GroupFetchResponse struct {
 
 func (x *GroupFetchResponse) Reset() {
 	*x = GroupFetchResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[45]
+	mi := &file_logd_v1_logd_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3058,7 +3280,7 @@ func (x *GroupFetchResponse) String() string {
 func (*GroupFetchResponse) ProtoMessage() {}
 
 func (x *GroupFetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[45]
+	mi := &file_logd_v1_logd_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3071,7 +3293,7 @@ func (x *GroupFetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupFetchResponse.ProtoReflect.Descriptor instead.
 func (*GroupFetchResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{45}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GroupFetchResponse) GetFetch() *FetchResponse {
@@ -3113,7 +3335,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[46]
+	mi := &file_logd_v1_logd_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3125,7 +3347,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[46]
+	mi := &file_logd_v1_logd_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3138,7 +3360,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{46}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListGroupsRequest) GetAll() bool {
@@ -3167,7 +3389,7 @@ type ConsumerGroupSummary struct {
 
 func (x *ConsumerGroupSummary) Reset() {
 	*x = ConsumerGroupSummary{}
-	mi := &file_logd_v1_logd_proto_msgTypes[47]
+	mi := &file_logd_v1_logd_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3179,7 +3401,7 @@ func (x *ConsumerGroupSummary) String() string {
 func (*ConsumerGroupSummary) ProtoMessage() {}
 
 func (x *ConsumerGroupSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[47]
+	mi := &file_logd_v1_logd_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3192,7 +3414,7 @@ func (x *ConsumerGroupSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerGroupSummary.ProtoReflect.Descriptor instead.
 func (*ConsumerGroupSummary) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{47}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ConsumerGroupSummary) GetGroup() string {
@@ -3253,7 +3475,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[48]
+	mi := &file_logd_v1_logd_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3265,7 +3487,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[48]
+	mi := &file_logd_v1_logd_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3278,7 +3500,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{48}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*ConsumerGroupSummary {
@@ -3297,7 +3519,7 @@ type DescribeGroupRequest struct {
 
 func (x *DescribeGroupRequest) Reset() {
 	*x = DescribeGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[49]
+	mi := &file_logd_v1_logd_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3309,7 +3531,7 @@ func (x *DescribeGroupRequest) String() string {
 func (*DescribeGroupRequest) ProtoMessage() {}
 
 func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[49]
+	mi := &file_logd_v1_logd_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3322,7 +3544,7 @@ func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupRequest.ProtoReflect.Descriptor instead.
 func (*DescribeGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{49}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *DescribeGroupRequest) GetGroup() string {
@@ -3359,7 +3581,7 @@ type ConsumerGroupMember struct {
 
 func (x *ConsumerGroupMember) Reset() {
 	*x = ConsumerGroupMember{}
-	mi := &file_logd_v1_logd_proto_msgTypes[50]
+	mi := &file_logd_v1_logd_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3371,7 +3593,7 @@ func (x *ConsumerGroupMember) String() string {
 func (*ConsumerGroupMember) ProtoMessage() {}
 
 func (x *ConsumerGroupMember) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[50]
+	mi := &file_logd_v1_logd_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3384,7 +3606,7 @@ func (x *ConsumerGroupMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerGroupMember.ProtoReflect.Descriptor instead.
 func (*ConsumerGroupMember) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{50}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ConsumerGroupMember) GetMemberId() string {
@@ -3491,7 +3713,7 @@ type ConsumerGroupPartition struct {
 
 func (x *ConsumerGroupPartition) Reset() {
 	*x = ConsumerGroupPartition{}
-	mi := &file_logd_v1_logd_proto_msgTypes[51]
+	mi := &file_logd_v1_logd_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3503,7 +3725,7 @@ func (x *ConsumerGroupPartition) String() string {
 func (*ConsumerGroupPartition) ProtoMessage() {}
 
 func (x *ConsumerGroupPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[51]
+	mi := &file_logd_v1_logd_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3516,7 +3738,7 @@ func (x *ConsumerGroupPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerGroupPartition.ProtoReflect.Descriptor instead.
 func (*ConsumerGroupPartition) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{51}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ConsumerGroupPartition) GetTopic() string {
@@ -3625,7 +3847,7 @@ type DescribeGroupResponse struct {
 
 func (x *DescribeGroupResponse) Reset() {
 	*x = DescribeGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[52]
+	mi := &file_logd_v1_logd_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3637,7 +3859,7 @@ func (x *DescribeGroupResponse) String() string {
 func (*DescribeGroupResponse) ProtoMessage() {}
 
 func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[52]
+	mi := &file_logd_v1_logd_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3650,7 +3872,7 @@ func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupResponse.ProtoReflect.Descriptor instead.
 func (*DescribeGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{52}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *DescribeGroupResponse) GetGroup() string {
@@ -3711,7 +3933,7 @@ type DeleteGroupRequest struct {
 
 func (x *DeleteGroupRequest) Reset() {
 	*x = DeleteGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[53]
+	mi := &file_logd_v1_logd_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3723,7 +3945,7 @@ func (x *DeleteGroupRequest) String() string {
 func (*DeleteGroupRequest) ProtoMessage() {}
 
 func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[53]
+	mi := &file_logd_v1_logd_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3736,7 +3958,7 @@ func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupRequest.ProtoReflect.Descriptor instead.
 func (*DeleteGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{53}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *DeleteGroupRequest) GetGroup() string {
@@ -3754,7 +3976,7 @@ type DeleteGroupResponse struct {
 
 func (x *DeleteGroupResponse) Reset() {
 	*x = DeleteGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[54]
+	mi := &file_logd_v1_logd_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3766,7 +3988,7 @@ func (x *DeleteGroupResponse) String() string {
 func (*DeleteGroupResponse) ProtoMessage() {}
 
 func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[54]
+	mi := &file_logd_v1_logd_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3779,7 +4001,7 @@ func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupResponse.ProtoReflect.Descriptor instead.
 func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{54}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{57}
 }
 
 // ResetTopic selects partitions of a topic; none listed means all.
@@ -3793,7 +4015,7 @@ type ResetTopic struct {
 
 func (x *ResetTopic) Reset() {
 	*x = ResetTopic{}
-	mi := &file_logd_v1_logd_proto_msgTypes[55]
+	mi := &file_logd_v1_logd_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3805,7 +4027,7 @@ func (x *ResetTopic) String() string {
 func (*ResetTopic) ProtoMessage() {}
 
 func (x *ResetTopic) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[55]
+	mi := &file_logd_v1_logd_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3818,7 +4040,7 @@ func (x *ResetTopic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetTopic.ProtoReflect.Descriptor instead.
 func (*ResetTopic) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{55}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ResetTopic) GetTopic() string {
@@ -3857,7 +4079,7 @@ type ResetGroupOffsetsRequest struct {
 
 func (x *ResetGroupOffsetsRequest) Reset() {
 	*x = ResetGroupOffsetsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[56]
+	mi := &file_logd_v1_logd_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3869,7 +4091,7 @@ func (x *ResetGroupOffsetsRequest) String() string {
 func (*ResetGroupOffsetsRequest) ProtoMessage() {}
 
 func (x *ResetGroupOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[56]
+	mi := &file_logd_v1_logd_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3882,7 +4104,7 @@ func (x *ResetGroupOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetGroupOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ResetGroupOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{56}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ResetGroupOffsetsRequest) GetGroup() string {
@@ -3973,7 +4195,7 @@ type ResetPlanEntry struct {
 
 func (x *ResetPlanEntry) Reset() {
 	*x = ResetPlanEntry{}
-	mi := &file_logd_v1_logd_proto_msgTypes[57]
+	mi := &file_logd_v1_logd_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3985,7 +4207,7 @@ func (x *ResetPlanEntry) String() string {
 func (*ResetPlanEntry) ProtoMessage() {}
 
 func (x *ResetPlanEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[57]
+	mi := &file_logd_v1_logd_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3998,7 +4220,7 @@ func (x *ResetPlanEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetPlanEntry.ProtoReflect.Descriptor instead.
 func (*ResetPlanEntry) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{57}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ResetPlanEntry) GetTopic() string {
@@ -4069,7 +4291,7 @@ type ResetGroupOffsetsResponse struct {
 
 func (x *ResetGroupOffsetsResponse) Reset() {
 	*x = ResetGroupOffsetsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[58]
+	mi := &file_logd_v1_logd_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4081,7 +4303,7 @@ func (x *ResetGroupOffsetsResponse) String() string {
 func (*ResetGroupOffsetsResponse) ProtoMessage() {}
 
 func (x *ResetGroupOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[58]
+	mi := &file_logd_v1_logd_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4094,7 +4316,7 @@ func (x *ResetGroupOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetGroupOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ResetGroupOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{58}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ResetGroupOffsetsResponse) GetPlan() []*ResetPlanEntry {
@@ -4148,7 +4370,7 @@ type QueueGroupConfig struct {
 
 func (x *QueueGroupConfig) Reset() {
 	*x = QueueGroupConfig{}
-	mi := &file_logd_v1_logd_proto_msgTypes[59]
+	mi := &file_logd_v1_logd_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4160,7 +4382,7 @@ func (x *QueueGroupConfig) String() string {
 func (*QueueGroupConfig) ProtoMessage() {}
 
 func (x *QueueGroupConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[59]
+	mi := &file_logd_v1_logd_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4173,7 +4395,7 @@ func (x *QueueGroupConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueGroupConfig.ProtoReflect.Descriptor instead.
 func (*QueueGroupConfig) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{59}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *QueueGroupConfig) GetLeaseMs() int64 {
@@ -4245,7 +4467,7 @@ type CreateQueueGroupRequest struct {
 
 func (x *CreateQueueGroupRequest) Reset() {
 	*x = CreateQueueGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[60]
+	mi := &file_logd_v1_logd_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4257,7 +4479,7 @@ func (x *CreateQueueGroupRequest) String() string {
 func (*CreateQueueGroupRequest) ProtoMessage() {}
 
 func (x *CreateQueueGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[60]
+	mi := &file_logd_v1_logd_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4270,7 +4492,7 @@ func (x *CreateQueueGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateQueueGroupRequest.ProtoReflect.Descriptor instead.
 func (*CreateQueueGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{60}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *CreateQueueGroupRequest) GetTopic() string {
@@ -4311,7 +4533,7 @@ type CreateQueueGroupResponse struct {
 
 func (x *CreateQueueGroupResponse) Reset() {
 	*x = CreateQueueGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[61]
+	mi := &file_logd_v1_logd_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4323,7 +4545,7 @@ func (x *CreateQueueGroupResponse) String() string {
 func (*CreateQueueGroupResponse) ProtoMessage() {}
 
 func (x *CreateQueueGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[61]
+	mi := &file_logd_v1_logd_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4336,7 +4558,7 @@ func (x *CreateQueueGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateQueueGroupResponse.ProtoReflect.Descriptor instead.
 func (*CreateQueueGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{61}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *CreateQueueGroupResponse) GetConfig() *QueueGroupConfig {
@@ -4357,7 +4579,7 @@ type AlterQueueGroupRequest struct {
 
 func (x *AlterQueueGroupRequest) Reset() {
 	*x = AlterQueueGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[62]
+	mi := &file_logd_v1_logd_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4369,7 +4591,7 @@ func (x *AlterQueueGroupRequest) String() string {
 func (*AlterQueueGroupRequest) ProtoMessage() {}
 
 func (x *AlterQueueGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[62]
+	mi := &file_logd_v1_logd_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4382,7 +4604,7 @@ func (x *AlterQueueGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterQueueGroupRequest.ProtoReflect.Descriptor instead.
 func (*AlterQueueGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{62}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *AlterQueueGroupRequest) GetTopic() string {
@@ -4415,7 +4637,7 @@ type AlterQueueGroupResponse struct {
 
 func (x *AlterQueueGroupResponse) Reset() {
 	*x = AlterQueueGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[63]
+	mi := &file_logd_v1_logd_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4427,7 +4649,7 @@ func (x *AlterQueueGroupResponse) String() string {
 func (*AlterQueueGroupResponse) ProtoMessage() {}
 
 func (x *AlterQueueGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[63]
+	mi := &file_logd_v1_logd_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4440,7 +4662,7 @@ func (x *AlterQueueGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterQueueGroupResponse.ProtoReflect.Descriptor instead.
 func (*AlterQueueGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{63}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *AlterQueueGroupResponse) GetConfig() *QueueGroupConfig {
@@ -4462,7 +4684,7 @@ type DescribeQueueGroupRequest struct {
 
 func (x *DescribeQueueGroupRequest) Reset() {
 	*x = DescribeQueueGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[64]
+	mi := &file_logd_v1_logd_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4474,7 +4696,7 @@ func (x *DescribeQueueGroupRequest) String() string {
 func (*DescribeQueueGroupRequest) ProtoMessage() {}
 
 func (x *DescribeQueueGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[64]
+	mi := &file_logd_v1_logd_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4487,7 +4709,7 @@ func (x *DescribeQueueGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeQueueGroupRequest.ProtoReflect.Descriptor instead.
 func (*DescribeQueueGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{64}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *DescribeQueueGroupRequest) GetTopic() string {
@@ -4547,7 +4769,7 @@ type QueuePartitionState struct {
 
 func (x *QueuePartitionState) Reset() {
 	*x = QueuePartitionState{}
-	mi := &file_logd_v1_logd_proto_msgTypes[65]
+	mi := &file_logd_v1_logd_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4559,7 +4781,7 @@ func (x *QueuePartitionState) String() string {
 func (*QueuePartitionState) ProtoMessage() {}
 
 func (x *QueuePartitionState) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[65]
+	mi := &file_logd_v1_logd_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4572,7 +4794,7 @@ func (x *QueuePartitionState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueuePartitionState.ProtoReflect.Descriptor instead.
 func (*QueuePartitionState) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{65}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *QueuePartitionState) GetPartition() int32 {
@@ -4743,7 +4965,7 @@ type DescribeQueueGroupResponse struct {
 
 func (x *DescribeQueueGroupResponse) Reset() {
 	*x = DescribeQueueGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[66]
+	mi := &file_logd_v1_logd_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4755,7 +4977,7 @@ func (x *DescribeQueueGroupResponse) String() string {
 func (*DescribeQueueGroupResponse) ProtoMessage() {}
 
 func (x *DescribeQueueGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[66]
+	mi := &file_logd_v1_logd_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4768,7 +4990,7 @@ func (x *DescribeQueueGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeQueueGroupResponse.ProtoReflect.Descriptor instead.
 func (*DescribeQueueGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{66}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *DescribeQueueGroupResponse) GetTopic() string {
@@ -4886,7 +5108,7 @@ type ListQueueGroupsRequest struct {
 
 func (x *ListQueueGroupsRequest) Reset() {
 	*x = ListQueueGroupsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[67]
+	mi := &file_logd_v1_logd_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4898,7 +5120,7 @@ func (x *ListQueueGroupsRequest) String() string {
 func (*ListQueueGroupsRequest) ProtoMessage() {}
 
 func (x *ListQueueGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[67]
+	mi := &file_logd_v1_logd_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4911,7 +5133,7 @@ func (x *ListQueueGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQueueGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListQueueGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{67}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ListQueueGroupsRequest) GetTopic() string {
@@ -4932,7 +5154,7 @@ type ListQueueGroupsResponse struct {
 
 func (x *ListQueueGroupsResponse) Reset() {
 	*x = ListQueueGroupsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[68]
+	mi := &file_logd_v1_logd_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4944,7 +5166,7 @@ func (x *ListQueueGroupsResponse) String() string {
 func (*ListQueueGroupsResponse) ProtoMessage() {}
 
 func (x *ListQueueGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[68]
+	mi := &file_logd_v1_logd_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4957,7 +5179,7 @@ func (x *ListQueueGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQueueGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListQueueGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{68}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ListQueueGroupsResponse) GetGroups() []*DescribeQueueGroupResponse {
@@ -4986,7 +5208,7 @@ type InFlightRecord struct {
 
 func (x *InFlightRecord) Reset() {
 	*x = InFlightRecord{}
-	mi := &file_logd_v1_logd_proto_msgTypes[69]
+	mi := &file_logd_v1_logd_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4998,7 +5220,7 @@ func (x *InFlightRecord) String() string {
 func (*InFlightRecord) ProtoMessage() {}
 
 func (x *InFlightRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[69]
+	mi := &file_logd_v1_logd_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5011,7 +5233,7 @@ func (x *InFlightRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InFlightRecord.ProtoReflect.Descriptor instead.
 func (*InFlightRecord) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{69}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *InFlightRecord) GetPartition() int32 {
@@ -5086,7 +5308,7 @@ type ClaimRequest struct {
 
 func (x *ClaimRequest) Reset() {
 	*x = ClaimRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[70]
+	mi := &file_logd_v1_logd_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5098,7 +5320,7 @@ func (x *ClaimRequest) String() string {
 func (*ClaimRequest) ProtoMessage() {}
 
 func (x *ClaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[70]
+	mi := &file_logd_v1_logd_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5111,7 +5333,7 @@ func (x *ClaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimRequest.ProtoReflect.Descriptor instead.
 func (*ClaimRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{70}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ClaimRequest) GetTopic() string {
@@ -5184,7 +5406,7 @@ type ClaimedRecord struct {
 
 func (x *ClaimedRecord) Reset() {
 	*x = ClaimedRecord{}
-	mi := &file_logd_v1_logd_proto_msgTypes[71]
+	mi := &file_logd_v1_logd_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5196,7 +5418,7 @@ func (x *ClaimedRecord) String() string {
 func (*ClaimedRecord) ProtoMessage() {}
 
 func (x *ClaimedRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[71]
+	mi := &file_logd_v1_logd_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5209,7 +5431,7 @@ func (x *ClaimedRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimedRecord.ProtoReflect.Descriptor instead.
 func (*ClaimedRecord) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{71}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ClaimedRecord) GetPartition() int32 {
@@ -5298,7 +5520,7 @@ type ClaimResponse struct {
 
 func (x *ClaimResponse) Reset() {
 	*x = ClaimResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[72]
+	mi := &file_logd_v1_logd_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5310,7 +5532,7 @@ func (x *ClaimResponse) String() string {
 func (*ClaimResponse) ProtoMessage() {}
 
 func (x *ClaimResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[72]
+	mi := &file_logd_v1_logd_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5323,7 +5545,7 @@ func (x *ClaimResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimResponse.ProtoReflect.Descriptor instead.
 func (*ClaimResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{72}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ClaimResponse) GetRecords() []*ClaimedRecord {
@@ -5379,7 +5601,7 @@ type TokenResult struct {
 
 func (x *TokenResult) Reset() {
 	*x = TokenResult{}
-	mi := &file_logd_v1_logd_proto_msgTypes[73]
+	mi := &file_logd_v1_logd_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5391,7 +5613,7 @@ func (x *TokenResult) String() string {
 func (*TokenResult) ProtoMessage() {}
 
 func (x *TokenResult) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[73]
+	mi := &file_logd_v1_logd_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5404,7 +5626,7 @@ func (x *TokenResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenResult.ProtoReflect.Descriptor instead.
 func (*TokenResult) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{73}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *TokenResult) GetToken() string {
@@ -5467,7 +5689,7 @@ type AckRequest struct {
 
 func (x *AckRequest) Reset() {
 	*x = AckRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[74]
+	mi := &file_logd_v1_logd_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5479,7 +5701,7 @@ func (x *AckRequest) String() string {
 func (*AckRequest) ProtoMessage() {}
 
 func (x *AckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[74]
+	mi := &file_logd_v1_logd_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5492,7 +5714,7 @@ func (x *AckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckRequest.ProtoReflect.Descriptor instead.
 func (*AckRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{74}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *AckRequest) GetTopic() string {
@@ -5525,7 +5747,7 @@ type AckResponse struct {
 
 func (x *AckResponse) Reset() {
 	*x = AckResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[75]
+	mi := &file_logd_v1_logd_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5537,7 +5759,7 @@ func (x *AckResponse) String() string {
 func (*AckResponse) ProtoMessage() {}
 
 func (x *AckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[75]
+	mi := &file_logd_v1_logd_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5550,7 +5772,7 @@ func (x *AckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckResponse.ProtoReflect.Descriptor instead.
 func (*AckResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{75}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *AckResponse) GetResults() []*TokenResult {
@@ -5578,7 +5800,7 @@ type QueueNack struct {
 
 func (x *QueueNack) Reset() {
 	*x = QueueNack{}
-	mi := &file_logd_v1_logd_proto_msgTypes[76]
+	mi := &file_logd_v1_logd_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5590,7 +5812,7 @@ func (x *QueueNack) String() string {
 func (*QueueNack) ProtoMessage() {}
 
 func (x *QueueNack) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[76]
+	mi := &file_logd_v1_logd_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5603,7 +5825,7 @@ func (x *QueueNack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueNack.ProtoReflect.Descriptor instead.
 func (*QueueNack) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{76}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *QueueNack) GetToken() string {
@@ -5645,7 +5867,7 @@ type NackRequest struct {
 
 func (x *NackRequest) Reset() {
 	*x = NackRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[77]
+	mi := &file_logd_v1_logd_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5657,7 +5879,7 @@ func (x *NackRequest) String() string {
 func (*NackRequest) ProtoMessage() {}
 
 func (x *NackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[77]
+	mi := &file_logd_v1_logd_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5670,7 +5892,7 @@ func (x *NackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NackRequest.ProtoReflect.Descriptor instead.
 func (*NackRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{77}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *NackRequest) GetTopic() string {
@@ -5703,7 +5925,7 @@ type NackResponse struct {
 
 func (x *NackResponse) Reset() {
 	*x = NackResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[78]
+	mi := &file_logd_v1_logd_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5715,7 +5937,7 @@ func (x *NackResponse) String() string {
 func (*NackResponse) ProtoMessage() {}
 
 func (x *NackResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[78]
+	mi := &file_logd_v1_logd_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5728,7 +5950,7 @@ func (x *NackResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NackResponse.ProtoReflect.Descriptor instead.
 func (*NackResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{78}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *NackResponse) GetResults() []*TokenResult {
@@ -5751,7 +5973,7 @@ type ExtendRequest struct {
 
 func (x *ExtendRequest) Reset() {
 	*x = ExtendRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[79]
+	mi := &file_logd_v1_logd_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5763,7 +5985,7 @@ func (x *ExtendRequest) String() string {
 func (*ExtendRequest) ProtoMessage() {}
 
 func (x *ExtendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[79]
+	mi := &file_logd_v1_logd_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5776,7 +5998,7 @@ func (x *ExtendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendRequest.ProtoReflect.Descriptor instead.
 func (*ExtendRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{79}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ExtendRequest) GetTopic() string {
@@ -5816,7 +6038,7 @@ type ExtendResponse struct {
 
 func (x *ExtendResponse) Reset() {
 	*x = ExtendResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[80]
+	mi := &file_logd_v1_logd_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5828,7 +6050,7 @@ func (x *ExtendResponse) String() string {
 func (*ExtendResponse) ProtoMessage() {}
 
 func (x *ExtendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[80]
+	mi := &file_logd_v1_logd_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5841,7 +6063,7 @@ func (x *ExtendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendResponse.ProtoReflect.Descriptor instead.
 func (*ExtendResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{80}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ExtendResponse) GetResults() []*TokenResult {
@@ -5866,7 +6088,7 @@ type AlterTopicRequest struct {
 
 func (x *AlterTopicRequest) Reset() {
 	*x = AlterTopicRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[81]
+	mi := &file_logd_v1_logd_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5878,7 +6100,7 @@ func (x *AlterTopicRequest) String() string {
 func (*AlterTopicRequest) ProtoMessage() {}
 
 func (x *AlterTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[81]
+	mi := &file_logd_v1_logd_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5891,7 +6113,7 @@ func (x *AlterTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterTopicRequest.ProtoReflect.Descriptor instead.
 func (*AlterTopicRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{81}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *AlterTopicRequest) GetName() string {
@@ -5925,7 +6147,7 @@ type AlterTopicResponse struct {
 
 func (x *AlterTopicResponse) Reset() {
 	*x = AlterTopicResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[82]
+	mi := &file_logd_v1_logd_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5937,7 +6159,7 @@ func (x *AlterTopicResponse) String() string {
 func (*AlterTopicResponse) ProtoMessage() {}
 
 func (x *AlterTopicResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[82]
+	mi := &file_logd_v1_logd_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5950,7 +6172,7 @@ func (x *AlterTopicResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterTopicResponse.ProtoReflect.Descriptor instead.
 func (*AlterTopicResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{82}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *AlterTopicResponse) GetTopic() *TopicInfo {
@@ -5974,7 +6196,7 @@ type CreatePartitionsRequest struct {
 
 func (x *CreatePartitionsRequest) Reset() {
 	*x = CreatePartitionsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[83]
+	mi := &file_logd_v1_logd_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5986,7 +6208,7 @@ func (x *CreatePartitionsRequest) String() string {
 func (*CreatePartitionsRequest) ProtoMessage() {}
 
 func (x *CreatePartitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[83]
+	mi := &file_logd_v1_logd_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5999,7 +6221,7 @@ func (x *CreatePartitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreatePartitionsRequest.ProtoReflect.Descriptor instead.
 func (*CreatePartitionsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{83}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *CreatePartitionsRequest) GetName() string {
@@ -6035,7 +6257,7 @@ type CreatePartitionsResponse struct {
 
 func (x *CreatePartitionsResponse) Reset() {
 	*x = CreatePartitionsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[84]
+	mi := &file_logd_v1_logd_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6047,7 +6269,7 @@ func (x *CreatePartitionsResponse) String() string {
 func (*CreatePartitionsResponse) ProtoMessage() {}
 
 func (x *CreatePartitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[84]
+	mi := &file_logd_v1_logd_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6060,7 +6282,7 @@ func (x *CreatePartitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreatePartitionsResponse.ProtoReflect.Descriptor instead.
 func (*CreatePartitionsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{84}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *CreatePartitionsResponse) GetTopic() *TopicInfo {
@@ -6094,7 +6316,7 @@ type CleanerRun struct {
 
 func (x *CleanerRun) Reset() {
 	*x = CleanerRun{}
-	mi := &file_logd_v1_logd_proto_msgTypes[85]
+	mi := &file_logd_v1_logd_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6106,7 +6328,7 @@ func (x *CleanerRun) String() string {
 func (*CleanerRun) ProtoMessage() {}
 
 func (x *CleanerRun) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[85]
+	mi := &file_logd_v1_logd_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6119,7 +6341,7 @@ func (x *CleanerRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanerRun.ProtoReflect.Descriptor instead.
 func (*CleanerRun) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{85}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *CleanerRun) GetTimeMs() int64 {
@@ -6189,7 +6411,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[86]
+	mi := &file_logd_v1_logd_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6201,7 +6423,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[86]
+	mi := &file_logd_v1_logd_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6214,7 +6436,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{86}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *JoinRequest) GetNodeId() string {
@@ -6300,7 +6522,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[87]
+	mi := &file_logd_v1_logd_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6312,7 +6534,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[87]
+	mi := &file_logd_v1_logd_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6325,7 +6547,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{87}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *JoinResponse) GetLeaderId() string {
@@ -6365,7 +6587,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[88]
+	mi := &file_logd_v1_logd_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6377,7 +6599,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[88]
+	mi := &file_logd_v1_logd_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6390,7 +6612,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{88}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *RemoveNodeRequest) GetNodeId() string {
@@ -6408,7 +6630,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[89]
+	mi := &file_logd_v1_logd_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6420,7 +6642,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[89]
+	mi := &file_logd_v1_logd_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6433,7 +6655,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{89}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{92}
 }
 
 type TransferLeadershipRequest struct {
@@ -6446,7 +6668,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[90]
+	mi := &file_logd_v1_logd_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6458,7 +6680,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[90]
+	mi := &file_logd_v1_logd_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6471,7 +6693,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{90}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *TransferLeadershipRequest) GetNodeId() string {
@@ -6491,7 +6713,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[91]
+	mi := &file_logd_v1_logd_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6503,7 +6725,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[91]
+	mi := &file_logd_v1_logd_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6516,7 +6738,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{91}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -6541,7 +6763,7 @@ type SaveSnapshotRequest struct {
 
 func (x *SaveSnapshotRequest) Reset() {
 	*x = SaveSnapshotRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[92]
+	mi := &file_logd_v1_logd_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6553,7 +6775,7 @@ func (x *SaveSnapshotRequest) String() string {
 func (*SaveSnapshotRequest) ProtoMessage() {}
 
 func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[92]
+	mi := &file_logd_v1_logd_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6566,7 +6788,7 @@ func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SaveSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{92}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{95}
 }
 
 type SaveSnapshotResponse struct {
@@ -6581,7 +6803,7 @@ type SaveSnapshotResponse struct {
 
 func (x *SaveSnapshotResponse) Reset() {
 	*x = SaveSnapshotResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[93]
+	mi := &file_logd_v1_logd_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6593,7 +6815,7 @@ func (x *SaveSnapshotResponse) String() string {
 func (*SaveSnapshotResponse) ProtoMessage() {}
 
 func (x *SaveSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[93]
+	mi := &file_logd_v1_logd_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6606,7 +6828,7 @@ func (x *SaveSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*SaveSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{93}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *SaveSnapshotResponse) GetInfo() *SnapshotInfo {
@@ -6642,7 +6864,7 @@ type SnapshotInfo struct {
 
 func (x *SnapshotInfo) Reset() {
 	*x = SnapshotInfo{}
-	mi := &file_logd_v1_logd_proto_msgTypes[94]
+	mi := &file_logd_v1_logd_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6654,7 +6876,7 @@ func (x *SnapshotInfo) String() string {
 func (*SnapshotInfo) ProtoMessage() {}
 
 func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[94]
+	mi := &file_logd_v1_logd_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6667,7 +6889,7 @@ func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotInfo.ProtoReflect.Descriptor instead.
 func (*SnapshotInfo) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{94}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *SnapshotInfo) GetIndex() uint64 {
@@ -6724,7 +6946,7 @@ type PauseQueueGroupRequest struct {
 
 func (x *PauseQueueGroupRequest) Reset() {
 	*x = PauseQueueGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[95]
+	mi := &file_logd_v1_logd_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6736,7 +6958,7 @@ func (x *PauseQueueGroupRequest) String() string {
 func (*PauseQueueGroupRequest) ProtoMessage() {}
 
 func (x *PauseQueueGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[95]
+	mi := &file_logd_v1_logd_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6749,7 +6971,7 @@ func (x *PauseQueueGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueGroupRequest.ProtoReflect.Descriptor instead.
 func (*PauseQueueGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{95}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *PauseQueueGroupRequest) GetTopic() string {
@@ -6784,7 +7006,7 @@ type PauseQueueGroupResponse struct {
 
 func (x *PauseQueueGroupResponse) Reset() {
 	*x = PauseQueueGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[96]
+	mi := &file_logd_v1_logd_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6796,7 +7018,7 @@ func (x *PauseQueueGroupResponse) String() string {
 func (*PauseQueueGroupResponse) ProtoMessage() {}
 
 func (x *PauseQueueGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[96]
+	mi := &file_logd_v1_logd_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6809,7 +7031,7 @@ func (x *PauseQueueGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueGroupResponse.ProtoReflect.Descriptor instead.
 func (*PauseQueueGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{96}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *PauseQueueGroupResponse) GetPaused() bool {
@@ -6834,7 +7056,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[97]
+	mi := &file_logd_v1_logd_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6846,7 +7068,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[97]
+	mi := &file_logd_v1_logd_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6859,7 +7081,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{97}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{100}
 }
 
 type WhoAmIResponse struct {
@@ -6879,7 +7101,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[98]
+	mi := &file_logd_v1_logd_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6891,7 +7113,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[98]
+	mi := &file_logd_v1_logd_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6904,7 +7126,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{98}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *WhoAmIResponse) GetPrincipal() string {
@@ -6952,7 +7174,7 @@ type TokenInfo struct {
 
 func (x *TokenInfo) Reset() {
 	*x = TokenInfo{}
-	mi := &file_logd_v1_logd_proto_msgTypes[99]
+	mi := &file_logd_v1_logd_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6964,7 +7186,7 @@ func (x *TokenInfo) String() string {
 func (*TokenInfo) ProtoMessage() {}
 
 func (x *TokenInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[99]
+	mi := &file_logd_v1_logd_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6977,7 +7199,7 @@ func (x *TokenInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenInfo.ProtoReflect.Descriptor instead.
 func (*TokenInfo) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{99}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *TokenInfo) GetId() string {
@@ -7035,7 +7257,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[100]
+	mi := &file_logd_v1_logd_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7047,7 +7269,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[100]
+	mi := &file_logd_v1_logd_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7060,7 +7282,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{100}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *CreateTokenRequest) GetPrincipal() string {
@@ -7095,7 +7317,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[101]
+	mi := &file_logd_v1_logd_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7107,7 +7329,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[101]
+	mi := &file_logd_v1_logd_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7120,7 +7342,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{101}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *CreateTokenResponse) GetToken() string {
@@ -7147,7 +7369,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[102]
+	mi := &file_logd_v1_logd_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7159,7 +7381,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[102]
+	mi := &file_logd_v1_logd_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7172,7 +7394,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{102}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *ListTokensRequest) GetPrincipal() string {
@@ -7191,7 +7413,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[103]
+	mi := &file_logd_v1_logd_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7203,7 +7425,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[103]
+	mi := &file_logd_v1_logd_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7216,7 +7438,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{103}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *ListTokensResponse) GetTokens() []*TokenInfo {
@@ -7235,7 +7457,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[104]
+	mi := &file_logd_v1_logd_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7247,7 +7469,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[104]
+	mi := &file_logd_v1_logd_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7260,7 +7482,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{104}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *RevokeTokenRequest) GetId() string {
@@ -7279,7 +7501,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[105]
+	mi := &file_logd_v1_logd_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7291,7 +7513,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[105]
+	mi := &file_logd_v1_logd_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7304,7 +7526,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{105}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *RevokeTokenResponse) GetInfo() *TokenInfo {
@@ -7330,7 +7552,7 @@ type ScramCredentialInfo struct {
 
 func (x *ScramCredentialInfo) Reset() {
 	*x = ScramCredentialInfo{}
-	mi := &file_logd_v1_logd_proto_msgTypes[106]
+	mi := &file_logd_v1_logd_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7342,7 +7564,7 @@ func (x *ScramCredentialInfo) String() string {
 func (*ScramCredentialInfo) ProtoMessage() {}
 
 func (x *ScramCredentialInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[106]
+	mi := &file_logd_v1_logd_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7355,7 +7577,7 @@ func (x *ScramCredentialInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScramCredentialInfo.ProtoReflect.Descriptor instead.
 func (*ScramCredentialInfo) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{106}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *ScramCredentialInfo) GetUser() string {
@@ -7407,7 +7629,7 @@ type SetScramCredentialRequest struct {
 
 func (x *SetScramCredentialRequest) Reset() {
 	*x = SetScramCredentialRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[107]
+	mi := &file_logd_v1_logd_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7419,7 +7641,7 @@ func (x *SetScramCredentialRequest) String() string {
 func (*SetScramCredentialRequest) ProtoMessage() {}
 
 func (x *SetScramCredentialRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[107]
+	mi := &file_logd_v1_logd_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7432,7 +7654,7 @@ func (x *SetScramCredentialRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetScramCredentialRequest.ProtoReflect.Descriptor instead.
 func (*SetScramCredentialRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{107}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *SetScramCredentialRequest) GetUser() string {
@@ -7472,7 +7694,7 @@ type SetScramCredentialResponse struct {
 
 func (x *SetScramCredentialResponse) Reset() {
 	*x = SetScramCredentialResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[108]
+	mi := &file_logd_v1_logd_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7484,7 +7706,7 @@ func (x *SetScramCredentialResponse) String() string {
 func (*SetScramCredentialResponse) ProtoMessage() {}
 
 func (x *SetScramCredentialResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[108]
+	mi := &file_logd_v1_logd_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7497,7 +7719,7 @@ func (x *SetScramCredentialResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetScramCredentialResponse.ProtoReflect.Descriptor instead.
 func (*SetScramCredentialResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{108}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *SetScramCredentialResponse) GetInfo() *ScramCredentialInfo {
@@ -7517,7 +7739,7 @@ type ListScramCredentialsRequest struct {
 
 func (x *ListScramCredentialsRequest) Reset() {
 	*x = ListScramCredentialsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[109]
+	mi := &file_logd_v1_logd_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7529,7 +7751,7 @@ func (x *ListScramCredentialsRequest) String() string {
 func (*ListScramCredentialsRequest) ProtoMessage() {}
 
 func (x *ListScramCredentialsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[109]
+	mi := &file_logd_v1_logd_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7542,7 +7764,7 @@ func (x *ListScramCredentialsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListScramCredentialsRequest.ProtoReflect.Descriptor instead.
 func (*ListScramCredentialsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{109}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *ListScramCredentialsRequest) GetUser() string {
@@ -7561,7 +7783,7 @@ type ListScramCredentialsResponse struct {
 
 func (x *ListScramCredentialsResponse) Reset() {
 	*x = ListScramCredentialsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[110]
+	mi := &file_logd_v1_logd_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7573,7 +7795,7 @@ func (x *ListScramCredentialsResponse) String() string {
 func (*ListScramCredentialsResponse) ProtoMessage() {}
 
 func (x *ListScramCredentialsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[110]
+	mi := &file_logd_v1_logd_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7586,7 +7808,7 @@ func (x *ListScramCredentialsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListScramCredentialsResponse.ProtoReflect.Descriptor instead.
 func (*ListScramCredentialsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{110}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *ListScramCredentialsResponse) GetCredentials() []*ScramCredentialInfo {
@@ -7606,7 +7828,7 @@ type DeleteScramCredentialRequest struct {
 
 func (x *DeleteScramCredentialRequest) Reset() {
 	*x = DeleteScramCredentialRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[111]
+	mi := &file_logd_v1_logd_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7618,7 +7840,7 @@ func (x *DeleteScramCredentialRequest) String() string {
 func (*DeleteScramCredentialRequest) ProtoMessage() {}
 
 func (x *DeleteScramCredentialRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[111]
+	mi := &file_logd_v1_logd_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7631,7 +7853,7 @@ func (x *DeleteScramCredentialRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteScramCredentialRequest.ProtoReflect.Descriptor instead.
 func (*DeleteScramCredentialRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{111}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *DeleteScramCredentialRequest) GetUser() string {
@@ -7657,7 +7879,7 @@ type DeleteScramCredentialResponse struct {
 
 func (x *DeleteScramCredentialResponse) Reset() {
 	*x = DeleteScramCredentialResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[112]
+	mi := &file_logd_v1_logd_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7669,7 +7891,7 @@ func (x *DeleteScramCredentialResponse) String() string {
 func (*DeleteScramCredentialResponse) ProtoMessage() {}
 
 func (x *DeleteScramCredentialResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[112]
+	mi := &file_logd_v1_logd_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7682,7 +7904,7 @@ func (x *DeleteScramCredentialResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteScramCredentialResponse.ProtoReflect.Descriptor instead.
 func (*DeleteScramCredentialResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{112}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *DeleteScramCredentialResponse) GetInfo() *ScramCredentialInfo {
@@ -7710,7 +7932,7 @@ type ACL struct {
 
 func (x *ACL) Reset() {
 	*x = ACL{}
-	mi := &file_logd_v1_logd_proto_msgTypes[113]
+	mi := &file_logd_v1_logd_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7722,7 +7944,7 @@ func (x *ACL) String() string {
 func (*ACL) ProtoMessage() {}
 
 func (x *ACL) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[113]
+	mi := &file_logd_v1_logd_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7735,7 +7957,7 @@ func (x *ACL) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ACL.ProtoReflect.Descriptor instead.
 func (*ACL) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{113}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *ACL) GetPrincipal() string {
@@ -7789,7 +8011,7 @@ type CreateACLsRequest struct {
 
 func (x *CreateACLsRequest) Reset() {
 	*x = CreateACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[114]
+	mi := &file_logd_v1_logd_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7801,7 +8023,7 @@ func (x *CreateACLsRequest) String() string {
 func (*CreateACLsRequest) ProtoMessage() {}
 
 func (x *CreateACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[114]
+	mi := &file_logd_v1_logd_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7814,7 +8036,7 @@ func (x *CreateACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateACLsRequest.ProtoReflect.Descriptor instead.
 func (*CreateACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{114}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *CreateACLsRequest) GetAcls() []*ACL {
@@ -7834,7 +8056,7 @@ type CreateACLsResponse struct {
 
 func (x *CreateACLsResponse) Reset() {
 	*x = CreateACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[115]
+	mi := &file_logd_v1_logd_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7846,7 +8068,7 @@ func (x *CreateACLsResponse) String() string {
 func (*CreateACLsResponse) ProtoMessage() {}
 
 func (x *CreateACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[115]
+	mi := &file_logd_v1_logd_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7859,7 +8081,7 @@ func (x *CreateACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateACLsResponse.ProtoReflect.Descriptor instead.
 func (*CreateACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{115}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *CreateACLsResponse) GetCreated() int32 {
@@ -7884,7 +8106,7 @@ type ACLFilter struct {
 
 func (x *ACLFilter) Reset() {
 	*x = ACLFilter{}
-	mi := &file_logd_v1_logd_proto_msgTypes[116]
+	mi := &file_logd_v1_logd_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7896,7 +8118,7 @@ func (x *ACLFilter) String() string {
 func (*ACLFilter) ProtoMessage() {}
 
 func (x *ACLFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[116]
+	mi := &file_logd_v1_logd_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7909,7 +8131,7 @@ func (x *ACLFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ACLFilter.ProtoReflect.Descriptor instead.
 func (*ACLFilter) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{116}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *ACLFilter) GetPrincipal() string {
@@ -7963,7 +8185,7 @@ type ListACLsRequest struct {
 
 func (x *ListACLsRequest) Reset() {
 	*x = ListACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[117]
+	mi := &file_logd_v1_logd_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7975,7 +8197,7 @@ func (x *ListACLsRequest) String() string {
 func (*ListACLsRequest) ProtoMessage() {}
 
 func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[117]
+	mi := &file_logd_v1_logd_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7988,7 +8210,7 @@ func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListACLsRequest.ProtoReflect.Descriptor instead.
 func (*ListACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{117}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *ListACLsRequest) GetFilter() *ACLFilter {
@@ -8007,7 +8229,7 @@ type ListACLsResponse struct {
 
 func (x *ListACLsResponse) Reset() {
 	*x = ListACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[118]
+	mi := &file_logd_v1_logd_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8019,7 +8241,7 @@ func (x *ListACLsResponse) String() string {
 func (*ListACLsResponse) ProtoMessage() {}
 
 func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[118]
+	mi := &file_logd_v1_logd_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8032,7 +8254,7 @@ func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListACLsResponse.ProtoReflect.Descriptor instead.
 func (*ListACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{118}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *ListACLsResponse) GetAcls() []*ACL {
@@ -8054,7 +8276,7 @@ type DeleteACLsRequest struct {
 
 func (x *DeleteACLsRequest) Reset() {
 	*x = DeleteACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[119]
+	mi := &file_logd_v1_logd_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8066,7 +8288,7 @@ func (x *DeleteACLsRequest) String() string {
 func (*DeleteACLsRequest) ProtoMessage() {}
 
 func (x *DeleteACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[119]
+	mi := &file_logd_v1_logd_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8079,7 +8301,7 @@ func (x *DeleteACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteACLsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{119}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *DeleteACLsRequest) GetFilter() *ACLFilter {
@@ -8106,7 +8328,7 @@ type DeleteACLsResponse struct {
 
 func (x *DeleteACLsResponse) Reset() {
 	*x = DeleteACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[120]
+	mi := &file_logd_v1_logd_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8118,7 +8340,7 @@ func (x *DeleteACLsResponse) String() string {
 func (*DeleteACLsResponse) ProtoMessage() {}
 
 func (x *DeleteACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[120]
+	mi := &file_logd_v1_logd_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8131,7 +8353,7 @@ func (x *DeleteACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteACLsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{120}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *DeleteACLsResponse) GetAcls() []*ACL {
@@ -8175,7 +8397,7 @@ type StartRedriveRequest struct {
 
 func (x *StartRedriveRequest) Reset() {
 	*x = StartRedriveRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[121]
+	mi := &file_logd_v1_logd_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8187,7 +8409,7 @@ func (x *StartRedriveRequest) String() string {
 func (*StartRedriveRequest) ProtoMessage() {}
 
 func (x *StartRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[121]
+	mi := &file_logd_v1_logd_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8200,7 +8422,7 @@ func (x *StartRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRedriveRequest.ProtoReflect.Descriptor instead.
 func (*StartRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{121}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *StartRedriveRequest) GetDeadLetterTopic() string {
@@ -8299,7 +8521,7 @@ type RedriveRecordRef struct {
 
 func (x *RedriveRecordRef) Reset() {
 	*x = RedriveRecordRef{}
-	mi := &file_logd_v1_logd_proto_msgTypes[122]
+	mi := &file_logd_v1_logd_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8311,7 +8533,7 @@ func (x *RedriveRecordRef) String() string {
 func (*RedriveRecordRef) ProtoMessage() {}
 
 func (x *RedriveRecordRef) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[122]
+	mi := &file_logd_v1_logd_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8324,7 +8546,7 @@ func (x *RedriveRecordRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveRecordRef.ProtoReflect.Descriptor instead.
 func (*RedriveRecordRef) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{122}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *RedriveRecordRef) GetPartition() int32 {
@@ -8359,7 +8581,7 @@ type RedriveProgress struct {
 
 func (x *RedriveProgress) Reset() {
 	*x = RedriveProgress{}
-	mi := &file_logd_v1_logd_proto_msgTypes[123]
+	mi := &file_logd_v1_logd_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8371,7 +8593,7 @@ func (x *RedriveProgress) String() string {
 func (*RedriveProgress) ProtoMessage() {}
 
 func (x *RedriveProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[123]
+	mi := &file_logd_v1_logd_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8384,7 +8606,7 @@ func (x *RedriveProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveProgress.ProtoReflect.Descriptor instead.
 func (*RedriveProgress) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{123}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *RedriveProgress) GetScanned() int64 {
@@ -8454,7 +8676,7 @@ type RedriveJob struct {
 
 func (x *RedriveJob) Reset() {
 	*x = RedriveJob{}
-	mi := &file_logd_v1_logd_proto_msgTypes[124]
+	mi := &file_logd_v1_logd_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8466,7 +8688,7 @@ func (x *RedriveJob) String() string {
 func (*RedriveJob) ProtoMessage() {}
 
 func (x *RedriveJob) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[124]
+	mi := &file_logd_v1_logd_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8479,7 +8701,7 @@ func (x *RedriveJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveJob.ProtoReflect.Descriptor instead.
 func (*RedriveJob) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{124}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *RedriveJob) GetId() string {
@@ -8575,7 +8797,7 @@ type StartRedriveResponse struct {
 
 func (x *StartRedriveResponse) Reset() {
 	*x = StartRedriveResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[125]
+	mi := &file_logd_v1_logd_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8587,7 +8809,7 @@ func (x *StartRedriveResponse) String() string {
 func (*StartRedriveResponse) ProtoMessage() {}
 
 func (x *StartRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[125]
+	mi := &file_logd_v1_logd_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8600,7 +8822,7 @@ func (x *StartRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRedriveResponse.ProtoReflect.Descriptor instead.
 func (*StartRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{125}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *StartRedriveResponse) GetJob() *RedriveJob {
@@ -8619,7 +8841,7 @@ type DescribeRedriveRequest struct {
 
 func (x *DescribeRedriveRequest) Reset() {
 	*x = DescribeRedriveRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[126]
+	mi := &file_logd_v1_logd_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8631,7 +8853,7 @@ func (x *DescribeRedriveRequest) String() string {
 func (*DescribeRedriveRequest) ProtoMessage() {}
 
 func (x *DescribeRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[126]
+	mi := &file_logd_v1_logd_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8644,7 +8866,7 @@ func (x *DescribeRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRedriveRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{126}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *DescribeRedriveRequest) GetId() string {
@@ -8663,7 +8885,7 @@ type DescribeRedriveResponse struct {
 
 func (x *DescribeRedriveResponse) Reset() {
 	*x = DescribeRedriveResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[127]
+	mi := &file_logd_v1_logd_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8675,7 +8897,7 @@ func (x *DescribeRedriveResponse) String() string {
 func (*DescribeRedriveResponse) ProtoMessage() {}
 
 func (x *DescribeRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[127]
+	mi := &file_logd_v1_logd_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8688,7 +8910,7 @@ func (x *DescribeRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRedriveResponse.ProtoReflect.Descriptor instead.
 func (*DescribeRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{127}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *DescribeRedriveResponse) GetJob() *RedriveJob {
@@ -8708,7 +8930,7 @@ type ListRedrivesRequest struct {
 
 func (x *ListRedrivesRequest) Reset() {
 	*x = ListRedrivesRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[128]
+	mi := &file_logd_v1_logd_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8720,7 +8942,7 @@ func (x *ListRedrivesRequest) String() string {
 func (*ListRedrivesRequest) ProtoMessage() {}
 
 func (x *ListRedrivesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[128]
+	mi := &file_logd_v1_logd_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8733,7 +8955,7 @@ func (x *ListRedrivesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRedrivesRequest.ProtoReflect.Descriptor instead.
 func (*ListRedrivesRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{128}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *ListRedrivesRequest) GetDeadLetterTopic() string {
@@ -8752,7 +8974,7 @@ type ListRedrivesResponse struct {
 
 func (x *ListRedrivesResponse) Reset() {
 	*x = ListRedrivesResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[129]
+	mi := &file_logd_v1_logd_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8764,7 +8986,7 @@ func (x *ListRedrivesResponse) String() string {
 func (*ListRedrivesResponse) ProtoMessage() {}
 
 func (x *ListRedrivesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[129]
+	mi := &file_logd_v1_logd_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8777,7 +8999,7 @@ func (x *ListRedrivesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRedrivesResponse.ProtoReflect.Descriptor instead.
 func (*ListRedrivesResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{129}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *ListRedrivesResponse) GetJobs() []*RedriveJob {
@@ -8796,7 +9018,7 @@ type StopRedriveRequest struct {
 
 func (x *StopRedriveRequest) Reset() {
 	*x = StopRedriveRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[130]
+	mi := &file_logd_v1_logd_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8808,7 +9030,7 @@ func (x *StopRedriveRequest) String() string {
 func (*StopRedriveRequest) ProtoMessage() {}
 
 func (x *StopRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[130]
+	mi := &file_logd_v1_logd_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8821,7 +9043,7 @@ func (x *StopRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRedriveRequest.ProtoReflect.Descriptor instead.
 func (*StopRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{130}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{133}
 }
 
 func (x *StopRedriveRequest) GetId() string {
@@ -8840,7 +9062,7 @@ type StopRedriveResponse struct {
 
 func (x *StopRedriveResponse) Reset() {
 	*x = StopRedriveResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[131]
+	mi := &file_logd_v1_logd_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8852,7 +9074,7 @@ func (x *StopRedriveResponse) String() string {
 func (*StopRedriveResponse) ProtoMessage() {}
 
 func (x *StopRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[131]
+	mi := &file_logd_v1_logd_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8865,7 +9087,7 @@ func (x *StopRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRedriveResponse.ProtoReflect.Descriptor instead.
 func (*StopRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{131}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{134}
 }
 
 func (x *StopRedriveResponse) GetJob() *RedriveJob {
@@ -8913,7 +9135,7 @@ type ListDeadLettersRequest struct {
 
 func (x *ListDeadLettersRequest) Reset() {
 	*x = ListDeadLettersRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[132]
+	mi := &file_logd_v1_logd_proto_msgTypes[135]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8925,7 +9147,7 @@ func (x *ListDeadLettersRequest) String() string {
 func (*ListDeadLettersRequest) ProtoMessage() {}
 
 func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[132]
+	mi := &file_logd_v1_logd_proto_msgTypes[135]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8938,7 +9160,7 @@ func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{132}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{135}
 }
 
 func (x *ListDeadLettersRequest) GetTopic() string {
@@ -9090,7 +9312,7 @@ type DeadLetter struct {
 
 func (x *DeadLetter) Reset() {
 	*x = DeadLetter{}
-	mi := &file_logd_v1_logd_proto_msgTypes[133]
+	mi := &file_logd_v1_logd_proto_msgTypes[136]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9102,7 +9324,7 @@ func (x *DeadLetter) String() string {
 func (*DeadLetter) ProtoMessage() {}
 
 func (x *DeadLetter) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[133]
+	mi := &file_logd_v1_logd_proto_msgTypes[136]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9115,7 +9337,7 @@ func (x *DeadLetter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetter.ProtoReflect.Descriptor instead.
 func (*DeadLetter) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{133}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{136}
 }
 
 func (x *DeadLetter) GetPartition() int32 {
@@ -9292,7 +9514,7 @@ type ListDeadLettersResponse struct {
 
 func (x *ListDeadLettersResponse) Reset() {
 	*x = ListDeadLettersResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[134]
+	mi := &file_logd_v1_logd_proto_msgTypes[137]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9304,7 +9526,7 @@ func (x *ListDeadLettersResponse) String() string {
 func (*ListDeadLettersResponse) ProtoMessage() {}
 
 func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[134]
+	mi := &file_logd_v1_logd_proto_msgTypes[137]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9317,7 +9539,7 @@ func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{134}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{137}
 }
 
 func (x *ListDeadLettersResponse) GetDeadLetters() []*DeadLetter {
@@ -9492,7 +9714,24 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\n" +
 	"end_offset\x18\x02 \x01(\x03R\tendOffset\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\"\x0f\n" +
-	"\rStatusRequest\"\x12\n" +
+	"\rStatusRequest\"`\n" +
+	"\x11GetHistoryRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12\x1f\n" +
+	"\vqueue_group\x18\x03 \x01(\tR\n" +
+	"queueGroup\"\x81\x01\n" +
+	"\rHistorySeries\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04unit\x18\x02 \x01(\tR\x04unit\x12\x17\n" +
+	"\anode_id\x18\x03 \x01(\tR\x06nodeId\x12\x17\n" +
+	"\atime_ms\x18\x04 \x03(\x03R\x06timeMs\x12\x16\n" +
+	"\x06values\x18\x05 \x03(\x01R\x06values\"\x9a\x01\n" +
+	"\x12GetHistoryResponse\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1f\n" +
+	"\vinterval_ms\x18\x02 \x01(\x03R\n" +
+	"intervalMs\x12\x1a\n" +
+	"\bcapacity\x18\x03 \x01(\x05R\bcapacity\x12.\n" +
+	"\x06series\x18\x04 \x03(\v2\x16.logd.v1.HistorySeriesR\x06series\"\x12\n" +
 	"\x10ReadIndexRequest\"-\n" +
 	"\x15InitProducerIdRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\"`\n" +
@@ -10176,7 +10415,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x18REASON_PERMISSION_DENIED\x10=\x12\x18\n" +
 	"\x14REASON_UNKNOWN_TOKEN\x10>\x12#\n" +
 	"\x1fREASON_UNKNOWN_SCRAM_CREDENTIAL\x10?\x12\x1a\n" +
-	"\x16REASON_UNKNOWN_REDRIVE\x10P2\xfa\x1c\n" +
+	"\x16REASON_UNKNOWN_REDRIVE\x10P2\xc1\x1d\n" +
 	"\n" +
 	"LogService\x12H\n" +
 	"\vCreateTopic\x12\x1b.logd.v1.CreateTopicRequest\x1a\x1c.logd.v1.CreateTopicResponse\x12E\n" +
@@ -10187,7 +10426,9 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\aProduce\x12\x17.logd.v1.ProduceRequest\x1a\x18.logd.v1.ProduceResponse\x126\n" +
 	"\x05Fetch\x12\x15.logd.v1.FetchRequest\x1a\x16.logd.v1.FetchResponse\x12H\n" +
 	"\vListOffsets\x12\x1b.logd.v1.ListOffsetsRequest\x1a\x1c.logd.v1.ListOffsetsResponse\x129\n" +
-	"\x06Status\x12\x16.logd.v1.StatusRequest\x1a\x17.logd.v1.StatusResponse\x12B\n" +
+	"\x06Status\x12\x16.logd.v1.StatusRequest\x1a\x17.logd.v1.StatusResponse\x12E\n" +
+	"\n" +
+	"GetHistory\x12\x1a.logd.v1.GetHistoryRequest\x1a\x1b.logd.v1.GetHistoryResponse\x12B\n" +
 	"\tReadIndex\x12\x19.logd.v1.ReadIndexRequest\x1a\x1a.logd.v1.ReadIndexResponse\x12Q\n" +
 	"\x0eInitProducerId\x12\x1e.logd.v1.InitProducerIdRequest\x1a\x1f.logd.v1.InitProducerIdResponse\x12B\n" +
 	"\tJoinGroup\x12\x19.logd.v1.JoinGroupRequest\x1a\x1a.logd.v1.JoinGroupResponse\x12Q\n" +
@@ -10251,7 +10492,7 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 138)
+var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 141)
 var file_logd_v1_logd_proto_goTypes = []any{
 	(Reason)(0),                           // 0: logd.v1.Reason
 	(*ErrorInfo)(nil),                     // 1: logd.v1.ErrorInfo
@@ -10277,298 +10518,304 @@ var file_logd_v1_logd_proto_goTypes = []any{
 	(*ListOffsetsRequest)(nil),            // 21: logd.v1.ListOffsetsRequest
 	(*ListOffsetsResponse)(nil),           // 22: logd.v1.ListOffsetsResponse
 	(*StatusRequest)(nil),                 // 23: logd.v1.StatusRequest
-	(*ReadIndexRequest)(nil),              // 24: logd.v1.ReadIndexRequest
-	(*InitProducerIdRequest)(nil),         // 25: logd.v1.InitProducerIdRequest
-	(*InitProducerIdResponse)(nil),        // 26: logd.v1.InitProducerIdResponse
-	(*ReadIndexResponse)(nil),             // 27: logd.v1.ReadIndexResponse
-	(*StatusResponse)(nil),                // 28: logd.v1.StatusResponse
-	(*DataGroupStatus)(nil),               // 29: logd.v1.DataGroupStatus
-	(*FollowerStatus)(nil),                // 30: logd.v1.FollowerStatus
-	(*DiskStatus)(nil),                    // 31: logd.v1.DiskStatus
-	(*Member)(nil),                        // 32: logd.v1.Member
-	(*GroupTopicPartition)(nil),           // 33: logd.v1.GroupTopicPartition
-	(*GroupOffset)(nil),                   // 34: logd.v1.GroupOffset
-	(*JoinGroupRequest)(nil),              // 35: logd.v1.JoinGroupRequest
-	(*GroupAssignment)(nil),               // 36: logd.v1.GroupAssignment
-	(*AssignedPartition)(nil),             // 37: logd.v1.AssignedPartition
-	(*JoinGroupResponse)(nil),             // 38: logd.v1.JoinGroupResponse
-	(*GroupHeartbeatRequest)(nil),         // 39: logd.v1.GroupHeartbeatRequest
-	(*GroupHeartbeatResponse)(nil),        // 40: logd.v1.GroupHeartbeatResponse
-	(*LeaveGroupRequest)(nil),             // 41: logd.v1.LeaveGroupRequest
-	(*LeaveGroupResponse)(nil),            // 42: logd.v1.LeaveGroupResponse
-	(*CommitOffsetsRequest)(nil),          // 43: logd.v1.CommitOffsetsRequest
-	(*CommitOffsetsResponse)(nil),         // 44: logd.v1.CommitOffsetsResponse
-	(*GroupFetchRequest)(nil),             // 45: logd.v1.GroupFetchRequest
-	(*GroupFetchResponse)(nil),            // 46: logd.v1.GroupFetchResponse
-	(*ListGroupsRequest)(nil),             // 47: logd.v1.ListGroupsRequest
-	(*ConsumerGroupSummary)(nil),          // 48: logd.v1.ConsumerGroupSummary
-	(*ListGroupsResponse)(nil),            // 49: logd.v1.ListGroupsResponse
-	(*DescribeGroupRequest)(nil),          // 50: logd.v1.DescribeGroupRequest
-	(*ConsumerGroupMember)(nil),           // 51: logd.v1.ConsumerGroupMember
-	(*ConsumerGroupPartition)(nil),        // 52: logd.v1.ConsumerGroupPartition
-	(*DescribeGroupResponse)(nil),         // 53: logd.v1.DescribeGroupResponse
-	(*DeleteGroupRequest)(nil),            // 54: logd.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),           // 55: logd.v1.DeleteGroupResponse
-	(*ResetTopic)(nil),                    // 56: logd.v1.ResetTopic
-	(*ResetGroupOffsetsRequest)(nil),      // 57: logd.v1.ResetGroupOffsetsRequest
-	(*ResetPlanEntry)(nil),                // 58: logd.v1.ResetPlanEntry
-	(*ResetGroupOffsetsResponse)(nil),     // 59: logd.v1.ResetGroupOffsetsResponse
-	(*QueueGroupConfig)(nil),              // 60: logd.v1.QueueGroupConfig
-	(*CreateQueueGroupRequest)(nil),       // 61: logd.v1.CreateQueueGroupRequest
-	(*CreateQueueGroupResponse)(nil),      // 62: logd.v1.CreateQueueGroupResponse
-	(*AlterQueueGroupRequest)(nil),        // 63: logd.v1.AlterQueueGroupRequest
-	(*AlterQueueGroupResponse)(nil),       // 64: logd.v1.AlterQueueGroupResponse
-	(*DescribeQueueGroupRequest)(nil),     // 65: logd.v1.DescribeQueueGroupRequest
-	(*QueuePartitionState)(nil),           // 66: logd.v1.QueuePartitionState
-	(*DescribeQueueGroupResponse)(nil),    // 67: logd.v1.DescribeQueueGroupResponse
-	(*ListQueueGroupsRequest)(nil),        // 68: logd.v1.ListQueueGroupsRequest
-	(*ListQueueGroupsResponse)(nil),       // 69: logd.v1.ListQueueGroupsResponse
-	(*InFlightRecord)(nil),                // 70: logd.v1.InFlightRecord
-	(*ClaimRequest)(nil),                  // 71: logd.v1.ClaimRequest
-	(*ClaimedRecord)(nil),                 // 72: logd.v1.ClaimedRecord
-	(*ClaimResponse)(nil),                 // 73: logd.v1.ClaimResponse
-	(*TokenResult)(nil),                   // 74: logd.v1.TokenResult
-	(*AckRequest)(nil),                    // 75: logd.v1.AckRequest
-	(*AckResponse)(nil),                   // 76: logd.v1.AckResponse
-	(*QueueNack)(nil),                     // 77: logd.v1.QueueNack
-	(*NackRequest)(nil),                   // 78: logd.v1.NackRequest
-	(*NackResponse)(nil),                  // 79: logd.v1.NackResponse
-	(*ExtendRequest)(nil),                 // 80: logd.v1.ExtendRequest
-	(*ExtendResponse)(nil),                // 81: logd.v1.ExtendResponse
-	(*AlterTopicRequest)(nil),             // 82: logd.v1.AlterTopicRequest
-	(*AlterTopicResponse)(nil),            // 83: logd.v1.AlterTopicResponse
-	(*CreatePartitionsRequest)(nil),       // 84: logd.v1.CreatePartitionsRequest
-	(*CreatePartitionsResponse)(nil),      // 85: logd.v1.CreatePartitionsResponse
-	(*CleanerRun)(nil),                    // 86: logd.v1.CleanerRun
-	(*JoinRequest)(nil),                   // 87: logd.v1.JoinRequest
-	(*JoinResponse)(nil),                  // 88: logd.v1.JoinResponse
-	(*RemoveNodeRequest)(nil),             // 89: logd.v1.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),            // 90: logd.v1.RemoveNodeResponse
-	(*TransferLeadershipRequest)(nil),     // 91: logd.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil),    // 92: logd.v1.TransferLeadershipResponse
-	(*SaveSnapshotRequest)(nil),           // 93: logd.v1.SaveSnapshotRequest
-	(*SaveSnapshotResponse)(nil),          // 94: logd.v1.SaveSnapshotResponse
-	(*SnapshotInfo)(nil),                  // 95: logd.v1.SnapshotInfo
-	(*PauseQueueGroupRequest)(nil),        // 96: logd.v1.PauseQueueGroupRequest
-	(*PauseQueueGroupResponse)(nil),       // 97: logd.v1.PauseQueueGroupResponse
-	(*WhoAmIRequest)(nil),                 // 98: logd.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),                // 99: logd.v1.WhoAmIResponse
-	(*TokenInfo)(nil),                     // 100: logd.v1.TokenInfo
-	(*CreateTokenRequest)(nil),            // 101: logd.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),           // 102: logd.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),             // 103: logd.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),            // 104: logd.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),            // 105: logd.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),           // 106: logd.v1.RevokeTokenResponse
-	(*ScramCredentialInfo)(nil),           // 107: logd.v1.ScramCredentialInfo
-	(*SetScramCredentialRequest)(nil),     // 108: logd.v1.SetScramCredentialRequest
-	(*SetScramCredentialResponse)(nil),    // 109: logd.v1.SetScramCredentialResponse
-	(*ListScramCredentialsRequest)(nil),   // 110: logd.v1.ListScramCredentialsRequest
-	(*ListScramCredentialsResponse)(nil),  // 111: logd.v1.ListScramCredentialsResponse
-	(*DeleteScramCredentialRequest)(nil),  // 112: logd.v1.DeleteScramCredentialRequest
-	(*DeleteScramCredentialResponse)(nil), // 113: logd.v1.DeleteScramCredentialResponse
-	(*ACL)(nil),                           // 114: logd.v1.ACL
-	(*CreateACLsRequest)(nil),             // 115: logd.v1.CreateACLsRequest
-	(*CreateACLsResponse)(nil),            // 116: logd.v1.CreateACLsResponse
-	(*ACLFilter)(nil),                     // 117: logd.v1.ACLFilter
-	(*ListACLsRequest)(nil),               // 118: logd.v1.ListACLsRequest
-	(*ListACLsResponse)(nil),              // 119: logd.v1.ListACLsResponse
-	(*DeleteACLsRequest)(nil),             // 120: logd.v1.DeleteACLsRequest
-	(*DeleteACLsResponse)(nil),            // 121: logd.v1.DeleteACLsResponse
-	(*StartRedriveRequest)(nil),           // 122: logd.v1.StartRedriveRequest
-	(*RedriveRecordRef)(nil),              // 123: logd.v1.RedriveRecordRef
-	(*RedriveProgress)(nil),               // 124: logd.v1.RedriveProgress
-	(*RedriveJob)(nil),                    // 125: logd.v1.RedriveJob
-	(*StartRedriveResponse)(nil),          // 126: logd.v1.StartRedriveResponse
-	(*DescribeRedriveRequest)(nil),        // 127: logd.v1.DescribeRedriveRequest
-	(*DescribeRedriveResponse)(nil),       // 128: logd.v1.DescribeRedriveResponse
-	(*ListRedrivesRequest)(nil),           // 129: logd.v1.ListRedrivesRequest
-	(*ListRedrivesResponse)(nil),          // 130: logd.v1.ListRedrivesResponse
-	(*StopRedriveRequest)(nil),            // 131: logd.v1.StopRedriveRequest
-	(*StopRedriveResponse)(nil),           // 132: logd.v1.StopRedriveResponse
-	(*ListDeadLettersRequest)(nil),        // 133: logd.v1.ListDeadLettersRequest
-	(*DeadLetter)(nil),                    // 134: logd.v1.DeadLetter
-	(*ListDeadLettersResponse)(nil),       // 135: logd.v1.ListDeadLettersResponse
-	nil,                                   // 136: logd.v1.CreateTopicRequest.ConfigEntry
-	nil,                                   // 137: logd.v1.TopicInfo.ConfigEntry
-	nil,                                   // 138: logd.v1.AlterTopicRequest.ConfigEntry
+	(*GetHistoryRequest)(nil),             // 24: logd.v1.GetHistoryRequest
+	(*HistorySeries)(nil),                 // 25: logd.v1.HistorySeries
+	(*GetHistoryResponse)(nil),            // 26: logd.v1.GetHistoryResponse
+	(*ReadIndexRequest)(nil),              // 27: logd.v1.ReadIndexRequest
+	(*InitProducerIdRequest)(nil),         // 28: logd.v1.InitProducerIdRequest
+	(*InitProducerIdResponse)(nil),        // 29: logd.v1.InitProducerIdResponse
+	(*ReadIndexResponse)(nil),             // 30: logd.v1.ReadIndexResponse
+	(*StatusResponse)(nil),                // 31: logd.v1.StatusResponse
+	(*DataGroupStatus)(nil),               // 32: logd.v1.DataGroupStatus
+	(*FollowerStatus)(nil),                // 33: logd.v1.FollowerStatus
+	(*DiskStatus)(nil),                    // 34: logd.v1.DiskStatus
+	(*Member)(nil),                        // 35: logd.v1.Member
+	(*GroupTopicPartition)(nil),           // 36: logd.v1.GroupTopicPartition
+	(*GroupOffset)(nil),                   // 37: logd.v1.GroupOffset
+	(*JoinGroupRequest)(nil),              // 38: logd.v1.JoinGroupRequest
+	(*GroupAssignment)(nil),               // 39: logd.v1.GroupAssignment
+	(*AssignedPartition)(nil),             // 40: logd.v1.AssignedPartition
+	(*JoinGroupResponse)(nil),             // 41: logd.v1.JoinGroupResponse
+	(*GroupHeartbeatRequest)(nil),         // 42: logd.v1.GroupHeartbeatRequest
+	(*GroupHeartbeatResponse)(nil),        // 43: logd.v1.GroupHeartbeatResponse
+	(*LeaveGroupRequest)(nil),             // 44: logd.v1.LeaveGroupRequest
+	(*LeaveGroupResponse)(nil),            // 45: logd.v1.LeaveGroupResponse
+	(*CommitOffsetsRequest)(nil),          // 46: logd.v1.CommitOffsetsRequest
+	(*CommitOffsetsResponse)(nil),         // 47: logd.v1.CommitOffsetsResponse
+	(*GroupFetchRequest)(nil),             // 48: logd.v1.GroupFetchRequest
+	(*GroupFetchResponse)(nil),            // 49: logd.v1.GroupFetchResponse
+	(*ListGroupsRequest)(nil),             // 50: logd.v1.ListGroupsRequest
+	(*ConsumerGroupSummary)(nil),          // 51: logd.v1.ConsumerGroupSummary
+	(*ListGroupsResponse)(nil),            // 52: logd.v1.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),          // 53: logd.v1.DescribeGroupRequest
+	(*ConsumerGroupMember)(nil),           // 54: logd.v1.ConsumerGroupMember
+	(*ConsumerGroupPartition)(nil),        // 55: logd.v1.ConsumerGroupPartition
+	(*DescribeGroupResponse)(nil),         // 56: logd.v1.DescribeGroupResponse
+	(*DeleteGroupRequest)(nil),            // 57: logd.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),           // 58: logd.v1.DeleteGroupResponse
+	(*ResetTopic)(nil),                    // 59: logd.v1.ResetTopic
+	(*ResetGroupOffsetsRequest)(nil),      // 60: logd.v1.ResetGroupOffsetsRequest
+	(*ResetPlanEntry)(nil),                // 61: logd.v1.ResetPlanEntry
+	(*ResetGroupOffsetsResponse)(nil),     // 62: logd.v1.ResetGroupOffsetsResponse
+	(*QueueGroupConfig)(nil),              // 63: logd.v1.QueueGroupConfig
+	(*CreateQueueGroupRequest)(nil),       // 64: logd.v1.CreateQueueGroupRequest
+	(*CreateQueueGroupResponse)(nil),      // 65: logd.v1.CreateQueueGroupResponse
+	(*AlterQueueGroupRequest)(nil),        // 66: logd.v1.AlterQueueGroupRequest
+	(*AlterQueueGroupResponse)(nil),       // 67: logd.v1.AlterQueueGroupResponse
+	(*DescribeQueueGroupRequest)(nil),     // 68: logd.v1.DescribeQueueGroupRequest
+	(*QueuePartitionState)(nil),           // 69: logd.v1.QueuePartitionState
+	(*DescribeQueueGroupResponse)(nil),    // 70: logd.v1.DescribeQueueGroupResponse
+	(*ListQueueGroupsRequest)(nil),        // 71: logd.v1.ListQueueGroupsRequest
+	(*ListQueueGroupsResponse)(nil),       // 72: logd.v1.ListQueueGroupsResponse
+	(*InFlightRecord)(nil),                // 73: logd.v1.InFlightRecord
+	(*ClaimRequest)(nil),                  // 74: logd.v1.ClaimRequest
+	(*ClaimedRecord)(nil),                 // 75: logd.v1.ClaimedRecord
+	(*ClaimResponse)(nil),                 // 76: logd.v1.ClaimResponse
+	(*TokenResult)(nil),                   // 77: logd.v1.TokenResult
+	(*AckRequest)(nil),                    // 78: logd.v1.AckRequest
+	(*AckResponse)(nil),                   // 79: logd.v1.AckResponse
+	(*QueueNack)(nil),                     // 80: logd.v1.QueueNack
+	(*NackRequest)(nil),                   // 81: logd.v1.NackRequest
+	(*NackResponse)(nil),                  // 82: logd.v1.NackResponse
+	(*ExtendRequest)(nil),                 // 83: logd.v1.ExtendRequest
+	(*ExtendResponse)(nil),                // 84: logd.v1.ExtendResponse
+	(*AlterTopicRequest)(nil),             // 85: logd.v1.AlterTopicRequest
+	(*AlterTopicResponse)(nil),            // 86: logd.v1.AlterTopicResponse
+	(*CreatePartitionsRequest)(nil),       // 87: logd.v1.CreatePartitionsRequest
+	(*CreatePartitionsResponse)(nil),      // 88: logd.v1.CreatePartitionsResponse
+	(*CleanerRun)(nil),                    // 89: logd.v1.CleanerRun
+	(*JoinRequest)(nil),                   // 90: logd.v1.JoinRequest
+	(*JoinResponse)(nil),                  // 91: logd.v1.JoinResponse
+	(*RemoveNodeRequest)(nil),             // 92: logd.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),            // 93: logd.v1.RemoveNodeResponse
+	(*TransferLeadershipRequest)(nil),     // 94: logd.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil),    // 95: logd.v1.TransferLeadershipResponse
+	(*SaveSnapshotRequest)(nil),           // 96: logd.v1.SaveSnapshotRequest
+	(*SaveSnapshotResponse)(nil),          // 97: logd.v1.SaveSnapshotResponse
+	(*SnapshotInfo)(nil),                  // 98: logd.v1.SnapshotInfo
+	(*PauseQueueGroupRequest)(nil),        // 99: logd.v1.PauseQueueGroupRequest
+	(*PauseQueueGroupResponse)(nil),       // 100: logd.v1.PauseQueueGroupResponse
+	(*WhoAmIRequest)(nil),                 // 101: logd.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),                // 102: logd.v1.WhoAmIResponse
+	(*TokenInfo)(nil),                     // 103: logd.v1.TokenInfo
+	(*CreateTokenRequest)(nil),            // 104: logd.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),           // 105: logd.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),             // 106: logd.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),            // 107: logd.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),            // 108: logd.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),           // 109: logd.v1.RevokeTokenResponse
+	(*ScramCredentialInfo)(nil),           // 110: logd.v1.ScramCredentialInfo
+	(*SetScramCredentialRequest)(nil),     // 111: logd.v1.SetScramCredentialRequest
+	(*SetScramCredentialResponse)(nil),    // 112: logd.v1.SetScramCredentialResponse
+	(*ListScramCredentialsRequest)(nil),   // 113: logd.v1.ListScramCredentialsRequest
+	(*ListScramCredentialsResponse)(nil),  // 114: logd.v1.ListScramCredentialsResponse
+	(*DeleteScramCredentialRequest)(nil),  // 115: logd.v1.DeleteScramCredentialRequest
+	(*DeleteScramCredentialResponse)(nil), // 116: logd.v1.DeleteScramCredentialResponse
+	(*ACL)(nil),                           // 117: logd.v1.ACL
+	(*CreateACLsRequest)(nil),             // 118: logd.v1.CreateACLsRequest
+	(*CreateACLsResponse)(nil),            // 119: logd.v1.CreateACLsResponse
+	(*ACLFilter)(nil),                     // 120: logd.v1.ACLFilter
+	(*ListACLsRequest)(nil),               // 121: logd.v1.ListACLsRequest
+	(*ListACLsResponse)(nil),              // 122: logd.v1.ListACLsResponse
+	(*DeleteACLsRequest)(nil),             // 123: logd.v1.DeleteACLsRequest
+	(*DeleteACLsResponse)(nil),            // 124: logd.v1.DeleteACLsResponse
+	(*StartRedriveRequest)(nil),           // 125: logd.v1.StartRedriveRequest
+	(*RedriveRecordRef)(nil),              // 126: logd.v1.RedriveRecordRef
+	(*RedriveProgress)(nil),               // 127: logd.v1.RedriveProgress
+	(*RedriveJob)(nil),                    // 128: logd.v1.RedriveJob
+	(*StartRedriveResponse)(nil),          // 129: logd.v1.StartRedriveResponse
+	(*DescribeRedriveRequest)(nil),        // 130: logd.v1.DescribeRedriveRequest
+	(*DescribeRedriveResponse)(nil),       // 131: logd.v1.DescribeRedriveResponse
+	(*ListRedrivesRequest)(nil),           // 132: logd.v1.ListRedrivesRequest
+	(*ListRedrivesResponse)(nil),          // 133: logd.v1.ListRedrivesResponse
+	(*StopRedriveRequest)(nil),            // 134: logd.v1.StopRedriveRequest
+	(*StopRedriveResponse)(nil),           // 135: logd.v1.StopRedriveResponse
+	(*ListDeadLettersRequest)(nil),        // 136: logd.v1.ListDeadLettersRequest
+	(*DeadLetter)(nil),                    // 137: logd.v1.DeadLetter
+	(*ListDeadLettersResponse)(nil),       // 138: logd.v1.ListDeadLettersResponse
+	nil,                                   // 139: logd.v1.CreateTopicRequest.ConfigEntry
+	nil,                                   // 140: logd.v1.TopicInfo.ConfigEntry
+	nil,                                   // 141: logd.v1.AlterTopicRequest.ConfigEntry
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
 	0,   // 0: logd.v1.ErrorInfo.reason:type_name -> logd.v1.Reason
-	136, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
+	139, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
 	10,  // 2: logd.v1.CreateTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	10,  // 3: logd.v1.ListTopicsResponse.topics:type_name -> logd.v1.TopicInfo
 	10,  // 4: logd.v1.DescribeTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	12,  // 5: logd.v1.DescribeTopicResponse.partitions:type_name -> logd.v1.PartitionInfo
-	137, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
+	140, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
 	11,  // 7: logd.v1.TopicInfo.stats:type_name -> logd.v1.TopicStats
-	86,  // 8: logd.v1.PartitionInfo.last_cleaner_run:type_name -> logd.v1.CleanerRun
+	89,  // 8: logd.v1.PartitionInfo.last_cleaner_run:type_name -> logd.v1.CleanerRun
 	13,  // 9: logd.v1.Record.headers:type_name -> logd.v1.Header
 	14,  // 10: logd.v1.ProduceRequest.records:type_name -> logd.v1.Record
 	16,  // 11: logd.v1.ProduceResponse.results:type_name -> logd.v1.RecordResult
 	13,  // 12: logd.v1.FetchedRecord.headers:type_name -> logd.v1.Header
 	19,  // 13: logd.v1.FetchResponse.records:type_name -> logd.v1.FetchedRecord
-	32,  // 14: logd.v1.StatusResponse.members:type_name -> logd.v1.Member
-	30,  // 15: logd.v1.StatusResponse.followers:type_name -> logd.v1.FollowerStatus
-	31,  // 16: logd.v1.StatusResponse.disk:type_name -> logd.v1.DiskStatus
-	29,  // 17: logd.v1.StatusResponse.data_groups:type_name -> logd.v1.DataGroupStatus
-	37,  // 18: logd.v1.GroupAssignment.partitions:type_name -> logd.v1.AssignedPartition
-	33,  // 19: logd.v1.GroupAssignment.revoke:type_name -> logd.v1.GroupTopicPartition
-	36,  // 20: logd.v1.JoinGroupResponse.assignment:type_name -> logd.v1.GroupAssignment
-	33,  // 21: logd.v1.GroupHeartbeatRequest.released:type_name -> logd.v1.GroupTopicPartition
-	36,  // 22: logd.v1.GroupHeartbeatResponse.assignment:type_name -> logd.v1.GroupAssignment
-	34,  // 23: logd.v1.CommitOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
-	18,  // 24: logd.v1.GroupFetchRequest.fetch:type_name -> logd.v1.FetchRequest
-	20,  // 25: logd.v1.GroupFetchResponse.fetch:type_name -> logd.v1.FetchResponse
-	48,  // 26: logd.v1.ListGroupsResponse.groups:type_name -> logd.v1.ConsumerGroupSummary
-	33,  // 27: logd.v1.ConsumerGroupMember.partitions:type_name -> logd.v1.GroupTopicPartition
-	51,  // 28: logd.v1.DescribeGroupResponse.members:type_name -> logd.v1.ConsumerGroupMember
-	52,  // 29: logd.v1.DescribeGroupResponse.partitions:type_name -> logd.v1.ConsumerGroupPartition
-	56,  // 30: logd.v1.ResetGroupOffsetsRequest.topics:type_name -> logd.v1.ResetTopic
-	34,  // 31: logd.v1.ResetGroupOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
-	58,  // 32: logd.v1.ResetGroupOffsetsResponse.plan:type_name -> logd.v1.ResetPlanEntry
-	60,  // 33: logd.v1.CreateQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
-	60,  // 34: logd.v1.CreateQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
-	60,  // 35: logd.v1.AlterQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
-	60,  // 36: logd.v1.AlterQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
-	60,  // 37: logd.v1.DescribeQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
-	66,  // 38: logd.v1.DescribeQueueGroupResponse.partitions:type_name -> logd.v1.QueuePartitionState
-	70,  // 39: logd.v1.DescribeQueueGroupResponse.in_flight:type_name -> logd.v1.InFlightRecord
-	67,  // 40: logd.v1.ListQueueGroupsResponse.groups:type_name -> logd.v1.DescribeQueueGroupResponse
-	13,  // 41: logd.v1.ClaimedRecord.headers:type_name -> logd.v1.Header
-	72,  // 42: logd.v1.ClaimResponse.records:type_name -> logd.v1.ClaimedRecord
-	0,   // 43: logd.v1.TokenResult.error:type_name -> logd.v1.Reason
-	74,  // 44: logd.v1.AckResponse.results:type_name -> logd.v1.TokenResult
-	77,  // 45: logd.v1.NackRequest.nacks:type_name -> logd.v1.QueueNack
-	74,  // 46: logd.v1.NackResponse.results:type_name -> logd.v1.TokenResult
-	74,  // 47: logd.v1.ExtendResponse.results:type_name -> logd.v1.TokenResult
-	138, // 48: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
-	10,  // 49: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
-	10,  // 50: logd.v1.CreatePartitionsResponse.topic:type_name -> logd.v1.TopicInfo
-	95,  // 51: logd.v1.SaveSnapshotResponse.info:type_name -> logd.v1.SnapshotInfo
-	100, // 52: logd.v1.CreateTokenResponse.info:type_name -> logd.v1.TokenInfo
-	100, // 53: logd.v1.ListTokensResponse.tokens:type_name -> logd.v1.TokenInfo
-	100, // 54: logd.v1.RevokeTokenResponse.info:type_name -> logd.v1.TokenInfo
-	107, // 55: logd.v1.SetScramCredentialResponse.info:type_name -> logd.v1.ScramCredentialInfo
-	107, // 56: logd.v1.ListScramCredentialsResponse.credentials:type_name -> logd.v1.ScramCredentialInfo
-	107, // 57: logd.v1.DeleteScramCredentialResponse.info:type_name -> logd.v1.ScramCredentialInfo
-	114, // 58: logd.v1.CreateACLsRequest.acls:type_name -> logd.v1.ACL
-	117, // 59: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACLFilter
-	114, // 60: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
-	117, // 61: logd.v1.DeleteACLsRequest.filter:type_name -> logd.v1.ACLFilter
-	114, // 62: logd.v1.DeleteACLsResponse.acls:type_name -> logd.v1.ACL
-	123, // 63: logd.v1.StartRedriveRequest.records:type_name -> logd.v1.RedriveRecordRef
-	122, // 64: logd.v1.RedriveJob.spec:type_name -> logd.v1.StartRedriveRequest
-	124, // 65: logd.v1.RedriveJob.progress:type_name -> logd.v1.RedriveProgress
-	125, // 66: logd.v1.StartRedriveResponse.job:type_name -> logd.v1.RedriveJob
-	125, // 67: logd.v1.DescribeRedriveResponse.job:type_name -> logd.v1.RedriveJob
-	125, // 68: logd.v1.ListRedrivesResponse.jobs:type_name -> logd.v1.RedriveJob
-	125, // 69: logd.v1.StopRedriveResponse.job:type_name -> logd.v1.RedriveJob
-	13,  // 70: logd.v1.DeadLetter.headers:type_name -> logd.v1.Header
-	134, // 71: logd.v1.ListDeadLettersResponse.dead_letters:type_name -> logd.v1.DeadLetter
-	2,   // 72: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
-	4,   // 73: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
-	6,   // 74: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
-	8,   // 75: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
-	15,  // 76: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
-	18,  // 77: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
-	21,  // 78: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
-	23,  // 79: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
-	24,  // 80: logd.v1.LogService.ReadIndex:input_type -> logd.v1.ReadIndexRequest
-	25,  // 81: logd.v1.LogService.InitProducerId:input_type -> logd.v1.InitProducerIdRequest
-	35,  // 82: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
-	39,  // 83: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
-	41,  // 84: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
-	43,  // 85: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
-	45,  // 86: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
-	47,  // 87: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
-	50,  // 88: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
-	54,  // 89: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
-	57,  // 90: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
-	61,  // 91: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
-	63,  // 92: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
-	65,  // 93: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
-	68,  // 94: logd.v1.LogService.ListQueueGroups:input_type -> logd.v1.ListQueueGroupsRequest
-	71,  // 95: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
-	75,  // 96: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
-	78,  // 97: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
-	80,  // 98: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
-	87,  // 99: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
-	89,  // 100: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
-	91,  // 101: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
-	93,  // 102: logd.v1.LogService.SaveSnapshot:input_type -> logd.v1.SaveSnapshotRequest
-	82,  // 103: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
-	84,  // 104: logd.v1.LogService.CreatePartitions:input_type -> logd.v1.CreatePartitionsRequest
-	96,  // 105: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
-	98,  // 106: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
-	101, // 107: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
-	103, // 108: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
-	105, // 109: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
-	108, // 110: logd.v1.LogService.SetScramCredential:input_type -> logd.v1.SetScramCredentialRequest
-	110, // 111: logd.v1.LogService.ListScramCredentials:input_type -> logd.v1.ListScramCredentialsRequest
-	112, // 112: logd.v1.LogService.DeleteScramCredential:input_type -> logd.v1.DeleteScramCredentialRequest
-	115, // 113: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
-	118, // 114: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
-	120, // 115: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
-	122, // 116: logd.v1.LogService.StartRedrive:input_type -> logd.v1.StartRedriveRequest
-	127, // 117: logd.v1.LogService.DescribeRedrive:input_type -> logd.v1.DescribeRedriveRequest
-	129, // 118: logd.v1.LogService.ListRedrives:input_type -> logd.v1.ListRedrivesRequest
-	131, // 119: logd.v1.LogService.StopRedrive:input_type -> logd.v1.StopRedriveRequest
-	133, // 120: logd.v1.LogService.ListDeadLetters:input_type -> logd.v1.ListDeadLettersRequest
-	3,   // 121: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	5,   // 122: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	7,   // 123: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	9,   // 124: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	17,  // 125: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
-	20,  // 126: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
-	22,  // 127: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	28,  // 128: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
-	27,  // 129: logd.v1.LogService.ReadIndex:output_type -> logd.v1.ReadIndexResponse
-	26,  // 130: logd.v1.LogService.InitProducerId:output_type -> logd.v1.InitProducerIdResponse
-	38,  // 131: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
-	40,  // 132: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
-	42,  // 133: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
-	44,  // 134: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
-	46,  // 135: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
-	49,  // 136: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
-	53,  // 137: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
-	55,  // 138: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
-	59,  // 139: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
-	62,  // 140: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
-	64,  // 141: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
-	67,  // 142: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
-	69,  // 143: logd.v1.LogService.ListQueueGroups:output_type -> logd.v1.ListQueueGroupsResponse
-	73,  // 144: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
-	76,  // 145: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
-	79,  // 146: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
-	81,  // 147: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
-	88,  // 148: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
-	90,  // 149: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
-	92,  // 150: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
-	94,  // 151: logd.v1.LogService.SaveSnapshot:output_type -> logd.v1.SaveSnapshotResponse
-	83,  // 152: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
-	85,  // 153: logd.v1.LogService.CreatePartitions:output_type -> logd.v1.CreatePartitionsResponse
-	97,  // 154: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
-	99,  // 155: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
-	102, // 156: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
-	104, // 157: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
-	106, // 158: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
-	109, // 159: logd.v1.LogService.SetScramCredential:output_type -> logd.v1.SetScramCredentialResponse
-	111, // 160: logd.v1.LogService.ListScramCredentials:output_type -> logd.v1.ListScramCredentialsResponse
-	113, // 161: logd.v1.LogService.DeleteScramCredential:output_type -> logd.v1.DeleteScramCredentialResponse
-	116, // 162: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
-	119, // 163: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
-	121, // 164: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
-	126, // 165: logd.v1.LogService.StartRedrive:output_type -> logd.v1.StartRedriveResponse
-	128, // 166: logd.v1.LogService.DescribeRedrive:output_type -> logd.v1.DescribeRedriveResponse
-	130, // 167: logd.v1.LogService.ListRedrives:output_type -> logd.v1.ListRedrivesResponse
-	132, // 168: logd.v1.LogService.StopRedrive:output_type -> logd.v1.StopRedriveResponse
-	135, // 169: logd.v1.LogService.ListDeadLetters:output_type -> logd.v1.ListDeadLettersResponse
-	121, // [121:170] is the sub-list for method output_type
-	72,  // [72:121] is the sub-list for method input_type
-	72,  // [72:72] is the sub-list for extension type_name
-	72,  // [72:72] is the sub-list for extension extendee
-	0,   // [0:72] is the sub-list for field type_name
+	25,  // 14: logd.v1.GetHistoryResponse.series:type_name -> logd.v1.HistorySeries
+	35,  // 15: logd.v1.StatusResponse.members:type_name -> logd.v1.Member
+	33,  // 16: logd.v1.StatusResponse.followers:type_name -> logd.v1.FollowerStatus
+	34,  // 17: logd.v1.StatusResponse.disk:type_name -> logd.v1.DiskStatus
+	32,  // 18: logd.v1.StatusResponse.data_groups:type_name -> logd.v1.DataGroupStatus
+	40,  // 19: logd.v1.GroupAssignment.partitions:type_name -> logd.v1.AssignedPartition
+	36,  // 20: logd.v1.GroupAssignment.revoke:type_name -> logd.v1.GroupTopicPartition
+	39,  // 21: logd.v1.JoinGroupResponse.assignment:type_name -> logd.v1.GroupAssignment
+	36,  // 22: logd.v1.GroupHeartbeatRequest.released:type_name -> logd.v1.GroupTopicPartition
+	39,  // 23: logd.v1.GroupHeartbeatResponse.assignment:type_name -> logd.v1.GroupAssignment
+	37,  // 24: logd.v1.CommitOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
+	18,  // 25: logd.v1.GroupFetchRequest.fetch:type_name -> logd.v1.FetchRequest
+	20,  // 26: logd.v1.GroupFetchResponse.fetch:type_name -> logd.v1.FetchResponse
+	51,  // 27: logd.v1.ListGroupsResponse.groups:type_name -> logd.v1.ConsumerGroupSummary
+	36,  // 28: logd.v1.ConsumerGroupMember.partitions:type_name -> logd.v1.GroupTopicPartition
+	54,  // 29: logd.v1.DescribeGroupResponse.members:type_name -> logd.v1.ConsumerGroupMember
+	55,  // 30: logd.v1.DescribeGroupResponse.partitions:type_name -> logd.v1.ConsumerGroupPartition
+	59,  // 31: logd.v1.ResetGroupOffsetsRequest.topics:type_name -> logd.v1.ResetTopic
+	37,  // 32: logd.v1.ResetGroupOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
+	61,  // 33: logd.v1.ResetGroupOffsetsResponse.plan:type_name -> logd.v1.ResetPlanEntry
+	63,  // 34: logd.v1.CreateQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
+	63,  // 35: logd.v1.CreateQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
+	63,  // 36: logd.v1.AlterQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
+	63,  // 37: logd.v1.AlterQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
+	63,  // 38: logd.v1.DescribeQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
+	69,  // 39: logd.v1.DescribeQueueGroupResponse.partitions:type_name -> logd.v1.QueuePartitionState
+	73,  // 40: logd.v1.DescribeQueueGroupResponse.in_flight:type_name -> logd.v1.InFlightRecord
+	70,  // 41: logd.v1.ListQueueGroupsResponse.groups:type_name -> logd.v1.DescribeQueueGroupResponse
+	13,  // 42: logd.v1.ClaimedRecord.headers:type_name -> logd.v1.Header
+	75,  // 43: logd.v1.ClaimResponse.records:type_name -> logd.v1.ClaimedRecord
+	0,   // 44: logd.v1.TokenResult.error:type_name -> logd.v1.Reason
+	77,  // 45: logd.v1.AckResponse.results:type_name -> logd.v1.TokenResult
+	80,  // 46: logd.v1.NackRequest.nacks:type_name -> logd.v1.QueueNack
+	77,  // 47: logd.v1.NackResponse.results:type_name -> logd.v1.TokenResult
+	77,  // 48: logd.v1.ExtendResponse.results:type_name -> logd.v1.TokenResult
+	141, // 49: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
+	10,  // 50: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
+	10,  // 51: logd.v1.CreatePartitionsResponse.topic:type_name -> logd.v1.TopicInfo
+	98,  // 52: logd.v1.SaveSnapshotResponse.info:type_name -> logd.v1.SnapshotInfo
+	103, // 53: logd.v1.CreateTokenResponse.info:type_name -> logd.v1.TokenInfo
+	103, // 54: logd.v1.ListTokensResponse.tokens:type_name -> logd.v1.TokenInfo
+	103, // 55: logd.v1.RevokeTokenResponse.info:type_name -> logd.v1.TokenInfo
+	110, // 56: logd.v1.SetScramCredentialResponse.info:type_name -> logd.v1.ScramCredentialInfo
+	110, // 57: logd.v1.ListScramCredentialsResponse.credentials:type_name -> logd.v1.ScramCredentialInfo
+	110, // 58: logd.v1.DeleteScramCredentialResponse.info:type_name -> logd.v1.ScramCredentialInfo
+	117, // 59: logd.v1.CreateACLsRequest.acls:type_name -> logd.v1.ACL
+	120, // 60: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACLFilter
+	117, // 61: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
+	120, // 62: logd.v1.DeleteACLsRequest.filter:type_name -> logd.v1.ACLFilter
+	117, // 63: logd.v1.DeleteACLsResponse.acls:type_name -> logd.v1.ACL
+	126, // 64: logd.v1.StartRedriveRequest.records:type_name -> logd.v1.RedriveRecordRef
+	125, // 65: logd.v1.RedriveJob.spec:type_name -> logd.v1.StartRedriveRequest
+	127, // 66: logd.v1.RedriveJob.progress:type_name -> logd.v1.RedriveProgress
+	128, // 67: logd.v1.StartRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	128, // 68: logd.v1.DescribeRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	128, // 69: logd.v1.ListRedrivesResponse.jobs:type_name -> logd.v1.RedriveJob
+	128, // 70: logd.v1.StopRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	13,  // 71: logd.v1.DeadLetter.headers:type_name -> logd.v1.Header
+	137, // 72: logd.v1.ListDeadLettersResponse.dead_letters:type_name -> logd.v1.DeadLetter
+	2,   // 73: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
+	4,   // 74: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
+	6,   // 75: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
+	8,   // 76: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
+	15,  // 77: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
+	18,  // 78: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
+	21,  // 79: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
+	23,  // 80: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
+	24,  // 81: logd.v1.LogService.GetHistory:input_type -> logd.v1.GetHistoryRequest
+	27,  // 82: logd.v1.LogService.ReadIndex:input_type -> logd.v1.ReadIndexRequest
+	28,  // 83: logd.v1.LogService.InitProducerId:input_type -> logd.v1.InitProducerIdRequest
+	38,  // 84: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
+	42,  // 85: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
+	44,  // 86: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
+	46,  // 87: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
+	48,  // 88: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
+	50,  // 89: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
+	53,  // 90: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
+	57,  // 91: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
+	60,  // 92: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
+	64,  // 93: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
+	66,  // 94: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
+	68,  // 95: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
+	71,  // 96: logd.v1.LogService.ListQueueGroups:input_type -> logd.v1.ListQueueGroupsRequest
+	74,  // 97: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
+	78,  // 98: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
+	81,  // 99: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
+	83,  // 100: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
+	90,  // 101: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
+	92,  // 102: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
+	94,  // 103: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
+	96,  // 104: logd.v1.LogService.SaveSnapshot:input_type -> logd.v1.SaveSnapshotRequest
+	85,  // 105: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
+	87,  // 106: logd.v1.LogService.CreatePartitions:input_type -> logd.v1.CreatePartitionsRequest
+	99,  // 107: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
+	101, // 108: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
+	104, // 109: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
+	106, // 110: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
+	108, // 111: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
+	111, // 112: logd.v1.LogService.SetScramCredential:input_type -> logd.v1.SetScramCredentialRequest
+	113, // 113: logd.v1.LogService.ListScramCredentials:input_type -> logd.v1.ListScramCredentialsRequest
+	115, // 114: logd.v1.LogService.DeleteScramCredential:input_type -> logd.v1.DeleteScramCredentialRequest
+	118, // 115: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
+	121, // 116: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
+	123, // 117: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
+	125, // 118: logd.v1.LogService.StartRedrive:input_type -> logd.v1.StartRedriveRequest
+	130, // 119: logd.v1.LogService.DescribeRedrive:input_type -> logd.v1.DescribeRedriveRequest
+	132, // 120: logd.v1.LogService.ListRedrives:input_type -> logd.v1.ListRedrivesRequest
+	134, // 121: logd.v1.LogService.StopRedrive:input_type -> logd.v1.StopRedriveRequest
+	136, // 122: logd.v1.LogService.ListDeadLetters:input_type -> logd.v1.ListDeadLettersRequest
+	3,   // 123: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	5,   // 124: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	7,   // 125: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	9,   // 126: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	17,  // 127: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
+	20,  // 128: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
+	22,  // 129: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	31,  // 130: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
+	26,  // 131: logd.v1.LogService.GetHistory:output_type -> logd.v1.GetHistoryResponse
+	30,  // 132: logd.v1.LogService.ReadIndex:output_type -> logd.v1.ReadIndexResponse
+	29,  // 133: logd.v1.LogService.InitProducerId:output_type -> logd.v1.InitProducerIdResponse
+	41,  // 134: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
+	43,  // 135: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
+	45,  // 136: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
+	47,  // 137: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	49,  // 138: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
+	52,  // 139: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	56,  // 140: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
+	58,  // 141: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
+	62,  // 142: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
+	65,  // 143: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
+	67,  // 144: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
+	70,  // 145: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
+	72,  // 146: logd.v1.LogService.ListQueueGroups:output_type -> logd.v1.ListQueueGroupsResponse
+	76,  // 147: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
+	79,  // 148: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
+	82,  // 149: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
+	84,  // 150: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
+	91,  // 151: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
+	93,  // 152: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
+	95,  // 153: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
+	97,  // 154: logd.v1.LogService.SaveSnapshot:output_type -> logd.v1.SaveSnapshotResponse
+	86,  // 155: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
+	88,  // 156: logd.v1.LogService.CreatePartitions:output_type -> logd.v1.CreatePartitionsResponse
+	100, // 157: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
+	102, // 158: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
+	105, // 159: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
+	107, // 160: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
+	109, // 161: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
+	112, // 162: logd.v1.LogService.SetScramCredential:output_type -> logd.v1.SetScramCredentialResponse
+	114, // 163: logd.v1.LogService.ListScramCredentials:output_type -> logd.v1.ListScramCredentialsResponse
+	116, // 164: logd.v1.LogService.DeleteScramCredential:output_type -> logd.v1.DeleteScramCredentialResponse
+	119, // 165: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
+	122, // 166: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
+	124, // 167: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
+	129, // 168: logd.v1.LogService.StartRedrive:output_type -> logd.v1.StartRedriveResponse
+	131, // 169: logd.v1.LogService.DescribeRedrive:output_type -> logd.v1.DescribeRedriveResponse
+	133, // 170: logd.v1.LogService.ListRedrives:output_type -> logd.v1.ListRedrivesResponse
+	135, // 171: logd.v1.LogService.StopRedrive:output_type -> logd.v1.StopRedriveResponse
+	138, // 172: logd.v1.LogService.ListDeadLetters:output_type -> logd.v1.ListDeadLettersResponse
+	123, // [123:173] is the sub-list for method output_type
+	73,  // [73:123] is the sub-list for method input_type
+	73,  // [73:73] is the sub-list for extension type_name
+	73,  // [73:73] is the sub-list for extension extendee
+	0,   // [0:73] is the sub-list for field type_name
 }
 
 func init() { file_logd_v1_logd_proto_init() }
@@ -10580,18 +10827,18 @@ func file_logd_v1_logd_proto_init() {
 	file_logd_v1_logd_proto_msgTypes[13].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[18].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[20].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[29].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[59].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[71].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[76].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[133].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[32].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[62].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[74].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[79].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[136].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   138,
+			NumMessages:   141,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -361,6 +361,11 @@ func run(ctx context.Context, c config, getenv func(string) string, stderr io.Wr
 	srv := server.New(server.Options{Backend: backend, Segments: backend.SegmentHandler(), Logger: logger,
 		Limits: c.limits.serverLimits(), Conns: conns, Peers: peers, PeerTLS: cfg.PeerTLS, PeerListener: pln != nil, Auth: authOpts, Registry: reg})
 	handler := srv.Handler()
+	// The samples the console charts (server/history.go), until shutdown.
+	historyCtx, stopHistory := context.WithCancel(ctx)
+	historyDone := make(chan struct{})
+	go func() { defer close(historyDone); srv.RunHistory(historyCtx) }()
+	defer func() { stopHistory(); <-historyDone }()
 	if c.pprof {
 		mux := http.NewServeMux()
 		mux.Handle("/", handler)

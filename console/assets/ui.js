@@ -91,6 +91,20 @@ export function settingValue(key, value) {
   return h('span', { class: 'human', title: raw }, unit === 'ms' ? fmtDuration(v) : fmtBytes(v));
 }
 
+// duration shows milliseconds in human units (fmtDuration) with the raw
+// value on hover; size does the same for bytes (fmtBytes). Every duration
+// and size the console shows goes through them, so an operator can always
+// read the exact number.
+export function duration(ms) {
+  const v = Math.round(Number(ms || 0));
+  return h('span', { class: 'human', title: v + ' ms' }, fmtDuration(v));
+}
+
+export function size(bytes) {
+  const v = Number(bytes || 0);
+  return h('span', { class: 'human', title: v + ' bytes' }, fmtBytes(v));
+}
+
 // fmtDuration shows milliseconds as 850ms, 12.3s, 4m05s, 2h03m, 3d04h.
 export function fmtDuration(ms) {
   ms = Number(ms || 0);

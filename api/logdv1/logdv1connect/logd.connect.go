@@ -53,6 +53,8 @@ const (
 	LogServiceListOffsetsProcedure = "/logd.v1.LogService/ListOffsets"
 	// LogServiceStatusProcedure is the fully-qualified name of the LogService's Status RPC.
 	LogServiceStatusProcedure = "/logd.v1.LogService/Status"
+	// LogServiceGetHistoryProcedure is the fully-qualified name of the LogService's GetHistory RPC.
+	LogServiceGetHistoryProcedure = "/logd.v1.LogService/GetHistory"
 	// LogServiceReadIndexProcedure is the fully-qualified name of the LogService's ReadIndex RPC.
 	LogServiceReadIndexProcedure = "/logd.v1.LogService/ReadIndex"
 	// LogServiceInitProducerIdProcedure is the fully-qualified name of the LogService's InitProducerId
@@ -175,6 +177,12 @@ type LogServiceClient interface {
 	ListOffsets(context.Context, *connect.Request[logdv1.ListOffsetsRequest]) (*connect.Response[logdv1.ListOffsetsResponse], error)
 	// Status describes the node and its view of the Raft cluster.
 	Status(context.Context, *connect.Request[logdv1.StatusRequest]) (*connect.Response[logdv1.StatusResponse], error)
+	// GetHistory answers this node's recent samples of a topic's, a consumer
+	// group's or a queue group's rates, lag and backlog age (the console's
+	// charts; docs/console.md, "Charts"): kept in memory, one every 10 s
+	// for the last 15 minutes, of the partitions this node holds. It is
+	// never forwarded: each node answers its own view.
+	GetHistory(context.Context, *connect.Request[logdv1.GetHistoryRequest]) (*connect.Response[logdv1.GetHistoryResponse], error)
 	// ReadIndex answers, from the leader (another node forwards it there),
 	// a Raft index that covers every write acknowledged before the call: a
 	// node that has applied it serves reads that see them. A read with the
@@ -359,6 +367,12 @@ func NewLogServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			httpClient,
 			baseURL+LogServiceStatusProcedure,
 			connect.WithSchema(logServiceMethods.ByName("Status")),
+			connect.WithClientOptions(opts...),
+		),
+		getHistory: connect.NewClient[logdv1.GetHistoryRequest, logdv1.GetHistoryResponse](
+			httpClient,
+			baseURL+LogServiceGetHistoryProcedure,
+			connect.WithSchema(logServiceMethods.ByName("GetHistory")),
 			connect.WithClientOptions(opts...),
 		),
 		readIndex: connect.NewClient[logdv1.ReadIndexRequest, logdv1.ReadIndexResponse](
@@ -620,6 +634,7 @@ type logServiceClient struct {
 	fetch                 *connect.Client[logdv1.FetchRequest, logdv1.FetchResponse]
 	listOffsets           *connect.Client[logdv1.ListOffsetsRequest, logdv1.ListOffsetsResponse]
 	status                *connect.Client[logdv1.StatusRequest, logdv1.StatusResponse]
+	getHistory            *connect.Client[logdv1.GetHistoryRequest, logdv1.GetHistoryResponse]
 	readIndex             *connect.Client[logdv1.ReadIndexRequest, logdv1.ReadIndexResponse]
 	initProducerId        *connect.Client[logdv1.InitProducerIdRequest, logdv1.InitProducerIdResponse]
 	joinGroup             *connect.Client[logdv1.JoinGroupRequest, logdv1.JoinGroupResponse]
@@ -701,6 +716,11 @@ func (c *logServiceClient) ListOffsets(ctx context.Context, req *connect.Request
 // Status calls logd.v1.LogService.Status.
 func (c *logServiceClient) Status(ctx context.Context, req *connect.Request[logdv1.StatusRequest]) (*connect.Response[logdv1.StatusResponse], error) {
 	return c.status.CallUnary(ctx, req)
+}
+
+// GetHistory calls logd.v1.LogService.GetHistory.
+func (c *logServiceClient) GetHistory(ctx context.Context, req *connect.Request[logdv1.GetHistoryRequest]) (*connect.Response[logdv1.GetHistoryResponse], error) {
+	return c.getHistory.CallUnary(ctx, req)
 }
 
 // ReadIndex calls logd.v1.LogService.ReadIndex.
@@ -929,6 +949,12 @@ type LogServiceHandler interface {
 	ListOffsets(context.Context, *connect.Request[logdv1.ListOffsetsRequest]) (*connect.Response[logdv1.ListOffsetsResponse], error)
 	// Status describes the node and its view of the Raft cluster.
 	Status(context.Context, *connect.Request[logdv1.StatusRequest]) (*connect.Response[logdv1.StatusResponse], error)
+	// GetHistory answers this node's recent samples of a topic's, a consumer
+	// group's or a queue group's rates, lag and backlog age (the console's
+	// charts; docs/console.md, "Charts"): kept in memory, one every 10 s
+	// for the last 15 minutes, of the partitions this node holds. It is
+	// never forwarded: each node answers its own view.
+	GetHistory(context.Context, *connect.Request[logdv1.GetHistoryRequest]) (*connect.Response[logdv1.GetHistoryResponse], error)
 	// ReadIndex answers, from the leader (another node forwards it there),
 	// a Raft index that covers every write acknowledged before the call: a
 	// node that has applied it serves reads that see them. A read with the
@@ -1109,6 +1135,12 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 		LogServiceStatusProcedure,
 		svc.Status,
 		connect.WithSchema(logServiceMethods.ByName("Status")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServiceGetHistoryHandler := connect.NewUnaryHandler(
+		LogServiceGetHistoryProcedure,
+		svc.GetHistory,
+		connect.WithSchema(logServiceMethods.ByName("GetHistory")),
 		connect.WithHandlerOptions(opts...),
 	)
 	logServiceReadIndexHandler := connect.NewUnaryHandler(
@@ -1375,6 +1407,8 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 			logServiceListOffsetsHandler.ServeHTTP(w, r)
 		case LogServiceStatusProcedure:
 			logServiceStatusHandler.ServeHTTP(w, r)
+		case LogServiceGetHistoryProcedure:
+			logServiceGetHistoryHandler.ServeHTTP(w, r)
 		case LogServiceReadIndexProcedure:
 			logServiceReadIndexHandler.ServeHTTP(w, r)
 		case LogServiceInitProducerIdProcedure:
@@ -1496,6 +1530,10 @@ func (UnimplementedLogServiceHandler) ListOffsets(context.Context, *connect.Requ
 
 func (UnimplementedLogServiceHandler) Status(context.Context, *connect.Request[logdv1.StatusRequest]) (*connect.Response[logdv1.StatusResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.Status is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) GetHistory(context.Context, *connect.Request[logdv1.GetHistoryRequest]) (*connect.Response[logdv1.GetHistoryResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.GetHistory is not implemented"))
 }
 
 func (UnimplementedLogServiceHandler) ReadIndex(context.Context, *connect.Request[logdv1.ReadIndexRequest]) (*connect.Response[logdv1.ReadIndexResponse], error) {

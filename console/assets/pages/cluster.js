@@ -1,6 +1,6 @@
 // @ts-check
 import { call, num } from '../api.js';
-import { h, replace, table, fmtNum, fmtBytes, fmtDuration } from '../ui.js';
+import { h, replace, table, fmtNum, duration, size } from '../ui.js';
 
 // A follower that answered within this long is in contact (the leader
 // hears each at least every tenth of the heartbeat timeout).
@@ -29,7 +29,7 @@ export default {
         card('Leader', s.leaderId || 'none', s.leaderId ? s.leaderAddress : 'no leader known'),
         card('Term', fmtNum(num(s.term)), fmtNum(num(s.leaderChanges)) + (num(s.leaderChanges) === 1 ? ' leader change seen' : ' leader changes seen')),
         card('Commit index', fmtNum(num(s.commitIndex)), 'applied ' + fmtNum(num(s.appliedIndex)) + ', last ' + fmtNum(num(s.lastLogIndex))),
-        s.disk ? card('Disk', fmtBytes(num(s.disk.availBytes)) + ' free', 'of ' + fmtBytes(num(s.disk.totalBytes)) + ' (data directory)') : null,
+        s.disk ? card('Disk', [size(num(s.disk.availBytes)), ' free'], ['of ', size(num(s.disk.totalBytes)), ' (data directory)']) : null,
         card('Feature level', String(s.clusterLevel || 0), featureText(s)));
       replace(note, leads || !s.leaderId ? null : followerNote(s));
       replace(members, table([
@@ -93,7 +93,7 @@ function check(level, label) {
 function contact(f) {
   if (f.lastContactAgeMs === undefined) return h('span', { class: 'bad' }, 'never (this term)');
   const ms = num(f.lastContactAgeMs);
-  return h('span', { class: ms > contactMs ? 'bad' : null }, fmtDuration(ms) + ' ago');
+  return h('span', { class: ms > contactMs ? 'bad' : null }, duration(ms), ' ago');
 }
 
 // followerNote says where the follower lags are: only the leader hears

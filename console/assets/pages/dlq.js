@@ -1,6 +1,6 @@
 // @ts-check
 import { call, num } from '../api.js';
-import { h, replace, table, link, route, fmtNum, fmtTime, fmtDuration, errorBox, field, b64bytes, bytesB64, text, hexdump, prettyJSON } from '../ui.js';
+import { h, replace, table, link, route, fmtNum, fmtTime, duration, errorBox, field, b64bytes, bytesB64, text, hexdump, prettyJSON } from '../ui.js';
 
 // Dead letters (docs/console.md, "Dead letters"): a queue group's
 // dead-letter topics, their records with the reason, error, origin and
@@ -291,7 +291,7 @@ function history(d) {
       h('strong', null, '#' + a.delivery + (a.redrive ? ' redrive ' + a.redrive : '')), ' ',
       h('span', { class: 'tag' + (a.outcome === 'acked' ? ' ok' : ' bad') }, a.outcome), ' ',
       'claimed ' + fmtTime(claimed), a.worker ? ' by ' + a.worker : '',
-      ended && claimed ? ', held ' + fmtDuration(ended - claimed) : '',
+      ended && claimed ? [', held ', duration(ended - claimed)] : '',
       a.extensions ? ', extended ' + a.extensions + '×' : '',
       err ? ' — ' + err : '');
   });

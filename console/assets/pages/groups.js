@@ -1,6 +1,7 @@
 // @ts-check
 import { call, num } from '../api.js';
-import { h, replace, table, link, route, fmtNum, fmtDuration, fmtTime, chart, errorBox, confirmTyped, field } from '../ui.js';
+import { historyCharts } from '../history.js';
+import { h, replace, table, link, route, fmtNum, fmtDuration, fmtTime, chart, errorBox, confirmTyped, field, duration } from '../ui.js';
 import { renderReset } from './group_reset.js';
 import { renderConsume, consumePanel } from './group_consume.js';
 
@@ -50,7 +51,7 @@ function renderList(ctx) {
       { label: 'Generation', num: true, value: g => fmtNum(num(g.generation)) },
       { label: 'Topics', value: g => (g.topics || []).join(', ') || '—' },
       { label: 'Lag (records)', num: true, value: g => fmtNum(num(g.lagRecords)) },
-      { label: 'Max lag (time)', num: true, value: g => (g.maxLagSeconds ? fmtDuration(1000 * g.maxLagSeconds) : '—') },
+      { label: 'Max lag (time)', num: true, value: g => (g.maxLagSeconds ? duration(1000 * g.maxLagSeconds) : '—') },
     ], rows, { class: 'groups-table', empty: groups.length ? 'No group matches the filter.' : 'No consumer groups.' }),
     h('p', { class: 'muted' }, rows.length + ' of ' + groups.length + ' groups'));
     body.firstChild.id = 'groups-table';
@@ -79,24 +80,29 @@ function renderGroup(ctx, name) {
   const parts = h('div', { id: 'group-partitions' });
   const lagChart = h('div', { id: 'group-lag-chart' });
   const result = h('div', { id: 'group-action-result' });
-  const del = h('button', { type: 'button', class: 'danger', id: 'group-delete' }, 'Delete group');
+  const del = h('button', { type: 'button', class: 'danger', id: 'group-delete' }, 'Delete group…');
   replace(ctx.view,
     h('p', null, link('/groups', '← Consumer groups')),
     h('h1', null, 'Group ', h('code', null, name)),
     summary,
     h('div', { class: 'actions' },
-      h('a', { href: '#' + route(['groups', name, 'reset']), id: 'group-reset-link', class: 'button' }, 'Reset offsets…'),
-      del),
+      h('a', { href: '#' + route(['groups', name, 'reset']), id: 'group-reset-link', class: 'button' }, 'Reset offsets…')),
     // Folded until asked for; open when the URL carries a consume's
     // choices (a shared link, or a reload after one).
     h('details', { id: 'group-consume', open: ['topics', 'max', 'wait', 'commit', 'reset'].some(k => ctx.query.has(k)) },
       h('summary', null, 'Consume as a member…'), consumePanel(ctx, name)),
     result,
+    historyCharts(ctx, { group: name }),
     h('h2', null, 'Members'), members,
     h('h2', null, 'Offsets and lag'), parts,
     h('h2', null, 'Lag over time'),
     h('p', { class: 'muted' }, 'Sampled at each update while this page is open; the history is kept in this tab only.'),
-    lagChart);
+    lagChart,
+    // Destructive actions sit apart, at the end of the page (as a
+    // topic's), not beside the everyday ones.
+    h('section', { class: 'danger-zone', id: 'group-danger' },
+      h('h2', null, 'Danger zone'),
+      h('p', { class: 'muted' }, 'Deleting the group removes its committed offsets; it cannot be undone.'), del));
   del.addEventListener('click', async () => {
     const ok = await confirmTyped('Delete group ' + name,
       'The group\'s committed offsets are deleted (logctl group delete). The API refuses while the group has members.', name, 'Delete group');
@@ -117,7 +123,7 @@ function renderGroup(ctx, name) {
     replace(summary,
       card('State', g.state || 'empty', 'generation ' + fmtNum(num(g.generation))),
       card('Members', fmtNum((g.members || []).length)),
-      card('Lag', fmtNum(lagRecords) + ' records', 'oldest uncommitted ' + fmtDuration(1000 * lagSeconds)),
+      card('Lag', fmtNum(lagRecords) + ' records', ['oldest uncommitted ', duration(1000 * lagSeconds)]),
       card('Rebalances', fmtNum(num(g.rebalances)), fmtNum(num(g.offsetResets)) + ' offset resets'));
     replace(members, table([
       { label: 'Member', value: m => h('code', null, m.memberId) },
@@ -127,7 +133,7 @@ function renderGroup(ctx, name) {
       { label: 'Assigned', value: m => (m.partitions || []).map(p => p.topic + ':' + (p.partition || 0)).join(', ') || '—' },
       { label: 'Joined', value: m => fmtTime(num(m.joinedMs)) },
       { label: 'Last seen', value: m => fmtTime(num(m.lastSeenMs)) },
-      { label: 'Session', num: true, value: m => m.sessionTimeoutMs ? fmtDuration(m.sessionTimeoutMs) : '—' },
+      { label: 'Session', num: true, value: m => m.sessionTimeoutMs ? duration(m.sessionTimeoutMs) : '—' },
       { label: 'Reset policy', value: m => m.resetPolicy || '—' },
     ], g.members || [], { empty: 'No members.' }));
     replace(parts, table([
@@ -137,7 +143,7 @@ function renderGroup(ctx, name) {
       { label: 'Log start', num: true, value: p => fmtNum(num(p.logStartOffset)) },
       { label: 'End', num: true, value: p => fmtNum(num(p.endOffset)) },
       { label: 'Lag', num: true, value: p => fmtNum(num(p.lagRecords)) },
-      { label: 'Lag time', num: true, value: p => (p.lagSeconds ? fmtDuration(1000 * p.lagSeconds) : '—') },
+      { label: 'Lag time', num: true, value: p => (p.lagSeconds ? duration(1000 * p.lagSeconds) : '—') },
       { label: 'Owner', value: p => (p.owner || '—') + (p.pendingOwner ? ' → ' + p.pendingOwner : '') },
       { label: 'Skipped', num: true, value: p => fmtNum(num(p.skippedRecords)) },
       { label: 'Committed at', value: p => fmtTime(num(p.committedMs)) },

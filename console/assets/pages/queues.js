@@ -1,6 +1,7 @@
 // @ts-check
 import { call, num } from '../api.js';
-import { h, replace, table, link, route, fmtNum, fmtBytes, fmtDuration, fmtTime, field, errorBox, parseDuration, fmtGoDuration } from '../ui.js';
+import { historyCharts } from '../history.js';
+import { h, replace, table, link, route, fmtNum, fmtDuration, fmtTime, field, errorBox, parseDuration, fmtGoDuration, duration, size } from '../ui.js';
 import { claimPanel } from './queue_ops.js';
 
 // Queue groups (docs/console.md, "Queue groups"): the list with each
@@ -65,8 +66,8 @@ function renderList(ctx) {
       { label: 'Delayed', num: true, value: g => fmtNum(g.t.delayed) },
       { label: 'Acked', num: true, value: g => fmtNum(g.t.acked) },
       { label: 'Dead-lettered', num: true, value: g => fmtNum(g.t.deadLettered) },
-      { label: 'Oldest ready', num: true, value: g => (g.t.oldestReady ? fmtDuration(g.t.oldestReady) : '—') },
-      { label: 'Backlog', num: true, value: g => fmtNum(num(g.backlogRecords)) + ' · ' + fmtBytes(num(g.backlogBytes)) },
+      { label: 'Oldest ready', num: true, value: g => (g.t.oldestReady ? duration(g.t.oldestReady) : '—') },
+      { label: 'Backlog', num: true, value: g => [fmtNum(num(g.backlogRecords)), ' · ', size(num(g.backlogBytes))] },
       { label: 'Dead-letter topic', value: g => g.config && g.config.deadLetterTopic
         ? [link(route(['dlq', g.config.deadLetterTopic]), g.config.deadLetterTopic), ' (' + fmtNum(num(g.deadLetterRecords)) + ')'] : '—' },
     ], rows, { empty: groups.length ? 'No queue group matches the filter.' : 'No queue groups.' });
@@ -181,6 +182,7 @@ function renderQueue(ctx, topic, name) {
     summary,
     h('div', { class: 'actions' }, pauseBtn, resumeBtn),
     result,
+    historyCharts(ctx, { topic, queueGroup: name }),
     h('h2', null, 'Partitions'), parts,
     h('h2', null, 'Settings'), settingsBox,
     h('h2', null, 'In flight'),
@@ -256,14 +258,14 @@ function renderQueue(ctx, topic, name) {
     const dlt = (g.config || {}).deadLetterTopic;
     replace(summary,
       card('State', stateTags(g, t), 'created ' + fmtTime(num(g.createdMs))),
-      card('Ready', fmtNum(t.ready), 'oldest ' + (t.oldestReady ? fmtDuration(t.oldestReady) : '—')),
-      card('In flight', fmtNum(t.inFlight), 'oldest lease ' + (t.oldestLease ? fmtDuration(t.oldestLease) : '—')),
+      card('Ready', fmtNum(t.ready), ['oldest ', t.oldestReady ? duration(t.oldestReady) : '—']),
+      card('In flight', fmtNum(t.inFlight), ['oldest lease ', t.oldestLease ? duration(t.oldestLease) : '—']),
       card('Delayed', fmtNum(t.delayed), fmtNum(t.deadPending) + ' waiting for the dead-letter topic'),
       card('Acked', fmtNum(t.acked), 'drain ' + (g.drainPerSec || 0).toFixed(1) + ' records/s'),
       card('Dead-lettered', fmtNum(t.deadLettered), dlt ? [link(route(['dlq', dlt]), dlt), ' holds ' + fmtNum(num(g.deadLetterRecords))] : null),
-      card('Backlog', fmtNum(num(g.backlogRecords)) + ' records', fmtBytes(num(g.backlogBytes)) + (g.backlogBytesExact ? '' : ' (estimate)') +
-        '; oldest unfinished ' + (num(g.oldestUnfinishedAgeMs) ? fmtDuration(num(g.oldestUnfinishedAgeMs)) : '—') +
-        (num(g.maxBacklogAgeMs) >= 0 && g.maxBacklogAgeMs !== undefined ? ' (bound ' + fmtDuration(num(g.maxBacklogAgeMs)) + ')' : ' (no age bound)')),
+      card('Backlog', fmtNum(num(g.backlogRecords)) + ' records', [size(num(g.backlogBytes)), g.backlogBytesExact ? '' : ' (estimate)',
+        '; oldest unfinished ', num(g.oldestUnfinishedAgeMs) ? duration(num(g.oldestUnfinishedAgeMs)) : '—',
+        num(g.maxBacklogAgeMs) >= 0 && g.maxBacklogAgeMs !== undefined ? [' (bound ', duration(num(g.maxBacklogAgeMs)), ')'] : ' (no age bound)']),
       card('Admission refusals', fmtNum(num(g.admissionRefusals)), 'produces refused by this node'));
     replace(parts, table([
       { label: 'Partition', num: true, value: p => String(p.partition || 0) },
@@ -274,8 +276,8 @@ function renderQueue(ctx, topic, name) {
       { label: 'Dead-lettered', num: true, value: p => fmtNum(num(p.deadLettered)) + (num(p.deadPending) ? ' (+' + fmtNum(num(p.deadPending)) + ' pending)' : '') },
       { label: 'Done below', num: true, value: p => fmtNum(num(p.doneOffset)) },
       { label: 'End', num: true, value: p => fmtNum(num(p.endOffset)) },
-      { label: 'Oldest ready', num: true, value: p => (num(p.oldestReadyAgeMs) ? fmtDuration(num(p.oldestReadyAgeMs)) : '—') },
-      { label: 'Oldest lease', num: true, value: p => (num(p.oldestInFlightAgeMs) ? fmtDuration(num(p.oldestInFlightAgeMs)) : '—') },
+      { label: 'Oldest ready', num: true, value: p => (num(p.oldestReadyAgeMs) ? duration(num(p.oldestReadyAgeMs)) : '—') },
+      { label: 'Oldest lease', num: true, value: p => (num(p.oldestInFlightAgeMs) ? duration(num(p.oldestInFlightAgeMs)) : '—') },
       { label: 'Ack/s', num: true, value: p => (p.ackedPerSec || 0).toFixed(1) },
       { label: 'Nacked', num: true, value: p => fmtNum(num(p.nacked)) },
       { label: 'Expired', num: true, value: p => fmtNum(num(p.expired)) },

@@ -1,6 +1,7 @@
 // @ts-check
 import { call, num } from '../api.js';
-import { h, replace, table, link, route, fmtNum, fmtBytes, fmtDuration, fmtTime, sparkline, errorBox, confirmTyped, field, settingValue } from '../ui.js';
+import { historyCharts } from '../history.js';
+import { h, replace, table, link, route, fmtNum, fmtTime, sparkline, errorBox, confirmTyped, field, settingValue, duration, size } from '../ui.js';
 import { renderRecords } from './records.js';
 
 // Samples of each topic's summed end offsets, kept while the console is
@@ -48,11 +49,11 @@ function retention(cfg) {
   if (policy.includes('delete')) {
     const ms = Number(cfg['retention.ms']);
     const bytes = Number(cfg['retention.bytes']);
-    parts.push(ms > 0 ? fmtDuration(ms) : 'forever');
-    if (bytes > 0) parts.push(fmtBytes(bytes) + '/partition');
+    parts.push(ms > 0 ? duration(ms) : 'forever');
+    if (bytes > 0) parts.push(h('span', null, size(bytes), '/partition'));
   }
   if (policy.includes('compact')) parts.push('compacted');
-  return parts.join(', ');
+  return parts.flatMap((x, i) => (i ? [', ', x] : [x]));
 }
 
 function renderList(ctx) {
@@ -72,7 +73,7 @@ function renderList(ctx) {
       { label: 'Topic', value: t => link(route(['topics', t.name]), t.name) },
       { label: 'Partitions', num: true, value: t => fmtNum(t.partitions) },
       { label: 'Records', num: true, value: t => fmtNum(num(t.stats && t.stats.records)) },
-      { label: 'Bytes', num: true, value: t => fmtBytes(num(t.stats && t.stats.bytes)) },
+      { label: 'Bytes', num: true, value: t => size(num(t.stats && t.stats.bytes)) },
       { label: 'Retention', value: t => retention(t.config || {}) },
       { label: 'Produce rate', value: t => h('span', { class: 'rate' },
         sparkline(t.rates, { label: 'produce rate of ' + t.name, width: 80, height: 18 }), fmtRate(t.rates[t.rates.length - 1])) },
@@ -158,7 +159,7 @@ async function renderTopic(ctx, name) {
     h('p', null, link('/topics', '← Topics')),
     h('h1', null, 'Topic ', h('code', { id: 'topic-name' }, name)),
     h('div', { class: 'toolbar' }, h('a', { href: '#' + route(['topics', name, 'records']), id: 'topic-browse' }, 'Browse records')),
-    msg, head, h('h2', null, 'Partitions'), parts, h('h2', null, 'Settings'), settings, h('h2', null, 'Add partitions'), grow, danger);
+    msg, head, historyCharts(ctx, { topic: name }), h('h2', null, 'Partitions'), parts, h('h2', null, 'Settings'), settings, h('h2', null, 'Add partitions'), grow, danger);
 
   del.addEventListener('click', async () => {
     const ok = await confirmTyped('Delete topic ' + name,
@@ -182,15 +183,15 @@ async function renderTopic(ctx, name) {
     replace(head,
       card('Partitions', fmtNum(t.partitions)),
       card('Records', fmtNum(ps.reduce((a, p) => a + num(p.endOffset) - num(p.logStartOffset), 0)), 'offsets held'),
-      card('Bytes', fmtBytes(sum('bytes')), fmtNum(sum('segments')) + ' segments'),
-      card('Retention', retention(t.config || {}) || '—'),
+      card('Bytes', size(sum('bytes')), fmtNum(sum('segments')) + ' segments'),
+      card('Retention', retention(t.config || {}).length ? retention(t.config || {}) : '—'),
       card('Created', fmtTime(num(t.createdMs)).slice(0, 10), fmtTime(num(t.createdMs)).slice(11)));
     replace(parts, table([
       { label: 'Partition', num: true, value: p => String(p.partition || 0) },
       { label: 'Start offset', num: true, value: p => fmtNum(num(p.logStartOffset)) },
       { label: 'End offset', num: true, value: p => fmtNum(num(p.endOffset)) },
       { label: 'Records', num: true, value: p => fmtNum(num(p.endOffset) - num(p.logStartOffset)) },
-      { label: 'Bytes', num: true, value: p => fmtBytes(num(p.bytes)) },
+      { label: 'Bytes', num: true, value: p => size(num(p.bytes)) },
       { label: 'Segments', num: true, value: p => fmtNum(p.segments || 0) },
       { label: 'Compacted', num: true, value: p => fmtNum(p.compactedSegments || 0) },
       { label: 'Last cleaner run', value: p => p.lastCleanerRun ? p.lastCleanerRun.action + ' at ' + fmtTime(num(p.lastCleanerRun.timeMs)) : '—' },
