@@ -423,6 +423,23 @@ func TestClusterDataGroupsFailover(t *testing.T) {
 		return true
 	}
 	e2e.WaitFor(t, ctx, "twelve data groups of three, led by their preferred leaders", settled)
+	// Placement over six nodes that joined one by one: each node leads
+	// two groups; the replicas lean to the first three (every group made
+	// before the fourth joined has its three there), which moving replicas
+	// (balance and heal) evens out.
+	st, _ := status()
+	held := map[string]int{}
+	for _, g := range st.DataGroups {
+		for _, r := range g.Replicas {
+			held[r]++
+		}
+	}
+	for _, n := range st.Nodes {
+		if n.LeadsGroups != 2 {
+			t.Errorf("%s leads %d data groups, want 2 (12 over 6)", n.ID, n.LeadsGroups)
+		}
+	}
+	t.Logf("replicas held per node: %v", held)
 	const parts = 24
 	e2e.CreateTopic(t, ctx, c.Nodes[0], "fo", parts, nil)
 	var all []time.Duration
