@@ -213,6 +213,13 @@ func (b *Backend) Offsets(topic string, partition int32) (backend.Offsets, error
 // log's time index.
 func (b *Backend) OffsetForTime(topic string, partition int32, tsMillis int64) (int64, error) {
 	f, err := b.partitionFSM(topic, partition)
+	var pe *fsm.PartitionElsewhereError
+	if errors.As(err, &pe) && b.stores.port != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.ApplyTimeout)
+		defer cancel()
+		_, off, err := b.readRemoteCall(ctx, pe.Group, readCall{Topic: topic, Partition: partition, TimestampMs: &tsMillis})
+		return off, err
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -488,6 +488,12 @@ func TestDataGroupsReadElsewhere(t *testing.T) {
 			if o, err := NewBackend(n).Offsets("far", p); err != nil || o.End != 3 || o.LogStart != 0 {
 				t.Errorf("%s: far-%d offsets %+v, %v", n.NodeID(), p, o, err)
 			}
+			if off, err := NewBackend(n).OffsetForTime("far", p, 0); err != nil || off != 0 {
+				t.Errorf("%s: far-%d offset for time 0: %d, %v", n.NodeID(), p, off, err)
+			}
+			if off, err := NewBackend(n).OffsetForTime("far", p, time.Now().Add(time.Hour).UnixMilli()); err != nil || off != 3 {
+				t.Errorf("%s: far-%d offset for a time ahead: %d, %v; want the end, 3", n.NodeID(), p, off, err)
+			}
 			// A consistent read: the group's leader answers it, at once
 			// holding every acknowledged write.
 			if r, err := NewBackend(n).ReadLeader(ctx, "far", p, 0, 1<<20); err != nil || r.EndOffset != 3 {

@@ -210,14 +210,22 @@ const remotePoll = 100 * time.Millisecond
 // first): Backend.Read for a node outside the group. The answer's Changed
 // closes after remotePoll.
 func (n *Node) readRemote(ctx context.Context, g uint64, topic string, p int32, offset int64, maxBytes int) (backend.ReadResult, error) {
+	res, _, err := n.readRemoteCall(ctx, g, readCall{Topic: topic, Partition: p, Offset: offset, MaxBytes: maxBytes})
+	return res, err
+}
+
+// readRemoteCall is readRemote for any readCall; it also answers the
+// call's offset for a time.
+func (n *Node) readRemoteCall(ctx context.Context, g uint64, rc readCall) (backend.ReadResult, int64, error) {
+	topic := rc.Topic
 	var replicas []string
 	for _, dg := range n.fsm.DataGroups().Groups {
 		if dg.ID == g {
 			replicas = dg.Replicas
 		}
 	}
-	last := fmt.Errorf("%w: data group %d has no replica this node can reach", backend.ErrPartitionElsewhere, g)
-	call := groupCall{Kind: callRead, Read: &readCall{Topic: topic, Partition: p, Offset: offset, MaxBytes: maxBytes}}
+	last := fmt.Errorf("%w: data group %d has no replica this node can reach (topic %s)", backend.ErrPartitionElsewhere, g, topic)
+	call := groupCall{Kind: callRead, Read: &rc}
 	for _, id := range replicas {
 		if id == n.cfg.NodeID {
 			continue
@@ -233,16 +241,16 @@ func (n *Node) readRemote(ctx context.Context, g uint64, topic string, p int32, 
 				last = err
 				continue
 			}
-			return backend.ReadResult{}, err
+			return backend.ReadResult{}, 0, err
 		case ans.Read == nil:
 			last = fmt.Errorf("data group %d at %s: a read answer without its batches", g, id)
 			continue
 		}
 		changed := make(chan struct{})
 		time.AfterFunc(remotePoll, func() { close(changed) })
-		return backend.ReadResult{Batches: ans.Read.Batches, LogStartOffset: ans.Read.LogStart, EndOffset: ans.Read.End, Changed: changed}, nil
+		return backend.ReadResult{Batches: ans.Read.Batches, LogStartOffset: ans.Read.LogStart, EndOffset: ans.Read.End, Changed: changed}, ans.Read.Offset, nil
 	}
-	return backend.ReadResult{}, last
+	return backend.ReadResult{}, 0, last
 }
 
 // readYourWritesWait bounds how long a node waits for its replica of a
@@ -518,6 +526,10 @@ type readCall struct {
 	Offset    int64  `json:"offset"`
 	MaxBytes  int    `json:"max_bytes"`
 	Leader    bool   `json:"leader,omitempty"`
+	// TimestampMs, when set, asks for the first offset whose batch's
+	// max timestamp is at or after it (Backend.OffsetForTime) with the
+	// bounds.
+	TimestampMs *int64 `json:"timestamp_ms,omitempty"`
 }
 
 // readAnswer is a readCall's answer.
@@ -525,6 +537,8 @@ type readAnswer struct {
 	Batches  []byte `json:"batches"`
 	LogStart int64  `json:"log_start"`
 	End      int64  `json:"end"`
+	// Offset answers a readCall's TimestampMs.
+	Offset int64 `json:"offset,omitempty"`
 }
 
 // groupAnswer is a call's answer: its result, or its error.
@@ -723,13 +737,18 @@ func (n *Node) answerCall(ctx context.Context, _ string, g uint64, req []byte) (
 	case dg != nil && call.Kind == callRead && call.Read != nil:
 		// Any replica reads what it applied, as a follower serves reads.
 		r := call.Read
-		if r.MaxBytes == 0 { // the bounds only
+		if r.MaxBytes == 0 { // the bounds only, and an offset for a time
 			part, err := dg.fsm.Partition(r.Topic, r.Partition)
 			if err != nil {
 				ans.Err = encodeWireError(err)
 				break
 			}
 			ans.Read = &readAnswer{LogStart: part.Log().StartOffset(), End: part.Log().EndOffset()}
+			if r.TimestampMs != nil {
+				if ans.Read.Offset, err = part.Log().OffsetForTime(*r.TimestampMs); err != nil {
+					ans = groupAnswer{Err: encodeWireError(fromStorage(err))}
+				}
+			}
 			break
 		}
 		res, err := readBatches(dg.fsm, r.Topic, r.Partition, r.Offset, r.MaxBytes)
