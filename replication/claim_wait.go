@@ -36,8 +36,9 @@ func (b *Backend) QueueClaimWait(ctx context.Context, c backend.QueueClaim, wait
 }
 
 // waitClaimable returns once a claim could deliver something, or at the
-// deadline; it wakes on appends to the topic and at the group's earliest
-// lease or backoff end.
+// deadline; it wakes on appends to the topic, when records of the group
+// are offered again (a nack, a release) and at the group's earliest lease
+// or backoff end.
 func (b *Backend) waitClaimable(ctx context.Context, topic, name string, deadline time.Time) error {
 	for {
 		// The topic is read again at every wake: a growth of its
@@ -54,6 +55,7 @@ func (b *Backend) waitClaimable(ctx context.Context, topic, name string, deadlin
 				chans[i] = p.Changed()
 			}
 		}
+		chans = append(chans, b.FSM().QueueReturned(topic, name))
 		// The node's clock stamps the claim, so it decides what is due;
 		// the wait itself is on the wall clock (the same one in production).
 		now, nodeNow := time.Now(), b.Now()
@@ -80,7 +82,8 @@ func (b *Backend) waitClaimable(ctx context.Context, topic, name string, deadlin
 	}
 }
 
-// waitAny waits for one of the partition channels, the timer or ctx.
+// waitAny waits for one of the channels (nil ones never fire), the timer
+// or ctx.
 func waitAny(ctx context.Context, chans []<-chan struct{}, timer <-chan time.Time) error {
 	if len(chans) == 1 {
 		select {

@@ -33,6 +33,15 @@ const defaultKafkaListen = "127.0.0.1:9092"
 // waits at most its members' rebalance timeout anyway (docs/kafka.md).
 const maxGroupDelay = 5 * time.Minute
 
+// Bounds of --kafka-share-session-timeout and
+// --kafka-share-heartbeat-interval: a member must be told to heartbeat
+// more often than it is expired for silence.
+const (
+	minShareSessionTimeout = time.Second
+	maxShareSessionTimeout = time.Hour
+	minShareHeartbeat      = 100 * time.Millisecond
+)
+
 // kafkaConfig is the Kafka listener's configuration.
 type kafkaConfig struct {
 	// listen is the listener's address; "" switches it off.
@@ -46,6 +55,11 @@ type kafkaConfig struct {
 	// members before its first generation (Kafka's
 	// group.initial.rebalance.delay.ms); 0 waits for nothing.
 	groupDelay time.Duration
+	// shareSession and shareHeartbeat are share groups' session timeout
+	// and heartbeat interval (Kafka's group.share.session.timeout.ms and
+	// group.share.heartbeat.interval.ms): a member silent for
+	// shareSession is removed and its records released.
+	shareSession, shareHeartbeat time.Duration
 	// tls serves the listener over TLS with the API's certificate
 	// (--tls-cert, --tls-key), asking for client certificates as
 	// clientAuth says (kafkaClientAuth).
@@ -93,9 +107,19 @@ func addKafkaFlags(fs *pflag.FlagSet) func(configured func(name string) bool, au
 		"SASL mechanisms the Kafka listener serves, comma-separated: "+strings.Join(kafka.Mechanisms, ", ")+"; none by default (LOGD_KAFKA_SASL_MECHANISMS)")
 	fs.DurationVar(&c.groupDelay, "kafka-group-initial-rebalance-delay", kafka.DefaultInitialRebalanceDelay,
 		"how long a Kafka consumer group that was empty waits for more members before its first generation, as Kafka's group.initial.rebalance.delay.ms; 0 waits for nothing (LOGD_KAFKA_GROUP_INITIAL_REBALANCE_DELAY)")
+	fs.DurationVar(&c.shareSession, "kafka-share-session-timeout", kafka.DefaultShareSessionTimeout,
+		"how long a share-group member lives without a heartbeat before its records are released, as Kafka's group.share.session.timeout.ms (LOGD_KAFKA_SHARE_SESSION_TIMEOUT)")
+	fs.DurationVar(&c.shareHeartbeat, "kafka-share-heartbeat-interval", kafka.DefaultShareHeartbeatInterval,
+		"the heartbeat interval share-group members are told, as Kafka's group.share.heartbeat.interval.ms; below --kafka-share-session-timeout (LOGD_KAFKA_SHARE_HEARTBEAT_INTERVAL)")
 	return func(configured func(name string) bool, authRequired bool, t tlsConfig) (kafkaConfig, error) {
 		if c.groupDelay < 0 || c.groupDelay > maxGroupDelay {
 			return c, fmt.Errorf("--kafka-group-initial-rebalance-delay: want a duration from 0 to %s, got %s", maxGroupDelay, c.groupDelay)
+		}
+		if c.shareSession < minShareSessionTimeout || c.shareSession > maxShareSessionTimeout {
+			return c, fmt.Errorf("--kafka-share-session-timeout: want a duration from %s to %s, got %s", minShareSessionTimeout, maxShareSessionTimeout, c.shareSession)
+		}
+		if c.shareHeartbeat < minShareHeartbeat || c.shareHeartbeat >= c.shareSession {
+			return c, fmt.Errorf("--kafka-share-heartbeat-interval: want a duration from %s to below --kafka-share-session-timeout (%s), got %s", minShareHeartbeat, c.shareSession, c.shareHeartbeat)
 		}
 		sasl, err := parseMechanisms(c.saslFlag)
 		if err != nil {
@@ -247,7 +271,8 @@ func startKafka(k kafkaConfig, ln net.Listener, backend *replication.Backend, sr
 			SASL:             kafka.SASLOptions{Mechanisms: k.sasl, Credentials: backend},
 		},
 		// GroupOptions reads 0 as the default; the flag's 0 waits for nothing.
-		Groups:     kafka.GroupOptions{InitialRebalanceDelay: cmp.Or(k.groupDelay, -1)},
+		Groups: kafka.GroupOptions{InitialRebalanceDelay: cmp.Or(k.groupDelay, -1),
+			ShareSessionTimeout: k.shareSession, ShareHeartbeatInterval: k.shareHeartbeat},
 		Forward:    forward,
 		Registerer: reg, Logger: logger,
 		// The per-topic series are the API's: one family each, whichever

@@ -124,6 +124,38 @@ func TestKafkaGroupDelayFlag(t *testing.T) {
 	}
 }
 
+// TestKafkaShareSessionFlags: --kafka-share-session-timeout and
+// --kafka-share-heartbeat-interval (or their variables) default to Kafka's
+// 45 s and 5 s; the interval must stay below the timeout.
+func TestKafkaShareSessionFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		args               []string
+		env                map[string]string
+		session, heartbeat time.Duration
+		err                bool
+	}{
+		{name: "default", session: 45 * time.Second, heartbeat: 5 * time.Second},
+		{name: "flags", args: []string{"--kafka-share-session-timeout", "3s", "--kafka-share-heartbeat-interval", "500ms"}, session: 3 * time.Second, heartbeat: 500 * time.Millisecond},
+		{name: "env", env: map[string]string{"LOGD_KAFKA_SHARE_SESSION_TIMEOUT": "1m", "LOGD_KAFKA_SHARE_HEARTBEAT_INTERVAL": "10s"}, session: time.Minute, heartbeat: 10 * time.Second},
+		{name: "timeout below the default interval", args: []string{"--kafka-share-session-timeout", "3s"}, err: true},
+		{name: "interval equal to the timeout", args: []string{"--kafka-share-session-timeout", "5s"}, err: true},
+		{name: "timeout too short", args: []string{"--kafka-share-session-timeout", "500ms", "--kafka-share-heartbeat-interval", "100ms"}, err: true},
+		{name: "timeout too long", args: []string{"--kafka-share-session-timeout", "2h"}, err: true},
+		{name: "interval too short", args: []string{"--kafka-share-heartbeat-interval", "10ms"}, err: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parseFlags(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
+			if (err != nil) != tc.err {
+				t.Fatalf("error %v, want one: %v", err, tc.err)
+			}
+			if err == nil && (c.kafka.shareSession != tc.session || c.kafka.shareHeartbeat != tc.heartbeat) {
+				t.Errorf("session %s, heartbeat %s; want %s, %s", c.kafka.shareSession, c.kafka.shareHeartbeat, tc.session, tc.heartbeat)
+			}
+		})
+	}
+}
+
 // TestKafkaBind: the listener binds before the node starts and checks its
 // advertised address. (The connection caps are shared with the API's
 // listener: server's TestListenersShareOnePool.)

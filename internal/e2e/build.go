@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -33,6 +34,11 @@ var binDir string
 //
 //	func TestMain(m *testing.M) { e2e.Main(m) }
 func Main(m *testing.M) {
+	if os.Getenv(envChild) != "" {
+		// A helper process of a test (ChildCommand) runs a client, not
+		// logd: it builds nothing.
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "logd-e2e-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -62,6 +68,24 @@ func Main(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// envChild marks a test binary ChildCommand started.
+const envChild = "LOGD_E2E_CHILD"
+
+// ChildCommand returns the command that runs this test binary again as a
+// helper process of the test: it runs only test (an exact name, with
+// -test.v), with env (KEY=VALUE) added to the test's environment, and dies
+// with the test process as a node does. Main builds nothing in it. For a
+// client that a test must kill for real (SIGKILL, SIGSTOP), where a
+// goroutine of the test process cannot be: the helper test reads its
+// arguments from env and skips without them, so a run of the whole package
+// passes over it.
+func ChildCommand(test string, env ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.v", "-test.count=1")
+	cmd.Env = slices.Concat(os.Environ(), []string{envChild + "=1"}, env)
+	cmd.SysProcAttr = childAttrs()
+	return cmd
 }
 
 // Logd returns the path of the logd Main built. It panics when the test

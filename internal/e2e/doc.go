@@ -10,7 +10,9 @@
 // tag, its version stamped as Version) and removes it when the tests end;
 // Logd returns its path and LogctlBinary builds logctl beside it on first
 // use. Every process a Node starts is SIGKILLed when its test ends, and on
-// Linux when the test process dies.
+// Linux when the test process dies. ChildCommand runs the test binary
+// again as a helper process (a client a test kills or stops for real),
+// in which Main builds nothing.
 //
 // The default run is short; LOGD_FAULT_LONG=1 (make fault) runs the long
 // versions (FaultLong). Waits poll real processes, which announce nothing:

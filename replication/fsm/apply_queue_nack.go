@@ -41,6 +41,7 @@ func (f *FSM) applyQueueFailing(index uint64, now int64, topic, group string, op
 		return err
 	}
 	dead := op(q)
+	f.queues.signalReturned(topic, group)
 	src := f.newQueueSource(t, q.Config().DeadlineHeader, f.queues.windowsLocked(t))
 	if *dead, err = f.flushDeadLetters(index, now, q, t, src); err != nil {
 		return f.stop(fmt.Errorf("apply index %d: %w", index, err))

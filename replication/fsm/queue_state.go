@@ -22,6 +22,44 @@ type queueGroups struct {
 	// windows caches decoded record windows per topic incarnation and
 	// partition for claims; only the Raft goroutine uses it (under mu).
 	windows map[*Topic]map[int32][]batch.Record
+
+	notifyMu sync.Mutex
+	// returned maps a topic and group to the channel closed (and
+	// dropped) when a command offers the group's leased records again;
+	// guarded by notifyMu. The first waiter makes an entry and the signal
+	// drops it: at most one per queue group waited on.
+	returned map[[2]string]chan struct{}
+}
+
+// QueueReturned returns a channel that is closed at the next command that
+// offers leased records of queue group name on topic again (a nack, a
+// release), for long polls: a claim waiting for records wakes on appends
+// and lease ends, and those records are neither.
+func (f *FSM) QueueReturned(topic, name string) <-chan struct{} {
+	qs := &f.queues
+	qs.notifyMu.Lock()
+	defer qs.notifyMu.Unlock()
+	if qs.returned == nil {
+		qs.returned = map[[2]string]chan struct{}{}
+	}
+	k := [2]string{topic, name}
+	ch := qs.returned[k]
+	if ch == nil {
+		ch = make(chan struct{})
+		qs.returned[k] = ch
+	}
+	return ch
+}
+
+// signalReturned wakes the waiters of QueueReturned(topic, name).
+func (qs *queueGroups) signalReturned(topic, name string) {
+	qs.notifyMu.Lock()
+	defer qs.notifyMu.Unlock()
+	k := [2]string{topic, name}
+	if ch := qs.returned[k]; ch != nil {
+		close(ch)
+		delete(qs.returned, k)
+	}
 }
 
 // windowsLocked returns the claim window cache of a topic.
