@@ -216,17 +216,13 @@ func TestDataGroupsPlan(t *testing.T) {
 	}
 }
 
-// TestDataGroupsServeTopics: with data groups, a topic's partitions are
-// placed over them; each group adopts its partitions; a produce through
-// any node (keyed, explicit and keyless records) is appended by each
-// group's leader and answered in the caller's order; every node reads
-// every partition from its own replica; with a node closed, produces
-// still succeed; a deleted topic is dropped by every group.
-func TestDataGroupsServeTopics(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+// dataGroupCluster starts three nodes of a joinCluster configured by
+// configure: n1 bootstraps, n2 and n3 join. describe prints the table
+// and every node's view of the groups, for a failed wait.
+func dataGroupCluster(ctx context.Context, t *testing.T, configure func(*Config)) (*joinCluster, []*Node, func() string) {
+	t.Helper()
 	c := newJoinCluster(t)
-	c.configure = func(_ string, cfg *Config) { cfg.DataGroupsPerNode = 2 }
+	c.configure = func(_ string, cfg *Config) { configure(cfg) }
 	l := c.open(ctx, "n1", true)
 	nodes := []*Node{l}
 	for _, id := range []string{"n2", "n3"} {
@@ -240,6 +236,38 @@ func TestDataGroupsServeTopics(t *testing.T) {
 		voters, leaders := dataGroupsView(nodes)
 		return fmt.Sprintf("table %+v; voters %v; leaders %v", l.FSM().DataGroups(), voters, leaders)
 	}
+	return c, nodes, describe
+}
+
+// waitGroupsOfTwo waits until nodes run three data groups of two voters,
+// each with a leader (one group per node at a replication factor of 2).
+func waitGroupsOfTwo(ctx context.Context, t *testing.T, nodes []*Node, describe func() string) {
+	t.Helper()
+	waitFor(ctx, t, "three groups of two voters with leaders", func() bool {
+		voters, leaders := dataGroupsView(nodes)
+		if len(voters) != 3 || len(leaders) != 3 {
+			return false
+		}
+		for _, v := range voters {
+			if len(v) != 2 {
+				return false
+			}
+		}
+		return true
+	}, describe)
+}
+
+// TestDataGroupsServeTopics: with data groups, a topic's partitions are
+// placed over them; each group adopts its partitions; a produce through
+// any node (keyed, explicit and keyless records) is appended by each
+// group's leader and answered in the caller's order; every node reads
+// every partition from its own replica; with a node closed, produces
+// still succeed; a deleted topic is dropped by every group.
+func TestDataGroupsServeTopics(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, nodes, describe := dataGroupCluster(ctx, t, func(cfg *Config) { cfg.DataGroupsPerNode = 2 })
+	l := nodes[0]
 	waitFor(ctx, t, "six groups with leaders", func() bool {
 		_, leaders := dataGroupsView(nodes)
 		return len(l.FSM().DataGroups().Groups) == 6 && len(leaders) == 6
@@ -420,33 +448,9 @@ func TestDataGroupsServeTopics(t *testing.T) {
 func TestDataGroupsReadElsewhere(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c := newJoinCluster(t)
-	c.configure = func(_ string, cfg *Config) { cfg.DataGroupsPerNode, cfg.ReplicationFactor = 1, 2 }
-	l := c.open(ctx, "n1", true)
-	nodes := []*Node{l}
-	for _, id := range []string{"n2", "n3"} {
-		n := c.open(ctx, id, false)
-		if err := l.Join(ctx, joinRequest(n), c.probe); err != nil {
-			t.Fatal(err)
-		}
-		nodes = append(nodes, n)
-	}
-	describe := func() string {
-		voters, leaders := dataGroupsView(nodes)
-		return fmt.Sprintf("table %+v; voters %v; leaders %v", l.FSM().DataGroups(), voters, leaders)
-	}
-	waitFor(ctx, t, "three groups of two voters with leaders", func() bool {
-		voters, leaders := dataGroupsView(nodes)
-		if len(l.FSM().DataGroups().Groups) != 3 || len(leaders) != 3 {
-			return false
-		}
-		for _, v := range voters {
-			if len(v) != 2 {
-				return false
-			}
-		}
-		return true
-	}, describe)
+	_, nodes, describe := dataGroupCluster(ctx, t, func(cfg *Config) { cfg.DataGroupsPerNode, cfg.ReplicationFactor = 1, 2 })
+	l := nodes[0]
+	waitGroupsOfTwo(ctx, t, nodes, describe)
 	lacking := 0
 	for _, n := range nodes {
 		if len(n.DataGroupReplicas()) < 3 {
@@ -511,36 +515,12 @@ func TestDataGroupsReadElsewhere(t *testing.T) {
 func TestDataGroupLosesQuorumAlone(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c := newJoinCluster(t)
-	c.configure = func(_ string, cfg *Config) {
+	c, nodes, describe := dataGroupCluster(ctx, t, func(cfg *Config) {
 		cfg.DataGroupsPerNode, cfg.ReplicationFactor = 1, 2
 		cfg.ApplyTimeout = 2 * time.Second
-	}
-	l := c.open(ctx, "n1", true)
-	nodes := []*Node{l}
-	for _, id := range []string{"n2", "n3"} {
-		n := c.open(ctx, id, false)
-		if err := l.Join(ctx, joinRequest(n), c.probe); err != nil {
-			t.Fatal(err)
-		}
-		nodes = append(nodes, n)
-	}
-	describe := func() string {
-		voters, leaders := dataGroupsView(nodes)
-		return fmt.Sprintf("table %+v; voters %v; leaders %v", l.FSM().DataGroups(), voters, leaders)
-	}
-	waitFor(ctx, t, "three groups of two voters with leaders", func() bool {
-		voters, leaders := dataGroupsView(nodes)
-		if len(voters) != 3 || len(leaders) != 3 {
-			return false
-		}
-		for _, v := range voters {
-			if len(v) != 2 {
-				return false
-			}
-		}
-		return true
-	}, describe)
+	})
+	l := nodes[0]
+	waitGroupsOfTwo(ctx, t, nodes, describe)
 	if _, err := NewBackend(l).CreateTopic(ctx, backend.CreateTopic{Name: "q", Partitions: 3}); err != nil {
 		t.Fatal(err)
 	}
