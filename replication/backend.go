@@ -189,6 +189,17 @@ func (b *Backend) topicState(t *fsm.Topic) backend.TopicState {
 
 // Offsets returns a partition's bounds on this node.
 func (b *Backend) Offsets(topic string, partition int32) (backend.Offsets, error) {
+	o, err := b.offsets(topic, partition)
+	if err != nil && errors.Is(err, backend.ErrUnknownTopic) {
+		if t, terr := b.fsm.Topic(topic); terr == nil && t.Placement != nil {
+			// Placed, not adopted by this node's replica yet: empty.
+			return backend.Offsets{}, nil
+		}
+	}
+	return o, err
+}
+
+func (b *Backend) offsets(topic string, partition int32) (backend.Offsets, error) {
 	f, err := b.partitionFSM(topic, partition)
 	var pe *fsm.PartitionElsewhereError
 	if errors.As(err, &pe) && b.stores.port != nil {

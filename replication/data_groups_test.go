@@ -284,6 +284,23 @@ func TestDataGroupsServeTopics(t *testing.T) {
 	if got := len(placementGroups(mt.Placement)); got != 6 {
 		t.Errorf("12 partitions over %d groups, want 6: %v", got, mt.Placement)
 	}
+	// Read at once, before any group may have adopted its partitions:
+	// empty partitions, not unknown ones.
+	for _, n := range nodes {
+		// As a client that created the topic through n1 would carry its
+		// applied index (read your writes).
+		if err := NewBackend(n).AwaitApplied(ctx, l.FSM().AppliedIndex(), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		for p := range int32(12) {
+			if r, err := NewBackend(n).Read("orders", p, 0, 1<<20); err != nil || len(r.Batches) != 0 {
+				t.Errorf("%s: orders-%d read at once: %d bytes, %v", n.NodeID(), p, len(r.Batches), err)
+			}
+			if o, err := NewBackend(n).Offsets("orders", p); err != nil || o.End != 0 {
+				t.Errorf("%s: orders-%d offsets at once: %+v, %v", n.NodeID(), p, o, err)
+			}
+		}
+	}
 	// Every group adopts its partitions on every replica.
 	waitFor(ctx, t, "every replica adopts its partitions", func() bool {
 		for _, n := range nodes {

@@ -3,6 +3,7 @@ package replication
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/logd-dev/logd/backend"
@@ -32,7 +33,26 @@ func (b *Backend) Read(topic string, partition int32, offset int64, maxBytes int
 	if err != nil {
 		return backend.ReadResult{}, err
 	}
-	return readBatches(f, topic, partition, offset, maxBytes)
+	res, err := readBatches(f, topic, partition, offset, maxBytes)
+	if err != nil && f != b.fsm && errors.Is(err, backend.ErrUnknownTopic) {
+		return b.notAdopted(topic, partition, offset)
+	}
+	return res, err
+}
+
+// notAdopted answers a read of a partition the meta group placed in a
+// data group whose replica here has not adopted it yet (it was just
+// created, or the replica lags): at offset 0, an empty partition whose
+// Changed closes after remotePoll (a long poll then reads again); past
+// it, *backend.BehindError, which sends the client to the leader.
+func (b *Backend) notAdopted(topic string, partition int32, offset int64) (backend.ReadResult, error) {
+	if offset > 0 {
+		addr, _ := b.LeaderAPIAddress()
+		return backend.ReadResult{}, &backend.BehindError{What: fmt.Sprintf("%s-%d, not adopted by this node's replica of its data group yet", topic, partition), LeaderAddress: addr}
+	}
+	changed := make(chan struct{})
+	time.AfterFunc(remotePoll, func() { close(changed) })
+	return backend.ReadResult{Changed: changed}, nil
 }
 
 // readBatches is Backend.Read on the state machine f.
