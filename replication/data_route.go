@@ -332,7 +332,10 @@ func (p *producer) produceSpread(ctx context.Context, t *fsm.Topic, req backend.
 	if n == 0 {
 		return backend.ProduceResult{}, fmt.Errorf("%w: %s has no partitions", backend.ErrUnknownPartition, t.Name)
 	}
-	byGroup := map[uint64]*spreadPart{}
+	// First each record's partition, and how many records each group
+	// gets; then each group's records, copied once into a slice of their
+	// number (a call of many records is the common case).
+	assigned := make([]int32, len(req.Records))
 	var parts []*spreadPart
 	var keyless []int32 // the partitions of the call's keyless group
 	var next uint32
@@ -364,17 +367,25 @@ func (p *producer) produceSpread(ctx context.Context, t *fsm.Topic, req backend.
 			part = keyless[next%uint32(len(keyless))]
 			next++
 		}
+		assigned[i] = part
 		g := t.Placement[part]
-		sp := byGroup[g]
-		if sp == nil {
-			sp = &spreadPart{group: g, req: backend.ProduceRequest{Topic: req.Topic}}
-			byGroup[g] = sp
-			parts = append(parts, sp)
+		k := slices.IndexFunc(parts, func(sp *spreadPart) bool { return sp.group == g })
+		if k < 0 {
+			parts = append(parts, &spreadPart{group: g, req: backend.ProduceRequest{Topic: req.Topic}})
+			k = len(parts) - 1
 		}
-		rec := r
-		rec.Partition, rec.HasPartition = part, true
-		sp.req.Records = append(sp.req.Records, rec)
-		sp.positions = append(sp.positions, i)
+		parts[k].positions = append(parts[k].positions, i)
+	}
+	for _, sp := range parts {
+		sp.req.Records = make([]backend.ProduceRecord, len(sp.positions))
+		for j, pos := range sp.positions {
+			rec := &sp.req.Records[j]
+			*rec = req.Records[pos]
+			rec.Partition, rec.HasPartition = assigned[pos], true
+		}
+	}
+	if len(parts) == 1 { // the whole call in one group: its answer, as is
+		return p.n.produceInGroup(ctx, p, parts[0].group, parts[0].req)
 	}
 	results := make([]backend.ProduceResult, len(parts))
 	errs := inParallel(len(parts), func(i int) (err error) {
