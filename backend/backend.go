@@ -154,6 +154,9 @@ type RecordAPI interface {
 	// For a partition of the meta group it is Read: the caller's read
 	// index orders that one.
 	ReadLeader(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (ReadResult, error)
+	// OffsetsLeader is Offsets as ReadLeader answers: a partition's bounds
+	// from its data group's leader, once it confirmed its leadership.
+	OffsetsLeader(ctx context.Context, topic string, partition int32) (Offsets, error)
 	// Offsets returns a partition's bounds; OffsetForTime the first offset
 	// whose batch's max timestamp is at or after tsMillis (the end when
 	// none is).

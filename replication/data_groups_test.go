@@ -520,6 +520,9 @@ func TestDataGroupsReadElsewhere(t *testing.T) {
 			if r, err := NewBackend(n).ReadLeader(ctx, "far", p, 0, 1<<20); err != nil || r.EndOffset != 3 {
 				t.Errorf("%s: far-%d read at the leader: end %d, %v", n.NodeID(), p, r.EndOffset, err)
 			}
+			if o, err := NewBackend(n).OffsetsLeader(ctx, "far", p); err != nil || o.End != 3 {
+				t.Errorf("%s: far-%d bounds at the leader: %+v, %v", n.NodeID(), p, o, err)
+			}
 		}
 	}
 }

@@ -316,6 +316,37 @@ func (b *Backend) ReadLeader(ctx context.Context, topic string, p int32, offset 
 	return res, fromStorage(err)
 }
 
+// OffsetsLeader is Backend.Offsets as the leader of the partition's data
+// group answers it once it confirmed its leadership (ReadLeader's bounds);
+// a partition of the meta group's bounds are this node's.
+func (b *Backend) OffsetsLeader(ctx context.Context, topic string, p int32) (backend.Offsets, error) {
+	t, err := b.fsm.Topic(topic)
+	if err != nil || t.Placement == nil || p < 0 || int(p) >= len(t.Placement) {
+		return b.Offsets(topic, p)
+	}
+	g := t.Placement[p]
+	var o backend.Offsets
+	err = b.inGroup(ctx, g, func(h groupHandle) error {
+		dg := b.dataGroup(g)
+		if dg == nil || !dg.confirmLeader() {
+			return fmt.Errorf("%w: data group %d", backend.ErrNotLeader, g)
+		}
+		part, err := dg.fsm.Partition(topic, p)
+		if err != nil {
+			return err
+		}
+		o = backend.Offsets{LogStart: part.Log().StartOffset(), End: part.Log().EndOffset()}
+		return nil
+	}, groupCall{Kind: callRead, Read: &readCall{Topic: topic, Partition: p, Leader: true}}, func(a groupAnswer) error {
+		if a.Read == nil {
+			return fmt.Errorf("data group %d: an offsets answer without its bounds", g)
+		}
+		o = backend.Offsets{LogStart: a.Read.LogStart, End: a.Read.End}
+		return nil
+	})
+	return o, fromStorage(err)
+}
+
 // spreadPart is the records of one call bound for one data group, with
 // their positions in the call.
 type spreadPart struct {
