@@ -100,11 +100,31 @@ type dataGroup struct {
 	lastTransfer time.Time
 	// adoptMu orders adopt's passes over the group.
 	adoptMu sync.Mutex
+	// caughtUp is set once the replica, having heard from a leader, had
+	// applied the commit index it learned: from then on it serves reads
+	// (before, a node reads the group's partitions from another replica,
+	// so a replica that opens and replays never answers older than the
+	// node did).
+	caughtUp atomic.Bool
 	// barrierTerm is the term in which this replica, as leader, applied
 	// a barrier: it has applied everything committed before, and may
 	// answer as the group's leader from its state (Node.Ready's rule, per
 	// group).
 	barrierTerm atomic.Uint64
+}
+
+// noteCaughtUp sets caughtUp once the replica knows a leader and has
+// applied the commit index it learned from it (a leader itself once its
+// barrier is applied).
+func (dg *dataGroup) noteCaughtUp() {
+	if dg.caughtUp.Load() {
+		return
+	}
+	_, leader := dg.raft.LeaderWithID()
+	commit := dg.raft.CommitIndex()
+	if leader != "" && commit > 0 && dg.fsm.AppliedIndex() >= commit || dg.leadsReady() {
+		dg.caughtUp.Store(true)
+	}
 }
 
 // leadsReady reports whether this replica leads its group and applied a
@@ -170,6 +190,7 @@ func (d *dataGroups) step() {
 			n.cfg.Logger.Error("open data group", "group", g.ID, "err", err)
 			continue
 		}
+		dg.noteCaughtUp()
 		if dg.raft.State() == raft.Leader {
 			d.barrier(dg)
 			d.converge(dg, g)

@@ -109,7 +109,7 @@ func (n *Node) partitionFSM(topic string, p int32) (*fsm.FSM, error) {
 		return nil, err
 	}
 	g := t.PartitionGroup(p)
-	if dg := n.dataGroup(g); dg != nil {
+	if dg := n.dataGroup(g); dg != nil && dg.caughtUp.Load() {
 		return dg.fsm, nil
 	}
 	return nil, &fsm.PartitionElsewhereError{Topic: topic, Partition: p, Group: g}

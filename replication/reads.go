@@ -28,7 +28,12 @@ func (b *Backend) Read(topic string, partition int32, offset int64, maxBytes int
 		// replica of the group reads it.
 		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.ApplyTimeout)
 		defer cancel()
-		return b.readRemote(ctx, pe.Group, topic, partition, offset, maxBytes)
+		res, err := b.readRemote(ctx, pe.Group, topic, partition, offset, maxBytes)
+		if err != nil && errors.Is(err, backend.ErrUnknownTopic) {
+			// The replica asked has not adopted it yet.
+			return b.notAdopted(topic, partition, offset)
+		}
+		return res, err
 	}
 	if err != nil {
 		return backend.ReadResult{}, err
