@@ -122,7 +122,9 @@ func (dg *dataGroup) noteCaughtUp() {
 	}
 	_, leader := dg.raft.LeaderWithID()
 	commit := dg.raft.CommitIndex()
-	if leader != "" && commit > 0 && dg.fsm.AppliedIndex() >= commit || dg.leadsReady() {
+	// Raft's applied index counts every entry (configuration changes and
+	// barriers too), the state machine's only its commands.
+	if leader != "" && commit > 0 && dg.raft.AppliedIndex() >= commit || dg.leadsReady() {
 		dg.caughtUp.Store(true)
 	}
 }

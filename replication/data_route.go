@@ -109,8 +109,10 @@ func (n *Node) partitionFSM(topic string, p int32) (*fsm.FSM, error) {
 		return nil, err
 	}
 	g := t.PartitionGroup(p)
-	if dg := n.dataGroup(g); dg != nil && dg.caughtUp.Load() {
-		return dg.fsm, nil
+	if dg := n.dataGroup(g); dg != nil {
+		if dg.noteCaughtUp(); dg.caughtUp.Load() {
+			return dg.fsm, nil
+		}
 	}
 	return nil, &fsm.PartitionElsewhereError{Topic: topic, Partition: p, Group: g}
 }
