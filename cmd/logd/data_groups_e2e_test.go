@@ -155,6 +155,7 @@ func TestClusterDataGroupsKillAndCatchUp(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	acks, attempted, calls, failed := ps.Results()
+	waitGroupsConverged(t, ctx, c, 6)
 	// Every node holds the same records once its replicas caught up.
 	e2e.WaitFor(t, ctx, "every node holds every acknowledged record", func() bool {
 		var first string
@@ -365,6 +366,7 @@ func TestClusterDataGroupsLeaderKill(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	acks, attempted, calls, failed := ps.Results()
+	waitGroupsConverged(t, ctx, c, 6)
 	e2e.WaitFor(t, ctx, "every node holds the same records", func() bool {
 		var first string
 		for i, nd := range c.Nodes {
@@ -508,4 +510,30 @@ func TestClusterDataGroupsFailover(t *testing.T) {
 		t.Logf("failover per partition over %d kills of 6 nodes (%d partitions): median %v, max %v (goal: 1 s, 1.5 s)", len(c.Nodes), len(all),
 			all[len(all)/2].Round(time.Millisecond), all[len(all)-1].Round(time.Millisecond))
 	}
+}
+
+// waitGroupsConverged waits until every data group has a leader and every
+// replica that answered has applied the group's commit index (lag 0), as
+// a running node of c reports: then each node reads what it will keep
+// reading, with no write in flight.
+func waitGroupsConverged(t *testing.T, ctx context.Context, c *e2e.Cluster, groups int) {
+	t.Helper()
+	e2e.WaitFor(t, ctx, "every data group converged", func() bool {
+		for _, nd := range c.Nodes {
+			if nd.Cmd == nil {
+				continue
+			}
+			st, err := clusterStatus(t, nd)
+			if err != nil || len(st.DataGroups) != groups {
+				return false
+			}
+			for _, g := range st.DataGroups {
+				if g.Leader == "" || g.Lag != 0 || len(g.Voters) != len(g.Replicas) {
+					return false
+				}
+			}
+			return true
+		}
+		return false
+	})
 }
