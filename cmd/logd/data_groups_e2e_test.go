@@ -157,22 +157,7 @@ func TestClusterDataGroupsKillAndCatchUp(t *testing.T) {
 	acks, attempted, calls, failed := ps.Results()
 	waitGroupsConverged(t, ctx, c, 6)
 	// Every node holds the same records once its replicas caught up.
-	e2e.WaitFor(t, ctx, "every node holds every acknowledged record", func() bool {
-		var first string
-		for i, nd := range c.Nodes {
-			got, err := nd.TryReadAll(ctx, "dg", parts)
-			if err != nil {
-				return false
-			}
-			r := e2e.Render(got)
-			if i == 0 {
-				first = r
-			} else if r != first {
-				return false
-			}
-		}
-		return true
-	})
+	e2e.WaitFor(t, ctx, "every node holds every acknowledged record", sameOnEveryNode(ctx, c, "dg", parts))
 	c.CheckEveryNode(ctx, "dg", parts, acks, attempted)
 	logs, err := os.ReadFile(victim.Logs.Name())
 	if err != nil {
@@ -305,16 +290,8 @@ func TestClusterDataGroupsLeaderKill(t *testing.T) {
 	// led counts the groups each node leads, as a running node sees them
 	// (nil when none answers).
 	led := func() map[string]int {
-		var st client.ClusterStatus
-		var err error
-		for _, nd := range c.Nodes {
-			if nd.Cmd != nil {
-				if st, err = clusterStatus(t, nd); err == nil {
-					break
-				}
-			}
-		}
-		if err != nil {
+		st, ok := runningStatus(t, c)
+		if !ok {
 			return nil
 		}
 		out := map[string]int{}
@@ -367,21 +344,7 @@ func TestClusterDataGroupsLeaderKill(t *testing.T) {
 	wg.Wait()
 	acks, attempted, calls, failed := ps.Results()
 	waitGroupsConverged(t, ctx, c, 6)
-	e2e.WaitFor(t, ctx, "every node holds the same records", func() bool {
-		var first string
-		for i, nd := range c.Nodes {
-			got, err := nd.TryReadAll(ctx, "dgk", parts)
-			if err != nil {
-				return false
-			}
-			if r := e2e.Render(got); i == 0 {
-				first = r
-			} else if r != first {
-				return false
-			}
-		}
-		return true
-	})
+	e2e.WaitFor(t, ctx, "every node holds the same records", sameOnEveryNode(ctx, c, "dgk", parts))
 	c.CheckEveryNode(ctx, "dgk", parts, acks, attempted)
 	t.Logf("%d calls (%d failed or unknown), %d records acknowledged, %d kills", calls, failed, len(acks), kills)
 }
@@ -402,16 +365,7 @@ func TestClusterDataGroupsFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	c := e2e.NewCluster(t, 6, "--data-groups-per-node", "2")
-	status := func() (client.ClusterStatus, bool) {
-		for _, nd := range c.Nodes {
-			if nd.Cmd != nil {
-				if st, err := clusterStatus(t, nd); err == nil {
-					return st, true
-				}
-			}
-		}
-		return client.ClusterStatus{}, false
-	}
+	status := func() (client.ClusterStatus, bool) { return runningStatus(t, c) }
 	settled := func() bool {
 		st, ok := status()
 		if !ok || len(st.DataGroups) != 12 {
@@ -519,21 +473,49 @@ func TestClusterDataGroupsFailover(t *testing.T) {
 func waitGroupsConverged(t *testing.T, ctx context.Context, c *e2e.Cluster, groups int) {
 	t.Helper()
 	e2e.WaitFor(t, ctx, "every data group converged", func() bool {
-		for _, nd := range c.Nodes {
-			if nd.Cmd == nil {
-				continue
-			}
-			st, err := clusterStatus(t, nd)
-			if err != nil || len(st.DataGroups) != groups {
+		st, ok := runningStatus(t, c)
+		if !ok || len(st.DataGroups) != groups {
+			return false
+		}
+		for _, g := range st.DataGroups {
+			if g.Leader == "" || g.Lag != 0 || len(g.Voters) != len(g.Replicas) {
 				return false
 			}
-			for _, g := range st.DataGroups {
-				if g.Leader == "" || g.Lag != 0 || len(g.Voters) != len(g.Replicas) {
-					return false
-				}
-			}
-			return true
 		}
-		return false
+		return true
 	})
+}
+
+// runningStatus is logctl cluster status from the first running node of
+// c that answers; false when none does.
+func runningStatus(t *testing.T, c *e2e.Cluster) (client.ClusterStatus, bool) {
+	t.Helper()
+	for _, nd := range c.Nodes {
+		if nd.Cmd != nil {
+			if st, err := clusterStatus(t, nd); err == nil {
+				return st, true
+			}
+		}
+	}
+	return client.ClusterStatus{}, false
+}
+
+// sameOnEveryNode reports whether every node of c reads the same records
+// of topic's parts partitions (a read that fails counts as not yet).
+func sameOnEveryNode(ctx context.Context, c *e2e.Cluster, topic string, parts int32) func() bool {
+	return func() bool {
+		var first string
+		for i, nd := range c.Nodes {
+			got, err := nd.TryReadAll(ctx, topic, parts)
+			if err != nil {
+				return false
+			}
+			if r := e2e.Render(got); i == 0 {
+				first = r
+			} else if r != first {
+				return false
+			}
+		}
+		return true
+	}
 }
