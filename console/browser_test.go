@@ -163,11 +163,18 @@ func (p *page) run(actions ...chromedp.Action) error {
 func (p *page) must(step string, actions ...chromedp.Action) {
 	p.t.Helper()
 	if err := p.run(actions...); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("%w (page text: %q)", err, p.text("body"))
-		}
-		p.t.Fatalf("%s: %v", step, err)
+		p.fail(step, err)
 	}
+}
+
+// fail ends the test with what step failed; a step that timed out shows
+// the page's text too.
+func (p *page) fail(step string, err error) {
+	p.t.Helper()
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("%w (page text: %q)", err, p.text("body"))
+	}
+	p.t.Fatalf("%s: %v", step, err)
 }
 
 // open loads the console at route (a hash route such as "/topics") and
@@ -218,7 +225,33 @@ func (p *page) eval(js string, out any) {
 // click clicks the first element matching sel once it is visible.
 func (p *page) click(sel string) {
 	p.t.Helper()
-	p.must("click "+sel, chromedp.Click(sel, chromedp.ByQuery, chromedp.NodeVisible))
+	p.mustFresh("click "+sel, chromedp.Click(sel, chromedp.ByQuery, chromedp.NodeVisible))
+}
+
+// mustFresh runs actions like must, again when the page re-rendered
+// between chromedp finding an element and acting on it (a save re-reads
+// the topic and redraws its table), which leaves chromedp holding a node
+// that is gone. It tries a bounded number of times.
+func (p *page) mustFresh(step string, actions ...chromedp.Action) {
+	p.t.Helper()
+	var err error
+	for try := 0; try < 5; try++ {
+		if err = p.run(actions...); err == nil || !staleNode(err) {
+			break
+		}
+	}
+	if err != nil {
+		p.fail(step, err)
+	}
+}
+
+// staleNode reports whether err is the browser saying a node chromedp
+// found has since left the document.
+func staleNode(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Could not find node with given id") ||
+		strings.Contains(msg, "Node is detached") ||
+		strings.Contains(msg, "No node with given id")
 }
 
 // fill sets an input's value as typing would (input events fire). It
@@ -232,7 +265,7 @@ func (p *page) fill(sel, value string) {
 	if value != "" {
 		actions = append(actions, chromedp.SendKeys(sel, value, chromedp.ByQuery))
 	}
-	p.must("fill "+sel, actions...)
+	p.mustFresh("fill "+sel, actions...)
 }
 
 // count returns how many elements match sel.
