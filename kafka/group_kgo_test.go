@@ -14,6 +14,7 @@ import (
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/internal/e2e"
+	"github.com/logd-dev/logd/replication/replicationtest"
 )
 
 // Consumer groups with franz-go's kgo: its group consumer joins, syncs,
@@ -203,14 +204,22 @@ func TestKgoGroupConsumers(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		balancer kgo.GroupBalancer
+		node     replicationtest.Options
 	}{
-		{"cooperative-sticky", kgo.CooperativeStickyBalancer()},
-		{"range", kgo.RangeBalancer()},
-		{"round-robin", kgo.RoundRobinBalancer()},
+		{"cooperative-sticky", kgo.CooperativeStickyBalancer(), replicationtest.Options{}},
+		{"range", kgo.RangeBalancer(), replicationtest.Options{}},
+		{"round-robin", kgo.RoundRobinBalancer(), replicationtest.Options{}},
+		// The topic's partitions over three data groups: the group's
+		// state stays in the meta group, and each commit carries its
+		// partitions' ends.
+		{"data-groups", kgo.CooperativeStickyBalancer(), replicationtest.Options{DataGroupsPerNode: 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tn := startNode(t, fastGroups)
+			tn := startNodeWith(t, tc.node, fastGroups)
 			tn.createTopic("work", 6, nil)
+			if tp, err := tn.node.FSM().Topic("work"); err != nil || (tc.node.DataGroupsPerNode > 0) != (tp.Placement != nil) {
+				t.Fatalf("work's placement: %v, %v", tp, err)
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
 			const total = 600

@@ -37,24 +37,24 @@ func (b *Backend) LeaveGroup(ctx context.Context, c backend.GroupLeave) error {
 
 // CommitGroupOffsets commits a member's offsets (Node.CommitGroupOffsets).
 func (b *Backend) CommitGroupOffsets(ctx context.Context, c backend.GroupCommit) error {
-	return b.commitGroupOffsets(ctx, fsm.GroupCommit(c))
+	return b.commitGroupOffsets(ctx, fsm.GroupCommit{Group: c.Group, Member: c.Member, Generation: c.Generation, Offsets: c.Offsets})
 }
 
 // ResetGroupOffsets sets a group's offsets (Node.ResetGroupOffsets).
 func (b *Backend) ResetGroupOffsets(ctx context.Context, c backend.GroupResetOffsets) error {
-	return b.resetGroupOffsets(ctx, fsm.GroupResetOffsets(c))
+	return b.resetGroupOffsets(ctx, fsm.GroupResetOffsets{Group: c.Group, Offsets: c.Offsets})
 }
 
 // AutoResetGroupOffset moves a member's offset under its reset policy
 // (Node.AutoResetGroupOffset).
 func (b *Backend) AutoResetGroupOffset(ctx context.Context, c backend.GroupAutoReset) (int64, error) {
-	return b.autoResetGroupOffset(ctx, fsm.GroupAutoReset(c))
+	return b.autoResetGroupOffset(ctx, fsm.GroupAutoReset{Group: c.Group, Member: c.Member, Generation: c.Generation, Partition: c.Partition, From: c.From, To: c.To})
 }
 
 // SetGroupOffsets commits or removes offsets of a group coordinated
 // outside the state machine (Node.SetGroupOffsets).
 func (b *Backend) SetGroupOffsets(ctx context.Context, c backend.GroupSetOffsets) error {
-	return b.setGroupOffsets(ctx, fsm.GroupSetOffsets(c))
+	return b.setGroupOffsets(ctx, fsm.GroupSetOffsets{Group: c.Group, Fence: c.Fence, Offsets: c.Offsets})
 }
 
 // CreateQueueGroup creates a queue group (Node.CreateQueueGroup).

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/replication/fsm"
 )
@@ -403,9 +404,6 @@ func TestDataGroupsServeTopics(t *testing.T) {
 	if _, err := b.CreateQueueGroup(ctx, backend.QueueCreate{Topic: "orders", Group: "workers"}); !errors.Is(err, backend.ErrPartitionElsewhere) {
 		t.Errorf("a queue group on a placed topic: %v, want ErrPartitionElsewhere", err)
 	}
-	if _, err := b.JoinGroup(ctx, backend.GroupJoin{Group: "billing", Member: "m1", Topics: []string{"orders"}, SessionTimeoutMs: 10000}); !errors.Is(err, backend.ErrPartitionElsewhere) {
-		t.Errorf("a consumer group on a placed topic: %v, want ErrPartitionElsewhere", err)
-	}
 	if qs := l.FSM().QueueGroups("orders"); len(qs) != 0 {
 		t.Errorf("queue groups after the refusal: %v", qs)
 	}
@@ -522,6 +520,50 @@ func TestDataGroupsReadElsewhere(t *testing.T) {
 			}
 			if o, err := NewBackend(n).OffsetsLeader(ctx, "far", p); err != nil || o.End != 3 {
 				t.Errorf("%s: far-%d bounds at the leader: %+v, %v", n.NodeID(), p, o, err)
+			}
+			// A consumer group's lag, from a replica of the group when
+			// n holds none.
+			if lag, err := NewBackend(n).GroupLag("far", p, 1, time.Now()); err != nil || lag.End != 3 || lag.Records != 2 || lag.Seconds <= 0 {
+				t.Errorf("%s: far-%d lag at 1: %+v, %v; want 2 records to an end of 3, with an age", n.NodeID(), p, lag, err)
+			}
+		}
+	}
+
+	// Consumer groups over the placed topic: their state stays in the
+	// meta group, and each offset is bounded by its partition's end, read
+	// from its data group (remotely for the group the meta leader holds no
+	// replica of).
+	b := NewBackend(l)
+	a, err := b.JoinGroup(ctx, backend.GroupJoin{Group: "billing", Member: "m1", Topics: []string{"far"}, SessionTimeoutMs: 60000})
+	if err != nil || len(a.Partitions) != 6 {
+		t.Fatalf("join over a placed topic: %+v, %v", a, err)
+	}
+	var at3 []group.OffsetCommit
+	for p := range int32(6) {
+		at3 = append(at3, group.OffsetCommit{TopicPartition: group.TopicPartition{Topic: "far", Partition: p}, Offset: 3})
+	}
+	if err := b.CommitGroupOffsets(ctx, backend.GroupCommit{Group: "billing", Member: "m1", Generation: a.Generation, Offsets: at3}); err != nil {
+		t.Fatalf("commit at every partition's end: %v", err)
+	}
+	above := []group.OffsetCommit{{TopicPartition: group.TopicPartition{Topic: "far", Partition: 5}, Offset: 4}}
+	if err := b.CommitGroupOffsets(ctx, backend.GroupCommit{Group: "billing", Member: "m1", Generation: a.Generation, Offsets: above}); !errors.Is(err, group.ErrOffsetAboveEnd) {
+		t.Errorf("commit above the end: %v, want ErrOffsetAboveEnd", err)
+	}
+	// A Kafka group's commit (coordinated outside the state machine).
+	if err := b.SetGroupOffsets(ctx, backend.GroupSetOffsets{Group: "kbilling", Fence: group.NoFence, Offsets: at3}); err != nil {
+		t.Fatalf("a Kafka group's commit: %v", err)
+	}
+	if err := b.SetGroupOffsets(ctx, backend.GroupSetOffsets{Group: "kbilling", Fence: group.NoFence, Offsets: above}); !errors.Is(err, group.ErrOffsetAboveEnd) {
+		t.Errorf("a Kafka group's commit above the end: %v, want ErrOffsetAboveEnd", err)
+	}
+	for _, name := range []string{"billing", "kbilling"} {
+		g, err := l.FSM().ConsumerGroup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p, cp := range g.Topics["far"].Partitions {
+			if cp.Committed != 3 {
+				t.Errorf("%s: far-%d committed %d, want 3", name, p, cp.Committed)
 			}
 		}
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/logd-dev/logd/backend"
-	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/partition"
 	"github.com/logd-dev/logd/replication/fsm"
 	"github.com/logd-dev/logd/replication/placement"
@@ -153,25 +152,16 @@ func (n *Node) hostedPartition(t *fsm.Topic, p int32) (*fsm.Partition, error) {
 }
 
 // notOnDataGroups refuses what is not served yet for a topic placed over
-// data groups (docs/architecture.md, "Data groups"): consumer and queue
-// groups and redrives keep their state in the meta group, which holds no
-// partition of such a topic. nil for any other topic.
+// data groups (docs/architecture.md, "Data groups"): queue groups and
+// redrives keep their state in the meta group, which holds no partition
+// of such a topic. nil for any other topic. (Consumer groups are served:
+// group_ends.go.)
 func (n *Node) notOnDataGroups(topic, what string) error {
 	t, err := n.fsm.Topic(topic)
 	if err != nil || t.Placement == nil {
 		return nil
 	}
 	return fmt.Errorf("%w: %s on %s, a topic placed over data groups, is not served yet", backend.ErrPartitionElsewhere, what, topic)
-}
-
-// offsetsOnDataGroups is notOnDataGroups for the topics of offsets.
-func (n *Node) offsetsOnDataGroups(offsets []group.OffsetCommit) error {
-	for _, o := range offsets {
-		if err := n.notOnDataGroups(o.Topic, "a consumer group's offsets"); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // LeadsPartition reports whether this node leads partition p of topic:

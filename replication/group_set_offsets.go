@@ -16,16 +16,18 @@ import (
 // group.ErrInvalidGroupRequest, group.ErrConsumerGroupNotFound (removing
 // offsets of a group that does not exist).
 func (b *Backend) setGroupOffsets(ctx context.Context, c fsm.GroupSetOffsets) error {
-	if err := b.offsetsOnDataGroups(c.Offsets); err != nil {
+	ends, err := b.placedEnds(ctx, c.Offsets)
+	if err != nil {
 		return err
 	}
+	c.Ends = ends
 	now := max(b.cfg.Now().UnixNano(), b.fsm.Now())
 	if b.fsm.AppliedIndex() >= b.raft.LastIndex() {
 		if err, ok := b.fsm.DryRunGroup(fsm.CmdGroupSetOffsets, c.Group, now, c).(error); ok {
 			return err
 		}
 	}
-	_, err := b.propose(ctx, fsm.EncodeGroupSetOffsets(now, c))
+	_, err = b.propose(ctx, fsm.EncodeGroupSetOffsets(now, c))
 	return err
 }
 

@@ -34,10 +34,8 @@ func (b *Backend) proposeGroup(ctx context.Context, t fsm.CommandType, name stri
 // joinGroup adds (or updates) a member of a consumer group and returns its
 // assignment.
 func (b *Backend) joinGroup(ctx context.Context, c fsm.GroupJoin) (group.Assignment, error) {
-	for _, t := range c.Topics {
-		if err := b.notOnDataGroups(t, "a consumer group"); err != nil {
-			return group.Assignment{}, err
-		}
+	if err := b.placedTopics(c.Topics); err != nil {
+		return group.Assignment{}, err
 	}
 	return b.proposeAssignment(ctx, fsm.CmdGroupJoin, c.Group, c)
 }
@@ -68,26 +66,35 @@ func (b *Backend) leaveGroup(ctx context.Context, c fsm.GroupLeave) error {
 
 // commitGroupOffsets commits offsets for partitions a member owns.
 func (b *Backend) commitGroupOffsets(ctx context.Context, c fsm.GroupCommit) error {
-	if err := b.offsetsOnDataGroups(c.Offsets); err != nil {
+	ends, err := b.placedEnds(ctx, c.Offsets)
+	if err != nil {
 		return err
 	}
-	_, err := b.proposeGroup(ctx, fsm.CmdGroupCommit, c.Group, c)
+	c.Ends = ends
+	_, err = b.proposeGroup(ctx, fsm.CmdGroupCommit, c.Group, c)
 	return err
 }
 
 // resetGroupOffsets applies an operator's offset reset (offsets already
 // planned and clamped to the log's bounds).
 func (b *Backend) resetGroupOffsets(ctx context.Context, c fsm.GroupResetOffsets) error {
-	if err := b.offsetsOnDataGroups(c.Offsets); err != nil {
+	ends, err := b.placedEnds(ctx, c.Offsets)
+	if err != nil {
 		return err
 	}
-	_, err := b.proposeGroup(ctx, fsm.CmdGroupResetOffsets, c.Group, c)
+	c.Ends = ends
+	_, err = b.proposeGroup(ctx, fsm.CmdGroupResetOffsets, c.Group, c)
 	return err
 }
 
 // autoResetGroupOffset moves a partition's committed offset forward under
 // the member's reset policy and returns the committed offset.
 func (b *Backend) autoResetGroupOffset(ctx context.Context, c fsm.GroupAutoReset) (int64, error) {
+	ends, err := b.placedEnds(ctx, []group.OffsetCommit{{TopicPartition: c.Partition, Offset: c.To}})
+	if err != nil {
+		return 0, err
+	}
+	c.Ends = ends
 	res, err := b.proposeGroup(ctx, fsm.CmdGroupAutoReset, c.Group, c)
 	if err != nil {
 		return 0, err

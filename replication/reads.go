@@ -86,22 +86,40 @@ func (b *Backend) GroupLag(topic string, partition int32, committed int64, now t
 }
 
 func (b *Backend) groupLag(topic string, partition int32, committed int64, now time.Time) (backend.Lag, error) {
+	var lag backend.Lag
+	var read func(offset int64) ([]byte, error)
 	f, err := b.partitionFSM(topic, partition)
-	if err != nil {
+	var pe *fsm.PartitionElsewhereError
+	switch {
+	case errors.As(err, &pe) && b.stores.port != nil:
+		// A partition of a data group this node holds no replica of: its
+		// bounds and oldest record come from a replica of the group.
+		o, err := b.Offsets(topic, partition)
+		if err != nil {
+			return backend.Lag{}, err
+		}
+		lag.Start, lag.End = o.LogStart, o.End
+		read = func(offset int64) ([]byte, error) {
+			res, err := b.Read(topic, partition, offset, 1)
+			return res.Batches, err
+		}
+	case err != nil:
 		return backend.Lag{}, err
+	default:
+		p, err := f.Partition(topic, partition)
+		if err != nil {
+			return backend.Lag{}, err
+		}
+		l := p.Log()
+		lag.Start, lag.End = l.StartOffset(), l.EndOffset()
+		read = func(offset int64) ([]byte, error) { return l.Read(offset, 1) }
 	}
-	p, err := f.Partition(topic, partition)
-	if err != nil {
-		return backend.Lag{}, err
-	}
-	l := p.Log()
-	lag := backend.Lag{Start: l.StartOffset(), End: l.EndOffset()}
 	lag.Records = group.LagRecords(committed, lag.Start, lag.End)
 	if lag.Records == 0 {
 		return lag, nil
 	}
 	from := max(committed, lag.Start)
-	data, err := l.Read(from, 1)
+	data, err := read(from)
 	if err != nil || len(data) == 0 {
 		return lag, nil
 	}

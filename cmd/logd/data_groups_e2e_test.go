@@ -248,7 +248,10 @@ func TestClusterDataGroupsKafka(t *testing.T) {
 			t.Errorf("%s answered no produce request (partition leaders %v)", nd.ID, leaders)
 		}
 	}
-	consumer, err := kgo.NewClient(kgo.SeedBrokers(kaddrs["n3"]), kgo.ConsumeTopics("kdg"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	// A consumer group (its state in the meta group, its commits bounded
+	// by each partition's end in its data group).
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(kaddrs["n3"]), kgo.ConsumeTopics("kdg"), kgo.ConsumerGroup("readers"),
+		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,6 +273,30 @@ func TestClusterDataGroupsKafka(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("consumed %d of %d records", len(got), len(want))
+	}
+	if err := consumer.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	ends := map[int32]int64{}
+	for _, r := range want {
+		ends[r.Partition] = max(ends[r.Partition], r.Offset+1)
+	}
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Group = "readers"
+	ft := kmsg.NewOffsetFetchRequestTopic()
+	ft.Topic = "kdg"
+	for p := range int32(parts) {
+		ft.Partitions = append(ft.Partitions, p)
+	}
+	fetch.Topics = append(fetch.Topics, ft)
+	resp, err := fetch.RequestWith(ctx, cl)
+	if err != nil || resp.ErrorCode != 0 || len(resp.Topics) != 1 {
+		t.Fatalf("offset fetch: %+v, %v", resp, err)
+	}
+	for _, p := range resp.Topics[0].Partitions {
+		if p.ErrorCode != 0 || p.Offset != ends[p.Partition] {
+			t.Errorf("readers committed kdg-%d at %d (error %d), want its end %d", p.Partition, p.Offset, p.ErrorCode, ends[p.Partition])
+		}
 	}
 }
 

@@ -178,7 +178,7 @@ func (f *FSM) applyCreatePartitions(index uint64, now int64, c CreatePartitions)
 		p.signal()
 	}
 	f.groups.mu.Lock()
-	topics := fsmTopics{f}
+	topics := fsmTopics{f: f}
 	for _, name := range slices.Sorted(maps.Keys(f.groups.m)) {
 		f.groups.m[name].TopicGrew(now, c.Name, topics)
 	}

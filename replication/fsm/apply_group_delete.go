@@ -16,7 +16,7 @@ func (f *FSM) applyGroupDelete(_ uint64, now int64, c GroupDelete) any {
 	if !ok {
 		return fmt.Errorf("%w: %q", group.ErrConsumerGroupNotFound, c.Group)
 	}
-	g.Expire(now, fsmTopics{f})
+	g.Expire(now, fsmTopics{f: f})
 	if len(g.Members) > 0 {
 		return fmt.Errorf("%w: %q has %d", group.ErrConsumerGroupNotEmpty, c.Group, len(g.Members))
 	}

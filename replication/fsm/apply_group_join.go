@@ -13,6 +13,6 @@ func (f *FSM) applyGroupJoin(_ uint64, now int64, c GroupJoin) any {
 			Topics:         c.Topics,
 			SessionTimeout: time.Duration(c.SessionTimeoutMs) * time.Millisecond,
 			Reset:          c.Reset,
-		}, fsmTopics{f})
+		}, fsmTopics{f: f})
 	})
 }

@@ -7,10 +7,10 @@ import "github.com/logd-dev/logd/group"
 // consulted here because a replay after a restart would see a later start
 // than the original apply did.
 func (f *FSM) applyGroupResetOffsets(_ uint64, now int64, c GroupResetOffsets) any {
-	if err := f.checkHostedOffsets(offsetPartitions(c.Offsets)...); err != nil {
+	if err := f.checkHostedOffsets(c.Ends, offsetPartitions(c.Offsets)...); err != nil {
 		return err
 	}
 	return f.mutateGroup(c.Group, true, func(g *group.ConsumerGroup) (any, error) {
-		return nil, g.ResetOffsets(now, c.Offsets, fsmTopics{f})
+		return nil, g.ResetOffsets(now, c.Offsets, fsmTopics{f, c.Ends})
 	})
 }

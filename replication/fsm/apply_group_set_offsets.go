@@ -20,12 +20,17 @@ type GroupSetOffsets struct {
 	Group   string
 	Fence   int64
 	Offsets []group.OffsetCommit
+	// Ends bounds offsets of partitions another data group hosts
+	// (PartitionEnd).
+	Ends []PartitionEnd
 }
 
 // Kafka members commit every few seconds each, so the payload is compact
 // binary: the group, the fence (a zigzag varint), then runs of one topic's
 // partitions, each run its topic name, a count and (partition uvarint,
-// offset zigzag varint) pairs. Runs keep the order of Offsets.
+// offset zigzag varint) pairs. Runs keep the order of Offsets. At
+// groupEndsVersion the runs are followed by the ends: a count, then each
+// end's topic name, partition (uvarint) and end (zigzag varint).
 
 // EncodeGroupSetOffsets encodes c stamped with now, unsealed.
 func EncodeGroupSetOffsets(now int64, c GroupSetOffsets) []byte {
@@ -55,13 +60,23 @@ func EncodeGroupSetOffsets(now int64, c GroupSetOffsets) []byte {
 		}
 		i = j
 	}
+	if len(c.Ends) > 0 {
+		dst[1] = groupEndsVersion
+		dst = binary.AppendUvarint(dst, uint64(len(c.Ends)))
+		for _, e := range c.Ends {
+			dst = binary.AppendUvarint(dst, uint64(len(e.Topic)))
+			dst = append(dst, e.Topic...)
+			dst = binary.AppendUvarint(dst, uint64(uint32(e.Partition)))
+			dst = binary.AppendVarint(dst, e.End)
+		}
+	}
 	return dst
 }
 
 // decodeGroupSetOffsets reads the payload strictly: a count larger than
 // the bytes left could hold, a partition number past int32, or (checked by
 // binaryCommand) bytes after the last run are errors.
-func decodeGroupSetOffsets(r *reader) GroupSetOffsets {
+func decodeGroupSetOffsets(r *reader, version byte) GroupSetOffsets {
 	c := GroupSetOffsets{Group: string(r.bytes()), Fence: r.varint()}
 	runs := r.uvarint()
 	if r.err == nil && runs > uint64(len(r.b)) {
@@ -82,6 +97,22 @@ func decodeGroupSetOffsets(r *reader) GroupSetOffsets {
 			c.Offsets = append(c.Offsets, group.OffsetCommit{TopicPartition: group.TopicPartition{Topic: topic, Partition: int32(p)}, Offset: off})
 		}
 	}
+	if version < groupEndsVersion || r.err != nil {
+		return c
+	}
+	n := r.uvarint()
+	if r.err == nil && (n == 0 || n > uint64(len(r.b))/3) {
+		r.err = fmt.Errorf("%d ends in %d bytes", n, len(r.b))
+	}
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		topic := string(r.bytes())
+		p := r.uvarint()
+		end := r.varint()
+		if r.err == nil && p > math.MaxInt32 {
+			r.err = fmt.Errorf("partition %d", p)
+		}
+		c.Ends = append(c.Ends, PartitionEnd{Topic: topic, Partition: int32(p), End: end})
+	}
 	return c
 }
 
@@ -90,12 +121,12 @@ func decodeGroupSetOffsets(r *reader) GroupSetOffsets {
 // creates its group; removing offsets of a group that does not exist is
 // ErrConsumerGroupNotFound.
 func (f *FSM) applyGroupSetOffsets(_ uint64, now int64, c GroupSetOffsets) any {
-	if err := f.checkHostedOffsets(offsetPartitions(c.Offsets)...); err != nil {
+	if err := f.checkHostedOffsets(c.Ends, offsetPartitions(c.Offsets)...); err != nil {
 		return err
 	}
 	create := slices.ContainsFunc(c.Offsets, func(o group.OffsetCommit) bool { return o.Offset >= 0 })
 	return f.mutateGroup(c.Group, create, func(g *group.ConsumerGroup) (any, error) {
-		return nil, g.SetOffsets(now, c.Fence, c.Offsets, fsmTopics{f})
+		return nil, g.SetOffsets(now, c.Fence, c.Offsets, fsmTopics{f, c.Ends})
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
 )
 
@@ -107,7 +108,36 @@ func TestGroupSetOffsetsCodec(t *testing.T) {
 		"partition > i32": {1, 'g', 1, 1, 1, 'a', 1, 0x80, 0x80, 0x80, 0x80, 0x08, 0},
 	} {
 		r := reader{b: p}
-		decodeGroupSetOffsets(&r)
+		decodeGroupSetOffsets(&r, commandVersion)
+		if r.err == nil && len(r.b) == 0 {
+			t.Errorf("%s: decoded", name)
+		}
+	}
+
+	// With the ends of partitions hosted elsewhere: the next version,
+	// at PlacedGroupsLevel; a version-1 entry does not read them.
+	c.Ends = []PartitionEnd{{Topic: "a", Partition: 7, End: 12}, {Topic: "b", Partition: 1, End: 1 << 41}}
+	data = EncodeGroupSetOffsets(43, c)
+	env, err = decodeCommandWith(sealEntry(data), &keyScratch{})
+	if err != nil || !reflect.DeepEqual(env.Body, c) {
+		t.Fatalf("decoded %+v, %v", env, err)
+	}
+	if lvl, _, err := EntryLevel(data); err != nil || lvl != PlacedGroupsLevel {
+		t.Fatalf("EntryLevel with ends: %d %v", lvl, err)
+	}
+	old := append([]byte{}, data...)
+	old[1] = commandVersion
+	if _, err := decodeCommandWith(sealEntry(old), &keyScratch{}); !errors.Is(err, backend.ErrBadCommand) {
+		t.Fatalf("ends at version 1: %v", err)
+	}
+	payload = data[cmdHeaderSize:]
+	for name, p := range map[string][]byte{
+		"no ends":        append(append([]byte{}, EncodeGroupSetOffsets(1, GroupSetOffsets{Group: "g"})[cmdHeaderSize:]...), 0),
+		"truncated ends": payload[:len(payload)-1],
+		"huge end count": append(append([]byte{}, EncodeGroupSetOffsets(1, GroupSetOffsets{Group: "g"})[cmdHeaderSize:]...), 0xff, 0x01),
+	} {
+		r := reader{b: p}
+		decodeGroupSetOffsets(&r, groupEndsVersion)
 		if r.err == nil && len(r.b) == 0 {
 			t.Errorf("%s: decoded", name)
 		}
@@ -122,14 +152,20 @@ func FuzzDecodeGroupSetOffsets(f *testing.F) {
 		{TopicPartition: group.TopicPartition{Topic: "orders", Partition: 1}, Offset: 9}}})[cmdHeaderSize:])
 	f.Add([]byte{1, 'g', 1, 0})
 	f.Add([]byte{0, 0, 2, 1, 'a', 1, 0, 0, 1, 'b', 1, 1, 1})
+	f.Add(append([]byte{0x80}, EncodeGroupSetOffsets(1, GroupSetOffsets{Group: "g", Fence: 3, Offsets: []group.OffsetCommit{
+		{TopicPartition: group.TopicPartition{Topic: "orders", Partition: 1}, Offset: 9}}, Ends: []PartitionEnd{{Topic: "orders", Partition: 1, End: 10}}})[cmdHeaderSize:]...))
 	f.Fuzz(func(t *testing.T, p []byte) {
+		version := byte(commandVersion)
+		if len(p) > 0 && p[0]&0x80 != 0 { // the first byte's top bit picks the version with ends
+			version, p = groupEndsVersion, p[1:]
+		}
 		r := reader{b: p}
-		c := decodeGroupSetOffsets(&r)
+		c := decodeGroupSetOffsets(&r, version)
 		if r.err != nil || len(r.b) != 0 {
 			return
 		}
 		again := reader{b: EncodeGroupSetOffsets(1, c)[cmdHeaderSize:]}
-		back := decodeGroupSetOffsets(&again)
+		back := decodeGroupSetOffsets(&again, version)
 		if again.err != nil || len(again.b) != 0 || !reflect.DeepEqual(back, c) {
 			t.Fatalf("round trip: %+v, %v; want %+v", back, again.err, c)
 		}

@@ -150,7 +150,7 @@ func (f *FSM) applyPartitionAdopt(index uint64, now int64, c PartitionAdopt) any
 	}
 	if int(c.Partitions) > len(t.Partitions) {
 		f.groups.mu.Lock()
-		topics := fsmTopics{f}
+		topics := fsmTopics{f: f}
 		for _, name := range slices.Sorted(maps.Keys(f.groups.m)) {
 			f.groups.m[name].TopicGrew(now, c.Topic, topics)
 		}

@@ -115,7 +115,7 @@ func (f *FSM) applyRedrive(index uint64, now int64, c Redrive) any {
 		}
 		if len(c.Offsets) > 0 {
 			res := f.mutateGroup(RedriveGroup(j.ID), true, func(g *group.ConsumerGroup) (any, error) {
-				return nil, g.SetOffsets(now, group.NoFence, c.Offsets, fsmTopics{f})
+				return nil, g.SetOffsets(now, group.NoFence, c.Offsets, fsmTopics{f: f})
 			})
 			if err, ok := res.(error); ok {
 				return err

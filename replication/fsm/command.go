@@ -488,6 +488,10 @@ func EncodeJSON(t CommandType, now int64, body any) ([]byte, error) {
 	if c, ok := body.(DeleteTopic); ok && t == CmdDeleteTopic {
 		return EncodeDeleteTopic(now, c) // versioned by its fields
 	}
+	switch t {
+	case CmdGroupCommit, CmdGroupResetOffsets, CmdGroupAutoReset:
+		return encodeGroupJSON(t, now, body) // versioned by its ends
+	}
 	return encodeJSONCommand(t, now, body)
 }
 

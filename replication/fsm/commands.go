@@ -188,8 +188,14 @@ const (
 	// which the Kafka listener proposes for AlterShareGroupOffsets and
 	// DeleteShareGroupOffsets.
 	QueueStartsLevel FeatureLevel = 15
+	// PlacedGroupsLevel adds consumer groups over topics placed on data
+	// groups: group-commit, group-reset-offsets, group-auto-reset and
+	// group-set-offsets carry the ends of partitions another data group
+	// hosts (payload version groupEndsVersion, PartitionEnd), which a
+	// build below it would refuse as hosted elsewhere.
+	PlacedGroupsLevel FeatureLevel = 16
 	// Level is the highest feature level this build understands.
-	Level FeatureLevel = QueueStartsLevel
+	Level FeatureLevel = PlacedGroupsLevel
 )
 
 // commandVersion is the payload version most kinds write after the type
@@ -249,11 +255,14 @@ var commands = [...]command{
 	CmdGroupJoin:         jsonCommand("group-join", BaseLevel, (*FSM).applyGroupJoin),
 	CmdGroupHeartbeat:    jsonCommand("group-heartbeat", BaseLevel, (*FSM).applyGroupHeartbeat),
 	CmdGroupLeave:        jsonCommand("group-leave", BaseLevel, (*FSM).applyGroupLeave),
-	CmdGroupCommit:       jsonCommand("group-commit", BaseLevel, (*FSM).applyGroupCommit),
-	CmdGroupResetOffsets: jsonCommand("group-reset-offsets", BaseLevel, (*FSM).applyGroupResetOffsets),
-	CmdGroupAutoReset:    jsonCommand("group-auto-reset", BaseLevel, (*FSM).applyGroupAutoReset),
+	CmdGroupCommit:       groupJSONCommand("group-commit", (*FSM).applyGroupCommit),
+	CmdGroupResetOffsets: groupJSONCommand("group-reset-offsets", (*FSM).applyGroupResetOffsets),
+	CmdGroupAutoReset:    groupJSONCommand("group-auto-reset", (*FSM).applyGroupAutoReset),
 	CmdGroupDelete:       jsonCommand("group-delete", BaseLevel, (*FSM).applyGroupDelete),
-	CmdGroupSetOffsets:   binaryCommand("group-set-offsets", ExternalGroupsLevel, decodeGroupSetOffsets, (*FSM).applyGroupSetOffsets),
+	CmdGroupSetOffsets: row("group-set-offsets", ExternalGroupsLevel, []payloadVersion{
+		{version: commandVersion, level: ExternalGroupsLevel},
+		{version: groupEndsVersion, level: PlacedGroupsLevel}, // with ends of partitions hosted elsewhere
+	}, binaryDecoder("group-set-offsets", decodeGroupSetOffsets), (*FSM).applyGroupSetOffsets),
 
 	CmdAlterTopic: row("alter-topic", BaseLevel, []payloadVersion{
 		{version: commandVersion, level: BaseLevel},

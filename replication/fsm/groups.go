@@ -37,7 +37,13 @@ type groupsManifest struct {
 // goroutine's alone, so a dry run (DryRunGroup, on a proposer's goroutine)
 // reads the log's end instead: it only refuses early what Apply would
 // refuse, and Apply decides.
-type fsmTopics struct{ f *FSM }
+//
+// ends are the ends a command carries for partitions another data group
+// hosts (PartitionEnd).
+type fsmTopics struct {
+	f    *FSM
+	ends []PartitionEnd
+}
 
 func (t fsmTopics) Topic(name string) (int32, uint64, bool) {
 	tp, err := t.f.Topic(name)
@@ -50,6 +56,9 @@ func (t fsmTopics) Topic(name string) (int32, uint64, bool) {
 func (t fsmTopics) EndOffset(topic string, p int32) int64 {
 	part, err := t.f.Partition(topic, p)
 	if err != nil {
+		if end, ok := endOf(t.ends, topic, p); ok && elsewhere(err) {
+			return end
+		}
 		return 0
 	}
 	if t.f.dryRun {

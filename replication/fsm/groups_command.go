@@ -32,6 +32,9 @@ type GroupCommit struct {
 	Member     string               `json:"member"`
 	Generation int64                `json:"generation"`
 	Offsets    []group.OffsetCommit `json:"offsets"`
+	// Ends bounds offsets of partitions another data group hosts
+	// (PartitionEnd).
+	Ends []PartitionEnd `json:"ends,omitempty"`
 }
 
 // GroupResetOffsets sets committed offsets, chosen by the leader from the
@@ -39,6 +42,9 @@ type GroupCommit struct {
 type GroupResetOffsets struct {
 	Group   string               `json:"group"`
 	Offsets []group.OffsetCommit `json:"offsets"`
+	// Ends bounds offsets of partitions another data group hosts
+	// (PartitionEnd).
+	Ends []PartitionEnd `json:"ends,omitempty"`
 }
 
 // GroupAutoReset moves a partition's committed offset forward under the
@@ -51,6 +57,9 @@ type GroupAutoReset struct {
 	Partition  group.TopicPartition `json:"partition"`
 	From       int64                `json:"from"`
 	To         int64                `json:"to"`
+	// Ends bounds the partition's offset when another data group hosts
+	// it (PartitionEnd).
+	Ends []PartitionEnd `json:"ends,omitempty"`
 }
 
 // GroupDelete deletes a consumer group without live members.

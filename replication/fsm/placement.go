@@ -105,17 +105,20 @@ func checkHosted(t *Topic, partitions ...int32) error {
 }
 
 // checkHostedOffsets refuses, with a *PartitionElsewhereError, offsets of
-// a partition another data group hosts: this state machine cannot bound
-// them by the partition's end, and they would otherwise be refused as
-// above an end of 0. Unknown topics and partitions are left to the
-// group's own checks.
-func (f *FSM) checkHostedOffsets(tps ...group.TopicPartition) error {
+// a partition another data group hosts unless ends carries its end (read
+// by the proposer from that group): without one this state machine cannot
+// bound them, and they would otherwise be refused as above an end of 0.
+// Unknown topics and partitions are left to the group's own checks.
+func (f *FSM) checkHostedOffsets(ends []PartitionEnd, tps ...group.TopicPartition) error {
 	for _, tp := range tps {
 		t, err := f.Topic(tp.Topic)
 		if err != nil {
 			continue
 		}
 		if err := checkHosted(t, tp.Partition); err != nil {
+			if _, ok := endOf(ends, tp.Topic, tp.Partition); ok {
+				continue
+			}
 			return err
 		}
 	}

@@ -639,3 +639,84 @@ func (r fetchRecorder) FetchSegments(req FetchRequest) error {
 	*r.ps = append(*r.ps, req.Partition)
 	return r.f.FetchSegments(req)
 }
+
+// TestGroupOffsetsWithEnds: the meta group holds consumer groups over a
+// topic whose partitions data groups host. A command carrying a
+// partition's end (read by the proposer from its group) is bounded by it
+// like a hosted partition by its applied end; without one it is refused as
+// before; ends at payload version 1 are malformed.
+func TestGroupOffsetsWithEnds(t *testing.T) {
+	dir := t.TempDir()
+	f, fatals := groupFSM(t, dir, 0)
+	a := &applier{t: t, f: f}
+	a.apply(mustEncode(t)(EncodeCreateTopic(qnow, CreateTopic{Name: "orders", Partitions: 2, Placement: []uint64{1, 2}, PlacementEpoch: 1})))
+	tp0 := group.TopicPartition{Topic: "orders", Partition: 0}
+	tp1 := group.TopicPartition{Topic: "orders", Partition: 1}
+	ends := []PartitionEnd{{Topic: "orders", Partition: 0, End: 10}, {Topic: "orders", Partition: 1, End: 3}}
+	enc := func(ct CommandType, now int64, body any) []byte {
+		t.Helper()
+		d, err := EncodeJSON(ct, now, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+
+	// Without ends: refused, as a partition hosted elsewhere.
+	wantElsewhere(t, "set offsets without ends", a.apply(EncodeGroupSetOffsets(qnow+1, GroupSetOffsets{Group: "billing", Fence: group.NoFence, Offsets: []group.OffsetCommit{{TopicPartition: tp0, Offset: 4}}})), 0, 1)
+
+	// With them: committed, and bounded by them.
+	if res := a.apply(EncodeGroupSetOffsets(qnow+2, GroupSetOffsets{Group: "billing", Fence: group.NoFence, Offsets: []group.OffsetCommit{{TopicPartition: tp0, Offset: 10}, {TopicPartition: tp1, Offset: 2}}, Ends: ends})); res != nil {
+		t.Fatalf("set offsets with ends: %v", res)
+	}
+	if res, _ := a.apply(EncodeGroupSetOffsets(qnow+3, GroupSetOffsets{Group: "billing", Fence: group.NoFence, Offsets: []group.OffsetCommit{{TopicPartition: tp1, Offset: 4}}, Ends: ends})).(error); !errors.Is(res, group.ErrOffsetAboveEnd) {
+		t.Fatalf("an offset above the carried end: %v, want ErrOffsetAboveEnd", res)
+	}
+	// An end for one partition does not admit another.
+	wantElsewhere(t, "an end for another partition", a.apply(EncodeGroupSetOffsets(qnow+3, GroupSetOffsets{Group: "billing", Fence: group.NoFence, Offsets: []group.OffsetCommit{{TopicPartition: tp1, Offset: 1}}, Ends: ends[:1]})), 1, 2)
+	// An operator's reset clamps to the carried end.
+	if res := a.apply(enc(CmdGroupResetOffsets, qnow+4, GroupResetOffsets{Group: "billing", Offsets: []group.OffsetCommit{{TopicPartition: tp0, Offset: 50}, {TopicPartition: tp1, Offset: 0}}, Ends: ends})); res != nil {
+		t.Fatalf("reset with ends: %v", res)
+	}
+	g, err := f.ConsumerGroup("billing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Topics["orders"].Partitions[0].Committed; got != 10 {
+		t.Errorf("orders-0 reset to 50 with an end of 10 committed %d, want 10", got)
+	}
+	if got := g.Topics["orders"].Partitions[1].Committed; got != 0 {
+		t.Errorf("orders-1 committed %d, want 0", got)
+	}
+
+	// A member of logd's protocol commits with ends too.
+	if _, ok := a.apply(mustJSON(t, CmdGroupJoin, qnow+5, GroupJoin{Group: "analytics", Member: "m1", Topics: []string{"orders"}, SessionTimeoutMs: 60000})).(group.Assignment); !ok {
+		t.Fatal("join refused")
+	}
+	gen := func() int64 {
+		g, err := f.ConsumerGroup("analytics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g.Generation
+	}()
+	commit := GroupCommit{Group: "analytics", Member: "m1", Generation: gen, Offsets: []group.OffsetCommit{{TopicPartition: tp0, Offset: 7}}, Ends: ends}
+	data := enc(CmdGroupCommit, qnow+6, commit)
+	if lvl, _, err := EntryLevel(data); err != nil || lvl != PlacedGroupsLevel {
+		t.Fatalf("a commit with ends needs level %d, want %d (%v)", lvl, PlacedGroupsLevel, err)
+	}
+	old := append([]byte{}, data...)
+	old[1] = commandVersion
+	if _, err := decodeCommandWith(sealEntry(old), &keyScratch{}); !errors.Is(err, backend.ErrBadCommand) {
+		t.Fatalf("a commit with ends at version 1: %v, want ErrBadCommand", err)
+	}
+	if res := a.apply(data); res != nil {
+		t.Fatalf("commit with ends: %v", res)
+	}
+	if g, _ := f.ConsumerGroup("analytics"); g.Topics["orders"].Partitions[0].Committed != 7 {
+		t.Fatalf("analytics committed %+v", g.Topics["orders"])
+	}
+	if len(*fatals) != 0 {
+		t.Fatal(*fatals)
+	}
+}
