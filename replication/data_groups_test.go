@@ -13,8 +13,8 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/logd-dev/logd/backend"
-	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/batch"
+	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
