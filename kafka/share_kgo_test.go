@@ -13,6 +13,7 @@ import (
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/internal/e2e"
 	"github.com/logd-dev/logd/queue"
+	"github.com/logd-dev/logd/replication/replicationtest"
 )
 
 // shareOutcome is what share consumers did with a topic's records.
@@ -120,7 +121,23 @@ func TestKgoShareGroupChurn(t *testing.T) {
 	if e2e.FaultLong() {
 		n, partitions, wait = 100_000, 6, 15*time.Minute
 	}
-	tn := startNode(t)
+	shareChurn(t, startNode(t), n, partitions, wait)
+}
+
+// TestKgoShareGroupChurnDataGroups is the churn on a topic placed over
+// three data groups: the queue group has a copy in each, which the claims,
+// acknowledgements and releases of the share group reach.
+func TestKgoShareGroupChurnDataGroups(t *testing.T) {
+	tn := startNodeWith(t, replicationtest.Options{DataGroupsPerNode: 3})
+	shareChurn(t, tn, 300, 3, time.Minute)
+	if tp, err := tn.node.FSM().Topic("share-churn"); err != nil || len(placementGroups(tp.Placement)) != 3 {
+		t.Fatalf("share-churn is not placed over three data groups: %v", err)
+	}
+}
+
+// shareChurn is TestKgoShareGroupChurn's run on tn with n records over
+// partitions, waiting at most wait for them to finish.
+func shareChurn(t *testing.T, tn *testNode, n int, partitions int32, wait time.Duration) {
 	const topic, groupID = "share-churn", "workers"
 	tn.createTopic(topic, partitions, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), wait+time.Minute)

@@ -283,7 +283,13 @@ func (b *Backend) ConsumerGroups() []*group.ConsumerGroup { return b.FSM().Consu
 
 // DescribeQueueGroup describes a queue group at now (Unix ns; lazy expiry
 // is counted, not applied).
+//
+// On a topic placed over data groups, the partitions' state is each data
+// group's (queue_route.go).
 func (b *Backend) DescribeQueueGroup(topic, name string, now int64) (backend.QueueGroupInfo, error) {
+	if groups, err := b.placedQueue(topic); err == nil && groups != nil {
+		return b.describePlaced(groups, topic, name, now)
+	}
 	return b.FSM().DescribeQueueGroup(topic, name, now)
 }
 
@@ -293,6 +299,9 @@ func (b *Backend) QueueGroups(topic string) []string { return b.FSM().QueueGroup
 // QueueInFlight lists a queue group's records under a live lease at now
 // (Unix ns), at most limit of them, and whether the list was cut.
 func (b *Backend) QueueInFlight(topic, name string, now int64, limit int) ([]queue.InFlightRecord, bool, error) {
+	if groups, err := b.placedQueue(topic); err == nil && groups != nil {
+		return b.inFlightPlaced(groups, topic, name, now, limit)
+	}
 	return b.FSM().QueueInFlight(topic, name, now, limit)
 }
 

@@ -16,6 +16,16 @@ import (
 // partitions at their in-flight cap, or the last one at the deadline.
 func (b *Backend) QueueClaimWait(ctx context.Context, c backend.QueueClaim, wait time.Duration, admit func(context.Context) error) (backend.QueueClaimResult, error) {
 	deadline := time.Now().Add(wait)
+	groups, err := b.placedQueue(c.Topic)
+	if err != nil {
+		return backend.QueueClaimResult{}, err
+	}
+	if groups != nil {
+		if err := b.checkClaim(fsm.QueueClaim(c)); err != nil {
+			return backend.QueueClaimResult{}, err
+		}
+		return b.waitPlacedClaim(ctx, groups, c, deadline, admit)
+	}
 	for {
 		if err := b.waitClaimable(ctx, c.Topic, c.Group, deadline); err != nil {
 			return backend.QueueClaimResult{}, err

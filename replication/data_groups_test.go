@@ -400,14 +400,6 @@ func TestDataGroupsServeTopics(t *testing.T) {
 	}
 	check(nodes, keyless, kres)
 
-	// What keeps its state in the meta group is refused, changing nothing.
-	if _, err := b.CreateQueueGroup(ctx, backend.QueueCreate{Topic: "orders", Group: "workers"}); !errors.Is(err, backend.ErrPartitionElsewhere) {
-		t.Errorf("a queue group on a placed topic: %v, want ErrPartitionElsewhere", err)
-	}
-	if qs := l.FSM().QueueGroups("orders"); len(qs) != 0 {
-		t.Errorf("queue groups after the refusal: %v", qs)
-	}
-
 	// Growth: the old partitions stay where they are, the new ones are
 	// placed over the groups and adopted; a record to one is served.
 	if _, err := b.CreatePartitions(ctx, backend.CreatePartitions{Name: "orders", Count: 14}); err != nil {

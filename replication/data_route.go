@@ -209,7 +209,27 @@ func (n *Node) readRemote(ctx context.Context, g uint64, topic string, p int32, 
 // readRemoteCall is readRemote for any readCall; it also answers the
 // call's offset for a time.
 func (n *Node) readRemoteCall(ctx context.Context, g uint64, rc readCall) (backend.ReadResult, int64, error) {
-	topic := rc.Topic
+	var res backend.ReadResult
+	var offset int64
+	err := n.askReplica(ctx, g, rc.Topic, groupCall{Kind: callRead, Read: &rc}, func(ans groupAnswer) error {
+		if ans.Read == nil {
+			return errors.New("a read answer without its batches")
+		}
+		changed := make(chan struct{})
+		time.AfterFunc(remotePoll, func() { close(changed) })
+		res = backend.ReadResult{Batches: ans.Read.Batches, LogStartOffset: ans.Read.LogStart, EndOffset: ans.Read.End, Changed: changed}
+		offset = ans.Read.Offset
+		return nil
+	})
+	return res, offset, err
+}
+
+// askReplica sends call to the replicas of group g other than this node,
+// in turn, until one answers it: accept takes the answer (an error from
+// it passes to the next replica). A replica that answers with an error
+// other than holding no replica ends the call with it. topic names what
+// is read, for the error when no replica answers.
+func (n *Node) askReplica(ctx context.Context, g uint64, topic string, call groupCall, accept func(groupAnswer) error) error {
 	var replicas []string
 	for _, dg := range n.fsm.DataGroups().Groups {
 		if dg.ID == g {
@@ -217,7 +237,6 @@ func (n *Node) readRemoteCall(ctx context.Context, g uint64, rc readCall) (backe
 		}
 	}
 	last := fmt.Errorf("%w: data group %d has no replica this node can reach (topic %s)", backend.ErrPartitionElsewhere, g, topic)
-	call := groupCall{Kind: callRead, Read: &rc}
 	for _, id := range replicas {
 		if id == n.cfg.NodeID {
 			continue
@@ -233,16 +252,15 @@ func (n *Node) readRemoteCall(ctx context.Context, g uint64, rc readCall) (backe
 				last = err
 				continue
 			}
-			return backend.ReadResult{}, 0, err
-		case ans.Read == nil:
-			last = fmt.Errorf("data group %d at %s: a read answer without its batches", g, id)
+			return err
+		}
+		if err := accept(ans); err != nil {
+			last = fmt.Errorf("data group %d at %s: %w", g, id, err)
 			continue
 		}
-		changed := make(chan struct{})
-		time.AfterFunc(remotePoll, func() { close(changed) })
-		return backend.ReadResult{Batches: ans.Read.Batches, LogStartOffset: ans.Read.LogStart, EndOffset: ans.Read.End, Changed: changed}, ans.Read.Offset, nil
+		return nil
 	}
-	return backend.ReadResult{}, 0, last
+	return last
 }
 
 // readYourWritesWait bounds how long a node waits for its replica of a
@@ -548,6 +566,10 @@ type groupCall struct {
 	Produce   *backend.ProduceRequest `json:"produce,omitempty"`
 	Append    *fsm.Append             `json:"append,omitempty"`
 	Read      *readCall               `json:"read,omitempty"`
+	// Queue is an encoded queue command (callQueue), QueueRead a read of
+	// a queue group's copy (callQueueRead).
+	Queue     []byte         `json:"queue,omitempty"`
+	QueueRead *queueReadCall `json:"queue_read,omitempty"`
 }
 
 // readCall asks a replica of a group for a partition's stored batches
@@ -584,7 +606,9 @@ type groupAnswer struct {
 	// batches were refused (backend.PartialAppendError), nil for a
 	// written one.
 	BatchErrs []*wireError `json:"batch_errs,omitempty"`
-	Err       *wireError   `json:"err,omitempty"`
+	// Result is a queue call's result as JSON.
+	Result json.RawMessage `json:"result,omitempty"`
+	Err    *wireError      `json:"err,omitempty"`
 	// Leader is the node this node knows leads the group, when it does
 	// not (Err is then backend.ErrNotLeader).
 	Leader string `json:"leader,omitempty"`
@@ -791,6 +815,15 @@ func (n *Node) answerCall(ctx context.Context, _ string, g uint64, req []byte) (
 			break
 		}
 		ans.Read = &readAnswer{Batches: res.Batches, LogStart: res.LogStartOffset, End: res.EndOffset}
+	case dg != nil && call.Kind == callQueueRead && call.QueueRead != nil:
+		// Any replica reads its copy of a queue group, as it serves reads.
+		a, err := readQueue(dg.fsm, *call.QueueRead)
+		if err == nil {
+			ans.Result, err = json.Marshal(a)
+		}
+		if err != nil {
+			ans.Err = encodeWireError(err)
+		}
 	case dg == nil:
 		ans.Err = encodeWireError(fmt.Errorf("%w: this node holds no replica of data group %d", backend.ErrNotLeader, g))
 	case dg.raft.State() != raft.Leader:
@@ -810,6 +843,11 @@ func (n *Node) answerCall(ctx context.Context, _ string, g uint64, req []byte) (
 			}
 		case call.Kind == callAppend && call.Append != nil:
 			ans.Bases, err = p.appendOn(ctx, h, *call.Append, false)
+		case call.Kind == callQueue:
+			var res any
+			if res, err = proposeQueueOn(ctx, h, call.Queue); err == nil {
+				ans.Result, err = json.Marshal(res)
+			}
 		default:
 			err = fmt.Errorf("%w: call of kind %q", backend.ErrInvalidArgument, call.Kind)
 		}

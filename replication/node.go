@@ -325,6 +325,9 @@ func (c *Config) setDefaults() {
 // the FSM.
 type Node struct {
 	cfg Config
+	// queueTurn turns the data group a claim on a placed topic asks
+	// first (queue_route.go).
+	queueTurn atomic.Uint64
 	// secretMu orders writes of the cluster secret (secret.go), which the
 	// Raft port holds.
 	secretMu sync.Mutex

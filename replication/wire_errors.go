@@ -48,6 +48,14 @@ var wireSentinels = []struct {
 	{"idempotency_conflict", dedup.ErrIdempotencyConflict},
 	{"invalid_topic_name", partition.ErrInvalidTopicName},
 	{"queue_group_not_found", queue.ErrGroupNotFound},
+	{"queue_group_exists", queue.ErrGroupExists},
+	{"queue_invalid_config", queue.ErrInvalidConfig},
+	{"queue_invalid_request", queue.ErrInvalidRequest},
+	{"queue_bad_token", queue.ErrBadToken},
+	{"queue_stale_token", queue.ErrStaleToken},
+	{"queue_group_busy", queue.ErrGroupBusy},
+	{"unknown_command", backend.ErrUnknownCommand},
+	{"bad_command", backend.ErrBadCommand},
 }
 
 // encodeWireError is err as a call's answer carries it.

@@ -22,6 +22,16 @@ func dlqTopicConfig(src *Topic) map[string]string {
 	return map[string]string{ConfigMaxMessageBytes: strconv.FormatInt(limit, 10)}
 }
 
+// DeadLetterTopicCreate is the creation of src's dead-letter topic name
+// as a queue group's creation makes it when missing: src's partition
+// count and placement, and room for its largest record. The meta group's
+// leader proposes it before a queue group on a topic placed over data
+// groups, so the data groups adopt the topic the meta group created.
+func DeadLetterTopicCreate(src *Topic, name string) CreateTopic {
+	return CreateTopic{Name: name, Partitions: int32(len(src.Partitions)), Config: dlqTopicConfig(src),
+		Placement: src.Placement, PlacementEpoch: src.PlacementEpoch}
+}
+
 // ensureDeadLetterTopic returns the dead-letter topic, creating it at this
 // index when missing (at group creation, or after someone deleted it).
 func (f *FSM) ensureDeadLetterTopic(index uint64, now int64, src *Topic, name string) (*Topic, error) {
@@ -30,8 +40,7 @@ func (f *FSM) ensureDeadLetterTopic(index uint64, now int64, src *Topic, name st
 	}
 	// A sparse origin's dead-letter topic follows its placement, so each
 	// dead letter stays in its origin partition's data group.
-	res := f.applyCreateTopic(index, now, CreateTopic{Name: name, Partitions: int32(len(src.Partitions)), Config: dlqTopicConfig(src),
-		Placement: src.Placement, PlacementEpoch: src.PlacementEpoch})
+	res := f.applyCreateTopic(index, now, DeadLetterTopicCreate(src, name))
 	if err, ok := res.(error); ok {
 		return nil, fmt.Errorf("create dead-letter topic %s: %w", name, err)
 	}
