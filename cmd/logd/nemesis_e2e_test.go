@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,7 +43,7 @@ const (
 	// runs of all nemesis tests together.
 	nemesisLongTotal = 20 * time.Minute
 	// nemesisTests is how many TestNemesis* share the long duration.
-	nemesisTests = 7
+	nemesisTests = 9
 	// nemesisRecovery bounds how long a healed cluster may take to
 	// acknowledge writes again.
 	nemesisRecovery = time.Minute
@@ -239,11 +240,23 @@ func checkRouted(t *testing.T, nt *nemesis.Net) {
 // history with histcheck's checkers, and every node's copy of the append
 // topic with e2e.Cluster.CheckEveryNode. A failing run saves its history, schedule
 // and events (nemesisOut).
-func runNemesis(t *testing.T, kinds ...nemesis.Kind) { runNemesisOn(t, "", kinds...) }
+func runNemesis(t *testing.T, kinds ...nemesis.Kind) { runNemesisWith(t, nemesisOptions{}, kinds...) }
 
-// runNemesisOn is runNemesis with the nodes' --raft-log-store set to
-// store (LOGD_RAFT_LOG_STORE; empty: logd's default).
-func runNemesisOn(t *testing.T, store string, kinds ...nemesis.Kind) {
+// nemesisOptions vary a nemesis run's cluster.
+type nemesisOptions struct {
+	// store is the nodes' --raft-log-store (LOGD_RAFT_LOG_STORE; empty:
+	// logd's default).
+	store string
+	// nodes is the cluster's size (0: three).
+	nodes int
+	// args are added to every node's flags.
+	args []string
+}
+
+// runNemesisWith is runNemesis on the cluster o describes.
+func runNemesisWith(t *testing.T, o nemesisOptions, kinds ...nemesis.Kind) {
+	store := o.store
+	size := cmp.Or(o.nodes, 3)
 	// Their schedules run for a set time, mostly waiting between faults.
 	e2e.ParallelShort(t)
 	if s := os.Getenv("LOGD_NEMESIS_KINDS"); s != "" {
@@ -256,7 +269,7 @@ func runNemesisOn(t *testing.T, store string, kinds ...nemesis.Kind) {
 	}
 	seed := nemesisSeed(t)
 	dur := nemesisDuration(t)
-	sched, err := nemesis.NewSchedule(seed, 3, dur, kinds)
+	sched, err := nemesis.NewSchedule(seed, size, dur, kinds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,8 +288,9 @@ func runNemesisOn(t *testing.T, store string, kinds ...nemesis.Kind) {
 	// Raft at info and logd at debug: a failing run's saved logs show its
 	// elections and installs, and each applied entry's result, so two
 	// nodes' logs can be compared entry by entry.
-	c, nt := newNemesisCluster(t, 3, seed, env, "--snapshot-threshold", "256", "--snapshot-interval", "200ms",
-		"--raft-log-level", "info", "--log-level", "debug")
+	args := append([]string{"--snapshot-threshold", "256", "--snapshot-interval", "200ms",
+		"--raft-log-level", "info", "--log-level", "debug"}, o.args...)
+	c, nt := newNemesisCluster(t, size, seed, env, args...)
 	w := newWorkload(t, c, seed)
 	if disk {
 		// Small segments, so the logRoll failpoint is reached.
@@ -380,7 +394,7 @@ func TestNemesisKillBoltDB(t *testing.T) {
 	if !e2e.FaultLong() {
 		t.Skip("LOGD_FAULT_LONG=1 (make fault) runs the kills on raft-boltdb too")
 	}
-	runNemesisOn(t, "boltdb", nemesis.KillLeader, nemesis.KillRandom, nemesis.KillMajority, nemesis.PowerCutAll)
+	runNemesisWith(t, nemesisOptions{store: "boltdb"}, nemesis.KillLeader, nemesis.KillRandom, nemesis.KillMajority, nemesis.PowerCutAll)
 }
 
 // TestNemesisPause: the leader or a minority SIGSTOPped past the election
@@ -416,6 +430,28 @@ func TestNemesisDisk(t *testing.T) {
 // removed node acknowledged.
 func TestNemesisMembership(t *testing.T) {
 	runNemesis(t, nemesis.Membership)
+}
+
+// TestNemesisDataGroups: kills, pauses and partitions of a three-node
+// cluster whose topics are placed over six data groups (two per node), so
+// each fault hits the meta group and every data group on the node or
+// link at once; the workloads' appends, consumer group and queue group
+// run over the groups. The history checkers and the every-node reads
+// judge the outcome as for one group.
+func TestNemesisDataGroups(t *testing.T) {
+	runNemesisWith(t, nemesisOptions{args: []string{"--data-groups-per-node", "2"}},
+		nemesis.KillLeader, nemesis.KillRandom, nemesis.PauseLeader, nemesis.IsolateLeader, nemesis.Split)
+}
+
+// TestNemesisDataGroupsFive is TestNemesisDataGroups on five nodes with a
+// replication factor of 3, so no node holds every group: a node reads and
+// routes what it does not hold through the others. Long runs only.
+func TestNemesisDataGroupsFive(t *testing.T) {
+	if !e2e.FaultLong() {
+		t.Skip("LOGD_FAULT_LONG=1 (make fault) runs the data groups' nemesis on five nodes")
+	}
+	runNemesisWith(t, nemesisOptions{nodes: 5, args: []string{"--data-groups-per-node", "1"}},
+		nemesis.KillLeader, nemesis.KillRandom, nemesis.PauseMinority, nemesis.IsolateLeader, nemesis.Split)
 }
 
 // TestNemesisMixed: every kind of fault, drawn from one schedule (long

@@ -68,6 +68,11 @@ type workload struct {
 	// segmentBytes, if set, is the append topic's segment.bytes.
 	segmentBytes string
 
+	// groups, when the append topic is placed over data groups, is each
+	// of its partitions' data group (read after prepare): a leader read
+	// of a partition is then a read at its group's leader.
+	groups []uint64
+
 	mu sync.Mutex
 	// keyed holds the keyed appends that got an ok answer, for the
 	// re-sends after healing; guarded by mu.
@@ -199,6 +204,18 @@ func (w *workload) prepare(ctx context.Context) {
 		config = map[string]string{"segment.bytes": w.segmentBytes}
 	}
 	e2e.CreateTopic(t, ctx, w.c.Nodes[0], wTopic, wParts, config)
+	dt, err := w.c.Nodes[0].RPC.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: wTopic}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range dt.Msg.Partitions {
+		if p.DataGroup != 0 {
+			w.groups = append(w.groups, p.DataGroup)
+		}
+	}
+	if len(w.groups) != 0 && len(w.groups) != wParts {
+		t.Fatalf("%s: %d of %d partitions in data groups", wTopic, len(w.groups), wParts)
+	}
 	e2e.CreateTopic(t, ctx, w.c.Nodes[0], gTopic, gParts, nil)
 	e2e.CreateTopic(t, ctx, w.c.Nodes[0], qTopic, qParts, nil)
 	cl, err := client.New(w.c.Nodes[0].Listen, client.Options{Timeout: 10 * time.Second})
@@ -381,6 +398,46 @@ func (w *workload) stillLeads(ctx context.Context, nd *e2e.Node, term uint64) bo
 	return err == nil && st.State == "Leader" && st.Term == term
 }
 
+// partitionLeader is leaderTerm for partition p of the append topic: the
+// node that leads its data group (in the highest term a replica reports)
+// when it is placed over data groups, else the node that leads.
+func (w *workload) partitionLeader(ctx context.Context, p int32) (int, uint64) {
+	if w.groups == nil {
+		return w.leaderTerm(ctx)
+	}
+	best, term := -1, uint64(0)
+	for i, nd := range w.c.Nodes {
+		st, err := nd.Status(ctx)
+		if err != nil {
+			continue
+		}
+		for _, g := range st.DataGroups {
+			if g.Id == w.groups[p] && g.State == "Leader" && g.Term >= term {
+				best, term = i, g.Term
+			}
+		}
+	}
+	return best, term
+}
+
+// stillLeadsPartition is stillLeads for partition p of the append topic:
+// nd still leads p's data group in term, when it is placed over them.
+func (w *workload) stillLeadsPartition(ctx context.Context, nd *e2e.Node, p int32, term uint64) bool {
+	if w.groups == nil {
+		return w.stillLeads(ctx, nd, term)
+	}
+	st, err := nd.Status(ctx)
+	if err != nil {
+		return false
+	}
+	for _, g := range st.DataGroups {
+		if g.Id == w.groups[p] {
+			return g.State == "Leader" && g.Term == term
+		}
+	}
+	return false
+}
+
 // readKind is what reads a reader makes.
 type readKind int
 
@@ -394,8 +451,9 @@ const (
 )
 
 // reader reads single offsets of random partitions: from the node that
-// leads (readLeader: leader reads, which must be linearizable; the leader
-// is looked up again every 200 ms and after a failure, and a read is
+// leads (readLeader: leader reads, which must be linearizable; the leader,
+// of the partition's data group when the topic is placed over them, is
+// looked up again every 200 ms and after a failure, and a read is
 // recorded as a leader read only if its node still leads in the same term
 // after it, stillLeads), or always from node i (readFollower: follower
 // reads, which may trail but never go back; readConsistent: consistent
@@ -408,29 +466,41 @@ func (w *workload) reader(ctx context.Context, node int, kind readKind) {
 	id := int(w.clients.Add(1))
 	rng := rand.New(rand.NewPCG(w.seed, uint64(id)))
 	ends := make([]int64, wParts)
-	target, looked, term := node, time.Time{}, uint64(0)
-	// led says whether an ok read of nd counts as a leader read.
-	led := func(i int) bool {
+	// Where leader reads go, per partition (the same node for all unless
+	// the topic is placed over data groups).
+	type lookup struct {
+		node   int
+		term   uint64
+		looked time.Time
+	}
+	targets := make([]lookup, wParts)
+	target := node
+	// led says whether an ok read of partition p at node i counts as a
+	// leader read.
+	led := func(i int, p int32) bool {
 		if consistent {
 			return true
 		}
-		if leader && !w.stillLeads(ctx, w.c.Nodes[i], term) {
-			looked = time.Time{}
+		if leader && !w.stillLeadsPartition(ctx, w.c.Nodes[i], p, targets[p].term) {
+			targets[p].looked = time.Time{}
 			return false
 		}
 		return leader
 	}
 	for !w.stopped(time.Duration(5+rng.IntN(10)) * time.Millisecond) {
-		if leader && time.Since(looked) > 200*time.Millisecond {
-			target, term = w.leaderTerm(ctx)
-			looked = time.Now()
-			if target < 0 {
-				looked = time.Time{}
-				continue
+		p := int32(rng.IntN(wParts))
+		if leader {
+			if time.Since(targets[p].looked) > 200*time.Millisecond {
+				n, term := w.partitionLeader(ctx, p)
+				targets[p] = lookup{node: n, term: term, looked: time.Now()}
+				if n < 0 {
+					targets[p].looked = time.Time{}
+					continue
+				}
 			}
+			target = targets[p].node
 		}
 		nd := w.c.Nodes[target]
-		p := int32(rng.IntN(wParts))
 		off := rng.Int64N(ends[p] + 2)
 		c := w.rec.Begin(histcheck.Op{Kind: histcheck.Read, Client: id, Node: nd.ID, Leader: leader || consistent, Topic: wTopic, Partition: p, Offset: off})
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -442,12 +512,12 @@ func (w *workload) reader(ctx context.Context, node int, kind readKind) {
 		cancel()
 		if err != nil {
 			if info := errorInfo(err); info != nil && info.Reason == logdv1.Reason_REASON_OFFSET_OUT_OF_RANGE && off >= info.EndOffset {
-				l := led(target)
+				l := led(target, p)
 				c.OK(func(op *histcheck.Op) { op.OutOfRange, op.End, op.Leader = true, info.EndOffset, l })
 				continue
 			}
 			c.Unknown(err) // a read changes nothing either way
-			looked = time.Time{}
+			targets[p].looked = time.Time{}
 			continue
 		}
 		m := resp.Msg
@@ -461,10 +531,10 @@ func (w *workload) reader(ctx context.Context, node int, kind readKind) {
 		}
 		switch {
 		case off >= m.EndOffset:
-			l := led(target)
+			l := led(target, p)
 			c.OK(func(op *histcheck.Op) { op.OutOfRange, op.End, op.Leader = true, m.EndOffset, l })
 		case val != nil:
-			l := led(target)
+			l := led(target, p)
 			c.OK(func(op *histcheck.Op) { op.Value, op.End, op.Leader = *val, m.EndOffset, l })
 		default:
 			c.Unknown(fmt.Errorf("fetch of %d below the end %d returned no record at it", off, m.EndOffset))
