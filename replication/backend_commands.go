@@ -80,7 +80,7 @@ func (b *Backend) QueueExtend(ctx context.Context, c backend.QueueExtend) (backe
 // StartRedrive starts a redrive job (redrive.Runner.Start): the leader
 // runs it from its next batch.
 func (b *Backend) StartRedrive(ctx context.Context, s backend.RedriveSpec) (backend.RedriveJob, error) {
-	if err := b.notOnDataGroups(s.DeadLetterTopic, "a redrive"); err != nil {
+	if _, err := b.placedQueue(s.DeadLetterTopic); err != nil {
 		return backend.RedriveJob{}, err
 	}
 	j, err := b.redrive.Start(ctx, redriveSpecIn(s))

@@ -151,19 +151,6 @@ func (n *Node) hostedPartition(t *fsm.Topic, p int32) (*fsm.Partition, error) {
 	return f.Partition(t.Name, p)
 }
 
-// notOnDataGroups refuses what is not served yet for a topic placed over
-// data groups (docs/architecture.md, "Data groups"): queue groups and
-// redrives keep their state in the meta group, which holds no partition
-// of such a topic. nil for any other topic. (Consumer groups are served:
-// group_ends.go.)
-func (n *Node) notOnDataGroups(topic, what string) error {
-	t, err := n.fsm.Topic(topic)
-	if err != nil || t.Placement == nil {
-		return nil
-	}
-	return fmt.Errorf("%w: %s on %s, a topic placed over data groups, is not served yet", backend.ErrPartitionElsewhere, what, topic)
-}
-
 // LeadsPartition reports whether this node leads partition p of topic:
 // the partition's data group, with a barrier of its term applied, or,
 // for a partition of the meta group (or one it does not know), the meta
@@ -209,11 +196,39 @@ func (n *Node) readRemote(ctx context.Context, g uint64, topic string, p int32, 
 // readRemoteCall is readRemote for any readCall; it also answers the
 // call's offset for a time.
 func (n *Node) readRemoteCall(ctx context.Context, g uint64, rc readCall) (backend.ReadResult, int64, error) {
+	return n.readRemoteFloor(ctx, g, rc, 0)
+}
+
+// readRemoteFrom is readRemote for rc from a replica whose partition
+// ends at floor or later (read_floor.go).
+func (n *Node) readRemoteFrom(ctx context.Context, g uint64, rc readCall, floor int64) (backend.ReadResult, error) {
+	res, _, err := n.readRemoteFloor(ctx, g, rc, floor)
+	return res, err
+}
+
+// readRemoteFloor is readRemoteCall from a replica whose partition ends
+// at floor or later: a replica behind it (or past whose end the read
+// asks, at an end below it) passes the call to the next; with none,
+// *backend.BehindError.
+func (n *Node) readRemoteFloor(ctx context.Context, g uint64, rc readCall, floor int64) (backend.ReadResult, int64, error) {
 	var res backend.ReadResult
 	var offset int64
+	behind := false
 	err := n.askReplica(ctx, g, rc.Topic, groupCall{Kind: callRead, Read: &rc}, func(ans groupAnswer) error {
+		if err := answerErr(ans); err != nil {
+			var oor *backend.OutOfRangeError
+			if errors.As(err, &oor) && oor.End < floor {
+				behind = true
+				return fmt.Errorf("%w: its partition ends at %d, below %d", errNextReplica, oor.End, floor)
+			}
+			return err
+		}
 		if ans.Read == nil {
-			return errors.New("a read answer without its batches")
+			return fmt.Errorf("%w: a read answer without its batches", errNextReplica)
+		}
+		if ans.Read.End < floor {
+			behind = true
+			return fmt.Errorf("%w: its partition ends at %d, below %d", errNextReplica, ans.Read.End, floor)
 		}
 		changed := make(chan struct{})
 		time.AfterFunc(remotePoll, func() { close(changed) })
@@ -221,14 +236,23 @@ func (n *Node) readRemoteCall(ctx context.Context, g uint64, rc readCall) (backe
 		offset = ans.Read.Offset
 		return nil
 	})
+	if err != nil && behind && errors.Is(err, errNextReplica) {
+		addr, _ := n.LeaderAPIAddress()
+		err = &backend.BehindError{What: fmt.Sprintf("%s-%d up to %d, which this node answered before (no replica it reached has applied it yet)", rc.Topic, rc.Partition, floor), LeaderAddress: addr}
+	}
 	return res, offset, err
 }
 
+// errNextReplica, wrapped in an error askReplica's accept returns, passes
+// the call to the next replica.
+var errNextReplica = errors.New("ask the next replica")
+
 // askReplica sends call to the replicas of group g other than this node,
-// in turn, until one answers it: accept takes the answer (an error from
-// it passes to the next replica). A replica that answers with an error
-// other than holding no replica ends the call with it. topic names what
-// is read, for the error when no replica answers.
+// in turn, until one answers it: accept takes each answer (its error
+// too, except one saying the node holds no replica, which passes to the
+// next replica); an error from accept that wraps errNextReplica passes to
+// the next replica, any other ends the call. topic names what is read,
+// for the error when no replica answers.
 func (n *Node) askReplica(ctx context.Context, g uint64, topic string, call groupCall, accept func(groupAnswer) error) error {
 	var replicas []string
 	for _, dg := range n.fsm.DataGroups().Groups {
@@ -246,21 +270,29 @@ func (n *Node) askReplica(ctx context.Context, g uint64, topic string, call grou
 		case err != nil:
 			last = fmt.Errorf("%w: data group %d at %s: %v", backend.ErrPartitionElsewhere, g, id, err)
 			continue
-		case ans.Err != nil:
-			err := ans.Err.decode()
-			if errors.Is(err, backend.ErrNotLeader) { // holds no replica (any more)
-				last = err
+		case ans.Err != nil && errors.Is(ans.Err.decode(), backend.ErrNotLeader): // holds no replica (any more)
+			last = ans.Err.decode()
+			continue
+		}
+		if err := accept(ans); err != nil {
+			if errors.Is(err, errNextReplica) {
+				last = fmt.Errorf("data group %d at %s: %w", g, id, err)
 				continue
 			}
 			return err
 		}
-		if err := accept(ans); err != nil {
-			last = fmt.Errorf("data group %d at %s: %w", g, id, err)
-			continue
-		}
 		return nil
 	}
 	return last
+}
+
+// answerErr is accept's error for an answer with an error: the error
+// itself, which ends the call.
+func answerErr(ans groupAnswer) error {
+	if ans.Err != nil {
+		return ans.Err.decode()
+	}
+	return nil
 }
 
 // readYourWritesWait bounds how long a node waits for its replica of a

@@ -13,9 +13,10 @@ import (
 // The leader's jobs live in packages of their own (replication/cleaner,
 // replication/redrive), each seeing the node through the narrow
 // interfaces it declares. jobNode implements them over the Node, with a
-// produce path of its own, so the Node never builds the front ends'
-// Backend; the Node starts the jobs' loops with itself and Close ends
-// them.
+// produce path of its own; its reads, bounds and a redrive's ends go the
+// front ends' way (a Backend over the same Node), so a topic placed over
+// data groups is read from its groups. The Node starts the jobs' loops
+// with itself and Close ends them.
 
 // jobNode is the node as its leader jobs see it.
 type jobNode struct {
@@ -38,7 +39,12 @@ func (j *jobNode) Leads() bool { return j.n.IsLeader() && j.n.Ready() }
 
 // Read is Backend.Read.
 func (j *jobNode) Read(topic string, partition int32, offset int64, maxBytes int) (backend.ReadResult, error) {
-	return readBatches(j.n.fsm, topic, partition, offset, maxBytes)
+	return NewBackend(j.n).Read(topic, partition, offset, maxBytes)
+}
+
+// Offsets is Backend.OffsetsLeader.
+func (j *jobNode) Offsets(ctx context.Context, topic string, partition int32) (backend.Offsets, error) {
+	return NewBackend(j.n).OffsetsLeader(ctx, topic, partition)
 }
 
 // Produce is Backend.Produce.
@@ -54,6 +60,15 @@ func (j *jobNode) Propose(ctx context.Context, cmd []byte) error {
 
 // ProposeRedrive proposes a redrive command stamped with the node's clock.
 func (j *jobNode) ProposeRedrive(ctx context.Context, c fsm.Redrive) (fsm.RedriveJob, error) {
+	if c.Op == fsm.RedriveAdvance && len(c.Offsets) > 0 {
+		// Dead-letter partitions of a data group: the advance carries
+		// their ends (group_ends.go).
+		ends, err := NewBackend(j.n).placedEnds(ctx, c.Offsets)
+		if err != nil {
+			return fsm.RedriveJob{}, err
+		}
+		c.Ends = ends
+	}
 	data, err := fsm.EncodeRedrive(j.n.cfg.Now().UnixNano(), c)
 	if err != nil {
 		return fsm.RedriveJob{}, err

@@ -328,6 +328,9 @@ type Node struct {
 	// queueTurn turns the data group a claim on a placed topic asks
 	// first (queue_route.go).
 	queueTurn atomic.Uint64
+	// floors keep reads of placed partitions from going back
+	// (read_floor.go).
+	floors readFloors
 	// secretMu orders writes of the cluster secret (secret.go), which the
 	// Raft port holds.
 	secretMu sync.Mutex

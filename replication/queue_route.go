@@ -179,8 +179,11 @@ func (b *Backend) readQueueIn(ctx context.Context, g uint64, c queueReadCall) (q
 	}
 	var out queueReadAnswer
 	err := b.askReplica(ctx, g, c.Topic, groupCall{Kind: callQueueRead, QueueRead: &c}, func(a groupAnswer) error {
+		if err := answerErr(a); err != nil {
+			return err
+		}
 		if len(a.Result) == 0 {
-			return fmt.Errorf("data group %d: a queue read answer without its result", g)
+			return fmt.Errorf("%w: a queue read answer without its result", errNextReplica)
 		}
 		return json.Unmarshal(a.Result, &out)
 	})

@@ -203,6 +203,40 @@ func TestDataGroupsQueues(t *testing.T) {
 		t.Fatal("the long poll did not wake for a record produced while it waited")
 	}
 
+	// A redrive moves the five dead letters back to their origin
+	// partitions: it reads the dead-letter topic across the groups and
+	// commits its position there with each partition's end.
+	job, err := b.StartRedrive(ctx, backend.RedriveSpec{DeadLetterTopic: "jobs.w.dlq"})
+	if err != nil {
+		t.Fatalf("a redrive of a placed dead-letter topic: %v", err)
+	}
+	waitFor(ctx, t, "the redrive ends", func() bool {
+		j, err := b.RedriveJob(job.ID)
+		return err == nil && j.Ended()
+	}, describe)
+	if j, _ := b.RedriveJob(job.ID); j.State != backend.RedriveDone || j.Progress.Redriven != 5 {
+		t.Fatalf("redrive %+v, want done with 5 redriven", j)
+	}
+	for p, pos := range b.RedrivePosition(job) {
+		if o, _ := b.Offsets("jobs.w.dlq", int32(p)); pos != o.End {
+			t.Errorf("the redrive's position in dead-letter partition %d: %d, want its end %d", p, pos, o.End)
+		}
+	}
+	redriven := 0
+	for range 20 {
+		res, err := b.QueueClaimWait(ctx, backend.QueueClaim{Topic: "jobs", Group: "w", Max: 100, Lease: time.Minute, Worker: "w2"}, time.Second, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		redriven += len(res.Records)
+		if redriven >= 5 {
+			break
+		}
+	}
+	if redriven != 5 {
+		t.Fatalf("claimed %d redriven records, want 5", redriven)
+	}
+
 	// Deletion is refused while records are in flight, then reaches
 	// every copy.
 	if err := b.DeleteQueueGroup(ctx, "jobs", "w"); !errors.Is(err, queue.ErrGroupBusy) {
@@ -211,8 +245,8 @@ func TestDataGroupsQueues(t *testing.T) {
 	if err := b.SetQueueStarts(ctx, "jobs", "w", []queue.PartitionStart{{Partition: 0, Offset: 10}}); !errors.Is(err, queue.ErrGroupBusy) {
 		t.Fatalf("set starts with records in flight: %v, want ErrGroupBusy", err)
 	}
-	if rel, err := b.ReleaseQueueWorker(ctx, "jobs", "w", "w2", "test"); err != nil || rel.Released != 16 {
-		t.Fatalf("release of w2: %+v, %v; want 16 released", rel, err)
+	if rel, err := b.ReleaseQueueWorker(ctx, "jobs", "w", "w2", "test"); err != nil || rel.Released != 21 {
+		t.Fatalf("release of w2: %+v, %v; want 21 released", rel, err)
 	}
 	if inFlight, _, err = b.QueueInFlight("jobs", "w", l.Now().UnixNano(), 0); err != nil || len(inFlight) != 0 {
 		t.Fatalf("in flight after the releases: %d, %v", len(inFlight), err)

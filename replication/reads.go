@@ -23,23 +23,32 @@ import (
 func (b *Backend) Read(topic string, partition int32, offset int64, maxBytes int) (backend.ReadResult, error) {
 	f, err := b.partitionFSM(topic, partition)
 	var pe *fsm.PartitionElsewhereError
-	if errors.As(err, &pe) && b.stores.port != nil {
-		// A partition of a data group this node holds no replica of: a
-		// replica of the group reads it.
-		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.ApplyTimeout)
-		defer cancel()
-		res, err := b.readRemote(ctx, pe.Group, topic, partition, offset, maxBytes)
-		if err != nil && errors.Is(err, backend.ErrUnknownTopic) {
-			// The replica asked has not adopted it yet.
-			return b.notAdopted(topic, partition, offset)
-		}
-		return res, err
+	elsewhere := errors.As(err, &pe)
+	if err != nil && !elsewhere {
+		return backend.ReadResult{}, err
 	}
+	if f == b.fsm {
+		return readBatches(f, topic, partition, offset, maxBytes)
+	}
+	// A partition of a data group: from this node's replica when it
+	// caught up, else from a replica of the group, never older than a
+	// read through this node answered before (read_floor.go).
+	t, err := b.fsm.Topic(topic)
 	if err != nil {
 		return backend.ReadResult{}, err
 	}
-	res, err := readBatches(f, topic, partition, offset, maxBytes)
-	if err != nil && f != b.fsm && errors.Is(err, backend.ErrUnknownTopic) {
+	g := t.PartitionGroup(partition)
+	var local func() (backend.ReadResult, error)
+	if !elsewhere {
+		local = func() (backend.ReadResult, error) { return readBatches(f, topic, partition, offset, maxBytes) }
+	}
+	remote := func(ctx context.Context, floor int64) (backend.ReadResult, error) {
+		return b.readRemoteFrom(ctx, g, readCall{Topic: topic, Partition: partition, Offset: offset, MaxBytes: maxBytes}, floor)
+	}
+	res, err := b.readPlaced(topic, partition, t.CreateIndex, g, local, remote)
+	if err != nil && errors.Is(err, backend.ErrUnknownTopic) {
+		// This node's replica, or the replica asked, has not adopted it
+		// yet.
 		return b.notAdopted(topic, partition, offset)
 	}
 	return res, err

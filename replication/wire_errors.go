@@ -22,6 +22,8 @@ type wireError struct {
 	// Overloaded and Elsewhere are the typed errors' fields.
 	Overloaded *backend.OverloadedError     `json:"overloaded,omitempty"`
 	Elsewhere  *fsm.PartitionElsewhereError `json:"elsewhere,omitempty"`
+	OutOfRange *backend.OutOfRangeError     `json:"out_of_range,omitempty"`
+	Behind     *backend.BehindError         `json:"behind,omitempty"`
 }
 
 // wireSentinels are the errors a call's answer names, by code. The code
@@ -63,11 +65,17 @@ func encodeWireError(err error) *wireError {
 	w := &wireError{Msg: err.Error()}
 	var over *backend.OverloadedError
 	var else_ *fsm.PartitionElsewhereError
+	var oor *backend.OutOfRangeError
+	var behind *backend.BehindError
 	switch {
 	case errors.As(err, &over):
 		w.Overloaded = over
 	case errors.As(err, &else_):
 		w.Elsewhere = else_
+	case errors.As(err, &oor):
+		w.OutOfRange = oor
+	case errors.As(err, &behind):
+		w.Behind = behind
 	}
 	for _, s := range wireSentinels {
 		if errors.Is(err, s.err) {
@@ -85,6 +93,10 @@ func (w *wireError) decode() error {
 		return w.Overloaded
 	case w.Elsewhere != nil:
 		return w.Elsewhere
+	case w.OutOfRange != nil:
+		return w.OutOfRange
+	case w.Behind != nil:
+		return w.Behind
 	}
 	for _, s := range wireSentinels {
 		if s.code == w.Code {

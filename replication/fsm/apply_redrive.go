@@ -29,6 +29,11 @@ const (
 // was asked, so it must not be proposed before every member reads it.
 const redriveRecordsVersion = 2
 
+// redriveEndsVersion is the redrive payload version of an advance that
+// carries the ends of dead-letter partitions another data group hosts
+// (Redrive.Ends, PartitionEnd), at PlacedGroupsLevel.
+const redriveEndsVersion = 3
+
 // EncodeRedrive encodes a redrive command stamped with now: in payload
 // version 1, or redriveRecordsVersion for a start that names records.
 func EncodeRedrive(now int64, c Redrive) ([]byte, error) {
@@ -36,7 +41,9 @@ func EncodeRedrive(now int64, c Redrive) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.Spec != nil && len(c.Spec.Records) > 0 {
+	if len(c.Ends) > 0 {
+		data[1] = redriveEndsVersion
+	} else if c.Spec != nil && len(c.Spec.Records) > 0 {
 		data[1] = redriveRecordsVersion
 	}
 	return data, nil
@@ -51,6 +58,9 @@ func decodeRedrive(p []byte, version byte, _ *keyScratch) (Redrive, error) {
 	if version < redriveRecordsVersion && c.Spec != nil && len(c.Spec.Records) > 0 {
 		return c, fmt.Errorf("%w: redrive version %d naming records", backend.ErrBadCommand, version)
 	}
+	if version < redriveEndsVersion && len(c.Ends) > 0 {
+		return c, fmt.Errorf("%w: redrive version %d with ends", backend.ErrBadCommand, version)
+	}
 	return c, nil
 }
 
@@ -64,6 +74,9 @@ type Redrive struct {
 	// offset of each partition it advanced.
 	Offsets []group.OffsetCommit `json:"offsets,omitempty"`
 	Error   string               `json:"error,omitempty"`
+	// Ends bounds Offsets of dead-letter partitions another data group
+	// hosts (PartitionEnd).
+	Ends []PartitionEnd `json:"ends,omitempty"`
 }
 
 // applyRedrive applies one operation on a job; the result is the job
@@ -114,8 +127,11 @@ func (f *FSM) applyRedrive(index uint64, now int64, c Redrive) any {
 			}
 		}
 		if len(c.Offsets) > 0 {
+			if err := f.checkHostedOffsets(c.Ends, offsetPartitions(c.Offsets)...); err != nil && len(c.Ends) > 0 {
+				return err
+			}
 			res := f.mutateGroup(RedriveGroup(j.ID), true, func(g *group.ConsumerGroup) (any, error) {
-				return nil, g.SetOffsets(now, group.NoFence, c.Offsets, fsmTopics{f: f})
+				return nil, g.SetOffsets(now, group.NoFence, c.Offsets, fsmTopics{f, c.Ends})
 			})
 			if err, ok := res.(error); ok {
 				return err

@@ -191,8 +191,9 @@ const (
 	// PlacedGroupsLevel adds consumer groups over topics placed on data
 	// groups: group-commit, group-reset-offsets, group-auto-reset and
 	// group-set-offsets carry the ends of partitions another data group
-	// hosts (payload version groupEndsVersion, PartitionEnd), which a
-	// build below it would refuse as hosted elsewhere.
+	// hosts (payload version groupEndsVersion, PartitionEnd), and so does
+	// a redrive's advance (redriveEndsVersion), which a build below it
+	// would refuse as hosted elsewhere or above the end.
 	PlacedGroupsLevel FeatureLevel = 16
 	// Level is the highest feature level this build understands.
 	Level FeatureLevel = PlacedGroupsLevel
@@ -305,6 +306,7 @@ var commands = [...]command{
 	CmdRedrive: row("redrive", RedriveLevel, []payloadVersion{
 		{version: commandVersion, level: RedriveLevel},
 		{version: redriveRecordsVersion, level: RedriveSelectLevel}, // a start naming its records
+		{version: redriveEndsVersion, level: PlacedGroupsLevel},     // an advance with ends of partitions hosted elsewhere
 	}, decodeRedrive, (*FSM).applyRedrive),
 }
 

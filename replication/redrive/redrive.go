@@ -51,8 +51,12 @@ func (r *Runner) Start(ctx context.Context, s fsm.RedriveSpec) (fsm.RedriveJob, 
 		s.Records = fsm.SortRedriveRecords(s.Records)
 	}
 	s.Ends = make([]int64, len(t.Partitions))
-	for i, p := range t.Partitions {
-		s.Ends[i] = p.Log().EndOffset()
+	for i := range t.Partitions {
+		o, err := r.node.Offsets(ctx, s.DeadLetterTopic, int32(i))
+		if err != nil {
+			return fsm.RedriveJob{}, fmt.Errorf("redrive: the end of %s-%d: %w", s.DeadLetterTopic, i, err)
+		}
+		s.Ends[i] = o.End
 	}
 	if err := r.state.ValidateRedriveSpec(s); err != nil {
 		return fsm.RedriveJob{}, err

@@ -121,6 +121,10 @@ func (n *node) Read(topic string, partition int32, offset int64, maxBytes int) (
 	return backend.ReadResult{EndOffset: 10}, nil
 }
 
+func (n *node) Offsets(ctx context.Context, topic string, partition int32) (backend.Offsets, error) {
+	return backend.Offsets{End: 10}, nil
+}
+
 func (n *node) Produce(ctx context.Context, req backend.ProduceRequest) (backend.ProduceResult, error) {
 	return backend.ProduceResult{}, errors.New("nothing to produce")
 }

@@ -21,6 +21,9 @@ type Node interface {
 	// an offset outside the log is a *backend.OutOfRangeError with the
 	// log's bounds. The batches are the caller's.
 	Read(topic string, partition int32, offset int64, maxBytes int) (backend.ReadResult, error)
+	// Offsets returns a partition's bounds as its leader holds them (a
+	// partition of a data group from the group's leader).
+	Offsets(ctx context.Context, topic string, partition int32) (backend.Offsets, error)
 	// Produce appends records in one Raft entry, as backend.RecordAPI's
 	// Produce: a record whose idempotency key and payload are in the
 	// topic's window is answered as a duplicate and not written again;

@@ -1,0 +1,128 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/logd-dev/logd/backend"
+)
+
+// Reads through one node never go back (docs/architecture.md, "Read
+// guarantees"). With one group that holds because a node reads its own
+// replica, whose applied state only grows. A partition of a data group
+// is read from this node's replica of the group once it caught up, or
+// else from any replica of the group: two of those can stand at different
+// points, and so can this node's replica and a replica it read from a
+// moment before. readFloors keeps, per partition of a placed topic, the
+// highest end a read through this node answered; a read that would answer
+// below it waits a little for this node's replica, asks another replica,
+// and otherwise fails with *backend.BehindError (the client tries again,
+// or at the leader), never answering older than before.
+
+// floorWait bounds how long a read waits for this node's replica to
+// reach the floor before it asks the other replicas.
+const floorWait = 500 * time.Millisecond
+
+// readFloors is the highest end answered per placed partition.
+type readFloors struct {
+	mu sync.Mutex
+	m  map[floorKey]floorEnd
+}
+
+type floorKey struct {
+	topic     string
+	partition int32
+}
+
+// floorEnd is a partition's floor, for one incarnation of its topic (a
+// topic deleted and created again starts from 0).
+type floorEnd struct {
+	incarnation uint64
+	end         int64
+}
+
+// get returns the floor of a partition of the topic's incarnation.
+func (f *readFloors) get(topic string, p int32, incarnation uint64) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e, ok := f.m[floorKey{topic, p}]; ok && e.incarnation == incarnation {
+		return e.end
+	}
+	return 0
+}
+
+// raise records that a read answered end.
+func (f *readFloors) raise(topic string, p int32, incarnation uint64, end int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m == nil {
+		f.m = map[floorKey]floorEnd{}
+	}
+	k := floorKey{topic, p}
+	if e, ok := f.m[k]; !ok || e.incarnation != incarnation || e.end < end {
+		f.m[k] = floorEnd{incarnation: incarnation, end: end}
+	}
+}
+
+// readPlaced is Backend.Read of a partition of a placed topic (a topic
+// whose CreateIndex is incarnation) that never answers below the floor:
+// local reads this node's replica (nil when it holds none that caught
+// up), remote any replica of group g that answers at or above the floor.
+func (b *Backend) readPlaced(topic string, p int32, incarnation uint64, g uint64, local func() (backend.ReadResult, error), remote func(ctx context.Context, floor int64) (backend.ReadResult, error)) (backend.ReadResult, error) {
+	floor := b.floors.get(topic, p, incarnation)
+	if local != nil {
+		deadline := time.Now().Add(floorWait)
+		for {
+			res, err := local()
+			end, known := answeredEnd(res, err)
+			if !known || end >= floor {
+				if known {
+					b.floors.raise(topic, p, incarnation, end)
+				}
+				return res, err
+			}
+			if !time.Now().Before(deadline) {
+				break
+			}
+			t := time.NewTimer(min(time.Until(deadline), remotePoll))
+			select {
+			case <-res.Changed:
+			case <-t.C:
+			}
+			t.Stop()
+		}
+	}
+	if remote == nil || b.stores.port == nil {
+		return backend.ReadResult{}, b.behindFloor(topic, p, floor)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.ApplyTimeout)
+	defer cancel()
+	res, err := remote(ctx, floor)
+	if end, known := answeredEnd(res, err); known {
+		b.floors.raise(topic, p, incarnation, end)
+	}
+	return res, err
+}
+
+// answeredEnd is the end of the partition a read's answer shows: its
+// result's, or an out-of-range error's; false for any other error.
+func answeredEnd(res backend.ReadResult, err error) (int64, bool) {
+	var oor *backend.OutOfRangeError
+	switch {
+	case err == nil:
+		return res.EndOffset, true
+	case errors.As(err, &oor):
+		return oor.End, true
+	}
+	return 0, false
+}
+
+// behindFloor is the error of a read no replica could answer at or above
+// the floor.
+func (b *Backend) behindFloor(topic string, p int32, floor int64) error {
+	addr, _ := b.LeaderAPIAddress()
+	return &backend.BehindError{What: fmt.Sprintf("%s-%d up to %d, which this node answered before (no replica it reads has applied it yet)", topic, p, floor), LeaderAddress: addr}
+}
