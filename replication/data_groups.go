@@ -183,6 +183,9 @@ func (d *dataGroups) step() {
 	}
 	tab := n.fsm.DataGroups()
 	self := n.cfg.NodeID
+	if n.IsLeader() {
+		d.healUnlisted(tab)
+	}
 	for _, g := range tab.Groups {
 		if !slices.Contains(g.Replicas, self) {
 			continue
@@ -199,6 +202,60 @@ func (d *dataGroups) step() {
 			d.adopt(dg)
 		}
 	}
+}
+
+// healUnlisted hands each group whose leader the table no longer lists (a
+// node removed from the cluster, which may no longer learn the table from
+// the meta group) the table's entry for the group, through this node's
+// replica of it: that leader hands its leadership to a listed voter
+// (handOver), which converges the group on the table and so removes it.
+func (d *dataGroups) healUnlisted(tab fsm.DataGroupTable) {
+	n := d.n
+	for _, g := range tab.Groups {
+		dg := n.dataGroup(g.ID)
+		if dg == nil {
+			continue
+		}
+		// The leader's address from the group's configuration: the meta
+		// group's no longer lists a removed node.
+		addr, leader := dg.raft.LeaderWithID()
+		if leader == "" || slices.Contains(g.Replicas, string(leader)) {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
+		g := g
+		ans, err := n.callGroupAt(ctx, addr, string(leader), g.ID, groupCall{Kind: callConverge, Converge: &g})
+		cancel()
+		if err == nil && ans.Err != nil {
+			err = ans.Err.decode()
+		}
+		if err != nil {
+			n.cfg.Logger.Warn("hand a data group's placement to its unlisted leader", "group", g.ID, "leader", leader, "err", err)
+		}
+	}
+}
+
+// handOver hands the leadership of dg, which this node leads though g (the
+// table's entry, from the meta leader) does not list it, to a voter g
+// lists, the preferred one first; the addresses are the group's own.
+func (d *dataGroups) handOver(dg *dataGroup, g fsm.DataGroup) error {
+	cf := dg.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return err
+	}
+	for _, id := range g.Replicas {
+		for _, s := range cf.Configuration().Servers {
+			if string(s.ID) != id || s.Suffrage != raft.Voter || id == d.n.cfg.NodeID {
+				continue
+			}
+			if err := dg.raft.LeadershipTransferToServer(s.ID, s.Address).Error(); err != nil {
+				return fmt.Errorf("hand data group %d to %s: %w", g.ID, id, err)
+			}
+			d.n.cfg.Logger.Info("handed an unlisted replica's leadership to a listed voter", "group", g.ID, "node", id)
+			return nil
+		}
+	}
+	return fmt.Errorf("data group %d: no voter the table lists to hand the leadership to", g.ID)
 }
 
 // place proposes the table with every member placed (see above), when the
@@ -246,13 +303,24 @@ func plan(tab fsm.DataGroupTable, servers []raft.Server, perNode, rf int) (fsm.D
 	}
 	nodes := slices.Clone(tab.Nodes)
 	changed := false
-	// A placed node that left the configuration still holds replicas in
-	// the table; placing more over it would put replicas on a node that
-	// is gone. Until replicas move (balance and heal), nothing is placed.
-	for _, id := range nodes {
-		if !slices.ContainsFunc(servers, func(s raft.Server) bool { return string(s.ID) == id }) {
-			return fsm.DataGroupsSet{}, false, fmt.Errorf("placed node %s is no longer a member: new nodes get no data groups until its replicas move", id)
+	// A placed node that left the configuration (removed by an operator,
+	// or by the membership changes of a join) gives its replicas to the
+	// nodes that remain: each group that held it gets another node in its
+	// place, which the group's leader adds, lets catch up and promotes
+	// before it removes the one that left (converge).
+	for _, id := range tab.Nodes {
+		if slices.ContainsFunc(servers, func(s raft.Server) bool { return string(s.ID) == id }) {
+			continue
 		}
+		nodes = slices.DeleteFunc(nodes, func(n string) bool { return n == id })
+		if len(nodes) == 0 {
+			return fsm.DataGroupsSet{}, false, fmt.Errorf("every placed node left; %s last", id)
+		}
+		var err error
+		if p, err = placement.Remove(p, nodes, id, rf); err != nil {
+			return fsm.DataGroupsSet{}, false, fmt.Errorf("move the replicas of node %s, which left: %w", id, err)
+		}
+		changed = true
 	}
 	for _, s := range servers {
 		id := string(s.ID)

@@ -192,9 +192,22 @@ func TestDataGroupsPlan(t *testing.T) {
 	if err != nil || changed || again.Base != 7 {
 		t.Errorf("plan of a placed table: changed %v, base %d, %v", changed, again.Base, err)
 	}
-	// With a placed node gone from the configuration, nothing is placed.
-	if _, changed, err := plan(tab, []raft.Server{srv("a", raft.Voter), srv("c", raft.Voter)}, 2, 3); err == nil || changed {
-		t.Errorf("plan without placed node b: changed %v, %v; want a refusal", changed, err)
+	// With placed node b gone from the configuration and c a voter: b's
+	// replicas go to c (which also joins and adds its groups), the
+	// groups b led get a as preferred leader, and b is no longer placed.
+	healed, changed, err := plan(tab, []raft.Server{srv("a", raft.Voter), srv("c", raft.Voter)}, 2, 3)
+	if err != nil || !changed || !slices.Equal(healed.Nodes, []string{"a", "c"}) || len(healed.Groups) != 6 {
+		t.Fatalf("plan without placed node b: %+v, changed %v, %v", healed, changed, err)
+	}
+	for _, g := range healed.Groups {
+		if slices.Contains(g.Replicas, "b") || len(g.Replicas) != 2 {
+			t.Errorf("group %d after b left: replicas %v, want two, without b", g.ID, g.Replicas)
+		}
+	}
+	for _, i := range []int{0, 3} { // the groups b led
+		if healed.Groups[i].Replicas[0] == "b" || !slices.Contains(healed.Groups[i].Replicas, "a") {
+			t.Errorf("group %d b led: %v", healed.Groups[i].ID, healed.Groups[i].Replicas)
+		}
 	}
 	// c becomes a voter: it joins every group (below the factor of 3)
 	// without changing their bootstrap replicas, and its own two groups
@@ -625,5 +638,69 @@ func TestDataGroupLosesQuorumAlone(t *testing.T) {
 	// The meta group has its majority: a topic can still be created.
 	if _, err := b.CreateTopic(ctx, backend.CreateTopic{Name: "meta-still", Partitions: 1}); err != nil {
 		t.Errorf("the meta group refused a topic without one node: %v", err)
+	}
+}
+
+// TestDataGroupsHealOnRemove: with a replication factor of 2 over three
+// nodes, removing n3 from the cluster moves its replicas to the nodes
+// that remain: each group it held gains the other node (added, caught up,
+// promoted) and then loses n3, and every record written before is read
+// back from both remaining nodes' own replicas.
+func TestDataGroupsHealOnRemove(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, nodes, describe := dataGroupCluster(ctx, t, func(cfg *Config) { cfg.DataGroupsPerNode, cfg.ReplicationFactor = 1, 2 })
+	l := nodes[0]
+	waitGroupsOfTwo(ctx, t, nodes, describe)
+	b := NewBackend(l)
+	if _, err := b.CreateTopic(ctx, backend.CreateTopic{Name: "kept", Partitions: 6}); err != nil {
+		t.Fatal(err)
+	}
+	var recs []backend.ProduceRecord
+	for i := range 60 {
+		recs = append(recs, backend.ProduceRecord{Partition: int32(i % 6), HasPartition: true, Value: fmt.Appendf(nil, "v%d", i)})
+	}
+	if _, err := b.Produce(ctx, backend.ProduceRequest{Topic: "kept", Records: recs}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RemoveNode(ctx, "n3"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "n3's replicas moved to n1 and n2", func() bool {
+		tab := l.FSM().DataGroups()
+		if slices.Contains(tab.Nodes, "n3") {
+			return false
+		}
+		for _, g := range tab.Groups {
+			if slices.Contains(g.Replicas, "n3") {
+				return false
+			}
+		}
+		voters, leaders := dataGroupsView(nodes[:2])
+		if len(leaders) != 3 {
+			return false
+		}
+		for _, vs := range voters {
+			if !slices.Equal(vs, []string{"n1", "n2"}) {
+				return false
+			}
+		}
+		return true
+	}, describe)
+	c.close(nodes[2])
+	c.mu.Lock()
+	c.closed[nodes[2]] = true
+	c.mu.Unlock()
+	for _, n := range nodes[:2] {
+		for p := range int32(6) {
+			waitFor(ctx, t, fmt.Sprintf("%s's own replica holds kept-%d", n.NodeID(), p), func() bool {
+				f, err := n.partitionFSM("kept", p)
+				if err != nil || f == n.fsm {
+					return false
+				}
+				part, err := f.Partition("kept", p)
+				return err == nil && part.Log().EndOffset() == 10
+			}, describe)
+		}
 	}
 }

@@ -586,6 +586,10 @@ const (
 	callProduce = "produce"
 	callAppend  = "append"
 	callRead    = "read"
+	// callConverge hands a group's leader the table's entry for the
+	// group; a leader it does not list hands its leadership to a voter it
+	// lists (data_groups.go, healUnlisted).
+	callConverge = "converge"
 )
 
 // groupCall is a call's request.
@@ -602,6 +606,8 @@ type groupCall struct {
 	// a queue group's copy (callQueueRead).
 	Queue     []byte         `json:"queue,omitempty"`
 	QueueRead *queueReadCall `json:"queue_read,omitempty"`
+	// Converge is the table's entry for the group (callConverge).
+	Converge *fsm.DataGroup `json:"converge,omitempty"`
 }
 
 // readCall asks a replica of a group for a partition's stored batches
@@ -789,6 +795,11 @@ func (n *Node) callGroup(ctx context.Context, id string, g uint64, call groupCal
 	if err != nil {
 		return groupAnswer{}, err
 	}
+	return n.callGroupAt(ctx, addr, id, g, call)
+}
+
+// callGroupAt is callGroup to node id at the Raft address addr.
+func (n *Node) callGroupAt(ctx context.Context, addr raft.ServerAddress, id string, g uint64, call groupCall) (groupAnswer, error) {
 	call.MetaIndex = n.fsm.AppliedIndex()
 	req, err := json.Marshal(call)
 	if err != nil {
@@ -815,11 +826,27 @@ func (n *Node) answerCall(ctx context.Context, _ string, g uint64, req []byte) (
 		return nil, fmt.Errorf("%w: call: %v", backend.ErrInvalidArgument, err)
 	}
 	var ans groupAnswer
+	dg := n.dataGroup(g)
+	if call.Kind == callConverge {
+		// From the meta leader to a leader of g the table no longer
+		// lists, whose meta state may have stopped where it was removed:
+		// no meta index to wait for.
+		switch {
+		case dg == nil || call.Converge == nil || dg.raft.State() != raft.Leader:
+			ans.Err = encodeWireError(fmt.Errorf("%w: data group %d", backend.ErrNotLeader, g))
+		case slices.Contains(call.Converge.Replicas, n.cfg.NodeID):
+			// Listed after all: this node's own runner converges.
+		default:
+			if err := n.data.handOver(dg, *call.Converge); err != nil {
+				ans.Err = encodeWireError(err)
+			}
+		}
+		return json.Marshal(ans)
+	}
 	if err := NewBackend(n).AwaitApplied(ctx, call.MetaIndex, groupCallWait); err != nil {
 		ans.Err = encodeWireError(err)
 		return json.Marshal(ans)
 	}
-	dg := n.dataGroup(g)
 	switch {
 	case dg != nil && call.Kind == callRead && call.Read != nil && call.Read.Leader && !dg.confirmLeader():
 		_, id := dg.raft.LeaderWithID()

@@ -2,9 +2,9 @@
 // what it is given: which nodes hold each group's replicas, which of them
 // is the group's preferred leader, and which group a new topic's
 // partitions go to. It keeps no state and reads no clock; the meta group
-// that will hold the placement applies its answers, and the balance of
-// replicas under change (moving replicas between nodes) is not its
-// business yet.
+// that will hold the placement applies its answers. It replaces a node
+// that left; moving replicas onto a new node to balance the load is not
+// its business yet.
 //
 // The rules:
 //
@@ -20,6 +20,9 @@
 //     replication factor, and then the preferred leader of groups it holds
 //     until it leads its share (⌈G/N⌉ at most), taking them from the nodes
 //     that lead the most.
+//   - A node that leaves (Remove) is replaced in each group that held it
+//     by the node outside the group that holds the fewest replicas, so a
+//     group returns to its replication factor while enough nodes remain.
 //   - A topic's partitions go round robin over the groups from an offset
 //     its creation index gives (Partitions), so one hot topic spreads
 //     over every group's leader and topics do not all start at group 0.
@@ -241,6 +244,50 @@ func Join(p Plan, nodes []string, node string, rf int) (Plan, error) {
 		l.preferred[node]++
 		at := slices.Index(g.Replicas, node)
 		g.Replicas[0], g.Replicas[at] = g.Replicas[at], g.Replicas[0]
+	}
+	return out, nil
+}
+
+// Remove returns p once node gone has left nodes (which no longer list
+// it): in every group that holds gone, the node of nodes outside the
+// group that holds the fewest replicas (then leads the fewest, then the
+// lowest id) takes its place. A group whose preferred leader gone was
+// gets as preferred leader the replica that leads the fewest groups
+// (then holds the fewest, then the lowest id). A group with no node left
+// to take the place keeps its other replicas.
+func Remove(p Plan, nodes []string, gone string, rf int) (Plan, error) {
+	if slices.Contains(nodes, gone) {
+		return nil, fmt.Errorf("%w: the leaving node %q is still among the nodes", ErrInvalid, gone)
+	}
+	if err := Check(p, append(slices.Clone(nodes), gone), rf); err != nil {
+		return nil, err
+	}
+	if err := checkArgs(nodes, rf); err != nil {
+		return nil, err
+	}
+	out := p.clone()
+	l := loadOf(out, nodes)
+	for i := range out {
+		g := &out[i]
+		at := slices.Index(g.Replicas, gone)
+		if at < 0 {
+			continue
+		}
+		cands := slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return slices.Contains(g.Replicas, n) })
+		if len(cands) == 0 {
+			g.Replicas = slices.Delete(g.Replicas, at, at+1)
+		} else {
+			sortBy(cands, l.replicas, l.preferred)
+			g.Replicas[at] = cands[0]
+			l.replicas[cands[0]]++
+		}
+		if at == 0 && len(g.Replicas) > 0 {
+			lead := slices.Clone(g.Replicas)
+			sortBy(lead, l.preferred, l.replicas)
+			j := slices.Index(g.Replicas, lead[0])
+			g.Replicas[0], g.Replicas[j] = g.Replicas[j], g.Replicas[0]
+			l.preferred[lead[0]]++
+		}
 	}
 	return out, nil
 }

@@ -185,14 +185,16 @@ func TestPartitionsRoundRobin(t *testing.T) {
 func TestPlacementRefuses(t *testing.T) {
 	p, _ := Grow(nil, nodesN(3), 4, 3)
 	for name, f := range map[string]func() error{
-		"no nodes":              func() error { _, err := Grow(nil, nil, 1, 3); return err },
-		"factor 0":              func() error { _, err := Grow(nil, nodesN(3), 1, 0); return err },
-		"a node twice":          func() error { _, err := Grow(nil, []string{"a", "a"}, 1, 1); return err },
-		"negative groups":       func() error { _, err := Grow(nil, nodesN(3), -1, 3); return err },
-		"a replica not a node":  func() error { _, err := Grow(p, nodesN(2), 1, 3); return err },
-		"joiner not among them": func() error { _, err := Join(p, nodesN(3), "n9", 3); return err },
-		"no groups":             func() error { _, err := Partitions(nil, 1, 1); return err },
-		"negative partitions":   func() error { _, err := Partitions(p, 1, -1); return err },
+		"no nodes":                func() error { _, err := Grow(nil, nil, 1, 3); return err },
+		"factor 0":                func() error { _, err := Grow(nil, nodesN(3), 1, 0); return err },
+		"a node twice":            func() error { _, err := Grow(nil, []string{"a", "a"}, 1, 1); return err },
+		"negative groups":         func() error { _, err := Grow(nil, nodesN(3), -1, 3); return err },
+		"a replica not a node":    func() error { _, err := Grow(p, nodesN(2), 1, 3); return err },
+		"joiner not among them":   func() error { _, err := Join(p, nodesN(3), "n9", 3); return err },
+		"leaver still among them": func() error { _, err := Remove(p, nodesN(3), "n3", 3); return err },
+		"the last node leaves":    func() error { _, err := Remove(Plan{{ID: 1, Replicas: []string{"n1"}}}, nil, "n1", 3); return err },
+		"no groups":               func() error { _, err := Partitions(nil, 1, 1); return err },
+		"negative partitions":     func() error { _, err := Partitions(p, 1, -1); return err },
 		"a group twice": func() error {
 			return Check(Plan{{ID: 1, Replicas: []string{"n1"}}, {ID: 1, Replicas: []string{"n2"}}}, nodesN(3), 3)
 		},
@@ -200,6 +202,58 @@ func TestPlacementRefuses(t *testing.T) {
 	} {
 		if err := f(); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+}
+
+// TestRemoveHeals: when a node leaves, every group that held it gets
+// another node in its place while one is left outside the group (so no
+// group stays below min(rf, N)), no other group changes, a group it led
+// gets one of its replicas as preferred leader, and the replicas and
+// preferred leaderships stay spread (within six and two of each other: the balance of replicas under change is a later move)
+// over the nodes that remain; removing nodes one by one down to one node
+// keeps every plan valid.
+func TestRemoveHeals(t *testing.T) {
+	for _, g := range []int{1, 6, 12, 48} {
+		for _, rf := range []int{1, 3} {
+			nodes := nodesN(6)
+			p, err := Grow(nil, nodes, g, rf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(uint64(g), uint64(rf)))
+			for len(nodes) > 1 {
+				gone := nodes[rng.IntN(len(nodes))]
+				left := slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return n == gone })
+				q, err := Remove(p, left, gone, rf)
+				if err != nil {
+					t.Fatalf("g=%d rf=%d: remove %s: %v", g, rf, gone, err)
+				}
+				if err := Check(q, left, rf); err != nil {
+					t.Fatalf("g=%d rf=%d: after removing %s: %v", g, rf, gone, err)
+				}
+				for i, grp := range q {
+					held := slices.Contains(p[i].Replicas, gone)
+					switch {
+					case grp.ID != p[i].ID:
+						t.Fatalf("group ids changed: %d, was %d", grp.ID, p[i].ID)
+					case !held && !slices.Equal(grp.Replicas, p[i].Replicas):
+						t.Errorf("g=%d rf=%d: group %d did not hold %s and changed from %v to %v", g, rf, grp.ID, gone, p[i].Replicas, grp.Replicas)
+					case len(grp.Replicas) != min(rf, len(left)):
+						t.Errorf("g=%d rf=%d: group %d has %d replicas over %d nodes", g, rf, grp.ID, len(grp.Replicas), len(left))
+					case held && p[i].Preferred() != gone && grp.Preferred() != p[i].Preferred():
+						t.Errorf("g=%d rf=%d: group %d's preferred leader moved from %s though %s left", g, rf, grp.ID, p[i].Preferred(), gone)
+					}
+				}
+				l := loadOf(q, left)
+				if lo, hi := spread(l.replicas, left); hi-lo > 6 {
+					t.Errorf("g=%d rf=%d: after removing %s, replicas per node from %d to %d", g, rf, gone, lo, hi)
+				}
+				if lo, hi := spread(l.preferred, left); hi-lo > 2 {
+					t.Errorf("g=%d rf=%d: after removing %s, preferred leaderships per node from %d to %d", g, rf, gone, lo, hi)
+				}
+				p, nodes = q, left
+			}
 		}
 	}
 }
