@@ -94,6 +94,29 @@ func TestClusterPageShowsTheNode(t *testing.T) {
 	p.waitText("#whoami", "User:ANONYMOUS")
 }
 
+// TestClusterPageShowsPlacement: with data groups, the cluster page shows
+// each group's replicas, preferred and actual leader by member, and how
+// many groups each member leads; without them, no such section.
+func TestClusterPageShowsPlacement(t *testing.T) {
+	node := logdtest.Start(t, logdtest.Options{DataGroupsPerNode: 2})
+	p := newPage(t, node)
+	p.open("/cluster")
+	p.waitText("#cluster-groups", "Data groups")
+	p.waitText(`#cluster-groups tr[data-group="2"]`, "leader, preferred")
+	p.waitText("#cluster-leads", "node-1 2")
+	if n := p.count("#cluster-groups tbody tr"); n != 2 {
+		t.Errorf("%d group rows, want 2", n)
+	}
+
+	plain := logdtest.Start(t, logdtest.Options{})
+	q := newPage(t, plain)
+	q.open("/cluster")
+	q.waitText("#cluster-members", "leader")
+	if n := q.count("#cluster-groups h2"); n != 0 {
+		t.Errorf("a node without data groups shows a data-groups section")
+	}
+}
+
 // TestContentSecurityPolicyBlocksInlineScript checks that the browser
 // enforces the policy: a script element with inline code, as an injected
 // value would make, does not run, and the violation is reported.

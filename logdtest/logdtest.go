@@ -60,6 +60,10 @@ type Options struct {
 	// charts (server.Options.HistoryInterval); default 10 s, shorter for a
 	// test that reads the charts.
 	HistoryInterval time.Duration
+	// DataGroupsPerNode runs that many data groups beside the meta group
+	// (logd's --data-groups-per-node), over which the node's topics are
+	// placed; 0 (the default) runs none.
+	DataGroupsPerNode int
 }
 
 // Server is a real logd node served over HTTP on 127.0.0.1. Its methods
@@ -139,8 +143,9 @@ func (s *Server) start(opts Options) error {
 		Dir:          opts.Dir,
 		Now:          opts.Now,
 		FS:           opts.FS,
-		FeatureLevel: opts.FeatureLevel,
-		APIAdvertise: s.http.Listener.Addr().String(),
+		FeatureLevel:      opts.FeatureLevel,
+		DataGroupsPerNode: opts.DataGroupsPerNode,
+		APIAdvertise:      s.http.Listener.Addr().String(),
 		Fatal:        s.stopped,
 	})
 	if err != nil {

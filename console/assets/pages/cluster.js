@@ -17,7 +17,8 @@ export default {
     const summary = h('div', { class: 'cards', id: 'cluster-summary' });
     const note = h('div', { id: 'cluster-note' });
     const members = h('div', { id: 'cluster-members' });
-    replace(ctx.view, h('h1', null, 'Cluster'), health, summary, note, h('h2', null, 'Members'), members);
+    const groups = h('div', { id: 'cluster-groups' });
+    replace(ctx.view, h('h1', null, 'Cluster'), health, summary, note, h('h2', null, 'Members'), members, groups);
     ctx.every(async () => {
       const s = await call('Status', {}, { signal: ctx.signal });
       document.getElementById('node').textContent = 'node ' + s.nodeId + ' (' + s.state + ')';
@@ -41,6 +42,7 @@ export default {
         { label: 'Last contact', value: m => followers.has(m.id) ? contact(followers.get(m.id)) : '—' },
         { label: 'Level', num: true, value: m => String(m.featureLevel || 0) },
       ], s.members || [], { rowProps: m => ({ dataset: { node: m.id } }) }));
+      replace(groups, placement(s));
     });
   },
 };
@@ -107,4 +109,40 @@ function followerNote(s) {
 
 function card(label, value, sub) {
   return h('div', { class: 'card' }, h('div', { class: 'label' }, label), h('div', { class: 'value' }, value), sub ? h('div', { class: 'sub' }, sub) : null);
+}
+
+// placement shows the data groups (docs/architecture.md, "Data groups"):
+// a grid of groups by members, each cell saying whether the member holds
+// a replica of the group, is its preferred leader (listed first) and
+// leads it, then how many groups each member leads. A leader is known for
+// the groups this node holds a replica of; the others show "—".
+function placement(s) {
+  const gs = s.dataGroups || [];
+  if (gs.length === 0) return null;
+  const nodes = (s.members || []).map(m => m.id);
+  for (const g of gs) for (const r of g.replicas || []) if (!nodes.includes(r)) nodes.push(r);
+  const leads = new Map(nodes.map(n => [n, 0]));
+  let unknown = 0;
+  for (const g of gs) {
+    if (g.leaderId) leads.set(g.leaderId, (leads.get(g.leaderId) || 0) + 1);
+    else unknown++;
+  }
+  const cell = (g, n) => {
+    const replicas = g.replicas || [];
+    if (!replicas.includes(n)) return h('span', { class: 'muted' }, '·');
+    const words = [g.leaderId === n ? 'leader' : 'replica'];
+    if (replicas[0] === n) words.push('preferred');
+    return h('span', { class: g.leaderId === n ? 'ok' : null, dataset: { role: words.join(' ') } }, words.join(', '));
+  };
+  const grid = table([
+    { label: 'Group', num: true, value: g => String(num(g.id)) },
+    ...nodes.map(n => ({ label: n, value: g => cell(g, n) })),
+    { label: 'Leader', value: g => g.leaderId || '—' },
+    { label: 'Voters', num: true, value: g => (g.voters || []).length ? String((g.voters || []).length) + ' of ' + (g.replicas || []).length : '—' },
+    { label: 'Term', num: true, value: g => g.term ? fmtNum(num(g.term)) : '—' },
+  ], gs, { class: 'placement', rowProps: g => ({ dataset: { group: String(num(g.id)) } }) });
+  const perNode = h('p', { id: 'cluster-leads', class: 'note' }, 'Groups led: ',
+    nodes.map(n => n + ' ' + leads.get(n)).join(', '),
+    unknown ? ' (' + unknown + ' with a leader this node does not know: it holds no replica of them)' : '');
+  return [h('h2', null, 'Data groups'), h('p', { class: 'note' }, gs.length + ' data groups hold the partitions of topics placed over them; each is a Raft group of its own.'), grid, perNode];
 }
