@@ -3,6 +3,7 @@ package replication
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -82,6 +83,9 @@ type dataGroups struct {
 	// lastPlaceErr is the text of place's last error (the runner's
 	// goroutine only).
 	lastPlaceErr string
+	// moving is the replica move this node proposed last, while it may
+	// be in flight (the runner's goroutine only; nil: none).
+	moving *pendingMove
 
 	mu sync.Mutex
 	// open are the groups this node runs, by id; guarded by mu.
@@ -275,8 +279,11 @@ func (d *dataGroups) place() error {
 	}
 	tab := n.fsm.DataGroups()
 	set, changed, err := plan(tab, cf.Configuration().Servers, n.cfg.DataGroupsPerNode, n.cfg.ReplicationFactor)
-	if err != nil || !changed {
+	if err != nil {
 		return err
+	}
+	if !changed {
+		return d.balance(tab)
 	}
 	data, err := fsm.EncodeDataGroups(n.cfg.Now().UnixNano(), set)
 	if err != nil {
@@ -295,12 +302,7 @@ func (d *dataGroups) place() error {
 // the configuration lists them (each joins, then perNode groups are
 // added), and whether that changed anything.
 func plan(tab fsm.DataGroupTable, servers []raft.Server, perNode, rf int) (fsm.DataGroupsSet, bool, error) {
-	p := make(placement.Plan, len(tab.Groups))
-	boot := make(map[uint64][]string, len(tab.Groups))
-	for i, g := range tab.Groups {
-		p[i] = placement.Group{ID: g.ID, Replicas: slices.Clone(g.Replicas)}
-		boot[g.ID] = g.Bootstrap
-	}
+	p := planOf(tab)
 	nodes := slices.Clone(tab.Nodes)
 	changed := false
 	// A placed node that left the configuration (removed by an operator,
@@ -337,6 +339,127 @@ func plan(tab fsm.DataGroupTable, servers []raft.Server, perNode, rf int) (fsm.D
 		}
 		changed = true
 	}
+	return setOf(tab, nodes, p), changed, nil
+}
+
+// Balancing (docs/architecture.md, "Data groups"): the meta leader moves
+// one replica at a time toward an even load (placement.Balance), waiting
+// for each move to finish (the group's voters are the table's replicas)
+// before the next, at most moveTimeout.
+const (
+	// balanceSlack is how far apart replica counts may be before a
+	// replica moves: Grow and Join keep them within it.
+	balanceSlack = 2
+	// moveTimeout bounds the wait for one move before the next may start
+	// (a move whose new replica cannot catch up, say).
+	moveTimeout = 10 * time.Minute
+)
+
+// pendingMove is a replica move the meta leader proposed.
+type pendingMove struct {
+	placement.Move
+	since time.Time
+}
+
+// balance proposes the next replica move, or a preferred leader handed
+// over within a group, when the table is uneven and no move this node
+// proposed is in flight.
+func (d *dataGroups) balance(tab fsm.DataGroupTable) error {
+	n := d.n
+	if len(tab.Groups) == 0 {
+		return nil
+	}
+	if m := d.moving; m != nil {
+		if !d.moveDone(tab, m.Group) && time.Since(m.since) < moveTimeout {
+			return nil
+		}
+		if time.Since(m.since) >= moveTimeout {
+			n.cfg.Logger.Warn("data group replica move not finished; balancing goes on", "group", m.Group, "from", m.From, "to", m.To)
+		} else {
+			n.cfg.Logger.Info("data group replica moved", "group", m.Group, "from", m.From, "to", m.To, "took", time.Since(m.since).Round(time.Millisecond))
+		}
+		d.moving = nil
+	}
+	p := planOf(tab)
+	q, mv, changed, err := placement.Balance(p, tab.Nodes, n.cfg.ReplicationFactor, balanceSlack)
+	if err != nil || !changed {
+		return err
+	}
+	data, err := fsm.EncodeDataGroups(n.cfg.Now().UnixNano(), setOf(tab, tab.Nodes, q))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
+	defer cancel()
+	if _, err := n.propose(ctx, data); err != nil {
+		return err
+	}
+	if mv.Group != 0 {
+		d.moving = &pendingMove{Move: mv, since: time.Now()}
+		n.cfg.Logger.Info("moving a data group replica", "group", mv.Group, "from", mv.From, "to", mv.To)
+	}
+	return nil
+}
+
+// moveDone reports whether group g's voters are the table's replicas, by
+// this node's replica of g or another replica's answer.
+func (d *dataGroups) moveDone(tab fsm.DataGroupTable, g uint64) bool {
+	var want []string
+	for _, dg := range tab.Groups {
+		if dg.ID == g {
+			want = slices.Sorted(slices.Values(dg.Replicas))
+		}
+	}
+	n := d.n
+	var voters []string
+	if dg := n.dataGroup(g); dg != nil && dg.raft.State() == raft.Leader {
+		voters = configVoters(dg.raft)
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
+		defer cancel()
+		err := n.askReplica(ctx, g, "", groupCall{Kind: callConfig}, func(a groupAnswer) error {
+			if err := answerErr(a); err != nil {
+				return fmt.Errorf("%w: %v", errNextReplica, err)
+			}
+			return json.Unmarshal(a.Result, &voters)
+		})
+		if err != nil {
+			return false
+		}
+	}
+	return slices.Equal(voters, want)
+}
+
+// configVoters are the voters of r's configuration, sorted.
+func configVoters(r *raft.Raft) []string {
+	var out []string
+	if cf := r.GetConfiguration(); cf.Error() == nil {
+		for _, s := range cf.Configuration().Servers {
+			if s.Suffrage == raft.Voter {
+				out = append(out, string(s.ID))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// planOf is the table as a placement plan.
+func planOf(tab fsm.DataGroupTable) placement.Plan {
+	p := make(placement.Plan, len(tab.Groups))
+	for i, g := range tab.Groups {
+		p[i] = placement.Group{ID: g.ID, Replicas: slices.Clone(g.Replicas)}
+	}
+	return p
+}
+
+// setOf is the set of the table p makes from tab (each group's bootstrap
+// replicas kept, a new group's its replicas) over nodes.
+func setOf(tab fsm.DataGroupTable, nodes []string, p placement.Plan) fsm.DataGroupsSet {
+	boot := make(map[uint64][]string, len(tab.Groups))
+	for _, g := range tab.Groups {
+		boot[g.ID] = g.Bootstrap
+	}
 	set := fsm.DataGroupsSet{Base: tab.Epoch, Nodes: nodes, Groups: make([]fsm.DataGroup, len(p))}
 	for i, g := range p {
 		b, ok := boot[g.ID]
@@ -345,7 +468,7 @@ func plan(tab fsm.DataGroupTable, servers []raft.Server, perNode, rf int) (fsm.D
 		}
 		set.Groups[i] = fsm.DataGroup{ID: g.ID, Replicas: g.Replicas, Bootstrap: slices.Clone(b)}
 	}
-	return set, changed, nil
+	return set
 }
 
 // dataGroupDir is where data group id keeps its Raft stores and state.

@@ -704,3 +704,102 @@ func TestDataGroupsHealOnRemove(t *testing.T) {
 		}
 	}
 }
+
+// TestDataGroupsBalanceOnJoin: three nodes hold six groups of two
+// replicas (four each); a fourth node joins, gets the two groups it adds,
+// and then replicas move to it one at a time (each added, caught up,
+// promoted, then dropped from its old node) until the counts are within
+// two; a partition of a moved group is then read from the new node's own
+// replica with every record written before.
+func TestDataGroupsBalanceOnJoin(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, nodes, describe := dataGroupCluster(ctx, t, func(cfg *Config) { cfg.DataGroupsPerNode, cfg.ReplicationFactor = 2, 2 })
+	l := nodes[0]
+	waitFor(ctx, t, "six groups of two voters", func() bool {
+		voters, leaders := dataGroupsView(nodes)
+		if len(voters) != 6 || len(leaders) != 6 {
+			return false
+		}
+		for _, vs := range voters {
+			if len(vs) != 2 {
+				return false
+			}
+		}
+		return true
+	}, describe)
+	b := NewBackend(l)
+	if _, err := b.CreateTopic(ctx, backend.CreateTopic{Name: "before", Partitions: 12}); err != nil {
+		t.Fatal(err)
+	}
+	var recs []backend.ProduceRecord
+	for i := range 120 {
+		recs = append(recs, backend.ProduceRecord{Partition: int32(i % 12), HasPartition: true, Value: fmt.Appendf(nil, "v%d", i)})
+	}
+	if _, err := b.Produce(ctx, backend.ProduceRequest{Topic: "before", Records: recs}); err != nil {
+		t.Fatal(err)
+	}
+	before := l.FSM().DataGroups()
+	n4 := c.open(ctx, "n4", false)
+	if err := l.Join(ctx, joinRequest(n4), c.probe); err != nil {
+		t.Fatal(err)
+	}
+	nodes = append(nodes, n4)
+	counts := func(tab fsm.DataGroupTable) map[string]int {
+		out := map[string]int{}
+		for _, g := range tab.Groups {
+			for _, r := range g.Replicas {
+				out[r]++
+			}
+		}
+		return out
+	}
+	waitFor(ctx, t, "n4 takes its share and every group settles", func() bool {
+		tab := l.FSM().DataGroups()
+		cs := counts(tab)
+		lo, hi := cs["n1"], cs["n1"]
+		for _, id := range []string{"n1", "n2", "n3", "n4"} {
+			lo, hi = min(lo, cs[id]), max(hi, cs[id])
+		}
+		if len(tab.Groups) != 8 || hi-lo > 2 || cs["n4"] < 3 {
+			return false
+		}
+		voters, leaders := dataGroupsView(nodes)
+		if len(leaders) != 8 {
+			return false
+		}
+		for _, g := range tab.Groups {
+			if !slices.Equal(voters[g.ID], slices.Sorted(slices.Values(g.Replicas))) {
+				return false
+			}
+		}
+		return true
+	}, describe)
+	// A group of the first six now on n4 moved there: its partitions of
+	// "before" are whole in n4's replica.
+	mt, _ := l.FSM().Topic("before")
+	after := l.FSM().DataGroups()
+	moved := 0
+	for i, g := range after.Groups[:6] {
+		if slices.Contains(before.Groups[i].Replicas, "n4") || !slices.Contains(g.Replicas, "n4") {
+			continue
+		}
+		moved++
+		for p, pg := range mt.Placement {
+			if pg != g.ID {
+				continue
+			}
+			waitFor(ctx, t, fmt.Sprintf("n4's replica of group %d holds before-%d", g.ID, p), func() bool {
+				f, err := n4.partitionFSM("before", int32(p))
+				if err != nil || f == n4.fsm {
+					return false
+				}
+				part, err := f.Partition("before", int32(p))
+				return err == nil && part.Log().EndOffset() == 10
+			}, describe)
+		}
+	}
+	if moved == 0 {
+		t.Fatalf("no replica of the first six groups moved to n4: before %+v, after %+v", before.Groups, after.Groups)
+	}
+}

@@ -586,6 +586,9 @@ const (
 	callProduce = "produce"
 	callAppend  = "append"
 	callRead    = "read"
+	// callConfig asks any replica of a group for the voters of its
+	// configuration (sorted), as JSON in the answer's Result.
+	callConfig = "config"
 	// callConverge hands a group's leader the table's entry for the
 	// group; a leader it does not list hands its leadership to a voter it
 	// lists (data_groups.go, healUnlisted).
@@ -881,6 +884,11 @@ func (n *Node) answerCall(ctx context.Context, _ string, g uint64, req []byte) (
 			ans.Result, err = json.Marshal(a)
 		}
 		if err != nil {
+			ans.Err = encodeWireError(err)
+		}
+	case dg != nil && call.Kind == callConfig:
+		var err error
+		if ans.Result, err = json.Marshal(configVoters(dg.raft)); err != nil {
 			ans.Err = encodeWireError(err)
 		}
 	case dg == nil:

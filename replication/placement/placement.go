@@ -3,8 +3,7 @@
 // is the group's preferred leader, and which group a new topic's
 // partitions go to. It keeps no state and reads no clock; the meta group
 // that will hold the placement applies its answers. It replaces a node
-// that left; moving replicas onto a new node to balance the load is not
-// its business yet.
+// that left and moves replicas, one at a time, toward an even load.
 //
 // The rules:
 //
@@ -23,6 +22,10 @@
 //   - A node that leaves (Remove) is replaced in each group that held it
 //     by the node outside the group that holds the fewest replicas, so a
 //     group returns to its replication factor while enough nodes remain.
+//   - Balance moves one replica at a time from the node that holds the
+//     most to the one that holds the fewest while they are more than a
+//     slack apart, and hands preferred leaderships over within groups
+//     while the leaders' counts are more than one apart.
 //   - A topic's partitions go round robin over the groups from an offset
 //     its creation index gives (Partitions), so one hot topic spreads
 //     over every group's leader and topics do not all start at group 0.
@@ -290,6 +293,84 @@ func Remove(p Plan, nodes []string, gone string, rf int) (Plan, error) {
 		}
 	}
 	return out, nil
+}
+
+// Move is one replica move of a Balance: node From's replica of group
+// Group goes to node To.
+type Move struct {
+	Group    uint64
+	From, To string
+}
+
+// Balance returns p with at most one replica moved, and the move, when the
+// replica counts of nodes are more than slack apart: a replica of the node
+// that holds the most (then leads the most, then the highest id) goes to
+// the node that holds the fewest (then leads the fewest, then the lowest
+// id), from the group of the first that the receiving node does not hold
+// (one the giver does not lead first, so leaderships stay; else it leads
+// that group in its place). Then, without moving data, the node that leads
+// the most among a group's replicas hands the preference to the replica of
+// the group that leads the fewest, while their counts are more than one
+// apart. ok is false when nothing changed. Grow and Join keep replicas
+// within two, so a slack of 2 moves nothing after them; a node that joins
+// a cluster whose groups are all at their factor gets its share this way.
+func Balance(p Plan, nodes []string, rf, slack int) (Plan, Move, bool, error) {
+	if err := Check(p, nodes, rf); err != nil {
+		return nil, Move{}, false, err
+	}
+	out := p.clone()
+	l := loadOf(out, nodes)
+	var mv Move
+	moved := false
+	byLoad := slices.Clone(nodes)
+	sortBy(byLoad, l.replicas, l.preferred)
+	lo, hi := byLoad[0], byLoad[len(byLoad)-1]
+	if l.replicas[hi]-l.replicas[lo] > max(slack, 1) {
+		pick := -1
+		for i, g := range out {
+			if !slices.Contains(g.Replicas, hi) || slices.Contains(g.Replicas, lo) {
+				continue
+			}
+			if pick < 0 || out[pick].Preferred() == hi && g.Preferred() != hi {
+				pick = i
+			}
+		}
+		if pick >= 0 {
+			g := &out[pick]
+			g.Replicas[slices.Index(g.Replicas, hi)] = lo
+			mv, moved = Move{Group: g.ID, From: hi, To: lo}, true
+			l = loadOf(out, nodes)
+		}
+	}
+	prefChanged := false
+	for {
+		byLead := slices.Clone(nodes)
+		sortBy(byLead, l.preferred, l.replicas)
+		top := byLead[len(byLead)-1]
+		done := true
+		for i := range out {
+			g := &out[i]
+			if g.Preferred() != top {
+				continue
+			}
+			for j, r := range g.Replicas {
+				if l.preferred[top]-l.preferred[r] > 1 {
+					g.Replicas[0], g.Replicas[j] = g.Replicas[j], g.Replicas[0]
+					l.preferred[top]--
+					l.preferred[r]++
+					done, prefChanged = false, true
+					break
+				}
+			}
+			if !done {
+				break
+			}
+		}
+		if done {
+			break
+		}
+	}
+	return out, mv, moved || prefChanged, nil
 }
 
 // Partitions returns the group of each of a new topic's partitions: round

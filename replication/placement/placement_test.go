@@ -257,3 +257,79 @@ func TestRemoveHeals(t *testing.T) {
 		}
 	}
 }
+
+// TestBalanceGivesNewNodesTheirShare: a cluster whose groups are at their
+// factor grows by joins; after each, Balance, applied until it moves
+// nothing, moves one replica per step (one group, one node replaced by
+// another it did not hold), ends with replica counts within the slack
+// and preferred leaderships within two, and never changes a plan that is
+// already even (a second pass changes nothing).
+func TestBalanceGivesNewNodesTheirShare(t *testing.T) {
+	for _, perNode := range []int{1, 2, 4} {
+		for _, rf := range []int{2, 3} {
+			nodes := nodesN(3)
+			p, err := Grow(nil, nodes, 3*perNode, rf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for n := 4; n <= 7; n++ {
+				id := fmt.Sprintf("n%d", n)
+				nodes = append(nodes, id)
+				if p, err = Join(p, nodes, id, rf); err != nil {
+					t.Fatal(err)
+				}
+				if p, err = Grow(p, nodes, perNode, rf); err != nil {
+					t.Fatal(err)
+				}
+				moves := 0
+				for ; moves < 1000; moves++ {
+					q, mv, changed, err := Balance(p, nodes, rf, 2)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !changed {
+						break
+					}
+					if err := Check(q, nodes, rf); err != nil {
+						t.Fatalf("perNode=%d rf=%d n=%d: %v", perNode, rf, n, err)
+					}
+					diff := 0
+					for i := range q {
+						before, after := slices.Clone(p[i].Replicas), slices.Clone(q[i].Replicas)
+						slices.Sort(before)
+						slices.Sort(after)
+						if !slices.Equal(before, after) {
+							diff++
+							if q[i].ID != mv.Group || !slices.Contains(p[i].Replicas, mv.From) || slices.Contains(p[i].Replicas, mv.To) ||
+								slices.Contains(q[i].Replicas, mv.From) || !slices.Contains(q[i].Replicas, mv.To) {
+								t.Fatalf("group %d went from %v to %v; the move says %+v", q[i].ID, p[i].Replicas, q[i].Replicas, mv)
+							}
+						}
+					}
+					if diff > 1 {
+						t.Fatalf("one step moved replicas of %d groups", diff)
+					}
+					p = q
+				}
+				if moves == 1000 {
+					t.Fatalf("perNode=%d rf=%d n=%d: Balance never settles", perNode, rf, n)
+				}
+				l := loadOf(p, nodes)
+				if lo, hi := spread(l.replicas, nodes); hi-lo > 2 {
+					t.Errorf("perNode=%d rf=%d n=%d: replicas per node from %d to %d after %d moves", perNode, rf, n, lo, hi, moves)
+				}
+				if lo, hi := spread(l.preferred, nodes); hi-lo > 2 {
+					t.Errorf("perNode=%d rf=%d n=%d: preferred leaderships per node from %d to %d", perNode, rf, n, lo, hi)
+				}
+				if l.replicas[id] == 0 {
+					t.Errorf("perNode=%d rf=%d n=%d: the new node holds nothing", perNode, rf, n)
+				}
+			}
+		}
+	}
+	// An even plan stays as it is.
+	p, _ := Grow(nil, nodesN(4), 8, 3)
+	if _, _, changed, err := Balance(p, nodesN(4), 3, 2); err != nil || changed {
+		t.Errorf("Balance of an even plan: changed %v, %v", changed, err)
+	}
+}
