@@ -202,21 +202,37 @@ func (b *Backend) Offsets(topic string, partition int32) (backend.Offsets, error
 func (b *Backend) offsets(topic string, partition int32) (backend.Offsets, error) {
 	f, err := b.partitionFSM(topic, partition)
 	var pe *fsm.PartitionElsewhereError
-	if errors.As(err, &pe) && b.stores.port != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.ApplyTimeout)
-		defer cancel()
-		r, err := b.readRemote(ctx, pe.Group, topic, partition, 0, 0)
+	elsewhere := errors.As(err, &pe)
+	if err != nil && !elsewhere {
+		return backend.Offsets{}, err
+	}
+	bounds := func(f *fsm.FSM) (backend.ReadResult, error) {
+		p, err := f.Partition(topic, partition)
+		if err != nil {
+			return backend.ReadResult{}, err
+		}
+		l := p.Log()
+		return backend.ReadResult{LogStartOffset: l.StartOffset(), EndOffset: l.EndOffset(), Changed: p.Changed()}, nil
+	}
+	if f == b.fsm {
+		r, err := bounds(f)
 		return backend.Offsets{LogStart: r.LogStartOffset, End: r.EndOffset}, err
 	}
+	// A partition of a data group: as Read, never below what this node
+	// answered before (read_floor.go).
+	t, err := b.fsm.Topic(topic)
 	if err != nil {
 		return backend.Offsets{}, err
 	}
-	p, err := f.Partition(topic, partition)
-	if err != nil {
-		return backend.Offsets{}, err
+	g := t.PartitionGroup(partition)
+	var local func() (backend.ReadResult, error)
+	if !elsewhere {
+		local = func() (backend.ReadResult, error) { return bounds(f) }
 	}
-	l := p.Log()
-	return backend.Offsets{LogStart: l.StartOffset(), End: l.EndOffset()}, nil
+	r, err := b.readPlaced(topic, partition, t.CreateIndex, g, local, func(ctx context.Context, floor int64) (backend.ReadResult, error) {
+		return b.readRemoteFrom(ctx, g, readCall{Topic: topic, Partition: partition}, floor)
+	})
+	return backend.Offsets{LogStart: r.LogStartOffset, End: r.EndOffset}, err
 }
 
 // OffsetForTime returns the first offset of a partition whose batch's max
