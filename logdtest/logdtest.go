@@ -139,14 +139,14 @@ func (s *Server) start(opts Options) error {
 	s.http = httptest.NewUnstartedServer(nil)
 	logger := slog.New(slog.DiscardHandler)
 	node, err := replicationtest.Open(replicationtest.Options{
-		NodeID:       opts.NodeID,
-		Dir:          opts.Dir,
-		Now:          opts.Now,
-		FS:           opts.FS,
+		NodeID:            opts.NodeID,
+		Dir:               opts.Dir,
+		Now:               opts.Now,
+		FS:                opts.FS,
 		FeatureLevel:      opts.FeatureLevel,
 		DataGroupsPerNode: opts.DataGroupsPerNode,
 		APIAdvertise:      s.http.Listener.Addr().String(),
-		Fatal:        s.stopped,
+		Fatal:             s.stopped,
 	})
 	if err != nil {
 		return err

@@ -184,17 +184,11 @@ func (n *Node) partitionLeader(t *fsm.Topic, p int32) (uint64, string) {
 // a long poll read again: no append can wake a waiter across nodes.
 const remotePoll = 100 * time.Millisecond
 
-// readRemote reads partition p of topic, in data group g of which this
-// node holds no replica, from the group's replicas (the preferred leader
-// first): Backend.Read for a node outside the group. The answer's Changed
-// closes after remotePoll.
-func (n *Node) readRemote(ctx context.Context, g uint64, topic string, p int32, offset int64, maxBytes int) (backend.ReadResult, error) {
-	res, _, err := n.readRemoteCall(ctx, g, readCall{Topic: topic, Partition: p, Offset: offset, MaxBytes: maxBytes})
-	return res, err
-}
-
-// readRemoteCall is readRemote for any readCall; it also answers the
-// call's offset for a time.
+// readRemoteCall reads what rc asks of a partition in data group g, of
+// which this node holds no replica, from the group's replicas (the
+// preferred leader first): Backend.Read for a node outside the group, and
+// the call's offset for a time. The answer's Changed closes after
+// remotePoll.
 func (n *Node) readRemoteCall(ctx context.Context, g uint64, rc readCall) (backend.ReadResult, int64, error) {
 	return n.readRemoteFloor(ctx, g, rc, 0)
 }
