@@ -285,13 +285,7 @@ func (d *dataGroups) place() error {
 	if !changed {
 		return d.balance(tab)
 	}
-	data, err := fsm.EncodeDataGroups(n.cfg.Now().UnixNano(), set)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
-	defer cancel()
-	if _, err := n.propose(ctx, data); err != nil {
+	if err := d.proposeTable(set); err != nil {
 		return err
 	}
 	n.cfg.Logger.Info("placed data groups", "groups", len(set.Groups), "nodes", set.Nodes)
@@ -342,6 +336,19 @@ func plan(tab fsm.DataGroupTable, servers []raft.Server, perNode, rf int) (fsm.D
 	return setOf(tab, nodes, p), changed, nil
 }
 
+// proposeTable proposes set into the meta group.
+func (d *dataGroups) proposeTable(set fsm.DataGroupsSet) error {
+	n := d.n
+	data, err := fsm.EncodeDataGroups(n.cfg.Now().UnixNano(), set)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
+	defer cancel()
+	_, err = n.propose(ctx, data)
+	return err
+}
+
 // Balancing (docs/architecture.md, "Data groups"): the meta leader moves
 // one replica at a time toward an even load (placement.Balance), waiting
 // for each move to finish (the group's voters are the table's replicas)
@@ -385,13 +392,7 @@ func (d *dataGroups) balance(tab fsm.DataGroupTable) error {
 	if err != nil || !changed {
 		return err
 	}
-	data, err := fsm.EncodeDataGroups(n.cfg.Now().UnixNano(), setOf(tab, tab.Nodes, q))
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
-	defer cancel()
-	if _, err := n.propose(ctx, data); err != nil {
+	if err := d.proposeTable(setOf(tab, tab.Nodes, q)); err != nil {
 		return err
 	}
 	if mv.Group != 0 {

@@ -162,7 +162,7 @@ func (b *Backend) queueAck(ctx context.Context, c fsm.QueueAck) (backend.QueueTo
 		if err != nil {
 			return backend.QueueTokensResult{}, err
 		}
-		return b.tokensPlaced(ctx, c.Topic, tokenPartitions(c.Tokens), func(now int64, at []int) ([]byte, error) {
+		return b.tokensPlaced(ctx, c.Topic, fsm.TokenPartitions(c.Tokens), func(now int64, at []int) ([]byte, error) {
 			return fsm.EncodeQueue(fsm.CmdQueueAck, now, fsm.QueueAck{Topic: c.Topic, Group: c.Group, Tokens: pick(c.Tokens, at)})
 		})
 	}
@@ -217,7 +217,7 @@ func (b *Backend) queueExtend(ctx context.Context, c fsm.QueueExtend) (backend.Q
 		if err != nil {
 			return backend.QueueTokensResult{}, err
 		}
-		return b.tokensPlaced(ctx, c.Topic, tokenPartitions(c.Tokens), func(now int64, at []int) ([]byte, error) {
+		return b.tokensPlaced(ctx, c.Topic, fsm.TokenPartitions(c.Tokens), func(now int64, at []int) ([]byte, error) {
 			ext := c
 			ext.Tokens = pick(c.Tokens, at)
 			return fsm.EncodeQueue(fsm.CmdQueueExtend, now, ext)

@@ -413,15 +413,6 @@ func pick[T any](s []T, positions []int) []T {
 	return out
 }
 
-// tokenPartitions lists the partitions of tokens.
-func tokenPartitions(tokens []queue.Token) []int32 {
-	out := make([]int32, len(tokens))
-	for i, tk := range tokens {
-		out[i] = tk.Partition
-	}
-	return out
-}
-
 // describePlaced merges a queue group's description from the meta
 // group's copy (what the group is) and each data group's (its
 // partitions' state).

@@ -17,7 +17,7 @@ func (f *FSM) applyQueueAck(_ uint64, now int64, c QueueAck) any {
 	if err != nil {
 		return fmt.Errorf("ack: %w", err)
 	}
-	if err := checkHosted(t, tokenPartitions(c.Tokens)...); err != nil {
+	if err := checkHosted(t, TokenPartitions(c.Tokens)...); err != nil {
 		return err
 	}
 	return backend.QueueTokensResult{Results: q.Ack(now, c.Tokens)}

@@ -7,7 +7,7 @@ func (f *FSM) applyQueueExtend(_ uint64, now int64, c QueueExtend) any {
 	if err != nil {
 		return err
 	}
-	if err := checkHosted(t, tokenPartitions(c.Tokens)...); err != nil {
+	if err := checkHosted(t, TokenPartitions(c.Tokens)...); err != nil {
 		return err
 	}
 	f.queues.mu.Lock()

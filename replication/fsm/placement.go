@@ -134,8 +134,8 @@ func offsetPartitions(offsets []group.OffsetCommit) []group.TopicPartition {
 	return out
 }
 
-// tokenPartitions lists the partitions of queue tokens.
-func tokenPartitions(tokens []queue.Token) []int32 {
+// TokenPartitions lists the partitions of queue tokens.
+func TokenPartitions(tokens []queue.Token) []int32 {
 	out := make([]int32, len(tokens))
 	for i, tk := range tokens {
 		out[i] = tk.Partition
