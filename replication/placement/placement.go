@@ -308,10 +308,10 @@ type Move struct {
 // the node that holds the fewest (then leads the fewest, then the lowest
 // id), from the group of the first that the receiving node does not hold
 // (one the giver does not lead first, so leaderships stay; else it leads
-// that group in its place). Then, without moving data, the node that leads
-// the most among a group's replicas hands the preference to the replica of
-// the group that leads the fewest, while their counts are more than one
-// apart. ok is false when nothing changed. Grow and Join keep replicas
+// that group in its place). Then, without moving data, a group's
+// preferred leader hands the preference to another replica of the group
+// while it leads more than one more group than that replica (the pair
+// furthest apart first). ok is false when nothing changed. Grow and Join keep replicas
 // within two, so a slack of 2 moves nothing after them; a node that joins
 // a cluster whose groups are all at their factor gets its share this way.
 func Balance(p Plan, nodes []string, rf, slack int) (Plan, Move, bool, error) {
@@ -344,31 +344,25 @@ func Balance(p Plan, nodes []string, rf, slack int) (Plan, Move, bool, error) {
 	}
 	prefChanged := false
 	for {
-		byLead := slices.Clone(nodes)
-		sortBy(byLead, l.preferred, l.replicas)
-		top := byLead[len(byLead)-1]
-		done := true
-		for i := range out {
-			g := &out[i]
-			if g.Preferred() != top {
-				continue
-			}
-			for j, r := range g.Replicas {
-				if l.preferred[top]-l.preferred[r] > 1 {
-					g.Replicas[0], g.Replicas[j] = g.Replicas[j], g.Replicas[0]
-					l.preferred[top]--
-					l.preferred[r]++
-					done, prefChanged = false, true
-					break
+		// The group whose preferred leader leads the most more than
+		// one of its other replicas does, that pair the furthest apart
+		// (the first such group by id among equals).
+		gi, ri, best := -1, -1, 1
+		for i, g := range out {
+			for j, r := range g.Replicas[1:] {
+				if d := l.preferred[g.Preferred()] - l.preferred[r]; d > best {
+					gi, ri, best = i, j+1, d
 				}
 			}
-			if !done {
-				break
-			}
 		}
-		if done {
+		if gi < 0 {
 			break
 		}
+		g := &out[gi]
+		l.preferred[g.Replicas[0]]--
+		l.preferred[g.Replicas[ri]]++
+		g.Replicas[0], g.Replicas[ri] = g.Replicas[ri], g.Replicas[0]
+		prefChanged = true
 	}
 	return out, mv, moved || prefChanged, nil
 }
