@@ -86,6 +86,11 @@ type dataGroups struct {
 	// moving is the replica move this node proposed last, while it may
 	// be in flight (the runner's goroutine only; nil: none).
 	moving *pendingMove
+	// leaderTerm and leaderSince are the meta group's term this node
+	// last placed in and when it first did (the runner's goroutine only):
+	// a member not heard from in this term counts as silent since then.
+	leaderTerm  uint64
+	leaderSince time.Time
 
 	mu sync.Mutex
 	// open are the groups this node runs, by id; guarded by mu.
@@ -278,12 +283,16 @@ func (d *dataGroups) place() error {
 		return err
 	}
 	tab := n.fsm.DataGroups()
-	set, changed, err := plan(tab, cf.Configuration().Servers, n.cfg.DataGroupsPerNode, n.cfg.ReplicationFactor)
+	dead := d.deadNodes(cf.Configuration().Servers)
+	set, changed, err := plan(tab, cf.Configuration().Servers, n.cfg.DataGroupsPerNode, n.cfg.ReplicationFactor, dead)
 	if err != nil {
 		return err
 	}
 	if !changed {
-		return d.balance(tab)
+		return d.balance(tab, dead)
+	}
+	if len(dead) > 0 {
+		n.cfg.Logger.Warn("rebuilding the data group replicas of members not heard from", "nodes", dead, "for", n.cfg.DeadNodeTimeout)
 	}
 	if err := d.proposeTable(set); err != nil {
 		return err
@@ -292,10 +301,41 @@ func (d *dataGroups) place() error {
 	return nil
 }
 
+// DefaultDeadNodeTimeout is Config.DeadNodeTimeout's default, as
+// CockroachDB's time_until_store_dead.
+const DefaultDeadNodeTimeout = 5 * time.Minute
+
+// deadNodes are the members of servers the meta leader (this node) has
+// not heard from for Config.DeadNodeTimeout: not since its last answer,
+// or, for one that has not answered in this term, since this node began
+// placing in it.
+func (d *dataGroups) deadNodes(servers []raft.Server) []string {
+	n := d.n
+	if n.cfg.DeadNodeTimeout <= 0 {
+		return nil
+	}
+	if term := n.raft.CurrentTerm(); term != d.leaderTerm {
+		d.leaderTerm, d.leaderSince = term, time.Now()
+	}
+	var out []string
+	for _, f := range n.observer.Get(n.cfg.NodeID, servers, 0).Followers {
+		last := f.LastContact
+		if last.Before(d.leaderSince) {
+			last = d.leaderSince
+		}
+		if time.Since(last) > n.cfg.DeadNodeTimeout {
+			out = append(out, f.ID)
+		}
+	}
+	return out
+}
+
 // plan returns the table with every voter of servers placed in the order
 // the configuration lists them (each joins, then perNode groups are
-// added), and whether that changed anything.
-func plan(tab fsm.DataGroupTable, servers []raft.Server, perNode, rf int) (fsm.DataGroupsSet, bool, error) {
+// added), the replicas of placed nodes in dead (members not heard from)
+// given to the others (placement.Evacuate), and whether that changed
+// anything.
+func plan(tab fsm.DataGroupTable, servers []raft.Server, perNode, rf int, dead []string) (fsm.DataGroupsSet, bool, error) {
 	p := planOf(tab)
 	nodes := slices.Clone(tab.Nodes)
 	changed := false
@@ -328,10 +368,30 @@ func plan(tab fsm.DataGroupTable, servers []raft.Server, perNode, rf int) (fsm.D
 		if p, err = placement.Join(p, nodes, id, rf); err != nil {
 			return fsm.DataGroupsSet{}, false, fmt.Errorf("place node %s: %w", id, err)
 		}
-		if p, err = placement.Grow(p, nodes, perNode, rf); err != nil {
+		// New groups on live nodes, when every replica already is.
+		grow := slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return slices.Contains(dead, n) })
+		if placement.Check(p, grow, rf) != nil {
+			grow = nodes
+		}
+		if p, err = placement.Grow(p, grow, perNode, rf); err != nil {
 			return fsm.DataGroupsSet{}, false, fmt.Errorf("add the groups of node %s: %w", id, err)
 		}
 		changed = true
+	}
+	// Dead members' replicas go to the others, the nodes that just
+	// joined among them.
+	var out []string
+	for _, id := range dead {
+		if slices.Contains(nodes, id) {
+			out = append(out, id)
+		}
+	}
+	if len(out) > 0 && len(p) > 0 {
+		q, moved, err := placement.Evacuate(p, nodes, out, rf)
+		if err != nil {
+			return fsm.DataGroupsSet{}, false, fmt.Errorf("move the replicas of %v, not heard from: %w", out, err)
+		}
+		p, changed = q, changed || moved
 	}
 	return setOf(tab, nodes, p), changed, nil
 }
@@ -370,8 +430,9 @@ type pendingMove struct {
 
 // balance proposes the next replica move, or a preferred leader handed
 // over within a group, when the table is uneven and no move this node
-// proposed is in flight.
-func (d *dataGroups) balance(tab fsm.DataGroupTable) error {
+// proposed is in flight; over the nodes not in dead, and not while a dead
+// node still holds a replica no other node could take.
+func (d *dataGroups) balance(tab fsm.DataGroupTable, dead []string) error {
 	n := d.n
 	if len(tab.Groups) == 0 {
 		return nil
@@ -388,7 +449,11 @@ func (d *dataGroups) balance(tab fsm.DataGroupTable) error {
 		d.moving = nil
 	}
 	p := planOf(tab)
-	q, mv, changed, err := placement.Balance(p, tab.Nodes, n.cfg.ReplicationFactor, balanceSlack)
+	live := slices.DeleteFunc(slices.Clone(tab.Nodes), func(id string) bool { return slices.Contains(dead, id) })
+	if len(live) == 0 || placement.Check(p, live, n.cfg.ReplicationFactor) != nil {
+		return nil
+	}
+	q, mv, changed, err := placement.Balance(p, live, n.cfg.ReplicationFactor, balanceSlack)
 	if err != nil || !changed {
 		return err
 	}

@@ -170,7 +170,7 @@ func TestDataGroupsPlan(t *testing.T) {
 		return raft.Server{ID: raft.ServerID(id), Suffrage: s}
 	}
 	servers := []raft.Server{srv("a", raft.Voter), srv("b", raft.Voter), srv("c", raft.Nonvoter)}
-	set, changed, err := plan(fsm.DataGroupTable{}, servers, 2, 3)
+	set, changed, err := plan(fsm.DataGroupTable{}, servers, 2, 3, nil)
 	if err != nil || !changed {
 		t.Fatalf("plan: %v, changed %v", err, changed)
 	}
@@ -188,14 +188,14 @@ func TestDataGroupsPlan(t *testing.T) {
 		t.Errorf("nodes %v", set.Nodes)
 	}
 	tab := fsm.DataGroupTable{Groups: set.Groups, Nodes: set.Nodes, Epoch: 7}
-	again, changed, err := plan(tab, servers, 2, 3)
+	again, changed, err := plan(tab, servers, 2, 3, nil)
 	if err != nil || changed || again.Base != 7 {
 		t.Errorf("plan of a placed table: changed %v, base %d, %v", changed, again.Base, err)
 	}
 	// With placed node b gone from the configuration and c a voter: b's
 	// replicas go to c (which also joins and adds its groups), the
 	// groups b led get a as preferred leader, and b is no longer placed.
-	healed, changed, err := plan(tab, []raft.Server{srv("a", raft.Voter), srv("c", raft.Voter)}, 2, 3)
+	healed, changed, err := plan(tab, []raft.Server{srv("a", raft.Voter), srv("c", raft.Voter)}, 2, 3, nil)
 	if err != nil || !changed || !slices.Equal(healed.Nodes, []string{"a", "c"}) || len(healed.Groups) != 6 {
 		t.Fatalf("plan without placed node b: %+v, changed %v, %v", healed, changed, err)
 	}
@@ -209,11 +209,24 @@ func TestDataGroupsPlan(t *testing.T) {
 			t.Errorf("group %d b led: %v", healed.Groups[i].ID, healed.Groups[i].Replicas)
 		}
 	}
+	// At a factor of 2, b not heard from: with c a voter, b's replicas
+	// go to c, b stays placed (it may come back), and c's own groups go
+	// to live nodes.
+	withC := []raft.Server{srv("a", raft.Voter), srv("b", raft.Voter), srv("c", raft.Voter)}
+	evac, changed, err := plan(tab, withC, 2, 2, []string{"b"})
+	if err != nil || !changed || !slices.Equal(evac.Nodes, []string{"a", "b", "c"}) || len(evac.Groups) != 6 {
+		t.Fatalf("plan with b dead: %+v, changed %v, %v", evac, changed, err)
+	}
+	for _, g := range evac.Groups {
+		if slices.Contains(g.Replicas, "b") {
+			t.Errorf("group %d still on b, which is dead: %v", g.ID, g.Replicas)
+		}
+	}
 	// c becomes a voter: it joins every group (below the factor of 3)
 	// without changing their bootstrap replicas, and its own two groups
 	// start on three nodes.
 	servers[2].Suffrage = raft.Voter
-	grown, changed, err := plan(tab, servers, 2, 3)
+	grown, changed, err := plan(tab, servers, 2, 3, nil)
 	if err != nil || !changed || len(grown.Groups) != 6 {
 		t.Fatalf("plan after c: %+v, changed %v, %v", grown, changed, err)
 	}
@@ -801,5 +814,85 @@ func TestDataGroupsBalanceOnJoin(t *testing.T) {
 	}
 	if moved == 0 {
 		t.Fatalf("no replica of the first six groups moved to n4: before %+v, after %+v", before.Groups, after.Groups)
+	}
+}
+
+// TestDataGroupsHealDeadNode: four nodes, four groups of three replicas;
+// n4 stops, and once the meta leader has not heard from it for the dead
+// node timeout, its replicas go to the others (added, caught up,
+// promoted, n4 dropped) while n4 stays a member; every record written
+// before is in the remaining replicas.
+func TestDataGroupsHealDeadNode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, nodes, describe := dataGroupCluster(ctx, t, func(cfg *Config) {
+		cfg.DataGroupsPerNode, cfg.ReplicationFactor, cfg.DeadNodeTimeout = 1, 3, 2*time.Second
+	})
+	l := nodes[0]
+	n4 := c.open(ctx, "n4", false)
+	if err := l.Join(ctx, joinRequest(n4), c.probe); err != nil {
+		t.Fatal(err)
+	}
+	nodes = append(nodes, n4)
+	held := func() bool {
+		for _, g := range l.FSM().DataGroups().Groups {
+			if slices.Contains(g.Replicas, "n4") {
+				return true
+			}
+		}
+		return false
+	}
+	waitFor(ctx, t, "n4 holds replicas and every group has its voters", func() bool {
+		tab := l.FSM().DataGroups()
+		voters, leaders := dataGroupsView(nodes)
+		if len(tab.Groups) != 4 || len(leaders) != 4 || !held() {
+			return false
+		}
+		for _, g := range tab.Groups {
+			if !slices.Equal(voters[g.ID], slices.Sorted(slices.Values(g.Replicas))) {
+				return false
+			}
+		}
+		return true
+	}, describe)
+	b := NewBackend(l)
+	if _, err := b.CreateTopic(ctx, backend.CreateTopic{Name: "kept", Partitions: 8}); err != nil {
+		t.Fatal(err)
+	}
+	var recs []backend.ProduceRecord
+	for i := range 80 {
+		recs = append(recs, backend.ProduceRecord{Partition: int32(i % 8), HasPartition: true, Value: fmt.Appendf(nil, "v%d", i)})
+	}
+	if _, err := b.Produce(ctx, backend.ProduceRequest{Topic: "kept", Records: recs}); err != nil {
+		t.Fatal(err)
+	}
+	c.close(n4)
+	c.mu.Lock()
+	c.closed[n4] = true
+	c.mu.Unlock()
+	live := nodes[:3]
+	waitFor(ctx, t, "n4's replicas rebuilt on the others", func() bool {
+		tab := l.FSM().DataGroups()
+		if held() || !slices.Contains(tab.Nodes, "n4") {
+			return false
+		}
+		voters, leaders := dataGroupsView(live)
+		if len(leaders) != 4 {
+			return false
+		}
+		for _, g := range tab.Groups {
+			if !slices.Equal(voters[g.ID], slices.Sorted(slices.Values(g.Replicas))) {
+				return false
+			}
+		}
+		return true
+	}, describe)
+	for p := range int32(8) {
+		if o, err := b.OffsetsLeader(ctx, "kept", p); err != nil || o.End != 10 {
+			t.Errorf("kept-%d after the heal: %+v, %v; want 10 records", p, o, err)
+		}
+	}
+	if l.FSM().DataGroups().Epoch == 0 {
+		t.Fatal("no table")
 	}
 }

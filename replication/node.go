@@ -224,6 +224,10 @@ type Config struct {
 	// ReplicationFactor is how many replicas a data group gets, fewer
 	// while the cluster has fewer nodes; 0: DefaultReplicationFactor.
 	ReplicationFactor int
+	// DeadNodeTimeout is how long the meta leader goes without hearing a
+	// member before it gives the member's data group replicas to other
+	// nodes (data_groups.go, deadNodes); 0: never.
+	DeadNodeTimeout time.Duration
 	// WrapRaftWALFS, if set, wraps the file system raft-wal writes its
 	// segment files through: fault builds of cmd/logd model a power cut
 	// there (internal/faults).

@@ -22,6 +22,8 @@
 //   - A node that leaves (Remove) is replaced in each group that held it
 //     by the node outside the group that holds the fewest replicas, so a
 //     group returns to its replication factor while enough nodes remain.
+//   - Evacuate gives the replicas of members that are to hold none (dead
+//     past a timeout) to the others, as Remove does, keeping the members.
 //   - Balance moves one replica at a time from the node that holds the
 //     most to the one that holds the fewest while they are more than a
 //     slack apart, and hands preferred leaderships over within groups
@@ -293,6 +295,61 @@ func Remove(p Plan, nodes []string, gone string, rf int) (Plan, error) {
 		}
 	}
 	return out, nil
+}
+
+// Evacuate returns p with the replicas of the nodes out (members of
+// nodes that are to hold none: dead past a timeout, or drained) given to
+// the other nodes: in each group, each replica of a node of out goes to
+// the node outside the group and outside out that holds the fewest
+// replicas (then leads the fewest, then the lowest id), as Remove does; a
+// replica with no such node stays where it is (a later call moves it).
+// A group led by a node of out gets as preferred leader a replica outside
+// out that leads the fewest groups. ok is false when nothing changed.
+func Evacuate(p Plan, nodes, out []string, rf int) (Plan, bool, error) {
+	if err := Check(p, nodes, rf); err != nil {
+		return nil, false, err
+	}
+	for _, o := range out {
+		if !slices.Contains(nodes, o) {
+			return nil, false, fmt.Errorf("%w: %q to evacuate is no node", ErrInvalid, o)
+		}
+	}
+	live := slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return slices.Contains(out, n) })
+	res := p.clone()
+	l := loadOf(res, live)
+	changed := false
+	for i := range res {
+		g := &res[i]
+		for at, r := range g.Replicas {
+			if !slices.Contains(out, r) {
+				continue
+			}
+			cands := slices.DeleteFunc(slices.Clone(live), func(n string) bool { return slices.Contains(g.Replicas, n) })
+			if len(cands) == 0 {
+				continue
+			}
+			sortBy(cands, l.replicas, l.preferred)
+			g.Replicas[at] = cands[0]
+			l.replicas[cands[0]]++
+			changed = true
+		}
+		if slices.Contains(out, g.Preferred()) {
+			var lead []string
+			for _, r := range g.Replicas {
+				if !slices.Contains(out, r) {
+					lead = append(lead, r)
+				}
+			}
+			if len(lead) > 0 {
+				sortBy(lead, l.preferred, l.replicas)
+				j := slices.Index(g.Replicas, lead[0])
+				g.Replicas[0], g.Replicas[j] = g.Replicas[j], g.Replicas[0]
+				l.preferred[lead[0]]++
+				changed = true
+			}
+		}
+	}
+	return res, changed, nil
 }
 
 // Move is one replica move of a Balance: node From's replica of group

@@ -333,3 +333,53 @@ func TestBalanceGivesNewNodesTheirShare(t *testing.T) {
 		t.Errorf("Balance of an even plan: changed %v, %v", changed, err)
 	}
 }
+
+// TestEvacuate: the replicas of the nodes evacuated go to the others
+// (each group keeps min(rf, live) replicas off them when it can, and no
+// replica twice), groups without them do not change, a group they led
+// gets a preferred leader off them, and with no node left to take a
+// replica it stays where it is.
+func TestEvacuate(t *testing.T) {
+	nodes := nodesN(6)
+	p, err := Grow(nil, nodes, 12, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []string{"n2", "n5"}
+	q, changed, err := Evacuate(p, nodes, out, 3)
+	if err != nil || !changed {
+		t.Fatalf("evacuate: changed %v, %v", changed, err)
+	}
+	if err := Check(q, nodes, 3); err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range q {
+		held := slices.ContainsFunc(p[i].Replicas, func(r string) bool { return slices.Contains(out, r) })
+		switch {
+		case !held && !slices.Equal(g.Replicas, p[i].Replicas):
+			t.Errorf("group %d held neither and changed: %v to %v", g.ID, p[i].Replicas, g.Replicas)
+		case slices.ContainsFunc(g.Replicas, func(r string) bool { return slices.Contains(out, r) }):
+			t.Errorf("group %d still on an evacuated node: %v", g.ID, g.Replicas)
+		case len(g.Replicas) != 3:
+			t.Errorf("group %d has %d replicas", g.ID, len(g.Replicas))
+		}
+	}
+	if _, again, _ := Evacuate(q, nodes, out, 3); again {
+		t.Error("evacuating again changed the plan")
+	}
+	// Three nodes, one out: no node takes its replicas; they stay.
+	small, _ := Grow(nil, nodesN(3), 2, 3)
+	r, changed, err := Evacuate(small, nodesN(3), []string{"n1"}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range r {
+		if len(g.Replicas) != 3 || g.Preferred() == "n1" {
+			t.Errorf("group %d: %v (was %v)", g.ID, g.Replicas, small[i].Replicas)
+		}
+	}
+	_ = changed
+	if _, _, err := Evacuate(small, nodesN(3), []string{"n9"}, 3); !errors.Is(err, ErrInvalid) {
+		t.Errorf("evacuating a node that is none: %v", err)
+	}
+}
