@@ -407,9 +407,9 @@ func TestClusterDataGroupsFailover(t *testing.T) {
 	}
 	e2e.WaitFor(t, ctx, "twelve data groups of three, led by their preferred leaders", settled)
 	// Placement over six nodes that joined one by one: each node leads
-	// two groups; the replicas lean to the first three (every group made
-	// before the fourth joined has its three there), which moving replicas
-	// (balance and heal) evens out.
+	// two groups; the replicas, which lean to the first three as they
+	// join (every group made before the fourth joined has its three
+	// there), are moved toward an even spread by balancing.
 	st, _ := status()
 	held := map[string]int{}
 	for _, g := range st.DataGroups {
@@ -545,4 +545,84 @@ func sameOnEveryNode(ctx context.Context, c *e2e.Cluster, topic string, parts in
 		}
 		return true
 	}
+}
+
+// TestClusterDataGroupsElastic: three processes with six data groups
+// under steady produce through every node. A fourth node joins and takes
+// its share: replicas move to it one at a time until every node holds
+// within two of the others, each group's voters its replicas. Then the
+// fourth is killed for good: past --dead-node-timeout its replicas are
+// rebuilt on the other three, every group back at three voters. Then a
+// second node is killed: every group keeps a majority, and every
+// acknowledged record is read back from the two that remain.
+func TestClusterDataGroupsElastic(t *testing.T) {
+	e2e.ParallelShort(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	args := []string{"--data-groups-per-node", "2", "--dead-node-timeout", "3s"}
+	c := e2e.NewCluster(t, 3, args...)
+	waitGroupsConverged(t, ctx, c, 6)
+	const parts = 12
+	e2e.CreateTopic(t, ctx, c.Nodes[0], "el", parts, nil)
+	ps := e2e.NewProducers(5)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Add(1)
+		go func() { defer wg.Done(); ps.Run(ctx, t, c.Nodes[i%2].Listen, "el", i, stop) }()
+	}
+	ps.WaitAcks(t, ctx, "acks before the join", 100)
+
+	// settled reports whether the groups' voters are their replicas,
+	// with the replicas of the nodes named spread within two.
+	settled := func(groups int, nodes ...string) func() bool {
+		return func() bool {
+			st, ok := runningStatus(t, c)
+			if !ok || len(st.DataGroups) != groups {
+				return false
+			}
+			held := map[string]int{}
+			for _, g := range st.DataGroups {
+				v, r := slices.Sorted(slices.Values(g.Voters)), slices.Sorted(slices.Values(g.Replicas))
+				if g.Leader == "" || !slices.Equal(v, r) {
+					return false
+				}
+				for _, id := range g.Replicas {
+					if !slices.Contains(nodes, id) {
+						return false
+					}
+					held[id]++
+				}
+			}
+			lo, hi := groups*3, 0
+			for _, id := range nodes {
+				lo, hi = min(lo, held[id]), max(hi, held[id])
+			}
+			return hi-lo <= 2 && lo > 0
+		}
+	}
+	n4 := e2e.NewNode(t, "n4", args...)
+	c.Nodes = append(c.Nodes, n4)
+	joined := time.Now()
+	n4.Launch(c.Nodes[0].Listen)
+	e2e.WaitFor(t, ctx, "n4 takes its share of the eight groups", settled(8, "n1", "n2", "n3", "n4"))
+	balanced := time.Since(joined)
+	ps.WaitAcks(t, ctx, "acks after the balance", 100)
+
+	killed := time.Now()
+	n4.Kill()
+	e2e.WaitFor(t, ctx, "n4's replicas rebuilt on n1, n2 and n3", settled(8, "n1", "n2", "n3"))
+	healed := time.Since(killed)
+	ps.WaitAcks(t, ctx, "acks after the heal", 100)
+
+	c.Nodes[2].Kill()
+	ps.WaitAcks(t, ctx, "acks with two nodes of three", 100)
+	close(stop)
+	wg.Wait()
+	acks, attempted, calls, failed := ps.Results()
+	live := &e2e.Cluster{T: t, Nodes: c.Nodes[:2]}
+	e2e.WaitFor(t, ctx, "n1 and n2 hold the same records", sameOnEveryNode(ctx, live, "el", parts))
+	live.CheckEveryNode(ctx, "el", parts, acks, attempted)
+	t.Logf("%d calls (%d failed or unknown), %d records acknowledged; n4 balanced in %v, its replicas rebuilt %v after its kill (dead-node timeout 3s)",
+		calls, failed, len(acks), balanced.Round(time.Millisecond), healed.Round(time.Millisecond))
 }
