@@ -107,6 +107,10 @@ type ClusterAPI interface {
 	// allowed to join.
 	ClusterSecret() (secret []byte, required bool)
 	RemoveNode(ctx context.Context, id string) error
+	// DrainNode starts (or with undo ends) the drain of a node's data
+	// group replicas and returns the nodes being drained
+	// (ErrInvalidArgument for a node that holds none, *FeatureLevelError).
+	DrainNode(ctx context.Context, id string, undo bool) ([]string, error)
 	TransferLeadership(ctx context.Context, id string) error
 }
 

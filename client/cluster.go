@@ -199,6 +199,25 @@ func (c *Client) RemoveNode(ctx context.Context, id string) error {
 	return nil
 }
 
+// DrainNode starts (or, with undo, ends) the drain of node id's data
+// group replicas: drained, the node keeps serving and holds none; it
+// returns the nodes being drained.
+func (c *Client) DrainNode(ctx context.Context, id string, undo bool) ([]string, error) {
+	var out []string
+	err := c.do(ctx, "DrainNode", retryUnwritten, c.opts.Timeout, func(ctx context.Context) error {
+		resp, err := c.rpc.DrainNode(ctx, connect.NewRequest(&logdv1.DrainNodeRequest{NodeId: id, Undo: undo}))
+		if err != nil {
+			return fromRPC(err)
+		}
+		out = resp.Msg.Draining
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("drain node %s: %w", id, err)
+	}
+	return out, nil
+}
+
 // TransferLeadership hands leadership to node id, or to the most
 // up-to-date voter when id is empty, and returns the new leader's id and
 // address when known.

@@ -42,6 +42,7 @@
  * @property {[ExtendRequest, ExtendResponse]} Extend
  * @property {[JoinRequest, JoinResponse]} Join
  * @property {[RemoveNodeRequest, RemoveNodeResponse]} RemoveNode
+ * @property {[DrainNodeRequest, DrainNodeResponse]} DrainNode
  * @property {[TransferLeadershipRequest, TransferLeadershipResponse]} TransferLeadership
  * @property {[AlterTopicRequest, AlterTopicResponse]} AlterTopic
  * @property {[CreatePartitionsRequest, CreatePartitionsResponse]} CreatePartitions
@@ -795,6 +796,17 @@
 
 /**
  * @typedef {object} RemoveNodeResponse
+ */
+
+/**
+ * @typedef {object} DrainNodeRequest
+ * @property {string} [nodeId]
+ * @property {boolean} [undo]
+ */
+
+/**
+ * @typedef {object} DrainNodeResponse
+ * @property {string[]} [draining]
  */
 
 /**

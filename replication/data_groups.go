@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/internal/slogbridge"
 	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/replication/catchup"
@@ -115,6 +116,12 @@ type dataGroup struct {
 	// so a replica that opens and replays never answers older than the
 	// node did).
 	caughtUp atomic.Bool
+	// left is set while the table does not list this node as a replica
+	// of the group (moved away, drained, evacuated): its state stops
+	// where the group removed it, so reads go to the group's replicas.
+	// The replica keeps running; listed again, it is added back and
+	// catches up.
+	left atomic.Bool
 	// barrierTerm is the term in which this replica, as leader, applied
 	// a barrier: it has applied everything committed before, and may
 	// answer as the group's leader from its state (Node.Ready's rule, per
@@ -136,6 +143,13 @@ func (dg *dataGroup) noteCaughtUp() {
 	if leader != "" && commit > 0 && dg.raft.AppliedIndex() >= commit || dg.leadsReady() {
 		dg.caughtUp.Store(true)
 	}
+}
+
+// serves reports whether reads may use this replica: it caught up with its
+// group and the table lists this node as one of its replicas.
+func (dg *dataGroup) serves() bool {
+	dg.noteCaughtUp()
+	return dg.caughtUp.Load() && !dg.left.Load()
 }
 
 // leadsReady reports whether this replica leads its group and applied a
@@ -195,6 +209,11 @@ func (d *dataGroups) step() {
 	if n.IsLeader() {
 		d.healUnlisted(tab)
 	}
+	d.mu.Lock()
+	for id, dg := range d.open {
+		dg.left.Store(!slices.ContainsFunc(tab.Groups, func(g fsm.DataGroup) bool { return g.ID == id && slices.Contains(g.Replicas, self) }))
+	}
+	d.mu.Unlock()
 	for _, g := range tab.Groups {
 		if !slices.Contains(g.Replicas, self) {
 			continue
@@ -284,12 +303,15 @@ func (d *dataGroups) place() error {
 	}
 	tab := n.fsm.DataGroups()
 	dead := d.deadNodes(cf.Configuration().Servers)
-	set, changed, err := plan(tab, cf.Configuration().Servers, n.cfg.DataGroupsPerNode, n.cfg.ReplicationFactor, dead)
+	// Drained nodes are to hold no replica either; unlike a dead node's,
+	// their absence is the operator's choice and is not logged as one.
+	out := slices.Concat(dead, tab.Draining)
+	set, changed, err := plan(tab, cf.Configuration().Servers, n.cfg.DataGroupsPerNode, n.cfg.ReplicationFactor, out)
 	if err != nil {
 		return err
 	}
 	if !changed {
-		return d.balance(tab, dead)
+		return d.balance(tab, out)
 	}
 	if len(dead) > 0 {
 		n.cfg.Logger.Warn("rebuilding the data group replicas of members not heard from", "nodes", dead, "for", n.cfg.DeadNodeTimeout)
@@ -526,7 +548,8 @@ func setOf(tab fsm.DataGroupTable, nodes []string, p placement.Plan) fsm.DataGro
 	for _, g := range tab.Groups {
 		boot[g.ID] = g.Bootstrap
 	}
-	set := fsm.DataGroupsSet{Base: tab.Epoch, Nodes: nodes, Groups: make([]fsm.DataGroup, len(p))}
+	draining := slices.DeleteFunc(slices.Clone(tab.Draining), func(id string) bool { return !slices.Contains(nodes, id) })
+	set := fsm.DataGroupsSet{Base: tab.Epoch, Nodes: nodes, Draining: draining, Groups: make([]fsm.DataGroup, len(p))}
 	for i, g := range p {
 		b, ok := boot[g.ID]
 		if !ok {
@@ -855,4 +878,37 @@ func (d *dataGroups) adopt(dg *dataGroup) {
 			}
 		}
 	}
+}
+
+// DrainNode starts (or, with undo, ends) the drain of placed node id: the
+// meta leader then gives its data group replicas and preferred
+// leaderships to the other nodes (placement.Evacuate) while it keeps
+// serving, and places nothing on it; ended, it takes replicas again by
+// balancing. It returns the nodes being drained. Errors:
+// backend.ErrNotLeader off the leader, backend.ErrInvalidArgument for a
+// node not placed, *backend.FeatureLevelError before every member's build
+// knows drains (fsm.PlacedGroupsLevel).
+func (n *Node) DrainNode(ctx context.Context, id string, undo bool) ([]string, error) {
+	tab := n.fsm.DataGroups()
+	if !slices.Contains(tab.Nodes, id) {
+		return nil, fmt.Errorf("%w: %q holds no data group replicas to drain (placed: %v)", backend.ErrInvalidArgument, id, tab.Nodes)
+	}
+	draining := slices.DeleteFunc(slices.Clone(tab.Draining), func(d string) bool { return d == id })
+	if !undo {
+		draining = append(draining, id)
+	}
+	if slices.Equal(draining, tab.Draining) {
+		return draining, nil
+	}
+	if len(draining) == len(tab.Nodes) {
+		return nil, fmt.Errorf("%w: draining %s would leave no node to hold the data groups", backend.ErrInvalidArgument, id)
+	}
+	data, err := fsm.EncodeDataGroups(n.cfg.Now().UnixNano(), fsm.DataGroupsSet{Base: tab.Epoch, Groups: tab.Groups, Nodes: tab.Nodes, Draining: draining})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := n.propose(ctx, data); err != nil {
+		return nil, err
+	}
+	return draining, nil
 }

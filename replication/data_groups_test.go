@@ -825,36 +825,9 @@ func TestDataGroupsBalanceOnJoin(t *testing.T) {
 func TestDataGroupsHealDeadNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, nodes, describe := dataGroupCluster(ctx, t, func(cfg *Config) {
-		cfg.DataGroupsPerNode, cfg.ReplicationFactor, cfg.DeadNodeTimeout = 1, 3, 2*time.Second
-	})
-	l := nodes[0]
-	n4 := c.open(ctx, "n4", false)
-	if err := l.Join(ctx, joinRequest(n4), c.probe); err != nil {
-		t.Fatal(err)
-	}
-	nodes = append(nodes, n4)
-	held := func() bool {
-		for _, g := range l.FSM().DataGroups().Groups {
-			if slices.Contains(g.Replicas, "n4") {
-				return true
-			}
-		}
-		return false
-	}
-	waitFor(ctx, t, "n4 holds replicas and every group has its voters", func() bool {
-		tab := l.FSM().DataGroups()
-		voters, leaders := dataGroupsView(nodes)
-		if len(tab.Groups) != 4 || len(leaders) != 4 || !held() {
-			return false
-		}
-		for _, g := range tab.Groups {
-			if !slices.Equal(voters[g.ID], slices.Sorted(slices.Values(g.Replicas))) {
-				return false
-			}
-		}
-		return true
-	}, describe)
+	c, nodes, describe := fourNodeGroups(ctx, t, 2*time.Second)
+	l, n4 := nodes[0], nodes[3]
+	held := func() bool { return holds(l, "n4") }
 	b := NewBackend(l)
 	if _, err := b.CreateTopic(ctx, backend.CreateTopic{Name: "kept", Partitions: 8}); err != nil {
 		t.Fatal(err)
@@ -895,4 +868,98 @@ func TestDataGroupsHealDeadNode(t *testing.T) {
 	if l.FSM().DataGroups().Epoch == 0 {
 		t.Fatal("no table")
 	}
+}
+
+// fourNodeGroups starts four nodes with four data groups of three
+// replicas (a dead node timeout of dead) and waits until every group's
+// voters are its replicas.
+func fourNodeGroups(ctx context.Context, t *testing.T, dead time.Duration) (*joinCluster, []*Node, func() string) {
+	t.Helper()
+	c, nodes, describe := dataGroupCluster(ctx, t, func(cfg *Config) {
+		cfg.DataGroupsPerNode, cfg.ReplicationFactor, cfg.DeadNodeTimeout = 1, 3, dead
+	})
+	l := nodes[0]
+	n4 := c.open(ctx, "n4", false)
+	if err := l.Join(ctx, joinRequest(n4), c.probe); err != nil {
+		t.Fatal(err)
+	}
+	nodes = append(nodes, n4)
+	waitGroupsSettled(ctx, t, l, nodes, 4, describe)
+	if !holds(l, "n4") {
+		t.Fatalf("n4 holds no replica: %s", describe())
+	}
+	return c, nodes, describe
+}
+
+// holds reports whether the table l holds places a replica on node id.
+func holds(l *Node, id string) bool {
+	for _, g := range l.FSM().DataGroups().Groups {
+		if slices.Contains(g.Replicas, id) {
+			return true
+		}
+	}
+	return false
+}
+
+// waitGroupsSettled waits until the table l holds has groups groups, each
+// led, with its replicas as its voters, as nodes see them.
+func waitGroupsSettled(ctx context.Context, t *testing.T, l *Node, nodes []*Node, groups int, describe func() string) {
+	t.Helper()
+	waitFor(ctx, t, "every group led, its voters its replicas", func() bool {
+		tab := l.FSM().DataGroups()
+		voters, leaders := dataGroupsView(nodes)
+		if len(tab.Groups) != groups || len(leaders) != groups {
+			return false
+		}
+		for _, g := range tab.Groups {
+			if !slices.Equal(voters[g.ID], slices.Sorted(slices.Values(g.Replicas))) {
+				return false
+			}
+		}
+		return true
+	}, describe)
+}
+
+// TestDataGroupsDrain: draining n2 of four nodes gives its replicas and
+// preferred leaderships to the other three while it stays a member and
+// keeps serving (a read through it answers); ending the drain gives it
+// replicas again by balancing. A node that is not placed is refused.
+func TestDataGroupsDrain(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	_, nodes, describe := fourNodeGroups(ctx, t, 0)
+	l, n2 := nodes[0], nodes[1]
+	b := NewBackend(l)
+	if _, err := b.CreateTopic(ctx, backend.CreateTopic{Name: "kept", Partitions: 8}); err != nil {
+		t.Fatal(err)
+	}
+	var recs []backend.ProduceRecord
+	for i := range 80 {
+		recs = append(recs, backend.ProduceRecord{Partition: int32(i % 8), HasPartition: true, Value: fmt.Appendf(nil, "v%d", i)})
+	}
+	if _, err := b.Produce(ctx, backend.ProduceRequest{Topic: "kept", Records: recs}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.DrainNode(ctx, "n9", false); !errors.Is(err, backend.ErrInvalidArgument) {
+		t.Errorf("draining a node that is not placed: %v", err)
+	}
+	draining, err := l.DrainNode(ctx, "n2", false)
+	if err != nil || !slices.Equal(draining, []string{"n2"}) {
+		t.Fatalf("drain n2: %v, %v", draining, err)
+	}
+	waitFor(ctx, t, "n2 drained", func() bool { return !holds(l, "n2") }, describe)
+	waitGroupsSettled(ctx, t, l, nodes, 4, describe)
+	if tab := l.FSM().DataGroups(); !slices.Contains(tab.Nodes, "n2") || !slices.Equal(tab.Draining, []string{"n2"}) {
+		t.Fatalf("the table after the drain: %+v", tab)
+	}
+	for p := range int32(8) {
+		if o, err := NewBackend(n2).Offsets("kept", p); err != nil || o.End != 10 {
+			t.Errorf("kept-%d read through the drained n2: %+v, %v", p, o, err)
+		}
+	}
+	if draining, err := l.DrainNode(ctx, "n2", true); err != nil || len(draining) != 0 {
+		t.Fatalf("end the drain: %v, %v", draining, err)
+	}
+	waitFor(ctx, t, "n2 takes replicas again", func() bool { return holds(l, "n2") }, describe)
+	waitGroupsSettled(ctx, t, l, nodes, 4, describe)
 }

@@ -109,7 +109,7 @@ func (n *Node) partitionFSM(topic string, p int32) (*fsm.FSM, error) {
 	}
 	g := t.PartitionGroup(p)
 	if dg := n.dataGroup(g); dg != nil {
-		if dg.noteCaughtUp(); dg.caughtUp.Load() {
+		if dg.serves() {
 			return dg.fsm, nil
 		}
 	}
@@ -843,6 +843,11 @@ func (n *Node) answerCall(ctx context.Context, _ string, g uint64, req []byte) (
 	if err := NewBackend(n).AwaitApplied(ctx, call.MetaIndex, groupCallWait); err != nil {
 		ans.Err = encodeWireError(err)
 		return json.Marshal(ans)
+	}
+	if dg != nil && dg.left.Load() {
+		// A replica the table moved away stops where the group removed
+		// it: it answers as one holding no replica.
+		dg = nil
 	}
 	switch {
 	case dg != nil && call.Kind == callRead && call.Read != nil && call.Read.Leader && !dg.confirmLeader():

@@ -351,6 +351,12 @@ var authzTable = map[string]authzRule{
 			return attrs
 		}),
 	},
+	logdv1connect.LogServiceDrainNodeProcedure: {
+		need: onAll(func(*logdv1.DrainNodeRequest) []auth.Permission { return []auth.Permission{clusterAdmin} }),
+		audit: summary(func(m *logdv1.DrainNodeRequest) []slog.Attr {
+			return []slog.Attr{slog.String("node", m.NodeId), slog.Bool("undo", m.Undo)}
+		}),
+	},
 	logdv1connect.LogServiceRemoveNodeProcedure: {
 		need:  onAll(func(*logdv1.RemoveNodeRequest) []auth.Permission { return []auth.Permission{clusterAdmin} }),
 		audit: summary(func(m *logdv1.RemoveNodeRequest) []slog.Attr { return []slog.Attr{slog.String("node", m.NodeId)} }),

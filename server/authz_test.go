@@ -303,6 +303,10 @@ func TestAuthorizationEveryProcedure(t *testing.T) {
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.RemoveNode(ctx, req(&logdv1.RemoveNodeRequest{NodeId: "n9"}))
 			})},
+		{proc: "DrainNode", admin: true, grant: []auth.ACL{g(cluster, auth.ClusterName, auth.OpAdmin)},
+			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
+				return c.DrainNode(ctx, req(&logdv1.DrainNodeRequest{NodeId: "n9"}))
+			})},
 		{proc: "TransferLeadership", admin: true, grant: []auth.ACL{g(cluster, auth.ClusterName, auth.OpAdmin)},
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.TransferLeadership(ctx, req(&logdv1.TransferLeadershipRequest{NodeId: "n9"}))

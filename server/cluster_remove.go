@@ -19,3 +19,16 @@ func (s *Server) RemoveNode(ctx context.Context, req *connect.Request[logdv1.Rem
 	}
 	return connect.NewResponse(&logdv1.RemoveNodeResponse{}), nil
 }
+
+// DrainNode starts or ends the drain of a node's data group replicas (on
+// the leader; followers forward it).
+func (s *Server) DrainNode(ctx context.Context, req *connect.Request[logdv1.DrainNodeRequest]) (*connect.Response[logdv1.DrainNodeResponse], error) {
+	if req.Msg.NodeId == "" {
+		return nil, errInvalid("drain: node_id is required")
+	}
+	draining, err := s.b.DrainNode(ctx, req.Msg.NodeId, req.Msg.Undo)
+	if err != nil {
+		return nil, toConnectError(err)
+	}
+	return connect.NewResponse(&logdv1.DrainNodeResponse{Draining: draining}), nil
+}

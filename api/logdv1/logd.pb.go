@@ -6658,6 +6658,104 @@ func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
 	return file_logd_v1_logd_proto_rawDescGZIP(), []int{92}
 }
 
+type DrainNodeRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	NodeId string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// Ends the drain instead: the node takes replicas again by balancing.
+	Undo          bool `protobuf:"varint,2,opt,name=undo,proto3" json:"undo,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainNodeRequest) Reset() {
+	*x = DrainNodeRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[93]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainNodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainNodeRequest) ProtoMessage() {}
+
+func (x *DrainNodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[93]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainNodeRequest.ProtoReflect.Descriptor instead.
+func (*DrainNodeRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{93}
+}
+
+func (x *DrainNodeRequest) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *DrainNodeRequest) GetUndo() bool {
+	if x != nil {
+		return x.Undo
+	}
+	return false
+}
+
+type DrainNodeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The nodes being drained after the call.
+	Draining      []string `protobuf:"bytes,1,rep,name=draining,proto3" json:"draining,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainNodeResponse) Reset() {
+	*x = DrainNodeResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[94]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainNodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainNodeResponse) ProtoMessage() {}
+
+func (x *DrainNodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[94]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainNodeResponse.ProtoReflect.Descriptor instead.
+func (*DrainNodeResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{94}
+}
+
+func (x *DrainNodeResponse) GetDraining() []string {
+	if x != nil {
+		return x.Draining
+	}
+	return nil
+}
+
 type TransferLeadershipRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Empty: the most up-to-date voter.
@@ -6668,7 +6766,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[93]
+	mi := &file_logd_v1_logd_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6680,7 +6778,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[93]
+	mi := &file_logd_v1_logd_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6693,7 +6791,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{93}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *TransferLeadershipRequest) GetNodeId() string {
@@ -6713,7 +6811,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[94]
+	mi := &file_logd_v1_logd_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6725,7 +6823,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[94]
+	mi := &file_logd_v1_logd_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6738,7 +6836,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{94}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -6763,7 +6861,7 @@ type SaveSnapshotRequest struct {
 
 func (x *SaveSnapshotRequest) Reset() {
 	*x = SaveSnapshotRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[95]
+	mi := &file_logd_v1_logd_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6775,7 +6873,7 @@ func (x *SaveSnapshotRequest) String() string {
 func (*SaveSnapshotRequest) ProtoMessage() {}
 
 func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[95]
+	mi := &file_logd_v1_logd_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6788,7 +6886,7 @@ func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SaveSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{95}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{97}
 }
 
 type SaveSnapshotResponse struct {
@@ -6803,7 +6901,7 @@ type SaveSnapshotResponse struct {
 
 func (x *SaveSnapshotResponse) Reset() {
 	*x = SaveSnapshotResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[96]
+	mi := &file_logd_v1_logd_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6815,7 +6913,7 @@ func (x *SaveSnapshotResponse) String() string {
 func (*SaveSnapshotResponse) ProtoMessage() {}
 
 func (x *SaveSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[96]
+	mi := &file_logd_v1_logd_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6828,7 +6926,7 @@ func (x *SaveSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*SaveSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{96}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *SaveSnapshotResponse) GetInfo() *SnapshotInfo {
@@ -6864,7 +6962,7 @@ type SnapshotInfo struct {
 
 func (x *SnapshotInfo) Reset() {
 	*x = SnapshotInfo{}
-	mi := &file_logd_v1_logd_proto_msgTypes[97]
+	mi := &file_logd_v1_logd_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6876,7 +6974,7 @@ func (x *SnapshotInfo) String() string {
 func (*SnapshotInfo) ProtoMessage() {}
 
 func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[97]
+	mi := &file_logd_v1_logd_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6889,7 +6987,7 @@ func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotInfo.ProtoReflect.Descriptor instead.
 func (*SnapshotInfo) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{97}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *SnapshotInfo) GetIndex() uint64 {
@@ -6946,7 +7044,7 @@ type PauseQueueGroupRequest struct {
 
 func (x *PauseQueueGroupRequest) Reset() {
 	*x = PauseQueueGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[98]
+	mi := &file_logd_v1_logd_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6958,7 +7056,7 @@ func (x *PauseQueueGroupRequest) String() string {
 func (*PauseQueueGroupRequest) ProtoMessage() {}
 
 func (x *PauseQueueGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[98]
+	mi := &file_logd_v1_logd_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6971,7 +7069,7 @@ func (x *PauseQueueGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueGroupRequest.ProtoReflect.Descriptor instead.
 func (*PauseQueueGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{98}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *PauseQueueGroupRequest) GetTopic() string {
@@ -7006,7 +7104,7 @@ type PauseQueueGroupResponse struct {
 
 func (x *PauseQueueGroupResponse) Reset() {
 	*x = PauseQueueGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[99]
+	mi := &file_logd_v1_logd_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7018,7 +7116,7 @@ func (x *PauseQueueGroupResponse) String() string {
 func (*PauseQueueGroupResponse) ProtoMessage() {}
 
 func (x *PauseQueueGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[99]
+	mi := &file_logd_v1_logd_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7031,7 +7129,7 @@ func (x *PauseQueueGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueGroupResponse.ProtoReflect.Descriptor instead.
 func (*PauseQueueGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{99}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *PauseQueueGroupResponse) GetPaused() bool {
@@ -7056,7 +7154,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[100]
+	mi := &file_logd_v1_logd_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7068,7 +7166,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[100]
+	mi := &file_logd_v1_logd_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7081,7 +7179,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{100}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{102}
 }
 
 type WhoAmIResponse struct {
@@ -7101,7 +7199,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[101]
+	mi := &file_logd_v1_logd_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7113,7 +7211,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[101]
+	mi := &file_logd_v1_logd_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7126,7 +7224,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{101}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *WhoAmIResponse) GetPrincipal() string {
@@ -7174,7 +7272,7 @@ type TokenInfo struct {
 
 func (x *TokenInfo) Reset() {
 	*x = TokenInfo{}
-	mi := &file_logd_v1_logd_proto_msgTypes[102]
+	mi := &file_logd_v1_logd_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7186,7 +7284,7 @@ func (x *TokenInfo) String() string {
 func (*TokenInfo) ProtoMessage() {}
 
 func (x *TokenInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[102]
+	mi := &file_logd_v1_logd_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7199,7 +7297,7 @@ func (x *TokenInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenInfo.ProtoReflect.Descriptor instead.
 func (*TokenInfo) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{102}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *TokenInfo) GetId() string {
@@ -7257,7 +7355,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[103]
+	mi := &file_logd_v1_logd_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7269,7 +7367,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[103]
+	mi := &file_logd_v1_logd_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7282,7 +7380,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{103}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *CreateTokenRequest) GetPrincipal() string {
@@ -7317,7 +7415,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[104]
+	mi := &file_logd_v1_logd_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7329,7 +7427,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[104]
+	mi := &file_logd_v1_logd_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7342,7 +7440,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{104}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *CreateTokenResponse) GetToken() string {
@@ -7369,7 +7467,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[105]
+	mi := &file_logd_v1_logd_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7381,7 +7479,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[105]
+	mi := &file_logd_v1_logd_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7394,7 +7492,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{105}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *ListTokensRequest) GetPrincipal() string {
@@ -7413,7 +7511,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[106]
+	mi := &file_logd_v1_logd_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7425,7 +7523,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[106]
+	mi := &file_logd_v1_logd_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7438,7 +7536,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{106}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *ListTokensResponse) GetTokens() []*TokenInfo {
@@ -7457,7 +7555,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[107]
+	mi := &file_logd_v1_logd_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7469,7 +7567,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[107]
+	mi := &file_logd_v1_logd_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7482,7 +7580,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{107}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *RevokeTokenRequest) GetId() string {
@@ -7501,7 +7599,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[108]
+	mi := &file_logd_v1_logd_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7513,7 +7611,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[108]
+	mi := &file_logd_v1_logd_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7526,7 +7624,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{108}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *RevokeTokenResponse) GetInfo() *TokenInfo {
@@ -7552,7 +7650,7 @@ type ScramCredentialInfo struct {
 
 func (x *ScramCredentialInfo) Reset() {
 	*x = ScramCredentialInfo{}
-	mi := &file_logd_v1_logd_proto_msgTypes[109]
+	mi := &file_logd_v1_logd_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7564,7 +7662,7 @@ func (x *ScramCredentialInfo) String() string {
 func (*ScramCredentialInfo) ProtoMessage() {}
 
 func (x *ScramCredentialInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[109]
+	mi := &file_logd_v1_logd_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7577,7 +7675,7 @@ func (x *ScramCredentialInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScramCredentialInfo.ProtoReflect.Descriptor instead.
 func (*ScramCredentialInfo) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{109}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *ScramCredentialInfo) GetUser() string {
@@ -7629,7 +7727,7 @@ type SetScramCredentialRequest struct {
 
 func (x *SetScramCredentialRequest) Reset() {
 	*x = SetScramCredentialRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[110]
+	mi := &file_logd_v1_logd_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7641,7 +7739,7 @@ func (x *SetScramCredentialRequest) String() string {
 func (*SetScramCredentialRequest) ProtoMessage() {}
 
 func (x *SetScramCredentialRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[110]
+	mi := &file_logd_v1_logd_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7654,7 +7752,7 @@ func (x *SetScramCredentialRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetScramCredentialRequest.ProtoReflect.Descriptor instead.
 func (*SetScramCredentialRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{110}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *SetScramCredentialRequest) GetUser() string {
@@ -7694,7 +7792,7 @@ type SetScramCredentialResponse struct {
 
 func (x *SetScramCredentialResponse) Reset() {
 	*x = SetScramCredentialResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[111]
+	mi := &file_logd_v1_logd_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7706,7 +7804,7 @@ func (x *SetScramCredentialResponse) String() string {
 func (*SetScramCredentialResponse) ProtoMessage() {}
 
 func (x *SetScramCredentialResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[111]
+	mi := &file_logd_v1_logd_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7719,7 +7817,7 @@ func (x *SetScramCredentialResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetScramCredentialResponse.ProtoReflect.Descriptor instead.
 func (*SetScramCredentialResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{111}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *SetScramCredentialResponse) GetInfo() *ScramCredentialInfo {
@@ -7739,7 +7837,7 @@ type ListScramCredentialsRequest struct {
 
 func (x *ListScramCredentialsRequest) Reset() {
 	*x = ListScramCredentialsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[112]
+	mi := &file_logd_v1_logd_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7751,7 +7849,7 @@ func (x *ListScramCredentialsRequest) String() string {
 func (*ListScramCredentialsRequest) ProtoMessage() {}
 
 func (x *ListScramCredentialsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[112]
+	mi := &file_logd_v1_logd_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7764,7 +7862,7 @@ func (x *ListScramCredentialsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListScramCredentialsRequest.ProtoReflect.Descriptor instead.
 func (*ListScramCredentialsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{112}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *ListScramCredentialsRequest) GetUser() string {
@@ -7783,7 +7881,7 @@ type ListScramCredentialsResponse struct {
 
 func (x *ListScramCredentialsResponse) Reset() {
 	*x = ListScramCredentialsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[113]
+	mi := &file_logd_v1_logd_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7795,7 +7893,7 @@ func (x *ListScramCredentialsResponse) String() string {
 func (*ListScramCredentialsResponse) ProtoMessage() {}
 
 func (x *ListScramCredentialsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[113]
+	mi := &file_logd_v1_logd_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7808,7 +7906,7 @@ func (x *ListScramCredentialsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListScramCredentialsResponse.ProtoReflect.Descriptor instead.
 func (*ListScramCredentialsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{113}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *ListScramCredentialsResponse) GetCredentials() []*ScramCredentialInfo {
@@ -7828,7 +7926,7 @@ type DeleteScramCredentialRequest struct {
 
 func (x *DeleteScramCredentialRequest) Reset() {
 	*x = DeleteScramCredentialRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[114]
+	mi := &file_logd_v1_logd_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7840,7 +7938,7 @@ func (x *DeleteScramCredentialRequest) String() string {
 func (*DeleteScramCredentialRequest) ProtoMessage() {}
 
 func (x *DeleteScramCredentialRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[114]
+	mi := &file_logd_v1_logd_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7853,7 +7951,7 @@ func (x *DeleteScramCredentialRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteScramCredentialRequest.ProtoReflect.Descriptor instead.
 func (*DeleteScramCredentialRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{114}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *DeleteScramCredentialRequest) GetUser() string {
@@ -7879,7 +7977,7 @@ type DeleteScramCredentialResponse struct {
 
 func (x *DeleteScramCredentialResponse) Reset() {
 	*x = DeleteScramCredentialResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[115]
+	mi := &file_logd_v1_logd_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7891,7 +7989,7 @@ func (x *DeleteScramCredentialResponse) String() string {
 func (*DeleteScramCredentialResponse) ProtoMessage() {}
 
 func (x *DeleteScramCredentialResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[115]
+	mi := &file_logd_v1_logd_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7904,7 +8002,7 @@ func (x *DeleteScramCredentialResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteScramCredentialResponse.ProtoReflect.Descriptor instead.
 func (*DeleteScramCredentialResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{115}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *DeleteScramCredentialResponse) GetInfo() *ScramCredentialInfo {
@@ -7932,7 +8030,7 @@ type ACL struct {
 
 func (x *ACL) Reset() {
 	*x = ACL{}
-	mi := &file_logd_v1_logd_proto_msgTypes[116]
+	mi := &file_logd_v1_logd_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7944,7 +8042,7 @@ func (x *ACL) String() string {
 func (*ACL) ProtoMessage() {}
 
 func (x *ACL) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[116]
+	mi := &file_logd_v1_logd_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7957,7 +8055,7 @@ func (x *ACL) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ACL.ProtoReflect.Descriptor instead.
 func (*ACL) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{116}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *ACL) GetPrincipal() string {
@@ -8011,7 +8109,7 @@ type CreateACLsRequest struct {
 
 func (x *CreateACLsRequest) Reset() {
 	*x = CreateACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[117]
+	mi := &file_logd_v1_logd_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8023,7 +8121,7 @@ func (x *CreateACLsRequest) String() string {
 func (*CreateACLsRequest) ProtoMessage() {}
 
 func (x *CreateACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[117]
+	mi := &file_logd_v1_logd_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8036,7 +8134,7 @@ func (x *CreateACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateACLsRequest.ProtoReflect.Descriptor instead.
 func (*CreateACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{117}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *CreateACLsRequest) GetAcls() []*ACL {
@@ -8056,7 +8154,7 @@ type CreateACLsResponse struct {
 
 func (x *CreateACLsResponse) Reset() {
 	*x = CreateACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[118]
+	mi := &file_logd_v1_logd_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8068,7 +8166,7 @@ func (x *CreateACLsResponse) String() string {
 func (*CreateACLsResponse) ProtoMessage() {}
 
 func (x *CreateACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[118]
+	mi := &file_logd_v1_logd_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8081,7 +8179,7 @@ func (x *CreateACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateACLsResponse.ProtoReflect.Descriptor instead.
 func (*CreateACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{118}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *CreateACLsResponse) GetCreated() int32 {
@@ -8106,7 +8204,7 @@ type ACLFilter struct {
 
 func (x *ACLFilter) Reset() {
 	*x = ACLFilter{}
-	mi := &file_logd_v1_logd_proto_msgTypes[119]
+	mi := &file_logd_v1_logd_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8118,7 +8216,7 @@ func (x *ACLFilter) String() string {
 func (*ACLFilter) ProtoMessage() {}
 
 func (x *ACLFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[119]
+	mi := &file_logd_v1_logd_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8131,7 +8229,7 @@ func (x *ACLFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ACLFilter.ProtoReflect.Descriptor instead.
 func (*ACLFilter) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{119}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *ACLFilter) GetPrincipal() string {
@@ -8185,7 +8283,7 @@ type ListACLsRequest struct {
 
 func (x *ListACLsRequest) Reset() {
 	*x = ListACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[120]
+	mi := &file_logd_v1_logd_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8197,7 +8295,7 @@ func (x *ListACLsRequest) String() string {
 func (*ListACLsRequest) ProtoMessage() {}
 
 func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[120]
+	mi := &file_logd_v1_logd_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8210,7 +8308,7 @@ func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListACLsRequest.ProtoReflect.Descriptor instead.
 func (*ListACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{120}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *ListACLsRequest) GetFilter() *ACLFilter {
@@ -8229,7 +8327,7 @@ type ListACLsResponse struct {
 
 func (x *ListACLsResponse) Reset() {
 	*x = ListACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[121]
+	mi := &file_logd_v1_logd_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8241,7 +8339,7 @@ func (x *ListACLsResponse) String() string {
 func (*ListACLsResponse) ProtoMessage() {}
 
 func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[121]
+	mi := &file_logd_v1_logd_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8254,7 +8352,7 @@ func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListACLsResponse.ProtoReflect.Descriptor instead.
 func (*ListACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{121}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *ListACLsResponse) GetAcls() []*ACL {
@@ -8276,7 +8374,7 @@ type DeleteACLsRequest struct {
 
 func (x *DeleteACLsRequest) Reset() {
 	*x = DeleteACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[122]
+	mi := &file_logd_v1_logd_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8288,7 +8386,7 @@ func (x *DeleteACLsRequest) String() string {
 func (*DeleteACLsRequest) ProtoMessage() {}
 
 func (x *DeleteACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[122]
+	mi := &file_logd_v1_logd_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8301,7 +8399,7 @@ func (x *DeleteACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteACLsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{122}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *DeleteACLsRequest) GetFilter() *ACLFilter {
@@ -8328,7 +8426,7 @@ type DeleteACLsResponse struct {
 
 func (x *DeleteACLsResponse) Reset() {
 	*x = DeleteACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[123]
+	mi := &file_logd_v1_logd_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8340,7 +8438,7 @@ func (x *DeleteACLsResponse) String() string {
 func (*DeleteACLsResponse) ProtoMessage() {}
 
 func (x *DeleteACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[123]
+	mi := &file_logd_v1_logd_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8353,7 +8451,7 @@ func (x *DeleteACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteACLsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{123}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *DeleteACLsResponse) GetAcls() []*ACL {
@@ -8397,7 +8495,7 @@ type StartRedriveRequest struct {
 
 func (x *StartRedriveRequest) Reset() {
 	*x = StartRedriveRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[124]
+	mi := &file_logd_v1_logd_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8409,7 +8507,7 @@ func (x *StartRedriveRequest) String() string {
 func (*StartRedriveRequest) ProtoMessage() {}
 
 func (x *StartRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[124]
+	mi := &file_logd_v1_logd_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8422,7 +8520,7 @@ func (x *StartRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRedriveRequest.ProtoReflect.Descriptor instead.
 func (*StartRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{124}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *StartRedriveRequest) GetDeadLetterTopic() string {
@@ -8521,7 +8619,7 @@ type RedriveRecordRef struct {
 
 func (x *RedriveRecordRef) Reset() {
 	*x = RedriveRecordRef{}
-	mi := &file_logd_v1_logd_proto_msgTypes[125]
+	mi := &file_logd_v1_logd_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8533,7 +8631,7 @@ func (x *RedriveRecordRef) String() string {
 func (*RedriveRecordRef) ProtoMessage() {}
 
 func (x *RedriveRecordRef) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[125]
+	mi := &file_logd_v1_logd_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8546,7 +8644,7 @@ func (x *RedriveRecordRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveRecordRef.ProtoReflect.Descriptor instead.
 func (*RedriveRecordRef) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{125}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *RedriveRecordRef) GetPartition() int32 {
@@ -8581,7 +8679,7 @@ type RedriveProgress struct {
 
 func (x *RedriveProgress) Reset() {
 	*x = RedriveProgress{}
-	mi := &file_logd_v1_logd_proto_msgTypes[126]
+	mi := &file_logd_v1_logd_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8593,7 +8691,7 @@ func (x *RedriveProgress) String() string {
 func (*RedriveProgress) ProtoMessage() {}
 
 func (x *RedriveProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[126]
+	mi := &file_logd_v1_logd_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8606,7 +8704,7 @@ func (x *RedriveProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveProgress.ProtoReflect.Descriptor instead.
 func (*RedriveProgress) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{126}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *RedriveProgress) GetScanned() int64 {
@@ -8676,7 +8774,7 @@ type RedriveJob struct {
 
 func (x *RedriveJob) Reset() {
 	*x = RedriveJob{}
-	mi := &file_logd_v1_logd_proto_msgTypes[127]
+	mi := &file_logd_v1_logd_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8688,7 +8786,7 @@ func (x *RedriveJob) String() string {
 func (*RedriveJob) ProtoMessage() {}
 
 func (x *RedriveJob) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[127]
+	mi := &file_logd_v1_logd_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8701,7 +8799,7 @@ func (x *RedriveJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveJob.ProtoReflect.Descriptor instead.
 func (*RedriveJob) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{127}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *RedriveJob) GetId() string {
@@ -8797,7 +8895,7 @@ type StartRedriveResponse struct {
 
 func (x *StartRedriveResponse) Reset() {
 	*x = StartRedriveResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[128]
+	mi := &file_logd_v1_logd_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8809,7 +8907,7 @@ func (x *StartRedriveResponse) String() string {
 func (*StartRedriveResponse) ProtoMessage() {}
 
 func (x *StartRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[128]
+	mi := &file_logd_v1_logd_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8822,7 +8920,7 @@ func (x *StartRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRedriveResponse.ProtoReflect.Descriptor instead.
 func (*StartRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{128}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *StartRedriveResponse) GetJob() *RedriveJob {
@@ -8841,7 +8939,7 @@ type DescribeRedriveRequest struct {
 
 func (x *DescribeRedriveRequest) Reset() {
 	*x = DescribeRedriveRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[129]
+	mi := &file_logd_v1_logd_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8853,7 +8951,7 @@ func (x *DescribeRedriveRequest) String() string {
 func (*DescribeRedriveRequest) ProtoMessage() {}
 
 func (x *DescribeRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[129]
+	mi := &file_logd_v1_logd_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8866,7 +8964,7 @@ func (x *DescribeRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRedriveRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{129}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *DescribeRedriveRequest) GetId() string {
@@ -8885,7 +8983,7 @@ type DescribeRedriveResponse struct {
 
 func (x *DescribeRedriveResponse) Reset() {
 	*x = DescribeRedriveResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[130]
+	mi := &file_logd_v1_logd_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8897,7 +8995,7 @@ func (x *DescribeRedriveResponse) String() string {
 func (*DescribeRedriveResponse) ProtoMessage() {}
 
 func (x *DescribeRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[130]
+	mi := &file_logd_v1_logd_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8910,7 +9008,7 @@ func (x *DescribeRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRedriveResponse.ProtoReflect.Descriptor instead.
 func (*DescribeRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{130}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *DescribeRedriveResponse) GetJob() *RedriveJob {
@@ -8930,7 +9028,7 @@ type ListRedrivesRequest struct {
 
 func (x *ListRedrivesRequest) Reset() {
 	*x = ListRedrivesRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[131]
+	mi := &file_logd_v1_logd_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8942,7 +9040,7 @@ func (x *ListRedrivesRequest) String() string {
 func (*ListRedrivesRequest) ProtoMessage() {}
 
 func (x *ListRedrivesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[131]
+	mi := &file_logd_v1_logd_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8955,7 +9053,7 @@ func (x *ListRedrivesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRedrivesRequest.ProtoReflect.Descriptor instead.
 func (*ListRedrivesRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{131}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{133}
 }
 
 func (x *ListRedrivesRequest) GetDeadLetterTopic() string {
@@ -8974,7 +9072,7 @@ type ListRedrivesResponse struct {
 
 func (x *ListRedrivesResponse) Reset() {
 	*x = ListRedrivesResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[132]
+	mi := &file_logd_v1_logd_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8986,7 +9084,7 @@ func (x *ListRedrivesResponse) String() string {
 func (*ListRedrivesResponse) ProtoMessage() {}
 
 func (x *ListRedrivesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[132]
+	mi := &file_logd_v1_logd_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8999,7 +9097,7 @@ func (x *ListRedrivesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRedrivesResponse.ProtoReflect.Descriptor instead.
 func (*ListRedrivesResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{132}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{134}
 }
 
 func (x *ListRedrivesResponse) GetJobs() []*RedriveJob {
@@ -9018,7 +9116,7 @@ type StopRedriveRequest struct {
 
 func (x *StopRedriveRequest) Reset() {
 	*x = StopRedriveRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[133]
+	mi := &file_logd_v1_logd_proto_msgTypes[135]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9030,7 +9128,7 @@ func (x *StopRedriveRequest) String() string {
 func (*StopRedriveRequest) ProtoMessage() {}
 
 func (x *StopRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[133]
+	mi := &file_logd_v1_logd_proto_msgTypes[135]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9043,7 +9141,7 @@ func (x *StopRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRedriveRequest.ProtoReflect.Descriptor instead.
 func (*StopRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{133}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{135}
 }
 
 func (x *StopRedriveRequest) GetId() string {
@@ -9062,7 +9160,7 @@ type StopRedriveResponse struct {
 
 func (x *StopRedriveResponse) Reset() {
 	*x = StopRedriveResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[134]
+	mi := &file_logd_v1_logd_proto_msgTypes[136]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9074,7 +9172,7 @@ func (x *StopRedriveResponse) String() string {
 func (*StopRedriveResponse) ProtoMessage() {}
 
 func (x *StopRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[134]
+	mi := &file_logd_v1_logd_proto_msgTypes[136]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9087,7 +9185,7 @@ func (x *StopRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRedriveResponse.ProtoReflect.Descriptor instead.
 func (*StopRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{134}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{136}
 }
 
 func (x *StopRedriveResponse) GetJob() *RedriveJob {
@@ -9135,7 +9233,7 @@ type ListDeadLettersRequest struct {
 
 func (x *ListDeadLettersRequest) Reset() {
 	*x = ListDeadLettersRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[135]
+	mi := &file_logd_v1_logd_proto_msgTypes[137]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9147,7 +9245,7 @@ func (x *ListDeadLettersRequest) String() string {
 func (*ListDeadLettersRequest) ProtoMessage() {}
 
 func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[135]
+	mi := &file_logd_v1_logd_proto_msgTypes[137]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9160,7 +9258,7 @@ func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{135}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{137}
 }
 
 func (x *ListDeadLettersRequest) GetTopic() string {
@@ -9312,7 +9410,7 @@ type DeadLetter struct {
 
 func (x *DeadLetter) Reset() {
 	*x = DeadLetter{}
-	mi := &file_logd_v1_logd_proto_msgTypes[136]
+	mi := &file_logd_v1_logd_proto_msgTypes[138]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9324,7 +9422,7 @@ func (x *DeadLetter) String() string {
 func (*DeadLetter) ProtoMessage() {}
 
 func (x *DeadLetter) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[136]
+	mi := &file_logd_v1_logd_proto_msgTypes[138]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9337,7 +9435,7 @@ func (x *DeadLetter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetter.ProtoReflect.Descriptor instead.
 func (*DeadLetter) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{136}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{138}
 }
 
 func (x *DeadLetter) GetPartition() int32 {
@@ -9514,7 +9612,7 @@ type ListDeadLettersResponse struct {
 
 func (x *ListDeadLettersResponse) Reset() {
 	*x = ListDeadLettersResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[137]
+	mi := &file_logd_v1_logd_proto_msgTypes[139]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9526,7 +9624,7 @@ func (x *ListDeadLettersResponse) String() string {
 func (*ListDeadLettersResponse) ProtoMessage() {}
 
 func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[137]
+	mi := &file_logd_v1_logd_proto_msgTypes[139]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9539,7 +9637,7 @@ func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{137}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{139}
 }
 
 func (x *ListDeadLettersResponse) GetDeadLetters() []*DeadLetter {
@@ -10163,7 +10261,12 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x0fsecret_required\x18\x04 \x01(\bR\x0esecretRequired\",\n" +
 	"\x11RemoveNodeRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"\x14\n" +
-	"\x12RemoveNodeResponse\"4\n" +
+	"\x12RemoveNodeResponse\"?\n" +
+	"\x10DrainNodeRequest\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x12\n" +
+	"\x04undo\x18\x02 \x01(\bR\x04undo\"/\n" +
+	"\x11DrainNodeResponse\x12\x1a\n" +
+	"\bdraining\x18\x01 \x03(\tR\bdraining\"4\n" +
 	"\x19TransferLeadershipRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"`\n" +
 	"\x1aTransferLeadershipResponse\x12\x1b\n" +
@@ -10415,7 +10518,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x18REASON_PERMISSION_DENIED\x10=\x12\x18\n" +
 	"\x14REASON_UNKNOWN_TOKEN\x10>\x12#\n" +
 	"\x1fREASON_UNKNOWN_SCRAM_CREDENTIAL\x10?\x12\x1a\n" +
-	"\x16REASON_UNKNOWN_REDRIVE\x10P2\xc1\x1d\n" +
+	"\x16REASON_UNKNOWN_REDRIVE\x10P2\x85\x1e\n" +
 	"\n" +
 	"LogService\x12H\n" +
 	"\vCreateTopic\x12\x1b.logd.v1.CreateTopicRequest\x1a\x1c.logd.v1.CreateTopicResponse\x12E\n" +
@@ -10453,7 +10556,8 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x06Extend\x12\x16.logd.v1.ExtendRequest\x1a\x17.logd.v1.ExtendResponse\x123\n" +
 	"\x04Join\x12\x14.logd.v1.JoinRequest\x1a\x15.logd.v1.JoinResponse\x12E\n" +
 	"\n" +
-	"RemoveNode\x12\x1a.logd.v1.RemoveNodeRequest\x1a\x1b.logd.v1.RemoveNodeResponse\x12]\n" +
+	"RemoveNode\x12\x1a.logd.v1.RemoveNodeRequest\x1a\x1b.logd.v1.RemoveNodeResponse\x12B\n" +
+	"\tDrainNode\x12\x19.logd.v1.DrainNodeRequest\x1a\x1a.logd.v1.DrainNodeResponse\x12]\n" +
 	"\x12TransferLeadership\x12\".logd.v1.TransferLeadershipRequest\x1a#.logd.v1.TransferLeadershipResponse\x12M\n" +
 	"\fSaveSnapshot\x12\x1c.logd.v1.SaveSnapshotRequest\x1a\x1d.logd.v1.SaveSnapshotResponse0\x01\x12E\n" +
 	"\n" +
@@ -10492,7 +10596,7 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 141)
+var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 143)
 var file_logd_v1_logd_proto_goTypes = []any{
 	(Reason)(0),                           // 0: logd.v1.Reason
 	(*ErrorInfo)(nil),                     // 1: logd.v1.ErrorInfo
@@ -10588,63 +10692,65 @@ var file_logd_v1_logd_proto_goTypes = []any{
 	(*JoinResponse)(nil),                  // 91: logd.v1.JoinResponse
 	(*RemoveNodeRequest)(nil),             // 92: logd.v1.RemoveNodeRequest
 	(*RemoveNodeResponse)(nil),            // 93: logd.v1.RemoveNodeResponse
-	(*TransferLeadershipRequest)(nil),     // 94: logd.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil),    // 95: logd.v1.TransferLeadershipResponse
-	(*SaveSnapshotRequest)(nil),           // 96: logd.v1.SaveSnapshotRequest
-	(*SaveSnapshotResponse)(nil),          // 97: logd.v1.SaveSnapshotResponse
-	(*SnapshotInfo)(nil),                  // 98: logd.v1.SnapshotInfo
-	(*PauseQueueGroupRequest)(nil),        // 99: logd.v1.PauseQueueGroupRequest
-	(*PauseQueueGroupResponse)(nil),       // 100: logd.v1.PauseQueueGroupResponse
-	(*WhoAmIRequest)(nil),                 // 101: logd.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),                // 102: logd.v1.WhoAmIResponse
-	(*TokenInfo)(nil),                     // 103: logd.v1.TokenInfo
-	(*CreateTokenRequest)(nil),            // 104: logd.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),           // 105: logd.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),             // 106: logd.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),            // 107: logd.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),            // 108: logd.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),           // 109: logd.v1.RevokeTokenResponse
-	(*ScramCredentialInfo)(nil),           // 110: logd.v1.ScramCredentialInfo
-	(*SetScramCredentialRequest)(nil),     // 111: logd.v1.SetScramCredentialRequest
-	(*SetScramCredentialResponse)(nil),    // 112: logd.v1.SetScramCredentialResponse
-	(*ListScramCredentialsRequest)(nil),   // 113: logd.v1.ListScramCredentialsRequest
-	(*ListScramCredentialsResponse)(nil),  // 114: logd.v1.ListScramCredentialsResponse
-	(*DeleteScramCredentialRequest)(nil),  // 115: logd.v1.DeleteScramCredentialRequest
-	(*DeleteScramCredentialResponse)(nil), // 116: logd.v1.DeleteScramCredentialResponse
-	(*ACL)(nil),                           // 117: logd.v1.ACL
-	(*CreateACLsRequest)(nil),             // 118: logd.v1.CreateACLsRequest
-	(*CreateACLsResponse)(nil),            // 119: logd.v1.CreateACLsResponse
-	(*ACLFilter)(nil),                     // 120: logd.v1.ACLFilter
-	(*ListACLsRequest)(nil),               // 121: logd.v1.ListACLsRequest
-	(*ListACLsResponse)(nil),              // 122: logd.v1.ListACLsResponse
-	(*DeleteACLsRequest)(nil),             // 123: logd.v1.DeleteACLsRequest
-	(*DeleteACLsResponse)(nil),            // 124: logd.v1.DeleteACLsResponse
-	(*StartRedriveRequest)(nil),           // 125: logd.v1.StartRedriveRequest
-	(*RedriveRecordRef)(nil),              // 126: logd.v1.RedriveRecordRef
-	(*RedriveProgress)(nil),               // 127: logd.v1.RedriveProgress
-	(*RedriveJob)(nil),                    // 128: logd.v1.RedriveJob
-	(*StartRedriveResponse)(nil),          // 129: logd.v1.StartRedriveResponse
-	(*DescribeRedriveRequest)(nil),        // 130: logd.v1.DescribeRedriveRequest
-	(*DescribeRedriveResponse)(nil),       // 131: logd.v1.DescribeRedriveResponse
-	(*ListRedrivesRequest)(nil),           // 132: logd.v1.ListRedrivesRequest
-	(*ListRedrivesResponse)(nil),          // 133: logd.v1.ListRedrivesResponse
-	(*StopRedriveRequest)(nil),            // 134: logd.v1.StopRedriveRequest
-	(*StopRedriveResponse)(nil),           // 135: logd.v1.StopRedriveResponse
-	(*ListDeadLettersRequest)(nil),        // 136: logd.v1.ListDeadLettersRequest
-	(*DeadLetter)(nil),                    // 137: logd.v1.DeadLetter
-	(*ListDeadLettersResponse)(nil),       // 138: logd.v1.ListDeadLettersResponse
-	nil,                                   // 139: logd.v1.CreateTopicRequest.ConfigEntry
-	nil,                                   // 140: logd.v1.TopicInfo.ConfigEntry
-	nil,                                   // 141: logd.v1.AlterTopicRequest.ConfigEntry
+	(*DrainNodeRequest)(nil),              // 94: logd.v1.DrainNodeRequest
+	(*DrainNodeResponse)(nil),             // 95: logd.v1.DrainNodeResponse
+	(*TransferLeadershipRequest)(nil),     // 96: logd.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil),    // 97: logd.v1.TransferLeadershipResponse
+	(*SaveSnapshotRequest)(nil),           // 98: logd.v1.SaveSnapshotRequest
+	(*SaveSnapshotResponse)(nil),          // 99: logd.v1.SaveSnapshotResponse
+	(*SnapshotInfo)(nil),                  // 100: logd.v1.SnapshotInfo
+	(*PauseQueueGroupRequest)(nil),        // 101: logd.v1.PauseQueueGroupRequest
+	(*PauseQueueGroupResponse)(nil),       // 102: logd.v1.PauseQueueGroupResponse
+	(*WhoAmIRequest)(nil),                 // 103: logd.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),                // 104: logd.v1.WhoAmIResponse
+	(*TokenInfo)(nil),                     // 105: logd.v1.TokenInfo
+	(*CreateTokenRequest)(nil),            // 106: logd.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),           // 107: logd.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),             // 108: logd.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),            // 109: logd.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),            // 110: logd.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),           // 111: logd.v1.RevokeTokenResponse
+	(*ScramCredentialInfo)(nil),           // 112: logd.v1.ScramCredentialInfo
+	(*SetScramCredentialRequest)(nil),     // 113: logd.v1.SetScramCredentialRequest
+	(*SetScramCredentialResponse)(nil),    // 114: logd.v1.SetScramCredentialResponse
+	(*ListScramCredentialsRequest)(nil),   // 115: logd.v1.ListScramCredentialsRequest
+	(*ListScramCredentialsResponse)(nil),  // 116: logd.v1.ListScramCredentialsResponse
+	(*DeleteScramCredentialRequest)(nil),  // 117: logd.v1.DeleteScramCredentialRequest
+	(*DeleteScramCredentialResponse)(nil), // 118: logd.v1.DeleteScramCredentialResponse
+	(*ACL)(nil),                           // 119: logd.v1.ACL
+	(*CreateACLsRequest)(nil),             // 120: logd.v1.CreateACLsRequest
+	(*CreateACLsResponse)(nil),            // 121: logd.v1.CreateACLsResponse
+	(*ACLFilter)(nil),                     // 122: logd.v1.ACLFilter
+	(*ListACLsRequest)(nil),               // 123: logd.v1.ListACLsRequest
+	(*ListACLsResponse)(nil),              // 124: logd.v1.ListACLsResponse
+	(*DeleteACLsRequest)(nil),             // 125: logd.v1.DeleteACLsRequest
+	(*DeleteACLsResponse)(nil),            // 126: logd.v1.DeleteACLsResponse
+	(*StartRedriveRequest)(nil),           // 127: logd.v1.StartRedriveRequest
+	(*RedriveRecordRef)(nil),              // 128: logd.v1.RedriveRecordRef
+	(*RedriveProgress)(nil),               // 129: logd.v1.RedriveProgress
+	(*RedriveJob)(nil),                    // 130: logd.v1.RedriveJob
+	(*StartRedriveResponse)(nil),          // 131: logd.v1.StartRedriveResponse
+	(*DescribeRedriveRequest)(nil),        // 132: logd.v1.DescribeRedriveRequest
+	(*DescribeRedriveResponse)(nil),       // 133: logd.v1.DescribeRedriveResponse
+	(*ListRedrivesRequest)(nil),           // 134: logd.v1.ListRedrivesRequest
+	(*ListRedrivesResponse)(nil),          // 135: logd.v1.ListRedrivesResponse
+	(*StopRedriveRequest)(nil),            // 136: logd.v1.StopRedriveRequest
+	(*StopRedriveResponse)(nil),           // 137: logd.v1.StopRedriveResponse
+	(*ListDeadLettersRequest)(nil),        // 138: logd.v1.ListDeadLettersRequest
+	(*DeadLetter)(nil),                    // 139: logd.v1.DeadLetter
+	(*ListDeadLettersResponse)(nil),       // 140: logd.v1.ListDeadLettersResponse
+	nil,                                   // 141: logd.v1.CreateTopicRequest.ConfigEntry
+	nil,                                   // 142: logd.v1.TopicInfo.ConfigEntry
+	nil,                                   // 143: logd.v1.AlterTopicRequest.ConfigEntry
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
 	0,   // 0: logd.v1.ErrorInfo.reason:type_name -> logd.v1.Reason
-	139, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
+	141, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
 	10,  // 2: logd.v1.CreateTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	10,  // 3: logd.v1.ListTopicsResponse.topics:type_name -> logd.v1.TopicInfo
 	10,  // 4: logd.v1.DescribeTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	12,  // 5: logd.v1.DescribeTopicResponse.partitions:type_name -> logd.v1.PartitionInfo
-	140, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
+	142, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
 	11,  // 7: logd.v1.TopicInfo.stats:type_name -> logd.v1.TopicStats
 	89,  // 8: logd.v1.PartitionInfo.last_cleaner_run:type_name -> logd.v1.CleanerRun
 	13,  // 9: logd.v1.Record.headers:type_name -> logd.v1.Header
@@ -10687,30 +10793,30 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	80,  // 46: logd.v1.NackRequest.nacks:type_name -> logd.v1.QueueNack
 	77,  // 47: logd.v1.NackResponse.results:type_name -> logd.v1.TokenResult
 	77,  // 48: logd.v1.ExtendResponse.results:type_name -> logd.v1.TokenResult
-	141, // 49: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
+	143, // 49: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
 	10,  // 50: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	10,  // 51: logd.v1.CreatePartitionsResponse.topic:type_name -> logd.v1.TopicInfo
-	98,  // 52: logd.v1.SaveSnapshotResponse.info:type_name -> logd.v1.SnapshotInfo
-	103, // 53: logd.v1.CreateTokenResponse.info:type_name -> logd.v1.TokenInfo
-	103, // 54: logd.v1.ListTokensResponse.tokens:type_name -> logd.v1.TokenInfo
-	103, // 55: logd.v1.RevokeTokenResponse.info:type_name -> logd.v1.TokenInfo
-	110, // 56: logd.v1.SetScramCredentialResponse.info:type_name -> logd.v1.ScramCredentialInfo
-	110, // 57: logd.v1.ListScramCredentialsResponse.credentials:type_name -> logd.v1.ScramCredentialInfo
-	110, // 58: logd.v1.DeleteScramCredentialResponse.info:type_name -> logd.v1.ScramCredentialInfo
-	117, // 59: logd.v1.CreateACLsRequest.acls:type_name -> logd.v1.ACL
-	120, // 60: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACLFilter
-	117, // 61: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
-	120, // 62: logd.v1.DeleteACLsRequest.filter:type_name -> logd.v1.ACLFilter
-	117, // 63: logd.v1.DeleteACLsResponse.acls:type_name -> logd.v1.ACL
-	126, // 64: logd.v1.StartRedriveRequest.records:type_name -> logd.v1.RedriveRecordRef
-	125, // 65: logd.v1.RedriveJob.spec:type_name -> logd.v1.StartRedriveRequest
-	127, // 66: logd.v1.RedriveJob.progress:type_name -> logd.v1.RedriveProgress
-	128, // 67: logd.v1.StartRedriveResponse.job:type_name -> logd.v1.RedriveJob
-	128, // 68: logd.v1.DescribeRedriveResponse.job:type_name -> logd.v1.RedriveJob
-	128, // 69: logd.v1.ListRedrivesResponse.jobs:type_name -> logd.v1.RedriveJob
-	128, // 70: logd.v1.StopRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	100, // 52: logd.v1.SaveSnapshotResponse.info:type_name -> logd.v1.SnapshotInfo
+	105, // 53: logd.v1.CreateTokenResponse.info:type_name -> logd.v1.TokenInfo
+	105, // 54: logd.v1.ListTokensResponse.tokens:type_name -> logd.v1.TokenInfo
+	105, // 55: logd.v1.RevokeTokenResponse.info:type_name -> logd.v1.TokenInfo
+	112, // 56: logd.v1.SetScramCredentialResponse.info:type_name -> logd.v1.ScramCredentialInfo
+	112, // 57: logd.v1.ListScramCredentialsResponse.credentials:type_name -> logd.v1.ScramCredentialInfo
+	112, // 58: logd.v1.DeleteScramCredentialResponse.info:type_name -> logd.v1.ScramCredentialInfo
+	119, // 59: logd.v1.CreateACLsRequest.acls:type_name -> logd.v1.ACL
+	122, // 60: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACLFilter
+	119, // 61: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
+	122, // 62: logd.v1.DeleteACLsRequest.filter:type_name -> logd.v1.ACLFilter
+	119, // 63: logd.v1.DeleteACLsResponse.acls:type_name -> logd.v1.ACL
+	128, // 64: logd.v1.StartRedriveRequest.records:type_name -> logd.v1.RedriveRecordRef
+	127, // 65: logd.v1.RedriveJob.spec:type_name -> logd.v1.StartRedriveRequest
+	129, // 66: logd.v1.RedriveJob.progress:type_name -> logd.v1.RedriveProgress
+	130, // 67: logd.v1.StartRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	130, // 68: logd.v1.DescribeRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	130, // 69: logd.v1.ListRedrivesResponse.jobs:type_name -> logd.v1.RedriveJob
+	130, // 70: logd.v1.StopRedriveResponse.job:type_name -> logd.v1.RedriveJob
 	13,  // 71: logd.v1.DeadLetter.headers:type_name -> logd.v1.Header
-	137, // 72: logd.v1.ListDeadLettersResponse.dead_letters:type_name -> logd.v1.DeadLetter
+	139, // 72: logd.v1.ListDeadLettersResponse.dead_letters:type_name -> logd.v1.DeadLetter
 	2,   // 73: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
 	4,   // 74: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
 	6,   // 75: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
@@ -10741,78 +10847,80 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	83,  // 100: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
 	90,  // 101: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
 	92,  // 102: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
-	94,  // 103: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
-	96,  // 104: logd.v1.LogService.SaveSnapshot:input_type -> logd.v1.SaveSnapshotRequest
-	85,  // 105: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
-	87,  // 106: logd.v1.LogService.CreatePartitions:input_type -> logd.v1.CreatePartitionsRequest
-	99,  // 107: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
-	101, // 108: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
-	104, // 109: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
-	106, // 110: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
-	108, // 111: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
-	111, // 112: logd.v1.LogService.SetScramCredential:input_type -> logd.v1.SetScramCredentialRequest
-	113, // 113: logd.v1.LogService.ListScramCredentials:input_type -> logd.v1.ListScramCredentialsRequest
-	115, // 114: logd.v1.LogService.DeleteScramCredential:input_type -> logd.v1.DeleteScramCredentialRequest
-	118, // 115: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
-	121, // 116: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
-	123, // 117: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
-	125, // 118: logd.v1.LogService.StartRedrive:input_type -> logd.v1.StartRedriveRequest
-	130, // 119: logd.v1.LogService.DescribeRedrive:input_type -> logd.v1.DescribeRedriveRequest
-	132, // 120: logd.v1.LogService.ListRedrives:input_type -> logd.v1.ListRedrivesRequest
-	134, // 121: logd.v1.LogService.StopRedrive:input_type -> logd.v1.StopRedriveRequest
-	136, // 122: logd.v1.LogService.ListDeadLetters:input_type -> logd.v1.ListDeadLettersRequest
-	3,   // 123: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	5,   // 124: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	7,   // 125: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	9,   // 126: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	17,  // 127: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
-	20,  // 128: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
-	22,  // 129: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	31,  // 130: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
-	26,  // 131: logd.v1.LogService.GetHistory:output_type -> logd.v1.GetHistoryResponse
-	30,  // 132: logd.v1.LogService.ReadIndex:output_type -> logd.v1.ReadIndexResponse
-	29,  // 133: logd.v1.LogService.InitProducerId:output_type -> logd.v1.InitProducerIdResponse
-	41,  // 134: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
-	43,  // 135: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
-	45,  // 136: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
-	47,  // 137: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
-	49,  // 138: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
-	52,  // 139: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
-	56,  // 140: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
-	58,  // 141: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
-	62,  // 142: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
-	65,  // 143: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
-	67,  // 144: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
-	70,  // 145: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
-	72,  // 146: logd.v1.LogService.ListQueueGroups:output_type -> logd.v1.ListQueueGroupsResponse
-	76,  // 147: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
-	79,  // 148: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
-	82,  // 149: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
-	84,  // 150: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
-	91,  // 151: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
-	93,  // 152: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
-	95,  // 153: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
-	97,  // 154: logd.v1.LogService.SaveSnapshot:output_type -> logd.v1.SaveSnapshotResponse
-	86,  // 155: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
-	88,  // 156: logd.v1.LogService.CreatePartitions:output_type -> logd.v1.CreatePartitionsResponse
-	100, // 157: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
-	102, // 158: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
-	105, // 159: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
-	107, // 160: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
-	109, // 161: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
-	112, // 162: logd.v1.LogService.SetScramCredential:output_type -> logd.v1.SetScramCredentialResponse
-	114, // 163: logd.v1.LogService.ListScramCredentials:output_type -> logd.v1.ListScramCredentialsResponse
-	116, // 164: logd.v1.LogService.DeleteScramCredential:output_type -> logd.v1.DeleteScramCredentialResponse
-	119, // 165: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
-	122, // 166: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
-	124, // 167: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
-	129, // 168: logd.v1.LogService.StartRedrive:output_type -> logd.v1.StartRedriveResponse
-	131, // 169: logd.v1.LogService.DescribeRedrive:output_type -> logd.v1.DescribeRedriveResponse
-	133, // 170: logd.v1.LogService.ListRedrives:output_type -> logd.v1.ListRedrivesResponse
-	135, // 171: logd.v1.LogService.StopRedrive:output_type -> logd.v1.StopRedriveResponse
-	138, // 172: logd.v1.LogService.ListDeadLetters:output_type -> logd.v1.ListDeadLettersResponse
-	123, // [123:173] is the sub-list for method output_type
-	73,  // [73:123] is the sub-list for method input_type
+	94,  // 103: logd.v1.LogService.DrainNode:input_type -> logd.v1.DrainNodeRequest
+	96,  // 104: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
+	98,  // 105: logd.v1.LogService.SaveSnapshot:input_type -> logd.v1.SaveSnapshotRequest
+	85,  // 106: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
+	87,  // 107: logd.v1.LogService.CreatePartitions:input_type -> logd.v1.CreatePartitionsRequest
+	101, // 108: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
+	103, // 109: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
+	106, // 110: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
+	108, // 111: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
+	110, // 112: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
+	113, // 113: logd.v1.LogService.SetScramCredential:input_type -> logd.v1.SetScramCredentialRequest
+	115, // 114: logd.v1.LogService.ListScramCredentials:input_type -> logd.v1.ListScramCredentialsRequest
+	117, // 115: logd.v1.LogService.DeleteScramCredential:input_type -> logd.v1.DeleteScramCredentialRequest
+	120, // 116: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
+	123, // 117: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
+	125, // 118: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
+	127, // 119: logd.v1.LogService.StartRedrive:input_type -> logd.v1.StartRedriveRequest
+	132, // 120: logd.v1.LogService.DescribeRedrive:input_type -> logd.v1.DescribeRedriveRequest
+	134, // 121: logd.v1.LogService.ListRedrives:input_type -> logd.v1.ListRedrivesRequest
+	136, // 122: logd.v1.LogService.StopRedrive:input_type -> logd.v1.StopRedriveRequest
+	138, // 123: logd.v1.LogService.ListDeadLetters:input_type -> logd.v1.ListDeadLettersRequest
+	3,   // 124: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	5,   // 125: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	7,   // 126: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	9,   // 127: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	17,  // 128: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
+	20,  // 129: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
+	22,  // 130: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	31,  // 131: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
+	26,  // 132: logd.v1.LogService.GetHistory:output_type -> logd.v1.GetHistoryResponse
+	30,  // 133: logd.v1.LogService.ReadIndex:output_type -> logd.v1.ReadIndexResponse
+	29,  // 134: logd.v1.LogService.InitProducerId:output_type -> logd.v1.InitProducerIdResponse
+	41,  // 135: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
+	43,  // 136: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
+	45,  // 137: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
+	47,  // 138: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	49,  // 139: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
+	52,  // 140: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	56,  // 141: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
+	58,  // 142: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
+	62,  // 143: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
+	65,  // 144: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
+	67,  // 145: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
+	70,  // 146: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
+	72,  // 147: logd.v1.LogService.ListQueueGroups:output_type -> logd.v1.ListQueueGroupsResponse
+	76,  // 148: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
+	79,  // 149: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
+	82,  // 150: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
+	84,  // 151: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
+	91,  // 152: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
+	93,  // 153: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
+	95,  // 154: logd.v1.LogService.DrainNode:output_type -> logd.v1.DrainNodeResponse
+	97,  // 155: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
+	99,  // 156: logd.v1.LogService.SaveSnapshot:output_type -> logd.v1.SaveSnapshotResponse
+	86,  // 157: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
+	88,  // 158: logd.v1.LogService.CreatePartitions:output_type -> logd.v1.CreatePartitionsResponse
+	102, // 159: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
+	104, // 160: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
+	107, // 161: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
+	109, // 162: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
+	111, // 163: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
+	114, // 164: logd.v1.LogService.SetScramCredential:output_type -> logd.v1.SetScramCredentialResponse
+	116, // 165: logd.v1.LogService.ListScramCredentials:output_type -> logd.v1.ListScramCredentialsResponse
+	118, // 166: logd.v1.LogService.DeleteScramCredential:output_type -> logd.v1.DeleteScramCredentialResponse
+	121, // 167: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
+	124, // 168: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
+	126, // 169: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
+	131, // 170: logd.v1.LogService.StartRedrive:output_type -> logd.v1.StartRedriveResponse
+	133, // 171: logd.v1.LogService.DescribeRedrive:output_type -> logd.v1.DescribeRedriveResponse
+	135, // 172: logd.v1.LogService.ListRedrives:output_type -> logd.v1.ListRedrivesResponse
+	137, // 173: logd.v1.LogService.StopRedrive:output_type -> logd.v1.StopRedriveResponse
+	140, // 174: logd.v1.LogService.ListDeadLetters:output_type -> logd.v1.ListDeadLettersResponse
+	124, // [124:175] is the sub-list for method output_type
+	73,  // [73:124] is the sub-list for method input_type
 	73,  // [73:73] is the sub-list for extension type_name
 	73,  // [73:73] is the sub-list for extension extendee
 	0,   // [0:73] is the sub-list for field type_name
@@ -10831,14 +10939,14 @@ func file_logd_v1_logd_proto_init() {
 	file_logd_v1_logd_proto_msgTypes[62].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[74].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[79].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[136].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[138].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   141,
+			NumMessages:   143,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

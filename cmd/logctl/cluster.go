@@ -13,6 +13,7 @@ promoted to voters once they have caught up.`,
 	cmd.AddCommand(
 		newClusterStatusCmd(opts),
 		newClusterRemoveCmd(opts),
+		newClusterDrainCmd(opts),
 		newClusterTransferCmd(opts),
 		newClusterSnapshotCmd(opts),
 	)

@@ -550,8 +550,9 @@ func sameOnEveryNode(ctx context.Context, c *e2e.Cluster, topic string, parts in
 // TestClusterDataGroupsElastic: three processes with six data groups
 // under steady produce through every node. A fourth node joins and takes
 // its share: replicas move to it one at a time until every node holds
-// within two of the others, each group's voters its replicas. Then the
-// fourth is killed for good: past --dead-node-timeout its replicas are
+// within two of the others, each group's voters its replicas. n2 is
+// drained (it holds no replica while it serves) and undrained (it takes
+// its share again). Then the fourth is killed for good: past --dead-node-timeout its replicas are
 // rebuilt on the other three, every group back at three voters. Then a
 // second node is killed: every group keeps a majority, and every
 // acknowledged record is read back from the two that remain.
@@ -608,6 +609,16 @@ func TestClusterDataGroupsElastic(t *testing.T) {
 	e2e.WaitFor(t, ctx, "n4 takes its share of the eight groups", settled(8, "n1", "n2", "n3", "n4"))
 	balanced := time.Since(joined)
 	ps.WaitAcks(t, ctx, "acks after the balance", 100)
+
+	// Drained (through a follower, which forwards it), n2 keeps serving
+	// and holds nothing; undone, it takes its share again.
+	if out := e2e.Logctl(t, c.Nodes[2], "cluster", "drain", "n2"); !strings.Contains(out, "draining n2") {
+		t.Errorf("logctl cluster drain: %q", out)
+	}
+	e2e.WaitFor(t, ctx, "n2 drained", settled(8, "n1", "n3", "n4"))
+	ps.WaitAcks(t, ctx, "acks while n2 is drained", 50)
+	e2e.Logctl(t, c.Nodes[2], "cluster", "drain", "n2", "--undo")
+	e2e.WaitFor(t, ctx, "n2 takes its share again", settled(8, "n1", "n2", "n3", "n4"))
 
 	killed := time.Now()
 	n4.Kill()

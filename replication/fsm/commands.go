@@ -193,7 +193,9 @@ const (
 	// group-set-offsets carry the ends of partitions another data group
 	// hosts (payload version groupEndsVersion, PartitionEnd), and so does
 	// a redrive's advance (redriveEndsVersion), which a build below it
-	// would refuse as hosted elsewhere or above the end.
+	// would refuse as hosted elsewhere or above the end; and the table
+	// of data groups names the nodes being drained (data-groups payload
+	// version dataGroupsDrainVersion).
 	PlacedGroupsLevel FeatureLevel = 16
 	// Level is the highest feature level this build understands.
 	Level FeatureLevel = PlacedGroupsLevel
@@ -294,7 +296,10 @@ var commands = [...]command{
 
 	CmdNodeRegister:   jsonCommand("node-register", BaseLevel, (*FSM).applyNodeRegister),
 	CmdNodeDeregister: jsonCommand("node-deregister", BaseLevel, (*FSM).applyNodeDeregister),
-	CmdDataGroups:     jsonCommand("data-groups", DataGroupLevel, (*FSM).applyDataGroups),
+	CmdDataGroups: row("data-groups", DataGroupLevel, []payloadVersion{
+		{version: commandVersion, level: DataGroupLevel},
+		{version: dataGroupsDrainVersion, level: PlacedGroupsLevel}, // naming nodes to drain
+	}, decodeDataGroups, (*FSM).applyDataGroups),
 
 	CmdTokenCreate: securityCommand("token-create", decodeTokenCreate, (*FSM).applyTokenCreate),
 	CmdTokenRevoke: securityCommand("token-revoke", decodeTokenRevoke, (*FSM).applyTokenRevoke),

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -36,16 +37,26 @@ type DataGroupsSet struct {
 	// the order they were added: a member not listed is a joiner whose
 	// share is still to be placed.
 	Nodes []string `json:"nodes"`
+	// Draining are placed nodes an operator drains: they keep serving
+	// but are to hold no replica (payload version dataGroupsDrainVersion,
+	// at PlacedGroupsLevel).
+	Draining []string `json:"draining,omitempty"`
 }
+
+// dataGroupsDrainVersion is the data-groups payload version of a set
+// naming nodes to drain, at PlacedGroupsLevel: a build below it would
+// drop the field and its replicas would hold another table.
+const dataGroupsDrainVersion = 2
 
 // dataGroupTable is the meta group's table of data groups.
 type dataGroupTable struct {
 	mu sync.RWMutex
 	// groups by ascending id and epoch, the Raft index of the set that
 	// made them (0: none yet); guarded by mu.
-	groups []DataGroup
-	nodes  []string
-	epoch  uint64
+	groups   []DataGroup
+	nodes    []string
+	draining []string
+	epoch    uint64
 }
 
 // DataGroupTable is the table of data groups as the meta group holds it.
@@ -54,6 +65,8 @@ type DataGroupTable struct {
 	Groups []DataGroup
 	// Nodes placed over so far (DataGroupsSet.Nodes).
 	Nodes []string
+	// Draining are the nodes being drained (DataGroupsSet.Draining).
+	Draining []string
 	// Epoch is the Raft index of the set that made the table; 0 for
 	// none yet.
 	Epoch uint64
@@ -64,7 +77,7 @@ func (f *FSM) DataGroups() DataGroupTable {
 	t := &f.dataGroups
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return DataGroupTable{Groups: cloneDataGroups(t.groups), Nodes: slices.Clone(t.nodes), Epoch: t.epoch}
+	return DataGroupTable{Groups: cloneDataGroups(t.groups), Nodes: slices.Clone(t.nodes), Draining: slices.Clone(t.draining), Epoch: t.epoch}
 }
 
 func cloneDataGroups(gs []DataGroup) []DataGroup {
@@ -141,13 +154,48 @@ func (f *FSM) applyDataGroups(index uint64, _ int64, c DataGroupsSet) any {
 	if err := checkDataGroups(t.groups, c.Groups, c.Nodes); err != nil {
 		return err
 	}
-	t.groups, t.nodes, t.epoch = cloneDataGroups(c.Groups), slices.Clone(c.Nodes), index
+	if err := checkDraining(c.Draining, c.Nodes); err != nil {
+		return err
+	}
+	t.groups, t.nodes, t.draining, t.epoch = cloneDataGroups(c.Groups), slices.Clone(c.Nodes), slices.Clone(c.Draining), index
 	return nil
 }
 
-// EncodeDataGroups is the Raft entry of a DataGroupsSet.
+// checkDraining reports whether draining names distinct placed nodes.
+func checkDraining(draining, nodes []string) error {
+	if err := distinctNames("draining nodes", draining); err != nil {
+		return err
+	}
+	for _, d := range draining {
+		if !slices.Contains(nodes, d) {
+			return fmt.Errorf("%w: draining node %q is not placed", backend.ErrInvalidArgument, d)
+		}
+	}
+	return nil
+}
+
+// EncodeDataGroups is the Raft entry of a DataGroupsSet: at
+// dataGroupsDrainVersion when it names nodes to drain.
 func EncodeDataGroups(now int64, c DataGroupsSet) ([]byte, error) {
-	return EncodeJSON(CmdDataGroups, now, c)
+	data, err := encodeJSONCommand(CmdDataGroups, now, c)
+	if err != nil {
+		return nil, err
+	}
+	if len(c.Draining) > 0 {
+		data[1] = dataGroupsDrainVersion
+	}
+	return data, nil
+}
+
+func decodeDataGroups(p []byte, version byte, _ *keyScratch) (DataGroupsSet, error) {
+	var c DataGroupsSet
+	if err := json.Unmarshal(p, &c); err != nil {
+		return c, fmt.Errorf("%w: data-groups: %v", backend.ErrBadCommand, err)
+	}
+	if version < dataGroupsDrainVersion && len(c.Draining) > 0 {
+		return c, fmt.Errorf("%w: data-groups version %d naming nodes to drain", backend.ErrBadCommand, version)
+	}
+	return c, nil
 }
 
 // dataGroupsManifest is the table in a snapshot.
@@ -155,6 +203,9 @@ type dataGroupsManifest struct {
 	Epoch  uint64      `json:"epoch"`
 	Groups []DataGroup `json:"groups"`
 	Nodes  []string    `json:"nodes"`
+	// Draining, when any (a snapshot with it is read by builds at
+	// PlacedGroupsLevel).
+	Draining []string `json:"draining,omitempty"`
 }
 
 // dataGroupsSnapshot returns the table for a manifest; nil without one.
@@ -163,7 +214,7 @@ func (f *FSM) dataGroupsSnapshot() *dataGroupsManifest {
 	if t.Epoch == 0 {
 		return nil
 	}
-	return &dataGroupsManifest{Epoch: t.Epoch, Groups: t.Groups, Nodes: t.Nodes}
+	return &dataGroupsManifest{Epoch: t.Epoch, Groups: t.Groups, Nodes: t.Nodes, Draining: t.Draining}
 }
 
 // checkDataGroupsManifest checks a manifest's table (nil: none).
@@ -172,6 +223,9 @@ func checkDataGroupsManifest(m *dataGroupsManifest) error {
 		return nil
 	}
 	if err := checkDataGroups(nil, m.Groups, m.Nodes); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	if err := checkDraining(m.Draining, m.Nodes); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
 	return nil
@@ -183,8 +237,8 @@ func (f *FSM) restoreDataGroups(m *dataGroupsManifest) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if m == nil {
-		t.groups, t.nodes, t.epoch = nil, nil, 0
+		t.groups, t.nodes, t.draining, t.epoch = nil, nil, nil, 0
 		return
 	}
-	t.groups, t.nodes, t.epoch = cloneDataGroups(m.Groups), slices.Clone(m.Nodes), m.Epoch
+	t.groups, t.nodes, t.draining, t.epoch = cloneDataGroups(m.Groups), slices.Clone(m.Nodes), slices.Clone(m.Draining), m.Epoch
 }

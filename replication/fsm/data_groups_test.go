@@ -54,6 +54,8 @@ func TestDataGroupsTable(t *testing.T) {
 		{"bootstrap replicas changed", DataGroupsSet{Base: first, Groups: []DataGroup{two[0], {ID: 2, Replicas: n1, Bootstrap: nodes}}, Nodes: nodes}, backend.ErrInvalidArgument},
 		{"a replica twice", DataGroupsSet{Base: first, Groups: []DataGroup{two[0], {ID: 2, Replicas: []string{"n1", "n1"}, Bootstrap: n1}}, Nodes: nodes}, backend.ErrInvalidArgument},
 		{"an empty replica", DataGroupsSet{Base: first, Groups: []DataGroup{two[0], {ID: 2, Replicas: []string{""}, Bootstrap: n1}}, Nodes: nodes}, backend.ErrInvalidArgument},
+		{"draining a node not placed", DataGroupsSet{Base: first, Groups: two, Nodes: nodes, Draining: []string{"n3"}}, backend.ErrInvalidArgument},
+		{"draining a node twice", DataGroupsSet{Base: first, Groups: two, Nodes: nodes, Draining: []string{"n2", "n2"}}, backend.ErrInvalidArgument},
 		{"a node twice", DataGroupsSet{Base: first, Groups: two, Nodes: []string{"n1", "n1"}}, backend.ErrInvalidArgument},
 	} {
 		err, _ := set(c.set).(error)
@@ -88,5 +90,42 @@ func TestDataGroupsTable(t *testing.T) {
 	}
 	if got := f2.DataGroups(); !reflect.DeepEqual(got, tab) {
 		t.Errorf("restored %+v, want %+v", got, tab)
+	}
+}
+
+// TestDataGroupsDraining: a set naming nodes to drain is payload version 2
+// at PlacedGroupsLevel, kept in the table and in snapshots; a version-1
+// entry naming them is malformed.
+func TestDataGroupsDraining(t *testing.T) {
+	dir := t.TempDir()
+	f, _ := testFSM(t, dir)
+	n12 := []string{"n1", "n2"}
+	c := DataGroupsSet{Groups: []DataGroup{{ID: 1, Replicas: []string{"n1"}, Bootstrap: n12}}, Nodes: n12, Draining: []string{"n2"}}
+	d, err := EncodeDataGroups(1, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lvl, _, err := EntryLevel(d); err != nil || lvl != PlacedGroupsLevel {
+		t.Fatalf("a set draining a node needs level %d, want %d (%v)", lvl, PlacedGroupsLevel, err)
+	}
+	old := append([]byte{}, d...)
+	old[1] = commandVersion
+	if _, err := decodeCommandWith(sealEntry(old), &keyScratch{}); !errors.Is(err, backend.ErrBadCommand) {
+		t.Fatalf("draining at version 1: %v", err)
+	}
+	if r := f.apply(Entry{Index: 1, Command: true, Data: d}); r != nil {
+		t.Fatal(r)
+	}
+	if tab := f.DataGroups(); !reflect.DeepEqual(tab.Draining, []string{"n2"}) {
+		t.Fatalf("table %+v", tab)
+	}
+	m := f.dataGroupsSnapshot()
+	g, _ := testFSM(t, t.TempDir())
+	if err := checkDataGroupsManifest(m); err != nil {
+		t.Fatal(err)
+	}
+	g.restoreDataGroups(m)
+	if tab := g.DataGroups(); !reflect.DeepEqual(tab.Draining, []string{"n2"}) || tab.Epoch != 1 {
+		t.Fatalf("restored table %+v", tab)
 	}
 }

@@ -106,6 +106,8 @@ const (
 	LogServiceJoinProcedure = "/logd.v1.LogService/Join"
 	// LogServiceRemoveNodeProcedure is the fully-qualified name of the LogService's RemoveNode RPC.
 	LogServiceRemoveNodeProcedure = "/logd.v1.LogService/RemoveNode"
+	// LogServiceDrainNodeProcedure is the fully-qualified name of the LogService's DrainNode RPC.
+	LogServiceDrainNodeProcedure = "/logd.v1.LogService/DrainNode"
 	// LogServiceTransferLeadershipProcedure is the fully-qualified name of the LogService's
 	// TransferLeadership RPC.
 	LogServiceTransferLeadershipProcedure = "/logd.v1.LogService/TransferLeadership"
@@ -242,6 +244,10 @@ type LogServiceClient interface {
 	Join(context.Context, *connect.Request[logdv1.JoinRequest]) (*connect.Response[logdv1.JoinResponse], error)
 	// RemoveNode removes a node from the cluster.
 	RemoveNode(context.Context, *connect.Request[logdv1.RemoveNodeRequest]) (*connect.Response[logdv1.RemoveNodeResponse], error)
+	// DrainNode starts or ends the drain of a node's data group replicas:
+	// drained, it keeps serving and holds none (docs/architecture.md, "Data
+	// groups"). Forwarded to the leader.
+	DrainNode(context.Context, *connect.Request[logdv1.DrainNodeRequest]) (*connect.Response[logdv1.DrainNodeResponse], error)
 	// TransferLeadership hands leadership to a voter (or the most
 	// up-to-date one).
 	TransferLeadership(context.Context, *connect.Request[logdv1.TransferLeadershipRequest]) (*connect.Response[logdv1.TransferLeadershipResponse], error)
@@ -501,6 +507,12 @@ func NewLogServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			connect.WithSchema(logServiceMethods.ByName("RemoveNode")),
 			connect.WithClientOptions(opts...),
 		),
+		drainNode: connect.NewClient[logdv1.DrainNodeRequest, logdv1.DrainNodeResponse](
+			httpClient,
+			baseURL+LogServiceDrainNodeProcedure,
+			connect.WithSchema(logServiceMethods.ByName("DrainNode")),
+			connect.WithClientOptions(opts...),
+		),
 		transferLeadership: connect.NewClient[logdv1.TransferLeadershipRequest, logdv1.TransferLeadershipResponse](
 			httpClient,
 			baseURL+LogServiceTransferLeadershipProcedure,
@@ -656,6 +668,7 @@ type logServiceClient struct {
 	extend                *connect.Client[logdv1.ExtendRequest, logdv1.ExtendResponse]
 	join                  *connect.Client[logdv1.JoinRequest, logdv1.JoinResponse]
 	removeNode            *connect.Client[logdv1.RemoveNodeRequest, logdv1.RemoveNodeResponse]
+	drainNode             *connect.Client[logdv1.DrainNodeRequest, logdv1.DrainNodeResponse]
 	transferLeadership    *connect.Client[logdv1.TransferLeadershipRequest, logdv1.TransferLeadershipResponse]
 	saveSnapshot          *connect.Client[logdv1.SaveSnapshotRequest, logdv1.SaveSnapshotResponse]
 	alterTopic            *connect.Client[logdv1.AlterTopicRequest, logdv1.AlterTopicResponse]
@@ -826,6 +839,11 @@ func (c *logServiceClient) Join(ctx context.Context, req *connect.Request[logdv1
 // RemoveNode calls logd.v1.LogService.RemoveNode.
 func (c *logServiceClient) RemoveNode(ctx context.Context, req *connect.Request[logdv1.RemoveNodeRequest]) (*connect.Response[logdv1.RemoveNodeResponse], error) {
 	return c.removeNode.CallUnary(ctx, req)
+}
+
+// DrainNode calls logd.v1.LogService.DrainNode.
+func (c *logServiceClient) DrainNode(ctx context.Context, req *connect.Request[logdv1.DrainNodeRequest]) (*connect.Response[logdv1.DrainNodeResponse], error) {
+	return c.drainNode.CallUnary(ctx, req)
 }
 
 // TransferLeadership calls logd.v1.LogService.TransferLeadership.
@@ -1014,6 +1032,10 @@ type LogServiceHandler interface {
 	Join(context.Context, *connect.Request[logdv1.JoinRequest]) (*connect.Response[logdv1.JoinResponse], error)
 	// RemoveNode removes a node from the cluster.
 	RemoveNode(context.Context, *connect.Request[logdv1.RemoveNodeRequest]) (*connect.Response[logdv1.RemoveNodeResponse], error)
+	// DrainNode starts or ends the drain of a node's data group replicas:
+	// drained, it keeps serving and holds none (docs/architecture.md, "Data
+	// groups"). Forwarded to the leader.
+	DrainNode(context.Context, *connect.Request[logdv1.DrainNodeRequest]) (*connect.Response[logdv1.DrainNodeResponse], error)
 	// TransferLeadership hands leadership to a voter (or the most
 	// up-to-date one).
 	TransferLeadership(context.Context, *connect.Request[logdv1.TransferLeadershipRequest]) (*connect.Response[logdv1.TransferLeadershipResponse], error)
@@ -1269,6 +1291,12 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 		connect.WithSchema(logServiceMethods.ByName("RemoveNode")),
 		connect.WithHandlerOptions(opts...),
 	)
+	logServiceDrainNodeHandler := connect.NewUnaryHandler(
+		LogServiceDrainNodeProcedure,
+		svc.DrainNode,
+		connect.WithSchema(logServiceMethods.ByName("DrainNode")),
+		connect.WithHandlerOptions(opts...),
+	)
 	logServiceTransferLeadershipHandler := connect.NewUnaryHandler(
 		LogServiceTransferLeadershipProcedure,
 		svc.TransferLeadership,
@@ -1451,6 +1479,8 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 			logServiceJoinHandler.ServeHTTP(w, r)
 		case LogServiceRemoveNodeProcedure:
 			logServiceRemoveNodeHandler.ServeHTTP(w, r)
+		case LogServiceDrainNodeProcedure:
+			logServiceDrainNodeHandler.ServeHTTP(w, r)
 		case LogServiceTransferLeadershipProcedure:
 			logServiceTransferLeadershipHandler.ServeHTTP(w, r)
 		case LogServiceSaveSnapshotProcedure:
@@ -1618,6 +1648,10 @@ func (UnimplementedLogServiceHandler) Join(context.Context, *connect.Request[log
 
 func (UnimplementedLogServiceHandler) RemoveNode(context.Context, *connect.Request[logdv1.RemoveNodeRequest]) (*connect.Response[logdv1.RemoveNodeResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.RemoveNode is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) DrainNode(context.Context, *connect.Request[logdv1.DrainNodeRequest]) (*connect.Response[logdv1.DrainNodeResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.DrainNode is not implemented"))
 }
 
 func (UnimplementedLogServiceHandler) TransferLeadership(context.Context, *connect.Request[logdv1.TransferLeadershipRequest]) (*connect.Response[logdv1.TransferLeadershipResponse], error) {
