@@ -48,6 +48,10 @@ type DataGroupStatus struct {
 	// Voters are the voters of the group's configuration as this node's
 	// replica knows it.
 	Voters []string
+	// Partitions the meta group places in the group; Bytes of their logs
+	// in this node's replica (0 without one).
+	Partitions int
+	Bytes      int64
 }
 
 // Member is one server of the Raft configuration.

@@ -60,6 +60,11 @@ type DataGroupStatus struct {
 	// Lag is the most entries a replica that answered has applied
 	// behind the group's highest commit index.
 	Lag uint64 `json:"lag_entries"`
+	// Partitions placed in the group; Bytes of their logs, the most any
+	// replica reported (its replicas hold the same records, a lagging one
+	// fewer).
+	Partitions int   `json:"partitions"`
+	Bytes      int64 `json:"bytes"`
 }
 
 // ClusterStatus is every member's status, in configuration order.
@@ -147,7 +152,7 @@ func mergeDataGroups(nodes []NodeStatus, groups [][]*logdv1.DataGroupStatus) []D
 		for _, g := range gs {
 			row := byID[g.GetId()]
 			if row == nil {
-				row = &DataGroupStatus{ID: g.GetId(), Replicas: g.GetReplicas()}
+				row = &DataGroupStatus{ID: g.GetId(), Replicas: g.GetReplicas(), Partitions: int(g.GetPartitions())}
 				byID[g.GetId()] = row
 				ids = append(ids, g.GetId())
 			}
@@ -159,6 +164,7 @@ func mergeDataGroups(nodes []NodeStatus, groups [][]*logdv1.DataGroupStatus) []D
 			if row.Voters == nil {
 				row.Voters = g.GetVoters()
 			}
+			row.Bytes = max(row.Bytes, g.GetBytes())
 			if g.GetState() == "Leader" && g.GetTerm() >= row.Term {
 				row.Leader, row.Term, row.Voters = nodes[i].ID, g.GetTerm(), g.GetVoters()
 			}

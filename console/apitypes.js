@@ -304,6 +304,8 @@
  * @property {string | number} [commitIndex]
  * @property {string | number} [appliedIndex]
  * @property {string[]} [voters]
+ * @property {number} [partitions]
+ * @property {string | number} [bytes]
  */
 
 /**

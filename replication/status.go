@@ -50,10 +50,23 @@ func (n *Node) dataGroupStatus() []backend.DataGroupStatus {
 	for _, r := range n.DataGroupReplicas() {
 		local[r.ID] = r
 	}
+	parts := map[uint64]int{}
+	for _, t := range n.fsm.Topics() {
+		for _, g := range t.Placement {
+			parts[g]++
+		}
+	}
 	out := make([]backend.DataGroupStatus, len(tab.Groups))
 	for i, g := range tab.Groups {
-		ds := backend.DataGroupStatus{ID: g.ID, Replicas: g.Replicas}
+		ds := backend.DataGroupStatus{ID: g.ID, Replicas: g.Replicas, Partitions: parts[g.ID]}
 		if r, ok := local[g.ID]; ok {
+			for _, t := range r.FSM.Topics() {
+				for _, p := range t.Partitions {
+					if p != nil {
+						ds.Bytes += p.Log().Size()
+					}
+				}
+			}
 			_, lid := r.Raft.LeaderWithID()
 			ds.State, ds.LeaderID, ds.Term = r.Raft.State().String(), string(lid), r.Raft.CurrentTerm()
 			ds.CommitIndex, ds.AppliedIndex = r.Raft.CommitIndex(), r.Raft.AppliedIndex()

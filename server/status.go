@@ -43,7 +43,8 @@ func (s *Server) Status(ctx context.Context, req *connect.Request[logdv1.StatusR
 	}
 	for _, g := range st.DataGroups {
 		resp.DataGroups = append(resp.DataGroups, &logdv1.DataGroupStatus{Id: g.ID, Replicas: g.Replicas, State: g.State, LeaderId: g.LeaderID,
-			Term: g.Term, CommitIndex: g.CommitIndex, AppliedIndex: g.AppliedIndex, Voters: g.Voters})
+			Term: g.Term, CommitIndex: g.CommitIndex, AppliedIndex: g.AppliedIndex, Voters: g.Voters,
+			Partitions: uint32(g.Partitions), Bytes: g.Bytes})
 	}
 	if du, err := s.b.DiskUsage(); err == nil {
 		resp.Disk = &logdv1.DiskStatus{TotalBytes: du.Total, AvailBytes: du.Avail}

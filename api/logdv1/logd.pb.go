@@ -2205,7 +2205,11 @@ type DataGroupStatus struct {
 	CommitIndex  uint64 `protobuf:"varint,6,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
 	AppliedIndex uint64 `protobuf:"varint,7,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
 	// The voters of the group's configuration as this replica knows it.
-	Voters        []string `protobuf:"bytes,8,rep,name=voters,proto3" json:"voters,omitempty"`
+	Voters []string `protobuf:"bytes,8,rep,name=voters,proto3" json:"voters,omitempty"`
+	// The partitions the meta group places in the group, and the bytes of
+	// their logs in this node's replica (0 without one).
+	Partitions    uint32 `protobuf:"varint,9,opt,name=partitions,proto3" json:"partitions,omitempty"`
+	Bytes         int64  `protobuf:"varint,10,opt,name=bytes,proto3" json:"bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2294,6 +2298,20 @@ func (x *DataGroupStatus) GetVoters() []string {
 		return x.Voters
 	}
 	return nil
+}
+
+func (x *DataGroupStatus) GetPartitions() uint32 {
+	if x != nil {
+		return x.Partitions
+	}
+	return 0
+}
+
+func (x *DataGroupStatus) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
 }
 
 // FollowerStatus is what the leader last heard from one follower.
@@ -9861,7 +9879,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\tfollowers\x18\x10 \x03(\v2\x17.logd.v1.FollowerStatusR\tfollowers\x12'\n" +
 	"\x04disk\x18\x11 \x01(\v2\x13.logd.v1.DiskStatusR\x04disk\x129\n" +
 	"\vdata_groups\x18\x12 \x03(\v2\x18.logd.v1.DataGroupStatusR\n" +
-	"dataGroups\"\xe4\x01\n" +
+	"dataGroups\"\x9a\x02\n" +
 	"\x0fDataGroupStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1a\n" +
 	"\breplicas\x18\x02 \x03(\tR\breplicas\x12\x14\n" +
@@ -9870,7 +9888,12 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x04term\x18\x05 \x01(\x04R\x04term\x12!\n" +
 	"\fcommit_index\x18\x06 \x01(\x04R\vcommitIndex\x12#\n" +
 	"\rapplied_index\x18\a \x01(\x04R\fappliedIndex\x12\x16\n" +
-	"\x06voters\x18\b \x03(\tR\x06voters\"\x9d\x01\n" +
+	"\x06voters\x18\b \x03(\tR\x06voters\x12\x1e\n" +
+	"\n" +
+	"partitions\x18\t \x01(\rR\n" +
+	"partitions\x12\x14\n" +
+	"\x05bytes\x18\n" +
+	" \x01(\x03R\x05bytes\"\x9d\x01\n" +
 	"\x0eFollowerStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +

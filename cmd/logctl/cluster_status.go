@@ -27,9 +27,10 @@ node whose LEVEL stays below its BUILD has not registered its new build yet.
 With data groups (docs/architecture.md, "Data groups"), LEADS is how many
 data groups each node leads, and a second table shows each group: the node
 that leads it, its preferred leader (the first of REPLICAS, which the group
-hands its leadership back to), the voters of its configuration, and LAG,
-the most entries a replica that answered has applied behind the group's
-commit index. A group with fewer VOTERS than REPLICAS is still adding a
+hands its leadership back to), the voters of its configuration, the
+PARTITIONS placed in it and the SIZE of their logs, and LAG, the most
+entries a replica that answered has applied behind the group's commit
+index. A group with fewer VOTERS than REPLICAS is still adding a
 replica.`,
 		Example: `  logctl cluster status
   logctl cluster status --output json`,
@@ -74,14 +75,14 @@ replica.`,
 				}
 				fmt.Fprintf(opts.stdout, "\nData groups: %d\n", len(st.DataGroups))
 				tw = newTable(opts.stdout)
-				fmt.Fprintln(tw, "GROUP\tLEADER\tPREFERRED\tREPLICAS\tVOTERS\tTERM\tCOMMIT\tLAG")
+				fmt.Fprintln(tw, "GROUP\tLEADER\tPREFERRED\tREPLICAS\tVOTERS\tPARTITIONS\tSIZE\tTERM\tCOMMIT\tLAG")
 				for _, g := range st.DataGroups {
 					pref := "-"
 					if len(g.Replicas) > 0 {
 						pref = g.Replicas[0]
 					}
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", g.ID, dash(g.Leader), pref, strings.Join(g.Replicas, ","),
-						dash(strings.Join(g.Voters, ",")), g.Term, g.CommitIndex, g.Lag)
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%d\t%d\n", g.ID, dash(g.Leader), pref, strings.Join(g.Replicas, ","),
+						dash(strings.Join(g.Voters, ",")), g.Partitions, formatBytes(g.Bytes), g.Term, g.CommitIndex, g.Lag)
 				}
 				return tw.Flush()
 			})

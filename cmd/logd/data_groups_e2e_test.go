@@ -79,7 +79,7 @@ func TestClusterDataGroups(t *testing.T) {
 		}
 	}
 	text := e2e.Logctl(t, c.Nodes[0], "cluster", "status")
-	for _, want := range []string{"LEADS", "Data groups: 6", "GROUP", "PREFERRED", "VOTERS"} {
+	for _, want := range []string{"LEADS", "Data groups: 6", "GROUP", "PREFERRED", "VOTERS", "PARTITIONS", "SIZE"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("cluster status lacks %q:\n%s", want, text)
 		}
@@ -243,6 +243,22 @@ func TestClusterDataGroupsKafka(t *testing.T) {
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
+	// cluster status counts each group's partitions and the bytes of
+	// their logs.
+	e2e.WaitFor(t, ctx, "cluster status shows the groups' partitions and bytes", func() bool {
+		st, err := clusterStatus(t, c.Nodes[0])
+		if err != nil {
+			return false
+		}
+		total := 0
+		for _, g := range st.DataGroups {
+			total += g.Partitions
+			if g.Partitions > 0 && g.Bytes == 0 {
+				return false
+			}
+		}
+		return total == parts
+	})
 	for _, nd := range c.Nodes {
 		if n := scrapeSeries(t, "http://"+nd.Listen+"/metrics")[`logd_kafka_requests_total{api="Produce"}`]; n == 0 {
 			t.Errorf("%s answered no produce request (partition leaders %v)", nd.ID, leaders)
