@@ -209,11 +209,28 @@ func (d *dataGroups) step() {
 	if n.IsLeader() {
 		d.healUnlisted(tab)
 	}
+	var unlisted []*dataGroup
 	d.mu.Lock()
 	for id, dg := range d.open {
-		dg.left.Store(!slices.ContainsFunc(tab.Groups, func(g fsm.DataGroup) bool { return g.ID == id && slices.Contains(g.Replicas, self) }))
+		left := !slices.ContainsFunc(tab.Groups, func(g fsm.DataGroup) bool { return g.ID == id && slices.Contains(g.Replicas, self) })
+		dg.left.Store(left)
+		if left && dg.raft.State() == raft.Leader {
+			unlisted = append(unlisted, dg)
+		}
 	}
 	d.mu.Unlock()
+	// A group this node leads though the table moved it away (evacuated,
+	// drained, balanced): it still converges the group, adding the listed
+	// replicas, and hands the leadership to the preferred one, which
+	// then drops this replica.
+	for _, dg := range unlisted {
+		for _, g := range tab.Groups {
+			if g.ID == dg.id {
+				d.barrier(dg)
+				d.converge(dg, g)
+			}
+		}
+	}
 	for _, g := range tab.Groups {
 		if !slices.Contains(g.Replicas, self) {
 			continue

@@ -844,9 +844,11 @@ func (n *Node) answerCall(ctx context.Context, _ string, g uint64, req []byte) (
 		ans.Err = encodeWireError(err)
 		return json.Marshal(ans)
 	}
-	if dg != nil && dg.left.Load() {
+	if dg != nil && dg.left.Load() && dg.raft.State() != raft.Leader {
 		// A replica the table moved away stops where the group removed
-		// it: it answers as one holding no replica.
+		// it: it answers as one holding no replica. (While it still
+		// leads, it holds every write; it hands its leadership to a
+		// listed voter, step.)
 		dg = nil
 	}
 	switch {
