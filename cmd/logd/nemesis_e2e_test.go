@@ -453,7 +453,7 @@ func TestNemesisDataGroupsFive(t *testing.T) {
 	// The dead-node timeout stays at its default (longer than any fault
 	// here): with one of 2 s, so that the faults move replicas, a move
 	// stalled and a queue did not drain after healing (docs/faults.md,
-	// T1 over data groups: not yet).
+	// "The nemesis harness", over data groups).
 	runNemesisWith(t, nemesisOptions{nodes: 5, args: []string{"--data-groups-per-node", "1"}},
 		nemesis.KillLeader, nemesis.KillRandom, nemesis.PauseMinority, nemesis.IsolateLeader, nemesis.Split)
 }
