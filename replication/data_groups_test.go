@@ -666,16 +666,7 @@ func TestDataGroupsHealOnRemove(t *testing.T) {
 	l := nodes[0]
 	waitGroupsOfTwo(ctx, t, nodes, describe)
 	b := NewBackend(l)
-	if _, err := b.CreateTopic(ctx, backend.CreateTopic{Name: "kept", Partitions: 6}); err != nil {
-		t.Fatal(err)
-	}
-	var recs []backend.ProduceRecord
-	for i := range 60 {
-		recs = append(recs, backend.ProduceRecord{Partition: int32(i % 6), HasPartition: true, Value: fmt.Appendf(nil, "v%d", i)})
-	}
-	if _, err := b.Produce(ctx, backend.ProduceRequest{Topic: "kept", Records: recs}); err != nil {
-		t.Fatal(err)
-	}
+	fillTopic(ctx, t, b, "kept", 6, 10)
 	if err := l.RemoveNode(ctx, "n3"); err != nil {
 		t.Fatal(err)
 	}
@@ -706,14 +697,7 @@ func TestDataGroupsHealOnRemove(t *testing.T) {
 	c.mu.Unlock()
 	for _, n := range nodes[:2] {
 		for p := range int32(6) {
-			waitFor(ctx, t, fmt.Sprintf("%s's own replica holds kept-%d", n.NodeID(), p), func() bool {
-				f, err := n.partitionFSM("kept", p)
-				if err != nil || f == n.fsm {
-					return false
-				}
-				part, err := f.Partition("kept", p)
-				return err == nil && part.Log().EndOffset() == 10
-			}, describe)
+			waitOwnReplica(ctx, t, n, "kept", p, 10, describe)
 		}
 	}
 }
@@ -742,16 +726,7 @@ func TestDataGroupsBalanceOnJoin(t *testing.T) {
 		return true
 	}, describe)
 	b := NewBackend(l)
-	if _, err := b.CreateTopic(ctx, backend.CreateTopic{Name: "before", Partitions: 12}); err != nil {
-		t.Fatal(err)
-	}
-	var recs []backend.ProduceRecord
-	for i := range 120 {
-		recs = append(recs, backend.ProduceRecord{Partition: int32(i % 12), HasPartition: true, Value: fmt.Appendf(nil, "v%d", i)})
-	}
-	if _, err := b.Produce(ctx, backend.ProduceRequest{Topic: "before", Records: recs}); err != nil {
-		t.Fatal(err)
-	}
+	fillTopic(ctx, t, b, "before", 12, 10)
 	before := l.FSM().DataGroups()
 	n4 := c.open(ctx, "n4", false)
 	if err := l.Join(ctx, joinRequest(n4), c.probe); err != nil {
@@ -802,14 +777,7 @@ func TestDataGroupsBalanceOnJoin(t *testing.T) {
 			if pg != g.ID {
 				continue
 			}
-			waitFor(ctx, t, fmt.Sprintf("n4's replica of group %d holds before-%d", g.ID, p), func() bool {
-				f, err := n4.partitionFSM("before", int32(p))
-				if err != nil || f == n4.fsm {
-					return false
-				}
-				part, err := f.Partition("before", int32(p))
-				return err == nil && part.Log().EndOffset() == 10
-			}, describe)
+			waitOwnReplica(ctx, t, n4, "before", int32(p), 10, describe)
 		}
 	}
 	if moved == 0 {
@@ -829,16 +797,7 @@ func TestDataGroupsHealDeadNode(t *testing.T) {
 	l, n4 := nodes[0], nodes[3]
 	held := func() bool { return holds(l, "n4") }
 	b := NewBackend(l)
-	if _, err := b.CreateTopic(ctx, backend.CreateTopic{Name: "kept", Partitions: 8}); err != nil {
-		t.Fatal(err)
-	}
-	var recs []backend.ProduceRecord
-	for i := range 80 {
-		recs = append(recs, backend.ProduceRecord{Partition: int32(i % 8), HasPartition: true, Value: fmt.Appendf(nil, "v%d", i)})
-	}
-	if _, err := b.Produce(ctx, backend.ProduceRequest{Topic: "kept", Records: recs}); err != nil {
-		t.Fatal(err)
-	}
+	fillTopic(ctx, t, b, "kept", 8, 10)
 	c.close(n4)
 	c.mu.Lock()
 	c.closed[n4] = true
@@ -930,16 +889,7 @@ func TestDataGroupsDrain(t *testing.T) {
 	_, nodes, describe := fourNodeGroups(ctx, t, 0)
 	l, n2 := nodes[0], nodes[1]
 	b := NewBackend(l)
-	if _, err := b.CreateTopic(ctx, backend.CreateTopic{Name: "kept", Partitions: 8}); err != nil {
-		t.Fatal(err)
-	}
-	var recs []backend.ProduceRecord
-	for i := range 80 {
-		recs = append(recs, backend.ProduceRecord{Partition: int32(i % 8), HasPartition: true, Value: fmt.Appendf(nil, "v%d", i)})
-	}
-	if _, err := b.Produce(ctx, backend.ProduceRequest{Topic: "kept", Records: recs}); err != nil {
-		t.Fatal(err)
-	}
+	fillTopic(ctx, t, b, "kept", 8, 10)
 	if _, err := l.DrainNode(ctx, "n9", false); !errors.Is(err, backend.ErrInvalidArgument) {
 		t.Errorf("draining a node that is not placed: %v", err)
 	}
@@ -962,4 +912,34 @@ func TestDataGroupsDrain(t *testing.T) {
 	}
 	waitFor(ctx, t, "n2 takes replicas again", func() bool { return holds(l, "n2") }, describe)
 	waitGroupsSettled(ctx, t, l, nodes, 4, describe)
+}
+
+// fillTopic creates topic with parts partitions through b and writes per
+// records to each ("v0", "v1", ... round robin over the partitions).
+func fillTopic(ctx context.Context, t *testing.T, b *Backend, topic string, parts, per int) {
+	t.Helper()
+	if _, err := b.CreateTopic(ctx, backend.CreateTopic{Name: topic, Partitions: int32(parts)}); err != nil {
+		t.Fatal(err)
+	}
+	var recs []backend.ProduceRecord
+	for i := range parts * per {
+		recs = append(recs, backend.ProduceRecord{Partition: int32(i % parts), HasPartition: true, Value: fmt.Appendf(nil, "v%d", i)})
+	}
+	if _, err := b.Produce(ctx, backend.ProduceRequest{Topic: topic, Records: recs}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitOwnReplica waits until n's own replica of the partition's data
+// group holds it up to end.
+func waitOwnReplica(ctx context.Context, t *testing.T, n *Node, topic string, p int32, end int64, describe func() string) {
+	t.Helper()
+	waitFor(ctx, t, fmt.Sprintf("%s's own replica holds %s-%d", n.NodeID(), topic, p), func() bool {
+		f, err := n.partitionFSM(topic, p)
+		if err != nil || f == n.fsm {
+			return false
+		}
+		part, err := f.Partition(topic, p)
+		return err == nil && part.Log().EndOffset() == end
+	}, describe)
 }
