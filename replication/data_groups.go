@@ -748,8 +748,14 @@ func (d *dataGroups) converge(dg *dataGroup, g fsm.DataGroup) {
 		case !in:
 			change("add non-voter", id, dg.raft.AddNonvoter(raft.ServerID(id), addr, 0, dataGroupChangeTimeout))
 			return
-		case s.Suffrage != raft.Voter && d.caughtUp(dg, id, string(addr)):
-			change("promote", id, dg.raft.AddVoter(raft.ServerID(id), addr, 0, dataGroupChangeTimeout))
+		case s.Suffrage != raft.Voter:
+			if d.caughtUp(dg, id, string(addr)) {
+				change("promote", id, dg.raft.AddVoter(raft.ServerID(id), addr, 0, dataGroupChangeTimeout))
+			}
+			// Nothing is removed until every listed replica is a
+			// voter: a move drops the old replica only after the new
+			// one has caught up and votes, never below a majority of
+			// caught-up voters.
 			return
 		}
 	}
