@@ -154,6 +154,9 @@ var (
 	// ErrMembershipChange means another membership change is in progress
 	// on the leader; retry once it ends.
 	ErrMembershipChange = errors.New("replication: another membership change is in progress")
+	// ErrNodeHoldsReplicas means a removal named a node that data groups
+	// still place replicas on: drain it first, or force the removal.
+	ErrNodeHoldsReplicas = errors.New("replication: the node holds data group replicas")
 	// ErrNodeUnreachable means a joining node does not answer on its API
 	// address as the node it claims to be, or its Raft address refuses a
 	// connection.

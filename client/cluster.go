@@ -195,8 +195,19 @@ func (c *Client) httpClient() connect.HTTPClient { return c.hc }
 // RemoveNode removes a node from the cluster. It is a membership change:
 // the leader runs one at a time.
 func (c *Client) RemoveNode(ctx context.Context, id string) error {
+	return c.removeNode(ctx, id, false)
+}
+
+// ForceRemoveNode is RemoveNode of a node that data groups still place
+// replicas on (RemoveNode refuses it: drain it first); its replicas then
+// go to the other nodes.
+func (c *Client) ForceRemoveNode(ctx context.Context, id string) error {
+	return c.removeNode(ctx, id, true)
+}
+
+func (c *Client) removeNode(ctx context.Context, id string, force bool) error {
 	err := c.do(ctx, "RemoveNode", retryUnwritten, c.opts.Timeout, func(ctx context.Context) error {
-		_, err := c.rpc.RemoveNode(ctx, connect.NewRequest(&logdv1.RemoveNodeRequest{NodeId: id}))
+		_, err := c.rpc.RemoveNode(ctx, connect.NewRequest(&logdv1.RemoveNodeRequest{NodeId: id, Force: force}))
 		return fromRPC(err)
 	})
 	if err != nil {

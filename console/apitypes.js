@@ -794,6 +794,7 @@
 /**
  * @typedef {object} RemoveNodeRequest
  * @property {string} [nodeId]
+ * @property {boolean} [force]
  */
 
 /**

@@ -64,7 +64,7 @@ var kafkaSentinels = map[string]struct {
 // that could fail with these).
 var notMet = []string{
 	"ErrBadCommand", "ErrEntryDamaged", "ErrUnknownCommand", "ErrSnapshotAhead", "ErrDiverged",
-	"ErrNoSegmentSource", "ErrSegmentGone", "ErrUnknownNode", "ErrMembershipChange",
+	"ErrNoSegmentSource", "ErrSegmentGone", "ErrUnknownNode", "ErrMembershipChange", "ErrNodeHoldsReplicas",
 	"ErrNodeUnreachable", "ErrNodeConflict", "ErrNoQuorum",
 	"ErrTokenExists", "ErrUnknownToken", "ErrTooManyTokens", "ErrTooManyACLs",
 	// Redrive jobs, which only the Connect API drives.

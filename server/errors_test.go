@@ -52,6 +52,7 @@ var backendSentinels = map[string]error{
 	"backend.ErrSnapshotAhead":        backend.ErrSnapshotAhead,
 	"backend.ErrUnknownNode":          backend.ErrUnknownNode,
 	"backend.ErrMembershipChange":     backend.ErrMembershipChange,
+	"backend.ErrNodeHoldsReplicas":    backend.ErrNodeHoldsReplicas,
 	"backend.ErrNodeUnreachable":      backend.ErrNodeUnreachable,
 	"backend.ErrNodeConflict":         backend.ErrNodeConflict,
 	"backend.ErrNoQuorum":             backend.ErrNoQuorum,

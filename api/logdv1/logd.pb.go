@@ -6597,8 +6597,11 @@ func (x *JoinResponse) GetSecretRequired() bool {
 }
 
 type RemoveNodeRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	NodeId string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// Removes a node that data groups still place replicas on (refused
+	// otherwise: drain it first). Its replicas then go to the others.
+	Force         bool `protobuf:"varint,2,opt,name=force,proto3" json:"force,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6638,6 +6641,13 @@ func (x *RemoveNodeRequest) GetNodeId() string {
 		return x.NodeId
 	}
 	return ""
+}
+
+func (x *RemoveNodeRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
 }
 
 type RemoveNodeResponse struct {
@@ -10281,9 +10291,10 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x0ecluster_secret\x18\x02 \x01(\fR\rclusterSecret\x12\x1f\n" +
 	"\vsecret_only\x18\x03 \x01(\bR\n" +
 	"secretOnly\x12'\n" +
-	"\x0fsecret_required\x18\x04 \x01(\bR\x0esecretRequired\",\n" +
+	"\x0fsecret_required\x18\x04 \x01(\bR\x0esecretRequired\"B\n" +
 	"\x11RemoveNodeRequest\x12\x17\n" +
-	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"\x14\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x14\n" +
+	"\x05force\x18\x02 \x01(\bR\x05force\"\x14\n" +
 	"\x12RemoveNodeResponse\"?\n" +
 	"\x10DrainNodeRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x12\n" +

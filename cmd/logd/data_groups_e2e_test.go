@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/logd-dev/logd/client"
 	"github.com/logd-dev/logd/internal/e2e"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -641,6 +642,20 @@ func TestClusterDataGroupsElastic(t *testing.T) {
 	e2e.WaitFor(t, ctx, "n4's replicas rebuilt on n1, n2 and n3", settled(8, "n1", "n2", "n3"))
 	healed := time.Since(killed)
 	ps.WaitAcks(t, ctx, "acks after the heal", 100)
+	// A node the groups still place replicas on is not removed without
+	// --force; n4, which holds none now, is.
+	admin, err := client.New(c.Nodes[0].Listen, client.Options{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if err := admin.RemoveNode(ctx, "n3"); connect.CodeOf(err) != connect.CodeFailedPrecondition || !strings.Contains(err.Error(), "drain it first") {
+		t.Fatalf("removing n3, which holds replicas: %v; want FAILED_PRECONDITION saying to drain it first", err)
+	}
+	if err := admin.RemoveNode(ctx, "n4"); err != nil {
+		t.Fatalf("removing n4, which holds no replica: %v", err)
+	}
+	c.Nodes = c.Nodes[:3]
 
 	c.Nodes[2].Kill()
 	ps.WaitAcks(t, ctx, "acks with two nodes of three", 100)
