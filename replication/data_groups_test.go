@@ -902,10 +902,14 @@ func TestDataGroupsDrain(t *testing.T) {
 	if tab := l.FSM().DataGroups(); !slices.Contains(tab.Nodes, "n2") || !slices.Equal(tab.Draining, []string{"n2"}) {
 		t.Fatalf("the table after the drain: %+v", tab)
 	}
+	if err := NewBackend(n2).AwaitApplied(ctx, l.FSM().AppliedIndex(), time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	for p := range int32(8) {
-		if o, err := NewBackend(n2).Offsets("kept", p); err != nil || o.End != 10 {
-			t.Errorf("kept-%d read through the drained n2: %+v, %v", p, o, err)
-		}
+		waitFor(ctx, t, fmt.Sprintf("kept-%d read through the drained n2", p), func() bool {
+			o, err := NewBackend(n2).Offsets("kept", p)
+			return err == nil && o.End == 10
+		}, describe)
 	}
 	if draining, err := l.DrainNode(ctx, "n2", true); err != nil || len(draining) != 0 {
 		t.Fatalf("end the drain: %v, %v", draining, err)

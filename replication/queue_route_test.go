@@ -135,24 +135,34 @@ func TestDataGroupsQueues(t *testing.T) {
 		}, describe)
 	}
 
-	// Described on every node: each partition from its group's copy.
+	// Described on every node: each partition from its group's copy. A
+	// follower serves what it applied, so each node is waited for (a
+	// client reading through it after writing through the leader would
+	// carry the leader's index: read your writes).
 	for _, n := range nodes {
-		info, err := NewBackend(n).DescribeQueueGroup("jobs", "w", n.Now().UnixNano())
-		if err != nil || len(info.Partitions) != 6 {
-			t.Fatalf("%s: describe: %+v, %v", n.NodeID(), info, err)
+		if err := NewBackend(n).AwaitApplied(ctx, l.FSM().AppliedIndex(), time.Minute); err != nil {
+			t.Fatal(err)
 		}
-		var acked, dead, flight int64
-		for p, pi := range info.Partitions {
-			if pi.Partition != int32(p) || pi.End != 10 {
-				t.Errorf("%s: partition %d described as %+v", n.NodeID(), p, pi.PartitionStats)
+		var got string
+		waitFor(ctx, t, n.NodeID()+" describes every group's copy", func() bool {
+			info, err := NewBackend(n).DescribeQueueGroup("jobs", "w", n.Now().UnixNano())
+			if err != nil || len(info.Partitions) != 6 {
+				got = fmt.Sprintf("%+v, %v", info, err)
+				return false
 			}
-			acked += pi.Acked
-			dead += pi.DeadLettered
-			flight += pi.InFlight
-		}
-		if acked != 40 || dead != 5 || flight != 15 || info.Backlog.Records != 15 {
-			t.Errorf("%s: acked %d, dead-lettered %d, in flight %d, backlog %d; want 40, 5, 15, 15", n.NodeID(), acked, dead, flight, info.Backlog.Records)
-		}
+			var acked, dead, flight int64
+			for p, pi := range info.Partitions {
+				if pi.Partition != int32(p) || pi.End != 10 {
+					got = fmt.Sprintf("partition %d described as %+v", p, pi.PartitionStats)
+					return false
+				}
+				acked += pi.Acked
+				dead += pi.DeadLettered
+				flight += pi.InFlight
+			}
+			got = fmt.Sprintf("acked %d, dead-lettered %d, in flight %d, backlog %d", acked, dead, flight, info.Backlog.Records)
+			return acked == 40 && dead == 5 && flight == 15 && info.Backlog.Records == 15
+		}, func() string { return got + "; want acked 40, dead-lettered 5, in flight 15, backlog 15; " + describe() })
 	}
 
 	// Paused: nothing delivered, in any group; released: the leases of
