@@ -162,7 +162,9 @@ func TestDataGroupsQueues(t *testing.T) {
 			}
 			got = fmt.Sprintf("acked %d, dead-lettered %d, in flight %d, backlog %d", acked, dead, flight, info.Backlog.Records)
 			return acked == 40 && dead == 5 && flight == 15 && info.Backlog.Records == 15
-		}, func() string { return got + "; want acked 40, dead-lettered 5, in flight 15, backlog 15; " + describe() })
+		}, func() string {
+			return got + "; want acked 40, dead-lettered 5, in flight 15, backlog 15; " + describe()
+		})
 	}
 
 	// Paused: nothing delivered, in any group; released: the leases of
