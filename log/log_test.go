@@ -664,3 +664,40 @@ func TestAgeSurvivesRestart(t *testing.T) {
 		t.Fatalf("%d segments, want 2", n)
 	}
 }
+
+// TestReadBoundedMatchesItsEnd: under concurrent appends, a read with room
+// for everything returns exactly the batches up to the end it reports,
+// never an end a later append moved past the batches read.
+func TestReadBoundedMatchesItsEnd(t *testing.T) {
+	l := mustOpen(t, t.TempDir(), log.Options{SegmentBytes: 4000, IndexIntervalBytes: 100, Sync: log.SyncNone})
+	const n = 400
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range n {
+			mustAppend(t, l, makeBatch(batch{payload: payload(i, 40)}), log.AppendMeta{AppliedIndex: uint64(i + 1)})
+		}
+	}()
+	reads := 0
+	for {
+		select {
+		case <-done:
+		default:
+			data, start, end, err := l.ReadBounded(0, 1<<20)
+			if err != nil {
+				t.Fatalf("ReadBounded: %v", err)
+			}
+			bs := splitBatches(t, data)
+			if start != 0 || int64(len(bs)) != end {
+				t.Fatalf("read %d batches with bounds [%d, %d)", len(bs), start, end)
+			}
+			reads++
+			continue
+		}
+		break
+	}
+	if _, _, end, err := l.ReadBounded(0, 1<<20); err != nil || end != n {
+		t.Fatalf("end %d, %v; want %d", end, err, n)
+	}
+	t.Logf("%d reads during the appends", reads)
+}

@@ -24,17 +24,33 @@ const locateWindow = 8 << 10
 // *CorruptionError, and a later failing batch ends the returned run early
 // (the Read that starts at it reports it).
 func (l *Log) Read(offset int64, maxBytes int) ([]byte, error) {
+	b, _, _, err := l.ReadBounded(offset, maxBytes)
+	return b, err
+}
+
+// ReadBounded is Read that also returns the log's start and end offsets as
+// of the read: the returned batches never reach past that end, and a
+// caller that reports the end beside the batches never claims records the
+// batches lack though they fit in maxBytes.
+func (l *Log) ReadBounded(offset int64, maxBytes int) (data []byte, start, end int64, err error) {
 	l.filesMu.RLock()
 	defer l.filesMu.RUnlock()
 	st := l.state.Load()
 	if st.shut {
-		return nil, ErrClosed
+		return nil, 0, 0, ErrClosed
 	}
-	if start, end := st.start(), st.end(); offset < start || offset > end {
-		return nil, &OutOfRangeError{Offset: offset, Start: start, End: end}
+	start, end = st.start(), st.end()
+	if offset < start || offset > end {
+		return nil, start, end, &OutOfRangeError{Offset: offset, Start: start, End: end}
 	} else if offset == end {
-		return nil, nil
+		return nil, start, end, nil
 	}
+	data, err = l.readAll(st, offset, maxBytes)
+	return data, start, end, err
+}
+
+// readAll is Read on the state st.
+func (l *Log) readAll(st *state, offset int64, maxBytes int) ([]byte, error) {
 	out, err := l.readSegment(st, st.find(offset), offset, maxBytes, true)
 	// Go on into the next segments while whole batches fit.
 	for i := st.find(offset) + 1; err == nil && i < st.n(); i++ {

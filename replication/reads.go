@@ -79,11 +79,11 @@ func readBatches(f *fsm.FSM, topic string, partition int32, offset int64, maxByt
 	// caller.
 	changed := p.Changed()
 	l := p.Log()
-	data, err := l.Read(offset, maxBytes)
+	data, start, end, err := l.ReadBounded(offset, maxBytes)
 	if err != nil {
 		return backend.ReadResult{}, fromStorage(err)
 	}
-	return backend.ReadResult{Batches: data, LogStartOffset: l.StartOffset(), EndOffset: l.EndOffset(), Changed: changed}, nil
+	return backend.ReadResult{Batches: data, LogStartOffset: start, EndOffset: end, Changed: changed}, nil
 }
 
 // GroupLag computes a group's lag in a partition at a committed offset
