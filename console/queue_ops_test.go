@@ -225,11 +225,17 @@ func TestRecordsProduceIdempotencyKey(t *testing.T) {
 	}
 	// Several records, one a line: keys KEY-1, KEY-2; a repeat appends nothing.
 	p.click("#produce-lines")
-	for _, want := range []string{"Appended 2 record(s).", "Appended 0 record(s); 2 duplicate(s)"} {
+	for i, want := range []string{"Appended 2 record(s).", "Appended 0 record(s); 2 duplicate(s)"} {
 		cgFill(p, "#produce-value", "job-5\njob-6")
 		cgFill(p, "#produce-idempotency-key", "import")
 		p.click("#produce-submit")
 		p.waitText("#produce-result", want)
+		if i == 0 {
+			// The list re-reads after the result shows; until it has, the
+			// form may move under the next click (chromedp clicks at the
+			// button's coordinates).
+			p.waitText("#records-list", "job-6")
+		}
 	}
 	f, err := cl.Fetch(ctx, client.FetchRequest{Topic: "jobs", Partition: 0})
 	if err != nil {
