@@ -593,12 +593,16 @@ func (l *Layer) Attach(member func(id string) bool) {
 // deliver hands c to Accept, or closes it once the layer or the port is
 // closed.
 func (l *Layer) deliver(c net.Conn) {
+	// Counted before the hand-over, so the count covers every connection
+	// Accept has returned.
+	l.port.admitted.Add(1)
 	select {
 	case l.conns <- c:
-		l.port.admitted.Add(1)
 	case <-l.closed:
+		l.port.admitted.Add(^uint64(0))
 		c.Close()
 	case <-l.port.closed:
+		l.port.admitted.Add(^uint64(0))
 		c.Close()
 	}
 }
