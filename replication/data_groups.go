@@ -127,6 +127,8 @@ type dataGroup struct {
 	// answer as the group's leader from its state (Node.Ready's rule, per
 	// group).
 	barrierTerm atomic.Uint64
+	// appends coalesces the group's appends on its leader (coalesce.go).
+	appends coalescer
 }
 
 // noteCaughtUp sets caughtUp once the replica knows a leader and has

@@ -41,6 +41,9 @@ type groupHandle struct {
 	id      uint64
 	fsm     *fsm.FSM
 	propose func(ctx context.Context, data []byte) (any, error)
+	// proposeAppend proposes an encoded append through the group's
+	// coalescer (coalesce.go).
+	proposeAppend func(ctx context.Context, data []byte) (any, error)
 	// adopt, for a data group, has it adopt its partitions of the meta
 	// group's topics now, rather than at the runner's next pass.
 	adopt func()
@@ -65,7 +68,9 @@ func (g groupHandle) topic(name string) (*fsm.Topic, error) {
 
 // metaGroup is the meta group's handle.
 func (n *Node) metaGroup() groupHandle {
-	return groupHandle{id: 0, fsm: n.fsm, propose: n.propose}
+	return groupHandle{id: 0, fsm: n.fsm, propose: n.propose, proposeAppend: func(ctx context.Context, data []byte) (any, error) {
+		return n.proposeAppend(ctx, &n.appends, n.raft, n.fsm, data)
+	}}
 }
 
 // dataGroup returns this node's replica of data group id, nil without
@@ -80,6 +85,8 @@ func (n *Node) dataGroup(id uint64) *dataGroup {
 func (dg *dataGroup) handle(n *Node) groupHandle {
 	return groupHandle{id: dg.id, fsm: dg.fsm, propose: func(ctx context.Context, data []byte) (any, error) {
 		return n.proposeOn(ctx, dg.raft, dg.fsm, data)
+	}, proposeAppend: func(ctx context.Context, data []byte) (any, error) {
+		return n.proposeAppend(ctx, &dg.appends, dg.raft, dg.fsm, data)
 	}, adopt: func() { n.data.adopt(dg) }}
 }
 

@@ -354,9 +354,11 @@ type Node struct {
 	// stopping Raft, which never answers a future it has not applied
 	// when it shuts down.
 	applyWaiters atomic.Int64
-	raft         *raft.Raft
-	fsm          *fsm.FSM
-	stores       *raftStores
+	// appends coalesces the meta group's appends (coalesce.go).
+	appends coalescer
+	raft    *raft.Raft
+	fsm     *fsm.FSM
+	stores  *raftStores
 	// applied wakes waiters after each applied batch (adapter.go).
 	applied *appliedSignal
 	// leaderCommits is the leader's commit index as this node heard it

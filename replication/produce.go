@@ -466,7 +466,7 @@ func (p *producer) appendOn(ctx context.Context, g groupHandle, a fsm.Append, ke
 	if err := g.fsm.Admit(t, a); err != nil {
 		return nil, err
 	}
-	res, err := g.propose(ctx, fsm.EncodeAppend(p.n.cfg.Now().UnixNano(), a))
+	res, err := g.proposeAppend(ctx, fsm.EncodeAppend(p.n.cfg.Now().UnixNano(), a))
 	if err != nil {
 		return nil, err
 	}

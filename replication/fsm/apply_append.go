@@ -113,7 +113,7 @@ func (f *FSM) applyAppend(index uint64, now int64, a Append) any {
 	for i, b := range write.Batches {
 		p := t.Partitions[b.Partition]
 		base := p.next
-		if index > p.log.AppliedIndex() {
+		if p.unwritten(index, base) {
 			got, err := p.log.Append(b.Batch, meta)
 			if err != nil {
 				return f.stop(fmt.Errorf("append %s-%d at index %d: %w", a.Topic, b.Partition, index, err))

@@ -23,6 +23,9 @@ const (
 	// CmdPartitionAdopt opens partitions of a topic in a data group's
 	// state machine, at DataGroupLevel.
 	CmdPartitionAdopt CommandType = 5
+	// CmdAppendMany is several appends coalesced into one entry, at
+	// CoalesceLevel.
+	CmdAppendMany CommandType = 6
 
 	// Consumer groups (10-19).
 	CmdGroupJoin         CommandType = 10
@@ -197,8 +200,12 @@ const (
 	// of data groups names the nodes being drained (data-groups payload
 	// version dataGroupsDrainVersion).
 	PlacedGroupsLevel FeatureLevel = 16
+	// CoalesceLevel adds appends coalesced into one entry
+	// (CmdAppendMany), several to one partition at one index, which a
+	// build below it would write only the first of on replay.
+	CoalesceLevel FeatureLevel = 17
 	// Level is the highest feature level this build understands.
-	Level FeatureLevel = PlacedGroupsLevel
+	Level FeatureLevel = CoalesceLevel
 )
 
 // commandVersion is the payload version most kinds write after the type
@@ -231,6 +238,15 @@ type payloadVersion struct {
 // v1 is the payload version of a kind that has only ever had one.
 var v1 = []payloadVersion{{version: commandVersion, level: BaseLevel}}
 
+// appendVersions are the payload versions of an append.
+var appendVersions = []payloadVersion{
+	{version: commandVersion, level: BaseLevel},             // without idempotency keys
+	{version: appendKeysVersion, level: BaseLevel},          // read only
+	{version: appendKeysVersionV3, level: BaseLevel},        // with keys
+	{version: appendCodecsVersion, level: CompressionLevel}, // with a snappy, lz4 or zstd batch
+	{version: appendProducerVersion, level: ProducerLevel},  // with an idempotent producer's batch
+}
+
 // commands is the command table, keyed by type. Adding a kind is adding a
 // row here (with a new feature level, see FeatureLevel) and an
 // apply_<command>.go.
@@ -246,14 +262,9 @@ var commands = [...]command{
 		{version: commandVersion, level: BaseLevel},
 		{version: deleteTopicIndexVersion, level: DataGroupLevel}, // naming the incarnation
 	}, decodeDeleteTopic, (*FSM).applyDeleteTopic),
-	CmdAppend: row("append", BaseLevel, []payloadVersion{
-		{version: commandVersion, level: BaseLevel},             // without idempotency keys
-		{version: appendKeysVersion, level: BaseLevel},          // read only
-		{version: appendKeysVersionV3, level: BaseLevel},        // with keys
-		{version: appendCodecsVersion, level: CompressionLevel}, // with a snappy, lz4 or zstd batch
-		{version: appendProducerVersion, level: ProducerLevel},  // with an idempotent producer's batch
-	}, decodeAppendPayload, (*FSM).applyAppend),
+	CmdAppend:       row("append", BaseLevel, appendVersions, decodeAppendPayload, (*FSM).applyAppend),
 	CmdProducerInit: jsonCommand("producer-init", ProducerLevel, (*FSM).applyProducerInit),
+	CmdAppendMany:   binaryCommand("append-many", CoalesceLevel, func(r *reader) AppendMany { return decodeAppendMany(r, 0) }, (*FSM).applyAppendMany),
 
 	CmdGroupJoin:         jsonCommand("group-join", BaseLevel, (*FSM).applyGroupJoin),
 	CmdGroupHeartbeat:    jsonCommand("group-heartbeat", BaseLevel, (*FSM).applyGroupHeartbeat),

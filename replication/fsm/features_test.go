@@ -15,7 +15,7 @@ import (
 // redrive at RedriveLevel, producer-init at ProducerLevel, the SCRAM kinds
 // at SCRAMLevel, queue-release at QueueReleaseLevel, partition-adopt and
 // data-groups at DataGroupLevel, queue-set-starts and queue-delete at
-// QueueStartsLevel.
+// QueueStartsLevel, append-many at CoalesceLevel.
 func TestCommandTable(t *testing.T) {
 	names := map[string]CommandType{}
 	rows := 0
@@ -56,6 +56,8 @@ func TestCommandTable(t *testing.T) {
 			want = DataGroupLevel
 		case ct == CmdQueueSetStarts, ct == CmdQueueDelete:
 			want = QueueStartsLevel
+		case ct == CmdAppendMany:
+			want = CoalesceLevel
 		}
 		if c.level != want {
 			t.Errorf("%s: level %d, want %d", c.name, c.level, want)
@@ -66,8 +68,8 @@ func TestCommandTable(t *testing.T) {
 			}
 		}
 	}
-	if rows != 37 {
-		t.Fatalf("%d kinds in the table, want 37", rows)
+	if rows != 38 {
+		t.Fatalf("%d kinds in the table, want 38", rows)
 	}
 }
 

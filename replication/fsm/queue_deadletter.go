@@ -103,7 +103,7 @@ func (f *FSM) flushDeadLetters(index uint64, now int64, q *queue.Group, src *Top
 			return 0, fmt.Errorf("build dead-letter batch for %s-%d: %w", dlq.Name, dp, err)
 		}
 		p := dlq.Partitions[dp]
-		if index > p.log.AppliedIndex() {
+		if p.unwritten(index, p.next) {
 			got, err := p.log.Append(b, meta)
 			if err != nil {
 				return 0, fmt.Errorf("append dead letters to %s-%d at index %d: %w", dlq.Name, dp, index, err)

@@ -84,6 +84,18 @@ type Partition struct {
 	notify chan struct{}
 }
 
+// unwritten reports whether the batch an entry at index appends at base
+// is missing from the log, so must be written: the log holds every batch
+// of entries before its applied index, and of the entry at it those that
+// start before its end. An append-many entry may write several batches to
+// one partition at one index; a crash between them (or a torn tail that
+// recovery cut) leaves the log at that index with the later ones missing,
+// and the replay writes exactly those.
+func (p *Partition) unwritten(index uint64, base int64) bool {
+	applied := p.log.AppliedIndex()
+	return index > applied || index == applied && p.log.EndOffset() == base
+}
+
 // Log returns the partition's log, for reads. Writes go through Raft only.
 func (p *Partition) Log() *log.Log { return p.log }
 
