@@ -21,8 +21,9 @@
 #   PEERS=1            run ../shared/bench/peers.sh after logd's rows and print logd/peer ratios
 #                      (REPS and ONLY pass through to it; its figures: $PEERS_OUT/results/figures.txt)
 #   NODES="1 3"        which cluster sizes to run
-#   ROWS="..."         which rows to run, any of: p128 consume p1k one queue p99 hold (the
-#                      default) and curve (produce 128 B in calls of 500 with CURVE="1 2 4 8 16"
+#   ROWS="..."         which rows to run, any of: p128 consume p1k one small queue p99 hold (the
+#                      default; small is 1 record of 128 B per call, 64 and 1 calls in flight,
+#                      whose CPU-s/1M is the nodes' CPU microseconds per call) and curve (produce 128 B in calls of 500 with CURVE="1 2 4 8 16"
 #                      calls in flight, RECORDS_CURVE records each: throughput and CPU against
 #                      calls in flight)
 #   P99_SECONDS=N      length of the p99-at-half-of-peak run (default 15, QUICK 4; the table in
@@ -30,6 +31,7 @@
 #   RECORDS_128=N      records of the 128 B produce (default 2,000,000; QUICK 200,000)
 #   RECORDS_1K=N       records of the 1 KiB produce (default 500,000; QUICK 50,000)
 #   RECORDS_ONE=N      records of the one-client run (default 300,000; QUICK 30,000)
+#   SECONDS_SMALL=N    length of each small-call run (default 10; QUICK 3)
 #   RECORDS_QUEUE=N    records of the queue run (default 200,000; QUICK 20,000)
 #   RECORDS_HOLD=N     records held in 64 partitions (default 5,000,000; QUICK 200,000)
 #   BENCH_1K_CALLS="8 500"  calls in flight and records per call of the 1 KiB produce
@@ -47,12 +49,13 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 QUICK=${QUICK:-0}
 PEERS=${PEERS:-0}
 NODES=${NODES:-"1 3"}
-ROWS=${ROWS:-"p128 consume p1k one queue p99 hold"}
+ROWS=${ROWS:-"p128 consume p1k one small queue p99 hold"}
 if [ "$QUICK" = 1 ]; then
 	P99_SECONDS=${P99_SECONDS:-4}
 	RECORDS_128=${RECORDS_128:-200000}
 	RECORDS_1K=${RECORDS_1K:-50000}
 	RECORDS_ONE=${RECORDS_ONE:-30000}
+	SECONDS_SMALL=${SECONDS_SMALL:-3}
 	RECORDS_QUEUE=${RECORDS_QUEUE:-20000}
 	RECORDS_HOLD=${RECORDS_HOLD:-200000}
 	RECORDS_CURVE=${RECORDS_CURVE:-30000}
@@ -61,6 +64,7 @@ else
 	RECORDS_128=${RECORDS_128:-2000000}
 	RECORDS_1K=${RECORDS_1K:-500000}
 	RECORDS_ONE=${RECORDS_ONE:-300000}
+	SECONDS_SMALL=${SECONDS_SMALL:-10}
 	RECORDS_QUEUE=${RECORDS_QUEUE:-200000}
 	RECORDS_HOLD=${RECORDS_HOLD:-5000000}
 	RECORDS_CURVE=${RECORDS_CURVE:-300000}
@@ -296,6 +300,16 @@ run_nodes() {
 		# shellcheck disable=SC2046
 		measure "one-$n" "produce 128 B, 1 client x 500 in flight$sfx" records -- \
 			$(produce_args "$RECORDS_ONE" 128 1 500)
+		stop_nodes
+	fi
+	if want small; then
+		start_cluster "$n"
+		local c
+		for c in 64 1; do
+			measure "small$c-$n" "produce 128 B, 1 record/call, $c in flight$sfx" records -- \
+				bench produce --records 0 --duration "${SECONDS_SMALL}s" --record-size 128 \
+				--concurrency "$c" --records-per-call 1
+		done
 		stop_nodes
 	fi
 	if want queue && [ "$n" = 1 ]; then
