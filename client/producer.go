@@ -14,7 +14,7 @@ import (
 const (
 	DefaultBatchRecords  = 500
 	DefaultBatchBytes    = 1 << 20
-	DefaultLinger        = 5 * time.Millisecond
+	DefaultLinger        = 0 // none: see ProducerOptions.Linger
 	DefaultBufferRecords = 10000
 )
 
@@ -37,7 +37,13 @@ type ProducerOptions struct {
 	// this many bytes. Default: DefaultBatchBytes.
 	BatchBytes int
 	// Linger is how long a partition's first pending record waits for
-	// others before its batch is sent anyway. Default: DefaultLinger.
+	// others before its batch is sent anyway. Default: DefaultLinger, no
+	// linger: a partition with no batch in flight sends at once, and the
+	// records that arrive while its batch is in flight wait for it and go
+	// together in the next batch, so a busy producer still fills batches
+	// while a lone record is not held back (docs/performance.md, "The
+	// batching producer"). A linger trades latency for fewer, fuller
+	// calls.
 	Linger time.Duration
 	// BufferRecords bounds the records sent but not yet answered, over all
 	// partitions; the buffer never grows past it. Default:
@@ -64,11 +70,13 @@ type ProduceResult struct {
 }
 
 // Producer sends records asynchronously, batched per partition by size and
-// linger time. It knows the partition of every record before sending it:
-// Record.Partition if set, murmur2 of the key as the server computes it
-// (partition.ForKey) otherwise, and for records with neither, a "sticky"
-// partition that changes each time a batch of it is sent (so keyless
-// records fill batches instead of spreading one record per partition).
+// linger time (none by default: records batch while their partition's
+// previous batch is in flight). It knows the partition of every record
+// before sending it: Record.Partition if set, murmur2 of the key as the
+// server computes it (partition.ForKey) otherwise, and for records with
+// neither, a "sticky" partition that moves on after BatchRecords of them
+// (so keyless records fill batches instead of spreading one record per
+// partition, and still spread evenly).
 //
 // Order: each partition has at most one batch in flight, and a batch is
 // retried whole (Client.Produce, under the client's RetryPolicy), so the
@@ -90,9 +98,12 @@ type Producer struct {
 
 	mu sync.Mutex
 	// Guarded by mu:
-	closed   bool
-	queues   map[int32]*partQueue
-	sticky   int32
+	closed bool
+	queues map[int32]*partQueue
+	sticky int32
+	// stuck counts the keyless records given the sticky partition since
+	// it last moved.
+	stuck    int
 	progress chan struct{} // closed and replaced whenever a batch completes
 }
 
@@ -129,9 +140,6 @@ func (c *Client) NewProducer(ctx context.Context, opts ProducerOptions) (*Produc
 	}
 	if opts.BatchBytes == 0 {
 		opts.BatchBytes = DefaultBatchBytes
-	}
-	if opts.Linger == 0 {
-		opts.Linger = DefaultLinger
 	}
 	if opts.BufferRecords == 0 {
 		opts.BufferRecords = DefaultBufferRecords
@@ -206,7 +214,13 @@ func (p *Producer) partitionOf(r Record) int32 {
 	case r.Key != nil:
 		return partition.ForKey(r.Key, p.parts)
 	}
-	return p.sticky
+	// Keyless records stick to one partition for a batch's worth of
+	// records, then move on: they fill batches, and spread evenly.
+	part := p.sticky
+	if p.stuck++; p.stuck >= p.opts.BatchRecords {
+		p.sticky, p.stuck = (p.sticky+1)%p.parts, 0
+	}
+	return part
 }
 
 // queue returns a partition's queue, starting its sender on first use.
@@ -278,9 +292,6 @@ func (p *Producer) sender(q *partQueue) {
 			p.mu.Lock()
 		}
 		batch := p.take(q)
-		if p.sticky == q.part {
-			p.sticky = (q.part + 1) % p.parts
-		}
 		p.mu.Unlock()
 		p.send(q, batch)
 	}

@@ -220,3 +220,66 @@ func TestProducerCloseFlushes(t *testing.T) {
 		}
 	}
 }
+
+// TestProducerNoLinger: by default a record is sent at once when its
+// partition has no batch in flight, and the records sent while one is in
+// flight go together in the next batch, in order.
+func TestProducerNoLinger(t *testing.T) {
+	c, srv := newTestClient(t, client.Options{})
+	mustCreate(t, c, "t", 1)
+	release := make(chan struct{})
+	srv.Intercept("Produce", func(ctx context.Context) error {
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	p := newProducer(t, c, client.ProducerOptions{Topic: "t"})
+	chs := []<-chan client.ProduceResult{send(t, p, client.Record{Value: []byte("v0")})}
+	ctx := testContext(t)
+	for srv.Calls("Produce") == 0 {
+		// The first record went without waiting for others.
+		select {
+		case <-ctx.Done():
+			t.Fatal("the first record was never sent")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	for i := 1; i < 10; i++ {
+		chs = append(chs, send(t, p, client.Record{Value: fmt.Appendf(nil, "v%d", i)}))
+	}
+	close(release)
+	for i, ch := range chs {
+		if r := result(t, ch); r.Err != nil || r.Offset != int64(i) {
+			t.Fatalf("result %d = %+v", i, r)
+		}
+	}
+	if n := srv.Calls("Produce"); n != 2 {
+		t.Errorf("Produce calls = %d, want 2: the first record alone, the nine sent while it was in flight together", n)
+	}
+}
+
+// TestProducerStickySpreads: keyless records stay on one partition for a
+// batch's worth of records, then move to the next, in turn.
+func TestProducerStickySpreads(t *testing.T) {
+	c, _ := newTestClient(t, client.Options{})
+	mustCreate(t, c, "t", 4)
+	p := newProducer(t, c, client.ProducerOptions{Topic: "t", BatchRecords: 2})
+	var chs []<-chan client.ProduceResult
+	for i := range 10 {
+		chs = append(chs, send(t, p, client.Record{Value: fmt.Appendf(nil, "v%d", i)}))
+	}
+	var got []int32
+	for _, ch := range chs {
+		r := result(t, ch)
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		got = append(got, r.Partition)
+	}
+	if fmt.Sprint(got) != "[0 0 1 1 2 2 3 3 0 0]" {
+		t.Errorf("partitions %v, want two records each, in turn", got)
+	}
+}

@@ -32,6 +32,10 @@ type benchProduceFlags struct {
 	compareRounds  int
 	keep           bool
 	kafka          string
+	// producer sends through the client's batching Producer, one record
+	// per worker at a time, with linger as its Linger.
+	producer bool
+	linger   time.Duration
 	// slow, if positive, lists each call slower than it on stderr.
 	slow time.Duration
 }
@@ -64,6 +68,13 @@ records/s are averaged with a 95% confidence interval. Give --records at
 least the keyed topic's idempotency.max.keys, so the window is full and
 every key evicts the oldest, as in steady state.
 
+--producer sends through the Go client's batching Producer instead of
+calling Produce: each of --concurrency workers sends one record and waits
+for its result before the next (a service emitting one event per
+request), and the Producer batches what the workers have in flight per
+partition; latency is per record. --linger sets the Producer's linger
+(default none: a partition with no batch in flight sends at once).
+
 --kafka HOST:PORT produces through that node's Kafka listener with
 franz-go instead of logd's API (acks=all, uncompressed, idempotent as kgo
 is by default), so the two front ends can be compared in one sitting: kgo
@@ -76,6 +87,7 @@ and deleted over logd's API.`,
   logctl bench produce --duration 30s --rate 50000 --output json
   logctl bench produce --duration 60s --rate 100000 --slow 20ms
   logctl bench produce --compare-keys 5 --records 1000000
+  logctl bench produce --producer --concurrency 64 --duration 10s
   logctl bench produce --kafka 127.0.0.1:9092 --record-size 1024 --keep`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
@@ -131,9 +143,18 @@ and deleted over logd's API.`,
 				return printCompare(opts.stdout, f.output, summarizeCompare(rounds))
 			}
 			var res benchResult
-			if f.kafka != "" {
+			if f.producer && (f.kafka != "" || f.rate > 0 || f.idemKeys || cmd.Flags().Changed("records-per-call")) {
+				return usagef("--producer sends one record per worker at a time through the client's Producer: not with --kafka, --rate, --idempotency-keys or --records-per-call")
+			}
+			if !f.producer && cmd.Flags().Changed("linger") {
+				return usagef("--linger is the Producer's: give --producer")
+			}
+			switch {
+			case f.producer:
+				res, err = benchProducer(cmd.Context(), c, &f, prog)
+			case f.kafka != "":
 				res, err = benchProduceKafka(cmd.Context(), opts, f.kafka, &f, prog)
-			} else {
+			default:
 				res, err = benchProduce(cmd.Context(), c, &f, prog)
 				printSlowCalls(opts.stderr, res.Slow)
 			}
@@ -158,6 +179,8 @@ and deleted over logd's API.`,
 	fl.DurationVar(&f.slow, "slow", 0, "list calls slower than this on stderr, with their start time (0: none)")
 	fl.BoolVar(&f.progress, "progress", false, "show progress on stderr even when it is not a terminal")
 	fl.StringVar(&f.kafka, "kafka", "", "produce through this Kafka listener (HOST:PORT) with franz-go instead of logd's API")
+	fl.BoolVar(&f.producer, "producer", false, "send through the client's batching Producer, each worker one record at a time, waiting for its result")
+	fl.DurationVar(&f.linger, "linger", 0, "the Producer's linger, with --producer (0: none)")
 	addKeepFlag(cmd, &f.keep)
 	addOutputFlag(cmd, &f.output)
 	return cmd
@@ -325,4 +348,82 @@ func setBenchKeys(recs []client.Record, prefix string, first int64, buf []byte, 
 		recs[i].IdempotencyKey, start = keys[start:end], end
 	}
 	return buf, ends
+}
+
+// benchProducer is bench produce --producer: --concurrency workers each
+// send one record through one Producer and wait for its result.
+func benchProducer(ctx context.Context, c *client.Client, f *benchProduceFlags, prog *progress) (benchResult, error) {
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if f.duration > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, f.duration)
+		defer cancel()
+	}
+	p, err := c.NewProducer(ctx, client.ProducerOptions{Topic: f.topic, Linger: f.linger, BufferRecords: max(f.concurrency, client.DefaultBufferRecords)})
+	if err != nil {
+		return benchResult{}, err
+	}
+	defer p.Close()
+	value := make([]byte, f.recordSize)
+	rand.Read(value)
+	var remaining atomic.Int64
+	remaining.Store(math.MaxInt64)
+	if f.records > 0 {
+		remaining.Store(f.records)
+	}
+	var (
+		produced atomic.Int64
+		mu       sync.Mutex
+		lats     []time.Duration
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		mu.Unlock()
+		cancel()
+	}
+	start := time.Now()
+	for range f.concurrency {
+		wg.Go(func() {
+			var mine []time.Duration
+			defer func() {
+				mu.Lock()
+				lats = append(lats, mine...)
+				mu.Unlock()
+			}()
+			for runCtx.Err() == nil && claim(&remaining, 1) == 1 {
+				began := time.Now()
+				ch, err := p.Send(runCtx, client.Record{Value: value})
+				if err != nil {
+					if runCtx.Err() == nil {
+						fail(err)
+					}
+					return
+				}
+				// The record is sent: its result comes whether or not the
+				// run ended meanwhile.
+				if r := <-ch; r.Err != nil {
+					fail(r.Err)
+					return
+				}
+				mine = append(mine, time.Since(began))
+				produced.Add(1)
+				prog.Add(1, 1, int64(f.recordSize))
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if firstErr != nil {
+		return benchResult{}, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return benchResult{}, fmt.Errorf("interrupted after %d records: %w", produced.Load(), err)
+	}
+	n := produced.Load()
+	return benchResult{Records: n, Bytes: n * int64(f.recordSize), Elapsed: elapsed, Latency: summarize(lats)}, nil
 }

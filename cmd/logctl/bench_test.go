@@ -245,3 +245,36 @@ func TestMeanCI95(t *testing.T) {
 		t.Fatalf("one round: %v ± %v", m, h)
 	}
 }
+
+// TestBenchProducer: --producer sends every record through the client's
+// Producer, one per worker at a time, and the topic holds them all;
+// flags of the call-based run are refused with it.
+func TestBenchProducer(t *testing.T) {
+	srv := logdtest.Start(t, logdtest.Options{})
+	r := mustRun(t, srv, "", "bench", "produce", "--producer", "--topic", "p", "--partitions", "2", "--records", "300",
+		"--concurrency", "8", "--record-size", "10", "--keep", "-o", "json")
+	var j benchJSON
+	if err := json.Unmarshal([]byte(r.stdout), &j); err != nil {
+		t.Fatalf("unmarshal %q: %v", r.stdout, err)
+	}
+	if j.Records != 300 || j.Bytes != 3000 || j.RecordsPerSec <= 0 {
+		t.Fatalf("bench produce --producer = %+v", j)
+	}
+	r = mustRun(t, srv, "", "bench", "consume", "--topic", "p", "-o", "json")
+	if err := json.Unmarshal([]byte(r.stdout), &j); err != nil {
+		t.Fatalf("unmarshal %q: %v", r.stdout, err)
+	}
+	if j.Records != 300 {
+		t.Fatalf("the topic holds %d records, want 300", j.Records)
+	}
+	for _, args := range [][]string{
+		{"--producer", "--rate", "100"},
+		{"--producer", "--records-per-call", "10"},
+		{"--linger", "1ms"},
+	} {
+		r := runCLI(t, srv, "", append([]string{"bench", "produce", "--topic", "p", "--records", "10"}, args...)...)
+		if r.code != 2 {
+			t.Errorf("bench produce %v: exit %d, stderr %q; want a usage error", args, r.code, r.stderr)
+		}
+	}
+}
