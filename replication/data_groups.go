@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -321,21 +322,24 @@ func (d *dataGroups) place() error {
 		return err
 	}
 	tab := n.fsm.DataGroups()
+	if done, err := d.settleMoves(tab); err != nil || done {
+		return err // the next pass plans on the table without them
+	}
 	dead := d.deadNodes(cf.Configuration().Servers)
 	// Drained nodes are to hold no replica either; unlike a dead node's,
 	// their absence is the operator's choice and is not logged as one.
 	out := slices.Concat(dead, tab.Draining)
-	set, changed, err := plan(tab, cf.Configuration().Servers, n.cfg.DataGroupsPerNode, n.cfg.ReplicationFactor, out)
+	set, why, err := plan(tab, cf.Configuration().Servers, n.cfg.DataGroupsPerNode, n.cfg.ReplicationFactor, out, dead)
 	if err != nil {
 		return err
 	}
-	if !changed {
+	if why == "" {
 		return d.balance(tab, out)
 	}
 	if len(dead) > 0 {
 		n.cfg.Logger.Warn("rebuilding the data group replicas of members not heard from", "nodes", dead, "for", n.cfg.DeadNodeTimeout)
 	}
-	if err := d.proposeTable(set); err != nil {
+	if err := d.proposeTable(tab, set, why); err != nil {
 		return err
 	}
 	n.cfg.Logger.Info("placed data groups", "groups", len(set.Groups), "nodes", set.Nodes)
@@ -373,13 +377,14 @@ func (d *dataGroups) deadNodes(servers []raft.Server) []string {
 
 // plan returns the table with every voter of servers placed in the order
 // the configuration lists them (each joins, then perNode groups are
-// added), the replicas of placed nodes in dead (members not heard from)
-// given to the others (placement.Evacuate), and whether that changed
-// anything.
-func plan(tab fsm.DataGroupTable, servers []raft.Server, perNode, rf int, dead []string) (fsm.DataGroupsSet, bool, error) {
+// added), the replicas of placed nodes in out (members not heard from,
+// those of them in silent, and drained ones) given to the others
+// (placement.Evacuate), and why that changed anything ("" when it did
+// not).
+func plan(tab fsm.DataGroupTable, servers []raft.Server, perNode, rf int, out, silent []string) (fsm.DataGroupsSet, string, error) {
 	p := planOf(tab)
 	nodes := slices.Clone(tab.Nodes)
-	changed := false
+	var why []string
 	// A placed node that left the configuration (removed by an operator,
 	// or by the membership changes of a join) gives its replicas to the
 	// nodes that remain: each group that held it gets another node in its
@@ -391,13 +396,13 @@ func plan(tab fsm.DataGroupTable, servers []raft.Server, perNode, rf int, dead [
 		}
 		nodes = slices.DeleteFunc(nodes, func(n string) bool { return n == id })
 		if len(nodes) == 0 {
-			return fsm.DataGroupsSet{}, false, fmt.Errorf("every placed node left; %s last", id)
+			return fsm.DataGroupsSet{}, "", fmt.Errorf("every placed node left; %s last", id)
 		}
 		var err error
 		if p, err = placement.Remove(p, nodes, id, rf); err != nil {
-			return fsm.DataGroupsSet{}, false, fmt.Errorf("move the replicas of node %s, which left: %w", id, err)
+			return fsm.DataGroupsSet{}, "", fmt.Errorf("move the replicas of node %s, which left: %w", id, err)
 		}
-		changed = true
+		why = append(why, "node "+id+" removed")
 	}
 	for _, s := range servers {
 		id := string(s.ID)
@@ -407,40 +412,55 @@ func plan(tab fsm.DataGroupTable, servers []raft.Server, perNode, rf int, dead [
 		nodes = append(nodes, id)
 		var err error
 		if p, err = placement.Join(p, nodes, id, rf); err != nil {
-			return fsm.DataGroupsSet{}, false, fmt.Errorf("place node %s: %w", id, err)
+			return fsm.DataGroupsSet{}, "", fmt.Errorf("place node %s: %w", id, err)
 		}
 		// New groups on live nodes, when every replica already is.
-		grow := slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return slices.Contains(dead, n) })
+		grow := slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return slices.Contains(out, n) })
 		if placement.Check(p, grow, rf) != nil {
 			grow = nodes
 		}
 		if p, err = placement.Grow(p, grow, perNode, rf); err != nil {
-			return fsm.DataGroupsSet{}, false, fmt.Errorf("add the groups of node %s: %w", id, err)
+			return fsm.DataGroupsSet{}, "", fmt.Errorf("add the groups of node %s: %w", id, err)
 		}
-		changed = true
+		why = append(why, "node "+id+" joined")
 	}
-	// Dead members' replicas go to the others, the nodes that just
-	// joined among them.
-	var out []string
-	for _, id := range dead {
+	// The replicas of dead and drained members go to the others, the
+	// nodes that just joined among them.
+	var leave []string
+	for _, id := range out {
 		if slices.Contains(nodes, id) {
-			out = append(out, id)
+			leave = append(leave, id)
 		}
 	}
-	if len(out) > 0 && len(p) > 0 {
-		q, moved, err := placement.Evacuate(p, nodes, out, rf)
+	if len(leave) > 0 && len(p) > 0 {
+		q, moved, err := placement.Evacuate(p, nodes, leave, rf)
 		if err != nil {
-			return fsm.DataGroupsSet{}, false, fmt.Errorf("move the replicas of %v, not heard from: %w", out, err)
+			return fsm.DataGroupsSet{}, "", fmt.Errorf("move the replicas of %v, not heard from or drained: %w", leave, err)
 		}
-		p, changed = q, changed || moved
+		if moved {
+			p = q
+			for _, id := range leave {
+				if slices.Contains(silent, id) {
+					why = append(why, "node "+id+" not heard from")
+				} else {
+					why = append(why, "node "+id+" drained")
+				}
+			}
+		}
 	}
-	return setOf(tab, nodes, p), changed, nil
+	return setOf(tab, nodes, p), strings.Join(why, ", "), nil
 }
 
-// proposeTable proposes set into the meta group.
-func (d *dataGroups) proposeTable(set fsm.DataGroupsSet) error {
+// proposeTable proposes set, made from tab for the reason why, into the
+// meta group, with each group whose replicas it changes marked as moving
+// (once the cluster is at fsm.MovesLevel).
+func (d *dataGroups) proposeTable(tab fsm.DataGroupTable, set fsm.DataGroupsSet, why string) error {
 	n := d.n
-	data, err := fsm.EncodeDataGroups(n.cfg.Now().UnixNano(), set)
+	now := n.cfg.Now()
+	if level, err := n.featureLevel(); err == nil && level >= fsm.MovesLevel {
+		markMoves(tab, set.Groups, why, now.UnixNano())
+	}
+	data, err := fsm.EncodeDataGroups(now.UnixNano(), set)
 	if err != nil {
 		return err
 	}
@@ -450,10 +470,79 @@ func (d *dataGroups) proposeTable(set fsm.DataGroupsSet) error {
 	return err
 }
 
+// markMoves marks each group of next whose replicas differ from tab's
+// as moving, for the reason why at now, merged with a move it already
+// had: replicas it gains and loses, since the first change the group has
+// not finished. A group whose replicas next leaves alone keeps its mark;
+// a new group (not in tab) is made whole, and not marked.
+func markMoves(tab fsm.DataGroupTable, next []fsm.DataGroup, why string, now int64) {
+	for i := range next {
+		g := &next[i]
+		j := slices.IndexFunc(tab.Groups, func(o fsm.DataGroup) bool { return o.ID == g.ID })
+		if j < 0 {
+			continue
+		}
+		old := tab.Groups[j]
+		added := slices.DeleteFunc(slices.Clone(g.Replicas), func(id string) bool { return slices.Contains(old.Replicas, id) })
+		removed := slices.DeleteFunc(slices.Clone(old.Replicas), func(id string) bool { return slices.Contains(g.Replicas, id) })
+		if len(added) == 0 && len(removed) == 0 {
+			g.Move = old.Move.Clone() // unchanged: still moving, or not
+			continue
+		}
+		m := &fsm.ReplicaMove{Reason: why, Since: now}
+		if prev := old.Move; prev != nil {
+			m.Since = prev.Since
+			added = append(prev.Added, added...)
+			removed = append(prev.Removed, removed...)
+		}
+		m.Added = uniqueWhere(added, func(id string) bool { return slices.Contains(g.Replicas, id) })
+		m.Removed = uniqueWhere(removed, func(id string) bool { return !slices.Contains(g.Replicas, id) })
+		g.Move = m
+	}
+}
+
+// uniqueWhere returns the distinct ids for which keep holds, sorted.
+func uniqueWhere(ids []string, keep func(string) bool) []string {
+	out := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !keep(id) })
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// settleMoves clears the marks of the moves the groups finished (their
+// voters are the table's replicas), in one proposal, and reports whether
+// it proposed one.
+func (d *dataGroups) settleMoves(tab fsm.DataGroupTable) (bool, error) {
+	n := d.n
+	var groups []fsm.DataGroup
+	for _, g := range tab.Groups {
+		if g.Move == nil || !d.moveDone(tab, g.ID) {
+			continue
+		}
+		if groups == nil {
+			groups = slices.Clone(tab.Groups)
+		}
+		i := slices.IndexFunc(groups, func(o fsm.DataGroup) bool { return o.ID == g.ID })
+		groups[i].Move = nil
+		n.cfg.Logger.Info("data group replicas moved", "group", g.ID, "added", g.Move.Added, "removed", g.Move.Removed,
+			"reason", g.Move.Reason, "took", n.cfg.Now().Sub(time.Unix(0, g.Move.Since)).Round(time.Millisecond))
+	}
+	if groups == nil {
+		return false, nil
+	}
+	data, err := fsm.EncodeDataGroups(n.cfg.Now().UnixNano(), fsm.DataGroupsSet{Base: tab.Epoch, Groups: groups, Nodes: tab.Nodes, Draining: tab.Draining})
+	if err != nil {
+		return false, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
+	defer cancel()
+	_, err = n.propose(ctx, data)
+	return err == nil, err
+}
+
 // Balancing (docs/architecture.md, "Data groups"): the meta leader moves
-// one replica at a time toward an even load (placement.Balance), waiting
-// for each move to finish (the group's voters are the table's replicas)
-// before the next, at most moveTimeout.
+// replicas toward an even load (placement.Balance), at most MaxMoves at
+// once; a move counts until it finishes (the group's voters are the
+// table's replicas) or for moveTimeout.
 const (
 	// balanceSlack is how far apart replica counts may be before a
 	// replica moves: Grow and Join keep them within it.
@@ -461,6 +550,8 @@ const (
 	// moveTimeout bounds the wait for one move before the next may start
 	// (a move whose new replica cannot catch up, say).
 	moveTimeout = 10 * time.Minute
+	// DefaultMaxMoves is Config.MaxMoves's default.
+	DefaultMaxMoves = 1
 )
 
 // pendingMove is a replica move the meta leader proposed.
@@ -475,10 +566,29 @@ type pendingMove struct {
 // node still holds a replica no other node could take.
 func (d *dataGroups) balance(tab fsm.DataGroupTable, dead []string) error {
 	n := d.n
-	if len(tab.Groups) == 0 {
+	if len(tab.Groups) == 0 || n.cfg.MaxMoves < 0 {
 		return nil
 	}
-	if m := d.moving; m != nil {
+	// Moves in flight: at fsm.MovesLevel those the table marks (so what a
+	// meta leader before this one started counts too), younger than
+	// moveTimeout; below it, the one this node proposed last.
+	level, err := n.featureLevel()
+	if err != nil {
+		return err
+	}
+	marked := level >= fsm.MovesLevel
+	if marked {
+		d.moving = nil
+		inFlight := 0
+		for _, g := range tab.Groups {
+			if g.Move != nil && n.cfg.Now().Sub(time.Unix(0, g.Move.Since)) < moveTimeout {
+				inFlight++
+			}
+		}
+		if inFlight >= cmp.Or(n.cfg.MaxMoves, DefaultMaxMoves) {
+			return nil
+		}
+	} else if m := d.moving; m != nil {
 		if !d.moveDone(tab, m.Group) && time.Since(m.since) < moveTimeout {
 			return nil
 		}
@@ -498,12 +608,17 @@ func (d *dataGroups) balance(tab fsm.DataGroupTable, dead []string) error {
 	if err != nil || !changed {
 		return err
 	}
-	if err := d.proposeTable(setOf(tab, tab.Nodes, q)); err != nil {
+	if mv.Group != 0 && slices.ContainsFunc(tab.Groups, func(g fsm.DataGroup) bool { return g.ID == mv.Group && g.Move != nil }) {
+		return nil // that group is moving already: after it finishes
+	}
+	if err := d.proposeTable(tab, setOf(tab, tab.Nodes, q), "balance"); err != nil {
 		return err
 	}
 	if mv.Group != 0 {
-		d.moving = &pendingMove{Move: mv, since: time.Now()}
 		n.cfg.Logger.Info("moving a data group replica", "group", mv.Group, "from", mv.From, "to", mv.To)
+		if !marked {
+			d.moving = &pendingMove{Move: mv, since: time.Now()}
+		}
 	}
 	return nil
 }

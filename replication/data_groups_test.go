@@ -170,9 +170,9 @@ func TestDataGroupsPlan(t *testing.T) {
 		return raft.Server{ID: raft.ServerID(id), Suffrage: s}
 	}
 	servers := []raft.Server{srv("a", raft.Voter), srv("b", raft.Voter), srv("c", raft.Nonvoter)}
-	set, changed, err := plan(fsm.DataGroupTable{}, servers, 2, 3, nil)
-	if err != nil || !changed {
-		t.Fatalf("plan: %v, changed %v", err, changed)
+	set, why, err := plan(fsm.DataGroupTable{}, servers, 2, 3, nil, nil)
+	if err != nil || why != "node a joined, node b joined" {
+		t.Fatalf("plan: %v, why %q", err, why)
 	}
 	var rows []string
 	for _, g := range set.Groups {
@@ -188,16 +188,16 @@ func TestDataGroupsPlan(t *testing.T) {
 		t.Errorf("nodes %v", set.Nodes)
 	}
 	tab := fsm.DataGroupTable{Groups: set.Groups, Nodes: set.Nodes, Epoch: 7}
-	again, changed, err := plan(tab, servers, 2, 3, nil)
-	if err != nil || changed || again.Base != 7 {
-		t.Errorf("plan of a placed table: changed %v, base %d, %v", changed, again.Base, err)
+	again, why, err := plan(tab, servers, 2, 3, nil, nil)
+	if err != nil || why != "" || again.Base != 7 {
+		t.Errorf("plan of a placed table: why %q, base %d, %v", why, again.Base, err)
 	}
 	// With placed node b gone from the configuration and c a voter: b's
 	// replicas go to c (which also joins and adds its groups), the
 	// groups b led get a as preferred leader, and b is no longer placed.
-	healed, changed, err := plan(tab, []raft.Server{srv("a", raft.Voter), srv("c", raft.Voter)}, 2, 3, nil)
-	if err != nil || !changed || !slices.Equal(healed.Nodes, []string{"a", "c"}) || len(healed.Groups) != 6 {
-		t.Fatalf("plan without placed node b: %+v, changed %v, %v", healed, changed, err)
+	healed, why, err := plan(tab, []raft.Server{srv("a", raft.Voter), srv("c", raft.Voter)}, 2, 3, nil, nil)
+	if err != nil || why != "node b removed, node c joined" || !slices.Equal(healed.Nodes, []string{"a", "c"}) || len(healed.Groups) != 6 {
+		t.Fatalf("plan without placed node b: %+v, why %q, %v", healed, why, err)
 	}
 	for _, g := range healed.Groups {
 		if slices.Contains(g.Replicas, "b") || len(g.Replicas) != 2 {
@@ -213,9 +213,9 @@ func TestDataGroupsPlan(t *testing.T) {
 	// go to c, b stays placed (it may come back), and c's own groups go
 	// to live nodes.
 	withC := []raft.Server{srv("a", raft.Voter), srv("b", raft.Voter), srv("c", raft.Voter)}
-	evac, changed, err := plan(tab, withC, 2, 2, []string{"b"})
-	if err != nil || !changed || !slices.Equal(evac.Nodes, []string{"a", "b", "c"}) || len(evac.Groups) != 6 {
-		t.Fatalf("plan with b dead: %+v, changed %v, %v", evac, changed, err)
+	evac, why, err := plan(tab, withC, 2, 2, []string{"b"}, []string{"b"})
+	if err != nil || why != "node c joined, node b not heard from" || !slices.Equal(evac.Nodes, []string{"a", "b", "c"}) || len(evac.Groups) != 6 {
+		t.Fatalf("plan with b dead: %+v, why %q, %v", evac, why, err)
 	}
 	for _, g := range evac.Groups {
 		if slices.Contains(g.Replicas, "b") {
@@ -226,9 +226,9 @@ func TestDataGroupsPlan(t *testing.T) {
 	// without changing their bootstrap replicas, and its own two groups
 	// start on three nodes.
 	servers[2].Suffrage = raft.Voter
-	grown, changed, err := plan(tab, servers, 2, 3, nil)
-	if err != nil || !changed || len(grown.Groups) != 6 {
-		t.Fatalf("plan after c: %+v, changed %v, %v", grown, changed, err)
+	grown, why, err := plan(tab, servers, 2, 3, nil, nil)
+	if err != nil || why != "node c joined" || len(grown.Groups) != 6 {
+		t.Fatalf("plan after c: %+v, why %q, %v", grown, why, err)
 	}
 	for i, g := range grown.Groups {
 		if len(g.Replicas) != 3 {
@@ -240,6 +240,50 @@ func TestDataGroupsPlan(t *testing.T) {
 		if i >= 4 && !slices.Equal(g.Bootstrap, g.Replicas) {
 			t.Errorf("new group %d: bootstrap %v, want its replicas %v", g.ID, g.Bootstrap, g.Replicas)
 		}
+	}
+}
+
+// TestMarkMoves: a group whose replicas a new table changes is marked
+// with what it gains and loses and why; a later change before it finished
+// merges into the mark and keeps its start, changing back too; a group
+// left alone keeps its mark, and a new group gets none.
+func TestMarkMoves(t *testing.T) {
+	tab := fsm.DataGroupTable{Groups: []fsm.DataGroup{
+		{ID: 1, Replicas: []string{"a", "b"}},
+		{ID: 2, Replicas: []string{"b", "c"}, Move: &fsm.ReplicaMove{Added: []string{"c"}, Removed: []string{"a"}, Reason: "balance", Since: 1}},
+	}}
+	next := []fsm.DataGroup{
+		{ID: 1, Replicas: []string{"a", "c"}},
+		{ID: 2, Replicas: []string{"b", "c"}},
+		{ID: 3, Replicas: []string{"c", "a"}},
+	}
+	markMoves(tab, next, "node b drained", 9)
+	if m := next[0].Move; m == nil || fmt.Sprint(m.Added, m.Removed) != "[c] [b]" || m.Reason != "node b drained" || m.Since != 9 {
+		t.Errorf("group 1: %+v", m)
+	}
+	if m := next[1].Move; m == nil || m.Since != 1 || m.Reason != "balance" {
+		t.Errorf("group 2, left alone: %+v, want its mark kept", m)
+	}
+	if next[2].Move != nil {
+		t.Errorf("new group 3 marked: %+v", next[2].Move)
+	}
+	// Group 2 changes again (c replaced by d) before it finished: one
+	// mark, from its first start; group 1 goes back to a, b.
+	tab.Groups = next
+	again := []fsm.DataGroup{
+		{ID: 1, Replicas: []string{"a", "b"}},
+		{ID: 2, Replicas: []string{"b", "d"}},
+		{ID: 3, Replicas: []string{"c", "a"}},
+	}
+	markMoves(tab, again, "node c not heard from", 20)
+	// The group may have added c and removed b meanwhile: going back is
+	// a move of its own, from the first change's start, until its voters
+	// are a and b again (settleMoves clears it then).
+	if m := again[0].Move; m == nil || fmt.Sprint(m.Added, m.Removed) != "[b] [c]" || m.Since != 9 {
+		t.Errorf("group 1 changed back: %+v", m)
+	}
+	if m := again[1].Move; m == nil || fmt.Sprint(m.Added, m.Removed) != "[d] [a c]" || m.Since != 1 || m.Reason != "node c not heard from" {
+		t.Errorf("group 2 changed again: %+v", m)
 	}
 }
 
@@ -897,8 +941,24 @@ func TestDataGroupsDrain(t *testing.T) {
 	if err != nil || !slices.Equal(draining, []string{"n2"}) {
 		t.Fatalf("drain n2: %v, %v", draining, err)
 	}
-	waitFor(ctx, t, "n2 drained", func() bool { return !holds(l, "n2") }, describe)
+	// The groups that held n2 are marked moving, for the drain, until
+	// their voters are their replicas; then the marks are cleared.
+	var marked []string
+	waitFor(ctx, t, "n2 drained", func() bool {
+		for _, g := range l.FSM().DataGroups().Groups {
+			if m := g.Move; m != nil && !slices.Contains(marked, m.Reason) {
+				marked = append(marked, m.Reason)
+			}
+		}
+		return !holds(l, "n2")
+	}, describe)
 	waitGroupsSettled(ctx, t, l, nodes, 4, describe)
+	waitFor(ctx, t, "every move's mark cleared", func() bool {
+		return !slices.ContainsFunc(l.FSM().DataGroups().Groups, func(g fsm.DataGroup) bool { return g.Move != nil })
+	}, describe)
+	if !slices.Contains(marked, "node n2 drained") {
+		t.Errorf("moves marked for %q, none for the drain of n2", marked)
+	}
 	if tab := l.FSM().DataGroups(); !slices.Contains(tab.Nodes, "n2") || !slices.Equal(tab.Draining, []string{"n2"}) {
 		t.Fatalf("the table after the drain: %+v", tab)
 	}

@@ -228,6 +228,11 @@ type Config struct {
 	// member before it gives the member's data group replicas to other
 	// nodes (data_groups.go, deadNodes); 0: never.
 	DeadNodeTimeout time.Duration
+	// MaxMoves caps the replica moves balancing keeps in flight at once
+	// (data_groups.go, balance); 0: DefaultMaxMoves; negative: balancing
+	// off (replicas still move to joiners, away from drained, removed and
+	// dead nodes).
+	MaxMoves int
 	// WrapRaftWALFS, if set, wraps the file system raft-wal writes its
 	// segment files through: fault builds of cmd/logd model a power cut
 	// there (internal/faults).

@@ -68,6 +68,8 @@ type config struct {
 	dataGroupsPerNode, replicationFactor int
 	// deadNodeTimeout is --dead-node-timeout.
 	deadNodeTimeout time.Duration
+	// maxMoves is --max-moves.
+	maxMoves int
 	// trailingLogs is --raft-trailing-logs.
 	trailingLogs uint64
 	// memoryLimit is --memory-limit: the Go runtime's soft memory limit
@@ -121,6 +123,7 @@ func defineFlags(fs *pflag.FlagSet) func(getenv func(string) string) (config, er
 	fs.Int64Var(&c.memoryLimit, "memory-limit", 0, memoryLimitHelp)
 	fs.IntVar(&c.dataGroupsPerNode, "data-groups-per-node", 0, fmt.Sprintf("Raft data groups each node adds to the cluster beside the meta group: it starts with that many and each join adds as many; 0 to %d; 0: none (data groups hold no partitions yet: docs/architecture.md, \"Data groups\") (LOGD_DATA_GROUPS_PER_NODE)", replication.MaxDataGroupsPerNode))
 	fs.IntVar(&c.replicationFactor, "replication-factor", replication.DefaultReplicationFactor, "replicas of each data group, fewer while the cluster has fewer nodes (LOGD_REPLICATION_FACTOR)")
+	fs.IntVar(&c.maxMoves, "max-moves", replication.DefaultMaxMoves, "how many data group replica moves the meta leader's balancing keeps in flight at once; -1 switches balancing off (joins, drains, removals and dead nodes still move replicas) (LOGD_MAX_MOVES)")
 	fs.DurationVar(&c.deadNodeTimeout, "dead-node-timeout", replication.DefaultDeadNodeTimeout, "how long the meta leader goes without hearing a member before it rebuilds the member's data group replicas on other nodes; 0: never (LOGD_DEAD_NODE_TIMEOUT)")
 	fs.Uint64Var(&c.snapshotEvery, "snapshot-threshold", 8192, "Raft entries between snapshots (LOGD_SNAPSHOT_THRESHOLD)")
 	fs.Uint64Var(&c.trailingLogs, "raft-trailing-logs", 512, "Raft entries kept after a snapshot for followers behind it; one further behind installs the snapshot and fetches segments from a peer (LOGD_RAFT_TRAILING_LOGS)")
@@ -330,6 +333,7 @@ func run(ctx context.Context, c config, getenv func(string) string, stderr io.Wr
 		DataGroupsPerNode: c.dataGroupsPerNode,
 		ReplicationFactor: c.replicationFactor,
 		DeadNodeTimeout:   c.deadNodeTimeout,
+		MaxMoves:          c.maxMoves,
 		SnapshotThreshold: c.snapshotEvery,
 		TrailingLogs:      c.trailingLogs,
 		SnapshotInterval:  c.snapshotPeriod,

@@ -204,8 +204,13 @@ const (
 	// (CmdAppendMany), several to one partition at one index, which a
 	// build below it would write only the first of on replay.
 	CoalesceLevel FeatureLevel = 17
+	// MovesLevel adds the moves in progress to the table of data groups
+	// (DataGroup.Move, data-groups payload version dataGroupsMoveVersion),
+	// which a build below it would drop, and with them what a new meta
+	// leader knows is moving.
+	MovesLevel FeatureLevel = 18
 	// Level is the highest feature level this build understands.
-	Level FeatureLevel = CoalesceLevel
+	Level FeatureLevel = MovesLevel
 )
 
 // commandVersion is the payload version most kinds write after the type
@@ -310,6 +315,7 @@ var commands = [...]command{
 	CmdDataGroups: row("data-groups", DataGroupLevel, []payloadVersion{
 		{version: commandVersion, level: DataGroupLevel},
 		{version: dataGroupsDrainVersion, level: PlacedGroupsLevel}, // naming nodes to drain
+		{version: dataGroupsMoveVersion, level: MovesLevel},         // with moves in progress
 	}, decodeDataGroups, (*FSM).applyDataGroups),
 
 	CmdTokenCreate: securityCommand("token-create", decodeTokenCreate, (*FSM).applyTokenCreate),

@@ -21,6 +21,38 @@ type DataGroup struct {
 	// together with this configuration; a replica added later starts
 	// empty and is added by the group's leader.
 	Bootstrap []string `json:"bootstrap"`
+	// Move, when set, is the change of the group's replicas in progress:
+	// the group's voters are not the table's replicas yet (payload
+	// version dataGroupsMoveVersion, at MovesLevel).
+	Move *ReplicaMove `json:"move,omitempty"`
+}
+
+// ReplicaMove is a change of a data group's replicas the meta leader
+// made and the group has not finished (docs/architecture.md, "Data
+// groups"): the table set it with the replicas it changed, and the meta
+// leader clears it once the group's voters are the table's replicas. It
+// lives in the meta group, so a new meta leader knows what is moving, and
+// operators see it (logctl cluster moves).
+type ReplicaMove struct {
+	// Added are the replicas the group is to gain, Removed those it is to
+	// lose (several when changes followed each other before the group
+	// finished the first).
+	Added   []string `json:"added,omitempty"`
+	Removed []string `json:"removed,omitempty"`
+	// Reason is why the replicas changed ("balance", "node n4 joined",
+	// "node n2 not heard from", "node n3 drained", "node n5 removed").
+	Reason string `json:"reason"`
+	// Since is when the change began (the proposer's clock, Unix
+	// nanoseconds).
+	Since int64 `json:"since"`
+}
+
+// Clone returns a copy of m (nil for nil).
+func (m *ReplicaMove) Clone() *ReplicaMove {
+	if m == nil {
+		return nil
+	}
+	return &ReplicaMove{Added: slices.Clone(m.Added), Removed: slices.Clone(m.Removed), Reason: m.Reason, Since: m.Since}
 }
 
 // DataGroupsSet replaces the table of data groups (CmdDataGroups, at
@@ -47,6 +79,10 @@ type DataGroupsSet struct {
 // naming nodes to drain, at PlacedGroupsLevel: a build below it would
 // drop the field and its replicas would hold another table.
 const dataGroupsDrainVersion = 2
+
+// dataGroupsMoveVersion is the data-groups payload version of a set with
+// a group's move in progress (DataGroup.Move), at MovesLevel.
+const dataGroupsMoveVersion = 3
 
 // dataGroupTable is the meta group's table of data groups.
 type dataGroupTable struct {
@@ -86,7 +122,7 @@ func cloneDataGroups(gs []DataGroup) []DataGroup {
 	}
 	out := make([]DataGroup, len(gs))
 	for i, g := range gs {
-		out[i] = DataGroup{ID: g.ID, Replicas: slices.Clone(g.Replicas), Bootstrap: slices.Clone(g.Bootstrap)}
+		out[i] = DataGroup{ID: g.ID, Replicas: slices.Clone(g.Replicas), Bootstrap: slices.Clone(g.Bootstrap), Move: g.Move.Clone()}
 	}
 	return out
 }
@@ -118,6 +154,9 @@ func checkDataGroups(prev, next []DataGroup, nodes []string) error {
 		if len(g.Bootstrap) == 0 {
 			return fmt.Errorf("%w: data group %d has no bootstrap replicas", backend.ErrInvalidArgument, g.ID)
 		}
+		if err := checkMove(g); err != nil {
+			return err
+		}
 	}
 	for _, g := range prev {
 		i := slices.IndexFunc(next, func(n DataGroup) bool { return n.ID == g.ID })
@@ -126,6 +165,29 @@ func checkDataGroups(prev, next []DataGroup, nodes []string) error {
 		}
 		if !slices.Equal(next[i].Bootstrap, g.Bootstrap) {
 			return fmt.Errorf("%w: data group %d's bootstrap replicas would change", backend.ErrInvalidArgument, g.ID)
+		}
+	}
+	return nil
+}
+
+// checkMove reports whether g's move, if any, names replicas it added
+// that g lists, and replicas it removed that g does not.
+func checkMove(g DataGroup) error {
+	m := g.Move
+	if m == nil {
+		return nil
+	}
+	if len(m.Added) == 0 && len(m.Removed) == 0 || m.Reason == "" || m.Since <= 0 {
+		return fmt.Errorf("%w: data group %d's move names no replica, reason or start", backend.ErrInvalidArgument, g.ID)
+	}
+	for _, id := range m.Added {
+		if !slices.Contains(g.Replicas, id) {
+			return fmt.Errorf("%w: data group %d's move adds %q, which it does not list", backend.ErrInvalidArgument, g.ID, id)
+		}
+	}
+	for _, id := range m.Removed {
+		if slices.Contains(g.Replicas, id) {
+			return fmt.Errorf("%w: data group %d's move removes %q, which it lists", backend.ErrInvalidArgument, g.ID, id)
 		}
 	}
 	return nil
@@ -184,6 +246,9 @@ func EncodeDataGroups(now int64, c DataGroupsSet) ([]byte, error) {
 	if len(c.Draining) > 0 {
 		data[1] = dataGroupsDrainVersion
 	}
+	if slices.ContainsFunc(c.Groups, func(g DataGroup) bool { return g.Move != nil }) {
+		data[1] = dataGroupsMoveVersion
+	}
 	return data, nil
 }
 
@@ -194,6 +259,9 @@ func decodeDataGroups(p []byte, version byte, _ *keyScratch) (DataGroupsSet, err
 	}
 	if version < dataGroupsDrainVersion && len(c.Draining) > 0 {
 		return c, fmt.Errorf("%w: data-groups version %d naming nodes to drain", backend.ErrBadCommand, version)
+	}
+	if version < dataGroupsMoveVersion && slices.ContainsFunc(c.Groups, func(g DataGroup) bool { return g.Move != nil }) {
+		return c, fmt.Errorf("%w: data-groups version %d with a move in progress", backend.ErrBadCommand, version)
 	}
 	return c, nil
 }

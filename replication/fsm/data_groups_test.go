@@ -129,3 +129,57 @@ func TestDataGroupsDraining(t *testing.T) {
 		t.Fatalf("restored table %+v", tab)
 	}
 }
+
+// TestDataGroupsMoves: a set with a group's move in progress is payload
+// version 3 at MovesLevel, kept in the table and in snapshots; an earlier
+// version carrying one is malformed, and a move that adds a replica the
+// group does not list, or removes one it lists, is refused.
+func TestDataGroupsMoves(t *testing.T) {
+	f, _ := testFSM(t, t.TempDir())
+	n123 := []string{"n1", "n2", "n3"}
+	mv := &ReplicaMove{Added: []string{"n3"}, Removed: []string{"n2"}, Reason: "balance", Since: 5}
+	c := DataGroupsSet{Groups: []DataGroup{{ID: 1, Replicas: []string{"n1", "n3"}, Bootstrap: []string{"n1", "n2"}, Move: mv}}, Nodes: n123}
+	d, err := EncodeDataGroups(1, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lvl, _, err := EntryLevel(d); err != nil || lvl != MovesLevel {
+		t.Fatalf("a set with a move needs level %d, want %d (%v)", lvl, MovesLevel, err)
+	}
+	old := append([]byte{}, d...)
+	old[1] = dataGroupsDrainVersion
+	if _, err := decodeCommandWith(sealEntry(old), &keyScratch{}); !errors.Is(err, backend.ErrBadCommand) {
+		t.Fatalf("a move at version 2: %v", err)
+	}
+	for name, bad := range map[string]*ReplicaMove{
+		"adds an unlisted replica": {Added: []string{"n2"}, Reason: "balance", Since: 5},
+		"removes a listed replica": {Removed: []string{"n1"}, Reason: "balance", Since: 5},
+		"names nothing":            {Reason: "balance", Since: 5},
+		"no reason":                {Added: []string{"n3"}, Since: 5},
+	} {
+		b := c
+		b.Groups = []DataGroup{{ID: 1, Replicas: []string{"n1", "n3"}, Bootstrap: []string{"n1", "n2"}, Move: bad}}
+		bd, err := EncodeDataGroups(1, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, _ := f.apply(Entry{Index: 1, Command: true, Data: bd}).(error); !errors.Is(r, backend.ErrInvalidArgument) {
+			t.Errorf("%s: %v, want ErrInvalidArgument", name, r)
+		}
+	}
+	if r := f.apply(Entry{Index: 2, Command: true, Data: d}); r != nil {
+		t.Fatal(r)
+	}
+	if tab := f.DataGroups(); !reflect.DeepEqual(tab.Groups[0].Move, mv) {
+		t.Fatalf("table %+v", tab)
+	}
+	m := f.dataGroupsSnapshot()
+	g, _ := testFSM(t, t.TempDir())
+	if err := checkDataGroupsManifest(m); err != nil {
+		t.Fatal(err)
+	}
+	g.restoreDataGroups(m)
+	if tab := g.DataGroups(); !reflect.DeepEqual(tab.Groups[0].Move, mv) || tab.Epoch != 2 {
+		t.Fatalf("restored table %+v", tab)
+	}
+}
