@@ -21,9 +21,11 @@
 #   PEERS=1            run ../shared/bench/peers.sh after logd's rows and print logd/peer ratios
 #                      (REPS and ONLY pass through to it; its figures: $PEERS_OUT/results/figures.txt)
 #   NODES="1 3"        which cluster sizes to run
-#   ROWS="..."         which rows to run, any of: p128 consume p1k one small queue p99 hold (the
-#                      default; small is 1 record of 128 B per call, 64 and 1 calls in flight,
-#                      whose CPU-s/1M is the nodes' CPU microseconds per call) and curve (produce 128 B in calls of 500 with CURVE="1 2 4 8 16"
+#   ROWS="..."         which rows to run, any of: p128 consume p1k one small queue p99 e2e hold
+#                      (the default; small is 1 record of 128 B per call, 64 and 1 calls in
+#                      flight, whose CPU-s/1M is the nodes' CPU microseconds per call; e2e is
+#                      each record's latency from produce to a consumer's long poll at half of
+#                      the p128 peak, for P99_SECONDS) and curve (produce 128 B in calls of 500 with CURVE="1 2 4 8 16"
 #                      calls in flight, RECORDS_CURVE records each: throughput and CPU against
 #                      calls in flight)
 #   P99_SECONDS=N      length of the p99-at-half-of-peak run (default 15, QUICK 4; the table in
@@ -49,7 +51,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 QUICK=${QUICK:-0}
 PEERS=${PEERS:-0}
 NODES=${NODES:-"1 3"}
-ROWS=${ROWS:-"p128 consume p1k one small queue p99 hold"}
+ROWS=${ROWS:-"p128 consume p1k one small queue p99 e2e hold"}
 if [ "$QUICK" = 1 ]; then
 	P99_SECONDS=${P99_SECONDS:-4}
 	RECORDS_128=${RECORDS_128:-200000}
@@ -329,6 +331,16 @@ run_nodes() {
 		measure "p99-$n" "p99 at half of peak ($half/s, ${P99_SECONDS}s)$sfx" records -- \
 			bench produce --records 0 --duration "${P99_SECONDS}s" --rate "$half" --record-size 128 \
 			--concurrency 16 --records-per-call 5000
+		stop_nodes
+	fi
+	if want e2e && [ -n "${RATE[p128-$n]:-}" ]; then
+		start_cluster "$n"
+		local half
+		half=$(awk -v r="${RATE[p128-$n]}" 'BEGIN{printf "%d", r / 2}')
+		# Each record's latency from its call's due time to a consumer's
+		# long poll holding it, in the peak's calls of 5000.
+		measure "e2e-$n" "produce → consumer at half of peak ($half/s, ${P99_SECONDS}s)$sfx" records -- \
+			bench e2e --duration "${P99_SECONDS}s" --rate "$half" --records-per-call 5000
 		stop_nodes
 	fi
 	if want curve; then

@@ -19,7 +19,7 @@ cluster. bench produce and bench queue delete the topics (and dead-letter
 topics) they created when they end, even when interrupted or failed; --keep
 keeps them, e.g. for a following bench consume.`,
 	}
-	cmd.AddCommand(newBenchProduceCmd(opts), newBenchConsumeCmd(opts), newBenchQueueCmd(opts))
+	cmd.AddCommand(newBenchProduceCmd(opts), newBenchConsumeCmd(opts), newBenchQueueCmd(opts), newBenchE2ECmd(opts))
 	return cmd
 }
 

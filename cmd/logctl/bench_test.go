@@ -278,3 +278,28 @@ func TestBenchProducer(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchE2E: bench e2e reads back every record it produced, on a
+// schedule, with a latency per record; bad flags are usage errors.
+func TestBenchE2E(t *testing.T) {
+	srv := logdtest.Start(t, logdtest.Options{})
+	r := mustRun(t, srv, "", "bench", "e2e", "--partitions", "2", "--rate", "400", "--records-per-call", "10",
+		"--duration", "500ms", "--record-size", "16", "-o", "json")
+	var j benchJSON
+	if err := json.Unmarshal([]byte(r.stdout), &j); err != nil {
+		t.Fatalf("unmarshal %q: %v", r.stdout, err)
+	}
+	// 400 records/s for 0.5 s in calls of 10: about 200, never more.
+	if j.Records == 0 || j.Records > 210 || j.Bytes != j.Records*16 || j.Calls != int(j.Records) {
+		t.Fatalf("bench e2e = %+v", j)
+	}
+	for _, args := range [][]string{
+		{"--record-size", "4"},
+		{"--rate", "0"},
+		{"--duration", "0s"},
+	} {
+		if r := runCLI(t, srv, "", append([]string{"bench", "e2e"}, args...)...); r.code != 2 {
+			t.Errorf("bench e2e %v: exit %d, stderr %q; want a usage error", args, r.code, r.stderr)
+		}
+	}
+}
