@@ -61,3 +61,27 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRecords reads 1000 records from the middle of a read of four
+// batches of 500, as a fetch of records (server) or of batches (client)
+// decodes one.
+func BenchmarkRecords(b *testing.B) {
+	records := benchRecords()
+	var buf []byte
+	for i := range 4 {
+		start := len(buf)
+		var err error
+		if buf, err = AppendBuild(buf, records[:500]); err != nil {
+			b.Fatal(err)
+		}
+		SetBaseOffset(buf[start:], int64(i*500))
+	}
+	b.SetBytes(int64(len(buf)))
+	b.ReportAllocs()
+	for b.Loop() {
+		recs, err := Records(buf, 250, 1000)
+		if err != nil || len(recs) != 1000 {
+			b.Fatal(len(recs), err)
+		}
+	}
+}

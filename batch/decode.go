@@ -161,7 +161,16 @@ func DecodeAll(b []byte) ([]Batch, error) {
 // check; every batch that contributes records is fully verified. It stops
 // reading once it has max records. Records alias b as in [Decode].
 func Records(b []byte, fromOffset int64, max int) ([]Record, error) {
+	// Sized by the batch headers' count of the records wanted (a lower
+	// bound, SpanFrom), so that appending them rarely grows it; the
+	// count is untrusted, so no more than b could hold uncompressed.
 	var out []Record
+	if n := min(SpanFrom(b, fromOffset, max).Records, len(b)/minRecordSize); n > 0 {
+		if max > 0 {
+			n = min(n, max)
+		}
+		out = make([]Record, 0, n)
+	}
 	for pos := 0; pos < len(b); {
 		info, err := Peek(b[pos:])
 		if err != nil {

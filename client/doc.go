@@ -73,6 +73,13 @@
 // NewGroupConsumer reads as a member of a consumer group, and NewWorker
 // works a queue group's records under leases.
 //
+// Fetches ask the server for the record batches it stores (Kafka
+// RecordBatch v2, compressed ones still compressed) and decode them here
+// with package batch, the codec the server and its log use: the server
+// then decodes nothing. The records are those a fetch of records gives;
+// a server of an older build answers records, which are read as well.
+// Options.FetchRecords asks for records instead.
+//
 // Timestamps have millisecond precision; the zero time.Time means "let the
 // server stamp it". Key and Value distinguish nil (null) from empty.
 //

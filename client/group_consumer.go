@@ -456,6 +456,7 @@ func (gc *GroupConsumer) startFetch(tp TopicPartition, p *gcPartition) {
 		// At least 1 ms, so an empty answer means the server waited and
 		// restarting the fetch at once does not spin.
 		MaxWaitMs: int32(max(wait.Milliseconds(), 1)),
+		Batches:   !gc.c.opts.FetchRecords,
 	}}
 	ctx, cancel := context.WithCancel(gc.fctx)
 	done := make(chan struct{})
@@ -467,7 +468,7 @@ func (gc *GroupConsumer) startFetch(tp TopicPartition, p *gcPartition) {
 		res := &fetchResult{tp: tp, p: p, from: from}
 		res.resp, res.err = gc.c.groupFetch(ctx, req, wait)
 		if res.err == nil {
-			res.recs, res.next = decodeGroupFetch(tp, from, res.resp)
+			res.recs, res.next, res.err = decodeGroupFetch(tp, from, req.Fetch.MaxRecords, res.resp)
 		}
 		gc.mu.Lock()
 		gc.ready = append(gc.ready, res)
@@ -481,31 +482,16 @@ func (gc *GroupConsumer) startFetch(tp TopicPartition, p *gcPartition) {
 
 // decodeGroupFetch turns a group fetch's answer into records at or after
 // from (or the auto-reset target), and the next offset to fetch.
-func decodeGroupFetch(tp TopicPartition, from int64, resp *logdv1.GroupFetchResponse) ([]FetchedRecord, int64) {
+func decodeGroupFetch(tp TopicPartition, from int64, maxRecords int32, resp *logdv1.GroupFetchResponse) ([]FetchedRecord, int64, error) {
 	pos := from
 	if resp.AutoReset {
 		pos = resp.ResetTo
 	}
-	f := resp.Fetch
-	recs := make([]FetchedRecord, 0, len(f.GetRecords()))
-	for _, rec := range f.GetRecords() {
-		if rec.Offset < pos {
-			continue
-		}
-		fr := FetchedRecord{Topic: tp.Topic, Partition: tp.Partition, Offset: rec.Offset, Timestamp: msToTime(rec.TimestampMs), Key: rec.Key, Value: rec.Value}
-		if len(rec.Headers) > 0 {
-			fr.Headers = make([]Header, len(rec.Headers))
-			for j, h := range rec.Headers {
-				fr.Headers[j] = Header{Key: h.GetKey(), Value: h.GetValue()}
-			}
-		}
-		recs = append(recs, fr)
+	recs, next, err := fetchedRecords(tp, pos, maxRecords, resp.GetFetch())
+	if err != nil {
+		return nil, 0, fmt.Errorf("group fetch %s/%d at %d: %w", tp.Topic, tp.Partition, pos, err)
 	}
-	next := max(pos, f.GetNextOffset())
-	if n := len(recs); n > 0 {
-		next = max(next, recs[n-1].Offset+1)
-	}
-	return recs, next
+	return recs, next, nil
 }
 
 // stopFetch cancels p's outstanding fetch, if any, and waits for its

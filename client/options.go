@@ -47,6 +47,19 @@ type Options struct {
 	// "Read guarantees").
 	ConsistentReads bool
 
+	// FetchRecords makes fetches (Fetch, Consumer, GroupConsumer, the
+	// dead-letter reads) ask the server for one protobuf record per record,
+	// as curl and other callers of the JSON API get them, instead of the
+	// stored record batches, which the client then decodes itself
+	// (FetchRequest.batches in api/logd/v1/logd.proto; docs/guide.md, "The
+	// Go client"). The records returned are the same either way; batches
+	// cost the server less (it serves them as stored, compressed if their
+	// producer compressed them) and the client more. A server of a build
+	// that predates batches answers records whatever was asked, which the
+	// client reads too, so the option is never needed to reach one.
+	// Default: false, batches.
+	FetchRecords bool
+
 	// TLS, if set, makes the client speak HTTPS with this configuration
 	// (a copy of it): RootCAs to trust the cluster's CA, Certificates or
 	// GetClientCertificate for mutual TLS. HTTP/2 is negotiated by ALPN. A

@@ -191,6 +191,7 @@
  * @property {number} [maxBytes]
  * @property {number} [maxRecords]
  * @property {number} [maxWaitMs]
+ * @property {boolean} [batches]
  */
 
 /**
@@ -208,6 +209,7 @@
  * @property {string | number} [logStartOffset]
  * @property {string | number} [endOffset]
  * @property {string | number} [nextOffset]
+ * @property {string} [batches]
  */
 
 /**

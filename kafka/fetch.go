@@ -15,7 +15,7 @@ import (
 )
 
 // fetch answers Fetch: for each partition, the stored batches from the one
-// that holds the fetch offset on, as stored (servedBatches), at least one
+// that holds the fetch offset on, as stored (but for their leader epoch, -1), at least one
 // whole batch for the first partition with data however small the limits
 // (KIP-74), then more while the response's max_bytes and the partition's
 // max bytes allow. The high watermark is the partition's end (every
@@ -195,7 +195,7 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, leads func(topic string, p in
 				res.codes = append(res.codes, rp.ErrorCode)
 			}
 			if len(rp.RecordBatches) > 0 {
-				served.records += servedRecords(rp.RecordBatches, p.FetchOffset)
+				served.records += batch.SpanFrom(rp.RecordBatches, p.FetchOffset, 0).Records
 				served.bytes += int64(len(rp.RecordBatches))
 			}
 			rt.Partitions = append(rt.Partitions, rp)
@@ -248,28 +248,16 @@ func (s *Server) fetchPartition(res *fetchResult, rp *kmsg.FetchResponseTopicPar
 		*full = true
 		return
 	}
-	rp.RecordBatches = servedBatches(r.Batches)
+	// The log keeps its own bookkeeping (the Raft index of the append)
+	// in each batch's partition leader epoch, which a client reads as the
+	// leader epoch: it becomes -1 (unknown), as the leader epoch Metadata
+	// gives.
+	batch.ServeLeaderEpochs(r.Batches)
+	rp.RecordBatches = r.Batches
 	res.bytes += n
 	if res.bytes >= maxBytes {
 		*full = true
 	}
-}
-
-// servedBatches prepares stored batches for a client, in place: the log
-// keeps its own bookkeeping (the Raft index of the append) in each batch's
-// partition leader epoch, a field outside the CRC, which a client reads as
-// the leader epoch; it becomes -1 (unknown), as the leader epoch Metadata
-// gives. Nothing else changes, so the CRC still holds.
-func servedBatches(b []byte) []byte {
-	for rest := b; len(rest) > 0; {
-		info, err := batch.Peek(rest)
-		if err != nil || info.Length > len(rest) {
-			break // Read returns whole verified batches only
-		}
-		batch.SetPartitionLeaderEpoch(rest, -1)
-		rest = rest[info.Length:]
-	}
-	return b
 }
 
 // fetchBounds is the most a fetch answer may hold (what the request asks,

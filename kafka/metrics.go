@@ -6,7 +6,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/logd-dev/logd/batch"
 	"github.com/logd-dev/logd/internal/membudget"
 )
 
@@ -90,25 +89,3 @@ type TopicTraffic interface {
 type noTraffic struct{}
 
 func (noTraffic) Add(string, bool, int, int64) {}
-
-// servedRecords counts the records of served batches at or above offset:
-// the first batch may begin below it, and the client skips those
-// records. Offsets are dense in a batch that was never compacted, so
-// those below offset are offset minus its base; in a compacted batch,
-// which has gaps, that may count a few too many out.
-func servedRecords(b []byte, offset int64) int {
-	n := 0
-	for rest := b; len(rest) > 0; {
-		info, err := batch.Peek(rest)
-		if err != nil || info.Length > len(rest) {
-			break // Read returns whole verified batches only
-		}
-		c := int64(info.RecordCount)
-		if offset > info.BaseOffset {
-			c -= min(c, offset-info.BaseOffset)
-		}
-		n += int(c)
-		rest = rest[info.Length:]
-	}
-	return n
-}

@@ -14,8 +14,9 @@ import (
 )
 
 // Fetch reads whole batches from the partition's log at the requested
-// offset and returns their records at or above it. With max_wait_ms it
-// waits for the next append when the offset is the end of the log.
+// offset and returns their records at or above it, or with batches the
+// batches themselves. With max_wait_ms it waits for the next append when
+// the offset is the end of the log.
 func (s *Server) Fetch(ctx context.Context, req *connect.Request[logdv1.FetchRequest]) (*connect.Response[logdv1.FetchResponse], error) {
 	m := req.Msg
 	switch {
@@ -85,18 +86,20 @@ func (s *Server) Fetch(ctx context.Context, req *connect.Request[logdv1.FetchReq
 	}
 }
 
-// fetchResponse decodes the records of a read at or above the requested
-// offset: the Connect API serves records, where a Kafka front end would
-// serve r.Batches as they are.
+// fetchResponse answers a read: the records at or above the requested
+// offset, decoded, or with batches the stored batches themselves.
 func (s *Server) fetchResponse(m *logdv1.FetchRequest, r backend.ReadResult) (*connect.Response[logdv1.FetchResponse], error) {
 	data := r.Batches
 	resp := &logdv1.FetchResponse{LogStartOffset: r.LogStartOffset, EndOffset: r.EndOffset, NextOffset: m.Offset}
 	if len(data) == 0 {
 		return connect.NewResponse(resp), nil
 	}
+	if m.Batches {
+		return s.fetchBatches(m, resp, data)
+	}
 	recs, err := batch.Records(data, m.Offset, int(m.MaxRecords))
 	if err != nil {
-		return nil, toConnectError(fmt.Errorf("%s-%d at %d: %w", m.Topic, m.Partition, m.Offset, errors.Join(errCorruptRead, err)))
+		return nil, corruptRead(m, err)
 	}
 	resp.Records = make([]*logdv1.FetchedRecord, len(recs))
 	var bytes int
@@ -117,19 +120,48 @@ func (s *Server) fetchResponse(m *logdv1.FetchRequest, r backend.ReadResult) (*c
 		// removed at the end of a batch, or whole batches merged into it) or
 		// a control batch; stopping inside them would cost the consumer a
 		// round trip that returns nothing.
-		for rest := data; len(rest) > 0; {
-			info, err := batch.Peek(rest)
-			if err != nil || info.Length > len(rest) {
-				break
-			}
-			resp.NextOffset = max(resp.NextOffset, info.NextOffset())
-			rest = rest[info.Length:]
-		}
+		resp.NextOffset = max(resp.NextOffset, batch.SpanFrom(data, m.Offset, 0).Next)
 	}
-	s.metrics.records.WithLabelValues("fetch").Add(float64(len(recs)))
-	s.metrics.bytes.WithLabelValues("fetch").Add(float64(bytes))
-	s.traffic.Add(m.Topic, false, len(recs), int64(bytes))
+	s.countFetch(m.Topic, len(recs), bytes)
 	return connect.NewResponse(resp), nil
+}
+
+// fetchBatches answers the stored batches of a read, without decoding
+// them: whole batches up to the one that brings the records at or above
+// the offset to max_records (batch.SpanFrom), each with the leader epoch
+// a reader is served (batch.ServeLeaderEpochs). data is the read's own
+// copy, so it is changed in place.
+func (s *Server) fetchBatches(m *logdv1.FetchRequest, resp *logdv1.FetchResponse, data []byte) (*connect.Response[logdv1.FetchResponse], error) {
+	span := batch.SpanFrom(data, m.Offset, int(m.MaxRecords))
+	if span.Len == 0 || (span.Len < len(data) && (m.MaxRecords == 0 || span.Records < int(m.MaxRecords))) {
+		// The read holds only whole verified batches: bytes that are not
+		// one are damage, never something to skip.
+		_, err := batch.Peek(data[span.Len:])
+		if err == nil {
+			err = batch.ErrTruncated
+		}
+		return nil, corruptRead(m, fmt.Errorf("batch at byte %d: %w", span.Len, err))
+	}
+	data = data[:span.Len]
+	batch.ServeLeaderEpochs(data)
+	resp.Batches = data
+	resp.NextOffset = span.Next
+	s.countFetch(m.Topic, span.Records, len(data))
+	return connect.NewResponse(resp), nil
+}
+
+// countFetch counts what a fetch answers: its records at or above the
+// offset, and their key and value bytes (records) or their batch bytes as
+// stored (batches).
+func (s *Server) countFetch(topic string, records, bytes int) {
+	s.metrics.records.WithLabelValues("fetch").Add(float64(records))
+	s.metrics.bytes.WithLabelValues("fetch").Add(float64(bytes))
+	s.traffic.Add(topic, false, records, int64(bytes))
+}
+
+// corruptRead is the error of a read the codec could not walk or decode.
+func corruptRead(m *logdv1.FetchRequest, err error) error {
+	return toConnectError(fmt.Errorf("%s-%d at %d: %w", m.Topic, m.Partition, m.Offset, errors.Join(errCorruptRead, err)))
 }
 
 // errCorruptRead marks a batch that the log served but the codec could not

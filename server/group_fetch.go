@@ -65,7 +65,7 @@ func (s *Server) GroupFetch(ctx context.Context, req *connect.Request[logdv1.Gro
 			"from", m.Fetch.Offset, "to", committed, "policy", policy)
 		out.AutoReset, out.ResetFrom, out.ResetTo = true, m.Fetch.Offset, committed
 		f := m.Fetch
-		m.Fetch = &logdv1.FetchRequest{Topic: f.Topic, Partition: f.Partition, Offset: committed, MaxBytes: f.MaxBytes, MaxRecords: f.MaxRecords, MaxWaitMs: f.MaxWaitMs}
+		m.Fetch = &logdv1.FetchRequest{Topic: f.Topic, Partition: f.Partition, Offset: committed, MaxBytes: f.MaxBytes, MaxRecords: f.MaxRecords, MaxWaitMs: f.MaxWaitMs, Batches: f.Batches}
 	}
 	resp, err := s.Fetch(ctx, connect.NewRequest(m.Fetch))
 	if err != nil {

@@ -98,8 +98,9 @@ func produceRecords(in []*logdv1.Record) ([]backend.ProduceRecord, error) {
 }
 
 // appendedBytes sums the key and value bytes of the records a produce
-// appended (not those answered as duplicates), as fetch counts them, so a
-// topic's bytes in and out compare (topic_metrics.go).
+// appended (not those answered as duplicates), as a fetch of records
+// counts them, so a topic's bytes in and out compare for such fetches
+// (topic_metrics.go).
 func appendedBytes(recs []*logdv1.Record, results []backend.RecordResult) int64 {
 	var n int64
 	for i, r := range recs {

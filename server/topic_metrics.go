@@ -16,10 +16,12 @@ import (
 // again).
 //
 // Bytes are what each front end's clients send and receive as records:
-// the Connect API counts key and value bytes (it decodes every record
-// anyway), the Kafka listener the record batch bytes as stored (it serves
-// them without decoding them; compressed when the producer compressed
-// them), as Kafka's own BytesInPerSec and BytesOutPerSec do.
+// the Connect API counts key and value bytes where it handles records
+// (a produce, a fetch of records), the record batch bytes as stored
+// where it serves batches without decoding them (a fetch of batches, the
+// Go client's), and so does the Kafka listener (compressed when the
+// producer compressed them), as Kafka's own BytesInPerSec and
+// BytesOutPerSec do.
 type TopicTraffic struct {
 	b  backend.API
 	mu sync.Mutex
@@ -36,7 +38,7 @@ var (
 	descTopicRecords = prometheus.NewDesc("logd_topic_records_total",
 		"Records produced to (direction in) or fetched from (out) the topic through this node's Connect API and Kafka listener.", []string{"topic", "direction"}, nil)
 	descTopicBytes = prometheus.NewDesc("logd_topic_bytes_total",
-		"Record bytes produced to (direction in) or fetched from (out) the topic through this node's front ends: key and value bytes through the Connect API, record batch bytes as stored through the Kafka listener.", []string{"topic", "direction"}, nil)
+		"Record bytes produced to (direction in) or fetched from (out) the topic through this node's front ends: key and value bytes through the Connect API's produce and fetch of records, record batch bytes as stored through its fetch of batches and the Kafka listener.", []string{"topic", "direction"}, nil)
 )
 
 func newTopicTraffic(reg *prometheus.Registry, b backend.API) *TopicTraffic {

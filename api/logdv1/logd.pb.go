@@ -1207,7 +1207,25 @@ type FetchRequest struct {
 	MaxRecords int32 `protobuf:"varint,5,opt,name=max_records,json=maxRecords,proto3" json:"max_records,omitempty"`
 	// How long to wait for data when none is available at offset; 0 returns
 	// at once.
-	MaxWaitMs     int32 `protobuf:"varint,6,opt,name=max_wait_ms,json=maxWaitMs,proto3" json:"max_wait_ms,omitempty"`
+	MaxWaitMs int32 `protobuf:"varint,6,opt,name=max_wait_ms,json=maxWaitMs,proto3" json:"max_wait_ms,omitempty"`
+	// Answer the stored record batches instead of records: the response's
+	// batches holds the Kafka RecordBatch v2 bytes (batch/doc.go) of whole
+	// batches as the partition stores them, from the one that holds offset
+	// (or the first after it), and its records is empty. The first batch
+	// may begin below offset: the caller skips the records below it.
+	// Compressed batches stay compressed (gzip, snappy, lz4 or zstd, as
+	// their producer sent them). Each batch's partitionLeaderEpoch field is
+	// -1 (the log keeps bookkeeping of its own there; the field is outside
+	// the CRC, which still holds). max_bytes bounds the batch bytes, at
+	// least one whole batch being answered. max_records bounds the batches,
+	// not the records: whole batches are answered until they hold at least
+	// max_records records at or above offset, counted from their headers,
+	// so the last may hold more, which the caller drops (and fetches next
+	// from the one after the last record it kept). next_offset follows the
+	// last batch. Errors are those of a fetch of records. A server of an
+	// older build ignores this field and answers records: a caller reads
+	// whichever of the two the response holds. Default false: records.
+	Batches       bool `protobuf:"varint,7,opt,name=batches,proto3" json:"batches,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1282,6 +1300,13 @@ func (x *FetchRequest) GetMaxWaitMs() int32 {
 		return x.MaxWaitMs
 	}
 	return 0
+}
+
+func (x *FetchRequest) GetBatches() bool {
+	if x != nil {
+		return x.Batches
+	}
+	return false
 }
 
 // FetchedRecord is one record read from a partition.
@@ -1367,7 +1392,11 @@ type FetchResponse struct {
 	LogStartOffset int64                  `protobuf:"varint,2,opt,name=log_start_offset,json=logStartOffset,proto3" json:"log_start_offset,omitempty"`
 	EndOffset      int64                  `protobuf:"varint,3,opt,name=end_offset,json=endOffset,proto3" json:"end_offset,omitempty"`
 	// The offset to fetch next.
-	NextOffset    int64 `protobuf:"varint,4,opt,name=next_offset,json=nextOffset,proto3" json:"next_offset,omitempty"`
+	NextOffset int64 `protobuf:"varint,4,opt,name=next_offset,json=nextOffset,proto3" json:"next_offset,omitempty"`
+	// Set instead of records when the request asked for batches: the
+	// stored RecordBatch v2 bytes of whole batches, back to back (see
+	// FetchRequest.batches).
+	Batches       []byte `protobuf:"bytes,5,opt,name=batches,proto3" json:"batches,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1428,6 +1457,13 @@ func (x *FetchResponse) GetNextOffset() int64 {
 		return x.NextOffset
 	}
 	return 0
+}
+
+func (x *FetchResponse) GetBatches() []byte {
+	if x != nil {
+		return x.Batches
+	}
+	return nil
 }
 
 type ListOffsetsRequest struct {
@@ -9806,7 +9842,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x1c\n" +
 	"\tduplicate\x18\x03 \x01(\bR\tduplicate\"B\n" +
 	"\x0fProduceResponse\x12/\n" +
-	"\aresults\x18\x01 \x03(\v2\x15.logd.v1.RecordResultR\aresults\"\xb8\x01\n" +
+	"\aresults\x18\x01 \x03(\v2\x15.logd.v1.RecordResultR\aresults\"\xd2\x01\n" +
 	"\fFetchRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
@@ -9814,7 +9850,8 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\tmax_bytes\x18\x04 \x01(\x05R\bmaxBytes\x12\x1f\n" +
 	"\vmax_records\x18\x05 \x01(\x05R\n" +
 	"maxRecords\x12\x1e\n" +
-	"\vmax_wait_ms\x18\x06 \x01(\x05R\tmaxWaitMs\"\xb9\x01\n" +
+	"\vmax_wait_ms\x18\x06 \x01(\x05R\tmaxWaitMs\x12\x18\n" +
+	"\abatches\x18\a \x01(\bR\abatches\"\xb9\x01\n" +
 	"\rFetchedRecord\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12!\n" +
 	"\ftimestamp_ms\x18\x02 \x01(\x03R\vtimestampMs\x12\x15\n" +
@@ -9822,14 +9859,15 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x05value\x18\x04 \x01(\fH\x01R\x05value\x88\x01\x01\x12)\n" +
 	"\aheaders\x18\x05 \x03(\v2\x0f.logd.v1.HeaderR\aheadersB\x06\n" +
 	"\x04_keyB\b\n" +
-	"\x06_value\"\xab\x01\n" +
+	"\x06_value\"\xc5\x01\n" +
 	"\rFetchResponse\x120\n" +
 	"\arecords\x18\x01 \x03(\v2\x16.logd.v1.FetchedRecordR\arecords\x12(\n" +
 	"\x10log_start_offset\x18\x02 \x01(\x03R\x0elogStartOffset\x12\x1d\n" +
 	"\n" +
 	"end_offset\x18\x03 \x01(\x03R\tendOffset\x12\x1f\n" +
 	"\vnext_offset\x18\x04 \x01(\x03R\n" +
-	"nextOffset\"\x81\x01\n" +
+	"nextOffset\x12\x18\n" +
+	"\abatches\x18\x05 \x01(\fR\abatches\"\x81\x01\n" +
 	"\x12ListOffsetsRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12&\n" +

@@ -22,6 +22,7 @@ type benchConsumeFlags struct {
 	output         string
 	progress       bool
 	kafka          string
+	recordsMode    bool
 }
 
 func newBenchConsumeCmd(opts *globalOpts) *cobra.Command {
@@ -37,7 +38,11 @@ with "logctl bench produce --keep" (without --keep it deletes its topic).
 
 --kafka HOST:PORT reads through that node's Kafka listener with franz-go
 instead of logd's API: one client fetching every partition at once
-(--concurrency does not apply), latency per poll.`,
+(--concurrency does not apply), latency per poll.
+
+Fetches ask for the stored record batches, which the client decodes;
+--records-mode asks for one protobuf record per record instead (what the
+JSON API answers, and builds before batches did), to compare the two.`,
 		Example: `  logctl bench produce --topic logctl-bench --records 100000 --keep
   logctl bench consume --topic logctl-bench --concurrency 4 -o json
   logctl bench consume --topic logctl-bench --kafka 127.0.0.1:9092`,
@@ -49,6 +54,7 @@ instead of logd's API: one client fetching every partition at once
 			if f.recordsPerCall < 0 || f.maxBytes < 0 || f.concurrency < 1 || f.records < 0 || f.duration < 0 {
 				return usagef("--concurrency must be positive; --records-per-call, --max-bytes, --records and --duration must not be negative")
 			}
+			opts.fetchRecords = f.recordsMode
 			c, err := opts.newClient()
 			if err != nil {
 				return err
@@ -88,6 +94,7 @@ instead of logd's API: one client fetching every partition at once
 	fl.StringVar(&f.topic, "topic", "logctl-bench", "topic to read")
 	fl.Int32Var(&f.recordsPerCall, "records-per-call", 1000, "max records per fetch (0: bounded by --max-bytes only)")
 	fl.Int32Var(&f.maxBytes, "max-bytes", 0, "max bytes per fetch (0: server default)")
+	fl.BoolVar(&f.recordsMode, "records-mode", false, "fetch one protobuf record per record instead of the stored batches")
 	fl.StringVar(&f.kafka, "kafka", "", "read through this Kafka listener (HOST:PORT) with franz-go instead of logd's API")
 	fl.IntVar(&f.concurrency, "concurrency", 8, "fetches in flight")
 	fl.Int64Var(&f.records, "records", 0, "stop after this many records (0: all)")

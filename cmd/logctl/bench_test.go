@@ -28,13 +28,31 @@ func TestBenchProduceThenConsume(t *testing.T) {
 		t.Fatalf("stderr = %q", r.stderr)
 	}
 
-	r = mustRun(t, srv, "", "bench", "consume", "--topic", "b", "--concurrency", "7", "--records-per-call", "64", "-o", "json")
+	// The server counts the batch bytes it serves to a fetch of batches
+	// (the default), and the key and value bytes of a fetch of records.
 	var j benchJSON
-	if err := json.Unmarshal([]byte(r.stdout), &j); err != nil {
-		t.Fatalf("unmarshal %q: %v", r.stdout, err)
-	}
-	if j.Records != 2500 || j.Bytes != 25000 || j.Calls == 0 || j.RecordsPerSec <= 0 {
-		t.Fatalf("bench consume = %+v", j)
+	for _, tc := range []struct {
+		flags   []string
+		batches bool
+	}{{batches: true}, {flags: []string{"--records-mode"}}} {
+		before, err := srv.Metric("logd_record_bytes_total", "op", "fetch")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = mustRun(t, srv, "", append([]string{"bench", "consume", "--topic", "b", "--concurrency", "7", "--records-per-call", "64", "-o", "json"}, tc.flags...)...)
+		if err := json.Unmarshal([]byte(r.stdout), &j); err != nil {
+			t.Fatalf("unmarshal %q: %v", r.stdout, err)
+		}
+		if j.Records != 2500 || j.Bytes != 25000 || j.Calls == 0 || j.RecordsPerSec <= 0 {
+			t.Fatalf("bench consume %v = %+v", tc.flags, j)
+		}
+		after, err := srv.Metric("logd_record_bytes_total", "op", "fetch")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if served := after - before; (served > 25000) != tc.batches {
+			t.Errorf("bench consume %v: the server counted %v fetched bytes; batches %v", tc.flags, served, tc.batches)
+		}
 	}
 
 	// Reuses the existing topic; bounded by --duration with a --rate.

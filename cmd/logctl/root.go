@@ -31,6 +31,9 @@ type globalOpts struct {
 	// consistentReads is set by a command that reads linearizably
 	// (consume --consistent) before it calls newClient.
 	consistentReads bool
+	// fetchRecords is set by a command that fetches records rather than
+	// batches (bench consume --records-mode) before it calls newClient.
+	fetchRecords    bool
 	maxRetryTime    time.Duration
 	maxOverloadWait optionalDuration // --max-overload-wait
 	verbose         bool
@@ -214,7 +217,7 @@ func (o *globalOpts) newClient() (*client.Client, error) {
 			break
 		}
 	}
-	copts := client.Options{Timeout: o.requestTimeout, ConsistentReads: o.consistentReads}
+	copts := client.Options{Timeout: o.requestTimeout, ConsistentReads: o.consistentReads, FetchRecords: o.fetchRecords}
 	switch {
 	case o.maxRetryTime < 0:
 		return nil, usagef("--max-retry-time %v is negative", o.maxRetryTime)

@@ -124,12 +124,19 @@ var table = []row{
 
 	{path: "server", layer: layerEdge, frontEnd: true},
 	{path: "kafka", layer: layerEdge, frontEnd: true},
-	{path: "client", layer: layerEdge, onlyDeps: []string{"api/...", "partition"}},
+	// The client decodes the record batches a fetch answers with
+	// (FetchRequest.batches, docs/guide.md "The Go client") with the one
+	// codec the server and the log use, package batch: pure, below the
+	// API, and of this module bringing only internal/varint (outside it
+	// the compression libraries, which the module requires anyway). A
+	// decoder of its own in client would be a second implementation of
+	// the format to keep in step.
+	{path: "client", layer: layerEdge, onlyDeps: []string{"api/...", "partition", "batch", "internal/varint"}},
 	// The outbox and the inbox sit beside the client: database/sql, the
 	// standard library and the client only (database drivers in tests and
 	// cmd/logd-demo).
-	{path: "outbox", layer: layerEdge, only: []string{"client", "internal/sqlident"}, siblings: []string{"client"}, onlyDeps: []string{"client", "api/...", "partition", "internal/sqlident"}},
-	{path: "inbox", layer: layerEdge, only: []string{"client", "internal/sqlident"}, siblings: []string{"client"}, onlyDeps: []string{"client", "api/...", "partition", "internal/sqlident"}},
+	{path: "outbox", layer: layerEdge, only: []string{"client", "internal/sqlident"}, siblings: []string{"client"}, onlyDeps: []string{"client", "api/...", "partition", "batch", "internal/varint", "internal/sqlident"}},
+	{path: "inbox", layer: layerEdge, only: []string{"client", "internal/sqlident"}, siblings: []string{"client"}, onlyDeps: []string{"client", "api/...", "partition", "batch", "internal/varint", "internal/sqlident"}},
 
 	{path: "api/logdv1", layer: layerAPI, only: []string{"api/..."}},
 	{path: "api/logdv1/logdv1connect", layer: layerAPI, only: []string{"api/..."}, siblings: []string{"api/logdv1"}},
