@@ -111,6 +111,16 @@ type ClusterAPI interface {
 	// group replicas and returns the nodes being drained
 	// (ErrInvalidArgument for a node that holds none, *FeatureLevelError).
 	DrainNode(ctx context.Context, id string, undo bool) ([]string, error)
+	// ListMoves lists the data group replica moves in progress that the
+	// table this node applied marks, by group id, each with the group's
+	// voters as a replica reports them: the answer for one group is
+	// bounded in time (MoveState.VotersError then says why none came),
+	// so the list comes back while ctx lasts. Empty without moves.
+	ListMoves(ctx context.Context) ([]MoveState, error)
+	// PlanBalance computes, from the table this node applied, the
+	// replica moves and leadership hand-overs the meta leader's balancing
+	// would make until the data groups are balanced; it changes nothing.
+	PlanBalance() (BalancePlan, error)
 	TransferLeadership(ctx context.Context, id string) error
 }
 

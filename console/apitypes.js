@@ -43,6 +43,8 @@
  * @property {[JoinRequest, JoinResponse]} Join
  * @property {[RemoveNodeRequest, RemoveNodeResponse]} RemoveNode
  * @property {[DrainNodeRequest, DrainNodeResponse]} DrainNode
+ * @property {[ListMovesRequest, ListMovesResponse]} ListMoves
+ * @property {[PlanBalanceRequest, PlanBalanceResponse]} PlanBalance
  * @property {[TransferLeadershipRequest, TransferLeadershipResponse]} TransferLeadership
  * @property {[AlterTopicRequest, AlterTopicResponse]} AlterTopic
  * @property {[CreatePartitionsRequest, CreatePartitionsResponse]} CreatePartitions
@@ -812,6 +814,69 @@
 /**
  * @typedef {object} DrainNodeResponse
  * @property {string[]} [draining]
+ */
+
+/**
+ * @typedef {object} ListMovesRequest
+ */
+
+/**
+ * @typedef {object} ListMovesResponse
+ * @property {string} [nodeId]
+ * @property {ReplicaMove[]} [moves]
+ */
+
+/**
+ * @typedef {object} ReplicaMove
+ * @property {string | number} [group]
+ * @property {string[]} [replicas]
+ * @property {string[]} [added]
+ * @property {string[]} [removed]
+ * @property {string} [reason]
+ * @property {string | number} [sinceMs]
+ * @property {string | number} [ageMs]
+ * @property {string[]} [voters]
+ * @property {string} [votersFrom]
+ * @property {boolean} [votersFromLeader]
+ * @property {string} [votersError]
+ * @property {string[]} [addedVoters]
+ * @property {string[]} [removedVoters]
+ */
+
+/**
+ * @typedef {object} PlanBalanceRequest
+ */
+
+/**
+ * @typedef {object} PlanBalanceResponse
+ * @property {string} [nodeId]
+ * @property {number} [groups]
+ * @property {number} [replicationFactor]
+ * @property {string[]} [nodes]
+ * @property {BalanceStep[]} [steps]
+ * @property {NodeLoad[]} [loads]
+ * @property {number} [inProgress]
+ * @property {string} [blocked]
+ * @property {boolean} [truncated]
+ */
+
+/**
+ * @typedef {object} BalanceStep
+ * @property {number} [step]
+ * @property {string} [kind]
+ * @property {string | number} [group]
+ * @property {string} [from]
+ * @property {string} [to]
+ */
+
+/**
+ * @typedef {object} NodeLoad
+ * @property {string} [node]
+ * @property {boolean} [draining]
+ * @property {number} [replicasBefore]
+ * @property {number} [replicasAfter]
+ * @property {number} [leadsBefore]
+ * @property {number} [leadsAfter]
  */
 
 /**

@@ -357,6 +357,10 @@ var authzTable = map[string]authzRule{
 			return []slog.Attr{slog.String("node", m.NodeId), slog.Bool("undo", m.Undo)}
 		}),
 	},
+	// What Status shows of the data groups, read from the same table:
+	// any principal may read it, as Status.
+	logdv1connect.LogServiceListMovesProcedure:   {},
+	logdv1connect.LogServicePlanBalanceProcedure: {},
 	logdv1connect.LogServiceRemoveNodeProcedure: {
 		need:  onAll(func(*logdv1.RemoveNodeRequest) []auth.Permission { return []auth.Permission{clusterAdmin} }),
 		audit: summary(func(m *logdv1.RemoveNodeRequest) []slog.Attr { return []slog.Attr{slog.String("node", m.NodeId)} }),

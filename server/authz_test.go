@@ -177,6 +177,14 @@ func TestAuthorizationEveryProcedure(t *testing.T) {
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.Status(ctx, req(&logdv1.StatusRequest{}))
 			})},
+		{proc: "ListMoves", anyone: true,
+			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
+				return c.ListMoves(ctx, req(&logdv1.ListMovesRequest{}))
+			})},
+		{proc: "PlanBalance", anyone: true,
+			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
+				return c.PlanBalance(ctx, req(&logdv1.PlanBalanceRequest{}))
+			})},
 		{proc: "ReadIndex", anyone: true,
 			call: ok(func(ctx context.Context, c logdv1connect.LogServiceClient) (any, error) {
 				return c.ReadIndex(ctx, req(&logdv1.ReadIndexRequest{}))

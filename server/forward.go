@@ -82,6 +82,10 @@ var localProcedures = map[string]bool{
 	logdv1connect.LogServiceListTokensProcedure:           true,
 	logdv1connect.LogServiceListACLsProcedure:             true,
 	logdv1connect.LogServiceListScramCredentialsProcedure: true,
+	// The table of data groups is replicated: any node answers what it
+	// applied (cluster_moves.go).
+	logdv1connect.LogServiceListMovesProcedure:   true,
+	logdv1connect.LogServicePlanBalanceProcedure: true,
 	// The node's own samples (history.go): each node answers its view.
 	logdv1connect.LogServiceGetHistoryProcedure: true,
 	// A backup is a stream the leader writes: a follower answers

@@ -6820,6 +6820,576 @@ func (x *DrainNodeResponse) GetDraining() []string {
 	return nil
 }
 
+type ListMovesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListMovesRequest) Reset() {
+	*x = ListMovesRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[95]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListMovesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListMovesRequest) ProtoMessage() {}
+
+func (x *ListMovesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[95]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListMovesRequest.ProtoReflect.Descriptor instead.
+func (*ListMovesRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{95}
+}
+
+type ListMovesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The node that answered, from the table it applied.
+	NodeId string `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// The moves in progress, by group id; empty when none.
+	Moves         []*ReplicaMove `protobuf:"bytes,2,rep,name=moves,proto3" json:"moves,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListMovesResponse) Reset() {
+	*x = ListMovesResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[96]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListMovesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListMovesResponse) ProtoMessage() {}
+
+func (x *ListMovesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[96]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListMovesResponse.ProtoReflect.Descriptor instead.
+func (*ListMovesResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{96}
+}
+
+func (x *ListMovesResponse) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *ListMovesResponse) GetMoves() []*ReplicaMove {
+	if x != nil {
+		return x.Moves
+	}
+	return nil
+}
+
+// ReplicaMove is a change of a data group's replicas in progress: the
+// meta leader marks it when a table changes the group's replicas and
+// clears it once the group's voters are its replicas.
+type ReplicaMove struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Group uint64                 `protobuf:"varint,1,opt,name=group,proto3" json:"group,omitempty"`
+	// The group's replicas in the table, the preferred leader first: what
+	// the move ends at.
+	Replicas []string `protobuf:"bytes,2,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	// The replicas the group is to gain and to lose.
+	Added   []string `protobuf:"bytes,3,rep,name=added,proto3" json:"added,omitempty"`
+	Removed []string `protobuf:"bytes,4,rep,name=removed,proto3" json:"removed,omitempty"`
+	// Why: "balance", "node n4 joined", "node n2 drained", "node n3 not
+	// heard from", "node n5 removed" (several joined by ", ").
+	Reason string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	// When the move began (Unix milliseconds, the meta leader's clock), and
+	// how long ago that is by the answering node's clock.
+	SinceMs int64 `protobuf:"varint,6,opt,name=since_ms,json=sinceMs,proto3" json:"since_ms,omitempty"`
+	AgeMs   int64 `protobuf:"varint,7,opt,name=age_ms,json=ageMs,proto3" json:"age_ms,omitempty"`
+	// The voters of the group's configuration, sorted, as the replica on
+	// node voters_from reported them (voters_from_leader: it led the
+	// group); empty with voters_error when no replica answered in time.
+	Voters           []string `protobuf:"bytes,8,rep,name=voters,proto3" json:"voters,omitempty"`
+	VotersFrom       string   `protobuf:"bytes,9,opt,name=voters_from,json=votersFrom,proto3" json:"voters_from,omitempty"`
+	VotersFromLeader bool     `protobuf:"varint,10,opt,name=voters_from_leader,json=votersFromLeader,proto3" json:"voters_from_leader,omitempty"`
+	VotersError      string   `protobuf:"bytes,11,opt,name=voters_error,json=votersError,proto3" json:"voters_error,omitempty"`
+	// The added replicas that are voters already, and the removed ones
+	// that are voters still (both empty when the voters are not known).
+	AddedVoters   []string `protobuf:"bytes,12,rep,name=added_voters,json=addedVoters,proto3" json:"added_voters,omitempty"`
+	RemovedVoters []string `protobuf:"bytes,13,rep,name=removed_voters,json=removedVoters,proto3" json:"removed_voters,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaMove) Reset() {
+	*x = ReplicaMove{}
+	mi := &file_logd_v1_logd_proto_msgTypes[97]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaMove) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaMove) ProtoMessage() {}
+
+func (x *ReplicaMove) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[97]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaMove.ProtoReflect.Descriptor instead.
+func (*ReplicaMove) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{97}
+}
+
+func (x *ReplicaMove) GetGroup() uint64 {
+	if x != nil {
+		return x.Group
+	}
+	return 0
+}
+
+func (x *ReplicaMove) GetReplicas() []string {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
+func (x *ReplicaMove) GetAdded() []string {
+	if x != nil {
+		return x.Added
+	}
+	return nil
+}
+
+func (x *ReplicaMove) GetRemoved() []string {
+	if x != nil {
+		return x.Removed
+	}
+	return nil
+}
+
+func (x *ReplicaMove) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ReplicaMove) GetSinceMs() int64 {
+	if x != nil {
+		return x.SinceMs
+	}
+	return 0
+}
+
+func (x *ReplicaMove) GetAgeMs() int64 {
+	if x != nil {
+		return x.AgeMs
+	}
+	return 0
+}
+
+func (x *ReplicaMove) GetVoters() []string {
+	if x != nil {
+		return x.Voters
+	}
+	return nil
+}
+
+func (x *ReplicaMove) GetVotersFrom() string {
+	if x != nil {
+		return x.VotersFrom
+	}
+	return ""
+}
+
+func (x *ReplicaMove) GetVotersFromLeader() bool {
+	if x != nil {
+		return x.VotersFromLeader
+	}
+	return false
+}
+
+func (x *ReplicaMove) GetVotersError() string {
+	if x != nil {
+		return x.VotersError
+	}
+	return ""
+}
+
+func (x *ReplicaMove) GetAddedVoters() []string {
+	if x != nil {
+		return x.AddedVoters
+	}
+	return nil
+}
+
+func (x *ReplicaMove) GetRemovedVoters() []string {
+	if x != nil {
+		return x.RemovedVoters
+	}
+	return nil
+}
+
+type PlanBalanceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanBalanceRequest) Reset() {
+	*x = PlanBalanceRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[98]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanBalanceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanBalanceRequest) ProtoMessage() {}
+
+func (x *PlanBalanceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[98]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanBalanceRequest.ProtoReflect.Descriptor instead.
+func (*PlanBalanceRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{98}
+}
+
+type PlanBalanceResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The node that answered, from the table it applied.
+	NodeId string `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// The data groups in the table (0: nothing to balance), and the
+	// answering node's replication factor.
+	Groups            uint32 `protobuf:"varint,2,opt,name=groups,proto3" json:"groups,omitempty"`
+	ReplicationFactor uint32 `protobuf:"varint,3,opt,name=replication_factor,json=replicationFactor,proto3" json:"replication_factor,omitempty"`
+	// The placed nodes balancing spreads replicas over (not drained).
+	Nodes []string `protobuf:"bytes,4,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	// The changes, in the order balancing would make them.
+	Steps []*BalanceStep `protobuf:"bytes,5,rep,name=steps,proto3" json:"steps,omitempty"`
+	// Every placed node's replicas and preferred leaderships before and
+	// after the steps.
+	Loads []*NodeLoad `protobuf:"bytes,6,rep,name=loads,proto3" json:"loads,omitempty"`
+	// The moves in progress now: they count against the meta leader's
+	// --max-moves before the first step.
+	InProgress uint32 `protobuf:"varint,7,opt,name=in_progress,json=inProgress,proto3" json:"in_progress,omitempty"`
+	// Why balancing would move nothing now (steps is then empty); empty
+	// when it may.
+	Blocked string `protobuf:"bytes,8,opt,name=blocked,proto3" json:"blocked,omitempty"`
+	// The steps stop at the plan's bound, before the groups are balanced.
+	Truncated     bool `protobuf:"varint,9,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanBalanceResponse) Reset() {
+	*x = PlanBalanceResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[99]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanBalanceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanBalanceResponse) ProtoMessage() {}
+
+func (x *PlanBalanceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[99]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanBalanceResponse.ProtoReflect.Descriptor instead.
+func (*PlanBalanceResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{99}
+}
+
+func (x *PlanBalanceResponse) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *PlanBalanceResponse) GetGroups() uint32 {
+	if x != nil {
+		return x.Groups
+	}
+	return 0
+}
+
+func (x *PlanBalanceResponse) GetReplicationFactor() uint32 {
+	if x != nil {
+		return x.ReplicationFactor
+	}
+	return 0
+}
+
+func (x *PlanBalanceResponse) GetNodes() []string {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+func (x *PlanBalanceResponse) GetSteps() []*BalanceStep {
+	if x != nil {
+		return x.Steps
+	}
+	return nil
+}
+
+func (x *PlanBalanceResponse) GetLoads() []*NodeLoad {
+	if x != nil {
+		return x.Loads
+	}
+	return nil
+}
+
+func (x *PlanBalanceResponse) GetInProgress() uint32 {
+	if x != nil {
+		return x.InProgress
+	}
+	return 0
+}
+
+func (x *PlanBalanceResponse) GetBlocked() string {
+	if x != nil {
+		return x.Blocked
+	}
+	return ""
+}
+
+func (x *PlanBalanceResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+// BalanceStep is one change of a balance plan.
+type BalanceStep struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The meta leader's balancing pass, from 1: the changes of one step are
+	// proposed together.
+	Step uint32 `protobuf:"varint,1,opt,name=step,proto3" json:"step,omitempty"`
+	// "replica": node from's replica of the group goes to node to;
+	// "leader": the group's preferred leadership goes from node from to
+	// node to, a replica of it already (no data moves).
+	Kind          string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Group         uint64 `protobuf:"varint,3,opt,name=group,proto3" json:"group,omitempty"`
+	From          string `protobuf:"bytes,4,opt,name=from,proto3" json:"from,omitempty"`
+	To            string `protobuf:"bytes,5,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BalanceStep) Reset() {
+	*x = BalanceStep{}
+	mi := &file_logd_v1_logd_proto_msgTypes[100]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BalanceStep) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BalanceStep) ProtoMessage() {}
+
+func (x *BalanceStep) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[100]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BalanceStep.ProtoReflect.Descriptor instead.
+func (*BalanceStep) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{100}
+}
+
+func (x *BalanceStep) GetStep() uint32 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *BalanceStep) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *BalanceStep) GetGroup() uint64 {
+	if x != nil {
+		return x.Group
+	}
+	return 0
+}
+
+func (x *BalanceStep) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *BalanceStep) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+// NodeLoad is one placed node's replicas and preferred leaderships before
+// and after a balance plan.
+type NodeLoad struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Node  string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// Being drained: balancing gives it nothing.
+	Draining       bool   `protobuf:"varint,2,opt,name=draining,proto3" json:"draining,omitempty"`
+	ReplicasBefore uint32 `protobuf:"varint,3,opt,name=replicas_before,json=replicasBefore,proto3" json:"replicas_before,omitempty"`
+	ReplicasAfter  uint32 `protobuf:"varint,4,opt,name=replicas_after,json=replicasAfter,proto3" json:"replicas_after,omitempty"`
+	LeadsBefore    uint32 `protobuf:"varint,5,opt,name=leads_before,json=leadsBefore,proto3" json:"leads_before,omitempty"`
+	LeadsAfter     uint32 `protobuf:"varint,6,opt,name=leads_after,json=leadsAfter,proto3" json:"leads_after,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *NodeLoad) Reset() {
+	*x = NodeLoad{}
+	mi := &file_logd_v1_logd_proto_msgTypes[101]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeLoad) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeLoad) ProtoMessage() {}
+
+func (x *NodeLoad) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[101]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeLoad.ProtoReflect.Descriptor instead.
+func (*NodeLoad) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{101}
+}
+
+func (x *NodeLoad) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *NodeLoad) GetDraining() bool {
+	if x != nil {
+		return x.Draining
+	}
+	return false
+}
+
+func (x *NodeLoad) GetReplicasBefore() uint32 {
+	if x != nil {
+		return x.ReplicasBefore
+	}
+	return 0
+}
+
+func (x *NodeLoad) GetReplicasAfter() uint32 {
+	if x != nil {
+		return x.ReplicasAfter
+	}
+	return 0
+}
+
+func (x *NodeLoad) GetLeadsBefore() uint32 {
+	if x != nil {
+		return x.LeadsBefore
+	}
+	return 0
+}
+
+func (x *NodeLoad) GetLeadsAfter() uint32 {
+	if x != nil {
+		return x.LeadsAfter
+	}
+	return 0
+}
+
 type TransferLeadershipRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Empty: the most up-to-date voter.
@@ -6830,7 +7400,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[95]
+	mi := &file_logd_v1_logd_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6842,7 +7412,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[95]
+	mi := &file_logd_v1_logd_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6855,7 +7425,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{95}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *TransferLeadershipRequest) GetNodeId() string {
@@ -6875,7 +7445,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[96]
+	mi := &file_logd_v1_logd_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6887,7 +7457,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[96]
+	mi := &file_logd_v1_logd_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6900,7 +7470,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{96}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -6925,7 +7495,7 @@ type SaveSnapshotRequest struct {
 
 func (x *SaveSnapshotRequest) Reset() {
 	*x = SaveSnapshotRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[97]
+	mi := &file_logd_v1_logd_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6937,7 +7507,7 @@ func (x *SaveSnapshotRequest) String() string {
 func (*SaveSnapshotRequest) ProtoMessage() {}
 
 func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[97]
+	mi := &file_logd_v1_logd_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6950,7 +7520,7 @@ func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SaveSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{97}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{104}
 }
 
 type SaveSnapshotResponse struct {
@@ -6965,7 +7535,7 @@ type SaveSnapshotResponse struct {
 
 func (x *SaveSnapshotResponse) Reset() {
 	*x = SaveSnapshotResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[98]
+	mi := &file_logd_v1_logd_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6977,7 +7547,7 @@ func (x *SaveSnapshotResponse) String() string {
 func (*SaveSnapshotResponse) ProtoMessage() {}
 
 func (x *SaveSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[98]
+	mi := &file_logd_v1_logd_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6990,7 +7560,7 @@ func (x *SaveSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*SaveSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{98}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *SaveSnapshotResponse) GetInfo() *SnapshotInfo {
@@ -7026,7 +7596,7 @@ type SnapshotInfo struct {
 
 func (x *SnapshotInfo) Reset() {
 	*x = SnapshotInfo{}
-	mi := &file_logd_v1_logd_proto_msgTypes[99]
+	mi := &file_logd_v1_logd_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7038,7 +7608,7 @@ func (x *SnapshotInfo) String() string {
 func (*SnapshotInfo) ProtoMessage() {}
 
 func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[99]
+	mi := &file_logd_v1_logd_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7051,7 +7621,7 @@ func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotInfo.ProtoReflect.Descriptor instead.
 func (*SnapshotInfo) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{99}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *SnapshotInfo) GetIndex() uint64 {
@@ -7108,7 +7678,7 @@ type PauseQueueGroupRequest struct {
 
 func (x *PauseQueueGroupRequest) Reset() {
 	*x = PauseQueueGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[100]
+	mi := &file_logd_v1_logd_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7120,7 +7690,7 @@ func (x *PauseQueueGroupRequest) String() string {
 func (*PauseQueueGroupRequest) ProtoMessage() {}
 
 func (x *PauseQueueGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[100]
+	mi := &file_logd_v1_logd_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7133,7 +7703,7 @@ func (x *PauseQueueGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueGroupRequest.ProtoReflect.Descriptor instead.
 func (*PauseQueueGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{100}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *PauseQueueGroupRequest) GetTopic() string {
@@ -7168,7 +7738,7 @@ type PauseQueueGroupResponse struct {
 
 func (x *PauseQueueGroupResponse) Reset() {
 	*x = PauseQueueGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[101]
+	mi := &file_logd_v1_logd_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7180,7 +7750,7 @@ func (x *PauseQueueGroupResponse) String() string {
 func (*PauseQueueGroupResponse) ProtoMessage() {}
 
 func (x *PauseQueueGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[101]
+	mi := &file_logd_v1_logd_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7193,7 +7763,7 @@ func (x *PauseQueueGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueGroupResponse.ProtoReflect.Descriptor instead.
 func (*PauseQueueGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{101}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *PauseQueueGroupResponse) GetPaused() bool {
@@ -7218,7 +7788,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[102]
+	mi := &file_logd_v1_logd_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7230,7 +7800,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[102]
+	mi := &file_logd_v1_logd_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7243,7 +7813,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{102}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{109}
 }
 
 type WhoAmIResponse struct {
@@ -7263,7 +7833,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[103]
+	mi := &file_logd_v1_logd_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7275,7 +7845,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[103]
+	mi := &file_logd_v1_logd_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7288,7 +7858,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{103}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *WhoAmIResponse) GetPrincipal() string {
@@ -7336,7 +7906,7 @@ type TokenInfo struct {
 
 func (x *TokenInfo) Reset() {
 	*x = TokenInfo{}
-	mi := &file_logd_v1_logd_proto_msgTypes[104]
+	mi := &file_logd_v1_logd_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7348,7 +7918,7 @@ func (x *TokenInfo) String() string {
 func (*TokenInfo) ProtoMessage() {}
 
 func (x *TokenInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[104]
+	mi := &file_logd_v1_logd_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7361,7 +7931,7 @@ func (x *TokenInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenInfo.ProtoReflect.Descriptor instead.
 func (*TokenInfo) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{104}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *TokenInfo) GetId() string {
@@ -7419,7 +7989,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[105]
+	mi := &file_logd_v1_logd_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7431,7 +8001,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[105]
+	mi := &file_logd_v1_logd_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7444,7 +8014,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{105}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *CreateTokenRequest) GetPrincipal() string {
@@ -7479,7 +8049,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[106]
+	mi := &file_logd_v1_logd_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7491,7 +8061,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[106]
+	mi := &file_logd_v1_logd_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7504,7 +8074,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{106}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *CreateTokenResponse) GetToken() string {
@@ -7531,7 +8101,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[107]
+	mi := &file_logd_v1_logd_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7543,7 +8113,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[107]
+	mi := &file_logd_v1_logd_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7556,7 +8126,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{107}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *ListTokensRequest) GetPrincipal() string {
@@ -7575,7 +8145,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[108]
+	mi := &file_logd_v1_logd_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7587,7 +8157,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[108]
+	mi := &file_logd_v1_logd_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7600,7 +8170,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{108}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *ListTokensResponse) GetTokens() []*TokenInfo {
@@ -7619,7 +8189,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[109]
+	mi := &file_logd_v1_logd_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7631,7 +8201,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[109]
+	mi := &file_logd_v1_logd_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7644,7 +8214,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{109}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *RevokeTokenRequest) GetId() string {
@@ -7663,7 +8233,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[110]
+	mi := &file_logd_v1_logd_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7675,7 +8245,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[110]
+	mi := &file_logd_v1_logd_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7688,7 +8258,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{110}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *RevokeTokenResponse) GetInfo() *TokenInfo {
@@ -7714,7 +8284,7 @@ type ScramCredentialInfo struct {
 
 func (x *ScramCredentialInfo) Reset() {
 	*x = ScramCredentialInfo{}
-	mi := &file_logd_v1_logd_proto_msgTypes[111]
+	mi := &file_logd_v1_logd_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7726,7 +8296,7 @@ func (x *ScramCredentialInfo) String() string {
 func (*ScramCredentialInfo) ProtoMessage() {}
 
 func (x *ScramCredentialInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[111]
+	mi := &file_logd_v1_logd_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7739,7 +8309,7 @@ func (x *ScramCredentialInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScramCredentialInfo.ProtoReflect.Descriptor instead.
 func (*ScramCredentialInfo) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{111}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *ScramCredentialInfo) GetUser() string {
@@ -7791,7 +8361,7 @@ type SetScramCredentialRequest struct {
 
 func (x *SetScramCredentialRequest) Reset() {
 	*x = SetScramCredentialRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[112]
+	mi := &file_logd_v1_logd_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7803,7 +8373,7 @@ func (x *SetScramCredentialRequest) String() string {
 func (*SetScramCredentialRequest) ProtoMessage() {}
 
 func (x *SetScramCredentialRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[112]
+	mi := &file_logd_v1_logd_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7816,7 +8386,7 @@ func (x *SetScramCredentialRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetScramCredentialRequest.ProtoReflect.Descriptor instead.
 func (*SetScramCredentialRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{112}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *SetScramCredentialRequest) GetUser() string {
@@ -7856,7 +8426,7 @@ type SetScramCredentialResponse struct {
 
 func (x *SetScramCredentialResponse) Reset() {
 	*x = SetScramCredentialResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[113]
+	mi := &file_logd_v1_logd_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7868,7 +8438,7 @@ func (x *SetScramCredentialResponse) String() string {
 func (*SetScramCredentialResponse) ProtoMessage() {}
 
 func (x *SetScramCredentialResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[113]
+	mi := &file_logd_v1_logd_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7881,7 +8451,7 @@ func (x *SetScramCredentialResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetScramCredentialResponse.ProtoReflect.Descriptor instead.
 func (*SetScramCredentialResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{113}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *SetScramCredentialResponse) GetInfo() *ScramCredentialInfo {
@@ -7901,7 +8471,7 @@ type ListScramCredentialsRequest struct {
 
 func (x *ListScramCredentialsRequest) Reset() {
 	*x = ListScramCredentialsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[114]
+	mi := &file_logd_v1_logd_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7913,7 +8483,7 @@ func (x *ListScramCredentialsRequest) String() string {
 func (*ListScramCredentialsRequest) ProtoMessage() {}
 
 func (x *ListScramCredentialsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[114]
+	mi := &file_logd_v1_logd_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7926,7 +8496,7 @@ func (x *ListScramCredentialsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListScramCredentialsRequest.ProtoReflect.Descriptor instead.
 func (*ListScramCredentialsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{114}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *ListScramCredentialsRequest) GetUser() string {
@@ -7945,7 +8515,7 @@ type ListScramCredentialsResponse struct {
 
 func (x *ListScramCredentialsResponse) Reset() {
 	*x = ListScramCredentialsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[115]
+	mi := &file_logd_v1_logd_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7957,7 +8527,7 @@ func (x *ListScramCredentialsResponse) String() string {
 func (*ListScramCredentialsResponse) ProtoMessage() {}
 
 func (x *ListScramCredentialsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[115]
+	mi := &file_logd_v1_logd_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7970,7 +8540,7 @@ func (x *ListScramCredentialsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListScramCredentialsResponse.ProtoReflect.Descriptor instead.
 func (*ListScramCredentialsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{115}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *ListScramCredentialsResponse) GetCredentials() []*ScramCredentialInfo {
@@ -7990,7 +8560,7 @@ type DeleteScramCredentialRequest struct {
 
 func (x *DeleteScramCredentialRequest) Reset() {
 	*x = DeleteScramCredentialRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[116]
+	mi := &file_logd_v1_logd_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8002,7 +8572,7 @@ func (x *DeleteScramCredentialRequest) String() string {
 func (*DeleteScramCredentialRequest) ProtoMessage() {}
 
 func (x *DeleteScramCredentialRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[116]
+	mi := &file_logd_v1_logd_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8015,7 +8585,7 @@ func (x *DeleteScramCredentialRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteScramCredentialRequest.ProtoReflect.Descriptor instead.
 func (*DeleteScramCredentialRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{116}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *DeleteScramCredentialRequest) GetUser() string {
@@ -8041,7 +8611,7 @@ type DeleteScramCredentialResponse struct {
 
 func (x *DeleteScramCredentialResponse) Reset() {
 	*x = DeleteScramCredentialResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[117]
+	mi := &file_logd_v1_logd_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8053,7 +8623,7 @@ func (x *DeleteScramCredentialResponse) String() string {
 func (*DeleteScramCredentialResponse) ProtoMessage() {}
 
 func (x *DeleteScramCredentialResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[117]
+	mi := &file_logd_v1_logd_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8066,7 +8636,7 @@ func (x *DeleteScramCredentialResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteScramCredentialResponse.ProtoReflect.Descriptor instead.
 func (*DeleteScramCredentialResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{117}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *DeleteScramCredentialResponse) GetInfo() *ScramCredentialInfo {
@@ -8094,7 +8664,7 @@ type ACL struct {
 
 func (x *ACL) Reset() {
 	*x = ACL{}
-	mi := &file_logd_v1_logd_proto_msgTypes[118]
+	mi := &file_logd_v1_logd_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8106,7 +8676,7 @@ func (x *ACL) String() string {
 func (*ACL) ProtoMessage() {}
 
 func (x *ACL) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[118]
+	mi := &file_logd_v1_logd_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8119,7 +8689,7 @@ func (x *ACL) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ACL.ProtoReflect.Descriptor instead.
 func (*ACL) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{118}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *ACL) GetPrincipal() string {
@@ -8173,7 +8743,7 @@ type CreateACLsRequest struct {
 
 func (x *CreateACLsRequest) Reset() {
 	*x = CreateACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[119]
+	mi := &file_logd_v1_logd_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8185,7 +8755,7 @@ func (x *CreateACLsRequest) String() string {
 func (*CreateACLsRequest) ProtoMessage() {}
 
 func (x *CreateACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[119]
+	mi := &file_logd_v1_logd_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8198,7 +8768,7 @@ func (x *CreateACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateACLsRequest.ProtoReflect.Descriptor instead.
 func (*CreateACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{119}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *CreateACLsRequest) GetAcls() []*ACL {
@@ -8218,7 +8788,7 @@ type CreateACLsResponse struct {
 
 func (x *CreateACLsResponse) Reset() {
 	*x = CreateACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[120]
+	mi := &file_logd_v1_logd_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8230,7 +8800,7 @@ func (x *CreateACLsResponse) String() string {
 func (*CreateACLsResponse) ProtoMessage() {}
 
 func (x *CreateACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[120]
+	mi := &file_logd_v1_logd_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8243,7 +8813,7 @@ func (x *CreateACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateACLsResponse.ProtoReflect.Descriptor instead.
 func (*CreateACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{120}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *CreateACLsResponse) GetCreated() int32 {
@@ -8268,7 +8838,7 @@ type ACLFilter struct {
 
 func (x *ACLFilter) Reset() {
 	*x = ACLFilter{}
-	mi := &file_logd_v1_logd_proto_msgTypes[121]
+	mi := &file_logd_v1_logd_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8280,7 +8850,7 @@ func (x *ACLFilter) String() string {
 func (*ACLFilter) ProtoMessage() {}
 
 func (x *ACLFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[121]
+	mi := &file_logd_v1_logd_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8293,7 +8863,7 @@ func (x *ACLFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ACLFilter.ProtoReflect.Descriptor instead.
 func (*ACLFilter) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{121}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *ACLFilter) GetPrincipal() string {
@@ -8347,7 +8917,7 @@ type ListACLsRequest struct {
 
 func (x *ListACLsRequest) Reset() {
 	*x = ListACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[122]
+	mi := &file_logd_v1_logd_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8359,7 +8929,7 @@ func (x *ListACLsRequest) String() string {
 func (*ListACLsRequest) ProtoMessage() {}
 
 func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[122]
+	mi := &file_logd_v1_logd_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8372,7 +8942,7 @@ func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListACLsRequest.ProtoReflect.Descriptor instead.
 func (*ListACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{122}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *ListACLsRequest) GetFilter() *ACLFilter {
@@ -8391,7 +8961,7 @@ type ListACLsResponse struct {
 
 func (x *ListACLsResponse) Reset() {
 	*x = ListACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[123]
+	mi := &file_logd_v1_logd_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8403,7 +8973,7 @@ func (x *ListACLsResponse) String() string {
 func (*ListACLsResponse) ProtoMessage() {}
 
 func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[123]
+	mi := &file_logd_v1_logd_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8416,7 +8986,7 @@ func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListACLsResponse.ProtoReflect.Descriptor instead.
 func (*ListACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{123}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *ListACLsResponse) GetAcls() []*ACL {
@@ -8438,7 +9008,7 @@ type DeleteACLsRequest struct {
 
 func (x *DeleteACLsRequest) Reset() {
 	*x = DeleteACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[124]
+	mi := &file_logd_v1_logd_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8450,7 +9020,7 @@ func (x *DeleteACLsRequest) String() string {
 func (*DeleteACLsRequest) ProtoMessage() {}
 
 func (x *DeleteACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[124]
+	mi := &file_logd_v1_logd_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8463,7 +9033,7 @@ func (x *DeleteACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteACLsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{124}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *DeleteACLsRequest) GetFilter() *ACLFilter {
@@ -8490,7 +9060,7 @@ type DeleteACLsResponse struct {
 
 func (x *DeleteACLsResponse) Reset() {
 	*x = DeleteACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[125]
+	mi := &file_logd_v1_logd_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8502,7 +9072,7 @@ func (x *DeleteACLsResponse) String() string {
 func (*DeleteACLsResponse) ProtoMessage() {}
 
 func (x *DeleteACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[125]
+	mi := &file_logd_v1_logd_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8515,7 +9085,7 @@ func (x *DeleteACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteACLsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{125}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *DeleteACLsResponse) GetAcls() []*ACL {
@@ -8559,7 +9129,7 @@ type StartRedriveRequest struct {
 
 func (x *StartRedriveRequest) Reset() {
 	*x = StartRedriveRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[126]
+	mi := &file_logd_v1_logd_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8571,7 +9141,7 @@ func (x *StartRedriveRequest) String() string {
 func (*StartRedriveRequest) ProtoMessage() {}
 
 func (x *StartRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[126]
+	mi := &file_logd_v1_logd_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8584,7 +9154,7 @@ func (x *StartRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRedriveRequest.ProtoReflect.Descriptor instead.
 func (*StartRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{126}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{133}
 }
 
 func (x *StartRedriveRequest) GetDeadLetterTopic() string {
@@ -8683,7 +9253,7 @@ type RedriveRecordRef struct {
 
 func (x *RedriveRecordRef) Reset() {
 	*x = RedriveRecordRef{}
-	mi := &file_logd_v1_logd_proto_msgTypes[127]
+	mi := &file_logd_v1_logd_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8695,7 +9265,7 @@ func (x *RedriveRecordRef) String() string {
 func (*RedriveRecordRef) ProtoMessage() {}
 
 func (x *RedriveRecordRef) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[127]
+	mi := &file_logd_v1_logd_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8708,7 +9278,7 @@ func (x *RedriveRecordRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveRecordRef.ProtoReflect.Descriptor instead.
 func (*RedriveRecordRef) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{127}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{134}
 }
 
 func (x *RedriveRecordRef) GetPartition() int32 {
@@ -8743,7 +9313,7 @@ type RedriveProgress struct {
 
 func (x *RedriveProgress) Reset() {
 	*x = RedriveProgress{}
-	mi := &file_logd_v1_logd_proto_msgTypes[128]
+	mi := &file_logd_v1_logd_proto_msgTypes[135]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8755,7 +9325,7 @@ func (x *RedriveProgress) String() string {
 func (*RedriveProgress) ProtoMessage() {}
 
 func (x *RedriveProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[128]
+	mi := &file_logd_v1_logd_proto_msgTypes[135]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8768,7 +9338,7 @@ func (x *RedriveProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveProgress.ProtoReflect.Descriptor instead.
 func (*RedriveProgress) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{128}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{135}
 }
 
 func (x *RedriveProgress) GetScanned() int64 {
@@ -8838,7 +9408,7 @@ type RedriveJob struct {
 
 func (x *RedriveJob) Reset() {
 	*x = RedriveJob{}
-	mi := &file_logd_v1_logd_proto_msgTypes[129]
+	mi := &file_logd_v1_logd_proto_msgTypes[136]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8850,7 +9420,7 @@ func (x *RedriveJob) String() string {
 func (*RedriveJob) ProtoMessage() {}
 
 func (x *RedriveJob) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[129]
+	mi := &file_logd_v1_logd_proto_msgTypes[136]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8863,7 +9433,7 @@ func (x *RedriveJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveJob.ProtoReflect.Descriptor instead.
 func (*RedriveJob) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{129}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{136}
 }
 
 func (x *RedriveJob) GetId() string {
@@ -8959,7 +9529,7 @@ type StartRedriveResponse struct {
 
 func (x *StartRedriveResponse) Reset() {
 	*x = StartRedriveResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[130]
+	mi := &file_logd_v1_logd_proto_msgTypes[137]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8971,7 +9541,7 @@ func (x *StartRedriveResponse) String() string {
 func (*StartRedriveResponse) ProtoMessage() {}
 
 func (x *StartRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[130]
+	mi := &file_logd_v1_logd_proto_msgTypes[137]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8984,7 +9554,7 @@ func (x *StartRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRedriveResponse.ProtoReflect.Descriptor instead.
 func (*StartRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{130}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{137}
 }
 
 func (x *StartRedriveResponse) GetJob() *RedriveJob {
@@ -9003,7 +9573,7 @@ type DescribeRedriveRequest struct {
 
 func (x *DescribeRedriveRequest) Reset() {
 	*x = DescribeRedriveRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[131]
+	mi := &file_logd_v1_logd_proto_msgTypes[138]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9015,7 +9585,7 @@ func (x *DescribeRedriveRequest) String() string {
 func (*DescribeRedriveRequest) ProtoMessage() {}
 
 func (x *DescribeRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[131]
+	mi := &file_logd_v1_logd_proto_msgTypes[138]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9028,7 +9598,7 @@ func (x *DescribeRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRedriveRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{131}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{138}
 }
 
 func (x *DescribeRedriveRequest) GetId() string {
@@ -9047,7 +9617,7 @@ type DescribeRedriveResponse struct {
 
 func (x *DescribeRedriveResponse) Reset() {
 	*x = DescribeRedriveResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[132]
+	mi := &file_logd_v1_logd_proto_msgTypes[139]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9059,7 +9629,7 @@ func (x *DescribeRedriveResponse) String() string {
 func (*DescribeRedriveResponse) ProtoMessage() {}
 
 func (x *DescribeRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[132]
+	mi := &file_logd_v1_logd_proto_msgTypes[139]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9072,7 +9642,7 @@ func (x *DescribeRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRedriveResponse.ProtoReflect.Descriptor instead.
 func (*DescribeRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{132}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{139}
 }
 
 func (x *DescribeRedriveResponse) GetJob() *RedriveJob {
@@ -9092,7 +9662,7 @@ type ListRedrivesRequest struct {
 
 func (x *ListRedrivesRequest) Reset() {
 	*x = ListRedrivesRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[133]
+	mi := &file_logd_v1_logd_proto_msgTypes[140]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9104,7 +9674,7 @@ func (x *ListRedrivesRequest) String() string {
 func (*ListRedrivesRequest) ProtoMessage() {}
 
 func (x *ListRedrivesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[133]
+	mi := &file_logd_v1_logd_proto_msgTypes[140]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9117,7 +9687,7 @@ func (x *ListRedrivesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRedrivesRequest.ProtoReflect.Descriptor instead.
 func (*ListRedrivesRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{133}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{140}
 }
 
 func (x *ListRedrivesRequest) GetDeadLetterTopic() string {
@@ -9136,7 +9706,7 @@ type ListRedrivesResponse struct {
 
 func (x *ListRedrivesResponse) Reset() {
 	*x = ListRedrivesResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[134]
+	mi := &file_logd_v1_logd_proto_msgTypes[141]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9148,7 +9718,7 @@ func (x *ListRedrivesResponse) String() string {
 func (*ListRedrivesResponse) ProtoMessage() {}
 
 func (x *ListRedrivesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[134]
+	mi := &file_logd_v1_logd_proto_msgTypes[141]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9161,7 +9731,7 @@ func (x *ListRedrivesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRedrivesResponse.ProtoReflect.Descriptor instead.
 func (*ListRedrivesResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{134}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{141}
 }
 
 func (x *ListRedrivesResponse) GetJobs() []*RedriveJob {
@@ -9180,7 +9750,7 @@ type StopRedriveRequest struct {
 
 func (x *StopRedriveRequest) Reset() {
 	*x = StopRedriveRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[135]
+	mi := &file_logd_v1_logd_proto_msgTypes[142]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9192,7 +9762,7 @@ func (x *StopRedriveRequest) String() string {
 func (*StopRedriveRequest) ProtoMessage() {}
 
 func (x *StopRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[135]
+	mi := &file_logd_v1_logd_proto_msgTypes[142]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9205,7 +9775,7 @@ func (x *StopRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRedriveRequest.ProtoReflect.Descriptor instead.
 func (*StopRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{135}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{142}
 }
 
 func (x *StopRedriveRequest) GetId() string {
@@ -9224,7 +9794,7 @@ type StopRedriveResponse struct {
 
 func (x *StopRedriveResponse) Reset() {
 	*x = StopRedriveResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[136]
+	mi := &file_logd_v1_logd_proto_msgTypes[143]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9236,7 +9806,7 @@ func (x *StopRedriveResponse) String() string {
 func (*StopRedriveResponse) ProtoMessage() {}
 
 func (x *StopRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[136]
+	mi := &file_logd_v1_logd_proto_msgTypes[143]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9249,7 +9819,7 @@ func (x *StopRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRedriveResponse.ProtoReflect.Descriptor instead.
 func (*StopRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{136}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{143}
 }
 
 func (x *StopRedriveResponse) GetJob() *RedriveJob {
@@ -9297,7 +9867,7 @@ type ListDeadLettersRequest struct {
 
 func (x *ListDeadLettersRequest) Reset() {
 	*x = ListDeadLettersRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[137]
+	mi := &file_logd_v1_logd_proto_msgTypes[144]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9309,7 +9879,7 @@ func (x *ListDeadLettersRequest) String() string {
 func (*ListDeadLettersRequest) ProtoMessage() {}
 
 func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[137]
+	mi := &file_logd_v1_logd_proto_msgTypes[144]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9322,7 +9892,7 @@ func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{137}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{144}
 }
 
 func (x *ListDeadLettersRequest) GetTopic() string {
@@ -9474,7 +10044,7 @@ type DeadLetter struct {
 
 func (x *DeadLetter) Reset() {
 	*x = DeadLetter{}
-	mi := &file_logd_v1_logd_proto_msgTypes[138]
+	mi := &file_logd_v1_logd_proto_msgTypes[145]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9486,7 +10056,7 @@ func (x *DeadLetter) String() string {
 func (*DeadLetter) ProtoMessage() {}
 
 func (x *DeadLetter) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[138]
+	mi := &file_logd_v1_logd_proto_msgTypes[145]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9499,7 +10069,7 @@ func (x *DeadLetter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetter.ProtoReflect.Descriptor instead.
 func (*DeadLetter) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{138}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{145}
 }
 
 func (x *DeadLetter) GetPartition() int32 {
@@ -9676,7 +10246,7 @@ type ListDeadLettersResponse struct {
 
 func (x *ListDeadLettersResponse) Reset() {
 	*x = ListDeadLettersResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[139]
+	mi := &file_logd_v1_logd_proto_msgTypes[146]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9688,7 +10258,7 @@ func (x *ListDeadLettersResponse) String() string {
 func (*ListDeadLettersResponse) ProtoMessage() {}
 
 func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[139]
+	mi := &file_logd_v1_logd_proto_msgTypes[146]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9701,7 +10271,7 @@ func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{139}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{146}
 }
 
 func (x *ListDeadLettersResponse) GetDeadLetters() []*DeadLetter {
@@ -10338,7 +10908,53 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x12\n" +
 	"\x04undo\x18\x02 \x01(\bR\x04undo\"/\n" +
 	"\x11DrainNodeResponse\x12\x1a\n" +
-	"\bdraining\x18\x01 \x03(\tR\bdraining\"4\n" +
+	"\bdraining\x18\x01 \x03(\tR\bdraining\"\x12\n" +
+	"\x10ListMovesRequest\"X\n" +
+	"\x11ListMovesResponse\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12*\n" +
+	"\x05moves\x18\x02 \x03(\v2\x14.logd.v1.ReplicaMoveR\x05moves\"\x8d\x03\n" +
+	"\vReplicaMove\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\x04R\x05group\x12\x1a\n" +
+	"\breplicas\x18\x02 \x03(\tR\breplicas\x12\x14\n" +
+	"\x05added\x18\x03 \x03(\tR\x05added\x12\x18\n" +
+	"\aremoved\x18\x04 \x03(\tR\aremoved\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x19\n" +
+	"\bsince_ms\x18\x06 \x01(\x03R\asinceMs\x12\x15\n" +
+	"\x06age_ms\x18\a \x01(\x03R\x05ageMs\x12\x16\n" +
+	"\x06voters\x18\b \x03(\tR\x06voters\x12\x1f\n" +
+	"\vvoters_from\x18\t \x01(\tR\n" +
+	"votersFrom\x12,\n" +
+	"\x12voters_from_leader\x18\n" +
+	" \x01(\bR\x10votersFromLeader\x12!\n" +
+	"\fvoters_error\x18\v \x01(\tR\vvotersError\x12!\n" +
+	"\fadded_voters\x18\f \x03(\tR\vaddedVoters\x12%\n" +
+	"\x0eremoved_voters\x18\r \x03(\tR\rremovedVoters\"\x14\n" +
+	"\x12PlanBalanceRequest\"\xb9\x02\n" +
+	"\x13PlanBalanceResponse\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x16\n" +
+	"\x06groups\x18\x02 \x01(\rR\x06groups\x12-\n" +
+	"\x12replication_factor\x18\x03 \x01(\rR\x11replicationFactor\x12\x14\n" +
+	"\x05nodes\x18\x04 \x03(\tR\x05nodes\x12*\n" +
+	"\x05steps\x18\x05 \x03(\v2\x14.logd.v1.BalanceStepR\x05steps\x12'\n" +
+	"\x05loads\x18\x06 \x03(\v2\x11.logd.v1.NodeLoadR\x05loads\x12\x1f\n" +
+	"\vin_progress\x18\a \x01(\rR\n" +
+	"inProgress\x12\x18\n" +
+	"\ablocked\x18\b \x01(\tR\ablocked\x12\x1c\n" +
+	"\ttruncated\x18\t \x01(\bR\ttruncated\"o\n" +
+	"\vBalanceStep\x12\x12\n" +
+	"\x04step\x18\x01 \x01(\rR\x04step\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
+	"\x05group\x18\x03 \x01(\x04R\x05group\x12\x12\n" +
+	"\x04from\x18\x04 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x05 \x01(\tR\x02to\"\xce\x01\n" +
+	"\bNodeLoad\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1a\n" +
+	"\bdraining\x18\x02 \x01(\bR\bdraining\x12'\n" +
+	"\x0freplicas_before\x18\x03 \x01(\rR\x0ereplicasBefore\x12%\n" +
+	"\x0ereplicas_after\x18\x04 \x01(\rR\rreplicasAfter\x12!\n" +
+	"\fleads_before\x18\x05 \x01(\rR\vleadsBefore\x12\x1f\n" +
+	"\vleads_after\x18\x06 \x01(\rR\n" +
+	"leadsAfter\"4\n" +
 	"\x19TransferLeadershipRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"`\n" +
 	"\x1aTransferLeadershipResponse\x12\x1b\n" +
@@ -10590,7 +11206,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x18REASON_PERMISSION_DENIED\x10=\x12\x18\n" +
 	"\x14REASON_UNKNOWN_TOKEN\x10>\x12#\n" +
 	"\x1fREASON_UNKNOWN_SCRAM_CREDENTIAL\x10?\x12\x1a\n" +
-	"\x16REASON_UNKNOWN_REDRIVE\x10P2\x85\x1e\n" +
+	"\x16REASON_UNKNOWN_REDRIVE\x10P2\x93\x1f\n" +
 	"\n" +
 	"LogService\x12H\n" +
 	"\vCreateTopic\x12\x1b.logd.v1.CreateTopicRequest\x1a\x1c.logd.v1.CreateTopicResponse\x12E\n" +
@@ -10629,7 +11245,9 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x04Join\x12\x14.logd.v1.JoinRequest\x1a\x15.logd.v1.JoinResponse\x12E\n" +
 	"\n" +
 	"RemoveNode\x12\x1a.logd.v1.RemoveNodeRequest\x1a\x1b.logd.v1.RemoveNodeResponse\x12B\n" +
-	"\tDrainNode\x12\x19.logd.v1.DrainNodeRequest\x1a\x1a.logd.v1.DrainNodeResponse\x12]\n" +
+	"\tDrainNode\x12\x19.logd.v1.DrainNodeRequest\x1a\x1a.logd.v1.DrainNodeResponse\x12B\n" +
+	"\tListMoves\x12\x19.logd.v1.ListMovesRequest\x1a\x1a.logd.v1.ListMovesResponse\x12H\n" +
+	"\vPlanBalance\x12\x1b.logd.v1.PlanBalanceRequest\x1a\x1c.logd.v1.PlanBalanceResponse\x12]\n" +
 	"\x12TransferLeadership\x12\".logd.v1.TransferLeadershipRequest\x1a#.logd.v1.TransferLeadershipResponse\x12M\n" +
 	"\fSaveSnapshot\x12\x1c.logd.v1.SaveSnapshotRequest\x1a\x1d.logd.v1.SaveSnapshotResponse0\x01\x12E\n" +
 	"\n" +
@@ -10668,7 +11286,7 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 143)
+var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 150)
 var file_logd_v1_logd_proto_goTypes = []any{
 	(Reason)(0),                           // 0: logd.v1.Reason
 	(*ErrorInfo)(nil),                     // 1: logd.v1.ErrorInfo
@@ -10766,63 +11384,70 @@ var file_logd_v1_logd_proto_goTypes = []any{
 	(*RemoveNodeResponse)(nil),            // 93: logd.v1.RemoveNodeResponse
 	(*DrainNodeRequest)(nil),              // 94: logd.v1.DrainNodeRequest
 	(*DrainNodeResponse)(nil),             // 95: logd.v1.DrainNodeResponse
-	(*TransferLeadershipRequest)(nil),     // 96: logd.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil),    // 97: logd.v1.TransferLeadershipResponse
-	(*SaveSnapshotRequest)(nil),           // 98: logd.v1.SaveSnapshotRequest
-	(*SaveSnapshotResponse)(nil),          // 99: logd.v1.SaveSnapshotResponse
-	(*SnapshotInfo)(nil),                  // 100: logd.v1.SnapshotInfo
-	(*PauseQueueGroupRequest)(nil),        // 101: logd.v1.PauseQueueGroupRequest
-	(*PauseQueueGroupResponse)(nil),       // 102: logd.v1.PauseQueueGroupResponse
-	(*WhoAmIRequest)(nil),                 // 103: logd.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),                // 104: logd.v1.WhoAmIResponse
-	(*TokenInfo)(nil),                     // 105: logd.v1.TokenInfo
-	(*CreateTokenRequest)(nil),            // 106: logd.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),           // 107: logd.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),             // 108: logd.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),            // 109: logd.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),            // 110: logd.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),           // 111: logd.v1.RevokeTokenResponse
-	(*ScramCredentialInfo)(nil),           // 112: logd.v1.ScramCredentialInfo
-	(*SetScramCredentialRequest)(nil),     // 113: logd.v1.SetScramCredentialRequest
-	(*SetScramCredentialResponse)(nil),    // 114: logd.v1.SetScramCredentialResponse
-	(*ListScramCredentialsRequest)(nil),   // 115: logd.v1.ListScramCredentialsRequest
-	(*ListScramCredentialsResponse)(nil),  // 116: logd.v1.ListScramCredentialsResponse
-	(*DeleteScramCredentialRequest)(nil),  // 117: logd.v1.DeleteScramCredentialRequest
-	(*DeleteScramCredentialResponse)(nil), // 118: logd.v1.DeleteScramCredentialResponse
-	(*ACL)(nil),                           // 119: logd.v1.ACL
-	(*CreateACLsRequest)(nil),             // 120: logd.v1.CreateACLsRequest
-	(*CreateACLsResponse)(nil),            // 121: logd.v1.CreateACLsResponse
-	(*ACLFilter)(nil),                     // 122: logd.v1.ACLFilter
-	(*ListACLsRequest)(nil),               // 123: logd.v1.ListACLsRequest
-	(*ListACLsResponse)(nil),              // 124: logd.v1.ListACLsResponse
-	(*DeleteACLsRequest)(nil),             // 125: logd.v1.DeleteACLsRequest
-	(*DeleteACLsResponse)(nil),            // 126: logd.v1.DeleteACLsResponse
-	(*StartRedriveRequest)(nil),           // 127: logd.v1.StartRedriveRequest
-	(*RedriveRecordRef)(nil),              // 128: logd.v1.RedriveRecordRef
-	(*RedriveProgress)(nil),               // 129: logd.v1.RedriveProgress
-	(*RedriveJob)(nil),                    // 130: logd.v1.RedriveJob
-	(*StartRedriveResponse)(nil),          // 131: logd.v1.StartRedriveResponse
-	(*DescribeRedriveRequest)(nil),        // 132: logd.v1.DescribeRedriveRequest
-	(*DescribeRedriveResponse)(nil),       // 133: logd.v1.DescribeRedriveResponse
-	(*ListRedrivesRequest)(nil),           // 134: logd.v1.ListRedrivesRequest
-	(*ListRedrivesResponse)(nil),          // 135: logd.v1.ListRedrivesResponse
-	(*StopRedriveRequest)(nil),            // 136: logd.v1.StopRedriveRequest
-	(*StopRedriveResponse)(nil),           // 137: logd.v1.StopRedriveResponse
-	(*ListDeadLettersRequest)(nil),        // 138: logd.v1.ListDeadLettersRequest
-	(*DeadLetter)(nil),                    // 139: logd.v1.DeadLetter
-	(*ListDeadLettersResponse)(nil),       // 140: logd.v1.ListDeadLettersResponse
-	nil,                                   // 141: logd.v1.CreateTopicRequest.ConfigEntry
-	nil,                                   // 142: logd.v1.TopicInfo.ConfigEntry
-	nil,                                   // 143: logd.v1.AlterTopicRequest.ConfigEntry
+	(*ListMovesRequest)(nil),              // 96: logd.v1.ListMovesRequest
+	(*ListMovesResponse)(nil),             // 97: logd.v1.ListMovesResponse
+	(*ReplicaMove)(nil),                   // 98: logd.v1.ReplicaMove
+	(*PlanBalanceRequest)(nil),            // 99: logd.v1.PlanBalanceRequest
+	(*PlanBalanceResponse)(nil),           // 100: logd.v1.PlanBalanceResponse
+	(*BalanceStep)(nil),                   // 101: logd.v1.BalanceStep
+	(*NodeLoad)(nil),                      // 102: logd.v1.NodeLoad
+	(*TransferLeadershipRequest)(nil),     // 103: logd.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil),    // 104: logd.v1.TransferLeadershipResponse
+	(*SaveSnapshotRequest)(nil),           // 105: logd.v1.SaveSnapshotRequest
+	(*SaveSnapshotResponse)(nil),          // 106: logd.v1.SaveSnapshotResponse
+	(*SnapshotInfo)(nil),                  // 107: logd.v1.SnapshotInfo
+	(*PauseQueueGroupRequest)(nil),        // 108: logd.v1.PauseQueueGroupRequest
+	(*PauseQueueGroupResponse)(nil),       // 109: logd.v1.PauseQueueGroupResponse
+	(*WhoAmIRequest)(nil),                 // 110: logd.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),                // 111: logd.v1.WhoAmIResponse
+	(*TokenInfo)(nil),                     // 112: logd.v1.TokenInfo
+	(*CreateTokenRequest)(nil),            // 113: logd.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),           // 114: logd.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),             // 115: logd.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),            // 116: logd.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),            // 117: logd.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),           // 118: logd.v1.RevokeTokenResponse
+	(*ScramCredentialInfo)(nil),           // 119: logd.v1.ScramCredentialInfo
+	(*SetScramCredentialRequest)(nil),     // 120: logd.v1.SetScramCredentialRequest
+	(*SetScramCredentialResponse)(nil),    // 121: logd.v1.SetScramCredentialResponse
+	(*ListScramCredentialsRequest)(nil),   // 122: logd.v1.ListScramCredentialsRequest
+	(*ListScramCredentialsResponse)(nil),  // 123: logd.v1.ListScramCredentialsResponse
+	(*DeleteScramCredentialRequest)(nil),  // 124: logd.v1.DeleteScramCredentialRequest
+	(*DeleteScramCredentialResponse)(nil), // 125: logd.v1.DeleteScramCredentialResponse
+	(*ACL)(nil),                           // 126: logd.v1.ACL
+	(*CreateACLsRequest)(nil),             // 127: logd.v1.CreateACLsRequest
+	(*CreateACLsResponse)(nil),            // 128: logd.v1.CreateACLsResponse
+	(*ACLFilter)(nil),                     // 129: logd.v1.ACLFilter
+	(*ListACLsRequest)(nil),               // 130: logd.v1.ListACLsRequest
+	(*ListACLsResponse)(nil),              // 131: logd.v1.ListACLsResponse
+	(*DeleteACLsRequest)(nil),             // 132: logd.v1.DeleteACLsRequest
+	(*DeleteACLsResponse)(nil),            // 133: logd.v1.DeleteACLsResponse
+	(*StartRedriveRequest)(nil),           // 134: logd.v1.StartRedriveRequest
+	(*RedriveRecordRef)(nil),              // 135: logd.v1.RedriveRecordRef
+	(*RedriveProgress)(nil),               // 136: logd.v1.RedriveProgress
+	(*RedriveJob)(nil),                    // 137: logd.v1.RedriveJob
+	(*StartRedriveResponse)(nil),          // 138: logd.v1.StartRedriveResponse
+	(*DescribeRedriveRequest)(nil),        // 139: logd.v1.DescribeRedriveRequest
+	(*DescribeRedriveResponse)(nil),       // 140: logd.v1.DescribeRedriveResponse
+	(*ListRedrivesRequest)(nil),           // 141: logd.v1.ListRedrivesRequest
+	(*ListRedrivesResponse)(nil),          // 142: logd.v1.ListRedrivesResponse
+	(*StopRedriveRequest)(nil),            // 143: logd.v1.StopRedriveRequest
+	(*StopRedriveResponse)(nil),           // 144: logd.v1.StopRedriveResponse
+	(*ListDeadLettersRequest)(nil),        // 145: logd.v1.ListDeadLettersRequest
+	(*DeadLetter)(nil),                    // 146: logd.v1.DeadLetter
+	(*ListDeadLettersResponse)(nil),       // 147: logd.v1.ListDeadLettersResponse
+	nil,                                   // 148: logd.v1.CreateTopicRequest.ConfigEntry
+	nil,                                   // 149: logd.v1.TopicInfo.ConfigEntry
+	nil,                                   // 150: logd.v1.AlterTopicRequest.ConfigEntry
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
 	0,   // 0: logd.v1.ErrorInfo.reason:type_name -> logd.v1.Reason
-	141, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
+	148, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
 	10,  // 2: logd.v1.CreateTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	10,  // 3: logd.v1.ListTopicsResponse.topics:type_name -> logd.v1.TopicInfo
 	10,  // 4: logd.v1.DescribeTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	12,  // 5: logd.v1.DescribeTopicResponse.partitions:type_name -> logd.v1.PartitionInfo
-	142, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
+	149, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
 	11,  // 7: logd.v1.TopicInfo.stats:type_name -> logd.v1.TopicStats
 	89,  // 8: logd.v1.PartitionInfo.last_cleaner_run:type_name -> logd.v1.CleanerRun
 	13,  // 9: logd.v1.Record.headers:type_name -> logd.v1.Header
@@ -10865,137 +11490,144 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	80,  // 46: logd.v1.NackRequest.nacks:type_name -> logd.v1.QueueNack
 	77,  // 47: logd.v1.NackResponse.results:type_name -> logd.v1.TokenResult
 	77,  // 48: logd.v1.ExtendResponse.results:type_name -> logd.v1.TokenResult
-	143, // 49: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
+	150, // 49: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
 	10,  // 50: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	10,  // 51: logd.v1.CreatePartitionsResponse.topic:type_name -> logd.v1.TopicInfo
-	100, // 52: logd.v1.SaveSnapshotResponse.info:type_name -> logd.v1.SnapshotInfo
-	105, // 53: logd.v1.CreateTokenResponse.info:type_name -> logd.v1.TokenInfo
-	105, // 54: logd.v1.ListTokensResponse.tokens:type_name -> logd.v1.TokenInfo
-	105, // 55: logd.v1.RevokeTokenResponse.info:type_name -> logd.v1.TokenInfo
-	112, // 56: logd.v1.SetScramCredentialResponse.info:type_name -> logd.v1.ScramCredentialInfo
-	112, // 57: logd.v1.ListScramCredentialsResponse.credentials:type_name -> logd.v1.ScramCredentialInfo
-	112, // 58: logd.v1.DeleteScramCredentialResponse.info:type_name -> logd.v1.ScramCredentialInfo
-	119, // 59: logd.v1.CreateACLsRequest.acls:type_name -> logd.v1.ACL
-	122, // 60: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACLFilter
-	119, // 61: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
-	122, // 62: logd.v1.DeleteACLsRequest.filter:type_name -> logd.v1.ACLFilter
-	119, // 63: logd.v1.DeleteACLsResponse.acls:type_name -> logd.v1.ACL
-	128, // 64: logd.v1.StartRedriveRequest.records:type_name -> logd.v1.RedriveRecordRef
-	127, // 65: logd.v1.RedriveJob.spec:type_name -> logd.v1.StartRedriveRequest
-	129, // 66: logd.v1.RedriveJob.progress:type_name -> logd.v1.RedriveProgress
-	130, // 67: logd.v1.StartRedriveResponse.job:type_name -> logd.v1.RedriveJob
-	130, // 68: logd.v1.DescribeRedriveResponse.job:type_name -> logd.v1.RedriveJob
-	130, // 69: logd.v1.ListRedrivesResponse.jobs:type_name -> logd.v1.RedriveJob
-	130, // 70: logd.v1.StopRedriveResponse.job:type_name -> logd.v1.RedriveJob
-	13,  // 71: logd.v1.DeadLetter.headers:type_name -> logd.v1.Header
-	139, // 72: logd.v1.ListDeadLettersResponse.dead_letters:type_name -> logd.v1.DeadLetter
-	2,   // 73: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
-	4,   // 74: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
-	6,   // 75: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
-	8,   // 76: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
-	15,  // 77: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
-	18,  // 78: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
-	21,  // 79: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
-	23,  // 80: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
-	24,  // 81: logd.v1.LogService.GetHistory:input_type -> logd.v1.GetHistoryRequest
-	27,  // 82: logd.v1.LogService.ReadIndex:input_type -> logd.v1.ReadIndexRequest
-	28,  // 83: logd.v1.LogService.InitProducerId:input_type -> logd.v1.InitProducerIdRequest
-	38,  // 84: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
-	42,  // 85: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
-	44,  // 86: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
-	46,  // 87: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
-	48,  // 88: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
-	50,  // 89: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
-	53,  // 90: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
-	57,  // 91: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
-	60,  // 92: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
-	64,  // 93: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
-	66,  // 94: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
-	68,  // 95: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
-	71,  // 96: logd.v1.LogService.ListQueueGroups:input_type -> logd.v1.ListQueueGroupsRequest
-	74,  // 97: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
-	78,  // 98: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
-	81,  // 99: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
-	83,  // 100: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
-	90,  // 101: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
-	92,  // 102: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
-	94,  // 103: logd.v1.LogService.DrainNode:input_type -> logd.v1.DrainNodeRequest
-	96,  // 104: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
-	98,  // 105: logd.v1.LogService.SaveSnapshot:input_type -> logd.v1.SaveSnapshotRequest
-	85,  // 106: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
-	87,  // 107: logd.v1.LogService.CreatePartitions:input_type -> logd.v1.CreatePartitionsRequest
-	101, // 108: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
-	103, // 109: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
-	106, // 110: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
-	108, // 111: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
-	110, // 112: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
-	113, // 113: logd.v1.LogService.SetScramCredential:input_type -> logd.v1.SetScramCredentialRequest
-	115, // 114: logd.v1.LogService.ListScramCredentials:input_type -> logd.v1.ListScramCredentialsRequest
-	117, // 115: logd.v1.LogService.DeleteScramCredential:input_type -> logd.v1.DeleteScramCredentialRequest
-	120, // 116: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
-	123, // 117: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
-	125, // 118: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
-	127, // 119: logd.v1.LogService.StartRedrive:input_type -> logd.v1.StartRedriveRequest
-	132, // 120: logd.v1.LogService.DescribeRedrive:input_type -> logd.v1.DescribeRedriveRequest
-	134, // 121: logd.v1.LogService.ListRedrives:input_type -> logd.v1.ListRedrivesRequest
-	136, // 122: logd.v1.LogService.StopRedrive:input_type -> logd.v1.StopRedriveRequest
-	138, // 123: logd.v1.LogService.ListDeadLetters:input_type -> logd.v1.ListDeadLettersRequest
-	3,   // 124: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	5,   // 125: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	7,   // 126: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	9,   // 127: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	17,  // 128: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
-	20,  // 129: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
-	22,  // 130: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	31,  // 131: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
-	26,  // 132: logd.v1.LogService.GetHistory:output_type -> logd.v1.GetHistoryResponse
-	30,  // 133: logd.v1.LogService.ReadIndex:output_type -> logd.v1.ReadIndexResponse
-	29,  // 134: logd.v1.LogService.InitProducerId:output_type -> logd.v1.InitProducerIdResponse
-	41,  // 135: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
-	43,  // 136: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
-	45,  // 137: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
-	47,  // 138: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
-	49,  // 139: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
-	52,  // 140: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
-	56,  // 141: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
-	58,  // 142: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
-	62,  // 143: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
-	65,  // 144: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
-	67,  // 145: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
-	70,  // 146: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
-	72,  // 147: logd.v1.LogService.ListQueueGroups:output_type -> logd.v1.ListQueueGroupsResponse
-	76,  // 148: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
-	79,  // 149: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
-	82,  // 150: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
-	84,  // 151: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
-	91,  // 152: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
-	93,  // 153: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
-	95,  // 154: logd.v1.LogService.DrainNode:output_type -> logd.v1.DrainNodeResponse
-	97,  // 155: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
-	99,  // 156: logd.v1.LogService.SaveSnapshot:output_type -> logd.v1.SaveSnapshotResponse
-	86,  // 157: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
-	88,  // 158: logd.v1.LogService.CreatePartitions:output_type -> logd.v1.CreatePartitionsResponse
-	102, // 159: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
-	104, // 160: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
-	107, // 161: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
-	109, // 162: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
-	111, // 163: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
-	114, // 164: logd.v1.LogService.SetScramCredential:output_type -> logd.v1.SetScramCredentialResponse
-	116, // 165: logd.v1.LogService.ListScramCredentials:output_type -> logd.v1.ListScramCredentialsResponse
-	118, // 166: logd.v1.LogService.DeleteScramCredential:output_type -> logd.v1.DeleteScramCredentialResponse
-	121, // 167: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
-	124, // 168: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
-	126, // 169: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
-	131, // 170: logd.v1.LogService.StartRedrive:output_type -> logd.v1.StartRedriveResponse
-	133, // 171: logd.v1.LogService.DescribeRedrive:output_type -> logd.v1.DescribeRedriveResponse
-	135, // 172: logd.v1.LogService.ListRedrives:output_type -> logd.v1.ListRedrivesResponse
-	137, // 173: logd.v1.LogService.StopRedrive:output_type -> logd.v1.StopRedriveResponse
-	140, // 174: logd.v1.LogService.ListDeadLetters:output_type -> logd.v1.ListDeadLettersResponse
-	124, // [124:175] is the sub-list for method output_type
-	73,  // [73:124] is the sub-list for method input_type
-	73,  // [73:73] is the sub-list for extension type_name
-	73,  // [73:73] is the sub-list for extension extendee
-	0,   // [0:73] is the sub-list for field type_name
+	98,  // 52: logd.v1.ListMovesResponse.moves:type_name -> logd.v1.ReplicaMove
+	101, // 53: logd.v1.PlanBalanceResponse.steps:type_name -> logd.v1.BalanceStep
+	102, // 54: logd.v1.PlanBalanceResponse.loads:type_name -> logd.v1.NodeLoad
+	107, // 55: logd.v1.SaveSnapshotResponse.info:type_name -> logd.v1.SnapshotInfo
+	112, // 56: logd.v1.CreateTokenResponse.info:type_name -> logd.v1.TokenInfo
+	112, // 57: logd.v1.ListTokensResponse.tokens:type_name -> logd.v1.TokenInfo
+	112, // 58: logd.v1.RevokeTokenResponse.info:type_name -> logd.v1.TokenInfo
+	119, // 59: logd.v1.SetScramCredentialResponse.info:type_name -> logd.v1.ScramCredentialInfo
+	119, // 60: logd.v1.ListScramCredentialsResponse.credentials:type_name -> logd.v1.ScramCredentialInfo
+	119, // 61: logd.v1.DeleteScramCredentialResponse.info:type_name -> logd.v1.ScramCredentialInfo
+	126, // 62: logd.v1.CreateACLsRequest.acls:type_name -> logd.v1.ACL
+	129, // 63: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACLFilter
+	126, // 64: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
+	129, // 65: logd.v1.DeleteACLsRequest.filter:type_name -> logd.v1.ACLFilter
+	126, // 66: logd.v1.DeleteACLsResponse.acls:type_name -> logd.v1.ACL
+	135, // 67: logd.v1.StartRedriveRequest.records:type_name -> logd.v1.RedriveRecordRef
+	134, // 68: logd.v1.RedriveJob.spec:type_name -> logd.v1.StartRedriveRequest
+	136, // 69: logd.v1.RedriveJob.progress:type_name -> logd.v1.RedriveProgress
+	137, // 70: logd.v1.StartRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	137, // 71: logd.v1.DescribeRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	137, // 72: logd.v1.ListRedrivesResponse.jobs:type_name -> logd.v1.RedriveJob
+	137, // 73: logd.v1.StopRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	13,  // 74: logd.v1.DeadLetter.headers:type_name -> logd.v1.Header
+	146, // 75: logd.v1.ListDeadLettersResponse.dead_letters:type_name -> logd.v1.DeadLetter
+	2,   // 76: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
+	4,   // 77: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
+	6,   // 78: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
+	8,   // 79: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
+	15,  // 80: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
+	18,  // 81: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
+	21,  // 82: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
+	23,  // 83: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
+	24,  // 84: logd.v1.LogService.GetHistory:input_type -> logd.v1.GetHistoryRequest
+	27,  // 85: logd.v1.LogService.ReadIndex:input_type -> logd.v1.ReadIndexRequest
+	28,  // 86: logd.v1.LogService.InitProducerId:input_type -> logd.v1.InitProducerIdRequest
+	38,  // 87: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
+	42,  // 88: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
+	44,  // 89: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
+	46,  // 90: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
+	48,  // 91: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
+	50,  // 92: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
+	53,  // 93: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
+	57,  // 94: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
+	60,  // 95: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
+	64,  // 96: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
+	66,  // 97: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
+	68,  // 98: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
+	71,  // 99: logd.v1.LogService.ListQueueGroups:input_type -> logd.v1.ListQueueGroupsRequest
+	74,  // 100: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
+	78,  // 101: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
+	81,  // 102: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
+	83,  // 103: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
+	90,  // 104: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
+	92,  // 105: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
+	94,  // 106: logd.v1.LogService.DrainNode:input_type -> logd.v1.DrainNodeRequest
+	96,  // 107: logd.v1.LogService.ListMoves:input_type -> logd.v1.ListMovesRequest
+	99,  // 108: logd.v1.LogService.PlanBalance:input_type -> logd.v1.PlanBalanceRequest
+	103, // 109: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
+	105, // 110: logd.v1.LogService.SaveSnapshot:input_type -> logd.v1.SaveSnapshotRequest
+	85,  // 111: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
+	87,  // 112: logd.v1.LogService.CreatePartitions:input_type -> logd.v1.CreatePartitionsRequest
+	108, // 113: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
+	110, // 114: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
+	113, // 115: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
+	115, // 116: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
+	117, // 117: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
+	120, // 118: logd.v1.LogService.SetScramCredential:input_type -> logd.v1.SetScramCredentialRequest
+	122, // 119: logd.v1.LogService.ListScramCredentials:input_type -> logd.v1.ListScramCredentialsRequest
+	124, // 120: logd.v1.LogService.DeleteScramCredential:input_type -> logd.v1.DeleteScramCredentialRequest
+	127, // 121: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
+	130, // 122: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
+	132, // 123: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
+	134, // 124: logd.v1.LogService.StartRedrive:input_type -> logd.v1.StartRedriveRequest
+	139, // 125: logd.v1.LogService.DescribeRedrive:input_type -> logd.v1.DescribeRedriveRequest
+	141, // 126: logd.v1.LogService.ListRedrives:input_type -> logd.v1.ListRedrivesRequest
+	143, // 127: logd.v1.LogService.StopRedrive:input_type -> logd.v1.StopRedriveRequest
+	145, // 128: logd.v1.LogService.ListDeadLetters:input_type -> logd.v1.ListDeadLettersRequest
+	3,   // 129: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	5,   // 130: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	7,   // 131: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	9,   // 132: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	17,  // 133: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
+	20,  // 134: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
+	22,  // 135: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	31,  // 136: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
+	26,  // 137: logd.v1.LogService.GetHistory:output_type -> logd.v1.GetHistoryResponse
+	30,  // 138: logd.v1.LogService.ReadIndex:output_type -> logd.v1.ReadIndexResponse
+	29,  // 139: logd.v1.LogService.InitProducerId:output_type -> logd.v1.InitProducerIdResponse
+	41,  // 140: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
+	43,  // 141: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
+	45,  // 142: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
+	47,  // 143: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	49,  // 144: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
+	52,  // 145: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	56,  // 146: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
+	58,  // 147: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
+	62,  // 148: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
+	65,  // 149: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
+	67,  // 150: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
+	70,  // 151: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
+	72,  // 152: logd.v1.LogService.ListQueueGroups:output_type -> logd.v1.ListQueueGroupsResponse
+	76,  // 153: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
+	79,  // 154: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
+	82,  // 155: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
+	84,  // 156: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
+	91,  // 157: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
+	93,  // 158: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
+	95,  // 159: logd.v1.LogService.DrainNode:output_type -> logd.v1.DrainNodeResponse
+	97,  // 160: logd.v1.LogService.ListMoves:output_type -> logd.v1.ListMovesResponse
+	100, // 161: logd.v1.LogService.PlanBalance:output_type -> logd.v1.PlanBalanceResponse
+	104, // 162: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
+	106, // 163: logd.v1.LogService.SaveSnapshot:output_type -> logd.v1.SaveSnapshotResponse
+	86,  // 164: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
+	88,  // 165: logd.v1.LogService.CreatePartitions:output_type -> logd.v1.CreatePartitionsResponse
+	109, // 166: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
+	111, // 167: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
+	114, // 168: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
+	116, // 169: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
+	118, // 170: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
+	121, // 171: logd.v1.LogService.SetScramCredential:output_type -> logd.v1.SetScramCredentialResponse
+	123, // 172: logd.v1.LogService.ListScramCredentials:output_type -> logd.v1.ListScramCredentialsResponse
+	125, // 173: logd.v1.LogService.DeleteScramCredential:output_type -> logd.v1.DeleteScramCredentialResponse
+	128, // 174: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
+	131, // 175: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
+	133, // 176: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
+	138, // 177: logd.v1.LogService.StartRedrive:output_type -> logd.v1.StartRedriveResponse
+	140, // 178: logd.v1.LogService.DescribeRedrive:output_type -> logd.v1.DescribeRedriveResponse
+	142, // 179: logd.v1.LogService.ListRedrives:output_type -> logd.v1.ListRedrivesResponse
+	144, // 180: logd.v1.LogService.StopRedrive:output_type -> logd.v1.StopRedriveResponse
+	147, // 181: logd.v1.LogService.ListDeadLetters:output_type -> logd.v1.ListDeadLettersResponse
+	129, // [129:182] is the sub-list for method output_type
+	76,  // [76:129] is the sub-list for method input_type
+	76,  // [76:76] is the sub-list for extension type_name
+	76,  // [76:76] is the sub-list for extension extendee
+	0,   // [0:76] is the sub-list for field type_name
 }
 
 func init() { file_logd_v1_logd_proto_init() }
@@ -11011,14 +11643,14 @@ func file_logd_v1_logd_proto_init() {
 	file_logd_v1_logd_proto_msgTypes[62].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[74].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[79].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[138].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[145].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   143,
+			NumMessages:   150,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

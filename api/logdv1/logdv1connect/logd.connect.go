@@ -108,6 +108,10 @@ const (
 	LogServiceRemoveNodeProcedure = "/logd.v1.LogService/RemoveNode"
 	// LogServiceDrainNodeProcedure is the fully-qualified name of the LogService's DrainNode RPC.
 	LogServiceDrainNodeProcedure = "/logd.v1.LogService/DrainNode"
+	// LogServiceListMovesProcedure is the fully-qualified name of the LogService's ListMoves RPC.
+	LogServiceListMovesProcedure = "/logd.v1.LogService/ListMoves"
+	// LogServicePlanBalanceProcedure is the fully-qualified name of the LogService's PlanBalance RPC.
+	LogServicePlanBalanceProcedure = "/logd.v1.LogService/PlanBalance"
 	// LogServiceTransferLeadershipProcedure is the fully-qualified name of the LogService's
 	// TransferLeadership RPC.
 	LogServiceTransferLeadershipProcedure = "/logd.v1.LogService/TransferLeadership"
@@ -248,6 +252,16 @@ type LogServiceClient interface {
 	// drained, it keeps serving and holds none (docs/architecture.md, "Data
 	// groups"). Forwarded to the leader.
 	DrainNode(context.Context, *connect.Request[logdv1.DrainNodeRequest]) (*connect.Response[logdv1.DrainNodeResponse], error)
+	// ListMoves lists the data group replica moves in progress, as the
+	// table of data groups the answering node applied marks them, each with
+	// the group's voters as a replica of it reports them (docs/operations.md,
+	// "Data groups"). Not forwarded: any node answers.
+	ListMoves(context.Context, *connect.Request[logdv1.ListMovesRequest]) (*connect.Response[logdv1.ListMovesResponse], error)
+	// PlanBalance answers the replica moves and leadership hand-overs the
+	// meta leader's balancing would make, from the table the answering node
+	// applied, until the data groups are balanced; it changes nothing.
+	// Not forwarded: any node answers.
+	PlanBalance(context.Context, *connect.Request[logdv1.PlanBalanceRequest]) (*connect.Response[logdv1.PlanBalanceResponse], error)
 	// TransferLeadership hands leadership to a voter (or the most
 	// up-to-date one).
 	TransferLeadership(context.Context, *connect.Request[logdv1.TransferLeadershipRequest]) (*connect.Response[logdv1.TransferLeadershipResponse], error)
@@ -513,6 +527,18 @@ func NewLogServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			connect.WithSchema(logServiceMethods.ByName("DrainNode")),
 			connect.WithClientOptions(opts...),
 		),
+		listMoves: connect.NewClient[logdv1.ListMovesRequest, logdv1.ListMovesResponse](
+			httpClient,
+			baseURL+LogServiceListMovesProcedure,
+			connect.WithSchema(logServiceMethods.ByName("ListMoves")),
+			connect.WithClientOptions(opts...),
+		),
+		planBalance: connect.NewClient[logdv1.PlanBalanceRequest, logdv1.PlanBalanceResponse](
+			httpClient,
+			baseURL+LogServicePlanBalanceProcedure,
+			connect.WithSchema(logServiceMethods.ByName("PlanBalance")),
+			connect.WithClientOptions(opts...),
+		),
 		transferLeadership: connect.NewClient[logdv1.TransferLeadershipRequest, logdv1.TransferLeadershipResponse](
 			httpClient,
 			baseURL+LogServiceTransferLeadershipProcedure,
@@ -669,6 +695,8 @@ type logServiceClient struct {
 	join                  *connect.Client[logdv1.JoinRequest, logdv1.JoinResponse]
 	removeNode            *connect.Client[logdv1.RemoveNodeRequest, logdv1.RemoveNodeResponse]
 	drainNode             *connect.Client[logdv1.DrainNodeRequest, logdv1.DrainNodeResponse]
+	listMoves             *connect.Client[logdv1.ListMovesRequest, logdv1.ListMovesResponse]
+	planBalance           *connect.Client[logdv1.PlanBalanceRequest, logdv1.PlanBalanceResponse]
 	transferLeadership    *connect.Client[logdv1.TransferLeadershipRequest, logdv1.TransferLeadershipResponse]
 	saveSnapshot          *connect.Client[logdv1.SaveSnapshotRequest, logdv1.SaveSnapshotResponse]
 	alterTopic            *connect.Client[logdv1.AlterTopicRequest, logdv1.AlterTopicResponse]
@@ -844,6 +872,16 @@ func (c *logServiceClient) RemoveNode(ctx context.Context, req *connect.Request[
 // DrainNode calls logd.v1.LogService.DrainNode.
 func (c *logServiceClient) DrainNode(ctx context.Context, req *connect.Request[logdv1.DrainNodeRequest]) (*connect.Response[logdv1.DrainNodeResponse], error) {
 	return c.drainNode.CallUnary(ctx, req)
+}
+
+// ListMoves calls logd.v1.LogService.ListMoves.
+func (c *logServiceClient) ListMoves(ctx context.Context, req *connect.Request[logdv1.ListMovesRequest]) (*connect.Response[logdv1.ListMovesResponse], error) {
+	return c.listMoves.CallUnary(ctx, req)
+}
+
+// PlanBalance calls logd.v1.LogService.PlanBalance.
+func (c *logServiceClient) PlanBalance(ctx context.Context, req *connect.Request[logdv1.PlanBalanceRequest]) (*connect.Response[logdv1.PlanBalanceResponse], error) {
+	return c.planBalance.CallUnary(ctx, req)
 }
 
 // TransferLeadership calls logd.v1.LogService.TransferLeadership.
@@ -1036,6 +1074,16 @@ type LogServiceHandler interface {
 	// drained, it keeps serving and holds none (docs/architecture.md, "Data
 	// groups"). Forwarded to the leader.
 	DrainNode(context.Context, *connect.Request[logdv1.DrainNodeRequest]) (*connect.Response[logdv1.DrainNodeResponse], error)
+	// ListMoves lists the data group replica moves in progress, as the
+	// table of data groups the answering node applied marks them, each with
+	// the group's voters as a replica of it reports them (docs/operations.md,
+	// "Data groups"). Not forwarded: any node answers.
+	ListMoves(context.Context, *connect.Request[logdv1.ListMovesRequest]) (*connect.Response[logdv1.ListMovesResponse], error)
+	// PlanBalance answers the replica moves and leadership hand-overs the
+	// meta leader's balancing would make, from the table the answering node
+	// applied, until the data groups are balanced; it changes nothing.
+	// Not forwarded: any node answers.
+	PlanBalance(context.Context, *connect.Request[logdv1.PlanBalanceRequest]) (*connect.Response[logdv1.PlanBalanceResponse], error)
 	// TransferLeadership hands leadership to a voter (or the most
 	// up-to-date one).
 	TransferLeadership(context.Context, *connect.Request[logdv1.TransferLeadershipRequest]) (*connect.Response[logdv1.TransferLeadershipResponse], error)
@@ -1297,6 +1345,18 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 		connect.WithSchema(logServiceMethods.ByName("DrainNode")),
 		connect.WithHandlerOptions(opts...),
 	)
+	logServiceListMovesHandler := connect.NewUnaryHandler(
+		LogServiceListMovesProcedure,
+		svc.ListMoves,
+		connect.WithSchema(logServiceMethods.ByName("ListMoves")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logServicePlanBalanceHandler := connect.NewUnaryHandler(
+		LogServicePlanBalanceProcedure,
+		svc.PlanBalance,
+		connect.WithSchema(logServiceMethods.ByName("PlanBalance")),
+		connect.WithHandlerOptions(opts...),
+	)
 	logServiceTransferLeadershipHandler := connect.NewUnaryHandler(
 		LogServiceTransferLeadershipProcedure,
 		svc.TransferLeadership,
@@ -1481,6 +1541,10 @@ func NewLogServiceHandler(svc LogServiceHandler, opts ...connect.HandlerOption) 
 			logServiceRemoveNodeHandler.ServeHTTP(w, r)
 		case LogServiceDrainNodeProcedure:
 			logServiceDrainNodeHandler.ServeHTTP(w, r)
+		case LogServiceListMovesProcedure:
+			logServiceListMovesHandler.ServeHTTP(w, r)
+		case LogServicePlanBalanceProcedure:
+			logServicePlanBalanceHandler.ServeHTTP(w, r)
 		case LogServiceTransferLeadershipProcedure:
 			logServiceTransferLeadershipHandler.ServeHTTP(w, r)
 		case LogServiceSaveSnapshotProcedure:
@@ -1652,6 +1716,14 @@ func (UnimplementedLogServiceHandler) RemoveNode(context.Context, *connect.Reque
 
 func (UnimplementedLogServiceHandler) DrainNode(context.Context, *connect.Request[logdv1.DrainNodeRequest]) (*connect.Response[logdv1.DrainNodeResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.DrainNode is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) ListMoves(context.Context, *connect.Request[logdv1.ListMovesRequest]) (*connect.Response[logdv1.ListMovesResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.ListMoves is not implemented"))
+}
+
+func (UnimplementedLogServiceHandler) PlanBalance(context.Context, *connect.Request[logdv1.PlanBalanceRequest]) (*connect.Response[logdv1.PlanBalanceResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("logd.v1.LogService.PlanBalance is not implemented"))
 }
 
 func (UnimplementedLogServiceHandler) TransferLeadership(context.Context, *connect.Request[logdv1.TransferLeadershipRequest]) (*connect.Response[logdv1.TransferLeadershipResponse], error) {
