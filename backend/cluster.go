@@ -52,6 +52,9 @@ type DataGroupStatus struct {
 	// in this node's replica (0 without one).
 	Partitions int
 	Bytes      int64
+	// Move is the change of the group's replicas in progress, as the
+	// table marks it; nil when none.
+	Move *ReplicaMove
 }
 
 // Member is one server of the Raft configuration.

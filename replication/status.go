@@ -59,6 +59,10 @@ func (n *Node) dataGroupStatus() []backend.DataGroupStatus {
 	out := make([]backend.DataGroupStatus, len(tab.Groups))
 	for i, g := range tab.Groups {
 		ds := backend.DataGroupStatus{ID: g.ID, Replicas: g.Replicas, Partitions: parts[g.ID]}
+		if g.Move != nil {
+			m := moveOf(g.Move)
+			ds.Move = &m
+		}
 		if r, ok := local[g.ID]; ok {
 			for _, t := range r.FSM.Topics() {
 				for _, p := range t.Partitions {

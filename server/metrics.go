@@ -92,11 +92,13 @@ var (
 	descGroupLeader  = prometheus.NewDesc("logd_data_group_leader", "1 if this node leads the data group, for each group it holds a replica of.", []string{"group"}, nil)
 	descGroupIndex   = prometheus.NewDesc("logd_data_group_index", "Raft indexes of this node's replica of the data group: commit, applied.", []string{"group", "kind"}, nil)
 	descGroupTerm    = prometheus.NewDesc("logd_data_group_term", "Raft term of this node's replica of the data group.", []string{"group"}, nil)
+	descGroupMoves   = prometheus.NewDesc("logd_data_group_moves", "Data group replica moves in progress, as the table of data groups this node applied marks them.", nil, nil)
+	descMoveOldest   = prometheus.NewDesc("logd_data_group_move_oldest_seconds", "Age of the oldest data group replica move in progress (0: none), by this node's clock.", nil, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRaftState, descRaftIndex, descRaftTerm, descPartEnd, descPartStart, descPartBytes, descNodeFailed, descDedupKeys, descDedupEvicted, descDedupExpired,
-		descGroupLeader, descGroupIndex, descGroupTerm} {
+		descGroupLeader, descGroupIndex, descGroupTerm, descGroupMoves, descMoveOldest} {
 		ch <- d
 	}
 }
@@ -114,6 +116,17 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descRaftIndex, prometheus.GaugeValue, float64(st.AppliedIndex), "applied")
 	ch <- prometheus.MustNewConstMetric(descRaftIndex, prometheus.GaugeValue, float64(st.LastLogIndex), "last")
 	ch <- prometheus.MustNewConstMetric(descRaftTerm, prometheus.GaugeValue, float64(st.Term))
+	// Moves from the table, which every node applied: every node reports
+	// them, whatever replicas it holds.
+	moves, oldest := 0, time.Duration(0)
+	for _, g := range st.DataGroups {
+		if g.Move != nil {
+			moves++
+			oldest = max(oldest, c.b.Now().Sub(g.Move.Since))
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(descGroupMoves, prometheus.GaugeValue, float64(moves))
+	ch <- prometheus.MustNewConstMetric(descMoveOldest, prometheus.GaugeValue, oldest.Seconds())
 	for _, g := range st.DataGroups {
 		if g.State == "" {
 			continue // no replica here
