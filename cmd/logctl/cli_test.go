@@ -160,34 +160,40 @@ func TestCLI(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := logdtest.Start(t, logdtest.Options{})
-			for i, s := range tt.steps {
-				r := runCLI(t, srv, s.stdin, s.args...)
-				where := fmt.Sprintf("step %d: logctl %s", i, strings.Join(s.args, " "))
-				if r.code != s.wantCode {
-					t.Fatalf("%s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", where, r.code, s.wantCode, r.stdout, r.stderr)
-				}
-				if s.stdoutExact != "" || (s.stdout == nil && s.wantCode == 0 && s.stdoutExact == "" && strings.HasPrefix(strings.Join(s.args, " "), "consume")) {
-					if r.stdout != s.stdoutExact {
-						t.Fatalf("%s: stdout\n%q\nwant\n%q", where, r.stdout, s.stdoutExact)
-					}
-				}
-				for _, p := range s.stdout {
-					p = strings.ReplaceAll(p, "{addr}", regexp.QuoteMeta(srv.Addr()))
-					if !regexp.MustCompile(p).MatchString(r.stdout) {
-						t.Fatalf("%s: stdout does not match %q:\n%s", where, p, r.stdout)
-					}
-				}
-				for _, p := range s.stderr {
-					if !regexp.MustCompile(p).MatchString(r.stderr) {
-						t.Fatalf("%s: stderr does not match %q:\n%s", where, p, r.stderr)
-					}
-				}
-				if s.wantCode != 0 && strings.Count(r.stderr, "\n") != 1 {
-					t.Fatalf("%s: want one error line on stderr, got:\n%s", where, r.stderr)
-				}
-			}
+			runSteps(t, logdtest.Start(t, logdtest.Options{}), tt.steps)
 		})
+	}
+}
+
+// runSteps runs steps in order against srv, failing the test at the
+// first that does not exit or print as it says.
+func runSteps(t *testing.T, srv *logdtest.Server, steps []step) {
+	t.Helper()
+	for i, s := range steps {
+		r := runCLI(t, srv, s.stdin, s.args...)
+		where := fmt.Sprintf("step %d: logctl %s", i, strings.Join(s.args, " "))
+		if r.code != s.wantCode {
+			t.Fatalf("%s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", where, r.code, s.wantCode, r.stdout, r.stderr)
+		}
+		if s.stdoutExact != "" || (s.stdout == nil && s.wantCode == 0 && s.stdoutExact == "" && strings.HasPrefix(strings.Join(s.args, " "), "consume")) {
+			if r.stdout != s.stdoutExact {
+				t.Fatalf("%s: stdout\n%q\nwant\n%q", where, r.stdout, s.stdoutExact)
+			}
+		}
+		for _, p := range s.stdout {
+			p = strings.ReplaceAll(p, "{addr}", regexp.QuoteMeta(srv.Addr()))
+			if !regexp.MustCompile(p).MatchString(r.stdout) {
+				t.Fatalf("%s: stdout does not match %q:\n%s", where, p, r.stdout)
+			}
+		}
+		for _, p := range s.stderr {
+			if !regexp.MustCompile(p).MatchString(r.stderr) {
+				t.Fatalf("%s: stderr does not match %q:\n%s", where, p, r.stderr)
+			}
+		}
+		if s.wantCode != 0 && strings.Count(r.stderr, "\n") != 1 {
+			t.Fatalf("%s: want one error line on stderr, got:\n%s", where, r.stderr)
+		}
 	}
 }
 

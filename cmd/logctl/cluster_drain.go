@@ -16,8 +16,10 @@ func newClusterDrainCmd(opts *globalOpts) *cobra.Command {
 group it is the preferred leader of, to the other nodes (each group adds the
 new replica, lets it catch up and promotes it before it drops NODE's), while
 NODE keeps serving and stays a member; nothing new is placed on it. Watch
-the moves with 'logctl cluster status': the drain is done when NODE holds no
-replica. --undo ends the drain: NODE takes replicas again by balancing.
+the moves with 'logctl cluster moves' (each group's move, its reason "node
+NODE drained", age and progress): the drain is done when no move is left and
+'logctl cluster status' lists NODE among no group's REPLICAS. --undo ends the
+drain: NODE takes replicas again by balancing.
 
 Without data groups there is nothing to drain (docs/operations.md, "Data
 groups").`,
