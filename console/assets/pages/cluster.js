@@ -1,5 +1,5 @@
 // @ts-check
-import { call, num } from '../api.js';
+import { call, num, ApiError } from '../api.js';
 import { h, replace, table, fmtNum, duration, size } from '../ui.js';
 
 // A follower that answered within this long is in contact (the leader
@@ -18,7 +18,8 @@ export default {
     const note = h('div', { id: 'cluster-note' });
     const members = h('div', { id: 'cluster-members' });
     const groups = h('div', { id: 'cluster-groups' });
-    replace(ctx.view, h('h1', null, 'Cluster'), health, summary, note, h('h2', null, 'Members'), members, groups);
+    const moves = h('div', { id: 'cluster-moves' });
+    replace(ctx.view, h('h1', null, 'Cluster'), health, summary, note, h('h2', null, 'Members'), members, groups, moves);
     ctx.every(async () => {
       const s = await call('Status', {}, { signal: ctx.signal });
       document.getElementById('node').textContent = 'node ' + s.nodeId + ' (' + s.state + ')';
@@ -43,6 +44,7 @@ export default {
         { label: 'Level', num: true, value: m => String(m.featureLevel || 0) },
       ], s.members || [], { rowProps: m => ({ dataset: { node: m.id } }) }));
       replace(groups, placement(s));
+      replace(moves, (s.dataGroups || []).length ? await replicaMoves(ctx) : null);
     });
   },
 };
@@ -145,4 +147,45 @@ function placement(s) {
     nodes.map(n => n + ' ' + leads.get(n)).join(', '),
     unknown ? ' (' + unknown + ' with a leader this node does not know: it holds no replica of them)' : '');
   return [h('h2', null, 'Data groups'), h('p', { class: 'note' }, gs.length + ' data groups hold the partitions of topics placed over them; each is a Raft group of its own.'), grid, perNode];
+}
+
+// replicaMoves shows the data group replica moves in progress
+// (ListMoves, as logctl cluster moves): what each group gains and loses,
+// why, since when, its voters as a replica reports them and what that
+// means. A node that does not know the call (an older build) shows none.
+async function replicaMoves(ctx) {
+  let r;
+  try {
+    r = await call('ListMoves', {}, { signal: ctx.signal });
+  } catch (e) {
+    if (e instanceof ApiError && e.code === 'unimplemented') return null;
+    throw e;
+  }
+  const grid = table([
+    { label: 'Group', num: true, value: m => String(num(m.group)) },
+    { label: 'Added', value: m => (m.added || []).join(', ') || '—' },
+    { label: 'Removed', value: m => (m.removed || []).join(', ') || '—' },
+    { label: 'Reason', value: m => m.reason },
+    { label: 'Age', num: true, value: m => duration(num(m.ageMs)) },
+    { label: 'Voters', value: m => (m.voters || []).join(', ') || '—' },
+    { label: 'State', value: m => moveState(m) },
+  ], r.moves || [], { class: 'moves', empty: 'No replica moves in progress.', rowProps: m => ({ dataset: { group: String(num(m.group)) } }) });
+  return [h('h2', null, 'Replica moves'),
+    h('p', { class: 'note' }, 'Groups whose replicas are changing (balancing, a join, a drain, a removal, a node not heard from): each adds its new replicas, lets them catch up and promotes them before it drops the old ones. As ', r.nodeId, ' knows them.'),
+    grid];
+}
+
+// moveState says where a move stands from the group's voters: added
+// replicas not voting yet, removed ones voting still; done when neither
+// (the meta leader clears the mark at its next pass).
+function moveState(m) {
+  if (m.votersError || !(m.voters || []).length) {
+    return h('span', { class: 'warn', title: m.votersError || '' }, 'unknown' + (m.votersError ? ': ' + m.votersError : ''));
+  }
+  const adding = (m.added || []).filter(id => !(m.addedVoters || []).includes(id));
+  const removing = m.removedVoters || [];
+  const parts = [];
+  if (adding.length) parts.push('adding ' + adding.join(', '));
+  if (removing.length) parts.push('removing ' + removing.join(', '));
+  return parts.length ? parts.join('; ') : h('span', { class: 'ok' }, 'done');
 }
