@@ -30,9 +30,9 @@ type MoveState struct {
 	// Age is how long the move has been going on, by this node's clock.
 	Age time.Duration
 	// Voters are the voters of the group's configuration as VotersFrom
-	// (a node id) reported them, sorted; with VotersFromLeader when that
-	// node led the group. VotersError says why no replica answered within
-	// the bound (Voters is then nil).
+	// (a node id) reported them, sorted; with VotersFromLeader when this
+	// node knew VotersFrom as the group's leader. VotersError says why no
+	// replica answered within the bound (Voters is then nil).
 	Voters           []string
 	VotersFrom       string
 	VotersFromLeader bool

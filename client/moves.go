@@ -30,8 +30,9 @@ type ReplicaMove struct {
 	Since time.Time     `json:"since"`
 	Age   time.Duration `json:"age_ms"`
 	// Voters are the group's voters as the replica on node VotersFrom
-	// reported them (VotersFromLeader: it led the group); VotersError
-	// says why none is known (no replica answered in time).
+	// reported them (VotersFromLeader: the answering node knew it as the
+	// group's leader); VotersError says why none is known (no replica
+	// answered in time).
 	Voters           []string `json:"voters"`
 	VotersFrom       string   `json:"voters_from,omitempty"`
 	VotersFromLeader bool     `json:"voters_from_leader"`

@@ -6930,8 +6930,9 @@ type ReplicaMove struct {
 	SinceMs int64 `protobuf:"varint,6,opt,name=since_ms,json=sinceMs,proto3" json:"since_ms,omitempty"`
 	AgeMs   int64 `protobuf:"varint,7,opt,name=age_ms,json=ageMs,proto3" json:"age_ms,omitempty"`
 	// The voters of the group's configuration, sorted, as the replica on
-	// node voters_from reported them (voters_from_leader: it led the
-	// group); empty with voters_error when no replica answered in time.
+	// node voters_from reported them (voters_from_leader: the answering
+	// node knew it as the group's leader); empty with voters_error when no
+	// replica answered in time.
 	Voters           []string `protobuf:"bytes,8,rep,name=voters,proto3" json:"voters,omitempty"`
 	VotersFrom       string   `protobuf:"bytes,9,opt,name=voters_from,json=votersFrom,proto3" json:"voters_from,omitempty"`
 	VotersFromLeader bool     `protobuf:"varint,10,opt,name=voters_from_leader,json=votersFromLeader,proto3" json:"voters_from_leader,omitempty"`
