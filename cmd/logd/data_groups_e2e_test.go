@@ -628,14 +628,53 @@ func TestClusterDataGroupsElastic(t *testing.T) {
 	ps.WaitAcks(t, ctx, "acks after the balance", 100)
 
 	// Drained (through a follower, which forwards it), n2 keeps serving
-	// and holds nothing; undone, it takes its share again.
+	// and holds nothing; undone, it takes its share again. While it
+	// drains, a follower (n3) lists the moves, the drain as their reason;
+	// once done, none.
+	admin, err := client.New(c.Nodes[2].Listen, client.Options{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
 	if out := e2e.Logctl(t, c.Nodes[2], "cluster", "drain", "n2"); !strings.Contains(out, "draining n2") {
 		t.Errorf("logctl cluster drain: %q", out)
 	}
-	e2e.WaitFor(t, ctx, "n2 drained", settled(8, "n1", "n3", "n4"))
+	drainMoves, shown := 0, false
+	e2e.WaitFor(t, ctx, "n2 drained", func() bool {
+		mv, err := admin.ListMoves(ctx)
+		if err != nil {
+			t.Fatalf("list moves: %v", err)
+		}
+		for _, m := range mv.Moves {
+			if m.Reason == "node n2 drained" && slices.Equal(m.Removed, []string{"n2"}) {
+				drainMoves++
+			}
+		}
+		if len(mv.Moves) > 0 && !shown {
+			shown = true
+			t.Logf("logctl cluster moves while n2 drains:\n%s", e2e.Logctl(t, c.Nodes[2], "cluster", "moves"))
+		}
+		return settled(8, "n1", "n3", "n4")()
+	})
+	if drainMoves == 0 {
+		t.Errorf("no move of the drain of n2 listed while it drained")
+	}
+	e2e.WaitFor(t, ctx, "the drain's moves cleared", func() bool {
+		return strings.TrimSpace(e2e.Logctl(t, c.Nodes[2], "cluster", "moves")) == "no replica moves in progress"
+	})
 	ps.WaitAcks(t, ctx, "acks while n2 is drained", 50)
 	e2e.Logctl(t, c.Nodes[2], "cluster", "drain", "n2", "--undo")
-	e2e.WaitFor(t, ctx, "n2 takes its share again", settled(8, "n1", "n2", "n3", "n4"))
+	planned := false
+	e2e.WaitFor(t, ctx, "n2 takes its share again", func() bool {
+		if out := e2e.Logctl(t, c.Nodes[2], "cluster", "balance", "--dry-run"); !planned && strings.Contains(out, "\nSTEP ") {
+			planned = true
+			t.Logf("logctl cluster balance --dry-run while n2 takes its share:\n%s", out)
+		}
+		return settled(8, "n1", "n2", "n3", "n4")()
+	})
+	e2e.WaitFor(t, ctx, "balanced, as the plan says", func() bool {
+		return strings.HasPrefix(e2e.Logctl(t, c.Nodes[2], "cluster", "balance", "--dry-run"), "balanced: no replica moves (8 data groups over 4 nodes)")
+	})
 
 	killed := time.Now()
 	n4.Kill()
@@ -644,11 +683,6 @@ func TestClusterDataGroupsElastic(t *testing.T) {
 	ps.WaitAcks(t, ctx, "acks after the heal", 100)
 	// A node the groups still place replicas on is not removed without
 	// --force; n4, which holds none now, is.
-	admin, err := client.New(c.Nodes[0].Listen, client.Options{Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
 	if err := admin.RemoveNode(ctx, "n3"); connect.CodeOf(err) != connect.CodeFailedPrecondition || !strings.Contains(err.Error(), "drain it first") {
 		t.Fatalf("removing n3, which holds replicas: %v; want FAILED_PRECONDITION saying to drain it first", err)
 	}
