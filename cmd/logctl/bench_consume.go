@@ -152,28 +152,14 @@ func benchConsume(ctx context.Context, c *client.Client, f *benchConsumeFlags, t
 	close(queue)
 	var (
 		records, bytes atomic.Int64
-		mu             sync.Mutex
-		lats           []time.Duration
-		firstErr       error
+		run            = benchRun{cancel: cancel}
 		wg             sync.WaitGroup
 	)
-	fail := func(err error) {
-		mu.Lock()
-		if firstErr == nil {
-			firstErr = err
-		}
-		mu.Unlock()
-		cancel()
-	}
 	start := time.Now()
 	for range f.concurrency {
 		wg.Go(func() {
 			var mine []time.Duration
-			defer func() {
-				mu.Lock()
-				lats = append(lats, mine...)
-				mu.Unlock()
-			}()
+			defer func() { run.add(mine) }()
 			for t := range queue {
 				for pos := t.from; pos < t.to && runCtx.Err() == nil; {
 					maxRecs := f.recordsPerCall
@@ -186,7 +172,7 @@ func benchConsume(ctx context.Context, c *client.Client, f *benchConsumeFlags, t
 						if runEnded(runCtx, err) && ctx.Err() == nil {
 							return // the duration or the record count ended the run
 						}
-						fail(err)
+						run.fail(err)
 						return
 					}
 					mine = append(mine, time.Since(began))
@@ -199,7 +185,7 @@ func benchConsume(ctx context.Context, c *client.Client, f *benchConsumeFlags, t
 						size += int64(len(r.Key) + len(r.Value))
 					}
 					if resp.Next <= pos {
-						fail(fmt.Errorf("fetch %s/%d at %d made no progress (next offset %d)", f.topic, t.partition, pos, resp.Next))
+						run.fail(fmt.Errorf("fetch %s/%d at %d made no progress (next offset %d)", f.topic, t.partition, pos, resp.Next))
 						return
 					}
 					pos = resp.Next
@@ -214,11 +200,11 @@ func benchConsume(ctx context.Context, c *client.Client, f *benchConsumeFlags, t
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	if firstErr != nil {
-		return benchResult{}, firstErr
+	if run.firstErr != nil {
+		return benchResult{}, run.firstErr
 	}
 	if err := ctx.Err(); err != nil {
 		return benchResult{}, fmt.Errorf("interrupted after %d records: %w", records.Load(), err)
 	}
-	return benchResult{Records: records.Load(), Bytes: bytes.Load(), Elapsed: elapsed, Latency: summarize(lats)}, nil
+	return benchResult{Records: records.Load(), Bytes: bytes.Load(), Elapsed: elapsed, Latency: summarize(run.lats)}, nil
 }

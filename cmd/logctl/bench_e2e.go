@@ -110,30 +110,16 @@ func benchE2E(ctx context.Context, c *client.Client, f *benchE2EFlags) (benchRes
 		starts[p.Partition] = p.End
 	}
 	var (
-		mu       sync.Mutex
-		lats     []time.Duration
-		firstErr error
+		run      = benchRun{cancel: cancel}
 		sent     atomic.Int64
 		received atomic.Int64
 		stopped  = make(chan struct{}) // the producers are done
 	)
-	fail := func(err error) {
-		mu.Lock()
-		if firstErr == nil {
-			firstErr = err
-		}
-		mu.Unlock()
-		cancel()
-	}
 	var consumers sync.WaitGroup
 	for p := range parts {
 		consumers.Go(func() {
 			var mine []time.Duration
-			defer func() {
-				mu.Lock()
-				lats = append(lats, mine...)
-				mu.Unlock()
-			}()
+			defer func() { run.add(mine) }()
 			off := starts[p]
 			var drainBy time.Time
 			for ctx.Err() == nil {
@@ -150,7 +136,7 @@ func benchE2E(ctx context.Context, c *client.Client, f *benchE2EFlags) (benchRes
 				res, err := c.Fetch(ctx, client.FetchRequest{Topic: f.topic, Partition: p, Offset: off, MaxWait: 100 * time.Millisecond})
 				if err != nil {
 					if ctx.Err() == nil {
-						fail(fmt.Errorf("fetch partition %d at %d: %w", p, off, err))
+						run.fail(fmt.Errorf("fetch partition %d at %d: %w", p, off, err))
 					}
 					return
 				}
@@ -187,7 +173,7 @@ func benchE2E(ctx context.Context, c *client.Client, f *benchE2EFlags) (benchRes
 				}
 				if _, err := c.Produce(ctx, f.topic, recs); err != nil {
 					if ctx.Err() == nil {
-						fail(fmt.Errorf("produce: %w", err))
+						run.fail(fmt.Errorf("produce: %w", err))
 					}
 					return
 				}
@@ -199,8 +185,8 @@ func benchE2E(ctx context.Context, c *client.Client, f *benchE2EFlags) (benchRes
 	close(stopped)
 	consumers.Wait()
 	elapsed := time.Since(start)
-	if firstErr != nil {
-		return benchResult{}, firstErr
+	if run.firstErr != nil {
+		return benchResult{}, run.firstErr
 	}
 	if err := ctx.Err(); err != nil {
 		return benchResult{}, fmt.Errorf("interrupted after %d records: %w", received.Load(), err)
@@ -209,5 +195,5 @@ func benchE2E(ctx context.Context, c *client.Client, f *benchE2EFlags) (benchRes
 		return benchResult{}, fmt.Errorf("the consumers saw %d of the %d records produced within %v of the end", n, want, e2eDrain)
 	}
 	n := received.Load()
-	return benchResult{Records: n, Bytes: n * int64(f.recordSize), Elapsed: elapsed, Latency: summarize(lats)}, nil
+	return benchResult{Records: n, Bytes: n * int64(f.recordSize), Elapsed: elapsed, Latency: summarize(run.lats)}, nil
 }

@@ -373,41 +373,27 @@ func benchProducer(ctx context.Context, c *client.Client, f *benchProduceFlags, 
 	}
 	var (
 		produced atomic.Int64
-		mu       sync.Mutex
-		lats     []time.Duration
-		firstErr error
+		run      = benchRun{cancel: cancel}
 		wg       sync.WaitGroup
 	)
-	fail := func(err error) {
-		mu.Lock()
-		if firstErr == nil {
-			firstErr = err
-		}
-		mu.Unlock()
-		cancel()
-	}
 	start := time.Now()
 	for range f.concurrency {
 		wg.Go(func() {
 			var mine []time.Duration
-			defer func() {
-				mu.Lock()
-				lats = append(lats, mine...)
-				mu.Unlock()
-			}()
+			defer func() { run.add(mine) }()
 			for runCtx.Err() == nil && claim(&remaining, 1) == 1 {
 				began := time.Now()
 				ch, err := p.Send(runCtx, client.Record{Value: value})
 				if err != nil {
 					if runCtx.Err() == nil {
-						fail(err)
+						run.fail(err)
 					}
 					return
 				}
 				// The record is sent: its result comes whether or not the
 				// run ended meanwhile.
 				if r := <-ch; r.Err != nil {
-					fail(r.Err)
+					run.fail(r.Err)
 					return
 				}
 				mine = append(mine, time.Since(began))
@@ -418,12 +404,12 @@ func benchProducer(ctx context.Context, c *client.Client, f *benchProduceFlags, 
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	if firstErr != nil {
-		return benchResult{}, firstErr
+	if run.firstErr != nil {
+		return benchResult{}, run.firstErr
 	}
 	if err := ctx.Err(); err != nil {
 		return benchResult{}, fmt.Errorf("interrupted after %d records: %w", produced.Load(), err)
 	}
 	n := produced.Load()
-	return benchResult{Records: n, Bytes: n * int64(f.recordSize), Elapsed: elapsed, Latency: summarize(lats)}, nil
+	return benchResult{Records: n, Bytes: n * int64(f.recordSize), Elapsed: elapsed, Latency: summarize(run.lats)}, nil
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -84,4 +86,30 @@ func (r benchResult) json() benchJSON {
 	j.LatencyMs.P50, j.LatencyMs.P99 = ms(r.Latency.P50), ms(r.Latency.P99)
 	j.LatencyMs.P999, j.LatencyMs.Max = ms(r.Latency.P999), ms(r.Latency.Max)
 	return j
+}
+
+// benchRun is what a benchmark's workers share: their latencies, and the
+// first error, which ends the run (cancel).
+type benchRun struct {
+	cancel   context.CancelFunc
+	mu       sync.Mutex
+	lats     []time.Duration
+	firstErr error
+}
+
+// fail records err if it is the first, and ends the run.
+func (r *benchRun) fail(err error) {
+	r.mu.Lock()
+	if r.firstErr == nil {
+		r.firstErr = err
+	}
+	r.mu.Unlock()
+	r.cancel()
+}
+
+// add adds a worker's latencies, when it ends.
+func (r *benchRun) add(lats []time.Duration) {
+	r.mu.Lock()
+	r.lats = append(r.lats, lats...)
+	r.mu.Unlock()
 }
