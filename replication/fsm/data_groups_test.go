@@ -101,33 +101,48 @@ func TestDataGroupsDraining(t *testing.T) {
 	f, _ := testFSM(t, dir)
 	n12 := []string{"n1", "n2"}
 	c := DataGroupsSet{Groups: []DataGroup{{ID: 1, Replicas: []string{"n1"}, Bootstrap: n12}}, Nodes: n12, Draining: []string{"n2"}}
-	d, err := EncodeDataGroups(1, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if lvl, _, err := EntryLevel(d); err != nil || lvl != PlacedGroupsLevel {
-		t.Fatalf("a set draining a node needs level %d, want %d (%v)", lvl, PlacedGroupsLevel, err)
-	}
-	old := append([]byte{}, d...)
-	old[1] = commandVersion
-	if _, err := decodeCommandWith(sealEntry(old), &keyScratch{}); !errors.Is(err, backend.ErrBadCommand) {
-		t.Fatalf("draining at version 1: %v", err)
-	}
+	d := encodeTableAt(t, c, PlacedGroupsLevel, commandVersion)
 	if r := f.apply(Entry{Index: 1, Command: true, Data: d}); r != nil {
 		t.Fatal(r)
 	}
 	if tab := f.DataGroups(); !reflect.DeepEqual(tab.Draining, []string{"n2"}) {
 		t.Fatalf("table %+v", tab)
 	}
+	if tab := restoredTable(t, f); !reflect.DeepEqual(tab.Draining, []string{"n2"}) || tab.Epoch != 1 {
+		t.Fatalf("restored table %+v", tab)
+	}
+}
+
+// encodeTableAt encodes c, which must need level, and checks that the
+// same payload at the earlier version older is malformed.
+func encodeTableAt(t *testing.T, c DataGroupsSet, level FeatureLevel, older byte) []byte {
+	t.Helper()
+	d, err := EncodeDataGroups(1, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lvl, _, err := EntryLevel(d); err != nil || lvl != level {
+		t.Fatalf("the set needs level %d, want %d (%v)", lvl, level, err)
+	}
+	old := append([]byte{}, d...)
+	old[1] = older
+	if _, err := decodeCommandWith(sealEntry(old), &keyScratch{}); !errors.Is(err, backend.ErrBadCommand) {
+		t.Fatalf("the set at version %d: %v, want ErrBadCommand", older, err)
+	}
+	return d
+}
+
+// restoredTable is f's table through a snapshot manifest restored into a
+// fresh state machine.
+func restoredTable(t *testing.T, f *FSM) DataGroupTable {
+	t.Helper()
 	m := f.dataGroupsSnapshot()
 	g, _ := testFSM(t, t.TempDir())
 	if err := checkDataGroupsManifest(m); err != nil {
 		t.Fatal(err)
 	}
 	g.restoreDataGroups(m)
-	if tab := g.DataGroups(); !reflect.DeepEqual(tab.Draining, []string{"n2"}) || tab.Epoch != 1 {
-		t.Fatalf("restored table %+v", tab)
-	}
+	return g.DataGroups()
 }
 
 // TestDataGroupsMoves: a set with a group's move in progress is payload
@@ -139,18 +154,7 @@ func TestDataGroupsMoves(t *testing.T) {
 	n123 := []string{"n1", "n2", "n3"}
 	mv := &ReplicaMove{Added: []string{"n3"}, Removed: []string{"n2"}, Reason: "balance", Since: 5}
 	c := DataGroupsSet{Groups: []DataGroup{{ID: 1, Replicas: []string{"n1", "n3"}, Bootstrap: []string{"n1", "n2"}, Move: mv}}, Nodes: n123}
-	d, err := EncodeDataGroups(1, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if lvl, _, err := EntryLevel(d); err != nil || lvl != MovesLevel {
-		t.Fatalf("a set with a move needs level %d, want %d (%v)", lvl, MovesLevel, err)
-	}
-	old := append([]byte{}, d...)
-	old[1] = dataGroupsDrainVersion
-	if _, err := decodeCommandWith(sealEntry(old), &keyScratch{}); !errors.Is(err, backend.ErrBadCommand) {
-		t.Fatalf("a move at version 2: %v", err)
-	}
+	d := encodeTableAt(t, c, MovesLevel, dataGroupsDrainVersion)
 	for name, bad := range map[string]*ReplicaMove{
 		"adds an unlisted replica": {Added: []string{"n2"}, Reason: "balance", Since: 5},
 		"removes a listed replica": {Removed: []string{"n1"}, Reason: "balance", Since: 5},
@@ -173,13 +177,7 @@ func TestDataGroupsMoves(t *testing.T) {
 	if tab := f.DataGroups(); !reflect.DeepEqual(tab.Groups[0].Move, mv) {
 		t.Fatalf("table %+v", tab)
 	}
-	m := f.dataGroupsSnapshot()
-	g, _ := testFSM(t, t.TempDir())
-	if err := checkDataGroupsManifest(m); err != nil {
-		t.Fatal(err)
-	}
-	g.restoreDataGroups(m)
-	if tab := g.DataGroups(); !reflect.DeepEqual(tab.Groups[0].Move, mv) || tab.Epoch != 2 {
+	if tab := restoredTable(t, f); !reflect.DeepEqual(tab.Groups[0].Move, mv) || tab.Epoch != 2 {
 		t.Fatalf("restored table %+v", tab)
 	}
 }
