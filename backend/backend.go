@@ -285,6 +285,9 @@ type SecurityAPI interface {
 type StatsAPI interface {
 	CleanerCounters() CleanerCounters
 	CleanerStats() CleanerStats
+	// CatchUpStats counts the segment bytes this node copied from peers
+	// to build or catch up its replicas, and its waits for their budget.
+	CatchUpStats() CatchUpStats
 	// RaftConnStats counts the connections of the node's Raft port
 	// zero for a node without one.
 	RaftConnStats() RaftConnStats

@@ -184,6 +184,19 @@ type DiskUsage struct {
 	Total, Free, Avail uint64
 }
 
+// CatchUpStats are this node's copies of segment bytes from peers, which
+// build or catch up its replicas (snapshot catch-up, package
+// replication/catchup), and their budget (replication.Config's
+// MoveBytesPerSecond).
+type CatchUpStats struct {
+	// Bytes counts the segment bytes read from peers, in every group.
+	Bytes int64
+	// ThrottleWait is the time those reads spent waiting for the budget.
+	ThrottleWait time.Duration
+	// BytesPerSecond is the budget; 0: unbounded.
+	BytesPerSecond int64
+}
+
 // CleanerStats are this node's cleaner measurements (the leader's work:
 // planning and preparing compactions outside the FSM goroutine).
 type CleanerStats struct {

@@ -36,6 +36,24 @@ func (n *Node) Backup(ctx context.Context, start func(backend.BackupInfo) (io.Wr
 	}, start)
 }
 
+// moveBytesPerSecond is the move budget Config.MoveBytesPerSecond
+// configures (0: unbounded).
+func moveBytesPerSecond(r int64) int64 {
+	switch {
+	case r == 0:
+		return catchup.DefaultMoveBytesPerSecond
+	case r < 0:
+		return 0
+	default:
+		return r
+	}
+}
+
+// CatchUpStats counts the segment bytes this node copied from peers to
+// build or catch up its replicas, in every group, and the time those
+// copies waited for the move budget (Config.MoveBytesPerSecond).
+func (n *Node) CatchUpStats() backend.CatchUpStats { return n.moves.Stats() }
+
 // raftSnapshots takes a backup's snapshot through the node's Raft.
 type raftSnapshots struct{ r *raft.Raft }
 

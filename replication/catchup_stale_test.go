@@ -132,7 +132,7 @@ func TestCatchUpAfterCompaction(t *testing.T) {
 
 	// A follower installing the stale snapshot gives up without waiting
 	// for its timeout.
-	f, _ := fsmtest.New(t, t.TempDir(), catchup.NewSegmentFetcher(client, time.Minute, fsmtest.Logger()))
+	f, _ := fsmtest.New(t, t.TempDir(), catchup.NewSegmentFetcher(client, catchup.FetcherOptions{Timeout: time.Minute, Logger: fsmtest.Logger()}))
 	err = f.Restore(io.NopCloser(bytes.NewReader(snap)))
 	if !errors.Is(err, backend.ErrSegmentGone) || strings.Contains(err.Error(), "within") {
 		t.Fatalf("restore of a stale snapshot: %v", err)
@@ -144,7 +144,7 @@ func TestCatchUpAfterCompaction(t *testing.T) {
 		return idx >= compactedAt && !n.FSM().SegmentsChangedSinceSnapshot()
 	})
 	snap = fsmtest.Snapshot(t, n.FSM())
-	f2, _ := fsmtest.New(t, t.TempDir(), catchup.NewSegmentFetcher(client, time.Minute, fsmtest.Logger()))
+	f2, _ := fsmtest.New(t, t.TempDir(), catchup.NewSegmentFetcher(client, catchup.FetcherOptions{Timeout: time.Minute, Logger: fsmtest.Logger()}))
 	if err := f2.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
 		t.Fatalf("restore of the renewed snapshot: %v", err)
 	}

@@ -741,9 +741,11 @@ func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 		logOpts.Sync = log.SyncEveryAppend
 	}
 	// Catch-up fetches segments from the peers the meta group's registry
-	// lists: the group's state machine holds no registry.
+	// lists (the group's state machine holds no registry), within the
+	// node's one move budget, shared with every group it builds.
 	sm := fsm.New(fsm.Config{Dir: filepath.Join(dir, "topics"), Log: logOpts, Logger: logger, Fatal: cfg.Fatal, Self: cfg.NodeID, Group: g.ID,
-		Fetcher: catchup.NewSegmentFetcher(cfg.SegmentSource, cfg.CatchUpTimeout, logger), Peers: n.fsm.Peers})
+		Fetcher: catchup.NewSegmentFetcher(cfg.SegmentSource, catchup.FetcherOptions{Timeout: cfg.CatchUpTimeout, Logger: logger, Throttle: n.moves, Stop: n.stop}),
+		Peers:   n.fsm.Peers})
 	fail := func(err error) (*dataGroup, error) {
 		stores.close()
 		sm.Close()

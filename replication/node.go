@@ -132,9 +132,16 @@ type Config struct {
 	// one that proves the cluster secret to peers without peer TLS
 	// (secret.go).
 	SegmentSource catchup.SegmentSource
-	// CatchUpTimeout bounds one snapshot catch-up; default
-	// catchup.DefaultCatchUpTimeout.
+	// CatchUpTimeout bounds one snapshot catch-up, not counting its waits
+	// for MoveBytesPerSecond; default catchup.DefaultCatchUpTimeout.
 	CatchUpTimeout time.Duration
+	// MoveBytesPerSecond bounds the segment bytes per second this node
+	// reads from peers to build or catch up its replicas, in the meta
+	// group and every data group together (one budget per node:
+	// catchup.Throttle); 0 is catchup.DefaultMoveBytesPerSecond,
+	// negative unbounded. Raft's own traffic, client reads and backups
+	// are not paced by it.
+	MoveBytesPerSecond int64
 	// Peers, if set, routes Raft's dials to peers (package peer); Open
 	// attaches the node registry to it, so the front end's dials to a
 	// peer's registered API address can be routed too. Nil: peers are
@@ -343,8 +350,13 @@ type Node struct {
 	// secretMu orders writes of the cluster secret (secret.go), which the
 	// Raft port holds.
 	secretMu sync.Mutex
-	stop     chan struct{}
-	done     chan struct{}
+	// stop is closed when Close begins; it also ends snapshot installs in
+	// progress, in every group (catchup.FetcherOptions.Stop).
+	stop chan struct{}
+	done chan struct{}
+	// moves is the budget of the segment bytes every group's snapshot
+	// catch-up reads from peers (Config.MoveBytesPerSecond).
+	moves *catchup.Throttle
 	// ready is set once this node's state machine has applied everything
 	// committed before it started serving (see Ready).
 	ready atomic.Bool
@@ -427,9 +439,15 @@ func Open(cfg Config) (*Node, error) {
 	if sc, ok := cfg.SegmentSource.(*catchup.SegmentClient); ok {
 		signPeerCalls(sc, stores.port, cfg)
 	}
+	// The meta group's partitions (every partition, without data groups)
+	// are copied under the same budget as the data groups': a node that
+	// joins copies them to build its replica as a moved data group
+	// replica does (docs/operations.md, "Moving replicas").
+	stop, moves := make(chan struct{}), catchup.NewThrottle(moveBytesPerSecond(cfg.MoveBytesPerSecond))
 	sm := fsm.New(fsm.Config{
 		Dir: filepath.Join(cfg.DataDir, "topics"), Log: logOpts, Logger: cfg.Logger, Fatal: cfg.Fatal,
-		Self: cfg.NodeID, Fetcher: catchup.NewSegmentFetcher(cfg.SegmentSource, cfg.CatchUpTimeout, cfg.Logger),
+		Self: cfg.NodeID, Fetcher: catchup.NewSegmentFetcher(cfg.SegmentSource, catchup.FetcherOptions{
+			Timeout: cfg.CatchUpTimeout, Logger: cfg.Logger, Throttle: moves, Stop: stop}),
 	})
 
 	cfg.Peers.Attach(registeredAt(sm))
@@ -464,7 +482,7 @@ func Open(cfg Config) (*Node, error) {
 		sm.Close()
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
-	n := &Node{cfg: cfg, raft: r, fsm: sm, stores: stores, applied: applied, stop: make(chan struct{}), done: make(chan struct{}),
+	n := &Node{cfg: cfg, raft: r, fsm: sm, stores: stores, applied: applied, stop: stop, moves: moves, done: make(chan struct{}),
 		observer: obs, leaderObs: make(chan raft.Observation, 16),
 		leaderCommits: commits, forwardStop: forwardStop, forwardDone: make(chan struct{})}
 	n.data = newDataGroups(n)

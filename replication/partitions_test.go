@@ -171,13 +171,13 @@ func TestCreatePartitionsSnapshotInstall(t *testing.T) {
 	snap := fsmtest.Snapshot(t, n.FSM())
 	// Without peer TLS, the segments go only to a caller that proves the
 	// cluster secret (docs/security.md, "Peers").
-	stranger, _ := fsmtest.New(t, t.TempDir(), catchup.NewSegmentFetcher(catchup.NewSegmentClient(peer.HTTP{}), time.Minute, fsmtest.Logger()))
+	stranger, _ := fsmtest.New(t, t.TempDir(), catchup.NewSegmentFetcher(catchup.NewSegmentClient(peer.HTTP{}), catchup.FetcherOptions{Timeout: time.Minute, Logger: fsmtest.Logger()}))
 	if err := stranger.Restore(io.NopCloser(bytes.NewReader(snap))); err == nil || !strings.Contains(err.Error(), "403") {
 		t.Fatalf("install by a caller without the cluster secret: %v, want 403", err)
 	}
 	sc := catchup.NewSegmentClient(peer.HTTP{})
 	signPeerCalls(sc, n.stores.port, Config{NodeID: "n2"})
-	f, fatals := fsmtest.New(t, t.TempDir(), catchup.NewSegmentFetcher(sc, time.Minute, fsmtest.Logger()))
+	f, fatals := fsmtest.New(t, t.TempDir(), catchup.NewSegmentFetcher(sc, catchup.FetcherOptions{Timeout: time.Minute, Logger: fsmtest.Logger()}))
 	if err := f.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
 		t.Fatalf("install: %v", err)
 	}

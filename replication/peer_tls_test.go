@@ -383,7 +383,7 @@ func TestSegmentsServedToNodesOnly(t *testing.T) {
 	}
 	// A follower catches up from the snapshot over TLS.
 	client := catchup.NewSegmentClient(peer.HTTP{TLS: ca.ClientConfig(ca.Node(t, "n2"))})
-	f, _ := fsmtest.New(t, t.TempDir(), catchup.NewSegmentFetcher(client, time.Minute, fsmtest.Logger()))
+	f, _ := fsmtest.New(t, t.TempDir(), catchup.NewSegmentFetcher(client, catchup.FetcherOptions{Timeout: time.Minute, Logger: fsmtest.Logger()}))
 	if err := f.Restore(io.NopCloser(strings.NewReader(string(snap)))); err != nil {
 		t.Fatalf("restore over TLS: %v", err)
 	}

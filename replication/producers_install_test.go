@@ -71,7 +71,7 @@ func TestProducerStateInstalledSnapshot(t *testing.T) {
 
 	sc := catchup.NewSegmentClient(peer.HTTP{})
 	signPeerCalls(sc, n.stores.port, Config{NodeID: "n2"})
-	f, fatals := fsmtest.New(t, t.TempDir(), catchup.NewSegmentFetcher(sc, 10*time.Second, fsmtest.Logger()))
+	f, fatals := fsmtest.New(t, t.TempDir(), catchup.NewSegmentFetcher(sc, catchup.FetcherOptions{Timeout: 10 * time.Second, Logger: fsmtest.Logger()}))
 	if err := f.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
 		t.Fatal(err)
 	}

@@ -50,6 +50,7 @@ func newMetrics(reg *prometheus.Registry, b backend.API) *metrics {
 	})
 	reg.MustRegister(m.requests, m.latency, m.records, m.bytes, m.commitTime, m.dedupDuplicates, m.dedupConflicts, &stateCollector{b: b},
 		&cleanerCollector{b: b},                                       // cleaner_metrics.go
+		&catchUpCollector{b: b},                                       // catchup_metrics.go
 		&raftPortCollector{b: b}, &raftCollector{b: b, now: time.Now}) // raft_metrics.go
 	return m
 }

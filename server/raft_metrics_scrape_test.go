@@ -15,6 +15,7 @@ import (
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
+	"github.com/logd-dev/logd/replication/catchup"
 )
 
 // scrape reads /metrics from url and returns its families by name.
@@ -43,7 +44,8 @@ func scrape(t *testing.T, hs *httptest.Server) map[string]*metricFamily {
 
 // TestRaftAndTopicMetricsScraped: after a workload (produce, fetch, a
 // snapshot), /metrics has each of Raft's families with a plausible value,
-// the data directory's file system, and per-topic records and bytes in
+// the data directory's file system, snapshot catch-up's (none on a single
+// node) with its budget, and per-topic records and bytes in
 // and out; deleting the topic removes its series.
 func TestRaftAndTopicMetricsScraped(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -101,6 +103,11 @@ func TestRaftAndTopicMetricsScraped(t *testing.T) {
 		{name: "logd_topic_records_total", labels: map[string]string{"topic": "orders", "direction": "out"}, min: 10, max: 10},
 		{name: "logd_topic_bytes_total", labels: map[string]string{"topic": "orders", "direction": "in"}, min: 100, max: 100},
 		{name: "logd_topic_bytes_total", labels: map[string]string{"topic": "orders", "direction": "out"}, min: 100, max: 100},
+		// A single node copies no segments from peers; its budget is the
+		// default.
+		{name: "logd_catchup_bytes_total", min: 0, max: 0},
+		{name: "logd_catchup_throttle_wait_seconds_total", min: 0, max: 0},
+		{name: "logd_catchup_limit_bytes_per_second", min: catchup.DefaultMoveBytesPerSecond, max: catchup.DefaultMoveBytesPerSecond},
 	} {
 		v, ok := mfs[tc.name].value(tc.labels)
 		if !ok || v < tc.min || v > tc.max {

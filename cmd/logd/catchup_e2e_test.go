@@ -21,11 +21,14 @@ import (
 // write after it (so no snapshot is taken by count). Restarted, the follower
 // must install a snapshot whose segments its peers still serve, converge in
 // bounded time, and end with byte-identical segment files and the newest
-// acknowledged value of every key.
+// acknowledged value of every key. The segments it fetched are counted
+// against its --move-bytes-per-second, which its /metrics reports.
 func TestClusterCatchUpAfterCompaction(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c := e2e.NewCluster(t, 3, "--snapshot-threshold", "64", "--snapshot-interval", "200ms", "--cleaner-interval", "200ms")
+	const moveRate = 8 << 20
+	c := e2e.NewCluster(t, 3, "--snapshot-threshold", "64", "--snapshot-interval", "200ms", "--cleaner-interval", "200ms",
+		"--move-bytes-per-second", fmt.Sprint(moveRate))
 	e2e.CreateTopic(t, ctx, c.Nodes[0], "cmp", 1, map[string]string{"segment.bytes": "1024", "cleanup.policy": "compact",
 		"min.cleanable.dirty.ratio": "0.01", "min.compaction.lag.ms": "0"})
 	l := c.Leader(ctx)
@@ -76,6 +79,10 @@ func TestClusterCatchUpAfterCompaction(t *testing.T) {
 	logs, _ := os.ReadFile(victim.Logs.Name())
 	if !strings.Contains(string(logs), "snapshot catch-up") {
 		t.Errorf("%s caught up without installing a snapshot; the test did not exercise catch-up", victim.ID)
+	}
+	if m := scrapeSeries(t, "http://"+victim.Listen+"/metrics"); m["logd_catchup_bytes_total"] <= 0 || m["logd_catchup_limit_bytes_per_second"] != moveRate {
+		t.Errorf("%s's catch-up metrics: %v bytes, a budget of %v; want some bytes, a budget of %d", victim.ID,
+			m["logd_catchup_bytes_total"], m["logd_catchup_limit_bytes_per_second"], moveRate)
 	}
 	// Every node must end with the same records and byte-identical
 	// segments. Converged means the same Raft index applied, not the same

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd-dev/logd/replication/catchup"
 	"github.com/logd-dev/logd/replication/raftstore"
 )
 
@@ -253,5 +254,31 @@ func TestRaftWALSegmentSizeFlag(t *testing.T) {
 		if _, err := parseFlags([]string{"--raft-wal-segment-size", bad}, noEnv, io.Discard); err == nil || !strings.Contains(err.Error(), "--raft-wal-segment-size") {
 			t.Errorf("--raft-wal-segment-size %s: %v", bad, err)
 		}
+	}
+}
+
+// TestMoveBytesPerSecondFlag: the move budget defaults to
+// catchup.DefaultMoveBytesPerSecond, is read like every flag, 0 is taken
+// (unbounded), and a negative rate is refused before anything starts.
+func TestMoveBytesPerSecondFlag(t *testing.T) {
+	file := writeConfig(t, "move-bytes-per-second: 1048576\n")
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want int64
+	}{
+		{name: "default", want: catchup.DefaultMoveBytesPerSecond},
+		{name: "flag", args: []string{"--move-bytes-per-second", "0"}, want: 0},
+		{name: "environment", env: map[string]string{"LOGD_MOVE_BYTES_PER_SECOND": "200000000"}, want: 200_000_000},
+		{name: "file", args: []string{"--config", file}, want: 1 << 20},
+	} {
+		c, err := parseFlags(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
+		if err != nil || c.moveRate != tc.want {
+			t.Errorf("%s: %d, %v; want %d", tc.name, c.moveRate, err, tc.want)
+		}
+	}
+	if _, err := parseFlags([]string{"--move-bytes-per-second", "-1"}, noEnv, io.Discard); err == nil || !strings.Contains(err.Error(), "--move-bytes-per-second") {
+		t.Errorf("--move-bytes-per-second -1: %v", err)
 	}
 }

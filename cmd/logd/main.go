@@ -55,6 +55,10 @@ type config struct {
 	// cleanerIO bounds the compaction preparation's I/O (bytes/s, 0:
 	// unbounded).
 	cleanerIO int64
+	// moveRate is --move-bytes-per-second: the segment bytes per second
+	// this node copies from peers to build or catch up its replicas (0:
+	// unbounded).
+	moveRate int64
 	// raftHeartbeat, raftElection and raftLease are Raft's timeouts; 0
 	// takes replication's defaults.
 	raftHeartbeat, raftElection, raftLease time.Duration
@@ -132,6 +136,9 @@ func defineFlags(fs *pflag.FlagSet) func(getenv func(string) string) (config, er
 		"how often the leader applies retention and compaction (LOGD_CLEANER_INTERVAL)")
 	fs.Int64Var(&c.cleanerIO, "cleaner-io-max-bytes-per-second", cleaner.DefaultIOBytesPerSec,
 		"bound on the compaction preparation's reads plus writes, bytes/s; 0 unbounded (LOGD_CLEANER_IO_MAX_BYTES_PER_SECOND)")
+	fs.Int64Var(&c.moveRate, "move-bytes-per-second", catchup.DefaultMoveBytesPerSecond,
+		"bound on the segment bytes this node reads from peers to build or catch up its replicas (a moved data group replica, a join, a snapshot install), all groups together, bytes/s; "+
+			"higher rebuilds replicas sooner, lower leaves clients more disk and network; 0 unbounded (LOGD_MOVE_BYTES_PER_SECOND)")
 	raftTimeouts := []struct {
 		name, env, help string
 		def             time.Duration
@@ -186,6 +193,9 @@ func defineFlags(fs *pflag.FlagSet) func(getenv func(string) string) (config, er
 		}
 		if c.cleanerIO < 0 {
 			return c, fmt.Errorf("--cleaner-io-max-bytes-per-second: want a byte rate >= 0, got %d", c.cleanerIO)
+		}
+		if c.moveRate < 0 {
+			return c, fmt.Errorf("--move-bytes-per-second: want a byte rate >= 0, got %d", c.moveRate)
 		}
 		for _, f := range raftTimeouts {
 			if *f.to < 0 || f.def > 0 && *f.to == 0 {
@@ -340,6 +350,7 @@ func run(ctx context.Context, c config, getenv func(string) string, stderr io.Wr
 		CleanerInterval:   c.cleanerInterval,
 		// The flag's 0 (unbounded) is the Config's negative.
 		CleanerIOBytesPerSec: cmp.Or(c.cleanerIO, -1),
+		MoveBytesPerSecond:   cmp.Or(c.moveRate, -1),
 		HeartbeatTimeout:     c.raftHeartbeat,
 		ElectionTimeout:      c.raftElection,
 		LeaderLeaseTimeout:   c.raftLease,

@@ -50,6 +50,13 @@
 //     whole file was read and its trailer checked: a truncated or damaged
 //     file leaves the target as it was (replication TestBackupRestore;
 //     cmd/logd TestBackupRestore).
+//  6. A follower's reads of segment data from peers go through its
+//     node's one Throttle (the move budget, throttle.go): n bytes take at
+//     least (n - burst) / rate, however many installs share it
+//     (TestThrottleReaderPaces, TestFetchPacedByThrottle; replication
+//     TestJoinWithinMoveBudget). A wait for the budget does not count
+//     against the install's timeout, and ends when its context does or
+//     the node closes (TestThrottleCancelEndsWait, TestFetchStopEndsWait).
 //
 // Neither side of a transfer holds a segment in memory: files are
 // streamed in chunks, and a backup buffers no more than a frame header and
@@ -72,6 +79,9 @@
 //     of different builds: a caller that sends no end offset is answered
 //     as by an older build (a short file is 416, never a compacted
 //     prefix).
+//   - The move budget bounds the receiving side only: a peer serving
+//     several followers at once serves each within its own budget. Backups
+//     and restores are not paced (docs/operations.md, "Moving replicas").
 //   - A backup holds every record, token hash and ACL: the file is a
 //     secret (docs/operations.md).
 package catchup

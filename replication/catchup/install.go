@@ -1,11 +1,13 @@
 package catchup
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/logd-dev/logd/backend"
@@ -19,7 +21,11 @@ import (
 // it copies the segments, byte for byte, from a peer through a
 // SegmentSource, checking every batch (log.StageSegment), swaps them in
 // (log.InstallStaged), and retries other peers until its timeout. The
-// peer streams each file; neither side holds more than one batch in memory.
+// peer streams each file; neither side holds more than one batch (and a
+// read buffer of stageReadBytes) in memory. The data's reads are paced by
+// the node's move budget (throttle.go), and the time they wait for it is
+// not counted against the timeout; the node closing ends an install at
+// once, waiting or not.
 //
 // A snapshot lists segments as they were at its index; compactions, trims
 // and topic deletions applied later replace or delete them on every
@@ -58,28 +64,56 @@ type SegmentSource interface {
 // peers before it fails (Raft then sends the snapshot again).
 const DefaultCatchUpTimeout = 2 * time.Minute
 
+// FetcherOptions configure NewSegmentFetcher; the zero value is a fetcher
+// with the default timeout, slog.Default(), no budget and nothing that
+// stops it early.
+type FetcherOptions struct {
+	// Timeout bounds one install's copying and retrying, not counting
+	// the time its reads waited for Throttle: a paced copy of a large
+	// partition is slow by design, the timeout is for peers that do not
+	// serve. 0: DefaultCatchUpTimeout.
+	Timeout time.Duration
+	// Logger receives peers' failures; nil: slog.Default().
+	Logger *slog.Logger
+	// Throttle, if set, paces the segment data read from peers (the
+	// node's move budget, throttle.go); share one among every fetcher of
+	// a node.
+	Throttle *Throttle
+	// Stop, if set, ends an install in progress once closed (the node
+	// closing), waiting for the budget included: Raft's shutdown waits
+	// for the state machine's Restore, which waits for the fetch.
+	Stop <-chan struct{}
+}
+
 // segmentFetcher implements fsm.SegmentFetcher over a SegmentSource.
 type segmentFetcher struct {
-	source  SegmentSource
-	timeout time.Duration // 0: DefaultCatchUpTimeout
-	logger  *slog.Logger
+	source SegmentSource
+	opts   FetcherOptions // Timeout and Logger set
 }
 
 // NewSegmentFetcher returns a state machine's fetcher
-// (fsm.Config.Fetcher): it copies segments from peers through source and
-// gives up after timeout (0: DefaultCatchUpTimeout), logging peers'
-// failures to logger (nil: slog.Default()). Without a source it returns
-// nil: the state machine then refuses a snapshot ahead of its data. It
-// starts nothing.
-func NewSegmentFetcher(source SegmentSource, timeout time.Duration, logger *slog.Logger) fsm.SegmentFetcher {
+// (fsm.Config.Fetcher): it copies segments from peers through source as
+// opts say. Without a source it returns nil: the state machine then
+// refuses a snapshot ahead of its data. It starts nothing.
+func NewSegmentFetcher(source SegmentSource, opts FetcherOptions) fsm.SegmentFetcher {
 	if source == nil {
 		return nil
 	}
-	if logger == nil {
-		logger = slog.Default()
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
 	}
-	return &segmentFetcher{source: source, timeout: timeout, logger: logger}
+	if opts.Timeout == 0 {
+		opts.Timeout = DefaultCatchUpTimeout
+	}
+	return &segmentFetcher{source: source, opts: opts}
 }
+
+// errFetchTimeout and errStopped end a fetch's context: its time ran out,
+// or FetcherOptions.Stop was closed.
+var (
+	errFetchTimeout = errors.New("catch-up timed out")
+	errStopped      = errors.New("the node is closing")
+)
 
 // catchUpLogEvery bounds how often a failing install logs its peers'
 // failures at warning level; the others go to debug.
@@ -98,21 +132,40 @@ func (s *segmentFetcher) FetchSegments(req fsm.FetchRequest) error {
 	if len(req.Peers) == 0 {
 		return backend.ErrNoSegmentSource
 	}
-	timeout := s.timeout
-	if timeout == 0 {
-		timeout = DefaultCatchUpTimeout
+	timeout := s.opts.Timeout
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	dl := startDeadline(timeout, func() { cancel(errFetchTimeout) })
+	defer dl.stop()
+	if stop := s.opts.Stop; stop != nil {
+		// Ends with the fetch at the latest (the deferred cancel).
+		go func() {
+			select {
+			case <-stop:
+				cancel(errStopped)
+			case <-ctx.Done():
+			}
+		}()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
 	delay := 100 * time.Millisecond
 	var (
 		lastErr, goneErr error
 		failures         int // since the last warning
 		lastWarn         time.Time
 	)
+	ended := func() error {
+		if errors.Is(context.Cause(ctx), errStopped) {
+			return fmt.Errorf("snapshot catch-up stopped: %w (last: %v)", errStopped, lastErr)
+		}
+		if waited := dl.extended(); waited > 0 {
+			return fmt.Errorf("no peer served the segments within %v (besides %v waiting for the move budget): %w",
+				timeout, waited.Round(time.Millisecond), lastErr)
+		}
+		return fmt.Errorf("no peer served the segments within %v: %w", timeout, lastErr)
+	}
 	for {
 		for _, addr := range req.Peers {
-			err := s.stageFrom(ctx, addr, req)
+			err := s.stageFrom(ctx, addr, req, dl)
 			if err == nil {
 				bases := make([]int64, len(req.Segments))
 				for i, seg := range req.Segments {
@@ -122,16 +175,20 @@ func (s *segmentFetcher) FetchSegments(req fsm.FetchRequest) error {
 				return log.InstallStaged(req.Dir, req.Log, req.Keep, bases)
 			}
 			lastErr = err
+			if ctx.Err() != nil {
+				// Not the peer's failure: the next would fail alike.
+				return ended()
+			}
 			if errors.Is(err, backend.ErrSegmentGone) {
 				goneErr = err
 			}
 			failures++
 			if time.Since(lastWarn) >= catchUpLogEvery {
-				s.logger.Warn("snapshot catch-up: peer failed", "peer", addr, "topic", req.Topic, "partition", req.Partition,
+				s.opts.Logger.Warn("snapshot catch-up: peer failed", "peer", addr, "topic", req.Topic, "partition", req.Partition,
 					"failures", failures, "err", err)
 				lastWarn, failures = time.Now(), 0
 			} else {
-				s.logger.Debug("snapshot catch-up: peer failed", "peer", addr, "topic", req.Topic, "partition", req.Partition, "err", err)
+				s.opts.Logger.Debug("snapshot catch-up: peer failed", "peer", addr, "topic", req.Topic, "partition", req.Partition, "err", err)
 			}
 		}
 		if goneErr != nil {
@@ -139,14 +196,17 @@ func (s *segmentFetcher) FetchSegments(req fsm.FetchRequest) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("no peer served the segments within %v: %w", timeout, lastErr)
+			return ended()
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, 2*time.Second)
 	}
 }
 
-func (s *segmentFetcher) stageFrom(ctx context.Context, addr string, req fsm.FetchRequest) error {
+// stageFrom stages every segment req lists from the peer at addr; the
+// data's reads are paced by the move budget, and clock is told of each
+// wait for it.
+func (s *segmentFetcher) stageFrom(ctx context.Context, addr string, req fsm.FetchRequest, clock waitClock) error {
 	if err := log.DiscardStaged(req.Dir, req.Log); err != nil {
 		return err
 	}
@@ -160,11 +220,89 @@ func (s *segmentFetcher) stageFrom(ctx context.Context, addr string, req fsm.Fet
 		if err != nil {
 			return fmt.Errorf("segment %d data: %w", seg.Base, err)
 		}
-		err = log.StageSegment(req.Dir, req.Log, log.SegmentInfo{BaseOffset: seg.Base, EndOffset: seg.End, Bytes: seg.Bytes}, meta, rc)
+		// StageSegment reads a batch's length prefix, then the batch: the
+		// buffer hands the throttle reads of many batches at once.
+		data := bufio.NewReaderSize(s.opts.Throttle.reader(ctx, rc, clock), stageReadBytes)
+		err = log.StageSegment(req.Dir, req.Log, log.SegmentInfo{BaseOffset: seg.Base, EndOffset: seg.End, Bytes: seg.Bytes}, meta, data)
 		rc.Close()
 		if err != nil {
 			return fmt.Errorf("segment %d: %w", seg.Base, err)
 		}
 	}
 	return nil
+}
+
+// stageReadBytes is the size of the reads a fetch asks of a peer's stream.
+const stageReadBytes = 64 << 10
+
+// deadline cancels a fetch once its timeout has passed, not counting the
+// time the fetch waited for the move budget: it does not run out while a
+// wait lasts, and each wait moves it by its length. It is the fetch's
+// waitClock.
+type deadline struct {
+	cancel  func()
+	mu      sync.Mutex
+	end     time.Time     // guarded by mu
+	added   time.Duration // guarded by mu: waited so far
+	waiting int           // guarded by mu: waits in progress
+	timer   *time.Timer   // guarded by mu
+	stopped bool          // guarded by mu
+}
+
+// startDeadline calls cancel once timeout has passed, not counting
+// waits; stop ends it.
+func startDeadline(timeout time.Duration, cancel func()) *deadline {
+	d := &deadline{cancel: cancel}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.end = time.Now().Add(timeout)
+	d.timer = time.AfterFunc(timeout, d.fire)
+	return d
+}
+
+func (d *deadline) fire() {
+	d.mu.Lock()
+	if d.stopped || d.waiting > 0 {
+		// waitEnd sets the timer again.
+		d.mu.Unlock()
+		return
+	}
+	if left := time.Until(d.end); left > 0 {
+		d.timer.Reset(left)
+		d.mu.Unlock()
+		return
+	}
+	d.mu.Unlock()
+	d.cancel()
+}
+
+func (d *deadline) waitStart() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.waiting++
+}
+
+func (d *deadline) waitEnd(waited time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.waiting--
+	d.end = d.end.Add(waited)
+	d.added += waited
+	if !d.stopped && d.waiting == 0 {
+		d.timer.Reset(max(time.Until(d.end), 0))
+	}
+}
+
+// extended returns the time the fetch waited for the budget.
+func (d *deadline) extended() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.added
+}
+
+func (d *deadline) stop() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.stopped = true
+	d.timer.Stop()
 }

@@ -114,7 +114,7 @@ func TestRestoreFetchesMissingSegments(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			src := &fileSource{peers: map[string]*fsm.FSM{"a:1": leader}, fail: map[string]bool{"down:1": true}}
-			f, fatals := fsmtest.New(t, dir, NewSegmentFetcher(src, 0, fsmtest.Logger()))
+			f, fatals := fsmtest.New(t, dir, NewSegmentFetcher(src, FetcherOptions{Logger: fsmtest.Logger()}))
 			if tc.applied > 0 {
 				f.ApplyBatch(log[:tc.applied])
 			}
@@ -152,7 +152,7 @@ func TestRestoreWithoutPeersRefuses(t *testing.T) {
 	leader, _ := fsmtest.New(t, t.TempDir(), nil)
 	leader.ApplyBatch(fsmtest.Entries(fsmtest.Command(t, fsm.CmdCreateTopic, 1, fsm.CreateTopic{Name: "t", Partitions: 1}), fsm.EncodeAppend(2, fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "x")}}})))
 	snap := fsmtest.Snapshot(t, leader)
-	f, _ := fsmtest.New(t, t.TempDir(), NewSegmentFetcher(&fileSource{}, 0, fsmtest.Logger()))
+	f, _ := fsmtest.New(t, t.TempDir(), NewSegmentFetcher(&fileSource{}, FetcherOptions{Logger: fsmtest.Logger()}))
 	if err := f.Restore(io.NopCloser(bytes.NewReader(snap))); err == nil || !strings.Contains(err.Error(), backend.ErrNoSegmentSource.Error()) {
 		t.Fatalf("got %v", err)
 	}
