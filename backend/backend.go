@@ -161,6 +161,12 @@ type RecordAPI interface {
 	// Errors: ErrUnknownTopic, ErrUnknownPartition, *OutOfRangeError
 	// (with the bounds), ErrCorrupt, ErrLogClosed (topic deleted).
 	Read(topic string, partition int32, offset int64, maxBytes int) (ReadResult, error)
+	// ReadRecords is Read that reads no further than the batches holding
+	// maxRecords records from offset (0: no bound), so a fetch that wants
+	// few records of large ones does not read max bytes of them; it may
+	// answer fewer records than maxRecords while the partition holds more
+	// (at least one batch).
+	ReadRecords(topic string, partition int32, offset int64, maxBytes, maxRecords int) (ReadResult, error)
 	// ReadLeader is Read as the leader of the partition's data group
 	// answers it, once it confirmed its leadership: a linearizable read of
 	// a partition placed over data groups, whose replica here may lag its

@@ -701,3 +701,39 @@ func TestReadBoundedMatchesItsEnd(t *testing.T) {
 	}
 	t.Logf("%d reads during the appends", reads)
 }
+
+// TestReadRecordsBound: a read bounded by a record count returns a prefix
+// of the unbounded read that holds at least that many records from the
+// offset (or every one there is), across segments, and reads far less
+// than max bytes when few records are wanted.
+func TestReadRecordsBound(t *testing.T) {
+	l := mustOpen(t, t.TempDir(), log.Options{SegmentBytes: 4000, IndexIntervalBytes: 200, Sync: log.SyncNone})
+	for i := range 300 {
+		mustAppend(t, l, makeBatch(batch{records: 3, payload: payload(i, 40)}), log.AppendMeta{AppliedIndex: uint64(i + 1)})
+	}
+	end := l.EndOffset()
+	for _, off := range []int64{0, 1, 2, 3, 100, 451, end - 5, end - 1} {
+		full, err := l.Read(off, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []int{1, 2, 3, 4, 10, 50, 2000} {
+			got, _, e, err := l.ReadRecords(off, 1<<20, k)
+			if err != nil || e != end {
+				t.Fatalf("ReadRecords(%d, %d): end %d, %v", off, k, e, err)
+			}
+			if !bytes.HasPrefix(full, got) || len(got) == 0 {
+				t.Fatalf("ReadRecords(%d, %d): %d bytes, not a prefix of the %d-byte read", off, k, len(got), len(full))
+			}
+			bs := splitBatches(t, got)
+			last := bs[len(bs)-1]
+			next := baseOffset(last) + int64(binary.BigEndian.Uint32(last[23:])) + 1
+			if want := min(off+int64(k), end); next < want {
+				t.Errorf("ReadRecords(%d, %d) ends at %d, want at least %d", off, k, next, want)
+			}
+			if k <= 10 && len(got) > 1000 {
+				t.Errorf("ReadRecords(%d, %d) read %d bytes for %d records", off, k, len(got), k)
+			}
+		}
+	}
+}

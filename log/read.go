@@ -33,6 +33,16 @@ func (l *Log) Read(offset int64, maxBytes int) ([]byte, error) {
 // caller that reports the end beside the batches never claims records the
 // batches lack though they fit in maxBytes.
 func (l *Log) ReadBounded(offset int64, maxBytes int) (data []byte, start, end int64, err error) {
+	return l.ReadRecords(offset, maxBytes, 0)
+}
+
+// ReadRecords is ReadBounded that reads no further than the batches
+// holding maxRecords records from offset (0: no bound), found by the
+// offset index, so a caller that wants few records of large reads does
+// not read and check max bytes of them. It may return fewer records than
+// maxRecords while the log holds more (at least the first batch); the
+// next read goes on from where it ended.
+func (l *Log) ReadRecords(offset int64, maxBytes, maxRecords int) (data []byte, start, end int64, err error) {
 	l.filesMu.RLock()
 	defer l.filesMu.RUnlock()
 	st := l.state.Load()
@@ -45,27 +55,56 @@ func (l *Log) ReadBounded(offset int64, maxBytes int) (data []byte, start, end i
 	} else if offset == end {
 		return nil, start, end, nil
 	}
-	data, err = l.readAll(st, offset, maxBytes)
+	data, err = l.readAll(st, offset, maxBytes, maxRecords)
 	return data, start, end, err
 }
 
-// readAll is Read on the state st.
-func (l *Log) readAll(st *state, offset int64, maxBytes int) ([]byte, error) {
-	out, err := l.readSegment(st, st.find(offset), offset, maxBytes, true)
-	// Go on into the next segments while whole batches fit.
+// readAll is ReadRecords on the state st.
+func (l *Log) readAll(st *state, offset int64, maxBytes, maxRecords int) ([]byte, error) {
+	out, err := l.readSegment(st, st.find(offset), offset, maxBytes, true, maxRecords)
+	// Go on into the next segments while whole batches fit (and records
+	// are wanted).
 	for i := st.find(offset) + 1; err == nil && i < st.n(); i++ {
 		prev := st.at(i - 1)
 		left := maxBytes - len(out)
 		if left < headerSize || len(out) == 0 || endOf(out) != prev.end {
 			break
 		}
-		more, err2 := l.readSegment(st, i, st.at(i).seg.base(), left, false)
+		wanted := 0
+		if maxRecords > 0 {
+			if wanted = maxRecords - int(prev.end-offset); wanted <= 0 {
+				break
+			}
+		}
+		more, err2 := l.readSegment(st, i, st.at(i).seg.base(), left, false, wanted)
 		if err2 != nil || len(more) == 0 {
 			break // the next Read reports it
 		}
 		out = append(out, more...)
 	}
 	return out, err
+}
+
+// recordsEnd returns a position of v's data that the batch holding offset
+// last ends at or before: the first batch the index lists past it starts
+// there. Without such an entry (or without the index), the view's end. h
+// is the batch at pos.
+func recordsEnd(v *segView, pos int64, h header, last int64, useIndex bool) int64 {
+	base := v.seg.base()
+	if last < h.nextOffset() {
+		return pos + h.size // the first batch holds them
+	}
+	if !useIndex || last-base > math.MaxUint32 {
+		return v.size
+	}
+	ix := v.seg.idx.Load()
+	k := ix.visible(v.size)
+	if j := ix.floorOffset(uint32(last-base), k) + 1; j < k {
+		if _, p := ix.entry(j); p > pos {
+			return p
+		}
+	}
+	return v.size
 }
 
 // endOf returns the offset after the last of the whole batches in b, or -1.
@@ -81,11 +120,11 @@ func endOf(b []byte) int64 {
 
 // readSegment reads from segment i of st, rebuilding a damaged index of a
 // closed segment.
-func (l *Log) readSegment(st *state, i int, offset int64, maxBytes int, atLeastOne bool) ([]byte, error) {
+func (l *Log) readSegment(st *state, i int, offset int64, maxBytes int, atLeastOne bool, maxRecords int) ([]byte, error) {
 	v := st.at(i)
 	useIndex, rebuilt := true, false
 	for {
-		b, err := readAt(v, offset, maxBytes, atLeastOne, useIndex)
+		b, err := readAt(v, offset, maxBytes, atLeastOne, useIndex, maxRecords)
 		if !errors.Is(err, errIndexMismatch) {
 			return b, err
 		}
@@ -102,7 +141,7 @@ func (l *Log) readSegment(st *state, i int, offset int64, maxBytes int, atLeastO
 }
 
 // readAt reads from one segment view (see Read).
-func readAt(v *segView, offset int64, maxBytes int, atLeastOne, useIndex bool) ([]byte, error) {
+func readAt(v *segView, offset int64, maxBytes int, atLeastOne, useIndex bool, maxRecords int) ([]byte, error) {
 	base := v.seg.base()
 	pos, h, err := locate(v, offset, useIndex)
 	if err != nil {
@@ -112,6 +151,9 @@ func readAt(v *segView, offset int64, maxBytes int, atLeastOne, useIndex bool) (
 		return nil, nil
 	}
 	n := min(max(h.size, int64(maxBytes)), v.size-pos)
+	if maxRecords > 0 {
+		n = min(n, max(h.size, recordsEnd(v, pos, h, offset+int64(maxRecords)-1, useIndex)-pos))
+	}
 	buf := make([]byte, n)
 	if err := readFull(v.seg.data, buf, pos); err != nil {
 		return nil, fmt.Errorf("log: read segment %d: %w", base, err)

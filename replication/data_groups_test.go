@@ -566,6 +566,13 @@ func TestDataGroupsReadElsewhere(t *testing.T) {
 			if err != nil || len(bs) != 3 {
 				t.Errorf("%s: far-%d: %d batches, %v", n.NodeID(), p, len(bs), err)
 			}
+			// Bounded by a record count, here or at a replica of the
+			// group: the batch holding it, not the three.
+			if r, err := NewBackend(n).ReadRecords("far", p, 0, 1<<20, 1); err != nil || r.EndOffset != 3 {
+				t.Errorf("%s: far-%d read of one record: end %d, %v", n.NodeID(), p, r.EndOffset, err)
+			} else if bs, err := batch.DecodeAll(r.Batches); err != nil || len(bs) != 1 {
+				t.Errorf("%s: far-%d read of one record: %d batches, %v", n.NodeID(), p, len(bs), err)
+			}
 			if o, err := NewBackend(n).Offsets("far", p); err != nil || o.End != 3 || o.LogStart != 0 {
 				t.Errorf("%s: far-%d offsets %+v, %v", n.NodeID(), p, o, err)
 			}

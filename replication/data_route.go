@@ -345,7 +345,7 @@ func (b *Backend) ReadLeader(ctx context.Context, topic string, p int32, offset 
 			return fmt.Errorf("%w: data group %d", backend.ErrNotLeader, g)
 		}
 		var err error
-		res, err = readBatches(dg.fsm, topic, p, offset, maxBytes)
+		res, err = readBatches(dg.fsm, topic, p, offset, maxBytes, 0)
 		return err
 	}, groupCall{Kind: callRead, Read: &readCall{Topic: topic, Partition: p, Offset: offset, MaxBytes: maxBytes, Leader: true}}, func(a groupAnswer) error {
 		if a.Read == nil {
@@ -623,7 +623,11 @@ type readCall struct {
 	Partition int32  `json:"partition"`
 	Offset    int64  `json:"offset"`
 	MaxBytes  int    `json:"max_bytes"`
-	Leader    bool   `json:"leader,omitempty"`
+	// MaxRecords bounds the read by a record count (Backend.ReadRecords;
+	// 0: none). A node of an earlier build ignores it and reads max
+	// bytes, which answers the same records and more.
+	MaxRecords int  `json:"max_records,omitempty"`
+	Leader     bool `json:"leader,omitempty"`
 	// TimestampMs, when set, asks for the first offset whose batch's
 	// max timestamp is at or after it (Backend.OffsetForTime) with the
 	// bounds.
@@ -879,7 +883,7 @@ func (n *Node) answerCall(ctx context.Context, _ string, g uint64, req []byte) (
 			}
 			break
 		}
-		res, err := readBatches(dg.fsm, r.Topic, r.Partition, r.Offset, r.MaxBytes)
+		res, err := readBatches(dg.fsm, r.Topic, r.Partition, r.Offset, r.MaxBytes, r.MaxRecords)
 		if err != nil {
 			ans.Err = encodeWireError(err)
 			break

@@ -21,6 +21,12 @@ import (
 // is empty. Stored bytes that fail their checks are ErrCorrupt: the
 // damaged range is never served.
 func (b *Backend) Read(topic string, partition int32, offset int64, maxBytes int) (backend.ReadResult, error) {
+	return b.ReadRecords(topic, partition, offset, maxBytes, 0)
+}
+
+// ReadRecords is backend.API.ReadRecords: Read bounded by a record count
+// (log.Log.ReadRecords).
+func (b *Backend) ReadRecords(topic string, partition int32, offset int64, maxBytes, maxRecords int) (backend.ReadResult, error) {
 	f, err := b.partitionFSM(topic, partition)
 	var pe *fsm.PartitionElsewhereError
 	elsewhere := errors.As(err, &pe)
@@ -28,7 +34,7 @@ func (b *Backend) Read(topic string, partition int32, offset int64, maxBytes int
 		return backend.ReadResult{}, err
 	}
 	if f == b.fsm {
-		return readBatches(f, topic, partition, offset, maxBytes)
+		return readBatches(f, topic, partition, offset, maxBytes, maxRecords)
 	}
 	// A partition of a data group: from this node's replica when it
 	// caught up, else from a replica of the group, never older than a
@@ -40,10 +46,10 @@ func (b *Backend) Read(topic string, partition int32, offset int64, maxBytes int
 	g := t.PartitionGroup(partition)
 	var local func() (backend.ReadResult, error)
 	if !elsewhere {
-		local = func() (backend.ReadResult, error) { return readBatches(f, topic, partition, offset, maxBytes) }
+		local = func() (backend.ReadResult, error) { return readBatches(f, topic, partition, offset, maxBytes, maxRecords) }
 	}
 	remote := func(ctx context.Context, floor int64) (backend.ReadResult, error) {
-		return b.readRemoteFrom(ctx, g, readCall{Topic: topic, Partition: partition, Offset: offset, MaxBytes: maxBytes}, floor)
+		return b.readRemoteFrom(ctx, g, readCall{Topic: topic, Partition: partition, Offset: offset, MaxBytes: maxBytes, MaxRecords: maxRecords}, floor)
 	}
 	res, err := b.readPlaced(topic, partition, t.CreateIndex, g, local, remote)
 	if err != nil && errors.Is(err, backend.ErrUnknownTopic) {
@@ -69,8 +75,8 @@ func (b *Backend) notAdopted(topic string, partition int32, offset int64) (backe
 	return backend.ReadResult{Changed: changed}, nil
 }
 
-// readBatches is Backend.Read on the state machine f.
-func readBatches(f *fsm.FSM, topic string, partition int32, offset int64, maxBytes int) (backend.ReadResult, error) {
+// readBatches is Backend.ReadRecords on the state machine f.
+func readBatches(f *fsm.FSM, topic string, partition int32, offset int64, maxBytes, maxRecords int) (backend.ReadResult, error) {
 	p, err := f.Partition(topic, partition)
 	if err != nil {
 		return backend.ReadResult{}, err
@@ -79,7 +85,7 @@ func readBatches(f *fsm.FSM, topic string, partition int32, offset int64, maxByt
 	// caller.
 	changed := p.Changed()
 	l := p.Log()
-	data, start, end, err := l.ReadBounded(offset, maxBytes)
+	data, start, end, err := l.ReadRecords(offset, maxBytes, maxRecords)
 	if err != nil {
 		return backend.ReadResult{}, fromStorage(err)
 	}

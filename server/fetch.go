@@ -56,7 +56,9 @@ func (s *Server) Fetch(ctx context.Context, req *connect.Request[logdv1.FetchReq
 		if consistent {
 			r, err = s.b.ReadLeader(ctx, m.Topic, m.Partition, m.Offset, maxBytes)
 		} else {
-			r, err = s.b.Read(m.Topic, m.Partition, m.Offset, maxBytes)
+			// Bounded by max_records too: the log reads no further than
+			// the batches holding them.
+			r, err = s.b.ReadRecords(m.Topic, m.Partition, m.Offset, maxBytes, int(m.MaxRecords))
 		}
 		if err != nil {
 			charge.Release()
