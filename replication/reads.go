@@ -46,7 +46,9 @@ func (b *Backend) ReadRecords(topic string, partition int32, offset int64, maxBy
 	g := t.PartitionGroup(partition)
 	var local func() (backend.ReadResult, error)
 	if !elsewhere {
-		local = func() (backend.ReadResult, error) { return readBatches(f, topic, partition, offset, maxBytes, maxRecords) }
+		local = func() (backend.ReadResult, error) {
+			return readBatches(f, topic, partition, offset, maxBytes, maxRecords)
+		}
 	}
 	remote := func(ctx context.Context, floor int64) (backend.ReadResult, error) {
 		return b.readRemoteFrom(ctx, g, readCall{Topic: topic, Partition: partition, Offset: offset, MaxBytes: maxBytes, MaxRecords: maxRecords}, floor)
