@@ -608,9 +608,6 @@ func (d *dataGroups) balance(tab fsm.DataGroupTable, dead []string) error {
 	if err != nil || !changed {
 		return err
 	}
-	if mv.Group != 0 && slices.ContainsFunc(tab.Groups, func(g fsm.DataGroup) bool { return g.ID == mv.Group && g.Move != nil }) {
-		return nil // that group is moving already: after it finishes
-	}
 	if err := d.proposeTable(tab, setOf(tab, tab.Nodes, q), "balance"); err != nil {
 		return err
 	}
@@ -670,7 +667,7 @@ func configVoters(r *raft.Raft) []string {
 func planOf(tab fsm.DataGroupTable) placement.Plan {
 	p := make(placement.Plan, len(tab.Groups))
 	for i, g := range tab.Groups {
-		p[i] = placement.Group{ID: g.ID, Replicas: slices.Clone(g.Replicas)}
+		p[i] = placement.Group{ID: g.ID, Replicas: slices.Clone(g.Replicas), Moving: g.Move != nil}
 	}
 	return p
 }

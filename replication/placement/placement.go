@@ -53,6 +53,9 @@ type Group struct {
 	// Replicas are the node ids that hold the group, the preferred leader
 	// first.
 	Replicas []string
+	// Moving marks a group whose replicas are changing: Balance moves no
+	// replica of it (it may still hand its preferred leadership over).
+	Moving bool
 }
 
 // Preferred is the group's preferred leader, "" for a group without
@@ -74,7 +77,7 @@ var ErrInvalid = errors.New("placement: invalid")
 func (p Plan) clone() Plan {
 	out := make(Plan, len(p))
 	for i, g := range p {
-		out[i] = Group{ID: g.ID, Replicas: slices.Clone(g.Replicas)}
+		out[i] = Group{ID: g.ID, Replicas: slices.Clone(g.Replicas), Moving: g.Moving}
 	}
 	return out
 }
@@ -365,7 +368,7 @@ type Move struct {
 // the node that holds the fewest (then leads the fewest, then the lowest
 // id), from the group of the first that the receiving node does not hold
 // (one the giver does not lead first, so leaderships stay; else it leads
-// that group in its place). Then, without moving data, a group's
+// that group in its place), never of a group that is Moving. Then, without moving data, a group's
 // preferred leader hands the preference to another replica of the group
 // while it leads more than one more group than that replica (the pair
 // furthest apart first). ok is false when nothing changed. Grow and Join keep replicas
@@ -385,7 +388,7 @@ func Balance(p Plan, nodes []string, rf, slack int) (Plan, Move, bool, error) {
 	if l.replicas[hi]-l.replicas[lo] > max(slack, 1) {
 		pick := -1
 		for i, g := range out {
-			if !slices.Contains(g.Replicas, hi) || slices.Contains(g.Replicas, lo) {
+			if g.Moving || !slices.Contains(g.Replicas, hi) || slices.Contains(g.Replicas, lo) {
 				continue
 			}
 			if pick < 0 || out[pick].Preferred() == hi && g.Preferred() != hi {

@@ -383,3 +383,26 @@ func TestEvacuate(t *testing.T) {
 		t.Errorf("evacuating a node that is none: %v", err)
 	}
 }
+
+// TestBalanceSkipsMovingGroups: a group whose replicas are changing gives
+// no replica to balancing; the next group that can, does; with none left,
+// nothing moves.
+func TestBalanceSkipsMovingGroups(t *testing.T) {
+	nodes := []string{"a", "b", "c"}
+	p := Plan{
+		{ID: 1, Replicas: []string{"b", "a"}, Moving: true},
+		{ID: 2, Replicas: []string{"b", "a"}},
+		{ID: 3, Replicas: []string{"a", "b"}},
+		{ID: 4, Replicas: []string{"a", "b"}},
+	}
+	_, mv, _, err := Balance(p, nodes, 2, 2)
+	if err != nil || mv.Group == 0 || mv.Group == 1 || mv.To != "c" {
+		t.Fatalf("balance with group 1 moving: %+v, %v; want a move of another group to c", mv, err)
+	}
+	for i := range p {
+		p[i].Moving = true
+	}
+	if _, mv, _, err := Balance(p, nodes, 2, 2); err != nil || mv.Group != 0 {
+		t.Fatalf("balance with every group moving: %+v, %v; want no replica moved", mv, err)
+	}
+}
