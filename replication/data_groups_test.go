@@ -1018,15 +1018,30 @@ func waitOwnReplica(ctx context.Context, t *testing.T, n *Node, topic string, p 
 // TestBalanceCountsMarkedMoves: balancing starts no move while the table
 // marks as many as --max-moves allows, whoever marked them (a meta leader
 // before this one: the marks are replicated state), and marks the move it
-// starts once they are fewer.
+// starts, of another group, once they are fewer; switched off, it moves
+// nothing.
 func TestBalanceCountsMarkedMoves(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	// No data groups of its own: the runner leaves the table to the test.
-	n := openSingleNode(t, ctx, Config{DataDir: t.TempDir(), ReplicationFactor: 2})
-	t.Cleanup(func() { n.Close() })
-	propose := func(groups []fsm.DataGroup) {
+	// No data groups of their own: the runner leaves the table to the
+	// test.
+	open := func(maxMoves int) *Node {
+		n := openSingleNode(t, ctx, Config{DataDir: t.TempDir(), ReplicationFactor: 2, MaxMoves: maxMoves})
+		t.Cleanup(func() { n.Close() })
+		return n
+	}
+	// a and b hold four replicas each, c none: more than balanceSlack
+	// apart, so balancing moves one; the first marked ones are moving.
+	propose := func(n *Node, marked int) uint64 {
 		t.Helper()
+		var groups []fsm.DataGroup
+		for id := range uint64(4) {
+			g := fsm.DataGroup{ID: id + 1, Replicas: []string{"a", "b"}, Bootstrap: []string{"a", "b"}}
+			if int(id) < marked {
+				g.Move = &fsm.ReplicaMove{Added: []string{"b"}, Reason: "node b joined", Since: n.cfg.Now().UnixNano()}
+			}
+			groups = append(groups, g)
+		}
 		tab := n.fsm.DataGroups()
 		data, err := fsm.EncodeDataGroups(n.cfg.Now().UnixNano(), fsm.DataGroupsSet{Base: tab.Epoch, Groups: groups, Nodes: []string{"a", "b", "c"}})
 		if err != nil {
@@ -1035,30 +1050,14 @@ func TestBalanceCountsMarkedMoves(t *testing.T) {
 		if _, err := n.propose(ctx, data); err != nil {
 			t.Fatal(err)
 		}
+		return n.fsm.DataGroups().Epoch
 	}
-	// a and b hold four replicas each, c none: more than balanceSlack
-	// apart, so balancing moves one; group 1 is marked moving already.
-	groups := func(marked bool) []fsm.DataGroup {
-		var out []fsm.DataGroup
-		for id := range uint64(4) {
-			g := fsm.DataGroup{ID: id + 1, Replicas: []string{"a", "b"}, Bootstrap: []string{"a", "b"}}
-			if marked && id == 0 {
-				g.Move = &fsm.ReplicaMove{Added: []string{"b"}, Reason: "node b joined", Since: n.cfg.Now().UnixNano()}
-			}
-			out = append(out, g)
-		}
-		return out
+	n := open(2)
+	epoch := propose(n, 2)
+	if err := n.data.balance(n.fsm.DataGroups(), nil); err != nil || n.fsm.DataGroups().Epoch != epoch {
+		t.Fatalf("balancing moved a replica while the table marks two moves (max 2): %v, %+v", err, n.fsm.DataGroups())
 	}
-	propose(groups(true))
-	epoch := n.fsm.DataGroups().Epoch
-	if err := n.data.balance(n.fsm.DataGroups(), nil); err != nil {
-		t.Fatal(err)
-	}
-	if got := n.fsm.DataGroups().Epoch; got != epoch {
-		t.Fatalf("balancing moved a replica while the table marks a move in flight (max 1): %+v", n.fsm.DataGroups())
-	}
-	// Two allowed: it moves one beside the marked one, marked too.
-	n.cfg.MaxMoves = 2
+	epoch = propose(n, 1)
 	if err := n.data.balance(n.fsm.DataGroups(), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -1069,14 +1068,12 @@ func TestBalanceCountsMarkedMoves(t *testing.T) {
 			moving = append(moving, fmt.Sprintf("%d:%s", g.ID, g.Move.Reason))
 		}
 	}
-	if tab.Epoch == epoch || len(moving) != 2 || !slices.Contains(moving, "1:node b joined") {
-		t.Fatalf("with two moves allowed: moving %v, table %+v", moving, tab)
+	if tab.Epoch == epoch || len(moving) != 2 || moving[0] != "1:node b joined" || !strings.HasSuffix(moving[1], ":balance") {
+		t.Fatalf("with one of two moves in flight: moving %v, table %+v", moving, tab)
 	}
-	// Balancing off: nothing moves, marks or not.
-	n.cfg.MaxMoves = -1
-	propose(groups(false))
-	epoch = n.fsm.DataGroups().Epoch
-	if err := n.data.balance(n.fsm.DataGroups(), nil); err != nil || n.fsm.DataGroups().Epoch != epoch {
-		t.Fatalf("balancing off moved a replica: %v, %+v", err, n.fsm.DataGroups())
+	off := open(-1)
+	epoch = propose(off, 0)
+	if err := off.data.balance(off.fsm.DataGroups(), nil); err != nil || off.fsm.DataGroups().Epoch != epoch {
+		t.Fatalf("balancing off moved a replica: %v, %+v", err, off.fsm.DataGroups())
 	}
 }
