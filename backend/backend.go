@@ -153,6 +153,12 @@ type RecordAPI interface {
 	// Produce appends a call's records whole or not at all, routing and
 	// deduplicating them (Backend.Produce lists its errors).
 	Produce(ctx context.Context, req ProduceRequest) (ProduceResult, error)
+	// NoteWritten raises this node's read floors of partitions of a
+	// placed topic (its incarnation, the topic's CreateIndex) to the ends
+	// a write this node forwarded reached there (partition → the offset
+	// after its records): reads through this node that start after it
+	// see the write.
+	NoteWritten(topic string, incarnation uint64, ends map[int32]int64)
 	// Read returns whole stored RecordBatch v2 batches from offset, up to
 	// maxBytes but at least one batch, as stored (no re-encoding), copied
 	// out: the caller owns them and releases nothing. Its Changed channel,

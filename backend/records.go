@@ -57,6 +57,11 @@ type ProduceResult struct {
 	// CommitTime is the time from proposing the append to its commit and
 	// apply (0 when nothing was appended).
 	CommitTime time.Duration
+	// Incarnation is the topic's CreateIndex when the topic is placed on
+	// data groups (0 when the meta group holds it): a node that forwarded
+	// the call learns from it, with Results, what its reads through it
+	// must see (read your writes, docs/architecture.md "Read guarantees").
+	Incarnation uint64
 }
 
 // ReadResult is what Read returns: stored bytes and the partition's bounds

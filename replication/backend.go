@@ -138,12 +138,30 @@ func (b *Backend) Topics() []backend.TopicInfo {
 }
 
 // DescribeTopic returns a topic with its partitions' state on this node.
+// The bounds of a partition of a data group are Offsets' (this node's
+// replica once it reached what reads and writes through this node saw,
+// else a replica of the group): a client that wrote through this node
+// and then asks where the partition ends, as logctl consume does before
+// it reads, sees its write (docs/architecture.md, "Read guarantees").
 func (b *Backend) DescribeTopic(name string) (backend.TopicState, error) {
 	t, err := b.FSM().Topic(name)
 	if err != nil {
 		return backend.TopicState{}, err
 	}
-	return b.topicState(t), nil
+	st := b.topicState(t)
+	if t.Placement != nil {
+		bounds := make([]backend.Offsets, len(st.Partitions))
+		errs := inParallel(len(st.Partitions), func(i int) (err error) {
+			bounds[i], err = b.Offsets(name, int32(i))
+			return err
+		})
+		for i, err := range errs {
+			if err == nil {
+				st.Partitions[i].LogStartOffset, st.Partitions[i].EndOffset = bounds[i].LogStart, bounds[i].End
+			}
+		}
+	}
+	return st, nil
 }
 
 // TopicStates returns DescribeTopic of every topic, sorted by name.

@@ -62,7 +62,14 @@ func (p *producer) produce(ctx context.Context, req backend.ProduceRequest) (bac
 		return backend.ProduceResult{}, err
 	}
 	if t.Placement != nil {
-		return p.produceSpread(ctx, t, req)
+		res, err := p.produceSpread(ctx, t, req)
+		if err == nil {
+			res.Incarnation = t.CreateIndex
+			for _, r := range res.Results {
+				p.n.floors.raise(t.Name, r.Partition, t.CreateIndex, r.Offset+1)
+			}
+		}
+		return res, err
 	}
 	return p.produceOn(ctx, p.n.metaGroup(), t, req)
 }

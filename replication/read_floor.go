@@ -67,6 +67,19 @@ func (f *readFloors) raise(topic string, p int32, incarnation uint64, end int64)
 	}
 }
 
+// NoteWritten is backend.API.NoteWritten: a write this node forwarded, or
+// served, reached ends in partitions of the placed topic's incarnation;
+// reads through this node that start after it see it (read your writes,
+// docs/architecture.md "Read guarantees"), though this node's replica of
+// the partition's group, if any, may not have applied it yet. Writes to
+// the meta group's partitions are covered by the server's floor of the
+// meta group's index (server/read_your_writes.go).
+func (b *Backend) NoteWritten(topic string, incarnation uint64, ends map[int32]int64) {
+	for p, end := range ends {
+		b.floors.raise(topic, p, incarnation, end)
+	}
+}
+
 // readPlaced is Backend.Read of a partition of a placed topic (a topic
 // whose CreateIndex is incarnation) that never answers below the floor:
 // local reads this node's replica (nil when it holds none that caught

@@ -177,6 +177,7 @@ func newForwarder(s *Server) *forwarder {
 			// the leader echoes the same id.
 			resp.Header.Del(RequestIDHeader)
 			fw.floor.noteAcked(resp.Header)
+			noteWritten(fw.s.b, resp.Header)
 			fw.reached(resp.Request.URL.Host)
 			return nil
 		},

@@ -58,7 +58,13 @@ func (s *Server) Produce(ctx context.Context, req *connect.Request[logdv1.Produc
 		rr.Partition, rr.Offset, rr.Duplicate = r.Partition, r.Offset, r.Duplicate
 		out[i] = rr
 	}
-	return connect.NewResponse(&logdv1.ProduceResponse{Results: out}), nil
+	resp := connect.NewResponse(&logdv1.ProduceResponse{Results: out})
+	if res.Incarnation != 0 && req.Header().Get(ForwardedHeader) != "" {
+		// The forwarding node's reads must see these records
+		// (read_your_writes.go).
+		resp.Header().Set(WrittenHeader, encodeWritten(m.Topic, res))
+	}
+	return resp, nil
 }
 
 // MaxTimestampMs is the latest record timestamp a produce may carry: the

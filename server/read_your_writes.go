@@ -3,13 +3,16 @@ package server
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
 
 	"github.com/logd-dev/logd/api/logdv1/logdv1connect"
+	"github.com/logd-dev/logd/backend"
 )
 
 // Read your writes through a follower (docs/architecture.md, "Read
@@ -32,6 +35,65 @@ import (
 // Raft index the leader had applied when it answered.
 const AppliedIndexHeader = "Logd-Applied-Index"
 
+// WrittenHeader, on the answer to a forwarded produce to a topic placed
+// on data groups, says where the records went: the topic (query-escaped),
+// its incarnation and each partition's end after them
+// ("orders;42;0=17,3=9"). The meta group's index orders nothing in a data
+// group, so the forwarding node raises its floors of those partitions
+// (backend NoteWritten) for its reads to see the write.
+const WrittenHeader = "Logd-Written"
+
+// encodeWritten is WrittenHeader's value for res, a produce to topic.
+func encodeWritten(topic string, res backend.ProduceResult) string {
+	ends := map[int32]int64{}
+	for _, r := range res.Results {
+		ends[r.Partition] = max(ends[r.Partition], r.Offset+1)
+	}
+	var b strings.Builder
+	b.WriteString(url.QueryEscape(topic))
+	b.WriteByte(';')
+	b.WriteString(strconv.FormatUint(res.Incarnation, 10))
+	b.WriteByte(';')
+	first := true
+	for p, end := range ends {
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		b.WriteString(strconv.FormatInt(int64(p), 10))
+		b.WriteByte('=')
+		b.WriteString(strconv.FormatInt(end, 10))
+	}
+	return b.String()
+}
+
+// decodeWritten parses a WrittenHeader value; ok is false for one that
+// does not parse (ignored: the floor is then the meta group's only).
+func decodeWritten(v string) (topic string, incarnation uint64, ends map[int32]int64, ok bool) {
+	parts := strings.Split(v, ";")
+	if len(parts) != 3 {
+		return "", 0, nil, false
+	}
+	topic, err := url.QueryUnescape(parts[0])
+	if err != nil {
+		return "", 0, nil, false
+	}
+	if incarnation, err = strconv.ParseUint(parts[1], 10, 64); err != nil {
+		return "", 0, nil, false
+	}
+	ends = map[int32]int64{}
+	for _, pe := range strings.Split(parts[2], ",") {
+		ps, es, found := strings.Cut(pe, "=")
+		p, err1 := strconv.ParseInt(ps, 10, 32)
+		end, err2 := strconv.ParseInt(es, 10, 64)
+		if !found || err1 != nil || err2 != nil || p < 0 || end < 0 {
+			return "", 0, nil, false
+		}
+		ends[int32(p)] = end
+	}
+	return topic, incarnation, ends, true
+}
+
 // readFloorWait bounds how long a read waits for this node to apply what
 // writes it forwarded were acknowledged at. A healthy follower trails the
 // leader by one commit round (Raft's CommitTimeout, 50 ms).
@@ -47,6 +109,17 @@ func (f *readFloor) raise(i uint64) {
 		if i <= cur || f.v.CompareAndSwap(cur, i) {
 			return
 		}
+	}
+}
+
+// noteWritten raises the backend's floors of the partitions a forwarded
+// produce's answer says it wrote, and drops the header.
+func noteWritten(b backend.API, h http.Header) {
+	if v := h.Get(WrittenHeader); v != "" {
+		if topic, inc, ends, ok := decodeWritten(v); ok {
+			b.NoteWritten(topic, inc, ends)
+		}
+		h.Del(WrittenHeader)
 	}
 }
 
