@@ -91,13 +91,14 @@ func TestDataGroupsFollowJoins(t *testing.T) {
 			return false
 		}
 		for _, g := range tab.Groups {
-			if !slices.Equal(voters[g.ID], all) || leaders[g.ID] != g.Replicas[0] {
+			// Moved, and the move's mark cleared: the table is final.
+			if !slices.Equal(voters[g.ID], all) || leaders[g.ID] != g.Replicas[0] || g.Move != nil {
 				return false
 			}
 		}
 		return true
 	}
-	waitFor(ctx, t, "six groups of three voters, each led by its preferred leader", settled, describe)
+	waitFor(ctx, t, "six groups of three voters, each led by its preferred leader, no move marked", settled, describe)
 	tab := l.FSM().DataGroups()
 	leads := map[string]int{}
 	for _, g := range tab.Groups {
