@@ -1028,6 +1028,23 @@ func (d *dataGroups) adopt(dg *dataGroup) {
 // node not placed, *backend.FeatureLevelError before every member's build
 // knows drains (fsm.PlacedGroupsLevel).
 func (n *Node) DrainNode(ctx context.Context, id string, undo bool) ([]string, error) {
+	// The meta leader changes the table on its own too (placing, moving,
+	// clearing a finished move's mark): a set made from a table that
+	// changed meanwhile is refused, and made again from the new one.
+	for try := 1; ; try++ {
+		draining, err := n.drainNode(ctx, id, undo)
+		if err == nil || !errors.Is(err, backend.ErrMembershipChange) || try == drainTries || ctx.Err() != nil {
+			return draining, err
+		}
+	}
+}
+
+// drainTries bounds DrainNode's attempts against a table that keeps
+// changing under it.
+const drainTries = 10
+
+// drainNode is one attempt of DrainNode, on the table as this node has it.
+func (n *Node) drainNode(ctx context.Context, id string, undo bool) ([]string, error) {
 	tab := n.fsm.DataGroups()
 	if !slices.Contains(tab.Nodes, id) {
 		return nil, fmt.Errorf("%w: %q holds no data group replicas to drain (placed: %v)", backend.ErrInvalidArgument, id, tab.Nodes)
