@@ -55,13 +55,7 @@ func (n *Node) proposeAppend(ctx context.Context, c *coalescer, r *raft.Raft, sm
 	if len(data) > coalesceAloneBytes {
 		return n.proposeOn(ctx, r, sm, data)
 	}
-	if err := sm.Failed(); err != nil {
-		return nil, fmt.Errorf("%w: %v", backend.ErrStopped, err)
-	}
-	if r.State() != raft.Leader {
-		return nil, backend.ErrNotLeader
-	}
-	if err := n.checkFeatureLevel(data); err != nil {
+	if err := n.mayPropose(r, sm, data); err != nil {
 		return nil, err
 	}
 	q := &queuedAppend{data: data, done: make(chan appendOutcome, 1)}

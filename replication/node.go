@@ -814,13 +814,7 @@ func (n *Node) propose(ctx context.Context, data []byte) (any, error) {
 // proposeOn is propose into the Raft group r runs, whose state machine
 // is f: the meta group's, or a data group's (data_groups.go).
 func (n *Node) proposeOn(ctx context.Context, r *raft.Raft, sm *fsm.FSM, data []byte) (any, error) {
-	if err := sm.Failed(); err != nil {
-		return nil, fmt.Errorf("%w: %v", backend.ErrStopped, err)
-	}
-	if r.State() != raft.Leader {
-		return nil, backend.ErrNotLeader
-	}
-	if err := n.checkFeatureLevel(data); err != nil {
+	if err := n.mayPropose(r, sm, data); err != nil {
 		return nil, err
 	}
 	timeout := n.cfg.ApplyTimeout
@@ -846,6 +840,19 @@ func (n *Node) proposeOn(ctx context.Context, r *raft.Raft, sm *fsm.FSM, data []
 		return nil, err
 	}
 	return f.Response(), nil
+}
+
+// mayPropose refuses a proposal of data to the group r runs (whose state
+// machine is sm) before it is made: the state machine stopped, this node
+// does not lead, or the cluster's feature level does not cover data.
+func (n *Node) mayPropose(r *raft.Raft, sm *fsm.FSM, data []byte) error {
+	if err := sm.Failed(); err != nil {
+		return fmt.Errorf("%w: %v", backend.ErrStopped, err)
+	}
+	if r.State() != raft.Leader {
+		return backend.ErrNotLeader
+	}
+	return n.checkFeatureLevel(data)
 }
 
 func mapRaftError(err error) error {
