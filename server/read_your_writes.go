@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -170,6 +171,33 @@ func (w *appliedIndexWriter) Flush() {
 
 // Unwrap gives http.ResponseController the writer beneath.
 func (w *appliedIndexWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// appliedIndexInterceptor sets AppliedIndexHeader on the answer to a
+// call another node forwarded, once the handler decided (a write it
+// served is applied by then). The answer's writer stamps it too
+// (appliedIndexWriter, for streams), but an answer with no body (an empty
+// message in the binary codec: a drain's undo, an ack) never went through
+// that writer's Write, and its header went out without the index, so the
+// forwarding node's next read did not wait for the write.
+func (s *Server) appliedIndexInterceptor() connect.UnaryInterceptorFunc {
+	return func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			resp, err := next(ctx, req)
+			if req.Header().Get(ForwardedHeader) == "" {
+				return resp, err
+			}
+			v := strconv.FormatUint(s.b.AppliedIndex(), 10)
+			var ce *connect.Error
+			switch {
+			case err == nil && resp != nil:
+				resp.Header().Set(AppliedIndexHeader, v)
+			case errors.As(err, &ce):
+				ce.Meta().Set(AppliedIndexHeader, v)
+			}
+			return resp, err
+		}
+	}
+}
 
 // readFloorInterceptor makes a read wait until this node applied the
 // read floor, and for a consistent read (read_index.go) the leader's read

@@ -262,7 +262,7 @@ func (s *Server) buildAPI() http.Handler {
 	// inside the audit log (which records refusals) and before the quotas
 	// (a refused call costs its principal nothing).
 	_, h := logdv1connect.NewLogServiceHandler(s, append(options,
-		connect.WithInterceptors(s.metrics.interceptor(), s.errorLogInterceptor(), s.leaderHintInterceptor(), s.readyInterceptor(), s.readFloorInterceptor(),
+		connect.WithInterceptors(s.metrics.interceptor(), s.errorLogInterceptor(), s.appliedIndexInterceptor(), s.leaderHintInterceptor(), s.readyInterceptor(), s.readFloorInterceptor(),
 			s.auditInterceptor(), s.authzInterceptor(), s.quotas.interceptor()))...)
 	_, s.check = logdv1connect.NewLogServiceHandler(s, append(options, connect.WithInterceptors(s.checkInterceptor()))...)
 	return s.authn.wrap(s.fwd.wrap(s.answers.wrap(h)))
