@@ -159,6 +159,11 @@ type RecordAPI interface {
 	// after its records): reads through this node that start after it
 	// see the write.
 	NoteWritten(topic string, incarnation uint64, ends map[int32]int64)
+	// NoteGroupsApplied raises this node's floors of data groups (group
+	// → the index its leader had applied when it acknowledged a write
+	// this node forwarded, GroupsWritten): reads of those groups through
+	// this node that start after it see the write.
+	NoteGroupsApplied(groups map[uint64]uint64)
 	// Read returns whole stored RecordBatch v2 batches from offset, up to
 	// maxBytes but at least one batch, as stored (no re-encoding), copied
 	// out: the caller owns them and releases nothing. Its Changed channel,

@@ -116,7 +116,7 @@ func (n *Node) partitionFSM(topic string, p int32) (*fsm.FSM, error) {
 	}
 	g := t.PartitionGroup(p)
 	if dg := n.dataGroup(g); dg != nil {
-		if dg.serves() {
+		if dg.serves() && n.atGroupFloor(context.Background(), dg) {
 			return dg.fsm, nil
 		}
 	}
@@ -262,6 +262,7 @@ func (n *Node) askReplica(ctx context.Context, g uint64, topic string, call grou
 		}
 	}
 	last := fmt.Errorf("%w: data group %d has no replica this node can reach (topic %s)", backend.ErrPartitionElsewhere, g, topic)
+	call.MinApplied = n.groupFloors.get(g)
 	for _, id := range replicas {
 		if id == n.cfg.NodeID {
 			continue
@@ -602,10 +603,15 @@ type groupCall struct {
 	// MetaIndex is the meta group's index the caller had applied: the
 	// answering node applies it first, so that it knows the topics the
 	// caller knew (a topic just created, say).
-	MetaIndex uint64                  `json:"meta_index,omitempty"`
-	Produce   *backend.ProduceRequest `json:"produce,omitempty"`
-	Append    *fsm.Append             `json:"append,omitempty"`
-	Read      *readCall               `json:"read,omitempty"`
+	MetaIndex uint64 `json:"meta_index,omitempty"`
+	// MinApplied is the group's index a read must have applied (the
+	// caller's floor of the group, read_floor.go): a replica behind it
+	// waits a little, then answers ErrNotLeader, which sends the caller
+	// to the next replica. A node of an earlier build ignores it.
+	MinApplied uint64                  `json:"min_applied,omitempty"`
+	Produce    *backend.ProduceRequest `json:"produce,omitempty"`
+	Append     *fsm.Append             `json:"append,omitempty"`
+	Read       *readCall               `json:"read,omitempty"`
 	// Queue is an encoded queue command (callQueue), QueueRead a read of
 	// a queue group's copy (callQueueRead).
 	Queue     []byte         `json:"queue,omitempty"`
@@ -742,6 +748,9 @@ func (n *Node) inGroup(ctx context.Context, g uint64, local func(groupHandle) er
 		dg := n.dataGroup(g)
 		if dg != nil && dg.raft.State() == raft.Leader {
 			err := local(dg.handle(n))
+			if err == nil {
+				n.noteGroupWrite(ctx, g, dg.fsm.AppliedIndex())
+			}
 			if !errors.Is(err, backend.ErrNotLeader) {
 				return err
 			}
@@ -778,6 +787,7 @@ func (n *Node) inGroup(ctx context.Context, g uint64, local func(groupHandle) er
 			if err := remote(ans); err != nil {
 				return err
 			}
+			n.noteGroupWrite(ctx, g, ans.Applied)
 			if dg != nil && ans.Applied > 0 {
 				dg.awaitApplied(ctx, ans.Applied, readYourWritesWait)
 			}
@@ -861,6 +871,15 @@ func (n *Node) answerCall(ctx context.Context, _ string, g uint64, req []byte) (
 		// leads, it holds every write; it hands its leadership to a
 		// listed voter, step.)
 		dg = nil
+	}
+	if dg != nil && call.MinApplied > 0 && (call.Kind == callRead || call.Kind == callQueueRead) && dg.fsm.AppliedIndex() < call.MinApplied {
+		// The caller saw a write of the group acknowledged at
+		// MinApplied: a replica that has not applied it does not answer.
+		if dg.awaitApplied(ctx, call.MinApplied, floorWait); dg.fsm.AppliedIndex() < call.MinApplied {
+			_, id := dg.raft.LeaderWithID()
+			ans.Err, ans.Leader = encodeWireError(fmt.Errorf("%w: data group %d applied %d here, below %d", backend.ErrNotLeader, g, dg.fsm.AppliedIndex(), call.MinApplied)), string(id)
+			return json.Marshal(ans)
+		}
 	}
 	switch {
 	case dg != nil && call.Kind == callRead && call.Read != nil && call.Read.Leader && !dg.confirmLeader():

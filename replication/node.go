@@ -347,6 +347,9 @@ type Node struct {
 	// floors keep reads of placed partitions from going back
 	// (read_floor.go).
 	floors readFloors
+	// groupFloors keep reads of data groups from missing a write this
+	// node saw acknowledged (read_floor.go).
+	groupFloors groupFloors
 	// secretMu orders writes of the cluster secret (secret.go), which the
 	// Raft port holds.
 	secretMu sync.Mutex

@@ -173,7 +173,7 @@ func queueEverywhere(ctx context.Context, b *Backend, groups []uint64, data []by
 // it caught up, else any replica of the group.
 func (b *Backend) readQueueIn(ctx context.Context, g uint64, c queueReadCall) (queueReadAnswer, error) {
 	if dg := b.dataGroup(g); dg != nil {
-		if dg.serves() {
+		if dg.serves() && b.atGroupFloor(ctx, dg) {
 			return readQueue(dg.fsm, c)
 		}
 	}

@@ -80,6 +80,64 @@ func (b *Backend) NoteWritten(topic string, incarnation uint64, ends map[int32]i
 	}
 }
 
+// groupFloors is, per data group, the highest index its leader had
+// applied when it acknowledged a write this node routed or forwarded.
+// A replica read here (this node's, or another node's asked over the
+// Raft port) that has not applied it would miss the write: reads of the
+// group's state that a write changes without moving a partition's end
+// (a queue group's leases, acks and dead letters) wait for it
+// (docs/architecture.md, "Read guarantees").
+type groupFloors struct {
+	mu sync.Mutex
+	m  map[uint64]uint64
+}
+
+// get returns group g's floor (0: none).
+func (f *groupFloors) get(g uint64) uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.m[g]
+}
+
+// raise makes group g's floor at least applied.
+func (f *groupFloors) raise(g, applied uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m == nil {
+		f.m = map[uint64]uint64{}
+	}
+	f.m[g] = max(f.m[g], applied)
+}
+
+// NoteGroupsApplied is backend.API.NoteGroupsApplied.
+func (b *Backend) NoteGroupsApplied(groups map[uint64]uint64) {
+	for g, applied := range groups {
+		b.groupFloors.raise(g, applied)
+	}
+}
+
+// noteGroupWrite records that data group g's leader acknowledged a write
+// of this node's at index applied: in the node's floor, and for the
+// call's forwarding node (backend.GroupsWritten).
+func (n *Node) noteGroupWrite(ctx context.Context, g, applied uint64) {
+	if g == 0 || applied == 0 {
+		return
+	}
+	n.groupFloors.raise(g, applied)
+	backend.NoteGroupWritten(ctx, g, applied)
+}
+
+// atGroupFloor reports whether dg's replica applied group's floor here,
+// waiting up to floorWait for it (or while ctx lasts).
+func (n *Node) atGroupFloor(ctx context.Context, dg *dataGroup) bool {
+	floor := n.groupFloors.get(dg.id)
+	if floor == 0 || dg.fsm.AppliedIndex() >= floor {
+		return true
+	}
+	dg.awaitApplied(ctx, floor, floorWait)
+	return dg.fsm.AppliedIndex() >= floor
+}
+
 // readPlaced is Backend.Read of a partition of a placed topic (a topic
 // whose CreateIndex is incarnation) that never answers below the floor:
 // local reads this node's replica (nil when it holds none that caught

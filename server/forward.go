@@ -178,6 +178,7 @@ func newForwarder(s *Server) *forwarder {
 			resp.Header.Del(RequestIDHeader)
 			fw.floor.noteAcked(resp.Header)
 			noteWritten(fw.s.b, resp.Header)
+			noteGroupsApplied(fw.s.b, resp.Header)
 			fw.reached(resp.Request.URL.Host)
 			return nil
 		},

@@ -3,8 +3,10 @@ package server
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -179,23 +181,84 @@ func (w *appliedIndexWriter) Unwrap() http.ResponseWriter { return w.ResponseWri
 // message in the binary codec: a drain's undo, an ack) never went through
 // that writer's Write, and its header went out without the index, so the
 // forwarding node's next read did not wait for the write.
+//
+// It also sets GroupsAppliedHeader: the data groups the call wrote to,
+// each with the index its leader had applied when it acknowledged the
+// write (backend.GroupsWritten), for the forwarding node's reads of them.
 func (s *Server) appliedIndexInterceptor() connect.UnaryInterceptorFunc {
 	return func(next connect.UnaryFunc) connect.UnaryFunc {
 		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-			resp, err := next(ctx, req)
 			if req.Header().Get(ForwardedHeader) == "" {
-				return resp, err
+				return next(ctx, req)
 			}
-			v := strconv.FormatUint(s.b.AppliedIndex(), 10)
+			ctx, written := backend.WithGroupsWritten(ctx)
+			resp, err := next(ctx, req)
+			var h http.Header
 			var ce *connect.Error
 			switch {
 			case err == nil && resp != nil:
-				resp.Header().Set(AppliedIndexHeader, v)
+				h = resp.Header()
 			case errors.As(err, &ce):
-				ce.Meta().Set(AppliedIndexHeader, v)
+				h = ce.Meta()
+			default:
+				return resp, err
+			}
+			h.Set(AppliedIndexHeader, strconv.FormatUint(s.b.AppliedIndex(), 10))
+			if v := encodeGroupsApplied(written.Groups()); v != "" {
+				h.Set(GroupsAppliedHeader, v)
 			}
 			return resp, err
 		}
+	}
+}
+
+// GroupsAppliedHeader, on the answer to a forwarded call that wrote to
+// data groups, lists each group with the index its leader had applied
+// when it acknowledged the write ("3=120,5=77"). The meta group's index
+// orders nothing in a data group; the forwarding node raises its floors
+// of those groups (backend NoteGroupsApplied), so its reads of them (a
+// queue group's state after an ack, say) see the write.
+const GroupsAppliedHeader = "Logd-Groups-Applied"
+
+// encodeGroupsApplied is GroupsAppliedHeader's value for groups ("" for
+// none).
+func encodeGroupsApplied(groups map[uint64]uint64) string {
+	var b strings.Builder
+	for _, g := range slices.Sorted(maps.Keys(groups)) {
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatUint(g, 10))
+		b.WriteByte('=')
+		b.WriteString(strconv.FormatUint(groups[g], 10))
+	}
+	return b.String()
+}
+
+// decodeGroupsApplied parses a GroupsAppliedHeader value; ok is false for
+// one that does not parse (ignored).
+func decodeGroupsApplied(v string) (map[uint64]uint64, bool) {
+	out := map[uint64]uint64{}
+	for _, ga := range strings.Split(v, ",") {
+		gs, as, found := strings.Cut(ga, "=")
+		g, err1 := strconv.ParseUint(gs, 10, 64)
+		a, err2 := strconv.ParseUint(as, 10, 64)
+		if !found || err1 != nil || err2 != nil || g == 0 {
+			return nil, false
+		}
+		out[g] = max(out[g], a)
+	}
+	return out, true
+}
+
+// noteGroupsApplied raises the backend's floors of the data groups a
+// forwarded call's answer says it wrote to, and drops the header.
+func noteGroupsApplied(b backend.API, h http.Header) {
+	if v := h.Get(GroupsAppliedHeader); v != "" {
+		if groups, ok := decodeGroupsApplied(v); ok {
+			b.NoteGroupsApplied(groups)
+		}
+		h.Del(GroupsAppliedHeader)
 	}
 }
 

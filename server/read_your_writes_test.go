@@ -26,3 +26,25 @@ func TestWrittenHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupsAppliedHeader: the groups a forwarded call wrote to round
+// trip through GroupsAppliedHeader in order; a value that does not parse
+// is refused (and so ignored by the forwarding node).
+func TestGroupsAppliedHeader(t *testing.T) {
+	groups := map[uint64]uint64{5: 77, 3: 120}
+	v := encodeGroupsApplied(groups)
+	if v != "3=120,5=77" {
+		t.Fatalf("encode: %q", v)
+	}
+	if got, ok := decodeGroupsApplied(v); !ok || !maps.Equal(got, groups) {
+		t.Fatalf("decode %q: %v, %v", v, got, ok)
+	}
+	if v := encodeGroupsApplied(nil); v != "" {
+		t.Errorf("no groups: %q", v)
+	}
+	for _, bad := range []string{"3", "3=", "=5", "0=5", "x=1", "3=-1", "3=1,", "3=1;5=2"} {
+		if _, ok := decodeGroupsApplied(bad); ok {
+			t.Errorf("decodeGroupsApplied(%q) parsed", bad)
+		}
+	}
+}

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+
+	"github.com/logd-dev/logd/api/logdv1"
 	"github.com/logd-dev/logd/internal/e2e"
 )
 
@@ -39,4 +42,48 @@ func TestClusterReadYourWritesDataGroups(t *testing.T) {
 			t.Errorf("round %d: %s produced through %s, then consumed through it: %q", i, v, f.ID, out)
 		}
 	}
+
+	// A queue group's state over data groups: a claim and an ack through
+	// the follower (each forwarded to the meta leader, which routes it to
+	// the record's group) are seen by the next describe through it, every
+	// time: the forwarded answers name the groups written
+	// (server.GroupsAppliedHeader) and the follower's reads of them wait.
+	if _, err := f.RPC.CreateQueueGroup(ctx, connect.NewRequest(&logdv1.CreateQueueGroupRequest{Topic: "ryw-dg", Group: "w", FromEnd: true})); err != nil {
+		t.Fatal(err)
+	}
+	var stale []string
+	for i := range 20 {
+		if _, err := f.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "ryw-dg", Records: []*logdv1.Record{{Value: fmt.Appendf(nil, "q%d", i)}}})); err != nil {
+			t.Fatal(err)
+		}
+		cl, err := f.RPC.Claim(ctx, connect.NewRequest(&logdv1.ClaimRequest{Topic: "ryw-dg", Group: "w", MaxRecords: 1, MaxWaitMs: 5000}))
+		if err != nil || len(cl.Msg.Records) != 1 {
+			t.Fatalf("round %d: claim through %s: %v", i, f.ID, err)
+		}
+		rec := cl.Msg.Records[0]
+		d := describeQueue(t, ctx, f)
+		if d.BacklogRecords != 1 || len(d.InFlight) != 1 {
+			stale = append(stale, fmt.Sprintf("round %d after the claim of %d@%d: backlog %d, in flight %d", i, rec.Partition, rec.Offset, d.BacklogRecords, len(d.InFlight)))
+		}
+		if _, err := f.RPC.Ack(ctx, connect.NewRequest(&logdv1.AckRequest{Topic: "ryw-dg", Group: "w", Tokens: []string{rec.Token}})); err != nil {
+			t.Fatalf("round %d: ack through %s: %v", i, f.ID, err)
+		}
+		if d := describeQueue(t, ctx, f); d.BacklogRecords != 0 || len(d.InFlight) != 0 {
+			stale = append(stale, fmt.Sprintf("round %d after the ack of %d@%d: backlog %d, in flight %d", i, rec.Partition, rec.Offset, d.BacklogRecords, len(d.InFlight)))
+		}
+	}
+	if len(stale) > 0 {
+		t.Errorf("%d of 40 describes through %s missed the claim or ack just made through it; first: %s", len(stale), f.ID, stale[0])
+	}
+}
+
+// describeQueue describes queue group w of ryw-dg through nd, with the
+// records in flight.
+func describeQueue(t *testing.T, ctx context.Context, nd *e2e.Node) *logdv1.DescribeQueueGroupResponse {
+	t.Helper()
+	d, err := nd.RPC.DescribeQueueGroup(ctx, connect.NewRequest(&logdv1.DescribeQueueGroupRequest{Topic: "ryw-dg", Group: "w", InFlight: true}))
+	if err != nil {
+		t.Fatalf("describe through %s: %v", nd.ID, err)
+	}
+	return d.Msg
 }
