@@ -748,7 +748,7 @@ func (n *Node) inGroup(ctx context.Context, g uint64, local func(groupHandle) er
 		dg := n.dataGroup(g)
 		if dg != nil && dg.raft.State() == raft.Leader {
 			err := local(dg.handle(n))
-			if err == nil {
+			if err == nil && call.Kind != callRead {
 				n.noteGroupWrite(ctx, g, dg.fsm.AppliedIndex())
 			}
 			if !errors.Is(err, backend.ErrNotLeader) {
@@ -787,7 +787,9 @@ func (n *Node) inGroup(ctx context.Context, g uint64, local func(groupHandle) er
 			if err := remote(ans); err != nil {
 				return err
 			}
-			n.noteGroupWrite(ctx, g, ans.Applied)
+			if call.Kind != callRead {
+				n.noteGroupWrite(ctx, g, ans.Applied)
+			}
 			if dg != nil && ans.Applied > 0 {
 				dg.awaitApplied(ctx, ans.Applied, readYourWritesWait)
 			}
