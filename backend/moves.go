@@ -90,6 +90,9 @@ type NodeLoad struct {
 	Draining                      bool
 	ReplicasBefore, ReplicasAfter int
 	LeadsBefore, LeadsAfter       int
+	// BytesBefore and BytesAfter sum the sizes of the groups it holds
+	// replicas of (as last learnt; 0 when not known).
+	BytesBefore, BytesAfter int64
 }
 
 // BalancePlan is what the meta leader's balancing would change from the

@@ -112,6 +112,10 @@ type NodeLoad struct {
 	ReplicasAfter  int  `json:"replicas_after"`
 	LeadsBefore    int  `json:"leads_before"`
 	LeadsAfter     int  `json:"leads_after"`
+	// BytesBefore and BytesAfter sum the sizes of the groups it holds
+	// replicas of (0 when not known).
+	BytesBefore int64 `json:"bytes_before"`
+	BytesAfter  int64 `json:"bytes_after"`
 }
 
 // BalancePlan is what the meta leader's balancing would change from the
@@ -169,7 +173,8 @@ func (c *Client) PlanBalance(ctx context.Context) (BalancePlan, error) {
 		for _, l := range m.GetLoads() {
 			out.Loads = append(out.Loads, NodeLoad{Node: l.GetNode(), Draining: l.GetDraining(),
 				ReplicasBefore: int(l.GetReplicasBefore()), ReplicasAfter: int(l.GetReplicasAfter()),
-				LeadsBefore: int(l.GetLeadsBefore()), LeadsAfter: int(l.GetLeadsAfter())})
+				LeadsBefore: int(l.GetLeadsBefore()), LeadsAfter: int(l.GetLeadsAfter()),
+				BytesBefore: l.GetBytesBefore(), BytesAfter: l.GetBytesAfter()})
 		}
 		return nil
 	})

@@ -877,6 +877,8 @@
  * @property {number} [replicasAfter]
  * @property {number} [leadsBefore]
  * @property {number} [leadsAfter]
+ * @property {string | number} [bytesBefore]
+ * @property {string | number} [bytesAfter]
  */
 
 /**

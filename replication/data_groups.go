@@ -548,7 +548,9 @@ const (
 	// replica moves: Grow and Join keep them within it.
 	balanceSlack = 2
 	// moveTimeout bounds the wait for one move before the next may start
-	// (a move whose new replica cannot catch up, say).
+	// (a move whose new replica cannot catch up, say), or twice the time
+	// the move budget takes to copy the group, when longer
+	// (moveTimeoutFor).
 	moveTimeout = 10 * time.Minute
 	// DefaultMaxMoves is Config.MaxMoves's default.
 	DefaultMaxMoves = 1
@@ -577,11 +579,12 @@ func (d *dataGroups) balance(tab fsm.DataGroupTable, dead []string) error {
 		return err
 	}
 	marked := level >= fsm.MovesLevel
+	sizes := n.groupSizes(context.Background(), tab)
 	if marked {
 		d.moving = nil
 		inFlight := 0
 		for _, g := range tab.Groups {
-			if g.Move != nil && n.cfg.Now().Sub(time.Unix(0, g.Move.Since)) < moveTimeout {
+			if g.Move != nil && n.cfg.Now().Sub(time.Unix(0, g.Move.Since)) < moveTimeoutFor(sizes[g.ID], n.cfg.MoveBytesPerSecond) {
 				inFlight++
 			}
 		}
@@ -600,6 +603,7 @@ func (d *dataGroups) balance(tab fsm.DataGroupTable, dead []string) error {
 		d.moving = nil
 	}
 	p := planOf(tab)
+	withSizes(p, sizes)
 	live := slices.DeleteFunc(slices.Clone(tab.Nodes), func(id string) bool { return slices.Contains(dead, id) })
 	if len(live) == 0 || placement.Check(p, live, n.cfg.ReplicationFactor) != nil {
 		return nil
@@ -611,8 +615,14 @@ func (d *dataGroups) balance(tab fsm.DataGroupTable, dead []string) error {
 	if err := d.proposeTable(tab, setOf(tab, tab.Nodes, q), "balance"); err != nil {
 		return err
 	}
+	switch {
+	case mv.Back != 0:
+		n.cfg.Logger.Info("swapping data group replicas to even bytes", "group", mv.Group, "from", mv.From, "to", mv.To,
+			"back", mv.Back, "bytes", sizes[mv.Group], "back_bytes", sizes[mv.Back])
+	case mv.Group != 0:
+		n.cfg.Logger.Info("moving a data group replica", "group", mv.Group, "from", mv.From, "to", mv.To, "bytes", sizes[mv.Group])
+	}
 	if mv.Group != 0 {
-		n.cfg.Logger.Info("moving a data group replica", "group", mv.Group, "from", mv.From, "to", mv.To)
 		if !marked {
 			d.moving = &pendingMove{Move: mv, since: time.Now()}
 		}
@@ -664,6 +674,24 @@ func configVoters(r *raft.Raft) []string {
 }
 
 // planOf is the table as a placement plan.
+// withSizes sets the Bytes of p's groups from sizes.
+func withSizes(p placement.Plan, sizes map[uint64]int64) {
+	for i := range p {
+		p[i].Bytes = sizes[p[i].ID]
+	}
+}
+
+// moveTimeoutFor is how long a move of a group of size bytes counts as
+// in flight: moveTimeout, or twice the time the move budget rate (bytes
+// per second, Config.MoveBytesPerSecond) takes to copy it, when longer.
+func moveTimeoutFor(size, rate int64) time.Duration {
+	r := moveBytesPerSecond(rate)
+	if r <= 0 || size <= 0 {
+		return moveTimeout
+	}
+	return max(moveTimeout, 2*time.Duration(float64(size)/float64(r)*float64(time.Second)))
+}
+
 func planOf(tab fsm.DataGroupTable) placement.Plan {
 	p := make(placement.Plan, len(tab.Groups))
 	for i, g := range tab.Groups {

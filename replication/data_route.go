@@ -919,6 +919,11 @@ func (n *Node) answerCall(ctx context.Context, _ string, g uint64, req []byte) (
 		if err != nil {
 			ans.Err = encodeWireError(err)
 		}
+	case dg != nil && call.Kind == callSize:
+		var err error
+		if ans.Result, err = json.Marshal(fsmBytes(dg.fsm)); err != nil {
+			ans.Err = encodeWireError(err)
+		}
 	case dg != nil && call.Kind == callConfig:
 		var err error
 		if ans.Result, err = json.Marshal(configVoters(dg.raft)); err != nil {

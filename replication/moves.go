@@ -161,7 +161,8 @@ func (n *Node) PlanBalance() (backend.BalancePlan, error) {
 	if err := cf.Error(); err != nil {
 		return backend.BalancePlan{}, fmt.Errorf("plan balance: read the configuration: %w", err)
 	}
-	return balancePlan(n.fsm.DataGroups(), cf.Configuration().Servers, n.cfg.DataGroupsPerNode, n.cfg.ReplicationFactor, maxBalanceSteps)
+	tab := n.fsm.DataGroups()
+	return balancePlan(tab, n.groupSizes(context.Background(), tab), cf.Configuration().Servers, n.cfg.DataGroupsPerNode, n.cfg.ReplicationFactor, maxBalanceSteps)
 }
 
 // balancePlan is what balancing would change from tab, the meta group's
@@ -169,8 +170,9 @@ func (n *Node) PlanBalance() (backend.BalancePlan, error) {
 // replicas of nodes that left or are drained) has nothing to change,
 // placement.Balance over the placed nodes not drained, applied to its own
 // answer until it changes nothing, at most maxSteps times, as if each
-// move finished before the next.
-func balancePlan(tab fsm.DataGroupTable, servers []raft.Server, perNode, rf, maxSteps int) (backend.BalancePlan, error) {
+// move finished before the next; with the groups' sizes (bytes, by
+// group; a group left out counts 0).
+func balancePlan(tab fsm.DataGroupTable, sizes map[uint64]int64, servers []raft.Server, perNode, rf, maxSteps int) (backend.BalancePlan, error) {
 	live := slices.DeleteFunc(slices.Clone(tab.Nodes), func(id string) bool { return slices.Contains(tab.Draining, id) })
 	bp := backend.BalancePlan{Groups: len(tab.Groups), ReplicationFactor: rf, Nodes: live}
 	if len(tab.Groups) == 0 {
@@ -182,6 +184,7 @@ func balancePlan(tab fsm.DataGroupTable, servers []raft.Server, perNode, rf, max
 		}
 	}
 	p := planOf(tab)
+	withSizes(p, sizes)
 	cur := p
 	_, why, err := plan(tab, servers, perNode, rf, tab.Draining, nil)
 	switch {
@@ -211,6 +214,9 @@ func balancePlan(tab fsm.DataGroupTable, servers []raft.Server, perNode, rf, max
 		if mv.Group != 0 {
 			bp.Steps = append(bp.Steps, backend.BalanceStep{Step: step, Kind: backend.BalanceReplica, Group: mv.Group, From: mv.From, To: mv.To})
 		}
+		if mv.Back != 0 {
+			bp.Steps = append(bp.Steps, backend.BalanceStep{Step: step, Kind: backend.BalanceReplica, Group: mv.Back, From: mv.To, To: mv.From})
+		}
 		bp.Steps = append(bp.Steps, handOvers(step, cur, next, mv)...)
 		cur = next
 	}
@@ -220,13 +226,17 @@ func balancePlan(tab fsm.DataGroupTable, servers []raft.Server, perNode, rf, max
 
 // handOvers are the preferred leaderships that a balancing step from p
 // to next handed over within groups; the group of mv, which moved the
-// preferred leader's replica, counts mv.To as its leader before.
+// preferred leader's replica, counts mv.To as its leader before (and the
+// group a swap moved back, mv.From).
 func handOvers(step int, p, next placement.Plan, mv placement.Move) []backend.BalanceStep {
 	var out []backend.BalanceStep
 	for i, g := range next {
 		from := p[i].Preferred()
-		if g.ID == mv.Group && from == mv.From {
+		switch {
+		case g.ID == mv.Group && from == mv.From:
 			from = mv.To
+		case g.ID == mv.Back && from == mv.To:
+			from = mv.From
 		}
 		if to := g.Preferred(); to != from {
 			out = append(out, backend.BalanceStep{Step: step, Kind: backend.BalanceLeader, Group: g.ID, From: from, To: to})
@@ -249,9 +259,10 @@ func loads(tab fsm.DataGroupTable, before, after placement.Plan) []backend.NodeL
 		}
 		return replicas, leads
 	}
+	bytesBefore, bytesAfter := placement.Bytes(before, tab.Nodes), placement.Bytes(after, tab.Nodes)
 	out := make([]backend.NodeLoad, len(tab.Nodes))
 	for i, id := range tab.Nodes {
-		l := backend.NodeLoad{Node: id, Draining: slices.Contains(tab.Draining, id)}
+		l := backend.NodeLoad{Node: id, Draining: slices.Contains(tab.Draining, id), BytesBefore: bytesBefore[id], BytesAfter: bytesAfter[id]}
 		l.ReplicasBefore, l.LeadsBefore = count(before, id)
 		l.ReplicasAfter, l.LeadsAfter = count(after, id)
 		out[i] = l

@@ -99,7 +99,7 @@ func TestBalancePlan(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := fmt.Sprint(tt.tab.Groups)
-			p, err := balancePlan(tt.tab, tt.servers, 1, 3, cmp.Or(tt.maxSteps, maxBalanceSteps))
+			p, err := balancePlan(tt.tab, nil, tt.servers, 1, 3, cmp.Or(tt.maxSteps, maxBalanceSteps))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -350,6 +350,8 @@ type Node struct {
 	// groupFloors keep reads of data groups from missing a write this
 	// node saw acknowledged (read_floor.go).
 	groupFloors groupFloors
+	// sizes caches data groups' sizes for balancing (group_sizes.go).
+	sizes groupSizes
 	// secretMu orders writes of the cluster secret (secret.go), which the
 	// Raft port holds.
 	secretMu sync.Mutex

@@ -64,13 +64,7 @@ func (n *Node) dataGroupStatus() []backend.DataGroupStatus {
 			ds.Move = &m
 		}
 		if r, ok := local[g.ID]; ok {
-			for _, t := range r.FSM.Topics() {
-				for _, p := range t.Partitions {
-					if p != nil {
-						ds.Bytes += p.Log().Size()
-					}
-				}
-			}
+			ds.Bytes = fsmBytes(r.FSM)
 			_, lid := r.Raft.LeaderWithID()
 			ds.State, ds.LeaderID, ds.Term = r.Raft.State().String(), string(lid), r.Raft.CurrentTerm()
 			ds.CommitIndex, ds.AppliedIndex = r.Raft.CommitIndex(), r.Raft.AppliedIndex()

@@ -43,7 +43,8 @@ func (s *Server) PlanBalance(_ context.Context, _ *connect.Request[logdv1.PlanBa
 	for _, l := range p.Loads {
 		resp.Loads = append(resp.Loads, &logdv1.NodeLoad{Node: l.Node, Draining: l.Draining,
 			ReplicasBefore: uint32(l.ReplicasBefore), ReplicasAfter: uint32(l.ReplicasAfter),
-			LeadsBefore: uint32(l.LeadsBefore), LeadsAfter: uint32(l.LeadsAfter)})
+			LeadsBefore: uint32(l.LeadsBefore), LeadsAfter: uint32(l.LeadsAfter),
+			BytesBefore: l.BytesBefore, BytesAfter: l.BytesAfter})
 	}
 	return connect.NewResponse(resp), nil
 }

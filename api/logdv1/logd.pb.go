@@ -7315,8 +7315,12 @@ type NodeLoad struct {
 	ReplicasAfter  uint32 `protobuf:"varint,4,opt,name=replicas_after,json=replicasAfter,proto3" json:"replicas_after,omitempty"`
 	LeadsBefore    uint32 `protobuf:"varint,5,opt,name=leads_before,json=leadsBefore,proto3" json:"leads_before,omitempty"`
 	LeadsAfter     uint32 `protobuf:"varint,6,opt,name=leads_after,json=leadsAfter,proto3" json:"leads_after,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The bytes of the groups it holds replicas of, as the answering node
+	// last learnt their sizes (0 when not known).
+	BytesBefore   int64 `protobuf:"varint,7,opt,name=bytes_before,json=bytesBefore,proto3" json:"bytes_before,omitempty"`
+	BytesAfter    int64 `protobuf:"varint,8,opt,name=bytes_after,json=bytesAfter,proto3" json:"bytes_after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodeLoad) Reset() {
@@ -7387,6 +7391,20 @@ func (x *NodeLoad) GetLeadsBefore() uint32 {
 func (x *NodeLoad) GetLeadsAfter() uint32 {
 	if x != nil {
 		return x.LeadsAfter
+	}
+	return 0
+}
+
+func (x *NodeLoad) GetBytesBefore() int64 {
+	if x != nil {
+		return x.BytesBefore
+	}
+	return 0
+}
+
+func (x *NodeLoad) GetBytesAfter() int64 {
+	if x != nil {
+		return x.BytesAfter
 	}
 	return 0
 }
@@ -10947,7 +10965,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
 	"\x05group\x18\x03 \x01(\x04R\x05group\x12\x12\n" +
 	"\x04from\x18\x04 \x01(\tR\x04from\x12\x0e\n" +
-	"\x02to\x18\x05 \x01(\tR\x02to\"\xce\x01\n" +
+	"\x02to\x18\x05 \x01(\tR\x02to\"\x92\x02\n" +
 	"\bNodeLoad\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1a\n" +
 	"\bdraining\x18\x02 \x01(\bR\bdraining\x12'\n" +
@@ -10955,7 +10973,10 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x0ereplicas_after\x18\x04 \x01(\rR\rreplicasAfter\x12!\n" +
 	"\fleads_before\x18\x05 \x01(\rR\vleadsBefore\x12\x1f\n" +
 	"\vleads_after\x18\x06 \x01(\rR\n" +
-	"leadsAfter\"4\n" +
+	"leadsAfter\x12!\n" +
+	"\fbytes_before\x18\a \x01(\x03R\vbytesBefore\x12\x1f\n" +
+	"\vbytes_after\x18\b \x01(\x03R\n" +
+	"bytesAfter\"4\n" +
 	"\x19TransferLeadershipRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"`\n" +
 	"\x1aTransferLeadershipResponse\x12\x1b\n" +

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -85,13 +86,23 @@ func writeBalancePlan(opts *globalOpts, p client.BalancePlan) error {
 	}
 	fmt.Fprintln(opts.stdout)
 	tw := newTable(opts.stdout)
-	fmt.Fprintln(tw, "NODE\tREPLICAS BEFORE\tREPLICAS AFTER\tLEADS BEFORE\tLEADS AFTER")
+	// Bytes once the answering node knew some group's size.
+	sized := slices.ContainsFunc(p.Loads, func(l client.NodeLoad) bool { return l.BytesBefore > 0 || l.BytesAfter > 0 })
+	header := "NODE\tREPLICAS BEFORE\tREPLICAS AFTER\tLEADS BEFORE\tLEADS AFTER"
+	if sized {
+		header += "\tBYTES BEFORE\tBYTES AFTER"
+	}
+	fmt.Fprintln(tw, header)
 	for _, l := range p.Loads {
 		node := l.Node
 		if l.Draining {
 			node += " (draining)"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", node, l.ReplicasBefore, l.ReplicasAfter, l.LeadsBefore, l.LeadsAfter)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d", node, l.ReplicasBefore, l.ReplicasAfter, l.LeadsBefore, l.LeadsAfter)
+		if sized {
+			fmt.Fprintf(tw, "\t%s\t%s", formatBytes(l.BytesBefore), formatBytes(l.BytesAfter))
+		}
+		fmt.Fprintln(tw)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

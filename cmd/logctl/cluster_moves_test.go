@@ -56,7 +56,7 @@ func TestClusterMovesCLI(t *testing.T) {
 			len(plan.Loads) != 1 || plan.InProgress == nil || *plan.InProgress != 0 || plan.Truncated == nil || *plan.Truncated {
 			t.Errorf("cluster balance --dry-run -o json = %+v", plan)
 		}
-		want := map[string]any{"node": "node-1", "draining": false, "replicas_before": 2.0, "replicas_after": 2.0, "leads_before": 2.0, "leads_after": 2.0}
+		want := map[string]any{"node": "node-1", "draining": false, "replicas_before": 2.0, "replicas_after": 2.0, "leads_before": 2.0, "leads_after": 2.0, "bytes_before": 0.0, "bytes_after": 0.0}
 		if l := plan.Loads[0]; len(l) != len(want) {
 			t.Errorf("load %v, want %v", l, want)
 		} else {
@@ -148,6 +148,29 @@ func TestClusterMovesTables(t *testing.T) {
 				"logctl: the plan stops after 2 steps; balancing goes on after them\n" +
 				"logctl: 1 move in progress finish first (logctl cluster moves)\n" +
 				"logctl: dry run: nothing changed; balancing runs on its own on the meta leader, logd's --max-moves at a time\n",
+		},
+		{
+			name: "balance plan with bytes",
+			write: func(o *globalOpts) error {
+				return writeBalancePlan(o, client.BalancePlan{Node: "n1", Groups: 3, ReplicationFactor: 1, Nodes: []string{"n1", "n2"},
+					Steps: []client.BalanceStep{
+						{Step: 1, Kind: client.BalanceReplica, Group: 1, From: "n1", To: "n2"},
+						{Step: 1, Kind: client.BalanceReplica, Group: 2, From: "n2", To: "n1"},
+					},
+					Loads: []client.NodeLoad{
+						{Node: "n1", ReplicasBefore: 2, ReplicasAfter: 2, LeadsBefore: 2, LeadsAfter: 2, BytesBefore: 12 << 30, BytesAfter: 7 << 30},
+						{Node: "n2", ReplicasBefore: 1, ReplicasAfter: 1, LeadsBefore: 1, LeadsAfter: 1, BytesBefore: 2 << 30, BytesAfter: 7 << 30},
+					}})
+			},
+			want: "" +
+				"2 replica moves and 0 leadership hand-overs in 1 step\n" +
+				"STEP  KIND     GROUP  FROM  TO\n" +
+				"1     replica  1      n1    n2\n" +
+				"1     replica  2      n2    n1\n" +
+				"\n" +
+				"NODE  REPLICAS BEFORE  REPLICAS AFTER  LEADS BEFORE  LEADS AFTER  BYTES BEFORE  BYTES AFTER\n" +
+				"n1    2                2               2             2            12.0 GiB      7.0 GiB\n" +
+				"n2    1                1               1             1            2.0 GiB       7.0 GiB\n",
 		},
 		{
 			name: "balancing waits",

@@ -26,8 +26,10 @@
 //     past a timeout) to the others, as Remove does, keeping the members.
 //   - Balance moves one replica at a time from the node that holds the
 //     most to the one that holds the fewest while they are more than a
-//     slack apart, and hands preferred leaderships over within groups
-//     while the leaders' counts are more than one apart.
+//     slack apart; once they are within it, from the node with the most
+//     bytes to one with fewer while their bytes are more than a tenth of
+//     the mean apart (BytesSlack); and it hands preferred leaderships over
+//     within groups while the leaders' counts are more than one apart.
 //   - A topic's partitions go round robin over the groups from an offset
 //     its creation index gives (Partitions), so one hot topic spreads
 //     over every group's leader and topics do not all start at group 0.
@@ -56,6 +58,9 @@ type Group struct {
 	// Moving marks a group whose replicas are changing: Balance moves no
 	// replica of it (it may still hand its preferred leadership over).
 	Moving bool
+	// Bytes is the size of the group's data (each replica holds all of
+	// it); 0 when not known. Balance evens the nodes' bytes with it.
+	Bytes int64
 }
 
 // Preferred is the group's preferred leader, "" for a group without
@@ -77,31 +82,39 @@ var ErrInvalid = errors.New("placement: invalid")
 func (p Plan) clone() Plan {
 	out := make(Plan, len(p))
 	for i, g := range p {
-		out[i] = Group{ID: g.ID, Replicas: slices.Clone(g.Replicas), Moving: g.Moving}
+		out[i] = Group{ID: g.ID, Replicas: slices.Clone(g.Replicas), Moving: g.Moving, Bytes: g.Bytes}
 	}
 	return out
 }
 
-// load counts, per node of nodes, the replicas and preferred leaderships
-// p gives it.
+// load counts, per node of nodes, the replicas, preferred leaderships and
+// bytes p gives it.
 type load struct {
 	replicas, preferred map[string]int
+	bytes               map[string]int64
 }
 
 func loadOf(p Plan, nodes []string) load {
-	l := load{replicas: map[string]int{}, preferred: map[string]int{}}
+	l := load{replicas: map[string]int{}, preferred: map[string]int{}, bytes: map[string]int64{}}
 	for _, n := range nodes {
-		l.replicas[n], l.preferred[n] = 0, 0
+		l.replicas[n], l.preferred[n], l.bytes[n] = 0, 0, 0
 	}
 	for _, g := range p {
 		for i, r := range g.Replicas {
 			l.replicas[r]++
+			l.bytes[r] += g.Bytes
 			if i == 0 {
 				l.preferred[r]++
 			}
 		}
 	}
 	return l
+}
+
+// Bytes returns each node's bytes under p: the sum of the Bytes of the
+// groups it holds a replica of.
+func Bytes(p Plan, nodes []string) map[string]int64 {
+	return loadOf(p, nodes).bytes
 }
 
 // Check reports whether p is a plan over nodes with factor rf: ids
@@ -356,19 +369,25 @@ func Evacuate(p Plan, nodes, out []string, rf int) (Plan, bool, error) {
 }
 
 // Move is one replica move of a Balance: node From's replica of group
-// Group goes to node To.
+// Group goes to node To; with Back, a swap, To's replica of group Back
+// goes to From at the same time (bytes are evened without changing the
+// nodes' replica counts).
 type Move struct {
 	Group    uint64
 	From, To string
+	Back     uint64
 }
 
-// Balance returns p with at most one replica moved, and the move, when the
+// Balance returns p with at most one replica moved (or two swapped, when
+// evening bytes), and the move, when the
 // replica counts of nodes are more than slack apart: a replica of the node
 // that holds the most (then leads the most, then the highest id) goes to
 // the node that holds the fewest (then leads the fewest, then the lowest
-// id), from the group of the first that the receiving node does not hold
-// (one the giver does not lead first, so leaderships stay; else it leads
-// that group in its place), never of a group that is Moving. Then, without moving data, a group's
+// id), from a group the receiving node does not hold (one the giver does
+// not lead first, so leaderships stay; else it leads that group in its
+// place; then the one that leaves their bytes closest; then the lowest
+// id), never of a group that is Moving. When the counts are within the
+// slack, a replica moves by bytes instead (bytesMove). Then, without moving data, a group's
 // preferred leader hands the preference to another replica of the group
 // while it leads more than one more group than that replica (the pair
 // furthest apart first). ok is false when nothing changed. Grow and Join keep replicas
@@ -386,12 +405,22 @@ func Balance(p Plan, nodes []string, rf, slack int) (Plan, Move, bool, error) {
 	sortBy(byLoad, l.replicas, l.preferred)
 	lo, hi := byLoad[0], byLoad[len(byLoad)-1]
 	if l.replicas[hi]-l.replicas[lo] > max(slack, 1) {
+		// Of the groups hi can give lo, one hi does not lead first; then
+		// the one that leaves the two nodes' bytes closest.
+		gap := func(g Group) int64 { return abs(l.bytes[hi] - l.bytes[lo] - 2*g.Bytes) }
 		pick := -1
 		for i, g := range out {
 			if g.Moving || !slices.Contains(g.Replicas, hi) || slices.Contains(g.Replicas, lo) {
 				continue
 			}
-			if pick < 0 || out[pick].Preferred() == hi && g.Preferred() != hi {
+			switch {
+			case pick < 0:
+				pick = i
+			case (out[pick].Preferred() == hi) != (g.Preferred() == hi):
+				if g.Preferred() != hi {
+					pick = i
+				}
+			case gap(g) < gap(out[pick]):
 				pick = i
 			}
 		}
@@ -399,6 +428,18 @@ func Balance(p Plan, nodes []string, rf, slack int) (Plan, Move, bool, error) {
 			g := &out[pick]
 			g.Replicas[slices.Index(g.Replicas, hi)] = lo
 			mv, moved = Move{Group: g.ID, From: hi, To: lo}, true
+			l = loadOf(out, nodes)
+		}
+	}
+	if !moved {
+		if m, ok := bytesMove(out, nodes, l, slack); ok {
+			// A preference moves with the replica; the hand-overs below
+			// even the leaders' counts again.
+			out.replace(m.Group, m.From, m.To)
+			if m.Back != 0 {
+				out.replace(m.Back, m.To, m.From)
+			}
+			mv, moved = m, true
 			l = loadOf(out, nodes)
 		}
 	}
@@ -425,6 +466,132 @@ func Balance(p Plan, nodes []string, rf, slack int) (Plan, Move, bool, error) {
 		prefChanged = true
 	}
 	return out, mv, moved || prefChanged, nil
+}
+
+// Balancing by bytes (Balance, once the replica counts are within the
+// slack): the node with the most bytes gives one replica to a node with
+// fewer when their bytes are more than BytesSlack apart, choosing the
+// group that leaves the two closest, and only when that narrows their
+// gap by at least half the slack and keeps every node's replica count
+// within the slack. Each such move lowers the sum of the squares of the
+// nodes' bytes, so balancing ends; the half-slack step is its
+// hysteresis (groups that grow a little do not start moves back and
+// forth).
+const (
+	// BytesSlackShare is the gap allowed between two nodes' bytes, as a
+	// share of the mean bytes per node.
+	BytesSlackShare = 0.10
+	// MinBytesSlack is the smallest gap that moves a replica: below it a
+	// move costs more than it evens.
+	MinBytesSlack = 1 << 20
+)
+
+// BytesSlack returns the gap between two nodes' bytes that Balance lets
+// stand for a mean of mean bytes per node.
+func BytesSlack(mean int64) int64 {
+	return max(int64(float64(mean)*BytesSlackShare), MinBytesSlack)
+}
+
+// replace puts node to in node from's place among group g's replicas.
+func (p Plan) replace(g uint64, from, to string) {
+	i := slices.IndexFunc(p, func(x Group) bool { return x.ID == g })
+	p[i].Replicas[slices.Index(p[i].Replicas, from)] = to
+}
+
+// bytesMove returns the replica move that evens bytes (see above), ok
+// false when none does. When no single move keeps the replica counts
+// within the slack, it swaps: a larger group of the giver's for a smaller
+// one of the receiver's.
+func bytesMove(p Plan, nodes []string, l load, slack int) (Move, bool) {
+	var total int64
+	for _, n := range nodes {
+		total += l.bytes[n]
+	}
+	if total == 0 || len(nodes) < 2 {
+		return Move{}, false
+	}
+	bs := BytesSlack(total / int64(len(nodes)))
+	byBytes := slices.Clone(nodes)
+	sort.SliceStable(byBytes, func(i, j int) bool {
+		a, b := byBytes[i], byBytes[j]
+		if l.bytes[a] != l.bytes[b] {
+			return l.bytes[a] < l.bytes[b]
+		}
+		return a < b
+	})
+	hi := byBytes[len(byBytes)-1]
+	for k, lo := range byBytes[:len(byBytes)-1] {
+		if k == maxBytesReceivers {
+			break
+		}
+		d := l.bytes[hi] - l.bytes[lo]
+		if d <= bs {
+			break // sorted: every later node is closer still
+		}
+		movable := func(g Group, from, to string) bool {
+			return !g.Moving && slices.Contains(g.Replicas, from) && !slices.Contains(g.Replicas, to)
+		}
+		pick, back, best := -1, -1, d-bs/2
+		if countsFit(l, nodes, hi, lo, slack) {
+			for i, g := range p {
+				if g.Bytes <= 0 || !movable(g, hi, lo) {
+					continue
+				}
+				if gap := abs(d - 2*g.Bytes); gap <= best && (pick < 0 || gap < best) {
+					pick, best = i, gap
+				}
+			}
+		} else {
+			for i, a := range p {
+				if !movable(a, hi, lo) {
+					continue
+				}
+				for j, b := range p {
+					if i == j || b.Bytes >= a.Bytes || !movable(b, lo, hi) {
+						continue
+					}
+					if gap := abs(d - 2*(a.Bytes-b.Bytes)); gap <= best && (pick < 0 || gap < best) {
+						pick, back, best = i, j, gap
+					}
+				}
+			}
+		}
+		switch {
+		case pick >= 0 && back >= 0:
+			return Move{Group: p[pick].ID, From: hi, To: lo, Back: p[back].ID}, true
+		case pick >= 0:
+			return Move{Group: p[pick].ID, From: hi, To: lo}, true
+		}
+	}
+	return Move{}, false
+}
+
+// maxBytesReceivers bounds the nodes bytesMove tries as the receiver,
+// fewest bytes first: a swap looks at every pair of groups.
+const maxBytesReceivers = 8
+
+// countsFit reports whether moving a replica from node from to node to
+// keeps every node's replica count within slack of every other's.
+func countsFit(l load, nodes []string, from, to string, slack int) bool {
+	lo, hi := int(^uint(0)>>1), 0
+	for _, n := range nodes {
+		c := l.replicas[n]
+		switch n {
+		case from:
+			c--
+		case to:
+			c++
+		}
+		lo, hi = min(lo, c), max(hi, c)
+	}
+	return hi-lo <= max(slack, 1)
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
 }
 
 // Partitions returns the group of each of a new topic's partitions: round

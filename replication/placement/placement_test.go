@@ -406,3 +406,83 @@ func TestBalanceSkipsMovingGroups(t *testing.T) {
 		t.Fatalf("balance with every group moving: %+v, %v; want no replica moved", mv, err)
 	}
 }
+
+// TestBalanceBytes: groups of uneven sizes placed on 3 nodes, then 3
+// nodes joining one at a time: balancing ends (each move lowers the sum of
+// the squares of the nodes' bytes), keeps the replica counts within the
+// slack, and leaves every node's bytes within 15 % of the mean; a plan it
+// balanced does not move again when the groups grow by a few percent
+// (hysteresis).
+func TestBalanceBytes(t *testing.T) {
+	const rf, groups = 3, 24
+	rng := rand.New(rand.NewPCG(7, 11))
+	nodes := nodesN(3)
+	p, err := Grow(nil, nodes, groups, rf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range p {
+		p[i].Bytes = (1 + rng.Int64N(16)) << 30 // 1 to 16 GiB
+	}
+	balance := func(p Plan, nodes []string) (Plan, int) {
+		t.Helper()
+		moves := 0
+		for step := 0; ; step++ {
+			if step == 1000 {
+				t.Fatalf("%d nodes: balancing did not end after %d steps", len(nodes), step)
+			}
+			q, mv, changed, err := Balance(p, nodes, rf, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !changed {
+				return p, moves
+			}
+			if mv.Group != 0 {
+				moves++
+			}
+			p = q
+		}
+	}
+	for n := 4; n <= 6; n++ {
+		id := fmt.Sprintf("n%d", n)
+		nodes = append(nodes, id)
+		if p, err = Join(p, nodes, id, rf); err != nil {
+			t.Fatal(err)
+		}
+		var moves int
+		p, moves = balance(p, nodes)
+		l := loadOf(p, nodes)
+		var total int64
+		lo, hi := groups, 0
+		for _, nd := range nodes {
+			total += l.bytes[nd]
+			lo, hi = min(lo, l.replicas[nd]), max(hi, l.replicas[nd])
+		}
+		mean := total / int64(len(nodes))
+		for _, nd := range nodes {
+			if dev := float64(l.bytes[nd]-mean) / float64(mean); dev > 0.15 || dev < -0.15 {
+				t.Errorf("%d nodes: %s holds %d GiB, %.0f %% off the mean %d GiB", len(nodes), nd, l.bytes[nd]>>30, 100*dev, mean>>30)
+			}
+		}
+		if hi-lo > 2 {
+			t.Errorf("%d nodes: replica counts %d to %d, more than the slack apart", len(nodes), lo, hi)
+		}
+		t.Logf("%d nodes: %d replica moves; replicas %d to %d; bytes per node %v GiB", len(nodes), moves, lo, hi, gib(l.bytes))
+	}
+	grown := p.clone()
+	for i := range grown {
+		grown[i].Bytes += grown[i].Bytes * int64(i%5) / 100
+	}
+	if _, mv, _, err := Balance(grown, nodes, rf, 2); err != nil || mv.Group != 0 {
+		t.Errorf("groups a few percent larger: Balance moved %+v (%v)", mv, err)
+	}
+}
+
+func gib(m map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range m {
+		out[k] = v >> 30
+	}
+	return out
+}
