@@ -185,3 +185,218 @@ func TestClaimAnswerBudget(t *testing.T) {
 	}
 	waitMetric(t, ctx, reg, "logd_response_inflight_bytes", func(v float64) bool { return v == 0 })
 }
+
+// TestDeadLetterListBudget: ListDeadLetters calls, many at once over one
+// HTTP/2 connection, are charged for the most they may answer before they
+// read: the bytes charged at once never pass the client's share, the
+// lists past it wait or are refused with OVERLOADED and a retry-after,
+// the largest answer served was charged at least its record bytes, and
+// every charge is given back. Without the charge (dlq_list.go) nothing is
+// charged and nothing waits, and the test fails.
+func TestDeadLetterListBudget(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	const (
+		records = 8
+		lists   = 12
+		// Each list asks for what fills the client's share (answerCost:
+		// twice its bytes), so lists are answered one at a time.
+		listBytes = testShare / 2
+	)
+	hs, reg, rpc := budgetServer(t, ctx, 200*time.Millisecond, records)
+	dlq := deadLetters(t, ctx, rpc, "t", "w", records)
+
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	t.Cleanup(tr.CloseIdleConnections)
+	h2 := logdv1connect.NewLogServiceClient(&http.Client{Transport: tr}, hs.URL)
+	var (
+		wg              sync.WaitGroup
+		mu              sync.Mutex
+		served, refused int
+		largest         int64 // record bytes of the largest answer served
+		unexpected      []error
+	)
+	for range lists {
+		wg.Go(func() {
+			resp, err := h2.ListDeadLetters(ctx, connect.NewRequest(&logdv1.ListDeadLettersRequest{Topic: dlq, MaxBytes: listBytes}))
+			mu.Lock()
+			defer mu.Unlock()
+			var ce *connect.Error
+			switch {
+			case err == nil && len(resp.Msg.DeadLetters) > 0:
+				served++
+				var n int64
+				for _, d := range resp.Msg.DeadLetters {
+					n += int64(len(d.Key) + len(d.Value))
+				}
+				largest = max(largest, n)
+			case errors.As(err, &ce) && ce.Code() == connect.CodeResourceExhausted && retryAfterOf(ce) > 0:
+				refused++
+			default:
+				unexpected = append(unexpected, err)
+			}
+		})
+	}
+	wg.Wait()
+	if len(unexpected) > 0 {
+		t.Fatalf("%d lists neither served nor refused with a retry-after; first: %v", len(unexpected), unexpected[0])
+	}
+	peak := metric(t, reg, "logd_response_inflight_peak_bytes")
+	waits := metric(t, reg, "logd_response_budget_waits_total")
+	t.Logf("%d lists: %d served, %d refused; largest answer %d record bytes; peak %.0f bytes charged, %v waits", lists, served, refused, largest, peak, waits)
+	if served == 0 {
+		t.Fatalf("no list served")
+	}
+	if peak > testShare {
+		t.Errorf("peak charge %.0f bytes; want at most %d, the client's share of the budget", peak, testShare)
+	}
+	if peak < float64(2*largest) {
+		t.Errorf("peak charge %.0f bytes; an answer of %d record bytes was served, which is charged twice that", peak, largest)
+	}
+	if waits == 0 {
+		t.Errorf("no list waited: %d lists charged %d bytes each fit in a share of %d at once", lists, 2*listBytes, testShare)
+	}
+	if got := metric(t, reg, "logd_response_budget_refusals_total"); int(got) != refused {
+		t.Errorf("refusals metric %v, %d refused", got, refused)
+	}
+	waitMetric(t, ctx, reg, "logd_response_inflight_bytes", func(v float64) bool { return v == 0 })
+}
+
+// deadLetters dead-letters the first n records of topic through a queue
+// group allowing one delivery (claimed and rejected), and returns the
+// dead-letter topic once it lists them all. Its calls are charged a few
+// bytes each, so the answer budget's peak stays below a record's.
+func deadLetters(t *testing.T, ctx context.Context, rpc logdv1connect.LogServiceClient, topic, group string, n int) string {
+	t.Helper()
+	one := int32(1)
+	if _, err := rpc.CreateQueueGroup(ctx, connect.NewRequest(&logdv1.CreateQueueGroupRequest{Topic: topic, Group: group,
+		Config: &logdv1.QueueGroupConfig{MaxDeliveries: &one}})); err != nil {
+		t.Fatal(err)
+	}
+	for rejected := 0; rejected < n; {
+		// One record a claim, charged little: the caller's test
+		// measures the peak its own calls reach.
+		resp, err := rpc.Claim(ctx, connect.NewRequest(&logdv1.ClaimRequest{Topic: topic, Group: group, MaxRecords: 1, MaxBytes: 1, LeaseMs: 60_000}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nack := &logdv1.NackRequest{Topic: topic, Group: group}
+		for _, r := range resp.Msg.Records {
+			nack.Nacks = append(nack.Nacks, &logdv1.QueueNack{Token: r.Token, Permanent: true, Error: "rejected by the test"})
+		}
+		if _, err := rpc.Nack(ctx, connect.NewRequest(nack)); err != nil {
+			t.Fatal(err)
+		}
+		rejected += len(resp.Msg.Records)
+	}
+	dlq := topic + "." + group + ".dlq"
+	for {
+		// One dead letter and a charge of a few bytes.
+		resp, err := rpc.ListDeadLetters(ctx, connect.NewRequest(&logdv1.ListDeadLettersRequest{Topic: dlq, MaxRecords: 1, MaxBytes: 1}))
+		if err == nil && resp.Msg.Total == int64(n) {
+			return dlq
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s does not list %d dead letters: %v, %v", dlq, n, resp, err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// backupCharge is what a backup in flight holds of the answer budget: a
+// chunk and its encoded message (save_snapshot.go).
+const backupCharge = 2 * 256 << 10
+
+// TestBackupAnswerBudget: a backup holds its charge for as long as it
+// streams. Backups whose client stops reading (a small HTTP/2 window
+// holds them mid-stream) fill the client's share; the next one is
+// refused with OVERLOADED and a retry-after; once one held backup is
+// read to its end its charge is given back and a new backup is served.
+// Without the charge (save_snapshot.go) the next backup is served at
+// once, nothing is charged, and the test fails.
+func TestBackupAnswerBudget(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	const (
+		held = testShare / backupCharge
+		// A stream's window: a backup of many windows stops mid-stream
+		// while its client does not read.
+		window = 64 << 10
+	)
+	hs, reg, _ := budgetServer(t, ctx, 50*time.Millisecond, 8)
+
+	tr := &http.Transport{Protocols: new(http.Protocols), HTTP2: &http.HTTP2Config{MaxReceiveBufferPerStream: window}}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	t.Cleanup(tr.CloseIdleConnections)
+	h2 := logdv1connect.NewLogServiceClient(&http.Client{Transport: tr}, hs.URL)
+	// start opens a backup and reads its first message, the header: the
+	// backup is charged and streaming.
+	start := func() (*connect.ServerStreamForClient[logdv1.SaveSnapshotResponse], error) {
+		t.Helper()
+		s, err := h2.SaveSnapshot(ctx, connect.NewRequest(&logdv1.SaveSnapshotRequest{}))
+		if err != nil {
+			return nil, err
+		}
+		if !s.Receive() {
+			return nil, s.Err()
+		}
+		if s.Msg().Info == nil || s.Msg().Info.SizeBytes < 16*window {
+			t.Fatalf("first message %v; want the header of a backup of at least %d bytes", s.Msg(), 16*window)
+		}
+		return s, nil
+	}
+	// drain reads a backup to its end.
+	drain := func(s *connect.ServerStreamForClient[logdv1.SaveSnapshotResponse]) {
+		t.Helper()
+		for s.Receive() {
+		}
+		if err := s.Err(); err != nil {
+			t.Fatalf("backup: %v", err)
+		}
+	}
+	var streams []*connect.ServerStreamForClient[logdv1.SaveSnapshotResponse]
+	defer func() {
+		for _, s := range streams {
+			s.Close()
+		}
+	}()
+	for i := range held {
+		s, err := start()
+		if err != nil {
+			t.Fatalf("backup %d of %d in flight: %v", i+1, held, err)
+		}
+		streams = append(streams, s)
+	}
+	if got := metric(t, reg, "logd_response_inflight_bytes"); got != held*backupCharge {
+		t.Errorf("%d backups in flight hold %.0f bytes of the budget; want %d", held, got, held*backupCharge)
+	}
+	over, err := start()
+	if over != nil {
+		over.Close()
+	}
+	var ce *connect.Error
+	if !errors.As(err, &ce) || ce.Code() != connect.CodeResourceExhausted || retryAfterOf(ce) <= 0 {
+		t.Fatalf("backup past the client's share of %d bytes: %v; want OVERLOADED with a retry-after", testShare, err)
+	}
+	drain(streams[0])
+	waitMetric(t, ctx, reg, "logd_response_inflight_bytes", func(v float64) bool { return v == (held-1)*backupCharge })
+	s, err := start()
+	if err != nil {
+		t.Fatalf("backup once one held backup ended: %v", err)
+	}
+	streams[0] = s
+	for _, s := range streams {
+		drain(s)
+	}
+	peak := metric(t, reg, "logd_response_inflight_peak_bytes")
+	t.Logf("%d backups in flight, one refused; peak %.0f bytes charged", held, peak)
+	if peak != testShare {
+		t.Errorf("peak charge %.0f bytes; want %d, the client's share", peak, testShare)
+	}
+	if got := metric(t, reg, "logd_response_budget_refusals_total"); got != 1 {
+		t.Errorf("refusals metric %v; want 1", got)
+	}
+	waitMetric(t, ctx, reg, "logd_response_inflight_bytes", func(v float64) bool { return v == 0 })
+}
