@@ -261,6 +261,21 @@ func TestDeadLetterListBudget(t *testing.T) {
 		t.Errorf("refusals metric %v, %d refused", got, refused)
 	}
 	waitMetric(t, ctx, reg, "logd_response_inflight_bytes", func(v float64) bool { return v == 0 })
+
+	// A list asking for more than the share builds no more than it is
+	// charged for: its bytes bound is cut to the largest answer the
+	// budget charges, as a fetch's is.
+	resp, err := h2.ListDeadLetters(ctx, connect.NewRequest(&logdv1.ListDeadLettersRequest{Topic: dlq, MaxBytes: 4 * testShare}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, d := range resp.Msg.DeadLetters {
+		n += int64(len(d.Key) + len(d.Value))
+	}
+	if n > testShare/2 {
+		t.Errorf("a list asking for %d bytes answered %d record bytes in %d dead letters; the budget charges at most %d", 4*testShare, n, len(resp.Msg.DeadLetters), testShare/2)
+	}
 }
 
 // deadLetters dead-letters the first n records of topic through a queue

@@ -87,6 +87,11 @@ func (s *Server) ListDeadLetters(ctx context.Context, req *connect.Request[logdv
 	if bounds.bytes == 0 {
 		bounds.bytes = defaultDeadBytes
 	}
+	// No larger than the budget charges one answer, as a fetch: a small
+	// budget would otherwise hold less than the answer it lets build.
+	if mb := s.answers.maxAnswerBytes(); mb > 0 {
+		bounds.bytes = int(min(int64(bounds.bytes), mb))
+	}
 	// Charged for the most it may build, trimmed to what it built
 	// (answer_budget.go).
 	charge, err := s.chargeAnswer(ctx, answerCost(int64(bounds.bytes)))
