@@ -67,7 +67,13 @@ func (s *Server) GroupFetch(ctx context.Context, req *connect.Request[logdv1.Gro
 		f := m.Fetch
 		m.Fetch = &logdv1.FetchRequest{Topic: f.Topic, Partition: f.Partition, Offset: committed, MaxBytes: f.MaxBytes, MaxRecords: f.MaxRecords, MaxWaitMs: f.MaxWaitMs, Batches: f.Batches}
 	}
-	resp, err := s.Fetch(ctx, connect.NewRequest(m.Fetch))
+	fr := connect.NewRequest(m.Fetch)
+	if req.Header().Get(ConsistentReadHeader) == "true" {
+		// A consistent group fetch reads as a consistent fetch: of a
+		// partition of a data group, at the group's leader.
+		fr.Header().Set(ConsistentReadHeader, "true")
+	}
+	resp, err := s.Fetch(ctx, fr)
 	if err != nil {
 		return nil, err
 	}
