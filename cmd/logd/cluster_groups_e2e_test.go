@@ -253,6 +253,11 @@ func (q *queueLedger) acked() int {
 func (q *queueLedger) finished() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.finishedLocked()
+}
+
+// finishedLocked is finished with q.mu held.
+func (q *queueLedger) finishedLocked() int {
 	n := 0
 	for _, r := range q.recs {
 		if len(r.ackedAt) > 0 || (r.poison && r.nacks > 0) {
@@ -447,6 +452,17 @@ func TestClusterGroupsSurviveLeaderKill(t *testing.T) {
 	// last commit acknowledged.
 	dctx, dcancel := context.WithTimeout(ctx, time.Minute)
 	defer dcancel()
+	var lastDescribe string
+	defer func() {
+		if t.Failed() {
+			// What the workers saw and the group's last state, for a
+			// queue that never drained.
+			q.mu.Lock()
+			t.Logf("ledger: %d of %d finished; %d claims (%d failed), %d acks (%d ok, %d unknown, %d stale), %d nacks (%d ok); last describe: %s",
+				q.finishedLocked(), queueN, q.claims, q.claimErrs, q.ackCalls, q.ackOK, q.ackUnknown, q.staleAcks, q.nackCalls, q.nackOK, lastDescribe)
+			q.mu.Unlock()
+		}
+	}()
 	e2e.WaitFor(t, dctx, "queue drained", func() bool {
 		if q.finished() == queueN {
 			return true
@@ -454,8 +470,10 @@ func TestClusterGroupsSurviveLeaderKill(t *testing.T) {
 		// A permanent nack whose answer was lost finishes its record too.
 		d, err := seed.DescribeQueueGroup(dctx, "q", "w")
 		if err != nil {
+			lastDescribe = err.Error()
 			return false
 		}
+		lastDescribe = fmt.Sprintf("%+v", d.Partitions)
 		for _, p := range d.Partitions {
 			if p.DoneOffset != p.EndOffset || p.Ready+p.InFlight+p.Delayed+p.DeadPending != 0 {
 				return false
