@@ -2,13 +2,9 @@ package kafka
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"io"
 	"net"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,149 +12,9 @@ import (
 
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
+	"github.com/logd-dev/logd/internal/e2e"
 	"github.com/logd-dev/logd/replication/replicationtest"
 )
-
-// dropProxy sits between clients and a Kafka listener and drops the
-// reply to the first Produce that passes through it: it cuts that
-// connection instead of forwarding the reply, after the listener has
-// appended the batch, so the client cannot know whether it was written
-// and must send it again.
-type dropProxy struct {
-	ln       net.Listener
-	upstream string
-	// dropped is set once a Produce reply was dropped.
-	dropped atomic.Bool
-	wg      sync.WaitGroup
-
-	mu sync.Mutex
-	// conns are the open connections, both sides; guarded by mu.
-	conns map[net.Conn]struct{}
-}
-
-// startDropProxy serves ln, forwarding to upstream, until the test ends.
-func startDropProxy(t testing.TB, ln net.Listener, upstream string) *dropProxy {
-	p := &dropProxy{ln: ln, upstream: upstream, conns: map[net.Conn]struct{}{}}
-	p.wg.Add(1)
-	go p.accept()
-	t.Cleanup(p.close)
-	return p
-}
-
-func (p *dropProxy) accept() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		u, err := net.Dial("tcp", p.upstream)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		if !p.track(c, u) {
-			return
-		}
-		keys := &corrKeys{m: map[int32]int16{}}
-		p.wg.Add(2)
-		go p.requests(c, u, keys)
-		go p.replies(u, c, keys)
-	}
-}
-
-// track adds open connections; false once the proxy is closed.
-func (p *dropProxy) track(cs ...net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.conns == nil {
-		for _, c := range cs {
-			c.Close()
-		}
-		return false
-	}
-	for _, c := range cs {
-		p.conns[c] = struct{}{}
-	}
-	return true
-}
-
-func (p *dropProxy) close() {
-	p.ln.Close()
-	p.mu.Lock()
-	for c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-	p.mu.Unlock()
-	p.wg.Wait()
-}
-
-// corrKeys maps one connection's correlation ids to their request keys.
-type corrKeys struct {
-	mu sync.Mutex
-	m  map[int32]int16
-}
-
-// readFrameFrom reads one size-prefixed frame, the prefix included.
-func readFrameFrom(r io.Reader) ([]byte, error) {
-	var size [4]byte
-	if _, err := io.ReadFull(r, size[:]); err != nil {
-		return nil, err
-	}
-	n := binary.BigEndian.Uint32(size[:])
-	if n < 8 || n > 64<<20 {
-		return nil, fmt.Errorf("frame of %d bytes", n)
-	}
-	buf := make([]byte, 4+n)
-	copy(buf, size[:])
-	_, err := io.ReadFull(r, buf[4:])
-	return buf, err
-}
-
-// requests forwards the client's requests, noting each one's key.
-func (p *dropProxy) requests(c, u net.Conn, keys *corrKeys) {
-	defer p.wg.Done()
-	defer c.Close()
-	defer u.Close()
-	for {
-		f, err := readFrameFrom(c)
-		if err != nil {
-			return
-		}
-		key, corr := int16(binary.BigEndian.Uint16(f[4:])), int32(binary.BigEndian.Uint32(f[8:]))
-		keys.mu.Lock()
-		keys.m[corr] = key
-		keys.mu.Unlock()
-		if _, err := u.Write(f); err != nil {
-			return
-		}
-	}
-}
-
-// replies forwards the listener's replies but the first Produce's.
-func (p *dropProxy) replies(u, c net.Conn, keys *corrKeys) {
-	defer p.wg.Done()
-	defer c.Close()
-	defer u.Close()
-	for {
-		f, err := readFrameFrom(u)
-		if err != nil {
-			return
-		}
-		corr := int32(binary.BigEndian.Uint32(f[4:]))
-		keys.mu.Lock()
-		key := keys.m[corr]
-		delete(keys.m, corr)
-		keys.mu.Unlock()
-		if key == keyProduce && p.dropped.CompareAndSwap(false, true) {
-			return // the connection is cut with the reply unsent
-		}
-		if _, err := c.Write(f); err != nil {
-			return
-		}
-	}
-}
 
 // TestKgoIdempotentDroppedReply: kgo with its default settings (an
 // idempotent producer, acks=all) produces keyed records one at a time
@@ -190,7 +46,7 @@ func TestKgoIdempotentDroppedReply(t *testing.T) {
 			}
 			tn := startNodeWith(t, replicationtest.Options{FeatureLevel: tc.brokerLevel}, func(o *Options) { o.Advertise = ln.Addr().String() })
 			tn.createTopic("drop", 1, nil)
-			p := startDropProxy(t, ln, tn.addr)
+			p := e2e.StartDropProxy(t, ln, tn.addr)
 			// kgo's defaults but for a quicker metadata refresh, which it
 			// waits for before it sends the batch again.
 			opts := []kgo.Opt{kgo.DefaultProduceTopic("drop"), kgo.MetadataMinAge(100 * time.Millisecond)}
@@ -206,7 +62,7 @@ func TestKgoIdempotentDroppedReply(t *testing.T) {
 					t.Fatalf("produce %s: %v", v, err)
 				}
 			}
-			if !p.dropped.Load() {
+			if !p.Dropped() {
 				t.Fatal("no Produce reply was dropped")
 			}
 			rr, err := tn.backend.Read("drop", 0, 0, 1<<20)

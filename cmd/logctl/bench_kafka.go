@@ -39,7 +39,7 @@ func (o *globalOpts) kafkaBenchOpts(addr string) ([]kgo.Opt, error) {
 // kgo, which batches them per partition (acks=all, uncompressed as logd's
 // API sends them, idempotent as kgo is by default, so every batch goes
 // through its partition's producer state where the cluster serves
-// InitProducerId). Latency is per record, from the Produce call to its
+// InitProducerId, unless --kafka-idempotent=false). Latency is per record, from the Produce call to its
 // acknowledgement.
 func benchProduceKafka(ctx context.Context, o *globalOpts, addr string, f *benchProduceFlags, prog *progress) (benchResult, error) {
 	if f.rate > 0 || f.idemKeys || f.compareRounds > 0 {
@@ -61,6 +61,9 @@ func benchProduceKafka(ctx context.Context, o *globalOpts, addr string, f *bench
 		// kgo's default batch bound (about 1 MB) stays under the topic's
 		// default max.message.bytes.
 	)
+	if !f.kafkaIdempotent {
+		kopts = append(kopts, kgo.DisableIdempotentWrite())
+	}
 	cl, err := kgo.NewClient(kopts...)
 	if err != nil {
 		return benchResult{}, fmt.Errorf("kafka client for %s: %w", addr, err)

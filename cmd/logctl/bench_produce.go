@@ -32,6 +32,9 @@ type benchProduceFlags struct {
 	compareRounds  int
 	keep           bool
 	kafka          string
+	// kafkaIdempotent keeps kgo's idempotent producer on (its default)
+	// with --kafka; false measures the same path without producer ids.
+	kafkaIdempotent bool
 	// producer sends through the client's batching Producer, one record
 	// per worker at a time, with linger as its Linger.
 	producer bool
@@ -81,7 +84,10 @@ is by default), so the two front ends can be compared in one sitting: kgo
 batches the records per partition, with up to 5 requests in flight (its
 bound for an idempotent producer) and --concurrency × --records-per-call
 records buffered, and latency is per record. The topic is still created
-and deleted over logd's API.`,
+and deleted over logd's API. --kafka-idempotent=false turns kgo's
+idempotent producer off (DisableIdempotentWrite), so batches carry no
+producer id and skip the partitions' producer state: the two compare what
+idempotence costs.`,
 		Example: `  logctl bench produce --records 1000000
   logctl bench produce --topic logctl-bench --records 100000 --keep
   logctl bench produce --duration 30s --rate 50000 --output json
@@ -146,6 +152,9 @@ and deleted over logd's API.`,
 			if f.producer && (f.kafka != "" || f.rate > 0 || f.idemKeys || cmd.Flags().Changed("records-per-call")) {
 				return usagef("--producer sends one record per worker at a time through the client's Producer: not with --kafka, --rate, --idempotency-keys or --records-per-call")
 			}
+			if f.kafka == "" && cmd.Flags().Changed("kafka-idempotent") {
+				return usagef("--kafka-idempotent is the Kafka producer's: give --kafka")
+			}
 			if !f.producer && cmd.Flags().Changed("linger") {
 				return usagef("--linger is the Producer's: give --producer")
 			}
@@ -179,6 +188,7 @@ and deleted over logd's API.`,
 	fl.DurationVar(&f.slow, "slow", 0, "list calls slower than this on stderr, with their start time (0: none)")
 	fl.BoolVar(&f.progress, "progress", false, "show progress on stderr even when it is not a terminal")
 	fl.StringVar(&f.kafka, "kafka", "", "produce through this Kafka listener (HOST:PORT) with franz-go instead of logd's API")
+	fl.BoolVar(&f.kafkaIdempotent, "kafka-idempotent", true, "with --kafka, produce as kgo's idempotent producer (false: without producer ids)")
 	fl.BoolVar(&f.producer, "producer", false, "send through the client's batching Producer, each worker one record at a time, waiting for its result")
 	fl.DurationVar(&f.linger, "linger", 0, "the Producer's linger, with --producer (0: none)")
 	addKeepFlag(cmd, &f.keep)

@@ -289,6 +289,7 @@ func TestBenchProducer(t *testing.T) {
 		{"--producer", "--rate", "100"},
 		{"--producer", "--records-per-call", "10"},
 		{"--linger", "1ms"},
+		{"--kafka-idempotent=false"}, // the Kafka producer's, without --kafka
 	} {
 		r := runCLI(t, srv, "", append([]string{"bench", "produce", "--topic", "p", "--records", "10"}, args...)...)
 		if r.code != 2 {

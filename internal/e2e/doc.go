@@ -12,7 +12,11 @@
 // use. Every process a Node starts is SIGKILLed when its test ends, and on
 // Linux when the test process dies. ChildCommand runs the test binary
 // again as a helper process (a client a test kills or stops for real),
-// in which Main builds nothing.
+// in which Main builds nothing. DropProxy, between Kafka clients and a
+// Kafka listener, drops the reply to the first Produce, so a client
+// certainly sends that batch again (the idempotent producer tests of
+// cmd/logd and of the kafka package, which starts no process and so
+// needs no Main).
 //
 // The default run is short; LOGD_FAULT_LONG=1 (make fault) runs the long
 // versions (FaultLong). Waits poll real processes, which announce nothing:
