@@ -618,6 +618,11 @@ type groupCall struct {
 	QueueRead *queueReadCall `json:"queue_read,omitempty"`
 	// Converge is the table's entry for the group (callConverge).
 	Converge *fsm.DataGroup `json:"converge,omitempty"`
+	// Service, Body and From are a callLeader's: the service, its
+	// request and the calling node's id (leader_calls.go).
+	Service string `json:"service,omitempty"`
+	Body    []byte `json:"body,omitempty"`
+	From    string `json:"from,omitempty"`
 }
 
 // readCall asks a replica of a group for a partition's stored batches
@@ -840,7 +845,7 @@ func (n *Node) callGroupAt(ctx context.Context, addr raft.ServerAddress, id stri
 
 // answerCall answers a call for group g from another node
 // (transport.Port.HandleCalls).
-func (n *Node) answerCall(ctx context.Context, _ string, g uint64, req []byte) ([]byte, error) {
+func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte) ([]byte, error) {
 	var call groupCall
 	if err := json.Unmarshal(req, &call); err != nil {
 		return nil, fmt.Errorf("%w: call: %v", backend.ErrInvalidArgument, err)
@@ -866,6 +871,12 @@ func (n *Node) answerCall(ctx context.Context, _ string, g uint64, req []byte) (
 	if err := NewBackend(n).AwaitApplied(ctx, call.MetaIndex, groupCallWait); err != nil {
 		ans.Err = encodeWireError(err)
 		return json.Marshal(ans)
+	}
+	if call.Kind == callLeader {
+		if peer != "" {
+			call.From = peer // the node the session proved
+		}
+		return json.Marshal(n.answerLeaderCall(ctx, call))
 	}
 	if dg != nil && dg.left.Load() && dg.raft.State() != raft.Leader {
 		// A replica the table moved away stops where the group removed

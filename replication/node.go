@@ -341,6 +341,9 @@ func (c *Config) setDefaults() {
 // the FSM.
 type Node struct {
 	cfg Config
+	// leaderCalls are the handlers of calls to the meta leader, by
+	// service (leader_calls.go).
+	leaderCalls sync.Map
 	// queueTurn turns the data group a claim on a placed topic asks
 	// first (queue_route.go).
 	queueTurn atomic.Uint64
