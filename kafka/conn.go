@@ -48,6 +48,11 @@ type conn struct {
 	// closeAfter, if set, closes the connection once the response being
 	// written is (a failed SASL authentication), with its reason.
 	closeAfter string
+	// broker is "" for a client's connection to this node, and a node's
+	// id for the stand-in of a client's connection to that node, which
+	// forwards the share requests it carries (share_forward.go): share
+	// sessions are per member and broker.
+	broker string
 }
 
 // request is a request read whole, with the budget it holds.
@@ -84,6 +89,7 @@ func (c *conn) serve() {
 	// Kafka releases the records of the share sessions a connection
 	// carried when it closes (share_coordinator.go).
 	defer c.s.share.connClosed(c)
+	defer c.s.shareConnClosed(c)
 	if !c.authenticate() {
 		return
 	}

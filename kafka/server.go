@@ -191,6 +191,9 @@ type Server struct {
 	share            *shareCoordinator
 	forward          Forwarder
 	traffic          TopicTraffic
+	// relay forwards share requests to the leader and, there, serves
+	// those of other nodes (share_forward.go).
+	relay shareRelay
 
 	// ctx ends when the server closes; it bounds every handler.
 	ctx    context.Context
@@ -266,6 +269,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.lns[ln] = struct{}{}
 	s.mu.Unlock()
+	s.serveLeaderCalls()
 	defer func() {
 		s.mu.Lock()
 		delete(s.lns, ln)
@@ -329,6 +333,7 @@ func (s *Server) Close() error {
 	}
 	s.closed = true
 	s.cancel()
+	s.stopLeaderCalls()
 	s.groups.close()
 	s.share.close()
 	var errs []error

@@ -13,7 +13,7 @@ import (
 func (s *Server) shareAcknowledge(ctx context.Context, rc *reqCtx, req *kmsg.ShareAcknowledgeRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
 	fail := refuser(rc, resp, &resp.ErrorCode, &resp.ErrorMessage)
-	groupName, member, code, msg := s.shareCaller(ctx, rc, req.GroupID, req.MemberID)
+	groupName, member, code, msg := s.shareCaller(rc, req.GroupID, req.MemberID)
 	if code != errNone {
 		return fail(code, msg)
 	}
@@ -37,6 +37,13 @@ func (s *Server) shareAcknowledge(ctx context.Context, rc *reqCtx, req *kmsg.Sha
 	topics, _, acks, code := s.shareTopics(rc, asFetch, fetchAckBatches)
 	if code != errNone {
 		return fail(code, "")
+	}
+	if !s.share.lead(ctx) {
+		if fwd, ok := s.forwardShare(ctx, rc, req, 0); ok {
+			rc.note(fwd.(*kmsg.ShareAcknowledgeResponse).ErrorCode)
+			return fwd
+		}
+		return fail(errNotLeaderOrFollower, "")
 	}
 	step, _, code, msg := s.share.useSession(rc.c, groupName, member, req.ShareSessionEpoch, false)
 	if code != errNone {

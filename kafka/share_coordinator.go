@@ -86,9 +86,11 @@ type sharePart struct {
 	partition int32
 }
 
-// held is a record a member holds: the delivery ShareFetch handed it.
+// held is a record a member holds: the delivery ShareFetch handed it, in
+// its session on broker (conn.broker).
 type held struct {
 	member string
+	broker string
 	token  queue.Token
 }
 
@@ -132,12 +134,17 @@ type shareMember struct {
 	// changes.
 	assigned string
 	timer    *time.Timer
-	session  *shareSession
+	// sessions are the member's share sessions by broker (conn.broker):
+	// one per node the member fetches through, as Kafka keeps one per
+	// (member, broker).
+	sessions map[string]*shareSession
 }
 
-// shareSession is a member's share session on this node: the connection it
-// is bound to, the epoch the next request must carry and the partitions it
-// fetches.
+// shareSession is a member's share session through one node: the
+// connection it is bound to (a client's here, or the stand-in of a
+// client's connection to the node that forwards its requests,
+// share_forward.go), the epoch the next request must carry and the
+// partitions it fetches.
 type shareSession struct {
 	conn  *conn
 	epoch int32
@@ -173,6 +180,7 @@ func (c *shareCoordinator) dropLocked() {
 	}
 	c.groups = map[string]*shareGroup{}
 	c.sessions = 0
+	c.s.relay.dropStandIns()
 }
 
 // close stops the session timers.
@@ -198,16 +206,14 @@ func refuser(rc *reqCtx, resp kmsg.Response, code *int16, msg **string) func(int
 }
 
 // shareCaller checks a ShareFetch's or ShareAcknowledge's group and
-// member ids, the principal's right on the group, and that this node
-// serves share groups; it returns the ids, or a code and a message.
-func (s *Server) shareCaller(ctx context.Context, rc *reqCtx, groupID, memberID *string) (string, string, int16, string) {
+// member ids and the principal's right on the group; it returns the ids,
+// or a code and a message.
+func (s *Server) shareCaller(rc *reqCtx, groupID, memberID *string) (string, string, int16, string) {
 	switch {
 	case groupID == nil || memberID == nil || *memberID == "":
 		return "", "", errInvalidRequest, "a group id and a member id are required"
 	case !rc.mayGroup(*groupID):
 		return "", "", errGroupAuthorizationFailed, ""
-	case !s.share.lead(ctx):
-		return "", "", errNotLeaderOrFollower, ""
 	}
 	return *groupID, *memberID, errNone, ""
 }
@@ -225,8 +231,12 @@ func (c *shareCoordinator) memberLocked(groupName, member string) (*shareGroup, 
 // release is the deliveries to give back, per topic.
 type release map[string][]queue.Token
 
-// takeLocked removes from g every delivery member holds and returns it.
-func (g *shareGroup) takeLocked(member string) release {
+// anyBroker has takeLocked take a member's deliveries of every session.
+const anyBroker = "\x00any"
+
+// takeLocked removes from g every delivery member holds in its session on
+// broker (anyBroker: in every session) and returns it.
+func (g *shareGroup) takeLocked(member, broker string) release {
 	out := release{}
 	parts := make([]sharePart, 0, len(g.held))
 	for p := range g.held {
@@ -236,7 +246,7 @@ func (g *shareGroup) takeLocked(member string) release {
 	for _, p := range parts {
 		offs := g.held[p]
 		for off, h := range offs {
-			if h.member == member {
+			if h.member == member && (broker == anyBroker || h.broker == broker) {
 				out[p.topic] = append(out[p.topic], h.token)
 				delete(offs, off)
 			}
@@ -249,13 +259,11 @@ func (g *shareGroup) takeLocked(member string) release {
 // the deliveries it held.
 func (c *shareCoordinator) removeMemberLocked(g *shareGroup, m *shareMember) release {
 	m.timer.Stop()
-	if m.session != nil {
-		m.session = nil
-		c.sessions--
-	}
+	c.sessions -= len(m.sessions)
+	m.sessions = nil
 	delete(g.members, m.id)
 	g.epoch++
-	return g.takeLocked(m.id)
+	return g.takeLocked(m.id, anyBroker)
 }
 
 // giveBack releases deliveries without penalty: each record is offered
@@ -332,10 +340,10 @@ func (c *shareCoordinator) connClosed(cn *conn) {
 	for _, name := range slices.Sorted(maps.Keys(c.groups)) {
 		g := c.groups[name]
 		for _, m := range g.members {
-			if m.session != nil && m.session.conn == cn {
-				m.session = nil
+			if ss := m.sessions[cn.broker]; ss != nil && ss.conn == cn {
+				delete(m.sessions, cn.broker)
 				c.sessions--
-				rels = append(rels, rel{name, g.takeLocked(m.id)})
+				rels = append(rels, rel{name, g.takeLocked(m.id, cn.broker)})
 			}
 		}
 	}

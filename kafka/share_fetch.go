@@ -28,15 +28,23 @@ var errNoRoom = errors.New("kafka: no room in the answer budget")
 func (s *Server) shareFetch(ctx context.Context, rc *reqCtx, req *kmsg.ShareFetchRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
 	fail := refuser(rc, resp, &resp.ErrorCode, &resp.ErrorMessage)
-	groupName, member, code, msg := s.shareCaller(ctx, rc, req.GroupID, req.MemberID)
+	groupName, member, code, msg := s.shareCaller(rc, req.GroupID, req.MemberID)
 	if code != errNone {
 		return fail(code, msg)
 	}
-	resp.AcquisitionLockTimeoutMillis = int32(min(s.share.lockFor(groupName).Milliseconds(), math.MaxInt32))
 	topics, add, acks, code := s.shareTopics(rc, req.Topics, fetchAckBatches)
 	if code != errNone {
 		return fail(code, "")
 	}
+	if !s.share.lead(ctx) {
+		_, wait := s.fetchBounds(req.MaxBytes, req.MaxWaitMillis)
+		if fwd, ok := s.forwardShare(ctx, rc, req, wait); ok {
+			rc.note(fwd.(*kmsg.ShareFetchResponse).ErrorCode)
+			return fwd
+		}
+		return fail(errNotLeaderOrFollower, "")
+	}
+	resp.AcquisitionLockTimeoutMillis = int32(min(s.share.lockFor(groupName).Milliseconds(), math.MaxInt32))
 	renew := req.Version >= 2 && req.IsRenewAck
 	if req.ShareSessionEpoch == 0 && len(acks) > 0 {
 		return fail(errInvalidRequest, "acknowledgements cannot open a share session")
@@ -56,7 +64,7 @@ func (s *Server) shareFetch(ctx context.Context, rc *reqCtx, req *kmsg.ShareFetc
 			forget = append(forget, sharePart{t.Name, p})
 		}
 	}
-	parts, ok := s.share.sessionParts(groupName, member, add, forget)
+	parts, ok := s.share.sessionParts(rc.c, groupName, member, add, forget)
 	if !ok {
 		return fail(errShareSessionNotFound, "")
 	}
@@ -189,16 +197,23 @@ func (s *Server) shareClaim(ctx context.Context, rc *reqCtx, req *kmsg.ShareFetc
 		if got > 0 {
 			w = 0 // something to answer already
 		}
+		// The claim may admit again at each wake of its wait: one
+		// charge serves them all.
+		charged := false
 		admit := func(ctx context.Context) error {
+			if charged {
+				return nil
+			}
 			if _, ok := s.chargeAnswer(ctx, rc, maxBytes-used); !ok {
 				return errNoRoom
 			}
+			charged = true
 			return nil
 		}
-		res, err := s.b.QueueClaimWait(ctx, backend.QueueClaim{
+		res, err := s.claimOut(ctx, backend.QueueClaim{
 			Topic: t, Group: groupName, Max: int32(maxRecords - got), MaxBytes: int32(min(maxBytes-used, math.MaxInt32)),
 			Lease: s.share.lockFor(groupName), Worker: shareWorker(member),
-		}, w, admit)
+		}, parts, w, admit)
 		switch {
 		case errors.Is(err, errNoRoom):
 			return int32(min(s.answerWait.Milliseconds(), math.MaxInt32))
@@ -212,7 +227,7 @@ func (s *Server) shareClaim(ctx context.Context, rc *reqCtx, req *kmsg.ShareFetc
 			rc.note(code)
 			continue
 		}
-		s.share.giveBack(groupName, s.share.hold(groupName, member, t, res.Records), "released: claimed for a partition outside the share session")
+		s.share.giveBack(groupName, s.share.hold(rc.c, groupName, member, t, res.Records), "released: claimed for a partition outside the share session")
 		n := s.putRecords(t, res.Records, parts, answer)
 		used += n
 		got += len(res.Records)
@@ -226,6 +241,48 @@ func (s *Server) shareClaim(ctx context.Context, rc *reqCtx, req *kmsg.ShareFetc
 		left -= keep
 	}
 	return 0
+}
+
+// claimOutSlack bounds how long a claim may take past its wait.
+const claimOutSlack = 10 * time.Second
+
+// claimOut is claimParts carried through when the client goes away (ctx
+// ends): a claim cut off while it was proposed may still commit, and its
+// records, unknown to the session, would stay leased to the member until
+// their lock ends. Carried through, they are held by the session and
+// released with it when the connection's close ends it. It ends with the
+// server.
+func (s *Server) claimOut(ctx context.Context, c backend.QueueClaim, parts []sharePart, wait time.Duration, admit func(context.Context) error) (backend.QueueClaimResult, error) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait+claimOutSlack)
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer stop()
+	return s.claimParts(cctx, c, parts, wait, admit)
+}
+
+// partsClaimer is the part of the backend that claims from the data
+// groups holding some partitions of a placed topic only
+// (replication.Backend): a share session fetches the partitions one node
+// leads, and a record of another partition it claimed would be released,
+// a delivery spent.
+type partsClaimer interface {
+	QueueClaimWaitParts(ctx context.Context, c backend.QueueClaim, parts []int32, wait time.Duration, admit func(context.Context) error) (backend.QueueClaimResult, error)
+}
+
+// claimParts claims for a session whose partitions are parts, from the
+// data groups that hold those of c's topic where the backend can.
+func (s *Server) claimParts(ctx context.Context, c backend.QueueClaim, parts []sharePart, wait time.Duration, admit func(context.Context) error) (backend.QueueClaimResult, error) {
+	pc, ok := s.b.(partsClaimer)
+	if !ok {
+		return s.b.QueueClaimWait(ctx, c, wait, admit)
+	}
+	var ps []int32
+	for _, p := range parts {
+		if p.topic == c.Topic {
+			ps = append(ps, p.partition)
+		}
+	}
+	return pc.QueueClaimWaitParts(ctx, c, ps, wait, admit)
 }
 
 // shareWorker is the worker name a member's claims carry, which `logctl

@@ -42,27 +42,33 @@ func (c *shareCoordinator) useSession(cn *conn, groupName, member string, epoch 
 			return 0, nil, errInvalidShareSessionEpoch, "ShareAcknowledge cannot open a share session"
 		}
 		var r release
-		if m.session != nil {
-			r = g.takeLocked(m.id)
+		if m.sessions[cn.broker] != nil {
+			r = g.takeLocked(m.id, cn.broker)
 			c.sessions--
-			m.session = nil
+			delete(m.sessions, cn.broker)
 		}
 		if c.sessions >= c.opts.maxSessions {
 			return 0, r, errShareSessionLimitReached, fmt.Sprintf("this node holds %d share sessions", c.sessions)
 		}
-		m.session = &shareSession{conn: cn, epoch: 1}
+		if m.sessions == nil {
+			m.sessions = map[string]*shareSession{}
+		}
+		m.sessions[cn.broker] = &shareSession{conn: cn, epoch: 1}
 		c.sessions++
 		return sessionOpen, r, errNone, ""
-	case m.session == nil || m.session.conn != cn:
+	}
+	ss := m.sessions[cn.broker]
+	switch {
+	case ss == nil || ss.conn != cn:
 		return 0, nil, errShareSessionNotFound, ""
 	case epoch == -1:
 		return sessionClose, nil, errNone, ""
-	case epoch != m.session.epoch:
-		return 0, nil, errInvalidShareSessionEpoch, fmt.Sprintf("share session epoch %d, expected %d", epoch, m.session.epoch)
+	case epoch != ss.epoch:
+		return 0, nil, errInvalidShareSessionEpoch, fmt.Sprintf("share session epoch %d, expected %d", epoch, ss.epoch)
 	}
-	m.session.epoch++
-	if m.session.epoch == math.MaxInt32 {
-		m.session.epoch = 1
+	ss.epoch++
+	if ss.epoch == math.MaxInt32 {
+		ss.epoch = 1
 	}
 	return sessionNext, nil, errNone, ""
 }
@@ -77,24 +83,24 @@ func (c *shareCoordinator) closeSession(cn *conn, groupName, member string) rele
 		return nil
 	}
 	m := g.members[member]
-	if m.session == nil || m.session.conn != cn {
+	if ss := m.sessions[cn.broker]; ss == nil || ss.conn != cn {
 		return nil
 	}
-	m.session = nil
+	delete(m.sessions, cn.broker)
 	c.sessions--
-	return g.takeLocked(member)
+	return g.takeLocked(member, cn.broker)
 }
 
-// sessionParts adds add to a member's session and removes forget; it
-// returns the session's partitions (false: the session is gone).
-func (c *shareCoordinator) sessionParts(groupName, member string, add, forget []sharePart) ([]sharePart, bool) {
+// sessionParts adds add to a member's session on cn and removes forget;
+// it returns the session's partitions (false: the session is gone).
+func (c *shareCoordinator) sessionParts(cn *conn, groupName, member string, add, forget []sharePart) ([]sharePart, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	g := c.groups[groupName]
-	if g == nil || g.members[member] == nil || g.members[member].session == nil {
+	_, m := c.memberLocked(groupName, member)
+	if m == nil || m.sessions[cn.broker] == nil || m.sessions[cn.broker].conn != cn {
 		return nil, false
 	}
-	ss := g.members[member].session
+	ss := m.sessions[cn.broker]
 	for _, p := range add {
 		if !slices.Contains(ss.parts, p) {
 			ss.parts = append(ss.parts, p)
@@ -104,17 +110,21 @@ func (c *shareCoordinator) sessionParts(groupName, member string, add, forget []
 	return slices.Clone(ss.parts), true
 }
 
-// hold records the deliveries a claim handed a member; those of a member
-// no longer in session, or of partitions not in its session, are
-// returned to release.
-func (c *shareCoordinator) hold(groupName, member, topic string, recs []backend.ClaimedRecord) release {
+// hold records the deliveries a claim handed a member in its session on
+// cn; those of a member no longer in that session, or of partitions not
+// in it, are returned to release.
+func (c *shareCoordinator) hold(cn *conn, groupName, member, topic string, recs []backend.ClaimedRecord) release {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g, m := c.memberLocked(groupName, member)
+	var ss *shareSession
+	if m != nil && m.sessions[cn.broker] != nil && m.sessions[cn.broker].conn == cn {
+		ss = m.sessions[cn.broker]
+	}
 	r := release{}
 	for _, rec := range recs {
 		p := sharePart{topic, rec.Partition}
-		if m == nil || m.session == nil || !slices.Contains(m.session.parts, p) {
+		if ss == nil || !slices.Contains(ss.parts, p) {
 			r[topic] = append(r[topic], rec.Token)
 			continue
 		}
@@ -123,7 +133,7 @@ func (c *shareCoordinator) hold(groupName, member, topic string, recs []backend.
 			offs = map[int64]held{}
 			g.held[p] = offs
 		}
-		offs[rec.Offset] = held{member: member, token: rec.Token}
+		offs[rec.Offset] = held{member: member, broker: cn.broker, token: rec.Token}
 	}
 	return r
 }
