@@ -840,7 +840,7 @@ func (n *Node) callGroupAt(ctx context.Context, addr raft.ServerAddress, id stri
 
 // answerCall answers a call for group g from another node
 // (transport.Port.HandleCalls).
-func (n *Node) answerCall(ctx context.Context, _ string, g uint64, req []byte) ([]byte, error) {
+func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte) ([]byte, error) {
 	var call groupCall
 	if err := json.Unmarshal(req, &call); err != nil {
 		return nil, fmt.Errorf("%w: call: %v", backend.ErrInvalidArgument, err)
@@ -904,10 +904,19 @@ func (n *Node) answerCall(ctx context.Context, _ string, g uint64, req []byte) (
 			}
 			break
 		}
+		// Charged to the answer budget until written (remote_answers.go).
+		charge, err := n.chargeRemoteAnswer(ctx, peer, r.MaxBytes)
+		if err != nil {
+			ans.Err = encodeWireError(err)
+			break
+		}
 		res, err := readBatches(dg.fsm, r.Topic, r.Partition, r.Offset, r.MaxBytes, r.MaxRecords)
 		if err != nil {
 			ans.Err = encodeWireError(err)
 			break
+		}
+		if charge != nil {
+			charge.Trim(remoteAnswerCopies * int64(len(res.Batches)))
 		}
 		ans.Read = &readAnswer{Batches: res.Batches, LogStart: res.LogStartOffset, End: res.EndOffset}
 	case dg != nil && call.Kind == callQueueRead && call.QueueRead != nil:
