@@ -199,7 +199,7 @@ func TestClusterDataGroupsGrowToSix(t *testing.T) {
 	acks, attempted, calls, failed := ps.Results()
 	e2e.WaitFor(t, ctx, "every node holds the same records", sameOnEveryNode(ctx, c, "grow", parts))
 	c.CheckEveryNode(ctx, "grow", parts, acks, attempted)
-	t.Logf("%d calls (%d failed or unknown), %d records acknowledged", calls, failed, len(acks))
+	t.Logf("%d calls (%d failed or unknown: %s), %d records acknowledged", calls, failed, ps.FailureKinds(), len(acks))
 }
 
 // largestGroup is the bytes of the largest data group cluster status
