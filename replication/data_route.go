@@ -217,6 +217,11 @@ func (n *Node) readRemoteFloor(ctx context.Context, g uint64, rc readCall, floor
 	behind := false
 	err := n.askReplica(ctx, g, rc.Topic, groupCall{Kind: callRead, Read: &rc}, func(ans groupAnswer) error {
 		if err := answerErr(ans); err != nil {
+			if errors.Is(err, backend.ErrUnknownTopic) {
+				// A replica that has not adopted the topic yet: another
+				// may have (the error stays the topic's when none has).
+				return fmt.Errorf("%w: %w", errNextReplica, err)
+			}
 			var oor *backend.OutOfRangeError
 			if errors.As(err, &oor) && oor.End < floor {
 				behind = true
