@@ -20,15 +20,18 @@ import (
 // mean; sizes as cluster status reports them) and of preferred
 // leaderships (within one). Then n6 is drained and removed while a probe
 // reads every partition every 100 ms through n1: no probe fails after
-// the client's retries (their slowest is logged). Every acknowledged
-// record is read back from every node at the end.
+// the client's retries (their slowest is logged). Then n5 is killed for
+// good: its replicas are rebuilt on the others within a bound stated
+// before (its bytes at the move rate); then n4 dies too, and every
+// acknowledged record is read back from the three left.
 func TestClusterDataGroupsGrowToSix(t *testing.T) {
+	const deadNodeTimeout = 3 * time.Second
 	if !e2e.FaultLong() {
 		t.Skip("LOGD_FAULT_LONG=1 (make fault) grows a cluster to six nodes under produce")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	args := []string{"--data-groups-per-node", "2"}
+	args := []string{"--data-groups-per-node", "2", "--dead-node-timeout", deadNodeTimeout.String()}
 	c := e2e.NewCluster(t, 3, args...)
 	waitGroupsConverged(t, ctx, c, 6)
 	const parts = 24
@@ -194,11 +197,37 @@ func TestClusterDataGroupsGrowToSix(t *testing.T) {
 	}
 	t.Logf("%d probes of every partition while n6 drained and left, the slowest %v", probes, slowest.Round(time.Millisecond))
 
+	// n5 killed for good: past the dead-node timeout its replicas are
+	// rebuilt on the four others, within a bound stated before: the
+	// timeout, then its bytes copied at the move rate (32 MiB/s, each
+	// copy from one peer), twice over, and 30 s for elections and the
+	// meta leader's passes.
+	b5, _, _ := shares(nodes[:5], 12)
+	bound := deadNodeTimeout + 2*time.Duration(float64(b5["n5"])/float64(32<<20)*float64(time.Second)) + 30*time.Second
+	t.Logf("n5 holds %d bytes: its replicas are to be rebuilt within %v of its kill", b5["n5"], bound.Round(time.Millisecond))
+	killed := time.Now()
+	c.Nodes[4].Kill()
+	e2e.WaitFor(t, ctx, "n5's replicas rebuilt on n1 to n4", func() bool {
+		_, _, ok := shares(nodes[:4], 12)
+		return ok
+	})
+	if rebuilt := time.Since(killed); rebuilt > bound {
+		t.Errorf("n5's replicas rebuilt %v after its kill, past the bound of %v", rebuilt.Round(time.Millisecond), bound.Round(time.Millisecond))
+	} else {
+		t.Logf("n5's replicas rebuilt %v after its kill (bound %v)", rebuilt.Round(time.Millisecond), bound.Round(time.Millisecond))
+	}
+	ps.WaitAcks(t, ctx, "acks after n5's replicas were rebuilt", 50)
+	// Then a second node dies: every group keeps two of its three
+	// replicas, and nothing acknowledged is lost.
+	c.Nodes[3].Kill()
+	ps.WaitAcks(t, ctx, "acks with n4 dead too", 50)
+
 	close(stop)
 	wg.Wait()
 	acks, attempted, calls, failed := ps.Results()
-	e2e.WaitFor(t, ctx, "every node holds the same records", sameOnEveryNode(ctx, c, "grow", parts))
-	c.CheckEveryNode(ctx, "grow", parts, acks, attempted)
+	live := &e2e.Cluster{T: t, Nodes: c.Nodes[:3]}
+	e2e.WaitFor(t, ctx, "n1 to n3 hold the same records", sameOnEveryNode(ctx, live, "grow", parts))
+	live.CheckEveryNode(ctx, "grow", parts, acks, attempted)
 	t.Logf("%d calls (%d failed or unknown: %s), %d records acknowledged", calls, failed, ps.FailureKinds(), len(acks))
 }
 
