@@ -74,7 +74,8 @@ type GroupConsumerOptions struct {
 	// time.Now.
 	Now func() time.Time
 	// Logger receives, at info, that the member waits for partitions a
-	// previous member holds until its session expires (a consumer
+	// previous member holds until its session expires, or, assigned no
+	// partition at all, for the members holding them (a consumer
 	// restarted after a crash would otherwise look hung for up to that
 	// member's SessionTimeout). Default slog.Default().
 	Logger *slog.Logger
@@ -396,25 +397,41 @@ func (gc *GroupConsumer) apply(ctx context.Context, a *logdv1.GroupAssignment) e
 
 // noteWaiting logs the partitions that wait for this member while another
 // holds them, with the holder and when its session expires unless it
-// heartbeats: the group's description says (DescribeGroup). It is called
-// once per generation; a failure to describe (a principal without
-// describe permission) only leaves the log out.
+// heartbeats: the group's description says (DescribeGroup). A member
+// assigned nothing, with nothing pending for it either (more members than
+// partitions: a restarted process beside its old member's session, on a
+// topic of one partition), logs the members holding its topics'
+// partitions instead: it gets one when one of them leaves or expires. It
+// is called once per generation; a failure to describe (a principal
+// without describe permission) only leaves the log out.
 func (gc *GroupConsumer) noteWaiting(ctx context.Context) {
 	d, err := gc.c.DescribeGroup(ctx, gc.opts.Group)
 	if err != nil {
 		gc.opts.Logger.DebugContext(ctx, "group consumer: cannot tell whom the member waits for", "group", gc.opts.Group, "err", err)
 		return
 	}
-	held := map[string][]string{}
+	held := map[string][]string{}    // pending for this member, by holder
+	holding := map[string][]string{} // of its topics, by another holder
 	for _, p := range d.Partitions {
-		if p.PendingOwner == gc.member && p.Owner != "" && p.Owner != gc.member {
-			held[p.Owner] = append(held[p.Owner], fmt.Sprintf("%s/%d", p.Topic, p.Partition))
+		if p.Owner == "" || p.Owner == gc.member {
+			continue
 		}
+		tp := fmt.Sprintf("%s/%d", p.Topic, p.Partition)
+		if p.PendingOwner == gc.member {
+			held[p.Owner] = append(held[p.Owner], tp)
+		}
+		if slices.Contains(gc.opts.Topics, p.Topic) {
+			holding[p.Owner] = append(holding[p.Owner], tp)
+		}
+	}
+	msg := "group consumer: waiting for a previous member's session to expire (or for it to release the partitions)"
+	if len(held) == 0 && len(gc.owned) == 0 {
+		held = holding
+		msg = "group consumer: assigned no partition: waiting for a member holding them to leave or its session to expire"
 	}
 	for _, m := range d.Members {
 		if ps := held[m.ID]; len(ps) > 0 {
-			gc.opts.Logger.InfoContext(ctx, "group consumer: waiting for a previous member's session to expire (or for it to release the partitions)",
-				"group", gc.opts.Group, "member", gc.member, "holder", m.ID, "partitions", ps,
+			gc.opts.Logger.InfoContext(ctx, msg, "group", gc.opts.Group, "member", gc.member, "holder", m.ID, "partitions", ps,
 				"until", m.LastSeen.Add(m.SessionTimeout).UTC().Format(time.RFC3339Nano))
 		}
 	}

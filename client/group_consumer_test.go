@@ -451,6 +451,33 @@ func TestGroupAdminCalls(t *testing.T) {
 	}
 }
 
+// TestGroupConsumerLogsWaitWithoutPartition: with one partition, the
+// member that joins while a silent member holds it is assigned nothing
+// (no partition is pending for it either) and logs, at info, that it
+// waits for the members holding the partitions, until when their
+// sessions last.
+func TestGroupConsumerLogsWaitWithoutPartition(t *testing.T) {
+	c, _ := newTestClient(t, client.Options{})
+	mustCreate(t, c, "t", 1)
+	old := newGroupConsumer(t, c, client.GroupConsumerOptions{Group: "g", Topics: []string{"t"}, MemberID: "crashed", SessionTimeout: time.Minute})
+	if _, err := old.Poll(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	gc := newGroupConsumer(t, c, client.GroupConsumerOptions{Group: "g", Topics: []string{"t"}, MemberID: "restarted",
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if _, err := gc.Poll(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	if a := gc.Assignment(); len(a) != 0 {
+		t.Fatalf("assigned %v beside a member holding the only partition", a)
+	}
+	want := regexp.MustCompile(`level=INFO msg="group consumer: assigned no partition: waiting for a member holding them to leave or its session to expire" group=g member=restarted holder=crashed partitions=\[t/0\] until=\d{4}-\d\d-\d\dT`)
+	if !want.MatchString(logs.String()) {
+		t.Fatalf("the log lacks the wait for the crashed member:\n%s", logs.String())
+	}
+}
+
 // TestGroupConsumerLogsWaitForPreviousMember: a member that joins while a
 // silent member (a crashed process) holds the partitions logs, at info,
 // whom it waits for and until when that member's session lasts.

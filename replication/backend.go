@@ -210,7 +210,12 @@ func (b *Backend) Offsets(topic string, partition int32) (backend.Offsets, error
 	o, err := b.offsets(topic, partition)
 	if err != nil && errors.Is(err, backend.ErrUnknownTopic) {
 		if t, terr := b.fsm.Topic(topic); terr == nil && t.Placement != nil {
-			// Placed, not adopted by this node's replica yet: empty.
+			// Placed, not adopted by the replica read yet: empty, unless
+			// a read through this node answered more before (never go
+			// back, read_floor.go).
+			if floor := b.floors.get(topic, partition, t.CreateIndex); floor > 0 {
+				return backend.Offsets{}, b.behindFloor(topic, partition, floor)
+			}
 			return backend.Offsets{}, nil
 		}
 	}

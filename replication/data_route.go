@@ -217,6 +217,11 @@ func (n *Node) readRemoteFloor(ctx context.Context, g uint64, rc readCall, floor
 	behind := false
 	err := n.askReplica(ctx, g, rc.Topic, groupCall{Kind: callRead, Read: &rc}, func(ans groupAnswer) error {
 		if err := answerErr(ans); err != nil {
+			if errors.Is(err, backend.ErrUnknownTopic) {
+				// A replica that has not adopted the topic yet: another
+				// may have (the error stays the topic's when none has).
+				return fmt.Errorf("%w: %w", errNextReplica, err)
+			}
 			var oor *backend.OutOfRangeError
 			if errors.As(err, &oor) && oor.End < floor {
 				behind = true
@@ -915,10 +920,19 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 			}
 			break
 		}
+		// Charged to the answer budget until written (remote_answers.go).
+		charge, err := n.chargeRemoteAnswer(ctx, peer, r.MaxBytes)
+		if err != nil {
+			ans.Err = encodeWireError(err)
+			break
+		}
 		res, err := readBatches(dg.fsm, r.Topic, r.Partition, r.Offset, r.MaxBytes, r.MaxRecords)
 		if err != nil {
 			ans.Err = encodeWireError(err)
 			break
+		}
+		if charge != nil {
+			charge.Trim(remoteAnswerCopies * int64(len(res.Batches)))
 		}
 		ans.Read = &readAnswer{Batches: res.Batches, LogStart: res.LogStartOffset, End: res.EndOffset}
 	case dg != nil && call.Kind == callQueueRead && call.QueueRead != nil:

@@ -20,6 +20,7 @@ import (
 
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/batch"
+	"github.com/logd-dev/logd/internal/membudget"
 	"github.com/logd-dev/logd/internal/slogbridge"
 	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/peer"
@@ -355,6 +356,9 @@ type Node struct {
 	groupFloors groupFloors
 	// sizes caches data groups' sizes for balancing (group_sizes.go).
 	sizes groupSizes
+	// answers is the node's answer memory budget (SetAnswerBudget), which
+	// reads served to other nodes are charged to (remote_answers.go).
+	answers atomic.Pointer[membudget.Budget]
 	// secretMu orders writes of the cluster secret (secret.go), which the
 	// Raft port holds.
 	secretMu sync.Mutex

@@ -56,7 +56,11 @@ func (b *Backend) ReadRecords(topic string, partition int32, offset int64, maxBy
 	res, err := b.readPlaced(topic, partition, t.CreateIndex, g, local, remote)
 	if err != nil && errors.Is(err, backend.ErrUnknownTopic) {
 		// This node's replica, or the replica asked, has not adopted it
-		// yet.
+		// yet: an empty partition, unless a read through this node
+		// answered more before (never go back).
+		if floor := b.floors.get(topic, partition, t.CreateIndex); floor > 0 {
+			return backend.ReadResult{}, b.behindFloor(topic, partition, floor)
+		}
 		return b.notAdopted(topic, partition, offset)
 	}
 	return res, err

@@ -58,6 +58,10 @@ var wireSentinels = []struct {
 	{"queue_group_busy", queue.ErrGroupBusy},
 	{"unknown_command", backend.ErrUnknownCommand},
 	{"bad_command", backend.ErrBadCommand},
+	// A node's answer budget had no room for a read it serves
+	// (remote_answers.go); a queue's admission refusal travels as its
+	// OverloadedError.
+	{"overloaded", backend.ErrOverloaded},
 }
 
 // encodeWireError is err as a call's answer carries it.

@@ -146,9 +146,10 @@ start() {
 	if [ "$fresh" = 1 ]; then
 		echo "logd-cluster $(date -u +%Y%m%dT%H%M%SZ)-$$-$RANDOM created by scripts/cluster.sh" >"$DIR/cluster.id"
 	fi
+	# The step printed is the one README.md and docs/guide.md give
+	# (TestClusterSecureStep).
 	if [ "$fresh" = 0 ] && [ "$secure" = 1 ] && [ ! -f "$DIR/secure" ]; then
-		echo "the cluster in $DIR was started without --secure; stop it and remove $DIR to start a secure one" >&2
-		exit 1
+		refuse "the cluster in $DIR was started without --secure, and a cluster keeps what it started as; to start a secure one, stop it and remove its data first: make cluster-stop && rm -rf $DIR"
 	fi
 	[ -f "$DIR/secure" ] && secure=1
 	if [ "$secure" = 1 ]; then

@@ -53,3 +53,42 @@ func TestGroupFetchConsistent(t *testing.T) {
 		t.Errorf("leader reads %d, replica reads %d; want 1 each (the consistent fetch at the leader)", b.leaderReads, b.replicaReads)
 	}
 }
+
+// boundsBackend describes a topic of two partitions, the second of data
+// group 2, from a replica behind its leader.
+type boundsBackend struct{ statusBackend }
+
+func (b *boundsBackend) DescribeTopic(name string) (backend.TopicState, error) {
+	return backend.TopicState{Topic: backend.TopicInfo{Name: name, Partitions: 2}, Partitions: []backend.PartitionState{
+		{Partition: 0, EndOffset: 4}, {Partition: 1, EndOffset: 3, Group: 2},
+	}}, nil
+}
+func (b *boundsBackend) OffsetsLeader(_ context.Context, _ string, p int32) (backend.Offsets, error) {
+	return backend.Offsets{LogStart: 1, End: 7}, nil
+}
+
+// TestDescribeTopicConsistent: a consistent DescribeTopic gives the
+// partitions of data groups their bounds at their groups' leaders (a
+// consume's end offsets at its start); the meta group's partitions, and
+// a describe without the header, as this node has them.
+func TestDescribeTopicConsistent(t *testing.T) {
+	srv := server.New(server.Options{Backend: &boundsBackend{}})
+	for _, consistent := range []bool{false, true} {
+		req := connect.NewRequest(&logdv1.DescribeTopicRequest{Name: "t"})
+		if consistent {
+			req.Header().Set(server.ConsistentReadHeader, "true")
+		}
+		resp, err := srv.DescribeTopic(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p0, p1 := resp.Msg.Partitions[0], resp.Msg.Partitions[1]
+		want1 := int64(3)
+		if consistent {
+			want1 = 7
+		}
+		if p0.EndOffset != 4 || p1.EndOffset != want1 {
+			t.Errorf("consistent %v: ends %d and %d, want 4 and %d", consistent, p0.EndOffset, p1.EndOffset, want1)
+		}
+	}
+}

@@ -89,15 +89,55 @@ func completedArgs() map[string][]nameLister {
 	}
 }
 
+// completedFlags says, per command (its path below logctl), what the
+// values of its flags that name a server's topics, groups or queue groups
+// are; without it, the shell offers file names there. Flags that name
+// something new (bench queue's fresh topic and group) are left out.
+func completedFlags() map[string]map[string]nameLister {
+	aclNames := map[string]nameLister{"topic": topicNames, "group": groupNames, "queue": allQueueGroupNames}
+	return map[string]map[string]nameLister{
+		"consume":             {"group": groupNames},
+		"group reset-offsets": {"topic": topicNames},
+		"queue create":        {"dead-letter-topic": topicNames},
+		"queue alter":         {"dead-letter-topic": topicNames},
+		"dlq list":            {"dead-letter-topic": topicNames},
+		"dlq redrive":         {"dead-letter-topic": topicNames, "target": topicNames},
+		"acl add":             aclNames,
+		"acl list":            aclNames,
+		"acl remove":          aclNames,
+		"bench produce":       {"topic": topicNames},
+		"bench consume":       {"topic": topicNames},
+		"bench e2e":           {"topic": topicNames},
+	}
+}
+
+// allQueueGroupNames lists the names of the queue groups of every topic,
+// once each (a queue ACL names a group on any topic).
+func allQueueGroupNames(ctx context.Context, c *client.Client, _ []string) ([]string, error) {
+	gs, err := c.ListQueueGroups(ctx, "")
+	names := make([]string, 0, len(gs))
+	for _, g := range gs {
+		if !slices.Contains(names, g.Group) {
+			names = append(names, g.Group)
+		}
+	}
+	return names, err
+}
+
 // addNameCompletion gives every command of completedArgs under root its
-// ValidArgsFunction.
+// ValidArgsFunction, and every flag of completedFlags its completion.
 func addNameCompletion(root *cobra.Command, opts *globalOpts) {
-	table := completedArgs()
+	args, flags := completedArgs(), completedFlags()
 	var walk func(*cobra.Command)
 	walk = func(c *cobra.Command) {
 		path := strings.TrimPrefix(strings.TrimPrefix(c.CommandPath(), root.Name()), " ")
-		if listers, ok := table[path]; ok {
+		if listers, ok := args[path]; ok {
 			c.ValidArgsFunction = opts.completeNames(listers)
+		}
+		for flag, lister := range flags[path] {
+			// Fails only for a flag the command lacks, which
+			// TestCompletedFlagsNameFlags catches.
+			_ = c.RegisterFlagCompletionFunc(flag, opts.completeFlag(lister))
 		}
 		for _, sub := range c.Commands() {
 			walk(sub)
@@ -107,33 +147,46 @@ func addNameCompletion(root *cobra.Command, opts *globalOpts) {
 }
 
 // completeNames completes the argument at len(args) with its lister's
-// names that start with what was typed, asking the server once, without
-// retries, within completionTimeout. A failure offers nothing (and no
-// file names): a completion has nowhere to report it.
-func (o *globalOpts) completeNames(listers []nameLister) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+// names (listNames).
+func (o *globalOpts) completeNames(listers []nameLister) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		if len(args) >= len(listers) {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		co := *o
-		co.maxRetryTime, co.requestTimeout = 0, completionTimeout
-		c, err := co.newClient()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		defer c.Close()
-		ctx := cmd.Context()
-		if ctx == nil {
-			ctx = context.Background()
-		}
-		ctx, cancel := context.WithTimeout(ctx, completionTimeout)
-		defer cancel()
-		names, err := listers[len(args)](ctx, c, args)
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		names = slices.DeleteFunc(names, func(n string) bool { return !strings.HasPrefix(n, toComplete) })
-		slices.Sort(names)
-		return names, cobra.ShellCompDirectiveNoFileComp
+		return o.listNames(cmd, listers[len(args)], args, toComplete)
 	}
+}
+
+// completeFlag completes a flag's value with lister's names (listNames).
+func (o *globalOpts) completeFlag(lister nameLister) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		return o.listNames(cmd, lister, args, toComplete)
+	}
+}
+
+// listNames returns lister's names that start with what was typed, asking
+// the server once, without retries, within completionTimeout. A failure
+// offers nothing (and no file names): a completion has nowhere to report
+// it.
+func (o *globalOpts) listNames(cmd *cobra.Command, lister nameLister, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	co := *o
+	co.maxRetryTime, co.requestTimeout = 0, completionTimeout
+	c, err := co.newClient()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	defer c.Close()
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, completionTimeout)
+	defer cancel()
+	names, err := lister(ctx, c, args)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	names = slices.DeleteFunc(names, func(n string) bool { return !strings.HasPrefix(n, toComplete) })
+	slices.Sort(names)
+	return names, cobra.ShellCompDirectiveNoFileComp
 }

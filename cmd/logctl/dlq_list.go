@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -82,16 +85,7 @@ job rd3"), as the node derives it from the redrive jobs it keeps;
 				}
 				return writeData(opts.stdout, output, rows)
 			}
-			tw := newTable(opts.stdout)
-			fmt.Fprintln(tw, "DLQ OFFSET\tREASON\tORIGIN\tKEY\tATTEMPTS\tREDRIVES\tAGE\tSTATE\tLAST ERROR")
-			for _, d := range out {
-				fmt.Fprintf(tw, "%d/%d\t%s\t%s/%d@%d\t%s\t%d\t%d\t%s\t%s\t%s\n", d.Partition, d.Offset, d.Reason, d.OriginTopic, d.OriginPartition, d.OriginOffset,
-					keyText(d.Key), d.Deliveries, d.Redrives, age(now.Sub(d.DeadLettered)), redriveState(d.Redrive), d.LastError)
-				if history {
-					printHistory(tw, d.History)
-				}
-			}
-			if err := tw.Flush(); err != nil {
+			if err := printDeadLetters(opts.stdout, out, now, history); err != nil {
 				return err
 			}
 			fmt.Fprintf(opts.stderr, "%s in %s\n", count(len(out), "dead letter"), dlq)
@@ -150,17 +144,61 @@ func newDeadLetterOut(d client.DeadLetter) deadLetterOut {
 		IdempotencyKey: d.IdempotencyKey, Redrives: d.Redrives, History: d.History, Redrive: d.Redrive, recordBytes: newRecordBytes(d.Key, d.Value, d.Headers)}
 }
 
-// printHistory lists a dead letter's attempts, indented under its row.
-func printHistory(w io.Writer, h *client.DeadLetterHistory) {
-	if h == nil {
-		fmt.Fprintln(w, "  (no attempt history: dead-lettered before feature level 6)")
-		return
+// printDeadLetters writes the dead letters as a table and, with history,
+// each one's attempts in an indented block of their own under its row. The
+// table is aligned over all its rows first: the attempts have other
+// columns, and a line of them inside the table would widen its columns
+// and cut them in two (tabwriter aligns only consecutive lines).
+func printDeadLetters(w io.Writer, out []client.DeadLetter, now time.Time, history bool) error {
+	var table bytes.Buffer
+	tw := newTable(&table)
+	fmt.Fprintln(tw, "DLQ OFFSET\tREASON\tORIGIN\tKEY\tATTEMPTS\tREDRIVES\tAGE\tSTATE\tLAST ERROR")
+	for _, d := range out {
+		fmt.Fprintf(tw, "%d/%d\t%s\t%s/%d@%d\t%s\t%d\t%d\t%s\t%s\t%s\n", d.Partition, d.Offset, d.Reason, d.OriginTopic, d.OriginPartition, d.OriginOffset,
+			keyText(d.Key), d.Deliveries, d.Redrives, age(now.Sub(d.DeadLettered)), redriveState(d.Redrive), cellText(d.LastError))
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// One line per row: cellText leaves no line break in a cell.
+	rows := strings.SplitAfter(table.String(), "\n")
+	if _, err := io.WriteString(w, rows[0]); err != nil {
+		return err
+	}
+	for i, d := range out {
+		if _, err := io.WriteString(w, rows[i+1]); err != nil {
+			return err
+		}
+		if history {
+			if err := printHistory(w, d.History); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// cellText is s for a table cell: a tab, line break or carriage return in
+// it, which would move the columns or end the row, is written escaped.
+func cellText(s string) string {
+	return cellEscaper.Replace(s)
+}
+
+var cellEscaper = strings.NewReplacer("\t", `\t`, "\n", `\n`, "\r", `\r`)
+
+// printHistory lists a dead letter's attempts, indented under its row, in
+// columns of their own.
+func printHistory(w io.Writer, h *client.DeadLetterHistory) error {
+	if h == nil {
+		_, err := fmt.Fprintln(w, "  (no attempt history: dead-lettered before feature level 6)")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	if h.PreviousUnreadable {
-		fmt.Fprintln(w, "  (the history before its last redrive was unreadable)")
+		fmt.Fprintln(tw, "  (the history before its last redrive was unreadable)")
 	}
 	if h.DroppedAttempts > 0 {
-		fmt.Fprintf(w, "  (%d older attempts not kept)\n", h.DroppedAttempts)
+		fmt.Fprintf(tw, "  (%d older attempts not kept)\n", h.DroppedAttempts)
 	}
 	for _, a := range h.Attempts {
 		worker := a.Worker
@@ -171,7 +209,7 @@ func printHistory(w io.Writer, h *client.DeadLetterHistory) {
 		if !a.Ended.IsZero() && !a.Claimed.IsZero() && a.LeaseUntil.After(a.Claimed) {
 			held = a.Ended.Sub(a.Claimed).Round(time.Millisecond).String()
 		}
-		text := a.Error
+		text := cellText(a.Error)
 		switch {
 		case a.ErrorDropped:
 			text = "(error text dropped: the group's history budget)"
@@ -182,9 +220,10 @@ func printHistory(w io.Writer, h *client.DeadLetterHistory) {
 		if a.Redrive > 0 {
 			redrive = fmt.Sprintf(" redrive %d", a.Redrive)
 		}
-		fmt.Fprintf(w, "  #%d%s\t%s\t%s\tworker %s\theld %s\textended %d\t%s\t%s\n", a.Delivery, redrive, a.Outcome,
-			a.Claimed.UTC().Format(timeMillis), worker, held, a.Extensions, "", text)
+		fmt.Fprintf(tw, "  #%d%s\t%s\t%s\tworker %s\theld %s\textended %d\t%s\n", a.Delivery, redrive, a.Outcome,
+			a.Claimed.UTC().Format(timeMillis), cellText(worker), held, a.Extensions, text)
 	}
+	return tw.Flush()
 }
 
 // timeMillis is how dlq list prints times: UTC to the millisecond.

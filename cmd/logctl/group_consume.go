@@ -2,7 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -49,6 +53,7 @@ func consumeGroup(cmd *cobra.Command, opts *globalOpts, c *client.Client, topic 
 			opts.logf("warning: partition %d: retention removed group %s's records from offset %d; skipped %s to offset %d (--reset-policy %s)",
 				r.Partition.Partition, f.group, r.From, count(r.To-r.From, "record"), r.To, policy)
 		},
+		Logger: groupLogger(opts, f.follow),
 	})
 	if err != nil {
 		return err
@@ -103,6 +108,9 @@ func consumeGroup(cmd *cobra.Command, opts *globalOpts, c *client.Client, topic 
 			}
 		}
 		if ends != nil && readToEnds(gc, ends) {
+			if n == 0 && len(gc.Assignment()) == 0 {
+				noteUnassigned(ctx, opts, c, f.group, topic)
+			}
 			return nil
 		}
 		if f.timeout > 0 && time.Since(lastData) >= f.timeout {
@@ -151,4 +159,78 @@ func readToEnds(gc *client.GroupConsumer, ends map[client.TopicPartition]int64) 
 		}
 	}
 	return true
+}
+
+// groupLogger is the logger of consume --group's group consumer. With
+// --follow, its info lines (a member waiting for the partitions another
+// holds: whom, until when) are logctl's diagnostics on stderr, -v adds
+// its debug lines; without --follow, noteUnassigned says what matters
+// once the run ends, so it logs nothing.
+func groupLogger(opts *globalOpts, follow bool) *slog.Logger {
+	if !follow {
+		return slog.New(slog.DiscardHandler)
+	}
+	level := slog.LevelInfo
+	if opts.verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(prefixWriter{opts.stderr}, &slog.HandlerOptions{
+		Level: level,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && (a.Key == slog.TimeKey || a.Key == slog.LevelKey) {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+}
+
+// prefixWriter writes "logctl: " before each write, which a slog handler
+// makes one per line.
+type prefixWriter struct{ w io.Writer }
+
+func (p prefixWriter) Write(b []byte) (int, error) {
+	if _, err := io.WriteString(p.w, "logctl: "); err != nil {
+		return 0, err
+	}
+	return p.w.Write(b)
+}
+
+// noteUnassigned says on stderr why a run without --follow that was
+// assigned no partition of topic read nothing, when group has lag there:
+// other members hold the partitions (a member of a killed earlier run
+// until its session expires, or more members than partitions). A failure
+// to describe the group only leaves the note out.
+func noteUnassigned(ctx context.Context, opts *globalOpts, c *client.Client, group, topic string) {
+	d, err := c.DescribeGroup(ctx, group)
+	if err != nil {
+		return
+	}
+	var lag int64
+	for _, p := range d.Partitions {
+		if p.Topic == topic {
+			lag += p.LagRecords
+		}
+	}
+	if lag == 0 {
+		return
+	}
+	var holders []string
+	for _, m := range d.Members {
+		var held []string
+		for _, tp := range m.Partitions {
+			if tp.Topic == topic {
+				held = append(held, fmt.Sprintf("%s/%d", tp.Topic, tp.Partition))
+			}
+		}
+		if len(held) > 0 {
+			holders = append(holders, fmt.Sprintf("member %s holds %s (its session lasts until %s unless it heartbeats)",
+				m.ID, strings.Join(held, ", "), m.LastSeen.Add(m.SessionTimeout).UTC().Format(timeMillis)))
+		}
+	}
+	if len(holders) == 0 {
+		holders = []string{"no member holds one yet"}
+	}
+	opts.logf("assigned no partition of %s: %s; group %s's lag of %s is left for the next run (or use --follow)",
+		topic, strings.Join(holders, "; "), group, count(lag, "record"))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -55,6 +56,40 @@ func TestGroupConsumeDoesNotStopOnEmptyPoll(t *testing.T) {
 	runGroupSteps(t, srv, []step{
 		{args: args("consume orders --group billing"), stdoutExact: "late\n"},
 		{args: args("consume orders --group billing"), stdoutExact: ""},
+	})
+}
+
+// TestGroupConsumeSaysWhyUnassigned: without --follow, a member assigned
+// no partition (the topic's one partition held by a member that has not
+// left: a killed earlier run) reads nothing and exits 0, as before, but
+// says on stderr that it was assigned nothing, who holds the partition
+// until when, and the lag it left; with --follow, the group consumer's
+// log says it waits, on stderr as logctl's diagnostics.
+func TestGroupConsumeSaysWhyUnassigned(t *testing.T) {
+	srv := logdtest.Start(t, logdtest.Options{})
+	runGroupSteps(t, srv, []step{
+		{args: args("topic create orders")},
+		{args: args("produce orders created paid")},
+	})
+	c, err := client.New(srv.Addr(), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	old, err := c.NewGroupConsumer(client.GroupConsumerOptions{Group: "billing", Topics: []string{"orders"}, MemberID: "killed", SessionTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close(context.Background())
+	if _, err := old.Poll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	runGroupSteps(t, srv, []step{
+		{args: args("consume orders --group billing"), stdoutExact: "", stderr: []string{
+			`(?m)^logctl: assigned no partition of orders: member killed holds orders/0 \(its session lasts until \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z unless it heartbeats\); group billing's lag of 2 records is left for the next run \(or use --follow\)$`}},
+		// With --follow the member says it waits, and for whom, as it starts.
+		{args: args("consume orders --group billing --follow --timeout 100ms"), stdoutExact: "", stderr: []string{
+			`(?m)^logctl: msg="group consumer: assigned no partition: waiting for a member holding them to leave or its session to expire" group=billing member=\S+ holder=killed partitions=\[orders/0\] until=\d{4}-`}},
 	})
 }
 

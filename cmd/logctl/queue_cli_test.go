@@ -271,6 +271,57 @@ func TestQueueCLIJSON(t *testing.T) {
 	}
 }
 
+// TestDLQListHistoryKeepsColumns: with --history, each dead letter's
+// attempts are a block of their own under its row, so every row's STATE
+// and LAST ERROR start where the header's do (the attempts once shared
+// the table's columns: they widened ORIGIN and KEY and cut the column
+// blocks, so the rows after the first attempt lost the header's offsets).
+func TestDLQListHistoryKeepsColumns(t *testing.T) {
+	srv := logdtest.Start(t, logdtest.Options{})
+	mustRun(t, srv, "", "topic", "create", "jobs")
+	mustRun(t, srv, "a\nb\nc\n", "produce", "jobs")
+	mustRun(t, srv, "", "queue", "create", "jobs", "w")
+	r := mustRun(t, srv, "", "queue", "claim", "jobs", "w", "--max", "3", "--worker", "a-rather-long-worker-name")
+	tokens := tokenRE.FindAllString(r.stdout, -1)
+	if len(tokens) != 3 {
+		t.Fatalf("claimed:\n%s", r.stdout)
+	}
+	for i, reason := range []string{"x", "a longer error", "tab\there"} {
+		mustRun(t, srv, "", "queue", "nack", "jobs", "w", tokens[i], "--permanent", "--reason", reason)
+	}
+	mustRun(t, srv, "", "dlq", "redrive", "jobs", "w", "--record", "0/1", "--no-progress")
+	r = mustRun(t, srv, "", "dlq", "list", "jobs", "w", "--history")
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	header := lines[0]
+	stateAt, errAt := strings.Index(header, "STATE"), strings.Index(header, "LAST ERROR")
+	if stateAt < 0 || errAt < 0 {
+		t.Fatalf("header %q", header)
+	}
+	want := map[string]struct{ state, lastError string }{
+		"0/0": {state: "-", lastError: "x"},
+		"0/1": {state: "redriven by job rd", lastError: "a longer error"},
+		"0/2": {state: "-", lastError: `tab\there`},
+	}
+	rows := 0
+	for _, l := range lines[1:] {
+		dlq, _, _ := strings.Cut(l, " ")
+		w, ok := want[dlq]
+		if !ok {
+			if !strings.HasPrefix(l, "  ") {
+				t.Errorf("line %q is neither a dead letter's row nor an indented attempt", l)
+			}
+			continue
+		}
+		rows++
+		if len(l) < errAt || l[stateAt-1] != ' ' || !strings.HasPrefix(l[stateAt:], w.state) || l[errAt-1] != ' ' || l[errAt:] != w.lastError {
+			t.Errorf("row %s: STATE and LAST ERROR not at the header's offsets %d and %d (want %q, %q):\n%s\n%s", dlq, stateAt, errAt, w.state, w.lastError, header, l)
+		}
+	}
+	if rows != len(want) {
+		t.Errorf("%d dead-letter rows, want %d:\n%s", rows, len(want), r.stdout)
+	}
+}
+
 // TestBenchQueue runs `bench queue` in both modes against the fake: every
 // record is acked once, and --end-to-end reports produce→ack latencies.
 func TestBenchQueue(t *testing.T) {

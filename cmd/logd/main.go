@@ -380,6 +380,9 @@ func run(ctx context.Context, c config, getenv func(string) string, stderr io.Wr
 	srv := server.New(server.Options{Backend: backend, Segments: backend.SegmentHandler(), Logger: logger,
 		Limits: c.limits.serverLimits(), Conns: conns, Peers: peers, PeerTLS: cfg.PeerTLS, PeerListener: pln != nil, Auth: authOpts, Registry: reg})
 	handler := srv.Handler()
+	// Reads served to other nodes over the Raft port share the answer
+	// budget (replication/remote_answers.go).
+	node.SetAnswerBudget(srv.AnswerBudget())
 	// The samples the console charts (server/history.go), until shutdown.
 	historyCtx, stopHistory := context.WithCancel(ctx)
 	historyDone := make(chan struct{})

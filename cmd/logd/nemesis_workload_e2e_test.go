@@ -720,8 +720,12 @@ func (w *workload) queueWorker(ctx context.Context, node int, stall bool) {
 			for try := 0; try < 10; try++ {
 				c := w.rec.Begin(op)
 				cl.begin()
-				_, err := cl.Ack(ctx, qTopic, qGroup, j.Token)
-				end(c, cl.trail(tokenErr(err)), nil)
+				rs, err := cl.Ack(ctx, qTopic, qGroup, j.Token)
+				end(c, cl.trail(tokenErr(err)), func(op *histcheck.Op) {
+					if len(rs) > 0 {
+						op.Duplicate = rs[0].Duplicate
+					}
+				})
 				if ok, _ := definite(tokenErr(err)); err == nil || ok || w.stopped(50*time.Millisecond) {
 					break
 				}

@@ -231,3 +231,47 @@ func TestJoinRefusesOwnCluster(t *testing.T) {
 	}
 	nd.Start() // without --join, its own cluster again
 }
+
+// TestClusterSecureStep: README.md, docs/guide.md and the refusal of
+// make cluster-secure over a cluster started without it give the same
+// step from make cluster to make cluster-secure.
+func TestClusterSecureStep(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skipf("bash: %v", err)
+	}
+	const step = "make cluster-stop && rm -rf ./data/cluster"
+	for _, doc := range []string{"README.md", "docs/guide.md"} {
+		text, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(doc)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(strings.Join(strings.Fields(string(text)), " "), step) {
+			t.Errorf("%s does not give the step %q", doc, step)
+		}
+	}
+	// A cluster the script created without --secure, in the default
+	// ./data/cluster of the directory it runs in; nothing of it runs.
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "data", "cluster", "n1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "data", "cluster", "cluster.id"), []byte("logd-cluster test\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script, err := filepath.Abs(filepath.Join("..", "..", "scripts", "cluster.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := freeScriptPorts(t)
+	cmd := exec.CommandContext(t.Context(), "bash", script, "start", "--secure")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "LOGD_CLUSTER_DIR=", "LOGD_BIN=/nonexistent/logd",
+		fmt.Sprintf("LOGD_CLUSTER_PORT=%d", p.base), fmt.Sprintf("LOGD_CLUSTER_KAFKA_PORT=%d", p.base+5))
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "refusing to start") || !strings.Contains(string(out), step) {
+		t.Fatalf("make cluster-secure over a cluster started without it: %v\n%s\nwant a refusal giving the step %q", err, out, step)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "cluster", "secure")); err == nil {
+		t.Error("the refused start marked the cluster secure")
+	}
+}

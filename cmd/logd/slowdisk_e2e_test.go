@@ -68,8 +68,18 @@ func TestClusterSlowDisk(t *testing.T) {
 	})
 	measure("slow follower (" + delay + ")")
 
-	if _, err := c.Leader(ctx).RPC.TransferLeadership(ctx, connect.NewRequest(&logdv1.TransferLeadershipRequest{NodeId: slow.ID})); err != nil {
-		t.Fatalf("transfer leadership to %s: %v", slow.ID, err)
+	// A transfer to a node with a slow disk under produce may time out
+	// (Raft's transfer waits for the target to catch up for about an
+	// election timeout): tried again, a few times.
+	for try := 1; c.Leader(ctx) != slow; try++ {
+		_, err := c.Leader(ctx).RPC.TransferLeadership(ctx, connect.NewRequest(&logdv1.TransferLeadershipRequest{NodeId: slow.ID}))
+		if err == nil {
+			break
+		}
+		if try == 5 {
+			t.Fatalf("transfer leadership to %s, %d tries: %v", slow.ID, try, err)
+		}
+		t.Logf("transfer leadership to %s, try %d: %v", slow.ID, try, err)
 	}
 	e2e.WaitFor(t, ctx, slow.ID+" leads", func() bool { return c.Leader(ctx) == slow })
 	measure("slow leader (" + delay + ")")

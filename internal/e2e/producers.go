@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,6 +29,15 @@ type Producers struct {
 	Acks          []Ack           // every acknowledged record
 	Attempted     map[string]bool // every value sent, acknowledged or not
 	Calls, Failed int             // produce calls, and those that failed
+	// failures counts the failed calls by their reason (client.ReasonOf;
+	// "unknown outcome" and "other" besides), with the first error of
+	// each (FailureKinds).
+	failures map[string]*failureKind
+}
+
+type failureKind struct {
+	n     int
+	first error
 }
 
 // NewProducers returns producers that send perCall records per call.
@@ -72,6 +83,7 @@ func (ps *Producers) Run(ctx context.Context, t testing.TB, seed, topic string, 
 			}
 		} else {
 			ps.Failed++
+			ps.noteFailure(err)
 		}
 		ps.mu.Unlock()
 		if err != nil {
@@ -83,6 +95,43 @@ func (ps *Producers) Run(ctx context.Context, t testing.TB, seed, topic string, 
 			}
 		}
 	}
+}
+
+// noteFailure counts err by its kind; ps.mu is held.
+func (ps *Producers) noteFailure(err error) {
+	kind := client.ReasonOf(err)
+	switch {
+	case kind != "":
+	case errors.Is(err, client.ErrOutcomeUnknown):
+		kind = "unknown outcome"
+	default:
+		kind = "other"
+	}
+	if ps.failures == nil {
+		ps.failures = map[string]*failureKind{}
+	}
+	f := ps.failures[kind]
+	if f == nil {
+		f = &failureKind{first: err}
+		ps.failures[kind] = f
+	}
+	f.n++
+}
+
+// FailureKinds describes the failed calls by kind, each with its count
+// and first error ("none" when none failed).
+func (ps *Producers) FailureKinds() string {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if len(ps.failures) == 0 {
+		return "none"
+	}
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(ps.failures)) {
+		f := ps.failures[k]
+		fmt.Fprintf(&b, "%s %d (first: %v); ", k, f.n, f.first)
+	}
+	return strings.TrimSuffix(b.String(), "; ")
 }
 
 // AddAttempt records a value the test sent itself, beside the producers.

@@ -145,7 +145,10 @@ type Op struct {
 	// Key is an append's idempotency key ("" for none).
 	Key string `json:"key,omitempty"`
 	// Duplicate: an ok keyed append answered as a repeat of an earlier
-	// one. For people reading a history: the checkers do not rely on it.
+	// one (for people reading a history: the checkers do not rely on it);
+	// an ok ack answered as a repeat of an ack of the same token that was
+	// applied earlier (the queue checker counts the delivery finished
+	// from that earlier ack's call).
 	Duplicate bool `json:"duplicate,omitempty"`
 	// OutOfRange: an ok read found Offset >= End.
 	OutOfRange bool `json:"out_of_range,omitempty"`

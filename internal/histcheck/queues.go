@@ -75,7 +75,9 @@ func (l *lease) live(slack int64) (from, to int64) {
 //   - no ack, nack or extend with a stale token succeeds: not after a
 //     later delivery of the record was handed out, not after the lease
 //     deadline (plus ClockSlack), not after the delivery was finished (an
-//     ack repeated after an ack is a duplicate, which may succeed);
+//     ack repeated after an ack is a duplicate, which may succeed; an ack
+//     answered as a duplicate counts from the first ack of its token,
+//     which may have applied while its outcome was unknown);
 //   - every record ends acked once or dead-lettered once: a final state
 //     of acked with no dead letter, or dead-lettered with exactly one;
 //     at most one delivery's ack succeeds; a record delivered by a group
@@ -160,13 +162,25 @@ func CheckQueues(ops []Op, opt Options) Verdict {
 	for _, x := range tokenOps {
 		rk := recordKey{x.Group, x.Topic, x.Partition, x.Offset}
 		l := byToken[tokenKey{rk, x.Token}]
+		// An ack answered as a duplicate was applied by an ack of the same
+		// token no later than itself: one whose outcome was not known
+		// (its client gave up) or an attempt within its own call. It
+		// counts from the first such ack's call.
+		at := x.Call
+		if x.Kind == Ack && x.Duplicate {
+			for _, y := range l.ends {
+				if y.Kind == Ack && y.Call < at {
+					at = y.Call
+				}
+			}
+		}
 		for _, other := range leases[rk] {
-			if other != l && other.claim.Call > l.claim.Return && other.claim.Return < x.Call {
+			if other != l && other.claim.Call > l.claim.Return && other.claim.Return < at {
 				v.add(mx, "stale token accepted: %s: %s succeeded after delivery %d was handed out by %s", rk, x, other.d.Count, other.claim)
 				break
 			}
 		}
-		if dl, ok := l.deadlineBefore(x.Return, x); ok && x.Call > dl+slack {
+		if dl, ok := l.deadlineBefore(x.Return, x); ok && at > dl+slack {
 			v.add(mx, "stale token accepted: %s: %s succeeded after the lease expired at %d", rk, x, dl)
 		}
 		for _, y := range l.ends {

@@ -49,6 +49,35 @@ func TestQueues(t *testing.T) {
 			),
 		},
 		{
+			name: "an ack whose outcome was unknown applied in the lease; its retry after the lease is a duplicate",
+			ops: numbered(
+				claimOp(1, 0, 10, delivery(0, "a1", 1, 100)),
+				tokenOp(Ack, 1, 90, 150, Unknown, 0, "a1", nil),
+				tokenOp(Ack, 1, 160, 170, OK, 0, "a1", func(o *Op) { o.Duplicate = true }),
+				finalOp(0, Acked, 0),
+			),
+		},
+		{
+			name: "an ack accepted after the lease, not as a duplicate",
+			ops: numbered(
+				claimOp(1, 0, 10, delivery(0, "a1", 1, 100)),
+				tokenOp(Ack, 1, 90, 150, Unknown, 0, "a1", nil),
+				tokenOp(Ack, 1, 160, 170, OK, 0, "a1", nil),
+				finalOp(0, Acked, 0),
+			),
+			want: []string{"token a1 [160, 170] succeeded after the lease expired at 100"},
+		},
+		{
+			name: "a duplicate whose first ack began after the lease",
+			ops: numbered(
+				claimOp(1, 0, 10, delivery(0, "a1", 1, 100)),
+				tokenOp(Ack, 1, 120, 150, Unknown, 0, "a1", nil),
+				tokenOp(Ack, 1, 160, 170, OK, 0, "a1", func(o *Op) { o.Duplicate = true }),
+				finalOp(0, Acked, 0),
+			),
+			want: []string{"token a1 [160, 170] succeeded after the lease expired at 100"},
+		},
+		{
 			name: "a nack ends the lease, the record is claimed again",
 			ops: numbered(
 				claimOp(1, 0, 10, delivery(0, "a1", 1, 100)),

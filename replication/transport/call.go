@@ -50,6 +50,23 @@ var ErrCallRefused = errors.New("raft port: call refused")
 // error refuses the call with its text.
 type CallHandler func(ctx context.Context, peer string, group uint64, req []byte) ([]byte, error)
 
+// afterAnswerKey carries, in a handler's context, what runs once the
+// call's answer was written (AfterAnswer).
+type afterAnswerKey struct{}
+
+// AfterAnswer registers f to run once the answer of the call whose
+// handler ctx is was written to the caller (or the call ended without
+// one): a handler that charged memory for its answer releases it then,
+// not when it returns the bytes. It reports false, registering nothing,
+// for a context that is not a call's (the caller then releases at once).
+func AfterAnswer(ctx context.Context, f func()) bool {
+	after, ok := ctx.Value(afterAnswerKey{}).(*[]func())
+	if ok {
+		*after = append(*after, f)
+	}
+	return ok
+}
+
 // HandleCalls sets the handler of calls to this port; calls before it
 // are refused.
 func (p *Port) HandleCalls(h CallHandler) { p.calls.Store(&h) }
@@ -157,6 +174,13 @@ func (p *Port) serveCall(st *yamux.Stream, peerID string, group uint64, deadline
 		st.Read(one[:])
 		cancel()
 	}()
+	var after []func()
+	defer func() {
+		for _, f := range after {
+			f()
+		}
+	}()
+	ctx = context.WithValue(ctx, afterAnswerKey{}, &after)
 	ans, err := (*h)(ctx, peerID, group, req)
 	if err != nil {
 		refuse(err.Error())
@@ -166,8 +190,11 @@ func (p *Port) serveCall(st *yamux.Stream, peerID string, group uint64, deadline
 		refuse(fmt.Sprintf("answer of %d bytes, at most %d", len(ans), MaxCallBytes))
 		return
 	}
-	out := make([]byte, 5, 5+len(ans))
-	out[0] = callOK
-	binary.BigEndian.PutUint32(out[1:], uint32(len(ans)))
-	st.Write(append(out, ans...))
+	var head [5]byte
+	head[0] = callOK
+	binary.BigEndian.PutUint32(head[1:], uint32(len(ans)))
+	// Two writes, not a copy of the answer behind its header.
+	if _, err := st.Write(head[:]); err == nil {
+		st.Write(ans)
+	}
 }
