@@ -149,10 +149,30 @@ func (dg *dataGroup) noteCaughtUp() {
 }
 
 // serves reports whether reads may use this replica: it caught up with its
-// group and the table lists this node as one of its replicas.
+// group, the table lists this node as one of its replicas, and it is in
+// touch with its group (inContact).
 func (dg *dataGroup) serves() bool {
 	dg.noteCaughtUp()
-	return dg.caughtUp.Load() && !dg.left.Load()
+	return dg.caughtUp.Load() && !dg.left.Load() && dg.inContact()
+}
+
+// contactBound is how long a follower replica serves reads after it last
+// heard from its group's leader. A replica cut off from its group, or
+// removed from the group's configuration while the table still lists it
+// (a move that has not finished), stops there and reads go to the other
+// replicas, rather than answering, for as long as it lasts, what it had
+// when it lost touch. A healthy follower hears from the leader at every
+// heartbeat (a tenth of the heartbeat timeout).
+const contactBound = 2 * time.Second
+
+// inContact reports whether this replica leads its group or heard from
+// its leader within contactBound.
+func (dg *dataGroup) inContact() bool {
+	if dg.raft.State() == raft.Leader {
+		return true
+	}
+	lc := dg.raft.LastContact()
+	return !lc.IsZero() && time.Since(lc) < contactBound
 }
 
 // leadsReady reports whether this replica leads its group and applied a
