@@ -890,13 +890,15 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 		// listed voter, step.)
 		dg = nil
 	}
-	if dg != nil && (call.Kind == callRead && call.Read != nil && !call.Read.Leader || call.Kind == callQueueRead) && !dg.serves() {
+	// A read any replica may answer (not one at the group's leader).
+	replicaRead := dg != nil && (call.Kind == callRead && call.Read != nil && !call.Read.Leader || call.Kind == callQueueRead)
+	if replicaRead && !dg.serves() {
 		// A replica that has not caught up, or lost touch with its
 		// group, answers as one holding none: the caller asks another.
 		ans.Err = encodeWireError(fmt.Errorf("%w: this node's replica of data group %d does not serve reads now", backend.ErrNotLeader, g))
 		return json.Marshal(ans)
 	}
-	if dg != nil && call.MinApplied > 0 && (call.Kind == callRead || call.Kind == callQueueRead) && dg.fsm.AppliedIndex() < call.MinApplied {
+	if replicaRead && call.MinApplied > 0 && dg.fsm.AppliedIndex() < call.MinApplied {
 		// The caller saw a write of the group acknowledged at
 		// MinApplied: a replica that has not applied it does not answer.
 		if dg.awaitApplied(ctx, call.MinApplied, floorWait); dg.fsm.AppliedIndex() < call.MinApplied {

@@ -41,15 +41,21 @@ type groupSizes struct {
 	m  map[uint64]sizeAt
 }
 
+// sizeAt is a group's size as asked at a time; known is false when no
+// replica answered then (and none had before).
 type sizeAt struct {
 	bytes int64
+	known bool
 	at    time.Time
 }
 
 // sizes returns the bytes of each group of tab: this node's replica's
 // when it caught up, else a replica's answer, kept for sizeMaxAge; a
 // group no replica answered for is left out (0 to balancing: it is
-// moved by count only). Groups are asked in parallel, each at most 2 s.
+// moved by count only), or keeps its last size. An ask that failed is
+// not made again before sizeMaxAge either, so unreachable replicas do
+// not hold up every pass of the meta leader's runner. Groups are asked in
+// parallel, each at most 2 s.
 func (n *Node) groupSizes(ctx context.Context, tab fsm.DataGroupTable) map[uint64]int64 {
 	out := make(map[uint64]int64, len(tab.Groups))
 	var ask []uint64
@@ -61,7 +67,9 @@ func (n *Node) groupSizes(ctx context.Context, tab fsm.DataGroupTable) map[uint6
 			continue
 		}
 		if s, ok := n.sizes.m[g.ID]; ok && now.Sub(s.at) < sizeMaxAge {
-			out[g.ID] = s.bytes
+			if s.known {
+				out[g.ID] = s.bytes
+			}
 			continue
 		}
 		ask = append(ask, g.ID)
@@ -87,9 +95,14 @@ func (n *Node) groupSizes(ctx context.Context, tab fsm.DataGroupTable) map[uint6
 		n.sizes.m = map[uint64]sizeAt{}
 	}
 	for i, g := range ask {
+		s := n.sizes.m[g]
 		if ok[i] {
-			out[g] = got[i]
-			n.sizes.m[g] = sizeAt{bytes: got[i], at: now}
+			s.bytes, s.known = got[i], true
+		}
+		s.at = now
+		n.sizes.m[g] = s
+		if s.known {
+			out[g] = s.bytes
 		}
 	}
 	return out

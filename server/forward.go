@@ -222,9 +222,10 @@ func (fw *forwarder) wrap(next http.Handler) http.Handler {
 			w.Header().Set(MembersHeader, m)
 		}
 		if r.Header.Get(ForwardedHeader) != "" {
-			// The forwarding node learns what its reads must wait for
-			// (read_your_writes.go).
-			next.ServeHTTP(&appliedIndexWriter{ResponseWriter: w, applied: fw.s.b.AppliedIndex}, r)
+			// Served here, never forwarded again; the answer tells the
+			// forwarding node what its reads must wait for
+			// (read_your_writes.go, appliedIndexInterceptor).
+			next.ServeHTTP(w, r)
 			return
 		}
 		if localProcedures[r.URL.Path] || fw.s.b.IsLeader() {

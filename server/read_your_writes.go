@@ -137,50 +137,13 @@ func (f *readFloor) noteAcked(h http.Header) {
 	}
 }
 
-// appliedIndexWriter sets AppliedIndexHeader when the answer's header is
-// written: after the handler decided, so after the write it served was
-// applied.
-type appliedIndexWriter struct {
-	http.ResponseWriter
-	applied func() uint64
-	wrote   bool
-}
-
-func (w *appliedIndexWriter) stamp() {
-	if !w.wrote {
-		w.wrote = true
-		w.Header().Set(AppliedIndexHeader, strconv.FormatUint(w.applied(), 10))
-	}
-}
-
-func (w *appliedIndexWriter) WriteHeader(code int) {
-	w.stamp()
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *appliedIndexWriter) Write(p []byte) (int, error) {
-	w.stamp()
-	return w.ResponseWriter.Write(p)
-}
-
-// Flush lets streaming answers through (http.Flusher).
-func (w *appliedIndexWriter) Flush() {
-	w.stamp()
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// Unwrap gives http.ResponseController the writer beneath.
-func (w *appliedIndexWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
 // appliedIndexInterceptor sets AppliedIndexHeader on the answer to a
 // call another node forwarded, once the handler decided (a write it
-// served is applied by then). The answer's writer stamps it too
-// (appliedIndexWriter, for streams), but an answer with no body (an empty
-// message in the binary codec: a drain's undo, an ack) never went through
-// that writer's Write, and its header went out without the index, so the
-// forwarding node's next read did not wait for the write.
+// served is applied by then), and on its error's metadata. It is set on
+// the answer, not when its bytes are written: an answer with no body (an
+// empty message in the binary codec: a drain's undo, an ack) writes none.
+// Only unary calls are forwarded (the one stream, SaveSnapshot, is
+// served by the leader alone).
 //
 // It also sets GroupsAppliedHeader: the data groups the call wrote to,
 // each with the index its leader had applied when it acknowledged the
