@@ -76,11 +76,17 @@ cluster-stop:
 # (fuzz-short) and in make fuzz: each target's fuzzing build compiles every
 # dependency again with coverage instrumentation, minutes on an empty build
 # cache.
+# Every stage runs even when an earlier one fails (a failure in cmd/logd
+# would otherwise hide the later stages); the target fails if any did, and
+# names them.
 fault: test-tools fuzz-short
-	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -timeout 90m -run 'Cluster|Kill|Restart|Abuse|Nemesis|PowerCut|Failpoint|SlowDisk|Clock|Kafka|BenchSystem' -v ./cmd/logd/
-	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -timeout 20m -run 'Churn' -v ./kafka/
-	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -run Scale -v ./console/
-	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -run 'TestRestoreReplays' -v ./replication/fsm/
+	@failed=""; \
+	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -timeout 90m -run 'Cluster|Kill|Restart|Abuse|Nemesis|PowerCut|Failpoint|SlowDisk|Clock|Kafka|BenchSystem' -v ./cmd/logd/ || failed="$$failed cmd/logd"; \
+	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -timeout 20m -run 'Churn' -v ./kafka/ || failed="$$failed kafka"; \
+	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -run Scale -v ./console/ || failed="$$failed console"; \
+	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -run 'TestRestoreReplays' -v ./replication/fsm/ || failed="$$failed replication/fsm"; \
+	if [ -n "$$failed" ]; then echo "make fault: failed in$$failed"; exit 1; fi; \
+	echo "make fault: every stage passed"
 
 # vet builds with -race so that the packages it compiles for type
 # information are the ones go test -race compiles next: on an empty build
