@@ -94,6 +94,14 @@ type dataGroups struct {
 	leaderTerm  uint64
 	leaderSince time.Time
 
+	// leftSince is when this node first saw each group it runs a replica
+	// or keeps a directory of, and the table does not list it in
+	// (retire.go; the runner's goroutine only).
+	leftSince map[uint64]time.Time
+	// lastRetire is when retireLeft last ran (the runner's goroutine
+	// only).
+	lastRetire time.Time
+
 	mu sync.Mutex
 	// open are the groups this node runs, by id; guarded by mu.
 	open map[uint64]*dataGroup
@@ -183,7 +191,7 @@ func (dg *dataGroup) leadsReady() bool {
 
 // newDataGroups is n's runner of data groups, not started.
 func newDataGroups(n *Node) *dataGroups {
-	return &dataGroups{n: n, stop: make(chan struct{}), done: make(chan struct{}), open: map[uint64]*dataGroup{}}
+	return &dataGroups{n: n, stop: make(chan struct{}), done: make(chan struct{}), open: map[uint64]*dataGroup{}, leftSince: map[uint64]time.Time{}}
 }
 
 // startDataGroups starts the runner of data groups; without a Raft port
@@ -269,6 +277,10 @@ func (d *dataGroups) step() {
 			d.converge(dg, g)
 			d.adopt(dg)
 		}
+	}
+	if time.Since(d.lastRetire) >= retireEvery {
+		d.lastRetire = time.Now()
+		d.retireLeft(tab)
 	}
 }
 

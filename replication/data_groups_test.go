@@ -886,8 +886,16 @@ func TestDataGroupsHealDeadNode(t *testing.T) {
 // voters are its replicas.
 func fourNodeGroups(ctx context.Context, t *testing.T, dead time.Duration) (*joinCluster, []*Node, func() string) {
 	t.Helper()
+	return fourNodeGroupsWith(ctx, t, func(cfg *Config) { cfg.DeadNodeTimeout = dead })
+}
+
+// fourNodeGroupsWith is fourNodeGroups with each node's configuration as
+// edit changes it.
+func fourNodeGroupsWith(ctx context.Context, t *testing.T, edit func(*Config)) (*joinCluster, []*Node, func() string) {
+	t.Helper()
 	c, nodes, describe := dataGroupCluster(ctx, t, func(cfg *Config) {
-		cfg.DataGroupsPerNode, cfg.ReplicationFactor, cfg.DeadNodeTimeout = 1, 3, dead
+		cfg.DataGroupsPerNode, cfg.ReplicationFactor = 1, 3
+		edit(cfg)
 	})
 	l := nodes[0]
 	n4 := c.open(ctx, "n4", false)

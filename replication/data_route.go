@@ -962,6 +962,16 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 		if ans.Result, err = json.Marshal(configVoters(dg.raft)); err != nil {
 			ans.Err = encodeWireError(err)
 		}
+	case dg != nil && call.Kind == callMembers && dg.raft.State() == raft.Leader:
+		// Only the leader answers: its configuration, and whether it is
+		// committed (retire.go).
+		a, err := leaderMembers(dg)
+		if err == nil {
+			ans.Result, err = json.Marshal(a)
+		}
+		if err != nil {
+			ans.Err = encodeWireError(err)
+		}
 	case dg == nil:
 		ans.Err = encodeWireError(fmt.Errorf("%w: this node holds no replica of data group %d", backend.ErrNotLeader, g))
 	case dg.raft.State() != raft.Leader:

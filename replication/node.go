@@ -236,6 +236,10 @@ type Config struct {
 	// member before it gives the member's data group replicas to other
 	// nodes (data_groups.go, deadNodes); 0: never.
 	DeadNodeTimeout time.Duration
+	// retireAfter is how long a replica the table no longer lists runs
+	// before it may be retired (retire.go); 0: retireAfter. Tests
+	// shorten it.
+	retireAfter time.Duration
 	// MaxMoves caps the replica moves balancing keeps in flight at once
 	// (data_groups.go, balance); 0: DefaultMaxMoves; negative: balancing
 	// off (replicas still move to joiners, away from drained, removed and

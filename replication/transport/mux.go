@@ -623,7 +623,16 @@ func (l *Layer) Accept() (net.Conn, error) {
 // Close implements net.Listener: the group takes no more connections.
 // The port stays open (Port.Close closes it).
 func (l *Layer) Close() error {
-	l.closeOnce.Do(func() { close(l.closed) })
+	l.closeOnce.Do(func() {
+		close(l.closed)
+		// The group may open here again later (a replica retired, then
+		// placed here anew): Group then makes it a new layer.
+		l.port.groupsMu.Lock()
+		if l.port.groups[l.id] == l {
+			delete(l.port.groups, l.id)
+		}
+		l.port.groupsMu.Unlock()
+	})
 	return nil
 }
 

@@ -1,0 +1,82 @@
+package replication
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestDataGroupsRetireMovedReplicas: draining n2 of four nodes moves its
+// replicas away; once the table has not listed n2 in a group for the
+// retire delay and the group's leader has committed a configuration
+// without n2, n2 closes its replica and deletes its directory, while
+// reads through n2 still answer (from the other replicas). Ending the
+// drain places replicas on n2 again: it opens those groups afresh (a new
+// Raft layer on the same port) and catches up to every record.
+func TestDataGroupsRetireMovedReplicas(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	_, nodes, describe := fourNodeGroupsWith(ctx, t, func(cfg *Config) { cfg.retireAfter = time.Second })
+	l, n2 := nodes[0], nodes[1]
+	b := NewBackend(l)
+	fillTopic(ctx, t, b, "kept", 8, 10)
+	dirs := func() []string {
+		ents, _ := os.ReadDir(filepath.Join(n2.cfg.DataDir, "groups"))
+		var out []string
+		for _, e := range ents {
+			out = append(out, e.Name())
+		}
+		return out
+	}
+	held := len(n2.DataGroupReplicas())
+	if held == 0 || len(dirs()) != held {
+		t.Fatalf("n2 runs %d replicas with directories %v", held, dirs())
+	}
+	if _, err := l.DrainNode(ctx, "n2", false); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "n2 drained", func() bool { return !holds(l, "n2") }, describe)
+	waitGroupsSettled(ctx, t, l, nodes, 4, describe)
+	waitFor(ctx, t, "n2's replicas retired and their directories deleted", func() bool {
+		return len(n2.DataGroupReplicas()) == 0 && len(dirs()) == 0
+	}, func() string { return fmt.Sprintf("n2 runs %d replicas, directories %v; %s", len(n2.DataGroupReplicas()), dirs(), describe()) })
+	if err := NewBackend(n2).AwaitApplied(ctx, l.FSM().AppliedIndex(), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(8) {
+		waitFor(ctx, t, fmt.Sprintf("kept-%d read through n2, which holds no replica", p), func() bool {
+			r, err := NewBackend(n2).Read("kept", p, 0, 1<<20)
+			return err == nil && r.EndOffset == 10
+		}, describe)
+	}
+	// The other nodes kept theirs: nothing of theirs was retired.
+	for _, n := range []*Node{nodes[0], nodes[2], nodes[3]} {
+		if got := len(n.DataGroupReplicas()); got != 4 {
+			t.Errorf("%s runs %d replicas, want 4 (four groups of three over three nodes)", n.NodeID(), got)
+		}
+	}
+
+	if _, err := l.DrainNode(ctx, "n2", true); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "n2 takes replicas again", func() bool { return holds(l, "n2") }, describe)
+	waitGroupsSettled(ctx, t, l, nodes, 4, describe)
+	tab := l.FSM().DataGroups()
+	mt, _ := l.FSM().Topic("kept")
+	caught := 0
+	for p, g := range mt.Placement {
+		for _, dg := range tab.Groups {
+			if dg.ID == g && slices.Contains(dg.Replicas, "n2") {
+				waitOwnReplica(ctx, t, n2, "kept", int32(p), 10, describe)
+				caught++
+			}
+		}
+	}
+	if caught == 0 {
+		t.Fatalf("n2 holds none of kept's groups again: %s", describe())
+	}
+}
