@@ -366,7 +366,12 @@ func (d *dataGroups) place() error {
 		return err
 	}
 	if why == "" {
-		return d.balance(tab, out)
+		// Balancing moves nothing while a member is silent: a node that
+		// died after its replicas were rebuilt elsewhere holds none, and
+		// would look to a new meta leader, until its dead-node timeout
+		// counts again from the new term, like an empty node to give
+		// replicas to. Moves to it would never finish.
+		return d.balance(tab, slices.Concat(out, d.silentNodes(cf.Configuration().Servers)))
 	}
 	if len(dead) > 0 {
 		n.cfg.Logger.Warn("rebuilding the data group replicas of members not heard from", "nodes", dead, "for", n.cfg.DeadNodeTimeout)
@@ -401,6 +406,22 @@ func (d *dataGroups) deadNodes(servers []raft.Server) []string {
 			last = d.leaderSince
 		}
 		if time.Since(last) > n.cfg.DeadNodeTimeout {
+			out = append(out, f.ID)
+		}
+	}
+	return out
+}
+
+// silentAfter is how long the meta leader goes without hearing a member
+// before balancing stops counting it as live.
+const silentAfter = 5 * time.Second
+
+// silentNodes are the members of servers the meta leader (this node) has
+// not heard from in this term, or not for silentAfter.
+func (d *dataGroups) silentNodes(servers []raft.Server) []string {
+	var out []string
+	for _, f := range d.n.observer.Get(d.n.cfg.NodeID, servers, 0).Followers {
+		if f.LastContact.IsZero() || time.Since(f.LastContact) > silentAfter {
 			out = append(out, f.ID)
 		}
 	}

@@ -24,6 +24,7 @@ import (
 // acknowledged value of every key. The segments it fetched are counted
 // against its --move-bytes-per-second, which its /metrics reports.
 func TestClusterCatchUpAfterCompaction(t *testing.T) {
+	e2e.ParallelShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const moveRate = 8 << 20

@@ -197,6 +197,7 @@ func (r *rotationRig) transfer(ctx context.Context, ps *e2e.Producers, acks int)
 // and a node certificate of the old CA are refused at their next
 // handshake, resumed or not, on every node's API and Raft port.
 func TestClusterCertRotation(t *testing.T) {
+	e2e.ParallelShort(t)
 	long := e2e.FaultLong()
 	dir, next := t.TempDir(), t.TempDir()
 	ids := []string{"n1", "n2", "n3"}

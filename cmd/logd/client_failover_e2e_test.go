@@ -34,6 +34,7 @@ type produceCall struct {
 // most once. None may give up as retryable (4) or fail as if nothing had
 // been written (1).
 func TestClientKeyedProduceAcrossLeaderKill(t *testing.T) {
+	e2e.ParallelShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	bin := e2e.LogctlBinary(t)

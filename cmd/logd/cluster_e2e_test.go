@@ -96,6 +96,7 @@ func segmentSums(t *testing.T, dataDir string) map[string][32]byte {
 // snapshot and fetching segment bytes from a peer; it is killed twice early
 // in that install. Afterwards every node holds byte-identical segments.
 func TestClusterSnapshotCatchUp(t *testing.T) {
+	e2e.ParallelShort(t)
 	calls := 700
 	if e2e.FaultLong() {
 		calls = 5000

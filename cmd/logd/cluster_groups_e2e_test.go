@@ -346,6 +346,7 @@ func runQueueWorker(ctx context.Context, t *testing.T, seed, topic, group string
 // node; every queue record ends acked exactly once or dead-lettered once,
 // no record is delivered after its ack was acknowledged, none is lost.
 func TestClusterGroupsSurviveLeaderKill(t *testing.T) {
+	e2e.ParallelShort(t)
 	kills, between := 2, 60
 	if e2e.FaultLong() {
 		kills, between = 8, 300

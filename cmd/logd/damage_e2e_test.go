@@ -31,6 +31,7 @@ import (
 // duplicate). The other two nodes go on acknowledging, and every
 // acknowledged record is on both.
 func TestClusterDamagedRaftLog(t *testing.T) {
+	e2e.ParallelShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// The damage is made in raft-boltdb's file, so the log is kept there

@@ -22,6 +22,7 @@ import (
 // offsets (its first member read some records through the leader and left)
 // and with a new group.
 func TestClusterGroupConsumeOnFollower(t *testing.T) {
+	e2e.ParallelShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := e2e.NewCluster(t, 3)

@@ -177,6 +177,7 @@ func TestKafkaAdminOnFollower(t *testing.T) {
 // voters that answered it lately: all three, then two once a follower is
 // killed (5 s after its last answer), then three again once it is back.
 func TestKafkaISR(t *testing.T) {
+	e2e.ParallelShort(t)
 	c := &e2e.Cluster{T: t}
 	var kaddr string
 	kaddrs := map[string]string{}

@@ -32,6 +32,7 @@ import (
 // (Producer.Idempotent), kcat (enable.idempotence=true) and kafkajs
 // (idempotent: true) with 20,000 each.
 func TestKafkaIdempotentLeaderFault(t *testing.T) {
+	e2e.ParallelShort(t)
 	n, clients := 1000, []string{"kgo"}
 	if e2e.FaultLong() {
 		n, clients = 20_000, []string{"kgo", "sarama", "kcat", "kafkajs"}

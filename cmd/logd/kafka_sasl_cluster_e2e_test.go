@@ -38,6 +38,7 @@ func scramPing(ctx context.Context, addr, user, password string) error {
 // its own Kafka listener; a credential deleted while it is stopped again
 // is refused there after its restart, the other still accepted.
 func TestClusterSCRAMSnapshotAndRestart(t *testing.T) {
+	e2e.ParallelShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := &e2e.Cluster{T: t}

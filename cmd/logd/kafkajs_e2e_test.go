@@ -636,6 +636,7 @@ func TestKafkaMixedGroup(t *testing.T) {
 // after it joined. Each kafkajs admin step takes about 5 s (its consumer
 // waits out a fetch of paused partitions, maxWaitTime).
 func TestKafkaKafkajsResetOffsets(t *testing.T) {
+	e2e.ParallelShort(t)
 	bin := kafkajsNode(t)
 	const parts, n = 2, 20
 	kaddr := e2e.FreeAddr(t)

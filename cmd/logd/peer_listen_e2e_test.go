@@ -32,6 +32,7 @@ import (
 // at its own offset from its API port, and each node's Metadata gives
 // every node's Kafka address as that node registered it.
 func TestPeerListenCluster(t *testing.T) {
+	e2e.ParallelShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()

@@ -48,15 +48,28 @@ func TestClusterReadYourWritesDataGroups(t *testing.T) {
 	// the record's group) are seen by the next describe through it, every
 	// time: the forwarded answers name the groups written
 	// (server.GroupsAppliedHeader) and the follower's reads of them wait.
-	if _, err := f.RPC.CreateQueueGroup(ctx, connect.NewRequest(&logdv1.CreateQueueGroupRequest{Topic: "ryw-dg", Group: "w", FromEnd: true})); err != nil {
+	// A call a leader change refused is sent again (e2e.Unapplied): the
+	// test is of what the answers say, not of the leadership.
+	if err := e2e.Unapplied(ctx, func() error {
+		_, err := f.RPC.CreateQueueGroup(ctx, connect.NewRequest(&logdv1.CreateQueueGroupRequest{Topic: "ryw-dg", Group: "w", FromEnd: true}))
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	var stale []string
 	for i := range 20 {
-		if _, err := f.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "ryw-dg", Records: []*logdv1.Record{{Value: fmt.Appendf(nil, "q%d", i)}}})); err != nil {
+		if err := e2e.Unapplied(ctx, func() error {
+			_, err := f.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "ryw-dg", Records: []*logdv1.Record{{Value: fmt.Appendf(nil, "q%d", i)}}}))
+			return err
+		}); err != nil {
 			t.Fatal(err)
 		}
-		cl, err := f.RPC.Claim(ctx, connect.NewRequest(&logdv1.ClaimRequest{Topic: "ryw-dg", Group: "w", MaxRecords: 1, MaxWaitMs: 5000}))
+		var cl *connect.Response[logdv1.ClaimResponse]
+		err := e2e.Unapplied(ctx, func() error {
+			var err error
+			cl, err = f.RPC.Claim(ctx, connect.NewRequest(&logdv1.ClaimRequest{Topic: "ryw-dg", Group: "w", MaxRecords: 1, MaxWaitMs: 5000}))
+			return err
+		})
 		if err != nil || len(cl.Msg.Records) != 1 {
 			t.Fatalf("round %d: claim through %s: %v", i, f.ID, err)
 		}
@@ -65,7 +78,10 @@ func TestClusterReadYourWritesDataGroups(t *testing.T) {
 		if d.BacklogRecords != 1 || len(d.InFlight) != 1 {
 			stale = append(stale, fmt.Sprintf("round %d after the claim of %d@%d: backlog %d, in flight %d", i, rec.Partition, rec.Offset, d.BacklogRecords, len(d.InFlight)))
 		}
-		if _, err := f.RPC.Ack(ctx, connect.NewRequest(&logdv1.AckRequest{Topic: "ryw-dg", Group: "w", Tokens: []string{rec.Token}})); err != nil {
+		if err := e2e.Unapplied(ctx, func() error {
+			_, err := f.RPC.Ack(ctx, connect.NewRequest(&logdv1.AckRequest{Topic: "ryw-dg", Group: "w", Tokens: []string{rec.Token}}))
+			return err
+		}); err != nil {
 			t.Fatalf("round %d: ack through %s: %v", i, f.ID, err)
 		}
 		if d := describeQueue(t, ctx, f); d.BacklogRecords != 0 || len(d.InFlight) != 0 {

@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -65,6 +67,7 @@ func Main(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
+	shortParallel()
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -123,8 +126,33 @@ func LogctlBinary(t testing.TB) string {
 // (LOGD_FAULT_LONG=1, make fault).
 func FaultLong() bool { return os.Getenv("LOGD_FAULT_LONG") == "1" }
 
-// ParallelShort lets a test run beside another in the default run (two at
-// a time on two cores, after the package's serial tests): for tests that
+// parallelShort is how many ParallelShort tests run at once in the
+// default run, whatever the number of CPUs (go test's -parallel defaults
+// to GOMAXPROCS, two here): they wait on processes, timers and
+// schedules, so on two cores three at a time overlap their waits. An
+// explicit -test.parallel wins.
+const parallelShort = 3
+
+// shortParallel sets -test.parallel to parallelShort for the default run
+// when the command line does not set it.
+func shortParallel() {
+	if FaultLong() {
+		return
+	}
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if f := flag.Lookup("test.parallel"); f != nil && !set {
+		if err := f.Value.Set(strconv.Itoa(parallelShort)); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: -test.parallel:", err)
+		}
+	}
+}
+
+// ParallelShort lets a test run beside others in the default run
+// (parallelShort at a time, after the package's serial tests): for tests that
 // spend their time waiting on real processes, timers or schedules rather
 // than on the CPU, that assert no timing, and that share nothing but the
 // built binaries and the harness's port bookkeeping (FreeAddr). make

@@ -24,13 +24,24 @@ import (
 // if logctl fails.
 func Logctl(t testing.TB, nd *Node, args ...string) string {
 	t.Helper()
+	out, err := TryLogctl(t, nd, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TryLogctl runs logctl against nd and returns its stdout, or an error
+// with its output when it fails.
+func TryLogctl(t testing.TB, nd *Node, args ...string) (string, error) {
+	t.Helper()
 	cmd := exec.Command(LogctlBinary(t), append([]string{"--server", nd.Listen}, args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("logctl %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+		return stdout.String(), fmt.Errorf("logctl %s: %w\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
 	}
-	return stdout.String()
+	return stdout.String(), nil
 }
 
 // Tail returns the last n bytes of s, or s.
@@ -243,9 +254,26 @@ func (nd *Node) Status(ctx context.Context) (*logdv1.StatusResponse, error) {
 }
 
 // CreateTopic creates a topic through nd; it fails the test if that fails.
+// A call refused by a leader change is sent again (Unapplied), and so is
+// one whose outcome is unknown (the leadership lost while it committed):
+// then "already exists" is the first call's success.
 func CreateTopic(t testing.TB, ctx context.Context, nd *Node, name string, parts int32, config map[string]string) {
 	t.Helper()
-	if _, err := nd.RPC.CreateTopic(ctx, connect.NewRequest(&logdv1.CreateTopicRequest{Name: name, Partitions: parts, Config: config})); err != nil {
+	unknown := false
+	for {
+		err := Unapplied(ctx, func() error {
+			_, err := nd.RPC.CreateTopic(ctx, connect.NewRequest(&logdv1.CreateTopicRequest{Name: name, Partitions: parts, Config: config}))
+			return err
+		})
+		switch {
+		case err == nil:
+			return
+		case unknown && connect.CodeOf(err) == connect.CodeAlreadyExists:
+			return
+		case connect.CodeOf(err) == connect.CodeDeadlineExceeded && ctx.Err() == nil:
+			unknown = true
+			continue
+		}
 		t.Fatal(err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"connectrpc.com/connect"
 )
 
 // WaitProgress is how often WaitFor logs that it still waits.
@@ -32,6 +34,25 @@ func WaitFor(t testing.TB, ctx context.Context, what string, cond func() bool) {
 				fmt.Fprintf(os.Stderr, "e2e: %s: still waiting for %s (%s elapsed)\n", t.Name(), what, now.Sub(start).Round(time.Second))
 				next = now.Add(WaitProgress)
 			}
+		}
+	}
+}
+
+// Unapplied calls fn until it returns an error other than one that says
+// the call was not applied (connect's Unavailable: not the leader, no
+// leader yet, shutting down), and returns that error (nil: applied). A
+// leader change under a loaded machine refuses a call now and then; the
+// call is sent again, at most every 50 ms, until ctx ends.
+func Unapplied(ctx context.Context, fn func() error) error {
+	for {
+		err := fn()
+		if connect.CodeOf(err) != connect.CodeUnavailable {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
