@@ -43,7 +43,9 @@ func TestDataGroupsRetireMovedReplicas(t *testing.T) {
 	waitGroupsSettled(ctx, t, l, nodes, 4, describe)
 	waitFor(ctx, t, "n2's replicas retired and their directories deleted", func() bool {
 		return len(n2.DataGroupReplicas()) == 0 && len(dirs()) == 0
-	}, func() string { return fmt.Sprintf("n2 runs %d replicas, directories %v; %s", len(n2.DataGroupReplicas()), dirs(), describe()) })
+	}, func() string {
+		return fmt.Sprintf("n2 runs %d replicas, directories %v; %s", len(n2.DataGroupReplicas()), dirs(), describe())
+	})
 	if err := NewBackend(n2).AwaitApplied(ctx, l.FSM().AppliedIndex(), time.Minute); err != nil {
 		t.Fatal(err)
 	}
