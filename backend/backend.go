@@ -414,6 +414,18 @@ type Kafka interface {
 	SetQueueStarts(ctx context.Context, topic, name string, starts []queue.PartitionStart) error
 	DeleteQueueGroup(ctx context.Context, topic, name string) error
 	CheckQueueStarts() error
+	// ShareGroupConfig returns a share group's settings as this node
+	// applied them (any node answers; nothing set: the zero value).
+	// AlterShareGroupConfig changes them and returns them as changed,
+	// on the meta group's leader (ErrNotLeader elsewhere):
+	// *ShareConfigError for a bad change, which changes nothing, and
+	// *FeatureLevelError before every member's build applies the
+	// change. ValidateShareGroupConfig checks a change as
+	// AlterShareGroupConfig does, the feature level included, writing
+	// nothing.
+	ShareGroupConfig(group string) ShareGroupConfig
+	AlterShareGroupConfig(ctx context.Context, c AlterShareGroupConfig) (ShareGroupConfig, error)
+	ValidateShareGroupConfig(c AlterShareGroupConfig) error
 }
 
 // KafkaGroups is what the Kafka group coordinator needs from the node: the

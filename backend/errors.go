@@ -190,6 +190,27 @@ func (e *FeatureLevelError) Error() string {
 // Is makes errors.Is(err, ErrFeatureLevel) hold.
 func (e *FeatureLevelError) Is(target error) bool { return target == ErrFeatureLevel }
 
+// ShareConfigError is a change of a share group's settings refused
+// (AlterShareGroupConfig): a group name that is not one, a setting
+// unknown or named twice, or a value out of range. Nothing of the change
+// is made. errors.Is(err, ErrInvalidConfig) holds.
+type ShareConfigError struct {
+	Group string
+	// Name and Value are the setting refused ("" when the group's name
+	// is); Reason says what it takes.
+	Name, Value, Reason string
+}
+
+func (e *ShareConfigError) Error() string {
+	if e.Name == "" {
+		return fmt.Sprintf("replication: invalid share group config: group %q: %s", e.Group, e.Reason)
+	}
+	return fmt.Sprintf("replication: invalid share group config: group %q: %s=%q: %s", e.Group, e.Name, e.Value, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrInvalidConfig) hold.
+func (e *ShareConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
 // DefaultOverloadRetryAfter is the retry hint when nothing better is known
 // (a refusal that names no group's drain rate).
 const DefaultOverloadRetryAfter = time.Second

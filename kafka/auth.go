@@ -258,7 +258,8 @@ func (rc *reqCtx) mayAutoCreate(topic string) bool {
 // principal and how it authenticated, the client's address, a summary
 // of the resource's change (names and settings, never record data), and
 // the outcome, "ok" or the Kafka error's name in lower case, with its
-// message.
+// message; on the leader, for a request another node handed it, that
+// node's id.
 func (rc *reqCtx) audit(resource []slog.Attr, code int16, msg string) {
 	c := rc.c
 	outcome := "ok"
@@ -272,6 +273,10 @@ func (rc *reqCtx) audit(resource []slog.Attr, code int16, msg string) {
 		slog.String("remote", c.nc.RemoteAddr().String()),
 		slog.Attr{Key: "request", Value: slog.GroupValue(resource...)},
 		slog.String("outcome", outcome),
+	}
+	if c.broker != "" {
+		// A request another node handed to this one (share_forward.go).
+		attrs = append(attrs, slog.String("forwarded_by", c.broker))
 	}
 	if code != errNone {
 		if msg == "" {

@@ -89,7 +89,7 @@ func (s *Server) describeConfigs(ctx context.Context, rc *reqCtx, req *kmsg.Desc
 				rr.ErrorCode = errGroupAuthorizationFailed
 				break
 			}
-			s.describeShareGroupConfig(req, r, &rr)
+			s.describeShareGroupConfig(r, &rr)
 		case kmsg.ConfigResourceTypeBroker:
 			// No broker settings are exposed: an empty list.
 			if !rc.mayCluster() {
@@ -132,12 +132,14 @@ func describeConfig(req *kmsg.DescribeConfigsRequest, key, value string, default
 
 // incrementalAlterConfigs answers IncrementalAlterConfigs for topics on the
 // leader, and on another node through it (forward.go; NOT_CONTROLLER
-// without a Forwarder): SET and DELETE (back to the default)
-// for any setting, APPEND and SUBTRACT for cleanup.policy. A resource's
-// changes are applied together or not at all. A topic the principal may
-// not alter is TOPIC_AUTHORIZATION_FAILED; a broker, without alter on the
-// cluster, CLUSTER_AUTHORIZATION_FAILED. Every resource's outcome has a
-// line in the audit log, unless the request only validates.
+// without a Forwarder), and for share groups' GROUP resources likewise
+// (share_configs.go, through the share calls): SET and DELETE (back to
+// the default) for any setting, APPEND and SUBTRACT for cleanup.policy.
+// A resource's changes are applied together or not at all. A topic the
+// principal may not alter is TOPIC_AUTHORIZATION_FAILED; a broker,
+// without alter on the cluster, CLUSTER_AUTHORIZATION_FAILED. Every
+// resource's outcome has a line in the audit log, unless the request
+// only validates.
 func (s *Server) incrementalAlterConfigs(ctx context.Context, rc *reqCtx, req *kmsg.IncrementalAlterConfigsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	w := rc.writer(s.waitReady(ctx) && s.b.IsLeader())
@@ -155,7 +157,8 @@ func (s *Server) incrementalAlterConfigs(ctx context.Context, rc *reqCtx, req *k
 // alterResource authorizes and applies through w (or validates, here) one
 // resource's changes, notes its code and writes its audit line; it
 // returns the code and the message, if any. A nil w (not the leader,
-// nothing to forward through) is NOT_CONTROLLER.
+// nothing to forward through) is NOT_CONTROLLER for a topic; a GROUP
+// resource does not go through w (alterShareGroupConfig).
 func (s *Server) alterResource(ctx context.Context, rc *reqCtx, w topicWriter, r kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) (int16, *string) {
 	var code int16
 	var msg string
@@ -166,10 +169,8 @@ func (s *Server) alterResource(ctx context.Context, rc *reqCtx, w topicWriter, r
 		code = errClusterAuthorizationFailed
 	case r.ResourceType == kmsg.ConfigResourceTypeGroupConfig && !rc.mayGroup(r.ResourceName):
 		code = errGroupAuthorizationFailed
-	case r.ResourceType == kmsg.ConfigResourceTypeGroupConfig && !validateOnly && !s.share.lead(ctx):
-		code = errNotController
 	case r.ResourceType == kmsg.ConfigResourceTypeGroupConfig:
-		code, msg = s.alterShareGroupConfig(ctx, r, validateOnly)
+		code, msg = s.alterShareGroupConfig(ctx, rc, r, validateOnly)
 	case r.ResourceType != kmsg.ConfigResourceTypeTopic:
 		code, msg = errInvalidRequest, fmt.Sprintf("logd alters topic configs only, not %s", r.ResourceType)
 	case w == nil && !validateOnly:

@@ -11,137 +11,110 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/queue"
 )
 
-// The GROUP-resource settings of share groups logd takes, Kafka 4.2's
-// names (its GroupConfig).
-const (
-	shareAutoOffsetReset = "share.auto.offset.reset"
-	shareLockDurationMs  = "share.record.lock.duration.ms"
-	shareDeliveryLimit   = "share.delivery.count.limit"
-)
-
-// shareConfig is a share group's settings; zero fields take the node's
-// defaults.
-type shareConfig struct {
-	earliest      bool
-	lock          time.Duration
-	maxDeliveries int
-}
+// The GROUP-resource settings of share groups, Kafka 4.2's names
+// (backend.ShareAutoOffsetReset, ...), are replicated in the meta group
+// (backend.ShareGroupConfig; docs/kafka.md, "Share groups"): any node
+// answers DescribeConfigs from its replica, and the coordinator reads
+// them where a heartbeat creates queue groups, whichever node leads. The
+// meta leader changes them; another node checks the principal's right and
+// the change, then hands the resource to the leader over the share calls
+// (share_forward.go), where both are checked again, and answers what the
+// leader decided once it applied the change itself.
 
 // shareConfigKeys lists the settings in DescribeConfigs' order.
-var shareConfigKeys = []string{shareAutoOffsetReset, shareDeliveryLimit, shareLockDurationMs}
+var shareConfigKeys = []string{backend.ShareAutoOffsetReset, backend.ShareDeliveryCountLimit, backend.ShareRecordLockDurationMs}
 
-// values is c as DescribeConfigs shows it, and whether each is a default.
-func (c *shareCoordinator) values(cfg shareConfig) map[string][2]string {
-	reset := "latest"
-	if cfg.earliest {
-		reset = "earliest"
-	}
-	lock := cfg.lock
-	if lock == 0 {
-		lock = c.opts.lockDuration
-	}
-	limit := cfg.maxDeliveries
-	if limit == 0 {
-		limit = queue.DefaultMaxDeliveries
-	}
+// values is cfg as DescribeConfigs shows it, and whether each is a
+// default.
+func (c *shareCoordinator) values(cfg backend.ShareGroupConfig) map[string][2]string {
+	reset := cmp.Or(cfg.AutoOffsetReset, "latest")
+	lock := cmp.Or(cfg.RecordLockDuration, c.opts.lockDuration)
+	limit := cmp.Or(cfg.DeliveryCountLimit, queue.DefaultMaxDeliveries)
 	def := func(b bool) string { return strconv.FormatBool(b) }
 	return map[string][2]string{
-		shareAutoOffsetReset: {reset, def(!cfg.earliest)},
-		shareLockDurationMs:  {strconv.FormatInt(lock.Milliseconds(), 10), def(cfg.lock == 0)},
-		shareDeliveryLimit:   {strconv.Itoa(limit), def(cfg.maxDeliveries == 0)},
+		backend.ShareAutoOffsetReset:      {reset, def(cfg.AutoOffsetReset == "")},
+		backend.ShareRecordLockDurationMs: {strconv.FormatInt(lock.Milliseconds(), 10), def(cfg.RecordLockDuration == 0)},
+		backend.ShareDeliveryCountLimit:   {strconv.Itoa(limit), def(cfg.DeliveryCountLimit == 0)},
 	}
 }
 
-// config returns a group's settings.
-func (c *shareCoordinator) config(group string) shareConfig {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.configs[group]
+// config returns a group's settings as this node applied them.
+func (c *shareCoordinator) config(group string) backend.ShareGroupConfig {
+	return c.s.b.ShareGroupConfig(group)
 }
 
 // lockFor is the acquisition lock of a group's deliveries.
 func (c *shareCoordinator) lockFor(group string) time.Duration {
-	if l := c.config(group).lock; l > 0 {
-		return l
+	return cmp.Or(c.config(group).RecordLockDuration, c.opts.lockDuration)
+}
+
+// shareConfigChange reads a GROUP resource's changes of
+// IncrementalAlterConfigs: SET and DELETE; a code and a message for
+// anything else, or for a setting named twice. The settings and values
+// are checked by the backend.
+func shareConfigChange(r kmsg.IncrementalAlterConfigsRequestResource) (backend.AlterShareGroupConfig, int16, string) {
+	c := backend.AlterShareGroupConfig{Group: r.ResourceName, Set: map[string]string{}}
+	seen := map[string]bool{}
+	for _, kv := range r.Configs {
+		if seen[kv.Name] {
+			return c, errInvalidRequest, fmt.Sprintf("%s named more than once", kv.Name)
+		}
+		seen[kv.Name] = true
+		switch {
+		case kv.Op == kmsg.IncrementalAlterConfigOpDelete:
+			c.Delete = append(c.Delete, kv.Name)
+		case kv.Op == kmsg.IncrementalAlterConfigOpSet && kv.Value != nil:
+			c.Set[kv.Name] = *kv.Value
+		default:
+			return c, errInvalidConfig, fmt.Sprintf("%s: SET with a value, or DELETE", kv.Name)
+		}
 	}
-	return c.opts.lockDuration
+	return c, errNone, ""
 }
 
 // alterShareGroupConfig applies (or validates) a GROUP resource's changes
-// of IncrementalAlterConfigs: SET and DELETE of the settings above. The
-// delivery limit and lock are written to the group's queue groups
-// (replicated: max deliveries and lease); the reset applies to the queue
-// groups a heartbeat creates later, and is kept by the leader's Kafka
-// listener only (docs/kafka.md, "Share groups").
-func (s *Server) alterShareGroupConfig(ctx context.Context, r kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) (int16, string) {
-	cfg := s.share.config(r.ResourceName)
-	touched := map[string]bool{}
-	for _, kv := range r.Configs {
-		touched[kv.Name] = true
-		del := kv.Op == kmsg.IncrementalAlterConfigOpDelete
-		if !del && (kv.Op != kmsg.IncrementalAlterConfigOpSet || kv.Value == nil) {
-			return errInvalidConfig, fmt.Sprintf("%s: SET with a value, or DELETE", kv.Name)
-		}
-		v := ""
-		if kv.Value != nil {
-			v = *kv.Value
-		}
-		switch kv.Name {
-		case shareAutoOffsetReset:
-			switch {
-			case del || v == "latest":
-				cfg.earliest = false
-			case v == "earliest":
-				cfg.earliest = true
-			default:
-				return errInvalidConfig, fmt.Sprintf("%s: %q, want earliest or latest (logd has no by_duration)", kv.Name, v)
-			}
-		case shareLockDurationMs:
-			if del {
-				cfg.lock = 0
-				break
-			}
-			ms, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || ms < 1 || time.Duration(ms)*time.Millisecond > queue.MaxLease {
-				return errInvalidConfig, fmt.Sprintf("%s: %q, want milliseconds in [1, %d]", kv.Name, v, queue.MaxLease.Milliseconds())
-			}
-			cfg.lock = time.Duration(ms) * time.Millisecond
-		case shareDeliveryLimit:
-			if del {
-				cfg.maxDeliveries = 0
-				break
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > queue.MaxDeliveriesLimit {
-				return errInvalidConfig, fmt.Sprintf("%s: %q, want an integer in [1, %d]", kv.Name, v, queue.MaxDeliveriesLimit)
-			}
-			cfg.maxDeliveries = n
-		default:
-			return errInvalidConfig, fmt.Sprintf("%s: logd takes %v for a group", kv.Name, shareConfigKeys)
-		}
+// of IncrementalAlterConfigs: on the leader through the backend, where
+// the settings are replicated; the delivery limit and lock are then
+// written to the group's existing queue groups (max deliveries and
+// lease); elsewhere through the leader (forwardShareConfig). Below the
+// settings' feature level a change is refused (POLICY_VIOLATION).
+func (s *Server) alterShareGroupConfig(ctx context.Context, rc *reqCtx, r kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) (int16, string) {
+	c, code, msg := shareConfigChange(r)
+	if code != errNone {
+		return code, msg
 	}
-	if validateOnly {
+	if err := s.b.ValidateShareGroupConfig(c); err != nil {
+		return codeFor(err, opAdmin), errorMessage(err)
+	}
+	if validateOnly || len(c.Set)+len(c.Delete) == 0 {
 		return errNone, ""
 	}
-	s.share.mu.Lock()
-	s.share.configs[r.ResourceName] = cfg
-	s.share.mu.Unlock()
+	if !s.share.lead(ctx) {
+		return s.forwardShareConfig(ctx, rc, r)
+	}
+	cfg, err := s.b.AlterShareGroupConfig(ctx, c)
+	if err != nil {
+		return codeFor(err, opAdmin), errorMessage(err)
+	}
+	touched := func(name string) bool { _, set := c.Set[name]; return set || slices.Contains(c.Delete, name) }
+	limit, lock := touched(backend.ShareDeliveryCountLimit), touched(backend.ShareRecordLockDurationMs)
+	if !limit && !lock {
+		return errNone, ""
+	}
 	for _, t := range s.b.Topics() {
 		if !slices.Contains(s.b.QueueGroups(t.Name), r.ResourceName) {
 			continue
 		}
-		if !touched[shareDeliveryLimit] && !touched[shareLockDurationMs] {
-			break
-		}
 		_, err := s.b.AlterQueueGroup(ctx, t.Name, r.ResourceName, func(q *queue.Config) {
-			if touched[shareDeliveryLimit] {
-				q.MaxDeliveries = cmp.Or(cfg.maxDeliveries, queue.DefaultMaxDeliveries)
+			if limit {
+				q.MaxDeliveries = cmp.Or(cfg.DeliveryCountLimit, queue.DefaultMaxDeliveries)
 			}
-			if touched[shareLockDurationMs] {
-				q.Lease = cmp.Or(cfg.lock, queue.DefaultLease)
+			if lock {
+				q.Lease = cmp.Or(cfg.RecordLockDuration, queue.DefaultLease)
 			}
 		})
 		if err != nil && !errors.Is(err, queue.ErrGroupNotFound) {
@@ -151,8 +124,9 @@ func (s *Server) alterShareGroupConfig(ctx context.Context, r kmsg.IncrementalAl
 	return errNone, ""
 }
 
-// describeShareGroupConfig lists a GROUP resource's settings.
-func (s *Server) describeShareGroupConfig(req *kmsg.DescribeConfigsRequest, r kmsg.DescribeConfigsRequestResource, rr *kmsg.DescribeConfigsResponseResource) {
+// describeShareGroupConfig lists a GROUP resource's settings, as this
+// node applied them.
+func (s *Server) describeShareGroupConfig(r kmsg.DescribeConfigsRequestResource, rr *kmsg.DescribeConfigsResponseResource) {
 	vals := s.share.values(s.share.config(r.ResourceName))
 	for _, k := range shareConfigKeys {
 		if r.ConfigNames != nil && !slices.Contains(r.ConfigNames, k) {
@@ -168,7 +142,7 @@ func (s *Server) describeShareGroupConfig(req *kmsg.DescribeConfigsRequest, r km
 			c.Source = kmsg.ConfigSourceDefaultConfig
 		}
 		c.ConfigType = kmsg.ConfigTypeInt
-		if k == shareAutoOffsetReset {
+		if k == backend.ShareAutoOffsetReset {
 			c.ConfigType = kmsg.ConfigTypeString
 		}
 		rr.Configs = append(rr.Configs, c)

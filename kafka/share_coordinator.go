@@ -109,10 +109,7 @@ type shareCoordinator struct {
 	term     uint64                 // guarded by mu: the Raft term the groups formed in
 	groups   map[string]*shareGroup // guarded by mu
 	sessions int                    // guarded by mu: the open share sessions
-	// configs are the groups' settings (share_configs.go); kept across
-	// terms, as they are set before a group exists.
-	configs map[string]shareConfig // guarded by mu
-	closed  bool                   // guarded by mu
+	closed   bool                   // guarded by mu
 }
 
 // shareGroup is one share group.
@@ -152,7 +149,7 @@ type shareSession struct {
 }
 
 func newShareCoordinator(s *Server, o GroupOptions) *shareCoordinator {
-	return &shareCoordinator{s: s, groups: map[string]*shareGroup{}, configs: map[string]shareConfig{}, opts: shareOptions{
+	return &shareCoordinator{s: s, groups: map[string]*shareGroup{}, opts: shareOptions{
 		sessionTimeout:    o.ShareSessionTimeout,
 		heartbeatInterval: o.ShareHeartbeatInterval,
 		lockDuration:      o.ShareLockDuration,
@@ -356,7 +353,7 @@ func (c *shareCoordinator) connClosed(cn *conn) {
 // ensureQueueGroups creates the queue group of a share group on each of
 // topics that has none (a group created meanwhile is fine). New groups
 // start at each partition's end, Kafka's share.auto.offset.reset default
-// of latest, unless the group's configuration says earliest.
+// of latest, unless the group's settings, replicated, say earliest.
 func (c *shareCoordinator) ensureQueueGroups(ctx context.Context, group string, topics []string) error {
 	for _, t := range topics {
 		if slices.Contains(c.s.b.QueueGroups(t), group) {
@@ -366,8 +363,8 @@ func (c *shareCoordinator) ensureQueueGroups(ctx context.Context, group string, 
 			continue // not assigned until it exists
 		}
 		cfg := c.config(group)
-		_, err := c.s.b.CreateQueueGroup(ctx, backend.QueueCreate{Topic: t, Group: group, FromEnd: !cfg.earliest,
-			Config: queue.Config{Lease: cfg.lock, MaxDeliveries: cfg.maxDeliveries}})
+		_, err := c.s.b.CreateQueueGroup(ctx, backend.QueueCreate{Topic: t, Group: group, FromEnd: cfg.AutoOffsetReset != "earliest",
+			Config: queue.Config{Lease: cfg.RecordLockDuration, MaxDeliveries: cfg.DeliveryCountLimit}})
 		if err != nil && !errors.Is(err, queue.ErrGroupExists) {
 			return fmt.Errorf("create queue group %s on %s: %w", group, t, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logd-dev/logd/auth"
+	"github.com/logd-dev/logd/backend"
 )
 
 // Share requests through any node (docs/kafka.md, "Share groups"). The
@@ -262,6 +263,9 @@ func (s *Server) answerShareCall(ctx context.Context, from string, raw []byte) (
 		}
 		return nil, nil
 	}
+	if call.Key == keyIncrementalAlterConfigs {
+		return s.answerShareConfigCall(ctx, from, call)
+	}
 	c := s.relay.standIn(s, from, call)
 	rc := &reqCtx{c: c, key: call.Key}
 	defer rc.releaseAnswer()
@@ -291,4 +295,99 @@ func (s *Server) answerShareCall(ctx context.Context, from string, raw []byte) (
 	}
 	resp.SetVersion(call.Version)
 	return resp.AppendTo(nil), nil
+}
+
+// shareConfigAnswer is the leader's answer to a GROUP resource's change
+// another node handed it: the resource's code and message and, when it
+// was made, the group's settings after it.
+type shareConfigAnswer struct {
+	Code    int16  `json:"code"`
+	Message string `json:"message,omitempty"`
+	Reset   string `json:"reset,omitempty"`
+	LockMs  int64  `json:"lock_ms,omitempty"`
+	Limit   int    `json:"limit,omitempty"`
+}
+
+// shareConfigApplied bounds how long a node that handed a change of a
+// share group's settings to the leader waits to apply it itself before
+// it answers, so that the client's next DescribeConfigs here sees it.
+const shareConfigApplied = 5 * time.Second
+
+// forwardShareConfig hands a GROUP resource's change of
+// IncrementalAlterConfigs (share_configs.go) to the meta leader, which
+// alone changes a share group's settings, with the connection's
+// principal: the leader checks its right again and decides; its code
+// and message are the answer, given once this node applied the change
+// too (or after shareConfigApplied). Without a leader to call (or for a
+// stand-in, which never forwards again) the answer is NOT_CONTROLLER; a
+// call that failed on the way REQUEST_TIMED_OUT, as the change may have
+// been made.
+func (s *Server) forwardShareConfig(ctx context.Context, rc *reqCtx, r kmsg.IncrementalAlterConfigsRequestResource) (int16, string) {
+	lc, ok := s.b.(leaderCalls)
+	if !ok || rc.c.broker != "" {
+		return errNotController, ""
+	}
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	req.Resources = []kmsg.IncrementalAlterConfigsRequestResource{r}
+	body, err := json.Marshal(shareCall{Principal: rc.c.principal, Method: rc.c.method, Addr: rc.c.nc.RemoteAddr().String(),
+		Key: req.Key(), Version: req.GetVersion(), Body: req.AppendTo(nil)})
+	if err != nil {
+		return errUnknownServer, err.Error()
+	}
+	out, err := lc.CallLeader(ctx, shareService, body)
+	if err != nil {
+		code := codeFor(err, opAdmin)
+		if code == errUnknownServer {
+			code = errRequestTimedOut
+		}
+		return code, "the leader: " + errorMessage(err)
+	}
+	var ans shareConfigAnswer
+	if err := json.Unmarshal(out, &ans); err != nil {
+		return errRequestTimedOut, fmt.Sprintf("the leader's answer: %v", err)
+	}
+	if ans.Code == errNone {
+		want := backend.ShareGroupConfig{AutoOffsetReset: ans.Reset, RecordLockDuration: time.Duration(ans.LockMs) * time.Millisecond, DeliveryCountLimit: ans.Limit}
+		wctx, cancel := context.WithTimeout(ctx, shareConfigApplied)
+		defer cancel()
+		for s.b.ShareGroupConfig(r.ResourceName) != want {
+			select {
+			case <-wctx.Done():
+				// A later change overtook it, or this node lags: the
+				// change is made either way.
+				s.logger.Debug("kafka: a share group's settings changed on the leader, not yet here", "group", r.ResourceName)
+				return ans.Code, ans.Message
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	return ans.Code, ans.Message
+}
+
+// answerShareConfigCall makes, on the leader, a GROUP resource's change
+// another node handed it, as a request of a stand-in of the client's
+// connection for this call alone: the principal's right is checked here,
+// and the audit line written, naming the node.
+func (s *Server) answerShareConfigCall(ctx context.Context, from string, call shareCall) ([]byte, error) {
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	req.SetVersion(call.Version)
+	if err := req.ReadFrom(call.Body); err != nil {
+		return nil, fmt.Errorf("kafka: a forwarded IncrementalAlterConfigs: %w", err)
+	}
+	if len(req.Resources) != 1 || req.Resources[0].ResourceType != kmsg.ConfigResourceTypeGroupConfig || req.ValidateOnly {
+		return nil, errors.New("kafka: a forwarded IncrementalAlterConfigs changes one GROUP resource")
+	}
+	r := req.Resources[0]
+	c := &conn{s: s, nc: standInConn{addr: call.Addr}, ctx: ctx, pollCtx: ctx, principal: call.Principal, method: call.Method, broker: from}
+	rc := &reqCtx{c: c, key: call.Key}
+	code, msg := s.alterResource(ctx, rc, nil, r, false)
+	ans := shareConfigAnswer{Code: code}
+	if msg != nil {
+		ans.Message = *msg
+	}
+	if code == errNone {
+		cfg := s.b.ShareGroupConfig(r.ResourceName)
+		ans.Reset, ans.LockMs, ans.Limit = cfg.AutoOffsetReset, cfg.RecordLockDuration.Milliseconds(), cfg.DeliveryCountLimit
+	}
+	return json.Marshal(ans)
 }

@@ -144,7 +144,7 @@ func shareChurn(t *testing.T, tn *testNode, n int, partitions int32, wait time.D
 	defer cancel()
 	admin := newKgo(t, tn.addr)
 	setShareConfigs(t, ctx, admin, groupID, map[string]string{
-		shareAutoOffsetReset: "earliest", shareDeliveryLimit: "3", shareLockDurationMs: "1000",
+		backend.ShareAutoOffsetReset: "earliest", backend.ShareDeliveryCountLimit: "3", backend.ShareRecordLockDurationMs: "1000",
 	})
 	produceValues(t, ctx, tn.addr, topic, 0, n, 50)
 

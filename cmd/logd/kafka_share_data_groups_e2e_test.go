@@ -87,13 +87,15 @@ func TestClusterDataGroupsKafkaShare(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close()
-	// A share group's settings are the coordinator's: set on the meta
-	// leader.
+	// The share coordinator, which describes the group's members.
 	coord, err := kgo.NewClient(kgo.SeedBrokers(kaddrs[metaLeader]))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer coord.Close()
+	// A share group's settings are replicated: set through a node that
+	// does not lead the meta group, which hands them to the leader, and
+	// described there.
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
 	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
@@ -103,9 +105,24 @@ func TestClusterDataGroupsKafkaShare(t *testing.T) {
 		rr.Configs = append(rr.Configs, c)
 	}
 	req.Resources = append(req.Resources, rr)
-	resp, err := req.RequestWith(ctx, coord.SeedBrokers()[0])
+	resp, err := req.RequestWith(ctx, admin.SeedBrokers()[0])
 	if err != nil || resp.Resources[0].ErrorCode != 0 {
-		t.Fatalf("alter group configs on the meta leader: %+v, %v", resp, err)
+		t.Fatalf("alter group configs through %s, not the meta leader: %+v, %v", follower, resp, err)
+	}
+	{
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+		req.Resources = append(req.Resources, rr)
+		resp, err := req.RequestWith(ctx, admin.SeedBrokers()[0])
+		if err != nil || resp.Resources[0].ErrorCode != 0 {
+			t.Fatalf("describe group configs through %s: %+v, %v", follower, resp, err)
+		}
+		for _, c := range resp.Resources[0].Configs {
+			if c.Name == "share.auto.offset.reset" && (c.Value == nil || *c.Value != "earliest") {
+				t.Fatalf("described through %s: %s=%v", follower, c.Name, c.Value)
+			}
+		}
 	}
 	partOf := map[string]int32{}
 	produce := func(from, to int) {

@@ -99,6 +99,12 @@ const (
 	// CmdRedrive starts, advances, stops or ends a redrive job
 	// (apply_redrive.go).
 	CmdRedrive CommandType = 80
+
+	// Kafka share groups (90-99).
+
+	// CmdShareGroupConfig sets and deletes a share group's settings, at
+	// ShareConfigLevel.
+	CmdShareGroupConfig CommandType = 90
 )
 
 // FeatureLevel numbers what a build's state machine understands: a build
@@ -209,8 +215,13 @@ const (
 	// which a build below it would drop, and with them what a new meta
 	// leader knows is moving.
 	MovesLevel FeatureLevel = 18
+	// ShareConfigLevel adds the settings of Kafka share groups to the
+	// meta group's state (CmdShareGroupConfig, in snapshots), which the
+	// Kafka listener kept in the leader's memory before: below it the
+	// listener refuses to change them.
+	ShareConfigLevel FeatureLevel = 19
 	// Level is the highest feature level this build understands.
-	Level FeatureLevel = MovesLevel
+	Level FeatureLevel = ShareConfigLevel
 )
 
 // commandVersion is the payload version most kinds write after the type
@@ -330,6 +341,8 @@ var commands = [...]command{
 		{version: redriveRecordsVersion, level: RedriveSelectLevel}, // a start naming its records
 		{version: redriveEndsVersion, level: PlacedGroupsLevel},     // an advance with ends of partitions hosted elsewhere
 	}, decodeRedrive, (*FSM).applyRedrive),
+
+	CmdShareGroupConfig: jsonCommand("share-group-config", ShareConfigLevel, (*FSM).applyShareGroupConfig),
 }
 
 // commandOf returns the row of t, or nil when this build does not know t.

@@ -1,8 +1,9 @@
 // Package fsm is logd's replicated state machine: topics and their
 // partition logs, topic settings, consumer groups, queue groups, the
 // retention bookkeeping, the node registry, the idempotency windows and
-// the Kafka producer ids and per-partition producer state (producers.go),
-// as applied from the Raft log. Package replication runs it on hashicorp/raft;
+// the Kafka producer ids and per-partition producer state (producers.go)
+// and the Kafka share groups' settings (share_configs.go), as applied from
+// the Raft log. Package replication runs it on hashicorp/raft;
 // this package knows nothing of Raft, the network, randomness or the clock
 // (see docs/architecture.md for the layout and the import arrows; an
 // architecture test keeps them).
@@ -35,8 +36,8 @@
 //     (TestUnknownCommandStops, TestApplyDamagedEntryStops).
 //  4. Snapshots are small: topic metadata and a per-partition manifest
 //     (start, end, applied index, segments, live producers), the groups,
-//     queues, node registry, cleaner runs and the next producer id, then
-//     each topic's idempotency window.
+//     queues, node registry, cleaner runs, the next producer id and the
+//     share groups' settings, then each topic's idempotency window.
 //     Snapshot captures it between applies; Snapshot.Persist fsyncs every
 //     partition log before writing it (while applies go on), so Raft never
 //     compacts its log past partition data that is not durable. Restore

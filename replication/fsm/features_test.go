@@ -15,7 +15,8 @@ import (
 // redrive at RedriveLevel, producer-init at ProducerLevel, the SCRAM kinds
 // at SCRAMLevel, queue-release at QueueReleaseLevel, partition-adopt and
 // data-groups at DataGroupLevel, queue-set-starts and queue-delete at
-// QueueStartsLevel, append-many at CoalesceLevel.
+// QueueStartsLevel, append-many at CoalesceLevel, share-group-config at
+// ShareConfigLevel.
 func TestCommandTable(t *testing.T) {
 	names := map[string]CommandType{}
 	rows := 0
@@ -58,6 +59,8 @@ func TestCommandTable(t *testing.T) {
 			want = QueueStartsLevel
 		case ct == CmdAppendMany:
 			want = CoalesceLevel
+		case ct == CmdShareGroupConfig:
+			want = ShareConfigLevel
 		}
 		if c.level != want {
 			t.Errorf("%s: level %d, want %d", c.name, c.level, want)
@@ -68,8 +71,8 @@ func TestCommandTable(t *testing.T) {
 			}
 		}
 	}
-	if rows != 38 {
-		t.Fatalf("%d kinds in the table, want 38", rows)
+	if rows != 39 {
+		t.Fatalf("%d kinds in the table, want 39", rows)
 	}
 }
 

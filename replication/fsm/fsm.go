@@ -92,6 +92,9 @@ type FSM struct {
 	dataGroups dataGroupTable
 	// redrives are the redrive jobs (redrive_state.go).
 	redrives redriveJobs
+	// shareConfigs are the Kafka share groups' settings
+	// (share_configs.go).
+	shareConfigs shareGroupConfigs
 	// catchUp fetches missing segments from peers on Restore (catchup.go).
 	catchUp catchUpConfig
 	// dedupScratch is reused by applyAppend, keyScratch by applyOne (Raft

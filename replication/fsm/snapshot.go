@@ -53,6 +53,10 @@ type manifest struct {
 	// Redrives holds the redrive jobs (redrive_state.go); their positions
 	// are in Groups.
 	Redrives *redriveManifest `json:"redrives,omitempty"`
+	// ShareConfigs holds the Kafka share groups' settings
+	// (share_configs.go); absent when none is set, and before
+	// ShareConfigLevel.
+	ShareConfigs *shareConfigsManifest `json:"share_configs,omitempty"`
 	// NextProducerID is the Kafka producer id the allocator hands out next
 	// (apply_producer_init.go); absent before ProducerLevel.
 	NextProducerID int64 `json:"next_producer_id,omitempty"`
@@ -151,6 +155,7 @@ func (f *FSM) Snapshot() (*Snapshot, error) {
 	m.Cleaner = f.snapshotCleaner()
 	m.Security = f.snapshotSecurity()
 	m.Redrives = f.snapshotRedrives()
+	m.ShareConfigs = f.snapshotShareConfigs()
 	return &Snapshot{m: m, dedups: dedups, root: f.root, logger: f.logger, syncs: syncs, fsm: f}, nil
 }
 
@@ -304,6 +309,10 @@ func (f *FSM) Restore(rc io.Reader) error {
 	if err != nil {
 		return err
 	}
+	shareConfigs, err := decodeShareConfigs(m.ShareConfigs)
+	if err != nil {
+		return err
+	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("restore: close current state: %w", err)
 	}
@@ -370,6 +379,7 @@ func (f *FSM) Restore(rc io.Reader) error {
 	f.mu.Unlock()
 	f.security.install(tokens, acls, scram)
 	f.restoreRedrives(m.Redrives)
+	f.installShareConfigs(shareConfigs)
 	f.now.Store(m.Now)
 	f.level.Store(uint32(m.Level))
 	f.nextProducerID = m.NextProducerID
