@@ -30,6 +30,13 @@ func (n *Node) Backup(ctx context.Context, start func(backend.BackupInfo) (io.Wr
 	if !n.Ready() {
 		return backend.BackupInfo{}, fmt.Errorf("%w: the leader has not applied its barrier yet", backend.ErrNotLeader)
 	}
+	// A backup is the meta group's snapshot and segments: the records of
+	// topics placed over data groups are in those groups, not in it.
+	for _, t := range n.fsm.Topics() {
+		if t.Placement != nil {
+			return backend.BackupInfo{}, fmt.Errorf("%w: topic %s is placed over data groups (--data-groups-per-node), whose records a backup would miss", backend.ErrBackupDataGroups, t.Name)
+		}
+	}
 	return catchup.Backup(ctx, catchup.BackupSource{
 		Snapshots: raftSnapshots{n.raft}, Segments: n.fsm,
 		NodeID: n.cfg.NodeID, Now: n.cfg.Now, Logger: n.cfg.Logger,

@@ -51,7 +51,7 @@ var errorTable = []errorRow{
 	// A partition of a data group this node cannot serve the request
 	// from: not retryable here (FAILED_PRECONDITION); the text names the
 	// group.
-	{errs: []error{backend.ErrPartitionElsewhere, backend.ErrNodeHoldsReplicas}, code: connect.CodeFailedPrecondition},
+	{errs: []error{backend.ErrPartitionElsewhere, backend.ErrNodeHoldsReplicas, backend.ErrBackupDataGroups}, code: connect.CodeFailedPrecondition},
 	{errs: []error{backend.ErrTopicExists}, code: connect.CodeAlreadyExists, reason: logdv1.Reason_REASON_TOPIC_EXISTS},
 	{errs: []error{backend.ErrRecordTooLarge, backend.ErrBatchTooLarge}, code: connect.CodeInvalidArgument, reason: logdv1.Reason_REASON_RECORD_TOO_LARGE},
 	{errs: []error{backend.ErrInvalidArgument, backend.ErrInvalidConfig, partition.ErrInvalidTopicName, backend.ErrInvalidBatch, backend.ErrPartitionCount,
