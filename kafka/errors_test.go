@@ -65,7 +65,7 @@ var kafkaSentinels = map[string]struct {
 var notMet = []string{
 	"ErrBadCommand", "ErrEntryDamaged", "ErrUnknownCommand", "ErrSnapshotAhead", "ErrDiverged",
 	"ErrNoSegmentSource", "ErrSegmentGone", "ErrUnknownNode", "ErrMembershipChange", "ErrNodeHoldsReplicas",
-	"ErrNodeUnreachable", "ErrNodeConflict", "ErrNoQuorum",
+	"ErrNodeUnreachable", "ErrNodeConflict", "ErrNoQuorum", "ErrBackupDataGroups",
 	"ErrTokenExists", "ErrUnknownToken", "ErrTooManyTokens", "ErrTooManyACLs",
 	// Redrive jobs, which only the Connect API drives.
 	"ErrUnknownRedrive",
