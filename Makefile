@@ -70,7 +70,8 @@ cluster-stop:
 	@scripts/cluster.sh stop
 
 # The long versions of the end-to-end fault tests (cmd/logd/*_e2e_test.go);
-# the nemesis tests share LOGD_NEMESIS_DURATION (default 20m).
+# the nemesis tests share LOGD_NEMESIS_DURATION (default 20m). The
+# control-plane simulation runs at 200 nodes (replication/placement).
 # go test already runs every fuzz target over its seeds and committed
 # corpus (testdata/fuzz) in make test; new random inputs are searched here
 # (fuzz-short) and in make fuzz: each target's fuzzing build compiles every
@@ -85,6 +86,7 @@ fault: test-tools fuzz-short
 	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -timeout 20m -run 'Churn' -v ./kafka/ || failed="$$failed kafka"; \
 	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -run Scale -v ./console/ || failed="$$failed console"; \
 	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -run 'TestRestoreReplays' -v ./replication/fsm/ || failed="$$failed replication/fsm"; \
+	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -run 'TestSimulated' -v ./replication/placement/ || failed="$$failed replication/placement"; \
 	if [ -n "$$failed" ]; then echo "make fault: failed in$$failed"; exit 1; fi; \
 	echo "make fault: every stage passed"
 

@@ -27,8 +27,9 @@
 //   - Balance moves one replica at a time from the node that holds the
 //     most to the one that holds the fewest while they are more than a
 //     slack apart; once they are within it, from the node with the most
-//     bytes to one with fewer while their bytes are more than a tenth of
-//     the mean apart (BytesSlack); and it hands preferred leaderships over
+//     bytes (the next fullest when it has nothing to give) to one with
+//     fewer while their bytes are more than a tenth of the mean apart
+//     (BytesSlack); and it hands preferred leaderships over
 //     within groups while the leaders' counts are more than one apart.
 //   - A topic's partitions go round robin over the groups from an offset
 //     its creation index gives (Partitions), so one hot topic spreads
@@ -473,10 +474,11 @@ func Balance(p Plan, nodes []string, rf, slack int) (Plan, Move, bool, error) {
 // fewer when their bytes are more than BytesSlack apart, choosing the
 // group that leaves the two closest, and only when that narrows their
 // gap by at least half the slack and keeps every node's replica count
-// within the slack. Each such move lowers the sum of the squares of the
-// nodes' bytes, so balancing ends; the half-slack step is its
-// hysteresis (groups that grow a little do not start moves back and
-// forth).
+// within the slack; when it has no such replica to give (its groups would
+// overshoot or narrow too little), the next fullest node gives instead.
+// Each such move lowers the sum of the squares of the nodes' bytes, so
+// balancing ends; the half-slack step is its hysteresis (groups that
+// grow a little do not start moves back and forth).
 const (
 	// BytesSlackShare is the gap allowed between two nodes' bytes, as a
 	// share of the mean bytes per node.
@@ -519,56 +521,74 @@ func bytesMove(p Plan, nodes []string, l load, slack int) (Move, bool) {
 		}
 		return a < b
 	})
-	hi := byBytes[len(byBytes)-1]
-	for k, lo := range byBytes[:len(byBytes)-1] {
-		if k == maxBytesReceivers {
-			break
+	// The groups each node holds, by their place in p: a move's group is
+	// one of the giver's, a swap's other one of the receiver's.
+	held := map[string][]int{}
+	for i, g := range p {
+		for _, r := range g.Replicas {
+			held[r] = append(held[r], i)
 		}
-		d := l.bytes[hi] - l.bytes[lo]
-		if d <= bs {
-			break // sorted: every later node is closer still
+	}
+	movable := func(g Group, from, to string) bool {
+		return !g.Moving && slices.Contains(g.Replicas, from) && !slices.Contains(g.Replicas, to)
+	}
+	last := len(byBytes) - 1
+	for h := last; h > 0 && last-h < maxBytesGivers; h-- {
+		hi := byBytes[h]
+		if l.bytes[hi]-l.bytes[byBytes[0]] <= bs {
+			break // sorted: every later giver is closer still
 		}
-		movable := func(g Group, from, to string) bool {
-			return !g.Moving && slices.Contains(g.Replicas, from) && !slices.Contains(g.Replicas, to)
-		}
-		pick, back, best := -1, -1, d-bs/2
-		if countsFit(l, nodes, hi, lo, slack) {
-			for i, g := range p {
-				if g.Bytes <= 0 || !movable(g, hi, lo) {
-					continue
-				}
-				if gap := abs(d - 2*g.Bytes); gap <= best && (pick < 0 || gap < best) {
-					pick, best = i, gap
-				}
+		for k, lo := range byBytes[:h] {
+			if k == maxBytesReceivers {
+				break
 			}
-		} else {
-			for i, a := range p {
-				if !movable(a, hi, lo) {
-					continue
-				}
-				for j, b := range p {
-					if i == j || b.Bytes >= a.Bytes || !movable(b, lo, hi) {
+			d := l.bytes[hi] - l.bytes[lo]
+			if d <= bs {
+				break // sorted: every later node is closer still
+			}
+			pick, back, best := -1, -1, d-bs/2
+			if countsFit(l, nodes, hi, lo, slack) {
+				for _, i := range held[hi] {
+					g := p[i]
+					if g.Bytes <= 0 || !movable(g, hi, lo) {
 						continue
 					}
-					if gap := abs(d - 2*(a.Bytes-b.Bytes)); gap <= best && (pick < 0 || gap < best) {
-						pick, back, best = i, j, gap
+					if gap := abs(d - 2*g.Bytes); gap <= best && (pick < 0 || gap < best) {
+						pick, best = i, gap
+					}
+				}
+			} else {
+				for _, i := range held[hi] {
+					a := p[i]
+					if !movable(a, hi, lo) {
+						continue
+					}
+					for _, j := range held[lo] {
+						b := p[j]
+						if i == j || b.Bytes >= a.Bytes || !movable(b, lo, hi) {
+							continue
+						}
+						if gap := abs(d - 2*(a.Bytes-b.Bytes)); gap <= best && (pick < 0 || gap < best) {
+							pick, back, best = i, j, gap
+						}
 					}
 				}
 			}
-		}
-		switch {
-		case pick >= 0 && back >= 0:
-			return Move{Group: p[pick].ID, From: hi, To: lo, Back: p[back].ID}, true
-		case pick >= 0:
-			return Move{Group: p[pick].ID, From: hi, To: lo}, true
+			switch {
+			case pick >= 0 && back >= 0:
+				return Move{Group: p[pick].ID, From: hi, To: lo, Back: p[back].ID}, true
+			case pick >= 0:
+				return Move{Group: p[pick].ID, From: hi, To: lo}, true
+			}
 		}
 	}
 	return Move{}, false
 }
 
-// maxBytesReceivers bounds the nodes bytesMove tries as the receiver,
-// fewest bytes first: a swap looks at every pair of groups.
-const maxBytesReceivers = 8
+// maxBytesGivers and maxBytesReceivers bound the nodes bytesMove tries
+// as the giver, most bytes first, and for each the receiver, fewest bytes
+// first.
+const maxBytesGivers, maxBytesReceivers = 8, 8
 
 // countsFit reports whether moving a replica from node from to node to
 // keeps every node's replica count within slack of every other's.

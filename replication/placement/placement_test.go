@@ -486,3 +486,37 @@ func gib(m map[string]int64) map[string]int64 {
 	}
 	return out
 }
+
+// TestBalanceBytesPastAStuckGiver: when the node with the most bytes has
+// no replica to give (it holds one large group, which would overshoot,
+// and groups too small to narrow the gap by half the slack, and it is at
+// the fewest replicas, so it can only swap), the next fullest node gives
+// instead: balancing does not stop while nodes are more than the slack
+// apart and a move would narrow it.
+func TestBalanceBytesPastAStuckGiver(t *testing.T) {
+	const gib = 1 << 30
+	nodes := []string{"a", "b", "c"}
+	p := Plan{
+		{ID: 1, Replicas: []string{"a"}, Bytes: 40 * gib},
+		{ID: 2, Replicas: []string{"a"}, Bytes: gib / 10},
+		{ID: 3, Replicas: []string{"a"}, Bytes: gib / 10},
+		{ID: 4, Replicas: []string{"b"}, Bytes: 20 * gib},
+		{ID: 5, Replicas: []string{"b"}, Bytes: 10 * gib},
+		{ID: 6, Replicas: []string{"b"}, Bytes: 8 * gib},
+		{ID: 7, Replicas: []string{"b"}, Bytes: gib / 10},
+	}
+	for id := uint64(8); id <= 12; id++ {
+		p = append(p, Group{ID: id, Replicas: []string{"c"}, Bytes: gib})
+	}
+	q, mv, _, err := Balance(p, nodes, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mv.From != "b" || mv.To != "c" {
+		t.Fatalf("a holds 40.2 GiB, b 38.1, c 5 (a has no move): Balance moved %+v, want one from b to c", mv)
+	}
+	before, after := Bytes(p, nodes), Bytes(q, nodes)
+	if after["c"] <= before["c"] || after["b"] >= before["b"] {
+		t.Errorf("the move %+v took bytes from b %d -> %d to c %d -> %d", mv, before["b"], after["b"], before["c"], after["c"])
+	}
+}
