@@ -635,9 +635,27 @@ func (d *dataGroups) balance(tab fsm.DataGroupTable, dead []string) error {
 	sizes := n.groupSizes(context.Background(), tab)
 	if marked {
 		d.moving = nil
+		// A node builds every replica it gains within its one move
+		// budget: a move's copy shares it with the other marked moves to
+		// the same node, so it is timed on all their bytes.
+		toNode := map[string]int64{}
+		for _, g := range tab.Groups {
+			if g.Move != nil {
+				for _, id := range g.Move.Added {
+					toNode[id] += sizes[g.ID]
+				}
+			}
+		}
 		inFlight := 0
 		for _, g := range tab.Groups {
-			if g.Move != nil && n.cfg.Now().Sub(time.Unix(0, g.Move.Since)) < moveTimeoutFor(sizes[g.ID], n.cfg.MoveBytesPerSecond) {
+			if g.Move == nil {
+				continue
+			}
+			shared := sizes[g.ID]
+			for _, id := range g.Move.Added {
+				shared = max(shared, toNode[id])
+			}
+			if n.cfg.Now().Sub(time.Unix(0, g.Move.Since)) < moveTimeoutFor(shared, n.cfg.MoveBytesPerSecond) {
 				inFlight++
 			}
 		}

@@ -386,7 +386,7 @@ func simScenarios() []simScenario {
 		// Today at most 3.55 and 2.38.
 		{name: "200 nodes", cfg: simCfg(200, 2, 1), events: simEvents(200), today: simTargets{Bytes: 4, Time: 2.75}, long: true},
 		{name: "100 nodes, max-moves 4", cfg: simCfg(100, 1, 4), events: simEvents(100), today: simTargets{Bytes: 3, Time: 2.25},
-			strictOnly: "moveTimeoutFor gives a move the budget of its node to itself, but balancing sends max-moves moves to one node at once: moves slowed by sharing stop counting after 10 minutes, and more than max-moves run"},
+			strictOnly: "a move counts against --max-moves only until twice the time its node's budget takes to copy the bytes of every marked move to that node (at least 10 minutes): moves that outlast that stop counting, and 5 run at --max-moves 4 (7 when each move was timed on its own bytes)"},
 	}
 }
 

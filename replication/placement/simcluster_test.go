@@ -115,6 +115,8 @@ type simGroup struct {
 type simMove struct {
 	since  time.Duration
 	reason string
+	// added are the replicas the group gains (the mark's Added).
+	added []string
 }
 
 // simCopy is a replica being copied to node.
@@ -456,9 +458,26 @@ func (s *simCluster) balance(out []string) bool {
 	if s.cfg.MaxMoves < 0 {
 		return false
 	}
+	// As balance: a move is timed on the bytes of every marked move to
+	// the same node, which share its budget.
+	toNode := map[string]int64{}
+	for i, g := range s.groups {
+		if g.move != nil {
+			for _, id := range g.move.added {
+				toNode[id] += s.sizes[i]
+			}
+		}
+	}
 	inFlight := 0
 	for i, g := range s.groups {
-		if g.move != nil && s.now-g.move.since < simMoveTimeoutFor(s.sizes[i], s.cfg.Rate) {
+		if g.move == nil {
+			continue
+		}
+		shared := s.sizes[i]
+		for _, id := range g.move.added {
+			shared = max(shared, toNode[id])
+		}
+		if s.now-g.move.since < simMoveTimeoutFor(shared, s.cfg.Rate) {
 			inFlight++
 		}
 	}
@@ -525,18 +544,21 @@ func (s *simCluster) propose(p Plan, why string) {
 		if sameSet(old, next) {
 			continue
 		}
+		var added []string
 		for _, r := range next {
 			if !slices.Contains(old, r) {
 				s.stats.Added[why]++
+				added = append(added, r)
 			}
 		}
 		g := s.groups[i]
 		g.why = why
 		if g.move != nil {
 			s.stats.Merged++
+			g.move.added = append(g.move.added, added...)
 			continue
 		}
-		g.move = &simMove{since: s.now, reason: why}
+		g.move = &simMove{since: s.now, reason: why, added: added}
 	}
 	s.plan = p
 	for i := range s.plan {
