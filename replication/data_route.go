@@ -800,8 +800,15 @@ func (n *Node) inGroup(ctx context.Context, g uint64, local func(groupHandle) er
 			if call.Kind != callRead {
 				n.noteGroupWrite(ctx, g, ans.Applied)
 			}
-			if dg != nil && ans.Applied > 0 {
-				dg.awaitApplied(ctx, ans.Applied, readYourWritesWait)
+			// Only a replica that serves reads is waited for: one the
+			// table moved away (left) or out of touch with its group
+			// would never apply the write, and every write would wait
+			// the whole bound. Reads through this node still wait for
+			// the write (the group floor just noted) or go elsewhere.
+			if dg != nil && ans.Applied > 0 && dg.serves() {
+				if dg.awaitApplied(ctx, ans.Applied, readYourWritesWait); dg.fsm.AppliedIndex() < ans.Applied {
+					n.writesUnapplied.Add(1)
+				}
 			}
 			return nil
 		}

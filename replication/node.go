@@ -358,6 +358,10 @@ type Node struct {
 	// groupFloors keep reads of data groups from missing a write this
 	// node saw acknowledged (read_floor.go).
 	groupFloors groupFloors
+	// writesUnapplied counts the writes this node routed to a data
+	// group's leader whose replica here had not applied them when the
+	// wait for it ended (data_route.go, inGroup).
+	writesUnapplied atomic.Int64
 	// sizes caches data groups' sizes for balancing (group_sizes.go).
 	sizes groupSizes
 	// answers is the node's answer memory budget (SetAnswerBudget), which

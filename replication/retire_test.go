@@ -8,6 +8,10 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/logd-dev/logd/backend"
 )
 
 // TestDataGroupsRetireMovedReplicas: draining n2 of four nodes moves its
@@ -80,5 +84,43 @@ func TestDataGroupsRetireMovedReplicas(t *testing.T) {
 	}
 	if caught == 0 {
 		t.Fatalf("n2 holds none of kept's groups again: %s", describe())
+	}
+}
+
+// TestWritesSkipLeftReplicas: a node routing writes to data groups
+// waits, after each group's leader answers, for its own replica to apply
+// the write (reads through it then see it at once), but not for a
+// replica the table moved away, which never applies it: a drained node
+// that then leads the meta group routed every write with a wait of the
+// whole bound, until the replicas were retired.
+func TestWritesSkipLeftReplicas(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	_, nodes, describe := fourNodeGroupsWith(ctx, t, func(cfg *Config) { cfg.retireAfter = time.Hour })
+	l, n2 := nodes[0], nodes[1]
+	fillTopic(ctx, t, NewBackend(l), "left", 8, 2)
+	if _, err := l.DrainNode(ctx, "n2", false); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "n2 drained", func() bool { return !holds(l, "n2") }, describe)
+	waitGroupsSettled(ctx, t, l, nodes, 4, describe)
+	if len(n2.DataGroupReplicas()) == 0 {
+		t.Fatalf("n2 runs no replica it left: %s", describe())
+	}
+	if err := l.raft.LeadershipTransferToServer(raft.ServerID("n2"), n2.stores.transport.LocalAddr()).Error(); err != nil {
+		t.Fatalf("hand the meta leadership to n2: %v", err)
+	}
+	waitFor(ctx, t, "n2 leads the meta group, ready", func() bool { return n2.IsLeader() && n2.Ready() }, describe)
+	before := n2.writesUnapplied.Load()
+	for i := range 8 {
+		rec := []backend.ProduceRecord{{Partition: int32(i), HasPartition: true, Value: []byte("after")}}
+		var err error
+		waitFor(ctx, t, fmt.Sprintf("a write to left-%d through n2", i), func() bool {
+			_, err = NewBackend(n2).Produce(ctx, backend.ProduceRequest{Topic: "left", Records: rec})
+			return err == nil
+		}, func() string { return fmt.Sprint(err) })
+	}
+	if got := n2.writesUnapplied.Load() - before; got != 0 {
+		t.Errorf("n2 waited in vain for %d writes to reach replicas it no longer holds", got)
 	}
 }
