@@ -476,8 +476,14 @@ func TestNemesisDataGroupsFive(t *testing.T) {
 // node a group loses), its target (the node a group gains) or the meta
 // leader SIGKILLed; restarted, and the drain undone, so balancing moves
 // replicas back. The run fails if no fault killed a node with a move in
-// flight.
+// flight. Long runs only: a short run of 15 s of faults took 24 to 61 s
+// on a busy two-core machine, its recovery and drain phases slowed by
+// writes that wait on a meta leader's removed replicas (docs/faults.md,
+// "Moves in flight").
 func TestNemesisDataGroupsMidMove(t *testing.T) {
+	if !e2e.FaultLong() {
+		t.Skip("LOGD_FAULT_LONG=1 (make fault) kills nodes while replicas move")
+	}
 	runNemesisWith(t, nemesisOptions{nodes: 4, args: []string{"--data-groups-per-node", "1"}}, nemesis.KillMidMove)
 }
 
