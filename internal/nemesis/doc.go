@@ -19,9 +19,20 @@
 // history. Faults that name "the leader" resolve it when they start.
 //
 // A Runner applies a schedule through Processes (SIGKILL and restart,
-// SIGSTOP and SIGCONT, implemented by the test over its processes) and the
-// Net, logs each fault and heal with its time from the run's start, keeps
-// them for the report, and leaves the cluster healed when it returns.
+// SIGSTOP and SIGCONT, implemented by the test over its processes), the
+// Net, Members (membership changes) and Moves (drains, and the replica
+// moves in flight, over the cluster's admin calls), logs each fault and
+// heal with its time from the run's start, keeps them for the report, and
+// leaves the cluster healed when it returns: nothing killed, paused, cut,
+// removed or drained.
+//
+// A KillMidMove fault aims at data group replica moves: it drains a node
+// so that the meta leader moves replicas off it, polls until a move is in
+// flight, and kills its source, its target or the meta leader. Moves are
+// seen by polling, so a fault may see none within its bound, or its move
+// may finish before the kill: Runner.MovesHit counts the faults that
+// killed a node while a move was in flight (seen before the kill, its
+// mark still there after it).
 //
 // Nodes are numbered from 0 and named n1, n2, ... in the log, as the
 // test harness names them.

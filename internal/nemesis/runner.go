@@ -63,19 +63,41 @@ type Runner struct {
 	Net *Net
 	// Members changes the membership; required by Membership faults.
 	Members Members
+	// Moves starts and lists replica moves; required by KillMidMove
+	// faults.
+	Moves Moves
+	// MoveWait bounds how long a KillMidMove fault waits, after its
+	// drain, for a move in flight with a node of its role; seeing none,
+	// it kills nothing. 0: DefaultMoveWait.
+	MoveWait time.Duration
 	// Logf receives one line per event (a test's t.Logf); nil: none.
 	Logf func(format string, args ...any)
 
 	mu sync.Mutex
-	// start, events, killed, paused, faulty and removed are guarded by
-	// mu. faulty nodes run with a fault's environment; removed ones are
-	// out of the cluster, to be added back.
-	start   time.Time
-	events  []Event
-	killed  map[int]bool
-	paused  map[int]bool
-	faulty  map[int]bool
-	removed map[int]bool
+	// start, events, killed, paused, faulty, removed, drained, midMoves
+	// and hits are guarded by mu. faulty nodes run with a fault's
+	// environment; removed ones are out of the cluster, to be added back;
+	// drained ones are being drained, to be undone. midMoves counts the
+	// KillMidMove faults applied, hits those whose kill met a move in
+	// flight.
+	start          time.Time
+	events         []Event
+	killed         map[int]bool
+	paused         map[int]bool
+	faulty         map[int]bool
+	removed        map[int]bool
+	drained        map[int]bool
+	midMoves, hits int
+}
+
+// MovesHit returns how many KillMidMove faults were applied, and how many
+// of them killed a node while a move was in flight: one seen in flight
+// just before the kill, its mark still there after it. The others saw no
+// move in flight within MoveWait, or saw theirs finish before the kill.
+func (r *Runner) MovesHit() (hit, faults int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.hits, r.midMoves
 }
 
 // Events returns the events so far.
@@ -104,6 +126,7 @@ func (r *Runner) Run(ctx context.Context, start time.Time, s Schedule) error {
 	r.mu.Lock()
 	r.start = start
 	r.killed, r.paused, r.faulty, r.removed = map[int]bool{}, map[int]bool{}, map[int]bool{}, map[int]bool{}
+	r.drained, r.midMoves, r.hits = map[int]bool{}, 0, 0
 	r.mu.Unlock()
 	for _, k := range s.Steps {
 		if k.Kind.NeedsNet() && r.Net == nil {
@@ -111,6 +134,9 @@ func (r *Runner) Run(ctx context.Context, start time.Time, s Schedule) error {
 		}
 		if k.Kind == Membership && r.Members == nil {
 			return fmt.Errorf("nemesis: fault %s needs Members, and the runner has none", k.Kind)
+		}
+		if k.Kind.NeedsMoves() && r.Moves == nil {
+			return fmt.Errorf("nemesis: fault %s needs Moves, and the runner has none", k.Kind)
 		}
 	}
 	var errs []error
@@ -137,11 +163,12 @@ func (r *Runner) Run(ctx context.Context, start time.Time, s Schedule) error {
 
 // HealAll resumes every paused node, restarts every killed one, restarts
 // without its fault every node that runs with one, adds back every
-// removed node, and opens every link.
+// removed node, opens every link, and then undoes every drain.
 func (r *Runner) HealAll() error {
 	r.mu.Lock()
 	paused, killed := sortedKeys(r.paused), sortedKeys(r.killed)
 	faulty, removed := sortedKeys(r.faulty), sortedKeys(r.removed)
+	drained := sortedKeys(r.drained)
 	r.mu.Unlock()
 	var errs []error
 	if r.Net != nil {
@@ -158,6 +185,9 @@ func (r *Runner) HealAll() error {
 	}
 	if len(killed) > 0 {
 		errs = append(errs, r.restart(killed))
+	}
+	for _, i := range drained {
+		errs = append(errs, r.undrain(i))
 	}
 	return errors.Join(errs...)
 }
@@ -292,6 +322,8 @@ func (r *Runner) apply(ctx context.Context, st Step) (heal func() error, err err
 		return r.restartWith(ctx, st, i, who)
 	case Membership:
 		return r.membership(ctx, st)
+	case KillMidMove:
+		return r.killMidMove(ctx, st)
 	}
 	return nil, fmt.Errorf("nemesis: unknown fault kind %q", st.Kind)
 }

@@ -59,7 +59,33 @@ const (
 	// or after killing it) and, when the fault ends, adds it back with
 	// fresh data under the same id.
 	Membership Kind = "membership"
+	// KillMidMove drains a node (Moves) that holds data group replicas,
+	// so that the meta leader moves them off it, waits until a move is in
+	// flight, and
+	// SIGKILLs the move's source (a node it removes), its target (a node
+	// it adds) or the meta leader, by the schedule's draw (Role); when
+	// the fault ends it restarts the node and undoes the drain, and
+	// balancing moves replicas back.
+	KillMidMove Kind = "kill-mid-move"
 )
+
+// Role is which node of a replica move in flight a KillMidMove fault
+// kills.
+type Role string
+
+// The roles a KillMidMove fault draws from.
+const (
+	// RoleSource is a node the move removes from its group.
+	RoleSource Role = "source"
+	// RoleTarget is a node the move adds to its group.
+	RoleTarget Role = "target"
+	// RoleMetaLeader is the meta group's leader, which starts, drives and
+	// clears the moves (it may be the move's source or target too).
+	RoleMetaLeader Role = "meta-leader"
+)
+
+// roles are the roles KillMidMove draws, in a fixed order.
+var roles = []Role{RoleSource, RoleTarget, RoleMetaLeader}
 
 // Failpoints are the durability failpoints of internal/failpoint that
 // CrashFailpoint draws from. The retention and compaction points are left
@@ -80,6 +106,10 @@ type kindSpec struct {
 	// restarts: the fault restarts nodes with fault settings
 	// (Processes.RestartEnv) or changes membership (Members).
 	restarts bool
+	// moves: the fault starts replica moves (Moves), so it needs a
+	// cluster with data groups on more nodes than their replication
+	// factor.
+	moves bool
 }
 
 // kinds is the table of fault kinds. A pause outlasts Raft's heartbeat,
@@ -105,6 +135,11 @@ var kinds = map[Kind]kindSpec{
 	SlowDisk:       {min: 3 * time.Second, max: 8 * time.Second, restarts: true},
 	ClockOffset:    {min: 3 * time.Second, max: 8 * time.Second, restarts: true},
 	Membership:     {min: 3 * time.Second, max: 8 * time.Second, restarts: true},
+	// How long the node stays dead once a move was seen in flight (the
+	// wait for one, up to Runner.MoveWait, comes before): long enough for the
+	// meta leader to act on it, a new meta leader to be elected, or a
+	// short dead-node timeout to pass.
+	KillMidMove: {min: 2 * time.Second, max: 6 * time.Second, moves: true},
 }
 
 // MaxClockOffset bounds the offset a ClockOffset fault draws, either way.
@@ -126,6 +161,10 @@ func (k Kind) NeedsNet() bool { return kinds[k].network }
 // Restarts reports whether a fault of kind k restarts nodes with fault
 // settings or changes the membership.
 func (k Kind) Restarts() bool { return kinds[k].restarts }
+
+// NeedsMoves reports whether a fault of kind k starts replica moves
+// (Runner.Moves).
+func (k Kind) NeedsMoves() bool { return kinds[k].moves }
 
 // ParseKinds parses a comma-separated list of kinds; "all" is every kind.
 func ParseKinds(s string) ([]Kind, error) {
@@ -169,6 +208,10 @@ type Fault struct {
 	// dead node replaced); otherwise it runs on, removed, until it is
 	// added back.
 	Dead bool
+	// Role is which node of a move in flight KillMidMove kills. It
+	// drains the first node of Order that holds replicas; among the nodes
+	// of the role, it kills the first in Order.
+	Role Role
 }
 
 // Env is the environment (KEY=VALUE) a fault restarts its node with.
@@ -214,6 +257,8 @@ func (s Step) String() string {
 		if s.Dead {
 			extra = " dead"
 		}
+	case s.Kind == KillMidMove:
+		extra = " kill the " + string(s.Role)
 	case len(s.Env()) > 0:
 		extra = " " + strings.Join(s.Env(), " ")
 	}
@@ -300,6 +345,8 @@ func NewSchedule(seed uint64, nodes int, total time.Duration, ks []Kind) (Schedu
 			f.Leader = rng.IntN(2) == 0
 		case Membership:
 			f.Dead = rng.IntN(2) == 0
+		case KillMidMove:
+			f.Role = roles[rng.IntN(len(roles))]
 		}
 		s.Steps = append(s.Steps, Step{At: at, For: d, Fault: f})
 		at += d
