@@ -252,8 +252,8 @@ func (b *Backend) offsets(topic string, partition int32) (backend.Offsets, error
 	if !elsewhere {
 		local = func() (backend.ReadResult, error) { return bounds(f) }
 	}
-	r, err := b.readPlaced(topic, partition, t.CreateIndex, g, local, func(ctx context.Context, floor int64) (backend.ReadResult, error) {
-		return b.readRemoteFrom(ctx, g, readCall{Topic: topic, Partition: partition}, floor)
+	r, err := b.readPlaced(topic, partition, t.CreateIndex, g, local, func(ctx context.Context, floor int64, leader bool) (backend.ReadResult, error) {
+		return b.readRemoteFrom(ctx, g, readCall{Topic: topic, Partition: partition, Leader: leader}, floor)
 	})
 	return backend.Offsets{LogStart: r.LogStartOffset, End: r.EndOffset}, err
 }

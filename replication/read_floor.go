@@ -46,12 +46,21 @@ type floorEnd struct {
 
 // get returns the floor of a partition of the topic's incarnation.
 func (f *readFloors) get(topic string, p int32, incarnation uint64) int64 {
+	end, _ := f.lookup(topic, p, incarnation)
+	return end
+}
+
+// lookup returns the floor of a partition of the topic's incarnation, and
+// whether this process answered a read of it or saw a write to it at all
+// (false: the floor is 0 for want of memory, as after a restart, not
+// because it answered an empty partition).
+func (f *readFloors) lookup(topic string, p int32, incarnation uint64) (int64, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if e, ok := f.m[floorKey{topic, p}]; ok && e.incarnation == incarnation {
-		return e.end
+		return e.end, true
 	}
-	return 0
+	return 0, false
 }
 
 // raise records that a read answered end.
@@ -141,9 +150,16 @@ func (n *Node) atGroupFloor(ctx context.Context, dg *dataGroup) bool {
 // readPlaced is Backend.Read of a partition of a placed topic (a topic
 // whose CreateIndex is incarnation) that never answers below the floor:
 // local reads this node's replica (nil when it holds none that caught
-// up), remote any replica of group g that answers at or above the floor.
-func (b *Backend) readPlaced(topic string, p int32, incarnation uint64, g uint64, local func() (backend.ReadResult, error), remote func(ctx context.Context, floor int64) (backend.ReadResult, error)) (backend.ReadResult, error) {
-	floor := b.floors.get(topic, p, incarnation)
+// up), remote any replica of group g that answers at or above the floor,
+// or, with leader, only the group's leader. The floors are in memory: a
+// node that restarted does not know what it answered before, and a
+// replica of the group may trail that; so the first remote read of a
+// partition since this process started, which sets its floor, goes to
+// the group's leader, which holds every committed write. (This node's
+// own replica, once it caught up, applied the commit index its leader
+// told it after the start, past anything answered before.)
+func (b *Backend) readPlaced(topic string, p int32, incarnation uint64, g uint64, local func() (backend.ReadResult, error), remote func(ctx context.Context, floor int64, leader bool) (backend.ReadResult, error)) (backend.ReadResult, error) {
+	floor, known := b.floors.lookup(topic, p, incarnation)
 	if local != nil {
 		deadline := time.Now().Add(floorWait)
 		for {
@@ -171,7 +187,7 @@ func (b *Backend) readPlaced(topic string, p int32, incarnation uint64, g uint64
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.ApplyTimeout)
 	defer cancel()
-	res, err := remote(ctx, floor)
+	res, err := remote(ctx, floor, !known)
 	if end, known := answeredEnd(res, err); known {
 		b.floors.raise(topic, p, incarnation, end)
 	}

@@ -1,8 +1,11 @@
 package replication
 
 import (
+	"context"
 	"errors"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/logd-dev/logd/backend"
 )
@@ -39,5 +42,35 @@ func TestReadFloors(t *testing.T) {
 	}
 	if _, ok := answeredEnd(backend.ReadResult{}, errors.New("x")); ok {
 		t.Error("another error shows an end")
+	}
+}
+
+// TestFirstRemoteReadAtTheLeader: a node that has no floor for a
+// partition (it never read it since it started, as after a restart, when
+// it cannot know what it answered before) reads it remotely from the
+// group's leader only; once that answer set the floor, any replica at or
+// above it may answer.
+func TestFirstRemoteReadAtTheLeader(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, nodes, describe := dataGroupCluster(ctx, t, func(cfg *Config) { cfg.DataGroupsPerNode, cfg.ReplicationFactor = 1, 2 })
+	waitGroupsOfTwo(ctx, t, nodes, describe)
+	b := NewBackend(nodes[1])
+	var asked []bool
+	remote := func(_ context.Context, floor int64, leader bool) (backend.ReadResult, error) {
+		asked = append(asked, leader)
+		return backend.ReadResult{EndOffset: 5}, nil
+	}
+	for range 2 {
+		if r, err := b.readPlaced("t", 0, 1, 1, nil, remote); err != nil || r.EndOffset != 5 {
+			t.Fatalf("read: %+v, %v", r, err)
+		}
+	}
+	// A new incarnation of the topic has no floor either.
+	if _, err := b.readPlaced("t", 0, 2, 1, nil, remote); err != nil {
+		t.Fatal(err)
+	}
+	if want := []bool{true, false, true}; !slices.Equal(asked, want) {
+		t.Errorf("reads asked the leader only %v, want %v", asked, want)
 	}
 }

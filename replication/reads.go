@@ -50,8 +50,8 @@ func (b *Backend) ReadRecords(topic string, partition int32, offset int64, maxBy
 			return readBatches(f, topic, partition, offset, maxBytes, maxRecords)
 		}
 	}
-	remote := func(ctx context.Context, floor int64) (backend.ReadResult, error) {
-		return b.readRemoteFrom(ctx, g, readCall{Topic: topic, Partition: partition, Offset: offset, MaxBytes: maxBytes, MaxRecords: maxRecords}, floor)
+	remote := func(ctx context.Context, floor int64, leader bool) (backend.ReadResult, error) {
+		return b.readRemoteFrom(ctx, g, readCall{Topic: topic, Partition: partition, Offset: offset, MaxBytes: maxBytes, MaxRecords: maxRecords, Leader: leader}, floor)
 	}
 	res, err := b.readPlaced(topic, partition, t.CreateIndex, g, local, remote)
 	if err != nil && errors.Is(err, backend.ErrUnknownTopic) {
