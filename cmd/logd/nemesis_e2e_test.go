@@ -43,7 +43,7 @@ const (
 	// runs of all nemesis tests together.
 	nemesisLongTotal = 20 * time.Minute
 	// nemesisTests is how many TestNemesis* share the long duration.
-	nemesisTests = 9
+	nemesisTests = 11
 	// nemesisRecovery bounds how long a healed cluster may take to
 	// acknowledge writes again.
 	nemesisRecovery = time.Minute
