@@ -470,7 +470,13 @@ const maxNonCommandGap = 64
 // this a follower whose newest entries are a new leader's no-op would never
 // count as caught up.
 func (n *Node) appliedThrough(index uint64) bool {
-	applied := n.fsm.AppliedIndex()
+	return appliedThrough(n.fsm, n.stores.logs, index)
+}
+
+// appliedThrough is Node.appliedThrough for the state machine f of any
+// Raft group of this node, whose Raft log is logs.
+func appliedThrough(f *fsm.FSM, logs raft.LogStore, index uint64) bool {
+	applied := f.AppliedIndex()
 	if applied >= index {
 		return true
 	}
@@ -479,7 +485,7 @@ func (n *Node) appliedThrough(index uint64) bool {
 	}
 	var l raft.Log
 	for i := applied + 1; i <= index; i++ {
-		if err := n.stores.logs.GetLog(i, &l); err != nil || l.Type == raft.LogCommand {
+		if err := logs.GetLog(i, &l); err != nil || l.Type == raft.LogCommand {
 			return false
 		}
 	}

@@ -119,12 +119,21 @@ type dataGroup struct {
 	lastTransfer time.Time
 	// adoptMu orders adopt's passes over the group.
 	adoptMu sync.Mutex
-	// caughtUp is set once the replica, having heard from a leader, had
-	// applied the commit index it learned: from then on it serves reads
-	// (before, a node reads the group's partitions from another replica,
-	// so a replica that opens and replays never answers older than the
-	// node did).
+	// caughtUp is set once the replica caught up with its group as a
+	// node's meta group does before it serves (Node.caughtUp): a leader
+	// once its barrier is applied, a follower once its state machine
+	// applied the commit index its leader sent it after it opened, and
+	// its own commit index, of the current term. From then on it serves
+	// reads (before, a node reads the group's partitions from another
+	// replica, so a replica that opens and replays never answers older
+	// than the group did before it opened).
 	caughtUp atomic.Bool
+	// commits is the leader's commit index as this replica heard it
+	// (observe.LeaderCommits), noted by its Raft transport's wrapper.
+	commits *observe.LeaderCommits
+	// forwardStop stops the wrapper's Forward once Raft has shut down;
+	// forwardDone is closed when it returned.
+	forwardStop, forwardDone chan struct{}
 	// left is set while the table does not list this node as a replica
 	// of the group (moved away, drained, evacuated): its state stops
 	// where the group removed it, so reads go to the group's replicas.
@@ -140,20 +149,66 @@ type dataGroup struct {
 	appends coalescer
 }
 
-// noteCaughtUp sets caughtUp once the replica knows a leader and has
-// applied the commit index it learned from it (a leader itself once its
-// barrier is applied).
+// noteCaughtUp sets caughtUp once the replica caught up with its group:
+// it leads and applied a barrier of its term, or it follows and
+// followerCaughtUp.
 func (dg *dataGroup) noteCaughtUp() {
 	if dg.caughtUp.Load() {
 		return
 	}
-	_, leader := dg.raft.LeaderWithID()
-	commit := dg.raft.CommitIndex()
-	// Raft's applied index counts every entry (configuration changes and
-	// barriers too), the state machine's only its commands.
-	if leader != "" && commit > 0 && dg.raft.AppliedIndex() >= commit || dg.leadsReady() {
+	if dg.leadsReady() || dg.followerCaughtUp() {
 		dg.caughtUp.Store(true)
 	}
+}
+
+// followerCaughtUp is Node.caughtUp's rule for a follower, on this
+// replica: it knows a leader, its state machine applied the commit index
+// the first AppendEntries of the current term it received carried (the
+// leader's, taken after the replica opened), and its own commit index,
+// once that is an entry of the leader's term.
+//
+// Its own commit index alone says little: hashicorp/raft cuts the
+// leader's to the last entry the replica holds (and the transport's
+// wrapper to the request's last entry, observe.clampCommit), so a replica
+// that catches up in batches of MaxAppendEntries reaches "its" commit
+// index after each one. Raft's applied index says less: it counts what
+// Raft handed the state machine, which may not have applied it yet. A
+// replica restarted behind its group that served then would answer ends
+// below what the group committed, and served, before it opened; its own
+// node's read floors went with the process, and another node that asks it
+// over the Raft port may have none yet either (the nemesis run of seed
+// 1796626726345076957: a read through a node just restarted answered end
+// 112 by another node's replica just restarted too, where it had answered
+// 115 before).
+func (dg *dataGroup) followerCaughtUp() bool {
+	if dg.raft.State() != raft.Follower {
+		return false
+	}
+	if addr, _ := dg.raft.LeaderWithID(); addr == "" {
+		return false
+	}
+	term := dg.raft.CurrentTerm()
+	if heard, ok := dg.commits.In(term); !ok || !appliedThrough(dg.fsm, dg.stores.logs, heard) {
+		return false
+	}
+	commit := dg.raft.CommitIndex()
+	if commit == 0 || !appliedThrough(dg.fsm, dg.stores.logs, commit) {
+		return false
+	}
+	return entryTerm(dg.raft, dg.stores.logs, commit) == term
+}
+
+// shutdown stops the replica: its Raft, the wrapper's forwarding, its
+// transport and stores, and its state machine.
+func (dg *dataGroup) shutdown() error {
+	errs := []error{dg.raft.Shutdown().Error()}
+	close(dg.forwardStop)
+	<-dg.forwardDone
+	// Raft's transport keeps its pooled connections open after Close,
+	// each with a reader goroutine.
+	dg.stores.transport.(*raft.NetworkTransport).CloseStreams()
+	errs = append(errs, dg.stores.close(), dg.fsm.Close())
+	return errors.Join(errs...)
 }
 
 // serves reports whether reads may use this replica: it caught up with its
@@ -862,12 +917,34 @@ func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 		}
 	}
 	applied := new(appliedSignal)
-	r, err := raft.NewRaft(rc, &raftFSM{f: sm, applied: applied, obs: observe.NewMetrics(), logger: logger}, st.Logs, st.Stable, st.Snapshots, tr)
+	logs := st.Logs
+	if cfg.wrapGroupLog != nil {
+		logs = cfg.wrapGroupLog(g.ID, logs)
+	}
+	// Raft runs on the transport wrapper the meta group's runs on
+	// (package replication/observe): it notes the leader's commit index
+	// for noteCaughtUp, cuts each AppendEntries' commit index to the
+	// request's last entry and sends a heartbeat of a newer term through
+	// Raft's main loop, so that a deposed leader of the group never
+	// applies entries of its own as committed (docs/faults.md).
+	obs := observe.NewMetrics()
+	commits := new(observe.LeaderCommits)
+	forwardStop, forwardDone := make(chan struct{}), make(chan struct{})
+	trans, observed := observe.WrapTransport(tr, obs, commits, forwardStop)
+	r, err := raft.NewRaft(rc, &raftFSM{f: sm, applied: applied, obs: obs, logger: logger}, logs, st.Stable, st.Snapshots, trans)
 	if err != nil {
+		close(forwardStop)
 		return fail(fmt.Errorf("start raft: %w", err))
 	}
+	observed.SetTerm(r.CurrentTerm)
+	// Raft receives nothing until Forward runs.
+	go func() {
+		defer close(forwardDone)
+		observed.Forward(forwardStop)
+	}()
 	layer.Attach(func(id string) bool { return groupMember(r, id) })
-	dg = &dataGroup{id: g.ID, raft: r, fsm: sm, stores: stores, applied: applied}
+	dg = &dataGroup{id: g.ID, raft: r, fsm: sm, stores: stores, applied: applied,
+		commits: commits, forwardStop: forwardStop, forwardDone: forwardDone}
 	d.mu.Lock()
 	d.open[g.ID] = dg
 	d.mu.Unlock()
@@ -1013,11 +1090,7 @@ func (d *dataGroups) close() error {
 	defer d.mu.Unlock()
 	var errs []error
 	for id, dg := range d.open {
-		errs = append(errs, dg.raft.Shutdown().Error())
-		// Raft's transport keeps its pooled connections open after
-		// Close, each with a reader goroutine.
-		dg.stores.transport.(*raft.NetworkTransport).CloseStreams()
-		errs = append(errs, dg.stores.close(), dg.fsm.Close())
+		errs = append(errs, dg.shutdown())
 		delete(d.open, id)
 	}
 	return errors.Join(errs...)

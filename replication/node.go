@@ -240,6 +240,10 @@ type Config struct {
 	// before it may be retired (retire.go); 0: retireAfter. Tests
 	// shorten it.
 	retireAfter time.Duration
+	// wrapGroupLog, if set, wraps the Raft log of this node's replica of
+	// each data group it opens (given the group's id): tests hold a
+	// replica's log writes back.
+	wrapGroupLog func(group uint64, logs raft.LogStore) raft.LogStore
 	// MaxMoves caps the replica moves balancing keeps in flight at once
 	// (data_groups.go, balance); 0: DefaultMaxMoves; negative: balancing
 	// off (replicas still move to joiners, away from drained, removed and
@@ -745,19 +749,20 @@ func (n *Node) caughtUp() bool {
 		if err != nil || commit == 0 || !n.appliedThrough(commit) {
 			return false
 		}
-		return n.entryTerm(commit, stats) == term
+		return entryTerm(n.raft, n.stores.logs, commit) == term
 	}
 	return false
 }
 
-// entryTerm is the term of the Raft entry at index, from the log or, once
-// compacted, from the latest snapshot if it ends there (stats are Raft's);
-// 0 if unknown.
-func (n *Node) entryTerm(index uint64, stats map[string]string) uint64 {
+// entryTerm is the term of the Raft entry at index of r, from its log
+// logs or, once compacted, from r's latest snapshot if it ends there; 0
+// if unknown.
+func entryTerm(r *raft.Raft, logs raft.LogStore, index uint64) uint64 {
 	var l raft.Log
-	if err := n.stores.logs.GetLog(index, &l); err == nil {
+	if err := logs.GetLog(index, &l); err == nil {
 		return l.Term
 	}
+	stats := r.Stats()
 	snapIndex, err1 := strconv.ParseUint(stats["last_snapshot_index"], 10, 64)
 	snapTerm, err2 := strconv.ParseUint(stats["last_snapshot_term"], 10, 64)
 	if err1 != nil || err2 != nil || snapIndex != index {

@@ -163,9 +163,7 @@ func (d *dataGroups) retire(id uint64) error {
 	d.mu.Unlock()
 	var errs []error
 	if dg != nil {
-		errs = append(errs, dg.raft.Shutdown().Error())
-		dg.stores.transport.(*raft.NetworkTransport).CloseStreams()
-		errs = append(errs, dg.stores.close(), dg.fsm.Close())
+		errs = append(errs, dg.shutdown())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
