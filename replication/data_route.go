@@ -215,11 +215,13 @@ func (n *Node) readRemoteFloor(ctx context.Context, g uint64, rc readCall, floor
 	var res backend.ReadResult
 	var offset int64
 	behind := false
+	var unknown error
 	err := n.askReplica(ctx, g, rc.Topic, groupCall{Kind: callRead, Read: &rc}, func(ans groupAnswer) error {
 		if err := answerErr(ans); err != nil {
 			if errors.Is(err, backend.ErrUnknownTopic) {
 				// A replica that has not adopted the topic yet: another
 				// may have (the error stays the topic's when none has).
+				unknown = err
 				return fmt.Errorf("%w: %w", errNextReplica, err)
 			}
 			var oor *backend.OutOfRangeError
@@ -242,9 +244,15 @@ func (n *Node) readRemoteFloor(ctx context.Context, g uint64, rc readCall, floor
 		offset = ans.Read.Offset
 		return nil
 	})
-	if err != nil && behind && errors.Is(err, errNextReplica) {
+	switch {
+	case err != nil && behind && errors.Is(err, errNextReplica):
 		addr, _ := n.LeaderAPIAddress()
 		err = &backend.BehindError{What: fmt.Sprintf("%s-%d up to %d, which this node answered before (no replica it reached has applied it yet)", rc.Topic, rc.Partition, floor), LeaderAddress: addr}
+	case err != nil && unknown != nil && rc.Leader:
+		// The group's leader has not adopted the topic yet (the others,
+		// asked after it, answered as followers): the topic's error, as
+		// from any replica.
+		err = unknown
 	}
 	return res, offset, err
 }

@@ -366,6 +366,10 @@ type Node struct {
 	// group's leader whose replica here had not applied them when the
 	// wait for it ended (data_route.go, inGroup).
 	writesUnapplied atomic.Int64
+	// startIndex is the meta group's last index when this process opened
+	// it: a topic created at a later index is one no earlier process of
+	// this node read (read_floor.go).
+	startIndex uint64
 	// sizes caches data groups' sizes for balancing (group_sizes.go).
 	sizes groupSizes
 	// answers is the node's answer memory budget (SetAnswerBudget), which
@@ -508,7 +512,8 @@ func Open(cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, raft: r, fsm: sm, stores: stores, applied: applied, stop: stop, moves: moves, done: make(chan struct{}),
 		observer: obs, leaderObs: make(chan raft.Observation, 16),
-		leaderCommits: commits, forwardStop: forwardStop, forwardDone: make(chan struct{})}
+		leaderCommits: commits, forwardStop: forwardStop, forwardDone: make(chan struct{}),
+		startIndex: r.LastIndex()}
 	n.data = newDataGroups(n)
 	observed.SetTerm(r.CurrentTerm)
 	// Raft receives nothing until forward runs.

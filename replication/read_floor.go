@@ -155,11 +155,15 @@ func (n *Node) atGroupFloor(ctx context.Context, dg *dataGroup) bool {
 // node that restarted does not know what it answered before, and a
 // replica of the group may trail that; so the first remote read of a
 // partition since this process started, which sets its floor, goes to
-// the group's leader, which holds every committed write. (This node's
+// the group's leader, which holds every committed write (unless the
+// topic was created after the start). (This node's
 // own replica, once it caught up, applied the commit index its leader
 // told it after the start, past anything answered before.)
 func (b *Backend) readPlaced(topic string, p int32, incarnation uint64, g uint64, local func() (backend.ReadResult, error), remote func(ctx context.Context, floor int64, leader bool) (backend.ReadResult, error)) (backend.ReadResult, error) {
 	floor, known := b.floors.lookup(topic, p, incarnation)
+	// A topic created after this process started was never read by an
+	// earlier one: its floor of 0 is known.
+	known = known || incarnation > b.startIndex
 	if local != nil {
 		deadline := time.Now().Add(floorWait)
 		for {
