@@ -299,10 +299,12 @@ func runNemesisWith(t *testing.T, o nemesisOptions, kinds ...nemesis.Kind) {
 	w.prepare(ctx)
 	r := &nemesis.Runner{Procs: procs{c}, Net: nt, Members: &members{c: c, w: w}, Moves: moves{c}, Logf: t.Logf}
 	saved := false
+	// start is the schedule's zero (set when the faults begin).
+	var start time.Time
 	save := func(verdicts []histcheck.Verdict) {
 		if (t.Failed() || os.Getenv("LOGD_NEMESIS_SAVE") == "1") && !saved {
 			saved = true
-			saveRun(t, seed, sched, r.Events(), w.rec.Ops(), verdicts, c.Nodes)
+			saveRun(t, seed, sched, r.Events(), w.rec.Ops(), verdicts, c.Nodes, start, w.rec.Start())
 		}
 	}
 	// A run that stops before its checks (a cluster that never
@@ -332,7 +334,7 @@ func runNemesisWith(t *testing.T, o nemesisOptions, kinds ...nemesis.Kind) {
 		phases = append(phases, fmt.Sprintf("%s %v", name, time.Since(last).Round(time.Millisecond)))
 		last = time.Now()
 	}
-	start := time.Now()
+	start = time.Now()
 	if err := r.Run(ctx, start, sched); err != nil {
 		t.Errorf("nemesis: %v", err)
 	}
@@ -516,7 +518,7 @@ func runDir(t *testing.T, seed uint64) string {
 // internal/histcheck's TestRecheck re-checks offline), its schedule and
 // events, its verdicts and every node's whole log (<id>.log; the test's
 // output has only their tails), under nemesisOut, and prints where.
-func saveRun(t *testing.T, seed uint64, sched nemesis.Schedule, events []nemesis.Event, ops []histcheck.Op, verdicts []histcheck.Verdict, nodes []*e2e.Node) {
+func saveRun(t *testing.T, seed uint64, sched nemesis.Schedule, events []nemesis.Event, ops []histcheck.Op, verdicts []histcheck.Verdict, nodes []*e2e.Node, start, history time.Time) {
 	t.Helper()
 	dir := runDir(t, seed)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -527,7 +529,15 @@ func saveRun(t *testing.T, seed uint64, sched nemesis.Schedule, events []nemesis
 		t.Errorf("save the history: %v", err)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n\nevents:\n", sched)
+	// The two clocks: the schedule's and events' t+ count from the start
+	// of the faults, the history's call and return times from the
+	// recorder's start, earlier; the node logs show wall-clock times.
+	const wall = "15:04:05.000"
+	fmt.Fprintf(&b, "clocks: schedule and events from %s UTC (t+0); history times from %s UTC", start.UTC().Format(wall), history.UTC().Format(wall))
+	if !start.IsZero() {
+		fmt.Fprintf(&b, ", %v before t+0", start.Sub(history).Round(time.Millisecond))
+	}
+	fmt.Fprintf(&b, "\n\n%s\n\nevents:\n", sched)
 	for _, e := range events {
 		fmt.Fprintf(&b, "  %s\n", e)
 	}

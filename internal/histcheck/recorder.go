@@ -21,6 +21,9 @@ func NewRecorder() *Recorder {
 	return &Recorder{start: time.Now()}
 }
 
+// Start is the wall-clock time of the history's zero.
+func (r *Recorder) Start() time.Time { return r.start }
+
 // Now is the history's clock: monotonic nanoseconds since the recorder
 // was made.
 func (r *Recorder) Now() int64 { return int64(time.Since(r.start)) }
