@@ -364,11 +364,25 @@ func TestDataGroupsServeTopics(t *testing.T) {
 		if err := NewBackend(n).AwaitApplied(ctx, l.FSM().AppliedIndex(), time.Minute); err != nil {
 			t.Fatal(err)
 		}
+		// A replica serves once it caught up with its new group; until
+		// one does, a read is NOT_LEADER (the client retries), never an
+		// unknown topic.
 		for p := range int32(12) {
-			if r, err := NewBackend(n).Read("orders", p, 0, 1<<20); err != nil || len(r.Batches) != 0 {
+			var r backend.ReadResult
+			var err error
+			waitFor(ctx, t, fmt.Sprintf("%s: orders-%d read at once", n.NodeID(), p), func() bool {
+				r, err = NewBackend(n).Read("orders", p, 0, 1<<20)
+				return !errors.Is(err, backend.ErrNotLeader)
+			}, func() string { return fmt.Sprint(err) })
+			if err != nil || len(r.Batches) != 0 {
 				t.Errorf("%s: orders-%d read at once: %d bytes, %v", n.NodeID(), p, len(r.Batches), err)
 			}
-			if o, err := NewBackend(n).Offsets("orders", p); err != nil || o.End != 0 {
+			var o backend.Offsets
+			waitFor(ctx, t, fmt.Sprintf("%s: orders-%d offsets at once", n.NodeID(), p), func() bool {
+				o, err = NewBackend(n).Offsets("orders", p)
+				return !errors.Is(err, backend.ErrNotLeader)
+			}, func() string { return fmt.Sprint(err) })
+			if err != nil || o.End != 0 {
 				t.Errorf("%s: orders-%d offsets at once: %+v, %v", n.NodeID(), p, o, err)
 			}
 		}
