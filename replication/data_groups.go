@@ -219,6 +219,22 @@ func (dg *dataGroup) serves() bool {
 	return dg.caughtUp.Load() && !dg.left.Load() && dg.inContact()
 }
 
+// servesNow is serves, after applying a barrier of the current term
+// first when this replica leads its group without one yet (a group just
+// created or a leader just elected, before the runner's next pass): it
+// then holds every committed write, and a read need not fail for want
+// of another replica.
+func (d *dataGroups) servesNow(dg *dataGroup) bool {
+	if dg.serves() {
+		return true
+	}
+	if dg.raft.State() == raft.Leader && !dg.left.Load() {
+		d.barrier(dg)
+		return dg.serves()
+	}
+	return false
+}
+
 // contactBound is how long a follower replica serves reads after it last
 // heard from its group's leader. A replica cut off from its group, or
 // removed from the group's configuration while the table still lists it

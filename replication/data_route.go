@@ -116,7 +116,7 @@ func (n *Node) partitionFSM(topic string, p int32) (*fsm.FSM, error) {
 	}
 	g := t.PartitionGroup(p)
 	if dg := n.dataGroup(g); dg != nil {
-		if dg.serves() && n.atGroupFloor(context.Background(), dg) {
+		if n.data.servesNow(dg) && n.atGroupFloor(context.Background(), dg) {
 			return dg.fsm, nil
 		}
 	}
@@ -907,7 +907,7 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 	}
 	// A read any replica may answer (not one at the group's leader).
 	replicaRead := dg != nil && (call.Kind == callRead && call.Read != nil && !call.Read.Leader || call.Kind == callQueueRead)
-	if replicaRead && !dg.serves() {
+	if replicaRead && !n.data.servesNow(dg) {
 		// A replica that has not caught up, or lost touch with its
 		// group, answers as one holding none: the caller asks another.
 		ans.Err = encodeWireError(fmt.Errorf("%w: this node's replica of data group %d does not serve reads now", backend.ErrNotLeader, g))

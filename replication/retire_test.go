@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -98,8 +99,27 @@ func TestWritesSkipLeftReplicas(t *testing.T) {
 	defer cancel()
 	_, nodes, describe := fourNodeGroupsWith(ctx, t, func(cfg *Config) { cfg.retireAfter = time.Hour })
 	l, n2 := nodes[0], nodes[1]
-	fillTopic(ctx, t, NewBackend(l), "left", 8, 2)
-	if _, err := l.DrainNode(ctx, "n2", false); err != nil {
+	// leader is the meta leader now (it may move on a loaded machine).
+	leader := func() *Node {
+		var ld *Node
+		waitFor(ctx, t, "a ready meta leader", func() bool {
+			for _, n := range nodes {
+				if n.IsLeader() && n.Ready() {
+					ld = n
+					return true
+				}
+			}
+			return false
+		}, describe)
+		return ld
+	}
+	fillTopic(ctx, t, NewBackend(leader()), "left", 8, 2)
+	var err error
+	waitFor(ctx, t, "drain n2", func() bool {
+		_, err = leader().DrainNode(ctx, "n2", false)
+		return !errors.Is(err, backend.ErrNotLeader)
+	}, func() string { return fmt.Sprint(err) })
+	if err != nil {
 		t.Fatal(err)
 	}
 	waitFor(ctx, t, "n2 drained", func() bool { return !holds(l, "n2") }, describe)
@@ -107,9 +127,12 @@ func TestWritesSkipLeftReplicas(t *testing.T) {
 	if len(n2.DataGroupReplicas()) == 0 {
 		t.Fatalf("n2 runs no replica it left: %s", describe())
 	}
-	if err := l.raft.LeadershipTransferToServer(raft.ServerID("n2"), n2.stores.transport.LocalAddr()).Error(); err != nil {
-		t.Fatalf("hand the meta leadership to n2: %v", err)
-	}
+	waitFor(ctx, t, "hand the meta leadership to n2", func() bool {
+		if ld := leader(); ld != n2 {
+			err = ld.raft.LeadershipTransferToServer(raft.ServerID("n2"), n2.stores.transport.LocalAddr()).Error()
+		}
+		return n2.IsLeader()
+	}, func() string { return fmt.Sprint(err) })
 	waitFor(ctx, t, "n2 leads the meta group, ready", func() bool { return n2.IsLeader() && n2.Ready() }, describe)
 	before := n2.writesUnapplied.Load()
 	for i := range 8 {
