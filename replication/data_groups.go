@@ -432,7 +432,15 @@ func (d *dataGroups) place() error {
 	// Drained nodes are to hold no replica either; unlike a dead node's,
 	// their absence is the operator's choice and is not logged as one.
 	out := slices.Concat(dead, tab.Draining)
-	set, why, err := plan(tab, cf.Configuration().Servers, n.cfg.DataGroupsPerNode, n.cfg.ReplicationFactor, out, dead)
+	// Evacuate places by bytes: the groups' sizes, while an out node
+	// holds a replica (balancing asks for them on the other passes).
+	var sizes map[uint64]int64
+	if slices.ContainsFunc(tab.Groups, func(g fsm.DataGroup) bool {
+		return slices.ContainsFunc(g.Replicas, func(r string) bool { return slices.Contains(out, r) })
+	}) {
+		sizes = n.groupSizes(context.Background(), tab)
+	}
+	set, why, err := plan(tab, cf.Configuration().Servers, n.cfg.DataGroupsPerNode, n.cfg.ReplicationFactor, out, dead, sizes)
 	if err != nil {
 		return err
 	}
@@ -503,9 +511,9 @@ func (d *dataGroups) silentNodes(servers []raft.Server) []string {
 // the configuration lists them (each joins, then perNode groups are
 // added), the replicas of placed nodes in out (members not heard from,
 // those of them in silent, and drained ones) given to the others
-// (placement.Evacuate), and why that changed anything ("" when it did
-// not).
-func plan(tab fsm.DataGroupTable, servers []raft.Server, perNode, rf int, out, silent []string) (fsm.DataGroupsSet, string, error) {
+// (placement.Evacuate, by the groups' sizes: bytes by group, a group left
+// out counting 0), and why that changed anything ("" when it did not).
+func plan(tab fsm.DataGroupTable, servers []raft.Server, perNode, rf int, out, silent []string, sizes map[uint64]int64) (fsm.DataGroupsSet, string, error) {
 	p := planOf(tab)
 	nodes := slices.Clone(tab.Nodes)
 	var why []string
@@ -557,6 +565,7 @@ func plan(tab fsm.DataGroupTable, servers []raft.Server, perNode, rf int, out, s
 		}
 	}
 	if len(leave) > 0 && len(p) > 0 {
+		withSizes(p, sizes)
 		q, moved, err := placement.Evacuate(p, nodes, leave, rf)
 		if err != nil {
 			return fsm.DataGroupsSet{}, "", fmt.Errorf("move the replicas of %v, not heard from or drained: %w", leave, err)

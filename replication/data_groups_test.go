@@ -171,7 +171,7 @@ func TestDataGroupsPlan(t *testing.T) {
 		return raft.Server{ID: raft.ServerID(id), Suffrage: s}
 	}
 	servers := []raft.Server{srv("a", raft.Voter), srv("b", raft.Voter), srv("c", raft.Nonvoter)}
-	set, why, err := plan(fsm.DataGroupTable{}, servers, 2, 3, nil, nil)
+	set, why, err := plan(fsm.DataGroupTable{}, servers, 2, 3, nil, nil, nil)
 	if err != nil || why != "node a joined, node b joined" {
 		t.Fatalf("plan: %v, why %q", err, why)
 	}
@@ -189,14 +189,14 @@ func TestDataGroupsPlan(t *testing.T) {
 		t.Errorf("nodes %v", set.Nodes)
 	}
 	tab := fsm.DataGroupTable{Groups: set.Groups, Nodes: set.Nodes, Epoch: 7}
-	again, why, err := plan(tab, servers, 2, 3, nil, nil)
+	again, why, err := plan(tab, servers, 2, 3, nil, nil, nil)
 	if err != nil || why != "" || again.Base != 7 {
 		t.Errorf("plan of a placed table: why %q, base %d, %v", why, again.Base, err)
 	}
 	// With placed node b gone from the configuration and c a voter: b's
 	// replicas go to c (which also joins and adds its groups), the
 	// groups b led get a as preferred leader, and b is no longer placed.
-	healed, why, err := plan(tab, []raft.Server{srv("a", raft.Voter), srv("c", raft.Voter)}, 2, 3, nil, nil)
+	healed, why, err := plan(tab, []raft.Server{srv("a", raft.Voter), srv("c", raft.Voter)}, 2, 3, nil, nil, nil)
 	if err != nil || why != "node b removed, node c joined" || !slices.Equal(healed.Nodes, []string{"a", "c"}) || len(healed.Groups) != 6 {
 		t.Fatalf("plan without placed node b: %+v, why %q, %v", healed, why, err)
 	}
@@ -214,7 +214,7 @@ func TestDataGroupsPlan(t *testing.T) {
 	// go to c, b stays placed (it may come back), and c's own groups go
 	// to live nodes.
 	withC := []raft.Server{srv("a", raft.Voter), srv("b", raft.Voter), srv("c", raft.Voter)}
-	evac, why, err := plan(tab, withC, 2, 2, []string{"b"}, []string{"b"})
+	evac, why, err := plan(tab, withC, 2, 2, []string{"b"}, []string{"b"}, nil)
 	if err != nil || why != "node c joined, node b not heard from" || !slices.Equal(evac.Nodes, []string{"a", "b", "c"}) || len(evac.Groups) != 6 {
 		t.Fatalf("plan with b dead: %+v, why %q, %v", evac, why, err)
 	}
@@ -227,7 +227,7 @@ func TestDataGroupsPlan(t *testing.T) {
 	// without changing their bootstrap replicas, and its own two groups
 	// start on three nodes.
 	servers[2].Suffrage = raft.Voter
-	grown, why, err := plan(tab, servers, 2, 3, nil, nil)
+	grown, why, err := plan(tab, servers, 2, 3, nil, nil, nil)
 	if err != nil || why != "node c joined" || len(grown.Groups) != 6 {
 		t.Fatalf("plan after c: %+v, why %q, %v", grown, why, err)
 	}

@@ -186,7 +186,7 @@ func balancePlan(tab fsm.DataGroupTable, sizes map[uint64]int64, servers []raft.
 	p := planOf(tab)
 	withSizes(p, sizes)
 	cur := p
-	_, why, err := plan(tab, servers, perNode, rf, tab.Draining, nil)
+	_, why, err := plan(tab, servers, perNode, rf, tab.Draining, nil, sizes)
 	switch {
 	case err != nil:
 		bp.Blocked = "the table cannot be placed: " + err.Error()

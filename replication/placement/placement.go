@@ -23,13 +23,19 @@
 //     by the node outside the group that holds the fewest replicas, so a
 //     group returns to its replication factor while enough nodes remain.
 //   - Evacuate gives the replicas of members that are to hold none (dead
-//     past a timeout) to the others, as Remove does, keeping the members.
-//   - Balance moves one replica at a time from the node that holds the
-//     most to the one that holds the fewest while they are more than a
-//     slack apart; once they are within it, from the node with the most
-//     bytes (the next fullest when it has nothing to give) to one with
-//     fewer while their bytes are more than a tenth of the mean apart
-//     (BytesSlack); and it hands preferred leaderships over
+//     past a timeout, or drained) to the others, keeping the members: the
+//     largest group's first, each to the node outside the group with the
+//     fewest bytes of those within one replica of the node with the
+//     fewest replicas (with no sizes known, to that node, as Remove does).
+//   - Balance moves one replica at a time. While the nodes' replica
+//     counts are more than a slack apart, to the node that holds the
+//     fewest, from one that holds about the most, the group nearest in
+//     bytes to the receiver's need per replica it still lacks (so that the
+//     receiver fills to about the mean and its givers stay in the bytes
+//     window). Once they are within it, while the nodes' bytes are more
+//     than a tenth of the mean apart (BytesSlack), the move or swap that
+//     brings the most bytes into the window of that width around the mean
+//     for the bytes it copies. And it hands preferred leaderships over
 //     within groups while the leaders' counts are more than one apart.
 //   - A topic's partitions go round robin over the groups from an offset
 //     its creation index gives (Partitions), so one hot topic spreads
@@ -43,6 +49,7 @@
 package placement
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -60,7 +67,8 @@ type Group struct {
 	// replica of it (it may still hand its preferred leadership over).
 	Moving bool
 	// Bytes is the size of the group's data (each replica holds all of
-	// it); 0 when not known. Balance evens the nodes' bytes with it.
+	// it); 0 when not known. Balance evens the nodes' bytes with it, and
+	// Evacuate places by it.
 	Bytes int64
 }
 
@@ -316,12 +324,16 @@ func Remove(p Plan, nodes []string, gone string, rf int) (Plan, error) {
 
 // Evacuate returns p with the replicas of the nodes out (members of
 // nodes that are to hold none: dead past a timeout, or drained) given to
-// the other nodes: in each group, each replica of a node of out goes to
-// the node outside the group and outside out that holds the fewest
-// replicas (then leads the fewest, then the lowest id), as Remove does; a
-// replica with no such node stays where it is (a later call moves it).
-// A group led by a node of out gets as preferred leader a replica outside
-// out that leads the fewest groups. ok is false when nothing changed.
+// the other nodes, the largest group's (by Bytes) first: each goes to the
+// node outside the group and outside out that has the fewest bytes (what
+// Evacuate gave it counted) of those that hold at most one replica more
+// than the one that holds the fewest (then leads the fewest, then the
+// lowest id), which takes it when no sizes are known, as in Remove. So a
+// large replica lands on a node with room for it, not on one that would
+// then hold far more than the rest. A replica with no such node stays
+// where it is (a later call moves it). A group led by a node of out gets
+// as preferred leader a replica outside out that leads the fewest groups.
+// ok is false when nothing changed.
 func Evacuate(p Plan, nodes, out []string, rf int) (Plan, bool, error) {
 	if err := Check(p, nodes, rf); err != nil {
 		return nil, false, err
@@ -335,21 +347,40 @@ func Evacuate(p Plan, nodes, out []string, rf int) (Plan, bool, error) {
 	res := p.clone()
 	l := loadOf(res, live)
 	changed := false
+	// The replicas to move, the largest group's first (by bytes when
+	// known), each to the node outside the group and outside out with
+	// the fewest bytes among those within one replica of the fewest.
+	type replica struct{ g, at int }
+	var todo []replica
+	for i, g := range res {
+		for at, r := range g.Replicas {
+			if slices.Contains(out, r) {
+				todo = append(todo, replica{i, at})
+			}
+		}
+	}
+	sort.SliceStable(todo, func(i, j int) bool { return res[todo[i].g].Bytes > res[todo[j].g].Bytes })
+	for _, t := range todo {
+		g := &res[t.g]
+		cands := slices.DeleteFunc(slices.Clone(live), func(n string) bool { return slices.Contains(g.Replicas, n) })
+		if len(cands) == 0 {
+			continue
+		}
+		sortBy(cands, l.replicas, l.preferred)
+		fewest := l.replicas[cands[0]]
+		to := cands[0]
+		for _, c := range cands[1:] {
+			if l.replicas[c] <= fewest+1 && l.bytes[c] < l.bytes[to] {
+				to = c
+			}
+		}
+		g.Replicas[t.at] = to
+		l.replicas[to]++
+		l.bytes[to] += g.Bytes
+		changed = true
+	}
 	for i := range res {
 		g := &res[i]
-		for at, r := range g.Replicas {
-			if !slices.Contains(out, r) {
-				continue
-			}
-			cands := slices.DeleteFunc(slices.Clone(live), func(n string) bool { return slices.Contains(g.Replicas, n) })
-			if len(cands) == 0 {
-				continue
-			}
-			sortBy(cands, l.replicas, l.preferred)
-			g.Replicas[at] = cands[0]
-			l.replicas[cands[0]]++
-			changed = true
-		}
 		if slices.Contains(out, g.Preferred()) {
 			var lead []string
 			for _, r := range g.Replicas {
@@ -380,20 +411,17 @@ type Move struct {
 }
 
 // Balance returns p with at most one replica moved (or two swapped, when
-// evening bytes), and the move, when the
-// replica counts of nodes are more than slack apart: a replica of the node
-// that holds the most (then leads the most, then the highest id) goes to
-// the node that holds the fewest (then leads the fewest, then the lowest
-// id), from a group the receiving node does not hold (one the giver does
-// not lead first, so leaderships stay; else it leads that group in its
-// place; then the one that leaves their bytes closest; then the lowest
-// id), never of a group that is Moving. When the counts are within the
-// slack, a replica moves by bytes instead (bytesMove). Then, without moving data, a group's
-// preferred leader hands the preference to another replica of the group
-// while it leads more than one more group than that replica (the pair
-// furthest apart first). ok is false when nothing changed. Grow and Join keep replicas
-// within two, so a slack of 2 moves nothing after them; a node that joins
-// a cluster whose groups are all at their factor gets its share this way.
+// evening bytes), and the move, never one of a group that is Moving.
+// While the replica counts of nodes are more than slack apart, a replica
+// goes to the node that holds the fewest (then leads the fewest, then the
+// lowest id) (countMove); once they are within it, a replica moves, or
+// two swap, by bytes instead (bytesMove). Then, without moving data, a
+// group's preferred leader hands the preference to another replica of the
+// group while it leads more than one more group than that replica (the
+// pair furthest apart first). ok is false when nothing changed. Grow and
+// Join keep replicas within two, so a slack of 2 moves nothing after
+// them; a node that joins a cluster whose groups are all at their factor
+// gets its share this way.
 func Balance(p Plan, nodes []string, rf, slack int) (Plan, Move, bool, error) {
 	if err := Check(p, nodes, rf); err != nil {
 		return nil, Move{}, false, err
@@ -406,29 +434,9 @@ func Balance(p Plan, nodes []string, rf, slack int) (Plan, Move, bool, error) {
 	sortBy(byLoad, l.replicas, l.preferred)
 	lo, hi := byLoad[0], byLoad[len(byLoad)-1]
 	if l.replicas[hi]-l.replicas[lo] > max(slack, 1) {
-		// Of the groups hi can give lo, one hi does not lead first; then
-		// the one that leaves the two nodes' bytes closest.
-		gap := func(g Group) int64 { return abs(l.bytes[hi] - l.bytes[lo] - 2*g.Bytes) }
-		pick := -1
-		for i, g := range out {
-			if g.Moving || !slices.Contains(g.Replicas, hi) || slices.Contains(g.Replicas, lo) {
-				continue
-			}
-			switch {
-			case pick < 0:
-				pick = i
-			case (out[pick].Preferred() == hi) != (g.Preferred() == hi):
-				if g.Preferred() != hi {
-					pick = i
-				}
-			case gap(g) < gap(out[pick]):
-				pick = i
-			}
-		}
-		if pick >= 0 {
-			g := &out[pick]
-			g.Replicas[slices.Index(g.Replicas, hi)] = lo
-			mv, moved = Move{Group: g.ID, From: hi, To: lo}, true
+		if m, ok := countMove(out, nodes, l, byLoad, slack); ok {
+			out.replace(m.Group, m.From, m.To)
+			mv, moved = m, true
 			l = loadOf(out, nodes)
 		}
 	}
@@ -469,16 +477,96 @@ func Balance(p Plan, nodes []string, rf, slack int) (Plan, Move, bool, error) {
 	return out, mv, moved || prefChanged, nil
 }
 
+// countMove returns the move that evens replica counts: to lo, the node
+// that holds the fewest (byLoad[0]), from a node that holds at least two
+// more than lo and at least one less than the most, of a group lo does
+// not hold and that is not Moving. Of those, one the giver does not lead
+// first (leaderships stay); then the group whose bytes come nearest lo's
+// need, plus what the move would take the giver below the bytes window
+// (bytesMove); then the giver that holds the most (then leads the most,
+// then the highest id); then the lowest group. lo's need is the bytes it
+// lacks to a quarter of the bytes slack below the mean, over the replicas
+// it lacks to be within the slack of the most: a move of the group that
+// leaves the pair's bytes closest, which with an empty receiver is the
+// giver's largest, overfills lo and drops its givers below the window,
+// and balancing by bytes then refills them from the fullest nodes, a
+// cascade. With no sizes known every group fits alike, and the node that
+// holds the most gives.
+func countMove(p Plan, nodes []string, l load, byLoad []string, slack int) (Move, bool) {
+	lo := byLoad[0]
+	most := l.replicas[byLoad[len(byLoad)-1]]
+	rank := map[string]int{}
+	for i, n := range byLoad {
+		rank[n] = i
+	}
+	var total int64
+	for _, n := range nodes {
+		total += l.bytes[n]
+	}
+	mean := total / int64(len(nodes))
+	bs := BytesSlack(mean)
+	floor := mean - bs/2
+	lacks := max(1, most-max(slack, 1)-l.replicas[lo])
+	need := (mean - bs/4 - l.bytes[lo]) / int64(lacks)
+	type cand struct {
+		i     int
+		from  string
+		miss  int64 // how far the group is from what lo needs
+		leads bool
+	}
+	var best *cand
+	better := func(a, b cand) bool {
+		switch {
+		case a.leads != b.leads:
+			return !a.leads
+		case a.miss != b.miss:
+			return a.miss < b.miss
+		case a.from != b.from:
+			return rank[a.from] > rank[b.from]
+		}
+		return a.i < b.i
+	}
+	for i, g := range p {
+		if g.Moving || slices.Contains(g.Replicas, lo) {
+			continue
+		}
+		for _, r := range g.Replicas {
+			if c := l.replicas[r]; c < l.replicas[lo]+2 || c < most-1 {
+				continue
+			}
+			k := cand{i: i, from: r, miss: abs(g.Bytes - need), leads: g.Preferred() == r}
+			if left := l.bytes[r] - g.Bytes; left < floor {
+				k.miss += floor - left
+			}
+			if best == nil || better(k, *best) {
+				best = &k
+			}
+		}
+	}
+	if best == nil {
+		return Move{}, false
+	}
+	return Move{Group: p[best.i].ID, From: best.from, To: lo}, true
+}
+
 // Balancing by bytes (Balance, once the replica counts are within the
-// slack): the node with the most bytes gives one replica to a node with
-// fewer when their bytes are more than BytesSlack apart, choosing the
-// group that leaves the two closest, and only when that narrows their
-// gap by at least half the slack and keeps every node's replica count
-// within the slack; when it has no such replica to give (its groups would
-// overshoot or narrow too little), the next fullest node gives instead.
-// Each such move lowers the sum of the squares of the nodes' bytes, so
-// balancing ends; the half-slack step is its hysteresis (groups that
-// grow a little do not start moves back and forth).
+// slack) starts when the nodes' bytes are more than BytesSlack apart, and
+// aims at the window of that width around their mean. A move's gain is
+// the bytes it brings into the window (how far the two nodes' bytes lie
+// outside it, before less after), its cost the bytes it copies (a swap
+// copies both groups); of the moves that gain at least an eighth of the
+// slack it makes the one whose gain less 0.95 times its cost is highest
+// (then the one that leaves the pair closest). So a move from a node above
+// the window to one below gains up to twice its bytes, one that overfills
+// its receiver or takes its giver past the window loses what it spills,
+// and of two moves that spill nothing the larger wins: a node sheds its
+// excess in a few moves that land within the window, rather than evening
+// pairs and moving groups twice. Each move takes fewer bytes from the
+// giver than it held above the receiver, so it lowers the sum of the
+// squares of the nodes' bytes and balancing ends; the gain of an eighth
+// of the slack is its hysteresis (groups that grow a little do not start
+// moves back and forth), and it may stop with the nodes a little more than
+// the slack apart.
 const (
 	// BytesSlackShare is the gap allowed between two nodes' bytes, as a
 	// share of the mean bytes per node.
@@ -500,10 +588,11 @@ func (p Plan) replace(g uint64, from, to string) {
 	p[i].Replicas[slices.Index(p[i].Replicas, from)] = to
 }
 
-// bytesMove returns the replica move that evens bytes (see above), ok
-// false when none does. When no single move keeps the replica counts
-// within the slack, it swaps: a larger group of the giver's for a smaller
-// one of the receiver's.
+// bytesMove returns the replica move, or swap, that evens bytes (see
+// above), ok false when none does. A move keeps every node's replica
+// count within the slack of every other's; a swap, a larger group of the
+// giver's for a smaller one, leaves the counts alone (the only way a giver
+// at the fewest replicas sheds bytes).
 func bytesMove(p Plan, nodes []string, l load, slack int) (Move, bool) {
 	var total int64
 	for _, n := range nodes {
@@ -512,7 +601,8 @@ func bytesMove(p Plan, nodes []string, l load, slack int) (Move, bool) {
 	if total == 0 || len(nodes) < 2 {
 		return Move{}, false
 	}
-	bs := BytesSlack(total / int64(len(nodes)))
+	mean := total / int64(len(nodes))
+	bs := BytesSlack(mean)
 	byBytes := slices.Clone(nodes)
 	sort.SliceStable(byBytes, func(i, j int) bool {
 		a, b := byBytes[i], byBytes[j]
@@ -521,91 +611,143 @@ func bytesMove(p Plan, nodes []string, l load, slack int) (Move, bool) {
 		}
 		return a < b
 	})
-	// The groups each node holds, by their place in p: a move's group is
-	// one of the giver's, a swap's other one of the receiver's.
+	last := len(byBytes) - 1
+	if l.bytes[byBytes[last]]-l.bytes[byBytes[0]] <= bs {
+		return Move{}, false
+	}
+	// The groups each node holds, by their place in p; and the groups
+	// not moving by size, for the swaps' back groups.
 	held := map[string][]int{}
+	var bySize []int
 	for i, g := range p {
 		for _, r := range g.Replicas {
 			held[r] = append(held[r], i)
 		}
+		if !g.Moving {
+			bySize = append(bySize, i)
+		}
 	}
+	sort.SliceStable(bySize, func(i, j int) bool { return p[bySize[i]].Bytes < p[bySize[j]].Bytes })
 	movable := func(g Group, from, to string) bool {
 		return !g.Moving && slices.Contains(g.Replicas, from) && !slices.Contains(g.Replicas, to)
 	}
-	last := len(byBytes) - 1
+	// countsFit reports whether a replica moved from node from to node
+	// to keeps every node's replica count within the slack of every
+	// other's (by the nodes at each count).
+	at := map[int]int{}
+	fewest, most := l.replicas[nodes[0]], l.replicas[nodes[0]]
+	for _, n := range nodes {
+		c := l.replicas[n]
+		at[c]++
+		fewest, most = min(fewest, c), max(most, c)
+	}
+	countsFit := func(from, to string) bool {
+		f, t := l.replicas[from], l.replicas[to]
+		lo, hi := min(f-1, t+1), max(f-1, t+1)
+		at[f]--
+		at[t]--
+		for c := fewest; c <= most; c++ {
+			if at[c] > 0 {
+				lo = min(lo, c)
+				break
+			}
+		}
+		for c := most; c >= fewest; c-- {
+			if at[c] > 0 {
+				hi = max(hi, c)
+				break
+			}
+		}
+		at[f]++
+		at[t]++
+		return hi-lo <= max(slack, 1)
+	}
+	lower, upper := mean-bs/2, mean+bs/2
+	// outside is how far b bytes lie outside the window [lower, upper].
+	outside := func(b int64) int64 { return max(0, lower-b, b-upper) }
+	minGain := int64(float64(bs) * minGainShare)
+	type cand struct {
+		mv         Move
+		gain, cost int64 // bytes brought into the window; bytes copied
+		apart      int64 // the pair's gap after the move
+	}
+	var best *cand
+	better := func(a, b cand) bool {
+		if x, y := float64(a.gain)-byteCostWeight*float64(a.cost), float64(b.gain)-byteCostWeight*float64(b.cost); x != y {
+			return x > y
+		}
+		return a.apart < b.apart
+	}
+	// consider weighs moving net bytes from hi to lo at a copy of cost.
+	consider := func(hi, lo string, net, cost int64, mv Move) {
+		d := l.bytes[hi] - l.bytes[lo]
+		if net <= 0 || net >= d {
+			return // the sum of the squares would not fall
+		}
+		gain := outside(l.bytes[hi]) + outside(l.bytes[lo]) - outside(l.bytes[hi]-net) - outside(l.bytes[lo]+net)
+		k := cand{mv: mv, gain: gain, cost: cost, apart: abs(d - 2*net)}
+		if gain >= minGain && (best == nil || better(k, *best)) {
+			best = &k
+		}
+	}
 	for h := last; h > 0 && last-h < maxBytesGivers; h-- {
 		hi := byBytes[h]
 		if l.bytes[hi]-l.bytes[byBytes[0]] <= bs {
 			break // sorted: every later giver is closer still
 		}
-		for k, lo := range byBytes[:h] {
-			if k == maxBytesReceivers {
-				break
+		for _, lo := range byBytes[:h] {
+			if !countsFit(hi, lo) {
+				continue
 			}
-			d := l.bytes[hi] - l.bytes[lo]
-			if d <= bs {
-				break // sorted: every later node is closer still
-			}
-			pick, back, best := -1, -1, d-bs/2
-			if countsFit(l, nodes, hi, lo, slack) {
-				for _, i := range held[hi] {
-					g := p[i]
-					if g.Bytes <= 0 || !movable(g, hi, lo) {
-						continue
-					}
-					if gap := abs(d - 2*g.Bytes); gap <= best && (pick < 0 || gap < best) {
-						pick, best = i, gap
-					}
+			for _, i := range held[hi] {
+				if g := p[i]; movable(g, hi, lo) {
+					consider(hi, lo, g.Bytes, g.Bytes, Move{Group: g.ID, From: hi, To: lo})
 				}
-			} else {
-				for _, i := range held[hi] {
-					a := p[i]
-					if !movable(a, hi, lo) {
-						continue
-					}
-					for _, j := range held[lo] {
-						b := p[j]
-						if i == j || b.Bytes >= a.Bytes || !movable(b, lo, hi) {
-							continue
-						}
-						if gap := abs(d - 2*(a.Bytes-b.Bytes)); gap <= best && (pick < 0 || gap < best) {
-							pick, back, best = i, j, gap
-						}
+			}
+		}
+		for _, i := range held[hi] {
+			a := p[i]
+			swap := func(j int, lo string) {
+				if b := p[j]; b.Bytes < a.Bytes && lo != hi && movable(a, hi, lo) && movable(b, lo, hi) {
+					consider(hi, lo, a.Bytes-b.Bytes, a.Bytes+b.Bytes, Move{Group: a.ID, From: hi, To: lo, Back: b.ID})
+				}
+			}
+			for _, lo := range byBytes[:min(h, maxBytesReceivers)] {
+				for _, j := range held[lo] {
+					swap(j, lo)
+				}
+			}
+			back := func(from, to int) {
+				for _, j := range bySize[from:max(from, min(to, len(bySize)))] {
+					for _, lo := range p[j].Replicas {
+						swap(j, lo)
 					}
 				}
 			}
-			switch {
-			case pick >= 0 && back >= 0:
-				return Move{Group: p[pick].ID, From: hi, To: lo, Back: p[back].ID}, true
-			case pick >= 0:
-				return Move{Group: p[pick].ID, From: hi, To: lo}, true
-			}
+			near, _ := slices.BinarySearchFunc(bySize, a.Bytes-(l.bytes[hi]-mean), func(j int, b int64) int { return cmp.Compare(p[j].Bytes, b) })
+			back(0, maxBackGroups)
+			back(min(len(bySize), max(maxBackGroups, near-maxNearGroups)), near+maxNearGroups)
 		}
 	}
-	return Move{}, false
-}
-
-// maxBytesGivers and maxBytesReceivers bound the nodes bytesMove tries
-// as the giver, most bytes first, and for each the receiver, fewest bytes
-// first.
-const maxBytesGivers, maxBytesReceivers = 8, 8
-
-// countsFit reports whether moving a replica from node from to node to
-// keeps every node's replica count within slack of every other's.
-func countsFit(l load, nodes []string, from, to string, slack int) bool {
-	lo, hi := int(^uint(0)>>1), 0
-	for _, n := range nodes {
-		c := l.replicas[n]
-		switch n {
-		case from:
-			c--
-		case to:
-			c++
-		}
-		lo, hi = min(lo, c), max(hi, c)
+	if best == nil {
+		return Move{}, false
 	}
-	return hi-lo <= max(slack, 1)
+	return best.mv, true
 }
+
+const (
+	// minGainShare is the share of the bytes slack a move must bring into
+	// the window.
+	minGainShare = 1.0 / 8
+	// byteCostWeight weighs a move's copied bytes against its gain: under
+	// one, so that of two moves that spill nothing the larger wins.
+	byteCostWeight = 0.95
+	// bytesMove tries maxBytesGivers givers, most bytes first; for each,
+	// swaps with the groups of the maxBytesReceivers nodes with the fewest
+	// bytes, the maxBackGroups smallest groups, and the 2*maxNearGroups
+	// groups nearest the size that leaves the giver at the mean.
+	maxBytesGivers, maxBytesReceivers, maxBackGroups, maxNearGroups = 8, 8, 32, 8
+)
 
 func abs(v int64) int64 {
 	if v < 0 {

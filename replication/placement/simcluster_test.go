@@ -426,6 +426,13 @@ func (s *simCluster) pass() bool {
 		}
 	}
 	if len(leave) > 0 && len(p) > 0 {
+		// As plan: with the sizes the meta leader learnt (a new group's
+		// is 0).
+		for i := range p {
+			if i < len(s.sizes) {
+				p[i].Bytes = s.sizes[i]
+			}
+		}
 		q, moved, err := Evacuate(p, nodes, leave, s.cfg.RF)
 		if err != nil {
 			s.violate("evacuate %v: %v", leave, err)
@@ -444,6 +451,9 @@ func (s *simCluster) pass() bool {
 	}
 	if len(why) == 0 {
 		return s.balance(out)
+	}
+	for i := range p {
+		p[i].Bytes = 0
 	}
 	s.nodes = nodes
 	s.propose(p, strings.Join(why, ", "))
