@@ -30,7 +30,7 @@ const adminTimeout = 5 * time.Second
 // node when none leads.
 func (m moves) call(ctx context.Context, f func(*client.Client) error) error {
 	var nd *e2e.Node
-	if l, ok := (procs{m.c}).Leader(ctx); ok {
+	if l, ok := procs(m).Leader(ctx); ok {
 		nd = m.c.Nodes[l]
 	} else if i := slices.IndexFunc(m.c.Nodes, func(nd *e2e.Node) bool { return nd.Cmd != nil }); i >= 0 {
 		nd = m.c.Nodes[i]
