@@ -62,7 +62,11 @@ func (c *shareCoordinator) config(group string) shareConfig {
 	return c.configs[group]
 }
 
-// lockFor is the acquisition lock of a group's deliveries.
+// lockFor is the acquisition lock this node knows for a group: its
+// setting here, else the node's default. Deliveries are leased for their
+// queue group's lease, where a setting is written and which a queue group
+// a heartbeat creates gets from this; an answer without records names
+// this.
 func (c *shareCoordinator) lockFor(group string) time.Duration {
 	if l := c.config(group).lock; l > 0 {
 		return l
@@ -141,7 +145,7 @@ func (s *Server) alterShareGroupConfig(ctx context.Context, r kmsg.IncrementalAl
 				q.MaxDeliveries = cmp.Or(cfg.maxDeliveries, queue.DefaultMaxDeliveries)
 			}
 			if touched[shareLockDurationMs] {
-				q.Lease = cmp.Or(cfg.lock, queue.DefaultLease)
+				q.Lease = cmp.Or(cfg.lock, s.share.opts.lockDuration)
 			}
 		})
 		if err != nil && !errors.Is(err, queue.ErrGroupNotFound) {

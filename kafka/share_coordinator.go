@@ -367,7 +367,7 @@ func (c *shareCoordinator) ensureQueueGroups(ctx context.Context, group string, 
 		}
 		cfg := c.config(group)
 		_, err := c.s.b.CreateQueueGroup(ctx, backend.QueueCreate{Topic: t, Group: group, FromEnd: !cfg.earliest,
-			Config: queue.Config{Lease: cfg.lock, MaxDeliveries: cfg.maxDeliveries}})
+			Config: queue.Config{Lease: c.lockFor(group), MaxDeliveries: cfg.maxDeliveries}})
 		if err != nil && !errors.Is(err, queue.ErrGroupExists) {
 			return fmt.Errorf("create queue group %s on %s: %w", group, t, err)
 		}
