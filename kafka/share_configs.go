@@ -47,7 +47,11 @@ func (c *shareCoordinator) config(group string) backend.ShareGroupConfig {
 	return c.s.b.ShareGroupConfig(group)
 }
 
-// lockFor is the acquisition lock of a group's deliveries.
+// lockFor is the acquisition lock this node knows for a group: its
+// setting here, else the node's default. Deliveries are leased for their
+// queue group's lease, where a setting is written and which a queue group
+// a heartbeat creates gets from this; an answer without records names
+// this.
 func (c *shareCoordinator) lockFor(group string) time.Duration {
 	return cmp.Or(c.config(group).RecordLockDuration, c.opts.lockDuration)
 }
@@ -114,7 +118,7 @@ func (s *Server) alterShareGroupConfig(ctx context.Context, rc *reqCtx, r kmsg.I
 				q.MaxDeliveries = cmp.Or(cfg.DeliveryCountLimit, queue.DefaultMaxDeliveries)
 			}
 			if lock {
-				q.Lease = cmp.Or(cfg.RecordLockDuration, queue.DefaultLease)
+				q.Lease = cmp.Or(cfg.RecordLockDuration, s.share.opts.lockDuration)
 			}
 		})
 		if err != nil && !errors.Is(err, queue.ErrGroupNotFound) {

@@ -364,7 +364,7 @@ func (c *shareCoordinator) ensureQueueGroups(ctx context.Context, group string, 
 		}
 		cfg := c.config(group)
 		_, err := c.s.b.CreateQueueGroup(ctx, backend.QueueCreate{Topic: t, Group: group, FromEnd: cfg.AutoOffsetReset != "earliest",
-			Config: queue.Config{Lease: cfg.RecordLockDuration, MaxDeliveries: cfg.DeliveryCountLimit}})
+			Config: queue.Config{Lease: c.lockFor(group), MaxDeliveries: cfg.DeliveryCountLimit}})
 		if err != nil && !errors.Is(err, queue.ErrGroupExists) {
 			return fmt.Errorf("create queue group %s on %s: %w", group, t, err)
 		}

@@ -91,8 +91,15 @@ func (s *Server) shareFetch(ctx context.Context, rc *reqCtx, req *kmsg.ShareFetc
 	if step == sessionClose {
 		s.share.giveBack(groupName, s.share.closeSession(rc.c, groupName, member), "released: share session closed")
 	} else if !renew {
-		throttle := s.shareClaim(ctx, rc, req, groupName, member, parts, answer)
+		throttle, until := s.shareClaim(ctx, rc, req, groupName, member, parts, answer)
 		resp.ThrottleMillis = throttle
+		if until > 0 {
+			// What is left of the soonest lock: a client's deadline,
+			// its receipt of the answer plus this, is then the lease's
+			// own, whatever lease the queue group has.
+			left := max(time.Duration(until-time.Now().UnixNano()), 0)
+			resp.AcquisitionLockTimeoutMillis = int32(min(left.Milliseconds(), math.MaxInt32))
+		}
 	}
 	byTopic(s, topics, out, func(p sharePart, rp *kmsg.ShareFetchResponseTopicPartition, first bool, id [16]byte) {
 		if first {
@@ -167,9 +174,12 @@ func (s *Server) shareTopics(rc *reqCtx, reqTopics []kmsg.ShareFetchRequestTopic
 
 // shareClaim claims records of parts for a member and puts them in the
 // answer; it returns the throttle of an answer the budget had no room
-// for. With several topics, each topic's claim may wait its share of
-// MaxWait, in turn.
-func (s *Server) shareClaim(ctx context.Context, rc *reqCtx, req *kmsg.ShareFetchRequest, groupName, member string, parts []sharePart, answer func(sharePart) *kmsg.ShareFetchResponseTopicPartition) int32 {
+// for, and the soonest lease deadline of the records answered (Unix ns, 0
+// for none). The records are leased for their queue group's lease, which
+// is replicated: share.record.lock.duration.ms is written there, so a new
+// leader keeps the lock its predecessor was told. With several topics,
+// each topic's claim may wait its share of MaxWait, in turn.
+func (s *Server) shareClaim(ctx context.Context, rc *reqCtx, req *kmsg.ShareFetchRequest, groupName, member string, parts []sharePart, answer func(sharePart) *kmsg.ShareFetchResponseTopicPartition) (throttle int32, until int64) {
 	var topics []string
 	for _, p := range parts {
 		if !slices.Contains(topics, p.topic) {
@@ -177,7 +187,7 @@ func (s *Server) shareClaim(ctx context.Context, rc *reqCtx, req *kmsg.ShareFetc
 		}
 	}
 	if len(topics) == 0 {
-		return 0
+		return 0, 0
 	}
 	slices.Sort(topics)
 	maxRecords := int(req.MaxRecords)
@@ -212,11 +222,11 @@ func (s *Server) shareClaim(ctx context.Context, rc *reqCtx, req *kmsg.ShareFetc
 		}
 		res, err := s.claimOut(ctx, backend.QueueClaim{
 			Topic: t, Group: groupName, Max: int32(maxRecords - got), MaxBytes: int32(min(maxBytes-used, math.MaxInt32)),
-			Lease: s.share.lockFor(groupName), Worker: shareWorker(member),
+			Worker: shareWorker(member),
 		}, parts, w, admit)
 		switch {
 		case errors.Is(err, errNoRoom):
-			return int32(min(s.answerWait.Milliseconds(), math.MaxInt32))
+			return int32(min(s.answerWait.Milliseconds(), math.MaxInt32)), 0
 		case err != nil:
 			code := groupCode(err)
 			for _, p := range parts {
@@ -229,6 +239,11 @@ func (s *Server) shareClaim(ctx context.Context, rc *reqCtx, req *kmsg.ShareFetc
 		}
 		s.share.giveBack(groupName, s.share.hold(rc.c, groupName, member, t, res.Records), "released: claimed for a partition outside the share session")
 		n := s.putRecords(t, res.Records, parts, answer)
+		for _, r := range res.Records {
+			if slices.Contains(parts, sharePart{t, r.Partition}) && (until == 0 || r.LeaseUntil < until) {
+				until = r.LeaseUntil
+			}
+		}
 		used += n
 		got += len(res.Records)
 	}
@@ -240,7 +255,7 @@ func (s *Server) shareClaim(ctx context.Context, rc *reqCtx, req *kmsg.ShareFetc
 		c.Trim(keep)
 		left -= keep
 	}
-	return 0
+	return 0, until
 }
 
 // claimOutSlack bounds how long a claim may take past its wait.

@@ -281,7 +281,7 @@ func (c *shareCoordinator) checkAcksLocked(g *shareGroup, member string, pa part
 // queue group: ACCEPT acks, RELEASE nacks with no delay (offered again at
 // once, as Kafka releases), REJECT nacks permanently (the dead-letter
 // topic, reason "rejected"), RENEW extends the lease by the lock
-// duration.
+// duration, the queue group's lease (replicated, as shareClaim leases).
 func (c *shareCoordinator) apply(ctx context.Context, groupName, topic string, kind int8, ops []pendingOp) (backend.QueueTokensResult, error) {
 	var out backend.QueueTokensResult
 	for len(ops) > 0 {
@@ -309,7 +309,7 @@ func (c *shareCoordinator) apply(ctx context.Context, groupName, topic string, k
 			}
 			res, err = c.s.b.QueueNack(ctx, backend.QueueNack{Topic: topic, Group: groupName, Nacks: nacks})
 		case ackRenew:
-			res, err = c.s.b.QueueExtend(ctx, backend.QueueExtend{Topic: topic, Group: groupName, Lease: c.lockFor(groupName), Tokens: tokens})
+			res, err = c.s.b.QueueExtend(ctx, backend.QueueExtend{Topic: topic, Group: groupName, Tokens: tokens})
 		}
 		if err != nil {
 			return out, fmt.Errorf("share acknowledgement on %s: %w", topic, err)

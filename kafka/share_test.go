@@ -140,6 +140,11 @@ func shareSetup(t *testing.T, tn *testNode, topic, groupID string, values int, c
 	tn.createTopic(topic, 1, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
+	if cfg.Lease == 0 {
+		// The lease a share heartbeat would give the queue group: the
+		// node's lock, which share deliveries then get.
+		cfg.Lease = tn.srv.share.opts.lockDuration
+	}
 	if _, err := tn.backend.CreateQueueGroup(ctx, backend.QueueCreate{Topic: topic, Group: groupID, Config: cfg}); err != nil {
 		t.Fatal(err)
 	}
@@ -604,5 +609,44 @@ func TestShareTopicCreatedLater(t *testing.T) {
 	fetch := c.shareFetch(1, tn, "g", "m", 0, "later", true, 0)
 	if codes, _ := shareCodes(fetch); fetch.ErrorCode != 0 || codes[0] != 0 {
 		t.Fatalf("fetch: code %d, partition codes %v", fetch.ErrorCode, codes)
+	}
+}
+
+// TestShareLockAfterLeaderChange: a group's share.record.lock.duration.ms
+// holds whatever the node's default lock: deliveries are leased for the
+// queue group's lease, where the setting is written (and the setting is
+// replicated state, so a new leader reads it too), and the answer's lock
+// is what is left of it.
+func TestShareLockAfterLeaderChange(t *testing.T) {
+	tn := startNode(t, withShare(time.Minute, time.Hour, 10))
+	shareSetup(t, tn, "lc", "g", 2, queue.Config{})
+	c := dial(t, tn.addr)
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "g"
+	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	cfg.Name, cfg.Op, cfg.Value = "share.record.lock.duration.ms", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("5000")
+	rr.Configs = append(rr.Configs, cfg)
+	req.Resources = append(req.Resources, rr)
+	if r := c.do(req).(*kmsg.IncrementalAlterConfigsResponse); r.Resources[0].ErrorCode != 0 {
+		t.Fatalf("alter group configs: code %d", r.Resources[0].ErrorCode)
+	}
+	c.join("g", "m", "lc")
+	before := time.Now()
+	resp := c.shareFetch(1, tn, "g", "m", 0, "lc", true, 0)
+	if got := acquired(resp)[0]; len(got) != 2 {
+		t.Fatalf("acquired %v, want both records", got)
+	}
+	if ms := resp.AcquisitionLockTimeoutMillis; ms <= 0 || ms > 5000 {
+		t.Errorf("AcquisitionLockTimeoutMillis %d, want at most the group's 5000", ms)
+	}
+	recs, _, err := tn.backend.QueueInFlight("lc", "g", time.Now().UnixNano(), 0)
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("in flight: %v, %v", recs, err)
+	}
+	for _, r := range recs {
+		if until := time.Unix(0, r.LeaseUntil); until.After(time.Now().Add(5 * time.Second)) {
+			t.Errorf("offset %d leased until %v, %v after the fetch began: want the group's 5 s", r.Offset, until, until.Sub(before))
+		}
 	}
 }

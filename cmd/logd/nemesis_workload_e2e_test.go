@@ -805,15 +805,22 @@ func (w *workload) drainQueue(ctx context.Context) {
 }
 
 // finalQueue records, from node nd, the final state of every record of
-// the queue's partitions: dead-lettered (with how many dead letters name
-// it), acked (below the done offset, and no dead letter), or unfinished.
+// the queue's partitions (recordQueueFinal).
 func (w *workload) finalQueue(ctx context.Context, nd *e2e.Node) {
-	t := w.t
-	start := w.rec.Now()
-	dt, err := nd.RPC.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: qTopic + "." + qGroup + ".dlq"}))
+	recordQueueFinal(ctx, w.t, w.rec, nd, qTopic, qGroup)
+}
+
+// recordQueueFinal records in rec, from node nd, the final state of every
+// record of queue group group on topic: dead-lettered (with how many
+// dead letters name it), acked (below the done offset, and no dead
+// letter), or unfinished.
+func recordQueueFinal(ctx context.Context, t *testing.T, rec *histcheck.Recorder, nd *e2e.Node, topic, group string) {
+	start := rec.Now()
+	dlq := topic + "." + group + ".dlq"
+	dt, err := nd.RPC.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: dlq}))
 	dead := map[[2]int64]int{}
 	if err == nil {
-		for part, recs := range nd.ReadAll(ctx, qTopic+"."+qGroup+".dlq", int32(len(dt.Msg.Partitions))) {
+		for part, recs := range nd.ReadAll(ctx, dlq, int32(len(dt.Msg.Partitions))) {
 			for _, r := range recs {
 				d, ok := client.ParseDeadLetter(client.FetchedRecord{Partition: part, Offset: r.Offset, Key: r.Key, Value: r.Value, Headers: fetchedHeaders(r)})
 				if !ok {
@@ -824,16 +831,16 @@ func (w *workload) finalQueue(ctx context.Context, nd *e2e.Node) {
 			}
 		}
 	}
-	d, err := nd.RPC.DescribeQueueGroup(ctx, connect.NewRequest(&logdv1.DescribeQueueGroupRequest{Topic: qTopic, Group: qGroup}))
+	d, err := nd.RPC.DescribeQueueGroup(ctx, connect.NewRequest(&logdv1.DescribeQueueGroupRequest{Topic: topic, Group: group}))
 	if err != nil {
 		t.Fatalf("%s: describe queue group: %v", nd.ID, err)
 	}
-	ret := w.rec.Now()
+	ret := rec.Now()
 	for _, p := range d.Msg.Partitions {
 		for off := int64(0); off < p.EndOffset; off++ {
 			k := [2]int64{int64(p.Partition), off}
 			op := histcheck.Op{Kind: histcheck.QueueFinal, Client: -1, Node: nd.ID, Call: start, Return: ret, Outcome: histcheck.OK,
-				Group: qGroup, Topic: qTopic, Partition: p.Partition, Offset: off, DeadLetters: dead[k]}
+				Group: group, Topic: topic, Partition: p.Partition, Offset: off, DeadLetters: dead[k]}
 			switch {
 			case dead[k] > 0:
 				op.State = histcheck.DeadLettered
@@ -842,7 +849,7 @@ func (w *workload) finalQueue(ctx context.Context, nd *e2e.Node) {
 			default:
 				op.State = histcheck.Unfinished
 			}
-			w.rec.Add(op)
+			rec.Add(op)
 		}
 	}
 }

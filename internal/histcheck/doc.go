@@ -77,7 +77,9 @@
 //     succeeds.
 //   - CheckQueues: no two live leases on a record; no stale token
 //     accepted; every record ends acked once or dead-lettered once;
-//     delivery counts never go back.
+//     delivery counts never go back. A Revocable delivery (a Kafka share
+//     consumer's acquisition, which the server may release unasked)
+//     counts as held only until its last ok ack, nack or extend began.
 //   - CheckMembership: a removed node acknowledges nothing.
 //
 // # Saving and re-checking

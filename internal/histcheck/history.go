@@ -209,6 +209,13 @@ type Delivery struct {
 	// Deadline is the lease deadline in history time (convert the server's
 	// wall-clock deadline with Recorder.At).
 	Deadline int64 `json:"deadline"`
+	// Revocable marks a lease the server may end before its deadline
+	// without any call naming its token, so the client cannot know when
+	// it ended: a Kafka share consumer's acquisition lock, released when
+	// the connection of its share session closes, its member rejoins a
+	// new leader, or its session times out. Such a lease is certainly
+	// held only until the last ok ack, nack or extend of it began.
+	Revocable bool `json:"revocable,omitempty"`
 }
 
 // open reports whether op may have taken effect without the client

@@ -51,16 +51,27 @@ func (l *lease) deadlineBefore(before int64, skip *Op) (deadline int64, ok bool)
 
 // live is the span in which the lease is certainly held: from its claim's
 // return until its deadline (as ok extends moved it) or the first ack or
-// nack that may have ended it, less the clock slack.
+// nack that may have ended it, less the clock slack. A revocable lease
+// may have ended at any time without a call: it was certainly held only
+// until the last ok call naming its token began (the call found it held
+// when it applied, no earlier than it began).
 func (l *lease) live(slack int64) (from, to int64) {
 	to = l.d.Deadline
+	held := l.claim.Return
 	for _, e := range l.extends {
 		if e.Outcome == OK {
 			to = max(to, e.Deadline)
+			held = max(held, e.Call)
 		}
 	}
 	for _, e := range l.ends {
 		to = min(to, e.Call)
+		if e.Outcome == OK {
+			held = max(held, e.Call)
+		}
+	}
+	if l.d.Revocable {
+		to = min(to, held)
 	}
 	return l.claim.Return, to - slack
 }
@@ -70,7 +81,8 @@ func (l *lease) live(slack int64) (from, to int64) {
 //
 //   - a record is never under two live leases at once: the spans in which
 //     two deliveries of it were certainly held (from the claim's return to
-//     the lease deadline, or an earlier ack or nack's call) never overlap,
+//     the lease deadline, or an earlier ack or nack's call; for a
+//     revocable delivery, to the last ok call naming it) never overlap,
 //     by more than Options.ClockSlack;
 //   - no ack, nack or extend with a stale token succeeds: not after a
 //     later delivery of the record was handed out, not after the lease

@@ -22,6 +22,11 @@ func tokenOp(kind Kind, client int, call, ret int64, outcome Outcome, offset int
 	})
 }
 
+func revocable(d Delivery) Delivery {
+	d.Revocable = true
+	return d
+}
+
 func finalOp(offset int64, state State, dlq int) Op {
 	return op(QueueFinal, 0, 1000, 1001, OK, func(o *Op) { o.Group, o.Offset, o.State, o.DeadLetters = "q", offset, state, dlq })
 }
@@ -158,6 +163,56 @@ func TestQueues(t *testing.T) {
 				"acked and dead-lettered: q t/0@3",
 				"no final state: q t/0@4 was delivered",
 			},
+		},
+		{
+			name: "a revocable lease released unasked: the record is handed out again before its deadline",
+			ops: numbered(
+				claimOp(1, 0, 10, revocable(delivery(0, "a1", 1, 100))),
+				claimOp(2, 30, 40, revocable(delivery(0, "a2", 2, 200))),
+				tokenOp(Ack, 1, 50, 60, Failed, 0, "a1", nil),
+				tokenOp(Ack, 2, 50, 60, OK, 0, "a2", nil),
+				finalOp(0, Acked, 0),
+			),
+		},
+		{
+			name: "a revocable lease is held up to its last ok call",
+			ops: numbered(
+				claimOp(1, 0, 10, revocable(delivery(0, "a1", 1, 100))),
+				claimOp(2, 30, 40, delivery(0, "a2", 2, 200)),
+				tokenOp(Extend, 1, 45, 50, OK, 0, "a1", func(o *Op) { o.Deadline = 150 }),
+			),
+			want: []string{"two live leases: q t/0@0: delivery 1 (token a1, held [10, 45)", "delivery 2 (token a2, held [40, 200)"},
+		},
+		{
+			name: "a revocable lease acked after another delivery was handed out",
+			ops: numbered(
+				claimOp(1, 0, 10, revocable(delivery(0, "a1", 1, 100))),
+				claimOp(2, 30, 40, revocable(delivery(0, "a2", 2, 200))),
+				tokenOp(Ack, 1, 50, 60, OK, 0, "a1", nil),
+				tokenOp(Ack, 2, 50, 60, Unknown, 0, "a2", nil),
+				finalOp(0, Acked, 0),
+			),
+			want: []string{"stale token accepted: q t/0@0: #2 c1 ack@n1 q t/0@0 token a1 [50, 60] succeeded after delivery 2 was handed out by #1"},
+		},
+		{
+			name: "a revocable lease acked after its deadline",
+			ops: numbered(
+				claimOp(1, 0, 10, revocable(delivery(0, "a1", 1, 100))),
+				tokenOp(Ack, 1, 120, 130, OK, 0, "a1", nil),
+				finalOp(0, Acked, 0),
+			),
+			want: []string{"token a1 [120, 130] succeeded after the lease expired at 100"},
+		},
+		{
+			name: "revocable leases of two members both acked",
+			ops: numbered(
+				claimOp(1, 0, 10, revocable(delivery(0, "m1/d1", 1, 100))),
+				claimOp(2, 5, 15, revocable(delivery(0, "m2/d1", 1, 100))),
+				tokenOp(Ack, 1, 20, 30, OK, 0, "m1/d1", nil),
+				tokenOp(Ack, 2, 25, 35, OK, 0, "m2/d1", nil),
+				finalOp(0, Acked, 0),
+			),
+			want: []string{"two live leases: q t/0@0", "acked twice: q t/0@0"},
 		},
 		{
 			name: "delivery count went back",
