@@ -117,7 +117,7 @@ func TestClusterDataGroups(t *testing.T) {
 // TestClusterDataGroupsKillAndCatchUp: three processes with data groups,
 // producers writing a 12-partition topic through two nodes; the third is
 // killed with SIGKILL, the groups go on writing past their trailing logs
-// (snapshots every 64 entries, 32 kept), and the third comes back and
+// (snapshots every 32 entries, 16 kept), and the third comes back and
 // catches up each group by installing its snapshot and fetching segment
 // bytes from a peer. Every acknowledged record is then on every node, at
 // the same offset, once.
@@ -125,7 +125,7 @@ func TestClusterDataGroupsKillAndCatchUp(t *testing.T) {
 	e2e.ParallelShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c := e2e.NewCluster(t, 3, "--data-groups-per-node", "2", "--snapshot-threshold", "64", "--snapshot-interval", "200ms", "--raft-trailing-logs", "32")
+	c := e2e.NewCluster(t, 3, "--data-groups-per-node", "2", "--snapshot-threshold", "32", "--snapshot-interval", "200ms", "--raft-trailing-logs", "16")
 	e2e.WaitFor(t, ctx, "six data groups led", func() bool {
 		st, err := clusterStatus(t, c.Nodes[0])
 		if err != nil || len(st.DataGroups) != 6 {
@@ -150,7 +150,9 @@ func TestClusterDataGroupsKillAndCatchUp(t *testing.T) {
 	ps.WaitAcks(t, ctx, "acks before the kill", 400)
 	victim := c.Nodes[2]
 	victim.Kill()
-	ps.WaitAcks(t, ctx, "acks with n3 down", 3000)
+	// Past each group's trailing logs and snapshot threshold (six
+	// groups, four records a call).
+	ps.WaitAcks(t, ctx, "acks with n3 down", 1500)
 	victim.Launch(c.Nodes[0].Listen)
 	ps.WaitAcks(t, ctx, "acks with n3 back", 400)
 	close(stop)

@@ -129,9 +129,9 @@ func FaultLong() bool { return os.Getenv("LOGD_FAULT_LONG") == "1" }
 // parallelShort is how many ParallelShort tests run at once in the
 // default run, whatever the number of CPUs (go test's -parallel defaults
 // to GOMAXPROCS, two here): they wait on processes, timers and
-// schedules, so on two cores three at a time overlap their waits. An
+// schedules, so on two cores four at a time overlap their waits. An
 // explicit -test.parallel wins.
-const parallelShort = 3
+const parallelShort = 4
 
 // shortParallel sets -test.parallel to parallelShort for the default run
 // when the command line does not set it.
