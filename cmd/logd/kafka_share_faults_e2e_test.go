@@ -726,7 +726,7 @@ func disambiguateShareAcks(ops []histcheck.Op, clients map[int]bool) []histcheck
 	type acq struct {
 		token       string
 		count       int
-		call, ret   int64
+		call        int64
 		claimReturn int64
 	}
 	byRec := map[rk][]acq{}
