@@ -17,7 +17,7 @@ import (
 const (
 	DefaultBatchRecords  = 500
 	DefaultBatchBytes    = 1 << 20
-	DefaultLinger        = 5 * time.Millisecond // beside batches in flight only: see ProducerOptions.Linger
+	DefaultLinger        = time.Millisecond // beside batches in flight only: see ProducerOptions.Linger
 	DefaultBufferRecords = 10000
 	DefaultMaxInFlight   = 5
 )
@@ -53,7 +53,7 @@ type ProducerOptions struct {
 	// once, so a lone record is never held back; under load the records
 	// that arrive while batches are in flight gather for up to Linger, or
 	// until the window empties, so a busy producer still fills batches.
-	// Default: DefaultLinger (5 ms, chosen by measurement:
+	// Default: DefaultLinger (1 ms, chosen by measurement:
 	// docs/performance.md, "The batching producer"); a negative Linger is
 	// none: a batch goes beside the others as soon as there is room,
 	// which makes more and smaller calls.

@@ -15,8 +15,9 @@ import (
 // to the last one sent, at most ProducerOptions.MaxInFlight. Numbered
 // batches (the producer's id, an epoch and the partition's sequence)
 // go while the window has room; the server writes each only after the
-// one before it (backend's producer state, the Kafka idempotent
-// producer's rules), so an out-of-order refusal means an earlier batch
+// one before it (the Kafka idempotent producer's rules:
+// docs/architecture.md, "Producers over the API"), so an out-of-order
+// refusal means an earlier batch
 // was not written yet, or will not be. The sender then waits until
 // every call of the window has returned and sends the refused batches
 // again, one at a time and in order; a repeat of a batch an earlier
@@ -49,9 +50,10 @@ type flight struct {
 	// ambiguous: an attempt's outcome was unknown, so it may be written.
 	ambiguous bool
 	// The call's answer, set by its goroutine before it hands the flight
-	// back on partQueue.answered; delivered when that goroutine gave the
-	// records their results already (a success: without waiting for the
-	// sender, which only keeps the books).
+	// back on partQueue.answered; delivered when that goroutine gives the
+	// records their results itself (a success: without waiting for the
+	// sender, which only keeps the books). After the hand-off the sender
+	// writes none of the flight's fields but state.
 	res       []Result
 	checked   bool
 	err       error
@@ -257,12 +259,14 @@ func (p *Producer) launch(q *partQueue, s *pipe, f *flight) {
 		defer p.wg.Done()
 		// Close does not interrupt a batch: it is bounded by the client's
 		// timeouts and retry policy.
-		f.res, f.checked, f.err = p.c.produce(context.Background(), p.opts.Topic, recs, seq)
-		if f.err == nil {
-			p.deliver(q, f, nil)
-			f.delivered = true
-		}
+		res, checked, err := p.c.produce(context.Background(), p.opts.Topic, recs, seq)
+		f.res, f.checked, f.err, f.delivered = res, checked, err, err == nil
 		q.answered <- f
+		if err == nil {
+			// After the hand-off, which readies the sender: the goroutine
+			// waiting for a record, readied last, runs first.
+			p.deliver(q, f, nil)
+		}
 	}()
 }
 

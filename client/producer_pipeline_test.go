@@ -386,3 +386,26 @@ func TestProducerPipelineFallbacks(t *testing.T) {
 		})
 	}
 }
+
+// TestProducerPipelineIdempotencyKeys: records with idempotency keys go in
+// batches of their own, unnumbered and alone (a call cannot carry both),
+// between the numbered ones, and the partition keeps the order sent.
+func TestProducerPipelineIdempotencyKeys(t *testing.T) {
+	ft := newFaultTransport(nil)
+	c, _ := newTestClient(t, client.Options{HTTPClient: &http.Client{Transport: ft}})
+	mustCreate(t, c, "t", 1)
+	p := newProducer(t, c, client.ProducerOptions{Topic: "t", BatchRecords: 2})
+	sent := make([]sentRecord, 30)
+	for i := range sent {
+		r := client.Record{Value: fmt.Appendf(nil, "v%04d", i)}
+		if i%5 == 4 || i%5 == 3 && i > 20 {
+			r.IdempotencyKey = fmt.Sprint("key-", i)
+		}
+		sent[i] = sentRecord{value: string(r.Value), ch: send(t, p, r)}
+	}
+	for v, r := range checkLog(t, c, "t", 1, sent) {
+		if r.Err != nil || r.Duplicate {
+			t.Errorf("%s: %+v", v, r)
+		}
+	}
+}

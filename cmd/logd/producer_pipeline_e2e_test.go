@@ -73,7 +73,8 @@ func producerPipelineFault(t *testing.T, fault string, n int) {
 		}
 	}()
 
-	cl, err := client.New(watcher.Listen, client.Options{Retry: client.RetryPolicy{MaxRetryTime: 2 * time.Minute, MaxAttempts: 1000}})
+	// Consistent reads: the watcher may not have applied the topic yet.
+	cl, err := client.New(watcher.Listen, client.Options{ConsistentReads: true, Retry: client.RetryPolicy{MaxRetryTime: 2 * time.Minute, MaxAttempts: 1000}})
 	if err != nil {
 		t.Fatal(err)
 	}
