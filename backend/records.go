@@ -14,6 +14,27 @@ import (
 type ProduceRequest struct {
 	Topic   string
 	Records []ProduceRecord
+	// Producer, if set, makes the call an idempotent producer's: the
+	// records of each partition are one batch carrying the producer's id,
+	// epoch and that partition's first sequence, judged by the
+	// partition's producer state as a Kafka producer's batch is
+	// (docs/kafka.md, "Idempotent producers"). A refused batch fails only
+	// its partition (*PartialAppendError's errors); a batch that repeats
+	// one of the producer's last ones is answered with its original
+	// offsets, marked Duplicate. Every record then names its partition or
+	// has a key, and none has an IdempotencyKey.
+	Producer *ProducerSequence `json:",omitempty"`
+}
+
+// ProducerSequence is an idempotent producer's identity on a produce call.
+type ProducerSequence struct {
+	// ID comes from InitProducerID; Epoch is its epoch or one the
+	// producer raised itself (starting its sequences at 0 again).
+	ID    int64
+	Epoch int16
+	// BaseSequences holds, for each partition the call's records go to
+	// and only those, the sequence of its first record there.
+	BaseSequences map[int32]int32
 }
 
 // ProduceRecord is one record of a produce call. Produce reads it only
@@ -62,6 +83,10 @@ type ProduceResult struct {
 	// the call learns from it, with Results, what its reads through it
 	// must see (read your writes, docs/architecture.md "Read guarantees").
 	Incarnation uint64
+	// ProducerChecked is set when the request's Producer was judged. A
+	// node of an earlier build that answers a call forwarded to it
+	// ignores the Producer and leaves it false.
+	ProducerChecked bool `json:",omitempty"`
 }
 
 // ReadResult is what Read returns: stored bytes and the partition's bounds

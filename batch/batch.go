@@ -18,6 +18,16 @@ const Magic = 2
 // batchLength field counts the bytes after it.
 const lengthPrefix = 12
 
+// SetProducer writes an idempotent producer's id, epoch and first
+// sequence into the whole batch b (as built by [Build]) and computes its
+// CRC again, since those fields are inside it.
+func SetProducer(b []byte, id int64, epoch int16, baseSequence int32) {
+	binary.BigEndian.PutUint64(b[posProducerID:], uint64(id))
+	binary.BigEndian.PutUint16(b[posProducerEpoch:], uint16(epoch))
+	binary.BigEndian.PutUint32(b[posBaseSequence:], uint32(baseSequence))
+	binary.BigEndian.PutUint32(b[posCRC:], crc32.Checksum(b[crcStart:], castagnoli))
+}
+
 // crcStart is the first byte covered by the CRC.
 const crcStart = 21
 

@@ -59,6 +59,16 @@ var (
 	ErrIdempotencyConflict = errors.New("logd: idempotency conflict")
 	// ErrStorage: the server hit a storage error.
 	ErrStorage = errors.New("logd: storage error")
+	// ErrOutOfOrderSequence: a produce with a producer identity (the
+	// Producer's, when it pipelines) whose batch does not follow the
+	// producer's last on its partition: an earlier batch is missing or
+	// not written yet. Nothing of that partition was written; the
+	// Producer sends its batches again in order.
+	ErrOutOfOrderSequence = errors.New("logd: out of order sequence")
+	// ErrInvalidProducerEpoch: a produce with a producer identity whose
+	// epoch is below the one its partition last saw from that producer:
+	// it was fenced, and nothing of that partition was written.
+	ErrInvalidProducerEpoch = errors.New("logd: invalid producer epoch")
 	// ErrOutcomeUnknown: a write failed in a way that leaves open whether
 	// it was applied (a lost reply, a timeout, a node that went away during
 	// the call), and no later attempt settled it.
@@ -335,6 +345,10 @@ func reasonSentinel(r logdv1.Reason) error {
 		return ErrIdempotencyConflict
 	case logdv1.Reason_REASON_STORAGE:
 		return ErrStorage
+	case logdv1.Reason_REASON_OUT_OF_ORDER_SEQUENCE:
+		return ErrOutOfOrderSequence
+	case logdv1.Reason_REASON_INVALID_PRODUCER_EPOCH:
+		return ErrInvalidProducerEpoch
 	case logdv1.Reason_REASON_STALE_GENERATION:
 		return ErrStaleGeneration
 	case logdv1.Reason_REASON_UNKNOWN_MEMBER:
@@ -571,7 +585,9 @@ func writeRetryable(err error) bool {
 // that only says something went wrong (unknown, internal, aborted). An
 // answer proves the outcome otherwise: not leader, overloaded and a
 // request that never completely reached the server (notSent) wrote
-// nothing, the server's refusals
+// nothing, a producer's batch out of sequence or of a fenced epoch was
+// not written (a call of several partitions may have written the others,
+// which the same call sent again answers as duplicates), the server's refusals
 // (bad input, unknown topic, conflict, stale token, storage,
 // unauthenticated, permission denied, a TLS handshake failed, ...) come
 // before anything is proposed, a call whose token source failed was never
@@ -580,6 +596,7 @@ func writeRetryable(err error) bool {
 func mayHaveApplied(err error) bool {
 	switch {
 	case err == nil, writeRetryable(err), errors.Is(err, ErrStorage), errors.Is(err, ErrTokenSource),
+		errors.Is(err, ErrOutOfOrderSequence), errors.Is(err, ErrInvalidProducerEpoch),
 		errors.Is(err, ErrUnauthenticated), errors.Is(err, ErrPermissionDenied), tlsFailed(err):
 		return false
 	case errors.Is(err, ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), connLost(err):

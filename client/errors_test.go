@@ -54,6 +54,16 @@ func TestErrorMapping(t *testing.T) {
 			want:      client.ErrIdempotencyConflict,
 		},
 		{
+			name:      "out of order sequence",
+			serverErr: logdtest.Error(connect.CodeAborted, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_OUT_OF_ORDER_SEQUENCE}, "gap"),
+			want:      client.ErrOutOfOrderSequence,
+		},
+		{
+			name:      "invalid producer epoch",
+			serverErr: logdtest.Error(connect.CodeFailedPrecondition, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_INVALID_PRODUCER_EPOCH}, "fenced"),
+			want:      client.ErrInvalidProducerEpoch,
+		},
+		{
 			name:      "storage",
 			serverErr: logdtest.Error(connect.CodeInternal, &logdv1.ErrorInfo{Reason: logdv1.Reason_REASON_STORAGE}, "disk on fire"),
 			want:      client.ErrStorage,

@@ -67,11 +67,21 @@ type Result struct {
 // retry succeeded) is ErrOutcomeUnknown, even when later attempts failed
 // with errors that say they wrote nothing.
 func (c *Client) Produce(ctx context.Context, topic string, records []Record) ([]Result, error) {
+	out, _, err := c.produce(ctx, topic, records, nil)
+	return out, err
+}
+
+// produce is Produce, with seq as the call's producer identity when it is
+// not nil (the Producer's, ProducerOptions.MaxInFlight): the server then
+// recognises a repeat of the call as a duplicate, so every retryable
+// failure is retried, and checked reports whether it judged the identity
+// (a server of an earlier build ignores it).
+func (c *Client) produce(ctx context.Context, topic string, records []Record, seq *logdv1.ProducerSequence) (out []Result, checked bool, err error) {
 	rc := retryUnwritten
-	if allKeyed(records) {
+	if seq != nil || allKeyed(records) {
 		rc = retryRepeatable
 	}
-	req := &logdv1.ProduceRequest{Topic: topic, Records: make([]*logdv1.Record, len(records))}
+	req := &logdv1.ProduceRequest{Topic: topic, Records: make([]*logdv1.Record, len(records)), Producer: seq}
 	for i, r := range records {
 		pr := &logdv1.Record{
 			Key:            r.Key,
@@ -88,8 +98,7 @@ func (c *Client) Produce(ctx context.Context, topic string, records []Record) ([
 		}
 		req.Records[i] = pr
 	}
-	var out []Result
-	err := c.do(ctx, "Produce", rc, c.opts.Timeout, func(ctx context.Context) error {
+	err = c.do(ctx, "Produce", rc, c.opts.Timeout, func(ctx context.Context) error {
 		resp, err := c.rpc.Produce(ctx, connect.NewRequest(req))
 		if err != nil {
 			return fromRPC(err)
@@ -102,12 +111,31 @@ func (c *Client) Produce(ctx context.Context, topic string, records []Record) ([
 		for i, r := range rs {
 			out[i] = Result{Partition: r.GetPartition(), Offset: r.GetOffset(), Duplicate: r.GetDuplicate()}
 		}
+		checked = resp.Msg.GetProducerChecked()
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("produce to %q: %w", topic, err)
+		return nil, false, fmt.Errorf("produce to %q: %w", topic, err)
 	}
-	return out, nil
+	return out, checked, nil
+}
+
+// initProducerID asks for a producer id for writing topic
+// (InitProducerId). Repeating the call after a lost answer only wastes
+// an id.
+func (c *Client) initProducerID(ctx context.Context, topic string) (id int64, epoch int16, err error) {
+	err = c.do(ctx, "InitProducerId", retryAny, c.opts.Timeout, func(ctx context.Context) error {
+		resp, err := c.rpc.InitProducerId(ctx, connect.NewRequest(&logdv1.InitProducerIdRequest{Topic: topic}))
+		if err != nil {
+			return fromRPC(err)
+		}
+		id, epoch = resp.Msg.GetProducerId(), int16(resp.Msg.GetProducerEpoch())
+		return nil
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("producer id for %q: %w", topic, err)
+	}
+	return id, epoch, nil
 }
 
 // allKeyed reports whether every record carries an idempotency key, which

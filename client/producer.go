@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"connectrpc.com/connect"
 
 	"github.com/logd-dev/logd/partition"
 )
@@ -14,9 +17,17 @@ import (
 const (
 	DefaultBatchRecords  = 500
 	DefaultBatchBytes    = 1 << 20
-	DefaultLinger        = 0 // none: see ProducerOptions.Linger
+	DefaultLinger        = time.Millisecond // beside batches in flight only: see ProducerOptions.Linger
 	DefaultBufferRecords = 10000
+	DefaultMaxInFlight   = 5
 )
+
+// MaxBatchesInFlight is the most batches a Producer keeps in flight per
+// partition: a partition remembers an idempotent producer's last five
+// batches, and a batch sent again is recognised as a duplicate only among
+// them (docs/kafka.md, "Idempotent producers"; Kafka's clients keep the
+// same bound).
+const MaxBatchesInFlight = 5
 
 var (
 	// ErrProducerClosed: Send on a closed Producer.
@@ -37,13 +48,15 @@ type ProducerOptions struct {
 	// this many bytes. Default: DefaultBatchBytes.
 	BatchBytes int
 	// Linger is how long a partition's first pending record waits for
-	// others before its batch is sent anyway. Default: DefaultLinger, no
-	// linger: a partition with no batch in flight sends at once, and the
-	// records that arrive while its batch is in flight wait for it and go
-	// together in the next batch, so a busy producer still fills batches
-	// while a lone record is not held back (docs/performance.md, "The
-	// batching producer"). A linger trades latency for fewer, fuller
-	// calls.
+	// others, while the partition has batches in flight, before its batch
+	// goes beside them anyway. A partition with nothing in flight sends at
+	// once, so a lone record is never held back; under load the records
+	// that arrive while batches are in flight gather for up to Linger, or
+	// until the window empties, so a busy producer still fills batches.
+	// Default: DefaultLinger (1 ms, chosen by measurement:
+	// docs/performance.md, "The batching producer"); a negative Linger is
+	// none: a batch goes beside the others as soon as there is room,
+	// which makes more and smaller calls.
 	Linger time.Duration
 	// BufferRecords bounds the records sent but not yet answered, over all
 	// partitions; the buffer never grows past it. Default:
@@ -52,14 +65,27 @@ type ProducerOptions struct {
 	// FailWhenFull makes Send fail with ErrProducerFull when the buffer is
 	// full; by default Send blocks until there is room or its context ends.
 	FailWhenFull bool
+	// MaxInFlight bounds the batches of a partition sent and not yet all
+	// answered, 1 to MaxBatchesInFlight. Default: DefaultMaxInFlight. Above 1
+	// the producer takes a producer id (InitProducerId) and numbers its
+	// batches per partition, and the server checks the numbers, so
+	// batches are written in order and a batch sent again is not written
+	// twice (see Producer). With 1, or when the server cannot check
+	// (InitProducerId unimplemented, refused, or a server of an earlier
+	// build that ignores the numbers), a partition has one batch in
+	// flight at a time, without a producer id.
+	MaxInFlight int
 }
 
 // ProduceResult is the outcome of one record sent by a Producer.
 type ProduceResult struct {
 	// Record is the record as sent.
 	Record Record
-	// Partition and Offset are where it was written; Duplicate as in
-	// Result. Meaningless when Err is set.
+	// Partition and Offset are where it was written. Duplicate as in
+	// Result, for a record with an IdempotencyKey; a batch the producer
+	// sent again because an answer was lost, and that the server found
+	// already written, is reported as written once, at its original
+	// offsets, not as a duplicate. Meaningless when Err is set.
 	Partition int32
 	Offset    int64
 	Duplicate bool
@@ -70,20 +96,41 @@ type ProduceResult struct {
 }
 
 // Producer sends records asynchronously, batched per partition by size and
-// linger time (none by default: records batch while their partition's
-// previous batch is in flight). It knows the partition of every record
+// linger time (a partition with nothing in flight sends at once; records
+// batch while its batches are in flight). It knows the partition of every record
 // before sending it: Record.Partition if set, murmur2 of the key as the
 // server computes it (partition.ForKey) otherwise, and for records with
 // neither, a "sticky" partition that moves on after BatchRecords of them
 // (so keyless records fill batches instead of spreading one record per
 // partition, and still spread evenly).
 //
-// Order: each partition has at most one batch in flight, and a batch is
-// retried whole (Client.Produce, under the client's RetryPolicy), so the
-// records of a partition are written in the order they were sent. A batch
-// that fails after its retries fails every record in it; later batches are
-// still sent. Records are retried after ambiguous failures only when each
-// carries an IdempotencyKey (see Client.Produce).
+// Order: the records of a partition are written in the order they were
+// sent, across retries and leader changes. A partition keeps up to
+// ProducerOptions.MaxInFlight batches in flight, numbered as an idempotent producer's
+// (ProduceRequest.producer): the server writes a batch only if it follows
+// the producer's last one on the partition, answers a batch it already
+// wrote (a retry after a lost answer) with its original offsets, and
+// refuses a gap (ErrOutOfOrderSequence). A batch that failed with a
+// retryable error, or was refused because one before it had not been
+// written yet, is sent again with the ones after it, in order, once all
+// of them are answered. A partition's first batch of a producer id goes
+// alone: the server takes a producer it does not know at any sequence,
+// so only once the partition knows it can a gap be seen.
+//
+// A batch that fails after the client's retries (its RetryPolicy) fails
+// every record in it, and the partition starts a new producer epoch
+// (fencing any of its earlier batches still on their way); the batches
+// after it are sent again in the new epoch, except those that may have
+// been written already, whose records fail with ErrOutcomeUnknown.
+// Later batches are still sent. Every retryable failure is retried, since
+// the server recognises a repeated batch. Batches holding records with an
+// IdempotencyKey go alone, without a producer id (the key makes their
+// retries safe).
+//
+// Without a producer id (MaxInFlight 1, or a server that cannot check the
+// numbers), a partition has one batch in flight at a time, retried whole
+// by Client.Produce, and records are retried after ambiguous failures
+// only when each carries an IdempotencyKey.
 //
 // The partition count is read once, by NewProducer. A Producer is safe for
 // concurrent use.
@@ -92,6 +139,17 @@ type Producer struct {
 	opts  ProducerOptions
 	parts int32
 	slots chan struct{} // one token per buffered record: the memory bound
+
+	// id is the producer id from NewProducer's InitProducerId, epoch its
+	// epoch; sequenced says the producer numbers its batches (it has an
+	// id and MaxInFlight is above 1).
+	id        int64
+	epoch     int16
+	sequenced bool
+	// unchecked is set once an answer says the server did not check a
+	// batch's producer identity (a build before it could): from then on
+	// batches go without one, one per partition at a time.
+	unchecked atomic.Bool
 
 	closing chan struct{} // closed by Close: blocked Sends give up
 	wg      sync.WaitGroup
@@ -111,6 +169,8 @@ type Producer struct {
 type partQueue struct {
 	part int32
 	wake chan struct{} // cap 1: something changed for the sender
+	// answered receives the sender's flights whose calls returned.
+	answered chan *flight
 	// Guarded by Producer.mu:
 	pending []pendingRecord
 	bytes   int
@@ -132,8 +192,20 @@ func (c *Client) NewProducer(ctx context.Context, opts ProducerOptions) (*Produc
 	if opts.Topic == "" {
 		return nil, fmt.Errorf("producer options: topic is required")
 	}
-	if opts.BatchRecords < 0 || opts.BatchBytes < 0 || opts.Linger < 0 || opts.BufferRecords < 0 {
-		return nil, fmt.Errorf("producer options: negative size or time")
+	if opts.BatchRecords < 0 || opts.BatchBytes < 0 || opts.BufferRecords < 0 || opts.MaxInFlight < 0 {
+		return nil, fmt.Errorf("producer options: negative size, time or count")
+	}
+	if opts.MaxInFlight > MaxBatchesInFlight {
+		return nil, fmt.Errorf("producer options: %d batches in flight per partition; at most %d", opts.MaxInFlight, MaxBatchesInFlight)
+	}
+	if opts.MaxInFlight == 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	switch {
+	case opts.Linger == 0:
+		opts.Linger = DefaultLinger
+	case opts.Linger < 0:
+		opts.Linger = 0
 	}
 	if opts.BatchRecords == 0 {
 		opts.BatchRecords = DefaultBatchRecords
@@ -152,13 +224,36 @@ func (c *Client) NewProducer(ctx context.Context, opts ProducerOptions) (*Produc
 	if n < 1 {
 		return nil, fmt.Errorf("topic %q has no partitions", opts.Topic)
 	}
-	return &Producer{
+	p := &Producer{
 		c: c, opts: opts, parts: n,
 		slots:    make(chan struct{}, opts.BufferRecords),
 		closing:  make(chan struct{}),
 		queues:   make(map[int32]*partQueue),
 		progress: make(chan struct{}),
-	}, nil
+	}
+	if opts.MaxInFlight > 1 {
+		p.id, p.epoch, err = c.initProducerID(ctx, opts.Topic)
+		switch {
+		case err == nil:
+			p.sequenced = true
+		case !cannotNumber(err):
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// cannotNumber reports whether InitProducerId failed because the server
+// cannot serve producer ids at all: a build without them
+// (UNIMPLEMENTED), a cluster a member's build keeps below the feature
+// level (FAILED_PRECONDITION), or a principal without the right. The
+// producer then sends without one.
+func cannotNumber(err error) bool {
+	switch connect.CodeOf(err) {
+	case connect.CodeUnimplemented, connect.CodeFailedPrecondition, connect.CodePermissionDenied:
+		return true
+	}
+	return false
 }
 
 // Partitions returns the topic's partition count, as read by NewProducer.
@@ -228,7 +323,7 @@ func (p *Producer) partitionOf(r Record) int32 {
 func (p *Producer) queue(part int32) *partQueue {
 	q, ok := p.queues[part]
 	if !ok {
-		q = &partQueue{part: part, wake: make(chan struct{}, 1)}
+		q = &partQueue{part: part, wake: make(chan struct{}, 1), answered: make(chan *flight, MaxBatchesInFlight)}
 		p.queues[part] = q
 		p.wg.Add(1)
 		go p.sender(q)
@@ -241,106 +336,6 @@ func (q *partQueue) poke() {
 	case q.wake <- struct{}{}:
 	default:
 	}
-}
-
-// sender sends one partition's batches, one at a time, until the producer
-// is closed and the queue is empty.
-func (p *Producer) sender(q *partQueue) {
-	defer p.wg.Done()
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	for {
-		p.mu.Lock()
-		var wait time.Duration
-		for {
-			n := len(q.pending)
-			if n == 0 && p.closed {
-				p.mu.Unlock()
-				return
-			}
-			if n >= p.opts.BatchRecords || q.bytes >= p.opts.BatchBytes ||
-				n > 0 && (p.closed || q.flushTo > q.done) {
-				break
-			}
-			wait = -1 // nothing pending: wait for a poke
-			if n > 0 {
-				if wait = p.opts.Linger - time.Since(q.pending[0].at); wait <= 0 {
-					break
-				}
-			}
-			p.mu.Unlock()
-			var tc <-chan time.Time
-			if wait > 0 {
-				if timer == nil {
-					timer = time.NewTimer(wait)
-				} else {
-					timer.Reset(wait)
-				}
-				tc = timer.C
-			}
-			select {
-			case <-q.wake:
-			case <-tc:
-			}
-			if timer != nil {
-				timer.Stop()
-			}
-			p.mu.Lock()
-		}
-		batch := p.take(q)
-		p.mu.Unlock()
-		p.send(q, batch)
-	}
-}
-
-// take removes the next batch from q. Call with mu held.
-func (p *Producer) take(q *partQueue) []pendingRecord {
-	n, size := 0, 0
-	for n < len(q.pending) && n < p.opts.BatchRecords {
-		s := len(q.pending[n].rec.Key) + len(q.pending[n].rec.Value)
-		if n > 0 && size+s > p.opts.BatchBytes {
-			break
-		}
-		size += s
-		n++
-	}
-	batch := q.pending[:n:n]
-	q.pending = q.pending[n:]
-	q.bytes -= size
-	if len(q.pending) == 0 {
-		q.pending = nil // let the backing array go
-	}
-	return batch
-}
-
-// send produces one batch (retried by the client) and delivers its results.
-func (p *Producer) send(q *partQueue, batch []pendingRecord) {
-	recs := make([]Record, len(batch))
-	part := q.part
-	for i, b := range batch {
-		recs[i] = b.rec
-		recs[i].Partition = &part // the server must agree with our choice
-	}
-	// Close does not interrupt a batch: it is bounded by the client's
-	// timeouts and retry policy.
-	res, err := p.c.Produce(context.Background(), p.opts.Topic, recs)
-	for i, b := range batch {
-		r := ProduceResult{Record: b.rec, Err: err}
-		if err == nil {
-			r.Partition, r.Offset, r.Duplicate = res[i].Partition, res[i].Offset, res[i].Duplicate
-		}
-		b.ch <- r
-		<-p.slots
-	}
-	p.mu.Lock()
-	q.done += int64(len(batch))
-	close(p.progress)
-	p.progress = make(chan struct{})
-	p.mu.Unlock()
 }
 
 // Flush sends every record queued before the call without waiting for

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/logd-dev/logd/client"
+	"github.com/logd-dev/logd/logdtest"
 	"github.com/logd-dev/logd/partition"
 )
 
@@ -43,29 +45,76 @@ func result(t *testing.T, ch <-chan client.ProduceResult) client.ProduceResult {
 
 func part(p int32) *int32 { return &p }
 
-// TestProducerLinger: records below the batch size wait for the linger
-// time, then go in one batch.
+// holdProduce makes the node's next n Produce calls wait until release
+// is called (or the test ends).
+func holdProduce(t *testing.T, srv *logdtest.Server, n int) (release func()) {
+	t.Helper()
+	ch := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(ch) }) }
+	t.Cleanup(release)
+	for range n {
+		srv.Intercept("Produce", func(ctx context.Context) error {
+			select {
+			case <-ch:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}
+	return release
+}
+
+// waitCalls waits until the node has seen n Produce calls.
+func waitCalls(t *testing.T, srv *logdtest.Server, n int) {
+	t.Helper()
+	ctx := testContext(t)
+	for srv.Calls("Produce") < n {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d Produce calls, never %d", srv.Calls("Produce"), n)
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// TestProducerLinger: a partition with nothing in flight sends at once;
+// records that arrive while a batch is in flight wait for the linger,
+// then go together beside it.
 func TestProducerLinger(t *testing.T) {
 	c, srv := newTestClient(t, client.Options{})
 	mustCreate(t, c, "t", 1)
 	const linger = 100 * time.Millisecond
 	p := newProducer(t, c, client.ProducerOptions{Topic: "t", Linger: linger, BatchRecords: 100})
+	// The partition's first batch goes alone; once it is written, the
+	// partition knows the producer and batches may go beside others.
+	if r := result(t, send(t, p, client.Record{Value: []byte("v0")})); r.Err != nil || r.Offset != 0 {
+		t.Fatalf("result 0 = %+v", r)
+	}
+	release := holdProduce(t, srv, 1)
 	start := time.Now()
-	var chs []<-chan client.ProduceResult
-	for i := range 3 {
+	chs := []<-chan client.ProduceResult{send(t, p, client.Record{Value: []byte("v1")})}
+	waitCalls(t, srv, 2)
+	if el := time.Since(start); el >= linger {
+		t.Errorf("a lone record went after %v, not at once", el)
+	}
+	start = time.Now()
+	for i := 2; i < 5; i++ {
 		chs = append(chs, send(t, p, client.Record{Value: fmt.Appendf(nil, "v%d", i)}))
 	}
+	waitCalls(t, srv, 3) // beside the held one
+	if el := time.Since(start); el < linger {
+		t.Errorf("records beside a batch in flight went after %v, before the linger %v", el, linger)
+	}
+	release()
 	for i, ch := range chs {
-		r := result(t, ch)
-		if r.Err != nil || r.Offset != int64(i) || r.Partition != 0 {
-			t.Fatalf("result %d = %+v", i, r)
+		if r := result(t, ch); r.Err != nil || r.Offset != int64(i+1) || r.Partition != 0 {
+			t.Fatalf("result %d = %+v", i+1, r)
 		}
 	}
-	if el := time.Since(start); el < linger {
-		t.Errorf("results after %v, before the linger %v", el, linger)
-	}
-	if n := srv.Calls("Produce"); n != 1 {
-		t.Errorf("Produce calls = %d, want 1 batch", n)
+	if n := srv.Calls("Produce"); n != 3 {
+		t.Errorf("Produce calls = %d, want 3", n)
 	}
 }
 
@@ -121,21 +170,28 @@ func TestProducerPartitioning(t *testing.T) {
 // TestProducerBackPressure: the buffer never grows past BufferRecords; a
 // full buffer fails or blocks by option, and a flush makes room.
 func TestProducerBackPressure(t *testing.T) {
-	c, _ := newTestClient(t, client.Options{})
+	c, srv := newTestClient(t, client.Options{})
 	mustCreate(t, c, "t", 1)
 	ctx := testContext(t)
 
+	// The node holds the first batch, so the records stay buffered.
+	release := holdProduce(t, srv, 1)
 	pf := newProducer(t, c, client.ProducerOptions{Topic: "t", Linger: time.Hour, BufferRecords: 2, FailWhenFull: true})
 	send(t, pf, client.Record{Value: []byte("1")})
 	send(t, pf, client.Record{Value: []byte("2")})
 	if _, err := pf.Send(ctx, client.Record{Value: []byte("3")}); !errors.Is(err, client.ErrProducerFull) {
 		t.Fatalf("Send to a full buffer = %v, want ErrProducerFull", err)
 	}
+	release()
 	if err := pf.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	send(t, pf, client.Record{Value: []byte("3")}) // room again
+	if err := pf.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
 
+	release = holdProduce(t, srv, 1)
 	pb := newProducer(t, c, client.ProducerOptions{Topic: "t", Linger: time.Hour, BufferRecords: 1})
 	send(t, pb, client.Record{Value: []byte("1")})
 	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
@@ -143,12 +199,14 @@ func TestProducerBackPressure(t *testing.T) {
 	if _, err := pb.Send(short, client.Record{Value: []byte("2")}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("blocked Send = %v, want its context's deadline", err)
 	}
-	// A Send blocked on a full buffer gets in once the flush frees a slot.
+	// A Send blocked on a full buffer gets in once the answer frees a
+	// slot.
 	got := make(chan error, 1)
 	go func() {
 		_, err := pb.Send(ctx, client.Record{Value: []byte("2")})
 		got <- err
 	}()
+	release()
 	if err := pb.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}

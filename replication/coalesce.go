@@ -50,10 +50,17 @@ type appendOutcome struct {
 
 // proposeAppend proposes the encoded append data (unsealed) to the group
 // r runs, whose state machine is sm, through the group's coalescer c, and
-// returns its result as proposeOn does.
-func (n *Node) proposeAppend(ctx context.Context, c *coalescer, r *raft.Raft, sm *fsm.FSM, data []byte) (any, error) {
+// returns its result as proposeOn does. queued, if not nil, is called
+// once every append proposed later will follow this one in the group's
+// log: when it is in the coalescer's queue, or for an append that goes
+// alone, once it is applied; never if it was refused first.
+func (n *Node) proposeAppend(ctx context.Context, c *coalescer, r *raft.Raft, sm *fsm.FSM, data []byte, queued func()) (any, error) {
 	if len(data) > coalesceAloneBytes {
-		return n.proposeOn(ctx, r, sm, data)
+		res, err := n.proposeOn(ctx, r, sm, data)
+		if err == nil && queued != nil {
+			queued()
+		}
+		return res, err
 	}
 	if err := n.mayPropose(r, sm, data); err != nil {
 		return nil, err
@@ -64,6 +71,9 @@ func (n *Node) proposeAppend(ctx context.Context, c *coalescer, r *raft.Raft, sm
 	start := !c.running
 	c.running = true
 	c.mu.Unlock()
+	if queued != nil {
+		queued()
+	}
 	if start {
 		n.applyWaiters.Add(1)
 		go func() {

@@ -42,8 +42,10 @@ type groupHandle struct {
 	fsm     *fsm.FSM
 	propose func(ctx context.Context, data []byte) (any, error)
 	// proposeAppend proposes an encoded append through the group's
-	// coalescer (coalesce.go).
-	proposeAppend func(ctx context.Context, data []byte) (any, error)
+	// coalescer (coalesce.go); queued, if not nil, is called once the
+	// append is queued, so that whatever is proposed after it follows
+	// it in the group's log.
+	proposeAppend func(ctx context.Context, data []byte, queued func()) (any, error)
 	// adopt, for a data group, has it adopt its partitions of the meta
 	// group's topics now, rather than at the runner's next pass.
 	adopt func()
@@ -68,8 +70,8 @@ func (g groupHandle) topic(name string) (*fsm.Topic, error) {
 
 // metaGroup is the meta group's handle.
 func (n *Node) metaGroup() groupHandle {
-	return groupHandle{id: 0, fsm: n.fsm, propose: n.propose, proposeAppend: func(ctx context.Context, data []byte) (any, error) {
-		return n.proposeAppend(ctx, &n.appends, n.raft, n.fsm, data)
+	return groupHandle{id: 0, fsm: n.fsm, propose: n.propose, proposeAppend: func(ctx context.Context, data []byte, queued func()) (any, error) {
+		return n.proposeAppend(ctx, &n.appends, n.raft, n.fsm, data, queued)
 	}}
 }
 
@@ -85,8 +87,8 @@ func (n *Node) dataGroup(id uint64) *dataGroup {
 func (dg *dataGroup) handle(n *Node) groupHandle {
 	return groupHandle{id: dg.id, fsm: dg.fsm, propose: func(ctx context.Context, data []byte) (any, error) {
 		return n.proposeOn(ctx, dg.raft, dg.fsm, data)
-	}, proposeAppend: func(ctx context.Context, data []byte) (any, error) {
-		return n.proposeAppend(ctx, &dg.appends, dg.raft, dg.fsm, data)
+	}, proposeAppend: func(ctx context.Context, data []byte, queued func()) (any, error) {
+		return n.proposeAppend(ctx, &dg.appends, dg.raft, dg.fsm, data, queued)
 	}, adopt: func() { n.data.adopt(dg) }}
 }
 
@@ -472,6 +474,11 @@ func (p *producer) produceSpread(ctx context.Context, t *fsm.Topic, req backend.
 			rec.Partition, rec.HasPartition = assigned[pos], true
 		}
 	}
+	if req.Producer != nil {
+		if err := splitProducer(req.Producer, parts); err != nil {
+			return backend.ProduceResult{}, err
+		}
+	}
 	if len(parts) == 1 { // the whole call in one group: its answer, as is
 		return p.n.produceInGroup(ctx, p, parts[0].group, parts[0].req)
 	}
@@ -494,10 +501,37 @@ func (p *producer) produceSpread(ctx context.Context, t *fsm.Topic, req backend.
 		}
 		out.Appended += r.Appended
 		out.Duplicates += r.Duplicates
+		out.ProducerChecked = r.ProducerChecked && (i == 0 || out.ProducerChecked)
 		out.Bytes += r.Bytes
 		out.CommitTime = max(out.CommitTime, r.CommitTime)
 	}
 	return out, nil
+}
+
+// splitProducer gives each group's part of a call the producer's
+// sequences of the partitions its records go to; every partition the
+// producer names must get records.
+func splitProducer(pr *backend.ProducerSequence, parts []*spreadPart) error {
+	n := 0
+	for _, sp := range parts {
+		own := &backend.ProducerSequence{ID: pr.ID, Epoch: pr.Epoch, BaseSequences: map[int32]int32{}}
+		for _, r := range sp.req.Records {
+			if _, done := own.BaseSequences[r.Partition]; done {
+				continue
+			}
+			seq, ok := pr.BaseSequences[r.Partition]
+			if !ok {
+				return fmt.Errorf("%w: producer %d has no sequence for partition %d", backend.ErrInvalidArgument, pr.ID, r.Partition)
+			}
+			own.BaseSequences[r.Partition] = seq
+		}
+		n += len(own.BaseSequences)
+		sp.req.Producer = own
+	}
+	if n != len(pr.BaseSequences) {
+		return fmt.Errorf("%w: producer %d has sequences for %d partitions, the records go to %d", backend.ErrInvalidArgument, pr.ID, len(pr.BaseSequences), n)
+	}
+	return nil
 }
 
 // inParallel runs f(0) .. f(n-1) at once, each group's part of a call on

@@ -359,6 +359,9 @@ type Node struct {
 	// floors keep reads of placed partitions from going back
 	// (read_floor.go).
 	floors readFloors
+	// order keeps an idempotent producer's batches of a partition in
+	// its order on their way into Raft (produce_order.go).
+	order produceOrder
 	// groupFloors keep reads of data groups from missing a write this
 	// node saw acknowledged (read_floor.go).
 	groupFloors groupFloors

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,11 +28,21 @@ const maxDedupRounds = 8
 // that entry is committed and applied; an invalid record refuses the whole
 // call and nothing is written.
 //
+// With a Producer, each partition's batch carries the producer's id,
+// epoch and the partition's sequence and is judged at apply by the
+// partition's producer state (replication/fsm, producers.go), the Kafka
+// producers' rules and state: a duplicate is answered with its original
+// offsets, marked Duplicate; a refused batch fails the call with its
+// error (backend.ErrOutOfOrderSequence, backend.ErrInvalidProducerEpoch)
+// while the call's other partitions are written.
+//
 // Errors: ErrInvalidTopicName, backend.ErrUnknownTopic, backend.ErrUnknownPartition,
 // backend.ErrRecordTooLarge, backend.ErrInvalidArgument (a bad record), backend.ErrKeyRequired (a
 // record without a key on a compacted topic),
 // ErrIdempotencyConflict, *backend.OverloadedError (admission control), backend.ErrDedupRace
-// (concurrent calls kept racing for the same keys), and the proposal errors
+// (concurrent calls kept racing for the same keys), the producer's refusals
+// above and *backend.FeatureLevelError (a member's build does not judge
+// producers' batches), and the proposal errors
 // (backend.ErrNotLeader, backend.ErrTimeout, backend.ErrStopped, backend.ErrShutdown).
 func (b *Backend) Produce(ctx context.Context, req backend.ProduceRequest) (backend.ProduceResult, error) {
 	return b.prod.Produce(ctx, req)
@@ -57,6 +68,11 @@ func (p *producer) produce(ctx context.Context, req backend.ProduceRequest) (bac
 	if err := partition.ValidateTopicName(req.Topic); err != nil {
 		return backend.ProduceResult{}, err
 	}
+	if req.Producer != nil {
+		if err := p.checkProducer(req); err != nil {
+			return backend.ProduceResult{}, err
+		}
+	}
 	t, err := p.n.FSM().Topic(req.Topic)
 	if err != nil {
 		return backend.ProduceResult{}, err
@@ -74,11 +90,43 @@ func (p *producer) produce(ctx context.Context, req backend.ProduceRequest) (bac
 	return p.produceOn(ctx, p.n.metaGroup(), t, req)
 }
 
+// checkProducer checks a call's producer identity before anything is
+// routed: the cluster judges producers' batches, the identity is whole,
+// and every record's partition is known before routing (a partition or a
+// key: a keyless record's round-robin partition could not have been
+// given its sequence) and carries no idempotency key (a key answered as a
+// duplicate would take its record out of the batch, and its sequence
+// with it).
+func (p *producer) checkProducer(req backend.ProduceRequest) error {
+	if err := p.n.CheckIdempotence(); err != nil {
+		return err
+	}
+	pr := req.Producer
+	if pr.ID < 0 || pr.Epoch < 0 || len(pr.BaseSequences) == 0 {
+		return fmt.Errorf("%w: producer %d with epoch %d and %d sequences", backend.ErrInvalidArgument, pr.ID, pr.Epoch, len(pr.BaseSequences))
+	}
+	for part, seq := range pr.BaseSequences {
+		if seq < 0 {
+			return fmt.Errorf("%w: producer %d: sequence %d for partition %d", backend.ErrInvalidArgument, pr.ID, seq, part)
+		}
+	}
+	for i := range req.Records {
+		r := &req.Records[i]
+		switch {
+		case r.IdempotencyKey != "":
+			return fmt.Errorf("%w: record %d: an idempotency key in a call with a producer", backend.ErrInvalidArgument, i)
+		case !r.HasPartition && r.Key == nil:
+			return fmt.Errorf("%w: record %d: neither a partition nor a key in a call with a producer", backend.ErrInvalidArgument, i)
+		}
+	}
+	return nil
+}
+
 // produceOn answers req on group g, which holds every partition the
 // records name (the meta group for a topic without a placement), whose
 // state machine holds t.
 func (p *producer) produceOn(ctx context.Context, g groupHandle, t *fsm.Topic, req backend.ProduceRequest) (backend.ProduceResult, error) {
-	call := &produceCall{topic: t, records: req.Records, g: g}
+	call := &produceCall{topic: t, records: req.Records, g: g, producer: req.Producer}
 	call.res.Results = make([]backend.RecordResult, len(req.Records))
 	for i := range call.res.Results {
 		call.res.Results[i].Offset = -1 // not answered yet
@@ -126,6 +174,8 @@ type produceCall struct {
 	g       groupHandle
 	topic   *fsm.Topic
 	records []backend.ProduceRecord
+	// producer is the call's producer identity, nil without one.
+	producer *backend.ProducerSequence
 	// digests[i] is record i's payload digest if it has an idempotency
 	// key; sameAs[i] is the position of an earlier record of the call with
 	// the same key and payload, or -1. Both are nil in a call without keys.
@@ -297,31 +347,83 @@ func (p *producer) produceRound(ctx context.Context, c *produceCall, lookup bool
 		return err
 	}
 	app := fsm.Append{Topic: c.topic.Name, Batches: make([]fsm.PartitionBatch, len(groups))}
-	var bytes int
 	for i, g := range groups {
 		bb, err := batch.Build(g.records)
 		if err != nil {
 			return fmt.Errorf("%w: build batch for %s-%d: %v", backend.ErrInvalidArgument, c.topic.Name, g.partition, err)
 		}
-		bytes += len(bb)
+		if pr := c.producer; pr != nil {
+			seq, ok := pr.BaseSequences[g.partition]
+			if !ok {
+				return fmt.Errorf("%w: producer %d has no sequence for partition %d", backend.ErrInvalidArgument, pr.ID, g.partition)
+			}
+			batch.SetProducer(bb, pr.ID, pr.Epoch, seq)
+		}
 		app.Batches[i] = fsm.PartitionBatch{Partition: g.partition, Batch: bb, Keys: g.keys}
+	}
+	if pr := c.producer; pr != nil && len(pr.BaseSequences) != len(groups) {
+		return fmt.Errorf("%w: producer %d has sequences for %d partitions, the records go to %d", backend.ErrInvalidArgument, pr.ID, len(pr.BaseSequences), len(groups))
+	}
+	var queued func()
+	if pr := c.producer; pr != nil {
+		queued = p.holdInOrder(ctx, c.topic.Name, pr, app)
 	}
 	start := time.Now()
 	// route refused keyless records if the topic was compacted; if it
 	// became compacted since, Append checks the batches.
-	bases, err := p.appendOn(ctx, c.g, app, compacted(c.topic))
+	r, err := p.proposeOn(ctx, c.g, app, compacted(c.topic), queued)
 	if err != nil {
 		return err
 	}
 	c.res.CommitTime = time.Since(start)
-	c.res.Appended += len(pending)
-	c.res.Bytes += bytes
+	c.res.ProducerChecked = c.producer != nil
+	// Only a producer's batch is refused alone or answered as a
+	// duplicate (its partition's producer state judged it).
+	var refused error
+	nrefused := 0
 	for i, g := range groups {
+		if r.Errors != nil && r.Errors[i] != nil {
+			if refused == nil {
+				refused = fmt.Errorf("%s-%d: %w", c.topic.Name, g.partition, r.Errors[i])
+			}
+			nrefused++
+			continue
+		}
+		dup := r.Duplicates != nil && r.Duplicates[i]
+		if !dup {
+			c.res.Appended += len(g.positions)
+			c.res.Bytes += len(app.Batches[i].Batch)
+		}
 		for j, pos := range g.positions {
-			c.res.Results[pos] = backend.RecordResult{Partition: g.partition, Offset: bases[i] + int64(j)}
+			c.res.Results[pos] = backend.RecordResult{Partition: g.partition, Offset: r.BaseOffsets[i] + int64(j), Duplicate: dup}
 		}
 	}
-	return nil
+	if refused != nil && nrefused < len(groups) {
+		return fmt.Errorf("%w (the call's other partitions were written: sent again, they are answered as duplicates)", refused)
+	}
+	return refused
+}
+
+// holdInOrder waits while a producer's batch of app is ahead of the
+// producer's last batch of its partition queued on this node
+// (produce_order.go), and returns the function that notes app's
+// batches queued.
+func (p *producer) holdInOrder(ctx context.Context, topic string, pr *backend.ProducerSequence, app fsm.Append) func() {
+	for _, b := range app.Batches {
+		p.n.order.wait(ctx, orderKey{topic: topic, partition: b.Partition, id: pr.ID}, pr.Epoch, pr.BaseSequences[b.Partition])
+	}
+	return func() {
+		for _, b := range app.Batches {
+			info, _ := batch.Peek(b.Batch) // built here
+			p.n.order.queued(orderKey{topic: topic, partition: b.Partition, id: pr.ID}, pr.Epoch, info.BaseSequence, lastSequence(info))
+		}
+	}
+}
+
+// lastSequence is the sequence of a producer's batch's last record,
+// wrapping past MaxInt32 to 0.
+func lastSequence(info batch.Info) int32 {
+	return int32((int64(info.BaseSequence) + int64(info.LastOffsetDelta)) % (math.MaxInt32 + 1))
 }
 
 // route validates the records at the given positions and groups them by
@@ -450,39 +552,52 @@ func (p *producer) appendBatches(ctx context.Context, a fsm.Append, keysChecked 
 // appendOn is appendBatches on group g, which holds every partition of
 // a.
 func (p *producer) appendOn(ctx context.Context, g groupHandle, a fsm.Append, keysChecked bool) ([]int64, error) {
-	t, err := g.topic(a.Topic)
+	r, err := p.proposeOn(ctx, g, a, keysChecked, nil)
 	if err != nil {
 		return nil, err
 	}
+	if r.Errors != nil {
+		return r.BaseOffsets, &backend.PartialAppendError{Offsets: r.BaseOffsets, Errs: r.Errors}
+	}
+	return r.BaseOffsets, nil
+}
+
+// proposeOn checks a against group g's state and proposes it there, and
+// returns its result as applied: the base offset of each batch and, for
+// producers' batches, which were refused and which were duplicates.
+// queued, if not nil, is called once a is queued (groupHandle's
+// proposeAppend).
+func (p *producer) proposeOn(ctx context.Context, g groupHandle, a fsm.Append, keysChecked bool, queued func()) (fsm.AppendResult, error) {
+	t, err := g.topic(a.Topic)
+	if err != nil {
+		return fsm.AppendResult{}, err
+	}
 	if err := fsm.ValidateAppend(t, a); err != nil {
-		return nil, err
+		return fsm.AppendResult{}, err
 	}
 	if !keysChecked {
 		if err := checkKeys(t, a); err != nil {
-			return nil, err
+			return fsm.AppendResult{}, err
 		}
 	}
 
 	for _, pb := range a.Batches {
 		info, _ := batch.Peek(pb.Batch) // validated above
 		if err := p.n.CheckCompression(info.Compression()); err != nil {
-			return nil, err
+			return fsm.AppendResult{}, err
 		}
 	}
 	// The leader refuses early what Apply would refuse (Apply decides).
 	if err := g.fsm.Admit(t, a); err != nil {
-		return nil, err
+		return fsm.AppendResult{}, err
 	}
-	res, err := g.proposeAppend(ctx, fsm.EncodeAppend(p.n.cfg.Now().UnixNano(), a))
+	res, err := g.proposeAppend(ctx, fsm.EncodeAppend(p.n.cfg.Now().UnixNano(), a), queued)
 	if err != nil {
-		return nil, err
+		return fsm.AppendResult{}, err
 	}
 	r, ok := res.(fsm.AppendResult)
 	if !ok {
-		return nil, fmt.Errorf("append: unexpected result %T", res)
+		return fsm.AppendResult{}, fmt.Errorf("append: unexpected result %T", res)
 	}
-	if r.Errors != nil {
-		return r.BaseOffsets, &backend.PartialAppendError{Offsets: r.BaseOffsets, Errs: r.Errors}
-	}
-	return r.BaseOffsets, nil
+	return r, nil
 }

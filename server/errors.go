@@ -58,6 +58,12 @@ var errorTable = []errorRow{
 		backend.ErrKeyRequired},
 		code: connect.CodeInvalidArgument, reason: logdv1.Reason_REASON_INVALID_ARGUMENT},
 	{errs: []error{dedup.ErrIdempotencyConflict}, code: connect.CodeAlreadyExists, reason: logdv1.Reason_REASON_IDEMPOTENCY_CONFLICT},
+	// A producer's batch out of sequence: ABORTED, gRPC's code for a
+	// failed sequencer check; the producer sends again in order, so the
+	// client does not repeat the call by itself. A fenced epoch is the
+	// producer's own state going stale, as a group's generation does.
+	{errs: []error{backend.ErrOutOfOrderSequence}, code: connect.CodeAborted, reason: logdv1.Reason_REASON_OUT_OF_ORDER_SEQUENCE},
+	{errs: []error{backend.ErrInvalidProducerEpoch}, code: connect.CodeFailedPrecondition, reason: logdv1.Reason_REASON_INVALID_PRODUCER_EPOCH},
 	// A cluster quota: RESOURCE_EXHAUSTED, as gRPC names quotas, but with
 	// INVALID_ARGUMENT as its reason, since retrying does not help until
 	// topics are deleted or the quota raised (OVERLOADED would be retried).

@@ -109,23 +109,19 @@ var backendSentinels = map[string]error{
 // call to a peer (peer.ErrNotNode: a forward fails as a connection that
 // could not be made, a join's probe as ErrNodeUnreachable; peer.ErrProof:
 // the segment endpoint answers it as 403 to a caller without the cluster
-// secret; backend.ErrOutOfOrderSequence and ErrInvalidProducerEpoch: the
-// Connect API writes no batch with a Kafka producer id, and the Kafka
-// listener maps them to Kafka's codes). A client that
-// saw one would get INTERNAL, as for any unknown error.
+// secret). A client that saw one would get INTERNAL, as for any unknown
+// error.
 var internalErrors = map[string]bool{
-	"peer.ErrNotNode":                 true,
-	"peer.ErrProof":                   true,
-	"backend.ErrOutOfOrderSequence":   true,
-	"backend.ErrInvalidProducerEpoch": true,
-	"backend.ErrBadCommand":           true,
-	"backend.ErrEntryDamaged":         true,
-	"backend.ErrUnknownCommand":       true,
-	"backend.ErrSnapshotAhead":        true,
-	"backend.ErrDiverged":             true,
-	"backend.ErrNoSegmentSource":      true,
-	"backend.ErrSegmentGone":          true,
-	"dedup.ErrBadEncoding":            true,
+	"peer.ErrNotNode":            true,
+	"peer.ErrProof":              true,
+	"backend.ErrBadCommand":      true,
+	"backend.ErrEntryDamaged":    true,
+	"backend.ErrUnknownCommand":  true,
+	"backend.ErrSnapshotAhead":   true,
+	"backend.ErrDiverged":        true,
+	"backend.ErrNoSegmentSource": true,
+	"backend.ErrSegmentGone":     true,
+	"dedup.ErrBadEncoding":       true,
 	// Directory names of partitions (partition.Dir), which no call reads.
 	"partition.ErrInvalidPartition": true,
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"math"
 
 	"connectrpc.com/connect"
 
@@ -34,7 +35,11 @@ func (s *Server) Produce(ctx context.Context, req *connect.Request[logdv1.Produc
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.b.Produce(ctx, backend.ProduceRequest{Topic: m.Topic, Records: recs})
+	pr, err := producerSequence(m.Producer)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.b.Produce(ctx, backend.ProduceRequest{Topic: m.Topic, Records: recs, Producer: pr})
 	if err != nil {
 		if errors.Is(err, dedup.ErrIdempotencyConflict) {
 			s.metrics.dedupConflicts.Inc()
@@ -58,13 +63,25 @@ func (s *Server) Produce(ctx context.Context, req *connect.Request[logdv1.Produc
 		rr.Partition, rr.Offset, rr.Duplicate = r.Partition, r.Offset, r.Duplicate
 		out[i] = rr
 	}
-	resp := connect.NewResponse(&logdv1.ProduceResponse{Results: out})
+	resp := connect.NewResponse(&logdv1.ProduceResponse{Results: out, ProducerChecked: res.ProducerChecked})
 	if res.Incarnation != 0 && req.Header().Get(ForwardedHeader) != "" {
 		// The forwarding node's reads must see these records
 		// (read_your_writes.go).
 		resp.Header().Set(WrittenHeader, encodeWritten(m.Topic, res))
 	}
 	return resp, nil
+}
+
+// producerSequence converts a request's producer identity, nil without
+// one. The backend checks the rest (replication/produce.go).
+func producerSequence(p *logdv1.ProducerSequence) (*backend.ProducerSequence, error) {
+	if p == nil {
+		return nil, nil
+	}
+	if p.ProducerEpoch < 0 || p.ProducerEpoch > math.MaxInt16 {
+		return nil, errInvalid("producer epoch %d is outside [0, %d]", p.ProducerEpoch, math.MaxInt16)
+	}
+	return &backend.ProducerSequence{ID: p.ProducerId, Epoch: int16(p.ProducerEpoch), BaseSequences: p.BaseSequences}, nil
 }
 
 // MaxTimestampMs is the latest record timestamp a produce may carry: the

@@ -41,6 +41,18 @@ const (
 	Reason_REASON_STALE_TOKEN          Reason = 10
 	Reason_REASON_IDEMPOTENCY_CONFLICT Reason = 11
 	Reason_REASON_STORAGE              Reason = 12
+	// OUT_OF_ORDER_SEQUENCE: a produce with a producer identity whose
+	// batch for a partition does not follow the producer's last batch there
+	// (a gap: an earlier batch is missing or not written yet; or a batch
+	// older than the last five); nothing of that partition was written.
+	// The producer sends its batches again from the first unanswered one,
+	// in order.
+	Reason_REASON_OUT_OF_ORDER_SEQUENCE Reason = 13
+	// INVALID_PRODUCER_EPOCH: a produce with a producer identity whose epoch
+	// is below the one the partition last saw from that producer id: the
+	// producer was fenced (it started a new epoch since), and nothing of
+	// that partition was written.
+	Reason_REASON_INVALID_PRODUCER_EPOCH Reason = 14
 	// Consumer groups.
 	Reason_REASON_STALE_GENERATION Reason = 20
 	Reason_REASON_UNKNOWN_MEMBER   Reason = 21
@@ -81,6 +93,8 @@ var (
 		10: "REASON_STALE_TOKEN",
 		11: "REASON_IDEMPOTENCY_CONFLICT",
 		12: "REASON_STORAGE",
+		13: "REASON_OUT_OF_ORDER_SEQUENCE",
+		14: "REASON_INVALID_PRODUCER_EPOCH",
 		20: "REASON_STALE_GENERATION",
 		21: "REASON_UNKNOWN_MEMBER",
 		22: "REASON_UNKNOWN_GROUP",
@@ -107,6 +121,8 @@ var (
 		"REASON_STALE_TOKEN":              10,
 		"REASON_IDEMPOTENCY_CONFLICT":     11,
 		"REASON_STORAGE":                  12,
+		"REASON_OUT_OF_ORDER_SEQUENCE":    13,
+		"REASON_INVALID_PRODUCER_EPOCH":   14,
 		"REASON_STALE_GENERATION":         20,
 		"REASON_UNKNOWN_MEMBER":           21,
 		"REASON_UNKNOWN_GROUP":            22,
@@ -1037,9 +1053,23 @@ func (x *Record) GetIdempotencyKey() string {
 }
 
 type ProduceRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
-	Records       []*Record              `protobuf:"bytes,2,rep,name=records,proto3" json:"records,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Topic   string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Records []*Record              `protobuf:"bytes,2,rep,name=records,proto3" json:"records,omitempty"`
+	// An idempotent producer's identity, optional. With it, the call's
+	// records of each partition are one batch numbered as a Kafka
+	// idempotent producer numbers its batches, and each partition judges
+	// it by the same rules and state as the Kafka listener's producers
+	// (docs/kafka.md, "Idempotent producers"): a repeat of one of the
+	// producer's last five batches there is answered with its original
+	// offsets (marked duplicate) and not written again; a gap is refused
+	// with REASON_OUT_OF_ORDER_SEQUENCE, an older epoch with
+	// REASON_INVALID_PRODUCER_EPOCH. Every record then names its partition
+	// or has a key, and carries no idempotency key. A refusal fails only
+	// its partition's batch: the call's other partitions are written, and
+	// the same call sent again answers them as duplicates. A server of an
+	// earlier build ignores the field (see ProduceResponse.producer_checked).
+	Producer      *ProducerSequence `protobuf:"bytes,3,opt,name=producer,proto3" json:"producer,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1088,13 +1118,92 @@ func (x *ProduceRequest) GetRecords() []*Record {
 	return nil
 }
 
+func (x *ProduceRequest) GetProducer() *ProducerSequence {
+	if x != nil {
+		return x.Producer
+	}
+	return nil
+}
+
+// ProducerSequence is an idempotent producer's identity on one produce
+// call.
+type ProducerSequence struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The producer id, from InitProducerId.
+	ProducerId int64 `protobuf:"varint,1,opt,name=producer_id,json=producerId,proto3" json:"producer_id,omitempty"`
+	// The producer's epoch, 0 to 32767: InitProducerId's, or one the
+	// producer raised itself to start its sequences at 0 again (which
+	// fences its batches of the earlier epoch on that partition).
+	ProducerEpoch int32 `protobuf:"varint,2,opt,name=producer_epoch,json=producerEpoch,proto3" json:"producer_epoch,omitempty"`
+	// The sequence of the call's first record of each partition the
+	// records go to (0 to 2^31-1), one entry per such partition; the
+	// records of a partition take the sequences that follow, in call
+	// order, wrapping past 2^31-1 to 0.
+	BaseSequences map[int32]int32 `protobuf:"bytes,3,rep,name=base_sequences,json=baseSequences,proto3" json:"base_sequences,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProducerSequence) Reset() {
+	*x = ProducerSequence{}
+	mi := &file_logd_v1_logd_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProducerSequence) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProducerSequence) ProtoMessage() {}
+
+func (x *ProducerSequence) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProducerSequence.ProtoReflect.Descriptor instead.
+func (*ProducerSequence) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ProducerSequence) GetProducerId() int64 {
+	if x != nil {
+		return x.ProducerId
+	}
+	return 0
+}
+
+func (x *ProducerSequence) GetProducerEpoch() int32 {
+	if x != nil {
+		return x.ProducerEpoch
+	}
+	return 0
+}
+
+func (x *ProducerSequence) GetBaseSequences() map[int32]int32 {
+	if x != nil {
+		return x.BaseSequences
+	}
+	return nil
+}
+
 // RecordResult answers one produced record, in request order.
 type RecordResult struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Partition int32                  `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
 	Offset    int64                  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
-	// The record's idempotency key was seen within the window with the same
-	// payload: nothing was appended, partition and offset are the original's.
+	// Nothing was appended for the record, and partition and offset are the
+	// original's: its idempotency key was seen within the window with the
+	// same payload, or (with a producer identity) its partition's batch
+	// repeats one of the producer's last five there.
 	Duplicate     bool `protobuf:"varint,3,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1102,7 +1211,7 @@ type RecordResult struct {
 
 func (x *RecordResult) Reset() {
 	*x = RecordResult{}
-	mi := &file_logd_v1_logd_proto_msgTypes[15]
+	mi := &file_logd_v1_logd_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1114,7 +1223,7 @@ func (x *RecordResult) String() string {
 func (*RecordResult) ProtoMessage() {}
 
 func (x *RecordResult) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[15]
+	mi := &file_logd_v1_logd_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1127,7 +1236,7 @@ func (x *RecordResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordResult.ProtoReflect.Descriptor instead.
 func (*RecordResult) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{15}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RecordResult) GetPartition() int32 {
@@ -1152,15 +1261,22 @@ func (x *RecordResult) GetDuplicate() bool {
 }
 
 type ProduceResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Results       []*RecordResult        `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Results []*RecordResult        `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	// The call's producer identity was checked: set whenever the request
+	// carried one and was answered by a build that judges it. A server of
+	// an earlier build ignores the identity, appends the records unjudged
+	// and leaves this false, which tells a client to stop relying on it
+	// (the Go client's Producer then sends one batch per partition at a
+	// time).
+	ProducerChecked bool `protobuf:"varint,2,opt,name=producer_checked,json=producerChecked,proto3" json:"producer_checked,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ProduceResponse) Reset() {
 	*x = ProduceResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[16]
+	mi := &file_logd_v1_logd_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1172,7 +1288,7 @@ func (x *ProduceResponse) String() string {
 func (*ProduceResponse) ProtoMessage() {}
 
 func (x *ProduceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[16]
+	mi := &file_logd_v1_logd_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1185,7 +1301,7 @@ func (x *ProduceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceResponse.ProtoReflect.Descriptor instead.
 func (*ProduceResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{16}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ProduceResponse) GetResults() []*RecordResult {
@@ -1193,6 +1309,13 @@ func (x *ProduceResponse) GetResults() []*RecordResult {
 		return x.Results
 	}
 	return nil
+}
+
+func (x *ProduceResponse) GetProducerChecked() bool {
+	if x != nil {
+		return x.ProducerChecked
+	}
+	return false
 }
 
 type FetchRequest struct {
@@ -1232,7 +1355,7 @@ type FetchRequest struct {
 
 func (x *FetchRequest) Reset() {
 	*x = FetchRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[17]
+	mi := &file_logd_v1_logd_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1244,7 +1367,7 @@ func (x *FetchRequest) String() string {
 func (*FetchRequest) ProtoMessage() {}
 
 func (x *FetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[17]
+	mi := &file_logd_v1_logd_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1257,7 +1380,7 @@ func (x *FetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchRequest.ProtoReflect.Descriptor instead.
 func (*FetchRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{17}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *FetchRequest) GetTopic() string {
@@ -1323,7 +1446,7 @@ type FetchedRecord struct {
 
 func (x *FetchedRecord) Reset() {
 	*x = FetchedRecord{}
-	mi := &file_logd_v1_logd_proto_msgTypes[18]
+	mi := &file_logd_v1_logd_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1335,7 +1458,7 @@ func (x *FetchedRecord) String() string {
 func (*FetchedRecord) ProtoMessage() {}
 
 func (x *FetchedRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[18]
+	mi := &file_logd_v1_logd_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1348,7 +1471,7 @@ func (x *FetchedRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchedRecord.ProtoReflect.Descriptor instead.
 func (*FetchedRecord) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{18}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *FetchedRecord) GetOffset() int64 {
@@ -1403,7 +1526,7 @@ type FetchResponse struct {
 
 func (x *FetchResponse) Reset() {
 	*x = FetchResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[19]
+	mi := &file_logd_v1_logd_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1415,7 +1538,7 @@ func (x *FetchResponse) String() string {
 func (*FetchResponse) ProtoMessage() {}
 
 func (x *FetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[19]
+	mi := &file_logd_v1_logd_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1428,7 +1551,7 @@ func (x *FetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchResponse.ProtoReflect.Descriptor instead.
 func (*FetchResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{19}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *FetchResponse) GetRecords() []*FetchedRecord {
@@ -1480,7 +1603,7 @@ type ListOffsetsRequest struct {
 
 func (x *ListOffsetsRequest) Reset() {
 	*x = ListOffsetsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[20]
+	mi := &file_logd_v1_logd_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1492,7 +1615,7 @@ func (x *ListOffsetsRequest) String() string {
 func (*ListOffsetsRequest) ProtoMessage() {}
 
 func (x *ListOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[20]
+	mi := &file_logd_v1_logd_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1505,7 +1628,7 @@ func (x *ListOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ListOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{20}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListOffsetsRequest) GetTopic() string {
@@ -1541,7 +1664,7 @@ type ListOffsetsResponse struct {
 
 func (x *ListOffsetsResponse) Reset() {
 	*x = ListOffsetsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[21]
+	mi := &file_logd_v1_logd_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1553,7 +1676,7 @@ func (x *ListOffsetsResponse) String() string {
 func (*ListOffsetsResponse) ProtoMessage() {}
 
 func (x *ListOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[21]
+	mi := &file_logd_v1_logd_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1566,7 +1689,7 @@ func (x *ListOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ListOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{21}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListOffsetsResponse) GetLogStartOffset() int64 {
@@ -1598,7 +1721,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[22]
+	mi := &file_logd_v1_logd_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1610,7 +1733,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[22]
+	mi := &file_logd_v1_logd_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1623,7 +1746,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{22}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{23}
 }
 
 // GetHistoryRequest names one thing to chart: a topic alone, a consumer
@@ -1642,7 +1765,7 @@ type GetHistoryRequest struct {
 
 func (x *GetHistoryRequest) Reset() {
 	*x = GetHistoryRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[23]
+	mi := &file_logd_v1_logd_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1654,7 +1777,7 @@ func (x *GetHistoryRequest) String() string {
 func (*GetHistoryRequest) ProtoMessage() {}
 
 func (x *GetHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[23]
+	mi := &file_logd_v1_logd_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1667,7 +1790,7 @@ func (x *GetHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetHistoryRequest.ProtoReflect.Descriptor instead.
 func (*GetHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{23}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetHistoryRequest) GetTopic() string {
@@ -1712,7 +1835,7 @@ type HistorySeries struct {
 
 func (x *HistorySeries) Reset() {
 	*x = HistorySeries{}
-	mi := &file_logd_v1_logd_proto_msgTypes[24]
+	mi := &file_logd_v1_logd_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1724,7 +1847,7 @@ func (x *HistorySeries) String() string {
 func (*HistorySeries) ProtoMessage() {}
 
 func (x *HistorySeries) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[24]
+	mi := &file_logd_v1_logd_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1737,7 +1860,7 @@ func (x *HistorySeries) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistorySeries.ProtoReflect.Descriptor instead.
 func (*HistorySeries) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{24}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *HistorySeries) GetName() string {
@@ -1792,7 +1915,7 @@ type GetHistoryResponse struct {
 
 func (x *GetHistoryResponse) Reset() {
 	*x = GetHistoryResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[25]
+	mi := &file_logd_v1_logd_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1804,7 +1927,7 @@ func (x *GetHistoryResponse) String() string {
 func (*GetHistoryResponse) ProtoMessage() {}
 
 func (x *GetHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[25]
+	mi := &file_logd_v1_logd_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1817,7 +1940,7 @@ func (x *GetHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetHistoryResponse.ProtoReflect.Descriptor instead.
 func (*GetHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{25}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetHistoryResponse) GetNodeId() string {
@@ -1856,7 +1979,7 @@ type ReadIndexRequest struct {
 
 func (x *ReadIndexRequest) Reset() {
 	*x = ReadIndexRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[26]
+	mi := &file_logd_v1_logd_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1868,7 +1991,7 @@ func (x *ReadIndexRequest) String() string {
 func (*ReadIndexRequest) ProtoMessage() {}
 
 func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[26]
+	mi := &file_logd_v1_logd_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1881,7 +2004,7 @@ func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexRequest.ProtoReflect.Descriptor instead.
 func (*ReadIndexRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{26}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{27}
 }
 
 type InitProducerIdRequest struct {
@@ -1896,7 +2019,7 @@ type InitProducerIdRequest struct {
 
 func (x *InitProducerIdRequest) Reset() {
 	*x = InitProducerIdRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[27]
+	mi := &file_logd_v1_logd_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1908,7 +2031,7 @@ func (x *InitProducerIdRequest) String() string {
 func (*InitProducerIdRequest) ProtoMessage() {}
 
 func (x *InitProducerIdRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[27]
+	mi := &file_logd_v1_logd_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1921,7 +2044,7 @@ func (x *InitProducerIdRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitProducerIdRequest.ProtoReflect.Descriptor instead.
 func (*InitProducerIdRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{27}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *InitProducerIdRequest) GetTopic() string {
@@ -1941,7 +2064,7 @@ type InitProducerIdResponse struct {
 
 func (x *InitProducerIdResponse) Reset() {
 	*x = InitProducerIdResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[28]
+	mi := &file_logd_v1_logd_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1953,7 +2076,7 @@ func (x *InitProducerIdResponse) String() string {
 func (*InitProducerIdResponse) ProtoMessage() {}
 
 func (x *InitProducerIdResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[28]
+	mi := &file_logd_v1_logd_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1966,7 +2089,7 @@ func (x *InitProducerIdResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitProducerIdResponse.ProtoReflect.Descriptor instead.
 func (*InitProducerIdResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{28}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *InitProducerIdResponse) GetProducerId() int64 {
@@ -1994,7 +2117,7 @@ type ReadIndexResponse struct {
 
 func (x *ReadIndexResponse) Reset() {
 	*x = ReadIndexResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[29]
+	mi := &file_logd_v1_logd_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2006,7 +2129,7 @@ func (x *ReadIndexResponse) String() string {
 func (*ReadIndexResponse) ProtoMessage() {}
 
 func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[29]
+	mi := &file_logd_v1_logd_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2019,7 +2142,7 @@ func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexResponse.ProtoReflect.Descriptor instead.
 func (*ReadIndexResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{29}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ReadIndexResponse) GetIndex() uint64 {
@@ -2072,7 +2195,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[30]
+	mi := &file_logd_v1_logd_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2084,7 +2207,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[30]
+	mi := &file_logd_v1_logd_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2097,7 +2220,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{30}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *StatusResponse) GetNodeId() string {
@@ -2252,7 +2375,7 @@ type DataGroupStatus struct {
 
 func (x *DataGroupStatus) Reset() {
 	*x = DataGroupStatus{}
-	mi := &file_logd_v1_logd_proto_msgTypes[31]
+	mi := &file_logd_v1_logd_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2264,7 +2387,7 @@ func (x *DataGroupStatus) String() string {
 func (*DataGroupStatus) ProtoMessage() {}
 
 func (x *DataGroupStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[31]
+	mi := &file_logd_v1_logd_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2277,7 +2400,7 @@ func (x *DataGroupStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataGroupStatus.ProtoReflect.Descriptor instead.
 func (*DataGroupStatus) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{31}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *DataGroupStatus) GetId() uint64 {
@@ -2367,7 +2490,7 @@ type FollowerStatus struct {
 
 func (x *FollowerStatus) Reset() {
 	*x = FollowerStatus{}
-	mi := &file_logd_v1_logd_proto_msgTypes[32]
+	mi := &file_logd_v1_logd_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2379,7 +2502,7 @@ func (x *FollowerStatus) String() string {
 func (*FollowerStatus) ProtoMessage() {}
 
 func (x *FollowerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[32]
+	mi := &file_logd_v1_logd_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2392,7 +2515,7 @@ func (x *FollowerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FollowerStatus.ProtoReflect.Descriptor instead.
 func (*FollowerStatus) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{32}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *FollowerStatus) GetId() string {
@@ -2434,7 +2557,7 @@ type DiskStatus struct {
 
 func (x *DiskStatus) Reset() {
 	*x = DiskStatus{}
-	mi := &file_logd_v1_logd_proto_msgTypes[33]
+	mi := &file_logd_v1_logd_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2446,7 +2569,7 @@ func (x *DiskStatus) String() string {
 func (*DiskStatus) ProtoMessage() {}
 
 func (x *DiskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[33]
+	mi := &file_logd_v1_logd_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2459,7 +2582,7 @@ func (x *DiskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiskStatus.ProtoReflect.Descriptor instead.
 func (*DiskStatus) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{33}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DiskStatus) GetTotalBytes() uint64 {
@@ -2492,7 +2615,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_logd_v1_logd_proto_msgTypes[34]
+	mi := &file_logd_v1_logd_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2504,7 +2627,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[34]
+	mi := &file_logd_v1_logd_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2517,7 +2640,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{34}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Member) GetId() string {
@@ -2566,7 +2689,7 @@ type GroupTopicPartition struct {
 
 func (x *GroupTopicPartition) Reset() {
 	*x = GroupTopicPartition{}
-	mi := &file_logd_v1_logd_proto_msgTypes[35]
+	mi := &file_logd_v1_logd_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2578,7 +2701,7 @@ func (x *GroupTopicPartition) String() string {
 func (*GroupTopicPartition) ProtoMessage() {}
 
 func (x *GroupTopicPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[35]
+	mi := &file_logd_v1_logd_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2591,7 +2714,7 @@ func (x *GroupTopicPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupTopicPartition.ProtoReflect.Descriptor instead.
 func (*GroupTopicPartition) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{35}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GroupTopicPartition) GetTopic() string {
@@ -2620,7 +2743,7 @@ type GroupOffset struct {
 
 func (x *GroupOffset) Reset() {
 	*x = GroupOffset{}
-	mi := &file_logd_v1_logd_proto_msgTypes[36]
+	mi := &file_logd_v1_logd_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2632,7 +2755,7 @@ func (x *GroupOffset) String() string {
 func (*GroupOffset) ProtoMessage() {}
 
 func (x *GroupOffset) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[36]
+	mi := &file_logd_v1_logd_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2645,7 +2768,7 @@ func (x *GroupOffset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupOffset.ProtoReflect.Descriptor instead.
 func (*GroupOffset) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{36}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *GroupOffset) GetTopic() string {
@@ -2688,7 +2811,7 @@ type JoinGroupRequest struct {
 
 func (x *JoinGroupRequest) Reset() {
 	*x = JoinGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[37]
+	mi := &file_logd_v1_logd_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2700,7 +2823,7 @@ func (x *JoinGroupRequest) String() string {
 func (*JoinGroupRequest) ProtoMessage() {}
 
 func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[37]
+	mi := &file_logd_v1_logd_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2713,7 +2836,7 @@ func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinGroupRequest.ProtoReflect.Descriptor instead.
 func (*JoinGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{37}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *JoinGroupRequest) GetGroup() string {
@@ -2765,7 +2888,7 @@ type GroupAssignment struct {
 
 func (x *GroupAssignment) Reset() {
 	*x = GroupAssignment{}
-	mi := &file_logd_v1_logd_proto_msgTypes[38]
+	mi := &file_logd_v1_logd_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2777,7 +2900,7 @@ func (x *GroupAssignment) String() string {
 func (*GroupAssignment) ProtoMessage() {}
 
 func (x *GroupAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[38]
+	mi := &file_logd_v1_logd_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2790,7 +2913,7 @@ func (x *GroupAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupAssignment.ProtoReflect.Descriptor instead.
 func (*GroupAssignment) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{38}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GroupAssignment) GetGeneration() int64 {
@@ -2832,7 +2955,7 @@ type AssignedPartition struct {
 
 func (x *AssignedPartition) Reset() {
 	*x = AssignedPartition{}
-	mi := &file_logd_v1_logd_proto_msgTypes[39]
+	mi := &file_logd_v1_logd_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2844,7 +2967,7 @@ func (x *AssignedPartition) String() string {
 func (*AssignedPartition) ProtoMessage() {}
 
 func (x *AssignedPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[39]
+	mi := &file_logd_v1_logd_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2857,7 +2980,7 @@ func (x *AssignedPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignedPartition.ProtoReflect.Descriptor instead.
 func (*AssignedPartition) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{39}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *AssignedPartition) GetTopic() string {
@@ -2904,7 +3027,7 @@ type JoinGroupResponse struct {
 
 func (x *JoinGroupResponse) Reset() {
 	*x = JoinGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[40]
+	mi := &file_logd_v1_logd_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2916,7 +3039,7 @@ func (x *JoinGroupResponse) String() string {
 func (*JoinGroupResponse) ProtoMessage() {}
 
 func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[40]
+	mi := &file_logd_v1_logd_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2929,7 +3052,7 @@ func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinGroupResponse.ProtoReflect.Descriptor instead.
 func (*JoinGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{40}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *JoinGroupResponse) GetAssignment() *GroupAssignment {
@@ -2950,7 +3073,7 @@ type GroupHeartbeatRequest struct {
 
 func (x *GroupHeartbeatRequest) Reset() {
 	*x = GroupHeartbeatRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[41]
+	mi := &file_logd_v1_logd_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2962,7 +3085,7 @@ func (x *GroupHeartbeatRequest) String() string {
 func (*GroupHeartbeatRequest) ProtoMessage() {}
 
 func (x *GroupHeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[41]
+	mi := &file_logd_v1_logd_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2975,7 +3098,7 @@ func (x *GroupHeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupHeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*GroupHeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{41}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GroupHeartbeatRequest) GetGroup() string {
@@ -3008,7 +3131,7 @@ type GroupHeartbeatResponse struct {
 
 func (x *GroupHeartbeatResponse) Reset() {
 	*x = GroupHeartbeatResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[42]
+	mi := &file_logd_v1_logd_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3020,7 +3143,7 @@ func (x *GroupHeartbeatResponse) String() string {
 func (*GroupHeartbeatResponse) ProtoMessage() {}
 
 func (x *GroupHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[42]
+	mi := &file_logd_v1_logd_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3033,7 +3156,7 @@ func (x *GroupHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*GroupHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{42}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *GroupHeartbeatResponse) GetAssignment() *GroupAssignment {
@@ -3053,7 +3176,7 @@ type LeaveGroupRequest struct {
 
 func (x *LeaveGroupRequest) Reset() {
 	*x = LeaveGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[43]
+	mi := &file_logd_v1_logd_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3065,7 +3188,7 @@ func (x *LeaveGroupRequest) String() string {
 func (*LeaveGroupRequest) ProtoMessage() {}
 
 func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[43]
+	mi := &file_logd_v1_logd_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3078,7 +3201,7 @@ func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupRequest.ProtoReflect.Descriptor instead.
 func (*LeaveGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{43}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *LeaveGroupRequest) GetGroup() string {
@@ -3103,7 +3226,7 @@ type LeaveGroupResponse struct {
 
 func (x *LeaveGroupResponse) Reset() {
 	*x = LeaveGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[44]
+	mi := &file_logd_v1_logd_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3115,7 +3238,7 @@ func (x *LeaveGroupResponse) String() string {
 func (*LeaveGroupResponse) ProtoMessage() {}
 
 func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[44]
+	mi := &file_logd_v1_logd_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3128,7 +3251,7 @@ func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupResponse.ProtoReflect.Descriptor instead.
 func (*LeaveGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{44}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{45}
 }
 
 type CommitOffsetsRequest struct {
@@ -3143,7 +3266,7 @@ type CommitOffsetsRequest struct {
 
 func (x *CommitOffsetsRequest) Reset() {
 	*x = CommitOffsetsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[45]
+	mi := &file_logd_v1_logd_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3155,7 +3278,7 @@ func (x *CommitOffsetsRequest) String() string {
 func (*CommitOffsetsRequest) ProtoMessage() {}
 
 func (x *CommitOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[45]
+	mi := &file_logd_v1_logd_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3168,7 +3291,7 @@ func (x *CommitOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*CommitOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{45}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *CommitOffsetsRequest) GetGroup() string {
@@ -3207,7 +3330,7 @@ type CommitOffsetsResponse struct {
 
 func (x *CommitOffsetsResponse) Reset() {
 	*x = CommitOffsetsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[46]
+	mi := &file_logd_v1_logd_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3219,7 +3342,7 @@ func (x *CommitOffsetsResponse) String() string {
 func (*CommitOffsetsResponse) ProtoMessage() {}
 
 func (x *CommitOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[46]
+	mi := &file_logd_v1_logd_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3232,7 +3355,7 @@ func (x *CommitOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*CommitOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{46}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{47}
 }
 
 // GroupFetchRequest is a fetch by a group member: refused with
@@ -3250,7 +3373,7 @@ type GroupFetchRequest struct {
 
 func (x *GroupFetchRequest) Reset() {
 	*x = GroupFetchRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[47]
+	mi := &file_logd_v1_logd_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3262,7 +3385,7 @@ func (x *GroupFetchRequest) String() string {
 func (*GroupFetchRequest) ProtoMessage() {}
 
 func (x *GroupFetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[47]
+	mi := &file_logd_v1_logd_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3275,7 +3398,7 @@ func (x *GroupFetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupFetchRequest.ProtoReflect.Descriptor instead.
 func (*GroupFetchRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{47}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GroupFetchRequest) GetGroup() string {
@@ -3322,7 +3445,7 @@ type GroupFetchResponse struct {
 
 func (x *GroupFetchResponse) Reset() {
 	*x = GroupFetchResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[48]
+	mi := &file_logd_v1_logd_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3334,7 +3457,7 @@ func (x *GroupFetchResponse) String() string {
 func (*GroupFetchResponse) ProtoMessage() {}
 
 func (x *GroupFetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[48]
+	mi := &file_logd_v1_logd_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3347,7 +3470,7 @@ func (x *GroupFetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupFetchResponse.ProtoReflect.Descriptor instead.
 func (*GroupFetchResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{48}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GroupFetchResponse) GetFetch() *FetchResponse {
@@ -3389,7 +3512,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[49]
+	mi := &file_logd_v1_logd_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3401,7 +3524,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[49]
+	mi := &file_logd_v1_logd_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3414,7 +3537,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{49}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListGroupsRequest) GetAll() bool {
@@ -3443,7 +3566,7 @@ type ConsumerGroupSummary struct {
 
 func (x *ConsumerGroupSummary) Reset() {
 	*x = ConsumerGroupSummary{}
-	mi := &file_logd_v1_logd_proto_msgTypes[50]
+	mi := &file_logd_v1_logd_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3455,7 +3578,7 @@ func (x *ConsumerGroupSummary) String() string {
 func (*ConsumerGroupSummary) ProtoMessage() {}
 
 func (x *ConsumerGroupSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[50]
+	mi := &file_logd_v1_logd_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3468,7 +3591,7 @@ func (x *ConsumerGroupSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerGroupSummary.ProtoReflect.Descriptor instead.
 func (*ConsumerGroupSummary) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{50}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ConsumerGroupSummary) GetGroup() string {
@@ -3529,7 +3652,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[51]
+	mi := &file_logd_v1_logd_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3541,7 +3664,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[51]
+	mi := &file_logd_v1_logd_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3554,7 +3677,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{51}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*ConsumerGroupSummary {
@@ -3573,7 +3696,7 @@ type DescribeGroupRequest struct {
 
 func (x *DescribeGroupRequest) Reset() {
 	*x = DescribeGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[52]
+	mi := &file_logd_v1_logd_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3585,7 +3708,7 @@ func (x *DescribeGroupRequest) String() string {
 func (*DescribeGroupRequest) ProtoMessage() {}
 
 func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[52]
+	mi := &file_logd_v1_logd_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3598,7 +3721,7 @@ func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupRequest.ProtoReflect.Descriptor instead.
 func (*DescribeGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{52}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *DescribeGroupRequest) GetGroup() string {
@@ -3635,7 +3758,7 @@ type ConsumerGroupMember struct {
 
 func (x *ConsumerGroupMember) Reset() {
 	*x = ConsumerGroupMember{}
-	mi := &file_logd_v1_logd_proto_msgTypes[53]
+	mi := &file_logd_v1_logd_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3647,7 +3770,7 @@ func (x *ConsumerGroupMember) String() string {
 func (*ConsumerGroupMember) ProtoMessage() {}
 
 func (x *ConsumerGroupMember) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[53]
+	mi := &file_logd_v1_logd_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3660,7 +3783,7 @@ func (x *ConsumerGroupMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerGroupMember.ProtoReflect.Descriptor instead.
 func (*ConsumerGroupMember) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{53}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ConsumerGroupMember) GetMemberId() string {
@@ -3767,7 +3890,7 @@ type ConsumerGroupPartition struct {
 
 func (x *ConsumerGroupPartition) Reset() {
 	*x = ConsumerGroupPartition{}
-	mi := &file_logd_v1_logd_proto_msgTypes[54]
+	mi := &file_logd_v1_logd_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3779,7 +3902,7 @@ func (x *ConsumerGroupPartition) String() string {
 func (*ConsumerGroupPartition) ProtoMessage() {}
 
 func (x *ConsumerGroupPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[54]
+	mi := &file_logd_v1_logd_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3792,7 +3915,7 @@ func (x *ConsumerGroupPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerGroupPartition.ProtoReflect.Descriptor instead.
 func (*ConsumerGroupPartition) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{54}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ConsumerGroupPartition) GetTopic() string {
@@ -3901,7 +4024,7 @@ type DescribeGroupResponse struct {
 
 func (x *DescribeGroupResponse) Reset() {
 	*x = DescribeGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[55]
+	mi := &file_logd_v1_logd_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3913,7 +4036,7 @@ func (x *DescribeGroupResponse) String() string {
 func (*DescribeGroupResponse) ProtoMessage() {}
 
 func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[55]
+	mi := &file_logd_v1_logd_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3926,7 +4049,7 @@ func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupResponse.ProtoReflect.Descriptor instead.
 func (*DescribeGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{55}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *DescribeGroupResponse) GetGroup() string {
@@ -3987,7 +4110,7 @@ type DeleteGroupRequest struct {
 
 func (x *DeleteGroupRequest) Reset() {
 	*x = DeleteGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[56]
+	mi := &file_logd_v1_logd_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3999,7 +4122,7 @@ func (x *DeleteGroupRequest) String() string {
 func (*DeleteGroupRequest) ProtoMessage() {}
 
 func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[56]
+	mi := &file_logd_v1_logd_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4012,7 +4135,7 @@ func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupRequest.ProtoReflect.Descriptor instead.
 func (*DeleteGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{56}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *DeleteGroupRequest) GetGroup() string {
@@ -4030,7 +4153,7 @@ type DeleteGroupResponse struct {
 
 func (x *DeleteGroupResponse) Reset() {
 	*x = DeleteGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[57]
+	mi := &file_logd_v1_logd_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4042,7 +4165,7 @@ func (x *DeleteGroupResponse) String() string {
 func (*DeleteGroupResponse) ProtoMessage() {}
 
 func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[57]
+	mi := &file_logd_v1_logd_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4055,7 +4178,7 @@ func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupResponse.ProtoReflect.Descriptor instead.
 func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{57}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{58}
 }
 
 // ResetTopic selects partitions of a topic; none listed means all.
@@ -4069,7 +4192,7 @@ type ResetTopic struct {
 
 func (x *ResetTopic) Reset() {
 	*x = ResetTopic{}
-	mi := &file_logd_v1_logd_proto_msgTypes[58]
+	mi := &file_logd_v1_logd_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4081,7 +4204,7 @@ func (x *ResetTopic) String() string {
 func (*ResetTopic) ProtoMessage() {}
 
 func (x *ResetTopic) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[58]
+	mi := &file_logd_v1_logd_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4094,7 +4217,7 @@ func (x *ResetTopic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetTopic.ProtoReflect.Descriptor instead.
 func (*ResetTopic) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{58}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ResetTopic) GetTopic() string {
@@ -4133,7 +4256,7 @@ type ResetGroupOffsetsRequest struct {
 
 func (x *ResetGroupOffsetsRequest) Reset() {
 	*x = ResetGroupOffsetsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[59]
+	mi := &file_logd_v1_logd_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4145,7 +4268,7 @@ func (x *ResetGroupOffsetsRequest) String() string {
 func (*ResetGroupOffsetsRequest) ProtoMessage() {}
 
 func (x *ResetGroupOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[59]
+	mi := &file_logd_v1_logd_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4158,7 +4281,7 @@ func (x *ResetGroupOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetGroupOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ResetGroupOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{59}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ResetGroupOffsetsRequest) GetGroup() string {
@@ -4249,7 +4372,7 @@ type ResetPlanEntry struct {
 
 func (x *ResetPlanEntry) Reset() {
 	*x = ResetPlanEntry{}
-	mi := &file_logd_v1_logd_proto_msgTypes[60]
+	mi := &file_logd_v1_logd_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4261,7 +4384,7 @@ func (x *ResetPlanEntry) String() string {
 func (*ResetPlanEntry) ProtoMessage() {}
 
 func (x *ResetPlanEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[60]
+	mi := &file_logd_v1_logd_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4274,7 +4397,7 @@ func (x *ResetPlanEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetPlanEntry.ProtoReflect.Descriptor instead.
 func (*ResetPlanEntry) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{60}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ResetPlanEntry) GetTopic() string {
@@ -4345,7 +4468,7 @@ type ResetGroupOffsetsResponse struct {
 
 func (x *ResetGroupOffsetsResponse) Reset() {
 	*x = ResetGroupOffsetsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[61]
+	mi := &file_logd_v1_logd_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4357,7 +4480,7 @@ func (x *ResetGroupOffsetsResponse) String() string {
 func (*ResetGroupOffsetsResponse) ProtoMessage() {}
 
 func (x *ResetGroupOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[61]
+	mi := &file_logd_v1_logd_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4370,7 +4493,7 @@ func (x *ResetGroupOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetGroupOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ResetGroupOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{61}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ResetGroupOffsetsResponse) GetPlan() []*ResetPlanEntry {
@@ -4424,7 +4547,7 @@ type QueueGroupConfig struct {
 
 func (x *QueueGroupConfig) Reset() {
 	*x = QueueGroupConfig{}
-	mi := &file_logd_v1_logd_proto_msgTypes[62]
+	mi := &file_logd_v1_logd_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4436,7 +4559,7 @@ func (x *QueueGroupConfig) String() string {
 func (*QueueGroupConfig) ProtoMessage() {}
 
 func (x *QueueGroupConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[62]
+	mi := &file_logd_v1_logd_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4449,7 +4572,7 @@ func (x *QueueGroupConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueGroupConfig.ProtoReflect.Descriptor instead.
 func (*QueueGroupConfig) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{62}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *QueueGroupConfig) GetLeaseMs() int64 {
@@ -4521,7 +4644,7 @@ type CreateQueueGroupRequest struct {
 
 func (x *CreateQueueGroupRequest) Reset() {
 	*x = CreateQueueGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[63]
+	mi := &file_logd_v1_logd_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4533,7 +4656,7 @@ func (x *CreateQueueGroupRequest) String() string {
 func (*CreateQueueGroupRequest) ProtoMessage() {}
 
 func (x *CreateQueueGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[63]
+	mi := &file_logd_v1_logd_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4546,7 +4669,7 @@ func (x *CreateQueueGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateQueueGroupRequest.ProtoReflect.Descriptor instead.
 func (*CreateQueueGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{63}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *CreateQueueGroupRequest) GetTopic() string {
@@ -4587,7 +4710,7 @@ type CreateQueueGroupResponse struct {
 
 func (x *CreateQueueGroupResponse) Reset() {
 	*x = CreateQueueGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[64]
+	mi := &file_logd_v1_logd_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4599,7 +4722,7 @@ func (x *CreateQueueGroupResponse) String() string {
 func (*CreateQueueGroupResponse) ProtoMessage() {}
 
 func (x *CreateQueueGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[64]
+	mi := &file_logd_v1_logd_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4612,7 +4735,7 @@ func (x *CreateQueueGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateQueueGroupResponse.ProtoReflect.Descriptor instead.
 func (*CreateQueueGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{64}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *CreateQueueGroupResponse) GetConfig() *QueueGroupConfig {
@@ -4633,7 +4756,7 @@ type AlterQueueGroupRequest struct {
 
 func (x *AlterQueueGroupRequest) Reset() {
 	*x = AlterQueueGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[65]
+	mi := &file_logd_v1_logd_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4645,7 +4768,7 @@ func (x *AlterQueueGroupRequest) String() string {
 func (*AlterQueueGroupRequest) ProtoMessage() {}
 
 func (x *AlterQueueGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[65]
+	mi := &file_logd_v1_logd_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4658,7 +4781,7 @@ func (x *AlterQueueGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterQueueGroupRequest.ProtoReflect.Descriptor instead.
 func (*AlterQueueGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{65}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *AlterQueueGroupRequest) GetTopic() string {
@@ -4691,7 +4814,7 @@ type AlterQueueGroupResponse struct {
 
 func (x *AlterQueueGroupResponse) Reset() {
 	*x = AlterQueueGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[66]
+	mi := &file_logd_v1_logd_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4703,7 +4826,7 @@ func (x *AlterQueueGroupResponse) String() string {
 func (*AlterQueueGroupResponse) ProtoMessage() {}
 
 func (x *AlterQueueGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[66]
+	mi := &file_logd_v1_logd_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4716,7 +4839,7 @@ func (x *AlterQueueGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterQueueGroupResponse.ProtoReflect.Descriptor instead.
 func (*AlterQueueGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{66}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *AlterQueueGroupResponse) GetConfig() *QueueGroupConfig {
@@ -4738,7 +4861,7 @@ type DescribeQueueGroupRequest struct {
 
 func (x *DescribeQueueGroupRequest) Reset() {
 	*x = DescribeQueueGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[67]
+	mi := &file_logd_v1_logd_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4750,7 +4873,7 @@ func (x *DescribeQueueGroupRequest) String() string {
 func (*DescribeQueueGroupRequest) ProtoMessage() {}
 
 func (x *DescribeQueueGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[67]
+	mi := &file_logd_v1_logd_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4763,7 +4886,7 @@ func (x *DescribeQueueGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeQueueGroupRequest.ProtoReflect.Descriptor instead.
 func (*DescribeQueueGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{67}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *DescribeQueueGroupRequest) GetTopic() string {
@@ -4823,7 +4946,7 @@ type QueuePartitionState struct {
 
 func (x *QueuePartitionState) Reset() {
 	*x = QueuePartitionState{}
-	mi := &file_logd_v1_logd_proto_msgTypes[68]
+	mi := &file_logd_v1_logd_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4835,7 +4958,7 @@ func (x *QueuePartitionState) String() string {
 func (*QueuePartitionState) ProtoMessage() {}
 
 func (x *QueuePartitionState) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[68]
+	mi := &file_logd_v1_logd_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4848,7 +4971,7 @@ func (x *QueuePartitionState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueuePartitionState.ProtoReflect.Descriptor instead.
 func (*QueuePartitionState) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{68}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *QueuePartitionState) GetPartition() int32 {
@@ -5019,7 +5142,7 @@ type DescribeQueueGroupResponse struct {
 
 func (x *DescribeQueueGroupResponse) Reset() {
 	*x = DescribeQueueGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[69]
+	mi := &file_logd_v1_logd_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5031,7 +5154,7 @@ func (x *DescribeQueueGroupResponse) String() string {
 func (*DescribeQueueGroupResponse) ProtoMessage() {}
 
 func (x *DescribeQueueGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[69]
+	mi := &file_logd_v1_logd_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5044,7 +5167,7 @@ func (x *DescribeQueueGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeQueueGroupResponse.ProtoReflect.Descriptor instead.
 func (*DescribeQueueGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{69}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *DescribeQueueGroupResponse) GetTopic() string {
@@ -5162,7 +5285,7 @@ type ListQueueGroupsRequest struct {
 
 func (x *ListQueueGroupsRequest) Reset() {
 	*x = ListQueueGroupsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[70]
+	mi := &file_logd_v1_logd_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5174,7 +5297,7 @@ func (x *ListQueueGroupsRequest) String() string {
 func (*ListQueueGroupsRequest) ProtoMessage() {}
 
 func (x *ListQueueGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[70]
+	mi := &file_logd_v1_logd_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5187,7 +5310,7 @@ func (x *ListQueueGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQueueGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListQueueGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{70}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ListQueueGroupsRequest) GetTopic() string {
@@ -5208,7 +5331,7 @@ type ListQueueGroupsResponse struct {
 
 func (x *ListQueueGroupsResponse) Reset() {
 	*x = ListQueueGroupsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[71]
+	mi := &file_logd_v1_logd_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5220,7 +5343,7 @@ func (x *ListQueueGroupsResponse) String() string {
 func (*ListQueueGroupsResponse) ProtoMessage() {}
 
 func (x *ListQueueGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[71]
+	mi := &file_logd_v1_logd_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5233,7 +5356,7 @@ func (x *ListQueueGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQueueGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListQueueGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{71}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ListQueueGroupsResponse) GetGroups() []*DescribeQueueGroupResponse {
@@ -5262,7 +5385,7 @@ type InFlightRecord struct {
 
 func (x *InFlightRecord) Reset() {
 	*x = InFlightRecord{}
-	mi := &file_logd_v1_logd_proto_msgTypes[72]
+	mi := &file_logd_v1_logd_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5274,7 +5397,7 @@ func (x *InFlightRecord) String() string {
 func (*InFlightRecord) ProtoMessage() {}
 
 func (x *InFlightRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[72]
+	mi := &file_logd_v1_logd_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5287,7 +5410,7 @@ func (x *InFlightRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InFlightRecord.ProtoReflect.Descriptor instead.
 func (*InFlightRecord) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{72}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *InFlightRecord) GetPartition() int32 {
@@ -5362,7 +5485,7 @@ type ClaimRequest struct {
 
 func (x *ClaimRequest) Reset() {
 	*x = ClaimRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[73]
+	mi := &file_logd_v1_logd_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5374,7 +5497,7 @@ func (x *ClaimRequest) String() string {
 func (*ClaimRequest) ProtoMessage() {}
 
 func (x *ClaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[73]
+	mi := &file_logd_v1_logd_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5387,7 +5510,7 @@ func (x *ClaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimRequest.ProtoReflect.Descriptor instead.
 func (*ClaimRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{73}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ClaimRequest) GetTopic() string {
@@ -5460,7 +5583,7 @@ type ClaimedRecord struct {
 
 func (x *ClaimedRecord) Reset() {
 	*x = ClaimedRecord{}
-	mi := &file_logd_v1_logd_proto_msgTypes[74]
+	mi := &file_logd_v1_logd_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5472,7 +5595,7 @@ func (x *ClaimedRecord) String() string {
 func (*ClaimedRecord) ProtoMessage() {}
 
 func (x *ClaimedRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[74]
+	mi := &file_logd_v1_logd_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5485,7 +5608,7 @@ func (x *ClaimedRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimedRecord.ProtoReflect.Descriptor instead.
 func (*ClaimedRecord) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{74}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ClaimedRecord) GetPartition() int32 {
@@ -5574,7 +5697,7 @@ type ClaimResponse struct {
 
 func (x *ClaimResponse) Reset() {
 	*x = ClaimResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[75]
+	mi := &file_logd_v1_logd_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5586,7 +5709,7 @@ func (x *ClaimResponse) String() string {
 func (*ClaimResponse) ProtoMessage() {}
 
 func (x *ClaimResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[75]
+	mi := &file_logd_v1_logd_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5599,7 +5722,7 @@ func (x *ClaimResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimResponse.ProtoReflect.Descriptor instead.
 func (*ClaimResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{75}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ClaimResponse) GetRecords() []*ClaimedRecord {
@@ -5655,7 +5778,7 @@ type TokenResult struct {
 
 func (x *TokenResult) Reset() {
 	*x = TokenResult{}
-	mi := &file_logd_v1_logd_proto_msgTypes[76]
+	mi := &file_logd_v1_logd_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5667,7 +5790,7 @@ func (x *TokenResult) String() string {
 func (*TokenResult) ProtoMessage() {}
 
 func (x *TokenResult) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[76]
+	mi := &file_logd_v1_logd_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5680,7 +5803,7 @@ func (x *TokenResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenResult.ProtoReflect.Descriptor instead.
 func (*TokenResult) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{76}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *TokenResult) GetToken() string {
@@ -5743,7 +5866,7 @@ type AckRequest struct {
 
 func (x *AckRequest) Reset() {
 	*x = AckRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[77]
+	mi := &file_logd_v1_logd_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5755,7 +5878,7 @@ func (x *AckRequest) String() string {
 func (*AckRequest) ProtoMessage() {}
 
 func (x *AckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[77]
+	mi := &file_logd_v1_logd_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5768,7 +5891,7 @@ func (x *AckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckRequest.ProtoReflect.Descriptor instead.
 func (*AckRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{77}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *AckRequest) GetTopic() string {
@@ -5801,7 +5924,7 @@ type AckResponse struct {
 
 func (x *AckResponse) Reset() {
 	*x = AckResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[78]
+	mi := &file_logd_v1_logd_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5813,7 +5936,7 @@ func (x *AckResponse) String() string {
 func (*AckResponse) ProtoMessage() {}
 
 func (x *AckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[78]
+	mi := &file_logd_v1_logd_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5826,7 +5949,7 @@ func (x *AckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckResponse.ProtoReflect.Descriptor instead.
 func (*AckResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{78}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *AckResponse) GetResults() []*TokenResult {
@@ -5854,7 +5977,7 @@ type QueueNack struct {
 
 func (x *QueueNack) Reset() {
 	*x = QueueNack{}
-	mi := &file_logd_v1_logd_proto_msgTypes[79]
+	mi := &file_logd_v1_logd_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5866,7 +5989,7 @@ func (x *QueueNack) String() string {
 func (*QueueNack) ProtoMessage() {}
 
 func (x *QueueNack) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[79]
+	mi := &file_logd_v1_logd_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5879,7 +6002,7 @@ func (x *QueueNack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueNack.ProtoReflect.Descriptor instead.
 func (*QueueNack) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{79}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *QueueNack) GetToken() string {
@@ -5921,7 +6044,7 @@ type NackRequest struct {
 
 func (x *NackRequest) Reset() {
 	*x = NackRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[80]
+	mi := &file_logd_v1_logd_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5933,7 +6056,7 @@ func (x *NackRequest) String() string {
 func (*NackRequest) ProtoMessage() {}
 
 func (x *NackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[80]
+	mi := &file_logd_v1_logd_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5946,7 +6069,7 @@ func (x *NackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NackRequest.ProtoReflect.Descriptor instead.
 func (*NackRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{80}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *NackRequest) GetTopic() string {
@@ -5979,7 +6102,7 @@ type NackResponse struct {
 
 func (x *NackResponse) Reset() {
 	*x = NackResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[81]
+	mi := &file_logd_v1_logd_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5991,7 +6114,7 @@ func (x *NackResponse) String() string {
 func (*NackResponse) ProtoMessage() {}
 
 func (x *NackResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[81]
+	mi := &file_logd_v1_logd_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6004,7 +6127,7 @@ func (x *NackResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NackResponse.ProtoReflect.Descriptor instead.
 func (*NackResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{81}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *NackResponse) GetResults() []*TokenResult {
@@ -6027,7 +6150,7 @@ type ExtendRequest struct {
 
 func (x *ExtendRequest) Reset() {
 	*x = ExtendRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[82]
+	mi := &file_logd_v1_logd_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6039,7 +6162,7 @@ func (x *ExtendRequest) String() string {
 func (*ExtendRequest) ProtoMessage() {}
 
 func (x *ExtendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[82]
+	mi := &file_logd_v1_logd_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6052,7 +6175,7 @@ func (x *ExtendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendRequest.ProtoReflect.Descriptor instead.
 func (*ExtendRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{82}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ExtendRequest) GetTopic() string {
@@ -6092,7 +6215,7 @@ type ExtendResponse struct {
 
 func (x *ExtendResponse) Reset() {
 	*x = ExtendResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[83]
+	mi := &file_logd_v1_logd_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6104,7 +6227,7 @@ func (x *ExtendResponse) String() string {
 func (*ExtendResponse) ProtoMessage() {}
 
 func (x *ExtendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[83]
+	mi := &file_logd_v1_logd_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6117,7 +6240,7 @@ func (x *ExtendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendResponse.ProtoReflect.Descriptor instead.
 func (*ExtendResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{83}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ExtendResponse) GetResults() []*TokenResult {
@@ -6142,7 +6265,7 @@ type AlterTopicRequest struct {
 
 func (x *AlterTopicRequest) Reset() {
 	*x = AlterTopicRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[84]
+	mi := &file_logd_v1_logd_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6154,7 +6277,7 @@ func (x *AlterTopicRequest) String() string {
 func (*AlterTopicRequest) ProtoMessage() {}
 
 func (x *AlterTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[84]
+	mi := &file_logd_v1_logd_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6167,7 +6290,7 @@ func (x *AlterTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterTopicRequest.ProtoReflect.Descriptor instead.
 func (*AlterTopicRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{84}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *AlterTopicRequest) GetName() string {
@@ -6201,7 +6324,7 @@ type AlterTopicResponse struct {
 
 func (x *AlterTopicResponse) Reset() {
 	*x = AlterTopicResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[85]
+	mi := &file_logd_v1_logd_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6213,7 +6336,7 @@ func (x *AlterTopicResponse) String() string {
 func (*AlterTopicResponse) ProtoMessage() {}
 
 func (x *AlterTopicResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[85]
+	mi := &file_logd_v1_logd_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6226,7 +6349,7 @@ func (x *AlterTopicResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterTopicResponse.ProtoReflect.Descriptor instead.
 func (*AlterTopicResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{85}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *AlterTopicResponse) GetTopic() *TopicInfo {
@@ -6250,7 +6373,7 @@ type CreatePartitionsRequest struct {
 
 func (x *CreatePartitionsRequest) Reset() {
 	*x = CreatePartitionsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[86]
+	mi := &file_logd_v1_logd_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6262,7 +6385,7 @@ func (x *CreatePartitionsRequest) String() string {
 func (*CreatePartitionsRequest) ProtoMessage() {}
 
 func (x *CreatePartitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[86]
+	mi := &file_logd_v1_logd_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6275,7 +6398,7 @@ func (x *CreatePartitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreatePartitionsRequest.ProtoReflect.Descriptor instead.
 func (*CreatePartitionsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{86}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *CreatePartitionsRequest) GetName() string {
@@ -6311,7 +6434,7 @@ type CreatePartitionsResponse struct {
 
 func (x *CreatePartitionsResponse) Reset() {
 	*x = CreatePartitionsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[87]
+	mi := &file_logd_v1_logd_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6323,7 +6446,7 @@ func (x *CreatePartitionsResponse) String() string {
 func (*CreatePartitionsResponse) ProtoMessage() {}
 
 func (x *CreatePartitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[87]
+	mi := &file_logd_v1_logd_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6336,7 +6459,7 @@ func (x *CreatePartitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreatePartitionsResponse.ProtoReflect.Descriptor instead.
 func (*CreatePartitionsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{87}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *CreatePartitionsResponse) GetTopic() *TopicInfo {
@@ -6370,7 +6493,7 @@ type CleanerRun struct {
 
 func (x *CleanerRun) Reset() {
 	*x = CleanerRun{}
-	mi := &file_logd_v1_logd_proto_msgTypes[88]
+	mi := &file_logd_v1_logd_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6382,7 +6505,7 @@ func (x *CleanerRun) String() string {
 func (*CleanerRun) ProtoMessage() {}
 
 func (x *CleanerRun) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[88]
+	mi := &file_logd_v1_logd_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6395,7 +6518,7 @@ func (x *CleanerRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanerRun.ProtoReflect.Descriptor instead.
 func (*CleanerRun) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{88}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *CleanerRun) GetTimeMs() int64 {
@@ -6465,7 +6588,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[89]
+	mi := &file_logd_v1_logd_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6477,7 +6600,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[89]
+	mi := &file_logd_v1_logd_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6490,7 +6613,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{89}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *JoinRequest) GetNodeId() string {
@@ -6576,7 +6699,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[90]
+	mi := &file_logd_v1_logd_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6588,7 +6711,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[90]
+	mi := &file_logd_v1_logd_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6601,7 +6724,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{90}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *JoinResponse) GetLeaderId() string {
@@ -6644,7 +6767,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[91]
+	mi := &file_logd_v1_logd_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6656,7 +6779,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[91]
+	mi := &file_logd_v1_logd_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6669,7 +6792,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{91}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *RemoveNodeRequest) GetNodeId() string {
@@ -6694,7 +6817,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[92]
+	mi := &file_logd_v1_logd_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6706,7 +6829,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[92]
+	mi := &file_logd_v1_logd_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6719,7 +6842,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{92}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{93}
 }
 
 type DrainNodeRequest struct {
@@ -6733,7 +6856,7 @@ type DrainNodeRequest struct {
 
 func (x *DrainNodeRequest) Reset() {
 	*x = DrainNodeRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[93]
+	mi := &file_logd_v1_logd_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6745,7 +6868,7 @@ func (x *DrainNodeRequest) String() string {
 func (*DrainNodeRequest) ProtoMessage() {}
 
 func (x *DrainNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[93]
+	mi := &file_logd_v1_logd_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6758,7 +6881,7 @@ func (x *DrainNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainNodeRequest.ProtoReflect.Descriptor instead.
 func (*DrainNodeRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{93}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *DrainNodeRequest) GetNodeId() string {
@@ -6785,7 +6908,7 @@ type DrainNodeResponse struct {
 
 func (x *DrainNodeResponse) Reset() {
 	*x = DrainNodeResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[94]
+	mi := &file_logd_v1_logd_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6797,7 +6920,7 @@ func (x *DrainNodeResponse) String() string {
 func (*DrainNodeResponse) ProtoMessage() {}
 
 func (x *DrainNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[94]
+	mi := &file_logd_v1_logd_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6810,7 +6933,7 @@ func (x *DrainNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainNodeResponse.ProtoReflect.Descriptor instead.
 func (*DrainNodeResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{94}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *DrainNodeResponse) GetDraining() []string {
@@ -6828,7 +6951,7 @@ type ListMovesRequest struct {
 
 func (x *ListMovesRequest) Reset() {
 	*x = ListMovesRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[95]
+	mi := &file_logd_v1_logd_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6840,7 +6963,7 @@ func (x *ListMovesRequest) String() string {
 func (*ListMovesRequest) ProtoMessage() {}
 
 func (x *ListMovesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[95]
+	mi := &file_logd_v1_logd_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6853,7 +6976,7 @@ func (x *ListMovesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMovesRequest.ProtoReflect.Descriptor instead.
 func (*ListMovesRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{95}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{96}
 }
 
 type ListMovesResponse struct {
@@ -6868,7 +6991,7 @@ type ListMovesResponse struct {
 
 func (x *ListMovesResponse) Reset() {
 	*x = ListMovesResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[96]
+	mi := &file_logd_v1_logd_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6880,7 +7003,7 @@ func (x *ListMovesResponse) String() string {
 func (*ListMovesResponse) ProtoMessage() {}
 
 func (x *ListMovesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[96]
+	mi := &file_logd_v1_logd_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6893,7 +7016,7 @@ func (x *ListMovesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMovesResponse.ProtoReflect.Descriptor instead.
 func (*ListMovesResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{96}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *ListMovesResponse) GetNodeId() string {
@@ -6947,7 +7070,7 @@ type ReplicaMove struct {
 
 func (x *ReplicaMove) Reset() {
 	*x = ReplicaMove{}
-	mi := &file_logd_v1_logd_proto_msgTypes[97]
+	mi := &file_logd_v1_logd_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6959,7 +7082,7 @@ func (x *ReplicaMove) String() string {
 func (*ReplicaMove) ProtoMessage() {}
 
 func (x *ReplicaMove) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[97]
+	mi := &file_logd_v1_logd_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6972,7 +7095,7 @@ func (x *ReplicaMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaMove.ProtoReflect.Descriptor instead.
 func (*ReplicaMove) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{97}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *ReplicaMove) GetGroup() uint64 {
@@ -7074,7 +7197,7 @@ type PlanBalanceRequest struct {
 
 func (x *PlanBalanceRequest) Reset() {
 	*x = PlanBalanceRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[98]
+	mi := &file_logd_v1_logd_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7086,7 +7209,7 @@ func (x *PlanBalanceRequest) String() string {
 func (*PlanBalanceRequest) ProtoMessage() {}
 
 func (x *PlanBalanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[98]
+	mi := &file_logd_v1_logd_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7099,7 +7222,7 @@ func (x *PlanBalanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanBalanceRequest.ProtoReflect.Descriptor instead.
 func (*PlanBalanceRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{98}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{99}
 }
 
 type PlanBalanceResponse struct {
@@ -7131,7 +7254,7 @@ type PlanBalanceResponse struct {
 
 func (x *PlanBalanceResponse) Reset() {
 	*x = PlanBalanceResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[99]
+	mi := &file_logd_v1_logd_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7143,7 +7266,7 @@ func (x *PlanBalanceResponse) String() string {
 func (*PlanBalanceResponse) ProtoMessage() {}
 
 func (x *PlanBalanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[99]
+	mi := &file_logd_v1_logd_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7156,7 +7279,7 @@ func (x *PlanBalanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanBalanceResponse.ProtoReflect.Descriptor instead.
 func (*PlanBalanceResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{99}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *PlanBalanceResponse) GetNodeId() string {
@@ -7241,7 +7364,7 @@ type BalanceStep struct {
 
 func (x *BalanceStep) Reset() {
 	*x = BalanceStep{}
-	mi := &file_logd_v1_logd_proto_msgTypes[100]
+	mi := &file_logd_v1_logd_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7253,7 +7376,7 @@ func (x *BalanceStep) String() string {
 func (*BalanceStep) ProtoMessage() {}
 
 func (x *BalanceStep) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[100]
+	mi := &file_logd_v1_logd_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7266,7 +7389,7 @@ func (x *BalanceStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BalanceStep.ProtoReflect.Descriptor instead.
 func (*BalanceStep) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{100}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *BalanceStep) GetStep() uint32 {
@@ -7325,7 +7448,7 @@ type NodeLoad struct {
 
 func (x *NodeLoad) Reset() {
 	*x = NodeLoad{}
-	mi := &file_logd_v1_logd_proto_msgTypes[101]
+	mi := &file_logd_v1_logd_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7337,7 +7460,7 @@ func (x *NodeLoad) String() string {
 func (*NodeLoad) ProtoMessage() {}
 
 func (x *NodeLoad) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[101]
+	mi := &file_logd_v1_logd_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7350,7 +7473,7 @@ func (x *NodeLoad) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeLoad.ProtoReflect.Descriptor instead.
 func (*NodeLoad) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{101}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *NodeLoad) GetNode() string {
@@ -7419,7 +7542,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[102]
+	mi := &file_logd_v1_logd_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7431,7 +7554,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[102]
+	mi := &file_logd_v1_logd_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7444,7 +7567,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{102}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *TransferLeadershipRequest) GetNodeId() string {
@@ -7464,7 +7587,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[103]
+	mi := &file_logd_v1_logd_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7476,7 +7599,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[103]
+	mi := &file_logd_v1_logd_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7489,7 +7612,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{103}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -7514,7 +7637,7 @@ type SaveSnapshotRequest struct {
 
 func (x *SaveSnapshotRequest) Reset() {
 	*x = SaveSnapshotRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[104]
+	mi := &file_logd_v1_logd_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7526,7 +7649,7 @@ func (x *SaveSnapshotRequest) String() string {
 func (*SaveSnapshotRequest) ProtoMessage() {}
 
 func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[104]
+	mi := &file_logd_v1_logd_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7539,7 +7662,7 @@ func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SaveSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{104}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{105}
 }
 
 type SaveSnapshotResponse struct {
@@ -7554,7 +7677,7 @@ type SaveSnapshotResponse struct {
 
 func (x *SaveSnapshotResponse) Reset() {
 	*x = SaveSnapshotResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[105]
+	mi := &file_logd_v1_logd_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7566,7 +7689,7 @@ func (x *SaveSnapshotResponse) String() string {
 func (*SaveSnapshotResponse) ProtoMessage() {}
 
 func (x *SaveSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[105]
+	mi := &file_logd_v1_logd_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7579,7 +7702,7 @@ func (x *SaveSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*SaveSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{105}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *SaveSnapshotResponse) GetInfo() *SnapshotInfo {
@@ -7615,7 +7738,7 @@ type SnapshotInfo struct {
 
 func (x *SnapshotInfo) Reset() {
 	*x = SnapshotInfo{}
-	mi := &file_logd_v1_logd_proto_msgTypes[106]
+	mi := &file_logd_v1_logd_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7627,7 +7750,7 @@ func (x *SnapshotInfo) String() string {
 func (*SnapshotInfo) ProtoMessage() {}
 
 func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[106]
+	mi := &file_logd_v1_logd_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7640,7 +7763,7 @@ func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotInfo.ProtoReflect.Descriptor instead.
 func (*SnapshotInfo) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{106}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *SnapshotInfo) GetIndex() uint64 {
@@ -7697,7 +7820,7 @@ type PauseQueueGroupRequest struct {
 
 func (x *PauseQueueGroupRequest) Reset() {
 	*x = PauseQueueGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[107]
+	mi := &file_logd_v1_logd_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7709,7 +7832,7 @@ func (x *PauseQueueGroupRequest) String() string {
 func (*PauseQueueGroupRequest) ProtoMessage() {}
 
 func (x *PauseQueueGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[107]
+	mi := &file_logd_v1_logd_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7722,7 +7845,7 @@ func (x *PauseQueueGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueGroupRequest.ProtoReflect.Descriptor instead.
 func (*PauseQueueGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{107}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *PauseQueueGroupRequest) GetTopic() string {
@@ -7757,7 +7880,7 @@ type PauseQueueGroupResponse struct {
 
 func (x *PauseQueueGroupResponse) Reset() {
 	*x = PauseQueueGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[108]
+	mi := &file_logd_v1_logd_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7769,7 +7892,7 @@ func (x *PauseQueueGroupResponse) String() string {
 func (*PauseQueueGroupResponse) ProtoMessage() {}
 
 func (x *PauseQueueGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[108]
+	mi := &file_logd_v1_logd_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7782,7 +7905,7 @@ func (x *PauseQueueGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueGroupResponse.ProtoReflect.Descriptor instead.
 func (*PauseQueueGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{108}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *PauseQueueGroupResponse) GetPaused() bool {
@@ -7807,7 +7930,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[109]
+	mi := &file_logd_v1_logd_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7819,7 +7942,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[109]
+	mi := &file_logd_v1_logd_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7832,7 +7955,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{109}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{110}
 }
 
 type WhoAmIResponse struct {
@@ -7852,7 +7975,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[110]
+	mi := &file_logd_v1_logd_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7864,7 +7987,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[110]
+	mi := &file_logd_v1_logd_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7877,7 +8000,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{110}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *WhoAmIResponse) GetPrincipal() string {
@@ -7925,7 +8048,7 @@ type TokenInfo struct {
 
 func (x *TokenInfo) Reset() {
 	*x = TokenInfo{}
-	mi := &file_logd_v1_logd_proto_msgTypes[111]
+	mi := &file_logd_v1_logd_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7937,7 +8060,7 @@ func (x *TokenInfo) String() string {
 func (*TokenInfo) ProtoMessage() {}
 
 func (x *TokenInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[111]
+	mi := &file_logd_v1_logd_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7950,7 +8073,7 @@ func (x *TokenInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenInfo.ProtoReflect.Descriptor instead.
 func (*TokenInfo) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{111}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *TokenInfo) GetId() string {
@@ -8008,7 +8131,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[112]
+	mi := &file_logd_v1_logd_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8020,7 +8143,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[112]
+	mi := &file_logd_v1_logd_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8033,7 +8156,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{112}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *CreateTokenRequest) GetPrincipal() string {
@@ -8068,7 +8191,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[113]
+	mi := &file_logd_v1_logd_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8080,7 +8203,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[113]
+	mi := &file_logd_v1_logd_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8093,7 +8216,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{113}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *CreateTokenResponse) GetToken() string {
@@ -8120,7 +8243,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[114]
+	mi := &file_logd_v1_logd_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8132,7 +8255,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[114]
+	mi := &file_logd_v1_logd_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8145,7 +8268,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{114}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *ListTokensRequest) GetPrincipal() string {
@@ -8164,7 +8287,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[115]
+	mi := &file_logd_v1_logd_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8176,7 +8299,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[115]
+	mi := &file_logd_v1_logd_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8189,7 +8312,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{115}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *ListTokensResponse) GetTokens() []*TokenInfo {
@@ -8208,7 +8331,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[116]
+	mi := &file_logd_v1_logd_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8220,7 +8343,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[116]
+	mi := &file_logd_v1_logd_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8233,7 +8356,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{116}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *RevokeTokenRequest) GetId() string {
@@ -8252,7 +8375,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[117]
+	mi := &file_logd_v1_logd_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8264,7 +8387,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[117]
+	mi := &file_logd_v1_logd_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8277,7 +8400,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{117}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *RevokeTokenResponse) GetInfo() *TokenInfo {
@@ -8303,7 +8426,7 @@ type ScramCredentialInfo struct {
 
 func (x *ScramCredentialInfo) Reset() {
 	*x = ScramCredentialInfo{}
-	mi := &file_logd_v1_logd_proto_msgTypes[118]
+	mi := &file_logd_v1_logd_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8315,7 +8438,7 @@ func (x *ScramCredentialInfo) String() string {
 func (*ScramCredentialInfo) ProtoMessage() {}
 
 func (x *ScramCredentialInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[118]
+	mi := &file_logd_v1_logd_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8328,7 +8451,7 @@ func (x *ScramCredentialInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScramCredentialInfo.ProtoReflect.Descriptor instead.
 func (*ScramCredentialInfo) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{118}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *ScramCredentialInfo) GetUser() string {
@@ -8380,7 +8503,7 @@ type SetScramCredentialRequest struct {
 
 func (x *SetScramCredentialRequest) Reset() {
 	*x = SetScramCredentialRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[119]
+	mi := &file_logd_v1_logd_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8392,7 +8515,7 @@ func (x *SetScramCredentialRequest) String() string {
 func (*SetScramCredentialRequest) ProtoMessage() {}
 
 func (x *SetScramCredentialRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[119]
+	mi := &file_logd_v1_logd_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8405,7 +8528,7 @@ func (x *SetScramCredentialRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetScramCredentialRequest.ProtoReflect.Descriptor instead.
 func (*SetScramCredentialRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{119}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *SetScramCredentialRequest) GetUser() string {
@@ -8445,7 +8568,7 @@ type SetScramCredentialResponse struct {
 
 func (x *SetScramCredentialResponse) Reset() {
 	*x = SetScramCredentialResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[120]
+	mi := &file_logd_v1_logd_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8457,7 +8580,7 @@ func (x *SetScramCredentialResponse) String() string {
 func (*SetScramCredentialResponse) ProtoMessage() {}
 
 func (x *SetScramCredentialResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[120]
+	mi := &file_logd_v1_logd_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8470,7 +8593,7 @@ func (x *SetScramCredentialResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetScramCredentialResponse.ProtoReflect.Descriptor instead.
 func (*SetScramCredentialResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{120}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *SetScramCredentialResponse) GetInfo() *ScramCredentialInfo {
@@ -8490,7 +8613,7 @@ type ListScramCredentialsRequest struct {
 
 func (x *ListScramCredentialsRequest) Reset() {
 	*x = ListScramCredentialsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[121]
+	mi := &file_logd_v1_logd_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8502,7 +8625,7 @@ func (x *ListScramCredentialsRequest) String() string {
 func (*ListScramCredentialsRequest) ProtoMessage() {}
 
 func (x *ListScramCredentialsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[121]
+	mi := &file_logd_v1_logd_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8515,7 +8638,7 @@ func (x *ListScramCredentialsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListScramCredentialsRequest.ProtoReflect.Descriptor instead.
 func (*ListScramCredentialsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{121}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *ListScramCredentialsRequest) GetUser() string {
@@ -8534,7 +8657,7 @@ type ListScramCredentialsResponse struct {
 
 func (x *ListScramCredentialsResponse) Reset() {
 	*x = ListScramCredentialsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[122]
+	mi := &file_logd_v1_logd_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8546,7 +8669,7 @@ func (x *ListScramCredentialsResponse) String() string {
 func (*ListScramCredentialsResponse) ProtoMessage() {}
 
 func (x *ListScramCredentialsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[122]
+	mi := &file_logd_v1_logd_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8559,7 +8682,7 @@ func (x *ListScramCredentialsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListScramCredentialsResponse.ProtoReflect.Descriptor instead.
 func (*ListScramCredentialsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{122}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *ListScramCredentialsResponse) GetCredentials() []*ScramCredentialInfo {
@@ -8579,7 +8702,7 @@ type DeleteScramCredentialRequest struct {
 
 func (x *DeleteScramCredentialRequest) Reset() {
 	*x = DeleteScramCredentialRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[123]
+	mi := &file_logd_v1_logd_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8591,7 +8714,7 @@ func (x *DeleteScramCredentialRequest) String() string {
 func (*DeleteScramCredentialRequest) ProtoMessage() {}
 
 func (x *DeleteScramCredentialRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[123]
+	mi := &file_logd_v1_logd_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8604,7 +8727,7 @@ func (x *DeleteScramCredentialRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteScramCredentialRequest.ProtoReflect.Descriptor instead.
 func (*DeleteScramCredentialRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{123}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *DeleteScramCredentialRequest) GetUser() string {
@@ -8630,7 +8753,7 @@ type DeleteScramCredentialResponse struct {
 
 func (x *DeleteScramCredentialResponse) Reset() {
 	*x = DeleteScramCredentialResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[124]
+	mi := &file_logd_v1_logd_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8642,7 +8765,7 @@ func (x *DeleteScramCredentialResponse) String() string {
 func (*DeleteScramCredentialResponse) ProtoMessage() {}
 
 func (x *DeleteScramCredentialResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[124]
+	mi := &file_logd_v1_logd_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8655,7 +8778,7 @@ func (x *DeleteScramCredentialResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteScramCredentialResponse.ProtoReflect.Descriptor instead.
 func (*DeleteScramCredentialResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{124}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *DeleteScramCredentialResponse) GetInfo() *ScramCredentialInfo {
@@ -8683,7 +8806,7 @@ type ACL struct {
 
 func (x *ACL) Reset() {
 	*x = ACL{}
-	mi := &file_logd_v1_logd_proto_msgTypes[125]
+	mi := &file_logd_v1_logd_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8695,7 +8818,7 @@ func (x *ACL) String() string {
 func (*ACL) ProtoMessage() {}
 
 func (x *ACL) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[125]
+	mi := &file_logd_v1_logd_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8708,7 +8831,7 @@ func (x *ACL) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ACL.ProtoReflect.Descriptor instead.
 func (*ACL) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{125}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *ACL) GetPrincipal() string {
@@ -8762,7 +8885,7 @@ type CreateACLsRequest struct {
 
 func (x *CreateACLsRequest) Reset() {
 	*x = CreateACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[126]
+	mi := &file_logd_v1_logd_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8774,7 +8897,7 @@ func (x *CreateACLsRequest) String() string {
 func (*CreateACLsRequest) ProtoMessage() {}
 
 func (x *CreateACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[126]
+	mi := &file_logd_v1_logd_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8787,7 +8910,7 @@ func (x *CreateACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateACLsRequest.ProtoReflect.Descriptor instead.
 func (*CreateACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{126}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *CreateACLsRequest) GetAcls() []*ACL {
@@ -8807,7 +8930,7 @@ type CreateACLsResponse struct {
 
 func (x *CreateACLsResponse) Reset() {
 	*x = CreateACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[127]
+	mi := &file_logd_v1_logd_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8819,7 +8942,7 @@ func (x *CreateACLsResponse) String() string {
 func (*CreateACLsResponse) ProtoMessage() {}
 
 func (x *CreateACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[127]
+	mi := &file_logd_v1_logd_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8832,7 +8955,7 @@ func (x *CreateACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateACLsResponse.ProtoReflect.Descriptor instead.
 func (*CreateACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{127}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *CreateACLsResponse) GetCreated() int32 {
@@ -8857,7 +8980,7 @@ type ACLFilter struct {
 
 func (x *ACLFilter) Reset() {
 	*x = ACLFilter{}
-	mi := &file_logd_v1_logd_proto_msgTypes[128]
+	mi := &file_logd_v1_logd_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8869,7 +8992,7 @@ func (x *ACLFilter) String() string {
 func (*ACLFilter) ProtoMessage() {}
 
 func (x *ACLFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[128]
+	mi := &file_logd_v1_logd_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8882,7 +9005,7 @@ func (x *ACLFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ACLFilter.ProtoReflect.Descriptor instead.
 func (*ACLFilter) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{128}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *ACLFilter) GetPrincipal() string {
@@ -8936,7 +9059,7 @@ type ListACLsRequest struct {
 
 func (x *ListACLsRequest) Reset() {
 	*x = ListACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[129]
+	mi := &file_logd_v1_logd_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8948,7 +9071,7 @@ func (x *ListACLsRequest) String() string {
 func (*ListACLsRequest) ProtoMessage() {}
 
 func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[129]
+	mi := &file_logd_v1_logd_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8961,7 +9084,7 @@ func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListACLsRequest.ProtoReflect.Descriptor instead.
 func (*ListACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{129}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *ListACLsRequest) GetFilter() *ACLFilter {
@@ -8980,7 +9103,7 @@ type ListACLsResponse struct {
 
 func (x *ListACLsResponse) Reset() {
 	*x = ListACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[130]
+	mi := &file_logd_v1_logd_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8992,7 +9115,7 @@ func (x *ListACLsResponse) String() string {
 func (*ListACLsResponse) ProtoMessage() {}
 
 func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[130]
+	mi := &file_logd_v1_logd_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9005,7 +9128,7 @@ func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListACLsResponse.ProtoReflect.Descriptor instead.
 func (*ListACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{130}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *ListACLsResponse) GetAcls() []*ACL {
@@ -9027,7 +9150,7 @@ type DeleteACLsRequest struct {
 
 func (x *DeleteACLsRequest) Reset() {
 	*x = DeleteACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[131]
+	mi := &file_logd_v1_logd_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9039,7 +9162,7 @@ func (x *DeleteACLsRequest) String() string {
 func (*DeleteACLsRequest) ProtoMessage() {}
 
 func (x *DeleteACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[131]
+	mi := &file_logd_v1_logd_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9052,7 +9175,7 @@ func (x *DeleteACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteACLsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{131}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *DeleteACLsRequest) GetFilter() *ACLFilter {
@@ -9079,7 +9202,7 @@ type DeleteACLsResponse struct {
 
 func (x *DeleteACLsResponse) Reset() {
 	*x = DeleteACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[132]
+	mi := &file_logd_v1_logd_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9091,7 +9214,7 @@ func (x *DeleteACLsResponse) String() string {
 func (*DeleteACLsResponse) ProtoMessage() {}
 
 func (x *DeleteACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[132]
+	mi := &file_logd_v1_logd_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9104,7 +9227,7 @@ func (x *DeleteACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteACLsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{132}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{133}
 }
 
 func (x *DeleteACLsResponse) GetAcls() []*ACL {
@@ -9148,7 +9271,7 @@ type StartRedriveRequest struct {
 
 func (x *StartRedriveRequest) Reset() {
 	*x = StartRedriveRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[133]
+	mi := &file_logd_v1_logd_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9160,7 +9283,7 @@ func (x *StartRedriveRequest) String() string {
 func (*StartRedriveRequest) ProtoMessage() {}
 
 func (x *StartRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[133]
+	mi := &file_logd_v1_logd_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9173,7 +9296,7 @@ func (x *StartRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRedriveRequest.ProtoReflect.Descriptor instead.
 func (*StartRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{133}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{134}
 }
 
 func (x *StartRedriveRequest) GetDeadLetterTopic() string {
@@ -9272,7 +9395,7 @@ type RedriveRecordRef struct {
 
 func (x *RedriveRecordRef) Reset() {
 	*x = RedriveRecordRef{}
-	mi := &file_logd_v1_logd_proto_msgTypes[134]
+	mi := &file_logd_v1_logd_proto_msgTypes[135]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9284,7 +9407,7 @@ func (x *RedriveRecordRef) String() string {
 func (*RedriveRecordRef) ProtoMessage() {}
 
 func (x *RedriveRecordRef) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[134]
+	mi := &file_logd_v1_logd_proto_msgTypes[135]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9297,7 +9420,7 @@ func (x *RedriveRecordRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveRecordRef.ProtoReflect.Descriptor instead.
 func (*RedriveRecordRef) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{134}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{135}
 }
 
 func (x *RedriveRecordRef) GetPartition() int32 {
@@ -9332,7 +9455,7 @@ type RedriveProgress struct {
 
 func (x *RedriveProgress) Reset() {
 	*x = RedriveProgress{}
-	mi := &file_logd_v1_logd_proto_msgTypes[135]
+	mi := &file_logd_v1_logd_proto_msgTypes[136]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9344,7 +9467,7 @@ func (x *RedriveProgress) String() string {
 func (*RedriveProgress) ProtoMessage() {}
 
 func (x *RedriveProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[135]
+	mi := &file_logd_v1_logd_proto_msgTypes[136]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9357,7 +9480,7 @@ func (x *RedriveProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveProgress.ProtoReflect.Descriptor instead.
 func (*RedriveProgress) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{135}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{136}
 }
 
 func (x *RedriveProgress) GetScanned() int64 {
@@ -9427,7 +9550,7 @@ type RedriveJob struct {
 
 func (x *RedriveJob) Reset() {
 	*x = RedriveJob{}
-	mi := &file_logd_v1_logd_proto_msgTypes[136]
+	mi := &file_logd_v1_logd_proto_msgTypes[137]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9439,7 +9562,7 @@ func (x *RedriveJob) String() string {
 func (*RedriveJob) ProtoMessage() {}
 
 func (x *RedriveJob) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[136]
+	mi := &file_logd_v1_logd_proto_msgTypes[137]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9452,7 +9575,7 @@ func (x *RedriveJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveJob.ProtoReflect.Descriptor instead.
 func (*RedriveJob) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{136}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{137}
 }
 
 func (x *RedriveJob) GetId() string {
@@ -9548,7 +9671,7 @@ type StartRedriveResponse struct {
 
 func (x *StartRedriveResponse) Reset() {
 	*x = StartRedriveResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[137]
+	mi := &file_logd_v1_logd_proto_msgTypes[138]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9560,7 +9683,7 @@ func (x *StartRedriveResponse) String() string {
 func (*StartRedriveResponse) ProtoMessage() {}
 
 func (x *StartRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[137]
+	mi := &file_logd_v1_logd_proto_msgTypes[138]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9573,7 +9696,7 @@ func (x *StartRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRedriveResponse.ProtoReflect.Descriptor instead.
 func (*StartRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{137}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{138}
 }
 
 func (x *StartRedriveResponse) GetJob() *RedriveJob {
@@ -9592,7 +9715,7 @@ type DescribeRedriveRequest struct {
 
 func (x *DescribeRedriveRequest) Reset() {
 	*x = DescribeRedriveRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[138]
+	mi := &file_logd_v1_logd_proto_msgTypes[139]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9604,7 +9727,7 @@ func (x *DescribeRedriveRequest) String() string {
 func (*DescribeRedriveRequest) ProtoMessage() {}
 
 func (x *DescribeRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[138]
+	mi := &file_logd_v1_logd_proto_msgTypes[139]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9617,7 +9740,7 @@ func (x *DescribeRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRedriveRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{138}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{139}
 }
 
 func (x *DescribeRedriveRequest) GetId() string {
@@ -9636,7 +9759,7 @@ type DescribeRedriveResponse struct {
 
 func (x *DescribeRedriveResponse) Reset() {
 	*x = DescribeRedriveResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[139]
+	mi := &file_logd_v1_logd_proto_msgTypes[140]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9648,7 +9771,7 @@ func (x *DescribeRedriveResponse) String() string {
 func (*DescribeRedriveResponse) ProtoMessage() {}
 
 func (x *DescribeRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[139]
+	mi := &file_logd_v1_logd_proto_msgTypes[140]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9661,7 +9784,7 @@ func (x *DescribeRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRedriveResponse.ProtoReflect.Descriptor instead.
 func (*DescribeRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{139}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{140}
 }
 
 func (x *DescribeRedriveResponse) GetJob() *RedriveJob {
@@ -9681,7 +9804,7 @@ type ListRedrivesRequest struct {
 
 func (x *ListRedrivesRequest) Reset() {
 	*x = ListRedrivesRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[140]
+	mi := &file_logd_v1_logd_proto_msgTypes[141]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9693,7 +9816,7 @@ func (x *ListRedrivesRequest) String() string {
 func (*ListRedrivesRequest) ProtoMessage() {}
 
 func (x *ListRedrivesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[140]
+	mi := &file_logd_v1_logd_proto_msgTypes[141]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9706,7 +9829,7 @@ func (x *ListRedrivesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRedrivesRequest.ProtoReflect.Descriptor instead.
 func (*ListRedrivesRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{140}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{141}
 }
 
 func (x *ListRedrivesRequest) GetDeadLetterTopic() string {
@@ -9725,7 +9848,7 @@ type ListRedrivesResponse struct {
 
 func (x *ListRedrivesResponse) Reset() {
 	*x = ListRedrivesResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[141]
+	mi := &file_logd_v1_logd_proto_msgTypes[142]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9737,7 +9860,7 @@ func (x *ListRedrivesResponse) String() string {
 func (*ListRedrivesResponse) ProtoMessage() {}
 
 func (x *ListRedrivesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[141]
+	mi := &file_logd_v1_logd_proto_msgTypes[142]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9750,7 +9873,7 @@ func (x *ListRedrivesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRedrivesResponse.ProtoReflect.Descriptor instead.
 func (*ListRedrivesResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{141}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{142}
 }
 
 func (x *ListRedrivesResponse) GetJobs() []*RedriveJob {
@@ -9769,7 +9892,7 @@ type StopRedriveRequest struct {
 
 func (x *StopRedriveRequest) Reset() {
 	*x = StopRedriveRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[142]
+	mi := &file_logd_v1_logd_proto_msgTypes[143]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9781,7 +9904,7 @@ func (x *StopRedriveRequest) String() string {
 func (*StopRedriveRequest) ProtoMessage() {}
 
 func (x *StopRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[142]
+	mi := &file_logd_v1_logd_proto_msgTypes[143]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9794,7 +9917,7 @@ func (x *StopRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRedriveRequest.ProtoReflect.Descriptor instead.
 func (*StopRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{142}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{143}
 }
 
 func (x *StopRedriveRequest) GetId() string {
@@ -9813,7 +9936,7 @@ type StopRedriveResponse struct {
 
 func (x *StopRedriveResponse) Reset() {
 	*x = StopRedriveResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[143]
+	mi := &file_logd_v1_logd_proto_msgTypes[144]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9825,7 +9948,7 @@ func (x *StopRedriveResponse) String() string {
 func (*StopRedriveResponse) ProtoMessage() {}
 
 func (x *StopRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[143]
+	mi := &file_logd_v1_logd_proto_msgTypes[144]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9838,7 +9961,7 @@ func (x *StopRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRedriveResponse.ProtoReflect.Descriptor instead.
 func (*StopRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{143}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{144}
 }
 
 func (x *StopRedriveResponse) GetJob() *RedriveJob {
@@ -9886,7 +10009,7 @@ type ListDeadLettersRequest struct {
 
 func (x *ListDeadLettersRequest) Reset() {
 	*x = ListDeadLettersRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[144]
+	mi := &file_logd_v1_logd_proto_msgTypes[145]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9898,7 +10021,7 @@ func (x *ListDeadLettersRequest) String() string {
 func (*ListDeadLettersRequest) ProtoMessage() {}
 
 func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[144]
+	mi := &file_logd_v1_logd_proto_msgTypes[145]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9911,7 +10034,7 @@ func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{144}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{145}
 }
 
 func (x *ListDeadLettersRequest) GetTopic() string {
@@ -10063,7 +10186,7 @@ type DeadLetter struct {
 
 func (x *DeadLetter) Reset() {
 	*x = DeadLetter{}
-	mi := &file_logd_v1_logd_proto_msgTypes[145]
+	mi := &file_logd_v1_logd_proto_msgTypes[146]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10075,7 +10198,7 @@ func (x *DeadLetter) String() string {
 func (*DeadLetter) ProtoMessage() {}
 
 func (x *DeadLetter) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[145]
+	mi := &file_logd_v1_logd_proto_msgTypes[146]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10088,7 +10211,7 @@ func (x *DeadLetter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetter.ProtoReflect.Descriptor instead.
 func (*DeadLetter) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{145}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{146}
 }
 
 func (x *DeadLetter) GetPartition() int32 {
@@ -10265,7 +10388,7 @@ type ListDeadLettersResponse struct {
 
 func (x *ListDeadLettersResponse) Reset() {
 	*x = ListDeadLettersResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[146]
+	mi := &file_logd_v1_logd_proto_msgTypes[147]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10277,7 +10400,7 @@ func (x *ListDeadLettersResponse) String() string {
 func (*ListDeadLettersResponse) ProtoMessage() {}
 
 func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[146]
+	mi := &file_logd_v1_logd_proto_msgTypes[147]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10290,7 +10413,7 @@ func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{146}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{147}
 }
 
 func (x *ListDeadLettersResponse) GetDeadLetters() []*DeadLetter {
@@ -10422,16 +10545,26 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x04_keyB\b\n" +
 	"\x06_valueB\f\n" +
 	"\n" +
-	"_partition\"Q\n" +
+	"_partition\"\x88\x01\n" +
 	"\x0eProduceRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12)\n" +
-	"\arecords\x18\x02 \x03(\v2\x0f.logd.v1.RecordR\arecords\"b\n" +
+	"\arecords\x18\x02 \x03(\v2\x0f.logd.v1.RecordR\arecords\x125\n" +
+	"\bproducer\x18\x03 \x01(\v2\x19.logd.v1.ProducerSequenceR\bproducer\"\xf1\x01\n" +
+	"\x10ProducerSequence\x12\x1f\n" +
+	"\vproducer_id\x18\x01 \x01(\x03R\n" +
+	"producerId\x12%\n" +
+	"\x0eproducer_epoch\x18\x02 \x01(\x05R\rproducerEpoch\x12S\n" +
+	"\x0ebase_sequences\x18\x03 \x03(\v2,.logd.v1.ProducerSequence.BaseSequencesEntryR\rbaseSequences\x1a@\n" +
+	"\x12BaseSequencesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"b\n" +
 	"\fRecordResult\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x1c\n" +
-	"\tduplicate\x18\x03 \x01(\bR\tduplicate\"B\n" +
+	"\tduplicate\x18\x03 \x01(\bR\tduplicate\"m\n" +
 	"\x0fProduceResponse\x12/\n" +
-	"\aresults\x18\x01 \x03(\v2\x15.logd.v1.RecordResultR\aresults\"\xd2\x01\n" +
+	"\aresults\x18\x01 \x03(\v2\x15.logd.v1.RecordResultR\aresults\x12)\n" +
+	"\x10producer_checked\x18\x02 \x01(\bR\x0fproducerChecked\"\xd2\x01\n" +
 	"\fFetchRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
@@ -11202,7 +11335,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\ttruncated\x18\x04 \x01(\bR\ttruncated\x12!\n" +
 	"\fnext_offsets\x18\x05 \x03(\x03R\vnextOffsets\x12\x1f\n" +
 	"\vend_offsets\x18\x06 \x03(\x03R\n" +
-	"endOffsets*\xa0\x05\n" +
+	"endOffsets*\xe5\x05\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17REASON_INVALID_ARGUMENT\x10\x01\x12\x18\n" +
@@ -11217,7 +11350,9 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x12REASON_STALE_TOKEN\x10\n" +
 	"\x12\x1f\n" +
 	"\x1bREASON_IDEMPOTENCY_CONFLICT\x10\v\x12\x12\n" +
-	"\x0eREASON_STORAGE\x10\f\x12\x1b\n" +
+	"\x0eREASON_STORAGE\x10\f\x12 \n" +
+	"\x1cREASON_OUT_OF_ORDER_SEQUENCE\x10\r\x12!\n" +
+	"\x1dREASON_INVALID_PRODUCER_EPOCH\x10\x0e\x12\x1b\n" +
 	"\x17REASON_STALE_GENERATION\x10\x14\x12\x19\n" +
 	"\x15REASON_UNKNOWN_MEMBER\x10\x15\x12\x18\n" +
 	"\x14REASON_UNKNOWN_GROUP\x10\x16\x12\x1a\n" +
@@ -11308,7 +11443,7 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 150)
+var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 152)
 var file_logd_v1_logd_proto_goTypes = []any{
 	(Reason)(0),                           // 0: logd.v1.Reason
 	(*ErrorInfo)(nil),                     // 1: logd.v1.ErrorInfo
@@ -11326,330 +11461,334 @@ var file_logd_v1_logd_proto_goTypes = []any{
 	(*Header)(nil),                        // 13: logd.v1.Header
 	(*Record)(nil),                        // 14: logd.v1.Record
 	(*ProduceRequest)(nil),                // 15: logd.v1.ProduceRequest
-	(*RecordResult)(nil),                  // 16: logd.v1.RecordResult
-	(*ProduceResponse)(nil),               // 17: logd.v1.ProduceResponse
-	(*FetchRequest)(nil),                  // 18: logd.v1.FetchRequest
-	(*FetchedRecord)(nil),                 // 19: logd.v1.FetchedRecord
-	(*FetchResponse)(nil),                 // 20: logd.v1.FetchResponse
-	(*ListOffsetsRequest)(nil),            // 21: logd.v1.ListOffsetsRequest
-	(*ListOffsetsResponse)(nil),           // 22: logd.v1.ListOffsetsResponse
-	(*StatusRequest)(nil),                 // 23: logd.v1.StatusRequest
-	(*GetHistoryRequest)(nil),             // 24: logd.v1.GetHistoryRequest
-	(*HistorySeries)(nil),                 // 25: logd.v1.HistorySeries
-	(*GetHistoryResponse)(nil),            // 26: logd.v1.GetHistoryResponse
-	(*ReadIndexRequest)(nil),              // 27: logd.v1.ReadIndexRequest
-	(*InitProducerIdRequest)(nil),         // 28: logd.v1.InitProducerIdRequest
-	(*InitProducerIdResponse)(nil),        // 29: logd.v1.InitProducerIdResponse
-	(*ReadIndexResponse)(nil),             // 30: logd.v1.ReadIndexResponse
-	(*StatusResponse)(nil),                // 31: logd.v1.StatusResponse
-	(*DataGroupStatus)(nil),               // 32: logd.v1.DataGroupStatus
-	(*FollowerStatus)(nil),                // 33: logd.v1.FollowerStatus
-	(*DiskStatus)(nil),                    // 34: logd.v1.DiskStatus
-	(*Member)(nil),                        // 35: logd.v1.Member
-	(*GroupTopicPartition)(nil),           // 36: logd.v1.GroupTopicPartition
-	(*GroupOffset)(nil),                   // 37: logd.v1.GroupOffset
-	(*JoinGroupRequest)(nil),              // 38: logd.v1.JoinGroupRequest
-	(*GroupAssignment)(nil),               // 39: logd.v1.GroupAssignment
-	(*AssignedPartition)(nil),             // 40: logd.v1.AssignedPartition
-	(*JoinGroupResponse)(nil),             // 41: logd.v1.JoinGroupResponse
-	(*GroupHeartbeatRequest)(nil),         // 42: logd.v1.GroupHeartbeatRequest
-	(*GroupHeartbeatResponse)(nil),        // 43: logd.v1.GroupHeartbeatResponse
-	(*LeaveGroupRequest)(nil),             // 44: logd.v1.LeaveGroupRequest
-	(*LeaveGroupResponse)(nil),            // 45: logd.v1.LeaveGroupResponse
-	(*CommitOffsetsRequest)(nil),          // 46: logd.v1.CommitOffsetsRequest
-	(*CommitOffsetsResponse)(nil),         // 47: logd.v1.CommitOffsetsResponse
-	(*GroupFetchRequest)(nil),             // 48: logd.v1.GroupFetchRequest
-	(*GroupFetchResponse)(nil),            // 49: logd.v1.GroupFetchResponse
-	(*ListGroupsRequest)(nil),             // 50: logd.v1.ListGroupsRequest
-	(*ConsumerGroupSummary)(nil),          // 51: logd.v1.ConsumerGroupSummary
-	(*ListGroupsResponse)(nil),            // 52: logd.v1.ListGroupsResponse
-	(*DescribeGroupRequest)(nil),          // 53: logd.v1.DescribeGroupRequest
-	(*ConsumerGroupMember)(nil),           // 54: logd.v1.ConsumerGroupMember
-	(*ConsumerGroupPartition)(nil),        // 55: logd.v1.ConsumerGroupPartition
-	(*DescribeGroupResponse)(nil),         // 56: logd.v1.DescribeGroupResponse
-	(*DeleteGroupRequest)(nil),            // 57: logd.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),           // 58: logd.v1.DeleteGroupResponse
-	(*ResetTopic)(nil),                    // 59: logd.v1.ResetTopic
-	(*ResetGroupOffsetsRequest)(nil),      // 60: logd.v1.ResetGroupOffsetsRequest
-	(*ResetPlanEntry)(nil),                // 61: logd.v1.ResetPlanEntry
-	(*ResetGroupOffsetsResponse)(nil),     // 62: logd.v1.ResetGroupOffsetsResponse
-	(*QueueGroupConfig)(nil),              // 63: logd.v1.QueueGroupConfig
-	(*CreateQueueGroupRequest)(nil),       // 64: logd.v1.CreateQueueGroupRequest
-	(*CreateQueueGroupResponse)(nil),      // 65: logd.v1.CreateQueueGroupResponse
-	(*AlterQueueGroupRequest)(nil),        // 66: logd.v1.AlterQueueGroupRequest
-	(*AlterQueueGroupResponse)(nil),       // 67: logd.v1.AlterQueueGroupResponse
-	(*DescribeQueueGroupRequest)(nil),     // 68: logd.v1.DescribeQueueGroupRequest
-	(*QueuePartitionState)(nil),           // 69: logd.v1.QueuePartitionState
-	(*DescribeQueueGroupResponse)(nil),    // 70: logd.v1.DescribeQueueGroupResponse
-	(*ListQueueGroupsRequest)(nil),        // 71: logd.v1.ListQueueGroupsRequest
-	(*ListQueueGroupsResponse)(nil),       // 72: logd.v1.ListQueueGroupsResponse
-	(*InFlightRecord)(nil),                // 73: logd.v1.InFlightRecord
-	(*ClaimRequest)(nil),                  // 74: logd.v1.ClaimRequest
-	(*ClaimedRecord)(nil),                 // 75: logd.v1.ClaimedRecord
-	(*ClaimResponse)(nil),                 // 76: logd.v1.ClaimResponse
-	(*TokenResult)(nil),                   // 77: logd.v1.TokenResult
-	(*AckRequest)(nil),                    // 78: logd.v1.AckRequest
-	(*AckResponse)(nil),                   // 79: logd.v1.AckResponse
-	(*QueueNack)(nil),                     // 80: logd.v1.QueueNack
-	(*NackRequest)(nil),                   // 81: logd.v1.NackRequest
-	(*NackResponse)(nil),                  // 82: logd.v1.NackResponse
-	(*ExtendRequest)(nil),                 // 83: logd.v1.ExtendRequest
-	(*ExtendResponse)(nil),                // 84: logd.v1.ExtendResponse
-	(*AlterTopicRequest)(nil),             // 85: logd.v1.AlterTopicRequest
-	(*AlterTopicResponse)(nil),            // 86: logd.v1.AlterTopicResponse
-	(*CreatePartitionsRequest)(nil),       // 87: logd.v1.CreatePartitionsRequest
-	(*CreatePartitionsResponse)(nil),      // 88: logd.v1.CreatePartitionsResponse
-	(*CleanerRun)(nil),                    // 89: logd.v1.CleanerRun
-	(*JoinRequest)(nil),                   // 90: logd.v1.JoinRequest
-	(*JoinResponse)(nil),                  // 91: logd.v1.JoinResponse
-	(*RemoveNodeRequest)(nil),             // 92: logd.v1.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),            // 93: logd.v1.RemoveNodeResponse
-	(*DrainNodeRequest)(nil),              // 94: logd.v1.DrainNodeRequest
-	(*DrainNodeResponse)(nil),             // 95: logd.v1.DrainNodeResponse
-	(*ListMovesRequest)(nil),              // 96: logd.v1.ListMovesRequest
-	(*ListMovesResponse)(nil),             // 97: logd.v1.ListMovesResponse
-	(*ReplicaMove)(nil),                   // 98: logd.v1.ReplicaMove
-	(*PlanBalanceRequest)(nil),            // 99: logd.v1.PlanBalanceRequest
-	(*PlanBalanceResponse)(nil),           // 100: logd.v1.PlanBalanceResponse
-	(*BalanceStep)(nil),                   // 101: logd.v1.BalanceStep
-	(*NodeLoad)(nil),                      // 102: logd.v1.NodeLoad
-	(*TransferLeadershipRequest)(nil),     // 103: logd.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil),    // 104: logd.v1.TransferLeadershipResponse
-	(*SaveSnapshotRequest)(nil),           // 105: logd.v1.SaveSnapshotRequest
-	(*SaveSnapshotResponse)(nil),          // 106: logd.v1.SaveSnapshotResponse
-	(*SnapshotInfo)(nil),                  // 107: logd.v1.SnapshotInfo
-	(*PauseQueueGroupRequest)(nil),        // 108: logd.v1.PauseQueueGroupRequest
-	(*PauseQueueGroupResponse)(nil),       // 109: logd.v1.PauseQueueGroupResponse
-	(*WhoAmIRequest)(nil),                 // 110: logd.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),                // 111: logd.v1.WhoAmIResponse
-	(*TokenInfo)(nil),                     // 112: logd.v1.TokenInfo
-	(*CreateTokenRequest)(nil),            // 113: logd.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),           // 114: logd.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),             // 115: logd.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),            // 116: logd.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),            // 117: logd.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),           // 118: logd.v1.RevokeTokenResponse
-	(*ScramCredentialInfo)(nil),           // 119: logd.v1.ScramCredentialInfo
-	(*SetScramCredentialRequest)(nil),     // 120: logd.v1.SetScramCredentialRequest
-	(*SetScramCredentialResponse)(nil),    // 121: logd.v1.SetScramCredentialResponse
-	(*ListScramCredentialsRequest)(nil),   // 122: logd.v1.ListScramCredentialsRequest
-	(*ListScramCredentialsResponse)(nil),  // 123: logd.v1.ListScramCredentialsResponse
-	(*DeleteScramCredentialRequest)(nil),  // 124: logd.v1.DeleteScramCredentialRequest
-	(*DeleteScramCredentialResponse)(nil), // 125: logd.v1.DeleteScramCredentialResponse
-	(*ACL)(nil),                           // 126: logd.v1.ACL
-	(*CreateACLsRequest)(nil),             // 127: logd.v1.CreateACLsRequest
-	(*CreateACLsResponse)(nil),            // 128: logd.v1.CreateACLsResponse
-	(*ACLFilter)(nil),                     // 129: logd.v1.ACLFilter
-	(*ListACLsRequest)(nil),               // 130: logd.v1.ListACLsRequest
-	(*ListACLsResponse)(nil),              // 131: logd.v1.ListACLsResponse
-	(*DeleteACLsRequest)(nil),             // 132: logd.v1.DeleteACLsRequest
-	(*DeleteACLsResponse)(nil),            // 133: logd.v1.DeleteACLsResponse
-	(*StartRedriveRequest)(nil),           // 134: logd.v1.StartRedriveRequest
-	(*RedriveRecordRef)(nil),              // 135: logd.v1.RedriveRecordRef
-	(*RedriveProgress)(nil),               // 136: logd.v1.RedriveProgress
-	(*RedriveJob)(nil),                    // 137: logd.v1.RedriveJob
-	(*StartRedriveResponse)(nil),          // 138: logd.v1.StartRedriveResponse
-	(*DescribeRedriveRequest)(nil),        // 139: logd.v1.DescribeRedriveRequest
-	(*DescribeRedriveResponse)(nil),       // 140: logd.v1.DescribeRedriveResponse
-	(*ListRedrivesRequest)(nil),           // 141: logd.v1.ListRedrivesRequest
-	(*ListRedrivesResponse)(nil),          // 142: logd.v1.ListRedrivesResponse
-	(*StopRedriveRequest)(nil),            // 143: logd.v1.StopRedriveRequest
-	(*StopRedriveResponse)(nil),           // 144: logd.v1.StopRedriveResponse
-	(*ListDeadLettersRequest)(nil),        // 145: logd.v1.ListDeadLettersRequest
-	(*DeadLetter)(nil),                    // 146: logd.v1.DeadLetter
-	(*ListDeadLettersResponse)(nil),       // 147: logd.v1.ListDeadLettersResponse
-	nil,                                   // 148: logd.v1.CreateTopicRequest.ConfigEntry
-	nil,                                   // 149: logd.v1.TopicInfo.ConfigEntry
-	nil,                                   // 150: logd.v1.AlterTopicRequest.ConfigEntry
+	(*ProducerSequence)(nil),              // 16: logd.v1.ProducerSequence
+	(*RecordResult)(nil),                  // 17: logd.v1.RecordResult
+	(*ProduceResponse)(nil),               // 18: logd.v1.ProduceResponse
+	(*FetchRequest)(nil),                  // 19: logd.v1.FetchRequest
+	(*FetchedRecord)(nil),                 // 20: logd.v1.FetchedRecord
+	(*FetchResponse)(nil),                 // 21: logd.v1.FetchResponse
+	(*ListOffsetsRequest)(nil),            // 22: logd.v1.ListOffsetsRequest
+	(*ListOffsetsResponse)(nil),           // 23: logd.v1.ListOffsetsResponse
+	(*StatusRequest)(nil),                 // 24: logd.v1.StatusRequest
+	(*GetHistoryRequest)(nil),             // 25: logd.v1.GetHistoryRequest
+	(*HistorySeries)(nil),                 // 26: logd.v1.HistorySeries
+	(*GetHistoryResponse)(nil),            // 27: logd.v1.GetHistoryResponse
+	(*ReadIndexRequest)(nil),              // 28: logd.v1.ReadIndexRequest
+	(*InitProducerIdRequest)(nil),         // 29: logd.v1.InitProducerIdRequest
+	(*InitProducerIdResponse)(nil),        // 30: logd.v1.InitProducerIdResponse
+	(*ReadIndexResponse)(nil),             // 31: logd.v1.ReadIndexResponse
+	(*StatusResponse)(nil),                // 32: logd.v1.StatusResponse
+	(*DataGroupStatus)(nil),               // 33: logd.v1.DataGroupStatus
+	(*FollowerStatus)(nil),                // 34: logd.v1.FollowerStatus
+	(*DiskStatus)(nil),                    // 35: logd.v1.DiskStatus
+	(*Member)(nil),                        // 36: logd.v1.Member
+	(*GroupTopicPartition)(nil),           // 37: logd.v1.GroupTopicPartition
+	(*GroupOffset)(nil),                   // 38: logd.v1.GroupOffset
+	(*JoinGroupRequest)(nil),              // 39: logd.v1.JoinGroupRequest
+	(*GroupAssignment)(nil),               // 40: logd.v1.GroupAssignment
+	(*AssignedPartition)(nil),             // 41: logd.v1.AssignedPartition
+	(*JoinGroupResponse)(nil),             // 42: logd.v1.JoinGroupResponse
+	(*GroupHeartbeatRequest)(nil),         // 43: logd.v1.GroupHeartbeatRequest
+	(*GroupHeartbeatResponse)(nil),        // 44: logd.v1.GroupHeartbeatResponse
+	(*LeaveGroupRequest)(nil),             // 45: logd.v1.LeaveGroupRequest
+	(*LeaveGroupResponse)(nil),            // 46: logd.v1.LeaveGroupResponse
+	(*CommitOffsetsRequest)(nil),          // 47: logd.v1.CommitOffsetsRequest
+	(*CommitOffsetsResponse)(nil),         // 48: logd.v1.CommitOffsetsResponse
+	(*GroupFetchRequest)(nil),             // 49: logd.v1.GroupFetchRequest
+	(*GroupFetchResponse)(nil),            // 50: logd.v1.GroupFetchResponse
+	(*ListGroupsRequest)(nil),             // 51: logd.v1.ListGroupsRequest
+	(*ConsumerGroupSummary)(nil),          // 52: logd.v1.ConsumerGroupSummary
+	(*ListGroupsResponse)(nil),            // 53: logd.v1.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),          // 54: logd.v1.DescribeGroupRequest
+	(*ConsumerGroupMember)(nil),           // 55: logd.v1.ConsumerGroupMember
+	(*ConsumerGroupPartition)(nil),        // 56: logd.v1.ConsumerGroupPartition
+	(*DescribeGroupResponse)(nil),         // 57: logd.v1.DescribeGroupResponse
+	(*DeleteGroupRequest)(nil),            // 58: logd.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),           // 59: logd.v1.DeleteGroupResponse
+	(*ResetTopic)(nil),                    // 60: logd.v1.ResetTopic
+	(*ResetGroupOffsetsRequest)(nil),      // 61: logd.v1.ResetGroupOffsetsRequest
+	(*ResetPlanEntry)(nil),                // 62: logd.v1.ResetPlanEntry
+	(*ResetGroupOffsetsResponse)(nil),     // 63: logd.v1.ResetGroupOffsetsResponse
+	(*QueueGroupConfig)(nil),              // 64: logd.v1.QueueGroupConfig
+	(*CreateQueueGroupRequest)(nil),       // 65: logd.v1.CreateQueueGroupRequest
+	(*CreateQueueGroupResponse)(nil),      // 66: logd.v1.CreateQueueGroupResponse
+	(*AlterQueueGroupRequest)(nil),        // 67: logd.v1.AlterQueueGroupRequest
+	(*AlterQueueGroupResponse)(nil),       // 68: logd.v1.AlterQueueGroupResponse
+	(*DescribeQueueGroupRequest)(nil),     // 69: logd.v1.DescribeQueueGroupRequest
+	(*QueuePartitionState)(nil),           // 70: logd.v1.QueuePartitionState
+	(*DescribeQueueGroupResponse)(nil),    // 71: logd.v1.DescribeQueueGroupResponse
+	(*ListQueueGroupsRequest)(nil),        // 72: logd.v1.ListQueueGroupsRequest
+	(*ListQueueGroupsResponse)(nil),       // 73: logd.v1.ListQueueGroupsResponse
+	(*InFlightRecord)(nil),                // 74: logd.v1.InFlightRecord
+	(*ClaimRequest)(nil),                  // 75: logd.v1.ClaimRequest
+	(*ClaimedRecord)(nil),                 // 76: logd.v1.ClaimedRecord
+	(*ClaimResponse)(nil),                 // 77: logd.v1.ClaimResponse
+	(*TokenResult)(nil),                   // 78: logd.v1.TokenResult
+	(*AckRequest)(nil),                    // 79: logd.v1.AckRequest
+	(*AckResponse)(nil),                   // 80: logd.v1.AckResponse
+	(*QueueNack)(nil),                     // 81: logd.v1.QueueNack
+	(*NackRequest)(nil),                   // 82: logd.v1.NackRequest
+	(*NackResponse)(nil),                  // 83: logd.v1.NackResponse
+	(*ExtendRequest)(nil),                 // 84: logd.v1.ExtendRequest
+	(*ExtendResponse)(nil),                // 85: logd.v1.ExtendResponse
+	(*AlterTopicRequest)(nil),             // 86: logd.v1.AlterTopicRequest
+	(*AlterTopicResponse)(nil),            // 87: logd.v1.AlterTopicResponse
+	(*CreatePartitionsRequest)(nil),       // 88: logd.v1.CreatePartitionsRequest
+	(*CreatePartitionsResponse)(nil),      // 89: logd.v1.CreatePartitionsResponse
+	(*CleanerRun)(nil),                    // 90: logd.v1.CleanerRun
+	(*JoinRequest)(nil),                   // 91: logd.v1.JoinRequest
+	(*JoinResponse)(nil),                  // 92: logd.v1.JoinResponse
+	(*RemoveNodeRequest)(nil),             // 93: logd.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),            // 94: logd.v1.RemoveNodeResponse
+	(*DrainNodeRequest)(nil),              // 95: logd.v1.DrainNodeRequest
+	(*DrainNodeResponse)(nil),             // 96: logd.v1.DrainNodeResponse
+	(*ListMovesRequest)(nil),              // 97: logd.v1.ListMovesRequest
+	(*ListMovesResponse)(nil),             // 98: logd.v1.ListMovesResponse
+	(*ReplicaMove)(nil),                   // 99: logd.v1.ReplicaMove
+	(*PlanBalanceRequest)(nil),            // 100: logd.v1.PlanBalanceRequest
+	(*PlanBalanceResponse)(nil),           // 101: logd.v1.PlanBalanceResponse
+	(*BalanceStep)(nil),                   // 102: logd.v1.BalanceStep
+	(*NodeLoad)(nil),                      // 103: logd.v1.NodeLoad
+	(*TransferLeadershipRequest)(nil),     // 104: logd.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil),    // 105: logd.v1.TransferLeadershipResponse
+	(*SaveSnapshotRequest)(nil),           // 106: logd.v1.SaveSnapshotRequest
+	(*SaveSnapshotResponse)(nil),          // 107: logd.v1.SaveSnapshotResponse
+	(*SnapshotInfo)(nil),                  // 108: logd.v1.SnapshotInfo
+	(*PauseQueueGroupRequest)(nil),        // 109: logd.v1.PauseQueueGroupRequest
+	(*PauseQueueGroupResponse)(nil),       // 110: logd.v1.PauseQueueGroupResponse
+	(*WhoAmIRequest)(nil),                 // 111: logd.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),                // 112: logd.v1.WhoAmIResponse
+	(*TokenInfo)(nil),                     // 113: logd.v1.TokenInfo
+	(*CreateTokenRequest)(nil),            // 114: logd.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),           // 115: logd.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),             // 116: logd.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),            // 117: logd.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),            // 118: logd.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),           // 119: logd.v1.RevokeTokenResponse
+	(*ScramCredentialInfo)(nil),           // 120: logd.v1.ScramCredentialInfo
+	(*SetScramCredentialRequest)(nil),     // 121: logd.v1.SetScramCredentialRequest
+	(*SetScramCredentialResponse)(nil),    // 122: logd.v1.SetScramCredentialResponse
+	(*ListScramCredentialsRequest)(nil),   // 123: logd.v1.ListScramCredentialsRequest
+	(*ListScramCredentialsResponse)(nil),  // 124: logd.v1.ListScramCredentialsResponse
+	(*DeleteScramCredentialRequest)(nil),  // 125: logd.v1.DeleteScramCredentialRequest
+	(*DeleteScramCredentialResponse)(nil), // 126: logd.v1.DeleteScramCredentialResponse
+	(*ACL)(nil),                           // 127: logd.v1.ACL
+	(*CreateACLsRequest)(nil),             // 128: logd.v1.CreateACLsRequest
+	(*CreateACLsResponse)(nil),            // 129: logd.v1.CreateACLsResponse
+	(*ACLFilter)(nil),                     // 130: logd.v1.ACLFilter
+	(*ListACLsRequest)(nil),               // 131: logd.v1.ListACLsRequest
+	(*ListACLsResponse)(nil),              // 132: logd.v1.ListACLsResponse
+	(*DeleteACLsRequest)(nil),             // 133: logd.v1.DeleteACLsRequest
+	(*DeleteACLsResponse)(nil),            // 134: logd.v1.DeleteACLsResponse
+	(*StartRedriveRequest)(nil),           // 135: logd.v1.StartRedriveRequest
+	(*RedriveRecordRef)(nil),              // 136: logd.v1.RedriveRecordRef
+	(*RedriveProgress)(nil),               // 137: logd.v1.RedriveProgress
+	(*RedriveJob)(nil),                    // 138: logd.v1.RedriveJob
+	(*StartRedriveResponse)(nil),          // 139: logd.v1.StartRedriveResponse
+	(*DescribeRedriveRequest)(nil),        // 140: logd.v1.DescribeRedriveRequest
+	(*DescribeRedriveResponse)(nil),       // 141: logd.v1.DescribeRedriveResponse
+	(*ListRedrivesRequest)(nil),           // 142: logd.v1.ListRedrivesRequest
+	(*ListRedrivesResponse)(nil),          // 143: logd.v1.ListRedrivesResponse
+	(*StopRedriveRequest)(nil),            // 144: logd.v1.StopRedriveRequest
+	(*StopRedriveResponse)(nil),           // 145: logd.v1.StopRedriveResponse
+	(*ListDeadLettersRequest)(nil),        // 146: logd.v1.ListDeadLettersRequest
+	(*DeadLetter)(nil),                    // 147: logd.v1.DeadLetter
+	(*ListDeadLettersResponse)(nil),       // 148: logd.v1.ListDeadLettersResponse
+	nil,                                   // 149: logd.v1.CreateTopicRequest.ConfigEntry
+	nil,                                   // 150: logd.v1.TopicInfo.ConfigEntry
+	nil,                                   // 151: logd.v1.ProducerSequence.BaseSequencesEntry
+	nil,                                   // 152: logd.v1.AlterTopicRequest.ConfigEntry
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
 	0,   // 0: logd.v1.ErrorInfo.reason:type_name -> logd.v1.Reason
-	148, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
+	149, // 1: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.CreateTopicRequest.ConfigEntry
 	10,  // 2: logd.v1.CreateTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	10,  // 3: logd.v1.ListTopicsResponse.topics:type_name -> logd.v1.TopicInfo
 	10,  // 4: logd.v1.DescribeTopicResponse.topic:type_name -> logd.v1.TopicInfo
 	12,  // 5: logd.v1.DescribeTopicResponse.partitions:type_name -> logd.v1.PartitionInfo
-	149, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
+	150, // 6: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicInfo.ConfigEntry
 	11,  // 7: logd.v1.TopicInfo.stats:type_name -> logd.v1.TopicStats
-	89,  // 8: logd.v1.PartitionInfo.last_cleaner_run:type_name -> logd.v1.CleanerRun
+	90,  // 8: logd.v1.PartitionInfo.last_cleaner_run:type_name -> logd.v1.CleanerRun
 	13,  // 9: logd.v1.Record.headers:type_name -> logd.v1.Header
 	14,  // 10: logd.v1.ProduceRequest.records:type_name -> logd.v1.Record
-	16,  // 11: logd.v1.ProduceResponse.results:type_name -> logd.v1.RecordResult
-	13,  // 12: logd.v1.FetchedRecord.headers:type_name -> logd.v1.Header
-	19,  // 13: logd.v1.FetchResponse.records:type_name -> logd.v1.FetchedRecord
-	25,  // 14: logd.v1.GetHistoryResponse.series:type_name -> logd.v1.HistorySeries
-	35,  // 15: logd.v1.StatusResponse.members:type_name -> logd.v1.Member
-	33,  // 16: logd.v1.StatusResponse.followers:type_name -> logd.v1.FollowerStatus
-	34,  // 17: logd.v1.StatusResponse.disk:type_name -> logd.v1.DiskStatus
-	32,  // 18: logd.v1.StatusResponse.data_groups:type_name -> logd.v1.DataGroupStatus
-	40,  // 19: logd.v1.GroupAssignment.partitions:type_name -> logd.v1.AssignedPartition
-	36,  // 20: logd.v1.GroupAssignment.revoke:type_name -> logd.v1.GroupTopicPartition
-	39,  // 21: logd.v1.JoinGroupResponse.assignment:type_name -> logd.v1.GroupAssignment
-	36,  // 22: logd.v1.GroupHeartbeatRequest.released:type_name -> logd.v1.GroupTopicPartition
-	39,  // 23: logd.v1.GroupHeartbeatResponse.assignment:type_name -> logd.v1.GroupAssignment
-	37,  // 24: logd.v1.CommitOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
-	18,  // 25: logd.v1.GroupFetchRequest.fetch:type_name -> logd.v1.FetchRequest
-	20,  // 26: logd.v1.GroupFetchResponse.fetch:type_name -> logd.v1.FetchResponse
-	51,  // 27: logd.v1.ListGroupsResponse.groups:type_name -> logd.v1.ConsumerGroupSummary
-	36,  // 28: logd.v1.ConsumerGroupMember.partitions:type_name -> logd.v1.GroupTopicPartition
-	54,  // 29: logd.v1.DescribeGroupResponse.members:type_name -> logd.v1.ConsumerGroupMember
-	55,  // 30: logd.v1.DescribeGroupResponse.partitions:type_name -> logd.v1.ConsumerGroupPartition
-	59,  // 31: logd.v1.ResetGroupOffsetsRequest.topics:type_name -> logd.v1.ResetTopic
-	37,  // 32: logd.v1.ResetGroupOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
-	61,  // 33: logd.v1.ResetGroupOffsetsResponse.plan:type_name -> logd.v1.ResetPlanEntry
-	63,  // 34: logd.v1.CreateQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
-	63,  // 35: logd.v1.CreateQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
-	63,  // 36: logd.v1.AlterQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
-	63,  // 37: logd.v1.AlterQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
-	63,  // 38: logd.v1.DescribeQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
-	69,  // 39: logd.v1.DescribeQueueGroupResponse.partitions:type_name -> logd.v1.QueuePartitionState
-	73,  // 40: logd.v1.DescribeQueueGroupResponse.in_flight:type_name -> logd.v1.InFlightRecord
-	70,  // 41: logd.v1.ListQueueGroupsResponse.groups:type_name -> logd.v1.DescribeQueueGroupResponse
-	13,  // 42: logd.v1.ClaimedRecord.headers:type_name -> logd.v1.Header
-	75,  // 43: logd.v1.ClaimResponse.records:type_name -> logd.v1.ClaimedRecord
-	0,   // 44: logd.v1.TokenResult.error:type_name -> logd.v1.Reason
-	77,  // 45: logd.v1.AckResponse.results:type_name -> logd.v1.TokenResult
-	80,  // 46: logd.v1.NackRequest.nacks:type_name -> logd.v1.QueueNack
-	77,  // 47: logd.v1.NackResponse.results:type_name -> logd.v1.TokenResult
-	77,  // 48: logd.v1.ExtendResponse.results:type_name -> logd.v1.TokenResult
-	150, // 49: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
-	10,  // 50: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
-	10,  // 51: logd.v1.CreatePartitionsResponse.topic:type_name -> logd.v1.TopicInfo
-	98,  // 52: logd.v1.ListMovesResponse.moves:type_name -> logd.v1.ReplicaMove
-	101, // 53: logd.v1.PlanBalanceResponse.steps:type_name -> logd.v1.BalanceStep
-	102, // 54: logd.v1.PlanBalanceResponse.loads:type_name -> logd.v1.NodeLoad
-	107, // 55: logd.v1.SaveSnapshotResponse.info:type_name -> logd.v1.SnapshotInfo
-	112, // 56: logd.v1.CreateTokenResponse.info:type_name -> logd.v1.TokenInfo
-	112, // 57: logd.v1.ListTokensResponse.tokens:type_name -> logd.v1.TokenInfo
-	112, // 58: logd.v1.RevokeTokenResponse.info:type_name -> logd.v1.TokenInfo
-	119, // 59: logd.v1.SetScramCredentialResponse.info:type_name -> logd.v1.ScramCredentialInfo
-	119, // 60: logd.v1.ListScramCredentialsResponse.credentials:type_name -> logd.v1.ScramCredentialInfo
-	119, // 61: logd.v1.DeleteScramCredentialResponse.info:type_name -> logd.v1.ScramCredentialInfo
-	126, // 62: logd.v1.CreateACLsRequest.acls:type_name -> logd.v1.ACL
-	129, // 63: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACLFilter
-	126, // 64: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
-	129, // 65: logd.v1.DeleteACLsRequest.filter:type_name -> logd.v1.ACLFilter
-	126, // 66: logd.v1.DeleteACLsResponse.acls:type_name -> logd.v1.ACL
-	135, // 67: logd.v1.StartRedriveRequest.records:type_name -> logd.v1.RedriveRecordRef
-	134, // 68: logd.v1.RedriveJob.spec:type_name -> logd.v1.StartRedriveRequest
-	136, // 69: logd.v1.RedriveJob.progress:type_name -> logd.v1.RedriveProgress
-	137, // 70: logd.v1.StartRedriveResponse.job:type_name -> logd.v1.RedriveJob
-	137, // 71: logd.v1.DescribeRedriveResponse.job:type_name -> logd.v1.RedriveJob
-	137, // 72: logd.v1.ListRedrivesResponse.jobs:type_name -> logd.v1.RedriveJob
-	137, // 73: logd.v1.StopRedriveResponse.job:type_name -> logd.v1.RedriveJob
-	13,  // 74: logd.v1.DeadLetter.headers:type_name -> logd.v1.Header
-	146, // 75: logd.v1.ListDeadLettersResponse.dead_letters:type_name -> logd.v1.DeadLetter
-	2,   // 76: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
-	4,   // 77: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
-	6,   // 78: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
-	8,   // 79: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
-	15,  // 80: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
-	18,  // 81: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
-	21,  // 82: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
-	23,  // 83: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
-	24,  // 84: logd.v1.LogService.GetHistory:input_type -> logd.v1.GetHistoryRequest
-	27,  // 85: logd.v1.LogService.ReadIndex:input_type -> logd.v1.ReadIndexRequest
-	28,  // 86: logd.v1.LogService.InitProducerId:input_type -> logd.v1.InitProducerIdRequest
-	38,  // 87: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
-	42,  // 88: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
-	44,  // 89: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
-	46,  // 90: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
-	48,  // 91: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
-	50,  // 92: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
-	53,  // 93: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
-	57,  // 94: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
-	60,  // 95: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
-	64,  // 96: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
-	66,  // 97: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
-	68,  // 98: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
-	71,  // 99: logd.v1.LogService.ListQueueGroups:input_type -> logd.v1.ListQueueGroupsRequest
-	74,  // 100: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
-	78,  // 101: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
-	81,  // 102: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
-	83,  // 103: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
-	90,  // 104: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
-	92,  // 105: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
-	94,  // 106: logd.v1.LogService.DrainNode:input_type -> logd.v1.DrainNodeRequest
-	96,  // 107: logd.v1.LogService.ListMoves:input_type -> logd.v1.ListMovesRequest
-	99,  // 108: logd.v1.LogService.PlanBalance:input_type -> logd.v1.PlanBalanceRequest
-	103, // 109: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
-	105, // 110: logd.v1.LogService.SaveSnapshot:input_type -> logd.v1.SaveSnapshotRequest
-	85,  // 111: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
-	87,  // 112: logd.v1.LogService.CreatePartitions:input_type -> logd.v1.CreatePartitionsRequest
-	108, // 113: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
-	110, // 114: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
-	113, // 115: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
-	115, // 116: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
-	117, // 117: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
-	120, // 118: logd.v1.LogService.SetScramCredential:input_type -> logd.v1.SetScramCredentialRequest
-	122, // 119: logd.v1.LogService.ListScramCredentials:input_type -> logd.v1.ListScramCredentialsRequest
-	124, // 120: logd.v1.LogService.DeleteScramCredential:input_type -> logd.v1.DeleteScramCredentialRequest
-	127, // 121: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
-	130, // 122: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
-	132, // 123: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
-	134, // 124: logd.v1.LogService.StartRedrive:input_type -> logd.v1.StartRedriveRequest
-	139, // 125: logd.v1.LogService.DescribeRedrive:input_type -> logd.v1.DescribeRedriveRequest
-	141, // 126: logd.v1.LogService.ListRedrives:input_type -> logd.v1.ListRedrivesRequest
-	143, // 127: logd.v1.LogService.StopRedrive:input_type -> logd.v1.StopRedriveRequest
-	145, // 128: logd.v1.LogService.ListDeadLetters:input_type -> logd.v1.ListDeadLettersRequest
-	3,   // 129: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	5,   // 130: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	7,   // 131: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	9,   // 132: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	17,  // 133: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
-	20,  // 134: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
-	22,  // 135: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	31,  // 136: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
-	26,  // 137: logd.v1.LogService.GetHistory:output_type -> logd.v1.GetHistoryResponse
-	30,  // 138: logd.v1.LogService.ReadIndex:output_type -> logd.v1.ReadIndexResponse
-	29,  // 139: logd.v1.LogService.InitProducerId:output_type -> logd.v1.InitProducerIdResponse
-	41,  // 140: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
-	43,  // 141: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
-	45,  // 142: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
-	47,  // 143: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
-	49,  // 144: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
-	52,  // 145: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
-	56,  // 146: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
-	58,  // 147: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
-	62,  // 148: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
-	65,  // 149: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
-	67,  // 150: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
-	70,  // 151: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
-	72,  // 152: logd.v1.LogService.ListQueueGroups:output_type -> logd.v1.ListQueueGroupsResponse
-	76,  // 153: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
-	79,  // 154: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
-	82,  // 155: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
-	84,  // 156: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
-	91,  // 157: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
-	93,  // 158: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
-	95,  // 159: logd.v1.LogService.DrainNode:output_type -> logd.v1.DrainNodeResponse
-	97,  // 160: logd.v1.LogService.ListMoves:output_type -> logd.v1.ListMovesResponse
-	100, // 161: logd.v1.LogService.PlanBalance:output_type -> logd.v1.PlanBalanceResponse
-	104, // 162: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
-	106, // 163: logd.v1.LogService.SaveSnapshot:output_type -> logd.v1.SaveSnapshotResponse
-	86,  // 164: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
-	88,  // 165: logd.v1.LogService.CreatePartitions:output_type -> logd.v1.CreatePartitionsResponse
-	109, // 166: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
-	111, // 167: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
-	114, // 168: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
-	116, // 169: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
-	118, // 170: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
-	121, // 171: logd.v1.LogService.SetScramCredential:output_type -> logd.v1.SetScramCredentialResponse
-	123, // 172: logd.v1.LogService.ListScramCredentials:output_type -> logd.v1.ListScramCredentialsResponse
-	125, // 173: logd.v1.LogService.DeleteScramCredential:output_type -> logd.v1.DeleteScramCredentialResponse
-	128, // 174: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
-	131, // 175: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
-	133, // 176: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
-	138, // 177: logd.v1.LogService.StartRedrive:output_type -> logd.v1.StartRedriveResponse
-	140, // 178: logd.v1.LogService.DescribeRedrive:output_type -> logd.v1.DescribeRedriveResponse
-	142, // 179: logd.v1.LogService.ListRedrives:output_type -> logd.v1.ListRedrivesResponse
-	144, // 180: logd.v1.LogService.StopRedrive:output_type -> logd.v1.StopRedriveResponse
-	147, // 181: logd.v1.LogService.ListDeadLetters:output_type -> logd.v1.ListDeadLettersResponse
-	129, // [129:182] is the sub-list for method output_type
-	76,  // [76:129] is the sub-list for method input_type
-	76,  // [76:76] is the sub-list for extension type_name
-	76,  // [76:76] is the sub-list for extension extendee
-	0,   // [0:76] is the sub-list for field type_name
+	16,  // 11: logd.v1.ProduceRequest.producer:type_name -> logd.v1.ProducerSequence
+	151, // 12: logd.v1.ProducerSequence.base_sequences:type_name -> logd.v1.ProducerSequence.BaseSequencesEntry
+	17,  // 13: logd.v1.ProduceResponse.results:type_name -> logd.v1.RecordResult
+	13,  // 14: logd.v1.FetchedRecord.headers:type_name -> logd.v1.Header
+	20,  // 15: logd.v1.FetchResponse.records:type_name -> logd.v1.FetchedRecord
+	26,  // 16: logd.v1.GetHistoryResponse.series:type_name -> logd.v1.HistorySeries
+	36,  // 17: logd.v1.StatusResponse.members:type_name -> logd.v1.Member
+	34,  // 18: logd.v1.StatusResponse.followers:type_name -> logd.v1.FollowerStatus
+	35,  // 19: logd.v1.StatusResponse.disk:type_name -> logd.v1.DiskStatus
+	33,  // 20: logd.v1.StatusResponse.data_groups:type_name -> logd.v1.DataGroupStatus
+	41,  // 21: logd.v1.GroupAssignment.partitions:type_name -> logd.v1.AssignedPartition
+	37,  // 22: logd.v1.GroupAssignment.revoke:type_name -> logd.v1.GroupTopicPartition
+	40,  // 23: logd.v1.JoinGroupResponse.assignment:type_name -> logd.v1.GroupAssignment
+	37,  // 24: logd.v1.GroupHeartbeatRequest.released:type_name -> logd.v1.GroupTopicPartition
+	40,  // 25: logd.v1.GroupHeartbeatResponse.assignment:type_name -> logd.v1.GroupAssignment
+	38,  // 26: logd.v1.CommitOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
+	19,  // 27: logd.v1.GroupFetchRequest.fetch:type_name -> logd.v1.FetchRequest
+	21,  // 28: logd.v1.GroupFetchResponse.fetch:type_name -> logd.v1.FetchResponse
+	52,  // 29: logd.v1.ListGroupsResponse.groups:type_name -> logd.v1.ConsumerGroupSummary
+	37,  // 30: logd.v1.ConsumerGroupMember.partitions:type_name -> logd.v1.GroupTopicPartition
+	55,  // 31: logd.v1.DescribeGroupResponse.members:type_name -> logd.v1.ConsumerGroupMember
+	56,  // 32: logd.v1.DescribeGroupResponse.partitions:type_name -> logd.v1.ConsumerGroupPartition
+	60,  // 33: logd.v1.ResetGroupOffsetsRequest.topics:type_name -> logd.v1.ResetTopic
+	38,  // 34: logd.v1.ResetGroupOffsetsRequest.offsets:type_name -> logd.v1.GroupOffset
+	62,  // 35: logd.v1.ResetGroupOffsetsResponse.plan:type_name -> logd.v1.ResetPlanEntry
+	64,  // 36: logd.v1.CreateQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
+	64,  // 37: logd.v1.CreateQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
+	64,  // 38: logd.v1.AlterQueueGroupRequest.config:type_name -> logd.v1.QueueGroupConfig
+	64,  // 39: logd.v1.AlterQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
+	64,  // 40: logd.v1.DescribeQueueGroupResponse.config:type_name -> logd.v1.QueueGroupConfig
+	70,  // 41: logd.v1.DescribeQueueGroupResponse.partitions:type_name -> logd.v1.QueuePartitionState
+	74,  // 42: logd.v1.DescribeQueueGroupResponse.in_flight:type_name -> logd.v1.InFlightRecord
+	71,  // 43: logd.v1.ListQueueGroupsResponse.groups:type_name -> logd.v1.DescribeQueueGroupResponse
+	13,  // 44: logd.v1.ClaimedRecord.headers:type_name -> logd.v1.Header
+	76,  // 45: logd.v1.ClaimResponse.records:type_name -> logd.v1.ClaimedRecord
+	0,   // 46: logd.v1.TokenResult.error:type_name -> logd.v1.Reason
+	78,  // 47: logd.v1.AckResponse.results:type_name -> logd.v1.TokenResult
+	81,  // 48: logd.v1.NackRequest.nacks:type_name -> logd.v1.QueueNack
+	78,  // 49: logd.v1.NackResponse.results:type_name -> logd.v1.TokenResult
+	78,  // 50: logd.v1.ExtendResponse.results:type_name -> logd.v1.TokenResult
+	152, // 51: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.AlterTopicRequest.ConfigEntry
+	10,  // 52: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
+	10,  // 53: logd.v1.CreatePartitionsResponse.topic:type_name -> logd.v1.TopicInfo
+	99,  // 54: logd.v1.ListMovesResponse.moves:type_name -> logd.v1.ReplicaMove
+	102, // 55: logd.v1.PlanBalanceResponse.steps:type_name -> logd.v1.BalanceStep
+	103, // 56: logd.v1.PlanBalanceResponse.loads:type_name -> logd.v1.NodeLoad
+	108, // 57: logd.v1.SaveSnapshotResponse.info:type_name -> logd.v1.SnapshotInfo
+	113, // 58: logd.v1.CreateTokenResponse.info:type_name -> logd.v1.TokenInfo
+	113, // 59: logd.v1.ListTokensResponse.tokens:type_name -> logd.v1.TokenInfo
+	113, // 60: logd.v1.RevokeTokenResponse.info:type_name -> logd.v1.TokenInfo
+	120, // 61: logd.v1.SetScramCredentialResponse.info:type_name -> logd.v1.ScramCredentialInfo
+	120, // 62: logd.v1.ListScramCredentialsResponse.credentials:type_name -> logd.v1.ScramCredentialInfo
+	120, // 63: logd.v1.DeleteScramCredentialResponse.info:type_name -> logd.v1.ScramCredentialInfo
+	127, // 64: logd.v1.CreateACLsRequest.acls:type_name -> logd.v1.ACL
+	130, // 65: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACLFilter
+	127, // 66: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
+	130, // 67: logd.v1.DeleteACLsRequest.filter:type_name -> logd.v1.ACLFilter
+	127, // 68: logd.v1.DeleteACLsResponse.acls:type_name -> logd.v1.ACL
+	136, // 69: logd.v1.StartRedriveRequest.records:type_name -> logd.v1.RedriveRecordRef
+	135, // 70: logd.v1.RedriveJob.spec:type_name -> logd.v1.StartRedriveRequest
+	137, // 71: logd.v1.RedriveJob.progress:type_name -> logd.v1.RedriveProgress
+	138, // 72: logd.v1.StartRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	138, // 73: logd.v1.DescribeRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	138, // 74: logd.v1.ListRedrivesResponse.jobs:type_name -> logd.v1.RedriveJob
+	138, // 75: logd.v1.StopRedriveResponse.job:type_name -> logd.v1.RedriveJob
+	13,  // 76: logd.v1.DeadLetter.headers:type_name -> logd.v1.Header
+	147, // 77: logd.v1.ListDeadLettersResponse.dead_letters:type_name -> logd.v1.DeadLetter
+	2,   // 78: logd.v1.LogService.CreateTopic:input_type -> logd.v1.CreateTopicRequest
+	4,   // 79: logd.v1.LogService.ListTopics:input_type -> logd.v1.ListTopicsRequest
+	6,   // 80: logd.v1.LogService.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
+	8,   // 81: logd.v1.LogService.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
+	15,  // 82: logd.v1.LogService.Produce:input_type -> logd.v1.ProduceRequest
+	19,  // 83: logd.v1.LogService.Fetch:input_type -> logd.v1.FetchRequest
+	22,  // 84: logd.v1.LogService.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
+	24,  // 85: logd.v1.LogService.Status:input_type -> logd.v1.StatusRequest
+	25,  // 86: logd.v1.LogService.GetHistory:input_type -> logd.v1.GetHistoryRequest
+	28,  // 87: logd.v1.LogService.ReadIndex:input_type -> logd.v1.ReadIndexRequest
+	29,  // 88: logd.v1.LogService.InitProducerId:input_type -> logd.v1.InitProducerIdRequest
+	39,  // 89: logd.v1.LogService.JoinGroup:input_type -> logd.v1.JoinGroupRequest
+	43,  // 90: logd.v1.LogService.GroupHeartbeat:input_type -> logd.v1.GroupHeartbeatRequest
+	45,  // 91: logd.v1.LogService.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
+	47,  // 92: logd.v1.LogService.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
+	49,  // 93: logd.v1.LogService.GroupFetch:input_type -> logd.v1.GroupFetchRequest
+	51,  // 94: logd.v1.LogService.ListGroups:input_type -> logd.v1.ListGroupsRequest
+	54,  // 95: logd.v1.LogService.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
+	58,  // 96: logd.v1.LogService.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
+	61,  // 97: logd.v1.LogService.ResetGroupOffsets:input_type -> logd.v1.ResetGroupOffsetsRequest
+	65,  // 98: logd.v1.LogService.CreateQueueGroup:input_type -> logd.v1.CreateQueueGroupRequest
+	67,  // 99: logd.v1.LogService.AlterQueueGroup:input_type -> logd.v1.AlterQueueGroupRequest
+	69,  // 100: logd.v1.LogService.DescribeQueueGroup:input_type -> logd.v1.DescribeQueueGroupRequest
+	72,  // 101: logd.v1.LogService.ListQueueGroups:input_type -> logd.v1.ListQueueGroupsRequest
+	75,  // 102: logd.v1.LogService.Claim:input_type -> logd.v1.ClaimRequest
+	79,  // 103: logd.v1.LogService.Ack:input_type -> logd.v1.AckRequest
+	82,  // 104: logd.v1.LogService.Nack:input_type -> logd.v1.NackRequest
+	84,  // 105: logd.v1.LogService.Extend:input_type -> logd.v1.ExtendRequest
+	91,  // 106: logd.v1.LogService.Join:input_type -> logd.v1.JoinRequest
+	93,  // 107: logd.v1.LogService.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
+	95,  // 108: logd.v1.LogService.DrainNode:input_type -> logd.v1.DrainNodeRequest
+	97,  // 109: logd.v1.LogService.ListMoves:input_type -> logd.v1.ListMovesRequest
+	100, // 110: logd.v1.LogService.PlanBalance:input_type -> logd.v1.PlanBalanceRequest
+	104, // 111: logd.v1.LogService.TransferLeadership:input_type -> logd.v1.TransferLeadershipRequest
+	106, // 112: logd.v1.LogService.SaveSnapshot:input_type -> logd.v1.SaveSnapshotRequest
+	86,  // 113: logd.v1.LogService.AlterTopic:input_type -> logd.v1.AlterTopicRequest
+	88,  // 114: logd.v1.LogService.CreatePartitions:input_type -> logd.v1.CreatePartitionsRequest
+	109, // 115: logd.v1.LogService.PauseQueueGroup:input_type -> logd.v1.PauseQueueGroupRequest
+	111, // 116: logd.v1.LogService.WhoAmI:input_type -> logd.v1.WhoAmIRequest
+	114, // 117: logd.v1.LogService.CreateToken:input_type -> logd.v1.CreateTokenRequest
+	116, // 118: logd.v1.LogService.ListTokens:input_type -> logd.v1.ListTokensRequest
+	118, // 119: logd.v1.LogService.RevokeToken:input_type -> logd.v1.RevokeTokenRequest
+	121, // 120: logd.v1.LogService.SetScramCredential:input_type -> logd.v1.SetScramCredentialRequest
+	123, // 121: logd.v1.LogService.ListScramCredentials:input_type -> logd.v1.ListScramCredentialsRequest
+	125, // 122: logd.v1.LogService.DeleteScramCredential:input_type -> logd.v1.DeleteScramCredentialRequest
+	128, // 123: logd.v1.LogService.CreateACLs:input_type -> logd.v1.CreateACLsRequest
+	131, // 124: logd.v1.LogService.ListACLs:input_type -> logd.v1.ListACLsRequest
+	133, // 125: logd.v1.LogService.DeleteACLs:input_type -> logd.v1.DeleteACLsRequest
+	135, // 126: logd.v1.LogService.StartRedrive:input_type -> logd.v1.StartRedriveRequest
+	140, // 127: logd.v1.LogService.DescribeRedrive:input_type -> logd.v1.DescribeRedriveRequest
+	142, // 128: logd.v1.LogService.ListRedrives:input_type -> logd.v1.ListRedrivesRequest
+	144, // 129: logd.v1.LogService.StopRedrive:input_type -> logd.v1.StopRedriveRequest
+	146, // 130: logd.v1.LogService.ListDeadLetters:input_type -> logd.v1.ListDeadLettersRequest
+	3,   // 131: logd.v1.LogService.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	5,   // 132: logd.v1.LogService.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	7,   // 133: logd.v1.LogService.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	9,   // 134: logd.v1.LogService.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	18,  // 135: logd.v1.LogService.Produce:output_type -> logd.v1.ProduceResponse
+	21,  // 136: logd.v1.LogService.Fetch:output_type -> logd.v1.FetchResponse
+	23,  // 137: logd.v1.LogService.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	32,  // 138: logd.v1.LogService.Status:output_type -> logd.v1.StatusResponse
+	27,  // 139: logd.v1.LogService.GetHistory:output_type -> logd.v1.GetHistoryResponse
+	31,  // 140: logd.v1.LogService.ReadIndex:output_type -> logd.v1.ReadIndexResponse
+	30,  // 141: logd.v1.LogService.InitProducerId:output_type -> logd.v1.InitProducerIdResponse
+	42,  // 142: logd.v1.LogService.JoinGroup:output_type -> logd.v1.JoinGroupResponse
+	44,  // 143: logd.v1.LogService.GroupHeartbeat:output_type -> logd.v1.GroupHeartbeatResponse
+	46,  // 144: logd.v1.LogService.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
+	48,  // 145: logd.v1.LogService.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	50,  // 146: logd.v1.LogService.GroupFetch:output_type -> logd.v1.GroupFetchResponse
+	53,  // 147: logd.v1.LogService.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	57,  // 148: logd.v1.LogService.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
+	59,  // 149: logd.v1.LogService.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
+	63,  // 150: logd.v1.LogService.ResetGroupOffsets:output_type -> logd.v1.ResetGroupOffsetsResponse
+	66,  // 151: logd.v1.LogService.CreateQueueGroup:output_type -> logd.v1.CreateQueueGroupResponse
+	68,  // 152: logd.v1.LogService.AlterQueueGroup:output_type -> logd.v1.AlterQueueGroupResponse
+	71,  // 153: logd.v1.LogService.DescribeQueueGroup:output_type -> logd.v1.DescribeQueueGroupResponse
+	73,  // 154: logd.v1.LogService.ListQueueGroups:output_type -> logd.v1.ListQueueGroupsResponse
+	77,  // 155: logd.v1.LogService.Claim:output_type -> logd.v1.ClaimResponse
+	80,  // 156: logd.v1.LogService.Ack:output_type -> logd.v1.AckResponse
+	83,  // 157: logd.v1.LogService.Nack:output_type -> logd.v1.NackResponse
+	85,  // 158: logd.v1.LogService.Extend:output_type -> logd.v1.ExtendResponse
+	92,  // 159: logd.v1.LogService.Join:output_type -> logd.v1.JoinResponse
+	94,  // 160: logd.v1.LogService.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
+	96,  // 161: logd.v1.LogService.DrainNode:output_type -> logd.v1.DrainNodeResponse
+	98,  // 162: logd.v1.LogService.ListMoves:output_type -> logd.v1.ListMovesResponse
+	101, // 163: logd.v1.LogService.PlanBalance:output_type -> logd.v1.PlanBalanceResponse
+	105, // 164: logd.v1.LogService.TransferLeadership:output_type -> logd.v1.TransferLeadershipResponse
+	107, // 165: logd.v1.LogService.SaveSnapshot:output_type -> logd.v1.SaveSnapshotResponse
+	87,  // 166: logd.v1.LogService.AlterTopic:output_type -> logd.v1.AlterTopicResponse
+	89,  // 167: logd.v1.LogService.CreatePartitions:output_type -> logd.v1.CreatePartitionsResponse
+	110, // 168: logd.v1.LogService.PauseQueueGroup:output_type -> logd.v1.PauseQueueGroupResponse
+	112, // 169: logd.v1.LogService.WhoAmI:output_type -> logd.v1.WhoAmIResponse
+	115, // 170: logd.v1.LogService.CreateToken:output_type -> logd.v1.CreateTokenResponse
+	117, // 171: logd.v1.LogService.ListTokens:output_type -> logd.v1.ListTokensResponse
+	119, // 172: logd.v1.LogService.RevokeToken:output_type -> logd.v1.RevokeTokenResponse
+	122, // 173: logd.v1.LogService.SetScramCredential:output_type -> logd.v1.SetScramCredentialResponse
+	124, // 174: logd.v1.LogService.ListScramCredentials:output_type -> logd.v1.ListScramCredentialsResponse
+	126, // 175: logd.v1.LogService.DeleteScramCredential:output_type -> logd.v1.DeleteScramCredentialResponse
+	129, // 176: logd.v1.LogService.CreateACLs:output_type -> logd.v1.CreateACLsResponse
+	132, // 177: logd.v1.LogService.ListACLs:output_type -> logd.v1.ListACLsResponse
+	134, // 178: logd.v1.LogService.DeleteACLs:output_type -> logd.v1.DeleteACLsResponse
+	139, // 179: logd.v1.LogService.StartRedrive:output_type -> logd.v1.StartRedriveResponse
+	141, // 180: logd.v1.LogService.DescribeRedrive:output_type -> logd.v1.DescribeRedriveResponse
+	143, // 181: logd.v1.LogService.ListRedrives:output_type -> logd.v1.ListRedrivesResponse
+	145, // 182: logd.v1.LogService.StopRedrive:output_type -> logd.v1.StopRedriveResponse
+	148, // 183: logd.v1.LogService.ListDeadLetters:output_type -> logd.v1.ListDeadLettersResponse
+	131, // [131:184] is the sub-list for method output_type
+	78,  // [78:131] is the sub-list for method input_type
+	78,  // [78:78] is the sub-list for extension type_name
+	78,  // [78:78] is the sub-list for extension extendee
+	0,   // [0:78] is the sub-list for field type_name
 }
 
 func init() { file_logd_v1_logd_proto_init() }
@@ -11659,20 +11798,20 @@ func file_logd_v1_logd_proto_init() {
 	}
 	file_logd_v1_logd_proto_msgTypes[12].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[13].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[18].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[20].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[32].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[62].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[74].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[79].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[145].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[19].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[21].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[33].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[63].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[75].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[80].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[146].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   150,
+			NumMessages:   152,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -39,6 +40,8 @@ type benchProduceFlags struct {
 	// per worker at a time, with linger as its Linger.
 	producer bool
 	linger   time.Duration
+	// maxInFlight is the Producer's MaxInFlight (0: its default).
+	maxInFlight int
 	// slow, if positive, lists each call slower than it on stderr.
 	slow time.Duration
 }
@@ -76,7 +79,9 @@ calling Produce: each of --concurrency workers sends one record and waits
 for its result before the next (a service emitting one event per
 request), and the Producer batches what the workers have in flight per
 partition; latency is per record. --linger sets the Producer's linger
-(default none: a partition with no batch in flight sends at once).
+(how long records wait to go beside batches in flight; 0: not at all) and
+--max-in-flight its batches in flight per partition (1: one at a time,
+without a producer id).
 
 --kafka HOST:PORT produces through that node's Kafka listener with
 franz-go instead of logd's API (acks=all, uncompressed, idempotent as kgo
@@ -155,8 +160,8 @@ idempotence costs.`,
 			if f.kafka == "" && cmd.Flags().Changed("kafka-idempotent") {
 				return usagef("--kafka-idempotent is the Kafka producer's: give --kafka")
 			}
-			if !f.producer && cmd.Flags().Changed("linger") {
-				return usagef("--linger is the Producer's: give --producer")
+			if !f.producer && (cmd.Flags().Changed("linger") || cmd.Flags().Changed("max-in-flight")) {
+				return usagef("--linger and --max-in-flight are the Producer's: give --producer")
 			}
 			switch {
 			case f.producer:
@@ -190,7 +195,8 @@ idempotence costs.`,
 	fl.StringVar(&f.kafka, "kafka", "", "produce through this Kafka listener (HOST:PORT) with franz-go instead of logd's API")
 	fl.BoolVar(&f.kafkaIdempotent, "kafka-idempotent", true, "with --kafka, produce as kgo's idempotent producer (false: without producer ids)")
 	fl.BoolVar(&f.producer, "producer", false, "send through the client's batching Producer, each worker one record at a time, waiting for its result")
-	fl.DurationVar(&f.linger, "linger", 0, "the Producer's linger, with --producer (0: none)")
+	fl.DurationVar(&f.linger, "linger", client.DefaultLinger, "the Producer's linger, with --producer (0: none)")
+	fl.IntVar(&f.maxInFlight, "max-in-flight", client.DefaultMaxInFlight, "the Producer's batches in flight per partition, with --producer")
 	addKeepFlag(cmd, &f.keep)
 	addOutputFlag(cmd, &f.output)
 	return cmd
@@ -369,7 +375,7 @@ func benchProducer(ctx context.Context, c *client.Client, f *benchProduceFlags, 
 		runCtx, cancel = context.WithTimeout(ctx, f.duration)
 		defer cancel()
 	}
-	p, err := c.NewProducer(ctx, client.ProducerOptions{Topic: f.topic, Linger: f.linger, BufferRecords: max(f.concurrency, client.DefaultBufferRecords)})
+	p, err := c.NewProducer(ctx, client.ProducerOptions{Topic: f.topic, Linger: cmp.Or(f.linger, -1), MaxInFlight: f.maxInFlight, BufferRecords: max(f.concurrency, client.DefaultBufferRecords)})
 	if err != nil {
 		return benchResult{}, err
 	}

@@ -278,17 +278,22 @@ func TestBenchProducer(t *testing.T) {
 	if j.Records != 300 || j.Bytes != 3000 || j.RecordsPerSec <= 0 {
 		t.Fatalf("bench produce --producer = %+v", j)
 	}
+	// One batch per partition at a time, and pipelined without a linger.
+	for _, args := range [][]string{{"--max-in-flight", "1"}, {"--linger", "0"}} {
+		mustRun(t, srv, "", append([]string{"bench", "produce", "--producer", "--topic", "p", "--records", "100", "--concurrency", "8", "--record-size", "10", "--keep", "-o", "json"}, args...)...)
+	}
 	r = mustRun(t, srv, "", "bench", "consume", "--topic", "p", "-o", "json")
 	if err := json.Unmarshal([]byte(r.stdout), &j); err != nil {
 		t.Fatalf("unmarshal %q: %v", r.stdout, err)
 	}
-	if j.Records != 300 {
-		t.Fatalf("the topic holds %d records, want 300", j.Records)
+	if j.Records != 500 {
+		t.Fatalf("the topic holds %d records, want 500", j.Records)
 	}
 	for _, args := range [][]string{
 		{"--producer", "--rate", "100"},
 		{"--producer", "--records-per-call", "10"},
 		{"--linger", "1ms"},
+		{"--max-in-flight", "1"},
 		{"--kafka-idempotent=false"}, // the Kafka producer's, without --kafka
 	} {
 		r := runCLI(t, srv, "", append([]string{"bench", "produce", "--topic", "p", "--records", "10"}, args...)...)

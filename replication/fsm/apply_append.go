@@ -187,7 +187,10 @@ func (vs producerVerdicts) result(bases []int64) AppendResult {
 			}
 			res.Errors[i], res.BaseOffsets[i] = v.err, -1
 		case v.dup:
-			res.BaseOffsets[i] = v.base
+			if res.Duplicates == nil {
+				res.Duplicates = make([]bool, len(vs))
+			}
+			res.BaseOffsets[i], res.Duplicates[i] = v.base, true
 		default:
 			res.BaseOffsets[i] = bases[v.written]
 		}

@@ -158,6 +158,10 @@ type AppendResult struct {
 	// whose BaseOffsets entry is then the original's); the other batches
 	// were written.
 	Errors []error
+	// Duplicates, when not nil, is true for each batch the producer state
+	// found to repeat one of its producer's last batches: not written
+	// again, its BaseOffsets entry the original's.
+	Duplicates []bool
 }
 
 // Topic returns the named topic, or backend.ErrUnknownTopic.
