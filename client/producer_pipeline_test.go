@@ -63,7 +63,6 @@ type faultTransport struct {
 	faulted   map[string]bool // the batches faulted, by their first value
 	answered  chan struct{}   // closed and replaced when a Produce call is answered
 	latest    int             // the latest call (by number) answered so far
-	held      []chan struct{} // overtaken calls waiting for the next answer
 }
 
 func newFaultTransport(fault func(n int) fault) *faultTransport {
