@@ -58,6 +58,10 @@ import (
 const (
 	// DefaultReplicationFactor is Config.ReplicationFactor's default.
 	DefaultReplicationFactor = 3
+	// DefaultDataGroupsPerNode is logd's --data-groups-per-node default
+	// (Config.DataGroupsPerNode's zero value is none): chosen from the
+	// measurements of docs/performance.md, "Data groups by default".
+	DefaultDataGroupsPerNode = 4
 	// MaxDataGroupsPerNode bounds Config.DataGroupsPerNode: every group
 	// costs heartbeats and goroutines on each of its replicas
 	// (docs/performance.md, "Raft groups").
@@ -85,6 +89,10 @@ type dataGroups struct {
 	// lastPlaceErr is the text of place's last error (the runner's
 	// goroutine only).
 	lastPlaceErr string
+	// keptSingle is set once place logged that the cluster keeps its
+	// topics in the meta group (dataGroupsPerNode; the runner's
+	// goroutine only).
+	keptSingle bool
 	// moving is the replica move this node proposed last, while it may
 	// be in flight (the runner's goroutine only; nil: none).
 	moving *pendingMove
@@ -414,7 +422,13 @@ func (d *dataGroups) handOver(dg *dataGroup, g fsm.DataGroup) error {
 // the table is already so.
 func (d *dataGroups) place() error {
 	n := d.n
-	if n.cfg.DataGroupsPerNode == 0 {
+	tab := n.fsm.DataGroups()
+	perNode := n.dataGroupsPerNode(tab)
+	if perNode == 0 && len(tab.Groups) == 0 {
+		if n.cfg.DataGroupsPerNode > 0 && !d.keptSingle {
+			d.keptSingle = true
+			n.cfg.Logger.Info("this cluster keeps its topics in the meta group and starts no data groups: it holds topics and has none, and --data-groups-per-node is not set (docs/operations.md, \"Data groups\")")
+		}
 		return nil
 	}
 	if level, err := n.featureLevel(); err != nil || level < fsm.DataGroupLevel {
@@ -424,7 +438,6 @@ func (d *dataGroups) place() error {
 	if err := cf.Error(); err != nil {
 		return err
 	}
-	tab := n.fsm.DataGroups()
 	if done, err := d.settleMoves(tab); err != nil || done {
 		return err // the next pass plans on the table without them
 	}
@@ -440,7 +453,7 @@ func (d *dataGroups) place() error {
 	}) {
 		sizes = n.groupSizes(context.Background(), tab)
 	}
-	set, why, err := plan(tab, cf.Configuration().Servers, n.cfg.DataGroupsPerNode, n.cfg.ReplicationFactor, out, dead, sizes)
+	set, why, err := plan(tab, cf.Configuration().Servers, perNode, n.cfg.ReplicationFactor, out, dead, sizes)
 	if err != nil {
 		return err
 	}
@@ -460,6 +473,22 @@ func (d *dataGroups) place() error {
 	}
 	n.cfg.Logger.Info("placed data groups", "groups", len(set.Groups), "nodes", set.Nodes)
 	return nil
+}
+
+// dataGroupsPerNode is how many data groups each member adds as this node
+// places them over tab: Config.DataGroupsPerNode, but none when that is a
+// default (Config.DataGroupsPerNodeIsDefault) and the cluster holds
+// topics but no data groups, so a cluster from before data groups, or
+// run without them, stays as it was until an operator sets the flag.
+// Every node decides it from the same replicated state, so a new meta
+// leader decides as the last one did.
+func (n *Node) dataGroupsPerNode(tab fsm.DataGroupTable) int {
+	if n.cfg.DataGroupsPerNodeIsDefault && len(tab.Groups) == 0 {
+		if topics, _ := n.fsm.TopicCounts(); topics > 0 {
+			return 0
+		}
+	}
+	return n.cfg.DataGroupsPerNode
 }
 
 // DefaultDeadNodeTimeout is Config.DeadNodeTimeout's default, as

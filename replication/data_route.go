@@ -128,10 +128,10 @@ func (n *Node) partitionFSM(topic string, p int32) (*fsm.FSM, error) {
 // placeTopic returns the data group of each of a new topic's partitions
 // (placement.Partitions over the table, from a group the topic's name
 // picks) and the placement's epoch, the table's; nil without data groups.
-func (n *Node) placeTopic(name string, partitions int) ([]uint64, uint64, error) {
-	tab := n.fsm.DataGroups()
-	if len(tab.Groups) == 0 {
-		return nil, 0, nil
+func (n *Node) placeTopic(ctx context.Context, name string, partitions int) ([]uint64, uint64, error) {
+	tab, err := n.awaitDataGroups(ctx)
+	if err != nil || len(tab.Groups) == 0 {
+		return nil, 0, err
 	}
 	p := make(placement.Plan, len(tab.Groups))
 	for i, g := range tab.Groups {
@@ -144,6 +144,46 @@ func (n *Node) placeTopic(name string, partitions int) ([]uint64, uint64, error)
 		return nil, 0, fmt.Errorf("place topic %s: %w", name, err)
 	}
 	return pl, tab.Epoch, nil
+}
+
+// firstPlaceWait bounds how long a topic's creation on the meta leader
+// waits for the first data groups of a cluster that is to have them.
+const firstPlaceWait = 5 * time.Second
+
+// awaitDataGroups returns the table of data groups. On the meta leader
+// of a cluster that is to have data groups and has none yet (a new
+// cluster's first moments, before the runner's first placement), it
+// waits for them first, up to firstPlaceWait: a topic created before
+// would stay in the meta group for good, and, with
+// Config.DataGroupsPerNodeIsDefault, keep the cluster without data
+// groups (dataGroupsPerNode). Past the wait, or once ctx ends,
+// backend.ErrNotLeader: the creation is not proposed, and a retry may
+// find the groups placed.
+func (n *Node) awaitDataGroups(ctx context.Context) (fsm.DataGroupTable, error) {
+	tab := n.fsm.DataGroups()
+	if len(tab.Groups) > 0 || n.stores.port == nil || !n.IsLeader() || n.dataGroupsPerNode(tab) == 0 {
+		return tab, nil
+	}
+	if level, err := n.featureLevel(); err != nil || level < fsm.DataGroupLevel {
+		return tab, nil
+	}
+	timer := time.NewTimer(firstPlaceWait)
+	defer timer.Stop()
+	for {
+		applied := n.applied.wait()
+		if tab = n.fsm.DataGroups(); len(tab.Groups) > 0 {
+			return tab, nil
+		}
+		select {
+		case <-applied:
+		case <-timer.C:
+			return tab, fmt.Errorf("%w: the cluster's first data groups are not placed yet (after %v)", backend.ErrNotLeader, firstPlaceWait)
+		case <-ctx.Done():
+			return tab, fmt.Errorf("%w: the cluster's first data groups are not placed yet: %v", backend.ErrNotLeader, ctx.Err())
+		case <-n.stop:
+			return tab, backend.ErrShutdown
+		}
+	}
 }
 
 // hostedPartition returns partition p of t (a topic of the meta group)

@@ -162,7 +162,7 @@ func (n *Node) PlanBalance() (backend.BalancePlan, error) {
 		return backend.BalancePlan{}, fmt.Errorf("plan balance: read the configuration: %w", err)
 	}
 	tab := n.fsm.DataGroups()
-	return balancePlan(tab, n.groupSizes(context.Background(), tab), cf.Configuration().Servers, n.cfg.DataGroupsPerNode, n.cfg.ReplicationFactor, maxBalanceSteps)
+	return balancePlan(tab, n.groupSizes(context.Background(), tab), cf.Configuration().Servers, n.dataGroupsPerNode(tab), n.cfg.ReplicationFactor, maxBalanceSteps)
 }
 
 // balancePlan is what balancing would change from tab, the meta group's

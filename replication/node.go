@@ -227,8 +227,18 @@ type Config struct {
 	// cluster: it starts with that many, and each node that joins adds
 	// as many (data_groups.go). 0: none, every partition in the meta
 	// group, as before data groups. At most MaxDataGroupsPerNode; not
-	// with InMemory.
+	// with InMemory. A cluster that has data groups keeps them whatever
+	// its meta leader's value: with 0 it adds no more, and still places
+	// joining nodes, drains, heals and balances the groups it has.
 	DataGroupsPerNode int
+	// DataGroupsPerNodeIsDefault says DataGroupsPerNode is a default,
+	// not the operator's choice (logd's --data-groups-per-node unset):
+	// a cluster whose meta group holds topics and that has no data
+	// groups (one from before data groups, or run without them) then
+	// starts none, so an upgrade to a build whose default starts data
+	// groups leaves such a cluster as it was (dataGroupsPerNode;
+	// docs/operations.md, "Data groups").
+	DataGroupsPerNodeIsDefault bool
 	// ReplicationFactor is how many replicas a data group gets, fewer
 	// while the cluster has fewer nodes; 0: DefaultReplicationFactor.
 	ReplicationFactor int
@@ -918,7 +928,7 @@ func (b *Backend) createTopic(ctx context.Context, c fsm.CreateTopic) (*fsm.Topi
 		return nil, err
 	}
 	if c.Placement == nil {
-		pl, epoch, err := b.placeTopic(c.Name, int(c.Partitions))
+		pl, epoch, err := b.placeTopic(ctx, c.Name, int(c.Partitions))
 		if err != nil {
 			return nil, err
 		}

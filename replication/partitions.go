@@ -26,7 +26,7 @@ func (b *Backend) stampCreatePartitions(t *fsm.Topic, c *fsm.CreatePartitions) {
 	// A topic placed over data groups keeps its partitions where they
 	// are; the new ones are placed as a new topic's would be, after them.
 	if t.Placement != nil && int(c.Count) > len(t.Placement) {
-		if more, epoch, err := b.placeTopic(t.Name, int(c.Count)); err == nil && more != nil {
+		if more, epoch, err := b.placeTopic(context.Background(), t.Name, int(c.Count)); err == nil && more != nil {
 			c.Placement = append(slices.Clone(t.Placement), more[len(t.Placement):]...)
 			// A new epoch: data groups extend a topic's placement only
 			// at a later one.

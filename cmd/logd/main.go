@@ -70,6 +70,11 @@ type config struct {
 	// dataGroupsPerNode is --data-groups-per-node, replicationFactor
 	// --replication-factor (replication.Config's).
 	dataGroupsPerNode, replicationFactor int
+	// dataGroupsDefault is set when --data-groups-per-node was not given
+	// (flag, variable or file): an existing cluster without data groups
+	// then keeps its topics in the meta group
+	// (replication.Config.DataGroupsPerNodeIsDefault).
+	dataGroupsDefault bool
 	// deadNodeTimeout is --dead-node-timeout.
 	deadNodeTimeout time.Duration
 	// maxMoves is --max-moves.
@@ -125,7 +130,7 @@ func defineFlags(fs *pflag.FlagSet) func(getenv func(string) string) (config, er
 	fs.BoolVar(&c.pprof, "pprof", false, "serve /debug/pprof/ on the client port (LOGD_PPROF=true)")
 	fs.Int64Var(&c.walSegmentBytes, "raft-wal-segment-size", raftstore.DefaultWALSegmentBytes, "bytes of one raft-wal segment file (wal log store): after a snapshot Raft's log is cut by whole sealed segments, so smaller ones free disk sooner and leave a lagging follower fewer entries to replay instead of a snapshot; from 64KiB to 1GiB (LOGD_RAFT_WAL_SEGMENT_SIZE)")
 	fs.Int64Var(&c.memoryLimit, "memory-limit", 0, memoryLimitHelp)
-	fs.IntVar(&c.dataGroupsPerNode, "data-groups-per-node", 0, fmt.Sprintf("Raft data groups each node adds to the cluster beside the meta group: it starts with that many and each join adds as many; 0 to %d; 0: none (data groups hold no partitions yet: docs/architecture.md, \"Data groups\") (LOGD_DATA_GROUPS_PER_NODE)", replication.MaxDataGroupsPerNode))
+	fs.IntVar(&c.dataGroupsPerNode, "data-groups-per-node", replication.DefaultDataGroupsPerNode, fmt.Sprintf("Raft data groups each node adds to the cluster beside the meta group, over which new topics' partitions are placed: it starts with that many and each join adds as many; 0 to %d; 0: none, every partition in the meta group. Unset, a cluster that holds topics and has no data groups (one from before them) keeps it so (docs/operations.md, \"Data groups\") (LOGD_DATA_GROUPS_PER_NODE)", replication.MaxDataGroupsPerNode))
 	fs.IntVar(&c.replicationFactor, "replication-factor", replication.DefaultReplicationFactor, "replicas of each data group, fewer while the cluster has fewer nodes (LOGD_REPLICATION_FACTOR)")
 	fs.IntVar(&c.maxMoves, "max-moves", replication.DefaultMaxMoves, "how many data group replica moves the meta leader's balancing keeps in flight at once; -1 switches balancing off (joins, drains, removals and dead nodes still move replicas) (LOGD_MAX_MOVES)")
 	fs.DurationVar(&c.deadNodeTimeout, "dead-node-timeout", replication.DefaultDeadNodeTimeout, "how long the meta leader goes without hearing a member before it rebuilds the member's data group replicas on other nodes; 0: never (LOGD_DEAD_NODE_TIMEOUT)")
@@ -216,6 +221,7 @@ func defineFlags(fs *pflag.FlagSet) func(getenv func(string) string) (config, er
 		if c.replicationFactor < 1 {
 			return c, fmt.Errorf("--replication-factor: want 1 or more, got %d", c.replicationFactor)
 		}
+		c.dataGroupsDefault = !configured("data-groups-per-node")
 		if c.dataGroupsPerNode < 0 || c.dataGroupsPerNode > replication.MaxDataGroupsPerNode {
 			return c, fmt.Errorf("--data-groups-per-node: want 0 to %d, got %d", replication.MaxDataGroupsPerNode, c.dataGroupsPerNode)
 		}
@@ -341,13 +347,16 @@ func run(ctx context.Context, c config, getenv func(string) string, stderr io.Wr
 		RaftLogStore:      c.raftLogStore,
 		WALSegmentBytes:   int(c.walSegmentBytes),
 		DataGroupsPerNode: c.dataGroupsPerNode,
-		ReplicationFactor: c.replicationFactor,
-		DeadNodeTimeout:   c.deadNodeTimeout,
-		MaxMoves:          c.maxMoves,
-		SnapshotThreshold: c.snapshotEvery,
-		TrailingLogs:      c.trailingLogs,
-		SnapshotInterval:  c.snapshotPeriod,
-		CleanerInterval:   c.cleanerInterval,
+		// An existing cluster without data groups keeps none unless the
+		// operator asks for them.
+		DataGroupsPerNodeIsDefault: c.dataGroupsDefault,
+		ReplicationFactor:          c.replicationFactor,
+		DeadNodeTimeout:            c.deadNodeTimeout,
+		MaxMoves:                   c.maxMoves,
+		SnapshotThreshold:          c.snapshotEvery,
+		TrailingLogs:               c.trailingLogs,
+		SnapshotInterval:           c.snapshotPeriod,
+		CleanerInterval:            c.cleanerInterval,
 		// The flag's 0 (unbounded) is the Config's negative.
 		CleanerIOBytesPerSec: cmp.Or(c.cleanerIO, -1),
 		MoveBytesPerSecond:   cmp.Or(c.moveRate, -1),
