@@ -1,0 +1,105 @@
+package replication
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/replication/internal/fsmtest"
+)
+
+// TestDataGroupsDefaultKeepsExistingCluster: logd's default
+// --data-groups-per-node (Config.DataGroupsPerNodeIsDefault) starts no
+// data groups in a cluster that holds topics and has none, as a cluster
+// from before data groups upgraded to this build: its topics stay in the
+// meta group, and so do the ones created after (docs/operations.md,
+// "Data groups"). An operator's value starts them, and the old topics
+// stay where they are. A restart with 0 keeps the groups the cluster has:
+// their replicas run again and new topics are placed over them.
+func TestDataGroupsDefaultKeepsExistingCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := newJoinCluster(t)
+	n := c.open(ctx, "n1", true)
+	create := func(n *Node, name string) []uint64 {
+		t.Helper()
+		if _, err := NewBackend(n).CreateTopic(ctx, backend.CreateTopic{Name: name, Partitions: 4}); err != nil {
+			t.Fatalf("create %s: %v", name, err)
+		}
+		mt, err := n.FSM().Topic(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mt.Placement
+	}
+	restart := func(edit func(*Config)) *Node {
+		t.Helper()
+		n = c.restart(n, edit)
+		waitFor(ctx, t, "n1 leads again", func() bool { return n.IsLeader() && n.Ready() }, func() string { return "" })
+		return n
+	}
+	if pl := create(n, "old"); pl != nil {
+		t.Fatalf("old placed over data groups without any: %v", pl)
+	}
+
+	// Upgraded to a default of 2: nothing starts.
+	n = restart(func(cfg *Config) { cfg.DataGroupsPerNode, cfg.DataGroupsPerNodeIsDefault = 2, true })
+	if got := n.dataGroupsPerNode(n.FSM().DataGroups()); got != 0 {
+		t.Errorf("a cluster with topics and no data groups adds %d per node by default, want 0", got)
+	}
+	if pl := create(n, "new"); pl != nil {
+		t.Errorf("new placed over data groups by default in a cluster without them: %v", pl)
+	}
+	if tab := n.FSM().DataGroups(); len(tab.Groups) != 0 {
+		t.Errorf("data groups started by default in a cluster with topics: %+v", tab)
+	}
+
+	// The operator asks for 2: they start, and only new topics use them.
+	n = restart(func(cfg *Config) { cfg.DataGroupsPerNode, cfg.DataGroupsPerNodeIsDefault = 2, false })
+	waitFor(ctx, t, "two data groups led", func() bool { return len(n.DataGroupReplicas()) == 2 && leadsAll(n) }, func() string { return "" })
+	if pl := create(n, "placed"); len(placementGroups(pl)) != 2 {
+		t.Errorf("placed: placement %v, want over both data groups", pl)
+	}
+	for _, name := range []string{"old", "new"} {
+		if mt, err := n.FSM().Topic(name); err != nil || mt.Placement != nil {
+			t.Errorf("%s moved out of the meta group: %v, %v", name, mt.Placement, err)
+		}
+	}
+
+	// Back to 0: the groups stay, run, and take new topics.
+	n = restart(func(cfg *Config) { cfg.DataGroupsPerNode, cfg.DataGroupsPerNodeIsDefault = 0, false })
+	waitFor(ctx, t, "two data groups led after a restart with 0", func() bool { return len(n.DataGroupReplicas()) == 2 && leadsAll(n) }, func() string { return "" })
+	if pl := create(n, "later"); len(placementGroups(pl)) != 2 {
+		t.Errorf("later: placement %v, want over both data groups", pl)
+	}
+	if got := len(n.FSM().DataGroups().Groups); got != 2 {
+		t.Errorf("%d data groups after a restart with 0, want 2", got)
+	}
+}
+
+// TestDataGroupsFirstTopicWaitsForPlacement: on a new cluster that is to
+// have data groups, a topic created the moment the node serves, before
+// the meta leader's first placement, waits for it and is placed over the
+// data groups; it would otherwise stay in the meta group, and by default
+// keep the cluster without data groups (awaitDataGroups).
+func TestDataGroupsFirstTopicWaitsForPlacement(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := newJoinCluster(t)
+	cfg := Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true, Logger: fsmtest.Logger(), RaftLogLevel: "error",
+		DataGroupsPerNode: 2, DataGroupsPerNodeIsDefault: true, ClusterSecret: testClusterSecret,
+		Fatal: func(err error) { t.Errorf("fatal: %v", err) }}
+	n := c.start(cfg)
+	waitFor(ctx, t, "n1 leads", func() bool { return n.IsLeader() && n.Ready() }, func() string { return "" })
+	if _, err := NewBackend(n).CreateTopic(ctx, backend.CreateTopic{Name: "first", Partitions: 4}); err != nil {
+		t.Fatal(err)
+	}
+	mt, err := n.FSM().Topic("first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(placementGroups(mt.Placement)); got != 2 {
+		t.Errorf("first: placement %v, want over both data groups", mt.Placement)
+	}
+}
