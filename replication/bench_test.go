@@ -116,6 +116,56 @@ func BenchmarkDataGroupsProduce(b *testing.B) {
 	}
 }
 
+// BenchmarkDataGroupsProduceKeyless is the single-node shape of
+// make bench-system's "1 client x 500 in flight" row, one level down: one
+// caller, calls of 500 keyless 128-byte records to an 8-partition topic,
+// with 0 data groups (the meta group, as before) and with 1 and 4 (a
+// keyless call goes to one group's partitions). With -benchmem it gives
+// what a call allocates on each path (docs/performance.md, "Data groups
+// by default").
+func BenchmarkDataGroupsProduceKeyless(b *testing.B) {
+	for _, groups := range []int{0, 1, 4} {
+		b.Run(fmt.Sprintf("groups=%d", groups), func(b *testing.B) {
+			n, err := Open(Config{NodeID: "n1", DataDir: b.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true,
+				Logger: fsmtest.Logger(), RaftLogLevel: "error", DataGroupsPerNode: groups, BatchApplyCh: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer n.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			for !n.IsLeader() || !n.Ready() || len(n.DataGroupReplicas()) != groups || !leadsAll(n) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			bk := NewBackend(n)
+			if _, err := bk.CreateTopic(ctx, backend.CreateTopic{Name: "b", Partitions: 8}); err != nil {
+				b.Fatal(err)
+			}
+			for {
+				if _, err := bk.Produce(ctx, backend.ProduceRequest{Topic: "b", Records: spreadRecords(0, 8)}); err == nil {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			value := make([]byte, 128)
+			const perCall = 500
+			b.SetBytes(128 * perCall)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				recs := make([]backend.ProduceRecord, perCall)
+				for j := range recs {
+					recs[j] = backend.ProduceRecord{Value: value}
+				}
+				if _, err := bk.Produce(ctx, backend.ProduceRequest{Topic: "b", Records: recs}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*perCall)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}
+
 // leadsAll reports whether n leads every data group it runs.
 func leadsAll(n *Node) bool {
 	for _, r := range n.DataGroupReplicas() {

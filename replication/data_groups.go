@@ -70,6 +70,11 @@ const (
 	// allocates each segment in full, and an idle group's log needs
 	// little (docs/performance.md, "Raft groups").
 	dataGroupWALSegment = 4 << 20
+	// dataGroupRecentShare divides Config.RecentLogBytes for each data
+	// group replica's cache of its newest Raft entries (4 MiB by
+	// default, a segment's worth): a node runs tens of them, and each
+	// group carries a share of the node's writes.
+	dataGroupRecentShare = 4
 	// dataGroupTick is how often a node looks at the table and at the
 	// groups it leads.
 	dataGroupTick = 250 * time.Millisecond
@@ -975,6 +980,9 @@ func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 	if cfg.wrapGroupLog != nil {
 		logs = cfg.wrapGroupLog(g.ID, logs)
 	}
+	// Raft reads back what it just wrote (a leader to send it, a follower
+	// to apply it): from memory, as the meta group's log.
+	logs = raftstore.CacheRecent(logs, cfg.RecentLogBytes/dataGroupRecentShare)
 	// Raft runs on the transport wrapper the meta group's runs on
 	// (package replication/observe): it notes the leader's commit index
 	// for noteCaughtUp, cuts each AppendEntries' commit index to the

@@ -449,9 +449,23 @@ func (b *Backend) OffsetsLeader(ctx context.Context, topic string, p int32) (bac
 // spreadPart is the records of one call bound for one data group, with
 // their positions in the call.
 type spreadPart struct {
-	group     uint64
-	req       backend.ProduceRequest
+	group uint64
+	req   backend.ProduceRequest
+	// n counts the part's records while they are assigned.
+	n         int
 	positions []int
+	// partitions, when not nil, are the partitions of req's records,
+	// which are the call's own (a call in one group: not copied, so they
+	// carry none); else each record carries its own.
+	partitions []int32
+}
+
+// partition is the partition of the part's record j.
+func (sp *spreadPart) partition(j int) int32 {
+	if sp.partitions != nil {
+		return sp.partitions[j]
+	}
+	return sp.req.Records[j].Partition
 }
 
 // produceSpread answers req on a topic with a placement: each record gets
@@ -463,8 +477,11 @@ func (p *producer) produceSpread(ctx context.Context, t *fsm.Topic, req backend.
 		return backend.ProduceResult{}, fmt.Errorf("%w: %s has no partitions", backend.ErrUnknownPartition, t.Name)
 	}
 	// First each record's partition, and how many records each group
-	// gets; then each group's records, copied once into a slice of their
-	// number (a call of many records is the common case).
+	// gets. A call in one group (every keyless call, and every call with
+	// one group) hands its records over as they are, their partitions
+	// beside them; a call over several copies each group's records once
+	// into a slice of their number (a call of many records is the common
+	// case), so that each part can be sent to another node.
 	assigned := make([]int32, len(req.Records))
 	var parts []*spreadPart
 	var keyless []int32 // the partitions of the call's keyless group
@@ -504,27 +521,37 @@ func (p *producer) produceSpread(ctx context.Context, t *fsm.Topic, req backend.
 			parts = append(parts, &spreadPart{group: g, req: backend.ProduceRequest{Topic: req.Topic}})
 			k = len(parts) - 1
 		}
-		parts[k].positions = append(parts[k].positions, i)
+		parts[k].n++
+	}
+	if len(parts) == 1 { // the whole call in one group: its answer, as is
+		sp := parts[0]
+		sp.req, sp.partitions = req, assigned
+		if req.Producer != nil {
+			if err := splitProducer(req.Producer, parts); err != nil {
+				return backend.ProduceResult{}, err
+			}
+		}
+		return p.n.produceInGroup(ctx, p, sp.group, sp.req, sp.partitions)
 	}
 	for _, sp := range parts {
-		sp.req.Records = make([]backend.ProduceRecord, len(sp.positions))
-		for j, pos := range sp.positions {
-			rec := &sp.req.Records[j]
-			*rec = req.Records[pos]
-			rec.Partition, rec.HasPartition = assigned[pos], true
-		}
+		sp.req.Records = make([]backend.ProduceRecord, 0, sp.n)
+		sp.positions = make([]int, 0, sp.n)
+	}
+	for i, r := range req.Records {
+		g := t.Placement[assigned[i]]
+		sp := parts[slices.IndexFunc(parts, func(sp *spreadPart) bool { return sp.group == g })]
+		r.Partition, r.HasPartition = assigned[i], true
+		sp.req.Records = append(sp.req.Records, r)
+		sp.positions = append(sp.positions, i)
 	}
 	if req.Producer != nil {
 		if err := splitProducer(req.Producer, parts); err != nil {
 			return backend.ProduceResult{}, err
 		}
 	}
-	if len(parts) == 1 { // the whole call in one group: its answer, as is
-		return p.n.produceInGroup(ctx, p, parts[0].group, parts[0].req)
-	}
 	results := make([]backend.ProduceResult, len(parts))
 	errs := inParallel(len(parts), func(i int) (err error) {
-		results[i], err = p.n.produceInGroup(ctx, p, parts[i].group, parts[i].req)
+		results[i], err = p.n.produceInGroup(ctx, p, parts[i].group, parts[i].req, nil)
 		return err
 	})
 	out := backend.ProduceResult{Results: make([]backend.RecordResult, len(req.Records))}
@@ -555,15 +582,16 @@ func splitProducer(pr *backend.ProducerSequence, parts []*spreadPart) error {
 	n := 0
 	for _, sp := range parts {
 		own := &backend.ProducerSequence{ID: pr.ID, Epoch: pr.Epoch, BaseSequences: map[int32]int32{}}
-		for _, r := range sp.req.Records {
-			if _, done := own.BaseSequences[r.Partition]; done {
+		for j := range sp.req.Records {
+			part := sp.partition(j)
+			if _, done := own.BaseSequences[part]; done {
 				continue
 			}
-			seq, ok := pr.BaseSequences[r.Partition]
+			seq, ok := pr.BaseSequences[part]
 			if !ok {
-				return fmt.Errorf("%w: producer %d has no sequence for partition %d", backend.ErrInvalidArgument, pr.ID, r.Partition)
+				return fmt.Errorf("%w: producer %d has no sequence for partition %d", backend.ErrInvalidArgument, pr.ID, part)
 			}
-			own.BaseSequences[r.Partition] = seq
+			own.BaseSequences[part] = seq
 		}
 		n += len(own.BaseSequences)
 		sp.req.Producer = own
@@ -705,6 +733,10 @@ type groupCall struct {
 	QueueRead *queueReadCall `json:"queue_read,omitempty"`
 	// Converge is the table's entry for the group (callConverge).
 	Converge *fsm.DataGroup `json:"converge,omitempty"`
+	// partitions, when not nil, are the partitions of Produce's records,
+	// which carry none (produceInGroup); sendable gives them to the
+	// records before the call goes out. Not sent.
+	partitions []int32
 	// Service, Body and From are a callLeader's: the service, its
 	// request and the calling node's id (leader_calls.go).
 	Service string `json:"service,omitempty"`
@@ -763,22 +795,40 @@ type groupAnswer struct {
 	Applied uint64 `json:"applied,omitempty"`
 }
 
+// sendable returns c as it goes to another node: a produce's records
+// carry the partitions c.partitions gave them (copied: the caller's are
+// not changed).
+func (c groupCall) sendable() groupCall {
+	if c.partitions == nil || c.Produce == nil {
+		return c
+	}
+	req := *c.Produce
+	req.Records = make([]backend.ProduceRecord, len(c.Produce.Records))
+	for i, r := range c.Produce.Records {
+		r.Partition, r.HasPartition = c.partitions[i], true
+		req.Records[i] = r
+	}
+	c.Produce, c.partitions = &req, nil
+	return c
+}
+
 // groupCallWait bounds how long a call for a group waits for the group to
 // have a leader it can reach.
 const groupCallWait = 5 * time.Second
 
 // produceInGroup produces req in data group g: here when this node leads
-// it, else at its leader.
-func (n *Node) produceInGroup(ctx context.Context, p *producer, g uint64, req backend.ProduceRequest) (backend.ProduceResult, error) {
+// it, else at its leader. partitions, when not nil, are the partitions of
+// req's records, which then carry none.
+func (n *Node) produceInGroup(ctx context.Context, p *producer, g uint64, req backend.ProduceRequest, partitions []int32) (backend.ProduceResult, error) {
 	var res backend.ProduceResult
 	err := n.inGroup(ctx, g, func(h groupHandle) error {
 		t, err := h.topic(req.Topic)
 		if err != nil {
 			return err
 		}
-		res, err = p.produceOn(ctx, h, t, req)
+		res, err = p.produceOn(ctx, h, t, req, partitions)
 		return err
-	}, groupCall{Kind: callProduce, Produce: &req}, func(a groupAnswer) error {
+	}, groupCall{Kind: callProduce, Produce: &req, partitions: partitions}, func(a groupAnswer) error {
 		if a.Produce == nil || len(a.Produce.Results) != len(req.Records) {
 			return fmt.Errorf("data group %d: a produce answer without its results", g)
 		}
@@ -862,6 +912,7 @@ func (n *Node) inGroup(ctx context.Context, g uint64, local func(groupHandle) er
 			hint = ""
 			continue
 		}
+		call = call.sendable()
 		ans, err := n.callGroup(ctx, target, g, call)
 		hint = ""
 		switch {
@@ -1075,7 +1126,7 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 			var t *fsm.Topic
 			if t, err = h.topic(call.Produce.Topic); err == nil {
 				var res backend.ProduceResult
-				res, err = p.produceOn(ctx, h, t, *call.Produce)
+				res, err = p.produceOn(ctx, h, t, *call.Produce, nil)
 				ans.Produce = &res
 			}
 		case call.Kind == callAppend && call.Append != nil:

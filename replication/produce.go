@@ -81,13 +81,28 @@ func (p *producer) produce(ctx context.Context, req backend.ProduceRequest) (bac
 		res, err := p.produceSpread(ctx, t, req)
 		if err == nil {
 			res.Incarnation = t.CreateIndex
-			for _, r := range res.Results {
-				p.n.floors.raise(t.Name, r.Partition, t.CreateIndex, r.Offset+1)
-			}
+			p.raiseFloors(t, res.Results)
 		}
 		return res, err
 	}
-	return p.produceOn(ctx, p.n.metaGroup(), t, req)
+	return p.produceOn(ctx, p.n.metaGroup(), t, req, nil)
+}
+
+// raiseFloors raises this node's read floor of each partition of the
+// placed topic t that results wrote to (read_floor.go), once per
+// partition: each raise takes the floors' lock.
+func (p *producer) raiseFloors(t *fsm.Topic, results []backend.RecordResult) {
+	ends := make([]int64, len(t.Placement))
+	for _, r := range results {
+		if r.Partition >= 0 && int(r.Partition) < len(ends) {
+			ends[r.Partition] = max(ends[r.Partition], r.Offset+1)
+		}
+	}
+	for part, end := range ends {
+		if end > 0 {
+			p.n.floors.raise(t.Name, int32(part), t.CreateIndex, end)
+		}
+	}
 }
 
 // checkProducer checks a call's producer identity before anything is
@@ -124,9 +139,10 @@ func (p *producer) checkProducer(req backend.ProduceRequest) error {
 
 // produceOn answers req on group g, which holds every partition the
 // records name (the meta group for a topic without a placement), whose
-// state machine holds t.
-func (p *producer) produceOn(ctx context.Context, g groupHandle, t *fsm.Topic, req backend.ProduceRequest) (backend.ProduceResult, error) {
-	call := &produceCall{topic: t, records: req.Records, g: g, producer: req.Producer}
+// state machine holds t. partitions, when not nil, are the records'
+// partitions (produceSpread's), which the records then do not carry.
+func (p *producer) produceOn(ctx context.Context, g groupHandle, t *fsm.Topic, req backend.ProduceRequest, partitions []int32) (backend.ProduceResult, error) {
+	call := &produceCall{topic: t, records: req.Records, partitions: partitions, g: g, producer: req.Producer}
 	call.res.Results = make([]backend.RecordResult, len(req.Records))
 	for i := range call.res.Results {
 		call.res.Results[i].Offset = -1 // not answered yet
@@ -174,6 +190,9 @@ type produceCall struct {
 	g       groupHandle
 	topic   *fsm.Topic
 	records []backend.ProduceRecord
+	// partitions, when not nil, is each record's partition, chosen by
+	// the caller (produceSpread); the records' own are not read.
+	partitions []int32
 	// producer is the call's producer identity, nil without one.
 	producer *backend.ProducerSequence
 	// digests[i] is record i's payload digest if it has an idempotency
@@ -442,10 +461,12 @@ func (p *producer) route(c *produceCall, positions []int) ([]*partitionGroup, er
 	nkeys := 0
 	for k, i := range positions {
 		r := &c.records[i]
-		var part int32
+		part, hasPart := r.Partition, r.HasPartition
+		if c.partitions != nil {
+			part, hasPart = c.partitions[i], true
+		}
 		switch {
-		case r.HasPartition:
-			part = r.Partition
+		case hasPart:
 			if part < 0 || part >= n {
 				return nil, fmt.Errorf("%w: %s has %d partitions, not %d", backend.ErrUnknownPartition, t.Name, n, part)
 			}
