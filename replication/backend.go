@@ -196,8 +196,12 @@ func (b *Backend) topicState(t *fsm.Topic) backend.TopicState {
 				ps.CompactedSegments++
 			}
 		}
-		if r, ok := b.FSM().LastCleanerRun(t.Name, t.CreateIndex, p.Index); ok {
-			ps.LastCleanerRun = &r
+		// The run is recorded by the state machine that holds the
+		// partition: the meta group's, or its data group's.
+		if f, err := b.partitionFSM(t.Name, int32(i)); err == nil {
+			if r, ok := f.LastCleanerRun(t.Name, t.CreateIndex, p.Index); ok {
+				ps.LastCleanerRun = &r
+			}
 		}
 		ps.Group, ps.Leader = group, leader
 		st.Partitions[i] = ps
@@ -308,8 +312,18 @@ func (b *Backend) MemberAPIAddresses() []string {
 }
 
 // CleanerCounters returns the totals of the retention commands this node
-// applied.
-func (b *Backend) CleanerCounters() backend.CleanerCounters { return b.FSM().CleanerCounters() }
+// applied, in the meta group and its data group replicas.
+func (b *Backend) CleanerCounters() backend.CleanerCounters {
+	var out backend.CleanerCounters
+	for _, f := range b.stateMachines() {
+		c := f.CleanerCounters()
+		out.BytesDeleted += c.BytesDeleted
+		out.RecordsCompacted += c.RecordsCompacted
+		out.Trims += c.Trims
+		out.Compactions += c.Compactions
+	}
+	return out
+}
 
 // ConsumerGroup returns a copy of a consumer group's state, or
 // group.ErrConsumerGroupNotFound.

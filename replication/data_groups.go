@@ -23,6 +23,7 @@ import (
 	"github.com/logd-dev/logd/internal/slogbridge"
 	"github.com/logd-dev/logd/log"
 	"github.com/logd-dev/logd/replication/catchup"
+	"github.com/logd-dev/logd/replication/cleaner"
 	"github.com/logd-dev/logd/replication/fsm"
 	"github.com/logd-dev/logd/replication/observe"
 	"github.com/logd-dev/logd/replication/placement"
@@ -160,6 +161,12 @@ type dataGroup struct {
 	barrierTerm atomic.Uint64
 	// appends coalesces the group's appends on its leader (coalesce.go).
 	appends coalescer
+	// cleaner is the replica's retention and compaction scheduler
+	// (group_cleaner.go); cleanerStop ends its loop, and cleanerDone is
+	// closed once it returned.
+	cleaner     *cleaner.Cleaner
+	cleanerStop context.CancelFunc
+	cleanerDone chan struct{}
 }
 
 // noteCaughtUp sets caughtUp once the replica caught up with its group:
@@ -214,6 +221,7 @@ func (dg *dataGroup) followerCaughtUp() bool {
 // shutdown stops the replica: its Raft, the wrapper's forwarding, its
 // transport and stores, and its state machine.
 func (dg *dataGroup) shutdown() error {
+	dg.stopCleaner()
 	errs := []error{dg.raft.Shutdown().Error()}
 	close(dg.forwardStop)
 	<-dg.forwardDone
@@ -1007,6 +1015,7 @@ func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 	layer.Attach(func(id string) bool { return groupMember(r, id) })
 	dg = &dataGroup{id: g.ID, raft: r, fsm: sm, stores: stores, applied: applied,
 		commits: commits, forwardStop: forwardStop, forwardDone: forwardDone}
+	dg.startCleaner(n, logger)
 	d.mu.Lock()
 	d.open[g.ID] = dg
 	d.mu.Unlock()

@@ -2,10 +2,13 @@ package replication
 
 import (
 	"context"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/replication/fsm"
 	"github.com/logd-dev/logd/replication/internal/fsmtest"
 )
 
@@ -101,5 +104,62 @@ func TestDataGroupsFirstTopicWaitsForPlacement(t *testing.T) {
 	}
 	if got := len(placementGroups(mt.Placement)); got != 2 {
 		t.Errorf("first: placement %v, want over both data groups", mt.Placement)
+	}
+}
+
+// TestDataGroupsClean: each data group replica runs a cleaner of its own,
+// so retention reaches the partitions of a placed topic: past
+// retention.ms a pass trims each partition in its group, the partition's
+// state shows the run, and the node's counters count the trims.
+func TestDataGroupsClean(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	clock := time.UnixMilli(1_700_000_000_000)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	n, err := Open(Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true, Logger: fsmtest.Logger(),
+		RaftLogLevel: "error", Fatal: func(err error) { t.Errorf("fatal: %v", err) }, Now: now, CleanerInterval: time.Hour,
+		DataGroupsPerNode: 2, ClusterSecret: testClusterSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	waitFor(ctx, t, "n1 leads two data groups", func() bool {
+		return n.IsLeader() && n.Ready() && len(n.DataGroupReplicas()) == 2 && leadsAll(n)
+	}, func() string { return "" })
+	b := NewBackend(n)
+	if _, err := b.CreateTopic(ctx, backend.CreateTopic{Name: "r", Partitions: 2, Config: map[string]string{
+		fsm.ConfigRetentionMs: "1000", fsm.ConfigSegmentBytes: "100"}}); err != nil {
+		t.Fatal(err)
+	}
+	mt, err := n.FSM().Topic("r")
+	if err != nil || len(placementGroups(mt.Placement)) != 2 {
+		t.Fatalf("r: placement %v, %v; want over both data groups", mt.Placement, err)
+	}
+	base := now().UnixMilli()
+	for i := range 6 {
+		p := int32(i % 2)
+		rec := backend.ProduceRecord{Partition: p, HasPartition: true, TimestampMs: base, Value: []byte(strings.Repeat("v", 80))}
+		if _, err := b.Produce(ctx, backend.ProduceRequest{Topic: "r", Records: []backend.ProduceRecord{rec}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	clock = clock.Add(2 * time.Second)
+	mu.Unlock()
+	if err := n.Clean(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st := b.topicState(mt)
+	for _, ps := range st.Partitions {
+		if ps.LogStartOffset == 0 || ps.LastCleanerRun == nil {
+			t.Errorf("r-%d in data group %d after a pass past retention.ms: %+v", ps.Partition, ps.Group, ps)
+		}
+	}
+	if c := b.CleanerCounters(); c.Trims < 2 {
+		t.Errorf("cleaner counters %+v, want a trim in each data group", c)
+	}
+	if s := n.CleanerStats(); s.Runs < 3 {
+		t.Errorf("cleaner stats %+v, want a pass in the meta group and in each data group", s)
 	}
 }

@@ -108,11 +108,3 @@ func (n *Node) startJobs() {
 	}()
 }
 
-// Clean runs one cleaner pass now (cleaner.Cleaner.Pass): for every
-// partition it plans with the leader's clock, proposes a Trim where
-// segments expired, and prepares and proposes a Compact where one is due.
-// Only the leader cleans (backend.ErrNotLeader otherwise).
-func (n *Node) Clean(ctx context.Context) error { return n.cleaner.Pass(ctx) }
-
-// CleanerStats returns the cleaner's measurements on this node.
-func (n *Node) CleanerStats() backend.CleanerStats { return n.cleaner.Stats() }
