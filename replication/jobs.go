@@ -107,4 +107,3 @@ func (n *Node) startJobs() {
 		n.redrive.Run(ctx)
 	}()
 }
-
