@@ -27,7 +27,7 @@ func (n *Node) Backup(ctx context.Context, start func(backend.BackupInfo) (io.Wr
 	if !n.IsLeader() {
 		return backend.BackupInfo{}, backend.ErrNotLeader
 	}
-	if !n.Ready() {
+	if !n.metaReady() {
 		return backend.BackupInfo{}, fmt.Errorf("%w: the leader has not applied its barrier yet", backend.ErrNotLeader)
 	}
 	// A backup is the meta group's snapshot and segments: the records of

@@ -119,6 +119,64 @@ type dataGroups struct {
 	mu sync.Mutex
 	// open are the groups this node runs, by id; guarded by mu.
 	open map[uint64]*dataGroup
+
+	// startGroups are the groups this node held a replica of when it
+	// started (their directories) and the table listed it in when its
+	// meta group first caught up, and startSince is when that was (the
+	// runner's goroutine only). startServing is set once each of them
+	// caught up with its group, or startGroupsWait passed (Node.Ready).
+	startGroups  []uint64
+	startSince   time.Time
+	startServing atomic.Bool
+}
+
+// startGroupsWait bounds how long a node that started waits, before it
+// reports ready, for the data group replicas it held to catch up: one
+// whose group lost its majority would otherwise keep the node from ever
+// serving its other groups and its meta group. Their reads go to the
+// other replicas meanwhile.
+const startGroupsWait = 30 * time.Second
+
+// noteStartServing sets startServing once every replica this node held
+// at its start, and the table lists, caught up with its group, or
+// startGroupsWait passed since its meta group first caught up. A single
+// node, every group's only replica, would otherwise report ready and
+// answer its groups' reads and writes with errors until each group had
+// elected it.
+func (d *dataGroups) noteStartServing(tab fsm.DataGroupTable) {
+	if d.startServing.Load() {
+		return
+	}
+	self := d.n.cfg.NodeID
+	if d.startSince.IsZero() {
+		d.startSince = time.Now()
+		for _, id := range d.groupDirs() {
+			if slices.ContainsFunc(tab.Groups, func(g fsm.DataGroup) bool { return g.ID == id && slices.Contains(g.Replicas, self) }) {
+				d.startGroups = append(d.startGroups, id)
+			}
+		}
+	}
+	var behind []uint64
+	for _, id := range d.startGroups {
+		dg := d.n.dataGroup(id)
+		if dg != nil {
+			dg.noteCaughtUp()
+		}
+		if dg == nil || !dg.caughtUp.Load() {
+			behind = append(behind, id)
+		}
+	}
+	switch {
+	case len(behind) == 0:
+		if len(d.startGroups) > 0 {
+			d.n.cfg.Logger.Info("data group replicas caught up; serving", "groups", d.startGroups)
+		}
+	case time.Since(d.startSince) > startGroupsWait:
+		d.n.cfg.Logger.Warn("serving before these data group replicas caught up; their groups are read from other replicas", "groups", behind, "waited", startGroupsWait)
+	default:
+		return
+	}
+	d.startServing.Store(true)
 }
 
 // dataGroup is one replica of a data group.
@@ -290,6 +348,7 @@ func newDataGroups(n *Node) *dataGroups {
 // (InMemory) there are none.
 func (n *Node) startDataGroups() {
 	if n.stores.port == nil {
+		n.data.startServing.Store(true)
 		close(n.data.done)
 		return
 	}
@@ -315,7 +374,7 @@ func (d *dataGroups) run() {
 // here, and converge the groups this node leads.
 func (d *dataGroups) step() {
 	n := d.n
-	if !n.Ready() {
+	if !n.metaReady() {
 		return
 	}
 	if n.IsLeader() {
@@ -370,6 +429,7 @@ func (d *dataGroups) step() {
 			d.adopt(dg)
 		}
 	}
+	d.noteStartServing(tab)
 	if time.Since(d.lastRetire) >= retireEvery {
 		d.lastRetire = time.Now()
 		d.retireLeft(tab)

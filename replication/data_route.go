@@ -308,7 +308,9 @@ var errNextReplica = errors.New("ask the next replica")
 // too, except one saying the node holds no replica, which passes to the
 // next replica); an error from accept that wraps errNextReplica passes to
 // the next replica, any other ends the call. topic names what is read,
-// for the error when no replica answers.
+// for the error when no replica answers: backend.ErrNotLeader, which a
+// client retries, since the group's replicas may be electing, catching up
+// or restarting (docs/architecture.md, "Data groups").
 func (n *Node) askReplica(ctx context.Context, g uint64, topic string, call groupCall, accept func(groupAnswer) error) error {
 	var replicas []string
 	for _, dg := range n.fsm.DataGroups().Groups {
@@ -316,7 +318,7 @@ func (n *Node) askReplica(ctx context.Context, g uint64, topic string, call grou
 			replicas = dg.Replicas
 		}
 	}
-	last := fmt.Errorf("%w: data group %d has no replica this node can reach (topic %s)", backend.ErrPartitionElsewhere, g, topic)
+	last := fmt.Errorf("%w: data group %d has no replica this node can reach (topic %s)", backend.ErrNotLeader, g, topic)
 	call.MinApplied = n.groupFloors.get(g)
 	for _, id := range replicas {
 		if id == n.cfg.NodeID {
@@ -325,7 +327,7 @@ func (n *Node) askReplica(ctx context.Context, g uint64, topic string, call grou
 		ans, err := n.callGroup(ctx, id, g, call)
 		switch {
 		case err != nil:
-			last = fmt.Errorf("%w: data group %d at %s: %v", backend.ErrPartitionElsewhere, g, id, err)
+			last = fmt.Errorf("%w: data group %d at %s: %v", backend.ErrNotLeader, g, id, err)
 			continue
 		case ans.Err != nil && errors.Is(ans.Err.decode(), backend.ErrNotLeader): // holds no replica (any more)
 			last = ans.Err.decode()

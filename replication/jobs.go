@@ -35,7 +35,7 @@ var (
 func (j *jobNode) IsLeader() bool { return j.n.IsLeader() }
 
 // Leads reports whether the node leads with its barrier applied (Ready).
-func (j *jobNode) Leads() bool { return j.n.IsLeader() && j.n.Ready() }
+func (j *jobNode) Leads() bool { return j.n.IsLeader() && j.n.metaReady() }
 
 // Read is Backend.Read.
 func (j *jobNode) Read(topic string, partition int32, offset int64, maxBytes int) (backend.ReadResult, error) {

@@ -721,7 +721,19 @@ func snapshotDue(since, snapshotBytes, windowBytes int64) bool {
 // answering before would show an acknowledged commit undone. Followers
 // serve what they have applied, which may trail the leader but never goes
 // back.
+//
+// After a start it also waits until the data group replicas the node held
+// have caught up with their groups, for at most startGroupsWait
+// (dataGroups.noteStartServing): a single node is every group's only
+// replica, and nothing else could answer for them.
 func (n *Node) Ready() bool {
+	return n.metaReady() && n.data.startServing.Load()
+}
+
+// metaReady is Ready for the meta group alone: what the node's own work on
+// the meta group's state (placing data groups, its jobs, backups, read
+// indexes) waits for.
+func (n *Node) metaReady() bool {
 	if !n.ready.Load() {
 		return false
 	}

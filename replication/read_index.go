@@ -64,11 +64,11 @@ func (b *Backend) awaitApplies(ctx context.Context, wait time.Duration, lacking 
 // ReadIndex returns, on the leader, an index that covers every write
 // acknowledged before the call: hashicorp/raft has no ReadIndex, but a
 // leader that confirms it still leads (a heartbeat round to a quorum,
-// VerifyLeader) and has applied its term's barrier (Ready) knows that
+// VerifyLeader) and has applied its term's barrier (metaReady) knows that
 // its commit index covers every entry committed so far. A reader that
 // then waits to apply it reads linearizably. Elsewhere ErrNotLeader.
 func (b *Backend) ReadIndex() (uint64, error) {
-	if !b.IsLeader() || !b.Ready() {
+	if !b.IsLeader() || !b.metaReady() {
 		return 0, backend.ErrNotLeader
 	}
 	// Raft answers the future within a heartbeat round, or on losing
