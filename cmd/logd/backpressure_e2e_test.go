@@ -71,7 +71,9 @@ lines:
 // producers that wait as told get every record in; nothing is lost or
 // duplicated, and the worker handles each record once.
 func TestOverloadBurst(t *testing.T) {
-	p := e2e.StartNode(t)
+	// One group's bound: over data groups each group bounds its own
+	// partitions' backlog (docs/architecture.md, "Data groups").
+	p := e2e.StartNode(t, e2e.MetaGroupOnly()...)
 	c := newQueueClient(t, p)
 	raw := noRetryClient(t, p)
 	ctx := context.Background()

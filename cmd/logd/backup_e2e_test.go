@@ -35,7 +35,10 @@ import (
 func TestBackupRestore(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	nd := e2e.StartNode(t)
+	// Backups do not cover data groups yet (docs/operations.md, "Backup
+	// and restore"); the restored node keeps its topics in the meta group
+	// (it holds topics and no data groups).
+	nd := e2e.StartNode(t, e2e.MetaGroupOnly()...)
 	call := func(what string, err error) {
 		t.Helper()
 		if err != nil {

@@ -103,7 +103,9 @@ func TestClusterSnapshotCatchUp(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c := e2e.NewCluster(t, 3, "--snapshot-threshold", "128", "--snapshot-interval", "100ms")
+	// The meta group's catch-up: its partitions' appends drive its
+	// snapshots (TestClusterDataGroupsKillAndCatchUp is a data group's).
+	c := e2e.NewCluster(t, 3, append(e2e.MetaGroupOnly(), "--snapshot-threshold", "128", "--snapshot-interval", "100ms")...)
 	const parts = 2
 	e2e.CreateTopic(t, ctx, c.Nodes[0], "s", parts, map[string]string{"segment.bytes": "8192"})
 	lagging := c.Nodes[2]

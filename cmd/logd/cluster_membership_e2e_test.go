@@ -37,7 +37,9 @@ func TestClusterRemoveAndTransferUnderLoad(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c := e2e.NewCluster(t, 3)
+	// The meta group's membership: a node holding data group replicas
+	// is drained before its removal (TestDataGroupsDrain).
+	c := e2e.NewCluster(t, 3, e2e.MetaGroupOnly()...)
 	const parts = 3
 	e2e.CreateTopic(t, ctx, c.Nodes[0], "r", parts, nil)
 	ps := e2e.NewProducers(5)

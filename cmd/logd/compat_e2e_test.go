@@ -171,9 +171,27 @@ func untar(t *testing.T, path, dst string) {
 // TestCompatFixture starts this build on the data dir of commit 2de3d3a and
 // checks that it serves the same topics, records, groups, queue state and
 // idempotency keys. To write the fixture again, see the head of
-// testdata/compat/make-fixture.sh.
+// testdata/compat/make-fixture.sh. With logd's default
+// --data-groups-per-node, the upgraded cluster, which holds topics and no
+// data groups, keeps it so: a topic created now is in the meta group too,
+// and no data group starts (docs/operations.md, "Data groups").
 func TestCompatFixture(t *testing.T) {
-	compatFixture(t)
+	p := compatFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e2e.CreateTopic(t, ctx, p, "fresh", 4, nil)
+	d, err := p.RPC.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: "fresh"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pi := range d.Msg.Partitions {
+		if pi.DataGroup != 0 {
+			t.Errorf("fresh-%d is in data group %d of the upgraded cluster, want the meta group", pi.Partition, pi.DataGroup)
+		}
+	}
+	if st, err := clusterStatus(t, p); err != nil || len(st.DataGroups) != 0 {
+		t.Errorf("the upgraded cluster runs data groups by default: %+v, %v", st.DataGroups, err)
+	}
 }
 
 // TestCompatFixtureDataGroups starts this build with data groups on the

@@ -36,7 +36,8 @@ func TestClusterDamagedRaftLog(t *testing.T) {
 	defer cancel()
 	// The damage is made in raft-boltdb's file, so the log is kept there
 	// (raft-wal's frames carry a CRC of their own).
-	c := e2e.NewCluster(t, 3, "--raft-log-store", "boltdb")
+	// The records in the meta group's raft.db.
+	c := e2e.NewCluster(t, 3, append(e2e.MetaGroupOnly(), "--raft-log-store", "boltdb")...)
 	e2e.CreateTopic(t, ctx, c.Nodes[0], "d", 1, nil)
 	leader := c.Leader(ctx)
 	victim := c.Nodes[2]
@@ -176,7 +177,8 @@ func flipByte(t *testing.T, path string, div int) {
 func TestDamagedSnapshot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p := e2e.StartNode(t, "--snapshot-threshold", "16", "--snapshot-interval", "100ms")
+	// The meta group's snapshots: its partitions' records drive them.
+	p := e2e.StartNode(t, append(e2e.MetaGroupOnly(), "--snapshot-threshold", "16", "--snapshot-interval", "100ms")...)
 	if _, err := p.RPC.CreateTopic(ctx, connect.NewRequest(&logdv1.CreateTopicRequest{Name: "s", Partitions: 2})); err != nil {
 		t.Fatal(err)
 	}

@@ -243,7 +243,8 @@ func TestIdempotencyConflictAndBatch(t *testing.T) {
 func TestIdempotencyWindowAcrossSnapshotsAndKill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p := e2e.StartNode(t, "--snapshot-threshold", "8", "--snapshot-interval", "50ms")
+	// The meta group's snapshots, which its partitions' appends drive.
+	p := e2e.StartNode(t, append(e2e.MetaGroupOnly(), "--snapshot-threshold", "8", "--snapshot-interval", "50ms")...)
 	c, err := client.New(p.Listen, client.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -45,6 +45,41 @@ func (c *Cluster) Start() {
 		nd.Launch(first.Listen)
 	}
 	c.WaitVoters(ctx, n)
+	c.WaitDataGroups(ctx, n)
+}
+
+// WaitDataGroups waits until a live node reports each data group, if the
+// cluster has any, with min(3, n) replicas (logd's default replication
+// factor), every one of them a voter, and a leader: a node that joins
+// becomes a replica of each group below the factor as a non-voter first,
+// and a group that loses a node before its new replica votes may lose its
+// majority (docs/operations.md, "Data groups").
+func (c *Cluster) WaitDataGroups(ctx context.Context, n int) {
+	c.T.Helper()
+	want := min(3, n)
+	WaitFor(c.T, ctx, fmt.Sprintf("every data group with %d voters", want), func() bool {
+		for _, nd := range c.Nodes {
+			if nd.Cmd == nil {
+				continue
+			}
+			st, err := nd.Status(ctx)
+			if err != nil {
+				return false
+			}
+			for _, g := range st.DataGroups {
+				if len(g.Replicas) != want || g.LeaderId == "" || len(g.Voters) != want {
+					return false
+				}
+				for _, r := range g.Replicas {
+					if !slices.Contains(g.Voters, r) {
+						return false
+					}
+				}
+			}
+			return true
+		}
+		return false
+	})
 }
 
 // WaitVoters waits until the first live node sees n voters and a leader.

@@ -100,6 +100,13 @@ func NewNode(t testing.TB, id string, extra ...string) *Node {
 // calls no election while it runs. Flags given after them win.
 func SingleNodeRaft() []string { return []string{"--raft-heartbeat-timeout", "50ms"} }
 
+// MetaGroupOnly returns the flag that keeps a node's partitions in the
+// meta group, as before data groups (logd's default places new topics
+// over data groups): for the tests of that path, whose Raft log,
+// snapshots, catch-up, backups (which do not cover data groups yet),
+// admission bounds and membership changes are one group's.
+func MetaGroupOnly() []string { return []string{"--data-groups-per-node", "0"} }
+
 // StartNode starts a single-node cluster, node "n1", and waits until it
 // leads.
 func StartNode(t testing.TB, extra ...string) *Node {
