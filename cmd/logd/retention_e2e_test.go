@@ -106,17 +106,28 @@ func TestRetentionEndToEnd(t *testing.T) {
 		t.Errorf("logd_cleaner_passes_total = %v", metrics["logd_cleaner_passes_total"])
 	}
 
-	// The run is in the snapshot: wait for one past it, then SIGKILL.
-	st, err := c.Status(ctx)
+	// The run is in the snapshot of the group that holds the partition
+	// (the meta group, or its data group): wait for one past it, then
+	// SIGKILL.
+	st, err := p.Status(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	snapDir, applied := p.DataDir, st.AppliedIndex
+	if g := describe().DataGroup; g != 0 {
+		snapDir = filepath.Join(p.DataDir, "groups", fmt.Sprintf("g%d", g))
+		for _, dg := range st.DataGroups {
+			if dg.Id == g {
+				applied = dg.AppliedIndex
+			}
+		}
 	}
 	for i := range 5 {
 		if _, err := c.Produce(ctx, "ret", []client.Record{{Value: []byte(fmt.Sprint("more-", i)), Partition: &part}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e2e.WaitFor(t, ctx, "a snapshot of the cleaner run", func() bool { return latestSnapshotIndex(t, p.DataDir) >= st.AppliedIndex })
+	e2e.WaitFor(t, ctx, "a snapshot of the cleaner run", func() bool { return latestSnapshotIndex(t, snapDir) >= applied })
 	p.Kill()
 	p.Start()
 	if got := describe(); got.LastCleanerRun == nil || *got.LastCleanerRun != *run || got.LogStart != after.LogStart {
@@ -147,7 +158,8 @@ func scrape(t *testing.T, url string) map[string]float64 {
 }
 
 // latestSnapshotIndex is the Raft index of the newest snapshot in a data
-// dir (hashicorp/raft names them term-index-time), 0 if none.
+// dir, or a data group's directory in it (hashicorp/raft names them
+// term-index-time), 0 if none.
 func latestSnapshotIndex(t *testing.T, dataDir string) uint64 {
 	t.Helper()
 	entries, err := os.ReadDir(filepath.Join(dataDir, "raft", "snapshots"))
