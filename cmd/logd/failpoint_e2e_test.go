@@ -154,15 +154,31 @@ func TestClusterFailpoints(t *testing.T) {
 			if point.name == "logInstall" {
 				// Behind by more than Raft's trailing logs (512), it can
 				// only catch up by a snapshot install, copying segments.
-				// Counted in the leader's entries: calls in flight
-				// together may share one (docs/architecture.md,
-				// "Coalesced appends").
+				// Counted in the leader's entries of the groups that hold
+				// fp's partitions (the meta group, or data groups; the
+				// least of them): calls in flight together may share one
+				// (docs/architecture.md, "Coalesced appends").
+				groups := map[uint64]bool{}
+				if d, err := leader.RPC.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: "fp"})); err == nil {
+					for _, p := range d.Msg.Partitions {
+						groups[p.DataGroup] = true
+					}
+				}
 				applied := func() uint64 {
 					st, err := leader.Status(ctx)
 					if err != nil {
 						return 0
 					}
-					return st.AppliedIndex
+					least := uint64(0)
+					if groups[0] {
+						least = st.AppliedIndex
+					}
+					for _, g := range st.DataGroups {
+						if groups[g.Id] && (least == 0 || g.AppliedIndex < least) {
+							least = g.AppliedIndex
+						}
+					}
+					return least
 				}
 				stop, _ := load(victim, 8, false)
 				before := applied()

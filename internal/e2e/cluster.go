@@ -141,10 +141,14 @@ func (c *Cluster) ConvergeNodes(ctx context.Context, nodes []*Node) {
 }
 
 // Converged reports whether nodes are ready, one of them leads, and all
-// have committed and applied the same index.
+// have committed and applied the same index; and so has every replica
+// among them of each data group, one of which leads it (a follower's
+// replica serves what it applied, docs/architecture.md "Data groups").
 func (c *Cluster) Converged(ctx context.Context, nodes []*Node) bool {
 	var idx []uint64
 	leaders := 0
+	groups := map[uint64][]uint64{}
+	groupLeaders := map[uint64]int{}
 	for _, nd := range nodes {
 		st, err := nd.Status(ctx)
 		if err != nil || !st.Ready {
@@ -154,6 +158,20 @@ func (c *Cluster) Converged(ctx context.Context, nodes []*Node) bool {
 			leaders++
 		}
 		idx = append(idx, st.AppliedIndex, st.CommitIndex)
+		for _, g := range st.DataGroups {
+			if g.State == "" { // no replica here
+				continue
+			}
+			groups[g.Id] = append(groups[g.Id], g.AppliedIndex, g.CommitIndex)
+			if g.State == "Leader" {
+				groupLeaders[g.Id]++
+			}
+		}
+	}
+	for id, gi := range groups {
+		if groupLeaders[id] != 1 || slices.Min(gi) != slices.Max(gi) {
+			return false
+		}
 	}
 	return leaders == 1 && slices.Min(idx) == slices.Max(idx)
 }
