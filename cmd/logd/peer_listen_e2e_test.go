@@ -88,7 +88,7 @@ func TestPeerListenCluster(t *testing.T) {
 	for i := range 5 {
 		v := fmt.Sprintf("v%d", i)
 		want = append(want, v)
-		if _, err := followers[1].RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "peers", Records: []*logdv1.Record{{Value: []byte(v)}}})); err != nil {
+		if _, err := e2e.ProduceOnce(ctx, followers[1], "peers", &logdv1.Record{Value: []byte(v), IdempotencyKey: v}); err != nil {
 			t.Fatalf("produce through follower %s: %v", followers[1].ID, err)
 		}
 	}
@@ -105,10 +105,12 @@ func TestPeerListenCluster(t *testing.T) {
 	victim.Kill()
 	// One call at a time: each is its own Raft entry (calls in flight
 	// together may share one: docs/architecture.md, "Coalesced appends").
+	// The victim may have led the partition's data group: its other
+	// replicas elect a leader, and a call may meet that.
 	const writes = 640
 	for i := range writes {
 		v := fmt.Sprintf("w-%d", i)
-		if _, err := leader.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "peers", Records: []*logdv1.Record{{Value: []byte(v)}}})); err != nil {
+		if _, err := e2e.ProduceOnce(ctx, leader, "peers", &logdv1.Record{Value: []byte(v), IdempotencyKey: v}); err != nil {
 			t.Fatalf("produce %s: %v", v, err)
 		}
 	}

@@ -285,6 +285,33 @@ func CreateTopic(t testing.TB, ctx context.Context, nd *Node, name string, parts
 	}
 }
 
+// ProduceOnce appends record r through nd once: a call refused unapplied
+// is sent again (Unapplied), and so is one whose outcome is unknown (the
+// leadership of the partition's group lost while it committed), with the
+// idempotency key r must carry, which makes the first call's append the
+// answer of the next. A data group's leader may move under a loaded
+// machine where a test means only to write.
+func ProduceOnce(ctx context.Context, nd *Node, topic string, r *logdv1.Record) (*logdv1.ProduceResponse, error) {
+	if r.IdempotencyKey == "" {
+		return nil, fmt.Errorf("produce once to %s: the record needs an idempotency key", topic)
+	}
+	for {
+		var resp *connect.Response[logdv1.ProduceResponse]
+		err := Unapplied(ctx, func() error {
+			var err error
+			resp, err = nd.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: topic, Records: []*logdv1.Record{r}}))
+			return err
+		})
+		switch {
+		case err == nil:
+			return resp.Msg, nil
+		case connect.CodeOf(err) == connect.CodeDeadlineExceeded && ctx.Err() == nil:
+			continue
+		}
+		return nil, err
+	}
+}
+
 // ReadAll reads every partition of a topic from its start to its end. A
 // fetch may answer no records and a later next offset (a compacted range).
 // A failed fetch fails the test.
