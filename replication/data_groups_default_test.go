@@ -200,3 +200,32 @@ func TestDataGroupsRestartedNodeServesWhenReady(t *testing.T) {
 		t.Errorf("produce once ready: %v", err)
 	}
 }
+
+// TestDataGroupsLeaderReadsOfANewTopic: a read at a data group's leader
+// (a consistent describe's or consume's bounds, ReadLeader) of a topic
+// created a moment ago, before the group adopted it, answers its empty
+// partitions: the leader adopts the topic first, rather than call it
+// unknown.
+func TestDataGroupsLeaderReadsOfANewTopic(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := newJoinCluster(t)
+	c.configure = func(_ string, cfg *Config) { cfg.DataGroupsPerNode = 2 }
+	n := c.open(ctx, "n1", true)
+	waitFor(ctx, t, "n1 leads two data groups", func() bool {
+		return n.Ready() && len(n.DataGroupReplicas()) == 2 && leadsAll(n)
+	}, func() string { return "" })
+	b := NewBackend(n)
+	for i := range 3 {
+		name := fmt.Sprintf("fresh-%d", i)
+		if _, err := b.CreateTopic(ctx, backend.CreateTopic{Name: name, Partitions: 2}); err != nil {
+			t.Fatal(err)
+		}
+		if o, err := b.OffsetsLeader(ctx, name, int32(i%2)); err != nil || o.End != 0 {
+			t.Errorf("%s-%d bounds at the leader at once: %+v, %v", name, i%2, o, err)
+		}
+		if r, err := b.ReadLeader(ctx, name, int32((i+1)%2), 0, 1<<20); err != nil || r.EndOffset != 0 {
+			t.Errorf("%s-%d read at the leader at once: end %d, %v", name, (i+1)%2, r.EndOffset, err)
+		}
+	}
+}

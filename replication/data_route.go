@@ -402,6 +402,10 @@ func (b *Backend) ReadLeader(ctx context.Context, topic string, p int32, offset 
 		if dg == nil || !dg.confirmLeader() {
 			return fmt.Errorf("%w: data group %d", backend.ErrNotLeader, g)
 		}
+		// A topic just created: the leader adopts it first.
+		if _, err := h.topic(topic); err != nil {
+			return err
+		}
 		var err error
 		res, err = readBatches(dg.fsm, topic, p, offset, maxBytes, 0)
 		return err
@@ -432,7 +436,12 @@ func (b *Backend) OffsetsLeader(ctx context.Context, topic string, p int32) (bac
 		if dg == nil || !dg.confirmLeader() {
 			return fmt.Errorf("%w: data group %d", backend.ErrNotLeader, g)
 		}
-		part, err := dg.fsm.Partition(topic, p)
+		// A topic just created: the leader adopts it first.
+		gt, err := h.topic(topic)
+		if err != nil {
+			return err
+		}
+		part, err := gt.Partition(p)
 		if err != nil {
 			return err
 		}
@@ -1056,6 +1065,14 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 	case dg != nil && call.Kind == callRead && call.Read != nil:
 		// Any replica reads what it applied, as a follower serves reads.
 		r := call.Read
+		if r.Leader {
+			// The leader adopts a topic just created first (the caller's
+			// meta index, applied above, places it here).
+			if _, err := dg.handle(n).topic(r.Topic); err != nil {
+				ans.Err = encodeWireError(err)
+				break
+			}
+		}
 		if r.MaxBytes == 0 { // the bounds only, and an offset for a time
 			part, err := dg.fsm.Partition(r.Topic, r.Partition)
 			if err != nil {
