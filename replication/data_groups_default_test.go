@@ -3,6 +3,8 @@ package replication
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -227,5 +229,65 @@ func TestDataGroupsLeaderReadsOfANewTopic(t *testing.T) {
 		if r, err := b.ReadLeader(ctx, name, int32((i+1)%2), 0, 1<<20); err != nil || r.EndOffset != 0 {
 			t.Errorf("%s-%d read at the leader at once: end %d, %v", name, (i+1)%2, r.EndOffset, err)
 		}
+	}
+}
+
+// TestDataGroupsKeylessRun: keyless calls go to one data group until
+// keylessRun records went there, then to the next: one-record calls meet
+// in one group (whose coalescer then puts many in one Raft entry), over
+// its partitions in turn; a call of more records than the run moves the
+// next call on.
+func TestDataGroupsKeylessRun(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := newJoinCluster(t)
+	c.configure = func(_ string, cfg *Config) { cfg.DataGroupsPerNode = 2 }
+	n := c.open(ctx, "n1", true)
+	waitFor(ctx, t, "n1 leads two data groups", func() bool {
+		return n.Ready() && len(n.DataGroupReplicas()) == 2 && leadsAll(n)
+	}, func() string { return "" })
+	b := NewBackend(n)
+	if _, err := b.CreateTopic(ctx, backend.CreateTopic{Name: "k", Partitions: 4}); err != nil {
+		t.Fatal(err)
+	}
+	mt, err := n.FSM().Topic("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	groupOf := func(recs int) (uint64, map[int32]bool) {
+		t.Helper()
+		res, err := b.Produce(ctx, backend.ProduceRequest{Topic: "k", Records: make([]backend.ProduceRecord, recs)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts := map[int32]bool{}
+		var gs []uint64
+		for _, r := range res.Results {
+			parts[r.Partition] = true
+			if g := mt.Placement[r.Partition]; !slices.Contains(gs, g) {
+				gs = append(gs, g)
+			}
+		}
+		if len(gs) != 1 {
+			t.Fatalf("a keyless call of %d records over groups %v", recs, gs)
+		}
+		return gs[0], parts
+	}
+	first, parts := groupOf(1)
+	for range 9 {
+		g, p := groupOf(1)
+		if g != first {
+			t.Fatalf("one-record keyless calls left group %d for %d within a run", first, g)
+		}
+		maps.Copy(parts, p)
+	}
+	if len(parts) != 2 {
+		t.Errorf("ten one-record calls in group %d went to partitions %v, want both of its two", first, parts)
+	}
+	if g, _ := groupOf(keylessRun); g != first {
+		t.Errorf("the call that ends the run went to group %d, want %d", g, first)
+	}
+	if g, _ := groupOf(1); g == first {
+		t.Errorf("a call after %d records stayed in group %d", keylessRun+10, g)
 	}
 }

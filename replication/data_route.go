@@ -30,8 +30,9 @@ import (
 // idempotency keys appends nothing twice).
 //
 // Keyless records without an idempotency key go, per call, to the
-// partitions of one group (round robin over the groups, then over the
-// group's partitions), so such a call is atomic; a keyless record with an
+// partitions of one group (a run of calls to each group in turn,
+// keylessRun, then over the group's partitions call by call), so such a
+// call is atomic; a keyless record with an
 // idempotency key goes to the partition its key hashes to, so a retry
 // meets its first attempt in the same group's window.
 
@@ -457,6 +458,16 @@ func (b *Backend) OffsetsLeader(ctx context.Context, topic string, p int32) (bac
 	return o, fromStorage(err)
 }
 
+// keylessRun is how many records of keyless calls (without idempotency
+// keys) a node sends to one data group of a topic before it sends them to
+// the next, round robin. Calls of a few records, many at once, then meet
+// in one group, whose coalescer puts them in few Raft entries, where a
+// group per call spread them over every group's log, each entry carrying
+// a few (docs/performance.md, "Data groups by default"); calls of
+// thousands of records still go to a group each. Kafka's sticky
+// partitioner sticks to a partition for a batch's worth likewise.
+const keylessRun = 1024
+
 // spreadPart is the records of one call bound for one data group, with
 // their positions in the call.
 type spreadPart struct {
@@ -512,15 +523,18 @@ func (p *producer) produceSpread(ctx context.Context, t *fsm.Topic, req backend.
 			part = int32(h.Sum32() % uint32(n))
 		default:
 			if keyless == nil {
+				// The call's records count toward the topic's keyless
+				// run: calls go to one group until keylessRun records
+				// went there, then to the next (see keylessRun).
 				groups := placementGroups(t.Placement)
-				c := p.rr.next(t.Name)
-				g := groups[int(c%uint32(len(groups)))]
+				c := p.rr.add(t.Name, uint32(len(req.Records)))
+				g := groups[int(c/keylessRun%uint32(len(groups)))]
 				for q, pg := range t.Placement {
 					if pg == g {
 						keyless = append(keyless, int32(q))
 					}
 				}
-				next = c / uint32(len(groups))
+				next = c
 			}
 			part = keyless[next%uint32(len(keyless))]
 			next++

@@ -535,7 +535,10 @@ type roundRobin struct {
 }
 
 // next returns the next counter value for keyless records of a topic.
-func (r *roundRobin) next(topic string) uint32 {
+func (r *roundRobin) next(topic string) uint32 { return r.add(topic, 1) }
+
+// add adds n to a topic's counter and returns its value before.
+func (r *roundRobin) add(topic string, n uint32) uint32 {
 	r.mu.Lock()
 	c, ok := r.counters[topic]
 	if !ok {
@@ -546,7 +549,7 @@ func (r *roundRobin) next(topic string) uint32 {
 		r.counters[topic] = c
 	}
 	r.mu.Unlock()
-	return c.Add(1) - 1
+	return c.Add(n) - n
 }
 
 // forget drops a deleted topic's counter.
