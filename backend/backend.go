@@ -382,9 +382,13 @@ type Kafka interface {
 	// reported in a *PartialAppendError, the others written).
 	InitProducerID(ctx context.Context) (id int64, epoch int16, err error)
 	CheckIdempotence() error
-	// Read, Offsets and OffsetForTime are as in RecordAPI.
+	// Read, Offsets, OffsetsLeader and OffsetForTime are as in
+	// RecordAPI. An OffsetCommit is checked against OffsetsLeader: a
+	// data group's replica on the coordinator may trail the offsets a
+	// consumer read from the partition's leader.
 	Read(topic string, partition int32, offset int64, maxBytes int) (ReadResult, error)
 	Offsets(topic string, partition int32) (Offsets, error)
+	OffsetsLeader(ctx context.Context, topic string, partition int32) (Offsets, error)
 	OffsetForTime(topic string, partition int32, tsMillis int64) (int64, error)
 
 	// Consumer groups.

@@ -96,9 +96,14 @@ func (s *Server) offsetCommit(ctx context.Context, rc *reqCtx, req *kmsg.OffsetC
 				rp.ErrorCode = errUnknownTopicOrPartition
 				continue
 			}
-			o, err := s.b.Offsets(t.Topic, p.Partition)
+			// The bounds as the partition's leader has them: a data
+			// group's replica here may trail it, and an offset a
+			// consumer read from the leader would look past the end.
+			// While no leader answers, NOT_COORDINATOR: the client
+			// finds the coordinator again and commits again.
+			o, err := s.b.OffsetsLeader(ctx, t.Topic, p.Partition)
 			if err != nil {
-				rp.ErrorCode = codeFor(err, opRecords)
+				rp.ErrorCode = groupCode(err)
 				continue
 			}
 			offset := p.Offset
