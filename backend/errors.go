@@ -165,9 +165,10 @@ var (
 	// still place replicas on: drain it first, or force the removal.
 	ErrNodeHoldsReplicas = errors.New("replication: the node holds data group replicas")
 	// ErrBackupDataGroups means a backup was asked of a cluster whose
-	// topics are placed over data groups: a backup holds the meta group's
-	// state only, so it would miss those partitions' records, and is
-	// refused rather than taken incomplete.
+	// topics are placed over data groups, or whose consumer groups are
+	// kept in data groups: a backup holds the meta group's state only, so
+	// it would miss those partitions' records or those groups' offsets,
+	// and is refused rather than taken incomplete.
 	ErrBackupDataGroups = errors.New("replication: backups do not cover data groups yet")
 	// ErrNodeUnreachable means a joining node does not answer on its API
 	// address as the node it claims to be, or its Raft address refuses a

@@ -31,11 +31,15 @@ func (n *Node) Backup(ctx context.Context, start func(backend.BackupInfo) (io.Wr
 		return backend.BackupInfo{}, fmt.Errorf("%w: the leader has not applied its barrier yet", backend.ErrNotLeader)
 	}
 	// A backup is the meta group's snapshot and segments: the records of
-	// topics placed over data groups are in those groups, not in it.
+	// topics placed over data groups are in those groups, not in it, and
+	// so are the consumer groups whose home is a data group.
 	for _, t := range n.fsm.Topics() {
 		if t.Placement != nil {
 			return backend.BackupInfo{}, fmt.Errorf("%w: topic %s is placed over data groups (--data-groups-per-node), whose records a backup would miss", backend.ErrBackupDataGroups, t.Name)
 		}
+	}
+	if homes := n.fsm.DataGroupHomes(); len(homes) > 0 {
+		return backend.BackupInfo{}, fmt.Errorf("%w: consumer groups are kept in data groups %v, whose offsets a backup would miss", backend.ErrBackupDataGroups, homes)
 	}
 	return catchup.Backup(ctx, catchup.BackupSource{
 		Snapshots: raftSnapshots{n.raft}, Segments: n.fsm,

@@ -613,10 +613,10 @@ func TestDataGroupsReadElsewhere(t *testing.T) {
 		}
 	}
 
-	// Consumer groups over the placed topic: their state stays in the
-	// meta group, and each offset is bounded by its partition's end, read
-	// from its data group (remotely for the group the meta leader holds no
-	// replica of).
+	// Consumer groups over the placed topic: their state is in their
+	// homes (data groups, docs/architecture.md, "Consumer groups"), and
+	// each offset is bounded by its partition's end, read from its data
+	// group (remotely for a group the home's leader holds no replica of).
 	b := NewBackend(l)
 	a, err := b.JoinGroup(ctx, backend.GroupJoin{Group: "billing", Member: "m1", Topics: []string{"far"}, SessionTimeoutMs: 60000})
 	if err != nil || len(a.Partitions) != 6 {
@@ -641,7 +641,7 @@ func TestDataGroupsReadElsewhere(t *testing.T) {
 		t.Errorf("a Kafka group's commit above the end: %v, want ErrOffsetAboveEnd", err)
 	}
 	for _, name := range []string{"billing", "kbilling"} {
-		g, err := l.FSM().ConsumerGroup(name)
+		g, err := b.ConsumerGroup(name)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -665,6 +665,11 @@ type groupCall struct {
 	QueueRead *queueReadCall `json:"queue_read,omitempty"`
 	// Converge is the table's entry for the group (callConverge).
 	Converge *fsm.DataGroup `json:"converge,omitempty"`
+	// Group is a consumer group command (callGroupCmd) or the group to
+	// place (callGroupPlace), GroupRead a read of consumer groups
+	// (callGroupRead; groups_route.go).
+	Group     *groupCmdCall  `json:"group,omitempty"`
+	GroupRead *groupReadCall `json:"group_read,omitempty"`
 	// Service, Body and From are a callLeader's: the service, its
 	// request and the calling node's id (leader_calls.go).
 	Service string `json:"service,omitempty"`
@@ -932,6 +937,11 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 		}
 		return json.Marshal(n.answerLeaderCall(ctx, call))
 	}
+	if g == 0 {
+		if a, ok := n.answerMetaCall(ctx, call); ok {
+			return json.Marshal(a)
+		}
+	}
 	if dg != nil && dg.left.Load() && dg.raft.State() != raft.Leader {
 		// A replica the table moved away stops where the group removed
 		// it: it answers as one holding no replica. (While it still
@@ -940,7 +950,8 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 		dg = nil
 	}
 	// A read any replica may answer (not one at the group's leader).
-	replicaRead := dg != nil && (call.Kind == callRead && call.Read != nil && !call.Read.Leader || call.Kind == callQueueRead)
+	replicaRead := dg != nil && (call.Kind == callRead && call.Read != nil && !call.Read.Leader || call.Kind == callQueueRead ||
+		call.Kind == callGroupRead && call.GroupRead != nil && call.GroupRead.Op != groupReadExternal)
 	if replicaRead && !n.data.servesNow(dg) {
 		// A replica that has not caught up, or lost touch with its
 		// group, answers as one holding none: the caller asks another.
@@ -1001,6 +1012,11 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 		if err != nil {
 			ans.Err = encodeWireError(err)
 		}
+	case dg != nil && call.Kind == callGroupRead && call.GroupRead != nil && call.GroupRead.Op != groupReadExternal:
+		// Any replica reads its consumer groups, as it serves reads.
+		ans = answerGroupRead(ctx, dg.fsm, dg.applied, dg.leadsReady(), *call.GroupRead)
+	case dg != nil && call.Kind == callGroupLeader:
+		ans = answerGroupLeader(dg, n.cfg.NodeID)
 	case dg != nil && call.Kind == callSize:
 		var err error
 		if ans.Result, err = json.Marshal(fsmBytes(dg.fsm)); err != nil {
@@ -1045,6 +1061,15 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 			if res, err = proposeQueueOn(ctx, h, call.Queue); err == nil {
 				ans.Result, err = json.Marshal(res)
 			}
+		case call.Kind == callGroupCmd && call.Group != nil:
+			ans = NewBackend(n).answerGroupCmd(ctx, h, call.Group)
+			if ans.Err != nil {
+				err = ans.Err.decode()
+			}
+		case call.Kind == callGroupRead && call.GroupRead != nil:
+			// The group's Kafka members, which the coordinator on the
+			// home's leader holds (ExternalGroup).
+			ans.Result, err = json.Marshal(n.externalMembers(call.GroupRead.Group))
 		default:
 			err = fmt.Errorf("%w: call of kind %q", backend.ErrInvalidArgument, call.Kind)
 		}

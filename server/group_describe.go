@@ -81,7 +81,9 @@ func (s *Server) DescribeGroup(ctx context.Context, req *connect.Request[logdv1.
 // a follower that cannot reach the leader answers without Kafka members
 // (the failure is logged).
 func (s *Server) kafkaMembers(ctx context.Context, req *connect.Request[logdv1.DescribeGroupRequest]) *logdv1.DescribeGroupResponse {
-	if s.b.IsLeader() {
+	if s.b.IsLeader() || s.b.GroupHome(req.Msg.Group) != 0 {
+		// A group in a data group: the backend asks its home's leader,
+		// where its coordinator runs.
 		eg := s.b.ExternalGroup(req.Msg.Group)
 		if len(eg.Members) == 0 {
 			return nil

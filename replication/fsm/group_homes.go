@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
 
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
@@ -119,4 +120,39 @@ func restoreHomes(m map[string]uint64) (map[string]uint64, error) {
 		}
 	}
 	return m, nil
+}
+
+// DataGroupHomes returns the data groups the meta group placed consumer
+// groups in, sorted (none before HashedGroupsLevel): the only data groups
+// that hold consumer groups.
+func (f *FSM) DataGroupHomes() []uint64 {
+	f.groups.mu.RLock()
+	defer f.groups.mu.RUnlock()
+	var out []uint64
+	for _, h := range f.groups.homes {
+		if h != 0 && !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// GroupTopicViews returns the views of the named topics in this state
+// machine (a topic it does not hold has Incarnation 0), read together
+// with the index they are at: the applied index when the read began (a
+// view is at that index or at the entry being applied after it), for a
+// group-hosted command (apply_group_hosted.go).
+func (f *FSM) GroupTopicViews(names []string) (uint64, []GroupTopic) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	index := f.applied.Load()
+	out := make([]GroupTopic, len(names))
+	for i, name := range names {
+		out[i] = GroupTopic{Name: name}
+		if t, ok := f.topics[name]; ok {
+			out[i].Partitions, out[i].Incarnation = int32(len(t.Partitions)), t.CreateIndex
+		}
+	}
+	return index, out
 }
