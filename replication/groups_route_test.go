@@ -234,3 +234,104 @@ func n0(nodes []*Node, id string) *Node {
 	}
 	return nil
 }
+
+// TestConsumerGroupsBelowLevel: while a member's build is below
+// fsm.HashedGroupsLevel, consumer groups stay in the meta group as
+// before (a follower refuses their writes, which the server forwards to
+// the leader), and a group-place is refused before it is proposed. Once
+// every member is at the level, a group from before stays in the meta
+// group and is served through any node; a new one goes to a data group.
+func TestConsumerGroupsBelowLevel(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := newJoinCluster(t)
+	reg := &registrar{c: c}
+	c.configure = func(id string, cfg *Config) {
+		cfg.DataGroupsPerNode, cfg.ReplicationFactor = 1, 3
+		cfg.Register = reg.ask
+		if id == "n3" {
+			cfg.FeatureLevel = backend.FeatureLevel(fsm.HashedGroupsLevel - 1)
+		}
+	}
+	l := c.open(ctx, "n1", true)
+	nodes := []*Node{l}
+	for _, id := range []string{"n2", "n3"} {
+		n := c.open(ctx, id, false)
+		if err := l.Join(ctx, joinRequest(n), c.probe); err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	describe := func() string {
+		voters, leaders := dataGroupsView(nodes)
+		return fmt.Sprintf("table %+v; voters %v; leaders %v", l.FSM().DataGroups(), voters, leaders)
+	}
+	waitGroupsSettled(ctx, t, l, nodes, 3, describe)
+	lb := NewBackend(l)
+	if _, err := lb.CreateTopic(ctx, backend.CreateTopic{Name: "orders", Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lb.Produce(ctx, backend.ProduceRequest{Topic: "orders", Records: []backend.ProduceRecord{
+		{HasPartition: true, Value: []byte("a")}, {HasPartition: true, Value: []byte("b")}, {HasPartition: true, Value: []byte("c")}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "n3 registers its level", func() bool {
+		return l.FSM().NodeFeatureLevel("n3") == fsm.HashedGroupsLevel-1
+	}, describe)
+	if lb.RoutesGroups() {
+		t.Fatal("routes groups with a member below the level")
+	}
+	join := backend.GroupJoin{Group: "old", Member: "m1", Topics: []string{"orders"}, SessionTimeoutMs: 60000}
+	a, err := lb.JoinGroup(ctx, join)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.FSM().ConsumerGroup("old"); err != nil {
+		t.Fatalf("below the level a group is not in the meta group: %v", err)
+	}
+	if _, ok := l.FSM().GroupHome("old"); ok {
+		t.Fatal("below the level a group was placed")
+	}
+	if _, err := NewBackend(nodes[1]).JoinGroup(ctx, join); !errors.Is(err, backend.ErrNotLeader) {
+		t.Fatalf("a join on a follower below the level: %v, want ErrNotLeader", err)
+	}
+	place, err := fsm.EncodeJSON(fsm.CmdGroupPlace, time.Now().UnixNano(), fsm.GroupPlace{Group: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fe *backend.FeatureLevelError
+	if _, err := l.propose(ctx, place); !errors.As(err, &fe) || fe.Need != backend.FeatureLevel(fsm.HashedGroupsLevel) {
+		t.Fatalf("a group-place below the level: %v", err)
+	}
+
+	// n3 comes back at this build's level, and registers it.
+	nodes[2] = c.restart(nodes[2], func(cfg *Config) { cfg.FeatureLevel = backend.FeatureLevel(fsm.Level) })
+	waitFor(ctx, t, "every node sees every member at the level", func() bool {
+		for _, n := range nodes {
+			if !n.RoutesGroups() {
+				return false
+			}
+		}
+		return true
+	}, describe)
+	for i, n := range nodes {
+		off := int64(i)
+		if err := NewBackend(n).CommitGroupOffsets(ctx, backend.GroupCommit{Group: "old", Member: "m1", Generation: a.Generation,
+			Offsets: []group.OffsetCommit{{TopicPartition: group.TopicPartition{Topic: "orders"}, Offset: off}}}); err != nil {
+			t.Fatalf("a commit of the old group through %s: %v", n.NodeID(), err)
+		}
+	}
+	if g, err := l.FSM().ConsumerGroup("old"); err != nil || g.Topics["orders"].Partitions[0].Committed != 2 {
+		t.Fatalf("the old group in the meta group: %+v, %v", g, err)
+	}
+	if h, ok := l.FSM().GroupHome("old"); ok && h != 0 {
+		t.Fatalf("the old group moved to data group %d", h)
+	}
+	if _, err := NewBackend(nodes[1]).JoinGroup(ctx, backend.GroupJoin{Group: "new", Member: "m1", Topics: []string{"orders"}, SessionTimeoutMs: 60000}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "the new group's home applied", func() bool {
+		h, ok := l.FSM().GroupHome("new")
+		return ok && h != 0
+	}, describe)
+}
