@@ -859,19 +859,33 @@ func (b *Backend) GroupFence(name string) (generation int64, liveMembers int, ok
 	return a.Generation, a.Live, a.Exists
 }
 
-// LeadsGroup reports whether this node leads a consumer group's home now,
-// ready to answer from it (the meta group with a barrier of its term
-// applied; a data group likewise), and the home's term: the Kafka
-// coordinator of a group runs on its home's leader and forgets the group
-// when the term changes. With place, a group without a home yet is placed
-// first; without, its home is the one it would get now (tentativeHome).
-func (b *Backend) LeadsGroup(ctx context.Context, name string, place bool) (leads bool, term uint64) {
-	home := b.tentativeHome(name)
+// coordinatorHome is the Raft group whose leader coordinates a group for
+// the Kafka listener: the meta group for a name that is a share group's
+// too (a queue group of its name exists, or share-group settings: the
+// share coordinator runs on the meta leader, and a Kafka client finds
+// either kind of group with the same FindCoordinator), else the group's
+// home. With place, a group without a home yet is placed; without, its
+// home is the one it would get now (tentativeHome).
+func (n *Node) coordinatorHome(ctx context.Context, name string, place bool) (uint64, error) {
+	if n.fsm.QueueGroupNamed(name) || n.fsm.ShareGroupConfig(name) != (backend.ShareGroupConfig{}) {
+		return 0, nil
+	}
 	if place {
-		var err error
-		if home, err = b.groupHome(ctx, name); err != nil {
-			return false, 0
-		}
+		return n.groupHome(ctx, name)
+	}
+	return n.tentativeHome(name), nil
+}
+
+// LeadsGroup reports whether this node leads the Raft group whose leader
+// coordinates a group for the Kafka listener (coordinatorHome: the
+// group's home, or the meta group for a share group's name) now, ready
+// to answer from it (with a barrier of its term applied), and that
+// group's term: the Kafka coordinator of a group forgets it when the term
+// changes. With place, a group without a home yet is placed first.
+func (b *Backend) LeadsGroup(ctx context.Context, name string, place bool) (leads bool, term uint64) {
+	home, err := b.coordinatorHome(ctx, name, place)
+	if err != nil {
+		return false, 0
 	}
 	if home == 0 {
 		if !b.IsLeader() || !b.Ready() {
@@ -886,13 +900,13 @@ func (b *Backend) LeadsGroup(ctx context.Context, name string, place bool) (lead
 	return true, dg.raft.CurrentTerm()
 }
 
-// GroupCoordinator returns the node that leads a consumer group's home,
-// its Kafka coordinator ("" when none is known), without placing a new
-// group (tentativeHome): the meta leader for home 0; for a data group,
-// its leader as this node's replica knows it, else as a replica of it
-// answers.
+// GroupCoordinator returns the node that coordinates a group for the
+// Kafka listener (coordinatorHome's leader; "" when none is known),
+// without placing a new group: the meta leader for the meta group; for a
+// data group, its leader as this node's replica knows it, else as a
+// replica of it answers.
 func (b *Backend) GroupCoordinator(ctx context.Context, name string) string {
-	home := b.tentativeHome(name)
+	home, _ := b.coordinatorHome(ctx, name, false)
 	if home == 0 {
 		_, id := b.raft.LeaderWithID()
 		return string(id)

@@ -332,7 +332,9 @@ func TestClusterDataGroupsKafka(t *testing.T) {
 // commits at its coordinator; another node answers the group's requests
 // NOT_COORDINATOR, and each coordinator lists its own group only. The
 // offsets are logd's: logctl describes them and moves them through a
-// node that does not lead the group's home.
+// node that does not lead the group's home. A new share group's first
+// heartbeat, sent to the leader of its name's data group, is handed to
+// the share coordinator.
 func kafkaGroupsInDataGroups(t *testing.T, ctx context.Context, c *e2e.Cluster, kaddrs map[string]string, ends map[int32]int64) {
 	t.Helper()
 	st, err := clusterStatus(t, c.Nodes[0])
@@ -364,6 +366,33 @@ func kafkaGroupsInDataGroups(t *testing.T, ctx context.Context, c *e2e.Cluster, 
 			}
 		}
 		return ""
+	}
+	// A share group's first heartbeat, sent where FindCoordinator named
+	// before the group existed (the leader of the data group its name
+	// hashes to), reaches the share coordinator on the meta leader.
+	for i := 0; i < 1000; i++ {
+		name := fmt.Sprintf("kshare-%d", i)
+		at := leaderOf[fsm.HashedHome(name, tab)]
+		if at == "" || at == st.LeaderID {
+			continue
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(kaddrs[at]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+		hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = name, "share-member-1", []string{"kdg"}
+		resp, err := hb.RequestWith(ctx, cl.SeedBrokers()[0])
+		if err != nil || resp.ErrorCode != 0 || resp.MemberEpoch <= 0 {
+			t.Errorf("a new share group's heartbeat at %s, not the meta leader %s: %+v, %v", at, st.LeaderID, resp, err)
+		} else {
+			hb.MemberEpoch, hb.SubscribedTopicNames = -1, nil
+			if resp, err := hb.RequestWith(ctx, cl.SeedBrokers()[0]); err != nil || resp.ErrorCode != 0 {
+				t.Errorf("the share member's leave at %s: %+v, %v", at, resp, err)
+			}
+		}
+		cl.Close()
+		break
 	}
 	for i, name := range names {
 		for id, addr := range kaddrs {
