@@ -444,6 +444,11 @@ func (b *Backend) proposeGroupOn(ctx context.Context, h groupHandle, t fsm.Comma
 		}
 	}
 	offsets, named := groupOffsets(c)
+	if h.id != 0 && !b.IsLeader() && b.metaLacks(named, offsets) {
+		// Created or grown through another node just before: this node
+		// applies what the meta leader committed first.
+		b.freshMeta(ctx)
+	}
 	ends, err := b.endsFor(ctx, h.id, offsets)
 	if err != nil {
 		return nil, err
@@ -461,7 +466,7 @@ func (b *Backend) proposeGroupOn(ctx context.Context, h groupHandle, t fsm.Comma
 		if dg == nil {
 			return nil, fmt.Errorf("%w: data group %d", backend.ErrNotLeader, h.id)
 		}
-		wrapped, wdata, err := b.hostedCommand(ctx, dg, name, named, now, data)
+		wrapped, wdata, err := b.hostedCommand(dg, name, named, now, data)
 		if err != nil {
 			return nil, err
 		}
@@ -486,15 +491,28 @@ func encodeGroup(t fsm.CommandType, now int64, c any) ([]byte, error) {
 	return fsm.EncodeJSON(t, now, c)
 }
 
+// metaLacks reports whether this node's replica of the meta group does
+// not know a topic a group command names, or a partition it names.
+func (b *Backend) metaLacks(named []string, offsets []group.OffsetCommit) bool {
+	for _, name := range named {
+		if _, err := b.fsm.Topic(name); err != nil {
+			return true
+		}
+	}
+	for _, o := range offsets {
+		if t, err := b.fsm.Topic(o.Topic); err == nil && int(o.Partition) >= len(t.Partitions) {
+			return true
+		}
+	}
+	return false
+}
+
 // hostedCommand wraps data, an encoded command on the named group, for
 // the group's home dg: with the views of the topics the command names
 // and of those the group names whose view in dg's catalog differs from
 // this node's replica of the meta group (read together with its index:
-// fsm.FSM.GroupTopicViews). A named topic this node does not know, or
-// whose partitions it knows fewer of than the command names, may have
-// been created or grown through another node just before: this node
-// first applies what the meta leader committed (freshMeta).
-func (b *Backend) hostedCommand(ctx context.Context, dg *dataGroup, name string, named []string, now int64, data []byte) (fsm.GroupHosted, []byte, error) {
+// fsm.FSM.GroupTopicViews).
+func (b *Backend) hostedCommand(dg *dataGroup, name string, named []string, now int64, data []byte) (fsm.GroupHosted, []byte, error) {
 	names := slices.Clone(named)
 	if g, err := dg.fsm.ConsumerGroup(name); err == nil {
 		for _, t := range g.KnownTopics() {
@@ -504,10 +522,6 @@ func (b *Backend) hostedCommand(ctx context.Context, dg *dataGroup, name string,
 		}
 	}
 	index, views := b.fsm.GroupTopicViews(names)
-	if !b.IsLeader() && slices.ContainsFunc(views, func(v fsm.GroupTopic) bool { return v.Incarnation == 0 && slices.Contains(named, v.Name) }) {
-		b.freshMeta(ctx)
-		index, views = b.fsm.GroupTopicViews(names)
-	}
 	out := views[:0]
 	for _, v := range views {
 		if slices.Contains(named, v.Name) {
@@ -664,6 +678,19 @@ func (b *Backend) answerGroupCmd(ctx context.Context, h groupHandle, c *groupCmd
 // machine whose applies signal wakes, leads when the replica leads its
 // group with a barrier of its term applied.
 func answerGroupRead(ctx context.Context, f *fsm.FSM, signal *appliedSignal, leads bool, c groupReadCall) groupAnswer {
+	a, err := readGroup(ctx, f, signal, leads, c)
+	var ans groupAnswer
+	if err == nil {
+		ans.Result, err = json.Marshal(a)
+	}
+	if err != nil {
+		return groupAnswer{Err: encodeWireError(err)}
+	}
+	return ans
+}
+
+// readGroup reads c from f (answerGroupRead).
+func readGroup(ctx context.Context, f *fsm.FSM, signal *appliedSignal, leads bool, c groupReadCall) (groupReadAnswer, error) {
 	var a groupReadAnswer
 	var err error
 	switch c.Op {
@@ -683,22 +710,14 @@ func answerGroupRead(ctx context.Context, f *fsm.FSM, signal *appliedSignal, lea
 	default:
 		err = fmt.Errorf("%w: group read %q", backend.ErrInvalidArgument, c.Op)
 	}
-	var ans groupAnswer
-	if err == nil {
-		ans.Result, err = json.Marshal(a)
-	}
-	if err != nil {
-		return groupAnswer{Err: encodeWireError(err)}
-	}
-	return ans
+	return a, err
 }
 
 // readGroupIn reads c from the home g of a consumer group: this node's
 // replica of g when it serves, else a replica of g that does.
 func (b *Backend) readGroupIn(ctx context.Context, g uint64, c groupReadCall) (groupReadAnswer, error) {
 	if dg := b.dataGroup(g); dg != nil && b.data.servesNow(dg) && b.atGroupFloor(ctx, dg) {
-		ans := answerGroupRead(ctx, dg.fsm, dg.applied, dg.leadsReady(), c)
-		return decodeGroupRead(ans)
+		return readGroup(ctx, dg.fsm, dg.applied, dg.leadsReady(), c)
 	}
 	return b.askGroupRead(ctx, g, c)
 }
