@@ -43,7 +43,7 @@ func dataGroupsView(nodes []*Node) (voters map[uint64][]string, leaders map[uint
 
 // waitFor polls cond until it holds or ctx ends (then the test fails with
 // what describe says).
-func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool, describe func() string) {
+func waitFor(ctx context.Context, t testing.TB, what string, cond func() bool, describe func() string) {
 	t.Helper()
 	for !cond() {
 		select {
@@ -291,7 +291,7 @@ func TestMarkMoves(t *testing.T) {
 // dataGroupCluster starts three nodes of a joinCluster configured by
 // configure: n1 bootstraps, n2 and n3 join. describe prints the table
 // and every node's view of the groups, for a failed wait.
-func dataGroupCluster(ctx context.Context, t *testing.T, configure func(*Config)) (*joinCluster, []*Node, func() string) {
+func dataGroupCluster(ctx context.Context, t testing.TB, configure func(*Config)) (*joinCluster, []*Node, func() string) {
 	t.Helper()
 	c := newJoinCluster(t)
 	c.configure = func(_ string, cfg *Config) { configure(cfg) }
@@ -936,7 +936,7 @@ func holds(l *Node, id string) bool {
 
 // waitGroupsSettled waits until the table l holds has groups groups, each
 // led, with its replicas as its voters, as nodes see them.
-func waitGroupsSettled(ctx context.Context, t *testing.T, l *Node, nodes []*Node, groups int, describe func() string) {
+func waitGroupsSettled(ctx context.Context, t testing.TB, l *Node, nodes []*Node, groups int, describe func() string) {
 	t.Helper()
 	waitFor(ctx, t, "every group led, its voters its replicas", func() bool {
 		tab := l.FSM().DataGroups()

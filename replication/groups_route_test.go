@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -334,4 +338,72 @@ func TestConsumerGroupsBelowLevel(t *testing.T) {
 		h, ok := l.FSM().GroupHome("new")
 		return ok && h != 0
 	}, describe)
+}
+
+// BenchmarkGroupCommitsSpread measures consumer group commits through
+// every node of a three-node cluster with six data groups (two per node,
+// each led by its preferred leader): "meta" commits groups kept in the
+// meta group (names of logd's own groups, which stay there), every
+// commit an entry of the meta leader's log; "hashed" commits groups in
+// the data groups their names hash to, spread over six logs and three
+// leaders. Eight groups, committing outside a generation (as a Kafka
+// group's coordinator does), from 64 or 256 proposers. The nodes share
+// this machine's disk, so the fsyncs of all the logs queue on it.
+func BenchmarkGroupCommitsSpread(b *testing.B) {
+	for _, proposers := range []int{64, 256} {
+		for _, where := range []string{"meta", "hashed"} {
+			b.Run(fmt.Sprintf("%s/proposers=%d", where, proposers), func(b *testing.B) { benchGroupCommits(b, where, proposers) })
+		}
+	}
+}
+
+// benchGroupCommits is one run of BenchmarkGroupCommitsSpread.
+func benchGroupCommits(b *testing.B, where string, proposers int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	_, nodes, describe := dataGroupCluster(ctx, b, func(cfg *Config) {
+		cfg.DataGroupsPerNode, cfg.ReplicationFactor = 2, 3
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	})
+	l := nodes[0]
+	waitGroupsSettled(ctx, b, l, nodes, 6, describe)
+	if _, err := NewBackend(l).CreateTopic(ctx, backend.CreateTopic{Name: "orders", Partitions: 8}); err != nil {
+		b.Fatal(err)
+	}
+	var recs []backend.ProduceRecord
+	for p := range int32(8) {
+		recs = append(recs, backend.ProduceRecord{Partition: p, HasPartition: true, Value: []byte("v")})
+	}
+	if _, err := NewBackend(l).Produce(ctx, backend.ProduceRequest{Topic: "orders", Records: recs}); err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range nodes {
+		if err := NewBackend(n).AwaitApplied(ctx, l.FSM().AppliedIndex(), time.Minute); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var names []string
+	for i := range 8 {
+		name := fmt.Sprintf("bench-%d", i)
+		if where == "meta" {
+			name = group.RedrivePrefix + name
+		}
+		names = append(names, name)
+	}
+	var next atomic.Int64
+	b.SetParallelism(max(1, proposers/runtime.GOMAXPROCS(0)))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := next.Add(1)
+			n := nodes[i%int64(len(nodes))]
+			err := NewBackend(n).SetGroupOffsets(ctx, backend.GroupSetOffsets{Group: names[i%int64(len(names))], Fence: group.NoFence,
+				Offsets: []group.OffsetCommit{{TopicPartition: group.TopicPartition{Topic: "orders", Partition: int32(i % 8)}, Offset: 1}}})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
 }
