@@ -854,10 +854,9 @@ func (n *Node) inGroup(ctx context.Context, g uint64, local func(groupHandle) er
 			// the write (the group floor just noted) or go elsewhere.
 			// A consumer group's command is not waited for: a group's
 			// reads check the floor (readGroupIn), and a member commits
-			// again and again, each commit waiting for this replica to
-			// learn the commit index (the next append or heartbeat)
-			// cut a group's commits by two thirds
-			// (BenchmarkGroupCommitsSpread).
+			// again and again, each commit then waiting for this
+			// replica to learn the commit index from its leader's next
+			// append or heartbeat.
 			if dg != nil && ans.Applied > 0 && dg.serves() && call.Kind != callGroupCmd && call.Kind != callGroupRead {
 				if dg.awaitApplied(ctx, ans.Applied, readYourWritesWait); dg.fsm.AppliedIndex() < ans.Applied {
 					n.writesUnapplied.Add(1)
