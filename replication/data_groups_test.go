@@ -293,8 +293,15 @@ func TestMarkMoves(t *testing.T) {
 // and every node's view of the groups, for a failed wait.
 func dataGroupCluster(ctx context.Context, t testing.TB, configure func(*Config)) (*joinCluster, []*Node, func() string) {
 	t.Helper()
+	return dataGroupClusterOf(ctx, t, func(_ string, cfg *Config) { configure(cfg) })
+}
+
+// dataGroupClusterOf is dataGroupCluster with each node's configuration
+// edited by its id.
+func dataGroupClusterOf(ctx context.Context, t testing.TB, configure func(id string, cfg *Config)) (*joinCluster, []*Node, func() string) {
+	t.Helper()
 	c := newJoinCluster(t)
-	c.configure = func(_ string, cfg *Config) { configure(cfg) }
+	c.configure = configure
 	l := c.open(ctx, "n1", true)
 	nodes := []*Node{l}
 	for _, id := range []string{"n2", "n3"} {

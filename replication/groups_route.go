@@ -340,49 +340,36 @@ func groupResult(t fsm.CommandType, res json.RawMessage) (any, error) {
 	return nil, nil
 }
 
+// groupCmdDecoders decode the commands a callGroupCmd may carry, by kind.
+var groupCmdDecoders = map[fsm.CommandType]func(json.RawMessage) (any, error){
+	fsm.CmdGroupJoin:         decodeAs[fsm.GroupJoin],
+	fsm.CmdGroupHeartbeat:    decodeAs[fsm.GroupHeartbeat],
+	fsm.CmdGroupLeave:        decodeAs[fsm.GroupLeave],
+	fsm.CmdGroupCommit:       decodeAs[fsm.GroupCommit],
+	fsm.CmdGroupResetOffsets: decodeAs[fsm.GroupResetOffsets],
+	fsm.CmdGroupAutoReset:    decodeAs[fsm.GroupAutoReset],
+	fsm.CmdGroupDelete:       decodeAs[fsm.GroupDelete],
+	fsm.CmdGroupSetOffsets:   decodeAs[fsm.GroupSetOffsets],
+}
+
+// decodeAs decodes a T from JSON.
+func decodeAs[T any](raw json.RawMessage) (any, error) {
+	var v T
+	err := json.Unmarshal(raw, &v)
+	return v, err
+}
+
 // decodeGroupCmd is the command a callGroupCmd carries.
 func decodeGroupCmd(c *groupCmdCall) (any, error) {
-	var v any
-	switch c.Kind {
-	case fsm.CmdGroupJoin:
-		v = &fsm.GroupJoin{}
-	case fsm.CmdGroupHeartbeat:
-		v = &fsm.GroupHeartbeat{}
-	case fsm.CmdGroupLeave:
-		v = &fsm.GroupLeave{}
-	case fsm.CmdGroupCommit:
-		v = &fsm.GroupCommit{}
-	case fsm.CmdGroupResetOffsets:
-		v = &fsm.GroupResetOffsets{}
-	case fsm.CmdGroupAutoReset:
-		v = &fsm.GroupAutoReset{}
-	case fsm.CmdGroupDelete:
-		v = &fsm.GroupDelete{}
-	case fsm.CmdGroupSetOffsets:
-		v = &fsm.GroupSetOffsets{}
-	default:
+	decode, ok := groupCmdDecoders[c.Kind]
+	if !ok {
 		return nil, fmt.Errorf("%w: not a consumer group command: %s", backend.ErrInvalidArgument, c.Kind)
 	}
-	if err := json.Unmarshal(c.Command, v); err != nil {
+	v, err := decode(c.Command)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", backend.ErrInvalidArgument, c.Kind, err)
 	}
-	switch v := v.(type) {
-	case *fsm.GroupJoin:
-		return *v, nil
-	case *fsm.GroupHeartbeat:
-		return *v, nil
-	case *fsm.GroupLeave:
-		return *v, nil
-	case *fsm.GroupCommit:
-		return *v, nil
-	case *fsm.GroupResetOffsets:
-		return *v, nil
-	case *fsm.GroupAutoReset:
-		return *v, nil
-	case *fsm.GroupDelete:
-		return *v, nil
-	}
-	return *v.(*fsm.GroupSetOffsets), nil
+	return v, nil
 }
 
 // groupOffsets are the offsets a group command names (nil for kinds

@@ -248,28 +248,13 @@ func n0(nodes []*Node, id string) *Node {
 func TestConsumerGroupsBelowLevel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c := newJoinCluster(t)
-	reg := &registrar{c: c}
-	c.configure = func(id string, cfg *Config) {
+	c, nodes, describe := dataGroupClusterOf(ctx, t, func(id string, cfg *Config) {
 		cfg.DataGroupsPerNode, cfg.ReplicationFactor = 1, 3
-		cfg.Register = reg.ask
 		if id == "n3" {
 			cfg.FeatureLevel = backend.FeatureLevel(fsm.HashedGroupsLevel - 1)
 		}
-	}
-	l := c.open(ctx, "n1", true)
-	nodes := []*Node{l}
-	for _, id := range []string{"n2", "n3"} {
-		n := c.open(ctx, id, false)
-		if err := l.Join(ctx, joinRequest(n), c.probe); err != nil {
-			t.Fatal(err)
-		}
-		nodes = append(nodes, n)
-	}
-	describe := func() string {
-		voters, leaders := dataGroupsView(nodes)
-		return fmt.Sprintf("table %+v; voters %v; leaders %v", l.FSM().DataGroups(), voters, leaders)
-	}
+	})
+	l := nodes[0]
 	waitGroupsSettled(ctx, t, l, nodes, 3, describe)
 	lb := NewBackend(l)
 	if _, err := lb.CreateTopic(ctx, backend.CreateTopic{Name: "orders", Partitions: 2}); err != nil {
@@ -308,8 +293,10 @@ func TestConsumerGroupsBelowLevel(t *testing.T) {
 		t.Fatalf("a group-place below the level: %v", err)
 	}
 
-	// n3 comes back at this build's level, and registers it.
-	nodes[2] = c.restart(nodes[2], func(cfg *Config) { cfg.FeatureLevel = backend.FeatureLevel(fsm.Level) })
+	// n3 comes back at this build's level, and registers it through the
+	// leader.
+	reg := &registrar{c: c}
+	nodes[2] = c.restart(nodes[2], func(cfg *Config) { cfg.FeatureLevel, cfg.Register = backend.FeatureLevel(fsm.Level), reg.ask })
 	waitFor(ctx, t, "every node sees every member at the level", func() bool {
 		for _, n := range nodes {
 			if !n.RoutesGroups() {

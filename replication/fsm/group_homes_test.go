@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -130,14 +131,8 @@ func TestGroupPlace(t *testing.T) {
 	}
 
 	// The homes survive a snapshot.
-	s, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := persist(t, s)
-	s.Release()
 	r, _ := groupFSM(t, t.TempDir(), 0)
-	if err := r.Restore(buf); err != nil {
+	if err := r.Restore(snapshotBytes(t, f)); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"old", "early", in1, in2} {
@@ -152,6 +147,17 @@ func TestGroupPlace(t *testing.T) {
 	if len(*fatals) != 0 {
 		t.Fatal(*fatals)
 	}
+}
+
+// snapshotBytes is a snapshot of f as Persist writes it.
+func snapshotBytes(t *testing.T, f *FSM) *bytes.Buffer {
+	t.Helper()
+	s, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	return persist(t, s)
 }
 
 // hosted wraps a group command for a data group.
@@ -292,16 +298,10 @@ func TestGroupHosted(t *testing.T) {
 	if !strings.Contains(want, `"topics":[{"meta_index":40,"name":"legacy"},{"incarnation":7,"meta_index":40,"name":"orders","partitions":4}]`) {
 		t.Fatalf("snapshot without the catalog: %s", want)
 	}
-	s, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := persist(t, s)
-	s.Release()
 	rdir := t.TempDir()
 	r := New(Config{Dir: filepath.Join(rdir, "topics"), Log: log.Options{Sync: log.SyncNone}, Logger: testLogger(), Group: 1, Fetcher: dirFetcher{src: f}})
 	t.Cleanup(func() { r.Close() })
-	if err := r.Restore(buf); err != nil {
+	if err := r.Restore(snapshotBytes(t, f)); err != nil {
 		t.Fatal(err)
 	}
 	if got := stateDigest(t, r, rdir); got != want {
