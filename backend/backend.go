@@ -214,6 +214,11 @@ type GroupAPI interface {
 	// read from each group's home (docs/architecture.md, "Consumer
 	// groups"): this node's replica of it, else a replica of it.
 	ConsumerGroup(name string) (*group.ConsumerGroup, error)
+	// ConsumerGroupLeader is ConsumerGroup as the leader of the group's
+	// home answers it, once it confirmed its leadership: with the
+	// caller's wait for the meta leader's read index, a consistent read
+	// (docs/architecture.md, "Read guarantees").
+	ConsumerGroupLeader(ctx context.Context, name string) (*group.ConsumerGroup, error)
 	// ExternalGroup returns a group as its Kafka group coordinator holds
 	// it (its members live in that memory only): for a group of the meta
 	// group, none on a follower; for one in a data group, as the home's

@@ -956,7 +956,7 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 	}
 	// A read any replica may answer (not one at the group's leader).
 	replicaRead := dg != nil && (call.Kind == callRead && call.Read != nil && !call.Read.Leader || call.Kind == callQueueRead ||
-		call.Kind == callGroupRead && call.GroupRead != nil && call.GroupRead.Op != groupReadExternal)
+		call.Kind == callGroupRead && call.GroupRead != nil && !call.GroupRead.leaderRead())
 	if replicaRead && !n.data.servesNow(dg) {
 		// A replica that has not caught up, or lost touch with its
 		// group, answers as one holding none: the caller asks another.
@@ -1017,7 +1017,10 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 		if err != nil {
 			ans.Err = encodeWireError(err)
 		}
-	case dg != nil && call.Kind == callGroupRead && call.GroupRead != nil && call.GroupRead.Op != groupReadExternal:
+	case dg != nil && call.Kind == callGroupRead && call.GroupRead != nil && call.GroupRead.Leader && dg.raft.State() == raft.Leader && !dg.confirmLeader():
+		_, id := dg.raft.LeaderWithID()
+		ans.Err, ans.Leader = encodeWireError(fmt.Errorf("%w: data group %d", backend.ErrNotLeader, g)), string(id)
+	case dg != nil && call.Kind == callGroupRead && call.GroupRead != nil && !call.GroupRead.leaderRead():
 		// Any replica reads its consumer groups, as it serves reads.
 		ans = answerGroupRead(ctx, dg.fsm, dg.applied, dg.leadsReady(), *call.GroupRead)
 	case dg != nil && call.Kind == callGroupLeader:
@@ -1071,10 +1074,17 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 			if ans.Err != nil {
 				err = ans.Err.decode()
 			}
-		case call.Kind == callGroupRead && call.GroupRead != nil:
+		case call.Kind == callGroupRead && call.GroupRead != nil && call.GroupRead.Op == groupReadExternal:
 			// The group's Kafka members, which the coordinator on the
 			// home's leader holds (ExternalGroup).
 			ans.Result, err = json.Marshal(n.externalMembers(call.GroupRead.Group))
+		case call.Kind == callGroupRead && call.GroupRead != nil:
+			// A read at the leader, which confirmed its leadership
+			// above (ConsumerGroupLeader).
+			ans = answerGroupRead(ctx, dg.fsm, dg.applied, true, *call.GroupRead)
+			if ans.Err != nil {
+				err = ans.Err.decode()
+			}
 		default:
 			err = fmt.Errorf("%w: call of kind %q", backend.ErrInvalidArgument, call.Kind)
 		}

@@ -205,7 +205,7 @@ func (b *Backend) AwaitGroupFetch(ctx context.Context, c backend.GroupFetchCheck
 		}
 		home = b.readHome(c.Group)
 	}
-	if dg := b.dataGroup(home); dg != nil && b.data.servesNow(dg) && b.atGroupFloor(ctx, dg) {
+	if dg := b.dataGroup(home); dg != nil && b.groupReadable(ctx, dg) {
 		err := awaitGroupFetchOn(ctx, dg.fsm, dg.applied, dg.leadsReady(), c, wait, b.LeaderAPIAddress)
 		if !errors.Is(err, backend.ErrBehind) {
 			return err

@@ -75,7 +75,10 @@ const (
 // at Now (groupReadFence), or whether a member may fetch (groupReadCheck:
 // the replica waits up to WaitMs for what the member names).
 type groupReadCall struct {
-	Op     string                   `json:"op"`
+	Op string `json:"op"`
+	// Leader: only the home's leader answers, once it confirmed its
+	// leadership (ConsumerGroupLeader), as for an external read.
+	Leader bool                     `json:"leader,omitempty"`
 	Group  string                   `json:"group,omitempty"`
 	Now    int64                    `json:"now,omitempty"`
 	Check  *backend.GroupFetchCheck `json:"check,omitempty"`
@@ -700,10 +703,26 @@ func readGroup(ctx context.Context, f *fsm.FSM, signal *appliedSignal, leads boo
 	return a, err
 }
 
+// groupReadable reports whether this node's replica dg of a group's home
+// serves reads of it now (servesNow, and the node's floor of the group):
+// one that leads only once it applied a barrier of its term, so that it
+// holds every command its predecessors acknowledged (a leader read of a
+// group is linearizable, as the meta leader's was).
+func (b *Backend) groupReadable(ctx context.Context, dg *dataGroup) bool {
+	if dg.raft.State() == raft.Leader && !dg.leadsReady() {
+		b.data.barrier(dg)
+		if !dg.leadsReady() {
+			return false
+		}
+	}
+	return b.data.servesNow(dg) && b.atGroupFloor(ctx, dg)
+}
+
 // readGroupIn reads c from the home g of a consumer group: this node's
-// replica of g when it serves, else a replica of g that does.
+// replica of g when it serves (groupReadable), else a replica of g that
+// does.
 func (b *Backend) readGroupIn(ctx context.Context, g uint64, c groupReadCall) (groupReadAnswer, error) {
-	if dg := b.dataGroup(g); dg != nil && b.data.servesNow(dg) && b.atGroupFloor(ctx, dg) {
+	if dg := b.dataGroup(g); dg != nil && b.groupReadable(ctx, dg) {
 		return readGroup(ctx, dg.fsm, dg.applied, dg.leadsReady(), c)
 	}
 	return b.askGroupRead(ctx, g, c)
@@ -842,6 +861,39 @@ func mergeGroups(first []*group.ConsumerGroup, more ...[]*group.ConsumerGroup) [
 		return 0
 	})
 	return slices.CompactFunc(out, func(a, b *group.ConsumerGroup) bool { return a.Name == b.Name })
+}
+
+// leaderRead reports whether c is answered by the home's leader only.
+func (c *groupReadCall) leaderRead() bool { return c.Leader || c.Op == groupReadExternal }
+
+// ConsumerGroupLeader is ConsumerGroup as the leader of the group's home
+// answers it, once it confirmed its leadership: a consistent read of a
+// group in a data group, whose replica here may lag its home. A group of
+// the meta group is read here: the caller's read index of the meta group
+// orders that one.
+func (b *Backend) ConsumerGroupLeader(ctx context.Context, name string) (*group.ConsumerGroup, error) {
+	home := b.readHome(name)
+	if home == 0 {
+		return b.fsm.ConsumerGroup(name)
+	}
+	var out *group.ConsumerGroup
+	err := b.inGroup(ctx, home, func(groupHandle) error {
+		dg := b.dataGroup(home)
+		if dg == nil || !dg.confirmLeader() {
+			return fmt.Errorf("%w: data group %d", backend.ErrNotLeader, home)
+		}
+		var err error
+		out, err = dg.fsm.ConsumerGroup(name)
+		return err
+	}, groupCall{Kind: callGroupRead, GroupRead: &groupReadCall{Op: groupReadOne, Group: name, Leader: true}}, func(a groupAnswer) error {
+		r, err := decodeGroupRead(a)
+		out = r.Group
+		return err
+	})
+	if err == nil && out == nil {
+		err = fmt.Errorf("%w: %q", group.ErrConsumerGroupNotFound, name)
+	}
+	return out, err
 }
 
 // GroupFence returns a consumer group's generation and how many of its

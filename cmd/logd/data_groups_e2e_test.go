@@ -382,14 +382,16 @@ func kafkaGroupsInDataGroups(t *testing.T, ctx context.Context, c *e2e.Cluster, 
 		}
 		hb := kmsg.NewPtrShareGroupHeartbeatRequest()
 		hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = name, "share-member-1", []string{"kdg"}
-		resp, err := hb.RequestWith(ctx, cl.SeedBrokers()[0])
-		if err != nil || resp.ErrorCode != 0 || resp.MemberEpoch <= 0 {
-			t.Errorf("a new share group's heartbeat at %s, not the meta leader %s: %+v, %v", at, st.LeaderID, resp, err)
-		} else {
-			hb.MemberEpoch, hb.SubscribedTopicNames = -1, nil
-			if resp, err := hb.RequestWith(ctx, cl.SeedBrokers()[0]); err != nil || resp.ErrorCode != 0 {
-				t.Errorf("the share member's leave at %s: %+v, %v", at, resp, err)
-			}
+		// Retried as a client retries: the coordinator's first
+		// heartbeats may find the group's queue groups not made yet in
+		// every data group (NOT_COORDINATOR).
+		e2e.WaitFor(t, ctx, fmt.Sprintf("a new share group's heartbeat at %s, not the meta leader %s", at, st.LeaderID), func() bool {
+			resp, err := hb.RequestWith(ctx, cl.SeedBrokers()[0])
+			return err == nil && resp.ErrorCode == 0 && resp.MemberEpoch > 0
+		})
+		hb.MemberEpoch, hb.SubscribedTopicNames = -1, nil
+		if resp, err := hb.RequestWith(ctx, cl.SeedBrokers()[0]); err != nil || resp.ErrorCode != 0 {
+			t.Errorf("the share member's leave at %s: %+v, %v", at, resp, err)
 		}
 		cl.Close()
 		break
@@ -519,7 +521,14 @@ func kafkaGroupsInDataGroups(t *testing.T, ctx context.Context, c *e2e.Cluster, 
 				nd = n
 			}
 		}
-		if out := e2e.Logctl(t, nd, "group", "describe", name); !strings.Contains(out, "kdg") {
+		// nd's replica of the home serves what it applied: the
+		// commits, soon.
+		gc := groupClient(t, nd)
+		e2e.WaitFor(t, ctx, name+" described through "+nd.ID, func() bool {
+			d, err := gc.DescribeGroup(ctx, name)
+			return err == nil && d.Home != 0 && len(d.Partitions) == len(ends)
+		})
+		if out := e2e.Logctl(t, nd, "group", "describe", name); !strings.Contains(out, "kdg") || !strings.Contains(out, "Home:") {
 			t.Errorf("%s described through %s:\n%s", name, nd.ID, out)
 		}
 		e2e.Logctl(t, nd, "group", "reset-offsets", name, "--topic", "kdg", "--to-offset", "0", "--execute")
