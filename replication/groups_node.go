@@ -23,7 +23,8 @@ import (
 // groupCommand proposes c, a command of kind t on the named group, in its
 // home and returns the result.
 func (b *Backend) groupCommand(ctx context.Context, t fsm.CommandType, name string, c any) (any, error) {
-	if _, ok := b.knownHome(name); !ok && !b.RoutesGroups() {
+	if home, _ := b.knownHome(name); home == 0 && !b.RoutesGroups() {
+		// As before the level: a follower refuses it.
 		return b.proposeGroupOn(ctx, b.metaGroup(), t, name, c)
 	}
 	return b.routeGroup(ctx, t, name, c)
