@@ -911,6 +911,9 @@ func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 	})
 	stores := &raftStores{logs: st.Logs, stable: st.Stable, snaps: st.Snapshots, transport: tr,
 		closers: []func() error{tr.Close, layer.Close, st.Close}}
+	// Fault builds slow or hold back every group's Raft log writes, not
+	// only the meta group's (docs/faults.md).
+	stores.wrap(cfg.WrapRaftStores)
 	logOpts := cfg.Log
 	logOpts.Sync = log.SyncNone
 	if cfg.SyncPartitions {
@@ -928,7 +931,7 @@ func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 		return nil, fmt.Errorf("data group %d: %w", g.ID, err)
 	}
 	rc := raftConfig(cfg, hlog)
-	has, err := raft.HasExistingState(st.Logs, st.Stable, st.Snapshots)
+	has, err := raft.HasExistingState(stores.logs, stores.stable, stores.snaps)
 	if err != nil {
 		return fail(err)
 	}
@@ -937,12 +940,12 @@ func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 		if err != nil {
 			return fail(err)
 		}
-		if err := raft.BootstrapCluster(rc, st.Logs, st.Stable, st.Snapshots, tr, conf); err != nil {
+		if err := raft.BootstrapCluster(rc, stores.logs, stores.stable, stores.snaps, tr, conf); err != nil {
 			return fail(fmt.Errorf("bootstrap: %w", err))
 		}
 	}
 	applied := new(appliedSignal)
-	logs := st.Logs
+	logs := stores.logs
 	if cfg.wrapGroupLog != nil {
 		logs = cfg.wrapGroupLog(g.ID, logs)
 	}
@@ -956,7 +959,7 @@ func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 	commits := new(observe.LeaderCommits)
 	forwardStop, forwardDone := make(chan struct{}), make(chan struct{})
 	trans, observed := observe.WrapTransport(tr, obs, commits, forwardStop)
-	r, err := raft.NewRaft(rc, &raftFSM{f: sm, applied: applied, obs: obs, logger: logger}, logs, st.Stable, st.Snapshots, trans)
+	r, err := raft.NewRaft(rc, &raftFSM{f: sm, applied: applied, obs: obs, logger: logger}, logs, stores.stable, stores.snaps, trans)
 	if err != nil {
 		close(forwardStop)
 		return fail(fmt.Errorf("start raft: %w", err))

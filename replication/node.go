@@ -208,9 +208,11 @@ type Config struct {
 	// at bootstrap or asked for at join.
 	ClusterSecret []byte
 	// WrapRaftStores, if set, wraps Raft's log and stable store once they
-	// are open: fault builds of cmd/logd slow them down or hold log writes
-	// back (internal/faults); tests hand a restarted InMemory node the log
-	// it had. A wrapper that is an io.Closer is closed before the store.
+	// are open, the meta group's and each data group's replica's (called
+	// once per group): fault builds of cmd/logd slow them down or hold log
+	// writes back (internal/faults); tests hand a restarted InMemory node
+	// the log it had. A wrapper that is an io.Closer is closed before the
+	// store.
 	WrapRaftStores func(raft.LogStore, raft.StableStore) (raft.LogStore, raft.StableStore)
 	// RaftLogStore is where Raft's log is kept on disk:
 	// raftstore.LogStoreBoltDB or raftstore.LogStoreWAL. Empty: the store
