@@ -120,9 +120,10 @@ func TestClusterDataGroupsGrowToSix(t *testing.T) {
 		joined := time.Now()
 		nd.Launch(c.Nodes[0].Listen)
 		var last error
+		var plan string
 		defer func() {
 			if t.Failed() && last != nil {
-				t.Logf("%s's share, last seen: %v", id, last)
+				t.Logf("%s's share, last seen: %v; the balancer's plan: %s", id, last, plan)
 			}
 		}()
 		e2e.WaitFor(t, ctx, id+" takes its share of bytes and leaderships", func() bool {
@@ -135,7 +136,11 @@ func TestClusterDataGroupsGrowToSix(t *testing.T) {
 				group = largestGroup(t, c)
 			}
 			last = within(bytes, leads, nodes, group)
-			return last == nil && strings.HasPrefix(e2e.Logctl(t, c.Nodes[0], "cluster", "balance", "--dry-run"), "balanced")
+			out, err := e2e.TryLogctl(t, c.Nodes[0], "cluster", "balance", "--dry-run")
+			if plan = out; err != nil {
+				plan = fmt.Sprintf("%s (%v)", out, err)
+			}
+			return last == nil && err == nil && strings.HasPrefix(plan, "balanced")
 		})
 		bytes, leads, _ := shares(nodes, 2*n)
 		t.Logf("%s joined: balanced after %v; bytes per node %v; preferred leaderships %v", id, time.Since(joined).Round(time.Millisecond), bytes, leads)
