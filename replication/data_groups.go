@@ -114,6 +114,9 @@ type dataGroup struct {
 	fsm     *fsm.FSM
 	stores  *raftStores
 	applied *appliedSignal
+	// bootstrapped is set when this node started the group with its
+	// bootstrap configuration as it opened it (mayBootstrap).
+	bootstrapped bool
 	// lastTransfer is when this node last handed the group's leadership
 	// to its preferred leader (the runner's goroutine only).
 	lastTransfer time.Time
@@ -875,9 +878,32 @@ func dataGroupDir(dataDir string, id uint64) string {
 	return filepath.Join(dataDir, "groups", "g"+strconv.FormatUint(id, 10))
 }
 
+// mayBootstrap reports whether this node, whose replica of g has no
+// state, starts g with its bootstrap configuration rather than waiting for
+// the group's leader to send it the log: only while g is as it was made
+// (this node among its bootstrap replicas, which are still its replicas,
+// no move marked) and only if this node never held g before (no
+// tombstone of a retired replica). A node that bootstrapped a group that
+// already ran would start a second group under its id from the same first
+// entry, whose leader (elected by two such nodes) would overwrite the log
+// of a replica of the real one.
+func (d *dataGroups) mayBootstrap(g fsm.DataGroup) bool {
+	self := d.n.cfg.NodeID
+	if !slices.Contains(g.Bootstrap, self) || g.Move != nil || len(g.Replicas) != len(g.Bootstrap) {
+		return false
+	}
+	for _, r := range g.Replicas {
+		if !slices.Contains(g.Bootstrap, r) {
+			return false
+		}
+	}
+	_, err := os.Stat(groupTombstone(d.n.cfg.DataDir, g.ID))
+	return errors.Is(err, os.ErrNotExist)
+}
+
 // openGroup returns the running replica of g, opening it first if needed:
 // its stores, its state machine and its Raft, bootstrapped with
-// g.Bootstrap when this node is one of those and the group has no state.
+// g.Bootstrap when the group has no state here and mayBootstrap says so.
 func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 	d.mu.Lock()
 	dg := d.open[g.ID]
@@ -935,7 +961,8 @@ func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 	if err != nil {
 		return fail(err)
 	}
-	if !has && slices.Contains(g.Bootstrap, cfg.NodeID) {
+	boot := !has && d.mayBootstrap(g)
+	if boot {
 		conf, err := d.bootstrapConfiguration(g.Bootstrap)
 		if err != nil {
 			return fail(err)
@@ -971,12 +998,12 @@ func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 		observed.Forward(forwardStop)
 	}()
 	layer.Attach(func(id string) bool { return groupMember(r, id) })
-	dg = &dataGroup{id: g.ID, raft: r, fsm: sm, stores: stores, applied: applied,
+	dg = &dataGroup{id: g.ID, raft: r, fsm: sm, stores: stores, applied: applied, bootstrapped: boot,
 		commits: commits, forwardStop: forwardStop, forwardDone: forwardDone}
 	d.mu.Lock()
 	d.open[g.ID] = dg
 	d.mu.Unlock()
-	logger.Info("opened a data group replica", "bootstrapped", !has && slices.Contains(g.Bootstrap, cfg.NodeID))
+	logger.Info("opened a data group replica", "bootstrapped", boot)
 	return dg, nil
 }
 
