@@ -51,9 +51,13 @@ func TestClusterDataGroupsGrowToSix(t *testing.T) {
 			for i := range recs {
 				recs[i] = client.Record{Partition: &p, Key: fmt.Appendf(nil, "fill-%d-%d-%d", p, half, i), Value: value}
 			}
-			if _, err := fill.Produce(ctx, "grow-fill", recs); err != nil {
-				t.Fatal(err)
-			}
+			// Sent again when refused or of unknown outcome (a leader
+			// change under load): grow-fill is only bytes to balance, so
+			// a batch written twice does no harm.
+			e2e.WaitFor(t, ctx, fmt.Sprintf("fill grow-fill-%d", p), func() bool {
+				_, err := fill.Produce(ctx, "grow-fill", recs)
+				return err == nil
+			})
 		}
 	}
 	ps := e2e.NewProducers(5)
