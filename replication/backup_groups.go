@@ -218,8 +218,8 @@ func compareCuts(meta, group catchup.CutInfo) (missing []missingTopic, ahead []s
 		case i < 0 || group.Topics[i].CreateIndex < mt.CreateIndex:
 			missing = append(missing, missingTopic{mt.Name, mt.CreateIndex, mt.PlacementEpoch})
 		case group.Topics[i].CreateIndex > mt.CreateIndex:
-			// A later incarnation: the meta cut's was deleted since.
-			ahead = append(ahead, fmt.Sprintf("topic %s~%d", mt.Name, group.Topics[i].CreateIndex))
+			// A later incarnation, created after the meta cut (which
+			// would hold it otherwise): ahead, below.
 		case group.Topics[i].PlacementEpoch > mt.PlacementEpoch:
 			ahead = append(ahead, fmt.Sprintf("topic %s~%d at placement epoch %d", mt.Name, mt.CreateIndex, group.Topics[i].PlacementEpoch))
 		default:
