@@ -10,7 +10,8 @@ import (
 	"github.com/logd-dev/logd/backend"
 )
 
-// Backups (docs/operations.md): a backup is a snapshot as Persist writes it
+// Backups (docs/operations.md): a backup holds, for the meta group and
+// each data group holding partitions, a snapshot as Persist writes it
 // plus the bytes of every segment its manifest lists, which package
 // replication/catchup streams into a file (internal/backupfile). Restoring
 // one is Restore with a SegmentFetcher that reads those bytes from the
