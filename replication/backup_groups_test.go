@@ -109,6 +109,11 @@ func TestBackupDataGroups(t *testing.T) {
 		}
 		waitFor(ctx, t, bl.NodeID()+" leads the meta group", func() bool { return bl.IsLeader() && bl.Ready() }, describe)
 	}
+	// A topic created just before the backup, which the groups may not
+	// have adopted yet: its groups' cuts wait for them to.
+	if _, err := NewBackend(bl).CreateTopic(ctx, backend.CreateTopic{Name: "fresh", Partitions: 3}); err != nil {
+		t.Fatal(err)
+	}
 	var file bytes.Buffer
 	began := time.Now()
 	info, err := bl.Backup(ctx, func(backend.BackupInfo) (io.Writer, error) { return &file, nil })
@@ -154,6 +159,9 @@ func TestBackupDataGroups(t *testing.T) {
 	waitRestoredGroups(ctx, t, r, 3)
 	checkRestored(ctx, t, r, want, true)
 
+	if got := readTopic(ctx, t, NewBackend(r), "fresh"); len(got) != 3 {
+		t.Errorf("fresh restored with %d partitions, want 3", len(got))
+	}
 	restored := readTopic(ctx, t, NewBackend(r), "stream")
 	for p := range streamParts {
 		if len(restored[p]) > len(cluster[p]) || !slices.Equal(restored[p], cluster[p][:len(restored[p])]) {
