@@ -131,8 +131,10 @@ func TestBackupRestore(t *testing.T) {
 // inspects it, and logd restore builds a node that, started as a new
 // cluster, runs both groups alone and holds the same records, group
 // offsets, queue state, tokens and ACLs, takes the same retried and
-// leased writes, and saves a backup again.
+// leased writes, and saves a backup again. A node that joins it takes a
+// replica of each group and serves the same records.
 func TestBackupRestoreDataGroups(t *testing.T) {
+	e2e.ParallelShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	nd := e2e.StartNode(t, "--data-groups-per-node", "2")
@@ -150,7 +152,9 @@ func TestBackupRestoreDataGroups(t *testing.T) {
 	}
 	nd.Stop()
 
-	r := e2e.NewNode(t, "r1")
+	// The restored node places the nodes that join: it runs with the
+	// old cluster's --data-groups-per-node.
+	r := e2e.NewNode(t, "r1", "--data-groups-per-node", "2")
 	if out, err := restoreCmd(file, r).CombinedOutput(); err != nil || !strings.Contains(string(out), "2 data groups") {
 		t.Fatalf("restore: %v\n%s", err, out)
 	}
@@ -165,6 +169,30 @@ func TestBackupRestoreDataGroups(t *testing.T) {
 	checkRestoredWrites(t, ctx, r, w)
 	if err := json.Unmarshal([]byte(e2e.Logctl(t, r, "cluster", "snapshot", "save", filepath.Join(t.TempDir(), "again.logd"), "-o", "json")), &info); err != nil || info.DataGroups != 2 || info.NodeID != "r1" {
 		t.Fatalf("a backup of the restored node: %+v, %v", info, err)
+	}
+
+	// A node that joins takes a replica of each group: it catches up
+	// from the restored node and votes, and serves the same records.
+	j2 := e2e.NewNode(t, "r2", "--data-groups-per-node", "2")
+	j2.Launch(r.Listen)
+	e2e.WaitFor(t, ctx, "r2 votes in every restored data group", func() bool {
+		st, err := clusterStatus(t, r)
+		if err != nil || len(st.DataGroups) < 2 {
+			return false
+		}
+		for _, g := range st.DataGroups[:2] {
+			v := slices.Clone(g.Voters)
+			slices.Sort(v)
+			if !slices.Equal(v, []string{"r1", "r2"}) || g.Lag != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	for name, parts := range w.topics {
+		if got, want := e2e.Render(j2.ReadAll(ctx, name, parts)), e2e.Render(r.ReadAll(ctx, name, parts)); got != want {
+			t.Errorf("%s on the joined node:\n%s\nwant:\n%s", name, got, want)
+		}
 	}
 }
 
