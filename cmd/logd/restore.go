@@ -25,9 +25,10 @@ not exist or be empty. Started with "logd run" and the same --data-dir,
 cluster of one voter holding the backup's state: every record, group
 offset, queue state, idempotency key, token and ACL as of the backup's
 cut of each group. A backup of a cluster with data groups restores them
-as groups, each with this node as its only replica. Other nodes then join
-it with --join as they would any cluster, and take replicas of the
-groups.
+as groups, each with this node as its only replica; run the node with the
+old cluster's --data-groups-per-node and --replication-factor. Other nodes
+then join it with --join as they would any cluster, and take replicas of
+the groups.
 
 The whole file is checked (every frame's CRC, every batch's CRC, the
 trailer's SHA-256) and written beside DIR first; a truncated or damaged
