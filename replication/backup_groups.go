@@ -145,7 +145,12 @@ func (n *Node) groupCut(ctx context.Context, g uint64, meta catchup.CutInfo) (*c
 	for attempt := 0; ; attempt++ {
 		c, rc, err := n.takeGroupCut(ctx, g)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: data group %d: %w", backend.ErrBackupDataGroups, g, err)
+			if ctx.Err() != nil {
+				return nil, nil, fmt.Errorf("data group %d: %w", g, ctx.Err())
+			}
+			// The group's error as text: a client told NOT_LEADER, say,
+			// would ask the meta leader again at once.
+			return nil, nil, fmt.Errorf("%w: data group %d: %v", backend.ErrBackupDataGroups, g, err)
 		}
 		missing, ahead := compareCuts(meta, c.Info)
 		if len(ahead) > 0 {
