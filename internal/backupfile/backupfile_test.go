@@ -11,10 +11,16 @@ import (
 	"testing"
 )
 
+// sampleHeader is the header of the sample files, without segments or
+// groups: a snapshot of 5 bytes.
+func sampleHeader() Header {
+	return Header{Node: "n1", Index: 42, Term: 3, FeatureLevel: 4, SnapshotBytes: 5,
+		Cluster: []Member{{ID: "n1", Address: "127.0.0.1:7071", Voter: true}}}
+}
+
 func sample(t *testing.T) ([]byte, Header, []Segment) {
 	t.Helper()
-	h := Header{Node: "n1", Index: 42, Term: 3, FeatureLevel: 4, SnapshotBytes: 5,
-		Cluster: []Member{{ID: "n1", Address: "127.0.0.1:7071", Voter: true}}}
+	h := sampleHeader()
 	segs := []Segment{
 		{Topic: "a", TopicIndex: 7, Partition: 0, Base: 0, End: 3, Bytes: 4, Meta: []byte("meta0")},
 		{Topic: "a", TopicIndex: 7, Partition: 1, Base: 10, End: 12, Bytes: 3, Meta: []byte("meta1")},
@@ -139,8 +145,7 @@ func checkDamage(t *testing.T, b []byte, read func([]byte) error) {
 // the meta group's: one with a segment, one without.
 func sampleGroups(t *testing.T) ([]byte, Header) {
 	t.Helper()
-	h := Header{Node: "n1", Index: 42, Term: 3, FeatureLevel: 4, SnapshotBytes: 5,
-		Cluster: []Member{{ID: "n1", Address: "127.0.0.1:7071", Voter: true}}}
+	h := sampleHeader()
 	meta := []Segment{{Topic: "a", TopicIndex: 7, Partition: 0, Base: 0, End: 3, Bytes: 4, Meta: []byte("meta0")}}
 	g1 := []Segment{{Topic: "b", TopicIndex: 9, Partition: 1, Base: 0, End: 2, Bytes: 3, Meta: []byte("meta1")}}
 	h.Groups = []Group{
