@@ -919,6 +919,7 @@
  * @property {number} [segments]
  * @property {string | number} [segmentBytes]
  * @property {string} [nodeId]
+ * @property {number} [dataGroups]
  */
 
 /**

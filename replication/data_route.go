@@ -670,6 +670,8 @@ type groupCall struct {
 	Service string `json:"service,omitempty"`
 	Body    []byte `json:"body,omitempty"`
 	From    string `json:"from,omitempty"`
+	// Cut names a held cut of a backup (backup_cuts.go).
+	Cut *cutCall `json:"cut,omitempty"`
 }
 
 // readCall asks a replica of a group for a partition's stored batches
@@ -931,6 +933,9 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 			call.From = peer // the node the session proved
 		}
 		return json.Marshal(n.answerLeaderCall(ctx, call))
+	}
+	if isCutCall(call.Kind) {
+		return json.Marshal(n.answerCutCall(ctx, peer, g, dg, call))
 	}
 	if dg != nil && dg.left.Load() && dg.raft.State() != raft.Leader {
 		// A replica the table moved away stops where the group removed

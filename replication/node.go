@@ -440,6 +440,9 @@ type Node struct {
 	leaderObsv *raft.Observer
 	// data runs this node's replicas of data groups (data_groups.go).
 	data *dataGroups
+	// cuts are the cuts of data groups this node holds for backups
+	// another node writes (backup_cuts.go).
+	cuts heldCuts
 }
 
 // Open starts a node: it opens the stores, restores the latest snapshot,
@@ -1039,6 +1042,7 @@ func (n *Node) Close() error {
 	n.data.stopRunner()
 	n.raft.DeregisterObserver(n.leaderObsv)
 	n.awaitApplyWaiters()
+	n.cuts.closeAll()
 	errs := []error{n.data.close(), n.raft.Shutdown().Error()}
 	close(n.forwardStop)
 	<-n.forwardDone
