@@ -976,29 +976,29 @@ func (b *Backend) alterTopic(ctx context.Context, c fsm.AlterTopic) (*fsm.Topic,
 	return nt, nil
 }
 
-// appendCommand proposes record batches for partitions of one topic and returns
-// each batch's base offset once committed and applied. Batches are
-// validated first, so an invalid one is refused before it reaches Raft;
-// a snappy, lz4 or zstd batch is refused with a *backend.FeatureLevelError until
-// every member reads them (CheckCompression); on a compacted topic a
-// record without a key is backend.ErrKeyRequired (checkKeys). Any refusal
-// appends nothing of a.
-func (b *Backend) appendCommand(ctx context.Context, a fsm.Append) ([]int64, error) {
-	return b.prod.appendBatches(ctx, a, false)
-}
-
 // checkKeys refuses, on a topic whose cleanup.policy includes compact, a
 // batch with a record without a key (backend.ErrKeyRequired). It decodes the
 // batches (decompressing them) of compacted topics only. The leader
 // checks it before proposing, as Kafka's brokers check it on produce; the
 // state machine does not, so that replicas of builds before the check
 // apply the same entries.
-func checkKeys(t *fsm.Topic, a fsm.Append) error {
+// With crcChecked (the caller verified the batches' CRCs) it decodes them
+// without verifying them again.
+func checkKeys(t *fsm.Topic, a fsm.Append, crcChecked bool) error {
 	if !compacted(t) {
 		return nil
 	}
 	for _, pb := range a.Batches {
-		d, _, err := batch.Decode(pb.Batch)
+		var d batch.Batch
+		var err error
+		if crcChecked {
+			var info batch.Info
+			if info, err = batch.Peek(pb.Batch); err == nil {
+				d, _, err = batch.DecodeVerified(pb.Batch, info)
+			}
+		} else {
+			d, _, err = batch.Decode(pb.Batch)
+		}
 		if err != nil {
 			return fmt.Errorf("%w: %s-%d: %v", backend.ErrInvalidArgument, t.Name, pb.Partition, err)
 		}
