@@ -164,12 +164,14 @@ var (
 	// ErrNodeHoldsReplicas means a removal named a node that data groups
 	// still place replicas on: drain it first, or force the removal.
 	ErrNodeHoldsReplicas = errors.New("replication: the node holds data group replicas")
-	// ErrBackupDataGroups means a backup was asked of a cluster whose
-	// topics are placed over data groups, or whose consumer groups are
-	// kept in data groups: a backup holds the meta group's state only, so
-	// it would miss those partitions' records or those groups' offsets,
-	// and is refused rather than taken incomplete.
-	ErrBackupDataGroups = errors.New("replication: backups do not cover data groups yet")
+	// ErrBackupDataGroups means a backup could not cut a data group that
+	// holds partitions: no replica of it that holds every write it
+	// acknowledged answered (no leader, or none reachable), it did not
+	// adopt the partitions the meta group placed in it in time, or the
+	// topics kept changing between the meta group's cut and the group's.
+	// Nothing of the backup was written (docs/operations.md, "Backup and
+	// restore").
+	ErrBackupDataGroups = errors.New("replication: a data group could not be backed up")
 	// ErrNodeUnreachable means a joining node does not answer on its API
 	// address as the node it claims to be, or its Raft address refuses a
 	// connection.

@@ -920,6 +920,7 @@
  * @property {number} [segments]
  * @property {string | number} [segmentBytes]
  * @property {string} [nodeId]
+ * @property {number} [dataGroups]
  */
 
 /**

@@ -492,6 +492,32 @@ func TestDataGroupsServeTopics(t *testing.T) {
 	}
 	check(nodes, keyless, kres)
 
+	// A damaged batch appended through any node to any partition is
+	// refused (by the proposer of the node leading the partition's group,
+	// or by its state machine), typed, and nothing of the call is written:
+	// a node that receives an append from another checks it whole,
+	// whatever the sender checked.
+	good := mustBatch(t, "good")
+	damaged := append([]byte(nil), good...)
+	damaged[len(damaged)-2] ^= 0x10
+	for _, n := range nodes {
+		for _, verified := range []bool{false, true} {
+			for p := range int32(12) {
+				before, err := NewBackend(n).Offsets("orders", p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = NewBackend(n).Append(ctx, backend.Append{Topic: "orders", Verified: verified, Batches: []backend.PartitionBatch{{Partition: p, Batch: damaged}}})
+				if !errors.Is(err, backend.ErrInvalidArgument) {
+					t.Fatalf("%s, verified %v: a damaged batch for orders-%d: %v, want backend.ErrInvalidArgument", n.NodeID(), verified, p, err)
+				}
+				if after, err := NewBackend(n).Offsets("orders", p); err != nil || after.End != before.End {
+					t.Fatalf("%s: orders-%d ends at %d after the refusal, %d before (%v)", n.NodeID(), p, after.End, before.End, err)
+				}
+			}
+		}
+	}
+
 	// Growth: the old partitions stay where they are, the new ones are
 	// placed over the groups and adopted; a record to one is served.
 	if _, err := b.CreatePartitions(ctx, backend.CreatePartitions{Name: "orders", Count: 14}); err != nil {

@@ -568,7 +568,7 @@ func placementGroups(pl []uint64) []uint64 {
 
 // appendSpread is appendBatches on a topic with a placement: each group's
 // batches are appended by that group's leader.
-func (p *producer) appendSpread(ctx context.Context, t *fsm.Topic, a fsm.Append) ([]int64, error) {
+func (p *producer) appendSpread(ctx context.Context, t *fsm.Topic, a fsm.Append, checked appendChecks) ([]int64, error) {
 	type part struct {
 		group     uint64
 		app       fsm.Append
@@ -594,7 +594,7 @@ func (p *producer) appendSpread(ctx context.Context, t *fsm.Topic, a fsm.Append)
 	var partial *backend.PartialAppendError
 	results := make([][]int64, len(parts))
 	errs := inParallel(len(parts), func(i int) (err error) {
-		results[i], err = p.n.appendInGroup(ctx, p, parts[i].group, parts[i].app)
+		results[i], err = p.n.appendInGroup(ctx, p, parts[i].group, parts[i].app, checked)
 		return err
 	})
 	for i, pt := range parts {
@@ -675,6 +675,8 @@ type groupCall struct {
 	Service string `json:"service,omitempty"`
 	Body    []byte `json:"body,omitempty"`
 	From    string `json:"from,omitempty"`
+	// Cut names a held cut of a backup (backup_cuts.go).
+	Cut *cutCall `json:"cut,omitempty"`
 }
 
 // readCall asks a replica of a group for a partition's stored batches
@@ -755,11 +757,11 @@ func (n *Node) produceInGroup(ctx context.Context, p *producer, g uint64, req ba
 
 // appendInGroup appends a in data group g: here when this node leads it,
 // else at its leader.
-func (n *Node) appendInGroup(ctx context.Context, p *producer, g uint64, a fsm.Append) ([]int64, error) {
+func (n *Node) appendInGroup(ctx context.Context, p *producer, g uint64, a fsm.Append, checked appendChecks) ([]int64, error) {
 	var bases []int64
 	err := n.inGroup(ctx, g, func(h groupHandle) error {
 		var err error
-		bases, err = p.appendOn(ctx, h, a, false)
+		bases, err = p.appendOn(ctx, h, a, checked)
 		return err
 	}, groupCall{Kind: callAppend, Append: &a}, func(ans groupAnswer) error {
 		if len(ans.Bases) != len(a.Batches) || ans.BatchErrs != nil && len(ans.BatchErrs) != len(a.Batches) {
@@ -947,6 +949,9 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 			return json.Marshal(a)
 		}
 	}
+	if isCutCall(call.Kind) {
+		return json.Marshal(n.answerCutCall(ctx, peer, g, dg, call))
+	}
 	if dg != nil && dg.left.Load() && dg.raft.State() != raft.Leader {
 		// A replica the table moved away stops where the group removed
 		// it: it answers as one holding no replica. (While it still
@@ -1063,7 +1068,8 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 				ans.Produce = &res
 			}
 		case call.Kind == callAppend && call.Append != nil:
-			ans.Bases, err = p.appendOn(ctx, h, *call.Append, false)
+			// Sent by another node: nothing of it is checked yet.
+			ans.Bases, err = p.appendOn(ctx, h, *call.Append, 0)
 		case call.Kind == callQueue:
 			var res any
 			if res, err = proposeQueueOn(ctx, h, call.Queue); err == nil {

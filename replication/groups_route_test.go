@@ -7,12 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/group"
+	"github.com/logd-dev/logd/replication/catchup"
 	"github.com/logd-dev/logd/replication/fsm"
 )
 
@@ -393,4 +395,24 @@ func benchGroupCommits(b *testing.B, where string, proposers int) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
+}
+
+// TestBackupGroupsCutsHomes: a backup cuts the data groups the meta cut
+// places partitions in and those that are consumer groups' homes, each
+// once, ascending (a group holding only consumer groups would be left out
+// of the backup otherwise, and its groups' offsets with it).
+func TestBackupGroupsCutsHomes(t *testing.T) {
+	meta := catchup.CutInfo{Topics: []fsm.SnapshotTopic{{Name: "orders", Placement: []uint64{2, 1, 2}}, {Name: "legacy"}}}
+	for _, c := range []struct {
+		homes []uint64
+		want  []uint64
+	}{
+		{nil, []uint64{1, 2}},
+		{[]uint64{2}, []uint64{1, 2}},
+		{[]uint64{5, 3}, []uint64{1, 2, 3, 5}},
+	} {
+		if got := backupGroups(meta, c.homes); !slices.Equal(got, c.want) {
+			t.Errorf("homes %v: cuts %v, want %v", c.homes, got, c.want)
+		}
+	}
 }

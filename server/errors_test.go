@@ -232,7 +232,7 @@ func TestToConnectError(t *testing.T) {
 			check: func(i *logdv1.ErrorInfo) bool { return i.RetryAfterMs == membershipRetryAfter.Milliseconds() }},
 		{name: "joining node unreachable", err: fmt.Errorf("join: %w", backend.ErrNodeUnreachable), code: connect.CodeFailedPrecondition},
 		{name: "joining node conflicts", err: fmt.Errorf("join: %w", backend.ErrNodeConflict), code: connect.CodeFailedPrecondition},
-		{name: "backup over data groups", err: fmt.Errorf("backup: %w", backend.ErrBackupDataGroups), code: connect.CodeFailedPrecondition},
+		{name: "a data group not backed up", err: fmt.Errorf("backup: %w", backend.ErrBackupDataGroups), code: connect.CodeFailedPrecondition},
 		{name: "no reachable quorum", err: fmt.Errorf("join: %w", backend.ErrNoQuorum), code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_UNAVAILABLE},
 		{name: "canceled", err: context.Canceled, code: connect.CodeCanceled},
 		{name: "unknown", err: errors.New("disk on fire"), code: connect.CodeInternal, reason: logdv1.Reason_REASON_STORAGE},

@@ -7743,7 +7743,11 @@ type SnapshotInfo struct {
 	Segments     int32 `protobuf:"varint,4,opt,name=segments,proto3" json:"segments,omitempty"`
 	SegmentBytes int64 `protobuf:"varint,5,opt,name=segment_bytes,json=segmentBytes,proto3" json:"segment_bytes,omitempty"`
 	// The node that wrote it.
-	NodeId        string `protobuf:"bytes,6,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	NodeId string `protobuf:"bytes,6,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// The data groups whose parts it holds after the meta group's, each a
+	// cut of the group taken after the meta group's (index and term are the
+	// meta group's).
+	DataGroups    int32 `protobuf:"varint,7,opt,name=data_groups,json=dataGroups,proto3" json:"data_groups,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -7818,6 +7822,13 @@ func (x *SnapshotInfo) GetNodeId() string {
 		return x.NodeId
 	}
 	return ""
+}
+
+func (x *SnapshotInfo) GetDataGroups() int32 {
+	if x != nil {
+		return x.DataGroups
+	}
+	return 0
 }
 
 type PauseQueueGroupRequest struct {
@@ -11131,7 +11142,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x13SaveSnapshotRequest\"U\n" +
 	"\x14SaveSnapshotResponse\x12)\n" +
 	"\x04info\x18\x01 \x01(\v2\x15.logd.v1.SnapshotInfoR\x04info\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04data\"\xb1\x01\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"\xd2\x01\n" +
 	"\fSnapshotInfo\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12\x1d\n" +
@@ -11139,7 +11150,9 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"size_bytes\x18\x03 \x01(\x03R\tsizeBytes\x12\x1a\n" +
 	"\bsegments\x18\x04 \x01(\x05R\bsegments\x12#\n" +
 	"\rsegment_bytes\x18\x05 \x01(\x03R\fsegmentBytes\x12\x17\n" +
-	"\anode_id\x18\x06 \x01(\tR\x06nodeId\"\\\n" +
+	"\anode_id\x18\x06 \x01(\tR\x06nodeId\x12\x1f\n" +
+	"\vdata_groups\x18\a \x01(\x05R\n" +
+	"dataGroups\"\\\n" +
 	"\x16PauseQueueGroupRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\tR\x05group\x12\x16\n" +

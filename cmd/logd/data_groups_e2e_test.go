@@ -18,6 +18,7 @@ import (
 	"github.com/logd-dev/logd/client"
 	"github.com/logd-dev/logd/internal/e2e"
 	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -298,9 +299,16 @@ func TestClusterDataGroupsKafka(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("consumed %d of %d records", len(got), len(want))
 	}
-	if err := consumer.CommitUncommittedOffsets(ctx); err != nil {
-		t.Fatalf("commit: %v", err)
-	}
+	// A commit that timed out or met a coordinator change (an election
+	// on a loaded machine) is sent again, as a Kafka client would: the
+	// same offsets, so a second write changes nothing.
+	e2e.WaitFor(t, ctx, "the consumer's commit", func() bool {
+		commitErr := consumer.CommitUncommittedOffsets(ctx)
+		if commitErr != nil && !kerr.IsRetriable(commitErr) {
+			t.Fatalf("commit: %v", commitErr)
+		}
+		return commitErr == nil
+	})
 	ends := map[int32]int64{}
 	for _, r := range want {
 		ends[r.Partition] = max(ends[r.Partition], r.Offset+1)
@@ -313,7 +321,16 @@ func TestClusterDataGroupsKafka(t *testing.T) {
 		ft.Partitions = append(ft.Partitions, p)
 	}
 	fetch.Topics = append(fetch.Topics, ft)
-	resp, err := fetch.RequestWith(ctx, cl)
+	// Asked again while the answer is a retryable error (a coordinator
+	// moving under load).
+	var resp *kmsg.OffsetFetchResponse
+	e2e.WaitFor(t, ctx, "the group's offsets", func() bool {
+		resp, err = fetch.RequestWith(ctx, cl)
+		if err == nil && resp.ErrorCode != 0 && kerr.IsRetriable(kerr.ErrorForCode(resp.ErrorCode)) {
+			return false
+		}
+		return true
+	})
 	if err != nil || resp.ErrorCode != 0 || len(resp.Topics) != 1 {
 		t.Fatalf("offset fetch: %+v, %v", resp, err)
 	}
