@@ -32,6 +32,13 @@ var ErrBehind = errors.New("replication: this node has not applied what the requ
 // build, serves it; the error names the group.
 var ErrPartitionElsewhere = errors.New("replication: the partition is in a data group this node does not serve it from")
 
+// ErrGroupElsewhere means a consumer group command reached a Raft group
+// that does not hold the group's state: the group's home is another data
+// group (docs/architecture.md, "Consumer groups"). The node that routed it
+// had not applied the group's placement yet; it routes the command again,
+// and a client that sees the error retries.
+var ErrGroupElsewhere = errors.New("replication: the consumer group is in another data group")
+
 // ErrKeyRequired means a write carried a record without a key (a null
 // key; an empty key is a key) to a topic whose cleanup.policy includes
 // compact, which keeps the last record of each key: compaction could

@@ -504,6 +504,7 @@
  * @property {string | number} [offsetResets]
  * @property {ConsumerGroupMember[]} [members]
  * @property {ConsumerGroupPartition[]} [partitions]
+ * @property {string | number} [home]
  */
 
 /**

@@ -21,7 +21,8 @@ import (
 // Backups over data groups (docs/operations.md, "Backup and restore"). A
 // backup is a cut of the meta group, taken on its leader once it applied
 // its barrier (so it holds every write the meta group acknowledged), and
-// then a cut of each data group the meta cut places a partition in, each
+// then a cut of each data group the meta cut places a partition in, or
+// that is a consumer group's home (groups_route.go), each
 // taken after the meta cut at a point that holds every write the group
 // acknowledged before it was taken:
 //
@@ -107,7 +108,7 @@ func (n *Node) backupOnce(ctx context.Context, start func(backend.BackupInfo) (i
 			c.Close()
 		}
 	}()
-	for _, g := range placedGroups(meta.Info) {
+	for _, g := range backupGroups(meta.Info, n.fsm.DataGroupHomes()) {
 		c, rc, err := n.groupCut(ctx, g, meta.Info)
 		if err != nil {
 			return backend.BackupInfo{}, err
@@ -120,6 +121,21 @@ func (n *Node) backupOnce(ctx context.Context, start func(backend.BackupInfo) (i
 	stop := keepCuts(ctx, remote)
 	defer stop()
 	return catchup.WriteBackup(ctx, catchup.BackupFile{Meta: meta, Groups: cuts, NodeID: n.cfg.NodeID, Now: n.cfg.Now, Logger: n.cfg.Logger}, start)
+}
+
+// backupGroups are the data groups a backup cuts, ascending: those the
+// meta cut places partitions in, and the homes of consumer groups (read
+// after the meta cut: a home is never dropped, so these hold every home
+// the cut records).
+func backupGroups(meta catchup.CutInfo, homes []uint64) []uint64 {
+	out := placedGroups(meta)
+	for _, h := range homes {
+		if !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // placedGroups are the data groups the meta cut places partitions in,

@@ -210,7 +210,9 @@ func checkRestored(ctx context.Context, t *testing.T, r *Node, want backupWant, 
 			t.Errorf("%s restored as %v, want %v", name, got, want.Records[name])
 		}
 	}
-	g, err := r.FSM().ConsumerGroup("billing")
+	// From the group's home: a data group, once groups are kept there
+	// (docs/architecture.md, "Consumer groups").
+	g, err := b.ConsumerGroup("billing")
 	if err != nil {
 		t.Fatalf("billing: %v", err)
 	}

@@ -665,6 +665,11 @@ type groupCall struct {
 	QueueRead *queueReadCall `json:"queue_read,omitempty"`
 	// Converge is the table's entry for the group (callConverge).
 	Converge *fsm.DataGroup `json:"converge,omitempty"`
+	// Group is a consumer group command (callGroupCmd) or the group to
+	// place (callGroupPlace), GroupRead a read of consumer groups
+	// (callGroupRead; groups_route.go).
+	Group     *groupCmdCall  `json:"group,omitempty"`
+	GroupRead *groupReadCall `json:"group_read,omitempty"`
 	// Service, Body and From are a callLeader's: the service, its
 	// request and the calling node's id (leader_calls.go).
 	Service string `json:"service,omitempty"`
@@ -849,7 +854,12 @@ func (n *Node) inGroup(ctx context.Context, g uint64, local func(groupHandle) er
 			// would never apply the write, and every write would wait
 			// the whole bound. Reads through this node still wait for
 			// the write (the group floor just noted) or go elsewhere.
-			if dg != nil && ans.Applied > 0 && dg.serves() {
+			// A consumer group's command is not waited for: a group's
+			// reads check the floor (readGroupIn), and a member commits
+			// again and again, each commit then waiting for this
+			// replica to learn the commit index from its leader's next
+			// append or heartbeat.
+			if dg != nil && ans.Applied > 0 && dg.serves() && call.Kind != callGroupCmd && call.Kind != callGroupRead {
 				if dg.awaitApplied(ctx, ans.Applied, readYourWritesWait); dg.fsm.AppliedIndex() < ans.Applied {
 					n.writesUnapplied.Add(1)
 				}
@@ -934,6 +944,11 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 		}
 		return json.Marshal(n.answerLeaderCall(ctx, call))
 	}
+	if g == 0 {
+		if a, ok := n.answerMetaCall(ctx, call); ok {
+			return json.Marshal(a)
+		}
+	}
 	if isCutCall(call.Kind) {
 		return json.Marshal(n.answerCutCall(ctx, peer, g, dg, call))
 	}
@@ -945,7 +960,8 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 		dg = nil
 	}
 	// A read any replica may answer (not one at the group's leader).
-	replicaRead := dg != nil && (call.Kind == callRead && call.Read != nil && !call.Read.Leader || call.Kind == callQueueRead)
+	replicaRead := dg != nil && (call.Kind == callRead && call.Read != nil && !call.Read.Leader || call.Kind == callQueueRead ||
+		call.Kind == callGroupRead && call.GroupRead != nil && !call.GroupRead.leaderRead())
 	if replicaRead && !n.data.servesNow(dg) {
 		// A replica that has not caught up, or lost touch with its
 		// group, answers as one holding none: the caller asks another.
@@ -1006,6 +1022,14 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 		if err != nil {
 			ans.Err = encodeWireError(err)
 		}
+	case dg != nil && call.Kind == callGroupRead && call.GroupRead != nil && call.GroupRead.Leader && dg.raft.State() == raft.Leader && !dg.confirmLeader():
+		_, id := dg.raft.LeaderWithID()
+		ans.Err, ans.Leader = encodeWireError(fmt.Errorf("%w: data group %d", backend.ErrNotLeader, g)), string(id)
+	case dg != nil && call.Kind == callGroupRead && call.GroupRead != nil && !call.GroupRead.leaderRead():
+		// Any replica reads its consumer groups, as it serves reads.
+		ans = answerGroupRead(ctx, dg.fsm, dg.applied, dg.leadsReady(), *call.GroupRead)
+	case dg != nil && call.Kind == callGroupLeader:
+		ans = answerGroupLeader(dg, n.cfg.NodeID)
 	case dg != nil && call.Kind == callSize:
 		var err error
 		if ans.Result, err = json.Marshal(fsmBytes(dg.fsm)); err != nil {
@@ -1050,6 +1074,22 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 			var res any
 			if res, err = proposeQueueOn(ctx, h, call.Queue); err == nil {
 				ans.Result, err = json.Marshal(res)
+			}
+		case call.Kind == callGroupCmd && call.Group != nil:
+			ans = NewBackend(n).answerGroupCmd(ctx, h, call.Group)
+			if ans.Err != nil {
+				err = ans.Err.decode()
+			}
+		case call.Kind == callGroupRead && call.GroupRead != nil && call.GroupRead.Op == groupReadExternal:
+			// The group's Kafka members, which the coordinator on the
+			// home's leader holds (ExternalGroup).
+			ans.Result, err = json.Marshal(n.externalMembers(call.GroupRead.Group))
+		case call.Kind == callGroupRead && call.GroupRead != nil:
+			// A read at the leader, which confirmed its leadership
+			// above (ConsumerGroupLeader).
+			ans = answerGroupRead(ctx, dg.fsm, dg.applied, true, *call.GroupRead)
+			if ans.Err != nil {
+				err = ans.Err.decode()
 			}
 		default:
 			err = fmt.Errorf("%w: call of kind %q", backend.ErrInvalidArgument, call.Kind)

@@ -440,6 +440,12 @@ type Node struct {
 	leaderObsv *raft.Observer
 	// data runs this node's replicas of data groups (data_groups.go).
 	data *dataGroups
+	// homes are consumer groups' homes learnt from the meta leader
+	// (groups_route.go).
+	homes groupHomes
+	// external returns a group as a coordinator outside the state
+	// machine holds it (SetExternalGroupMembers); nil: none.
+	external atomic.Pointer[func(group string) backend.ExternalGroup]
 	// cuts are the cuts of data groups this node holds for backups
 	// another node writes (backup_cuts.go).
 	cuts heldCuts

@@ -33,6 +33,7 @@ import (
 var backendSentinels = map[string]error{
 	"backend.ErrNotLeader":            backend.ErrNotLeader,
 	"backend.ErrPartitionElsewhere":   backend.ErrPartitionElsewhere,
+	"backend.ErrGroupElsewhere":       backend.ErrGroupElsewhere,
 	"backend.ErrBehind":               backend.ErrBehind,
 	"backend.ErrUnknownTopic":         backend.ErrUnknownTopic,
 	"backend.ErrUnknownRedrive":       backend.ErrUnknownRedrive,
@@ -206,6 +207,7 @@ func TestToConnectError(t *testing.T) {
 		msg string
 	}{
 		{name: "not leader", err: fmt.Errorf("propose: %w", backend.ErrNotLeader), code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_NOT_LEADER},
+		{name: "group elsewhere", err: fmt.Errorf("commit: %w", backend.ErrGroupElsewhere), code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_NOT_LEADER},
 		{name: "behind", err: fmt.Errorf("group fetch: %w", &backend.BehindError{What: "generation 4 of group \"g\"", LeaderAddress: "10.0.0.1:7070"}),
 			code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_NOT_LEADER, msg: "generation 4",
 			check: func(i *logdv1.ErrorInfo) bool { return i.LeaderAddress == "10.0.0.1:7070" }},

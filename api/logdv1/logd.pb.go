@@ -4010,14 +4010,19 @@ func (x *ConsumerGroupPartition) GetCommittedMs() int64 {
 }
 
 type DescribeGroupResponse struct {
-	state         protoimpl.MessageState    `protogen:"open.v1"`
-	Group         string                    `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
-	State         string                    `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
-	Generation    int64                     `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
-	Rebalances    int64                     `protobuf:"varint,4,opt,name=rebalances,proto3" json:"rebalances,omitempty"`
-	OffsetResets  int64                     `protobuf:"varint,5,opt,name=offset_resets,json=offsetResets,proto3" json:"offset_resets,omitempty"`
-	Members       []*ConsumerGroupMember    `protobuf:"bytes,6,rep,name=members,proto3" json:"members,omitempty"`
-	Partitions    []*ConsumerGroupPartition `protobuf:"bytes,7,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	state        protoimpl.MessageState    `protogen:"open.v1"`
+	Group        string                    `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	State        string                    `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	Generation   int64                     `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	Rebalances   int64                     `protobuf:"varint,4,opt,name=rebalances,proto3" json:"rebalances,omitempty"`
+	OffsetResets int64                     `protobuf:"varint,5,opt,name=offset_resets,json=offsetResets,proto3" json:"offset_resets,omitempty"`
+	Members      []*ConsumerGroupMember    `protobuf:"bytes,6,rep,name=members,proto3" json:"members,omitempty"`
+	Partitions   []*ConsumerGroupPartition `protobuf:"bytes,7,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	// The Raft group that holds the group's state, its home, as the
+	// answering node knows it: 0 for the meta group, else the data group
+	// its name hashed to when it first appeared (docs/architecture.md,
+	// "Consumer groups").
+	Home          uint64 `protobuf:"varint,8,opt,name=home,proto3" json:"home,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4099,6 +4104,13 @@ func (x *DescribeGroupResponse) GetPartitions() []*ConsumerGroupPartition {
 		return x.Partitions
 	}
 	return nil
+}
+
+func (x *DescribeGroupResponse) GetHome() uint64 {
+	if x != nil {
+		return x.Home
+	}
+	return 0
 }
 
 type DeleteGroupRequest struct {
@@ -10813,7 +10825,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x0fskipped_records\x18\v \x01(\x03R\x0eskippedRecords\x12\x1f\n" +
 	"\vauto_resets\x18\f \x01(\x03R\n" +
 	"autoResets\x12!\n" +
-	"\fcommitted_ms\x18\r \x01(\x03R\vcommittedMs\"\xa1\x02\n" +
+	"\fcommitted_ms\x18\r \x01(\x03R\vcommittedMs\"\xb5\x02\n" +
 	"\x15DescribeGroupResponse\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1e\n" +
@@ -10827,7 +10839,8 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\amembers\x18\x06 \x03(\v2\x1c.logd.v1.ConsumerGroupMemberR\amembers\x12?\n" +
 	"\n" +
 	"partitions\x18\a \x03(\v2\x1f.logd.v1.ConsumerGroupPartitionR\n" +
-	"partitions\"*\n" +
+	"partitions\x12\x12\n" +
+	"\x04home\x18\b \x01(\x04R\x04home\"*\n" +
 	"\x12DeleteGroupRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\"\x15\n" +
 	"\x13DeleteGroupResponse\"B\n" +
