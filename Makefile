@@ -77,12 +77,14 @@ cluster-stop:
 # (fuzz-short) and in make fuzz: each target's fuzzing build compiles every
 # dependency again with coverage instrumentation, minutes on an empty build
 # cache.
+# A failed end-to-end test leaves its nodes' whole output under
+# $LOGD_E2E_LOGS (default $TMPDIR/logd-fault-logs/TestName/ID.log).
 # Every stage runs even when an earlier one fails (a failure in cmd/logd
 # would otherwise hide the later stages); the target fails if any did, and
 # names them.
 fault: test-tools fuzz-short
 	@failed=""; \
-	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -timeout 90m -run 'Cluster|Kill|Restart|Abuse|Nemesis|PowerCut|Failpoint|SlowDisk|Clock|Kafka|BenchSystem' -v ./cmd/logd/ || failed="$$failed cmd/logd"; \
+	LOGD_FAULT_LONG=1 LOGD_E2E_LOGS=$${LOGD_E2E_LOGS:-$${TMPDIR:-/tmp}/logd-fault-logs} $(GO) test -race -count=1 -timeout 90m -run 'Cluster|Kill|Restart|Abuse|Nemesis|PowerCut|Failpoint|SlowDisk|Clock|Kafka|BenchSystem' -v ./cmd/logd/ || failed="$$failed cmd/logd"; \
 	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -timeout 20m -run 'Churn' -v ./kafka/ || failed="$$failed kafka"; \
 	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -run Scale -v ./console/ || failed="$$failed console"; \
 	LOGD_FAULT_LONG=1 $(GO) test -race -count=1 -run 'TestRestoreReplays' -v ./replication/fsm/ || failed="$$failed replication/fsm"; \

@@ -210,13 +210,35 @@ type GroupAPI interface {
 	// below the log start by its reset policy; it returns the new one.
 	AutoResetGroupOffset(ctx context.Context, c GroupAutoReset) (int64, error)
 	DeleteGroup(ctx context.Context, name string) error
-	// ConsumerGroup and ConsumerGroups (sorted by name) return copies.
+	// ConsumerGroup and ConsumerGroups (sorted by name) return copies,
+	// read from each group's home (docs/architecture.md, "Consumer
+	// groups"): this node's replica of it, else a replica of it.
 	ConsumerGroup(name string) (*group.ConsumerGroup, error)
-	// ExternalGroup returns a group as the leader's Kafka group
-	// coordinator holds it (its members live in that memory only): none
-	// on a follower (Backend.ExternalGroup).
+	// ConsumerGroupLeader is ConsumerGroup as the leader of the group's
+	// home answers it, once it confirmed its leadership: with the
+	// caller's wait for the meta leader's read index, a consistent read
+	// (docs/architecture.md, "Read guarantees").
+	ConsumerGroupLeader(ctx context.Context, name string) (*group.ConsumerGroup, error)
+	// ExternalGroup returns a group as its Kafka group coordinator holds
+	// it (its members live in that memory only): for a group of the meta
+	// group, none on a follower; for one in a data group, as the home's
+	// leader answers (Backend.ExternalGroup).
 	ExternalGroup(name string) ExternalGroup
 	ConsumerGroups() []*group.ConsumerGroup
+	// LocalConsumerGroups returns copies of the groups whose state this
+	// node holds (the meta group's, and those of the data groups it
+	// holds a serving replica of), sorted by name, asking no other node.
+	LocalConsumerGroups() []*group.ConsumerGroup
+	// GroupHome is the Raft group that holds a group's state as this
+	// node knows it: 0 for the meta group (or a group it does not know),
+	// else a data group.
+	GroupHome(name string) uint64
+	// RoutesGroups reports whether this node routes group commands to
+	// their homes itself (every member's build keeps groups in data
+	// groups, and there are data groups): the server then serves group
+	// writes on the node that receives them rather than forwarding them
+	// to the leader.
+	RoutesGroups() bool
 	// AwaitGroupFetch refuses a read by a member that does not own the
 	// partition at its generation (the fencing errors). A node that has
 	// not applied the member's generation or offset yet (a follower right
@@ -454,4 +476,16 @@ type KafkaGroups interface {
 	// GroupFence returns a group's generation and its live members of
 	// logd's protocol; ok is false when it does not exist.
 	GroupFence(name string) (generation int64, liveMembers int, ok bool)
+	// LeadsGroup reports whether this node leads the Raft group holding a
+	// group's state (its home; with place, a new group is given one
+	// first, else it is the home it would be given now), ready to answer
+	// from it, and that group's term: the group's coordinator runs there,
+	// and forgets the group's members when the term changes.
+	LeadsGroup(ctx context.Context, name string, place bool) (leads bool, term uint64)
+	// GroupCoordinator returns the node that leads a group's home (the
+	// home it has, or would be given now), "" when none is known.
+	GroupCoordinator(ctx context.Context, name string) string
+	// LedConsumerGroups returns copies of the groups whose home this node
+	// leads, sorted by name.
+	LedConsumerGroups() []*group.ConsumerGroup
 }

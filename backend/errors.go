@@ -32,6 +32,13 @@ var ErrBehind = errors.New("replication: this node has not applied what the requ
 // build, serves it; the error names the group.
 var ErrPartitionElsewhere = errors.New("replication: the partition is in a data group this node does not serve it from")
 
+// ErrGroupElsewhere means a consumer group command reached a Raft group
+// that does not hold the group's state: the group's home is another data
+// group (docs/architecture.md, "Consumer groups"). The node that routed it
+// had not applied the group's placement yet; it routes the command again,
+// and a client that sees the error retries.
+var ErrGroupElsewhere = errors.New("replication: the consumer group is in another data group")
+
 // ErrKeyRequired means a write carried a record without a key (a null
 // key; an empty key is a key) to a topic whose cleanup.policy includes
 // compact, which keeps the last record of each key: compaction could
@@ -157,11 +164,14 @@ var (
 	// ErrNodeHoldsReplicas means a removal named a node that data groups
 	// still place replicas on: drain it first, or force the removal.
 	ErrNodeHoldsReplicas = errors.New("replication: the node holds data group replicas")
-	// ErrBackupDataGroups means a backup was asked of a cluster whose
-	// topics are placed over data groups: a backup holds the meta group's
-	// state only, so it would miss those partitions' records, and is
-	// refused rather than taken incomplete.
-	ErrBackupDataGroups = errors.New("replication: backups do not cover data groups yet")
+	// ErrBackupDataGroups means a backup could not cut a data group that
+	// holds partitions: no replica of it that holds every write it
+	// acknowledged answered (no leader, or none reachable), it did not
+	// adopt the partitions the meta group placed in it in time, or the
+	// topics kept changing between the meta group's cut and the group's.
+	// Nothing of the backup was written (docs/operations.md, "Backup and
+	// restore").
+	ErrBackupDataGroups = errors.New("replication: a data group could not be backed up")
 	// ErrNodeUnreachable means a joining node does not answer on its API
 	// address as the node it claims to be, or its Raft address refuses a
 	// connection.

@@ -271,6 +271,14 @@ const (
 type Append struct {
 	Topic   string
 	Batches []PartitionBatch
+	// Verified says the front end checked each batch's CRC-32C
+	// (batch.Verify or batch.Decode) after it read the batch off the
+	// network, so the proposer need not compute it again. The state
+	// machine still checks every batch before it writes any (a batch
+	// damaged since is refused with ErrInvalidArgument, nothing written),
+	// and a node that receives the append from another node checks it
+	// whatever this says (docs/architecture.md, "Batch checks").
+	Verified bool
 }
 
 // PartitionBatch is one Kafka RecordBatch v2 destined for one partition.

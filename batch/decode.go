@@ -21,6 +21,23 @@ func Decode(b []byte) (Batch, int, error) {
 	if err != nil {
 		return Batch{}, 0, err
 	}
+	return decodeVerified(b, info)
+}
+
+// DecodeVerified is [Decode] of a batch whose CRC the caller has just
+// checked: info must be what [Verify] returned for b, and b must not have
+// changed since. It checks the records' structure as Decode does, without
+// computing the CRC again, for a caller that checks the header before it
+// decodes the records.
+func DecodeVerified(b []byte, info Info) (Batch, int, error) {
+	if len(b) < info.Length || info.Length < HeaderSize {
+		return Batch{}, 0, &TruncatedError{Need: info.Length, Have: len(b)}
+	}
+	return decodeVerified(b, info)
+}
+
+func decodeVerified(b []byte, info Info) (Batch, int, error) {
+	var err error
 	batch := Batch{
 		BaseOffset:           info.BaseOffset,
 		PartitionLeaderEpoch: info.PartitionLeaderEpoch,

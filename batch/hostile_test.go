@@ -88,6 +88,13 @@ func TestDecodeHostile(t *testing.T) {
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("Decode error = %v, want %v", err, tt.want)
 			}
+			// A batch whose header and CRC hold fails DecodeVerified
+			// as it fails Decode: the checks behind the CRC are the same.
+			if info, verr := Verify(b); verr == nil {
+				if _, _, err := DecodeVerified(b, info); !errors.Is(err, tt.want) {
+					t.Errorf("DecodeVerified error = %v, want %v", err, tt.want)
+				}
+			}
 			if len(b) == 0 {
 				return // DecodeAll of nothing is no batches.
 			}
@@ -242,5 +249,30 @@ func TestDecodeErrorDetails(t *testing.T) {
 	var corruptErr *CorruptError
 	if _, _, err := Decode(b); !errors.As(err, &corruptErr) || corruptErr.Pos != len(b)-1 {
 		t.Errorf("error %v, want CorruptError at byte %d", err, len(b)-1)
+	}
+}
+
+// TestDecodeVerified: for a verified batch, DecodeVerified answers what
+// Decode answers, and refuses a header that does not fit the bytes.
+func TestDecodeVerified(t *testing.T) {
+	for name, b := range map[string][]byte{"plain": sample(t), "gzip": gzipBatch(t, sample(t))} {
+		t.Run(name, func(t *testing.T) {
+			want, wantN, err := Decode(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := Verify(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, n, err := DecodeVerified(b, info)
+			if err != nil || n != wantN || got.BaseOffset != want.BaseOffset || got.Attributes != want.Attributes {
+				t.Fatalf("DecodeVerified = %+v, %d, %v; Decode %+v, %d", got, n, err, want, wantN)
+			}
+			equalRecords(t, got.Records, want.Records, true)
+			if _, _, err := DecodeVerified(b[:len(b)-1], info); !errors.Is(err, ErrTruncated) {
+				t.Errorf("DecodeVerified of a cut batch: %v, want ErrTruncated", err)
+			}
+		})
 	}
 }

@@ -73,13 +73,16 @@ type GroupPartition struct {
 
 // GroupDescription is a consumer group's state, members and offsets.
 type GroupDescription struct {
-	Group        string           `json:"group"`
-	State        string           `json:"state"`
-	Generation   int64            `json:"generation"`
-	Rebalances   int64            `json:"rebalances"`
-	OffsetResets int64            `json:"offset_resets"`
-	Members      []GroupMember    `json:"members"`
-	Partitions   []GroupPartition `json:"partitions"`
+	Group        string `json:"group"`
+	State        string `json:"state"`
+	Generation   int64  `json:"generation"`
+	Rebalances   int64  `json:"rebalances"`
+	OffsetResets int64  `json:"offset_resets"`
+	// Home is the Raft group that holds the group's state, as the node
+	// asked knows it: 0 for the meta group, else a data group.
+	Home       uint64           `json:"home,omitempty"`
+	Members    []GroupMember    `json:"members"`
+	Partitions []GroupPartition `json:"partitions"`
 }
 
 // ListGroups lists the consumer groups, internal ones (a redrive job's
@@ -125,7 +128,7 @@ func (c *Client) DescribeGroup(ctx context.Context, group string) (GroupDescript
 			return fromRPC(err)
 		}
 		m := resp.Msg
-		out = GroupDescription{Group: m.Group, State: m.State, Generation: m.Generation, Rebalances: m.Rebalances, OffsetResets: m.OffsetResets}
+		out = GroupDescription{Group: m.Group, State: m.State, Generation: m.Generation, Rebalances: m.Rebalances, OffsetResets: m.OffsetResets, Home: m.Home}
 		for _, mm := range m.Members {
 			gm := GroupMember{ID: mm.MemberId, Protocol: mm.Protocol, Topics: mm.Topics, LastSeen: msToTime(mm.LastSeenMs), Joined: msToTime(mm.JoinedMs),
 				SessionTimeout: time.Duration(mm.SessionTimeoutMs) * time.Millisecond, ResetPolicy: mm.ResetPolicy,

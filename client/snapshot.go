@@ -24,6 +24,9 @@ type SnapshotInfo struct {
 	SegmentBytes int64 `json:"segment_bytes"`
 	// NodeID is the node that wrote it (the leader).
 	NodeID string `json:"node_id"`
+	// DataGroups counts the data groups whose parts it holds, each cut
+	// after the meta group's, whose Raft position Index and Term are.
+	DataGroups int `json:"data_groups"`
 }
 
 // ErrBackupIncomplete is wrapped by the error of a SaveSnapshot whose
@@ -85,7 +88,7 @@ func (c *Client) saveSnapshot(ctx context.Context, w io.Writer, progress func(do
 		if i := m.GetInfo(); i != nil && !started {
 			started = true
 			info = SnapshotInfo{Index: i.GetIndex(), Term: i.GetTerm(), Bytes: i.GetSizeBytes(), Segments: int(i.GetSegments()),
-				SegmentBytes: i.GetSegmentBytes(), NodeID: i.GetNodeId()}
+				SegmentBytes: i.GetSegmentBytes(), NodeID: i.GetNodeId(), DataGroups: int(i.GetDataGroups())}
 			if progress != nil {
 				progress(0, info.Bytes)
 			}

@@ -504,6 +504,7 @@
  * @property {string | number} [offsetResets]
  * @property {ConsumerGroupMember[]} [members]
  * @property {ConsumerGroupPartition[]} [partitions]
+ * @property {string | number} [home]
  */
 
 /**
@@ -919,6 +920,7 @@
  * @property {number} [segments]
  * @property {string | number} [segmentBytes]
  * @property {string} [nodeId]
+ * @property {number} [dataGroups]
  */
 
 /**

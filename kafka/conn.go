@@ -378,7 +378,7 @@ func (c *conn) dispatch(rc *reqCtx, r *request) (kmsg.Response, error) {
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		resp = c.s.alterUserSCRAM(ctx, rc, req)
 	case *kmsg.FindCoordinatorRequest:
-		resp = c.s.findCoordinator(rc, req)
+		resp = c.s.findCoordinator(ctx, rc, req)
 	case *kmsg.JoinGroupRequest:
 		resp = c.s.joinGroup(ctx, rc, req, r.h.clientID, c.remoteHost())
 	case *kmsg.SyncGroupRequest:

@@ -177,7 +177,9 @@ var errorTable = []errorRow{
 	{errs: []error{backend.ErrFeatureLevel}, code: errPolicyViolation},
 	// A partition of a data group this node does not serve it from: the
 	// client refreshes its metadata and goes to the partition's leader.
-	{errs: []error{backend.ErrNotLeader, backend.ErrShutdown, backend.ErrBehind, backend.ErrPartitionElsewhere}, code: errNotLeaderOrFollower},
+	// A consumer group in another data group than the one asked is
+	// NOT_COORDINATOR for a group request (groupCode).
+	{errs: []error{backend.ErrNotLeader, backend.ErrShutdown, backend.ErrBehind, backend.ErrPartitionElsewhere, backend.ErrGroupElsewhere}, code: errNotLeaderOrFollower},
 	// The outcome is unknown: the write may still commit.
 	{errs: []error{backend.ErrTimeout, context.DeadlineExceeded, context.Canceled}, code: errRequestTimedOut},
 	{errs: []error{backend.ErrStopped, backend.ErrCorrupt}, code: errKafkaStorage},

@@ -28,6 +28,7 @@ var kafkaSentinels = map[string]struct {
 }{
 	"ErrNotLeader":            {backend.ErrNotLeader, errNotLeaderOrFollower},
 	"ErrPartitionElsewhere":   {backend.ErrPartitionElsewhere, errNotLeaderOrFollower},
+	"ErrGroupElsewhere":       {backend.ErrGroupElsewhere, errNotLeaderOrFollower},
 	"ErrBehind":               {backend.ErrBehind, errNotLeaderOrFollower},
 	"ErrShutdown":             {backend.ErrShutdown, errNotLeaderOrFollower},
 	"ErrUnknownTopic":         {backend.ErrUnknownTopic, errUnknownTopicOrPartition},

@@ -67,7 +67,7 @@ func (s *Server) offsetCommit(ctx context.Context, rc *reqCtx, req *kmsg.OffsetC
 	case n > maxCommitPartitions:
 		setAll(errInvalidRequest)
 		return resp
-	case !s.groups.lead(ctx):
+	case !s.groups.lead(ctx, req.Group, true):
 		setAll(errNotCoordinator)
 		return resp
 	}

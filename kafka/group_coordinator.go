@@ -72,9 +72,9 @@ type coordinator struct {
 	fenced     prometheus.Counter
 
 	mu sync.Mutex
-	// term is the Raft term the groups were formed in (0: none); a new
-	// term drops them. Guarded by mu, as everything below.
-	term   uint64
+	// groups are the groups with members here, each formed while this
+	// node led the group's home (kgroup.term). Guarded by mu, as
+	// everything below.
 	groups map[string]*kgroup
 	// bytes is the memory of every member (kmember.bytes).
 	bytes  int64
@@ -84,7 +84,10 @@ type coordinator struct {
 // kgroup is one Kafka group in the coordinator's memory. Guarded by
 // coordinator.mu.
 type kgroup struct {
-	id         string
+	id string
+	// term is the term of the group's home when the group formed here: a
+	// request in another term drops the group (coordinator.leads).
+	term       uint64
 	state      groupState
 	generation int32
 	// rebalances counts the generations with members formed here, for
@@ -191,15 +194,34 @@ func (c *coordinator) stats() coordinatorStats {
 	return st
 }
 
-// lead reports whether this node coordinates groups now: it is the ready
-// Raft leader. Otherwise, or when its term changed since its groups
-// formed, the groups in memory are dropped (their waiting members are
-// answered NOT_COORDINATOR): members find the coordinator again and join.
-func (c *coordinator) lead(ctx context.Context) bool {
-	leads, term := c.s.leaderTerm(ctx)
+// leads reports whether this node coordinates group id now: it leads the
+// Raft group that holds the group's state, its home (the meta group, or a
+// data group: docs/kafka.md, "Group coordinator"), ready to answer from
+// it; with place, a group without a home is given one first. Otherwise,
+// or when the home's term changed since the group formed here, the group
+// in memory is dropped (its waiting members are answered
+// NOT_COORDINATOR): members find the coordinator again and join. The
+// term is the home's, which a group formed now records.
+func (c *coordinator) leads(ctx context.Context, id string, place bool) (bool, uint64) {
+	leads, term := false, uint64(0)
+	if c.s.waitReady(ctx) {
+		leads, term = c.s.b.LeadsGroup(ctx, id, place)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return gateTerm(leads, term, c.closed, &c.term, c.dropLocked)
+	if c.closed {
+		return false, 0
+	}
+	if g := c.groups[id]; g != nil && (!leads || g.term != term) {
+		c.dropGroupLocked(g)
+	}
+	return leads, term
+}
+
+// lead is leads without the term.
+func (c *coordinator) lead(ctx context.Context, id string, place bool) bool {
+	leads, _ := c.leads(ctx, id, place)
+	return leads
 }
 
 // gateTerm is a coordinator's lead under its lock: a closed one does not
@@ -228,14 +250,22 @@ func (s *Server) leaderTerm(ctx context.Context) (bool, uint64) {
 // dropLocked forgets every group.
 func (c *coordinator) dropLocked() {
 	for _, g := range c.groups {
-		for _, m := range g.members {
-			c.forget(g, m, errNotCoordinator)
-		}
-		stopTimer(g.joinTimer)
-		stopTimer(g.syncTimer)
+		c.dropGroupLocked(g)
 	}
-	clear(c.groups)
-	c.bytes = 0
+}
+
+// dropGroupLocked forgets a group, answering its waiting members
+// NOT_COORDINATOR.
+func (c *coordinator) dropGroupLocked(g *kgroup) {
+	for _, m := range g.members {
+		c.forget(g, m, errNotCoordinator)
+	}
+	for id := range g.pending {
+		c.bytes -= pendingBytes(id)
+	}
+	stopTimer(g.joinTimer)
+	stopTimer(g.syncTimer)
+	delete(c.groups, g.id)
 }
 
 // close drops the groups and stops the timers; later calls are refused.
@@ -266,11 +296,12 @@ func newMemberID(prefix string) string {
 	return prefix + "-" + hex.EncodeToString(b[:])
 }
 
-// group returns a group, made Empty when create and it is missing.
-func (c *coordinator) group(id string, create bool) *kgroup {
+// group returns a group, made Empty when create and it is missing, in the
+// term of its home.
+func (c *coordinator) group(id string, create bool, term uint64) *kgroup {
 	g := c.groups[id]
 	if g == nil && create {
-		g = &kgroup{id: id, members: map[string]*kmember{}, static: map[string]string{}, pending: map[string]time.Time{}}
+		g = &kgroup{id: id, term: term, members: map[string]*kmember{}, static: map[string]string{}, pending: map[string]time.Time{}}
 		c.groups[id] = g
 	}
 	return g

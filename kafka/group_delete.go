@@ -22,7 +22,6 @@ import (
 // group's outcome has a line in the audit log.
 func (s *Server) deleteGroups(ctx context.Context, rc *reqCtx, req *kmsg.DeleteGroupsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
-	lead := s.groups.lead(ctx)
 	for _, id := range req.Groups {
 		dg := kmsg.NewDeleteGroupsResponseGroup()
 		dg.Group = id
@@ -32,7 +31,7 @@ func (s *Server) deleteGroups(ctx context.Context, rc *reqCtx, req *kmsg.DeleteG
 			dg.ErrorCode = errInvalidGroupID
 		case !rc.mayGroup(id):
 			dg.ErrorCode = errGroupAuthorizationFailed
-		case !lead:
+		case !s.groups.lead(ctx, id, false):
 			dg.ErrorCode = errNotCoordinator
 		case s.groups.busy(id):
 			dg.ErrorCode = errNonEmptyGroup
@@ -72,11 +71,11 @@ func (c *coordinator) busy(id string) bool {
 // `logctl group describe` shows them.
 func (s *Server) GroupMembers(id string) backend.ExternalGroup {
 	c := s.groups
-	leads, term := s.b.IsLeader(), s.b.Status().Term
+	leads, term := s.b.LeadsGroup(context.Background(), id, false)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.groups[id]
-	if !leads || c.closed || term != c.term || g == nil || len(g.members)+len(g.pending) == 0 {
+	if !leads || c.closed || g == nil || term != g.term || len(g.members)+len(g.pending) == 0 {
 		return backend.ExternalGroup{}
 	}
 	out := backend.ExternalGroup{State: string(group.StateRebalancing), Generation: int64(g.generation), Rebalances: g.rebalances}

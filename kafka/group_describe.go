@@ -16,29 +16,23 @@ import (
 // GROUP_AUTHORIZATION_FAILED.
 func (s *Server) describeGroups(ctx context.Context, rc *reqCtx, req *kmsg.DescribeGroupsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
-	lead := s.groups.lead(ctx)
-	var views map[string]groupView
-	if lead {
-		views = map[string]groupView{}
-		for _, v := range s.groupViews(req.Groups) {
-			views[v.id] = v
-		}
-	}
 	for _, id := range req.Groups {
 		dg := kmsg.NewDescribeGroupsResponseGroup()
 		dg.Group = id
-		v, ok := views[id]
 		switch {
 		case group.ValidateName("group", id) != nil:
 			dg.ErrorCode = errInvalidGroupID
 		case !rc.mayGroup(id):
 			dg.ErrorCode = errGroupAuthorizationFailed
-		case !lead:
+		case !s.groups.lead(ctx, id, false):
+			// Each group's coordinator leads its home.
 			dg.ErrorCode = errNotCoordinator
-		case !ok:
-			dg.State = "Dead"
 		default:
-			dg.State, dg.ProtocolType, dg.Protocol, dg.Members = v.state, v.protocolType, v.protocol, v.members
+			dg.State = "Dead"
+			if vs := s.groupViews(ctx, []string{id}); len(vs) == 1 {
+				v := vs[0]
+				dg.State, dg.ProtocolType, dg.Protocol, dg.Members = v.state, v.protocolType, v.protocol, v.members
+			}
 		}
 		if dg.Members == nil {
 			dg.Members = []kmsg.DescribeGroupsResponseGroupMember{}

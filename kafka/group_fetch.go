@@ -20,7 +20,6 @@ import (
 // answer).
 func (s *Server) offsetFetch(ctx context.Context, rc *reqCtx, req *kmsg.OffsetFetchRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-	lead := s.groups.lead(ctx)
 	if req.Version >= 8 {
 		for _, rg := range req.Groups {
 			var topics []fetchTopic
@@ -30,7 +29,7 @@ func (s *Server) offsetFetch(ctx context.Context, rc *reqCtx, req *kmsg.OffsetFe
 					topics = append(topics, fetchTopic{t.Topic, t.Partitions})
 				}
 			}
-			code, offs := s.groupOffsets(rc, rg.Group, topics, lead)
+			code, offs := s.groupOffsets(ctx, rc, rg.Group, topics)
 			g := kmsg.NewOffsetFetchResponseGroup()
 			g.Group, g.ErrorCode = rg.Group, code
 			rc.note(code)
@@ -56,7 +55,7 @@ func (s *Server) offsetFetch(ctx context.Context, rc *reqCtx, req *kmsg.OffsetFe
 			topics = append(topics, fetchTopic{t.Topic, t.Partitions})
 		}
 	}
-	code, offs := s.groupOffsets(rc, req.Group, topics, lead)
+	code, offs := s.groupOffsets(ctx, rc, req.Group, topics)
 	if req.Version >= 2 {
 		resp.ErrorCode = code
 		rc.note(code)
@@ -99,14 +98,14 @@ type partitionOffset struct {
 // groupOffsets reads a group's committed offsets for topics (nil: every
 // partition with one). A group-level error comes back with the partitions
 // asked, each at -1.
-func (s *Server) groupOffsets(rc *reqCtx, name string, topics []fetchTopic, lead bool) (int16, []topicOffsets) {
+func (s *Server) groupOffsets(ctx context.Context, rc *reqCtx, name string, topics []fetchTopic) (int16, []topicOffsets) {
 	code := errNone
 	switch {
 	case group.ValidateName("group", name) != nil:
 		code = errInvalidGroupID
 	case !rc.mayGroup(name):
 		code = errGroupAuthorizationFailed
-	case !lead:
+	case !s.groups.lead(ctx, name, false):
 		code = errNotCoordinator
 	}
 	var g *group.ConsumerGroup

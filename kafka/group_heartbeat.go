@@ -22,7 +22,7 @@ func (s *Server) heartbeat(ctx context.Context, rc *reqCtx, req *kmsg.HeartbeatR
 		resp.ErrorCode = errInvalidGroupID
 	case !rc.mayGroup(req.Group):
 		resp.ErrorCode = errGroupAuthorizationFailed
-	case !s.groups.lead(ctx):
+	case !s.groups.lead(ctx, req.Group, false):
 		resp.ErrorCode = errNotCoordinator
 	default:
 		resp.ErrorCode = s.groups.heartbeat(req)

@@ -43,7 +43,8 @@ func (s *Server) joinGroupResult(ctx context.Context, rc *reqCtx, req *kmsg.Join
 	if !rc.mayGroup(req.Group) {
 		return fail(errGroupAuthorizationFailed)
 	}
-	if !s.groups.lead(ctx) {
+	leads, term := s.groups.leads(ctx, req.Group, true)
+	if !leads {
 		return fail(errNotCoordinator)
 	}
 	o := s.groups.opts
@@ -61,7 +62,7 @@ func (s *Server) joinGroupResult(ctx context.Context, rc *reqCtx, req *kmsg.Join
 	if req.InstanceID != nil && group.ValidateName("instance", *req.InstanceID) != nil {
 		return fail(errInvalidRequest)
 	}
-	ch, r := s.groups.join(joinArgs{req: req, clientID: clientID, clientHost: clientHost, session: session, rebalance: rebalance})
+	ch, r := s.groups.join(joinArgs{req: req, clientID: clientID, clientHost: clientHost, session: session, rebalance: rebalance, term: term})
 	if ch == nil {
 		return r
 	}
@@ -78,6 +79,9 @@ type joinArgs struct {
 	req                  *kmsg.JoinGroupRequest
 	clientID, clientHost string
 	session, rebalance   time.Duration
+	// term is the term of the group's home, in which a group formed now
+	// forms.
+	term uint64
 }
 
 // join adds or updates the member and returns either the answer or the
@@ -96,7 +100,7 @@ func (c *coordinator) join(a joinArgs) (chan joinResult, joinResult) {
 		c.s.logger.Info("kafka: JoinGroup refused: the group has live members of logd's own protocol", "group", req.Group, "client_id", a.clientID)
 		return fail(errInconsistentGroupProto, req.MemberID)
 	}
-	g := c.group(req.Group, req.MemberID == "")
+	g := c.group(req.Group, req.MemberID == "", a.term)
 	if g == nil {
 		return fail(errUnknownMemberID, req.MemberID)
 	}

@@ -23,7 +23,7 @@ func (s *Server) leaveGroup(ctx context.Context, rc *reqCtx, req *kmsg.LeaveGrou
 		resp.ErrorCode = errInvalidGroupID
 	case !rc.mayGroup(req.Group):
 		resp.ErrorCode = errGroupAuthorizationFailed
-	case !s.groups.lead(ctx):
+	case !s.groups.lead(ctx, req.Group, false):
 		resp.ErrorCode = errNotCoordinator
 	default:
 		codes := s.groups.leave(req.Group, members)

@@ -14,17 +14,19 @@ import (
 // a group held by members of logd's own protocol.
 const protocolTypeLogd = "logd"
 
-// listGroups answers ListGroups (versions 0 to 5): on the coordinator
-// (the leader), every group: the Kafka groups with members, and every
-// replicated group (offsets only: Empty; held by logd's own members: their
-// state, protocol type "logd"). Another node coordinates none and lists
-// none, as a Kafka broker lists only its own groups. Every group is of
+// listGroups answers ListGroups (versions 0 to 5): the groups this node
+// coordinates, those whose home it leads (the meta group's groups on its
+// leader, a data group's on its leader: docs/kafka.md, "Group
+// coordinator"): the Kafka groups with members, and every replicated
+// group (offsets only: Empty; held by logd's own members: their state,
+// protocol type "logd"). A Kafka broker lists only its own groups, and a
+// client asks every broker. Every group is of
 // type "classic", but the share groups the leader coordinates (listed
 // from version 5, under the "share" type). Groups the principal may not describe are left out, and
 // so are logd's internal groups (group.Internal).
 func (s *Server) listGroups(ctx context.Context, rc *reqCtx, req *kmsg.ListGroupsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	if !s.groups.lead(ctx) {
+	if !s.waitReady(ctx) {
 		return resp
 	}
 	states := map[string]bool{}
@@ -47,7 +49,7 @@ func (s *Server) listGroups(ctx context.Context, rc *reqCtx, req *kmsg.ListGroup
 	if !wants("classic") {
 		return resp
 	}
-	for _, v := range s.groupViews(nil) {
+	for _, v := range s.groupViews(ctx, nil) {
 		// logd's own groups (a redrive job's position) are left out, as
 		// logctl group list leaves them out without --all.
 		if len(states) > 0 && !states[strings.ToLower(v.state)] || !rc.mayGroup(v.id) || group.Internal(v.id) {
@@ -66,10 +68,10 @@ type groupView struct {
 	members                           []kmsg.DescribeGroupsResponseGroupMember
 }
 
-// groupViews returns the groups named (nil: all, sorted by id): the
-// coordinator's Kafka groups, else the replicated groups; a group known to
-// neither is missing from the result.
-func (s *Server) groupViews(ids []string) []groupView {
+// groupViews returns the groups named (nil: all this node coordinates,
+// sorted by id): the coordinator's Kafka groups, else the replicated
+// groups; a group known to neither is missing from the result.
+func (s *Server) groupViews(ctx context.Context, ids []string) []groupView {
 	kafka := s.groups.views()
 	var out []groupView
 	add := func(id string) {
@@ -90,11 +92,15 @@ func (s *Server) groupViews(ids []string) []groupView {
 		return out
 	}
 	seen := map[string]bool{}
-	for _, g := range s.b.ConsumerGroups() {
+	for _, g := range s.b.LedConsumerGroups() {
 		seen[g.Name] = true
 	}
 	for id := range kafka {
-		seen[id] = true
+		// A group formed here while this node led its home, which it
+		// may lead no longer (dropped at its next request).
+		if s.groups.lead(ctx, id, false) {
+			seen[id] = true
+		}
 	}
 	all := make([]string, 0, len(seen))
 	for id := range seen {

@@ -57,7 +57,7 @@ func (s *Server) offsetDelete(ctx context.Context, rc *reqCtx, req *kmsg.OffsetD
 		resp.ErrorCode = errGroupAuthorizationFailed
 		return resp
 	}
-	if !s.groups.lead(ctx) {
+	if !s.groups.lead(ctx, req.Group, false) {
 		resp.ErrorCode = errNotCoordinator
 		return resp
 	}

@@ -39,7 +39,7 @@ func (s *Server) syncGroupResult(ctx context.Context, rc *reqCtx, req *kmsg.Sync
 	if !rc.mayGroup(req.Group) {
 		return syncResult{code: errGroupAuthorizationFailed}
 	}
-	if !s.groups.lead(ctx) {
+	if !s.groups.lead(ctx, req.Group, false) {
 		return syncResult{code: errNotCoordinator}
 	}
 	ch, r := s.groups.sync(req)

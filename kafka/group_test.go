@@ -457,6 +457,11 @@ func (b *leadership) Status() backend.Status {
 	return st
 }
 
+func (b *leadership) LeadsGroup(ctx context.Context, name string, place bool) (bool, uint64) {
+	leads, _ := b.Kafka.LeadsGroup(ctx, name, place)
+	return leads && b.leads.Load(), b.term.Load()
+}
+
 // TestGroupCoordinatorMoves: a node that stops leading answers every
 // group request NOT_COORDINATOR and forgets its groups (their offsets are
 // replicated); leading again, in a new term, it knows no member, which

@@ -262,7 +262,8 @@ func checkBatch(b []byte, allowed features, compacted bool) (int, int16, string)
 		if err := allowed.CheckCompression(c); err != nil {
 			return 0, errUnsupportedCompression, unsupportedCompression(c, err)
 		}
-		d, _, err := batch.Decode(b)
+		// Verified above: the records' framing is what is left to check.
+		d, _, err := batch.DecodeVerified(b, info)
 		if err != nil {
 			return 0, errCorruptMessage, errorMessage(err)
 		}
@@ -288,7 +289,8 @@ func unsupportedCompression(c batch.Compression, err error) string {
 // appendTopic appends a topic's valid batches and fills their results; it
 // returns the throttle to answer with (throttleFor).
 func (s *Server) appendTopic(ctx context.Context, a *topicAppend) int32 {
-	bases, err := s.b.Append(ctx, backend.Append{Topic: a.topic, Batches: a.batches})
+	// checkBatch verified every batch's CRC: the proposer does not again.
+	bases, err := s.b.Append(ctx, backend.Append{Topic: a.topic, Batches: a.batches, Verified: true})
 	var partial *backend.PartialAppendError
 	if errors.As(err, &partial) {
 		// Some batches were refused by their partition's producer state

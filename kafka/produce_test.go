@@ -51,6 +51,11 @@ func TestProduceRefusals(t *testing.T) {
 	badCRC := append([]byte(nil), good...)
 	badCRC[len(badCRC)-1] ^= 0xff
 	big := records(t, string(make([]byte, 2000)))
+	// A record's length past the batch's end, under a CRC that holds:
+	// refused by the records' check, not the CRC's.
+	badRecord := withAttributes(good, 0, -1)
+	badRecord[batch.HeaderSize] = 0x7e
+	binary.BigEndian.PutUint32(badRecord[17:], crc32.Checksum(badRecord[21:], crc32.MakeTable(crc32.Castagnoli)))
 
 	cases := []struct {
 		name  string
@@ -65,6 +70,7 @@ func TestProduceRefusals(t *testing.T) {
 		{"unknown partition", "p", 7, good, -1, false, errUnknownTopicOrPartition},
 		{"bad crc", "p", 0, badCRC, -1, false, errCorruptMessage},
 		{"truncated", "p", 0, good[:40], -1, false, errCorruptMessage},
+		{"record framing", "p", 0, badRecord, -1, false, errCorruptMessage},
 		{"two batches", "p", 0, append(append([]byte(nil), good...), good...), -1, false, errInvalidRecord},
 		{"too large", "p", 0, big, -1, false, errMessageTooLarge},
 		{"producer id without an epoch or sequence", "p", 0, withAttributes(good, 0, 42), -1, false, errInvalidRecord},

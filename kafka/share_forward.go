@@ -19,7 +19,9 @@ import (
 // share coordinator runs on the meta group's leader, while a share
 // consumer sends ShareFetch and ShareAcknowledge to each partition's
 // leader as Metadata names it, which with data groups is often another
-// node. That node checks the request as its own (the principal's rights
+// node, and the ShareGroupHeartbeats of a new group to the node
+// FindCoordinator named before the group existed (the leader of the data
+// group its name hashes to, as for a consumer group). That node checks the request as its own (the principal's rights
 // on the group and topics) and hands it whole to the leader, with the
 // principal, over the calls between nodes (shareService); the leader
 // serves it on a stand-in of the client's connection to that node,
@@ -63,6 +65,9 @@ type shareCall struct {
 	Principal auth.Principal `json:"principal"`
 	Method    string         `json:"method,omitempty"`
 	Addr      string         `json:"addr,omitempty"`
+	// ClientID is the request header's client id (a ShareGroupHeartbeat
+	// records it for the member).
+	ClientID string `json:"client_id,omitempty"`
 	// Key, Version and Body are the request.
 	Key     int16  `json:"key"`
 	Version int16  `json:"version"`
@@ -204,12 +209,18 @@ func (s *Server) stopLeaderCalls() {
 // the caller answers NOT_LEADER_OR_FOLLOWER, after which the client
 // looks up the leaders again and retries.
 func (s *Server) forwardShare(ctx context.Context, rc *reqCtx, req kmsg.Request, wait time.Duration) (kmsg.Response, bool) {
+	return s.forwardShareFrom(ctx, rc, req, wait, "")
+}
+
+// forwardShareFrom is forwardShare of a request whose header named
+// clientID.
+func (s *Server) forwardShareFrom(ctx context.Context, rc *reqCtx, req kmsg.Request, wait time.Duration, clientID string) (kmsg.Response, bool) {
 	lc, ok := s.b.(leaderCalls)
 	if !ok || rc.c.broker != "" {
 		return nil, false
 	}
 	body, err := json.Marshal(shareCall{Conn: s.relay.idOf(rc.c), Principal: rc.c.principal, Method: rc.c.method,
-		Addr: rc.c.nc.RemoteAddr().String(), Key: req.Key(), Version: req.GetVersion(), Body: req.AppendTo(nil)})
+		Addr: rc.c.nc.RemoteAddr().String(), ClientID: clientID, Key: req.Key(), Version: req.GetVersion(), Body: req.AppendTo(nil)})
 	if err != nil {
 		return nil, false
 	}
@@ -285,6 +296,17 @@ func (s *Server) answerShareCall(ctx context.Context, from string, raw []byte) (
 			return nil, fmt.Errorf("kafka: a forwarded ShareAcknowledge: %w", err)
 		}
 		resp = s.shareAcknowledge(ctx, rc, req)
+	case keyShareGroupHeartbeat:
+		req := kmsg.NewPtrShareGroupHeartbeatRequest()
+		req.SetVersion(call.Version)
+		if err := req.ReadFrom(call.Body); err != nil {
+			return nil, fmt.Errorf("kafka: a forwarded ShareGroupHeartbeat: %w", err)
+		}
+		host, _, err := net.SplitHostPort(call.Addr)
+		if err != nil {
+			host = call.Addr
+		}
+		resp = s.shareGroupHeartbeat(ctx, rc, req, call.ClientID, host)
 	default:
 		return nil, fmt.Errorf("kafka: a forwarded request of key %d", call.Key)
 	}

@@ -40,6 +40,12 @@ func (s *Server) shareGroupHeartbeat(ctx context.Context, rc *reqCtx, req *kmsg.
 		}
 	}
 	if !s.share.lead(ctx) {
+		// A group FindCoordinator sent here before it was a share group
+		// (share_forward.go).
+		if fwd, ok := s.forwardShareFrom(ctx, rc, req, 0, clientID); ok {
+			rc.note(fwd.(*kmsg.ShareGroupHeartbeatResponse).ErrorCode)
+			return fwd
+		}
 		return fail(errNotCoordinator, "")
 	}
 	if req.MemberEpoch == -1 {

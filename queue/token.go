@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -26,11 +27,41 @@ type Token struct {
 
 // String returns the token's text form.
 func (t Token) String() string {
-	return fmt.Sprintf("%d.%d.%d.%016x", t.Partition, t.Offset, t.Delivery, t.Tag)
+	var b [maxTokenLen]byte
+	return string(t.Append(b[:0]))
+}
+
+// maxTokenLen bounds a token's text form: the digits of an int32, an int64
+// and a uint32, three dots and the 16 hex digits of the tag.
+const maxTokenLen = 10 + 19 + 10 + 3 + 16
+
+// Append appends the token's text form to b, so that a claim's answer can
+// build the tokens of all its records in one buffer.
+func (t Token) Append(b []byte) []byte {
+	b = strconv.AppendInt(b, int64(t.Partition), 10)
+	b = append(b, '.')
+	b = strconv.AppendInt(b, t.Offset, 10)
+	b = append(b, '.')
+	b = strconv.AppendUint(b, uint64(t.Delivery), 10)
+	b = append(b, '.')
+	const hex = "0123456789abcdef"
+	for shift := 60; shift >= 0; shift -= 4 {
+		b = append(b, hex[t.Tag>>uint(shift)&0xf])
+	}
+	return b
 }
 
 // ParseToken parses a token's text form; anything else is ErrBadToken.
 func ParseToken(s string) (Token, error) {
+	if t, ok := parseCanonicalToken(s); ok {
+		return t, nil
+	}
+	return parseTokenFields(s)
+}
+
+// parseTokenFields is ParseToken's general rule: four dot-separated
+// fields read by strconv.
+func parseTokenFields(s string) (Token, error) {
 	parts := strings.Split(s, ".")
 	if len(parts) != 4 || len(parts[3]) != 16 {
 		return Token{}, fmt.Errorf("%w: %q", ErrBadToken, s)
@@ -43,6 +74,57 @@ func ParseToken(s string) (Token, error) {
 		return Token{}, fmt.Errorf("%w: %q", ErrBadToken, s)
 	}
 	return Token{Partition: int32(p), Offset: off, Delivery: uint32(d), Tag: tag}, nil
+}
+
+// parseCanonicalToken parses the form Append writes (decimal digits
+// without sign, lower-case hex) without allocating; ok is false for
+// anything else, which parseTokenFields then judges, so the fast path
+// accepts nothing that would refuse and reads nothing differently.
+func parseCanonicalToken(s string) (Token, bool) {
+	var t Token
+	p, s, ok := cutDecimal(s, math.MaxInt32)
+	if !ok {
+		return t, false
+	}
+	off, s, ok := cutDecimal(s, math.MaxInt64)
+	if !ok {
+		return t, false
+	}
+	d, s, ok := cutDecimal(s, math.MaxUint32)
+	if !ok || d == 0 || len(s) != 16 {
+		return t, false
+	}
+	var tag uint64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case '0' <= c && c <= '9':
+			tag = tag<<4 | uint64(c-'0')
+		case 'a' <= c && c <= 'f':
+			tag = tag<<4 | uint64(c-'a'+10)
+		default:
+			return t, false
+		}
+	}
+	return Token{Partition: int32(p), Offset: int64(off), Delivery: uint32(d), Tag: tag}, true
+}
+
+// cutDecimal reads the decimal digits of s up to its first '.', at most
+// limit, and returns them and what follows the dot.
+func cutDecimal(s string, limit uint64) (uint64, string, bool) {
+	var n uint64
+	i := 0
+	for ; i < len(s) && s[i] != '.'; i++ {
+		c := s[i]
+		if c < '0' || c > '9' || i >= 19 {
+			return 0, "", false // 19 digits can not overflow a uint64
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	if i == 0 || i == len(s) || n > limit {
+		return 0, "", false
+	}
+	return n, s[i+1:], true
 }
 
 // leaseTag computes a delivery's tag.

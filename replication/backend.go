@@ -3,13 +3,10 @@ package replication
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
-	"sync/atomic"
 
 	"github.com/logd-dev/logd/backend"
-	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/queue"
 	"github.com/logd-dev/logd/replication/fsm"
 )
@@ -35,41 +32,6 @@ type Backend struct {
 	// prod is the produce path, with the round-robin counters of keyless
 	// records (produce.go).
 	prod producer
-	// external returns a group as a coordinator outside the state
-	// machine holds it (SetExternalGroupMembers); nil: none.
-	external atomic.Pointer[func(group string) backend.ExternalGroup]
-}
-
-// SetExternalGroupMembers tells the backend how a coordinator outside the
-// state machine (the Kafka listener's, on the leader: its members live in
-// its memory only) holds a group: DeleteGroup refuses a group its members
-// hold, as it refuses one with live members of logd's own protocol, and
-// ExternalGroup shows them (logctl group describe).
-func (b *Backend) SetExternalGroupMembers(members func(group string) backend.ExternalGroup) {
-	b.external.Store(&members)
-}
-
-// ExternalGroup returns a group as the coordinator SetExternalGroupMembers
-// named holds it; on a node that does not lead, or without a coordinator,
-// none (a follower's Kafka listener coordinates no group).
-func (b *Backend) ExternalGroup(name string) backend.ExternalGroup {
-	if f := b.external.Load(); f != nil && b.Node.IsLeader() {
-		return (*f)(name)
-	}
-	return backend.ExternalGroup{}
-}
-
-// DeleteGroup deletes a consumer group without live members: of logd's
-// protocol (the state machine refuses those) or of the coordinator
-// SetExternalGroupMembers named, checked here on the leader, where it
-// coordinates (a Kafka member that joins between the check and the delete
-// finds the group without offsets). Errors: group.ErrConsumerGroupNotEmpty,
-// group.ErrConsumerGroupNotFound, and Node.DeleteGroup's.
-func (b *Backend) DeleteGroup(ctx context.Context, name string) error {
-	if n := len(b.ExternalGroup(name).Members); n > 0 {
-		return fmt.Errorf("%w: group %q has %d live Kafka members", group.ErrConsumerGroupNotEmpty, name, n)
-	}
-	return b.deleteGroup(ctx, name)
 }
 
 // NewBackend returns the backend over n.
@@ -324,15 +286,6 @@ func (b *Backend) CleanerCounters() backend.CleanerCounters {
 	}
 	return out
 }
-
-// ConsumerGroup returns a copy of a consumer group's state, or
-// group.ErrConsumerGroupNotFound.
-func (b *Backend) ConsumerGroup(name string) (*group.ConsumerGroup, error) {
-	return b.FSM().ConsumerGroup(name)
-}
-
-// ConsumerGroups returns copies of every consumer group, sorted by name.
-func (b *Backend) ConsumerGroups() []*group.ConsumerGroup { return b.FSM().ConsumerGroups() }
 
 // DescribeQueueGroup describes a queue group at now (Unix ns; lazy expiry
 // is counted, not applied).

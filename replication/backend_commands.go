@@ -14,9 +14,18 @@ import (
 // each converts the front end's request into its command (convert.go).
 
 // Append appends whole record batches as they are, one per partition of
-// one topic, in one Raft entry (Node.Append).
+// one topic, in one Raft entry. Batches are validated first, so an
+// invalid one is refused before it reaches Raft; a snappy, lz4 or zstd
+// batch is refused with a *backend.FeatureLevelError until every member
+// reads them (CheckCompression); on a compacted topic a record without a
+// key is backend.ErrKeyRequired (checkKeys). Any refusal appends nothing
+// of a.
 func (b *Backend) Append(ctx context.Context, a backend.Append) ([]int64, error) {
-	offs, err := b.appendCommand(ctx, appendIn(a))
+	var checked appendChecks
+	if a.Verified {
+		checked = checkedCRC
+	}
+	offs, err := b.prod.appendBatches(ctx, appendIn(a), checked)
 	return offs, fromStorage(err)
 }
 

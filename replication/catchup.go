@@ -1,7 +1,6 @@
 package replication
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -19,29 +18,6 @@ import (
 // replication/catchup: what catchup needs of the node (its Raft
 // snapshots, its state machine's segments, its peer TLS) is handed to it
 // here.
-
-// Backup writes a backup of this node's state (catchup.Backup), which
-// must be the leader's (ErrNotLeader otherwise, so that it holds every
-// write acknowledged before the call).
-func (n *Node) Backup(ctx context.Context, start func(backend.BackupInfo) (io.Writer, error)) (backend.BackupInfo, error) {
-	if !n.IsLeader() {
-		return backend.BackupInfo{}, backend.ErrNotLeader
-	}
-	if !n.metaReady() {
-		return backend.BackupInfo{}, fmt.Errorf("%w: the leader has not applied its barrier yet", backend.ErrNotLeader)
-	}
-	// A backup is the meta group's snapshot and segments: the records of
-	// topics placed over data groups are in those groups, not in it.
-	for _, t := range n.fsm.Topics() {
-		if t.Placement != nil {
-			return backend.BackupInfo{}, fmt.Errorf("%w: topic %s is placed over data groups (--data-groups-per-node), whose records a backup would miss", backend.ErrBackupDataGroups, t.Name)
-		}
-	}
-	return catchup.Backup(ctx, catchup.BackupSource{
-		Snapshots: raftSnapshots{n.raft}, Segments: n.fsm,
-		NodeID: n.cfg.NodeID, Now: n.cfg.Now, Logger: n.cfg.Logger,
-	}, start)
-}
 
 // moveBytesPerSecond is the move budget Config.MoveBytesPerSecond
 // configures (0: unbounded).
@@ -61,16 +37,45 @@ func moveBytesPerSecond(r int64) int64 {
 // copies waited for the move budget (Config.MoveBytesPerSecond).
 func (n *Node) CatchUpStats() backend.CatchUpStats { return n.moves.Stats() }
 
-// raftSnapshots takes a backup's snapshot through the node's Raft.
-type raftSnapshots struct{ r *raft.Raft }
+// raftSnapshots takes a backup's snapshot through a group's Raft.
+type raftSnapshots struct {
+	r *raft.Raft
+	// snaps is the group's snapshot store and applied its state
+	// machine's applied index: when the state machine applied nothing
+	// since Raft's last snapshot, that snapshot is its state.
+	snaps   raft.SnapshotStore
+	applied func() uint64
+}
 
 // Snapshot implements catchup.Snapshotter.
 func (s raftSnapshots) Snapshot() (*raft.SnapshotMeta, io.ReadCloser, error) {
 	fut := s.r.Snapshot()
-	if err := fut.Error(); err != nil {
+	if err := fut.Error(); errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		// Raft counts what it handed the state machine since it started
+		// (a replica restarted that applied only a barrier since has
+		// nothing new), so its latest snapshot holds the state now.
+		return s.latest()
+	} else if err != nil {
 		return nil, nil, fmt.Errorf("snapshot: %w", mapRaftError(err))
 	}
 	meta, rc, err := fut.Open()
+	if err != nil {
+		return nil, nil, fmt.Errorf("open snapshot: %w", err)
+	}
+	return meta, rc, nil
+}
+
+// latest opens the newest snapshot in the store, which must hold
+// everything the state machine applied.
+func (s raftSnapshots) latest() (*raft.SnapshotMeta, io.ReadCloser, error) {
+	list, err := s.snaps.List()
+	if err != nil {
+		return nil, nil, fmt.Errorf("list snapshots: %w", err)
+	}
+	if len(list) == 0 || list[0].Index < s.applied() {
+		return nil, nil, fmt.Errorf("snapshot: nothing new to snapshot, and no snapshot holds index %d", s.applied())
+	}
+	meta, rc, err := s.snaps.Open(list[0].ID)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open snapshot: %w", err)
 	}

@@ -186,6 +186,9 @@ type dataGroup struct {
 	fsm     *fsm.FSM
 	stores  *raftStores
 	applied *appliedSignal
+	// bootstrapped is set when this node started the group with its
+	// bootstrap configuration as it opened it (mayBootstrap).
+	bootstrapped bool
 	// lastTransfer is when this node last handed the group's leadership
 	// to its preferred leader (the runner's goroutine only).
 	lastTransfer time.Time
@@ -977,9 +980,31 @@ func dataGroupDir(dataDir string, id uint64) string {
 	return filepath.Join(dataDir, "groups", "g"+strconv.FormatUint(id, 10))
 }
 
+// mayBootstrap reports whether this node, whose replica of g has no
+// state, starts g with its bootstrap configuration rather than waiting for
+// the group's leader to send it the log: only as one of g's bootstrap
+// replicas, and only if it never held g before (no tombstone of a retired
+// replica). A node that bootstrapped a group it had run and retired
+// would start a second group under the group's id from the same first
+// entry; two such nodes elect a leader of their own, which overwrites the
+// log of a replica of the real group. A bootstrap replica that never
+// opened the group may still bootstrap it late, as when the group was
+// made: the group could only have run with a majority of its bootstrap
+// replicas, so such late nodes are a minority, whose only entry (the
+// same first entry) wins no election. Whether the table changed since is
+// no test: a group whose replicas moved before any of them opened it
+// would then never start.
+func (d *dataGroups) mayBootstrap(g fsm.DataGroup) bool {
+	if !slices.Contains(g.Bootstrap, d.n.cfg.NodeID) {
+		return false
+	}
+	_, err := os.Stat(groupTombstone(d.n.cfg.DataDir, g.ID))
+	return errors.Is(err, os.ErrNotExist)
+}
+
 // openGroup returns the running replica of g, opening it first if needed:
 // its stores, its state machine and its Raft, bootstrapped with
-// g.Bootstrap when this node is one of those and the group has no state.
+// g.Bootstrap when the group has no state here and mayBootstrap says so.
 func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 	d.mu.Lock()
 	dg := d.open[g.ID]
@@ -1013,6 +1038,9 @@ func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 	})
 	stores := &raftStores{logs: st.Logs, stable: st.Stable, snaps: st.Snapshots, transport: tr,
 		closers: []func() error{tr.Close, layer.Close, st.Close}}
+	// Fault builds slow or hold back every group's Raft log writes, not
+	// only the meta group's (docs/faults.md).
+	stores.wrap(cfg.WrapRaftStores)
 	logOpts := cfg.Log
 	logOpts.Sync = log.SyncNone
 	if cfg.SyncPartitions {
@@ -1030,21 +1058,22 @@ func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 		return nil, fmt.Errorf("data group %d: %w", g.ID, err)
 	}
 	rc := raftConfig(cfg, hlog)
-	has, err := raft.HasExistingState(st.Logs, st.Stable, st.Snapshots)
+	has, err := raft.HasExistingState(stores.logs, stores.stable, stores.snaps)
 	if err != nil {
 		return fail(err)
 	}
-	if !has && slices.Contains(g.Bootstrap, cfg.NodeID) {
+	boot := !has && d.mayBootstrap(g)
+	if boot {
 		conf, err := d.bootstrapConfiguration(g.Bootstrap)
 		if err != nil {
 			return fail(err)
 		}
-		if err := raft.BootstrapCluster(rc, st.Logs, st.Stable, st.Snapshots, tr, conf); err != nil {
+		if err := raft.BootstrapCluster(rc, stores.logs, stores.stable, stores.snaps, tr, conf); err != nil {
 			return fail(fmt.Errorf("bootstrap: %w", err))
 		}
 	}
 	applied := new(appliedSignal)
-	logs := st.Logs
+	logs := stores.logs
 	if cfg.wrapGroupLog != nil {
 		logs = cfg.wrapGroupLog(g.ID, logs)
 	}
@@ -1061,7 +1090,7 @@ func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 	commits := new(observe.LeaderCommits)
 	forwardStop, forwardDone := make(chan struct{}), make(chan struct{})
 	trans, observed := observe.WrapTransport(tr, obs, commits, forwardStop)
-	r, err := raft.NewRaft(rc, &raftFSM{f: sm, applied: applied, obs: obs, logger: logger}, logs, st.Stable, st.Snapshots, trans)
+	r, err := raft.NewRaft(rc, &raftFSM{f: sm, applied: applied, obs: obs, logger: logger}, logs, stores.stable, stores.snaps, trans)
 	if err != nil {
 		close(forwardStop)
 		return fail(fmt.Errorf("start raft: %w", err))
@@ -1073,13 +1102,13 @@ func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 		observed.Forward(forwardStop)
 	}()
 	layer.Attach(func(id string) bool { return groupMember(r, id) })
-	dg = &dataGroup{id: g.ID, raft: r, fsm: sm, stores: stores, applied: applied,
+	dg = &dataGroup{id: g.ID, raft: r, fsm: sm, stores: stores, applied: applied, bootstrapped: boot,
 		commits: commits, forwardStop: forwardStop, forwardDone: forwardDone}
 	dg.startCleaner(n, logger)
 	d.mu.Lock()
 	d.open[g.ID] = dg
 	d.mu.Unlock()
-	logger.Info("opened a data group replica", "bootstrapped", !has && slices.Contains(g.Bootstrap, cfg.NodeID))
+	logger.Info("opened a data group replica", "bootstrapped", boot)
 	return dg, nil
 }
 

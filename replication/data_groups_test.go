@@ -43,7 +43,7 @@ func dataGroupsView(nodes []*Node) (voters map[uint64][]string, leaders map[uint
 
 // waitFor polls cond until it holds or ctx ends (then the test fails with
 // what describe says).
-func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool, describe func() string) {
+func waitFor(ctx context.Context, t testing.TB, what string, cond func() bool, describe func() string) {
 	t.Helper()
 	for !cond() {
 		select {
@@ -291,10 +291,17 @@ func TestMarkMoves(t *testing.T) {
 // dataGroupCluster starts three nodes of a joinCluster configured by
 // configure: n1 bootstraps, n2 and n3 join. describe prints the table
 // and every node's view of the groups, for a failed wait.
-func dataGroupCluster(ctx context.Context, t *testing.T, configure func(*Config)) (*joinCluster, []*Node, func() string) {
+func dataGroupCluster(ctx context.Context, t testing.TB, configure func(*Config)) (*joinCluster, []*Node, func() string) {
+	t.Helper()
+	return dataGroupClusterOf(ctx, t, func(_ string, cfg *Config) { configure(cfg) })
+}
+
+// dataGroupClusterOf is dataGroupCluster with each node's configuration
+// edited by its id.
+func dataGroupClusterOf(ctx context.Context, t testing.TB, configure func(id string, cfg *Config)) (*joinCluster, []*Node, func() string) {
 	t.Helper()
 	c := newJoinCluster(t)
-	c.configure = func(_ string, cfg *Config) { configure(cfg) }
+	c.configure = configure
 	l := c.open(ctx, "n1", true)
 	nodes := []*Node{l}
 	for _, id := range []string{"n2", "n3"} {
@@ -485,6 +492,32 @@ func TestDataGroupsServeTopics(t *testing.T) {
 	}
 	check(nodes, keyless, kres)
 
+	// A damaged batch appended through any node to any partition is
+	// refused (by the proposer of the node leading the partition's group,
+	// or by its state machine), typed, and nothing of the call is written:
+	// a node that receives an append from another checks it whole,
+	// whatever the sender checked.
+	good := mustBatch(t, "good")
+	damaged := append([]byte(nil), good...)
+	damaged[len(damaged)-2] ^= 0x10
+	for _, n := range nodes {
+		for _, verified := range []bool{false, true} {
+			for p := range int32(12) {
+				before, err := NewBackend(n).Offsets("orders", p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = NewBackend(n).Append(ctx, backend.Append{Topic: "orders", Verified: verified, Batches: []backend.PartitionBatch{{Partition: p, Batch: damaged}}})
+				if !errors.Is(err, backend.ErrInvalidArgument) {
+					t.Fatalf("%s, verified %v: a damaged batch for orders-%d: %v, want backend.ErrInvalidArgument", n.NodeID(), verified, p, err)
+				}
+				if after, err := NewBackend(n).Offsets("orders", p); err != nil || after.End != before.End {
+					t.Fatalf("%s: orders-%d ends at %d after the refusal, %d before (%v)", n.NodeID(), p, after.End, before.End, err)
+				}
+			}
+		}
+	}
+
 	// Growth: the old partitions stay where they are, the new ones are
 	// placed over the groups and adopted; a record to one is served.
 	if _, err := b.CreatePartitions(ctx, backend.CreatePartitions{Name: "orders", Count: 14}); err != nil {
@@ -613,10 +646,10 @@ func TestDataGroupsReadElsewhere(t *testing.T) {
 		}
 	}
 
-	// Consumer groups over the placed topic: their state stays in the
-	// meta group, and each offset is bounded by its partition's end, read
-	// from its data group (remotely for the group the meta leader holds no
-	// replica of).
+	// Consumer groups over the placed topic: their state is in their
+	// homes (data groups, docs/architecture.md, "Consumer groups"), and
+	// each offset is bounded by its partition's end, read from its data
+	// group (remotely for a group the home's leader holds no replica of).
 	b := NewBackend(l)
 	a, err := b.JoinGroup(ctx, backend.GroupJoin{Group: "billing", Member: "m1", Topics: []string{"far"}, SessionTimeoutMs: 60000})
 	if err != nil || len(a.Partitions) != 6 {
@@ -641,7 +674,7 @@ func TestDataGroupsReadElsewhere(t *testing.T) {
 		t.Errorf("a Kafka group's commit above the end: %v, want ErrOffsetAboveEnd", err)
 	}
 	for _, name := range []string{"billing", "kbilling"} {
-		g, err := l.FSM().ConsumerGroup(name)
+		g, err := b.ConsumerGroup(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -936,7 +969,7 @@ func holds(l *Node, id string) bool {
 
 // waitGroupsSettled waits until the table l holds has groups groups, each
 // led, with its replicas as its voters, as nodes see them.
-func waitGroupsSettled(ctx context.Context, t *testing.T, l *Node, nodes []*Node, groups int, describe func() string) {
+func waitGroupsSettled(ctx context.Context, t testing.TB, l *Node, nodes []*Node, groups int, describe func() string) {
 	t.Helper()
 	waitFor(ctx, t, "every group led, its voters its replicas", func() bool {
 		tab := l.FSM().DataGroups()

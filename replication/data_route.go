@@ -661,7 +661,7 @@ func placementGroups(pl []uint64) []uint64 {
 
 // appendSpread is appendBatches on a topic with a placement: each group's
 // batches are appended by that group's leader.
-func (p *producer) appendSpread(ctx context.Context, t *fsm.Topic, a fsm.Append) ([]int64, error) {
+func (p *producer) appendSpread(ctx context.Context, t *fsm.Topic, a fsm.Append, checked appendChecks) ([]int64, error) {
 	type part struct {
 		group     uint64
 		app       fsm.Append
@@ -687,7 +687,7 @@ func (p *producer) appendSpread(ctx context.Context, t *fsm.Topic, a fsm.Append)
 	var partial *backend.PartialAppendError
 	results := make([][]int64, len(parts))
 	errs := inParallel(len(parts), func(i int) (err error) {
-		results[i], err = p.n.appendInGroup(ctx, p, parts[i].group, parts[i].app)
+		results[i], err = p.n.appendInGroup(ctx, p, parts[i].group, parts[i].app, checked)
 		return err
 	})
 	for i, pt := range parts {
@@ -762,11 +762,18 @@ type groupCall struct {
 	// which carry none (produceInGroup); sendable gives them to the
 	// records before the call goes out. Not sent.
 	partitions []int32
+	// Group is a consumer group command (callGroupCmd) or the group to
+	// place (callGroupPlace), GroupRead a read of consumer groups
+	// (callGroupRead; groups_route.go).
+	Group     *groupCmdCall  `json:"group,omitempty"`
+	GroupRead *groupReadCall `json:"group_read,omitempty"`
 	// Service, Body and From are a callLeader's: the service, its
 	// request and the calling node's id (leader_calls.go).
 	Service string `json:"service,omitempty"`
 	Body    []byte `json:"body,omitempty"`
 	From    string `json:"from,omitempty"`
+	// Cut names a held cut of a backup (backup_cuts.go).
+	Cut *cutCall `json:"cut,omitempty"`
 }
 
 // readCall asks a replica of a group for a partition's stored batches
@@ -865,11 +872,11 @@ func (n *Node) produceInGroup(ctx context.Context, p *producer, g uint64, req ba
 
 // appendInGroup appends a in data group g: here when this node leads it,
 // else at its leader.
-func (n *Node) appendInGroup(ctx context.Context, p *producer, g uint64, a fsm.Append) ([]int64, error) {
+func (n *Node) appendInGroup(ctx context.Context, p *producer, g uint64, a fsm.Append, checked appendChecks) ([]int64, error) {
 	var bases []int64
 	err := n.inGroup(ctx, g, func(h groupHandle) error {
 		var err error
-		bases, err = p.appendOn(ctx, h, a, false)
+		bases, err = p.appendOn(ctx, h, a, checked)
 		return err
 	}, groupCall{Kind: callAppend, Append: &a}, func(ans groupAnswer) error {
 		if len(ans.Bases) != len(a.Batches) || ans.BatchErrs != nil && len(ans.BatchErrs) != len(a.Batches) {
@@ -963,7 +970,12 @@ func (n *Node) inGroup(ctx context.Context, g uint64, local func(groupHandle) er
 			// would never apply the write, and every write would wait
 			// the whole bound. Reads through this node still wait for
 			// the write (the group floor just noted) or go elsewhere.
-			if dg != nil && ans.Applied > 0 && dg.serves() {
+			// A consumer group's command is not waited for: a group's
+			// reads check the floor (readGroupIn), and a member commits
+			// again and again, each commit then waiting for this
+			// replica to learn the commit index from its leader's next
+			// append or heartbeat.
+			if dg != nil && ans.Applied > 0 && dg.serves() && call.Kind != callGroupCmd && call.Kind != callGroupRead {
 				if dg.awaitApplied(ctx, ans.Applied, readYourWritesWait); dg.fsm.AppliedIndex() < ans.Applied {
 					n.writesUnapplied.Add(1)
 				}
@@ -1048,6 +1060,14 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 		}
 		return json.Marshal(n.answerLeaderCall(ctx, call))
 	}
+	if g == 0 {
+		if a, ok := n.answerMetaCall(ctx, call); ok {
+			return json.Marshal(a)
+		}
+	}
+	if isCutCall(call.Kind) {
+		return json.Marshal(n.answerCutCall(ctx, peer, g, dg, call))
+	}
 	if dg != nil && dg.left.Load() && dg.raft.State() != raft.Leader {
 		// A replica the table moved away stops where the group removed
 		// it: it answers as one holding no replica. (While it still
@@ -1056,7 +1076,8 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 		dg = nil
 	}
 	// A read any replica may answer (not one at the group's leader).
-	replicaRead := dg != nil && (call.Kind == callRead && call.Read != nil && !call.Read.Leader || call.Kind == callQueueRead)
+	replicaRead := dg != nil && (call.Kind == callRead && call.Read != nil && !call.Read.Leader || call.Kind == callQueueRead ||
+		call.Kind == callGroupRead && call.GroupRead != nil && !call.GroupRead.leaderRead())
 	if replicaRead && !n.data.servesNow(dg) {
 		// A replica that has not caught up, or lost touch with its
 		// group, answers as one holding none: the caller asks another.
@@ -1125,6 +1146,14 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 		if err != nil {
 			ans.Err = encodeWireError(err)
 		}
+	case dg != nil && call.Kind == callGroupRead && call.GroupRead != nil && call.GroupRead.Leader && dg.raft.State() == raft.Leader && !dg.confirmLeader():
+		_, id := dg.raft.LeaderWithID()
+		ans.Err, ans.Leader = encodeWireError(fmt.Errorf("%w: data group %d", backend.ErrNotLeader, g)), string(id)
+	case dg != nil && call.Kind == callGroupRead && call.GroupRead != nil && !call.GroupRead.leaderRead():
+		// Any replica reads its consumer groups, as it serves reads.
+		ans = answerGroupRead(ctx, dg.fsm, dg.applied, dg.leadsReady(), *call.GroupRead)
+	case dg != nil && call.Kind == callGroupLeader:
+		ans = answerGroupLeader(dg, n.cfg.NodeID)
 	case dg != nil && call.Kind == callSize:
 		var err error
 		if ans.Result, err = json.Marshal(fsmBytes(dg.fsm)); err != nil {
@@ -1163,11 +1192,28 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 				ans.Produce = &res
 			}
 		case call.Kind == callAppend && call.Append != nil:
-			ans.Bases, err = p.appendOn(ctx, h, *call.Append, false)
+			// Sent by another node: nothing of it is checked yet.
+			ans.Bases, err = p.appendOn(ctx, h, *call.Append, 0)
 		case call.Kind == callQueue:
 			var res any
 			if res, err = proposeQueueOn(ctx, h, call.Queue); err == nil {
 				ans.Result, err = json.Marshal(res)
+			}
+		case call.Kind == callGroupCmd && call.Group != nil:
+			ans = NewBackend(n).answerGroupCmd(ctx, h, call.Group)
+			if ans.Err != nil {
+				err = ans.Err.decode()
+			}
+		case call.Kind == callGroupRead && call.GroupRead != nil && call.GroupRead.Op == groupReadExternal:
+			// The group's Kafka members, which the coordinator on the
+			// home's leader holds (ExternalGroup).
+			ans.Result, err = json.Marshal(n.externalMembers(call.GroupRead.Group))
+		case call.Kind == callGroupRead && call.GroupRead != nil:
+			// A read at the leader, which confirmed its leadership
+			// above (ConsumerGroupLeader).
+			ans = answerGroupRead(ctx, dg.fsm, dg.applied, true, *call.GroupRead)
+			if ans.Err != nil {
+				err = ans.Err.decode()
 			}
 		default:
 			err = fmt.Errorf("%w: call of kind %q", backend.ErrInvalidArgument, call.Kind)

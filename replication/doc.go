@@ -2,7 +2,9 @@
 // replication/fsm) on hashicorp/raft: the node, proposals, membership and
 // the leader's jobs. Snapshot catch-up from peers, backups and their
 // restore live in package replication/catchup, which the node hands what
-// it needs (catchup.go). The leader's jobs, the cleaner (package
+// it needs (catchup.go); which groups a backup cuts, where, and how their
+// cuts agree with the meta group's is the node's (backup_groups.go,
+// backup_cuts.go). The leader's jobs, the cleaner (package
 // replication/cleaner) and the redrive jobs (package replication/redrive),
 // see the node through interfaces they declare, which jobs.go implements;
 // the node starts them with itself and Close ends them. See

@@ -4,6 +4,7 @@ package replication
 // package fsm's tests have their own.
 
 import (
+	"context"
 	"testing"
 
 	"github.com/logd-dev/logd/replication/fsm"
@@ -33,3 +34,10 @@ const qnow = int64(1_700_000_000_000_000_000)
 // jobBatch builds records with values and, for values "late:*", a deadline
 // header at qnow+1s.
 func jobBatch(t *testing.T, values ...string) []byte { return recordtest.JobBatch(t, qnow, values...) }
+
+// appendCommand proposes record batches as Backend.Append does, with
+// nothing checked before (appendChecks), and returns each batch's base
+// offset once committed and applied.
+func (b *Backend) appendCommand(ctx context.Context, a fsm.Append) ([]int64, error) {
+	return b.prod.appendBatches(ctx, a, 0)
+}

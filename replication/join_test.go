@@ -153,7 +153,7 @@ func TestJoinClusterSendsFeatureLevel(t *testing.T) {
 // handler does. A test can make an API address silent or rewrite what a
 // node says.
 type joinCluster struct {
-	t *testing.T
+	t testing.TB
 
 	mu     sync.Mutex
 	byAPI  map[string]*Node
@@ -172,7 +172,7 @@ type joinCluster struct {
 // hand (without Config.AskSecret).
 var testClusterSecret = bytes.Repeat([]byte{0x5e}, secretLen)
 
-func newJoinCluster(t *testing.T) *joinCluster {
+func newJoinCluster(t testing.TB) *joinCluster {
 	return &joinCluster{t: t, byAPI: map[string]*Node{}, silent: map[string]bool{}, closed: map[*Node]bool{}}
 }
 

@@ -208,9 +208,11 @@ type Config struct {
 	// at bootstrap or asked for at join.
 	ClusterSecret []byte
 	// WrapRaftStores, if set, wraps Raft's log and stable store once they
-	// are open: fault builds of cmd/logd slow them down or hold log writes
-	// back (internal/faults); tests hand a restarted InMemory node the log
-	// it had. A wrapper that is an io.Closer is closed before the store.
+	// are open, the meta group's and each data group's replica's (called
+	// once per group): fault builds of cmd/logd slow them down or hold log
+	// writes back (internal/faults); tests hand a restarted InMemory node
+	// the log it had. A wrapper that is an io.Closer is closed before the
+	// store.
 	WrapRaftStores func(raft.LogStore, raft.StableStore) (raft.LogStore, raft.StableStore)
 	// RaftLogStore is where Raft's log is kept on disk:
 	// raftstore.LogStoreBoltDB or raftstore.LogStoreWAL. Empty: the store
@@ -448,6 +450,15 @@ type Node struct {
 	leaderObsv *raft.Observer
 	// data runs this node's replicas of data groups (data_groups.go).
 	data *dataGroups
+	// homes are consumer groups' homes learnt from the meta leader
+	// (groups_route.go).
+	homes groupHomes
+	// external returns a group as a coordinator outside the state
+	// machine holds it (SetExternalGroupMembers); nil: none.
+	external atomic.Pointer[func(group string) backend.ExternalGroup]
+	// cuts are the cuts of data groups this node holds for backups
+	// another node writes (backup_cuts.go).
+	cuts heldCuts
 }
 
 // Open starts a node: it opens the stores, restores the latest snapshot,
@@ -993,29 +1004,29 @@ func (b *Backend) alterTopic(ctx context.Context, c fsm.AlterTopic) (*fsm.Topic,
 	return nt, nil
 }
 
-// appendCommand proposes record batches for partitions of one topic and returns
-// each batch's base offset once committed and applied. Batches are
-// validated first, so an invalid one is refused before it reaches Raft;
-// a snappy, lz4 or zstd batch is refused with a *backend.FeatureLevelError until
-// every member reads them (CheckCompression); on a compacted topic a
-// record without a key is backend.ErrKeyRequired (checkKeys). Any refusal
-// appends nothing of a.
-func (b *Backend) appendCommand(ctx context.Context, a fsm.Append) ([]int64, error) {
-	return b.prod.appendBatches(ctx, a, false)
-}
-
 // checkKeys refuses, on a topic whose cleanup.policy includes compact, a
 // batch with a record without a key (backend.ErrKeyRequired). It decodes the
 // batches (decompressing them) of compacted topics only. The leader
 // checks it before proposing, as Kafka's brokers check it on produce; the
 // state machine does not, so that replicas of builds before the check
 // apply the same entries.
-func checkKeys(t *fsm.Topic, a fsm.Append) error {
+// With crcChecked (the caller verified the batches' CRCs) it decodes them
+// without verifying them again.
+func checkKeys(t *fsm.Topic, a fsm.Append, crcChecked bool) error {
 	if !compacted(t) {
 		return nil
 	}
 	for _, pb := range a.Batches {
-		d, _, err := batch.Decode(pb.Batch)
+		var d batch.Batch
+		var err error
+		if crcChecked {
+			var info batch.Info
+			if info, err = batch.Peek(pb.Batch); err == nil {
+				d, _, err = batch.DecodeVerified(pb.Batch, info)
+			}
+		} else {
+			d, _, err = batch.Decode(pb.Batch)
+		}
 		if err != nil {
 			return fmt.Errorf("%w: %s-%d: %v", backend.ErrInvalidArgument, t.Name, pb.Partition, err)
 		}
@@ -1059,6 +1070,7 @@ func (n *Node) Close() error {
 	n.data.stopRunner()
 	n.raft.DeregisterObserver(n.leaderObsv)
 	n.awaitApplyWaiters()
+	n.cuts.closeAll()
 	errs := []error{n.data.close(), n.raft.Shutdown().Error()}
 	close(n.forwardStop)
 	<-n.forwardDone

@@ -390,7 +390,11 @@ func (p *producer) produceRound(ctx context.Context, c *produceCall, lookup bool
 	start := time.Now()
 	// route refused keyless records if the topic was compacted; if it
 	// became compacted since, Append checks the batches.
-	r, err := p.proposeOn(ctx, c.g, app, compacted(c.topic), queued)
+	checked := checkedCRC // built here
+	if compacted(c.topic) {
+		checked |= checkedKeys
+	}
+	r, err := p.proposeOn(ctx, c.g, app, checked, queued)
 	if err != nil {
 		return err
 	}
@@ -559,24 +563,41 @@ func (r *roundRobin) forget(topic string) {
 	r.mu.Unlock()
 }
 
-// appendBatches is Backend.appendCommand on p's node; keysChecked says the caller built a's batches
-// from records it checked have keys (Backend.Produce, on a topic that
-// was compacted then), which spares decoding them again.
-func (p *producer) appendBatches(ctx context.Context, a fsm.Append, keysChecked bool) ([]int64, error) {
+// appendChecks says what the caller of appendBatches, appendOn or
+// proposeOn has checked of an append's batches in this process, so the
+// proposer does not check it again. Nothing of it travels to another
+// node: an append sent to a data group's leader elsewhere is checked
+// there whole.
+type appendChecks uint8
+
+const (
+	// checkedKeys: the caller built the batches from records it checked
+	// have keys (Backend.Produce, on a topic that was compacted then),
+	// which spares decoding them again.
+	checkedKeys appendChecks = 1 << iota
+	// checkedCRC: each batch's CRC-32C was verified since it was read off
+	// the network (the Kafka listener's checks), or the caller built the
+	// batch. The state machine verifies it again before writing it
+	// (docs/architecture.md, "Batch checks").
+	checkedCRC
+)
+
+// appendBatches proposes the batches of a on p's node (Backend.Append).
+func (p *producer) appendBatches(ctx context.Context, a fsm.Append, checked appendChecks) ([]int64, error) {
 	t, err := p.n.fsm.Topic(a.Topic)
 	if err != nil {
 		return nil, err
 	}
 	if t.Placement != nil {
-		return p.appendSpread(ctx, t, a)
+		return p.appendSpread(ctx, t, a, checked)
 	}
-	return p.appendOn(ctx, p.n.metaGroup(), a, keysChecked)
+	return p.appendOn(ctx, p.n.metaGroup(), a, checked)
 }
 
 // appendOn is appendBatches on group g, which holds every partition of
 // a.
-func (p *producer) appendOn(ctx context.Context, g groupHandle, a fsm.Append, keysChecked bool) ([]int64, error) {
-	r, err := p.proposeOn(ctx, g, a, keysChecked, nil)
+func (p *producer) appendOn(ctx context.Context, g groupHandle, a fsm.Append, checked appendChecks) ([]int64, error) {
+	r, err := p.proposeOn(ctx, g, a, checked, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -591,16 +612,20 @@ func (p *producer) appendOn(ctx context.Context, g groupHandle, a fsm.Append, ke
 // producers' batches, which were refused and which were duplicates.
 // queued, if not nil, is called once a is queued (groupHandle's
 // proposeAppend).
-func (p *producer) proposeOn(ctx context.Context, g groupHandle, a fsm.Append, keysChecked bool, queued func()) (fsm.AppendResult, error) {
+func (p *producer) proposeOn(ctx context.Context, g groupHandle, a fsm.Append, checked appendChecks, queued func()) (fsm.AppendResult, error) {
 	t, err := g.topic(a.Topic)
 	if err != nil {
 		return fsm.AppendResult{}, err
 	}
-	if err := fsm.ValidateAppend(t, a); err != nil {
+	validate := fsm.ValidateAppend
+	if checked&checkedCRC != 0 {
+		validate = fsm.ValidateVerifiedAppend
+	}
+	if err := validate(t, a); err != nil {
 		return fsm.AppendResult{}, err
 	}
-	if !keysChecked {
-		if err := checkKeys(t, a); err != nil {
+	if checked&checkedKeys == 0 {
+		if err := checkKeys(t, a, checked&checkedCRC != 0); err != nil {
 			return fsm.AppendResult{}, err
 		}
 	}

@@ -58,21 +58,28 @@ func TestCompactedTopicNeedsKeys(t *testing.T) {
 		{name: "append: keyless, not compacted", topic: "t", batch: build(batch.Record{Value: []byte("no key")})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := endOffsets(t, b, tc.topic)
-			var err error
-			if tc.batch != nil {
-				_, err = b.Append(ctx, backend.Append{Topic: tc.topic, Batches: []backend.PartitionBatch{{Partition: 0, Batch: tc.batch}}})
-			} else {
-				_, err = b.Produce(ctx, backend.ProduceRequest{Topic: tc.topic, Records: tc.records})
-			}
-			switch {
-			case tc.refused && !errors.Is(err, backend.ErrKeyRequired):
-				t.Fatalf("error %v; want backend.ErrKeyRequired", err)
-			case !tc.refused && err != nil:
-				t.Fatalf("refused: %v", err)
-			}
-			if after := endOffsets(t, b, tc.topic); tc.refused && after != before {
-				t.Fatalf("end offsets %v after the refusal, %v before: something was written", after, before)
+			// A batch goes through Append as the Kafka listener sends it
+			// (its CRC verified) and as another caller would (not).
+			for _, verified := range []bool{false, true} {
+				if tc.batch == nil && verified {
+					break
+				}
+				before := endOffsets(t, b, tc.topic)
+				var err error
+				if tc.batch != nil {
+					_, err = b.Append(ctx, backend.Append{Topic: tc.topic, Verified: verified, Batches: []backend.PartitionBatch{{Partition: 0, Batch: tc.batch}}})
+				} else {
+					_, err = b.Produce(ctx, backend.ProduceRequest{Topic: tc.topic, Records: tc.records})
+				}
+				switch {
+				case tc.refused && !errors.Is(err, backend.ErrKeyRequired):
+					t.Fatalf("verified %v: error %v; want backend.ErrKeyRequired", verified, err)
+				case !tc.refused && err != nil:
+					t.Fatalf("verified %v: refused: %v", verified, err)
+				}
+				if after := endOffsets(t, b, tc.topic); tc.refused && after != before {
+					t.Fatalf("verified %v: end offsets %v after the refusal, %v before: something was written", verified, after, before)
+				}
 			}
 		})
 	}

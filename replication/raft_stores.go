@@ -187,14 +187,15 @@ func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 }
 
 // wrap applies Config.WrapRaftStores, if set; a log store wrapper that is
-// an io.Closer is closed after the transport and before the stores.
+// an io.Closer is closed after the transport and before the stores (the
+// last closer).
 func (s *raftStores) wrap(w func(raft.LogStore, raft.StableStore) (raft.LogStore, raft.StableStore)) {
 	if w == nil {
 		return
 	}
 	s.logs, s.stable = w(s.logs, s.stable)
 	if c, ok := s.logs.(io.Closer); ok {
-		s.closers = slices.Insert(s.closers, 1, c.Close)
+		s.closers = slices.Insert(s.closers, len(s.closers)-1, c.Close)
 	}
 }
 

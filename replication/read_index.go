@@ -37,10 +37,16 @@ func (b *Backend) AwaitApplied(ctx context.Context, index uint64, wait time.Dura
 // each apply: at most wait, then *backend.BehindError naming what is
 // lacking and the leader; or until ctx ends.
 func (b *Backend) awaitApplies(ctx context.Context, wait time.Duration, lacking func() string) error {
+	return awaitAppliesOn(ctx, b.applied, wait, b.LeaderAPIAddress, lacking)
+}
+
+// awaitAppliesOn is awaitApplies on the state machine whose applies
+// signal wakes; leader names the leader for the *backend.BehindError.
+func awaitAppliesOn(ctx context.Context, signal *appliedSignal, wait time.Duration, leader func() (string, string), lacking func() string) error {
 	var deadline <-chan time.Time
 	for {
 		// Taken before the check, so an apply in between wakes the wait.
-		applied := b.applied.wait()
+		applied := signal.wait()
 		what := lacking()
 		if what == "" {
 			return nil
@@ -53,7 +59,7 @@ func (b *Backend) awaitApplies(ctx context.Context, wait time.Duration, lacking 
 		select {
 		case <-applied:
 		case <-deadline:
-			addr, _ := b.LeaderAPIAddress()
+			addr, _ := leader()
 			return &backend.BehindError{What: what, LeaderAddress: addr}
 		case <-ctx.Done():
 			return fmt.Errorf("wait to apply %s: %w", what, ctx.Err())

@@ -27,8 +27,12 @@ import (
 // committed configuration no longer names this node, the replica is of
 // no use to anyone: this node closes it and deletes its directory. A
 // directory of a group this node does not run (it was moved away while
-// the node was down) is deleted on the same proof. Listed again later,
-// the node opens the group afresh and catches up, as any new replica.
+// the node was down) is deleted on the same proof, asked again once the
+// replica is closed (a replica still running could have been added back
+// and promoted in between). A tombstone (g<id>.left) stays: listed again
+// later, the node opens the group afresh and catches up from the group's
+// leader, as any new replica, and never bootstraps it again, even as one
+// of its bootstrap replicas (mayBootstrap).
 
 // retireAfter is how long a replica the table no longer lists keeps
 // running before this node asks whether it may delete it.
@@ -138,6 +142,11 @@ func (d *dataGroups) retireLeft(tab fsm.DataGroupTable) {
 			continue
 		}
 		if err := d.retire(id); err != nil {
+			if errors.Is(err, errStillMember) {
+				delete(d.leftSince, id)
+				n.cfg.Logger.Info("a data group replica not retired: the group has this node again", "group", id)
+				continue
+			}
 			n.cfg.Logger.Warn("retire a data group replica", "group", id, "err", err)
 			continue
 		}
@@ -154,21 +163,83 @@ func cmpDuration(d, def time.Duration) time.Duration {
 	return def
 }
 
-// retire closes this node's replica of group id, if it runs one, and
-// deletes its directory.
+// errStillMember is retire's answer when the group's leader named this
+// node again once its replica was closed: the directory is kept, and the
+// replica opens again from it.
+var errStillMember = errors.New("the group's leader names this node again: its replica is kept")
+
+// retire closes this node's replica of group id, if it runs one, asks the
+// group's leader again whether its committed configuration leaves this
+// node out (the table may have listed the node again since the first
+// answer, and a replica still running could have been added back and
+// promoted: once closed it can no longer be), and then leaves a tombstone
+// (this node never bootstraps the group again: mayBootstrap) and deletes
+// the directory.
 func (d *dataGroups) retire(id uint64) error {
+	n := d.n
+	if n.listedIn(id) {
+		return errStillMember
+	}
 	d.mu.Lock()
 	dg := d.open[id]
 	delete(d.open, id)
 	d.mu.Unlock()
-	var errs []error
 	if dg != nil {
-		errs = append(errs, dg.shutdown())
+		if err := dg.shutdown(); err != nil {
+			return err
+		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
+	removed, err := n.removedFrom(ctx, id)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("ask group %d's leader again: %w", id, err)
+	}
+	if !removed || n.listedIn(id) {
+		return errStillMember
+	}
+	if err := writeTombstone(n.cfg.DataDir, id); err != nil {
 		return err
 	}
-	return removeGroupDir(dataGroupDir(d.n.cfg.DataDir, id))
+	return removeGroupDir(dataGroupDir(n.cfg.DataDir, id))
+}
+
+// listedIn reports whether the table this node applied lists it as a
+// replica of group id.
+func (n *Node) listedIn(id uint64) bool {
+	for _, g := range n.fsm.DataGroups().Groups {
+		if g.ID == id {
+			return slices.Contains(g.Replicas, n.cfg.NodeID)
+		}
+	}
+	return false
+}
+
+// groupTombstone is the file that says this node held data group id once
+// and retired its replica.
+func groupTombstone(dataDir string, id uint64) string {
+	return dataGroupDir(dataDir, id) + ".left"
+}
+
+// writeTombstone makes group id's tombstone durable (the file and its
+// directory's entry synced) before its replica's directory is deleted.
+func writeTombstone(dataDir string, id uint64) error {
+	name := groupTombstone(dataDir, id)
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("tombstone of group %d: %w", id, err)
+	}
+	err = errors.Join(f.Sync(), f.Close())
+	if err == nil {
+		var dir *os.File
+		if dir, err = os.Open(filepath.Dir(name)); err == nil {
+			err = errors.Join(dir.Sync(), dir.Close())
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("tombstone of group %d: %w", id, err)
+	}
+	return nil
 }
 
 // removeGroupDir renames dir aside, then deletes it.

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/replication/fsm"
 )
 
 // TestDataGroupsRetireMovedReplicas: draining n2 of four nodes moves its
@@ -46,8 +47,10 @@ func TestDataGroupsRetireMovedReplicas(t *testing.T) {
 	}
 	waitFor(ctx, t, "n2 drained", func() bool { return !holds(l, "n2") }, describe)
 	waitGroupsSettled(ctx, t, l, nodes, 4, describe)
-	waitFor(ctx, t, "n2's replicas retired and their directories deleted", func() bool {
-		return len(n2.DataGroupReplicas()) == 0 && len(dirs()) == 0
+	var tombstones []string
+	waitFor(ctx, t, "n2's replicas retired and their directories deleted, tombstones left", func() bool {
+		tombstones = slices.DeleteFunc(dirs(), func(name string) bool { return filepath.Ext(name) != ".left" })
+		return len(n2.DataGroupReplicas()) == 0 && len(dirs()) == held && len(tombstones) == held
 	}, func() string {
 		return fmt.Sprintf("n2 runs %d replicas, directories %v; %s", len(n2.DataGroupReplicas()), dirs(), describe())
 	})
@@ -85,6 +88,42 @@ func TestDataGroupsRetireMovedReplicas(t *testing.T) {
 	}
 	if caught == 0 {
 		t.Fatalf("n2 holds none of kept's groups again: %s", describe())
+	}
+	// A group n2 held before is never bootstrapped by n2 again, even one
+	// it was a bootstrap replica of: it catches up from the group.
+	for _, r := range n2.DataGroupReplicas() {
+		if dg := n2.dataGroup(r.ID); dg != nil && dg.bootstrapped && slices.Contains(tombstones, fmt.Sprintf("g%d.left", r.ID)) {
+			t.Errorf("n2 bootstrapped group %d again after it retired its replica", r.ID)
+		}
+	}
+}
+
+// TestMayBootstrap: a node starts a data group from its bootstrap
+// configuration only as one of its bootstrap replicas and only if it
+// never held the group before.
+func TestMayBootstrap(t *testing.T) {
+	dir := t.TempDir()
+	d := &dataGroups{n: &Node{cfg: Config{NodeID: "n1", DataDir: dir}}}
+	made := fsm.DataGroup{ID: 3, Replicas: []string{"n2", "n1", "n3"}, Bootstrap: []string{"n1", "n2", "n3"}}
+	if !d.mayBootstrap(made) {
+		t.Error("a bootstrap replica of a group it never held does not bootstrap it")
+	}
+	if d.mayBootstrap(fsm.DataGroup{ID: 3, Replicas: []string{"n1", "n2", "n3"}, Bootstrap: []string{"n2", "n3", "n4"}}) {
+		t.Error("a node that is not a bootstrap replica bootstraps the group")
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "groups"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeTombstone(dir, 3); err != nil {
+		t.Fatal(err)
+	}
+	if d.mayBootstrap(made) {
+		t.Error("a node that retired its replica of the group bootstraps it again")
+	}
+	other := made
+	other.ID = 4
+	if !d.mayBootstrap(other) {
+		t.Error("group 3's tombstone stops group 4's bootstrap")
 	}
 }
 

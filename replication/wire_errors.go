@@ -7,6 +7,7 @@ import (
 
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/dedup"
+	"github.com/logd-dev/logd/group"
 	"github.com/logd-dev/logd/partition"
 	"github.com/logd-dev/logd/queue"
 	"github.com/logd-dev/logd/replication/fsm"
@@ -24,6 +25,8 @@ type wireError struct {
 	Elsewhere  *fsm.PartitionElsewhereError `json:"elsewhere,omitempty"`
 	OutOfRange *backend.OutOfRangeError     `json:"out_of_range,omitempty"`
 	Behind     *backend.BehindError         `json:"behind,omitempty"`
+	// GroupElsewhere names a consumer group's home (groups_route.go).
+	GroupElsewhere *fsm.GroupElsewhereError `json:"group_elsewhere,omitempty"`
 }
 
 // wireSentinels are the errors a call's answer names, by code. The code
@@ -62,6 +65,17 @@ var wireSentinels = []struct {
 	// (remote_answers.go); a queue's admission refusal travels as its
 	// OverloadedError.
 	{"overloaded", backend.ErrOverloaded},
+	// Consumer groups in data groups (groups_route.go).
+	{"group_stale_generation", group.ErrStaleGeneration},
+	{"group_not_assigned", group.ErrNotAssigned},
+	{"group_unknown_member", group.ErrUnknownMember},
+	{"group_not_found", group.ErrConsumerGroupNotFound},
+	{"group_not_empty", group.ErrConsumerGroupNotEmpty},
+	{"group_offset_above_end", group.ErrOffsetAboveEnd},
+	{"group_no_reset_policy", group.ErrNoResetPolicy},
+	{"group_unknown_topic", group.ErrUnknownGroupTopic},
+	{"group_invalid_request", group.ErrInvalidGroupRequest},
+	{"partition_elsewhere", backend.ErrPartitionElsewhere},
 }
 
 // encodeWireError is err as a call's answer carries it.
@@ -71,6 +85,7 @@ func encodeWireError(err error) *wireError {
 	var else_ *fsm.PartitionElsewhereError
 	var oor *backend.OutOfRangeError
 	var behind *backend.BehindError
+	var ge *fsm.GroupElsewhereError
 	switch {
 	case errors.As(err, &over):
 		w.Overloaded = over
@@ -80,6 +95,8 @@ func encodeWireError(err error) *wireError {
 		w.OutOfRange = oor
 	case errors.As(err, &behind):
 		w.Behind = behind
+	case errors.As(err, &ge):
+		w.GroupElsewhere = ge
 	}
 	for _, s := range wireSentinels {
 		if errors.Is(err, s.err) {
@@ -101,6 +118,8 @@ func (w *wireError) decode() error {
 		return w.OutOfRange
 	case w.Behind != nil:
 		return w.Behind
+	case w.GroupElsewhere != nil:
+		return w.GroupElsewhere
 	}
 	for _, s := range wireSentinels {
 		if s.code == w.Code {

@@ -388,6 +388,52 @@ LIMITS+=("1 MiB write + fdatasync (dd oflag=dsync): $(dd_rate 1M 256)")
 
 # ---------------------------------------------------------------- peers
 PEER_LINES=()
+
+# small_peers runs the small-call peers peers.sh lacks, with the tools it
+# installed, and appends their figures to its figures.txt in its format:
+# S1 Redis XADD 128 B, 64 clients, no pipelining (appendfsync always);
+# S2 NATS JetStream sync publish 128 B, 64 clients (sync_interval always).
+small_peers() {
+	local figs=${PEERS_OUT:-${TMPDIR:-/tmp}/logd-peers}/results/figures.txt
+	local pbin=${PEERS_OUT:-${TMPDIR:-/tmp}/logd-peers}/bin
+	local dir=$TMP/small-peers v o pid
+	# About SECONDS_SMALL of each on a quiet machine (Redis ~80k/s, NATS
+	# with an fsync per write a quarter of it).
+	local n=$((SECONDS_SMALL * 20000))
+	[ -f "$figs" ] || return 0
+	mkdir -p "$dir/redis" "$dir/nats"
+	if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
+		log "peers: Redis XADD, 64 clients, no pipelining, appendfsync always"
+		redis-server --bind 127.0.0.1 --port 16380 --protected-mode yes --dir "$dir/redis" --appendonly yes \
+			--appendfsync always --save '' --daemonize no --logfile "$dir/redis.log" &
+		pid=$!
+		for _ in $(seq 50); do redis-cli -p 16380 ping >/dev/null 2>&1 && break; sleep 0.2; done
+		v=$(head -c 128 /dev/zero | tr '\0' x)
+		o=$(timeout "$RUN_TIMEOUT" redis-benchmark -h 127.0.0.1 -p 16380 -n "$n" -c 64 -P 1 --csv XADD s '*' f "$v" 2>/dev/null | tail -1 || true)
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		# redis-benchmark --csv: "test","rps","avg","min","p50","p95","p99","max"
+		echo "$o" | tr -d '"' | awk -F, '$2 > 0 {printf "FIG S1 | XADD 128B, 64 clients, no pipeline | AOF appendfsync=always | msgs/s=%.0f | MB/s=%.1f | p50=%sms | p99=%sms | runs=1\n", $2, $2 * 128 / 1e6, $5, $7}' >>"$figs"
+	fi
+	if [ -x "$pbin/nats-server" ] && [ -x "$pbin/nats" ]; then
+		log "peers: NATS JetStream sync publish, 64 clients, sync_interval always"
+		printf 'listen: 127.0.0.1:14290\njetstream {\n  store_dir: "%s"\n  sync_interval: always\n}\n' "$dir/nats" >"$dir/nats.conf"
+		"$pbin/nats-server" -c "$dir/nats.conf" >"$dir/nats.log" 2>&1 &
+		pid=$!
+		for _ in $(seq 50); do NATS_URL=nats://127.0.0.1:14290 "$pbin/nats" account info >/dev/null 2>&1 && break; sleep 0.2; done
+		NATS_URL=nats://127.0.0.1:14290 timeout "$RUN_TIMEOUT" "$pbin/nats" bench js pub sync bench.small --create --storage=file \
+			--replicas=1 --purge --msgs="$((n / 4))" --size=128 --clients=64 --no-progress --csv="$dir/nats.csv" >"$dir/nats-bench.txt" 2>&1 || true
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		# nats bench --csv: one row per client; the rate is their sum, the
+		# latency the worst client's (as peers.sh reads it).
+		if [ -s "$dir/nats.csv" ]; then
+			awk -F, '!/^#/ && NF > 12 {r += $5; if ($11 > p50) p50 = $11; if ($13 > p99) p99 = $13}
+				END {if (r > 0) printf "FIG S2 | JS sync publish 128B, 64 clients | file R1, sync_interval=always | msgs/s=%.0f | MB/s=%.1f | p50=%.0fus | p99=%.0fus | runs=1\n", r, r * 128 / 1e6, p50, p99}' \
+				"$dir/nats.csv" >>"$figs"
+		fi
+	fi
+}
 if [ "$PEERS" = 1 ]; then
 	peers=$ROOT/../shared/bench/peers.sh
 	if [ ! -f "$peers" ]; then
@@ -414,7 +460,10 @@ if [ "$PEERS" = 1 ]; then
 		done
 		PEER_LINES+=("$line")
 	}
+	small_peers
 	if [ -f "$figs" ]; then
+		ratio small64-1 "1 record/call, 64 in flight (Redis XADD -c 64 -P 1 always S1; NATS sync publish, 64 clients, always S2)" S1 S2
+		ratio small1-1 "1 record/call, 1 in flight (Redis XADD -c 1 -P 1 always R4; NATS sync publish, always A6)" R4 A6
 		ratio p128-1 "produce 128 B (NATS N8 4 clients lazy, A8 always; Redis R1 always)" N8 A8 R1
 		ratio p1k-1 "produce 1 KiB (NATS N2 lazy, A2 always; Redis R3 always)" N2 A2 R3
 		ratio one-1 "one client, 500 in flight (NATS N1 lazy, A1 always; Redis R2 always)" N1 A1 R2

@@ -98,7 +98,10 @@ var errorTable = []errorRow{
 	// A node-to-node call under peer TLS from a caller that did not prove
 	// the node identity it needs (a join by anyone but the node itself).
 	{errs: []error{peer.ErrIdentity}, code: connect.CodePermissionDenied, reason: logdv1.Reason_REASON_PERMISSION_DENIED},
-	{errs: []error{backend.ErrNotLeader}, code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_NOT_LEADER},
+	// A consumer group command that reached a Raft group other than the
+	// group's home (a node routed by a placement it had not applied):
+	// retried, as after NOT_LEADER.
+	{errs: []error{backend.ErrNotLeader, backend.ErrGroupElsewhere}, code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_NOT_LEADER},
 	// A follower behind what the client learnt from the leader: the client
 	// moves to the leader, as after NOT_LEADER, and reads there.
 	{errs: []error{backend.ErrBehind}, code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_NOT_LEADER, info: behindInfo},

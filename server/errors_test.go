@@ -33,6 +33,7 @@ import (
 var backendSentinels = map[string]error{
 	"backend.ErrNotLeader":            backend.ErrNotLeader,
 	"backend.ErrPartitionElsewhere":   backend.ErrPartitionElsewhere,
+	"backend.ErrGroupElsewhere":       backend.ErrGroupElsewhere,
 	"backend.ErrBehind":               backend.ErrBehind,
 	"backend.ErrUnknownTopic":         backend.ErrUnknownTopic,
 	"backend.ErrUnknownRedrive":       backend.ErrUnknownRedrive,
@@ -206,6 +207,7 @@ func TestToConnectError(t *testing.T) {
 		msg string
 	}{
 		{name: "not leader", err: fmt.Errorf("propose: %w", backend.ErrNotLeader), code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_NOT_LEADER},
+		{name: "group elsewhere", err: fmt.Errorf("commit: %w", backend.ErrGroupElsewhere), code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_NOT_LEADER},
 		{name: "behind", err: fmt.Errorf("group fetch: %w", &backend.BehindError{What: "generation 4 of group \"g\"", LeaderAddress: "10.0.0.1:7070"}),
 			code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_NOT_LEADER, msg: "generation 4",
 			check: func(i *logdv1.ErrorInfo) bool { return i.LeaderAddress == "10.0.0.1:7070" }},
@@ -230,7 +232,7 @@ func TestToConnectError(t *testing.T) {
 			check: func(i *logdv1.ErrorInfo) bool { return i.RetryAfterMs == membershipRetryAfter.Milliseconds() }},
 		{name: "joining node unreachable", err: fmt.Errorf("join: %w", backend.ErrNodeUnreachable), code: connect.CodeFailedPrecondition},
 		{name: "joining node conflicts", err: fmt.Errorf("join: %w", backend.ErrNodeConflict), code: connect.CodeFailedPrecondition},
-		{name: "backup over data groups", err: fmt.Errorf("backup: %w", backend.ErrBackupDataGroups), code: connect.CodeFailedPrecondition},
+		{name: "a data group not backed up", err: fmt.Errorf("backup: %w", backend.ErrBackupDataGroups), code: connect.CodeFailedPrecondition},
 		{name: "no reachable quorum", err: fmt.Errorf("join: %w", backend.ErrNoQuorum), code: connect.CodeUnavailable, reason: logdv1.Reason_REASON_UNAVAILABLE},
 		{name: "canceled", err: context.Canceled, code: connect.CodeCanceled},
 		{name: "unknown", err: errors.New("disk on fire"), code: connect.CodeInternal, reason: logdv1.Reason_REASON_STORAGE},

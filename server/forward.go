@@ -94,6 +94,20 @@ var localProcedures = map[string]bool{
 	logdv1connect.LogServiceSaveSnapshotProcedure: true,
 }
 
+// routedGroupProcedures are the consumer group writes the backend routes
+// to each group's home itself once it does (backend.GroupAPI.RoutesGroups:
+// groups kept in data groups, docs/architecture.md, "Consumer groups"):
+// served by the node that receives them, so a group's commits go to its
+// home's leader without passing through the meta leader.
+var routedGroupProcedures = map[string]bool{
+	logdv1connect.LogServiceJoinGroupProcedure:         true,
+	logdv1connect.LogServiceGroupHeartbeatProcedure:    true,
+	logdv1connect.LogServiceLeaveGroupProcedure:        true,
+	logdv1connect.LogServiceCommitOffsetsProcedure:     true,
+	logdv1connect.LogServiceResetGroupOffsetsProcedure: true,
+	logdv1connect.LogServiceDeleteGroupProcedure:       true,
+}
+
 // forwarder proxies write requests to the leader.
 type forwarder struct {
 	s         *Server
@@ -228,7 +242,7 @@ func (fw *forwarder) wrap(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if localProcedures[r.URL.Path] || fw.s.b.IsLeader() {
+		if localProcedures[r.URL.Path] || fw.s.b.IsLeader() || routedGroupProcedures[r.URL.Path] && fw.s.b.RoutesGroups() {
 			next.ServeHTTP(w, r)
 			return
 		}

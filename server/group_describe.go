@@ -27,10 +27,19 @@ const kafkaMembersWait = 2 * time.Second
 // clients consume in, the Kafka members the leader's group coordinator
 // holds in its memory (kafkaMembers), with the group's state there; a
 // group that has Kafka members and no commit yet is shown with its
-// members only. Offsets and lag are always this node's.
+// members only. Offsets and lag are always this node's; the group's state
+// is its home's (docs/architecture.md, "Consumer groups"): this node's
+// replica of it, or for a consistent read (ConsistentReadHeader) its
+// home's leader.
 func (s *Server) DescribeGroup(ctx context.Context, req *connect.Request[logdv1.DescribeGroupRequest]) (*connect.Response[logdv1.DescribeGroupResponse], error) {
 	name := req.Msg.Group
-	g, err := s.b.ConsumerGroup(name)
+	var g *group.ConsumerGroup
+	var err error
+	if req.Header().Get(ConsistentReadHeader) == "true" {
+		g, err = s.b.ConsumerGroupLeader(ctx, name)
+	} else {
+		g, err = s.b.ConsumerGroup(name)
+	}
 	if err != nil && !errors.Is(err, group.ErrConsumerGroupNotFound) {
 		return nil, toConnectError(err)
 	}
@@ -54,6 +63,7 @@ func (s *Server) DescribeGroup(ctx context.Context, req *connect.Request[logdv1.
 			return lagOf(s.b, topic, partition, committed, now)
 		})
 	}
+	resp.Home = s.b.GroupHome(name)
 	if len(ext.GetMembers()) > 0 {
 		// The Kafka coordinator's generations, not the replicated
 		// group's (which counts only logd members' rebalances and resets).
@@ -81,7 +91,9 @@ func (s *Server) DescribeGroup(ctx context.Context, req *connect.Request[logdv1.
 // a follower that cannot reach the leader answers without Kafka members
 // (the failure is logged).
 func (s *Server) kafkaMembers(ctx context.Context, req *connect.Request[logdv1.DescribeGroupRequest]) *logdv1.DescribeGroupResponse {
-	if s.b.IsLeader() {
+	if s.b.IsLeader() || s.b.GroupHome(req.Msg.Group) != 0 {
+		// A group in a data group: the backend asks its home's leader,
+		// where its coordinator runs.
 		eg := s.b.ExternalGroup(req.Msg.Group)
 		if len(eg.Members) == 0 {
 			return nil

@@ -62,7 +62,10 @@ func (c *groupCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *groupCollector) Collect(ch chan<- prometheus.Metric) {
 	now := time.Now()
-	for _, g := range c.b.ConsumerGroups() {
+	// The groups this node holds: asking other nodes at every scrape
+	// would cost a call per data group; each group is reported by each
+	// replica of its home.
+	for _, g := range c.b.LocalConsumerGroups() {
 		if group.Internal(g.Name) {
 			// A redrive job's position: its lag would read as an
 			// application falling behind; the job reports its own

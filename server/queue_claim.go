@@ -71,14 +71,28 @@ func (s *Server) Claim(ctx context.Context, req *connect.Request[logdv1.ClaimReq
 	return connect.NewResponse(claimResponse(res)), nil
 }
 
+// claimResponse builds a claim's answer. The records' messages share one
+// allocation, and so do their tokens (one string cut in pieces): a claim
+// of hundreds of records makes the answer per record, and the allocations
+// and their collection were a large part of a claim's cost
+// (docs/performance.md, "Queue claim+ack").
 func claimResponse(res backend.QueueClaimResult) *logdv1.ClaimResponse {
 	out := &logdv1.ClaimResponse{AtCapPartitions: res.AtCap, DeadLettered: int32(res.DeadLettered), Records: make([]*logdv1.ClaimedRecord, len(res.Records)), Paused: res.Paused}
+	buf := make([]byte, 0, len(res.Records)*32)
+	ends := make([]int, len(res.Records))
 	for i, r := range res.Records {
-		cr := &logdv1.ClaimedRecord{
-			Partition: r.Partition, Offset: r.Offset, TimestampMs: r.Record.Timestamp,
-			Key: r.Record.Key, Value: r.Record.Value, Token: r.Token.String(),
-			DeliveryCount: int32(r.Deliveries), LeaseDeadlineMs: nsToMs(r.LeaseUntil), FirstDeliveryMs: nsToMs(r.FirstDelivered),
-		}
+		buf = r.Token.Append(buf)
+		ends[i] = len(buf)
+	}
+	tokens := string(buf)
+	crs := make([]logdv1.ClaimedRecord, len(res.Records))
+	from := 0
+	for i, r := range res.Records {
+		cr := &crs[i]
+		cr.Partition, cr.Offset, cr.TimestampMs = r.Partition, r.Offset, r.Record.Timestamp
+		cr.Key, cr.Value, cr.Token = r.Record.Key, r.Record.Value, tokens[from:ends[i]]
+		cr.DeliveryCount, cr.LeaseDeadlineMs, cr.FirstDeliveryMs = int32(r.Deliveries), nsToMs(r.LeaseUntil), nsToMs(r.FirstDelivered)
+		from = ends[i]
 		for _, h := range r.Record.Headers {
 			cr.Headers = append(cr.Headers, &logdv1.Header{Key: h.Key, Value: h.Value})
 		}

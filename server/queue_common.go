@@ -99,12 +99,15 @@ func parseTokens(raw []string) (parsedTokens, error) {
 	if len(raw) == 0 || len(raw) > backend.MaxQueueTokens {
 		return parsedTokens{}, errInvalid("%d tokens; want 1 to %d", len(raw), backend.MaxQueueTokens)
 	}
-	pt := parsedTokens{raw: raw, index: make([]int, len(raw)), invalid: map[int]string{}}
+	pt := parsedTokens{raw: raw, index: make([]int, len(raw)), tokens: make([]queue.Token, 0, len(raw))}
 	for i, s := range raw {
 		t, err := queue.ParseToken(s)
 		if err != nil {
 			// Said in the caller's terms, not the queue package's.
 			pt.index[i] = -1
+			if pt.invalid == nil {
+				pt.invalid = map[int]string{}
+			}
 			pt.invalid[i] = fmt.Sprintf("%q is not a delivery token (a claim answers them, as PARTITION.OFFSET.DELIVERY.MAC)", s)
 			continue
 		}
@@ -120,16 +123,20 @@ func parseTokens(raw []string) (parsedTokens, error) {
 // client can act on, like any other refused request).
 func (pt parsedTokens) results(rs []queue.TokenResult) ([]*logdv1.TokenResult, error) {
 	out := make([]*logdv1.TokenResult, len(pt.raw))
+	trs := make([]logdv1.TokenResult, len(pt.raw)) // one allocation for all
 	accepted, stale := 0, 0
 	var firstStale string
 	for i, raw := range pt.raw {
+		tr := &trs[i]
+		out[i] = tr
+		tr.Token = raw
 		if pt.index[i] < 0 {
-			out[i] = &logdv1.TokenResult{Token: raw, Error: logdv1.Reason_REASON_INVALID_ARGUMENT, Message: pt.invalid[i]}
+			tr.Error, tr.Message = logdv1.Reason_REASON_INVALID_ARGUMENT, pt.invalid[i]
 			continue
 		}
 		r := rs[pt.index[i]]
-		tr := &logdv1.TokenResult{Token: raw, Message: r.Detail, DeadLettered: r.DeadLettered,
-			AvailableAtMs: nsToMs(r.AvailableAt), LeaseDeadlineMs: nsToMs(r.LeaseUntil)}
+		tr.Message, tr.DeadLettered = r.Detail, r.DeadLettered
+		tr.AvailableAtMs, tr.LeaseDeadlineMs = nsToMs(r.AvailableAt), nsToMs(r.LeaseUntil)
 		switch r.Outcome {
 		case queue.TokenStale:
 			tr.Error = logdv1.Reason_REASON_STALE_TOKEN
@@ -143,7 +150,6 @@ func (pt parsedTokens) results(rs []queue.TokenResult) ([]*logdv1.TokenResult, e
 		default:
 			accepted++
 		}
-		out[i] = tr
 	}
 	if accepted == 0 && stale > 0 {
 		return nil, toConnectError(fmt.Errorf("%w: %s", queue.ErrStaleToken, firstStale))

@@ -39,7 +39,7 @@ func (s *Server) saveSnapshot(ctx context.Context, stream *connect.ServerStream[
 	_, err := s.b.Backup(ctx, func(info backend.BackupInfo) (io.Writer, error) {
 		h := info.Header
 		first := &logdv1.SaveSnapshotResponse{Info: &logdv1.SnapshotInfo{Index: h.Index, Term: h.Term, SizeBytes: info.Size,
-			Segments: int32(h.Segments), SegmentBytes: h.SegmentBytes, NodeId: h.Node}}
+			Segments: int32(h.Segments), SegmentBytes: h.SegmentBytes, NodeId: h.Node, DataGroups: int32(len(h.Groups))}}
 		if err := stream.Send(first); err != nil {
 			return nil, err
 		}

@@ -4010,14 +4010,19 @@ func (x *ConsumerGroupPartition) GetCommittedMs() int64 {
 }
 
 type DescribeGroupResponse struct {
-	state         protoimpl.MessageState    `protogen:"open.v1"`
-	Group         string                    `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
-	State         string                    `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
-	Generation    int64                     `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
-	Rebalances    int64                     `protobuf:"varint,4,opt,name=rebalances,proto3" json:"rebalances,omitempty"`
-	OffsetResets  int64                     `protobuf:"varint,5,opt,name=offset_resets,json=offsetResets,proto3" json:"offset_resets,omitempty"`
-	Members       []*ConsumerGroupMember    `protobuf:"bytes,6,rep,name=members,proto3" json:"members,omitempty"`
-	Partitions    []*ConsumerGroupPartition `protobuf:"bytes,7,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	state        protoimpl.MessageState    `protogen:"open.v1"`
+	Group        string                    `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	State        string                    `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	Generation   int64                     `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	Rebalances   int64                     `protobuf:"varint,4,opt,name=rebalances,proto3" json:"rebalances,omitempty"`
+	OffsetResets int64                     `protobuf:"varint,5,opt,name=offset_resets,json=offsetResets,proto3" json:"offset_resets,omitempty"`
+	Members      []*ConsumerGroupMember    `protobuf:"bytes,6,rep,name=members,proto3" json:"members,omitempty"`
+	Partitions   []*ConsumerGroupPartition `protobuf:"bytes,7,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	// The Raft group that holds the group's state, its home, as the
+	// answering node knows it: 0 for the meta group, else the data group
+	// its name hashed to when it first appeared (docs/architecture.md,
+	// "Consumer groups").
+	Home          uint64 `protobuf:"varint,8,opt,name=home,proto3" json:"home,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4099,6 +4104,13 @@ func (x *DescribeGroupResponse) GetPartitions() []*ConsumerGroupPartition {
 		return x.Partitions
 	}
 	return nil
+}
+
+func (x *DescribeGroupResponse) GetHome() uint64 {
+	if x != nil {
+		return x.Home
+	}
+	return 0
 }
 
 type DeleteGroupRequest struct {
@@ -7731,7 +7743,11 @@ type SnapshotInfo struct {
 	Segments     int32 `protobuf:"varint,4,opt,name=segments,proto3" json:"segments,omitempty"`
 	SegmentBytes int64 `protobuf:"varint,5,opt,name=segment_bytes,json=segmentBytes,proto3" json:"segment_bytes,omitempty"`
 	// The node that wrote it.
-	NodeId        string `protobuf:"bytes,6,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	NodeId string `protobuf:"bytes,6,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// The data groups whose parts it holds after the meta group's, each a
+	// cut of the group taken after the meta group's (index and term are the
+	// meta group's).
+	DataGroups    int32 `protobuf:"varint,7,opt,name=data_groups,json=dataGroups,proto3" json:"data_groups,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -7806,6 +7822,13 @@ func (x *SnapshotInfo) GetNodeId() string {
 		return x.NodeId
 	}
 	return ""
+}
+
+func (x *SnapshotInfo) GetDataGroups() int32 {
+	if x != nil {
+		return x.DataGroups
+	}
+	return 0
 }
 
 type PauseQueueGroupRequest struct {
@@ -10802,7 +10825,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x0fskipped_records\x18\v \x01(\x03R\x0eskippedRecords\x12\x1f\n" +
 	"\vauto_resets\x18\f \x01(\x03R\n" +
 	"autoResets\x12!\n" +
-	"\fcommitted_ms\x18\r \x01(\x03R\vcommittedMs\"\xa1\x02\n" +
+	"\fcommitted_ms\x18\r \x01(\x03R\vcommittedMs\"\xb5\x02\n" +
 	"\x15DescribeGroupResponse\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1e\n" +
@@ -10816,7 +10839,8 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\amembers\x18\x06 \x03(\v2\x1c.logd.v1.ConsumerGroupMemberR\amembers\x12?\n" +
 	"\n" +
 	"partitions\x18\a \x03(\v2\x1f.logd.v1.ConsumerGroupPartitionR\n" +
-	"partitions\"*\n" +
+	"partitions\x12\x12\n" +
+	"\x04home\x18\b \x01(\x04R\x04home\"*\n" +
 	"\x12DeleteGroupRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\"\x15\n" +
 	"\x13DeleteGroupResponse\"B\n" +
@@ -11118,7 +11142,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x13SaveSnapshotRequest\"U\n" +
 	"\x14SaveSnapshotResponse\x12)\n" +
 	"\x04info\x18\x01 \x01(\v2\x15.logd.v1.SnapshotInfoR\x04info\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04data\"\xb1\x01\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"\xd2\x01\n" +
 	"\fSnapshotInfo\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12\x1d\n" +
@@ -11126,7 +11150,9 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"size_bytes\x18\x03 \x01(\x03R\tsizeBytes\x12\x1a\n" +
 	"\bsegments\x18\x04 \x01(\x05R\bsegments\x12#\n" +
 	"\rsegment_bytes\x18\x05 \x01(\x03R\fsegmentBytes\x12\x17\n" +
-	"\anode_id\x18\x06 \x01(\tR\x06nodeId\"\\\n" +
+	"\anode_id\x18\x06 \x01(\tR\x06nodeId\x12\x1f\n" +
+	"\vdata_groups\x18\a \x01(\x05R\n" +
+	"dataGroups\"\\\n" +
 	"\x16PauseQueueGroupRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\tR\x05group\x12\x16\n" +

@@ -19,9 +19,10 @@ func newClusterSnapshotCmd(opts *globalOpts) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "snapshot",
 		Short: "Save a backup of the cluster, or inspect one",
-		Long: `A backup is the cluster's state at one Raft index: every topic's records,
-group offsets, queue state, idempotency keys, tokens (their salted hashes)
-and ACLs. It is restored into a new cluster with "logd restore"
+		Long: `A backup is the cluster's state: the meta group's at one Raft index, and
+each data group's at one index of its own, taken after it. It holds every
+topic's records, group offsets, queue state, idempotency keys, tokens
+(their salted hashes) and ACLs. It is restored into a new cluster with "logd restore"
 (docs/operations.md, "Backup and restore"). It holds everything the cluster
 holds: keep the file as a secret.`,
 	}
@@ -37,8 +38,9 @@ func newClusterSnapshotSaveCmd(opts *globalOpts) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "save FILE",
 		Short: "Save a backup of the cluster's state into FILE",
-		Long: `Asks the leader for a backup (a Raft snapshot and the segment bytes it
-lists) and writes it to FILE, through a temporary file renamed into place
+		Long: `Asks the leader for a backup (a Raft snapshot of the meta group and of each
+data group holding partitions, and the segment bytes each lists) and writes
+it to FILE, through a temporary file renamed into place
 once the whole backup is in, so FILE is never a partial backup. Progress in
 bytes goes to stderr on a terminal (or with --progress). Needs admin on the
 cluster when the cluster requires authentication.`,
@@ -54,8 +56,12 @@ cluster when the cluster requires authentication.`,
 				if output != outputText {
 					return writeData(opts.stdout, output, info)
 				}
-				fmt.Fprintf(opts.stdout, "saved %s: index %d, term %d, %s, %s of segments in %s, from %s\n", args[0], info.Index, info.Term,
-					formatBytes(info.Bytes), formatBytes(info.SegmentBytes), count(info.Segments, "segment"), info.NodeID)
+				groups := ""
+				if info.DataGroups > 0 {
+					groups = ", " + count(info.DataGroups, "data group")
+				}
+				fmt.Fprintf(opts.stdout, "saved %s: index %d, term %d%s, %s, %s of segments in %s, from %s\n", args[0], info.Index, info.Term,
+					groups, formatBytes(info.Bytes), formatBytes(info.SegmentBytes), count(info.Segments, "segment"), info.NodeID)
 				return nil
 			})
 		},
@@ -121,6 +127,8 @@ type snapshotReport struct {
 	Segments     int                  `json:"segments"`
 	SegmentBytes int64                `json:"segment_bytes"`
 	Topics       []snapshotTopicUsage `json:"topics"`
+	// DataGroups are the data groups' parts, after the meta group's.
+	DataGroups []backupfile.Group `json:"data_groups"`
 	// Verified: every frame's CRC and the trailer's SHA-256 matched.
 	Verified bool `json:"verified"`
 }
@@ -139,7 +147,8 @@ func newClusterSnapshotInspectCmd(opts *globalOpts) *cobra.Command {
 		Short: "Check a backup file and describe it",
 		Long: `Reads the whole backup, checks every frame's CRC and the trailer's SHA-256,
 and prints its header (Raft index and term, feature level, the cluster it
-was taken from) and the segment bytes per topic. A truncated or damaged
+was taken from), each data group's part (the node it was read from, its
+Raft index and term, its segments) and the segment bytes per topic. A truncated or damaged
 file is an error: it is what "logd restore" would refuse. Needs no server.`,
 		Example: `  logctl cluster snapshot inspect backup.logd
   logctl cluster snapshot inspect backup.logd -o json`,
@@ -176,6 +185,17 @@ file is an error: it is what "logd restore" would refuse. Needs no server.`,
 			fmt.Fprintf(w, "Segments:       %s, %s\n", count(rep.Segments, "segment"), formatBytes(rep.SegmentBytes))
 			fmt.Fprintf(w, "Verified:       every frame's CRC and the file's SHA-256\n\n")
 			tw := newTable(w)
+			if len(rep.DataGroups) > 0 {
+				fmt.Fprintln(tw, "DATA GROUP\tFROM\tINDEX\tTERM\tSEGMENTS\tBYTES")
+				for _, g := range rep.DataGroups {
+					fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%s\n", g.ID, g.Node, g.Index, g.Term, g.Segments, formatBytes(g.SegmentBytes))
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				fmt.Fprintln(w)
+				tw = newTable(w)
+			}
 			fmt.Fprintln(tw, "TOPIC\tPARTITIONS\tSEGMENTS\tBYTES")
 			for _, t := range rep.Topics {
 				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", t.Topic, t.Partitions, t.Segments, formatBytes(t.Bytes))
@@ -200,16 +220,25 @@ func inspectSnapshot(path string) (snapshotReport, error) {
 	}
 	h := r.Header()
 	rep := snapshotReport{File: path, Format: h.FormatVersion, Index: h.Index, Term: h.Term, FeatureLevel: h.FeatureLevel,
-		Created: h.Created, Node: h.Node, Cluster: h.Cluster, Snapshot: h.SnapshotBytes}
+		Created: h.Created, Node: h.Node, Cluster: h.Cluster, Snapshot: h.SnapshotBytes, DataGroups: h.Groups}
 	if rep.Cluster == nil {
 		rep.Cluster = []backupfile.Member{}
+	}
+	if rep.DataGroups == nil {
+		rep.DataGroups = []backupfile.Group{}
 	}
 	topics := map[string]*snapshotTopicUsage{}
 	parts := map[string]map[int32]bool{}
 	for {
 		s, data, err := r.NextSegment()
 		if errors.Is(err, io.EOF) {
-			break
+			// The end of a part: the next data group's, or the file's.
+			if _, err := r.NextGroup(); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				return snapshotReport{}, fmt.Errorf("%s: %w", path, err)
+			}
+			continue
 		}
 		if err != nil {
 			return snapshotReport{}, fmt.Errorf("%s: %w", path, err)

@@ -80,6 +80,11 @@ func printGroup(opts *globalOpts, d client.GroupDescription) error {
 	fmt.Fprintf(tw, "Generation:\t%d\n", d.Generation)
 	fmt.Fprintf(tw, "Rebalances:\t%d\n", d.Rebalances)
 	fmt.Fprintf(tw, "Offset resets:\t%d\n", d.OffsetResets)
+	if d.Home != 0 {
+		// A group kept in a data group (docs/architecture.md, "Consumer
+		// groups"); the meta group's are not marked.
+		fmt.Fprintf(tw, "Home:\tdata group %d\n", d.Home)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}

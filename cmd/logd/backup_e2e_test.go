@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	logdv1 "github.com/logd-dev/logd/api/logdv1"
+	"github.com/logd-dev/logd/client"
 	"github.com/logd-dev/logd/internal/e2e"
 )
 
@@ -45,67 +47,8 @@ func TestBackupRestore(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	e2e.CreateTopic(t, ctx, nd, "orders", 3, map[string]string{"segment.bytes": "1024"})
-	e2e.CreateTopic(t, ctx, nd, "users", 1, map[string]string{"cleanup.policy": "compact"})
-	e2e.CreateTopic(t, ctx, nd, "jobs", 2, nil)
-
-	// Keyed records, each with an idempotency key.
-	produce := func(topic string, recs ...*logdv1.Record) []*logdv1.RecordResult {
-		t.Helper()
-		r, err := nd.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: topic, Records: recs}))
-		call("produce "+topic, err)
-		return r.Msg.Results
-	}
-	rec := func(key, value, idem string) *logdv1.Record {
-		r := &logdv1.Record{Key: []byte(key), IdempotencyKey: idem}
-		if value != "" {
-			r.Value = []byte(value)
-		}
-		return r
-	}
-	var firstOrder *logdv1.RecordResult
-	for i := range 60 {
-		res := produce("orders", rec(fmt.Sprintf("customer-%d", i%7), fmt.Sprintf("order-%03d", i), fmt.Sprintf("order-%03d", i)))
-		if i == 0 {
-			firstOrder = res[0]
-		}
-	}
-	produce("users", rec("alice", "v1", ""), rec("bob", "v1", ""), rec("alice", "v2", ""), rec("bob", "", ""))
-	for i := range 10 {
-		produce("jobs", rec(fmt.Sprintf("job-%d", i), fmt.Sprintf("job-%d", i), ""))
-	}
-
-	// A consumer group with committed offsets.
-	j, err := nd.RPC.JoinGroup(ctx, connect.NewRequest(&logdv1.JoinGroupRequest{Group: "billing", MemberId: "m1", Topics: []string{"orders"}, SessionTimeoutMs: 60000}))
-	call("join", err)
-	_, err = nd.RPC.CommitOffsets(ctx, connect.NewRequest(&logdv1.CommitOffsetsRequest{Group: "billing", MemberId: "m1", Generation: j.Msg.Assignment.Generation,
-		Offsets: []*logdv1.GroupOffset{{Topic: "orders", Partition: 0, Offset: 3}, {Topic: "orders", Partition: 1, Offset: 5}, {Topic: "orders", Partition: 2, Offset: 1}}}))
-	call("commit", err)
-
-	// A queue group: some acked, some in flight, some dead-lettered.
-	_, err = nd.RPC.CreateQueueGroup(ctx, connect.NewRequest(&logdv1.CreateQueueGroupRequest{Topic: "jobs", Group: "workers"}))
-	call("create queue group", err)
-	cl, err := nd.RPC.Claim(ctx, connect.NewRequest(&logdv1.ClaimRequest{Topic: "jobs", Group: "workers", MaxRecords: 6, LeaseMs: 10 * 60 * 1000}))
-	call("claim", err)
-	if len(cl.Msg.Records) != 6 {
-		t.Fatalf("claimed %d records, want 6", len(cl.Msg.Records))
-	}
-	recs := cl.Msg.Records
-	_, err = nd.RPC.Ack(ctx, connect.NewRequest(&logdv1.AckRequest{Topic: "jobs", Group: "workers", Tokens: []string{recs[0].Token, recs[1].Token}}))
-	call("ack", err)
-	_, err = nd.RPC.Nack(ctx, connect.NewRequest(&logdv1.NackRequest{Topic: "jobs", Group: "workers",
-		Nacks: []*logdv1.QueueNack{{Token: recs[2].Token, Permanent: true, Error: "poison"}}}))
-	call("nack", err)
-	inFlight := recs[3:] // leased for ten minutes
-
-	// A token and an ACL.
-	_, err = nd.RPC.CreateToken(ctx, connect.NewRequest(&logdv1.CreateTokenRequest{Principal: "User:alice", Description: "backup test"}))
-	call("create token", err)
-	_, err = nd.RPC.CreateACLs(ctx, connect.NewRequest(&logdv1.CreateACLsRequest{Acls: []*logdv1.ACL{
-		{Principal: "User:alice", Resource: "topic", Pattern: "literal", Name: "orders", Operation: "read", Effect: "allow"}}}))
-	call("create acl", err)
-
-	topics := map[string]int32{"orders": 3, "users": 1, "jobs": 2, "jobs.workers.dlq": 1}
+	w := backupWorkload(t, ctx, nd)
+	topics := w.topics
 	before := captureState(t, ctx, nd, topics)
 
 	file := filepath.Join(t.TempDir(), "backup.logd")
@@ -155,26 +98,7 @@ func TestBackupRestore(t *testing.T) {
 			t.Errorf("%s after restore:\n%s\nbefore:\n%s", k, after[k], before[k])
 		}
 	}
-	// A retried keyed produce is still a duplicate of the original.
-	res, err := r.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "orders",
-		Records: []*logdv1.Record{rec("customer-0", "order-000", "order-000")}}))
-	call("retried produce", err)
-	if got := res.Msg.Results[0]; !got.Duplicate || got.Partition != firstOrder.Partition || got.Offset != firstOrder.Offset {
-		t.Fatalf("retried produce after restore: %v, want a duplicate of %v", got, firstOrder)
-	}
-	// The in-flight records keep their leases and tokens.
-	var tokens []string
-	for _, c := range inFlight {
-		tokens = append(tokens, c.Token)
-	}
-	_, err = r.RPC.Ack(ctx, connect.NewRequest(&logdv1.AckRequest{Topic: "jobs", Group: "workers", Tokens: tokens}))
-	call("ack in-flight records after restore", err)
-	// New writes go after the restored ones.
-	res, err = r.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "users", Records: []*logdv1.Record{rec("carol", "v1", "")}}))
-	call("produce after restore", err)
-	if res.Msg.Results[0].Offset != 4 {
-		t.Fatalf("first record after restore at offset %d, want 4", res.Msg.Results[0].Offset)
-	}
+	checkRestoredWrites(t, ctx, r, w)
 
 	// A node joins the restored cluster: it installs the restored
 	// snapshot, fetches the segments from the restored node (registered
@@ -202,6 +126,94 @@ func TestBackupRestore(t *testing.T) {
 	if out := e2e.Logctl(t, follower, "cluster", "snapshot", "inspect", file2); !strings.Contains(out, "Cluster:        r1") {
 		t.Fatalf("inspect of the new cluster's backup printed %q", out)
 	}
+}
+
+// TestBackupRestoreDataGroups: TestBackupRestore's workload on a node
+// with two data groups (--data-groups-per-node 2), so its topics are
+// placed over them: logctl saves a backup with both groups' parts and
+// inspects it, and logd restore builds a node that, started as a new
+// cluster, runs both groups alone and holds the same records, group
+// offsets, queue state, tokens and ACLs, takes the same retried and
+// leased writes, and saves a backup again. A node that joins it takes a
+// replica of each group and serves the same records.
+func TestBackupRestoreDataGroups(t *testing.T) {
+	e2e.ParallelShort(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	nd := e2e.StartNode(t, "--data-groups-per-node", "2")
+	waitLeadsGroups(t, ctx, nd, 2)
+	w := backupWorkload(t, ctx, nd)
+	before := captureState(t, ctx, nd, w.topics)
+
+	file := filepath.Join(t.TempDir(), "backup.logd")
+	var info client.SnapshotInfo
+	if err := json.Unmarshal([]byte(e2e.Logctl(t, nd, "cluster", "snapshot", "save", file, "-o", "json")), &info); err != nil || info.DataGroups != 2 {
+		t.Fatalf("save: %+v, %v; want 2 data groups", info, err)
+	}
+	if out := e2e.Logctl(t, nd, "cluster", "snapshot", "inspect", file); !strings.Contains(out, "DATA GROUP") || !strings.Contains(out, "orders") {
+		t.Fatalf("inspect printed %q", out)
+	}
+	nd.Stop()
+
+	// The restored node places the nodes that join: it runs with the
+	// old cluster's --data-groups-per-node.
+	r := e2e.NewNode(t, "r1", "--data-groups-per-node", "2")
+	if out, err := restoreCmd(file, r).CombinedOutput(); err != nil || !strings.Contains(string(out), "2 data groups") {
+		t.Fatalf("restore: %v\n%s", err, out)
+	}
+	r.Start()
+	waitLeadsGroups(t, ctx, r, 2)
+	after := captureState(t, ctx, r, w.topics)
+	for _, k := range sortedKeys(before) {
+		if before[k] != after[k] {
+			t.Errorf("%s after restore:\n%s\nbefore:\n%s", k, after[k], before[k])
+		}
+	}
+	checkRestoredWrites(t, ctx, r, w)
+	if err := json.Unmarshal([]byte(e2e.Logctl(t, r, "cluster", "snapshot", "save", filepath.Join(t.TempDir(), "again.logd"), "-o", "json")), &info); err != nil || info.DataGroups != 2 || info.NodeID != "r1" {
+		t.Fatalf("a backup of the restored node: %+v, %v", info, err)
+	}
+
+	// A node that joins takes a replica of each group: it catches up
+	// from the restored node and votes, and serves the same records.
+	j2 := e2e.NewNode(t, "r2", "--data-groups-per-node", "2")
+	j2.Launch(r.Listen)
+	e2e.WaitFor(t, ctx, "r2 votes in every restored data group", func() bool {
+		st, err := clusterStatus(t, r)
+		if err != nil || len(st.DataGroups) < 2 {
+			return false
+		}
+		for _, g := range st.DataGroups[:2] {
+			v := slices.Clone(g.Voters)
+			slices.Sort(v)
+			if !slices.Equal(v, []string{"r1", "r2"}) || g.Lag != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	for name, parts := range w.topics {
+		if got, want := e2e.Render(j2.ReadAll(ctx, name, parts)), e2e.Render(r.ReadAll(ctx, name, parts)); got != want {
+			t.Errorf("%s on the joined node:\n%s\nwant:\n%s", name, got, want)
+		}
+	}
+}
+
+// waitLeadsGroups waits until nd, a single node, leads n data groups.
+func waitLeadsGroups(t *testing.T, ctx context.Context, nd *e2e.Node, n int) {
+	t.Helper()
+	e2e.WaitFor(t, ctx, fmt.Sprintf("%s leads %d data groups", nd.ID, n), func() bool {
+		st, err := clusterStatus(t, nd)
+		if err != nil || len(st.DataGroups) != n {
+			return false
+		}
+		for _, g := range st.DataGroups {
+			if g.Leader != nd.ID {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // restoreCmd is logd restore of file into nd's data dir, as nd.
@@ -285,4 +297,130 @@ func sortLines(s string) string {
 
 func sortedKeys(m map[string]string) []string {
 	return slices.Sorted(maps.Keys(m))
+}
+
+// backupRun is what backupWorkload did, for the checks after a restore.
+type backupRun struct {
+	// topics are the topics it made, with their partitions.
+	topics map[string]int32
+	// firstOrder is where the first record of orders went.
+	firstOrder *logdv1.RecordResult
+	// inFlight are the records claimed and still leased (ten minutes).
+	inFlight []*logdv1.ClaimedRecord
+}
+
+// backupWorkload makes, through nd, every kind of state a backup holds:
+// keyed records with idempotency keys in several partitions, a compacted
+// topic with a tombstone, a consumer group's committed offsets, a queue
+// group with acked, in-flight and dead-lettered records, a token and an
+// ACL.
+func backupWorkload(t *testing.T, ctx context.Context, nd *e2e.Node) backupRun {
+	t.Helper()
+	call := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	e2e.CreateTopic(t, ctx, nd, "orders", 3, map[string]string{"segment.bytes": "1024"})
+	e2e.CreateTopic(t, ctx, nd, "users", 1, map[string]string{"cleanup.policy": "compact"})
+	e2e.CreateTopic(t, ctx, nd, "jobs", 2, nil)
+
+	// Keyed records, each with an idempotency key.
+	produce := func(topic string, recs ...*logdv1.Record) []*logdv1.RecordResult {
+		t.Helper()
+		r, err := nd.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: topic, Records: recs}))
+		call("produce "+topic, err)
+		return r.Msg.Results
+	}
+	rec := backupRecord
+	var firstOrder *logdv1.RecordResult
+	for i := range 60 {
+		res := produce("orders", rec(fmt.Sprintf("customer-%d", i%7), fmt.Sprintf("order-%03d", i), fmt.Sprintf("order-%03d", i)))
+		if i == 0 {
+			firstOrder = res[0]
+		}
+	}
+	produce("users", rec("alice", "v1", ""), rec("bob", "v1", ""), rec("alice", "v2", ""), rec("bob", "", ""))
+	for i := range 10 {
+		produce("jobs", rec(fmt.Sprintf("job-%d", i), fmt.Sprintf("job-%d", i), ""))
+	}
+
+	// A consumer group with committed offsets.
+	j, err := nd.RPC.JoinGroup(ctx, connect.NewRequest(&logdv1.JoinGroupRequest{Group: "billing", MemberId: "m1", Topics: []string{"orders"}, SessionTimeoutMs: 60000}))
+	call("join", err)
+	_, err = nd.RPC.CommitOffsets(ctx, connect.NewRequest(&logdv1.CommitOffsetsRequest{Group: "billing", MemberId: "m1", Generation: j.Msg.Assignment.Generation,
+		Offsets: []*logdv1.GroupOffset{{Topic: "orders", Partition: 0, Offset: 3}, {Topic: "orders", Partition: 1, Offset: 5}, {Topic: "orders", Partition: 2, Offset: 1}}}))
+	call("commit", err)
+
+	// A queue group: some acked, some in flight, some dead-lettered.
+	_, err = nd.RPC.CreateQueueGroup(ctx, connect.NewRequest(&logdv1.CreateQueueGroupRequest{Topic: "jobs", Group: "workers"}))
+	call("create queue group", err)
+	cl, err := nd.RPC.Claim(ctx, connect.NewRequest(&logdv1.ClaimRequest{Topic: "jobs", Group: "workers", MaxRecords: 6, LeaseMs: 10 * 60 * 1000}))
+	call("claim", err)
+	if len(cl.Msg.Records) != 6 {
+		t.Fatalf("claimed %d records, want 6", len(cl.Msg.Records))
+	}
+	recs := cl.Msg.Records
+	_, err = nd.RPC.Ack(ctx, connect.NewRequest(&logdv1.AckRequest{Topic: "jobs", Group: "workers", Tokens: []string{recs[0].Token, recs[1].Token}}))
+	call("ack", err)
+	_, err = nd.RPC.Nack(ctx, connect.NewRequest(&logdv1.NackRequest{Topic: "jobs", Group: "workers",
+		Nacks: []*logdv1.QueueNack{{Token: recs[2].Token, Permanent: true, Error: "poison"}}}))
+	call("nack", err)
+	inFlight := recs[3:] // leased for ten minutes
+
+	// A token and an ACL.
+	_, err = nd.RPC.CreateToken(ctx, connect.NewRequest(&logdv1.CreateTokenRequest{Principal: "User:alice", Description: "backup test"}))
+	call("create token", err)
+	_, err = nd.RPC.CreateACLs(ctx, connect.NewRequest(&logdv1.CreateACLsRequest{Acls: []*logdv1.ACL{
+		{Principal: "User:alice", Resource: "topic", Pattern: "literal", Name: "orders", Operation: "read", Effect: "allow"}}}))
+	call("create acl", err)
+
+	return backupRun{topics: map[string]int32{"orders": 3, "users": 1, "jobs": 2, "jobs.workers.dlq": 1}, firstOrder: firstOrder, inFlight: inFlight}
+}
+
+// checkRestoredWrites checks the writes a node restored from a backup of
+// w's workload takes: a retried keyed produce is a duplicate of the
+// original, the records in flight are acked with their tokens, and new
+// records go after the restored ones.
+func checkRestoredWrites(t *testing.T, ctx context.Context, r *e2e.Node, w backupRun) {
+	t.Helper()
+	call := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	rec := backupRecord
+	firstOrder, inFlight := w.firstOrder, w.inFlight
+	// A retried keyed produce is still a duplicate of the original.
+	res, err := r.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "orders",
+		Records: []*logdv1.Record{rec("customer-0", "order-000", "order-000")}}))
+	call("retried produce", err)
+	if got := res.Msg.Results[0]; !got.Duplicate || got.Partition != firstOrder.Partition || got.Offset != firstOrder.Offset {
+		t.Fatalf("retried produce after restore: %v, want a duplicate of %v", got, firstOrder)
+	}
+	// The in-flight records keep their leases and tokens.
+	var tokens []string
+	for _, c := range inFlight {
+		tokens = append(tokens, c.Token)
+	}
+	_, err = r.RPC.Ack(ctx, connect.NewRequest(&logdv1.AckRequest{Topic: "jobs", Group: "workers", Tokens: tokens}))
+	call("ack in-flight records after restore", err)
+	// New writes go after the restored ones.
+	res, err = r.RPC.Produce(ctx, connect.NewRequest(&logdv1.ProduceRequest{Topic: "users", Records: []*logdv1.Record{rec("carol", "v1", "")}}))
+	call("produce after restore", err)
+	if res.Msg.Results[0].Offset != 4 {
+		t.Fatalf("first record after restore at offset %d, want 4", res.Msg.Results[0].Offset)
+	}
+}
+
+// backupRecord is a keyed record with an idempotency key (none for "");
+// a value "" is a tombstone.
+func backupRecord(key, value, idem string) *logdv1.Record {
+	r := &logdv1.Record{Key: []byte(key), IdempotencyKey: idem}
+	if value != "" {
+		r.Value = []byte(value)
+	}
+	return r
 }

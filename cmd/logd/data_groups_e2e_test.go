@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +17,8 @@ import (
 	"connectrpc.com/connect"
 	"github.com/logd-dev/logd/client"
 	"github.com/logd-dev/logd/internal/e2e"
+	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -178,7 +182,9 @@ func TestClusterDataGroupsKillAndCatchUp(t *testing.T) {
 // leaders; kgo sends each node the produce requests of the partitions it
 // leads, and every node answers produce requests directly (its
 // logd_kafka_requests_total{api="Produce"} rises); every record is
-// consumed back, once, at the offset it was acknowledged at.
+// consumed back, once, at the offset it was acknowledged at. Consumer
+// groups are kept in data groups, each coordinated by its home's leader
+// (kafkaGroupsInDataGroups).
 func TestClusterDataGroupsKafka(t *testing.T) {
 	e2e.ParallelShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -267,8 +273,8 @@ func TestClusterDataGroupsKafka(t *testing.T) {
 			t.Errorf("%s answered no produce request (partition leaders %v)", nd.ID, leaders)
 		}
 	}
-	// A consumer group (its state in the meta group, its commits bounded
-	// by each partition's end in its data group).
+	// A consumer group (its state in the data group its name hashes to,
+	// its commits bounded by each partition's end in its data group).
 	consumer, err := kgo.NewClient(kgo.SeedBrokers(kaddrs["n3"]), kgo.ConsumeTopics("kdg"), kgo.ConsumerGroup("readers"),
 		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
@@ -293,9 +299,16 @@ func TestClusterDataGroupsKafka(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("consumed %d of %d records", len(got), len(want))
 	}
-	if err := consumer.CommitUncommittedOffsets(ctx); err != nil {
-		t.Fatalf("commit: %v", err)
-	}
+	// A commit that timed out or met a coordinator change (an election
+	// on a loaded machine) is sent again, as a Kafka client would: the
+	// same offsets, so a second write changes nothing.
+	e2e.WaitFor(t, ctx, "the consumer's commit", func() bool {
+		commitErr := consumer.CommitUncommittedOffsets(ctx)
+		if commitErr != nil && !kerr.IsRetriable(commitErr) {
+			t.Fatalf("commit: %v", commitErr)
+		}
+		return commitErr == nil
+	})
 	ends := map[int32]int64{}
 	for _, r := range want {
 		ends[r.Partition] = max(ends[r.Partition], r.Offset+1)
@@ -308,7 +321,16 @@ func TestClusterDataGroupsKafka(t *testing.T) {
 		ft.Partitions = append(ft.Partitions, p)
 	}
 	fetch.Topics = append(fetch.Topics, ft)
-	resp, err := fetch.RequestWith(ctx, cl)
+	// Asked again while the answer is a retryable error (a coordinator
+	// moving under load).
+	var resp *kmsg.OffsetFetchResponse
+	e2e.WaitFor(t, ctx, "the group's offsets", func() bool {
+		resp, err = fetch.RequestWith(ctx, cl)
+		if err == nil && resp.ErrorCode != 0 && kerr.IsRetriable(kerr.ErrorForCode(resp.ErrorCode)) {
+			return false
+		}
+		return true
+	})
 	if err != nil || resp.ErrorCode != 0 || len(resp.Topics) != 1 {
 		t.Fatalf("offset fetch: %+v, %v", resp, err)
 	}
@@ -316,6 +338,229 @@ func TestClusterDataGroupsKafka(t *testing.T) {
 		if p.ErrorCode != 0 || p.Offset != ends[p.Partition] {
 			t.Errorf("readers committed kdg-%d at %d (error %d), want its end %d", p.Partition, p.Offset, p.ErrorCode, ends[p.Partition])
 		}
+	}
+	kafkaGroupsInDataGroups(t, ctx, c, kaddrs, ends)
+}
+
+// kafkaGroupsInDataGroups: Kafka consumer groups whose names hash to data
+// groups led by two different nodes have those two nodes as their
+// coordinators, whichever node FindCoordinator asks; a kgo group consumer
+// of each, seeded at a node that does not coordinate it, consumes kdg and
+// commits at its coordinator; another node answers the group's requests
+// NOT_COORDINATOR, and each coordinator lists its own group only. The
+// offsets are logd's: logctl describes them and moves them through a
+// node that does not lead the group's home. A new share group's first
+// heartbeat, sent to the leader of its name's data group, is handed to
+// the share coordinator.
+func kafkaGroupsInDataGroups(t *testing.T, ctx context.Context, c *e2e.Cluster, kaddrs map[string]string, ends map[int32]int64) {
+	t.Helper()
+	st, err := clusterStatus(t, c.Nodes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tab fsm.DataGroupTable
+	leaderOf := map[uint64]string{}
+	for _, g := range st.DataGroups {
+		tab.Groups = append(tab.Groups, fsm.DataGroup{ID: g.ID})
+		leaderOf[g.ID] = g.Leader
+	}
+	var names []string
+	var coords []string
+	for i := 0; len(names) < 2 && i < 1000; i++ {
+		name := fmt.Sprintf("kreaders-%d", i)
+		coord := leaderOf[fsm.HashedHome(name, tab)]
+		if coord != "" && !slices.Contains(coords, coord) {
+			names, coords = append(names, name), append(coords, coord)
+		}
+	}
+	if len(names) != 2 {
+		t.Fatalf("no two names hash to data groups led by two nodes: %v", leaderOf)
+	}
+	other := func(coord string) string {
+		for id := range kaddrs {
+			if id != coord {
+				return id
+			}
+		}
+		return ""
+	}
+	// A share group's first heartbeat, sent where FindCoordinator named
+	// before the group existed (the leader of the data group its name
+	// hashes to), reaches the share coordinator on the meta leader.
+	for i := 0; i < 1000; i++ {
+		name := fmt.Sprintf("kshare-%d", i)
+		at := leaderOf[fsm.HashedHome(name, tab)]
+		if at == "" || at == st.LeaderID {
+			continue
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(kaddrs[at]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+		hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = name, "share-member-1", []string{"kdg"}
+		// Retried as a client retries: the coordinator's first
+		// heartbeats may find the group's queue groups not made yet in
+		// every data group (NOT_COORDINATOR).
+		e2e.WaitFor(t, ctx, fmt.Sprintf("a new share group's heartbeat at %s, not the meta leader %s", at, st.LeaderID), func() bool {
+			resp, err := hb.RequestWith(ctx, cl.SeedBrokers()[0])
+			return err == nil && resp.ErrorCode == 0 && resp.MemberEpoch > 0
+		})
+		hb.MemberEpoch, hb.SubscribedTopicNames = -1, nil
+		if resp, err := hb.RequestWith(ctx, cl.SeedBrokers()[0]); err != nil || resp.ErrorCode != 0 {
+			t.Errorf("the share member's leave at %s: %+v, %v", at, resp, err)
+		}
+		cl.Close()
+		break
+	}
+	for i, name := range names {
+		for id, addr := range kaddrs {
+			e2e.WaitFor(t, ctx, fmt.Sprintf("%s names %s's coordinator, %s", id, name, coords[i]), func() bool {
+				cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+				if err != nil {
+					return false
+				}
+				defer cl.Close()
+				req := kmsg.NewPtrFindCoordinatorRequest()
+				req.CoordinatorKey = name
+				resp, err := req.RequestWith(ctx, cl)
+				return err == nil && resp.ErrorCode == 0 && net.JoinHostPort(resp.Host, strconv.Itoa(int(resp.Port))) == kaddrs[coords[i]]
+			})
+		}
+	}
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			consumer, err := kgo.NewClient(kgo.SeedBrokers(kaddrs[other(coords[i])]), kgo.ConsumeTopics("kdg"), kgo.ConsumerGroup(name),
+				kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer consumer.Close()
+			got := 0
+			for got < 600 && ctx.Err() == nil {
+				got += consumer.PollFetches(ctx).NumRecords()
+			}
+			if err := consumer.CommitUncommittedOffsets(ctx); err != nil {
+				t.Errorf("%s: commit: %v", name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	// fetchAt asks the node at addr for name's offsets of kdg: the
+	// group's error code and each partition's offset.
+	fetchAt := func(addr, name string) (int16, map[int32]int64, error) {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+		if err != nil {
+			return 0, nil, err
+		}
+		defer cl.Close()
+		var parts []int32
+		for p := range int32(len(ends)) {
+			parts = append(parts, p)
+		}
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Group = name // versions below 8
+		ft := kmsg.NewOffsetFetchRequestTopic()
+		ft.Topic, ft.Partitions = "kdg", parts
+		req.Topics = append(req.Topics, ft)
+		rg := kmsg.NewOffsetFetchRequestGroup() // versions 8 and later
+		rg.Group = name
+		gt := kmsg.NewOffsetFetchRequestGroupTopic()
+		gt.Topic, gt.Partitions = "kdg", parts
+		rg.Topics = append(rg.Topics, gt)
+		req.Groups = append(req.Groups, rg)
+		resp, err := req.RequestWith(ctx, cl.SeedBrokers()[0])
+		if err != nil {
+			return 0, nil, err
+		}
+		offs := map[int32]int64{}
+		if len(resp.Groups) == 1 {
+			for _, t := range resp.Groups[0].Topics {
+				for _, p := range t.Partitions {
+					offs[p.Partition] = p.Offset
+				}
+			}
+			return resp.Groups[0].ErrorCode, offs, nil
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				offs[p.Partition] = p.Offset
+			}
+		}
+		return resp.ErrorCode, offs, nil
+	}
+	listAt := func(addr string) []string {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		resp, err := kmsg.NewPtrListGroupsRequest().RequestWith(ctx, cl.SeedBrokers()[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, g := range resp.Groups {
+			if strings.HasPrefix(g.Group, "kreaders-") {
+				out = append(out, g.Group)
+			}
+		}
+		return out
+	}
+	for i, name := range names {
+		code, offs, err := fetchAt(kaddrs[coords[i]], name)
+		if err != nil || code != 0 || len(offs) != len(ends) {
+			t.Fatalf("%s: offset fetch at its coordinator %s: error code %d, %v, %v", name, coords[i], code, offs, err)
+		}
+		for p, off := range offs {
+			if off != ends[p] {
+				t.Errorf("%s committed kdg-%d at %d, want its end %d", name, p, off, ends[p])
+			}
+		}
+		if code, _, err := fetchAt(kaddrs[other(coords[i])], name); err != nil || code != 16 { // NOT_COORDINATOR
+			t.Errorf("%s: offset fetch at %s, not its coordinator: error code %d, %v", name, other(coords[i]), code, err)
+		}
+		if got := listAt(kaddrs[coords[i]]); !slices.Contains(got, name) || slices.Contains(got, names[1-i]) {
+			t.Errorf("%s lists %v, want %s and not %s", coords[i], got, name, names[1-i])
+		}
+		// logd's own offsets: described and reset through a node that
+		// does not lead the group's home.
+		nd := c.Nodes[0]
+		for _, n := range c.Nodes {
+			if n.ID == other(coords[i]) {
+				nd = n
+			}
+		}
+		// nd's replica of the home serves what it applied: the
+		// commits, soon.
+		gc := groupClient(t, nd)
+		e2e.WaitFor(t, ctx, name+" described through "+nd.ID, func() bool {
+			d, err := gc.DescribeGroup(ctx, name)
+			return err == nil && d.Home != 0 && len(d.Partitions) == len(ends)
+		})
+		if out := e2e.Logctl(t, nd, "group", "describe", name); !strings.Contains(out, "kdg") || !strings.Contains(out, "Home:") {
+			t.Errorf("%s described through %s:\n%s", name, nd.ID, out)
+		}
+		e2e.Logctl(t, nd, "group", "reset-offsets", name, "--topic", "kdg", "--to-offset", "0", "--execute")
+		e2e.WaitFor(t, ctx, name+"'s offsets reset at its coordinator", func() bool {
+			code, offs, err := fetchAt(kaddrs[coords[i]], name)
+			if err != nil || code != 0 || len(offs) != len(ends) {
+				return false
+			}
+			for _, off := range offs {
+				if off != 0 {
+					return false
+				}
+			}
+			return true
+		})
 	}
 }
 

@@ -51,9 +51,13 @@ func TestClusterDataGroupsGrowToSix(t *testing.T) {
 			for i := range recs {
 				recs[i] = client.Record{Partition: &p, Key: fmt.Appendf(nil, "fill-%d-%d-%d", p, half, i), Value: value}
 			}
-			if _, err := fill.Produce(ctx, "grow-fill", recs); err != nil {
-				t.Fatal(err)
-			}
+			// Sent again when refused or of unknown outcome (a leader
+			// change under load): grow-fill is only bytes to balance, so
+			// a batch written twice does no harm.
+			e2e.WaitFor(t, ctx, fmt.Sprintf("fill grow-fill-%d", p), func() bool {
+				_, err := fill.Produce(ctx, "grow-fill", recs)
+				return err == nil
+			})
 		}
 	}
 	ps := e2e.NewProducers(5)
@@ -120,9 +124,10 @@ func TestClusterDataGroupsGrowToSix(t *testing.T) {
 		joined := time.Now()
 		nd.Launch(c.Nodes[0].Listen)
 		var last error
+		var plan string
 		defer func() {
 			if t.Failed() && last != nil {
-				t.Logf("%s's share, last seen: %v", id, last)
+				t.Logf("%s's share, last seen: %v; the balancer's plan: %s", id, last, plan)
 			}
 		}()
 		e2e.WaitFor(t, ctx, id+" takes its share of bytes and leaderships", func() bool {
@@ -135,7 +140,11 @@ func TestClusterDataGroupsGrowToSix(t *testing.T) {
 				group = largestGroup(t, c)
 			}
 			last = within(bytes, leads, nodes, group)
-			return last == nil && strings.HasPrefix(e2e.Logctl(t, c.Nodes[0], "cluster", "balance", "--dry-run"), "balanced")
+			out, err := e2e.TryLogctl(t, c.Nodes[0], "cluster", "balance", "--dry-run")
+			if plan = out; err != nil {
+				plan = fmt.Sprintf("%s (%v)", out, err)
+			}
+			return last == nil && err == nil && strings.HasPrefix(plan, "balanced")
 		})
 		bytes, leads, _ := shares(nodes, 2*n)
 		t.Logf("%s joined: balanced after %v; bytes per node %v; preferred leaderships %v", id, time.Since(joined).Round(time.Millisecond), bytes, leads)

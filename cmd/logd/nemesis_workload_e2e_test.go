@@ -405,15 +405,25 @@ func (w *workload) partitionLeader(ctx context.Context, p int32) (int, uint64) {
 	if w.groups == nil {
 		return w.leaderTerm(ctx)
 	}
+	return w.groupLeader(ctx, w.groups[p])
+}
+
+// groupLeader is leaderTerm for Raft group g: the node that leads data
+// group g (in the highest term a replica reports), or the meta group's
+// leader for g 0.
+func (w *workload) groupLeader(ctx context.Context, g uint64) (int, uint64) {
+	if g == 0 {
+		return w.leaderTerm(ctx)
+	}
 	best, term := -1, uint64(0)
 	for i, nd := range w.c.Nodes {
 		st, err := nd.Status(ctx)
 		if err != nil {
 			continue
 		}
-		for _, g := range st.DataGroups {
-			if g.Id == w.groups[p] && g.State == "Leader" && g.Term >= term {
-				best, term = i, g.Term
+		for _, dg := range st.DataGroups {
+			if dg.Id == g && dg.State == "Leader" && dg.Term >= term {
+				best, term = i, dg.Term
 			}
 		}
 	}
@@ -426,13 +436,21 @@ func (w *workload) stillLeadsPartition(ctx context.Context, nd *e2e.Node, p int3
 	if w.groups == nil {
 		return w.stillLeads(ctx, nd, term)
 	}
+	return w.stillLeadsGroup(ctx, nd, w.groups[p], term)
+}
+
+// stillLeadsGroup is stillLeads for Raft group g (the meta group for 0).
+func (w *workload) stillLeadsGroup(ctx context.Context, nd *e2e.Node, g uint64, term uint64) bool {
+	if g == 0 {
+		return w.stillLeads(ctx, nd, term)
+	}
 	st, err := nd.Status(ctx)
 	if err != nil {
 		return false
 	}
-	for _, g := range st.DataGroups {
-		if g.Id == w.groups[p] {
-			return g.State == "Leader" && g.Term == term
+	for _, dg := range st.DataGroups {
+		if dg.Id == g {
+			return dg.State == "Leader" && dg.Term == term
 		}
 	}
 	return false
@@ -632,16 +650,19 @@ func (w *workload) member(ctx context.Context, i int) {
 }
 
 // committedReader reads the group's committed offset of a random
-// partition: from the node that leads (leader reads, kept only if the
-// node still leads in the same term after the read, as reader does), or
-// always from node i (follower reads).
+// partition: from the node that leads the group's home, the Raft group
+// holding its state (leader reads, kept only if the node still leads it
+// in the same term after the read, as reader does), or always from node
+// i (follower reads). The home is what a describe answered last (0, the
+// meta group, until one answered).
 func (w *workload) committedReader(ctx context.Context, node int, leader bool) {
 	id := int(w.clients.Add(1))
 	rng := rand.New(rand.NewPCG(w.seed, uint64(id)))
 	target, looked, term := node, time.Time{}, uint64(0)
+	var home uint64
 	for !w.stopped(time.Duration(20+rng.IntN(20)) * time.Millisecond) {
 		if leader && time.Since(looked) > 200*time.Millisecond {
-			target, term = w.leaderTerm(ctx)
+			target, term = w.groupLeader(ctx, home)
 			looked = time.Now()
 			if target < 0 {
 				looked = time.Time{}
@@ -666,8 +687,10 @@ func (w *workload) committedReader(ctx context.Context, node int, leader bool) {
 			}
 		}
 		l := leader
-		if leader && !w.stillLeads(ctx, nd, term) {
-			l, looked = false, time.Time{}
+		if leader && (resp.Msg.Home != home || !w.stillLeadsGroup(ctx, nd, home, term)) {
+			// Read where the group's home was not known yet, or from a
+			// node that lost its leadership: a follower read.
+			l, looked, home = false, time.Time{}, resp.Msg.Home
 		}
 		c.OK(func(op *histcheck.Op) { op.Offset, op.Leader = committed, l })
 	}

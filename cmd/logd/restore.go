@@ -23,8 +23,12 @@ func newRestoreCmd(stdout, stderr io.Writer) *cobra.Command {
 not exist or be empty. Started with "logd run" and the same --data-dir,
 --node-id and --raft-addr (or --raft-advertise), the node leads a new
 cluster of one voter holding the backup's state: every record, group
-offset, queue state, idempotency key, token and ACL as of the backup's Raft
-index. Other nodes then join it with --join as they would any cluster.
+offset, queue state, idempotency key, token and ACL as of the backup's
+cut of each group. A backup of a cluster with data groups restores them
+as groups, each with this node as its only replica; run the node with the
+old cluster's --data-groups-per-node and --replication-factor. Other nodes
+then join it with --join as they would any cluster, and take replicas of
+the groups.
 
 The whole file is checked (every frame's CRC, every batch's CRC, the
 trailer's SHA-256) and written beside DIR first; a truncated or damaged
@@ -56,8 +60,12 @@ file is refused and DIR is left as it was.`,
 			if raftAdvertise != "" {
 				raftFlags += " --raft-advertise " + raftAdvertise
 			}
-			fmt.Fprintf(stdout, "restored %s into %s as node %s (Raft index %d, term %d, %d segments); start it with logd run --data-dir %s --node-id %s %s\n",
-				from, dataDir, nodeID, h.Index, h.Term, h.Segments, dataDir, nodeID, raftFlags)
+			groups := ""
+			if len(h.Groups) > 0 {
+				groups = fmt.Sprintf(", %d data groups", len(h.Groups))
+			}
+			fmt.Fprintf(stdout, "restored %s into %s as node %s (Raft index %d, term %d%s, %d segments); start it with logd run --data-dir %s --node-id %s %s\n",
+				from, dataDir, nodeID, h.Index, h.Term, groups, h.Segments, dataDir, nodeID, raftFlags)
 			return nil
 		},
 	}

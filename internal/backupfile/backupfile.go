@@ -14,8 +14,13 @@ import (
 	"time"
 )
 
-// Version is the format version this build writes and reads.
-const Version = 1
+// Version is the format version this build writes. It reads every
+// version from MinVersion on: version 1 holds the meta group's part only,
+// version 2 adds the data groups' parts (Group).
+const Version = 2
+
+// MinVersion is the oldest format version this build reads.
+const MinVersion = 1
 
 // Magic opens every backup file.
 const Magic = "LOGDBKUP"
@@ -27,6 +32,8 @@ const (
 	kindSegment  byte = 'G'
 	kindData     byte = 'D'
 	kindTrailer  byte = 'T'
+	// kindGroup opens a data group's part (version 2 on).
+	kindGroup byte = 'P'
 )
 
 const (
@@ -73,27 +80,60 @@ type Member struct {
 
 // Header describes a backup; it is the file's first frame.
 type Header struct {
-	// FormatVersion is Version.
+	// FormatVersion is the version the file was written in (Version when
+	// written by this build).
 	FormatVersion int `json:"format_version"`
 	// Cluster is the Raft configuration at the snapshot: logd has no
 	// cluster id of its own, so a backup names its cluster by members.
 	Cluster []Member `json:"cluster"`
 	// Node is the id of the node that wrote the backup.
 	Node string `json:"node"`
-	// Index and Term are the Raft index and term of the snapshot: the
-	// backup holds every entry applied up to Index and nothing after.
+	// Index and Term are the Raft index and term of the meta group's
+	// snapshot: the backup holds every entry of the meta group applied up
+	// to Index and nothing after (each data group's part names its own).
 	Index uint64 `json:"index"`
 	Term  uint64 `json:"term"`
-	// FeatureLevel is the highest feature level an applied entry needed; a
-	// build below it cannot restore the backup.
+	// FeatureLevel is the highest feature level an applied entry needed,
+	// in any group of the backup; a build below it cannot restore it.
 	FeatureLevel int `json:"feature_level"`
 	// Created is when the snapshot was taken, by the writing node's clock.
 	Created time.Time `json:"created"`
 	// BuildVersion is the writing node's logd version.
 	BuildVersion string `json:"build_version,omitempty"`
-	// SnapshotBytes is the size of the snapshot frame's payload.
+	// SnapshotBytes is the size of the meta group's snapshot frame's
+	// payload.
 	SnapshotBytes int64 `json:"snapshot_bytes"`
-	// Segments and SegmentBytes count the segment frames and their data.
+	// Segments and SegmentBytes count the segment frames of the whole
+	// file and their data, every group's.
+	Segments     int   `json:"segments"`
+	SegmentBytes int64 `json:"segment_bytes"`
+	// Groups are the data groups' parts, in the order they follow the
+	// meta group's (version 2 on; none in version 1).
+	Groups []Group `json:"groups,omitempty"`
+}
+
+// Group describes one data group's part of a backup (version 2 on): a
+// group frame holding it opens the part, then come the group's snapshot
+// frame and its segments' frames, as the meta group's.
+type Group struct {
+	// ID is the data group's id.
+	ID uint64 `json:"id"`
+	// Node is the node whose replica of the group the part was read
+	// from.
+	Node string `json:"node"`
+	// Index and Term are the Raft index and term of the group's
+	// snapshot.
+	Index uint64 `json:"index"`
+	Term  uint64 `json:"term"`
+	// FeatureLevel is the highest feature level an entry the group
+	// applied needed.
+	FeatureLevel int `json:"feature_level"`
+	// Cluster is the group's Raft configuration at the snapshot.
+	Cluster []Member `json:"cluster"`
+	// SnapshotBytes is the size of the group's snapshot frame's payload.
+	SnapshotBytes int64 `json:"snapshot_bytes"`
+	// Segments and SegmentBytes count the group's segment frames and
+	// their data.
 	Segments     int   `json:"segments"`
 	SegmentBytes int64 `json:"segment_bytes"`
 }
@@ -119,23 +159,48 @@ type Trailer struct {
 	SHA256 string `json:"sha256"`
 }
 
-// EncodedSize is the size of the file a Writer makes of h and segs, for
-// showing progress before it is written. h.SnapshotBytes must be set.
-func EncodedSize(h Header, segs []Segment) (int64, error) {
+// EncodedSize is the size of the file a Writer makes of h and segs (the
+// meta group's segments) and groupSegs (groupSegs[i] the segments of
+// h.Groups[i]), for showing progress before it is written. The
+// SnapshotBytes of h and of its groups must be set.
+func EncodedSize(h Header, segs []Segment, groupSegs ...[]Segment) (int64, error) {
+	if len(groupSegs) != len(h.Groups) {
+		return 0, fmt.Errorf("backupfile: %d groups' segments for %d groups", len(groupSegs), len(h.Groups))
+	}
 	h.FormatVersion = Version
 	hb, err := json.Marshal(h)
 	if err != nil {
 		return 0, err
 	}
-	n := int64(prefixSize) + frameOverhead + int64(len(hb)) + frameOverhead + h.SnapshotBytes
-	for _, s := range segs {
-		sb, err := json.Marshal(s)
+	n := int64(prefixSize) + frameOverhead + int64(len(hb))
+	frames := 1
+	part := func(snapshot int64, segs []Segment) error {
+		n += frameOverhead + snapshot
+		frames += 1 + 2*len(segs)
+		for _, s := range segs {
+			sb, err := json.Marshal(s)
+			if err != nil {
+				return err
+			}
+			n += 2*frameOverhead + int64(len(sb)) + s.Bytes
+		}
+		return nil
+	}
+	if err := part(h.SnapshotBytes, segs); err != nil {
+		return 0, err
+	}
+	for i, g := range h.Groups {
+		gb, err := json.Marshal(g)
 		if err != nil {
 			return 0, err
 		}
-		n += 2*frameOverhead + int64(len(sb)) + s.Bytes
+		n += frameOverhead + int64(len(gb))
+		frames++
+		if err := part(g.SnapshotBytes, groupSegs[i]); err != nil {
+			return 0, err
+		}
 	}
-	tb, err := json.Marshal(Trailer{Frames: 2 + 2*len(segs), SHA256: hex.EncodeToString(make([]byte, sha256.Size))})
+	tb, err := json.Marshal(Trailer{Frames: frames, SHA256: hex.EncodeToString(make([]byte, sha256.Size))})
 	if err != nil {
 		return 0, err
 	}
@@ -143,18 +208,23 @@ func EncodedSize(h Header, segs []Segment) (int64, error) {
 }
 
 // Writer writes a backup: NewWriter writes the header, then WriteSnapshot
-// once, WriteSegment for each segment, and Close the trailer. It buffers
-// nothing beyond a frame's head.
+// once and WriteSegment for each of the meta group's segments; then, for
+// each of the header's groups in its order, WriteGroup, WriteSnapshot and
+// WriteSegment for each of the group's segments; and Close the trailer.
+// It buffers nothing beyond a frame's head.
 type Writer struct {
 	w      io.Writer
 	sum    hash.Hash
 	frames int
 	err    error
+	// groups are the header's groups; written counts those written.
+	groups  []Group
+	written int
 }
 
 // NewWriter writes the file's prefix and header to w.
 func NewWriter(w io.Writer, h Header) (*Writer, error) {
-	bw := &Writer{sum: sha256.New()}
+	bw := &Writer{sum: sha256.New(), groups: h.Groups}
 	bw.w = io.MultiWriter(w, bw.sum)
 	h.FormatVersion = Version
 	var pre [prefixSize]byte
@@ -223,10 +293,22 @@ func (bw *Writer) WriteSegment(s Segment, data io.Reader) error {
 	return bw.writeFrame(kindData, s.Bytes, data)
 }
 
+// WriteGroup opens the part of the header's next group, which must be g.
+func (bw *Writer) WriteGroup(g Group) error {
+	if bw.written >= len(bw.groups) || bw.groups[bw.written].ID != g.ID {
+		return fmt.Errorf("backupfile: data group %d is not the header's next group", g.ID)
+	}
+	bw.written++
+	return bw.writeJSON(kindGroup, g)
+}
+
 // Close writes the trailer. It does not close the underlying writer.
 func (bw *Writer) Close() error {
 	if bw.err != nil {
 		return bw.err
+	}
+	if bw.written != len(bw.groups) {
+		return fmt.Errorf("backupfile: %d of the header's %d data groups written", bw.written, len(bw.groups))
 	}
 	t := Trailer{Frames: bw.frames, SHA256: hex.EncodeToString(bw.sum.Sum(nil))}
 	return bw.writeJSON(kindTrailer, t)
@@ -242,9 +324,13 @@ type Reader struct {
 	frames int
 	// cur is the payload being read; nil between frames.
 	cur *payload
-	// state: 0 before the snapshot, 1 before a segment or the trailer, 2
-	// done.
+	// state: 0 before a part's snapshot, 1 before a segment, a group or
+	// the trailer, 2 done, 3 at a group whose snapshot NextGroup hands
+	// on.
 	state int
+	// groups counts the group frames read; group is the last one's.
+	groups int
+	group  Group
 }
 
 // NewReader reads and checks the prefix and header of a backup.
@@ -262,14 +348,18 @@ func NewReader(r io.Reader) (*Reader, error) {
 	if string(pre[:len(Magic)]) != Magic {
 		return nil, ErrNotBackup
 	}
-	if v := binary.BigEndian.Uint32(pre[len(Magic):]); v != Version {
-		return nil, fmt.Errorf("%w: %d (this build reads %d)", ErrVersion, v, Version)
+	v := binary.BigEndian.Uint32(pre[len(Magic):])
+	if v < MinVersion || v > Version {
+		return nil, fmt.Errorf("%w: %d (this build reads %d to %d)", ErrVersion, v, MinVersion, Version)
 	}
 	if err := br.readJSON(kindHeader, &br.header); err != nil {
 		return nil, err
 	}
-	if br.header.FormatVersion != Version {
-		return nil, fmt.Errorf("%w: header says %d", ErrVersion, br.header.FormatVersion)
+	if br.header.FormatVersion != int(v) {
+		return nil, fmt.Errorf("%w: header says %d, the file %d", ErrVersion, br.header.FormatVersion, v)
+	}
+	if v < 2 && len(br.header.Groups) > 0 {
+		return nil, &CorruptError{Offset: int64(prefixSize), Reason: fmt.Sprintf("a version %d header with data groups", v)}
 	}
 	return br, nil
 }
@@ -333,8 +423,9 @@ func (br *Reader) readJSON(kind byte, v any) error {
 	return nil
 }
 
-// Snapshot returns the snapshot frame's payload (Header().SnapshotBytes
-// long). Reading it to its end checks its CRC.
+// Snapshot returns the current part's snapshot frame's payload (the meta
+// group's, Header().SnapshotBytes long, first; after NextGroup, the
+// group's). Reading it to its end checks its CRC.
 func (br *Reader) Snapshot() (io.Reader, error) {
 	if br.state != 0 {
 		return nil, errors.New("backupfile: snapshot already read")
@@ -347,15 +438,17 @@ func (br *Reader) Snapshot() (io.Reader, error) {
 	return p, nil
 }
 
-// NextSegment returns the next segment and its data (s.Bytes long). After
-// the last one it reads and checks the trailer and returns io.EOF.
+// NextSegment returns the current part's next segment and its data
+// (s.Bytes long). After the part's last one it returns io.EOF: at the
+// end of the file, once it read and checked the trailer; before a data
+// group's part, which NextGroup opens.
 func (br *Reader) NextSegment() (Segment, io.Reader, error) {
 	if br.state == 0 {
 		if _, err := br.Snapshot(); err != nil {
 			return Segment{}, nil, err
 		}
 	}
-	if br.state == 2 {
+	if br.state == 2 || br.state == 3 {
 		return Segment{}, nil, io.EOF
 	}
 	if br.cur != nil {
@@ -367,7 +460,11 @@ func (br *Reader) NextSegment() (Segment, io.Reader, error) {
 	// The digest covers every byte before the trailer frame.
 	sum := hex.EncodeToString(br.sum.Sum(nil))
 	frames := br.frames
-	p, kind, err := br.next(kindSegment, kindTrailer)
+	kinds := []byte{kindSegment, kindTrailer}
+	if br.header.FormatVersion >= 2 {
+		kinds = append(kinds, kindGroup)
+	}
+	p, kind, err := br.next(kinds...)
 	if err != nil {
 		return Segment{}, nil, err
 	}
@@ -379,7 +476,13 @@ func (br *Reader) NextSegment() (Segment, io.Reader, error) {
 		return Segment{}, nil, err
 	}
 	br.cur = nil
+	if kind == kindGroup {
+		return Segment{}, nil, br.openGroup(p.start, b)
+	}
 	if kind == kindTrailer {
+		if br.groups != len(br.header.Groups) {
+			return Segment{}, nil, &CorruptError{Offset: p.start, Reason: fmt.Sprintf("trailer after %d of the header's %d data groups", br.groups, len(br.header.Groups))}
+		}
 		var t Trailer
 		if err := json.Unmarshal(b, &t); err != nil {
 			return Segment{}, nil, &CorruptError{Offset: p.start, Reason: fmt.Sprintf("trailer: %v", err)}
@@ -407,6 +510,63 @@ func (br *Reader) NextSegment() (Segment, io.Reader, error) {
 		return Segment{}, nil, &CorruptError{Offset: d.start, Reason: fmt.Sprintf("data frame of %d bytes for a segment of %d", d.left, s.Bytes)}
 	}
 	return s, d, nil
+}
+
+// openGroup takes the group frame at offset off, whose payload is b: the
+// header's next group, which NextGroup hands on. It returns io.EOF, the
+// end of the part before it.
+func (br *Reader) openGroup(off int64, b []byte) error {
+	var g Group
+	if err := json.Unmarshal(b, &g); err != nil {
+		return &CorruptError{Offset: off, Reason: fmt.Sprintf("group frame: %v", err)}
+	}
+	if br.groups >= len(br.header.Groups) {
+		return &CorruptError{Offset: off, Reason: fmt.Sprintf("data group %d beyond the header's %d", g.ID, len(br.header.Groups))}
+	}
+	if want := br.header.Groups[br.groups]; !sameGroup(g, want) {
+		return &CorruptError{Offset: off, Reason: fmt.Sprintf("data group %d at index %d where the header lists %d at %d", g.ID, g.Index, want.ID, want.Index)}
+	}
+	br.groups++
+	br.group = g
+	br.state = 3
+	return io.EOF
+}
+
+func sameGroup(a, b Group) bool {
+	if a.ID != b.ID || a.Node != b.Node || a.Index != b.Index || a.Term != b.Term || a.FeatureLevel != b.FeatureLevel ||
+		a.SnapshotBytes != b.SnapshotBytes || a.Segments != b.Segments || a.SegmentBytes != b.SegmentBytes || len(a.Cluster) != len(b.Cluster) {
+		return false
+	}
+	for i := range a.Cluster {
+		if a.Cluster[i] != b.Cluster[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// NextGroup passes over what is left of the current part (checking it)
+// and opens the next data group's part: Snapshot then reads the group's
+// snapshot and NextSegment its segments. After the last group it reads and
+// checks the trailer and returns io.EOF.
+func (br *Reader) NextGroup() (Group, error) {
+	for br.state == 0 || br.state == 1 {
+		_, d, err := br.NextSegment()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return Group{}, err
+		}
+		if _, err := io.Copy(io.Discard, d); err != nil {
+			return Group{}, err
+		}
+	}
+	if br.state == 2 {
+		return Group{}, io.EOF
+	}
+	br.state = 0
+	return br.group, nil
 }
 
 // payload reads one frame's payload and then checks its CRC: the read

@@ -87,9 +87,34 @@ func NewNode(t testing.TB, id string, extra ...string) *Node {
 		if t.Failed() {
 			b, _ := os.ReadFile(logs.Name())
 			t.Logf("%s output:\n%s", id, Tail(string(b), 4000))
+			keepLogs(t, id, b)
 		}
 	})
 	return nd
+}
+
+// EnvKeepLogs names a directory where a failed test's nodes leave their
+// whole output (DIR/TestName/ID.log; make fault sets it): the test's own
+// log shows only each node's last lines.
+const EnvKeepLogs = "LOGD_E2E_LOGS"
+
+// keepLogs writes node id's output b under $LOGD_E2E_LOGS, if set.
+func keepLogs(t testing.TB, id string, b []byte) {
+	root := os.Getenv(EnvKeepLogs)
+	if root == "" {
+		return
+	}
+	dir := filepath.Join(root, strings.ReplaceAll(t.Name(), "/", "_"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Logf("keep %s's output: %v", id, err)
+		return
+	}
+	name := filepath.Join(dir, id+".log")
+	if err := os.WriteFile(name, b, 0o644); err != nil {
+		t.Logf("keep %s's output: %v", id, err)
+		return
+	}
+	t.Logf("%s's whole output: %s", id, name)
 }
 
 // SingleNodeRaft returns the Raft timeouts' flags for a node that stays

@@ -1,9 +1,10 @@
 // Package catchup copies partition segments between a node and what lies
 // outside its Raft log: a follower installing a snapshot fetches the
 // segment bytes it lists from a peer (install.go, over HTTP:
-// segment_fetch.go from the peers' segment_serve.go), a backup streams a
-// snapshot and those bytes into a file (backup.go), and a restore builds a
-// new node's data directory from such a file (restore.go). See
+// segment_fetch.go from the peers' segment_serve.go), a backup streams
+// cuts of the meta group and the data groups (a snapshot and those bytes
+// each) into a file (backup.go), and a restore builds a new node's data
+// directory from such a file (restore.go). See
 // docs/architecture.md for where it sits, and docs/operations.md, "Backup
 // and restore", for backups as operators see them; the file's format is
 // package internal/backupfile's.
@@ -39,17 +40,23 @@
 //  3. Under peer TLS the segment endpoint answers only callers that
 //     presented a verified node certificate of the cluster CA
 //     (replication TestSegmentsServedToNodesOnly).
-//  4. A backup is the state at one Raft index: a snapshot, plus each
+//  4. A cut is a group's state at one Raft index: a snapshot, plus each
 //     listed segment's first Bytes bytes. Every listed file is opened and
 //     checked again against the listing before a byte is written, and a
-//     backup whose segments changed first takes a new snapshot, up to
-//     three times (replication TestBackupRestore).
+//     cut whose segments changed first takes a new snapshot, up to three
+//     times (replication TestBackupRestore). Every cut of a backup is
+//     taken, its files open, before the file's first byte: the header
+//     gives the file's size (replication TestBackupDataGroups).
 //  5. A restore goes through the catch-up path (the state machine's
 //     Restore, with a fetcher that reads the file and checks every batch)
 //     into a directory beside the target, renamed onto it only once the
 //     whole file was read and its trailer checked: a truncated or damaged
 //     file leaves the target as it was (replication TestBackupRestore;
-//     cmd/logd TestBackupRestore).
+//     cmd/logd TestBackupRestore). Each data group's part is restored
+//     the same way, as the new node's replica of the group, its only
+//     voter (replication TestBackupDataGroups; cmd/logd
+//     TestBackupRestoreDataGroups); a file of format version 1 restores
+//     as before (replication TestRestoreBackupVersion1).
 //  6. A follower's reads of segment data from peers go through its
 //     node's one Throttle (the move budget, throttle.go): n bytes take at
 //     least (n - burst) / rate, however many installs share it
@@ -64,9 +71,12 @@
 //
 // Caveats:
 //
-//   - Backup takes whatever state its source holds; only a leader that
-//     applied its barrier holds every acknowledged write, and
-//     replication's Node.Backup checks that before calling it.
+//   - TakeCut takes whatever state its source holds; only a leader that
+//     applied its barrier, or a replica that applied such a leader's
+//     index, holds every acknowledged write, and replication's
+//     Node.Backup sees to that; it also chooses the data groups and
+//     checks their cuts against the meta group's (replication
+//     backup_groups.go).
 //   - A follower fetches from the peers the snapshot's node registry lists
 //     (fsm.FetchRequest.Peers). A restored cluster starts with an empty
 //     registry (fsm.ForNewCluster): it never fetches from the nodes of the
@@ -74,7 +84,8 @@
 //     backup's index.
 //   - RestoreBackup writes the layout replication.Open reads: raft/ (Raft's
 //     file snapshot store and the term in raft.db) and topics/ under the
-//     data directory it is given. A change of that layout changes both.
+//     data directory it is given, and the same under groups/g<id>/ for
+//     each data group. A change of that layout changes both.
 //   - The segment endpoint's path and query are a contract between nodes
 //     of different builds: a caller that sends no end offset is answered
 //     as by an older build (a short file is 416, never a compacted

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -34,6 +35,17 @@ import (
 // Raft snapshot store as the state at the backup's index, with a Raft
 // configuration of the new node alone and an empty node registry
 // (fsm.ForNewCluster).
+//
+// Each data group's part (backup file version 2) is restored the same
+// way, as the node's replica of the group, the group's only voter, under
+// groups/g<id>/; the meta group's table of data groups places every group
+// on the new node alone (fsm.ForNewCluster), so the node runs each group
+// as it was at its cut, and starts empty the groups the backup has no
+// part of (they held no partition). Groups stay groups, rather than being
+// folded into the meta group: a partition's directory, its offsets and
+// its group's queue state, producer state and idempotency window stay as
+// the group had them, and nodes that join later take replicas of them as
+// of any group (docs/operations.md, "Backup and restore").
 //
 // Everything is written into a directory beside the target and renamed
 // onto it only once the whole file has been read and its trailer checked,
@@ -119,13 +131,67 @@ func RestoreBackup(r io.Reader, cfg RestoreConfig) (backupfile.Header, error) {
 
 func restoreInto(dir string, br *backupfile.Reader, cfg RestoreConfig) error {
 	h := br.Header()
-	raftDir := filepath.Join(dir, "raft")
-	if err := os.MkdirAll(raftDir, 0o755); err != nil {
+	now := cfg.Now()
+	meta := restorePart{raftDir: filepath.Join(dir, "raft"), topicsDir: filepath.Join(dir, "topics"), index: h.Index, term: h.Term,
+		rewrite: func(w io.Writer, r io.Reader) error { return fsm.ForNewCluster(w, r, now, cfg.NodeID) }}
+	if err := meta.restore(br, cfg); err != nil {
+		return err
+	}
+	groups := filepath.Join(dir, "groups")
+	for {
+		g, err := br.NextGroup()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("restore: %w", err)
+		}
+		gdir := filepath.Join(groups, "g"+strconv.FormatUint(g.ID, 10))
+		part := restorePart{raftDir: filepath.Join(gdir, "raft"), topicsDir: filepath.Join(gdir, "topics"), group: g.ID, index: g.Index, term: g.Term,
+			rewrite: func(w io.Writer, r io.Reader) error {
+				_, err := io.Copy(w, r)
+				return err
+			}}
+		if err := part.restore(br, cfg); err != nil {
+			return fmt.Errorf("restore: data group %d: %w", g.ID, err)
+		}
+		if err := syncDir(gdir); err != nil {
+			return fmt.Errorf("restore: %w", err)
+		}
+	}
+	if len(h.Groups) > 0 {
+		if err := syncDir(groups); err != nil {
+			return fmt.Errorf("restore: %w", err)
+		}
+	}
+	return syncDir(dir)
+}
+
+// restorePart restores one group's part of a backup: the meta group's
+// into the data directory's raft/ and topics/, a data group's into its
+// groups/g<id>/ (the layout package replication opens: dataGroupDir).
+type restorePart struct {
+	raftDir, topicsDir string
+	// group is the group's id (0: the meta group).
+	group uint64
+	// index and term are the part's snapshot's.
+	index, term uint64
+	// rewrite copies the part's snapshot into the new node's snapshot
+	// store, changing what a new cluster must not keep.
+	rewrite func(w io.Writer, r io.Reader) error
+}
+
+// restore reads the part's snapshot and segments from br: its snapshot
+// goes into a Raft snapshot store at the part's index, with a Raft
+// configuration of the new node alone, and its state machine restores it,
+// taking the segments from the backup.
+func (p restorePart) restore(br *backupfile.Reader, cfg RestoreConfig) error {
+	if err := os.MkdirAll(p.raftDir, 0o755); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
 	// Raft's warnings go to the restore's logger, in its format.
 	hlog := slogbridge.HCLog(cfg.Logger.Handler(), "raft", hclog.Warn)
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, hlog)
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(p.raftDir, 2, hlog)
 	if err != nil {
 		return fmt.Errorf("restore: snapshot store: %w", err)
 	}
@@ -135,7 +201,7 @@ func restoreInto(dir string, br *backupfile.Reader, cfg RestoreConfig) error {
 	_, trans := raft.NewInmemTransport("")
 	defer trans.Close()
 	conf := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: raft.ServerID(cfg.NodeID), Address: raft.ServerAddress(cfg.RaftAddress)}}}
-	sink, err := snaps.Create(raft.SnapshotVersionMax, h.Index, h.Term, conf, h.Index, trans)
+	sink, err := snaps.Create(raft.SnapshotVersionMax, p.index, p.term, conf, p.index, trans)
 	if err != nil {
 		return fmt.Errorf("restore: create snapshot: %w", err)
 	}
@@ -144,7 +210,7 @@ func restoreInto(dir string, br *backupfile.Reader, cfg RestoreConfig) error {
 		sink.Cancel()
 		return fmt.Errorf("restore: %w", err)
 	}
-	if err := fsm.ForNewCluster(sink, snap, cfg.Now()); err != nil {
+	if err := p.rewrite(sink, snap); err != nil {
 		sink.Cancel()
 		return fmt.Errorf("restore: snapshot: %w", err)
 	}
@@ -153,12 +219,12 @@ func restoreInto(dir string, br *backupfile.Reader, cfg RestoreConfig) error {
 	}
 	// Raft's term must not be below the snapshot's: the new node's first
 	// election is then in a later term than every entry it holds.
-	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(raftDir, "raft.db"),
+	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(p.raftDir, "raft.db"),
 		BoltOptions: &bbolt.Options{FreelistType: bbolt.FreelistMapType, NoFreelistSync: true}})
 	if err != nil {
 		return fmt.Errorf("restore: raft store: %w", err)
 	}
-	err = store.SetUint64([]byte("CurrentTerm"), h.Term)
+	err = store.SetUint64([]byte("CurrentTerm"), p.term)
 	if cerr := store.Close(); err == nil {
 		err = cerr
 	}
@@ -174,7 +240,7 @@ func restoreInto(dir string, br *backupfile.Reader, cfg RestoreConfig) error {
 	}
 	defer rc.Close()
 	fetcher := &backupFetcher{br: br}
-	sm := fsm.New(fsm.Config{Dir: filepath.Join(dir, "topics"), Log: cfg.Log, Logger: cfg.Logger, Self: cfg.NodeID, Fetcher: fetcher})
+	sm := fsm.New(fsm.Config{Dir: p.topicsDir, Log: cfg.Log, Logger: cfg.Logger, Self: cfg.NodeID, Group: p.group, Fetcher: fetcher})
 	if err := sm.Restore(rc); err != nil {
 		sm.Close()
 		if fetcher.err != nil {
@@ -186,12 +252,12 @@ func restoreInto(dir string, br *backupfile.Reader, cfg RestoreConfig) error {
 	if err := sm.Close(); err != nil {
 		return fmt.Errorf("restore: close partition logs: %w", err)
 	}
-	// The rest of the file: segments the state machine did not ask for
-	// may only be empty ones (of empty partitions); then the trailer.
+	// The rest of the part: segments the state machine did not ask for
+	// may only be empty ones (of empty partitions).
 	for {
 		s, _, err := br.NextSegment()
 		if err == io.EOF {
-			break
+			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("restore: %w", err)
@@ -200,7 +266,6 @@ func restoreInto(dir string, br *backupfile.Reader, cfg RestoreConfig) error {
 			return fmt.Errorf("restore: %w", &backupfile.CorruptError{Reason: fmt.Sprintf("segment %d of %s-%d is not one the snapshot needs", s.Base, s.Topic, s.Partition)})
 		}
 	}
-	return syncDir(dir)
 }
 
 // backupFetcher is the state machine's SegmentFetcher during a restore:

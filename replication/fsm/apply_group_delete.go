@@ -12,6 +12,9 @@ func (f *FSM) applyGroupDelete(_ uint64, now int64, c GroupDelete) any {
 	}
 	f.groups.mu.Lock()
 	defer f.groups.mu.Unlock()
+	if err := f.groups.elsewhere(c.Group); err != nil {
+		return err
+	}
 	g, ok := f.groups.m[c.Group]
 	if !ok {
 		return fmt.Errorf("%w: %q", group.ErrConsumerGroupNotFound, c.Group)

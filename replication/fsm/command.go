@@ -277,6 +277,13 @@ func decodeCommandWith(data []byte, scratch *keyScratch) (envelope, error) {
 		env.Body = nil
 		return env, err
 	}
+	if h, ok := env.Body.(GroupHosted); ok {
+		// Opened here, not by its row: the rows cannot name the table.
+		if env.Body, err = openHosted(h, scratch); err != nil {
+			env.Body = nil
+			return env, err
+		}
+	}
 	return env, nil
 }
 

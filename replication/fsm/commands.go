@@ -38,6 +38,13 @@ const (
 	// CmdGroupSetOffsets sets the offsets of a group coordinated outside
 	// the state machine (a Kafka consumer group), at ExternalGroupsLevel.
 	CmdGroupSetOffsets CommandType = 17
+	// CmdGroupPlace records the data group a consumer group's state lives
+	// in (its home), in the meta group, at HashedGroupsLevel.
+	CmdGroupPlace CommandType = 18
+	// CmdGroupHosted is a consumer group command applied in the group's
+	// home data group, with what it needs of the meta group's topics, at
+	// HashedGroupsLevel.
+	CmdGroupHosted CommandType = 19
 
 	// Topic settings, retention and compaction (20-29).
 
@@ -220,8 +227,15 @@ const (
 	// Kafka listener kept in the leader's memory before: below it the
 	// listener refuses to change them.
 	ShareConfigLevel FeatureLevel = 19
+	// HashedGroupsLevel adds consumer groups kept in data groups: the
+	// meta group records each new group's home, a data group chosen by a
+	// hash of its name (CmdGroupPlace), and refuses commands on a group
+	// whose home is another data group; the home applies the group's
+	// commands wrapped with the meta group's topics they need
+	// (CmdGroupHosted). See docs/architecture.md, "Consumer groups".
+	HashedGroupsLevel FeatureLevel = 20
 	// Level is the highest feature level this build understands.
-	Level FeatureLevel = ShareConfigLevel
+	Level FeatureLevel = HashedGroupsLevel
 )
 
 // commandVersion is the payload version most kinds write after the type
@@ -293,6 +307,8 @@ var commands = [...]command{
 		{version: commandVersion, level: ExternalGroupsLevel},
 		{version: groupEndsVersion, level: PlacedGroupsLevel}, // with ends of partitions hosted elsewhere
 	}, binaryDecoder("group-set-offsets", decodeGroupSetOffsets), (*FSM).applyGroupSetOffsets),
+	CmdGroupPlace:  jsonCommand("group-place", HashedGroupsLevel, (*FSM).applyGroupPlace),
+	CmdGroupHosted: row("group-hosted", HashedGroupsLevel, v1, decodeGroupHosted, (*FSM).applyGroupHosted),
 
 	CmdAlterTopic: row("alter-topic", BaseLevel, []payloadVersion{
 		{version: commandVersion, level: BaseLevel},

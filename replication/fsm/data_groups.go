@@ -116,6 +116,14 @@ func (f *FSM) DataGroups() DataGroupTable {
 	return DataGroupTable{Groups: cloneDataGroups(t.groups), Nodes: slices.Clone(t.nodes), Draining: slices.Clone(t.draining), Epoch: t.epoch}
 }
 
+// HasDataGroups reports whether the table of data groups has a group.
+func (f *FSM) HasDataGroups() bool {
+	t := &f.dataGroups
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.groups) > 0
+}
+
 func cloneDataGroups(gs []DataGroup) []DataGroup {
 	if gs == nil {
 		return nil

@@ -6,6 +6,7 @@ import (
 	"io"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/logd-dev/logd/backend"
 )
@@ -179,5 +180,44 @@ func TestDataGroupsMoves(t *testing.T) {
 	}
 	if tab := restoredTable(t, f); !reflect.DeepEqual(tab.Groups[0].Move, mv) || tab.Epoch != 2 {
 		t.Fatalf("restored table %+v", tab)
+	}
+}
+
+// TestForNewClusterPlacesGroupsOnItsNode: a backup's meta group restored
+// for a new cluster of one node places every data group on that node
+// alone (its replicas and those it starts with), with no move or drain in
+// progress, so that node runs every group alone (docs/operations.md,
+// "Backup and restore").
+func TestForNewClusterPlacesGroupsOnItsNode(t *testing.T) {
+	f, _ := testFSM(t, t.TempDir())
+	n123 := []string{"n1", "n2", "n3"}
+	mv := &ReplicaMove{Added: []string{"n3"}, Removed: []string{"n2"}, Reason: "balance", Since: 5}
+	c := DataGroupsSet{Groups: []DataGroup{{ID: 1, Replicas: []string{"n1", "n3"}, Bootstrap: []string{"n1", "n2"}, Move: mv},
+		{ID: 2, Replicas: []string{"n3", "n1"}, Bootstrap: []string{"n2", "n3"}}}, Nodes: n123, Draining: []string{"n2"}}
+	d, err := EncodeDataGroups(1, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := f.apply(Entry{Index: 1, Command: true, Data: d}); r != nil {
+		t.Fatal(r)
+	}
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := persist(t, snap)
+	snap.Release()
+	var fresh bytes.Buffer
+	if err := ForNewCluster(&fresh, bytes.NewReader(sink.Bytes()), time.Unix(1_800_000_000, 0), "r1"); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := testFSM(t, t.TempDir())
+	if err := g.Restore(io.NopCloser(bytes.NewReader(fresh.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	r1 := []string{"r1"}
+	want := DataGroupTable{Groups: []DataGroup{{ID: 1, Replicas: r1, Bootstrap: r1}, {ID: 2, Replicas: r1, Bootstrap: r1}}, Nodes: r1, Epoch: 1}
+	if got := g.DataGroups(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("restored for a new cluster: %+v, want %+v", got, want)
 	}
 }

@@ -16,7 +16,7 @@ import (
 // at SCRAMLevel, queue-release at QueueReleaseLevel, partition-adopt and
 // data-groups at DataGroupLevel, queue-set-starts and queue-delete at
 // QueueStartsLevel, append-many at CoalesceLevel, share-group-config at
-// ShareConfigLevel.
+// ShareConfigLevel, group-place and group-hosted at HashedGroupsLevel.
 func TestCommandTable(t *testing.T) {
 	names := map[string]CommandType{}
 	rows := 0
@@ -61,6 +61,8 @@ func TestCommandTable(t *testing.T) {
 			want = CoalesceLevel
 		case ct == CmdShareGroupConfig:
 			want = ShareConfigLevel
+		case ct == CmdGroupPlace, ct == CmdGroupHosted:
+			want = HashedGroupsLevel
 		}
 		if c.level != want {
 			t.Errorf("%s: level %d, want %d", c.name, c.level, want)
@@ -71,8 +73,8 @@ func TestCommandTable(t *testing.T) {
 			}
 		}
 	}
-	if rows != 39 {
-		t.Fatalf("%d kinds in the table, want 39", rows)
+	if rows != 41 {
+		t.Fatalf("%d kinds in the table, want 41", rows)
 	}
 }
 

@@ -11,26 +11,44 @@ import (
 )
 
 // consumerGroups is the FSM's consumer group state. It is mutated only on
-// the Raft goroutine (by the apply_group_* functions and Restore); readers
-// get deep copies.
+// the Raft goroutine (by the apply_group_* functions and Restore), under
+// mu's write lock, so the Raft goroutine reads it without the lock;
+// readers on other goroutines take the read lock and get deep copies.
 type consumerGroups struct {
 	mu sync.RWMutex
 	// m holds the groups by name; guarded by mu. nil until the first group.
 	m map[string]*group.ConsumerGroup
+	// homes are the data groups the meta group placed consumer groups in
+	// (group_homes.go; meta group only); guarded by mu.
+	homes map[string]uint64
+	// topics is a data group's catalog of the meta group's topics its
+	// consumer groups name (apply_group_hosted.go); guarded by mu.
+	topics map[string]groupTopicEntry
 }
 
 // groupsManifestVersion is the version of the consumer group part of a
 // snapshot manifest.
 const groupsManifestVersion = 1
 
-// groupsManifest is the consumer group state in a snapshot.
+// groupsManifest is the consumer group state in a snapshot. Homes and
+// Topics are written only once set (from HashedGroupsLevel), so a
+// snapshot without them reads as before.
 type groupsManifest struct {
 	Version int                    `json:"version"`
 	Groups  []*group.ConsumerGroup `json:"groups"`
+	// Homes are the meta group's placements of consumer groups, by name
+	// (JSON writes a map's keys sorted).
+	Homes map[string]uint64 `json:"homes,omitempty"`
+	// Topics is a data group's catalog of topics, sorted by name.
+	Topics []groupTopicManifest `json:"topics,omitempty"`
 }
 
 // fsmTopics answers the group package's questions from applied state.
-// EndOffset is the state machine's end (Partition.next), not the log's,
+// In a data group the topics are the catalog the group commands carried
+// (apply_group_hosted.go), as the meta group knew them, and a partition's
+// end is the one the command carried, else that of the partition when
+// this data group hosts it. EndOffset is the state machine's end
+// (Partition.next), not the log's,
 // which runs ahead of it while a restart or a snapshot install replays
 // entries the log already holds: a commit or reset decided against the
 // log's end would then differ between replicas. Partition.next is the Raft
@@ -46,6 +64,12 @@ type fsmTopics struct {
 }
 
 func (t fsmTopics) Topic(name string) (int32, uint64, bool) {
+	if t.f.group != 0 {
+		// The Raft goroutine's (or a dry run's own copy): read without
+		// the lock its writer holds around the group commands.
+		e, ok := t.f.groups.topics[name]
+		return e.Partitions, e.Incarnation, ok && e.Incarnation != 0
+	}
 	tp, err := t.f.Topic(name)
 	if err != nil {
 		return 0, 0, false
@@ -54,6 +78,9 @@ func (t fsmTopics) Topic(name string) (int32, uint64, bool) {
 }
 
 func (t fsmTopics) EndOffset(topic string, p int32) int64 {
+	if t.f.group != 0 {
+		return t.hostedEnd(topic, p)
+	}
 	part, err := t.f.Partition(topic, p)
 	if err != nil {
 		if end, ok := endOf(t.ends, topic, p); ok && elsewhere(err) {
@@ -112,6 +139,9 @@ func (f *FSM) mutateGroup(name string, create bool, fn func(g *group.ConsumerGro
 	}
 	f.groups.mu.Lock()
 	defer f.groups.mu.Unlock()
+	if err := f.groups.elsewhere(name); err != nil {
+		return err
+	}
 	g, ok := f.groups.m[name]
 	if !ok {
 		if !create {
@@ -136,10 +166,10 @@ func (f *FSM) mutateGroup(name string, create bool, fn func(g *group.ConsumerGro
 func (c *consumerGroups) snapshot() *groupsManifest {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if len(c.m) == 0 {
+	if len(c.m) == 0 && len(c.homes) == 0 && len(c.topics) == 0 {
 		return nil
 	}
-	m := &groupsManifest{Version: groupsManifestVersion}
+	m := &groupsManifest{Version: groupsManifestVersion, Homes: maps.Clone(c.homes), Topics: c.topicsManifest()}
 	for _, g := range c.m {
 		m.Groups = append(m.Groups, g.Clone())
 	}
@@ -150,9 +180,18 @@ func (c *consumerGroups) snapshot() *groupsManifest {
 // restore replaces the groups with a snapshot's (nil: none).
 func (c *consumerGroups) restore(m *groupsManifest) error {
 	groups := map[string]*group.ConsumerGroup{}
+	var homes map[string]uint64
+	var topics map[string]groupTopicEntry
 	if m != nil {
 		if m.Version != groupsManifestVersion {
 			return fmt.Errorf("restore: %w: consumer groups version %d", backend.ErrUnknownCommand, m.Version)
+		}
+		var err error
+		if homes, err = restoreHomes(m.Homes); err != nil {
+			return err
+		}
+		if topics, err = restoreGroupTopics(m.Topics); err != nil {
+			return err
 		}
 		for _, g := range m.Groups {
 			if g.Members == nil {
@@ -165,7 +204,7 @@ func (c *consumerGroups) restore(m *groupsManifest) error {
 		}
 	}
 	c.mu.Lock()
-	c.m = groups
+	c.m, c.homes, c.topics = groups, homes, topics
 	c.mu.Unlock()
 	return nil
 }
@@ -181,7 +220,9 @@ func (f *FSM) DryRunGroup(t CommandType, name string, now int64, c any) any {
 	}
 	// Copy only what group commands read: the topic map (its topics are
 	// only read) and the group involved (a deep copy).
-	shadow := &FSM{dryRun: true}
+	// In a data group, the catalog of topics too (copied: a group-hosted
+	// command adds to it); in the meta group, the group's home.
+	shadow := &FSM{dryRun: true, group: f.group}
 	f.mu.RLock()
 	shadow.topics = maps.Clone(f.topics)
 	f.mu.RUnlock()
@@ -189,5 +230,11 @@ func (f *FSM) DryRunGroup(t CommandType, name string, now int64, c any) any {
 	if g, err := f.ConsumerGroup(name); err == nil {
 		shadow.groups.m[name] = g
 	}
+	f.groups.mu.RLock()
+	shadow.groups.topics = maps.Clone(f.groups.topics)
+	if h, ok := f.groups.homes[name]; ok {
+		shadow.groups.homes = map[string]uint64{name: h}
+	}
+	f.groups.mu.RUnlock()
 	return row.apply(shadow, 0, now, c)
 }

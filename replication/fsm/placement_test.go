@@ -475,6 +475,11 @@ func TestSparseSnapshot(t *testing.T) {
 			t.Fatalf("the snapshot lists a segment of another group's partition: %+v", s)
 		}
 	}
+	// Its topics as a backup compares them: the hosted partitions only.
+	if got := fmt.Sprintf("%+v", contents.Topics); !strings.Contains(got, "{Name:s CreateIndex:1 Partitions:3 Placement:[0 1 0] PlacementEpoch:4 Hosted:[0 2]}") ||
+		!strings.Contains(got, "{Name:dense CreateIndex:2 Partitions:1 Placement:[] PlacementEpoch:0 Hosted:[0]}") {
+		t.Fatalf("snapshot topics %s", got)
+	}
 	f.Close()
 
 	other, _ := groupFSM(t, t.TempDir(), 1)

@@ -135,7 +135,7 @@ func TestProducerState(t *testing.T) {
 	// restore second's base, never the backup's next ones again.
 	at := time.Unix(1_800_000_000, 0)
 	var fresh bytes.Buffer
-	if err := ForNewCluster(&fresh, bytes.NewReader(sink.Bytes()), at); err != nil {
+	if err := ForNewCluster(&fresh, bytes.NewReader(sink.Bytes()), at, "r1"); err != nil {
 		t.Fatal(err)
 	}
 	f2.Close()

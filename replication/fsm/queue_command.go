@@ -174,7 +174,10 @@ func queueReadTokens(r *reader) []queue.Token {
 	if r.err == nil && n > uint64(len(r.b)) {
 		r.err = fmt.Errorf("token count %d exceeds payload", n)
 	}
-	var out []queue.Token
+	if r.err != nil {
+		return nil
+	}
+	out := make([]queue.Token, 0, n) // n is at most the payload's bytes
 	for i := uint64(0); i < n && r.err == nil; i++ {
 		out = append(out, queueReadToken(r))
 	}

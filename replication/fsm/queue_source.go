@@ -67,7 +67,11 @@ func (s *queueSource) record(p int32, off int64) (*batch.Record, error) {
 		}
 		return nil, fmt.Errorf("read %s-%d@%d for a claim: %w", s.t.Name, p, off, err)
 	}
-	var recs []batch.Record
+	// Each batch's records are decoded into a slice of their own; the
+	// window is that slice when the read holds one batch, else one slice
+	// of the right size for all of them (no regrowing).
+	var parts [][]batch.Record
+	total := 0
 	for pos := 0; pos < len(b); {
 		if info, err := batch.Peek(b[pos:]); err == nil && !s.decodes(info.Compression()) {
 			// Below CompressionLevel, snappy, lz4 and zstd records are
@@ -81,17 +85,36 @@ func (s *queueSource) record(p int32, off int64) (*batch.Record, error) {
 			return nil, fmt.Errorf("decode %s-%d@%d for a claim: %w", s.t.Name, p, off, err)
 		}
 		pos += n
-		if bt.IsControl() {
+		if bt.IsControl() || len(bt.Records) == 0 {
 			continue
 		}
-		recs = append(recs, bt.Records...)
+		parts = append(parts, bt.Records)
+		total += len(bt.Records)
+	}
+	var recs []batch.Record
+	switch len(parts) {
+	case 0:
+	case 1:
+		recs = parts[0]
+	default:
+		recs = make([]batch.Record, 0, total)
+		for _, rs := range parts {
+			recs = append(recs, rs...)
+		}
 	}
 	s.windows[p] = recs
 	return findRecord(recs, off), nil
 }
 
 func findRecord(recs []batch.Record, off int64) *batch.Record {
-	// Offsets are dense within batches; search in case of gaps.
+	if len(recs) == 0 {
+		return nil
+	}
+	// Offsets are dense within batches, and usually across them: try the
+	// offset's place first, then search in case of gaps.
+	if i := off - recs[0].Offset; i >= 0 && i < int64(len(recs)) && recs[i].Offset == off {
+		return &recs[i]
+	}
 	lo, hi := 0, len(recs)
 	for lo < hi {
 		m := (lo + hi) / 2

@@ -181,6 +181,19 @@ func (f *FSM) QueueGroups(topic string) []string {
 	return out
 }
 
+// QueueGroupNamed reports whether a queue group of that name exists on
+// any topic (a Kafka share group is the queue groups of its name).
+func (f *FSM) QueueGroupNamed(name string) bool {
+	f.queues.mu.RLock()
+	defer f.queues.mu.RUnlock()
+	for _, gs := range f.queues.byTopic {
+		if _, ok := gs[name]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // QueueClaimable reports whether a claim at now could deliver anything, or
 // else the earliest time one could without new records; a server long-poll
 // waits for that time or a new append instead of proposing empty claims.

@@ -141,7 +141,7 @@ func TestShareGroupConfigSnapshot(t *testing.T) {
 	}
 	check("restored", f2)
 	var rewritten bytes.Buffer
-	if err := ForNewCluster(&rewritten, bytes.NewReader(data), time.Unix(1_800_000_000, 0)); err != nil {
+	if err := ForNewCluster(&rewritten, bytes.NewReader(data), time.Unix(1_800_000_000, 0), "r1"); err != nil {
 		t.Fatal(err)
 	}
 	f3, _ := testFSM(t, t.TempDir())
