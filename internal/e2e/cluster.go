@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/logd-dev/logd/api/logdv1"
 )
 
 // Cluster is a test cluster; Nodes[0] bootstraps, the others join it.
@@ -188,6 +190,7 @@ func (c *Cluster) CheckEveryNode(ctx context.Context, topic string, parts int32,
 func (c *Cluster) CheckEveryNodeTB(ctx context.Context, tb testing.TB, topic string, parts int32, acks []Ack, attempted map[string]bool) {
 	tb.Helper()
 	var first string
+	var firstGot map[int32][]*logdv1.FetchedRecord
 	for i, nd := range c.Nodes {
 		// A node that cannot read what it acknowledged (a control run's
 		// data group that lost the topic with its unsynced log, say) is
@@ -200,9 +203,9 @@ func (c *Cluster) CheckEveryNodeTB(ctx context.Context, tb testing.TB, topic str
 		Check(tb, got, acks, attempted)
 		r := Render(got)
 		if i == 0 {
-			first = r
+			first, firstGot = r, got
 		} else if r != first {
-			tb.Errorf("%s holds different records than %s", nd.ID, c.Nodes[0].ID)
+			tb.Errorf("%s holds different records than %s:\n%s", nd.ID, c.Nodes[0].ID, Differences(nd.ID, got, c.Nodes[0].ID, firstGot))
 		}
 	}
 }

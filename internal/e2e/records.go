@@ -45,7 +45,7 @@ func Check(t testing.TB, got map[int32][]*logdv1.FetchedRecord, acks []Ack, atte
 		if !ok {
 			lost++
 			if lost < 10 {
-				t.Errorf("lost: %q acked at %d/%d", a.Value, a.Partition, a.Offset)
+				t.Errorf("lost: %q acked at %d/%d; %s", a.Value, a.Partition, a.Offset, heldAt(got[a.Partition], a.Offset))
 			}
 			continue
 		}
@@ -56,6 +56,20 @@ func Check(t testing.TB, got map[int32][]*logdv1.FetchedRecord, acks []Ack, atte
 	if lost > 0 {
 		t.Errorf("%d acknowledged records lost", lost)
 	}
+}
+
+// heldAt says what a node's records of one partition hold at offset: the
+// record there, or where they end before it.
+func heldAt(recs []*logdv1.FetchedRecord, offset int64) string {
+	for _, r := range recs {
+		if r.Offset == offset {
+			return fmt.Sprintf("this node holds %q there", r.Value)
+		}
+	}
+	if n := len(recs); n == 0 || recs[n-1].Offset < offset {
+		return fmt.Sprintf("this node's partition holds %d records, ending before it", n)
+	}
+	return "this node's partition has no record at that offset"
 }
 
 // Render prints a topic's records, partition by partition, for comparing
@@ -85,4 +99,52 @@ func ReasonOf(ce *connect.Error) logdv1.Reason {
 		}
 	}
 	return logdv1.Reason_REASON_UNSPECIFIED
+}
+
+// Differences describes where two nodes' copies of a topic differ: for each
+// partition they do not agree on, how many records each holds and, around
+// the first offset where they differ, what each holds there (offset, key,
+// value), so a loss reads as a hole, a shorter log or another record in
+// its place.
+func Differences(aID string, a map[int32][]*logdv1.FetchedRecord, bID string, b map[int32][]*logdv1.FetchedRecord) string {
+	parts := map[int32]bool{}
+	for p := range a {
+		parts[p] = true
+	}
+	for p := range b {
+		parts[p] = true
+	}
+	var sorted []int32
+	for p := range parts {
+		sorted = append(sorted, p)
+	}
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+	const window = 4
+	var out strings.Builder
+	for _, p := range sorted {
+		ra, rb := a[p], b[p]
+		diff := -1
+		for i := 0; i < max(len(ra), len(rb)); i++ {
+			if i >= len(ra) || i >= len(rb) || ra[i].Offset != rb[i].Offset || string(ra[i].Value) != string(rb[i].Value) {
+				diff = i
+				break
+			}
+		}
+		if diff < 0 {
+			continue
+		}
+		fmt.Fprintf(&out, "partition %d: %s holds %d records, %s holds %d; first difference at record %d\n", p, aID, len(ra), bID, len(rb), diff)
+		for _, side := range []struct {
+			id   string
+			recs []*logdv1.FetchedRecord
+		}{{aID, ra}, {bID, rb}} {
+			fmt.Fprintf(&out, "  %s:", side.id)
+			for i := max(0, diff-window); i < min(len(side.recs), diff+window+1); i++ {
+				r := side.recs[i]
+				fmt.Fprintf(&out, " %d=%s/%s", r.Offset, r.Key, r.Value)
+			}
+			out.WriteString("\n")
+		}
+	}
+	return out.String()
 }
