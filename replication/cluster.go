@@ -495,8 +495,19 @@ func appliedThrough(f *fsm.FSM, logs raft.LogStore, index uint64) bool {
 // effectiveApplied is the index whose state the FSM holds: commit when it
 // has applied every command up to it, else the FSM's applied index.
 func (n *Node) effectiveApplied(commit uint64) uint64 {
-	if commit > 0 && n.appliedThrough(commit) {
-		return max(commit, n.fsm.AppliedIndex())
+	return effectiveApplied(n.fsm, n.stores.logs, commit)
+}
+
+// effectiveApplied is Node.effectiveApplied for the state machine f of
+// any Raft group of this node, whose Raft log is logs. It is what a
+// replica's status reports as applied, never Raft's own applied index:
+// Raft counts an entry applied once it handed it to the state machine's
+// goroutine, before the state machine wrote it, so a replica that reports
+// Raft's may answer reads without the last writes while its status says
+// it has them (docs/architecture.md, "Data groups").
+func effectiveApplied(f *fsm.FSM, logs raft.LogStore, commit uint64) uint64 {
+	if commit > 0 && appliedThrough(f, logs, commit) {
+		return max(commit, f.AppliedIndex())
 	}
-	return n.fsm.AppliedIndex()
+	return f.AppliedIndex()
 }

@@ -1269,6 +1269,8 @@ type DataGroupReplica struct {
 	// Raft is the replica's Raft, FSM its state machine.
 	Raft *raft.Raft
 	FSM  *fsm.FSM
+	// logs is the replica's Raft log store, for effectiveApplied.
+	logs raft.LogStore
 }
 
 // DataGroupReplicas returns the replicas of data groups this node runs,
@@ -1279,7 +1281,7 @@ func (n *Node) DataGroupReplicas() []DataGroupReplica {
 	defer d.mu.Unlock()
 	out := make([]DataGroupReplica, 0, len(d.open))
 	for _, dg := range d.open {
-		out = append(out, DataGroupReplica{ID: dg.id, Raft: dg.raft, FSM: dg.fsm})
+		out = append(out, DataGroupReplica{ID: dg.id, Raft: dg.raft, FSM: dg.fsm, logs: dg.stores.logs})
 	}
 	slices.SortFunc(out, func(a, b DataGroupReplica) int { return cmp.Compare(a.ID, b.ID) })
 	return out

@@ -67,7 +67,8 @@ func (n *Node) dataGroupStatus() []backend.DataGroupStatus {
 			ds.Bytes = fsmBytes(r.FSM)
 			_, lid := r.Raft.LeaderWithID()
 			ds.State, ds.LeaderID, ds.Term = r.Raft.State().String(), string(lid), r.Raft.CurrentTerm()
-			ds.CommitIndex, ds.AppliedIndex = r.Raft.CommitIndex(), r.Raft.AppliedIndex()
+			ds.CommitIndex = r.Raft.CommitIndex()
+			ds.AppliedIndex = effectiveApplied(r.FSM, r.logs, ds.CommitIndex)
 			if f := r.Raft.GetConfiguration(); f.Error() == nil {
 				var voters []raft.Server
 				for _, s := range f.Configuration().Servers {
