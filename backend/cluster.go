@@ -48,6 +48,9 @@ type DataGroupStatus struct {
 	// Voters are the voters of the group's configuration as this node's
 	// replica knows it.
 	Voters []string
+	// Followers are, when this node's replica leads the group, what each
+	// other voter last answered it; empty elsewhere.
+	Followers []FollowerStats
 	// Partitions the meta group places in the group; Bytes of their logs
 	// in this node's replica (0 without one).
 	Partitions int

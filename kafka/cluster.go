@@ -17,7 +17,8 @@ import (
 // the Raft leader leads every partition (and is the controller), the
 // voters are every partition's replicas, and those that answered the
 // leader within inSyncLag its in-sync replicas (a follower, which cannot
-// tell, lists every voter).
+// tell, lists every voter). A data group's partitions are its leader's,
+// replicas' and voters' in the same way (clusterView.groups).
 
 // broker is one node as Metadata lists it.
 type broker struct {
@@ -78,6 +79,7 @@ func (s *Server) cluster() clusterView {
 	}
 	ids := brokerIDs(nodes)
 	lost := s.outOfSync(st, self)
+	now := time.Now()
 	v := clusterView{leader: -1}
 	for _, n := range nodes {
 		addr, ok := s.kafkaAddress(n, self)
@@ -117,8 +119,12 @@ func (s *Server) cluster() clusterView {
 				gv.replicas = append(gv.replicas, ids[r])
 			}
 		}
+		// In sync: the voters, less those that have not answered the
+		// group's leader within inSyncLag when this node leads it (a
+		// follower cannot tell, and lists every voter).
+		glost := lagging(g.Followers, now)
 		for _, r := range g.Voters {
-			if known[r] {
+			if known[r] && !glost[r] {
 				gv.isr = append(gv.isr, ids[r])
 			}
 		}
@@ -144,9 +150,14 @@ func (s *Server) outOfSync(st backend.Status, self string) map[string]bool {
 	if st.LeaderID != self {
 		return nil
 	}
+	return lagging(s.b.RaftMetrics().Followers, time.Now())
+}
+
+// lagging returns the followers among fs that have not answered their
+// leader within inSyncLag of now.
+func lagging(fs []backend.FollowerStats, now time.Time) map[string]bool {
 	lost := map[string]bool{}
-	now := time.Now()
-	for _, f := range s.b.RaftMetrics().Followers {
+	for _, f := range fs {
 		if f.LastContact.IsZero() || now.Sub(f.LastContact) > inSyncLag {
 			lost[f.ID] = true
 		}

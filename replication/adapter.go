@@ -24,6 +24,10 @@ type raftFSM struct {
 	entries []fsm.Entry
 	// obs times applies and snapshot persists (package replication/observe).
 	obs *observe.Metrics
+	// dataGroup is set for a data group's replica: its timings go to
+	// the node's metrics, which are the meta group's (obs), and the
+	// snapshot size stays the meta group's.
+	dataGroup bool
 	// logger receives a line per snapshot, so stalls seen by clients can
 	// be lined up with snapshots (docs/performance.md).
 	logger *slog.Logger
@@ -67,7 +71,7 @@ func (a *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &raftSnapshot{s: s, obs: a.obs, logger: a.logger, captured: start, capture: time.Since(start)}, nil
+	return &raftSnapshot{s: s, obs: a.obs, dataGroup: a.dataGroup, logger: a.logger, captured: start, capture: time.Since(start)}, nil
 }
 
 // Restore replaces the state with a snapshot's.
@@ -125,9 +129,11 @@ func (s *appliedSignal) fire() {
 
 // raftSnapshot writes an fsm.Snapshot to a Raft snapshot sink.
 type raftSnapshot struct {
-	s      *fsm.Snapshot
-	obs    *observe.Metrics
-	logger *slog.Logger
+	s   *fsm.Snapshot
+	obs *observe.Metrics
+	// dataGroup: see raftFSM.dataGroup.
+	dataGroup bool
+	logger    *slog.Logger
 	// captured is when the FSM goroutine began the capture, capture how
 	// long it held that goroutine.
 	captured time.Time
@@ -153,7 +159,9 @@ func (r *raftSnapshot) Persist(sink raft.SnapshotSink) error {
 		r.logger.Info("snapshot persisted", "index", r.s.Index(), "bytes", w.n, "capture", r.capture, "persist", persist,
 			"started", r.captured.UTC().Format("15:04:05.000"))
 	}
-	r.obs.SnapshotPersisted(w.n)
+	if !r.dataGroup {
+		r.obs.SnapshotPersisted(w.n)
+	}
 	return nil
 }
 

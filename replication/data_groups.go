@@ -134,6 +134,10 @@ type dataGroup struct {
 	// commits is the leader's commit index as this replica heard it
 	// (observe.LeaderCommits), noted by its Raft transport's wrapper.
 	commits *observe.LeaderCommits
+	// obs holds what each follower last answered this replica while it
+	// leads the group (its transport wrapper notes it): Kafka's in-sync
+	// replicas of the group's partitions (Node.dataGroupStatus).
+	obs *observe.Metrics
 	// forwardStop stops the wrapper's Forward once Raft has shut down;
 	// forwardDone is closed when it returned.
 	forwardStop, forwardDone chan struct{}
@@ -975,6 +979,9 @@ func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 	if cfg.wrapGroupLog != nil {
 		logs = cfg.wrapGroupLog(g.ID, logs)
 	}
+	// Its writes, applies and snapshots are timed in the node's Raft
+	// metrics beside the meta group's (server/raft_metrics.go).
+	logs = observe.TimeLogStore(logs, &n.observer.StoreLogs)
 	// Raft runs on the transport wrapper the meta group's runs on
 	// (package replication/observe): it notes the leader's commit index
 	// for noteCaughtUp, cuts each AppendEntries' commit index to the
@@ -985,7 +992,7 @@ func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 	commits := new(observe.LeaderCommits)
 	forwardStop, forwardDone := make(chan struct{}), make(chan struct{})
 	trans, observed := observe.WrapTransport(tr, obs, commits, forwardStop)
-	r, err := raft.NewRaft(rc, &raftFSM{f: sm, applied: applied, obs: obs, logger: logger}, logs, stores.stable, stores.snaps, trans)
+	r, err := raft.NewRaft(rc, &raftFSM{f: sm, applied: applied, obs: n.observer, dataGroup: true, logger: logger}, logs, stores.stable, stores.snaps, trans)
 	if err != nil {
 		close(forwardStop)
 		return fail(fmt.Errorf("start raft: %w", err))
@@ -998,7 +1005,7 @@ func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 	}()
 	layer.Attach(func(id string) bool { return groupMember(r, id) })
 	dg = &dataGroup{id: g.ID, raft: r, fsm: sm, stores: stores, applied: applied, bootstrapped: boot,
-		commits: commits, forwardStop: forwardStop, forwardDone: forwardDone}
+		commits: commits, obs: obs, forwardStop: forwardStop, forwardDone: forwardDone}
 	d.mu.Lock()
 	d.open[g.ID] = dg
 	d.mu.Unlock()

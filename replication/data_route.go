@@ -68,6 +68,43 @@ func (g groupHandle) topic(name string) (*fsm.Topic, error) {
 	return t, err
 }
 
+// topicFor is topic for a call that names partitions below need: a data
+// group that holds the topic but not yet the partitions a growth placed
+// in it (a produce right after CreatePartitions) adopts them first, and
+// answers ErrNotLeader (retryable) when it still cannot.
+func (g groupHandle) topicFor(name string, need int32) (*fsm.Topic, error) {
+	t, err := g.topic(name)
+	if err != nil || int(need) <= len(t.Partitions) || g.adopt == nil {
+		return t, err
+	}
+	g.adopt()
+	if t, err = g.fsm.Topic(name); err == nil && int(need) > len(t.Partitions) {
+		// Partitions beyond the meta group's count are the state
+		// machine's to refuse (ErrUnknownPartition).
+		return t, nil
+	}
+	return t, err
+}
+
+// partitionsNeeded is one more than the highest partition a produce's
+// records name (partitions, when not nil, in their place): 0 when none
+// names one.
+func partitionsNeeded(req backend.ProduceRequest, partitions []int32) int32 {
+	var need int32
+	if partitions != nil {
+		for _, p := range partitions {
+			need = max(need, p+1)
+		}
+		return need
+	}
+	for _, r := range req.Records {
+		if r.HasPartition {
+			need = max(need, r.Partition+1)
+		}
+	}
+	return need
+}
+
 // metaGroup is the meta group's handle.
 func (n *Node) metaGroup() groupHandle {
 	return groupHandle{id: 0, fsm: n.fsm, propose: n.propose, proposeAppend: func(ctx context.Context, data []byte, queued func()) (any, error) {
@@ -739,7 +776,7 @@ const groupCallWait = 5 * time.Second
 func (n *Node) produceInGroup(ctx context.Context, p *producer, g uint64, req backend.ProduceRequest) (backend.ProduceResult, error) {
 	var res backend.ProduceResult
 	err := n.inGroup(ctx, g, func(h groupHandle) error {
-		t, err := h.topic(req.Topic)
+		t, err := h.topicFor(req.Topic, partitionsNeeded(req, nil))
 		if err != nil {
 			return err
 		}
@@ -1062,7 +1099,7 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 		switch {
 		case call.Kind == callProduce && call.Produce != nil:
 			var t *fsm.Topic
-			if t, err = h.topic(call.Produce.Topic); err == nil {
+			if t, err = h.topicFor(call.Produce.Topic, partitionsNeeded(*call.Produce, nil)); err == nil {
 				var res backend.ProduceResult
 				res, err = p.produceOn(ctx, h, t, *call.Produce)
 				ans.Produce = &res

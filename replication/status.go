@@ -69,10 +69,15 @@ func (n *Node) dataGroupStatus() []backend.DataGroupStatus {
 			ds.State, ds.LeaderID, ds.Term = r.Raft.State().String(), string(lid), r.Raft.CurrentTerm()
 			ds.CommitIndex, ds.AppliedIndex = r.Raft.CommitIndex(), r.Raft.AppliedIndex()
 			if f := r.Raft.GetConfiguration(); f.Error() == nil {
+				var voters []raft.Server
 				for _, s := range f.Configuration().Servers {
 					if s.Suffrage == raft.Voter {
 						ds.Voters = append(ds.Voters, string(s.ID))
+						voters = append(voters, s)
 					}
+				}
+				if dg := n.dataGroup(g.ID); dg != nil && dg.obs != nil && r.Raft.State() == raft.Leader {
+					ds.Followers = dg.obs.Get(n.cfg.NodeID, voters, 0).Followers
 				}
 			}
 		}

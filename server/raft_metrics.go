@@ -62,13 +62,13 @@ type raftCollector struct {
 
 var (
 	descRaftApply = prometheus.NewDesc("logd_raft_fsm_apply_duration_seconds",
-		"Time the state machine took to apply each batch of committed Raft entries.", nil, nil)
+		"Time a state machine took to apply each batch of committed Raft entries (the meta group and every data group replica of this node).", nil, nil)
 	descRaftStoreLogs = prometheus.NewDesc("logd_raft_log_store_duration_seconds",
-		"Time each write to the Raft log store took, fsync included (leader and followers).", nil, nil)
+		"Time each write to a Raft log store took, fsync included (leader and followers; the meta group and every data group replica of this node).", nil, nil)
 	descRaftSnapshotPersist = prometheus.NewDesc("logd_raft_snapshot_persist_duration_seconds",
-		"Time each snapshot took to write and make durable, segment fsyncs included.", nil, nil)
+		"Time each snapshot took to write and make durable, segment fsyncs included (the meta group and every data group replica of this node).", nil, nil)
 	descRaftSnapshotBytes = prometheus.NewDesc("logd_raft_snapshot_bytes",
-		"Size of this node's last snapshot (its manifest, not the segments it names).", nil, nil)
+		"Size of this node's last snapshot of the meta group (its manifest, not the segments it names).", nil, nil)
 	descRaftLeaderChanges = prometheus.NewDesc("logd_raft_leader_changes_total",
 		"Leaders this node has seen elected, itself included.", nil, nil)
 	descRaftLeaderKnown = prometheus.NewDesc("logd_raft_leader_known",
