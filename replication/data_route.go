@@ -667,7 +667,9 @@ func (p *producer) appendSpread(ctx context.Context, t *fsm.Topic, a fsm.Append,
 }
 
 // Calls between nodes for data groups (transport.Port.Call): a request
-// names what it asks, the answer is a groupAnswer.
+// names what it asks, the answer is a groupAnswer; both are JSON, but for
+// a produce's and an append's once every member reads their binary form
+// (call_binary.go).
 const (
 	callProduce = "produce"
 	callAppend  = "append"
@@ -702,6 +704,10 @@ type groupCall struct {
 	QueueRead *queueReadCall `json:"queue_read,omitempty"`
 	// Converge is the table's entry for the group (callConverge).
 	Converge *fsm.DataGroup `json:"converge,omitempty"`
+	// jsonOnly sends the call in JSON even where the cluster's level
+	// allows the binary form (call_binary.go): a node refused it. Not
+	// sent.
+	jsonOnly bool
 	// Group is a consumer group command (callGroupCmd) or the group to
 	// place (callGroupPlace), GroupRead a read of consumer groups
 	// (callGroupRead; groups_route.go).
@@ -875,6 +881,13 @@ func (n *Node) inGroup(ctx context.Context, g uint64, local func(groupHandle) er
 			return fmt.Errorf("%w: data group %d at %s: %v", backend.ErrTimeout, g, target, err)
 		case err != nil:
 			last = fmt.Errorf("%w: data group %d at %s: %v", backend.ErrNotLeader, g, target, err)
+			if errors.Is(err, transport.ErrCallRefused) {
+				// A node that cannot read the binary form (restarted
+				// with an earlier build after it registered the level)
+				// refuses it: the next attempts go in JSON, which every
+				// build reads.
+				call.jsonOnly = true
+			}
 		case ans.Err != nil && errors.Is(ans.Err.decode(), backend.ErrNotLeader):
 			last, hint = ans.Err.decode(), ans.Leader
 		case ans.Err != nil:
@@ -929,7 +942,7 @@ func (n *Node) callGroup(ctx context.Context, id string, g uint64, call groupCal
 // callGroupAt is callGroup to node id at the Raft address addr.
 func (n *Node) callGroupAt(ctx context.Context, addr raft.ServerAddress, id string, g uint64, call groupCall) (groupAnswer, error) {
 	call.MetaIndex = n.fsm.AppliedIndex()
-	req, err := json.Marshal(call)
+	req, err := encodeCall(call, !call.jsonOnly && binaryCall(call) && n.binaryCalls())
 	if err != nil {
 		return groupAnswer{}, err
 	}
@@ -939,20 +952,32 @@ func (n *Node) callGroupAt(ctx context.Context, addr raft.ServerAddress, id stri
 	if err != nil {
 		return groupAnswer{}, err
 	}
-	var ans groupAnswer
-	if err := json.Unmarshal(out, &ans); err != nil {
+	ans, err := decodeAnswer(out)
+	if err != nil {
 		return groupAnswer{}, fmt.Errorf("data group %d: answer from %s: %w", g, id, err)
 	}
 	return ans, nil
 }
 
+// binaryCalls reports whether every member understands the binary form
+// of calls (call_binary.go): the cluster is at fsm.BinaryCallsLevel.
+func (n *Node) binaryCalls() bool {
+	level, err := n.featureLevel()
+	return err == nil && level >= fsm.BinaryCallsLevel
+}
+
 // answerCall answers a call for group g from another node
-// (transport.Port.HandleCalls).
+// (transport.Port.HandleCalls), in the form it came in (call_binary.go).
 func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte) ([]byte, error) {
-	var call groupCall
-	if err := json.Unmarshal(req, &call); err != nil {
+	call, err := decodeCall(req)
+	if err != nil {
 		return nil, fmt.Errorf("%w: call: %v", backend.ErrInvalidArgument, err)
 	}
+	return encodeAnswer(n.answerGroupCall(ctx, peer, g, call), isBinary(req))
+}
+
+// answerGroupCall is answerCall's answer to call.
+func (n *Node) answerGroupCall(ctx context.Context, peer string, g uint64, call groupCall) groupAnswer {
 	var ans groupAnswer
 	dg := n.dataGroup(g)
 	if call.Kind == callConverge {
@@ -969,25 +994,25 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 				ans.Err = encodeWireError(err)
 			}
 		}
-		return json.Marshal(ans)
+		return ans
 	}
 	if err := NewBackend(n).AwaitApplied(ctx, call.MetaIndex, groupCallWait); err != nil {
 		ans.Err = encodeWireError(err)
-		return json.Marshal(ans)
+		return ans
 	}
 	if call.Kind == callLeader {
 		if peer != "" {
 			call.From = peer // the node the session proved
 		}
-		return json.Marshal(n.answerLeaderCall(ctx, call))
+		return n.answerLeaderCall(ctx, call)
 	}
 	if g == 0 {
 		if a, ok := n.answerMetaCall(ctx, call); ok {
-			return json.Marshal(a)
+			return a
 		}
 	}
 	if isCutCall(call.Kind) {
-		return json.Marshal(n.answerCutCall(ctx, peer, g, dg, call))
+		return n.answerCutCall(ctx, peer, g, dg, call)
 	}
 	if dg != nil && dg.left.Load() && dg.raft.State() != raft.Leader {
 		// A replica the table moved away stops where the group removed
@@ -1003,7 +1028,7 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 		// A replica that has not caught up, or lost touch with its
 		// group, answers as one holding none: the caller asks another.
 		ans.Err = encodeWireError(fmt.Errorf("%w: this node's replica of data group %d does not serve reads now", backend.ErrNotLeader, g))
-		return json.Marshal(ans)
+		return ans
 	}
 	if replicaRead && call.MinApplied > 0 && dg.fsm.AppliedIndex() < call.MinApplied {
 		// The caller saw a write of the group acknowledged at
@@ -1011,7 +1036,7 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 		if dg.awaitApplied(ctx, call.MinApplied, floorWait); dg.fsm.AppliedIndex() < call.MinApplied {
 			_, id := dg.raft.LeaderWithID()
 			ans.Err, ans.Leader = encodeWireError(fmt.Errorf("%w: data group %d applied %d here, below %d", backend.ErrNotLeader, g, dg.fsm.AppliedIndex(), call.MinApplied)), string(id)
-			return json.Marshal(ans)
+			return ans
 		}
 	}
 	switch {
@@ -1146,5 +1171,5 @@ func (n *Node) answerCall(ctx context.Context, peer string, g uint64, req []byte
 			ans.Applied = dg.fsm.AppliedIndex()
 		}
 	}
-	return json.Marshal(ans)
+	return ans
 }

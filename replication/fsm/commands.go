@@ -234,8 +234,14 @@ const (
 	// commands wrapped with the meta group's topics they need
 	// (CmdGroupHosted). See docs/architecture.md, "Consumer groups".
 	HashedGroupsLevel FeatureLevel = 20
+	// BinaryCallsLevel adds no command: a node at it understands the
+	// binary form of the produce and append calls one node sends
+	// another over the Raft port (package replication, call_binary.go),
+	// so once every member registered it, a node sends those calls in
+	// it rather than in JSON. Apply decides nothing by it.
+	BinaryCallsLevel FeatureLevel = 21
 	// Level is the highest feature level this build understands.
-	Level FeatureLevel = HashedGroupsLevel
+	Level FeatureLevel = BinaryCallsLevel
 )
 
 // commandVersion is the payload version most kinds write after the type
