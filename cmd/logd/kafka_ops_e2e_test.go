@@ -170,7 +170,15 @@ func TestKafkaGroupDescribeMembers(t *testing.T) {
 		return d
 	}
 	for _, nd := range []*e2e.Node{leader, follower} {
-		d := describe(nd)
+		// Kafka membership lives with the coordinator, the leader of the
+		// group's home, and is not replicated: when that leadership moves
+		// (to its preferred leader, say), the client joins the new
+		// coordinator on its next heartbeat (docs/kafka.md).
+		var d client.GroupDescription
+		e2e.WaitFor(t, ctx, "the kgo member in a describe through "+nd.ID, func() bool {
+			d = describe(nd)
+			return len(d.Members) == 1
+		})
 		if len(d.Members) != 1 {
 			t.Fatalf("describe -o json through %s: %d members, want the kgo member: %+v", nd.ID, len(d.Members), d)
 		}
