@@ -676,6 +676,10 @@ func answerGroupRead(ctx context.Context, f *fsm.FSM, signal *appliedSignal, lea
 	if err != nil {
 		return groupAnswer{Err: encodeWireError(err)}
 	}
+	// At or past the index of the state read: the caller raises its
+	// floor of the group to it (askGroupRead), so that its later reads
+	// never show an older state.
+	ans.Applied = f.AppliedIndex()
 	return ans
 }
 
@@ -737,6 +741,13 @@ func (b *Backend) askGroupRead(ctx context.Context, g uint64, c groupReadCall) (
 		out, err = decodeGroupRead(a)
 		if errors.Is(err, backend.ErrBehind) {
 			return fmt.Errorf("%w: %w", errNextReplica, err)
+		}
+		if err == nil && g != 0 {
+			// Reads through this node never go back: its own replica,
+			// read next, must first reach what this answer showed
+			// (atGroupFloor), as another replica asked next must
+			// (MinApplied). A node of an earlier build sends no index.
+			b.groupFloors.raise(g, a.Applied)
 		}
 		return err
 	})
