@@ -215,6 +215,14 @@ func TestClusterMinorityNeverAcks(t *testing.T) {
 	if err := produce(l, "before", 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
+	// The data group that holds m/0 (0: the meta group): its leader must
+	// be one of the majority too before their writes can land.
+	var group uint64
+	if d, err := l.RPC.DescribeTopic(ctx, connect.NewRequest(&logdv1.DescribeTopicRequest{Name: "m"})); err == nil && len(d.Msg.Partitions) == 1 {
+		group = d.Msg.Partitions[0].DataGroup
+	} else {
+		t.Fatalf("describe m: %v", err)
+	}
 	var followers []*e2e.Node
 	for _, nd := range c.Nodes {
 		if nd != l {
@@ -234,7 +242,8 @@ func TestClusterMinorityNeverAcks(t *testing.T) {
 	}
 	// Both of the majority must know the new leader, and the leader must
 	// serve, before writes through either are sure to land: the other one
-	// may still be a candidate that knows no leader.
+	// may still be a candidate that knows no leader. The same for the
+	// data group of m/0.
 	e2e.WaitFor(t, ctx, "a new leader known to the majority", func() bool {
 		leaders := map[string]bool{}
 		for _, nd := range followers {
@@ -244,6 +253,11 @@ func TestClusterMinorityNeverAcks(t *testing.T) {
 			}
 			leaders[st.LeaderId] = true
 			if st.State == "Leader" && !st.Ready {
+				return false
+			}
+			if group != 0 && !slices.ContainsFunc(st.DataGroups, func(g *logdv1.DataGroupStatus) bool {
+				return g.Id == group && g.LeaderId != "" && g.LeaderId != l.ID
+			}) {
 				return false
 			}
 		}
