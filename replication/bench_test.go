@@ -70,28 +70,7 @@ func BenchmarkDataGroupsProduce(b *testing.B) {
 	for _, groups := range []int{0, 1, 4} {
 		for _, perCall := range []int{100, 1} {
 			b.Run(fmt.Sprintf("groups=%d/records=%d", groups, perCall), func(b *testing.B) {
-				n, err := Open(Config{NodeID: "n1", DataDir: b.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true,
-					Logger: fsmtest.Logger(), RaftLogLevel: "error", DataGroupsPerNode: groups, BatchApplyCh: true})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer n.Close()
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-				defer cancel()
-				for !n.IsLeader() || !n.Ready() || len(n.DataGroupReplicas()) != groups || !leadsAll(n) {
-					time.Sleep(5 * time.Millisecond)
-				}
-				bk := NewBackend(n)
-				if _, err := bk.CreateTopic(ctx, backend.CreateTopic{Name: "b", Partitions: 8}); err != nil {
-					b.Fatal(err)
-				}
-				// Every group adopts its partitions before the clock runs.
-				for {
-					if _, err := bk.Produce(ctx, backend.ProduceRequest{Topic: "b", Records: spreadRecords(0, 8)}); err == nil {
-						break
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
+				ctx, bk := benchGroupsNode(b, groups)
 				value := make([]byte, 100)
 				b.SetBytes(int64(100 * perCall))
 				b.SetParallelism(8) // 16 callers on 2 cores
@@ -126,27 +105,7 @@ func BenchmarkDataGroupsProduce(b *testing.B) {
 func BenchmarkDataGroupsProduceKeyless(b *testing.B) {
 	for _, groups := range []int{0, 1, 4} {
 		b.Run(fmt.Sprintf("groups=%d", groups), func(b *testing.B) {
-			n, err := Open(Config{NodeID: "n1", DataDir: b.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true,
-				Logger: fsmtest.Logger(), RaftLogLevel: "error", DataGroupsPerNode: groups, BatchApplyCh: true})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer n.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-			defer cancel()
-			for !n.IsLeader() || !n.Ready() || len(n.DataGroupReplicas()) != groups || !leadsAll(n) {
-				time.Sleep(5 * time.Millisecond)
-			}
-			bk := NewBackend(n)
-			if _, err := bk.CreateTopic(ctx, backend.CreateTopic{Name: "b", Partitions: 8}); err != nil {
-				b.Fatal(err)
-			}
-			for {
-				if _, err := bk.Produce(ctx, backend.ProduceRequest{Topic: "b", Records: spreadRecords(0, 8)}); err == nil {
-					break
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			ctx, bk := benchGroupsNode(b, groups)
 			value := make([]byte, 128)
 			const perCall = 500
 			b.SetBytes(128 * perCall)
@@ -183,4 +142,35 @@ func spreadRecords(first, n int) []backend.ProduceRecord {
 		out[i] = backend.ProduceRecord{Partition: int32(first + i), HasPartition: true, Value: []byte("warm")}
 	}
 	return out
+}
+
+// benchGroupsNode opens one node with groups data groups that it leads,
+// and a topic "b" of 8 partitions placed over them, every group having
+// adopted its partitions: the setup of the data-group produce
+// benchmarks. The node closes when b ends.
+func benchGroupsNode(b *testing.B, groups int) (context.Context, *Backend) {
+	b.Helper()
+	n, err := Open(Config{NodeID: "n1", DataDir: b.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true,
+		Logger: fsmtest.Logger(), RaftLogLevel: "error", DataGroupsPerNode: groups, BatchApplyCh: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { n.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	b.Cleanup(cancel)
+	for !n.IsLeader() || !n.Ready() || len(n.DataGroupReplicas()) != groups || !leadsAll(n) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	bk := NewBackend(n)
+	if _, err := bk.CreateTopic(ctx, backend.CreateTopic{Name: "b", Partitions: 8}); err != nil {
+		b.Fatal(err)
+	}
+	// Every group adopts its partitions before the clock runs.
+	for {
+		if _, err := bk.Produce(ctx, backend.ProduceRequest{Topic: "b", Records: spreadRecords(0, 8)}); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return ctx, bk
 }
