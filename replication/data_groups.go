@@ -287,7 +287,12 @@ func (dg *dataGroup) followerCaughtUp() bool {
 // transport and stores, and its state machine.
 func (dg *dataGroup) shutdown() error {
 	dg.stopCleaner()
-	errs := []error{dg.raft.Shutdown().Error()}
+	// Raft waits for its calls: one dialing a peer that is down ends now.
+	f := dg.raft.Shutdown()
+	if dg.stores.layer != nil {
+		dg.stores.layer.StopDials()
+	}
+	errs := []error{f.Error()}
 	close(dg.forwardStop)
 	<-dg.forwardDone
 	// Raft's transport keeps its pooled connections open after Close,
@@ -1040,7 +1045,7 @@ func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 		Stream: layer, MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog,
 		ServerAddressProvider: transport.NewAddressProvider(cfg.Peers.Routes(), cfg.NodeID, local),
 	})
-	stores := &raftStores{logs: st.Logs, stable: st.Stable, snaps: st.Snapshots, transport: tr,
+	stores := &raftStores{logs: st.Logs, stable: st.Stable, snaps: st.Snapshots, transport: tr, layer: layer,
 		closers: []func() error{tr.Close, layer.Close, st.Close}}
 	// Fault builds slow or hold back every group's Raft log writes, not
 	// only the meta group's (docs/faults.md).

@@ -1071,7 +1071,13 @@ func (n *Node) Close() error {
 	n.raft.DeregisterObserver(n.leaderObsv)
 	n.awaitApplyWaiters()
 	n.cuts.closeAll()
-	errs := []error{n.data.close(), n.raft.Shutdown().Error()}
+	errs := []error{n.data.close()}
+	// Raft waits for its calls: one dialing a peer that is down ends now.
+	f := n.raft.Shutdown()
+	if n.stores.layer != nil {
+		n.stores.layer.StopDials()
+	}
+	errs = append(errs, f.Error())
 	close(n.forwardStop)
 	<-n.forwardDone
 	errs = append(errs, n.stores.close(), n.fsm.Close())

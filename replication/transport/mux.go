@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -543,6 +544,7 @@ func (p *Port) Group(id uint64) *Layer {
 		return l
 	}
 	l := &Layer{port: p, id: id, attached: make(chan struct{}), conns: make(chan net.Conn), closed: make(chan struct{})}
+	l.dials, l.stopDials = context.WithCancel(p.ctx)
 	p.groups[id] = l
 	return l
 }
@@ -576,6 +578,9 @@ type Layer struct {
 	conns     chan net.Conn
 	closed    chan struct{}
 	closeOnce sync.Once
+	// dials bounds Dial: StopDials and Close cancel it.
+	dials     context.Context
+	stopDials context.CancelFunc
 }
 
 var _ raft.StreamLayer = (*Layer)(nil)
@@ -624,6 +629,7 @@ func (l *Layer) Accept() (net.Conn, error) {
 // The port stays open (Port.Close closes it).
 func (l *Layer) Close() error {
 	l.closeOnce.Do(func() {
+		l.stopDials()
 		close(l.closed)
 		// The group may open here again later (a replica retired, then
 		// placed here anew): Group then makes it a new layer.
@@ -639,13 +645,42 @@ func (l *Layer) Close() error {
 // Addr implements net.Listener: the port's address.
 func (l *Layer) Addr() net.Addr { return l.port.Addr() }
 
+// redialEvery is how often Dial tries a peer that refused the
+// connection again.
+const redialEvery = 50 * time.Millisecond
+
 // Dial implements raft.StreamLayer: a connection of the group to the
-// node at addr.
+// node at addr. A peer that refuses the connection (its process is down)
+// is dialed again until it answers, up to timeout, as a dial to a host
+// that drops packets waits: hashicorp/raft backs off a follower's
+// replication exponentially per failed call, up to about 10 s, and a
+// successful heartbeat does not reset it, so a follower that was down
+// for seconds, failing every call at once, would get its first entries
+// up to 10 s after it came back. Waiting here instead counts one
+// failure per timeout, and the waiting call goes through as soon as the
+// peer listens again (docs/architecture.md, "Data groups").
 func (l *Layer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	ctx, cancel := context.WithTimeout(l.port.ctx, timeout)
+	ctx, cancel := context.WithTimeout(l.dials, timeout)
 	defer cancel()
-	return l.port.dial(ctx, string(addr), l.id)
+	for {
+		c, err := l.port.dial(ctx, string(addr), l.id)
+		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) {
+			return c, err
+		}
+		t := time.NewTimer(redialEvery)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		}
+	}
 }
+
+// StopDials ends every Dial in progress, and makes later ones give up
+// on a refusing peer at once: the group's Raft is shutting down, and
+// waits for its calls.
+func (l *Layer) StopDials() { l.stopDials() }
 
 // isReset reports whether err is a connection reset by the peer, which a
 // read may see instead of EOF when the server closed with unread data.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -324,5 +325,83 @@ func TestSessionNoHeadOfLine(t *testing.T) {
 	case err := <-writing:
 		t.Fatalf("the blocked sender's write ended: %v", err)
 	default:
+	}
+}
+
+// TestDialWaitsForARefusingPeer: Dial to a peer whose port refuses
+// connections (its process is down) tries again until the peer listens,
+// within the dial's timeout; past it, the refusal; after StopDials, a
+// dial in progress ends.
+func TestDialWaitsForARefusingPeer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // refused until the server below listens there
+	client := newPort(t, "n2", secretA, nil, anyone, 0, 1)
+
+	if _, err := client.Group(0).Dial(raft.ServerAddress(addr), 200*time.Millisecond); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("dial of a refusing peer past its timeout: %v, want the refusal", err)
+	}
+
+	served := make(chan net.Conn, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Errorf("listen again on %s: %v", addr, err)
+			return
+		}
+		server := NewPort(ln, nil, nil, "n1", 64, testLogger())
+		server.SetSecret(secretA, true)
+		server.Group(0).Attach(anyone)
+		admitted := accepted(server.Group(0))
+		server.Start()
+		t.Cleanup(func() { server.Close() })
+		select {
+		case c := <-admitted:
+			served <- c
+		case <-ctx.Done():
+		}
+	}()
+	c, err := client.Group(0).Dial(raft.ServerAddress(addr), 20*time.Second)
+	if err != nil {
+		t.Fatalf("dial of a peer that listens again within the timeout: %v", err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case a := <-served:
+		a.Close()
+	case <-ctx.Done():
+		t.Fatal("the peer admitted no stream")
+	}
+
+	// Group 1's dials to a port nobody listens on end at StopDials.
+	ln, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := ln.Addr().String()
+	ln.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := client.Group(1).Dial(raft.ServerAddress(gone), time.Minute)
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	client.Group(1).StopDials()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a dial to a port nobody listens on succeeded")
+		}
+	case <-ctx.Done():
+		t.Fatal("Dial went on after StopDials")
 	}
 }
