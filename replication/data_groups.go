@@ -1042,7 +1042,7 @@ func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 	var tr *raft.NetworkTransport
 	local := func() raft.ServerAddress { return tr.LocalAddr() }
 	tr = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: layer, MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog,
+		Stream: layer, MaxPool: 3, Timeout: raftCallTimeout, Logger: hlog,
 		ServerAddressProvider: transport.NewAddressProvider(cfg.Peers.Routes(), cfg.NodeID, local),
 	})
 	stores := &raftStores{logs: st.Logs, stable: st.Stable, snaps: st.Snapshots, transport: tr, layer: layer,
@@ -1101,6 +1101,7 @@ func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 	commits := new(observe.LeaderCommits)
 	forwardStop, forwardDone := make(chan struct{}), make(chan struct{})
 	trans, observed := observe.WrapTransport(tr, obs, commits, forwardStop)
+	observed.SetAwaitPeer(awaitPeer(layer))
 	r, err := raft.NewRaft(rc, &raftFSM{f: sm, applied: applied, obs: n.observer, dataGroup: true, logger: logger}, logs, stores.stable, stores.snaps, trans)
 	if err != nil {
 		close(forwardStop)

@@ -527,6 +527,9 @@ func Open(cfg Config) (*Node, error) {
 	commits := new(observe.LeaderCommits)
 	forwardStop := make(chan struct{})
 	trans, observed := observe.WrapTransport(stores.transport, obs, commits, forwardStop)
+	if stores.layer != nil {
+		observed.SetAwaitPeer(awaitPeer(stores.layer))
+	}
 	r, err := raft.NewRaft(rc, &raftFSM{f: sm, applied: applied, obs: obs, logger: cfg.Logger}, logs, stores.stable, stores.snaps, trans)
 	if err != nil {
 		close(forwardStop)

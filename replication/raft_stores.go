@@ -176,7 +176,7 @@ func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 	var tr *raft.NetworkTransport
 	local := func() raft.ServerAddress { return tr.LocalAddr() }
 	tr = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: layer, MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog,
+		Stream: layer, MaxPool: 3, Timeout: raftCallTimeout, Logger: hlog,
 		ServerAddressProvider: transport.NewAddressProvider(cfg.Peers.Routes(), cfg.NodeID, local),
 	})
 	port.Start()
@@ -184,6 +184,17 @@ func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 		closers: []func() error{tr.Close, port.Close, st.Close}}
 	stores.wrap(cfg.WrapRaftStores)
 	return stores, nil
+}
+
+// raftCallTimeout bounds each Raft call between nodes (the transport's
+// timeout; an InstallSnapshot's grows with the snapshot's size).
+const raftCallTimeout = 10 * time.Second
+
+// awaitPeer is observe.Transport's wait for a follower whose node
+// refused a connection: until the node takes connections on layer's
+// port again, for at most a call's timeout.
+func awaitPeer(layer *transport.Layer) func(raft.ServerAddress) bool {
+	return func(addr raft.ServerAddress) bool { return layer.AwaitPeer(addr, raftCallTimeout) }
 }
 
 // wrap applies Config.WrapRaftStores, if set; a log store wrapper that is

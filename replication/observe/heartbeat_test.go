@@ -2,8 +2,10 @@ package observe
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -99,5 +101,47 @@ func TestHeartbeatOfNewerTermTakesMainLoop(t *testing.T) {
 	close(stop)
 	if err := answered(done); !errors.Is(err, raft.ErrRaftShutdown) && (err == nil || err.Error() != raft.ErrRaftShutdown.Error()) {
 		t.Fatalf("a heartbeat held at shutdown was answered %v, want ErrRaftShutdown", err)
+	}
+}
+
+// failingTransport answers every AppendEntries with err.
+type failingTransport struct {
+	raft.Transport
+	err   error
+	calls atomic.Int32
+}
+
+func (f *failingTransport) AppendEntries(raft.ServerID, raft.ServerAddress, *raft.AppendEntriesRequest, *raft.AppendEntriesResponse) error {
+	f.calls.Add(1)
+	return f.err
+}
+
+// TestAppendEntriesAwaitsARefusingPeer: an AppendEntries refused because
+// the follower's node is down waits (SetAwaitPeer) before it answers the
+// failure, and is not sent again by the wrapper; any other failure
+// answers at once.
+func TestAppendEntriesAwaitsARefusingPeer(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		err   error
+		waits bool
+	}{
+		{"refused", fmt.Errorf("raft session to x: %w", syscall.ECONNREFUSED), true},
+		{"other", io.ErrUnexpectedEOF, false},
+	} {
+		inner := &failingTransport{err: tc.err}
+		tr, w := WrapTransport(inner, NewMetrics(), new(LeaderCommits), make(chan struct{}))
+		var awaited []raft.ServerAddress
+		w.SetAwaitPeer(func(a raft.ServerAddress) bool { awaited = append(awaited, a); return true })
+		err := tr.AppendEntries("n2", "peer:1", &raft.AppendEntriesRequest{}, &raft.AppendEntriesResponse{})
+		if !errors.Is(err, tc.err) {
+			t.Errorf("%s: AppendEntries answered %v, want %v", tc.name, err, tc.err)
+		}
+		if got := len(awaited) == 1 && awaited[0] == "peer:1"; got != tc.waits {
+			t.Errorf("%s: awaited %v, want a wait: %v", tc.name, awaited, tc.waits)
+		}
+		if n := inner.calls.Load(); n != 1 {
+			t.Errorf("%s: the request went %d times, want once", tc.name, n)
+		}
 	}
 }

@@ -1,10 +1,12 @@
 package observe
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -155,6 +157,9 @@ type Transport struct {
 	stop <-chan struct{}
 	// term returns the node's current term; nil until SetTerm.
 	term atomic.Pointer[func() uint64]
+	// awaitPeer waits for a peer that refused a connection; nil until
+	// SetAwaitPeer.
+	awaitPeer atomic.Pointer[func(raft.ServerAddress) bool]
 }
 
 // WrapTransport wraps t, keeping the optional interfaces hashicorp/raft
@@ -169,11 +174,31 @@ func WrapTransport(t raft.Transport, o *Metrics, c *LeaderCommits, stop <-chan s
 	return base, base
 }
 
+// SetAwaitPeer sets how AppendEntries waits for a follower whose node
+// refused the connection (its process is down) before it answers the
+// failure: await returns once the node takes connections again, or
+// after its own bound.
+func (t *Transport) SetAwaitPeer(await func(raft.ServerAddress) bool) { t.awaitPeer.Store(&await) }
+
 // AppendEntries implements raft.Transport.
+//
+// A call refused because the follower's node is down fails only once
+// the node is back, or the wait set by SetAwaitPeer ended. hashicorp/raft
+// backs off a follower's replication after each failed call, doubling
+// from 10 ms up to about 10 s, and only a successful AppendEntries resets
+// it (a heartbeat's success does not): with every refusal failing at
+// once, a node down for ten seconds got its first entries up to 10 s
+// after it came back, in each group it holds. Waiting counts a failure
+// per wait, and Raft retries at once with a new request. The request
+// itself is never held and sent later: its commit index would be older
+// than the restarted replica, which takes the first one it hears for the
+// leader's (replication's followerCaughtUp).
 func (t *Transport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
 	err := t.Transport.AppendEntries(id, target, args, resp)
 	if err == nil {
 		t.o.heard(id, resp.LastLog, time.Now())
+	} else if await := t.awaitPeer.Load(); await != nil && errors.Is(err, syscall.ECONNREFUSED) {
+		(*await)(target)
 	}
 	return err
 }

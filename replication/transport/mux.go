@@ -645,41 +645,45 @@ func (l *Layer) Close() error {
 // Addr implements net.Listener: the port's address.
 func (l *Layer) Addr() net.Addr { return l.port.Addr() }
 
-// redialEvery is how often Dial tries a peer that refused the
+// redialEvery is how often AwaitPeer dials a peer that refused the
 // connection again.
 const redialEvery = 50 * time.Millisecond
 
 // Dial implements raft.StreamLayer: a connection of the group to the
-// node at addr. A peer that refuses the connection (its process is down)
-// is dialed again until it answers, up to timeout, as a dial to a host
-// that drops packets waits: hashicorp/raft backs off a follower's
-// replication exponentially per failed call, up to about 10 s, and a
-// successful heartbeat does not reset it, so a follower that was down
-// for seconds, failing every call at once, would get its first entries
-// up to 10 s after it came back. Waiting here instead counts one
-// failure per timeout, and the waiting call goes through as soon as the
-// peer listens again (docs/architecture.md, "Data groups").
+// node at addr.
 func (l *Layer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(l.dials, timeout)
 	defer cancel()
+	return l.port.dial(ctx, string(addr), l.id)
+}
+
+// AwaitPeer waits, after a call to addr failed because the peer refused
+// the connection (its process is down), until the peer takes a session
+// again, for at most timeout or until StopDials. It reports whether the
+// peer is reachable again.
+func (l *Layer) AwaitPeer(addr raft.ServerAddress, timeout time.Duration) bool {
+	ctx, cancel := context.WithTimeout(l.dials, timeout)
+	defer cancel()
 	for {
-		c, err := l.port.dial(ctx, string(addr), l.id)
-		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) {
-			return c, err
+		_, err := l.port.session(ctx, string(addr))
+		if err == nil {
+			return true
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			return false
 		}
 		t := time.NewTimer(redialEvery)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, err
+			return false
 		}
 	}
 }
 
-// StopDials ends every Dial in progress, and makes later ones give up
-// on a refusing peer at once: the group's Raft is shutting down, and
-// waits for its calls.
+// StopDials ends every Dial and AwaitPeer in progress, and later ones
+// at once: the group's Raft is shutting down, and waits for its calls.
 func (l *Layer) StopDials() { l.stopDials() }
 
 // isReset reports whether err is a connection reset by the peer, which a

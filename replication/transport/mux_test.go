@@ -328,11 +328,11 @@ func TestSessionNoHeadOfLine(t *testing.T) {
 	}
 }
 
-// TestDialWaitsForARefusingPeer: Dial to a peer whose port refuses
-// connections (its process is down) tries again until the peer listens,
-// within the dial's timeout; past it, the refusal; after StopDials, a
-// dial in progress ends.
-func TestDialWaitsForARefusingPeer(t *testing.T) {
+// TestAwaitPeer: AwaitPeer on a peer whose port refuses connections
+// (its process is down) dials again until the peer listens, within its
+// bound, after which Dial goes through; past the bound, false; after
+// StopDials, a wait in progress ends.
+func TestAwaitPeer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -343,8 +343,11 @@ func TestDialWaitsForARefusingPeer(t *testing.T) {
 	ln.Close() // refused until the server below listens there
 	client := newPort(t, "n2", secretA, nil, anyone, 0, 1)
 
-	if _, err := client.Group(0).Dial(raft.ServerAddress(addr), 200*time.Millisecond); !errors.Is(err, syscall.ECONNREFUSED) {
-		t.Fatalf("dial of a refusing peer past its timeout: %v, want the refusal", err)
+	if _, err := client.Group(0).Dial(raft.ServerAddress(addr), time.Second); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("dial of a refusing peer: %v, want the refusal", err)
+	}
+	if client.Group(0).AwaitPeer(raft.ServerAddress(addr), 200*time.Millisecond) {
+		t.Fatal("AwaitPeer reported a peer nobody runs reachable")
 	}
 
 	served := make(chan net.Conn, 1)
@@ -367,9 +370,12 @@ func TestDialWaitsForARefusingPeer(t *testing.T) {
 		case <-ctx.Done():
 		}
 	}()
-	c, err := client.Group(0).Dial(raft.ServerAddress(addr), 20*time.Second)
+	if !client.Group(0).AwaitPeer(raft.ServerAddress(addr), 20*time.Second) {
+		t.Fatal("AwaitPeer gave up on a peer that listens again within its bound")
+	}
+	c, err := client.Group(0).Dial(raft.ServerAddress(addr), time.Second)
 	if err != nil {
-		t.Fatalf("dial of a peer that listens again within the timeout: %v", err)
+		t.Fatalf("dial after AwaitPeer: %v", err)
 	}
 	defer c.Close()
 	if _, err := c.Write([]byte("x")); err != nil {
@@ -382,26 +388,23 @@ func TestDialWaitsForARefusingPeer(t *testing.T) {
 		t.Fatal("the peer admitted no stream")
 	}
 
-	// Group 1's dials to a port nobody listens on end at StopDials.
+	// Group 1's waits for a port nobody listens on end at StopDials.
 	ln, err = net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	gone := ln.Addr().String()
 	ln.Close()
-	done := make(chan error, 1)
-	go func() {
-		_, err := client.Group(1).Dial(raft.ServerAddress(gone), time.Minute)
-		done <- err
-	}()
+	done := make(chan bool, 1)
+	go func() { done <- client.Group(1).AwaitPeer(raft.ServerAddress(gone), time.Minute) }()
 	time.Sleep(100 * time.Millisecond)
 	client.Group(1).StopDials()
 	select {
-	case err := <-done:
-		if err == nil {
-			t.Fatal("a dial to a port nobody listens on succeeded")
+	case ok := <-done:
+		if ok {
+			t.Fatal("AwaitPeer reported a port nobody listens on reachable")
 		}
 	case <-ctx.Done():
-		t.Fatal("Dial went on after StopDials")
+		t.Fatal("AwaitPeer went on after StopDials")
 	}
 }
