@@ -331,7 +331,9 @@ func (p *Port) routeStream(sc *streamConn, st *yamux.Stream, peerID string) {
 		p.serveCall(st, peerID, id&^callBit, deadline)
 		return
 	}
-	l, err := p.layer(binary.BigEndian.Uint64(gid[:]), deadline)
+	id := binary.BigEndian.Uint64(gid[:])
+	early := !p.attached(id)
+	l, err := p.layer(id, deadline)
 	if err != nil {
 		p.refuse(refusedHandshake, sc.RemoteAddr(), peerID, err)
 		st.Close()
@@ -342,7 +344,34 @@ func (p *Port) routeStream(sc *streamConn, st *yamux.Stream, peerID string) {
 		st.Close()
 		return
 	}
+	if early {
+		// The stream reached this node before its replica of the group
+		// opened: the request it carries was built before, with the
+		// leader's commit index of then, and a restarted replica takes
+		// the first commit index it hears for the leader's, to know when
+		// it caught up (replication's followerCaughtUp). The caller,
+		// held here until the replica opened, fails once and sends a new
+		// request at once.
+		st.Close()
+		return
+	}
 	l.deliver(st)
+}
+
+// attached reports whether group id's layer is attached now.
+func (p *Port) attached(id uint64) bool {
+	p.groupsMu.Lock()
+	l := p.groups[id]
+	p.groupsMu.Unlock()
+	if l == nil {
+		return false
+	}
+	select {
+	case <-l.attached:
+		return true
+	default:
+		return false
+	}
 }
 
 // dialEntry is a session this node dials, or is dialing, to one address.

@@ -408,3 +408,53 @@ func TestAwaitPeer(t *testing.T) {
 		t.Fatal("AwaitPeer went on after StopDials")
 	}
 }
+
+// TestStreamBeforeGroupOpens: a stream of a group that reached the port
+// before the group's layer was attached (its replica had not opened) is
+// closed once it is, never delivered: the request it carries predates
+// the replica. A stream that arrives after is delivered.
+func TestStreamBeforeGroupOpens(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	server := newPort(t, "n1", secretA, nil, nil)
+	client := newPort(t, "n2", secretA, nil, anyone, 5)
+	addr := raft.ServerAddress(server.Addr().String())
+	early, err := client.Group(5).Dial(addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer early.Close()
+	if _, err := early.Write([]byte("built before the group opened")); err != nil {
+		t.Fatal(err)
+	}
+	// The stream waits at the port: it made the group's layer there.
+	for {
+		server.groupsMu.Lock()
+		l := server.groups[5]
+		server.groupsMu.Unlock()
+		if l != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the stream never reached the port")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	l := server.Group(5)
+	l.Attach(anyone)
+	admitted := accepted(l)
+	closedByPeer(t, "a stream that arrived before the group's layer was attached", early)
+	c, err := client.Group(5).Dial(addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	roundTrip(t, ctx, c, admitted, "built after")
+	select {
+	case a := <-admitted:
+		a.Close()
+		t.Fatal("the early stream was delivered too")
+	default:
+	}
+}
