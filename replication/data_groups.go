@@ -1113,7 +1113,7 @@ func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 		defer close(forwardDone)
 		observed.Forward(forwardStop)
 	}()
-	layer.Attach(func(id string) bool { return groupMember(r, id) })
+	layer.Attach(func(id string) bool { return groupMember(r, id) || n.tableLists(g.ID, id) })
 	dg = &dataGroup{id: g.ID, raft: r, fsm: sm, stores: stores, applied: applied, bootstrapped: boot,
 		commits: commits, obs: obs, forwardStop: forwardStop, forwardDone: forwardDone}
 	dg.startCleaner(n, logger)
@@ -1145,6 +1145,27 @@ func (d *dataGroups) barrier(dg *dataGroup) {
 func groupMember(r *raft.Raft, id string) bool {
 	servers := r.GetConfiguration().Configuration().Servers
 	return len(servers) == 0 || slices.ContainsFunc(servers, func(s raft.Server) bool { return string(s.ID) == id })
+}
+
+// tableLists reports whether the meta group's table, as this node
+// applied it, lists node id as a replica of group g, or as one its
+// unfinished move adds or removes. A replica whose node was away while
+// the group removed it and listed it again keeps the configuration it
+// had, which may hold none of the group's voters now: it takes their
+// connections too, or it would refuse its leader for good (and never
+// retire, the table listing it). Raft's terms and log checks, not this,
+// keep a stale member from doing harm.
+func (n *Node) tableLists(g uint64, id string) bool {
+	for _, dg := range n.fsm.DataGroups().Groups {
+		if dg.ID != g {
+			continue
+		}
+		if slices.Contains(dg.Replicas, id) {
+			return true
+		}
+		return dg.Move != nil && (slices.Contains(dg.Move.Added, id) || slices.Contains(dg.Move.Removed, id))
+	}
+	return false
 }
 
 // bootstrapConfiguration is the first configuration of a group whose

@@ -186,3 +186,103 @@ func TestWritesSkipLeftReplicas(t *testing.T) {
 		t.Errorf("n2 waited in vain for %d writes to reach replicas it no longer holds", got)
 	}
 }
+
+// TestStaleReplicaTakesItsNewLeader: a node away while its group
+// replaced it, handed its leadership to the replica that took its place
+// and listed it again comes back with the group's configuration of
+// before, which does not hold the group's leader. Its replica takes the
+// leader's connections (the table lists the leader) and votes in the
+// group again; checking only its own configuration, it refused the
+// leader for good (a nemesis run of five nodes stopped on it).
+func TestStaleReplicaTakesItsNewLeader(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	// No balancing and no healing: the test moves the replicas itself.
+	c, nodes, describe := fourNodeGroupsWith(ctx, t, func(cfg *Config) { cfg.MaxMoves, cfg.DeadNodeTimeout = -1, 0 })
+	l, n2 := nodes[0], nodes[1]
+	var g fsm.DataGroup
+	for _, dg := range l.FSM().DataGroups().Groups {
+		if slices.Contains(dg.Replicas, "n2") && !slices.Contains(dg.Replicas, "n1") {
+			g = dg
+		}
+	}
+	if g.ID == 0 {
+		for _, dg := range l.FSM().DataGroups().Groups {
+			if slices.Contains(dg.Replicas, "n2") {
+				g = dg
+			}
+		}
+	}
+	if g.ID == 0 {
+		t.Fatalf("no group holds n2: %s", describe())
+	}
+	var a, b, newcomer string // the replicas that stay; the one that takes n2's place
+	for _, id := range []string{"n1", "n2", "n3", "n4"} {
+		switch {
+		case !slices.Contains(g.Replicas, id):
+			newcomer = id
+		case id == "n2":
+		case a == "":
+			a = id
+		default:
+			b = id
+		}
+	}
+	setGroup := func(replicas []string, move fsm.ReplicaMove) {
+		t.Helper()
+		for try := 0; ; try++ {
+			tab := l.FSM().DataGroups()
+			groups := slices.Clone(tab.Groups)
+			for i := range groups {
+				if groups[i].ID == g.ID {
+					groups[i].Replicas, groups[i].Move = replicas, &move
+				}
+			}
+			data, err := fsm.EncodeDataGroups(time.Now().UnixNano(), fsm.DataGroupsSet{Base: tab.Epoch, Groups: groups, Nodes: tab.Nodes, Draining: tab.Draining})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err = l.propose(ctx, data); err == nil {
+				return
+			} else if !errors.Is(err, backend.ErrMembershipChange) || try == 10 {
+				t.Fatalf("set group %d's replicas to %v: %v", g.ID, replicas, err)
+			}
+		}
+	}
+	settledAs := func(want []string, leader string) func() bool {
+		return func() bool {
+			voters, leaders := dataGroupsView(nodes)
+			moving := false
+			for _, dg := range l.FSM().DataGroups().Groups {
+				moving = moving || dg.ID == g.ID && dg.Move != nil
+			}
+			return !moving && leaders[g.ID] == leader && slices.Equal(voters[g.ID], slices.Sorted(slices.Values(want)))
+		}
+	}
+
+	// n2 goes away; the group replaces it with the newcomer, which leads.
+	cfg := n2.cfg
+	cfg.RaftBind, cfg.RaftAdvertise, cfg.Bootstrap = string(n2.stores.transport.LocalAddr()), "", false
+	c.mu.Lock()
+	c.closed[n2] = true
+	c.mu.Unlock()
+	c.close(n2)
+	nodes = slices.Delete(slices.Clone(nodes), 1, 2)
+	setGroup([]string{newcomer, a, b}, fsm.ReplicaMove{Added: []string{newcomer}, Removed: []string{"n2"}, Reason: "test: n2 away", Since: time.Now().UnixNano()})
+	waitFor(ctx, t, fmt.Sprintf("group %d of %s, %s, %s, led by %s", g.ID, newcomer, a, b, newcomer), settledAs([]string{newcomer, a, b}, newcomer), describe)
+
+	// The table lists n2 again in a's place; n2 comes back with the
+	// configuration n2, a, b.
+	setGroup([]string{newcomer, b, "n2"}, fsm.ReplicaMove{Added: []string{"n2"}, Removed: []string{a}, Reason: "test: n2 back", Since: time.Now().UnixNano()})
+	n2 = c.start(cfg)
+	nodes = append(nodes, n2)
+	waitFor(ctx, t, fmt.Sprintf("group %d of %s, %s, n2, led by %s", g.ID, newcomer, b, newcomer), settledAs([]string{newcomer, b, "n2"}, newcomer), func() string {
+		var conf []string
+		if dg := n2.dataGroup(g.ID); dg != nil {
+			for _, s := range dg.raft.GetConfiguration().Configuration().Servers {
+				conf = append(conf, string(s.ID))
+			}
+		}
+		return fmt.Sprintf("n2's replica's configuration %v; %s", conf, describe())
+	})
+}

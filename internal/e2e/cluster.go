@@ -50,37 +50,51 @@ func (c *Cluster) Start() {
 	c.WaitDataGroups(ctx, n)
 }
 
-// WaitDataGroups waits until a live node reports each data group, if the
-// cluster has any, with min(3, n) replicas (logd's default replication
-// factor), every one of them a voter, and a leader: a node that joins
-// becomes a replica of each group below the factor as a non-voter first,
-// and a group that loses a node before its new replica votes may lose its
-// majority (docs/operations.md, "Data groups").
+// WaitDataGroups waits until each data group, if the cluster has any,
+// has min(3, n) replicas (logd's default replication factor) in the
+// table a live node reports, and a live replica of it reports every one
+// of them a voter and a leader (a node reports the Raft state of its own
+// replicas only, and balancing may move any node out of a group): a node
+// that joins becomes a replica of each group below the factor as a
+// non-voter first, and a group that loses a node before its new replica
+// votes may lose its majority (docs/operations.md, "Data groups").
 func (c *Cluster) WaitDataGroups(ctx context.Context, n int) {
 	c.T.Helper()
 	want := min(3, n)
+	var last string // what the last look saw short, for a failure
+	defer func() {
+		if c.T.Failed() && last != "" {
+			c.T.Logf("the data groups last seen: %s", last)
+		}
+	}()
 	WaitFor(c.T, ctx, fmt.Sprintf("every data group with %d voters", want), func() bool {
+		var table []*logdv1.DataGroupStatus
+		held := map[uint64]bool{} // groups a live replica reports settled
 		for _, nd := range c.Nodes {
 			if nd.Cmd == nil {
 				continue
 			}
 			st, err := nd.Status(ctx)
 			if err != nil {
+				last = fmt.Sprintf("%s: %v", nd.ID, err)
 				return false
 			}
+			if table == nil {
+				table = st.DataGroups
+			}
 			for _, g := range st.DataGroups {
-				if len(g.Replicas) != want || g.LeaderId == "" || len(g.Voters) != want {
-					return false
-				}
-				for _, r := range g.Replicas {
-					if !slices.Contains(g.Voters, r) {
-						return false
-					}
+				if g.State != "" && g.LeaderId != "" && len(g.Voters) == want && !slices.ContainsFunc(g.Replicas, func(r string) bool { return !slices.Contains(g.Voters, r) }) {
+					held[g.Id] = true
 				}
 			}
-			return true
 		}
-		return false
+		for _, g := range table {
+			if len(g.Replicas) != want || !held[g.Id] {
+				last = fmt.Sprintf("group %d with replicas %v; settled at a replica: %v", g.Id, g.Replicas, held[g.Id])
+				return false
+			}
+		}
+		return true
 	})
 }
 
