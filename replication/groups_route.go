@@ -725,12 +725,41 @@ func (b *Backend) groupReadable(ctx context.Context, dg *dataGroup) bool {
 // readGroupIn reads c from the home g of a consumer group: this node's
 // replica of g when it serves (groupReadable), else a replica of g that
 // does.
+//
+// A read this node's replica answers raises the node's floor of g to
+// what the replica had applied, so that a later read another replica
+// answers never shows an older state. A replica that leads g (and the
+// table lists) but cannot serve yet, a barrier of its term not applied
+// (an election just won, or a hand-over of the leadership in progress,
+// which refuses barriers), is waited for, until it serves or no longer
+// leads: a read through the group's leader is linearizable, and another
+// replica may not hold the leader's last writes yet.
 func (b *Backend) readGroupIn(ctx context.Context, g uint64, c groupReadCall) (groupReadAnswer, error) {
-	if dg := b.dataGroup(g); dg != nil && b.groupReadable(ctx, dg) {
-		return readGroup(ctx, dg.fsm, dg.applied, dg.leadsReady(), c)
+	if dg := b.dataGroup(g); dg != nil {
+		for {
+			if b.groupReadable(ctx, dg) {
+				a, err := readGroup(ctx, dg.fsm, dg.applied, dg.leadsReady(), c)
+				b.groupFloors.raise(g, dg.fsm.AppliedIndex())
+				return a, err
+			}
+			if dg.raft.State() != raft.Leader || dg.left.Load() {
+				break
+			}
+			t := time.NewTimer(leaderReadRetry)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return groupReadAnswer{}, fmt.Errorf("%w: this node leads data group %d and has not applied a barrier of its term: %v", backend.ErrNotLeader, g, ctx.Err())
+			}
+		}
 	}
 	return b.askGroupRead(ctx, g, c)
 }
+
+// leaderReadRetry is how often readGroupIn looks again at a replica that
+// leads its group and cannot serve yet.
+const leaderReadRetry = 20 * time.Millisecond
 
 // askGroupRead reads c from a replica of g other than this node, the
 // preferred leader first: one behind what c names passes it on.
