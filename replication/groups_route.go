@@ -712,11 +712,20 @@ func readGroup(ctx context.Context, f *fsm.FSM, signal *appliedSignal, leads boo
 // one that leads only once it applied a barrier of its term, so that it
 // holds every command its predecessors acknowledged (a leader read of a
 // group is linearizable, as the meta leader's was).
+//
+// A leader the table no longer lists still holds every write until it
+// hands its leadership to a listed voter (it takes them all meanwhile):
+// it serves too, where a follower replica the table moved away does not.
 func (b *Backend) groupReadable(ctx context.Context, dg *dataGroup) bool {
-	if dg.raft.State() == raft.Leader && !dg.leadsReady() {
-		b.data.barrier(dg)
+	if dg.raft.State() == raft.Leader {
 		if !dg.leadsReady() {
-			return false
+			b.data.barrier(dg)
+			if !dg.leadsReady() {
+				return false
+			}
+		}
+		if dg.left.Load() {
+			return b.atGroupFloor(ctx, dg)
 		}
 	}
 	return b.data.servesNow(dg) && b.atGroupFloor(ctx, dg)
@@ -728,8 +737,8 @@ func (b *Backend) groupReadable(ctx context.Context, dg *dataGroup) bool {
 //
 // A read this node's replica answers raises the node's floor of g to
 // what the replica had applied, so that a later read another replica
-// answers never shows an older state. A replica that leads g (and the
-// table lists) but cannot serve yet, a barrier of its term not applied
+// answers never shows an older state. A replica that leads g but cannot
+// serve yet, a barrier of its term not applied
 // (an election just won, or a hand-over of the leadership in progress,
 // which refuses barriers), is waited for, until it serves or no longer
 // leads: a read through the group's leader is linearizable, and another
@@ -742,7 +751,7 @@ func (b *Backend) readGroupIn(ctx context.Context, g uint64, c groupReadCall) (g
 				b.groupFloors.raise(g, dg.fsm.AppliedIndex())
 				return a, err
 			}
-			if dg.raft.State() != raft.Leader || dg.left.Load() {
+			if dg.raft.State() != raft.Leader {
 				break
 			}
 			t := time.NewTimer(leaderReadRetry)
