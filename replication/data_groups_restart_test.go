@@ -97,12 +97,7 @@ func TestRestartedGroupReplicaWaitsForLeaderCommit(t *testing.T) {
 
 	// n3 stops; the group's leader appends more than two batches of
 	// entries without it.
-	cfg := n3.cfg
-	cfg.RaftBind, cfg.RaftAdvertise, cfg.Bootstrap = string(n3.stores.transport.LocalAddr()), "", false
-	c.mu.Lock()
-	c.closed[n3] = true
-	c.mu.Unlock()
-	c.close(n3)
+	cfg := c.stop(n3)
 	// n3 may have led the group (its preferred leader gets the
 	// leadership back): n1 or n2 leads it once they elected one.
 	var leader *dataGroup

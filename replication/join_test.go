@@ -245,16 +245,24 @@ func (c *joinCluster) close(n *Node) {
 // returns the new node, which answers at n's API address from then on.
 func (c *joinCluster) restart(n *Node, edit func(*Config)) *Node {
 	c.t.Helper()
-	cfg := n.cfg
-	cfg.RaftBind, cfg.RaftAdvertise, cfg.Bootstrap = string(n.stores.transport.LocalAddr()), "", false
+	cfg := c.stop(n)
 	if edit != nil {
 		edit(&cfg)
 	}
+	return c.start(cfg)
+}
+
+// stop closes n for good and returns the configuration that opens it
+// again (start) on its data dir and Raft address.
+func (c *joinCluster) stop(n *Node) Config {
+	c.t.Helper()
+	cfg := n.cfg
+	cfg.RaftBind, cfg.RaftAdvertise, cfg.Bootstrap = string(n.stores.transport.LocalAddr()), "", false
 	c.mu.Lock()
 	c.closed[n] = true
 	c.mu.Unlock()
 	c.close(n)
-	return c.start(cfg)
+	return cfg
 }
 
 // probe is the backend.NodeProbe of the tests.

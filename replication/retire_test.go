@@ -261,12 +261,7 @@ func TestStaleReplicaTakesItsNewLeader(t *testing.T) {
 	}
 
 	// n2 goes away; the group replaces it with the newcomer, which leads.
-	cfg := n2.cfg
-	cfg.RaftBind, cfg.RaftAdvertise, cfg.Bootstrap = string(n2.stores.transport.LocalAddr()), "", false
-	c.mu.Lock()
-	c.closed[n2] = true
-	c.mu.Unlock()
-	c.close(n2)
+	cfg := c.stop(n2)
 	nodes = slices.Delete(slices.Clone(nodes), 1, 2)
 	setGroup([]string{newcomer, a, b}, fsm.ReplicaMove{Added: []string{newcomer}, Removed: []string{"n2"}, Reason: "test: n2 away", Since: time.Now().UnixNano()})
 	waitFor(ctx, t, fmt.Sprintf("group %d of %s, %s, %s, led by %s", g.ID, newcomer, a, b, newcomer), settledAs([]string{newcomer, a, b}, newcomer), describe)
