@@ -249,8 +249,13 @@ func TestProducerOrderAcrossRetries(t *testing.T) {
 			t.Fatalf("offset %d holds %q", i, r.Value)
 		}
 	}
-	if n := srv.Calls("Produce"); n != 5+3 {
-		t.Errorf("Produce calls = %d, want 5 batches + 3 retries", n)
+	// A partition with nothing in flight sends at once, so how the ten
+	// records fall into batches of one or two depends on when the
+	// sender runs (a loaded machine makes more, smaller ones): 5 to 10
+	// batches, each answered once, plus the 3 failed calls retried. A
+	// batch appended twice would have moved the offsets above.
+	if n := srv.Calls("Produce"); n < 5+3 || n > 10+3 {
+		t.Errorf("Produce calls = %d, want 5 to 10 batches + 3 retries", n)
 	}
 }
 
