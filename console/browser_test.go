@@ -265,7 +265,21 @@ func (p *page) fill(sel, value string) {
 	if value != "" {
 		actions = append(actions, chromedp.SendKeys(sel, value, chromedp.ByQuery))
 	}
-	p.mustFresh("fill "+sel, actions...)
+	// A re-render between the clear and the keys (a page's refresh makes
+	// the input anew, with its default) leaves the default and the keys
+	// ("3" then "4": "34"): fill again until the input holds the value.
+	read := fmt.Sprintf(`document.querySelector(%q).value`, sel)
+	for try := 0; ; try++ {
+		p.mustFresh("fill "+sel, actions...)
+		var got string
+		p.eval(read, &got)
+		if got == value {
+			return
+		}
+		if try == 4 {
+			p.t.Fatalf("fill %s: it holds %q after 5 tries, want %q", sel, got, value)
+		}
+	}
 }
 
 // count returns how many elements match sel.

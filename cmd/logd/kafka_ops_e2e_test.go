@@ -173,11 +173,12 @@ func TestKafkaGroupDescribeMembers(t *testing.T) {
 		// Kafka membership lives with the coordinator, the leader of the
 		// group's home, and is not replicated: when that leadership moves
 		// (to its preferred leader, say), the client joins the new
-		// coordinator on its next heartbeat (docs/kafka.md).
+		// coordinator on its next heartbeat (docs/kafka.md), and holds
+		// its partitions again once that rebalance ends.
 		var d client.GroupDescription
-		e2e.WaitFor(t, ctx, "the kgo member in a describe through "+nd.ID, func() bool {
+		e2e.WaitFor(t, ctx, "the kgo member, assigned, in a describe through "+nd.ID, func() bool {
 			d = describe(nd)
-			return len(d.Members) == 1
+			return len(d.Members) == 1 && len(d.Members[0].Partitions) > 0 && d.State == "stable"
 		})
 		if len(d.Members) != 1 {
 			t.Fatalf("describe -o json through %s: %d members, want the kgo member: %+v", nd.ID, len(d.Members), d)
