@@ -44,6 +44,12 @@ func (b *Backend) ReadRecords(topic string, partition int32, offset int64, maxBy
 		return backend.ReadResult{}, err
 	}
 	g := t.PartitionGroup(partition)
+	// Taken before the read, so a topic this node's replica adopts in
+	// between still wakes a long poll (notAdopted).
+	var arrived <-chan struct{}
+	if dg := b.dataGroup(g); dg != nil {
+		arrived = dg.fsm.TopicArrived()
+	}
 	var local func() (backend.ReadResult, error)
 	if !elsewhere {
 		local = func() (backend.ReadResult, error) {
@@ -61,7 +67,7 @@ func (b *Backend) ReadRecords(topic string, partition int32, offset int64, maxBy
 		if floor := b.floors.get(topic, partition, t.CreateIndex); floor > 0 {
 			return backend.ReadResult{}, b.behindFloor(topic, partition, floor)
 		}
-		return b.notAdopted(topic, partition, offset)
+		return b.notAdopted(topic, partition, offset, arrived)
 	}
 	return res, err
 }
@@ -69,15 +75,25 @@ func (b *Backend) ReadRecords(topic string, partition int32, offset int64, maxBy
 // notAdopted answers a read of a partition the meta group placed in a
 // data group whose replica here has not adopted it yet (it was just
 // created, or the replica lags): at offset 0, an empty partition whose
-// Changed closes after remotePoll (a long poll then reads again); past
-// it, *backend.BehindError, which sends the client to the leader.
-func (b *Backend) notAdopted(topic string, partition int32, offset int64) (backend.ReadResult, error) {
+// Changed closes when this node's replica adopts a topic (arrived, nil
+// without a replica here) or after remotePoll, whichever is first (a long
+// poll then reads again); past it, *backend.BehindError, which sends the
+// client to the leader.
+func (b *Backend) notAdopted(topic string, partition int32, offset int64, arrived <-chan struct{}) (backend.ReadResult, error) {
 	if offset > 0 {
 		addr, _ := b.LeaderAPIAddress()
 		return backend.ReadResult{}, &backend.BehindError{What: fmt.Sprintf("%s-%d, not adopted by this node's replica of its data group yet", topic, partition), LeaderAddress: addr}
 	}
 	changed := make(chan struct{})
-	time.AfterFunc(remotePoll, func() { close(changed) })
+	go func() {
+		t := time.NewTimer(remotePoll)
+		defer t.Stop()
+		select {
+		case <-arrived:
+		case <-t.C:
+		}
+		close(changed)
+	}()
 	return backend.ReadResult{Changed: changed}, nil
 }
 

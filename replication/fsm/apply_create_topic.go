@@ -49,6 +49,7 @@ func (f *FSM) applyCreateTopic(index uint64, now int64, c CreateTopic) any {
 	}
 	f.mu.Lock()
 	f.topics[c.Name] = t
+	f.topicsArrivedLocked()
 	f.mu.Unlock()
 	return t
 }

@@ -100,6 +100,7 @@ func (f *FSM) applyPartitionAdopt(index uint64, now int64, c PartitionAdopt) any
 		}
 		f.mu.Lock()
 		f.topics[c.Topic] = nt
+		f.topicsArrivedLocked()
 		f.mu.Unlock()
 		return nt
 	}
@@ -143,6 +144,7 @@ func (f *FSM) applyPartitionAdopt(index uint64, now int64, c PartitionAdopt) any
 	}
 	f.mu.Lock()
 	f.topics[c.Topic] = &nt
+	f.topicsArrivedLocked()
 	f.mu.Unlock()
 	f.queues.mu.Unlock()
 	for _, p := range t.Hosted() {

@@ -38,6 +38,11 @@ type FSM struct {
 	mu sync.RWMutex
 	// topics by name; guarded by mu. Mutated only by the Raft goroutine.
 	topics map[string]*Topic
+	// topicsNotify is closed (and replaced) whenever a topic arrives in
+	// topics: created, adopted by a data group, or restored. A long poll
+	// of a partition this state machine has not adopted yet waits on it
+	// (TopicArrived). Guarded by mu.
+	topicsNotify chan struct{}
 
 	now     atomic.Int64  // last applied command time, Unix ns (monotonic)
 	applied atomic.Uint64 // last applied Raft index
@@ -144,7 +149,8 @@ func New(cfg Config) *FSM {
 		cfg.Now = time.Now
 	}
 	f := &FSM{root: cfg.Dir, group: cfg.Group, logOpts: cfg.Log, logger: cfg.Logger, fatal: cfg.Fatal, clock: cfg.Now,
-		catchUp: catchUpConfig{self: cfg.Self, fetcher: cfg.Fetcher, peers: cfg.Peers}, topics: map[string]*Topic{}}
+		catchUp: catchUpConfig{self: cfg.Self, fetcher: cfg.Fetcher, peers: cfg.Peers}, topics: map[string]*Topic{},
+		topicsNotify: make(chan struct{})}
 	f.security.install(nil, nil, nil)
 	return f
 }
@@ -173,6 +179,23 @@ func (f *FSM) Topic(name string) (*Topic, error) {
 		return nil, fmt.Errorf("%w: %q", backend.ErrUnknownTopic, name)
 	}
 	return t, nil
+}
+
+// TopicArrived returns a channel closed when the next topic arrives in
+// this state machine (created, adopted by a data group, restored) or it
+// closes: a long poll of a topic it has not adopted yet takes it before
+// its read and waits on it.
+func (f *FSM) TopicArrived() <-chan struct{} {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.topicsNotify
+}
+
+// topicsArrivedLocked wakes TopicArrived's waiters; f.mu is held for
+// writing.
+func (f *FSM) topicsArrivedLocked() {
+	close(f.topicsNotify)
+	f.topicsNotify = make(chan struct{})
 }
 
 // Partition returns one partition of a topic: a *PartitionElsewhereError
@@ -311,6 +334,7 @@ func (f *FSM) Close() error {
 		}
 	}
 	f.topics = map[string]*Topic{}
+	f.topicsArrivedLocked()
 	return first
 }
 

@@ -725,3 +725,44 @@ func TestGroupOffsetsWithEnds(t *testing.T) {
 		t.Fatal(*fatals)
 	}
 }
+
+// TestTopicArrived: a topic a data group adopts, and the state machine's
+// close, wake TopicArrived's waiters (a long poll of a partition the
+// replica has not adopted yet waits on it); an append does not.
+func TestTopicArrived(t *testing.T) {
+	cmds, _ := adoptScript(t)
+	f, _ := groupFSM(t, t.TempDir(), 2)
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	before := f.TopicArrived()
+	if closed(before) {
+		t.Fatal("closed before any topic arrived")
+	}
+	es := entries(cmds...)
+	if res := f.apply(es[0]); adoptOutcome(res) != "topic -1-3 epoch 1" {
+		t.Fatalf("adopt: %s", adoptOutcome(res))
+	}
+	if !closed(before) {
+		t.Fatal("the adopted topic did not wake the waiter")
+	}
+	after := f.TopicArrived()
+	if closed(after) {
+		t.Fatal("the next channel is closed already")
+	}
+	if res := f.apply(es[1]); adoptOutcome(res) != "appended" {
+		t.Fatalf("append: %s", adoptOutcome(res))
+	}
+	if closed(after) {
+		t.Fatal("an append woke the waiter")
+	}
+	f.Close()
+	if !closed(after) {
+		t.Fatal("closing the state machine did not wake the waiter")
+	}
+}

@@ -376,6 +376,7 @@ func (f *FSM) Restore(rc io.Reader) error {
 	}
 	f.mu.Lock()
 	f.topics = topics
+	f.topicsArrivedLocked()
 	f.mu.Unlock()
 	f.security.install(tokens, acls, scram)
 	f.restoreRedrives(m.Redrives)
