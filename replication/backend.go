@@ -196,7 +196,7 @@ func (b *Backend) offsets(topic string, partition int32) (backend.Offsets, error
 		return backend.Offsets{}, err
 	}
 	bounds := func(f *fsm.FSM) (backend.ReadResult, error) {
-		p, err := f.Partition(topic, partition)
+		p, err := groupPartition(b.fsm, f, topic, partition)
 		if err != nil {
 			return backend.ReadResult{}, err
 		}
@@ -239,7 +239,7 @@ func (b *Backend) OffsetForTime(topic string, partition int32, tsMillis int64) (
 	if err != nil {
 		return 0, err
 	}
-	p, err := f.Partition(topic, partition)
+	p, err := groupPartition(b.fsm, f, topic, partition)
 	if err != nil {
 		return 0, err
 	}

@@ -48,25 +48,48 @@ type groupHandle struct {
 	// it in the group's log.
 	proposeAppend func(ctx context.Context, data []byte, queued func()) (any, error)
 	// adopt, for a data group, has it adopt its partitions of the meta
-	// group's topics now, rather than at the runner's next pass.
+	// group's topics now, rather than at the runner's next pass; meta is
+	// this node's meta group state machine. Both nil for the meta group.
 	adopt func()
+	meta  *fsm.FSM
 }
 
-// topic returns the group's state machine's topic name. A data group that
-// does not hold the topic yet, though the meta group placed it there (a
-// produce right after the creation), adopts it first.
+// topic returns the group's state machine's topic name, the incarnation
+// the meta group holds (the caller's meta index is applied here first).
+// A data group that does not hold it yet, though the meta group placed it
+// there (a produce right after the creation), adopts it first; one that
+// still holds an earlier topic of the name (deleted and created again,
+// not dropped by the group yet) drops that one and adopts this one
+// first, so that nothing is written to, or read from, a topic that is
+// being dropped. A group that cannot adopt it now (no majority, say), or
+// holds an incarnation this node's meta group has not applied yet, is
+// unavailable for now (backend.ErrNotLeader, which callers retry), not
+// unknown.
 func (g groupHandle) topic(name string) (*fsm.Topic, error) {
 	t, err := g.fsm.Topic(name)
-	if err != nil && g.adopt != nil && errors.Is(err, backend.ErrUnknownTopic) {
-		g.adopt()
-		if t, err = g.fsm.Topic(name); err != nil {
-			// The meta group placed it here (the caller found it there),
-			// and the group could not adopt it now (no majority, say):
-			// unavailable for now, not unknown.
-			return nil, fmt.Errorf("%w: data group %d has not adopted topic %s yet", backend.ErrNotLeader, g.id, name)
-		}
+	if g.adopt == nil {
+		return t, err
 	}
-	return t, err
+	// One adopt pass drops an earlier incarnation, the next adopts this one.
+	for pass := 0; ; pass++ {
+		mt, merr := g.meta.Topic(name)
+		switch {
+		case merr != nil:
+			// Deleted since the caller found it: the group's copy, if
+			// it holds one, is being dropped.
+			return nil, merr
+		case err == nil && t.CreateIndex == mt.CreateIndex:
+			return t, nil
+		case err == nil && t.CreateIndex > mt.CreateIndex:
+			return nil, fmt.Errorf("%w: data group %d holds topic %s~%d, which this node's meta group has not applied yet", backend.ErrNotLeader, g.id, name, t.CreateIndex)
+		case err != nil && !errors.Is(err, backend.ErrUnknownTopic):
+			return nil, err
+		case pass == 2:
+			return nil, fmt.Errorf("%w: data group %d has not adopted topic %s~%d yet", backend.ErrNotLeader, g.id, name, mt.CreateIndex)
+		}
+		g.adopt()
+		t, err = g.fsm.Topic(name)
+	}
 }
 
 // topicFor is topic for a call that names partitions below need: a data
@@ -127,7 +150,7 @@ func (dg *dataGroup) handle(n *Node) groupHandle {
 		return n.proposeOn(ctx, dg.raft, dg.fsm, data)
 	}, proposeAppend: func(ctx context.Context, data []byte, queued func()) (any, error) {
 		return n.proposeAppend(ctx, &dg.appends, dg.raft, dg.fsm, data, queued)
-	}, adopt: func() { n.data.adopt(dg) }}
+	}, adopt: func() { n.data.adopt(dg) }, meta: n.fsm}
 }
 
 // stateMachines are the meta group's state machine and this node's data
@@ -235,7 +258,7 @@ func (n *Node) hostedPartition(t *fsm.Topic, p int32) (*fsm.Partition, error) {
 	if err != nil {
 		return nil, err
 	}
-	return f.Partition(t.Name, p)
+	return groupPartition(n.fsm, f, t.Name, p)
 }
 
 // LeadsPartition reports whether this node leads partition p of topic:
@@ -445,7 +468,7 @@ func (b *Backend) ReadLeader(ctx context.Context, topic string, p int32, offset 
 			return err
 		}
 		var err error
-		res, err = readBatches(dg.fsm, topic, p, offset, maxBytes, 0)
+		res, err = readBatches(b.fsm, dg.fsm, topic, p, offset, maxBytes, 0)
 		return err
 	}, groupCall{Kind: callRead, Read: &readCall{Topic: topic, Partition: p, Offset: offset, MaxBytes: maxBytes, Leader: true}}, func(a groupAnswer) error {
 		if a.Read == nil {
@@ -1171,7 +1194,7 @@ func (n *Node) answerGroupCall(ctx context.Context, peer string, g uint64, call 
 			}
 		}
 		if r.MaxBytes == 0 { // the bounds only, and an offset for a time
-			part, err := dg.fsm.Partition(r.Topic, r.Partition)
+			part, err := groupPartition(n.fsm, dg.fsm, r.Topic, r.Partition)
 			if err != nil {
 				ans.Err = encodeWireError(err)
 				break
@@ -1190,7 +1213,7 @@ func (n *Node) answerGroupCall(ctx context.Context, peer string, g uint64, call 
 			ans.Err = encodeWireError(err)
 			break
 		}
-		res, err := readBatches(dg.fsm, r.Topic, r.Partition, r.Offset, r.MaxBytes, r.MaxRecords)
+		res, err := readBatches(n.fsm, dg.fsm, r.Topic, r.Partition, r.Offset, r.MaxBytes, r.MaxRecords)
 		if err != nil {
 			ans.Err = encodeWireError(err)
 			break

@@ -53,7 +53,7 @@ func (b *Backend) localEnd(topic string, p int32) (int64, bool) {
 	if err != nil {
 		return 0, false
 	}
-	part, err := f.Partition(topic, p)
+	part, err := groupPartition(b.fsm, f, topic, p)
 	if err != nil {
 		return 0, false
 	}

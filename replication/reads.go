@@ -34,7 +34,7 @@ func (b *Backend) ReadRecords(topic string, partition int32, offset int64, maxBy
 		return backend.ReadResult{}, err
 	}
 	if f == b.fsm {
-		return readBatches(f, topic, partition, offset, maxBytes, maxRecords)
+		return readBatches(nil, f, topic, partition, offset, maxBytes, maxRecords)
 	}
 	// A partition of a data group: from this node's replica when it
 	// caught up, else from a replica of the group, never older than a
@@ -53,7 +53,7 @@ func (b *Backend) ReadRecords(topic string, partition int32, offset int64, maxBy
 	var local func() (backend.ReadResult, error)
 	if !elsewhere {
 		local = func() (backend.ReadResult, error) {
-			return readBatches(f, topic, partition, offset, maxBytes, maxRecords)
+			return readBatches(b.fsm, f, topic, partition, offset, maxBytes, maxRecords)
 		}
 	}
 	remote := func(ctx context.Context, floor int64, leader bool) (backend.ReadResult, error) {
@@ -97,9 +97,33 @@ func (b *Backend) notAdopted(topic string, partition int32, offset int64, arrive
 	return backend.ReadResult{Changed: changed}, nil
 }
 
-// readBatches is Backend.ReadRecords on the state machine f.
-func readBatches(f *fsm.FSM, topic string, partition int32, offset int64, maxBytes, maxRecords int) (backend.ReadResult, error) {
-	p, err := f.Partition(topic, partition)
+// groupPartition is partition p of topic in f, a data group's state
+// machine, when f holds the incarnation of the topic that meta, the
+// node's meta group state machine, holds: backend.ErrUnknownTopic when f
+// holds none or an earlier one (deleted and created again, and not
+// dropped by the group yet), whose records are not the topic's. With
+// meta nil or f itself (the meta group), f's partition.
+func groupPartition(meta, f *fsm.FSM, topic string, p int32) (*fsm.Partition, error) {
+	if meta != nil && meta != f {
+		mt, err := meta.Topic(topic)
+		if err != nil {
+			return nil, err
+		}
+		gt, err := f.Topic(topic)
+		if err != nil {
+			return nil, err
+		}
+		if gt.CreateIndex != mt.CreateIndex {
+			return nil, fmt.Errorf("%w: %q of index %d, the data group holds that of %d", backend.ErrUnknownTopic, topic, mt.CreateIndex, gt.CreateIndex)
+		}
+	}
+	return f.Partition(topic, p)
+}
+
+// readBatches is Backend.ReadRecords on the state machine f, which holds
+// the partition of meta's incarnation of the topic (groupPartition).
+func readBatches(meta, f *fsm.FSM, topic string, partition int32, offset int64, maxBytes, maxRecords int) (backend.ReadResult, error) {
+	p, err := groupPartition(meta, f, topic, partition)
 	if err != nil {
 		return backend.ReadResult{}, err
 	}
@@ -143,7 +167,7 @@ func (b *Backend) groupLag(topic string, partition int32, committed int64, now t
 	case err != nil:
 		return backend.Lag{}, err
 	default:
-		p, err := f.Partition(topic, partition)
+		p, err := groupPartition(b.fsm, f, topic, partition)
 		if err != nil {
 			return backend.Lag{}, err
 		}
