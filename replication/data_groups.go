@@ -232,6 +232,10 @@ type dataGroup struct {
 	cleaner     *cleaner.Cleaner
 	cleanerStop context.CancelFunc
 	cleanerDone chan struct{}
+	// housekeepingStop ends the replica's housekeeping loop
+	// (group_housekeeping.go), which closes housekeepingDone when it
+	// returns.
+	housekeepingStop, housekeepingDone chan struct{}
 }
 
 // noteCaughtUp sets caughtUp once the replica caught up with its group:
@@ -287,12 +291,8 @@ func (dg *dataGroup) followerCaughtUp() bool {
 // transport and stores, and its state machine.
 func (dg *dataGroup) shutdown() error {
 	dg.stopCleaner()
-	// Raft waits for its calls: one dialing a peer that is down ends now.
-	f := dg.raft.Shutdown()
-	if dg.stores.layer != nil {
-		dg.stores.layer.StopDials()
-	}
-	errs := []error{f.Error()}
+	dg.stopHousekeeping()
+	errs := []error{dg.stores.shutdownRaft(dg.raft)}
 	close(dg.forwardStop)
 	<-dg.forwardDone
 	// Raft's transport keeps its pooled connections open after Close,
@@ -1100,8 +1100,7 @@ func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 	obs := observe.NewMetrics()
 	commits := new(observe.LeaderCommits)
 	forwardStop, forwardDone := make(chan struct{}), make(chan struct{})
-	trans, observed := observe.WrapTransport(tr, obs, commits, forwardStop)
-	observed.SetAwaitPeer(awaitPeer(layer))
+	trans, observed := stores.observeTransport(obs, commits, forwardStop)
 	r, err := raft.NewRaft(rc, &raftFSM{f: sm, applied: applied, obs: n.observer, dataGroup: true, logger: logger}, logs, stores.stable, stores.snaps, trans)
 	if err != nil {
 		close(forwardStop)
@@ -1117,6 +1116,7 @@ func (d *dataGroups) openGroup(g fsm.DataGroup) (*dataGroup, error) {
 	dg = &dataGroup{id: g.ID, raft: r, fsm: sm, stores: stores, applied: applied, bootstrapped: boot,
 		commits: commits, obs: obs, forwardStop: forwardStop, forwardDone: forwardDone}
 	dg.startCleaner(n, logger)
+	dg.startHousekeeping(n, logger)
 	d.mu.Lock()
 	d.open[g.ID] = dg
 	d.mu.Unlock()

@@ -526,10 +526,7 @@ func Open(cfg Config) (*Node, error) {
 	logs := raftstore.CacheRecent(observe.TimeLogStore(stores.logs, &obs.StoreLogs), cfg.RecentLogBytes)
 	commits := new(observe.LeaderCommits)
 	forwardStop := make(chan struct{})
-	trans, observed := observe.WrapTransport(stores.transport, obs, commits, forwardStop)
-	if stores.layer != nil {
-		observed.SetAwaitPeer(awaitPeer(stores.layer))
-	}
+	trans, observed := stores.observeTransport(obs, commits, forwardStop)
 	r, err := raft.NewRaft(rc, &raftFSM{f: sm, applied: applied, obs: obs, logger: cfg.Logger}, logs, stores.stable, stores.snaps, trans)
 	if err != nil {
 		close(forwardStop)
@@ -649,20 +646,33 @@ func (n *Node) housekeeping() {
 			lastPrune = time.Now()
 			n.stores.port.Prune()
 		}
-		if n.renewStaleSnapshot(&lastRenewal) {
-			continue
-		}
-		if !snapshotDue(n.fsm.BytesSinceSnapshot(), n.cfg.SnapshotBytes, n.fsm.WindowBytes()) {
-			continue
-		}
-		if err := n.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
-			n.cfg.Logger.Warn("snapshot by size", "err", err)
-		}
+		snapshotHousekeeping(n.raft, n.fsm, n.cfg, n.cfg.Logger, &lastRenewal)
 	}
 }
 
-// renewStaleSnapshot takes a snapshot when this node leads and its latest
-// snapshot lists segments that applied compactions, trims or topic
+// snapshotHousekeeping asks Raft r, over state machine f, for the
+// snapshots Raft's own trigger (SnapshotThreshold entries) does not take:
+// after a leader's latest snapshot went stale (renewStaleSnapshot), and
+// by size, whenever SnapshotBytes of appends were applied since the last
+// one (snapshotDue). Without the second a group of large entries keeps
+// up to SnapshotThreshold of them in its Raft log, gigabytes, all
+// replayed at a restart. The meta group and each data group replica run
+// it on their housekeeping goroutines; *lastRenewal is
+// renewStaleSnapshot's.
+func snapshotHousekeeping(r *raft.Raft, f *fsm.FSM, cfg Config, logger *slog.Logger, lastRenewal *time.Time) {
+	if renewStaleSnapshot(r, f, cfg, logger, lastRenewal) {
+		return
+	}
+	if !snapshotDue(f.BytesSinceSnapshot(), cfg.SnapshotBytes, f.WindowBytes()) {
+		return
+	}
+	if err := r.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		logger.Warn("snapshot by size", "err", err)
+	}
+}
+
+// renewStaleSnapshot takes a snapshot when r leads its group and its
+// latest snapshot lists segments that applied compactions, trims or topic
 // deletions have since replaced or deleted, at most once per
 // SnapshotInterval (*last is when it last did). Raft sends a follower that
 // is behind its trailing logs the latest snapshot, and the follower
@@ -670,17 +680,17 @@ func (n *Node) housekeeping() {
 // this, a cluster that stopped writing would keep a snapshot whose
 // segments no peer serves, and such a follower would never converge. It
 // reports whether it took one.
-func (n *Node) renewStaleSnapshot(last *time.Time) bool {
-	if n.raft.State() != raft.Leader || !n.fsm.SegmentsChangedSinceSnapshot() || time.Since(*last) < n.cfg.SnapshotInterval {
+func renewStaleSnapshot(r *raft.Raft, f *fsm.FSM, cfg Config, logger *slog.Logger, last *time.Time) bool {
+	if r.State() != raft.Leader || !f.SegmentsChangedSinceSnapshot() || time.Since(*last) < cfg.SnapshotInterval {
 		return false
 	}
 	*last = time.Now()
-	err := n.raft.Snapshot().Error()
+	err := r.Snapshot().Error()
 	if err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
-		n.cfg.Logger.Warn("snapshot after segments changed", "err", err)
+		logger.Warn("snapshot after segments changed", "err", err)
 		return false
 	}
-	n.cfg.Logger.Debug("snapshot after segments changed", "applied_index", n.fsm.AppliedIndex(), "err", err)
+	logger.Debug("snapshot after segments changed", "applied_index", f.AppliedIndex(), "err", err)
 	return err == nil
 }
 
@@ -1075,12 +1085,7 @@ func (n *Node) Close() error {
 	n.awaitApplyWaiters()
 	n.cuts.closeAll()
 	errs := []error{n.data.close()}
-	// Raft waits for its calls: one dialing a peer that is down ends now.
-	f := n.raft.Shutdown()
-	if n.stores.layer != nil {
-		n.stores.layer.StopDials()
-	}
-	errs = append(errs, f.Error())
+	errs = append(errs, n.stores.shutdownRaft(n.raft))
 	close(n.forwardStop)
 	<-n.forwardDone
 	errs = append(errs, n.stores.close(), n.fsm.Close())

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/logd-dev/logd/backend"
+	"github.com/logd-dev/logd/replication/observe"
 	"github.com/logd-dev/logd/replication/raftstore"
 	"github.com/logd-dev/logd/replication/transport"
 )
@@ -190,11 +191,26 @@ func openDiskStores(cfg Config, hlog hclog.Logger) (*raftStores, error) {
 // timeout; an InstallSnapshot's grows with the snapshot's size).
 const raftCallTimeout = 10 * time.Second
 
-// awaitPeer is observe.Transport's wait for a follower whose node
-// refused a connection: until the node takes connections on layer's
-// port again, for at most a call's timeout.
-func awaitPeer(layer *transport.Layer) func(raft.ServerAddress) bool {
-	return func(addr raft.ServerAddress) bool { return layer.AwaitPeer(addr, raftCallTimeout) }
+// observeTransport wraps the stores' transport in observe.Transport and,
+// on the Raft port, has it wait for a follower whose node refused a
+// connection: until that node takes connections on the port again, for
+// at most a call's timeout.
+func (s *raftStores) observeTransport(obs *observe.Metrics, commits *observe.LeaderCommits, stop <-chan struct{}) (raft.Transport, *observe.Transport) {
+	trans, observed := observe.WrapTransport(s.transport, obs, commits, stop)
+	if layer := s.layer; layer != nil {
+		observed.SetAwaitPeer(func(addr raft.ServerAddress) bool { return layer.AwaitPeer(addr, raftCallTimeout) })
+	}
+	return trans, observed
+}
+
+// shutdownRaft shuts r down, which waits for its calls in flight: those
+// waiting for a peer that is down (observeTransport) end at once.
+func (s *raftStores) shutdownRaft(r *raft.Raft) error {
+	f := r.Shutdown()
+	if s.layer != nil {
+		s.layer.StopDials()
+	}
+	return f.Error()
 }
 
 // wrap applies Config.WrapRaftStores, if set; a log store wrapper that is

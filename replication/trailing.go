@@ -1,6 +1,13 @@
 package replication
 
-import "github.com/logd-dev/logd/replication/raftstore"
+import (
+	"log/slog"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/logd-dev/logd/replication/fsm"
+	"github.com/logd-dev/logd/replication/raftstore"
+)
 
 // boundTrailingLogs bounds in bytes the entries Raft keeps after each
 // snapshot for followers that lag a little (raftstore.TrailingBound): it
@@ -10,17 +17,24 @@ import "github.com/logd-dev/logd/replication/raftstore"
 // from the current value. It runs on the housekeeping goroutine, the only
 // one that changes Raft's reloadable settings.
 func (n *Node) boundTrailingLogs() {
-	entries, bytes := n.fsm.SinceSnapshot()
-	rc := n.raft.ReloadableConfig()
-	bound := raftstore.TrailingBound{Logs: n.cfg.TrailingLogs, Bytes: n.cfg.TrailingBytes}
+	boundTrailingLogs(n.raft, n.fsm, n.cfg, n.cfg.Logger)
+}
+
+// boundTrailingLogs is Node.boundTrailingLogs for the group Raft r runs
+// over state machine f (the meta group, or a data group replica: each
+// runs it on its own housekeeping goroutine).
+func boundTrailingLogs(r *raft.Raft, f *fsm.FSM, cfg Config, logger *slog.Logger) {
+	entries, bytes := f.SinceSnapshot()
+	rc := r.ReloadableConfig()
+	bound := raftstore.TrailingBound{Logs: cfg.TrailingLogs, Bytes: cfg.TrailingBytes}
 	want, change := bound.Next(rc.TrailingLogs, entries, bytes)
 	if !change {
 		return
 	}
 	rc.TrailingLogs = want
-	if err := n.raft.ReloadConfig(rc); err != nil {
-		n.cfg.Logger.Warn("set raft trailing logs", "trailing_logs", want, "err", err)
+	if err := r.ReloadConfig(rc); err != nil {
+		logger.Warn("set raft trailing logs", "trailing_logs", want, "err", err)
 		return
 	}
-	n.cfg.Logger.Debug("raft trailing logs bounded in bytes", "trailing_logs", want, "entries_since_snapshot", entries, "bytes_since_snapshot", bytes)
+	logger.Debug("raft trailing logs bounded in bytes", "trailing_logs", want, "entries_since_snapshot", entries, "bytes_since_snapshot", bytes)
 }
