@@ -23,14 +23,15 @@ func (dg *dataGroup) startHousekeeping(n *Node, logger *slog.Logger) {
 		t := time.NewTicker(groupHousekeepingTick)
 		defer t.Stop()
 		var lastRenewal time.Time
+		settings := n.cfg.snapshotSettings()
 		for {
 			select {
 			case <-dg.housekeepingStop:
 				return
 			case <-t.C:
 			}
-			boundTrailingLogs(dg.raft, dg.fsm, n.cfg, logger)
-			snapshotHousekeeping(dg.raft, dg.fsm, n.cfg, logger, &lastRenewal)
+			boundTrailingLogs(dg.raft, dg.fsm, settings, logger)
+			snapshotHousekeeping(dg.raft, dg.fsm, settings, logger, &lastRenewal)
 		}
 	}()
 }

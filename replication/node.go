@@ -646,8 +646,23 @@ func (n *Node) housekeeping() {
 			lastPrune = time.Now()
 			n.stores.port.Prune()
 		}
-		snapshotHousekeeping(n.raft, n.fsm, n.cfg, n.cfg.Logger, &lastRenewal)
+		snapshotHousekeeping(n.raft, n.fsm, n.cfg.snapshotSettings(), n.cfg.Logger, &lastRenewal)
 	}
+}
+
+// snapshotSettings are the settings of Config that a group's
+// housekeeping reads (snapshotHousekeeping, boundTrailingLogs), copied
+// once: the rest of Config is not the housekeeping's to read.
+type snapshotSettings struct {
+	bytes         int64
+	interval      time.Duration
+	trailingLogs  uint64
+	trailingBytes int64
+}
+
+// snapshotSettings returns c's snapshotSettings.
+func (c *Config) snapshotSettings() snapshotSettings {
+	return snapshotSettings{bytes: c.SnapshotBytes, interval: c.SnapshotInterval, trailingLogs: c.TrailingLogs, trailingBytes: c.TrailingBytes}
 }
 
 // snapshotHousekeeping asks Raft r, over state machine f, for the
@@ -659,11 +674,11 @@ func (n *Node) housekeeping() {
 // replayed at a restart. The meta group and each data group replica run
 // it on their housekeeping goroutines; *lastRenewal is
 // renewStaleSnapshot's.
-func snapshotHousekeeping(r *raft.Raft, f *fsm.FSM, cfg Config, logger *slog.Logger, lastRenewal *time.Time) {
+func snapshotHousekeeping(r *raft.Raft, f *fsm.FSM, cfg snapshotSettings, logger *slog.Logger, lastRenewal *time.Time) {
 	if renewStaleSnapshot(r, f, cfg, logger, lastRenewal) {
 		return
 	}
-	if !snapshotDue(f.BytesSinceSnapshot(), cfg.SnapshotBytes, f.WindowBytes()) {
+	if !snapshotDue(f.BytesSinceSnapshot(), cfg.bytes, f.WindowBytes()) {
 		return
 	}
 	if err := r.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
@@ -680,8 +695,8 @@ func snapshotHousekeeping(r *raft.Raft, f *fsm.FSM, cfg Config, logger *slog.Log
 // this, a cluster that stopped writing would keep a snapshot whose
 // segments no peer serves, and such a follower would never converge. It
 // reports whether it took one.
-func renewStaleSnapshot(r *raft.Raft, f *fsm.FSM, cfg Config, logger *slog.Logger, last *time.Time) bool {
-	if r.State() != raft.Leader || !f.SegmentsChangedSinceSnapshot() || time.Since(*last) < cfg.SnapshotInterval {
+func renewStaleSnapshot(r *raft.Raft, f *fsm.FSM, cfg snapshotSettings, logger *slog.Logger, last *time.Time) bool {
+	if r.State() != raft.Leader || !f.SegmentsChangedSinceSnapshot() || time.Since(*last) < cfg.interval {
 		return false
 	}
 	*last = time.Now()

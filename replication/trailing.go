@@ -17,16 +17,16 @@ import (
 // from the current value. It runs on the housekeeping goroutine, the only
 // one that changes Raft's reloadable settings.
 func (n *Node) boundTrailingLogs() {
-	boundTrailingLogs(n.raft, n.fsm, n.cfg, n.cfg.Logger)
+	boundTrailingLogs(n.raft, n.fsm, n.cfg.snapshotSettings(), n.cfg.Logger)
 }
 
 // boundTrailingLogs is Node.boundTrailingLogs for the group Raft r runs
 // over state machine f (the meta group, or a data group replica: each
 // runs it on its own housekeeping goroutine).
-func boundTrailingLogs(r *raft.Raft, f *fsm.FSM, cfg Config, logger *slog.Logger) {
+func boundTrailingLogs(r *raft.Raft, f *fsm.FSM, cfg snapshotSettings, logger *slog.Logger) {
 	entries, bytes := f.SinceSnapshot()
 	rc := r.ReloadableConfig()
-	bound := raftstore.TrailingBound{Logs: cfg.TrailingLogs, Bytes: cfg.TrailingBytes}
+	bound := raftstore.TrailingBound{Logs: cfg.trailingLogs, Bytes: cfg.trailingBytes}
 	want, change := bound.Next(rc.TrailingLogs, entries, bytes)
 	if !change {
 		return
