@@ -101,27 +101,43 @@ func TestRestartedGroupReplicaWaitsForLeaderCommit(t *testing.T) {
 	// n3 may have led the group (its preferred leader gets the
 	// leadership back): n1 or n2 leads it once they elected one.
 	var leader *dataGroup
-	waitFor(ctx, t, fmt.Sprintf("n1 or n2 leads group %d", g), func() bool {
-		for _, n := range nodes[:2] {
-			if dg := n.dataGroup(g); dg != nil && dg.leadsReady() {
-				leader = dg
-				return true
+	findLeader := func() {
+		waitFor(ctx, t, fmt.Sprintf("n1 or n2 leads group %d", g), func() bool {
+			for _, n := range nodes[:2] {
+				if dg := n.dataGroup(g); dg != nil && dg.leadsReady() {
+					leader = dg
+					return true
+				}
 			}
-		}
-		return false
-	}, describe)
-	const appends = 2500 // MaxAppendEntries is 1024
-	futures := make([]raft.ApplyFuture, appends)
-	for i := range futures {
-		a := fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "after")}}}
-		futures[i] = leader.raft.Apply(fsm.Seal(fsm.EncodeAppend(time.Now().UnixNano(), a)), time.Minute)
+			return false
+		}, describe)
 	}
-	for _, f := range futures {
-		if err := f.Error(); err != nil {
-			t.Fatalf("append while n3 is away: %v", err)
+	const appends = 2500 // MaxAppendEntries is 1024
+	// An append refused because the leader is handing its leadership to
+	// the group's preferred replica (raft.ErrLeadershipTransferInProgress)
+	// was never appended: it is sent again to the next leader.
+	todo := appends
+	for round := 0; todo > 0; round++ {
+		if round == 5 {
+			t.Fatalf("%d appends still refused by leadership transfers after %d rounds", todo, round)
 		}
-		if err, ok := f.Response().(error); ok && err != nil {
-			t.Fatalf("append while n3 is away: %v", err)
+		findLeader()
+		futures := make([]raft.ApplyFuture, todo)
+		for i := range futures {
+			a := fsm.Append{Topic: "t", Batches: []fsm.PartitionBatch{{Partition: 0, Batch: mustBatch(t, "after")}}}
+			futures[i] = leader.raft.Apply(fsm.Seal(fsm.EncodeAppend(time.Now().UnixNano(), a)), time.Minute)
+		}
+		todo = 0
+		for _, f := range futures {
+			if err := f.Error(); errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+				todo++
+				continue
+			} else if err != nil {
+				t.Fatalf("append while n3 is away: %v", err)
+			}
+			if err, ok := f.Response().(error); ok && err != nil {
+				t.Fatalf("append while n3 is away: %v", err)
+			}
 		}
 	}
 	part, err := leader.fsm.Partition("t", 0)

@@ -1035,23 +1035,16 @@ func (n *Node) inGroup(ctx context.Context, g uint64, local func(groupHandle) er
 			if err := remote(ans); err != nil {
 				return err
 			}
+			// The write is answered without waiting for this node's
+			// replica of the group to apply it: the replica learns the
+			// commit index only from its leader's next append or
+			// heartbeat (a tenth of the heartbeat timeout later, when
+			// nothing else is written), and one call in flight would
+			// wait that long each time. Reads through this node wait for
+			// the write instead, or go to another replica: the group
+			// floor noted here (read_floor.go).
 			if call.Kind != callRead {
 				n.noteGroupWrite(ctx, g, ans.Applied)
-			}
-			// Only a replica that serves reads is waited for: one the
-			// table moved away (left) or out of touch with its group
-			// would never apply the write, and every write would wait
-			// the whole bound. Reads through this node still wait for
-			// the write (the group floor just noted) or go elsewhere.
-			// A consumer group's command is not waited for: a group's
-			// reads check the floor (readGroupIn), and a member commits
-			// again and again, each commit then waiting for this
-			// replica to learn the commit index from its leader's next
-			// append or heartbeat.
-			if dg != nil && ans.Applied > 0 && dg.serves() && call.Kind != callGroupCmd && call.Kind != callGroupRead {
-				if dg.awaitApplied(ctx, ans.Applied, readYourWritesWait); dg.fsm.AppliedIndex() < ans.Applied {
-					n.writesUnapplied.Add(1)
-				}
 			}
 			return nil
 		}

@@ -377,10 +377,6 @@ type Node struct {
 	// groupFloors keep reads of data groups from missing a write this
 	// node saw acknowledged (read_floor.go).
 	groupFloors groupFloors
-	// writesUnapplied counts the writes this node routed to a data
-	// group's leader whose replica here had not applied them when the
-	// wait for it ended (data_route.go, inGroup).
-	writesUnapplied atomic.Int64
 	// startIndex is the meta group's last index when this process opened
 	// it: a topic created at a later index is one no earlier process of
 	// this node read (read_floor.go).

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/logd-dev/logd/backend"
 	"github.com/logd-dev/logd/replication/fsm"
 )
@@ -124,66 +122,6 @@ func TestMayBootstrap(t *testing.T) {
 	other.ID = 4
 	if !d.mayBootstrap(other) {
 		t.Error("group 3's tombstone stops group 4's bootstrap")
-	}
-}
-
-// TestWritesSkipLeftReplicas: a node routing writes to data groups
-// waits, after each group's leader answers, for its own replica to apply
-// the write (reads through it then see it at once), but not for a
-// replica the table moved away, which never applies it: a drained node
-// that then leads the meta group routed every write with a wait of the
-// whole bound, until the replicas were retired.
-func TestWritesSkipLeftReplicas(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	_, nodes, describe := fourNodeGroupsWith(ctx, t, func(cfg *Config) { cfg.retireAfter = time.Hour })
-	l, n2 := nodes[0], nodes[1]
-	// leader is the meta leader now (it may move on a loaded machine).
-	leader := func() *Node {
-		var ld *Node
-		waitFor(ctx, t, "a ready meta leader", func() bool {
-			for _, n := range nodes {
-				if n.IsLeader() && n.Ready() {
-					ld = n
-					return true
-				}
-			}
-			return false
-		}, describe)
-		return ld
-	}
-	fillTopic(ctx, t, NewBackend(leader()), "left", 8, 2)
-	var err error
-	waitFor(ctx, t, "drain n2", func() bool {
-		_, err = leader().DrainNode(ctx, "n2", false)
-		return !errors.Is(err, backend.ErrNotLeader)
-	}, func() string { return fmt.Sprint(err) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor(ctx, t, "n2 drained", func() bool { return !holds(l, "n2") }, describe)
-	waitGroupsSettled(ctx, t, l, nodes, 4, describe)
-	if len(n2.DataGroupReplicas()) == 0 {
-		t.Fatalf("n2 runs no replica it left: %s", describe())
-	}
-	waitFor(ctx, t, "hand the meta leadership to n2", func() bool {
-		if ld := leader(); ld != n2 {
-			err = ld.raft.LeadershipTransferToServer(raft.ServerID("n2"), n2.stores.transport.LocalAddr()).Error()
-		}
-		return n2.IsLeader()
-	}, func() string { return fmt.Sprint(err) })
-	waitFor(ctx, t, "n2 leads the meta group, ready", func() bool { return n2.IsLeader() && n2.Ready() }, describe)
-	before := n2.writesUnapplied.Load()
-	for i := range 8 {
-		rec := []backend.ProduceRecord{{Partition: int32(i), HasPartition: true, Value: []byte("after")}}
-		var err error
-		waitFor(ctx, t, fmt.Sprintf("a write to left-%d through n2", i), func() bool {
-			_, err = NewBackend(n2).Produce(ctx, backend.ProduceRequest{Topic: "left", Records: rec})
-			return err == nil
-		}, func() string { return fmt.Sprint(err) })
-	}
-	if got := n2.writesUnapplied.Load() - before; got != 0 {
-		t.Errorf("n2 waited in vain for %d writes to reach replicas it no longer holds", got)
 	}
 }
 
