@@ -7,7 +7,7 @@ import (
 
 // groupHousekeepingTick is how often a data group replica's housekeeping
 // looks at its Raft log.
-const groupHousekeepingTick = 100 * time.Millisecond
+const groupHousekeepingTick = 500 * time.Millisecond
 
 // startHousekeeping starts dg's housekeeping loop, which does for the
 // replica what the node's housekeeping does for the meta group: it
