@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/logd-dev/logd/backend"
-	"github.com/logd-dev/logd/replication/internal/fsmtest"
 )
 
 // TestDataGroupSnapshotsBySize: a data group replica takes a snapshot
@@ -20,26 +19,10 @@ import (
 func TestDataGroupSnapshotsBySize(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	n, err := Open(Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true,
-		Logger: fsmtest.Logger(), RaftLogLevel: "error", DataGroupsPerNode: 1,
-		SnapshotBytes: 256 << 10, TrailingLogs: 4, TrailingBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	describe := func() string { return fmt.Sprintf("replicas %+v", n.DataGroupReplicas()) }
-	waitFor(ctx, t, "a node leading its data group", func() bool {
-		return n.IsLeader() && n.Ready() && len(n.DataGroupReplicas()) == 1 && leadsAll(n)
-	}, describe)
-	bk := NewBackend(n)
-	if _, err := bk.CreateTopic(ctx, backend.CreateTopic{Name: "t", Partitions: 1}); err != nil {
-		t.Fatal(err)
-	}
-	mt, err := n.FSM().Topic("t")
-	if err != nil || mt.Placement == nil {
-		t.Fatalf("topic t: %+v, %v: want it placed in a data group", mt, err)
-	}
-	dg := n.dataGroup(mt.Placement[0])
+	n, bk, _ := leadingDataNode(ctx, t, func(cfg *Config) {
+		cfg.DataGroupsPerNode, cfg.SnapshotBytes, cfg.TrailingLogs, cfg.TrailingBytes = 1, 256<<10, 4, -1
+	})
+	dg := placedTopic(ctx, t, n, "t")
 	snapshots := func() int {
 		l, err := dg.stores.snaps.List()
 		if err != nil {

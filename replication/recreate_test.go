@@ -20,31 +20,14 @@ import (
 func TestRecreatedTopicInDataGroup(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	n, err := Open(Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true,
-		Logger: fsmtest.Logger(), RaftLogLevel: "error", DataGroupsPerNode: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	describe := func() string { return fmt.Sprintf("replicas %+v", n.DataGroupReplicas()) }
-	waitFor(ctx, t, "a node leading its two data groups", func() bool {
-		return n.IsLeader() && n.Ready() && len(n.DataGroupReplicas()) == 2 && leadsAll(n)
-	}, describe)
-	bk := NewBackend(n)
+	n, bk, describe := leadingDataNode(ctx, t, func(cfg *Config) { cfg.DataGroupsPerNode = 2 })
 	one := func(v string) backend.ProduceRequest {
 		return backend.ProduceRequest{Topic: "t", Records: []backend.ProduceRecord{{Partition: 0, HasPartition: true, Value: []byte(v)}}}
 	}
-	if _, err := bk.CreateTopic(ctx, backend.CreateTopic{Name: "t", Partitions: 1}); err != nil {
-		t.Fatal(err)
-	}
+	dg := placedTopic(ctx, t, n, "t")
 	if res, err := bk.Produce(ctx, one("old")); err != nil || res.Results[0].Offset != 0 {
 		t.Fatalf("produce to the first topic: %+v, %v", res, err)
 	}
-	mt, err := n.FSM().Topic("t")
-	if err != nil || mt.Placement == nil {
-		t.Fatalf("topic t: %+v, %v: want it placed in a data group", mt, err)
-	}
-	dg := n.dataGroup(mt.Placement[0])
 
 	// The group can neither drop nor adopt while the test holds this.
 	dg.adoptMu.Lock()
@@ -108,4 +91,38 @@ func TestRecreatedTopicInDataGroup(t *testing.T) {
 		}
 		return true
 	}, describe)
+}
+
+// leadingDataNode opens one node, with its configuration edited by
+// configure (DataGroupsPerNode at least 1), and waits until it leads the
+// meta group and every data group it runs; it closes when the test ends.
+func leadingDataNode(ctx context.Context, t *testing.T, configure func(*Config)) (*Node, *Backend, func() string) {
+	t.Helper()
+	cfg := Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: true,
+		Logger: fsmtest.Logger(), RaftLogLevel: "error"}
+	configure(&cfg)
+	n, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	describe := func() string { return fmt.Sprintf("replicas %+v", n.DataGroupReplicas()) }
+	waitFor(ctx, t, fmt.Sprintf("a node leading its %d data groups", cfg.DataGroupsPerNode), func() bool {
+		return n.IsLeader() && n.Ready() && len(n.DataGroupReplicas()) == cfg.DataGroupsPerNode && leadsAll(n)
+	}, describe)
+	return n, NewBackend(n), describe
+}
+
+// placedTopic creates topic name with one partition on n and returns
+// n's replica of the data group the partition is placed in.
+func placedTopic(ctx context.Context, t *testing.T, n *Node, name string) *dataGroup {
+	t.Helper()
+	if _, err := NewBackend(n).CreateTopic(ctx, backend.CreateTopic{Name: name, Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	mt, err := n.FSM().Topic(name)
+	if err != nil || mt.Placement == nil {
+		t.Fatalf("topic %s: %+v, %v: want it placed in a data group", name, mt, err)
+	}
+	return n.dataGroup(mt.Placement[0])
 }
