@@ -192,6 +192,10 @@ type dataGroup struct {
 	// lastTransfer is when this node last handed the group's leadership
 	// to its preferred leader (the runner's goroutine only).
 	lastTransfer time.Time
+	// handOverFailed counts the failed hand-overs of an unlisted
+	// leader's leadership (handOver): each next one tries the next voter
+	// the table lists.
+	handOverFailed atomic.Uint32
 	// adoptMu orders adopt's passes over the group.
 	adoptMu sync.Mutex
 	// caughtUp is set once the replica caught up with its group as a
@@ -314,16 +318,26 @@ func (dg *dataGroup) serves() bool {
 // first when this replica leads its group without one yet (a group just
 // created or a leader just elected, before the runner's next pass): it
 // then holds every committed write, and a read need not fail for want
-// of another replica.
+// of another replica. A leader the table no longer lists (it is handing
+// its leadership to a listed replica) serves too once it applied its
+// barrier: while it leads it holds every write, and its followers may
+// not have applied the last ones yet (they learn the commit index from
+// its next append), so sending its reads to them could show a write it
+// acknowledged as missing.
 func (d *dataGroups) servesNow(dg *dataGroup) bool {
 	if dg.serves() {
 		return true
 	}
-	if dg.raft.State() == raft.Leader && !dg.left.Load() {
-		d.barrier(dg)
-		return dg.serves()
+	if dg.raft.State() != raft.Leader {
+		return false
 	}
-	return false
+	if !dg.leadsReady() {
+		d.barrier(dg)
+	}
+	if dg.left.Load() {
+		return dg.leadsReady()
+	}
+	return dg.serves()
 }
 
 // contactBound is how long a follower replica serves reads after it last
@@ -487,19 +501,30 @@ func (d *dataGroups) handOver(dg *dataGroup, g fsm.DataGroup) error {
 	if err := cf.Error(); err != nil {
 		return err
 	}
+	var voters []raft.Server
 	for _, id := range g.Replicas {
 		for _, s := range cf.Configuration().Servers {
-			if string(s.ID) != id || s.Suffrage != raft.Voter || id == d.n.cfg.NodeID {
-				continue
+			if string(s.ID) == id && s.Suffrage == raft.Voter && id != d.n.cfg.NodeID {
+				voters = append(voters, s)
 			}
-			if err := dg.raft.LeadershipTransferToServer(s.ID, s.Address).Error(); err != nil {
-				return fmt.Errorf("hand data group %d to %s: %w", g.ID, id, err)
-			}
-			d.n.cfg.Logger.Info("handed an unlisted replica's leadership to a listed voter", "group", g.ID, "node", id)
-			return nil
 		}
 	}
-	return fmt.Errorf("data group %d: no voter the table lists to hand the leadership to", g.ID)
+	if len(voters) == 0 {
+		return fmt.Errorf("data group %d: no voter the table lists to hand the leadership to", g.ID)
+	}
+	// After a failed hand-over the next voter is tried: one that cannot
+	// take the leadership (down, or never catching up) would otherwise
+	// be asked again and again, and the group refuses writes while a
+	// transfer is in progress.
+	s := voters[int(dg.handOverFailed.Load())%len(voters)]
+	if err := dg.raft.LeadershipTransferToServer(s.ID, s.Address).Error(); err != nil {
+		if !errors.Is(err, raft.ErrLeadershipTransferInProgress) { // another call's transfer
+			dg.handOverFailed.Add(1)
+		}
+		return fmt.Errorf("hand data group %d to %s: %w", g.ID, s.ID, err)
+	}
+	d.n.cfg.Logger.Info("handed an unlisted replica's leadership to a listed voter", "group", g.ID, "node", s.ID)
+	return nil
 }
 
 // place proposes the table with every member placed (see above), when the
