@@ -153,15 +153,7 @@ func (c *Cluster) Converge(ctx context.Context) {
 // lacks acknowledged records.
 func (c *Cluster) ConvergeNodes(ctx context.Context, nodes []*Node) {
 	c.T.Helper()
-	WaitFor(c.T, ctx, "nodes converge under a leader", func() bool {
-		for _, nd := range nodes {
-			if nd.Exited() {
-				// It never converges: say so now, with why.
-				c.T.Fatalf("%s exited while the nodes were to converge (%s)", nd.ID, nd.ExitCause())
-			}
-		}
-		return c.Converged(ctx, nodes)
-	})
+	WaitFor(c.T, ctx, "nodes converge under a leader", func() bool { return c.Converged(ctx, nodes) })
 }
 
 // Converged reports whether nodes are ready, one of them leads, and all

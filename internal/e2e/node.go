@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -197,50 +196,6 @@ func (nd *Node) Start() {
 		st, err := nd.Status(ctx)
 		return err == nil && st.Ready && st.State == "Leader"
 	})
-}
-
-// Exited reports whether the node's process exited on its own: it was
-// started, and neither Kill nor Stop reaped it, yet it is gone (a zombie
-// its parent, the test, has not waited for).
-func (nd *Node) Exited() bool {
-	if nd.Cmd == nil || nd.Cmd.Process == nil {
-		return false
-	}
-	return procExited(nd.Cmd.Process.Pid)
-}
-
-// procExited reports whether process pid is a zombie or gone, from
-// /proc/PID/stat (its state follows the command name's closing
-// parenthesis); false where there is no procfs.
-func procExited(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return errors.Is(err, os.ErrNotExist) && procfs()
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
-}
-
-// procfs reports whether /proc is mounted.
-func procfs() bool {
-	_, err := os.Stat("/proc/self/stat")
-	return err == nil
-}
-
-// ExitCause is the first line of the node's log that says why a Go
-// process ends ("panic:", "fatal error:"), or its last line.
-func (nd *Node) ExitCause() string {
-	b, err := os.ReadFile(nd.Logs.Name())
-	if err != nil {
-		return fmt.Sprintf("its log: %v", err)
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	for _, l := range lines {
-		if strings.HasPrefix(l, "panic:") || strings.HasPrefix(l, "fatal error:") {
-			return "its log: " + l
-		}
-	}
-	return "its log ends: " + lines[len(lines)-1]
 }
 
 // Kill SIGKILLs the process (a stopped one too) and reaps it.
